@@ -1,0 +1,1 @@
+"""Capture: secret scan and redaction before any text reaches disk."""

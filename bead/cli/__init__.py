@@ -1,0 +1,55 @@
+"""The ``bead`` command: a root group plus one module per noun.
+
+Heavy libraries (sqlite-utils, the index, the store) are imported inside the
+commands, so ``bead --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import __version__
+from . import eval as eval_cmd
+from . import facts, forget, index, search, status
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="bead")
+def cli() -> None:
+    """bead: local memory for coding agents.
+
+    Memory lives as Markdown files under $BEAD_HOME (default ~/.bead); the
+    search index is derived from them and can be rebuilt with `bead reindex`.
+    """
+
+
+for module in (facts, search, forget, index, status, eval_cmd):
+    for command in module.COMMANDS:
+        cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: errors go to stderr with exit code 1 and a next step."""
+    from ..errors import BeadError
+
+    try:
+        code = cli.main(args=argv, prog_name="bead", standalone_mode=False)
+    except BeadError as exc:
+        click.echo(f"error: {exc.message}", err=True)
+        if exc.hint:
+            click.echo(f"  hint: {exc.hint}", err=True)
+        sys.exit(1)
+    except click.exceptions.Abort:
+        click.echo("aborted: nothing was changed", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        ctx = getattr(exc, "ctx", None)
+        name = ctx.command_path if ctx else "bead"
+        click.echo(f"  hint: run `{name} --help` for the usage", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

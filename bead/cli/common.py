@@ -1,0 +1,23 @@
+"""Helpers every command module shares."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import click
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+def open_memory():
+    from ..memory import Memory
+
+    return Memory.open()
+
+
+def emit(data: Any, as_json: bool, human: Callable[[Any], None]) -> None:
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    else:
+        human(data)

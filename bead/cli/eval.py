@@ -1,0 +1,38 @@
+"""bead eval."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("eval")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per suite (and one for the pooled total).")
+@click.option("--details", is_flag=True, help="With --json: include per-query details.")
+def eval_(files, as_json, details):
+    """Run eval suites (kind: supersession, raw-recall) in temporary homes.
+
+    A suite never touches your store. With several raw-recall files, a pooled
+    row follows the per-suite ones.
+    """
+    from ..evals import rawrecall, supersession, suite
+
+    results = []
+    for f in files:
+        s = suite.load(f)
+        runner = {"supersession": supersession, "raw-recall": rawrecall}[s["kind"]]
+        results.append((runner, runner.run(s)))
+    raw = [r for m, r in results if m is rawrecall]
+    if len(raw) > 1:
+        results.append((rawrecall, rawrecall.combine(raw, "pooled: " + ", ".join(r["name"] for r in raw))))
+    for runner, r in results:
+        if as_json:
+            out = r if details else {k: v for k, v in r.items() if k != "details"}
+            click.echo(json.dumps(out, ensure_ascii=False))
+        else:
+            click.echo(runner.table(r))
+
+
+COMMANDS = [eval_]

@@ -1,0 +1,101 @@
+"""bead write / show / history."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import emit, json_option, open_memory
+
+
+@click.command()
+@click.argument("key")
+@click.argument("text")
+@click.option("--type", "type_", required=True, type=click.Choice(["user", "feedback", "project", "reference"]),
+              help="What kind of fact this is.")
+@click.option("--trust", default="user_stated", show_default=True,
+              type=click.Choice(["user_stated", "agent_observed", "dream_inferred"]))
+@click.option("--sensitivity", default="private", show_default=True, type=click.Choice(["public", "private", "secret"]))
+@click.option("--pin/--no-pin", default=None, help="Pin the fact (kept in the pinned block). Default: as before.")
+@json_option
+def write(key, text, type_, trust, sensitivity, pin, as_json):
+    """Write TEXT as the new value of KEY (TEXT `-` reads stdin).
+
+    Applies the supersession rule: the new version gets the next number and
+    the old one is marked superseded. Writing the current value again writes
+    nothing.
+    """
+    if text == "-":
+        text = sys.stdin.read()
+    mem = open_memory()
+    result = mem.write(key, text, type_, trust=trust, sensitivity=sensitivity, pinned=pin)
+    data = {"id": result.fact.id, "written": result.written,
+            "superseded": result.superseded.id if result.superseded else None,
+            "path": str(result.fact.path)}
+
+    def human(d):
+        if d["written"]:
+            extra = f" (supersedes {d['superseded']})" if d["superseded"] else ""
+            click.echo(f"wrote {d['id']}{extra}")
+        else:
+            click.echo(f"unchanged: {d['id']} already holds that value")
+
+    emit(data, as_json, human)
+
+
+def _print_problems(problems) -> None:
+    for p in problems:
+        click.echo(f"warning: skipped {p.path}: {p.reason}", err=True)
+
+
+@click.command()
+@click.argument("key")
+@click.option("--all", "all_versions", is_flag=True, help="Every version, oldest first.")
+@json_option
+def show(key, all_versions, as_json):
+    """Print the current value of KEY."""
+    from ..errors import BeadError
+
+    mem = open_memory()
+    kv = mem.versions(key)
+    _print_problems(kv.problems)
+    if not kv.facts:
+        raise BeadError(f"no fact under {key}", "list keys with `bead search` or write one with `bead write`")
+    facts = list(kv.facts) if all_versions else [kv.current]
+    data = [f.as_dict() | {"current": f is kv.current} for f in facts]
+
+    def human(rows):
+        for r in rows:
+            if all_versions:
+                mark = "current" if r["current"] else r["status"]
+                click.echo(f"== {r['id']} [{mark}] {r['valid_from']} {r['trust']}")
+            click.echo(r["body"])
+
+    emit(data if all_versions else data[0], as_json, human if all_versions else (lambda r: human([r])))
+
+
+@click.command()
+@click.argument("key")
+@json_option
+def history(key, as_json):
+    """List every version of KEY in order, with status, trust and time."""
+    from ..errors import BeadError
+
+    mem = open_memory()
+    kv = mem.versions(key)
+    _print_problems(kv.problems)
+    if not kv.facts:
+        raise BeadError(f"no fact under {key}", "check the key with `bead search`")
+    rows = [{"id": f.id, "version": f.version, "current": f is kv.current, "status": f.status,
+             "valid_from": f.valid_from, "trust": f.trust, "type": f.type, "body": f.body} for f in kv.facts]
+
+    def human(rs):
+        for r in rs:
+            mark = "*" if r["current"] else " "
+            click.echo(f"{mark} v{r['version']:<3} {r['valid_from']}  {r['trust']:<14} {r['body'][:80]}")
+
+    emit(rows, as_json, human)
+
+
+COMMANDS = [write, show, history]

@@ -1,0 +1,55 @@
+"""bead forget."""
+
+from __future__ import annotations
+
+import click
+
+from .common import emit, json_option, open_memory
+
+
+@click.command()
+@click.argument("target", required=False)
+@click.option("--match", "match", metavar="TEXT", help="Forget every fact and raw turn containing TEXT (3+ characters).")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (scripts).")
+@json_option
+def forget(target, match, yes, as_json):
+    """Forget a fact (KEY, or one version KEY@vN) everywhere, for good.
+
+    Writes a tombstone, deletes the version files, redacts raw turns that
+    cite or contain the value, removes index rows, episodes and conversation
+    state lines, and truncates the index's WAL.
+    """
+    from .. import forget as forget_mod
+    from ..errors import BeadError
+
+    if bool(target) == bool(match):
+        raise BeadError("give either a KEY (or KEY@vN) or --match TEXT", "e.g. `bead forget user/editor` or `bead forget --match 'old password'`")
+    mem = open_memory()
+    forget_mod.refuse_git(mem)
+    plan = forget_mod.plan_match(mem, match) if match else forget_mod.plan_target(mem, target)
+    preview = plan.summary(mem.home.store)
+    if plan.empty:
+        emit({"forgotten": False, **preview}, as_json, lambda d: click.echo("nothing matches; nothing changed"))
+        return
+    if match and not yes:
+        click.echo("This will forget:", err=True)
+        for key in preview["keys"]:
+            click.echo(f"  key {key} ({len(plan.keys[key])} version files)", err=True)
+        for t in preview["raw_turns"]:
+            click.echo(f"  raw turn {t}", err=True)
+        if preview["episodes"]:
+            click.echo(f"  {preview['episodes']} episode file(s)", err=True)
+        if preview["session_lines"]:
+            click.echo(f"  {preview['session_lines']} conversation state line(s)", err=True)
+        click.confirm("Forget all of these?", abort=True, err=True)
+    summary = forget_mod.apply(mem, plan)
+
+    def human(d):
+        click.echo(f"forgot {len(d['keys'])} key(s), {d['versions']} version file(s), "
+                   f"redacted {d['raw_turns_redacted']} raw turn(s), removed {d['episodes']} episode(s) "
+                   f"and {d['session_lines']} state line(s)")
+
+    emit({"forgotten": True, **summary}, as_json, human)
+
+
+COMMANDS = [forget]

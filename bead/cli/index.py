@@ -1,0 +1,36 @@
+"""bead reindex."""
+
+from __future__ import annotations
+
+import click
+
+from .common import emit, json_option, open_memory
+
+
+@click.command()
+@json_option
+def reindex(as_json):
+    """Rebuild index.db from the files and print counts.
+
+    The index is derived: deleting index.db loses nothing.
+    """
+    from ..index.rebuild import rebuild
+
+    mem = open_memory()
+    kvs_count = sum(1 for _ in mem.facts.keys())
+    raw_count = sum(1 for _ in mem.raw.files())
+    show_bar = not as_json
+    with click.progressbar(length=kvs_count + raw_count, label="indexing", file=click.get_text_stream("stderr"),
+                           hidden=not show_bar) as bar:
+        counts, problems = rebuild(mem.index, mem.facts, mem.raw, progress=lambda kind, n: bar.update(n))
+    for p in problems:
+        click.echo(f"warning: skipped {p.path}: {p.reason}", err=True)
+
+    def human(c):
+        click.echo(f"indexed {c['keys']} keys ({c['fact_versions']} versions) and "
+                   f"{c['raw_turns']} raw turns in {c['raw_files']} files; {c['problems']} problem(s)")
+
+    emit(counts, as_json, human)
+
+
+COMMANDS = [reindex]

@@ -1,0 +1,54 @@
+"""bead search."""
+
+from __future__ import annotations
+
+import click
+
+from .common import emit, json_option, open_memory
+
+
+@click.command()
+@click.argument("query")
+@click.option("--limit", "-n", default=10, show_default=True, help="Results per corpus.")
+@click.option("--facts", "corpus", flag_value="facts", help="Search facts only.")
+@click.option("--raw", "corpus", flag_value="raw", help="Search raw turns only.")
+@click.option("--all-versions", is_flag=True, help="Include superseded versions (as a plain retriever would).")
+@click.option("--scope", help="Boost this scope, e.g. project/webshop.")
+@json_option
+def search(query, limit, corpus, all_versions, scope, as_json):
+    """Search facts and raw turns (BM25), ranked, with scores.
+
+    QUERY is plain text: it is quoted into a valid FTS5 query, never passed raw.
+    """
+    mem = open_memory()
+    facts, raw = mem.search(query, limit=limit, corpus=corpus or "all",
+                            current_only=not all_versions, scope=scope)
+    data = {
+        "facts": [{"id": h.id, "score": round(h.score, 4), "status": h.row["status"], "trust": h.row["trust"],
+                   "current": bool(h.row["current"]), "body": h.text} for h in facts],
+        "raw": [{"id": h.id, "score": round(h.score, 4), "role": h.row["role"], "at": h.row["at"],
+                 "path": h.row["path"], "ref": h.row["ref"], "text": h.text} for h in raw],
+    }
+
+    def human(d):
+        if corpus in (None, "facts"):
+            click.echo(f"facts ({len(d['facts'])})")
+            for h in d["facts"]:
+                tag = "" if h["current"] else f" [{h['status']}]"
+                if h["status"] == "dormant":
+                    tag = " [dormant]"
+                click.echo(f"  {h['score']:7.3f}  {h['id']}{tag}  {_one_line(h['body'])}")
+        if corpus in (None, "raw"):
+            click.echo(f"raw turns ({len(d['raw'])})")
+            for h in d["raw"]:
+                click.echo(f"  {h['score']:7.3f}  {h['id']} {h['role']} {h['at']}  {_one_line(h['text'])}")
+
+    emit(data, as_json, human)
+
+
+def _one_line(text: str, width: int = 90) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+COMMANDS = [search]

@@ -1,0 +1,1 @@
+"""The eval harness: suites in ../shared/evals/FORMAT.md's format."""

@@ -1,0 +1,88 @@
+"""Loading suites strictly: an unknown key is an error, never ignored."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from ..errors import BeadError
+
+FORMAT_HINT = "see the suite format in shared/evals/FORMAT.md; fix or delete that key"
+
+# Allowed keys per place in a suite; `None` marks a mapping whose keys are
+# free (the Messages API's own fields inside `messages`).
+SHAPES: dict[str, dict[str, set[str]]] = {
+    "supersession": {
+        "": {"kind", "name", "scenarios"},
+        "scenarios[]": {"name", "scope", "writes", "queries"},
+        "scenarios[].writes[]": {"key", "type", "body", "trust", "sensitivity", "pinned"},
+        "scenarios[].queries[]": {"query", "expect", "stale"},
+    },
+    "raw-recall": {
+        "": {"kind", "name", "sessions", "queries"},
+        "sessions[]": {"id", "started", "turns"},
+        "sessions[].turns[]": {"ref", "role", "text"},
+        "queries[]": {"id", "query", "evidence", "stale", "category"},
+    },
+}
+
+
+def _check(node: Any, shape: dict[str, set[str]], where: str, pattern: str, file: str) -> None:
+    if isinstance(node, dict):
+        allowed = shape.get(pattern)
+        if allowed is not None:
+            for k in node:
+                if k not in allowed:
+                    raise BeadError(f"{file}: unknown key `{k}` at {where or 'the top level'}", FORMAT_HINT)
+        for k, v in node.items():
+            _check(v, shape, f"{where}.{k}" if where else k, f"{pattern}.{k}" if pattern else k, file)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _check(v, shape, f"{where}[{i}]", f"{pattern}[]", file)
+
+
+def load(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BeadError(f"no suite at {path}", "give the path of a suite YAML file") from None
+    except yaml.YAMLError as exc:
+        raise BeadError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax") from None
+    if not isinstance(data, dict) or "kind" not in data or "name" not in data:
+        raise BeadError(f"{path}: a suite needs `kind` and `name` at the top level", FORMAT_HINT)
+    kind = data["kind"]
+    if kind not in SHAPES:
+        raise BeadError(f"{path}: kind {kind!r} is not supported", f"use one of: {', '.join(SHAPES)}")
+    _check(data, SHAPES[kind], "", "", str(path))
+    return data
+
+
+@contextlib.contextmanager
+def temp_memory() -> Iterator["object"]:
+    """A fresh bead home that is deleted afterwards; never the user's store."""
+    from ..config import Config
+    from ..memory import Memory
+    from ..paths import Home
+
+    root = Path(tempfile.mkdtemp(prefix="bead-eval-"))
+    mem = Memory(Home(root / "home").ensure(), Config(owner="eval"))
+    try:
+        yield mem
+    finally:
+        mem.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]

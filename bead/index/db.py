@@ -1,0 +1,269 @@
+"""index.db: schema, incremental updates, rebuild and search.
+
+Two corpora:
+- ``facts``: every parseable fact version, ``current`` = 1 for the version the
+  supersession rule picks. Searches for injection and ``bead search`` read
+  current versions only; the eval's similarity-only mode reads all of them.
+- ``raw``: one row per raw turn, the first 4,000 characters of its text.
+
+A ``files`` table remembers each indexed file's size, mtime and SHA-256, so a
+reconcile is a checksum diff rather than a rebuild.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import sqlite_utils
+
+from ..store.facts import Fact, KeyVersions
+from ..store.rawlog import Turn
+from . import sqlite as sqlite_check
+from .query import fts_or_query
+
+SCHEMA_VERSION = 1
+RAW_CHARS = 4000
+FACT_WEIGHTS = (2.0, 1.0)  # key text, body
+
+
+@dataclass(frozen=True)
+class Hit:
+    corpus: str            # "fact" | "raw"
+    id: str
+    score: float           # higher is better
+    text: str
+    row: dict
+
+
+def key_text(key: str) -> str:
+    """Key segments as words: ``project/webshop/payments-api`` -> ``webshop payments api``."""
+    parts = key.split("/")
+    words = parts[1:] if parts[0] in ("project", "user", "global") else parts
+    return " ".join(re.split(r"[-_./]+", " ".join(words))).strip()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class Index:
+    def __init__(self, path: Path, store_root: Path):
+        sqlite_check.check()
+        self.path = path
+        self.store_root = store_root
+        sqlite3 = sqlite_check.module()
+        self.conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+        self.db = sqlite_utils.Database(self.conn)
+        self.conn.execute("PRAGMA busy_timeout=30000")
+        # Zero freed pages so deleted text does not linger in the file.
+        self.conn.execute("PRAGMA secure_delete=ON")
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.fresh = self._ensure_schema()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ----- schema ---------------------------------------------------------
+    def _schema_version(self) -> int | None:
+        if "meta" not in self.db.table_names():
+            return None
+        row = self.conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
+        return int(row[0]) if row else None
+
+    def _ensure_schema(self) -> bool:
+        """Create the schema; True when the index was (re)created empty."""
+        if self._schema_version() == SCHEMA_VERSION:
+            return False
+        with self.db.atomic():
+            for name in self.db.table_names():
+                if not name.startswith("sqlite_") and "_fts_" not in name:
+                    self.conn.execute(f"DROP TABLE IF EXISTS [{name}]")
+            self._create()
+        return True
+
+    def _create(self) -> None:
+        db = self.db
+        db["meta"].create({"name": str, "value": str}, pk="name")
+        db["files"].create({"path": str, "kind": str, "size": int, "mtime_ns": int, "sha256": str}, pk="path")
+        db["facts"].create({
+            "id": str, "key": str, "version": int, "type": str, "scope": str, "trust": str,
+            "owner": str, "status": str, "sensitivity": str, "pinned": int, "valid_from": str,
+            "current": int, "path": str, "key_text": str, "body": str,
+        }, pk="id")
+        db["facts"].create_index(["key"])
+        db["facts"].enable_fts(["key_text", "body"], fts_version="FTS5", tokenize="porter", create_triggers=True)
+        db["raw"].create({
+            "id": str, "session": str, "n": int, "role": str, "at": str, "ref": str,
+            "path": str, "text": str,
+        }, pk="id")
+        db["raw"].create_index(["path"])
+        db["raw"].create_index(["session"])
+        db["raw"].enable_fts(["text"], fts_version="FTS5", tokenize="porter", create_triggers=True)
+        for fts in ("facts_fts", "raw_fts"):
+            # Deleted rows leave the full-text segments at once (forget).
+            self.conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES('secure-delete', 1)")
+        db["meta"].insert_all([
+            {"name": "schema_version", "value": str(SCHEMA_VERSION)},
+            {"name": "built_at", "value": str(time.time())},
+        ], replace=True)
+
+    def reset(self) -> None:
+        with self.db.atomic():
+            for name in ("facts", "raw", "files", "meta"):
+                self.conn.execute(f"DROP TABLE IF EXISTS [{name}]")
+            for name in self.db.table_names():
+                if name.endswith("_fts") or "_fts_" in name:
+                    self.conn.execute(f"DROP TABLE IF EXISTS [{name}]")
+            self._create()
+
+    # ----- writes ---------------------------------------------------------
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.store_root).as_posix()
+
+    def _remember_file(self, path: Path, kind: str, sha: str | None = None) -> None:
+        st = path.stat()
+        self.db["files"].upsert(
+            {"path": self.rel(path), "kind": kind, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+             "sha256": sha or sha256_file(path)}, pk="path")
+
+    def _forget_file(self, rel: str) -> None:
+        self.conn.execute("DELETE FROM files WHERE path = ?", [rel])
+
+    @staticmethod
+    def _fact_row(f: Fact, current: bool, rel: str) -> dict:
+        return {
+            "id": f.id, "key": f.key, "version": f.version, "type": f.type, "scope": f.scope,
+            "trust": f.trust, "owner": f.owner, "status": f.status, "sensitivity": f.sensitivity,
+            "pinned": int(f.pinned), "valid_from": f.valid_from, "current": int(current),
+            "path": rel, "key_text": key_text(f.key), "body": f.body,
+        }
+
+    def sync_key(self, kv: KeyVersions, key_dir: Path) -> None:
+        """Make the rows of one key match its files."""
+        with self.db.atomic():
+            old = [r[0] for r in self.conn.execute("SELECT path FROM facts WHERE key = ?", [kv.key])]
+            self.conn.execute("DELETE FROM facts WHERE key = ?", [kv.key])
+            for rel in old:
+                self._forget_file(rel)
+            prefix = self.rel(key_dir) + "/"
+            self.conn.execute("DELETE FROM files WHERE kind = 'fact' AND path LIKE ? ESCAPE '\\'",
+                              [prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"])
+            cur = kv.current
+            rows = [self._fact_row(f, f is cur, self.rel(f.path)) for f in kv.facts if f.sensitivity != "secret"]
+            if rows:
+                self.db["facts"].insert_all(rows, pk="id", replace=True)
+            for n in kv.numbers:
+                p = key_dir / f"v{n}.md"
+                if p.exists():
+                    self._remember_file(p, "fact")
+
+    def add_turns(self, turns: Iterable[Turn]) -> None:
+        """Index freshly appended turns and refresh their file's fingerprint."""
+        turns = list(turns)
+        if not turns:
+            return
+        with self.db.atomic():
+            self.db["raw"].insert_all((self._raw_row(t) for t in turns), pk="id", replace=True)
+            for path in {t.path for t in turns}:
+                # A fresh append: size and mtime are enough; sha256 is filled
+                # in lazily by a reconcile when they change.
+                st = path.stat()
+                self.db["files"].upsert({"path": self.rel(path), "kind": "raw", "size": st.st_size,
+                                         "mtime_ns": st.st_mtime_ns, "sha256": ""}, pk="path")
+
+    def _raw_row(self, t: Turn) -> dict:
+        return {"id": f"{t.session}#{t.n}", "session": t.session, "n": t.n, "role": t.role, "at": t.at,
+                "ref": t.ref, "path": self.rel(t.path), "text": t.text[:RAW_CHARS]}
+
+    def sync_raw_file(self, path: Path, turns: list[Turn]) -> None:
+        rel = self.rel(path)
+        with self.db.atomic():
+            self.conn.execute("DELETE FROM raw WHERE path = ?", [rel])
+            self.db["raw"].insert_all((self._raw_row(t) for t in turns), pk="id", replace=True)
+            if path.exists():
+                self._remember_file(path, "raw")
+            else:
+                self._forget_file(rel)
+
+    def drop_raw_file(self, rel: str) -> None:
+        with self.db.atomic():
+            self.conn.execute("DELETE FROM raw WHERE path = ?", [rel])
+            self._forget_file(rel)
+
+    def checkpoint(self) -> None:
+        """Empty the WAL so deleted text leaves the -wal file too."""
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # ----- reads ----------------------------------------------------------
+    def counts(self) -> dict:
+        one = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731
+        return {
+            "fact_versions": one("SELECT count(*) FROM facts"),
+            "current_facts": one("SELECT count(*) FROM facts WHERE current = 1"),
+            "raw_turns": one("SELECT count(*) FROM raw"),
+            "files": one("SELECT count(*) FROM files"),
+        }
+
+    def file_fingerprints(self) -> dict[str, tuple[int, int, str, str]]:
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in
+                self.conn.execute("SELECT path, size, mtime_ns, sha256, kind FROM files")}
+
+    def search_facts(self, query: str, limit: int = 10, current_only: bool = True,
+                     scope: str | None = None, include_dormant: bool = True) -> list[Hit]:
+        fts = fts_or_query(query)
+        if not fts:
+            return []
+        where = ["facts_fts MATCH ?"]
+        if current_only:
+            where.append("f.current = 1")
+        if not include_dormant:
+            where.append("f.status != 'dormant'")
+        sql = (
+            f"SELECT f.*, bm25(facts_fts, {FACT_WEIGHTS[0]}, {FACT_WEIGHTS[1]}) AS rank "
+            "FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
+            f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?"
+        )
+        cur = self.conn.execute(sql, [fts, max(limit * 3, 20)])
+        cols = [c[0] for c in cur.description]
+        hits = []
+        for values in cur.fetchall():
+            row = dict(zip(cols, values))
+            score = -row["rank"]
+            # The reference design's boosts: the person's own word, the active scope.
+            if row["trust"] == "user_stated":
+                score *= 1.2
+            if scope and row["scope"] == scope:
+                score *= 1.5
+            hits.append(Hit("fact", row["id"], score, row["body"], row))
+        hits.sort(key=lambda h: -h.score)
+        return hits[:limit]
+
+    def search_raw(self, query: str, limit: int = 10, exclude_sessions: Iterable[str] = ()) -> list[Hit]:
+        fts = fts_or_query(query)
+        if not fts:
+            return []
+        exclude = list(exclude_sessions)
+        where = "raw_fts MATCH ?"
+        if exclude:
+            where += f" AND r.session NOT IN ({','.join('?' * len(exclude))})"
+        sql = (
+            "SELECT r.*, bm25(raw_fts) AS rank FROM raw_fts JOIN raw r ON r.rowid = raw_fts.rowid "
+            f"WHERE {where} ORDER BY rank LIMIT ?"
+        )
+        cur = self.conn.execute(sql, [fts, *exclude, limit])
+        cols = [c[0] for c in cur.description]
+        out = []
+        for values in cur.fetchall():
+            row = dict(zip(cols, values))
+            out.append(Hit("raw", row["id"], -row["rank"], row["text"], row))
+        return out

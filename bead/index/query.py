@@ -1,0 +1,42 @@
+"""Turning agent or person text into a valid FTS5 query.
+
+Agent text is never a valid FTS5 query (quotes, colons, parentheses, AND/OR
+words): every term is quoted, and the terms are OR-ed so that BM25 ranks by
+how many rare terms a row shares with the text.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Question words, pronouns, auxiliaries and fillers. Dropping these matters
+# more for BM25 over conversation than the BM25 variant does (see
+# ../shared/evals/BASELINES.md).
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any are aren as at be because been before being
+below between both but by can cannot could couldn did didn do does doesn doing don down during each
+few for from further had hadn has hasn have haven having he her here hers herself him himself his how
+i if in into is isn it its itself just let ll me more most my myself no nor not now of off on once only
+or other ought our ours ourselves out over own re s same she should shouldn so some such t than that
+the their theirs them themselves then there these they this those through to too under until up us ve
+very was wasn we were weren what when where which while who whom why will with won would wouldn you
+your yours yourself yourselves d m o y ain ma mightn mustn needn shan
+tell know think thing things really get got go going gonna like kind sort way ever
+""".split())
+
+_TERM = re.compile(r"\w+", re.UNICODE)
+
+
+def terms(text: str, keep_stopwords: bool = False) -> list[str]:
+    """Lower-cased word terms, stopwords dropped, first occurrence order."""
+    seen: dict[str, None] = {}
+    for t in _TERM.findall(text.lower()):
+        if keep_stopwords or t not in STOPWORDS:
+            seen.setdefault(t, None)
+    return list(seen)
+
+
+def fts_or_query(text: str) -> str:
+    """``"a" OR "b" OR ...``; empty when the text has no usable term."""
+    words = terms(text) or terms(text, keep_stopwords=True)
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:64])

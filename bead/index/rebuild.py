@@ -1,0 +1,121 @@
+"""Rebuild and reconcile the index from the files (the files always win)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..store.facts import FactStore, Problem
+from ..store.rawlog import RawLog
+from .db import Index, sha256_file
+
+
+@dataclass
+class Diff:
+    """A checksum diff between the files and the index."""
+
+    new: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.new or self.modified or self.deleted)
+
+    def as_dict(self) -> dict:
+        return {"new": len(self.new), "modified": len(self.modified), "deleted": len(self.deleted)}
+
+
+def _store_files(facts: FactStore, raw: RawLog) -> dict[str, tuple[Path, str]]:
+    out: dict[str, tuple[Path, str]] = {}
+    store_root = facts.root.parent
+    for dirpath, dirnames, filenames in os.walk(facts.root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            if name.startswith("v") and name.endswith(".md"):
+                p = Path(dirpath) / name
+                out[p.relative_to(store_root).as_posix()] = (p, "fact")
+    for p in raw.files():
+        out[p.relative_to(store_root).as_posix()] = (p, "raw")
+    return out
+
+
+def diff(index: Index, facts: FactStore, raw: RawLog) -> Diff:
+    """New, modified and deleted files since the index last saw them."""
+    d = Diff()
+    known = index.file_fingerprints()
+    for rel, (path, _kind) in sorted(_store_files(facts, raw).items()):
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue
+        if rel not in known:
+            d.new.append(rel)
+            continue
+        size, mtime_ns, sha, _ = known[rel]
+        if (size, mtime_ns) != (st.st_size, st.st_mtime_ns) and (not sha or sha256_file(path) != sha):
+            d.modified.append(rel)
+    on_disk = _store_files(facts, raw)
+    d.deleted = sorted(rel for rel in known if rel not in on_disk)
+    return d
+
+
+def reconcile(index: Index, facts: FactStore, raw: RawLog) -> tuple[Diff, list[Problem]]:
+    """Apply a diff: re-read every changed file, drop rows of deleted ones."""
+    d = diff(index, facts, raw)
+    problems: list[Problem] = []
+    keys = set()
+    for rel in d.new + d.modified + d.deleted:
+        parts = rel.split("/")
+        if parts[0] == "facts":
+            keys.add("/".join(parts[1:-1]))
+        elif parts[0] == "raw":
+            path = facts.root.parent / rel
+            if path.exists():
+                index.sync_raw_file(path, raw.read(path))
+            else:
+                index.drop_raw_file(rel)
+    for key in sorted(keys):
+        problems.extend(sync_key(index, facts, key))
+    return d, problems
+
+
+def sync_key(index: Index, facts: FactStore, key: str) -> list[Problem]:
+    from ..errors import BeadError
+
+    try:
+        kv = facts.versions(key)
+    except BeadError as exc:
+        return [Problem(facts.root / key, exc.message)]
+    index.sync_key(kv, facts.key_dir(key))
+    return list(kv.problems)
+
+
+def rebuild(index: Index, facts: FactStore, raw: RawLog,
+            progress: Callable[[str, int], None] | None = None) -> tuple[dict, list[Problem]]:
+    """Drop everything and index every file again. Returns counts and problems."""
+    index.reset()
+    kvs, problems = facts.scan()
+    raw_files = list(raw.files())
+    tick = progress or (lambda kind, n: None)
+    versions = turns = 0
+    with index.db.atomic():
+        for kv in kvs:
+            index.sync_key(kv, facts.key_dir(kv.key))
+            versions += len(kv.facts)
+            tick("fact", 1)
+        for path in raw_files:
+            try:
+                ts = raw.read(path)
+            except OSError as exc:
+                problems.append(Problem(path, str(exc)))
+                continue
+            index.sync_raw_file(path, ts)
+            turns += len(ts)
+            tick("raw", 1)
+    index.checkpoint()
+    counts = {"keys": len(kvs), "fact_versions": versions, "raw_files": len(raw_files), "raw_turns": turns,
+              "problems": len(problems)}
+    return counts, problems

@@ -1,0 +1,45 @@
+"""The SQLite that bead runs on, and the checks that it is new enough."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..errors import BeadError
+
+MIN_VERSION = (3, 42, 0)
+FIX = (
+    "install bead's dependencies again (`pip install --force-reinstall bead`); on x86_64 Linux "
+    "this brings pysqlite3-binary, elsewhere use a Python whose sqlite3 module links SQLite 3.42 or newer"
+)
+
+
+def module():
+    """The sqlite3 module sqlite-utils uses (pysqlite3 when installed)."""
+    from sqlite_utils.utils import sqlite3
+
+    return sqlite3
+
+
+@lru_cache(maxsize=1)
+def check() -> str:
+    """Return the SQLite version; raise BeadError if FTS5 or secure-delete is missing."""
+    sqlite3 = module()
+    version = tuple(int(x) for x in sqlite3.sqlite_version.split("."))
+    if version < MIN_VERSION:
+        raise BeadError(
+            f"SQLite {sqlite3.sqlite_version} is too old: bead needs 3.42+ for FTS5 secure-delete, "
+            "which forget relies on to leave no bytes behind",
+            FIX,
+        )
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(a)")
+    except sqlite3.OperationalError:
+        raise BeadError(f"SQLite {sqlite3.sqlite_version} was built without FTS5", FIX) from None
+    try:
+        conn.execute("INSERT INTO t(t, rank) VALUES('secure-delete', 1)")
+    except sqlite3.OperationalError:
+        raise BeadError(f"SQLite {sqlite3.sqlite_version} lacks FTS5's secure-delete option", FIX) from None
+    finally:
+        conn.close()
+    return sqlite3.sqlite_version

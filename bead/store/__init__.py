@@ -1,0 +1,1 @@
+"""The source of truth: fact versions, supersession, raw log, tombstones, audit."""

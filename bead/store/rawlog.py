@@ -1,0 +1,228 @@
+"""The raw turn log: one append-only Markdown file per session.
+
+``store/raw/YYYY/MM/DD/<session>.md`` (the date of the session's first turn).
+Each turn is a marker line, then its text::
+
+    <!-- bead:turn {"session": "3f2a", "n": 14, "role": "user", "at": "2026-11-05T09:12:00Z"} -->
+    the text of the turn
+
+A text line that itself starts like a marker gets one more leading backslash
+on disk, so a pasted log can never forge turns. Appends and redactions hold
+``flock`` on ``store/raw/.lock``; the secret scan runs before any byte is
+written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from ..capture.secrets import redact as redact_secrets
+from ..errors import BeadError
+from .audit import iso
+from .files import atomic_write
+from .locks import flocked
+
+MARKER_PREFIX = "<!-- bead:turn "
+_MARKER = re.compile(r"^<!-- bead:turn (\{.*\}) -->$")
+_FORGED = re.compile(r"^(\\*)(<!-- bead:turn )", re.M)
+_UNESCAPE = re.compile(r"^\\(\\*<!-- bead:turn )", re.M)
+_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+FORGOTTEN = "[forgotten]"
+
+
+@dataclass
+class Turn:
+    session: str
+    n: int
+    role: str
+    at: str
+    text: str
+    ref: str | None = None
+    path: Path | None = None
+    flags: dict = field(default_factory=dict)
+
+    @property
+    def anchor(self) -> str:
+        """The form fact ``sources`` use: ``raw/YYYY/MM/DD/<session>.md#turn-N``."""
+        rel = "/".join(self.path.parts[-5:]) if self.path else f"{self.session}.md"
+        return f"{rel}#turn-{self.n}"
+
+    def marker(self) -> str:
+        meta = {"session": self.session, "n": self.n, "role": self.role, "at": self.at}
+        if self.ref is not None:
+            meta["ref"] = self.ref
+        meta.update(self.flags)
+        return MARKER_PREFIX + json.dumps(meta, ensure_ascii=False) + " -->"
+
+
+def escape(text: str) -> str:
+    return _FORGED.sub(lambda m: "\\" + m.group(1) + m.group(2), text)
+
+
+def unescape(text: str) -> str:
+    return _UNESCAPE.sub(r"\1", text)
+
+
+def render(turns: Iterable[Turn]) -> str:
+    return "".join(f"{t.marker()}\n{escape(t.text)}\n" for t in turns)
+
+
+def parse(text: str, path: Path | None = None) -> list[Turn]:
+    """Every turn in a raw file's text; text before the first marker is ignored."""
+    turns: list[Turn] = []
+    lines: list[str] = []
+
+    def close() -> None:
+        if turns:
+            body = "\n".join(lines)
+            turns[-1].text = unescape(body[:-1] if body.endswith("\n") else body)
+
+    for line in text.split("\n"):
+        m = _MARKER.match(line) if line.startswith(MARKER_PREFIX) else None
+        if m:
+            try:
+                meta = json.loads(m.group(1))
+                n = int(meta.pop("n"))
+            except (ValueError, KeyError, TypeError):
+                lines.append(line)
+                continue
+            close()
+            lines = []
+            turns.append(Turn(
+                session=str(meta.pop("session", "")), n=n, role=str(meta.pop("role", "")),
+                at=str(meta.pop("at", "")), text="", ref=meta.pop("ref", None), path=path, flags=meta,
+            ))
+        else:
+            lines.append(line)
+    close()
+    return turns
+
+
+def check_session(session: str) -> str:
+    if not isinstance(session, str) or not _SESSION.match(session):
+        raise BeadError(
+            f"session id {session!r} is not usable as a file name",
+            "use letters, digits, '.', '_' and '-' (up to 128 characters)",
+        )
+    return session
+
+
+class RawLog:
+    def __init__(self, root: Path, lock_path: Path, clock: Callable[[], datetime]):
+        self.root = root
+        self.lock_path = lock_path
+        self.clock = clock
+        self._paths: dict[str, Path] = {}
+
+    def find(self, session: str) -> Path | None:
+        """The file of an existing session, wherever its first day put it."""
+        check_session(session)
+        cached = self._paths.get(session)
+        if cached is not None and cached.exists():
+            return cached
+        for p in sorted(self.root.glob(f"*/*/*/{session}.md")):
+            self._paths[session] = p
+            return p
+        return None
+
+    def _path_for(self, session: str, at: datetime) -> Path:
+        existing = self.find(session)
+        if existing is not None:
+            return existing
+        p = self.root / f"{at:%Y}" / f"{at:%m}" / f"{at:%d}" / f"{session}.md"
+        self._paths[session] = p
+        return p
+
+    def append(self, session: str, role: str, text: str, at: datetime | None = None,
+               ref: str | None = None, **flags: object) -> Turn:
+        return self.append_many(session, [(role, text, at, ref, flags)])[0]
+
+    def append_many(self, session: str, items: Iterable[tuple]) -> list[Turn]:
+        """Append turns ``(role, text, at, ref[, flags])`` in order, under the raw lock."""
+        check_session(session)
+        items = list(items)
+        if not items:
+            return []
+        first_at = items[0][2] or self.clock()
+        with flocked(self.lock_path):
+            path = self._path_for(session, first_at.astimezone(timezone.utc))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            n = _last_turn_number(path)
+            turns = []
+            for item in items:
+                role, text, at, ref = item[:4]
+                flags = dict(item[4]) if len(item) > 4 and item[4] else {}
+                clean, found = redact_secrets(text or "")
+                if found:
+                    flags.setdefault("redacted", sorted(set(found)))
+                n += 1
+                turns.append(Turn(session, n, role, iso(at or self.clock()), clean, ref, path, flags))
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, render(turns).encode("utf-8"))
+            finally:
+                os.close(fd)
+        return turns
+
+    def read(self, path: Path) -> list[Turn]:
+        return parse(path.read_text(encoding="utf-8", errors="replace"), path)
+
+    def files(self) -> Iterator[Path]:
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                if name.endswith(".md") and not name.startswith("."):
+                    yield Path(dirpath) / name
+
+    def redact_turns(self, path: Path, numbers: set[int]) -> list[Turn]:
+        """Replace the text of turns ``numbers`` with ``[forgotten]``; markers stay."""
+        with flocked(self.lock_path):
+            turns = self.read(path)
+            changed = []
+            for t in turns:
+                if t.n in numbers and t.text != FORGOTTEN:
+                    t.text = FORGOTTEN
+                    t.flags["forgotten"] = True
+                    changed.append(t)
+            if changed:
+                atomic_write(path, render(turns).encode("utf-8"), mode=0o600)
+            return changed
+
+
+def _last_turn_number(path: Path) -> int:
+    """The highest turn number in a file, reading backwards from its end."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    chunk = 1 << 16
+    with open(path, "rb") as f:
+        pos, tail = size, b""
+        while pos > 0:
+            step = min(chunk, pos)
+            pos -= step
+            f.seek(pos)
+            tail = f.read(step) + tail
+            # A marker starts a line: at the very start of the file or after \n.
+            idx = tail.rfind(b"\n" + MARKER_PREFIX.encode())
+            if idx == -1 and pos == 0 and tail.startswith(MARKER_PREFIX.encode()):
+                idx = -1
+                line = tail.split(b"\n", 1)[0]
+            elif idx != -1:
+                line = tail[idx + 1:].split(b"\n", 1)[0]
+            else:
+                continue
+            m = _MARKER.match(line.decode("utf-8", "replace"))
+            if m:
+                try:
+                    return int(json.loads(m.group(1))["n"])
+                except (ValueError, KeyError):
+                    pass
+            break
+    return max((t.n for t in parse(path.read_text(encoding="utf-8", errors="replace"))), default=0)
