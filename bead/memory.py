@@ -28,9 +28,9 @@ class Memory:
         self.config = config
         self.clock = clock
         self.audit = AuditLog(home.audit_log, config.owner)
-        self.tombstones = Tombstones(home.tombstones_log)
+        self.tombstones = Tombstones(home.tombstones_log, config.owner)
         self.facts = FactStore(home.facts, home.store_lock, self.audit, self.tombstones, config.owner, clock)
-        self.raw = RawLog(home.raw, home.raw_lock, clock)
+        self.raw = RawLog(home.raw, home.raw_lock, clock, config.owner)
         self._index = None
 
     @classmethod

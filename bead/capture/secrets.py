@@ -24,6 +24,7 @@ class Rule:
     group: int = 0
     entropy: float = 0.0
     min_len: int = 0
+    keywords: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ def rules() -> tuple[Rule, ...]:
     data = yaml.safe_load(resources.files("bead.capture").joinpath("rules.yaml").read_text(encoding="utf-8"))
     return tuple(
         Rule(id=r["id"], pattern=re.compile(r["pattern"]), group=r.get("group", 0),
-             entropy=r.get("entropy", 0.0), min_len=r.get("min_len", 0))
+             entropy=r.get("entropy", 0.0), min_len=r.get("min_len", 0),
+             keywords=tuple(k.lower() for k in r["keywords"]))
         for r in data["rules"]
     )
 
@@ -54,7 +56,10 @@ def rules() -> tuple[Rule, ...]:
 def scan(text: str) -> list[Finding]:
     """Non-overlapping findings, earliest first (earlier rules win a tie)."""
     found: list[Finding] = []
+    lower = text.lower()
     for rule in rules():
+        if not any(k in lower for k in rule.keywords):
+            continue
         for m in rule.pattern.finditer(text):
             value = m.group(rule.group)
             if value is None:

@@ -24,9 +24,9 @@ def search(query, limit, corpus, all_versions, scope, as_json):
     facts, raw = mem.search(query, limit=limit, corpus=corpus or "all",
                             current_only=not all_versions, scope=scope)
     data = {
-        "facts": [{"id": h.id, "score": round(h.score, 4), "status": h.row["status"], "trust": h.row["trust"],
+        "facts": [{"id": h.id, "score": float(f"{h.score:.4g}"), "status": h.row["status"], "trust": h.row["trust"],
                    "current": bool(h.row["current"]), "body": h.text} for h in facts],
-        "raw": [{"id": h.id, "score": round(h.score, 4), "role": h.row["role"], "at": h.row["at"],
+        "raw": [{"id": h.id, "score": float(f"{h.score:.4g}"), "role": h.row["role"], "at": h.row["at"],
                  "path": h.row["path"], "ref": h.row["ref"], "text": h.text} for h in raw],
     }
 
@@ -37,11 +37,11 @@ def search(query, limit, corpus, all_versions, scope, as_json):
                 tag = "" if h["current"] else f" [{h['status']}]"
                 if h["status"] == "dormant":
                     tag = " [dormant]"
-                click.echo(f"  {h['score']:7.3f}  {h['id']}{tag}  {_one_line(h['body'])}")
+                click.echo(f"  {h['score']:9.4g}  {h['id']}{tag}  {_one_line(h['body'])}")
         if corpus in (None, "raw"):
             click.echo(f"raw turns ({len(d['raw'])})")
             for h in d["raw"]:
-                click.echo(f"  {h['score']:7.3f}  {h['id']} {h['role']} {h['at']}  {_one_line(h['text'])}")
+                click.echo(f"  {h['score']:9.4g}  {h['id']} {h['role']} {h['at']}  {_one_line(h['text'])}")
 
     emit(data, as_json, human)
 

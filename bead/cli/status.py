@@ -25,7 +25,7 @@ def collect(mem) -> dict:
         "home": str(mem.home.root),
         "owner": mem.config.owner,
         "sqlite": None,
-        "facts": {"keys": len(kvs), "versions": sum(len(kv.facts) for kv in kvs),
+        "facts": {"keys": sum(1 for kv in kvs if kv.facts), "versions": sum(len(kv.facts) for kv in kvs),
                   "dormant": sum(1 for kv in kvs if kv.current and kv.current.status == "dormant")},
         "raw": {"sessions": sessions, "turns": turns},
         "tombstones": mem.tombstones.count(),

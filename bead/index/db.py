@@ -12,12 +12,13 @@ reconcile is a checksum diff rather than a rebuild.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import sqlite_utils
 
@@ -73,6 +74,27 @@ class Index:
     def close(self) -> None:
         self.conn.close()
 
+    @contextlib.contextmanager
+    def write_tx(self) -> Iterator[None]:
+        """A write transaction that takes the write lock up front.
+
+        A deferred transaction that reads first and then writes cannot wait
+        for another writer in WAL mode (SQLITE_BUSY at once); BEGIN IMMEDIATE
+        waits for the busy timeout instead. Nested blocks use savepoints.
+        """
+        if self.conn.in_transaction:
+            with self.db.atomic():
+                yield
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
     # ----- schema ---------------------------------------------------------
     def _schema_version(self) -> int | None:
         if "meta" not in self.db.table_names():
@@ -81,15 +103,22 @@ class Index:
         return int(row[0]) if row else None
 
     def _ensure_schema(self) -> bool:
-        """Create the schema; True when the index was (re)created empty."""
+        """Create the schema; True when this call (re)created the index empty."""
         if self._schema_version() == SCHEMA_VERSION:
             return False
-        with self.db.atomic():
-            for name in self.db.table_names():
-                if not name.startswith("sqlite_") and "_fts_" not in name:
-                    self.conn.execute(f"DROP TABLE IF EXISTS [{name}]")
+        with self.write_tx():
+            # Another process may have built it while we waited for the lock.
+            if self._schema_version() == SCHEMA_VERSION:
+                return False
+            self._drop_all()
             self._create()
         return True
+
+    def _drop_all(self) -> None:
+        # Dropping an FTS5 table drops its shadow tables (`*_fts_data`, ...).
+        for name in self.db.table_names():
+            if not name.startswith("sqlite_") and "_fts_" not in name:
+                self.conn.execute(f"DROP TABLE IF EXISTS [{name}]")
 
     def _create(self) -> None:
         db = self.db
@@ -118,23 +147,32 @@ class Index:
         ], replace=True)
 
     def reset(self) -> None:
-        with self.db.atomic():
-            for name in ("facts", "raw", "files", "meta"):
-                self.conn.execute(f"DROP TABLE IF EXISTS [{name}]")
-            for name in self.db.table_names():
-                if name.endswith("_fts") or "_fts_" in name:
-                    self.conn.execute(f"DROP TABLE IF EXISTS [{name}]")
+        with self.write_tx():
+            self._drop_all()
             self._create()
 
     # ----- writes ---------------------------------------------------------
+    def _insert(self, table: str, rows: Iterable[dict]) -> None:
+        """INSERT OR REPLACE with a fixed column list.
+
+        sqlite-utils' insert_all introspects the table on every call, which
+        costs more than the insert itself on the per-write path.
+        """
+        rows = list(rows)
+        if not rows:
+            return
+        cols = list(rows[0])
+        sql = (f"INSERT OR REPLACE INTO [{table}] ({', '.join(cols)}) "
+               f"VALUES ({', '.join('?' * len(cols))})")
+        self.conn.executemany(sql, [[r[c] for c in cols] for r in rows])
+
     def rel(self, path: Path) -> str:
         return path.relative_to(self.store_root).as_posix()
 
     def _remember_file(self, path: Path, kind: str, sha: str | None = None) -> None:
         st = path.stat()
-        self.db["files"].upsert(
-            {"path": self.rel(path), "kind": kind, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-             "sha256": sha or sha256_file(path)}, pk="path")
+        self._insert("files", [{"path": self.rel(path), "kind": kind, "size": st.st_size,
+                                "mtime_ns": st.st_mtime_ns, "sha256": sha or sha256_file(path)}])
 
     def _forget_file(self, rel: str) -> None:
         self.conn.execute("DELETE FROM files WHERE path = ?", [rel])
@@ -150,18 +188,17 @@ class Index:
 
     def sync_key(self, kv: KeyVersions, key_dir: Path) -> None:
         """Make the rows of one key match its files."""
-        with self.db.atomic():
+        with self.write_tx():
             old = [r[0] for r in self.conn.execute("SELECT path FROM facts WHERE key = ?", [kv.key])]
             self.conn.execute("DELETE FROM facts WHERE key = ?", [kv.key])
             for rel in old:
                 self._forget_file(rel)
             prefix = self.rel(key_dir) + "/"
-            self.conn.execute("DELETE FROM files WHERE kind = 'fact' AND path LIKE ? ESCAPE '\\'",
-                              [prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"])
+            # A primary-key range, not LIKE: it uses the index.
+            self.conn.execute("DELETE FROM files WHERE path >= ? AND path < ?", [prefix, prefix[:-1] + "0"])
             cur = kv.current
             rows = [self._fact_row(f, f is cur, self.rel(f.path)) for f in kv.facts if f.sensitivity != "secret"]
-            if rows:
-                self.db["facts"].insert_all(rows, pk="id", replace=True)
+            self._insert("facts", rows)
             for n in kv.numbers:
                 p = key_dir / f"v{n}.md"
                 if p.exists():
@@ -172,14 +209,14 @@ class Index:
         turns = list(turns)
         if not turns:
             return
-        with self.db.atomic():
-            self.db["raw"].insert_all((self._raw_row(t) for t in turns), pk="id", replace=True)
+        with self.write_tx():
+            self._insert("raw", (self._raw_row(t) for t in turns))
             for path in {t.path for t in turns}:
-                # A fresh append: size and mtime are enough; sha256 is filled
-                # in lazily by a reconcile when they change.
+                # Hashing the whole file on every append would cost O(size);
+                # with no sha256, a later size or mtime change counts as modified.
                 st = path.stat()
-                self.db["files"].upsert({"path": self.rel(path), "kind": "raw", "size": st.st_size,
-                                         "mtime_ns": st.st_mtime_ns, "sha256": ""}, pk="path")
+                self._insert("files", [{"path": self.rel(path), "kind": "raw", "size": st.st_size,
+                                        "mtime_ns": st.st_mtime_ns, "sha256": ""}])
 
     def _raw_row(self, t: Turn) -> dict:
         return {"id": f"{t.session}#{t.n}", "session": t.session, "n": t.n, "role": t.role, "at": t.at,
@@ -187,16 +224,16 @@ class Index:
 
     def sync_raw_file(self, path: Path, turns: list[Turn]) -> None:
         rel = self.rel(path)
-        with self.db.atomic():
+        with self.write_tx():
             self.conn.execute("DELETE FROM raw WHERE path = ?", [rel])
-            self.db["raw"].insert_all((self._raw_row(t) for t in turns), pk="id", replace=True)
+            self._insert("raw", (self._raw_row(t) for t in turns))
             if path.exists():
                 self._remember_file(path, "raw")
             else:
                 self._forget_file(rel)
 
     def drop_raw_file(self, rel: str) -> None:
-        with self.db.atomic():
+        with self.write_tx():
             self.conn.execute("DELETE FROM raw WHERE path = ?", [rel])
             self._forget_file(rel)
 
@@ -253,14 +290,20 @@ class Index:
         if not fts:
             return []
         exclude = list(exclude_sessions)
-        where = "raw_fts MATCH ?"
         if exclude:
-            where += f" AND r.session NOT IN ({','.join('?' * len(exclude))})"
-        sql = (
-            "SELECT r.*, bm25(raw_fts) AS rank FROM raw_fts JOIN raw r ON r.rowid = raw_fts.rowid "
-            f"WHERE {where} ORDER BY rank LIMIT ?"
-        )
-        cur = self.conn.execute(sql, [fts, *exclude, limit])
+            sql = (
+                "SELECT r.*, bm25(raw_fts) AS rank FROM raw_fts JOIN raw r ON r.rowid = raw_fts.rowid "
+                f"WHERE raw_fts MATCH ? AND r.session NOT IN ({','.join('?' * len(exclude))}) "
+                "ORDER BY rank LIMIT ?"
+            )
+        else:
+            # Rank inside FTS5 first, then fetch only the top rows: joining
+            # before the LIMIT reads every matching row of `raw`.
+            sql = (
+                "SELECT r.*, top.rank AS rank FROM (SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? "
+                "ORDER BY rank LIMIT ?) AS top JOIN raw r ON r.rowid = top.rowid ORDER BY top.rank"
+            )
+        cur = self.conn.execute(sql, [fts, *exclude, limit] if exclude else [fts, limit])
         cols = [c[0] for c in cur.description]
         out = []
         for values in cur.fetchall():

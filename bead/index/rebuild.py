@@ -96,12 +96,13 @@ def sync_key(index: Index, facts: FactStore, key: str) -> list[Problem]:
 def rebuild(index: Index, facts: FactStore, raw: RawLog,
             progress: Callable[[str, int], None] | None = None) -> tuple[dict, list[Problem]]:
     """Drop everything and index every file again. Returns counts and problems."""
-    index.reset()
     kvs, problems = facts.scan()
     raw_files = list(raw.files())
     tick = progress or (lambda kind, n: None)
     versions = turns = 0
-    with index.db.atomic():
+    # One transaction: readers see the old index or the new one, never half.
+    with index.write_tx():
+        index.reset()
         for kv in kvs:
             index.sync_key(kv, facts.key_dir(kv.key))
             versions += len(kv.facts)

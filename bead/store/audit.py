@@ -50,12 +50,14 @@ class AuditLog:
 class Tombstones:
     """Key + SHA-256 of the normalised value; the value itself never."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, owner: str):
         self.path = path
+        self.owner = owner
 
     def add(self, at: datetime, key: str, value: str, reason: str) -> str:
         digest = value_hash(value)
-        append_line(self.path, json.dumps({"at": iso(at), "key": key, "sha256": digest, "reason": reason}))
+        append_line(self.path, json.dumps({"at": iso(at), "key": key, "sha256": digest, "reason": reason,
+                                           "owner": self.owner}))
         return digest
 
     def hashes(self) -> set[str]:

@@ -22,6 +22,9 @@ from .files import atomic_write
 from .keys import SENSITIVITIES, TRUSTS, TYPES, check_choice, scope_of, validate_key
 from .locks import flocked
 
+# libyaml's C loader when PyYAML has it: parsing frontmatter dominates reindex.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _VERSION_FILE = re.compile(r"^v(\d+)\.md$")
 FIELDS = (
     "id", "key", "type", "owner", "status", "version", "supersedes", "valid_from",
@@ -69,7 +72,7 @@ class Fact:
             "valid_from": self.valid_from, "trust": self.trust, "sensitivity": self.sensitivity,
             "sources": list(self.sources), "last_injected": self.last_injected, "pinned": self.pinned,
         }
-        front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
+        front = yaml.dump(meta, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
         return f"---\n{front}---\n{self.body}\n".encode("utf-8")
 
     def as_dict(self) -> dict:
@@ -101,7 +104,7 @@ def split_frontmatter(text: str) -> tuple[dict, str]:
         else:
             raise ValueError("the frontmatter has no closing `---` line")
     try:
-        meta = yaml.safe_load(text[4:end + 1])
+        meta = yaml.load(text[4:end + 1], Loader=_Loader)
     except yaml.YAMLError as exc:
         raise ValueError(f"frontmatter is not valid YAML ({getattr(exc, 'problem', exc)})") from None
     if not isinstance(meta, dict):

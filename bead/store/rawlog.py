@@ -114,8 +114,9 @@ def check_session(session: str) -> str:
 
 
 class RawLog:
-    def __init__(self, root: Path, lock_path: Path, clock: Callable[[], datetime]):
+    def __init__(self, root: Path, lock_path: Path, clock: Callable[[], datetime], owner: str):
         self.root = root
+        self.owner = owner
         self.lock_path = lock_path
         self.clock = clock
         self._paths: dict[str, Path] = {}
@@ -161,6 +162,7 @@ class RawLog:
                 clean, found = redact_secrets(text or "")
                 if found:
                     flags.setdefault("redacted", sorted(set(found)))
+                flags.setdefault("owner", self.owner)
                 n += 1
                 turns.append(Turn(session, n, role, iso(at or self.clock()), clean, ref, path, flags))
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -1,0 +1,183 @@
+"""Store and index benchmark: prints figures, asserts nothing.
+
+    python benchmarks/bench_store.py                 # 10,000 facts, 200,000 raw turns
+    python benchmarks/bench_store.py --facts 1000 --turns 20000   # a quick run
+
+Figures:
+- write latency: `Memory.write` (flock, tombstone check, atomic write + fsync,
+  supersede, audit, index update) against a baseline measured in the same run:
+  the same bytes written with temp file + fsync + rename and nothing else;
+- reindex throughput: `bead reindex`'s rebuild over the whole store;
+- search p50/p95 over facts and over raw turns, against a baseline of the
+  bare FTS5 MATCH ... ORDER BY rank query on the same tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bead.config import Config  # noqa: E402
+from bead.index.query import fts_or_query  # noqa: E402
+from bead.index.rebuild import rebuild  # noqa: E402
+from bead.memory import Memory  # noqa: E402
+from bead.paths import Home  # noqa: E402
+from bead.store.audit import iso  # noqa: E402
+from bead.store.facts import Fact  # noqa: E402
+from bead.store.files import atomic_write  # noqa: E402
+
+T0 = datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc)
+
+
+def vocabulary(rng: random.Random, n: int = 6000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(letters) for _ in range(rng.randint(3, 10))))
+    return sorted(words)
+
+
+def sentence(rng: random.Random, vocab: list[str], weights: list[float], k: int) -> str:
+    return " ".join(rng.choices(vocab, weights=weights, k=k))
+
+
+def pct(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def fmt(values: list[float]) -> str:
+    return f"p50 {statistics.median(values):8.3f} ms   p95 {pct(values, 95):8.3f} ms"
+
+
+def populate(mem: Memory, rng, vocab, weights, n_facts: int, n_turns: int) -> dict:
+    """Fact files written directly (the bulk), raw turns through the append path."""
+    t = time.perf_counter()
+    kinds = ("user", "feedback", "project", "reference")
+    for i in range(n_facts):
+        key = f"project/p{i % 50}/fact-{i}" if i % 5 else f"user/fact-{i}"
+        body = sentence(rng, vocab, weights, rng.randint(8, 30))
+        f = Fact(key=key, version=1, type=kinds[i % 4], body=body, owner="bench", valid_from=iso(T0))
+        path = mem.facts.key_dir(key) / "v1.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(f.render())
+    facts_s = time.perf_counter() - t
+    t = time.perf_counter()
+    per_session = 100
+    for s in range(max(1, n_turns // per_session)):
+        start = T0 + timedelta(hours=s)
+        items = [("user" if j % 2 == 0 else "assistant", sentence(rng, vocab, weights, rng.randint(10, 80)),
+                  start + timedelta(seconds=j), None) for j in range(per_session)]
+        mem.raw.append_many(f"sess-{s:05d}", items)
+    raw_s = time.perf_counter() - t
+    return {"facts_generated_s": round(facts_s, 2), "raw_appended_s": round(raw_s, 2),
+            "raw_append_turns_per_s": round(n_turns / raw_s)}
+
+
+def bench_writes(mem: Memory, rng, vocab, weights, n: int, scratch: Path) -> dict:
+    bead_ms, base_ms = [], []
+    for i in range(n):
+        body = sentence(rng, vocab, weights, 20)
+        key = f"project/bench/write-{i % 50}"
+        t = time.perf_counter()
+        res = mem.write(key, body, "project")
+        bead_ms.append((time.perf_counter() - t) * 1000)
+        data = res.fact.render()
+        t = time.perf_counter()
+        atomic_write(scratch / f"w{i}.md", data)
+        base_ms.append((time.perf_counter() - t) * 1000)
+    return {"bead_ms": bead_ms, "baseline_ms": base_ms}
+
+
+def bench_search(mem: Memory, rng, vocab, weights, n: int) -> dict:
+    conn = mem.index.conn
+    out = {k: [] for k in ("facts", "facts_base", "raw", "raw_base")}
+    # Queries skip the 100 most frequent words: in real text those are the
+    # stopwords that bead's query builder drops before FTS5 sees them.
+    for _ in range(n):
+        q = sentence(rng, vocab[100:], weights[100:], rng.randint(3, 8))
+        fts = fts_or_query(q)
+        t = time.perf_counter()
+        mem.index.search_facts(q, limit=10)
+        out["facts"].append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        conn.execute("SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? ORDER BY rank LIMIT 10", [fts]).fetchall()
+        out["facts_base"].append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        mem.index.search_raw(q, limit=10)
+        out["raw"].append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        conn.execute("SELECT rowid FROM raw_fts WHERE raw_fts MATCH ? ORDER BY rank LIMIT 10", [fts]).fetchall()
+        out["raw_base"].append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--facts", type=int, default=10_000)
+    ap.add_argument("--turns", type=int, default=200_000)
+    ap.add_argument("--writes", type=int, default=300)
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    rng = random.Random(args.seed)
+    vocab = vocabulary(rng)
+    weights = [1 / (i + 1) for i in range(len(vocab))]       # Zipf-like, as words are
+    root = Path(tempfile.mkdtemp(prefix="bead-bench-"))
+    try:
+        mem = Memory(Home(root / "home").ensure(), Config(owner="bench"))
+        mem.index  # create the empty index now, so that only the timed rebuild below fills it
+        gen = populate(mem, rng, vocab, weights, args.facts, args.turns)
+        t = time.perf_counter()
+        counts, problems = rebuild(mem.index, mem.facts, mem.raw)
+        reindex_s = time.perf_counter() - t
+        writes = bench_writes(mem, rng, vocab, weights, args.writes, root / "scratch")
+        search = bench_search(mem, rng, vocab, weights, args.queries)
+        db_mb = sum(p.stat().st_size for p in (root / "home").glob("index.db*")) / 1e6
+        result = {
+            "store": {"facts": args.facts, "raw_turns": args.turns, **gen, "index_mb": round(db_mb, 1)},
+            "reindex": {"seconds": round(reindex_s, 2), **counts,
+                        "facts_per_s": round(counts["fact_versions"] / reindex_s),
+                        "turns_per_s": round(counts["raw_turns"] / reindex_s)},
+            "write_ms": {"p50": statistics.median(writes["bead_ms"]), "p95": pct(writes["bead_ms"], 95),
+                         "baseline_p50": statistics.median(writes["baseline_ms"]),
+                         "ratio_p50": statistics.median(writes["bead_ms"]) / statistics.median(writes["baseline_ms"])},
+            "search_ms": {k: {"p50": statistics.median(v), "p95": pct(v, 95)} for k, v in search.items()},
+            "cpus": os.cpu_count(),
+        }
+        if args.json:
+            print(json.dumps(result, indent=2))
+            return
+        s = result["store"]
+        print(f"store: {s['facts']:,} facts, {s['raw_turns']:,} raw turns; index.db {s['index_mb']} MB; "
+              f"raw append {s['raw_append_turns_per_s']:,} turns/s (secret scan included)")
+        r = result["reindex"]
+        print(f"reindex: {r['seconds']} s for {r['fact_versions']:,} fact versions + {r['raw_turns']:,} turns "
+              f"({r['turns_per_s']:,} turns/s)")
+        print(f"write      {fmt(writes['bead_ms'])}")
+        print(f"  baseline {fmt(writes['baseline_ms'])}   (atomic write + fsync alone)   "
+              f"ratio p50 {result['write_ms']['ratio_p50']:.1f}x")
+        for corpus in ("facts", "raw"):
+            a, b = search[corpus], search[corpus + "_base"]
+            print(f"search {corpus:<5} {fmt(a)}")
+            print(f"  baseline   {fmt(b)}   (bare FTS5 MATCH)   ratio p50 "
+                  f"{statistics.median(a) / statistics.median(b):.2f}x")
+        mem.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

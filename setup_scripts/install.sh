@@ -1,0 +1,16 @@
+#!/bin/sh
+# Install bead into its own virtual environment, put `bead` on PATH, run it.
+# Needs only python3 (3.11+). BEAD_VENV chooses another environment.
+set -eu
+repo=$(cd "$(dirname "$0")/.." && pwd)
+venv="${BEAD_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/bead/venv}"
+bindir="$HOME/.local/bin"
+
+python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "bead needs Python 3.11 or newer")'
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$repo"
+mkdir -p "$bindir"
+ln -sf "$venv/bin/bead" "$bindir/bead"
+echo "installed: $bindir/bead -> $venv/bin/bead" >&2
+case ":$PATH:" in *":$bindir:"*) ;; *) echo "add $bindir to PATH to run \`bead\` from anywhere" >&2 ;; esac
+exec "$venv/bin/bead" status

@@ -1,0 +1,110 @@
+"""The bead command: thin wrappers, --json everywhere, errors with a next step."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from bead.cli import cli
+
+from conftest import REPO
+
+COMMANDS = sorted(cli.commands)
+DATA_COMMANDS = ["write", "show", "history", "search", "forget", "reindex", "status", "eval"]
+
+
+class TestHelp:
+    """Every command has help text, and the README mentions it."""
+
+    @pytest.mark.parametrize("name", COMMANDS)
+    def test_has_help(self, name):
+        assert (cli.commands[name].help or "").strip(), f"bead {name} has no help"
+
+    @pytest.mark.parametrize("name", COMMANDS)
+    def test_documented_in_readme(self, name):
+        assert f"bead {name}" in (REPO / "README.md").read_text(), f"README does not mention `bead {name}`"
+
+    @pytest.mark.parametrize("name", DATA_COMMANDS)
+    def test_data_commands_take_json(self, name):
+        assert any("--json" in p.opts for p in cli.commands[name].params if isinstance(p, click.Option))
+
+    def test_help_loads_no_heavy_library(self):
+        code = ("import sys; from bead.cli import cli; "
+                "heavy = [m for m in ('sqlite_utils', 'pysqlite3', 'yaml', 'bead.index.db', 'bead.memory') if m in sys.modules]; "
+                "print(','.join(heavy))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.strip() == ""
+
+
+class TestFlow:
+    """write, show, history, status through the real CLI."""
+
+    def test_write_show_history(self, bead):
+        assert bead("write", "project/bead/language", "The project is written in Python.", "--type", "project").code == 0
+        r = bead("write", "project/bead/language", "-", "--type", "project", input="The project is written in Go.\n")
+        assert r.out.strip() == "wrote project/bead/language@v2 (supersedes project/bead/language@v1)"
+        r = bead("write", "project/bead/language", "The project is written in Go.", "--type", "project")
+        assert r.out.startswith("unchanged")
+        assert bead("show", "project/bead/language").out.strip() == "The project is written in Go."
+        shown = json.loads(bead("show", "project/bead/language", "--all", "--json").out)
+        assert [(v["version"], v["current"]) for v in shown] == [(1, False), (2, True)]
+        hist = json.loads(bead("history", "project/bead/language", "--json").out)
+        assert [h["status"] for h in hist] == ["superseded", "current"]
+
+    def test_status_counts_and_problems(self, bead, bead_home):
+        bead("write", "user/a", "alpha", "--type", "user")
+        (bead_home / "store" / "facts" / "user" / "b").mkdir(parents=True)
+        (bead_home / "store" / "facts" / "user" / "b" / "v1.md").write_text("not a fact")
+        r = bead("status", "--json")
+        assert r.code == 0, r.err
+        st = json.loads(r.out)
+        assert st["facts"]["keys"] == 1 and st["index"]["fresh"] is False
+        assert any("v1.md" in p["problem"] for p in st["problems"])
+        assert any(p["fix"] == "run `bead reindex`" for p in st["problems"])
+
+    def test_errors_exit_1_on_stderr_with_hint(self, bead):
+        r = bead("show", "user/missing")
+        assert (r.code, r.out) == (1, "") and "hint:" in r.err
+        r = bead("write", "user/x", "v")             # missing --type: a usage error
+        assert r.code == 1 and "--type" in r.err and "bead write --help" in r.err
+        r = bead("write", "user/x", "  ", "--type", "user")
+        assert r.code == 1 and "empty" in r.err
+
+
+class TestBoundaries:
+    """store imports nothing from index, cli or the future services."""
+
+    def imports_of(self, package: str) -> set[str]:
+        found = set()
+        for path in (REPO / "bead" / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    found.add(("." * node.level) + node.module)
+                elif isinstance(node, ast.Import):
+                    found.update(a.name for a in node.names)
+        return found
+
+    def test_store_is_the_bottom_layer(self):
+        bad = [m for m in self.imports_of("store") if any(x in m for x in ("index", "cli", "memory", "proxy", "evals"))]
+        assert bad == []
+
+    def test_index_does_not_import_cli(self):
+        assert [m for m in self.imports_of("index") if "cli" in m] == []
+
+
+def test_python_m_bead_version(bead):
+    r = bead("--version")
+    assert r.code == 0 and "bead" in r.out
+
+
+def test_console_script_is_declared():
+    text = (REPO / "pyproject.toml").read_text()
+    assert 'bead = "bead.cli:main"' in text
+    assert "pytest" not in text.split("[project.optional-dependencies]")[0], "test tools stay out of runtime deps"
+    assert Path(REPO / "CHANGELOG.md").read_text().count("## [Unreleased]") == 1

@@ -1,0 +1,97 @@
+"""The home and config.yaml."""
+
+from __future__ import annotations
+
+import getpass
+import stat
+
+import pytest
+
+from bead import config
+from bead.errors import BeadError
+from bead.memory import Memory
+from bead.paths import Home, resolve_home
+
+
+class TestHome:
+    """BEAD_HOME chooses the home; it is created private."""
+
+    def test_bead_home_overrides_default(self, tmp_path):
+        assert resolve_home({"BEAD_HOME": str(tmp_path / "x")}).root == tmp_path / "x"
+
+    def test_default_is_dot_bead_in_home_directory(self, monkeypatch, tmp_path):
+        monkeypatch.setenv("HOME", str(tmp_path))
+        assert resolve_home({}).root == tmp_path / ".bead"
+
+    def test_home_created_0700_with_layout(self, bead_home):
+        Memory.open()
+        assert stat.S_IMODE(bead_home.stat().st_mode) == 0o700
+        for sub in ("store/raw", "store/facts", "store/episodes", "sessions"):
+            assert (bead_home / sub).is_dir(), sub
+
+    def test_config_created_0600_and_never_rewritten(self, bead_home):
+        Memory.open()
+        cfg = bead_home / "config.yaml"
+        assert stat.S_IMODE(cfg.stat().st_mode) == 0o600
+        cfg.write_text("owner: someone-else\n")
+        before = cfg.read_bytes()
+        mem = Memory.open()
+        assert cfg.read_bytes() == before
+        assert mem.config.owner == "someone-else"
+
+
+class TestConfigErrors:
+    """A typo or bad value names the line and the fix; no silent default."""
+
+    def test_unknown_key_names_line_and_suggestion(self):
+        with pytest.raises(BeadError) as e:
+            config.parse("proxy:\n  listen: 127.0.0.1:7077\n  upstrem: https://x\n")
+        assert "line 3" in e.value.message and "proxy.upstrem" in e.value.message
+        assert "upstream" in e.value.hint
+
+    def test_wrong_type_names_line(self):
+        with pytest.raises(BeadError) as e:
+            config.parse("dream:\n  decay_days: soon\n")
+        assert "line 2" in e.value.message and "whole number" in e.value.message
+
+    def test_bad_choice_lists_choices(self):
+        with pytest.raises(BeadError) as e:
+            config.parse("dream:\n  provider: olama\n")
+        assert "ollama" in e.value.hint
+
+    def test_invalid_yaml_names_line(self):
+        with pytest.raises(BeadError) as e:
+            config.parse("owner: ben\nproxy: [unclosed\n")
+        assert "line" in e.value.message and "not valid YAML" in e.value.message
+
+    def test_boolean_is_not_a_number(self):
+        with pytest.raises(BeadError):
+            config.parse("dream:\n  decay_days: yes\n")
+
+    def test_cli_reports_config_error_and_exit_1(self, bead, bead_home):
+        bead_home.mkdir(parents=True)
+        (bead_home / "config.yaml").write_text("ownr: ben\n")
+        r = bead("status")
+        assert r.code == 1
+        assert "line 1" in r.err and "owner" in r.err
+
+
+class TestOwner:
+    """Every record carries the owner."""
+
+    def test_owner_defaults_to_login_name(self):
+        assert config.parse("").owner == getpass.getuser()
+
+    def test_owner_written_on_facts_and_audit(self, bead_home):
+        bead_home.mkdir(parents=True)
+        (bead_home / "config.yaml").write_text("owner: ben\n")
+        mem = Memory.open()
+        res = mem.write("user/editor", "vim", "user")
+        assert "owner: ben" in res.fact.path.read_text()
+        assert all(e["owner"] == "ben" for e in mem.audit.entries())
+        mem.close()
+
+
+def test_home_dataclass_paths(tmp_path):
+    h = Home(tmp_path)
+    assert h.index_db == tmp_path / "index.db" and h.raw_lock == tmp_path / "store" / "raw" / ".lock"

@@ -1,0 +1,108 @@
+"""bead eval: the suite format, strictly, and the figures it defines."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from bead.errors import BeadError
+from bead.evals import rawrecall, suite, supersession
+
+from conftest import REPO, SHARED
+
+
+def write_suite(tmp_path, data) -> str:
+    p = tmp_path / "suite.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return str(p)
+
+
+class TestStrictFormat:
+    """Unknown keys are errors: a typo must not silently change a result."""
+
+    def test_unknown_top_level_key(self, tmp_path):
+        with pytest.raises(BeadError) as e:
+            suite.load(write_suite(tmp_path, {"kind": "supersession", "name": "x", "scenarioz": []}))
+        assert "scenarioz" in e.value.message
+
+    def test_unknown_nested_key(self, tmp_path):
+        data = {"kind": "raw-recall", "name": "x", "sessions": [], "queries": [{"id": "q", "query": "a", "evidnce": ["1"]}]}
+        with pytest.raises(BeadError) as e:
+            suite.load(write_suite(tmp_path, data))
+        assert "queries[0]" in e.value.message
+
+    def test_unknown_kind(self, tmp_path):
+        with pytest.raises(BeadError):
+            suite.load(write_suite(tmp_path, {"kind": "vibes", "name": "x"}))
+
+
+class TestSupersession:
+    """The rule never serves a stale value; a plain retriever does."""
+
+    def test_project_suite(self):
+        r = supersession.run(suite.load(REPO / "evals" / "supersession.yaml"))
+        rule, sim = r["modes"]["supersession-rule"], r["modes"]["similarity-only"]
+        assert rule["stale_at_1"] == 0.0
+        assert sim["stale_at_1"] > 0.3
+        assert rule["hit_at_1"] >= 0.8 and rule["hit_at_1"] > sim["hit_at_1"]
+
+    def test_runs_never_touch_the_users_store(self, bead_home):
+        supersession.run(suite.load(REPO / "evals" / "supersession.yaml"))
+        assert not bead_home.exists()
+
+
+class TestRawRecall:
+    """recall@k, all@10 and stale_first as FORMAT.md defines them."""
+
+    DATA = {
+        "kind": "raw-recall", "name": "tiny",
+        "sessions": [
+            {"id": "s1", "started": "2024-01-01T09:00:00Z", "turns": [
+                {"ref": "a1", "role": "user", "text": "We merged 148 commits into main this sprint."},
+                {"ref": "a2", "role": "assistant", "text": "Nice, the parser rewrite landed too."}]},
+            {"id": "s2", "started": "2024-02-01T09:00:00Z", "turns": [
+                {"ref": "b1", "role": "user", "text": "Update: now 182 commits are merged into main."},
+                {"ref": "b2", "role": "assistant", "text": "Lunch was a burrito."}]},
+        ],
+        "queries": [
+            {"id": "q1", "query": "parser rewrite", "evidence": ["a2"], "category": "x"},
+            {"id": "q2", "query": "how many commits merged into main", "evidence": ["b1"], "stale": ["a1"], "category": "ku"},
+            {"id": "q3", "query": "burrito", "evidence": ["b2", "a1"], "category": "x"},
+            {"id": "q4", "query": "no evidence here", "evidence": []},
+        ],
+    }
+
+    def test_figures(self, tmp_path):
+        r = rawrecall.run(suite.load(write_suite(tmp_path, self.DATA)))
+        assert r["queries"] == 3 and r["skipped"] == 1
+        by_id = {q["id"]: q for q in r["details"]}
+        assert by_id["q1"]["recall_at_10"] == 1.0
+        assert by_id["q3"]["recall_at_10"] == 0.5 and by_id["q3"]["all_at_10"] is False
+        assert r["recall_at_10"] == pytest.approx((1 + 1 + 0.5) / 3, abs=1e-3)
+        assert r["categories"]["x"]["queries"] == 2
+        assert r["stale_queries"] == 1
+        q2 = by_id["q2"]
+        assert q2["stale_first"] == (q2["retrieved"].index("a1") < q2["retrieved"].index("b1"))
+
+    def test_turns_go_through_capture(self, tmp_path):
+        data = json.loads(json.dumps(self.DATA))
+        data["sessions"][0]["turns"][0]["text"] = "key sk-ant-api03-" + "Q" * 90
+        data["queries"] = [{"id": "q", "query": "QQQQ", "evidence": ["a1"]}]
+        r = rawrecall.run(suite.load(write_suite(tmp_path, data)))
+        assert r["recall_at_10"] == 0.0, "the secret scan ran before indexing"
+
+    def test_cli_json(self, tmp_path, bead):
+        r = bead("eval", write_suite(tmp_path, self.DATA), "--json")
+        assert r.code == 0, r.err
+        out = json.loads(r.out)
+        assert out["kind"] == "raw-recall" and "details" not in out
+
+
+@pytest.mark.slow
+def test_dev_suites_match_the_quoted_baseline():
+    """bead's raw search is at least the plain FTS5 baseline FORMAT.md quotes."""
+    locomo = [rawrecall.run(suite.load(p)) for p in sorted((SHARED / "evals" / "locomo").glob("*.yaml"))]
+    pooled = rawrecall.combine(locomo, "locomo")
+    assert pooled["recall_at_10"] >= 0.60 and pooled["recall_at_5"] >= 0.52

@@ -1,0 +1,241 @@
+"""Fact versions and the supersession rule."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import yaml
+
+from bead.errors import BeadError, RefusedWrite
+from bead.store.facts import FIELDS, split_frontmatter
+
+
+def frontmatter(path):
+    return split_frontmatter(path.read_text())[0]
+
+
+class TestRule:
+    """The current version is the highest number; the old one is marked superseded."""
+
+    def test_second_write_supersedes_first(self, mem):
+        a = mem.write("project/bead/language", "The project is written in Python.", "project")
+        b = mem.write("project/bead/language", "The project is written in Go.", "project")
+        assert (a.fact.version, b.fact.version) == (1, 2)
+        assert mem.current("project/bead/language").body == "The project is written in Go."
+        assert frontmatter(a.fact.path)["status"] == "superseded"
+        assert frontmatter(b.fact.path)["status"] == "current"
+        assert frontmatter(b.fact.path)["supersedes"] == "project/bead/language@v1"
+
+    def test_file_has_exactly_the_reference_frontmatter(self, mem):
+        res = mem.write("user/editor", "Neovim with the LazyVim config.", "user")
+        assert res.fact.path == mem.home.facts / "user" / "editor" / "v1.md"
+        meta, body = split_frontmatter(res.fact.path.read_text())
+        assert tuple(meta) == FIELDS
+        assert meta["id"] == "user/editor@v1" and meta["trust"] == "user_stated"
+        assert body.strip() == "Neovim with the LazyVim config."
+
+    def test_same_body_and_type_writes_nothing(self, mem):
+        mem.write("user/editor", "vim", "user")
+        again = mem.write("user/editor", "  vim\n", "user")
+        assert not again.written and again.fact.version == 1
+        assert sorted(p.name for p in (mem.home.facts / "user" / "editor").iterdir()) == ["v1.md"]
+
+    def test_same_body_other_type_is_a_new_version(self, mem):
+        mem.write("user/editor", "vim", "user")
+        assert mem.write("user/editor", "vim", "feedback").fact.version == 2
+
+    def test_rule_ignores_status_field(self, mem):
+        """A hand edit that marks v2 superseded does not make v1 current."""
+        mem.write("user/shell", "bash", "user")
+        v2 = mem.write("user/shell", "zsh", "user").fact
+        v2.path.write_text(v2.path.read_text().replace("status: current", "status: superseded"))
+        assert mem.current("user/shell").body == "zsh"
+
+    def test_pinned_is_inherited_unless_changed(self, mem):
+        mem.write("user/tz", "UTC", "user", pinned=True)
+        assert mem.write("user/tz", "CET", "user").fact.pinned is True
+        assert mem.write("user/tz", "EET", "user", pinned=False).fact.pinned is False
+
+    def test_secret_sensitivity_never_written_in_plaintext(self, mem):
+        with pytest.raises(RefusedWrite):
+            mem.write("user/pin", "1234", "user", sensitivity="secret")
+        assert not (mem.home.facts / "user" / "pin").exists()
+
+    def test_hand_edited_file_is_read(self, mem):
+        v1 = mem.write("global/editor", "emacs", "reference").fact
+        v1.path.write_text(v1.path.read_text().replace("emacs", "helix"))
+        assert mem.current("global/editor").body == "helix"
+
+
+class TestCrash:
+    """A crash between writing v<N+1> and marking v<N> still leaves v<N+1> current."""
+
+    def test_killed_between_steps(self, mem, bead_home):
+        mem.write("project/app/db", "PostgreSQL 15", "project")
+        script = textwrap.dedent(f"""
+            import os
+            import bead.store.facts as facts
+            from bead.memory import Memory
+            from bead.paths import Home
+            from bead.config import Config
+            from pathlib import Path
+            facts._mark_superseded = lambda fact: os._exit(9)   # die mid-write
+            m = Memory(Home(Path({str(bead_home)!r})), Config(owner="tester"))
+            m.write("project/app/db", "PostgreSQL 16", "project")
+        """)
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True)
+        assert p.returncode == 9
+        d = bead_home / "store" / "facts" / "project" / "app" / "db"
+        assert frontmatter(d / "v1.md")["status"] == "current"      # step two never ran
+        assert frontmatter(d / "v2.md")["status"] == "current"
+        assert mem.current("project/app/db").body == "PostgreSQL 16"
+        assert not [p for p in d.iterdir() if p.name.startswith(".")], "no temp file left behind"
+        # The next write heals the status of every older version.
+        mem.write("project/app/db", "PostgreSQL 17", "project")
+        assert frontmatter(d / "v1.md")["status"] == "superseded"
+        assert frontmatter(d / "v2.md")["status"] == "superseded"
+
+
+class TestConcurrentWriters:
+    """8 processes writing one key: contiguous versions, nothing lost."""
+
+    def test_eight_processes(self, mem, bead_home):
+        script = textwrap.dedent(f"""
+            import sys
+            from bead.memory import Memory
+            from bead.paths import Home
+            from bead.config import Config
+            from pathlib import Path
+            m = Memory(Home(Path({str(bead_home)!r})), Config(owner="tester"))
+            for j in range(5):
+                m.write("project/app/counter", f"value from writer {{sys.argv[1]}} round {{j}}", "project")
+        """)
+        procs = [subprocess.Popen([sys.executable, "-c", script, str(i)]) for i in range(8)]
+        assert [p.wait(timeout=120) for p in procs] == [0] * 8
+        kv = mem.versions("project/app/counter")
+        assert kv.numbers == tuple(range(1, 41))
+        assert sorted(f.body for f in kv.facts) == sorted(
+            f"value from writer {i} round {j}" for i in range(8) for j in range(5))
+        assert [f.status for f in kv.facts].count("current") == 1
+        assert kv.facts[-1].status == "current"
+        hits = mem.index.search_facts("writer round", limit=50)
+        assert [h.id for h in hits] == ["project/app/counter@v40"]
+
+
+class TestMalformedFiles:
+    """A file that does not parse is reported and skipped, never rewritten."""
+
+    def test_broken_highest_version_is_skipped(self, mem):
+        mem.write("user/lang", "English", "user")
+        bad = mem.home.facts / "user" / "lang" / "v2.md"
+        bad.write_text("---\nkey: user/lang\nversion: [oops\n---\nGerman\n")
+        kv = mem.versions("user/lang")
+        assert kv.current.body == "English"
+        assert len(kv.problems) == 1 and kv.problems[0].path == bad
+        assert "YAML" in kv.problems[0].reason
+        before = bad.read_bytes()
+        res = mem.write("user/lang", "French", "user")
+        assert res.fact.version == 3, "never reuse the number of a file that exists"
+        assert bad.read_bytes() == before
+
+    @pytest.mark.parametrize("text,reason", [
+        ("no frontmatter\n", "frontmatter"),
+        ("---\nkey: user/x\nversion: 1\ntype: user\n---\n\n", "empty"),
+        ("---\nkey: user/y\nversion: 1\ntype: user\n---\nvalue\n", "does not match"),
+        ("---\nkey: user/x\nversion: 1\ntype: opinion\n---\nvalue\n", "type"),
+        (b"---\nkey: user/x\nversion: 1\ntype: user\n---\n\xff\xfe\n", "UTF-8"),
+    ])
+    def test_reasons(self, mem, text, reason):
+        d = mem.home.facts / "user" / "x"
+        d.mkdir(parents=True)
+        (d / "v1.md").write_bytes(text if isinstance(text, bytes) else text.encode())
+        kv = mem.versions("user/x")
+        assert kv.current is None and reason in kv.problems[0].reason
+
+    def test_one_bad_file_does_not_stop_others(self, mem, bead):
+        mem.write("user/a", "alpha value", "user")
+        mem.write("user/b", "beta value", "user")
+        (mem.home.facts / "user" / "a" / "v1.md").write_text("garbage")
+        r = bead("reindex")
+        assert r.code == 0 and "1 problem" in r.out
+        assert "user/a/v1.md" in r.err
+        r = bead("search", "beta", "--json")
+        assert '"user/b@v1"' in r.out
+
+
+class TestKeys:
+    """Keys that could escape the store, or are malformed, are refused."""
+
+    @pytest.mark.parametrize("key", [
+        "../etc/passwd", "user/../../x", "/abs/key", "user//x", "user/", "", "User/Editor",
+        "project/app", "user/a/b", "team/x", "user/.hidden", "project/app/x/y", "user/a\\b",
+    ])
+    def test_bad_keys(self, mem, key):
+        with pytest.raises(BeadError) as e:
+            mem.write(key, "v", "user")
+        assert "user/<name>" in e.value.hint
+        assert not list(mem.home.root.parent.glob("**/v1.md"))
+
+    def test_cli_bad_key_exit_1_with_hint(self, bead):
+        r = bead("write", "../x", "value", "--type", "user")
+        assert r.code == 1 and "escape" in r.err and "hint:" in r.err
+
+
+class TestTombstones:
+    """A forgotten value comes back only when a person states it."""
+
+    def test_non_user_write_of_tombstoned_value_refused(self, mem):
+        mem.write("user/editor", "Sublime Text 4", "user")
+        from bead import forget
+        forget.apply(mem, forget.plan_target(mem, "user/editor"))
+        for trust in ("agent_observed", "dream_inferred"):
+            with pytest.raises(RefusedWrite) as e:
+                mem.write("user/editor", "sublime   TEXT 4", "user", trust=trust)
+            assert "user_stated" in e.value.hint
+        with pytest.raises(RefusedWrite):
+            mem.write("user/other-key", "Sublime Text 4", "user", trust="dream_inferred")
+        assert mem.write("user/editor", "Sublime Text 4", "user", trust="user_stated").written
+
+    def test_tombstone_holds_hash_not_value(self, mem):
+        mem.write("user/secret-word", "Quokkaberry", "user")
+        from bead import forget
+        forget.apply(mem, forget.plan_target(mem, "user/secret-word"))
+        text = mem.home.tombstones_log.read_text()
+        assert "quokkaberry" not in text.lower()
+        line = yaml.safe_load(text.splitlines()[0])
+        assert line["key"] == "user/secret-word" and len(line["sha256"]) == 64
+        assert line["owner"] == "tester"
+
+
+class TestAudit:
+    """Every write, supersede, forget and tombstone is one JSON line, never a value."""
+
+    def test_events(self, mem):
+        mem.write("user/x", "first value", "user")
+        mem.write("user/x", "second value", "user")
+        from bead import forget
+        forget.apply(mem, forget.plan_target(mem, "user/x"))
+        events = [e["event"] for e in mem.audit.entries()]
+        assert events == ["write", "write", "supersede", "tombstone", "tombstone", "forget"]
+        assert "value" not in mem.home.audit_log.read_text()
+
+
+def test_index_follows_writes(mem):
+    """After a write returns, search sees it; the old version leaves the current corpus."""
+    mem.write("project/app/port", "The dev server listens on port 8080.", "project")
+    mem.write("project/app/port", "The dev server listens on port 9090.", "project")
+    hits = mem.index.search_facts("dev server port")
+    assert [h.id for h in hits] == ["project/app/port@v2"]
+    all_hits = mem.index.search_facts("dev server port", current_only=False)
+    assert {h.id for h in all_hits} == {"project/app/port@v1", "project/app/port@v2"}
+
+
+def test_keys_lists_every_key(mem):
+    for k in ("user/a", "global/b", "project/p/c"):
+        mem.write(k, f"value {k}", "reference")
+    assert list(mem.facts.keys()) == ["global/b", "project/p/c", "user/a"]
+    assert os.path.isdir(mem.home.facts / "project" / "p" / "c")

@@ -1,0 +1,141 @@
+"""The derived index: rebuilt from the files, current after every command."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from bead.errors import BeadError
+from bead.index import db as dbmod
+from bead.index import sqlite as sqlite_check
+from bead.index.query import fts_or_query
+from bead.index.rebuild import diff, reconcile
+
+T0 = datetime(2026, 11, 5, 9, 0, tzinfo=timezone.utc)
+
+
+class TestDerived:
+    """index.db can be deleted at any time and comes back from the files."""
+
+    def test_deleted_index_rebuilds_on_next_use(self, mem):
+        mem.write("project/shop/payments", "Payments go through Stripe.", "project")
+        mem.append_turns("s1", [("user", "the stripe webhook secret rotates monthly", T0, None)])
+        mem.close()
+        for suffix in ("", "-wal", "-shm"):
+            (mem.home.root / f"index.db{suffix}").unlink(missing_ok=True)
+        assert [h.id for h in mem.index.search_facts("stripe")] == ["project/shop/payments@v1"]
+        assert [h.id for h in mem.index.search_raw("webhook")] == ["s1#1"]
+
+    def test_schema_version_change_rebuilds(self, mem, monkeypatch):
+        mem.write("user/editor", "helix", "user")
+        mem.close()
+        monkeypatch.setattr(dbmod, "SCHEMA_VERSION", dbmod.SCHEMA_VERSION + 1)
+        assert [h.id for h in mem.index.search_facts("helix")] == ["user/editor@v1"]
+        row = mem.index.conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
+        assert int(row[0]) == dbmod.SCHEMA_VERSION
+
+    def test_wal_and_secure_delete_are_on(self, mem):
+        conn = mem.index.conn
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+
+    def test_hand_edit_seen_by_reconcile(self, mem):
+        v1 = mem.write("user/editor", "helix editor", "user").fact
+        v1.path.write_text(v1.path.read_text().replace("helix", "kakoune"))
+        d = diff(mem.index, mem.facts, mem.raw)
+        assert d.modified == ["facts/user/editor/v1.md"]
+        reconcile(mem.index, mem.facts, mem.raw)
+        assert [h.id for h in mem.index.search_facts("kakoune")] == ["user/editor@v1"]
+        assert diff(mem.index, mem.facts, mem.raw).clean
+
+    def test_deleted_file_seen_by_reconcile(self, mem):
+        f = mem.write("user/editor", "helix editor", "user").fact
+        f.path.unlink()
+        d, _ = reconcile(mem.index, mem.facts, mem.raw)
+        assert d.deleted == ["facts/user/editor/v1.md"]
+        assert mem.index.search_facts("helix") == []
+
+    def test_reindex_prints_counts(self, mem, bead):
+        mem.write("user/a", "alpha", "user")
+        mem.write("user/a", "alpha two", "user")
+        mem.append_turns("s", [("user", "one", T0, None), ("assistant", "two", T0, None)])
+        mem.close()
+        r = bead("reindex", "--json")
+        assert r.code == 0, r.err
+        assert json.loads(r.out) == {"keys": 1, "fact_versions": 2, "raw_files": 1, "raw_turns": 2, "problems": 0}
+        r = bead("reindex")
+        assert "indexed 1 keys (2 versions) and 2 raw turns in 1 files" in r.out
+
+
+class TestSearch:
+    """Raw agent text is always quoted into a valid FTS5 query."""
+
+    @pytest.mark.parametrize("text", [
+        'AND OR NOT', '"unbalanced', 'NEAR(a b)', 'col:value', 'foo*', '(', "it's a -flag --x", "^start",
+        "E   stripe.error.AuthenticationError: No API key provided", "🙂 emoji ümlaut",
+    ])
+    def test_any_text_is_a_valid_query(self, mem, text):
+        mem.write("user/x", "stripe error flag value", "user")
+        mem.index.search_facts(text)
+        mem.index.search_raw(text)
+
+    def test_terms_are_or_ed_and_quoted(self):
+        assert fts_or_query('What is the "flaky" test?') == '"flaky" OR "test"'
+        assert fts_or_query("the and of") == '"the" OR "and" OR "of"'
+        assert fts_or_query("  ") == ""
+
+    def test_boosts_active_scope(self, mem):
+        mem.write("project/a/db", "the database is postgres", "project")
+        mem.write("project/b/db", "the database is postgres too", "project")
+        assert mem.index.search_facts("database postgres", scope="project/b")[0].id == "project/b/db@v1"
+        assert mem.index.search_facts("database postgres", scope="project/a")[0].id == "project/a/db@v1"
+
+    def test_dormant_fact_is_searchable(self, mem):
+        f = mem.write("user/old-habit", "uses tabs for indentation", "user").fact
+        mem.facts.set_status(f, "dormant")
+        mem.sync_key("user/old-habit")
+        (hit,) = mem.index.search_facts("tabs indentation")
+        assert hit.row["status"] == "dormant"
+
+    def test_cli_search_json_ranks_both_corpora(self, mem, bead):
+        mem.write("project/shop/payments", "Payments go through Stripe; test keys in .env.test", "project")
+        mem.write("project/shop/deploy", "Deploys run on Fly.io", "project")
+        mem.append_turns("s", [("user", "why does stripe reject the test keys", T0, None)])
+        mem.close()
+        r = bead("search", "stripe test keys", "--json")
+        assert r.code == 0, r.err
+        out = json.loads(r.out)
+        assert [h["id"] for h in out["facts"]] == ["project/shop/payments@v1"]
+        assert [h["id"] for h in out["raw"]] == ["s#1"]
+        assert out["facts"][0]["score"] > 0
+
+
+def test_old_sqlite_is_refused_with_a_fix(monkeypatch):
+    """The interpreter's own SQLite (3.40 here) lacks secure-delete: a clear error, not a crash."""
+    import sqlite3 as stdlib_sqlite3
+
+    if tuple(map(int, stdlib_sqlite3.sqlite_version.split("."))) >= (3, 42):
+        pytest.skip("this interpreter's own SQLite is new enough")
+    sqlite_check.check.cache_clear()
+    monkeypatch.setattr(sqlite_check, "module", lambda: stdlib_sqlite3)
+    try:
+        with pytest.raises(BeadError) as e:
+            sqlite_check.check()
+        assert "3.42" in e.value.message and "pysqlite3" in e.value.hint
+    finally:
+        sqlite_check.check.cache_clear()
+
+
+def test_sqlite_in_use_is_new_enough():
+    assert tuple(map(int, sqlite_check.check().split("."))) >= (3, 42)
+
+
+def test_raw_search_can_leave_out_sessions(mem):
+    """The proxy never injects excerpts of the current session: the index can exclude it."""
+    mem.append_turns("current", [("user", "the migration failed on the orders table", T0, None)])
+    mem.append_turns("older", [("user", "orders table migration needs a lock timeout", T0, None)])
+    assert {h.row["session"] for h in mem.index.search_raw("orders migration")} == {"current", "older"}
+    assert [h.row["session"] for h in mem.index.search_raw("orders migration", exclude_sessions=["current"])] == ["older"]
