@@ -42,6 +42,11 @@ class TestDerived:
         assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
         assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
 
+    def test_index_files_are_private(self, mem):
+        mem.write("user/a", "alpha", "user")
+        for p in mem.home.root.glob("index.db*"):
+            assert p.stat().st_mode & 0o077 == 0, p
+
     def test_hand_edit_seen_by_reconcile(self, mem):
         v1 = mem.write("user/editor", "helix editor", "user").fact
         v1.path.write_text(v1.path.read_text().replace("helix", "kakoune"))

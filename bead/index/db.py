@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -62,6 +63,8 @@ class Index:
         self.path = path
         self.store_root = store_root
         sqlite3 = sqlite_check.module()
+        # SQLite creates files with the umask's mode; the index holds memory text.
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
         self.conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
         self.db = sqlite_utils.Database(self.conn)
         self.conn.execute("PRAGMA busy_timeout=30000")
