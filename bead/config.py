@@ -41,6 +41,10 @@ SCHEMA: dict[str, Any] = {
         "listen": Field(str, "127.0.0.1:7077", doc="loopback address of the proxy"),
         "upstream": Field(str, "https://api.anthropic.com", doc="the real API"),
         "project": Field((str, type(None)), None, doc="project when the harness reports none"),
+        "trace": Field((str, type(None)), None, doc="append one JSON line per request to this file"),
+        "recall_deadline_ms": Field(int, 500, check=_positive, doc="past it, the request goes out without new memory"),
+        "pinned_budget_tokens": Field(int, 1000, check=_positive),
+        "cue_budget_tokens": Field(int, 1500, check=_positive),
     },
     "dream": {
         "provider": Field(str, "ollama", choices=("ollama", "anthropic", "openai")),

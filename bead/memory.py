@@ -23,8 +23,10 @@ def utcnow() -> datetime:
 
 
 class Memory:
-    def __init__(self, home: Home, config: config_mod.Config, clock: Callable[[], datetime] = utcnow):
+    def __init__(self, home: Home, config: config_mod.Config, clock: Callable[[], datetime] = utcnow,
+                 busy_timeout_ms: int = 30000):
         self.home = home
+        self.busy_timeout_ms = busy_timeout_ms
         self.config = config
         self.clock = clock
         self.audit = AuditLog(home.audit_log, config.owner)
@@ -45,12 +47,18 @@ class Memory:
             from .index.db import Index
             from .index.rebuild import rebuild
 
-            idx = Index(self.home.index_db, self.home.store)
+            idx = Index(self.home.index_db, self.home.store, self.busy_timeout_ms)
             if idx.fresh:
                 # Deleted, never built, or built by another schema: derive it again.
                 rebuild(idx, self.facts, self.raw)
             self._index = idx
         return self._index
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def close(self) -> None:
         if self._index is not None:

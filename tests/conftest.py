@@ -59,3 +59,65 @@ def all_bytes_under(root: Path) -> dict[Path, bytes]:
             p = Path(dirpath) / name
             out[p] = p.read_bytes()
     return out
+
+
+@pytest.fixture
+def upstream():
+    from fakes import FakeAnthropic
+
+    fake = FakeAnthropic()
+    yield fake
+    fake.close()
+
+
+def launch_proxy(home: Path, upstream_url: str, log_path: Path, *extra: str, env: dict | None = None):
+    """Start `bead proxy` as a real process on a free loopback port; wait for its health check."""
+    import time
+    import urllib.request
+
+    from fakes import free_port
+
+    port = free_port()
+    log = open(log_path, "wb")
+    p = subprocess.Popen([sys.executable, "-m", "bead", "proxy", "--listen", f"127.0.0.1:{port}",
+                          "--upstream", upstream_url, *extra],
+                         env={**os.environ, "BEAD_HOME": str(home), **(env or {})},
+                         stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if p.poll() is not None:
+            raise RuntimeError(f"proxy exited: {log_path.read_text()}")
+        try:
+            with urllib.request.urlopen(url + "/bead/health", timeout=1) as r:
+                if r.status == 200:
+                    return p, url
+        except OSError:
+            time.sleep(0.05)
+    p.kill()
+    raise RuntimeError("proxy did not answer /bead/health")
+
+
+def stop(p: subprocess.Popen) -> None:
+    p.terminate()
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+
+
+@pytest.fixture
+def start_proxy(bead_home, upstream, tmp_path):
+    """Start `bead proxy` processes for this test's home; stopped afterwards."""
+    procs = []
+
+    def start(*extra: str, env: dict | None = None, upstream_url: str | None = None) -> str:
+        p, url = launch_proxy(bead_home, upstream_url or upstream.url, tmp_path / f"proxy-{len(procs)}.log",
+                              *extra, env=env)
+        procs.append(p)
+        return url
+
+    start.procs = procs
+    yield start
+    for p in procs:
+        stop(p)

@@ -28,7 +28,7 @@ from ..store.rawlog import Turn
 from . import sqlite as sqlite_check
 from .query import fts_or_query
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RAW_CHARS = 4000
 FACT_WEIGHTS = (2.0, 1.0)  # key text, body
 
@@ -58,16 +58,17 @@ def sha256_file(path: Path) -> str:
 
 
 class Index:
-    def __init__(self, path: Path, store_root: Path):
+    def __init__(self, path: Path, store_root: Path, busy_timeout_ms: int = 30000):
         sqlite_check.check()
         self.path = path
         self.store_root = store_root
         sqlite3 = sqlite_check.module()
         # SQLite creates files with the umask's mode; the index holds memory text.
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        self.conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+        self.conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None,
+                                    check_same_thread=False)
         self.db = sqlite_utils.Database(self.conn)
-        self.conn.execute("PRAGMA busy_timeout=30000")
+        self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         # Zero freed pages so deleted text does not linger in the file.
         self.conn.execute("PRAGMA secure_delete=ON")
         self.conn.execute("PRAGMA journal_mode=WAL")
@@ -147,6 +148,7 @@ class Index:
         db["meta"].insert_all([
             {"name": "schema_version", "value": str(SCHEMA_VERSION)},
             {"name": "built_at", "value": str(time.time())},
+            {"name": "facts_generation", "value": "0"},
         ], replace=True)
 
     def reset(self) -> None:
@@ -199,6 +201,8 @@ class Index:
             prefix = self.rel(key_dir) + "/"
             # A primary-key range, not LIKE: it uses the index.
             self.conn.execute("DELETE FROM files WHERE path >= ? AND path < ?", [prefix, prefix[:-1] + "0"])
+            # Readers that cache statistics over facts (the proxy's IDF) check this.
+            self.conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'facts_generation'")
             cur = kv.current
             rows = [self._fact_row(f, f is cur, self.rel(f.path)) for f in kv.facts if f.sensitivity != "secret"]
             self._insert("facts", rows)
@@ -253,6 +257,22 @@ class Index:
             "raw_turns": one("SELECT count(*) FROM raw"),
             "files": one("SELECT count(*) FROM files"),
         }
+
+    def facts_generation(self) -> int:
+        row = self.conn.execute("SELECT value FROM meta WHERE name = 'facts_generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def current_fact_rows(self, where: str = "", params: tuple = ()) -> list[dict]:
+        cur = self.conn.execute(f"SELECT * FROM facts WHERE current = 1 {where}", params)
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def sessions_like(self, base: str) -> list[str]:
+        """``base`` and its subagent sessions (``base-<hash>``)."""
+        esc = base.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self.conn.execute("SELECT DISTINCT session FROM raw WHERE session = ? OR session LIKE ? ESCAPE '\\'",
+                                 [base, esc + "-%"])
+        return [r[0] for r in rows]
 
     def file_fingerprints(self) -> dict[str, tuple[int, int, str, str]]:
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in

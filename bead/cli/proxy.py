@@ -1,0 +1,36 @@
+"""bead proxy."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.option("--listen", help="Loopback host:port (default: config proxy.listen, 127.0.0.1:7077).")
+@click.option("--upstream", help="The real API base URL (default: config proxy.upstream).")
+@click.option("--project", help="Project when the harness reports no working directory.")
+@click.option("--trace", "trace", envvar="BEAD_TRACE", help="Append one JSON line per request to this file.")
+def proxy(listen, upstream, project, trace):
+    """Run the Anthropic Messages proxy at ANTHROPIC_BASE_URL.
+
+    Forwards every request with the caller's own credentials, captures turns
+    into the raw log and injects memory into POST /v1/messages. Point Claude
+    Code at it with ANTHROPIC_BASE_URL=http://127.0.0.1:7077.
+    """
+    from ..log import setup_logging
+    from ..memory import Memory
+    from ..proxy.app import create_app
+    from ..proxy.engine import Engine
+    from ..proxy.serve import parse_listen, serve
+
+    setup_logging("proxy")
+    mem = Memory.open()
+    host, port = parse_listen(listen or mem.config.get("proxy.listen"))
+    upstream = upstream or mem.config.get("proxy.upstream")
+    engine = Engine(mem.home, mem.config, default_project=project, trace_path=trace)
+    mem.close()
+    click.echo(f"bead proxy on http://{host}:{port} -> {upstream}", err=True)
+    serve(create_app(engine, upstream), host, port)
+
+
+COMMANDS = [proxy]

@@ -1,0 +1,34 @@
+"""Logging: one line per event on stderr; JSON lines when not on a terminal.
+
+Never a request body or a credential: callers log kinds and exception names.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + "Z",
+                 "level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage()}
+        if record.exc_info and record.exc_info[0] is not None:
+            entry["exc"] = record.exc_info[0].__name__
+        return json.dumps(entry)
+
+
+def setup_logging(service: str, level: int = logging.INFO) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if sys.stderr.isatty():
+        handler.setFormatter(logging.Formatter(f"%(asctime)s {service} %(levelname)s %(message)s"))
+    else:
+        handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # httpx logs every request line at INFO; the proxy logs what matters itself.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpcore").setLevel(logging.WARNING)

@@ -1,0 +1,1 @@
+"""The Anthropic Messages proxy: capture every turn, inject memory, keep the cache."""

@@ -1,0 +1,58 @@
+"""Serving the proxy with Hypercorn, loopback only."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import signal
+
+from ..errors import BeadError
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """``host:port`` on a loopback address, or BeadError saying how to fix it."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise BeadError(f"listen address {listen!r} is not host:port", "use e.g. --listen 127.0.0.1:7077")
+    host = host.strip("[]")
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        raise BeadError(f"listen address {listen!r} is not an IP address", "use 127.0.0.1:<port>") from None
+    if not ip.is_loopback:
+        raise BeadError(
+            f"refusing to listen on {listen}: it is not a loopback address",
+            "the proxy sees every prompt and credential; bind it to 127.0.0.1 (e.g. --listen 127.0.0.1:7077)",
+        )
+    return host, int(port)
+
+
+def hypercorn_config(host: str, port: int):
+    from hypercorn.config import Config as HConfig
+
+    cfg = HConfig()
+    cfg.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    # Let in-flight streams finish on restart instead of Hypercorn's 3 s cut.
+    cfg.graceful_timeout = 300.0
+    cfg.include_server_header = False
+    cfg.include_date_header = True
+    cfg.keep_alive_timeout = 75.0
+    cfg.accesslog = None
+    cfg.errorlog = logging.getLogger("hypercorn.error")
+    return cfg
+
+
+def serve(app, host: str, port: int) -> None:
+    from hypercorn.asyncio import serve as hserve
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await hserve(app, hypercorn_config(host, port), shutdown_trigger=stop.wait)
+
+    asyncio.run(main())

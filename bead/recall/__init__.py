@@ -1,0 +1,1 @@
+"""Recall: cue extraction, scoring and selection under a budget."""

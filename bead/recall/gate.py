@@ -1,0 +1,154 @@
+"""The reference design's default gate: evidence, not similarity alone.
+
+BM25 finds candidates; the evidence score weights each term a candidate
+shares with the cues by its IDF among the stored facts (scaled so a term only
+one fact has weighs 1), by who said it (cue weight) and down to 0.2 for
+generic development words. The score is the strongest shared term plus a
+quarter of the rest; the project name does not count. At most 2 facts pass,
+on a strong match only. Raw excerpts from other sessions pass a term
+coverage check of 0.25, up to 2.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..index.query import STOPWORDS, terms
+from .cues import Cue
+from .render import text_id
+
+GENERIC = frozenset("""
+add added app application args bash build builds call change changes check class cli client code command
+commands config configuration create data debug default dependency dependencies dev dir directory docs error
+errors example fail failed failing file files fix function get install issue lib line lines list log logs
+main make module need new npm output package path pip project python read readme repo return run running
+script server set setup src start string test tests true false type update use used using value values
+version work write yes
+""".split())
+
+EVIDENCE_GATE = 1.2
+MAX_FACTS = 2
+MAX_RAW = 2
+RAW_COVERAGE = 0.25
+CANDIDATES = 20
+
+
+@dataclass
+class Candidate:
+    id: str
+    key: str
+    body: str
+    score: float
+    shared: list[str]
+    reason: str = ""
+    row: dict = field(default_factory=dict)
+
+
+@dataclass
+class Recall:
+    facts: list[Candidate] = field(default_factory=list)
+    raw: list[Candidate] = field(default_factory=list)
+    rejected: list[Candidate] = field(default_factory=list)
+
+
+class FactStats:
+    """Document frequency of terms over current facts (body + last key segment)."""
+
+    def __init__(self, rows: list[tuple[str, str]]):
+        self.df: Counter[str] = Counter()
+        for key, body in rows:
+            self.df.update(set(fact_terms(key, body)))
+        self.n = max(len(rows), 1)
+
+    def weight(self, term: str) -> float:
+        df = self.df.get(term, 0)
+        if df == 0:
+            return 0.0
+        return math.log(1 + self.n / df) / math.log(1 + self.n)
+
+
+def fact_terms(key: str, body: str) -> list[str]:
+    last = re.split(r"[-_.]+", key.rsplit("/", 1)[-1])
+    return terms(body + " " + " ".join(last))
+
+
+def cue_weights(cues: list[Cue], project: str | None) -> dict[str, float]:
+    skip = set(re.split(r"[-_.]+", project)) if project else set()
+    out: dict[str, float] = {}
+    for c in cues:
+        for t in terms(c.text):
+            if t in skip or t in STOPWORDS or len(t) < 2:
+                continue
+            out[t] = max(out.get(t, 0.0), c.weight)
+    return out
+
+
+def evidence(weights: dict[str, float], stats: FactStats, key: str, body: str) -> tuple[float, list[str]]:
+    shared = []
+    for t in set(fact_terms(key, body)):
+        if t in weights:
+            w = stats.weight(t) * weights[t] * (0.2 if t in GENERIC else 1.0)
+            shared.append((w, t))
+    if not shared:
+        return 0.0, []
+    shared.sort(reverse=True)
+    top = shared[0][0]
+    return top + 0.25 * sum(w for w, _ in shared[1:]), [t for _, t in shared]
+
+
+def coverage(cue_terms: set[str], text: str) -> float:
+    if not cue_terms:
+        return 0.0
+    return len(cue_terms & set(terms(text))) / len(cue_terms)
+
+
+def recall(index, stats: FactStats, cues: list[Cue], project: str | None, exclude_ids: set[str],
+           exclude_sessions: list[str], exclude_raw_texts: set[str]) -> Recall:
+    """``exclude_raw_texts`` holds text ids (render.text_id) injected earlier in the conversation."""
+    out = Recall()
+    weights = cue_weights(cues, project)
+    if not weights:
+        return out
+    query = " ".join(sorted(weights, key=lambda t: (-weights[t], -stats.weight(t)))[:64])
+    scope = f"project/{project}" if project else None
+    for hit in index.search_facts(query, limit=CANDIDATES, scope=scope, include_dormant=False):
+        row = hit.row
+        if row["sensitivity"] == "secret":
+            continue
+        if row["scope"].startswith("project/") and row["scope"] != scope:
+            continue  # another project's facts never leak into this one
+        score, shared = evidence(weights, stats, row["key"], row["body"])
+        cand = Candidate(row["id"], row["key"], row["body"], round(score, 3), shared, row=row)
+        if row["id"] in exclude_ids:
+            cand.reason = "already injected in this conversation"
+        elif score < EVIDENCE_GATE:
+            cand.reason = f"evidence {score:.2f} < {EVIDENCE_GATE}"
+        elif len(out.facts) >= MAX_FACTS:
+            cand.reason = f"more than {MAX_FACTS} facts passed"
+        if cand.reason:
+            out.rejected.append(cand)
+        else:
+            out.facts.append(cand)
+    out.facts.sort(key=lambda c: -c.score)
+    strong = {t for t, w in weights.items() if w >= 0.6}
+    if strong:
+        seen = set(exclude_raw_texts)
+        for hit in index.search_raw(" ".join(sorted(strong)), limit=10, exclude_sessions=exclude_sessions):
+            cov = coverage(strong, hit.text)
+            cand = Candidate(hit.id, "", hit.text, round(cov, 3), [], row=hit.row)
+            tid = text_id(hit.text)
+            if tid in seen:
+                cand.reason = "the same text is already injected in this conversation"
+            elif cov < RAW_COVERAGE:
+                cand.reason = f"coverage {cov:.2f} < {RAW_COVERAGE}"
+            elif len(out.raw) >= MAX_RAW:
+                cand.reason = f"more than {MAX_RAW} excerpts passed"
+            if cand.reason:
+                out.rejected.append(cand)
+            else:
+                out.raw.append(cand)
+                seen.add(tid)
+    return out

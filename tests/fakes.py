@@ -1,0 +1,183 @@
+"""A fake of the Anthropic Messages API on 127.0.0.1, speaking its real shape.
+
+It records every request (method, path, headers, raw body bytes) and answers
+from a script: a streamed (SSE) or JSON message, an HTTP error, an SSE
+`error` event, a stream that drops mid-way, or a slow stream.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        for k, v in self.headers:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+    def json(self) -> dict:
+        return json.loads(self.body)
+
+
+def sse(events: list[dict]) -> list[bytes]:
+    return [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
+
+
+def message_events(text: str = "Hello from the fake.", tool: dict | None = None, model: str = "claude-test") -> list[dict]:
+    ev = [{"type": "message_start", "message": {"id": "msg_fake01", "type": "message", "role": "assistant", "model": model,
+                                               "content": [], "stop_reason": None, "stop_sequence": None,
+                                               "usage": {"input_tokens": 12, "output_tokens": 1}}},
+          {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+          {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "private reasoning"}},
+          {"type": "content_block_stop", "index": 0},
+          {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+          {"type": "ping"}]
+    half = len(text) // 2
+    ev += [{"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": text[:half]}},
+           {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": text[half:]}},
+           {"type": "content_block_stop", "index": 1}]
+    stop = "end_turn"
+    if tool:
+        args = json.dumps(tool["input"])
+        ev += [{"type": "content_block_start", "index": 2,
+                "content_block": {"type": "tool_use", "id": tool.get("id", "toolu_fake01"), "name": tool["name"], "input": {}}},
+               {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": args[:5]}},
+               {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": args[5:]}},
+               {"type": "content_block_stop", "index": 2}]
+        stop = "tool_use"
+    ev += [{"type": "message_delta", "delta": {"type": "message_delta", "stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 9}},
+           {"type": "message_stop"}]
+    return ev
+
+
+def message_json(text: str = "Hello from the fake.") -> dict:
+    return {"id": "msg_fake02", "type": "message", "role": "assistant", "model": "claude-test",
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 12, "output_tokens": 5}}
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    kind: str = "auto"          # auto | sse | json | error-event | drop | raw
+    text: str = "Hello from the fake."
+    tool: dict | None = None
+    body: bytes = b""
+    delay: float = 0.0          # seconds between SSE events
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+class FakeAnthropic:
+    def __init__(self):
+        self.requests: list[Recorded] = []
+        self.replies: list[Reply] = []
+        self.default = Reply()
+        self.disconnects = 0
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def _handle(self):
+                n = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(n) if n else b""
+                fake.requests.append(Recorded(self.command, self.path, list(self.headers.items()), body))
+                reply = fake.replies.pop(0) if fake.replies else fake.default
+                fake._answer(self, reply, body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _handle
+
+            def do_HEAD(self):
+                fake.requests.append(Recorded("HEAD", self.path, list(self.headers.items()), b""))
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _answer(self, h: BaseHTTPRequestHandler, reply: Reply, body: bytes) -> None:
+        kind = reply.kind
+        if kind == "auto":
+            try:
+                stream = json.loads(body).get("stream", False)
+            except (json.JSONDecodeError, AttributeError):
+                stream = False
+            kind = "sse" if stream else "json"
+        if reply.status >= 400 or kind in ("json", "raw"):
+            if kind == "raw":
+                data = reply.body
+            elif reply.status >= 400:
+                data = json.dumps({"type": "error", "error": {"type": "overloaded_error" if reply.status == 529 else "invalid_request_error",
+                                                             "message": "fake upstream error"}}).encode()
+            else:
+                data = json.dumps(message_json(reply.text)).encode()
+            h.send_response(reply.status)
+            h.send_header("content-type", "application/json")
+            h.send_header("request-id", "req_fake123")
+            for k, v in reply.headers:
+                h.send_header(k, v)
+            h.send_header("content-length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+            return
+        h.send_response(200)
+        h.send_header("content-type", "text/event-stream; charset=utf-8")
+        h.send_header("cache-control", "no-cache")
+        h.send_header("request-id", "req_fake123")
+        for k, v in reply.headers:
+            h.send_header(k, v)
+        h.send_header("transfer-encoding", "chunked")
+        h.end_headers()
+        events = sse(message_events(reply.text, reply.tool))
+        if kind == "error-event":
+            events = events[:3] + sse([{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}])
+        if kind == "drop":
+            events = events[:6]
+        try:
+            for chunk in events:
+                h.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                h.wfile.flush()
+                if reply.delay:
+                    time.sleep(reply.delay)
+            if kind == "drop":
+                h.wfile.flush()
+                h.connection.shutdown(socket.SHUT_RDWR)
+                h.close_connection = True
+                return
+            h.wfile.write(b"0\r\n\r\n")
+            h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.disconnects += 1
+
+
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
