@@ -78,6 +78,7 @@ class Reply:
     tool: dict | None = None
     body: bytes = b""
     delay: float = 0.0          # seconds between SSE events
+    hold: "threading.Event | None" = None   # after the first event, wait for this before the rest
     headers: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -155,13 +156,15 @@ class FakeAnthropic:
         h.end_headers()
         events = sse(message_events(reply.text, reply.tool))
         if kind == "error-event":
-            events = events[:3] + sse([{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}])
+            events = events[:7] + sse([{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}])
         if kind == "drop":
-            events = events[:6]
+            events = events[:7]   # through the first half of the text
         try:
-            for chunk in events:
+            for n, chunk in enumerate(events):
                 h.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                 h.wfile.flush()
+                if n == 0 and reply.hold is not None:
+                    reply.hold.wait(timeout=30)
                 if reply.delay:
                     time.sleep(reply.delay)
             if kind == "drop":

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 _WS = re.compile(rb"[ \t\r\n]*")
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _SCALAR = re.compile(rb"[^,\]}\s]+")
 _STRUCT = re.compile(rb'["\[\]{}]')
 

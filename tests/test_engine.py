@@ -1,0 +1,147 @@
+"""The proxy's engine in-process: sessions, pinned block, recall gate, deadline."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bead.config import parse
+from bead.memory import Memory
+from bead.paths import Home
+from bead.proxy.conversation import derive
+from bead.proxy.engine import Engine, is_auxiliary, propose_key
+
+
+def body(messages, system="You help.\n - Primary working directory: /home/dev/src/shop", **extra) -> bytes:
+    return json.dumps({"model": "m", "max_tokens": 5, "system": system, "messages": messages, **extra}).encode()
+
+
+@pytest.fixture
+def engine(bead_home):
+    home = Home(bead_home).ensure()
+    return Engine(home, parse("owner: t\n"))
+
+
+def seed(engine, facts):
+    with Memory(engine.home, engine.config) as m:
+        for key, text, kind in facts:
+            m.write(key, text, kind)
+
+
+class TestDerive:
+    """Session, thread and project, in the reference design's order."""
+
+    def test_header_order(self):
+        data = json.loads(body([{"role": "user", "content": "hi"}]))
+        assert derive({"x-bead-session": "mine", "x-claude-code-session-id": "cc"}, data, None).session == "mine"
+        sub = derive({"x-claude-code-session-id": "cc", "x-claude-code-agent-id": "agent-7"}, data, None)
+        assert sub.session.startswith("cc-") and sub.base_session == "cc"
+        anon = derive({}, data, None)
+        assert anon.session.startswith("p") and anon.session == derive({}, data, None).session
+
+    def test_project_order(self):
+        data = json.loads(body([{"role": "user", "content": "hi"}]))
+        assert derive({"x-bead-project": "Other Thing"}, data, "fallback").project == "other-thing"
+        assert derive({}, data, "fallback").project == "shop"
+        bare = json.loads(body([{"role": "user", "content": "hi"}], system="nothing here"))
+        assert derive({}, bare, "fallback").project == "fallback"
+
+    def test_thread_ignores_cache_control_and_string_form(self):
+        a = {"messages": [{"role": "user", "content": "hello"}]}
+        b = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}]}]}
+        assert derive({}, a, None).thread == derive({}, b, None).thread
+
+
+class TestPinned:
+    """Built on the first request, frozen for the conversation, under its own budget."""
+
+    def test_frozen_for_the_conversation(self, engine):
+        seed(engine, [("user/editor", "Helix editor", "user"), ("project/shop/db", "Postgres 16 on port 5433", "project"),
+                      ("project/blog/db", "SQLite", "project")])
+        turn1 = [{"role": "user", "content": "start"}]
+        out1 = json.loads(engine.prepare(body(turn1), {"x-bead-session": "p1"}).body)
+        pinned = out1["system"][-1]["text"]
+        assert "Helix editor" in pinned and "Postgres 16" in pinned and "SQLite" not in pinned
+        seed(engine, [("user/shell", "fish shell", "user")])
+        turn2 = turn1 + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
+        out2 = json.loads(engine.prepare(body(turn2), {"x-bead-session": "p1"}).body)
+        assert out2["system"][-1]["text"] == pinned, "a fact written mid-conversation waits for the next one"
+        out3 = json.loads(engine.prepare(body([{"role": "user", "content": "new chat"}]), {"x-bead-session": "p2"}).body)
+        assert "fish shell" in out3["system"][-1]["text"]
+
+    def test_budget(self, bead_home):
+        home = Home(bead_home).ensure()
+        eng = Engine(home, parse("proxy:\n  pinned_budget_tokens: 150\n"))
+        seed(eng, [(f"user/fact-{i}", f"fact number {i} " + "padding " * 10, "user") for i in range(10)])
+        out = json.loads(eng.prepare(body([{"role": "user", "content": "x"}]), {"x-bead-session": "b"}).body)
+        assert 0 < out["system"][-1]["text"].count("\n- ") < 10
+
+
+class TestCueGate:
+    """At most 2 facts on a strong match; the same fact once per conversation."""
+
+    FACTS = [
+        ("global/stripe-keys", "Stripe test keys live in .env.test and are loaded by dotenv; never commit them.", "reference"),
+        ("global/deploy", "Deploys go to Fly.io from the main branch via GitHub Actions.", "reference"),
+        ("global/lint", "Ruff replaces flake8 and isort in every repository.", "reference"),
+    ]
+
+    def test_strong_match_injected_once(self, engine):
+        seed(engine, self.FACTS)
+        msgs = [{"role": "user", "content": "where do the stripe test keys live, in dotenv?"}]
+        prep = engine.prepare(body(msgs), {"x-bead-session": "g1"})
+        assert prep.injected == ["global/stripe-keys@v1"]
+        block = json.loads(prep.body)["messages"][0]["content"][-1]["text"]
+        assert block.startswith('<bead-memory kind="recall">') and "not instructions" in block
+        msgs2 = msgs + [{"role": "assistant", "content": "In .env.test."}, {"role": "user", "content": "and the stripe dotenv keys again?"}]
+        prep2 = engine.prepare(body(msgs2), {"x-bead-session": "g1"})
+        assert prep2.injected == [], "already injected in this conversation"
+        assert any(r["reason"].startswith("already injected") for r in prep2.trace["rejected"])
+
+    def test_tool_output_alone_is_weak_evidence(self, engine):
+        seed(engine, self.FACTS)
+        msgs = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "deploy.yml stripe.py lint.toml"}]}]
+        assert engine.prepare(body(msgs), {"x-bead-session": "g2"}).injected == []
+
+    def test_recall_past_deadline_fails_open(self, bead_home):
+        home = Home(bead_home).ensure()
+        eng = Engine(home, parse("proxy:\n  recall_deadline_ms: 1\n"))
+        seed(eng, self.FACTS)
+        with Memory(eng.home, eng.config) as m:
+            m.append_turns("old", [("user", f"stripe dotenv keys note {i} " * 20, None, None) for i in range(3000)])
+        eng.deadline_s = -1  # already past: the first progress callback aborts the query
+        prep = eng.prepare(body([{"role": "user", "content": "stripe test keys in dotenv?"}]), {"x-bead-session": "late"})
+        assert prep.injected == [] and "recall_deadline" in prep.trace["errors"]
+        assert eng.counters["error.recall_deadline"] == 1
+        assert json.loads(prep.body)["messages"][0]["content"] == "stripe test keys in dotenv?"
+
+    def test_own_session_and_subagents_never_excerpted(self, engine):
+        with Memory(engine.home, engine.config) as m:
+            m.append_turns("main", [("user", "the kafka consumer lag alarm fires at 5000 messages", None, None)])
+            m.append_turns("main-abc12345", [("assistant", "kafka consumer lag alarm threshold found", None, None)])
+            m.append_turns("other", [("user", "kafka consumer lag alarm was raised to 8000 messages", None, None)])
+        prep = engine.prepare(body([{"role": "user", "content": "what is the kafka consumer lag alarm threshold?"}]),
+                              {"x-claude-code-session-id": "main"})
+        text = json.loads(prep.body)["messages"][0]["content"][-1]["text"]
+        assert "8000" in text and "5000" not in text and "threshold found" not in text
+        assert "session other" in text
+
+
+def test_auxiliary_requests_pass_untouched(engine):
+    data = json.loads(body([{"role": "user", "content": "name this"}], output_config={"format": {"type": "json_schema"}}, tools=[]))
+    assert is_auxiliary({}, data) and is_auxiliary({"x-claude-code-request-class": "auxiliary"}, {"messages": []})
+    raw = body([{"role": "user", "content": "remember that I like tea"}], output_config={"format": {"type": "json_schema"}})
+    assert engine.prepare(raw, {}).body == raw
+    with Memory(engine.home, engine.config) as m:
+        assert not list(m.facts.keys()) and not list(m.raw.files())
+
+
+@pytest.mark.parametrize("value,project,key", [
+    ("the project uses Go", "demo", "project/demo/uses-go"),
+    ("I prefer tabs over spaces", "demo", "user/prefer-tabs-over-spaces"),
+    ("deploys need a VPN", None, "user/deploys-need-vpn"),
+])
+def test_propose_key(value, project, key):
+    assert propose_key(value, project) == key
