@@ -92,6 +92,10 @@ class FakeAnthropic:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate writes; with Nagle on, the
+            # second waits for the client's delayed ACK (~40 ms), which would
+            # be measured as the proxy's overhead.
+            disable_nagle_algorithm = True
 
             def log_message(self, *a):
                 pass

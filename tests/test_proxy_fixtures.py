@@ -100,12 +100,12 @@ def conversation_key(rec):
 
 def msg_bytes(body: bytes) -> list[bytes]:
     r = Request.parse(body)
-    return [m.of(body) for m in r.messages]
+    return [m.of(r.text).encode() for m in r.messages]
 
 
 def system_blocks(body: bytes) -> list[bytes]:
     r = Request.parse(body)
-    return [e.of(body) for e in elements(body, r.top["system"])]
+    return [e.of(r.text).encode() for e in elements(r.text, r.top["system"])]
 
 
 class TestCachePrefix:

@@ -31,7 +31,7 @@ from ..store.locks import flocked
 from ..capture.text import content_blocks
 from .capture import assistant_text, user_text
 from .conversation import Conversation, State, derive, message_hash
-from .splice import Request, append_blocks, apply, text_block
+from .splice import Request, append_blocks, text_block
 
 log = logging.getLogger("bead.proxy")
 
@@ -153,8 +153,8 @@ class Engine:
         if st.pinned:
             edits.append(req.system_edit(text_block(st.pinned)))
         for i, bl in blocks.items():
-            edits.append(append_blocks(req.body, req.content_span(i), bl))
-        out = apply(req.body, edits)
+            edits.append(append_blocks(req.text, req.content_span(i), bl))
+        out = req.edited(edits)
         trace["injected"] = injected
         trace["prepare_ms"] = round((time.perf_counter() - t0) * 1000, 2)
         self._trace(trace)
