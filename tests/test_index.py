@@ -144,3 +144,17 @@ def test_raw_search_can_leave_out_sessions(mem):
     mem.append_turns("older", [("user", "orders table migration needs a lock timeout", T0, None)])
     assert {h.row["session"] for h in mem.index.search_raw("orders migration")} == {"current", "older"}
     assert [h.row["session"] for h in mem.index.search_raw("orders migration", exclude_sessions=["current"])] == ["older"]
+
+
+def test_exclusion_falls_back_when_the_excluded_session_fills_the_top(mem):
+    """Many matching turns in the excluded session never crowd out the others."""
+    mem.append_turns("noisy", [("user", "redis eviction policy allkeys lru", T0, None) for _ in range(60)])
+    mem.append_turns("quiet", [("user", "redis eviction policy was changed to volatile lru", T0, None)])
+    hits = mem.index.search_raw("redis eviction policy lru", limit=5, exclude_sessions=["noisy"])
+    assert [h.row["session"] for h in hits] == ["quiet"]
+
+
+def test_sessions_like_finds_subagents_only(mem):
+    for s in ("abc", "abc-1234", "abc-99", "abcd", "ab"):
+        mem.append_turns(s, [("user", "x", T0, None)])
+    assert sorted(mem.index.sessions_like("abc")) == ["abc", "abc-1234", "abc-99"]

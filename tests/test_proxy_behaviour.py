@@ -341,3 +341,14 @@ def test_worktree_resolves_to_main_checkout(tmp_path):
     assert project_from_cwd(str(wt)) == "web-shop"
     assert project_from_cwd(str(main / "sub")) == "web-shop"
     assert project_from_cwd("/no/such/place/api-server") == "api-server"
+
+
+def test_status_shows_proxy_and_failures(start_proxy, upstream, bead_home, bead):
+    url = start_proxy()
+    (bead_home / "config.yaml").write_text(f"proxy:\n  listen: {url[len('http://'):]}\n")
+    post(url, b"not json at all")
+    r = bead("status", "--json")
+    st = json.loads(r.out)
+    assert st["proxy"]["running"] is True and st["proxy"]["errors"] == 1
+    assert any("failed open" in p["problem"] for p in st["problems"])
+    assert "proxy       running" in bead("status").out

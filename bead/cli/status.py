@@ -41,6 +41,12 @@ def collect(mem) -> dict:
             problems.append({"problem": f"the index is behind the files ({d.as_dict()})", "fix": "run `bead reindex`"})
     except BeadError as exc:
         problems.append({"problem": exc.message, "fix": exc.hint})
+    data["proxy"] = proxy_health(mem.config.get("proxy.listen"))
+    if data["proxy"].get("errors"):
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(data["proxy"]["error_kinds"].items()))
+        problems.append({"problem": f"the proxy failed open {data['proxy']['errors']} time(s) ({kinds}); "
+                                    "requests went out without memory",
+                         "fix": "see the proxy's log (its stderr) for the kinds above; `bead reindex` if the index is the cause"})
     mode = mem.home.root.stat().st_mode & 0o777
     if mode & 0o077:
         problems.append({"problem": f"the home {mem.home.root} is readable by others (mode {mode:o})",
@@ -51,6 +57,18 @@ def collect(mem) -> dict:
                              "fix": "move the home out of the repository and set BEAD_HOME"})
             break
     return data
+
+
+def proxy_health(listen: str) -> dict:
+    """The running proxy's /bead/health, or {"running": False}."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://{listen}/bead/health", timeout=1) as r:
+            return {"running": True, "address": listen, **json.loads(r.read())}
+    except (OSError, ValueError):
+        return {"running": False, "address": listen}
 
 
 @click.command()
@@ -70,6 +88,12 @@ def status(as_json):
             i = d["index"]
             state = "fresh" if i["fresh"] else "behind the files"
             click.echo(f"index       {i['current_facts']} current facts, {i['raw_turns']} raw turns ({state})")
+        p = d["proxy"]
+        if p["running"]:
+            click.echo(f"proxy       running at http://{p['address']} for {p['uptime_s']:.0f} s: "
+                       f"{p['requests']} requests, {p['injections']} with memory, {p['errors']} failed open")
+        else:
+            click.echo(f"proxy       not running at {p['address']} (start it with `bead proxy`)")
         if d["problems"]:
             click.echo("problems")
             for p in d["problems"]:

@@ -268,10 +268,11 @@ class Index:
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def sessions_like(self, base: str) -> list[str]:
-        """``base`` and its subagent sessions (``base-<hash>``)."""
-        esc = base.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = self.conn.execute("SELECT DISTINCT session FROM raw WHERE session = ? OR session LIKE ? ESCAPE '\\'",
-                                 [base, esc + "-%"])
+        """``base`` and its subagent sessions (``base-<hash>``), via the session index."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT session FROM raw WHERE session = ? "
+            "UNION SELECT DISTINCT session FROM raw WHERE session >= ? AND session < ?",
+            [base, base + "-", base + "."])  # '.' sorts right after '-'
         return [r[0] for r in rows]
 
     def file_fingerprints(self) -> dict[str, tuple[int, int, str, str]]:
@@ -312,24 +313,25 @@ class Index:
         fts = fts_or_query(query)
         if not fts:
             return []
-        exclude = list(exclude_sessions)
-        if exclude:
-            sql = (
+        exclude = set(exclude_sessions)
+        # Rank inside FTS5 first, then fetch only the top rows: joining before
+        # the LIMIT reads every matching row of `raw`. Excluded sessions are
+        # filtered from an over-fetch; only if that leaves too few rows does
+        # the exact (slower) join run.
+        fetch = limit + (3 * limit + 20 if exclude else 0)
+        rows = self._raw_rows(
+            "SELECT r.*, top.rank AS rank FROM (SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? "
+            "ORDER BY rank LIMIT ?) AS top JOIN raw r ON r.rowid = top.rowid ORDER BY top.rank", [fts, fetch])
+        kept = [r for r in rows if r["session"] not in exclude]
+        if exclude and len(kept) < limit and len(rows) == fetch:
+            marks = ",".join("?" * len(exclude))
+            kept = self._raw_rows(
                 "SELECT r.*, bm25(raw_fts) AS rank FROM raw_fts JOIN raw r ON r.rowid = raw_fts.rowid "
-                f"WHERE raw_fts MATCH ? AND r.session NOT IN ({','.join('?' * len(exclude))}) "
-                "ORDER BY rank LIMIT ?"
-            )
-        else:
-            # Rank inside FTS5 first, then fetch only the top rows: joining
-            # before the LIMIT reads every matching row of `raw`.
-            sql = (
-                "SELECT r.*, top.rank AS rank FROM (SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? "
-                "ORDER BY rank LIMIT ?) AS top JOIN raw r ON r.rowid = top.rowid ORDER BY top.rank"
-            )
-        cur = self.conn.execute(sql, [fts, *exclude, limit] if exclude else [fts, limit])
+                f"WHERE raw_fts MATCH ? AND r.session NOT IN ({marks}) ORDER BY rank LIMIT ?",
+                [fts, *exclude, limit])
+        return [Hit("raw", r["id"], -r["rank"], r["text"], r) for r in kept[:limit]]
+
+    def _raw_rows(self, sql: str, params: list) -> list[dict]:
+        cur = self.conn.execute(sql, params)
         cols = [c[0] for c in cur.description]
-        out = []
-        for values in cur.fetchall():
-            row = dict(zip(cols, values))
-            out.append(Hit("raw", row["id"], -row["rank"], row["text"], row))
-        return out
+        return [dict(zip(cols, v)) for v in cur.fetchall()]
