@@ -352,3 +352,28 @@ def test_status_shows_proxy_and_failures(start_proxy, upstream, bead_home, bead)
     assert st["proxy"]["running"] is True and st["proxy"]["errors"] == 1
     assert any("failed open" in p["problem"] for p in st["problems"])
     assert "proxy       running" in bead("status").out
+
+
+def test_subscription_auth_headers_pass_through(start_proxy, upstream):
+    """A claude.ai login: Authorization plus the OAuth capability in anthropic-beta, both untouched."""
+    url = start_proxy()
+    beta = "claude-code-20250219,oauth-2025-04-20,interleaved-thinking-2025-05-14"
+    token = "sk-ant-oat01-" + "Z" * 60
+    post(url, req("hi")[0], {"authorization": f"Bearer {token}", "anthropic-beta": beta})
+    got = upstream.requests[-1]
+    assert got.header("authorization") == f"Bearer {token}" and got.header("anthropic-beta") == beta
+
+
+def test_in_flight_stream_finishes_on_shutdown(start_proxy, upstream):
+    """SIGTERM lets a running stream end (Hypercorn's own grace is 3 s; this one takes about 5)."""
+    url = start_proxy()
+    upstream.replies.append(Reply(kind="sse", delay=0.4, text="a long answer"))
+    u = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    body, hdr = req("long one", session="grace")
+    conn.request("POST", "/v1/messages", body=body, headers={"content-type": "application/json", **hdr})
+    r = conn.getresponse()
+    first = r.readline()
+    start_proxy.procs[-1].terminate()
+    rest = r.read()
+    assert first.startswith(b"event: message_start") and b"message_stop" in rest
