@@ -46,6 +46,11 @@ SCHEMA: dict[str, Any] = {
         "pinned_budget_tokens": Field(int, 1000, check=_positive),
         "cue_budget_tokens": Field(int, 1500, check=_positive),
     },
+    "recall": {
+        "evidence_threshold": Field((int, float), 1.2, check=_positive, doc="the default gate's strong-match bar"),
+        "max_facts": Field(int, 2, check=_positive),
+        "max_excerpts": Field(int, 2),
+    },
     "dream": {
         "provider": Field(str, "ollama", choices=("ollama", "anthropic", "openai")),
         "model": Field((str, type(None)), None),

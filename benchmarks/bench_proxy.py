@@ -136,7 +136,9 @@ def main() -> None:
         from fakes import free_port
         port = free_port()
         log = open(root / "proxy.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "bead", "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", fake.url],
+        trace = root / "trace.jsonl"
+        proc = subprocess.Popen([sys.executable, "-m", "bead", "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", fake.url,
+                                 "--trace", str(trace)],
                                 env={**os.environ, "BEAD_HOME": str(home.root)}, stdout=log, stderr=subprocess.STDOUT)
         for _ in range(300):
             try:
@@ -163,6 +165,11 @@ def main() -> None:
               f"proxy p50 {statistics.median(c_proxy):7.2f} ms p95 {pct(c_proxy, 95):7.2f} ms  "
               f"(ratio p50 {statistics.median(c_proxy) / statistics.median(c_direct):.1f}x)")
         print(f"proxy RSS after the run: {rss:.0f} MB")
+        steps = [json.loads(line) for line in trace.read_text().splitlines()]
+        prep = [e["prepare_ms"] for e in steps]
+        rec = [e["recall_ms"] for e in steps if "recall_ms" in e]
+        print(f"inside the proxy (trace): prepare p50 {statistics.median(prep):.2f} ms p95 {pct(prep, 95):.2f} ms; "
+              f"recall step p50 {statistics.median(rec):.2f} ms p95 {pct(rec, 95):.2f} ms ({len(rec)} recalls)")
     finally:
         if proc:
             proc.terminate()

@@ -377,3 +377,19 @@ def test_in_flight_stream_finishes_on_shutdown(start_proxy, upstream):
     start_proxy.procs[-1].terminate()
     rest = r.read()
     assert first.startswith(b"event: message_start") and b"message_stop" in rest
+
+
+def test_why_explains_a_request(start_proxy, upstream, bead_home, tmp_path, bead):
+    m = Memory(Home(bead_home).ensure(), Config(owner="t"))
+    m.write("global/stripe-keys", "Stripe test keys live in .env.test and load through dotenv.", "reference")
+    m.write("global/deploy", "Deploys go to Fly.io.", "reference")
+    m.close()
+    trace = tmp_path / "trace.jsonl"
+    url = start_proxy("--trace", str(trace))
+    post(url, *req("where do the stripe test keys live with dotenv?", session="why"))
+    r = bead("why", "--trace", str(trace))
+    assert r.code == 0, r.err
+    assert "injected: global/stripe-keys@v1" in r.out and "[user] where do the stripe test keys" in r.out
+    out = json.loads(bead("why", "-1", "--trace", str(trace), "--json").out)
+    assert out["injected"] == ["global/stripe-keys@v1"]
+    assert bead("why", "5", "--trace", str(trace)).code == 1

@@ -11,19 +11,28 @@ import click
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per suite (and one for the pooled total).")
 @click.option("--details", is_flag=True, help="With --json: include per-query details.")
-def eval_(files, as_json, details):
-    """Run eval suites (kind: supersession, raw-recall) in temporary homes.
+@click.option("--split", type=click.Choice(["dev", "test"]), help="Injection suites: run one split only.")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="Injection suites: a config.yaml for the recall step (e.g. another gate), instead of the defaults.")
+def eval_(files, as_json, details, split, config_file):
+    """Run eval suites (kind: supersession, raw-recall, injection) in temporary homes.
 
     A suite never touches your store. With several raw-recall files, a pooled
     row follows the per-suite ones.
     """
-    from ..evals import rawrecall, supersession, suite
+    from ..evals import injection, rawrecall, supersession, suite
 
     results = []
     for f in files:
         s = suite.load(f)
-        runner = {"supersession": supersession, "raw-recall": rawrecall}[s["kind"]]
-        results.append((runner, runner.run(s)))
+        runner = {"supersession": supersession, "raw-recall": rawrecall, "injection": injection}[s["kind"]]
+        if runner is injection:
+            from pathlib import Path
+
+            text = Path(config_file).read_text(encoding="utf-8") if config_file else ""
+            results.append((runner, runner.run(s, split=split, config_text=text)))
+        else:
+            results.append((runner, runner.run(s)))
     raw = [r for m, r in results if m is rawrecall]
     if len(raw) > 1:
         results.append((rawrecall, rawrecall.combine(raw, "pooled: " + ", ".join(r["name"] for r in raw))))

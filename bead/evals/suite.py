@@ -24,6 +24,13 @@ SHAPES: dict[str, dict[str, set[str]]] = {
         "scenarios[].writes[]": {"key", "type", "body", "trust", "sensitivity", "pinned"},
         "scenarios[].queries[]": {"query", "expect", "stale"},
     },
+    "injection": {
+        "": {"kind", "name", "project", "cwd", "facts", "turns"},
+        "facts[]": {"key", "type", "body", "trust", "sensitivity", "pinned"},
+        "turns[]": {"id", "split", "messages", "needs"},
+        # inside messages the Messages API's own fields are free
+        "turns[].messages[]": None,
+    },
     "raw-recall": {
         "": {"kind", "name", "sessions", "queries"},
         "sessions[]": {"id", "started", "turns"},
@@ -40,6 +47,8 @@ def _check(node: Any, shape: dict[str, set[str]], where: str, pattern: str, file
             for k in node:
                 if k not in allowed:
                     raise BeadError(f"{file}: unknown key `{k}` at {where or 'the top level'}", FORMAT_HINT)
+        if allowed is None and pattern in shape:
+            return  # a free-form mapping (Messages API content)
         for k, v in node.items():
             _check(v, shape, f"{where}.{k}" if where else k, f"{pattern}.{k}" if pattern else k, file)
     elif isinstance(node, list):

@@ -28,8 +28,12 @@ from ..store.rawlog import Turn
 from . import sqlite as sqlite_check
 from .query import fts_or_query
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 RAW_CHARS = 4000
+CONTEXT_CHARS = 200  # of each neighbouring turn, in the context column
+CONTEXT_WEIGHT = 0.5
+RECENCY = 0.2       # see search_raw; chosen on the dev suites (README, "Raw recall")
+RERANK_POOL = 3     # candidates per result that the recency tilt may reorder
 FACT_WEIGHTS = (2.0, 1.0)  # key text, body
 
 
@@ -55,6 +59,10 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _context(texts: dict[int, str], n: int) -> str:
+    return "\n".join(texts[k][:CONTEXT_CHARS] for k in (n - 1, n + 1) if k in texts)
 
 
 class Index:
@@ -137,11 +145,14 @@ class Index:
         db["facts"].enable_fts(["key_text", "body"], fts_version="FTS5", tokenize="porter", create_triggers=True)
         db["raw"].create({
             "id": str, "session": str, "n": int, "role": str, "at": str, "ref": str,
-            "path": str, "text": str,
+            "path": str, "text": str, "context": str,
         }, pk="id")
         db["raw"].create_index(["path"])
-        db["raw"].create_index(["session"])
-        db["raw"].enable_fts(["text"], fts_version="FTS5", tokenize="porter", create_triggers=True)
+        db["raw"].create_index(["session", "n"])
+        # A turn is found by its own words and, at half weight, by its
+        # neighbours' (the answer to "when did X" is often the turn after X).
+        db["raw"].enable_fts(["text", "context"], fts_version="FTS5", tokenize="porter", create_triggers=True)
+        self.conn.execute(f"INSERT INTO raw_fts(raw_fts, rank) VALUES('rank', 'bm25(1.0, {CONTEXT_WEIGHT})')")
         for fts in ("facts_fts", "raw_fts"):
             # Deleted rows leave the full-text segments at once (forget).
             self.conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES('secure-delete', 1)")
@@ -217,7 +228,19 @@ class Index:
         if not turns:
             return
         with self.write_tx():
-            self._insert("raw", (self._raw_row(t) for t in turns))
+            by_session: dict[str, list[Turn]] = {}
+            for t in turns:
+                by_session.setdefault(t.session, []).append(t)
+            for session, ts in by_session.items():
+                first = ts[0].n
+                before = {n: text for n, text in self.conn.execute(
+                    "SELECT n, text FROM raw WHERE session = ? AND n IN (?, ?)", [session, first - 2, first - 1])}
+                texts = {**before, **{t.n: t.text for t in ts}}
+                if first - 1 in before:
+                    # The previous turn has a new neighbour now.
+                    self.conn.execute("UPDATE raw SET context = ? WHERE id = ?",
+                                      [_context(texts, first - 1), f"{session}#{first - 1}"])
+                self._insert("raw", (self._raw_row(t, _context(texts, t.n)) for t in ts))
             for path in {t.path for t in turns}:
                 # Hashing the whole file on every append would cost O(size);
                 # with no sha256, a later size or mtime change counts as modified.
@@ -225,15 +248,16 @@ class Index:
                 self._insert("files", [{"path": self.rel(path), "kind": "raw", "size": st.st_size,
                                         "mtime_ns": st.st_mtime_ns, "sha256": ""}])
 
-    def _raw_row(self, t: Turn) -> dict:
+    def _raw_row(self, t: Turn, context: str) -> dict:
         return {"id": f"{t.session}#{t.n}", "session": t.session, "n": t.n, "role": t.role, "at": t.at,
-                "ref": t.ref, "path": self.rel(t.path), "text": t.text[:RAW_CHARS]}
+                "ref": t.ref, "path": self.rel(t.path), "text": t.text[:RAW_CHARS], "context": context}
 
     def sync_raw_file(self, path: Path, turns: list[Turn]) -> None:
         rel = self.rel(path)
+        texts = {t.n: t.text for t in turns}
         with self.write_tx():
             self.conn.execute("DELETE FROM raw WHERE path = ?", [rel])
-            self._insert("raw", (self._raw_row(t) for t in turns))
+            self._insert("raw", (self._raw_row(t, _context(texts, t.n)) for t in turns))
             if path.exists():
                 self._remember_file(path, "raw")
             else:
@@ -309,16 +333,26 @@ class Index:
         hits.sort(key=lambda h: -h.score)
         return hits[:limit]
 
-    def search_raw(self, query: str, limit: int = 10, exclude_sessions: Iterable[str] = ()) -> list[Hit]:
+    def search_raw(self, query: str, limit: int = 10, exclude_sessions: Iterable[str] = (),
+                   recency: float | None = None) -> list[Hit]:
+        """Raw turns by BM25, then a recency tilt among the strongest candidates.
+
+        A turn that states a changed value usually shares the old turn's words;
+        among candidates of comparable BM25 score the newer one should win, so
+        each candidate's score is multiplied by ``1 + recency * r`` where r runs
+        from 0 (oldest candidate) to 1 (newest).
+        """
         fts = fts_or_query(query)
         if not fts:
             return []
+        recency = RECENCY if recency is None else recency
         exclude = set(exclude_sessions)
+        pool = max(limit * RERANK_POOL, limit)
         # Rank inside FTS5 first, then fetch only the top rows: joining before
         # the LIMIT reads every matching row of `raw`. Excluded sessions are
         # filtered from an over-fetch; only if that leaves too few rows does
         # the exact (slower) join run.
-        fetch = limit + (3 * limit + 20 if exclude else 0)
+        fetch = pool + (3 * limit + 20 if exclude else 0)
         rows = self._raw_rows(
             "SELECT r.*, top.rank AS rank FROM (SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? "
             "ORDER BY rank LIMIT ?) AS top JOIN raw r ON r.rowid = top.rowid ORDER BY top.rank", [fts, fetch])
@@ -326,9 +360,16 @@ class Index:
         if exclude and len(kept) < limit and len(rows) == fetch:
             marks = ",".join("?" * len(exclude))
             kept = self._raw_rows(
-                "SELECT r.*, bm25(raw_fts) AS rank FROM raw_fts JOIN raw r ON r.rowid = raw_fts.rowid "
+                "SELECT r.*, bm25(raw_fts, 1.0, ?) AS rank FROM raw_fts JOIN raw r ON r.rowid = raw_fts.rowid "
                 f"WHERE raw_fts MATCH ? AND r.session NOT IN ({marks}) ORDER BY rank LIMIT ?",
-                [fts, *exclude, limit])
+                [CONTEXT_WEIGHT, fts, *exclude, pool])
+        kept = kept[:pool]
+        if recency and len(kept) > 1:
+            # Rank of (time, turn number) among the candidates: 0 oldest, 1 newest.
+            order = sorted(range(len(kept)), key=lambda i: (kept[i]["at"], kept[i]["session"], kept[i]["n"]))
+            r = {i: pos / (len(kept) - 1) for pos, i in enumerate(order)}
+            scored = sorted(((-row["rank"]) * (1 + recency * r[i]), -i) for i, row in enumerate(kept))
+            kept = [kept[-i] for _, i in reversed(scored)]
         return [Hit("raw", r["id"], -r["rank"], r["text"], r) for r in kept[:limit]]
 
     def _raw_rows(self, sql: str, params: list) -> list[dict]:

@@ -211,9 +211,12 @@ class Engine:
                 self.error("remember", exc)
 
     def _pinned(self, mem: Memory, conv: Conversation) -> tuple[str | None, list[str]]:
-        rows = [r for r in mem.index.current_fact_rows("AND status != 'dormant' AND sensitivity != 'secret'")
-                if r["type"] in ("user", "feedback") or (conv.project and r["scope"] == f"project/{conv.project}")]
-        rows.sort(key=lambda r: (-r["pinned"], r["trust"] != "user_stated", r["valid_from"]), reverse=False)
+        # Pinned first, then the person's own word, then the newest; the budget
+        # holds at most a few hundred lines, so SQLite sorts and limits.
+        rows = mem.index.current_fact_rows(
+            "AND status != 'dormant' AND sensitivity != 'secret' AND (type IN ('user', 'feedback') OR scope = ?) "
+            "ORDER BY pinned DESC, trust != 'user_stated', valid_from DESC LIMIT 400",
+            (f"project/{conv.project}" if conv.project else "",))
         text, n = render.block("pinned", render.PINNED_HEADER, [render.fact_line(r) for r in rows],
                                self.config.get("proxy.pinned_budget_tokens"))
         return text, [r["id"] for r in rows[:n]]
@@ -230,7 +233,10 @@ class Engine:
             exclude_sessions = mem.index.sessions_like(conv.base_session)
             injected = st.injected
             result = gate.recall(mem.index, stats, cues, conv.project, injected, exclude_sessions,
-                                 {i for i in injected if i.startswith("raw:")})
+                                 {i for i in injected if i.startswith("raw:")},
+                                 threshold=self.config.get("recall.evidence_threshold"),
+                                 max_facts=self.config.get("recall.max_facts"),
+                                 max_raw=self.config.get("recall.max_excerpts"))
         except Exception as exc:
             kind = "recall_deadline" if time.monotonic() > deadline else "recall"
             self.error(kind, exc)
@@ -246,6 +252,23 @@ class Engine:
             ids.append(render.text_id(c.body))
         text, n = render.block("recall", render.CUE_HEADER, lines, self.config.get("proxy.cue_budget_tokens"))
         return text, ids[:n]
+
+    def evaluate(self, data: dict, headers: dict[str, str] | None = None) -> tuple[list[str], dict]:
+        """The recall step alone, as for the first request of a fresh conversation.
+
+        ``bead eval`` (kind: injection) calls this: the same derivation, cue
+        extraction, gate and rendering as a real request, nothing written.
+        Returns the injected ids and the trace.
+        """
+        conv = derive(headers or {}, data, self.default_project)
+        messages = data["messages"]
+        newest = newest_user_index(messages)
+        trace: dict = {"errors": []}
+        if newest is None:
+            return [], trace
+        st = State(self.home.sessions / "eval-never-written.jsonl")
+        result = self._recall(self.memory(), conv, st, messages, newest, trace)
+        return (result[1] if result else []), trace
 
     # ----- after the response -----------------------------------------------
     def finish(self, prep: Prepared, result: tuple[str, dict] | None) -> None:

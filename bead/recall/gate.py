@@ -106,7 +106,8 @@ def coverage(cue_terms: set[str], text: str) -> float:
 
 
 def recall(index, stats: FactStats, cues: list[Cue], project: str | None, exclude_ids: set[str],
-           exclude_sessions: list[str], exclude_raw_texts: set[str]) -> Recall:
+           exclude_sessions: list[str], exclude_raw_texts: set[str], threshold: float = EVIDENCE_GATE,
+           max_facts: int = MAX_FACTS, max_raw: int = MAX_RAW) -> Recall:
     """``exclude_raw_texts`` holds text ids (render.text_id) injected earlier in the conversation."""
     out = Recall()
     weights = cue_weights(cues, project)
@@ -124,10 +125,10 @@ def recall(index, stats: FactStats, cues: list[Cue], project: str | None, exclud
         cand = Candidate(row["id"], row["key"], row["body"], round(score, 3), shared, row=row)
         if row["id"] in exclude_ids:
             cand.reason = "already injected in this conversation"
-        elif score < EVIDENCE_GATE:
-            cand.reason = f"evidence {score:.2f} < {EVIDENCE_GATE}"
-        elif len(out.facts) >= MAX_FACTS:
-            cand.reason = f"more than {MAX_FACTS} facts passed"
+        elif score < threshold:
+            cand.reason = f"evidence {score:.2f} < {threshold}"
+        elif len(out.facts) >= max_facts:
+            cand.reason = f"more than {max_facts} facts passed"
         if cand.reason:
             out.rejected.append(cand)
         else:
@@ -144,8 +145,8 @@ def recall(index, stats: FactStats, cues: list[Cue], project: str | None, exclud
                 cand.reason = "the same text is already injected in this conversation"
             elif cov < RAW_COVERAGE:
                 cand.reason = f"coverage {cov:.2f} < {RAW_COVERAGE}"
-            elif len(out.raw) >= MAX_RAW:
-                cand.reason = f"more than {MAX_RAW} excerpts passed"
+            elif len(out.raw) >= max_raw:
+                cand.reason = f"more than {max_raw} excerpts passed"
             if cand.reason:
                 out.rejected.append(cand)
             else:

@@ -1,0 +1,74 @@
+"""bead why."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .common import emit
+
+
+@click.command(context_settings={"ignore_unknown_options": True})  # so that `bead why -2` works
+@click.argument("which", required=False, default="-1")
+@click.option("--trace", "trace_file", envvar="BEAD_TRACE", type=click.Path(dir_okay=False),
+              help="The proxy's trace file (default: config proxy.trace, or BEAD_TRACE).")
+@click.option("--session", help="Only requests of this session.")
+@click.option("--json", "as_json", is_flag=True, help="Print the trace entry as JSON.")
+def why(which, trace_file, session, as_json):
+    """Explain one proxied request from the trace: cues, candidates, what was injected and why the rest was not.
+
+    WHICH is an index into the trace (default -1, the latest request; 0 is
+    the first). Start the proxy with --trace FILE (or BEAD_TRACE) to record.
+    """
+    from pathlib import Path
+
+    from ..errors import BeadError
+    from .common import open_memory
+
+    if not trace_file:
+        mem = open_memory()
+        trace_file = mem.config.get("proxy.trace")
+        mem.close()
+    if not trace_file:
+        raise BeadError("no trace file is configured", "start the proxy with `bead proxy --trace FILE` and pass --trace FILE here")
+    path = Path(trace_file).expanduser()
+    if not path.exists():
+        raise BeadError(f"no trace at {path}", "start the proxy with --trace pointing there, then send a request")
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if session is None or e.get("session") == session:
+            entries.append(e)
+    try:
+        entry = entries[int(which)]
+    except (ValueError, IndexError):
+        raise BeadError(f"no request {which} in the trace ({len(entries)} recorded)", "use an index such as -1 or 0") from None
+
+    def human(e):
+        click.echo(f"request at {e.get('at')}  session {e.get('session')}  thread {e.get('thread')}  project {e.get('project')}")
+        click.echo(f"roles: {' '.join(e.get('roles', []))}   newest user message: {e.get('newest_user')}")
+        if e.get("pinned") is not None:
+            click.echo(f"pinned block built: {', '.join(e['pinned']) or '(empty)'}")
+        click.echo("cues:")
+        for c in e.get("cues", []):
+            click.echo(f"  [{c['source']}] {' '.join(c['text'].split())[:120]}")
+        click.echo(f"injected: {', '.join(e.get('injected') or []) or 'nothing'}")
+        rejected = e.get("rejected") or []
+        if rejected:
+            click.echo("not injected:")
+            for r in rejected:
+                click.echo(f"  {r['score']:>6}  {r['id']}: {r['reason']}")
+        if e.get("remembered"):
+            click.echo(f"remembered: {e['remembered']}")
+        if e.get("errors"):
+            click.echo(f"failed open: {', '.join(e['errors'])}")
+        click.echo(f"timings: prepare {e.get('prepare_ms')} ms, recall {e.get('recall_ms', '-')} ms")
+
+    emit(entry, as_json, human)
+
+
+COMMANDS = [why]

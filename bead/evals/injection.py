@@ -1,0 +1,72 @@
+"""kind: injection: which facts the proxy's recall step puts into the cue block.
+
+Each turn is judged alone, as the first request of a fresh conversation, with
+the pinned block empty (FORMAT.md). The runner builds a Messages API request
+(a system prompt that reports `cwd`, then the turn's messages) and calls the
+proxy engine's own recall step.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..config import parse as parse_config
+from ..proxy.engine import Engine
+from .suite import percentile, temp_memory
+
+
+def run(suite: dict, split: str | None = None, config_text: str = "") -> dict:
+    turns = [t for t in suite.get("turns") or [] if split is None or t.get("split", "dev") == split]
+    per_turn = []
+    with temp_memory() as mem:
+        current: dict[str, str] = {}
+        for f in suite.get("facts") or []:
+            res = mem.write(f["key"], f["body"], f["type"], trust=f.get("trust", "user_stated"),
+                            sensitivity=f.get("sensitivity", "private"), pinned=f.get("pinned"))
+            current[f["key"]] = res.fact.id
+        engine = Engine(mem.home, parse_config(config_text), default_project=suite.get("project"))
+        system = f"You are a coding agent.\n - Primary working directory: {suite.get('cwd', '/tmp/' + str(suite.get('project')))}"
+        for t in turns:
+            data = {"model": "eval", "max_tokens": 1, "system": system, "messages": t["messages"]}
+            t0 = time.perf_counter()
+            ids, trace = engine.evaluate(data)
+            ms = (time.perf_counter() - t0) * 1000
+            fact_ids = [i for i in ids if not i.startswith("raw:")]
+            keys = [i.rsplit("@v", 1)[0] for i in fact_ids]
+            per_turn.append({"id": t["id"], "split": t.get("split", "dev"), "needs": list(t.get("needs") or []),
+                             "injected": keys, "stale": [i for i in fact_ids if i != current.get(i.rsplit("@v", 1)[0])],
+                             "ms": ms, "rejected": trace.get("rejected", [])})
+        engine.memory().close()
+    out = {"kind": "injection", "name": suite["name"], "splits": {}}
+    for name in sorted({t["split"] for t in per_turn}) + ["all"]:
+        rows = [t for t in per_turn if name == "all" or t["split"] == name]
+        out["splits"][name] = figures(rows)
+    out["details"] = per_turn
+    return out
+
+
+def figures(rows: list[dict]) -> dict:
+    needed = sum(len(r["needs"]) for r in rows)
+    injected = sum(len(r["injected"]) for r in rows)
+    hits = sum(len(set(r["needs"]) & set(r["injected"])) for r in rows)
+    false_turns = sum(1 for r in rows if set(r["injected"]) - set(r["needs"]))
+    ms = [r["ms"] for r in rows]
+    return {
+        "turns": len(rows), "injected": injected,
+        "recall": round(hits / needed, 3) if needed else None,
+        "precision": round(hits / injected, 3) if injected else None,
+        "false_injection_turns": round(false_turns / len(rows), 3) if rows else None,
+        "stale_injected": sum(len(r["stale"]) for r in rows),
+        "p50_ms": round(percentile(ms, 50), 2), "p95_ms": round(percentile(ms, 95), 2),
+    }
+
+
+def table(result: dict) -> str:
+    lines = [f"{result['name']} (injection)",
+             f"  {'split':<6} {'turns':>5} {'recall':>7} {'precision':>9} {'false-inj turns':>15} {'stale':>5} {'p50 ms':>7} {'p95 ms':>7}"]
+    for name, r in result["splits"].items():
+        rec = "-" if r["recall"] is None else f"{r['recall']:.2f}"
+        prec = "-" if r["precision"] is None else f"{r['precision']:.2f}"
+        lines.append(f"  {name:<6} {r['turns']:>5} {rec:>7} {prec:>9} {r['false_injection_turns']:>15.0%} "
+                     f"{r['stale_injected']:>5} {r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f}")
+    return "\n".join(lines)

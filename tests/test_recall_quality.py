@@ -1,0 +1,30 @@
+"""Guards the chosen recall defaults against regression on the dev suites.
+
+The figures are the ones in the README; a change that lowers them must
+show up here (and in the README's tables) rather than slip in.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bead.evals import injection, rawrecall, suite
+
+from conftest import REPO, SHARED
+
+
+def test_injection_default_gate_on_dev():
+    """The reference design's gate: precision first, no stale value, few false injections."""
+    r = injection.run(suite.load(REPO / "evals" / "injection.yaml"), split="dev")["splits"]["dev"]
+    assert r["stale_injected"] == 0
+    assert r["recall"] >= 0.28 and r["precision"] >= 0.66
+    assert r["false_injection_turns"] <= 0.10
+
+
+@pytest.mark.skipif(not (SHARED / "evals" / "locomo").exists(), reason="shared/evals is not beside the checkout")
+def test_raw_recall_on_dev_suites():
+    """Neighbour context and the recency tilt keep LoCoMo well above the plain FTS5 baseline."""
+    locomo = rawrecall.combine([rawrecall.run(suite.load(p)) for p in sorted((SHARED / "evals" / "locomo").glob("*.yaml"))], "l")
+    beam = rawrecall.combine([rawrecall.run(suite.load(p)) for p in sorted((SHARED / "evals" / "beam").glob("*.yaml"))], "b")
+    assert locomo["recall_at_10"] >= 0.72 and locomo["recall_at_5"] >= 0.62   # baseline 0.62 / 0.54
+    assert beam["recall_at_10"] >= 0.46 and beam["stale_first"] <= 0.4        # baseline 0.50, 4/10
