@@ -51,6 +51,18 @@ SCHEMA: dict[str, Any] = {
         "max_facts": Field(int, 2, check=_positive),
         "max_excerpts": Field(int, 2),
     },
+    "rerank": {
+        "enabled": Field(bool, False, doc="ask a chat model which candidates help (adds its latency)"),
+        "timeout_ms": Field(int, 4000, check=_positive),
+        "min_evidence": Field((int, float), 0.5),
+        "max_candidates": Field(int, 5, check=_positive),
+        # The dream model is used unless these name another one.
+        "provider": Field((str, type(None)), None, choices=("ollama", "anthropic", "openai")),
+        "model": Field((str, type(None)), None),
+        "base_url": Field((str, type(None)), None),
+        "api_key_env": Field((str, type(None)), None),
+        "api_key_command": Field((str, type(None)), None),
+    },
     "dream": {
         "provider": Field(str, "ollama", choices=("ollama", "anthropic", "openai")),
         "model": Field((str, type(None)), None),
@@ -138,7 +150,7 @@ def _validate(node: yaml.Node, schema: dict[str, Any], path: str, where: str) ->
                 f"{where} line {line}: `{dotted}` must be {_type_name(spec.kind)}, not {value!r}",
                 f"set `{dotted}` to {_type_name(spec.kind)} (default: {spec.default!r})",
             )
-        if spec.choices and value not in spec.choices:
+        if spec.choices and value is not None and value not in spec.choices:
             raise BeadError(
                 f"{where} line {line}: `{dotted}` is {value!r}, which is not one of {', '.join(map(str, spec.choices))}",
                 f"set `{dotted}` to one of: {', '.join(map(str, spec.choices))}",

@@ -188,3 +188,73 @@ def free_port() -> int:
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+class FakeModel:
+    """A chat model on 127.0.0.1 that speaks Ollama's, Anthropic's and OpenAI's chat APIs.
+
+    ``answers`` is a queue of reply texts (a callable gets the request JSON);
+    ``delay`` holds each answer back; ``status`` makes it fail.
+    """
+
+    def __init__(self):
+        self.requests: list[tuple[str, dict, dict]] = []
+        self.answers: list = []
+        self.default = '{"helpful": []}'
+        self.delay = 0.0
+        self.status = 200
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(n) or b"{}")
+                fake.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                answer = fake.answers.pop(0) if fake.answers else fake.default
+                if callable(answer):
+                    answer = answer(body)
+                if fake.delay:
+                    time.sleep(fake.delay)
+                if fake.status != 200:
+                    data = json.dumps({"error": {"message": "fake model error"}}).encode()
+                elif self.path == "/api/chat":
+                    data = json.dumps({"model": body.get("model"), "created_at": "2026-11-30T00:00:00Z",
+                                       "message": {"role": "assistant", "content": answer}, "done": True,
+                                       "prompt_eval_count": 120, "eval_count": 30}).encode()
+                elif self.path == "/v1/messages":
+                    data = json.dumps({"id": "msg_m1", "type": "message", "role": "assistant", "model": body.get("model"),
+                                       "content": [{"type": "text", "text": answer}], "stop_reason": "end_turn",
+                                       "usage": {"input_tokens": 120, "output_tokens": 30}}).encode()
+                elif self.path.endswith("/chat/completions"):
+                    data = json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
+                                       "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
+                                                    "finish_reason": "stop"}],
+                                       "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}}).encode()
+                else:
+                    self.send_response(404)
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
+                try:
+                    self.send_response(fake.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

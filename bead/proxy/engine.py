@@ -244,6 +244,8 @@ class Engine:
             return None
         finally:
             conn.set_progress_handler(None, 0)
+        if self.config.get("rerank.enabled"):
+            self._rerank(result, cues, trace)
         trace["rejected"] = [{"id": c.id, "score": c.score, "reason": c.reason} for c in result.rejected[:20]]
         lines = [render.fact_line(c.row) for c in result.facts]
         ids = [c.id for c in result.facts]
@@ -269,6 +271,39 @@ class Engine:
         st = State(self.home.sessions / "eval-never-written.jsonl")
         result = self._recall(self.memory(), conv, st, messages, newest, trace)
         return (result[1] if result else []), trace
+
+    def _rerank(self, result: gate.Recall, cues: list[Cue], trace: dict) -> None:
+        """Let the chat model choose among the candidates; on any failure the default gate stands."""
+        from ..llm import Model
+        from ..recall import rerank
+
+        pool = [c for c in result.facts + result.rejected
+                if c.key and c.score >= self.config.get("rerank.min_evidence") and not c.reason.startswith("already")]
+        pool.sort(key=lambda c: -c.score)
+        pool = pool[: self.config.get("rerank.max_candidates")]
+        if not pool:
+            return
+        t0 = time.perf_counter()
+        try:
+            model = Model.from_section(self.config.get("rerank"), self.config.get("dream"),
+                                       timeout_s=self.config.get("rerank.timeout_ms") / 1000)
+            answer = model.chat(rerank.SYSTEM, rerank.prompt(cues, [c.row for c in pool]), max_tokens=200)
+            chosen = rerank.parse(answer.text, len(pool))
+        except Exception as exc:
+            self.error("rerank", exc)
+            trace["errors"].append("rerank")
+            return
+        finally:
+            trace["rerank_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+        picked = [pool[i] for i in chosen][: self.config.get("recall.max_facts")]
+        ids = {c.id for c in picked}
+        others = [c for c in result.facts + result.rejected if c.id not in ids]
+        for c in others:
+            if c in pool:
+                c.reason = "rerank: not helpful for the next step"
+        for c in picked:
+            c.reason = ""
+        result.facts, result.rejected = picked, others
 
     # ----- after the response -----------------------------------------------
     def finish(self, prep: Prepared, result: tuple[str, dict] | None) -> None:

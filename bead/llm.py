@@ -1,0 +1,129 @@
+"""Chat models for the dream job and the optional rerank.
+
+Three providers, each spoken in its own wire format over httpx:
+- ``ollama``: ``POST {base}/api/chat`` (default base http://127.0.0.1:11434);
+- ``anthropic``: ``POST {base}/v1/messages`` (default https://api.anthropic.com);
+- ``openai``: any OpenAI-compatible ``POST {base}/chat/completions``
+  (default https://api.openai.com/v1).
+
+The key comes from the environment variable named by ``api_key_env`` or
+from the output of ``api_key_command``; config.yaml never holds a key, and
+bead never writes one anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass
+
+import httpx
+
+from .errors import BeadError
+
+DEFAULT_BASE = {
+    "ollama": "http://127.0.0.1:11434",
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com/v1",
+}
+DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+class ModelError(Exception):
+    """The model call failed: network, status, timeout or an answer of the wrong shape."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    tokens_in: int
+    tokens_out: int
+
+
+@dataclass(frozen=True)
+class Model:
+    provider: str
+    model: str
+    base_url: str
+    api_key_env: str | None = None
+    api_key_command: str | None = None
+    timeout_s: float = 120.0
+
+    @classmethod
+    def from_section(cls, section: dict, fallback: dict | None = None, timeout_s: float = 120.0) -> "Model":
+        """A model from a config section (``dream`` or ``rerank``); ``fallback`` fills what it leaves out."""
+        merged = {**(fallback or {}), **{k: v for k, v in section.items() if v is not None}}
+        provider = merged.get("provider") or "ollama"
+        model = merged.get("model")
+        if not model:
+            raise BeadError(f"no model is set for the {provider} provider",
+                            "set `dream.model` in config.yaml (for example a model your Ollama has pulled)")
+        return cls(provider, model, (merged.get("base_url") or DEFAULT_BASE[provider]).rstrip("/"),
+                   merged.get("api_key_env") or DEFAULT_KEY_ENV.get(provider), merged.get("api_key_command"),
+                   timeout_s)
+
+    def key(self) -> str | None:
+        if self.api_key_command:
+            try:
+                out = subprocess.run(shlex.split(self.api_key_command), capture_output=True, text=True, timeout=30)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise ModelError(f"api_key_command failed ({type(exc).__name__})") from None
+            if out.returncode != 0 or not out.stdout.strip():
+                raise ModelError("api_key_command printed no key")
+            return out.stdout.strip()
+        if self.api_key_env:
+            return os.environ.get(self.api_key_env)
+        return None
+
+    def chat(self, system: str, user: str, max_tokens: int = 2000, json_mode: bool = True) -> Answer:
+        key = self.key()
+        if self.provider in ("anthropic", "openai") and not key:
+            raise ModelError(f"no API key: set {self.api_key_env} or dream.api_key_command")
+        try:
+            with httpx.Client(timeout=self.timeout_s) as client:
+                if self.provider == "ollama":
+                    body = {"model": self.model, "stream": False,
+                            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+                    if json_mode:
+                        body["format"] = "json"
+                    r = client.post(f"{self.base_url}/api/chat", json=body)
+                    data = _ok(r)
+                    return Answer(str(data["message"]["content"]), int(data.get("prompt_eval_count") or 0),
+                                  int(data.get("eval_count") or 0))
+                if self.provider == "anthropic":
+                    r = client.post(f"{self.base_url}/v1/messages",
+                                    headers={"x-api-key": key, "anthropic-version": "2023-06-01"},
+                                    json={"model": self.model, "max_tokens": max_tokens, "system": system,
+                                          "messages": [{"role": "user", "content": user}]})
+                    data = _ok(r)
+                    text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
+                    usage = data.get("usage") or {}
+                    return Answer(text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+                if self.provider == "openai":
+                    body = {"model": self.model, "max_tokens": max_tokens,
+                            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+                    if json_mode:
+                        body["response_format"] = {"type": "json_object"}
+                    r = client.post(f"{self.base_url}/chat/completions", headers={"authorization": f"Bearer {key}"},
+                                    json=body)
+                    data = _ok(r)
+                    usage = data.get("usage") or {}
+                    return Answer(str(data["choices"][0]["message"]["content"] or ""),
+                                  int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        except httpx.TimeoutException:
+            raise ModelError(f"the {self.provider} model did not answer within {self.timeout_s:g} s") from None
+        except httpx.HTTPError as exc:
+            raise ModelError(f"could not reach the {self.provider} model ({type(exc).__name__})") from None
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise ModelError(f"the {self.provider} answer is not of the expected shape ({type(exc).__name__})") from None
+        raise ModelError(f"unknown provider {self.provider!r}")
+
+
+def _ok(r: httpx.Response) -> dict:
+    if r.status_code >= 400:
+        raise ModelError(f"the model API answered HTTP {r.status_code}")
+    data = r.json()
+    if not isinstance(data, dict):
+        raise ModelError("the model API answered something other than a JSON object")
+    return data

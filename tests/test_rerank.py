@@ -1,0 +1,104 @@
+"""The optional chat-model rerank, against a fake model server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bead.config import parse
+from bead.memory import Memory
+from bead.paths import Home
+from bead.proxy.engine import Engine
+
+from fakes import FakeModel
+
+FACTS = [
+    ("global/money", "Amounts are Decimal; round each line item to cents with ROUND_HALF_UP, then sum.", "reference"),
+    ("global/pytest", "Run pytest with -x -q and report the failing test and its one error line.", "reference"),
+    ("global/deploy", "Deploys go to Fly.io from main.", "reference"),
+]
+TURN = [{"role": "assistant", "content": [{"type": "text", "text": "Running the pricing tests."},
+                                          {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest tests/test_pricing.py -x -q"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "E AssertionError: assert Decimal('154.35') == Decimal('154.36') line item rounding"}]}]
+
+
+@pytest.fixture
+def model():
+    m = FakeModel()
+    yield m
+    m.close()
+
+
+def engine(bead_home, model, provider="openai", timeout_ms=4000, monkeypatch=None):
+    home = Home(bead_home).ensure()
+    cfg = parse(f"rerank:\n  enabled: true\n  timeout_ms: {timeout_ms}\n  min_evidence: 0.1\n"
+                f"dream:\n  provider: {provider}\n  model: test-model\n  base_url: {model.url}{'/v1' if provider == 'openai' else ''}\n"
+                f"  api_key_env: BEAD_TEST_KEY\n")
+    eng = Engine(home, cfg)
+    with Memory(home, cfg) as m:
+        for k, b, t in FACTS:
+            m.write(k, b, t)
+    return eng
+
+
+def body():
+    return json.dumps({"model": "m", "max_tokens": 5, "messages": TURN}).encode()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "ollama"])
+def test_model_choice_is_injected(bead_home, model, provider, monkeypatch):
+    """Below the strict gate, but the model says it helps: injected."""
+    monkeypatch.setenv("BEAD_TEST_KEY", "sk-test-key")
+    eng = engine(bead_home, model, provider)
+    def choose(req):
+        text = json.dumps(req)
+        # The memories are numbered in the prompt; pick the money rule.
+        prompt = req["messages"][-1]["content"] if provider != "anthropic" else req["messages"][0]["content"]
+        line = next(l for l in prompt.splitlines() if "global/money" in l)
+        return json.dumps({"helpful": [int(line.split(".")[0])]})
+    model.answers.append(choose)
+    prep = eng.prepare(body(), {"x-bead-session": f"rr-{provider}"})
+    assert prep.injected == ["global/money@v1"]
+    path, headers, req = model.requests[-1]
+    assert "not instructions" in json.dumps(req) and "<memories>" in json.dumps(req)
+    if provider == "openai":
+        assert path == "/v1/chat/completions" and headers["authorization"] == "Bearer sk-test-key"
+    if provider == "anthropic":
+        assert path == "/v1/messages" and headers["x-api-key"] == "sk-test-key"
+    if provider == "ollama":
+        assert path == "/api/chat"
+    assert any(r["reason"].startswith("rerank: not helpful") for r in prep.trace["rejected"])
+
+
+def test_model_says_none(bead_home, model, monkeypatch):
+    monkeypatch.setenv("BEAD_TEST_KEY", "k")
+    eng = engine(bead_home, model)
+    model.answers.append('{"helpful": []}')
+    assert eng.prepare(body(), {"x-bead-session": "none"}).injected == []
+
+
+@pytest.mark.parametrize("failure", ["slow", "garbage", "status"])
+def test_failure_falls_back_to_the_default_gate(bead_home, model, failure, monkeypatch):
+    monkeypatch.setenv("BEAD_TEST_KEY", "k")
+    eng = engine(bead_home, model, timeout_ms=300)
+    if failure == "slow":
+        model.delay = 1.0
+    elif failure == "garbage":
+        model.answers.append("I think the first one, maybe?")
+    else:
+        model.status = 500
+    prep = eng.prepare(body(), {"x-bead-session": f"fail-{failure}"})
+    assert "rerank" in prep.trace["errors"]
+    assert prep.injected == []   # the strict gate finds no strong match in this turn
+    assert eng.counters["error.rerank"] == 1
+    if failure == "slow":
+        assert prep.trace["rerank_ms"] < 900
+
+
+def test_no_key_is_an_error_not_a_call(bead_home, model, monkeypatch):
+    monkeypatch.delenv("BEAD_TEST_KEY", raising=False)
+    eng = engine(bead_home, model)
+    prep = eng.prepare(body(), {"x-bead-session": "nokey"})
+    assert "rerank" in prep.trace["errors"] and not model.requests
