@@ -1,0 +1,1 @@
+"""The indexer service: keeps index.db in step with the store's files."""

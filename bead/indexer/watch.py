@@ -1,0 +1,144 @@
+"""Watch the store with watchdog and keep the FTS5 rows in step.
+
+Events are coalesced into a set of dirty paths and applied after a short
+quiet period (duplicates and bursts are normal: an editor's atomic save is a
+create, a write and a move). Hidden and temporary files are ignored. A file
+that does not parse is reported and skipped, never rewritten. On start the
+whole store is reconciled against the index (a checksum diff), so edits made
+while the indexer was down are picked up.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+from ..errors import BeadError
+from ..index.rebuild import reconcile, sync_key
+from ..memory import Memory
+
+log = logging.getLogger("bead.indexer")
+
+DEBOUNCE_S = 0.15
+TEMP_SUFFIXES = (".tmp", ".swp", ".swx", ".part", "~", ".lock")
+
+
+def ignored(path: Path, store: Path) -> bool:
+    try:
+        rel = path.relative_to(store)
+    except ValueError:
+        return True
+    if any(part.startswith(".") for part in rel.parts):
+        return True
+    name = rel.name
+    return name.endswith(TEMP_SUFFIXES) or name.startswith("#") or not name.endswith(".md")
+
+
+class Indexer:
+    def __init__(self, mem: Memory, debounce_s: float = DEBOUNCE_S):
+        self.mem = mem
+        self.store = mem.home.store
+        self.debounce_s = debounce_s
+        self._dirty: set[Path] = set()
+        self._cond = threading.Condition()
+        self._last_event = 0.0
+        self._stop = threading.Event()
+        self.applied = 0
+
+    # watchdog calls this from its own thread
+    def note(self, *paths: str | bytes | None) -> None:
+        with self._cond:
+            for p in paths:
+                if not p:
+                    continue
+                path = Path(p.decode() if isinstance(p, bytes) else p)
+                if not ignored(path, self.store):
+                    self._dirty.add(path)
+            self._last_event = time.monotonic()
+            self._cond.notify()
+
+    def reconcile(self) -> None:
+        t0 = time.perf_counter()
+        d, problems = reconcile(self.mem.index, self.mem.facts, self.mem.raw)
+        for p in problems:
+            log.warning("skipped %s: %s", p.path, p.reason)
+        log.info("reconciled in %.2f s: %s", time.perf_counter() - t0, d.as_dict())
+
+    def apply(self, paths: set[Path]) -> None:
+        keys: set[str] = set()
+        for path in sorted(paths):
+            rel = path.relative_to(self.store)
+            if rel.parts[0] == "facts" and len(rel.parts) >= 3:
+                keys.add("/".join(rel.parts[1:-1]))
+            elif rel.parts[0] == "raw":
+                try:
+                    if path.exists():
+                        self.mem.index.sync_raw_file(path, self.mem.raw.read(path))
+                    else:
+                        self.mem.index.drop_raw_file(rel.as_posix())
+                except OSError as exc:
+                    log.warning("skipped %s: %s", path, exc)
+        for key in sorted(keys):
+            try:
+                for p in sync_key(self.mem.index, self.mem.facts, key):
+                    log.warning("skipped %s: %s", p.path, p.reason)
+            except BeadError as exc:
+                log.warning("skipped %s: %s", key, exc.message)
+        self.applied += len(paths)
+
+    def run(self) -> None:
+        """Apply dirty paths after each quiet period until stop()."""
+        while not self._stop.is_set():
+            with self._cond:
+                while not self._dirty and not self._stop.is_set():
+                    self._cond.wait(timeout=1.0)
+                # Wait for the burst to settle.
+                while not self._stop.is_set():
+                    quiet = time.monotonic() - self._last_event
+                    if quiet >= self.debounce_s:
+                        break
+                    self._cond.wait(timeout=self.debounce_s - quiet)
+                batch, self._dirty = self._dirty, set()
+            if batch:
+                try:
+                    self.apply(batch)
+                except Exception:
+                    log.exception("indexing a batch of %d paths failed; it is retried on the next reconcile", len(batch))
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+
+
+def serve(mem: Memory, stop: threading.Event) -> None:
+    """Reconcile, then watch until ``stop`` is set."""
+    from watchdog.events import FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    idx = Indexer(mem)
+
+    class Handler(FileSystemEventHandler):
+        def on_any_event(self, event):
+            if event.is_directory:
+                return
+            idx.note(event.src_path, getattr(event, "dest_path", None))
+
+    observer = Observer()
+    # Watch before reconciling, so an edit during the reconcile is not lost.
+    observer.schedule(Handler(), str(mem.home.store), recursive=True)
+    observer.start()
+    worker = threading.Thread(target=idx.run, name="bead-indexer", daemon=True)
+    try:
+        idx.reconcile()
+        worker.start()
+        log.info("watching %s", mem.home.store)
+        stop.wait()
+    finally:
+        idx.stop()
+        observer.stop()
+        observer.join(timeout=5)
+        if worker.is_alive():
+            worker.join(timeout=5)
