@@ -71,6 +71,7 @@ SCHEMA: dict[str, Any] = {
         "api_key_command": Field((str, type(None)), None),
         "schedule": Field(str, "7 3 * * *", doc="cron line, local time"),
         "decay_days": Field(int, 60, check=_positive),
+        "timeout_s": Field((int, float), 120, check=_positive, doc="one model call's limit"),
         "max_tokens_per_run": Field((int, type(None)), None),
     },
 }

@@ -32,6 +32,7 @@ class Plan:
     turns: dict[Path, set[int]] = field(default_factory=dict)       # raw file -> turn numbers
     episodes: list[Path] = field(default_factory=list)
     session_lines: dict[Path, int] = field(default_factory=dict)
+    queue_items: list[Path] = field(default_factory=list)
 
     @property
     def needles(self) -> list[str]:
@@ -42,7 +43,7 @@ class Plan:
 
     @property
     def empty(self) -> bool:
-        return not (self.keys or self.turns or self.episodes or self.session_lines)
+        return not (self.keys or self.turns or self.episodes or self.session_lines or self.queue_items)
 
     def summary(self, home_store: Path) -> dict:
         return {
@@ -53,6 +54,7 @@ class Plan:
             ),
             "episodes": len(self.episodes),
             "session_lines": sum(self.session_lines.values()),
+            "review_items": len(self.queue_items),
         }
 
 
@@ -126,6 +128,15 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
                 p = Path(dirpath) / name
                 if any(n in normalise(p.read_text(encoding="utf-8", errors="replace")) for n in needles):
                     plan.episodes.append(p)
+    queue = mem.home.store / "queue"
+    if queue.exists():
+        for p in sorted(queue.glob("*.json")):
+            try:
+                item = json.loads(p.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                continue
+            if item.get("key") in plan.keys or any(n in normalise(str(item.get("value", ""))) for n in needles):
+                plan.queue_items.append(p)
     if mem.home.sessions.exists():
         for p in sorted(mem.home.sessions.glob("*.jsonl")):
             hits = sum(1 for line in p.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -210,8 +221,8 @@ def apply(mem: Memory, plan: Plan) -> dict:
     # 4. Index rows of the keys.
     for key in plan.keys:
         mem.sync_key(key)
-    # 5. Episodes and per-conversation state.
-    for p in plan.episodes:
+    # 5. Episodes, review items and per-conversation state.
+    for p in plan.episodes + plan.queue_items:
         p.unlink(missing_ok=True)
     needles = plan.needles
     for p in plan.session_lines:

@@ -179,7 +179,8 @@ class Engine:
             else:
                 text = ""  # harness system messages are context, not conversation
             if text:
-                items.append((role, text, now, None, {"message": i}))
+                flags = {"message": i, **({"project": conv.project} if conv.project else {})}
+                items.append((role, text, now, None, flags))
             if role == "user" and i == newest:
                 self._remember(mem, conv, m, trace)
         try:
@@ -317,8 +318,9 @@ class Engine:
                 st = State.load(self.home.sessions, prep.conv)
                 if st.captured > prep.n_messages and not st.captured_partial:
                     return  # a retry of a request whose answer is already in the log
+                project = {"project": prep.conv.project} if prep.conv.project else {}
                 mem.append_turns(prep.conv.session, [("assistant", text, self.clock(), None,
-                                                      {"message": prep.n_messages, **flags})])
+                                                      {"message": prep.n_messages, **project, **flags})])
                 st.append({"kind": "captured", "upto": prep.n_messages + 1, "partial": bool(flags.get("partial"))})
         except Exception as exc:
             self.error("capture", exc)

@@ -1,0 +1,117 @@
+"""bead dream, bead queue, bead reinforce."""
+
+from __future__ import annotations
+
+import click
+
+from .common import emit, json_option, open_memory
+
+
+@click.group()
+def dream():
+    """The nightly grooming job: extract facts from new raw turns with a model."""
+
+
+@dream.command("run")
+@click.option("--dry-run", is_flag=True, help="Call the model and write the report; change no memory, mark nothing read.")
+@json_option
+def dream_run(dry_run, as_json):
+    """Do one dream pass now."""
+    from ..dream.run import Dream
+
+    mem = open_memory()
+    rep = Dream(mem).run(dry_run=dry_run)
+    data = {"report": str(getattr(rep, "path", "")), "no_model": rep.no_model, "calls": rep.calls,
+            "tokens_in": rep.tokens_in, "tokens_out": rep.tokens_out, "sessions": rep.sessions,
+            "failed": rep.failed, "dormant": rep.dormant, "queued": [i for i, _, _ in rep.queued],
+            "stopped_early": rep.stopped_early, "dry_run": dry_run}
+
+    def human(d):
+        if d["no_model"]:
+            click.echo(f"dream: nothing done: {d['no_model']}")
+            return
+        written = sum(len(s["written"]) for s in d["sessions"].values())
+        click.echo(f"dream{' (dry run)' if dry_run else ''}: {d['calls']} model calls, {len(d['sessions'])} sessions, "
+                   f"{written} written, {len(d['queued'])} queued, {len(d['dormant'])} dormant, "
+                   f"{len(d['failed'])} left unread; report {d['report']}")
+
+    emit(data, as_json, human)
+
+
+@dream.command("worker")
+@click.option("--interval", default=60.0, show_default=True, help="Seconds between schedule checks.")
+def dream_worker(interval):
+    """Run the dream pass on config dream.schedule (a long-lived service)."""
+    from ..dream.run import Dream
+    from ..dream.worker import Worker, serve
+    from ..log import setup_logging
+    from ..memory import Memory
+    from .services import wait_for_signal
+
+    setup_logging("dream")
+    mem = Memory.open()
+
+    def make():
+        return Dream(mem)
+
+    worker = Worker(make, mem.config.get("dream.schedule"), mem.home.store / "dream" / "state.json", mem.clock)
+    serve(worker, wait_for_signal(), interval)
+    mem.close()
+
+
+@click.group(invoke_without_command=True)
+@click.option("--all", "show_all", is_flag=True, help="Include accepted and rejected items.")
+@json_option
+@click.pass_context
+def queue(ctx, show_all, as_json):
+    """List the review queue (proposals the dream job left for a person)."""
+    if ctx.invoked_subcommand:
+        return
+    from ..dream.queue import Queue
+
+    items = Queue(open_memory()).items(None if show_all else "open")
+
+    def human(rows):
+        if not rows:
+            click.echo("the review queue is empty")
+        for r in rows:
+            click.echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {r['key']}\n    {r['value']}\n    ({r['detail']})")
+
+    emit([i.as_dict() for i in items], as_json, human)
+
+
+@queue.command("accept")
+@click.argument("item_id")
+@json_option
+def queue_accept(item_id, as_json):
+    """Write the item's value as user_stated."""
+    from ..dream.queue import Queue
+
+    item = Queue(open_memory()).accept(item_id)
+    emit(item.as_dict(), as_json, lambda d: click.echo(f"accepted {d['id']}: wrote {d['history'][-1]['id']}"))
+
+
+@queue.command("reject")
+@click.argument("item_id")
+@click.option("--reason", default="", help="Why; kept in the item's history.")
+@json_option
+def queue_reject(item_id, reason, as_json):
+    """Tombstone the item's value so the same proposal never returns."""
+    from ..dream.queue import Queue
+
+    item = Queue(open_memory()).reject(item_id, reason)
+    emit(item.as_dict(), as_json, lambda d: click.echo(f"rejected {d['id']}; its value is tombstoned"))
+
+
+@click.command()
+@click.argument("key")
+@json_option
+def reinforce(key, as_json):
+    """Make a dormant fact current again (and restart its decay clock)."""
+    from ..dream.run import reinforce as do
+
+    fid = do(open_memory(), key)
+    emit({"id": fid}, as_json, lambda d: click.echo(f"reinforced {d['id']}"))
+
+
+COMMANDS = [dream, queue, reinforce]

@@ -1,0 +1,1 @@
+"""The dream job: groom the store with a model, nightly. It never deletes."""

@@ -1,0 +1,74 @@
+"""The dream worker: a long-lived APScheduler process that runs the pass on a cron schedule.
+
+APScheduler wakes the worker every minute; each wake asks one question: has
+a scheduled time (``dream.schedule``, cron, local time) passed since the last
+run? A laptop asleep at 03:07 therefore runs the pass once soon after it
+wakes, not never and not twice, whatever happened to the scheduler's own
+timers during the sleep.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Callable
+
+from ..store.audit import iso
+from .run import Dream, DreamState, LockHeld
+
+log = logging.getLogger("bead.dream")
+
+
+def due(schedule: str, last_run: datetime, now: datetime) -> bool:
+    """True when a fire time of ``schedule`` lies in (last_run, now]."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    trigger = CronTrigger.from_crontab(schedule, timezone=now.astimezone().tzinfo)
+    nxt = trigger.get_next_fire_time(None, last_run.astimezone(now.astimezone().tzinfo))
+    return nxt is not None and nxt <= now
+
+
+class Worker:
+    def __init__(self, make_dream: Callable[[], Dream], schedule: str, state_path, clock: Callable[[], datetime]):
+        self.make_dream = make_dream
+        self.schedule = schedule
+        self.state_path = state_path
+        self.clock = clock
+        self.runs = 0
+
+    def last_run(self) -> datetime:
+        st = DreamState(self.state_path)
+        if "last_run" not in st.data and "worker_since" not in st.data:
+            # First start: count from now, so installing bead does not start a run.
+            st.data["worker_since"] = iso(self.clock())
+            st.save()
+        value = st.data.get("last_run") or st.data["worker_since"]
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+    def tick(self) -> bool:
+        """One wake: run the pass if a scheduled time has passed. True if it ran."""
+        now = self.clock()
+        if not due(self.schedule, self.last_run(), now):
+            return False
+        try:
+            rep = self.make_dream().run()
+        except LockHeld:
+            log.info("dream: another run holds the lock; skipping this wake")
+            return False
+        self.runs += 1
+        log.info("dream: pass done: %d calls, %d sessions, %d failed", rep.calls, len(rep.sessions), len(rep.failed))
+        return True
+
+
+def serve(worker: Worker, stop, interval_s: float = 60.0) -> None:
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    sched = BackgroundScheduler()
+    sched.add_job(worker.tick, "interval", seconds=interval_s, id="dream-tick", max_instances=1, coalesce=True,
+                  next_run_time=datetime.now().astimezone())
+    sched.start()
+    log.info("dream worker up: schedule %r, checking every %g s", worker.schedule, interval_s)
+    try:
+        stop.wait()
+    finally:
+        sched.shutdown(wait=True)

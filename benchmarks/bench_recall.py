@@ -1,0 +1,71 @@
+"""The proxy's recall step alone, in-process: prints figures, asserts nothing.
+
+    python benchmarks/bench_recall.py                  # 10,000 facts, 200,000 raw turns
+    python benchmarks/bench_recall.py --turns 2000     # facts-heavy store
+
+Runs the recorded Claude Code requests (3 rounds, each a new conversation)
+through the proxy engine's prepare step against a generated store and prints
+p50/p95 of the recall step (cue extraction, fact and raw search, the gate,
+rendering) and of the whole prepare step (capture, pinned block, splicing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench_proxy  # noqa: E402
+import bench_store  # noqa: E402
+
+from bead.config import Config, parse  # noqa: E402
+from bead.index.rebuild import rebuild  # noqa: E402
+from bead.memory import Memory  # noqa: E402
+from bead.paths import Home  # noqa: E402
+from bead.proxy.engine import Engine  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--facts", type=int, default=10_000)
+    ap.add_argument("--turns", type=int, default=200_000)
+    args = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bead-bench-recall-"))
+    try:
+        home = Home(root / "home").ensure()
+        rng = random.Random(7)
+        vocab = bench_store.vocabulary(rng)
+        weights = [1 / (i + 1) for i in range(len(vocab))]
+        with Memory(home, Config(owner="bench")) as mem:
+            mem.index
+            bench_store.populate(mem, rng, vocab, weights, args.facts, args.turns)
+            rebuild(mem.index, mem.facts, mem.raw)
+        engine = Engine(home, parse(""))
+        reqs = bench_proxy.load_requests()
+        recall, prepare = [], []
+        for i in range(4):
+            for _path, _headers, body in reqs:
+                p = engine.prepare(body, {"x-bead-session": f"round-{i}"})
+                if i == 0:
+                    continue  # warm-up round: IDF statistics, caches
+                prepare.append(p.trace["prepare_ms"])
+                if "recall_ms" in p.trace:
+                    recall.append(p.trace["recall_ms"])
+        q = lambda v: statistics.quantiles(v, n=20)[-1]  # noqa: E731
+        print(f"store: {args.facts:,} facts, {args.turns:,} raw turns; {len(prepare)} requests, {len(recall)} recall steps")
+        print(f"recall step  p50 {statistics.median(recall):6.2f} ms  p95 {q(recall):6.2f} ms")
+        print(f"prepare      p50 {statistics.median(prepare):6.2f} ms  p95 {q(prepare):6.2f} ms")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The long-lived services together, as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from bead.config import Config
+from bead.memory import Memory
+from bead.paths import Home
+
+from conftest import launch_proxy, stop
+from fakes import FakeAnthropic, FakeModel
+
+
+def eventually(cond, timeout=20.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return cond()
+
+
+def spawn(home, log, *args, env=None):
+    return subprocess.Popen([sys.executable, "-m", "bead", *args], env={**os.environ, "BEAD_HOME": str(home), **(env or {})},
+                            stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+
+
+def test_indexer_and_dream_worker_end_to_end(bead_home, tmp_path):
+    """A raw session becomes a fact through the worker; a hand edit of it is found through the indexer."""
+    model = FakeModel()
+    model.default = json.dumps({"facts": [{"key": "project/shop/queue", "type": "project", "turns": [1],
+                                            "value": "Background jobs run on RabbitMQ, not Redis."}],
+                                "episode": {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}})
+    home = Home(bead_home).ensure()
+    (bead_home / "config.yaml").write_text(
+        f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n  schedule: '7 3 * * *'\n")
+    with Memory(home, Config(owner="t")) as m:
+        m.append_turns("s1", [("user", "we switched the job queue to rabbitmq", None, None, {"project": "shop"})])
+    # The worker last ran two days ago: the next 03:07 has passed, so it is due.
+    (bead_home / "store" / "dream").mkdir(parents=True, exist_ok=True)
+    (bead_home / "store" / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2020-01-01T00:00:00Z"}))
+    procs = [spawn(bead_home, tmp_path / "indexer.log", "indexer"),
+             spawn(bead_home, tmp_path / "dream.log", "dream", "worker", "--interval", "0.5")]
+    try:
+        def found(q):
+            with Memory(home, Config(owner="t")) as m:
+                return [h.id for h in m.index.search_facts(q)]
+        assert eventually(lambda: found("rabbitmq") == ["project/shop/queue@v1"]), (tmp_path / "dream.log").read_text()
+        fact = Memory(home, Config(owner="t")).current("project/shop/queue")
+        assert fact.trust == "dream_inferred"
+        fact.path.write_text(fact.path.read_text().replace("RabbitMQ", "NATS"))
+        assert eventually(lambda: found("nats") == ["project/shop/queue@v1"]), (tmp_path / "indexer.log").read_text()
+        assert len(model.requests) == 1, "the pass ran once"
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(10)
+        model.close()
+
+
+def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
+    """Proxy, indexer, dream worker and 4 CLI writers at once: every write lands, integrity holds."""
+    home = Home(bead_home).ensure()
+    model, upstream = FakeModel(), FakeAnthropic()
+    (bead_home / "config.yaml").write_text(f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n")
+    (bead_home / "store" / "dream").mkdir(parents=True, exist_ok=True)
+    (bead_home / "store" / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2020-01-01T00:00:00Z"}))
+    proxy, url = launch_proxy(bead_home, upstream.url, tmp_path / "proxy.log")
+    procs = [spawn(bead_home, tmp_path / "indexer.log", "indexer"),
+             spawn(bead_home, tmp_path / "dream.log", "dream", "worker", "--interval", "0.3")]
+    try:
+        import urllib.request
+
+        def proxy_traffic(i):
+            body = json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": f"question {i} about caching"}]}).encode()
+            req = urllib.request.Request(url + "/v1/messages", data=body, headers={"content-type": "application/json", "x-bead-session": f"load{i}"})
+            with urllib.request.urlopen(req, timeout=30) as r:
+                r.read()
+
+        def cli_write(i):
+            t0 = time.perf_counter()
+            p = subprocess.run([sys.executable, "-m", "bead", "write", f"project/load/fact-{i}", f"concurrent value number {i}", "--type", "project"],
+                               env={**os.environ, "BEAD_HOME": str(bead_home)}, capture_output=True, text=True, timeout=120)
+            return p.returncode, p.stderr, time.perf_counter() - t0
+
+        with ThreadPoolExecutor(8) as ex:
+            traffic = [ex.submit(proxy_traffic, i) for i in range(20)]
+            writes = list(ex.map(cli_write, range(16)))
+            for f in traffic:
+                f.result()
+        assert all(code == 0 for code, _, _ in writes), [e for c, e, _ in writes if c]
+        print(f"\nCLI write under load: max {max(t for _, _, t in writes):.2f} s")
+        with Memory(home, Config(owner="t")) as m:
+            assert m.index.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            ids = {h.id for h in m.index.search_facts("concurrent value number", limit=50)}
+            assert ids == {f"project/load/fact-{i}@v1" for i in range(16)}
+            assert len(list(m.raw.files())) >= 20
+    finally:
+        stop(proxy)
+        for p in procs:
+            p.terminate()
+            p.wait(10)
+        model.close()
+        upstream.close()
