@@ -32,3 +32,5 @@ def setup_logging(service: str, level: int = logging.INFO) -> None:
     # httpx logs every request line at INFO; the proxy logs what matters itself.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)
+    # APScheduler logs every wake of the dream worker at INFO.
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)

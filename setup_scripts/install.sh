@@ -1,5 +1,7 @@
 #!/bin/sh
-# Install bead into its own virtual environment, put `bead` on PATH, run it.
+# Install bead into its own virtual environment, put `bead` on PATH, and start
+# its services: as systemd user units or launchd agents (`bead setup`) where a
+# service manager runs, else in the foreground (`bead up`; Ctrl-C stops them).
 # Needs only python3 (3.11+). BEAD_VENV chooses another environment.
 set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,4 +15,10 @@ mkdir -p "$bindir"
 ln -sf "$venv/bin/bead" "$bindir/bead"
 echo "installed: $bindir/bead -> $venv/bin/bead" >&2
 case ":$PATH:" in *":$bindir:"*) ;; *) echo "add $bindir to PATH to run \`bead\` from anywhere" >&2 ;; esac
-exec "$venv/bin/bead" status
+
+if [ "$(uname)" = Darwin ] || systemctl --user show-environment >/dev/null 2>&1; then
+  "$venv/bin/bead" setup
+  exec "$venv/bin/bead" status
+fi
+echo "no service manager for this user here: running the services in the foreground (bead up)" >&2
+exec "$venv/bin/bead" up

@@ -101,6 +101,15 @@ class TestIndexer:
         assert f.path.read_bytes() == before
         assert eventually(lambda: b"skipped" in b"".join(p.read_bytes() for p in tmp_path.glob("indexer-*.log")))
 
+    def test_key_directory_renamed(self, mem, indexer, bead_home):
+        mem.write("user/old-name", "value under the old key name", "user")
+        indexer()
+        src = bead_home / "store" / "facts" / "user" / "old-name"
+        # Renaming a key directory by hand: its file still says the old key, so it is
+        # reported as malformed, and the old key's rows leave the index.
+        os.replace(src, src.parent / "new-name")
+        assert eventually(lambda: search_ids(bead_home, "old key name") == [])
+
     def test_raw_append_from_another_writer(self, mem, indexer, bead_home):
         indexer()
         # Appended by hand-rolled code that does not update the index itself.

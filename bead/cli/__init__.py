@@ -12,7 +12,7 @@ import click
 
 from .. import __version__
 from . import eval as eval_cmd
-from . import dream, facts, forget, index, proxy, search, services, status, why
+from . import dream, facts, forget, index, proxy, search, services, setup, status, why
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -25,7 +25,7 @@ def cli() -> None:
     """
 
 
-for module in (facts, search, forget, index, status, eval_cmd, proxy, why, services, dream):
+for module in (facts, search, forget, index, status, eval_cmd, proxy, why, services, dream, setup):
     for command in module.COMMANDS:
         cli.add_command(command)
 

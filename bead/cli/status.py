@@ -42,6 +42,13 @@ def collect(mem) -> dict:
     except BeadError as exc:
         problems.append({"problem": exc.message, "fix": exc.hint})
     data["proxy"] = proxy_health(mem.config.get("proxy.listen"))
+    data["services"] = services_state()
+    for name, st in data["services"].items():
+        if st.get("state") == "failed":
+            problems.append({"problem": f"the {name} service has failed", "fix": f"see `bead logs {name}`, then `systemctl --user restart bead-{name}`"})
+    data["last_dream"] = last_dream(mem)
+    queue_dir = mem.home.store / "queue"
+    data["review_queue"] = sum(1 for p in queue_dir.glob("*.json") if '"status": "open"' in p.read_text(encoding="utf-8")) if queue_dir.exists() else 0
     if data["proxy"].get("errors"):
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(data["proxy"]["error_kinds"].items()))
         problems.append({"problem": f"the proxy failed open {data['proxy']['errors']} time(s) ({kinds}); "
@@ -57,6 +64,52 @@ def collect(mem) -> dict:
                              "fix": "move the home out of the repository and set BEAD_HOME"})
             break
     return data
+
+
+def services_state() -> dict:
+    """Each service as the platform's service manager sees it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    out = {}
+    for name in ("proxy", "indexer", "dream"):
+        try:
+            if sys.platform == "darwin":
+                r = subprocess.run(["launchctl", "print", f"gui/{os.getuid()}/com.bead.{name}"], capture_output=True, text=True, timeout=5)
+                if r.returncode != 0:
+                    out[name] = {"state": "not loaded"}
+                    continue
+                fields = dict(line.strip().split(" = ", 1) for line in r.stdout.splitlines() if " = " in line)
+                out[name] = {"state": fields.get("state", "?"), "runs": fields.get("runs"), "pid": fields.get("pid")}
+            elif shutil.which("systemctl"):
+                r = subprocess.run(["systemctl", "--user", "show", f"bead-{name}.service", "-p",
+                                    "ActiveState,ActiveEnterTimestamp,NRestarts,LoadState"], capture_output=True, text=True, timeout=5)
+                fields = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+                if r.returncode != 0 or fields.get("LoadState") in (None, "not-found"):
+                    out[name] = {"state": "not installed"}
+                    continue
+                out[name] = {"state": fields.get("ActiveState", "?"), "since": fields.get("ActiveEnterTimestamp") or None,
+                             "restarts": int(fields.get("NRestarts") or 0)}
+            else:
+                out[name] = {"state": "unknown (no service manager; `bead up` runs them in the foreground)"}
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            out[name] = {"state": "unknown"}
+    return out
+
+
+def last_dream(mem) -> dict | None:
+    reports = sorted((mem.home.store / "reports").glob("*.md")) if (mem.home.store / "reports").exists() else []
+    if not reports:
+        return None
+    import json
+
+    try:
+        state = json.loads((mem.home.store / "dream" / "state.json").read_text())
+    except (OSError, ValueError):
+        state = {}
+    return {"last_run": state.get("last_run"), "report": str(reports[-1])}
 
 
 def proxy_health(listen: str) -> dict:
@@ -88,6 +141,14 @@ def status(as_json):
             i = d["index"]
             state = "fresh" if i["fresh"] else "behind the files"
             click.echo(f"index       {i['current_facts']} current facts, {i['raw_turns']} raw turns ({state})")
+        for name, st in d["services"].items():
+            extra = "".join(f", {k} {v}" for k, v in st.items() if k != "state" and v not in (None, ""))
+            click.echo(f"{'service':<12}{name}: {st['state']}{extra}")
+        if d["last_dream"]:
+            click.echo(f"last dream  {d['last_dream']['last_run']} (report {d['last_dream']['report']})")
+        else:
+            click.echo("last dream  never (`bead dream run`, or the dream worker at dream.schedule)")
+        click.echo(f"review      {d['review_queue']} item(s) waiting (`bead queue`)")
         p = d["proxy"]
         if p["running"]:
             click.echo(f"proxy       running at http://{p['address']} for {p['uptime_s']:.0f} s: "

@@ -45,6 +45,7 @@ class Indexer:
         self._cond = threading.Condition()
         self._last_event = 0.0
         self._stop = threading.Event()
+        self._full = False
         self.applied = 0
 
     # watchdog calls this from its own thread
@@ -56,6 +57,12 @@ class Indexer:
                 path = Path(p.decode() if isinstance(p, bytes) else p)
                 if not ignored(path, self.store):
                     self._dirty.add(path)
+            self._last_event = time.monotonic()
+            self._cond.notify()
+
+    def note_everything(self) -> None:
+        with self._cond:
+            self._full = True
             self._last_event = time.monotonic()
             self._cond.notify()
 
@@ -92,7 +99,7 @@ class Indexer:
         """Apply dirty paths after each quiet period until stop()."""
         while not self._stop.is_set():
             with self._cond:
-                while not self._dirty and not self._stop.is_set():
+                while not self._dirty and not self._full and not self._stop.is_set():
                     self._cond.wait(timeout=1.0)
                 # Wait for the burst to settle.
                 while not self._stop.is_set():
@@ -101,6 +108,12 @@ class Indexer:
                         break
                     self._cond.wait(timeout=self.debounce_s - quiet)
                 batch, self._dirty = self._dirty, set()
+                full, self._full = self._full, False
+            if full:
+                try:
+                    self.reconcile()
+                except Exception:
+                    log.exception("reconcile after a directory move failed; it runs again on the next start")
             if batch:
                 try:
                     self.apply(batch)
@@ -115,20 +128,27 @@ class Indexer:
 
 def serve(mem: Memory, stop: threading.Event) -> None:
     """Reconcile, then watch until ``stop`` is set."""
-    from watchdog.events import FileSystemEventHandler
+    from watchdog.events import (DirMovedEvent, FileClosedEvent, FileCreatedEvent, FileDeletedEvent,
+                                 FileModifiedEvent, FileMovedEvent, FileSystemEventHandler)
     from watchdog.observers import Observer
 
     idx = Indexer(mem)
 
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event):
-            if event.is_directory:
-                return
-            idx.note(event.src_path, getattr(event, "dest_path", None))
+            if isinstance(event, DirMovedEvent):
+                idx.note_everything()  # a renamed key directory: rare, so diff the whole store
+            elif not event.is_directory:
+                idx.note(event.src_path, getattr(event, "dest_path", None))
 
     observer = Observer()
+    # Only events that change files. Watching opens and reads too would make
+    # every read (the reconcile, bead's own readers, this indexer's parsing)
+    # an event: enough to overflow inotify's queue on a large store, and a
+    # loop where indexing a file triggers indexing it again.
+    kinds = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent, DirMovedEvent]
     # Watch before reconciling, so an edit during the reconcile is not lost.
-    observer.schedule(Handler(), str(mem.home.store), recursive=True)
+    observer.schedule(Handler(), str(mem.home.store), recursive=True, event_filter=kinds)
     observer.start()
     worker = threading.Thread(target=idx.run, name="bead-indexer", daemon=True)
     try:

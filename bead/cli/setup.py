@@ -1,0 +1,88 @@
+"""bead setup, bead up, bead logs."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import emit, json_option
+
+
+@click.command()
+@click.option("--platform", "platform_", type=click.Choice(["systemd", "launchd"]),
+              help="Which service manager to write for (default: this machine's).")
+@click.option("--no-load", is_flag=True, help="Write the files only; do not call systemctl/launchctl.")
+@click.option("--no-dream", is_flag=True, help="Skip the dream worker service.")
+@click.option("--no-rc", is_flag=True, help="Do not add the block that sources shell.sh to ~/.bashrc or ~/.zshrc.")
+@click.option("--no-vault", is_flag=True, help="Do not offer to create the vault.")
+@click.option("--uninstall", is_flag=True, help="Remove the units/agents, shell.sh and the rc block; keep the store.")
+@click.option("--executable", type=click.Path(exists=True, dir_okay=False),
+              help="The bead executable the services run (default: this one).")
+@json_option
+def setup(platform_, no_load, no_dream, no_rc, no_vault, uninstall, executable, as_json):
+    """Set up this machine: services that start at login, and a `claude` wrapper.
+
+    Writes a default config.yaml if none exists (never changes one), installs
+    and enables systemd user units (Linux) or launchd agents (macOS) for the
+    proxy, the indexer and the dream worker, writes ~/.bead/shell.sh and a
+    marked block in ~/.bashrc or ~/.zshrc that sources it. A second run
+    changes nothing.
+    """
+    from pathlib import Path
+
+    from ..config import load
+    from ..paths import resolve_home
+    from ..setup.install import SERVICES, Plan, check_executable, install, platform_name, uninstall as do_uninstall, which_bead
+
+    home = resolve_home().ensure()
+    config = load(home)
+    plan = Plan(platform=platform_ or platform_name(), user_home=Path.home(), home=home,
+                bead=executable or "", listen=config.get("proxy.listen"),
+                services=tuple(s for s in SERVICES if not (no_dream and s == "dream")))
+    if uninstall:
+        acts = do_uninstall(plan)
+    else:
+        plan.bead = check_executable(executable or which_bead())
+        acts = install(plan, load=not no_load, rc=not no_rc)
+        if not no_vault and sys.stdin.isatty():
+            click.echo("vault: the encrypted vault is not part of this version of bead; secrets stay out of memory.", err=True)
+    emit({"platform": plan.platform, "changes": acts}, as_json,
+         lambda d: click.echo("\n".join(d["changes"]) if d["changes"] else "nothing to change: bead is set up"))
+
+
+@click.command()
+@click.option("--no-dream", is_flag=True, help="Do not start the dream worker.")
+def up(no_dream):
+    """Run the proxy, the indexer and the dream worker in the foreground (no init system needed).
+
+    For containers, WSL without systemd, or a quick try. Ctrl-C stops all
+    three; if one exits, the others are stopped and bead says which and why.
+    """
+    from ..setup.up import run_services
+
+    sys.exit(run_services(include_dream=not no_dream))
+
+
+@click.command()
+@click.argument("service", required=False, type=click.Choice(["proxy", "indexer", "dream"]), default="proxy")
+@click.option("-n", "--lines", default=200, show_default=True)
+def logs(service, lines):
+    """Show a service's log: journald on Linux, the launchd log file on macOS."""
+    import os
+    import shutil
+
+    from ..paths import resolve_home
+
+    if sys.platform == "darwin" or not shutil.which("journalctl"):
+        path = resolve_home().root / f"{service}.log"
+        if not path.exists():
+            from ..errors import BeadError
+            raise BeadError(f"no log at {path}", "start the services with `bead setup` (or run `bead up`, which logs to the terminal)")
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+        click.echo("\n".join(text))
+        return
+    os.execvp("journalctl", ["journalctl", "--user", "-u", f"bead-{service}.service", "-n", str(lines), "--no-pager"])
+
+
+COMMANDS = [setup, up, logs]

@@ -1,0 +1,1 @@
+"""bead setup: units or agents, the shell wrapper, the rc block; and bead up."""

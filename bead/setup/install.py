@@ -1,0 +1,223 @@
+"""Install bead's three services for this platform, the shell wrapper and the rc block.
+
+Linux: systemd user units in ``~/.config/systemd/user``, loaded with
+``systemctl --user daemon-reload`` and ``enable --now``. macOS: launchd agents
+in ``~/Library/LaunchAgents``, loaded with ``launchctl bootout`` and
+``bootstrap``. Every step compares before it writes, so a second run changes
+nothing. All commands go through one runner, which tests replace.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+from ..config import write_default
+from ..errors import BeadError
+from ..paths import Home
+from ..store.files import atomic_write
+
+SERVICES = ("proxy", "indexer", "dream")
+RC_BEGIN = "# >>> bead >>>"
+RC_END = "# <<< bead <<<"
+
+Runner = Callable[[list[str]], subprocess.CompletedProcess]
+
+
+def run(cmd: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+@dataclass
+class Plan:
+    platform: str                      # "systemd" | "launchd"
+    user_home: Path                    # the person's $HOME
+    home: Home                         # the bead home
+    bead: str                          # absolute path of the bead executable
+    listen: str
+    services: tuple[str, ...] = SERVICES
+    actions: list[str] = field(default_factory=list)
+
+    @property
+    def unit_dir(self) -> Path:
+        if self.platform == "launchd":
+            return self.user_home / "Library" / "LaunchAgents"
+        base = os.environ.get("XDG_CONFIG_HOME") or str(self.user_home / ".config")
+        return Path(base) / "systemd" / "user"
+
+    def unit_name(self, service: str) -> str:
+        return f"com.bead.{service}.plist" if self.platform == "launchd" else f"bead-{service}.service"
+
+    def template(self, service: str) -> str:
+        folder = "launchagents" if self.platform == "launchd" else "units"
+        name = self.unit_name(service)
+        text = resources.files("bead.setup").joinpath(folder, name).read_text(encoding="utf-8")
+        return text.replace("@BEAD@", self.bead).replace("@HOME@", str(self.home.root))
+
+    @property
+    def shell_sh(self) -> Path:
+        return self.home.root / "shell.sh"
+
+    def rc_file(self) -> Path:
+        shell = os.environ.get("SHELL", "")
+        return self.user_home / (".zshrc" if shell.endswith("zsh") else ".bashrc")
+
+    def rc_block(self) -> str:
+        return f'{RC_BEGIN}\n[ -f "{self.shell_sh}" ] && . "{self.shell_sh}"\n{RC_END}\n'
+
+
+def platform_name() -> str:
+    return "launchd" if sys.platform == "darwin" else "systemd"
+
+
+def check_executable(path: str) -> str:
+    """Refuse a bead that lives in a temporary directory or a throwaway environment."""
+    p = Path(path).absolute()
+    throwaway = [Path(tempfile.gettempdir()), Path("/tmp"), Path("/var/tmp"), Path("/private/var/folders"),
+                 Path.home() / ".cache", Path.home() / ".local" / "pipx" / ".cache"]
+    text = str(p)
+    if any(_inside(p, t) for t in throwaway) or re.search(r"/(pip-build-env|archive-v\d|uv/environments-v\d|\.cache/uv)/", text):
+        raise BeadError(
+            f"refusing to install services for {p}: it lives in a temporary or throwaway environment "
+            "that can disappear, and the services would stop starting",
+            "install bead for good first (`sh setup_scripts/install.sh` from a checkout, or `pipx install bead`), "
+            "then run `bead setup` from that installation",
+        )
+    return str(p)
+
+
+def _inside(p: Path, parent: Path) -> bool:
+    try:
+        p.relative_to(parent)
+        return True
+    except ValueError:
+        try:
+            p.relative_to(parent.resolve())
+            return True
+        except (ValueError, OSError):
+            return False
+
+
+def _write_if_changed(path: Path, text: str, mode: int = 0o644) -> bool:
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, text.encode("utf-8"), mode=mode)
+    return True
+
+
+def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run) -> list[str]:
+    """Returns what it did, one line per change; an empty list means nothing changed."""
+    acts = plan.actions
+    plan.home.ensure()
+    if write_default(plan.home):
+        acts.append(f"wrote {plan.home.config} (0600)")
+    changed = []
+    for svc in plan.services:
+        path = plan.unit_dir / plan.unit_name(svc)
+        if _write_if_changed(path, plan.template(svc)):
+            acts.append(f"wrote {path}")
+            changed.append(svc)
+    shell = resources.files("bead.setup").joinpath("shell.sh").read_text(encoding="utf-8").replace("@LISTEN@", plan.listen)
+    if _write_if_changed(plan.shell_sh, shell):
+        acts.append(f"wrote {plan.shell_sh}")
+    if rc:
+        rcf = plan.rc_file()
+        text = rcf.read_text(encoding="utf-8") if rcf.exists() else ""
+        if plan.rc_block() not in text:
+            text = _strip_block(text)
+            _write_if_changed(rcf, (text.rstrip("\n") + "\n\n" if text.strip() else "") + plan.rc_block(),
+                              mode=rcf.stat().st_mode & 0o777 if rcf.exists() else 0o644)
+            acts.append(f"added the bead block to {rcf}")
+    if load:
+        _load(plan, changed, runner)
+    return acts
+
+
+def _load(plan: Plan, changed: list[str], runner: Runner) -> None:
+    acts = plan.actions
+    if plan.platform == "systemd":
+        if changed:
+            _must(runner(["systemctl", "--user", "daemon-reload"]), "systemctl --user daemon-reload")
+            acts.append("systemctl --user daemon-reload")
+        for svc in plan.services:
+            unit = plan.unit_name(svc)
+            if svc not in changed and runner(["systemctl", "--user", "is-enabled", unit]).stdout.strip() == "enabled":
+                continue
+            verb = "restart" if svc in changed and runner(["systemctl", "--user", "is-active", unit]).stdout.strip() == "active" else None
+            _must(runner(["systemctl", "--user", "enable", "--now", unit]), f"systemctl --user enable --now {unit}")
+            acts.append(f"systemctl --user enable --now {unit}")
+            if verb:
+                _must(runner(["systemctl", "--user", "restart", unit]), f"systemctl --user restart {unit}")
+                acts.append(f"systemctl --user restart {unit}")
+    else:
+        domain = f"gui/{os.getuid()}"
+        for svc in plan.services:
+            label = f"com.bead.{svc}"
+            loaded = runner(["launchctl", "print", f"{domain}/{label}"]).returncode == 0
+            if loaded and svc not in changed:
+                continue
+            runner(["launchctl", "bootout", f"{domain}/{label}"])  # fails harmlessly when not loaded
+            path = plan.unit_dir / plan.unit_name(svc)
+            _must(runner(["launchctl", "bootstrap", domain, str(path)]), f"launchctl bootstrap {domain} {path}")
+            acts.append(f"launchctl bootstrap {domain} {path}")
+
+
+def _must(result: subprocess.CompletedProcess, what: str) -> None:
+    if result.returncode != 0:
+        raise BeadError(f"`{what}` failed: {(result.stderr or result.stdout).strip()[:300]}",
+                        "check that a user session manager runs (`systemctl --user status`), or use "
+                        "`bead setup --no-load` and start the services with `bead up`")
+
+
+def _strip_block(text: str) -> str:
+    return re.sub(rf"\n*{re.escape(RC_BEGIN)}.*?{re.escape(RC_END)}\n?", "\n", text, flags=re.S).strip("\n") + ("\n" if text.strip() else "")
+
+
+def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
+    acts = plan.actions
+    for svc in SERVICES:
+        path = plan.unit_dir / plan.unit_name(svc)
+        if plan.platform == "systemd":
+            if path.exists():
+                runner(["systemctl", "--user", "disable", "--now", plan.unit_name(svc)])
+                acts.append(f"systemctl --user disable --now {plan.unit_name(svc)}")
+        else:
+            if path.exists():
+                runner(["launchctl", "bootout", f"gui/{os.getuid()}/com.bead.{svc}"])
+                acts.append(f"launchctl bootout gui/{os.getuid()}/com.bead.{svc}")
+        if path.exists():
+            path.unlink()
+            acts.append(f"removed {path}")
+    if plan.platform == "systemd" and any(a.startswith("removed") for a in acts):
+        runner(["systemctl", "--user", "daemon-reload"])
+    for rcf in (plan.user_home / ".bashrc", plan.user_home / ".zshrc"):
+        if rcf.exists() and RC_BEGIN in rcf.read_text(encoding="utf-8"):
+            atomic_write(rcf, _strip_block(rcf.read_text(encoding="utf-8")).encode(), mode=rcf.stat().st_mode & 0o777)
+            acts.append(f"removed the bead block from {rcf}")
+    if plan.shell_sh.exists():
+        plan.shell_sh.unlink()
+        acts.append(f"removed {plan.shell_sh}")
+    return acts
+
+
+def which_bead() -> str:
+    """The bead executable this process runs from."""
+    exe = shutil.which("bead")
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "bead" and argv0.exists():
+        return str(argv0.absolute())
+    if exe:
+        return exe
+    candidate = Path(sys.executable).parent / "bead"
+    if candidate.exists():
+        return str(candidate)
+    raise BeadError("cannot find the `bead` executable", "install bead with `sh setup_scripts/install.sh`, then run `bead setup`")

@@ -1,0 +1,311 @@
+"""bead setup, the units and agents, shell.sh, bead up."""
+
+from __future__ import annotations
+
+import json
+import os
+import plistlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bead.config import Config
+from bead.memory import Memory
+from bead.paths import Home
+from bead.setup.install import SERVICES, Plan
+
+from fakes import FakeAnthropic, FakeModel, free_port
+
+BEAD = str(Path(sys.executable).parent / "bead")
+
+RECORDER = r"""#!/bin/sh
+# Stands in for {name}: records argv, answers queries from what it recorded.
+log="{log}"
+state="{log}.state"   # what the stand-in service manager remembers; the test clears only $log
+echo "{name} $*" >> "$log"
+echo "{name} $*" >> "$state"
+case "$*" in
+  *is-enabled*) unit="${{@: -1}}"; grep -q "enable --now $unit" "$state" && echo enabled || {{ echo disabled; exit 1; }} ;;
+  *is-active*) echo inactive; exit 3 ;;
+  print*) label="${{2##*/}}"; grep -q "bootstrap .*$label.plist" "$state" || exit 113 ;;
+esac
+exit 0
+"""
+
+
+@pytest.fixture
+def fake_home(tmp_path, monkeypatch):
+    """A temporary HOME with systemctl and launchctl replaced by recorders."""
+    home = tmp_path / "person"
+    home.mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "commands.log"
+    log.write_text("")
+    for name in ("systemctl", "launchctl"):
+        p = bin_dir / name
+        p.write_text("#!/bin/bash\n" + RECORDER.format(name=name, log=log).split("\n", 1)[1])
+        p.chmod(0o755)
+    env = {"HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}", "SHELL": "/bin/bash",
+           "BEAD_HOME": str(home / ".bead"), "XDG_CONFIG_HOME": str(home / ".config")}
+    return home, log, env
+
+
+def bead_cmd(env, *args, input=None):
+    return subprocess.run([sys.executable, "-m", "bead", *args], env={**os.environ, **env}, capture_output=True,
+                          text=True, input=input, timeout=120)
+
+
+def commands(log):
+    return [l for l in log.read_text().splitlines() if l]
+
+
+class TestSetupCommand:
+    """Both platforms' layouts, twice (idempotent), then --uninstall."""
+
+    def test_systemd_layout(self, fake_home):
+        home, log, env = fake_home
+        true = shutil.which("true")
+        r = bead_cmd(env, "setup", "--platform", "systemd", "--executable", true, "--json")
+        assert r.returncode == 0, r.stderr
+        units = home / ".config" / "systemd" / "user"
+        assert sorted(p.name for p in units.iterdir()) == ["bead-dream.service", "bead-indexer.service", "bead-proxy.service"]
+        assert f"ExecStart={true} proxy" in (units / "bead-proxy.service").read_text()
+        assert f"Environment=BEAD_HOME={home / '.bead'}" in (units / "bead-proxy.service").read_text()
+        cfg = home / ".bead" / "config.yaml"
+        assert cfg.stat().st_mode & 0o777 == 0o600
+        assert 'source' in (home / ".bashrc").read_text() or '. "' in (home / ".bashrc").read_text()
+        cmds = commands(log)
+        assert "systemctl --user daemon-reload" in cmds
+        for s in SERVICES:
+            assert f"systemctl --user enable --now bead-{s}.service" in cmds
+        # Second run: nothing changes, nothing is (re)started.
+        before = {p: p.read_bytes() for p in [cfg, home / ".bashrc", home / ".bead" / "shell.sh", *units.iterdir()]}
+        log.write_text("")
+        r2 = bead_cmd(env, "setup", "--platform", "systemd", "--executable", true)
+        assert r2.returncode == 0 and "nothing to change" in r2.stdout
+        assert not [c for c in commands(log) if "enable" in c and "is-enabled" not in c or "daemon-reload" in c]
+        assert {p: p.read_bytes() for p in before} == before
+        # Uninstall: units and rc block go, the store stays.
+        with Memory(Home(home / ".bead"), Config(owner="t")) as m:
+            m.write("user/editor", "helix", "user")
+        r3 = bead_cmd(env, "setup", "--uninstall", "--platform", "systemd")
+        assert r3.returncode == 0, r3.stderr
+        assert not list(units.iterdir()) and "bead" not in (home / ".bashrc").read_text()
+        assert (home / ".bead" / "store" / "facts" / "user" / "editor" / "v1.md").exists()
+        assert any("disable --now bead-proxy.service" in c for c in commands(log))
+
+    def test_launchd_layout(self, fake_home):
+        home, log, env = fake_home
+        true = shutil.which("true")
+        env = {**env, "SHELL": "/bin/zsh"}
+        assert bead_cmd(env, "setup", "--platform", "launchd", "--executable", true, "--no-dream").returncode == 0
+        agents = home / "Library" / "LaunchAgents"
+        assert sorted(p.name for p in agents.iterdir()) == ["com.bead.indexer.plist", "com.bead.proxy.plist"]
+        pl = plistlib.loads((agents / "com.bead.proxy.plist").read_bytes())
+        assert pl["ProgramArguments"] == [true, "proxy"] and pl["RunAtLoad"] and pl["KeepAlive"]
+        assert pl["StandardErrorPath"] == str(home / ".bead" / "proxy.log")
+        assert (home / ".zshrc").exists() and not (home / ".bashrc").exists()
+        uid = os.getuid()
+        assert f"launchctl bootstrap gui/{uid} {agents / 'com.bead.proxy.plist'}" in commands(log)
+        log.write_text("")
+        assert "nothing to change" in bead_cmd(env, "setup", "--platform", "launchd", "--executable", true, "--no-dream").stdout
+        assert not [c for c in commands(log) if "bootstrap" in c or "bootout" in c]
+        assert bead_cmd(env, "setup", "--uninstall", "--platform", "launchd").returncode == 0
+        assert not list(agents.iterdir()) and "bead" not in (home / ".zshrc").read_text()
+
+    def test_no_load_and_no_rc(self, fake_home):
+        home, log, env = fake_home
+        assert bead_cmd(env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load", "--no-rc").returncode == 0
+        assert commands(log) == [] and not (home / ".bashrc").exists()
+
+    def test_existing_config_is_never_changed(self, fake_home):
+        home, log, env = fake_home
+        (home / ".bead").mkdir(mode=0o700)
+        (home / ".bead" / "config.yaml").write_text("owner: someone\n")
+        bead_cmd(env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load")
+        assert (home / ".bead" / "config.yaml").read_text() == "owner: someone\n"
+
+    def test_refuses_a_throwaway_executable(self, fake_home, tmp_path):
+        home, log, env = fake_home
+        fake = tmp_path / "venv" / "bin" / "bead"
+        fake.parent.mkdir(parents=True)
+        fake.write_text("#!/bin/sh\n")
+        fake.chmod(0o755)
+        r = bead_cmd(env, "setup", "--platform", "systemd", "--executable", str(fake))
+        assert r.returncode == 1 and "temporary or throwaway" in r.stderr and "install.sh" in r.stderr
+        assert not (home / ".config" / "systemd").exists()
+
+
+def render(platform: str, home: Path, services=SERVICES) -> Plan:
+    return Plan(platform=platform, user_home=home, home=Home(home / ".bead"), bead=BEAD, listen="127.0.0.1:7077",
+                services=services)
+
+
+class TestUnits:
+    """Units verify clean; plists parse; both name the same commands."""
+
+    @pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze is not installed (.ci/run installs it)")
+    def test_systemd_analyze_verify(self, tmp_path):
+        plan = render("systemd", tmp_path)
+        out = tmp_path / "units"
+        out.mkdir()
+        for s in SERVICES:
+            (out / plan.unit_name(s)).write_text(plan.template(s))
+        runtime = tmp_path / "xdg"
+        runtime.mkdir(mode=0o700)
+        r = subprocess.run(["systemd-analyze", "--user", "verify", *map(str, out.iterdir())], capture_output=True,
+                           text=True, env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)})
+        assert r.returncode == 0 and r.stdout == "" and r.stderr == "", r.stderr
+
+    def test_plists(self, tmp_path):
+        plan = render("launchd", tmp_path)
+        for s in SERVICES:
+            pl = plistlib.loads(plan.template(s).encode())
+            assert pl["Label"] == f"com.bead.{s}" and pl["RunAtLoad"] is True and pl["KeepAlive"] is True
+            assert pl["ProgramArguments"][0] == BEAD and pl["EnvironmentVariables"]["BEAD_HOME"] == str(tmp_path / ".bead")
+            sysd = render("systemd", tmp_path).template(s)
+            exec_start = re.search(r"^ExecStart=(.*)$", sysd, re.M).group(1).split()
+            assert exec_start == pl["ProgramArguments"]
+
+
+def unit_command(plan: Plan, service: str) -> tuple[list[str], dict]:
+    text = plan.template(service)
+    cmd = re.search(r"^ExecStart=(.*)$", text, re.M).group(1).split()
+    env = dict(re.findall(r"^Environment=(\w+)=(.*)$", text, re.M))
+    return cmd, env
+
+
+def test_services_from_their_unit_lines_work_end_to_end(tmp_path):
+    """Each service runs exactly as ExecStart says; a CLI-written fact reaches a request through the proxy."""
+    plan = render("systemd", tmp_path)
+    port = free_port()
+    upstream, model = FakeAnthropic(), FakeModel()
+    model.default = json.dumps({"facts": [{"key": "global/queue", "type": "reference", "value": "Jobs run on NATS JetStream.",
+                                            "turns": [1]}], "episode": {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}})
+    plan.home.ensure()
+    plan.home.config.write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n  upstream: {upstream.url}\n"
+                                f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n")
+    (plan.home.store / "dream").mkdir(parents=True, exist_ok=True)
+    (plan.home.store / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2020-01-01T00:00:00Z"}))
+    with Memory(plan.home, Config(owner="t")) as m:
+        m.append_turns("earlier", [("user", "we moved the job queue to nats jetstream", None, None)])
+    procs = []
+    try:
+        for s in SERVICES:
+            cmd, env = unit_command(plan, s)
+            if s == "dream":
+                cmd += ["--interval", "0.5"]   # the unit's line, checked more often
+            procs.append(subprocess.Popen(cmd, env={**os.environ, **env}, stdout=open(tmp_path / f"{s}.log", "wb"),
+                                          stderr=subprocess.STDOUT))
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                with urllib.request.urlopen(url + "/bead/health", timeout=1) as r:
+                    assert json.loads(r.read())["ok"]
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail((tmp_path / "proxy.log").read_text())
+        env = {**os.environ, "BEAD_HOME": str(plan.home.root)}
+        subprocess.run([BEAD, "write", "global/payments", "Payments go through Stripe; test keys live in .env.test.",
+                        "--type", "reference"], env=env, check=True)
+        body = json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "where do the stripe test keys live?"}]}).encode()
+        req = urllib.request.Request(url + "/v1/messages", data=body, headers={"content-type": "application/json", "x-bead-session": "e2e"})
+        urllib.request.urlopen(req, timeout=30).read()
+        sent = json.loads(upstream.requests[-1].body)
+        assert "Payments go through Stripe" in sent["messages"][0]["content"][-1]["text"]
+        # The indexer picks up a hand edit; the dream worker ran its pass against the fake model.
+        v1 = plan.home.facts / "global" / "payments" / "v1.md"
+        v1.write_text(v1.read_text().replace("Stripe", "Adyen"))
+
+        def found(q):
+            with Memory(plan.home, Config(owner="t")) as m:
+                return [h.id for h in m.index.search_facts(q)]
+        end = time.time() + 20
+        while time.time() < end and not (found("adyen") and found("jetstream")):
+            time.sleep(0.1)
+        assert found("adyen") == ["global/payments@v1"]
+        assert found("nats jetstream") == ["global/queue@v1"], (tmp_path / "dream.log").read_text()
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(15)
+        upstream.close()
+        model.close()
+
+
+SHELLS = [s for s in ("bash", "zsh") if shutil.which(s)]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_shell_wrapper(shell, tmp_path):
+    """`claude` uses the proxy when its health check answers, and runs directly (with one warning) when not."""
+    from conftest import launch_proxy, stop
+
+    upstream = FakeAnthropic()
+    home = tmp_path / "home"
+    proc, url = launch_proxy(home, upstream.url, tmp_path / "proxy.log")
+    listen = url[len("http://"):]
+    plan = Plan("systemd", tmp_path, Home(home), BEAD, listen)
+    from importlib import resources
+    (home / "shell.sh").write_text(resources.files("bead.setup").joinpath("shell.sh").read_text().replace("@LISTEN@", listen))
+    stand_in = tmp_path / "bin"
+    stand_in.mkdir()
+    (stand_in / "claude").write_text("#!/bin/sh\necho \"BASE=$ANTHROPIC_BASE_URL HINT=$CLAUDE_CODE_GATEWAY_HINT_HEADERS KEY=$ANTHROPIC_API_KEY TOKEN=$ANTHROPIC_AUTH_TOKEN ARGS=$*\"\n")
+    (stand_in / "claude").chmod(0o755)
+    env = {"PATH": f"{stand_in}:{os.environ['PATH']}", "HOME": str(tmp_path)}
+    script = f'. "{home / "shell.sh"}"; claude -p "hello there"'
+    try:
+        up = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=30)
+        assert up.stdout.strip() == f"BASE={url} HINT=1 KEY= TOKEN= ARGS=-p hello there" and up.stderr == ""
+    finally:
+        stop(proc)
+        upstream.close()
+    down = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=30)
+    assert down.stdout.strip() == "BASE= HINT= KEY= TOKEN= ARGS=-p hello there"
+    assert len(down.stderr.strip().splitlines()) == 1 and "not answering" in down.stderr
+
+
+class TestUp:
+    """bead up runs all three in the foreground; Ctrl-C stops them; a death is reported."""
+
+    def start(self, tmp_path):
+        home = tmp_path / "home"
+        Home(home).ensure()
+        port = free_port()
+        (home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
+        p = subprocess.Popen([sys.executable, "-m", "bead", "up"], env={**os.environ, "BEAD_HOME": str(home)},
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}/bead/health"
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url, timeout=1).read()
+                return p
+            except OSError:
+                time.sleep(0.1)
+        p.kill()
+        pytest.fail(p.stdout.read().decode())
+
+    def test_ctrl_c_stops_all(self, tmp_path):
+        p = self.start(tmp_path)
+        p.send_signal(signal.SIGINT)
+        out = p.communicate(timeout=60)[0].decode()
+        assert p.returncode == 0 and "bead up: stopped" in out
+        assert "proxy   |" in out and "indexer |" in out
+
+    def test_reports_which_service_died(self, tmp_path):
+        p = self.start(tmp_path)
+        children = subprocess.run(["pgrep", "-P", str(p.pid), "-f", "bead indexer"], capture_output=True, text=True).stdout.split()
+        assert children
+        os.kill(int(children[0]), signal.SIGKILL)
+        out = p.communicate(timeout=60)[0].decode()
+        assert p.returncode == 1 and "bead up: indexer exited with code -9" in out
