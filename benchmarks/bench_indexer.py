@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -49,13 +48,8 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bead-bench-indexer-"))
     proc = None
     try:
-        home = Home(root / "home").ensure()
-        rng = random.Random(11)
-        vocab = bench_store.vocabulary(rng)
-        weights = [1 / (i + 1) for i in range(len(vocab))]
-        mem = Memory(home, Config(owner="bench"))
-        mem.index
-        bench_store.populate(mem, rng, vocab, weights, args.facts, args.turns)
+        mem, rng, _, _ = bench_store.generated(root, args.facts, args.turns, seed=11, index=False)
+        home = mem.home
         t = time.perf_counter()
         d, _ = reconcile(mem.index, mem.facts, mem.raw)
         empty_s = time.perf_counter() - t

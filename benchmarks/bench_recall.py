@@ -12,7 +12,6 @@ rendering) and of the whole prepare step (capture, pinned block, splicing).
 from __future__ import annotations
 
 import argparse
-import random
 import shutil
 import statistics
 import sys
@@ -26,10 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_proxy  # noqa: E402
 import bench_store  # noqa: E402
 
-from bead.config import Config, parse  # noqa: E402
-from bead.index.rebuild import rebuild  # noqa: E402
-from bead.memory import Memory  # noqa: E402
-from bead.paths import Home  # noqa: E402
+from bead.config import parse  # noqa: E402
 from bead.proxy.engine import Engine  # noqa: E402
 
 
@@ -40,14 +36,9 @@ def main() -> None:
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bead-bench-recall-"))
     try:
-        home = Home(root / "home").ensure()
-        rng = random.Random(7)
-        vocab = bench_store.vocabulary(rng)
-        weights = [1 / (i + 1) for i in range(len(vocab))]
-        with Memory(home, Config(owner="bench")) as mem:
-            mem.index
-            bench_store.populate(mem, rng, vocab, weights, args.facts, args.turns)
-            rebuild(mem.index, mem.facts, mem.raw)
+        mem, *_ = bench_store.generated(root, args.facts, args.turns)
+        home = mem.home
+        mem.close()
         engine = Engine(home, parse(""))
         reqs = bench_proxy.load_requests()
         recall, prepare = [], []

@@ -84,6 +84,21 @@ def populate(mem: Memory, rng, vocab, weights, n_facts: int, n_turns: int) -> di
             "raw_append_turns_per_s": round(n_turns / raw_s)}
 
 
+def generated(root: Path, n_facts: int, n_turns: int, seed: int = 7, index: bool = True):
+    """(memory, rng, vocab, weights) over a generated store under ``root``, indexed when asked."""
+    from bead.index.rebuild import rebuild as rebuild_index
+
+    rng = random.Random(seed)
+    vocab = vocabulary(rng)
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    mem = Memory(Home(root / "home").ensure(), Config(owner="bench"))
+    mem.index  # the empty index first, so that populating does not index twice
+    populate(mem, rng, vocab, weights, n_facts, n_turns)
+    if index:
+        rebuild_index(mem.index, mem.facts, mem.raw)
+    return mem, rng, vocab, weights
+
+
 def bench_writes(mem: Memory, rng, vocab, weights, n: int, scratch: Path) -> dict:
     bead_ms, base_ms = [], []
     for i in range(n):

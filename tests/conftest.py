@@ -52,6 +52,18 @@ def bead(bead_home):
     return run
 
 
+def eventually(cond, timeout: float = 20.0, step: float = 0.05) -> bool:
+    """Poll ``cond`` until it holds or ``timeout`` passes (for work done by other processes)."""
+    import time
+
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(step)
+    return bool(cond())
+
+
 def all_bytes_under(root: Path) -> dict[Path, bytes]:
     out = {}
     for dirpath, _dirs, files in os.walk(root):

@@ -13,6 +13,8 @@ from bead.config import Config
 from bead.memory import Memory
 from bead.paths import Home
 
+from conftest import eventually
+
 
 def search_ids(home, q):
     with Memory(Home(home), Config(owner="t")) as m:
@@ -24,13 +26,6 @@ def raw_ids(home, q):
         return [h.id for h in m.index.search_raw(q)]
 
 
-def eventually(cond, timeout=10.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
 
 
 @pytest.fixture

@@ -13,17 +13,10 @@ from bead.config import Config
 from bead.memory import Memory
 from bead.paths import Home
 
-from conftest import launch_proxy, stop
+from conftest import eventually, launch_proxy, stop
 from fakes import FakeAnthropic, FakeModel
 
 
-def eventually(cond, timeout=20.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return cond()
 
 
 def spawn(home, log, *args, env=None):
