@@ -158,3 +158,10 @@ def test_sessions_like_finds_subagents_only(mem):
     for s in ("abc", "abc-1234", "abc-99", "abcd", "ab"):
         mem.append_turns(s, [("user", "x", T0, None)])
     assert sorted(mem.index.sessions_like("abc")) == ["abc", "abc-1234", "abc-99"]
+
+
+def test_raw_doc_freq_matches_porter_stems(mem):
+    """The gate reads raw term frequencies through FTS5's vocabulary, by the same porter stem."""
+    mem.append_turns("s", [("user", "running migrations", T0, None), ("user", "the migration runs", T0, None),
+                           ("user", "nothing here", T0, None)])
+    assert mem.index.raw_doc_freq(["migrations", "running", "absent"]) == {"migrations": 2, "running": 2, "absent": 0}

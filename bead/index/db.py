@@ -28,7 +28,7 @@ from ..store.rawlog import Turn
 from . import sqlite as sqlite_check
 from .query import fts_or_query
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 RAW_CHARS = 4000
 CONTEXT_CHARS = 200  # of each neighbouring turn, in the context column
 CONTEXT_WEIGHT = 0.5
@@ -59,6 +59,22 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+class _Stemmer:
+    """The porter stemmer that matches FTS5's porter tokenizer, loaded on first use."""
+
+    _impl = None
+
+    def stemWord(self, word: str) -> str:  # noqa: N802 - snowballstemmer's name
+        if _Stemmer._impl is None:
+            import snowballstemmer
+
+            _Stemmer._impl = snowballstemmer.stemmer("porter")
+        return _Stemmer._impl.stemWord(word)
+
+
+_STEM = _Stemmer()
 
 
 def _context(texts: dict[int, str], n: int) -> str:
@@ -153,6 +169,8 @@ class Index:
         # neighbours' (the answer to "when did X" is often the turn after X).
         db["raw"].enable_fts(["text", "context"], fts_version="FTS5", tokenize="porter", create_triggers=True)
         self.conn.execute(f"INSERT INTO raw_fts(raw_fts, rank) VALUES('rank', 'bm25(1.0, {CONTEXT_WEIGHT})')")
+        # Per-term document counts of raw turns, for the recall gate's IDF.
+        self.conn.execute("CREATE VIRTUAL TABLE raw_vocab USING fts5vocab(raw_fts, col)")
         for fts in ("facts_fts", "raw_fts"):
             # Deleted rows leave the full-text segments at once (forget).
             self.conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES('secure-delete', 1)")
@@ -290,6 +308,20 @@ class Index:
         cur = self.conn.execute(f"SELECT * FROM facts WHERE current = 1 {where}", params)
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def raw_size(self) -> int:
+        """About how many raw turns are indexed (max rowid: O(1), an upper bound)."""
+        return int(self.conn.execute("SELECT coalesce(max(rowid), 0) FROM raw").fetchone()[0])
+
+    def raw_doc_freq(self, terms: list[str]) -> dict[str, int]:
+        """Raw turns containing each term, through FTS5's vocabulary (porter stems, as indexed)."""
+        stems = {t: _STEM.stemWord(t) for t in terms}
+        if not stems:
+            return {}
+        marks = ",".join("?" * len(set(stems.values())))
+        counts = dict(self.conn.execute(f"SELECT term, doc FROM raw_vocab WHERE col = 'text' AND term IN ({marks})",
+                                        list(set(stems.values()))).fetchall())
+        return {t: int(counts.get(s, 0)) for t, s in stems.items()}
 
     def sessions_like(self, base: str) -> list[str]:
         """``base`` and its subagent sessions (``base-<hash>``), via the session index."""

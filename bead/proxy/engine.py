@@ -85,10 +85,12 @@ class Engine:
 
     def fact_stats(self, mem: Memory) -> gate.FactStats:
         gen = mem.index.facts_generation()
+        n_raw = mem.index.raw_size()
         with self._stats_lock:
-            if self._stats is None or self._stats[0] != gen:
+            if self._stats is None or self._stats[0] != gen or n_raw > self._stats[1].n_raw * 1.1 + 100:
                 rows = [(r["key"], r["body"]) for r in mem.index.current_fact_rows()]
-                self._stats = (gen, gate.FactStats(rows))
+                # The raw lookups run on whichever thread asks; each has its own connection.
+                self._stats = (gen, gate.FactStats(rows, lambda terms: self.memory().index.raw_doc_freq(terms), n_raw))
             return self._stats[1]
 
     def error(self, kind: str, exc: BaseException | None = None) -> None:

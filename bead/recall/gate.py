@@ -55,19 +55,57 @@ class Recall:
 
 
 class FactStats:
-    """Document frequency of terms over current facts (body + last key segment)."""
+    """Document frequency of terms over current facts (body + last key segment) and raw turns.
 
-    def __init__(self, rows: list[tuple[str, str]]):
+    IDF over facts alone is noisy while there are few facts; raw history is
+    the steadier background corpus. A term's weight is
+    log(1 + N/df) / log(1 + N) over N = facts + raw turns, so a term only one
+    document has weighs 1. Raw frequencies come from the index (FTS5's
+    vocabulary, looked up by the porter stem) for the few terms a request
+    needs, and are cached until the raw corpus grows by a tenth.
+    """
+
+    def __init__(self, rows: list[tuple[str, str]], raw_df=None, n_raw: int = 0):
         self.df: Counter[str] = Counter()
         for key, body in rows:
             self.df.update(set(fact_terms(key, body)))
-        self.n = max(len(rows), 1)
+        self.n_facts = len(rows)
+        self.n_raw = n_raw
+        self.raw_df = raw_df            # callable: list[str] -> {term: doc count}
+        self._raw: dict[str, int] = {}
+        self._own: frozenset[str] = frozenset()
+
+    @property
+    def n(self) -> int:
+        return max(self.n_facts + self.n_raw, 1)
+
+    def for_request(self, terms_needed, own: set[str] = frozenset()) -> "FactStats":
+        """A view for one request, with raw frequencies fetched for its terms (one query).
+
+        ``own`` holds the terms of the turn being answered: the proxy captured
+        it before recall, and a turn must not lower the weight of its own
+        words. The view shares the counts; only ``own`` is its own, so
+        concurrent requests never see each other's.
+        """
+        if self.raw_df is not None:
+            missing = [t for t in set(terms_needed) if t not in self._raw and t in self.df]
+            if missing:
+                fetched = {t: 0 for t in missing}
+                fetched.update(self.raw_df(missing))
+                self._raw.update(fetched)
+        view = object.__new__(FactStats)
+        view.__dict__.update(self.__dict__)
+        view._own = frozenset(own)
+        return view
 
     def weight(self, term: str) -> float:
         df = self.df.get(term, 0)
         if df == 0:
             return 0.0
-        return math.log(1 + self.n / df) / math.log(1 + self.n)
+        raw = self._raw.get(term, 0)
+        if raw and term in self._own:
+            raw -= 1
+        return math.log(1 + self.n / (df + raw)) / math.log(1 + self.n)
 
 
 def fact_terms(key: str, body: str) -> list[str]:
@@ -113,6 +151,8 @@ def recall(index, stats: FactStats, cues: list[Cue], project: str | None, exclud
     weights = cue_weights(cues, project)
     if not weights:
         return out
+    own = {t for c in cues if c.source in ("user", "tool_output") for t in terms(c.text)}
+    stats = stats.for_request(weights, own)
     query = " ".join(sorted(weights, key=lambda t: (-weights[t], -stats.weight(t)))[:64])
     scope = f"project/{project}" if project else None
     for hit in index.search_facts(query, limit=CANDIDATES, scope=scope, include_dormant=False):
