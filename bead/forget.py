@@ -16,6 +16,7 @@ from pathlib import Path
 from .errors import BeadError
 from .memory import Memory
 from .store.audit import normalise
+from .store.files import atomic_write
 from .store.facts import split_frontmatter
 from .store.keys import parse_id, validate_key
 from .store.locks import flocked
@@ -226,8 +227,6 @@ def apply(mem: Memory, plan: Plan) -> dict:
         p.unlink(missing_ok=True)
     needles = plan.needles
     for p in plan.session_lines:
-        from .store.files import atomic_write
-
         with flocked(p.with_suffix(".lock")):
             lines = p.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
             keep = [line for line in lines if not _line_matches(line, needles)]

@@ -7,7 +7,6 @@ current for what they change, so search sees a write as soon as it returns.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Callable, Iterable
 
 from . import config as config_mod

@@ -32,7 +32,6 @@ import bench_store  # noqa: E402
 from bead.config import Config  # noqa: E402
 from bead.index.rebuild import reconcile, sync_key  # noqa: E402
 from bead.memory import Memory  # noqa: E402
-from bead.paths import Home  # noqa: E402
 
 
 def pct(v, q):

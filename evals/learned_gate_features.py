@@ -1,5 +1,5 @@
 """Features for evals/learned_gate.py (an exploration; the proxy does not import this)."""
-import sys, math, re, random
+import sys, math, re
 sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parent.parent))
 from bead.evals import suite as S
 from bead.evals.suite import temp_memory
@@ -40,7 +40,6 @@ def turn_features(msgs, rows, stats, project='invoicing'):
     cands.sort(key=lambda c: -c['ev'])
     top = cands[0]['ev'] if cands else 0
     for i, c in enumerate(cands):
-        nxt = cands[i+1]['ev'] if i+1 < len(cands) else 0
         c['rank1'] = 1.0 if i == 0 else 0.0
         c['rank'] = i
         c['margin'] = c['ev'] - (cands[1]['ev'] if i == 0 and len(cands)>1 else top)

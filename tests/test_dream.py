@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from datetime import datetime, timedelta, timezone
 
 import pytest

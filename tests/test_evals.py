@@ -10,7 +10,7 @@ import yaml
 from bead.errors import BeadError
 from bead.evals import rawrecall, suite, supersession
 
-from conftest import REPO, SHARED
+from conftest import REPO
 
 
 def write_suite(tmp_path, data) -> str:

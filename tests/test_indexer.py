@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -90,7 +89,7 @@ class TestIndexer:
         indexer()
         f.path.write_text("---\nkey: [broken\n---\nGerman\n")
         before = f.path.read_bytes()
-        mem_other = mem.write("user/other", "still indexed after the broken file", "user")
+        mem.write("user/other", "still indexed after the broken file", "user")
         assert eventually(lambda: search_ids(bead_home, "still indexed") == ["user/other@v1"])
         assert eventually(lambda: search_ids(bead_home, "english") == [])
         assert f.path.read_bytes() == before

@@ -6,7 +6,6 @@ import json
 import urllib.request
 
 import anthropic
-import pytest
 
 from bead.config import Config
 from bead.memory import Memory

@@ -310,13 +310,19 @@ class TestSecurity:
         r = bead("proxy", "--listen", "0.0.0.0:7077")
         assert r.code == 1 and "loopback" in r.err
 
-    def test_no_credential_written(self, start_proxy, upstream, bead_home):
+    def test_no_credential_written(self, start_proxy, upstream, bead_home, tmp_path):
         url = start_proxy("--trace", str(bead_home / "trace.jsonl"))
         secret = "sk-ant-api03-" + "K" * 80
-        post(url, req("hello")[0], {"x-api-key": secret, "authorization": f"Bearer {secret}"})
+        post(url, req("a prompt body that must not be logged")[0], {"x-api-key": secret, "authorization": f"Bearer {secret}"})
+        post(url, b"{broken json so that a failure is logged")
         time.sleep(0.3)
         from conftest import all_bytes_under
         assert not [p for p, b in all_bytes_under(bead_home).items() if secret.encode() in b]
+        # The service log (stderr, as journald would get it): JSON lines, no body, no credential.
+        log = (tmp_path / "proxy-0.log").read_text()
+        lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+        assert any(e["level"] == "warning" and "failed open" in e["msg"] for e in lines)
+        assert secret not in log and "must not be logged" not in log and "broken json" not in log
 
 
 def test_trace_line_per_request(start_proxy, upstream, bead_home, tmp_path):

@@ -53,7 +53,6 @@ def test_model_choice_is_injected(bead_home, model, provider, monkeypatch):
     monkeypatch.setenv("BEAD_TEST_KEY", "sk-test-key")
     eng = engine(bead_home, model, provider)
     def choose(req):
-        text = json.dumps(req)
         # The memories are numbered in the prompt; pick the money rule.
         prompt = req["messages"][-1]["content"] if provider != "anthropic" else req["messages"][0]["content"]
         line = next(l for l in prompt.splitlines() if "global/money" in l)

@@ -255,7 +255,6 @@ def test_shell_wrapper(shell, tmp_path):
     home = tmp_path / "home"
     proc, url = launch_proxy(home, upstream.url, tmp_path / "proxy.log")
     listen = url[len("http://"):]
-    plan = Plan("systemd", tmp_path, Home(home), BEAD, listen)
     from importlib import resources
     (home / "shell.sh").write_text(resources.files("bead.setup").joinpath("shell.sh").read_text().replace("@LISTEN@", listen))
     stand_in = tmp_path / "bin"

@@ -35,7 +35,7 @@ def prompt(cues: list[Cue], candidates: list[dict]) -> str:
         if text:
             parts.append(f"[{_LABEL[c.source]}] {text}")
     mems = "\n".join(f"{i}. {row['key']}: {row['body']}" for i, row in enumerate(candidates, 1))
-    return f"<turn>\n" + "\n".join(parts) + f"\n</turn>\n<memories>\n{mems}\n</memories>"
+    return "<turn>\n" + "\n".join(parts) + f"\n</turn>\n<memories>\n{mems}\n</memories>"
 
 
 def parse(text: str, n: int) -> list[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterator
@@ -322,6 +322,3 @@ def _prune_empty(d: Path, stop: Path) -> None:
             return
         d = d.parent
 
-
-def replace_status(fact: Fact, status: str) -> Fact:
-    return replace(fact, status=status)
