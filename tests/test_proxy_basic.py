@@ -63,3 +63,4 @@ def test_health(start_proxy):
     with urllib.request.urlopen(url + "/bead/health") as r:
         data = json.loads(r.read())
     assert data["ok"] is True and "version" in data and data["errors"] == 0
+    assert data["index"] == "ok" and data["current_facts"] == 0 and "uptime_s" in data

@@ -85,8 +85,9 @@ def create_app(engine: Engine, upstream: str) -> Quart:
 
     @app.route("/bead/health", methods=["GET"])
     async def health():
+        state_ = await asyncio.to_thread(engine.store_state)
         return Response(json.dumps({"ok": True, "version": __version__, "upstream": upstream,
-                                    "home": str(engine.home.root), **engine.health()}),
+                                    "home": str(engine.home.root), **engine.health(), **state_}),
                         content_type="application/json")
 
     @app.route("/", defaults={"path": ""}, methods=METHODS)

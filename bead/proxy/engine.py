@@ -335,6 +335,15 @@ class Engine:
         except OSError as exc:
             self.error("trace", exc)
 
+    def store_state(self) -> dict:
+        """Cheap facts about the store and index for /bead/health."""
+        try:
+            idx = self.memory().index
+            facts = idx.conn.execute("SELECT count(*) FROM facts WHERE current = 1").fetchone()[0]
+            return {"store": str(self.home.store), "index": "ok", "current_facts": facts, "raw_turns_about": idx.raw_size()}
+        except Exception as exc:  # health must answer even when the index does not
+            return {"store": str(self.home.store), "index": f"unavailable ({type(exc).__name__})"}
+
     def health(self) -> dict:
         return {"uptime_s": round(time.time() - self.started, 1), "requests": self.counters["requests"],
                 "injections": self.counters["injections"], "errors": self.counters["errors"],
