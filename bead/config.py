@@ -96,7 +96,7 @@ dream:
 @dataclass
 class Config:
     owner: str
-    values: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=lambda: _defaults(SCHEMA))
 
     def get(self, dotted: str) -> Any:
         node: Any = self.values

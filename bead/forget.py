@@ -138,12 +138,27 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
                 continue
             if item.get("key") in plan.keys or any(n in normalise(str(item.get("value", ""))) for n in needles):
                 plan.queue_items.append(p)
+    for p in _trace_files(mem):
+        hits = sum(1 for line in p.read_text(encoding="utf-8", errors="replace").splitlines() if _line_matches(line, needles))
+        if hits:
+            plan.session_lines[p] = hits
     if mem.home.sessions.exists():
         for p in sorted(mem.home.sessions.glob("*.jsonl")):
             hits = sum(1 for line in p.read_text(encoding="utf-8", errors="replace").splitlines()
                        if _line_matches(line, needles))
             if hits:
                 plan.session_lines[p] = hits
+
+
+def _trace_files(mem: Memory) -> list[Path]:
+    """The proxy's trace (config proxy.trace or BEAD_TRACE): it quotes cue text, so forget scrubs it too."""
+    out = []
+    for value in (mem.config.get("proxy.trace"), os.environ.get("BEAD_TRACE")):
+        if value:
+            p = Path(value).expanduser().absolute()
+            if p.is_file() and p not in out:
+                out.append(p)
+    return out
 
 
 def _line_matches(line: str, needles: list[str]) -> bool:

@@ -140,3 +140,14 @@ class TestForgetMatch:
         assert bead("show", "user/pet").code == 1
         r = bead("write", "user/pet", "A cat named Biscotti-Wobble", "--type", "user", "--trust", "agent_observed")
         assert r.code == 1 and "tombstone" in r.err
+
+
+def test_forget_scrubs_the_proxy_trace(mem, monkeypatch, tmp_path):
+    """The trace quotes cue text; a forgotten value leaves it too."""
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(json.dumps({"cues": [{"source": "user", "text": f"my code is {VALUE}"}]}) + "\n"
+                     + json.dumps({"cues": [{"source": "user", "text": "unrelated"}]}) + "\n")
+    monkeypatch.setenv("BEAD_TRACE", str(trace))
+    mem.write("user/code", f"my code is {VALUE}", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/code"))
+    assert VALUE not in trace.read_text() and "unrelated" in trace.read_text()

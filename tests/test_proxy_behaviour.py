@@ -145,9 +145,8 @@ class TestFailOpen:
         url = start_proxy()
         body, hdr = req("is the index there", session="locked")
         from bead.index import sqlite as s
-        conn = s.module().connect(str(bead_home / "index.db"))
-        conn.execute("PRAGMA locking_mode=EXCLUSIVE")
-        conn.execute("BEGIN EXCLUSIVE")
+        conn = s.module().connect(str(bead_home / "index.db"), isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")   # another process holds the write lock for longer than the proxy waits
         conn.execute("INSERT INTO meta(name, value) VALUES('hold', '1')")
         try:
             status, _, data = post(url, body, hdr)
