@@ -70,6 +70,14 @@ class TestPinned:
         out3 = json.loads(engine.prepare(body([{"role": "user", "content": "new chat"}]), {"x-bead-session": "p2"}).body)
         assert "fish shell" in out3["system"][-1]["text"]
 
+    def test_pinned_facts_count_as_injected(self, engine):
+        """Decay reads inject events: a fact in every pinned block must never look unused."""
+        seed(engine, [("user/editor", "Helix editor", "user")])
+        engine.prepare(body([{"role": "user", "content": "hi"}]), {"x-bead-session": "aud"})
+        with Memory(engine.home, engine.config) as m:
+            events = [e for e in m.audit.entries() if e["event"] == "inject"]
+        assert [(e["id"], e["block"]) for e in events] == [("user/editor@v1", "pinned")]
+
     def test_budget(self, bead_home):
         home = Home(bead_home).ensure()
         eng = Engine(home, parse("proxy:\n  pinned_budget_tokens: 150\n"))

@@ -134,7 +134,11 @@ class Engine:
                 st.append({"kind": "pinned", "text": text, "ids": ids})
                 st.has_pinned, st.pinned, st.pinned_ids = True, text, ids
                 trace["pinned"] = ids
-            blocks: dict[int, list[bytes]] = {}
+                # Pinned facts count as injected: decay must not put to sleep
+                # the facts that every conversation starts with.
+                for fid in ids:
+                    mem.audit.record(self.clock(), "inject", id=fid, session=conv.session, block="pinned")
+            blocks: dict[int, list[str]] = {}
             for rec in sorted(st.cues.values(), key=lambda r: r.message):
                 if rec.text and rec.message < len(messages) and message_hash(messages[rec.message]) == rec.hash:
                     blocks.setdefault(rec.message, []).append(text_block(rec.text))
