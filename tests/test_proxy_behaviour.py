@@ -398,3 +398,12 @@ def test_why_explains_a_request(start_proxy, upstream, bead_home, tmp_path, bead
     out = json.loads(bead("why", "-1", "--trace", str(trace), "--json").out)
     assert out["injected"] == ["global/stripe-keys@v1"]
     assert bead("why", "5", "--trace", str(trace)).code == 1
+
+
+def test_encoded_path_passes_unchanged(start_proxy, upstream):
+    url = start_proxy()
+    u = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    conn.request("GET", "/v1/files/file%2Fwith%20slash?x=1")
+    conn.getresponse().read()
+    assert upstream.requests[-1].path == "/v1/files/file%2Fwith%20slash?x=1"

@@ -102,7 +102,9 @@ def create_app(engine: Engine, upstream: str) -> Quart:
         if request.method == "POST" and request.path == "/v1/messages":
             prep = await asyncio.to_thread(engine.prepare, body, headers)
         out_headers = [(k, v) for k, v in raw_headers if k.lower() not in REQUEST_DROP]
-        url = upstream + request.path + (("?" + request.query_string.decode("latin-1")) if request.query_string else "")
+        # The path as sent (percent-encoding intact), not Quart's decoded one.
+        raw_path = (request.scope.get("raw_path") or request.path.encode()).decode("latin-1")
+        url = upstream + raw_path + (("?" + request.query_string.decode("latin-1")) if request.query_string else "")
         client: httpx.AsyncClient = state["client"]
         try:
             up = await client.send(client.build_request(request.method, url, headers=out_headers, content=prep.body),
@@ -114,6 +116,7 @@ def create_app(engine: Engine, upstream: str) -> Quart:
         capture = prep.conv is not None and up.status_code < 400
 
         async def stream():
+            nonlocal capture
             try:
                 async for chunk in up.aiter_raw():
                     if capture:
@@ -121,6 +124,7 @@ def create_app(engine: Engine, upstream: str) -> Quart:
                             collector.feed(chunk)
                         except Exception as exc:  # capture must never break the stream
                             engine.error("capture", exc)
+                            capture = False
                     yield chunk
             except httpx.HTTPError as exc:
                 # The upstream dropped mid-stream: the harness has what arrived.
