@@ -140,6 +140,19 @@ class TestRules:
         assert mem.current("project/shop/e") is None and mem.current("project/shop/d") is None
         assert s["written"] == ["project/shop/f@v1"]
 
+    def test_duplicates_are_consolidated(self, make, model):
+        """The same value under another key reinforces the stored fact instead of adding a second one."""
+        mem = make()
+        mem.write("project/shop/queue", "Jobs run on RabbitMQ.", "project", trust="agent_observed")
+        session(mem, "s1", ["x"])
+        model.answers.append(answer({"key": "project/shop/broker", "type": "project", "value": "jobs run on rabbitmq."},
+                                    {"key": "project/shop/a", "type": "project", "value": "Deploys need a VPN."},
+                                    {"key": "project/shop/b", "type": "project", "value": "Deploys need a VPN."}))
+        rep = Dream(mem).run()
+        assert mem.current("project/shop/broker") is None and mem.current("project/shop/b") is None
+        assert "project/shop/broker (duplicate of project/shop/queue)" in rep.sessions["s1"]["unchanged"]
+        assert rep.sessions["s1"]["written"] == ["project/shop/a@v1"]
+
     def test_repeated_proposal_queued_once(self, make, model):
         mem = make()
         for sid in ("s1", "s2"):

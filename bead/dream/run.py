@@ -185,6 +185,7 @@ class Dream:
         self.model = model
         self.queue = Queue(mem)
         self.state = DreamState(mem.home.store / "dream" / "state.json")
+        self._values: dict[str, str] | None = None   # normalised current value -> key, for duplicates
 
     # ----- the pass ----------------------------------------------------------
     def run(self, dry_run: bool = False) -> Report:
@@ -304,11 +305,22 @@ class Dream:
             if not dry_run:
                 self.mem.audit.record(self.mem.clock(), "reinforce", key=key, id=current.id, by="dream")
             return
+        # Consolidate: the same value already stored under another key is a
+        # duplicate; it reinforces that fact instead of adding a second one.
+        if self._values is None:
+            self._values = {normalise(r["body"]): r["key"] for r in self.mem.index.current_fact_rows()}
+        other = self._values.get(normalise(value))
+        if other and other != key:
+            s["unchanged"].append(f"{key} (duplicate of {other})")
+            if not dry_run:
+                self.mem.audit.record(self.mem.clock(), "reinforce", key=other, by="dream")
+            return
         if dry_run:
             s["written"].append(f"{key} (would write)")
             return
         res = self.mem.write(key, value, ftype, trust="dream_inferred", sources=sources)
         (s["written"] if res.written else s["unchanged"]).append(res.fact.id)
+        self._values[normalise(value)] = key
 
     def _episode(self, sid: str, ep: dict, first: Turn) -> str:
         day = datetime.fromisoformat(first.at.replace("Z", "+00:00")) if first.at else self.mem.clock()
