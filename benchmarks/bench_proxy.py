@@ -19,7 +19,6 @@ import base64
 import http.client
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -37,10 +36,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_store  # noqa: E402
 from fakes import FakeAnthropic, Reply  # noqa: E402
 
-from bead.config import Config  # noqa: E402
-from bead.index.rebuild import rebuild  # noqa: E402
-from bead.memory import Memory  # noqa: E402
-from bead.paths import Home  # noqa: E402
 
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "claude-code" / "requests.jsonl"
 
@@ -122,17 +117,12 @@ def main() -> None:
     fake.default = Reply(kind="sse", text="A reply of moderate length from the fake upstream. " * 4)
     proc = None
     try:
-        home = Home(root / "home").ensure()
-        rng = random.Random(7)
-        vocab = bench_store.vocabulary(rng)
-        weights = [1 / (i + 1) for i in range(len(vocab))]
-        with Memory(home, Config(owner="bench")) as mem:
-            mem.index
-            bench_store.populate(mem, rng, vocab, weights, args.facts, args.turns)
-            # Facts of the fixtures' project, so the pinned block and recall have real work.
-            for i in range(40):
-                mem.write(f"project/demo/fact-{i}", f"The demo project note {i}: " + bench_store.sentence(rng, vocab, weights, 15), "project")
-            rebuild(mem.index, mem.facts, mem.raw)
+        mem, rng, vocab, weights = bench_store.generated(root, args.facts, args.turns)
+        home = mem.home
+        # Facts of the fixtures' project, so the pinned block and recall have real work.
+        for i in range(40):
+            mem.write(f"project/demo/fact-{i}", f"The demo project note {i}: " + bench_store.sentence(rng, vocab, weights, 15), "project")
+        mem.close()
         from fakes import free_port
         port = free_port()
         log = open(root / "proxy.log", "wb")

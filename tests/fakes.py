@@ -115,11 +115,7 @@ class FakeAnthropic:
                 self.send_header("content-length", "0")
                 self.end_headers()
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server, self.url = serve(Handler)
 
     def close(self):
         self.server.shutdown()
@@ -180,6 +176,14 @@ class FakeAnthropic:
             h.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.disconnects += 1
+
+
+def serve(handler) -> tuple[ThreadingHTTPServer, str]:
+    """Serve ``handler`` on a free loopback port in a daemon thread."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def free_port() -> int:
@@ -250,10 +254,7 @@ class FakeModel:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, self.url = serve(Handler)
 
     def close(self):
         self.server.shutdown()
