@@ -43,7 +43,7 @@ SCHEMA: dict[str, Any] = {
         "project": Field((str, type(None)), None, doc="project when the harness reports none"),
         "trace": Field((str, type(None)), None, doc="append one JSON line per request to this file"),
         "recall_deadline_ms": Field(int, 500, check=_positive, doc="past it, the request goes out without new memory"),
-        "pinned_budget_tokens": Field(int, 1000, check=_positive),
+        "pinned_budget_tokens": Field(int, 2000, check=_positive),
         "cue_budget_tokens": Field(int, 1500, check=_positive),
     },
     "recall": {

@@ -26,6 +26,9 @@ def run(suite: dict, split: str | None = None, config_text: str = "") -> dict:
             current[f["key"]] = res.fact.id
         engine = Engine(mem.home, parse_config(config_text), default_project=suite.get("project"))
         system = f"You are a coding agent.\n - Primary working directory: {suite.get('cwd', '/tmp/' + str(suite.get('project')))}"
+        # Not part of FORMAT.md's figures (the cue block is judged alone):
+        # what the pinned block of a conversation in this project would hold.
+        pinned = {i.rsplit("@v", 1)[0] for i in engine.pinned_ids({"system": system, "messages": []})}
         for t in turns:
             data = {"model": "eval", "max_tokens": 1, "system": system, "messages": t["messages"]}
             t0 = time.perf_counter()
@@ -35,7 +38,7 @@ def run(suite: dict, split: str | None = None, config_text: str = "") -> dict:
             keys = [i.rsplit("@v", 1)[0] for i in fact_ids]
             per_turn.append({"id": t["id"], "split": t.get("split", "dev"), "needs": list(t.get("needs") or []),
                              "injected": keys, "stale": [i for i in fact_ids if i != current.get(i.rsplit("@v", 1)[0])],
-                             "ms": ms, "rejected": trace.get("rejected", [])})
+                             "ms": ms, "rejected": trace.get("rejected", []), "pinned": sorted(pinned)})
         engine.memory().close()
     out = {"kind": "injection", "name": suite["name"], "splits": {}}
     for name in sorted({t["split"] for t in per_turn}) + ["all"]:
@@ -51,6 +54,7 @@ def figures(rows: list[dict]) -> dict:
     hits = sum(len(set(r["needs"]) & set(r["injected"])) for r in rows)
     false_turns = sum(1 for r in rows if set(r["injected"]) - set(r["needs"]))
     ms = [r["ms"] for r in rows]
+    delivered = sum(len(set(r["needs"]) & (set(r["injected"]) | set(r.get("pinned", [])))) for r in rows)
     return {
         "turns": len(rows), "injected": injected,
         "recall": round(hits / needed, 3) if needed else None,
@@ -58,15 +62,18 @@ def figures(rows: list[dict]) -> dict:
         "false_injection_turns": round(false_turns / len(rows), 3) if rows else None,
         "stale_injected": sum(len(r["stale"]) for r in rows),
         "p50_ms": round(percentile(ms, 50), 2), "p95_ms": round(percentile(ms, 95), 2),
+        # Beyond FORMAT.md: needed keys present in the pinned block or the cue block.
+        "delivered_with_pinned": round(delivered / needed, 3) if needed else None,
     }
 
 
 def table(result: dict) -> str:
     lines = [f"{result['name']} (injection)",
-             f"  {'split':<6} {'turns':>5} {'recall':>7} {'precision':>9} {'false-inj turns':>15} {'stale':>5} {'p50 ms':>7} {'p95 ms':>7}"]
+             f"  {'split':<6} {'turns':>5} {'recall':>7} {'precision':>9} {'false-inj turns':>15} {'stale':>5} {'p50 ms':>7} {'p95 ms':>7} {'with pinned':>11}"]
     for name, r in result["splits"].items():
         rec = "-" if r["recall"] is None else f"{r['recall']:.2f}"
         prec = "-" if r["precision"] is None else f"{r['precision']:.2f}"
+        pin = "-" if r["delivered_with_pinned"] is None else f"{r['delivered_with_pinned']:.2f}"
         lines.append(f"  {name:<6} {r['turns']:>5} {rec:>7} {prec:>9} {r['false_injection_turns']:>15.0%} "
-                     f"{r['stale_injected']:>5} {r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f}")
+                     f"{r['stale_injected']:>5} {r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f} {pin:>11}")
     return "\n".join(lines)

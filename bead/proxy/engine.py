@@ -262,6 +262,10 @@ class Engine:
         text, n = render.block("recall", render.CUE_HEADER, lines, self.config.get("proxy.cue_budget_tokens"))
         return text, ids[:n]
 
+    def pinned_ids(self, data: dict, headers: dict[str, str] | None = None) -> list[str]:
+        """The facts a fresh conversation's pinned block would hold (for the eval)."""
+        return self._pinned(self.memory(), derive(headers or {}, data, self.default_project))[1]
+
     def evaluate(self, data: dict, headers: dict[str, str] | None = None) -> tuple[list[str], dict]:
         """The recall step alone, as for the first request of a fresh conversation.
 
