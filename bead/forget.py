@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import BeadError
+from .index.rebuild import sync_raw
 from .memory import Memory
 from .store.audit import normalise
 from .store.files import atomic_write
@@ -233,7 +234,7 @@ def apply(mem: Memory, plan: Plan) -> dict:
     for path, numbers in plan.turns.items():
         if path.exists():
             redacted += len(mem.raw.redact_turns(path, numbers))
-            mem.index.sync_raw_file(path, mem.raw.read(path))
+            sync_raw(mem.index, mem.raw, path)
     # 4. Index rows of the keys.
     for key in plan.keys:
         mem.sync_key(key)

@@ -72,25 +72,38 @@ def reconcile(index: Index, facts: FactStore, raw: RawLog) -> tuple[Diff, list[P
         if parts[0] == "facts":
             keys.add("/".join(parts[1:-1]))
         elif parts[0] == "raw":
-            path = facts.root.parent / rel
-            if path.exists():
-                index.sync_raw_file(path, raw.read(path))
-            else:
-                index.drop_raw_file(rel)
+            sync_raw(index, raw, facts.root.parent / rel)
     for key in sorted(keys):
         problems.extend(sync_key(index, facts, key))
     return d, problems
 
 
 def sync_key(index: Index, facts: FactStore, key: str) -> list[Problem]:
+    """Make one key's rows match its files.
+
+    The files are read inside the index's write transaction: two processes
+    that write the same key one after the other also sync one after the
+    other, and the later sync reads the later files. Reading first and then
+    waiting for the lock could commit a stale view last.
+    """
     from ..errors import BeadError
 
-    try:
-        kv = facts.versions(key)
-    except BeadError as exc:
-        return [Problem(facts.root / key, exc.message)]
-    index.sync_key(kv, facts.key_dir(key))
+    with index.write_tx():
+        try:
+            kv = facts.versions(key)
+        except BeadError as exc:
+            return [Problem(facts.root / key, exc.message)]
+        index.sync_key(kv, facts.key_dir(key))
     return list(kv.problems)
+
+
+def sync_raw(index: Index, raw: RawLog, path: Path) -> None:
+    """Make one raw file's rows match it, reading it inside the write transaction (see sync_key)."""
+    with index.write_tx():
+        if path.exists():
+            index.sync_raw_file(path, raw.read(path))
+        else:
+            index.drop_raw_file(index.rel(path))
 
 
 def rebuild(index: Index, facts: FactStore, raw: RawLog,

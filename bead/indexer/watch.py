@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ..errors import BeadError
-from ..index.rebuild import reconcile, sync_key
+from ..index.rebuild import reconcile, sync_key, sync_raw
 from ..memory import Memory
 
 log = logging.getLogger("bead.indexer")
@@ -81,10 +81,7 @@ class Indexer:
                 keys.add("/".join(rel.parts[1:-1]))
             elif rel.parts[0] == "raw":
                 try:
-                    if path.exists():
-                        self.mem.index.sync_raw_file(path, self.mem.raw.read(path))
-                    else:
-                        self.mem.index.drop_raw_file(rel.as_posix())
+                    sync_raw(self.mem.index, self.mem.raw, path)
                 except OSError as exc:
                     log.warning("skipped %s: %s", path, exc)
         for key in sorted(keys):
