@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from ..capture.text import OWN, block_text, content_blocks
@@ -105,7 +106,10 @@ def project_slug(name: str) -> str | None:
     return slug or None
 
 
+@lru_cache(maxsize=256)
 def project_from_cwd(cwd: str) -> str | None:
+    """Cached: every request of a conversation reports the same directory, and the
+    walk up to its repository's .git is stat calls on the proxy's hot path."""
     return project_slug(main_checkout(Path(cwd)).name)
 
 
