@@ -82,6 +82,22 @@ class Reply:
     headers: list[tuple[str, str]] = field(default_factory=list)
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1, no request log, Nagle off: headers and body go out in separate
+    writes, and with Nagle on the second waits for the client's delayed ACK
+    (~40 ms), which would be measured as the proxy's overhead."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, *a):
+        pass
+
+    def body(self) -> bytes:
+        n = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(n) if n else b""
+
+
 class FakeAnthropic:
     def __init__(self):
         self.requests: list[Recorded] = []
@@ -90,19 +106,9 @@ class FakeAnthropic:
         self.disconnects = 0
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # Headers and body go out in separate writes; with Nagle on, the
-            # second waits for the client's delayed ACK (~40 ms), which would
-            # be measured as the proxy's overhead.
-            disable_nagle_algorithm = True
-
-            def log_message(self, *a):
-                pass
-
+        class Handler(QuietHandler):
             def _handle(self):
-                n = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(n) if n else b""
+                body = self.body()
                 fake.requests.append(Recorded(self.command, self.path, list(self.headers.items()), body))
                 reply = fake.replies.pop(0) if fake.replies else fake.default
                 fake._answer(self, reply, body)
@@ -209,16 +215,9 @@ class FakeModel:
         self.status = 200
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *a):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
-                n = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(n) or b"{}")
+                body = json.loads(self.body() or b"{}")
                 fake.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 answer = fake.answers.pop(0) if fake.answers else fake.default
                 if callable(answer):
