@@ -5,6 +5,13 @@ set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
 venv="$repo/.venv-test"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$repo[test]"
+# The install is editable, so code changes need no reinstall; pip runs again
+# only when pyproject.toml (the dependencies) changed since the last install.
+stamp="$venv/.bead-installed"
+want=$(cksum < "$repo/pyproject.toml")
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$repo[test]"
+  printf '%s\n' "$want" > "$stamp"
+fi
 cd "$repo"
 exec "$venv/bin/python" -m pytest -n 2 "$@"

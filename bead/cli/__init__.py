@@ -15,7 +15,30 @@ from . import eval as eval_cmd
 from . import dream, facts, forget, index, proxy, search, services, setup, status, why
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class BeadGroup(click.Group):
+    """The root group: a BeadError is printed with its hint and exits 1.
+
+    Handled here rather than around ``main`` so that every way of invoking
+    the CLI (the console script, ``python -m bead``, click's CliRunner in the
+    tests) shows the person the same message.
+    """
+
+    def invoke(self, ctx: click.Context):
+        from ..errors import BeadError
+
+        try:
+            return super().invoke(ctx)
+        except BeadError as exc:
+            click.echo(f"error: {exc.message}", err=True)
+            if exc.hint:
+                click.echo(f"  hint: {exc.hint}", err=True)
+            ctx.exit(1)
+        except click.exceptions.Abort:
+            click.echo("aborted: nothing was changed", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=BeadGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="bead")
 def cli() -> None:
     """bead: local memory for coding agents.
@@ -31,16 +54,9 @@ for module in (facts, search, forget, index, status, eval_cmd, proxy, why, servi
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: errors go to stderr with exit code 1 and a next step."""
-    from ..errors import BeadError
-
+    """Entry point: usage errors go to stderr with exit code 1 and a next step."""
     try:
         code = cli.main(args=argv, prog_name="bead", standalone_mode=False)
-    except BeadError as exc:
-        click.echo(f"error: {exc.message}", err=True)
-        if exc.hint:
-            click.echo(f"  hint: {exc.hint}", err=True)
-        sys.exit(1)
     except click.exceptions.Abort:
         click.echo("aborted: nothing was changed", err=True)
         sys.exit(1)
