@@ -1,4 +1,10 @@
-"""config.yaml: read strictly, written once.
+"""config.yaml: typed settings, read strictly, written once.
+
+The settings classes below are the schema: each field's annotation is its
+type, its default is the default, and its metadata holds the allowed values,
+a check and a line of documentation. The loader walks them, so a key exists
+in exactly one place and code reads settings as attributes
+(``config.proxy.recall_deadline_ms``).
 
 A typo or a bad value is an error that names the line and the fix; bead
 never falls back to a default silently. The file is created with mode 0600
@@ -7,74 +13,99 @@ when missing and never rewritten once it exists.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import getpass
 import os
+import types
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
 from .errors import BeadError
 from .paths import Home
 
+Check = Callable[[Any], "str | None"]  # returns an error text
 
-@dataclass(frozen=True)
-class Field:
-    kind: type | tuple[type, ...]
-    default: Any
-    choices: tuple[Any, ...] | None = None
-    check: Callable[[Any], str | None] | None = None  # returns an error text
-    doc: str = ""
+
+def setting(default: Any, doc: str = "", choices: tuple[Any, ...] | None = None, check: Check | None = None) -> Any:
+    """A leaf of the schema: its default, documentation, allowed values and check."""
+    return field(default=default, metadata={"doc": doc, "choices": choices, "check": check})
+
+
+def section(cls: type) -> Any:
+    return field(default_factory=cls)
 
 
 def _positive(v: Any) -> str | None:
     return None if v > 0 else "must be greater than 0"
 
 
-# The schema is data: one place says which keys exist, their types and
-# defaults. Sections for services that later issues add are listed here so
-# that the default file is complete and every key is validated.
-SCHEMA: dict[str, Any] = {
-    "owner": Field(str, None, doc="owner written on every record (default: login name)"),
-    "proxy": {
-        "listen": Field(str, "127.0.0.1:7077", doc="loopback address of the proxy"),
-        "upstream": Field(str, "https://api.anthropic.com", doc="the real API"),
-        "project": Field((str, type(None)), None, doc="project when the harness reports none"),
-        "trace": Field((str, type(None)), None, doc="append one JSON line per request to this file"),
-        "recall_deadline_ms": Field(int, 500, check=_positive, doc="past it, the request goes out without new memory"),
-        "pinned_budget_tokens": Field(int, 2000, check=_positive),
-        "cue_budget_tokens": Field(int, 1500, check=_positive),
-    },
-    "recall": {
-        "evidence_threshold": Field((int, float), 1.2, check=_positive, doc="the default gate's strong-match bar"),
-        "max_facts": Field(int, 2, check=_positive),
-        "max_excerpts": Field(int, 2),
-    },
-    "rerank": {
-        "enabled": Field(bool, False, doc="ask a chat model which candidates help (adds its latency)"),
-        "timeout_ms": Field(int, 4000, check=_positive),
-        "min_evidence": Field((int, float), 0.5),
-        "max_candidates": Field(int, 5, check=_positive),
-        # The dream model is used unless these name another one.
-        "provider": Field((str, type(None)), None, choices=("ollama", "anthropic", "openai")),
-        "model": Field((str, type(None)), None),
-        "base_url": Field((str, type(None)), None),
-        "api_key_env": Field((str, type(None)), None),
-        "api_key_command": Field((str, type(None)), None),
-    },
-    "dream": {
-        "provider": Field(str, "ollama", choices=("ollama", "anthropic", "openai")),
-        "model": Field((str, type(None)), None),
-        "base_url": Field((str, type(None)), None),
-        "api_key_env": Field((str, type(None)), None),
-        "api_key_command": Field((str, type(None)), None),
-        "schedule": Field(str, "7 3 * * *", doc="cron line, local time"),
-        "decay_days": Field(int, 60, check=_positive),
-        "timeout_s": Field((int, float), 120, check=_positive, doc="one model call's limit"),
-        "max_tokens_per_run": Field((int, type(None)), None),
-    },
-}
+PROVIDERS = ("ollama", "anthropic", "openai")
+
+
+@dataclass(frozen=True)
+class ProxySettings:
+    listen: str = setting("127.0.0.1:7077", "loopback address of the proxy")
+    upstream: str = setting("https://api.anthropic.com", "the real API")
+    project: str | None = setting(None, "project when the harness reports none")
+    trace: str | None = setting(None, "append one JSON line per request to this file")
+    recall_deadline_ms: int = setting(500, "past it, the request goes out without new memory", check=_positive)
+    pinned_budget_tokens: int = setting(2000, check=_positive)
+    cue_budget_tokens: int = setting(1500, check=_positive)
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    evidence_threshold: float = setting(1.2, "the default gate's strong-match bar", check=_positive)
+    max_facts: int = setting(2, check=_positive)
+    max_excerpts: int = setting(2)
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Which chat model to call; the key comes from a variable or a command, never the file."""
+
+    provider: str | None = setting(None, choices=PROVIDERS)
+    model: str | None = setting(None)
+    base_url: str | None = setting(None)
+    api_key_env: str | None = setting(None, "the NAME of a variable holding the key")
+    api_key_command: str | None = setting(None, "a command that prints the key")
+
+
+@dataclass(frozen=True)
+class RerankSettings(ModelSettings):
+    # The dream model is used for whatever of provider/model/... is left unset.
+    enabled: bool = setting(False, "ask a chat model which candidates help (adds its latency)")
+    timeout_ms: int = setting(4000, check=_positive)
+    min_evidence: float = setting(0.5)
+    max_candidates: int = setting(5, check=_positive)
+
+
+@dataclass(frozen=True)
+class DreamSettings(ModelSettings):
+    provider: str | None = setting("ollama", choices=PROVIDERS)
+    schedule: str = setting("7 3 * * *", "cron line, local time")
+    decay_days: int = setting(60, check=_positive)
+    timeout_s: float = setting(120, "one model call's limit", check=_positive)
+    max_tokens_per_run: int | None = setting(None)
+
+
+@dataclass(frozen=True)
+class Config:
+    owner: str = setting("", "owner written on every record (default: login name)")
+    proxy: ProxySettings = section(ProxySettings)
+    recall: RecallSettings = section(RecallSettings)
+    rerank: RerankSettings = section(RerankSettings)
+    dream: DreamSettings = section(DreamSettings)
+
+    def __post_init__(self) -> None:
+        if not self.owner:
+            object.__setattr__(self, "owner", getpass.getuser())
+
 
 DEFAULT_TEXT = """\
 # bead configuration. Every key is checked: a typo is an error, not a default.
@@ -93,73 +124,65 @@ dream:
 """
 
 
-@dataclass
-class Config:
-    owner: str
-    values: dict[str, Any] = field(default_factory=lambda: _defaults(SCHEMA))
-
-    def get(self, dotted: str) -> Any:
-        node: Any = self.values
-        for part in dotted.split("."):
-            node = node[part]
-        return node
+def _kinds(annotation: Any) -> tuple[type, ...]:
+    """The Python types a YAML value may have for a field annotation."""
+    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    out: list[type] = []
+    for a in args:
+        out.extend((int, float) if a is float else (a,))
+    return tuple(out)
 
 
-def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, spec in schema.items():
-        out[name] = _defaults(spec) if isinstance(spec, dict) else spec.default
-    return out
+def _type_name(kinds: tuple[type, ...]) -> str:
+    names = {str: "a string", int: "a whole number", float: "a number", bool: "true or false", type(None): "null"}
+    return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))
 
 
-def _type_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {str: "a string", int: "a whole number", bool: "true or false", type(None): "null"}
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
-
-
-def _validate(node: yaml.Node, schema: dict[str, Any], path: str, where: str) -> dict[str, Any]:
-    out = _defaults(schema)
+def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
     if isinstance(node, yaml.ScalarNode) and node.value in ("", "~", "null"):
-        return out
+        return cls()
     if not isinstance(node, yaml.MappingNode):
         raise BeadError(
             f"{where} line {node.start_mark.line + 1}: {path or 'the file'} must be a mapping of keys to values",
             f"edit {where} so that it holds `key: value` lines",
         )
-    seen = set()
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
     for key_node, value_node in node.value:
         line = key_node.start_mark.line + 1
         key = key_node.value
         dotted = f"{path}.{key}" if path else key
-        if key not in schema:
-            close = difflib.get_close_matches(key, list(schema), n=1)
-            fix = f"did you mean `{close[0]}`?" if close else f"known keys here: {', '.join(schema)}"
+        if key not in fields:
+            close = difflib.get_close_matches(key, list(fields), n=1)
+            fix = f"did you mean `{close[0]}`?" if close else f"known keys here: {', '.join(fields)}"
             raise BeadError(f"{where} line {line}: unknown key `{dotted}`", f"{fix} Fix or delete that line.")
-        if key in seen:
+        if key in values:
             raise BeadError(f"{where} line {line}: `{dotted}` is set twice", "delete one of the two lines")
-        seen.add(key)
-        spec = schema[key]
-        if isinstance(spec, dict):
-            out[key] = _validate(value_node, spec, dotted, where)
+        hint = hints[key]
+        if dataclasses.is_dataclass(hint):
+            values[key] = _validate(value_node, typing.cast(type, hint), dotted, where)
             continue
+        spec = fields[key]
         value = yaml.safe_load(yaml.serialize(value_node))
-        kinds = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
+        kinds = _kinds(hint)
         # YAML's `yes`/`true` are bools, and bool is an int in Python.
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             raise BeadError(
-                f"{where} line {line}: `{dotted}` must be {_type_name(spec.kind)}, not {value!r}",
-                f"set `{dotted}` to {_type_name(spec.kind)} (default: {spec.default!r})",
+                f"{where} line {line}: `{dotted}` must be {_type_name(kinds)}, not {value!r}",
+                f"set `{dotted}` to {_type_name(kinds)} (default: {spec.default!r})",
             )
-        if spec.choices and value is not None and value not in spec.choices:
+        choices = spec.metadata.get("choices")
+        if choices and value is not None and value not in choices:
             raise BeadError(
-                f"{where} line {line}: `{dotted}` is {value!r}, which is not one of {', '.join(map(str, spec.choices))}",
-                f"set `{dotted}` to one of: {', '.join(map(str, spec.choices))}",
+                f"{where} line {line}: `{dotted}` is {value!r}, which is not one of {', '.join(map(str, choices))}",
+                f"set `{dotted}` to one of: {', '.join(map(str, choices))}",
             )
-        if spec.check and value is not None and (problem := spec.check(value)):
+        check = spec.metadata.get("check")
+        if check and value is not None and (problem := check(value)):
             raise BeadError(f"{where} line {line}: `{dotted}` {problem}", f"change the value on line {line}")
-        out[key] = value
-    return out
+        values[key] = value
+    return cls(**values)
 
 
 def parse(text: str, where: str = "config.yaml") -> Config:
@@ -173,17 +196,16 @@ def parse(text: str, where: str = "config.yaml") -> Config:
             f"{where}{line} is not valid YAML: {getattr(exc, 'problem', exc)}",
             "fix the syntax on that line (indentation, a missing colon, an unclosed quote)",
         ) from None
-    values = _defaults(SCHEMA) if node is None else _validate(node, SCHEMA, "", where)
-    owner = values.get("owner") or getpass.getuser()
-    values["owner"] = owner
-    return Config(owner=owner, values=values)
+    if node is None:
+        return Config()
+    return typing.cast(Config, _validate(node, Config, "", where))
 
 
 def write_default(home: Home) -> bool:
     """Create config.yaml (0600) if it does not exist. Never rewrites one."""
     text = DEFAULT_TEXT.format(owner=getpass.getuser())
     try:
-        fd = os.open(home.config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(home.config, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         return False
     with os.fdopen(fd, "w", encoding="utf-8") as f:

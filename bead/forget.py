@@ -2,22 +2,27 @@
 
 Order matters: tombstones first (a crash after them cannot bring the value
 back through a later dream run), then the version files, the raw turns, the
-index rows, episodes and per-conversation state lines; then the index's WAL
-is truncated.
+index rows, episodes, review items, per-conversation state lines and trace
+lines; then the index's WAL is truncated. Each of those files belongs to a
+component, and forget calls that component's own operation.
 """
 
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from .core.memory import Memory
+from .core.state import Conversations
+from .core.trace import Trace, configured_paths
+from .dream.episodes import Episodes
+from .dream.queue import Queue
 from .errors import BeadError
-from .index.rebuild import sync_raw
-from .memory import Memory
+from .paths import enclosing_git
 from .store.audit import normalise
-from .store.files import atomic_write
 from .store.facts import split_frontmatter
 from .store.keys import parse_id, validate_key
 from .store.locks import flocked
@@ -28,12 +33,13 @@ from .store.rawlog import FORGOTTEN
 class Plan:
     """Everything one forget will touch."""
 
-    keys: dict[str, list[Path]] = field(default_factory=dict)       # key -> version files to delete
+    keys: dict[str, list[int]] = field(default_factory=dict)        # key -> version numbers to delete
     values: dict[str, list[str]] = field(default_factory=dict)      # key -> values (for tombstones)
     match_text: str | None = None
     turns: dict[Path, set[int]] = field(default_factory=dict)       # raw file -> turn numbers
     episodes: list[Path] = field(default_factory=list)
-    session_lines: dict[Path, int] = field(default_factory=dict)
+    session_lines: dict[Path, int] = field(default_factory=dict)    # state file -> lines to drop
+    trace_lines: dict[Path, int] = field(default_factory=dict)      # trace file -> lines to drop
     queue_items: list[Path] = field(default_factory=list)
 
     @property
@@ -45,9 +51,10 @@ class Plan:
 
     @property
     def empty(self) -> bool:
-        return not (self.keys or self.turns or self.episodes or self.session_lines or self.queue_items)
+        return not (self.keys or self.turns or self.episodes or self.session_lines or self.trace_lines
+                    or self.queue_items)
 
-    def summary(self, home_store: Path) -> dict:
+    def summary(self, home_store: Path) -> dict[str, Any]:
         return {
             "keys": sorted(self.keys),
             "versions": sum(len(v) for v in self.keys.values()),
@@ -55,26 +62,19 @@ class Plan:
                 f"{p.relative_to(home_store).as_posix()}#turn-{n}" for p, ns in self.turns.items() for n in ns
             ),
             "episodes": len(self.episodes),
-            "session_lines": sum(self.session_lines.values()),
+            "session_lines": sum(self.session_lines.values()) + sum(self.trace_lines.values()),
             "review_items": len(self.queue_items),
         }
 
 
 def refuse_git(mem: Memory) -> None:
-    for d in (mem.home.root, *mem.home.root.parents):
-        if (d / ".git").exists():
-            raise BeadError(
-                f"refusing to forget: the bead home is inside a git repository ({d})",
-                "git history keeps deleted content, so forget cannot keep its promise there; "
-                "move the home out of the repository (set BEAD_HOME) and run forget again",
-            )
-
-
-def _version_files(mem: Memory, key: str) -> list[Path]:
-    d = mem.facts.key_dir(key)
-    if not d.is_dir():
-        return []
-    return sorted(p for p in d.iterdir() if p.is_file())
+    repo = enclosing_git(mem.home.root)
+    if repo is not None:
+        raise BeadError(
+            f"refusing to forget: the bead home is inside a git repository ({repo})",
+            "git history keeps deleted content, so forget cannot keep its promise there; "
+            "move the home out of the repository (set BEAD_HOME) and run forget again",
+        )
 
 
 def _best_effort_value(path: Path) -> str | None:
@@ -87,22 +87,17 @@ def _best_effort_value(path: Path) -> str | None:
 
 def _add_key(mem: Memory, plan: Plan, key: str, only_version: int | None = None) -> None:
     kv = mem.facts.versions(key)
-    if only_version is not None:
-        facts = [f for f in kv.facts if f.version == only_version]
-        files = [mem.facts.key_dir(key) / f"v{only_version}.md"]
-        files = [p for p in files if p.exists()]
-    else:
-        facts = list(kv.facts)
-        files = _version_files(mem, key)
+    numbers = [n for n in kv.numbers if only_version is None or n == only_version]
+    if not numbers:
+        return
+    facts = [f for f in kv.facts if f.version in numbers]
     values = [f.body for f in facts]
     for p in kv.problems:
         if only_version is None or p.path.name == f"v{only_version}.md":
             v = _best_effort_value(p.path)
             if v:
                 values.append(v)
-    if not files:
-        return
-    plan.keys[key] = files
+    plan.keys[key] = numbers
     plan.values[key] = values
     for f in facts:
         for src in f.sources:
@@ -112,68 +107,50 @@ def _add_key(mem: Memory, plan: Plan, key: str, only_version: int | None = None)
                 plan.turns.setdefault(mem.home.raw / rel, set()).add(int(anchor))
 
 
+def _matcher(needles: list[str]) -> Callable[[str], bool]:
+    def matches(text: str) -> bool:
+        t = normalise(text)
+        return any(n in t for n in needles)
+    return matches
+
+
 def _scan_files(mem: Memory, plan: Plan) -> None:
-    """Raw turns, episodes and state lines that contain a needle (read from files)."""
+    """Raw turns, episodes, review items, state and trace lines that contain a needle."""
     needles = plan.needles
     if not needles:
         return
+    matches = _matcher(needles)
     for path in mem.raw.files():
-        text = normalise(path.read_text(encoding="utf-8", errors="replace"))
-        if not any(n in text for n in needles):
+        if not matches(path.read_text(encoding="utf-8", errors="replace")):
             continue
         for t in mem.raw.read(path):
-            if t.text != FORGOTTEN and any(n in normalise(t.text) for n in needles):
+            if t.text != FORGOTTEN and matches(t.text):
                 plan.turns.setdefault(path, set()).add(t.n)
-    if mem.home.episodes.exists():
-        for dirpath, _dirs, files in os.walk(mem.home.episodes):
-            for name in files:
-                p = Path(dirpath) / name
-                if any(n in normalise(p.read_text(encoding="utf-8", errors="replace")) for n in needles):
-                    plan.episodes.append(p)
-    queue = mem.home.store / "queue"
-    if queue.exists():
-        for p in sorted(queue.glob("*.json")):
-            try:
-                item = json.loads(p.read_text(encoding="utf-8"))
-            except json.JSONDecodeError:
-                continue
-            if item.get("key") in plan.keys or any(n in normalise(str(item.get("value", ""))) for n in needles):
-                plan.queue_items.append(p)
-    for p in _trace_files(mem):
-        hits = sum(1 for line in p.read_text(encoding="utf-8", errors="replace").splitlines() if _line_matches(line, needles))
-        if hits:
-            plan.session_lines[p] = hits
-    if mem.home.sessions.exists():
-        for p in sorted(mem.home.sessions.glob("*.jsonl")):
-            hits = sum(1 for line in p.read_text(encoding="utf-8", errors="replace").splitlines()
-                       if _line_matches(line, needles))
-            if hits:
-                plan.session_lines[p] = hits
+    plan.episodes = Episodes(mem.home).holding(matches)
+    plan.queue_items = Queue(mem).holding(set(plan.keys), matches)
+    line_matches = _line_matcher(needles)
+    plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
+    for p in configured_paths(mem.config):
+        n = Trace(p).matching_lines(line_matches)
+        if n:
+            plan.trace_lines[p] = n
 
 
-def _trace_files(mem: Memory) -> list[Path]:
-    """The proxy's trace (config proxy.trace or BEAD_TRACE): it quotes cue text, so forget scrubs it too."""
-    out = []
-    for value in (mem.config.get("proxy.trace"), os.environ.get("BEAD_TRACE")):
-        if value:
-            p = Path(value).expanduser().absolute()
-            if p.is_file() and p not in out:
-                out.append(p)
-    return out
+def _line_matcher(needles: list[str]) -> Callable[[str], bool]:
+    """A JSON line matches when its text does, or its decoded strings do (values inside JSON are escaped)."""
+    def matches(line: str) -> bool:
+        texts = [line]
+        try:
+            obj = json.loads(line)
+            texts.append(json.dumps(obj, ensure_ascii=False))
+            texts.append(" ".join(_strings(obj)))
+        except (json.JSONDecodeError, TypeError, RecursionError):
+            pass
+        return any(n in normalise(t) for t in texts for n in needles)
+    return matches
 
 
-def _line_matches(line: str, needles: list[str]) -> bool:
-    texts = [line]
-    try:
-        # Values inside JSON are escaped (quotes, newlines); compare decoded.
-        texts.append(json.dumps(json.loads(line), ensure_ascii=False))
-        texts.append(" ".join(_strings(json.loads(line))))
-    except (json.JSONDecodeError, TypeError):
-        pass
-    return any(n in normalise(t) for t in texts for n in needles)
-
-
-def _strings(obj) -> list[str]:
+def _strings(obj: Any) -> list[str]:
     if isinstance(obj, str):
         return [obj]
     if isinstance(obj, dict):
@@ -191,7 +168,8 @@ def plan_target(mem: Memory, target: str) -> Plan:
     validate_key(key)
     _add_key(mem, plan, key, version)
     if not plan.keys:
-        raise BeadError(f"nothing to forget: {target} has no version files", "check the key with `bead search` or `bead history KEY`")
+        raise BeadError(f"nothing to forget: {target} has no version files",
+                        "check the key with `bead search` or `bead history KEY`")
     _scan_files(mem, plan)
     return plan
 
@@ -202,7 +180,7 @@ def plan_match(mem: Memory, text: str) -> Plan:
     if len(needle) < 3:
         raise BeadError("--match needs 3 or more characters", "give a longer piece of the text to forget")
     plan = Plan(match_text=text)
-    kvs, problems = mem.facts.scan()
+    kvs, _problems = mem.facts.scan()
     for kv in kvs:
         bodies = [f.body for f in kv.facts] + [v for p in kv.problems if (v := _best_effort_value(p.path))]
         if any(needle in normalise(b) for b in bodies):
@@ -211,44 +189,32 @@ def plan_match(mem: Memory, text: str) -> Plan:
     return plan
 
 
-def apply(mem: Memory, plan: Plan) -> dict:
+def apply(mem: Memory, plan: Plan) -> dict[str, Any]:
     refuse_git(mem)
     now = mem.clock()
-    store = mem.home.store
     with flocked(mem.home.store_lock):
         # 1. Tombstones first: a crash after this cannot lose them.
         for key, values in plan.values.items():
             for v in dict.fromkeys(values):
                 digest = mem.tombstones.add(now, key, v, reason="forget")
                 mem.audit.record(now, "tombstone", key=key, sha256=digest)
-        # 2. Version files.
-        for key, files in plan.keys.items():
-            for p in files:
-                p.unlink(missing_ok=True)
-            d = mem.facts.key_dir(key)
-            while d != mem.home.facts and d.is_dir() and not any(d.iterdir()):
-                d.rmdir()
-                d = d.parent
+        # 2. Version files, and their index rows.
+        for key, numbers in plan.keys.items():
+            mem.delete_versions(key, numbers)
     # 3. Raw turns: the marker stays, the text becomes [forgotten].
     redacted = 0
     for path, numbers in plan.turns.items():
         if path.exists():
-            redacted += len(mem.raw.redact_turns(path, numbers))
-            sync_raw(mem.index, mem.raw, path)
-    # 4. Index rows of the keys.
-    for key in plan.keys:
-        mem.sync_key(key)
-    # 5. Episodes, review items and per-conversation state.
-    for p in plan.episodes + plan.queue_items:
-        p.unlink(missing_ok=True)
-    needles = plan.needles
-    for p in plan.session_lines:
-        with flocked(p.with_suffix(".lock")):
-            lines = p.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-            keep = [line for line in lines if not _line_matches(line, needles)]
-            atomic_write(p, "".join(keep).encode("utf-8"))
-    mem.index.checkpoint()
-    summary = plan.summary(store)
+            redacted += mem.redact_turns(path, numbers)
+    # 4. Episodes, review items, per-conversation state and the trace.
+    Episodes(mem.home).delete(plan.episodes)
+    Queue(mem).delete(plan.queue_items)
+    line_matches = _line_matcher(plan.needles)
+    Conversations(mem.home).scrub(list(plan.session_lines), line_matches)
+    for p in plan.trace_lines:
+        Trace(p).scrub(line_matches)
+    mem.checkpoint()
+    summary = plan.summary(mem.home.store)
     summary["raw_turns_redacted"] = redacted
     mem.audit.record(now, "forget", keys=summary["keys"], versions=summary["versions"],
                      raw_turns=redacted, episodes=summary["episodes"], session_lines=summary["session_lines"],

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from .config import ModelSettings
 from .errors import BeadError
 
 DEFAULT_BASE = {
@@ -51,17 +52,23 @@ class Model:
     timeout_s: float = 120.0
 
     @classmethod
-    def from_section(cls, section: dict, fallback: dict | None = None, timeout_s: float = 120.0) -> "Model":
-        """A model from a config section (``dream`` or ``rerank``); ``fallback`` fills what it leaves out."""
-        merged = {**(fallback or {}), **{k: v for k, v in section.items() if v is not None}}
-        provider = merged.get("provider") or "ollama"
-        model = merged.get("model")
+    def from_settings(cls, settings: ModelSettings, fallback: ModelSettings | None = None,
+                      timeout_s: float = 120.0) -> Model:
+        """A model from a config section (``dream`` or ``rerank``); ``fallback`` fills what it leaves unset."""
+
+        def pick(name: str) -> str | None:
+            value = getattr(settings, name)
+            if value is None and fallback is not None:
+                value = getattr(fallback, name)
+            return value
+
+        provider = pick("provider") or "ollama"
+        model = pick("model")
         if not model:
             raise BeadError(f"no model is set for the {provider} provider",
                             "set `dream.model` in config.yaml (for example a model your Ollama has pulled)")
-        return cls(provider, model, (merged.get("base_url") or DEFAULT_BASE[provider]).rstrip("/"),
-                   merged.get("api_key_env") or DEFAULT_KEY_ENV.get(provider), merged.get("api_key_command"),
-                   timeout_s)
+        return cls(provider, model, (pick("base_url") or DEFAULT_BASE[provider]).rstrip("/"),
+                   pick("api_key_env") or DEFAULT_KEY_ENV.get(provider), pick("api_key_command"), timeout_s)
 
     def key(self) -> str | None:
         if self.api_key_command:

@@ -1,10 +1,25 @@
-"""Where bead keeps things: one home, ``$BEAD_HOME`` or ``~/.bead``."""
+"""Where bead keeps things: one home, ``$BEAD_HOME`` or ``~/.bead``.
+
+Every path under the home is spelled here and nowhere else; components ask
+``Home`` for their files. Logs and other per-platform places come from
+platformdirs.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+
+VERSION_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md")   # fullmatch on a file name
+
+
+def version_number(name: str) -> int | None:
+    """N for a file named ``v<N>.md``; None for anything else."""
+    m = VERSION_FILE.fullmatch(name)
+    return int(m.group(1)) if m else None
 
 
 @dataclass(frozen=True)
@@ -13,10 +28,37 @@ class Home:
 
     root: Path
 
+    # ----- top level ---------------------------------------------------------
     @property
     def config(self) -> Path:
         return self.root / "config.yaml"
 
+    @property
+    def index_db(self) -> Path:
+        return self.root / "index.db"
+
+    @property
+    def audit_log(self) -> Path:
+        return self.root / "audit.log"
+
+    @property
+    def tombstones_log(self) -> Path:
+        return self.root / "tombstones.log"
+
+    @property
+    def sessions(self) -> Path:
+        """Per-conversation proxy state."""
+        return self.root / "sessions"
+
+    @property
+    def vault(self) -> Path:
+        return self.root / "vault"
+
+    @property
+    def shell_sh(self) -> Path:
+        return self.root / "shell.sh"
+
+    # ----- the store (the source of truth) -----------------------------------
     @property
     def store(self) -> Path:
         return self.root / "store"
@@ -34,24 +76,25 @@ class Home:
         return self.store / "episodes"
 
     @property
-    def index_db(self) -> Path:
-        return self.root / "index.db"
+    def queue(self) -> Path:
+        """The review queue: one JSON file per item."""
+        return self.store / "queue"
 
     @property
-    def audit_log(self) -> Path:
-        return self.root / "audit.log"
+    def reports(self) -> Path:
+        return self.store / "reports"
 
     @property
-    def tombstones_log(self) -> Path:
-        return self.root / "tombstones.log"
+    def dream_dir(self) -> Path:
+        return self.store / "dream"
 
     @property
-    def sessions(self) -> Path:
-        return self.root / "sessions"
+    def dream_state(self) -> Path:
+        return self.dream_dir / "state.json"
 
     @property
-    def vault(self) -> Path:
-        return self.root / "vault"
+    def dream_lock(self) -> Path:
+        return self.dream_dir / ".lock"
 
     @property
     def store_lock(self) -> Path:
@@ -61,7 +104,43 @@ class Home:
     def raw_lock(self) -> Path:
         return self.raw / ".lock"
 
-    def ensure(self) -> "Home":
+    def fact_dir(self, key: str) -> Path:
+        """``store/facts/<key>``; the key must be validated by the caller."""
+        return self.facts.joinpath(*key.split("/"))
+
+    def fact_file(self, key: str, version: int) -> Path:
+        return self.fact_dir(key) / f"v{version}.md"
+
+    def raw_file(self, session: str, day: datetime) -> Path:
+        """``store/raw/YYYY/MM/DD/<session>.md`` (the day of the session's first turn)."""
+        return self.raw / f"{day:%Y}" / f"{day:%m}" / f"{day:%d}" / f"{session}.md"
+
+    def raw_glob(self, session: str) -> str:
+        """The glob under ``raw`` that finds a session's file on any day."""
+        return f"*/*/*/{session}.md"
+
+    def episode_file(self, session: str, day: datetime) -> Path:
+        return self.episodes / f"{day:%Y}" / f"{day:%m}" / f"{day:%d}" / f"{session}.md"
+
+    def report_file(self, day: datetime) -> Path:
+        return self.reports / f"{day:%Y-%m-%d}.md"
+
+    def queue_item(self, item_id: str) -> Path:
+        return self.queue / f"{item_id}.json"
+
+    def session_state(self, conversation_id: str) -> Path:
+        return self.sessions / f"{conversation_id}.jsonl"
+
+    def session_lock(self, conversation_id: str) -> Path:
+        return self.sessions / f"{conversation_id}.lock"
+
+    def service_log(self, service: str) -> Path:
+        """Where launchd writes a service's log (macOS): the platform's log folder."""
+        import platformdirs
+
+        return Path(platformdirs.user_log_dir("bead", appauthor=False)) / f"{service}.log"
+
+    def ensure(self) -> Home:
         """Create the home (mode 0700) and its directories if missing."""
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         # mkdir's mode is masked by the umask; the home holds private memory.
@@ -73,8 +152,19 @@ class Home:
 
 def resolve_home(env: dict[str, str] | None = None) -> Home:
     """``$BEAD_HOME`` if set, else ``~/.bead``."""
-    env = os.environ if env is None else env
+    env = dict(os.environ) if env is None else env
     value = env.get("BEAD_HOME")
     if value:
         return Home(Path(value).expanduser().absolute())
     return Home(Path.home() / ".bead")
+
+
+def enclosing_git(path: Path) -> Path | None:
+    """The nearest folder at or above ``path`` that holds a ``.git`` (dir or file)."""
+    for d in (path, *path.parents):
+        try:
+            if (d / ".git").exists():
+                return d
+        except OSError:
+            return None
+    return None

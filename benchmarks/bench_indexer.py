@@ -31,7 +31,8 @@ import bench_store  # noqa: E402
 
 from bead.config import Config  # noqa: E402
 from bead.index.rebuild import reconcile, sync_key  # noqa: E402
-from bead.memory import Memory  # noqa: E402
+from bead.core.memory import Memory  # noqa: E402
+from bead.recall.rank import search_facts
 
 
 def pct(v, q):
@@ -67,7 +68,7 @@ def main() -> None:
             tmp.write_text(text.rstrip("\n") + f" baselineword{i}\n")
             os.replace(tmp, path)
             sync_key(mem.index, mem.facts, key)
-            mem.index.search_facts(f"baselineword{i}")
+            search_facts(mem.index, f"baselineword{i}")
             base.append((time.perf_counter() - t) * 1000)
         mem.close()
         log = open(root / "indexer.log", "wb")
@@ -86,7 +87,7 @@ def main() -> None:
             tmp = path.parent / ".v1.md.swp"
             tmp.write_text(text.rstrip("\n") + f" {word}\n")
             os.replace(tmp, path)
-            while not reader.index.search_facts(word):
+            while not search_facts(reader.index, word):
                 time.sleep(0.002)
             lat.append((time.perf_counter() - t) * 1000)
         reader.close()

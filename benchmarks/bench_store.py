@@ -31,11 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bead.config import Config  # noqa: E402
 from bead.index.query import fts_or_query  # noqa: E402
 from bead.index.rebuild import rebuild  # noqa: E402
-from bead.memory import Memory  # noqa: E402
+from bead.core.memory import Memory  # noqa: E402
 from bead.paths import Home  # noqa: E402
 from bead.store.audit import iso  # noqa: E402
 from bead.store.facts import Fact  # noqa: E402
 from bead.store.files import atomic_write  # noqa: E402
+from bead.recall.rank import search_facts, search_raw  # noqa: E402
+from bead.index import sqlite as sqlite_check  # noqa: E402
 
 T0 = datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -115,7 +117,8 @@ def bench_writes(mem: Memory, rng, vocab, weights, n: int, scratch: Path) -> dic
 
 
 def bench_search(mem: Memory, rng, vocab, weights, n: int) -> dict:
-    conn = mem.index.conn
+    # The baseline runs the bare FTS5 query on a connection of its own.
+    conn = sqlite_check.module().connect(str(mem.home.index_db))
     out = {k: [] for k in ("facts", "facts_base", "raw", "raw_base")}
     # Queries skip the 100 most frequent words: in real text those are the
     # stopwords that bead's query builder drops before FTS5 sees them.
@@ -123,13 +126,13 @@ def bench_search(mem: Memory, rng, vocab, weights, n: int) -> dict:
         q = sentence(rng, vocab[100:], weights[100:], rng.randint(3, 8))
         fts = fts_or_query(q)
         t = time.perf_counter()
-        mem.index.search_facts(q, limit=10)
+        search_facts(mem.index, q, limit=10)
         out["facts"].append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
         conn.execute("SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? ORDER BY rank LIMIT 10", [fts]).fetchall()
         out["facts_base"].append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
-        mem.index.search_raw(q, limit=10)
+        search_raw(mem.index, q, limit=10)
         out["raw"].append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
         conn.execute("SELECT rowid FROM raw_fts WHERE raw_fts MATCH ? ORDER BY rank LIMIT 10", [fts]).fetchall()

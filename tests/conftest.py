@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bead.config import Config
-from bead.memory import Memory
+from bead.core.memory import Memory
 from bead.paths import Home
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ import pytest
 
 from bead import config
 from bead.errors import BeadError
-from bead.memory import Memory
+from bead.core.memory import Memory
 from bead.paths import Home, resolve_home
 
 

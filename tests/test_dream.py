@@ -12,9 +12,10 @@ from bead.dream.queue import Queue
 from bead.dream.run import CALL_CHARS, SYSTEM, Dream, LockHeld, chunks, reinforce
 from bead.dream.rules import instruction_like
 from bead.dream.worker import Worker, due
-from bead.memory import Memory
+from bead.core.memory import Memory
 from bead.paths import Home
 from bead.store.rawlog import Turn
+from bead.recall.rank import search_facts
 
 from fakes import FakeModel
 
@@ -255,8 +256,8 @@ class TestDecay:
         rep = Dream(mem).run()
         assert rep.dormant == ["project/shop/old@v1"]
         assert mem.current("project/shop/old").status == "dormant"
-        assert [h.id for h in mem.index.search_facts("old deploy target heroku")][0] == "project/shop/old@v1"
-        assert "project/shop/old@v1" not in [h.id for h in mem.index.search_facts("heroku", include_dormant=False)]
+        assert [h.id for h in search_facts(mem.index, "old deploy target heroku")][0] == "project/shop/old@v1"
+        assert "project/shop/old@v1" not in [h.id for h in search_facts(mem.index, "heroku", include_dormant=False)]
         reinforce(mem, "project/shop/old")
         assert mem.current("project/shop/old").status == "current"
         assert Dream(mem).run().dormant == []

@@ -7,10 +7,16 @@ import json
 import pytest
 
 from bead.config import parse
-from bead.memory import Memory
+from bead.core.memory import Memory
 from bead.paths import Home
-from bead.proxy.conversation import derive
-from bead.proxy.engine import Engine, is_auxiliary, propose_key
+from bead.core.conversation import identify
+from bead.core.remember import propose_key
+from bead.proxy.engine import Engine
+from bead.wire.anthropic import conversation_of, is_auxiliary
+
+
+def derive(headers, data, default_project):
+    return identify(headers, conversation_of(data, headers), default_project)
 
 
 def body(messages, system="You help.\n - Primary working directory: /home/dev/src/shop", **extra) -> bytes:

@@ -12,6 +12,7 @@ import yaml
 
 from bead.errors import BeadError, RefusedWrite
 from bead.store.facts import FIELDS, split_frontmatter
+from bead.recall.rank import search_facts
 
 
 def frontmatter(path):
@@ -79,7 +80,7 @@ class TestCrash:
         script = textwrap.dedent(f"""
             import os
             import bead.store.facts as facts
-            from bead.memory import Memory
+            from bead.core.memory import Memory
             from bead.paths import Home
             from bead.config import Config
             from pathlib import Path
@@ -106,7 +107,7 @@ class TestConcurrentWriters:
     def test_eight_processes(self, mem, bead_home):
         script = textwrap.dedent(f"""
             import sys
-            from bead.memory import Memory
+            from bead.core.memory import Memory
             from bead.paths import Home
             from bead.config import Config
             from pathlib import Path
@@ -122,7 +123,7 @@ class TestConcurrentWriters:
             f"value from writer {i} round {j}" for i in range(8) for j in range(5))
         assert [f.status for f in kv.facts].count("current") == 1
         assert kv.facts[-1].status == "current"
-        hits = mem.index.search_facts("writer round", limit=50)
+        hits = search_facts(mem.index, "writer round", limit=50)
         assert [h.id for h in hits] == ["project/app/counter@v40"]
 
 
@@ -228,9 +229,9 @@ def test_index_follows_writes(mem):
     """After a write returns, search sees it; the old version leaves the current corpus."""
     mem.write("project/app/port", "The dev server listens on port 8080.", "project")
     mem.write("project/app/port", "The dev server listens on port 9090.", "project")
-    hits = mem.index.search_facts("dev server port")
+    hits = search_facts(mem.index, "dev server port")
     assert [h.id for h in hits] == ["project/app/port@v2"]
-    all_hits = mem.index.search_facts("dev server port", current_only=False)
+    all_hits = search_facts(mem.index, "dev server port", current_only=False)
     assert {h.id for h in all_hits} == {"project/app/port@v1", "project/app/port@v2"}
 
 

@@ -11,6 +11,7 @@ import pytest
 from bead import forget
 from bead.errors import BeadError
 from bead.store.rawlog import FORGOTTEN
+from bead.recall.rank import search_facts
 
 from conftest import all_bytes_under
 
@@ -69,8 +70,8 @@ class TestForgetKey:
         mem = full_store
         forget.apply(mem, forget.plan_target(mem, "user/code-word"))
         assert mem.current("user/editor").body.startswith("Helix")
-        assert [h.id for h in mem.index.search_facts("helix keymap")] == ["user/editor@v1"]
-        assert mem.index.search_facts("vault code word") == []
+        assert [h.id for h in search_facts(mem.index, "helix keymap")] == ["user/editor@v1"]
+        assert search_facts(mem.index, "vault code word") == []
         lines = (mem.home.sessions / "sess-a-abc.jsonl").read_text().splitlines()
         assert lines == [json.dumps({"injected": ["user/editor@v1"]})]
         assert not (mem.home.episodes / "2026" / "11" / "05" / "ep1.md").exists()
@@ -91,7 +92,7 @@ class TestForgetKey:
         mem.write("user/shell", "fish is the login shell", "user")
         forget.apply(mem, forget.plan_target(mem, "user/shell@v2"))
         assert mem.current("user/shell").body == "bash is the login shell"
-        assert [h.id for h in mem.index.search_facts("login shell")] == ["user/shell@v1"]
+        assert [h.id for h in search_facts(mem.index, "login shell")] == ["user/shell@v1"]
 
     def test_unknown_key(self, mem):
         with pytest.raises(BeadError):

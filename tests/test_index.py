@@ -12,6 +12,7 @@ from bead.index import db as dbmod
 from bead.index import sqlite as sqlite_check
 from bead.index.query import fts_or_query
 from bead.index.rebuild import diff, reconcile
+from bead.recall.rank import search_facts, search_raw
 
 T0 = datetime(2026, 11, 5, 9, 0, tzinfo=timezone.utc)
 
@@ -25,22 +26,21 @@ class TestDerived:
         mem.close()
         for suffix in ("", "-wal", "-shm"):
             (mem.home.root / f"index.db{suffix}").unlink(missing_ok=True)
-        assert [h.id for h in mem.index.search_facts("stripe")] == ["project/shop/payments@v1"]
-        assert [h.id for h in mem.index.search_raw("webhook")] == ["s1#1"]
+        assert [h.id for h in search_facts(mem.index, "stripe")] == ["project/shop/payments@v1"]
+        assert [h.id for h in search_raw(mem.index, "webhook")] == ["s1#1"]
 
     def test_schema_version_change_rebuilds(self, mem, monkeypatch):
         mem.write("user/editor", "helix", "user")
         mem.close()
         monkeypatch.setattr(dbmod, "SCHEMA_VERSION", dbmod.SCHEMA_VERSION + 1)
-        assert [h.id for h in mem.index.search_facts("helix")] == ["user/editor@v1"]
-        row = mem.index.conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
-        assert int(row[0]) == dbmod.SCHEMA_VERSION
+        assert [h.id for h in search_facts(mem.index, "helix")] == ["user/editor@v1"]
+        assert mem.index.schema_version() == dbmod.SCHEMA_VERSION
 
     def test_wal_and_secure_delete_are_on(self, mem):
-        conn = mem.index.conn
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
-        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+        pragmas = mem.index.pragmas()
+        assert pragmas["journal_mode"] == "wal"
+        assert pragmas["secure_delete"] == 1
+        assert pragmas["busy_timeout"] >= 5000
 
     def test_index_files_are_private(self, mem):
         mem.write("user/a", "alpha", "user")
@@ -53,7 +53,7 @@ class TestDerived:
         d = diff(mem.index, mem.facts, mem.raw)
         assert d.modified == ["facts/user/editor/v1.md"]
         reconcile(mem.index, mem.facts, mem.raw)
-        assert [h.id for h in mem.index.search_facts("kakoune")] == ["user/editor@v1"]
+        assert [h.id for h in search_facts(mem.index, "kakoune")] == ["user/editor@v1"]
         assert diff(mem.index, mem.facts, mem.raw).clean
 
     def test_deleted_file_seen_by_reconcile(self, mem):
@@ -61,7 +61,7 @@ class TestDerived:
         f.path.unlink()
         d, _ = reconcile(mem.index, mem.facts, mem.raw)
         assert d.deleted == ["facts/user/editor/v1.md"]
-        assert mem.index.search_facts("helix") == []
+        assert search_facts(mem.index, "helix") == []
 
     def test_reindex_prints_counts(self, mem, bead):
         mem.write("user/a", "alpha", "user")
@@ -84,8 +84,8 @@ class TestSearch:
     ])
     def test_any_text_is_a_valid_query(self, mem, text):
         mem.write("user/x", "stripe error flag value", "user")
-        mem.index.search_facts(text)
-        mem.index.search_raw(text)
+        search_facts(mem.index, text)
+        search_raw(mem.index, text)
 
     def test_terms_are_or_ed_and_quoted(self):
         assert fts_or_query('What is the "flaky" test?') == '"flaky" OR "test"'
@@ -95,14 +95,14 @@ class TestSearch:
     def test_boosts_active_scope(self, mem):
         mem.write("project/a/db", "the database is postgres", "project")
         mem.write("project/b/db", "the database is postgres too", "project")
-        assert mem.index.search_facts("database postgres", scope="project/b")[0].id == "project/b/db@v1"
-        assert mem.index.search_facts("database postgres", scope="project/a")[0].id == "project/a/db@v1"
+        assert search_facts(mem.index, "database postgres", scope="project/b")[0].id == "project/b/db@v1"
+        assert search_facts(mem.index, "database postgres", scope="project/a")[0].id == "project/a/db@v1"
 
     def test_dormant_fact_is_searchable(self, mem):
         f = mem.write("user/old-habit", "uses tabs for indentation", "user").fact
         mem.facts.set_status(f, "dormant")
         mem.sync_key("user/old-habit")
-        (hit,) = mem.index.search_facts("tabs indentation")
+        (hit,) = search_facts(mem.index, "tabs indentation")
         assert hit.row["status"] == "dormant"
 
     def test_cli_search_json_ranks_both_corpora(self, mem, bead):
@@ -142,15 +142,15 @@ def test_raw_search_can_leave_out_sessions(mem):
     """The proxy never injects excerpts of the current session: the index can exclude it."""
     mem.append_turns("current", [("user", "the migration failed on the orders table", T0, None)])
     mem.append_turns("older", [("user", "orders table migration needs a lock timeout", T0, None)])
-    assert {h.row["session"] for h in mem.index.search_raw("orders migration")} == {"current", "older"}
-    assert [h.row["session"] for h in mem.index.search_raw("orders migration", exclude_sessions=["current"])] == ["older"]
+    assert {h.row["session"] for h in search_raw(mem.index, "orders migration")} == {"current", "older"}
+    assert [h.row["session"] for h in search_raw(mem.index, "orders migration", exclude_sessions=["current"])] == ["older"]
 
 
 def test_exclusion_falls_back_when_the_excluded_session_fills_the_top(mem):
     """Many matching turns in the excluded session never crowd out the others."""
     mem.append_turns("noisy", [("user", "redis eviction policy allkeys lru", T0, None) for _ in range(60)])
     mem.append_turns("quiet", [("user", "redis eviction policy was changed to volatile lru", T0, None)])
-    hits = mem.index.search_raw("redis eviction policy lru", limit=5, exclude_sessions=["noisy"])
+    hits = search_raw(mem.index, "redis eviction policy lru", limit=5, exclude_sessions=["noisy"])
     assert [h.row["session"] for h in hits] == ["quiet"]
 
 

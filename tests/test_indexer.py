@@ -9,20 +9,21 @@ import sys
 import pytest
 
 from bead.config import Config
-from bead.memory import Memory
+from bead.core.memory import Memory
 from bead.paths import Home
+from bead.recall.rank import search_facts, search_raw
 
 from conftest import eventually
 
 
 def search_ids(home, q):
     with Memory(Home(home), Config(owner="t")) as m:
-        return [h.id for h in m.index.search_facts(q)]
+        return [h.id for h in search_facts(m.index, q)]
 
 
 def raw_ids(home, q):
     with Memory(Home(home), Config(owner="t")) as m:
-        return [h.id for h in m.index.search_raw(q)]
+        return [h.id for h in search_raw(m.index, q)]
 
 
 

@@ -8,7 +8,7 @@ import urllib.request
 import anthropic
 
 from bead.config import Config
-from bead.memory import Memory
+from bead.core.memory import Memory
 from bead.paths import Home
 
 

@@ -13,9 +13,10 @@ import urllib.parse
 import pytest
 
 from bead.config import Config
-from bead.memory import Memory
+from bead.core.memory import Memory
 from bead.paths import Home
 from bead.store.locks import flocked
+from bead.recall.rank import search_facts
 
 from fakes import Reply, sse, message_events
 
@@ -261,7 +262,7 @@ class TestConversation:
         url = start_proxy()
         post(url, *req("Remember that the staging database is on port 6543.", session="rem"))
         with mem_of(bead_home) as m:
-            hits = m.index.search_facts("staging database port")
+            hits = search_facts(m.index, "staging database port")
         assert hits and hits[0].row["trust"] == "user_stated" and "6543" in hits[0].text
         assert hits[0].id.startswith("project/proj-x/")
 
@@ -336,7 +337,7 @@ def test_trace_line_per_request(start_proxy, upstream, bead_home, tmp_path):
 
 
 def test_worktree_resolves_to_main_checkout(tmp_path):
-    from bead.proxy.conversation import project_from_cwd
+    from bead.core.conversation import project_from_cwd
     main = tmp_path / "Web-Shop"
     subprocess.run(["git", "init", "-q", str(main)], check=True)
     subprocess.run(["git", "-C", str(main), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",

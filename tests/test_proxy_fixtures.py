@@ -12,9 +12,9 @@ from collections import defaultdict
 import pytest
 
 from bead.config import Config
-from bead.memory import Memory
+from bead.core.memory import Memory
 from bead.paths import Home
-from bead.proxy.splice import Request, elements
+from bead.wire.splice import Request, elements
 
 from conftest import SHARED, launch_proxy, stop
 from fakes import FakeAnthropic, Reply

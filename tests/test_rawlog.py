@@ -11,6 +11,7 @@ import pytest
 
 from bead.errors import BeadError
 from bead.store.rawlog import FORGOTTEN, parse
+from bead.recall.rank import search_raw
 
 T0 = datetime(2026, 11, 5, 9, 12, tzinfo=timezone.utc)
 
@@ -47,7 +48,7 @@ class TestAppend:
         mem.raw.append("s", "assistant", "short", at=T0)
         script = textwrap.dedent(f"""
             from pathlib import Path
-            from bead.memory import Memory
+            from bead.core.memory import Memory
             from bead.paths import Home
             from bead.config import Config
             m = Memory(Home(Path({str(bead_home)!r})), Config(owner="t"))
@@ -63,12 +64,12 @@ class TestAppend:
 
     def test_appended_turns_are_searchable(self, mem):
         mem.append_turns("s", [("user", "the flaky test is test_checkout_discount", T0, None)])
-        hits = mem.index.search_raw("checkout discount flaky")
+        hits = search_raw(mem.index, "checkout discount flaky")
         assert [h.id for h in hits] == ["s#1"]
 
     def test_index_holds_first_4000_characters(self, mem):
         mem.append_turns("s", [("user", "alpha " * 700 + "omegaword", T0, None)])
-        assert mem.index.search_raw("alpha") and not mem.index.search_raw("omegaword")
+        assert search_raw(mem.index, "alpha") and not search_raw(mem.index, "omegaword")
         assert "omegaword" in mem.raw.read(mem.raw.find("s"))[0].text
 
 
@@ -80,7 +81,7 @@ class TestConcurrency:
         script = textwrap.dedent(f"""
             import sys
             from pathlib import Path
-            from bead.memory import Memory
+            from bead.core.memory import Memory
             from bead.paths import Home
             from bead.config import Config
             m = Memory(Home(Path({str(bead_home)!r})), Config(owner="t"))

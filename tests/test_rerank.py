@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bead.config import parse
-from bead.memory import Memory
+from bead.core.memory import Memory
 from bead.paths import Home
 from bead.proxy.engine import Engine
 

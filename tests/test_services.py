@@ -10,8 +10,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from bead.config import Config
-from bead.memory import Memory
+from bead.core.memory import Memory
 from bead.paths import Home
+from bead.recall.rank import search_facts
 
 from conftest import eventually, launch_proxy, stop
 from fakes import FakeAnthropic, FakeModel
@@ -43,7 +44,7 @@ def test_indexer_and_dream_worker_end_to_end(bead_home, tmp_path):
     try:
         def found(q):
             with Memory(home, Config(owner="t")) as m:
-                return [h.id for h in m.index.search_facts(q)]
+                return [h.id for h in search_facts(m.index, q)]
         assert eventually(lambda: found("rabbitmq") == ["project/shop/queue@v1"]), (tmp_path / "dream.log").read_text()
         fact = Memory(home, Config(owner="t")).current("project/shop/queue")
         assert fact.trust == "dream_inferred"
@@ -90,8 +91,8 @@ def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
         assert all(code == 0 for code, _, _ in writes), [e for c, e, _ in writes if c]
         print(f"\nCLI write under load: max {max(t for _, _, t in writes):.2f} s")
         with Memory(home, Config(owner="t")) as m:
-            assert m.index.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-            ids = {h.id for h in m.index.search_facts("concurrent value number", limit=50)}
+            assert m.index.integrity_check() == "ok"
+            ids = {h.id for h in search_facts(m.index, "concurrent value number", limit=50)}
             assert ids == {f"project/load/fact-{i}@v1" for i in range(16)}
             assert len(list(m.raw.files())) >= 20
     finally:

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from bead.config import Config
-from bead.memory import Memory
+from bead.core.memory import Memory
 from bead.paths import Home
 from bead.setup.install import SERVICES, Plan
+from bead.recall.rank import search_facts
 
 from fakes import FakeAnthropic, FakeModel, free_port
 
@@ -111,7 +112,7 @@ class TestSetupCommand:
         assert sorted(p.name for p in agents.iterdir()) == ["com.bead.indexer.plist", "com.bead.proxy.plist"]
         pl = plistlib.loads((agents / "com.bead.proxy.plist").read_bytes())
         assert pl["ProgramArguments"] == [true, "proxy"] and pl["RunAtLoad"] and pl["KeepAlive"]
-        assert pl["StandardErrorPath"] == str(home / ".bead" / "proxy.log")
+        assert pl["StandardErrorPath"] == str(home / "Library" / "Logs" / "bead" / "proxy.log")
         assert (home / ".zshrc").exists() and not (home / ".bashrc").exists()
         uid = os.getuid()
         assert f"launchctl bootstrap gui/{uid} {agents / 'com.bead.proxy.plist'}" in commands(log)
@@ -229,7 +230,7 @@ def test_services_from_their_unit_lines_work_end_to_end(tmp_path):
 
         def found(q):
             with Memory(plan.home, Config(owner="t")) as m:
-                return [h.id for h in m.index.search_facts(q)]
+                return [h.id for h in search_facts(m.index, q)]
         end = time.time() + 20
         while time.time() < end and not (found("adyen") and found("jetstream")):
             time.sleep(0.1)

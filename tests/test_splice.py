@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bead.proxy.splice import Request, SpliceError, append_blocks, text_block
+from bead.wire.splice import Request, SpliceError, append_blocks, text_block
 
 BODY = ('{"model":"m","system":[{"type":"text","text":"x-anthropic-billing-header: a;"},'
         '{"type":"text","text":"S ]} \\" [{","cache_control":{"type":"ephemeral"}}],'

@@ -11,7 +11,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 
 
 def open_memory():
-    from ..memory import Memory
+    from ..core.memory import Memory
 
     return Memory.open()
 

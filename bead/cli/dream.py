@@ -21,7 +21,7 @@ def dream_run(dry_run, as_json):
 
     mem = open_memory()
     rep = Dream(mem).run(dry_run=dry_run)
-    data = {"report": str(getattr(rep, "path", "")), "no_model": rep.no_model, "calls": rep.calls,
+    data = {"report": str(rep.path or ""), "no_model": rep.no_model, "calls": rep.calls,
             "tokens_in": rep.tokens_in, "tokens_out": rep.tokens_out, "sessions": rep.sessions,
             "failed": rep.failed, "dormant": rep.dormant, "queued": [i for i, _, _ in rep.queued],
             "stopped_early": rep.stopped_early, "dry_run": dry_run}
@@ -45,7 +45,7 @@ def dream_worker(interval):
     from ..dream.run import Dream
     from ..dream.worker import Worker, serve
     from ..log import setup_logging
-    from ..memory import Memory
+    from ..core.memory import Memory
     from .services import wait_for_signal
 
     setup_logging("dream")
@@ -54,7 +54,7 @@ def dream_worker(interval):
     def make():
         return Dream(mem)
 
-    worker = Worker(make, mem.config.get("dream.schedule"), mem.home.store / "dream" / "state.json", mem.clock)
+    worker = Worker(make, mem.config.dream.schedule, mem.home.dream_state, mem.clock)
     serve(worker, wait_for_signal(), interval)
     mem.close()
 

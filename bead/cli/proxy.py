@@ -18,15 +18,15 @@ def proxy(listen, upstream, project, trace):
     Code at it with ANTHROPIC_BASE_URL=http://127.0.0.1:7077.
     """
     from ..log import setup_logging
-    from ..memory import Memory
+    from ..core.memory import Memory
     from ..proxy.app import create_app
     from ..proxy.engine import Engine
     from ..proxy.serve import parse_listen, serve
 
     setup_logging("proxy")
     mem = Memory.open()
-    host, port = parse_listen(listen or mem.config.get("proxy.listen"))
-    upstream = upstream or mem.config.get("proxy.upstream")
+    host, port = parse_listen(listen or mem.config.proxy.listen)
+    upstream = upstream or mem.config.proxy.upstream
     engine = Engine(mem.home, mem.config, default_project=project, trace_path=trace)
     mem.close()
     click.echo(f"bead proxy on http://{host}:{port} -> {upstream}", err=True)

@@ -20,9 +20,11 @@ def search(query, limit, corpus, all_versions, scope, as_json):
 
     QUERY is plain text: it is quoted into a valid FTS5 query, never passed raw.
     """
+    from ..recall.rank import search as ranked
+
     mem = open_memory()
-    facts, raw = mem.search(query, limit=limit, corpus=corpus or "all",
-                            current_only=not all_versions, scope=scope)
+    facts, raw = ranked(mem.index, query, limit=limit, corpus=corpus or "all",
+                        current_only=not all_versions, scope=scope)
     data = {
         "facts": [{"id": h.id, "score": float(f"{h.score:.4g}"), "status": h.row["status"], "trust": h.row["trust"],
                    "current": bool(h.row["current"]), "body": h.text} for h in facts],

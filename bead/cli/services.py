@@ -25,7 +25,7 @@ def indexer():
     """
     from ..indexer.watch import serve
     from ..log import setup_logging
-    from ..memory import Memory
+    from ..core.memory import Memory
 
     setup_logging("indexer")
     mem = Memory.open()

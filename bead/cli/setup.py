@@ -38,7 +38,7 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, uninstall, executable, 
     home = resolve_home().ensure()
     config = load(home)
     plan = Plan(platform=platform_ or platform_name(), user_home=Path.home(), home=home,
-                bead=executable or "", listen=config.get("proxy.listen"),
+                bead=executable or "", listen=config.proxy.listen,
                 services=tuple(s for s in SERVICES if not (no_dream and s == "dream")))
     if uninstall:
         acts = do_uninstall(plan)
@@ -75,10 +75,13 @@ def logs(service, lines):
     from ..paths import resolve_home
 
     if sys.platform == "darwin" or not shutil.which("journalctl"):
-        path = resolve_home().root / f"{service}.log"
+        from ..setup.install import launchd_log
+
+        path = launchd_log(service)
         if not path.exists():
             from ..errors import BeadError
-            raise BeadError(f"no log at {path}", "start the services with `bead setup` (or run `bead up`, which logs to the terminal)")
+            raise BeadError(f"no log at {path}",
+                            "start the services with `bead setup` (or run `bead up`, which logs to the terminal)")
         text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
         click.echo("\n".join(text))
         return

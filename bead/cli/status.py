@@ -9,9 +9,11 @@ from .common import emit, json_option, open_memory
 
 def collect(mem) -> dict:
     """Counts, index freshness and problems, each with the command that fixes it."""
+    from ..dream.queue import Queue
+    from ..errors import BeadError
     from ..index import sqlite
     from ..index.rebuild import diff
-    from ..errors import BeadError
+    from ..paths import enclosing_git
 
     problems: list[dict] = []
     kvs, file_problems = mem.facts.scan()
@@ -42,14 +44,13 @@ def collect(mem) -> dict:
             problems.append({"problem": f"the index is behind the files ({d.as_dict()})", "fix": "run `bead reindex`"})
     except BeadError as exc:
         problems.append({"problem": exc.message, "fix": exc.hint})
-    data["proxy"] = proxy_health(mem.config.get("proxy.listen"))
+    data["proxy"] = proxy_health(mem.config.proxy.listen)
     data["services"] = services_state()
     for name, st in data["services"].items():
         if st.get("state") == "failed":
             problems.append({"problem": f"the {name} service has failed", "fix": f"see `bead logs {name}`, then `systemctl --user restart bead-{name}`"})
     data["last_dream"] = last_dream(mem)
-    queue_dir = mem.home.store / "queue"
-    data["review_queue"] = sum(1 for p in queue_dir.glob("*.json") if '"status": "open"' in p.read_text(encoding="utf-8")) if queue_dir.exists() else 0
+    data["review_queue"] = Queue(mem).open_count()
     if data["proxy"].get("errors"):
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(data["proxy"]["error_kinds"].items()))
         problems.append({"problem": f"the proxy failed open {data['proxy']['errors']} time(s) ({kinds}); "
@@ -59,11 +60,10 @@ def collect(mem) -> dict:
     if mode & 0o077:
         problems.append({"problem": f"the home {mem.home.root} is readable by others (mode {mode:o})",
                          "fix": f"run `chmod 700 {mem.home.root}`"})
-    for d in (mem.home.root, *mem.home.root.parents):
-        if (d / ".git").exists():
-            problems.append({"problem": f"the home is inside a git repository ({d}); forget refuses to run there",
-                             "fix": "move the home out of the repository and set BEAD_HOME"})
-            break
+    repo = enclosing_git(mem.home.root)
+    if repo is not None:
+        problems.append({"problem": f"the home is inside a git repository ({repo}); forget refuses to run there",
+                         "fix": "move the home out of the repository and set BEAD_HOME"})
     return data
 
 
@@ -101,16 +101,12 @@ def services_state() -> dict:
 
 
 def last_dream(mem) -> dict | None:
-    reports = sorted((mem.home.store / "reports").glob("*.md")) if (mem.home.store / "reports").exists() else []
+    from ..dream.run import DreamState
+
+    reports = sorted(mem.home.reports.glob("*.md")) if mem.home.reports.exists() else []
     if not reports:
         return None
-    import json
-
-    try:
-        state = json.loads((mem.home.store / "dream" / "state.json").read_text())
-    except (OSError, ValueError):
-        state = {}
-    return {"last_run": state.get("last_run"), "report": str(reports[-1])}
+    return {"last_run": DreamState(mem.home.dream_state).data.get("last_run"), "report": str(reports[-1])}
 
 
 def proxy_health(listen: str) -> dict:

@@ -28,7 +28,7 @@ def why(which, trace_file, session, as_json):
 
     if not trace_file:
         mem = open_memory()
-        trace_file = mem.config.get("proxy.trace")
+        trace_file = mem.config.proxy.trace
         mem.close()
     if not trace_file:
         raise BeadError("no trace file is configured", "start the proxy with `bead proxy --trace FILE` and pass --trace FILE here")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BeadError
-from ..memory import Memory
+from ..core.memory import Memory
 from ..store.audit import iso, normalise
 from ..store.files import atomic_write
 
@@ -44,10 +45,10 @@ class Item:
 class Queue:
     def __init__(self, mem: Memory):
         self.mem = mem
-        self.dir = mem.home.store / "queue"
+        self.dir = mem.home.queue
 
     def path(self, item_id: str) -> Path:
-        return self.dir / f"{item_id}.json"
+        return self.mem.home.queue_item(item_id)
 
     def items(self, status: str | None = "open") -> list[Item]:
         out = []
@@ -65,6 +66,25 @@ class Queue:
         if not p.exists():
             raise BeadError(f"no review item {item_id}", "list the queue with `bead queue`")
         return Item(**json.loads(p.read_text(encoding="utf-8")))
+
+    def open_count(self) -> int:
+        return len(self.items("open"))
+
+    def holding(self, keys: set[str], matches: Callable[[str], bool]) -> list[Path]:
+        """Item files whose key is one of ``keys`` or whose value ``matches`` (forget's plan)."""
+        out = []
+        for p in sorted(self.dir.glob("*.json")) if self.dir.exists() else []:
+            try:
+                item = json.loads(p.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                continue
+            if item.get("key") in keys or matches(str(item.get("value", ""))):
+                out.append(p)
+        return out
+
+    def delete(self, paths: list[Path]) -> None:
+        for p in paths:
+            p.unlink(missing_ok=True)
 
     def _save(self, item: Item) -> None:
         atomic_write(self.path(item.id), json.dumps(item.as_dict(), ensure_ascii=False, indent=2).encode())

@@ -9,11 +9,11 @@ fails is not marked, so the next run tries it again.
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import json
 import logging
-import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -21,12 +21,15 @@ from pathlib import Path
 from ..capture.secrets import redact
 from ..errors import BeadError
 from ..llm import Model, ModelError
-from ..memory import Memory
+from ..core.memory import Memory
+from ..paths import Home
 from ..store.audit import iso, normalise
 from ..store.files import atomic_write
+from ..store.locks import LockBusy, flocked
 from ..store.keys import TYPES, validate_key
 from ..store.rawlog import FORGOTTEN, Turn
 from . import rules
+from .episodes import Episodes
 from .queue import Queue
 
 log = logging.getLogger("bead.dream")
@@ -72,6 +75,7 @@ class Report:
     queued: list[tuple[str, str, str]] = field(default_factory=list)
     stopped_early: str = ""
     no_model: str = ""
+    path: Path | None = None            # the report file, once written
 
     def session(self, sid: str) -> dict:
         return self.sessions.setdefault(sid, {"turns": 0, "written": [], "unchanged": [], "rejected": [],
@@ -123,16 +127,14 @@ class DreamState:
         atomic_write(self.path, json.dumps(self.data, indent=1, sort_keys=True).encode())
 
 
-def _lock(home_store: Path):
-    path = home_store / "dream" / ".lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+@contextlib.contextmanager
+def _run_lock(home: Home) -> Iterator[None]:
+    """Runs never overlap: a second one stops at once instead of waiting."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise LockHeld("another dream run holds store/dream/.lock", "wait for it to finish; runs never overlap") from None
-    return fd
+        with flocked(home.dream_lock, blocking=False):
+            yield
+    except LockBusy:
+        raise LockHeld(f"another dream run holds {home.dream_lock}", "wait for it to finish; runs never overlap") from None
 
 
 def chunks(turns: list[Turn]) -> list[list[Turn]]:
@@ -184,24 +186,23 @@ class Dream:
         self.config = mem.config
         self.model = model
         self.queue = Queue(mem)
-        self.state = DreamState(mem.home.store / "dream" / "state.json")
+        self.state = DreamState(mem.home.dream_state)
         self._values: dict[str, str] | None = None   # normalised current value -> key, for duplicates
 
     # ----- the pass ----------------------------------------------------------
     def run(self, dry_run: bool = False) -> Report:
         rep = Report(self.mem.clock(), dry_run)
-        fd = _lock(self.mem.home.store)
-        try:
+        with _run_lock(self.mem.home):
             t0 = time.perf_counter()
             if self.model is None:
                 try:
-                    self.model = Model.from_section(self.config.get("dream"), timeout_s=self.config.get("dream.timeout_s"))
+                    self.model = Model.from_settings(self.config.dream, timeout_s=self.config.dream.timeout_s)
                 except BeadError as exc:
                     rep.no_model = f"{exc.message} ({exc.hint})"
                     self._write_report(rep)
                     return rep
             rep.model = f"{self.model.provider}/{self.model.model}"
-            budget = self.config.get("dream.max_tokens_per_run")
+            budget = self.config.dream.max_tokens_per_run
             for sid, path in self._sessions():
                 turns = [t for t in self.mem.raw.read(path) if t.n > self.state.read(sid)]
                 if not turns:
@@ -217,8 +218,6 @@ class Dream:
             rep.seconds = time.perf_counter() - t0
             self._write_report(rep)
             return rep
-        finally:
-            os.close(fd)
 
     def _sessions(self):
         for path in self.mem.raw.files():
@@ -259,8 +258,7 @@ class Dream:
     def _context(self, chunk: list[Turn]) -> str:
         projects = {t.flags.get("project") for t in chunk if t.flags.get("project")}
         scopes = {"user", "global"} | {f"project/{p}" for p in projects}
-        rows = [r for r in self.mem.index.current_fact_rows("AND status != 'dormant' ORDER BY valid_from DESC")
-                if r["scope"] in scopes][:CONTEXT_FACTS]
+        rows = self.mem.index.context_facts(sorted(scopes), CONTEXT_FACTS)
         lines = "\n".join(f"- {r['key']} ({r['type']}): {r['body']}" for r in rows)
         proj = ", ".join(sorted(projects)) or "unknown"
         return f"Project of this conversation: {proj}\n<memory>\n{lines}\n</memory>"
@@ -308,7 +306,7 @@ class Dream:
         # Consolidate: the same value already stored under another key is a
         # duplicate; it reinforces that fact instead of adding a second one.
         if self._values is None:
-            self._values = {normalise(r["body"]): r["key"] for r in self.mem.index.current_fact_rows()}
+            self._values = {normalise(body): k for k, body in self.mem.index.current_bodies()}
         other = self._values.get(normalise(value))
         if other and other != key:
             s["unchanged"].append(f"{key} (duplicate of {other})")
@@ -322,23 +320,15 @@ class Dream:
         (s["written"] if res.written else s["unchanged"]).append(res.fact.id)
         self._values[normalise(value)] = key
 
-    def _episode(self, sid: str, ep: dict, first: Turn) -> str:
+    def _episode(self, sid: str, ep: dict[str, str], first: Turn) -> str:
         day = datetime.fromisoformat(first.at.replace("Z", "+00:00")) if first.at else self.mem.clock()
-        path = self.mem.home.episodes / f"{day:%Y}" / f"{day:%m}" / f"{day:%d}" / f"{sid}.md"
-        parts = [f"---\nsession: {sid}\nwritten: {iso(self.mem.clock())}\nowner: {self.mem.config.owner}\n---"]
-        for name in ("situation", "action", "outcome", "lesson"):
-            parts.append(f"## {name.capitalize()}\n{redact(str(ep.get(name, '')).strip())[0]}")
-        if path.exists():
-            # A later run over new turns adds to the session's episode.
-            atomic_write(path, (path.read_text(encoding="utf-8") + "\n" + "\n\n".join(parts[1:]) + "\n").encode())
-        else:
-            atomic_write(path, ("\n\n".join(parts) + "\n").encode())
+        path = Episodes(self.mem.home).write(sid, day, ep, self.mem.config.owner, self.mem.clock())
         return path.relative_to(self.mem.home.store).as_posix()
 
     # ----- decay -------------------------------------------------------------
     def _decay(self) -> list[str]:
         """Dormant: not pinned, and nothing wrote, injected or reinforced it for decay_days."""
-        days = self.config.get("dream.decay_days")
+        days = self.config.dream.decay_days
         cutoff = self.mem.clock() - timedelta(days=days)
         last: dict[str, str] = {}
         for e in self.mem.audit.entries():
@@ -353,14 +343,13 @@ class Dream:
                 continue
             seen = max(cur.valid_from or "", last.get(cur.key, ""))
             if seen and _parse(seen) < cutoff:
-                self.mem.facts.set_status(cur, "dormant")
-                self.mem.sync_key(cur.key)
+                self.mem.set_status(cur, "dormant")
                 self.mem.audit.record(self.mem.clock(), "decay", key=cur.key, id=cur.id)
                 out.append(cur.id)
         return out
 
     def _write_report(self, rep: Report) -> None:
-        path = self.mem.home.store / "reports" / f"{rep.started.astimezone(timezone.utc):%Y-%m-%d}.md"
+        path = self.mem.home.report_file(rep.started.astimezone(timezone.utc))
         path.parent.mkdir(parents=True, exist_ok=True)
         prior = path.read_text(encoding="utf-8") + "\n" if path.exists() else ""
         atomic_write(path, (prior + rep.render()).encode())
@@ -377,7 +366,6 @@ def reinforce(mem: Memory, key: str) -> str:
     if kv.current is None:
         raise BeadError(f"no fact under {key}", "check the key with `bead search`")
     if kv.current.status != "current":
-        mem.facts.set_status(kv.current, "current")
-        mem.sync_key(key)
+        mem.set_status(kv.current, "current")
     mem.audit.record(mem.clock(), "reinforce", key=key, id=kv.current.id)
     return kv.current.id

@@ -1,17 +1,22 @@
-"""kind: injection: which facts the proxy's recall step puts into the cue block.
+"""kind: injection: which facts the recall step puts into the cue block.
 
 Each turn is judged alone, as the first request of a fresh conversation, with
 the pinned block empty (FORMAT.md). The runner builds a Messages API request
-(a system prompt that reports `cwd`, then the turn's messages) and calls the
-proxy engine's own recall step.
+(a system prompt that reports `cwd`, then the turn's messages), parses it as
+the proxy does, and calls the same recall step and pinned block the proxy
+calls.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from ..config import parse as parse_config
-from ..proxy.engine import Engine
+from ..core.conversation import identify
+from ..core.pinned import pinned_block
+from ..recall.pipeline import Recaller
+from ..wire.anthropic import conversation_of
 from .suite import percentile, temp_memory
 
 
@@ -24,22 +29,28 @@ def run(suite: dict, split: str | None = None, config_text: str = "") -> dict:
             res = mem.write(f["key"], f["body"], f["type"], trust=f.get("trust", "user_stated"),
                             sensitivity=f.get("sensitivity", "private"), pinned=f.get("pinned"))
             current[f["key"]] = res.fact.id
-        engine = Engine(mem.home, parse_config(config_text), default_project=suite.get("project"))
-        system = f"You are a coding agent.\n - Primary working directory: {suite.get('cwd', '/tmp/' + str(suite.get('project')))}"
+        config = parse_config(config_text)
+        recaller = Recaller(config)
+        project = suite.get("project")
+        system = f"You are a coding agent.\n - Primary working directory: {suite.get('cwd', '/tmp/' + str(project))}"
         # Not part of FORMAT.md's figures (the cue block is judged alone):
         # what the pinned block of a conversation in this project would hold.
-        pinned = {i.rsplit("@v", 1)[0] for i in engine.pinned_ids({"system": system, "messages": []})}
+        first = identify({}, conversation_of({"system": system, "messages": []}, {}), project)
+        _text, pinned_ids = pinned_block(mem, first.project, config.proxy.pinned_budget_tokens)
+        pinned = {i.rsplit("@v", 1)[0] for i in pinned_ids}
         for t in turns:
-            data = {"model": "eval", "max_tokens": 1, "system": system, "messages": t["messages"]}
+            data: dict[str, Any] = {"model": "eval", "max_tokens": 1, "system": system, "messages": t["messages"]}
             t0 = time.perf_counter()
-            ids, trace = engine.evaluate(data)
+            conv = conversation_of(data, {})
+            cue = recaller.recall_for(mem, conv, identify({}, conv, project), set(),
+                                      config.proxy.recall_deadline_ms / 1000)
+            ids, trace = cue.ids, cue.trace
             ms = (time.perf_counter() - t0) * 1000
             fact_ids = [i for i in ids if not i.startswith("raw:")]
             keys = [i.rsplit("@v", 1)[0] for i in fact_ids]
             per_turn.append({"id": t["id"], "split": t.get("split", "dev"), "needs": list(t.get("needs") or []),
                              "injected": keys, "stale": [i for i in fact_ids if i != current.get(i.rsplit("@v", 1)[0])],
                              "ms": ms, "rejected": trace.get("rejected", []), "pinned": sorted(pinned)})
-        engine.memory().close()
     out = {"kind": "injection", "name": suite["name"], "splits": {}}
     for name in sorted({t["split"] for t in per_turn}) + ["all"]:
         rows = [t for t in per_turn if name == "all" or t["split"] == name]

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..index.rebuild import rebuild
 from .suite import percentile, temp_memory
+from ..recall.rank import search_raw
 
 _SYNTHETIC_START = datetime(2020, 1, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -43,7 +44,7 @@ def run(suite: dict, k_small: int = 5, k: int = 10) -> dict:
                 skipped += 1
                 continue
             t0 = time.perf_counter()
-            hits = mem.index.search_raw(q["query"], limit=k)
+            hits = search_raw(mem.index, q["query"], limit=k)
             latencies.append((time.perf_counter() - t0) * 1000)
             refs = [h.row["ref"] for h in hits]
             stale = [str(s) for s in q.get("stale") or []]

@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from ..core.memory import Memory
 from ..errors import BeadError
 
 FORMAT_HINT = "see the suite format in shared/evals/FORMAT.md; fix or delete that key"
@@ -74,10 +75,9 @@ def load(path: str | Path) -> dict:
 
 
 @contextlib.contextmanager
-def temp_memory() -> Iterator["object"]:
+def temp_memory() -> Iterator[Memory]:
     """A fresh bead home that is deleted afterwards; never the user's store."""
     from ..config import Config
-    from ..memory import Memory
     from ..paths import Home
 
     root = Path(tempfile.mkdtemp(prefix="bead-eval-"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .suite import temp_memory
+from ..recall.rank import search_facts
 
 MODES = ("supersession-rule", "similarity-only")
 
@@ -17,7 +18,7 @@ def run(suite: dict) -> dict:
                           sensitivity=w.get("sensitivity", "private"), pinned=w.get("pinned"))
             for q in scenario.get("queries") or []:
                 for mode in MODES:
-                    hits = mem.index.search_facts(q["query"], limit=1, current_only=(mode == MODES[0]),
+                    hits = search_facts(mem.index, q["query"], limit=1, current_only=(mode == MODES[0]),
                                                   scope=scenario.get("scope"))
                     top = hits[0].text.lower() if hits else ""
                     hit = bool(hits) and q["expect"].lower() in top

@@ -17,9 +17,9 @@ import hashlib
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import sqlite_utils
 
@@ -32,18 +32,9 @@ SCHEMA_VERSION = 4
 RAW_CHARS = 4000
 CONTEXT_CHARS = 200  # of each neighbouring turn, in the context column
 CONTEXT_WEIGHT = 0.5
-RECENCY = 0.2       # see search_raw; chosen on the dev suites (README, "Raw recall")
-RERANK_POOL = 3     # candidates per result that the recency tilt may reorder
 FACT_WEIGHTS = (2.0, 1.0)  # key text, body
-
-
-@dataclass(frozen=True)
-class Hit:
-    corpus: str            # "fact" | "raw"
-    id: str
-    score: float           # higher is better
-    text: str
-    row: dict
+# The frontmatter fields a fact row keeps (store.facts.FIELDS is the whole list).
+INDEXED_FIELDS = ("id", "key", "version", "type", "trust", "owner", "status", "sensitivity", "pinned", "valid_from")
 
 
 def key_text(key: str) -> str:
@@ -89,18 +80,18 @@ class Index:
         sqlite3 = sqlite_check.module()
         # SQLite creates files with the umask's mode; the index holds memory text.
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        self.conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None,
+        self._conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None,
                                     check_same_thread=False)
-        self.db = sqlite_utils.Database(self.conn)
-        self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        self.db = sqlite_utils.Database(self._conn)
+        self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         # Zero freed pages so deleted text does not linger in the file.
-        self.conn.execute("PRAGMA secure_delete=ON")
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA secure_delete=ON")
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
         self.fresh = self._ensure_schema()
 
     def close(self) -> None:
-        self.conn.close()
+        self._conn.close()
 
     @contextlib.contextmanager
     def write_tx(self) -> Iterator[None]:
@@ -110,24 +101,24 @@ class Index:
         for another writer in WAL mode (SQLITE_BUSY at once); BEGIN IMMEDIATE
         waits for the busy timeout instead. Nested blocks use savepoints.
         """
-        if self.conn.in_transaction:
+        if self._conn.in_transaction:
             with self.db.atomic():
                 yield
             return
-        self.conn.execute("BEGIN IMMEDIATE")
+        self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
+        self._conn.execute("COMMIT")
 
     # ----- schema ---------------------------------------------------------
     def _schema_version(self) -> int | None:
         if "meta" not in self.db.table_names():
             return None
-        row = self.conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
+        row = self._conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
         return int(row[0]) if row else None
 
     def _ensure_schema(self) -> bool:
@@ -146,16 +137,15 @@ class Index:
         # Dropping an FTS5 table drops its shadow tables (`*_fts_data`, ...).
         for name in self.db.table_names():
             if not name.startswith("sqlite_") and "_fts_" not in name:
-                self.conn.execute(f"DROP TABLE IF EXISTS [{name}]")
+                self._conn.execute(f"DROP TABLE IF EXISTS [{name}]")
 
     def _create(self) -> None:
         db = self.db
         db["meta"].create({"name": str, "value": str}, pk="name")
         db["files"].create({"path": str, "kind": str, "size": int, "mtime_ns": int, "sha256": str}, pk="path")
         db["facts"].create({
-            "id": str, "key": str, "version": int, "type": str, "scope": str, "trust": str,
-            "owner": str, "status": str, "sensitivity": str, "pinned": int, "valid_from": str,
-            "current": int, "path": str, "key_text": str, "body": str,
+            **{name: (int if name in ("version", "pinned") else str) for name in INDEXED_FIELDS},
+            "scope": str, "current": int, "path": str, "key_text": str, "body": str,
         }, pk="id")
         db["facts"].create_index(["key"])
         db["facts"].enable_fts(["key_text", "body"], fts_version="FTS5", tokenize="porter", create_triggers=True)
@@ -168,12 +158,12 @@ class Index:
         # A turn is found by its own words and, at half weight, by its
         # neighbours' (the answer to "when did X" is often the turn after X).
         db["raw"].enable_fts(["text", "context"], fts_version="FTS5", tokenize="porter", create_triggers=True)
-        self.conn.execute(f"INSERT INTO raw_fts(raw_fts, rank) VALUES('rank', 'bm25(1.0, {CONTEXT_WEIGHT})')")
+        self._conn.execute(f"INSERT INTO raw_fts(raw_fts, rank) VALUES('rank', 'bm25(1.0, {CONTEXT_WEIGHT})')")
         # Per-term document counts of raw turns, for the recall gate's IDF.
-        self.conn.execute("CREATE VIRTUAL TABLE raw_vocab USING fts5vocab(raw_fts, col)")
+        self._conn.execute("CREATE VIRTUAL TABLE raw_vocab USING fts5vocab(raw_fts, col)")
         for fts in ("facts_fts", "raw_fts"):
             # Deleted rows leave the full-text segments at once (forget).
-            self.conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES('secure-delete', 1)")
+            self._conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES('secure-delete', 1)")
         db["meta"].insert_all([
             {"name": "schema_version", "value": str(SCHEMA_VERSION)},
             {"name": "built_at", "value": str(time.time())},
@@ -198,7 +188,7 @@ class Index:
         cols = list(rows[0])
         sql = (f"INSERT OR REPLACE INTO [{table}] ({', '.join(cols)}) "
                f"VALUES ({', '.join('?' * len(cols))})")
-        self.conn.executemany(sql, [[r[c] for c in cols] for r in rows])
+        self._conn.executemany(sql, [[r[c] for c in cols] for r in rows])
 
     def rel(self, path: Path) -> str:
         return path.relative_to(self.store_root).as_posix()
@@ -209,34 +199,30 @@ class Index:
                                 "mtime_ns": st.st_mtime_ns, "sha256": sha or sha256_file(path)}])
 
     def _forget_file(self, rel: str) -> None:
-        self.conn.execute("DELETE FROM files WHERE path = ?", [rel])
+        self._conn.execute("DELETE FROM files WHERE path = ?", [rel])
 
     @staticmethod
-    def _fact_row(f: Fact, current: bool, rel: str) -> dict:
-        return {
-            "id": f.id, "key": f.key, "version": f.version, "type": f.type, "scope": f.scope,
-            "trust": f.trust, "owner": f.owner, "status": f.status, "sensitivity": f.sensitivity,
-            "pinned": int(f.pinned), "valid_from": f.valid_from, "current": int(current),
-            "path": rel, "key_text": key_text(f.key), "body": f.body,
-        }
+    def _fact_row(f: Fact, current: bool, rel: str) -> dict[str, Any]:
+        meta = f.frontmatter()
+        return {**{name: meta[name] for name in INDEXED_FIELDS}, "pinned": int(f.pinned), "scope": f.scope,
+                "current": int(current), "path": rel, "key_text": key_text(f.key), "body": f.body}
 
     def sync_key(self, kv: KeyVersions, key_dir: Path) -> None:
-        """Make the rows of one key match its files."""
+        """Make the rows of one key match its files (``key_dir`` is the key's folder)."""
         with self.write_tx():
-            old = [r[0] for r in self.conn.execute("SELECT path FROM facts WHERE key = ?", [kv.key])]
-            self.conn.execute("DELETE FROM facts WHERE key = ?", [kv.key])
+            old = [r[0] for r in self._conn.execute("SELECT path FROM facts WHERE key = ?", [kv.key])]
+            self._conn.execute("DELETE FROM facts WHERE key = ?", [kv.key])
             for rel in old:
                 self._forget_file(rel)
             prefix = self.rel(key_dir) + "/"
             # A primary-key range, not LIKE: it uses the index.
-            self.conn.execute("DELETE FROM files WHERE path >= ? AND path < ?", [prefix, prefix[:-1] + "0"])
+            self._conn.execute("DELETE FROM files WHERE path >= ? AND path < ?", [prefix, prefix[:-1] + "0"])
             # Readers that cache statistics over facts (the proxy's IDF) check this.
-            self.conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'facts_generation'")
+            self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'facts_generation'")
             cur = kv.current
             rows = [self._fact_row(f, f is cur, self.rel(f.path)) for f in kv.facts if f.sensitivity != "secret"]
             self._insert("facts", rows)
-            for n in kv.numbers:
-                p = key_dir / f"v{n}.md"
+            for p in kv.files:
                 if p.exists():
                     self._remember_file(p, "fact")
 
@@ -251,12 +237,12 @@ class Index:
                 by_session.setdefault(t.session, []).append(t)
             for session, ts in by_session.items():
                 first = ts[0].n
-                before = {n: text for n, text in self.conn.execute(
+                before = {n: text for n, text in self._conn.execute(
                     "SELECT n, text FROM raw WHERE session = ? AND n IN (?, ?)", [session, first - 2, first - 1])}
                 texts = {**before, **{t.n: t.text for t in ts}}
                 if first - 1 in before:
                     # The previous turn has a new neighbour now.
-                    self.conn.execute("UPDATE raw SET context = ? WHERE id = ?",
+                    self._conn.execute("UPDATE raw SET context = ? WHERE id = ?",
                                       [_context(texts, first - 1), f"{session}#{first - 1}"])
                 self._insert("raw", (self._raw_row(t, _context(texts, t.n)) for t in ts))
             for path in {t.path for t in turns}:
@@ -274,7 +260,7 @@ class Index:
         rel = self.rel(path)
         texts = {t.n: t.text for t in turns}
         with self.write_tx():
-            self.conn.execute("DELETE FROM raw WHERE path = ?", [rel])
+            self._conn.execute("DELETE FROM raw WHERE path = ?", [rel])
             self._insert("raw", (self._raw_row(t, _context(texts, t.n)) for t in turns))
             if path.exists():
                 self._remember_file(path, "raw")
@@ -283,16 +269,16 @@ class Index:
 
     def drop_raw_file(self, rel: str) -> None:
         with self.write_tx():
-            self.conn.execute("DELETE FROM raw WHERE path = ?", [rel])
+            self._conn.execute("DELETE FROM raw WHERE path = ?", [rel])
             self._forget_file(rel)
 
     def checkpoint(self) -> None:
         """Empty the WAL so deleted text leaves the -wal file too."""
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ----- reads ----------------------------------------------------------
     def counts(self) -> dict:
-        one = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731
+        one = lambda sql: self._conn.execute(sql).fetchone()[0]  # noqa: E731
         return {
             "fact_versions": one("SELECT count(*) FROM facts"),
             "current_facts": one("SELECT count(*) FROM facts WHERE current = 1"),
@@ -300,18 +286,24 @@ class Index:
             "files": one("SELECT count(*) FROM files"),
         }
 
-    def facts_generation(self) -> int:
-        row = self.conn.execute("SELECT value FROM meta WHERE name = 'facts_generation'").fetchone()
-        return int(row[0]) if row else 0
+    def pragmas(self) -> dict[str, Any]:
+        """The connection settings forget and concurrency rely on (for status and tests)."""
+        one = lambda name: self._conn.execute(f"PRAGMA {name}").fetchone()[0]  # noqa: E731
+        return {name: one(name) for name in ("journal_mode", "secure_delete", "busy_timeout")}
 
-    def current_fact_rows(self, where: str = "", params: tuple = ()) -> list[dict]:
-        cur = self.conn.execute(f"SELECT * FROM facts WHERE current = 1 {where}", params)
-        cols = [c[0] for c in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
+    def integrity_check(self) -> str:
+        return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+    def schema_version(self) -> int | None:
+        return self._schema_version()
+
+    def facts_generation(self) -> int:
+        row = self._conn.execute("SELECT value FROM meta WHERE name = 'facts_generation'").fetchone()
+        return int(row[0]) if row else 0
 
     def raw_size(self) -> int:
         """About how many raw turns are indexed (max rowid: O(1), an upper bound)."""
-        return int(self.conn.execute("SELECT coalesce(max(rowid), 0) FROM raw").fetchone()[0])
+        return int(self._conn.execute("SELECT coalesce(max(rowid), 0) FROM raw").fetchone()[0])
 
     def raw_doc_freq(self, terms: list[str]) -> dict[str, int]:
         """Raw turns containing each term, through FTS5's vocabulary (porter stems, as indexed)."""
@@ -319,13 +311,13 @@ class Index:
         if not stems:
             return {}
         marks = ",".join("?" * len(set(stems.values())))
-        counts = dict(self.conn.execute(f"SELECT term, doc FROM raw_vocab WHERE col = 'text' AND term IN ({marks})",
+        counts = dict(self._conn.execute(f"SELECT term, doc FROM raw_vocab WHERE col = 'text' AND term IN ({marks})",
                                         list(set(stems.values()))).fetchall())
         return {t: int(counts.get(s, 0)) for t, s in stems.items()}
 
     def sessions_like(self, base: str) -> list[str]:
         """``base`` and its subagent sessions (``base-<hash>``), via the session index."""
-        rows = self.conn.execute(
+        rows = self._conn.execute(
             "SELECT DISTINCT session FROM raw WHERE session = ? "
             "UNION SELECT DISTINCT session FROM raw WHERE session >= ? AND session < ?",
             [base, base + "-", base + "."])  # '.' sorts right after '-'
@@ -333,10 +325,11 @@ class Index:
 
     def file_fingerprints(self) -> dict[str, tuple[int, int, str, str]]:
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in
-                self.conn.execute("SELECT path, size, mtime_ns, sha256, kind FROM files")}
+                self._conn.execute("SELECT path, size, mtime_ns, sha256, kind FROM files")}
 
-    def search_facts(self, query: str, limit: int = 10, current_only: bool = True,
-                     scope: str | None = None, include_dormant: bool = True) -> list[Hit]:
+    def fact_candidates(self, query: str, limit: int, current_only: bool = True,
+                        include_dormant: bool = True) -> list[dict[str, Any]]:
+        """Fact rows that match ``query``, best BM25 first, each with its ``bm25`` score (higher is better)."""
         fts = fts_or_query(query)
         if not fts:
             return []
@@ -350,61 +343,83 @@ class Index:
             "FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
             f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?"
         )
-        cur = self.conn.execute(sql, [fts, max(limit * 3, 20)])
-        cols = [c[0] for c in cur.description]
-        hits = []
-        for values in cur.fetchall():
-            row = dict(zip(cols, values))
-            score = -row["rank"]
-            # The reference design's boosts: the person's own word, the active scope.
-            if row["trust"] == "user_stated":
-                score *= 1.2
-            if scope and row["scope"] == scope:
-                score *= 1.5
-            hits.append(Hit("fact", row["id"], score, row["body"], row))
-        hits.sort(key=lambda h: -h.score)
-        return hits[:limit]
+        return self._scored(sql, [fts, limit])
 
-    def search_raw(self, query: str, limit: int = 10, exclude_sessions: Iterable[str] = (),
-                   recency: float | None = None) -> list[Hit]:
-        """Raw turns by BM25, then a recency tilt among the strongest candidates.
-
-        A turn that states a changed value usually shares the old turn's words;
-        among candidates of comparable BM25 score the newer one should win, so
-        each candidate's score is multiplied by ``1 + recency * r`` where r runs
-        from 0 (oldest candidate) to 1 (newest).
-        """
+    def raw_candidates(self, query: str, limit: int, exclude_sessions: Iterable[str] = ()) -> list[dict[str, Any]]:
+        """Raw turn rows that match ``query``, best BM25 first, each with its ``bm25`` score."""
         fts = fts_or_query(query)
         if not fts:
             return []
-        recency = RECENCY if recency is None else recency
         exclude = set(exclude_sessions)
-        pool = max(limit * RERANK_POOL, limit)
         # Rank inside FTS5 first, then fetch only the top rows: joining before
         # the LIMIT reads every matching row of `raw`. Excluded sessions are
         # filtered from an over-fetch; only if that leaves too few rows does
         # the exact (slower) join run.
-        fetch = pool + (3 * limit + 20 if exclude else 0)
-        rows = self._raw_rows(
+        fetch = limit + (limit + 20 if exclude else 0)
+        rows = self._scored(
             "SELECT r.*, top.rank AS rank FROM (SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? "
             "ORDER BY rank LIMIT ?) AS top JOIN raw r ON r.rowid = top.rowid ORDER BY top.rank", [fts, fetch])
         kept = [r for r in rows if r["session"] not in exclude]
         if exclude and len(kept) < limit and len(rows) == fetch:
             marks = ",".join("?" * len(exclude))
-            kept = self._raw_rows(
+            kept = self._scored(
                 "SELECT r.*, bm25(raw_fts, 1.0, ?) AS rank FROM raw_fts JOIN raw r ON r.rowid = raw_fts.rowid "
                 f"WHERE raw_fts MATCH ? AND r.session NOT IN ({marks}) ORDER BY rank LIMIT ?",
-                [CONTEXT_WEIGHT, fts, *exclude, pool])
-        kept = kept[:pool]
-        if recency and len(kept) > 1:
-            # Rank of (time, turn number) among the candidates: 0 oldest, 1 newest.
-            order = sorted(range(len(kept)), key=lambda i: (kept[i]["at"], kept[i]["session"], kept[i]["n"]))
-            r = {i: pos / (len(kept) - 1) for pos, i in enumerate(order)}
-            scored = sorted(((-row["rank"]) * (1 + recency * r[i]), -i) for i, row in enumerate(kept))
-            kept = [kept[-i] for _, i in reversed(scored)]
-        return [Hit("raw", r["id"], -r["rank"], r["text"], r) for r in kept[:limit]]
+                [CONTEXT_WEIGHT, fts, *exclude, limit])
+        return kept[:limit]
 
-    def _raw_rows(self, sql: str, params: list) -> list[dict]:
-        cur = self.conn.execute(sql, params)
+    def pinned_candidates(self, project: str | None, limit: int = 400) -> list[dict[str, Any]]:
+        """Current facts for a conversation's pinned block: the person's (user, feedback) and the project's.
+
+        Pinned first, then the person's own word, then the newest; never
+        dormant or secret. The budget holds at most a few hundred lines, so
+        SQLite sorts and limits.
+        """
+        return self._rows(
+            "SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND sensitivity != 'secret' "
+            "AND (type IN ('user', 'feedback') OR scope = ?) "
+            "ORDER BY pinned DESC, trust != 'user_stated', valid_from DESC LIMIT ?",
+            [f"project/{project}" if project else "", limit])
+
+    def context_facts(self, scopes: Iterable[str], limit: int) -> list[dict[str, Any]]:
+        """The newest current, awake facts of the given scopes (``user``, ``project/x``, ...)."""
+        scopes = list(scopes)
+        if not scopes:
+            return []
+        marks = ",".join("?" * len(scopes))
+        return self._rows(
+            f"SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND scope IN ({marks}) "
+            "ORDER BY valid_from DESC LIMIT ?", [*scopes, limit])
+
+    def current_bodies(self) -> list[tuple[str, str]]:
+        """(key, body) of every current fact."""
+        return [(k, b) for k, b in self._conn.execute("SELECT key, body FROM facts WHERE current = 1")]
+
+    def current_fact_count(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM facts WHERE current = 1").fetchone()[0])
+
+    @contextlib.contextmanager
+    def deadline(self, seconds: float) -> Iterator[None]:
+        """Interrupt any query of this connection still running ``seconds`` from now.
+
+        The interrupted query raises the driver's OperationalError; the
+        caller decides what that means (the proxy fails open).
+        """
+        end = time.monotonic() + seconds
+        self._conn.set_progress_handler(lambda: 1 if time.monotonic() > end else 0, 2000)
+        try:
+            yield
+        finally:
+            self._conn.set_progress_handler(None, 0)
+
+    def _scored(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        """Rows of a query that selects FTS5's ``rank`` (lower is better), with ``bm25`` = -rank added."""
+        rows = self._rows(sql, params)
+        for r in rows:
+            r["bm25"] = -r.pop("rank")
+        return rows
+
+    def _rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        cur = self._conn.execute(sql, params)
         cols = [c[0] for c in cur.description]
-        return [dict(zip(cols, v)) for v in cur.fetchall()]
+        return [dict(zip(cols, v, strict=True)) for v in cur.fetchall()]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
+from ..paths import version_number
 from ..store.facts import FactStore, Problem
 from ..store.rawlog import RawLog
 from .db import Index, sha256_file
@@ -30,11 +31,11 @@ class Diff:
 
 def _store_files(facts: FactStore, raw: RawLog) -> dict[str, tuple[Path, str]]:
     out: dict[str, tuple[Path, str]] = {}
-    store_root = facts.root.parent
+    store_root = facts.home.store
     for dirpath, dirnames, filenames in os.walk(facts.root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         for name in filenames:
-            if name.startswith("v") and name.endswith(".md"):
+            if version_number(name) is not None:
                 p = Path(dirpath) / name
                 out[p.relative_to(store_root).as_posix()] = (p, "fact")
     for p in raw.files():
@@ -72,7 +73,7 @@ def reconcile(index: Index, facts: FactStore, raw: RawLog) -> tuple[Diff, list[P
         if parts[0] == "facts":
             keys.add("/".join(parts[1:-1]))
         elif parts[0] == "raw":
-            sync_raw(index, raw, facts.root.parent / rel)
+            sync_raw(index, raw, facts.home.store / rel)
     for key in sorted(keys):
         problems.extend(sync_key(index, facts, key))
     return d, problems

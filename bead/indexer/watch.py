@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import BeadError
 from ..index.rebuild import reconcile, sync_key, sync_raw
-from ..memory import Memory
+from ..core.memory import Memory
 
 log = logging.getLogger("bead.indexer")
 

@@ -16,7 +16,7 @@ import httpx
 from quart import Quart, Response, request
 
 from .. import __version__
-from .capture import ResponseCollector
+from ..wire.anthropic import ResponseCollector
 from .engine import Engine, Prepared
 
 log = logging.getLogger("bead.proxy")
@@ -113,7 +113,7 @@ def create_app(engine: Engine, upstream: str) -> Quart:
             engine.error("upstream", exc)
             return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})")
         collector = ResponseCollector(up.headers.get("content-type", ""), up.headers.get("content-encoding"))
-        capture = prep.conv is not None and up.status_code < 400
+        capture = prep.ident is not None and up.status_code < 400
 
         async def stream():
             nonlocal capture
@@ -141,13 +141,13 @@ def create_app(engine: Engine, upstream: str) -> Quart:
         response.timeout = None  # a long stream is never cut
         return response
 
-    app.engine = engine  # for tests and status
+    app.extensions["bead.engine"] = engine  # for tests and status
     return app
 
 
 def _finish(engine: Engine, prep: Prepared, collector: ResponseCollector) -> None:
     try:
-        engine.finish(prep, collector.result())
+        engine.finish(prep, collector.result(prep.n_messages))
     except Exception as exc:
         engine.error("capture", exc)
 

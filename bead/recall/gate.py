@@ -16,8 +16,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..config import RecallSettings
+from ..index.db import Index
 from ..index.query import STOPWORDS, terms
 from .cues import Cue
+from .rank import search_facts, search_raw
 from .render import text_id
 
 GENERIC = frozenset("""
@@ -29,9 +32,6 @@ script server set setup src start string test tests true false type update use u
 version work write yes
 """.split())
 
-EVIDENCE_GATE = 1.2
-MAX_FACTS = 2
-MAX_RAW = 2
 RAW_COVERAGE = 0.25
 CANDIDATES = 20
 
@@ -143,10 +143,13 @@ def coverage(cue_terms: set[str], text: str) -> float:
     return len(cue_terms & set(terms(text))) / len(cue_terms)
 
 
-def recall(index, stats: FactStats, cues: list[Cue], project: str | None, exclude_ids: set[str],
-           exclude_sessions: list[str], exclude_raw_texts: set[str], threshold: float = EVIDENCE_GATE,
-           max_facts: int = MAX_FACTS, max_raw: int = MAX_RAW) -> Recall:
-    """``exclude_raw_texts`` holds text ids (render.text_id) injected earlier in the conversation."""
+def recall(index: Index, stats: FactStats, cues: list[Cue], project: str | None, exclude_ids: set[str],
+           exclude_sessions: list[str], exclude_raw_texts: set[str], settings: RecallSettings) -> Recall:
+    """``exclude_raw_texts`` holds text ids (render.text_id) injected earlier in the conversation.
+
+    ``settings`` gives the evidence threshold and how many facts and excerpts may pass.
+    """
+    threshold, max_facts, max_raw = settings.evidence_threshold, settings.max_facts, settings.max_excerpts
     out = Recall()
     weights = cue_weights(cues, project)
     if not weights:
@@ -155,7 +158,7 @@ def recall(index, stats: FactStats, cues: list[Cue], project: str | None, exclud
     stats = stats.for_request(weights, own)
     query = " ".join(sorted(weights, key=lambda t: (-weights[t], -stats.weight(t)))[:64])
     scope = f"project/{project}" if project else None
-    for hit in index.search_facts(query, limit=CANDIDATES, scope=scope, include_dormant=False):
+    for hit in search_facts(index, query, limit=CANDIDATES, scope=scope, include_dormant=False):
         row = hit.row
         if row["sensitivity"] == "secret":
             continue
@@ -177,7 +180,7 @@ def recall(index, stats: FactStats, cues: list[Cue], project: str | None, exclud
     strong = {t for t, w in weights.items() if w >= 0.6}
     if strong:
         seen = set(exclude_raw_texts)
-        for hit in index.search_raw(" ".join(sorted(strong)), limit=10, exclude_sessions=exclude_sessions):
+        for hit in search_raw(index, " ".join(sorted(strong)), limit=10, exclude_sessions=exclude_sessions):
             cov = coverage(strong, hit.text)
             cand = Candidate(hit.id, "", hit.text, round(cov, 3), [], row=hit.row)
             tid = text_id(hit.text)

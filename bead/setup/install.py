@@ -60,11 +60,12 @@ class Plan:
         folder = "launchagents" if self.platform == "launchd" else "units"
         name = self.unit_name(service)
         text = resources.files("bead.setup").joinpath(folder, name).read_text(encoding="utf-8")
-        return text.replace("@BEAD@", self.bead).replace("@HOME@", str(self.home.root))
+        return (text.replace("@BEAD@", self.bead).replace("@HOME@", str(self.home.root))
+                .replace("@LOG@", str(launchd_log(service, self.user_home))))
 
     @property
     def shell_sh(self) -> Path:
-        return self.home.root / "shell.sh"
+        return self.home.shell_sh
 
     def rc_file(self) -> Path:
         shell = os.environ.get("SHELL", "")
@@ -106,6 +107,16 @@ def _inside(p: Path, parent: Path) -> bool:
             return False
 
 
+def launchd_log(service: str, user_home: Path | None = None) -> Path:
+    """Where a launchd agent logs: the macOS log folder (~/Library/Logs/bead), as platformdirs names it."""
+    from platformdirs.macos import MacOS
+
+    path = MacOS("bead", appauthor=False).user_log_path / f"{service}.log"
+    if user_home is not None:
+        path = user_home / path.relative_to(Path.home())
+    return path
+
+
 def _write_if_changed(path: Path, text: str, mode: int = 0o644) -> bool:
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return False
@@ -126,6 +137,9 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
         if _write_if_changed(path, plan.template(svc)):
             acts.append(f"wrote {path}")
             changed.append(svc)
+        if plan.platform == "launchd":
+            # launchd opens the log file but does not create its folder.
+            launchd_log(svc, plan.user_home).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     shell = resources.files("bead.setup").joinpath("shell.sh").read_text(encoding="utf-8").replace("@LISTEN@", plan.listen)
     if _write_if_changed(plan.shell_sh, shell):
         acts.append(f"wrote {plan.shell_sh}")

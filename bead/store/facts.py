@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any
 
 import yaml
 
 from ..errors import BeadError, RefusedWrite
+from ..paths import Home, version_number
 from .audit import AuditLog, Tombstones, iso
 from .files import atomic_write
 from .keys import SENSITIVITIES, TRUSTS, TYPES, check_choice, scope_of, validate_key
@@ -25,7 +27,8 @@ from .locks import flocked
 # libyaml's C loader when PyYAML has it: parsing frontmatter dominates reindex.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-_VERSION_FILE = re.compile(r"^v(\d+)\.md$")
+# The frontmatter of a version file, in the order it is written: the one list
+# of a fact's fields (the body follows the frontmatter).
 FIELDS = (
     "id", "key", "type", "owner", "status", "version", "supersedes", "valid_from",
     "trust", "sensitivity", "sources", "last_injected", "pinned",
@@ -65,24 +68,20 @@ class Fact:
     def scope(self) -> str:
         return scope_of(self.key)
 
-    def render(self) -> bytes:
-        meta = {
-            "id": self.id, "key": self.key, "type": self.type, "owner": self.owner,
-            "status": self.status, "version": self.version, "supersedes": self.supersedes,
-            "valid_from": self.valid_from, "trust": self.trust, "sensitivity": self.sensitivity,
-            "sources": list(self.sources), "last_injected": self.last_injected, "pinned": self.pinned,
-        }
-        front = yaml.dump(meta, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
-        return f"---\n{front}---\n{self.body}\n".encode("utf-8")
+    def frontmatter(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in FIELDS:
+            value = getattr(self, name)
+            out[name] = list(value) if isinstance(value, tuple) else value
+        return out
 
-    def as_dict(self) -> dict:
-        return {
-            "id": self.id, "key": self.key, "type": self.type, "owner": self.owner, "status": self.status,
-            "version": self.version, "supersedes": self.supersedes, "valid_from": self.valid_from,
-            "trust": self.trust, "sensitivity": self.sensitivity, "sources": list(self.sources),
-            "last_injected": self.last_injected, "pinned": self.pinned, "body": self.body,
-            "path": str(self.path) if self.path else None,
-        }
+    def render(self) -> bytes:
+        front = yaml.dump(self.frontmatter(), Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                          default_flow_style=False, width=1000)
+        return f"---\n{front}---\n{self.body}\n".encode()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.frontmatter(), "body": self.body, "path": str(self.path) if self.path else None}
 
 
 def _text(value: object) -> str | None:
@@ -93,7 +92,7 @@ def _text(value: object) -> str | None:
     return str(value)
 
 
-def split_frontmatter(text: str) -> tuple[dict, str]:
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     """(frontmatter mapping, body) or ValueError with a reason."""
     if not text.startswith("---\n"):
         raise ValueError("does not start with a `---` frontmatter line")
@@ -174,6 +173,7 @@ class KeyVersions:
     numbers: tuple[int, ...]          # every v<N>.md, parseable or not
     facts: tuple[Fact, ...]           # the parseable ones, oldest first
     problems: tuple[Problem, ...]
+    files: tuple[Path, ...] = ()      # the v<N>.md files, in the order of numbers
 
     @property
     def current(self) -> Fact | None:
@@ -194,36 +194,41 @@ class WriteResult:
 class FactStore:
     """Reads and writes fact versions; the only place the rule lives."""
 
-    def __init__(self, root: Path, lock_path: Path, audit: AuditLog, tombstones: Tombstones,
+    def __init__(self, home: Home, audit: AuditLog, tombstones: Tombstones,
                  owner: str, clock: Callable[[], datetime]):
-        self.root = root
-        self.lock_path = lock_path
+        self.home = home
+        self.root = home.facts
+        self.lock_path = home.store_lock
         self.audit = audit
         self.tombstones = tombstones
         self.owner = owner
         self.clock = clock
 
     def key_dir(self, key: str) -> Path:
-        return self.root.joinpath(*validate_key(key).split("/"))
+        return self.home.fact_dir(validate_key(key))
 
     def versions(self, key: str) -> KeyVersions:
         d = self.key_dir(key)
-        numbers, facts, problems = [], [], []
+        numbers: list[int] = []
+        facts: list[Fact] = []
+        problems: list[Problem] = []
         try:
             names = os.listdir(d)
         except FileNotFoundError:
             names = []
         for name in names:
-            m = _VERSION_FILE.match(name)
-            if m:
-                numbers.append(int(m.group(1)))
+            n = version_number(name)
+            if n is not None:
+                numbers.append(n)
         for n in sorted(numbers):
-            path = d / f"v{n}.md"
+            path = self.home.fact_file(key, n)
             try:
                 facts.append(parse_fact(path, key, n))
             except (ValueError, OSError) as exc:
                 problems.append(Problem(path, str(exc)))
-        return KeyVersions(key, tuple(sorted(numbers)), tuple(facts), tuple(problems))
+        numbers.sort()
+        return KeyVersions(key, tuple(numbers), tuple(facts), tuple(problems),
+                           tuple(self.home.fact_file(key, n) for n in numbers))
 
     def current(self, key: str) -> Fact | None:
         return self.versions(key).current
@@ -233,14 +238,15 @@ class FactStore:
         out = []
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            if any(_VERSION_FILE.match(f) for f in filenames):
+            if any(version_number(f) is not None for f in filenames):
                 rel = Path(dirpath).relative_to(self.root).as_posix()
                 out.append(rel)
         return iter(sorted(out))
 
     def scan(self) -> tuple[list[KeyVersions], list[Problem]]:
         """All keys; problems include files in places no key can be."""
-        result, problems = [], []
+        result: list[KeyVersions] = []
+        problems: list[Problem] = []
         for key in self.keys():
             try:
                 kv = self.versions(key)
@@ -283,9 +289,9 @@ class FactStore:
                 status="current", supersedes=cur.id if cur else None, valid_from=iso(now),
                 trust=trust, sensitivity=sensitivity, sources=tuple(sources),
                 pinned=cur.pinned if (pinned is None and cur) else bool(pinned),
-                path=self.key_dir(key) / f"v{kv.next_version}.md",
+                path=self.home.fact_file(key, kv.next_version),
             )
-            atomic_write(fact.path, fact.render())
+            atomic_write(_path(fact), fact.render())
             self.audit.record(now, "write", key=key, id=fact.id, trust=trust, type=type)
             # Step two. A crash before it leaves the old file saying `current`;
             # the rule still picks the new one by its number.
@@ -296,22 +302,35 @@ class FactStore:
             return WriteResult(fact, written=True, superseded=cur)
 
     def set_status(self, fact: Fact, status: str) -> None:
+        """Change the status line of one version (the index is the caller's: Memory.set_status)."""
         with flocked(self.lock_path):
-            _set_status(fact.path, status)
+            _set_status(_path(fact), status)
 
-    def delete_versions(self, facts: list[Fact]) -> None:
-        """Unlink version files (forget only; the caller holds the lock)."""
-        dirs = set()
-        for f in facts:
-            if f.path and f.path.exists():
-                f.path.unlink()
-                dirs.add(f.path.parent)
-        for d in dirs:
-            _prune_empty(d, self.root)
+    def delete_versions(self, key: str, numbers: list[int]) -> int:
+        """Unlink the version files ``v<N>.md`` of ``key`` (forget only; the caller holds the lock).
+
+        Only files named as versions are touched; anything else in the
+        folder stays, and the folder is removed only once it is empty.
+        """
+        deleted = 0
+        for n in numbers:
+            try:
+                self.home.fact_file(key, n).unlink()
+                deleted += 1
+            except FileNotFoundError:
+                pass
+        _prune_empty(self.key_dir(key), self.root)
+        return deleted
+
+
+def _path(fact: Fact) -> Path:
+    if fact.path is None:
+        raise ValueError(f"{fact.id} has no file")
+    return fact.path
 
 
 def _mark_superseded(fact: Fact) -> None:
-    _set_status(fact.path, "superseded")
+    _set_status(_path(fact), "superseded")
 
 
 def _prune_empty(d: Path, stop: Path) -> None:

@@ -1,25 +1,34 @@
-"""flock-based locks shared by every bead process."""
+"""flock-based locks shared by every bead process: the one lock helper."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
+
+
+class LockBusy(OSError):
+    """A non-blocking lock is held by another process."""
 
 
 @contextlib.contextmanager
-def flocked(path: Path, exclusive: bool = True) -> Iterator[None]:
+def flocked(path: Path, exclusive: bool = True, blocking: bool = True) -> Iterator[None]:
     """Hold ``flock`` on ``path`` (created 0600 if missing) for the block.
 
     flock locks belong to the open file description, so two threads of one
-    process that each open the file also exclude each other.
+    process that each open the file also exclude each other. With
+    ``blocking=False`` a lock held elsewhere raises LockBusy at once.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        flags = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        try:
+            fcntl.flock(fd, flags if blocking else flags | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LockBusy(f"{path} is locked by another process") from None
         yield
     finally:
         os.close(fd)  # closing releases the lock

@@ -20,10 +20,12 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from ..capture.secrets import redact as redact_secrets
 from ..errors import BeadError
+from ..paths import Home
 from .audit import iso
 from .files import atomic_write
 from .locks import flocked
@@ -45,7 +47,7 @@ class Turn:
     text: str
     ref: str | None = None
     path: Path | None = None
-    flags: dict = field(default_factory=dict)
+    flags: dict[str, Any] = field(default_factory=dict)
 
     @property
     def anchor(self) -> str:
@@ -113,11 +115,16 @@ def check_session(session: str) -> str:
     return session
 
 
+# One turn to append: (role, text, at, ref[, flags]).
+TurnItem = tuple[Any, ...]
+
+
 class RawLog:
-    def __init__(self, root: Path, lock_path: Path, clock: Callable[[], datetime], owner: str):
-        self.root = root
+    def __init__(self, home: Home, clock: Callable[[], datetime], owner: str):
+        self.home = home
+        self.root = home.raw
         self.owner = owner
-        self.lock_path = lock_path
+        self.lock_path = home.raw_lock
         self.clock = clock
         self._paths: dict[str, Path] = {}
 
@@ -127,7 +134,7 @@ class RawLog:
         cached = self._paths.get(session)
         if cached is not None and cached.exists():
             return cached
-        for p in sorted(self.root.glob(f"*/*/*/{session}.md")):
+        for p in sorted(self.root.glob(self.home.raw_glob(session))):
             self._paths[session] = p
             return p
         return None
@@ -136,7 +143,7 @@ class RawLog:
         existing = self.find(session)
         if existing is not None:
             return existing
-        p = self.root / f"{at:%Y}" / f"{at:%m}" / f"{at:%d}" / f"{session}.md"
+        p = self.home.raw_file(session, at)
         self._paths[session] = p
         return p
 
@@ -144,7 +151,7 @@ class RawLog:
                ref: str | None = None, **flags: object) -> Turn:
         return self.append_many(session, [(role, text, at, ref, flags)])[0]
 
-    def append_many(self, session: str, items: Iterable[tuple]) -> list[Turn]:
+    def append_many(self, session: str, items: Iterable[TurnItem]) -> list[Turn]:
         """Append turns ``(role, text, at, ref[, flags])`` in order, under the raw lock."""
         check_session(session)
         items = list(items)

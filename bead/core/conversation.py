@@ -1,0 +1,192 @@
+"""One request, parsed once: typed turns that say who produced each part.
+
+A wire format (the Anthropic Messages API today, the OpenAI APIs next)
+parses its request body into a ``Conversation`` once; capture, "remember",
+recall and the proxy's bookkeeping all read this model and never the raw
+JSON again. Each ``Part`` carries its ``Source``, so later code can tell the
+person's typed words from pasted content, tool output, the assistant's text
+and the harness's own text.
+
+Who is talking (the ``Identity``) follows the reference design:
+- session: ``X-Bead-Session``; else ``x-claude-code-session-id`` (plus a hash
+  of ``x-claude-code-agent-id`` for a subagent); else a hash of the system
+  prompt and the first message;
+- thread: a hash of the first message, which separates side requests that
+  share a session header;
+- project: ``X-Bead-Project``; else the working directory the harness reports
+  (in the system prompt, a system message, or the first user message),
+  resolved through a linked git worktree to its main checkout; else the
+  default project.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..paths import enclosing_git
+
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
+# A line such as "Primary working directory: /x" or "- cwd: /x". Bounded
+# runs and no nested quantifier over the same characters: linear time.
+_CWD = re.compile(r"(?im)^[ \t]{0,16}(?:-[ \t]{0,16})?(?:primary working directory|working directory|cwd)[ \t]{0,16}:"
+                  r"[ \t]{0,16}(\S[^\n]{0,4095})$")
+_CWD_SCAN_CHARS = 200_000
+
+
+class Source(str, Enum):
+    """Who produced a part of a turn."""
+
+    TYPED = "typed"              # the person's own words
+    PASTED = "pasted"            # content the person attached: documents, images
+    TOOL_OUTPUT = "tool_output"  # what a tool returned
+    TOOL_CALL = "tool_call"      # the assistant's call of a tool
+    ASSISTANT = "assistant"      # the assistant's text
+    HARNESS = "harness"          # the harness's own text: system prompt, reminders
+
+
+@dataclass(frozen=True)
+class Part:
+    source: Source
+    text: str                    # bead's own blocks and harness reminders removed
+    kind: str = "text"           # text | tool_result | tool_use | image | document
+    name: str = ""               # a tool's name (tool_use)
+    data: Any = None             # a tool call's input
+    error: bool = False          # a tool result that reports an error
+
+
+@dataclass(frozen=True)
+class Message:
+    index: int                   # position in the request's messages
+    role: str                    # user | assistant | system
+    parts: tuple[Part, ...]
+    normalised: str              # role and text, blind to cache markers and string-vs-list content
+
+    @property
+    def hash(self) -> str:
+        """Stable across resends: the proxy re-adds a cue block only to the same message."""
+        return _h(self.normalised, 16)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    messages: tuple[Message, ...]
+    system: str = ""             # the harness's system prompt text
+    cwd: str | None = None       # the working directory the harness reports
+    auxiliary: bool = False      # a harness side request (titles, summaries): not conversation
+
+    @property
+    def newest_user(self) -> int | None:
+        """The newest user message, skipping trailing system messages (and an assistant prefill)."""
+        for m in reversed(self.messages):
+            if m.role == "user":
+                return m.index
+            if m.role not in ("system", "assistant"):
+                return None
+        return None
+
+
+@dataclass(frozen=True)
+class Identity:
+    session: str        # raw-log session (subagents: parent + agent hash)
+    base_session: str   # the parent session, for excluding its own excerpts
+    thread: str
+    project: str | None
+
+    @property
+    def id(self) -> str:
+        return f"{self.session}-{self.thread}"
+
+
+@dataclass
+class Turn:
+    """One turn to capture: role, text and the flags its raw-log marker carries."""
+
+    role: str
+    text: str
+    flags: dict[str, Any] = field(default_factory=dict)
+
+
+def _h(text: str, n: int = 12) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]
+
+
+def safe_name(value: str) -> str:
+    return value if _SAFE.fullmatch(value) else "h" + _h(value, 16)
+
+
+def project_slug(name: str) -> str | None:
+    slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-.")
+    return slug or None
+
+
+def find_cwd(texts: list[str]) -> str | None:
+    """The working directory the first of ``texts`` that reports one names."""
+    for text in texts:
+        if not text:
+            continue
+        m = _CWD.search(text[:_CWD_SCAN_CHARS])
+        if m:
+            return m.group(1).strip().strip("`'\"")
+    return None
+
+
+def main_checkout(path: Path) -> Path:
+    """The main working tree of ``path``'s repository; ``path`` when not in one.
+
+    A linked worktree has a ``.git`` *file* pointing at
+    ``<main>/.git/worktrees/<name>``, whose ``commondir`` leads back to
+    ``<main>/.git``: memory then stays with the main checkout's project.
+    """
+    d = enclosing_git(path)
+    if d is None:
+        return path
+    git = d / ".git"
+    try:
+        if git.is_dir():
+            return d
+        text = git.read_text(encoding="utf-8", errors="replace").strip()
+        if not text.startswith("gitdir:"):
+            return d
+        gitdir = Path(text[len("gitdir:"):].strip())
+        gitdir = gitdir if gitdir.is_absolute() else (d / gitdir)
+        common = gitdir
+        if (gitdir / "commondir").is_file():
+            common = gitdir / (gitdir / "commondir").read_text().strip()
+        common = common.resolve()
+        return common.parent if common.name == ".git" else d
+    except OSError:
+        return path
+
+
+@lru_cache(maxsize=256)
+def project_from_cwd(cwd: str) -> str | None:
+    """Cached: every request of a conversation reports the same directory, and the
+    walk up to its repository's .git is stat calls on the proxy's hot path."""
+    return project_slug(main_checkout(Path(cwd)).name)
+
+
+def identify(headers: dict[str, str], conv: Conversation, default_project: str | None) -> Identity:
+    """Session, thread and project of a request (``headers`` keys are lower-case)."""
+    first = conv.messages[0].normalised if conv.messages else "\x00"
+    if headers.get("x-bead-session"):
+        base = safe_name(headers["x-bead-session"])
+        session = base
+    elif headers.get("x-claude-code-session-id"):
+        base = safe_name(headers["x-claude-code-session-id"])
+        agent = headers.get("x-claude-code-agent-id")
+        session = f"{base}-{_h(agent, 8)}" if agent else base
+    else:
+        base = session = "p" + _h(conv.system + "\x00" + first, 16)
+    project = None
+    if headers.get("x-bead-project"):
+        project = project_slug(headers["x-bead-project"])
+    if not project and conv.cwd:
+        project = project_from_cwd(conv.cwd)
+    return Identity(session=session, base_session=base, thread=_h(first),
+                    project=project or (project_slug(default_project) if default_project else None))

@@ -1,0 +1,123 @@
+"""What the proxy did in each conversation: ``sessions/<session>-<thread>.jsonl``.
+
+The file is read on every request under the conversation's flock, so a
+proxy restart or a ``bead forget`` in another process takes effect at once,
+and parallel subagents (different conversations) never wait for each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..paths import Home
+from ..store.files import append_line, atomic_write
+from ..store.locks import flocked
+
+
+@dataclass
+class CueRecord:
+    message: int
+    hash: str
+    text: str | None
+    ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ConversationState:
+    """Rebuilt from its file each request."""
+
+    path: Path
+    pinned: str | None = None
+    pinned_ids: list[str] = field(default_factory=list)
+    has_pinned: bool = False
+    cues: dict[int, CueRecord] = field(default_factory=dict)
+    captured: int = 0
+    captured_partial: bool = False
+
+    @property
+    def injected(self) -> set[str]:
+        out = set(self.pinned_ids)
+        for c in self.cues.values():
+            out.update(c.ids)
+        return out
+
+    @classmethod
+    def load(cls, home: Home, conversation_id: str) -> ConversationState:
+        st = cls(home.session_state(conversation_id))
+        try:
+            lines = st.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return st
+        for line in lines:
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn line never stops the conversation
+            kind = r.get("kind")
+            if kind == "pinned":
+                st.has_pinned, st.pinned, st.pinned_ids = True, r.get("text"), list(r.get("ids") or [])
+            elif kind == "cue":
+                st.cues[int(r["message"])] = CueRecord(int(r["message"]), r.get("hash", ""), r.get("text"),
+                                                       list(r.get("ids") or []))
+            elif kind == "captured":
+                st.captured, st.captured_partial = int(r.get("upto", 0)), bool(r.get("partial", False))
+        return st
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        append_line(self.path, json.dumps(record, ensure_ascii=False))
+
+    def set_pinned(self, text: str | None, ids: list[str]) -> None:
+        self.append({"kind": "pinned", "text": text, "ids": ids})
+        self.has_pinned, self.pinned, self.pinned_ids = True, text, ids
+
+    def add_cue(self, message: int, hash_: str, text: str | None, ids: list[str]) -> None:
+        self.append({"kind": "cue", "message": message, "hash": hash_, "text": text, "ids": ids})
+        self.cues[message] = CueRecord(message, hash_, text, ids)
+
+    def set_captured(self, upto: int, partial: bool = False) -> None:
+        self.append({"kind": "captured", "upto": upto, "partial": partial})
+        self.captured, self.captured_partial = upto, partial
+
+
+class Conversations:
+    """Every conversation's state file; the operations the proxy and forget need."""
+
+    def __init__(self, home: Home):
+        self.home = home
+
+    def lock(self, conversation_id: str) -> contextlib.AbstractContextManager[None]:
+        """The conversation's flock; ``bead forget`` takes the same one."""
+        return flocked(self.home.session_lock(conversation_id))
+
+    def load(self, conversation_id: str) -> ConversationState:
+        return ConversationState.load(self.home, conversation_id)
+
+    def files(self) -> list[Path]:
+        d = self.home.sessions
+        return sorted(d.glob("*.jsonl")) if d.is_dir() else []
+
+    def matching_lines(self, matches: Callable[[str], bool]) -> dict[Path, int]:
+        """How many lines of each state file ``matches`` (forget's preview)."""
+        out = {}
+        for p in self.files():
+            n = sum(1 for line in p.read_text(encoding="utf-8", errors="replace").splitlines() if matches(line))
+            if n:
+                out[p] = n
+        return out
+
+    def scrub(self, files: list[Path], matches: Callable[[str], bool]) -> int:
+        """Drop the lines that ``matches`` from the given state files, each under its conversation's lock."""
+        removed = 0
+        for p in files:
+            with flocked(p.with_suffix(".lock")):
+                lines = p.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+                keep = [line for line in lines if not matches(line)]
+                removed += len(lines) - len(keep)
+                atomic_write(p, "".join(keep).encode("utf-8"))
+        return removed

@@ -1,0 +1,119 @@
+"""Recall for one turn: cues, the evidence gate, the optional rerank, the cue block.
+
+``Recaller.recall_for`` is what every entry point that injects memory calls
+(the proxy's routes, and ``bead eval`` directly, so the figures are those of
+the real path). It reads the index under a deadline; statistics over the
+facts are cached across requests until the facts change.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Config
+from ..core.conversation import Conversation, Identity
+from ..core.memory import Memory
+from ..core.trace import cue_excerpt
+from . import gate, render
+from .cues import Cue, extract
+
+ErrorSink = Callable[[str, BaseException | None], None]
+
+
+@dataclass
+class CueBlock:
+    text: str | None          # the rendered block, or None when nothing passed
+    ids: list[str]            # fact ids and raw text ids, in the block's order
+    trace: dict[str, Any] = field(default_factory=dict)
+    failed: bool = False      # recall broke or passed its deadline: nothing was decided
+
+
+class Recaller:
+    def __init__(self, config: Config, on_error: ErrorSink | None = None):
+        self.config = config
+        self.on_error: ErrorSink = on_error or (lambda kind, exc: None)
+        self._stats: tuple[int, gate.FactStats] | None = None
+        self._stats_lock = threading.Lock()
+
+    def fact_stats(self, mem: Memory, raw_df: Callable[[list[str]], dict[str, int]]) -> gate.FactStats:
+        """IDF statistics over current facts and raw turns, rebuilt when the facts change
+        or the raw corpus has grown by a tenth. ``raw_df`` looks raw frequencies up (any thread)."""
+        gen = mem.index.facts_generation()
+        n_raw = mem.index.raw_size()
+        with self._stats_lock:
+            if self._stats is None or self._stats[0] != gen or n_raw > self._stats[1].n_raw * 1.1 + 100:
+                self._stats = (gen, gate.FactStats(mem.index.current_bodies(), raw_df, n_raw))
+            return self._stats[1]
+
+    def recall_for(self, mem: Memory, conv: Conversation, ident: Identity, injected: set[str],
+                   deadline_s: float, raw_df: Callable[[list[str]], dict[str, int]] | None = None) -> CueBlock:
+        """The cue block for the newest user message of ``conv``.
+
+        ``injected`` holds what this conversation already carries (fact ids
+        and raw text ids); nothing is injected twice. Past ``deadline_s`` the
+        index is interrupted and the block comes back ``failed``: the caller
+        sends the request without new memory.
+        """
+        cues: list[Cue] = extract(conv)
+        trace: dict[str, Any] = {"cues": [{"source": c.source, "text": cue_excerpt(c.text)} for c in cues],
+                                 "errors": []}
+        index = mem.index
+        start = time.monotonic()
+        try:
+            with index.deadline(deadline_s):
+                stats = self.fact_stats(mem, raw_df or index.raw_doc_freq)
+                exclude_sessions = index.sessions_like(ident.base_session)
+                result = gate.recall(index, stats, cues, ident.project, injected, exclude_sessions,
+                                     {i for i in injected if i.startswith("raw:")}, self.config.recall)
+        except Exception as exc:
+            kind = "recall_deadline" if time.monotonic() - start > deadline_s else "recall"
+            self.on_error(kind, exc)
+            trace["errors"].append(kind)
+            return CueBlock(None, [], trace, failed=True)
+        if self.config.rerank.enabled:
+            self._rerank(result, cues, trace)
+        trace["rejected"] = [{"id": c.id, "score": c.score, "reason": c.reason} for c in result.rejected[:20]]
+        lines = [render.fact_line(c.row) for c in result.facts]
+        ids = [c.id for c in result.facts]
+        for c in result.raw:
+            lines.append(render.raw_line(c.row, c.body))
+            ids.append(render.text_id(c.body))
+        text, n = render.block("recall", render.CUE_HEADER, lines, self.config.proxy.cue_budget_tokens)
+        return CueBlock(text, ids[:n], trace)
+
+    def _rerank(self, result: gate.Recall, cues: list[Cue], trace: dict[str, Any]) -> None:
+        """Let the chat model choose among the candidates; on any failure the default gate stands."""
+        from ..llm import Model
+        from . import rerank
+
+        settings = self.config.rerank
+        pool = [c for c in result.facts + result.rejected
+                if c.key and c.score >= settings.min_evidence and not c.reason.startswith("already")]
+        pool.sort(key=lambda c: -c.score)
+        pool = pool[: settings.max_candidates]
+        if not pool:
+            return
+        t0 = time.perf_counter()
+        try:
+            model = Model.from_settings(settings, self.config.dream, timeout_s=settings.timeout_ms / 1000)
+            answer = model.chat(rerank.SYSTEM, rerank.prompt(cues, [c.row for c in pool]), max_tokens=200)
+            chosen = rerank.parse(answer.text, len(pool))
+        except Exception as exc:
+            self.on_error("rerank", exc)
+            trace["errors"].append("rerank")
+            return
+        finally:
+            trace["rerank_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+        picked = [pool[i] for i in chosen][: self.config.recall.max_facts]
+        ids = {c.id for c in picked}
+        others = [c for c in result.facts + result.rejected if c.id not in ids]
+        for c in others:
+            if c in pool:
+                c.reason = "rerank: not helpful for the next step"
+        for c in picked:
+            c.reason = ""
+        result.facts, result.rejected = picked, others

@@ -1,0 +1,239 @@
+"""The Anthropic Messages API as bead reads and edits it.
+
+- ``parse``: a request body, once, into the spans the splice needs and the
+  typed ``Conversation`` everything else reads (the only place that walks
+  Messages API content blocks);
+- ``splice``: the pinned block at the end of ``system``, cue blocks at the
+  end of their user messages, every other byte as it was;
+- ``ResponseCollector``: the assistant turn rebuilt from the bytes the
+  harness received (SSE events or a JSON body, gzip or deflate).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+from ..capture.text import clean, reminders, strip_own
+from ..core.conversation import Conversation, Message, Part, Source, find_cwd
+from .splice import Request, append_blocks, text_block
+
+
+def content_blocks(message: Any) -> list[Any]:
+    c = message.get("content", "") if isinstance(message, dict) else ""
+    return [c] if isinstance(c, str) else list(c or [])
+
+
+def block_text(block: Any) -> str:
+    """The text a content block carries, without markers or field names (for hashes and the cwd)."""
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, dict):
+        return ""
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind == "tool_result":
+        c = block.get("content", "")
+        return c if isinstance(c, str) else "\n".join(block_text(x) for x in c or [])
+    if kind == "tool_use":
+        return f"{block.get('name', '')} {json.dumps(block.get('input', {}), sort_keys=True, ensure_ascii=False)}"
+    return ""
+
+
+def _tool_result_text(block: dict[str, Any]) -> str:
+    c = block.get("content", "")
+    if isinstance(c, str):
+        return c
+    return "\n".join(x.get("text", "") if isinstance(x, dict) and x.get("type") == "text" else
+                     ("[image]" if isinstance(x, dict) and x.get("type") == "image" else "") for x in c or [])
+
+
+def _text_parts(text: str, source: Source) -> list[Part]:
+    parts = [Part(source, clean(text))]
+    parts += [Part(Source.HARNESS, r) for r in reminders(text)]
+    return parts
+
+
+def parts_of(role: str, blocks: list[Any]) -> list[Part]:
+    """Typed parts of one message's content blocks (thinking is skipped on purpose)."""
+    out: list[Part] = []
+    for b in blocks:
+        if isinstance(b, str):
+            out += _text_parts(b, _role_source(role))
+            continue
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("type")
+        if kind == "text":
+            out += _text_parts(str(b.get("text", "")), _role_source(role))
+        elif kind == "tool_result":
+            out.append(Part(Source.TOOL_OUTPUT, clean(_tool_result_text(b)), kind="tool_result",
+                            error=bool(b.get("is_error"))))
+        elif kind in ("image", "document"):
+            out.append(Part(Source.PASTED, "", kind=kind))
+        elif kind in ("tool_use", "server_tool_use"):
+            data = b.get("input", {})
+            out.append(Part(Source.TOOL_CALL, json.dumps(data, ensure_ascii=False), kind="tool_use",
+                            name=str(b.get("name", "")), data=data))
+    return out
+
+
+def _role_source(role: str) -> Source:
+    return {"user": Source.TYPED, "assistant": Source.ASSISTANT}.get(role, Source.HARNESS)
+
+
+def message_of(index: int, m: Any) -> Message:
+    role = m.get("role", "") if isinstance(m, dict) else ""
+    blocks = content_blocks(m)
+    # Claude Code resends the previous last message without its cache_control
+    # and, if it was a string, as a string again; the hash must not change.
+    texts = [strip_own(block_text(b)).strip() for b in blocks]
+    normalised = str(role) + "\x00" + "\x00".join(t for t in texts if t)
+    return Message(index, str(role), tuple(parts_of(str(role), blocks)), normalised)
+
+
+def system_text(system: Any) -> str:
+    if isinstance(system, str):
+        return system
+    return "\n".join(block_text(b) for b in system or []) if isinstance(system, list) else ""
+
+
+def is_auxiliary(headers: dict[str, str], data: dict[str, Any]) -> bool:
+    """A harness side request (session title, summaries): not conversation.
+
+    Claude Code marks them with ``x-claude-code-request-class: auxiliary`` when
+    hint headers are on; without them they are structured-output calls with
+    no tools. They quote the user's words as data, so capturing them would
+    log every prompt twice and "remember" would fire twice.
+    """
+    if headers.get("x-claude-code-request-class", "").lower() == "auxiliary":
+        return True
+    oc = data.get("output_config")
+    fmt = oc.get("format") if isinstance(oc, dict) else None
+    return bool(fmt) and not data.get("tools")
+
+
+def parse(body: bytes, headers: dict[str, str]) -> tuple[Request, Conversation]:
+    """The splice's spans and the typed conversation; SpliceError (a ValueError) for a body bead cannot read."""
+    req = Request.parse(body)
+    return req, conversation_of(req.data, headers)
+
+
+def conversation_of(data: dict[str, Any], headers: dict[str, str]) -> Conversation:
+    """The typed conversation of a decoded Messages API request."""
+    raw = data.get("messages") or []
+    messages = tuple(message_of(i, m) for i, m in enumerate(raw))
+    system = system_text(data.get("system"))
+    places = [system]
+    places += ["\n".join(block_text(b) for b in content_blocks(m)) for m in raw
+               if isinstance(m, dict) and m.get("role") == "system"]
+    first_user = next((m for m in raw if isinstance(m, dict) and m.get("role") == "user"), None)
+    if first_user:
+        places.append("\n".join(block_text(b) for b in content_blocks(first_user)))
+    return Conversation(messages, system=system, cwd=find_cwd(places), auxiliary=is_auxiliary(headers, data))
+
+
+def splice(req: Request, pinned: str | None, blocks: dict[int, list[str]]) -> bytes:
+    """The body with the pinned block ending ``system`` and each message's cue blocks appended."""
+    edits = []
+    if pinned:
+        edits.append(req.system_edit(text_block(pinned)))
+    for i, texts in blocks.items():
+        edits.append(append_blocks(req.text, req.content_span(i), [text_block(t) for t in texts]))
+    return req.edited(edits) if edits else req.text.encode("utf-8")
+
+
+class ResponseCollector:
+    """Rebuilds the assistant turn from the bytes the harness received."""
+
+    def __init__(self, content_type: str, content_encoding: str | None):
+        self.sse = "text/event-stream" in (content_type or "")
+        enc = (content_encoding or "identity").lower()
+        self.decoder: Any = None
+        self.supported = enc in ("identity", "gzip", "deflate")
+        if enc == "gzip":
+            self.decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif enc == "deflate":
+            self.decoder = zlib.decompressobj()
+        self.buf = b""
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.json_chunks: dict[int, list[str]] = {}
+        self.done = False
+        self.error = False
+
+    def feed(self, chunk: bytes) -> None:
+        if not self.supported:
+            return
+        data = self.decoder.decompress(chunk) if self.decoder else chunk
+        self.buf += data
+        if self.sse:
+            self._drain_events()
+
+    def _drain_events(self) -> None:
+        while True:
+            end, sep = _event_end(self.buf)
+            if end == -1:
+                return
+            raw, self.buf = self.buf[:end], self.buf[end + sep:]
+            data_lines = [ln[5:].lstrip() for ln in raw.splitlines() if ln.startswith(b"data:")]
+            if not data_lines:
+                continue
+            try:
+                self._event(json.loads(b"\n".join(data_lines)))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+
+    def _event(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("type")
+        if kind == "content_block_start":
+            self.blocks[ev["index"]] = dict(ev.get("content_block") or {})
+            if self.blocks[ev["index"]].get("type") in ("tool_use", "server_tool_use"):
+                self.json_chunks[ev["index"]] = []
+        elif kind == "content_block_delta":
+            b = self.blocks.setdefault(ev["index"], {"type": "text", "text": ""})
+            d = ev.get("delta") or {}
+            if d.get("type") == "text_delta":
+                b["text"] = b.get("text", "") + d.get("text", "")
+            elif d.get("type") == "input_json_delta":
+                self.json_chunks.setdefault(ev["index"], []).append(d.get("partial_json", ""))
+        elif kind == "message_stop":
+            self.done = True
+        elif kind == "error":
+            self.error = True
+
+    def result(self, index: int) -> tuple[Message, dict[str, Any]] | None:
+        """(the assistant message at position ``index``, its flags), or None when nothing usable arrived."""
+        if not self.supported:
+            return None
+        if not self.sse:
+            try:
+                body = json.loads(self.buf.decode("utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                return None
+            if not isinstance(body, dict) or body.get("type") != "message":
+                return None
+            return message_of(index, {"role": "assistant", "content": body.get("content") or []}), {}
+        for i, chunks in self.json_chunks.items():
+            try:
+                self.blocks[i]["input"] = json.loads("".join(chunks)) if chunks else {}
+            except json.JSONDecodeError:
+                self.blocks[i]["input"] = {"partial_json": "".join(chunks)}
+        flags: dict[str, Any] = {}
+        if self.error:
+            flags["error"] = True
+        if not self.done:
+            flags["partial"] = True
+        blocks = [self.blocks[i] for i in sorted(self.blocks)]
+        return message_of(index, {"role": "assistant", "content": blocks}), flags
+
+
+def _event_end(buf: bytes) -> tuple[int, int]:
+    """Offset and length of the first blank line (``\\n\\n``, ``\\r\\n\\r\\n`` or mixed) in ``buf``."""
+    best, size = -1, 0
+    for sep in (b"\n\n", b"\r\n\r\n", b"\n\r\n", b"\r\n\n"):
+        i = buf.find(sep)
+        if i != -1 and (best == -1 or i < best):
+            best, size = i, len(sep)
+    return best, size
