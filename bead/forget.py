@@ -21,7 +21,7 @@ from .core.trace import Trace, configured_paths
 from .dream.episodes import Episodes
 from .dream.queue import Queue
 from .errors import BeadError
-from .paths import enclosing_git
+from .paths import enclosing_git, version_number
 from .store.audit import normalise
 from .store.facts import split_frontmatter
 from .store.keys import parse_id, validate_key
@@ -93,7 +93,7 @@ def _add_key(mem: Memory, plan: Plan, key: str, only_version: int | None = None)
     facts = [f for f in kv.facts if f.version in numbers]
     values = [f.body for f in facts]
     for p in kv.problems:
-        if only_version is None or p.path.name == f"v{only_version}.md":
+        if only_version is None or version_number(p.path.name) == only_version:
             v = _best_effort_value(p.path)
             if v:
                 values.append(v)
@@ -203,9 +203,9 @@ def apply(mem: Memory, plan: Plan) -> dict[str, Any]:
             mem.delete_versions(key, numbers)
     # 3. Raw turns: the marker stays, the text becomes [forgotten].
     redacted = 0
-    for path, numbers in plan.turns.items():
+    for path, turn_numbers in plan.turns.items():
         if path.exists():
-            redacted += mem.redact_turns(path, numbers)
+            redacted += mem.redact_turns(path, turn_numbers)
     # 4. Episodes, review items, per-conversation state and the trace.
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)

@@ -100,7 +100,7 @@ class Model:
                                   int(data.get("eval_count") or 0))
                 if self.provider == "anthropic":
                     r = client.post(f"{self.base_url}/v1/messages",
-                                    headers={"x-api-key": key, "anthropic-version": "2023-06-01"},
+                                    headers={"x-api-key": key or "", "anthropic-version": "2023-06-01"},
                                     json={"model": self.model, "max_tokens": max_tokens, "system": system,
                                           "messages": [{"role": "user", "content": user}]})
                     data = _ok(r)

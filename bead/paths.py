@@ -140,6 +140,18 @@ class Home:
 
         return Path(platformdirs.user_log_dir("bead", appauthor=False)) / f"{service}.log"
 
+    def classify(self, path: Path) -> tuple[str, str] | None:
+        """What a file under the store is: ("fact", its key), ("raw", "") or None."""
+        try:
+            parts = path.relative_to(self.store).parts
+        except ValueError:
+            return None
+        if len(parts) >= 3 and Path(*parts[:1]) == self.facts.relative_to(self.store):
+            return "fact", "/".join(parts[1:-1])
+        if len(parts) >= 2 and Path(*parts[:1]) == self.raw.relative_to(self.store):
+            return "raw", ""
+        return None
+
     def ensure(self) -> Home:
         """Create the home (mode 0700) and its directories if missing."""
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)

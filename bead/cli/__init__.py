@@ -11,8 +11,8 @@ import sys
 import click
 
 from .. import __version__
-from . import eval as eval_cmd
 from . import dream, facts, forget, index, proxy, search, services, setup, status, why
+from . import eval as eval_cmd
 
 
 class BeadGroup(click.Group):

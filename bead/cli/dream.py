@@ -42,10 +42,10 @@ def dream_run(dry_run, as_json):
 @click.option("--interval", default=60.0, show_default=True, help="Seconds between schedule checks.")
 def dream_worker(interval):
     """Run the dream pass on config dream.schedule (a long-lived service)."""
+    from ..core.memory import Memory
     from ..dream.run import Dream
     from ..dream.worker import Worker, serve
     from ..log import setup_logging
-    from ..core.memory import Memory
     from .services import wait_for_signal
 
     setup_logging("dream")

@@ -20,7 +20,7 @@ def eval_(files, as_json, details, split, config_file):
     A suite never touches your store. With several raw-recall files, a pooled
     row follows the per-suite ones.
     """
-    from ..evals import injection, rawrecall, supersession, suite
+    from ..evals import injection, rawrecall, suite, supersession
 
     results = []
     for f in files:

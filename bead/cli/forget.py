@@ -23,7 +23,8 @@ def forget(target, match, yes, as_json):
     from ..errors import BeadError
 
     if bool(target) == bool(match):
-        raise BeadError("give either a KEY (or KEY@vN) or --match TEXT", "e.g. `bead forget user/editor` or `bead forget --match 'old password'`")
+        raise BeadError("give either a KEY (or KEY@vN) or --match TEXT",
+                        "e.g. `bead forget user/editor` or `bead forget --match 'old password'`")
     mem = open_memory()
     forget_mod.refuse_git(mem)
     plan = forget_mod.plan_match(mem, match) if match else forget_mod.plan_target(mem, target)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from .common import emit, json_option, open_memory
@@ -20,8 +22,8 @@ def reindex(as_json):
     kvs_count = sum(1 for _ in mem.facts.keys())
     raw_count = sum(1 for _ in mem.raw.files())
     show_bar = not as_json
-    with click.progressbar(length=kvs_count + raw_count, label="indexing", file=click.get_text_stream("stderr"),
-                           hidden=not show_bar) as bar:
+    stderr = sys.stderr
+    with click.progressbar(length=kvs_count + raw_count, label="indexing", file=stderr, hidden=not show_bar) as bar:
         counts, problems = rebuild(mem.index, mem.facts, mem.raw, progress=lambda kind, n: bar.update(n))
     for p in problems:
         click.echo(f"warning: skipped {p.path}: {p.reason}", err=True)

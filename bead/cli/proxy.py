@@ -17,8 +17,8 @@ def proxy(listen, upstream, project, trace):
     into the raw log and injects memory into POST /v1/messages. Point Claude
     Code at it with ANTHROPIC_BASE_URL=http://127.0.0.1:7077.
     """
-    from ..log import setup_logging
     from ..core.memory import Memory
+    from ..log import setup_logging
     from ..proxy.app import create_app
     from ..proxy.engine import Engine
     from ..proxy.serve import parse_listen, serve

@@ -23,9 +23,9 @@ def indexer():
     Reconciles the whole store against the index on start, then applies hand
     edits, deletes, moves and appended raw turns within about a second.
     """
+    from ..core.memory import Memory
     from ..indexer.watch import serve
     from ..log import setup_logging
-    from ..core.memory import Memory
 
     setup_logging("indexer")
     mem = Memory.open()

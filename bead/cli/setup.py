@@ -33,7 +33,8 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, uninstall, executable, 
 
     from ..config import load
     from ..paths import resolve_home
-    from ..setup.install import SERVICES, Plan, check_executable, install, platform_name, uninstall as do_uninstall, which_bead
+    from ..setup.install import SERVICES, Plan, check_executable, install, platform_name, which_bead
+    from ..setup.install import uninstall as do_uninstall
 
     home = resolve_home().ensure()
     config = load(home)
@@ -72,7 +73,6 @@ def logs(service, lines):
     import os
     import shutil
 
-    from ..paths import resolve_home
 
     if sys.platform == "darwin" or not shutil.which("journalctl"):
         from ..setup.install import launchd_log

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from .common import emit, json_option, open_memory
@@ -48,7 +50,8 @@ def collect(mem) -> dict:
     data["services"] = services_state()
     for name, st in data["services"].items():
         if st.get("state") == "failed":
-            problems.append({"problem": f"the {name} service has failed", "fix": f"see `bead logs {name}`, then `systemctl --user restart bead-{name}`"})
+            problems.append({"problem": f"the {name} service has failed",
+                             "fix": f"see `bead logs {name}`, then `systemctl --user restart bead-{name}`"})
     data["last_dream"] = last_dream(mem)
     data["review_queue"] = Queue(mem).open_count()
     if data["proxy"].get("errors"):
@@ -74,11 +77,12 @@ def services_state() -> dict:
     import subprocess
     import sys
 
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in ("proxy", "indexer", "dream"):
         try:
             if sys.platform == "darwin":
-                r = subprocess.run(["launchctl", "print", f"gui/{os.getuid()}/com.bead.{name}"], capture_output=True, text=True, timeout=5)
+                r = subprocess.run(["launchctl", "print", f"gui/{os.getuid()}/com.bead.{name}"],
+                                   capture_output=True, text=True, timeout=5)
                 if r.returncode != 0:
                     out[name] = {"state": "not loaded"}
                     continue
@@ -86,7 +90,8 @@ def services_state() -> dict:
                 out[name] = {"state": fields.get("state", "?"), "runs": fields.get("runs"), "pid": fields.get("pid")}
             elif shutil.which("systemctl"):
                 r = subprocess.run(["systemctl", "--user", "show", f"bead-{name}.service", "-p",
-                                    "ActiveState,ActiveEnterTimestamp,NRestarts,LoadState"], capture_output=True, text=True, timeout=5)
+                                    "ActiveState,ActiveEnterTimestamp,NRestarts,LoadState"],
+                                   capture_output=True, text=True, timeout=5)
                 fields = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
                 if r.returncode != 0 or fields.get("LoadState") in (None, "not-found"):
                     out[name] = {"state": "not installed"}

@@ -31,7 +31,8 @@ def why(which, trace_file, session, as_json):
         trace_file = mem.config.proxy.trace
         mem.close()
     if not trace_file:
-        raise BeadError("no trace file is configured", "start the proxy with `bead proxy --trace FILE` and pass --trace FILE here")
+        raise BeadError("no trace file is configured",
+                        "start the proxy with `bead proxy --trace FILE` and pass --trace FILE here")
     path = Path(trace_file).expanduser()
     if not path.exists():
         raise BeadError(f"no trace at {path}", "start the proxy with --trace pointing there, then send a request")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ _CWD = re.compile(r"(?im)^[ \t]{0,16}(?:-[ \t]{0,16})?(?:primary working directo
 _CWD_SCAN_CHARS = 200_000
 
 
-class Source(str, Enum):
+class Source(StrEnum):
     """Who produced a part of a turn."""
 
     TYPED = "typed"              # the person's own words

@@ -115,7 +115,7 @@ class Conversations:
         """Drop the lines that ``matches`` from the given state files, each under its conversation's lock."""
         removed = 0
         for p in files:
-            with flocked(p.with_suffix(".lock")):
+            with self.lock(p.stem):
                 lines = p.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
                 keep = [line for line in lines if not matches(line)]
                 removed += len(lines) - len(keep)

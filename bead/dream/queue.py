@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import BeadError
 from ..core.memory import Memory
+from ..errors import BeadError
 from ..store.audit import iso, normalise
 from ..store.files import atomic_write
 

@@ -15,18 +15,18 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ..capture.secrets import redact
+from ..core.memory import Memory
 from ..errors import BeadError
 from ..llm import Model, ModelError
-from ..core.memory import Memory
 from ..paths import Home
 from ..store.audit import iso, normalise
 from ..store.files import atomic_write
-from ..store.locks import LockBusy, flocked
 from ..store.keys import TYPES, validate_key
+from ..store.locks import LockBusy, flocked
 from ..store.rawlog import FORGOTTEN, Turn
 from . import rules
 from .episodes import Episodes
@@ -138,7 +138,9 @@ def _run_lock(home: Home) -> Iterator[None]:
 
 
 def chunks(turns: list[Turn]) -> list[list[Turn]]:
-    out, cur, size = [], [], 0
+    out: list[list[Turn]] = []
+    cur: list[Turn] = []
+    size = 0
     for t in turns:
         n = min(len(t.text), TURN_CHARS) + 40
         if cur and size + n > CALL_CHARS:
@@ -232,6 +234,7 @@ class Dream:
                 rep.stopped_early = f"dream.max_tokens_per_run ({budget}) reached"
                 break
             user = self._context(chunk) + "\n\n" + transcript(chunk)
+            assert self.model is not None  # run() sets it before any session
             try:
                 rep.calls += 1
                 answer = self.model.chat(SYSTEM, user, max_tokens=4000)
@@ -256,7 +259,7 @@ class Dream:
             self.state.mark(sid, read_upto)
 
     def _context(self, chunk: list[Turn]) -> str:
-        projects = {t.flags.get("project") for t in chunk if t.flags.get("project")}
+        projects = {str(t.flags["project"]) for t in chunk if t.flags.get("project")}
         scopes = {"user", "global"} | {f"project/{p}" for p in projects}
         rows = self.mem.index.context_facts(sorted(scopes), CONTEXT_FACTS)
         lines = "\n".join(f"- {r['key']} ({r['type']}): {r['body']}" for r in rows)
@@ -349,7 +352,7 @@ class Dream:
         return out
 
     def _write_report(self, rep: Report) -> None:
-        path = self.mem.home.report_file(rep.started.astimezone(timezone.utc))
+        path = self.mem.home.report_file(rep.started.astimezone(UTC))
         path.parent.mkdir(parents=True, exist_ok=True)
         prior = path.read_text(encoding="utf-8") + "\n" if path.exists() else ""
         atomic_write(path, (prior + rep.render()).encode())

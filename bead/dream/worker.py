@@ -10,8 +10,8 @@ timers during the sleep.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable
 
 from ..store.audit import iso
 from .run import Dream, DreamState, LockHeld

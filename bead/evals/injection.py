@@ -80,7 +80,8 @@ def figures(rows: list[dict]) -> dict:
 
 def table(result: dict) -> str:
     lines = [f"{result['name']} (injection)",
-             f"  {'split':<6} {'turns':>5} {'recall':>7} {'precision':>9} {'false-inj turns':>15} {'stale':>5} {'p50 ms':>7} {'p95 ms':>7} {'with pinned':>11}"]
+             f"  {'split':<6} {'turns':>5} {'recall':>7} {'precision':>9} {'false-inj turns':>15} {'stale':>5} "
+             f"{'p50 ms':>7} {'p95 ms':>7} {'with pinned':>11}"]
     for name, r in result["splits"].items():
         rec = "-" if r["recall"] is None else f"{r['recall']:.2f}"
         prec = "-" if r["precision"] is None else f"{r['precision']:.2f}"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from ..index.rebuild import rebuild
-from .suite import percentile, temp_memory
 from ..recall.rank import search_raw
+from .suite import percentile, temp_memory
 
-_SYNTHETIC_START = datetime(2020, 1, 1, 9, 0, tzinfo=timezone.utc)
+_SYNTHETIC_START = datetime(2020, 1, 1, 9, 0, tzinfo=UTC)
 
 
 def _session_id(raw_id: str) -> str:
@@ -23,7 +23,7 @@ def _session_id(raw_id: str) -> str:
 def _start(session: dict, i: int) -> datetime:
     started = session.get("started")
     if isinstance(started, datetime):
-        return started if started.tzinfo else started.replace(tzinfo=timezone.utc)
+        return started if started.tzinfo else started.replace(tzinfo=UTC)
     if started:
         return datetime.fromisoformat(str(started).replace("Z", "+00:00"))
     return _SYNTHETIC_START + timedelta(days=i)
@@ -99,5 +99,6 @@ def table(result: dict) -> str:
         f"all@10 {result['all_at_10']:.3f}  stale_first {sf}  p50 {result['p50_ms']:.2f} ms  p95 {result['p95_ms']:.2f} ms",
     ]
     for c, r in result["categories"].items():
-        lines.append(f"    category {c:<28} {r['queries']:>4} q  recall@5 {r['recall_at_5']:.3f}  recall@10 {r['recall_at_10']:.3f}")
+        lines.append(f"    category {c:<28} {r['queries']:>4} q  "
+                     f"recall@5 {r['recall_at_5']:.3f}  recall@10 {r['recall_at_10']:.3f}")
     return "\n".join(lines)

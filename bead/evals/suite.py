@@ -6,8 +6,9 @@ import contextlib
 import shutil
 import statistics
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
@@ -18,7 +19,7 @@ FORMAT_HINT = "see the suite format in shared/evals/FORMAT.md; fix or delete tha
 
 # Allowed keys per place in a suite; `None` marks a mapping whose keys are
 # free (the Messages API's own fields inside `messages`).
-SHAPES: dict[str, dict[str, set[str]]] = {
+SHAPES: dict[str, dict[str, set[str] | None]] = {
     "supersession": {
         "": {"kind", "name", "scenarios"},
         "scenarios[]": {"name", "scope", "writes", "queries"},
@@ -41,7 +42,7 @@ SHAPES: dict[str, dict[str, set[str]]] = {
 }
 
 
-def _check(node: Any, shape: dict[str, set[str]], where: str, pattern: str, file: str) -> None:
+def _check(node: Any, shape: dict[str, set[str] | None], where: str, pattern: str, file: str) -> None:
     if isinstance(node, dict):
         allowed = shape.get(pattern)
         if allowed is not None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .suite import temp_memory
 from ..recall.rank import search_facts
+from .suite import temp_memory
 
 MODES = ("supersession-rule", "similarity-only")
 

@@ -17,8 +17,8 @@ import hashlib
 import os
 import re
 import time
-from pathlib import Path
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import sqlite_utils
@@ -55,17 +55,24 @@ def sha256_file(path: Path) -> str:
 class _Stemmer:
     """The porter stemmer that matches FTS5's porter tokenizer, loaded on first use."""
 
-    _impl = None
+    _impl: Any = None
 
     def stemWord(self, word: str) -> str:  # noqa: N802 - snowballstemmer's name
         if _Stemmer._impl is None:
             import snowballstemmer
 
             _Stemmer._impl = snowballstemmer.stemmer("porter")
-        return _Stemmer._impl.stemWord(word)
+        return str(_Stemmer._impl.stemWord(word))
 
 
 _STEM = _Stemmer()
+
+
+def _file(record: Fact | Turn) -> Path:
+    """The file a fact version or turn was read from or written to (always set for those the store hands out)."""
+    if record.path is None:
+        raise ValueError(f"{record!r} has no file")
+    return record.path
 
 
 def _context(texts: dict[int, str], n: int) -> str:
@@ -141,30 +148,30 @@ class Index:
 
     def _create(self) -> None:
         db = self.db
-        db["meta"].create({"name": str, "value": str}, pk="name")
-        db["files"].create({"path": str, "kind": str, "size": int, "mtime_ns": int, "sha256": str}, pk="path")
-        db["facts"].create({
+        db.table("meta").create({"name": str, "value": str}, pk="name")
+        db.table("files").create({"path": str, "kind": str, "size": int, "mtime_ns": int, "sha256": str}, pk="path")
+        db.table("facts").create({
             **{name: (int if name in ("version", "pinned") else str) for name in INDEXED_FIELDS},
             "scope": str, "current": int, "path": str, "key_text": str, "body": str,
         }, pk="id")
-        db["facts"].create_index(["key"])
-        db["facts"].enable_fts(["key_text", "body"], fts_version="FTS5", tokenize="porter", create_triggers=True)
-        db["raw"].create({
+        db.table("facts").create_index(["key"])
+        db.table("facts").enable_fts(["key_text", "body"], fts_version="FTS5", tokenize="porter", create_triggers=True)
+        db.table("raw").create({
             "id": str, "session": str, "n": int, "role": str, "at": str, "ref": str,
             "path": str, "text": str, "context": str,
         }, pk="id")
-        db["raw"].create_index(["path"])
-        db["raw"].create_index(["session", "n"])
+        db.table("raw").create_index(["path"])
+        db.table("raw").create_index(["session", "n"])
         # A turn is found by its own words and, at half weight, by its
         # neighbours' (the answer to "when did X" is often the turn after X).
-        db["raw"].enable_fts(["text", "context"], fts_version="FTS5", tokenize="porter", create_triggers=True)
+        db.table("raw").enable_fts(["text", "context"], fts_version="FTS5", tokenize="porter", create_triggers=True)
         self._conn.execute(f"INSERT INTO raw_fts(raw_fts, rank) VALUES('rank', 'bm25(1.0, {CONTEXT_WEIGHT})')")
         # Per-term document counts of raw turns, for the recall gate's IDF.
         self._conn.execute("CREATE VIRTUAL TABLE raw_vocab USING fts5vocab(raw_fts, col)")
         for fts in ("facts_fts", "raw_fts"):
             # Deleted rows leave the full-text segments at once (forget).
             self._conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES('secure-delete', 1)")
-        db["meta"].insert_all([
+        db.table("meta").insert_all([
             {"name": "schema_version", "value": str(SCHEMA_VERSION)},
             {"name": "built_at", "value": str(time.time())},
             {"name": "facts_generation", "value": "0"},
@@ -220,7 +227,7 @@ class Index:
             # Readers that cache statistics over facts (the proxy's IDF) check this.
             self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'facts_generation'")
             cur = kv.current
-            rows = [self._fact_row(f, f is cur, self.rel(f.path)) for f in kv.facts if f.sensitivity != "secret"]
+            rows = [self._fact_row(f, f is cur, self.rel(_file(f))) for f in kv.facts if f.sensitivity != "secret"]
             self._insert("facts", rows)
             for p in kv.files:
                 if p.exists():
@@ -245,16 +252,16 @@ class Index:
                     self._conn.execute("UPDATE raw SET context = ? WHERE id = ?",
                                       [_context(texts, first - 1), f"{session}#{first - 1}"])
                 self._insert("raw", (self._raw_row(t, _context(texts, t.n)) for t in ts))
-            for path in {t.path for t in turns}:
+            for path in {_file(t) for t in turns}:
                 # Hashing the whole file on every append would cost O(size);
                 # with no sha256, a later size or mtime change counts as modified.
                 st = path.stat()
                 self._insert("files", [{"path": self.rel(path), "kind": "raw", "size": st.st_size,
                                         "mtime_ns": st.st_mtime_ns, "sha256": ""}])
 
-    def _raw_row(self, t: Turn, context: str) -> dict:
+    def _raw_row(self, t: Turn, context: str) -> dict[str, Any]:
         return {"id": f"{t.session}#{t.n}", "session": t.session, "n": t.n, "role": t.role, "at": t.at,
-                "ref": t.ref, "path": self.rel(t.path), "text": t.text[:RAW_CHARS], "context": context}
+                "ref": t.ref, "path": self.rel(_file(t)), "text": t.text[:RAW_CHARS], "context": context}
 
     def sync_raw_file(self, path: Path, turns: list[Turn]) -> None:
         rel = self.rel(path)

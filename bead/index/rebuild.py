@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 
 from ..paths import version_number
 from ..store.facts import FactStore, Problem
@@ -69,11 +69,12 @@ def reconcile(index: Index, facts: FactStore, raw: RawLog) -> tuple[Diff, list[P
     problems: list[Problem] = []
     keys = set()
     for rel in d.new + d.modified + d.deleted:
-        parts = rel.split("/")
-        if parts[0] == "facts":
-            keys.add("/".join(parts[1:-1]))
-        elif parts[0] == "raw":
-            sync_raw(index, raw, facts.home.store / rel)
+        path = facts.home.store / rel
+        kind = facts.home.classify(path)
+        if kind and kind[0] == "fact":
+            keys.add(kind[1])
+        elif kind and kind[0] == "raw":
+            sync_raw(index, raw, path)
     for key in sorted(keys):
         problems.extend(sync_key(index, facts, key))
     return d, problems

@@ -15,9 +15,9 @@ import threading
 import time
 from pathlib import Path
 
+from ..core.memory import Memory
 from ..errors import BeadError
 from ..index.rebuild import reconcile, sync_key, sync_raw
-from ..core.memory import Memory
 
 log = logging.getLogger("bead.indexer")
 
@@ -76,10 +76,10 @@ class Indexer:
     def apply(self, paths: set[Path]) -> None:
         keys: set[str] = set()
         for path in sorted(paths):
-            rel = path.relative_to(self.store)
-            if rel.parts[0] == "facts" and len(rel.parts) >= 3:
-                keys.add("/".join(rel.parts[1:-1]))
-            elif rel.parts[0] == "raw":
+            kind = self.mem.home.classify(path)
+            if kind and kind[0] == "fact":
+                keys.add(kind[1])
+            elif kind and kind[0] == "raw":
                 try:
                     sync_raw(self.mem.index, self.mem.raw, path)
                 except OSError as exc:
@@ -125,8 +125,15 @@ class Indexer:
 
 def serve(mem: Memory, stop: threading.Event) -> None:
     """Reconcile, then watch until ``stop`` is set."""
-    from watchdog.events import (DirMovedEvent, FileClosedEvent, FileCreatedEvent, FileDeletedEvent,
-                                 FileModifiedEvent, FileMovedEvent, FileSystemEventHandler)
+    from watchdog.events import (
+        DirMovedEvent,
+        FileClosedEvent,
+        FileCreatedEvent,
+        FileDeletedEvent,
+        FileModifiedEvent,
+        FileMovedEvent,
+        FileSystemEventHandler,
+    )
     from watchdog.observers import Observer
 
     idx = Indexer(mem)

@@ -11,9 +11,11 @@ import asyncio
 import json
 import logging
 import socket
+import typing
 
 import httpx
 from quart import Quart, Response, request
+from werkzeug.datastructures import Headers
 
 from .. import __version__
 from ..wire.anthropic import ResponseCollector
@@ -93,7 +95,7 @@ def create_app(engine: Engine, upstream: str) -> Quart:
     @app.route("/", defaults={"path": ""}, methods=METHODS)
     @app.route("/<path:path>", methods=METHODS)
     async def forward(path: str):
-        body = await request.get_data(cache=False)
+        body = typing.cast(bytes, await request.get_data(cache=False, as_text=False))
         # The ASGI scope holds the headers as they arrived, in order; Quart's
         # request.headers adds its own (Remote-Addr).
         raw_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
@@ -137,7 +139,7 @@ def create_app(engine: Engine, upstream: str) -> Quart:
                     task.add_done_callback(state["tasks"].discard)
 
         resp_headers = [(k, v) for k, v in up.headers.multi_items() if k.lower() not in RESPONSE_DROP]
-        response = Response(stream(), status=up.status_code, headers=resp_headers)
+        response = Response(stream(), status=up.status_code, headers=Headers(resp_headers))
         response.timeout = None  # a long stream is never cut
         return response
 

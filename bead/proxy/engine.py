@@ -30,7 +30,7 @@ from ..core.conversation import Conversation, Identity, Message, identify
 from ..core.memory import Memory, utcnow
 from ..core.pinned import pinned_block
 from ..core.remember import remember
-from ..core.state import ConversationState, Conversations
+from ..core.state import Conversations, ConversationState
 from ..core.trace import Trace
 from ..paths import Home
 from ..recall.pipeline import Recaller

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..config import RecallSettings
@@ -79,7 +80,7 @@ class FactStats:
     def n(self) -> int:
         return max(self.n_facts + self.n_raw, 1)
 
-    def for_request(self, terms_needed, own: set[str] = frozenset()) -> "FactStats":
+    def for_request(self, terms_needed: Iterable[str], own: Iterable[str] = ()) -> FactStats:
         """A view for one request, with raw frequencies fetched for its terms (one query).
 
         ``own`` holds the terms of the turn being answered: the proxy captured

@@ -15,10 +15,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
 from ..config import write_default
 from ..errors import BeadError
@@ -166,7 +166,9 @@ def _load(plan: Plan, changed: list[str], runner: Runner) -> None:
             unit = plan.unit_name(svc)
             if svc not in changed and runner(["systemctl", "--user", "is-enabled", unit]).stdout.strip() == "enabled":
                 continue
-            verb = "restart" if svc in changed and runner(["systemctl", "--user", "is-active", unit]).stdout.strip() == "active" else None
+            verb = None
+            if svc in changed and runner(["systemctl", "--user", "is-active", unit]).stdout.strip() == "active":
+                verb = "restart"
             _must(runner(["systemctl", "--user", "enable", "--now", unit]), f"systemctl --user enable --now {unit}")
             acts.append(f"systemctl --user enable --now {unit}")
             if verb:
@@ -193,7 +195,8 @@ def _must(result: subprocess.CompletedProcess, what: str) -> None:
 
 
 def _strip_block(text: str) -> str:
-    return re.sub(rf"\n*{re.escape(RC_BEGIN)}.*?{re.escape(RC_END)}\n?", "\n", text, flags=re.S).strip("\n") + ("\n" if text.strip() else "")
+    out = re.sub(rf"\n*{re.escape(RC_BEGIN)}.*?{re.escape(RC_END)}\n?", "\n", text, flags=re.S).strip("\n")
+    return out + ("\n" if text.strip() else "")
 
 
 def uninstall(plan: Plan, runner: Runner = run) -> list[str]:

@@ -21,6 +21,7 @@ def run_services(include_dream: bool = True, stream=None) -> int:
     lock = threading.Lock()
 
     def pump(name: str, p: subprocess.Popen) -> None:
+        assert p.stdout is not None  # started with stdout=PIPE
         for raw in p.stdout:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             with lock:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .files import append_line
@@ -21,7 +21,7 @@ def value_hash(value: str) -> str:
 
 def iso(t: datetime) -> str:
     """UTC, second precision, with a Z: the form every bead file uses."""
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class AuditLog:

@@ -33,7 +33,8 @@ def validate_key(key: str) -> str:
         if part in (".", ".."):
             raise BeadError(f"key {key!r} would escape the store ({part!r} segment)", KEY_HELP)
         if not _SEGMENT.match(part):
-            raise BeadError(f"key {key!r}: segment {part!r} is not lower-case [a-z0-9._-] (or starts with a dot or dash)", KEY_HELP)
+            raise BeadError(f"key {key!r}: segment {part!r} is not lower-case [a-z0-9._-] "
+                            "(or starts with a dot or dash)", KEY_HELP)
     scope = parts[0]
     shape_ok = (scope in ("user", "global") and len(parts) == 2) or (scope == "project" and len(parts) == 3)
     if not shape_ok:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ..capture.secrets import redact as redact_secrets
@@ -159,7 +159,7 @@ class RawLog:
             return []
         first_at = items[0][2] or self.clock()
         with flocked(self.lock_path):
-            path = self._path_for(session, first_at.astimezone(timezone.utc))
+            path = self._path_for(session, first_at.astimezone(UTC))
             path.parent.mkdir(parents=True, exist_ok=True)
             n = _last_turn_number(path)
             turns = []

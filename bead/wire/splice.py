@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 _WS = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
-_scanstring = json.decoder.scanstring
+_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]  # the C scanner, not in the stubs
 
 
 class SpliceError(ValueError):
@@ -26,7 +26,8 @@ class SpliceError(ValueError):
 
 
 def _ws(s: str, i: int) -> int:
-    return _WS.match(s, i).end()
+    m = _WS.match(s, i)
+    return m.end() if m else i
 
 
 def skip_value(s: str, i: int) -> int:
@@ -144,7 +145,7 @@ class Request:
     roles: list[str]
 
     @classmethod
-    def parse(cls, body: bytes) -> "Request":
+    def parse(cls, body: bytes) -> Request:
         try:
             text = body.decode("utf-8")
             data = json.loads(text)
