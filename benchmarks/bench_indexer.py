@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_store  # noqa: E402
 
 from bead.config import Config  # noqa: E402
-from bead.index.rebuild import reconcile, sync_key  # noqa: E402
 from bead.core.memory import Memory  # noqa: E402
-from bead.recall.rank import search_facts
+from bead.index.rebuild import reconcile, sync_key  # noqa: E402
+from bead.recall.rank import search_facts  # noqa: E402
 
 
 def pct(v, q):

@@ -36,7 +36,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_store  # noqa: E402
 from fakes import FakeAnthropic, Reply  # noqa: E402
 
-
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "claude-code" / "requests.jsonl"
 
 
@@ -121,7 +120,8 @@ def main() -> None:
         home = mem.home
         # Facts of the fixtures' project, so the pinned block and recall have real work.
         for i in range(40):
-            mem.write(f"project/demo/fact-{i}", f"The demo project note {i}: " + bench_store.sentence(rng, vocab, weights, 15), "project")
+            note = f"The demo project note {i}: " + bench_store.sentence(rng, vocab, weights, 15)
+            mem.write(f"project/demo/fact-{i}", note, "project")
         mem.close()
         from fakes import free_port
         port = free_port()
@@ -143,15 +143,17 @@ def main() -> None:
         c_direct = concurrent(up_port, reqs, args.streams, "cdirect")
         c_proxy = concurrent(port, reqs, args.streams, "cproxy")
         rss = rss_mb(proc.pid)
-        added = [p - d for p, d in zip(p_total, d_total)]
-        added_ttfb = [p - d for p, d in zip(p_ttfb, d_ttfb)]
+        added = [p - d for p, d in zip(p_total, d_total, strict=False)]
+        added_ttfb = [p - d for p, d in zip(p_ttfb, d_ttfb, strict=False)]
         print(f"store: {args.facts:,} facts, {args.turns:,} raw turns; {len(reqs)} recorded requests x {args.rounds} rounds")
         for name, d, p in (("total", d_total, p_total), ("first byte", d_ttfb, p_ttfb)):
             print(f"{name:<11} direct p50 {statistics.median(d):7.2f} ms p95 {pct(d, 95):7.2f} | "
                   f"proxy p50 {statistics.median(p):7.2f} ms p95 {pct(p, 95):7.2f} p99 {pct(p, 99):7.2f}")
         print(f"added      p50 {statistics.median(added):7.2f} ms  p95 {pct(added, 95):7.2f} ms  p99 {pct(added, 99):7.2f} ms")
-        print(f"added TTFB p50 {statistics.median(added_ttfb):7.2f} ms  p95 {pct(added_ttfb, 95):7.2f} ms  p99 {pct(added_ttfb, 99):7.2f} ms")
-        print(f"{args.streams} concurrent streams: direct p50 {statistics.median(c_direct):7.2f} ms p95 {pct(c_direct, 95):7.2f} | "
+        print(f"added TTFB p50 {statistics.median(added_ttfb):7.2f} ms  p95 {pct(added_ttfb, 95):7.2f} ms  "
+              f"p99 {pct(added_ttfb, 99):7.2f} ms")
+        print(f"{args.streams} concurrent streams: direct p50 {statistics.median(c_direct):7.2f} ms "
+              f"p95 {pct(c_direct, 95):7.2f} | "
               f"proxy p50 {statistics.median(c_proxy):7.2f} ms p95 {pct(c_proxy, 95):7.2f} ms  "
               f"(ratio p50 {statistics.median(c_proxy) / statistics.median(c_direct):.1f}x)")
         print(f"proxy RSS after the run: {rss:.0f} MB")

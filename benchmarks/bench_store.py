@@ -23,23 +23,23 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bead.config import Config  # noqa: E402
+from bead.core.memory import Memory  # noqa: E402
+from bead.index import sqlite as sqlite_check  # noqa: E402
 from bead.index.query import fts_or_query  # noqa: E402
 from bead.index.rebuild import rebuild  # noqa: E402
-from bead.core.memory import Memory  # noqa: E402
 from bead.paths import Home  # noqa: E402
+from bead.recall.rank import search_facts, search_raw  # noqa: E402
 from bead.store.audit import iso  # noqa: E402
 from bead.store.facts import Fact  # noqa: E402
 from bead.store.files import atomic_write  # noqa: E402
-from bead.recall.rank import search_facts, search_raw  # noqa: E402
-from bead.index import sqlite as sqlite_check  # noqa: E402
 
-T0 = datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
 
 
 def vocabulary(rng: random.Random, n: int = 6000) -> list[str]:
@@ -94,7 +94,7 @@ def generated(root: Path, n_facts: int, n_turns: int, seed: int = 7, index: bool
     vocab = vocabulary(rng)
     weights = [1 / (i + 1) for i in range(len(vocab))]
     mem = Memory(Home(root / "home").ensure(), Config(owner="bench"))
-    mem.index  # the empty index first, so that populating does not index twice
+    mem.index  # noqa: B018 - the empty index first, so that populating does not index twice
     populate(mem, rng, vocab, weights, n_facts, n_turns)
     if index:
         rebuild_index(mem.index, mem.facts, mem.raw)
@@ -156,7 +156,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bead-bench-"))
     try:
         mem = Memory(Home(root / "home").ensure(), Config(owner="bench"))
-        mem.index  # create the empty index now, so that only the timed rebuild below fills it
+        mem.index  # noqa: B018 - create the empty index now, so that only the timed rebuild below fills it
         gen = populate(mem, rng, vocab, weights, args.facts, args.turns)
         t = time.perf_counter()
         counts, problems = rebuild(mem.index, mem.facts, mem.raw)

@@ -37,7 +37,7 @@ def xy(turns):
 
 def score(turns, models):
     needed = injected = hits = false = 0
-    for (tid, _split, needs, cands), model in zip(turns, models):
+    for (_tid, _split, needs, cands), model in zip(turns, models, strict=False):
         ranked = sorted(((prob(model, vec(c)), c["key"]) for c in cands), reverse=True)
         chosen = [k for p, k in ranked[:MAX_FACTS] if p >= THRESHOLD]
         needed += len(needs)

@@ -1,11 +1,14 @@
 """Features for evals/learned_gate.py (an exploration; the proxy does not import this)."""
-import sys, math, re
+import math
+import re
+import sys
+
 sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parent.parent))
 from bead.evals import suite as S
 from bead.evals.suite import temp_memory
+from bead.index.query import terms
 from bead.recall import gate
 from bead.recall.cues import extract, newest_user_index
-from bead.index.query import terms
 
 ERR = re.compile(r"(?i)\b(error|traceback|exception|failed|fail|denied|refused|cannot|can't|not found|warning)\b")
 ACK = re.compile(r"(?i)^\s*(thanks?|thank you|ok(ay)?|great|nice|lgtm|cool|perfect|looks good|good)[\s!.,]*\w{0,12}[\s!.]*$")
@@ -36,7 +39,8 @@ def turn_features(msgs, rows, stats, project='invoicing'):
         cands.append(dict(key=key, ev=ev, n_spec=len(sh_spec), cov=len(sh_spec)/max(len(spec),1),
                           u=mx['user'], a=max(mx['assistant'], mx['tool_input']), o=mx['tool_output'],
                           sum_spec=sum(stats.weight(t) for t in sh_spec),
-                          fb=1.0 if ftype=='feedback' else 0.0, us=1.0 if ftype=='user' else 0.0, ref=1.0 if ftype=='reference' else 0.0))
+                          fb=1.0 if ftype=='feedback' else 0.0, us=1.0 if ftype=='user' else 0.0,
+                          ref=1.0 if ftype=='reference' else 0.0))
     cands.sort(key=lambda c: -c['ev'])
     top = cands[0]['ev'] if cands else 0
     for i, c in enumerate(cands):
@@ -44,7 +48,9 @@ def turn_features(msgs, rows, stats, project='invoicing'):
         c['rank'] = i
         c['margin'] = c['ev'] - (cands[1]['ev'] if i == 0 and len(cands)>1 else top)
         c['rel'] = c['ev'] / top if top else 0
-        c['err'] = has_err; c['ack'] = is_ack; c['has_user'] = has_user
+        c['err'] = has_err
+        c['ack'] = is_ack
+        c['has_user'] = has_user
     return cands
 
 FEATS = ['ev','n_spec','cov','u','a','o','sum_spec','fb','us','ref','rank1','margin','rel','err','ack','has_user']
@@ -73,10 +79,10 @@ def train(X, y, l2=0.1, epochs=400, lr=0.1, pos_w=1.0):
     sd = [max((sum((x[j]-mu[j])**2 for x in X)/len(X))**0.5, 1e-6) for j in range(n)]
     mu[0], sd[0] = 0.0, 1.0
     Z = [[(x[j]-mu[j])/sd[j] for j in range(n)] for x in X]
-    for ep in range(epochs):
+    for _ep in range(epochs):
         g = [0.0]*n
-        for z, yy in zip(Z, y):
-            p = 1/(1+math.exp(-sum(a*b for a,b in zip(w,z))))
+        for z, yy in zip(Z, y, strict=False):
+            p = 1/(1+math.exp(-sum(a*b for a,b in zip(w,z, strict=False))))
             wt = pos_w if yy else 1.0
             for j in range(n):
                 g[j] += wt*(p-yy)*z[j]
@@ -87,12 +93,15 @@ def train(X, y, l2=0.1, epochs=400, lr=0.1, pos_w=1.0):
 def prob(model, x):
     w, mu, sd = model
     z = [(x[j]-mu[j])/sd[j] for j in range(len(x))]
-    return 1/(1+math.exp(-sum(a*b for a,b in zip(w,z))))
+    return 1/(1+math.exp(-sum(a*b for a,b in zip(w,z, strict=False))))
 
 def evaluate(turns, model, thr, maxk=2, only_top=None):
     needed=inj=hit=false=0
-    for tid, split, needs, cands in turns:
+    for _tid, _split, needs, cands in turns:
         scored = sorted(((prob(model, vec(c)), c['key']) for c in cands), reverse=True)
         chosen = [k for p,k in scored[:maxk] if p >= thr]
-        needed += len(needs); inj += len(chosen); hit += len(needs & set(chosen)); false += bool(set(chosen)-needs)
+        needed += len(needs)
+        inj += len(chosen)
+        hit += len(needs & set(chosen))
+        false += bool(set(chosen)-needs)
     return (hit/needed if needed else 0, hit/inj if inj else 0, false/len(turns))
