@@ -55,6 +55,11 @@ class Home:
         return self.root / "vault"
 
     @property
+    def proxy_token(self) -> Path:
+        """The secret path prefix that marks a request as the owner's (0600)."""
+        return self.root / "proxy.token"
+
+    @property
     def shell_sh(self) -> Path:
         return self.root / "shell.sh"
 

@@ -15,6 +15,15 @@ from bead.proxy.engine import Engine
 from bead.wire.anthropic import conversation_of, is_auxiliary
 
 
+def run(engine, body, headers):
+    """One request as the proxy handles it: prepare, forward, then the work after forwarding."""
+    prep = engine.prepare(body, headers)
+    done = engine.forwarded(prep)
+    if done is not None:
+        done.result(timeout=30)
+    return prep
+
+
 def derive(headers, data, default_project):
     return identify(headers, conversation_of(data, headers), default_project)
 
@@ -66,20 +75,20 @@ class TestPinned:
         seed(engine, [("user/editor", "Helix editor", "user"), ("project/shop/db", "Postgres 16 on port 5433", "project"),
                       ("project/blog/db", "SQLite", "project")])
         turn1 = [{"role": "user", "content": "start"}]
-        out1 = json.loads(engine.prepare(body(turn1), {"x-bead-session": "p1"}).body)
+        out1 = json.loads(run(engine, body(turn1), {"x-bead-session": "p1"}).body)
         pinned = out1["system"][-1]["text"]
         assert "Helix editor" in pinned and "Postgres 16" in pinned and "SQLite" not in pinned
         seed(engine, [("user/shell", "fish shell", "user")])
         turn2 = turn1 + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
-        out2 = json.loads(engine.prepare(body(turn2), {"x-bead-session": "p1"}).body)
+        out2 = json.loads(run(engine, body(turn2), {"x-bead-session": "p1"}).body)
         assert out2["system"][-1]["text"] == pinned, "a fact written mid-conversation waits for the next one"
-        out3 = json.loads(engine.prepare(body([{"role": "user", "content": "new chat"}]), {"x-bead-session": "p2"}).body)
+        out3 = json.loads(run(engine, body([{"role": "user", "content": "new chat"}]), {"x-bead-session": "p2"}).body)
         assert "fish shell" in out3["system"][-1]["text"]
 
     def test_pinned_facts_count_as_injected(self, engine):
         """Decay reads inject events: a fact in every pinned block must never look unused."""
         seed(engine, [("user/editor", "Helix editor", "user")])
-        engine.prepare(body([{"role": "user", "content": "hi"}]), {"x-bead-session": "aud"})
+        run(engine, body([{"role": "user", "content": "hi"}]), {"x-bead-session": "aud"})
         with Memory(engine.home, engine.config) as m:
             events = [e for e in m.audit.entries() if e["event"] == "inject"]
         assert [(e["id"], e["block"]) for e in events] == [("user/editor@v1", "pinned")]
@@ -88,7 +97,7 @@ class TestPinned:
         home = Home(bead_home).ensure()
         eng = Engine(home, parse("proxy:\n  pinned_budget_tokens: 150\n"))
         seed(eng, [(f"user/fact-{i}", f"fact number {i} " + "padding " * 10, "user") for i in range(10)])
-        out = json.loads(eng.prepare(body([{"role": "user", "content": "x"}]), {"x-bead-session": "b"}).body)
+        out = json.loads(run(eng, body([{"role": "user", "content": "x"}]), {"x-bead-session": "b"}).body)
         assert 0 < out["system"][-1]["text"].count("\n- ") < 10
 
 
@@ -104,12 +113,12 @@ class TestCueGate:
     def test_strong_match_injected_once(self, engine):
         seed(engine, self.FACTS)
         msgs = [{"role": "user", "content": "where do the stripe test keys live, in dotenv?"}]
-        prep = engine.prepare(body(msgs), {"x-bead-session": "g1"})
+        prep = run(engine, body(msgs), {"x-bead-session": "g1"})
         assert prep.injected == ["global/stripe-keys@v1"]
         block = json.loads(prep.body)["messages"][0]["content"][-1]["text"]
         assert block.startswith('<bead-memory kind="recall">') and "not instructions" in block
         msgs2 = msgs + [{"role": "assistant", "content": "In .env.test."}, {"role": "user", "content": "and the stripe dotenv keys again?"}]
-        prep2 = engine.prepare(body(msgs2), {"x-bead-session": "g1"})
+        prep2 = run(engine, body(msgs2), {"x-bead-session": "g1"})
         assert prep2.injected == [], "already injected in this conversation"
         assert any(r["reason"].startswith("already injected") for r in prep2.trace["rejected"])
 
@@ -117,26 +126,42 @@ class TestCueGate:
         seed(engine, self.FACTS)
         msgs = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "deploy.yml stripe.py lint.toml"}]}]
-        assert engine.prepare(body(msgs), {"x-bead-session": "g2"}).injected == []
+        assert run(engine, body(msgs), {"x-bead-session": "g2"}).injected == []
 
     def test_recall_past_deadline_fails_open(self, bead_home):
+        """A recall step that passes its deadline is interrupted inside SQLite and decides nothing."""
+        from bead.recall.pipeline import Recaller
+
         home = Home(bead_home).ensure()
-        eng = Engine(home, parse("proxy:\n  recall_deadline_ms: 1\n"))
+        config = parse("owner: t\n")
+        eng = Engine(home, config)
         seed(eng, self.FACTS)
         with Memory(eng.home, eng.config) as m:
-            m.append_turns("old", [("user", f"stripe dotenv keys note {i} " * 20, None, None) for i in range(3000)])
-        eng.deadline_s = -1  # already past: the first progress callback aborts the query
-        prep = eng.prepare(body([{"role": "user", "content": "stripe test keys in dotenv?"}]), {"x-bead-session": "late"})
-        assert prep.injected == [] and "recall_deadline" in prep.trace["errors"]
-        assert eng.counters["error.recall_deadline"] == 1
-        assert json.loads(prep.body)["messages"][0]["content"] == "stripe test keys in dotenv?"
+            m.append_turns("old", [("user", f"stripe dotenv keys note {i} " * 20, None, None) for i in range(300)])
+            conv = conversation_of(json.loads(body([{"role": "user", "content": "stripe test keys in dotenv?"}])), {})
+            errors = []
+            cue = Recaller(config, lambda kind, exc: errors.append(kind)).recall_for(
+                m, conv, identify({}, conv, None), set(), deadline_s=-1)
+        assert cue.failed and cue.text is None and cue.ids == []
+        assert errors == ["recall_deadline"] and "recall_deadline" in cue.trace["errors"]
+
+    def test_request_past_its_deadline_goes_out_unchanged(self, bead_home):
+        """Past the request's deadline the original bytes go upstream, and the failure is counted."""
+        home = Home(bead_home).ensure()
+        eng = Engine(home, parse("owner: t\n"))
+        seed(eng, self.FACTS)
+        eng.deadline_s = -1  # already past when the request arrives
+        raw = body([{"role": "user", "content": "stripe test keys in dotenv?"}])
+        prep = run(eng, raw, {"x-bead-session": "late"})
+        assert prep.body == raw and prep.injected == [] and prep.ident is None
+        assert eng.counters["error.deadline"] == 1
 
     def test_own_session_and_subagents_never_excerpted(self, engine):
         with Memory(engine.home, engine.config) as m:
             m.append_turns("main", [("user", "the kafka consumer lag alarm fires at 5000 messages", None, None)])
             m.append_turns("main-abc12345", [("assistant", "kafka consumer lag alarm threshold found", None, None)])
             m.append_turns("other", [("user", "kafka consumer lag alarm was raised to 8000 messages", None, None)])
-        prep = engine.prepare(body([{"role": "user", "content": "what is the kafka consumer lag alarm threshold?"}]),
+        prep = run(engine, body([{"role": "user", "content": "what is the kafka consumer lag alarm threshold?"}]),
                               {"x-claude-code-session-id": "main"})
         text = json.loads(prep.body)["messages"][0]["content"][-1]["text"]
         assert "8000" in text and "5000" not in text and "threshold found" not in text
@@ -147,7 +172,7 @@ def test_auxiliary_requests_pass_untouched(engine):
     data = json.loads(body([{"role": "user", "content": "name this"}], output_config={"format": {"type": "json_schema"}}, tools=[]))
     assert is_auxiliary({}, data) and is_auxiliary({"x-claude-code-request-class": "auxiliary"}, {"messages": []})
     raw = body([{"role": "user", "content": "remember that I like tea"}], output_config={"format": {"type": "json_schema"}})
-    assert engine.prepare(raw, {}).body == raw
+    assert run(engine, raw, {}).body == raw
     with Memory(engine.home, engine.config) as m:
         assert not list(m.facts.keys()) and not list(m.raw.files())
 

@@ -91,9 +91,9 @@ class Conversations:
     def __init__(self, home: Home):
         self.home = home
 
-    def lock(self, conversation_id: str) -> contextlib.AbstractContextManager[None]:
-        """The conversation's flock; ``bead forget`` takes the same one."""
-        return flocked(self.home.session_lock(conversation_id))
+    def lock(self, conversation_id: str, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """The conversation's flock; ``bead forget`` takes the same one (LockBusy past ``timeout``)."""
+        return flocked(self.home.session_lock(conversation_id), timeout=timeout)
 
     def load(self, conversation_id: str) -> ConversationState:
         return ConversationState.load(self.home, conversation_id)

@@ -3,6 +3,9 @@
 Quart's defaults would break a streaming LLM proxy, so they are lifted:
 RESPONSE_TIMEOUT (60 s cuts a long stream), BODY_TIMEOUT, MAX_CONTENT_LENGTH
 (16 MiB, below the API's 32 MB). The upstream client has no read timeout.
+
+Who may talk to the proxy and whose memory a request sees is decided in
+``access``; what bead does to a request and after it, in ``engine``.
 """
 
 from __future__ import annotations
@@ -11,15 +14,18 @@ import asyncio
 import json
 import logging
 import socket
+import sys
+import time
 import typing
+from typing import Any
 
 import httpx
 from quart import Quart, Response, request
 from werkzeug.datastructures import Headers
 
 from .. import __version__
-from ..wire.anthropic import ResponseCollector
-from .engine import Engine, Prepared
+from . import access
+from .engine import MAX_RESPONSE_BYTES, Engine, Prepared
 
 log = logging.getLogger("bead.proxy")
 
@@ -31,17 +37,11 @@ HOP_BY_HOP = frozenset({
 REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
 # Hypercorn writes its own date; the upstream's server header passes through.
 RESPONSE_DROP = HOP_BY_HOP | {"date"}
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
-def loopback_host(host: str) -> bool:
-    host = (host or "").strip().lower()
-    if host.startswith("["):
-        name = host.split("]")[0] + "]"
-    else:
-        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    return name in LOOPBACK_HOSTS or name.startswith("127.")
+class UpstreamBroke(Exception):
+    """The upstream dropped a response mid-way: the harness must see a broken response too."""
 
 
 def _api_error(status: int, message: str, kind: str = "api_error") -> Response:
@@ -49,11 +49,20 @@ def _api_error(status: int, message: str, kind: str = "api_error") -> Response:
     return Response(body, status=status, content_type="application/json")
 
 
-def create_app(engine: Engine, upstream: str) -> Quart:
+def _scope_headers() -> list[tuple[str, str]]:
+    """The headers as they arrived, in order (Quart's request.headers adds its own, Remote-Addr)."""
+    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
+
+
+def create_app(engine: Engine, upstream: str, token: str | None = None, owner_uid: int | None = None) -> Quart:
+    """The proxy app. ``token`` marks the owner's requests (default: the home's); ``owner_uid`` is the
+    UID whose loopback connections count as the owner's on Linux (default: the home's owner)."""
     app = Quart("bead.proxy")
     app.config.update(MAX_CONTENT_LENGTH=None, BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None)
-    upstream = upstream.rstrip("/")
-    state: dict = {"client": None, "tasks": set()}
+    base = httpx.URL(upstream.rstrip("/"))
+    token = access.load_token(engine.home) if token is None else token
+    owner_uid = access.home_owner(engine.home) if owner_uid is None else owner_uid
+    state: dict[str, Any] = {"client": None}
 
     @app.before_serving
     async def start_client() -> None:
@@ -73,40 +82,61 @@ def create_app(engine: Engine, upstream: str) -> Quart:
     async def stop_client() -> None:
         if state["client"] is not None:
             await state["client"].aclose()
+        await asyncio.to_thread(engine.drain, 30.0)
 
     @app.before_request
-    async def guard():
-        # A web page must not be able to write into memory through 127.0.0.1:
-        # refuse browser origins (cross-site POST) and foreign Host names
-        # (DNS rebinding).
-        if request.headers.get("origin"):
-            return _api_error(403, "bead proxy refuses requests with a browser Origin header", "permission_error")
-        if not loopback_host(request.headers.get("host", "")):
-            return _api_error(403, "bead proxy answers only to a loopback Host name", "permission_error")
+    async def guard() -> Response | None:
+        # A web page must not be able to read or write memory through
+        # 127.0.0.1 (cross-site requests, DNS rebinding).
+        raw = _scope_headers()
+        headers = {k.lower(): v for k, v in raw}
+        if sum(1 for k, _ in raw if k.lower() == "host") > 1:
+            return _api_error(403, "bead proxy refuses a request with two Host headers", "permission_error")
+        why = access.browser_refusal(headers)
+        if why:
+            return _api_error(403, why, "permission_error")
+        if not request.scope.get("raw_path", b"/").startswith(b"/"):
+            return _api_error(400, "bead proxy takes only a path as the request target", "invalid_request_error")
         return None
 
     @app.route("/bead/health", methods=["GET"])
-    async def health():
+    async def health() -> Response:
         state_ = await asyncio.to_thread(engine.store_state)
-        return Response(json.dumps({"ok": True, "version": __version__, "upstream": upstream,
+        return Response(json.dumps({"ok": True, "version": __version__, "upstream": str(base),
                                     "home": str(engine.home.root), **engine.health(), **state_}),
                         content_type="application/json")
 
+    def is_owner(has_token: bool) -> bool:
+        if has_token:
+            return True
+        if not sys.platform.startswith("linux"):
+            return False
+        client, server = request.scope.get("client"), request.scope.get("server")
+        if not client or not server or client[1] is None or server[1] is None:
+            return False
+        return access.peer_uid(int(client[1]), int(server[1])) == owner_uid
+
     @app.route("/", defaults={"path": ""}, methods=METHODS)
     @app.route("/<path:path>", methods=METHODS)
-    async def forward(path: str):
+    async def forward(path: str) -> Response:
+        start = time.monotonic()
         body = typing.cast(bytes, await request.get_data(cache=False, as_text=False))
-        # The ASGI scope holds the headers as they arrived, in order; Quart's
-        # request.headers adds its own (Remote-Addr).
-        raw_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
+        raw_headers = _scope_headers()
         headers = {k.lower(): v for k, v in raw_headers}
+        # The path as sent (percent-encoding intact), not Quart's decoded one,
+        # less the owner's token when it leads.
+        has_token, raw_path = access.split_token(request.scope["raw_path"].decode("latin-1"), token)
         prep = Prepared(body)
-        if request.method == "POST" and request.path == "/v1/messages":
-            prep = await asyncio.to_thread(engine.prepare, body, headers)
+        if request.method == "POST" and raw_path.split("?", 1)[0] == "/v1/messages":
+            if await asyncio.to_thread(is_owner, has_token):
+                prep = await _prepare(engine, body, headers, start)
+            else:
+                engine.count("not_owner")
         out_headers = [(k, v) for k, v in raw_headers if k.lower() not in REQUEST_DROP]
-        # The path as sent (percent-encoding intact), not Quart's decoded one.
-        raw_path = (request.scope.get("raw_path") or request.path.encode()).decode("latin-1")
-        url = upstream + raw_path + (("?" + request.query_string.decode("latin-1")) if request.query_string else "")
+        query = request.scope.get("query_string") or b""
+        # Always the configured scheme, host and port: the request target only names a path.
+        url = base.copy_with(raw_path=(base.raw_path.rstrip(b"/") + raw_path.encode("latin-1")
+                                       + (b"?" + query if query else b"")))
         client: httpx.AsyncClient = state["client"]
         try:
             up = await client.send(client.build_request(request.method, url, headers=out_headers, content=prep.body),
@@ -114,29 +144,32 @@ def create_app(engine: Engine, upstream: str) -> Quart:
         except httpx.HTTPError as exc:
             engine.error("upstream", exc)
             return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})")
-        collector = ResponseCollector(up.headers.get("content-type", ""), up.headers.get("content-encoding"))
+        engine.forwarded(prep)
         capture = prep.ident is not None and up.status_code < 400
+        chunks: list[bytes] = []
 
-        async def stream():
-            nonlocal capture
+        async def stream() -> typing.AsyncIterator[bytes]:
+            kept, truncated, broke = 0, False, False
             try:
                 async for chunk in up.aiter_raw():
-                    if capture:
-                        try:
-                            collector.feed(chunk)
-                        except Exception as exc:  # capture must never break the stream
-                            engine.error("capture", exc)
-                            capture = False
+                    if capture and not truncated:
+                        if kept + len(chunk) <= MAX_RESPONSE_BYTES:
+                            chunks.append(chunk)
+                            kept += len(chunk)
+                        else:
+                            truncated = True  # give up on the rest rather than buffer it
                     yield chunk
             except httpx.HTTPError as exc:
-                # The upstream dropped mid-stream: the harness has what arrived.
                 engine.error("upstream_stream", exc)
+                broke = True
+                # Pass the break on: the harness must see a broken response,
+                # as it would without bead, and retry as it would then.
+                raise UpstreamBroke(type(exc).__name__) from None
             finally:
                 await up.aclose()
                 if capture:
-                    task = asyncio.get_running_loop().run_in_executor(None, _finish, engine, prep, collector)
-                    state["tasks"].add(task)
-                    task.add_done_callback(state["tasks"].discard)
+                    engine.finished(prep, chunks, up.headers.get("content-type", ""),
+                                    up.headers.get("content-encoding"), truncated or broke)
 
         resp_headers = [(k, v) for k, v in up.headers.multi_items() if k.lower() not in RESPONSE_DROP]
         response = Response(stream(), status=up.status_code, headers=Headers(resp_headers))
@@ -147,9 +180,16 @@ def create_app(engine: Engine, upstream: str) -> Quart:
     return app
 
 
-def _finish(engine: Engine, prep: Prepared, collector: ResponseCollector) -> None:
+async def _prepare(engine: Engine, body: bytes, headers: dict[str, str], start: float) -> Prepared:
+    """The engine's preparation in a worker thread, under the request's deadline (from its arrival)."""
+    deadline = start + engine.deadline_s
     try:
-        engine.finish(prep, collector.result(prep.n_messages))
-    except Exception as exc:
-        engine.error("capture", exc)
-
+        # The engine stops itself at the deadline; the wait here only guards
+        # against a thread stuck where it cannot look at the clock.
+        return await asyncio.wait_for(asyncio.to_thread(engine.prepare, body, headers, deadline),
+                                      timeout=engine.deadline_s + 1.0)
+    except BaseException as exc:
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        engine.error("deadline" if isinstance(exc, TimeoutError) else "inject", exc)
+        return Prepared(body)

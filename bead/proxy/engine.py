@@ -1,12 +1,16 @@
 """What the proxy does around one request, with no HTTP in sight.
 
-``prepare`` runs before forwarding: parse the body once (the wire format's
-job), name the conversation, capture the new turns, build (once) the pinned
-block, run recall for the newest user message (once), and splice every block
-into the raw body. ``finish`` runs when the response ends and captures the
-assistant turn. Both run in a worker thread under the conversation's flock,
-so parallel subagents (different conversations) never wait for each other,
-and a ``bead forget`` in another process sees a consistent file.
+Before forwarding, only what changes the forwarded bytes, all under one
+deadline (``proxy.recall_deadline_ms``): parse the body once (the wire
+format's job), name the conversation, build (once) the pinned block, run
+recall for the newest user message (once), and splice the blocks into the
+raw body. Past the deadline, or on any failure, the original bytes go out.
+
+Everything else runs after forwarding, off the event loop, one job at a time
+per conversation and in order: capture the new turns (secret scan, raw
+append, index), "remember", the audit's inject records and the trace; then,
+when the response ends, the assistant turn. A conversation's next request
+waits (within its deadline) for its own pending job, never for another's.
 
 The work itself is the application layer's (``bead.core``, ``bead.recall``);
 this module only orders it for a proxied conversation and fails open.
@@ -19,6 +23,8 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,11 +32,11 @@ from typing import Any
 
 from ..config import Config
 from ..core import capture
-from ..core.conversation import Conversation, Identity, Message, identify
+from ..core.conversation import Conversation, Identity, identify
 from ..core.memory import Memory, utcnow
 from ..core.pinned import pinned_block
 from ..core.remember import remember
-from ..core.state import Conversations, ConversationState
+from ..core.state import Conversations
 from ..core.trace import Trace
 from ..paths import Home
 from ..recall.pipeline import Recaller
@@ -38,13 +44,24 @@ from ..wire import anthropic
 
 log = logging.getLogger("bead.proxy")
 
+MAX_BODY_BYTES = 16 * 1024 * 1024   # larger bodies go out unchanged, uncaptured
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # response bytes kept for capturing the assistant turn
+
+
+class DeadlineExceeded(Exception):
+    """bead's work on a request passed ``proxy.recall_deadline_ms``."""
+
 
 @dataclass
 class Prepared:
     body: bytes                      # what goes upstream
-    ident: Identity | None = None
+    ident: Identity | None = None    # set when the request is a conversation bead captures
+    conv: Conversation | None = None
     n_messages: int = 0
     injected: list[str] = field(default_factory=list)
+    pinned_new: list[str] = field(default_factory=list)   # the pinned block's ids, when built by this request
+    pinned_text: str | None = None                         # the conversation's (frozen) pinned block
+    blocks: dict[int, list[str]] = field(default_factory=dict)  # message index -> cue blocks to append
     trace: dict[str, Any] = field(default_factory=dict)
 
 
@@ -64,6 +81,11 @@ class Engine:
         self.conversations = Conversations(home)
         self.recaller = Recaller(config, self.error)
         self._local = threading.local()
+        # Work after forwarding: its own threads, so it never holds up a
+        # request's preparation; chained per conversation to keep its order.
+        self._after = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bead-capture")
+        self._chains: dict[str, Future[None]] = {}
+        self._chains_lock = threading.Lock()
         # Build the index now if it is missing, so no request pays for a rebuild.
         with Memory(home, config, clock) as mem:
             mem.index  # noqa: B018 - opening it builds it
@@ -84,115 +106,217 @@ class Engine:
         self.last_error = {"kind": kind, "at": time.time(), "detail": type(exc).__name__ if exc else ""}
         log.warning("proxy %s failed open: %s", kind, type(exc).__name__ if exc else "", exc_info=exc is not None)
 
+    def count(self, what: str) -> None:
+        self.counters[what] += 1
+
     # ----- before forwarding -------------------------------------------------
-    def prepare(self, body: bytes, headers: dict[str, str]) -> Prepared:
-        """Never raises: any failure forwards ``body`` unchanged."""
+    def prepare(self, body: bytes, headers: dict[str, str], deadline: float | None = None) -> Prepared:
+        """The bytes to forward. Never raises: any failure forwards ``body`` unchanged.
+
+        ``deadline`` is a ``time.monotonic()`` instant; past it, the work
+        stops and ``body`` goes out unchanged.
+        """
         t0 = time.perf_counter()
+        deadline = time.monotonic() + self.deadline_s if deadline is None else deadline
         self.counters["requests"] += 1
+        if len(body) > MAX_BODY_BYTES:
+            self.count("too_large")
+            return Prepared(body)
         try:
             req, conv = anthropic.parse(body, headers)
-        except ValueError as exc:
+        except Exception as exc:  # not JSON, not UTF-8, too deep (RecursionError), out of memory
             self.error("parse", exc)
             return Prepared(body)
         if conv.auxiliary:
-            self.counters["auxiliary"] += 1
+            self.count("auxiliary")
             return Prepared(body)
         try:
-            pinned, blocks, prep = self._prepare(conv, headers, t0)
-            prep.body = anthropic.splice(req, pinned, blocks)
+            prep = self._prepare(conv, headers, deadline, t0)
+            prep.body = anthropic.splice(req, prep.pinned_text, prep.blocks)
+            if time.monotonic() > deadline:
+                raise DeadlineExceeded("after the splice")
             return prep
         except Exception as exc:  # fail open: the harness must never see bead's failure
-            self.error("inject", exc)
+            self.error("deadline" if isinstance(exc, DeadlineExceeded) else "inject", exc)
             return Prepared(body)
 
-    def _prepare(self, conv: Conversation, headers: dict[str, str],
-                 t0: float) -> tuple[str | None, dict[int, list[str]], Prepared]:
+    def _left(self, deadline: float, step: str) -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DeadlineExceeded(step)
+        return left
+
+    def _prepare(self, conv: Conversation, headers: dict[str, str], deadline: float, t0: float) -> Prepared:
         ident = identify(headers, conv, self.default_project)
         newest = conv.newest_user
         mem = self.memory()
         trace: dict[str, Any] = {"at": utcnow().isoformat(timespec="seconds"), "session": ident.session,
                                  "thread": ident.thread, "project": ident.project,
                                  "roles": [m.role for m in conv.messages], "newest_user": newest, "errors": []}
+        self._wait_for_pending(ident.id, self._left(deadline, "parse"))
         injected: list[str] = []
+        pinned_new: list[str] = []
         blocks: dict[int, list[str]] = {}
-        with self.conversations.lock(ident.id):
+        with self.conversations.lock(ident.id, timeout=self._left(deadline, "pending capture")):
             st = self.conversations.load(ident.id)
-            self._capture_requests(mem, conv, ident, st, trace)
             if not st.has_pinned:
                 text, ids = pinned_block(mem, ident.project, self.config.proxy.pinned_budget_tokens)
+                self._left(deadline, "pinned block")
                 st.set_pinned(text, ids)
-                trace["pinned"] = ids
-                # Pinned facts count as injected: decay must not put to sleep
-                # the facts that every conversation starts with.
-                for fid in ids:
-                    mem.audit.record(self.clock(), "inject", id=fid, session=ident.session, block="pinned")
+                trace["pinned"] = pinned_new = ids
             for rec in sorted(st.cues.values(), key=lambda r: r.message):
                 if rec.text and rec.message < len(conv.messages) and conv.messages[rec.message].hash == rec.hash:
                     blocks.setdefault(rec.message, []).append(rec.text)
             if newest is not None and newest not in st.cues:
                 t1 = time.perf_counter()
-                cue = self.recaller.recall_for(mem, conv, ident, st.injected, self.deadline_s,
+                cue = self.recaller.recall_for(mem, conv, ident, st.injected, self._left(deadline, "recall"),
                                                raw_df=lambda terms: self.memory().index.raw_doc_freq(terms))
                 trace["recall_ms"] = round((time.perf_counter() - t1) * 1000, 2)
                 trace["errors"] += cue.trace.pop("errors", [])
                 trace.update(cue.trace)
                 if not cue.failed:
+                    self._left(deadline, "recall")
                     st.add_cue(newest, conv.messages[newest].hash, cue.text, cue.ids)
                     if cue.text:
                         blocks.setdefault(newest, []).append(cue.text)
                         injected = cue.ids
-                        for fid in cue.ids:
-                            mem.audit.record(self.clock(), "inject", id=fid, session=ident.session)
         trace["injected"] = injected
         trace["prepare_ms"] = round((time.perf_counter() - t0) * 1000, 2)
-        self._trace(trace)
+        if injected or st.pinned:
+            self.counters["with_memory"] += 1
         if injected:
             self.counters["injections"] += 1
-        return st.pinned, blocks, Prepared(b"", ident, len(conv.messages), injected, trace)
+        return Prepared(b"", ident, conv, len(conv.messages), injected, pinned_new, st.pinned, blocks, trace)
 
-    def _capture_requests(self, mem: Memory, conv: Conversation, ident: Identity, st: ConversationState,
-                          trace: dict[str, Any]) -> None:
-        """Write turns the raw log has not seen yet: the user's, and any assistant turn a response missed."""
-        if st.captured >= len(conv.messages):
-            return
-        newest = conv.newest_user
-        if newest is not None and newest >= st.captured:
+    def _wait_for_pending(self, conversation_id: str, timeout: float) -> None:
+        """Let this conversation's earlier capture finish first (never another conversation's)."""
+        with self._chains_lock:
+            pending = self._chains.get(conversation_id)
+        if pending is not None:
             try:
-                for r in remember(mem, conv.messages[newest], ident):
-                    if r.id:
-                        trace["remembered"] = r.id
-                    elif r.refused:
-                        trace["errors"].append(f"remember: {r.refused}")
-            except Exception as exc:
-                self.error("remember", exc)
+                pending.result(timeout=timeout)
+            except FutureTimeout:
+                self.count("capture_pending")  # go on: capture keeps its own order
+            except Exception:  # noqa: S110 - the job reports its own failures
+                pass
+
+    # ----- after forwarding ---------------------------------------------------
+    def _chain(self, conversation_id: str, job: Callable[[], None]) -> Future[None]:
+        """Run ``job`` after every earlier job of the same conversation."""
+        with self._chains_lock:
+            before = self._chains.get(conversation_id)
+
+            def run() -> None:
+                if before is not None:
+                    try:
+                        before.result()
+                    except Exception:  # noqa: S110 - reported by that job
+                        pass
+                job()
+
+            fut = self._after.submit(run)
+            self._chains[conversation_id] = fut
+
+        def forget_done(f: Future[None]) -> None:
+            with self._chains_lock:
+                if self._chains.get(conversation_id) is f:
+                    del self._chains[conversation_id]
+
+        fut.add_done_callback(forget_done)
+        return fut
+
+    def forwarded(self, prep: Prepared) -> Future[None] | None:
+        """The request went upstream: capture its new turns, "remember", audit and trace, in order."""
+        if prep.ident is None or prep.conv is None:
+            return None
+        ident = prep.ident
+        return self._chain(ident.id, lambda: self._after_request(prep, ident))
+
+    def _after_request(self, prep: Prepared, ident: Identity) -> None:
+        conv = prep.conv
+        assert conv is not None
+        trace = prep.trace
         try:
-            turns = capture.request_turns(conv, ident, st.captured)
-            if turns:
-                capture.capture(mem, ident, turns)
-            st.set_captured(len(conv.messages))
+            mem = self.memory()
+            with self.conversations.lock(ident.id):
+                st = self.conversations.load(ident.id)
+                if st.captured < len(conv.messages):
+                    newest = conv.newest_user
+                    if newest is not None and newest >= st.captured:
+                        self._remember(mem, conv, newest, ident, trace)
+                    turns = capture.request_turns(conv, ident, st.captured)
+                    if turns:
+                        capture.capture(mem, ident, turns)
+                    st.set_captured(len(conv.messages))
+            now = self.clock()
+            # Pinned facts count as injected: decay must not put to sleep the
+            # facts that every conversation starts with.
+            for fid in prep.pinned_new:
+                mem.audit.record(now, "inject", id=fid, session=ident.session, block="pinned")
+            for fid in prep.injected:
+                mem.audit.record(now, "inject", id=fid, session=ident.session)
         except Exception as exc:
             self.error("capture", exc)
             trace["errors"].append("capture")
+        self._trace(trace)
 
-    # ----- after the response -----------------------------------------------
-    def finish(self, prep: Prepared, result: tuple[Message, dict[str, Any]] | None) -> None:
-        """Capture the assistant turn once, even if the harness retries."""
-        if prep.ident is None or result is None:
-            return
-        message, flags = result
-        turn = capture.assistant_turn(message, prep.ident, flags)
-        if turn is None:
-            return
+    def _remember(self, mem: Memory, conv: Conversation, newest: int, ident: Identity, trace: dict[str, Any]) -> None:
         try:
+            for r in remember(mem, conv.messages[newest], ident):
+                if r.id:
+                    trace["remembered"] = r.id
+                elif r.refused:
+                    trace["errors"].append(f"remember: {r.refused}")
+        except Exception as exc:
+            self.error("remember", exc)
+
+    def finished(self, prep: Prepared, chunks: list[bytes], content_type: str, encoding: str | None,
+                 truncated: bool) -> Future[None] | None:
+        """The response ended: rebuild and capture the assistant turn, after the request's own capture."""
+        if prep.ident is None:
+            return None
+        ident = prep.ident
+        return self._chain(ident.id, lambda: self._capture_answer(prep, ident, chunks, content_type, encoding,
+                                                                   truncated))
+
+    def _capture_answer(self, prep: Prepared, ident: Identity, chunks: list[bytes], content_type: str,
+                        encoding: str | None, truncated: bool) -> None:
+        try:
+            collector = anthropic.ResponseCollector(content_type, encoding)
+            for chunk in chunks:
+                collector.feed(chunk)
+            result = collector.result(prep.n_messages)
+            if result is None:
+                return
+            message, flags = result
+            if truncated:
+                flags["partial"] = True
+            turn = capture.assistant_turn(message, ident, flags)
+            if turn is None:
+                return
             mem = self.memory()
-            with self.conversations.lock(prep.ident.id):
-                st = self.conversations.load(prep.ident.id)
+            with self.conversations.lock(ident.id):
+                st = self.conversations.load(ident.id)
                 if st.captured > prep.n_messages and not st.captured_partial:
                     return  # a retry of a request whose answer is already in the log
-                capture.capture(mem, prep.ident, [turn])
+                capture.capture(mem, ident, [turn])
                 st.set_captured(prep.n_messages + 1, bool(flags.get("partial")))
         except Exception as exc:
             self.error("capture", exc)
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait for every pending job (shutdown, tests)."""
+        with self._chains_lock:
+            pending = list(self._chains.values())
+        for f in pending:
+            try:
+                f.result(timeout=timeout)
+            except Exception:  # noqa: S110 - each job reports its own failures
+                pass
+
+    def close(self) -> None:
+        self.drain()
+        self._after.shutdown(wait=True)
 
     def _trace(self, entry: dict[str, Any]) -> None:
         if self.trace is None:
@@ -213,6 +337,8 @@ class Engine:
 
     def health(self) -> dict[str, Any]:
         return {"uptime_s": round(time.time() - self.started, 1), "requests": self.counters["requests"],
-                "injections": self.counters["injections"], "errors": self.counters["errors"],
+                "with_memory": self.counters["with_memory"], "injections": self.counters["injections"],
+                "not_owner": self.counters["not_owner"], "too_large": self.counters["too_large"],
+                "errors": self.counters["errors"],
                 "error_kinds": {k[6:]: v for k, v in self.counters.items() if k.startswith("error.")},
                 "last_error": self.last_error}

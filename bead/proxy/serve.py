@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import logging
 import signal
+from typing import Any
 
 from ..errors import BeadError
+from . import access
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -45,7 +48,7 @@ def hypercorn_config(host: str, port: int):
     return cfg
 
 
-def serve(app, host: str, port: int) -> None:
+def serve(app: Any, host: str, port: int) -> None:
     from hypercorn.asyncio import serve as hserve
 
     async def main() -> None:
@@ -55,4 +58,14 @@ def serve(app, host: str, port: int) -> None:
             loop.add_signal_handler(sig, stop.set)
         await hserve(app, hypercorn_config(host, port), shutdown_trigger=stop.wait)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        holder = access.listener(port)
+        raise BeadError(
+            f"port {port} on {host} is already in use{f' by {holder}' if holder else ''}",
+            "stop what holds it (`bead status` shows a running bead proxy), or choose another port "
+            "with `proxy.listen` in config.yaml or --listen",
+        ) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,21 +15,31 @@ class LockBusy(OSError):
 
 
 @contextlib.contextmanager
-def flocked(path: Path, exclusive: bool = True, blocking: bool = True) -> Iterator[None]:
+def flocked(path: Path, exclusive: bool = True, blocking: bool = True,
+            timeout: float | None = None) -> Iterator[None]:
     """Hold ``flock`` on ``path`` (created 0600 if missing) for the block.
 
     flock locks belong to the open file description, so two threads of one
     process that each open the file also exclude each other. With
-    ``blocking=False`` a lock held elsewhere raises LockBusy at once.
+    ``blocking=False`` a lock held elsewhere raises LockBusy at once; with a
+    ``timeout`` (seconds) it raises LockBusy once that has passed.
     """
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         flags = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        try:
-            fcntl.flock(fd, flags if blocking else flags | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise LockBusy(f"{path} is locked by another process") from None
+        if blocking and timeout is None:
+            fcntl.flock(fd, flags)
+        else:
+            end = time.monotonic() + (timeout or 0.0)
+            while True:
+                try:
+                    fcntl.flock(fd, flags | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not blocking or time.monotonic() >= end:
+                        raise LockBusy(f"{path} is locked by another process") from None
+                    time.sleep(0.002)
         yield
     finally:
         os.close(fd)  # closing releases the lock

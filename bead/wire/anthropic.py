@@ -145,8 +145,16 @@ def splice(req: Request, pinned: str | None, blocks: dict[int, list[str]]) -> by
     return req.edited(edits) if edits else req.text.encode("utf-8")
 
 
+EVENT_CAP = 1024 * 1024   # an SSE event larger than this is skipped, never buffered whole
+
+
 class ResponseCollector:
-    """Rebuilds the assistant turn from the bytes the harness received."""
+    """Rebuilds the assistant turn from the bytes the harness received.
+
+    SSE is parsed line by line as bytes arrive: each byte is looked at a
+    bounded number of times, whatever the chunking, and an event past
+    ``EVENT_CAP`` is dropped rather than buffered.
+    """
 
     def __init__(self, content_type: str, content_encoding: str | None):
         self.sse = "text/event-stream" in (content_type or "")
@@ -157,7 +165,13 @@ class ResponseCollector:
             self.decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif enc == "deflate":
             self.decoder = zlib.decompressobj()
-        self.buf = b""
+        self.body = bytearray()          # a JSON (non-SSE) body
+        self._line = bytearray()         # the current, unfinished SSE line
+        self._skip_line = False          # the current line is past the cap
+        self._data: list[bytes] = []     # data lines of the current event
+        self._size = 0
+        self._skip_event = False
+        self.skipped_events = 0
         self.blocks: dict[int, dict[str, Any]] = {}
         self.json_chunks: dict[int, list[str]] = {}
         self.done = False
@@ -167,23 +181,50 @@ class ResponseCollector:
         if not self.supported:
             return
         data = self.decoder.decompress(chunk) if self.decoder else chunk
-        self.buf += data
-        if self.sse:
-            self._drain_events()
-
-    def _drain_events(self) -> None:
+        if not self.sse:
+            self.body += data
+            return
+        start = 0
         while True:
-            end, sep = _event_end(self.buf)
-            if end == -1:
+            nl = data.find(b"\n", start)
+            if nl == -1:
+                rest = data[start:]
+                if not self._skip_line:
+                    if len(self._line) + len(rest) > EVENT_CAP:
+                        self._skip_line = True
+                        self._line.clear()
+                    else:
+                        self._line += rest
                 return
-            raw, self.buf = self.buf[:end], self.buf[end + sep:]
-            data_lines = [ln[5:].lstrip() for ln in raw.splitlines() if ln.startswith(b"data:")]
-            if not data_lines:
-                continue
-            try:
-                self._event(json.loads(b"\n".join(data_lines)))
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
+            if self._skip_line:
+                self._skip_line = False
+                self._skip_event = True
+                self._line.clear()
+            else:
+                self._line += data[start:nl]
+                self._on_line(bytes(self._line).rstrip(b"\r"))
+                self._line.clear()
+            start = nl + 1
+
+    def _on_line(self, line: bytes) -> None:
+        if not line:
+            data, skip = self._data, self._skip_event
+            self._data, self._size, self._skip_event = [], 0, False
+            if skip:
+                self.skipped_events += 1
+            elif data:
+                try:
+                    self._event(json.loads(b"\n".join(data)))
+                except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                    pass
+            return
+        if line.startswith(b"data:") and not self._skip_event:
+            self._size += len(line)
+            if self._size > EVENT_CAP:
+                self._skip_event = True
+                self._data = []
+            else:
+                self._data.append(line[5:].lstrip())
 
     def _event(self, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
@@ -209,8 +250,8 @@ class ResponseCollector:
             return None
         if not self.sse:
             try:
-                body = json.loads(self.buf.decode("utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                body = json.loads(self.body.decode("utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                 return None
             if not isinstance(body, dict) or body.get("type") != "message":
                 return None
@@ -227,13 +268,3 @@ class ResponseCollector:
             flags["partial"] = True
         blocks = [self.blocks[i] for i in sorted(self.blocks)]
         return message_of(index, {"role": "assistant", "content": blocks}), flags
-
-
-def _event_end(buf: bytes) -> tuple[int, int]:
-    """Offset and length of the first blank line (``\\n\\n``, ``\\r\\n\\r\\n`` or mixed) in ``buf``."""
-    best, size = -1, 0
-    for sep in (b"\n\n", b"\r\n\r\n", b"\n\r\n", b"\r\n\n"):
-        i = buf.find(sep)
-        if i != -1 and (best == -1 or i < best):
-            best, size = i, len(sep)
-    return best, size

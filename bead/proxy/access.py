@@ -1,0 +1,150 @@
+"""Who may reach the proxy, and whose memory a request may see.
+
+Three checks, in order:
+
+- **A browser never gets in.** Only a literal loopback Host (``127.0.0.1``,
+  ``localhost``, ``[::1]``, each with an optional port) is answered, so DNS
+  rebinding cannot reach the port under another name; a request with an
+  ``Origin`` header (empty included) or a ``Sec-Fetch-Site`` other than
+  ``none`` is refused: every browser sends one, no harness does.
+- **The request target is a path.** It must start with ``/``; the upstream's
+  scheme, host and port are always the configured ones.
+- **Memory only for its owner.** A request gets memory injected and is
+  captured only when it comes from the person who owns the home: its path
+  starts with the home's token (``http://127.0.0.1:7077/<token>``, the base
+  URL ``shell.sh`` gives the harness, read from the 0600 file
+  ``proxy.token``), or, on Linux, the kernel says the connecting socket
+  belongs to the home's owner (``/proc/net/tcp`` and ``tcp6``, matched by
+  the client's port). Any other request is forwarded unchanged: no memory
+  in, nothing captured.
+
+The token works on every OS and with every harness that takes a base URL;
+the kernel check keeps a plain ``ANTHROPIC_BASE_URL=http://127.0.0.1:7077``
+working for the owner on Linux. Another OS user can neither read the token
+(the home is 0700) nor pass the kernel check.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+from ..paths import Home
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+
+
+def loopback_host(host: str) -> bool:
+    """A literal loopback name with an optional port, nothing else."""
+    host = (host or "").strip().lower()
+    if host.startswith("["):
+        name, _, rest = host.partition("]")
+        name += "]"
+        port = rest[1:] if rest.startswith(":") else rest
+    else:
+        name, _, port = host.partition(":")
+    return name in LOOPBACK_NAMES and (port == "" or (port.isdigit() and len(port) <= 5))
+
+
+def browser_refusal(headers: dict[str, str]) -> str | None:
+    """Why a request looks like it came from a web page, or None."""
+    if "origin" in headers:
+        return "bead proxy refuses requests with an Origin header (a browser sent this)"
+    site = headers.get("sec-fetch-site")
+    if site is not None and site.strip().lower() != "none":
+        return "bead proxy refuses cross-site requests (Sec-Fetch-Site)"
+    if not loopback_host(headers.get("host", "")):
+        return "bead proxy answers only to a literal loopback Host name (127.0.0.1, localhost, [::1])"
+    return None
+
+
+def load_token(home: Home) -> str:
+    """The home's proxy token, created (0600) on first use."""
+    path = home.proxy_token
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return path.read_text(encoding="ascii").strip()
+    token = secrets.token_urlsafe(24)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(token + "\n")
+    return token
+
+
+def split_token(raw_path: str, token: str) -> tuple[bool, str]:
+    """(whether the path starts with ``/<token>``, the path without it)."""
+    if not token:
+        return False, raw_path
+    head, sep, rest = raw_path[1:].partition("/")
+    if head and hmac.compare_digest(head.encode(), token.encode()):
+        return True, "/" + rest if sep else "/"
+    return False, raw_path
+
+
+def _hex_port(port: int) -> str:
+    return f"{port:04X}"
+
+
+def peer_uid(client_port: int, server_port: int, proc: Path = Path("/proc/net")) -> int | None:
+    """The UID owning the loopback socket connected from ``client_port`` to ``server_port``.
+
+    Reads ``/proc/net/tcp`` and ``tcp6``: each line is ``sl local rem st ...
+    uid ...`` with addresses as hex ``ADDR:PORT``. The client's socket is the
+    one whose local port is the client's and remote port is ours.
+    """
+    local = ":" + _hex_port(client_port)
+    remote = ":" + _hex_port(server_port)
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(proc / name, encoding="ascii", errors="replace") as f:
+                next(f, None)
+                for line in f:
+                    if local not in line:
+                        continue
+                    fields = line.split()
+                    if len(fields) > 7 and fields[1].endswith(local) and fields[2].endswith(remote):
+                        return int(fields[7])
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def listener(port: int, proc: Path = Path("/proc")) -> str | None:
+    """Who listens on a local TCP port, as the kernel says: ``pid 123 (python3)``, ``uid 1000`` or None."""
+    hexport = ":" + _hex_port(port)
+    inode, uid = None, None
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(proc / "net" / name, encoding="ascii", errors="replace") as f:
+                next(f, None)
+                for line in f:
+                    fields = line.split()
+                    if len(fields) > 9 and fields[1].endswith(hexport) and fields[3] == "0A":  # LISTEN
+                        uid, inode = int(fields[7]), fields[9]
+                        break
+        except (OSError, ValueError):
+            continue
+        if inode:
+            break
+    if inode is None:
+        return None
+    target = f"socket:[{inode}]"
+    try:
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
+    except OSError:
+        pids = []
+    for pid in pids:
+        try:
+            for fd in os.listdir(proc / pid / "fd"):
+                if os.readlink(proc / pid / "fd" / fd) == target:
+                    comm = (proc / pid / "comm").read_text(encoding="utf-8", errors="replace").strip()
+                    return f"pid {pid} ({comm})"
+        except OSError:
+            continue
+    return f"a process of uid {uid}"
+
+
+def home_owner(home: Home) -> int:
+    return home.root.stat().st_uid
