@@ -3,24 +3,41 @@
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
+import re2
 import yaml
 
+# Every pattern runs on text an attacker may have written (a pasted README,
+# a tool's output), so every one runs on RE2: time linear in the text, never
+# the backtracking blow-up of Python's `re` on a crafted input.
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False
+_OPTIONS.max_mem = 64 << 20
+
 # Values that look like assignments of a secret but name one instead.
-_PLACEHOLDER = re.compile(
-    r"(?i)^(?:x{4,}|\*{3,}|<[^>]*>|\$\{?[A-Z_][A-Z0-9_]*\}?|changeme|redacted.*|example.*|your[_\-].*|dummy.*|placeholder.*|null|none|true|false)$"
+_PLACEHOLDER = re2.compile(
+    r"(?i)^(?:x{4,}|\*{3,}|<[^>]*>|\$\{?[A-Z_][A-Z0-9_]*\}?|changeme|redacted.*|example.*|your[_\-].*|dummy.*"
+    r"|placeholder.*|null|none|true|false)$", _OPTIONS
 )
+
+
+def compile_linear(pattern: str) -> Any:
+    """A pattern compiled for RE2 (linear time); an error names the pattern."""
+    try:
+        return re2.compile(pattern, _OPTIONS)
+    except re2.error as exc:
+        raise ValueError(f"pattern {pattern[:60]!r} is not valid RE2 syntax: {exc}") from None
 
 
 @dataclass(frozen=True)
 class Rule:
     id: str
-    pattern: re.Pattern[str]
+    pattern: Any   # a compiled RE2 pattern
     group: int = 0
     entropy: float = 0.0
     min_len: int = 0
@@ -46,7 +63,7 @@ def shannon(value: str) -> float:
 def rules() -> tuple[Rule, ...]:
     data = yaml.safe_load(resources.files("bead.capture").joinpath("rules.yaml").read_text(encoding="utf-8"))
     return tuple(
-        Rule(id=r["id"], pattern=re.compile(r["pattern"]), group=r.get("group", 0),
+        Rule(id=r["id"], pattern=compile_linear(r["pattern"]), group=r.get("group", 0),
              entropy=r.get("entropy", 0.0), min_len=r.get("min_len", 0),
              keywords=tuple(k.lower() for k in r["keywords"]))
         for r in data["rules"]

@@ -158,20 +158,24 @@ class RawLog:
         if not items:
             return []
         first_at = items[0][2] or self.clock()
+        # The scan runs before the lock: a large turn never holds up other writers.
+        scanned = []
+        for item in items:
+            role, text, at, ref = item[:4]
+            flags = dict(item[4]) if len(item) > 4 and item[4] else {}
+            clean, found = redact_secrets(text or "")
+            if found:
+                flags.setdefault("redacted", sorted(set(found)))
+            flags.setdefault("owner", self.owner)
+            scanned.append((role, clean, iso(at or self.clock()), ref, flags))
         with flocked(self.lock_path):
             path = self._path_for(session, first_at.astimezone(UTC))
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             n = _last_turn_number(path)
             turns = []
-            for item in items:
-                role, text, at, ref = item[:4]
-                flags = dict(item[4]) if len(item) > 4 and item[4] else {}
-                clean, found = redact_secrets(text or "")
-                if found:
-                    flags.setdefault("redacted", sorted(set(found)))
-                flags.setdefault("owner", self.owner)
+            for role, clean, at_text, ref, flags in scanned:
                 n += 1
-                turns.append(Turn(session, n, role, iso(at or self.clock()), clean, ref, path, flags))
+                turns.append(Turn(session, n, role, at_text, clean, ref, path, flags))
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.write(fd, render(turns).encode("utf-8"))
