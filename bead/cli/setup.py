@@ -48,8 +48,9 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, uninstall, executable, 
         acts = install(plan, load=not no_load, rc=not no_rc)
         if not no_vault and sys.stdin.isatty():
             click.echo("vault: the encrypted vault is not part of this version of bead; secrets stay out of memory.", err=True)
+    idle = "nothing to remove: bead is not set up here" if uninstall else "nothing to change: bead is set up"
     emit({"platform": plan.platform, "changes": acts}, as_json,
-         lambda d: click.echo("\n".join(d["changes"]) if d["changes"] else "nothing to change: bead is set up"))
+         lambda d: click.echo("\n".join(d["changes"]) if d["changes"] else idle))
 
 
 @click.command()

@@ -47,11 +47,21 @@ def collect(mem) -> dict:
     except BeadError as exc:
         problems.append({"problem": exc.message, "fix": exc.hint})
     data["proxy"] = proxy_health(mem.config.proxy.listen)
+    if data["proxy"]["running"] and data["proxy"].get("home") != str(mem.home.root):
+        # Another home's proxy answers on this address: its figures are not ours.
+        data["proxy"] = {"running": False, "address": data["proxy"]["address"], "other_home": data["proxy"].get("home")}
+        problems.append({"problem": f"the proxy at {data['proxy']['address']} serves another home "
+                                    f"({data['proxy']['other_home']}), not {mem.home.root}",
+                         "fix": "run this home's proxy on another port (`proxy.listen` in its config.yaml), "
+                                "or unset BEAD_HOME to look at the other home"})
     data["services"] = services_state()
     for name, st in data["services"].items():
         if st.get("state") == "failed":
             problems.append({"problem": f"the {name} service has failed",
                              "fix": f"see `bead logs {name}`, then `systemctl --user restart bead-{name}`"})
+        elif st.get("restarting"):
+            problems.append({"problem": f"the {name} service keeps restarting ({st['restarting']})",
+                             "fix": f"see why in `bead logs {name}`; a busy port or a config error is the usual cause"})
     data["last_dream"] = last_dream(mem)
     data["review_queue"] = Queue(mem).open_count()
     if data["proxy"].get("errors"):
@@ -88,16 +98,25 @@ def services_state() -> dict:
                     continue
                 fields = dict(line.strip().split(" = ", 1) for line in r.stdout.splitlines() if " = " in line)
                 out[name] = {"state": fields.get("state", "?"), "runs": fields.get("runs"), "pid": fields.get("pid")}
+                runs, last = int(fields.get("runs") or 0), fields.get("last exit code", "0")
+                if runs > 1 and last not in ("0", "(never exited)") and fields.get("state") != "running":
+                    out[name]["restarting"] = f"{runs} runs, last exit code {last}"
             elif shutil.which("systemctl"):
                 r = subprocess.run(["systemctl", "--user", "show", f"bead-{name}.service", "-p",
-                                    "ActiveState,ActiveEnterTimestamp,NRestarts,LoadState"],
+                                    "ActiveState,SubState,ActiveEnterTimestamp,NRestarts,LoadState"],
                                    capture_output=True, text=True, timeout=5)
                 fields = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
                 if r.returncode != 0 or fields.get("LoadState") in (None, "not-found"):
                     out[name] = {"state": "not installed"}
                     continue
-                out[name] = {"state": fields.get("ActiveState", "?"), "since": fields.get("ActiveEnterTimestamp") or None,
-                             "restarts": int(fields.get("NRestarts") or 0)}
+                restarts = int(fields.get("NRestarts") or 0)
+                active, sub = fields.get("ActiveState", "?"), fields.get("SubState", "")
+                out[name] = {"state": "starting" if active == "activating" and sub != "auto-restart" else active,
+                             "since": fields.get("ActiveEnterTimestamp") or None, "restarts": restarts}
+                # systemd waits between restarts in "auto-restart"; a service that
+                # fails at once is there more often than it is running.
+                if sub == "auto-restart" or (restarts and active in ("activating", "failed")):
+                    out[name]["restarting"] = f"{restarts} restarts, now {active}/{sub}"
             else:
                 out[name] = {"state": "unknown (no service manager; `bead up` runs them in the foreground)"}
         except (OSError, subprocess.TimeoutExpired, ValueError):
@@ -155,7 +174,12 @@ def status(as_json):
         p = d["proxy"]
         if p["running"]:
             click.echo(f"proxy       running at http://{p['address']} for {p['uptime_s']:.0f} s: "
-                       f"{p['requests']} requests, {p['injections']} with memory, {p['errors']} failed open")
+                       f"{p['requests']} requests, {p.get('with_memory', 0)} with memory (pinned or recalled), "
+                       f"{p['errors']} failed open, {p.get('not_owner', 0)} not yours (no memory, not captured)")
+        elif p.get("other_home"):
+            click.echo(f"proxy       {p['address']} is another home's proxy ({p['other_home']})")
+        elif d["services"].get("proxy", {}).get("state") == "starting":
+            click.echo(f"proxy       starting at {p['address']} (the service manager is bringing it up)")
         else:
             click.echo(f"proxy       not running at {p['address']} (start it with `bead proxy`)")
         if d["problems"]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from ..config import write_default
 from ..errors import BeadError
 from ..paths import Home
+from ..proxy.access import load_token
 from ..store.files import atomic_write
 
 SERVICES = ("proxy", "indexer", "dream")
@@ -80,8 +81,9 @@ def platform_name() -> str:
 
 
 def check_executable(path: str) -> str:
-    """Refuse a bead that lives in a temporary directory or a throwaway environment."""
-    p = Path(path).absolute()
+    """The executable's real path (so each way of running setup writes the same units);
+    refuse one that lives in a temporary directory or a throwaway environment."""
+    p = Path(os.path.realpath(path))
     throwaway = [Path(tempfile.gettempdir()), Path("/tmp"), Path("/var/tmp"), Path("/private/var/folders"),
                  Path.home() / ".cache", Path.home() / ".local" / "pipx" / ".cache"]
     text = str(p)
@@ -140,7 +142,9 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
         if plan.platform == "launchd":
             # launchd opens the log file but does not create its folder.
             launchd_log(svc, plan.user_home).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    shell = resources.files("bead.setup").joinpath("shell.sh").read_text(encoding="utf-8").replace("@LISTEN@", plan.listen)
+    load_token(plan.home)
+    shell = (resources.files("bead.setup").joinpath("shell.sh").read_text(encoding="utf-8")
+             .replace("@LISTEN@", plan.listen).replace("@TOKEN@", str(plan.home.proxy_token)))
     if _write_if_changed(plan.shell_sh, shell):
         acts.append(f"wrote {plan.shell_sh}")
     if rc:

@@ -1,11 +1,16 @@
 # bead: written by `bead setup`; `bead setup --uninstall` removes it.
 # `claude` goes through the bead proxy when its health check answers within
 # 1 second, and straight to the API when it does not, so a stopped proxy never
-# blocks work. No credential is set here: your own login stays in use.
-claude() {
+# blocks work. No credential is set here: your own login stays in use. The
+# base URL carries the home's proxy token (read from a 0600 file at each
+# start), which tells the proxy the request is yours.
+# An alias named claude would shadow (bash) or break (zsh) the function.
+unalias claude 2>/dev/null
+function claude {
   if command -v curl >/dev/null 2>&1 \
      && curl -fsS -m 1 "http://@LISTEN@/bead/health" >/dev/null 2>&1; then
-    ANTHROPIC_BASE_URL="http://@LISTEN@" CLAUDE_CODE_GATEWAY_HINT_HEADERS=1 command claude "$@"
+    ANTHROPIC_BASE_URL="http://@LISTEN@/$(cat "@TOKEN@" 2>/dev/null)" CLAUDE_CODE_GATEWAY_HINT_HEADERS=1 \
+      command claude "$@"
   else
     echo "bead: the proxy is not answering at @LISTEN@; running claude without memory (see: bead status)" >&2
     command claude "$@"

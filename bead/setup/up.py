@@ -36,7 +36,8 @@ def run_services(include_dream: bool = True, stream=None) -> int:
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         for name in names:
-            p = subprocess.Popen([sys.executable, "-m", "bead", *COMMANDS[name]], stdout=subprocess.PIPE,
+            # -P: never import bead from the current directory (a checkout), only the installed one.
+            p = subprocess.Popen([sys.executable, "-P", "-m", "bead", *COMMANDS[name]], stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, env=os.environ.copy())
             procs[name] = p
             threading.Thread(target=pump, args=(name, p), daemon=True).start()
