@@ -4,12 +4,15 @@
     python benchmarks/bench_proxy.py --facts 1000 --turns 20000 --rounds 3   # quick
 
 The recorded Claude Code requests (shared/fixtures/claude-code) are sent in
-one run straight to a fake upstream on 127.0.0.1 and through a real `bead
-proxy` process in front of the same fake, against a generated store. Each
-round rewrites X-Bead-Session so every round is a new conversation (pinned
-block built, recall run on every turn). Figures: added latency (total and
-time to first byte) p50/p95/p99, the same with 8 concurrent streams, and the
-proxy's resident memory.
+one run straight to a fake upstream on 127.0.0.1, through a pass-through
+proxy written with the standard library only (http.server + http.client,
+streaming chunk by chunk: the floor for any Python proxy hop), and through a
+real `bead proxy` process in front of the same fake, against a generated
+store. Each round rewrites X-Bead-Session so every round is a new
+conversation (pinned block built, recall run on every turn). Figures: total
+and time to first byte p50/p95/p99 for each, what bead adds over direct and
+over the pass-through, the same with 8 concurrent clients, and the proxy's
+resident memory.
 """
 
 from __future__ import annotations
@@ -95,6 +98,54 @@ def concurrent(port: int, reqs, streams: int, tag: str) -> list[float]:
     return results
 
 
+class PassThrough:
+    """A stdlib-only streaming proxy: the baseline cost of a Python hop in front of the upstream."""
+
+    def __init__(self, upstream_port: int):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        local = threading.local()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                conn = getattr(local, "conn", None)
+                if conn is None:
+                    conn = local.conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                conn.request("POST", self.path, body=body, headers=headers)
+                r = conn.getresponse()
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                while True:
+                    chunk = r.read1(65536)
+                    if not chunk:
+                        break
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -137,25 +188,41 @@ def main() -> None:
             except OSError:
                 time.sleep(0.1)
         up_port = int(fake.url.rsplit(":", 1)[1])
+        passthrough = PassThrough(up_port)
         run_sequence(port, reqs, 1, "warm")  # warm-up: imports, caches, IDF stats
-        d_ttfb, d_total = run_sequence(up_port, reqs, args.rounds, "direct")
-        p_ttfb, p_total = run_sequence(port, reqs, args.rounds, "proxy")
-        c_direct = concurrent(up_port, reqs, args.streams, "cdirect")
-        c_proxy = concurrent(port, reqs, args.streams, "cproxy")
+        run_sequence(passthrough.port, reqs, 1, "warm")
+        seq = {}
+        conc = {}
+        # Interleaved per round, so that noise on a shared machine hits all three alike.
+        for name in ("direct", "pass", "bead"):
+            seq[name] = ([], [])
+        for i in range(args.rounds):
+            for name, p in (("direct", up_port), ("pass", passthrough.port), ("bead", port)):
+                a, b = run_sequence(p, reqs, 1, f"{name}-{i}")
+                seq[name][0].extend(a)
+                seq[name][1].extend(b)
+        for name, p in (("direct", up_port), ("pass", passthrough.port), ("bead", port)):
+            conc[name] = concurrent(p, reqs, args.streams, f"c{name}")
         rss = rss_mb(proc.pid)
-        added = [p - d for p, d in zip(p_total, d_total, strict=False)]
-        added_ttfb = [p - d for p, d in zip(p_ttfb, d_ttfb, strict=False)]
+        passthrough.close()
         print(f"store: {args.facts:,} facts, {args.turns:,} raw turns; {len(reqs)} recorded requests x {args.rounds} rounds")
-        for name, d, p in (("total", d_total, p_total), ("first byte", d_ttfb, p_ttfb)):
-            print(f"{name:<11} direct p50 {statistics.median(d):7.2f} ms p95 {pct(d, 95):7.2f} | "
-                  f"proxy p50 {statistics.median(p):7.2f} ms p95 {pct(p, 95):7.2f} p99 {pct(p, 99):7.2f}")
-        print(f"added      p50 {statistics.median(added):7.2f} ms  p95 {pct(added, 95):7.2f} ms  p99 {pct(added, 99):7.2f} ms")
-        print(f"added TTFB p50 {statistics.median(added_ttfb):7.2f} ms  p95 {pct(added_ttfb, 95):7.2f} ms  "
-              f"p99 {pct(added_ttfb, 99):7.2f} ms")
-        print(f"{args.streams} concurrent streams: direct p50 {statistics.median(c_direct):7.2f} ms "
-              f"p95 {pct(c_direct, 95):7.2f} | "
-              f"proxy p50 {statistics.median(c_proxy):7.2f} ms p95 {pct(c_proxy, 95):7.2f} ms  "
-              f"(ratio p50 {statistics.median(c_proxy) / statistics.median(c_direct):.1f}x)")
+        print(f"{'sequential':<24} {'p50':>8} {'p95':>8} {'p99':>8}   (ms)")
+        for label, v in (("total, direct", seq["direct"][1]), ("total, pass-through", seq["pass"][1]),
+                         ("total, bead", seq["bead"][1]), ("TTFB, direct", seq["direct"][0]),
+                         ("TTFB, pass-through", seq["pass"][0]), ("TTFB, bead", seq["bead"][0])):
+            print(f"  {label:<22} {statistics.median(v):8.2f} {pct(v, 95):8.2f} {pct(v, 99):8.2f}")
+        print("added by bead (difference of the percentiles)")
+        for label, a, b in (("total over direct", seq["bead"][1], seq["direct"][1]),
+                            ("total over pass-through", seq["bead"][1], seq["pass"][1]),
+                            ("TTFB over pass-through", seq["bead"][0], seq["pass"][0])):
+            print(f"  {label:<22} {statistics.median(a) - statistics.median(b):8.2f} "
+                  f"{pct(a, 95) - pct(b, 95):8.2f} {pct(a, 99) - pct(b, 99):8.2f}")
+        print(f"{args.streams} concurrent clients, total")
+        for name in ("direct", "pass", "bead"):
+            v = conc[name]
+            print(f"  {name:<22} {statistics.median(v):8.2f} {pct(v, 95):8.2f} {pct(v, 99):8.2f}")
+        print(f"  bead over direct, p50 {statistics.median(conc['bead']) - statistics.median(conc['direct']):.2f} ms; "
+              f"pass-through over direct, p50 {statistics.median(conc['pass']) - statistics.median(conc['direct']):.2f} ms")
         print(f"proxy RSS after the run: {rss:.0f} MB")
         steps = [json.loads(line) for line in trace.read_text().splitlines()]
         prep = [e["prepare_ms"] for e in steps]

@@ -106,15 +106,12 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
                                     "home": str(engine.home.root), **engine.health(), **state_}),
                         content_type="application/json")
 
-    def is_owner(has_token: bool) -> bool:
+    def is_owner(has_token: bool, client_port: int | None, server_port: int | None) -> bool:
         if has_token:
             return True
-        if not sys.platform.startswith("linux"):
+        if not sys.platform.startswith("linux") or client_port is None or server_port is None:
             return False
-        client, server = request.scope.get("client"), request.scope.get("server")
-        if not client or not server or client[1] is None or server[1] is None:
-            return False
-        return access.peer_uid(int(client[1]), int(server[1])) == owner_uid
+        return access.peer_uid(client_port, server_port) == owner_uid
 
     @app.route("/", defaults={"path": ""}, methods=METHODS)
     @app.route("/<path:path>", methods=METHODS)
@@ -128,10 +125,15 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         has_token, raw_path = access.split_token(request.scope["raw_path"].decode("latin-1"), token)
         prep = Prepared(body)
         if request.method == "POST" and raw_path.split("?", 1)[0] == "/v1/messages":
-            if await asyncio.to_thread(is_owner, has_token):
-                prep = await _prepare(engine, body, headers, start)
-            else:
-                engine.count("not_owner")
+            client_port, server_port = _ports()
+
+            def work(deadline: float) -> Prepared:
+                if not is_owner(has_token, client_port, server_port):
+                    engine.count("not_owner")
+                    return Prepared(body)
+                return engine.prepare(body, headers, deadline)
+
+            prep = await _prepare(engine, work, body, start)
         out_headers = [(k, v) for k, v in raw_headers if k.lower() not in REQUEST_DROP]
         query = request.scope.get("query_string") or b""
         # Always the configured scheme, host and port: the request target only names a path.
@@ -180,14 +182,22 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
     return app
 
 
-async def _prepare(engine: Engine, body: bytes, headers: dict[str, str], start: float) -> Prepared:
-    """The engine's preparation in a worker thread, under the request's deadline (from its arrival)."""
+def _ports() -> tuple[int | None, int | None]:
+    """The client's and our port of this connection (None when the server does not say)."""
+    client, server = request.scope.get("client"), request.scope.get("server")
+    cport = client[1] if client and client[1] is not None else None
+    sport = server[1] if server and server[1] is not None else None
+    return cport, sport
+
+
+async def _prepare(engine: Engine, work: typing.Callable[[float], Prepared], body: bytes, start: float) -> Prepared:
+    """The owner check and the engine's preparation in one worker thread, under the request's
+    deadline (counted from its arrival)."""
     deadline = start + engine.deadline_s
     try:
         # The engine stops itself at the deadline; the wait here only guards
         # against a thread stuck where it cannot look at the clock.
-        return await asyncio.wait_for(asyncio.to_thread(engine.prepare, body, headers, deadline),
-                                      timeout=engine.deadline_s + 1.0)
+        return await asyncio.wait_for(asyncio.to_thread(work, deadline), timeout=engine.deadline_s + 1.0)
     except BaseException as exc:
         if isinstance(exc, asyncio.CancelledError):
             raise

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 _WS = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
@@ -96,6 +97,65 @@ def elements(s: str, span: Span) -> list[Span]:
         i = _ws(s, i + 1)
 
 
+def _decode_top(s: str) -> tuple[dict[str, Any], dict[str, Span], list[Span] | None, int]:
+    """(the decoded object, key -> value span, the spans of ``messages``' elements, the closing brace)."""
+    i = _ws(s, 0)
+    if s[i:i + 1] != "{":
+        raise SpliceError("body is not a JSON object")
+    data: dict[str, Any] = {}
+    top: dict[str, Span] = {}
+    msgs: list[Span] | None = None
+    i = _ws(s, i + 1)
+    if s[i:i + 1] != "}":
+        while True:
+            if s[i:i + 1] != '"':
+                raise SpliceError("object key is not a string")
+            key, i = _scanstring(s, i + 1)
+            i = _ws(s, i)
+            if s[i:i + 1] != ":":
+                raise SpliceError("missing ':' in object")
+            vstart = _ws(s, i + 1)
+            if key == "messages" and s[vstart:vstart + 1] == "[":
+                value, msgs, vend = _decode_array(s, vstart)
+            else:
+                value, vend = _DECODER.raw_decode(s, vstart)
+                if key == "messages":
+                    msgs = None
+            data[key] = value          # the last duplicate wins, as in json.loads
+            top[key] = Span(vstart, vend)
+            i = _ws(s, vend)
+            c = s[i:i + 1]
+            if c == "}":
+                break
+            if c != ",":
+                raise SpliceError("missing ',' in object")
+            i = _ws(s, i + 1)
+    end = i
+    if _ws(s, end + 1) != len(s):
+        raise SpliceError("extra data after the JSON object")
+    return data, top, msgs, end
+
+
+def _decode_array(s: str, start: int) -> tuple[list[Any], list[Span], int]:
+    values: list[Any] = []
+    spans: list[Span] = []
+    i = _ws(s, start + 1)
+    if s[i:i + 1] == "]":
+        return values, spans, i + 1
+    while True:
+        begin = _ws(s, i)
+        value, end = _DECODER.raw_decode(s, begin)
+        values.append(value)
+        spans.append(Span(begin, end))
+        i = _ws(s, end)
+        c = s[i:i + 1]
+        if c == "]":
+            return values, spans, i + 1
+        if c != ",":
+            raise SpliceError("missing ',' in array")
+        i = _ws(s, i + 1)
+
+
 def text_block(text: str) -> str:
     """A text content block, compact, non-ASCII raw: the form Claude Code writes."""
     return json.dumps({"type": "text", "text": text}, ensure_ascii=False, separators=(",", ":"))
@@ -138,7 +198,7 @@ class Request:
     """The spans of one Messages API body that the proxy reads or edits."""
 
     text: str
-    data: dict
+    data: dict[str, Any]
     top: dict[str, Span]
     end: int
     messages: list[Span]
@@ -146,19 +206,22 @@ class Request:
 
     @classmethod
     def parse(cls, body: bytes) -> Request:
+        """Decode the body and find its spans in one pass of the C scanner.
+
+        Each top-level value, and each message, is decoded by ``raw_decode``
+        where it starts, which also gives its end: the body is read once,
+        not once to decode and again to find the spans.
+        """
         try:
             text = body.decode("utf-8")
-            data = json.loads(text)
         except UnicodeDecodeError:
             raise SpliceError("body is not UTF-8") from None
+        try:
+            data, top, msgs, end = _decode_top(text)
         except json.JSONDecodeError as exc:
             raise SpliceError(f"body is not JSON ({exc.msg} at offset {exc.pos})") from None
-        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        if not isinstance(data.get("messages"), list) or msgs is None:
             raise SpliceError("body is not a Messages API request (no messages array)")
-        start = _ws(text, 0)
-        top = members(text, Span(start, len(text)))
-        end = text.rstrip().rfind("}")
-        msgs = elements(text, top["messages"])
         roles = [m.get("role", "") if isinstance(m, dict) else "" for m in data["messages"]]
         return cls(text, data, top, end, msgs, roles)
 
