@@ -1,0 +1,318 @@
+"""Parsing a Messages API request into the typed conversation (bead/wire/anthropic.py, bead/core/conversation.py)
+and the tag stripping it relies on (bead/capture/text.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from bead.capture.text import clean, reminders, strip_own
+from bead.core.conversation import Source, find_cwd, identify
+from bead.wire.anthropic import conversation_of, is_auxiliary, message_of, parse
+
+REMINDER = "<system-reminder>The TodoWrite tool has not been used recently.</system-reminder>"
+MEMORY = '<bead-memory kind="recall">\nMemory bead retrieved.\n- global/x: value\n</bead-memory>'
+
+
+def conv(*messages: dict, system=None, headers: dict | None = None, **extra):
+    data = {"model": "m", "max_tokens": 5, "messages": list(messages), **extra}
+    if system is not None:
+        data["system"] = system
+    return conversation_of(data, headers or {})
+
+
+# ----- parts and their sources --------------------------------------------------------------------
+
+def test_user_text_is_typed():
+    """A user's text block (or string content) is a TYPED text part."""
+    for content in ("deploy it", [{"type": "text", "text": "deploy it"}]):
+        (m,) = conv({"role": "user", "content": content}).messages
+        assert [(p.source, p.kind, p.text) for p in m.parts] == [(Source.TYPED, "text", "deploy it")]
+
+
+def test_tool_result_is_tool_output_with_error_flag():
+    """A tool_result is a TOOL_OUTPUT part holding its text, flagged when it reports an error."""
+    (m,) = conv({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "a", "content": "12 passed"},
+        {"type": "tool_result", "tool_use_id": "b", "is_error": True,
+         "content": [{"type": "text", "text": "Exit code 1"}, {"type": "image", "source": {}}]},
+    ]}).messages
+    ok, bad = m.parts
+    assert (ok.source, ok.kind, ok.text, ok.error) == (Source.TOOL_OUTPUT, "tool_result", "12 passed", False)
+    assert (bad.source, bad.kind, bad.error) == (Source.TOOL_OUTPUT, "tool_result", True)
+    assert bad.text == "Exit code 1\n[image]"
+
+
+def test_tool_call_carries_name_and_input():
+    """An assistant tool_use is a TOOL_CALL part with the tool's name and its input as data."""
+    call = {"command": "pytest -x", "timeout": 60}
+    (m,) = conv({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": call}]}).messages
+    (p,) = m.parts
+    assert (p.source, p.kind, p.name, p.data) == (Source.TOOL_CALL, "tool_use", "Bash", call)
+    assert json.loads(p.text) == call
+
+
+def test_images_and_documents_are_pasted():
+    """An image or a document block is a PASTED part of its kind, with no text."""
+    (m,) = conv({"role": "user", "content": [{"type": "image", "source": {"type": "base64", "data": "x"}},
+                                             {"type": "document", "source": {"type": "text", "data": "y"}}]}).messages
+    assert [(p.source, p.kind, p.text) for p in m.parts] == [(Source.PASTED, "image", ""), (Source.PASTED, "document", "")]
+
+
+def test_harness_reminders_are_separate_parts():
+    """A `<system-reminder>` inside user text becomes its own HARNESS part; the typed part keeps only the person's words."""
+    (m,) = conv({"role": "user", "content": f"{REMINDER}\nrename the module"}).messages
+    assert [(p.source, p.text) for p in m.parts] == [(Source.TYPED, "rename the module"), (Source.HARNESS, REMINDER)]
+
+
+def test_own_memory_block_is_removed_from_parts():
+    """bead's own `<bead-memory>` block is not part of any part's text."""
+    (m,) = conv({"role": "user", "content": [{"type": "text", "text": "rename the module"},
+                                             {"type": "text", "text": MEMORY}]}).messages
+    assert [p.text for p in m.parts] == ["rename the module", ""]
+
+
+def test_thinking_blocks_are_skipped():
+    """Thinking and redacted thinking blocks give no part; the assistant's text is an ASSISTANT part."""
+    (m,) = conv({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "private reasoning", "signature": "sig"},
+        {"type": "redacted_thinking", "data": "opaque"},
+        {"type": "text", "text": "Done."}]}).messages
+    assert [(p.source, p.text) for p in m.parts] == [(Source.ASSISTANT, "Done.")]
+
+
+def test_system_role_message_is_harness():
+    """Text of a message with role `system` is a HARNESS part."""
+    (m,) = conv({"role": "system", "content": "context window is half full"}).messages
+    assert [(p.source, p.text) for p in m.parts] == [(Source.HARNESS, "context window is half full")]
+
+
+def test_parse_gives_the_same_conversation_as_conversation_of():
+    """`parse` of the body bytes yields the conversation `conversation_of` gives for the decoded body."""
+    data = {"model": "m", "max_tokens": 5, "system": "cwd: /srv/app",
+            "messages": [{"role": "user", "content": "hello there"}]}
+    _req, parsed = parse(json.dumps(data).encode(), {})
+    assert parsed == conversation_of(data, {})
+    assert parsed.cwd == "/srv/app"
+
+
+# ----- the message hash ---------------------------------------------------------------------------
+
+def test_hash_ignores_cache_control_and_string_vs_list():
+    """A message resent as a string, as a list, or with a cache marker has one hash."""
+    plain = message_of(0, {"role": "user", "content": "fix the flaky test"})
+    listed = message_of(0, {"role": "user", "content": [{"type": "text", "text": "fix the flaky test"}]})
+    cached = message_of(0, {"role": "user", "content": [{"type": "text", "text": "fix the flaky test",
+                                                         "cache_control": {"type": "ephemeral"}}]})
+    assert plain.hash == listed.hash == cached.hash
+
+
+def test_hash_ignores_own_memory_blocks():
+    """A message with bead's cue block appended hashes as the message without it."""
+    bare = message_of(3, {"role": "user", "content": [{"type": "text", "text": "fix the flaky test"}]})
+    spliced = message_of(3, {"role": "user", "content": [{"type": "text", "text": "fix the flaky test"},
+                                                         {"type": "text", "text": MEMORY}]})
+    assert bare.hash == spliced.hash
+
+
+def test_hash_changes_with_text_and_role():
+    """Different text, or the same text from another role, gives a different hash."""
+    base = message_of(0, {"role": "user", "content": "fix the flaky test"})
+    assert message_of(0, {"role": "user", "content": "fix the flaky tests"}).hash != base.hash
+    assert message_of(0, {"role": "assistant", "content": "fix the flaky test"}).hash != base.hash
+
+
+# ----- the working directory ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("line, expected", [
+    ("Primary working directory: /home/ana/shop", "/home/ana/shop"),
+    ("  - cwd: /srv/app", "/srv/app"),
+    ("Working directory: `/srv/quoted`", "/srv/quoted"),
+    ("cwd: \"/srv/with space\"", "/srv/with space"),
+])
+def test_find_cwd_reads_the_line_forms(line, expected):
+    """`find_cwd` reads "Primary working directory:", "working directory:" and "cwd:" lines, quotes stripped."""
+    assert find_cwd([f"You are Claude Code.\n{line}\nIs a git repo: yes"]) == expected
+
+
+def test_find_cwd_needs_a_line_of_its_own():
+    """A "cwd:" in the middle of a sentence is not a reported working directory."""
+    assert find_cwd(["the cwd: /etc is where it looked"]) is None
+    assert find_cwd(["", "nothing here"]) is None
+
+
+def test_find_cwd_takes_the_first_text_that_reports_one():
+    """Of several texts, the first that reports a directory wins."""
+    assert find_cwd(["no directory", "cwd: /first", "cwd: /second"]) == "/first"
+
+
+def test_cwd_from_system_prompt():
+    """The directory in the system prompt (string or blocks) is the conversation's cwd."""
+    assert conv({"role": "user", "content": "hi"}, system="Primary working directory: /a").cwd == "/a"
+    blocks = [{"type": "text", "text": "You are Claude Code."}, {"type": "text", "text": "cwd: /b"}]
+    assert conv({"role": "user", "content": "hi"}, system=blocks).cwd == "/b"
+
+
+def test_cwd_from_a_system_message():
+    """A directory reported in a `system` role message is found when the system prompt has none."""
+    c = conv({"role": "system", "content": "Primary working directory: /c"}, {"role": "user", "content": "hi"},
+             system="You are Claude Code.")
+    assert c.cwd == "/c"
+
+
+def test_cwd_from_the_first_user_message_only():
+    """A directory in the first user message counts; one in a later user message does not."""
+    first = conv({"role": "user", "content": "<system-reminder>\ncwd: /d\n</system-reminder>\nhello"})
+    assert first.cwd == "/d"
+    later = conv({"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"},
+                 {"role": "user", "content": "cwd: /e"})
+    assert later.cwd is None
+
+
+def test_system_prompt_directory_wins_over_the_first_user_message():
+    """When both report a directory, the system prompt's is taken."""
+    c = conv({"role": "user", "content": "cwd: /from-user"}, system="cwd: /from-system")
+    assert c.cwd == "/from-system"
+
+
+# ----- identity -----------------------------------------------------------------------------------
+
+FIRST = {"role": "user", "content": "first words of the conversation"}
+
+
+def test_bead_session_header_comes_first():
+    """`X-Bead-Session` names the session even when Claude Code's session header is there too."""
+    ident = identify({"x-bead-session": "mine", "x-claude-code-session-id": "cc-1"}, conv(FIRST), None)
+    assert ident.session == ident.base_session == "mine"
+
+
+def test_claude_code_session_with_agent_id():
+    """Claude Code's session id is the base session; a subagent's session adds a hash of its agent id."""
+    c = conv(FIRST)
+    parent = identify({"x-claude-code-session-id": "cc-1"}, c, None)
+    sub_a = identify({"x-claude-code-session-id": "cc-1", "x-claude-code-agent-id": "agent-a"}, c, None)
+    sub_b = identify({"x-claude-code-session-id": "cc-1", "x-claude-code-agent-id": "agent-b"}, c, None)
+    assert parent.session == parent.base_session == "cc-1"
+    assert sub_a.base_session == sub_b.base_session == "cc-1"
+    assert sub_a.session.startswith("cc-1-") and sub_b.session.startswith("cc-1-")
+    assert len({parent.session, sub_a.session, sub_b.session}) == 3
+
+
+def test_without_session_headers_session_is_a_hash_of_system_and_first_message():
+    """With no session header the session is stable for one system prompt and first message, and differs otherwise."""
+    one = identify({}, conv(FIRST, {"role": "assistant", "content": "ok"}, system="S1"), None)
+    again = identify({}, conv(FIRST, system="S1"), None)
+    other_system = identify({}, conv(FIRST, system="S2"), None)
+    other_first = identify({}, conv({"role": "user", "content": "other start"}, system="S1"), None)
+    assert one.session == again.session == one.base_session
+    assert one.session.startswith("p")
+    assert len({one.session, other_system.session, other_first.session}) == 3
+
+
+def test_unsafe_session_header_is_hashed():
+    """A session header that is not a safe file name becomes a hash, never a path."""
+    ident = identify({"x-bead-session": "../../etc/passwd"}, conv(FIRST), None)
+    assert "/" not in ident.session and ".." not in ident.session
+    assert ident.session.startswith("h")
+
+
+def test_thread_is_a_hash_of_the_first_message():
+    """Requests sharing the first message share a thread; another first message is another thread."""
+    a = identify({"x-bead-session": "s"}, conv(FIRST, system="S1"), None)
+    b = identify({"x-bead-session": "s"}, conv(FIRST, {"role": "assistant", "content": "x"}, system="S2"), None)
+    c = identify({"x-bead-session": "s"}, conv({"role": "user", "content": "a side request"}), None)
+    assert a.thread == b.thread != c.thread
+    assert a.id == f"s-{a.thread}"
+
+
+def test_project_header_beats_cwd_and_default(tmp_path):
+    """`X-Bead-Project` (slugged) wins over the reported directory and the default project."""
+    c = conv(FIRST, system=f"cwd: {tmp_path / 'shop'}")
+    assert identify({"x-bead-project": "My Shop!"}, c, "fallback").project == "my-shop"
+
+
+def test_project_from_reported_directory(tmp_path):
+    """Without the header, the project is the reported directory's name, slugged."""
+    d = tmp_path / "Billing_API"
+    d.mkdir()
+    assert identify({}, conv(FIRST, system=f"cwd: {d}"), "fallback").project == "billing_api"
+
+
+def test_project_from_a_linked_worktree_is_the_main_checkout(tmp_path):
+    """A directory inside a linked git worktree belongs to the main checkout's project."""
+    main = tmp_path / "ledger"
+    (main / ".git" / "worktrees" / "feature").mkdir(parents=True)
+    (main / ".git" / "worktrees" / "feature" / "commondir").write_text("../..\n")
+    wt = tmp_path / "ledger-feature-wt"
+    (wt / "src").mkdir(parents=True)
+    (wt / ".git").write_text(f"gitdir: {main / '.git' / 'worktrees' / 'feature'}\n")
+    assert identify({}, conv(FIRST, system=f"cwd: {wt / 'src'}"), None).project == "ledger"
+
+
+def test_default_project_when_nothing_reports_one():
+    """With no header and no directory, the default project (slugged) is used, or none."""
+    assert identify({}, conv(FIRST), "Side Project").project == "side-project"
+    assert identify({}, conv(FIRST), None).project is None
+
+
+# ----- auxiliary requests -------------------------------------------------------------------------
+
+def test_auxiliary_by_header():
+    """The request-class header marks a side request as auxiliary, in any letter case."""
+    assert is_auxiliary({"x-claude-code-request-class": "Auxiliary"}, {"messages": []})
+    assert not is_auxiliary({"x-claude-code-request-class": "main"}, {"messages": []})
+
+
+def test_auxiliary_by_structured_output_without_tools():
+    """A structured-output request with no tools is auxiliary; with tools, or without a format, it is not."""
+    fmt = {"output_config": {"format": {"type": "json_schema", "schema": {}}}}
+    assert is_auxiliary({}, fmt)
+    assert not is_auxiliary({}, {**fmt, "tools": [{"name": "Bash"}]})
+    assert not is_auxiliary({}, {"messages": []})
+    assert conv(FIRST, **fmt).auxiliary and not conv(FIRST).auxiliary
+
+
+# ----- clean / strip_own --------------------------------------------------------------------------
+
+def test_strip_own_removes_block_and_whitespace_after_it():
+    """`strip_own` removes a `<bead-memory>` block and the whitespace that follows it, nothing else."""
+    assert strip_own(f"before {MEMORY}\n\n  after") == "before after"
+    assert strip_own(f"{MEMORY}{MEMORY}\nend") == "end"
+
+
+def test_strip_own_leaves_reminders_and_similar_tags():
+    """`strip_own` leaves harness reminders and tags that only start like bead's own."""
+    text = f"{REMINDER} <bead-memory-notes>kept</bead-memory-notes>"
+    assert strip_own(text) == text
+
+
+def test_clean_removes_both_kinds_of_block_and_strips_the_ends():
+    """`clean` removes bead's blocks and harness reminders with their trailing whitespace, and strips the ends."""
+    assert clean(f"  {REMINDER}\n\nfirst {MEMORY}\n second  \n") == "first second"
+
+
+def test_unclosed_tags_leave_the_text_alone():
+    """An opening tag that is never closed removes nothing."""
+    for text in ("keep <bead-memory kind=\"recall\"> all of this", "keep <system-reminder> all of this"):
+        assert clean(text) == text
+        assert strip_own(text) == text
+    assert reminders("keep <system-reminder> all of this") == []
+
+
+def test_reminders_returns_each_block():
+    """`reminders` gives each `<system-reminder>` block whole, in order."""
+    second = "<system-reminder>second</system-reminder>"
+    assert reminders(f"a {REMINDER} b {second}") == [REMINDER, second]
+
+
+@pytest.mark.parametrize("opening", ["<bead-memory ", "<system-reminder>", "<bead-memoryx"])
+def test_unclosed_openings_take_linear_time(opening):
+    """1 MB of unclosed openings is handled well under a second (a guard against quadratic scans)."""
+    text = opening * (1_000_000 // len(opening))
+    t0 = time.perf_counter()
+    assert clean(text) == text.strip()
+    assert strip_own(text) == text
+    assert reminders(text) == []
+    assert time.perf_counter() - t0 < 1.0

@@ -1,0 +1,188 @@
+"""Cues of a turn (bead/recall/cues.py), read from conversations parsed as the proxy parses them."""
+
+from __future__ import annotations
+
+import pytest
+
+from bead.recall.cues import TOOL_RESULT_CHARS, Cue, extract
+from bead.wire.anthropic import conversation_of
+
+
+def cues_of(*messages: dict, system: str | None = None) -> list[Cue]:
+    data: dict = {"model": "m", "max_tokens": 5, "messages": list(messages)}
+    if system is not None:
+        data["system"] = system
+    return extract(conversation_of(data, {}))
+
+
+def user(*content) -> dict:
+    return {"role": "user", "content": content[0] if len(content) == 1 and isinstance(content[0], str) else list(content)}
+
+
+def assistant(*content) -> dict:
+    return {"role": "assistant", "content": content[0] if len(content) == 1 and isinstance(content[0], str) else list(content)}
+
+
+def text(t: str) -> dict:
+    return {"type": "text", "text": t}
+
+
+def tool_use(name: str, input: dict, id: str = "toolu_1") -> dict:
+    return {"type": "tool_use", "id": id, "name": name, "input": input}
+
+
+def tool_result(content, id: str = "toolu_1", is_error: bool = False) -> dict:
+    return {"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error}
+
+
+def by_source(cues: list[Cue], source: str) -> list[str]:
+    return [c.text for c in cues if c.source == source]
+
+
+def test_typed_text_of_newest_user_message_is_a_user_cue_of_weight_one():
+    """The newest user message's typed text becomes one `user` cue weighing 1.0."""
+    cues = cues_of(user("an older question about redis"), assistant("an answer"),
+                   user(text("why does the kafka consumer lag alarm fire?")))
+    users = [c for c in cues if c.source == "user"]
+    assert [c.text for c in users] == ["why does the kafka consumer lag alarm fire?"]
+    assert users[0].weight == 1.0
+
+
+def test_string_content_of_user_message_is_a_user_cue():
+    """A user message whose content is a plain string gives the same `user` cue as a text block."""
+    assert by_source(cues_of(user("deploy the billing service")), "user") == ["deploy the billing service"]
+
+
+def test_each_source_has_its_documented_weight():
+    """Cue weights follow the reference design: user 1, assistant and tool input 0.6, tool output 0.3."""
+    cues = cues_of(assistant(text("Running the tests."), tool_use("Bash", {"command": "pytest -x"})),
+                   user(tool_result("1 failed"), text("what broke?")))
+    weights = {c.source: c.weight for c in cues}
+    assert weights == {"user": 1.0, "assistant": 0.6, "tool_input": 0.6, "tool_output": 0.3}
+
+
+def test_tool_result_text_is_a_tool_output_cue():
+    """A tool_result in the newest user message becomes a `tool_output` cue with its text."""
+    cues = cues_of(assistant(tool_use("Bash", {"command": "make"})),
+                   user(tool_result([{"type": "text", "text": "error: undefined symbol ledger_open"}])))
+    assert by_source(cues, "tool_output") == ["error: undefined symbol ledger_open"]
+
+
+def test_tool_output_cue_is_cut_to_tool_result_chars():
+    """A long tool result is cut to its first TOOL_RESULT_CHARS characters."""
+    long = "".join(f"line {i:05d} of the build log\n" for i in range(400))
+    assert len(long) > TOOL_RESULT_CHARS
+    cues = cues_of(assistant(tool_use("Bash", {"command": "make"})), user(tool_result(long)))
+    (out,) = by_source(cues, "tool_output")
+    assert out == long[:TOOL_RESULT_CHARS]
+
+
+def test_empty_tool_result_gives_no_cue():
+    """A tool result with no text gives no `tool_output` cue."""
+    cues = cues_of(assistant(tool_use("Bash", {"command": "true"})), user(tool_result("")))
+    assert by_source(cues, "tool_output") == []
+
+
+def test_assistant_text_before_the_user_message_is_an_assistant_cue():
+    """The text of the assistant message right before the newest user message gives `assistant` cues."""
+    cues = cues_of(user("start"), assistant(text("The ledger migration needs a lock.")), user("go on"))
+    assert by_source(cues, "assistant") == ["The ledger migration needs a lock."]
+
+
+def test_tool_input_cue_holds_string_values_without_field_names():
+    """A tool call gives a `tool_input` cue of its input's string values (nested too), without field names."""
+    call = tool_use("Bash", {"command": "pytest tests/test_pricing.py", "description": "pricing suite",
+                             "timeout": 120, "options": {"env": ["PYTHONHASHSEED"], "verbose": True}})
+    cues = cues_of(assistant(call), user(tool_result("ok")))
+    (inp,) = by_source(cues, "tool_input")
+    assert inp.split() == ["pytest", "tests/test_pricing.py", "pricing", "suite", "PYTHONHASHSEED"]
+    for field_name in ("command", "description", "timeout", "options", "env", "verbose"):
+        assert field_name not in inp
+
+
+def test_tool_call_without_string_values_gives_no_cue():
+    """A tool call whose input holds no strings gives no `tool_input` cue."""
+    cues = cues_of(assistant(tool_use("Counter", {"n": 3, "flag": False})), user(tool_result("3")))
+    assert by_source(cues, "tool_input") == []
+
+
+def test_system_messages_between_are_skipped():
+    """Harness system messages between the assistant message and the user message do not hide the assistant's cues."""
+    cues = cues_of(user("start"), assistant(text("Checking the cron schedule.")),
+                   {"role": "system", "content": "harness note"}, {"role": "system", "content": "another note"},
+                   user("and then?"))
+    assert by_source(cues, "assistant") == ["Checking the cron schedule."]
+    assert all("note" not in c.text for c in cues)
+
+
+def test_only_the_assistant_message_right_before_counts():
+    """An assistant message separated from the newest user message by another user message gives no cues."""
+    cues = cues_of(assistant(text("An old remark about nginx.")), user("first"), user("second"))
+    assert by_source(cues, "assistant") == []
+    assert by_source(cues, "user") == ["second"]
+
+
+def test_system_reminder_never_becomes_a_cue():
+    """`<system-reminder>` blocks in user text, tool output and assistant text are not cue text."""
+    reminder = "<system-reminder>TodoWrite reminder zanzibar</system-reminder>\n"
+    cues = cues_of(assistant(text(reminder + "Looking at the parser.")),
+                   user(tool_result(reminder + "parser.py:12 SyntaxError"), text(reminder + "fix the parser")))
+    assert cues, "the turn has cues"
+    assert by_source(cues, "user") == ["fix the parser"]
+    assert by_source(cues, "tool_output") == ["parser.py:12 SyntaxError"]
+    assert by_source(cues, "assistant") == ["Looking at the parser."]
+    assert all("zanzibar" not in c.text and "system-reminder" not in c.text for c in cues)
+
+
+def test_bead_memory_block_never_becomes_a_cue():
+    """A `<bead-memory>` block bead injected earlier is not cue text, in a text block of its own or inline."""
+    block = '<bead-memory kind="recall">\nMemory bead retrieved.\n- global/vault: the code is quokka\n</bead-memory>'
+    cues = cues_of(user(text("open the vault"), text(block)))
+    assert by_source(cues, "user") == ["open the vault"]
+    cues = cues_of(user(block + "\n\nopen the vault"))
+    assert by_source(cues, "user") == ["open the vault"]
+    cues = cues_of(assistant(tool_use("Read", {"file_path": "a"})), user(tool_result(block + "\nfile body")))
+    assert by_source(cues, "tool_output") == ["file body"]
+
+
+@pytest.mark.xfail(strict=True, reason="tool_use input is not cleaned: a <bead-memory> block the assistant copied "
+                                       "into a tool call comes back as a tool_input cue (injected memory as evidence)")
+def test_bead_memory_block_in_tool_input_never_becomes_a_cue():
+    """A `<bead-memory>` block copied into a tool call's input is not `tool_input` cue text."""
+    block = '<bead-memory kind="recall">\n- global/vault: the code is quokka\n</bead-memory>\n'
+    cues = cues_of(assistant(tool_use("Write", {"file_path": "notes.md", "content": block + "my notes"})),
+                   user(tool_result("written")))
+    (inp,) = by_source(cues, "tool_input")
+    assert "quokka" not in inp and "bead-memory" not in inp
+
+
+def test_no_user_message_gives_no_cues():
+    """A conversation without any user message gives no cues."""
+    assert cues_of() == []
+    assert cues_of(assistant(text("Hello, I can help with the kafka alarm."))) == []
+    assert cues_of({"role": "system", "content": "cwd: /tmp"}) == []
+
+
+def test_trailing_assistant_prefill_is_skipped():
+    """An assistant prefill after the newest user message neither hides it nor becomes a cue."""
+    cues = cues_of(user("list the open incidents as JSON"), assistant("{\"incidents\": ["))
+    assert by_source(cues, "user") == ["list the open incidents as JSON"]
+    assert all("incidents\"" not in c.text for c in cues)
+    assert by_source(cues, "assistant") == []
+
+
+def test_extract_at_an_explicit_index():
+    """`extract(conv, index)` gives the cues of that message and the assistant message before it."""
+    conv = conversation_of({"messages": [assistant(text("Earlier remark on grafana.")), user("first question"),
+                                         assistant(text("Later remark.")), user("second question")]}, {})
+    cues = extract(conv, 1)
+    assert by_source(cues, "user") == ["first question"]
+    assert by_source(cues, "assistant") == ["Earlier remark on grafana."]
+
+
+def test_images_and_documents_give_no_cue_text():
+    """A pasted image or document carries no text and gives no cue; the typed text beside it does."""
+    cues = cues_of(user({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "doc"}},
+                        text("what is on this screenshot?")))
+    assert [(c.source, c.text) for c in cues] == [("user", "what is on this screenshot?")]

@@ -1,0 +1,194 @@
+"""The typed settings of bead/config.py: the dataclasses are the schema, the loader walks them."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+import pytest
+
+from bead import config
+from bead.config import DEFAULT_TEXT, Config, parse
+from bead.errors import BeadError
+
+# The documented defaults (README "Configuration", the recall and dream sections, DEFAULT_TEXT).
+DOCUMENTED = {
+    "proxy.listen": "127.0.0.1:7077",
+    "proxy.upstream": "https://api.anthropic.com",
+    "proxy.project": None,
+    "proxy.trace": None,
+    "proxy.recall_deadline_ms": 500,
+    "proxy.pinned_budget_tokens": 2000,
+    "proxy.cue_budget_tokens": 1500,
+    "recall.evidence_threshold": 1.2,
+    "recall.max_facts": 2,
+    "recall.max_excerpts": 2,
+    "rerank.provider": None,
+    "rerank.model": None,
+    "rerank.base_url": None,
+    "rerank.api_key_env": None,
+    "rerank.api_key_command": None,
+    "rerank.enabled": False,
+    "rerank.timeout_ms": 4000,
+    "rerank.min_evidence": 0.5,
+    "rerank.max_candidates": 5,
+    "dream.provider": "ollama",
+    "dream.model": None,
+    "dream.base_url": None,
+    "dream.api_key_env": None,
+    "dream.api_key_command": None,
+    "dream.schedule": "7 3 * * *",
+    "dream.decay_days": 60,
+    "dream.timeout_s": 120,
+    "dream.max_tokens_per_run": None,
+}
+
+
+def sections() -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(Config) if dataclasses.is_dataclass(typing.get_type_hints(Config)[f.name])]
+
+
+def leaves() -> list[tuple[str, str, dataclasses.Field, typing.Any]]:
+    """(section, name, field, annotation) of every setting inside a section."""
+    out = []
+    for sec in sections():
+        cls = typing.get_type_hints(Config)[sec.name]
+        hints = typing.get_type_hints(cls)
+        out += [(sec.name, f.name, f, hints[f.name]) for f in dataclasses.fields(cls)]
+    return out
+
+
+def get(cfg: Config, dotted: str):
+    value = cfg
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def test_documented_table_covers_every_setting():
+    """Every setting of the schema has a documented default in this file's table, and no setting is missing."""
+    assert {f"{s}.{n}" for s, n, _, _ in leaves()} == set(DOCUMENTED)
+
+
+@pytest.mark.parametrize("text", ["", "\n", "# only a comment\n", "~\n"])
+def test_empty_file_gives_every_documented_default(text):
+    """An empty (or comment-only, or null) file gives every setting its documented default."""
+    cfg = parse(text)
+    got = {dotted: get(cfg, dotted) for dotted in DOCUMENTED}
+    assert got == DOCUMENTED
+    assert all(type(got[k]) is type(v) for k, v in DOCUMENTED.items() if v is not None and not isinstance(v, float))
+
+
+def test_default_file_agrees_with_the_schema(monkeypatch):
+    """The config.yaml bead writes the first time parses to exactly the schema's defaults."""
+    monkeypatch.setenv("LOGNAME", "ana")
+    assert parse(DEFAULT_TEXT.format(owner="ana")) == Config(owner="ana")
+
+
+@pytest.mark.parametrize("section", ["proxy", "recall", "rerank", "dream"])
+@pytest.mark.parametrize("null", ["null", "~", ""])
+def test_null_section_gives_its_defaults(section, null):
+    """A section set to null (or left empty) gives that section's defaults."""
+    cfg = parse(f"{section}: {null}\n")
+    defaults = Config(owner="x")
+    assert getattr(cfg, section) == getattr(defaults, section)
+    assert getattr(cfg, section) == type(getattr(defaults, section))()
+
+
+def test_null_section_beside_a_set_one():
+    """A null section does not disturb the settings of another section in the same file."""
+    cfg = parse("proxy: null\nrecall:\n  max_facts: 4\n")
+    assert cfg.recall.max_facts == 4 and cfg.proxy.listen == DOCUMENTED["proxy.listen"]
+
+
+@pytest.mark.parametrize("dotted", [k for k, v in DOCUMENTED.items() if isinstance(v, float)] + ["dream.timeout_s"])
+def test_float_setting_accepts_an_int(dotted):
+    """A number setting (annotated float) takes a whole number, keeping its value."""
+    section, name = dotted.split(".")
+    assert get(parse(f"{section}:\n  {name}: 3\n"), dotted) == 3
+
+
+def test_whole_number_setting_refuses_a_fraction():
+    """A whole-number setting refuses 2.5 with an error naming the key and the expected type."""
+    with pytest.raises(BeadError) as e:
+        parse("recall:\n  max_facts: 2.5\n")
+    assert "recall.max_facts" in e.value.message and "whole number" in e.value.message
+
+
+def test_positive_check_refuses_zero():
+    """A setting checked positive refuses 0, naming the key and the line."""
+    with pytest.raises(BeadError) as e:
+        parse("proxy:\n  listen: 127.0.0.1:1\n  recall_deadline_ms: 0\n")
+    assert "line 3" in e.value.message and "proxy.recall_deadline_ms" in e.value.message
+    assert "greater than 0" in e.value.message
+
+
+def test_config_fills_owner_from_login_name(monkeypatch):
+    """`Config()` without an owner takes the login name; an explicit owner is kept."""
+    monkeypatch.setenv("LOGNAME", "ana-login")
+    assert Config().owner == "ana-login"
+    assert parse("recall:\n  max_facts: 1\n").owner == "ana-login"
+    assert Config(owner="ben").owner == "ben"
+    assert parse("owner: ben\n").owner == "ben"
+
+
+@pytest.mark.parametrize("text, bad, suggestion", [
+    ("rerank:\n  timeout_msec: 10\n", "rerank.timeout_msec", "timeout_ms"),
+    ("dream:\n  api_key_enf: KEY\n", "dream.api_key_enf", "api_key_env"),
+    ("recall:\n  max_fact: 1\n", "recall.max_fact", "max_facts"),
+    ("proxy:\n  cue_budget_token: 9\n", "proxy.cue_budget_token", "cue_budget_tokens"),
+])
+def test_unknown_nested_key_suggests_the_closest_name(text, bad, suggestion):
+    """A misspelt key inside a section is an error naming it, whose hint suggests the closest real key."""
+    with pytest.raises(BeadError) as e:
+        parse(text)
+    assert f"unknown key `{bad}`" in e.value.message and "line 2" in e.value.message
+    assert f"did you mean `{suggestion}`?" in e.value.hint
+
+
+def test_unknown_key_without_a_close_name_lists_the_known_ones():
+    """A key like no real one gets the list of the section's keys."""
+    with pytest.raises(BeadError) as e:
+        parse("recall:\n  zzzzzz: 1\n")
+    assert "known keys here: evidence_threshold, max_facts, max_excerpts" in e.value.hint
+
+
+def _other_value(name: str, spec: dataclasses.Field, annotation) -> typing.Any:
+    """A valid value for a setting that differs from its default."""
+    kinds = config._kinds(annotation)
+    choices = spec.metadata.get("choices")
+    if choices:
+        return next(c for c in choices if c != spec.default)
+    if bool in kinds:
+        return not spec.default
+    if float in kinds:
+        return 2.75
+    if int in kinds:
+        return (spec.default or 0) + 7
+    return f"value-of-{name}"
+
+
+def test_every_field_of_every_section_is_reachable_as_an_attribute():
+    """Each setting of each section, set in the file to a non-default value, is read back as `config.section.name`."""
+    wanted: dict[str, typing.Any] = {}
+    lines = []
+    for section, items in {s.name: [x for x in leaves() if x[0] == s.name] for s in sections()}.items():
+        lines.append(f"{section}:")
+        for _, name, spec, annotation in items:
+            value = _other_value(name, spec, annotation)
+            wanted[f"{section}.{name}"] = value
+            lines.append(f"  {name}: {value!r}" if isinstance(value, str) else f"  {name}: {str(value).lower()}")
+    cfg = parse("\n".join(lines) + "\n")
+    assert len(wanted) == len(DOCUMENTED)
+    for dotted, value in wanted.items():
+        assert get(cfg, dotted) == value, dotted
+        assert get(cfg, dotted) != DOCUMENTED[dotted], dotted
+
+
+def test_settings_are_frozen():
+    """Settings cannot be changed after loading: code reads them, never writes them."""
+    cfg = parse("")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.recall.max_facts = 9  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.owner = "x"  # type: ignore[misc]
