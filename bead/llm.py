@@ -122,7 +122,7 @@ class Model:
             raise ModelError(f"the {self.provider} model did not answer within {self.timeout_s:g} s") from None
         except httpx.HTTPError as exc:
             raise ModelError(f"could not reach the {self.provider} model ({type(exc).__name__})") from None
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise ModelError(f"the {self.provider} answer is not of the expected shape ({type(exc).__name__})") from None
         raise ModelError(f"unknown provider {self.provider!r}")
 

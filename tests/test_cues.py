@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from bead.recall.cues import TOOL_RESULT_CHARS, Cue, extract
 from bead.wire.anthropic import conversation_of
 
@@ -145,8 +143,6 @@ def test_bead_memory_block_never_becomes_a_cue():
     assert by_source(cues, "tool_output") == ["file body"]
 
 
-@pytest.mark.xfail(strict=True, reason="tool_use input is not cleaned: a <bead-memory> block the assistant copied "
-                                       "into a tool call comes back as a tool_input cue (injected memory as evidence)")
 def test_bead_memory_block_in_tool_input_never_becomes_a_cue():
     """A `<bead-memory>` block copied into a tool call's input is not `tool_input` cue text."""
     block = '<bead-memory kind="recall">\n- global/vault: the code is quokka\n</bead-memory>\n'

@@ -236,10 +236,7 @@ def odd_server():
 
 @pytest.mark.parametrize("provider, body, cause", [
     ("ollama", b'{"done": true}', "KeyError"),
-    pytest.param("anthropic", b'{"content": "not a list of blocks"}', "AttributeError", marks=pytest.mark.xfail(
-        strict=True, raises=AttributeError,
-        reason="llm.py catches KeyError/IndexError/TypeError/ValueError only: Anthropic `content` that is not a list "
-               "of objects escapes as a bare AttributeError, which the dream run (catching ModelError) does not handle")),
+    ("anthropic", b'{"content": "not a list of blocks"}', "AttributeError"),
     ("anthropic", b'{"type": "message"}', "KeyError"),
     ("openai", b'{"choices": []}', "IndexError"),
     ("openai", b"this is not json", "JSONDecodeError"),

@@ -74,10 +74,22 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
         elif kind in ("image", "document"):
             out.append(Part(Source.PASTED, "", kind=kind))
         elif kind in ("tool_use", "server_tool_use"):
-            data = b.get("input", {})
+            # The assistant may copy injected memory into a tool call (a note it
+            # writes): bead's own blocks leave its input too.
+            data = _strip_own_deep(b.get("input", {}))
             out.append(Part(Source.TOOL_CALL, json.dumps(data, ensure_ascii=False), kind="tool_use",
                             name=str(b.get("name", "")), data=data))
     return out
+
+
+def _strip_own_deep(value: Any) -> Any:
+    if isinstance(value, str):
+        return strip_own(value)
+    if isinstance(value, dict):
+        return {k: _strip_own_deep(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strip_own_deep(v) for v in value]
+    return value
 
 
 def _role_source(role: str) -> Source:
