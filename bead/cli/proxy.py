@@ -14,8 +14,10 @@ def proxy(listen, upstream, project, trace):
     """Run the Anthropic Messages proxy at ANTHROPIC_BASE_URL.
 
     Forwards every request with the caller's own credentials, captures turns
-    into the raw log and injects memory into POST /v1/messages. Point Claude
-    Code at it with ANTHROPIC_BASE_URL=http://127.0.0.1:7077.
+    into the raw log and injects memory into POST /v1/messages, for the
+    home's owner only. Point Claude Code at it with
+    ANTHROPIC_BASE_URL=http://127.0.0.1:7077/$(cat ~/.bead/proxy.token)
+    (the `claude` wrapper from `bead setup` does this).
     """
     from ..core.memory import Memory
     from ..log import setup_logging
@@ -30,7 +32,10 @@ def proxy(listen, upstream, project, trace):
     engine = Engine(mem.home, mem.config, default_project=project, trace_path=trace)
     mem.close()
     click.echo(f"bead proxy on http://{host}:{port} -> {upstream}", err=True)
-    serve(create_app(engine, upstream), host, port)
+    try:
+        serve(create_app(engine, upstream), host, port)
+    finally:
+        engine.close()
 
 
 COMMANDS = [proxy]
