@@ -188,20 +188,24 @@ class TestStreamsThatBreak:
     def test_client_disconnect_closes_upstream(self, served_proxy, upstream, bead_home):
         """A real socket: the harness hangs up mid-stream (Ctrl-C) and the proxy closes its upstream stream."""
         url = served_proxy().url
-        upstream.replies.append(Reply(kind="sse", delay=0.3, text="a slow answer that never finishes"))
+        gate = threading.Event()   # the upstream stalls after its first text delta, never finishing by itself
+        upstream.replies.append(Reply(kind="sse", hold=gate, hold_after=6, text="a slow answer that never finishes"))
         u = urllib.parse.urlparse(url)
         s = socket.create_connection((u.hostname, u.port))
         body, hdr = req("slow", session="gone")
         head = (f"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
                 f"x-bead-session: gone\r\ncontent-length: {len(body)}\r\n\r\n").encode()
-        s.sendall(head + body)
-        got = b""
-        while b"text_delta" not in got:      # leave once some answer text has arrived
-            chunk = s.recv(4096)
-            assert chunk
-            got += chunk
-        s.close()
-        assert eventually(lambda: upstream.disconnects >= 1, 15), "the upstream stream was closed"
+        try:
+            s.sendall(head + body)
+            got = b""
+            while b"text_delta" not in got:      # leave once some answer text has arrived
+                chunk = s.recv(4096)
+                assert chunk
+                got += chunk
+            s.close()
+            assert eventually(lambda: upstream.disconnects >= 1), "the upstream stream was closed"
+        finally:
+            gate.set()
         assert eventually(lambda: len(raw_turns(bead_home, "gone")) == 2)
         assert raw_turns(bead_home, "gone")[1].flags.get("partial") is True
 
