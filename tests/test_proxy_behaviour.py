@@ -375,18 +375,22 @@ def test_subscription_auth_headers_pass_through(proxy_client, upstream):
 
 
 def test_in_flight_stream_finishes_on_shutdown(start_proxy, upstream):
-    """SIGTERM lets a running stream end (Hypercorn's own grace is 3 s; this one takes about 5).
+    """SIGTERM lets a running stream end (Hypercorn's own grace is 3 s; this one runs 3.6 s past the signal).
 
     A real `bead proxy` process: the signal handling and the grace are the command's."""
     url = start_proxy()
-    upstream.replies.append(Reply(kind="sse", delay=0.4, text="a long answer"))
+    sent = threading.Event()   # the upstream holds the rest of the stream until the signal is sent
+    upstream.replies.append(Reply(kind="sse", hold=sent, delay=0.33, text="a long answer"))
     u = urllib.parse.urlparse(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
     body, hdr = req("long one", session="grace")
     conn.request("POST", "/v1/messages", body=body, headers={"content-type": "application/json", **hdr})
     r = conn.getresponse()
-    first = r.readline()
-    start_proxy.procs[-1].terminate()
+    try:
+        first = r.readline()
+        start_proxy.procs[-1].terminate()
+    finally:
+        sent.set()   # then 11 more pauses of 0.33 s
     rest = r.read()
     assert first.startswith(b"event: message_start") and b"message_stop" in rest
 
