@@ -397,9 +397,8 @@ def served_proxy(bead_home, upstream):
     """Serve the proxy app on a loopback port in this process: ``served_proxy(...)`` returns a ServedProxy."""
     started: list[ServedProxy] = []
 
-    def start(project: str | None = None, trace: str | Path | None = None, upstream_url: str | None = None,
-              home: Path | None = None) -> ServedProxy:
-        s = ServedProxy(make_proxy_app(home or bead_home, upstream_url or upstream.url, project=project, trace=trace))
+    def start(project: str | None = None, trace: str | Path | None = None, upstream_url: str | None = None) -> ServedProxy:
+        s = ServedProxy(make_proxy_app(bead_home, upstream_url or upstream.url, project=project, trace=trace))
         started.append(s)
         return s
 
