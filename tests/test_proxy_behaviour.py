@@ -394,6 +394,7 @@ def test_in_flight_stream_finishes_on_shutdown(start_proxy, upstream):
     finally:
         sent.set()   # then 11 more pauses of 0.33 s
     rest = r.read()
+    conn.close()
     assert first.startswith(b"event: message_start") and b"message_stop" in rest
 
 
@@ -420,4 +421,5 @@ def test_encoded_path_passes_unchanged(served_proxy, upstream):
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
     conn.request("GET", "/v1/files/file%2Fwith%20slash?x=1")
     conn.getresponse().read()
+    conn.close()
     assert upstream.requests[-1].path == "/v1/files/file%2Fwith%20slash?x=1"
