@@ -1,10 +1,26 @@
-"""Every test gets its own bead home; nothing touches ~/.bead."""
+"""Every test gets its own bead home; nothing touches ~/.bead.
+
+bead runs in the test's own process wherever that shows the behaviour: the
+CLI through click's CliRunner (``bead``), the proxy app through Quart's test
+app and client (``proxy_client``) or, where a real socket matters, served by
+Hypercorn on a loopback port in a thread (``served_proxy``). Real processes
+(``bead_process``, ``start_proxy``) are for what only a process shows:
+signals, races between processes, the console entry, service logs.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
+import traceback
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,32 +48,16 @@ def mem(bead_home) -> Memory:
     m.close()
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
+def eventually(cond, timeout: float = 30.0, step: float = 0.02) -> bool:
+    """Poll ``cond`` until it holds or ``timeout`` passes: the suite's one way to wait.
 
-
-@pytest.fixture
-def bead(bead_home):
-    """Run the real `bead` CLI in a subprocess against the test's home."""
-
-    def run(*args: str, input: str | None = None, env: dict | None = None) -> Result:
-        full_env = {**os.environ, "BEAD_HOME": str(bead_home), **(env or {})}
-        p = subprocess.run([sys.executable, "-m", "bead", *args], input=input, capture_output=True,
-                           text=True, env=full_env, timeout=120)
-        return Result(p.returncode, p.stdout, p.stderr)
-
-    return run
-
-
-def eventually(cond, timeout: float = 20.0, step: float = 0.05) -> bool:
-    """Poll ``cond`` until it holds or ``timeout`` passes (for work done by other processes)."""
-    import time
-
-    end = time.time() + timeout
-    while time.time() < end:
+    Wait for a positive signal (a trace line, a captured turn, a request the
+    fake recorded, a health answer) and assert after it; never sleep and then
+    assert that something did not happen. The timeout is generous because the
+    machines are shared and noisy; a passing wait costs only its poll steps.
+    """
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
         if cond():
             return True
         time.sleep(step)
@@ -73,6 +73,312 @@ def all_bytes_under(root: Path) -> dict[Path, bytes]:
     return out
 
 
+# ----- the CLI ----------------------------------------------------------------
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def bead(bead_home):
+    """Run the `bead` CLI in this process (click's CliRunner) against the test's home.
+
+    The root group prints a BeadError as ``error: ...`` / ``  hint: ...`` on
+    stderr and exits 1, as the real command does. Two differences from
+    ``bead_process``: a usage error exits 2 here (click's standalone mode;
+    ``main()`` turns it into 1 plus a hint), and a crash is a traceback
+    appended to ``err`` with code 1, as Python would print it.
+    """
+    from click.testing import CliRunner
+
+    from bead.cli import cli
+
+    def run(*args: str, input: str | None = None, env: dict | None = None) -> Result:
+        runner = CliRunner()
+        # Commands that serve (`bead proxy`) set up logging on the root logger
+        # before they check their arguments: put it back for the next test.
+        root = logging.getLogger()
+        handlers, level = root.handlers[:], root.level
+        try:
+            r = runner.invoke(cli, list(args), input=input, prog_name="bead",
+                              env={"BEAD_HOME": str(bead_home), **(env or {})})
+        finally:
+            root.handlers[:] = handlers
+            root.setLevel(level)
+        err = r.stderr
+        if r.exception is not None and not isinstance(r.exception, SystemExit):
+            err += "".join(traceback.format_exception(r.exception))
+        return Result(r.exit_code, r.stdout, err)
+
+    return run
+
+
+@pytest.fixture
+def bead_process(bead_home):
+    """Run the real `bead` command (``python -m bead``) in a subprocess against the test's home.
+
+    Only for what a real process shows: the console entry itself (usage
+    errors exit 1 with a hint there), signals, races between processes.
+    """
+
+    def run(*args: str, input: str | None = None, env: dict | None = None) -> Result:
+        full_env = {**os.environ, "BEAD_HOME": str(bead_home), **(env or {})}
+        p = subprocess.run([sys.executable, "-m", "bead", *args], input=input, capture_output=True,
+                           text=True, env=full_env, timeout=120)
+        return Result(p.returncode, p.stdout, p.stderr)
+
+    return run
+
+
+# ----- the proxy ---------------------------------------------------------------
+
+def make_proxy_app(home: Path, upstream_url: str, project: str | None = None, trace: str | Path | None = None,
+                   config: Config | None = None):
+    """Build the proxy app as `bead proxy` does (bead/cli/proxy.py): the tests' only construction of it.
+
+    ``config`` defaults to the home's config.yaml, as the command reads it.
+    ``app.extensions["bead.engine"]`` is the Engine, for tests that drive it without HTTP.
+    """
+    from bead.config import load
+    from bead.proxy.app import create_app
+    from bead.proxy.engine import Engine
+
+    h = Home(Path(home)).ensure()
+    engine = Engine(h, config if config is not None else load(h), default_project=project,
+                    trace_path=str(trace) if trace is not None else None)
+    return create_app(engine, upstream_url)
+
+
+class _CountingExecutor(ThreadPoolExecutor):
+    """The app loop's default executor, counting work not yet finished (the proxy prepares
+    requests there; its work after forwarding runs on the engine's own threads)."""
+
+    def __init__(self):
+        super().__init__(thread_name_prefix="proxy-app")
+        self._count_lock = threading.Lock()
+        self.pending = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        with self._count_lock:
+            self.pending += 1
+        try:
+            fut = super().submit(fn, *args, **kwargs)
+        except BaseException:
+            self._done(None)
+            raise
+        fut.add_done_callback(self._done)
+        return fut
+
+    def _done(self, _fut) -> None:
+        with self._count_lock:
+            self.pending -= 1
+
+
+class ProxyStream:
+    """One request through the test client whose response is read as it arrives."""
+
+    def __init__(self, proxy: ProxyClient, conn):
+        self.proxy, self.conn, self.got = proxy, conn, bytearray()
+        self.closed = False
+
+    @property
+    def status(self) -> int | None:
+        return self.conn.status_code
+
+    @property
+    def headers(self) -> dict:
+        return {k.lower(): v for k, v in (self.conn.headers or {}).items()}
+
+    def receive(self, timeout: float = 30.0) -> bytes:
+        """The next body chunk the app sent (waits for it)."""
+        chunk = self.proxy.call(asyncio.wait_for(self.conn.receive(), timeout), timeout + 5)
+        self.got += chunk
+        return chunk
+
+    def read_rest(self, timeout: float = 60.0) -> bytes:
+        """Wait for the response to end; everything not yet received."""
+        before = len(self.got)
+        self.proxy.call(asyncio.wait_for(self.conn.__aexit__(None, None, None), timeout), timeout + 5)
+        self.closed = True
+        self.got += self.conn.response_data
+        return bytes(self.got[before:])
+
+
+class ProxyClient:
+    """The proxy app in this process, driven by Quart's test app and test client.
+
+    A thread runs the app's event loop: ``app.test_app()`` runs the
+    before_serving/after_serving hooks (the upstream httpx client), and each
+    request is one coroutine on that loop. The tests stay synchronous, so
+    ``eventually`` can poll while the app works, and threads can send
+    requests at the same time. Requests go to the real fake upstream on
+    loopback. Quart's test client adds ``User-Agent: Quart`` and a Host
+    header (``localhost`` unless given); this sends ``Host: 127.0.0.1`` as
+    Claude Code does, since the proxy refuses a Host that is not loopback.
+    """
+
+    HOST = "127.0.0.1"
+
+    def __init__(self, app):
+        from bead.proxy.access import load_token
+
+        self.app = app
+        self.engine = app.extensions["bead.engine"]
+        # The test client's connection has no kernel-visible peer, so requests
+        # prove they are the owner's the way every harness can: the token path.
+        self.token = load_token(self.engine.home)
+        self.executor = _CountingExecutor()
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_default_executor(self.executor)
+        self.thread = threading.Thread(target=self.loop.run_forever, name="proxy-app-loop", daemon=True)
+        self.thread.start()
+        self.test_app = None
+        self.call(self._startup())
+
+    async def _startup(self) -> None:
+        self.test_app = self.app.test_app()
+        await self.test_app.startup()
+
+    def call(self, coro, timeout: float = 120.0):
+        """Run ``coro`` on the app's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def _headers(self, headers: dict | None) -> dict:
+        out = dict(headers or {})
+        if not any(k.lower() == "host" for k in out):
+            out["host"] = self.HOST
+        return out
+
+    def _path(self, path: str, owner: bool) -> str:
+        """The owner's requests carry the home's token first (bead's own /bead/ routes never do)."""
+        return f"/{self.token}{path}" if owner and not path.startswith("/bead/") else path
+
+    def request(self, method: str, path: str, body: bytes = b"", headers: dict | None = None,
+                owner: bool = True) -> tuple[int, dict, bytes]:
+        async def go():
+            client = self.test_app.test_client()
+            r = await client.open(self._path(path, owner), method=method, data=body, headers=self._headers(headers))
+            return r.status_code, {k.lower(): v for k, v in r.headers.items()}, await r.get_data()
+
+        return self.call(go())
+
+    def post(self, body: bytes, headers: dict | None = None, path: str = "/v1/messages",
+             owner: bool = True) -> tuple[int, dict, bytes]:
+        return self.request("POST", path, body, headers, owner)
+
+    def get(self, path: str, headers: dict | None = None) -> tuple[int, dict, bytes]:
+        return self.request("GET", path, b"", headers)
+
+    def health(self) -> dict:
+        import json
+
+        status, _, data = self.get("/bead/health")
+        assert status == 200, data
+        return json.loads(data)
+
+    def stream(self, path: str, body: bytes, headers: dict | None = None, method: str = "POST",
+               owner: bool = True) -> ProxyStream:
+        """Send a request; read its response chunk by chunk (``receive``) or to its end (``read_rest``)."""
+        async def go():
+            conn = self.test_app.test_client().request(self._path(path, owner), method=method,
+                                                       headers=self._headers(headers))
+            await conn.__aenter__()
+            await conn.send(body)
+            await conn.send_complete()
+            return conn
+
+        return ProxyStream(self, self.call(go()))
+
+    def settle(self, timeout: float = 30.0) -> None:
+        """Wait until every piece of work the app started has finished: preparations, then the
+        engine's work after forwarding (capture, remember, trace)."""
+        assert eventually(lambda: self.executor.pending == 0, timeout), "the proxy app's work did not finish"
+        self.engine.drain(timeout)
+
+    def close(self) -> None:
+        if self.thread.is_alive():
+            try:
+                if self.test_app is not None:
+                    self.call(self.test_app.shutdown(), 30)
+                self.call(self.loop.shutdown_default_executor(), 30)
+            finally:
+                self.loop.call_soon_threadsafe(self.loop.stop)
+                self.thread.join(30)
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+class ServedProxy:
+    """The proxy app served by Hypercorn on a free 127.0.0.1 port, in a thread with its own event loop.
+
+    For what only a real socket shows: a real HTTP client (the official SDK),
+    a client that disconnects, `bead status` reading /bead/health. The server
+    settings are the service's own (bead.proxy.serve.hypercorn_config), but
+    for a short shutdown grace.
+    """
+
+    def __init__(self, app):
+        from bead.proxy.serve import hypercorn_config
+
+        self.app = app
+        self.engine = app.engine
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        cfg = hypercorn_config("127.0.0.1", port)
+        cfg.bind = [f"fd://{sock.detach()}"]   # bound already: no race for the port
+        cfg.graceful_timeout = 10.0             # the real grace is tested on a real process
+        self.error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self.thread = threading.Thread(target=self._run, args=(cfg,), name="served-proxy", daemon=True)
+        self.thread.start()
+        if not eventually(self._answers):
+            self.close()
+            raise RuntimeError(f"the served proxy did not answer /bead/health: {self.error!r}")
+
+    def _run(self, cfg) -> None:
+        from hypercorn.asyncio import serve
+
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            await serve(self.app, cfg, shutdown_trigger=self._stop.wait)
+
+        try:
+            asyncio.run(main())   # and then joins the default executor: every capture has finished
+        except BaseException as exc:
+            self.error = exc
+
+    def _answers(self) -> bool:
+        if not self.thread.is_alive():
+            raise RuntimeError(f"the served proxy stopped: {self.error!r}")
+        try:
+            with urllib.request.urlopen(self.url + "/bead/health", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def health(self) -> dict:
+        import json
+
+        with urllib.request.urlopen(self.url + "/bead/health", timeout=10) as r:
+            return json.loads(r.read())
+
+    def close(self) -> None:
+        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
+            try:
+                self._loop.call_soon_threadsafe(self._stop.set)
+            except RuntimeError:   # the loop closed meanwhile
+                pass
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "the served proxy did not shut down"
+
+
 @pytest.fixture
 def upstream():
     from fakes import FakeAnthropic
@@ -82,11 +388,47 @@ def upstream():
     fake.close()
 
 
+@pytest.fixture
+def proxy_client(bead_home, upstream):
+    """Start the proxy app in this process for this test's home: ``proxy_client(trace=..., upstream_url=...)``."""
+    started: list[ProxyClient] = []
+
+    def start(project: str | None = None, trace: str | Path | None = None, upstream_url: str | None = None) -> ProxyClient:
+        p = ProxyClient(make_proxy_app(bead_home, upstream_url or upstream.url, project=project, trace=trace))
+        started.append(p)
+        return p
+
+    yield start
+    for p in started:
+        p.close()
+
+
+@pytest.fixture
+def served_proxy(bead_home, upstream):
+    """Serve the proxy app on a loopback port in this process: ``served_proxy(...)`` returns a ServedProxy."""
+    started: list[ServedProxy] = []
+
+    def start(project: str | None = None, trace: str | Path | None = None, upstream_url: str | None = None) -> ServedProxy:
+        s = ServedProxy(make_proxy_app(bead_home, upstream_url or upstream.url, project=project, trace=trace))
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.close()
+
+
+def http_answers(url: str) -> bool:
+    """Whether ``url`` answers 200 right now."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
 def launch_proxy(home: Path, upstream_url: str, log_path: Path, *extra: str, env: dict | None = None):
     """Start `bead proxy` as a real process on a free loopback port; wait for its health check."""
-    import time
-    import urllib.request
-
     from fakes import free_port
 
     port = free_port()
@@ -95,19 +437,18 @@ def launch_proxy(home: Path, upstream_url: str, log_path: Path, *extra: str, env
                           "--upstream", upstream_url, *extra],
                          env={**os.environ, "BEAD_HOME": str(home), **(env or {})},
                          stdout=log, stderr=subprocess.STDOUT)
+    log.close()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
+
+    def up() -> bool:
         if p.poll() is not None:
             raise RuntimeError(f"proxy exited: {log_path.read_text()}")
-        try:
-            with urllib.request.urlopen(url + "/bead/health", timeout=1) as r:
-                if r.status == 200:
-                    return p, url
-        except OSError:
-            time.sleep(0.05)
-    p.kill()
-    raise RuntimeError("proxy did not answer /bead/health")
+        return http_answers(url + "/bead/health")
+
+    if not eventually(up, 60):
+        p.kill()
+        raise RuntimeError("proxy did not answer /bead/health")
+    return p, url
 
 
 def stop(p: subprocess.Popen) -> None:
@@ -116,11 +457,15 @@ def stop(p: subprocess.Popen) -> None:
         p.wait(timeout=10)
     except subprocess.TimeoutExpired:
         p.kill()
+        p.wait()
 
 
 @pytest.fixture
 def start_proxy(bead_home, upstream, tmp_path):
-    """Start `bead proxy` processes for this test's home; stopped afterwards."""
+    """Start real `bead proxy` processes for this test's home; stopped afterwards.
+
+    Only for what a process shows: SIGTERM grace, the service log, the command itself.
+    """
     procs = []
 
     def start(*extra: str, env: dict | None = None, upstream_url: str | None = None) -> str:

@@ -8,6 +8,7 @@ from a script: a streamed (SSE) or JSON message, an HTTP error, an SSE
 from __future__ import annotations
 
 import json
+import select
 import socket
 import threading
 import time
@@ -78,7 +79,8 @@ class Reply:
     tool: dict | None = None
     body: bytes = b""
     delay: float = 0.0          # seconds between SSE events
-    hold: "threading.Event | None" = None   # after the first event, wait for this before the rest
+    hold: "threading.Event | None" = None   # after event number `hold_after`, wait for this before the rest
+    hold_after: int = 0
     headers: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -169,8 +171,9 @@ class FakeAnthropic:
             for n, chunk in enumerate(events):
                 h.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                 h.wfile.flush()
-                if n == 0 and reply.hold is not None:
-                    reply.hold.wait(timeout=30)
+                if n == reply.hold_after and reply.hold is not None and not self._hold(h, reply.hold):
+                    self.disconnects += 1
+                    return
                 if reply.delay:
                     time.sleep(reply.delay)
             if kind == "drop":
@@ -182,6 +185,22 @@ class FakeAnthropic:
             h.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.disconnects += 1
+
+    @staticmethod
+    def _hold(h: BaseHTTPRequestHandler, gate: threading.Event, timeout: float = 30.0) -> bool:
+        """Wait for ``gate``; False as soon as the client (the proxy) closes the connection instead."""
+        end = time.monotonic() + timeout
+        while not gate.wait(0.01) and time.monotonic() < end:
+            readable, _, _ = select.select([h.connection], [], [], 0)
+            if readable:
+                try:
+                    if h.connection.recv(1, socket.MSG_PEEK) == b"":
+                        h.close_connection = True
+                        return False
+                except ConnectionResetError:
+                    h.close_connection = True
+                    return False
+        return True
 
 
 def serve(handler) -> tuple[ThreadingHTTPServer, str]:

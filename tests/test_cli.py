@@ -68,10 +68,12 @@ class TestFlow:
         assert any("v1.md" in p["problem"] for p in st["problems"])
         assert any(p["fix"] == "run `bead reindex`" for p in st["problems"])
 
-    def test_errors_exit_1_on_stderr_with_hint(self, bead):
+    def test_errors_exit_1_on_stderr_with_hint(self, bead, bead_process):
         r = bead("show", "user/missing")
         assert (r.code, r.out) == (1, "") and "hint:" in r.err
-        r = bead("write", "user/x", "v")             # missing --type: a usage error
+        # missing --type: a usage error. main() (the real command) exits 1 with a hint;
+        # click's standalone mode, as CliRunner runs it, would exit 2.
+        r = bead_process("write", "user/x", "v")
         assert r.code == 1 and "--type" in r.err and "bead write --help" in r.err
         r = bead("write", "user/x", "  ", "--type", "user")
         assert r.code == 1 and "empty" in r.err
@@ -98,8 +100,9 @@ class TestBoundaries:
         assert [m for m in self.imports_of("index") if "cli" in m] == []
 
 
-def test_python_m_bead_version(bead):
-    r = bead("--version")
+def test_python_m_bead_version(bead_process):
+    """The real console entry, run once as a person runs it."""
+    r = bead_process("--version")
     assert r.code == 0 and "bead" in r.out
 
 

@@ -29,18 +29,18 @@ def model():
     m.close()
 
 
-def config(model, provider="openai", extra=""):
+def config(model, provider="openai", extra="", timeout_s=2):
     base = model.url + ("/v1" if provider == "openai" else "")
     return parse(f"owner: t\ndream:\n  provider: {provider}\n  model: test-model\n  base_url: {base}\n"
-                 f"  api_key_env: BEAD_TEST_KEY\n  timeout_s: 2\n{extra}")
+                 f"  api_key_env: BEAD_TEST_KEY\n  timeout_s: {timeout_s}\n{extra}")
 
 
 @pytest.fixture
 def make(bead_home, model, monkeypatch):
     monkeypatch.setenv("BEAD_TEST_KEY", "sk-test")
 
-    def build(provider="openai", extra="", clock=None):
-        return Memory(Home(bead_home).ensure(), config(model, provider, extra), clock or (lambda: T0))
+    def build(provider="openai", extra="", clock=None, timeout_s=2):
+        return Memory(Home(bead_home).ensure(), config(model, provider, extra, timeout_s), clock or (lambda: T0))
 
     return build
 
@@ -194,7 +194,8 @@ class TestFailures:
 
     @pytest.mark.parametrize("failure", ["not json", "wrong shape", "http 500", "timeout"])
     def test_retry_next_run(self, make, model, failure):
-        mem = make()
+        # A model slower than the limit: 1.5 s against 0.5 s (the next run has the usual 2 s).
+        mem = make(timeout_s=0.5 if failure == "timeout" else 2)
         session(mem, "s1", ["the cache ttl is 300 seconds"])
         if failure == "not json":
             model.answers.append("Sure! Here are the facts: cache ttl 300")
@@ -203,12 +204,12 @@ class TestFailures:
         elif failure == "http 500":
             model.status = 500
         else:
-            model.delay = 3.0
+            model.delay = 1.5
         rep = Dream(mem).run()
         assert "s1" in rep.failed and mem.current("project/shop/ttl") is None
         model.status, model.delay = 200, 0.0
         model.answers.append(answer({"key": "project/shop/ttl", "type": "project", "value": "Cache TTL is 300 s."}))
-        rep2 = Dream(mem).run()
+        rep2 = Dream(make()).run()
         assert not rep2.failed and mem.current("project/shop/ttl").body == "Cache TTL is 300 s."
 
     def test_dry_run_changes_nothing(self, make, model):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 
 import pytest
@@ -81,11 +82,26 @@ class TestSearch:
     @pytest.mark.parametrize("text", [
         'AND OR NOT', '"unbalanced', 'NEAR(a b)', 'col:value', 'foo*', '(', "it's a -flag --x", "^start",
         "E   stripe.error.AuthenticationError: No API key provided", "🙂 emoji ümlaut",
-    ])
+        '"', '""', "NOT", "x AND", "OR y", "NEAR/3", "- - -", "{key_text body}: stripe", "'; DROP TABLE facts; --",
+        "a\x00b", "\\", "+plus @at #hash $dollar %s", "foo_bar", "日本語のテキスト", "\u200b zero\u200bwidth", "",
+        " \n\t ", "x" * 1000, " ".join(f"w{i}" for i in range(100)),
+    ], ids=lambda t: f"{t[:12]}...{len(t)} chars" if len(t) > 60 else None)
     def test_any_text_is_a_valid_query(self, mem, text):
-        mem.write("user/x", "stripe error flag value", "user")
-        search_facts(mem.index, text)
-        search_raw(mem.index, text)
+        """Every text becomes a query FTS5 accepts: both searches return a list, and find a row holding one of its words."""
+        words = re.findall(r"\w+", text)
+        probe = "probe " + " ".join(words)
+        mem.write("user/x", probe, "user")
+        mem.write("user/other", "Deploys run on Fly.io every Friday", "user")
+        mem.append_turns("s", [("user", probe, T0, None)])
+        mem.append_turns("other", [("user", "Deploys run on Fly.io every Friday", T0, None)])
+        facts = search_facts(mem.index, text)
+        raw = search_raw(mem.index, text)
+        assert isinstance(facts, list) and isinstance(raw, list)
+        if words:
+            assert [h.id for h in facts] == ["user/x@v1"]
+            assert [h.id for h in raw] == ["s#1"]
+        else:   # nothing to search for: no row, and no error
+            assert facts == [] and raw == []
 
     def test_terms_are_or_ed_and_quoted(self):
         assert fts_or_query('What is the "flaky" test?') == '"flaky" OR "test"'

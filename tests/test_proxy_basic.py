@@ -1,4 +1,4 @@
-"""The proxy end to end: a real `bead proxy` process, a fake upstream, the official SDK."""
+"""The proxy end to end: the official SDK over a real socket, a fake upstream; the command itself once."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from bead.config import Config
 from bead.core.memory import Memory
 from bead.paths import Home
 
+from conftest import eventually
+
 
 def read_raw(bead_home):
     mem = Memory(Home(bead_home), Config(owner="t"))
@@ -22,10 +24,14 @@ def read_raw(bead_home):
 
 
 class TestSDK:
-    """The official anthropic SDK works through the proxy, streaming and not."""
+    """The official anthropic SDK works through the proxy, streaming and not.
 
-    def test_non_streaming(self, start_proxy, upstream):
-        url = start_proxy()
+    The app is served by Hypercorn on a loopback port in this process: the SDK
+    speaks real HTTP to it, as it would to `bead proxy`.
+    """
+
+    def test_non_streaming(self, served_proxy, upstream):
+        url = served_proxy().url
         client = anthropic.Anthropic(base_url=url, api_key="sk-ant-api03-test-key-not-real")
         msg = client.messages.create(model="claude-test", max_tokens=64,
                                      messages=[{"role": "user", "content": "hello there"}])
@@ -41,24 +47,21 @@ class TestSDK:
         assert norm(proxied) == norm(upstream.requests[-1])
         assert any(k.lower() in ("authorization", "x-api-key") for k, _ in proxied.headers)
 
-    def test_streaming(self, start_proxy, upstream, bead_home):
-        url = start_proxy()
+    def test_streaming(self, served_proxy, upstream, bead_home):
+        url = served_proxy().url
         client = anthropic.Anthropic(base_url=url, api_key="sk-ant-api03-test-key-not-real")
         with client.messages.stream(model="claude-test", max_tokens=64,
                                     messages=[{"role": "user", "content": "stream me a greeting"}],
                                     extra_headers={"X-Bead-Session": "sdk-stream"}) as stream:
             text = "".join(stream.text_stream)
         assert text == "Hello from the fake."
-        import time
-        for _ in range(50):
-            turns = read_raw(bead_home).get("sdk-stream", [])
-            if len(turns) == 2:
-                break
-            time.sleep(0.05)
+        assert eventually(lambda: len(read_raw(bead_home).get("sdk-stream", [])) == 2)
+        turns = read_raw(bead_home)["sdk-stream"]
         assert [(t.role, t.text) for t in turns] == [("user", "stream me a greeting"), ("assistant", "Hello from the fake.")]
 
 
 def test_health(start_proxy):
+    """Smoke test of the command: a real `bead proxy` process starts and answers its health check."""
     url = start_proxy()
     with urllib.request.urlopen(url + "/bead/health") as r:
         data = json.loads(r.read())

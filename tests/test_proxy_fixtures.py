@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import base64
-import time
-import http.client
 import json
-import urllib.parse
 from collections import defaultdict
 
 import pytest
@@ -16,7 +13,7 @@ from bead.core.memory import Memory
 from bead.paths import Home
 from bead.wire.splice import Request, elements
 
-from conftest import SHARED, launch_proxy, stop
+from conftest import SHARED, ProxyClient, make_proxy_app
 from fakes import FakeAnthropic, Reply
 
 FIXTURE = SHARED / "fixtures" / "claude-code" / "requests.jsonl"
@@ -32,16 +29,12 @@ def records():
     return out
 
 
-def send(url: str, rec: dict) -> tuple[int, bytes]:
-    u = urllib.parse.urlparse(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+def send(proxy: ProxyClient, rec: dict) -> tuple[int, bytes]:
+    """The recorded request with its own headers, bar the ones the HTTP layer sets (Host: the client's loopback one)."""
     body = base64.b64decode(rec["body_b64"])
     headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
-    conn.request("POST", rec["path"], body=body, headers=headers)
-    resp = conn.getresponse()
-    data = resp.read()
-    conn.close()
-    return resp.status, data
+    status, _, data = proxy.post(body, headers, rec["path"])
+    return status, data
 
 
 def reply_for(rec: dict) -> Reply:
@@ -62,22 +55,22 @@ def seed(bead_home):
 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
-    """Every recorded request, in order, through one proxy process; (record, what the upstream got)."""
+    """Every recorded request, in order, through one proxy app; (record, what the upstream got)."""
     root = tmp_path_factory.mktemp("replay")
     home = root / "home"
     seed(home)
     fake = FakeAnthropic()
-    proc, url = launch_proxy(home, fake.url, root / "proxy.log")
+    proxy = ProxyClient(make_proxy_app(home, fake.url))
     try:
         sent = []
         for rec in records():
             fake.replies.append(reply_for(rec))
-            status, data = send(url, rec)
+            status, data = send(proxy, rec)
             assert status == 200, data[:300]
             sent.append((rec, fake.requests[-1]))
-        time.sleep(0.3)  # the last assistant turn is captured after the stream ends
+        proxy.settle()  # the last assistant turn is captured after the stream ends
     finally:
-        stop(proc)
+        proxy.close()
         fake.close()
     return home, sent
 

@@ -9,8 +9,8 @@ import pytest
 from bead.config import parse
 from bead.core.memory import Memory
 from bead.paths import Home
-from bead.proxy.engine import Engine
 
+from conftest import make_proxy_app
 from fakes import FakeModel
 
 FACTS = [
@@ -36,7 +36,7 @@ def engine(bead_home, model, provider="openai", timeout_ms=4000, monkeypatch=Non
     cfg = parse(f"rerank:\n  enabled: true\n  timeout_ms: {timeout_ms}\n  min_evidence: 0.1\n"
                 f"dream:\n  provider: {provider}\n  model: test-model\n  base_url: {model.url}{'/v1' if provider == 'openai' else ''}\n"
                 f"  api_key_env: BEAD_TEST_KEY\n")
-    eng = Engine(home, cfg)
+    eng = make_proxy_app(bead_home, "http://127.0.0.1:9", config=cfg).extensions["bead.engine"]  # nothing is forwarded here
     with Memory(home, cfg) as m:
         for k, b, t in FACTS:
             m.write(k, b, t)

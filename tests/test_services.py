@@ -1,4 +1,4 @@
-"""The long-lived services together, as real processes."""
+"""The long-lived services together: the indexer, the dream worker and CLI writers as real processes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bead.core.memory import Memory
 from bead.paths import Home
 from bead.recall.rank import search_facts
 
-from conftest import eventually, launch_proxy, stop
+from conftest import ServedProxy, eventually, make_proxy_app
 from fakes import FakeAnthropic, FakeModel
 
 
@@ -59,13 +59,18 @@ def test_indexer_and_dream_worker_end_to_end(bead_home, tmp_path):
 
 
 def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
-    """Proxy, indexer, dream worker and 4 CLI writers at once: every write lands, integrity holds."""
+    """Proxy, indexer, dream worker and 4 CLI writers at once: every write lands, integrity holds.
+
+    The proxy is served in this (the test's) process, on a real socket; the
+    others are processes of their own, so five or more processes share the store.
+    """
     home = Home(bead_home).ensure()
     model, upstream = FakeModel(), FakeAnthropic()
     (bead_home / "config.yaml").write_text(f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n")
     (bead_home / "store" / "dream").mkdir(parents=True, exist_ok=True)
     (bead_home / "store" / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2020-01-01T00:00:00Z"}))
-    proxy, url = launch_proxy(bead_home, upstream.url, tmp_path / "proxy.log")
+    proxy = ServedProxy(make_proxy_app(bead_home, upstream.url))
+    url = proxy.url
     procs = [spawn(bead_home, tmp_path / "indexer.log", "indexer"),
              spawn(bead_home, tmp_path / "dream.log", "dream", "worker", "--interval", "0.3")]
     try:
@@ -96,7 +101,7 @@ def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
             assert ids == {f"project/load/fact-{i}@v1" for i in range(16)}
             assert len(list(m.raw.files())) >= 20
     finally:
-        stop(proxy)
+        proxy.close()
         for p in procs:
             p.terminate()
             p.wait(10)

@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from bead.paths import Home
 from bead.setup.install import SERVICES, Plan
 from bead.recall.rank import search_facts
 
+from conftest import eventually, http_answers
 from fakes import FakeAnthropic, FakeModel, free_port
 
 BEAD = str(Path(sys.executable).parent / "bead")
@@ -207,15 +207,10 @@ def test_services_from_their_unit_lines_work_end_to_end(tmp_path):
             procs.append(subprocess.Popen(cmd, env={**os.environ, **env}, stdout=open(tmp_path / f"{s}.log", "wb"),
                                           stderr=subprocess.STDOUT))
         url = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                with urllib.request.urlopen(url + "/bead/health", timeout=1) as r:
-                    assert json.loads(r.read())["ok"]
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
+        if not eventually(lambda: http_answers(url + "/bead/health"), 60):
             pytest.fail((tmp_path / "proxy.log").read_text())
+        with urllib.request.urlopen(url + "/bead/health", timeout=10) as r:
+            assert json.loads(r.read())["ok"]
         env = {**os.environ, "BEAD_HOME": str(plan.home.root)}
         subprocess.run([BEAD, "write", "global/payments", "Payments go through Stripe; test keys live in .env.test.",
                         "--type", "reference"], env=env, check=True)
@@ -231,9 +226,7 @@ def test_services_from_their_unit_lines_work_end_to_end(tmp_path):
         def found(q):
             with Memory(plan.home, Config(owner="t")) as m:
                 return [h.id for h in search_facts(m.index, q)]
-        end = time.time() + 20
-        while time.time() < end and not (found("adyen") and found("jetstream")):
-            time.sleep(0.1)
+        assert eventually(lambda: found("adyen") and found("jetstream"))
         assert found("adyen") == ["global/payments@v1"]
         assert found("nats jetstream") == ["global/queue@v1"], (tmp_path / "dream.log").read_text()
     finally:
@@ -250,11 +243,12 @@ SHELLS = [s for s in ("bash", "zsh") if shutil.which(s)]
 @pytest.mark.parametrize("shell", SHELLS)
 def test_shell_wrapper(shell, tmp_path):
     """`claude` uses the proxy when its health check answers, and runs directly (with one warning) when not."""
-    from conftest import launch_proxy, stop
+    from conftest import ServedProxy, make_proxy_app
 
     upstream = FakeAnthropic()
     home = tmp_path / "home"
-    proc, url = launch_proxy(home, upstream.url, tmp_path / "proxy.log")
+    proxy = ServedProxy(make_proxy_app(home, upstream.url))   # on a real socket, in this process
+    url = proxy.url
     listen = url[len("http://"):]
     from importlib import resources
     (home / "shell.sh").write_text(resources.files("bead.setup").joinpath("shell.sh").read_text().replace("@LISTEN@", listen))
@@ -268,7 +262,7 @@ def test_shell_wrapper(shell, tmp_path):
         up = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=30)
         assert up.stdout.strip() == f"BASE={url} HINT=1 KEY= TOKEN= ARGS=-p hello there" and up.stderr == ""
     finally:
-        stop(proc)
+        proxy.close()
         upstream.close()
     down = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=30)
     assert down.stdout.strip() == "BASE= HINT= KEY= TOKEN= ARGS=-p hello there"
@@ -286,12 +280,14 @@ class TestUp:
         p = subprocess.Popen([sys.executable, "-m", "bead", "up"], env={**os.environ, "BEAD_HOME": str(home)},
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}/bead/health"
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url, timeout=1).read()
-                return p
-            except OSError:
-                time.sleep(0.1)
+
+        def up() -> bool:
+            if p.poll() is not None:
+                pytest.fail(p.stdout.read().decode())
+            return http_answers(url)
+
+        if eventually(up, 60):
+            return p
         p.kill()
         pytest.fail(p.stdout.read().decode())
 
