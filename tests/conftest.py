@@ -324,7 +324,7 @@ class ServedProxy:
         from bead.proxy.serve import hypercorn_config
 
         self.app = app
-        self.engine = app.engine
+        self.engine = app.extensions["bead.engine"]
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

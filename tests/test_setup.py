@@ -14,15 +14,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import eventually, http_answers
+from fakes import FakeAnthropic, FakeModel, free_port
 
 from bead.config import Config
 from bead.core.memory import Memory
 from bead.paths import Home
-from bead.setup.install import SERVICES, Plan
 from bead.recall.rank import search_facts
-
-from conftest import eventually, http_answers
-from fakes import FakeAnthropic, FakeModel, free_port
+from bead.setup.install import SERVICES, Plan
 
 BEAD = str(Path(sys.executable).parent / "bead")
 
@@ -251,16 +250,25 @@ def test_shell_wrapper(shell, tmp_path):
     url = proxy.url
     listen = url[len("http://"):]
     from importlib import resources
-    (home / "shell.sh").write_text(resources.files("bead.setup").joinpath("shell.sh").read_text().replace("@LISTEN@", listen))
+    token_file = home / "proxy.token"
+    (home / "shell.sh").write_text(resources.files("bead.setup").joinpath("shell.sh").read_text()
+                                   .replace("@LISTEN@", listen).replace("@TOKEN@", str(token_file)))
+    token = token_file.read_text().strip()
     stand_in = tmp_path / "bin"
     stand_in.mkdir()
     (stand_in / "claude").write_text("#!/bin/sh\necho \"BASE=$ANTHROPIC_BASE_URL HINT=$CLAUDE_CODE_GATEWAY_HINT_HEADERS KEY=$ANTHROPIC_API_KEY TOKEN=$ANTHROPIC_AUTH_TOKEN ARGS=$*\"\n")
     (stand_in / "claude").chmod(0o755)
     env = {"PATH": f"{stand_in}:{os.environ['PATH']}", "HOME": str(tmp_path)}
     script = f'. "{home / "shell.sh"}"; claude -p "hello there"'
+    # An alias defined before shell.sh is sourced must neither shadow the wrapper (bash) nor break it (zsh).
+    aliased = f'alias claude="echo aliased"\n. "{home / "shell.sh"}"\nclaude -p "hello there"'
     try:
         up = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=30)
-        assert up.stdout.strip() == f"BASE={url} HINT=1 KEY= TOKEN= ARGS=-p hello there" and up.stderr == ""
+        assert up.stdout.strip() == f"BASE={url}/{token} HINT=1 KEY= TOKEN= ARGS=-p hello there" and up.stderr == ""
+        flags = ["-O", "expand_aliases"] if shell == "bash" else []   # bash -c expands aliases only when asked
+        up2 = subprocess.run([shell, *flags, "-c", aliased], env=env, capture_output=True, text=True, timeout=30)
+        assert up2.stdout.strip() == f"BASE={url}/{token} HINT=1 KEY= TOKEN= ARGS=-p hello there", up2.stderr
+        assert up2.stderr == ""
     finally:
         proxy.close()
         upstream.close()

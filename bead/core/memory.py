@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import config as config_mod
+from ..errors import BeadError
 from ..paths import Home, resolve_home
 from ..store.audit import AuditLog, Tombstones
 from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
@@ -21,6 +22,14 @@ from ..store.rawlog import RawLog, Turn, TurnItem
 
 if TYPE_CHECKING:
     from ..index.db import Index
+
+
+class IndexBehind(BeadError):
+    """The files changed (that is the commit) but the index could not be updated yet."""
+
+    def __init__(self, what: str):
+        super().__init__(f"{what} is written, but the index is locked by another process and lags behind",
+                         "it catches up by itself when `bead indexer` runs, or run `bead reindex`")
 
 
 def utcnow() -> datetime:
@@ -105,8 +114,14 @@ class Memory:
 
     # ----- raw --------------------------------------------------------------
     def append_turns(self, session: str, items: Iterable[TurnItem]) -> list[Turn]:
+        """Append turns to the raw log, then index them; IndexBehind when only the first happened."""
+        from ..index.sqlite import module
+
         turns = self.raw.append_many(session, items)
-        self.index.add_turns(turns)
+        try:
+            self.index.add_turns(turns)
+        except module().OperationalError:
+            raise IndexBehind(f"{len(turns)} turn(s) of session {session}") from None
         return turns
 
     def redact_turns(self, path: Path, numbers: set[int]) -> int:

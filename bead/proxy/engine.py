@@ -18,11 +18,12 @@ this module only orders it for a proxied conversation and fails open.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -33,13 +34,14 @@ from typing import Any
 from ..config import Config
 from ..core import capture
 from ..core.conversation import Conversation, Identity, identify
-from ..core.memory import Memory, utcnow
+from ..core.memory import IndexBehind, Memory, utcnow
 from ..core.pinned import pinned_block
 from ..core.remember import remember
 from ..core.state import Conversations
 from ..core.trace import Trace
 from ..paths import Home
 from ..recall.pipeline import Recaller
+from ..store.locks import LockBusy
 from ..wire import anthropic
 
 log = logging.getLogger("bead.proxy")
@@ -157,7 +159,7 @@ class Engine:
         injected: list[str] = []
         pinned_new: list[str] = []
         blocks: dict[int, list[str]] = {}
-        with self.conversations.lock(ident.id, timeout=self._left(deadline, "pending capture")):
+        with self._locked(ident.id, deadline):
             st = self.conversations.load(ident.id)
             if not st.has_pinned:
                 text, ids = pinned_block(mem, ident.project, self.config.proxy.pinned_budget_tokens)
@@ -187,6 +189,15 @@ class Engine:
         if injected:
             self.counters["injections"] += 1
         return Prepared(b"", ident, conv, len(conv.messages), injected, pinned_new, st.pinned, blocks, trace)
+
+    @contextlib.contextmanager
+    def _locked(self, conversation_id: str, deadline: float) -> Iterator[None]:
+        """The conversation's lock, waited for until the deadline at most."""
+        try:
+            with self.conversations.lock(conversation_id, timeout=self._left(deadline, "pending capture")):
+                yield
+        except LockBusy:
+            raise DeadlineExceeded("the conversation's lock") from None
 
     def _wait_for_pending(self, conversation_id: str, timeout: float) -> None:
         """Let this conversation's earlier capture finish first (never another conversation's)."""
@@ -246,7 +257,7 @@ class Engine:
                         self._remember(mem, conv, newest, ident, trace)
                     turns = capture.request_turns(conv, ident, st.captured)
                     if turns:
-                        capture.capture(mem, ident, turns)
+                        self._capture(mem, ident, turns)
                     st.set_captured(len(conv.messages))
             now = self.clock()
             # Pinned facts count as injected: decay must not put to sleep the
@@ -299,10 +310,17 @@ class Engine:
                 st = self.conversations.load(ident.id)
                 if st.captured > prep.n_messages and not st.captured_partial:
                     return  # a retry of a request whose answer is already in the log
-                capture.capture(mem, ident, [turn])
+                self._capture(mem, ident, [turn])
                 st.set_captured(prep.n_messages + 1, bool(flags.get("partial")))
         except Exception as exc:
             self.error("capture", exc)
+
+    def _capture(self, mem: Memory, ident: Identity, turns: list[capture.Turn]) -> None:
+        """Capture turns; a locked index is counted, not fatal: the raw log has them."""
+        try:
+            capture.capture(mem, ident, turns)
+        except IndexBehind as exc:
+            self.error("index_behind", exc)
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait for every pending job (shutdown, tests)."""
