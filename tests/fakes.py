@@ -79,7 +79,7 @@ class Reply:
     tool: dict | None = None
     body: bytes = b""
     delay: float = 0.0          # seconds between SSE events
-    hold: "threading.Event | None" = None   # after event number `hold_after`, wait for this before the rest
+    hold: threading.Event | None = None   # after event number `hold_after`, wait for this before the rest
     hold_after: int = 0
     headers: list[tuple[str, str]] = field(default_factory=list)
 

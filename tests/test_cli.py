@@ -10,10 +10,9 @@ from pathlib import Path
 
 import click
 import pytest
+from conftest import REPO
 
 from bead.cli import cli
-
-from conftest import REPO
 
 COMMANDS = sorted(cli.commands)
 DATA_COMMANDS = ["write", "show", "history", "search", "forget", "reindex", "status", "eval"]

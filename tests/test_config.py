@@ -8,8 +8,8 @@ import stat
 import pytest
 
 from bead import config
-from bead.errors import BeadError
 from bead.core.memory import Memory
+from bead.errors import BeadError
 from bead.paths import Home, resolve_home
 
 

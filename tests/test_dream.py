@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-
-from bead.config import parse
-from bead.dream.queue import Queue
-from bead.dream.run import CALL_CHARS, SYSTEM, Dream, LockHeld, chunks, reinforce
-from bead.dream.rules import instruction_like
-from bead.dream.worker import Worker, due
-from bead.core.memory import Memory
-from bead.paths import Home
-from bead.store.rawlog import Turn
-from bead.recall.rank import search_facts
-
 from fakes import FakeModel
 
-T0 = datetime(2026, 11, 20, 10, 0, tzinfo=timezone.utc)
+from bead.config import parse
+from bead.core.memory import Memory
+from bead.dream.queue import Queue
+from bead.dream.rules import instruction_like
+from bead.dream.run import CALL_CHARS, SYSTEM, Dream, LockHeld, chunks, reinforce
+from bead.dream.worker import Worker, due
+from bead.paths import Home
+from bead.recall.rank import search_facts
+from bead.store.rawlog import Turn
+
+T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -282,7 +281,7 @@ class TestWorker:
         assert worker.tick() is True
         from bead.dream.run import DreamState
         st = DreamState(mem.home.store / "dream" / "state.json")
-        st.data["last_run"] = now[0].astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        st.data["last_run"] = now[0].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         st.save()
         now[0] = datetime(2026, 11, 21, 9, 31, tzinfo=local)
         assert worker.tick() is False            # not twice

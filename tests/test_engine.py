@@ -7,10 +7,10 @@ import json
 import pytest
 
 from bead.config import parse
-from bead.core.memory import Memory
-from bead.paths import Home
 from bead.core.conversation import identify
+from bead.core.memory import Memory
 from bead.core.remember import propose_key
+from bead.paths import Home
 from bead.proxy.engine import Engine
 from bead.wire.anthropic import conversation_of, is_auxiliary
 

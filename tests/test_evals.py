@@ -6,11 +6,10 @@ import json
 
 import pytest
 import yaml
+from conftest import REPO
 
 from bead.errors import BeadError
 from bead.evals import rawrecall, suite, supersession
-
-from conftest import REPO
 
 
 def write_suite(tmp_path, data) -> str:

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from bead.errors import BeadError, RefusedWrite
-from bead.store.facts import FIELDS, split_frontmatter
 from bead.recall.rank import search_facts
+from bead.store.facts import FIELDS, split_frontmatter
 
 
 def frontmatter(path):

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
+from conftest import all_bytes_under
 
 from bead import forget
 from bead.errors import BeadError
-from bead.store.rawlog import FORGOTTEN
 from bead.recall.rank import search_facts
+from bead.store.rawlog import FORGOTTEN
 
-from conftest import all_bytes_under
-
-T0 = datetime(2026, 11, 5, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 5, 9, 0, tzinfo=UTC)
 VALUE = "Zorblax-Quintessence-7741"
 SENTENCE = f"The vault code word is {VALUE}."
 

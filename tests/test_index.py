@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -15,7 +15,7 @@ from bead.index.query import fts_or_query
 from bead.index.rebuild import diff, reconcile
 from bead.recall.rank import search_facts, search_raw
 
-T0 = datetime(2026, 11, 5, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 5, 9, 0, tzinfo=UTC)
 
 
 class TestDerived:

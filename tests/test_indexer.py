@@ -7,13 +7,12 @@ import subprocess
 import sys
 
 import pytest
+from conftest import eventually
 
 from bead.config import Config
 from bead.core.memory import Memory
 from bead.paths import Home
 from bead.recall.rank import search_facts, search_raw
-
-from conftest import eventually
 
 
 def search_ids(home, q):

@@ -6,12 +6,11 @@ import json
 import urllib.request
 
 import anthropic
+from conftest import eventually
 
 from bead.config import Config
 from bead.core.memory import Memory
 from bead.paths import Home
-
-from conftest import eventually
 
 
 def read_raw(bead_home):

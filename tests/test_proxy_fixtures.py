@@ -7,14 +7,13 @@ import json
 from collections import defaultdict
 
 import pytest
+from conftest import SHARED, ProxyClient, make_proxy_app
+from fakes import FakeAnthropic, Reply
 
 from bead.config import Config
 from bead.core.memory import Memory
 from bead.paths import Home
 from bead.wire.splice import Request, elements
-
-from conftest import SHARED, ProxyClient, make_proxy_app
-from fakes import FakeAnthropic, Reply
 
 FIXTURE = SHARED / "fixtures" / "claude-code" / "requests.jsonl"
 pytestmark = pytest.mark.skipif(not FIXTURE.exists(), reason="shared/fixtures is not beside the checkout")
@@ -110,7 +109,7 @@ class TestCachePrefix:
             by_conv[conversation_key(rec)].append((rec, got))
         checked = injected_somewhere = 0
         for conv, turns in by_conv.items():
-            for (rec_a, got_a), (rec_b, got_b) in zip(turns, turns[1:]):
+            for (rec_a, got_a), (rec_b, got_b) in zip(turns, turns[1:], strict=False):
                 orig_a = msg_bytes(base64.b64decode(rec_a["body_b64"]))
                 orig_b = msg_bytes(base64.b64decode(rec_b["body_b64"]))
                 out_a, out_b = msg_bytes(got_a.body), msg_bytes(got_b.body)
@@ -120,7 +119,7 @@ class TestCachePrefix:
                         # The harness resent it unchanged: so must the proxy, injected blocks included.
                         assert out_a[i] == out_b[i], f"message {i} changed between turns in {conv[:2]}"
                         checked += 1
-                injected_somewhere += any(o != g for o, g in zip(orig_b, out_b))
+                injected_somewhere += any(o != g for o, g in zip(orig_b, out_b, strict=False))
         assert checked > 20 and injected_somewhere > 0
 
     def test_attribution_block_stays_first(self, replay):

@@ -5,15 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from bead.errors import BeadError
-from bead.store.rawlog import FORGOTTEN, parse
 from bead.recall.rank import search_raw
+from bead.store.rawlog import FORGOTTEN, parse
 
-T0 = datetime(2026, 11, 5, 9, 12, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 5, 9, 12, tzinfo=UTC)
 
 
 class TestAppend:

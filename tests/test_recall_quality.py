@@ -7,10 +7,9 @@ show up here (and in the README's tables) rather than slip in.
 from __future__ import annotations
 
 import pytest
+from conftest import REPO, SHARED
 
 from bead.evals import injection, rawrecall, suite
-
-from conftest import REPO, SHARED
 
 
 def test_injection_default_gate_on_dev():

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import make_proxy_app
+from fakes import FakeModel
 
 from bead.config import parse
 from bead.core.memory import Memory
 from bead.paths import Home
-
-from conftest import make_proxy_app
-from fakes import FakeModel
 
 FACTS = [
     ("global/money", "Amounts are Decimal; round each line item to cents with ROUND_HALF_UP, then sum.", "reference"),
@@ -55,7 +54,7 @@ def test_model_choice_is_injected(bead_home, model, provider, monkeypatch):
     def choose(req):
         # The memories are numbered in the prompt; pick the money rule.
         prompt = req["messages"][-1]["content"] if provider != "anthropic" else req["messages"][0]["content"]
-        line = next(l for l in prompt.splitlines() if "global/money" in l)
+        line = next(x for x in prompt.splitlines() if "global/money" in x)
         return json.dumps({"helpful": [int(line.split(".")[0])]})
     model.answers.append(choose)
     prep = eng.prepare(body(), {"x-bead-session": f"rr-{provider}"})

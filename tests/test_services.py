@@ -9,15 +9,13 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from conftest import ServedProxy, eventually, make_proxy_app
+from fakes import FakeAnthropic, FakeModel
+
 from bead.config import Config
 from bead.core.memory import Memory
 from bead.paths import Home
 from bead.recall.rank import search_facts
-
-from conftest import ServedProxy, eventually, make_proxy_app
-from fakes import FakeAnthropic, FakeModel
-
-
 
 
 def spawn(home, log, *args, env=None):

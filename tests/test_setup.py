@@ -64,7 +64,7 @@ def bead_cmd(env, *args, input=None):
 
 
 def commands(log):
-    return [l for l in log.read_text().splitlines() if l]
+    return [line for line in log.read_text().splitlines() if line]
 
 
 class TestSetupCommand:
