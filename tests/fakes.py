@@ -74,7 +74,7 @@ def message_json(text: str = "Hello from the fake.") -> dict:
 @dataclass
 class Reply:
     status: int = 200
-    kind: str = "auto"          # auto | sse | json | error-event | drop | raw
+    kind: str = "auto"          # auto | sse | json | error-event | drop | raw | sse-raw
     text: str = "Hello from the fake."
     tool: dict | None = None
     body: bytes = b""
@@ -82,6 +82,7 @@ class Reply:
     hold: threading.Event | None = None   # after event number `hold_after`, wait for this before the rest
     hold_after: int = 0
     headers: list[tuple[str, str]] = field(default_factory=list)
+    chunk: int = 16384          # sse-raw: `body` is sent as SSE in pieces of this size
 
 
 class QuietHandler(BaseHTTPRequestHandler):
@@ -163,6 +164,8 @@ class FakeAnthropic:
         h.send_header("transfer-encoding", "chunked")
         h.end_headers()
         events = sse(message_events(reply.text, reply.tool))
+        if kind == "sse-raw":
+            events = [reply.body[i:i + reply.chunk] for i in range(0, len(reply.body), reply.chunk)]
         if kind == "error-event":
             events = events[:7] + sse([{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}])
         if kind == "drop":

@@ -1,0 +1,428 @@
+"""The proxy never stalls, never leaks, never misleads (issue #10's failures, each as a test)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from conftest import eventually
+from fakes import Reply, free_port, message_events, sse
+
+from bead.capture import secrets
+from bead.capture.text import clean, reminders, strip_own
+from bead.core.conversation import Conversation, Message, Part, Source, find_cwd
+from bead.core.memory import Memory
+from bead.core.remember import requests as remember_requests
+from bead.paths import Home
+from bead.store.rawlog import escape
+from bead.wire.anthropic import ResponseCollector
+
+MB = 1 << 20
+HEADERS = {"content-type": "application/json", "x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
+
+
+def req(text, session="s1", stream=True, system="You are a test.\n - Primary working directory: /tmp/proj-x"):
+    body = {"model": "claude-test", "max_tokens": 100, "stream": stream, "system": system,
+            "messages": [{"role": "user", "content": text}]}
+    return json.dumps(body).encode(), {**HEADERS, "x-bead-session": session}
+
+
+def raw_turns(home, session):
+    from bead.config import Config
+
+    with Memory(Home(home), Config(owner="t")) as m:
+        p = m.raw.find(session)
+        return m.raw.read(p) if p else []
+
+
+def rep(unit: str, size: int = MB) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+# Inputs that make a backtracking engine loop: repeated keywords, unclosed
+# tags, long runs of the characters each pattern repeats over.
+ADVERSARIAL = {
+    "password": rep("password"), "pwd-assign": rep("pwd='"), "secret-assign": rep("secret="), "token": rep("token: "),
+    "url-userinfo": rep("://a:"), "url-userinfo-2": rep("a://b:c"), "jwt": rep("eyJ"), "jwt-dots": rep("eyJabcdefghij."),
+    "bearer": rep("bearer "), "aws": rep("aws_secret_key="), "begin-key": rep("-----BEGIN PRIVATE KEY-----"),
+    "api-key": rep("api_key=aaaaaaaaaaaaaaaaaaaa "), "x-api-key": rep("x-api-key: "),
+    "unclosed-own": rep("<bead-memory "), "unclosed-reminder": rep("<system-reminder>"),
+    "cwd": rep("cwd: "), "cwd-lines": rep("\n - cwd:  x"), "remember": rep("remember "),
+    "remember-sentences": rep(". remember that x"), "spaces": rep(" "), "backslashes": rep("\\"),
+    "markers": rep("<!-- bead:turn "), "newlines": rep("\n"), "prose": rep("the quick brown fox "),
+}
+
+
+class TestLinearTime:
+    """Every pattern bead runs on captured or forwarded text takes linear time on hostile input."""
+
+    @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+    def test_one_megabyte_of_each_runs_every_pattern_in_well_under_a_second(self, name):
+        """1 MB crafted to make a backtracking regex loop runs through every pattern in under a second
+        (the quadratic patterns took 4-60 s on 50 KB)."""
+        text = ADVERSARIAL[name]
+        typed = Conversation((Message(0, "user", (Part(Source.TYPED, text),), "x"),))
+        steps = {
+            "secret scan": lambda: secrets.redact(text),
+            "own tags": lambda: strip_own(text),
+            "reminders": lambda: (reminders(text), clean(text)),
+            "working directory": lambda: find_cwd([text]),
+            "remember": lambda: remember_requests(typed.messages[0]),
+            "raw-log escape": lambda: escape(text),
+        }
+        for step, fn in steps.items():
+            t0 = time.perf_counter()
+            fn()
+            took = time.perf_counter() - t0
+            assert took < 1.0, f"{step} took {took:.2f} s on 1 MB of {name!r}"
+
+    def test_collector_is_linear_in_a_large_event_fed_in_small_chunks(self):
+        """A 4 MB SSE event fed 1 KB at a time costs about what it costs fed at once (no rescanning)."""
+        big = b"data: " + json.dumps({"type": "content_block_delta", "index": 0,
+                                      "delta": {"type": "text_delta", "text": "x" * (4 * MB)}}).encode() + b"\n\n"
+        whole = ResponseCollector("text/event-stream", None)
+        t0 = time.perf_counter()
+        whole.feed(big)
+        once = time.perf_counter() - t0
+        pieces = ResponseCollector("text/event-stream", None)
+        t0 = time.perf_counter()
+        for i in range(0, len(big), 1024):
+            pieces.feed(big[i:i + 1024])
+        chunked = time.perf_counter() - t0
+        assert pieces.skipped_events == whole.skipped_events == 1, "an event past the cap is dropped, not buffered"
+        assert chunked < 1.0, f"4 MB in 1 KB chunks took {chunked:.2f} s (at once: {once:.3f} s)"
+
+
+class TestNeverStalls:
+    """Hostile input never holds up the request path or other conversations."""
+
+    def test_slow_regex_request_beside_three_others(self, proxy_client, upstream, bead_home):
+        """A 1 MB tool result of "password" repeated goes through, and three small requests from other
+        conversations sent at the same time finish in normal time."""
+        proxy = proxy_client()
+        hostile = json.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": rep("password ")}]},
+        ]}).encode()
+        results: dict[str, tuple[int, float]] = {}
+
+        def send(name, body, headers):
+            t0 = time.perf_counter()
+            status, _, _ = proxy.post(body, headers)
+            results[name] = (status, time.perf_counter() - t0)
+
+        threads = [threading.Thread(target=send, args=("hostile", hostile, {**HEADERS, "x-bead-session": "hostile"}))]
+        threads += [threading.Thread(target=send, args=(f"small-{i}", *req(f"small question {i}", session=f"small-{i}")))
+                    for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert {k: v[0] for k, v in results.items()} == {"hostile": 200, "small-0": 200, "small-1": 200, "small-2": 200}
+        assert all(results[f"small-{i}"][1] < 5.0 for i in range(3)), results   # before: 20 s each
+        proxy.settle()
+        # The tool call, the 1 MB tool result (scanned), and the answer.
+        assert eventually(lambda: len(raw_turns(bead_home, "hostile")) == 3)
+
+    def test_json_nested_100000_deep_is_forwarded_byte_for_byte(self, proxy_client, upstream):
+        """A body too deep for the parser (RecursionError) goes upstream unchanged; the client gets the upstream's answer."""
+        proxy = proxy_client()
+        upstream.replies.append(Reply(kind="json"))   # the fake cannot parse it either
+        body = b'{"model":"m","messages":[{"role":"user","content":' + b"[" * 100_000 + b"]" * 100_000 + b"}]}"
+        status, _, data = proxy.post(body, HEADERS)
+        assert status == 200 and upstream.requests[-1].body == body
+        assert json.loads(data)["type"] == "message"
+        assert proxy.health()["error_kinds"].get("parse") == 1
+
+    def test_body_over_the_limit_goes_out_unchanged_and_uncaptured(self, proxy_client, upstream, bead_home):
+        """A body past 16 MiB is forwarded as it came, with no capture, and counted."""
+        from bead.proxy.engine import MAX_BODY_BYTES
+
+        proxy = proxy_client()
+        body, headers = req("x" * (MAX_BODY_BYTES + 10), session="huge", stream=False)
+        status, _, _ = proxy.post(body, headers)
+        proxy.settle()
+        assert status == 200 and upstream.requests[-1].body == body
+        assert proxy.health()["too_large"] == 1 and raw_turns(bead_home, "huge") == []
+
+    def test_a_4_mb_sse_event_streams_through_and_health_stays_responsive(self, served_proxy, upstream):
+        """One 4 MB event sent in 16 KB pieces reaches the client byte for byte, while health still answers."""
+        events = sse(message_events("short"))
+        big = sse([{"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "y" * (4 * MB)}}])
+        stream = b"".join(events[:6]) + big[0] + b"".join(events[6:])
+        upstream.replies.append(Reply(kind="sse-raw", body=stream, chunk=16384))
+        proxy = served_proxy()
+        u = urllib.parse.urlparse(proxy.url)
+        body, headers = req("a long answer", session="big-event")
+        got: dict[str, bytes] = {}
+
+        def read():
+            conn = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+            conn.request("POST", "/v1/messages", body=body, headers=headers)
+            got["data"] = conn.getresponse().read()
+            conn.close()
+
+        t = threading.Thread(target=read)
+        t0 = time.perf_counter()
+        t.start()
+        health_times = []
+        while t.is_alive() and len(health_times) < 20:
+            h0 = time.perf_counter()
+            proxy.health()
+            health_times.append(time.perf_counter() - h0)
+        t.join(120)
+        took = time.perf_counter() - t0
+        assert got["data"] == stream, "the client gets every byte the upstream sent"
+        assert took < 20.0, f"4 MB event took {took:.1f} s through the proxy (8 MB took 79 s before)"
+        assert max(health_times) < 2.0, health_times
+
+
+class TestOrigins:
+    """Only literal loopback names; no browser; the target is a path."""
+
+    @pytest.mark.parametrize("host", ["127.0.0.1.nip.io", "127.attacker.example", "evil.example", "127.0.0.1:80@evil",
+                                      "localhost.attacker.example", "0.0.0.0", "[::1].evil"])
+    def test_foreign_host_refused(self, proxy_client, upstream, host):
+        proxy = proxy_client()
+        body, headers = req("hello")
+        status, _, data = proxy.post(body, {**headers, "host": host})
+        assert status == 403 and json.loads(data)["error"]["type"] == "permission_error"
+        assert upstream.requests == []
+
+    @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.1:7077", "localhost", "localhost:7077", "[::1]", "[::1]:7077"])
+    def test_literal_loopback_host_accepted(self, proxy_client, upstream, host):
+        proxy = proxy_client()
+        body, headers = req("hello")
+        status, _, _ = proxy.post(body, {**headers, "host": host})
+        assert status == 200 and len(upstream.requests) == 1
+
+    @pytest.mark.parametrize("extra", [{"origin": ""}, {"origin": "null"}, {"origin": "https://evil.example"},
+                                       {"sec-fetch-site": "cross-site"}, {"sec-fetch-site": "same-site"},
+                                       {"sec-fetch-site": "same-origin"}])
+    def test_browser_requests_refused_and_never_captured(self, proxy_client, upstream, bead_home, extra):
+        proxy = proxy_client()
+        body, headers = req("write this into memory", session="browser")
+        status, _, _ = proxy.post(body, {**headers, **extra})
+        proxy.settle()
+        assert status == 403 and upstream.requests == [] and raw_turns(bead_home, "browser") == []
+
+    @pytest.mark.parametrize("extra", [{"sec-fetch-site": "none"}, {"sec-fetch-mode": "cors"}])
+    def test_what_node_fetch_and_direct_navigation_send_is_accepted(self, proxy_client, upstream, extra):
+        """Node's fetch sends Sec-Fetch-Mode only; Sec-Fetch-Site: none is a person's own navigation."""
+        proxy = proxy_client()
+        body, headers = req("hello")
+        status, _, _ = proxy.post(body, {**headers, **extra})
+        assert status == 200 and len(upstream.requests) == 1
+
+    def test_request_target_cannot_pick_the_host(self, served_proxy, upstream):
+        """`GET @127.0.0.1:PORT/...` never makes the proxy connect anywhere but its upstream."""
+        other = socket.socket()
+        other.bind(("127.0.0.1", 0))
+        other.listen(1)
+        other.settimeout(0.5)
+        proxy = served_proxy()
+        u = urllib.parse.urlparse(proxy.url)
+        s = socket.create_connection((u.hostname, u.port))
+        s.sendall(f"GET @127.0.0.1:{other.getsockname()[1]}/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  "Connection: close\r\n\r\n".encode())
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+        s.close()
+        assert reply.split(b"\r\n", 1)[0].split()[1] == b"400"
+        with pytest.raises(TimeoutError):
+            other.accept()   # nothing connected to the other port
+        other.close()
+        assert upstream.requests == []
+
+
+class TestOwnerOnly:
+    """Memory is injected into, and captured from, the home owner's requests only."""
+
+    def seed(self, home):
+        from bead.config import Config
+
+        with Memory(Home(home).ensure(), Config(owner="t")) as m:
+            m.write("user/editor", "Helix with the default keymap", "user")
+
+    def test_request_without_the_token_gets_no_memory_and_no_capture(self, proxy_client, upstream, bead_home):
+        """Through the test client the kernel names no peer: only the token marks the owner."""
+        self.seed(bead_home)
+        proxy = proxy_client()
+        body, headers = req("which editor do I use?", session="stranger")
+        status, _, _ = proxy.post(body, headers, owner=False)
+        proxy.settle()
+        assert status == 200 and upstream.requests[-1].body == body
+        assert raw_turns(bead_home, "stranger") == [] and proxy.health()["not_owner"] == 1
+        proxy.post(*req("which editor do I use?", session="me"))
+        proxy.settle()
+        assert b"Helix" in upstream.requests[-1].body and len(raw_turns(bead_home, "me")) == 2
+
+    def test_a_wrong_token_is_not_the_owner(self, proxy_client, upstream, bead_home):
+        self.seed(bead_home)
+        proxy = proxy_client()
+        body, headers = req("which editor?", session="guess")
+        status, _, _ = proxy.post(body, headers, path="/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA/v1/messages", owner=False)
+        assert upstream.requests[-1].body == body and proxy.health()["not_owner"] == 0  # not /v1/messages: passed through
+        assert raw_turns(bead_home, "guess") == []
+
+    @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel check reads /proc/net/tcp (Linux)")
+    def test_same_user_on_a_real_socket_is_the_owner_without_the_token(self, served_proxy, upstream, bead_home):
+        self.seed(bead_home)
+        proxy = served_proxy()
+        u = urllib.parse.urlparse(proxy.url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+        body, headers = req("which editor do I use?", session="kernel")
+        conn.request("POST", "/v1/messages", body=body, headers=headers)
+        conn.getresponse().read()
+        conn.close()
+        assert b"Helix" in upstream.requests[-1].body
+        assert eventually(lambda: len(raw_turns(bead_home, "kernel")) == 2)
+
+    @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser")
+                        or not shutil.which("curl"), reason="needs root, useradd, runuser and curl to act as a second user")
+    def test_second_os_user_gets_no_memory_and_no_capture(self, served_proxy, upstream, bead_home):
+        """Another account on the machine reaches the port, but sees nothing of this home and writes nothing to it."""
+        name = "beadtest2"
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+        self.seed(bead_home)
+        proxy = served_proxy()
+        body, _ = req("which editor do I use?", session="other-user")
+        r = subprocess.run(["runuser", "-u", name, "--", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                            "-H", "content-type: application/json", "-H", "x-bead-session: other-user",
+                            "--data-binary", "@-", f"{proxy.url}/v1/messages"], input=body, capture_output=True,
+                           timeout=60)
+        assert r.stdout == b"200", r.stderr
+        assert upstream.requests[-1].body == body, "forwarded unchanged: no pinned block, no cue block"
+        assert proxy.health()["not_owner"] == 1
+        proxy.engine.drain(30)
+        assert raw_turns(bead_home, "other-user") == []
+
+
+class TestOperations:
+    """A busy port, a crash loop, and setup run both ways say what is true."""
+
+    def test_busy_port_is_one_line_naming_the_port_and_its_holder(self, bead):
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        try:
+            r = bead("proxy", "--listen", f"127.0.0.1:{port}", "--upstream", "http://127.0.0.1:9")
+        finally:
+            holder.close()
+        assert r.code == 1 and "Traceback" not in r.err
+        (first,) = [line for line in r.err.splitlines() if line.startswith("error:")]
+        assert first.startswith("error: port") and str(port) in first
+        if sys.platform.startswith("linux"):
+            assert f"pid {os.getpid()}" in first
+        assert "proxy.listen" in r.err
+
+    def test_bead_up_on_a_busy_port_reports_it_and_stops(self, tmp_path, bead_home):
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        bead_home.mkdir(parents=True, exist_ok=True)
+        (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
+        try:
+            r = subprocess.run([sys.executable, "-m", "bead", "up", "--no-dream"], cwd=tmp_path, capture_output=True,
+                               text=True, timeout=120, env={**os.environ, "BEAD_HOME": str(bead_home)})
+        finally:
+            holder.close()
+        assert r.returncode == 1 and "Traceback" not in r.stderr
+        assert f"port {port}" in r.stderr and "proxy exited with code 1" in r.stderr
+
+    def test_crash_loop_is_a_problem_in_status(self, bead, tmp_path, monkeypatch):
+        """A service systemd keeps restarting is reported, not hidden behind "problems none"."""
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "systemctl").write_text(
+            "#!/bin/sh\ncase \"$*\" in *bead-proxy*) printf 'ActiveState=activating\\nSubState=auto-restart\\n"
+            "NRestarts=7\\nLoadState=loaded\\n' ;; *) printf 'LoadState=not-found\\n' ;; esac\n")
+        (bin_dir / "systemctl").chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+        r = bead("status")
+        assert r.code == 0, r.err
+        assert "the proxy service keeps restarting (7 restarts" in r.out and "problems    none" not in r.out
+
+    def test_setup_through_the_symlink_and_the_venv_path_writes_the_same_units(self, tmp_path):
+        """install.sh writes the venv's bead, `bead` on PATH is ~/.local/bin/bead -> it: either way, same units."""
+        home = tmp_path / "person"
+        home.mkdir()
+        real = Path(os.path.realpath(shutil.which("true")))   # stands in for the venv's bead (not in a temp folder)
+        link = home / ".local" / "bin" / "bead"
+        link.parent.mkdir(parents=True)
+        link.symlink_to(real)
+        env = {**os.environ, "HOME": str(home), "BEAD_HOME": str(home / ".bead"),
+               "XDG_CONFIG_HOME": str(home / ".config"), "SHELL": "/bin/bash"}
+
+        def setup(exe):
+            return subprocess.run([sys.executable, "-m", "bead", "setup", "--platform", "systemd", "--no-load",
+                                   "--no-rc", "--executable", str(exe)], env=env, capture_output=True, text=True,
+                                  timeout=120)
+
+        first = setup(real)
+        assert first.returncode == 0, first.stderr
+        unit = home / ".config" / "systemd" / "user" / "bead-proxy.service"
+        assert f"ExecStart={real} proxy" in unit.read_text()
+        second = setup(link)
+        assert second.returncode == 0 and "nothing to change" in second.stdout, second.stdout + second.stderr
+
+    def test_second_uninstall_says_nothing_is_set_up(self, tmp_path):
+        home = tmp_path / "person"
+        home.mkdir()
+        env = {**os.environ, "HOME": str(home), "BEAD_HOME": str(home / ".bead"), "XDG_CONFIG_HOME": str(home / ".config")}
+        r = subprocess.run([sys.executable, "-m", "bead", "setup", "--uninstall", "--platform", "systemd"], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "nothing to remove" in r.stdout and "is set up" not in r.stdout
+
+    def test_status_does_not_report_another_homes_proxy_as_ours(self, served_proxy, bead, tmp_path, monkeypatch):
+        proxy = served_proxy()
+        other = tmp_path / "other-home"
+        monkeypatch.setenv("BEAD_HOME", str(other))
+        other.mkdir()
+        (other / "config.yaml").write_text(f"proxy:\n  listen: {proxy.url[len('http://'):]}\n")
+        r = bead("status", "--json", env={"BEAD_HOME": str(other)})
+        data = json.loads(r.out)
+        assert data["proxy"]["running"] is False and data["proxy"]["other_home"] != str(other)
+        assert any("serves another home" in p["problem"] for p in data["problems"])
+
+    def test_bead_up_runs_the_installed_package_not_the_current_directory(self, tmp_path, bead_home):
+        """Started from a folder holding another `bead` package (a checkout), the services still run the installed one."""
+        fake = tmp_path / "bead"
+        fake.mkdir()
+        (fake / "__init__.py").write_text("raise SystemExit('imported the bead in the current directory')\n")
+        (fake / "__main__.py").write_text("")
+        port = free_port()
+        bead_home.mkdir(parents=True, exist_ok=True)
+        (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
+        console = str(Path(sys.executable).parent / "bead")   # the console script: its own folder leads sys.path
+        p = subprocess.Popen([console, "up", "--no-dream"], cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env={**os.environ, "BEAD_HOME": str(bead_home)})
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")), daemon=True)
+        reader.start()
+        try:
+            assert eventually(lambda: any(f"bead proxy on http://127.0.0.1:{port}" in line for line in lines), 60), lines
+        finally:
+            p.send_signal(signal.SIGINT)
+            p.wait(60)
+            reader.join(10)
+        assert not any("current directory" in line for line in lines), lines
+        assert p.returncode == 0, lines
