@@ -134,9 +134,10 @@ class Engine:
             return Prepared(body)
         try:
             prep = self._prepare(conv, headers, deadline, t0)
+            # No deadline check past this point: the conversation's state now
+            # says these blocks were sent, so they must be, or the next request
+            # would re-add bytes the model never saw (and break the cache).
             prep.body = anthropic.splice(req, prep.pinned_text, prep.blocks)
-            if time.monotonic() > deadline:
-                raise DeadlineExceeded("after the splice")
             return prep
         except Exception as exc:  # fail open: the harness must never see bead's failure
             self.error("deadline" if isinstance(exc, DeadlineExceeded) else "inject", exc)
