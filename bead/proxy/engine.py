@@ -170,15 +170,24 @@ class Engine:
             for rec in sorted(st.cues.values(), key=lambda r: r.message):
                 if rec.text and rec.message < len(conv.messages) and conv.messages[rec.message].hash == rec.hash:
                     blocks.setdefault(rec.message, []).append(rec.text)
-            if newest is not None and newest not in st.cues:
+            # From here on the pinned block may be recorded as sent: a deadline
+            # missed now skips recall (the next request retries it) instead of
+            # dropping what is already recorded.
+            left = deadline - time.monotonic()
+            if newest is not None and newest not in st.cues and left <= 0:
+                self.error("deadline")
+                trace["errors"].append("deadline")
+            elif newest is not None and newest not in st.cues:
                 t1 = time.perf_counter()
-                cue = self.recaller.recall_for(mem, conv, ident, st.injected, self._left(deadline, "recall"),
+                cue = self.recaller.recall_for(mem, conv, ident, st.injected, left,
                                                raw_df=lambda terms: self.memory().index.raw_doc_freq(terms))
                 trace["recall_ms"] = round((time.perf_counter() - t1) * 1000, 2)
                 trace["errors"] += cue.trace.pop("errors", [])
                 trace.update(cue.trace)
-                if not cue.failed:
-                    self._left(deadline, "recall")
+                if not cue.failed and time.monotonic() > deadline:
+                    self.error("deadline")   # decided too late: neither recorded nor sent
+                    trace["errors"].append("deadline")
+                elif not cue.failed:
                     st.add_cue(newest, conv.messages[newest].hash, cue.text, cue.ids)
                     if cue.text:
                         blocks.setdefault(newest, []).append(cue.text)
