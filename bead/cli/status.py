@@ -130,7 +130,7 @@ def last_dream(mem) -> dict | None:
     reports = sorted(mem.home.reports.glob("*.md")) if mem.home.reports.exists() else []
     if not reports:
         return None
-    return {"last_run": DreamState(mem.home.dream_state).data.get("last_run"), "report": str(reports[-1])}
+    return {"last_run": DreamState(mem.home.dream_state, mem.home.root).data.get("last_run"), "report": str(reports[-1])}
 
 
 def proxy_health(listen: str) -> dict:
