@@ -145,7 +145,8 @@ class Memory:
                 if pause is None or remaining <= 0:
                     break
                 time.sleep(min(pause, remaining))
-        log.warning("the index was locked for %.1f s; the %s is on disk and the index catches up later",
+        # info, not warning: a command says it in its own words (one line), a service logs this.
+        log.info("the index was locked for %.1f s; the %s is on disk and the index catches up later",
                     self.busy_timeout_ms / 1000, what)
         return False
 

@@ -17,7 +17,7 @@ _ID = re.compile(r"(.+)@v([1-9][0-9]{0,8})")
 # A segment is a folder name (the file system allows 255 bytes); a key also
 # lands in ids, index rows and audit lines.
 MAX_SEGMENT_BYTES = 100
-MAX_KEY_BYTES = 200
+MAX_KEY_BYTES = 256   # project/<100>/<100> fits
 KEY_HELP = "keys look like user/<name>, project/<project>/<name> or global/<name>, with lower-case [a-z0-9._-] segments"
 
 
