@@ -214,22 +214,50 @@ class WriteResult:
 
 @dataclass
 class _KeyState:
-    """``.state.json`` of a key: a hint that saves reading old versions, never the rule itself."""
+    """``.state.json`` of a key: a hint that saves reading the folder, never the rule itself.
 
-    last: int = 0       # the highest version number ever given out (a forgotten number is not reused)
-    settled: int = 0    # every version up to this one has had its status settled by a write
+    A write that finds the folder as the key's last write left it (the same
+    modification time: no file was added, renamed or removed since) takes
+    the highest number from ``last`` and reads only the versions after
+    ``settled``; anything else, or a state that is missing or torn, lists
+    and reads the folder as the rule does. The file is rewritten in place,
+    not renamed, so writing it leaves the folder's time alone.
+    """
+
+    last: int = 0           # the highest version number given out (a forgotten number is not reused)
+    settled: int = 0        # every version up to this one has had its status settled by a write
+    dir_mtime_ns: int = 0   # the key folder's modification time when this was written
 
     @classmethod
     def load(cls, dir_fd: int, path: Path) -> _KeyState:
         try:
             data = json.loads(safe.read_at(dir_fd, path))
-            return cls(int(data.get("last", 0)), int(data.get("settled", 0)))
+            return cls(int(data.get("last", 0)), int(data.get("settled", 0)), int(data.get("dir_mtime_ns", 0)))
         except (OSError, ValueError, TypeError, AttributeError):
-            return cls()   # missing or damaged: read every version once, as before
+            return cls()   # missing or damaged: list and read the folder, as the rule does
 
     def save(self, dir_fd: int, path: Path) -> None:
         # Not fsynced: losing it costs one slower write, never a wrong answer.
-        safe.write_at(dir_fd, path, json.dumps({"last": self.last, "settled": self.settled}).encode(), durable=False)
+        fd = safe.open_at(dir_fd, path, os.O_RDWR | os.O_CREAT)
+        try:
+            self.dir_mtime_ns = os.fstat(dir_fd).st_mtime_ns   # after the create above; content writes keep it
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"last": self.last, "settled": self.settled,
+                                      "dir_mtime_ns": self.dir_mtime_ns}).encode(), 0)
+        finally:
+            os.close(fd)
+
+
+def _exists(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+# A state whose `settled` lags `last` by more than this lists the folder instead of probing each number.
+_MAX_PROBES = 64
 
 
 class FactStore:
@@ -347,20 +375,39 @@ class FactStore:
             with safe.opened_dir(self.home.root, self.home.fact_dir(key), create=True) as fd:
                 return self._write_in(fd, key, body, type, trust, sensitivity, pinned, sources)
 
-    def _write_in(self, fd: int, key: str, body: str, type: str, trust: str, sensitivity: str,
-                  pinned: bool | None, sources: tuple[str, ...]) -> WriteResult:
-        numbers = sorted(n for name in os.listdir(fd) if (n := version_number(name)) is not None)
-        state_path = self.home.fact_state(key)
-        state = _KeyState.load(fd, state_path)
-        # The rule: the current version is the highest one that parses.
-        parsed: dict[int, Fact] = {}
-        cur = None
+    def _recent(self, fd: int, key: str, state: _KeyState) -> list[int] | None:
+        """The version numbers after ``settled`` when the folder is as the last write left it, else None."""
+        if (state.last <= 0 or state.dir_mtime_ns != os.fstat(fd).st_mtime_ns
+                or state.last - state.settled > _MAX_PROBES
+                or _exists(fd, self.home.fact_file(key, state.last + 1).name)):
+            return None
+        return [n for n in range(max(state.settled, 0) + 1, state.last + 1)
+                if _exists(fd, self.home.fact_file(key, n).name)]
+
+    def _current(self, fd: int, key: str, numbers: list[int], parsed: dict[int, Fact]) -> Fact | None:
+        """The rule: the current version is the highest one that parses."""
         for n in reversed(numbers):
             try:
-                cur = parsed[n] = self._read(fd, key, n)
-                break
+                parsed[n] = self._read(fd, key, n)
+                return parsed[n]
             except ValueError:
                 continue
+        return None
+
+    def _write_in(self, fd: int, key: str, body: str, type: str, trust: str, sensitivity: str,
+                  pinned: bool | None, sources: tuple[str, ...]) -> WriteResult:
+        state_path = self.home.fact_state(key)
+        state = _KeyState.load(fd, state_path)
+        parsed: dict[int, Fact] = {}
+        recent = self._recent(fd, key, state)
+        cur = self._current(fd, key, recent, parsed) if recent else None
+        if cur is not None:
+            numbers = recent or []
+        else:
+            # Listing a folder of 10,000 versions costs more than the rest of
+            # a write; it happens when the state cannot vouch for the folder.
+            numbers = sorted(n for name in os.listdir(fd) if (n := version_number(name)) is not None)
+            cur = self._current(fd, key, numbers, parsed)
         if cur is not None and cur.body == body and cur.type == type:
             return WriteResult(cur, written=False)
         now = self.clock()

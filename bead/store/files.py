@@ -146,6 +146,11 @@ def check(path: Path, *, root: Path) -> None:
         raise _refuse(path, "a symbolic link")
 
 
+def open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
+    """``os.open`` of ``path.name`` in the folder ``dir_fd``, never through a link (0600 when created)."""
+    return _open_at(dir_fd, path, flags, mode)
+
+
 def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
     try:
         fd = os.open(path.name, flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dir_fd)
