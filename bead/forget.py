@@ -94,7 +94,7 @@ def _version_value(mem: Memory, key: str, path: Path) -> str | None:
             return None
         _meta, body = split_frontmatter(data.decode("utf-8", errors="replace"))
         return body.strip() or None
-    except (ValueError, OSError):   # a link (UnsafePath) included: never read through
+    except (ValueError, OSError, safe.UnsafePath):   # a link is never read through
         return None
 
 
@@ -237,7 +237,10 @@ def apply(mem: Memory, plan: Plan) -> dict[str, Any]:
     refuse_git(mem)
     now = mem.clock()
     kept: list[Path] = []
-    with mem.facts.lock():
+    redacted = 0
+    # The index's write lock first: if another process holds it past the
+    # busy timeout, forget stops here, before it has changed anything.
+    with mem.together(), mem.facts.lock():
         # 1. Tombstones first: a crash after this cannot lose them. A key that
         # loses every version is part of the value: its lines keep a hash.
         for key, values in plan.values.items():
@@ -249,13 +252,12 @@ def apply(mem: Memory, plan: Plan) -> dict[str, Any]:
         # 2. Version files, and their index rows.
         for key, numbers in plan.keys.items():
             kept += mem.delete_versions(key, numbers)[1]
-    # 3. Raw turns: the marker stays, the text becomes [forgotten].
-    redacted = 0
-    for path, turn_numbers in plan.turns.items():
-        try:
-            redacted += mem.redact_turns(path, turn_numbers)
-        except FileNotFoundError:
-            continue
+        # 3. Raw turns: the marker stays, the text becomes [forgotten].
+        for path, turn_numbers in plan.turns.items():
+            try:
+                redacted += mem.redact_turns(path, turn_numbers)
+            except FileNotFoundError:
+                continue
     # 4. Episodes, review items, per-conversation state, the trace, and what names a gone key.
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)

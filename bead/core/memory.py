@@ -14,11 +14,12 @@ its index rows must go, so a locked index is an error it reports.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -117,6 +118,12 @@ class Memory:
         out = self.facts.delete_versions(key, numbers)
         self.sync_key(key)
         return out
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """The index changes of the block commit as one; a locked index raises IndexBusy before the block runs."""
+        with self.index.write_tx():
+            yield
 
     def _sync(self, idx: Index, key: str) -> None:
         from ..index.rebuild import sync_key

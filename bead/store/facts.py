@@ -222,6 +222,11 @@ class _KeyState:
     ``settled``; anything else, or a state that is missing or torn, lists
     and reads the folder as the rule does. The file is rewritten in place,
     not renamed, so writing it leaves the folder's time alone.
+
+    A folder's time has the clock's tick as resolution (a few milliseconds),
+    so a file dropped into the folder by hand in the same tick as a bead
+    write could go unseen; every 64th write lists the folder anyway, which
+    bounds that to a few writes, and readers always list.
     """
 
     last: int = 0           # the highest version number given out (a forgotten number is not reused)
@@ -258,6 +263,8 @@ def _exists(dir_fd: int, name: str) -> bool:
 
 # A state whose `settled` lags `last` by more than this lists the folder instead of probing each number.
 _MAX_PROBES = 64
+# Every this many writes to a key list its folder whatever the state says.
+_RELIST_EVERY = 64
 
 
 class FactStore:
@@ -377,7 +384,7 @@ class FactStore:
 
     def _recent(self, fd: int, key: str, state: _KeyState) -> list[int] | None:
         """The version numbers after ``settled`` when the folder is as the last write left it, else None."""
-        if (state.last <= 0 or state.dir_mtime_ns != os.fstat(fd).st_mtime_ns
+        if (state.last <= 0 or state.last % _RELIST_EVERY == 0 or state.dir_mtime_ns != os.fstat(fd).st_mtime_ns
                 or state.last - state.settled > _MAX_PROBES
                 or _exists(fd, self.home.fact_file(key, state.last + 1).name)):
             return None
