@@ -224,9 +224,11 @@ def write_default(home: Home) -> bool:
 
 def load(home: Home) -> Config:
     """Read the home's config.yaml, creating the default one first if missing."""
+    from .store.files import read_text
+
     write_default(home)
     try:
-        text = home.config.read_text(encoding="utf-8")
+        text = read_text(home.config, root=home.root)
     except UnicodeDecodeError:
         raise BeadError(f"{home.config} is not UTF-8 text", "save the file as UTF-8") from None
     return parse(text, where=str(home.config))

@@ -32,7 +32,7 @@ from .paths import enclosing_git, version_number
 from .store import files as safe
 from .store.audit import key_hash, normalise
 from .store.facts import is_version_of, split_frontmatter
-from .store.keys import parse_id, validate_key
+from .store.keys import key_mentions, parse_id, validate_key
 from .store.rawlog import FORGOTTEN
 
 
@@ -122,23 +122,9 @@ def _add_key(mem: Memory, plan: Plan, key: str, only_version: int | None = None)
                 plan.turns.setdefault(mem.home.raw / rel, set()).add(int(anchor))
 
 
-_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._-/")
-
-
 def _names_key(text: str, keys: AbstractSet[str]) -> bool:
-    """Whether ``text`` holds one of ``keys`` as a whole key (``user/a`` is not in ``user/ab``)."""
-    for key in keys:
-        i = 0
-        while (j := text.find(key, i)) != -1:
-            end = j + len(key)
-            before = text[j - 1] if j else ""
-            after = text[end:end + 2]
-            # A key may end a sentence: `user/a.` names user/a, `user/a.b` does not.
-            tail_ok = not after or after[0] not in _KEY_CHARS or (after[0] == "." and after[1:2] not in _KEY_CHARS)
-            if (not before or before not in _KEY_CHARS) and tail_ok:
-                return True
-            i = end
-    return False
+    """Whether ``text`` names one of ``keys`` as a whole key."""
+    return any(key_mentions(text, key) for key in keys)
 
 
 def _matcher(needles: list[str], keys: AbstractSet[str] = frozenset()) -> Callable[[str], bool]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -98,8 +97,7 @@ class Memory:
                                   pinned=pinned, sources=tuple(sources))
         if result.written:
             fact, marked = result.fact, result.marked
-            sha = hashlib.sha256(fact.render()).hexdigest()
-            done = self._catch_up(lambda idx: idx.add_version(fact, marked, sha), f"write of {fact.id}")
+            done = self._catch_up(lambda idx: idx.add_version(fact, marked), f"write of {fact.id}")
             if not done:
                 result = dataclasses.replace(result, indexed=False)
         return result
@@ -137,7 +135,7 @@ class Memory:
         False when the index stayed locked: the files are already right, and
         the indexer's reconcile (or `bead reindex`) brings the index up to them.
         """
-        from ..index.db import IndexBusy
+        from ..index.db import IndexBusy, database_errors
 
         deadline = time.monotonic() + self.busy_timeout_ms / 1000
         for pause in (*BACKOFF_S, None):
@@ -152,6 +150,10 @@ class Memory:
                 if pause is None or remaining <= 0:
                     break
                 time.sleep(min(pause, remaining))
+            except database_errors() as exc:
+                # A damaged or unreadable index: the files are right, `bead reindex` rebuilds it.
+                log.warning("the index could not take the %s (%s); run `bead reindex`", what, exc)
+                return False
         # info, not warning: a command says it in its own words (one line), a service logs this.
         log.info("the index was locked for %.1f s; the %s is on disk and the index catches up later",
                     self.busy_timeout_ms / 1000, what)

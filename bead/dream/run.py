@@ -25,7 +25,7 @@ from ..llm import Model, ModelError
 from ..paths import Home
 from ..store import files as safe
 from ..store.audit import iso, key_hash, normalise
-from ..store.keys import TYPES, validate_key
+from ..store.keys import TYPES, key_mentions, validate_key
 from ..store.locks import LockBusy, flocked
 from ..store.rawlog import FORGOTTEN, Turn
 from . import rules
@@ -154,31 +154,13 @@ class Reports:
             text = safe.read_text(path, root=self.home.root, errors="replace")
             new = text
             for key in sorted(keys, key=len, reverse=True):
-                new = _replace_key(new, key, f"[forgotten {key_hash(key)[:12]}]")
+                spans = key_mentions(new, key)
+                for start, end in reversed(spans):
+                    new = new[:start] + f"[forgotten {key_hash(key)[:12]}]" + new[end:]
             if new != text:
                 safe.atomic_write(path, new.encode(), root=self.home.root)
                 changed += 1
         return changed
-
-
-_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._-/")
-
-
-def _replace_key(text: str, key: str, by: str) -> str:
-    """``text`` with whole mentions of ``key`` (not of a longer key that starts with it) replaced."""
-    out, i = [], 0
-    while (j := text.find(key, i)) != -1:
-        end = j + len(key)
-        before_ok = j == 0 or text[j - 1] not in _KEY_CHARS
-        after = text[end:end + 2]
-        after_ok = not after or after[0] not in _KEY_CHARS or (after[0] == "." and (len(after) < 2 or after[1] not in _KEY_CHARS))
-        if before_ok and after_ok:
-            out.append(text[i:j] + by)
-        else:
-            out.append(text[i:end])
-        i = end
-    out.append(text[i:])
-    return "".join(out)
 
 
 @contextlib.contextmanager

@@ -64,6 +64,11 @@ class IndexBusy(BeadError):
                          "the files, and `bead reindex` rebuilds it")
 
 
+def database_errors() -> tuple[type[BaseException], ...]:
+    """The driver's errors for an index that cannot be used (damaged, unreadable, locked)."""
+    return (sqlite_check.module().DatabaseError,)
+
+
 def _busy(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -278,7 +283,7 @@ class Index:
             for p in kv.files:
                 self._remember_file(p, "fact")
 
-    def add_version(self, fact: Fact, marked: Iterable[Fact] = (), sha256: str | None = None) -> bool:
+    def add_version(self, fact: Fact, marked: Iterable[Fact] = ()) -> bool:
         """A new version's row, and the status of the versions its write marked, without rewriting the key's rows.
 
         Current is the highest version in the index, so two writers of one
@@ -297,7 +302,7 @@ class Index:
             newest = top is None or fact.version > top
             if fact.sensitivity != "secret":
                 self._insert("facts", [self._fact_row(fact, newest, self.rel(path))])
-            self._remember_file(path, "fact", sha256)
+            self._remember_file(path, "fact")
             for old in marked:
                 self._conn.execute("UPDATE facts SET status = ? WHERE id = ? AND status != ?",
                                    [old.status, old.id, old.status])

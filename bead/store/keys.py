@@ -55,6 +55,28 @@ def validate_key(key: str) -> str:
     return key
 
 
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._-/")
+
+
+def key_mentions(text: str, key: str) -> list[tuple[int, int]]:
+    """Spans where ``text`` names ``key`` as a whole key or id (``user/a`` is not in ``user/ab``).
+
+    A key may end a sentence: ``user/a.`` names user/a, ``user/a.b`` does not.
+    Plain substring search, so its time is linear in the text whatever it holds.
+    """
+    out = []
+    i = 0
+    while (j := text.find(key, i)) != -1:
+        end = j + len(key)
+        before = text[j - 1] if j else ""
+        after = text[end:end + 2]
+        tail_ok = not after or after[0] not in _KEY_CHARS or (after[0] == "." and after[1:2] not in _KEY_CHARS)
+        if (not before or before not in _KEY_CHARS) and tail_ok:
+            out.append((j, end))
+        i = end
+    return out
+
+
 def scope_of(key: str) -> str:
     """``user``, ``global`` or ``project/<name>``."""
     parts = key.split("/")
