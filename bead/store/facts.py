@@ -15,6 +15,7 @@ the two steps of a write is what heals their status.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -284,7 +285,7 @@ class FactStore:
     def key_dir(self, key: str) -> Path:
         return self.home.fact_dir(validate_key(key))
 
-    def lock(self):
+    def lock(self) -> contextlib.AbstractContextManager[None]:
         """The store's lock: every writer of fact files holds it (forget too)."""
         return flocked(self.lock_path, root=self.home.root)
 
