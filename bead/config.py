@@ -59,6 +59,14 @@ class ProxySettings:
 
 
 @dataclass(frozen=True)
+class StoreSettings:
+    max_fact_bytes: int = setting(65536, "the largest value one fact may hold (UTF-8 bytes)", check=_positive)
+    busy_timeout_ms: int = setting(30000, "how long a command waits for the index; a fact write past it still "
+                                          "succeeds and leaves the index to `bead indexer` or `bead reindex`",
+                                   check=_positive)
+
+
+@dataclass(frozen=True)
 class RecallSettings:
     evidence_threshold: float = setting(1.2, "the default gate's strong-match bar", check=_positive)
     max_facts: int = setting(2, check=_positive)
@@ -98,6 +106,7 @@ class DreamSettings(ModelSettings):
 class Config:
     owner: str = setting("", "owner written on every record (default: login name)")
     proxy: ProxySettings = section(ProxySettings)
+    store: StoreSettings = section(StoreSettings)
     recall: RecallSettings = section(RecallSettings)
     rerank: RerankSettings = section(RerankSettings)
     dream: DreamSettings = section(DreamSettings)
@@ -215,9 +224,11 @@ def write_default(home: Home) -> bool:
 
 def load(home: Home) -> Config:
     """Read the home's config.yaml, creating the default one first if missing."""
+    from .store.files import read_text
+
     write_default(home)
     try:
-        text = home.config.read_text(encoding="utf-8")
+        text = read_text(home.config, root=home.root)
     except UnicodeDecodeError:
         raise BeadError(f"{home.config} is not UTF-8 text", "save the file as UTF-8") from None
     return parse(text, where=str(home.config))

@@ -5,12 +5,18 @@ back through a later dream run), then the version files, the raw turns, the
 index rows, episodes, review items, per-conversation state lines and trace
 lines; then the index's WAL is truncated. Each of those files belongs to a
 component, and forget calls that component's own operation.
+
+A key is part of its value: "remember" and the dream make keys from the
+value's words. So once a key has no version left, every line that names it
+goes too (state and trace lines that carry its ids, turns that quote it),
+and audit, tombstone and dream-report lines keep only a hash of it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,12 +26,13 @@ from .core.state import Conversations
 from .core.trace import Trace, configured_paths
 from .dream.episodes import Episodes
 from .dream.queue import Queue
+from .dream.run import Reports
 from .errors import BeadError
 from .paths import enclosing_git, version_number
-from .store.audit import normalise
-from .store.facts import split_frontmatter
-from .store.keys import parse_id, validate_key
-from .store.locks import flocked
+from .store import files as safe
+from .store.audit import key_hash, normalise
+from .store.facts import is_version_of, split_frontmatter
+from .store.keys import key_mentions, parse_id, validate_key
 from .store.rawlog import FORGOTTEN
 
 
@@ -41,6 +48,7 @@ class Plan:
     session_lines: dict[Path, int] = field(default_factory=dict)    # state file -> lines to drop
     trace_lines: dict[Path, int] = field(default_factory=dict)      # trace file -> lines to drop
     queue_items: list[Path] = field(default_factory=list)
+    whole: set[str] = field(default_factory=set)                    # keys losing every version
 
     @property
     def needles(self) -> list[str]:
@@ -77,11 +85,16 @@ def refuse_git(mem: Memory) -> None:
         )
 
 
-def _best_effort_value(path: Path) -> str | None:
+def _version_value(mem: Memory, key: str, path: Path) -> str | None:
+    """The body of a version file that does not parse as a fact but says it is this key's version."""
+    n = version_number(path.name)
     try:
-        _meta, body = split_frontmatter(path.read_text(encoding="utf-8", errors="replace"))
+        data = safe.read_bytes(path, root=mem.home.root)
+        if n is None or not is_version_of(data, key, n):
+            return None
+        _meta, body = split_frontmatter(data.decode("utf-8", errors="replace"))
         return body.strip() or None
-    except (ValueError, OSError):
+    except (ValueError, OSError, safe.UnsafePath):   # a link is never read through
         return None
 
 
@@ -94,50 +107,65 @@ def _add_key(mem: Memory, plan: Plan, key: str, only_version: int | None = None)
     values = [f.body for f in facts]
     for p in kv.problems:
         if only_version is None or version_number(p.path.name) == only_version:
-            v = _best_effort_value(p.path)
+            v = _version_value(mem, key, p.path)
             if v:
                 values.append(v)
     plan.keys[key] = numbers
     plan.values[key] = values
+    if set(numbers) == set(kv.numbers):
+        plan.whole.add(key)
     for f in facts:
         for src in f.sources:
             path_part, _, anchor = src.partition("#turn-")
-            rel = path_part[4:] if path_part.startswith("raw/") else path_part
-            if anchor.isdigit():
+            rel = Path(path_part[4:] if path_part.startswith("raw/") else path_part)
+            if anchor.isdigit() and not rel.is_absolute() and ".." not in rel.parts:
                 plan.turns.setdefault(mem.home.raw / rel, set()).add(int(anchor))
 
 
-def _matcher(needles: list[str]) -> Callable[[str], bool]:
+def _names_key(text: str, keys: AbstractSet[str]) -> bool:
+    """Whether ``text`` names one of ``keys`` as a whole key."""
+    return any(key_mentions(text, key) for key in keys)
+
+
+def _matcher(needles: list[str], keys: AbstractSet[str] = frozenset()) -> Callable[[str], bool]:
     def matches(text: str) -> bool:
         t = normalise(text)
-        return any(n in t for n in needles)
+        return any(n in t for n in needles) or bool(keys and _names_key(t, keys))
     return matches
 
 
 def _scan_files(mem: Memory, plan: Plan) -> None:
-    """Raw turns, episodes, review items, state and trace lines that contain a needle."""
+    """Raw turns, episodes, review items, state and trace lines that contain a needle (or name a gone key)."""
     needles = plan.needles
-    if not needles:
+    if not needles and not plan.whole:
         return
-    matches = _matcher(needles)
+    matches = _matcher(needles, plan.whole)
     for path in mem.raw.files():
-        if not matches(path.read_text(encoding="utf-8", errors="replace")):
+        try:
+            text = safe.read_text(path, root=mem.home.root, errors="replace")
+        except (OSError, safe.UnsafePath):
+            continue
+        if not matches(text):
             continue
         for t in mem.raw.read(path):
             if t.text != FORGOTTEN and matches(t.text):
                 plan.turns.setdefault(path, set()).add(t.n)
     plan.episodes = Episodes(mem.home).holding(matches)
     plan.queue_items = Queue(mem).holding(set(plan.keys), matches)
-    line_matches = _line_matcher(needles)
+    line_matches = _line_matcher(needles, plan.whole)
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
-    for p in configured_paths(mem.config):
-        n = Trace(p).matching_lines(line_matches)
+    for p in configured_paths(mem.config, home=mem.home):
+        try:
+            n = Trace(p).matching_lines(line_matches)
+        except (OSError, safe.UnsafePath):
+            continue
         if n:
             plan.trace_lines[p] = n
 
 
-def _line_matcher(needles: list[str]) -> Callable[[str], bool]:
-    """A JSON line matches when its text does, or its decoded strings do (values inside JSON are escaped)."""
+def _line_matcher(needles: list[str], keys: AbstractSet[str] = frozenset()) -> Callable[[str], bool]:
+    """A JSON line matches when its text does, or its decoded strings do (values inside JSON are escaped),
+    or when it names a key that is gone (an injected id, a remembered id)."""
     def matches(line: str) -> bool:
         texts = [line]
         try:
@@ -146,7 +174,9 @@ def _line_matcher(needles: list[str]) -> Callable[[str], bool]:
             texts.append(" ".join(_strings(obj)))
         except (json.JSONDecodeError, TypeError, RecursionError):
             pass
-        return any(n in normalise(t) for t in texts for n in needles)
+        normalised = [normalise(t) for t in texts]
+        return any(n in t for t in normalised for n in needles) or bool(
+            keys and any(_names_key(t, keys) for t in normalised))
     return matches
 
 
@@ -182,7 +212,7 @@ def plan_match(mem: Memory, text: str) -> Plan:
     plan = Plan(match_text=text)
     kvs, _problems = mem.facts.scan()
     for kv in kvs:
-        bodies = [f.body for f in kv.facts] + [v for p in kv.problems if (v := _best_effort_value(p.path))]
+        bodies = [f.body for f in kv.facts] + [v for p in kv.problems if (v := _version_value(mem, kv.key, p.path))]
         if any(needle in normalise(b) for b in bodies):
             _add_key(mem, plan, kv.key)
     _scan_files(mem, plan)
@@ -192,31 +222,45 @@ def plan_match(mem: Memory, text: str) -> Plan:
 def apply(mem: Memory, plan: Plan) -> dict[str, Any]:
     refuse_git(mem)
     now = mem.clock()
-    with flocked(mem.home.store_lock):
-        # 1. Tombstones first: a crash after this cannot lose them.
+    kept: list[Path] = []
+    redacted = 0
+    # The index's write lock first: if another process holds it past the
+    # busy timeout, forget stops here, before it has changed anything.
+    with mem.together(), mem.facts.lock():
+        # 1. Tombstones first: a crash after this cannot lose them. A key that
+        # loses every version is part of the value: its lines keep a hash.
         for key, values in plan.values.items():
+            whole = key in plan.whole
             for v in dict.fromkeys(values):
-                digest = mem.tombstones.add(now, key, v, reason="forget")
-                mem.audit.record(now, "tombstone", key=key, sha256=digest)
+                digest = mem.tombstones.add(now, key, v, reason="forget", hash_key=whole)
+                who = {"key_sha256": key_hash(key)} if whole else {"key": key}
+                mem.audit.record(now, "tombstone", **who, sha256=digest)
         # 2. Version files, and their index rows.
         for key, numbers in plan.keys.items():
-            mem.delete_versions(key, numbers)
-    # 3. Raw turns: the marker stays, the text becomes [forgotten].
-    redacted = 0
-    for path, turn_numbers in plan.turns.items():
-        if path.exists():
-            redacted += mem.redact_turns(path, turn_numbers)
-    # 4. Episodes, review items, per-conversation state and the trace.
+            kept += mem.delete_versions(key, numbers)[1]
+        # 3. Raw turns: the marker stays, the text becomes [forgotten].
+        for path, turn_numbers in plan.turns.items():
+            try:
+                redacted += mem.redact_turns(path, turn_numbers)
+            except FileNotFoundError:
+                continue
+    # 4. Episodes, review items, per-conversation state, the trace, and what names a gone key.
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)
-    line_matches = _line_matcher(plan.needles)
+    line_matches = _line_matcher(plan.needles, plan.whole)
     Conversations(mem.home).scrub(list(plan.session_lines), line_matches)
     for p in plan.trace_lines:
         Trace(p).scrub(line_matches)
+    mem.audit.forget_keys(plan.whole)
+    mem.tombstones.forget_keys(plan.whole)
+    Reports(mem.home).forget_keys(plan.whole)
+    # 5. What a killed writer left (a temp file may hold the value), then the WAL.
+    mem.remove_orphan_temps()
     mem.checkpoint()
     summary = plan.summary(mem.home.store)
     summary["raw_turns_redacted"] = redacted
-    mem.audit.record(now, "forget", keys=summary["keys"], versions=summary["versions"],
-                     raw_turns=redacted, episodes=summary["episodes"], session_lines=summary["session_lines"],
-                     match=bool(plan.match_text))
+    summary["kept"] = [str(p) for p in kept]
+    mem.audit.record(now, "forget", keys=[key_hash(k) if k in plan.whole else k for k in summary["keys"]],
+                     versions=summary["versions"], raw_turns=redacted, episodes=summary["episodes"],
+                     session_lines=summary["session_lines"], match=bool(plan.match_text))
     return summary

@@ -63,6 +63,11 @@ class Home:
     def shell_sh(self) -> Path:
         return self.root / "shell.sh"
 
+    @property
+    def proxy_runtime(self) -> Path:
+        """Every trace file a proxy of this home was started with, one JSON line per start (forget reads it)."""
+        return self.root / "proxy.runtime.jsonl"
+
     # ----- the store (the source of truth) -----------------------------------
     @property
     def store(self) -> Path:
@@ -116,6 +121,10 @@ class Home:
     def fact_file(self, key: str, version: int) -> Path:
         return self.fact_dir(key) / f"v{version}.md"
 
+    def fact_state(self, key: str) -> Path:
+        """A key's small write state (last version number given out, versions already settled)."""
+        return self.fact_dir(key) / ".state.json"
+
     def raw_file(self, session: str, day: datetime) -> Path:
         """``store/raw/YYYY/MM/DD/<session>.md`` (the day of the session's first turn)."""
         return self.raw / f"{day:%Y}" / f"{day:%m}" / f"{day:%d}" / f"{session}.md"
@@ -158,12 +167,23 @@ class Home:
         return None
 
     def ensure(self) -> Home:
-        """Create the home (mode 0700) and its directories if missing."""
+        """Create the home (mode 0700) and its folders (0700) if missing.
+
+        A folder that is a symbolic link is left alone: every operation
+        through it refuses, and `bead status` reports it.
+        """
+        from .store.files import UnsafePath, ensure_dir
+
+        created = not self.root.exists()
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # mkdir's mode is masked by the umask; the home holds private memory.
-        os.chmod(self.root, 0o700)
+        if created or self.root.stat().st_uid == os.getuid():
+            # mkdir's mode is masked by the umask; the home holds private memory.
+            os.chmod(self.root, 0o700)
         for d in (self.store, self.facts, self.raw, self.episodes, self.sessions):
-            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                ensure_dir(d, root=self.root)
+            except UnsafePath:
+                continue
         return self
 
 

@@ -111,7 +111,7 @@ def bench_writes(mem: Memory, rng, vocab, weights, n: int, scratch: Path) -> dic
         bead_ms.append((time.perf_counter() - t) * 1000)
         data = res.fact.render()
         t = time.perf_counter()
-        atomic_write(scratch / f"w{i}.md", data)
+        atomic_write(scratch / f"w{i}.md", data, root=scratch)
         base_ms.append((time.perf_counter() - t) * 1000)
     return {"bead_ms": bead_ms, "baseline_ms": base_ms}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -43,7 +44,8 @@ class TestRule:
         mem.write("user/editor", "vim", "user")
         again = mem.write("user/editor", "  vim\n", "user")
         assert not again.written and again.fact.version == 1
-        assert sorted(p.name for p in (mem.home.facts / "user" / "editor").iterdir()) == ["v1.md"]
+        files = sorted(p.name for p in (mem.home.facts / "user" / "editor").iterdir())
+        assert files == [".state.json", "v1.md"], "no second version (the hidden file is the key's write state)"
 
     def test_same_body_other_type_is_a_new_version(self, mem):
         mem.write("user/editor", "vim", "user")
@@ -84,7 +86,7 @@ class TestCrash:
             from bead.paths import Home
             from bead.config import Config
             from pathlib import Path
-            facts._mark_superseded = lambda fact: os._exit(9)   # die mid-write
+            facts._mark_superseded = lambda *args: os._exit(9)   # die mid-write
             m = Memory(Home(Path({str(bead_home)!r})), Config(owner="tester"))
             m.write("project/app/db", "PostgreSQL 16", "project")
         """)
@@ -94,7 +96,7 @@ class TestCrash:
         assert frontmatter(d / "v1.md")["status"] == "current"      # step two never ran
         assert frontmatter(d / "v2.md")["status"] == "current"
         assert mem.current("project/app/db").body == "PostgreSQL 16"
-        assert not [p for p in d.iterdir() if p.name.startswith(".")], "no temp file left behind"
+        assert not [p for p in d.iterdir() if p.name.endswith(".tmp")], "no temp file left behind"
         # The next write heals the status of every older version.
         mem.write("project/app/db", "PostgreSQL 17", "project")
         assert frontmatter(d / "v1.md")["status"] == "superseded"
@@ -207,8 +209,9 @@ class TestTombstones:
         forget.apply(mem, forget.plan_target(mem, "user/secret-word"))
         text = mem.home.tombstones_log.read_text()
         assert "quokkaberry" not in text.lower()
+        assert "secret-word" not in text, "a forgotten key keeps only its hash (keys carry the value's words)"
         line = yaml.safe_load(text.splitlines()[0])
-        assert line["key"] == "user/secret-word" and len(line["sha256"]) == 64
+        assert line["key_sha256"] == hashlib.sha256(b"user/secret-word").hexdigest() and len(line["sha256"]) == 64
         assert line["owner"] == "tester"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from datetime import UTC, datetime
@@ -39,7 +40,8 @@ def full_store(mem):
     ep.parent.mkdir(parents=True)
     ep.write_text(f"situation: the user said {SENTENCE}\n")
     state = mem.home.sessions / "sess-a-abc.jsonl"
-    state.write_text(json.dumps({"pinned": f"<bead-memory>{SENTENCE}\n</bead-memory>"}) + "\n" + json.dumps({"injected": ["user/editor@v1"]}) + "\n")
+    state.write_text(json.dumps({"pinned": f"<bead-memory>{SENTENCE}\n</bead-memory>"}) + "\n"
+                     + json.dumps({"injected": ["user/editor@v1"]}) + "\n")
     mem.index.checkpoint()
     assert leftovers(mem.home.root, VALUE), "the value should be on disk before the forget"
     return mem
@@ -151,3 +153,110 @@ def test_forget_scrubs_the_proxy_trace(mem, monkeypatch, tmp_path):
     mem.write("user/code", f"my code is {VALUE}", "user")
     forget.apply(mem, forget.plan_target(mem, "user/code"))
     assert VALUE not in trace.read_text() and "unrelated" in trace.read_text()
+
+
+class TestRememberedValueLeavesNothing:
+    """A key made from the value's words is part of the value: after forget no file holds those words."""
+
+    UNIQUE = "quokkalantern8812"
+    VALUE = f"the deploy box is {UNIQUE}-east"
+
+    def conversation(self, text: str, session: str):
+        from bead.core.conversation import identify
+        from bead.wire.anthropic import parse
+
+        body = json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": text}]}).encode()
+        headers = {"x-bead-session": session, "x-bead-project": "webshop"}
+        _req, conv = parse(body, headers)
+        return conv, identify(headers, conv, None)
+
+    def proxy_traffic(self, mem, trace):
+        """What the proxy writes for "remember ..." and for a later conversation that injects the fact."""
+        from bead.core import capture
+        from bead.core.remember import remember
+        from bead.core.state import Conversations
+        from bead.core.trace import Trace, cue_excerpt
+        from bead.dream.queue import Queue
+        from bead.dream.run import Reports
+
+        conv, ident = self.conversation(f"Please remember that {self.VALUE}.", "s-remember")
+        (written,) = remember(mem, conv.messages[0], ident)
+        assert written.id == f"project/webshop/deploy-box-{self.UNIQUE}-east@v1"
+        capture.capture(mem, ident, capture.request_turns(conv, ident, 0))
+        convs = Conversations(mem.home)
+        convs.load(ident.id).set_captured(1)
+        cue = {"source": "user", "text": cue_excerpt(conv.messages[0].parts[0].text)}
+        Trace(trace).record({"session": ident.session, "cues": [cue], "remembered": written.id, "injected": []})
+        conv2, ident2 = self.conversation("which port does the shop use", "s-later")
+        st = convs.load(ident2.id)
+        st.set_pinned(f"<bead-memory>\n- {self.VALUE}\n</bead-memory>", [written.id])
+        st.add_cue(0, "h", "<bead-memory>nothing</bead-memory>", [written.id])
+        mem.audit.record(mem.clock(), "inject", id=written.id, session=ident2.session, block="pinned")
+        Trace(trace).record({"session": ident2.session, "cues": [{"source": "user", "text": "which port does the shop use"}],
+                             "pinned": [written.id], "injected": [written.id],
+                             "rejected": [{"id": written.id, "score": 0.1, "reason": "already injected"}]})
+        Reports(mem.home).append(T0, f"## Dream run\n- written: {written.id}, user/editor@v1\n")
+        item, _ = Queue(mem).add("change-user-stated", written.id.split("@")[0], "project", "an older box name", [])
+        Queue(mem).reject(item.id, "wrong")     # a tombstone line that names the key
+        mem.write("user/editor", "Helix", "user")
+        mem.index.checkpoint()
+        assert self.leftovers(mem, trace), "the words are on disk before the forget"
+        return written.id.split("@")[0]
+
+    def leftovers(self, mem, trace) -> list[str]:
+        files = {**all_bytes_under(mem.home.root), trace: trace.read_bytes()}
+        return sorted(str(p) for p, data in files.items() if self.UNIQUE.encode() in data.lower())
+
+    @pytest.fixture
+    def configured(self, bead_home, monkeypatch, tmp_path):
+        """The trace is named only in config.yaml; the shell running forget has no BEAD_TRACE."""
+        monkeypatch.delenv("BEAD_TRACE", raising=False)
+        trace = tmp_path / "proxy-trace.jsonl"
+        from bead.paths import Home
+
+        home = Home(bead_home).ensure()
+        (bead_home / "config.yaml").write_text(f"owner: tester\nproxy:\n  trace: {trace}\n")
+        from bead.core.memory import Memory
+
+        mem = Memory.open(home)
+        yield mem, trace
+        mem.close()
+
+    @pytest.mark.parametrize("how", ["key", "match"])
+    def test_no_word_of_the_value_left(self, configured, how):
+        mem, trace = configured
+        key = self.proxy_traffic(mem, trace)
+        plan = forget.plan_target(mem, key) if how == "key" else forget.plan_match(mem, self.UNIQUE)
+        assert key in plan.keys
+        forget.apply(mem, plan)
+        mem.close()
+        assert self.leftovers(mem, trace) == []
+        assert "user/editor" in mem.home.audit_log.read_text(), "other keys' lines keep their keys"
+        hashed = [json.loads(line) for line in mem.home.audit_log.read_text().splitlines() if "sha256" in line]
+        assert any(e.get("id_sha256") == hashlib.sha256(key.encode()).hexdigest() for e in hashed)
+        assert all("key" not in json.loads(line) for line in mem.home.tombstones_log.read_text().splitlines())
+        from bead.errors import RefusedWrite
+
+        with pytest.raises(RefusedWrite):      # the tombstone still works, by the value's hash
+            mem.write("user/other", self.VALUE, "user", trust="dream_inferred")
+
+    def test_trace_recorded_by_the_proxy_at_start(self, mem, monkeypatch, tmp_path):
+        """A proxy started with --trace FILE records it under the home; forget finds it with no config or env."""
+        from bead.core.trace import record_proxy_trace
+
+        monkeypatch.delenv("BEAD_TRACE", raising=False)
+        trace = tmp_path / "only-on-the-command-line.jsonl"
+        record_proxy_trace(mem.home, trace)
+        key = self.proxy_traffic(mem, trace)
+        forget.apply(mem, forget.plan_target(mem, key))
+        mem.close()
+        assert self.leftovers(mem, trace) == []
+
+
+def test_cue_is_redacted_before_it_is_cut():
+    """A credential straddling the 200-character cut leaves none of its characters in the trace."""
+    from bead.core.trace import CUE_CHARS, cue_excerpt
+
+    key = "sk-ant-api03-" + "Qx7" * 31 + "AA"
+    text = "x" * (CUE_CHARS - 10) + " " + key
+    assert "sk-ant" not in cue_excerpt(text) and len(cue_excerpt(text)) <= CUE_CHARS

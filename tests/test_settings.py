@@ -20,6 +20,8 @@ DOCUMENTED = {
     "proxy.recall_deadline_ms": 500,
     "proxy.pinned_budget_tokens": 2000,
     "proxy.cue_budget_tokens": 1500,
+    "store.max_fact_bytes": 65536,
+    "store.busy_timeout_ms": 30000,
     "recall.evidence_threshold": 1.2,
     "recall.max_facts": 2,
     "recall.max_excerpts": 2,

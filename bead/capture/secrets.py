@@ -1,11 +1,22 @@
-"""The secret scan: credentials become ``[REDACTED:<rule>]`` before any write."""
+"""The secret scan: credentials become ``[REDACTED:<rule>]`` before any write.
+
+The rules are data (``rules.yaml``): gitleaks' default rules, pinned to a
+release, for the detectors that exist, and bead's own for what a developer
+pastes into a conversation that gitleaks (which scans files) lacks: prose
+("the AWS secret key is ..."), ``.env`` assignments quoted or not, longer
+keys. The scan follows gitleaks' semantics: a rule runs only when one of its
+keywords occurs; the secret is the rule's group (or the first non-empty
+group, or the whole match); a secret at or below the rule's entropy, or one
+that an allowlist (gitleaks' global one, the rule's own) or a placeholder
+pattern accepts, is not a finding.
+"""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -24,6 +35,12 @@ _PLACEHOLDER = re2.compile(
     r"(?i)^(?:x{4,}|\*{3,}|<[^>]*>|\$\{?[A-Z_][A-Z0-9_]*\}?|changeme|redacted.*|example.*|your[_\-].*|dummy.*"
     r"|placeholder.*|null|none|true|false)$", _OPTIONS
 )
+# Filler that marks an example, not a key: sk_live_xxxxxxxx, ********, <your key>.
+_FILLER = re2.compile(r"(?i)x{6,}|\*{4,}|\.{4,}|^<|>$", _OPTIONS)
+# A redaction ends where the token ends: a rule that matches a fixed length
+# must not leave the tail of a longer key in the text.
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_CLASSES = ("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789")
 
 
 def compile_linear(pattern: str) -> Any:
@@ -35,13 +52,37 @@ def compile_linear(pattern: str) -> Any:
 
 
 @dataclass(frozen=True)
+class Allow:
+    """An allowlist: a finding is dropped when a regex matches its target, or the secret holds a stopword."""
+
+    regexes: tuple[Any, ...] = ()
+    target: str = "secret"            # secret | match | line
+    stopwords: tuple[str, ...] = ()
+
+    def accepts(self, secret: str, match: str, line: str) -> bool:
+        text = {"secret": secret, "match": match, "line": line}[self.target]
+        if any(r.search(text) for r in self.regexes):
+            return True
+        low = secret.lower()
+        return any(w in low for w in self.stopwords)
+
+
+@dataclass(frozen=True)
 class Rule:
     id: str
-    pattern: Any   # a compiled RE2 pattern
-    group: int = 0
-    entropy: float = 0.0
+    source_pattern: str               # RE2 syntax; compiled on first use (most rules never run in a process)
+    group: int | None = None          # None: the first non-empty group, else the whole match (gitleaks)
+    entropy: float = 0.0              # the secret needs more bits per character than this
     min_len: int = 0
+    classes: int = 0                  # the secret needs this many of: lower, upper, digit, other
     keywords: tuple[str, ...] = ()
+    allow: tuple[Allow, ...] = ()
+    source: str = "bead"              # bead | gitleaks
+    generic: bool = False             # names a secret by its context, not its shape: a provider's rule wins a tie
+
+    @cached_property
+    def pattern(self) -> Any:
+        return compile_linear(self.source_pattern)
 
 
 @dataclass(frozen=True)
@@ -49,6 +90,16 @@ class Finding:
     rule: str
     start: int
     end: int
+
+
+@dataclass(frozen=True)
+class Ruleset:
+    rules: tuple[Rule, ...]
+    allow: Allow                      # gitleaks' global allowlist
+    keywords: Any                     # an RE2 set over every keyword: one pass finds which occur
+    keyword_list: tuple[str, ...]
+    always: tuple[Rule, ...]          # rules without keywords
+    gitleaks_version: str
 
 
 def shannon(value: str) -> float:
@@ -59,38 +110,110 @@ def shannon(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
+def _classes(value: str) -> int:
+    n = sum(1 for chars in _CLASSES if any(c in chars for c in value))
+    return n + (1 if any(not c.isalnum() for c in value) else 0)
+
+
+def _allow(entries: list[dict] | None) -> tuple[Allow, ...]:
+    return tuple(Allow(tuple(compile_linear(r) for r in a.get("regexes", [])), a.get("target", "secret"),
+                       tuple(a.get("stopwords", []))) for a in entries or [])
+
+
+def _rule(r: dict, source: str) -> Rule:
+    return Rule(id=r["id"], source_pattern=r["pattern"], group=r.get("group"),
+                entropy=float(r.get("entropy", 0.0)), min_len=r.get("min_len", 0), classes=r.get("classes", 0),
+                keywords=tuple(k.lower() for k in r.get("keywords", [])), allow=_allow(r.get("allow")), source=source,
+                generic=bool(r.get("generic", r["id"].startswith("generic-"))))
+
+
 @lru_cache(maxsize=1)
+def ruleset() -> Ruleset:
+    text = resources.files("bead.capture").joinpath("rules.yaml").read_text(encoding="utf-8")
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    gl = data["gitleaks"]
+    # gitleaks' rules first: where one of bead's matches the same span, the provider's name wins.
+    rules_ = tuple(_rule(r, "gitleaks") for r in gl["rules"]) + tuple(_rule(r, "bead") for r in data["rules"])
+    ids = [r.id for r in rules_]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"rules.yaml has duplicate rule ids: {sorted({i for i in ids if ids.count(i) > 1})}")
+    words = tuple(sorted({k for r in rules_ for k in r.keywords}))
+    kw_set = re2.Set.SearchSet(_OPTIONS)
+    for w in words:
+        kw_set.Add(re2.escape(w))
+    kw_set.Compile()
+    glob = gl.get("allow", {})
+    allow = Allow(tuple(compile_linear(r) for r in glob.get("regexes", [])), "secret", tuple(glob.get("stopwords", [])))
+    return Ruleset(rules_, allow, kw_set, words, tuple(r for r in rules_ if not r.keywords), str(gl["version"]))
+
+
 def rules() -> tuple[Rule, ...]:
-    data = yaml.safe_load(resources.files("bead.capture").joinpath("rules.yaml").read_text(encoding="utf-8"))
-    return tuple(
-        Rule(id=r["id"], pattern=compile_linear(r["pattern"]), group=r.get("group", 0),
-             entropy=r.get("entropy", 0.0), min_len=r.get("min_len", 0),
-             keywords=tuple(k.lower() for k in r["keywords"]))
-        for r in data["rules"]
-    )
+    return ruleset().rules
+
+
+def _span(rule: Rule, m: Any) -> tuple[int, int] | None:
+    if rule.group is not None:
+        return (m.start(rule.group), m.end(rule.group)) if m.group(rule.group) else None
+    for g in range(1, m.re.groups + 1):
+        if m.group(g):
+            return m.start(g), m.end(g)
+    return m.start(), m.end()
+
+
+def _line(text: str, start: int, end: int) -> str:
+    a = text.rfind("\n", 0, start) + 1
+    b = text.find("\n", end)
+    return text[a:] if b == -1 else text[a:b]
+
+
+def _finding(rs: Ruleset, rule: Rule, text: str, m: Any) -> Finding | None:
+    span = _span(rule, m)
+    if span is None:
+        return None
+    start, end = span
+    secret = text[start:end]
+    if rule.min_len and len(secret) < rule.min_len:
+        return None
+    if rule.entropy and shannon(secret) <= rule.entropy:
+        return None
+    if rule.classes and _classes(secret) < rule.classes:
+        return None
+    if _PLACEHOLDER.match(secret) or _FILLER.search(secret):
+        return None
+    match = m.group(0)
+    line = _line(text, m.start(), m.end())
+    if rs.allow.accepts(secret, match, line) or any(a.accepts(secret, match, line) for a in rule.allow):
+        return None
+    if secret and secret[-1] in _TOKEN_CHARS:
+        while end < len(text) and text[end] in _TOKEN_CHARS:
+            end += 1
+    return Finding(rule.id, start, end)
+
+
+def candidates(text: str) -> list[Finding]:
+    """Every rule's findings, overlapping ones included, in the order ``scan`` prefers them."""
+    rs = ruleset()
+    if not text:
+        return []
+    # gitleaks' prefilter: a rule's regex runs only when one of its keywords
+    # occurs. One RE2 set pass over the text finds every keyword at once.
+    present = {rs.keyword_list[i] for i in rs.keywords.Match(text.lower()) or ()}
+    found: list[tuple[int, int, int, Finding]] = []
+    for order, rule in enumerate(rs.rules):
+        if rule.keywords and not any(k in present for k in rule.keywords):
+            continue
+        for m in rule.pattern.finditer(text):
+            f = _finding(rs, rule, text, m)
+            if f is not None:
+                found.append((f.start, -(f.end - f.start), rule.generic * len(rs.rules) + order, f))
+    found.sort(key=lambda t: t[:3])
+    return [f for *_, f in found]
 
 
 def scan(text: str) -> list[Finding]:
-    """Non-overlapping findings, earliest first (earlier rules win a tie)."""
-    found: list[Finding] = []
-    # gitleaks' prefilter: a rule's regex runs only when one of its keywords
-    # occurs. Substring tests (fast search) beat one big alternation here.
-    lower = text.lower()
-    for rule in rules():
-        if not any(k in lower for k in rule.keywords):
-            continue
-        for m in rule.pattern.finditer(text):
-            value = m.group(rule.group)
-            if value is None:
-                continue
-            if rule.min_len and len(value) < rule.min_len:
-                continue
-            if rule.entropy and (shannon(value) < rule.entropy or _PLACEHOLDER.match(value)):
-                continue
-            found.append(Finding(rule.id, m.start(rule.group), m.end(rule.group)))
-    found.sort(key=lambda f: (f.start, -(f.end - f.start)))
+    """Non-overlapping findings, earliest first (the longer wins a tie, then a provider's rule, then the earlier)."""
     out: list[Finding] = []
-    for f in found:
+    for f in candidates(text):
         if out and f.start < out[-1].end:
             continue
         out.append(f)

@@ -17,6 +17,10 @@ def open_memory():
     return Memory.open()
 
 
+INDEX_LATER = ("note: the index was busy, so search does not show this yet; the file is written and the index "
+               "catches up (a running `bead indexer` does it, or run `bead reindex`)")
+
+
 def emit(data: Any, as_json: bool, human: Callable[[Any], None]) -> None:
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))

@@ -54,7 +54,7 @@ def dream_worker(interval):
     def make():
         return Dream(mem)
 
-    worker = Worker(make, mem.config.dream.schedule, mem.home.dream_state, mem.clock)
+    worker = Worker(make, mem.config.dream.schedule, mem.home.dream_state, mem.clock, root=mem.home.root)
     serve(worker, wait_for_signal(), interval)
     mem.close()
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import emit, json_option, open_memory
+from .common import INDEX_LATER, emit, json_option, open_memory
 
 
 @click.command()
@@ -26,13 +26,16 @@ def write(key, text, type_, trust, sensitivity, pin, as_json):
     the old one is marked superseded. Writing the current value again writes
     nothing.
     """
-    if text == "-":
-        text = sys.stdin.read()
     mem = open_memory()
+    if text == "-":
+        # Read one character past the limit at most: the store's check then names the limit.
+        text = sys.stdin.read(mem.config.store.max_fact_bytes + 1)
     result = mem.write(key, text, type_, trust=trust, sensitivity=sensitivity, pinned=pin)
     data = {"id": result.fact.id, "written": result.written,
             "superseded": result.superseded.id if result.superseded else None,
-            "path": str(result.fact.path)}
+            "path": str(result.fact.path), "indexed": result.indexed}
+    if not result.indexed:
+        click.echo(INDEX_LATER, err=True)
 
     def human(d):
         if d["written"]:

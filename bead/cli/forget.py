@@ -44,6 +44,9 @@ def forget(target, match, yes, as_json):
             click.echo(f"  {preview['session_lines']} conversation state line(s)", err=True)
         click.confirm("Forget all of these?", abort=True, err=True)
     summary = forget_mod.apply(mem, plan)
+    for path in summary["kept"]:
+        click.echo(f"warning: kept {path}: it is not a version file of the key (forget deletes only those); "
+                   "look at it and delete it yourself if it holds the value", err=True)
 
     def human(d):
         click.echo(f"forgot {len(d['keys'])} key(s), {d['versions']} version file(s), "

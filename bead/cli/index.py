@@ -27,6 +27,8 @@ def reindex(as_json):
         counts, problems = rebuild(mem.index, mem.facts, mem.raw, progress=lambda kind, n: bar.update(n))
     for p in problems:
         click.echo(f"warning: skipped {p.path}: {p.reason}", err=True)
+    for p in mem.remove_orphan_temps():
+        click.echo(f"removed {p}: a temp file a killed writer left", err=True)
 
     def human(c):
         click.echo(f"indexed {c['keys']} keys ({c['fact_versions']} versions) and "

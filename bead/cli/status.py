@@ -9,18 +9,28 @@ import click
 from .common import emit, json_option, open_memory
 
 
-def collect(mem) -> dict:
-    """Counts, index freshness and problems, each with the command that fixes it."""
+def collect(mem, fix: bool = False) -> dict:
+    """Counts, index freshness and problems, each with the command that fixes it (``fix``: remove orphaned temp files)."""
     from ..dream.queue import Queue
     from ..errors import BeadError
     from ..index import sqlite
     from ..index.rebuild import diff
     from ..paths import enclosing_git
+    from ..store.facts import LINK_REASON
 
     problems: list[dict] = []
+    fixed: list[str] = []
     kvs, file_problems = mem.facts.scan()
     for p in file_problems:
-        problems.append({"problem": f"{p.path}: {p.reason}", "fix": "edit the file so it parses (bead skips it until then)"})
+        if p.reason != LINK_REASON:   # links are listed once, below
+            problems.append({"problem": f"{p.path}: {p.reason}", "fix": "edit the file so it parses (bead skips it until then)"})
+    for link in mem.links():
+        problems.append(_link_problem(link))
+    if fix:
+        fixed += [f"removed {p} (a temp file a killed writer left)" for p in mem.remove_orphan_temps()]
+    for p in mem.orphan_temps():
+        problems.append({"problem": f"{p} is a temp file a killed writer left (it may hold a value)",
+                         "fix": "run `bead status --fix` (or `bead reindex`) to remove it"})
     # Sessions are files; turns are counted by the index (reading every raw
     # file would take seconds on a large store). A stale index is reported below.
     sessions = sum(1 for _ in mem.raw.files())
@@ -35,6 +45,7 @@ def collect(mem) -> dict:
         "tombstones": mem.tombstones.count(),
         "index": None,
         "problems": problems,
+        "fixed": fixed,
     }
     try:
         data["sqlite"] = sqlite.check()
@@ -62,8 +73,12 @@ def collect(mem) -> dict:
         elif st.get("restarting"):
             problems.append({"problem": f"the {name} service keeps restarting ({st['restarting']})",
                              "fix": f"see why in `bead logs {name}`; a busy port or a config error is the usual cause"})
-    data["last_dream"] = last_dream(mem)
-    data["review_queue"] = Queue(mem).open_count()
+    try:
+        data["last_dream"] = last_dream(mem)
+        data["review_queue"] = Queue(mem).open_count()
+    except BeadError as exc:
+        data["last_dream"], data["review_queue"] = None, 0
+        problems.append({"problem": exc.message, "fix": exc.hint})
     if data["proxy"].get("errors"):
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(data["proxy"]["error_kinds"].items()))
         problems.append({"problem": f"the proxy failed open {data['proxy']['errors']} time(s) ({kinds}); "
@@ -78,6 +93,19 @@ def collect(mem) -> dict:
         problems.append({"problem": f"the home is inside a git repository ({repo}); forget refuses to run there",
                          "fix": "move the home out of the repository and set BEAD_HOME"})
     return data
+
+
+def _link_problem(link) -> dict:
+    import os
+
+    try:
+        target = os.readlink(link)
+    except OSError:
+        target = "?"
+    return {"problem": f"{link} is a symbolic link (to {target}); bead never reads, writes or deletes through it, "
+                       "so what is behind it is invisible to search, reindex and forget",
+            "fix": f"remove the link (`rm {link}`) and, if what it points to belongs in bead, move it into its "
+                   f"place (`mv {target} {link}`); then run `bead reindex`"}
 
 
 def services_state() -> dict:
@@ -125,12 +153,12 @@ def services_state() -> dict:
 
 
 def last_dream(mem) -> dict | None:
-    from ..dream.run import DreamState
+    from ..dream.run import DreamState, Reports
 
-    reports = sorted(mem.home.reports.glob("*.md")) if mem.home.reports.exists() else []
+    reports = Reports(mem.home).files()
     if not reports:
         return None
-    return {"last_run": DreamState(mem.home.dream_state).data.get("last_run"), "report": str(reports[-1])}
+    return {"last_run": DreamState(mem.home.dream_state, mem.home.root).data.get("last_run"), "report": str(reports[-1])}
 
 
 def proxy_health(listen: str) -> dict:
@@ -146,13 +174,16 @@ def proxy_health(listen: str) -> dict:
 
 
 @click.command()
+@click.option("--fix", is_flag=True, help="Remove temp files that killed writers left behind.")
 @json_option
-def status(as_json):
-    """Show counts, index freshness and problems found."""
+def status(fix, as_json):
+    """Show counts, index freshness and problems found (links, leftovers, a stale index)."""
     mem = open_memory()
-    data = collect(mem)
+    data = collect(mem, fix=fix)
 
     def human(d):
+        for line in d["fixed"]:
+            click.echo(f"fixed       {line}")
         click.echo(f"home        {d['home']} (owner {d['owner']}, SQLite {d['sqlite']})")
         f = d["facts"]
         click.echo(f"facts       {f['keys']} keys, {f['versions']} versions, {f['dormant']} dormant")

@@ -3,18 +3,30 @@
 Every change goes through a method here, and each method keeps the index in
 step with the files it changed (writes, status changes, deleted versions,
 redacted turns), so a reader sees a change as soon as the method returns.
+
+One exception, by design: a fact write commits when its file is in place.
+If another process holds the index's write lock for longer than
+``store.busy_timeout_ms`` (a long reindex, say), the write still succeeds,
+comes back with ``indexed=False``, and the index catches up through the
+indexer's reconcile or ``bead reindex``. A forget never takes that way out:
+its index rows must go, so a locked index is an error it reports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from .. import config as config_mod
 from ..errors import BeadError
 from ..paths import Home, resolve_home
+from ..store import files as safe
 from ..store.audit import AuditLog, Tombstones
 from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
 from ..store.keys import validate_key
@@ -22,6 +34,11 @@ from ..store.rawlog import RawLog, Turn, TurnItem
 
 if TYPE_CHECKING:
     from ..index.db import Index
+
+log = logging.getLogger("bead.memory")
+T = TypeVar("T")
+# Pauses between attempts to reach a locked index, within the busy timeout.
+BACKOFF_S = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8)
 
 
 class IndexBehind(BeadError):
@@ -38,14 +55,15 @@ def utcnow() -> datetime:
 
 class Memory:
     def __init__(self, home: Home, config: config_mod.Config, clock: Callable[[], datetime] = utcnow,
-                 busy_timeout_ms: int = 30000):
+                 busy_timeout_ms: int | None = None):
         self.home = home
-        self.busy_timeout_ms = busy_timeout_ms
+        self.busy_timeout_ms = config.store.busy_timeout_ms if busy_timeout_ms is None else busy_timeout_ms
         self.config = config
         self.clock = clock
-        self.audit = AuditLog(home.audit_log, config.owner)
-        self.tombstones = Tombstones(home.tombstones_log, config.owner)
-        self.facts = FactStore(home, self.audit, self.tombstones, config.owner, clock)
+        self.audit = AuditLog(home.audit_log, config.owner, home.root)
+        self.tombstones = Tombstones(home.tombstones_log, config.owner, home.root)
+        self.facts = FactStore(home, self.audit, self.tombstones, config.owner, clock,
+                               max_bytes=config.store.max_fact_bytes)
         self.raw = RawLog(home, clock, config.owner)
         self._index: Index | None = None
 
@@ -83,22 +101,72 @@ class Memory:
     def write(self, key: str, body: str, type: str, trust: str = "user_stated",
               sensitivity: str = "private", pinned: bool | None = None,
               sources: Iterable[str] = ()) -> WriteResult:
+        """Write a new version; the file is the commit, the index follows (``indexed`` says whether it did)."""
         result = self.facts.write(key, body, type, trust=trust, sensitivity=sensitivity,
                                   pinned=pinned, sources=tuple(sources))
         if result.written:
-            self.sync_key(key)
+            fact, marked = result.fact, result.marked
+            done = self._catch_up(lambda idx: idx.add_version(fact, marked), f"write of {fact.id}")
+            if not done:
+                result = dataclasses.replace(result, indexed=False)
         return result
 
-    def set_status(self, fact: Fact, status: str) -> None:
-        """Change one version's status (dormant, current, ...) in its file and in the index."""
+    def set_status(self, fact: Fact, status: str) -> bool:
+        """Change one version's status (dormant, current, ...) in its file and in the index (False: index later)."""
         self.facts.set_status(fact, status)
-        self.sync_key(fact.key)
+        return self._catch_up(lambda idx: self._sync(idx, fact.key), f"status of {fact.id}")
 
-    def delete_versions(self, key: str, numbers: list[int]) -> int:
-        """Delete version files of ``key`` (forget; the caller holds the store lock) and their rows."""
-        n = self.facts.delete_versions(key, numbers)
+    def delete_versions(self, key: str, numbers: list[int]) -> tuple[int, list[Path]]:
+        """Delete version files of ``key`` (forget; the caller holds the store lock) and their rows.
+
+        Returns the number deleted and the files left in the key's folder
+        because they are not versions of it. A locked index raises IndexBusy.
+        """
+        out = self.facts.delete_versions(key, numbers)
         self.sync_key(key)
-        return n
+        return out
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """The index changes of the block commit as one; a locked index raises IndexBusy before the block runs."""
+        with self.index.write_tx():
+            yield
+
+    def _sync(self, idx: Index, key: str) -> None:
+        from ..index.rebuild import sync_key
+
+        for p in sync_key(idx, self.facts, key):
+            log.debug("skipped %s: %s", p.path, p.reason)
+
+    def _catch_up(self, apply: Callable[[Index], T], what: str) -> bool:
+        """Apply an index update, retrying a locked index with backoff for up to the busy timeout.
+
+        False when the index stayed locked: the files are already right, and
+        the indexer's reconcile (or `bead reindex`) brings the index up to them.
+        """
+        from ..index.db import IndexBusy, database_errors
+
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        for pause in (*BACKOFF_S, None):
+            remaining = deadline - time.monotonic()
+            try:
+                idx = self.index
+                with idx.busy_timeout(max(1, int(remaining * 1000))):
+                    apply(idx)
+                return True
+            except IndexBusy:
+                remaining = deadline - time.monotonic()
+                if pause is None or remaining <= 0:
+                    break
+                time.sleep(min(pause, remaining))
+            except database_errors() as exc:
+                # A damaged or unreadable index: the files are right, `bead reindex` rebuilds it.
+                log.warning("the index could not take the %s (%s); run `bead reindex`", what, exc)
+                return False
+        # info, not warning: a command says it in its own words (one line), a service logs this.
+        log.info("the index was locked for %.1f s; the %s is on disk and the index catches up later",
+                    self.busy_timeout_ms / 1000, what)
+        return False
 
     def sync_key(self, key: str) -> list[Problem]:
         """Make the index rows of ``key`` match its files (after a hand edit, or a change above)."""
@@ -135,3 +203,21 @@ class Memory:
     def checkpoint(self) -> None:
         """Empty the index's WAL, so deleted text leaves the -wal file too."""
         self.index.checkpoint()
+
+    # ----- housekeeping ------------------------------------------------------
+    def links(self) -> list[Path]:
+        """Every symbolic link below the home: bead never follows one (`bead status` reports them)."""
+        found: list[Path] = []
+        for _ in safe.walk(self.home.root, root=self.home.root, links=found, skip_hidden_dirs=False):
+            pass
+        return found
+
+    def orphan_temps(self) -> list[Path]:
+        """Temp files whose writer is gone (a killed write); they may hold a value."""
+        return safe.orphan_temps(self.home.root, root=self.home.root)
+
+    def remove_orphan_temps(self) -> list[Path]:
+        """Remove the temp files of killed writers (`bead status --fix`, `bead reindex`, forget)."""
+        with self.facts.lock():
+            gone = [p for p in self.orphan_temps() if safe.unlink(p, root=self.home.root)]
+        return gone

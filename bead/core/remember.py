@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ..capture.secrets import redact
+from ..store.keys import MAX_SEGMENT_BYTES
 from .conversation import Identity, Message, Source
 from .memory import Memory
 
@@ -46,7 +47,9 @@ def propose_key(value: str, project: str | None) -> str:
     """A key for a remembered value: user/... for the person, else the project's."""
     skip = _KEY_SKIP | set(re.split(r"[-_.]", project or ""))
     words = [t for t in re.findall(r"[a-z0-9]+", value.lower()) if t not in skip][:4] or ["note"]
-    slug = "-".join(re.sub(r"[^a-z0-9]", "", w) for w in words).strip("-") or "note"
+    slug = "-".join(re.sub(r"[^a-z0-9]", "", w) for w in words).strip("-")
+    # A long word (a pasted hash, a path) must not make a key the store refuses.
+    slug = slug[:MAX_SEGMENT_BYTES].strip("-") or "note"
     if _FIRST_PERSON.search(value) or not project:
         return f"user/{slug}"
     return f"project/{project}/{slug}"

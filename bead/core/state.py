@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..paths import Home
-from ..store.files import append_line, atomic_write
+from ..store import files as safe
 from ..store.locks import flocked
 
 
@@ -32,6 +32,7 @@ class ConversationState:
     """Rebuilt from its file each request."""
 
     path: Path
+    root: Path
     pinned: str | None = None
     pinned_ids: list[str] = field(default_factory=list)
     has_pinned: bool = False
@@ -48,9 +49,9 @@ class ConversationState:
 
     @classmethod
     def load(cls, home: Home, conversation_id: str) -> ConversationState:
-        st = cls(home.session_state(conversation_id))
+        st = cls(home.session_state(conversation_id), home.root)
         try:
-            lines = st.path.read_text(encoding="utf-8").splitlines()
+            lines = safe.read_text(st.path, root=home.root, errors="replace").splitlines()
         except FileNotFoundError:
             return st
         for line in lines:
@@ -69,8 +70,7 @@ class ConversationState:
         return st
 
     def append(self, record: dict[str, Any]) -> None:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        append_line(self.path, json.dumps(record, ensure_ascii=False))
+        safe.append_line(self.path, json.dumps(record, ensure_ascii=False), root=self.root)
 
     def set_pinned(self, text: str | None, ids: list[str]) -> None:
         self.append({"kind": "pinned", "text": text, "ids": ids})
@@ -93,20 +93,25 @@ class Conversations:
 
     def lock(self, conversation_id: str, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
         """The conversation's flock; ``bead forget`` takes the same one (LockBusy past ``timeout``)."""
-        return flocked(self.home.session_lock(conversation_id), timeout=timeout)
+        return flocked(self.home.session_lock(conversation_id), timeout=timeout, root=self.home.root)
 
     def load(self, conversation_id: str) -> ConversationState:
         return ConversationState.load(self.home, conversation_id)
 
     def files(self) -> list[Path]:
         d = self.home.sessions
-        return sorted(d.glob("*.jsonl")) if d.is_dir() else []
+        return [d / n for n in sorted(safe.listdir(d, root=self.home.root))
+                if n.endswith(".jsonl") and not n.startswith(".")]
 
     def matching_lines(self, matches: Callable[[str], bool]) -> dict[Path, int]:
         """How many lines of each state file ``matches`` (forget's preview)."""
         out = {}
         for p in self.files():
-            n = sum(1 for line in p.read_text(encoding="utf-8", errors="replace").splitlines() if matches(line))
+            try:
+                text = safe.read_text(p, root=self.home.root, errors="replace")
+            except (OSError, safe.UnsafePath):
+                continue   # a link is never read (`bead status` reports it)
+            n = sum(1 for line in text.splitlines() if matches(line))
             if n:
                 out[p] = n
         return out
@@ -116,8 +121,5 @@ class Conversations:
         removed = 0
         for p in files:
             with self.lock(p.stem):
-                lines = p.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-                keep = [line for line in lines if not matches(line)]
-                removed += len(lines) - len(keep)
-                atomic_write(p, "".join(keep).encode("utf-8"))
+                removed += safe.rewrite_lines(p, lambda line: None if matches(line) else line, root=self.home.root)
         return removed

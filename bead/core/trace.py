@@ -2,7 +2,10 @@
 
 Where it is: ``proxy.trace`` in config.yaml, or ``BEAD_TRACE``, or the
 proxy's ``--trace``. It quotes cue text (secret-scanned, then cut), so
-forget scrubs it like every other file that can hold a value.
+forget scrubs it like every other file that can hold a value. A proxy
+started with ``--trace FILE`` (or a ``BEAD_TRACE`` that the shell running
+forget does not have) records that file under the home when it starts
+(``record_proxy_trace``), so forget finds it whatever its own environment.
 """
 
 from __future__ import annotations
@@ -10,24 +13,56 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..capture.secrets import redact
 from ..config import Config
-from ..store.files import append_line, atomic_write
+from ..paths import Home
+from ..store import files as safe
 
 CUE_CHARS = 200
 
 
-def configured_paths(config: Config, override: str | None = None) -> list[Path]:
-    """Every trace file this home may have written: ``--trace``, config, ``BEAD_TRACE``."""
+def record_proxy_trace(home: Home, path: Path | str | None) -> None:
+    """A starting proxy notes the trace file it writes (nothing when it writes none)."""
+    if not path:
+        return
+    entry = {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "pid": os.getpid(),
+             "trace": str(Path(path).expanduser().absolute())}
+    safe.append_line(home.proxy_runtime, json.dumps(entry, ensure_ascii=False), root=home.root)
+
+
+def recorded_paths(home: Home) -> list[Path]:
+    """Every trace file a proxy of this home was started with."""
+    try:
+        text = safe.read_text(home.proxy_runtime, root=home.root, errors="replace")
+    except FileNotFoundError:
+        return []
+    out: list[Path] = []
+    for line in text.splitlines():
+        try:
+            value = json.loads(line).get("trace")
+        except (json.JSONDecodeError, AttributeError):
+            continue
+        if isinstance(value, str) and value and Path(value) not in out:
+            out.append(Path(value))
+    return out
+
+
+def configured_paths(config: Config, override: str | None = None, home: Home | None = None) -> list[Path]:
+    """Every trace file this home may have written: ``--trace``, config, ``BEAD_TRACE``, and those
+    its proxies recorded when they started (``home``)."""
     out: list[Path] = []
     for value in (override, config.proxy.trace, os.environ.get("BEAD_TRACE")):
         if value:
             p = Path(value).expanduser().absolute()
             if p not in out:
                 out.append(p)
+    for p in recorded_paths(home) if home is not None else []:
+        if p not in out:
+            out.append(p)
     return out
 
 
@@ -41,11 +76,15 @@ class Trace:
         self.path = path
 
     def record(self, entry: dict[str, Any]) -> None:
-        append_line(self.path, json.dumps(entry, ensure_ascii=False))
+        # The trace may live anywhere the person chose; only the file itself must not be a link.
+        safe.append_line(self.path, json.dumps(entry, ensure_ascii=False), root=self.path.parent)
+
+    def _text(self) -> str:
+        return safe.read_text(self.path, root=self.path.parent, errors="replace")
 
     def entries(self) -> list[dict[str, Any]]:
         out = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        for line in self._text().splitlines():
             try:
                 out.append(json.loads(line))
             except json.JSONDecodeError:
@@ -53,16 +92,15 @@ class Trace:
         return out
 
     def matching_lines(self, matches: Callable[[str], bool]) -> int:
-        if not self.path.is_file():
+        try:
+            text = self._text()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return 0
-        return sum(1 for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines() if matches(line))
+        return sum(1 for line in text.splitlines() if matches(line))
 
     def scrub(self, matches: Callable[[str], bool]) -> int:
-        """Drop the lines that ``matches`` (forget)."""
-        if not self.path.is_file():
+        """Drop the lines that ``matches`` (forget); a proxy appending meanwhile waits and loses nothing."""
+        try:
+            return safe.rewrite_lines(self.path, lambda line: None if matches(line) else line, root=self.path.parent)
+        except (NotADirectoryError, IsADirectoryError):
             return 0
-        lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-        keep = [line for line in lines if not matches(line)]
-        if len(keep) != len(lines):
-            atomic_write(self.path, "".join(keep).encode("utf-8"))
-        return len(lines) - len(keep)

@@ -7,15 +7,14 @@ written.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from ..capture.secrets import redact
 from ..paths import Home
+from ..store import files as safe
 from ..store.audit import iso
-from ..store.files import atomic_write
 
 SECTIONS = ("situation", "action", "outcome", "lesson")
 
@@ -29,23 +28,22 @@ class Episodes:
         parts = [f"---\nsession: {session}\nwritten: {iso(now)}\nowner: {owner}\n---"]
         for name in SECTIONS:
             parts.append(f"## {name.capitalize()}\n{redact(str(episode.get(name, '')).strip())[0]}")
-        if path.exists():
-            atomic_write(path, (path.read_text(encoding="utf-8") + "\n" + "\n\n".join(parts[1:]) + "\n").encode())
-        else:
-            atomic_write(path, ("\n\n".join(parts) + "\n").encode())
+        root = self.home.root
+        try:
+            text = safe.read_text(path, root=root) + "\n" + "\n\n".join(parts[1:]) + "\n"
+        except FileNotFoundError:
+            text = "\n\n".join(parts) + "\n"
+        safe.atomic_write(path, text.encode(), root=root)
         return path
 
     def files(self) -> list[Path]:
-        out = []
-        for dirpath, dirnames, names in os.walk(self.home.episodes):
-            dirnames.sort()
-            out += [Path(dirpath) / n for n in sorted(names) if n.endswith(".md") and not n.startswith(".")]
-        return out
+        return [folder / n for folder, _d, names in safe.walk(self.home.episodes, root=self.home.root)
+                for n in names if n.endswith(".md") and not n.startswith(".")]
 
     def holding(self, matches: Callable[[str], bool]) -> list[Path]:
         """Episode files whose text ``matches`` (forget's plan)."""
-        return [p for p in self.files() if matches(p.read_text(encoding="utf-8", errors="replace"))]
+        return [p for p in self.files() if matches(safe.read_text(p, root=self.home.root, errors="replace"))]
 
     def delete(self, paths: list[Path]) -> None:
         for p in paths:
-            p.unlink(missing_ok=True)
+            safe.unlink(p, root=self.home.root)

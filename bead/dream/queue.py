@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.memory import Memory
 from ..errors import BeadError
+from ..store import files as safe
 from ..store.audit import iso, normalise
-from ..store.files import atomic_write
 
 KINDS = ("suspicious", "key-conflict", "change-user-stated")
+_ITEM_ID = re.compile(r"[0-9a-f]{12}")   # what item_id gives; anything else names no file
 
 
 def item_id(kind: str, key: str, value: str) -> str:
@@ -50,22 +52,33 @@ class Queue:
     def path(self, item_id: str) -> Path:
         return self.mem.home.queue_item(item_id)
 
+    def _files(self) -> list[Path]:
+        names = safe.listdir(self.dir, root=self.mem.home.root)
+        return [self.dir / n for n in sorted(names) if n.endswith(".json") and not n.startswith(".")]
+
+    def _read(self, p: Path) -> dict | None:
+        try:
+            data = json.loads(safe.read_text(p, root=self.mem.home.root))
+        except (OSError, ValueError):
+            return None   # unreadable, or a link (`bead status` reports links)
+        return data if isinstance(data, dict) else None
+
     def items(self, status: str | None = "open") -> list[Item]:
         out = []
-        for p in sorted(self.dir.glob("*.json")) if self.dir.exists() else []:
+        for p in self._files():
             try:
-                item = Item(**json.loads(p.read_text(encoding="utf-8")))
-            except (json.JSONDecodeError, TypeError):
+                item = Item(**(self._read(p) or {}))
+            except TypeError:
                 continue
             if status is None or item.status == status:
                 out.append(item)
         return out
 
     def get(self, item_id: str) -> Item:
-        p = self.path(item_id)
-        if not p.exists():
+        data = self._read(self.path(item_id)) if _ITEM_ID.fullmatch(item_id) else None
+        if data is None:
             raise BeadError(f"no review item {item_id}", "list the queue with `bead queue`")
-        return Item(**json.loads(p.read_text(encoding="utf-8")))
+        return Item(**data)
 
     def open_count(self) -> int:
         return len(self.items("open"))
@@ -73,26 +86,24 @@ class Queue:
     def holding(self, keys: set[str], matches: Callable[[str], bool]) -> list[Path]:
         """Item files whose key is one of ``keys`` or whose value ``matches`` (forget's plan)."""
         out = []
-        for p in sorted(self.dir.glob("*.json")) if self.dir.exists() else []:
-            try:
-                item = json.loads(p.read_text(encoding="utf-8"))
-            except json.JSONDecodeError:
-                continue
-            if item.get("key") in keys or matches(str(item.get("value", ""))):
+        for p in self._files():
+            item = self._read(p)
+            if item is not None and (item.get("key") in keys or matches(str(item.get("value", "")))):
                 out.append(p)
         return out
 
     def delete(self, paths: list[Path]) -> None:
         for p in paths:
-            p.unlink(missing_ok=True)
+            safe.unlink(p, root=self.mem.home.root)
 
     def _save(self, item: Item) -> None:
-        atomic_write(self.path(item.id), json.dumps(item.as_dict(), ensure_ascii=False, indent=2).encode())
+        safe.atomic_write(self.path(item.id), json.dumps(item.as_dict(), ensure_ascii=False, indent=2).encode(),
+                          root=self.mem.home.root)
 
     def add(self, kind: str, key: str, type_: str, value: str, sources: list[str], detail: str = "") -> tuple[Item, bool]:
         """(item, added): a proposal seen before (in any status) is not queued again."""
         iid = item_id(kind, key, value)
-        if self.path(iid).exists():
+        if self._read(self.path(iid)) is not None:
             return self.get(iid), False
         item = Item(iid, kind, key, type_, value, sources, detail,
                     history=[{"at": iso(self.mem.clock()), "action": "queued", "reason": detail}])

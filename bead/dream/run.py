@@ -23,9 +23,9 @@ from ..core.memory import Memory
 from ..errors import BeadError
 from ..llm import Model, ModelError
 from ..paths import Home
-from ..store.audit import iso, normalise
-from ..store.files import atomic_write
-from ..store.keys import TYPES, validate_key
+from ..store import files as safe
+from ..store.audit import iso, key_hash, normalise
+from ..store.keys import TYPES, key_mentions, validate_key
 from ..store.locks import LockBusy, flocked
 from ..store.rawlog import FORGOTTEN, Turn
 from . import rules
@@ -109,11 +109,12 @@ class Report:
 
 
 class DreamState:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, root: Path | None = None):
         self.path = path
+        self.root = root if root is not None else path.parent
         try:
-            self.data = json.loads(path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
+            self.data = json.loads(safe.read_text(path, root=self.root))
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
             self.data = {}
         self.data.setdefault("sessions", {})
 
@@ -124,14 +125,49 @@ class DreamState:
         self.data["sessions"][sid] = n
 
     def save(self) -> None:
-        atomic_write(self.path, json.dumps(self.data, indent=1, sort_keys=True).encode())
+        safe.atomic_write(self.path, json.dumps(self.data, indent=1, sort_keys=True).encode(), root=self.root)
+
+
+class Reports:
+    """``store/reports/<date>.md``: keys and version ids of each run, never values."""
+
+    def __init__(self, home: Home):
+        self.home = home
+
+    def append(self, day: datetime, text: str) -> Path:
+        path = self.home.report_file(day)
+        try:
+            prior = safe.read_text(path, root=self.home.root) + "\n"
+        except FileNotFoundError:
+            prior = ""
+        safe.atomic_write(path, (prior + text).encode(), root=self.home.root)
+        return path
+
+    def files(self) -> list[Path]:
+        return [folder / n for folder, _d, names in safe.walk(self.home.reports, root=self.home.root)
+                for n in names if n.endswith(".md") and not n.startswith(".")]
+
+    def forget_keys(self, keys: set[str]) -> int:
+        """Every mention of a forgotten key (or a version id of it) becomes its hash (forget)."""
+        changed = 0
+        for path in self.files():
+            text = safe.read_text(path, root=self.home.root, errors="replace")
+            new = text
+            for key in sorted(keys, key=len, reverse=True):
+                spans = key_mentions(new, key)
+                for start, end in reversed(spans):
+                    new = new[:start] + f"[forgotten {key_hash(key)[:12]}]" + new[end:]
+            if new != text:
+                safe.atomic_write(path, new.encode(), root=self.home.root)
+                changed += 1
+        return changed
 
 
 @contextlib.contextmanager
 def _run_lock(home: Home) -> Iterator[None]:
     """Runs never overlap: a second one stops at once instead of waiting."""
     try:
-        with flocked(home.dream_lock, blocking=False):
+        with flocked(home.dream_lock, blocking=False, root=home.root):
             yield
     except LockBusy:
         raise LockHeld(f"another dream run holds {home.dream_lock}", "wait for it to finish; runs never overlap") from None
@@ -188,7 +224,7 @@ class Dream:
         self.config = mem.config
         self.model = model
         self.queue = Queue(mem)
-        self.state = DreamState(mem.home.dream_state)
+        self.state = DreamState(mem.home.dream_state, mem.home.root)
         self._values: dict[str, str] | None = None   # normalised current value -> key, for duplicates
 
     # ----- the pass ----------------------------------------------------------
@@ -352,11 +388,7 @@ class Dream:
         return out
 
     def _write_report(self, rep: Report) -> None:
-        path = self.mem.home.report_file(rep.started.astimezone(UTC))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        prior = path.read_text(encoding="utf-8") + "\n" if path.exists() else ""
-        atomic_write(path, (prior + rep.render()).encode())
-        rep.path = path
+        rep.path = Reports(self.mem.home).append(rep.started.astimezone(UTC), rep.render())
 
 
 def _parse(ts: str) -> datetime:

@@ -29,15 +29,17 @@ def due(schedule: str, last_run: datetime, now: datetime) -> bool:
 
 
 class Worker:
-    def __init__(self, make_dream: Callable[[], Dream], schedule: str, state_path, clock: Callable[[], datetime]):
+    def __init__(self, make_dream: Callable[[], Dream], schedule: str, state_path, clock: Callable[[], datetime],
+                 root=None):
         self.make_dream = make_dream
         self.schedule = schedule
         self.state_path = state_path
+        self.root = root   # the bead home: the state file is reached from it without following a link
         self.clock = clock
         self.runs = 0
 
     def last_run(self) -> datetime:
-        st = DreamState(self.state_path)
+        st = DreamState(self.state_path, self.root)
         if "last_run" not in st.data and "worker_since" not in st.data:
             # First start: count from now, so installing bead does not start a run.
             st.data["worker_since"] = iso(self.clock())

@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 
 import sqlite_utils
 
+from ..errors import BeadError
 from ..store.facts import Fact, KeyVersions
 from ..store.rawlog import Turn
 from . import sqlite as sqlite_check
@@ -46,10 +48,30 @@ def key_text(key: str) -> str:
 
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+class IndexBusy(BeadError):
+    """Another process held the index's write lock for longer than this one waits."""
+
+    def __init__(self, what: str = "the index"):
+        super().__init__(f"{what} is locked by another bead process (a reindex, or the indexer catching up)",
+                         "run the command again in a moment; `bead status` shows whether the index is behind "
+                         "the files, and `bead reindex` rebuilds it")
+
+
+def database_errors() -> tuple[type[BaseException], ...]:
+    """The driver's errors for an index that cannot be used (damaged, unreadable, locked)."""
+    return (sqlite_check.module().DatabaseError,)
+
+
+def _busy(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 class _Stemmer:
@@ -85,8 +107,15 @@ class Index:
         self.path = path
         self.store_root = store_root
         sqlite3 = sqlite_check.module()
+        self._errors = sqlite3.OperationalError
         # SQLite creates files with the umask's mode; the index holds memory text.
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        # It follows links, so none of its files may be one.
+        for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISLNK(os.lstat(p).st_mode):
+                    raise BeadError(f"refusing to open {p}: it is a symbolic link",
+                                    f"delete the link (the index is derived: `bead reindex` builds it again at {path})")
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
         self._conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None,
                                     check_same_thread=False)
         self.db = sqlite_utils.Database(self._conn)
@@ -112,7 +141,12 @@ class Index:
             with self.db.atomic():
                 yield
             return
-        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except self._errors as exc:
+            if _busy(exc):
+                raise IndexBusy() from None
+            raise
         try:
             yield
         except BaseException:
@@ -120,6 +154,16 @@ class Index:
                 self._conn.execute("ROLLBACK")
             raise
         self._conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def busy_timeout(self, ms: int) -> Iterator[None]:
+        """Wait at most ``ms`` for the write lock inside the block (a write's catch-up budget)."""
+        before = self._conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        self._conn.execute(f"PRAGMA busy_timeout={max(0, int(ms))}")
+        try:
+            yield
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout={int(before)}")
 
     # ----- schema ---------------------------------------------------------
     def _schema_version(self) -> int | None:
@@ -154,7 +198,9 @@ class Index:
             **{name: (int if name in ("version", "pinned") else str) for name in INDEXED_FIELDS},
             "scope": str, "current": int, "path": str, "key_text": str, "body": str,
         }, pk="id")
-        db.table("facts").create_index(["key"])
+        db.table("facts").create_index(["key", "version"])
+        # The current row of a key, found without reading its other versions (a write's flag update).
+        self._conn.execute("CREATE INDEX facts_current ON facts(key) WHERE current = 1")
         # The pinned block's two kinds of candidates (the person's facts, the project's):
         # SQLite reads each through its own index instead of scanning every row.
         db.table("facts").create_index(["type", "current"])
@@ -205,7 +251,12 @@ class Index:
         return path.relative_to(self.store_root).as_posix()
 
     def _remember_file(self, path: Path, kind: str, sha: str | None = None) -> None:
-        st = path.stat()
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISREG(st.st_mode):
+            return   # a link is never read (bead status reports it)
         self._insert("files", [{"path": self.rel(path), "kind": kind, "size": st.st_size,
                                 "mtime_ns": st.st_mtime_ns, "sha256": sha or sha256_file(path)}])
 
@@ -234,8 +285,37 @@ class Index:
             rows = [self._fact_row(f, f is cur, self.rel(_file(f))) for f in kv.facts if f.sensitivity != "secret"]
             self._insert("facts", rows)
             for p in kv.files:
-                if p.exists():
-                    self._remember_file(p, "fact")
+                self._remember_file(p, "fact")
+
+    def add_version(self, fact: Fact, marked: Iterable[Fact] = ()) -> bool:
+        """A new version's row, and the status of the versions its write marked, without rewriting the key's rows.
+
+        Current is the highest version in the index, so two writers of one
+        key that commit out of order still leave the newest current. The
+        file is checked inside the transaction: a forget that deleted it
+        meanwhile has removed the rows already, or will after this commits.
+        Returns False when the file is gone.
+        """
+        path = _file(fact)
+        with self.write_tx():
+            if not os.path.lexists(path):
+                return False
+            self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'facts_generation'")
+            top = self._conn.execute("SELECT max(version) FROM facts WHERE key = ? AND id != ?",
+                                     [fact.key, fact.id]).fetchone()[0]
+            newest = top is None or fact.version > top
+            if fact.sensitivity != "secret":
+                self._insert("facts", [self._fact_row(fact, newest, self.rel(path))])
+            self._remember_file(path, "fact")
+            for old in marked:
+                self._conn.execute("UPDATE facts SET status = ? WHERE id = ? AND status != ?",
+                                   [old.status, old.id, old.status])
+                self._remember_file(_file(old), "fact")
+            if newest:
+                # Only rows whose flag changes are touched (an update re-indexes a row's text).
+                self._conn.execute("UPDATE facts SET current = 0 WHERE key = ? AND current = 1 AND version != ?",
+                                   [fact.key, fact.version])
+        return True
 
     def add_turns(self, turns: Iterable[Turn]) -> None:
         """Index freshly appended turns and refresh their file's fingerprint."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import version_number
+from ..store import files as safe
 from ..store.facts import FactStore, Problem
 from ..store.rawlog import RawLog
 from .db import Index, sha256_file
@@ -32,11 +32,10 @@ class Diff:
 def _store_files(facts: FactStore, raw: RawLog) -> dict[str, tuple[Path, str]]:
     out: dict[str, tuple[Path, str]] = {}
     store_root = facts.home.store
-    for dirpath, dirnames, filenames in os.walk(facts.root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for name in filenames:
+    for folder, _dirs, names in safe.walk(facts.root, root=facts.home.root):
+        for name in names:
             if version_number(name) is not None:
-                p = Path(dirpath) / name
+                p = folder / name
                 out[p.relative_to(store_root).as_posix()] = (p, "fact")
     for p in raw.files():
         out[p.relative_to(store_root).as_posix()] = (p, "raw")
@@ -47,7 +46,8 @@ def diff(index: Index, facts: FactStore, raw: RawLog) -> Diff:
     """New, modified and deleted files since the index last saw them."""
     d = Diff()
     known = index.file_fingerprints()
-    for rel, (path, _kind) in sorted(_store_files(facts, raw).items()):
+    on_disk = _store_files(facts, raw)
+    for rel, (path, _kind) in sorted(on_disk.items()):
         try:
             st = path.stat()
         except FileNotFoundError:
@@ -58,7 +58,6 @@ def diff(index: Index, facts: FactStore, raw: RawLog) -> Diff:
         size, mtime_ns, sha, _ = known[rel]
         if (size, mtime_ns) != (st.st_size, st.st_mtime_ns) and (not sha or sha256_file(path) != sha):
             d.modified.append(rel)
-    on_disk = _store_files(facts, raw)
     d.deleted = sorted(rel for rel in known if rel not in on_disk)
     return d
 

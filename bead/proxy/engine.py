@@ -38,7 +38,7 @@ from ..core.memory import IndexBehind, Memory, utcnow
 from ..core.pinned import pinned_block
 from ..core.remember import remember
 from ..core.state import Conversations
-from ..core.trace import Trace
+from ..core.trace import Trace, record_proxy_trace
 from ..paths import Home
 from ..recall.pipeline import Recaller
 from ..store.locks import LockBusy
@@ -75,6 +75,8 @@ class Engine:
         self.default_project = default_project if default_project is not None else config.proxy.project
         trace = trace_path if trace_path is not None else config.proxy.trace
         self.trace = Trace(Path(trace).expanduser().absolute()) if trace else None
+        # Forget must find this trace even from a shell that knows nothing of it.
+        record_proxy_trace(home, self.trace.path if self.trace else None)
         self.deadline_s = config.proxy.recall_deadline_ms / 1000
         self.clock = clock
         self.started = time.time()

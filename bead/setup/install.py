@@ -119,11 +119,15 @@ def launchd_log(service: str, user_home: Path | None = None) -> Path:
     return path
 
 
-def _write_if_changed(path: Path, text: str, mode: int = 0o644) -> bool:
+def _write_if_changed(path: Path, text: str, mode: int = 0o644, root: Path | None = None) -> bool:
+    """Write ``path`` unless it already holds ``text``; ``root`` is the bead home for a file below it."""
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text.encode("utf-8"), mode=mode)
+    if root is None:
+        # Outside the home (unit files, rc files): a person's own layout, links included.
+        root = path.parent
+        root.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, text.encode("utf-8"), mode=mode, root=root)
     return True
 
 
@@ -145,7 +149,7 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
     load_token(plan.home)
     shell = (resources.files("bead.setup").joinpath("shell.sh").read_text(encoding="utf-8")
              .replace("@LISTEN@", plan.listen).replace("@TOKEN@", str(plan.home.proxy_token)))
-    if _write_if_changed(plan.shell_sh, shell):
+    if _write_if_changed(plan.shell_sh, shell, 0o600, root=plan.home.root):
         acts.append(f"wrote {plan.shell_sh}")
     if rc:
         rcf = plan.rc_file()
@@ -222,7 +226,8 @@ def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
         runner(["systemctl", "--user", "daemon-reload"])
     for rcf in (plan.user_home / ".bashrc", plan.user_home / ".zshrc"):
         if rcf.exists() and RC_BEGIN in rcf.read_text(encoding="utf-8"):
-            atomic_write(rcf, _strip_block(rcf.read_text(encoding="utf-8")).encode(), mode=rcf.stat().st_mode & 0o777)
+            atomic_write(rcf, _strip_block(rcf.read_text(encoding="utf-8")).encode(), mode=rcf.stat().st_mode & 0o777,
+                         root=rcf.parent)
             acts.append(f"removed the bead block from {rcf}")
     if plan.shell_sh.exists():
         plan.shell_sh.unlink()

@@ -1,4 +1,10 @@
-"""audit.log and tombstones.log: append-only JSON lines, never a value."""
+"""audit.log and tombstones.log: append-only JSON lines, never a value.
+
+A key can itself carry a value's words ("remember that the deploy box is
+quokka-east" makes ``project/shop/deploy-box-quokka-east``), so once a key is
+forgotten its lines keep only ``key_sha256``: ``forget_keys`` rewrites the
+lines already written, and forget writes its own lines that way.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,9 @@ import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from .files import append_line
+from .files import FILE_MODE, append_line, read_text, rewrite_lines
 
 
 def normalise(value: str) -> str:
@@ -19,52 +26,123 @@ def value_hash(value: str) -> str:
     return hashlib.sha256(normalise(value).encode("utf-8")).hexdigest()
 
 
+def key_hash(key: str) -> str:
+    """What audit and tombstone lines keep of a forgotten key."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
 def iso(t: datetime) -> str:
     """UTC, second precision, with a Z: the form every bead file uses."""
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _id_key(value: object) -> str | None:
+    """The key of a version id ``key@vN``."""
+    if isinstance(value, str) and "@v" in value:
+        return value.rsplit("@v", 1)[0]
+    return None
+
+
+def _hash_keys(entry: dict[str, Any], keys: set[str]) -> bool:
+    """Replace every mention of one of ``keys`` in an entry by its hash; True when something changed."""
+    changed = False
+    if entry.get("key") in keys:
+        entry["key_sha256"] = key_hash(entry.pop("key"))
+        changed = True
+    for name in ("id", "by"):
+        k = _id_key(entry.get(name))
+        if k in keys:
+            key, _, version = str(entry.pop(name)).rpartition("@v")
+            entry[f"{name}_sha256"] = key_hash(key)
+            entry[f"{name}_version"] = int(version) if version.isdigit() else version
+            changed = True
+    if isinstance(entry.get("keys"), list) and keys & set(entry["keys"]):
+        entry["keys"] = [key_hash(k) if k in keys else k for k in entry["keys"]]
+        changed = True
+    return changed
+
+
+def _mentions(obj: Any, keys: set[str]) -> bool:
+    """Whether a key (or a version id of it) is one of the strings in ``obj``."""
+    if isinstance(obj, str):
+        return obj in keys or _id_key(obj) in keys
+    if isinstance(obj, dict):
+        return any(_mentions(v, keys) for v in obj.values())
+    if isinstance(obj, list):
+        return any(_mentions(v, keys) for v in obj)
+    return False
+
+
+def _rewrite(path: Path, root: Path, keys: set[str]) -> int:
+    def edit(line: str) -> str | None:
+        if not any(k in line for k in keys):
+            return line
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            return None   # a torn line that holds the key's text: it goes
+        if not isinstance(entry, dict):
+            return None
+        if not _hash_keys(entry, keys) and not _mentions(entry, keys):
+            return line   # another key that merely contains this one's text
+        # A mention outside the known fields: drop the line rather than keep the text.
+        return None if _mentions(entry, keys) else json.dumps(entry, ensure_ascii=False)
+    return rewrite_lines(path, edit, root=root)
+
+
 class AuditLog:
     """Every write, supersede, injection, forget and tombstone, one JSON line each."""
 
-    def __init__(self, path: Path, owner: str):
+    def __init__(self, path: Path, owner: str, root: Path | None = None):
         self.path = path
         self.owner = owner
+        self.root = root if root is not None else path.parent
 
     def record(self, at: datetime, event: str, **fields: object) -> None:
         entry = {"at": iso(at), "event": event, "owner": self.owner, **fields}
-        append_line(self.path, json.dumps(entry, ensure_ascii=False, sort_keys=False))
+        append_line(self.path, json.dumps(entry, ensure_ascii=False, sort_keys=False), FILE_MODE, root=self.root)
 
     def entries(self) -> list[dict]:
-        if not self.path.exists():
+        try:
+            text = read_text(self.path, root=self.root, errors="replace")
+        except FileNotFoundError:
             return []
         out = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        for line in text.splitlines():
             try:
                 out.append(json.loads(line))
             except json.JSONDecodeError:
                 continue
         return out
 
+    def forget_keys(self, keys: set[str]) -> int:
+        """Lines that name one of ``keys`` keep its hash instead (forget); the number of lines changed."""
+        return _rewrite(self.path, self.root, keys) if keys else 0
+
 
 class Tombstones:
-    """Key + SHA-256 of the normalised value; the value itself never."""
+    """SHA-256 of the normalised value (and of the key); the value and the key's text never."""
 
-    def __init__(self, path: Path, owner: str):
+    def __init__(self, path: Path, owner: str, root: Path | None = None):
         self.path = path
         self.owner = owner
+        self.root = root if root is not None else path.parent
 
-    def add(self, at: datetime, key: str, value: str, reason: str) -> str:
+    def add(self, at: datetime, key: str, value: str, reason: str, hash_key: bool = False) -> str:
+        """Tombstone ``value`` (refused under any key); ``hash_key`` keeps only the key's hash (forget)."""
         digest = value_hash(value)
-        append_line(self.path, json.dumps({"at": iso(at), "key": key, "sha256": digest, "reason": reason,
-                                           "owner": self.owner}))
+        who: dict[str, str] = {"key_sha256": key_hash(key)} if hash_key else {"key": key}
+        append_line(self.path, json.dumps({"at": iso(at), **who, "sha256": digest, "reason": reason,
+                                           "owner": self.owner}), FILE_MODE, root=self.root)
         return digest
 
     def hashes(self) -> set[str]:
-        if not self.path.exists():
+        try:
+            text = read_text(self.path, root=self.root, errors="replace")
+        except FileNotFoundError:
             return set()
         out = set()
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        for line in text.splitlines():
             try:
                 out.add(json.loads(line)["sha256"])
             except (json.JSONDecodeError, KeyError, TypeError):
@@ -77,3 +155,7 @@ class Tombstones:
 
     def count(self) -> int:
         return len(self.hashes())
+
+    def forget_keys(self, keys: set[str]) -> int:
+        """Earlier tombstones of ``keys`` (a review rejection, say) keep only the key's hash."""
+        return _rewrite(self.path, self.root, keys) if keys else 0

@@ -3,10 +3,21 @@
 One Markdown file per version, ``store/facts/<key>/v<N>.md``. The current
 version of a key is the parseable file with the highest version number; the
 ``status`` field is written for readers, the rule never reads it.
+
+A write costs the same at the 10th version and the 10,000th: the next number
+comes from the folder's names, the current version is the highest one that
+parses (normally the first file read), and a small per-key state
+(``.state.json``: the last number given out, and up to which number older
+versions are already marked superseded) means only the versions written
+since the last settled write are read again, which after a crash between
+the two steps of a write is what heals their status.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -19,8 +30,8 @@ import yaml
 
 from ..errors import BeadError, RefusedWrite
 from ..paths import Home, version_number
+from . import files as safe
 from .audit import AuditLog, Tombstones, iso
-from .files import atomic_write
 from .keys import SENSITIVITIES, TRUSTS, TYPES, check_choice, scope_of, validate_key
 from .locks import flocked
 
@@ -112,10 +123,13 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     return meta, body
 
 
-def parse_fact(path: Path, key: str, version: int) -> Fact:
-    """Parse one version file; ValueError says why it cannot be used."""
+LINK_REASON = "is a symbolic link; bead never reads through links below its home"
+
+
+def parse_fact(path: Path, key: str, version: int, data: bytes | None = None) -> Fact:
+    """Parse one version file (``data``, or read from ``path``); ValueError says why it cannot be used."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = (path.read_bytes() if data is None else data).decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError("not UTF-8 text") from None
     meta, body = split_frontmatter(text)
@@ -147,22 +161,28 @@ def parse_fact(path: Path, key: str, version: int) -> Fact:
     )
 
 
-def _set_status(path: Path, status: str) -> None:
-    """Change the `status:` line of a version file, keeping every other byte."""
-    text = path.read_text(encoding="utf-8")
+def is_version_of(data: bytes, key: str, version: int) -> bool:
+    """Whether a file's frontmatter says it is version ``version`` of ``key`` (forget deletes nothing else).
+
+    Looser than ``parse_fact``: a version with a bad type or an empty body is
+    still that key's version, and holds its value.
+    """
+    try:
+        meta, _body = split_frontmatter(data.decode("utf-8", errors="replace"))
+    except ValueError:
+        return False
+    return meta.get("key") == key and meta.get("version") == version
+
+
+def _with_status(data: bytes, status: str) -> bytes:
+    """A version file's bytes with its `status:` line changed, every other byte kept."""
+    text = data.decode("utf-8")
     end = text.find("\n---\n", 3)
     head, rest = text[:end], text[end:]
     new_head, n = re.subn(r"(?m)^status:.*$", f"status: {status}", head, count=1)
     if n == 0:
         new_head = head + f"\nstatus: {status}"
-    atomic_write(path, (new_head + rest).encode("utf-8"), mode=_file_mode(path))
-
-
-def _file_mode(path: Path) -> int:
-    try:
-        return path.stat().st_mode & 0o777
-    except OSError:
-        return 0o600
+    return (new_head + rest).encode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -189,13 +209,70 @@ class WriteResult:
     fact: Fact
     written: bool
     superseded: Fact | None = None
+    marked: tuple[Fact, ...] = ()     # older versions whose status this write changed (as they are now)
+    indexed: bool = True              # False: the file is written, the index catches up later
+
+
+@dataclass
+class _KeyState:
+    """``.state.json`` of a key: a hint that saves reading the folder, never the rule itself.
+
+    A write that finds the folder as the key's last write left it (the same
+    modification time: no file was added, renamed or removed since) takes
+    the highest number from ``last`` and reads only the versions after
+    ``settled``; anything else, or a state that is missing or torn, lists
+    and reads the folder as the rule does. The file is rewritten in place,
+    not renamed, so writing it leaves the folder's time alone.
+
+    A folder's time has the clock's tick as resolution (a few milliseconds),
+    so a file dropped into the folder by hand in the same tick as a bead
+    write could go unseen; every 64th write lists the folder anyway, which
+    bounds that to a few writes, and readers always list.
+    """
+
+    last: int = 0           # the highest version number given out (a forgotten number is not reused)
+    settled: int = 0        # every version up to this one has had its status settled by a write
+    dir_mtime_ns: int = 0   # the key folder's modification time when this was written
+
+    @classmethod
+    def load(cls, dir_fd: int, path: Path) -> _KeyState:
+        try:
+            data = json.loads(safe.read_at(dir_fd, path))
+            return cls(int(data.get("last", 0)), int(data.get("settled", 0)), int(data.get("dir_mtime_ns", 0)))
+        except (OSError, ValueError, TypeError, AttributeError):
+            return cls()   # missing or damaged: list and read the folder, as the rule does
+
+    def save(self, dir_fd: int, path: Path) -> None:
+        # Not fsynced: losing it costs one slower write, never a wrong answer.
+        fd = safe.open_at(dir_fd, path, os.O_RDWR | os.O_CREAT)
+        try:
+            self.dir_mtime_ns = os.fstat(dir_fd).st_mtime_ns   # after the create above; content writes keep it
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"last": self.last, "settled": self.settled,
+                                      "dir_mtime_ns": self.dir_mtime_ns}).encode(), 0)
+        finally:
+            os.close(fd)
+
+
+def _exists(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+# A state whose `settled` lags `last` by more than this lists the folder instead of probing each number.
+_MAX_PROBES = 64
+# Every this many writes to a key list its folder whatever the state says.
+_RELIST_EVERY = 64
 
 
 class FactStore:
     """Reads and writes fact versions; the only place the rule lives."""
 
     def __init__(self, home: Home, audit: AuditLog, tombstones: Tombstones,
-                 owner: str, clock: Callable[[], datetime]):
+                 owner: str, clock: Callable[[], datetime], max_bytes: int = 65536):
         self.home = home
         self.root = home.facts
         self.lock_path = home.store_lock
@@ -203,9 +280,24 @@ class FactStore:
         self.tombstones = tombstones
         self.owner = owner
         self.clock = clock
+        self.max_bytes = max_bytes
 
     def key_dir(self, key: str) -> Path:
         return self.home.fact_dir(validate_key(key))
+
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        """The store's lock: every writer of fact files holds it (forget too)."""
+        return flocked(self.lock_path, root=self.home.root)
+
+    def _read(self, dir_fd: int, key: str, n: int) -> Fact:
+        path = self.home.fact_file(key, n)
+        try:
+            data = safe.read_at(dir_fd, path)
+        except safe.UnsafePath:
+            raise ValueError(LINK_REASON) from None
+        except OSError as exc:
+            raise ValueError(exc.strerror or str(exc)) from None
+        return parse_fact(path, key, n, data)
 
     def versions(self, key: str) -> KeyVersions:
         d = self.key_dir(key)
@@ -213,41 +305,35 @@ class FactStore:
         facts: list[Fact] = []
         problems: list[Problem] = []
         try:
-            names = os.listdir(d)
+            with safe.opened_dir(self.home.root, d) as fd:
+                numbers = sorted(n for name in os.listdir(fd) if (n := version_number(name)) is not None)
+                for n in numbers:
+                    try:
+                        facts.append(self._read(fd, key, n))
+                    except ValueError as exc:
+                        problems.append(Problem(self.home.fact_file(key, n), str(exc)))
         except FileNotFoundError:
-            names = []
-        for name in names:
-            n = version_number(name)
-            if n is not None:
-                numbers.append(n)
-        for n in sorted(numbers):
-            path = self.home.fact_file(key, n)
-            try:
-                facts.append(parse_fact(path, key, n))
-            except (ValueError, OSError) as exc:
-                problems.append(Problem(path, str(exc)))
-        numbers.sort()
+            pass
         return KeyVersions(key, tuple(numbers), tuple(facts), tuple(problems),
                            tuple(self.home.fact_file(key, n) for n in numbers))
 
     def current(self, key: str) -> Fact | None:
         return self.versions(key).current
 
-    def keys(self) -> Iterator[str]:
-        """Every key with a directory under store/facts (sorted)."""
+    def keys(self, links: list[Path] | None = None) -> Iterator[str]:
+        """Every key with a version file under store/facts (sorted); links found are added to ``links``."""
         out = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            if any(version_number(f) is not None for f in filenames):
-                rel = Path(dirpath).relative_to(self.root).as_posix()
-                out.append(rel)
+        for folder, _dirs, names in safe.walk(self.root, root=self.home.root, links=links):
+            if any(version_number(f) is not None for f in names):
+                out.append(folder.relative_to(self.root).as_posix())
         return iter(sorted(out))
 
     def scan(self) -> tuple[list[KeyVersions], list[Problem]]:
-        """All keys; problems include files in places no key can be."""
+        """All keys; problems include files in places no key can be, and links."""
         result: list[KeyVersions] = []
         problems: list[Problem] = []
-        for key in self.keys():
+        links: list[Path] = []
+        for key in self.keys(links):
             try:
                 kv = self.versions(key)
             except BeadError as exc:
@@ -255,7 +341,24 @@ class FactStore:
                 continue
             result.append(kv)
             problems.extend(kv.problems)
+        for link in links:
+            if version_number(link.name) is None:   # a linked version file is already a problem of its key
+                problems.append(Problem(link, LINK_REASON))
         return result, problems
+
+    def check_body(self, key: str, body: str) -> str:
+        body = (body or "").strip()
+        if not body:
+            raise BeadError(f"refusing to write an empty value to {key}", "give the fact a value")
+        size = len(body.encode("utf-8"))
+        if size > self.max_bytes:
+            raise BeadError(
+                f"refusing to write {key}: the value is {size:,} bytes, over the limit of {self.max_bytes:,} "
+                "(store.max_fact_bytes)",
+                "store a short fact that points to the file or document instead, "
+                "or raise store.max_fact_bytes in config.yaml",
+            )
+        return body
 
     def write(self, key: str, body: str, type: str, trust: str = "user_stated",
               sensitivity: str = "private", pinned: bool | None = None,
@@ -265,79 +368,138 @@ class FactStore:
         check_choice("type", type, TYPES)
         check_choice("trust", trust, TRUSTS)
         check_choice("sensitivity", sensitivity, SENSITIVITIES)
-        body = (body or "").strip()
-        if not body:
-            raise BeadError(f"refusing to write an empty value to {key}", "give the fact a value")
+        body = self.check_body(key, body)
         if sensitivity == "secret":
             raise RefusedWrite(
                 "secret facts are kept only in the encrypted vault, which this version of bead does not have yet",
                 "write it with --sensitivity private, or keep the secret out of bead",
             )
-        with flocked(self.lock_path):
+        with self.lock():
             if trust != "user_stated" and self.tombstones.matches(body):
                 raise RefusedWrite(
                     f"refusing to write {key}: that value was forgotten or rejected (tombstone)",
                     "only a person can bring it back: write it again with --trust user_stated",
                 )
-            kv = self.versions(key)
-            cur = kv.current
-            if cur is not None and cur.body == body and cur.type == type:
-                return WriteResult(cur, written=False)
-            now = self.clock()
-            fact = Fact(
-                key=key, version=kv.next_version, type=type, body=body, owner=self.owner,
-                status="current", supersedes=cur.id if cur else None, valid_from=iso(now),
-                trust=trust, sensitivity=sensitivity, sources=tuple(sources),
-                pinned=cur.pinned if (pinned is None and cur) else bool(pinned),
-                path=self.home.fact_file(key, kv.next_version),
-            )
-            atomic_write(_path(fact), fact.render())
-            self.audit.record(now, "write", key=key, id=fact.id, trust=trust, type=type)
-            # Step two. A crash before it leaves the old file saying `current`;
-            # the rule still picks the new one by its number.
-            for old in kv.facts:
-                if old.status == "current":
-                    _mark_superseded(old)
-                    self.audit.record(now, "supersede", key=key, id=old.id, by=fact.id)
-            return WriteResult(fact, written=True, superseded=cur)
+            with safe.opened_dir(self.home.root, self.home.fact_dir(key), create=True) as fd:
+                return self._write_in(fd, key, body, type, trust, sensitivity, pinned, sources)
+
+    def _recent(self, fd: int, key: str, state: _KeyState) -> list[int] | None:
+        """The version numbers after ``settled`` when the folder is as the last write left it, else None."""
+        if (state.last <= 0 or state.last % _RELIST_EVERY == 0 or state.dir_mtime_ns != os.fstat(fd).st_mtime_ns
+                or state.last - state.settled > _MAX_PROBES
+                or _exists(fd, self.home.fact_file(key, state.last + 1).name)):
+            return None
+        return [n for n in range(max(state.settled, 0) + 1, state.last + 1)
+                if _exists(fd, self.home.fact_file(key, n).name)]
+
+    def _current(self, fd: int, key: str, numbers: list[int], parsed: dict[int, Fact]) -> Fact | None:
+        """The rule: the current version is the highest one that parses."""
+        for n in reversed(numbers):
+            try:
+                parsed[n] = self._read(fd, key, n)
+                return parsed[n]
+            except ValueError:
+                continue
+        return None
+
+    def _write_in(self, fd: int, key: str, body: str, type: str, trust: str, sensitivity: str,
+                  pinned: bool | None, sources: tuple[str, ...]) -> WriteResult:
+        state_path = self.home.fact_state(key)
+        state = _KeyState.load(fd, state_path)
+        parsed: dict[int, Fact] = {}
+        recent = self._recent(fd, key, state)
+        cur = self._current(fd, key, recent, parsed) if recent else None
+        if cur is not None:
+            numbers = recent or []
+        else:
+            # Listing a folder of 10,000 versions costs more than the rest of
+            # a write; it happens when the state cannot vouch for the folder.
+            numbers = sorted(n for name in os.listdir(fd) if (n := version_number(name)) is not None)
+            cur = self._current(fd, key, numbers, parsed)
+        if cur is not None and cur.body == body and cur.type == type:
+            return WriteResult(cur, written=False)
+        now = self.clock()
+        version = max(numbers[-1] if numbers else 0, state.last) + 1
+        fact = Fact(
+            key=key, version=version, type=type, body=body, owner=self.owner,
+            status="current", supersedes=cur.id if cur else None, valid_from=iso(now),
+            trust=trust, sensitivity=sensitivity, sources=tuple(sources),
+            pinned=cur.pinned if (pinned is None and cur) else bool(pinned),
+            path=self.home.fact_file(key, version),
+        )
+        safe.write_at(fd, _path(fact), fact.render())
+        self.audit.record(now, "write", key=key, id=fact.id, trust=trust, type=type)
+        # Step two. A crash before it leaves the old file saying `current`;
+        # the rule still picks the new one by its number, and the next write
+        # (which starts from `settled`) marks it.
+        marked = []
+        for n in numbers:
+            if n <= state.settled:
+                continue
+            try:
+                old = parsed.get(n) or self._read(fd, key, n)
+            except ValueError:
+                continue   # never rewritten
+            if old.status == "current":
+                marked.append(_mark_superseded(fd, old))
+                self.audit.record(now, "supersede", key=key, id=old.id, by=fact.id)
+        _KeyState(last=version, settled=version - 1).save(fd, state_path)
+        return WriteResult(fact, written=True, superseded=cur, marked=tuple(marked))
 
     def set_status(self, fact: Fact, status: str) -> None:
         """Change the status line of one version (the index is the caller's: Memory.set_status)."""
-        with flocked(self.lock_path):
-            _set_status(_path(fact), status)
+        path = _path(fact)
+        with self.lock(), safe.opened_dir(self.home.root, path.parent) as fd:
+            safe.write_at(fd, path, _with_status(safe.read_at(fd, path), status))
 
-    def delete_versions(self, key: str, numbers: list[int]) -> int:
+    def delete_versions(self, key: str, numbers: list[int]) -> tuple[int, list[Path]]:
         """Unlink the version files ``v<N>.md`` of ``key`` (forget only; the caller holds the lock).
 
-        Only files named as versions are touched; anything else in the
-        folder stays, and the folder is removed only once it is empty.
+        A file is deleted only when its name is a version's and its
+        frontmatter says it is that version of this key; anything else in the
+        folder stays (and is returned), and the folder goes only once empty.
+        With the last version go the key's state file and any temp file a
+        killed writer left (it may hold a value).
         """
+        d = self.key_dir(key)
         deleted = 0
-        for n in numbers:
-            try:
-                self.home.fact_file(key, n).unlink()
-                deleted += 1
-            except FileNotFoundError:
-                pass
-        _prune_empty(self.key_dir(key), self.root)
-        return deleted
+        kept: list[Path] = []
+        try:
+            with safe.opened_dir(self.home.root, d) as fd:
+                for n in numbers:
+                    path = self.home.fact_file(key, n)
+                    try:
+                        data = safe.read_at(fd, path)
+                    except FileNotFoundError:
+                        continue
+                    except (safe.UnsafePath, OSError):
+                        kept.append(path)
+                        continue
+                    if not is_version_of(data, key, n):
+                        kept.append(path)
+                        continue
+                    os.unlink(path.name, dir_fd=fd)
+                    deleted += 1
+                names = os.listdir(fd)
+                if not any(version_number(name) is not None for name in names):
+                    for name in names:
+                        if name == self.home.fact_state(key).name or (
+                                name.endswith(".tmp") and safe.is_orphan_temp(name, 0.0)):
+                            os.unlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            return 0, []
+        safe.prune_empty(d, root=self.home.root, stop=self.root)
+        return deleted, kept
+
+
+def _mark_superseded(dir_fd: int, fact: Fact) -> Fact:
+    """Step two of a write: the older version's file says `superseded`."""
+    path = _path(fact)
+    safe.write_at(dir_fd, path, _with_status(safe.read_at(dir_fd, path), "superseded"))
+    return dataclasses.replace(fact, status="superseded")
 
 
 def _path(fact: Fact) -> Path:
     if fact.path is None:
         raise ValueError(f"{fact.id} has no file")
     return fact.path
-
-
-def _mark_superseded(fact: Fact) -> None:
-    _set_status(_path(fact), "superseded")
-
-
-def _prune_empty(d: Path, stop: Path) -> None:
-    while d != stop and d.is_relative_to(stop):
-        try:
-            d.rmdir()
-        except OSError:
-            return
-        d = d.parent
-

@@ -1,48 +1,409 @@
-"""Small file helpers: atomic replace and appends."""
+"""Every file operation below the home, without following a link.
+
+A path below the home is reached one component at a time from the home's
+own folder, each step an ``open(..., O_NOFOLLOW | O_DIRECTORY)`` relative to
+the folder before it (``dir_fd``), and the file itself is opened, renamed or
+unlinked relative to its folder's descriptor. A symbolic link anywhere below
+the home therefore stops the operation with ``UnsafePath`` instead of being
+followed, for reads, writes, renames and deletes alike, and nothing can swap
+a folder for a link between a check and the use. The home folder itself may
+be a link (a person may keep ``~/.bead`` on another disk); only what is below
+it is never followed.
+
+Folders bead creates are 0700 and files 0600 whatever the umask (``mkdir``
+and ``open`` modes are masked by it, and pathlib's ``parents=True`` creates
+the parents 0777 & ~umask).
+
+Temp files are named ``.<name>.<pid>-<random>.tmp``: a temp file whose
+writer is gone is an orphan (``orphan_temps``), which `bead status` reports
+and ``bead status --fix`` or ``bead reindex`` removes.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
-import tempfile
+import re
+import secrets
+import stat
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ..errors import BeadError
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Write ``data`` to ``path`` so that a reader sees the old or the new file.
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# ELOOP on Linux and macOS, EMLINK on FreeBSD: the last component was a link.
+_LINK_ERRNOS = {errno.ELOOP, errno.EMLINK}
+LINK_FIX = ("bead never reads, writes or deletes through a symbolic link below its home: replace the link "
+            "with the real folder or file (move the target's contents into place), or remove the link; "
+            "`bead status` lists every link")
+# .<name>.<pid>-<8 hex>.tmp (ours); .<name>.<8 chars>.tmp (tempfile.mkstemp, older bead)
+_TEMP = re.compile(r"\.(.+)\.(?:(\d{1,10})-[0-9a-f]{8}|[a-z0-9_]{8})\.tmp")
+LEGACY_TEMP_AGE_S = 60.0
 
-    temp file in the same directory + fsync + rename + fsync of the directory.
-    The temp name starts with a dot so that watchers ignore it.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+
+class UnsafePath(BeadError):
+    """A path below the home that bead will not follow: a link, or a file where a folder should be."""
+
+
+def _refuse(path: Path, what: str) -> UnsafePath:
+    return UnsafePath(f"refusing to follow {path}: it is {what}", LINK_FIX)
+
+
+def _parts(root: Path, path: Path) -> tuple[str, ...]:
     try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        parts = path.relative_to(root).parts
+    except ValueError:
+        raise UnsafePath(f"refusing {path}: it is outside the bead home {root}",
+                         "bead only reads and writes below its home") from None
+    if any(p in ("", ".", "..") for p in parts):
+        raise UnsafePath(f"refusing {path}: it would leave the bead home", "bead only reads and writes below its home")
+    return parts
+
+
+def _describe(dir_fd: int, name: str) -> str:
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return "not a folder"
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link"
+    return "not a folder"
+
+
+@contextlib.contextmanager
+def opened_dir(root: Path, folder: Path, create: bool = False) -> Iterator[int]:
+    """A descriptor of ``folder``, reached from ``root`` without following a link.
+
+    Missing folders (``root`` too) are created 0700 when ``create``; otherwise FileNotFoundError.
+    """
+    parts = _parts(root, folder)
+    try:
+        fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    except FileNotFoundError:
+        if not create:
+            raise
+        os.makedirs(root, DIR_MODE, exist_ok=True)
+        os.chmod(root, DIR_MODE)
+        fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        here = root
+        for part in parts:
+            here = here / part
+            flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+            try:
+                nfd = os.open(part, flags, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, DIR_MODE, dir_fd=fd)
+                try:
+                    nfd = os.open(part, flags, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in _LINK_ERRNOS or exc.errno == errno.ENOTDIR:
+                        raise _refuse(here, _describe(fd, part)) from None
+                    raise
+                st = os.fstat(nfd)
+                if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) != DIR_MODE:
+                    os.fchmod(nfd, DIR_MODE)
+            except OSError as exc:
+                if exc.errno in _LINK_ERRNOS or exc.errno == errno.ENOTDIR:
+                    raise _refuse(here, _describe(fd, part)) from None
+                raise
+            os.close(fd)
+            fd = nfd
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def ensure_dir(path: Path, *, root: Path) -> Path:
+    """A folder below the home: created 0700 if missing (parents too), never a link."""
+    with opened_dir(root, path, create=True):
+        return path
+
+
+def check(path: Path, *, root: Path) -> None:
+    """Raise UnsafePath when a folder on the way to ``path`` (or ``path``) is a link; missing is fine."""
+    try:
+        with opened_dir(root, path.parent):
+            pass
+    except FileNotFoundError:
+        return
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise _refuse(path, "a symbolic link")
+
+
+def open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
+    """``os.open`` of ``path.name`` in the folder ``dir_fd``, never through a link (0600 when created)."""
+    return _open_at(dir_fd, path, flags, mode)
+
+
+def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
+    try:
+        fd = os.open(path.name, flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in _LINK_ERRNOS:
+            raise _refuse(path, "a symbolic link") from None
+        raise
+    if flags & os.O_CREAT:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) != mode:
+            os.fchmod(fd, mode)
+    return fd
+
+
+def open_file(path: Path, flags: int, mode: int = FILE_MODE, *, root: Path) -> int:
+    """``os.open`` of a file below ``root`` (O_NOFOLLOW on every step); with O_CREAT its folders are created."""
+    with opened_dir(root, path.parent, create=bool(flags & os.O_CREAT)) as d:
+        return _open_at(d, path, flags, mode)
+
+
+def read_at(dir_fd: int, path: Path) -> bytes:
+    """The bytes of ``path.name`` in the folder ``dir_fd`` (never through a link)."""
+    fd = _open_at(dir_fd, path, os.O_RDONLY)
+    try:
+        return _read_all(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)
+
+
+def read_bytes(path: Path, *, root: Path) -> bytes:
+    with opened_dir(root, path.parent) as d:
+        return read_at(d, path)
+
+
+def read_text(path: Path, *, root: Path, errors: str = "strict") -> str:
+    return read_bytes(path, root=root).decode("utf-8", errors=errors)
+
+
+def _temp_name(name: str) -> str:
+    return f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+
+
+def write_at(dir_fd: int, path: Path, data: bytes, mode: int = FILE_MODE, durable: bool = True) -> None:
+    """Replace ``path.name`` in the folder ``dir_fd`` atomically: temp file, fsync, rename, fsync of the folder.
+
+    The rename replaces a link of that name rather than following it.
+    """
+    tmp = _temp_name(path.name)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dir_fd)
+    try:
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        os.fsync(dir_fd)
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE, *, root: Path, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` (below ``root``) so that a reader sees the old or the new file."""
+    with opened_dir(root, path.parent, create=True) as d:
+        write_at(d, path, data, mode, durable)
+
+
+def unlink(path: Path, *, root: Path) -> bool:
+    """Remove ``path`` (a link is removed itself, never its target); False when it was not there."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        with opened_dir(root, path.parent) as d:
+            os.unlink(path.name, dir_fd=d)
+        return True
+    except FileNotFoundError:
+        return False
 
 
-def append_line(path: Path, line: str, mode: int = 0o600) -> None:
-    """Append one line with O_APPEND (a single write, so lines never interleave)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+def prune_empty(folder: Path, *, root: Path, stop: Path) -> None:
+    """Remove ``folder`` and its parents up to (not including) ``stop`` while they are empty."""
+    while folder != stop and folder.is_relative_to(stop):
+        try:
+            with opened_dir(root, folder.parent) as d:
+                os.rmdir(folder.name, dir_fd=d)
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def listdir(folder: Path, *, root: Path) -> list[str]:
+    """The names in ``folder``; [] when it does not exist."""
     try:
-        os.write(fd, (line.rstrip("\n") + "\n").encode("utf-8"))
-    finally:
-        os.close(fd)
+        with opened_dir(root, folder) as d:
+            return os.listdir(d)
+    except FileNotFoundError:
+        return []
 
+
+def walk(top: Path, *, root: Path, links: list[Path] | None = None,
+         skip_hidden_dirs: bool = True) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """(folder, sub-folders, regular files) below ``top``, sorted, never through a link.
+
+    Links found on the way (and ``top`` itself, if it or a folder above it is
+    one) are appended to ``links`` when given, and skipped.
+    """
+    with contextlib.ExitStack() as stack:
+        try:
+            fd = stack.enter_context(opened_dir(root, top))
+        except FileNotFoundError:
+            return
+        except UnsafePath:
+            if links is not None:
+                links.append(top)
+            return
+        yield from _walk_fd(fd, top, links, skip_hidden_dirs)
+
+
+def _walk_fd(fd: int, here: Path, links: list[Path] | None,
+             skip_hidden_dirs: bool) -> Iterator[tuple[Path, list[str], list[str]]]:
+    dirs: list[str] = []
+    regular: list[str] = []
+    with os.scandir(fd) as it:
+        for entry in it:
+            try:
+                if entry.is_symlink():
+                    if links is not None:
+                        links.append(here / entry.name)
+                elif entry.is_dir(follow_symlinks=False):
+                    if not (skip_hidden_dirs and entry.name.startswith(".")):
+                        dirs.append(entry.name)
+                elif entry.is_file(follow_symlinks=False):
+                    regular.append(entry.name)
+            except OSError:
+                continue
+    dirs.sort()
+    regular.sort()
+    yield here, dirs, regular
+    for name in dirs:
+        try:
+            sub = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+        except OSError:
+            continue  # replaced by a link or removed since the listing
+        try:
+            yield from _walk_fd(sub, here / name, links, skip_hidden_dirs)
+        finally:
+            os.close(sub)
+
+
+# ----- append-only files that forget may rewrite ------------------------------
+def append_line(path: Path, line: str, mode: int = FILE_MODE, *, root: Path) -> None:
+    """Append one line with O_APPEND (one write, so lines never interleave).
+
+    The append holds a shared flock on the file; ``rewrite_lines`` holds it
+    exclusively, and an appender that waited while the file was replaced
+    appends to the new file, so a rewrite never loses a line.
+    """
+    data = (line.rstrip("\n") + "\n").encode("utf-8")
+    with opened_dir(root, path.parent, create=True) as d:
+        while True:
+            fd = _open_at(d, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                try:
+                    now = os.stat(path.name, dir_fd=d, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                mine = os.fstat(fd)
+                if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
+                    continue  # replaced while we waited: append to the new file
+                os.write(fd, data)
+                return
+            finally:
+                os.close(fd)
+
+
+def rewrite_lines(path: Path, edit: Callable[[str], str | None], *, root: Path) -> int:
+    """Rewrite a line file through ``edit`` (a new line, or None to drop it); the number of lines changed.
+
+    Holds the file's flock exclusively, so concurrent ``append_line`` calls
+    wait and then land in the new file.
+    """
+    with contextlib.ExitStack() as stack:
+        try:
+            d = stack.enter_context(opened_dir(root, path.parent))
+            fd = _open_at(d, path, os.O_RDONLY)
+        except FileNotFoundError:
+            return 0
+        stack.callback(os.close, fd)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        out: list[str] = []
+        changed = 0
+        for line in _read_all(fd).decode("utf-8", errors="replace").splitlines():
+            new = edit(line)
+            if new != line:
+                changed += 1
+            if new is not None:
+                out.append(new + "\n")
+        if changed:
+            write_at(d, path, "".join(out).encode("utf-8"))
+        return changed
+
+
+# ----- temp files left by a killed writer --------------------------------------
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_orphan_temp(name: str, mtime: float, now: float | None = None) -> bool:
+    """A temp file of ours whose writer is gone (or, for an older name without a pid, older than a minute)."""
+    m = _TEMP.fullmatch(name)
+    if not m:
+        return False
+    if m.group(2):
+        return not _alive(int(m.group(2)))
+    return (now if now is not None else time.time()) - mtime > LEGACY_TEMP_AGE_S
+
+
+def orphan_temps(top: Path, *, root: Path) -> list[Path]:
+    """Temp files below ``top`` whose writer is gone (they may hold a value: report and remove them)."""
+    out = []
+    now = time.time()
+    for folder, _dirs, names in walk(top, root=root, skip_hidden_dirs=False):
+        for name in names:
+            if not name.endswith(".tmp"):
+                continue
+            p = folder / name
+            try:
+                mtime = os.lstat(p).st_mtime
+            except OSError:
+                continue
+            if is_orphan_temp(name, mtime, now):
+                out.append(p)
+    return out

@@ -11,7 +11,13 @@ TRUSTS = ("user_stated", "agent_observed", "dream_inferred")
 SENSITIVITIES = ("public", "private", "secret")
 STATUSES = ("current", "superseded", "dormant", "sealed")
 
-_SEGMENT = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+# fullmatch everywhere: `$` also matches before a final newline.
+_SEGMENT = re.compile(r"[a-z0-9][a-z0-9._-]*")
+_ID = re.compile(r"(.+)@v([1-9][0-9]{0,8})")
+# A segment is a folder name (the file system allows 255 bytes); a key also
+# lands in ids, index rows and audit lines.
+MAX_SEGMENT_BYTES = 100
+MAX_KEY_BYTES = 256   # project/<100>/<100> fits
 KEY_HELP = "keys look like user/<name>, project/<project>/<name> or global/<name>, with lower-case [a-z0-9._-] segments"
 
 
@@ -24,6 +30,9 @@ def validate_key(key: str) -> str:
     """
     if not isinstance(key, str) or not key:
         raise BeadError("empty key", KEY_HELP)
+    if len(key.encode("utf-8")) > MAX_KEY_BYTES:
+        raise BeadError(f"key {key[:40]!r}... is {len(key.encode('utf-8'))} bytes long; the limit is {MAX_KEY_BYTES}",
+                        f"use a shorter key (at most {MAX_KEY_BYTES} bytes, {MAX_SEGMENT_BYTES} per segment)")
     if key.startswith("/") or "\\" in key:
         raise BeadError(f"key {key!r} is an absolute or Windows path", KEY_HELP)
     parts = key.split("/")
@@ -32,14 +41,40 @@ def validate_key(key: str) -> str:
             raise BeadError(f"key {key!r} has an empty segment", KEY_HELP)
         if part in (".", ".."):
             raise BeadError(f"key {key!r} would escape the store ({part!r} segment)", KEY_HELP)
-        if not _SEGMENT.match(part):
+        if not _SEGMENT.fullmatch(part):
             raise BeadError(f"key {key!r}: segment {part!r} is not lower-case [a-z0-9._-] "
                             "(or starts with a dot or dash)", KEY_HELP)
+        if len(part.encode("utf-8")) > MAX_SEGMENT_BYTES:
+            raise BeadError(f"key {key!r}: segment {part[:40]!r}... is {len(part.encode('utf-8'))} bytes long; "
+                            f"the limit is {MAX_SEGMENT_BYTES}",
+                            f"use a shorter name (at most {MAX_SEGMENT_BYTES} bytes per segment)")
     scope = parts[0]
     shape_ok = (scope in ("user", "global") and len(parts) == 2) or (scope == "project" and len(parts) == 3)
     if not shape_ok:
         raise BeadError(f"key {key!r} does not have the shape of a key", KEY_HELP)
     return key
+
+
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._-/")
+
+
+def key_mentions(text: str, key: str) -> list[tuple[int, int]]:
+    """Spans where ``text`` names ``key`` as a whole key or id (``user/a`` is not in ``user/ab``).
+
+    A key may end a sentence: ``user/a.`` names user/a, ``user/a.b`` does not.
+    Plain substring search, so its time is linear in the text whatever it holds.
+    """
+    out = []
+    i = 0
+    while (j := text.find(key, i)) != -1:
+        end = j + len(key)
+        before = text[j - 1] if j else ""
+        after = text[end:end + 2]
+        tail_ok = not after or after[0] not in _KEY_CHARS or (after[0] == "." and after[1:2] not in _KEY_CHARS)
+        if (not before or before not in _KEY_CHARS) and tail_ok:
+            out.append((j, end))
+        i = end
+    return out
 
 
 def scope_of(key: str) -> str:
@@ -56,7 +91,7 @@ def check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
 
 def parse_id(text: str) -> tuple[str, int] | None:
     """``key@vN`` -> (key, N); None when ``text`` is not a version id."""
-    m = re.match(r"^(.+)@v(\d+)$", text)
+    m = _ID.fullmatch(text)
     if not m:
         return None
     return m.group(1), int(m.group(2))

@@ -9,6 +9,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from .files import open_file
+
 
 class LockBusy(OSError):
     """A non-blocking lock is held by another process."""
@@ -16,16 +18,19 @@ class LockBusy(OSError):
 
 @contextlib.contextmanager
 def flocked(path: Path, exclusive: bool = True, blocking: bool = True,
-            timeout: float | None = None) -> Iterator[None]:
+            timeout: float | None = None, *, root: Path | None = None) -> Iterator[None]:
     """Hold ``flock`` on ``path`` (created 0600 if missing) for the block.
+
+    ``root`` is the bead home: the lock file and its folders are reached from
+    it without following a link (and created 0700). Without it, only the
+    lock file itself must not be a link.
 
     flock locks belong to the open file description, so two threads of one
     process that each open the file also exclude each other. With
     ``blocking=False`` a lock held elsewhere raises LockBusy at once; with a
     ``timeout`` (seconds) it raises LockBusy once that has passed.
     """
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fd = open_file(path, os.O_RDWR | os.O_CREAT, root=root if root is not None else path.parent)
     try:
         flags = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
         if blocking and timeout is None:

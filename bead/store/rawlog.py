@@ -26,15 +26,15 @@ from typing import Any
 from ..capture.secrets import redact as redact_secrets
 from ..errors import BeadError
 from ..paths import Home
+from . import files as safe
 from .audit import iso
-from .files import atomic_write
 from .locks import flocked
 
 MARKER_PREFIX = "<!-- bead:turn "
 _MARKER = re.compile(r"^<!-- bead:turn (\{.*\}) -->$")
 _FORGED = re.compile(r"^(\\*)(<!-- bead:turn )", re.M)
 _UNESCAPE = re.compile(r"^\\(\\*<!-- bead:turn )", re.M)
-_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")   # fullmatch: `$` allows a final newline
 FORGOTTEN = "[forgotten]"
 
 
@@ -107,7 +107,7 @@ def parse(text: str, path: Path | None = None) -> list[Turn]:
 
 
 def check_session(session: str) -> str:
-    if not isinstance(session, str) or not _SESSION.match(session):
+    if not isinstance(session, str) or not _SESSION.fullmatch(session):
         raise BeadError(
             f"session id {session!r} is not usable as a file name",
             "use letters, digits, '.', '_' and '-' (up to 128 characters)",
@@ -135,6 +135,8 @@ class RawLog:
         if cached is not None and cached.exists():
             return cached
         for p in sorted(self.root.glob(self.home.raw_glob(session))):
+            # glob may pass through a link; the file is only ever opened from the home down.
+            safe.check(p, root=self.home.root)
             self._paths[session] = p
             return p
         return None
@@ -168,34 +170,32 @@ class RawLog:
                 flags.setdefault("redacted", sorted(set(found)))
             flags.setdefault("owner", self.owner)
             scanned.append((role, clean, iso(at or self.clock()), ref, flags))
-        with flocked(self.lock_path):
+        with flocked(self.lock_path, root=self.home.root):
             path = self._path_for(session, first_at.astimezone(UTC))
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            n = _last_turn_number(path)
-            turns = []
-            for role, clean, at_text, ref, flags in scanned:
-                n += 1
-                turns.append(Turn(session, n, role, at_text, clean, ref, path, flags))
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = safe.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, root=self.home.root)
             try:
+                n = _last_turn_number(fd)
+                turns = []
+                for role, clean, at_text, ref, flags in scanned:
+                    n += 1
+                    turns.append(Turn(session, n, role, at_text, clean, ref, path, flags))
                 os.write(fd, render(turns).encode("utf-8"))
             finally:
                 os.close(fd)
         return turns
 
     def read(self, path: Path) -> list[Turn]:
-        return parse(path.read_text(encoding="utf-8", errors="replace"), path)
+        return parse(safe.read_text(path, root=self.home.root, errors="replace"), path)
 
     def files(self) -> Iterator[Path]:
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in sorted(filenames):
+        for folder, _dirs, names in safe.walk(self.root, root=self.home.root):
+            for name in names:
                 if name.endswith(".md") and not name.startswith("."):
-                    yield Path(dirpath) / name
+                    yield folder / name
 
     def redact_turns(self, path: Path, numbers: set[int]) -> list[Turn]:
         """Replace the text of turns ``numbers`` with ``[forgotten]``; markers stay."""
-        with flocked(self.lock_path):
+        with flocked(self.lock_path, root=self.home.root):
             turns = self.read(path)
             changed = []
             for t in turns:
@@ -204,38 +204,36 @@ class RawLog:
                     t.flags["forgotten"] = True
                     changed.append(t)
             if changed:
-                atomic_write(path, render(turns).encode("utf-8"), mode=0o600)
+                safe.atomic_write(path, render(turns).encode("utf-8"), root=self.home.root)
             return changed
 
 
-def _last_turn_number(path: Path) -> int:
-    """The highest turn number in a file, reading backwards from its end."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
+def _last_turn_number(fd: int) -> int:
+    """The highest turn number in an open raw file, reading backwards from its end."""
+    size = os.fstat(fd).st_size
+    if size == 0:
         return 0
     chunk = 1 << 16
-    with open(path, "rb") as f:
-        pos, tail = size, b""
-        while pos > 0:
-            step = min(chunk, pos)
-            pos -= step
-            f.seek(pos)
-            tail = f.read(step) + tail
-            # A marker starts a line: at the very start of the file or after \n.
-            idx = tail.rfind(b"\n" + MARKER_PREFIX.encode())
-            if idx == -1 and pos == 0 and tail.startswith(MARKER_PREFIX.encode()):
-                idx = -1
-                line = tail.split(b"\n", 1)[0]
-            elif idx != -1:
-                line = tail[idx + 1:].split(b"\n", 1)[0]
-            else:
-                continue
-            m = _MARKER.match(line.decode("utf-8", "replace"))
-            if m:
-                try:
-                    return int(json.loads(m.group(1))["n"])
-                except (ValueError, KeyError):
-                    pass
-            break
-    return max((t.n for t in parse(path.read_text(encoding="utf-8", errors="replace"))), default=0)
+    pos, tail = size, b""
+    while pos > 0:
+        step = min(chunk, pos)
+        pos -= step
+        tail = os.pread(fd, step, pos) + tail
+        # A marker starts a line: at the very start of the file or after \n.
+        idx = tail.rfind(b"\n" + MARKER_PREFIX.encode())
+        if idx == -1 and pos == 0 and tail.startswith(MARKER_PREFIX.encode()):
+            idx = -1
+            line = tail.split(b"\n", 1)[0]
+        elif idx != -1:
+            line = tail[idx + 1:].split(b"\n", 1)[0]
+        else:
+            continue
+        m = _MARKER.match(line.decode("utf-8", "replace"))
+        if m:
+            try:
+                return int(json.loads(m.group(1))["n"])
+            except (ValueError, KeyError):
+                pass
+        break
+    text = os.pread(fd, size, 0).decode("utf-8", errors="replace")
+    return max((t.n for t in parse(text)), default=0)

@@ -1,0 +1,95 @@
+"""Port gitleaks' default rules into bead/capture/rules.yaml (a maintainer's tool, not run by bead).
+
+    git -C gitleaks show v8.30.1:config/gitleaks.toml > /tmp/gitleaks.toml
+    python setup_scripts/port_gitleaks.py /tmp/gitleaks.toml v8.30.1 <commit> > /tmp/gitleaks-rules.yaml
+
+The output is the `gitleaks:` part of rules.yaml: rule data only (ids,
+patterns, keywords, entropy, secret groups, allowlists), no code. gitleaks is
+MIT-licensed (Copyright (c) 2019 Zachary Rice), which allows copying it with
+its notice. What bead changes, and why, is in ADAPT below and is written next
+to each adapted rule:
+
+- gitleaks scans files; bead scans conversation. A key in running text is
+  followed by `.`, `,`, `)` and the like, which gitleaks' closing boundary
+  `(?:[\x60'"\\s;]|\\\\[nr]|$)` does not accept, so a key at the end of a
+  sentence was missed: the boundary gets those characters too.
+- Length caps meant for the usual key length miss a longer key entirely when
+  a boundary must follow (a Stripe live key of 107 characters): lifted.
+- File-path allowlists (and rules that match a file name only) do not apply
+  to conversation text and are left out.
+
+Every pattern is RE2 syntax already (gitleaks is Go, whose regexp is RE2):
+no lookaround, no backreferences; the tool checks that each one compiles.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+
+import re2
+import yaml
+
+BOUNDARY = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
+PROSE_BOUNDARY = r"""(?:[\x60'"\s;.,:!?)\]}>]|\\[nr]|$)"""
+ADAPT = {
+    "stripe-access-token": ("[a-zA-Z0-9]{10,99})", "[a-zA-Z0-9]{10,})",
+                            "no upper length: a longer live key was not redacted at all"),
+}
+
+
+def port(toml: dict) -> dict:
+    out_rules = []
+    for r in toml["rules"]:
+        if "regex" not in r:
+            continue  # a file-name rule (pkcs12-file)
+        pattern = r["regex"]
+        notes = []
+        if BOUNDARY in pattern:
+            pattern = pattern.replace(BOUNDARY, PROSE_BOUNDARY)
+            notes.append("closing boundary also accepts sentence punctuation")
+        if r["id"] in ADAPT:
+            old, new, why = ADAPT[r["id"]]
+            assert old in pattern, r["id"]
+            pattern = pattern.replace(old, new)
+            notes.append(why)
+        re2.compile(pattern)
+        rule: dict = {"id": r["id"], "keywords": [k.lower() for k in r.get("keywords", [])], "pattern": pattern}
+        if r.get("secretGroup"):
+            rule["group"] = r["secretGroup"]
+        if r.get("entropy"):
+            rule["entropy"] = r["entropy"]
+        allow = []
+        for a in r.get("allowlists", []):
+            if a.get("paths"):
+                continue  # about file paths (alone, or AND-ed with them): never true for conversation text
+            entry: dict = {}
+            if a.get("regexes"):
+                for rx in a["regexes"]:
+                    re2.compile(rx)
+                entry["regexes"] = a["regexes"]
+                entry["target"] = a.get("regexTarget", "secret")
+            if a.get("stopwords"):
+                entry["stopwords"] = [w.lower() for w in a["stopwords"]]
+            if entry:
+                allow.append(entry)
+        if allow:
+            rule["allow"] = allow
+        if notes:
+            rule["adapted"] = "; ".join(notes)
+        out_rules.append(rule)
+    glob = toml.get("allowlist", {})
+    return {"allow": {"regexes": glob.get("regexes", []), "stopwords": [w.lower() for w in glob.get("stopwords", [])]},
+            "rules": out_rules}
+
+
+def main() -> None:
+    path, version, commit = sys.argv[1:4]
+    with open(path, "rb") as f:
+        data = port(tomllib.load(f))
+    data = {"version": version, "commit": commit, **data}
+    yaml.safe_dump({"gitleaks": data}, sys.stdout, sort_keys=False, allow_unicode=True, width=100000)
+
+
+if __name__ == "__main__":
+    main()

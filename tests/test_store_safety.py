@@ -1,0 +1,294 @@
+"""The store touches nothing outside its home: links are refused, not followed; keys, modes, leftovers, limits."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bead import forget
+from bead.cli import cli
+from bead.config import Config, StoreSettings
+from bead.core.memory import Memory
+from bead.core.state import Conversations
+from bead.core.trace import Trace
+from bead.dream.episodes import Episodes
+from bead.dream.queue import Queue
+from bead.dream.run import Reports
+from bead.errors import BeadError
+from bead.paths import Home
+from bead.store.files import UnsafePath
+from bead.store.keys import parse_id, validate_key
+from bead.store.rawlog import check_session
+
+T0 = datetime(2026, 11, 5, 9, 0, tzinfo=UTC)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def run_cli(*args: str, input: str | None = None):
+    """The CLI in process (errors as a person sees them, no traceback expected)."""
+    result = CliRunner().invoke(cli, list(args), input=input)
+    assert "Traceback" not in result.output + (result.stderr or ""), result.output
+    return result
+
+
+@pytest.fixture
+def outside(tmp_path) -> Path:
+    """A folder outside the home holding a file that must never be touched, and one that looks like a version."""
+    d = tmp_path / "outside"
+    d.mkdir()
+    (d / "keep.txt").write_text("unrelated\n")
+    (d / "v1.md").write_text("---\nid: user/link@v1\nkey: user/link\ntype: user\nversion: 1\n---\nplanted\n")
+    return d
+
+
+class TestLinkedKeyFolder:
+    """store/facts/user/link -> a folder outside the home: no write lands there, forget deletes nothing there."""
+
+    @pytest.fixture
+    def linked(self, mem, outside):
+        (mem.home.facts / "user").mkdir(parents=True, exist_ok=True)
+        (mem.home.facts / "user" / "link").symlink_to(outside, target_is_directory=True)
+        return mem, outside, snapshot(outside)
+
+    def test_write_refused(self, linked):
+        mem, outside, before = linked
+        with pytest.raises(UnsafePath) as e:
+            mem.write("user/link", "v1 text", "user")
+        assert "symbolic link" in e.value.message and "user/link" in e.value.message and e.value.hint
+        assert snapshot(outside) == before
+
+    def test_forget_refused_and_nothing_outside_deleted(self, linked):
+        mem, outside, before = linked
+        with pytest.raises(BeadError):
+            forget.apply(mem, forget.plan_target(mem, "user/link"))
+        r = run_cli("forget", "user/link")
+        assert r.exit_code == 1 and "symbolic link" in r.stderr
+        assert snapshot(outside) == before and (mem.home.facts / "user" / "link").is_symlink()
+
+    def test_show_and_history_refused(self, linked):
+        assert run_cli("show", "user/link").exit_code == 1
+        assert run_cli("history", "user/link").exit_code == 1
+
+    def test_status_reports_the_link_with_its_fix(self, linked):
+        mem, outside, _ = linked
+        from bead.cli.status import collect
+
+        problems = collect(mem)["problems"]
+        (p,) = [p for p in problems if "symbolic link" in p["problem"]]
+        assert str(mem.home.facts / "user" / "link") in p["problem"] and str(outside) in p["problem"]
+        assert "rm " in p["fix"] and "bead reindex" in p["fix"]
+
+
+class TestLinkedScopeFolder:
+    """store/facts/global -> outside: writes refused; forget --match, status and reindex never use what is behind it."""
+
+    @pytest.fixture
+    def linked(self, mem, outside):
+        (mem.home.facts / "global").symlink_to(outside, target_is_directory=True)
+        (outside / "x").mkdir()
+        (outside / "x" / "v1.md").write_text("---\nid: global/x@v1\nkey: global/x\ntype: reference\nversion: 1\n"
+                                             "---\nhidden behind a link\n")
+        return mem, outside, snapshot(outside)
+
+    def test_write_refused(self, linked):
+        mem, outside, before = linked
+        with pytest.raises(UnsafePath):
+            mem.write("global/editor", "helix", "reference")
+        assert snapshot(outside) == before
+
+    def test_match_reindex_and_status_stay_inside(self, linked):
+        mem, outside, before = linked
+        mem.write("user/editor", "helix hidden behind nothing", "user")
+        plan = forget.plan_match(mem, "hidden behind")
+        assert sorted(plan.keys) == ["user/editor"]
+        forget.apply(mem, plan)
+        from bead.index.rebuild import rebuild
+
+        counts, problems = rebuild(mem.index, mem.facts, mem.raw)
+        assert counts["keys"] == 0 and any("symbolic link" in p.reason for p in problems)
+        from bead.cli.status import collect
+
+        assert any(str(mem.home.facts / "global") in p["problem"] for p in collect(mem)["problems"])
+        assert snapshot(outside) == before
+
+
+def test_linked_version_file_is_never_read_or_deleted(mem, tmp_path):
+    """A version file that is a link is a problem of its key: skipped by readers, kept by forget, target untouched."""
+    target = tmp_path / "elsewhere.md"
+    target.write_text("---\nid: user/a@v2\nkey: user/a\ntype: user\nversion: 2\n---\nfrom outside\n")
+    mem.write("user/a", "alpha", "user")
+    link = mem.home.fact_file("user/a", 2)
+    link.symlink_to(target)
+    kv = mem.versions("user/a")
+    assert kv.current.body == "alpha" and "symbolic link" in kv.problems[0].reason
+    summary = forget.apply(mem, forget.plan_target(mem, "user/a"))
+    assert summary["kept"] == [str(link)]
+    assert link.is_symlink() and target.read_text().endswith("from outside\n")
+
+
+def test_linked_sessions_folder_takes_no_state(mem, tmp_path):
+    elsewhere = tmp_path / "sessions-elsewhere"
+    elsewhere.mkdir()
+    mem.home.sessions.rmdir()
+    mem.home.sessions.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(UnsafePath):
+        Conversations(mem.home).load("conv-1")
+    with pytest.raises(UnsafePath), Conversations(mem.home).lock("conv-1"):
+        pass
+    assert list(elsewhere.iterdir()) == []
+
+
+class TestForeignFiles:
+    """Forget deletes only files named like versions that say they are versions of the key."""
+
+    def test_foreign_files_survive_forget(self, mem):
+        mem.write("user/editor", "vim", "user")
+        mem.write("user/editor", "helix", "user")
+        d = mem.home.fact_dir("user/editor")
+        (d / "README.txt").write_text("notes about my editor\n")
+        (d / "v3.md").write_text("a file named like a version that is not one\n")
+        (d / "v4.md").write_text("---\nid: user/other@v4\nkey: user/other\ntype: user\nversion: 4\n---\nother key\n")
+        summary = forget.apply(mem, forget.plan_target(mem, "user/editor"))
+        assert summary["versions"] == 4 and sorted(summary["kept"]) == [str(d / "v3.md"), str(d / "v4.md")]
+        assert sorted(p.name for p in d.iterdir()) == [".state.json", "README.txt", "v3.md", "v4.md"]
+        assert not (d / "v1.md").exists() and not (d / "v2.md").exists()
+
+    def test_cli_warns_about_what_it_kept(self, mem):
+        mem.write("user/pet", "a cat", "user")
+        (mem.home.fact_dir("user/pet") / "v2.md").write_text("not a version\n")
+        r = run_cli("forget", "user/pet")
+        assert r.exit_code == 0 and "warning: kept" in r.stderr and "v2.md" in r.stderr
+
+
+class TestKeys:
+    """Full-match validation everywhere, and byte limits with a clear error."""
+
+    @pytest.mark.parametrize("key", ["user/x\n", "user/x\r", "project/app/x\n", "user/\nx"])
+    def test_trailing_newline_refused(self, mem, key):
+        with pytest.raises(BeadError):
+            mem.write(key, "v", "user")
+        assert not any("\n" in p.name or "\r" in p.name for p in mem.home.facts.rglob("*"))
+
+    def test_ids_and_sessions_full_match(self):
+        assert parse_id("user/x@v1") == ("user/x", 1)
+        assert parse_id("user/x@v1\n") is None and parse_id("user/x@v0") is None
+        with pytest.raises(BeadError):
+            check_session("abc\n")
+
+    @pytest.mark.parametrize("key", ["user/" + "a" * 101, "user/" + "a" * 300,
+                                     "project/" + "p" * 100 + "/" + "n" * 100 + "x" * 60])
+    def test_over_long_keys_refused_with_the_limit(self, mem, key):
+        with pytest.raises(BeadError) as e:
+            mem.write(key, "v", "user")
+        assert "limit" in e.value.message and "bytes" in e.value.hint
+        for args in (("write", key, "v", "--type", "user"), ("show", key), ("forget", key)):
+            r = run_cli(*args)
+            assert r.exit_code == 1 and "limit" in r.stderr, r.stderr
+
+    def test_longest_allowed_key_works(self, mem):
+        key = "project/" + "p" * 100 + "/" + "n" * 100
+        assert validate_key(key) and mem.write(key, "fits", "project").written
+
+    def test_remember_keys_fit(self):
+        from bead.core.remember import propose_key
+
+        key = propose_key("my token file is " + "z" * 400, "shop")
+        validate_key(key)
+
+
+def test_folders_0700_and_files_0600_under_umask_000(tmp_path):
+    """Whatever the umask, every folder bead creates is 0700 and every file 0600."""
+    old = os.umask(0)
+    try:
+        home = Home(tmp_path / "home").ensure()
+        with Memory(home, Config(owner="t")) as mem:
+            mem.write("project/app/db", "PostgreSQL 16", "project")
+            mem.write("project/app/db", "PostgreSQL 17", "project")
+            mem.append_turns("sess-1", [("user", "hello", T0, None)])
+            st = Conversations(home).load("sess-1-t")
+            with Conversations(home).lock("sess-1-t"):
+                st.append({"kind": "captured", "upto": 1})
+            Queue(mem).add("suspicious", "user/q", "user", "a proposal", [])
+            Episodes(home).write("sess-1", T0, {"situation": "s"}, "t", T0)
+            Reports(home).append(T0, "## run\n")
+            Trace(home.root / "trace" / "t.jsonl").record({"cues": []})
+            mem.index.checkpoint()
+        for p in [home.root, *home.root.rglob("*")]:
+            mode = stat.S_IMODE(p.lstat().st_mode)
+            assert mode == (0o700 if p.is_dir() else 0o600), f"{p} is {mode:o}"
+    finally:
+        os.umask(old)
+
+
+class TestOrphanedTemps:
+    """A writer killed after creating its temp file leaves text behind: status reports it, --fix and reindex remove it."""
+
+    def kill_writer(self, home: Path) -> Path:
+        script = textwrap.dedent(f"""
+            import os
+            from pathlib import Path
+            from bead.config import Config
+            from bead.core.memory import Memory
+            from bead.paths import Home
+            os.replace = lambda *a, **k: os._exit(9)   # die with the temp file written, before the rename
+            Memory(Home(Path({str(home)!r})), Config(owner="t")).write("user/orphan", "Wobbleplank-7731", "user")
+        """)
+        assert subprocess.run([sys.executable, "-c", script], capture_output=True).returncode == 9
+        (tmp,) = [p for p in Home(home).fact_dir("user/orphan").iterdir() if p.name.endswith(".tmp")]
+        assert b"Wobbleplank-7731" in tmp.read_bytes()
+        return tmp
+
+    def test_status_reports_and_fix_removes(self, mem, bead_home):
+        from bead.cli.status import collect
+
+        tmp = self.kill_writer(bead_home)
+        live = mem.home.facts / f".v9.md.{os.getpid()}-0badc0de.tmp"   # a write in flight in this process
+        live.write_text("in flight")
+        assert mem.orphan_temps() == [tmp]
+        assert any(str(tmp) in p["problem"] and "--fix" in p["fix"] for p in collect(mem)["problems"])
+        data = collect(mem, fix=True)
+        assert not tmp.exists() and live.exists() and any(str(tmp) in line for line in data["fixed"])
+
+    def test_reindex_removes(self, mem, bead_home):
+        tmp = self.kill_writer(bead_home)
+        r = run_cli("reindex")
+        assert r.exit_code == 0 and not tmp.exists() and str(tmp) in r.stderr
+
+    def test_forget_removes(self, mem, bead_home):
+        tmp = self.kill_writer(bead_home)
+        mem.write("user/orphan", "Wobbleplank-7731", "user")
+        forget.apply(mem, forget.plan_target(mem, "user/orphan"))
+        assert not tmp.exists() and not mem.home.fact_dir("user/orphan").exists()
+
+
+class TestBodyLimit:
+    """A fact body has a size limit (store.max_fact_bytes, 64 KB by default) with a clear error."""
+
+    def test_default_limit(self, mem):
+        assert mem.write("user/big", "x" * 65536, "user").written
+        with pytest.raises(BeadError) as e:
+            mem.write("user/big", "y" * 65537, "user")
+        assert "65,536" in e.value.message and "store.max_fact_bytes" in e.value.message and e.value.hint
+
+    def test_configured_limit_counts_bytes(self, bead_home):
+        mem = Memory(Home(bead_home).ensure(), Config(owner="t", store=StoreSettings(max_fact_bytes=10)))
+        assert mem.write("user/a", "ééééé", "user").written          # 10 bytes
+        with pytest.raises(BeadError):
+            mem.write("user/a", "éééééé", "user")                    # 12 bytes
+        mem.close()
+
+    def test_cli_stdin_over_the_limit(self, bead_home):
+        r = run_cli("write", "user/big", "-", "--type", "user", input="z" * 70_000)
+        assert r.exit_code == 1 and "store.max_fact_bytes" in r.stderr
+        assert not Home(bead_home).fact_dir("user/big").exists()
