@@ -183,13 +183,10 @@ class Memory:
     # ----- raw --------------------------------------------------------------
     def append_turns(self, session: str, items: Iterable[TurnItem]) -> list[Turn]:
         """Append turns to the raw log, then index them; IndexBehind when only the first happened."""
-        from ..index.sqlite import module
-
         turns = self.raw.append_many(session, items)
-        try:
-            self.index.add_turns(turns)
-        except module().OperationalError:
-            raise IndexBehind(f"{len(turns)} turn(s) of session {session}") from None
+        what = f"{len(turns)} turn(s) of session {session}"
+        if turns and not self._catch_up(lambda idx: idx.add_turns(turns), what):
+            raise IndexBehind(what)
         return turns
 
     def redact_turns(self, path: Path, numbers: set[int]) -> int:
