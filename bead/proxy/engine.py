@@ -302,15 +302,15 @@ class Engine:
             message, flags = result
             if truncated:
                 flags["partial"] = True
-            turn = capture.assistant_turn(message, ident, flags)
-            if turn is None:
+            turns = capture.assistant_turns(message, ident, flags)
+            if not turns:
                 return
             mem = self.memory()
             with self.conversations.lock(ident.id):
                 st = self.conversations.load(ident.id)
                 if st.captured > prep.n_messages and not st.captured_partial:
                     return  # a retry of a request whose answer is already in the log
-                self._capture(mem, ident, [turn])
+                self._capture(mem, ident, turns)
                 st.set_captured(prep.n_messages + 1, bool(flags.get("partial")))
         except Exception as exc:
             self.error("capture", exc)
