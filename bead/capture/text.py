@@ -176,13 +176,18 @@ def _line_sources(text: str) -> list[tuple[str, str]]:
     fence = ""
     pasted_left = 0       # lines of an expanded paste still to come
     document = False
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if document:
+            # Nothing marks where a document ends: the rest of the block, at once.
+            out.append((PASTED, "\n".join(lines[i:])))
+            break
         if fence:
             out.append((PASTED, line))
             if _closes(line, fence):
                 fence = ""
             continue
-        if document or pasted_left > 0:
+        if pasted_left > 0:
             pasted_left -= 1
             out.append((PASTED, line))
             continue
@@ -211,12 +216,20 @@ def _line_sources(text: str) -> list[tuple[str, str]]:
     return out
 
 
+# A line that may start something pasted; text with none of these (and no
+# marker or output tag) is typed as a whole, without a walk over its lines.
+_MAY_PASTE = compile_linear(r"(?m)^ {0,3}(?:>|#|---|```|~~~)")
+
+
 def segments(text: str) -> list[tuple[str, str]]:
     """``text`` (already cleaned) as runs of (source, text): typed, pasted or tool_output.
 
     Runs of the same source are joined; each run's text is stripped, and
     runs left empty are dropped.
     """
+    if ("[Pasted text" not in text and "<bash-std" not in text and "<local-command-std" not in text
+            and not _MAY_PASTE.search(text)):
+        return [(TYPED, text.strip())] if text.strip() else []
     pieces: list[tuple[str, str]] = []
     pos = 0
     for start, end in _output_spans(text):

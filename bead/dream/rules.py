@@ -28,6 +28,7 @@ model or an attacker wrote.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -238,7 +239,9 @@ RULES: tuple[Rule, ...] = (
     )),
 )
 
-_CLAUSE = compile_linear(r"[.;!?]\s+|\n")
+# Python's re splits faster than the RE2 binding (one call, no match objects);
+# the pattern is bounded and cannot backtrack.
+_CLAUSE = re.compile(r"[.;!?]\s{1,64}|\n")
 _NEGATION = compile_linear(r"(?i)\b(?:never|not|don't|dont|do not|does not|doesn't|avoid|no)\b")
 _NOT_A_NEGATION = compile_linear(r"(?i)^\W{0,4}(?:forget|fail|hesitate|skip|stop|miss|optional)\b")
 
@@ -263,22 +266,41 @@ def _holds(form: Form, clause: str) -> bool:
 
 def _clauses(text: str) -> list[str]:
     """The clauses of ``text``; a `code span` is never split (a command's ``;`` or ``.`` is not a clause end)."""
-    out = [""]
+    out: list[str] = []
+    cur: list[str] = []
     for i, piece in enumerate(text.split("`")):
         if i % 2:
-            out[-1] += "`" + piece + "`"
+            cur.append("`" + piece + "`")
             continue
         first, *rest = _CLAUSE.split(piece)
-        out[-1] += first
-        out += rest
+        cur.append(first)
+        for r in rest:
+            out.append("".join(cur))
+            cur = [r]
+    out.append("".join(cur))
     return [c for c in out if c.strip()]
 
 
+# What the prefilter judges is a fact (at most MAX_CHARS) or a "remember"
+# value (the same bound); text far longer is no fact, and a person reads it.
+MAX_JUDGED = 8 * MAX_CHARS
+OVERSIZE = Rule("oversize", f"longer than {MAX_JUDGED} characters: no fact is, so a person reads it", ())
+
+
 def instruction_rule(text: str) -> Rule | None:
-    """The first rule that finds ``text`` an instruction to a model (an attack), or None."""
-    clauses = _clauses(text)
+    """The first rule that finds ``text`` an instruction to a model (an attack), or None.
+
+    A form is tried clause by clause only when each of its patterns matches
+    somewhere in the whole text, so most forms cost one pass each.
+    """
+    if len(text) > MAX_JUDGED:
+        return OVERSIZE
+    clauses: list[str] | None = None
     for rule in RULES:
         for form in rule.forms:
+            if not all(p.search(text) for p in form.patterns):
+                continue
+            clauses = _clauses(text) if clauses is None else clauses
             if any(_holds(form, c) for c in clauses):
                 return rule
     return None
