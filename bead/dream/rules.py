@@ -64,11 +64,22 @@ _SEND = (
     r"|mirror|mirrors|share|shares|sharing|leak|leaks|pipe|pipes|attach|attaches|push|pushes|publish|beacon"
     r"|report|reports|include|includes|curl|scp|rsync|nc|tar)\b"
 )
-_AGENT = (
+_AGENT_3P = (
     r"\b(?:agents?|the assistant|assistants|ai|ai agents?|ai tools|ai assistants?|claude|copilot|llms?"
-    r"|coding agents?|the model|you)\b"
+    r"|coding agents?|the model)\b"
 )
+_AGENT = r"(?:" + _AGENT_3P + r"|\byou\b)"
 _URL = r"\b(?:https?|s?ftp)://"
+_PLACE = (
+    r"\b(?:include|includes|put|paste|add|append|prepend|echo|print|printf|log|write|hard-?code|embed|insert|store"
+    r"|commit|copy|cat|show|display|expose|leave|set)\b"
+)
+_PLACE_TARGET = (
+    r"(?:\b(?:commit messages?|comments?|issues?|tickets?|pull requests?|pr (?:descriptions?|bod(?:y|ies))"
+    r"|(?:ci |build )?logs?|output|stdout|answers?|responses?|repl(?:y|ies)|readme|docs/|public|urls?"
+    r"|query (?:string|param(?:eter)?s?)|remotes?|source code|settings\.py|every (?:answer|response|message"
+    r"|file|reply)|end of)\b|\?key=)"
+)
 
 
 @dataclass(frozen=True)
@@ -159,12 +170,10 @@ RULES: tuple[Rule, ...] = (
               r"|someone )?(?:asks|asked)\b[^;\n]{0,60}\b(?:say|deny|claim|answer|pretend)\b"),
     )),
     Rule("credential-placement", "puts credentials where others can read them", (
-        _form(r"\b(?:include|includes|put|paste|add|append|prepend|echo|print|printf|log|write|hard-?code|embed"
-              r"|insert|store|commit|copy|cat|show|display|expose|leave|set)\b", _SECRET,
-              r"\b(?:commit messages?|comments?|issues?|tickets?|pull requests?|pr (?:descriptions?|bod(?:y|ies))"
-              r"|(?:ci |build )?logs?|output|stdout|answers?|responses?|repl(?:y|ies)|readme|docs/|public|urls?"
-              r"|query (?:string|param(?:eter)?s?)|remotes?|source code|settings\.py|every (?:answer|response|message"
-              r"|file|reply)|end of)\b|\?key=", negatable=True),
+        # The verb, the secret and where it goes, close together and in order
+        # (or the place first: "when opening issues, paste the .env file").
+        _form(_PLACE + r".{0,60}?" + _SECRET + r".{0,80}?" + _PLACE_TARGET, negatable=True),
+        _form(_PLACE_TARGET + r".{0,40}?" + _PLACE + r".{0,60}?" + _SECRET, negatable=True),
         _form(r"\b(?:https?|git)://[^\s/@:]{1,64}:[^\s/@]{1,200}@"),
         _form(r"\b(?:hard-?code|hardcode)\b[^.;\n]{0,40}" + _SECRET, negatable=True),
         _form(r"\b(?:cat|type|print|echo|show|output)\b[^.;\n]{0,20}(?:~/\.(?:ssh|aws|kube|netrc|npmrc|pypirc|docker)"
@@ -227,10 +236,11 @@ RULES: tuple[Rule, ...] = (
     )),
     Rule("policy-spoofing", "claims an authority that grants the agent permissions", (
         _form(r"\b(?:anthropic|openai|security team|admin(?:istrator)?s?|admin notice|it department|compliance|legal team"
-              r"|cto|ceo|management|official|policy update|by order of|repository owner|repo owner|org(?:anization)?"
-              r"(?:'s)? policy|company policy)\b", _AGENT,
-              r"\b(?:authori[sz]ed|permitted|allowed|may|can|must|exempt|whitelisted|approved|pre-?approved|cleared"
-              r"|entitled|required|requirement|mandated)\b"),
+              r"|cto|ceo|official|policy update|by order of|repository owner|repo owner|org(?:anization)?"
+              r"(?:'s)? policy|company policy)\b",
+              # the agent, then within three words what it may or must do
+              _AGENT_3P + r"\W{1,4}(?:\w{1,30}\W{1,4}){0,3}?(?:authori[sz]ed|permitted|allowed|may|can|must|exempt"
+              r"|whitelisted|approved|pre-?approved|cleared|entitled|required|mandated)\b"),
         _form(_AGENT + r"[^.;\n]{0,20}\b(?:is|are|has been|have been|shall be)\s+(?:now\s+|hereby\s+|officially\s+"
               r"|explicitly\s+){0,2}(?:authori[sz]ed|permitted|allowed|cleared|exempt|whitelisted|entitled|pre-?approved)\b"),
         _form(r"\bpre-?approved\b|\bpre-?authori[sz]ed\b|\b(?:standing|blanket|permanent|unconditional|unrestricted)"
