@@ -170,50 +170,66 @@ def _starts_document(line: str) -> bool:
     return len(stripped) >= 3 and stripped.strip("-") == ""
 
 
-def _line_sources(text: str) -> list[tuple[str, str]]:
-    """(source, line) for each line of text outside command-output tags."""
-    out: list[tuple[str, str]] = []
+_LEADS = frozenset("`~#->")
+
+
+class _Runs:
+    """Lines gathered into runs of the same source, as they come."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, list[str]]] = []
+
+    def add(self, source: str, text: str) -> None:
+        if self.runs and self.runs[-1][0] == source:
+            self.runs[-1][1].append(text)
+        else:
+            self.runs.append((source, [text]))
+
+
+def _line_sources(text: str, out: _Runs) -> None:
+    """Each line of ``text`` (outside command-output tags) into ``out`` with its source."""
     fence = ""
     pasted_left = 0       # lines of an expanded paste still to come
-    document = False
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if document:
-            # Nothing marks where a document ends: the rest of the block, at once.
-            out.append((PASTED, "\n".join(lines[i:])))
-            break
         if fence:
-            out.append((PASTED, line))
+            out.add(PASTED, line)
             if _closes(line, fence):
                 fence = ""
             continue
         if pasted_left > 0:
             pasted_left -= 1
-            out.append((PASTED, line))
+            out.add(PASTED, line)
+            continue
+        body = line.lstrip(" ")
+        lead = body[:1]
+        if lead not in _LEADS and "[Pasted text" not in line:
+            out.add(TYPED, line)            # the common case, decided by one character
+            continue
+        if lead == ">" and len(line) - len(body) <= 3:
+            out.add(PASTED, line)           # a quote
             continue
         mark = _PASTE_MARK.search(line) if "[Pasted text" in line else None
         if mark is not None:
             before = line[:mark.start()]
             if before.strip():
-                out.append((TYPED, before))
-            out.append((PASTED, line[mark.start():]))
+                out.add(TYPED, before)
+            out.add(PASTED, line[mark.start():])
             if mark.group(1) is None:
-                document = True
-            else:
-                pasted_left = int(mark.group(1)) + 1
+                out.add(PASTED, "\n".join(lines[i + 1:]))
+                return
+            pasted_left = int(mark.group(1)) + 1
             continue
         opened = _fence(line)
         if opened:
             fence = opened
-            out.append((PASTED, line))
+            out.add(PASTED, line)
         elif _starts_document(line):
-            document = True
-            out.append((PASTED, line))
-        elif _indent(line) >= 0 and line.lstrip(" ").startswith(">"):
-            out.append((PASTED, line))
+            # Nothing marks where a document ends: the rest of the block, at once.
+            out.add(PASTED, "\n".join(lines[i:]))
+            return
         else:
-            out.append((TYPED, line))
-    return out
+            out.add(TYPED, line)
 
 
 # A line that may start something pasted; text with none of these (and no
@@ -230,17 +246,13 @@ def segments(text: str) -> list[tuple[str, str]]:
     if ("[Pasted text" not in text and "<bash-std" not in text and "<local-command-std" not in text
             and not _MAY_PASTE.search(text)):
         return [(TYPED, text.strip())] if text.strip() else []
-    pieces: list[tuple[str, str]] = []
+    runs = _Runs()
     pos = 0
     for start, end in _output_spans(text):
-        pieces += _line_sources(text[pos:start]) if start > pos else []
-        pieces.append((TOOL_OUTPUT, text[start:end]))
+        if start > pos:
+            _line_sources(text[pos:start], runs)
+        runs.add(TOOL_OUTPUT, text[start:end])
         pos = end
-    pieces += _line_sources(text[pos:]) if pos < len(text) else []
-    out: list[tuple[str, list[str]]] = []
-    for source, piece in pieces:
-        if out and out[-1][0] == source:
-            out[-1][1].append(piece)
-        else:
-            out.append((source, [piece]))
-    return [(s, joined) for s, lines in out if (joined := "\n".join(lines).strip())]
+    if pos < len(text):
+        _line_sources(text[pos:], runs)
+    return [(s, joined) for s, lines in runs.runs if (joined := "\n".join(lines).strip())]

@@ -49,6 +49,7 @@ _SECRET = (
     r"|connection[ _-]?strings?|env(?:ironment)?[ _-]?var(?:iable)?s?|shell history|bash history|command history"
     r"|kubeconfig|keychain|customer data|personal data|user data)\b"
     r"|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\$\{?[A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASS)\b"
+    r"|(?-i:\b[A-Z][A-Z0-9]*_[A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD)\b)"
     r"|~/\.(?:ssh|aws|kube|gnupg|docker|config/gh|config/gcloud)\b|\.(?:npmrc|netrc|pypirc|git-credentials|bash_history|zsh_history)\b"
     r"|/etc/(?:shadow|passwd)\b|gh/hosts\.yml|(?:^|[\s`'\"(])\.env(?:$|[\s`'\",;:)])|`env`|`printenv`|\bprintenv\b)"
 )
