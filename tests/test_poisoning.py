@@ -276,3 +276,34 @@ class TestCaptureAndRemember:
         from bead.wire.anthropic import message_of
 
         assert requests(message_of(0, {"role": "user", "content": text})) == values
+
+
+class TestAccepted:
+    """`accepted` is a person's word: tombstones do not block it, and it ranks with `user_stated`."""
+
+    def test_accept_brings_back_a_tombstoned_value(self, bead_home):
+        """A value once forgotten can be accepted from the queue: the person decided."""
+        from bead import forget
+
+        with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
+            m.write("user/shell", "fish shell with vi keys", "user")
+            forget.apply(m, forget.plan_target(m, "user/shell"))
+            item, _ = Queue(m).add("suspicious", "user/shell", "user", "fish shell with vi keys", [], "test")
+            Queue(m).accept(item.id)
+            fact = m.current("user/shell")
+        assert fact.trust == "accepted" and fact.body == "fish shell with vi keys"
+
+    def test_pinned_block_puts_the_persons_word_first(self, bead_home):
+        """An accepted fact precedes a newer inferred one in the pinned block, as a stated one does."""
+        from datetime import UTC, datetime, timedelta
+
+        from bead.core.pinned import pinned_block
+
+        now = [datetime(2026, 11, 1, tzinfo=UTC)]
+        with Memory(Home(bead_home).ensure(), Config(owner="t"), lambda: now[0]) as m:
+            m.write("project/p/a", "accepted fact", "project", trust="accepted")
+            now[0] += timedelta(days=1)
+            m.write("project/p/b", "inferred fact", "project", trust="dream_inferred")
+            text, ids = pinned_block(m, "p", 2000)
+        assert ids == ["project/p/a@v1", "project/p/b@v1"]
+        assert "- project/p/a (accepted, 2026-11-01): accepted fact" in text
