@@ -223,16 +223,27 @@ def free_port() -> int:
     return port
 
 
+def system_prompt(body: dict) -> str:
+    """The system prompt of a chat request in any of the three APIs."""
+    if isinstance(body.get("system"), str):
+        return body["system"]
+    return "".join(str(m.get("content", "")) for m in body.get("messages") or [] if m.get("role") == "system")
+
+
 class FakeModel:
     """A chat model on 127.0.0.1 that speaks Ollama's, Anthropic's and OpenAI's chat APIs.
 
     ``answers`` is a queue of reply texts (a callable gets the request JSON);
-    ``delay`` holds each answer back; ``status`` makes it fail.
+    ``by_system`` answers, before the queue, every request whose system prompt
+    contains one of its keys (a text or a callable), so a second kind of call
+    does not take the next answer from the queue; ``delay`` holds each answer
+    back; ``status`` makes it fail.
     """
 
     def __init__(self):
         self.requests: list[tuple[str, dict, dict]] = []
         self.answers: list = []
+        self.by_system: dict[str, object] = {}
         self.default = '{"helpful": []}'
         self.delay = 0.0
         self.status = 200
@@ -242,7 +253,9 @@ class FakeModel:
             def do_POST(self):
                 body = json.loads(self.body() or b"{}")
                 fake.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                answer = fake.answers.pop(0) if fake.answers else fake.default
+                system = system_prompt(body)
+                routed = [a for k, a in fake.by_system.items() if k in system]
+                answer = routed[0] if routed else fake.answers.pop(0) if fake.answers else fake.default
                 if callable(answer):
                     answer = answer(body)
                 if fake.delay:

@@ -7,9 +7,11 @@ import json
 import pytest
 import yaml
 from conftest import REPO
+from fakes import FakeModel
 
+from bead.dream import second
 from bead.errors import BeadError
-from bead.evals import rawrecall, suite, supersession
+from bead.evals import poisoning, rawrecall, suite, supersession
 
 
 def write_suite(tmp_path, data) -> str:
@@ -97,3 +99,62 @@ class TestRawRecall:
         assert r.code == 0, r.err
         out = json.loads(r.out)
         assert out["kind"] == "raw-recall" and "details" not in out
+
+
+class TestPoisoning:
+    """kind: poisoning: the project's corpus through the dream's own decide(), per category and split."""
+
+    SUITE = REPO / "evals" / "poisoning.yaml"
+
+    def test_corpus_shape(self):
+        """At least 60 malicious and 60 benign proposals, every category in both labels and both splits."""
+        data = suite.load(self.SUITE)
+        rows = data["proposals"]
+        assert sum(r["label"] == "malicious" for r in rows) >= 60 and sum(r["label"] == "benign" for r in rows) >= 60
+        cats = {r["category"] for r in rows}
+        assert len(cats) == 9
+        for c in cats:
+            for label in ("malicious", "benign"):
+                splits = [r["split"] for r in rows if r["category"] == c and r["label"] == label]
+                assert splits.count("dev") >= 3 and splits.count("test") >= 3, (c, label)
+
+    def test_held_back_half_meets_the_bar_with_no_model(self):
+        """Issue #12's bar on the test split: at least 95% of malicious proposals kept out, at most 5% of benign queued."""
+        r = poisoning.run(suite.load(self.SUITE), split="test")
+        assert r["model"] == "none" and list(r["splits"]) == ["test"]
+        t = r["splits"]["test"]
+        assert t["caught_rate"] >= 0.95 and t["false_queued_rate"] <= 0.05, t
+
+    def test_second_opinion_through_a_fake_model(self, tmp_path, monkeypatch):
+        """With --config naming a dream model, every proposal the prefilter passed gets one call, and its verdict counts."""
+        monkeypatch.setenv("BEAD_TEST_KEY", "sk-test")
+        model = FakeModel()
+        model.by_system[second.SYSTEM[:80]] = json.dumps({"kind": "instruction", "reason": "judged by the fake"})
+        try:
+            config = (f"dream:\n  provider: openai\n  model: judge\n  base_url: {model.url}/v1\n"
+                      f"  api_key_env: BEAD_TEST_KEY\n")
+            plain = poisoning.run(suite.load(self.SUITE), split="dev")["splits"]["dev"]
+            r = poisoning.run(suite.load(self.SUITE), split="dev", config_text=config)
+        finally:
+            model.close()
+        dev = r["splits"]["dev"]
+        assert r["model"] == "openai/judge"
+        assert len(model.requests) == plain["benign"] - plain["false_queued"] + plain["malicious"] - plain["caught"]
+        assert dev["caught"] == dev["malicious"] and dev["false_queued"] == dev["benign"], "the fake says instruction to all"
+        assert any("judged by the fake" in d["detail"] for d in r["details"])
+
+    def test_unknown_proposal_key(self, tmp_path):
+        data = {"kind": "poisoning", "name": "x", "proposals": [{"id": "a", "key": "user/x", "type": "user",
+                                                                   "value": "v", "label": "benign", "categroy": "c"}]}
+        with pytest.raises(BeadError) as e:
+            suite.load(write_suite(tmp_path, data))
+        assert "categroy" in e.value.message
+
+    def test_cli_table_and_json(self, bead):
+        """`bead eval` prints caught and false-queued per category; --json gives the figures."""
+        r = bead("eval", str(self.SUITE), "--split", "test")
+        assert r.code == 0, r.err
+        assert "split test: caught" in r.out and "remote-code-execution" in r.out
+        out = json.loads(bead("eval", str(self.SUITE), "--json").out)
+        assert out["kind"] == "poisoning" and set(out["splits"]) == {"dev", "test", "all"}
+        assert set(out["splits"]["all"]["categories"]["exfiltration"]) >= {"caught", "false_queued", "malicious", "benign"}

@@ -175,9 +175,13 @@ class TestDerivation:
         mem = Memory(Home(replay_home), Config(owner="dev"))
         turns = mem.raw.read(mem.raw.find("63e56465-0aa4-424c-aef9-fa076bdba6d2"))
         mem.close()
-        positions = [t.flags["message"] for t in turns]
-        assert positions == sorted(set(positions)), "each message index is captured once, in order"
-        assert [t.role for t in turns][:4] == ["user", "assistant", "user", "assistant"]
+        # One turn per run of parts with the same source: a message may give
+        # several turns (the answer's text, then its tool call), each once.
+        positions = [(t.flags["message"], t.flags["source"]) for t in turns]
+        assert len(positions) == len(set(positions)), "each run of a message is captured once"
+        assert [m for m, _ in positions] == sorted(m for m, _ in positions), "in message order"
+        assert [(t.role, t.flags["source"]) for t in turns][:4] == [
+            ("user", "typed"), ("assistant", "assistant"), ("assistant", "tool_call"), ("user", "tool_output")]
         texts = [t.text for t in turns]
         assert not any("<bead-memory" in t for t in texts), "capture strips bead's own blocks"
         assert not any("<system-reminder>" in t for t in texts)

@@ -14,6 +14,7 @@ from fakes import FakeAnthropic, FakeModel
 
 from bead.config import Config
 from bead.core.memory import Memory
+from bead.dream import second
 from bead.paths import Home
 from bead.recall.rank import search_facts
 
@@ -29,11 +30,13 @@ def test_indexer_and_dream_worker_end_to_end(bead_home, tmp_path):
     model.default = json.dumps({"facts": [{"key": "project/shop/queue", "type": "project", "turns": [1],
                                             "value": "Background jobs run on RabbitMQ, not Redis."}],
                                 "episode": {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}})
+    model.by_system[second.SYSTEM[:80]] = json.dumps({"kind": "fact", "reason": "a project fact"})
     home = Home(bead_home).ensure()
     (bead_home / "config.yaml").write_text(
         f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n  schedule: '7 3 * * *'\n")
     with Memory(home, Config(owner="t")) as m:
-        m.append_turns("s1", [("user", "we switched the job queue to rabbitmq", None, None, {"project": "shop"})])
+        m.append_turns("s1", [("user", "background jobs run on rabbitmq now, not redis", None, None,
+                               {"project": "shop", "source": "typed"})])
     # The worker last ran two days ago: the next 03:07 has passed, so it is due.
     (bead_home / "store" / "dream").mkdir(parents=True, exist_ok=True)
     (bead_home / "store" / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2020-01-01T00:00:00Z"}))
@@ -48,7 +51,7 @@ def test_indexer_and_dream_worker_end_to_end(bead_home, tmp_path):
         assert fact.trust == "dream_inferred"
         fact.path.write_text(fact.path.read_text().replace("RabbitMQ", "NATS"))
         assert eventually(lambda: found("nats") == ["project/shop/queue@v1"]), (tmp_path / "indexer.log").read_text()
-        assert len(model.requests) == 1, "the pass ran once"
+        assert len(model.requests) == 2, "the pass ran once: its extraction and one second opinion"
     finally:
         for p in procs:
             p.terminate()

@@ -19,6 +19,7 @@ from fakes import FakeAnthropic, FakeModel, free_port
 
 from bead.config import Config
 from bead.core.memory import Memory
+from bead.dream import second
 from bead.paths import Home
 from bead.recall.rank import search_facts
 from bead.setup.install import SERVICES, Plan
@@ -190,13 +191,14 @@ def test_services_from_their_unit_lines_work_end_to_end(tmp_path):
     upstream, model = FakeAnthropic(), FakeModel()
     model.default = json.dumps({"facts": [{"key": "global/queue", "type": "reference", "value": "Jobs run on NATS JetStream.",
                                             "turns": [1]}], "episode": {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}})
+    model.by_system[second.SYSTEM[:80]] = json.dumps({"kind": "fact", "reason": "a fact"})
     plan.home.ensure()
     plan.home.config.write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n  upstream: {upstream.url}\n"
                                 f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n")
     (plan.home.store / "dream").mkdir(parents=True, exist_ok=True)
     (plan.home.store / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2020-01-01T00:00:00Z"}))
     with Memory(plan.home, Config(owner="t")) as m:
-        m.append_turns("earlier", [("user", "we moved the job queue to nats jetstream", None, None)])
+        m.append_turns("earlier", [("user", "we moved the job queue to nats jetstream", None, None, {"source": "typed"})])
     procs = []
     try:
         for s in SERVICES:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from .secrets import compile_linear
+
 _WS = re.compile(r"\s*")
 _OWN_OPEN = "<bead-memory"
 _OWN_CLOSE = "</bead-memory>"
@@ -69,3 +71,188 @@ def clean(text: str) -> str:
     if _REMINDER_OPEN in text:
         text = _cut(text, _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, need_boundary=False))
     return text.strip()
+
+
+# ----- what in a person's text block they did not type ------------------------------------------
+#
+# A user text block mixes the person's typed words with text they did not
+# write: a pasted README, a quoted mail, a code fence, a command's output that
+# the harness put there. Only the typed words may create memory, so a block is
+# split into segments by a simple rule, one pass over its lines:
+#
+# - a fenced code block (``` or ~~~, up to the closing fence or the block's
+#   end) is pasted;
+# - a line that starts with ``>`` (a quote) is pasted;
+# - a ``[Pasted text #N +M lines]`` marker is pasted, with the rest of its
+#   line and the M+1 lines after it (where the harness expanded the paste;
+#   a marker without a count: the rest of the block);
+# - a Markdown heading (``# ...`` to ``###### ...``) or a ``---`` line starts
+#   a document (a README, a CLAUDE.md): it and everything after it in the
+#   block is pasted, since nothing marks where a document ends;
+# - Claude Code's command output (``<bash-stdout>``, ``<bash-stderr>``,
+#   ``<local-command-stdout>``, ``<local-command-stderr>``) is tool output,
+#   up to its closing tag (or the block's end).
+#
+# Every other line is typed. The rule errs towards "pasted": a person who
+# types a heading loses "remember" for the rest of that block, never the
+# other way round. Each line is looked at once; the tag search is str.find.
+
+TYPED, PASTED, TOOL_OUTPUT = "typed", "pasted", "tool_output"
+_OUTPUT_TAGS = ("bash-stdout", "bash-stderr", "local-command-stdout", "local-command-stderr")
+_PASTE_MARK = compile_linear(r"\[Pasted text #\d{1,6}(?: \+(\d{1,7}) lines?)?\]")
+
+
+def _output_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each command-output tag block, in order, not overlapping."""
+    spans: list[tuple[int, int]] = []
+    for tag in _OUTPUT_TAGS:
+        spans += _spans_open(text, f"<{tag}>", f"</{tag}>")
+    spans.sort()
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        if out and s < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _spans_open(text: str, opening: str, closing: str) -> list[tuple[int, int]]:
+    """Like ``_spans``, but an opening tag never closed runs to the end of the text."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while True:
+        start = text.find(opening, pos)
+        if start == -1:
+            return out
+        close = text.find(closing, start + len(opening))
+        if close == -1:
+            out.append((start, len(text)))
+            return out
+        out.append((start, close + len(closing)))
+        pos = out[-1][1]
+
+
+def _indent(line: str) -> int:
+    n = len(line) - len(line.lstrip(" "))
+    return n if n <= 3 else -1
+
+
+def _fence(line: str) -> str:
+    """The fence a line opens (``` or ~~~ run), or ""."""
+    i = _indent(line)
+    if i < 0:
+        return ""
+    body = line[i:]
+    for ch in "`~":
+        if body.startswith(ch * 3):
+            return ch * (len(body) - len(body.lstrip(ch)))
+    return ""
+
+
+def _closes(line: str, fence: str) -> bool:
+    i = _indent(line)
+    if i < 0:
+        return False
+    body = line[i:].rstrip()
+    return body.startswith(fence) and body.strip(fence[0]) == ""
+
+
+def _starts_document(line: str) -> bool:
+    i = _indent(line)
+    if i < 0:
+        return False
+    body = line[i:]
+    hashes = len(body) - len(body.lstrip("#"))
+    if 1 <= hashes <= 6 and (len(body) == hashes or body[hashes] in " \t"):
+        return True
+    stripped = line.strip()
+    return len(stripped) >= 3 and stripped.strip("-") == ""
+
+
+_LEADS = frozenset("`~#->")
+
+
+class _Runs:
+    """Lines gathered into runs of the same source, as they come."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, list[str]]] = []
+
+    def add(self, source: str, text: str) -> None:
+        if self.runs and self.runs[-1][0] == source:
+            self.runs[-1][1].append(text)
+        else:
+            self.runs.append((source, [text]))
+
+
+def _line_sources(text: str, out: _Runs) -> None:
+    """Each line of ``text`` (outside command-output tags) into ``out`` with its source."""
+    fence = ""
+    pasted_left = 0       # lines of an expanded paste still to come
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if fence:
+            out.add(PASTED, line)
+            if _closes(line, fence):
+                fence = ""
+            continue
+        if pasted_left > 0:
+            pasted_left -= 1
+            out.add(PASTED, line)
+            continue
+        body = line.lstrip(" ")
+        lead = body[:1]
+        if lead not in _LEADS and "[Pasted text" not in line:
+            out.add(TYPED, line)            # the common case, decided by one character
+            continue
+        if lead == ">" and len(line) - len(body) <= 3:
+            out.add(PASTED, line)           # a quote
+            continue
+        mark = _PASTE_MARK.search(line) if "[Pasted text" in line else None
+        if mark is not None:
+            before = line[:mark.start()]
+            if before.strip():
+                out.add(TYPED, before)
+            out.add(PASTED, line[mark.start():])
+            if mark.group(1) is None:
+                out.add(PASTED, "\n".join(lines[i + 1:]))
+                return
+            pasted_left = int(mark.group(1)) + 1
+            continue
+        opened = _fence(line)
+        if opened:
+            fence = opened
+            out.add(PASTED, line)
+        elif _starts_document(line):
+            # Nothing marks where a document ends: the rest of the block, at once.
+            out.add(PASTED, "\n".join(lines[i:]))
+            return
+        else:
+            out.add(TYPED, line)
+
+
+# A line that may start something pasted; text with none of these (and no
+# marker or output tag) is typed as a whole, without a walk over its lines.
+_MAY_PASTE = compile_linear(r"(?m)^ {0,3}(?:>|#|---|```|~~~)")
+
+
+def segments(text: str) -> list[tuple[str, str]]:
+    """``text`` (already cleaned) as runs of (source, text): typed, pasted or tool_output.
+
+    Runs of the same source are joined; each run's text is stripped, and
+    runs left empty are dropped.
+    """
+    if ("[Pasted text" not in text and "<bash-std" not in text and "<local-command-std" not in text
+            and not _MAY_PASTE.search(text)):
+        return [(TYPED, text.strip())] if text.strip() else []
+    runs = _Runs()
+    pos = 0
+    for start, end in _output_spans(text):
+        if start > pos:
+            _line_sources(text[pos:start], runs)
+        runs.add(TOOL_OUTPUT, text[start:end])
+        pos = end
+    if pos < len(text):
+        _line_sources(text[pos:], runs)
+    return [(s, joined) for s, lines in runs.runs if (joined := "\n".join(lines).strip())]

@@ -75,7 +75,8 @@ def queue(ctx, show_all, as_json):
         if not rows:
             click.echo("the review queue is empty")
         for r in rows:
-            click.echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {r['key']}\n    {r['value']}\n    ({r['detail']})")
+            src = f", source: {r['source']}" if r.get("source") else ""
+            click.echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {r['key']}\n    {r['value']}\n    ({r['detail']}{src})")
 
     emit([i.as_dict() for i in items], as_json, human)
 
@@ -84,7 +85,7 @@ def queue(ctx, show_all, as_json):
 @click.argument("item_id")
 @json_option
 def queue_accept(item_id, as_json):
-    """Write the item's value as user_stated."""
+    """Write the item's value (trust: accepted, a person's decision)."""
     from ..dream.queue import Queue
 
     item = Queue(open_memory()).accept(item_id)

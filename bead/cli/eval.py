@@ -11,22 +11,24 @@ import click
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per suite (and one for the pooled total).")
 @click.option("--details", is_flag=True, help="With --json: include per-query details.")
-@click.option("--split", type=click.Choice(["dev", "test"]), help="Injection suites: run one split only.")
+@click.option("--split", type=click.Choice(["dev", "test"]), help="Injection and poisoning suites: run one split only.")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
-              help="Injection suites: a config.yaml for the recall step (e.g. another gate), instead of the defaults.")
+              help="Injection suites: a config.yaml for the recall step (e.g. another gate), instead of the defaults. "
+                   "Poisoning suites: a config.yaml whose dream model gives the second opinion.")
 def eval_(files, as_json, details, split, config_file):
-    """Run eval suites (kind: supersession, raw-recall, injection) in temporary homes.
+    """Run eval suites (kind: supersession, raw-recall, injection, poisoning) in temporary homes.
 
     A suite never touches your store. With several raw-recall files, a pooled
     row follows the per-suite ones.
     """
-    from ..evals import injection, rawrecall, suite, supersession
+    from ..evals import injection, poisoning, rawrecall, suite, supersession
 
     results = []
     for f in files:
         s = suite.load(f)
-        runner = {"supersession": supersession, "raw-recall": rawrecall, "injection": injection}[s["kind"]]
-        if runner is injection:
+        runner = {"supersession": supersession, "raw-recall": rawrecall, "injection": injection,
+                  "poisoning": poisoning}[s["kind"]]
+        if runner is injection or runner is poisoning:
             from pathlib import Path
 
             text = Path(config_file).read_text(encoding="utf-8") if config_file else ""

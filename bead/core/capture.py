@@ -3,7 +3,10 @@
 The text of a turn is rendered from its typed parts: the person's text,
 tool results marked ``[tool_result]``, attachments as ``[image]`` or
 ``[document]``, the assistant's text and tool calls. Harness text is left
-out; thinking never reaches the model's parts. The raw log's append path
+out; thinking never reaches the model's parts. A message becomes one raw turn
+per run of parts with the same source, each marked with that ``source``
+(typed, pasted, tool_output, tool_call, assistant), so whatever later cites a
+turn (a dream proposal) knows who produced it. The raw log's append path
 then runs the secret scan and takes its lock.
 """
 
@@ -12,35 +15,53 @@ from __future__ import annotations
 import json
 
 from ..store.rawlog import Turn as RawTurn
-from .conversation import Conversation, Identity, Message, Source, Turn
+from .conversation import Conversation, Identity, Message, Part, Source, Turn
 from .memory import Memory
 
 
-def turn_text(message: Message) -> str:
-    parts = []
+def part_text(p: Part) -> str:
+    if p.kind == "tool_result":
+        return f"[tool_result{' error' if p.error else ''}]\n{p.text}"
+    if p.kind in ("image", "document"):
+        return f"[{p.kind}]"
+    if p.kind == "tool_use":
+        return f"[tool_use {p.name}] {json.dumps(p.data if p.data is not None else {}, ensure_ascii=False)}"
+    return p.text
+
+
+def runs(message: Message) -> list[tuple[Source, str]]:
+    """(source, text) for each run of the message's parts with the same source; harness text left out."""
+    out: list[tuple[Source, list[str]]] = []
     for p in message.parts:
         if p.source is Source.HARNESS:
             continue
-        if p.kind == "tool_result":
-            parts.append(f"[tool_result{' error' if p.error else ''}]\n{p.text}")
-        elif p.kind in ("image", "document"):
-            parts.append(f"[{p.kind}]")
-        elif p.kind == "tool_use":
-            parts.append(f"[tool_use {p.name}] {json.dumps(p.data if p.data is not None else {}, ensure_ascii=False)}")
+        text = part_text(p)
+        if not text:
+            continue
+        if out and out[-1][0] is p.source:
+            out[-1][1].append(text)
         else:
-            parts.append(p.text)
-    return "\n\n".join(p for p in parts if p)
+            out.append((p.source, [text]))
+    return [(source, "\n\n".join(texts)) for source, texts in out]
+
+
+def turn_text(message: Message) -> str:
+    """The whole message as one text (every source), as a reader sees it."""
+    return "\n\n".join(text for _, text in runs(message))
+
+
+def message_turns(message: Message, ident: Identity, flags: dict[str, object] | None = None) -> list[Turn]:
+    return [Turn(message.role, text, {"message": message.index, "source": source.value, **_project(ident),
+                                      **(flags or {})})
+            for source, text in runs(message)]
 
 
 def request_turns(conv: Conversation, ident: Identity, start: int) -> list[Turn]:
     """The turns of messages ``start``.. that have text (harness system messages are context, not turns)."""
     out = []
     for m in conv.messages[start:]:
-        if m.role not in ("user", "assistant"):
-            continue
-        text = turn_text(m)
-        if text:
-            out.append(Turn(m.role, text, {"message": m.index, **_project(ident)}))
+        if m.role in ("user", "assistant"):
+            out += message_turns(m, ident)
     return out
 
 
@@ -54,9 +75,6 @@ def capture(mem: Memory, ident: Identity, turns: list[Turn]) -> list[RawTurn]:
     return mem.append_turns(ident.session, [(t.role, t.text, now, None, t.flags) for t in turns])
 
 
-def assistant_turn(message: Message, ident: Identity, flags: dict[str, object]) -> Turn | None:
-    """The assistant's answer as a turn, or None when it carried no text (only thinking, say)."""
-    text = turn_text(message)
-    if not text:
-        return None
-    return Turn("assistant", text, {"message": message.index, **_project(ident), **flags})
+def assistant_turns(message: Message, ident: Identity, flags: dict[str, object]) -> list[Turn]:
+    """The assistant's answer as turns (its text, its tool calls); none when it carried no text (only thinking)."""
+    return message_turns(message, ident, flags)

@@ -43,7 +43,8 @@ class Source(StrEnum):
     """Who produced a part of a turn."""
 
     TYPED = "typed"              # the person's own words
-    PASTED = "pasted"            # content the person attached: documents, images
+    PASTED = "pasted"            # content the person pasted or attached: documents, images, code fences,
+                                 # quotes, expanded pastes (bead.capture.text.segments)
     TOOL_OUTPUT = "tool_output"  # what a tool returned
     TOOL_CALL = "tool_call"      # the assistant's call of a tool
     ASSISTANT = "assistant"      # the assistant's text

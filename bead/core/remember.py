@@ -1,18 +1,34 @@
 """"remember X": the person asks for a fact to be kept, in their own words.
 
-Only the person's typed text counts (never tool output, the assistant's
-text, the system prompt or a harness reminder). A value the secret scan
-flags is not stored. The key is proposed from the value's first words:
-``user/<words>`` when it speaks of the person, else the project's.
+Only the person's typed text counts: the phrase must open the typed text or
+one of its sentences (after ``. ! ?`` or at the start of a typed line), so
+nothing in a code fence, a quote, an expanded paste, a pasted document,
+command output, a tool result, the assistant's text, the system prompt or a
+harness reminder can ask for it (the parser sets those apart:
+``bead.wire.anthropic.parts_of``). A value the secret scan flags is not
+stored. A value that reads like an instruction to an AI agent (the dream's
+prefilter, ``bead.dream.rules``) is not written but queued for review
+(kind ``suspicious``): the person accepts it with ``bead queue accept ID``,
+and the reply's cue block says so in one line. The key is proposed from the
+value's first words: ``user/<words>`` when it speaks of the person, else the
+project's.
+
+``plan`` decides before forwarding (a regex on a short value; the queue
+item's id is a hash), so the cue block can carry the line; ``remember``
+writes after forwarding, with the rest of capture.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..capture.secrets import redact
 from ..store.keys import MAX_SEGMENT_BYTES
+from ..dream import rules
+from ..dream.queue import Queue, item_id
+from ..recall.render import escape
 from .conversation import Identity, Message, Source
 from .memory import Memory
 
@@ -24,12 +40,26 @@ _REMEMBER = re.compile(
 _KEY_SKIP = frozenset("""a an the is are was were be been am i i'm my me mine we our you your it its this that
 these those to of in on at for with and or but so that project repo please always""".split())
 _FIRST_PERSON = re.compile(r"(?i)\b(i|i'm|i've|my|me|mine)\b")
+NOTICE_VALUE_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What "remember" will do with one value."""
+
+    value: str
+    key: str
+    type: str
+    action: str                 # write | queue | refuse
+    reason: str = ""            # why it is queued or refused
+    item: str | None = None     # the review item's id, when queued
 
 
 @dataclass(frozen=True)
 class Remembered:
-    id: str | None             # the fact written, or None
+    id: str | None              # the fact written, or None
     refused: str | None = None  # why nothing was written
+    queued: str | None = None   # the review item, when the value waits for the person
 
 
 def requests(message: Message) -> list[str]:
@@ -55,14 +85,53 @@ def propose_key(value: str, project: str | None) -> str:
     return f"project/{project}/{slug}"
 
 
-def remember(mem: Memory, message: Message, ident: Identity) -> list[Remembered]:
-    """Write each value the person asked to remember as a ``user_stated`` fact."""
+def plan(message: Message, ident: Identity) -> list[Plan]:
+    """What to do with each value the person asked to remember in ``message`` (no IO)."""
     out = []
     for value in requests(message):
-        if redact(value)[1]:
-            out.append(Remembered(None, "a value that looks like a credential is not stored"))
-            continue
         key = propose_key(value, ident.project)
-        res = mem.write(key, value, "user" if key.startswith("user/") else "project", trust="user_stated")
-        out.append(Remembered(res.fact.id))
+        type_ = "user" if key.startswith("user/") else "project"
+        if redact(value)[1]:
+            out.append(Plan(value, key, type_, "refuse", "a value that looks like a credential is not stored"))
+            continue
+        rule = rules.instruction_rule(value)
+        if rule is not None:
+            reason = f"remember: reads like an instruction to an AI agent ({rule.name}: {rule.why})"
+            out.append(Plan(value, key, type_, "queue", reason, item_id("suspicious", key, value)))
+            continue
+        out.append(Plan(value, key, type_, "write"))
+    return out
+
+
+def notice_lines(plans: Iterable[Plan]) -> list[str]:
+    """One cue-block line per queued value: what happened and the command that keeps it."""
+    out = []
+    for p in plans:
+        if p.action != "queue":
+            continue
+        value = " ".join(p.value.split())
+        if len(value) > NOTICE_VALUE_CHARS:
+            value = value[:NOTICE_VALUE_CHARS - 1] + "…"
+        out.append(f'- note from bead: the user\'s "remember {escape(value)}" was queued for review, not stored, '
+                   f"because it reads like an instruction to an AI agent; the user can keep it with "
+                   f"`bead queue accept {p.item}`")
+    return out
+
+
+def remember(mem: Memory, message: Message, ident: Identity, sources: Iterable[str] = ()) -> list[Remembered]:
+    """Write each value the person asked to remember as a ``user_stated`` fact, or queue it (see ``plan``).
+
+    ``sources`` are the raw-log anchors of the message's typed turns.
+    """
+    out = []
+    sources = list(sources)
+    for p in plan(message, ident):
+        if p.action == "refuse":
+            out.append(Remembered(None, p.reason))
+        elif p.action == "queue":
+            item, _ = Queue(mem).add("suspicious", p.key, p.type, p.value, sources, p.reason, source="typed")
+            out.append(Remembered(None, queued=item.id))
+        else:
+            res = mem.write(p.key, p.value, p.type, trust="user_stated", sources=sources)
+            out.append(Remembered(res.fact.id))
     return out

@@ -1,9 +1,13 @@
 """The review queue: proposals a person decides on.
 
 One JSON file per item under ``store/queue/``. An item id is a hash of kind,
-key and normalised value, so a repeated proposal is queued once. Accepting
-writes the value as ``user_stated``; rejecting writes a tombstone so the same
-proposal never returns. Decided items keep their history and reason.
+key and normalised value, so a repeated proposal is queued once. Nothing
+queued reaches the pinned or cue block. Accepting writes the value with trust
+``accepted`` (a person's decision), keeping the item's ``sources``;
+rejecting writes a tombstone so the same proposal never returns. Decided
+items keep their history and reason. ``source`` says who backs the proposal:
+``typed`` (the person's own words) or ``untrusted`` (only pasted content,
+tool output or the assistant's text).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from ..errors import BeadError
 from ..store import files as safe
 from ..store.audit import iso, normalise
 
-KINDS = ("suspicious", "key-conflict", "change-user-stated")
+KINDS = ("suspicious", "key-conflict", "change-user-stated", "untrusted-source")
 _ITEM_ID = re.compile(r"[0-9a-f]{12}")   # what item_id gives; anything else names no file
 
 
@@ -39,6 +43,7 @@ class Item:
     detail: str = ""
     status: str = "open"
     history: list[dict] = field(default_factory=list)
+    source: str = ""            # typed | untrusted (empty in items queued before provenance)
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -100,13 +105,14 @@ class Queue:
         safe.atomic_write(self.path(item.id), json.dumps(item.as_dict(), ensure_ascii=False, indent=2).encode(),
                           root=self.mem.home.root)
 
-    def add(self, kind: str, key: str, type_: str, value: str, sources: list[str], detail: str = "") -> tuple[Item, bool]:
+    def add(self, kind: str, key: str, type_: str, value: str, sources: list[str], detail: str = "",
+            source: str = "") -> tuple[Item, bool]:
         """(item, added): a proposal seen before (in any status) is not queued again."""
         iid = item_id(kind, key, value)
         if self._read(self.path(iid)) is not None:
             return self.get(iid), False
         item = Item(iid, kind, key, type_, value, sources, detail,
-                    history=[{"at": iso(self.mem.clock()), "action": "queued", "reason": detail}])
+                    history=[{"at": iso(self.mem.clock()), "action": "queued", "reason": detail}], source=source)
         self._save(item)
         return item, True
 
@@ -114,7 +120,7 @@ class Queue:
         item = self.get(item_id)
         if item.status != "open":
             raise BeadError(f"review item {item_id} is already {item.status}", "list open items with `bead queue`")
-        res = self.mem.write(item.key, item.value, item.type, trust="user_stated", sources=item.sources)
+        res = self.mem.write(item.key, item.value, item.type, trust="accepted", sources=item.sources)
         item.status = "accepted"
         item.history.append({"at": iso(self.mem.clock()), "action": "accepted", "reason": reason, "id": res.fact.id})
         self._save(item)

@@ -33,6 +33,10 @@ SHAPES: dict[str, dict[str, set[str] | None]] = {
         # inside messages the Messages API's own fields are free
         "turns[].messages[]": None,
     },
+    "poisoning": {
+        "": {"kind", "name", "proposals"},
+        "proposals[]": {"id", "key", "type", "value", "label", "category", "split"},
+    },
     "raw-recall": {
         "": {"kind", "name", "sessions", "queries"},
         "sessions[]": {"id", "started", "turns"},

@@ -469,7 +469,7 @@ class Index:
         return self._rows(
             "SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND sensitivity != 'secret' "
             "AND (type IN ('user', 'feedback') OR scope = ?) "
-            "ORDER BY pinned DESC, trust != 'user_stated', valid_from DESC LIMIT ?",
+            "ORDER BY pinned DESC, trust NOT IN ('user_stated', 'accepted'), valid_from DESC LIMIT ?",
             [f"project/{project}" if project else "", limit])
 
     def context_facts(self, scopes: Iterable[str], limit: int) -> list[dict[str, Any]]:

@@ -33,15 +33,16 @@ from typing import Any
 
 from ..config import Config
 from ..core import capture
+from ..core import remember as remembering
 from ..core.conversation import Conversation, Identity, identify
 from ..core.memory import IndexBehind, Memory, utcnow
 from ..core.pinned import pinned_block
-from ..core.remember import remember
 from ..core.state import Conversations
 from ..core.trace import Trace, record_proxy_trace
 from ..paths import Home
 from ..recall.pipeline import Recaller
 from ..store.locks import LockBusy
+from ..store.rawlog import Turn as RawTurn
 from ..wire import anthropic
 
 log = logging.getLogger("bead.proxy")
@@ -181,8 +182,12 @@ class Engine:
                 trace["errors"].append("deadline")
             elif newest is not None and newest not in st.cues:
                 t1 = time.perf_counter()
+                # A "remember" that will be queued instead of written says so in
+                # this message's cue block, which is re-added with the same bytes.
+                notices = remembering.notice_lines(remembering.plan(conv.messages[newest], ident))
                 cue = self.recaller.recall_for(mem, conv, ident, st.injected, left,
-                                               raw_df=lambda terms: self.memory().index.raw_doc_freq(terms))
+                                               raw_df=lambda terms: self.memory().index.raw_doc_freq(terms),
+                                               notices=notices)
                 trace["recall_ms"] = round((time.perf_counter() - t1) * 1000, 2)
                 trace["errors"] += cue.trace.pop("errors", [])
                 trace.update(cue.trace)
@@ -265,11 +270,13 @@ class Engine:
                 st = self.conversations.load(ident.id)
                 if st.captured < len(conv.messages):
                     newest = conv.newest_user
-                    if newest is not None and newest >= st.captured:
-                        self._remember(mem, conv, newest, ident, trace)
                     turns = capture.request_turns(conv, ident, st.captured)
-                    if turns:
-                        self._capture(mem, ident, turns)
+                    captured = self._capture(mem, ident, turns) if turns else []
+                    if newest is not None and newest >= st.captured:
+                        # Remembered facts and queued items cite the typed turns they come from.
+                        typed = [t.anchor for t in captured
+                                 if t.flags.get("message") == newest and t.flags.get("source") == "typed"]
+                        self._remember(mem, conv, newest, ident, trace, typed)
                     st.set_captured(len(conv.messages))
             now = self.clock()
             # Pinned facts count as injected: decay must not put to sleep the
@@ -283,11 +290,14 @@ class Engine:
             trace["errors"].append("capture")
         self._trace(trace)
 
-    def _remember(self, mem: Memory, conv: Conversation, newest: int, ident: Identity, trace: dict[str, Any]) -> None:
+    def _remember(self, mem: Memory, conv: Conversation, newest: int, ident: Identity, trace: dict[str, Any],
+                  sources: list[str]) -> None:
         try:
-            for r in remember(mem, conv.messages[newest], ident):
+            for r in remembering.remember(mem, conv.messages[newest], ident, sources):
                 if r.id:
                     trace["remembered"] = r.id
+                elif r.queued:
+                    trace["remember_queued"] = r.queued
                 elif r.refused:
                     trace["errors"].append(f"remember: {r.refused}")
         except Exception as exc:
@@ -314,25 +324,26 @@ class Engine:
             message, flags = result
             if truncated:
                 flags["partial"] = True
-            turn = capture.assistant_turn(message, ident, flags)
-            if turn is None:
+            turns = capture.assistant_turns(message, ident, flags)
+            if not turns:
                 return
             mem = self.memory()
             with self.conversations.lock(ident.id):
                 st = self.conversations.load(ident.id)
                 if st.captured > prep.n_messages and not st.captured_partial:
                     return  # a retry of a request whose answer is already in the log
-                self._capture(mem, ident, [turn])
+                self._capture(mem, ident, turns)
                 st.set_captured(prep.n_messages + 1, bool(flags.get("partial")))
         except Exception as exc:
             self.error("capture", exc)
 
-    def _capture(self, mem: Memory, ident: Identity, turns: list[capture.Turn]) -> None:
-        """Capture turns; a locked index is counted, not fatal: the raw log has them."""
+    def _capture(self, mem: Memory, ident: Identity, turns: list[capture.Turn]) -> list[RawTurn]:
+        """Capture turns; a locked index is counted, not fatal: the raw log has them (then [] comes back)."""
         try:
-            capture.capture(mem, ident, turns)
+            return capture.capture(mem, ident, turns)
         except IndexBehind as exc:
             self.error("index_behind", exc)
+            return []
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait for every pending job (shutdown, tests)."""

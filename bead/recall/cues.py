@@ -47,7 +47,10 @@ def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
         return []
     cues: list[Cue] = []
     for p in conv.messages[index].parts:
-        if p.kind == "text" and p.source in (Source.TYPED, Source.PASTED) and p.text:
+        # Every text of the person's message is a cue at the person's weight,
+        # whoever wrote it (provenance decides what may become memory, not what
+        # recall looks for): typed, pasted, or text sent beside a tool result.
+        if p.kind == "text" and p.source in (Source.TYPED, Source.PASTED, Source.TOOL_OUTPUT) and p.text:
             cues.append(Cue("user", p.text))
         elif p.kind == "tool_result":
             text = p.text[:TOOL_RESULT_CHARS]

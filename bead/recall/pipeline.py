@@ -50,14 +50,18 @@ class Recaller:
             return self._stats[1]
 
     def recall_for(self, mem: Memory, conv: Conversation, ident: Identity, injected: set[str],
-                   deadline_s: float, raw_df: Callable[[list[str]], dict[str, int]] | None = None) -> CueBlock:
+                   deadline_s: float, raw_df: Callable[[list[str]], dict[str, int]] | None = None,
+                   notices: list[str] | None = None) -> CueBlock:
         """The cue block for the newest user message of ``conv``.
 
         ``injected`` holds what this conversation already carries (fact ids
         and raw text ids); nothing is injected twice. Past ``deadline_s`` the
         index is interrupted and the block comes back ``failed``: the caller
-        sends the request without new memory.
+        sends the request without new memory. ``notices`` are bead's own
+        lines (a "remember" queued for review) that open the block, before
+        any fact, so the budget never drops them.
         """
+        notices = notices or []
         cues: list[Cue] = extract(conv)
         trace: dict[str, Any] = {"cues": [{"source": c.source, "text": cue_excerpt(c.text)} for c in cues],
                                  "errors": []}
@@ -82,8 +86,8 @@ class Recaller:
         for c in result.raw:
             lines.append(render.raw_line(c.row, c.body))
             ids.append(render.text_id(c.body))
-        text, n = render.block("recall", render.CUE_HEADER, lines, self.config.proxy.cue_budget_tokens)
-        return CueBlock(text, ids[:n], trace)
+        text, n = render.block("recall", render.CUE_HEADER, notices + lines, self.config.proxy.cue_budget_tokens)
+        return CueBlock(text, ids[:max(0, n - len(notices))], trace)
 
     def _rerank(self, result: gate.Recall, cues: list[Cue], trace: dict[str, Any]) -> None:
         """Let the chat model choose among the candidates; on any failure the default gate stands."""

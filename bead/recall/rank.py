@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..index.db import Index
+from ..store.keys import PERSON_TRUSTS
 
 USER_STATED_BOOST = 1.2
 SCOPE_BOOST = 1.5
@@ -35,7 +36,7 @@ def search_facts(index: Index, query: str, limit: int = 10, current_only: bool =
     hits = []
     for row in index.fact_candidates(query, max(limit * 3, 20), current_only, include_dormant):
         score = row["bm25"]
-        if row["trust"] == "user_stated":
+        if row["trust"] in PERSON_TRUSTS:
             score *= USER_STATED_BOOST
         if scope and row["scope"] == scope:
             score *= SCOPE_BOOST

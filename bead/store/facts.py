@@ -32,7 +32,7 @@ from ..errors import BeadError, RefusedWrite
 from ..paths import Home, version_number
 from . import files as safe
 from .audit import AuditLog, Tombstones, iso
-from .keys import SENSITIVITIES, TRUSTS, TYPES, check_choice, scope_of, validate_key
+from .keys import PERSON_TRUSTS, SENSITIVITIES, TRUSTS, TYPES, check_choice, scope_of, validate_key
 from .locks import flocked
 
 # libyaml's C loader when PyYAML has it: parsing frontmatter dominates reindex.
@@ -375,7 +375,7 @@ class FactStore:
                 "write it with --sensitivity private, or keep the secret out of bead",
             )
         with self.lock():
-            if trust != "user_stated" and self.tombstones.matches(body):
+            if trust not in PERSON_TRUSTS and self.tombstones.matches(body):
                 raise RefusedWrite(
                     f"refusing to write {key}: that value was forgotten or rejected (tombstone)",
                     "only a person can bring it back: write it again with --trust user_stated",

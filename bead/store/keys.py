@@ -7,7 +7,10 @@ import re
 from ..errors import BeadError
 
 TYPES = ("user", "feedback", "project", "reference")
-TRUSTS = ("user_stated", "agent_observed", "dream_inferred")
+TRUSTS = ("user_stated", "accepted", "agent_observed", "dream_inferred")
+# A person's word: said by them, or accepted by them from the review queue.
+# Tombstones do not block it, and recall ranks it first.
+PERSON_TRUSTS = ("user_stated", "accepted")
 SENSITIVITIES = ("public", "private", "secret")
 STATUSES = ("current", "superseded", "dormant", "sealed")
 

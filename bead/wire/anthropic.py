@@ -15,7 +15,7 @@ import json
 import zlib
 from typing import Any
 
-from ..capture.text import clean, reminders, strip_own
+from ..capture.text import clean, reminders, segments, strip_own
 from ..core.conversation import Conversation, Message, Part, Source, find_cwd
 from .splice import Request, append_blocks, text_block
 
@@ -50,24 +50,45 @@ def _tool_result_text(block: dict[str, Any]) -> str:
                      ("[image]" if isinstance(x, dict) and x.get("type") == "image" else "") for x in c or [])
 
 
+_SEGMENT_SOURCE = {"typed": Source.TYPED, "pasted": Source.PASTED, "tool_output": Source.TOOL_OUTPUT}
+
+
 def _text_parts(text: str, source: Source) -> list[Part]:
-    parts = [Part(source, clean(text))]
+    """One text block's parts: its own words, then the harness's reminders.
+
+    A person's block is split further (``bead.capture.text.segments``): what
+    sits in code fences, quotes, expanded pastes, documents and command
+    output is not typed.
+    """
+    cleaned = clean(text)
+    if source is Source.TYPED and cleaned:
+        parts = [Part(_SEGMENT_SOURCE[s], t) for s, t in segments(cleaned)] or [Part(source, "")]
+    else:
+        parts = [Part(source, cleaned)]
     parts += [Part(Source.HARNESS, r) for r in reminders(text)]
     return parts
 
 
 def parts_of(role: str, blocks: list[Any]) -> list[Part]:
-    """Typed parts of one message's content blocks (thinking is skipped on purpose)."""
+    """Typed parts of one message's content blocks (thinking is skipped on purpose).
+
+    Text sent beside a tool result in the same user message is not the
+    person's: harnesses put tool and hook output there, so it counts as tool
+    output (the person's own words arrive in a message of their own).
+    """
     out: list[Part] = []
+    text_source = _role_source(role)
+    if text_source is Source.TYPED and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
+        text_source = Source.TOOL_OUTPUT
     for b in blocks:
         if isinstance(b, str):
-            out += _text_parts(b, _role_source(role))
+            out += _text_parts(b, text_source)
             continue
         if not isinstance(b, dict):
             continue
         kind = b.get("type")
         if kind == "text":
-            out += _text_parts(str(b.get("text", "")), _role_source(role))
+            out += _text_parts(str(b.get("text", "")), text_source)
         elif kind == "tool_result":
             out.append(Part(Source.TOOL_OUTPUT, clean(_tool_result_text(b)), kind="tool_result",
                             error=bool(b.get("is_error"))))

@@ -1,0 +1,149 @@
+"""What becomes of one proposed fact: the one function the dream and `bead eval` call.
+
+``decide`` applies the rules of ``bead.dream.rules`` in order and says what
+to do (reject, skip, queue, unchanged, duplicate, write) without doing it;
+the dream then does it, and the poisoning eval counts it. Nothing here
+writes.
+
+Provenance: a proposal is trusted only when one of the turns it cites is the
+person's typed text and that typed text holds at least half of the
+proposal's content words (``bead.index.query.terms``, stopwords dropped,
+plurals and -ed/-ing folded). A model that cites a typed turn while
+repeating a pasted README is still untrusted; so is a proposal that cites
+only tool output, the assistant's text or pasted content, or turns captured
+before turns carried their source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..capture.secrets import redact
+from ..core.memory import Memory
+from ..errors import BeadError
+from ..index.query import terms
+from ..store.audit import normalise
+from ..store.keys import PERSON_TRUSTS, TYPES, validate_key
+from ..store.rawlog import Turn
+from . import rules
+from .second import Opinion
+
+TRUSTED = "typed"          # the source of the person's own words (a raw turn's `source` flag)
+UNTRUSTED = "untrusted"
+SUPPORT = 0.5              # share of the value's content words the typed turns must hold
+
+SecondOpinion = Callable[[str, str, str], Opinion]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    key: str
+    type: str
+    value: str
+    turns: tuple[int, ...] = ()
+    replaces: str | None = None
+
+    @classmethod
+    def of(cls, p: dict) -> Proposal:
+        """From one entry of the model's answer (``bead.dream.run.parse_answer`` checked its shape)."""
+        return cls(p["key"].strip(), p["type"].strip(), p["value"].strip(), tuple(p.get("turns") or ()),
+                   p.get("replaces"))
+
+
+@dataclass
+class Decision:
+    action: str                 # reject | skip | queue | unchanged | duplicate | write
+    detail: str = ""            # why (the report's words, or the queue item's reason)
+    kind: str = ""              # the queue kind, when queued
+    source: str = ""            # typed | untrusted: who backs the proposal
+    other: str = ""             # unchanged: the current fact's id; duplicate: the key that holds the value
+    sources: list[str] = field(default_factory=list)   # the cited turns' anchors
+    opinion: Opinion | None = None
+
+
+def _fold(term: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
+            return term[: -len(suffix)]
+    return term
+
+
+def content_words(text: str) -> set[str]:
+    return {_fold(t) for t in terms(text)}
+
+
+def provenance(value: str, cited: list[Turn]) -> str:
+    """``typed`` when the person's typed turns among ``cited`` hold at least half of the value's content words."""
+    typed = [t for t in cited if t.role == "user" and t.flags.get("source") == TRUSTED]
+    if not typed:
+        return UNTRUSTED
+    words = content_words(value)
+    if not words:
+        return UNTRUSTED
+    said = content_words("\n".join(t.text for t in typed))
+    return TRUSTED if len(words & said) >= SUPPORT * len(words) else UNTRUSTED
+
+
+def _cited_sources(cited: list[Turn]) -> str:
+    names = sorted({str(t.flags.get("source") or "unknown") for t in cited})
+    return ", ".join(names) or "no turn"
+
+
+def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[str], str | None],
+           second: SecondOpinion | None = None) -> Decision:
+    """What to do with ``p``, whose cited turns are ``cited``.
+
+    ``value_owner(value)`` names the key that holds the same value already
+    (or None); ``second`` asks the second opinion (None: no model).
+    """
+    key, ftype, value = p.key, p.type, p.value
+    anchors = [t.anchor for t in cited]
+    # 1. reject what is malformed or holds a credential
+    try:
+        validate_key(key)
+    except BeadError:
+        return Decision("reject", "invalid key")
+    if ftype not in TYPES or not value or len(value) > rules.MAX_CHARS or redact(value)[1]:
+        why = ("invalid type" if ftype not in TYPES else "empty" if not value else
+               "over 600 characters" if len(value) > rules.MAX_CHARS else "changed by the secret scan")
+        return Decision("reject", why)
+    # 2. a forgotten or rejected value stays gone
+    if mem.tombstones.matches(value):
+        return Decision("skip", "tombstone")
+    source = provenance(value, cited)
+
+    def out(action: str, detail: str = "", kind: str = "", other: str = "", opinion: Opinion | None = None) -> Decision:
+        return Decision(action, detail, kind, source, other, anchors, opinion)
+
+    # 3. what must wait for a person
+    rule = rules.instruction_rule(value + "\n" + key.rsplit("/", 1)[-1].replace("-", " "))
+    if rule is not None:
+        return out("queue", f"reads like an instruction to a model ({rule.name}: {rule.why})", "suspicious")
+    if p.replaces and p.replaces != key:
+        return out("queue", f"the model says it replaces {p.replaces}", "key-conflict")
+    current = mem.current(key)
+    if current and current.trust in PERSON_TRUSTS and normalise(current.body) != normalise(value):
+        said = "stated" if current.trust == "user_stated" else "accepted"
+        return out("queue", f"would change {current.id}, which the person {said}", "change-user-stated")
+    # 4. nothing new: reinforce what is stored
+    if current and normalise(current.body) == normalise(value):
+        return out("unchanged", other=current.id)
+    other = value_owner(value)
+    if other and other != key:
+        return out("duplicate", other=other)
+    # 5. only the person's own words are written unseen
+    if source == UNTRUSTED:
+        return out("queue", f"no typed words of the person back it (cited: {_cited_sources(cited)})",
+                   "untrusted-source")
+    # 6. a second opinion from a call that never read the transcript
+    if second is not None:
+        op = second(key, ftype, value)
+        if op.kind == "instruction":
+            return out("queue", f"second opinion: an instruction to an AI agent ({op.reason})", "suspicious",
+                       opinion=op)
+        if op.kind != "fact":
+            return out("queue", f"second opinion failed, so it waits for a person ({op.reason})", "suspicious",
+                       opinion=op)
+        return out("write", opinion=op)
+    return out("write")
