@@ -25,10 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..capture.secrets import redact
-from ..store.keys import MAX_SEGMENT_BYTES
 from ..dream import rules
 from ..dream.queue import Queue, item_id
 from ..recall.render import escape
+from ..store.keys import MAX_SEGMENT_BYTES
 from .conversation import Identity, Message, Source
 from .memory import Memory
 

@@ -24,7 +24,7 @@ from ..llm import Model, ModelError
 from ..paths import Home
 from ..store import files as safe
 from ..store.audit import iso, key_hash, normalise
-from ..store.keys import TYPES, key_mentions, validate_key
+from ..store.keys import key_mentions
 from ..store.locks import LockBusy, flocked
 from ..store.rawlog import FORGOTTEN, Turn
 from . import second
