@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..capture.secrets import redact
+from ..capture.secrets import compile_linear, redact
 from ..dream import rules
 from ..dream.queue import Queue, item_id
 from ..recall.render import escape
@@ -34,9 +34,11 @@ from .memory import Memory
 
 # "remember X" where a sentence starts: "remember that ...", "Then remember: ...".
 # Every run is bounded, so the scan stays linear on hostile text.
-_REMEMBER = re.compile(
+# On RE2 (linear time): the lazy value followed by a run of blanks backtracked
+# quadratically in Python's engine on a long run of spaces.
+_REMEMBER = compile_linear(
     r"(?im)(?:^|[.!?][ \t]{1,8})(?:(?:then|and|also|please|pls)[, \t]{1,4})*remember(?:[ \t]{1,4}that)?[ \t]{0,4}"
-    r"[:,\-]?[ \t]{1,4}([^\n]{3,600}?)[ \t]*(?:[.!?](?=\s|$)|$)")
+    r"[:,\-]?[ \t]{1,4}([^\n]{3,600}?)[ \t]*(?:[.!?](?:\s|$)|$)")
 _KEY_SKIP = frozenset("""a an the is are was were be been am i i'm my me mine we our you your it its this that
 these those to of in on at for with and or but so that project repo please always""".split())
 _FIRST_PERSON = re.compile(r"(?i)\b(i|i'm|i've|my|me|mine)\b")

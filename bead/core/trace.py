@@ -23,6 +23,7 @@ from ..paths import Home
 from ..store import files as safe
 
 CUE_CHARS = 200
+SCAN_MARGIN = 4096   # a credential that starts before the cut and is longer than this is rare beyond reason
 
 
 def record_proxy_trace(home: Home, path: Path | str | None) -> None:
@@ -67,8 +68,13 @@ def configured_paths(config: Config, override: str | None = None, home: Home | N
 
 
 def cue_excerpt(text: str) -> str:
-    """A cue as the trace keeps it: credentials redacted first, then cut (never cut a secret in half)."""
-    return redact(text)[0][:CUE_CHARS]
+    """A cue as the trace keeps it: credentials redacted first, then cut (never cut a secret in half).
+
+    The scan sees a window past the cut as long as the longest key bead
+    redacts to its end, not the whole cue: this runs before forwarding, and
+    a cue can be a megabyte of tool output.
+    """
+    return redact(text[:CUE_CHARS + SCAN_MARGIN])[0][:CUE_CHARS]
 
 
 class Trace:
