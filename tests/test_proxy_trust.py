@@ -309,6 +309,58 @@ class TestOwnerOnly:
         assert b"Helix" in upstream.requests[-1].body
         assert eventually(lambda: len(raw_turns(bead_home, "kernel")) == 2)
 
+    def test_kernel_check_matches_both_ends_not_just_ports(self, tmp_path):
+        """Another user's socket bound to our own port on another loopback address never passes as ours."""
+        from bead.proxy.access import peer_uid
+
+        port = 17077
+        head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+        # ours first: the proxy's accepted socket (local 127.0.0.1:P, remote 127.0.0.2:P), owned by uid 0;
+        # then the other user's client socket (local 127.0.0.2:P, remote 127.0.0.1:P), uid 1001.
+        (tmp_path / "tcp").write_text(
+            head + f"   0: 0100007F:{port:04X} 0200007F:{port:04X} 01 00000000:00000000 00:00000000 00000000     0 0 11 1\n"
+            f"   1: 0200007F:{port:04X} 0100007F:{port:04X} 01 00000000:00000000 00:00000000 00000000  1001 0 12 1\n")
+        (tmp_path / "tcp6").write_text(
+            head + "   0: 00000000000000000000000001000000:4E20 0000000000000000FFFF00000100007F:1F90 01 "
+            "00000000:00000000 00:00000000 00000000  1002 0 13 1\n")
+        assert peer_uid(("127.0.0.2", port), ("127.0.0.1", port), tmp_path) == 1001
+        assert peer_uid(("127.0.0.3", port), ("127.0.0.1", port), tmp_path) is None
+        assert peer_uid(("::1", 0x4E20), ("::ffff:127.0.0.1", 0x1F90), tmp_path) == 1002
+        assert peer_uid(("::1", 0x4E20), ("127.0.0.1", 0x1F90), tmp_path) == 1002   # the same end, spelled as IPv4
+
+    @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser")
+                        or not os.path.exists("/usr/bin/python3"), reason="needs root, useradd, runuser, /usr/bin/python3")
+    def test_second_os_user_binding_our_port_on_another_address_is_not_the_owner(self, served_proxy, upstream, bead_home):
+        """The attack the kernel check once missed: bind 127.0.0.2:<proxy port>, connect, ask."""
+        name = "beadtest2"
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+        self.seed(bead_home)
+        proxy = served_proxy()
+        port = int(proxy.url.rsplit(":", 1)[1])
+        body, _ = req("which editor do I use?", session="bound")
+        script = (
+            "import socket, sys\n"
+            f"s = socket.socket(); s.bind(('127.0.0.2', {port})); s.connect(('127.0.0.1', {port}))\n"
+            "b = sys.stdin.buffer.read()\n"
+            "s.sendall(b'POST /v1/messages HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\ncontent-type: application/json\\r\\n'"
+            " + b'x-bead-session: bound\\r\\nconnection: close\\r\\ncontent-length: ' + str(len(b)).encode() + b'\\r\\n\\r\\n' + b)\n"
+            "out = b''\n"
+            "while True:\n"
+            "    c = s.recv(65536)\n"
+            "    if not c: break\n"
+            "    out += c\n"
+            "print(out.split(b' ')[1].decode())\n")
+        r = subprocess.run(["runuser", "-u", name, "--", "/usr/bin/python3", "-c", script], input=body,
+                           capture_output=True, timeout=60)
+        assert r.stdout.strip() == b"200", r.stderr
+        assert upstream.requests[-1].body == body, "forwarded unchanged: no memory"
+        assert proxy.health()["not_owner"] == 1
+        proxy.engine.drain(30)
+        assert raw_turns(bead_home, "bound") == []
+
     @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser")
                         or not shutil.which("curl"), reason="needs root, useradd, runuser and curl to act as a second user")
     def test_second_os_user_gets_no_memory_and_no_capture(self, served_proxy, upstream, bead_home):

@@ -87,28 +87,51 @@ def _hex_port(port: int) -> str:
     return f"{port:04X}"
 
 
-def peer_uid(client_port: int, server_port: int, proc: Path = Path("/proc/net")) -> int | None:
-    """The UID owning the loopback socket connected from ``client_port`` to ``server_port``.
+def _proc_addrs(ip: str) -> set[str]:
+    """How /proc/net/tcp{,6} spell an address: IPv4 as 8 hex digits in host (little-endian) order, IPv6
+    as four such 32-bit words; an IPv4 peer of a dual-stack socket appears as ::ffff:a.b.c.d."""
+    import ipaddress
 
-    Reads ``/proc/net/tcp`` and ``tcp6``: each line is ``sl local rem st ...
-    uid ...`` with addresses as hex ``ADDR:PORT``. The client's socket is the
-    one whose local port is the client's and remote port is ours.
+    try:
+        addr = ipaddress.ip_address(ip.strip("[]"))
+    except ValueError:
+        return set()
+
+    def v6(packed: bytes) -> str:
+        return "".join(packed[i:i + 4][::-1].hex().upper() for i in range(0, 16, 4))
+
+    if isinstance(addr, ipaddress.IPv4Address):
+        return {addr.packed[::-1].hex().upper(), v6(ipaddress.IPv6Address(f"::ffff:{addr}").packed)}
+    mapped = addr.ipv4_mapped
+    out = {v6(addr.packed)}
+    if mapped is not None:
+        out.add(mapped.packed[::-1].hex().upper())
+    return out
+
+
+def peer_uid(client: tuple[str, int], server: tuple[str, int], proc: Path = Path("/proc/net")) -> int | None:
+    """The UID owning the established socket connected from ``client`` to ``server`` (both (ip, port)).
+
+    Both ends are matched in full, address and port: matching ports alone
+    would let another user bind their client socket to our own port on
+    another loopback address and pass as our accepted socket.
     """
-    local = ":" + _hex_port(client_port)
-    remote = ":" + _hex_port(server_port)
+    local = {f"{a}:{_hex_port(client[1])}" for a in _proc_addrs(client[0])}
+    remote = {f"{a}:{_hex_port(server[1])}" for a in _proc_addrs(server[0])}
+    if not local or not remote:
+        return None
+    uids = set()
     for name in ("tcp", "tcp6"):
         try:
             with open(proc / name, encoding="ascii", errors="replace") as f:
                 next(f, None)
                 for line in f:
-                    if local not in line:
-                        continue
                     fields = line.split()
-                    if len(fields) > 7 and fields[1].endswith(local) and fields[2].endswith(remote):
-                        return int(fields[7])
+                    if len(fields) > 7 and fields[3] == "01" and fields[1] in local and fields[2] in remote:
+                        uids.add(int(fields[7]))
         except (OSError, ValueError):
             continue
-    return None
+    return uids.pop() if len(uids) == 1 else None
 
 
 def listener(port: int, proc: Path = Path("/proc")) -> str | None:

@@ -106,12 +106,12 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
                                     "home": str(engine.home.root), **engine.health(), **state_}),
                         content_type="application/json")
 
-    def is_owner(has_token: bool, client_port: int | None, server_port: int | None) -> bool:
+    def is_owner(has_token: bool, client: tuple[str, int] | None, server: tuple[str, int] | None) -> bool:
         if has_token:
             return True
-        if not sys.platform.startswith("linux") or client_port is None or server_port is None:
+        if not sys.platform.startswith("linux") or client is None or server is None:
             return False
-        return access.peer_uid(client_port, server_port) == owner_uid
+        return access.peer_uid(client, server) == owner_uid
 
     @app.route("/", defaults={"path": ""}, methods=METHODS)
     @app.route("/<path:path>", methods=METHODS)
@@ -125,10 +125,10 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         has_token, raw_path = access.split_token(request.scope["raw_path"].decode("latin-1"), token)
         prep = Prepared(body)
         if request.method == "POST" and raw_path.split("?", 1)[0] == "/v1/messages":
-            client_port, server_port = _ports()
+            peer, ours = _ends()
 
             def work(deadline: float) -> Prepared:
-                if not is_owner(has_token, client_port, server_port):
+                if not is_owner(has_token, peer, ours):
                     engine.count("not_owner")
                     return Prepared(body)
                 return engine.prepare(body, headers, deadline)
@@ -182,12 +182,14 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
     return app
 
 
-def _ports() -> tuple[int | None, int | None]:
-    """The client's and our port of this connection (None when the server does not say)."""
-    client, server = request.scope.get("client"), request.scope.get("server")
-    cport = client[1] if client and client[1] is not None else None
-    sport = server[1] if server and server[1] is not None else None
-    return cport, sport
+def _ends() -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
+    """The client's and our (address, port) of this connection (None when the server does not say)."""
+    def end(value: Any) -> tuple[str, int] | None:
+        if not value or len(value) < 2 or value[0] is None or value[1] is None:
+            return None
+        return str(value[0]), int(value[1])
+
+    return end(request.scope.get("client")), end(request.scope.get("server"))
 
 
 async def _prepare(engine: Engine, work: typing.Callable[[float], Prepared], body: bytes, start: float) -> Prepared:
