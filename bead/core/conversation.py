@@ -22,7 +22,9 @@ Who is talking (the ``Identity``) follows the reference design:
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
@@ -151,18 +153,36 @@ def main_checkout(path: Path) -> Path:
     try:
         if git.is_dir():
             return d
-        text = git.read_text(encoding="utf-8", errors="replace").strip()
-        if not text.startswith("gitdir:"):
+        text = _small_file(git)
+        if text is None or not text.startswith("gitdir:"):
             return d
         gitdir = Path(text[len("gitdir:"):].strip())
         gitdir = gitdir if gitdir.is_absolute() else (d / gitdir)
         common = gitdir
-        if (gitdir / "commondir").is_file():
-            common = gitdir / (gitdir / "commondir").read_text().strip()
+        common_text = _small_file(gitdir / "commondir")
+        if common_text:
+            common = gitdir / common_text
         common = common.resolve()
         return common.parent if common.name == ".git" else d
     except OSError:
         return path
+
+
+def _small_file(path: Path, limit: int = 4096) -> str | None:
+    """The text of a regular file of at most ``limit`` bytes, else None.
+
+    The path comes from a request (the working directory the harness
+    reports): a FIFO or a device there must never block the proxy, so the
+    file is opened non-blocking and only if it is a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        return os.read(fd, limit).decode("utf-8", "replace").strip()
+    finally:
+        os.close(fd)
 
 
 @lru_cache(maxsize=256)

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -89,7 +89,8 @@ class Engine:
         # Work after forwarding: its own threads, so it never holds up a
         # request's preparation; chained per conversation to keep its order.
         self._after = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bead-capture")
-        self._chains: dict[str, Future[None]] = {}
+        self._chains: dict[str, Future[None]] = {}          # each conversation's newest job
+        self._queues: dict[str, deque[tuple[Callable[[], None], Future[None]]]] = {}
         self._chains_lock = threading.Lock()
         # Build the index now if it is missing, so no request pays for a rebuild.
         with Memory(home, config, clock) as mem:
@@ -230,28 +231,39 @@ class Engine:
 
     # ----- after forwarding ---------------------------------------------------
     def _chain(self, conversation_id: str, job: Callable[[], None]) -> Future[None]:
-        """Run ``job`` after every earlier job of the same conversation."""
+        """Run ``job`` after every earlier job of the same conversation.
+
+        A conversation's jobs wait in its own queue, not in a worker: a
+        worker only ever runs a job that is ready, so one conversation's
+        backlog never holds a worker that another conversation needs.
+        """
+        fut: Future[None] = Future()
         with self._chains_lock:
-            before = self._chains.get(conversation_id)
-
-            def run() -> None:
-                if before is not None:
-                    try:
-                        before.result()
-                    except Exception:  # noqa: S110 - reported by that job
-                        pass
-                job()
-
-            fut = self._after.submit(run)
+            queue = self._queues.setdefault(conversation_id, deque())
+            queue.append((job, fut))
             self._chains[conversation_id] = fut
-
-        def forget_done(f: Future[None]) -> None:
-            with self._chains_lock:
-                if self._chains.get(conversation_id) is f:
-                    del self._chains[conversation_id]
-
-        fut.add_done_callback(forget_done)
+            start = len(queue) == 1
+        if start:
+            self._after.submit(self._run_next, conversation_id)
         return fut
+
+    def _run_next(self, conversation_id: str) -> None:
+        with self._chains_lock:
+            job, fut = self._queues[conversation_id][0]
+        try:
+            job()
+            fut.set_result(None)
+        except BaseException as exc:  # jobs report their own failures; this only keeps the chain going
+            fut.set_exception(exc)
+        with self._chains_lock:
+            queue = self._queues[conversation_id]
+            queue.popleft()
+            if not queue:
+                del self._queues[conversation_id]
+                if self._chains.get(conversation_id) is fut:
+                    del self._chains[conversation_id]
+                return
+        self._after.submit(self._run_next, conversation_id)
 
     def forwarded(self, prep: Prepared) -> Future[None] | None:
         """The request went upstream: capture its new turns, "remember", audit and trace, in order."""
