@@ -202,6 +202,10 @@ def plan_target(mem: Memory, target: str) -> Plan:
     key, version = parsed if parsed else (target, None)
     validate_key(key)
     _add_key(mem, plan, key, version)
+    if not plan.keys and mem.sealed.has(key):
+        raise BeadError(f"{key} is sealed: forget does not decrypt the vault, and its tombstones need the values",
+                        f"run `bead unseal {key}` and then `bead forget {key}`; if the passphrase is lost, delete "
+                        f"{mem.home.sealed_key_dir(key)} by hand")
     if not plan.keys:
         raise BeadError(f"nothing to forget: {target} has no version files",
                         "check the key with `bead search` or `bead history KEY`")

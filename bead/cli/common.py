@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+def at_terminal() -> bool:
+    """Whether a person can be asked (stdin is a terminal); a script gets a hint or an error instead."""
+    return sys.stdin.isatty()
 
 
 def open_memory():

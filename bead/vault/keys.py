@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import BeadError
+from ..errors import BeadError, RefusedWrite
 from ..paths import Home
 from ..store import files as safe
 from ..store.audit import iso
@@ -65,7 +65,9 @@ PQ_FIX = ("install age 1.3 or later, which ships age-plugin-pq, and put age-plug
 WhichFn = Callable[[str], str | None]
 
 
-class VaultMissing(BeadError):
+class VaultMissing(RefusedWrite):
+    """No vault: a secret has nowhere to go but the disk in clear, so it is refused."""
+
     def __init__(self, home: Home):
         super().__init__(f"there is no vault at {home.vault}",
                          "run `bead vault init` to create it (it asks for a passphrase of 12 or more characters)")
@@ -118,6 +120,15 @@ def recipient_kind(text: str) -> str:
     if text.startswith("age1") and len(text) == 62:
         return "x25519"
     return "unknown"
+
+
+def recipient_kind_of(home: Home) -> str:
+    """The kind of the vault's key as recipient.txt tells it; none when there is no such file."""
+    try:
+        text = safe.read_text(home.vault_recipient, root=home.root, errors="replace")
+    except (OSError, safe.UnsafePath):
+        return "none"
+    return recipient_kind(next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), ""))
 
 
 def _exists(home: Home, path: Any) -> bool:
@@ -354,6 +365,8 @@ def read_identity(home: Home) -> bytes:
 
 def unlock(home: Home, passphrase: str) -> list[Any]:
     """The vault's identities (pyrage objects) for reading sealed versions: needs the passphrase."""
+    if recipient_kind_of(home) == "pq" and shutil.which(PQ_PLUGIN) is None:
+        raise _plugin_missing("pq")    # said before the passphrase's second of scrypt, not after
     data = read_identity(home)
     mod = pyrage()
     try:
