@@ -75,8 +75,11 @@ def sealed_files(home: Path, key: str) -> list[str]:
     return sorted(p.name for p in d.iterdir()) if d.exists() else []
 
 
-def decrypt_with(home: Home, key: str, n: int) -> str:
-    return ops.vault_keys.decrypt(home.sealed_file(key, n).read_bytes(), vault_keys.unlock(home, PASSPHRASE), "t").decode()
+def decrypt_all(home: Home, key: str) -> dict[int, str]:
+    """Every sealed version of ``key``, decrypted with the vault's identity (one unlock: scrypt is slow on purpose)."""
+    identities = vault_keys.unlock(home, PASSPHRASE)
+    return {n: vault_keys.decrypt(home.sealed_file(key, n).read_bytes(), identities, "t").decode()
+            for n in (int(name[1:].split(".")[0]) for name in sealed_files(home.root, key))}
 
 
 # ----- bead vault init ------------------------------------------------------------
@@ -151,7 +154,9 @@ class TestSeal:
         assert mem.tombstones.count() == tombstones + 2
         assert mem.index.fact_candidates(TOKEN, 10, current_only=False) == []
         assert TOKEN not in mem.raw.read(turns[0].path)[0].text, "the raw turn citing it is redacted, as forget does"
-        assert SECRET in decrypt_with(vault, "user/bank-pin", 2) and "status: sealed" in decrypt_with(vault, "user/bank-pin", 2)
+        plain = decrypt_all(vault, "user/bank-pin")
+        assert "oldoldold" in plain[1] and SECRET in plain[2]
+        assert all("status: sealed" in p and "sensitivity: secret" in p for p in plain.values())
         assert leftovers(vault.root, SECRET, "Bank PIN 1000 recovery oldoldold") == []
 
     def test_a_secret_write_seals_the_plaintext_first_and_supersedes_it(self, bead, mem, vault):
@@ -260,29 +265,34 @@ def test_a_sealed_value_is_never_in_clear_through_seal_write_secret_and_unseal_t
     points: dict[str, list[str]] = {}
     real_encrypt = vault_keys.encrypt
 
+    card_old, card_new = "Card code 5555 oldcardvalue", "Card code 6666 newcardvalue"
+    mem.write("user/card", card_old, "user")
+
     def watched(data: bytes, to):
-        # The moment the new value is encrypted: it must not be on disk anywhere.
-        points.setdefault("while encrypting", []).extend(leftovers(vault.root, SECRET2))
+        # Each moment something is encrypted: the values being written must not be on disk anywhere.
+        points.setdefault("while encrypting", []).extend(leftovers(vault.root, SECRET2, card_new))
         return real_encrypt(data, to)
 
     # 1. seal
     ops.seal(mem, "user/pin")
     points["after seal"] = leftovers(vault.root, SECRET)
-    # 2. a secret write, watched while it runs
+    # 2. secret writes, watched while they run: to a sealed key, and to a plaintext key (sealed first)
     monkeypatch.setattr(vault_keys, "encrypt", watched)
     mem.write("user/pin", SECRET2, "user", sensitivity="secret")
+    mem.write("user/card", card_new, "user", sensitivity="secret")
     monkeypatch.setattr(vault_keys, "encrypt", real_encrypt)
-    points["after write-secret"] = leftovers(vault.root, SECRET, SECRET2)
+    points["after write-secret"] = leftovers(vault.root, SECRET, SECRET2, card_old, card_new)
     # 3. unseal (plaintext by request), then seal again: nothing may be left behind
     ops.unseal(mem, "user/pin", PASSPHRASE)
     assert leftovers(vault.root, SECRET2), "unsealed, the value is plaintext again"
     ops.seal(mem, "user/pin")
-    points["after unseal then reseal"] = leftovers(vault.root, SECRET, SECRET2)
+    points["after unseal then reseal"] = leftovers(vault.root, SECRET, SECRET2, card_old, card_new)
     mem.close()
-    points["after the process ends"] = leftovers(vault.root, SECRET, SECRET2)
+    points["after the process ends"] = leftovers(vault.root, SECRET, SECRET2, card_old, card_new)
     assert "while encrypting" in points
     assert points == {k: [] for k in points}
     assert sealed_files(vault.root, "user/pin") == ["v1.md.age", "v2.md.age"]
+    assert sealed_files(vault.root, "user/card") == ["v1.md.age", "v2.md.age"]
     assert (vault.root / "index.db").exists()
 
 
@@ -344,6 +354,7 @@ def test_the_rerank_never_sees_a_sealed_fact(bead_home, vault, model, monkeypatc
     with Memory(vault, cfg) as m:
         m.write("global/bank-card", f"The shop's bank card recovery code is {SECRET}", "reference")
         m.write("global/deploy", "Deploys go to Fly.io from main.", "reference")
+        m.write("global/bank-desk", "The shop's bank card desk answers recovery questions from 9 to 5.", "reference")
         body = json.dumps({"model": "m", "max_tokens": 5, "messages": [
             {"role": "user", "content": "where is the shop's bank card recovery code?"}]}).encode()
         eng.prepare(body, {"x-bead-session": "rr-before"})
@@ -352,7 +363,9 @@ def test_the_rerank_never_sees_a_sealed_fact(bead_home, vault, model, monkeypatc
         m.write("global/bank-card", f"The shop's bank card recovery code is {SECRET2}", "reference", sensitivity="secret")
         n = len(model.requests)
         eng.prepare(body, {"x-bead-session": "rr-after"})
-        assert not any(TOKEN in json.dumps(r[2]) or "wqplmokn" in json.dumps(r[2]) for r in model.requests[n:])
+        after = [json.dumps(r[2]) for r in model.requests[n:]]
+        assert after and "bank-desk" in after[-1], "the rerank still runs on the other candidates"
+        assert not any(TOKEN in a or "wqplmokn" in a or "4711" in a or "9902" in a for a in after)
 
 
 def test_search_finds_no_sealed_value(bead, mem, vault):
@@ -454,8 +467,6 @@ def test_files_sealed_by_the_age_cli_read_here(bead, vault):
     target.chmod(0o600)
     res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
     assert res.code == 0 and res.out.strip() == SECRET
-    assert bead("unseal", "user/pin", *PP, env=PP_ENV).code == 0
-    assert Memory(vault, Config(owner="t")).current("user/pin").body == SECRET
 
 
 # ----- hybrid post-quantum through age-plugin-pq (a stand-in; see tests/age_standin.py) -------------

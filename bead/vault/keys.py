@@ -179,9 +179,9 @@ def info(home: Home, which: WhichFn = shutil.which) -> VaultInfo:
                          "restore it from a backup; without it the sealed facts are lost"))
     else:
         try:
-            st = os.lstat(home.vault_identity)
+            _data, st = safe.read_with_stat(home.vault_identity, root=home.root)
             why = loose_mode(st) if stat.S_ISREG(st.st_mode) else "it is not a regular file"
-        except OSError as exc:
+        except (OSError, safe.UnsafePath) as exc:
             why = str(exc)
         if why:
             problems.append((f"bead refuses to use {home.vault_identity}: {why}",
