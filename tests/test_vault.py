@@ -557,3 +557,33 @@ def test_a_dream_proposal_for_a_sealed_key_is_skipped_not_fatal(bead_home, vault
         rep = Dream(m).run()
         assert any("user/bank-pin" in s for s in rep.sessions["s1"]["skipped"])
         assert m.current("user/bank-pin") is None
+
+
+def test_without_pyrage_bead_runs_and_the_vault_says_how_to_add_it(bead, mem, vault, monkeypatch):
+    """A platform without a pyrage wheel installs bead without it: only the vault's commands stop, and say why."""
+    monkeypatch.setitem(sys.modules, "pyrage", None)   # `import pyrage` now raises ImportError
+    res = bead("write", "user/pin", SECRET, "--type", "user", "--sensitivity", "secret")
+    assert res.code == 1 and "pyrage" in res.err and "pip install pyrage" in res.err and "Rust" in res.err
+    assert "Traceback" not in res.err and leftovers(vault.root, SECRET) == []
+    assert bead("write", "user/editor", "Helix", "--type", "user").code == 0
+    assert "vault       X25519, 0 sealed key(s)" in bead("status").out
+
+
+def test_a_seal_that_fails_half_way_leaves_the_key_as_it_was(mem, vault, monkeypatch):
+    mem.write("user/pin", "Bank PIN 1000 recovery oldoldold", "user")
+    mem.write("user/pin", SECRET, "user")
+    real_encrypt, calls = vault_keys.encrypt, []
+
+    def second_fails(data: bytes, to):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the disk is full")
+        return real_encrypt(data, to)
+
+    monkeypatch.setattr(vault_keys, "encrypt", second_fails)
+    with pytest.raises(RuntimeError):
+        ops.seal(mem, "user/pin")
+    assert len(calls) == 2
+    assert [n for n in fact_files(vault.root, "user/pin") if n.endswith(".md")] == ["v1.md", "v2.md"]
+    assert sealed_files(vault.root, "user/pin") == []
+    assert mem.current("user/pin").body == SECRET and not mem.is_sealed("user/pin")

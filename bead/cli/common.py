@@ -13,8 +13,9 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 
 
 def at_terminal() -> bool:
-    """Whether a person can be asked (stdin is a terminal); a script gets a hint or an error instead."""
-    return sys.stdin.isatty()
+    """Whether a person can be asked: stdin is a terminal, and so is stderr, where the question goes.
+    A script (or a test that captures the output) gets a hint or an error instead of a prompt."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
 
 
 def open_memory():

@@ -44,20 +44,26 @@ def _seal(mem: Memory, key: str, plan: forget.Plan, to: Any, new: Any = None) ->
         if list(kv.numbers) != expected:
             raise BeadError(f"{key} changed while it was being sealed; nothing was changed",
                             "run the command again")
-        facts = {f.version: f for f in kv.facts}
-        for n, path in zip(kv.numbers, kv.files, strict=True):
-            if n in facts:
-                plain = dataclasses.replace(facts[n], status="sealed", sensitivity="secret").render()
-            else:
-                try:
-                    plain = safe.read_bytes(path, root=mem.home.root)
-                except (OSError, safe.UnsafePath):
-                    continue            # forget keeps it too, and says so
-                if not is_version_of(plain, key, n):
-                    continue
-            mem.sealed.write(key, n, plain, to)
-        if new is not None:
-            written.append(new())
+        before = set(mem.sealed.numbers(key))
+        try:
+            facts = {f.version: f for f in kv.facts}
+            for n, path in zip(kv.numbers, kv.files, strict=True):
+                if n in facts:
+                    plain = dataclasses.replace(facts[n], status="sealed", sensitivity="secret").render()
+                else:
+                    try:
+                        plain = safe.read_bytes(path, root=mem.home.root)
+                    except (OSError, safe.UnsafePath):
+                        continue            # forget keeps it too, and says so
+                    if not is_version_of(plain, key, n):
+                        continue
+                mem.sealed.write(key, n, plain, to)
+            if new is not None:
+                written.append(new())
+        except BaseException:
+            # Nothing is deleted yet: take back the copies this call added, so the key stays as it was.
+            mem.sealed.delete(key, sorted(set(mem.sealed.numbers(key)) - before))
+            raise
 
     summary = forget.apply(mem, plan, under_lock=copy, event="seal")
     return summary, (written[0] if written else None)
