@@ -1,8 +1,10 @@
 """The sealed vault: a secret is never a plaintext file, an index row, an injection or model input.
 
-Real files, real SQLite, real age encryption through pyrage. Reading the
-vault's identity costs a deliberate second or so (scrypt), so every test
-that only needs a vault copies one made once per session (``vault``).
+Real files, real SQLite, real age encryption through pyrage. A real vault's
+identity costs a deliberate second and half a gigabyte to open (scrypt, as
+pyrage calibrates it); `bead vault init` is tested that way, and every other
+test copies a vault made once per session whose identity uses a low scrypt
+work factor (tests/age_scrypt.py), so the suite stays fast and light.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import age_scrypt
 import pytest
 from conftest import all_bytes_under, make_proxy_app
 from fakes import FakeModel
@@ -50,9 +53,16 @@ def leftovers(root: Path, *values: str) -> list[str]:
 
 @pytest.fixture(scope="session")
 def vault_template(tmp_path_factory) -> Path:
-    """One X25519 vault, made once (its scrypt costs a second): recipient.txt and identity.age."""
+    """One X25519 vault as `bead vault init` lays it out, its identity at scrypt work factor 10."""
     root = tmp_path_factory.mktemp("vault-template")
-    vault_keys.init(Home(root), PASSPHRASE, kind="x25519", which=lambda name: None)
+    mod = vault_keys.pyrage()
+    ident = mod.x25519.Identity.generate()
+    text = f"# created: 2026-11-30T00:00:00Z\n# public key: {ident.to_public()}\n{ident}\n".encode()
+    sealed = age_scrypt.encrypt(text, PASSPHRASE, work_factor=10)
+    assert mod.passphrase.decrypt(sealed, PASSPHRASE) == text, "pyrage opens it as any age file"
+    (root / "vault").mkdir(mode=0o700)
+    (root / "vault" / "identity.age").write_bytes(sealed)
+    (root / "vault" / "recipient.txt").write_text(f"{ident.to_public()}\n")
     return root / "vault"
 
 
