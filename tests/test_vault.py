@@ -171,9 +171,12 @@ class TestSeal:
 
     def test_a_secret_write_seals_the_plaintext_first_and_supersedes_it(self, bead, mem, vault):
         mem.write("user/bank-pin", SECRET, "user")
+        said = mem.append_turns("s1", [("user", f"the new one is {SECRET2}", None, None)])
         res = bead("write", "user/bank-pin", "-", "--type", "user", "--sensitivity", "secret", input=SECRET2)
         assert res.code == 0, res.err
         assert "user/bank-pin@v2 to the vault, encrypted (supersedes user/bank-pin@v1)" in res.out
+        assert "redacted 1 raw turn(s) that held the secret" in res.err
+        assert mem.raw.read(said[0].path)[0].text == "[forgotten]"
         assert fact_files(vault.root, "user/bank-pin") == []
         assert sealed_files(vault.root, "user/bank-pin") == ["v1.md.age", "v2.md.age"]
         assert leftovers(vault.root, SECRET, SECRET2) == []

@@ -40,6 +40,8 @@ def write(key, text, type_, trust, sensitivity, pin, as_json):
             "path": str(result.fact.path), "indexed": result.indexed, "sealed": result.sealed}
     if not result.indexed:
         click.echo(INDEX_LATER, err=True)
+    if result.redacted:
+        click.echo(f"note: redacted {result.redacted} raw turn(s) that held the secret, as forget does", err=True)
 
     def human(d):
         if d["written"]:

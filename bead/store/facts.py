@@ -212,6 +212,7 @@ class WriteResult:
     marked: tuple[Fact, ...] = ()     # older versions whose status this write changed (as they are now)
     indexed: bool = True              # False: the file is written, the index catches up later
     sealed: bool = False              # the version went to the vault, encrypted (a secret write)
+    redacted: int = 0                 # a secret write: raw turns that held the value, now [forgotten]
 
 
 @dataclass

@@ -108,9 +108,9 @@ def write_secret(mem: Memory, key: str, body: str, type: str, trust: str = "user
         mem.audit.record(now, "write", key=key, id=fact.id, trust=trust, type=type, sealed=True)
         return fact
 
-    _summary, fact = _seal(mem, key, plan, to, new)
+    summary, fact = _seal(mem, key, plan, to, new)
     assert fact is not None
-    return WriteResult(fact, written=True, sealed=True)
+    return WriteResult(fact, written=True, sealed=True, redacted=summary["raw_turns_redacted"])
 
 
 def unseal(mem: Memory, key: str, passphrase: str) -> dict[str, Any]:
