@@ -136,8 +136,8 @@ def vault_status(as_json):
 
     def human(d):
         if d["kind"] == "none":
-            would = ("hybrid post-quantum, if age-keygen there is age 1.3 or later" if d["age_plugin_pq"]
-                     else "X25519 (age-plugin-pq is not on PATH)")
+            would = ("a hybrid post-quantum key, if age-keygen on PATH is age 1.3 or later" if d["age_plugin_pq"]
+                     else "an X25519 key: age-plugin-pq is not on PATH")
             click.echo(f"vault          none: `bead vault init` creates it ({would})")
         else:
             click.echo(f"vault          {d['label']} ({d['recipient_file']})")
