@@ -22,3 +22,13 @@ class BeadError(Exception):
 
 class RefusedWrite(BeadError):
     """A write the store will not make (tombstoned value, sealed key)."""
+
+
+class KeySealed(RefusedWrite):
+    """A plaintext write to a key whose versions are sealed in the vault (the design's ErrSealed)."""
+
+    def __init__(self, key: str):
+        super().__init__(f"refusing to write {key} in plain text: the key is sealed in the vault",
+                         f"write it with --sensitivity secret (it is sealed too), or run `bead unseal {key}` "
+                         "first to make the key plaintext again")
+        self.key = key

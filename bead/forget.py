@@ -6,6 +6,10 @@ index rows, episodes, review items, per-conversation state lines and trace
 lines; then the index's WAL is truncated. Each of those files belongs to a
 component, and forget calls that component's own operation.
 
+Sealing a key (bead.vault.ops) is a forget of its plaintext: it plans with
+``plan_seal`` and calls ``apply`` with ``under_lock``, which writes the
+encrypted copies inside forget's locks, before anything is deleted.
+
 A key is part of its value: "remember" and the dream make keys from the
 value's words. So once a key has no version left, every line that names it
 goes too (state and trace lines that carry its ids, turns that quote it),
@@ -49,6 +53,7 @@ class Plan:
     trace_lines: dict[Path, int] = field(default_factory=dict)      # trace file -> lines to drop
     queue_items: list[Path] = field(default_factory=list)
     whole: set[str] = field(default_factory=set)                    # keys losing every version
+    sealed_not_searched: int = 0                                    # --match: sealed keys it cannot look into
 
     @property
     def needles(self) -> list[str]:
@@ -197,6 +202,10 @@ def plan_target(mem: Memory, target: str) -> Plan:
     key, version = parsed if parsed else (target, None)
     validate_key(key)
     _add_key(mem, plan, key, version)
+    if not plan.keys and mem.sealed.has(key):
+        raise BeadError(f"{key} is sealed: forget does not decrypt the vault, and its tombstones need the values",
+                        f"run `bead unseal {key}` and then `bead forget {key}`; if the passphrase is lost, delete "
+                        f"{mem.home.sealed_key_dir(key)} by hand")
     if not plan.keys:
         raise BeadError(f"nothing to forget: {target} has no version files",
                         "check the key with `bead search` or `bead history KEY`")
@@ -209,7 +218,8 @@ def plan_match(mem: Memory, text: str) -> Plan:
     needle = normalise(text)
     if len(needle) < 3:
         raise BeadError("--match needs 3 or more characters", "give a longer piece of the text to forget")
-    plan = Plan(match_text=text)
+    # Sealed values are encrypted and forget does not decrypt them: it says how many it left unsearched.
+    plan = Plan(match_text=text, sealed_not_searched=sum(1 for _ in mem.sealed.keys()))
     kvs, _problems = mem.facts.scan()
     for kv in kvs:
         bodies = [f.body for f in kv.facts] + [v for p in kv.problems if (v := _version_value(mem, kv.key, p.path))]
@@ -219,7 +229,23 @@ def plan_match(mem: Memory, text: str) -> Plan:
     return plan
 
 
-def apply(mem: Memory, plan: Plan) -> dict[str, Any]:
+def plan_seal(mem: Memory, key: str, new_value: str | None = None) -> Plan:
+    """Plan the plaintext side of sealing ``key``: every plaintext version goes as in forget, and so does
+    what holds their values or ``new_value`` (a secret being written), so no copy stays in clear."""
+    plan = Plan()
+    validate_key(key)
+    _add_key(mem, plan, key)
+    if new_value:
+        plan.values.setdefault(key, []).append(new_value)
+    _scan_files(mem, plan)
+    return plan
+
+
+def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = None,
+          event: str = "forget") -> dict[str, Any]:
+    """Carry a plan out. ``under_lock`` runs first, inside the index transaction and the store lock (a seal
+    writes its encrypted copies there); if it raises, nothing has changed. ``event`` names the audit line
+    and the tombstones' reason."""
     refuse_git(mem)
     now = mem.clock()
     kept: list[Path] = []
@@ -227,12 +253,14 @@ def apply(mem: Memory, plan: Plan) -> dict[str, Any]:
     # The index's write lock first: if another process holds it past the
     # busy timeout, forget stops here, before it has changed anything.
     with mem.together(), mem.facts.lock():
+        if under_lock is not None:
+            under_lock()
         # 1. Tombstones first: a crash after this cannot lose them. A key that
         # loses every version is part of the value: its lines keep a hash.
         for key, values in plan.values.items():
             whole = key in plan.whole
             for v in dict.fromkeys(values):
-                digest = mem.tombstones.add(now, key, v, reason="forget", hash_key=whole)
+                digest = mem.tombstones.add(now, key, v, reason=event, hash_key=whole)
                 who = {"key_sha256": key_hash(key)} if whole else {"key": key}
                 mem.audit.record(now, "tombstone", **who, sha256=digest)
         # 2. Version files, and their index rows.
@@ -260,7 +288,7 @@ def apply(mem: Memory, plan: Plan) -> dict[str, Any]:
     summary = plan.summary(mem.home.store)
     summary["raw_turns_redacted"] = redacted
     summary["kept"] = [str(p) for p in kept]
-    mem.audit.record(now, "forget", keys=[key_hash(k) if k in plan.whole else k for k in summary["keys"]],
+    mem.audit.record(now, event, keys=[key_hash(k) if k in plan.whole else k for k in summary["keys"]],
                      versions=summary["versions"], raw_turns=redacted, episodes=summary["episodes"],
                      session_lines=summary["session_lines"], match=bool(plan.match_text))
     return summary

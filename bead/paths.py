@@ -14,11 +14,18 @@ from datetime import datetime
 from pathlib import Path
 
 VERSION_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md")   # fullmatch on a file name
+SEALED_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md\.age")   # a sealed version's file name
 
 
 def version_number(name: str) -> int | None:
     """N for a file named ``v<N>.md``; None for anything else."""
     m = VERSION_FILE.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def sealed_number(name: str) -> int | None:
+    """N for a sealed version's file ``v<N>.md.age``; None for anything else."""
+    m = SEALED_FILE.fullmatch(name)
     return int(m.group(1)) if m else None
 
 
@@ -50,9 +57,31 @@ class Home:
         """Per-conversation proxy state."""
         return self.root / "sessions"
 
+    # ----- the vault (age-encrypted; see bead/vault) ----------------------------
     @property
     def vault(self) -> Path:
         return self.root / "vault"
+
+    @property
+    def vault_recipient(self) -> Path:
+        """The public key: sealing needs only this."""
+        return self.vault / "recipient.txt"
+
+    @property
+    def vault_identity(self) -> Path:
+        """The private key, encrypted with the person's passphrase (0600)."""
+        return self.vault / "identity.age"
+
+    @property
+    def sealed_dir(self) -> Path:
+        return self.vault / "sealed"
+
+    def sealed_key_dir(self, key: str) -> Path:
+        """``vault/sealed/<key>``; the key must be validated by the caller."""
+        return self.sealed_dir.joinpath(*key.split("/"))
+
+    def sealed_file(self, key: str, version: int) -> Path:
+        return self.sealed_key_dir(key) / f"v{version}.md.age"
 
     @property
     def proxy_token(self) -> Path:

@@ -18,7 +18,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "bead"
 SQL = re.compile(r"\b(SELECT|INSERT|DELETE\s+FROM|PRAGMA|CREATE\s+(?:VIRTUAL\s+)?TABLE)\b")
-HEAVY = ("quart", "hypercorn", "apscheduler", "watchdog", "httpx", "sqlite_utils")
+HEAVY = ("quart", "hypercorn", "apscheduler", "watchdog", "httpx", "sqlite_utils", "pyrage")
 
 
 def modules() -> list[Path]:
@@ -96,14 +96,22 @@ def test_store_imports_no_upper_layer():
     assert violations(under("store"), ("bead.proxy", "bead.cli", "bead.core", "bead.recall", "bead.dream")) == []
 
 
+def test_vault_store_imports_no_upper_layer():
+    """The vault's keys and sealed files sit beside the store: they import nothing from proxy, cli, core, recall,
+    dream or the index (only vault/ops, which seals through forget, sits above core)."""
+    files = [PKG / "vault" / "keys.py", PKG / "vault" / "sealed.py", PKG / "vault" / "bech32.py"]
+    assert violations(files, ("bead.proxy", "bead.cli", "bead.core", "bead.recall", "bead.dream", "bead.index",
+                              "bead.forget")) == []
+
+
 def test_index_imports_no_upper_layer():
     """bead/index imports nothing from proxy, cli, core, recall or dream."""
     assert violations(under("index"), ("bead.proxy", "bead.cli", "bead.core", "bead.recall", "bead.dream")) == []
 
 
-@pytest.mark.parametrize("layer", ["core", "recall", "evals", "dream", "forget.py"])
+@pytest.mark.parametrize("layer", ["core", "recall", "evals", "dream", "forget.py", "vault"])
 def test_application_layers_import_no_entry_point(layer):
-    """core, recall, evals, dream and forget.py import nothing from the proxy or the CLI."""
+    """core, recall, evals, dream, forget.py and the vault import nothing from the proxy or the CLI."""
     assert violations(under(layer), ("bead.proxy", "bead.cli")) == []
 
 

@@ -127,6 +127,33 @@ class TestSetupCommand:
         assert bead_cmd(env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load", "--no-rc").returncode == 0
         assert commands(log) == [] and not (home / ".bashrc").exists()
 
+    def test_without_a_terminal_it_prints_a_vault_hint_and_does_not_prompt(self, fake_home):
+        home, log, env = fake_home
+        r = bead_cmd(env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load",
+                     input="")   # stdin is a pipe: no person to ask
+        assert r.returncode == 0, r.stderr
+        assert "run `bead vault init` at a terminal" in r.stderr
+        assert "Passphrase" not in r.stdout + r.stderr and "Create the encrypted vault" not in r.stdout + r.stderr
+        assert not (home / ".bead" / "vault").exists()
+        quiet = bead_cmd(env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load",
+                         "--no-vault", input="")
+        assert quiet.returncode == 0 and "vault" not in quiet.stderr
+
+    def test_at_a_terminal_it_offers_the_vault_once(self, fake_home, bead, monkeypatch):
+        from bead.cli import common
+
+        home, log, env = fake_home
+        monkeypatch.setattr(common, "at_terminal", lambda: True)
+        args = ("setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load", "--no-rc")
+        passphrase = "correct horse battery staple"
+        r = bead(*args, input=f"y\n{passphrase}\n{passphrase}\n", env=env)
+        assert r.code == 0, r.err
+        assert r.err.count("Create the encrypted vault") == 1 and "lost for good" in r.err
+        assert passphrase not in r.out + r.err
+        assert (home / ".bead" / "vault" / "identity.age").stat().st_mode & 0o777 == 0o600
+        again = bead(*args, env=env)   # a vault exists: no second offer
+        assert again.code == 0 and "Create the encrypted vault" not in again.err
+
     def test_existing_config_is_never_changed(self, fake_home):
         home, log, env = fake_home
         (home / ".bead").mkdir(mode=0o700)

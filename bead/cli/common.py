@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+def at_terminal() -> bool:
+    """Whether a person can be asked: stdin is a terminal, and so is stderr, where the question goes.
+    A script (or a test that captures the output) gets a hint or an error instead of a prompt."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
 
 
 def open_memory():

@@ -25,26 +25,40 @@ def write(key, text, type_, trust, sensitivity, pin, as_json):
     Applies the supersession rule: the new version gets the next number and
     the old one is marked superseded. Writing the current value again writes
     nothing.
+
+    --sensitivity secret seals: the key's plaintext versions go into the vault
+    first, and TEXT is encrypted before it reaches the disk (no passphrase
+    needed). Pass a secret as `-` so it stays out of the shell's history.
     """
     mem = open_memory()
     if text == "-":
         # Read one character past the limit at most: the store's check then names the limit.
         text = sys.stdin.read(mem.config.store.max_fact_bytes + 1)
     result = mem.write(key, text, type_, trust=trust, sensitivity=sensitivity, pinned=pin)
-    data = {"id": result.fact.id, "written": result.written,
-            "superseded": result.superseded.id if result.superseded else None,
-            "path": str(result.fact.path), "indexed": result.indexed}
+    superseded = result.superseded.id if result.superseded else (result.fact.supersedes if result.sealed else None)
+    data = {"id": result.fact.id, "written": result.written, "superseded": superseded,
+            "path": str(result.fact.path), "indexed": result.indexed, "sealed": result.sealed}
     if not result.indexed:
         click.echo(INDEX_LATER, err=True)
+    if result.redacted:
+        click.echo(f"note: redacted {result.redacted} raw turn(s) that held the secret, as forget does", err=True)
 
     def human(d):
         if d["written"]:
             extra = f" (supersedes {d['superseded']})" if d["superseded"] else ""
-            click.echo(f"wrote {d['id']}{extra}")
+            where = " to the vault, encrypted" if d["sealed"] else ""
+            click.echo(f"wrote {d['id']}{where}{extra}")
         else:
             click.echo(f"unchanged: {d['id']} already holds that value")
 
     emit(data, as_json, human)
+
+
+def _refuse_sealed(mem, key: str) -> None:
+    from ..errors import BeadError
+
+    if mem.is_sealed(key):
+        raise BeadError(f"{key} is sealed in the vault", f"`bead sealed show {key}` asks for the passphrase and prints it")
 
 
 def _print_problems(problems) -> None:
@@ -64,6 +78,7 @@ def show(key, all_versions, as_json):
     kv = mem.versions(key)
     _print_problems(kv.problems)
     if not kv.facts:
+        _refuse_sealed(mem, key)
         raise BeadError(f"no fact under {key}", "list keys with `bead search` or write one with `bead write`")
     facts = list(kv.facts) if all_versions else [kv.current]
     data = [f.as_dict() | {"current": f is kv.current} for f in facts]
@@ -89,6 +104,7 @@ def history(key, as_json):
     kv = mem.versions(key)
     _print_problems(kv.problems)
     if not kv.facts:
+        _refuse_sealed(mem, key)
         raise BeadError(f"no fact under {key}", "check the key with `bead search`")
     rows = [{"id": f.id, "version": f.version, "current": f is kv.current, "status": f.status,
              "valid_from": f.valid_from, "trust": f.trust, "type": f.type, "body": f.body} for f in kv.facts]

@@ -29,8 +29,12 @@ def forget(target, match, yes, as_json):
     forget_mod.refuse_git(mem)
     plan = forget_mod.plan_match(mem, match) if match else forget_mod.plan_target(mem, target)
     preview = plan.summary(mem.home.store)
+    if plan.sealed_not_searched:
+        click.echo(f"note: --match does not search the vault's {plan.sealed_not_searched} sealed key(s): forget does "
+                   "not decrypt them (`bead sealed list`; `bead unseal KEY` first to forget one)", err=True)
     if plan.empty:
-        emit({"forgotten": False, **preview}, as_json, lambda d: click.echo("nothing matches; nothing changed"))
+        emit({"forgotten": False, **preview, "sealed_not_searched": plan.sealed_not_searched}, as_json,
+             lambda d: click.echo("nothing matches; nothing changed"))
         return
     if match and not yes:
         click.echo("This will forget:", err=True)
@@ -53,7 +57,7 @@ def forget(target, match, yes, as_json):
                    f"redacted {d['raw_turns_redacted']} raw turn(s), removed {d['episodes']} episode(s) "
                    f"and {d['session_lines']} state line(s)")
 
-    emit({"forgotten": True, **summary}, as_json, human)
+    emit({"forgotten": True, **summary, "sealed_not_searched": plan.sealed_not_searched}, as_json, human)
 
 
 COMMANDS = [forget]

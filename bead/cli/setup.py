@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from . import common
 from .common import emit, json_option
 
 
@@ -27,7 +28,8 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, uninstall, executable, 
     and enables systemd user units (Linux) or launchd agents (macOS) for the
     proxy, the indexer and the dream worker, writes ~/.bead/shell.sh and a
     marked block in ~/.bashrc or ~/.zshrc that sources it. A second run
-    changes nothing.
+    changes nothing. When there is no vault, it offers `bead vault init` at a
+    terminal (and prints a hint in a script); --no-vault skips that.
     """
     from pathlib import Path
 
@@ -46,11 +48,29 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, uninstall, executable, 
     else:
         plan.bead = check_executable(executable or which_bead())
         acts = install(plan, load=not no_load, rc=not no_rc)
-        if not no_vault and sys.stdin.isatty():
-            click.echo("vault: the encrypted vault is not part of this version of bead; secrets stay out of memory.", err=True)
+        if not no_vault:
+            offer_vault(home)
     idle = "nothing to remove: bead is not set up here" if uninstall else "nothing to change: bead is set up"
     emit({"platform": plan.platform, "changes": acts}, as_json,
          lambda d: click.echo("\n".join(d["changes"]) if d["changes"] else idle))
+
+
+def offer_vault(home) -> None:
+    """Offer `bead vault init` once, when there is no vault: at a terminal ask, in a script print a hint."""
+    from ..vault import keys
+
+    if keys.info(home).kind != "none":
+        return
+    if not common.at_terminal():
+        click.echo("vault: none yet; run `bead vault init` at a terminal to keep secrets sealed "
+                   "(`bead setup --no-vault` leaves this out)", err=True)
+        return
+    if not click.confirm("Create the encrypted vault for secrets (PINs, recovery codes) now?", default=True, err=True):
+        click.echo("vault: not created; `bead vault init` creates it later", err=True)
+        return
+    from .vault import init_vault, show_created
+
+    show_created(init_vault(home, None, None, "auto"), err=True)   # stdout stays the setup's own (--json)
 
 
 @click.command()

@@ -43,6 +43,7 @@ def collect(mem, fix: bool = False) -> dict:
                   "dormant": sum(1 for kv in kvs if kv.current and kv.current.status == "dormant")},
         "raw": {"sessions": sessions, "turns": turns},
         "tombstones": mem.tombstones.count(),
+        "vault": vault_state(mem, {kv.key for kv in kvs if kv.numbers}, problems),
         "index": None,
         "problems": problems,
         "fixed": fixed,
@@ -93,6 +94,20 @@ def collect(mem, fix: bool = False) -> dict:
         problems.append({"problem": f"the home is inside a git repository ({repo}); forget refuses to run there",
                          "fix": "move the home out of the repository and set BEAD_HOME"})
     return data
+
+
+def vault_state(mem, plaintext_keys: set[str], problems: list[dict]) -> dict:
+    """The vault's kind and sealed key count; its problems, and keys caught both sealed and plaintext."""
+    from ..vault import keys
+
+    vi = keys.info(mem.home)
+    counts = mem.sealed.counts()
+    problems += [{"problem": p, "fix": f} for p, f in vi.problems]
+    for key in sorted(plaintext_keys & set(counts)):
+        problems.append({"problem": f"{key} is both sealed and plaintext (a seal or unseal was interrupted)",
+                         "fix": f"run `bead seal {key}` again to finish sealing it (or `bead unseal {key}`)"})
+    return {"kind": vi.kind, "label": vi.label, "sealed_keys": len(counts), "sealed_versions": sum(counts.values()),
+            "age_plugin_pq": vi.plugin}
 
 
 def _link_problem(link) -> dict:
@@ -190,6 +205,11 @@ def status(fix, as_json):
         turns = "?" if d["raw"]["turns"] is None else d["raw"]["turns"]
         click.echo(f"raw         {turns} turns in {d['raw']['sessions']} sessions")
         click.echo(f"tombstones  {d['tombstones']}")
+        v = d["vault"]
+        if v["kind"] == "none":
+            click.echo("vault       none (`bead vault init` creates it; secrets are refused until then)")
+        else:
+            click.echo(f"vault       {v['label']}, {v['sealed_keys']} sealed key(s) ({v['sealed_versions']} versions)")
         if d["index"]:
             i = d["index"]
             state = "fresh" if i["fresh"] else "behind the files"

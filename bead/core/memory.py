@@ -4,6 +4,11 @@ Every change goes through a method here, and each method keeps the index in
 step with the files it changed (writes, status changes, deleted versions,
 redacted turns), so a reader sees a change as soon as the method returns.
 
+A secret never becomes a plaintext file: ``write`` sends a ``secret`` value
+to the vault (bead.vault.ops), and a plaintext write to a key the vault holds
+is refused. Sealed versions have no index rows at all, so nothing that reads
+the index (search, injection, the dream, the rerank) can see them.
+
 One exception, by design: a fact write commits when its file is in place.
 If another process holds the index's write lock for longer than
 ``store.busy_timeout_ms`` (a long reindex, say), the write still succeeds,
@@ -31,6 +36,7 @@ from ..store.audit import AuditLog, Tombstones
 from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
 from ..store.keys import validate_key
 from ..store.rawlog import RawLog, Turn, TurnItem
+from ..vault.sealed import SealedStore
 
 if TYPE_CHECKING:
     from ..index.db import Index
@@ -62,8 +68,9 @@ class Memory:
         self.clock = clock
         self.audit = AuditLog(home.audit_log, config.owner, home.root)
         self.tombstones = Tombstones(home.tombstones_log, config.owner, home.root)
+        self.sealed = SealedStore(home)
         self.facts = FactStore(home, self.audit, self.tombstones, config.owner, clock,
-                               max_bytes=config.store.max_fact_bytes)
+                               max_bytes=config.store.max_fact_bytes, sealed=self.sealed.has)
         self.raw = RawLog(home, clock, config.owner)
         self._index: Index | None = None
 
@@ -101,7 +108,17 @@ class Memory:
     def write(self, key: str, body: str, type: str, trust: str = "user_stated",
               sensitivity: str = "private", pinned: bool | None = None,
               sources: Iterable[str] = ()) -> WriteResult:
-        """Write a new version; the file is the commit, the index follows (``indexed`` says whether it did)."""
+        """Write a new version; the file is the commit, the index follows (``indexed`` says whether it did).
+
+        ``sensitivity="secret"`` seals: the key's plaintext versions are sealed
+        first, and the new value is encrypted in memory and written only to the
+        vault (``sealed`` in the result). A plaintext write to a sealed key
+        raises KeySealed.
+        """
+        if sensitivity == "secret":
+            from ..vault.ops import write_secret
+
+            return write_secret(self, key, body, type, trust=trust, pinned=pinned, sources=tuple(sources))
         result = self.facts.write(key, body, type, trust=trust, sensitivity=sensitivity,
                                   pinned=pinned, sources=tuple(sources))
         if result.written:
@@ -115,6 +132,16 @@ class Memory:
         """Change one version's status (dormant, current, ...) in its file and in the index (False: index later)."""
         self.facts.set_status(fact, status)
         return self._catch_up(lambda idx: self._sync(idx, fact.key), f"status of {fact.id}")
+
+    def restore_versions(self, key: str, files: dict[int, bytes]) -> list[Path]:
+        """Put version files of ``key`` back (unseal; the caller holds the store lock) and index them."""
+        paths = self.facts.restore(validate_key(key), files)
+        self.sync_key(key)
+        return paths
+
+    def is_sealed(self, key: str) -> bool:
+        """Whether the vault holds versions of ``key`` (then it has no plaintext, no rows, no injection)."""
+        return self.sealed.has(validate_key(key))
 
     def delete_versions(self, key: str, numbers: list[int]) -> tuple[int, list[Path]]:
         """Delete version files of ``key`` (forget; the caller holds the store lock) and their rows.

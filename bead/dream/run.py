@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ..core.memory import Memory
-from ..errors import BeadError
+from ..errors import BeadError, KeySealed
 from ..llm import Model, ModelError
 from ..paths import Home
 from ..store import files as safe
@@ -345,7 +345,13 @@ class Dream:
         elif dry_run:
             s["written"].append(f"{key} (would write)")
         else:
-            res = self.mem.write(key, value, proposal.type, trust="dream_inferred", sources=d.sources)
+            try:
+                res = self.mem.write(key, value, proposal.type, trust="dream_inferred", sources=d.sources)
+            except KeySealed:
+                # A sealed key is the person's secret: the dream never writes
+                # beside it (and never sees its value).
+                s["skipped"].append(f"{key} (sealed)")
+                return
             (s["written"] if res.written else s["unchanged"]).append(res.fact.id)
             self._values_by_body()[normalise(value)] = key
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import BeadError, RefusedWrite
+from ..errors import BeadError, KeySealed, RefusedWrite
 from ..paths import Home, version_number
 from . import files as safe
 from .audit import AuditLog, Tombstones, iso
@@ -211,6 +211,8 @@ class WriteResult:
     superseded: Fact | None = None
     marked: tuple[Fact, ...] = ()     # older versions whose status this write changed (as they are now)
     indexed: bool = True              # False: the file is written, the index catches up later
+    sealed: bool = False              # the version went to the vault, encrypted (a secret write)
+    redacted: int = 0                 # a secret write: raw turns that held the value, now [forgotten]
 
 
 @dataclass
@@ -272,8 +274,11 @@ class FactStore:
     """Reads and writes fact versions; the only place the rule lives."""
 
     def __init__(self, home: Home, audit: AuditLog, tombstones: Tombstones,
-                 owner: str, clock: Callable[[], datetime], max_bytes: int = 65536):
+                 owner: str, clock: Callable[[], datetime], max_bytes: int = 65536,
+                 sealed: Callable[[str], bool] | None = None):
         self.home = home
+        # Whether a key has sealed versions (the vault's): a plaintext write to one is refused under the lock.
+        self.sealed = sealed
         self.root = home.facts
         self.lock_path = home.store_lock
         self.audit = audit
@@ -370,11 +375,14 @@ class FactStore:
         check_choice("sensitivity", sensitivity, SENSITIVITIES)
         body = self.check_body(key, body)
         if sensitivity == "secret":
+            # Memory.write sends a secret to the vault; this store never holds one in plain text.
             raise RefusedWrite(
-                "secret facts are kept only in the encrypted vault, which this version of bead does not have yet",
-                "write it with --sensitivity private, or keep the secret out of bead",
+                f"refusing to write {key} in plain text: a secret is kept only in the vault, encrypted",
+                "write it through Memory.write (`bead write --sensitivity secret`), which seals it",
             )
         with self.lock():
+            if self.sealed is not None and self.sealed(key):
+                raise KeySealed(key)
             if trust not in PERSON_TRUSTS and self.tombstones.matches(body):
                 raise RefusedWrite(
                     f"refusing to write {key}: that value was forgotten or rejected (tombstone)",
@@ -451,6 +459,16 @@ class FactStore:
         path = _path(fact)
         with self.lock(), safe.opened_dir(self.home.root, path.parent) as fd:
             safe.write_at(fd, path, _with_status(safe.read_at(fd, path), status))
+
+    def restore(self, key: str, files: dict[int, bytes]) -> list[Path]:
+        """Put version files back, byte for byte (unseal; the caller holds the lock and syncs the index)."""
+        out = []
+        with safe.opened_dir(self.home.root, self.key_dir(key), create=True) as fd:
+            for n, data in sorted(files.items()):
+                path = self.home.fact_file(key, n)
+                safe.write_at(fd, path, data)
+                out.append(path)
+        return out
 
     def delete_versions(self, key: str, numbers: list[int]) -> tuple[int, list[Path]]:
         """Unlink the version files ``v<N>.md`` of ``key`` (forget only; the caller holds the lock).

@@ -194,6 +194,17 @@ def read_bytes(path: Path, *, root: Path) -> bytes:
         return read_at(d, path)
 
 
+def read_with_stat(path: Path, *, root: Path) -> tuple[bytes, os.stat_result]:
+    """The bytes of ``path`` and the stat of the very file they were read from (its mode and owner, for a
+    caller that refuses a file others can read), never through a link."""
+    with opened_dir(root, path.parent) as d:
+        fd = _open_at(d, path, os.O_RDONLY)
+        try:
+            return _read_all(fd), os.fstat(fd)
+        finally:
+            os.close(fd)
+
+
 def read_text(path: Path, *, root: Path, errors: str = "strict") -> str:
     return read_bytes(path, root=root).decode("utf-8", errors=errors)
 

@@ -1,0 +1,238 @@
+"""bead vault init/status, bead seal, bead unseal, bead sealed list/show.
+
+The passphrase comes from the terminal (asked without echo; twice for
+`vault init`), from a file descriptor (``--passphrase-fd N``: one line) or
+from an environment variable (``--passphrase-env NAME``), for scripts. It is
+never logged, stored or printed; the bytes read from a descriptor are zeroed
+once decoded (a Python string cannot be).
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from . import common
+from .common import emit, json_option, open_memory
+
+MAX_PASSPHRASE_BYTES = 4096
+
+
+def passphrase_options(f):
+    f = click.option("--passphrase-env", metavar="NAME",
+                     help="Read the passphrase from the environment variable NAME (for scripts).")(f)
+    f = click.option("--passphrase-fd", type=int, metavar="N",
+                     help="Read the passphrase from file descriptor N, up to the first newline (for scripts).")(f)
+    return f
+
+
+def _read_fd(fd: int) -> str:
+    from ..errors import BeadError
+
+    buf = bytearray()
+    try:
+        while True:
+            b = os.read(fd, 1)   # one byte at a time: nothing after the line is taken from the descriptor
+            if not b or b == b"\n":
+                break
+            buf += b
+            if len(buf) > MAX_PASSPHRASE_BYTES:
+                raise BeadError(f"the passphrase on file descriptor {fd} is longer than {MAX_PASSPHRASE_BYTES} bytes",
+                                "write the passphrase and one newline to the descriptor")
+        if buf.endswith(b"\r"):
+            buf[-1:] = b""
+        return buf.decode("utf-8")
+    except OSError as exc:
+        raise BeadError(f"cannot read the passphrase from file descriptor {fd} ({exc.strerror})",
+                        "open the descriptor for reading when starting bead, e.g. `bead ... --passphrase-fd 3 3<file`") from None
+    except UnicodeDecodeError:
+        raise BeadError(f"the passphrase on file descriptor {fd} is not UTF-8 text", "write it as UTF-8") from None
+    finally:
+        buf[:] = bytes(len(buf))
+
+
+def read_passphrase(fd: int | None, env: str | None, *, confirm: bool) -> str:
+    """The passphrase from ``--passphrase-fd``, ``--passphrase-env`` or the terminal (twice when ``confirm``)."""
+    from ..errors import BeadError
+
+    if fd is not None and env:
+        raise BeadError("give --passphrase-fd or --passphrase-env, not both", "pick one way to pass the passphrase")
+    if fd is not None:
+        return _read_fd(fd)
+    if env:
+        value = os.environ.get(env)
+        if value is None:
+            raise BeadError(f"the environment variable {env} is not set",
+                            f"export {env} with the passphrase, or use --passphrase-fd")
+        return value
+    if not common.at_terminal():
+        raise BeadError("the vault's passphrase is needed and there is no terminal to ask it at",
+                        "pass it with --passphrase-fd N (one line on that descriptor) or --passphrase-env NAME")
+    if confirm:
+        return str(click.prompt("Passphrase for the vault (12 or more characters; not shown)", hide_input=True,
+                                confirmation_prompt="Repeat the passphrase", err=True))
+    return str(click.prompt("The vault's passphrase", hide_input=True, err=True))
+
+
+def init_vault(home, fd: int | None, env: str | None, kind: str) -> dict:
+    """Make the vault (the passphrase asked for or read first); `bead vault init` and `bead setup` call it."""
+    from ..vault import keys
+
+    passphrase = read_passphrase(fd, env, confirm=True)
+    keys.check_passphrase(passphrase)
+    made = keys.init(home, passphrase, kind=kind)
+    del passphrase
+    return {"kind": made.kind, "label": made.label, "recipient": made.recipient,
+            "recipient_file": str(home.vault_recipient), "identity_file": str(home.vault_identity),
+            "note": made.note, "warning": keys.LOST_PASSPHRASE}
+
+
+def show_created(d: dict, err: bool = False) -> None:
+    if d["note"]:
+        click.echo(f"note: {d['note']}", err=True)
+    click.echo(f"created the vault: {d['label']} key", err=err)
+    click.echo(f"  public key  {d['recipient_file']} (sealing needs only this)", err=err)
+    click.echo(f"  identity    {d['identity_file']} (0600, encrypted with your passphrase)", err=err)
+    click.echo(d["warning"], err=err)
+
+
+@click.group()
+def vault() -> None:
+    """The encrypted vault for secrets: `bead vault init`, `bead vault status`."""
+
+
+@vault.command("init")
+@passphrase_options
+@click.option("--kind", type=click.Choice(["auto", "pq", "x25519"]), default="auto", show_default=True,
+              help="auto: hybrid post-quantum when age-plugin-pq and an age 1.3 age-keygen are on PATH, else X25519.")
+@json_option
+def vault_init(passphrase_fd, passphrase_env, kind, as_json):
+    """Create the vault's age key pair, the private half encrypted with a passphrase.
+
+    The public key goes to vault/recipient.txt (sealing needs only it), the
+    private key to vault/identity.age (0600). The passphrase (12 or more
+    characters) is asked twice at a terminal; scripts pass it with
+    --passphrase-fd or --passphrase-env. bead cannot recover a lost
+    passphrase, and without it the sealed facts are lost.
+    """
+    from ..paths import resolve_home
+
+    home = resolve_home().ensure()
+    emit(init_vault(home, passphrase_fd, passphrase_env, kind), as_json, show_created)
+
+
+@vault.command("status")
+@json_option
+def vault_status(as_json):
+    """The vault's key (none, X25519, hybrid post-quantum), the sealed keys and what is wrong."""
+    from ..vault import keys
+
+    mem = open_memory()
+    vi = keys.info(mem.home)
+    counts = mem.sealed.counts()
+    data = {**vi.as_dict(), "sealed_keys": len(counts), "sealed_versions": sum(counts.values()),
+            "recipient_file": str(mem.home.vault_recipient), "identity_file": str(mem.home.vault_identity)}
+
+    def human(d):
+        if d["kind"] == "none":
+            would = ("a hybrid post-quantum key, if age-keygen on PATH is age 1.3 or later" if d["age_plugin_pq"]
+                     else "an X25519 key: age-plugin-pq is not on PATH")
+            click.echo(f"vault          none: `bead vault init` creates it ({would})")
+        else:
+            click.echo(f"vault          {d['label']} ({d['recipient_file']})")
+            click.echo(f"sealed         {d['sealed_keys']} key(s), {d['sealed_versions']} version(s)")
+        click.echo(f"age-plugin-pq  {d['age_plugin_pq'] or 'not on PATH'}")
+        for p in d["problems"]:
+            click.echo(f"problem        {p['problem']}\n  fix: {p['fix']}")
+
+    emit(data, as_json, human)
+
+
+@click.command()
+@click.argument("key")
+@json_option
+def seal(key, as_json):
+    """Move KEY into the vault: encrypt every version, tombstone the values, delete the plaintext.
+
+    Needs no passphrase (sealing uses the public key). Like forget, it also
+    redacts raw turns, episodes, review items and state lines that hold a
+    value, and removes the index rows with nothing left in the index's files.
+    """
+    from ..vault import ops
+
+    mem = open_memory()
+    summary = ops.seal(mem, key)
+    for path in summary["kept"]:
+        click.echo(f"warning: kept {path}: it is not a version file of the key, so it was neither sealed nor "
+                   "deleted; look at it and delete it yourself if it holds the value", err=True)
+
+    def human(d):
+        click.echo(f"sealed {key}: {len(d['sealed'])} version(s) encrypted in the vault, the plaintext deleted "
+                   f"(redacted {d['raw_turns_redacted']} raw turn(s), removed {d['episodes']} episode(s) and "
+                   f"{d['session_lines']} state line(s))")
+
+    emit(summary, as_json, human)
+
+
+@click.command()
+@click.argument("key")
+@passphrase_options
+@json_option
+def unseal(key, passphrase_fd, passphrase_env, as_json):
+    """Bring KEY back from the vault as private plaintext (asks for the passphrase)."""
+    from ..vault import ops
+
+    mem = open_memory()
+    if not mem.is_sealed(key):
+        from ..errors import BeadError
+
+        raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys")
+    result = ops.unseal(mem, key, read_passphrase(passphrase_fd, passphrase_env, confirm=False))
+    emit(result, as_json, lambda d: click.echo(
+        f"unsealed {key}: {len(d['versions'])} version(s) back as private plaintext (current {d['current']})"))
+
+
+@click.group()
+def sealed() -> None:
+    """What the vault holds: `bead sealed list`, `bead sealed show KEY`."""
+
+
+@sealed.command("list")
+@json_option
+def sealed_list(as_json):
+    """Sealed keys and their version counts (no passphrase: the file names tell)."""
+    from ..vault import ops
+
+    counts = ops.listing(open_memory())
+    rows = [{"key": k, "versions": n} for k, n in counts.items()]
+
+    def human(rs):
+        if not rs:
+            click.echo("nothing is sealed")
+        for r in rs:
+            click.echo(f"{r['key']}  {r['versions']} version(s)")
+
+    emit(rows, as_json, human)
+
+
+@sealed.command("show")
+@click.argument("key")
+@passphrase_options
+@json_option
+def sealed_show(key, passphrase_fd, passphrase_env, as_json):
+    """Print the current value of a sealed KEY (asks for the passphrase)."""
+    from ..errors import BeadError
+    from ..vault import ops
+
+    mem = open_memory()
+    if not mem.is_sealed(key):
+        raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys; `bead show KEY` prints "
+                                                "a plaintext fact")
+    fact = ops.show(mem, key, read_passphrase(passphrase_fd, passphrase_env, confirm=False))
+    data = {"id": fact.id, "key": fact.key, "version": fact.version, "valid_from": fact.valid_from,
+            "trust": fact.trust, "type": fact.type, "body": fact.body}
+    emit(data, as_json, lambda d: click.echo(d["body"]))
+
+
+COMMANDS = [vault, seal, unseal, sealed]

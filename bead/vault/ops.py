@@ -1,0 +1,157 @@
+"""Seal, unseal, write a secret, read a sealed value: the calls behind `bead seal`, `bead unseal`,
+`bead write --sensitivity secret`, `bead sealed list` and `bead sealed show`.
+
+A key is plaintext or sealed, never both. Sealing is a forget of the
+plaintext (bead.forget: tombstones, the version files and their index rows,
+raw turns, episodes, review items, state and trace lines that hold the value,
+the WAL truncated), with the encrypted copies written inside forget's locks
+before anything is deleted. A crash in between leaves both copies, which
+`bead status` reports; running the same command again finishes it.
+
+A secret write goes the same way: the key's plaintext versions (if any) are
+sealed, everything that holds the new value in clear is scrubbed like a
+forgotten value, and the new version is encrypted in memory and written only
+to the vault. It needs no passphrase and decrypts nothing, so it cannot
+compare the new value with the current one: every secret write is a new
+version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from .. import forget
+from ..errors import BeadError, RefusedWrite
+from ..store import files as safe
+from ..store.audit import iso
+from ..store.facts import Fact, WriteResult, is_version_of, parse_fact
+from ..store.keys import TRUSTS, TYPES, check_choice, validate_key
+from . import keys as vault_keys
+
+if TYPE_CHECKING:
+    from ..core.memory import Memory
+
+
+def _seal(mem: Memory, key: str, plan: forget.Plan, to: Any, new: Any = None) -> tuple[dict[str, Any], Fact | None]:
+    """Write the encrypted copies of the plan's versions of ``key`` (and ``new()``'s version) inside forget's
+    locks, then let forget delete the plaintext and scrub every copy of the values."""
+    expected = plan.keys.get(key, [])
+    written: list[Fact] = []
+
+    def copy() -> None:
+        kv = mem.facts.versions(key)
+        if list(kv.numbers) != expected:
+            raise BeadError(f"{key} changed while it was being sealed; nothing was changed",
+                            "run the command again")
+        before = set(mem.sealed.numbers(key))
+        try:
+            facts = {f.version: f for f in kv.facts}
+            for n, path in zip(kv.numbers, kv.files, strict=True):
+                if n in facts:
+                    plain = dataclasses.replace(facts[n], status="sealed", sensitivity="secret").render()
+                else:
+                    try:
+                        plain = safe.read_bytes(path, root=mem.home.root)
+                    except (OSError, safe.UnsafePath):
+                        continue            # forget keeps it too, and says so
+                    if not is_version_of(plain, key, n):
+                        continue
+                mem.sealed.write(key, n, plain, to)
+            if new is not None:
+                written.append(new())
+        except BaseException:
+            # Nothing is deleted yet: take back the copies this call added, so the key stays as it was.
+            mem.sealed.delete(key, sorted(set(mem.sealed.numbers(key)) - before))
+            raise
+
+    summary = forget.apply(mem, plan, under_lock=copy, event="seal")
+    return summary, (written[0] if written else None)
+
+
+def seal(mem: Memory, key: str) -> dict[str, Any]:
+    """Encrypt every plaintext version of ``key`` into the vault, tombstone the values, delete the plaintext."""
+    validate_key(key)
+    to = vault_keys.recipient(mem.home)
+    if not mem.facts.versions(key).numbers:
+        if mem.sealed.has(key):
+            raise BeadError(f"{key} is sealed already", "`bead sealed list` shows the sealed keys")
+        raise BeadError(f"nothing to seal: {key} has no version files",
+                        "check the key with `bead search` or `bead history KEY`")
+    plan = forget.plan_seal(mem, key)
+    summary, _ = _seal(mem, key, plan, to)
+    summary["sealed"] = mem.sealed.numbers(key)
+    return summary
+
+
+def write_secret(mem: Memory, key: str, body: str, type: str, trust: str = "user_stated",
+                 pinned: bool | None = None, sources: tuple[str, ...] = ()) -> WriteResult:
+    """A new sealed version of ``key``; its plaintext versions are sealed first. No passphrase is needed."""
+    validate_key(key)
+    check_choice("type", type, TYPES)
+    check_choice("trust", trust, TRUSTS)
+    body = mem.facts.check_body(key, body)
+    to = vault_keys.recipient(mem.home)
+    if trust != "user_stated" and mem.tombstones.matches(body):
+        raise RefusedWrite(f"refusing to write {key}: that value was forgotten or rejected (tombstone)",
+                           "only a person can bring it back: write it again with --trust user_stated")
+    plan = forget.plan_seal(mem, key, new_value=body)
+
+    def new() -> Fact:
+        prev = max([*mem.facts.versions(key).numbers, *mem.sealed.numbers(key)], default=0)
+        now = mem.clock()
+        fact = Fact(key=key, version=prev + 1, type=type, body=body, owner=mem.config.owner, status="sealed",
+                    supersedes=f"{key}@v{prev}" if prev else None, valid_from=iso(now), trust=trust,
+                    sensitivity="secret", sources=tuple(sources), pinned=bool(pinned),
+                    path=mem.home.sealed_file(key, prev + 1))
+        mem.sealed.write(key, fact.version, fact.render(), to)
+        mem.audit.record(now, "write", key=key, id=fact.id, trust=trust, type=type, sealed=True)
+        return fact
+
+    summary, fact = _seal(mem, key, plan, to, new)
+    assert fact is not None
+    return WriteResult(fact, written=True, sealed=True, redacted=summary["raw_turns_redacted"])
+
+
+def unseal(mem: Memory, key: str, passphrase: str) -> dict[str, Any]:
+    """Restore every sealed version of ``key`` as a ``private`` plaintext version (statuses set again)."""
+    validate_key(key)
+    if not mem.sealed.has(key):
+        raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys")
+    identities = vault_keys.unlock(mem.home, passphrase)
+    with mem.together(), mem.facts.lock():
+        numbers = mem.sealed.numbers(key)
+        plain = {n: mem.sealed.open(key, n, identities) for n in numbers}
+        parsed: dict[int, Fact] = {}
+        for n, data in plain.items():
+            try:
+                parsed[n] = parse_fact(mem.home.sealed_file(key, n), key, n, data)
+            except ValueError:
+                continue                # restored byte for byte; `bead status` reports it as before
+        top = max(parsed, default=None)
+        files = {n: (dataclasses.replace(parsed[n], sensitivity="private",
+                                         status="current" if n == top else "superseded").render()
+                     if n in parsed else data) for n, data in plain.items()}
+        mem.restore_versions(key, files)
+        mem.sealed.delete(key, numbers)
+        mem.audit.record(mem.clock(), "unseal", key=key, versions=len(numbers))
+    return {"key": key, "versions": numbers, "current": f"{key}@v{top}" if top else None}
+
+
+def show(mem: Memory, key: str, passphrase: str) -> Fact:
+    """The current sealed version of ``key``, decrypted (needs the passphrase)."""
+    validate_key(key)
+    if not mem.sealed.has(key):
+        raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys; `bead show KEY` "
+                                                "prints a plaintext fact")
+    identities = vault_keys.unlock(mem.home, passphrase)
+    fact = mem.sealed.current(key, identities)
+    if fact is None:
+        raise BeadError(f"no sealed version of {key} decrypts to a fact",
+                        f"look at the files under {mem.home.sealed_key_dir(key)} with `age -d`")
+    return fact
+
+
+def listing(mem: Memory) -> dict[str, int]:
+    """Sealed keys and their version counts: the file names tell, no passphrase needed."""
+    return mem.sealed.counts()

@@ -1,0 +1,96 @@
+"""Sealed versions: ``vault/sealed/<key>/v<N>.md.age``, one age file per version.
+
+The plain text inside is the version file a plaintext fact would have
+(frontmatter and body, ``status: sealed``, ``sensitivity: secret``), so
+``age -d`` shows an ordinary bead fact. Version numbers come from the file
+names, so writing a version decrypts nothing; the current version is the
+highest one that decrypts and parses, as for plaintext facts (an old version
+that still says ``current`` inside does no harm).
+
+This module moves files; the keys and the encryption are ``keys``'s, and
+which of plaintext or sealed a key is, ``bead.vault.ops``'s. Nothing here
+touches the index: a sealed version never has a row.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..paths import Home, sealed_number
+from ..store import files as safe
+from ..store.facts import Fact, parse_fact
+from ..store.keys import validate_key
+from . import keys as vault_keys
+
+
+class SealedStore:
+    def __init__(self, home: Home):
+        self.home = home
+        self.root = home.sealed_dir
+
+    def numbers(self, key: str) -> list[int]:
+        """The sealed version numbers of ``key``, from the file names alone (sorted)."""
+        names = safe.listdir(self.home.sealed_key_dir(validate_key(key)), root=self.home.root)
+        return sorted(n for name in names if (n := sealed_number(name)) is not None)
+
+    def has(self, key: str) -> bool:
+        return bool(self.numbers(key))
+
+    def keys(self, links: list[Path] | None = None) -> Iterator[str]:
+        """Every key with a sealed version (sorted)."""
+        out = []
+        for folder, _dirs, names in safe.walk(self.root, root=self.home.root, links=links):
+            if any(sealed_number(n) is not None for n in names):
+                out.append(folder.relative_to(self.root).as_posix())
+        return iter(sorted(out))
+
+    def counts(self) -> dict[str, int]:
+        """Each sealed key and its number of versions: what the file names tell, no passphrase needed."""
+        return {key: len(self.numbers(key)) for key in self.keys()}
+
+    def write(self, key: str, version: int, plain: bytes, to: Any) -> Path:
+        """Encrypt ``plain`` to the recipient ``to`` in memory and write the sealed file (0600, atomic)."""
+        path = self.home.sealed_file(validate_key(key), version)
+        safe.atomic_write(path, vault_keys.encrypt(plain, to), root=self.home.root)
+        return path
+
+    def read_bytes(self, key: str, version: int) -> bytes:
+        return safe.read_bytes(self.home.sealed_file(validate_key(key), version), root=self.home.root)
+
+    def open(self, key: str, version: int, identities: list[Any]) -> bytes:
+        """The plain bytes of one sealed version (needs the unlocked identities)."""
+        path = self.home.sealed_file(key, version)
+        return vault_keys.decrypt(self.read_bytes(key, version), identities, str(path))
+
+    def current(self, key: str, identities: list[Any]) -> Fact | None:
+        """The highest sealed version that decrypts to a fact of ``key``; None when none does."""
+        for n in reversed(self.numbers(key)):
+            try:
+                plain = self.open(key, n, identities)
+                return parse_fact(self.home.sealed_file(key, n), key, n, plain)
+            except (FileNotFoundError, ValueError):
+                continue
+        return None
+
+    def delete(self, key: str, numbers: list[int]) -> int:
+        """Unlink sealed versions of ``key`` (unseal; the caller holds the store lock); the folder goes once empty."""
+        d = self.home.sealed_key_dir(validate_key(key))
+        gone = 0
+        try:
+            with safe.opened_dir(self.home.root, d) as fd:
+                for n in numbers:
+                    try:
+                        os.unlink(self.home.sealed_file(key, n).name, dir_fd=fd)
+                        gone += 1
+                    except FileNotFoundError:
+                        continue
+                for name in os.listdir(fd):   # a killed writer's temp file holds only ciphertext, but goes too
+                    if name.endswith(".tmp") and safe.is_orphan_temp(name, 0.0):
+                        os.unlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            return 0
+        safe.prune_empty(d, root=self.home.root, stop=self.root)
+        return gone

@@ -1,0 +1,600 @@
+"""The sealed vault: a secret is never a plaintext file, an index row, an injection or model input.
+
+Real files, real SQLite, real age encryption through pyrage. A real vault's
+identity costs a deliberate second and half a gigabyte to open (scrypt, as
+pyrage calibrates it); `bead vault init` is tested that way, and every other
+test copies a vault made once per session whose identity uses a low scrypt
+work factor (tests/age_scrypt.py), so the suite stays fast and light.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import age_scrypt
+import pytest
+from conftest import all_bytes_under, make_proxy_app
+from fakes import FakeModel
+
+from bead.cli import common as cli_common
+from bead.config import Config, parse
+from bead.core.memory import Memory
+from bead.dream.run import Dream
+from bead.errors import KeySealed, RefusedWrite
+from bead.paths import Home
+from bead.store import files as safe
+from bead.vault import keys as vault_keys
+from bead.vault import ops
+
+PASSPHRASE = "correct horse battery staple"
+PP_ENV = {"BEAD_TEST_PP": PASSPHRASE}
+PP = ("--passphrase-env", "BEAD_TEST_PP")
+TOKEN = "zqxjvbnmkw"                   # one FTS5 token, so the index's segments are checked too
+SECRET = f"Bank PIN 4711 recovery {TOKEN}"
+SECRET2 = "Bank PIN 9902 recovery wqplmokn"
+STANDIN = Path(__file__).resolve().parent / "age_standin.py"
+
+
+def leftovers(root: Path, *values: str) -> list[str]:
+    """Files under ``root`` (index.db and its -wal included) whose bytes hold a value or its last word."""
+    forms = {f.lower().encode() for v in values for f in (v, v.split()[-1])}
+    return sorted(f"{p.relative_to(root)}" for p, data in all_bytes_under(root).items()
+                  if any(f in data.lower() for f in forms))
+
+
+@pytest.fixture(scope="session")
+def vault_template(tmp_path_factory) -> Path:
+    """One X25519 vault as `bead vault init` lays it out, its identity at scrypt work factor 10."""
+    root = tmp_path_factory.mktemp("vault-template")
+    mod = vault_keys.pyrage()
+    ident = mod.x25519.Identity.generate()
+    text = f"# created: 2026-11-30T00:00:00Z\n# public key: {ident.to_public()}\n{ident}\n".encode()
+    sealed = age_scrypt.encrypt(text, PASSPHRASE, work_factor=10)
+    assert mod.passphrase.decrypt(sealed, PASSPHRASE) == text, "pyrage opens it as any age file"
+    (root / "vault").mkdir(mode=0o700)
+    (root / "vault" / "identity.age").write_bytes(sealed)
+    (root / "vault" / "recipient.txt").write_text(f"{ident.to_public()}\n")
+    return root / "vault"
+
+
+@pytest.fixture
+def vault(bead_home, vault_template) -> Home:
+    """This test's home, with the template's vault copied in (0700 folder, 0600 files)."""
+    home = Home(bead_home).ensure()
+    for name in ("recipient.txt", "identity.age"):
+        safe.atomic_write(home.vault / name, (vault_template / name).read_bytes(), root=home.root)
+    return home
+
+
+def fact_files(home: Path, key: str) -> list[str]:
+    d = Home(home).fact_dir(key)
+    return sorted(p.name for p in d.iterdir()) if d.exists() else []
+
+
+def sealed_files(home: Path, key: str) -> list[str]:
+    d = Home(home).sealed_key_dir(key)
+    return sorted(p.name for p in d.iterdir()) if d.exists() else []
+
+
+def decrypt_all(home: Home, key: str) -> dict[int, str]:
+    """Every sealed version of ``key``, decrypted with the vault's identity (one unlock: scrypt is slow on purpose)."""
+    identities = vault_keys.unlock(home, PASSPHRASE)
+    return {n: vault_keys.decrypt(home.sealed_file(key, n).read_bytes(), identities, "t").decode()
+            for n in (int(name[1:].split(".")[0]) for name in sealed_files(home.root, key))}
+
+
+# ----- bead vault init ------------------------------------------------------------
+class TestInit:
+    def test_writes_the_recipient_and_a_0600_identity_and_warns_once(self, bead, bead_home):
+        r, w = os.pipe()
+        os.write(w, (PASSPHRASE + "\n").encode())
+        os.close(w)
+        try:
+            res = bead("vault", "init", "--passphrase-fd", str(r), "--kind", "x25519")
+        finally:
+            os.close(r)
+        assert res.code == 0, res.err
+        home = Home(bead_home)
+        assert home.vault_recipient.read_text().startswith("age1")
+        ident = home.vault_identity
+        assert stat.S_IMODE(ident.stat().st_mode) == 0o600 and stat.S_IMODE(home.vault.stat().st_mode) == 0o700
+        assert ident.read_bytes().startswith(b"age-encryption.org/v1\n-> scrypt "), "the identity is passphrase-encrypted"
+        assert b"AGE-SECRET-KEY" not in ident.read_bytes()
+        said = res.out + res.err
+        assert said.count("lost for good") == 1 and "cannot recover" in said
+        assert PASSPHRASE not in said and leftovers(bead_home, PASSPHRASE) == []
+
+    def test_at_a_terminal_asks_twice_without_echo(self, bead, bead_home, monkeypatch):
+        monkeypatch.setattr(cli_common, "at_terminal", lambda: True)
+        res = bead("vault", "init", "--kind", "x25519", input=f"{PASSPHRASE}\n{PASSPHRASE}\n")
+        assert res.code == 0, res.err
+        said = res.out + res.err
+        assert "Passphrase for the vault" in said and "Repeat the passphrase" in said
+        assert PASSPHRASE not in said, "the passphrase is never echoed"
+        assert Home(bead_home).vault_identity.exists()
+
+    def test_two_different_entries_create_nothing(self, bead, bead_home, monkeypatch):
+        monkeypatch.setattr(cli_common, "at_terminal", lambda: True)
+        res = bead("vault", "init", input=f"{PASSPHRASE}\n{PASSPHRASE}x\n")
+        assert res.code == 1 and "do not match" in res.out + res.err
+        assert not Home(bead_home).vault.exists()
+
+    def test_short_passphrase_is_refused(self, bead, bead_home):
+        res = bead("vault", "init", *PP, env={"BEAD_TEST_PP": "eleven char"})
+        assert res.code == 1 and "12 or more" in res.err and "Traceback" not in res.err
+        assert not Home(bead_home).vault.exists()
+
+    def test_without_a_terminal_or_an_option_says_how(self, bead, bead_home):
+        res = bead("vault", "init")
+        assert res.code == 1 and "--passphrase-fd" in res.err and "--passphrase-env" in res.err
+        assert not Home(bead_home).vault.exists()
+
+    def test_a_second_init_is_refused(self, bead, vault):
+        before = vault.vault_identity.read_bytes()
+        res = bead("vault", "init", *PP, env=PP_ENV)
+        assert res.code == 1 and "already exists" in res.err
+        assert vault.vault_identity.read_bytes() == before
+
+    def test_unset_passphrase_variable_is_an_error(self, bead, bead_home):
+        res = bead("vault", "init", "--passphrase-env", "BEAD_TEST_NOT_SET")
+        assert res.code == 1 and "BEAD_TEST_NOT_SET is not set" in res.err
+
+
+# ----- sealing, secret writes, unsealing -----------------------------------------------
+class TestSeal:
+    def test_seal_encrypts_every_version_tombstones_and_deletes_the_plaintext(self, bead, mem, vault):
+        turns = mem.append_turns("s1", [("user", f"my card: {SECRET}", None, None)])
+        mem.write("user/bank-pin", "Bank PIN 1000 recovery oldoldold", "user")
+        mem.write("user/bank-pin", SECRET, "user", sources=[turns[0].anchor])
+        tombstones = mem.tombstones.count()
+        res = bead("seal", "user/bank-pin")
+        assert res.code == 0, res.err
+        assert "2 version(s) encrypted" in res.out
+        assert fact_files(vault.root, "user/bank-pin") == []
+        assert sealed_files(vault.root, "user/bank-pin") == ["v1.md.age", "v2.md.age"]
+        assert mem.tombstones.count() == tombstones + 2
+        assert mem.index.fact_candidates(TOKEN, 10, current_only=False) == []
+        assert TOKEN not in mem.raw.read(turns[0].path)[0].text, "the raw turn citing it is redacted, as forget does"
+        plain = decrypt_all(vault, "user/bank-pin")
+        assert "oldoldold" in plain[1] and SECRET in plain[2]
+        assert all("status: sealed" in p and "sensitivity: secret" in p for p in plain.values())
+        assert leftovers(vault.root, SECRET, "Bank PIN 1000 recovery oldoldold") == []
+
+    def test_a_secret_write_seals_the_plaintext_first_and_supersedes_it(self, bead, mem, vault):
+        mem.write("user/bank-pin", SECRET, "user")
+        said = mem.append_turns("s1", [("user", f"the new one is {SECRET2}", None, None)])
+        res = bead("write", "user/bank-pin", "-", "--type", "user", "--sensitivity", "secret", input=SECRET2)
+        assert res.code == 0, res.err
+        assert "user/bank-pin@v2 to the vault, encrypted (supersedes user/bank-pin@v1)" in res.out
+        assert "redacted 1 raw turn(s) that held the secret" in res.err
+        assert mem.raw.read(said[0].path)[0].text == "[forgotten]"
+        assert fact_files(vault.root, "user/bank-pin") == []
+        assert sealed_files(vault.root, "user/bank-pin") == ["v1.md.age", "v2.md.age"]
+        assert leftovers(vault.root, SECRET, SECRET2) == []
+
+    def test_a_secret_write_needs_no_passphrase_and_numbers_from_file_names(self, mem, vault):
+        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        # A version that decrypts with nothing: the next number still comes from its name.
+        safe.atomic_write(vault.sealed_file("user/pin", 7), b"not an age file", root=vault.root)
+        vault.vault_identity.unlink()     # the private key is not even there
+        res = mem.write("user/pin", SECRET2, "user", sensitivity="secret")
+        assert res.sealed and res.fact.version == 8 and res.fact.supersedes == "user/pin@v7"
+        assert sealed_files(vault.root, "user/pin") == ["v1.md.age", "v7.md.age", "v8.md.age"]
+
+    def test_a_plaintext_write_to_a_sealed_key_fails_clearly(self, bead, mem, vault):
+        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        with pytest.raises(KeySealed):
+            mem.write("user/pin", "a plain value", "user")
+        res = bead("write", "user/pin", "a plain value", "--type", "user")
+        assert res.code == 1 and "sealed in the vault" in res.err and "bead unseal user/pin" in res.err
+        assert fact_files(vault.root, "user/pin") == []
+
+    def test_a_secret_write_without_a_vault_is_refused(self, bead, bead_home):
+        res = bead("write", "user/pin", SECRET, "--type", "user", "--sensitivity", "secret")
+        assert res.code == 1 and "bead vault init" in res.err
+        assert leftovers(bead_home, SECRET) == []
+
+    def test_unseal_restores_private_plaintext_with_statuses(self, bead, mem, vault):
+        mem.write("user/pin", "Bank PIN 1000 recovery oldoldold", "user")
+        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        res = bead("unseal", "user/pin", *PP, env=PP_ENV)
+        assert res.code == 0, res.err
+        assert "2 version(s) back as private plaintext (current user/pin@v2)" in res.out
+        assert sealed_files(vault.root, "user/pin") == [] and not vault.sealed_key_dir("user/pin").exists()
+        kv = mem.versions("user/pin")
+        assert [(f.version, f.status, f.sensitivity) for f in kv.facts] == [
+            (1, "superseded", "private"), (2, "current", "private")]
+        assert kv.current.body == SECRET
+        assert [r["id"] for r in mem.index.fact_candidates(TOKEN, 10)] == ["user/pin@v2"]
+
+    def test_sealed_list_and_show_the_highest_version(self, bead, mem, vault):
+        mem.write("user/pin", SECRET2, "user", sensitivity="secret")
+        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        mem.write("user/other", "another secret value", "user", sensitivity="secret")
+        listed = bead("sealed", "list", "--json")
+        assert json.loads(listed.out) == [{"key": "user/other", "versions": 1}, {"key": "user/pin", "versions": 2}]
+        shown = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
+        assert shown.code == 0 and shown.out.strip() == SECRET
+
+    def test_a_wrong_passphrase_fails_cleanly(self, bead, mem, vault):
+        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        for args in (("sealed", "show", "user/pin"), ("unseal", "user/pin")):
+            res = bead(*args, *PP, env={"BEAD_TEST_PP": "not the right passphrase"})
+            assert res.code == 1 and "wrong passphrase" in res.err and "hint:" in res.err
+            assert "Traceback" not in res.err and SECRET not in res.out + res.err
+        assert sealed_files(vault.root, "user/pin") == ["v1.md.age"], "nothing changed"
+
+    def test_loose_identity_permissions_are_refused(self, bead, mem, vault):
+        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        vault.vault_identity.chmod(0o640)
+        res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
+        assert res.code == 1 and "refusing to use" in res.err and "0640" in res.err and "chmod 600" in res.err
+        assert SECRET not in res.out
+        status = json.loads(bead("status", "--json").out)
+        assert any("refuses to use" in p["problem"] for p in status["problems"])
+
+    def test_forget_match_does_not_search_sealed_values_and_says_so(self, bead, mem, vault):
+        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        res = bead("forget", "--match", TOKEN, "--yes", "--json")
+        assert res.code == 0
+        assert "does not search the vault's 1 sealed key(s)" in res.err
+        assert json.loads(res.out)["sealed_not_searched"] == 1
+        assert sealed_files(vault.root, "user/pin") == ["v1.md.age"]
+
+    def test_forget_and_show_of_a_sealed_key_point_to_the_vault_commands(self, bead, mem, vault):
+        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        forgot = bead("forget", "user/pin")
+        assert forgot.code == 1 and "bead unseal user/pin" in forgot.err
+        shown = bead("show", "user/pin")
+        assert shown.code == 1 and "bead sealed show user/pin" in shown.err
+
+    def test_an_interrupted_seal_is_reported_and_finished_by_sealing_again(self, bead, mem, vault):
+        mem.write("user/pin", SECRET, "user")
+        # A seal that died after writing its encrypted copy, before forget deleted the plaintext.
+        mem.sealed.write("user/pin", 1, mem.current("user/pin").render(), vault_keys.recipient(vault))
+        status = json.loads(bead("status", "--json").out)
+        assert any("both sealed and plaintext" in p["problem"] for p in status["problems"])
+        assert bead("seal", "user/pin").code == 0
+        assert fact_files(vault.root, "user/pin") == [] and sealed_files(vault.root, "user/pin") == ["v1.md.age"]
+        assert not any("both sealed" in p["problem"] for p in json.loads(bead("status", "--json").out)["problems"])
+
+
+# ----- never on disk in clear ---------------------------------------------------------
+def test_a_sealed_value_is_never_in_clear_through_seal_write_secret_and_unseal_then_reseal(mem, vault, monkeypatch):
+    """Every file under the home, index.db and its -wal included, at each point of each flow."""
+    mem.append_turns("s1", [("user", f"note this down: {SECRET}", None, None)])
+    mem.write("user/pin", SECRET, "user")
+    mem.write("user/editor", "Helix, default keymap", "user")
+    assert leftovers(vault.root, SECRET), "the plaintext is on disk before the seal"
+    points: dict[str, list[str]] = {}
+    real_encrypt = vault_keys.encrypt
+
+    card_old, card_new = "Card code 5555 oldcardvalue", "Card code 6666 newcardvalue"
+    mem.write("user/card", card_old, "user")
+
+    def watched(data: bytes, to):
+        # Each moment something is encrypted: the values being written must not be on disk anywhere.
+        points.setdefault("while encrypting", []).extend(leftovers(vault.root, SECRET2, card_new))
+        return real_encrypt(data, to)
+
+    # 1. seal
+    ops.seal(mem, "user/pin")
+    points["after seal"] = leftovers(vault.root, SECRET)
+    # 2. secret writes, watched while they run: to a sealed key, and to a plaintext key (sealed first)
+    monkeypatch.setattr(vault_keys, "encrypt", watched)
+    mem.write("user/pin", SECRET2, "user", sensitivity="secret")
+    mem.write("user/card", card_new, "user", sensitivity="secret")
+    monkeypatch.setattr(vault_keys, "encrypt", real_encrypt)
+    points["after write-secret"] = leftovers(vault.root, SECRET, SECRET2, card_old, card_new)
+    # 3. unseal (plaintext by request), then seal again: nothing may be left behind
+    ops.unseal(mem, "user/pin", PASSPHRASE)
+    assert leftovers(vault.root, SECRET2), "unsealed, the value is plaintext again"
+    ops.seal(mem, "user/pin")
+    points["after unseal then reseal"] = leftovers(vault.root, SECRET, SECRET2, card_old, card_new)
+    mem.close()
+    points["after the process ends"] = leftovers(vault.root, SECRET, SECRET2, card_old, card_new)
+    assert "while encrypting" in points
+    assert points == {k: [] for k in points}
+    assert sealed_files(vault.root, "user/pin") == ["v1.md.age", "v2.md.age"]
+    assert sealed_files(vault.root, "user/card") == ["v1.md.age", "v2.md.age"]
+    assert (vault.root / "index.db").exists()
+
+
+# ----- excluded from everything that reads memory ---------------------------------------
+def _request(text: str, session: str) -> tuple[bytes, dict]:
+    body = {"model": "claude-test", "max_tokens": 100, "stream": False,
+            "system": [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/proj-x"}],
+            "messages": [{"role": "user", "content": text}]}
+    return json.dumps(body).encode(), {"content-type": "application/json", "x-api-key": "sk-test",
+                                       "anthropic-version": "2023-06-01", "x-bead-session": session}
+
+
+def test_the_proxy_never_injects_a_sealed_fact(proxy_client, upstream, mem, vault):
+    mem.write("user/bank-pin", f"My bank card {SECRET}", "user")   # a user fact: always in the pinned block
+    mem.write("user/editor", "Helix, default keymap", "user")
+    proxy = proxy_client()
+    proxy.post(*_request(f"which bank card recovery {TOKEN}?", "before"))
+    proxy.settle()
+    assert TOKEN.encode() in upstream.requests[-1].body, "before sealing, the fact is injected"
+    ops.seal(mem, "user/bank-pin")
+    mem.write("user/bank-pin", f"My bank card {SECRET2}", "user", sensitivity="secret")
+    proxy.post(*_request(f"which bank card recovery {TOKEN} wqplmokn?", "after"))
+    proxy.settle()
+    sent = upstream.requests[-1].body
+    assert b"Helix" in sent, "the pinned block is still there"
+    assert b"4711" not in sent and b"9902" not in sent and b"bank-pin" not in sent
+
+
+@pytest.fixture
+def model():
+    m = FakeModel()
+    yield m
+    m.close()
+
+
+def test_the_dream_never_sends_a_sealed_value(bead_home, vault, model, monkeypatch):
+    monkeypatch.setenv("BEAD_TEST_KEY", "sk-test")
+    cfg = parse(f"owner: t\ndream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n"
+                "  api_key_env: BEAD_TEST_KEY\n  timeout_s: 5\n")
+    with Memory(vault, cfg) as m:
+        m.write("user/bank-pin", f"My bank card {SECRET}", "user")
+        m.append_turns("s1", [("user", "let us pay the rent", None, None), ("assistant", "ok", None, None)])
+        Dream(m).run()
+        assert TOKEN in json.dumps(model.requests[-1][2]), "before sealing, the dream's context holds the fact"
+        ops.seal(m, "user/bank-pin")
+        m.write("user/bank-pin", f"My bank card {SECRET2}", "user", sensitivity="secret")
+        n = len(model.requests)
+        m.append_turns("s2", [("user", "what was my bank card recovery again?", None, None), ("assistant", "no idea", None, None)])
+        Dream(m).run()
+        sent = [json.dumps(r[2]) for r in model.requests[n:]]
+        assert sent and not any(TOKEN in s or "wqplmokn" in s or "4711" in s or "9902" in s for s in sent)
+
+
+def test_the_rerank_never_sees_a_sealed_fact(bead_home, vault, model, monkeypatch):
+    monkeypatch.setenv("BEAD_TEST_KEY", "k")
+    cfg = parse("rerank:\n  enabled: true\n  timeout_ms: 4000\n  min_evidence: 0.1\n"
+                f"dream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n  api_key_env: BEAD_TEST_KEY\n")
+    eng = make_proxy_app(bead_home, "http://127.0.0.1:9", config=cfg).extensions["bead.engine"]
+    with Memory(vault, cfg) as m:
+        m.write("global/bank-card", f"The shop's bank card recovery code is {SECRET}", "reference")
+        m.write("global/deploy", "Deploys go to Fly.io from main.", "reference")
+        m.write("global/bank-desk", "The shop's bank card desk answers recovery questions from 9 to 5.", "reference")
+        body = json.dumps({"model": "m", "max_tokens": 5, "messages": [
+            {"role": "user", "content": "where is the shop's bank card recovery code?"}]}).encode()
+        eng.prepare(body, {"x-bead-session": "rr-before"})
+        assert TOKEN in json.dumps(model.requests[-1][2]), "before sealing, the rerank is shown the fact"
+        ops.seal(m, "global/bank-card")
+        m.write("global/bank-card", f"The shop's bank card recovery code is {SECRET2}", "reference", sensitivity="secret")
+        n = len(model.requests)
+        eng.prepare(body, {"x-bead-session": "rr-after"})
+        after = [json.dumps(r[2]) for r in model.requests[n:]]
+        assert after and "bank-desk" in after[-1], "the rerank still runs on the other candidates"
+        assert not any(TOKEN in a or "wqplmokn" in a or "4711" in a or "9902" in a for a in after)
+
+
+def test_search_finds_no_sealed_value(bead, mem, vault):
+    mem.write("user/bank-pin", SECRET, "user")
+    assert "user/bank-pin" in bead("search", TOKEN).out, "before sealing, search finds it"
+    assert bead("seal", "user/bank-pin").code == 0
+    mem.write("user/bank-pin", SECRET2, "user", sensitivity="secret")
+    for query in (TOKEN, "wqplmokn", "bank pin"):
+        for extra in ((), ("--all-versions",)):
+            out = bead("search", query, *extra).out
+            assert "bank-pin" not in out and TOKEN not in out, (query, extra)
+
+
+def test_the_core_reads_a_future_mcp_tool_would_use_see_no_sealed_key(mem, vault):
+    """recall/history/search for any entry point go through Memory and the index: a sealed key has neither."""
+    mem.write("user/bank-pin", SECRET, "user", sensitivity="secret")
+    assert mem.is_sealed("user/bank-pin")
+    assert mem.current("user/bank-pin") is None and mem.versions("user/bank-pin").facts == ()
+    assert not any(TOKEN in body for _key, body in mem.index.current_bodies())
+    assert mem.index.fact_candidates(TOKEN, 10, current_only=False) == []
+    assert mem.index.pinned_candidates(None) == []
+
+
+# ----- bead status -------------------------------------------------------------------
+def test_status_shows_the_vault_and_the_sealed_key_count(bead, bead_home, vault_template):
+    out = bead("status").out
+    assert "vault       none (`bead vault init` creates it" in out
+    home = Home(bead_home)
+    for name in ("recipient.txt", "identity.age"):
+        safe.atomic_write(home.vault / name, (vault_template / name).read_bytes(), root=home.root)
+    with Memory(home, Config(owner="t")) as m:
+        m.write("user/pin", SECRET, "user", sensitivity="secret")
+        m.write("user/pin", SECRET2, "user", sensitivity="secret")
+    assert "vault       X25519, 1 sealed key(s) (2 versions)" in bead("status").out
+    data = json.loads(bead("status", "--json").out)["vault"]
+    assert data["kind"] == "x25519" and data["sealed_keys"] == 1
+
+
+# ----- the age command-line tool ---------------------------------------------------------
+needs_age = pytest.mark.skipif(not (shutil.which("age") and shutil.which("age-keygen")),
+                               reason="the age command-line tool (age, age-keygen) is not installed")
+
+
+def _age_with_passphrase(args: list[str], passphrase: str) -> tuple[int, str]:
+    """Run `age` on a terminal of its own (it reads a passphrase only from a terminal) and type the passphrase."""
+    pid, fd = pty.fork()
+    if pid == 0:   # the child: age, with the pty as its controlling terminal
+        try:
+            os.execvp("age", ["age", *args])
+        finally:
+            os._exit(127)
+    out = b""
+    typed = False
+    end = time.monotonic() + 60
+    try:
+        while time.monotonic() < end:
+            ready, _, _ = select.select([fd], [], [], 1)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:   # EIO: age closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+            if not typed and b"passphrase" in out.lower():
+                os.write(fd, (passphrase + "\n").encode())
+                typed = True
+    finally:
+        os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
+
+
+@needs_age
+def test_files_sealed_here_decrypt_with_the_age_cli(mem, vault, tmp_path):
+    mem.write("user/pin", SECRET, "user", sensitivity="secret")
+    sealed = vault.sealed_file("user/pin", 1)
+    # With the identity file as bead keeps it: age asks for its passphrase.
+    code, out = _age_with_passphrase(["-d", "-i", str(vault.vault_identity), str(sealed)], PASSPHRASE)
+    assert code == 0 and SECRET in out and "sensitivity: secret" in out
+    # With the identity decrypted to a plain key file (outside the home).
+    key_file = tmp_path / "key.txt"
+    key_file.write_bytes(vault_keys.pyrage().passphrase.decrypt(vault.vault_identity.read_bytes(), PASSPHRASE))
+    p = subprocess.run(["age", "-d", "-i", str(key_file), str(sealed)], capture_output=True, timeout=60)
+    assert p.returncode == 0 and SECRET.encode() in p.stdout
+
+
+@needs_age
+def test_files_sealed_by_the_age_cli_read_here(bead, vault):
+    recipient = vault.vault_recipient.read_text().strip()
+    plain = ("---\nid: user/pin@v1\nkey: user/pin\ntype: user\nowner: someone\nstatus: sealed\nversion: 1\n"
+             f"trust: user_stated\nsensitivity: secret\n---\n{SECRET}\n")
+    target = vault.sealed_file("user/pin", 1)
+    safe.ensure_dir(target.parent, root=vault.root)
+    p = subprocess.run(["age", "-r", recipient, "-o", str(target)], input=plain.encode(), capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    target.chmod(0o600)
+    res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
+    assert res.code == 0 and res.out.strip() == SECRET
+
+
+# ----- hybrid post-quantum through age-plugin-pq (a stand-in; see tests/age_standin.py) -------------
+def _standins(tmp_path: Path, keygen: str = "keygen", plugin: bool = True) -> Path:
+    bin_dir = tmp_path / "standin-bin"
+    bin_dir.mkdir(exist_ok=True)
+    tools = {"age-keygen": keygen, **({"age-plugin-pq": "plugin"} if plugin else {})}
+    for name, mode in tools.items():
+        p = bin_dir / name
+        p.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STANDIN}" {mode} "$@"\n')
+        p.chmod(0o755)
+    return bin_dir
+
+
+def test_hybrid_key_when_age_plugin_pq_is_on_path_through_the_plugin_protocol(bead, bead_home, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{_standins(tmp_path)}{os.pathsep}{os.environ['PATH']}")
+    res = bead("vault", "init", *PP, env=PP_ENV)
+    assert res.code == 0, res.err
+    assert "hybrid post-quantum (age-plugin-pq)" in res.out
+    home = Home(bead_home)
+    assert home.vault_recipient.read_text().startswith("age1pq1")
+    st = bead("vault", "status").out
+    assert "hybrid post-quantum (age-plugin-pq)" in st and str(tmp_path / "standin-bin" / "age-plugin-pq") in st
+    assert "vault       hybrid post-quantum (age-plugin-pq), 0 sealed key(s)" in bead("status").out
+    assert bead("write", "user/pin", "-", "--type", "user", "--sensitivity", "secret", input=SECRET).code == 0
+    assert b"\n-> standin-pq " in home.sealed_file("user/pin", 1).read_bytes()[:200], "sealed through the plugin"
+    shown = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
+    assert shown.code == 0 and shown.out.strip() == SECRET
+    # Without the plugin the vault says why it cannot work, and nothing is sealed in clear.
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert any("age-plugin-pq is not on PATH" in p["problem"] for p in json.loads(bead("status", "--json").out)["problems"])
+    res = bead("write", "user/pin", SECRET2, "--type", "user", "--sensitivity", "secret")
+    assert res.code == 1 and "age-plugin-pq" in res.err and "Traceback" not in res.err
+    res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
+    assert res.code == 1 and "age-plugin-pq" in res.err and "Traceback" not in res.err
+    assert leftovers(bead_home, SECRET, SECRET2) == []
+
+
+def test_an_age_keygen_without_pq_makes_an_x25519_vault_and_says_why(bead, bead_home, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{_standins(tmp_path, keygen='old-keygen')}{os.pathsep}{os.environ['PATH']}")
+    res = bead("vault", "init", *PP, env=PP_ENV)
+    assert res.code == 0 and "X25519" in res.out
+    assert "age-plugin-pq is on PATH, but" in res.err and "age 1.3" in res.err
+    assert recipient_kind(Home(bead_home)) == "x25519"
+
+
+def test_insisting_on_pq_without_the_plugin_fails_and_creates_nothing(bead, bead_home, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(_standins(tmp_path, plugin=False)))   # an age-keygen that makes pq keys, no plugin
+    res = bead("vault", "init", "--kind", "pq", *PP, env=PP_ENV)
+    assert res.code == 1 and "age-plugin-pq is not on PATH" in res.err
+    assert not Home(bead_home).vault.exists()
+
+
+def test_an_x25519_vault_keeps_working_when_the_plugin_turns_up(bead, mem, vault, tmp_path, monkeypatch):
+    mem.write("user/pin", SECRET, "user", sensitivity="secret")
+    monkeypatch.setenv("PATH", f"{_standins(tmp_path)}{os.pathsep}{os.environ['PATH']}")
+    assert mem.write("user/pin", SECRET2, "user", sensitivity="secret").fact.version == 2
+    assert b"-> X25519 " in vault.sealed_file("user/pin", 2).read_bytes()[:200]
+    assert "X25519" in bead("vault", "status").out
+    assert bead("sealed", "show", "user/pin", *PP, env=PP_ENV).out.strip() == SECRET2
+
+
+def recipient_kind(home: Home) -> str:
+    return vault_keys.recipient_kind(home.vault_recipient.read_text().strip())
+
+
+def test_the_store_alone_never_writes_a_secret_in_clear(mem):
+    """FactStore.write (below Memory's routing) refuses a secret instead of writing it."""
+    with pytest.raises(RefusedWrite):
+        mem.facts.write("user/pin", SECRET, "user", sensitivity="secret")
+    assert not mem.home.fact_dir("user/pin").exists()
+
+
+def test_a_dream_proposal_for_a_sealed_key_is_skipped_not_fatal(bead_home, vault, model, monkeypatch):
+    monkeypatch.setenv("BEAD_TEST_KEY", "sk-test")
+    cfg = parse(f"owner: t\ndream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n"
+                "  api_key_env: BEAD_TEST_KEY\n  timeout_s: 5\n")
+    with Memory(vault, cfg) as m:
+        m.write("user/bank-pin", SECRET, "user", sensitivity="secret")
+        m.append_turns("s1", [("user", "the bank sent a new card", None, None, {"source": "typed"}),
+                              ("assistant", "noted", None, None, {"source": "assistant"})])
+        model.answers.append(json.dumps({"facts": [{"key": "user/bank-pin", "type": "user", "turns": [1],
+                                                     "value": "The bank sent a new card.", "replaces": None}]}))
+        rep = Dream(m).run()
+        assert any("user/bank-pin" in s for s in rep.sessions["s1"]["skipped"])
+        assert m.current("user/bank-pin") is None
+
+
+def test_without_pyrage_bead_runs_and_the_vault_says_how_to_add_it(bead, mem, vault, monkeypatch):
+    """A platform without a pyrage wheel installs bead without it: only the vault's commands stop, and say why."""
+    monkeypatch.setitem(sys.modules, "pyrage", None)   # `import pyrage` now raises ImportError
+    res = bead("write", "user/pin", SECRET, "--type", "user", "--sensitivity", "secret")
+    assert res.code == 1 and "pyrage" in res.err and "pip install pyrage" in res.err and "Rust" in res.err
+    assert "Traceback" not in res.err and leftovers(vault.root, SECRET) == []
+    assert bead("write", "user/editor", "Helix", "--type", "user").code == 0
+    assert "vault       X25519, 0 sealed key(s)" in bead("status").out
+
+
+def test_a_seal_that_fails_half_way_leaves_the_key_as_it_was(mem, vault, monkeypatch):
+    mem.write("user/pin", "Bank PIN 1000 recovery oldoldold", "user")
+    mem.write("user/pin", SECRET, "user")
+    real_encrypt, calls = vault_keys.encrypt, []
+
+    def second_fails(data: bytes, to):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the disk is full")
+        return real_encrypt(data, to)
+
+    monkeypatch.setattr(vault_keys, "encrypt", second_fails)
+    with pytest.raises(RuntimeError):
+        ops.seal(mem, "user/pin")
+    assert len(calls) == 2
+    assert [n for n in fact_files(vault.root, "user/pin") if n.endswith(".md")] == ["v1.md", "v2.md"]
+    assert sealed_files(vault.root, "user/pin") == []
+    assert mem.current("user/pin").body == SECRET and not mem.is_sealed("user/pin")
