@@ -563,6 +563,8 @@ def test_a_dream_proposal_for_a_sealed_key_is_skipped_not_fatal(bead_home, vault
         m.write("user/bank-pin", SECRET, "user", sensitivity="secret")
         m.append_turns("s1", [("user", "the bank sent a new card", None, None, {"source": "typed"}),
                               ("assistant", "noted", None, None, {"source": "assistant"})])
+        from bead.dream import second
+        model.by_system[second.SYSTEM[:80]] = '{"kind": "fact", "reason": "a fact about the person"}'
         model.answers.append(json.dumps({"facts": [{"key": "user/bank-pin", "type": "user", "turns": [1],
                                                      "value": "The bank sent a new card.", "replaces": None}]}))
         rep = Dream(m).run()
