@@ -61,12 +61,14 @@ def browser_refusal(headers: dict[str, str]) -> str | None:
 
 
 def load_token(home: Home) -> str:
-    """The home's proxy token, created (0600) on first use."""
+    """The home's proxy token, created (0600) on first use; never read or written through a link."""
+    from ..store import files as safe
+
     path = home.proxy_token
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        fd = safe.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, root=home.root)
     except FileExistsError:
-        return path.read_text(encoding="ascii").strip()
+        return safe.read_text(path, root=home.root).strip()
     token = secrets.token_urlsafe(24)
     with os.fdopen(fd, "w", encoding="ascii") as f:
         f.write(token + "\n")

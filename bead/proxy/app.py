@@ -54,10 +54,17 @@ def _scope_headers() -> list[tuple[str, str]]:
     return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
 
 
+class ProxyApp(Quart):
+    def log_exception(self, exception_info: Any) -> None:
+        """Never the request's path in a log line: it can carry the home's token."""
+        exc_type = exception_info[0]
+        log.error("unhandled %s in the proxy", exc_type.__name__ if exc_type else "error")
+
+
 def create_app(engine: Engine, upstream: str, token: str | None = None, owner_uid: int | None = None) -> Quart:
     """The proxy app. ``token`` marks the owner's requests (default: the home's); ``owner_uid`` is the
     UID whose loopback connections count as the owner's on Linux (default: the home's owner)."""
-    app = Quart("bead.proxy")
+    app = ProxyApp("bead.proxy")
     app.config.update(MAX_CONTENT_LENGTH=None, BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None)
     base = httpx.URL(upstream.rstrip("/"))
     token = access.load_token(engine.home) if token is None else token
@@ -95,8 +102,10 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         why = access.browser_refusal(headers)
         if why:
             return _api_error(403, why, "permission_error")
-        if not request.scope.get("raw_path", b"/").startswith(b"/"):
-            return _api_error(400, "bead proxy takes only a path as the request target", "invalid_request_error")
+        target = request.scope.get("raw_path", b"/")
+        if not target.startswith(b"/") or b"#" in target:
+            return _api_error(400, "bead proxy takes only a path (no fragment) as the request target",
+                              "invalid_request_error")
         return None
 
     @app.route("/bead/health", methods=["GET"])
@@ -143,7 +152,8 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         try:
             up = await client.send(client.build_request(request.method, url, headers=out_headers, content=prep.body),
                                    stream=True)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
+            # Unreachable, or a target httpx will not send: bead's one own error, in the API's shape.
             engine.error("upstream", exc)
             return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})")
         engine.forwarded(prep)

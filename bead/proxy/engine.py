@@ -48,6 +48,10 @@ from ..wire import anthropic
 log = logging.getLogger("bead.proxy")
 
 MAX_BODY_BYTES = 16 * 1024 * 1024   # larger bodies go out unchanged, uncaptured
+# Parsing cannot look at the clock, and its cost grows with the number of
+# objects, not bytes: a body of more messages than any real conversation
+# holds goes out unchanged too (a C-speed count finds it before any parsing).
+MAX_MESSAGES = 10_000
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # response bytes kept for capturing the assistant turn
 
 
@@ -125,7 +129,7 @@ class Engine:
         t0 = time.perf_counter()
         deadline = time.monotonic() + self.deadline_s if deadline is None else deadline
         self.counters["requests"] += 1
-        if len(body) > MAX_BODY_BYTES:
+        if len(body) > MAX_BODY_BYTES or body.count(b'"role"') > MAX_MESSAGES:
             self.count("too_large")
             return Prepared(body)
         try:

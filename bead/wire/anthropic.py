@@ -179,6 +179,7 @@ def splice(req: Request, pinned: str | None, blocks: dict[int, list[str]]) -> by
 
 
 EVENT_CAP = 1024 * 1024   # an SSE event larger than this is skipped, never buffered whole
+DECODED_CAP = 16 * 1024 * 1024   # a compressed response is read up to this much once expanded
 
 
 class ResponseCollector:
@@ -206,14 +207,24 @@ class ResponseCollector:
         self._skip_event = False
         self.skipped_events = 0
         self.blocks: dict[int, dict[str, Any]] = {}
+        self.texts: dict[int, list[str]] = {}
         self.json_chunks: dict[int, list[str]] = {}
+        self.decoded = 0                 # bytes a compressed response has expanded to
+        self.overflow = False            # it expanded past DECODED_CAP: the rest is not read
         self.done = False
         self.error = False
 
     def feed(self, chunk: bytes) -> None:
-        if not self.supported:
+        if not self.supported or self.overflow:
             return
-        data = self.decoder.decompress(chunk) if self.decoder else chunk
+        if self.decoder:
+            # A compressed response may expand a thousandfold: never past DECODED_CAP.
+            data = self.decoder.decompress(chunk, DECODED_CAP - self.decoded)
+            self.decoded += len(data)
+            if self.decoder.unconsumed_tail or self.decoded >= DECODED_CAP:
+                self.overflow = True
+        else:
+            data = chunk
         if not self.sse:
             self.body += data
             return
@@ -266,10 +277,12 @@ class ResponseCollector:
             if self.blocks[ev["index"]].get("type") in ("tool_use", "server_tool_use"):
                 self.json_chunks[ev["index"]] = []
         elif kind == "content_block_delta":
-            b = self.blocks.setdefault(ev["index"], {"type": "text", "text": ""})
+            self.blocks.setdefault(ev["index"], {"type": "text", "text": ""})
             d = ev.get("delta") or {}
             if d.get("type") == "text_delta":
-                b["text"] = b.get("text", "") + d.get("text", "")
+                # Deltas are joined once, at the end: appending to a string
+                # in a dict copies it each time (quadratic in the answer).
+                self.texts.setdefault(ev["index"], []).append(str(d.get("text", "")))
             elif d.get("type") == "input_json_delta":
                 self.json_chunks.setdefault(ev["index"], []).append(d.get("partial_json", ""))
         elif kind == "message_stop":
@@ -294,10 +307,13 @@ class ResponseCollector:
                 self.blocks[i]["input"] = json.loads("".join(chunks)) if chunks else {}
             except json.JSONDecodeError:
                 self.blocks[i]["input"] = {"partial_json": "".join(chunks)}
+        for i, parts in self.texts.items():
+            self.blocks[i]["text"] = self.blocks[i].get("text", "") + "".join(parts)
+        self.texts.clear()
         flags: dict[str, Any] = {}
         if self.error:
             flags["error"] = True
-        if not self.done:
+        if not self.done or self.overflow:
             flags["partial"] = True
         blocks = [self.blocks[i] for i in sorted(self.blocks)]
         return message_of(index, {"role": "assistant", "content": blocks}), flags
