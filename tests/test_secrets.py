@@ -134,6 +134,15 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("env-secret-assignment", 'export API_KEY="{s}"', r(ALNUM, 20))
     add("env-secret-assignment", "SESSION_SECRET={s}", r(ALNUM, 22))
     add("env-secret-assignment", "REDIS_PASSWORD='{s}'", "two words " + r(LOWER, 6))
+    add("url-password", "REDIS_URL=redis://:{s}@cache:6379/0", "Rd" + r(ALNUM, 18))
+    add("url-password", "curl https://:{s}@files.example.com/x", r(ALNUM, 20))
+    add("cli-password-flag", "docker login -u ci -p {s} registry.example.com", r(ALNUM, 24))
+    add("cli-password-flag", "mysql -h db -u root -p{s} shop", "Sq" + r(ALNUM, 12))
+    add("cli-password-flag", "sshpass -p '{s}' ssh deploy@web1", "Ss" + r(ALNUM, 12))
+    add("password-element", "<datasource><user>app</user><password>{s}</password></datasource>", "Xm" + r(ALNUM, 14))
+    add("ini-password", "[database]\nuser = app\npass = {s}\n", "In1" + r(ALNUM, 11))
+    add("netrc-password", "machine api.example.com login deploy password {s}", r(ALNUM, 20))
+    add("pgpass-line", "db.internal:5432:shop:app:{s}", "Pg9" + r(ALNUM, 13))
     add("password-in-prose", "ssh in as deploy, the password is {s}", "Tr0ub4dor&3")
     add("password-in-prose", "wifi passphrase: {s}", "Kettle-" + r(DIGITS, 4))
     return out
@@ -144,6 +153,10 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    'docker login -u ci -p "$REGISTRY_TOKEN" registry.example.com',
+    "mysql -u root -p shop   # asks for the password",
+    "[server]\npass = true\n",
+    "<password></password> stays empty in the sample config",
     "token: str",
     "password = input('Password: ')",
     "password = getpass.getpass()",
@@ -262,3 +275,26 @@ def test_secret_never_reaches_the_raw_file(mem):
     data = t.path.read_bytes()
     assert key.encode() not in data and b"[REDACTED:anthropic-key]" in data
     assert t.flags["redacted"] == ["anthropic-key"]
+
+
+def test_secrets_written_through_a_tool_call_never_reach_the_raw_file(mem):
+    """A tool call's input is captured as written, not JSON-escaped, so the scan sees a quoted secret whole."""
+    from bead.core import capture
+    from bead.core.conversation import identify
+    from bead.wire.anthropic import conversation_of
+
+    password, stripe = "Qz8vLr2TnW4xPk9sHd3J", "sk_live_51HaB3" + "x7Kq2Lm9Np4Rs8Tv1Wy6Zb3Cd5Ef"
+    env = f'DB_PASSWORD="{password}"\nSTRIPE_KEY="{stripe}"\n'
+    data = {"messages": [
+        {"role": "user", "content": "write the env file"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Write",
+                                           "input": {"file_path": "/srv/app/.env", "content": env}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]}
+    conv = conversation_of(data, {})
+    ident = identify({"x-bead-session": "envfile"}, conv, None)
+    turns = capture.request_turns(conv, ident, 0)
+    assert any("file_path: /srv/app/.env" in t.text for t in turns), "the input is readable, field by field"
+    capture.capture(mem, ident, turns)
+    raw = b"".join(p.read_bytes() for p in mem.raw.files())
+    assert password.encode() not in raw and stripe.encode() not in raw
+    assert b"[REDACTED:" in raw

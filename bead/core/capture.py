@@ -25,8 +25,25 @@ def part_text(p: Part) -> str:
     if p.kind in ("image", "document"):
         return f"[{p.kind}]"
     if p.kind == "tool_use":
-        return f"[tool_use {p.name}] {json.dumps(p.data if p.data is not None else {}, ensure_ascii=False)}"
+        return f"[tool_use {p.name}]" + tool_input_text(p.data)
     return p.text
+
+
+def tool_input_text(data: object) -> str:
+    """A tool call's input as a person would read it: one ``name: value`` line per field, strings as written.
+
+    Not JSON: an escaped string (``\"`` for a quote, ``\n`` for a line
+    break) hides a credential from the secret scan's patterns and a value
+    from forget's matching. Nested values stay compact JSON.
+    """
+    if isinstance(data, dict):
+        if not data:
+            return ""
+        lines = [f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in data.items()]
+        return "\n" + "\n".join(lines)
+    if data is None:
+        return ""
+    return " " + (data if isinstance(data, str) else json.dumps(data, ensure_ascii=False))
 
 
 def runs(message: Message) -> list[tuple[Source, str]]:
