@@ -19,12 +19,14 @@ and audit, tombstone and dream-report lines keep only a hash of it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .capture.secrets import redact
 from .core.memory import Memory
 from .core.state import Conversations
 from .core.trace import Trace, configured_paths
@@ -54,18 +56,37 @@ class Plan:
     queue_items: list[Path] = field(default_factory=list)
     whole: set[str] = field(default_factory=set)                    # keys losing every version
     sealed_not_searched: int = 0                                    # --match: sealed keys it cannot look into
+    temps: list[Path] = field(default_factory=list)                 # a killed writer's temp files holding it
+
+    @property
+    def texts(self) -> list[str]:
+        out = [v for vs in self.values.values() for v in vs]
+        if self.match_text:
+            out.append(self.match_text)
+        return out
 
     @property
     def needles(self) -> list[str]:
-        out = [normalise(v) for vs in self.values.values() for v in vs]
-        if self.match_text:
-            out.append(normalise(self.match_text))
-        return [n for n in out if n]
+        """Each value as text is compared (normalised), and also as the secret scan left it in the raw
+        log (a credential inside the value was redacted there, which splits the value)."""
+        out: list[str] = []
+        for v in self.texts:
+            for form in (v, redact(v)[0]):
+                n = normalise(form)
+                if n and n not in out:
+                    out.append(n)
+        return out
+
+    @property
+    def shingles(self) -> set[tuple[str, ...]]:
+        """Every run of SHINGLE words of each value (at least two of them not stopwords): a derived
+        line (trace, state, episode, queue item) holding any of them holds part of the value."""
+        return _shingles(self.texts)
 
     @property
     def empty(self) -> bool:
         return not (self.keys or self.turns or self.episodes or self.session_lines or self.trace_lines
-                    or self.queue_items)
+                    or self.queue_items or self.temps)
 
     def summary(self, home_store: Path) -> dict[str, Any]:
         return {
@@ -106,6 +127,15 @@ def _version_value(mem: Memory, key: str, path: Path) -> str | None:
 def _add_key(mem: Memory, plan: Plan, key: str, only_version: int | None = None) -> None:
     kv = mem.facts.versions(key)
     numbers = [n for n in kv.numbers if only_version is None or n == only_version]
+    if not numbers and only_version is None and not kv.numbers:
+        # No file left, but the index may still hold the key (a forget killed after deleting the
+        # files and before its index transaction committed): forget the rows and their values.
+        bodies = mem.index.fact_bodies(key)
+        if bodies:
+            plan.keys[key] = []
+            plan.values[key] = bodies
+            plan.whole.add(key)
+        return
     if not numbers:
         return
     facts = [f for f in kv.facts if f.version in numbers]
@@ -127,15 +157,52 @@ def _add_key(mem: Memory, plan: Plan, key: str, only_version: int | None = None)
                 plan.turns.setdefault(mem.home.raw / rel, set()).add(int(anchor))
 
 
+SHINGLE = 4
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
+
+
+def _shingles(texts: list[str]) -> set[tuple[str, ...]]:
+    from .index.query import STOPWORDS
+
+    out: set[tuple[str, ...]] = set()
+    for t in texts:
+        words = _words(t)
+        for i in range(len(words) - SHINGLE + 1):
+            run = tuple(words[i:i + SHINGLE])
+            if sum(1 for w in run if w not in STOPWORDS) >= 2:
+                out.add(run)
+    return out
+
+
+def _holds_shingle(text: str, shingles: AbstractSet[tuple[str, ...]]) -> bool:
+    if not shingles:
+        return False
+    words = _words(text)
+    return any(tuple(words[i:i + SHINGLE]) in shingles for i in range(len(words) - SHINGLE + 1))
+
+
+def _unescaped(text: str) -> str:
+    """JSON's escapes undone (a tool call captured before bead wrote inputs as text kept them)."""
+    return text.replace('\\"', '"').replace("\\n", " ").replace("\\t", " ") if "\\" in text else text
+
+
 def _names_key(text: str, keys: AbstractSet[str]) -> bool:
     """Whether ``text`` names one of ``keys`` as a whole key."""
     return any(key_mentions(text, key) for key in keys)
 
 
-def _matcher(needles: list[str], keys: AbstractSet[str] = frozenset()) -> Callable[[str], bool]:
+def _matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
+             shingles: AbstractSet[tuple[str, ...]] = frozenset()) -> Callable[[str], bool]:
+    """Raw turns: the whole value (``shingles`` empty). Derived files: also any run of its words."""
     def matches(text: str) -> bool:
         t = normalise(text)
-        return any(n in t for n in needles) or bool(keys and _names_key(t, keys))
+        u = normalise(_unescaped(text))
+        return (any(n in t or n in u for n in needles) or bool(keys and _names_key(t, keys))
+                or _holds_shingle(text, shingles))
     return matches
 
 
@@ -155,9 +222,16 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
         for t in mem.raw.read(path):
             if t.text != FORGOTTEN and matches(t.text):
                 plan.turns.setdefault(path, set()).add(t.n)
-    plan.episodes = Episodes(mem.home).holding(matches)
-    plan.queue_items = Queue(mem).holding(set(plan.keys), matches)
-    line_matches = _line_matcher(needles, plan.whole)
+    derived = _matcher(needles, plan.whole, plan.shingles)
+    plan.episodes = Episodes(mem.home).holding(derived)
+    plan.queue_items = Queue(mem).holding(set(plan.keys), derived)
+    for p in mem.orphan_temps():
+        try:
+            if derived(safe.read_text(p, root=mem.home.root, errors="replace")):
+                plan.temps.append(p)
+        except (OSError, safe.UnsafePath):
+            continue
+    line_matches = _line_matcher(needles, plan.whole, plan.shingles)
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
     for p in configured_paths(mem.config, home=mem.home):
         try:
@@ -168,9 +242,11 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
             plan.trace_lines[p] = n
 
 
-def _line_matcher(needles: list[str], keys: AbstractSet[str] = frozenset()) -> Callable[[str], bool]:
+def _line_matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
+                  shingles: AbstractSet[tuple[str, ...]] = frozenset()) -> Callable[[str], bool]:
     """A JSON line matches when its text does, or its decoded strings do (values inside JSON are escaped),
-    or when it names a key that is gone (an injected id, a remembered id)."""
+    when it names a key that is gone (an injected id, a remembered id), or when it holds a run of the
+    value's words (a cue cut at 200 characters, an excerpt cut at 600)."""
     def matches(line: str) -> bool:
         texts = [line]
         try:
@@ -181,7 +257,7 @@ def _line_matcher(needles: list[str], keys: AbstractSet[str] = frozenset()) -> C
             pass
         normalised = [normalise(t) for t in texts]
         return any(n in t for t in normalised for n in needles) or bool(
-            keys and any(_names_key(t, keys) for t in normalised))
+            keys and any(_names_key(t, keys) for t in normalised)) or any(_holds_shingle(t, shingles) for t in texts)
     return matches
 
 
@@ -225,6 +301,10 @@ def plan_match(mem: Memory, text: str) -> Plan:
         bodies = [f.body for f in kv.facts] + [v for p in kv.problems if (v := _version_value(mem, kv.key, p.path))]
         if any(needle in normalise(b) for b in bodies):
             _add_key(mem, plan, kv.key)
+    # Rows whose files are gone (an interrupted forget) hold values too.
+    for key, body in mem.index.all_fact_bodies():
+        if key not in plan.keys and needle in normalise(body):
+            _add_key(mem, plan, key)
     _scan_files(mem, plan)
     return plan
 
@@ -275,7 +355,7 @@ def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = No
     # 4. Episodes, review items, per-conversation state, the trace, and what names a gone key.
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)
-    line_matches = _line_matcher(plan.needles, plan.whole)
+    line_matches = _line_matcher(plan.needles, plan.whole, plan.shingles)
     Conversations(mem.home).scrub(list(plan.session_lines), line_matches)
     for p in plan.trace_lines:
         Trace(p).scrub(line_matches)

@@ -260,3 +260,63 @@ def test_cue_is_redacted_before_it_is_cut():
     key = "sk-ant-api03-" + "Qx7" * 31 + "AA"
     text = "x" * (CUE_CHARS - 10) + " " + key
     assert "sk-ant" not in cue_excerpt(text) and len(cue_excerpt(text)) <= CUE_CHARS
+
+
+class TestWhatTheAdversarialReviewFound:
+    """Each way a forgotten value survived, as the adversarial review reproduced it."""
+
+    WORDS = "the staging database lives on quokkaeast seven behind wombatgate"
+
+    def test_a_value_in_an_old_json_escaped_tool_call_is_redacted(self, mem):
+        """Turns captured before tool inputs were written as text hold `\\"...\\"`: still found."""
+        value = 'the release is cut with "make ship-prod" on quokkaeast behind wombatgate'
+        mem.append_turns("old", [("assistant", "[tool_use Write] " + json.dumps({"content": value}), T0, None)])
+        mem.write("project/shop/release", value, "project")
+        forget.apply(mem, forget.plan_match(mem, value))
+        assert leftovers(mem.home.root, "quokkaeast") == [] and leftovers(mem.home.root, "wombatgate") == []
+
+    def test_a_cue_cut_in_the_trace_and_an_excerpt_cut_in_state_go_too(self, mem, tmp_path, monkeypatch):
+        """A trace cue keeps 200 characters and a cue block an excerpt of 600: a run of the value's words
+        in either is enough for the line to go."""
+        trace = tmp_path / "trace.jsonl"
+        monkeypatch.setenv("BEAD_TRACE", str(trace))
+        value = "x " * 120 + self.WORDS
+        cut = value[:200 + 40]   # the first words of the value's tail survive the cut, not all of it
+        trace.write_text(json.dumps({"cues": [{"source": "user", "text": cut}]}) + "\n"
+                         + json.dumps({"cues": [{"source": "user", "text": "unrelated"}]}) + "\n")
+        state = mem.home.session_state("s-t1")
+        state.parent.mkdir(parents=True, exist_ok=True)
+        excerpt = "- excerpt, session s: " + self.WORDS[:45] + "…"
+        state.write_text(json.dumps({"kind": "cue", "message": 0, "hash": "h", "text": excerpt, "ids": []}) + "\n")
+        mem.write("project/shop/db-host", self.WORDS, "project")
+        forget.apply(mem, forget.plan_target(mem, "project/shop/db-host"))
+        assert "quokkaeast" not in trace.read_text() and "unrelated" in trace.read_text()
+        assert "quokkaeast" not in state.read_text()
+
+    def test_a_value_the_secret_scan_split_is_still_found_in_the_raw_log(self, mem):
+        value = "staging login is admin with DB_PASSWORD=Qz8vLr2TnW4xPk9s and the host is quokkaeast behind wombatgate"
+        mem.append_turns("s", [("user", value, T0, None)])
+        mem.write("project/shop/staging-login", value, "project")
+        summary = forget.apply(mem, forget.plan_target(mem, "project/shop/staging-login"))
+        assert summary["raw_turns_redacted"] == 1
+        assert leftovers(mem.home.root, "quokkaeast") == []
+
+    def test_a_killed_writers_temp_file_holding_the_value_goes_with_match(self, mem):
+        folder = mem.home.fact_dir("user/kk")
+        folder.mkdir(parents=True)
+        temp = folder / ".v1.md.99999999-0badcafe.tmp"   # a writer that is gone (no such pid)
+        temp.write_text("---\nkey: user/kk\n---\ntempvalue quokkaeast secret plans\n")
+        plan = forget.plan_match(mem, "tempvalue quokkaeast")
+        assert not plan.empty and temp in plan.temps
+        forget.apply(mem, plan)
+        assert not temp.exists()
+
+    def test_index_rows_left_by_an_interrupted_forget_are_forgotten(self, mem):
+        """Version files gone, the index transaction rolled back: the key is still forgettable."""
+        mem.write("user/door", "the vault door code is quokka 4471", "user")
+        for p in mem.home.fact_dir("user/door").glob("v*.md"):
+            p.unlink()                      # what a forget killed before its index commit leaves
+        assert [h.id for h in search_facts(mem.index, "vault door code")] == ["user/door@v1"]
+        forget.apply(mem, forget.plan_target(mem, "user/door"))
+        assert search_facts(mem.index, "vault door code") == []
+        assert leftovers(mem.home.root, "quokka 4471") == []

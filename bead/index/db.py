@@ -482,6 +482,14 @@ class Index:
             f"SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND scope IN ({marks}) "
             "ORDER BY valid_from DESC LIMIT ?", [*scopes, limit])
 
+    def all_fact_bodies(self) -> list[tuple[str, str]]:
+        """(key, body) of every fact row, superseded versions included (forget looks at them all)."""
+        return [(k, b) for k, b in self._conn.execute("SELECT key, body FROM facts")]
+
+    def fact_bodies(self, key: str) -> list[str]:
+        """The bodies of every row of ``key`` (forget finds what an interrupted forget left in the index)."""
+        return [b for (b,) in self._conn.execute("SELECT body FROM facts WHERE key = ?", [key])]
+
     def current_bodies(self) -> list[tuple[str, str]]:
         """(key, body) of every current fact."""
         return [(k, b) for k, b in self._conn.execute("SELECT key, body FROM facts WHERE current = 1")]
