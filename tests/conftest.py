@@ -273,9 +273,10 @@ class ProxyClient:
         return self.request("GET", path, b"", headers)
 
     def health(self) -> dict:
+        """The owner's view of /bead/health (the test client has no kernel-visible peer: the token says it)."""
         import json
 
-        status, _, data = self.get("/bead/health")
+        status, _, data = self.get("/bead/health", headers={"X-Bead-Token": self.token})
         assert status == 200, data
         return json.loads(data)
 

@@ -266,6 +266,40 @@ class TestOrigins:
         assert upstream.requests == []
 
 
+class TestTargets:
+    """Targets the proxy will not forward, refused in the API's shape and never logged with their path."""
+
+    @pytest.mark.parametrize("target", ["/{token}/v1/messages#x", "/x#frag", "/v1/../../admin", "/v1/./messages",
+                                        "/{token}/v1/models/.."])
+    def test_fragment_and_dot_segments_are_400_and_the_token_is_never_logged(self, served_proxy, upstream, caplog,
+                                                                             target):
+        from bead.proxy.access import load_token
+
+        proxy = served_proxy()
+        token = load_token(proxy.engine.home)
+        u = urllib.parse.urlparse(proxy.url)
+        s = socket.create_connection((u.hostname, u.port))
+        s.sendall(f"POST {target.format(token=token)} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
+                  "Connection: close\r\n\r\n{}".encode())
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+        s.close()
+        assert reply.split(b"\r\n", 1)[0].split()[1] == b"400"
+        assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "invalid_request_error"
+        assert upstream.requests == []
+        assert token not in caplog.text
+
+
+class TestHealth:
+    def test_others_learn_only_that_the_proxy_answers(self, proxy_client):
+        """Without the token (and no kernel word), health says it is up and nothing about the home."""
+        proxy = proxy_client()
+        status, _, data = proxy.get("/bead/health")
+        assert status == 200 and json.loads(data) == {"ok": True, "version": json.loads(data)["version"]}
+        assert "home" in proxy.health() and "requests" in proxy.health()
+
+
 class TestOwnerOnly:
     """Memory is injected into, and captured from, the home owner's requests only."""
 

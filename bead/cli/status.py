@@ -58,7 +58,9 @@ def collect(mem, fix: bool = False) -> dict:
             problems.append({"problem": f"the index is behind the files ({d.as_dict()})", "fix": "run `bead reindex`"})
     except BeadError as exc:
         problems.append({"problem": exc.message, "fix": exc.hint})
-    data["proxy"] = proxy_health(mem.config.proxy.listen)
+    from ..proxy.access import load_token
+
+    data["proxy"] = proxy_health(mem.config.proxy.listen, load_token(mem.home))
     if data["proxy"]["running"] and data["proxy"].get("home") != str(mem.home.root):
         # Another home's proxy answers on this address: its figures are not ours.
         data["proxy"] = {"running": False, "address": data["proxy"]["address"], "other_home": data["proxy"].get("home")}
@@ -176,13 +178,14 @@ def last_dream(mem) -> dict | None:
     return {"last_run": DreamState(mem.home.dream_state, mem.home.root).data.get("last_run"), "report": str(reports[-1])}
 
 
-def proxy_health(listen: str) -> dict:
-    """The running proxy's /bead/health, or {"running": False}."""
+def proxy_health(listen: str, token: str | None = None) -> dict:
+    """The running proxy's /bead/health (its details with this home's token), or {"running": False}."""
     import json
     import urllib.request
 
+    req = urllib.request.Request(f"http://{listen}/bead/health", headers={"X-Bead-Token": token} if token else {})
     try:
-        with urllib.request.urlopen(f"http://{listen}/bead/health", timeout=1) as r:
+        with urllib.request.urlopen(req, timeout=1) as r:
             return {"running": True, "address": listen, **json.loads(r.read())}
     except (OSError, ValueError):
         return {"running": False, "address": listen}

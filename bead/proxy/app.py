@@ -11,12 +11,14 @@ Who may talk to the proxy and whose memory a request sees is decided in
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import socket
 import sys
 import time
 import typing
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -70,6 +72,7 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
     token = access.load_token(engine.home) if token is None else token
     owner_uid = access.home_owner(engine.home) if owner_uid is None else owner_uid
     state: dict[str, Any] = {"client": None}
+    health_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bead-health")
 
     @app.before_serving
     async def start_client() -> None:
@@ -103,14 +106,25 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         if why:
             return _api_error(403, why, "permission_error")
         target = request.scope.get("raw_path", b"/")
-        if not target.startswith(b"/") or b"#" in target:
-            return _api_error(400, "bead proxy takes only a path (no fragment) as the request target",
-                              "invalid_request_error")
+        path_only = target.split(b"?", 1)[0]
+        if (not target.startswith(b"/") or b"#" in target
+                or any(seg in (b".", b"..") for seg in path_only.split(b"/"))):
+            return _api_error(400, "bead proxy takes only a plain path (no fragment, no . or .. segment) "
+                                   "as the request target", "invalid_request_error")
         return None
 
     @app.route("/bead/health", methods=["GET"])
     async def health() -> Response:
-        state_ = await asyncio.to_thread(engine.store_state)
+        """Anyone on the machine may learn that the proxy answers (the wrapper's check); only the
+        owner (the token in X-Bead-Token, or the kernel's word) sees its home, counts and errors."""
+        loop = asyncio.get_running_loop()
+        offered = request.headers.get("x-bead-token", "")
+        has_token = bool(offered) and hmac.compare_digest(offered.encode(), token.encode())
+        peer, ours = _ends()
+        # Its own thread: preparations stuck on a slow disk never keep health from answering.
+        if not await loop.run_in_executor(health_pool, is_owner, has_token, peer, ours):
+            return Response(json.dumps({"ok": True, "version": __version__}), content_type="application/json")
+        state_ = await loop.run_in_executor(health_pool, engine.store_state)
         return Response(json.dumps({"ok": True, "version": __version__, "upstream": str(base),
                                     "home": str(engine.home.root), **engine.health(), **state_}),
                         content_type="application/json")
