@@ -48,6 +48,18 @@ def raw_turns(home, session):
         return m.raw.read(p) if p else []
 
 
+def raw_request(url: str, request: str) -> bytes:
+    """Send a request exactly as written (no client normalises the target) and read the whole reply."""
+    u = urllib.parse.urlparse(url)
+    s = socket.create_connection((u.hostname, u.port))
+    s.sendall(request.encode())
+    reply = b""
+    while chunk := s.recv(65536):
+        reply += chunk
+    s.close()
+    return reply
+
+
 def rep(unit: str, size: int = MB) -> str:
     return (unit * (size // len(unit) + 1))[:size]
 
@@ -251,14 +263,8 @@ class TestOrigins:
         other.listen(1)
         other.settimeout(0.5)
         proxy = served_proxy()
-        u = urllib.parse.urlparse(proxy.url)
-        s = socket.create_connection((u.hostname, u.port))
-        s.sendall(f"GET @127.0.0.1:{other.getsockname()[1]}/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                  "Connection: close\r\n\r\n".encode())
-        reply = b""
-        while chunk := s.recv(65536):
-            reply += chunk
-        s.close()
+        reply = raw_request(proxy.url, f"GET @127.0.0.1:{other.getsockname()[1]}/v1/models HTTP/1.1\r\n"
+                                       "Host: 127.0.0.1\r\nConnection: close\r\n\r\n")
         assert reply.split(b"\r\n", 1)[0].split()[1] == b"400"
         with pytest.raises(TimeoutError):
             other.accept()   # nothing connected to the other port
@@ -277,14 +283,8 @@ class TestTargets:
 
         proxy = served_proxy()
         token = load_token(proxy.engine.home)
-        u = urllib.parse.urlparse(proxy.url)
-        s = socket.create_connection((u.hostname, u.port))
-        s.sendall(f"POST {target.format(token=token)} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
-                  "Connection: close\r\n\r\n{}".encode())
-        reply = b""
-        while chunk := s.recv(65536):
-            reply += chunk
-        s.close()
+        reply = raw_request(proxy.url, f"POST {target.format(token=token)} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                       "Content-Length: 2\r\nConnection: close\r\n\r\n{}")
         assert reply.split(b"\r\n", 1)[0].split()[1] == b"400"
         assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "invalid_request_error"
         assert upstream.requests == []

@@ -20,8 +20,11 @@ _REMINDER_OPEN = "<system-reminder>"
 _REMINDER_CLOSE = "</system-reminder>"
 
 
-def _spans(text: str, opening: str, closing: str, need_boundary: bool) -> list[tuple[int, int]]:
-    """(start, end) of each ``opening ... closing`` block plus the whitespace after it."""
+def _spans(text: str, opening: str, closing: str, need_boundary: bool = False,
+           unclosed_to_end: bool = False, trailing_space: bool = True) -> list[tuple[int, int]]:
+    """(start, end) of each ``opening ... closing`` block (plus the whitespace after it when
+    ``trailing_space``). An opening never closed ends the scan, or with ``unclosed_to_end`` runs to
+    the end of the text. One pass of ``str.find``: linear however the tags are arranged."""
     out: list[tuple[int, int]] = []
     pos = 0
     while True:
@@ -34,10 +37,15 @@ def _spans(text: str, opening: str, closing: str, need_boundary: bool) -> list[t
             continue
         close = text.find(closing, after)
         if close == -1:
+            if unclosed_to_end:
+                out.append((start, len(text)))
             return out  # no closing tag anywhere after: nothing further can match
-        end = _WS.match(text, close + len(closing))
-        out.append((start, end.end() if end else close + len(closing)))
-        pos = out[-1][1]
+        end = close + len(closing)
+        if trailing_space:
+            m = _WS.match(text, end)
+            end = m.end() if m else end
+        out.append((start, end))
+        pos = end
 
 
 def _cut(text: str, spans: list[tuple[int, int]]) -> str:
@@ -106,7 +114,7 @@ def _output_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each command-output tag block, in order, not overlapping."""
     spans: list[tuple[int, int]] = []
     for tag in _OUTPUT_TAGS:
-        spans += _spans_open(text, f"<{tag}>", f"</{tag}>")
+        spans += _spans(text, f"<{tag}>", f"</{tag}>", unclosed_to_end=True, trailing_space=False)
     spans.sort()
     out: list[tuple[int, int]] = []
     for s, e in spans:
@@ -115,22 +123,6 @@ def _output_spans(text: str) -> list[tuple[int, int]]:
         else:
             out.append((s, e))
     return out
-
-
-def _spans_open(text: str, opening: str, closing: str) -> list[tuple[int, int]]:
-    """Like ``_spans``, but an opening tag never closed runs to the end of the text."""
-    out: list[tuple[int, int]] = []
-    pos = 0
-    while True:
-        start = text.find(opening, pos)
-        if start == -1:
-            return out
-        close = text.find(closing, start + len(opening))
-        if close == -1:
-            out.append((start, len(text)))
-            return out
-        out.append((start, close + len(closing)))
-        pos = out[-1][1]
 
 
 def _indent(line: str) -> int:
