@@ -149,10 +149,27 @@ def _recall_text(r: reads.Recalled) -> str:
     return r.text + more
 
 
+async def structured_errors(ctx: Any, call_next: Any) -> Any:
+    """The SDK answers arguments that fail the input schema (and an unknown tool) with a plain-text error
+    result; give those bead's structured shape too, so every failed call reads the same way."""
+    out = await call_next(ctx)
+    if (ctx.method == "tools/call" and isinstance(out, dict) and out.get("isError")
+            and not out.get("structuredContent")):
+        said = " ".join(c.get("text", "") for c in out.get("content") or [] if isinstance(c, dict))[:2000]
+        unknown = said.startswith("Unknown tool")
+        body = {"error": said or "the call was refused", "code": "unknown_tool" if unknown else "invalid_argument",
+                "retryable": False, "outcome_unknown": False,
+                "next": "list the tools (tools/list) and call one of them" if unknown else
+                        "call again with arguments that match the tool's input schema (tools/list shows it)"}
+        out = {**out, "content": [{"type": "text", "text": json.dumps(body, ensure_ascii=False)}],
+               "structuredContent": body}
+    return out
+
+
 def build(rt: Runtime, admin: bool = False) -> MCPServer:
     """The agent's server, or (``admin``) the curator's: the agent's tools plus curation, remember as the person."""
     mcp = MCPServer("bead-admin" if admin else "bead", version=__version__,
-                    instructions=ADMIN_INSTRUCTIONS if admin else INSTRUCTIONS)
+                    instructions=ADMIN_INSTRUCTIONS if admin else INSTRUCTIONS, middleware=[structured_errors])
     trust, source = ("user_stated", "curator") if admin else ("agent_observed", "untrusted")
     budget = rt.config.mcp
 
