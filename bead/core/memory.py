@@ -55,6 +55,14 @@ class IndexBehind(BeadError):
                          "it catches up by itself when `bead indexer` runs, or run `bead reindex`")
 
 
+def busy_errors() -> tuple[type[BaseException], ...]:
+    """What another bead process holding the index or the store raises: nothing changed, try again soon."""
+    from ..index.db import IndexBusy
+    from ..store.locks import LockBusy
+
+    return (IndexBusy, LockBusy)
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from mcp.types import CallToolResult, TextContent
 
+from ..core.memory import busy_errors
 from ..errors import (
     BeadError,
     InvalidArgument,
@@ -24,8 +25,6 @@ from ..errors import (
     Sealed,
     VersionConflict,
 )
-from ..index.db import IndexBusy
-from ..store.locks import LockBusy
 
 
 @dataclass
@@ -67,7 +66,7 @@ def failure(exc: BaseException, *, write: bool) -> tuple[CallToolResult, str]:
     if isinstance(exc, InvalidArgument):
         nxt = "call again with a corrected argument" + (f" ({exc.hint})" if exc.hint else "")
         return result("invalid_argument", exc.message, next_call=nxt), "invalid_argument"
-    if isinstance(exc, IndexBusy | LockBusy):
+    if isinstance(exc, busy_errors()):
         return result("busy", "the memory index is busy with another bead process; nothing was changed",
                       next_call="call again in a moment", retryable=True), "busy"
     if isinstance(exc, RefusedWrite):
