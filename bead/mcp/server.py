@@ -6,7 +6,8 @@ SQLite connection, as the proxy's threads do), and translate the answer or
 the error (bead.mcp.errors). The runtime admits at most
 ``mcp.max_concurrent`` calls at once (more are refused as ``overloaded``,
 retryable), times the work inside the server (the result's
-``_meta["bead/tool_ms"]``, so a client can tell tool time from MCP overhead),
+``_meta["bead/tool_ms"]``, so a client can tell tool time from MCP overhead,
+and ``_meta["bead/wait_ms"]``, the wait for one of the worker threads),
 and logs one line per call on stderr: the tool, the outcome code and the
 time, never an argument or a value.
 """
@@ -43,7 +44,8 @@ from .errors import result as error_result
 log = logging.getLogger("bead.mcp")
 
 WORKERS = 4
-META_TOOL_MS = "bead/tool_ms"
+META_TOOL_MS = "bead/tool_ms"      # the tool's work in bead's core, in its worker thread
+META_WAIT_MS = "bead/wait_ms"      # from the call's arrival at the tool to a worker thread taking it up
 FactType = Literal["user", "feedback", "project", "reference"]
 
 INSTRUCTIONS = ("bead keeps this person's memory across sessions: facts and excerpts of earlier work. "
@@ -110,12 +112,14 @@ class Runtime:
             return error_result("overloaded", f"bead is serving {self.in_flight} calls already; nothing was done",
                                 next_call="call again in a moment", retryable=True)
         self.in_flight += 1
-        timing = {"ms": 0.0}
+        timing = {"ms": 0.0, "wait": 0.0}
         try:
             viewer = self.viewer_of(ctx)
+            queued = time.perf_counter()
 
             def run() -> Any:
                 t0 = time.perf_counter()
+                timing["wait"] = (t0 - queued) * 1000
                 try:
                     return work(self.memory(), viewer)
                 finally:
@@ -135,7 +139,7 @@ class Runtime:
         finally:
             self.in_flight -= 1
         tool_ms = timing["ms"]
-        res.meta = {**(res.meta or {}), META_TOOL_MS: round(tool_ms, 3)}
+        res.meta = {**(res.meta or {}), META_TOOL_MS: round(tool_ms, 3), META_WAIT_MS: round(timing["wait"], 3)}
         log.info("mcp %s %s %.1f ms (tool %.1f ms)", tool, code, (time.perf_counter() - start) * 1000, tool_ms)
         return res
 
