@@ -260,3 +260,36 @@ def test_the_command_serves_loopback_http_and_stops_on_sigterm(tmp_path, jwks):
         out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
     assert out == "" and "served by the real command" not in err
+
+
+def test_loopback_without_auth_refuses_other_host_names_and_browsers(tmp_path):
+    """No JWT settings: the home's own server on loopback. DNS rebinding (another Host) and a web page (an Origin)
+    are refused by the SDK's transport security, which bead turns on for a loopback address."""
+    rt = Runtime(Home(tmp_path / "h").ensure(), parse("owner: t\n"))
+    served = ServedAsgi(http.create_app(rt))
+    try:
+        assert served.health()["auth"] == "none"
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()
+
+        def status(headers: dict) -> int:
+            req = urllib.request.Request(served.url + "/mcp", data=body, method="POST", headers={
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2025-06-18", **headers})
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    return r.status
+            except urllib.error.HTTPError as e:
+                return e.code
+
+        assert status({}) == 200
+        assert status({"Host": "evil.example"}) == 421
+        assert status({"Origin": "http://evil.example"}) == 403
+        s = http_session(served.url + "/mcp")
+        try:
+            s.ok("remember", {"value": "loopback writes are the home owner's", "type": "user", "key": "user/lb"})
+            assert s.ok("get_memory", {"key": "user/lb"})["owner"] == "t"
+        finally:
+            s.close()
+    finally:
+        served.close()
+        rt.close()

@@ -59,6 +59,10 @@ def mcp(admin, http_, listen, project):
         rt = Runtime(home, config, None, http.viewer_of(settings.projects) if auth else None)
         click.echo(f"bead mcp on http://{host}:{port}/mcp ({'signed JWTs' if auth else 'no auth: loopback only'})",
                    err=True)
+        if auth is None:
+            click.echo("note: without JWT settings any local process that reaches this port can use this memory, "
+                       "other users' included; on a shared machine use stdio (`bead mcp`) or set mcp.jwks_url, "
+                       "mcp.issuer and mcp.audience", err=True)
         try:
             http.serve(http.create_app(rt, host, auth=auth), host, port)
         finally:

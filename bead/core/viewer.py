@@ -66,7 +66,11 @@ class Viewer:
         return self.owner is None or self.projects is None or project in self.projects
 
     def check_project(self, project: str | None) -> str | None:
-        """``project`` if this viewer may read and write it (NotPermitted otherwise)."""
+        """``project`` if it is a project's name and this viewer may read and write it (NotPermitted otherwise)."""
+        project = project.strip().lower() if isinstance(project, str) else project
+        if project is not None and (not _PROJECT.fullmatch(project) or len(project.encode("utf-8")) > MAX_SEGMENT_BYTES):
+            raise InvalidArgument(f"project {project[:80]!r} is not a project name (lower-case [a-z0-9._-])",
+                                  "give the project's name, e.g. \"shop\"")
         if project is not None and not self.allows_project(project):
             raise NotPermitted(f"project {project!r} is not one of your projects on this host",
                                "the host's `mcp.projects` lists the projects each member shares")
