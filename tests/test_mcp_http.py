@@ -58,6 +58,8 @@ def test_health_is_public_and_mcp_needs_a_token(team):
     status, headers, body = post_mcp(team.url + "/mcp")
     assert status == 401 and body == {"error": "Unauthorized"} and headers["www-authenticate"].startswith("Bearer")
     assert post_mcp(team.url + "/mcp", "not.a.jwt")[0] == 401
+    for path in ("/mcp/", "/MCP", "//mcp", "/%6dcp", "/anything"):
+        assert post_mcp(team.url + path)[0] == 401, path
 
 
 def test_a_good_token_reaches_the_tools_and_its_actor_owns_the_write(team, jwks):

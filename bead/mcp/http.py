@@ -70,15 +70,23 @@ def viewer_of(rt_projects: dict[str, list[str]] | None) -> Callable[[Context], V
 
 
 class Guard:
-    """ASGI middleware in front of the SDK's app: the JWT check for /mcp (and the actor into the scope)."""
+    """ASGI middleware in front of the SDK's app: the JWT check for every request but GET /health (and the
+    actor into the scope)."""
 
     def __init__(self, app: Any, auth: JwtAuth | None):
         self.app = app
         self.auth = auth
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or self.auth is None or not scope.get("path", "").startswith("/mcp"):
+        # Everything but the lifespan and GET /health needs a token: a path spelled another way never slips by.
+        if self.auth is None or scope["type"] == "lifespan" or (
+                scope["type"] == "http" and scope.get("path") == "/health"):
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            if scope["type"] == "websocket":
+                await receive()
+                await send({"type": "websocket.close", "code": 1008})
             return
         token = _bearer(scope)
         try:
