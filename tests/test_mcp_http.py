@@ -79,7 +79,8 @@ def test_a_good_token_reaches_the_tools_and_its_actor_owns_the_write(team, jwks)
 
 
 @pytest.mark.parametrize("case", ["expired", "wrong_audience", "wrong_issuer", "unknown_kid", "other_key_same_kid",
-                                  "alg_none", "hs256_with_public_key", "no_actor", "not_yet_valid", "no_exp"])
+                                  "alg_none", "hs256_with_public_key", "no_actor", "not_yet_valid", "no_exp",
+                                  "no_kid", "actor_with_control_chars"])
 def test_bad_tokens_are_refused_with_401(team, jwks, case):
     stranger = _rsa_key()
     pub_pem = jwks.key.public_key().public_bytes(encoding=serialization.Encoding.PEM,
@@ -106,6 +107,11 @@ def test_bad_tokens_are_refused_with_401(team, jwks, case):
         token = (header + b"." + body + b"." + sig).decode()
     elif case == "no_actor":
         token = jwks.mint(None, claims={"sub": ""})
+    elif case == "no_kid":
+        token = jwt.encode({"iss": jwks.ISSUER, "aud": jwks.AUDIENCE, "exp": 2**31, "email": ANA}, jwks.key,
+                           algorithm="RS256")
+    elif case == "actor_with_control_chars":
+        token = jwks.mint("ana@example.com\nowner: root")
     elif case == "not_yet_valid":
         token = jwks.mint(ANA, claims={"nbf": 2**31})
     else:
