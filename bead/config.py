@@ -102,6 +102,36 @@ class DreamSettings(ModelSettings):
     max_tokens_per_run: int | None = setting(None)
 
 
+def _listen(v: Any) -> str | None:
+    host, sep, port = v.rpartition(":")
+    return None if sep and host and port.isdigit() else "must be host:port, e.g. 127.0.0.1:7078"
+
+
+def _http_url(v: Any) -> str | None:
+    return None if v.startswith(("https://", "http://")) else "must be an http(s) URL"
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    """The MCP servers (`bead mcp`): budgets, and the team host's HTTP listener and JWT checks."""
+
+    recall_budget_tokens: int = setting(2000, "the most one recall answer holds", check=_positive)
+    context_budget_tokens: int = setting(3000, "the most get_memory_context holds (pinned block + matches)",
+                                         check=_positive)
+    confirm_ttl_s: int = setting(600, "how long a confirm token of forget/seal works", check=_positive)
+    max_concurrent: int = setting(32, "tool calls in flight at once; more are refused as overloaded (retryable)",
+                                  check=_positive)
+    http_listen: str = setting("127.0.0.1:7078", "where `bead mcp --http` listens; a non-loopback address "
+                                                 "needs the JWT settings below", check=_listen)
+    jwks_url: str | None = setting(None, "the identity provider's JWKS URL (signing keys)", check=_http_url)
+    issuer: str | None = setting(None, "the `iss` every token must carry")
+    audience: str | None = setting(None, "the `aud` every token must carry")
+    actor_claim: str = setting("email", "the claim that names the member (falls back to `sub`)")
+    jwks_timeout_s: float = setting(5, "one fetch of the key set", check=_positive)
+    projects: dict[str, list[str]] | None = setting(
+        None, "member -> projects whose facts they share (`*`: every project); a member not listed has none")
+
+
 @dataclass(frozen=True)
 class Config:
     owner: str = setting("", "owner written on every record (default: login name)")
@@ -110,6 +140,7 @@ class Config:
     recall: RecallSettings = section(RecallSettings)
     rerank: RerankSettings = section(RerankSettings)
     dream: DreamSettings = section(DreamSettings)
+    mcp: McpSettings = section(McpSettings)
 
     def __post_init__(self) -> None:
         if not self.owner:
@@ -133,18 +164,44 @@ dream:
 """
 
 
-def _kinds(annotation: Any) -> tuple[type, ...]:
-    """The Python types a YAML value may have for a field annotation."""
+def _kinds(annotation: Any) -> tuple[Any, ...]:
+    """The types a YAML value may have for a field annotation (``list[str]``, ``dict[str, X]`` as given)."""
     args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
-    out: list[type] = []
+    out: list[Any] = []
     for a in args:
         out.extend((int, float) if a is float else (a,))
     return tuple(out)
 
 
-def _type_name(kinds: tuple[type, ...]) -> str:
+def _conforms(value: Any, kind: Any) -> bool:
+    """Whether a YAML value is of one type (a bool is never a number; containers are checked item by item)."""
+    origin = typing.get_origin(kind)
+    if origin is dict:
+        k, v = typing.get_args(kind)
+        return isinstance(value, dict) and all(_conforms(a, k) and _conforms(b, v) for a, b in value.items())
+    if origin is list:
+        (item,) = typing.get_args(kind)
+        return isinstance(value, list) and all(_conforms(x, item) for x in value)
+    if isinstance(value, bool) and kind is not bool:
+        return False
+    return isinstance(value, kind)
+
+
+def _type_name(kinds: tuple[Any, ...]) -> str:
     names = {str: "a string", int: "a whole number", float: "a number", bool: "true or false", type(None): "null"}
-    return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))
+
+    plural = {str: "strings", int: "whole numbers", float: "numbers", bool: "true or false values"}
+
+    def name(k: Any, many: bool = False) -> str:
+        origin = typing.get_origin(k)
+        if origin is dict:
+            a, b = typing.get_args(k)
+            return f"{'mappings' if many else 'a mapping'} of {name(a, True)} to {name(b, True)}"
+        if origin is list:
+            return f"{'lists' if many else 'a list'} of {name(typing.get_args(k)[0], True)}"
+        return plural.get(k, str(k)) if many else names.get(k, getattr(k, "__name__", str(k)))
+
+    return " or ".join(dict.fromkeys(name(k) for k in kinds))
 
 
 def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
@@ -176,7 +233,7 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
         value = yaml.safe_load(yaml.serialize(value_node))
         kinds = _kinds(hint)
         # YAML's `yes`/`true` are bools, and bool is an int in Python.
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        if not any(_conforms(value, k) for k in kinds):
             raise BeadError(
                 f"{where} line {line}: `{dotted}` must be {_type_name(kinds)}, not {value!r}",
                 f"set `{dotted}` to {_type_name(kinds)} (default: {spec.default!r})",

@@ -32,3 +32,39 @@ class KeySealed(RefusedWrite):
                          f"write it with --sensitivity secret (it is sealed too), or run `bead unseal {key}` "
                          "first to make the key plaintext again")
         self.key = key
+
+
+class InvalidArgument(BeadError):
+    """A value a caller passed that bead cannot use as given (a key, a scope, a type): fix it and call again."""
+
+
+class InvalidKey(InvalidArgument):
+    """A key that is not of the shape ``user/<name>``, ``project/<project>/<name>`` or ``global/<name>``."""
+
+
+class NotFound(BeadError):
+    """Nothing under that key (or nothing the asker may see there: the two look the same)."""
+
+
+class NotPermitted(BeadError):
+    """A scope the asker may not read or write (a team member and another project, say)."""
+
+
+class Sealed(BeadError):
+    """A key whose versions are sealed in the vault: its value is never returned by a read."""
+
+    def __init__(self, key: str):
+        super().__init__(f"{key} is sealed in the vault: its value is never returned here",
+                         f"only the person can read it, with `bead sealed show {key}` and the passphrase")
+        self.key = key
+
+
+class VersionConflict(RefusedWrite):
+    """A compare-and-swap write whose expected version is no longer the key's current one."""
+
+    def __init__(self, key: str, expected: int, current: int | None):
+        now = f"at v{current}" if current else "without a version"
+        want = f"v{expected}" if expected else "no version (a new key)"
+        super().__init__(f"{key} is {now}, not {want}: it changed since it was read; nothing was written",
+                         f"read it again and write with expected version {current or 0}")
+        self.key, self.expected, self.current = key, expected, current

@@ -18,7 +18,8 @@ import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "bead"
 SQL = re.compile(r"\b(SELECT|INSERT|DELETE\s+FROM|PRAGMA|CREATE\s+(?:VIRTUAL\s+)?TABLE)\b")
-HEAVY = ("quart", "hypercorn", "apscheduler", "watchdog", "httpx", "sqlite_utils", "pyrage")
+HEAVY = ("quart", "hypercorn", "apscheduler", "watchdog", "httpx", "sqlite_utils", "pyrage",
+         "mcp", "jwt", "starlette", "pydantic", "uvicorn")
 
 
 def modules() -> list[Path]:
@@ -111,8 +112,34 @@ def test_index_imports_no_upper_layer():
 
 @pytest.mark.parametrize("layer", ["core", "recall", "evals", "dream", "forget.py", "vault"])
 def test_application_layers_import_no_entry_point(layer):
-    """core, recall, evals, dream, forget.py and the vault import nothing from the proxy or the CLI."""
-    assert violations(under(layer), ("bead.proxy", "bead.cli")) == []
+    """core, recall, evals, dream, forget.py and the vault import nothing from the proxy, the CLI or the MCP servers."""
+    assert violations(under(layer), ("bead.proxy", "bead.cli", "bead.mcp")) == []
+
+
+def test_entry_points_do_not_import_each_other():
+    """The proxy and the MCP servers are entry points side by side: neither imports the other, nor the CLI."""
+    assert violations(under("mcp"), ("bead.proxy", "bead.cli")) == []
+    assert violations(under("proxy"), ("bead.mcp", "bead.cli")) == []
+
+
+def test_mcp_servers_only_translate():
+    """bead/mcp reaches memory through the application layer only: no store or index module (files, SQL),
+    no sqlite driver, no file access of its own (open, pathlib, os)."""
+    files = under("mcp")
+    assert violations(files, ("bead.store", "bead.index", "sqlite3", "pysqlite3", "sqlite_utils", "pathlib",
+                              "os", "shutil")) == []
+    for p in files:
+        calls = [n for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))) if isinstance(n, ast.Call)
+                 and getattr(n.func, "id", None) == "open"]
+        assert calls == [], f"{rel(p)} opens a file"
+    used = set().union(*(imported(p) for p in files))
+    assert {"bead.core.query", "bead.core.remember", "bead.forget", "bead.vault.ops", "bead.dream.queue"} <= used
+
+
+def test_the_core_query_functions_do_no_sql_of_their_own():
+    """recall, get_memory and the bundle read through the index's methods and the ranking in bead.recall."""
+    for name in ("query.py", "viewer.py", "curate.py"):
+        assert violations([PKG / "core" / name], ("sqlite3", "pysqlite3", "sqlite_utils")) == []
 
 
 def test_no_sql_outside_the_index():

@@ -43,6 +43,23 @@ DOCUMENTED = {
     "dream.decay_days": 60,
     "dream.timeout_s": 120,
     "dream.max_tokens_per_run": None,
+    "mcp.recall_budget_tokens": 2000,
+    "mcp.context_budget_tokens": 3000,
+    "mcp.confirm_ttl_s": 600,
+    "mcp.max_concurrent": 32,
+    "mcp.http_listen": "127.0.0.1:7078",
+    "mcp.jwks_url": None,
+    "mcp.issuer": None,
+    "mcp.audience": None,
+    "mcp.actor_claim": "email",
+    "mcp.jwks_timeout_s": 5,
+    "mcp.projects": None,
+}
+# Settings whose check wants a shape (an address, a URL, a mapping): a valid value other than the default.
+SHAPED = {
+    "mcp.http_listen": "0.0.0.0:9000",
+    "mcp.jwks_url": "https://id.example.com/jwks.json",
+    "mcp.projects": {"ana@example.com": ["shop", "billing"]},
 }
 
 
@@ -155,8 +172,10 @@ def test_unknown_key_without_a_close_name_lists_the_known_ones():
     assert "known keys here: evidence_threshold, max_facts, max_excerpts" in e.value.hint
 
 
-def _other_value(name: str, spec: dataclasses.Field, annotation) -> typing.Any:
+def _other_value(name: str, spec: dataclasses.Field, annotation, section: str = "") -> typing.Any:
     """A valid value for a setting that differs from its default."""
+    if f"{section}.{name}" in SHAPED:
+        return SHAPED[f"{section}.{name}"]
     kinds = config._kinds(annotation)
     choices = spec.metadata.get("choices")
     if choices:
@@ -177,9 +196,10 @@ def test_every_field_of_every_section_is_reachable_as_an_attribute():
     for section, items in {s.name: [x for x in leaves() if x[0] == s.name] for s in sections()}.items():
         lines.append(f"{section}:")
         for _, name, spec, annotation in items:
-            value = _other_value(name, spec, annotation)
+            value = _other_value(name, spec, annotation, section)
             wanted[f"{section}.{name}"] = value
-            lines.append(f"  {name}: {value!r}" if isinstance(value, str) else f"  {name}: {str(value).lower()}")
+            text = repr(value) if isinstance(value, (str, dict)) else str(value).lower()
+            lines.append(f"  {name}: {text}")
     cfg = parse("\n".join(lines) + "\n")
     assert len(wanted) == len(DOCUMENTED)
     for dotted, value in wanted.items():

@@ -15,7 +15,10 @@ import click
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="Injection suites: a config.yaml for the recall step (e.g. another gate), instead of the defaults. "
                    "Poisoning suites: a config.yaml whose dream model gives the second opinion.")
-def eval_(files, as_json, details, split, config_file):
+@click.option("--path", "path", type=click.Choice(["proxy", "mcp"]), default="proxy", show_default=True,
+              help="mcp: run raw-recall and injection suites through the recall tool as an agent calls it "
+                   "(the question, or the turn's newest user text, as the query), next to the proxy path's figures.")
+def eval_(files, as_json, details, split, config_file, path):
     """Run eval suites (kind: supersession, raw-recall, injection, poisoning) in temporary homes.
 
     A suite never touches your store. With several raw-recall files, a pooled
@@ -23,6 +26,8 @@ def eval_(files, as_json, details, split, config_file):
     """
     from ..evals import injection, poisoning, rawrecall, suite, supersession
 
+    if path == "mcp":
+        return _mcp_path(files, as_json, details, split, config_file)
     results = []
     for f in files:
         s = suite.load(f)
@@ -44,6 +49,36 @@ def eval_(files, as_json, details, split, config_file):
             click.echo(json.dumps(out, ensure_ascii=False))
         else:
             click.echo(runner.table(r))
+
+
+def _mcp_path(files, as_json, details, split, config_file) -> None:
+    from pathlib import Path
+
+    from ..config import parse
+    from ..evals import mcppath, suite
+
+    text = Path(config_file).read_text(encoding="utf-8") if config_file else ""
+    results, raw = [], []
+    for f in files:
+        s = suite.load(f)
+        if s["kind"] == "raw-recall":
+            raw.append(mcppath.run_raw(s, parse(text)))
+            results.append(raw[-1])
+        elif s["kind"] == "injection":
+            results.append(mcppath.run_injection(s, split=split, config_text=text))
+        else:
+            click.echo(f"{s['name']}: skipped (--path mcp measures raw-recall and injection suites)", err=True)
+    if len(raw) > 1:
+        results.append(mcppath.combine_raw(raw, "pooled: " + ", ".join(r["name"] for r in raw)))
+    for r in results:
+        if as_json:
+            click.echo(json.dumps(r if details else _without_details(r), ensure_ascii=False))
+        else:
+            click.echo(mcppath.table(r))
+
+
+def _without_details(r: dict) -> dict:
+    return {k: (_without_details(v) if isinstance(v, dict) else v) for k, v in r.items() if k != "details"}
 
 
 COMMANDS = [eval_]

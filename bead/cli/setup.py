@@ -17,11 +17,12 @@ from .common import emit, json_option
 @click.option("--no-dream", is_flag=True, help="Skip the dream worker service.")
 @click.option("--no-rc", is_flag=True, help="Do not add the block that sources shell.sh to ~/.bashrc or ~/.zshrc.")
 @click.option("--no-vault", is_flag=True, help="Do not offer to create the vault.")
+@click.option("--no-mcp", is_flag=True, help="Do not offer to register bead's MCP server with Claude Code.")
 @click.option("--uninstall", is_flag=True, help="Remove the units/agents, shell.sh and the rc block; keep the store.")
 @click.option("--executable", type=click.Path(exists=True, dir_okay=False),
               help="The bead executable the services run (default: this one).")
 @json_option
-def setup(platform_, no_load, no_dream, no_rc, no_vault, uninstall, executable, as_json):
+def setup(platform_, no_load, no_dream, no_rc, no_vault, no_mcp, uninstall, executable, as_json):
     """Set up this machine: services that start at login, and a `claude` wrapper.
 
     Writes a default config.yaml if none exists (never changes one), installs
@@ -29,7 +30,10 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, uninstall, executable, 
     proxy, the indexer and the dream worker, writes ~/.bead/shell.sh and a
     marked block in ~/.bashrc or ~/.zshrc that sources it. A second run
     changes nothing. When there is no vault, it offers `bead vault init` at a
-    terminal (and prints a hint in a script); --no-vault skips that.
+    terminal (and prints a hint in a script); --no-vault skips that. When
+    Claude Code is on PATH, it offers to register bead's MCP server with it
+    (`claude mcp add --scope user bead -- bead mcp`), at a terminal only;
+    --no-mcp skips that, and --uninstall removes the registration.
     """
     from pathlib import Path
 
@@ -45,11 +49,14 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, uninstall, executable, 
                 services=tuple(s for s in SERVICES if not (no_dream and s == "dream")))
     if uninstall:
         acts = do_uninstall(plan)
+        acts += unregister_mcp()
     else:
         plan.bead = check_executable(executable or which_bead())
         acts = install(plan, load=not no_load, rc=not no_rc)
         if not no_vault:
             offer_vault(home)
+        if not no_mcp:
+            acts += offer_mcp(plan.bead)
     idle = "nothing to remove: bead is not set up here" if uninstall else "nothing to change: bead is set up"
     emit({"platform": plan.platform, "changes": acts}, as_json,
          lambda d: click.echo("\n".join(d["changes"]) if d["changes"] else idle))
@@ -71,6 +78,43 @@ def offer_vault(home) -> None:
     from .vault import init_vault, show_created
 
     show_created(init_vault(home, None, None, "auto"), err=True)   # stdout stays the setup's own (--json)
+
+
+def offer_mcp(bead: str) -> list[str]:
+    """Offer to register the agent's MCP server with Claude Code: only with `claude` on PATH, only at a terminal,
+    only on a yes. In a script, one line with the command; nothing runs."""
+    from ..setup import claude
+
+    exe = claude.claude()
+    if exe is None or claude.registered(exe):
+        return []
+    command = " ".join(claude.add_command("claude", bead))
+    if not common.at_terminal():
+        click.echo(f"claude: to give Claude Code bead's memory tools, run `{command}` "
+                   "(`bead setup` asks at a terminal; --no-mcp leaves this out)", err=True)
+        return []
+    try:
+        yes = click.confirm(f"Register bead's MCP server with Claude Code ({command})?", default=True, err=True)
+    except click.exceptions.Abort:
+        yes = False
+    if not yes:
+        click.echo(f"claude: not registered; `{command}` does it later", err=True)
+        return []
+    done, said = claude.register(exe, bead)
+    if not done:
+        click.echo(f"claude: `{command}` failed: {said}", err=True)
+        return []
+    return ["registered bead's MCP server with Claude Code (user scope): claude mcp get bead"]
+
+
+def unregister_mcp() -> list[str]:
+    """`claude mcp remove --scope user bead`, when Claude Code is on PATH and knows the server."""
+    from ..setup import claude
+
+    exe = claude.claude()
+    if exe is None or not claude.unregister(exe):
+        return []
+    return ["removed bead's MCP server from Claude Code (claude mcp remove --scope user bead)"]
 
 
 @click.command()

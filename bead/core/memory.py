@@ -55,6 +55,14 @@ class IndexBehind(BeadError):
                          "it catches up by itself when `bead indexer` runs, or run `bead reindex`")
 
 
+def busy_errors() -> tuple[type[BaseException], ...]:
+    """What another bead process holding the index or the store raises: nothing changed, try again soon."""
+    from ..index.db import IndexBusy
+    from ..store.locks import LockBusy
+
+    return (IndexBusy, LockBusy)
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -107,20 +115,25 @@ class Memory:
     # ----- facts ------------------------------------------------------------
     def write(self, key: str, body: str, type: str, trust: str = "user_stated",
               sensitivity: str = "private", pinned: bool | None = None,
-              sources: Iterable[str] = ()) -> WriteResult:
+              sources: Iterable[str] = (), owner: str | None = None,
+              check: Callable[[Fact | None], None] | None = None) -> WriteResult:
         """Write a new version; the file is the commit, the index follows (``indexed`` says whether it did).
 
         ``sensitivity="secret"`` seals: the key's plaintext versions are sealed
         first, and the new value is encrypted in memory and written only to the
         vault (``sealed`` in the result). A plaintext write to a sealed key
-        raises KeySealed.
+        raises KeySealed. ``owner`` (default: the home's) is written on the
+        version; ``check`` sees the current version under the store's lock and
+        may refuse the write by raising (FactStore.write).
         """
         if sensitivity == "secret":
             from ..vault.ops import write_secret
 
+            if owner is not None or check is not None:
+                raise BeadError("a secret write takes no owner or check", "write it as the home's owner")
             return write_secret(self, key, body, type, trust=trust, pinned=pinned, sources=tuple(sources))
         result = self.facts.write(key, body, type, trust=trust, sensitivity=sensitivity,
-                                  pinned=pinned, sources=tuple(sources))
+                                  pinned=pinned, sources=tuple(sources), owner=owner, check=check)
         if result.written:
             fact, marked = result.fact, result.marked
             done = self._catch_up(lambda idx: idx.add_version(fact, marked), f"write of {fact.id}")
@@ -132,6 +145,11 @@ class Memory:
         """Change one version's status (dormant, current, ...) in its file and in the index (False: index later)."""
         self.facts.set_status(fact, status)
         return self._catch_up(lambda idx: self._sync(idx, fact.key), f"status of {fact.id}")
+
+    def set_pinned(self, fact: Fact, pinned: bool) -> bool:
+        """Pin or unpin one version in its file and in the index (False: index later)."""
+        self.facts.set_pinned(fact, pinned)
+        return self._catch_up(lambda idx: self._sync(idx, fact.key), f"pin of {fact.id}")
 
     def restore_versions(self, key: str, files: dict[int, bytes]) -> list[Path]:
         """Put version files of ``key`` back (unseal; the caller holds the store lock) and index them."""

@@ -27,10 +27,14 @@ from dataclasses import dataclass
 from ..capture.secrets import compile_linear, redact
 from ..dream import rules
 from ..dream.queue import Queue, item_id
+from ..errors import BeadError, InvalidArgument, KeySealed, RefusedWrite, VersionConflict
 from ..recall.render import escape
-from ..store.keys import MAX_SEGMENT_BYTES
+from ..store.audit import normalise
+from ..store.facts import Fact
+from ..store.keys import MAX_SEGMENT_BYTES, PERSON_TRUSTS, TRUSTS, TYPES
 from .conversation import Identity, Message, Source
 from .memory import Memory
+from .viewer import LOCAL, Viewer
 
 # "remember X" where a sentence starts: "remember that ...", "Then remember: ...".
 # Every run is bounded, so the scan stays linear on hostile text.
@@ -43,6 +47,9 @@ _KEY_SKIP = frozenset("""a an the is are was were be been am i i'm my me mine we
 these those to of in on at for with and or but so that project repo please always""".split())
 _FIRST_PERSON = re.compile(r"(?i)\b(i|i'm|i've|my|me|mine)\b")
 NOTICE_VALUE_CHARS = 160
+# What a value written through a tool may not hold: a NUL, a terminal escape (ESC), other C0 controls but
+# tab and line breaks, DEL. A person reads these files in an editor and a terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -137,3 +144,88 @@ def remember(mem: Memory, message: Message, ident: Identity, sources: Iterable[s
             res = mem.write(p.key, p.value, p.type, trust="user_stated", sources=sources)
             out.append(Remembered(res.fact.id))
     return out
+
+
+# ----- remember as a tool: an agent (or a curator) names the fact -------------------------------
+
+@dataclass(frozen=True)
+class Saved:
+    """What ``remember_fact`` did: wrote a version, found the value already current, or queued it for review."""
+
+    status: str                  # written | unchanged | queued
+    key: str                     # as the caller knows it
+    id: str | None = None        # the current version's id (written or unchanged)
+    version: int | None = None
+    superseded: str | None = None
+    item: str | None = None      # the review item, when queued
+    reason: str = ""             # why it was queued
+    indexed: bool = True         # False: written, the index catches up later
+
+
+class _PersonsWord(Exception):
+    """The write would change a value the person stated or accepted (raised under the store's lock)."""
+
+    def __init__(self, current: Fact):
+        super().__init__(current.id)
+        self.current = current
+
+
+def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, trust: str = "agent_observed",
+                  expected_version: int | None = None, viewer: Viewer = LOCAL, project: str | None = None,
+                  source: str = "untrusted") -> Saved:
+    """Write ``value`` under ``key`` (proposed from the value when None), with the checks "remember" and the
+    dream apply: a value the secret scan flags is refused; one that reads like an instruction to an AI agent
+    is queued for review (``suspicious``), not written; a change by an agent to a value the person stated
+    or accepted is queued (``change-user-stated``); a tombstoned value is refused unless ``trust`` is the
+    person's. ``expected_version`` makes the write a compare-and-swap (0: the key must be new), checked
+    under the store's lock: VersionConflict when the key moved on. ``viewer`` decides the stored key and
+    the ``owner`` written; ``source`` goes into a review item (who backs the value)."""
+    if type not in TYPES:
+        raise InvalidArgument(f"type {type!r} is not one of {', '.join(TYPES)}", f"use one of: {', '.join(TYPES)}")
+    if trust not in TRUSTS:
+        raise InvalidArgument(f"trust {trust!r} is not one of {', '.join(TRUSTS)}")
+    if expected_version is not None and expected_version < 0:
+        raise InvalidArgument("expected_version must be 0 (a new key) or a version number")
+    value = (value or "").strip()
+    shown = key if key is not None else propose_key(
+        value, project if project and viewer.allows_project(project) else None)
+    stored = viewer.stored_key(shown)
+    try:
+        value = mem.facts.check_body(shown, value)
+    except BeadError as exc:   # empty, or over store.max_fact_bytes
+        raise InvalidArgument(exc.message, exc.hint) from None
+    if _CONTROL.search(value):
+        raise InvalidArgument(f"refusing to remember {shown}: the value holds control characters (a NUL, a terminal "
+                              "escape)", "send plain text: tabs and line breaks are fine")
+    if redact(value)[1]:
+        raise RefusedWrite(f"refusing to remember {shown}: the value looks like a credential, and bead never stores "
+                           "one in plain text", "leave the secret out; the person can seal it with "
+                           "`bead write KEY - --sensitivity secret`")
+    if mem.is_sealed(stored):
+        raise KeySealed(shown)
+    owner = viewer.owner or ""
+    rule = rules.instruction_rule(value + "\n" + stored.rsplit("/", 1)[-1].replace("-", " "))
+    if rule is not None:
+        reason = f"remember: reads like an instruction to an AI agent ({rule.name}: {rule.why})"
+        item, _ = Queue(mem).add("suspicious", stored, type, value, [], reason, source=source, owner=owner)
+        return Saved("queued", shown, item=item.id, reason=reason)
+
+    def check(cur: Fact | None) -> None:
+        if expected_version is not None:
+            now = cur.version if cur is not None else 0
+            if now != expected_version:
+                raise VersionConflict(shown, expected_version, now or None)
+        if (cur is not None and trust not in PERSON_TRUSTS and cur.trust in PERSON_TRUSTS
+                and normalise(cur.body) != normalise(value)):
+            raise _PersonsWord(cur)
+
+    try:
+        res = mem.write(stored, value, type, trust=trust, owner=viewer.owner, check=check)
+    except _PersonsWord as exc:
+        said = "stated" if exc.current.trust == "user_stated" else "accepted"
+        reason = f"would change {viewer.shown_id(exc.current.id)}, which the person {said}"
+        item, _ = Queue(mem).add("change-user-stated", stored, type, value, [], reason, source=source, owner=owner)
+        return Saved("queued", shown, item=item.id, reason=reason)
+    fact = res.fact
+    return Saved("written" if res.written else "unchanged", shown, viewer.shown_id(fact.id), fact.version,
+                 viewer.shown_id(res.superseded.id) if res.written and res.superseded else None, indexed=res.indexed)

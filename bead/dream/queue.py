@@ -43,7 +43,8 @@ class Item:
     detail: str = ""
     status: str = "open"
     history: list[dict] = field(default_factory=list)
-    source: str = ""            # typed | untrusted (empty in items queued before provenance)
+    source: str = ""            # typed | untrusted | curator (empty in items queued before provenance)
+    owner: str = ""             # whose fact it becomes when accepted (a team host's member; empty: the home's)
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -106,13 +107,14 @@ class Queue:
                           root=self.mem.home.root)
 
     def add(self, kind: str, key: str, type_: str, value: str, sources: list[str], detail: str = "",
-            source: str = "") -> tuple[Item, bool]:
+            source: str = "", owner: str = "") -> tuple[Item, bool]:
         """(item, added): a proposal seen before (in any status) is not queued again."""
         iid = item_id(kind, key, value)
         if self._read(self.path(iid)) is not None:
             return self.get(iid), False
         item = Item(iid, kind, key, type_, value, sources, detail,
-                    history=[{"at": iso(self.mem.clock()), "action": "queued", "reason": detail}], source=source)
+                    history=[{"at": iso(self.mem.clock()), "action": "queued", "reason": detail}], source=source,
+                    owner=owner)
         self._save(item)
         return item, True
 
@@ -120,7 +122,8 @@ class Queue:
         item = self.get(item_id)
         if item.status != "open":
             raise BeadError(f"review item {item_id} is already {item.status}", "list open items with `bead queue`")
-        res = self.mem.write(item.key, item.value, item.type, trust="accepted", sources=item.sources)
+        res = self.mem.write(item.key, item.value, item.type, trust="accepted", sources=item.sources,
+                             owner=item.owner or None)
         item.status = "accepted"
         item.history.append({"at": iso(self.mem.clock()), "action": "accepted", "reason": reason, "id": res.fact.id})
         self._save(item)

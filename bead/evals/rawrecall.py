@@ -29,35 +29,46 @@ def _start(session: dict, i: int) -> datetime:
     return _SYNTHETIC_START + timedelta(days=i)
 
 
+def populate(mem, suite: dict) -> dict[str, str]:
+    """The suite's sessions into the raw log and the index; {``<session>#<n>``: the turn's ref}."""
+    refs: dict[str, str] = {}
+    for i, session in enumerate(suite.get("sessions") or []):
+        start = _start(session, i)
+        items = [(t.get("role", "user"), str(t.get("text", "")), start + timedelta(minutes=j), str(t["ref"]))
+                 for j, t in enumerate(session.get("turns") or [])]
+        for turn in mem.raw.append_many(_session_id(str(session["id"])), items):
+            refs[f"{turn.session}#{turn.n}"] = str(turn.ref)
+    rebuild(mem.index, mem.facts, mem.raw)
+    return refs
+
+
+def score(q: dict, refs: list[str], k_small: int = 5, k: int = 10) -> dict:
+    """One query's figures from the refs retrieved, best first."""
+    evidence = list(dict.fromkeys(str(e) for e in q.get("evidence") or []))
+    stale = [str(s) for s in q.get("stale") or []]
+    r_small = sum(e in refs[:k_small] for e in evidence) / len(evidence)
+    r_k = sum(e in refs[:k] for e in evidence) / len(evidence)
+    first_ev = min((i for i, r in enumerate(refs) if r in evidence), default=None)
+    first_stale = min((i for i, r in enumerate(refs) if r in stale), default=None)
+    stale_first = None
+    if stale:
+        stale_first = first_stale is not None and (first_ev is None or first_stale < first_ev)
+    return {"id": q.get("id"), "category": str(q.get("category", "")), "recall_at_5": r_small,
+            "recall_at_10": r_k, "all_at_10": r_k == 1.0, "stale_first": stale_first, "retrieved": refs}
+
+
 def run(suite: dict, k_small: int = 5, k: int = 10) -> dict:
     with temp_memory() as mem:
-        for i, session in enumerate(suite.get("sessions") or []):
-            start = _start(session, i)
-            items = [(t.get("role", "user"), str(t.get("text", "")), start + timedelta(minutes=j), str(t["ref"]))
-                     for j, t in enumerate(session.get("turns") or [])]
-            mem.raw.append_many(_session_id(str(session["id"])), items)
-        rebuild(mem.index, mem.facts, mem.raw)
+        populate(mem, suite)
         per_query, latencies, skipped = [], [], 0
         for q in suite.get("queries") or []:
-            evidence = list(dict.fromkeys(str(e) for e in q.get("evidence") or []))
-            if not evidence:
+            if not q.get("evidence"):
                 skipped += 1
                 continue
             t0 = time.perf_counter()
             hits = search_raw(mem.index, q["query"], limit=k)
             latencies.append((time.perf_counter() - t0) * 1000)
-            refs = [h.row["ref"] for h in hits]
-            stale = [str(s) for s in q.get("stale") or []]
-            r_small = sum(e in refs[:k_small] for e in evidence) / len(evidence)
-            r_k = sum(e in refs[:k] for e in evidence) / len(evidence)
-            first_ev = min((i for i, r in enumerate(refs) if r in evidence), default=None)
-            first_stale = min((i for i, r in enumerate(refs) if r in stale), default=None)
-            stale_first = None
-            if stale:
-                stale_first = first_stale is not None and (first_ev is None or first_stale < first_ev)
-            per_query.append({"id": q.get("id"), "category": str(q.get("category", "")), "recall_at_5": r_small,
-                              "recall_at_10": r_k, "all_at_10": r_k == 1.0, "stale_first": stale_first,
-                              "retrieved": refs})
+            per_query.append(score(q, [h.row["ref"] for h in hits], k_small, k))
     return summarise(suite["name"], per_query, latencies, skipped)
 
 

@@ -28,7 +28,7 @@ from ..errors import BeadError
 from ..store.facts import Fact, KeyVersions
 from ..store.rawlog import Turn
 from . import sqlite as sqlite_check
-from .query import fts_or_query
+from .query import Visibility, fts_or_query
 
 SCHEMA_VERSION = 5
 RAW_CHARS = 4000
@@ -95,6 +95,18 @@ def _file(record: Fact | Turn) -> Path:
     if record.path is None:
         raise ValueError(f"{record!r} has no file")
     return record.path
+
+
+def _visible_clause(vis: Visibility, table: str) -> tuple[str, list[Any]]:
+    """SQL that keeps the rows of ``table`` one team member may read: their own user facts, their projects'."""
+    parts = [f"({table}.scope = 'user' AND {table}.owner = ? AND substr({table}.key, 1, ?) = ?)"]
+    params: list[Any] = [vis.owner, len(vis.user_prefix), vis.user_prefix]
+    if vis.projects is None:
+        parts.append(f"substr({table}.scope, 1, 8) = 'project/'")
+    elif vis.projects:
+        parts.append(f"{table}.scope IN ({','.join('?' * len(vis.projects))})")
+        params += [f"project/{p}" for p in vis.projects]
+    return "(" + " OR ".join(parts) + ")", params
 
 
 def _context(texts: dict[int, str], n: int) -> str:
@@ -419,22 +431,30 @@ class Index:
                 self._conn.execute("SELECT path, size, mtime_ns, sha256, kind FROM files")}
 
     def fact_candidates(self, query: str, limit: int, current_only: bool = True,
-                        include_dormant: bool = True) -> list[dict[str, Any]]:
-        """Fact rows that match ``query``, best BM25 first, each with its ``bm25`` score (higher is better)."""
+                        include_dormant: bool = True, visible: Visibility | None = None) -> list[dict[str, Any]]:
+        """Fact rows that match ``query``, best BM25 first, each with its ``bm25`` score (higher is better).
+
+        ``visible`` keeps only the rows one member of a team host may read (None: every row).
+        """
         fts = fts_or_query(query)
         if not fts:
             return []
         where = ["facts_fts MATCH ?"]
+        params: list[Any] = [fts]
         if current_only:
             where.append("f.current = 1")
         if not include_dormant:
             where.append("f.status != 'dormant'")
+        if visible is not None:
+            clause, more = _visible_clause(visible, "f")
+            where.append(clause)
+            params += more
         sql = (
             f"SELECT f.*, bm25(facts_fts, {FACT_WEIGHTS[0]}, {FACT_WEIGHTS[1]}) AS rank "
             "FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
             f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?"
         )
-        return self._scored(sql, [fts, limit])
+        return self._scored(sql, [*params, limit])
 
     def raw_candidates(self, query: str, limit: int, exclude_sessions: Iterable[str] = ()) -> list[dict[str, Any]]:
         """Raw turn rows that match ``query``, best BM25 first, each with its ``bm25`` score."""
@@ -459,18 +479,28 @@ class Index:
                 [CONTEXT_WEIGHT, fts, *exclude, limit])
         return kept[:limit]
 
-    def pinned_candidates(self, project: str | None, limit: int = 400) -> list[dict[str, Any]]:
+    def pinned_candidates(self, project: str | None, limit: int = 400,
+                          visible: Visibility | None = None) -> list[dict[str, Any]]:
         """Current facts for a conversation's pinned block: the person's (user, feedback) and the project's.
 
         Pinned first, then the person's own word, then the newest; never
         dormant or secret. The budget holds at most a few hundred lines, so
-        SQLite sorts and limits.
+        SQLite sorts and limits. ``visible`` keeps only what one member of a
+        team host may read.
         """
+        clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
         return self._rows(
             "SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND sensitivity != 'secret' "
-            "AND (type IN ('user', 'feedback') OR scope = ?) "
+            f"AND (type IN ('user', 'feedback') OR scope = ?) AND {clause} "
             "ORDER BY pinned DESC, trust NOT IN ('user_stated', 'accepted'), valid_from DESC LIMIT ?",
-            [f"project/{project}" if project else "", limit])
+            [f"project/{project}" if project else "", *more, limit])
+
+    def fact_counts(self) -> dict[str, int]:
+        """Current facts by status, and how many of them are pinned (bead's summary)."""
+        out = {str(status): int(n) for status, n in self._conn.execute(
+            "SELECT status, count(*) FROM facts WHERE current = 1 GROUP BY status")}
+        out["pinned"] = int(self._conn.execute("SELECT count(*) FROM facts WHERE current = 1 AND pinned = 1").fetchone()[0])
+        return out
 
     def context_facts(self, scopes: Iterable[str], limit: int) -> list[dict[str, Any]]:
         """The newest current, awake facts of the given scopes (``user``, ``project/x``, ...)."""

@@ -8,6 +8,7 @@ how many rare terms a row shares with the text.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 # Question words, pronouns, auxiliaries and fillers. Dropping these matters
 # more for BM25 over conversation than the BM25 variant does (see
@@ -40,3 +41,18 @@ def fts_or_query(text: str) -> str:
     """``"a" OR "b" OR ...``; empty when the text has no usable term."""
     words = terms(text) or terms(text, keep_stopwords=True)
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:64])
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Which fact rows one member of a team host may read.
+
+    Their own ``user/`` facts (written under their name, in their part of the
+    key space: keys that start with ``user_prefix``) and the ``project/``
+    facts of the projects they are allowed (``projects``; None: every
+    project). Nothing else: no other member's facts, no ``global/`` facts.
+    """
+
+    owner: str
+    user_prefix: str
+    projects: tuple[str, ...] | None = ()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..index.db import Index
+from ..index.query import Visibility
 from ..store.keys import PERSON_TRUSTS
 
 USER_STATED_BOOST = 1.2
@@ -31,10 +32,11 @@ class Hit:
 
 
 def search_facts(index: Index, query: str, limit: int = 10, current_only: bool = True,
-                 scope: str | None = None, include_dormant: bool = True) -> list[Hit]:
-    """Facts by BM25 (key words count double), then the boosts."""
+                 scope: str | None = None, include_dormant: bool = True,
+                 visible: Visibility | None = None) -> list[Hit]:
+    """Facts by BM25 (key words count double), then the boosts (``visible``: one team member's facts only)."""
     hits = []
-    for row in index.fact_candidates(query, max(limit * 3, 20), current_only, include_dormant):
+    for row in index.fact_candidates(query, max(limit * 3, 20), current_only, include_dormant, visible):
         score = row["bm25"]
         if row["trust"] in PERSON_TRUSTS:
             score *= USER_STATED_BOOST

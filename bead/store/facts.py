@@ -176,12 +176,17 @@ def is_version_of(data: bytes, key: str, version: int) -> bool:
 
 def _with_status(data: bytes, status: str) -> bytes:
     """A version file's bytes with its `status:` line changed, every other byte kept."""
+    return _with_field(data, "status", status)
+
+
+def _with_field(data: bytes, name: str, value: str) -> bytes:
+    """A version file's bytes with one top-level frontmatter line (`name: value`) changed, every other byte kept."""
     text = data.decode("utf-8")
     end = text.find("\n---\n", 3)
     head, rest = text[:end], text[end:]
-    new_head, n = re.subn(r"(?m)^status:.*$", f"status: {status}", head, count=1)
+    new_head, n = re.subn(rf"(?m)^{re.escape(name)}:.*$", f"{name}: {value}", head, count=1)
     if n == 0:
-        new_head = head + f"\nstatus: {status}"
+        new_head = head + f"\n{name}: {value}"
     return (new_head + rest).encode("utf-8")
 
 
@@ -260,6 +265,14 @@ def _exists(dir_fd: int, name: str) -> bool:
     try:
         os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         return True
+    except FileNotFoundError:
+        return False
+
+
+def _folder_exists(root: Path, folder: Path) -> bool:
+    try:
+        with safe.opened_dir(root, folder):
+            return True
     except FileNotFoundError:
         return False
 
@@ -367,8 +380,16 @@ class FactStore:
 
     def write(self, key: str, body: str, type: str, trust: str = "user_stated",
               sensitivity: str = "private", pinned: bool | None = None,
-              sources: tuple[str, ...] = ()) -> WriteResult:
-        """Apply the supersession rule: write v<N+1>, then mark v<N> superseded."""
+              sources: tuple[str, ...] = (), owner: str | None = None,
+              check: Callable[[Fact | None], None] | None = None) -> WriteResult:
+        """Apply the supersession rule: write v<N+1>, then mark v<N> superseded.
+
+        ``owner`` is written on the version (default: the home's owner; a team
+        host writes each member's name). ``check`` sees the key's current
+        version under the store's lock, before anything is written, and may
+        raise to refuse the write (a compare-and-swap, a person's word that an
+        agent may not change); nothing can change the key between it and the write.
+        """
         validate_key(key)
         check_choice("type", type, TYPES)
         check_choice("trust", trust, TRUSTS)
@@ -388,8 +409,12 @@ class FactStore:
                     f"refusing to write {key}: that value was forgotten or rejected (tombstone)",
                     "only a person can bring it back: write it again with --trust user_stated",
                 )
+            if check is not None and not _folder_exists(self.home.root, self.home.fact_dir(key)):
+                check(None)      # a new key: refused before its folder is made
+                check = None
             with safe.opened_dir(self.home.root, self.home.fact_dir(key), create=True) as fd:
-                return self._write_in(fd, key, body, type, trust, sensitivity, pinned, sources)
+                return self._write_in(fd, key, body, type, trust, sensitivity, pinned, sources,
+                                      owner or self.owner, check)
 
     def _recent(self, fd: int, key: str, state: _KeyState) -> list[int] | None:
         """The version numbers after ``settled`` when the folder is as the last write left it, else None."""
@@ -411,7 +436,8 @@ class FactStore:
         return None
 
     def _write_in(self, fd: int, key: str, body: str, type: str, trust: str, sensitivity: str,
-                  pinned: bool | None, sources: tuple[str, ...]) -> WriteResult:
+                  pinned: bool | None, sources: tuple[str, ...], owner: str,
+                  check: Callable[[Fact | None], None] | None) -> WriteResult:
         state_path = self.home.fact_state(key)
         state = _KeyState.load(fd, state_path)
         parsed: dict[int, Fact] = {}
@@ -424,12 +450,14 @@ class FactStore:
             # a write; it happens when the state cannot vouch for the folder.
             numbers = sorted(n for name in os.listdir(fd) if (n := version_number(name)) is not None)
             cur = self._current(fd, key, numbers, parsed)
+        if check is not None:
+            check(cur)
         if cur is not None and cur.body == body and cur.type == type:
             return WriteResult(cur, written=False)
         now = self.clock()
         version = max(numbers[-1] if numbers else 0, state.last) + 1
         fact = Fact(
-            key=key, version=version, type=type, body=body, owner=self.owner,
+            key=key, version=version, type=type, body=body, owner=owner,
             status="current", supersedes=cur.id if cur else None, valid_from=iso(now),
             trust=trust, sensitivity=sensitivity, sources=tuple(sources),
             pinned=cur.pinned if (pinned is None and cur) else bool(pinned),
@@ -459,6 +487,12 @@ class FactStore:
         path = _path(fact)
         with self.lock(), safe.opened_dir(self.home.root, path.parent) as fd:
             safe.write_at(fd, path, _with_status(safe.read_at(fd, path), status))
+
+    def set_pinned(self, fact: Fact, pinned: bool) -> None:
+        """Change the pinned line of one version, every other byte kept (the index is the caller's)."""
+        path = _path(fact)
+        with self.lock(), safe.opened_dir(self.home.root, path.parent) as fd:
+            safe.write_at(fd, path, _with_field(safe.read_at(fd, path), "pinned", "true" if pinned else "false"))
 
     def restore(self, key: str, files: dict[int, bytes]) -> list[Path]:
         """Put version files back, byte for byte (unseal; the caller holds the lock and syncs the index)."""

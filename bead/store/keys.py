@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import BeadError
+from ..errors import BeadError, InvalidKey
 
 TYPES = ("user", "feedback", "project", "reference")
 TRUSTS = ("user_stated", "accepted", "agent_observed", "dream_inferred")
@@ -32,29 +32,29 @@ def validate_key(key: str) -> str:
     from the indexer (a leading dot) is refused.
     """
     if not isinstance(key, str) or not key:
-        raise BeadError("empty key", KEY_HELP)
+        raise InvalidKey("empty key", KEY_HELP)
     if len(key.encode("utf-8")) > MAX_KEY_BYTES:
-        raise BeadError(f"key {key[:40]!r}... is {len(key.encode('utf-8'))} bytes long; the limit is {MAX_KEY_BYTES}",
-                        f"use a shorter key (at most {MAX_KEY_BYTES} bytes, {MAX_SEGMENT_BYTES} per segment)")
+        raise InvalidKey(f"key {key[:40]!r}... is {len(key.encode('utf-8'))} bytes long; the limit is {MAX_KEY_BYTES}",
+                         f"use a shorter key (at most {MAX_KEY_BYTES} bytes, {MAX_SEGMENT_BYTES} per segment)")
     if key.startswith("/") or "\\" in key:
-        raise BeadError(f"key {key!r} is an absolute or Windows path", KEY_HELP)
+        raise InvalidKey(f"key {key!r} is an absolute or Windows path", KEY_HELP)
     parts = key.split("/")
     for part in parts:
         if part == "":
-            raise BeadError(f"key {key!r} has an empty segment", KEY_HELP)
+            raise InvalidKey(f"key {key!r} has an empty segment", KEY_HELP)
         if part in (".", ".."):
-            raise BeadError(f"key {key!r} would escape the store ({part!r} segment)", KEY_HELP)
+            raise InvalidKey(f"key {key!r} would escape the store ({part!r} segment)", KEY_HELP)
         if not _SEGMENT.fullmatch(part):
-            raise BeadError(f"key {key!r}: segment {part!r} is not lower-case [a-z0-9._-] "
-                            "(or starts with a dot or dash)", KEY_HELP)
+            raise InvalidKey(f"key {key!r}: segment {part!r} is not lower-case [a-z0-9._-] "
+                             "(or starts with a dot or dash)", KEY_HELP)
         if len(part.encode("utf-8")) > MAX_SEGMENT_BYTES:
-            raise BeadError(f"key {key!r}: segment {part[:40]!r}... is {len(part.encode('utf-8'))} bytes long; "
-                            f"the limit is {MAX_SEGMENT_BYTES}",
-                            f"use a shorter name (at most {MAX_SEGMENT_BYTES} bytes per segment)")
+            raise InvalidKey(f"key {key!r}: segment {part[:40]!r}... is {len(part.encode('utf-8'))} bytes long; "
+                             f"the limit is {MAX_SEGMENT_BYTES}",
+                             f"use a shorter name (at most {MAX_SEGMENT_BYTES} bytes per segment)")
     scope = parts[0]
     shape_ok = (scope in ("user", "global") and len(parts) == 2) or (scope == "project" and len(parts) == 3)
     if not shape_ok:
-        raise BeadError(f"key {key!r} does not have the shape of a key", KEY_HELP)
+        raise InvalidKey(f"key {key!r} does not have the shape of a key", KEY_HELP)
     return key
 
 

@@ -69,8 +69,8 @@ def _seal(mem: Memory, key: str, plan: forget.Plan, to: Any, new: Any = None) ->
     return summary, (written[0] if written else None)
 
 
-def seal(mem: Memory, key: str) -> dict[str, Any]:
-    """Encrypt every plaintext version of ``key`` into the vault, tombstone the values, delete the plaintext."""
+def _checked(mem: Memory, key: str) -> Any:
+    """The recipient to seal ``key`` to, once sealing it can work (a vault, plaintext versions)."""
     validate_key(key)
     to = vault_keys.recipient(mem.home)
     if not mem.facts.versions(key).numbers:
@@ -78,6 +78,18 @@ def seal(mem: Memory, key: str) -> dict[str, Any]:
             raise BeadError(f"{key} is sealed already", "`bead sealed list` shows the sealed keys")
         raise BeadError(f"nothing to seal: {key} has no version files",
                         "check the key with `bead search` or `bead history KEY`")
+    return to
+
+
+def preview_seal(mem: Memory, key: str) -> forget.Plan:
+    """What ``seal`` would do to ``key`` (its plan), with seal's own checks; nothing changes."""
+    _checked(mem, key)
+    return forget.plan_seal(mem, key)
+
+
+def seal(mem: Memory, key: str) -> dict[str, Any]:
+    """Encrypt every plaintext version of ``key`` into the vault, tombstone the values, delete the plaintext."""
+    to = _checked(mem, key)
     plan = forget.plan_seal(mem, key)
     summary, _ = _seal(mem, key, plan, to)
     summary["sealed"] = mem.sealed.numbers(key)

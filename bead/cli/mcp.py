@@ -1,0 +1,82 @@
+"""bead mcp: the MCP servers (stdio for an agent or a curator, Streamable HTTP for a team host)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.option("--admin", is_flag=True, help="The curator's server: the agent's tools plus summary, history, pin, "
+                                            "forget, seal, the review queue; its remember writes user_stated.")
+@click.option("--http", "http_", is_flag=True, help="Serve the agent's tools over Streamable HTTP at /mcp "
+                                                    "(GET /health), for a team host.")
+@click.option("--listen", help="With --http: host:port (default: config mcp.http_listen, 127.0.0.1:7078).")
+@click.option("--project", help="The project whose standing facts get_memory_context gives (default: the "
+                                "working directory's).")
+def mcp(admin, http_, listen, project):
+    """Run an MCP server: by default the agent's, over stdio (what `claude mcp add` registers).
+
+    stdout carries JSON-RPC only; logs go to stderr, never with a value.
+    With --http, a listener other than loopback needs JWT settings
+    (mcp.jwks_url, mcp.issuer, mcp.audience): every request then carries a
+    signed token, and its actor owns what it writes.
+    """
+    import logging
+    import os
+
+    from ..config import load
+    from ..core.conversation import project_from_cwd, project_slug
+    from ..errors import BeadError
+    from ..log import setup_logging
+    from ..paths import resolve_home
+
+    setup_logging("mcp")
+    # The SDK's own INFO lines (each request's type, session start) say nothing bead's one line per call does not.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+    home = resolve_home().ensure()
+    config = load(home)
+    if project is not None:
+        project = project_slug(project)
+    elif not http_:
+        project = project_from_cwd(os.getcwd()) or (project_slug(config.proxy.project) if config.proxy.project else None)
+    if http_:
+        from ..mcp import http
+        from ..mcp.auth import JwtAuth, configured
+        from ..mcp.server import Runtime
+
+        if admin:
+            raise BeadError("the curator's server runs over stdio only: forget and seal act on the whole store",
+                            "run `bead mcp --admin` from the person's own harness")
+        settings = config.mcp
+        given = [n for n in ("jwks_url", "issuer", "audience") if getattr(settings, n)]
+        if given and len(given) < 3:
+            missing = sorted({"jwks_url", "issuer", "audience"} - set(given))
+            raise BeadError(f"JWT settings are incomplete: mcp.{', mcp.'.join(missing)} missing",
+                            "set all three of mcp.jwks_url, mcp.issuer and mcp.audience, or none")
+        host, port, loopback = http.parse_listen(listen or settings.http_listen)
+        auth = JwtAuth(settings) if configured(settings) else None
+        http.check_bind(loopback, auth is not None, f"{host}:{port}")
+        rt = Runtime(home, config, None, http.viewer_of(settings.projects) if auth else None)
+        click.echo(f"bead mcp on http://{host}:{port}/mcp ({'signed JWTs' if auth else 'no auth: loopback only'})",
+                   err=True)
+        if auth is None:
+            click.echo("note: without JWT settings any local process that reaches this port can use this memory, "
+                       "other users' included; on a shared machine use stdio (`bead mcp`) or set mcp.jwks_url, "
+                       "mcp.issuer and mcp.audience", err=True)
+        try:
+            http.serve(http.create_app(rt, host, auth=auth), host, port)
+        finally:
+            rt.close()
+        return
+    import anyio
+
+    from ..mcp.server import Runtime, build
+
+    rt = Runtime(home, config, project)
+    try:
+        anyio.run(build(rt, admin=admin).run_stdio_async)
+    finally:
+        rt.close()
+
+
+COMMANDS = [mcp]

@@ -1,0 +1,111 @@
+"""Signed-JWT checks for the team host: every request to /mcp carries a token the identity provider signed.
+
+The signature is checked against the provider's key set (``mcp.jwks_url``,
+fetched and cached by PyJWT's JWKS client), and so are the issuer, the
+audience and the expiry, every time. Only asymmetric algorithms are accepted,
+and only the one the matching key is for: ``alg: none``, an HMAC token made
+with the public key as its secret, or a token whose key id the set does not
+hold are all refused (401). A key set that cannot be fetched or read is the
+provider's failure, not the token's: 503, so a client retries rather than
+asking for a new token. The actor claim (``mcp.actor_claim``, else ``sub``)
+names the member; their writes carry it as ``owner``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import unicodedata
+from typing import Any
+
+import jwt
+from jwt import PyJWK, PyJWKClient
+from jwt.exceptions import PyJWKClientError, PyJWKError, PyJWKSetError, PyJWTError
+
+from ..config import McpSettings
+
+ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+LEEWAY_S = 30           # clock skew allowed on exp / nbf / iat
+REFRESH_COOLDOWN_S = 30  # an unknown key id refetches the set at most this often
+MAX_ACTOR_CHARS = 256
+MAX_TOKEN_CHARS = 16384
+
+
+class AuthFailed(Exception):
+    """The request is refused before any tool runs: 401 (the token) or 503 (the key set)."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason   # a kind, for the log: never the token or a claim
+
+
+def configured(settings: McpSettings) -> bool:
+    return bool(settings.jwks_url and settings.issuer and settings.audience)
+
+
+class JwtAuth:
+    def __init__(self, settings: McpSettings):
+        if not configured(settings):
+            raise ValueError("JWT authentication needs mcp.jwks_url, mcp.issuer and mcp.audience")
+        assert settings.jwks_url is not None
+        self.settings = settings
+        self.client = PyJWKClient(settings.jwks_url, cache_jwk_set=True, lifespan=300,
+                                  timeout=settings.jwks_timeout_s, cooldown_duration=0)
+        self._refreshed = 0.0
+        self._lock = threading.Lock()
+
+    def _keys(self, refresh: bool = False) -> list[PyJWK]:
+        try:
+            keys = self.client.get_signing_keys(refresh=refresh)
+        except (PyJWKClientError, PyJWKSetError, PyJWKError, json.JSONDecodeError, OSError, ValueError) as exc:
+            raise AuthFailed(503, f"jwks:{type(exc).__name__}") from None
+        return [k for k in keys if k.algorithm_name in ALGORITHMS]
+
+    def _key(self, kid: str) -> PyJWK:
+        found = next((k for k in self._keys() if k.key_id == kid), None)
+        if found is None:
+            # A rotated key: fetch the set again, but not for every unknown id an attacker sends.
+            with self._lock:
+                due = time.monotonic() - self._refreshed >= REFRESH_COOLDOWN_S
+                if due:
+                    self._refreshed = time.monotonic()
+            if due:
+                found = next((k for k in self._keys(refresh=True) if k.key_id == kid), None)
+        if found is None:
+            raise AuthFailed(401, "unknown_key")
+        return found
+
+    def verify(self, token: str) -> str:
+        """The actor the token names, or AuthFailed. Blocking (it may fetch the key set): run it off the loop."""
+        if not token or len(token) > MAX_TOKEN_CHARS:
+            raise AuthFailed(401, "malformed")
+        try:
+            header = jwt.get_unverified_header(token)
+        except PyJWTError:
+            raise AuthFailed(401, "malformed") from None
+        alg, kid = header.get("alg"), header.get("kid")
+        if alg not in ALGORITHMS:
+            raise AuthFailed(401, "algorithm")
+        if not isinstance(kid, str) or not kid:
+            raise AuthFailed(401, "no_key_id")
+        key = self._key(kid)
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token, key, algorithms=[key.algorithm_name], audience=self.settings.audience,
+                issuer=self.settings.issuer, leeway=LEEWAY_S,
+                options={"require": ["exp", "iss", "aud"], "verify_signature": True})
+        except jwt.ExpiredSignatureError:
+            raise AuthFailed(401, "expired") from None
+        except jwt.InvalidAudienceError:
+            raise AuthFailed(401, "audience") from None
+        except jwt.InvalidIssuerError:
+            raise AuthFailed(401, "issuer") from None
+        except PyJWTError as exc:
+            raise AuthFailed(401, f"invalid:{type(exc).__name__}") from None
+        actor = claims.get(self.settings.actor_claim) or claims.get("sub")
+        if not isinstance(actor, str) or not actor.strip() or len(actor) > MAX_ACTOR_CHARS or any(
+                unicodedata.category(c)[0] == "C" for c in actor):
+            raise AuthFailed(401, "no_actor")
+        return actor.strip()

@@ -1,0 +1,179 @@
+"""`bead mcp --http`: the agent's tools over Streamable HTTP at /mcp, GET /health, for a team host.
+
+Stateless Streamable HTTP (each POST is complete in itself; JSON answers), so
+every request is authenticated on its own: with JWT settings (bead.mcp.auth)
+a request to /mcp without a good token is refused before the SDK sees it
+(401, or 503 when the key set cannot be fetched), and the token's actor is
+the viewer of every tool call (bead.core.viewer) and the owner of every write.
+GET /health is public and tells only that the server lives.
+
+Loopback by default (``mcp.http_listen``, 127.0.0.1:7078); any other address
+is refused unless the JWT settings are complete. Without them, on loopback,
+the server is the home's owner's, as stdio is. Put TLS in front (a reverse
+proxy) for anything beyond one machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.mcpserver import Context
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..core.viewer import Viewer
+from ..errors import BeadError
+from .auth import AuthFailed, JwtAuth, configured
+from .server import Runtime, build
+
+log = logging.getLogger("bead.mcp.http")
+
+ACTOR = "bead.actor"      # the ASGI scope key the guard sets and the tools read
+
+
+def parse_listen(listen: str) -> tuple[str, int, bool]:
+    """(host, port, loopback) of ``host:port``."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise BeadError(f"listen address {listen!r} is not host:port", "use e.g. --listen 127.0.0.1:7078")
+    host = host.strip("[]")
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        raise BeadError(f"listen address {listen!r} is not an IP address", "use e.g. 127.0.0.1:7078") from None
+    return host, int(port), loopback
+
+
+def viewer_of(rt_projects: dict[str, list[str]] | None) -> Callable[[Context], Viewer]:
+    """The viewer of a tool call: the member the request's token names (the guard put it in the scope)."""
+    projects = rt_projects or {}
+
+    def of(ctx: Context) -> Viewer:
+        request = ctx.request_context.request
+        actor = request.scope.get(ACTOR) if isinstance(request, Request) else None
+        if not isinstance(actor, str):
+            # The guard refuses any /mcp request without a verified actor; reaching here is a bug. Fail closed.
+            raise BeadError("this request carries no verified member", "send a signed JWT")
+        return Viewer.member(actor, projects.get(actor, []))
+
+    return of
+
+
+class Guard:
+    """ASGI middleware in front of the SDK's app: the JWT check for every request but GET /health (and the
+    actor into the scope)."""
+
+    def __init__(self, app: Any, auth: JwtAuth | None):
+        self.app = app
+        self.auth = auth
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        # Everything but the lifespan and GET /health needs a token: a path spelled another way never slips by.
+        if self.auth is None or scope["type"] == "lifespan" or (
+                scope["type"] == "http" and scope.get("path") == "/health"):
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            if scope["type"] == "websocket":
+                await receive()
+                await send({"type": "websocket.close", "code": 1008})
+            return
+        token = _bearer(scope)
+        try:
+            if token is None:
+                raise AuthFailed(401, "missing")
+            actor = await asyncio.to_thread(self.auth.verify, token)
+        except AuthFailed as exc:
+            log.info("mcp http refused: %s %s", exc.status, exc.reason)
+            await _refuse(send, exc.status)
+            return
+        scope = dict(scope)
+        scope[ACTOR] = actor
+        # The SDK binds a session to the credential that opened it; this makes that credential the member.
+        scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=actor, scopes=[], subject=actor))
+        await self.app(scope, receive, send)
+
+
+def _bearer(scope: dict[str, Any]) -> str | None:
+    for name, value in scope.get("headers") or []:
+        if name.lower() == b"authorization":
+            text = value.decode("latin-1")
+            if text[:7].lower() == "bearer ":
+                return text[7:].strip()
+            return None
+    return None
+
+
+async def _refuse(send: Any, status: int) -> None:
+    if status == 503:
+        body = {"error": "Authentication service unavailable", "retryable": True}
+        headers = [(b"retry-after", b"5")]
+    else:
+        body = {"error": "Unauthorized"}
+        headers = [(b"www-authenticate", b'Bearer error="invalid_token"')]
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": data})
+
+
+def create_app(rt: Runtime, host: str = "127.0.0.1", admin: bool = False, auth: JwtAuth | None = None) -> Any:
+    """The ASGI app: /mcp (Streamable HTTP, stateless, JSON answers) behind the JWT guard, and GET /health."""
+    server = build(rt, admin=admin)
+    n_tools = len(server._tool_manager.list_tools())   # noqa: SLF001 - the count for /health
+
+    @server.custom_route("/health", methods=["GET"])
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "server": server.name, "auth": "jwt" if auth else "none",
+                             "tools": n_tools, "in_flight": rt.in_flight})
+
+    app = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
+    return Guard(app, auth)
+
+
+def check_bind(loopback: bool, has_auth: bool, listen: str) -> None:
+    if not loopback and not has_auth:
+        raise BeadError(f"refusing to listen on {listen} without authentication: anyone who reaches it could read "
+                        "and write this memory",
+                        "set mcp.jwks_url, mcp.issuer and mcp.audience in config.yaml (signed JWTs), or listen on "
+                        "127.0.0.1")
+
+
+def serve(app: Any, host: str, port: int) -> None:
+    """Serve until SIGTERM or SIGINT (Hypercorn, as the proxy is served)."""
+    from hypercorn.asyncio import serve as hserve
+    from hypercorn.config import Config as HConfig
+
+    cfg = HConfig()
+    cfg.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    cfg.graceful_timeout = 10.0
+    cfg.include_server_header = False
+    cfg.accesslog = None
+    cfg.errorlog = logging.getLogger("hypercorn.error")
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await hserve(app, cfg, shutdown_trigger=stop.wait)
+
+    try:
+        asyncio.run(main())
+    except OSError as exc:
+        raise BeadError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                        "choose another address with --listen or mcp.http_listen") from None
+
+
+__all__ = ["configured", "create_app", "parse_listen", "serve"]

@@ -1,0 +1,101 @@
+"""The core functions the MCP tools call, in process: real files, real SQLite (the servers' own tests drive
+them through the transports). What needs a race or a precise store state is shown here."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from bead.config import parse
+from bead.core import query
+from bead.core.remember import remember_fact
+from bead.core.viewer import LOCAL, Viewer
+from bead.errors import BeadError, InvalidArgument, NotFound, NotPermitted, VersionConflict
+
+
+def test_compare_and_swap_lets_exactly_one_of_two_racing_writers_win(mem):
+    mem.write("project/shop/counter", "v1 of the counter", "project", trust="agent_observed")
+    results: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def writer(i: int) -> None:
+        barrier.wait()
+        try:
+            with mem.__class__(mem.home, mem.config) as own:      # each thread its own connection, as servers do
+                saved = remember_fact(own, f"value from writer {i}", "project", "project/shop/counter",
+                                      expected_version=1)
+            results.append(saved.status)
+        except VersionConflict:
+            results.append("lost")
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == ["lost"] * 7 + ["written"]
+    assert mem.current("project/shop/counter").version == 2
+
+
+def test_a_member_key_space_is_their_own(mem):
+    ana, bo = Viewer.member("ana@example.com", ["shop"]), Viewer.member("bo@example.com", ["*"])
+    assert ana.stored_key("user/editor") != bo.stored_key("user/editor")
+    assert ana.shown_key(ana.stored_key("user/editor")) == "user/editor"
+    assert bo.shown_key(ana.stored_key("user/editor")) == ana.stored_key("user/editor")
+    assert LOCAL.stored_key("user/editor") == "user/editor"
+    with pytest.raises(NotPermitted):
+        ana.stored_key("project/billing/x")
+    with pytest.raises(NotPermitted):
+        ana.stored_key("global/x")
+    assert bo.stored_key("project/billing/x") == "project/billing/x"       # '*': every project
+    with pytest.raises(InvalidArgument):
+        ana.stored_key("user/" + "a" * 95)                                  # no room left for the tag
+    with pytest.raises(InvalidArgument):
+        LOCAL.check_project("../etc")
+    assert LOCAL.check_project(" Shop ") == "shop"
+    # The owner on the version is checked as well as the key: a row under ana's prefix written by someone else
+    # (a hand edit, say) is not hers.
+    assert not ana.sees(ana.stored_key("user/editor"), "mallory@example.com")
+
+
+def test_visibility_is_applied_in_sql_so_other_members_cannot_crowd_a_members_results_out(mem):
+    ana = Viewer.member("ana@example.com", [])
+    for i in range(60):
+        mem.write(f"user/crowd-{i}", f"crowding value {i} about kiwis", "user")       # the host's own
+    remember_fact(mem, "ana's note about kiwis", "user", "user/kiwi", viewer=ana)
+    found = query.search_memory(mem, "kiwis", limit=5, viewer=ana)
+    assert [f.key for f in found] == ["user/kiwi"]
+    assert [f.key for f in query.recall(mem, "kiwis", limit=5, viewer=ana).facts] == ["user/kiwi"]
+    assert query.memory_context(mem, "kiwis", viewer=ana).pinned == ["user/kiwi@v1"]
+
+
+def test_reads_of_missing_forbidden_and_malformed_keys(mem):
+    with pytest.raises(NotFound):
+        query.get_memory(mem, "user/nothing")
+    with pytest.raises(InvalidArgument):
+        query.get_memory(mem, "user/../x")
+    with pytest.raises(NotPermitted):
+        query.recall(mem, "x", scope="global", viewer=Viewer.member("a@x", []))
+    with pytest.raises(InvalidArgument):
+        query.recall(mem, "x", scope="project/../../etc")
+    assert query.recall(mem, "   ").facts == [] and query.search_memory(mem, "") == []
+
+
+def test_remember_fact_refuses_an_empty_or_oversized_value_and_an_unknown_type(mem):
+    with pytest.raises(InvalidArgument):
+        remember_fact(mem, "  ", "project", "project/shop/x")
+    with pytest.raises(InvalidArgument):
+        remember_fact(mem, "x" * 70000, "project", "project/shop/x")
+    with pytest.raises(InvalidArgument):
+        remember_fact(mem, "x", "secret", "project/shop/x")
+    assert not mem.facts.key_dir("project/shop/x").exists()
+
+
+def test_mcp_settings_are_checked_like_every_other(tmp_path):
+    cfg = parse("mcp:\n  projects:\n    ana@example.com: [shop, billing]\n    '*': ['*']\n")
+    assert cfg.mcp.projects == {"ana@example.com": ["shop", "billing"], "*": ["*"]}
+    for bad in ("mcp:\n  projects:\n    ana: shop\n", "mcp:\n  projects: [shop]\n", "mcp:\n  http_listen: 7078\n",
+                "mcp:\n  jwks_url: file:///etc/passwd\n", "mcp:\n  max_concurrent: 0\n"):
+        with pytest.raises(BeadError):
+            parse(bad)
