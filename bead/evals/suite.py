@@ -6,7 +6,9 @@ import contextlib
 import shutil
 import statistics
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -79,14 +81,39 @@ def load(path: str | Path) -> dict:
     return data
 
 
+EVAL_START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+
+
+class TickingClock:
+    """A clock that moves one second forward at every reading, from a fixed start.
+
+    Every write of a suite then has its own time, strictly after the one
+    before it (facts written within one real second no longer tie on
+    ``valid_from``), and a suite gives the same figures on every run.
+    """
+
+    def __init__(self, start: datetime = EVAL_START, step: timedelta = timedelta(seconds=1)):
+        self._next = start
+        self._step = step
+        self._lock = threading.Lock()
+
+    def __call__(self) -> datetime:
+        with self._lock:
+            now, self._next = self._next, self._next + self._step
+        return now
+
+
 @contextlib.contextmanager
-def temp_memory() -> Iterator[Memory]:
-    """A fresh bead home that is deleted afterwards; never the user's store."""
+def temp_memory(clock: Callable[[], datetime] | None = None) -> Iterator[Memory]:
+    """A fresh bead home that is deleted afterwards; never the user's store.
+
+    Its clock ticks (``TickingClock``) unless ``clock`` is given: evals are deterministic.
+    """
     from ..config import Config
     from ..paths import Home
 
     root = Path(tempfile.mkdtemp(prefix="bead-eval-"))
-    mem = Memory(Home(root / "home").ensure(), Config(owner="eval"))
+    mem = Memory(Home(root / "home").ensure(), Config(owner="eval"), clock or TickingClock())
     try:
         yield mem
     finally:

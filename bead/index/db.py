@@ -492,7 +492,7 @@ class Index:
         return self._rows(
             "SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND sensitivity != 'secret' "
             f"AND (type IN ('user', 'feedback') OR scope = ?) AND {clause} "
-            "ORDER BY pinned DESC, trust NOT IN ('user_stated', 'accepted'), valid_from DESC LIMIT ?",
+            "ORDER BY pinned DESC, trust NOT IN ('user_stated', 'accepted'), valid_from DESC, key, version DESC LIMIT ?",
             [f"project/{project}" if project else "", *more, limit])
 
     def fact_counts(self) -> dict[str, int]:
@@ -510,7 +510,7 @@ class Index:
         marks = ",".join("?" * len(scopes))
         return self._rows(
             f"SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND scope IN ({marks}) "
-            "ORDER BY valid_from DESC LIMIT ?", [*scopes, limit])
+            "ORDER BY valid_from DESC, key, version DESC LIMIT ?", [*scopes, limit])
 
     def all_fact_bodies(self) -> list[tuple[str, str]]:
         """(key, body) of every fact row, superseded versions included (forget looks at them all)."""

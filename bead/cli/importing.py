@@ -1,0 +1,71 @@
+"""bead import: earlier conversations of a harness into the raw log."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+
+import click
+
+from ..errors import BeadError
+from .common import emit, json_option, open_memory
+
+
+def _since(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise BeadError(f"--since {value!r} is not a date", "give a date such as 2026-01-31 (or 2026-01-31T09:00)") \
+            from None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+@click.group("import")
+def import_() -> None:
+    """Read a harness's saved conversations into the raw log (secret scan included; a second run adds nothing)."""
+
+
+@import_.command("claude-code")
+@click.option("--since", help="Only messages from this date on (YYYY-MM-DD, UTC unless a zone is given).")
+@click.option("--project", help="Only conversations of this project (as bead names it: the working directory's).")
+@click.option("--from", "root", type=click.Path(file_okay=False, exists=True),
+              help="The folder of transcripts (default ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).")
+@json_option
+def claude_code(since, project, root, as_json):
+    """Claude Code's transcripts (~/.claude/projects/<dir>/<session>.jsonl), subagents included.
+
+    Turns keep their times, Claude Code's session ids (the ones the proxy
+    uses) and the project of their working directory.
+    """
+    from pathlib import Path
+
+    from ..core import history
+
+    folder = Path(root) if root else history.default_root()
+    files = history.transcript_files(folder)
+    mem = open_memory()
+    with click.progressbar(length=len(files), label="importing", file=sys.stderr, hidden=as_json) as bar:
+        counts = history.import_claude_code(mem, folder, _since(since), project, progress=lambda p: bar.update(1))
+
+    def human(c):
+        click.echo(f"read {c['files']} transcript file(s): {c['sessions']} session(s); added {c['turns_added']} "
+                   f"turn(s), {c['turns_present']} already in the raw log, {c['redacted']} with secrets redacted")
+        skipped = [f"{c['skipped_project']} file(s) of other projects" if c["skipped_project"] else "",
+                   f"{c['skipped_old']} message(s) before --since" if c["skipped_old"] else ""]
+        if any(skipped):
+            click.echo("skipped " + ", ".join(s for s in skipped if s))
+
+    emit(counts.as_dict(), as_json, human)
+
+
+@import_.command("codex")
+def codex():
+    """Codex CLI sessions (not yet: bead has no route for Codex's wire format)."""
+    raise BeadError("importing Codex CLI sessions is not there yet: bead has no route for the OpenAI wire format "
+                    "that Codex speaks (issue #14)",
+                    "import Claude Code's transcripts with `bead import claude-code`; Codex follows once #14 lands")
+
+
+COMMANDS = [import_]
