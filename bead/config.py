@@ -55,6 +55,10 @@ class ProxySettings:
     trace: str | None = setting(None, "append one JSON line per request to this file")
     recall_deadline_ms: int = setting(500, "past it, the request goes out without new memory", check=_positive)
     pinned_budget_tokens: int = setting(2000, check=_positive)
+    pinned_select: str = setting("opening", "how the pinned block chooses: opening (what the conversation opens "
+                                            "with, then the person's word, type, recent use, recency) or "
+                                            "recency (pinned, the person's word, newest)",
+                                 choices=("opening", "recency"))
     cue_budget_tokens: int = setting(1500, check=_positive)
 
 

@@ -2,6 +2,11 @@
 
     python benchmarks/bench_store.py                 # 10,000 facts, 200,000 raw turns
     python benchmarks/bench_store.py --facts 1000 --turns 20000   # a quick run
+    python benchmarks/bench_store.py --turns 1000000 --store /var/tmp/bead-1m   # generate once, reuse after
+
+With ``--store DIR`` the generated store is kept in DIR and reused by later
+runs with the same sizes and seed (the 1,000,000-turn store takes minutes to
+generate); every run still times its own reindex from the files.
 
 Figures:
 - write latency: `Memory.write` (flock, tombstone check, atomic write + fsync,
@@ -103,9 +108,10 @@ def generated(root: Path, n_facts: int, n_turns: int, seed: int = 7, index: bool
 
 def bench_writes(mem: Memory, rng, vocab, weights, n: int, scratch: Path) -> dict:
     bead_ms, base_ms = [], []
+    run = int(time.time())   # a reused store already holds the values an earlier run wrote
     for i in range(n):
         body = sentence(rng, vocab, weights, 20)
-        key = f"project/bench/write-{i % 50}"
+        key = f"project/bench/write-{run}-{i % 50}"
         t = time.perf_counter()
         res = mem.write(key, body, "project")
         bead_ms.append((time.perf_counter() - t) * 1000)
@@ -147,25 +153,39 @@ def main() -> None:
     ap.add_argument("--writes", type=int, default=300)
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--store", type=Path, help="keep the generated store here and reuse it on later runs")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
     rng = random.Random(args.seed)
     vocab = vocabulary(rng)
     weights = [1 / (i + 1) for i in range(len(vocab))]       # Zipf-like, as words are
-    root = Path(tempfile.mkdtemp(prefix="bead-bench-"))
+    root = args.store or Path(tempfile.mkdtemp(prefix="bead-bench-"))
+    marker = root / "generated.json"
+    wanted = {"facts": args.facts, "turns": args.turns, "seed": args.seed}
     try:
+        stored = json.loads(marker.read_text()) if args.store is not None and marker.exists() else {}
+        reuse = {k: stored.get(k) for k in wanted} == wanted
         mem = Memory(Home(root / "home").ensure(), Config(owner="bench"))
-        mem.index  # noqa: B018 - create the empty index now, so that only the timed rebuild below fills it
-        gen = populate(mem, rng, vocab, weights, args.facts, args.turns)
+        if reuse:
+            gen = stored["gen"]
+            # The generator's draws, replayed, so the queries below are the same as in a fresh run.
+            populate_draws(rng, vocab, weights, args.facts, args.turns)
+        else:
+            mem.index  # noqa: B018 - create the empty index now, so that only the timed rebuild below fills it
+            gen = populate(mem, rng, vocab, weights, args.facts, args.turns)
+            if args.store is not None:
+                marker.write_text(json.dumps({**wanted, "gen": gen}))
         t = time.perf_counter()
         counts, problems = rebuild(mem.index, mem.facts, mem.raw)
         reindex_s = time.perf_counter() - t
         writes = bench_writes(mem, rng, vocab, weights, args.writes, root / "scratch")
         search = bench_search(mem, rng, vocab, weights, args.queries)
         db_mb = sum(p.stat().st_size for p in (root / "home").glob("index.db*")) / 1e6
+        raw_mb = sum(p.stat().st_size for p in mem.raw.files()) / 1e6
         result = {
-            "store": {"facts": args.facts, "raw_turns": args.turns, **gen, "index_mb": round(db_mb, 1)},
+            "store": {"facts": args.facts, "raw_turns": args.turns, **gen, "index_mb": round(db_mb, 1),
+                      "raw_files_mb": round(raw_mb, 1)},
             "reindex": {"seconds": round(reindex_s, 2), **counts,
                         "facts_per_s": round(counts["fact_versions"] / reindex_s),
                         "turns_per_s": round(counts["raw_turns"] / reindex_s)},
@@ -179,7 +199,8 @@ def main() -> None:
             print(json.dumps(result, indent=2))
             return
         s = result["store"]
-        print(f"store: {s['facts']:,} facts, {s['raw_turns']:,} raw turns; index.db {s['index_mb']} MB; "
+        print(f"store: {s['facts']:,} facts, {s['raw_turns']:,} raw turns ({s['raw_files_mb']} MB of raw files); "
+              f"index.db {s['index_mb']} MB; "
               f"raw append {s['raw_append_turns_per_s']:,} turns/s (secret scan included)")
         r = result["reindex"]
         print(f"reindex: {r['seconds']} s for {r['fact_versions']:,} fact versions + {r['raw_turns']:,} turns "
@@ -194,7 +215,17 @@ def main() -> None:
                   f"{statistics.median(a) / statistics.median(b):.2f}x")
         mem.close()
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if args.store is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def populate_draws(rng, vocab, weights, n_facts: int, n_turns: int) -> None:
+    """Advance ``rng`` exactly as ``populate`` does, without writing anything."""
+    for _ in range(n_facts):
+        sentence(rng, vocab, weights, rng.randint(8, 30))
+    for _ in range(max(1, n_turns // 100)):
+        for _ in range(100):
+            sentence(rng, vocab, weights, rng.randint(10, 80))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ DOCUMENTED = {
     "proxy.trace": None,
     "proxy.recall_deadline_ms": 500,
     "proxy.pinned_budget_tokens": 2000,
+    "proxy.pinned_select": "opening",
     "proxy.cue_budget_tokens": 1500,
     "store.max_fact_bytes": 65536,
     "store.busy_timeout_ms": 30000,

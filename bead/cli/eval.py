@@ -18,7 +18,11 @@ import click
 @click.option("--path", "path", type=click.Choice(["proxy", "mcp"]), default="proxy", show_default=True,
               help="mcp: run raw-recall and injection suites through the recall tool as an agent calls it "
                    "(the question, or the turn's newest user text, as the query), next to the proxy path's figures.")
-def eval_(files, as_json, details, split, config_file, path):
+@click.option("--scale", "scales", type=click.IntRange(min=0), multiple=True,
+              help="Injection suites: add this many generated same-project facts, interleaved in write order, and "
+                   "report what reaches the model (pinned block + cue block) and the pinned block's tokens. "
+                   "Repeat for several sizes (0: the suite's own facts through the same path).")
+def eval_(files, as_json, details, split, config_file, path, scales):
     """Run eval suites (kind: supersession, raw-recall, injection, poisoning) in temporary homes.
 
     A suite never touches your store. With several raw-recall files, a pooled
@@ -28,6 +32,8 @@ def eval_(files, as_json, details, split, config_file, path):
 
     if path == "mcp":
         return _mcp_path(files, as_json, details, split, config_file)
+    if scales:
+        return _scaled(files, as_json, details, split, config_file, scales)
     results = []
     for f in files:
         s = suite.load(f)
@@ -75,6 +81,25 @@ def _mcp_path(files, as_json, details, split, config_file) -> None:
             click.echo(json.dumps(r if details else _without_details(r), ensure_ascii=False))
         else:
             click.echo(mcppath.table(r))
+
+
+def _scaled(files, as_json, details, split, config_file, scales) -> None:
+    from pathlib import Path
+
+    from ..evals import scaled, suite
+
+    text = Path(config_file).read_text(encoding="utf-8") if config_file else ""
+    for f in files:
+        s = suite.load(f)
+        if s["kind"] != "injection":
+            click.echo(f"{s['name']}: skipped (--scale applies to injection suites)", err=True)
+            continue
+        for n in scales:
+            r = scaled.run(s, n, split=split, config_text=text)
+            if as_json:
+                click.echo(json.dumps(r if details else _without_details(r), ensure_ascii=False))
+            else:
+                click.echo(scaled.table(r))
 
 
 def _without_details(r: dict) -> dict:

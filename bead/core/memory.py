@@ -24,7 +24,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -32,7 +32,7 @@ from .. import config as config_mod
 from ..errors import BeadError
 from ..paths import Home, resolve_home
 from ..store import files as safe
-from ..store.audit import AuditLog, Tombstones
+from ..store.audit import AuditLog, Tombstones, iso
 from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
 from ..store.keys import validate_key
 from ..store.rawlog import RawLog, Turn, TurnItem
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("bead.memory")
 T = TypeVar("T")
+USE_WINDOW_DAYS = 30   # recent use the pinned block counts
+USE_INDEX_MS = 50      # how long noting a use waits for the index (a read tool must not wait longer)
 # Pauses between attempts to reach a locked index, within the busy timeout.
 BACKOFF_S = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8)
 
@@ -212,6 +214,31 @@ class Memory:
         log.info("the index was locked for %.1f s; the %s is on disk and the index catches up later",
                     self.busy_timeout_ms / 1000, what)
         return False
+
+    def note_use(self, keys: Iterable[str], kind: str, **fields: object) -> None:
+        """The agent recalled these facts (``recall``), or they were reinforced (``reinforce``): audit.log
+        records it (one ``key``, or ``keys``), and the index's ``uses`` rows, which the pinned block counts,
+        follow if the index is free within USE_INDEX_MS (else a reindex derives them from audit.log)."""
+        from ..index.db import IndexBusy, database_errors
+
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return
+        now = self.clock()
+        if len(keys) == 1:
+            self.audit.record(now, kind, key=keys[0], **fields)
+        else:
+            self.audit.record(now, kind, keys=keys, **fields)
+        try:
+            idx = self.index
+            with idx.busy_timeout(USE_INDEX_MS):
+                idx.record_uses(keys, kind, iso(now))
+        except (IndexBusy, *database_errors()):  # type: ignore[misc]
+            log.info("the index was busy; %d %s row(s) wait for the next reindex", len(keys), kind)
+
+    def recent_uses(self) -> dict[str, int]:
+        """Recalls and reinforcements per key over the last USE_WINDOW_DAYS days."""
+        return self.index.recent_uses(iso(self.clock() - timedelta(days=USE_WINDOW_DAYS)))
 
     def sync_key(self, key: str) -> list[Problem]:
         """Make the index rows of ``key`` match its files (after a hand edit, or a change above)."""

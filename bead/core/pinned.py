@@ -1,19 +1,25 @@
 """The pinned block: standing memory at the end of a conversation's system prompt.
 
-The person's own facts (user, feedback) and the active project's, pinned
-first, then the person's word, then the newest, under a token budget. The
-proxy builds it on a conversation's first request and freezes it, so the
-prompt cache holds.
+The person's own facts (user, feedback) and the active project's, chosen by
+what predicts use (bead.recall.standing: the pinned flag, what the
+conversation opens with, the person's word and the type, recent use, recency
+last), under a token budget. The proxy builds it on a conversation's first
+request and freezes it, so the prompt cache holds.
 """
 
 from __future__ import annotations
 
-from ..recall import render
+from ..recall import render, standing
+from .conversation import Conversation
 from .memory import Memory
 
 
-def pinned_block(mem: Memory, project: str | None, budget_tokens: int) -> tuple[str | None, list[str]]:
-    """(the rendered block or None when nothing fits, the ids it holds)."""
-    rows = mem.index.pinned_candidates(project)
+def pinned_block(mem: Memory, project: str | None, budget_tokens: int, conv: Conversation | None = None,
+                 policy: str | None = None) -> tuple[str | None, list[str]]:
+    """(the rendered block or None when nothing fits, the ids it holds); ``conv`` is the conversation's
+    first request, whose opening steers the choice."""
+    policy = policy or mem.config.proxy.pinned_select
+    rows = standing.choose(mem.index, project, standing.opening_of(conv), policy=policy,
+                           uses=mem.recent_uses() if policy != "recency" else None, budget_tokens=budget_tokens)
     text, n = render.block("pinned", render.PINNED_HEADER, [render.fact_line(r) for r in rows], budget_tokens)
     return text, [r["id"] for r in rows[:n]]

@@ -132,14 +132,16 @@ def _tokens(text: str | None) -> int:
 
 
 def recall(mem: Memory, query: str, scope: str | None = None, limit: int = 10, budget_tokens: int = 2000,
-           viewer: Viewer = LOCAL, project: str | None = None, exclude: frozenset[str] = frozenset()) -> Recalled:
+           viewer: Viewer = LOCAL, project: str | None = None, exclude: frozenset[str] = frozenset(),
+           note: bool = False) -> Recalled:
     """Ranked current facts and raw excerpts for ``query``, within ``budget_tokens``.
 
     ``scope`` (``user``, ``global``, ``project/<p>`` or a project name)
     narrows the facts to that scope; ``project`` keeps other projects' facts
     out (the bundle's rule, as in the proxy). Never dormant, sealed or pending
     facts; a team member gets no raw excerpts (turns carry no owner).
-    ``exclude`` holds fact ids (as stored) already given elsewhere.
+    ``exclude`` holds fact ids (as stored) already given elsewhere. ``note`` records the facts returned as
+    recalled by the agent (the MCP tool's call): the pinned block counts recent recalls.
     """
     scope = viewer.check_scope(scope)
     q = _query(query)
@@ -182,6 +184,8 @@ def recall(mem: Memory, query: str, scope: str | None = None, limit: int = 10, b
                                 _excerpt(r["text"]), round(float(s), 4)) for r, s in kept_raw]
     out.text = text
     out.left_out = len(lines) - n
+    if note and kept_facts:
+        mem.note_use([r["key"] for r, _ in kept_facts], "recall")
     return out
 
 
@@ -240,8 +244,14 @@ def memory_context(mem: Memory, task: str, project: str | None = None, budget_to
                    pinned_budget_tokens: int = 2000, viewer: Viewer = LOCAL) -> Bundle:
     """The pinned block of ``project`` (the person's and the project's standing facts) and the best matches
     for ``task``, together within ``budget_tokens``: the pinned block takes at most two thirds."""
+    from ..recall import standing
+
     project = viewer.check_project(project)
-    rows = [r for r in mem.index.pinned_candidates(project, visible=viewer.visibility()) if viewer.sees_row(r)]
+    policy = mem.config.proxy.pinned_select
+    rows = [r for r in standing.choose(mem.index, project, standing.Opening(_query(task)), policy=policy,
+                                       uses=mem.recent_uses() if policy != "recency" else None,
+                                       visible=viewer.visibility(), budget_tokens=pinned_budget_tokens)
+            if viewer.sees_row(r)]
     pin_budget = min(pinned_budget_tokens, budget_tokens * 2 // 3)
     pinned_text, n = render.block("pinned", render.PINNED_HEADER,
                                   [render.fact_line(_shown_row(r, viewer)) for r in rows], pin_budget)

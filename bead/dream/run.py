@@ -335,13 +335,13 @@ class Dream:
         elif d.action == "unchanged":
             s["unchanged"].append(d.other)
             if not dry_run:
-                self.mem.audit.record(self.mem.clock(), "reinforce", key=key, id=d.other, by="dream")
+                self.mem.note_use([key], "reinforce", id=d.other, by="dream")
         elif d.action == "duplicate":
             # Consolidate: the same value already stored under another key
             # reinforces that fact instead of adding a second one.
             s["unchanged"].append(f"{key} (duplicate of {d.other})")
             if not dry_run:
-                self.mem.audit.record(self.mem.clock(), "reinforce", key=d.other, by="dream")
+                self.mem.note_use([d.other], "reinforce", by="dream")
         elif dry_run:
             s["written"].append(f"{key} (would write)")
         else:
@@ -421,5 +421,5 @@ def reinforce(mem: Memory, key: str) -> str:
         raise BeadError(f"no fact under {key}", "check the key with `bead search`")
     if kv.current.status != "current":
         mem.set_status(kv.current, "current")
-    mem.audit.record(mem.clock(), "reinforce", key=key, id=kv.current.id)
+    mem.note_use([key], "reinforce", id=kv.current.id)
     return kv.current.id

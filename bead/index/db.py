@@ -30,7 +30,7 @@ from ..store.rawlog import Turn
 from . import sqlite as sqlite_check
 from .query import Visibility, fts_or_query
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 RAW_CHARS = 4000
 CONTEXT_CHARS = 200  # of each neighbouring turn, in the context column
 CONTEXT_WEIGHT = 0.5
@@ -218,6 +218,11 @@ class Index:
         db.table("facts").create_index(["type", "current"])
         db.table("facts").create_index(["scope", "current"])
         db.table("facts").enable_fts(["key_text", "body"], fts_version="FTS5", tokenize="porter", create_triggers=True)
+        # Recent use of facts (the agent's recalls through MCP, reinforcements), from audit.log: the
+        # pinned block counts them. Keys only; forget drops a key's rows.
+        db.table("uses").create({"key": str, "kind": str, "at": str})
+        db.table("uses").create_index(["at"])
+        db.table("uses").create_index(["key"])
         db.table("raw").create({
             "id": str, "session": str, "n": int, "role": str, "at": str, "ref": str,
             "path": str, "text": str, "context": str,
@@ -294,6 +299,8 @@ class Index:
             # Readers that cache statistics over facts (the proxy's IDF) check this.
             self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'facts_generation'")
             cur = kv.current
+            if not kv.numbers:
+                self._conn.execute("DELETE FROM uses WHERE key = ?", [kv.key])
             rows = [self._fact_row(f, f is cur, self.rel(_file(f))) for f in kv.facts if f.sensitivity != "secret"]
             self._insert("facts", rows)
             for p in kv.files:
@@ -374,6 +381,24 @@ class Index:
         with self.write_tx():
             self._conn.execute("DELETE FROM raw WHERE path = ?", [rel])
             self._forget_file(rel)
+
+    def record_uses(self, keys: Iterable[str], kind: str, at: str) -> None:
+        """One row per key: it was recalled by the agent, or reinforced, at ``at``."""
+        rows = [{"key": k, "kind": kind, "at": at} for k in dict.fromkeys(keys)]
+        if rows:
+            with self.write_tx():
+                self._insert("uses", rows)
+
+    def record_use_rows(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        """Rows of ``uses`` as (key, kind, at) for keys that have fact rows (rebuild)."""
+        with self.write_tx():
+            known = {k for (k,) in self._conn.execute("SELECT DISTINCT key FROM facts")}
+            self._insert("uses", [{"key": k, "kind": kind, "at": at} for k, kind, at in rows if k in known])
+
+    def recent_uses(self, since: str = "") -> dict[str, int]:
+        """How often each key was used (recalled, reinforced) at or after ``since``."""
+        return {k: int(n) for k, n in self._conn.execute(
+            "SELECT key, count(*) FROM uses WHERE at >= ? GROUP BY key", [since])}
 
     def checkpoint(self) -> None:
         """Empty the WAL so deleted text leaves the -wal file too."""
@@ -494,6 +519,25 @@ class Index:
             f"AND (type IN ('user', 'feedback') OR scope = ?) AND {clause} "
             "ORDER BY pinned DESC, trust NOT IN ('user_stated', 'accepted'), valid_from DESC, key, version DESC LIMIT ?",
             [f"project/{project}" if project else "", *more, limit])
+
+    def pinned_priors(self, project: str | None, limit: int = 5000,
+                      visible: Visibility | None = None) -> list[dict[str, Any]]:
+        """The same candidates as ``pinned_candidates``, unsorted, with only what scoring reads (no body):
+        ``id, key, type, trust, pinned, valid_from``. ``facts_by_id`` fetches the chosen ones whole."""
+        clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
+        return self._rows(
+            "SELECT id, key, type, trust, pinned, valid_from FROM facts WHERE current = 1 AND status != 'dormant' "
+            f"AND sensitivity != 'secret' AND (type IN ('user', 'feedback') OR scope = ?) AND {clause} LIMIT ?",
+            [f"project/{project}" if project else "", *more, limit])
+
+    def facts_by_id(self, ids: list[str]) -> list[dict[str, Any]]:
+        """Whole fact rows for ``ids``, in that order (ids without a row are left out)."""
+        found: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            for r in self._rows(f"SELECT * FROM facts WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+                found[r["id"]] = r
+        return [found[i] for i in ids if i in found]
 
     def fact_counts(self) -> dict[str, int]:
         """Current facts by status, and how many of them are pinned (bead's summary)."""

@@ -107,6 +107,21 @@ def sync_raw(index: Index, raw: RawLog, path: Path) -> None:
             index.drop_raw_file(index.rel(path))
 
 
+USE_EVENTS = ("recall", "reinforce")
+
+
+def use_rows(facts: FactStore) -> list[tuple[str, str, str]]:
+    """(key, kind, at) of every recall and reinforcement audit.log records, for keys that still exist."""
+    out = []
+    for e in facts.audit.entries():
+        if e.get("event") not in USE_EVENTS:
+            continue
+        many = e.get("keys")
+        keys: list[object] = list(many) if isinstance(many, list) else [e.get("key")]
+        out += [(k, str(e["event"]), str(e.get("at", ""))) for k in keys if isinstance(k, str) and k]
+    return out
+
+
 def rebuild(index: Index, facts: FactStore, raw: RawLog,
             progress: Callable[[str, int], None] | None = None) -> tuple[dict, list[Problem]]:
     """Drop everything and index every file again. Returns counts and problems."""
@@ -130,6 +145,7 @@ def rebuild(index: Index, facts: FactStore, raw: RawLog,
             index.sync_raw_file(path, ts)
             turns += len(ts)
             tick("raw", 1)
+        index.record_use_rows(use_rows(facts))
     index.checkpoint()
     counts = {"keys": len(kvs), "fact_versions": versions, "raw_files": len(raw_files), "raw_turns": turns,
               "problems": len(problems)}

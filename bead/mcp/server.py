@@ -186,7 +186,7 @@ def build(rt: Runtime, admin: bool = False) -> MCPServer:
                      scope: Annotated[str | None, Field(max_length=120)] = None,
                      limit: Annotated[int, Field(ge=1, le=50)] = 10) -> CallToolResult:
         def work(mem: Memory, viewer: Viewer) -> tuple[dict[str, Any], str]:
-            found = reads.recall(mem, query, scope, limit, budget.recall_budget_tokens, viewer)
+            found = reads.recall(mem, query, scope, limit, budget.recall_budget_tokens, viewer, note=True)
             return found.as_dict(), _recall_text(found)
 
         return await rt.call("recall", ctx, work, write=False)

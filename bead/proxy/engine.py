@@ -171,7 +171,7 @@ class Engine:
         with self._locked(ident.id, deadline):
             st = self.conversations.load(ident.id)
             if not st.has_pinned:
-                text, ids = pinned_block(mem, ident.project, self.config.proxy.pinned_budget_tokens)
+                text, ids = pinned_block(mem, ident.project, self.config.proxy.pinned_budget_tokens, conv)
                 self._left(deadline, "pinned block")
                 st.set_pinned(text, ids)
                 trace["pinned"] = pinned_new = ids

@@ -1,0 +1,124 @@
+"""The scaled injection eval: what reaches the model when the store holds many more facts.
+
+``bead eval evals/injection.yaml --scale 300 --scale 2000``: the injection
+suite's facts plus N generated same-project facts (bead.evals.generated;
+none of them needed by any turn), interleaved in write order, as a store
+written over months would hold them. Each turn is the first request of a
+fresh conversation, so the proxy builds its pinned block from that request
+(the opening steers the choice) and then runs recall with the pinned ids
+already injected, exactly as the engine does. Figures per split:
+
+- ``delivered``: needed keys in the pinned block or the cue block / needed keys
+  (what reaches the model);
+- ``pinned_delivered``: needed keys in the pinned block alone;
+- ``cue_added``: needed keys only the cue block brought;
+- ``cue_facts`` and ``cue_false``: facts the cue block added, and of them the
+  ones the turn did not need;
+- ``pinned_tokens`` (mean, max) of the block as rendered, and the time to build
+  it (``pinned_p95_ms``).
+
+``later`` holds the same figures for a turn later in a conversation whose
+opening said nothing about it: the pinned block is built without an opening
+(by the priors alone), and the cue block has to bring what the turn needs.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..config import parse as parse_config
+from ..core.conversation import identify
+from ..core.pinned import pinned_block
+from ..recall import render
+from ..recall.pipeline import Recaller
+from ..wire.anthropic import conversation_of
+from . import generated
+from .suite import percentile, temp_memory
+
+
+def _key(fact_id: str) -> str:
+    return fact_id.rsplit("@v", 1)[0]
+
+
+def run(suite: dict, scale: int, split: str | None = None, config_text: str = "", policy: str | None = None) -> dict:
+    config = parse_config(config_text)
+    policy = policy or config.proxy.pinned_select
+    project = str(suite.get("project"))
+    real = list(suite.get("facts") or [])
+    made = generated.facts(scale, project, [f.get("trust", "user_stated") for f in real]) if scale else []
+    turns = [t for t in suite.get("turns") or [] if split is None or t.get("split", "dev") == split]
+    rows: list[dict[str, Any]] = []
+    with temp_memory() as mem:
+        for f in generated.interleave(real, made):
+            mem.write(f["key"], f["body"], f["type"], trust=f.get("trust", "user_stated"),
+                      sensitivity=f.get("sensitivity", "private"), pinned=f.get("pinned"))
+        recaller = Recaller(config)
+        system = f"You are a coding agent.\n - Primary working directory: {suite.get('cwd', '/tmp/' + project)}"
+        for t in turns:
+            data = {"model": "eval", "max_tokens": 1, "system": system, "messages": t["messages"]}
+            conv = conversation_of(data, {})
+            ident = identify({}, conv, project)
+            row: dict[str, Any] = {"id": t["id"], "split": t.get("split", "dev"), "needs": list(t.get("needs") or [])}
+            # The turn as the conversation's opening, and a conversation whose opening said nothing of it
+            # (it moved on since): the pinned block then chooses by the priors alone.
+            for mode, opening in (("", conv), ("later_", None)):
+                t0 = time.perf_counter()
+                text, pinned_ids = pinned_block(mem, ident.project, config.proxy.pinned_budget_tokens, opening,
+                                                policy)
+                pin_ms = (time.perf_counter() - t0) * 1000
+                cue = recaller.recall_for(mem, conv, ident, set(pinned_ids), config.proxy.recall_deadline_ms / 1000)
+                row |= {mode + "pinned": [_key(i) for i in pinned_ids],
+                        mode + "cue": [_key(i) for i in cue.ids if not i.startswith("raw:")],
+                        mode + "pinned_tokens": len(text) // render.CHARS_PER_TOKEN + 1 if text else 0,
+                        mode + "pinned_ms": pin_ms}
+            rows.append(row)
+    out: dict[str, Any] = {"kind": "injection-scaled", "name": suite["name"], "scale": scale, "policy": policy,
+                           "facts": len(real) + len(made), "splits": {}}
+    for name in sorted({r["split"] for r in rows}) + ["all"]:
+        out["splits"][name] = figures([r for r in rows if name == "all" or r["split"] == name])
+    out["details"] = rows
+    return out
+
+
+def figures(rows: list[dict]) -> dict:
+    return _figures(rows, "") | {"later": _figures(rows, "later_")}
+
+
+def _figures(rows: list[dict], mode: str) -> dict:
+    needed = sum(len(r["needs"]) for r in rows)
+
+    def share(n: int) -> float | None:
+        return round(n / needed, 3) if needed else None
+
+    delivered = sum(len(set(r["needs"]) & (set(r[mode + "pinned"]) | set(r[mode + "cue"]))) for r in rows)
+    pinned = sum(len(set(r["needs"]) & set(r[mode + "pinned"])) for r in rows)
+    cue_facts = sum(len(r[mode + "cue"]) for r in rows)
+    cue_false = sum(len(set(r[mode + "cue"]) - set(r["needs"])) for r in rows)
+    tokens = [r[mode + "pinned_tokens"] for r in rows]
+    return {"turns": len(rows), "needed": needed, "delivered": share(delivered), "pinned_delivered": share(pinned),
+            "cue_added": share(delivered - pinned), "cue_facts": cue_facts, "cue_false": cue_false,
+            "pinned_tokens_mean": round(sum(tokens) / len(tokens)) if tokens else 0,
+            "pinned_tokens_max": max(tokens, default=0),
+            "pinned_p95_ms": round(percentile([r[mode + "pinned_ms"] for r in rows], 95), 2)}
+
+
+def table(result: dict) -> str:
+    lines = [f"{result['name']} (injection, scaled: {result['facts']} facts, {result['scale']} generated; "
+             f"pinned block by {result['policy']})",
+             f"  {'split':<6} {'turns':>5} {'delivered':>9} {'pinned':>7} {'cue adds':>8} {'cue facts':>9} "
+             f"{'cue false':>9} {'pinned tokens mean/max':>22} {'pinned p95 ms':>13}"]
+
+    def f(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    for label, pick in (("the turn opens the conversation", lambda r: r),
+                        ("later in a conversation that opened with something else", lambda r: r["later"])):
+        lines.append(f"  {label}:")
+        for name, full in result["splits"].items():
+            r = pick(full)
+            lines.append(f"  {name:<6} {r['turns']:>5} {f(r['delivered']):>9} {f(r['pinned_delivered']):>7} "
+                         f"{f(r['cue_added']):>8} {r['cue_facts']:>9} {r['cue_false']:>9} "
+                         f"{str(r['pinned_tokens_mean']) + ' / ' + str(r['pinned_tokens_max']):>22} "
+                         f"{r['pinned_p95_ms']:>13.2f}")
+    return "\n".join(lines)

@@ -1,0 +1,139 @@
+"""Which facts the pinned block holds: what predicts use, within the budget.
+
+The pinned block is built once, on a conversation's first request, and
+frozen. With a store of a few dozen facts everything fits; with hundreds it
+must choose. What predicts that a fact will be used in this conversation, in
+order of weight:
+
+1. the pinned flag (the person asked for it);
+2. what the conversation opens with: its first request's text (the person's
+   words at full weight, the assistant's and the tools' at the cue weights),
+   the branch the harness reports, as a BM25 query over the project's facts;
+3. the person's word (stated or accepted) over what bead inferred, and the
+   type: feedback and the person's own facts over project facts over
+   references;
+4. recent use: facts the agent recalled through MCP, or that were
+   reinforced, lately;
+5. recency, last.
+
+Every candidate's score is ``prior * (1 + OPENING_WEIGHT * relevance)``,
+where ``prior`` multiplies the type, trust and use weights and adds a small
+recency tilt, and ``relevance`` is the fact's BM25 score against the opening
+over the best one's (0 for a fact the opening does not match). Pinned facts
+come first whatever their score. The candidates and the search are two
+index reads (bead/index); the scoring is here, in Python, over at most a few
+thousand rows, well within the proxy's deadline.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.conversation import Conversation
+from ..index.db import Index
+from ..index.query import Visibility, terms
+from ..store.keys import PERSON_TRUSTS
+from .cues import extract
+from .rank import search_facts
+
+# Chosen on the injection suite's dev split at 300 generated facts (README, "Evals").
+OPENING_WEIGHT = 4.0
+OPENING_CANDIDATES = 60
+TYPE_WEIGHT = {"feedback": 1.0, "user": 1.0, "project": 0.7, "reference": 0.5}
+INFERRED_WEIGHT = 0.7
+USE_WEIGHT = 0.5          # per recent recall or reinforcement, up to USE_CAP of them
+USE_CAP = 3
+RECENCY_TILT = 0.1
+MIN_LINE_TOKENS = 8       # "- project/x/y (stated, 2026-01-01): ..." is never shorter
+POLICIES = ("opening", "recency")
+
+_BRANCH = re.compile(r"(?m)^[ \t]{0,8}Current branch:[ \t]{0,8}([^\s]{1,200})[ \t]{0,8}$")
+_BRANCH_SCAN_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What a conversation opens with: the first request's words, by who said them, and the branch."""
+
+    text: str = ""
+    branch: str | None = None
+
+    @property
+    def query(self) -> str:
+        words = [self.text]
+        if self.branch and self.branch not in ("main", "master", "trunk", "develop"):
+            words.append(" ".join(re.split(r"[-_./]+", self.branch)))
+        return " ".join(w for w in words if w)
+
+
+def opening_of(conv: Conversation | None) -> Opening:
+    """The opening of ``conv`` (its newest user message and the assistant's turn before it: on a first
+    request, the person's prompt), and the branch a harness reminder names."""
+    if conv is None:
+        return Opening()
+    cues = extract(conv)
+    # The person's words first: the query keeps the first 64 terms.
+    order = {"user": 0, "assistant": 1, "tool_input": 1, "tool_output": 2}
+    text = " ".join(c.text for c in sorted(cues, key=lambda c: order.get(c.source, 3)))
+    branch = None
+    for m in conv.messages[:3]:
+        for p in m.parts:
+            if p.source.value == "harness" and "Current branch:" in p.text:
+                found = _BRANCH.search(p.text[:_BRANCH_SCAN_CHARS])
+                if found:
+                    branch = found.group(1)
+                    break
+        if branch:
+            break
+    return Opening(text, branch)
+
+
+def prior(row: dict[str, Any], uses: int, recency: float) -> float:
+    w = TYPE_WEIGHT.get(row["type"], 0.5)
+    if row["trust"] not in PERSON_TRUSTS:
+        w *= INFERRED_WEIGHT
+    w *= 1 + USE_WEIGHT * min(uses, USE_CAP)
+    return w * (1 + RECENCY_TILT * recency)
+
+
+def choose(index: Index, project: str | None, opening: Opening | None = None, policy: str = "opening",
+           uses: dict[str, int] | None = None, visible: Visibility | None = None,
+           limit: int = 5000, budget_tokens: int = 2000) -> list[dict[str, Any]]:
+    """The pinned block's candidates, best first (the caller fills ``budget_tokens`` in this order; no
+    more rows come back whole than a block of that size could hold).
+
+    ``uses`` counts recent recalls and reinforcements per key. ``policy``
+    ``recency`` is the block before issue #17: pinned, the person's word, newest.
+    """
+    if policy == "recency":
+        return index.pinned_candidates(project, limit=min(limit, budget_tokens // MIN_LINE_TOKENS + 1), visible=visible)
+    rows = index.pinned_priors(project, limit=limit, visible=visible)
+    if not rows:
+        return []
+    uses = uses or {}
+    relevance: dict[str, float] = {}
+    query = opening.query if opening else ""
+    if query and terms(query):
+        scope = f"project/{project}" if project else None
+        hits = search_facts(index, query, limit=OPENING_CANDIDATES, scope=scope, include_dormant=False,
+                            visible=visible)
+        top = max((h.score for h in hits), default=0.0)
+        if top > 0:
+            relevance = {h.id: h.score / top for h in hits}
+    # Recency as a rank among the candidates: 0 the oldest, 1 the newest.
+    by_age = sorted(range(len(rows)), key=lambda i: (rows[i]["valid_from"] or "", rows[i]["key"]))
+    age = {i: pos / max(len(rows) - 1, 1) for pos, i in enumerate(by_age)}
+    scored = []
+    for i, r in enumerate(rows):
+        s = prior(r, uses.get(r["key"], 0), age[i]) * (1 + OPENING_WEIGHT * relevance.get(r["id"], 0.0))
+        scored.append((0 if r["pinned"] else 1, -s, r["key"], r))
+    scored.sort(key=lambda t: t[:3])
+    # A fact line costs a few tokens at least: fetch no more whole rows than could fit.
+    return index.facts_by_id([t[3]["id"] for t in scored[: budget_tokens // MIN_LINE_TOKENS + 1]])
+
+
+def ids(rows: Iterable[dict[str, Any]]) -> list[str]:
+    return [r["id"] for r in rows]

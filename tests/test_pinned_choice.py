@@ -1,0 +1,139 @@
+"""The pinned block chooses by what predicts use; evals give the same figures on every run."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REPO
+
+from bead.config import Config
+from bead.core.conversation import Conversation
+from bead.core.memory import Memory
+from bead.core.pinned import pinned_block
+from bead.evals import injection, scaled, suite
+from bead.evals.suite import TickingClock
+from bead.index.rebuild import rebuild
+from bead.paths import Home
+from bead.recall import standing
+from bead.wire.anthropic import conversation_of
+
+SUITE = REPO / "evals" / "injection.yaml"
+
+
+@pytest.fixture
+def mem(bead_home):
+    """A memory whose every write has its own second (ties on valid_from would hide the order under test)."""
+    m = Memory(Home(bead_home).ensure(), Config(owner="tester"), TickingClock())
+    yield m
+    m.close()
+
+
+def opening(text: str, branch: str | None = None) -> Conversation:
+    blocks = []
+    if branch:
+        blocks.append({"type": "text", "text": f"<system-reminder>\n# gitStatus\nCurrent branch: {branch}\n\nStatus:\n(clean)\n"
+                                               "</system-reminder>"})
+    blocks.append({"type": "text", "text": text})
+    return conversation_of({"system": "x", "messages": [{"role": "user", "content": blocks}]}, {})
+
+
+def filler(mem, n: int, project: str = "shop") -> None:
+    for i in range(n):
+        mem.write(f"project/{project}/note-{i}", f"Module {i} keeps its settings in config/module_{i}.toml and "
+                  f"logs to the module_{i} logger; its tests live in tests/test_module_{i}.py.", "project")
+
+
+class TestChoice:
+    def test_the_opening_brings_its_fact_in(self, mem):
+        mem.write("project/shop/payments", "Payments go through Stripe; test keys live in .env.test.", "project")
+        filler(mem, 120)
+        _, before = pinned_block(mem, "shop", 600, None, "opening")
+        assert "project/shop/payments@v1" not in before
+        _, ids = pinned_block(mem, "shop", 600, opening("why does the stripe checkout fail with a 401?"), "opening")
+        assert ids[0] == "project/shop/payments@v1"
+
+    def test_pinned_flag_first_then_feedback_over_project_over_reference(self, mem):
+        mem.write("project/shop/ref", "Docs live at docs/index.md.", "reference")
+        mem.write("project/shop/proj", "The API listens on 8000.", "project")
+        mem.write("project/shop/fb", "Never push to main.", "feedback")
+        mem.write("project/shop/pin", "Staging is staging.shop.test.", "reference", pinned=True)
+        _, ids = pinned_block(mem, "shop", 2000, None, "opening")
+        assert ids == ["project/shop/pin@v1", "project/shop/fb@v1", "project/shop/proj@v1", "project/shop/ref@v1"]
+
+    def test_the_persons_word_over_inferred(self, mem):
+        mem.write("project/shop/a", "The worker runs with concurrency 4.", "project", trust="agent_observed")
+        mem.write("project/shop/b", "The cache lives in Redis db 2.", "project")
+        _, ids = pinned_block(mem, "shop", 2000, None, "opening")
+        assert ids == ["project/shop/b@v1", "project/shop/a@v1"]
+
+    def test_recent_recall_and_reinforcement_count(self, mem):
+        from bead.core import query
+
+        mem.write("project/shop/old", "Invoices are numbered per tenant.", "project")
+        filler(mem, 3)
+        _, before = pinned_block(mem, "shop", 2000, None, "opening")
+        assert before.index("project/shop/old@v1") == 3    # the oldest project fact comes last
+        query.recall(mem, "invoices numbered tenant", note=True)
+        assert mem.recent_uses() == {"project/shop/old": 1}
+        _, after = pinned_block(mem, "shop", 2000, None, "opening")
+        assert after[0] == "project/shop/old@v1"
+        # Derived from audit.log: a rebuild keeps it.
+        rebuild(mem.index, mem.facts, mem.raw)
+        assert mem.recent_uses() == {"project/shop/old": 1}
+
+    def test_forget_drops_the_use_rows(self, mem):
+        from bead import forget
+        from bead.core import query
+
+        mem.write("project/shop/old", "Invoices are numbered per tenant.", "project")
+        query.recall(mem, "invoices numbered", note=True)
+        forget.apply(mem, forget.plan_target(mem, "project/shop/old"))
+        assert mem.recent_uses() == {}
+        rebuild(mem.index, mem.facts, mem.raw)
+        assert mem.recent_uses() == {}
+
+    def test_the_branch_is_part_of_the_opening(self, mem):
+        assert standing.opening_of(opening("hi", "feature/invoice-pdf")).branch == "feature/invoice-pdf"
+        assert "invoice pdf" in standing.opening_of(opening("hi", "feature/invoice-pdf")).query
+        assert standing.opening_of(opening("hi", "main")).query == "hi"
+        mem.write("project/shop/pdf", "PDFs are rendered by WeasyPrint from templates/pdf.", "project")
+        filler(mem, 120)
+        _, ids = pinned_block(mem, "shop", 600, opening("let's continue", "feature/pdf-rendering"), "opening")
+        assert ids[0] == "project/shop/pdf@v1"
+
+    def test_branch_pattern_is_linear(self):
+        import time
+
+        text = "Current branch:" + " " * 200_000 + "x" * 300_000
+        t0 = time.perf_counter()
+        standing.opening_of(opening(text))
+        assert time.perf_counter() - t0 < 2.0
+
+    def test_recency_policy_is_the_old_block(self, mem):
+        mem.write("project/shop/a", "First.", "project")
+        mem.write("project/shop/b", "Second.", "project")
+        _, ids = pinned_block(mem, "shop", 2000, opening("first"), "recency")
+        assert ids == ["project/shop/b@v1", "project/shop/a@v1"]
+
+
+class TestDeterministic:
+    def test_ticking_clock_orders_every_write(self):
+        clock = TickingClock()
+        times = [clock() for _ in range(5)]
+        assert times == sorted(times) and len(set(times)) == 5
+
+    def test_a_suite_gives_the_same_figures_twice(self):
+        s = suite.load(SUITE)
+        strip = lambda r: [{k: v for k, v in d.items() if not k.endswith("ms")} for d in r["details"]]  # noqa: E731
+        a, b = scaled.run(s, 300, split="test"), scaled.run(s, 300, split="test")
+        assert strip(a) == strip(b)
+        assert a["splits"]["test"]["delivered"] == b["splits"]["test"]["delivered"]
+        c, d = injection.run(s, split="dev"), injection.run(s, split="dev")
+        assert [x["pinned"] for x in c["details"]] == [x["pinned"] for x in d["details"]]
+
+
+def test_scaled_injection_guard_on_dev():
+    """The chosen pinned block at 300 generated facts: the target is 0.9 of needed facts within 2,000 tokens."""
+    r = scaled.run(suite.load(SUITE), 300, split="dev")["splits"]["dev"]
+    assert r["delivered"] >= 0.88 and r["pinned_tokens_max"] <= 2000
+    old = scaled.run(suite.load(SUITE), 300, split="dev", policy="recency")["splits"]["dev"]
+    assert r["delivered"] >= old["delivered"] + 0.3
