@@ -59,6 +59,7 @@ class ExcerptItem:
     role: str
     text: str
     score: float
+    newer: str | None = None     # an excerpt in the same answer, newer, restates this one's value (its id)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -181,7 +182,7 @@ def recall(mem: Memory, query: str, scope: str | None = None, limit: int = 10, b
     kept_raw = excerpts[: max(0, n - len(facts))]
     out.facts = [_fact_item(r, viewer, s) for r, s in kept_facts]
     out.excerpts = [ExcerptItem(f"{r['session']}#{r['n']}", r["session"], int(r["n"]), r["at"], r["role"],
-                                _excerpt(r["text"]), round(float(s), 4)) for r, s in kept_raw]
+                                _excerpt(r["text"]), round(float(s), 4), r.get("newer_id")) for r, s in kept_raw]
     out.text = text
     out.left_out = len(lines) - n
     if note and kept_facts:

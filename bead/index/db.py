@@ -28,12 +28,13 @@ from ..errors import BeadError
 from ..store.facts import Fact, KeyVersions
 from ..store.rawlog import Turn
 from . import sqlite as sqlite_check
-from .query import Visibility, fts_or_query
+from .query import RAW_QUERY_STOPWORDS, Visibility, fts_or_query
 
 SCHEMA_VERSION = 6
 RAW_CHARS = 4000
 CONTEXT_CHARS = 200  # of each neighbouring turn, in the context column
 CONTEXT_WEIGHT = 0.5
+CONTEXT_MAX_TURN = 1500  # a longer turn says enough by itself: its neighbours' words would dilute it (README, "Raw recall")
 FACT_WEIGHTS = (2.0, 1.0)  # key text, body
 # The frontmatter fields a fact row keeps (store.facts.FIELDS is the whole list).
 INDEXED_FIELDS = ("id", "key", "version", "type", "trust", "owner", "status", "sensitivity", "pinned", "valid_from")
@@ -90,6 +91,11 @@ class _Stemmer:
 _STEM = _Stemmer()
 
 
+def stem(word: str) -> str:
+    """A word as FTS5's porter tokenizer indexes it."""
+    return _STEM.stemWord(word)
+
+
 def _file(record: Fact | Turn) -> Path:
     """The file a fact version or turn was read from or written to (always set for those the store hands out)."""
     if record.path is None:
@@ -110,6 +116,8 @@ def _visible_clause(vis: Visibility, table: str) -> tuple[str, list[Any]]:
 
 
 def _context(texts: dict[int, str], n: int) -> str:
+    if len(texts.get(n, "")) > CONTEXT_MAX_TURN:
+        return ""
     return "\n".join(texts[k][:CONTEXT_CHARS] for k in (n - 1, n + 1) if k in texts)
 
 
@@ -483,7 +491,7 @@ class Index:
 
     def raw_candidates(self, query: str, limit: int, exclude_sessions: Iterable[str] = ()) -> list[dict[str, Any]]:
         """Raw turn rows that match ``query``, best BM25 first, each with its ``bm25`` score."""
-        fts = fts_or_query(query)
+        fts = fts_or_query(query, RAW_QUERY_STOPWORDS)
         if not fts:
             return []
         exclude = set(exclude_sessions)

@@ -25,21 +25,30 @@ your yours yourself yourselves d m o y ain ma mightn mustn needn shan
 tell know think thing things really get got go going gonna like kind sort way ever
 """.split())
 
+# Words a question about past conversation uses to point at it ("list the order in which I brought
+# up...", "a comprehensive summary of what I mentioned across sessions"): in raw turns they match
+# whatever turn talks about talking. Dropped from raw searches only (README, "Raw recall").
+RAW_QUERY_STOPWORDS = frozenset("""
+mention mentioned said say talked discussed conversation conversations session sessions summary summarize
+comprehensive order list brought throughout across aspects ever previously
+""".split())
+
 _TERM = re.compile(r"\w+", re.UNICODE)
 
 
-def terms(text: str, keep_stopwords: bool = False) -> list[str]:
-    """Lower-cased word terms, stopwords dropped, first occurrence order."""
+def terms(text: str, keep_stopwords: bool = False, extra: frozenset[str] = frozenset()) -> list[str]:
+    """Lower-cased word terms, stopwords (and ``extra``) dropped, first occurrence order."""
     seen: dict[str, None] = {}
     for t in _TERM.findall(text.lower()):
-        if keep_stopwords or t not in STOPWORDS:
+        if keep_stopwords or (t not in STOPWORDS and t not in extra):
             seen.setdefault(t, None)
     return list(seen)
 
 
-def fts_or_query(text: str) -> str:
-    """``"a" OR "b" OR ...``; empty when the text has no usable term."""
-    words = terms(text) or terms(text, keep_stopwords=True)
+def fts_or_query(text: str, extra_stopwords: frozenset[str] = frozenset()) -> str:
+    """``"a" OR "b" OR ...``; empty when the text has no usable term (``extra_stopwords`` go too, unless
+    nothing else is left)."""
+    words = terms(text, extra=extra_stopwords) or terms(text) or terms(text, keep_stopwords=True)
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:64])
 
 

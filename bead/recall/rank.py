@@ -8,18 +8,25 @@ that of two turns about the same thing the newer one wins a near tie.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..index.db import Index
-from ..index.query import Visibility
+from ..index.db import RAW_CHARS, Index, stem
+from ..index.query import RAW_QUERY_STOPWORDS, Visibility, terms
 from ..store.keys import PERSON_TRUSTS
 
 USER_STATED_BOOST = 1.2
 SCOPE_BOOST = 1.5
 RECENCY = 0.2       # chosen on the dev suites (README, "Raw recall")
 RECENCY_POOL = 3    # candidates per result that the recency tilt may reorder
+NEWER_SHARE = 0.6   # of the older turn's matched query terms a newer one must match to restate it
+# A question that asks for a value ("how many", "what is", "when"): its answer may have changed.
+VALUE_QUESTION = re.compile(r"^[ \t]{0,16}(?:how (?:many|much|long|often|fast|big)|what(?:'s| is| was| are| were)"
+                            r"|when|which)\b", re.I)
+_DIGIT = re.compile(r"\d")
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,52 @@ def search_raw(index: Index, query: str, limit: int = 10, exclude_sessions: Iter
         r = {i: pos / (len(kept) - 1) for pos, i in enumerate(order)}
         scored = sorted((row["bm25"] * (1 + recency * r[i]), -i) for i, row in enumerate(kept))
         kept = [kept[-i] for _, i in reversed(scored)]
-    return [Hit("raw", r["id"], r["bm25"], r["text"], r) for r in kept[:limit]]
+    hits = [Hit("raw", r["id"], r["bm25"], r["text"], r) for r in kept[:limit]]
+    return newer_first(hits, query)
+
+
+def _matched(query: set[str], prefixes: set[str], text: str) -> set[str]:
+    """The query's stems that ``text`` holds (only words that could stem to one are stemmed)."""
+    words = set(_WORD.findall(text[:RAW_CHARS].lower()))
+    return {s for w in words if w[:3] in prefixes and (s := stem(w)) in query}
+
+
+def newer_first(hits: list[Hit], query: str) -> list[Hit]:
+    """Newer wins in raw history: of two retrieved turns that state a value for the same thing, the newer
+    ranks first, and the older is labelled (``newer_at``, ``newer_id`` in its row).
+
+    Only for a question that asks for a value. Two turns state a value for the same thing when both
+    hold a number and the newer one matches at least ``NEWER_SHARE`` of the query terms the older one
+    matches (two at least). The newer turn moves to just above the older; nothing outside ``hits``
+    comes in and nothing leaves, so recall at the list's length is unchanged (README, "Raw recall").
+    """
+    if len(hits) < 2 or not VALUE_QUESTION.search(query):
+        return hits
+    q = {stem(t) for t in terms(query, extra=RAW_QUERY_STOPWORDS)}
+    prefixes = {s[:3] for s in q}
+    matched = [_matched(q, prefixes, h.text) if _DIGIT.search(h.text) else set() for h in hits]
+    when = [(h.row["at"], h.row["session"], h.row["n"]) for h in hits]
+    order = list(range(len(hits)))
+    newer: dict[int, int] = {}
+    for a in range(len(hits)):
+        if len(matched[a]) < 2:
+            continue
+        later = [b for b in range(len(hits)) if b != a and matched[b] and when[b] > when[a]
+                 and len(matched[a] & matched[b]) >= NEWER_SHARE * len(matched[a])]
+        if not later:
+            continue
+        b = max(later, key=lambda i: when[i])
+        newer[a] = b
+        if order.index(b) > order.index(a):
+            order.remove(b)
+            order.insert(order.index(a), b)
+    out = []
+    for i in order:
+        h = hits[i]
+        if i in newer:
+            h = replace(h, row={**h.row, "newer_at": hits[newer[i]].row["at"], "newer_id": hits[newer[i]].id})
+        out.append(h)
+    return out
 
 
 def search(index: Index, query: str, limit: int = 10, corpus: str = "all", current_only: bool = True,

@@ -46,7 +46,12 @@ def raw_line(row: dict, text: str) -> str:
     excerpt = " ".join(text.split())
     if len(excerpt) > RAW_EXCERPT_CHARS:
         excerpt = excerpt[:RAW_EXCERPT_CHARS - 1] + "…"
-    return f"- excerpt, session {row['session']}, {row['at'][:16].replace('T', ' ')} UTC, {row['role']}: {escape(excerpt)}"
+    older = ""
+    if row.get("newer_at"):
+        # bead.recall.rank.newer_first: a newer excerpt above restates this value.
+        older = f" [older: the excerpt of {str(row['newer_at'])[:16].replace('T', ' ')} UTC may state a newer value]"
+    return (f"- excerpt, session {row['session']}, {row['at'][:16].replace('T', ' ')} UTC, {row['role']}{older}: "
+            f"{escape(excerpt)}")
 
 
 def block(kind: str, header: str, lines: list[str], budget_tokens: int) -> tuple[str | None, int]:
