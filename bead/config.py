@@ -92,6 +92,9 @@ class ModelSettings:
 class RerankSettings(ModelSettings):
     # The dream model is used for whatever of provider/model/... is left unset.
     enabled: bool = setting(False, "ask a chat model which candidates help (adds its latency)")
+    mode: str = setting("sync", "sync: the model judges before the request goes out (adds its latency); async: it "
+                                "judges after forwarding and its picks join the conversation's next request",
+                        choices=("sync", "async"))
     timeout_ms: int = setting(4000, check=_positive)
     min_evidence: float = setting(0.5)
     max_candidates: int = setting(5, check=_positive)

@@ -100,3 +100,61 @@ def test_no_key_is_an_error_not_a_call(bead_home, model, monkeypatch):
     eng = engine(bead_home, model)
     prep = eng.prepare(body(), {"x-bead-session": "nokey"})
     assert "rerank" in prep.trace["errors"] and not model.requests
+
+
+def async_engine(bead_home, model):
+    home = Home(bead_home).ensure()
+    cfg = parse(f"rerank:\n  enabled: true\n  mode: async\n  min_evidence: 0.1\n"
+                f"dream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n  api_key_env: BEAD_TEST_KEY\n")
+    eng = make_proxy_app(bead_home, "http://127.0.0.1:9", config=cfg).extensions["bead.engine"]
+    with Memory(home, cfg) as m:
+        for k, b, t in FACTS:
+            m.write(k, b, t)
+    return eng
+
+
+def pick_money(req):
+    line = next(x for x in req["messages"][-1]["content"].splitlines() if "global/money" in x)
+    return json.dumps({"helpful": [int(line.split(".")[0])]})
+
+
+def test_async_judge_runs_after_forwarding_and_its_pick_joins_the_next_request(bead_home, model, monkeypatch):
+    """rerank.mode async: no model call before forwarding; the judge's pick is in the next request's cue block,
+    appended to its newest user message and re-added with the same bytes."""
+    monkeypatch.setenv("BEAD_TEST_KEY", "k")
+    eng = async_engine(bead_home, model)
+    model.answers.append(pick_money)
+    headers = {"x-bead-session": "ahead"}
+    first = eng.prepare(body(), headers)
+    assert first.injected == [] and not model.requests          # the judge costs this request nothing
+    eng.forwarded(first).result(timeout=30)
+    assert len(model.requests) == 1
+    assert first.trace["judged"] == ["global/money@v1"]
+    messages = TURN + [{"role": "assistant", "content": [{"type": "text", "text": "The rounding is off by a cent."}]},
+                       {"role": "user", "content": [{"type": "text", "text": "ok, fix it"}]}]
+    nxt = json.dumps({"model": "m", "max_tokens": 5, "messages": messages}).encode()
+    second = eng.prepare(nxt, headers)
+    assert second.injected[0] == "global/money@v1"
+    sent = json.loads(second.body)
+    last = sent["messages"][-1]["content"]
+    assert "global/money" in last[-1]["text"] and "<bead-memory" in last[-1]["text"]
+    assert sent["messages"][:-1] == messages[:-1]                # no earlier byte moved
+    again = eng.prepare(nxt, headers)                            # a retry: the same bytes, nothing new
+    assert again.body == second.body and again.injected == []
+    eng.forwarded(second).result(timeout=30)
+    eng.forwarded(again).result(timeout=30)
+    # The judge is never asked about a fact the conversation already carries.
+    assert all("global/money" not in json.dumps(r[2]) for r in model.requests[1:])
+
+
+def test_async_judge_failure_changes_nothing(bead_home, model, monkeypatch):
+    monkeypatch.setenv("BEAD_TEST_KEY", "k")
+    eng = async_engine(bead_home, model)
+    model.status = 500
+    first = eng.prepare(body(), {"x-bead-session": "ahead-fail"})
+    eng.forwarded(first).result(timeout=30)
+    assert "rerank" in first.trace["errors"] and eng.counters["error.rerank"] == 1
+    messages = TURN + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
+    second = eng.prepare(json.dumps({"model": "m", "max_tokens": 5, "messages": messages}).encode(),
+                         {"x-bead-session": "ahead-fail"})
+    assert "global/money@v1" not in second.injected

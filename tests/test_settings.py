@@ -32,6 +32,7 @@ DOCUMENTED = {
     "rerank.api_key_env": None,
     "rerank.api_key_command": None,
     "rerank.enabled": False,
+    "rerank.mode": "sync",
     "rerank.timeout_ms": 4000,
     "rerank.min_evidence": 0.5,
     "rerank.max_candidates": 5,

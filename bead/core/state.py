@@ -39,6 +39,7 @@ class ConversationState:
     cues: dict[int, CueRecord] = field(default_factory=dict)
     captured: int = 0
     captured_partial: bool = False
+    ahead: list[str] = field(default_factory=list)   # the look-ahead judge's picks for the next request
 
     @property
     def injected(self) -> set[str]:
@@ -65,6 +66,8 @@ class ConversationState:
             elif kind == "cue":
                 st.cues[int(r["message"])] = CueRecord(int(r["message"]), r.get("hash", ""), r.get("text"),
                                                        list(r.get("ids") or []))
+            elif kind == "ahead":
+                st.ahead = list(r.get("ids") or [])
             elif kind == "captured":
                 st.captured, st.captured_partial = int(r.get("upto", 0)), bool(r.get("partial", False))
         return st
@@ -79,6 +82,11 @@ class ConversationState:
     def add_cue(self, message: int, hash_: str, text: str | None, ids: list[str]) -> None:
         self.append({"kind": "cue", "message": message, "hash": hash_, "text": text, "ids": ids})
         self.cues[message] = CueRecord(message, hash_, text, ids)
+
+    def set_ahead(self, ids: list[str]) -> None:
+        """The look-ahead judge's picks (fact ids), injected with the conversation's next request."""
+        self.append({"kind": "ahead", "ids": ids})
+        self.ahead = ids
 
     def set_captured(self, upto: int, partial: bool = False) -> None:
         self.append({"kind": "captured", "upto": upto, "partial": partial})

@@ -70,6 +70,7 @@ class Prepared:
     pinned_text: str | None = None                         # the conversation's (frozen) pinned block
     blocks: dict[int, list[str]] = field(default_factory=dict)  # message index -> cue blocks to append
     trace: dict[str, Any] = field(default_factory=dict)
+    judge: Any = None                                      # rerank.mode async: the CueBlock the judge looks at
 
 
 class Engine:
@@ -168,6 +169,7 @@ class Engine:
         injected: list[str] = []
         pinned_new: list[str] = []
         blocks: dict[int, list[str]] = {}
+        judge = None
         with self._locked(ident.id, deadline):
             st = self.conversations.load(ident.id)
             if not st.has_pinned:
@@ -192,7 +194,7 @@ class Engine:
                 notices = remembering.notice_lines(remembering.plan(conv.messages[newest], ident))
                 cue = self.recaller.recall_for(mem, conv, ident, st.injected, left,
                                                raw_df=lambda terms: self.memory().index.raw_doc_freq(terms),
-                                               notices=notices)
+                                               notices=notices, ahead=self._ahead(mem, st))
                 trace["recall_ms"] = round((time.perf_counter() - t1) * 1000, 2)
                 trace["errors"] += cue.trace.pop("errors", [])
                 trace.update(cue.trace)
@@ -204,13 +206,23 @@ class Engine:
                     if cue.text:
                         blocks.setdefault(newest, []).append(cue.text)
                         injected = cue.ids
+                    if cue.pool:
+                        judge = cue
         trace["injected"] = injected
         trace["prepare_ms"] = round((time.perf_counter() - t0) * 1000, 2)
         if injected or st.pinned:
             self.counters["with_memory"] += 1
         if injected:
             self.counters["injections"] += 1
-        return Prepared(b"", ident, conv, len(conv.messages), injected, pinned_new, st.pinned, blocks, trace)
+        return Prepared(b"", ident, conv, len(conv.messages), injected, pinned_new, st.pinned, blocks, trace, judge)
+
+    def _ahead(self, mem: Memory, st: Any) -> list[dict[str, Any]]:
+        """The look-ahead judge's picks not yet in this conversation, as current fact rows."""
+        ids = [i for i in st.ahead if i not in st.injected]
+        if not ids:
+            return []
+        return [r for r in mem.index.facts_by_id(ids)
+                if r["current"] and r["status"] != "dormant" and r["sensitivity"] != "secret"]
 
     @contextlib.contextmanager
     def _locked(self, conversation_id: str, deadline: float) -> Iterator[None]:
@@ -294,6 +306,8 @@ class Engine:
                                  if t.flags.get("message") == newest and t.flags.get("source") == "typed"]
                         self._remember(mem, conv, newest, ident, trace, typed)
                     st.set_captured(len(conv.messages))
+            if prep.judge is not None:
+                self._judge(ident, prep.judge, trace)
             now = self.clock()
             # Pinned facts count as injected: decay must not put to sleep the
             # facts that every conversation starts with.
@@ -305,6 +319,16 @@ class Engine:
             self.error("capture", exc)
             trace["errors"].append("capture")
         self._trace(trace)
+
+    def _judge(self, ident: Identity, cue: Any, trace: dict[str, Any]) -> None:
+        """rerank.mode async: the chat model judges this turn's candidates off the request path; its picks
+        wait in the conversation's state and join the cue block of the conversation's next request."""
+        picked = self.recaller.judge(cue.pool, cue.cues, trace)
+        if picked is None:
+            return
+        trace["judged"] = [c.id for c in picked]
+        with self.conversations.lock(ident.id):
+            self.conversations.load(ident.id).set_ahead([c.id for c in picked])
 
     def _remember(self, mem: Memory, conv: Conversation, newest: int, ident: Identity, trace: dict[str, Any],
                   sources: list[str]) -> None:

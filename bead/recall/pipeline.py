@@ -30,6 +30,9 @@ class CueBlock:
     ids: list[str]            # fact ids and raw text ids, in the block's order
     trace: dict[str, Any] = field(default_factory=dict)
     failed: bool = False      # recall broke or passed its deadline: nothing was decided
+    # rerank.mode async: what the judge looks at after forwarding (the candidates, the turn's cues).
+    pool: list[gate.Candidate] = field(default_factory=list)
+    cues: list[Cue] = field(default_factory=list)
 
 
 class Recaller:
@@ -51,7 +54,7 @@ class Recaller:
 
     def recall_for(self, mem: Memory, conv: Conversation, ident: Identity, injected: set[str],
                    deadline_s: float, raw_df: Callable[[list[str]], dict[str, int]] | None = None,
-                   notices: list[str] | None = None) -> CueBlock:
+                   notices: list[str] | None = None, ahead: list[dict[str, Any]] | None = None) -> CueBlock:
         """The cue block for the newest user message of ``conv``.
 
         ``injected`` holds what this conversation already carries (fact ids
@@ -59,9 +62,12 @@ class Recaller:
         index is interrupted and the block comes back ``failed``: the caller
         sends the request without new memory. ``notices`` are bead's own
         lines (a "remember" queued for review) that open the block, before
-        any fact, so the budget never drops them.
+        any fact, so the budget never drops them. ``ahead`` holds fact rows the
+        look-ahead judge picked after the conversation's previous request
+        (``rerank.mode: async``): they come first among the facts.
         """
         notices = notices or []
+        ahead = [r for r in ahead or [] if r["id"] not in injected]
         cues: list[Cue] = extract(conv)
         trace: dict[str, Any] = {"cues": [{"source": c.source, "text": cue_excerpt(c.text)} for c in cues],
                                  "errors": []}
@@ -78,29 +84,40 @@ class Recaller:
             self.on_error(kind, exc)
             trace["errors"].append(kind)
             return CueBlock(None, [], trace, failed=True)
-        if self.config.rerank.enabled:
+        pool: list[gate.Candidate] = []
+        if self.config.rerank.enabled and self.config.rerank.mode == "sync":
             self._rerank(result, cues, trace)
+        elif self.config.rerank.enabled:
+            pool = self.judge_pool(result)
         trace["rejected"] = [{"id": c.id, "score": c.score, "reason": c.reason} for c in result.rejected[:20]]
-        lines = [render.fact_line(c.row) for c in result.facts]
-        ids = [c.id for c in result.facts]
+        if ahead:
+            trace["ahead"] = [r["id"] for r in ahead]
+        chosen = {c.id for c in result.facts}
+        lines = [render.fact_line(r) for r in ahead if r["id"] not in chosen]
+        ids = [r["id"] for r in ahead if r["id"] not in chosen]
+        lines += [render.fact_line(c.row) for c in result.facts]
+        ids += [c.id for c in result.facts]
         for c in result.raw:
             lines.append(render.raw_line(c.row, c.body))
             ids.append(render.text_id(c.body))
         text, n = render.block("recall", render.CUE_HEADER, notices + lines, self.config.proxy.cue_budget_tokens)
-        return CueBlock(text, ids[:max(0, n - len(notices))], trace)
+        return CueBlock(text, ids[:max(0, n - len(notices))], trace, pool=pool, cues=cues)
 
-    def _rerank(self, result: gate.Recall, cues: list[Cue], trace: dict[str, Any]) -> None:
-        """Let the chat model choose among the candidates; on any failure the default gate stands."""
-        from ..llm import Model
-        from . import rerank
-
+    def judge_pool(self, result: gate.Recall) -> list[gate.Candidate]:
+        """The candidates the chat model judges: facts with some evidence, strongest first."""
         settings = self.config.rerank
         pool = [c for c in result.facts + result.rejected
                 if c.key and c.score >= settings.min_evidence and not c.reason.startswith("already")]
         pool.sort(key=lambda c: -c.score)
-        pool = pool[: settings.max_candidates]
-        if not pool:
-            return
+        return pool[: settings.max_candidates]
+
+    def judge(self, pool: list[gate.Candidate], cues: list[Cue], trace: dict[str, Any]) -> list[gate.Candidate] | None:
+        """The candidates the chat model says help the next step (at most ``recall.max_facts``); None when the
+        call failed (the caller keeps the default gate's choice)."""
+        from ..llm import Model
+        from . import rerank
+
+        settings = self.config.rerank
         t0 = time.perf_counter()
         try:
             model = Model.from_settings(settings, self.config.dream, timeout_s=settings.timeout_ms / 1000)
@@ -108,11 +125,20 @@ class Recaller:
             chosen = rerank.parse(answer.text, len(pool))
         except Exception as exc:
             self.on_error("rerank", exc)
-            trace["errors"].append("rerank")
-            return
+            trace.setdefault("errors", []).append("rerank")
+            return None
         finally:
             trace["rerank_ms"] = round((time.perf_counter() - t0) * 1000, 1)
-        picked = [pool[i] for i in chosen][: self.config.recall.max_facts]
+        return [pool[i] for i in chosen][: self.config.recall.max_facts]
+
+    def _rerank(self, result: gate.Recall, cues: list[Cue], trace: dict[str, Any]) -> None:
+        """Let the chat model choose among the candidates; on any failure the default gate stands."""
+        pool = self.judge_pool(result)
+        if not pool:
+            return
+        picked = self.judge(pool, cues, trace)
+        if picked is None:
+            return
         ids = {c.id for c in picked}
         others = [c for c in result.facts + result.rejected if c.id not in ids]
         for c in others:
