@@ -158,7 +158,7 @@ def stats_of(mem) -> FactStats:
 
 def run(mem, text: str, project: str | None = "acme", settings=None, exclude_ids=(), exclude_sessions=(),
         exclude_raw=()):
-    return recall(mem.index, stats_of(mem), [Cue("user", text)], project, set(exclude_ids), list(exclude_sessions),
+    return recall(mem.index, stats_of(mem), [Cue("user", text, typed=True)], project, set(exclude_ids), list(exclude_sessions),
                   set(exclude_raw), settings or Config(owner="tester").recall)
 
 
@@ -243,6 +243,29 @@ def test_raw_excerpt_from_another_session_passes(mem):
     out = run(mem, "what is the kafka consumer lag alarm threshold now?")
     assert [c.row["session"] for c in out.raw] == ["sess-old"]
     assert out.raw[0].score >= 0.25
+
+
+def test_raw_excerpts_only_for_turns_that_ask(mem):
+    """A statement, or a turn that only carries tool output, gets no excerpt; a question or a pointer to earlier
+    work does."""
+    mem.append_turns("sess-old", [("user", "the kafka consumer lag alarm was raised to 8000 messages", T0, None)])
+    told = run(mem, "bump the kafka consumer lag alarm in the helm chart")
+    assert told.raw == [] and not [c for c in told.rejected if c.row.get("session")]
+    tool = recall(mem.index, stats_of(mem), [Cue("user", "kafka consumer lag alarm: 9120 messages behind")], "acme",
+                  set(), [], set(), Config(owner="tester").recall)
+    assert tool.raw == []
+    assert [c.row["session"] for c in run(mem, "set the kafka consumer lag alarm like last time").raw] == ["sess-old"]
+
+
+def test_ask_pattern_is_linear():
+    import time
+
+    from bead.recall.gate import ASKS
+
+    text = "did " * 200_000 + "we"
+    t0 = time.perf_counter()
+    ASKS.search(text)
+    assert time.perf_counter() - t0 < 2.0
 
 
 def test_raw_excerpts_from_excluded_sessions_never_pass(mem):

@@ -23,6 +23,7 @@ WEIGHTS = {"user": 1.0, "assistant": 0.6, "tool_input": 0.6, "tool_output": 0.3}
 class Cue:
     source: str   # user | assistant | tool_input | tool_output
     text: str
+    typed: bool = False   # the person's own typed words (not pasted, not a tool's text beside its result)
 
     @property
     def weight(self) -> float:
@@ -51,7 +52,7 @@ def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
         # whoever wrote it (provenance decides what may become memory, not what
         # recall looks for): typed, pasted, or text sent beside a tool result.
         if p.kind == "text" and p.source in (Source.TYPED, Source.PASTED, Source.TOOL_OUTPUT) and p.text:
-            cues.append(Cue("user", p.text))
+            cues.append(Cue("user", p.text, typed=p.source is Source.TYPED))
         elif p.kind == "tool_result":
             text = p.text[:TOOL_RESULT_CHARS]
             if text:

@@ -35,6 +35,11 @@ version work write yes
 
 RAW_COVERAGE = 0.25
 CANDIDATES = 20
+# Raw excerpts only for a turn whose typed words ask about something: a question, or a pointer to earlier
+# work. A turn that only carries tool output (most of a coding session) gets none. Bounded: linear time.
+ASKS = re.compile(r"\?|\b(?:last time|earlier|before|previous(?:ly)?|yesterday|last (?:week|month|session|sprint)"
+                  r"|remember|recall|again|already|did (?:we|i|you)|have (?:we|i|you)|we (?:did|had|used|decided|tried"
+                  r"|agreed|said)|the other day|how did|what did|why did|when did)\b", re.I)
 
 
 @dataclass
@@ -138,6 +143,11 @@ def evidence(weights: dict[str, float], stats: FactStats, key: str, body: str) -
     return top + 0.25 * sum(w for w, _ in shared[1:]), [t for _, t in shared]
 
 
+def asks_about_past_work(cues: list[Cue]) -> bool:
+    """Whether the person's typed words of this turn ask something (raw excerpts answer only those)."""
+    return any(c.typed and ASKS.search(c.text[:20_000]) for c in cues)
+
+
 def coverage(cue_terms: set[str], text: str) -> float:
     if not cue_terms:
         return 0.0
@@ -179,7 +189,7 @@ def recall(index: Index, stats: FactStats, cues: list[Cue], project: str | None,
             out.facts.append(cand)
     out.facts.sort(key=lambda c: -c.score)
     strong = {t for t, w in weights.items() if w >= 0.6}
-    if strong:
+    if strong and asks_about_past_work(cues):
         seen = set(exclude_raw_texts)
         for hit in search_raw(index, " ".join(sorted(strong)), limit=10, exclude_sessions=exclude_sessions):
             cov = coverage(strong, hit.text)
