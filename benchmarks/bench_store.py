@@ -169,6 +169,13 @@ def main() -> None:
         mem = Memory(Home(root / "home").ensure(), Config(owner="bench"))
         if reuse:
             gen = stored["gen"]
+            # A fresh, empty index (an old one may be of another schema, which opening would rebuild
+            # untimed): only the timed rebuild below fills it.
+            for p in (root / "home").glob("index.db*"):
+                p.unlink()
+            from bead.index.db import Index
+
+            mem._index = Index(mem.home.index_db, mem.home.store)
             # The generator's draws, replayed, so the queries below are the same as in a fresh run.
             populate_draws(rng, vocab, weights, args.facts, args.turns)
         else:

@@ -181,3 +181,30 @@ def test_raw_doc_freq_matches_porter_stems(mem):
     mem.append_turns("s", [("user", "running migrations", T0, None), ("user", "the migration runs", T0, None),
                            ("user", "nothing here", T0, None)])
     assert mem.index.raw_doc_freq(["migrations", "running", "absent"]) == {"migrations": 2, "running": 2, "absent": 0}
+
+
+class TestRawAtScale:
+    """The raw index keeps no text (it is read back from the files) and caps what a search scores."""
+
+    def test_index_holds_no_raw_text(self, mem):
+        mem.append_turns("s1", [("user", "the zanzibarquokka migration ran at noon", None, None)])
+        mem.close()
+        assert b"zanzibarquokka migration ran" not in (mem.home.root / "index.db").read_bytes()
+
+    def test_capped_search_scores_the_newest_rows_and_rare_words_everywhere(self, mem, monkeypatch):
+        from datetime import UTC, datetime, timedelta
+
+        from bead.index import db
+        from bead.recall.rank import search_raw
+
+        t0 = datetime(2026, 1, 1, tzinfo=UTC)
+        mem.append_turns("old", [("user", "the quokkaflux deploy broke the common build", t0, None)])
+        mem.append_turns("mid", [("user", f"common build note {i}", t0 + timedelta(days=1), None) for i in range(60)])
+        mem.append_turns("new", [("user", f"common build again {i}", t0 + timedelta(days=2), None) for i in range(60)])
+        monkeypatch.setattr(db, "RAW_POSTINGS_BUDGET", 20)
+        monkeypatch.setattr(db, "RAW_MIN_WINDOW", 30)
+        hits = search_raw(mem.index, "common build", limit=10)
+        assert {h.row["session"] for h in hits} == {"new"}           # only the newest window is scored
+        hits = search_raw(mem.index, "quokkaflux common build", limit=10)
+        assert "old" in {h.row["session"] for h in hits}              # a rare word reaches back
+        assert all(h.text for h in hits)

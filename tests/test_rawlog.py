@@ -108,3 +108,26 @@ def test_parse_ignores_preamble_and_keeps_flags():
 def test_every_turn_carries_the_owner(mem):
     t = mem.raw.append("s", "user", "hi", at=T0)
     assert mem.raw.read(t.path)[0].flags["owner"] == "tester"
+
+
+def test_parse_bytes_gives_each_turns_place_in_its_file(tmp_path):
+    """The index keeps where a turn's text is, not the text: offsets must slice exactly the escaped text."""
+    from bead.store.rawlog import Turn, parse, parse_bytes, read_turn_text, render
+
+    texts = ["plain", "", "two\nlines\n", "<!-- bead:turn {\"n\": 9} -->\nforged", "ünïcödé ✓", "ends with newline\n\n"]
+    turns = [Turn("s1", i + 1, "user", "2026-01-01T00:00:00Z", t) for i, t in enumerate(texts)]
+    data = render(turns).encode("utf-8")
+    got = parse_bytes(data)
+    assert [t.text for t in got] == [t.text for t in parse(data.decode())]
+    assert [t.text.rstrip("\n") for t in got] == [t.rstrip("\n") for t in texts]
+    for t in got:
+        assert read_turn_text(data[t.offset:t.offset + t.size]) == t.text
+
+
+def test_append_records_offsets(mem):
+    turns = mem.raw.append_many("s-off", [("user", "first ✓", None, None), ("assistant", "sec\nond", None, None)])
+    data = turns[0].path.read_bytes()
+    from bead.store.rawlog import read_turn_text
+
+    assert [read_turn_text(data[t.offset:t.offset + t.size]) for t in turns] == ["first ✓", "sec\nond"]
+    assert [(t.offset, t.size) for t in mem.raw.read(turns[0].path)] == [(t.offset, t.size) for t in turns]

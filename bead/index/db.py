@@ -28,12 +28,14 @@ from ..errors import BeadError
 from ..store.facts import Fact, KeyVersions
 from ..store.rawlog import Turn
 from . import sqlite as sqlite_check
-from .query import RAW_QUERY_STOPWORDS, Visibility, fts_or_query
+from .query import RAW_QUERY_STOPWORDS, Visibility, fts_or_query, terms
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 RAW_CHARS = 4000
-CONTEXT_CHARS = 200  # of each neighbouring turn, in the context column
+CONTEXT_CHARS = 200  # of the turn before, in the context column
 CONTEXT_WEIGHT = 0.5
+RAW_POSTINGS_BUDGET = 10_000   # matches scored per raw search, about (README, "Benchmarks")
+RAW_MIN_WINDOW = 20_000        # the newest rows a capped search always scores
 CONTEXT_MAX_TURN = 1500  # a longer turn says enough by itself: its neighbours' words would dilute it (README, "Raw recall")
 FACT_WEIGHTS = (2.0, 1.0)  # key text, body
 # The frontmatter fields a fact row keeps (store.facts.FIELDS is the whole list).
@@ -103,6 +105,10 @@ def _file(record: Fact | Turn) -> Path:
     return record.path
 
 
+def _or(words: list[str]) -> str:
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:64])
+
+
 def _visible_clause(vis: Visibility, table: str) -> tuple[str, list[Any]]:
     """SQL that keeps the rows of ``table`` one team member may read: their own user facts, their projects'."""
     parts = [f"({table}.scope = 'user' AND {table}.owner = ? AND substr({table}.key, 1, ?) = ?)"]
@@ -116,9 +122,10 @@ def _visible_clause(vis: Visibility, table: str) -> tuple[str, list[Any]]:
 
 
 def _context(texts: dict[int, str], n: int) -> str:
+    """The context column of turn ``n``: the start of the turn before it, unless ``n`` is long."""
     if len(texts.get(n, "")) > CONTEXT_MAX_TURN:
         return ""
-    return "\n".join(texts[k][:CONTEXT_CHARS] for k in (n - 1, n + 1) if k in texts)
+    return texts[n - 1][:CONTEXT_CHARS] if n - 1 in texts else ""
 
 
 class Index:
@@ -144,6 +151,7 @@ class Index:
         self._conn.execute("PRAGMA secure_delete=ON")
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._raw_deleted = False
         self.fresh = self._ensure_schema()
 
     def close(self) -> None:
@@ -231,15 +239,18 @@ class Index:
         db.table("uses").create({"key": str, "kind": str, "at": str})
         db.table("uses").create_index(["at"])
         db.table("uses").create_index(["key"])
-        db.table("raw").create({
-            "id": str, "session": str, "n": int, "role": str, "at": str, "ref": str,
-            "path": str, "text": str, "context": str,
-        }, pk="id")
-        db.table("raw").create_index(["path"])
-        db.table("raw").create_index(["session", "n"])
-        # A turn is found by its own words and, at half weight, by its
-        # neighbours' (the answer to "when did X" is often the turn after X).
-        db.table("raw").enable_fts(["text", "context"], fts_version="FTS5", tokenize="porter", create_triggers=True)
+        # Raw turns: where each one's text is in its file, not the text (the files are the truth; the
+        # index stays smaller than them). Its words are in raw_fts, which stores no text (contentless) and
+        # deletes by tombstone (contentless_delete; checkpoint merges the words of deleted rows away).
+        self._conn.execute("CREATE TABLE raw_files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)")
+        self._conn.execute("CREATE TABLE raw (rowid INTEGER PRIMARY KEY, session TEXT NOT NULL, n INTEGER NOT NULL, "
+                           "role TEXT, at TEXT, ref TEXT, file INTEGER NOT NULL, off INTEGER, len INTEGER)")
+        self._conn.execute("CREATE UNIQUE INDEX raw_session_n ON raw(session, n)")
+        self._conn.execute("CREATE INDEX raw_file ON raw(file)")
+        # A turn is found by its own words and, at half weight, by the start of the turn before it (the
+        # answer to "when did X" is often the turn after X).
+        self._conn.execute("CREATE VIRTUAL TABLE raw_fts USING fts5(text, context, tokenize='porter', content='', "
+                           "contentless_delete=1)")
         self._conn.execute(f"INSERT INTO raw_fts(raw_fts, rank) VALUES('rank', 'bm25(1.0, {CONTEXT_WEIGHT})')")
         # Per-term document counts of raw turns, for the recall gate's IDF.
         self._conn.execute("CREATE VIRTUAL TABLE raw_vocab USING fts5vocab(raw_fts, col)")
@@ -345,7 +356,12 @@ class Index:
         return True
 
     def add_turns(self, turns: Iterable[Turn]) -> None:
-        """Index freshly appended turns and refresh their file's fingerprint."""
+        """Index freshly appended turns and refresh their file's fingerprint.
+
+        A turn's context is the start of the turn before it, so an append
+        never changes a row already indexed (the previous turn is read back
+        from its file when it came in an earlier append).
+        """
         turns = list(turns)
         if not turns:
             return
@@ -354,15 +370,12 @@ class Index:
             for t in turns:
                 by_session.setdefault(t.session, []).append(t)
             for session, ts in by_session.items():
-                first = ts[0].n
-                before = {n: text for n, text in self._conn.execute(
-                    "SELECT n, text FROM raw WHERE session = ? AND n IN (?, ?)", [session, first - 2, first - 1])}
-                texts = {**before, **{t.n: t.text for t in ts}}
-                if first - 1 in before:
-                    # The previous turn has a new neighbour now.
-                    self._conn.execute("UPDATE raw SET context = ? WHERE id = ?",
-                                      [_context(texts, first - 1), f"{session}#{first - 1}"])
-                self._insert("raw", (self._raw_row(t, _context(texts, t.n)) for t in ts))
+                texts = {t.n: t.text for t in ts}
+                prev = ts[0].n - 1
+                if prev not in texts:
+                    before = self._turn_texts(session, [prev])
+                    texts.update(before)
+                self._insert_turns(ts, texts)
             for path in {_file(t) for t in turns}:
                 # Hashing the whole file on every append would cost O(size);
                 # with no sha256, a later size or mtime change counts as modified.
@@ -370,25 +383,80 @@ class Index:
                 self._insert("files", [{"path": self.rel(path), "kind": "raw", "size": st.st_size,
                                         "mtime_ns": st.st_mtime_ns, "sha256": ""}])
 
-    def _raw_row(self, t: Turn, context: str) -> dict[str, Any]:
-        return {"id": f"{t.session}#{t.n}", "session": t.session, "n": t.n, "role": t.role, "at": t.at,
-                "ref": t.ref, "path": self.rel(_file(t)), "text": t.text[:RAW_CHARS], "context": context}
+    def _file_id(self, rel: str) -> int:
+        row = self._conn.execute("SELECT id FROM raw_files WHERE path = ?", [rel]).fetchone()
+        if row:
+            return int(row[0])
+        return int(self._conn.execute("INSERT INTO raw_files(path) VALUES (?)", [rel]).lastrowid)
+
+    def _insert_turns(self, turns: list[Turn], texts: dict[int, str]) -> None:
+        files: dict[Path, int] = {}
+        for t in turns:
+            path = _file(t)
+            if path not in files:
+                files[path] = self._file_id(self.rel(path))
+            if t.offset < 0:
+                raise ValueError(f"turn {t.session}#{t.n} has no offset in its file")
+            self._delete_raw_rows("session = ? AND n = ?", [t.session, t.n])
+            cur = self._conn.execute(
+                "INSERT INTO raw(session, n, role, at, ref, file, off, len) VALUES (?,?,?,?,?,?,?,?)",
+                [t.session, t.n, t.role, t.at, t.ref, files[path], t.offset, t.size])
+            rowid = cur.lastrowid
+            self._conn.execute("INSERT INTO raw_fts(rowid, text, context) VALUES (?, ?, ?)",
+                               [rowid, t.text[:RAW_CHARS], _context(texts, t.n)])
+
+    def _delete_raw_rows(self, where: str, params: list[Any]) -> None:
+        # raw_fts deletes by tombstone: the words stay in its segments until they merge (checkpoint does).
+        self._raw_deleted = True
+        self._conn.execute(f"DELETE FROM raw_fts WHERE rowid IN (SELECT rowid FROM raw WHERE {where})", params)
+        self._conn.execute(f"DELETE FROM raw WHERE {where}", params)
 
     def sync_raw_file(self, path: Path, turns: list[Turn]) -> None:
         rel = self.rel(path)
         texts = {t.n: t.text for t in turns}
         with self.write_tx():
-            self._conn.execute("DELETE FROM raw WHERE path = ?", [rel])
-            self._insert("raw", (self._raw_row(t, _context(texts, t.n)) for t in turns))
+            row = self._conn.execute("SELECT id FROM raw_files WHERE path = ?", [rel]).fetchone()
+            if row:
+                self._delete_raw_rows("file = ?", [row[0]])
+            if turns:
+                self._insert_turns(turns, texts)
             if path.exists():
                 self._remember_file(path, "raw")
             else:
+                self._conn.execute("DELETE FROM raw_files WHERE path = ?", [rel])
                 self._forget_file(rel)
 
     def drop_raw_file(self, rel: str) -> None:
         with self.write_tx():
-            self._conn.execute("DELETE FROM raw WHERE path = ?", [rel])
+            row = self._conn.execute("SELECT id FROM raw_files WHERE path = ?", [rel]).fetchone()
+            if row:
+                self._delete_raw_rows("file = ?", [row[0]])
+                self._conn.execute("DELETE FROM raw_files WHERE id = ?", [row[0]])
             self._forget_file(rel)
+
+    # ----- raw text, read back from the files ---------------------------------
+    def _read_span(self, rel: str, off: int, size: int) -> str:
+        """A turn's text (its first RAW_CHARS characters) from its file; "" when the file is gone or changed."""
+        from ..store import files as safe
+        from ..store.rawlog import read_turn_text
+
+        want = min(size, RAW_CHARS * 4)
+        try:
+            fd = safe.open_file(self.store_root / rel, os.O_RDONLY, root=self.store_root)
+        except (OSError, BeadError):
+            return ""
+        try:
+            data = os.pread(fd, want, off)
+        finally:
+            os.close(fd)
+        return read_turn_text(data)[:RAW_CHARS]
+
+    def _turn_texts(self, session: str, numbers: list[int]) -> dict[int, str]:
+        marks = ",".join("?" * len(numbers))
+        rows = self._conn.execute(
+            f"SELECT r.n, f.path, r.off, r.len FROM raw r JOIN raw_files f ON f.id = r.file "
+            f"WHERE r.session = ? AND r.n IN ({marks})", [session, *numbers]).fetchall()
+        return {int(n): self._read_span(rel, off, size) for n, rel, off, size in rows}
 
     def record_uses(self, keys: Iterable[str], kind: str, at: str) -> None:
         """One row per key: it was recalled by the agent, or reinforced, at ``at``."""
@@ -409,7 +477,12 @@ class Index:
             "SELECT key, count(*) FROM uses WHERE at >= ? GROUP BY key", [since])}
 
     def checkpoint(self) -> None:
-        """Empty the WAL so deleted text leaves the -wal file too."""
+        """Merge raw_fts after deletes (its segments keep a deleted row's words until merged; forget needs them
+        gone) and empty the WAL, so deleted text leaves the -wal file too."""
+        if self._raw_deleted:
+            with self.write_tx():
+                self._conn.execute("INSERT INTO raw_fts(raw_fts) VALUES('optimize')")
+            self._raw_deleted = False
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ----- reads ----------------------------------------------------------
@@ -490,27 +563,90 @@ class Index:
         return self._scored(sql, [*params, limit])
 
     def raw_candidates(self, query: str, limit: int, exclude_sessions: Iterable[str] = ()) -> list[dict[str, Any]]:
-        """Raw turn rows that match ``query``, best BM25 first, each with its ``bm25`` score."""
-        fts = fts_or_query(query, RAW_QUERY_STOPWORDS)
+        """Raw turn rows that match ``query``, best BM25 first, each with its ``bm25`` score and its ``text``
+        (read back from its file).
+
+        FTS5 scores every row that holds a query word before it can take the
+        top k, so the work grows with the history. Scoring is capped at about
+        RAW_POSTINGS_BUDGET postings, newest first: when the query's words
+        (by their document counts) would match more rows than that, all of
+        them are scored only over the newest rows the budget covers, and the
+        query's rare words, whose matches are few, over the rest (their
+        rows' scores then miss the common words' part). Newer wins anyway;
+        a rare word still finds its turn however old.
+        """
+        words = terms(query, extra=RAW_QUERY_STOPWORDS) or terms(query) or terms(query, keep_stopwords=True)
+        # One token each ("key_text" is two), so that every quoted term is a single word.
+        words = list(dict.fromkeys(p for w in words for p in w.split("_") if p))
+        fts = _or(words)
         if not fts:
             return []
         exclude = set(exclude_sessions)
-        # Rank inside FTS5 first, then fetch only the top rows: joining before
-        # the LIMIT reads every matching row of `raw`. Excluded sessions are
-        # filtered from an over-fetch; only if that leaves too few rows does
-        # the exact (slower) join run.
-        fetch = limit + (limit + 20 if exclude else 0)
-        rows = self._scored(
-            "SELECT r.*, top.rank AS rank FROM (SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? "
-            "ORDER BY rank LIMIT ?) AS top JOIN raw r ON r.rowid = top.rowid ORDER BY top.rank", [fts, fetch])
-        kept = [r for r in rows if r["session"] not in exclude]
-        if exclude and len(kept) < limit and len(rows) == fetch:
+        # Excluded sessions are filtered from an over-fetch: rank inside FTS5 first, then fetch only the top
+        # rows (joining before the LIMIT reads every matching row of `raw`).
+        fetch = limit + (limit + 40 if exclude else 0)
+        n = self.raw_size()
+        df = self.raw_doc_freq(words) if n > RAW_POSTINGS_BUDGET else {}
+        total = sum(df.values())
+        lo = 0
+        if total <= RAW_POSTINGS_BUDGET:
+            scored = self._raw_top(fts, fetch, 0)
+        else:
+            lo = max(n - max(int(RAW_POSTINGS_BUDGET * n / total), RAW_MIN_WINDOW), 0)
+            scored = self._raw_top(fts, fetch, lo)
+            rare, spent = [], 0
+            for w in sorted(words, key=lambda w: df.get(w, 0)):
+                if df.get(w, 0) == 0 or spent + df[w] > RAW_POSTINGS_BUDGET // 2:
+                    continue
+                rare.append(w)
+                spent += df[w]
+            if rare and lo > 0:
+                scored += self._raw_top(_or(rare), fetch, 0, lo)
+                scored.sort(key=lambda r: r[1])
+        if exclude and len(scored) >= fetch:
+            # The excluded sessions may fill the over-fetch (a long current session): ask again without them.
             marks = ",".join("?" * len(exclude))
-            kept = self._scored(
-                "SELECT r.*, bm25(raw_fts, 1.0, ?) AS rank FROM raw_fts JOIN raw r ON r.rowid = raw_fts.rowid "
-                f"WHERE raw_fts MATCH ? AND r.session NOT IN ({marks}) ORDER BY rank LIMIT ?",
-                [CONTEXT_WEIGHT, fts, *exclude, limit])
-        return kept[:limit]
+            kept = [(int(rid), float(k)) for rid, k in self._conn.execute(
+                "SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? AND rowid > ? AND rowid NOT IN "
+                f"(SELECT rowid FROM raw WHERE session IN ({marks})) ORDER BY rank LIMIT ?",
+                [fts, lo, *exclude, fetch])]
+            scored = sorted(dict(scored + kept).items(), key=lambda r: r[1])
+        rows = self._raw_rows([rid for rid, _ in scored])
+        out = []
+        for rid, rank in scored:
+            row = rows.get(rid)
+            if row is None or row["session"] in exclude:
+                continue
+            row["bm25"] = -rank
+            out.append(row)
+            if len(out) >= limit:
+                break
+        return out
+
+    def _raw_top(self, fts: str, fetch: int, lo: int, hi: int | None = None) -> list[tuple[int, float]]:
+        """(rowid, rank) of the best ``fetch`` matches with ``lo < rowid <= hi``."""
+        if hi is None:
+            sql, params = "rowid > ?", [lo]
+        else:
+            sql, params = "rowid > ? AND rowid <= ?", [lo, hi]
+        return [(int(r), float(k)) for r, k in self._conn.execute(
+            f"SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? AND {sql} ORDER BY rank LIMIT ?",
+            [fts, *params, fetch])]
+
+    def _raw_rows(self, rowids: list[int]) -> dict[int, dict[str, Any]]:
+        """Raw rows by rowid, each with its ``id`` and ``text`` (from its file) and ``path``."""
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        rows = self._rows(
+            "SELECT r.rowid AS rowid, r.session || '#' || r.n AS id, r.session, r.n, r.role, r.at, r.ref, "
+            f"f.path AS path, r.off, r.len FROM raw r JOIN raw_files f ON f.id = r.file WHERE r.rowid IN ({marks})",
+            rowids)
+        out = {}
+        for r in rows:
+            r["text"] = self._read_span(r["path"], r.pop("off"), r.pop("len"))
+            out[int(r.pop("rowid"))] = r
+        return out
 
     def pinned_candidates(self, project: str | None, limit: int = 400,
                           visible: Visibility | None = None) -> list[dict[str, Any]]:

@@ -48,6 +48,8 @@ class Turn:
     ref: str | None = None
     path: Path | None = None
     flags: dict[str, Any] = field(default_factory=dict)
+    offset: int = -1     # where the text starts in its file (bytes; -1: not known)
+    size: int = 0        # its length on disk (bytes, escaped as written)
 
     @property
     def anchor(self) -> str:
@@ -104,6 +106,57 @@ def parse(text: str, path: Path | None = None) -> list[Turn]:
             lines.append(line)
     close()
     return turns
+
+
+def parse_bytes(data: bytes, path: Path | None = None) -> list[Turn]:
+    """``parse`` over a file's bytes, with each turn's ``offset`` and ``size`` in the file.
+
+    The index keeps those instead of the text, and reads a turn's text back
+    from its file (``read_turn_text``): the files are the source of truth.
+    """
+    turns: list[Turn] = []
+    prefix = MARKER_PREFIX.encode()
+    pos = 0
+    start = -1
+
+    def close(end: int, last: bool = False) -> None:
+        if turns and start >= 0:
+            size = max(end - start, 0)
+            # The newline that ends the text before the next marker, then one more (as ``parse`` reads it;
+            # at the end of the file, only the last newline).
+            for _ in range(1 if last else 2):
+                if size and data[start + size - 1:start + size] == b"\n":
+                    size -= 1
+            turns[-1].offset, turns[-1].size = start, size
+            turns[-1].text = unescape(data[start:start + size].decode("utf-8", "replace"))
+
+    n = len(data)
+    while pos < n:
+        nl = data.find(b"\n", pos)
+        end = n if nl == -1 else nl
+        if data.startswith(prefix, pos):
+            m = _MARKER.match(data[pos:end].decode("utf-8", "replace"))
+            meta = None
+            if m:
+                try:
+                    meta = json.loads(m.group(1))
+                    num = int(meta.pop("n"))
+                except (ValueError, KeyError, TypeError):
+                    meta = None
+            if meta is not None:
+                close(pos)
+                turns.append(Turn(session=str(meta.pop("session", "")), n=num, role=str(meta.pop("role", "")),
+                                  at=str(meta.pop("at", "")), text="", ref=meta.pop("ref", None), path=path,
+                                  flags=meta))
+                start = min(end + 1, n)
+        pos = end + 1
+    close(n, last=True)
+    return turns
+
+
+def read_turn_text(data: bytes) -> str:
+    """A turn's text from its bytes as they are on disk."""
+    return unescape(data.decode("utf-8", "replace"))
 
 
 def check_session(session: str) -> str:
@@ -175,17 +228,24 @@ class RawLog:
             fd = safe.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, root=self.home.root)
             try:
                 n = _last_turn_number(fd)
-                turns = []
+                pos = os.fstat(fd).st_size
+                turns, chunks = [], []
                 for role, clean, at_text, ref, flags in scanned:
                     n += 1
-                    turns.append(Turn(session, n, role, at_text, clean, ref, path, flags))
-                os.write(fd, render(turns).encode("utf-8"))
+                    t = Turn(session, n, role, at_text, clean, ref, path, flags)
+                    head = (t.marker() + "\n").encode("utf-8")
+                    body = escape(clean).encode("utf-8")
+                    t.offset, t.size = pos + len(head), len(body)
+                    pos += len(head) + len(body) + 1
+                    chunks += [head, body, b"\n"]
+                    turns.append(t)
+                os.write(fd, b"".join(chunks))
             finally:
                 os.close(fd)
         return turns
 
     def read(self, path: Path) -> list[Turn]:
-        return parse(safe.read_text(path, root=self.home.root, errors="replace"), path)
+        return parse_bytes(safe.read_bytes(path, root=self.home.root), path)
 
     def files(self) -> Iterator[Path]:
         for folder, _dirs, names in safe.walk(self.root, root=self.home.root):
