@@ -20,6 +20,7 @@ Figures:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -55,8 +56,16 @@ def vocabulary(rng: random.Random, n: int = 6000) -> list[str]:
     return sorted(words)
 
 
+_CUM: dict[tuple[int, float, float], list[float]] = {}
+
+
 def sentence(rng: random.Random, vocab: list[str], weights: list[float], k: int) -> str:
-    return " ".join(rng.choices(vocab, weights=weights, k=k))
+    # The same draws as choices(weights=...), without summing the weights again on every call.
+    key = (len(weights), weights[0], weights[-1])
+    cum = _CUM.get(key)
+    if cum is None:
+        cum = _CUM[key] = list(itertools.accumulate(weights))
+    return " ".join(rng.choices(vocab, cum_weights=cum, k=k))
 
 
 def pct(values: list[float], q: int) -> float:

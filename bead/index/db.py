@@ -34,7 +34,7 @@ SCHEMA_VERSION = 7
 RAW_CHARS = 4000
 CONTEXT_CHARS = 200  # of the turn before, in the context column
 CONTEXT_WEIGHT = 0.5
-RAW_POSTINGS_BUDGET = 10_000   # matches scored per raw search, about (README, "Benchmarks")
+RAW_POSTINGS_BUDGET = 5_000    # matches scored per raw search, about (README, "Benchmarks")
 RAW_MIN_WINDOW = 20_000        # the newest rows a capped search always scores
 CONTEXT_MAX_TURN = 1500  # a longer turn says enough by itself: its neighbours' words would dilute it (README, "Raw recall")
 FACT_WEIGHTS = (2.0, 1.0)  # key text, body
@@ -135,6 +135,7 @@ class Index:
         self.store_root = store_root
         sqlite3 = sqlite_check.module()
         self._errors = sqlite3.OperationalError
+        self._integrity = sqlite3.IntegrityError
         # SQLite creates files with the umask's mode; the index holds memory text.
         # It follows links, so none of its files may be one.
         for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
@@ -389,21 +390,32 @@ class Index:
             return int(row[0])
         return int(self._conn.execute("INSERT INTO raw_files(path) VALUES (?)", [rel]).lastrowid)
 
-    def _insert_turns(self, turns: list[Turn], texts: dict[int, str]) -> None:
+    def _insert_turns(self, turns: list[Turn], texts: dict[int, str], replace: bool = True) -> None:
+        """Rows for ``turns`` (their texts by number in ``texts``, for the context column). ``replace``
+        first drops rows a turn's (session, n) already has; a file's rows that were just deleted need not."""
         files: dict[Path, int] = {}
+        rows, fts = [], []
+        rowid = int(self._conn.execute("SELECT coalesce(max(rowid), 0) FROM raw").fetchone()[0])
         for t in turns:
             path = _file(t)
             if path not in files:
                 files[path] = self._file_id(self.rel(path))
             if t.offset < 0:
                 raise ValueError(f"turn {t.session}#{t.n} has no offset in its file")
-            self._delete_raw_rows("session = ? AND n = ?", [t.session, t.n])
-            cur = self._conn.execute(
-                "INSERT INTO raw(session, n, role, at, ref, file, off, len) VALUES (?,?,?,?,?,?,?,?)",
-                [t.session, t.n, t.role, t.at, t.ref, files[path], t.offset, t.size])
-            rowid = cur.lastrowid
-            self._conn.execute("INSERT INTO raw_fts(rowid, text, context) VALUES (?, ?, ?)",
-                               [rowid, t.text[:RAW_CHARS], _context(texts, t.n)])
+            if replace:
+                self._delete_raw_rows("session = ? AND n = ?", [t.session, t.n])
+            rowid += 1
+            rows.append((rowid, t.session, t.n, t.role, t.at, t.ref, files[path], t.offset, t.size))
+            fts.append((rowid, t.text[:RAW_CHARS], _context(texts, t.n)))
+        try:
+            self._conn.executemany("INSERT INTO raw(rowid, session, n, role, at, ref, file, off, len) "
+                                   "VALUES (?,?,?,?,?,?,?,?,?)", rows)
+        except self._integrity:
+            if replace:
+                raise
+            # A (session, n) another file holds too (a copied file): one at a time, the later one wins.
+            return self._insert_turns(turns, texts, replace=True)
+        self._conn.executemany("INSERT INTO raw_fts(rowid, text, context) VALUES (?, ?, ?)", fts)
 
     def _delete_raw_rows(self, where: str, params: list[Any]) -> None:
         # raw_fts deletes by tombstone: the words stay in its segments until they merge (checkpoint does).
@@ -419,7 +431,7 @@ class Index:
             if row:
                 self._delete_raw_rows("file = ?", [row[0]])
             if turns:
-                self._insert_turns(turns, texts)
+                self._insert_turns(turns, texts, replace=False)
             if path.exists():
                 self._remember_file(path, "raw")
             else:
@@ -562,9 +574,10 @@ class Index:
         )
         return self._scored(sql, [*params, limit])
 
-    def raw_candidates(self, query: str, limit: int, exclude_sessions: Iterable[str] = ()) -> list[dict[str, Any]]:
+    def raw_candidates(self, query: str, limit: int, exclude_sessions: Iterable[str] = (),
+                       with_text: bool = True) -> list[dict[str, Any]]:
         """Raw turn rows that match ``query``, best BM25 first, each with its ``bm25`` score and its ``text``
-        (read back from its file).
+        (read back from its file; ``with_text=False`` leaves that to ``fill_raw_text``, for the rows kept).
 
         FTS5 scores every row that holds a query word before it can take the
         top k, so the work grows with the history. Scoring is capped at about
@@ -621,7 +634,14 @@ class Index:
             out.append(row)
             if len(out) >= limit:
                 break
-        return out
+        return self.fill_raw_text(out) if with_text else out
+
+    def fill_raw_text(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each raw row's ``text``, read back from its file (its first RAW_CHARS characters)."""
+        for r in rows:
+            if "text" not in r:
+                r["text"] = self._read_span(r["path"], r["off"], r["len"])
+        return rows
 
     def _raw_top(self, fts: str, fetch: int, lo: int, hi: int | None = None) -> list[tuple[int, float]]:
         """(rowid, rank) of the best ``fetch`` matches with ``lo < rowid <= hi``."""
@@ -634,7 +654,7 @@ class Index:
             [fts, *params, fetch])]
 
     def _raw_rows(self, rowids: list[int]) -> dict[int, dict[str, Any]]:
-        """Raw rows by rowid, each with its ``id`` and ``text`` (from its file) and ``path``."""
+        """Raw rows by rowid, each with its ``id``, ``path`` and place in the file (``off``, ``len``)."""
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
@@ -642,11 +662,7 @@ class Index:
             "SELECT r.rowid AS rowid, r.session || '#' || r.n AS id, r.session, r.n, r.role, r.at, r.ref, "
             f"f.path AS path, r.off, r.len FROM raw r JOIN raw_files f ON f.id = r.file WHERE r.rowid IN ({marks})",
             rowids)
-        out = {}
-        for r in rows:
-            r["text"] = self._read_span(r["path"], r.pop("off"), r.pop("len"))
-            out[int(r.pop("rowid"))] = r
-        return out
+        return {int(r.pop("rowid")): r for r in rows}
 
     def pinned_candidates(self, project: str | None, limit: int = 400,
                           visible: Visibility | None = None) -> list[dict[str, Any]]:

@@ -64,14 +64,14 @@ def search_raw(index: Index, query: str, limit: int = 10, exclude_sessions: Iter
     from 0 (oldest candidate) to 1 (newest).
     """
     recency = RECENCY if recency is None else recency
-    kept = index.raw_candidates(query, max(limit * RECENCY_POOL, limit), exclude_sessions)
+    kept = index.raw_candidates(query, max(limit * RECENCY_POOL, limit), exclude_sessions, with_text=False)
     if recency and len(kept) > 1:
         # Rank of (time, turn number) among the candidates: 0 oldest, 1 newest.
         order = sorted(range(len(kept)), key=lambda i: (kept[i]["at"], kept[i]["session"], kept[i]["n"]))
         r = {i: pos / (len(kept) - 1) for pos, i in enumerate(order)}
         scored = sorted((row["bm25"] * (1 + recency * r[i]), -i) for i, row in enumerate(kept))
         kept = [kept[-i] for _, i in reversed(scored)]
-    hits = [Hit("raw", r["id"], r["bm25"], r["text"], r) for r in kept[:limit]]
+    hits = [Hit("raw", r["id"], r["bm25"], r["text"], r) for r in index.fill_raw_text(kept[:limit])]
     return newer_first(hits, query)
 
 
