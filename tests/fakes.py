@@ -374,7 +374,7 @@ class FakeOpenAI(FakeAnthropic):
         try:
             request = json.loads(body) if body else {}
             request = request if isinstance(request, dict) else {}
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             request = {}
         if self.answer is not None and path.endswith(("/chat/completions", "/responses")):
             reply = self.answer(request, reply)

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
-from quart import Quart, Response, request
+from quart import Quart, Response, request, websocket
 from werkzeug.datastructures import Headers
 
 from .. import __version__
@@ -173,6 +173,15 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         if not sys.platform.startswith("linux") or client is None or server is None:
             return False
         return access.peer_uid(client, server) == owner_uid
+
+    @app.websocket("/", defaults={"path": ""})
+    @app.websocket("/<path:path>")
+    async def no_websocket(path: str) -> Response:
+        """bead relays HTTP only. Codex CLI's built-in OpenAI provider tries a WebSocket first: a 426 makes
+        it fall back to HTTP at once (a 400 stops it, a 404 costs it seconds of retries)."""
+        _, raw_path = access.split_token(websocket.scope["raw_path"].decode("latin-1"), token)
+        return _api_error(426, "bead proxy relays HTTP only: send this request over HTTP", "invalid_request_error",
+                          api=route("GET", raw_path)[0])
 
     @app.route("/", defaults={"path": ""}, methods=METHODS)
     @app.route("/<path:path>", methods=METHODS)
