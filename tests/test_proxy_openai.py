@@ -390,6 +390,16 @@ class TestAdversary:
         assert status == 200 and len(got) == 1 and "bead-memory" in got[0]["content"]
         assert app.health()["errors"] == 0
 
+    @pytest.mark.parametrize("body", [b'{"model":"gpt-test","messages":[]}', b'{"model":"gpt-test","input":[]}',
+                                      b'{"model":"gpt-test","input":""}'])
+    def test_an_empty_conversation_gets_no_block(self, app, openai_upstream, body):
+        """A request with nothing to answer stays so: a pinned block would turn it into a conversation."""
+        path = PATHS[0] if b"messages" in body else PATHS[1]
+        openai_upstream.replies.append(Reply(kind="raw", status=400, body=b'{"error":{"message":"empty"}}'))
+        status, _, _ = app.post(body, {"content-type": "application/json"}, path)
+        app.settle()
+        assert status == 400 and openai_upstream.requests[-1].body == body and app.health()["errors"] == 0
+
     def test_a_huge_tool_output(self, app, openai_upstream, bead_home):
         """A 1 MB tool output of "password " goes through and is captured (scanned) without holding others up."""
         items = [{"role": "user", "content": "read the log"},

@@ -357,3 +357,20 @@ class TestLinearTime:
             t0 = time.perf_counter()
             feed(c, data + b"\n\n", 1024)
             assert time.perf_counter() - t0 < 1.0 and c.skipped_events == 1, api
+
+
+def test_injection_suite_gives_the_same_recall_through_every_wire():
+    """`bead eval --wire chat|responses`: each turn converted to that API's request and parsed by its wire
+    injects the same facts and rejects the same candidates with the same scores as the Anthropic wire."""
+    from conftest import REPO
+
+    from bead.evals import injection, suite
+
+    s = suite.load(REPO / "evals" / "injection.yaml")
+    runs = {w: injection.run(s, wire=w)["details"] for w in injection.WIRES}
+
+    def decisions(details):
+        return [(d["id"], d["injected"], [(r["id"], r["score"], r["reason"]) for r in d["rejected"]]) for d in details]
+
+    assert decisions(runs["chat"]) == decisions(runs["anthropic"]) == decisions(runs["responses"])
+    assert sum(len(d["injected"]) for d in runs["anthropic"]) > 0

@@ -177,8 +177,9 @@ class Engine:
             st = self.conversations.load(ident.id)
             # A request that continues server-held state (a Responses API
             # previous_response_id) carries only its new turns: the pinned block
-            # went with the conversation's first request.
-            if not st.has_pinned and not conv.continues:
+            # went with the conversation's first request. A request with no
+            # messages at all is no conversation: a block would make it one.
+            if not st.has_pinned and not conv.continues and conv.messages:
                 text, ids = pinned_block(mem, ident.project, self.config.proxy.pinned_budget_tokens)
                 self._left(deadline, "pinned block")
                 st.set_pinned(text, ids)

@@ -262,7 +262,7 @@ class Chat:
 
     def splice(self, req: Request, pinned: str | None, blocks: dict[int, list[str]]) -> bytes:
         edits: list[Edit] = []
-        if pinned:
+        if pinned and req.items:
             edits.append(_pinned_edit(req, pinned, ("system", "developer"), _chat_message("system", pinned)))
         for i, texts in blocks.items():
             edits.append(_cue_edit(req, i, texts))
@@ -303,7 +303,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
         system.append(data["instructions"])
     first_user: str | None = None
     raw = data.get("input")
-    if isinstance(raw, str):
+    if isinstance(raw, str) and raw:
         parts, texts = _content_parts(raw, Source.TYPED)
         b.add("user", 0, parts, texts, kind="string")
         first_user = raw
@@ -369,7 +369,7 @@ class Responses:
         # A request that continues server-held state never gets the pinned block: the
         # server holds the conversation's first request, pinned block included.
         if pinned and not _continues(req.data):
-            if isinstance(req.data.get("input"), str):
+            if isinstance(req.data.get("input"), str) and req.data["input"]:
                 # One string of input becomes a developer message and the user's message
                 # (its string kept byte for byte, with its cue block appended).
                 span = req.top["input"]
@@ -379,7 +379,7 @@ class Responses:
                 blocks = {}
                 edits.append(Edit(span.start, span.end,
                                   "[" + _developer(pinned) + ',{"role":"user","content":' + user + "}]"))
-            elif req.items is not None:
+            elif req.items:
                 edits.append(_pinned_edit(req, pinned, ("developer", "system"), _developer(pinned)))
         for i, texts in blocks.items():
             edits.append(_cue_edit(req, i, texts))
