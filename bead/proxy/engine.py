@@ -2,9 +2,10 @@
 
 Before forwarding, only what changes the forwarded bytes, all under one
 deadline (``proxy.recall_deadline_ms``): parse the body once (the wire
-format's job: ``bead.wire.Wire``, which the route passes in), name the conversation, build (once) the pinned block, run
-recall for the newest user message (once), and splice the blocks into the
-raw body. Past the deadline, or on any failure, the original bytes go out.
+format's job: a ``bead.wire.Wire``, which the route passes in), name the
+conversation, build (once) the pinned block, run recall for the newest user
+message (once), and splice the blocks into the raw body. Past the deadline,
+or on any failure, the original bytes go out.
 
 Everything else runs after forwarding, off the event loop, one job at a time
 per conversation and in order: capture the new turns (secret scan, raw
