@@ -51,6 +51,8 @@ PROVIDERS = ("ollama", "anthropic", "openai")
 class ProxySettings:
     listen: str = setting("127.0.0.1:7077", "loopback address of the proxy")
     upstream: str = setting("https://api.anthropic.com", "the real API")
+    openai_upstream: str = setting("https://api.openai.com", "where requests under /openai go (any OpenAI-compatible "
+                                                             "server: the part of its base URL before /v1)")
     project: str | None = setting(None, "project when the harness reports none")
     trace: str | None = setting(None, "append one JSON line per request to this file")
     recall_deadline_ms: int = setting(500, "past it, the request goes out without new memory", check=_positive)
@@ -154,6 +156,7 @@ DEFAULT_TEXT = """\
 proxy:
   listen: 127.0.0.1:7077    # loopback only
   upstream: https://api.anthropic.com
+  openai_upstream: https://api.openai.com   # for harnesses with the base URL .../openai/v1
 
 dream:
   provider: ollama          # ollama | anthropic | openai

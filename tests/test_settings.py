@@ -15,6 +15,7 @@ from bead.errors import BeadError
 DOCUMENTED = {
     "proxy.listen": "127.0.0.1:7077",
     "proxy.upstream": "https://api.anthropic.com",
+    "proxy.openai_upstream": "https://api.openai.com",
     "proxy.project": None,
     "proxy.trace": None,
     "proxy.recall_deadline_ms": 500,

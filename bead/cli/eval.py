@@ -12,13 +12,15 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per suite (and one for the pooled total).")
 @click.option("--details", is_flag=True, help="With --json: include per-query details.")
 @click.option("--split", type=click.Choice(["dev", "test"]), help="Injection and poisoning suites: run one split only.")
+@click.option("--wire", type=click.Choice(["anthropic", "chat", "responses"]), default="anthropic", show_default=True,
+              help="Injection suites: parse each turn as this API's request (the OpenAI routes: chat, responses).")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="Injection suites: a config.yaml for the recall step (e.g. another gate), instead of the defaults. "
                    "Poisoning suites: a config.yaml whose dream model gives the second opinion.")
 @click.option("--path", "path", type=click.Choice(["proxy", "mcp"]), default="proxy", show_default=True,
               help="mcp: run raw-recall and injection suites through the recall tool as an agent calls it "
                    "(the question, or the turn's newest user text, as the query), next to the proxy path's figures.")
-def eval_(files, as_json, details, split, config_file, path):
+def eval_(files, as_json, details, split, wire, config_file, path):
     """Run eval suites (kind: supersession, raw-recall, injection, poisoning) in temporary homes.
 
     A suite never touches your store. With several raw-recall files, a pooled
@@ -37,7 +39,8 @@ def eval_(files, as_json, details, split, config_file, path):
             from pathlib import Path
 
             text = Path(config_file).read_text(encoding="utf-8") if config_file else ""
-            results.append((runner, runner.run(s, split=split, config_text=text)))
+            extra = {"wire": wire} if runner is injection else {}
+            results.append((runner, runner.run(s, split=split, config_text=text, **extra)))
         else:
             results.append((runner, runner.run(s)))
     raw = [r for m, r in results if m is rawrecall]
