@@ -268,7 +268,10 @@ def _accepted(r: dict[str, Any]) -> str:
 
 
 def _edit(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:
-    value = io.ask("new value:", default=e.proposed or "")
+    # The edit starts from the proposal as the card shows it: a control or invisible character in it is
+    # there as its visible escape, never as itself (the line editor would send some of them to the terminal),
+    # so what the person sees is what is written.
+    value = io.ask("new value:", default=safe(e.proposed or "", multiline=True))
     if value is None or not value.strip():
         return None
     return _accepted(review.accept(mem, e.id, value))
