@@ -62,4 +62,58 @@ def candidate_add(session, kind, title, body_file, project, as_json):
                               "decide with `bead review`"))
 
 
-COMMANDS = [review, candidate]
+@click.command()
+@click.option("--print-config", is_flag=True, help="Print the MCP configuration of the curator's server (for another "
+                                                   "harness) and start nothing.")
+@click.option("--claude", "claude_exe", default="claude", show_default=True, envvar="BEAD_CLAUDE",
+              help="The Claude Code command to run.")
+def curate(print_config, claude_exe):
+    """Start a Claude Code session with the curator's MCP server, opening on the latest dream report and the queue.
+
+    Writes curate-mcp.json (0600) in the home and runs `claude --mcp-config
+    FILE --strict-mcp-config --append-system-prompt PROMPT`. When
+    ANTHROPIC_BASE_URL points at bead's proxy it is left out of the session's
+    environment, so the session captures nothing (a capture would bring back
+    what you forget in it).
+    """
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    from ..config import load
+    from ..core.curate import summary
+    from ..core.memory import Memory
+    from ..errors import BeadError
+    from ..paths import resolve_home
+    from ..setup import curate as launch
+    from ..setup.install import which_bead
+    from ..store import files as safe
+
+    home = resolve_home().ensure()
+    config = load(home)
+    bead_exe = which_bead()
+    if print_config:
+        click.echo(json.dumps(launch.mcp_config(home, bead_exe), indent=2))
+        return
+    exe = shutil.which(claude_exe)
+    if exe is None:
+        raise BeadError(f"`{claude_exe}` is not on PATH",
+                        "install Claude Code, or give another harness the server: `bead curate --print-config`")
+    path = launch.write_config(home, bead_exe)
+    with Memory(home, config) as mem:
+        prompt = launch.system_prompt(summary(mem))
+    try:
+        token: str | None = safe.read_text(home.proxy_token, root=home.root).strip()
+    except (OSError, safe.UnsafePath):
+        token = None
+    env, removed = launch.child_env(dict(os.environ), config, token)
+    if removed:
+        click.echo("note: ANTHROPIC_BASE_URL points at bead's proxy; this session goes to the API directly, so "
+                   "that nothing it shows is captured back into memory", err=True)
+    click.echo(f"bead curate: {exe} with the curator's server ({path})", err=True)
+    code = subprocess.call(launch.command(exe, path, prompt), env=env)
+    click.get_current_context().exit(code)
+
+
+COMMANDS = [review, candidate, curate]

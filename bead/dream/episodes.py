@@ -78,7 +78,8 @@ class Episodes:
         """An episode file: the newest text of each section (a later run adds its own), its evaluations."""
         meta, body = _split(safe.read_text(path, root=self.home.root, errors="replace"))
         sections: dict[str, str] = {}
-        name, lines = "", []
+        name = ""
+        lines: list[str] = []
         for line in (body + "\n## End").splitlines():
             head = line[3:].strip().lower() if line.startswith("## ") else None
             if head is not None and (head in SECTIONS or head == "end"):

@@ -72,7 +72,7 @@ class LineIO:
 
     def confirm(self, question: str) -> bool:
         got = self._line(f"{question} [y/N] ")
-        return bool(got) and got.strip().lower() in ("y", "yes")
+        return got is not None and got.strip().lower() in ("y", "yes")
 
 
 class TermIO:
