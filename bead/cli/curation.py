@@ -116,4 +116,83 @@ def curate(print_config, claude_exe):
     click.get_current_context().exit(code)
 
 
-COMMANDS = [review, candidate, curate]
+def _project_dir(path: str | None):
+    from pathlib import Path
+
+    from ..paths import enclosing_git
+
+    here = Path(path or ".").resolve()
+    return here if path else (enclosing_git(here) or here)
+
+
+@click.group()
+def skills():
+    """Agent Skills files (.claude/skills/<name>/SKILL.md) from what the person stated or approved.
+
+    Only pinned feedback and project facts the person stated or accepted, and
+    lessons approved from the review queue, become skills: never a fact an
+    agent observed or the dream inferred (its text may come from a tool's
+    output). Installing is this explicit command only.
+    """
+
+
+_dir_option = click.option("--dir", "project_dir", type=click.Path(file_okay=False),
+                           help="The project folder (default: the git checkout around the working directory).")
+_project_option = click.option("--project", help="The project whose facts become skills (default: the folder's).")
+
+
+def _skills_args(project_dir, project):
+    from ..core.conversation import project_from_cwd, project_slug
+
+    folder = _project_dir(project_dir)
+    name = project_slug(project) if project else project_from_cwd(str(folder))
+    return folder, name
+
+
+def _show_skills(rows, verb):
+    if not rows:
+        click.echo("no skills: pin a feedback or project fact you stated (`bead write KEY TEXT --type feedback --pin`) "
+                   "or accept a lesson in `bead review`")
+    for d in rows:
+        click.echo(f"{d['status']:<9} {d['path']}  ({d['metadata']['bead_version_id']})")
+    kept = [d for d in rows if d["status"] in ("differs", "kept")]
+    if kept:
+        click.echo(f"{len(kept)} file(s) differ from memory and were {verb}; `bead skills install --force` replaces them")
+
+
+@skills.command("preview")
+@_dir_option
+@_project_option
+@click.option("--show", is_flag=True, help="Print each file's content too.")
+@json_option
+def skills_preview(project_dir, project, show, as_json):
+    """Show the skills files install would write, and whether each exists already; writes nothing."""
+    from ..core import skills as sk
+
+    folder, name = _skills_args(project_dir, project)
+    rows = [s.as_dict() for s in sk.plan(open_memory(), folder, name)]
+
+    def human(rs):
+        _show_skills(rs, "not overwritten")
+        if show:
+            for d in rs:
+                click.echo(f"\n==> {d['path']}\n{d['content']}")
+
+    emit(rows, as_json, human)
+
+
+@skills.command("install")
+@_dir_option
+@_project_option
+@click.option("--force", is_flag=True, help="Overwrite a skill file whose content differs from memory.")
+@json_option
+def skills_install(project_dir, project, force, as_json):
+    """Write the skills files into the project (.claude/skills/<name>/SKILL.md)."""
+    from ..core import skills as sk
+
+    folder, name = _skills_args(project_dir, project)
+    rows = [s.as_dict() for s in sk.install(open_memory(), folder, name, force)]
+    emit(rows, as_json, lambda rs: _show_skills(rs, "kept"))
+
+
+COMMANDS = [review, candidate, curate, skills]
