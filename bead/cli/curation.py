@@ -195,4 +195,39 @@ def skills_install(project_dir, project, force, as_json):
     emit(rows, as_json, lambda rs: _show_skills(rs, "kept"))
 
 
-COMMANDS = [review, candidate, curate, skills]
+@click.command()
+@click.option("--listen", default="127.0.0.1:7079", show_default=True, help="Loopback host:port to serve on.")
+@click.option("--trace", "trace_file", envvar="BEAD_TRACE", type=click.Path(dir_okay=False),
+              help="The proxy's trace file for the injections (default: config proxy.trace, and every trace a proxy of "
+                   "this home was started with).")
+def dashboard(listen, trace_file):
+    """Serve a read-only page of memory at a glance on loopback (Ctrl-C stops it).
+
+    Counts, the latest dream report, recent injections and why, the review
+    queue, the last `bead eval` figures and a plot of memory growth. Only the
+    home's owner sees it: on Linux the kernel says who connects; elsewhere
+    open the address with the home's token that this prints.
+    """
+    from ..config import load
+    from ..dashboard.app import create_app, serve
+    from ..errors import BeadError
+    from ..log import setup_logging
+    from ..paths import resolve_home
+    from ..proxy.access import loopback_host
+
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not loopback_host(listen):
+        raise BeadError(f"--listen {listen} is not a loopback host:port",
+                        "the dashboard serves only on loopback, e.g. --listen 127.0.0.1:7079")
+    setup_logging("dashboard")
+    home = resolve_home().ensure()
+    app = create_app(home, load(home), trace_file)
+    token = app.extensions["bead.dashboard.token"]
+    where = f"http://{listen}"
+    click.echo(f"bead dashboard on {where}/ (yours: the kernel says who connects on Linux)", err=True)
+    click.echo(f"  from anywhere else, or another OS: {where}/{token}/ (the home's token: keep the address to yourself)",
+               err=True)
+    serve(app, host.strip("[]"), int(port))
+
+
+COMMANDS = [review, candidate, curate, skills, dashboard]
