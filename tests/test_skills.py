@@ -131,3 +131,21 @@ def test_a_linked_skills_folder_is_refused(bead, mem, seeded, project, tmp_path)
     r = bead("skills", "install", "--dir", str(project))
     assert r.code == 1 and "symbolic link" in r.err
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_sealed_fact_never_becomes_a_skill(bead, mem, project):
+    """A pinned feedback fact the person stated, then sealed: no plaintext, so no skill and no trace of its value."""
+    import age_scrypt
+
+    from bead.store import files as safe
+    from bead.vault import keys as vault_keys
+
+    ident = vault_keys.pyrage().x25519.Identity.generate()
+    safe.atomic_write(mem.home.vault / "identity.age", age_scrypt.encrypt(f"{ident}\n".encode(), "correct horse battery",
+                                                                          work_factor=10), root=mem.home.root)
+    safe.atomic_write(mem.home.vault / "recipient.txt", f"{ident.to_public()}\n".encode(), root=mem.home.root)
+    mem.write("user/deploy-pin", "Deploy PIN is 4711 zqxjvbnmkw.", "feedback", pinned=True)
+    assert bead("seal", "user/deploy-pin").code == 0
+    r = bead("skills", "install", "--dir", str(project))
+    assert r.code == 0 and "no skills" in r.out
+    assert not (project / ".claude").exists()

@@ -172,7 +172,7 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
             shown = "sealed in the vault (never shown here)"
         else:
             flags = ", pinned" if cur.pinned else ""
-            shown = f"{safe(cur.value, multiline=True)}\n({safe(cur.id)}, {cur.trust}, {cur.status}{flags})"
+            shown = f"{safe(cur.value, multiline=True)}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
         out += _field("current", shown)
     if e.evaluation:
         ev = e.evaluation
@@ -180,9 +180,10 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
                             if isinstance(ev.get(k), int | float))
         extra = f"; {one_line(str(ev.get('reason')), 200)}" if ev.get("reason") else ""
         out += _field("evaluated", f"{figures or one_line(str(ev.get('status', '')))}{extra} "
-                                   f"({ev.get('tokens_in', 0)} tokens in, {ev.get('tokens_out', 0)} out)")
+                                   f"({one_line(str(ev.get('tokens_in', 0)))} tokens in, "
+                                   f"{one_line(str(ev.get('tokens_out', 0)))} out)")
     if e.excerpts:
-        lines = [f"{x.at[:16].replace('T', ' ')}  {safe(x.session)}#{x.n} {x.who}: {one_line(x.text)}"
+        lines = [f"{safe(x.at[:16].replace('T', ' '))}  {safe(x.session)}#{x.n} {safe(x.who)}: {one_line(x.text)}"
                  for x in e.excerpts]
         if e.sources > len(e.excerpts):
             lines.append(f"... and {e.sources - len(e.excerpts)} more turn(s)")
