@@ -115,7 +115,8 @@ def test_a_declined_preview_changes_nothing_and_q_quits(bead_home, mem):
 def test_line_mode_when_stdout_is_not_a_terminal(bead_home, mem):
     """The real command with its stdout on a pipe: one answer per line on stdin, the same card and actions."""
     ids = seed(mem)
-    first = sorted(ids.values())[0]          # the queue lists its items in id order
+    q = Queue(mem)
+    first = min(ids.values(), key=lambda i: (q.get(i).history[0]["at"], i))   # oldest proposal first
     answers = ("e\npnpm only\nr\nan attack\n" if first == ids["edit"] else "r\nan attack\ne\npnpm only\n") + "f\ny\n"
     p = subprocess.run([sys.executable, "-m", "bead", "review"], input=answers, capture_output=True, text=True,
                        env={**os.environ, "BEAD_HOME": str(bead_home)}, timeout=120)

@@ -169,7 +169,7 @@ def entries(mem: Memory) -> list[Entry]:
     from ..dream.queue import Queue
 
     out: list[Entry] = []
-    for item in Queue(mem).items("open"):
+    for item in queue_order(Queue(mem).items("open")):
         cur = current(mem, item.key)
         what = f"lesson candidate: {item.title}" if item.kind == "lesson" and item.title else item.kind
         out.append(Entry("item", item.id, item.key, what, item.detail, item.value, cur,
@@ -211,6 +211,11 @@ def entries(mem: Memory) -> list[Entry]:
 
 
 # ----- decisions ------------------------------------------------------------------------------------------
+
+def queue_order(items: list[Any]) -> list[Any]:
+    """Oldest proposal first (the time it was queued), then by id."""
+    return sorted(items, key=lambda i: (str((i.history or [{}])[0].get("at", "")), i.id))
+
 
 def accept(mem: Memory, item_id: str, value: str | None = None) -> dict[str, Any]:
     """Accept a review item as proposed, or with the person's edit of its value (the item keeps the proposal)."""

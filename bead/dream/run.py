@@ -252,6 +252,8 @@ class Dream:
 
     # ----- the pass ----------------------------------------------------------
     def run(self, dry_run: bool = False) -> Report:
+        """One pass. ``dry_run`` (in process only) calls the model and changes nothing; `bead dream run --dry-run`
+        calls no model at all: it is ``estimate``."""
         rep = Report(self.mem.clock(), dry_run)
         with _run_lock(self.mem.home):
             t0 = time.perf_counter()
