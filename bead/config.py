@@ -95,6 +95,14 @@ class RerankSettings(ModelSettings):
     max_candidates: int = setting(5, check=_positive)
 
 
+def _prices(v: Any) -> str | None:
+    for model, price in v.items():
+        if set(price) != {"input", "output"} or any(p < 0 for p in price.values()):
+            return (f"must map each model to its input and output price in USD per million tokens, e.g. "
+                    f"`{model}: {{input: 1.0, output: 5.0}}`")
+    return None
+
+
 @dataclass(frozen=True)
 class DreamSettings(ModelSettings):
     provider: str | None = setting("ollama", choices=PROVIDERS)
@@ -102,6 +110,9 @@ class DreamSettings(ModelSettings):
     decay_days: int = setting(60, check=_positive)
     timeout_s: float = setting(120, "one model call's limit", check=_positive)
     max_tokens_per_run: int | None = setting(None)
+    prices: dict[str, dict[str, float | int]] | None = setting(
+        None, "model -> {input, output}: USD per million tokens, for the cost `bead dream run --dry-run` estimates",
+        check=_prices)
 
 
 def _listen(v: Any) -> str | None:

@@ -44,6 +44,7 @@ DOCUMENTED = {
     "dream.decay_days": 60,
     "dream.timeout_s": 120,
     "dream.max_tokens_per_run": None,
+    "dream.prices": None,
     "mcp.recall_budget_tokens": 2000,
     "mcp.context_budget_tokens": 3000,
     "mcp.confirm_ttl_s": 600,
@@ -61,6 +62,7 @@ SHAPED = {
     "mcp.http_listen": "0.0.0.0:9000",
     "mcp.jwks_url": "https://id.example.com/jwks.json",
     "mcp.projects": {"ana@example.com": ["shop", "billing"]},
+    "dream.prices": {"claude-haiku-4-5": {"input": 1.0, "output": 5}},
 }
 
 

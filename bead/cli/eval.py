@@ -46,6 +46,7 @@ def eval_(files, as_json, details, split, wire, config_file, path):
     raw = [r for m, r in results if m is rawrecall]
     if len(raw) > 1:
         results.append((rawrecall, rawrecall.combine(raw, "pooled: " + ", ".join(r["name"] for r in raw))))
+    _record([r for _, r in results], files)
     for runner, r in results:
         if as_json:
             out = r if details else {k: v for k, v in r.items() if k != "details"}
@@ -73,11 +74,20 @@ def _mcp_path(files, as_json, details, split, config_file) -> None:
             click.echo(f"{s['name']}: skipped (--path mcp measures raw-recall and injection suites)", err=True)
     if len(raw) > 1:
         results.append(mcppath.combine_raw(raw, "pooled: " + ", ".join(r["name"] for r in raw)))
+    _record(results, files)
     for r in results:
         if as_json:
             click.echo(json.dumps(r if details else _without_details(r), ensure_ascii=False))
         else:
             click.echo(mcppath.table(r))
+
+
+def _record(results: list[dict], files) -> None:
+    """Keep the run's figures in the home (eval-results.json) for `bead dashboard`; the last run wins."""
+    from ..core.overview import record_eval
+    from ..paths import resolve_home
+
+    record_eval(resolve_home().ensure(), results, [str(f) for f in files])
 
 
 def _without_details(r: dict) -> dict:
