@@ -409,3 +409,13 @@ def test_forget_drops_review_items(make, model):
     from bead import forget
     forget.apply(mem, forget.plan_target(mem, "user/editor"))
     assert not Queue(mem).items(None)
+
+
+def test_queue_listing_shows_control_characters_as_escapes(bead, mem):
+    """A queued value holding terminal escapes is listed with them visible, never sent raw to the terminal."""
+    from bead.dream.queue import Queue
+
+    Queue(mem).add("suspicious", "user/x", "user", "red \x1b[31mALERT\x1b[0m and \u202egnp.exe", [], "test")
+    r = bead("queue")
+    assert r.code == 0 and "\x1b" not in r.out and "\u202e" not in r.out
+    assert "\\x1b[31m" in r.out

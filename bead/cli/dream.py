@@ -90,11 +90,14 @@ def queue(ctx, show_all, as_json):
     items = Queue(open_memory()).items(None if show_all else "open")
 
     def human(rows):
+        from ..tui.text import safe   # stored text is attacker-influenced: no control character reaches the terminal
+
         if not rows:
             click.echo("the review queue is empty")
         for r in rows:
             src = f", source: {r['source']}" if r.get("source") else ""
-            click.echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {r['key']}\n    {r['value']}\n    ({r['detail']}{src})")
+            click.echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {safe(r['key'])}\n    {safe(r['value'])}\n"
+                       f"    ({safe(r['detail'])}{src})")
 
     emit([i.as_dict() for i in items], as_json, human)
 
