@@ -90,7 +90,7 @@ def queue(ctx, show_all, as_json):
     items = Queue(open_memory()).items(None if show_all else "open")
 
     def human(rows):
-        from ..tui.text import safe   # stored text is attacker-influenced: no control character reaches the terminal
+        from ..tui.text import safe  # stored text is attacker-influenced: no control character reaches the terminal
 
         if not rows:
             click.echo("the review queue is empty")
