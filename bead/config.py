@@ -51,6 +51,8 @@ PROVIDERS = ("ollama", "anthropic", "openai")
 class ProxySettings:
     listen: str = setting("127.0.0.1:7077", "loopback address of the proxy")
     upstream: str = setting("https://api.anthropic.com", "the real API")
+    openai_upstream: str = setting("https://api.openai.com", "where requests under /openai go (any OpenAI-compatible "
+                                                             "server: the part of its base URL before /v1)")
     project: str | None = setting(None, "project when the harness reports none")
     trace: str | None = setting(None, "append one JSON line per request to this file")
     recall_deadline_ms: int = setting(500, "past it, the request goes out without new memory", check=_positive)
@@ -100,6 +102,14 @@ class RerankSettings(ModelSettings):
     max_candidates: int = setting(5, check=_positive)
 
 
+def _prices(v: Any) -> str | None:
+    for model, price in v.items():
+        if set(price) != {"input", "output"} or any(p < 0 for p in price.values()):
+            return (f"must map each model to its input and output price in USD per million tokens, e.g. "
+                    f"`{model}: {{input: 1.0, output: 5.0}}`")
+    return None
+
+
 @dataclass(frozen=True)
 class DreamSettings(ModelSettings):
     provider: str | None = setting("ollama", choices=PROVIDERS)
@@ -107,6 +117,9 @@ class DreamSettings(ModelSettings):
     decay_days: int = setting(60, check=_positive)
     timeout_s: float = setting(120, "one model call's limit", check=_positive)
     max_tokens_per_run: int | None = setting(None)
+    prices: dict[str, dict[str, float | int]] | None = setting(
+        None, "model -> {input, output}: USD per million tokens, for the cost `bead dream run --dry-run` estimates",
+        check=_prices)
 
 
 def _listen(v: Any) -> str | None:
@@ -161,6 +174,7 @@ DEFAULT_TEXT = """\
 proxy:
   listen: 127.0.0.1:7077    # loopback only
   upstream: https://api.anthropic.com
+  openai_upstream: https://api.openai.com   # for harnesses with the base URL .../openai/v1
 
 dream:
   provider: ollama          # ollama | anthropic | openai

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import threading
 from dataclasses import dataclass
 
 import httpx
@@ -88,36 +89,37 @@ class Model:
         if self.provider in ("anthropic", "openai") and not key:
             raise ModelError(f"no API key: set {self.api_key_env} or dream.api_key_command")
         try:
-            with httpx.Client(timeout=self.timeout_s) as client:
-                if self.provider == "ollama":
-                    body = {"model": self.model, "stream": False,
-                            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
-                    if json_mode:
-                        body["format"] = "json"
-                    r = client.post(f"{self.base_url}/api/chat", json=body)
-                    data = _ok(r)
-                    return Answer(str(data["message"]["content"]), int(data.get("prompt_eval_count") or 0),
-                                  int(data.get("eval_count") or 0))
-                if self.provider == "anthropic":
-                    r = client.post(f"{self.base_url}/v1/messages",
-                                    headers={"x-api-key": key or "", "anthropic-version": "2023-06-01"},
-                                    json={"model": self.model, "max_tokens": max_tokens, "system": system,
-                                          "messages": [{"role": "user", "content": user}]})
-                    data = _ok(r)
-                    text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
-                    usage = data.get("usage") or {}
-                    return Answer(text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
-                if self.provider == "openai":
-                    body = {"model": self.model, "max_tokens": max_tokens,
-                            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
-                    if json_mode:
-                        body["response_format"] = {"type": "json_object"}
-                    r = client.post(f"{self.base_url}/chat/completions", headers={"authorization": f"Bearer {key}"},
-                                    json=body)
-                    data = _ok(r)
-                    usage = data.get("usage") or {}
-                    return Answer(str(data["choices"][0]["message"]["content"] or ""),
-                                  int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+            client = _client(self.timeout_s)
+            # One pooled client per timeout: a new one per call costs ~50 ms of TLS setup.
+            if self.provider == "ollama":
+                body = {"model": self.model, "stream": False,
+                        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+                if json_mode:
+                    body["format"] = "json"
+                r = client.post(f"{self.base_url}/api/chat", json=body)
+                data = _ok(r)
+                return Answer(str(data["message"]["content"]), int(data.get("prompt_eval_count") or 0),
+                              int(data.get("eval_count") or 0))
+            if self.provider == "anthropic":
+                r = client.post(f"{self.base_url}/v1/messages",
+                                headers={"x-api-key": key or "", "anthropic-version": "2023-06-01"},
+                                json={"model": self.model, "max_tokens": max_tokens, "system": system,
+                                      "messages": [{"role": "user", "content": user}]})
+                data = _ok(r)
+                text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
+                usage = data.get("usage") or {}
+                return Answer(text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+            if self.provider == "openai":
+                body = {"model": self.model, "max_tokens": max_tokens,
+                        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+                if json_mode:
+                    body["response_format"] = {"type": "json_object"}
+                r = client.post(f"{self.base_url}/chat/completions", headers={"authorization": f"Bearer {key}"},
+                                json=body)
+                data = _ok(r)
+                usage = data.get("usage") or {}
+                return Answer(str(data["choices"][0]["message"]["content"] or ""),
+                              int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
         except httpx.TimeoutException:
             raise ModelError(f"the {self.provider} model did not answer within {self.timeout_s:g} s") from None
         except httpx.HTTPError as exc:
@@ -125,6 +127,19 @@ class Model:
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise ModelError(f"the {self.provider} answer is not of the expected shape ({type(exc).__name__})") from None
         raise ModelError(f"unknown provider {self.provider!r}")
+
+
+_CLIENTS: dict[float, httpx.Client] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _client(timeout_s: float) -> httpx.Client:
+    """A shared client (connection pool, TLS context) per timeout; httpx clients are safe across threads."""
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(timeout_s)
+        if client is None:
+            client = _CLIENTS[timeout_s] = httpx.Client(timeout=timeout_s)
+        return client
 
 
 def _ok(r: httpx.Response) -> dict:

@@ -93,6 +93,16 @@ class Home:
         return self.root / "shell.sh"
 
     @property
+    def curate_mcp_config(self) -> Path:
+        """The MCP configuration `bead curate` hands the harness: the curator's server (0600)."""
+        return self.root / "curate-mcp.json"
+
+    @property
+    def eval_results(self) -> Path:
+        """The figures of the last `bead eval` run (the dashboard shows them)."""
+        return self.root / "eval-results.json"
+
+    @property
     def proxy_runtime(self) -> Path:
         """Every trace file a proxy of this home was started with, one JSON line per start (forget reads it)."""
         return self.root / "proxy.runtime.jsonl"

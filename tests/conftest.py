@@ -136,10 +136,11 @@ def bead_process(bead_home):
 # ----- the proxy ---------------------------------------------------------------
 
 def make_proxy_app(home: Path, upstream_url: str, project: str | None = None, trace: str | Path | None = None,
-                   config: Config | None = None):
+                   config: Config | None = None, openai_upstream_url: str | None = None):
     """Build the proxy app as `bead proxy` does (bead/cli/proxy.py): the tests' only construction of it.
 
-    ``config`` defaults to the home's config.yaml, as the command reads it.
+    ``config`` defaults to the home's config.yaml, as the command reads it; ``openai_upstream_url``
+    (where paths under /openai go) to its ``proxy.openai_upstream``.
     ``app.extensions["bead.engine"]`` is the Engine, for tests that drive it without HTTP.
     """
     from bead.config import load
@@ -149,7 +150,7 @@ def make_proxy_app(home: Path, upstream_url: str, project: str | None = None, tr
     h = Home(Path(home)).ensure()
     engine = Engine(h, config if config is not None else load(h), default_project=project,
                     trace_path=str(trace) if trace is not None else None)
-    return create_app(engine, upstream_url)
+    return create_app(engine, upstream_url, openai_upstream=openai_upstream_url)
 
 
 class _CountingExecutor(ThreadPoolExecutor):
@@ -390,12 +391,24 @@ def upstream():
 
 
 @pytest.fixture
+def openai_upstream():
+    """A fake of the OpenAI APIs (Chat Completions, Responses) on loopback: pass its url as ``openai_upstream_url``."""
+    from fakes import FakeOpenAI
+
+    fake = FakeOpenAI()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
 def proxy_client(bead_home, upstream):
     """Start the proxy app in this process for this test's home: ``proxy_client(trace=..., upstream_url=...)``."""
     started: list[ProxyClient] = []
 
-    def start(project: str | None = None, trace: str | Path | None = None, upstream_url: str | None = None) -> ProxyClient:
-        p = ProxyClient(make_proxy_app(bead_home, upstream_url or upstream.url, project=project, trace=trace))
+    def start(project: str | None = None, trace: str | Path | None = None, upstream_url: str | None = None,
+              openai_upstream_url: str | None = None) -> ProxyClient:
+        p = ProxyClient(make_proxy_app(bead_home, upstream_url or upstream.url, project=project, trace=trace,
+                                       openai_upstream_url=openai_upstream_url))
         started.append(p)
         return p
 
@@ -409,8 +422,10 @@ def served_proxy(bead_home, upstream):
     """Serve the proxy app on a loopback port in this process: ``served_proxy(...)`` returns a ServedProxy."""
     started: list[ServedProxy] = []
 
-    def start(project: str | None = None, trace: str | Path | None = None, upstream_url: str | None = None) -> ServedProxy:
-        s = ServedProxy(make_proxy_app(bead_home, upstream_url or upstream.url, project=project, trace=trace))
+    def start(project: str | None = None, trace: str | Path | None = None, upstream_url: str | None = None,
+              openai_upstream_url: str | None = None) -> ServedProxy:
+        s = ServedProxy(make_proxy_app(bead_home, upstream_url or upstream.url, project=project, trace=trace,
+                                       openai_upstream_url=openai_upstream_url))
         started.append(s)
         return s
 

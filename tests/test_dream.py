@@ -10,7 +10,7 @@ from fakes import FakeModel, system_prompt
 
 from bead.config import parse
 from bead.core.memory import Memory
-from bead.dream import second
+from bead.dream import evaluate, second
 from bead.dream.queue import Queue
 from bead.dream.rules import instruction_like
 from bead.dream.run import CALL_CHARS, SYSTEM, Dream, LockHeld, chunks, reinforce
@@ -23,6 +23,10 @@ T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 
 
 FACT = json.dumps({"kind": "fact", "reason": "a fact about the project"})
+# The outcome gate's judge (a call of its own per session read). By default a session that did not succeed,
+# so no lesson joins the queue in tests about proposals; TestOutcomeGate says otherwise where it matters.
+SUCCEEDED = json.dumps({"task_success": 0.9, "verified": 0.8, "reusable": 0.7})
+FAILED = json.dumps({"task_success": 0.2, "verified": 0.9, "reusable": 0.9})
 
 
 @pytest.fixture
@@ -30,6 +34,7 @@ def model():
     """A fake dream model; its second opinion (a call of its own) finds every proposal a fact unless a test says otherwise."""
     m = FakeModel()
     m.by_system[second.SYSTEM[:80]] = FACT
+    m.by_system[evaluate.SYSTEM[:80]] = FAILED
     yield m
     m.close()
 
@@ -74,7 +79,8 @@ class TestPass:
         fact = mem.current("project/shop/db-port")
         assert fact.trust == "dream_inferred" and fact.body == "Postgres listens on 5433."
         assert fact.sources[0].endswith("s1.md#turn-1") and len(fact.sources) == 2
-        assert rep.calls == 2 and rep.tokens_in == 240 and rep.tokens_out == 60, "the extraction and one second opinion"
+        assert rep.calls == 3 and rep.tokens_in == 360 and rep.tokens_out == 90, \
+            "the extraction, one second opinion and the outcome gate's judge"
         path, _, req = model.requests[0]
         text = json.dumps(req)
         assert "<transcript>" in text and "[1] user (typed): we moved postgres" in text.replace("\\n", "\n")
@@ -263,15 +269,25 @@ class TestFailures:
         rep2 = Dream(make()).run()
         assert not rep2.failed and mem.current("project/shop/ttl").body == "Cache TTL is 300 s."
 
-    def test_dry_run_changes_nothing(self, make, model):
-        mem = make()
-        session(mem, "s1", ["x"])
-        model.answers.append(answer({"key": "project/shop/x", "type": "project", "value": "X is true."}))
-        rep = Dream(mem).run(dry_run=True)
-        assert rep.calls == 2 and rep.path.exists() and "dry run" in rep.path.read_text(), "extraction, second opinion"
-        assert mem.current("project/shop/x") is None
-        model.answers.append(answer({"key": "project/shop/x", "type": "project", "value": "X is true."}))
-        assert Dream(mem).run().calls == 2, "the dry run marked nothing as read"
+    def test_dry_run_estimates_without_a_network_call(self, make, model, bead):
+        """--dry-run counts the calls and tokens a run would spend (and the cost, from dream.prices): no model
+        call, no key read (the key command would fail), no report, nothing marked read."""
+        prices = "  api_key_command: /bin/false\n  prices:\n    test-model: {input: 3, output: 15}\n"
+        mem = make(extra=prices)
+        (mem.home.root / "config.yaml").write_text(
+            f"owner: t\ndream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n{prices}")
+        session(mem, "s1", ["we moved postgres to port 5433", "noted"])
+        session(mem, "s2", ["x" * 30_000])
+        est = Dream(mem).estimate()
+        assert est["sessions"]["s1"]["calls"] == 2, "one extraction call and the outcome judge"
+        assert est["sessions"]["s2"]["calls"] == 2 and est["sessions"]["s2"]["tokens_in"] > 1000
+        assert est["calls"] == 4
+        assert est["cost_usd"] == round(est["tokens_in"] * 3 / 1e6 + est["tokens_out"] * 15 / 1e6, 4)
+        r = bead("dream", "run", "--dry-run")
+        assert r.code == 0 and "no model called" in r.out and "4 model calls" in r.out and "$" in r.out, r.out + r.err
+        assert model.requests == [], "neither the estimate nor the CLI called the model"
+        assert not mem.home.reports.exists() or not list(mem.home.reports.iterdir()), "no report"
+        assert Dream(mem).estimate()["calls"] == 4, "nothing was marked read"
 
     def test_lock_stops_a_second_run(self, make, model):
         mem = make()
@@ -393,3 +409,13 @@ def test_forget_drops_review_items(make, model):
     from bead import forget
     forget.apply(mem, forget.plan_target(mem, "user/editor"))
     assert not Queue(mem).items(None)
+
+
+def test_queue_listing_shows_control_characters_as_escapes(bead, mem):
+    """A queued value holding terminal escapes is listed with them visible, never sent raw to the terminal."""
+    from bead.dream.queue import Queue
+
+    Queue(mem).add("suspicious", "user/x", "user", "red \x1b[31mALERT\x1b[0m and \u202egnp.exe", [], "test")
+    r = bead("queue")
+    assert r.code == 0 and "\x1b" not in r.out and "\u202e" not in r.out
+    assert "\\x1b[31m" in r.out

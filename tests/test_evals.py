@@ -42,16 +42,13 @@ class TestStrictFormat:
 class TestSupersession:
     """The rule never serves a stale value; a plain retriever does."""
 
-    def test_project_suite(self):
+    def test_project_suite_and_it_never_touches_the_users_store(self, bead_home):
         r = supersession.run(suite.load(REPO / "evals" / "supersession.yaml"))
         rule, sim = r["modes"]["supersession-rule"], r["modes"]["similarity-only"]
         assert rule["stale_at_1"] == 0.0
         assert sim["stale_at_1"] > 0.3
         assert rule["hit_at_1"] >= 0.8 and rule["hit_at_1"] > sim["hit_at_1"]
-
-    def test_runs_never_touch_the_users_store(self, bead_home):
-        supersession.run(suite.load(REPO / "evals" / "supersession.yaml"))
-        assert not bead_home.exists()
+        assert not bead_home.exists(), "a suite runs in a temporary home"
 
 
 class TestRawRecall:

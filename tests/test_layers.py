@@ -19,7 +19,7 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "bead"
 SQL = re.compile(r"\b(SELECT|INSERT|DELETE\s+FROM|PRAGMA|CREATE\s+(?:VIRTUAL\s+)?TABLE)\b")
 HEAVY = ("quart", "hypercorn", "apscheduler", "watchdog", "httpx", "sqlite_utils", "pyrage",
-         "mcp", "jwt", "starlette", "pydantic", "uvicorn")
+         "mcp", "jwt", "starlette", "pydantic", "uvicorn", "prompt_toolkit", "jinja2")
 
 
 def modules() -> list[Path]:
@@ -110,16 +110,33 @@ def test_index_imports_no_upper_layer():
     assert violations(under("index"), ("bead.proxy", "bead.cli", "bead.core", "bead.recall", "bead.dream")) == []
 
 
+ENTRY_POINTS = ("bead.proxy", "bead.cli", "bead.mcp", "bead.tui", "bead.dashboard")
+
+
 @pytest.mark.parametrize("layer", ["core", "recall", "evals", "dream", "forget.py", "vault"])
 def test_application_layers_import_no_entry_point(layer):
-    """core, recall, evals, dream, forget.py and the vault import nothing from the proxy, the CLI or the MCP servers."""
-    assert violations(under(layer), ("bead.proxy", "bead.cli", "bead.mcp")) == []
+    """core, recall, evals, dream, forget.py and the vault import nothing from an entry point: the proxy, the CLI,
+    the MCP servers, the terminal review or the dashboard."""
+    assert violations(under(layer), ENTRY_POINTS) == []
+
+
+def test_the_review_terminal_and_the_dashboard_only_translate():
+    """bead/tui and bead/dashboard reach memory through the application layer (core, the queue, forget, the
+    vault), never the store's files or the index's SQL; neither imports another entry point, but for the one
+    module the dashboard shares with the proxy: its access checks (bead.proxy.access), reused, not copied."""
+    files = under("tui", "dashboard")
+    assert violations(files, ("bead.store", "bead.index", "sqlite3", "pysqlite3", "sqlite_utils")) == []
+    assert violations(under("tui"), ENTRY_POINTS[:3] + ("bead.dashboard",)) == []
+    dash = violations(under("dashboard"), ("bead.proxy", "bead.cli", "bead.mcp", "bead.tui"))
+    assert dash == ["bead/dashboard/app.py imports bead.proxy", "bead/dashboard/app.py imports bead.proxy.access"]
+    assert "bead.core.overview" in imported(PKG / "dashboard" / "app.py")
+    assert "bead.core.review" in imported(PKG / "tui" / "review.py")
 
 
 def test_entry_points_do_not_import_each_other():
     """The proxy and the MCP servers are entry points side by side: neither imports the other, nor the CLI."""
-    assert violations(under("mcp"), ("bead.proxy", "bead.cli")) == []
-    assert violations(under("proxy"), ("bead.mcp", "bead.cli")) == []
+    assert violations(under("mcp"), ("bead.proxy", "bead.cli", "bead.tui", "bead.dashboard")) == []
+    assert violations(under("proxy"), ("bead.mcp", "bead.cli", "bead.tui", "bead.dashboard")) == []
 
 
 def test_mcp_servers_only_translate():
@@ -138,7 +155,7 @@ def test_mcp_servers_only_translate():
 
 def test_the_core_query_functions_do_no_sql_of_their_own():
     """recall, get_memory and the bundle read through the index's methods and the ranking in bead.recall."""
-    for name in ("query.py", "viewer.py", "curate.py"):
+    for name in ("query.py", "viewer.py", "curate.py", "review.py", "overview.py", "skills.py"):
         assert violations([PKG / "core" / name], ("sqlite3", "pysqlite3", "sqlite_utils")) == []
 
 

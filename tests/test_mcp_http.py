@@ -228,20 +228,15 @@ def test_the_admission_limit_refuses_with_a_retryable_error(team, jwks):
         ana.close()
 
 
-def _bead(home, *args, env=None, timeout=60):
-    return subprocess.run([sys.executable, "-m", "bead", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "BEAD_HOME": str(home), "PYTHONPATH": str(REPO), **(env or {})})
-
-
-def test_refuses_a_public_address_without_auth_and_an_incomplete_jwt_config(tmp_path):
-    home = tmp_path / "h"
-    r = _bead(home, "mcp", "--http", "--listen", "0.0.0.0:7999")
-    assert r.returncode == 1 and "without authentication" in r.stderr and "mcp.jwks_url" in r.stderr
-    (home / "config.yaml").write_text("mcp:\n  jwks_url: https://id.example/jwks\n")
-    r = _bead(home, "mcp", "--http")
-    assert r.returncode == 1 and "incomplete" in r.stderr and "mcp.audience" in r.stderr
-    r = _bead(home, "mcp", "--http", "--admin")
-    assert r.returncode == 1 and "stdio only" in r.stderr
+def test_refuses_a_public_address_without_auth_and_an_incomplete_jwt_config(bead, bead_home):
+    """The refusals happen before anything is served: in-process through the CLI is enough."""
+    r = bead("mcp", "--http", "--listen", "0.0.0.0:7999")
+    assert r.code == 1 and "without authentication" in r.err and "mcp.jwks_url" in r.err
+    (bead_home / "config.yaml").write_text("mcp:\n  jwks_url: https://id.example/jwks\n")
+    r = bead("mcp", "--http")
+    assert r.code == 1 and "incomplete" in r.err and "mcp.audience" in r.err
+    r = bead("mcp", "--http", "--admin")
+    assert r.code == 1 and "stdio only" in r.err
 
 
 def test_the_command_serves_loopback_http_and_stops_on_sigterm(tmp_path, jwks):

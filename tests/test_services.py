@@ -14,7 +14,7 @@ from fakes import FakeAnthropic, FakeModel
 
 from bead.config import Config
 from bead.core.memory import Memory
-from bead.dream import second
+from bead.dream import evaluate, second
 from bead.paths import Home
 from bead.recall.rank import search_facts
 
@@ -31,6 +31,7 @@ def test_indexer_and_dream_worker_end_to_end(bead_home, tmp_path):
                                             "value": "Background jobs run on RabbitMQ, not Redis."}],
                                 "episode": {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}})
     model.by_system[second.SYSTEM[:80]] = json.dumps({"kind": "fact", "reason": "a project fact"})
+    model.by_system[evaluate.SYSTEM[:80]] = json.dumps({"task_success": 0.9, "verified": 0.9, "reusable": 0.9})
     home = Home(bead_home).ensure()
     (bead_home / "config.yaml").write_text(
         f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n  schedule: '7 3 * * *'\n")
@@ -51,7 +52,7 @@ def test_indexer_and_dream_worker_end_to_end(bead_home, tmp_path):
         assert fact.trust == "dream_inferred"
         fact.path.write_text(fact.path.read_text().replace("RabbitMQ", "NATS"))
         assert eventually(lambda: found("nats") == ["project/shop/queue@v1"]), (tmp_path / "indexer.log").read_text()
-        assert len(model.requests) == 2, "the pass ran once: its extraction and one second opinion"
+        assert len(model.requests) == 3, "the pass ran once: its extraction, one second opinion and the outcome judge"
     finally:
         for p in procs:
             p.terminate()

@@ -15,6 +15,7 @@ from bead.errors import BeadError
 DOCUMENTED = {
     "proxy.listen": "127.0.0.1:7077",
     "proxy.upstream": "https://api.anthropic.com",
+    "proxy.openai_upstream": "https://api.openai.com",
     "proxy.project": None,
     "proxy.trace": None,
     "proxy.recall_deadline_ms": 500,
@@ -45,6 +46,7 @@ DOCUMENTED = {
     "dream.decay_days": 60,
     "dream.timeout_s": 120,
     "dream.max_tokens_per_run": None,
+    "dream.prices": None,
     "mcp.recall_budget_tokens": 2000,
     "mcp.context_budget_tokens": 3000,
     "mcp.confirm_ttl_s": 600,
@@ -62,6 +64,7 @@ SHAPED = {
     "mcp.http_listen": "0.0.0.0:9000",
     "mcp.jwks_url": "https://id.example.com/jwks.json",
     "mcp.projects": {"ana@example.com": ["shop", "billing"]},
+    "dream.prices": {"claude-haiku-4-5": {"input": 1.0, "output": 5}},
 }
 
 

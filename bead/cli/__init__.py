@@ -11,7 +11,7 @@ import sys
 import click
 
 from .. import __version__
-from . import dream, facts, forget, importing, index, mcp, proxy, search, services, setup, status, vault, why
+from . import curation, dream, facts, forget, importing, index, mcp, proxy, search, services, setup, status, vault, why
 from . import eval as eval_cmd
 
 
@@ -48,7 +48,8 @@ def cli() -> None:
     """
 
 
-for module in (facts, search, forget, index, importing, status, eval_cmd, proxy, why, services, dream, setup, vault, mcp):
+for module in (facts, search, forget, index, importing, status, eval_cmd, proxy, why, services, dream, setup, vault, mcp,
+               curation):
     for command in module.COMMANDS:
         cli.add_command(command)
 

@@ -13,25 +13,43 @@ def dream():
 
 
 @dream.command("run")
-@click.option("--dry-run", is_flag=True, help="Call the model and write the report; change no memory, mark nothing read.")
+@click.option("--dry-run", is_flag=True, help="Estimate the model calls, tokens and cost (dream.prices) of a run now; "
+                                              "no network call, nothing changes.")
 @json_option
 def dream_run(dry_run, as_json):
-    """Do one dream pass now."""
+    """Do one dream pass now (or, with --dry-run, estimate what it would spend)."""
     from ..dream.run import Dream
 
     mem = open_memory()
-    rep = Dream(mem).run(dry_run=dry_run)
+    if dry_run:
+        est = Dream(mem).estimate()
+
+        def told(d):
+            cost = (f"about ${d['cost_usd']:.4f}" if d["cost_usd"] is not None else
+                    f"cost unknown (set dream.prices for {d['model'] or 'the model'} in config.yaml)")
+            click.echo(f"dream (dry run, no model called): {len(d['sessions'])} session(s) with unread turns, "
+                       f"{d['calls']} model calls, about {d['tokens_in']} tokens in and {d['tokens_out']} out, {cost}")
+            for sid, s in d["sessions"].items():
+                click.echo(f"  {sid}: {s['turns']} turns, {s['calls']} calls, ~{s['tokens_in']} in / ~{s['tokens_out']} out")
+            click.echo(f"  plus one second-opinion call (~{d['second_opinion_tokens_each']} tokens) per proposal "
+                       "about to be written; the number depends on what the model proposes")
+            if d["stops_early"]:
+                click.echo("  dream.max_tokens_per_run would stop the run before the end; the rest waits for the next run")
+
+        emit(est, as_json, told)
+        return
+    rep = Dream(mem).run()
     data = {"report": str(rep.path or ""), "no_model": rep.no_model, "calls": rep.calls,
             "tokens_in": rep.tokens_in, "tokens_out": rep.tokens_out, "sessions": rep.sessions,
             "failed": rep.failed, "dormant": rep.dormant, "queued": [i for i, _, _ in rep.queued],
-            "stopped_early": rep.stopped_early, "dry_run": dry_run}
+            "stopped_early": rep.stopped_early, "dry_run": False}
 
     def human(d):
         if d["no_model"]:
             click.echo(f"dream: nothing done: {d['no_model']}")
             return
         written = sum(len(s["written"]) for s in d["sessions"].values())
-        click.echo(f"dream{' (dry run)' if dry_run else ''}: {d['calls']} model calls, {len(d['sessions'])} sessions, "
+        click.echo(f"dream: {d['calls']} model calls, {len(d['sessions'])} sessions, "
                    f"{written} written, {len(d['queued'])} queued, {len(d['dormant'])} dormant, "
                    f"{len(d['failed'])} left unread; report {d['report']}")
 
@@ -72,11 +90,14 @@ def queue(ctx, show_all, as_json):
     items = Queue(open_memory()).items(None if show_all else "open")
 
     def human(rows):
+        from ..tui.text import safe  # stored text is attacker-influenced: no control character reaches the terminal
+
         if not rows:
             click.echo("the review queue is empty")
         for r in rows:
             src = f", source: {r['source']}" if r.get("source") else ""
-            click.echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {r['key']}\n    {r['value']}\n    ({r['detail']}{src})")
+            click.echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {safe(r['key'])}\n    {safe(r['value'])}\n"
+                       f"    ({safe(r['detail'])}{src})")
 
     emit([i.as_dict() for i in items], as_json, human)
 

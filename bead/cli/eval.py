@@ -12,6 +12,8 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per suite (and one for the pooled total).")
 @click.option("--details", is_flag=True, help="With --json: include per-query details.")
 @click.option("--split", type=click.Choice(["dev", "test"]), help="Injection and poisoning suites: run one split only.")
+@click.option("--wire", type=click.Choice(["anthropic", "chat", "responses"]), default="anthropic", show_default=True,
+              help="Injection suites: parse each turn as this API's request (the OpenAI routes: chat, responses).")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="Injection suites: a config.yaml for the recall step (e.g. another gate), instead of the defaults. "
                    "Poisoning suites: a config.yaml whose dream model gives the second opinion.")
@@ -22,7 +24,7 @@ import click
               help="Injection suites: add this many generated same-project facts, interleaved in write order, and "
                    "report what reaches the model (pinned block + cue block) and the pinned block's tokens. "
                    "Repeat for several sizes (0: the suite's own facts through the same path).")
-def eval_(files, as_json, details, split, config_file, path, scales):
+def eval_(files, as_json, details, split, wire, config_file, path, scales):
     """Run eval suites (kind: supersession, raw-recall, injection, poisoning) in temporary homes.
 
     A suite never touches your store. With several raw-recall files, a pooled
@@ -43,12 +45,14 @@ def eval_(files, as_json, details, split, config_file, path, scales):
             from pathlib import Path
 
             text = Path(config_file).read_text(encoding="utf-8") if config_file else ""
-            results.append((runner, runner.run(s, split=split, config_text=text)))
+            extra = {"wire": wire} if runner is injection else {}
+            results.append((runner, runner.run(s, split=split, config_text=text, **extra)))
         else:
             results.append((runner, runner.run(s)))
     raw = [r for m, r in results if m is rawrecall]
     if len(raw) > 1:
         results.append((rawrecall, rawrecall.combine(raw, "pooled: " + ", ".join(r["name"] for r in raw))))
+    _record([r for _, r in results], files)
     for runner, r in results:
         if as_json:
             out = r if details else {k: v for k, v in r.items() if k != "details"}
@@ -76,6 +80,7 @@ def _mcp_path(files, as_json, details, split, config_file) -> None:
             click.echo(f"{s['name']}: skipped (--path mcp measures raw-recall and injection suites)", err=True)
     if len(raw) > 1:
         results.append(mcppath.combine_raw(raw, "pooled: " + ", ".join(r["name"] for r in raw)))
+    _record(results, files)
     for r in results:
         if as_json:
             click.echo(json.dumps(r if details else _without_details(r), ensure_ascii=False))
@@ -100,6 +105,14 @@ def _scaled(files, as_json, details, split, config_file, scales) -> None:
                 click.echo(json.dumps(r if details else _without_details(r), ensure_ascii=False))
             else:
                 click.echo(scaled.table(r))
+
+
+def _record(results: list[dict], files) -> None:
+    """Keep the run's figures in the home (eval-results.json) for `bead dashboard`; the last run wins."""
+    from ..core.overview import record_eval
+    from ..paths import resolve_home
+
+    record_eval(resolve_home().ensure(), results, [str(f) for f in files])
 
 
 def _without_details(r: dict) -> dict:

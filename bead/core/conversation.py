@@ -1,7 +1,8 @@
 """One request, parsed once: typed turns that say who produced each part.
 
-A wire format (the Anthropic Messages API today, the OpenAI APIs next)
-parses its request body into a ``Conversation`` once; capture, "remember",
+A wire format (the Anthropic Messages API, the OpenAI Chat Completions and
+Responses APIs: ``bead.wire``) parses its request body into a
+``Conversation`` once; capture, "remember",
 recall and the proxy's bookkeeping all read this model and never the raw
 JSON again. Each ``Part`` carries its ``Source``, so later code can tell the
 person's typed words from pasted content, tool output, the assistant's text
@@ -9,14 +10,17 @@ and the harness's own text.
 
 Who is talking (the ``Identity``) follows the reference design:
 - session: ``X-Bead-Session``; else ``x-claude-code-session-id`` (plus a hash
-  of ``x-claude-code-agent-id`` for a subagent); else a hash of the system
-  prompt and the first message;
-- thread: a hash of the first message, which separates side requests that
-  share a session header;
+  of ``x-claude-code-agent-id`` for a subagent); else Codex CLI's
+  ``session-id`` (plus a hash of its ``thread-id`` when that differs: a
+  subagent); else a hash of the system prompt and the first message that is
+  not a system message (and of the server-held state a Responses request
+  continues);
+- thread: a hash of that first message (and of the continued state), which
+  separates side requests that share a session header;
 - project: ``X-Bead-Project``; else the working directory the harness reports
-  (in the system prompt, a system message, or the first user message),
-  resolved through a linked git worktree to its main checkout; else the
-  default project.
+  (in the system prompt, a system message, or the first user message, as a
+  ``cwd: /x`` line or Codex's ``<cwd>/x</cwd>``), resolved through a linked
+  git worktree to its main checkout; else the default project.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
 # runs and no nested quantifier over the same characters: linear time.
 _CWD = re.compile(r"(?im)^[ \t]{0,16}(?:-[ \t]{0,16})?(?:primary working directory|working directory|cwd)[ \t]{0,16}:"
                   r"[ \t]{0,16}(\S[^\n]{0,4095})$")
+# Codex CLI's <environment_context>: "<cwd>/x</cwd>". The run stops at the
+# next "<" or line end, so each start is scanned once: linear time.
+_CWD_TAG = re.compile(r"<cwd>[ \t]{0,16}([^<\n]{1,4096})</cwd>")
 _CWD_SCAN_CHARS = 200_000
 
 
@@ -82,6 +89,9 @@ class Conversation:
     system: str = ""             # the harness's system prompt text
     cwd: str | None = None       # the working directory the harness reports
     auxiliary: bool = False      # a harness side request (titles, summaries): not conversation
+    # The server-held state this request builds on (a Responses API previous_response_id or
+    # conversation): its earlier turns are on the server, not in this request.
+    continues: str | None = None
 
     @property
     def newest_user(self) -> int | None:
@@ -133,7 +143,7 @@ def find_cwd(texts: list[str]) -> str | None:
     for text in texts:
         if not text:
             continue
-        m = _CWD.search(text[:_CWD_SCAN_CHARS])
+        m = _CWD.search(text[:_CWD_SCAN_CHARS]) or _CWD_TAG.search(text[:_CWD_SCAN_CHARS])
         if m:
             return m.group(1).strip().strip("`'\"")
     return None
@@ -194,7 +204,12 @@ def project_from_cwd(cwd: str) -> str | None:
 
 def identify(headers: dict[str, str], conv: Conversation, default_project: str | None) -> Identity:
     """Session, thread and project of a request (``headers`` keys are lower-case)."""
-    first = conv.messages[0].normalised if conv.messages else "\x00"
+    # The conversation's own first message: the OpenAI APIs carry the system
+    # prompt as messages, which every conversation of a harness shares.
+    first = next((m.normalised for m in conv.messages if m.role != "system"), "\x00")
+    if conv.continues:
+        first = conv.continues + "\x00" + first
+    codex = headers.get("session-id") or headers.get("session_id")
     if headers.get("x-bead-session"):
         base = safe_name(headers["x-bead-session"])
         session = base
@@ -202,6 +217,10 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
         base = safe_name(headers["x-claude-code-session-id"])
         agent = headers.get("x-claude-code-agent-id")
         session = f"{base}-{_h(agent, 8)}" if agent else base
+    elif codex:
+        base = safe_name(codex)
+        thread = headers.get("thread-id") or headers.get("thread_id")
+        session = f"{base}-{_h(thread, 8)}" if thread and thread != codex else base
     else:
         base = session = "p" + _h(conv.system + "\x00" + first, 16)
     project = None

@@ -8,6 +8,14 @@ rejecting writes a tombstone so the same proposal never returns. Decided
 items keep their history and reason. ``source`` says who backs the proposal:
 ``typed`` (the person's own words) or ``untrusted`` (only pasted content,
 tool output or the assistant's text).
+
+A ``lesson`` item is a review candidate: an episode's lesson that passed the
+outcome gate (bead.dream.evaluate), or one a person or an agent wrote by hand
+from a session they read (``bead candidate add``). Its ``sources`` are the
+session's turns (the evidence), ``session`` names it, and ``evaluation`` holds
+the judge's figures (none for a hand-written one). Accepting it may change the
+text first: the item keeps the proposed text in ``value`` and the history
+records what was written, so the review shows what changed.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from ..errors import BeadError
 from ..store import files as safe
 from ..store.audit import iso, normalise
 
-KINDS = ("suspicious", "key-conflict", "change-user-stated", "untrusted-source")
+KINDS = ("suspicious", "key-conflict", "change-user-stated", "untrusted-source", "lesson")
 _ITEM_ID = re.compile(r"[0-9a-f]{12}")   # what item_id gives; anything else names no file
 
 
@@ -45,6 +53,9 @@ class Item:
     history: list[dict] = field(default_factory=list)
     source: str = ""            # typed | untrusted | curator (empty in items queued before provenance)
     owner: str = ""             # whose fact it becomes when accepted (a team host's member; empty: the home's)
+    title: str = ""             # a lesson: its title (a skill's name and description come from it)
+    session: str = ""           # a lesson: the session it came from (its evidence)
+    evaluation: dict | None = None   # a lesson from the dream: the judge's figures (bead.dream.evaluate)
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -107,27 +118,47 @@ class Queue:
                           root=self.mem.home.root)
 
     def add(self, kind: str, key: str, type_: str, value: str, sources: list[str], detail: str = "",
-            source: str = "", owner: str = "") -> tuple[Item, bool]:
+            source: str = "", owner: str = "", title: str = "", session: str = "",
+            evaluation: dict | None = None) -> tuple[Item, bool]:
         """(item, added): a proposal seen before (in any status) is not queued again."""
         iid = item_id(kind, key, value)
         if self._read(self.path(iid)) is not None:
             return self.get(iid), False
         item = Item(iid, kind, key, type_, value, sources, detail,
                     history=[{"at": iso(self.mem.clock()), "action": "queued", "reason": detail}], source=source,
-                    owner=owner)
+                    owner=owner, title=title, session=session, evaluation=evaluation)
         self._save(item)
         return item, True
 
-    def accept(self, item_id: str, reason: str = "") -> Item:
+    def accept(self, item_id: str, reason: str = "", value: str | None = None) -> Item:
+        """Write the item's value (or ``value``, the person's edit of it) with trust ``accepted``.
+
+        An edited value is written; the item keeps the proposed text and its
+        history records the written one. A lesson's fact cites no turns: its
+        evidence is a whole session, which a later forget of the lesson must
+        not redact (the item keeps the evidence)."""
         item = self.get(item_id)
         if item.status != "open":
             raise BeadError(f"review item {item_id} is already {item.status}", "list open items with `bead queue`")
-        res = self.mem.write(item.key, item.value, item.type, trust="accepted", sources=item.sources,
-                             owner=item.owner or None)
+        text = item.value if value is None else value.strip()
+        if not text:
+            raise BeadError("the edited value is empty", "accept the item as it is, or reject it")
+        sources = [] if item.kind == "lesson" else item.sources
+        res = self.mem.write(item.key, text, item.type, trust="accepted", sources=sources, owner=item.owner or None)
         item.status = "accepted"
-        item.history.append({"at": iso(self.mem.clock()), "action": "accepted", "reason": reason, "id": res.fact.id})
+        entry = {"at": iso(self.mem.clock()), "action": "accepted", "reason": reason, "id": res.fact.id}
+        if text != item.value:
+            entry["value"] = text
+        item.history.append(entry)
         self._save(item)
         return item
+
+    def written(self, item: Item) -> tuple[str, str] | None:
+        """(fact id, the text written) of an accepted item, from its history; None for any other."""
+        for entry in reversed(item.history):
+            if entry.get("action") == "accepted" and entry.get("id"):
+                return str(entry["id"]), str(entry.get("value", item.value))
+        return None
 
     def reject(self, item_id: str, reason: str = "") -> Item:
         item = self.get(item_id)

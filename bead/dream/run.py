@@ -10,14 +10,17 @@ fails is not marked, so the next run tries it again.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from ..capture.secrets import redact
 from ..core.memory import Memory
 from ..errors import BeadError, KeySealed
 from ..llm import Model, ModelError
@@ -27,9 +30,10 @@ from ..store.audit import iso, key_hash, normalise
 from ..store.keys import key_mentions
 from ..store.locks import LockBusy, flocked
 from ..store.rawlog import FORGOTTEN, Turn
-from . import second
+from . import evaluate, rules, second
 from .decide import Proposal, SecondOpinion, decide
 from .episodes import Episodes
+from .evaluate import Evaluation
 from .queue import Queue
 from .second import Opinion
 
@@ -38,6 +42,10 @@ log = logging.getLogger("bead.dream")
 CALL_CHARS = 24_000
 TURN_CHARS = 4_000
 CONTEXT_FACTS = 200
+CHARS_PER_TOKEN = 4                 # the estimate's rule of thumb (as bead's budgets use)
+EXTRACT_OUT_ESTIMATE = 800          # tokens one extraction answer costs, for the dry run's estimate
+SECOND_TOKENS_ESTIMATE = 400        # one second-opinion call, in and out
+LESSON_MAX_CHARS = 2_000
 
 SYSTEM = """You maintain the long-term memory of an AI coding agent. You read one conversation between a person and the agent and propose facts worth remembering across sessions: the person's preferences and corrections, project conventions, commands, decisions, gotchas.
 
@@ -82,7 +90,7 @@ class Report:
 
     def session(self, sid: str) -> dict:
         return self.sessions.setdefault(sid, {"turns": 0, "written": [], "unchanged": [], "rejected": [],
-                                              "skipped": [], "queued": [], "episode": None})
+                                              "skipped": [], "queued": [], "episode": None, "evaluation": None})
 
     def render(self) -> str:
         """Keys and version ids, never values."""
@@ -101,6 +109,8 @@ class Report:
                     lines.append(f"- {label}: " + ", ".join(s[label]))
             if s["episode"]:
                 lines.append(f"- episode: {s['episode']}")
+            if s.get("evaluation"):
+                lines.append(f"- evaluation: {s['evaluation']}")
         if self.failed:
             lines += ["", "### sessions left unread (retried next run)"]
             lines += [f"- {sid}: {why}" for sid, why in self.failed.items()]
@@ -242,6 +252,8 @@ class Dream:
 
     # ----- the pass ----------------------------------------------------------
     def run(self, dry_run: bool = False) -> Report:
+        """One pass. ``dry_run`` (in process only) calls the model and changes nothing; `bead dream run --dry-run`
+        calls no model at all: it is ``estimate``."""
         rep = Report(self.mem.clock(), dry_run)
         with _run_lock(self.mem.home):
             t0 = time.perf_counter()
@@ -303,7 +315,10 @@ class Dream:
             read_upto = max(t.n for t in chunk)
             s["turns"] += len(chunk)
         if episode and not dry_run and read_upto > self.state.read(sid):
-            s["episode"] = self._episode(sid, episode, turns[0])
+            read = [t for t in turns if t.n <= read_upto and t.text != FORGOTTEN]
+            ev = self._evaluate(sid, read, episode, rep, budget)
+            s["evaluation"] = ev.line()
+            s["episode"] = self._episode(sid, episode, turns[0], ev)
         if not dry_run and read_upto > self.state.read(sid):
             self.state.mark(sid, read_upto)
 
@@ -378,10 +393,79 @@ class Dream:
 
         return ask
 
-    def _episode(self, sid: str, ep: dict[str, str], first: Turn) -> str:
+    def _episode(self, sid: str, ep: dict[str, str], first: Turn, ev: Evaluation | None = None) -> str:
         day = datetime.fromisoformat(first.at.replace("Z", "+00:00")) if first.at else self.mem.clock()
-        path = Episodes(self.mem.home).write(sid, day, ep, self.mem.config.owner, self.mem.clock())
+        path = Episodes(self.mem.home).write(sid, day, ep, self.mem.config.owner, self.mem.clock(),
+                                             ev.as_dict() if ev is not None else None)
         return path.relative_to(self.mem.home.store).as_posix()
+
+    # ----- the outcome gate ----------------------------------------------------
+    def _evaluate(self, sid: str, turns: list[Turn], episode: dict[str, str], rep: Report,
+                  budget: int | None) -> Evaluation:
+        """Judge the session (bead.dream.evaluate); a lesson that passes the gate becomes a review candidate."""
+        at = iso(self.mem.clock())
+        assert self.model is not None
+        if budget and rep.tokens_in + rep.tokens_out >= budget:
+            return Evaluation("failed", at, f"{self.model.provider}/{self.model.model}",
+                              reason=f"not judged: dream.max_tokens_per_run ({budget}) reached")
+        rep.calls += 1
+        ev = evaluate.judge(self.model, judged_transcript(turns), episode, at)
+        rep.tokens_in += ev.tokens_in
+        rep.tokens_out += ev.tokens_out
+        if not ev.promoted:
+            return ev
+        lesson = redact(str(episode.get("lesson") or "").strip())[0]
+        why = ("the episode has no lesson" if not lesson else
+               f"the lesson is over {LESSON_MAX_CHARS} characters" if len(lesson) > LESSON_MAX_CHARS else
+               "the lesson was forgotten or rejected before (tombstone)" if self.mem.tombstones.matches(lesson) else "")
+        if why:
+            ev.promoted, ev.reason = False, why
+            return ev
+        projects = sorted({str(t.flags["project"]) for t in turns if t.flags.get("project")})
+        key = lesson_key(lesson, projects[0] if len(projects) == 1 else None)
+        rule = rules.instruction_rule(lesson)
+        detail = "an episode's lesson that passed the outcome gate (" + ev.line() + ")"
+        if rule is not None:
+            detail += f"; note: it reads like an instruction to a model ({rule.name}: {rule.why})"
+        item, _added = self.queue.add("lesson", key, "feedback", lesson, [t.anchor for t in turns], detail, "dream",
+                                      title=lesson_title(lesson), session=sid, evaluation=ev.as_dict())
+        ev.item = item.id
+        rep.queued.append((item.id, "lesson", key))
+        return ev
+
+    # ----- the dry run: an estimate, no network ---------------------------------
+    def estimate(self) -> dict:
+        """What a run would spend now: calls and tokens per session (and the cost, from ``dream.prices``),
+        counted from the unread turns; no model is called, no key is read, nothing changes."""
+        settings = self.config.dream
+        out: dict = {"model": f"{settings.provider}/{settings.model}" if settings.model else "",
+                     "sessions": {}, "calls": 0, "tokens_in": 0, "tokens_out": 0}
+        for sid, path in self._sessions():
+            turns = [t for t in self.mem.raw.read(path) if t.n > self.state.read(sid)]
+            if not turns:
+                continue
+            live = [t for t in turns if t.text != FORGOTTEN] or turns
+            calls, t_in, t_out = 0, 0, 0
+            for chunk in chunks(live):
+                calls += 1
+                t_in += (len(SYSTEM) + len(self._context(chunk)) + len(transcript(chunk)) + 40) // CHARS_PER_TOKEN
+                t_out += EXTRACT_OUT_ESTIMATE
+            # The outcome gate's judge: one call per session.
+            calls += 1
+            t_in += (len(evaluate.SYSTEM) + len(judged_transcript(live)) + 1200) // CHARS_PER_TOKEN
+            t_out += evaluate.OUT_TOKENS_ESTIMATE
+            out["sessions"][sid] = {"turns": len(turns), "calls": calls, "tokens_in": t_in, "tokens_out": t_out}
+            out["calls"] += calls
+            out["tokens_in"] += t_in
+            out["tokens_out"] += t_out
+        price = (settings.prices or {}).get(settings.model or "")
+        out["price_per_mtok"] = price
+        out["cost_usd"] = (round(out["tokens_in"] * price["input"] / 1e6 + out["tokens_out"] * price["output"] / 1e6, 4)
+                           if price else None)
+        out["second_opinion_tokens_each"] = SECOND_TOKENS_ESTIMATE
+        budget = settings.max_tokens_per_run
+        out["stops_early"] = bool(budget and out["tokens_in"] + out["tokens_out"] > budget)
+        return out
 
     # ----- decay -------------------------------------------------------------
     def _decay(self) -> list[str]:
@@ -408,6 +492,48 @@ class Dream:
 
     def _write_report(self, rep: Report) -> None:
         rep.path = Reports(self.mem.home).append(rep.started.astimezone(UTC), rep.render())
+
+
+def judged_transcript(turns: list[Turn]) -> str:
+    """The transcript the judge reads: the whole session when it fits one call, else its start (the task)
+    and as much of its end (the outcome) as fits, with the number of turns left out between."""
+    size = [min(len(t.text), TURN_CHARS) + 40 for t in turns]
+    if sum(size) <= CALL_CHARS:
+        return transcript(turns)
+    head, used = [], 0
+    for t, n in zip(turns, size, strict=True):
+        if used + n > CALL_CHARS // 4:
+            break
+        head.append(t)
+        used += n
+    tail: list[Turn] = []
+    for t, n in zip(reversed(turns[len(head):]), reversed(size[len(head):]), strict=True):
+        if used + n > CALL_CHARS:
+            break
+        tail.insert(0, t)
+        used += n
+    gap = len(turns) - len(head) - len(tail)
+    body = "\n\n".join([*(f"[{t.n}] {label(t)}: {t.text[:TURN_CHARS]}" for t in head),
+                         f"[... {gap} turns left out ...]",
+                         *(f"[{t.n}] {label(t)}: {t.text[:TURN_CHARS]}" for t in tail)])
+    return f"<transcript>\n{body}\n</transcript>"
+
+
+_SLUG_WORD = re.compile(r"[a-z0-9]+")
+
+
+def lesson_title(lesson: str) -> str:
+    """A lesson's title: its first sentence, at most 80 characters, on one line."""
+    first = re.split(r"(?<=[.!?])\s", " ".join(lesson.split()), maxsplit=1)[0]
+    return first if len(first) <= 80 else first[:79].rstrip() + "…"
+
+
+def lesson_key(text: str, project: str | None) -> str:
+    """``project/<p>/lesson-<words>`` (or ``global/lesson-<words>``) from a lesson's first words."""
+    words = _SLUG_WORD.findall(text.lower())[:8]
+    slug = "-".join(words)[:60].strip("-") or hashlib.sha256(text.encode()).hexdigest()[:12]
+    name = f"lesson-{slug}"
+    return f"project/{project}/{name}" if project else f"global/{name}"
 
 
 def _parse(ts: str) -> datetime:

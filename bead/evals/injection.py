@@ -4,11 +4,15 @@ Each turn is judged alone, as the first request of a fresh conversation, with
 the pinned block empty (FORMAT.md). The runner builds a Messages API request
 (a system prompt that reports `cwd`, then the turn's messages), parses it as
 the proxy does, and calls the same recall step and pinned block the proxy
-calls.
+calls. With ``wire`` ``chat`` or ``responses`` the turn's messages (written
+in the Messages API's shape) are converted to that OpenAI API's request
+first and parsed by its wire format, so the figures are those of the
+OpenAI routes.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -16,11 +20,79 @@ from ..config import parse as parse_config
 from ..core.conversation import identify
 from ..core.pinned import pinned_block
 from ..recall.pipeline import Recaller
+from ..wire import openai
 from ..wire.anthropic import conversation_of
 from .suite import percentile, temp_memory
 
+WIRES = ("anthropic", "chat", "responses")
 
-def run(suite: dict, split: str | None = None, config_text: str = "") -> dict:
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    c = block.get("content", "")
+    return c if isinstance(c, str) else "\n".join(x.get("text", "") for x in c or [] if x.get("type") == "text")
+
+
+def chat_request(system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Messages API conversation as a Chat Completions request: tool calls in ``tool_calls``, each tool
+    result a ``tool`` message (text sent beside the results goes with the last one, as it counts as
+    tool output on the Anthropic route)."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    for m in messages:
+        blocks = _blocks(m.get("content"))
+        texts = [{"type": "text", "text": b["text"]} for b in blocks if b.get("type") == "text"]
+        if m.get("role") == "assistant":
+            calls = [{"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
+                     for b in blocks if b.get("type") == "tool_use"]
+            out.append({"role": "assistant", "content": texts or None, **({"tool_calls": calls} if calls else {})})
+            continue
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        for k, b in enumerate(results):
+            extra = texts if k == len(results) - 1 else []
+            out.append({"role": "tool", "tool_call_id": b.get("tool_use_id", ""),
+                        "content": [{"type": "text", "text": _result_text(b)}, *extra] if extra else _result_text(b)})
+        if not results:
+            out.append({"role": "user", "content": m["content"] if isinstance(m.get("content"), str) else texts})
+    return {"model": "eval", "messages": out}
+
+
+def responses_request(system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Messages API conversation as a Responses request: a developer message, then message, function
+    call and function call output items."""
+    items: list[dict[str, Any]] = [{"type": "message", "role": "developer",
+                                    "content": [{"type": "input_text", "text": system}]}]
+    for m in messages:
+        blocks = _blocks(m.get("content"))
+        if m.get("role") == "assistant":
+            said = [{"type": "output_text", "text": b["text"]} for b in blocks if b.get("type") == "text"]
+            if said:
+                items.append({"type": "message", "role": "assistant", "content": said})
+            items += [{"type": "function_call", "call_id": b["id"], "name": b["name"], "arguments": json.dumps(b["input"])}
+                      for b in blocks if b.get("type") == "tool_use"]
+            continue
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        texts = [b["text"] for b in blocks if b.get("type") == "text"]
+        for k, b in enumerate(results):
+            extra = "".join("\n" + t for t in texts) if k == len(results) - 1 else ""
+            items.append({"type": "function_call_output", "call_id": b.get("tool_use_id", ""), "output": _result_text(b) + extra})
+        if not results:
+            items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": t} for t in texts]})
+    return {"model": "eval", "input": items}
+
+
+def conversation(wire: str, system: str, messages: list[dict[str, Any]]):
+    """The turn as the proxy's parser for ``wire`` reads it."""
+    if wire == "chat":
+        return openai.chat_conversation(chat_request(system, messages), {})[0]
+    if wire == "responses":
+        return openai.responses_conversation(responses_request(system, messages), {})[0]
+    return conversation_of({"model": "eval", "max_tokens": 1, "system": system, "messages": messages}, {})
+
+
+def run(suite: dict, split: str | None = None, config_text: str = "", wire: str = "anthropic") -> dict:
     turns = [t for t in suite.get("turns") or [] if split is None or t.get("split", "dev") == split]
     per_turn = []
     with temp_memory() as mem:
@@ -39,9 +111,8 @@ def run(suite: dict, split: str | None = None, config_text: str = "") -> dict:
         _text, pinned_ids = pinned_block(mem, first.project, config.proxy.pinned_budget_tokens)
         pinned = {i.rsplit("@v", 1)[0] for i in pinned_ids}
         for t in turns:
-            data: dict[str, Any] = {"model": "eval", "max_tokens": 1, "system": system, "messages": t["messages"]}
             t0 = time.perf_counter()
-            conv = conversation_of(data, {})
+            conv = conversation(wire, system, t["messages"])
             cue = recaller.recall_for(mem, conv, identify({}, conv, project), set(),
                                       config.proxy.recall_deadline_ms / 1000)
             ids, trace = cue.ids, cue.trace
@@ -51,7 +122,7 @@ def run(suite: dict, split: str | None = None, config_text: str = "") -> dict:
             per_turn.append({"id": t["id"], "split": t.get("split", "dev"), "needs": list(t.get("needs") or []),
                              "injected": keys, "stale": [i for i in fact_ids if i != current.get(i.rsplit("@v", 1)[0])],
                              "ms": ms, "rejected": trace.get("rejected", []), "pinned": sorted(pinned)})
-    out = {"kind": "injection", "name": suite["name"], "splits": {}}
+    out = {"kind": "injection", "name": suite["name"], "wire": wire, "splits": {}}
     for name in sorted({t["split"] for t in per_turn}) + ["all"]:
         rows = [t for t in per_turn if name == "all" or t["split"] == name]
         out["splits"][name] = figures(rows)
@@ -79,7 +150,8 @@ def figures(rows: list[dict]) -> dict:
 
 
 def table(result: dict) -> str:
-    lines = [f"{result['name']} (injection)",
+    wire = result.get("wire", "anthropic")
+    lines = [f"{result['name']} (injection{'' if wire == 'anthropic' else ', ' + wire + ' wire'})",
              f"  {'split':<6} {'turns':>5} {'recall':>7} {'precision':>9} {'false-inj turns':>15} {'stale':>5} "
              f"{'p50 ms':>7} {'p95 ms':>7} {'with pinned':>11}"]
     for name, r in result["splits"].items():

@@ -507,6 +507,19 @@ class Index:
             "files": one("SELECT count(*) FROM files"),
         }
 
+    def breakdown(self) -> dict[str, Any]:
+        """Current facts by type and trust, raw turns per session count, and the days facts and turns arrived on
+        (the dashboard's counts and its growth plot)."""
+        return {
+            "by_type_trust": self._rows("SELECT type, trust, count(*) AS n FROM facts WHERE current = 1 "
+                                        "GROUP BY type, trust ORDER BY type, trust", []),
+            "sessions": int(self._conn.execute("SELECT count(DISTINCT session) FROM raw").fetchone()[0]),
+            "versions_by_day": self._rows("SELECT substr(valid_from, 1, 10) AS day, count(*) AS n FROM facts "
+                                          "GROUP BY day ORDER BY day", []),
+            "turns_by_day": self._rows("SELECT substr(at, 1, 10) AS day, count(*) AS n FROM raw "
+                                       "GROUP BY day ORDER BY day", []),
+        }
+
     def pragmas(self) -> dict[str, Any]:
         """The connection settings forget and concurrency rely on (for status and tests)."""
         one = lambda name: self._conn.execute(f"PRAGMA {name}").fetchone()[0]  # noqa: E731

@@ -48,15 +48,23 @@ def loopback_host(host: str) -> bool:
     return name in LOOPBACK_NAMES and (port == "" or (port.isdigit() and len(port) <= 5))
 
 
-def browser_refusal(headers: dict[str, str]) -> str | None:
-    """Why a request looks like it came from a web page, or None."""
-    if "origin" in headers:
-        return "bead proxy refuses requests with an Origin header (a browser sent this)"
+def browser_refusal(headers: dict[str, str], same_origin: bool = False) -> str | None:
+    """Why a request looks like it came from a web page, or None.
+
+    ``same_origin`` is for bead's own read-only page (the dashboard), which a
+    browser does load: a page typed into the address bar (``Sec-Fetch-Site:
+    none``) and what that page itself loads (``same-origin``, and an
+    ``Origin`` equal to its own) pass; anything another site starts does not.
+    """
+    host = headers.get("host", "")
+    origin = headers.get("origin")
+    if origin is not None and not (same_origin and loopback_host(host) and origin.strip().lower() == f"http://{host.lower()}"):
+        return "bead refuses a request with this Origin header (a browser sent it)"
     site = headers.get("sec-fetch-site")
-    if site is not None and site.strip().lower() != "none":
-        return "bead proxy refuses cross-site requests (Sec-Fetch-Site)"
-    if not loopback_host(headers.get("host", "")):
-        return "bead proxy answers only to a literal loopback Host name (127.0.0.1, localhost, [::1])"
+    if site is not None and site.strip().lower() not in (("none", "same-origin") if same_origin else ("none",)):
+        return "bead refuses cross-site requests (Sec-Fetch-Site)"
+    if not loopback_host(host):
+        return "bead answers only to a literal loopback Host name (127.0.0.1, localhost, [::1])"
     return None
 
 

@@ -1,4 +1,11 @@
-"""The Quart app: forward everything, change only POST /v1/messages.
+"""The Quart app: forward everything, change only the model APIs' conversation routes.
+
+The base URL a harness is given says which API it speaks: a path under
+``/openai`` is OpenAI's (``proxy.openai_upstream``, the prefix removed),
+every other path is Anthropic's (``proxy.upstream``), as it always was. Only
+``POST /v1/messages`` (Anthropic) and ``POST /openai/.../chat/completions``
+and ``POST /openai/.../responses`` (OpenAI) are read; each goes to the same
+engine with its wire format (``bead.wire``).
 
 Quart's defaults would break a streaming LLM proxy, so they are lifted:
 RESPONSE_TIMEOUT (60 s cuts a long stream), BODY_TIMEOUT, MAX_CONTENT_LENGTH
@@ -22,10 +29,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
-from quart import Quart, Response, request
+from quart import Quart, Response, request, websocket
 from werkzeug.datastructures import Headers
 
 from .. import __version__
+from ..wire import Wire, anthropic, openai
 from . import access
 from .engine import MAX_RESPONSE_BYTES, Engine, Prepared
 
@@ -40,15 +48,40 @@ REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
 # Hypercorn writes its own date; the upstream's server header passes through.
 RESPONSE_DROP = HOP_BY_HOP | {"date"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+OPENAI_PREFIX = "/openai"
 
 
 class UpstreamBroke(Exception):
     """The upstream dropped a response mid-way: the harness must see a broken response too."""
 
 
-def _api_error(status: int, message: str, kind: str = "api_error") -> Response:
-    body = json.dumps({"type": "error", "error": {"type": kind, "message": message}})
+def _api_error(status: int, message: str, kind: str = "api_error", api: str = "anthropic") -> Response:
+    """An error bead itself answers, in the shape of the API the request speaks."""
+    if api == "openai":
+        body = json.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}})
+    else:
+        body = json.dumps({"type": "error", "error": {"type": kind, "message": message}})
     return Response(body, status=status, content_type="application/json")
+
+
+def route(method: str, raw_path: str) -> tuple[str, str, Wire | None]:
+    """(the API: anthropic | openai, the path to forward, the wire format bead reads, or None to pass it through).
+
+    A path under ``/openai`` is OpenAI's, forwarded without the prefix; its POSTs to
+    ``.../chat/completions`` and ``.../responses`` are read (whatever comes before them,
+    so a compatible server's own base path works too). Every other path is Anthropic's,
+    and only ``POST /v1/messages`` is read there.
+    """
+    path = raw_path.split("?", 1)[0]
+    if path == OPENAI_PREFIX or path.startswith(OPENAI_PREFIX + "/"):
+        rest = raw_path[len(OPENAI_PREFIX):] or "/"
+        wire: Wire | None = None
+        if method == "POST" and path.endswith("/chat/completions"):
+            wire = openai.CHAT
+        elif method == "POST" and path.endswith("/responses"):
+            wire = openai.RESPONSES
+        return "openai", rest, wire
+    return "anthropic", raw_path, anthropic if method == "POST" and path == "/v1/messages" else None
 
 
 def _scope_headers() -> list[tuple[str, str]]:
@@ -63,12 +96,16 @@ class ProxyApp(Quart):
         log.error("unhandled %s in the proxy", exc_type.__name__ if exc_type else "error")
 
 
-def create_app(engine: Engine, upstream: str, token: str | None = None, owner_uid: int | None = None) -> Quart:
+def create_app(engine: Engine, upstream: str, token: str | None = None, owner_uid: int | None = None,
+               openai_upstream: str | None = None) -> Quart:
     """The proxy app. ``token`` marks the owner's requests (default: the home's); ``owner_uid`` is the
-    UID whose loopback connections count as the owner's on Linux (default: the home's owner)."""
+    UID whose loopback connections count as the owner's on Linux (default: the home's owner);
+    ``openai_upstream`` takes the paths under /openai (default: config ``proxy.openai_upstream``)."""
     app = ProxyApp("bead.proxy")
     app.config.update(MAX_CONTENT_LENGTH=None, BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None)
     base = httpx.URL(upstream.rstrip("/"))
+    bases = {"anthropic": base,
+             "openai": httpx.URL((openai_upstream or engine.config.proxy.openai_upstream).rstrip("/"))}
     token = access.load_token(engine.home) if token is None else token
     owner_uid = access.home_owner(engine.home) if owner_uid is None else owner_uid
     state: dict[str, Any] = {"client": None}
@@ -126,6 +163,7 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
             return Response(json.dumps({"ok": True, "version": __version__}), content_type="application/json")
         state_ = await loop.run_in_executor(health_pool, engine.store_state)
         return Response(json.dumps({"ok": True, "version": __version__, "upstream": str(base),
+                                    "openai_upstream": str(bases["openai"]),
                                     "home": str(engine.home.root), **engine.health(), **state_}),
                         content_type="application/json")
 
@@ -135,6 +173,15 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         if not sys.platform.startswith("linux") or client is None or server is None:
             return False
         return access.peer_uid(client, server) == owner_uid
+
+    @app.websocket("/", defaults={"path": ""})
+    @app.websocket("/<path:path>")
+    async def no_websocket(path: str) -> Response:
+        """bead relays HTTP only. Codex CLI's built-in OpenAI provider tries a WebSocket first: a 426 makes
+        it fall back to HTTP at once (a 400 stops it, a 404 costs it seconds of retries)."""
+        _, raw_path = access.split_token(websocket.scope["raw_path"].decode("latin-1"), token)
+        return _api_error(426, "bead proxy relays HTTP only: send this request over HTTP", "invalid_request_error",
+                          api=route("GET", raw_path)[0])
 
     @app.route("/", defaults={"path": ""}, methods=METHODS)
     @app.route("/<path:path>", methods=METHODS)
@@ -146,22 +193,24 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         # The path as sent (percent-encoding intact), not Quart's decoded one,
         # less the owner's token when it leads.
         has_token, raw_path = access.split_token(request.scope["raw_path"].decode("latin-1"), token)
+        api, raw_path, wire = route(request.method, raw_path)
         prep = Prepared(body)
-        if request.method == "POST" and raw_path.split("?", 1)[0] == "/v1/messages":
+        if wire is not None:
             peer, ours = _ends()
 
             def work(deadline: float) -> Prepared:
                 if not is_owner(has_token, peer, ours):
                     engine.count("not_owner")
                     return Prepared(body)
-                return engine.prepare(body, headers, deadline)
+                return engine.prepare(body, headers, deadline, wire)
 
             prep = await _prepare(engine, work, body, start)
         out_headers = [(k, v) for k, v in raw_headers if k.lower() not in REQUEST_DROP]
         query = request.scope.get("query_string") or b""
         # Always the configured scheme, host and port: the request target only names a path.
-        url = base.copy_with(raw_path=(base.raw_path.rstrip(b"/") + raw_path.encode("latin-1")
-                                       + (b"?" + query if query else b"")))
+        up_base = bases[api]
+        url = up_base.copy_with(raw_path=(up_base.raw_path.rstrip(b"/") + raw_path.encode("latin-1")
+                                          + (b"?" + query if query else b"")))
         client: httpx.AsyncClient = state["client"]
         try:
             up = await client.send(client.build_request(request.method, url, headers=out_headers, content=prep.body),
@@ -169,7 +218,8 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
             # Unreachable, or a target httpx will not send: bead's one own error, in the API's shape.
             engine.error("upstream", exc)
-            return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})")
+            return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})",
+                              api=api)
         engine.forwarded(prep)
         capture = prep.ident is not None and up.status_code < 400
         chunks: list[bytes] = []

@@ -2,9 +2,10 @@
 
 Before forwarding, only what changes the forwarded bytes, all under one
 deadline (``proxy.recall_deadline_ms``): parse the body once (the wire
-format's job), name the conversation, build (once) the pinned block, run
-recall for the newest user message (once), and splice the blocks into the
-raw body. Past the deadline, or on any failure, the original bytes go out.
+format's job: a ``bead.wire.Wire``, which the route passes in), name the
+conversation, build (once) the pinned block, run recall for the newest user
+message (once), and splice the blocks into the raw body. Past the deadline,
+or on any failure, the original bytes go out.
 
 Everything else runs after forwarding, off the event loop, one job at a time
 per conversation and in order: capture the new turns (secret scan, raw
@@ -43,14 +44,15 @@ from ..paths import Home
 from ..recall.pipeline import Recaller
 from ..store.locks import LockBusy
 from ..store.rawlog import Turn as RawTurn
-from ..wire import anthropic
+from ..wire import Wire, anthropic
 
 log = logging.getLogger("bead.proxy")
 
 MAX_BODY_BYTES = 16 * 1024 * 1024   # larger bodies go out unchanged, uncaptured
 # Parsing cannot look at the clock, and its cost grows with the number of
 # objects, not bytes: a body of more messages than any real conversation
-# holds goes out unchanged too (a C-speed count finds it before any parsing).
+# holds goes out unchanged too (a C-speed count finds it before any parsing:
+# messages carry a "role", the Responses API's tool calls and outputs a "call_id").
 MAX_MESSAGES = 10_000
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # response bytes kept for capturing the assistant turn
 
@@ -70,6 +72,7 @@ class Prepared:
     pinned_text: str | None = None                         # the conversation's (frozen) pinned block
     blocks: dict[int, list[str]] = field(default_factory=dict)  # message index -> cue blocks to append
     trace: dict[str, Any] = field(default_factory=dict)
+    wire: Wire = anthropic                                  # the format the answer is read in
     judge: Any = None                                      # rerank.mode async: the CueBlock the judge looks at
 
 
@@ -121,20 +124,22 @@ class Engine:
         self.counters[what] += 1
 
     # ----- before forwarding -------------------------------------------------
-    def prepare(self, body: bytes, headers: dict[str, str], deadline: float | None = None) -> Prepared:
+    def prepare(self, body: bytes, headers: dict[str, str], deadline: float | None = None,
+                wire: Wire = anthropic) -> Prepared:
         """The bytes to forward. Never raises: any failure forwards ``body`` unchanged.
 
         ``deadline`` is a ``time.monotonic()`` instant; past it, the work
-        stops and ``body`` goes out unchanged.
+        stops and ``body`` goes out unchanged. ``wire`` is the request's API
+        (the route knows it); every step after parsing is the same for all.
         """
         t0 = time.perf_counter()
         deadline = time.monotonic() + self.deadline_s if deadline is None else deadline
         self.counters["requests"] += 1
-        if len(body) > MAX_BODY_BYTES or body.count(b'"role"') > MAX_MESSAGES:
+        if len(body) > MAX_BODY_BYTES or body.count(b'"role"') + body.count(b'"call_id"') > MAX_MESSAGES:
             self.count("too_large")
             return Prepared(body)
         try:
-            req, conv = anthropic.parse(body, headers)
+            req, conv = wire.parse(body, headers)
         except Exception as exc:  # not JSON, not UTF-8, too deep (RecursionError), out of memory
             self.error("parse", exc)
             return Prepared(body)
@@ -146,7 +151,8 @@ class Engine:
             # No deadline check past this point: the conversation's state now
             # says these blocks were sent, so they must be, or the next request
             # would re-add bytes the model never saw (and break the cache).
-            prep.body = anthropic.splice(req, prep.pinned_text, prep.blocks)
+            prep.body = wire.splice(req, prep.pinned_text, prep.blocks)
+            prep.wire = wire
             return prep
         except Exception as exc:  # fail open: the harness must never see bead's failure
             self.error("deadline" if isinstance(exc, DeadlineExceeded) else "inject", exc)
@@ -172,7 +178,11 @@ class Engine:
         judge = None
         with self._locked(ident.id, deadline):
             st = self.conversations.load(ident.id)
-            if not st.has_pinned:
+            # A request that continues server-held state (a Responses API
+            # previous_response_id) carries only its new turns: the pinned block
+            # went with the conversation's first request. A request with no
+            # messages at all is no conversation: a block would make it one.
+            if not st.has_pinned and not conv.continues and conv.messages:
                 text, ids = pinned_block(mem, ident.project, self.config.proxy.pinned_budget_tokens, conv)
                 self._left(deadline, "pinned block")
                 st.set_pinned(text, ids)
@@ -214,7 +224,8 @@ class Engine:
             self.counters["with_memory"] += 1
         if injected:
             self.counters["injections"] += 1
-        return Prepared(b"", ident, conv, len(conv.messages), injected, pinned_new, st.pinned, blocks, trace, judge)
+        return Prepared(b"", ident, conv, len(conv.messages), injected, pinned_new, st.pinned, blocks, trace,
+                        judge=judge)
 
     def _ahead(self, mem: Memory, st: Any) -> list[dict[str, Any]]:
         """The look-ahead judge's picks not yet in this conversation, as current fact rows."""
@@ -355,7 +366,7 @@ class Engine:
     def _capture_answer(self, prep: Prepared, ident: Identity, chunks: list[bytes], content_type: str,
                         encoding: str | None, truncated: bool) -> None:
         try:
-            collector = anthropic.ResponseCollector(content_type, encoding)
+            collector = prep.wire.collector(content_type, encoding)
             for chunk in chunks:
                 collector.feed(chunk)
             result = collector.result(prep.n_messages)

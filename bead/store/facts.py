@@ -545,9 +545,14 @@ class FactStore:
 
 
 def _mark_superseded(dir_fd: int, fact: Fact) -> Fact:
-    """Step two of a write: the older version's file says `superseded`."""
+    """Step two of a write: the older version's file says `superseded`.
+
+    The status is for readers (the rule goes by version numbers) and the next
+    write repairs it, so the folder is not fsynced a second time: a crash
+    leaves this file as it was, or as it should be, never torn.
+    """
     path = _path(fact)
-    safe.write_at(dir_fd, path, _with_status(safe.read_at(dir_fd, path), "superseded"))
+    safe.write_at(dir_fd, path, _with_status(safe.read_at(dir_fd, path), "superseded"), sync_dir=False)
     return dataclasses.replace(fact, status="superseded")
 
 

@@ -213,10 +213,14 @@ def _temp_name(name: str) -> str:
     return f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
 
 
-def write_at(dir_fd: int, path: Path, data: bytes, mode: int = FILE_MODE, durable: bool = True) -> None:
+def write_at(dir_fd: int, path: Path, data: bytes, mode: int = FILE_MODE, durable: bool = True,
+             sync_dir: bool | None = None) -> None:
     """Replace ``path.name`` in the folder ``dir_fd`` atomically: temp file, fsync, rename, fsync of the folder.
 
     The rename replaces a link of that name rather than following it.
+    ``sync_dir=False`` keeps the data's fsync but not the folder's: after a
+    crash the file is the old one or the new one, whole, and the rename may
+    not have happened (for changes a later write repairs anyway).
     """
     tmp = _temp_name(path.name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dir_fd)
@@ -235,7 +239,7 @@ def write_at(dir_fd: int, path: Path, data: bytes, mode: int = FILE_MODE, durabl
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
         raise
-    if durable:
+    if durable if sync_dir is None else sync_dir:
         os.fsync(dir_fd)
 
 

@@ -53,12 +53,13 @@ def _tool_result_text(block: dict[str, Any]) -> str:
 _SEGMENT_SOURCE = {"typed": Source.TYPED, "pasted": Source.PASTED, "tool_output": Source.TOOL_OUTPUT}
 
 
-def _text_parts(text: str, source: Source) -> list[Part]:
+def text_parts(text: str, source: Source) -> list[Part]:
     """One text block's parts: its own words, then the harness's reminders.
 
     A person's block is split further (``bead.capture.text.segments``): what
     sits in code fences, quotes, expanded pastes, documents and command
-    output is not typed.
+    output is not typed. The OpenAI wire (``bead.wire.openai``) splits a
+    person's text with this same function.
     """
     cleaned = clean(text)
     if source is Source.TYPED and cleaned:
@@ -82,13 +83,13 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
         text_source = Source.TOOL_OUTPUT
     for b in blocks:
         if isinstance(b, str):
-            out += _text_parts(b, text_source)
+            out += text_parts(b, text_source)
             continue
         if not isinstance(b, dict):
             continue
         kind = b.get("type")
         if kind == "text":
-            out += _text_parts(str(b.get("text", "")), text_source)
+            out += text_parts(str(b.get("text", "")), text_source)
         elif kind == "tool_result":
             out.append(Part(Source.TOOL_OUTPUT, clean(_tool_result_text(b)), kind="tool_result",
                             error=bool(b.get("is_error"))))
@@ -97,19 +98,19 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
         elif kind in ("tool_use", "server_tool_use"):
             # The assistant may copy injected memory into a tool call (a note it
             # writes): bead's own blocks leave its input too.
-            data = _strip_own_deep(b.get("input", {}))
+            data = strip_own_deep(b.get("input", {}))
             out.append(Part(Source.TOOL_CALL, json.dumps(data, ensure_ascii=False), kind="tool_use",
                             name=str(b.get("name", "")), data=data))
     return out
 
 
-def _strip_own_deep(value: Any) -> Any:
+def strip_own_deep(value: Any) -> Any:
     if isinstance(value, str):
         return strip_own(value)
     if isinstance(value, dict):
-        return {k: _strip_own_deep(v) for k, v in value.items()}
+        return {k: strip_own_deep(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_strip_own_deep(v) for v in value]
+        return [strip_own_deep(v) for v in value]
     return value
 
 
@@ -180,6 +181,11 @@ def splice(req: Request, pinned: str | None, blocks: dict[int, list[str]]) -> by
 
 EVENT_CAP = 1024 * 1024   # an SSE event larger than this is skipped, never buffered whole
 DECODED_CAP = 16 * 1024 * 1024   # a compressed response is read up to this much once expanded
+
+
+def collector(content_type: str, content_encoding: str | None) -> ResponseCollector:
+    """A collector for one response (the engine's wire interface, ``bead.wire.Wire``)."""
+    return ResponseCollector(content_type, content_encoding)
 
 
 class ResponseCollector:

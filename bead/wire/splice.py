@@ -1,9 +1,10 @@
 """Byte-preserving edits of a JSON request body.
 
 The proxy never re-serialises a request: it finds the spans of the values it
-needs (``system``, ``messages[i].content``) and inserts new blocks next to
-them, so every existing byte, ``cache_control`` marker and the attribution
-block stay exactly where the harness put them.
+needs (``system``, ``messages[i].content``; the OpenAI APIs' ``messages`` or
+``input`` items) and inserts new blocks next to them, so every existing byte,
+``cache_control`` marker and the attribution block stay exactly where the
+harness put them.
 
 Spans are found on the decoded text with the json module's C scanner
 (``raw_decode`` skips a value at C speed); a valid UTF-8 body decodes and
@@ -97,8 +98,8 @@ def elements(s: str, span: Span) -> list[Span]:
         i = _ws(s, i + 1)
 
 
-def _decode_top(s: str) -> tuple[dict[str, Any], dict[str, Span], list[Span] | None, int]:
-    """(the decoded object, key -> value span, the spans of ``messages``' elements, the closing brace)."""
+def _decode_top(s: str, items: str = "messages") -> tuple[dict[str, Any], dict[str, Span], list[Span] | None, int]:
+    """(the decoded object, key -> value span, the spans of the ``items`` array's elements, the closing brace)."""
     i = _ws(s, 0)
     if s[i:i + 1] != "{":
         raise SpliceError("body is not a JSON object")
@@ -115,11 +116,11 @@ def _decode_top(s: str) -> tuple[dict[str, Any], dict[str, Span], list[Span] | N
             if s[i:i + 1] != ":":
                 raise SpliceError("missing ':' in object")
             vstart = _ws(s, i + 1)
-            if key == "messages" and s[vstart:vstart + 1] == "[":
+            if key == items and s[vstart:vstart + 1] == "[":
                 value, msgs, vend = _decode_array(s, vstart)
             else:
                 value, vend = _DECODER.raw_decode(s, vstart)
-                if key == "messages":
+                if key == items:
                     msgs = None
             data[key] = value          # the last duplicate wins, as in json.loads
             top[key] = Span(vstart, vend)
@@ -168,6 +169,19 @@ class Edit:
     data: str
 
 
+def append_to_string(s: str, value: Span, text: str) -> Edit:
+    """An edit that appends a blank line and ``text`` inside the JSON string at ``value``.
+
+    Every byte of the string stays; the new text goes before its closing
+    quote, escaped as json.dumps escapes it (non-ASCII raw).
+    """
+    raw = value.of(s)
+    if not (raw.startswith('"') and raw.endswith('"')):
+        raise SpliceError("not a JSON string")
+    close = value.end - 1
+    return Edit(close, close, json.dumps("\n\n" + text, ensure_ascii=False)[1:-1])
+
+
 def append_blocks(s: str, value: Span, blocks: list[str]) -> Edit:
     """An edit that appends ``blocks`` to a content value (array or string).
 
@@ -184,6 +198,20 @@ def append_blocks(s: str, value: Span, blocks: list[str]) -> Edit:
     close = value.end - 1  # the closing ]
     empty = _ws(s, value.start + 1) == close
     return Edit(close, close, ("" if empty else ",") + joined)
+
+
+def decode(body: bytes, items: str) -> tuple[str, dict[str, Any], dict[str, Span], list[Span] | None, int]:
+    """The text of a JSON object body, decoded once: (text, object, key -> value span, the spans of the
+    ``items`` array's elements or None, the closing brace). SpliceError for a body that is not one."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpliceError("body is not UTF-8") from None
+    try:
+        data, top, spans, end = _decode_top(text, items)
+    except json.JSONDecodeError as exc:
+        raise SpliceError(f"body is not JSON ({exc.msg} at offset {exc.pos})") from None
+    return text, data, top, spans, end
 
 
 def apply(s: str, edits: list[Edit]) -> str:
@@ -212,14 +240,7 @@ class Request:
         where it starts, which also gives its end: the body is read once,
         not once to decode and again to find the spans.
         """
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError:
-            raise SpliceError("body is not UTF-8") from None
-        try:
-            data, top, msgs, end = _decode_top(text)
-        except json.JSONDecodeError as exc:
-            raise SpliceError(f"body is not JSON ({exc.msg} at offset {exc.pos})") from None
+        text, data, top, msgs, end = decode(body, "messages")
         if not isinstance(data.get("messages"), list) or msgs is None:
             raise SpliceError("body is not a Messages API request (no messages array)")
         roles = [m.get("role", "") if isinstance(m, dict) else "" for m in data["messages"]]

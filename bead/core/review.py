@@ -1,0 +1,328 @@
+"""What a person reviewing memory works through, and what each of their decisions does.
+
+`bead review` (the terminal), `bead candidate add` and the dashboard call
+these; they translate, this decides. The walk holds, in order:
+
+- the open items of the review queue (proposals, lesson candidates), each
+  with its reason, dated excerpts of the turns it came from, and the current
+  value of the key it would change;
+- the facts the latest dream run wrote or decayed to dormant (from its
+  report, which holds keys and version ids), each still as it was then;
+- the evaluations of that run that did not promote a lesson, with the
+  reason (the outcome gate, bead.dream.evaluate).
+
+Actions: accept (the value as proposed, or as the person edited it: the item
+keeps the proposed text), reject with a reason, pin, reinforce, forget and
+seal (both planned first, so the person sees the preview before anything
+changes), and a lesson candidate written by hand. Nothing here returns a
+sealed value: a sealed key has no plaintext, and its current value is shown
+as sealed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..capture.secrets import redact
+from ..errors import BeadError, InvalidArgument, RefusedWrite
+from ..store import files as safe
+from ..store.keys import TYPES, parse_id, validate_key
+from .memory import Memory
+
+EXCERPTS = 5
+EXCERPT_CHARS = 240
+_ANCHOR = re.compile(r"(?:raw/)?(\d{4}/\d{2}/\d{2}/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.md)#turn-(\d{1,9})")
+_FACT_ID = re.compile(r"\b((?:user|global|project/[a-z0-9][a-z0-9._-]*)/[a-z0-9][a-z0-9._-]*@v[1-9][0-9]{0,8})\b")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+@dataclass
+class Excerpt:
+    anchor: str
+    session: str
+    n: int
+    at: str
+    who: str
+    text: str
+
+
+@dataclass
+class Current:
+    """The value a decision would change: a fact's current version, or a sealed key (never its value)."""
+
+    key: str
+    id: str = ""
+    value: str = ""
+    trust: str = ""
+    status: str = ""
+    pinned: bool = False
+    sealed: bool = False
+
+
+@dataclass
+class Entry:
+    kind: str                         # item | fact | evaluation
+    id: str                           # the item id, the fact id, or the session
+    key: str
+    headline: str
+    reason: str
+    proposed: str | None = None       # an item's value (a lesson's text)
+    current: Current | None = None
+    excerpts: list[Excerpt] = field(default_factory=list)
+    sources: int = 0                  # how many turns it cites in all
+    evaluation: dict[str, Any] | None = None
+    session: str = ""
+    actions: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+@dataclass
+class ReportView:
+    """The newest dream run of the newest report file: its text, and the ids and episodes it names."""
+
+    file: str
+    text: str
+    written: list[str] = field(default_factory=list)
+    dormant: list[str] = field(default_factory=list)
+    episodes: list[str] = field(default_factory=list)
+
+
+def latest_report(mem: Memory) -> ReportView | None:
+    from ..dream.run import Reports
+
+    files = sorted(Reports(mem.home).files(), key=lambda p: p.name)
+    if not files:
+        return None
+    text = safe.read_text(files[-1], root=mem.home.root, errors="replace")
+    run = text[text.rfind("## Dream run"):] if "## Dream run" in text else text
+    view = ReportView(files[-1].name, run)
+    section = ""
+    for line in run.splitlines():
+        if line.startswith("### "):
+            section = line[4:]
+        elif line.startswith("- written: "):
+            view.written += [i for i in _FACT_ID.findall(line) if "(would write)" not in line]
+        elif line.startswith("- episode: "):
+            view.episodes.append(line[len("- episode: "):].strip())
+        elif section.startswith("decayed to dormant") and line.startswith("- "):
+            view.dormant += _FACT_ID.findall(line)
+    return view
+
+
+def excerpts(mem: Memory, anchors: list[str], limit: int = EXCERPTS) -> list[Excerpt]:
+    """Dated excerpts of the turns ``anchors`` name (``raw/YYYY/MM/DD/<session>.md#turn-N``), first ``limit``."""
+    from ..dream.run import label
+
+    out: list[Excerpt] = []
+    files: dict[str, dict[int, Any]] = {}
+    for anchor in anchors:
+        if len(out) >= limit:
+            break
+        m = _ANCHOR.fullmatch(anchor)
+        if not m:
+            continue
+        rel, n = m.group(1), int(m.group(2))
+        if rel not in files:
+            try:
+                files[rel] = {t.n: t for t in mem.raw.read(mem.home.raw / rel)}
+            except (OSError, safe.UnsafePath):
+                files[rel] = {}
+        t = files[rel].get(n)
+        if t is None:
+            continue
+        flat = " ".join(t.text.split())
+        text = flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1] + "…"
+        out.append(Excerpt(anchor, t.session, n, t.at, label(t), text))
+    return out
+
+
+def current(mem: Memory, key: str) -> Current | None:
+    """The current version of ``key`` (None when it has none); a sealed key says so and nothing else."""
+    try:
+        validate_key(key)
+    except BeadError:
+        return None
+    if mem.is_sealed(key):
+        return Current(key, sealed=True)
+    cur = mem.current(key)
+    if cur is None:
+        return None
+    return Current(key, cur.id, cur.body, cur.trust, cur.status, cur.pinned)
+
+
+def _fact_actions(cur: Current | None) -> tuple[str, ...]:
+    if cur is None or cur.sealed:
+        return ()
+    return ("pin", "reinforce", "forget", "seal")
+
+
+def entries(mem: Memory) -> list[Entry]:
+    """The walk: open queue items, then the latest dream run's facts, then its evaluations not promoted."""
+    from ..dream.episodes import Episodes
+    from ..dream.queue import Queue
+
+    out: list[Entry] = []
+    for item in queue_order(Queue(mem).items("open")):
+        cur = current(mem, item.key)
+        what = f"lesson candidate: {item.title}" if item.kind == "lesson" and item.title else item.kind
+        out.append(Entry("item", item.id, item.key, what, item.detail, item.value, cur,
+                         excerpts(mem, item.sources), len(item.sources), item.evaluation, item.session,
+                         ("accept", "edit", "reject", *_fact_actions(cur))))
+    rep = latest_report(mem)
+    if rep is None:
+        return out
+    run = rep.text.splitlines()[0].removeprefix("## ").strip() if rep.text else rep.file
+    for ids, why in ((rep.written, "written by the dream"), (rep.dormant, "decayed to dormant by the dream")):
+        for fid in dict.fromkeys(ids):
+            parsed = parse_id(fid)
+            if parsed is None:
+                continue
+            cur = current(mem, parsed[0])
+            if cur is None or cur.sealed or cur.id != fid:
+                continue            # forgotten, sealed or changed since: nothing of this run left to review
+            kv = mem.versions(parsed[0])
+            sources = list(kv.current.sources) if kv.current else []
+            out.append(Entry("fact", fid, parsed[0], f"{why} ({cur.trust}, {cur.status})", f"{why} in the {run}",
+                             None, cur, excerpts(mem, sources), len(sources), actions=_fact_actions(cur)))
+    episodes = Episodes(mem.home)
+    for rel in dict.fromkeys(rep.episodes):
+        path = mem.home.store / rel
+        try:
+            ep = episodes.read(path)
+        except (OSError, ValueError, safe.UnsafePath):
+            continue
+        if not ep.evaluations:
+            continue
+        ev = ep.evaluations[-1]
+        if ev.get("promoted"):
+            continue
+        lesson = ep.sections.get("lesson", "")
+        out.append(Entry("evaluation", ep.session, "", f"evaluation of session {ep.session}: not promoted",
+                         str(ev.get("reason") or ""), lesson or None, None, [], 0, ev, ep.session,
+                         ("candidate",) if lesson else ()))
+    return out
+
+
+# ----- decisions ------------------------------------------------------------------------------------------
+
+def queue_order(items: list[Any]) -> list[Any]:
+    """Oldest proposal first (the time it was queued), then by id."""
+    return sorted(items, key=lambda i: (str((i.history or [{}])[0].get("at", "")), i.id))
+
+
+def accept(mem: Memory, item_id: str, value: str | None = None) -> dict[str, Any]:
+    """Accept a review item as proposed, or with the person's edit of its value (the item keeps the proposal)."""
+    from ..dream.queue import Queue
+
+    q = Queue(mem)
+    item = q.accept(item_id, value=value)
+    written = q.written(item)
+    return {"id": item.id, "wrote": written[0] if written else None, "edited": bool(written and written[1] != item.value)}
+
+
+def reject(mem: Memory, item_id: str, reason: str = "") -> dict[str, Any]:
+    from ..dream.queue import Queue
+
+    item = Queue(mem).reject(item_id, " ".join(reason.split()))
+    return {"id": item.id, "rejected": True}
+
+
+def pin(mem: Memory, key: str, pinned: bool = True) -> dict[str, Any]:
+    from .curate import set_pinned
+
+    return set_pinned(mem, key, pinned)
+
+
+def reinforce(mem: Memory, key: str) -> dict[str, Any]:
+    from ..dream.run import reinforce as wake
+
+    return {"id": wake(mem, key)}
+
+
+def forget_plan(mem: Memory, key: str) -> tuple[Any, dict[str, Any]]:
+    """(the plan, its preview: keys, versions, raw turns, episodes, review items, state lines; no values)."""
+    from .. import forget
+
+    forget.refuse_git(mem)
+    plan = forget.plan_target(mem, key)
+    return plan, plan.summary(mem.home.store)
+
+
+def forget_apply(mem: Memory, plan: Any) -> dict[str, Any]:
+    from .. import forget
+
+    return forget.apply(mem, plan)
+
+
+def seal_preview(mem: Memory, key: str) -> dict[str, Any]:
+    from ..vault import ops
+
+    return ops.preview_seal(mem, key).summary(mem.home.store)
+
+
+def seal_apply(mem: Memory, key: str) -> dict[str, Any]:
+    from ..vault import ops
+
+    return ops.seal(mem, key)
+
+
+# ----- a lesson candidate written by hand ----------------------------------------------------------------
+
+def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str,
+                  project: str | None = None) -> tuple[Any, bool]:
+    """A ``lesson`` review candidate whose evidence is ``session``'s turns, with no model call.
+
+    ``kind`` is the type of fact it becomes when accepted. The key is
+    ``project/<project>/lesson-<title words>`` (the session's project, or
+    ``project``), else ``global/lesson-<title words>``. The same checks as a
+    remembered value: not empty, no control characters, no credential, not a
+    forgotten or rejected value. Returns (item, added)."""
+    from ..dream.queue import Queue
+    from ..dream.run import lesson_key
+
+    if kind not in TYPES:
+        raise InvalidArgument(f"kind {kind!r} is not one of {', '.join(TYPES)}",
+                              "the kind is the type of fact the lesson becomes: feedback (how to work), project, "
+                              "user or reference")
+    title = " ".join((title or "").split())
+    body = (body or "").strip()
+    if not title or len(title) > 120 or _CONTROL.search(title):
+        raise InvalidArgument("the title must be one line of 1 to 120 characters, without control characters",
+                              "give a short title, e.g. --title 'Run migrations before the tests'")
+    path = mem.raw.find(session)
+    if path is None:
+        raise BeadError(f"no raw session {session}", "the session id is the file name under store/raw "
+                                                     "(`bead search --raw` shows sessions)")
+    turns = mem.raw.read(path)
+    if not turns:
+        raise BeadError(f"session {session} has no turns", "write the candidate from a session with turns")
+    if project is None:
+        projects = sorted({str(t.flags["project"]) for t in turns if t.flags.get("project")})
+        project = projects[0] if len(projects) == 1 else None
+    key = lesson_key(title, project)
+    body = mem.facts.check_body(key, body)
+    if _CONTROL.search(body.replace("\t", " ")):
+        raise InvalidArgument("the body holds control characters (a NUL, a terminal escape)",
+                              "write plain text: tabs and line breaks are fine")
+    if redact(body)[1] or redact(title)[1]:
+        raise RefusedWrite("the candidate looks like it holds a credential, and bead never stores one in plain text",
+                           "leave the secret out")
+    if mem.tombstones.matches(body):
+        raise RefusedWrite("that lesson was forgotten or rejected before (tombstone)",
+                           "write it as a fact with `bead write` if you mean it")
+    detail = f"written by hand from session {session} (no model call)"
+    return Queue(mem).add("lesson", key, kind, body, [t.anchor for t in turns], detail, "hand", title=title,
+                          session=session)
+
+
+def session_of(anchor: str) -> str | None:
+    """The session a source anchor names."""
+    m = _ANCHOR.fullmatch(anchor)
+    return Path(m.group(1)).stem if m else None

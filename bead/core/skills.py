@@ -1,0 +1,239 @@
+"""Agent Skills from memory the person vouches for: `bead skills preview|install`.
+
+A skill file is an instruction a harness loads into an agent's context
+whenever its description matches the task, so only what the person stated
+or accepted becomes one:
+
+- a pinned ``feedback`` or ``project`` fact whose trust is ``user_stated``
+  or ``accepted`` (``PERSON_TRUSTS``), current, of the project or of every
+  project (``user/``, ``global/``);
+- a lesson the person approved from the review queue (an accepted ``lesson``
+  item: from the dream's outcome gate, or written by hand), as its key holds
+  it now, if that version is still the person's word.
+
+Facts an agent observed or the dream inferred never do, pinned or not: their
+text may come from a tool's output or a web page. The file is
+``.claude/skills/<name>/SKILL.md`` in the project, with the frontmatter of
+the Agent Skills specification (agentskills.io): ``name`` (1-64 characters,
+lower-case letters, digits and single hyphens, not at either end, equal to
+the folder's name), ``description`` (1-1024 characters: what it is and when
+it applies), and ``metadata``, a map of strings carrying the provenance
+(bead key, version id, source session, review item, trust). Nothing else.
+
+Installing is an explicit command: nothing else in bead writes into a
+project. An existing file is left alone unless ``force``; files are written
+through the link-safe helpers with the project folder as their root, so a
+``.claude`` or ``skills`` folder that is a link (a hostile repository's) is
+refused, never written through.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import BeadError
+from ..store import files as safe
+from ..store.keys import PERSON_TRUSTS
+from .memory import Memory
+
+MAX_NAME = 64
+MAX_DESCRIPTION = 1024
+ALLOWED_FIELDS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools"})
+NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+RESERVED = ("anthropic", "claude")        # words a skill's name may not hold (Claude's skill rules)
+SKILLS_DIR = (".claude", "skills")
+FILE_MODE = 0o644                         # a project file, meant to be committed and read by the harness
+
+
+@dataclass
+class Skill:
+    name: str
+    description: str
+    body: str
+    metadata: dict[str, str]
+    key: str
+    status: str = ""                      # new | unchanged | differs | written | kept
+    path: Path | None = None
+    problems: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        front = {"name": self.name, "description": self.description, "metadata": self.metadata}
+        return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000) + "---\n\n" + self.body
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "metadata": self.metadata, "key": self.key,
+                "status": self.status, "path": str(self.path) if self.path else None, "content": self.render()}
+
+
+def _plain(text: str) -> str:
+    """One line of text without control or invisible characters and without angle brackets (a description is
+    read as plain text by harnesses; some refuse tags in it)."""
+    flat = " ".join(str(text).split())
+    flat = "".join(ch for ch in flat if unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"))
+    return flat.replace("<", "(").replace(">", ")")
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def skill_name(key: str, taken: set[str]) -> str:
+    """``bead-<the key's last segment>`` in the specification's alphabet, unique among ``taken``."""
+    last = key.rsplit("/", 1)[-1].removeprefix("lesson-")
+    words = [w for w in re.findall(r"[a-z0-9]+", last.lower()) if w not in RESERVED]
+    base = "-".join(["bead", *words])[:MAX_NAME].strip("-") or "bead"
+    name = base
+    if name in taken:
+        tag = hashlib.sha256(key.encode()).hexdigest()[:8]
+        name = f"{base[: MAX_NAME - 9].strip('-')}-{tag}"
+    return name
+
+
+def validate(text: str, folder: str) -> list[str]:
+    """What makes ``text`` (a SKILL.md) break the Agent Skills specification's frontmatter rules; [] when valid."""
+    from ..store.facts import split_frontmatter
+
+    try:
+        meta, _body = split_frontmatter(text)
+    except ValueError as exc:
+        return [f"frontmatter: {exc}"]
+    errors = [f"unexpected field {k!r}" for k in sorted(set(meta) - ALLOWED_FIELDS)]
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        errors.append("name is missing")
+    else:
+        if len(name) > MAX_NAME:
+            errors.append(f"name is over {MAX_NAME} characters")
+        if not NAME.fullmatch(name):
+            errors.append("name must be lower-case letters, digits and single hyphens, not at either end")
+        if name != folder:
+            errors.append(f"name {name!r} is not the folder's name {folder!r}")
+        if any(w in name for w in RESERVED):
+            errors.append("name holds a reserved word")
+    desc = meta.get("description")
+    if not isinstance(desc, str) or not desc.strip():
+        errors.append("description is missing")
+    elif len(desc) > MAX_DESCRIPTION:
+        errors.append(f"description is over {MAX_DESCRIPTION} characters")
+    elif "<" in desc or ">" in desc:
+        errors.append("description holds angle brackets")
+    md = meta.get("metadata")
+    if md is not None and not (isinstance(md, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                           for k, v in md.items())):
+        errors.append("metadata must map strings to strings")
+    comp = meta.get("compatibility")
+    if comp is not None and (not isinstance(comp, str) or len(comp) > 500):
+        errors.append("compatibility must be a string of at most 500 characters")
+    return errors
+
+
+def _session(sources: tuple[str, ...] | list[str]) -> str:
+    from .review import session_of
+
+    for s in sources:
+        sid = session_of(s)
+        if sid:
+            return sid
+    return ""
+
+
+def _where(key: str) -> str:
+    parts = key.split("/")
+    return f"the {parts[1]} project" if parts[0] == "project" else "any project"
+
+
+def _in_project(key: str, project: str | None) -> bool:
+    parts = key.split("/")
+    return parts[0] != "project" or parts[1] == project
+
+
+def collect(mem: Memory, project: str | None) -> list[Skill]:
+    """The skills memory gives for ``project`` (and every project), in key order; nothing is written."""
+    from ..dream.queue import Queue
+
+    out: list[Skill] = []
+    taken: set[str] = set()
+    seen: set[str] = set()
+
+    def add(key: str, fid: str, text: str, kind: str, trust: str, session: str, item: str = "",
+            title: str = "") -> None:
+        if key in seen or not _in_project(key, project):
+            return
+        seen.add(key)
+        name = skill_name(key, taken)
+        taken.add(name)
+        gist = _plain(title) if title else _cut(_plain(re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]), 200)
+        when = f"Use when working in {_where(key)}"
+        what = {"feedback": "How the person wants the agent to work", "project": "A fact about the project",
+                "lesson": "A lesson from an earlier session that succeeded"}[kind]
+        description = _cut(f"{what}: {gist} {when}; bead memory {key}.", MAX_DESCRIPTION)
+        body = (f"# {_plain(title) or gist}\n\n{text.strip()}\n\n---\n\n"
+                f"Written by `bead skills install` from {fid} ({trust}"
+                + (f", from session {session}" if session else "") + "). The memory is the source: change it with "
+                f"`bead write {key} ...`, then run `bead skills install --force` to refresh this file.\n")
+        meta = {"bead_key": key, "bead_version_id": fid, "bead_kind": kind, "bead_trust": trust,
+                "bead_source_session": session}
+        if item:
+            meta["bead_review_item"] = item
+        out.append(Skill(name, description, body, meta, key))
+
+    # Approved lessons first: their key holds the person's approved (maybe edited) text.
+    for item in sorted(Queue(mem).items("accepted"), key=lambda i: i.key):
+        if item.kind != "lesson":
+            continue
+        cur = mem.current(item.key) if not mem.is_sealed(item.key) else None
+        if cur is None or cur.trust not in PERSON_TRUSTS or cur.status not in ("current", "dormant"):
+            continue
+        add(cur.key, cur.id, cur.body, "lesson", cur.trust, item.session, item.id, item.title)
+    for row in mem.index.pinned_candidates(project):
+        if not row.get("pinned") or row["type"] not in ("feedback", "project") or row["trust"] not in PERSON_TRUSTS:
+            continue
+        if row["sensitivity"] == "secret":
+            continue
+        cur = mem.current(row["key"])
+        if cur is None or cur.id != row["id"]:
+            continue
+        add(cur.key, cur.id, cur.body, cur.type, cur.trust, _session(cur.sources))
+    return out
+
+
+def skills_dir(project_dir: Path) -> Path:
+    return project_dir.joinpath(*SKILLS_DIR)
+
+
+def plan(mem: Memory, project_dir: Path, project: str | None) -> list[Skill]:
+    """``collect`` with each skill's file and whether it is new, unchanged or differs from what is there."""
+    skills = collect(mem, project)
+    for s in skills:
+        s.path = skills_dir(project_dir) / s.name / "SKILL.md"
+        s.problems = validate(s.render(), s.name)
+        try:
+            now = safe.read_text(s.path, root=project_dir, errors="replace")
+        except FileNotFoundError:
+            s.status = "new"
+            continue
+        s.status = "unchanged" if now == s.render() else "differs"
+    return skills
+
+
+def install(mem: Memory, project_dir: Path, project: str | None, force: bool = False) -> list[Skill]:
+    """Write the skills' files; one that exists with other content is kept unless ``force``."""
+    skills = plan(mem, project_dir, project)
+    for s in skills:
+        if s.problems:
+            raise BeadError(f"skill {s.name} would not be valid: {'; '.join(s.problems)}",
+                            "report this: bead builds every field itself")
+        if s.status == "unchanged" or (s.status == "differs" and not force):
+            s.status = "kept" if s.status == "differs" else s.status
+            continue
+        assert s.path is not None
+        safe.atomic_write(s.path, s.render().encode("utf-8"), FILE_MODE, root=project_dir)
+        s.status = "written"
+    return skills

@@ -1,0 +1,114 @@
+"""The dashboard's Quart app: one page, its static files, the checks of bead.proxy.access."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from quart import Quart, Response, render_template, request
+
+from ..config import Config
+from ..core.memory import Memory
+from ..core.overview import overview
+from ..paths import Home
+from ..proxy import access
+
+HERE = Path(__file__).resolve().parent
+STATIC = {"uplot.iife.min.js": "text/javascript", "uplot.min.css": "text/css", "dashboard.js": "text/javascript",
+          "dashboard.css": "text/css", "uplot.LICENSE": "text/plain"}
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'none'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+           "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
+
+
+def _refused(status: int, why: str) -> Response:
+    return Response(why + "\n", status=status, content_type="text/plain; charset=utf-8", headers=HEADERS)
+
+
+def create_app(home: Home, config: Config, trace: str | None = None, token: str | None = None,
+               owner_uid: int | None = None,
+               peer_uid: Callable[[tuple[str, int], tuple[str, int]], int | None] = access.peer_uid) -> Quart:
+    """The dashboard for ``home``. ``token`` (default: the home's proxy token) and ``owner_uid`` (default: the
+    home's owner) decide who is the owner, as in the proxy."""
+    app = Quart("bead.dashboard", template_folder=str(HERE / "templates"), static_folder=None)
+    token = access.load_token(home) if token is None else token
+    owner_uid = access.home_owner(home) if owner_uid is None else owner_uid
+    local = threading.local()
+
+    def memory() -> Memory:
+        mem = getattr(local, "mem", None)
+        if mem is None:
+            mem = local.mem = Memory(home, config)
+        return mem
+
+    def owner(has_token: bool) -> bool:
+        if has_token:
+            return True
+        ends: list[Any] = [request.scope.get("client"), request.scope.get("server")]
+        if not sys.platform.startswith("linux") or any(not e or len(e) < 2 or None in e[:2] for e in ends):
+            return False
+        (c_ip, c_port), (s_ip, s_port) = (e[:2] for e in ends)
+        return peer_uid((str(c_ip), int(c_port)), (str(s_ip), int(s_port))) == owner_uid
+
+    @app.route("/", defaults={"path": ""}, methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+    @app.route("/<path:path>", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+    async def page(path: str) -> Response:
+        raw = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.scope["headers"]]
+        headers = dict(raw)
+        if sum(1 for k, _ in raw if k == "host") > 1:
+            return _refused(403, "bead dashboard refuses a request with two Host headers")
+        why = access.browser_refusal(headers, same_origin=True)
+        if why:
+            return _refused(403, why)
+        if request.method not in ("GET", "HEAD"):
+            return _refused(405, "the dashboard is read-only: GET only")
+        offered = headers.get("x-bead-token", "")
+        target = request.scope.get("raw_path", b"/").decode("latin-1").split("?")[0]
+        in_path, rest = access.split_token(target, token)
+        has_token = in_path or (bool(offered) and hmac.compare_digest(offered.encode(), token.encode()))
+        if not await asyncio.to_thread(owner, has_token):
+            return _refused(403, "this memory is its owner's: open the address `bead dashboard` printed "
+                                 "(with the home's token)")
+        if rest.startswith("/static/") and rest[len("/static/"):] in STATIC:
+            name = rest[len("/static/"):]
+            return Response((HERE / "static" / name).read_bytes(), content_type=STATIC[name], headers=HEADERS)
+        if in_path and not target.endswith("/") and rest == "/":
+            # /<token> -> /<token>/, so that the page's relative links keep the token.
+            return Response("", status=308, headers={**HEADERS, "Location": target + "/"})
+        if rest != "/":
+            return _refused(404, "nothing here: the dashboard is one page")
+        data = await asyncio.to_thread(lambda: overview(memory(), trace))
+        html = await render_template("dashboard.html", d=data, growth=json.dumps(data["growth"]))
+        return Response(html, content_type="text/html; charset=utf-8", headers=HEADERS)
+
+    app.extensions["bead.dashboard.token"] = token
+    return app
+
+
+def serve(app: Any, host: str, port: int) -> None:
+    """Serve on loopback with Hypercorn until SIGINT/SIGTERM."""
+    import signal
+
+    from hypercorn.asyncio import serve as hyper
+    from hypercorn.config import Config as HyperConfig
+
+    cfg = HyperConfig()
+    cfg.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    cfg.accesslog = None
+    cfg.errorlog = None
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await hyper(app, cfg, shutdown_trigger=stop.wait)
+
+    asyncio.run(main())

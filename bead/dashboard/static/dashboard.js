@@ -1,0 +1,32 @@
+// The one plot of the dashboard: memory growth and injections per day, drawn with uPlot.
+// The data comes from a JSON block the server rendered (numbers and dates only); nothing here
+// builds HTML from text.
+(function () {
+  "use strict";
+  var holder = document.getElementById("growth");
+  var block = document.getElementById("growth-data");
+  if (!holder || !block || typeof uPlot === "undefined") { return; }
+  var g = JSON.parse(block.textContent);
+  if (!g.t || g.t.length === 0) {
+    holder.textContent = "nothing recorded yet";
+    return;
+  }
+  var width = Math.max(320, Math.min(holder.clientWidth || 640, 900));
+  var opts = {
+    width: width,
+    height: 240,
+    scales: { x: { time: true }, n: { auto: true }, inj: { auto: true } },
+    series: [
+      {},
+      { label: "fact versions", scale: "n", stroke: "#2f6fb3", width: 2 },
+      { label: "raw turns", scale: "n", stroke: "#8a8f98", width: 1 },
+      { label: "injections that day", scale: "inj", stroke: "#c2561a", width: 2, points: { show: true } }
+    ],
+    axes: [
+      {},
+      { scale: "n", label: "in all" },
+      { scale: "inj", side: 1, label: "injected", grid: { show: false } }
+    ]
+  };
+  new uPlot(opts, [g.t, g.versions, g.turns, g.injections], holder);
+})();

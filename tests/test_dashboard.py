@@ -1,0 +1,212 @@
+"""The read-only dashboard: its checks (Host, Origin, Sec-Fetch-Site, the owner, GET only) through Quart's test
+client, and the page itself in headless Chromium: it loads with no console error, shows the counts of a seeded
+store, renders a stored `<script>` as text, never shows a sealed value; a screenshot is kept.
+
+The browser part starts one Chromium and one real `bead dashboard` for the whole module."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+import age_scrypt
+import pytest
+from cdp import Browser, chromium
+from conftest import eventually
+from fakes import free_port
+
+from bead.config import Config, load
+from bead.core.memory import Memory
+from bead.core.overview import record_eval
+from bead.dream.queue import Queue
+from bead.dream.run import Reports
+from bead.paths import Home
+from bead.store import files as safe
+from bead.vault import keys as vault_keys
+
+T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
+PAYLOAD = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+SECRET = "vault PIN 4711 zqxjvbnmkw"
+TOKEN = "dashtoken-0123456789"
+
+
+def seed(root: Path, trace: Path) -> dict:
+    """A store with a bit of everything: facts of several types and trusts, two sessions, a dormant fact, a
+    sealed key, a hostile review item, a dream report, a traced injection, audit injections, eval figures."""
+    home = Home(root).ensure()
+    (root / "proxy.token").write_text(TOKEN + "\n")
+    day2 = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
+    mem = Memory(home, Config(owner="t"), lambda: T0)
+    mem.write("user/editor", "Helix", "user")
+    mem.write("project/shop/db", "Postgres on 5433", "project")
+    mem.write("project/shop/tests", "pytest -x", "feedback", trust="agent_observed")
+    mem.write("project/shop/old", "An old fact", "reference", trust="dream_inferred")
+    mem.set_status(mem.current("project/shop/old"), "dormant")
+    mem.append_turns("s1", [("user", "hello", T0, None, {"source": "typed"}), ("assistant", "hi", T0, None, {})])
+    mem.append_turns("s2", [("user", f"a pasted page: {PAYLOAD}", day2, None, {"source": "pasted"})])
+    mod = vault_keys.pyrage()
+    ident = mod.x25519.Identity.generate()
+    safe.atomic_write(home.vault / "identity.age",
+                      age_scrypt.encrypt(f"{ident}\n".encode(), "correct horse battery", work_factor=10), root=home.root)
+    safe.atomic_write(home.vault / "recipient.txt", f"{ident.to_public()}\n".encode(), root=home.root)
+    mem.write("user/alarm", SECRET, "user", sensitivity="secret")
+    Queue(mem).add("suspicious", "project/shop/hook", "project", PAYLOAD, [], f"reads like an instruction {PAYLOAD}",
+                   "untrusted")
+    Reports(home).append(T0, "## Dream run 2026-11-20T10:00:00Z\n\n- model: openai/m\n- written: project/shop/old@v1\n"
+                             f"- note {PAYLOAD}\n")
+    trace.write_text(json.dumps({"at": "2026-11-21T09:00:00Z", "session": "s2", "thread": "t1", "project": "shop",
+                                 "injected": ["project/shop/db@v1"], "pinned": ["user/editor@v1"],
+                                 "rejected": [{"id": "project/shop/tests@v1", "score": 0.8, "reason": f"weak {PAYLOAD}"}],
+                                 "cues": [{"source": "typed", "text": f"cue {PAYLOAD}"}]}) + "\n")
+    for at in (T0, day2, day2):
+        mem.audit.record(at, "inject", id="project/shop/db@v1", session="s2")
+    record_eval(home, [{"kind": "raw-recall", "name": "locomo dev", "queries": 383, "recall_at_5": 0.639,
+                        "recall_at_10": 0.733, "details": [{"q": "x"}]}], ["evals/locomo.yaml"])
+    counts = {"current facts": 4, "raw turns": 3, "sessions": 2, "review queue": 1, "sealed keys": 1, "dormant": 1}
+    mem.close()
+    return counts
+
+
+# ----- the checks, in process ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def client(bead_home, tmp_path):
+    from bead.dashboard.app import create_app
+
+    seed(bead_home, tmp_path / "trace.jsonl")
+    home = Home(bead_home)
+    app = create_app(home, load(home), str(tmp_path / "trace.jsonl"))
+
+    def get(path: str, headers: dict | None = None, method: str = "GET"):
+        async def go():
+            async with app.test_app() as test_app:
+                r = await test_app.test_client().open(path, method=method,
+                                                      headers={"host": "127.0.0.1:7079", **(headers or {})})
+                return r.status_code, r.headers, (await r.get_data()).decode()
+        return asyncio.run(go())
+
+    return get
+
+
+def test_the_owner_with_the_token_gets_the_page_escaped_and_without_sealed_values(client):
+    status, headers, html = client(f"/{TOKEN}/")
+    assert status == 200, html
+    assert "script-src 'self'" in headers["content-security-policy"] and headers["x-content-type-options"] == "nosniff"
+    assert PAYLOAD not in html and "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html
+    assert "onerror=" not in html.replace("onerror=&#34;", "").replace("onerror=&quot;", "")
+    assert SECRET not in html and "zqxjvbnmkw" not in html
+    assert client("/", {"x-bead-token": TOKEN})[0] == 200, "the token header works too"
+    assert client(f"/{TOKEN}/static/uplot.iife.min.js")[0] == 200
+    status, headers, _ = client(f"/{TOKEN}")
+    assert status == 308 and headers["location"] == f"/{TOKEN}/"
+
+
+@pytest.mark.parametrize("path, headers, method, status", [
+    ("/", {}, "GET", 403),                                                 # no token, no kernel-visible peer
+    (f"/{TOKEN}/", {"host": "evil.example:7079"}, "GET", 403),             # DNS rebinding
+    (f"/{TOKEN}/", {"origin": "http://evil.example"}, "GET", 403),         # another site's page
+    (f"/{TOKEN}/", {"origin": "http://127.0.0.1:8000"}, "GET", 403),       # another local origin
+    (f"/{TOKEN}/", {"origin": "null"}, "GET", 403),
+    (f"/{TOKEN}/", {"sec-fetch-site": "cross-site"}, "GET", 403),
+    (f"/{TOKEN}/", {"sec-fetch-site": "same-site"}, "GET", 403),
+    (f"/{TOKEN}/", {"sec-fetch-site": "none"}, "GET", 200),                # typed into the address bar
+    (f"/{TOKEN}/static/dashboard.js", {"sec-fetch-site": "same-origin", "origin": "http://127.0.0.1:7079"}, "GET", 200),
+    (f"/{TOKEN}/", {}, "POST", 405),
+    (f"/{TOKEN}/static/../../config.yaml", {}, "GET", 404),
+    (f"/{TOKEN}/static/nothing.js", {}, "GET", 404),
+    ("/wrong-token/", {}, "GET", 403),
+])
+def test_what_is_refused(client, path, headers, method, status):
+    assert client(path, headers, method)[0] == status
+
+
+def test_bead_eval_keeps_its_figures_for_the_dashboard(bead, bead_home):
+    r = bead("eval", str(Path(__file__).resolve().parent.parent / "evals" / "supersession.yaml"))
+    assert r.code == 0, r.err
+    data = json.loads((bead_home / "eval-results.json").read_text())
+    assert data["results"][0]["kind"] == "supersession" and "details" not in data["results"][0]
+
+
+# ----- the page in Chromium --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dashboard")
+    home = root / "home"
+    counts = seed(home, root / "trace.jsonl")
+    port = free_port()
+    log = open(root / "dashboard.log", "wb")
+    p = subprocess.Popen([sys.executable, "-m", "bead", "dashboard", "--listen", f"127.0.0.1:{port}",
+                          "--trace", str(root / "trace.jsonl")], env={**os.environ, "BEAD_HOME": str(home)},
+                         stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+
+    def up() -> bool:
+        if p.poll() is not None:
+            raise RuntimeError((root / "dashboard.log").read_text())
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers={"x-bead-token": TOKEN}), timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    try:
+        assert eventually(up, 60), (root / "dashboard.log").read_text()
+        yield {"url": url, "counts": counts, "root": root}
+    finally:
+        p.terminate()
+        p.wait(10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def page(served):
+    exe = chromium()
+    if exe is None:
+        pytest.skip("Debian's chromium is not installed here (`.ci/run` installs it; apt-get install chromium)")
+    b = Browser(exe, str(served["root"] / "profile"), str(served["root"] / "chromium.log"))
+    try:
+        pg = b.page()
+        # No token in the address: on Linux the kernel says the browser is the home's owner, as for the proxy.
+        target = served["url"] if sys.platform.startswith("linux") else served["url"] + TOKEN + "/"
+        pg.open(target)
+        yield pg
+    finally:
+        b.close()
+
+
+def test_the_page_loads_with_no_console_error_and_shows_the_counts(page, served):
+    assert page.eval("document.title") == "bead: memory at a glance"
+    shown = page.eval("Object.fromEntries([...document.querySelectorAll('.count')].map("
+                      "c => [c.dataset.name, Number(c.querySelector('.n').textContent)]))")
+    for name, n in served["counts"].items():
+        assert shown[name] == n, (name, shown)
+    assert page.eval("document.querySelectorAll('#growth canvas').length") >= 1, "uPlot drew the plot"
+    assert page.eval("document.querySelector('#types').innerText").count("\n") >= 4
+    assert "locomo dev" in page.eval("document.querySelector('#eval').innerText")
+    assert "project/shop/db@v1" in page.eval("document.body.innerText"), "the traced injection"
+    assert page.errors() == [], page.errors()
+
+
+def test_a_stored_script_is_text_and_a_sealed_value_never_shows(page):
+    assert page.eval("typeof window.__pwned") == "undefined", "no stored script ran"
+    assert page.eval("[...document.scripts].map(s => s.getAttribute('src') || s.type)") == [
+        "application/json", "static/uplot.iife.min.js", "static/dashboard.js"]
+    assert page.eval("document.querySelectorAll('img').length") == 0
+    text = page.eval("document.body.innerText")
+    assert PAYLOAD in page.eval("document.querySelector('#queue').innerText"), "shown as the text it is"
+    assert text.count("<script>window.__pwned = 1</script>") >= 4, "queue, reason, report, trace: all as text"
+    assert SECRET not in text and "zqxjvbnmkw" not in page.eval("document.documentElement.outerHTML")
+
+
+def test_a_screenshot_is_kept(page, served):
+    path = served["root"] / "dashboard.png"
+    page.screenshot(str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
+    print(f"\ndashboard screenshot: {path}")

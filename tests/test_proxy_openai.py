@@ -1,0 +1,477 @@
+"""The OpenAI routes: the official `openai` SDK through bead (served on a loopback port in this process) to
+a fake of the Chat Completions and Responses APIs; raw requests through the in-process app for what the
+SDK would not send. The Anthropic route's own contract is tests/test_proxy_behaviour.py's."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import urllib.parse
+
+import openai as openai_sdk
+import pytest
+from conftest import all_bytes_under, eventually
+from fakes import Reply, chat_events, openai_sse
+
+from bead.config import Config
+from bead.core.memory import Memory
+from bead.paths import Home
+from bead.wire.splice import Request, decode
+
+SYSTEM = "You are a coding agent.\nWorking directory: /tmp/proj-x"
+FLAKY = "The checkout discount test is flaky under parallel pytest-xdist runs; run it with -p no:xdist."
+ORG, PROJECT, KEY = "org-bead-test", "proj_bead_test", "sk-proj-" + "K" * 48
+
+
+def seed(home):
+    with Memory(Home(home).ensure(), Config(owner="t")) as m:
+        m.write("user/editor", "The user edits code in Helix with the default keymap.", "user")
+        m.write("global/flaky-checkout", FLAKY, "reference")
+        for i in range(6):
+            m.write(f"global/other-{i}", f"Unrelated fact number {i} about logging and metrics.", "reference")
+
+
+def raw_turns(home, session):
+    with Memory(Home(home), Config(owner="t")) as m:
+        p = m.raw.find(session)
+        return m.raw.read(p) if p else []
+
+
+@pytest.fixture
+def served(served_proxy, openai_upstream, bead_home):
+    """bead served on a loopback port, its /openai paths going to the fake OpenAI upstream."""
+    seed(bead_home)
+    return served_proxy(openai_upstream_url=openai_upstream.url)
+
+
+@pytest.fixture
+def client(served):
+    """The official SDK with the base URL a user sets: bead's address, the home's token, /openai/v1."""
+    from bead.proxy.access import load_token
+
+    return openai_sdk.OpenAI(base_url=f"{served.url}/{load_token(served.engine.home)}/openai/v1", api_key=KEY,
+                             organization=ORG, project=PROJECT, max_retries=0, timeout=60,
+                             default_headers={"X-Bead-Session": "sdk"})
+
+
+def items_of(body: bytes, key: str) -> list[bytes]:
+    text, _, top, spans, _ = decode(body, key)
+    return [s.of(text).encode() for s in spans or []]
+
+
+class TestChatCompletions:
+    """chat.completions through bead: memory in, the answer back byte for byte, both turns captured."""
+
+    def test_not_streamed(self, client, openai_upstream, bead_home):
+        openai_upstream.replies.append(Reply(text="Run it with -p no:xdist."))
+        r = client.chat.completions.create(model="gpt-test", messages=[
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "why is the checkout discount test flaky under xdist?"}])
+        assert r.choices[0].message.content == "Run it with -p no:xdist."
+        sent = openai_upstream.requests[-1]
+        assert sent.path == "/v1/chat/completions"
+        got = sent.json()["messages"]
+        assert got[0]["content"].startswith(SYSTEM + '\n\n<bead-memory kind="pinned">') and "Helix" in got[0]["content"]
+        assert got[1]["content"].startswith("why is the checkout discount test flaky under xdist?\n\n<bead-memory kind=\"recall\">")
+        assert "flaky-checkout" in got[1]["content"]
+        assert eventually(lambda: [(t.role, t.flags["source"]) for t in raw_turns(bead_home, "sdk")] ==
+                          [("user", "typed"), ("assistant", "assistant")])
+        assert "<bead-memory" not in raw_turns(bead_home, "sdk")[0].text
+
+    def test_streamed_with_parallel_tool_calls(self, client, openai_upstream, bead_home):
+        openai_upstream.replies.append(Reply(text="Reading both.", tool={"name": "read", "input": {"path": "a.py"}, "id": "c1"},
+                                             tools=[{"name": "read", "input": {"path": "b.py"}, "id": "c2"}]))
+        stream = client.chat.completions.create(model="gpt-test", stream=True, stream_options={"include_usage": True},
+                                                messages=[{"role": "user", "content": "compare a.py and b.py"}])
+        text, calls = "", {}
+        for chunk in stream:
+            for c in chunk.choices:
+                text += c.delta.content or ""
+                for tc in c.delta.tool_calls or []:
+                    calls[tc.index] = calls.get(tc.index, "") + (tc.function.arguments or "")
+        assert text == "Reading both." and calls == {0: '{"path": "a.py"}', 1: '{"path": "b.py"}'}
+        assert eventually(lambda: len(raw_turns(bead_home, "sdk")) == 3)
+        answer = raw_turns(bead_home, "sdk")[1:]
+        assert [t.flags["source"] for t in answer] == ["assistant", "tool_call"]
+        assert answer[1].text == "[tool_use read]\npath: a.py\n\n[tool_use read]\npath: b.py"
+        assert "private reasoning" not in json.dumps([t.text for t in raw_turns(bead_home, "sdk")])
+
+    def test_n_choices_capture_the_first(self, client, openai_upstream, bead_home):
+        openai_upstream.replies.append(Reply(text="answer"))
+        r = client.chat.completions.create(model="gpt-test", n=3, messages=[{"role": "user", "content": "three takes"}])
+        assert [c.message.content for c in r.choices] == ["answer", "answer (1)", "answer (2)"]
+        assert eventually(lambda: len(raw_turns(bead_home, "sdk")) == 2)
+        assert raw_turns(bead_home, "sdk")[1].text == "answer"
+
+    def test_consecutive_turns_keep_the_prefix_byte_identical(self, client, openai_upstream):
+        """Every message the SDK resends unchanged reaches the upstream with the same bytes, the pinned block
+        and earlier cue blocks included; only the new messages differ."""
+        messages = [{"role": "system", "content": SYSTEM},
+                    {"role": "user", "content": "why is the checkout discount test flaky under xdist?"}]
+        sent = []
+        for turn in range(3):
+            openai_upstream.replies.append(Reply(text=f"answer {turn}", tool={"name": "bash", "input": {"cmd": f"pytest -k t{turn}"},
+                                                                             "id": f"call_{turn}"}))
+            r = client.chat.completions.create(model="gpt-test", messages=messages)
+            sent.append(items_of(openai_upstream.requests[-1].body, "messages"))
+            m = r.choices[0].message
+            messages += [m.model_dump(exclude_none=True),
+                         {"role": "tool", "tool_call_id": m.tool_calls[0].id, "content": f"output of turn {turn}"}]
+        assert b"bead-memory" in sent[0][1]
+        for before, after in zip(sent, sent[1:], strict=False):
+            assert after[:len(before)] == before
+
+
+class TestResponses:
+    """responses through bead: the developer item takes the pinned block, user items the cue block."""
+
+    def test_not_streamed(self, client, openai_upstream, bead_home):
+        openai_upstream.replies.append(Reply(text="Use -p no:xdist."))
+        r = client.responses.create(model="gpt-test", instructions="Be brief.", input=[
+            {"role": "developer", "content": SYSTEM},
+            {"role": "user", "content": "why is the checkout discount test flaky under xdist?"}])
+        assert r.output_text == "Use -p no:xdist."
+        got = openai_upstream.requests[-1].json()
+        assert got["instructions"] == "Be brief."
+        assert got["input"][0]["content"].startswith(SYSTEM + "\n\n<bead-memory kind=\"pinned\">")
+        assert "flaky-checkout" in got["input"][1]["content"]
+        assert eventually(lambda: [t.role for t in raw_turns(bead_home, "sdk")] == ["user", "assistant"])
+        assert raw_turns(bead_home, "sdk")[1].text == "Use -p no:xdist."
+
+    def test_streamed_events(self, client, openai_upstream, bead_home):
+        openai_upstream.replies.append(Reply(text="Looking.", tool={"name": "exec_command", "input": {"cmd": "ls"}, "id": "c1"}))
+        with client.responses.stream(model="gpt-test", input="list the files") as stream:
+            kinds = [e.type for e in stream]
+            final = stream.get_final_response()
+        assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+        assert final.output_text == "Looking." and final.output[-1].type == "function_call"
+        sent = openai_upstream.requests[-1].json()
+        assert sent["input"][0]["role"] == "developer" and sent["input"][1]["role"] == "user"
+        assert sent["input"][1]["content"] == "list the files", "a string input keeps its text"
+        assert eventually(lambda: [t.flags["source"] for t in raw_turns(bead_home, "sdk")] == ["typed", "assistant", "tool_call"])
+
+    def test_consecutive_turns_keep_the_prefix_byte_identical(self, client, openai_upstream):
+        items = [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": SYSTEM}]},
+                 {"type": "message", "role": "user", "content": [
+                     {"type": "input_text", "text": "why is the checkout discount test flaky under xdist?"}]}]
+        sent = []
+        for turn in range(3):
+            openai_upstream.replies.append(Reply(text=f"answer {turn}", tool={"name": "exec_command",
+                                                                             "input": {"cmd": f"pytest -k t{turn}"}, "id": f"c{turn}"}))
+            r = client.responses.create(model="gpt-test", input=items, store=False)
+            sent.append(items_of(openai_upstream.requests[-1].body, "input"))
+            items += [o.model_dump(exclude_none=True) for o in r.output]
+            items.append({"type": "function_call_output", "call_id": f"c{turn}", "output": f"output of turn {turn}"})
+        assert b"bead-memory" in sent[0][0] and b"bead-memory" in sent[0][1]
+        for before, after in zip(sent, sent[1:], strict=False):
+            assert after[:len(before)] == before
+
+    def test_previous_response_id_gets_only_the_cue_block(self, client, openai_upstream):
+        openai_upstream.replies.append(Reply(text="ok"))
+        client.responses.create(model="gpt-test", instructions="Be brief.", previous_response_id="resp_prev",
+                                input=[{"role": "user", "content": "why is the checkout discount test flaky under xdist?"}])
+        got = openai_upstream.requests[-1].json()
+        assert got["instructions"] == "Be brief." and len(got["input"]) == 1
+        assert "flaky-checkout" in got["input"][0]["content"] and "pinned" not in json.dumps(got)
+
+    def test_previous_response_id_and_no_input_goes_out_unchanged(self, served, openai_upstream, bead_home):
+        body = b'{"model":"gpt-test","previous_response_id":"resp_prev"}'
+        status, data = raw_post(served.url, "/openai/v1/responses", body, {"x-bead-session": "noinput"})
+        assert status == 200 and openai_upstream.requests[-1].body == body
+        assert eventually(lambda: [t.role for t in raw_turns(bead_home, "noinput")] == ["assistant"])
+
+
+class TestPassThrough:
+    """Only the two conversation routes are read; everything else reaches its upstream as sent."""
+
+    def test_credentials_reach_the_upstream_and_are_never_stored(self, client, openai_upstream, bead_home):
+        client.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hi from chat"}])
+        client.responses.create(model="gpt-test", input="hi from responses")
+        for got in openai_upstream.requests:
+            assert got.header("authorization") == f"Bearer {KEY}"
+            assert got.header("openai-organization") == ORG and got.header("openai-project") == PROJECT
+        assert eventually(lambda: len(raw_turns(bead_home, "sdk")) == 4)
+        assert not [p for p, b in all_bytes_under(bead_home).items() if KEY.encode() in b or ORG.encode() in b]
+
+    def test_other_openai_paths_pass_through(self, client, openai_upstream, served):
+        assert [m.id for m in client.models.list()] == ["gpt-test"]
+        assert openai_upstream.requests[-1].path == "/v1/models" and openai_upstream.requests[-1].method == "GET"
+        body = b'{"model":"text-embedding-3-small","input":"hello"}'
+        status, _ = raw_post(served.url, "/openai/v1/embeddings", body)
+        assert status == 404 and openai_upstream.requests[-1].body == body
+        body = b'{"model":"gpt-test","input":"count me"}'
+        raw_post(served.url, "/openai/v1/responses/input_tokens", body)
+        assert openai_upstream.requests[-1].body == body and openai_upstream.requests[-1].path == "/v1/responses/input_tokens"
+
+    def test_unprefixed_paths_stay_anthropic(self, served, upstream, openai_upstream):
+        """Without /openai a path is the Anthropic upstream's, unread, as before this route existed."""
+        body = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
+        raw_post(served.url, "/v1/chat/completions", body)
+        assert upstream.requests[-1].path == "/v1/chat/completions" and upstream.requests[-1].body == body
+        assert openai_upstream.requests == []
+
+
+def raw_post(url: str, path: str, body: bytes, headers: dict | None = None) -> tuple[int, bytes]:
+    u = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    conn.request("POST", path, body=body, headers={"content-type": "application/json", "authorization": f"Bearer {KEY}",
+                                                   **(headers or {})})
+    r = conn.getresponse()
+    data = r.read()
+    conn.close()
+    return r.status, data
+
+
+PATHS = ["/openai/v1/chat/completions", "/openai/v1/responses"]
+
+
+def chat_body(text: str, stream: bool = False, **extra) -> bytes:
+    return json.dumps({"model": "gpt-test", "stream": stream, "messages": [{"role": "system", "content": SYSTEM},
+                                                                         {"role": "user", "content": text}], **extra}).encode()
+
+
+def responses_body(text: str, stream: bool = False, **extra) -> bytes:
+    return json.dumps({"model": "gpt-test", "stream": stream, "input": [{"role": "developer", "content": SYSTEM},
+                                                                      {"role": "user", "content": text}], **extra}).encode()
+
+
+def body_for(path: str, text: str, stream: bool = False, **extra) -> bytes:
+    return (chat_body if "chat" in path else responses_body)(text, stream, **extra)
+
+
+@pytest.fixture
+def app(proxy_client, openai_upstream, bead_home):
+    seed(bead_home)
+    return proxy_client(openai_upstream_url=openai_upstream.url)
+
+
+class TestFailOpen:
+    """The bad-input cases of the Anthropic route, on both OpenAI routes."""
+
+    @pytest.mark.parametrize("path", PATHS)
+    @pytest.mark.parametrize("body", [b'{"model": "x", "messages": [', b'\xff\xfe{"model": "x"}', b'["not", "an", "object"]', b"",
+                                      b'{"model":"m","messages":{"role":"user"},"input":5}'])
+    def test_bad_body_forwarded_as_is(self, app, openai_upstream, path, body):
+        openai_upstream.replies.append(Reply(kind="raw", status=400, body=b'{"error":{"message":"bad","type":"invalid_request_error"}}'))
+        status, _, data = app.post(body, {"content-type": "application/json"}, path)
+        app.settle()
+        assert status == 400 and openai_upstream.requests[-1].body == body and b"invalid_request_error" in data
+        assert app.health()["error_kinds"].get("parse") == 1
+
+    @pytest.mark.parametrize("path", PATHS)
+    def test_too_deep(self, app, openai_upstream, path):
+        key = "messages" if "chat" in path else "input"
+        body = b'{"model":"m","' + key.encode() + b'":[{"role":"user","content":' + b"[" * 100_000 + b"]" * 100_000 + b"}]}"
+        openai_upstream.replies.append(Reply(kind="raw", body=b'{"ok":true}'))
+        status, _, data = app.post(body, {"content-type": "application/json"}, path)
+        assert status == 200 and openai_upstream.requests[-1].body == body and data == b'{"ok":true}'
+        assert app.health()["error_kinds"].get("parse") == 1
+
+    @pytest.mark.parametrize("path", PATHS)
+    def test_too_large(self, app, openai_upstream, bead_home, path):
+        from bead.proxy.engine import MAX_BODY_BYTES
+
+        body = body_for(path, "x" * (MAX_BODY_BYTES + 10))
+        status, _, _ = app.post(body, {"content-type": "application/json", "x-bead-session": "huge"}, path)
+        app.settle()
+        assert status == 200 and openai_upstream.requests[-1].body == body
+        assert app.health()["too_large"] == 1 and raw_turns(bead_home, "huge") == []
+
+    @pytest.mark.parametrize("path", PATHS)
+    @pytest.mark.parametrize("status", [400, 401, 429, 500])
+    def test_upstream_errors_pass_through(self, app, openai_upstream, bead_home, path, status):
+        openai_upstream.replies.append(Reply(status=status))
+        got, _, data = app.post(body_for(path, "this will fail"), {"content-type": "application/json",
+                                                                    "x-bead-session": f"err{status}"}, path)
+        app.settle()
+        assert got == status and json.loads(data)["error"]["message"] == "fake upstream error"
+        assert [t.role for t in raw_turns(bead_home, f"err{status}")] == ["user"]
+
+    @pytest.mark.parametrize("path", PATHS)
+    def test_unreachable_upstream_is_a_502_in_openai_shape(self, proxy_client, path):
+        from fakes import free_port
+
+        app = proxy_client(openai_upstream_url=f"http://127.0.0.1:{free_port()}")
+        status, _, data = app.post(body_for(path, "anyone there"), {"content-type": "application/json"}, path)
+        assert status == 502 and json.loads(data)["error"]["type"] == "api_error"
+
+    def test_the_sdk_sees_the_502(self, served_proxy, bead_home):
+        from fakes import free_port
+
+        served = served_proxy(openai_upstream_url=f"http://127.0.0.1:{free_port()}")
+        sdk = openai_sdk.OpenAI(base_url=f"{served.url}/openai/v1", api_key=KEY, max_retries=0)
+        with pytest.raises(openai_sdk.APIStatusError) as e:
+            sdk.responses.create(model="gpt-test", input="hi")
+        assert e.value.status_code == 502 and "could not reach the upstream" in e.value.message
+
+    @pytest.mark.parametrize("path", PATHS)
+    def test_error_event_in_the_stream(self, app, openai_upstream, bead_home, path):
+        openai_upstream.replies.append(Reply(kind="error-event", text="partial answer here", reasoning=""))
+        status, _, data = app.post(body_for(path, "overload me", stream=True), {"content-type": "application/json",
+                                                                                 "x-bead-session": "sse-err"}, path)
+        app.settle()
+        assert status == 200 and b"Overloaded" in data
+        turn = raw_turns(bead_home, "sse-err")[1]
+        assert turn.flags.get("error") is True and turn.flags.get("partial") is True and turn.text.startswith("partial")
+
+    @pytest.mark.parametrize("path", PATHS)
+    def test_upstream_drops_mid_stream(self, served, openai_upstream, bead_home, path):
+        """The harness sees the break (not a clean end), with every byte that arrived before it."""
+        openai_upstream.replies.append(Reply(kind="drop", text="half of the answer", reasoning=""))
+        u = urllib.parse.urlparse(served.url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+        conn.request("POST", path, body=body_for(path, "drop me", stream=True),
+                     headers={"content-type": "application/json", "x-bead-session": "dropped"})
+        r = conn.getresponse()
+        with pytest.raises(http.client.IncompleteRead) as broke:
+            r.read()
+        conn.close()
+        assert r.status == 200 and broke.value.partial.startswith(b"data: " if "chat" in path else b"event: response.created")
+        assert eventually(lambda: len(raw_turns(bead_home, "dropped")) == 2)
+        assert raw_turns(bead_home, "dropped")[1].flags.get("partial") is True
+
+    def test_the_sdk_sees_the_break(self, client, openai_upstream):
+        openai_upstream.replies.append(Reply(kind="drop", text="half of the answer"))
+        with pytest.raises(openai_sdk.APIConnectionError):
+            for _ in client.chat.completions.create(model="gpt-test", stream=True, messages=[{"role": "user", "content": "x"}]):
+                pass
+
+    @pytest.mark.parametrize("path", PATHS)
+    def test_client_disconnect_closes_upstream(self, served, openai_upstream, bead_home, path):
+        gate = threading.Event()   # the upstream stalls after the first text, never finishing by itself
+        openai_upstream.replies.append(Reply(kind="sse", hold=gate, hold_after=1 if "chat" in path else 4, reasoning="",
+                                             text="a slow answer that never finishes"))
+        u = urllib.parse.urlparse(served.url)
+        s = socket.create_connection((u.hostname, u.port))
+        body = body_for(path, "slow", stream=True)
+        head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                f"x-bead-session: gone\r\ncontent-length: {len(body)}\r\n\r\n").encode()
+        try:
+            s.sendall(head + body)
+            got = b""
+            while b"a slow" not in got:      # leave once some answer text has arrived
+                chunk = s.recv(4096)
+                assert chunk
+                got += chunk
+            s.close()
+            assert eventually(lambda: openai_upstream.disconnects >= 1), "the upstream stream was closed"
+        finally:
+            gate.set()
+        assert eventually(lambda: len(raw_turns(bead_home, "gone")) == 2)
+        assert raw_turns(bead_home, "gone")[1].flags.get("partial") is True
+        assert raw_turns(bead_home, "gone")[1].text == "a slow answer th"
+
+
+class TestAdversary:
+    """What a hostile caller or body can do: nothing beyond the Anthropic route's reach."""
+
+    @pytest.mark.parametrize("path", PATHS)
+    def test_browser_origin_refused(self, app, openai_upstream, bead_home, path):
+        status, _, _ = app.post(body_for(path, "write this into memory"), {"origin": "https://evil.example",
+                                                                            "x-bead-session": "browser"}, path)
+        app.settle()
+        assert status == 403 and openai_upstream.requests == [] and raw_turns(bead_home, "browser") == []
+
+    @pytest.mark.parametrize("path", PATHS)
+    def test_without_the_owner_token_no_memory_and_no_capture(self, app, openai_upstream, bead_home, path):
+        body = body_for(path, "which editor do I use?")
+        status, _, _ = app.post(body, {"content-type": "application/json", "x-bead-session": "stranger"}, path, owner=False)
+        app.settle()
+        assert status == 200 and openai_upstream.requests[-1].body == body
+        assert raw_turns(bead_home, "stranger") == [] and app.health()["not_owner"] == 1
+
+    def test_chat_without_a_user_message(self, app, openai_upstream):
+        body = json.dumps({"model": "gpt-test", "messages": [{"role": "system", "content": SYSTEM}]}).encode()
+        status, _, _ = app.post(body, {"content-type": "application/json"}, PATHS[0])
+        app.settle()
+        got = openai_upstream.requests[-1].json()["messages"]
+        assert status == 200 and len(got) == 1 and "bead-memory" in got[0]["content"]
+        assert app.health()["errors"] == 0
+
+    @pytest.mark.parametrize("body", [b'{"model":"gpt-test","messages":[]}', b'{"model":"gpt-test","input":[]}',
+                                      b'{"model":"gpt-test","input":""}'])
+    def test_an_empty_conversation_gets_no_block(self, app, openai_upstream, body):
+        """A request with nothing to answer stays so: a pinned block would turn it into a conversation."""
+        path = PATHS[0] if b"messages" in body else PATHS[1]
+        openai_upstream.replies.append(Reply(kind="raw", status=400, body=b'{"error":{"message":"empty"}}'))
+        status, _, _ = app.post(body, {"content-type": "application/json"}, path)
+        app.settle()
+        assert status == 400 and openai_upstream.requests[-1].body == body and app.health()["errors"] == 0
+
+    def test_a_huge_tool_output(self, app, openai_upstream, bead_home):
+        """A 1 MB tool output of "password " goes through and is captured (scanned) without holding others up."""
+        items = [{"role": "user", "content": "read the log"},
+                 {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": '{"cmd": "cat log"}'},
+                 {"type": "function_call_output", "call_id": "c1", "output": "password " * 120_000}]
+        body = json.dumps({"model": "gpt-test", "input": items}).encode()
+        status, _, _ = app.post(body, {"content-type": "application/json", "x-bead-session": "huge-tool"}, PATHS[1])
+        app.settle()
+        assert status == 200 and app.health()["errors"] == 0
+        assert [t.flags["source"] for t in raw_turns(bead_home, "huge-tool")] == [
+            "typed", "tool_call", "tool_output", "assistant"]
+
+    def test_hostile_json_shapes(self, app, openai_upstream):
+        """Odd but valid JSON of the wrong shapes goes out, with or without memory, never a failure of bead's."""
+        bodies = [
+            {"model": "m", "messages": [1, "two", None, {"role": {"x": 1}}, {"role": "user", "content": {"weird": True}}]},
+            {"model": "m", "messages": [{"role": "assistant", "tool_calls": [1, {"function": "x"}, {"function": {"arguments": 5}}]}]},
+            {"model": "m", "messages": [{"role": "tool", "content": [{"type": "image_url"}, 5]}]},
+            {"model": "m", "messages": [], "messages_": 1},
+        ]
+        for b in bodies:
+            status, _, _ = app.post(json.dumps(b).encode(), {"content-type": "application/json"}, PATHS[0])
+            assert status == 200
+        for b in [{"model": "m", "input": [1, {"type": 5}, {"type": "message", "role": "user", "content": 7},
+                                           {"type": "function_call_output", "output": {"a": [1]}}, {"role": "user"}]},
+                  {"model": "m", "input": [], "conversation": {"id": 5}}, {"model": "m", "input": None},
+                  {"model": "m", "input": [{"type": "function_call", "arguments": "[" * 50_000}]}]:
+            status, _, _ = app.post(json.dumps(b).encode(), {"content-type": "application/json"}, PATHS[1])
+            assert status == 200
+        app.settle()
+        assert app.health()["error_kinds"] == {}
+
+    def test_duplicate_keys_splice_the_value_the_upstream_reads(self, app, openai_upstream):
+        """JSON's last duplicate wins for the upstream and for bead alike: the block lands in the one that counts."""
+        body = (b'{"model":"m","messages":[{"role":"user","content":"decoy"}],'
+                b'"messages":[{"role":"user","content":"why is the checkout discount test flaky under xdist?"}]}')
+        app.post(body, {"content-type": "application/json"}, PATHS[0])
+        got = openai_upstream.requests[-1].body
+        assert got.startswith(b'{"model":"m","messages":[{"role":"user","content":"decoy"}],') and b"flaky-checkout" in got
+        assert json.loads(got)["messages"][-1]["content"].count("bead-memory kind=\"recall\"") == 1
+
+
+def test_chunks_relayed_byte_for_byte(app, openai_upstream):
+    """The stream reaches the harness exactly as the upstream sent it."""
+    app.post(body_for(PATHS[0], "hello", stream=True), {"content-type": "application/json"}, PATHS[0])
+    openai_upstream.replies.append(Reply(kind="sse", text="byte for byte"))
+    _, _, via = app.post(body_for(PATHS[0], "hello", stream=True), {"content-type": "application/json"}, PATHS[0])
+    assert via == b"".join(openai_sse(chat_events(Reply(text="byte for byte")), named=False)) + b"data: [DONE]\n\n"
+
+
+def test_anthropic_request_class_is_unaffected():
+    """The Anthropic splice still parses its own bodies (the decode it shares was generalised, not changed)."""
+    r = Request.parse(b'{"system":"s","messages":[{"role":"user","content":"x"}]}')
+    assert [s.of(r.text) for s in r.messages] == ['{"role":"user","content":"x"}']
+
+
+@pytest.mark.parametrize("path", ["/openai/v1/responses", "/v1/messages"])
+def test_a_websocket_is_refused_with_426(served, openai_upstream, upstream, path):
+    """bead relays HTTP only; Codex CLI's built-in provider asks for a WebSocket first and falls back to
+    HTTP at once on a 426 (a 400 ends its run). Nothing is forwarded."""
+    u = urllib.parse.urlparse(served.url)
+    s = socket.create_connection((u.hostname, u.port))
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+              "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n".encode())
+    reply = b""
+    while b"}" not in reply.rpartition(b"\r\n\r\n")[2]:
+        chunk = s.recv(65536)
+        assert chunk
+        reply += chunk
+    s.close()
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.split()[1] == b"426"
+    error = json.loads(body)
+    assert ("type" not in error) == path.startswith("/openai") and "HTTP only" in json.dumps(error)
+    assert openai_upstream.requests == [] and upstream.requests == []
