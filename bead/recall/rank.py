@@ -22,6 +22,7 @@ SCOPE_BOOST = 1.5
 RECENCY = 0.2       # chosen on the dev suites (README, "Raw recall")
 RECENCY_POOL = 3    # candidates per result that the recency tilt may reorder
 NEWER_SHARE = 0.6   # of the older turn's matched query terms a newer one must match to restate it
+NEWER_OWN = 0.8     # and of its own matched query terms, the older turn must match (it is about the same)
 # A question that asks for a value ("how many", "what is", "when"): its answer may have changed.
 VALUE_QUESTION = re.compile(r"^[ \t]{0,16}(?:how (?:many|much|long|often|fast|big)|what(?:'s| is| was| are| were)"
                             r"|when|which)\b", re.I)
@@ -86,9 +87,10 @@ def newer_first(hits: list[Hit], query: str) -> list[Hit]:
     ranks first, and the older is labelled (``newer_at``, ``newer_id`` in its row).
 
     Only for a question that asks for a value. Two turns state a value for the same thing when both
-    hold a number and the newer one matches at least ``NEWER_SHARE`` of the query terms the older one
-    matches (two at least). The newer turn moves to just above the older; nothing outside ``hits``
-    comes in and nothing leaves, so recall at the list's length is unchanged (README, "Raw recall").
+    hold a number, the newer one matches at least ``NEWER_SHARE`` of the query terms the older one
+    matches (two at least), and the older one at least ``NEWER_OWN`` of the newer one's. Every newer
+    restatement moves above the older turn, the newest first; nothing outside ``hits`` comes in and
+    nothing leaves, so recall at the list's length is unchanged (README, "Raw recall").
     """
     if len(hits) < 2 or not VALUE_QUESTION.search(query):
         return hits
@@ -102,14 +104,16 @@ def newer_first(hits: list[Hit], query: str) -> list[Hit]:
         if len(matched[a]) < 2:
             continue
         later = [b for b in range(len(hits)) if b != a and matched[b] and when[b] > when[a]
-                 and len(matched[a] & matched[b]) >= NEWER_SHARE * len(matched[a])]
+                 and len(matched[a] & matched[b]) >= NEWER_SHARE * len(matched[a])
+                 and len(matched[a] & matched[b]) >= NEWER_OWN * len(matched[b])]
         if not later:
             continue
-        b = max(later, key=lambda i: when[i])
-        newer[a] = b
-        if order.index(b) > order.index(a):
-            order.remove(b)
-            order.insert(order.index(a), b)
+        newer[a] = max(later, key=lambda i: when[i])
+        # Every newer restatement goes above the older turn, the newest first.
+        for b in sorted(later, key=lambda i: when[i]):
+            if order.index(b) > order.index(a):
+                order.remove(b)
+                order.insert(order.index(a), b)
     out = []
     for i in order:
         h = hits[i]
