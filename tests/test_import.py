@@ -112,11 +112,47 @@ def test_cli_progress_counts_and_idempotence(bead, tmp_path):
     assert data["turns_added"] == 0 and data["turns_present"] > 15
 
 
-def test_cli_bad_date_and_codex(bead):
+def test_cli_bad_date(bead):
     r = bead("import", "claude-code", "--since", "last tuesday", "--from", str(FIXTURES))
     assert r.code == 1 and "not a date" in r.err
-    r = bead("import", "codex")
-    assert r.code == 1 and "not there yet" in r.err
+
+
+CODEX = REPO / "tests" / "fixtures" / "codex-sessions" / "sessions"
+CODEX_IDS = ["01a22ca3-d242-73c3-b039-42a085e00ac7", "01a22ca3-d89e-7703-a20b-448ba92ce0cd"]
+
+
+class TestCodex:
+    """bead import codex, on rollout files the real Codex CLI wrote (tests/fixtures/codex-sessions)."""
+
+    def test_imports_sessions_with_the_proxys_ids_and_projects(self, mem):
+        counts = history.import_codex(mem, CODEX)
+        assert counts.files == 2 and counts.sessions == 2 and counts.turns_added == 12
+        files = raw_turns(mem)
+        # The live proxy names a Codex conversation by its session-id header (the same id as the rollout's,
+        # and thread-id equal to it in these recordings).
+        live = identify({"session-id": CODEX_IDS[0], "thread-id": CODEX_IDS[0]}, conversation_of({"messages": []}, {}),
+                        None).session
+        assert sorted(files) == sorted(f"{i}.md" for i in CODEX_IDS) and f"{live}.md" in files
+        first = files[f"{CODEX_IDS[0]}.md"]
+        assert [t.flags["source"] for t in first[:4]] == ["typed", "tool_call", "tool_output", "assistant"]
+        assert first[0].text == "What files are in this folder?" and first[0].at == "2026-11-30T13:27:43Z"
+        assert all(t.flags["project"] == "demo" and t.flags["imported"] == "codex" for t in first)
+        # The developer prompt and the AGENTS.md block are the harness's; reasoning never becomes a turn.
+        text = "\n".join(t.text for ts in files.values() for t in ts)
+        assert "AGENTS.md instructions" not in text and "second reviewer" not in text and "private reasoning" not in text
+
+    def test_second_run_adds_nothing(self, mem):
+        first = history.import_codex(mem, CODEX)
+        before = {p: p.read_bytes() for p in mem.raw.files()}
+        again = history.import_codex(mem, CODEX)
+        assert again.turns_added == 0 and again.turns_present == first.turns_added
+        assert {p: p.read_bytes() for p in mem.raw.files()} == before
+
+    def test_cli(self, bead, tmp_path):
+        r = bead("import", "codex", "--from", str(CODEX))
+        assert r.code == 0 and "2 session(s)" in r.out, r.err
+        r = bead("import", "codex", "--json", env={"CODEX_HOME": str(CODEX.parent)})
+        assert json.loads(r.out)["turns_added"] == 0
 
 
 @pytest.mark.parametrize("line", ["not json", "[1, 2]", '{"type": "user", "message": "x"}'])

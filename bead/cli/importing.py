@@ -27,9 +27,30 @@ def import_() -> None:
     """Read a harness's saved conversations into the raw log (secret scan included; a second run adds nothing)."""
 
 
+def _run(kind: str, files, run, folder, since, project, as_json) -> None:
+    mem = open_memory()
+    with click.progressbar(length=len(files), label="importing", file=sys.stderr, hidden=as_json) as bar:
+        counts = run(mem, folder, _since(since), project, progress=lambda p: bar.update(1))
+
+    def human(c):
+        click.echo(f"read {c['files']} {kind} file(s): {c['sessions']} session(s); added {c['turns_added']} "
+                   f"turn(s), {c['turns_present']} already in the raw log, {c['redacted']} with secrets redacted")
+        skipped = [f"{c['skipped_project']} file(s) of other projects" if c["skipped_project"] else "",
+                   f"{c['skipped_old']} message(s) before --since" if c["skipped_old"] else ""]
+        if any(skipped):
+            click.echo("skipped " + ", ".join(s for s in skipped if s))
+
+    emit(counts.as_dict(), as_json, human)
+
+
+_SINCE = click.option("--since", help="Only messages from this date on (YYYY-MM-DD, UTC unless a zone is given).")
+_PROJECT = click.option("--project", help="Only conversations of this project (as bead names it: the working "
+                                          "directory's).")
+
+
 @import_.command("claude-code")
-@click.option("--since", help="Only messages from this date on (YYYY-MM-DD, UTC unless a zone is given).")
-@click.option("--project", help="Only conversations of this project (as bead names it: the working directory's).")
+@_SINCE
+@_PROJECT
 @click.option("--from", "root", type=click.Path(file_okay=False, exists=True),
               help="The folder of transcripts (default ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).")
 @json_option
@@ -44,28 +65,27 @@ def claude_code(since, project, root, as_json):
     from ..core import history
 
     folder = Path(root) if root else history.default_root()
-    files = history.transcript_files(folder)
-    mem = open_memory()
-    with click.progressbar(length=len(files), label="importing", file=sys.stderr, hidden=as_json) as bar:
-        counts = history.import_claude_code(mem, folder, _since(since), project, progress=lambda p: bar.update(1))
-
-    def human(c):
-        click.echo(f"read {c['files']} transcript file(s): {c['sessions']} session(s); added {c['turns_added']} "
-                   f"turn(s), {c['turns_present']} already in the raw log, {c['redacted']} with secrets redacted")
-        skipped = [f"{c['skipped_project']} file(s) of other projects" if c["skipped_project"] else "",
-                   f"{c['skipped_old']} message(s) before --since" if c["skipped_old"] else ""]
-        if any(skipped):
-            click.echo("skipped " + ", ".join(s for s in skipped if s))
-
-    emit(counts.as_dict(), as_json, human)
+    _run("transcript", history.transcript_files(folder), history.import_claude_code, folder, since, project, as_json)
 
 
 @import_.command("codex")
-def codex():
-    """Codex CLI sessions (not yet: bead has no route for Codex's wire format)."""
-    raise BeadError("importing Codex CLI sessions is not there yet: bead has no route for the OpenAI wire format "
-                    "that Codex speaks (issue #14)",
-                    "import Claude Code's transcripts with `bead import claude-code`; Codex follows once #14 lands")
+@_SINCE
+@_PROJECT
+@click.option("--from", "root", type=click.Path(file_okay=False, exists=True),
+              help="The folder of sessions (default ~/.codex/sessions, or $CODEX_HOME/sessions).")
+@json_option
+def codex(since, project, root, as_json):
+    """Codex CLI's sessions (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl).
+
+    Read as the proxy's OpenAI route reads a Responses request; turns keep
+    their times, Codex's session ids and the project of their working directory.
+    """
+    from pathlib import Path
+
+    from ..core import history
+
+    folder = Path(root) if root else history.codex_root()
+    _run("session", history.codex_files(folder), history.import_codex, folder, since, project, as_json)
 
 
 COMMANDS = [import_]

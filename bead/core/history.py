@@ -41,6 +41,7 @@ from .capture import request_turns
 from .conversation import Identity, _h, project_from_cwd, project_slug, safe_name
 from .memory import Memory
 
+IMPORTED = {"anthropic": "claude-code", "responses": "codex"}
 SKIPPED_TYPES = frozenset({"queue-operation", "attachment", "system", "last-prompt", "mode", "summary",
                            "file-history-snapshot"})
 
@@ -53,9 +54,10 @@ class Transcript:
     session: str              # the raw log's session id (what the proxy names this conversation)
     base_session: str         # the parent session's (a subagent's session starts with it)
     project: str | None
-    messages: list[dict[str, Any]] = field(default_factory=list)   # Messages API messages
-    times: list[datetime] = field(default_factory=list)            # one per message
+    messages: list[dict[str, Any]] = field(default_factory=list)   # Messages API messages, or Responses items
+    times: list[datetime] = field(default_factory=list)            # one per message (or item)
     first: datetime | None = None
+    wire: str = "anthropic"                                        # anthropic | responses (Codex CLI)
 
 
 @dataclass
@@ -160,11 +162,21 @@ def _key(role: str, source: str, text: str) -> tuple[str, str, str]:
     return role, source, " ".join(text.split())
 
 
-def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts) -> int:
-    """Append the transcript's turns that the session's raw file does not hold yet; how many were added."""
+def _conversation(t: Transcript) -> tuple[Any, list[datetime]]:
+    """The typed conversation of a transcript (through the proxy's parser for its wire) and each message's time."""
+    if t.wire == "responses":
+        from ..wire.openai import responses_conversation
+
+        conv, groups = responses_conversation({"input": t.messages}, {})
+        return conv, [t.times[g.items[0]] if g.items else t.times[0] for g in groups]
     from ..wire.anthropic import conversation_of
 
-    conv = conversation_of({"messages": t.messages}, {})
+    return conversation_of({"messages": t.messages}, {}), t.times
+
+
+def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts) -> int:
+    """Append the transcript's turns that the session's raw file does not hold yet; how many were added."""
+    conv, times = _conversation(t)
     ident = Identity(session=t.session, base_session=t.base_session, thread="", project=t.project)
     turns = request_turns(conv, ident, 0)
     present: Counter[tuple[str, str, str]] = Counter()
@@ -181,8 +193,8 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts) -> int:
             counts.turns_present += 1
             continue
         counts.redacted += bool(found)
-        at = t.times[int(turn.flags.get("message", 0))]
-        items.append((turn.role, turn.text, at, None, {**turn.flags, "imported": "claude-code"}))
+        at = times[int(turn.flags.get("message", 0))]
+        items.append((turn.role, turn.text, at, None, {**turn.flags, "imported": IMPORTED[t.wire]}))
     if items:
         mem.append_turns(t.session, items)
     counts.turns_added += len(items)
@@ -193,12 +205,17 @@ def import_claude_code(mem: Memory, root: Path | None = None, since: datetime | 
                        project: str | None = None,
                        progress: Callable[[Path], None] | None = None) -> ImportCounts:
     """Import every transcript under ``root`` (default: Claude Code's folder); ``progress`` is told each file."""
+    return _import(mem, transcript_files(root or default_root()), read_transcript, since, project, progress)
+
+
+def _import(mem: Memory, files: list[Path], read: Callable[[Path, datetime | None, ImportCounts], Transcript | None],
+            since: datetime | None, project: str | None, progress: Callable[[Path], None] | None) -> ImportCounts:
     counts = ImportCounts()
     want = project_slug(project) if project else None
     sessions: set[str] = set()
-    for path in transcript_files(root or default_root()):
+    for path in files:
         counts.files += 1
-        t = read_transcript(path, since, counts)
+        t = read(path, since, counts)
         if t is not None and want is not None and t.project != want:
             counts.skipped_project += 1
         elif t is not None:
@@ -208,3 +225,67 @@ def import_claude_code(mem: Memory, root: Path | None = None, since: datetime | 
             progress(path)
     counts.sessions = len(sessions)
     return counts
+
+
+# ----- Codex CLI ----------------------------------------------------------------------------------
+#
+# Codex keeps each session as ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``: a
+# ``session_meta`` line (the session's id and working directory), then ``response_item`` lines whose
+# payload is a Responses API input item (messages of the developer, the user and the assistant,
+# reasoning, function calls and their outputs), among events and settings that are bookkeeping.
+
+
+def codex_root() -> Path:
+    """Where Codex CLI keeps its sessions (``CODEX_HOME``, default ``~/.codex``)."""
+    base = os.environ.get("CODEX_HOME")
+    return (Path(base) if base else Path.home() / ".codex") / "sessions"
+
+
+def codex_files(root: Path) -> list[Path]:
+    if not root.is_dir():
+        raise BeadError(f"no Codex CLI sessions at {root}",
+                        "give the folder with --from (Codex keeps them in ~/.codex/sessions, or $CODEX_HOME/sessions)")
+    return sorted(p for p in root.rglob("rollout-*.jsonl") if p.is_file() and not p.is_symlink())
+
+
+def read_codex(path: Path, since: datetime | None, counts: ImportCounts) -> Transcript | None:
+    """The conversation one Codex rollout file holds, or None."""
+    session_id = cwd = None
+    items: list[dict[str, Any]] = []
+    times: list[datetime] = []
+    for d in _lines(path):
+        payload = d.get("payload") if d is not None else None
+        if d is None or not isinstance(payload, dict):
+            counts.skipped_lines += 1
+            continue
+        kind = d.get("type")
+        if kind == "session_meta":
+            session_id = session_id or payload.get("session_id") or payload.get("id")
+            cwd = cwd or payload.get("cwd")
+            continue
+        if kind == "turn_context":
+            cwd = cwd or payload.get("cwd")
+            continue
+        if kind != "response_item":
+            counts.skipped_lines += 1
+            continue
+        at = _time(d.get("timestamp"))
+        if at is None:
+            counts.skipped_lines += 1
+            continue
+        if since is not None and at < since:
+            counts.skipped_old += 1
+            continue
+        items.append({k: v for k, v in payload.items() if k != "internal_chat_message_metadata_passthrough"})
+        times.append(at)
+    if not items or not session_id:
+        return None
+    base = safe_name(str(session_id))
+    return Transcript(path, base, base, project_from_cwd(str(cwd)) if cwd else None, items, times, times[0],
+                      wire="responses")
+
+
+def import_codex(mem: Memory, root: Path | None = None, since: datetime | None = None, project: str | None = None,
+                 progress: Callable[[Path], None] | None = None) -> ImportCounts:
+    """Import every Codex CLI session under ``root`` (default: Codex's folder)."""
+    return _import(mem, codex_files(root or codex_root()), read_codex, since, project, progress)
