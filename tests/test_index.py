@@ -138,20 +138,20 @@ def test_old_sqlite_is_refused_with_a_fix(monkeypatch):
     """The interpreter's own SQLite (3.40 here) lacks secure-delete: a clear error, not a crash."""
     import sqlite3 as stdlib_sqlite3
 
-    if tuple(map(int, stdlib_sqlite3.sqlite_version.split("."))) >= (3, 42):
+    if tuple(map(int, stdlib_sqlite3.sqlite_version.split("."))) >= (3, 43):
         pytest.skip("this interpreter's own SQLite is new enough")
     sqlite_check.check.cache_clear()
     monkeypatch.setattr(sqlite_check, "module", lambda: stdlib_sqlite3)
     try:
         with pytest.raises(BeadError) as e:
             sqlite_check.check()
-        assert "3.42" in e.value.message and "pysqlite3" in e.value.hint
+        assert "3.43" in e.value.message and "pysqlite3" in e.value.hint
     finally:
         sqlite_check.check.cache_clear()
 
 
 def test_sqlite_in_use_is_new_enough():
-    assert tuple(map(int, sqlite_check.check().split("."))) >= (3, 42)
+    assert tuple(map(int, sqlite_check.check().split("."))) >= (3, 43)
 
 
 def test_raw_search_can_leave_out_sessions(mem):

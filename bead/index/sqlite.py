@@ -6,10 +6,10 @@ from functools import lru_cache
 
 from ..errors import BeadError
 
-MIN_VERSION = (3, 42, 0)
+MIN_VERSION = (3, 43, 0)   # FTS5 secure-delete (3.42), contentless-delete tables for raw turns (3.43)
 FIX = (
     "install bead's dependencies again (`pip install --force-reinstall bead`); on x86_64 Linux "
-    "this brings pysqlite3-binary, elsewhere use a Python whose sqlite3 module links SQLite 3.42 or newer"
+    "this brings pysqlite3-binary, elsewhere use a Python whose sqlite3 module links SQLite 3.43 or newer"
 )
 
 
@@ -27,8 +27,8 @@ def check() -> str:
     version = tuple(int(x) for x in sqlite3.sqlite_version.split("."))
     if version < MIN_VERSION:
         raise BeadError(
-            f"SQLite {sqlite3.sqlite_version} is too old: bead needs 3.42+ for FTS5 secure-delete, "
-            "which forget relies on to leave no bytes behind",
+            f"SQLite {sqlite3.sqlite_version} is too old: bead needs 3.43+ for FTS5 secure-delete, "
+            "which forget relies on to leave no bytes behind, and contentless-delete tables (the raw index)",
             FIX,
         )
     conn = sqlite3.connect(":memory:")
