@@ -14,4 +14,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   printf '%s\n' "$want" > "$stamp"
 fi
 cd "$repo"
-exec "$venv/bin/python" -m pytest -n 2 "$@"
+# Three workers on two cores: many tests wait on a subprocess, a socket or an fsync,
+# and work stealing keeps the slow ones from ending the run alone.
+exec "$venv/bin/python" -m pytest -n 3 --dist worksteal "$@"
