@@ -119,13 +119,79 @@ def _proc_addrs(ip: str) -> set[str]:
     return out
 
 
-def peer_uid(client: tuple[str, int], server: tuple[str, int], proc: Path = Path("/proc/net")) -> int | None:
+def peer_uid(client: tuple[str, int], server: tuple[str, int], proc: Path | None = None) -> int | None:
     """The UID owning the established socket connected from ``client`` to ``server`` (both (ip, port)).
 
     Both ends are matched in full, address and port: matching ports alone
     would let another user bind their client socket to our own port on
-    another loopback address and pass as our accepted socket.
+    another loopback address and pass as our accepted socket. The kernel is
+    asked for that one socket over netlink (sock_diag: a hash lookup); where
+    that is unavailable, ``/proc/net/tcp{,6}`` is read, whose cost grows with
+    every socket on the machine (milliseconds with thousands in TIME_WAIT).
     """
+    if proc is None:
+        uid = _diag_uid(client, server)
+        if uid is not _UNAVAILABLE:
+            return uid if isinstance(uid, int) else None
+        proc = Path("/proc/net")
+    return _proc_uid(client, server, proc)
+
+
+_UNAVAILABLE = object()
+
+
+def _diag_uid(client: tuple[str, int], server: tuple[str, int]) -> object:
+    """The uid of the TCP socket from ``client`` to ``server`` by an exact sock_diag lookup; None when no
+    such socket exists; _UNAVAILABLE when netlink cannot answer here."""
+    import ipaddress
+    import socket
+    import struct
+
+    try:
+        src = ipaddress.ip_address(client[0].strip("[]"))
+        dst = ipaddress.ip_address(server[0].strip("[]"))
+    except ValueError:
+        return None
+    if src.version != dst.version:
+        mapped = [a.ipv4_mapped if isinstance(a, ipaddress.IPv6Address) else a for a in (src, dst)]
+        if mapped[0] is None or mapped[1] is None:
+            return None
+        src, dst = mapped[0], mapped[1]
+    family = socket.AF_INET if src.version == 4 else socket.AF_INET6
+    if getattr(socket, "AF_NETLINK", None) is None:
+        return _UNAVAILABLE
+    sock_diag_by_family, nlm_f_request, inet_diag_nocookie = 20, 1, 0xFFFFFFFF
+    established = 1 << 1
+    # struct inet_diag_req_v2 with an exact inet_diag_sockid (ports and addresses in network order).
+    sockid = struct.pack("!HH", client[1], server[1]) + src.packed.ljust(16, b"\0") + dst.packed.ljust(16, b"\0")
+    sockid += struct.pack("=III", 0, inet_diag_nocookie, inet_diag_nocookie)
+    req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, established) + sockid
+    msg = struct.pack("=IHHII", 16 + len(req), sock_diag_by_family, nlm_f_request, 1, 0) + req
+    try:
+        nl = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 4)  # NETLINK_SOCK_DIAG
+    except OSError:
+        return _UNAVAILABLE
+    try:
+        nl.settimeout(1.0)
+        nl.sendto(msg, (0, 0))
+        data = nl.recv(65536)
+    except OSError:
+        return _UNAVAILABLE
+    finally:
+        nl.close()
+    if len(data) < 16:
+        return _UNAVAILABLE
+    _length, kind = struct.unpack_from("=IH", data, 0)
+    if kind == 2:   # NLMSG_ERROR: ENOENT means no such socket; anything else, ask /proc instead
+        errno_ = -struct.unpack_from("=i", data, 16)[0]
+        return None if errno_ == 2 else _UNAVAILABLE
+    if kind != sock_diag_by_family or len(data) < 16 + 72 + 4:
+        return _UNAVAILABLE
+    # struct inet_diag_msg: family, state, timer, retrans (4 bytes), sockid (48), expires, rqueue, wqueue, uid, inode
+    return int(struct.unpack_from("=I", data, 16 + 4 + 48 + 12)[0])
+
+
+def _proc_uid(client: tuple[str, int], server: tuple[str, int], proc: Path) -> int | None:
     local = {f"{a}:{_hex_port(client[1])}" for a in _proc_addrs(client[0])}
     remote = {f"{a}:{_hex_port(server[1])}" for a in _proc_addrs(server[0])}
     if not local or not remote:
