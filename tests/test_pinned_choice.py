@@ -91,6 +91,24 @@ class TestChoice:
         rebuild(mem.index, mem.facts, mem.raw)
         assert mem.recent_uses() == {}
 
+    def test_cached_candidates_follow_changes_made_elsewhere(self, mem):
+        """The scored candidates are kept between conversations; any change to a fact row, made
+        through another connection (another process: the CLI, the dream), makes the next block see it."""
+        filler(mem, 5)
+        _, first = pinned_block(mem, "shop", 2000, None, "opening")
+        assert ("pinned_priors", "shop", None, 5000, ()) in {k for k in mem.index.memo}
+        other = Memory(mem.home, Config(owner="tester"), TickingClock())
+        try:
+            other.write("project/shop/new-rule", "Releases go out on Tuesdays only.", "feedback")
+            _, second = pinned_block(mem, "shop", 2000, None, "opening")
+            assert second[0] == "project/shop/new-rule@v1" and second[1:] == first
+            # A status change (the dream putting a fact to sleep) is a change too.
+            assert other.set_status(other.current("project/shop/note-0"), "dormant")
+        finally:
+            other.close()
+        _, third = pinned_block(mem, "shop", 2000, None, "opening")
+        assert "project/shop/note-0@v1" not in third
+
     def test_the_branch_is_part_of_the_opening(self, mem):
         assert standing.opening_of(opening("hi", "feature/invoice-pdf")).branch == "feature/invoice-pdf"
         assert "invoice pdf" in standing.opening_of(opening("hi", "feature/invoice-pdf")).query

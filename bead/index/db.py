@@ -30,7 +30,7 @@ from ..store.rawlog import Turn
 from . import sqlite as sqlite_check
 from .query import RAW_QUERY_STOPWORDS, Visibility, fts_or_query, terms
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 RAW_CHARS = 4000
 CONTEXT_CHARS = 200  # of the turn before, in the context column
 CONTEXT_WEIGHT = 0.5
@@ -57,6 +57,9 @@ def sha256_file(path: Path) -> str:
             h.update(chunk)
     return h.hexdigest()
 
+
+# Index.memo, per index file.
+_MEMOS: dict[str, dict[Any, Any]] = {}
 
 class IndexBusy(BeadError):
     """Another process held the index's write lock for longer than this one waits."""
@@ -153,10 +156,16 @@ class Index:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._raw_deleted = False
+        # What readers derived from the facts, shared by every connection of this process to this
+        # file, valid while ``facts_state()`` stays the same (the pinned block's scored candidates).
+        if len(_MEMOS) >= 64 and str(path) not in _MEMOS:
+            _MEMOS.clear()   # a process that opens many homes (tests, evals) keeps only recent ones
+        self.memo: dict[Any, tuple[tuple[str, int], Any]] = _MEMOS.setdefault(str(path), {})
         self.fresh = self._ensure_schema()
 
     def close(self) -> None:
         self._conn.close()
+
 
     @contextlib.contextmanager
     def write_tx(self) -> Iterator[None]:
@@ -235,6 +244,11 @@ class Index:
         db.table("facts").create_index(["type", "current"])
         db.table("facts").create_index(["scope", "current"])
         db.table("facts").enable_fts(["key_text", "body"], fts_version="FTS5", tokenize="porter", create_triggers=True)
+        # Any change to a fact row counts: readers that cache what they derive from the facts (the
+        # recall gate's IDF, the pinned block's scored candidates) compare this number, not the rows.
+        for event in ("INSERT", "UPDATE", "DELETE"):
+            self._conn.execute(f"CREATE TRIGGER facts_generation_{event.lower()} AFTER {event} ON facts BEGIN "
+                               "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'facts_generation'; END")
         # Recent use of facts (the agent's recalls through MCP, reinforcements), from audit.log: the
         # pinned block counts them. Keys only; forget drops a key's rows.
         db.table("uses").create({"key": str, "kind": str, "at": str})
@@ -316,8 +330,6 @@ class Index:
             prefix = self.rel(key_dir) + "/"
             # A primary-key range, not LIKE: it uses the index.
             self._conn.execute("DELETE FROM files WHERE path >= ? AND path < ?", [prefix, prefix[:-1] + "0"])
-            # Readers that cache statistics over facts (the proxy's IDF) check this.
-            self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'facts_generation'")
             cur = kv.current
             if not kv.numbers:
                 self._conn.execute("DELETE FROM uses WHERE key = ?", [kv.key])
@@ -339,7 +351,6 @@ class Index:
         with self.write_tx():
             if not os.path.lexists(path):
                 return False
-            self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'facts_generation'")
             top = self._conn.execute("SELECT max(version) FROM facts WHERE key = ? AND id != ?",
                                      [fact.key, fact.id]).fetchone()[0]
             newest = top is None or fact.version > top
@@ -531,7 +542,14 @@ class Index:
     def schema_version(self) -> int | None:
         return self._schema_version()
 
+    def facts_state(self) -> tuple[str, int]:
+        """(when the index was built, its facts generation): changes with every change to a fact row, and
+        when the index is built anew (which starts the generation over)."""
+        got = dict(self._conn.execute("SELECT name, value FROM meta WHERE name IN ('built_at', 'facts_generation')"))
+        return str(got.get("built_at", "")), int(got.get("facts_generation", 0))
+
     def facts_generation(self) -> int:
+        """A number that changes with every change to a fact row, whoever made it (triggers keep it)."""
         row = self._conn.execute("SELECT value FROM meta WHERE name = 'facts_generation'").fetchone()
         return int(row[0]) if row else 0
 

@@ -27,6 +27,7 @@ thousand rows, well within the proxy's deadline.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ USE_WEIGHT = 0.5          # per recent recall or reinforcement, up to USE_CAP of
 USE_CAP = 3
 RECENCY_TILT = 0.1
 MIN_LINE_TOKENS = 8       # "- project/x/y (stated, 2026-01-01): ..." is never shorter
+MEMO_ENTRIES = 16         # cached candidate lists per index connection (projects x members)
 POLICIES = ("opening", "recency")
 
 _BRANCH = re.compile(r"(?m)^[ \t]{0,8}Current branch:[ \t]{0,8}([^\s]{1,200})[ \t]{0,8}$")
@@ -110,10 +112,9 @@ def choose(index: Index, project: str | None, opening: Opening | None = None, po
     """
     if policy == "recency":
         return index.pinned_candidates(project, limit=min(limit, budget_tokens // MIN_LINE_TOKENS + 1), visible=visible)
-    rows = index.pinned_priors(project, limit=limit, visible=visible)
-    if not rows:
+    ranked, position = _ranked_priors(index, project, uses or {}, visible, limit)
+    if not ranked:
         return []
-    uses = uses or {}
     relevance: dict[str, float] = {}
     query = opening.query if opening else ""
     if query and terms(query):
@@ -122,17 +123,43 @@ def choose(index: Index, project: str | None, opening: Opening | None = None, po
                             visible=visible)
         top = max((h.score for h in hits), default=0.0)
         if top > 0:
-            relevance = {h.id: h.score / top for h in hits}
+            relevance = {h.id: h.score / top for h in hits if h.id in position}
+    # A fact line costs a few tokens at least: fetch no more whole rows than could fit.
+    n = budget_tokens // MIN_LINE_TOKENS + 1
+    # A fact the opening does not match keeps its prior as its score, so the best n of those are the
+    # first n of the cached order that are not boosted; the boosted ones are rescored.
+    boosted = [(e[0], e[1] * (1 + OPENING_WEIGHT * relevance[e[3]]), e[2], e[3])
+               for e in (ranked[position[i]] for i in relevance)]
+    plain = [e for e in ranked[: n + len(relevance)] if e[3] not in relevance]
+    best = heapq.nsmallest(n, boosted + plain)
+    return index.facts_by_id([e[3] for e in best])
+
+
+def _ranked_priors(index: Index, project: str | None, uses: dict[str, int], visible: Visibility | None,
+                   limit: int) -> tuple[list[tuple[int, float, str, str]], dict[str, int]]:
+    """The candidates as (0 if pinned else 1, -prior, key, id), best first, and each id's position.
+
+    Scoring thousands of candidates costs tens of milliseconds at 10,000 facts, and the result
+    depends only on the index's rows and ``uses``: kept for the index (every connection of the process) until its
+    ``facts_state`` changes, so a new conversation pays only for its opening's search.
+    """
+    memo_key = ("pinned_priors", project, visible, limit, tuple(sorted(uses.items())))
+    generation = index.facts_state()
+    cached = index.memo.get(memo_key)
+    if cached is not None and cached[0] == generation:
+        result: tuple[list[tuple[int, float, str, str]], dict[str, int]] = cached[1]
+        return result
+    rows = index.pinned_priors(project, limit=limit, visible=visible)
     # Recency as a rank among the candidates: 0 the oldest, 1 the newest.
     by_age = sorted(range(len(rows)), key=lambda i: (rows[i]["valid_from"] or "", rows[i]["key"]))
     age = {i: pos / max(len(rows) - 1, 1) for pos, i in enumerate(by_age)}
-    scored = []
-    for i, r in enumerate(rows):
-        s = prior(r, uses.get(r["key"], 0), age[i]) * (1 + OPENING_WEIGHT * relevance.get(r["id"], 0.0))
-        scored.append((0 if r["pinned"] else 1, -s, r["key"], r))
-    scored.sort(key=lambda t: t[:3])
-    # A fact line costs a few tokens at least: fetch no more whole rows than could fit.
-    return index.facts_by_id([t[3]["id"] for t in scored[: budget_tokens // MIN_LINE_TOKENS + 1]])
+    ranked = sorted((0 if r["pinned"] else 1, -prior(r, uses.get(r["key"], 0), age[i]), r["key"], r["id"])
+                    for i, r in enumerate(rows))
+    position = {e[3]: pos for pos, e in enumerate(ranked)}
+    if len(index.memo) >= MEMO_ENTRIES:
+        index.memo.clear()
+    index.memo[memo_key] = (generation, (ranked, position))
+    return ranked, position
 
 
 def ids(rows: Iterable[dict[str, Any]]) -> list[str]:
