@@ -84,8 +84,8 @@ def check_executable(path: str) -> str:
     """The executable's real path (so each way of running setup writes the same units);
     refuse one that lives in a temporary directory or a throwaway environment."""
     p = Path(os.path.realpath(path))
-    throwaway = [Path(tempfile.gettempdir()), Path("/tmp"), Path("/var/tmp"), Path("/private/var/folders"),
-                 Path.home() / ".cache", Path.home() / ".local" / "pipx" / ".cache"]
+    throwaway = [Path(tempfile.gettempdir()), Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/user"),
+                 Path("/private/var/folders"), Path.home() / ".cache", Path.home() / ".local" / "pipx" / ".cache"]
     text = str(p)
     if any(_inside(p, t) for t in throwaway) or re.search(r"/(pip-build-env|archive-v\d|uv/environments-v\d|\.cache/uv)/", text):
         raise BeadError(
