@@ -8,7 +8,10 @@ component, and forget calls that component's own operation.
 
 Sealing a key (bead.vault.ops) is a forget of its plaintext: it plans with
 ``plan_seal`` and calls ``apply`` with ``under_lock``, which writes the
-encrypted copies inside forget's locks, before anything is deleted.
+encrypted copies inside forget's locks, before anything is deleted. A seal
+writes no tombstone: a value's hash is the value to whoever can enumerate
+it (a PIN). Forgetting a sealed key deletes its age files as they are: no
+passphrase, no decryption, no tombstone.
 
 A key is part of its value: "remember" and the dream make keys from the
 value's words. So once a key has no version left, every line that names it
@@ -57,6 +60,7 @@ class Plan:
     whole: set[str] = field(default_factory=set)                    # keys losing every version
     sealed_not_searched: int = 0                                    # --match: sealed keys it cannot look into
     temps: list[Path] = field(default_factory=list)                 # a killed writer's temp files holding it
+    sealed: dict[str, list[int]] = field(default_factory=dict)      # key -> sealed versions to delete (no decrypt)
 
     @property
     def texts(self) -> list[str]:
@@ -86,12 +90,13 @@ class Plan:
     @property
     def empty(self) -> bool:
         return not (self.keys or self.turns or self.episodes or self.session_lines or self.trace_lines
-                    or self.queue_items or self.temps)
+                    or self.queue_items or self.temps or self.sealed)
 
     def summary(self, home_store: Path) -> dict[str, Any]:
         return {
-            "keys": sorted(self.keys),
+            "keys": sorted({*self.keys, *self.sealed}),
             "versions": sum(len(v) for v in self.keys.values()),
+            "sealed_versions": sum(len(v) for v in self.sealed.values()),
             "raw_turns": sorted(
                 f"{p.relative_to(home_store).as_posix()}#turn-{n}" for p, ns in self.turns.items() for n in ns
             ),
@@ -271,22 +276,41 @@ def _strings(obj: Any) -> list[str]:
     return []
 
 
-def plan_target(mem: Memory, target: str) -> Plan:
-    """Plan ``bead forget <id-or-key>``."""
+def plan_target(mem: Memory, target: str, sealed: bool = False) -> Plan:
+    """Plan ``bead forget <id-or-key>``. ``sealed`` (the CLI: the person) lets it delete sealed versions;
+    an agent's forget (MCP) is refused a key that has any, so no agent can destroy a sealed secret."""
     plan = Plan()
     parsed = parse_id(target)
     key, version = parsed if parsed else (target, None)
     validate_key(key)
     _add_key(mem, plan, key, version)
-    if not plan.keys and mem.sealed.has(key):
-        raise BeadError(f"{key} is sealed: forget does not decrypt the vault, and its tombstones need the values",
-                        f"run `bead unseal {key}` and then `bead forget {key}`; if the passphrase is lost, delete "
-                        f"{mem.home.sealed_key_dir(key)} by hand")
-    if not plan.keys:
+    if not sealed and mem.sealed.has(key):
+        raise BeadError(f"{key} is sealed in the vault: only the person can forget it",
+                        f"run `bead forget {key}` at a terminal")
+    _add_sealed(mem, plan, key, version)
+    if not plan.keys and not plan.sealed:
         raise BeadError(f"nothing to forget: {target} has no version files",
                         "check the key with `bead search` or `bead history KEY`")
     _scan_files(mem, plan)
     return plan
+
+
+def _add_sealed(mem: Memory, plan: Plan, key: str, only_version: int | None = None) -> None:
+    """The sealed versions of ``key`` (all, or ``only_version``): their files go, undecrypted.
+
+    Forget needs no passphrase for them: a sealed value gets no tombstone (its hash would give it away), and
+    what held it in clear was scrubbed when it was sealed. A key that loses every version, sealed and plain,
+    is gone: lines that name it keep only its hash, as for any forgotten key.
+    """
+    numbers = mem.sealed.numbers(key)
+    chosen = [n for n in numbers if only_version is None or n == only_version]
+    if not chosen:
+        return
+    plan.sealed[key] = chosen
+    if set(chosen) == set(numbers) and set(plan.keys.get(key, [])) == set(mem.facts.versions(key).numbers):
+        plan.whole.add(key)
+    elif key in plan.whole:
+        plan.whole.discard(key)     # its plaintext goes, a sealed version stays: the key is not gone
 
 
 def plan_match(mem: Memory, text: str) -> Plan:
@@ -322,10 +346,11 @@ def plan_seal(mem: Memory, key: str, new_value: str | None = None) -> Plan:
 
 
 def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = None,
-          event: str = "forget") -> dict[str, Any]:
+          event: str = "forget", tombstones: bool = True) -> dict[str, Any]:
     """Carry a plan out. ``under_lock`` runs first, inside the index transaction and the store lock (a seal
     writes its encrypted copies there); if it raises, nothing has changed. ``event`` names the audit line
-    and the tombstones' reason."""
+    and the tombstones' reason. ``tombstones=False`` (a seal) writes no value hash anywhere: a SHA-256 of a
+    value is a plaintext copy of it to anyone who can guess it, and a sealed value may be a 4-digit PIN."""
     refuse_git(mem)
     now = mem.clock()
     kept: list[Path] = []
@@ -333,11 +358,16 @@ def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = No
     # The index's write lock first: if another process holds it past the
     # busy timeout, forget stops here, before it has changed anything.
     with mem.together(), mem.facts.lock():
+        for key, numbers in plan.sealed.items():
+            now_sealed = set(mem.sealed.numbers(key))
+            if not set(numbers) <= now_sealed or (key in plan.whole and now_sealed != set(numbers)):
+                raise BeadError(f"{key} changed while it was being forgotten; nothing was changed",
+                                "run the command again")
         if under_lock is not None:
             under_lock()
         # 1. Tombstones first: a crash after this cannot lose them. A key that
         # loses every version is part of the value: its lines keep a hash.
-        for key, values in plan.values.items():
+        for key, values in (plan.values.items() if tombstones else ()):
             whole = key in plan.whole
             for v in dict.fromkeys(values):
                 digest = mem.tombstones.add(now, key, v, reason=event, hash_key=whole)
@@ -346,6 +376,9 @@ def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = No
         # 2. Version files, and their index rows.
         for key, numbers in plan.keys.items():
             kept += mem.delete_versions(key, numbers)[1]
+        # 2b. Sealed versions: ciphertext only, deleted as they are (no decryption, no tombstone).
+        for key, numbers in plan.sealed.items():
+            mem.sealed.delete(key, numbers)
         # 3. Raw turns: the marker stays, the text becomes [forgotten].
         for path, turn_numbers in plan.turns.items():
             try:

@@ -149,7 +149,7 @@ def test_seal_takes_two_calls_and_the_value_never_comes_back(admin, mem, home):
         assert "wqplmokn" not in text and "QX-88" not in text, tool
     assert admin.err("history", {"key": "user/backup-code"})["code"] == "sealed"
     assert admin.err("seal", {"key": "user/backup-code"})["code"] == "rejected"   # sealed already
-    assert admin.err("forget", {"key": "user/backup-code"})["code"] == "rejected"  # unseal first, at a terminal
+    assert admin.err("forget", {"key": "user/backup-code"})["code"] == "rejected"  # the person forgets it, at a terminal
     leftovers = [p for p, data in all_bytes_under(home).items() if b"wqplmokn" in data.lower()]
     assert leftovers == []
 

@@ -17,7 +17,8 @@ def forget(target, match, yes, as_json):
 
     Writes a tombstone, deletes the version files, redacts raw turns that
     cite or contain the value, removes index rows, episodes and conversation
-    state lines, and truncates the index's WAL.
+    state lines, and truncates the index's WAL. A sealed KEY's encrypted
+    files are deleted as they are (no passphrase, no tombstone).
     """
     from .. import forget as forget_mod
     from ..errors import BeadError
@@ -27,11 +28,11 @@ def forget(target, match, yes, as_json):
                         "e.g. `bead forget user/editor` or `bead forget --match 'old password'`")
     mem = open_memory()
     forget_mod.refuse_git(mem)
-    plan = forget_mod.plan_match(mem, match) if match else forget_mod.plan_target(mem, target)
+    plan = forget_mod.plan_match(mem, match) if match else forget_mod.plan_target(mem, target, sealed=True)
     preview = plan.summary(mem.home.store)
     if plan.sealed_not_searched:
         click.echo(f"note: --match does not search the vault's {plan.sealed_not_searched} sealed key(s): forget does "
-                   "not decrypt them (`bead sealed list`; `bead unseal KEY` first to forget one)", err=True)
+                   "not decrypt them (`bead sealed list`; `bead forget KEY` deletes one)", err=True)
     if plan.empty:
         emit({"forgotten": False, **preview, "sealed_not_searched": plan.sealed_not_searched}, as_json,
              lambda d: click.echo("nothing matches; nothing changed"))
@@ -53,7 +54,8 @@ def forget(target, match, yes, as_json):
                    "look at it and delete it yourself if it holds the value", err=True)
 
     def human(d):
-        click.echo(f"forgot {len(d['keys'])} key(s), {d['versions']} version file(s), "
+        sealed = f"{d['sealed_versions']} sealed version(s), " if d["sealed_versions"] else ""
+        click.echo(f"forgot {len(d['keys'])} key(s), {d['versions']} version file(s), {sealed}"
                    f"redacted {d['raw_turns_redacted']} raw turn(s), removed {d['episodes']} episode(s) "
                    f"and {d['session_lines']} state line(s)")
 

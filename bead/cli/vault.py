@@ -4,7 +4,8 @@ The passphrase comes from the terminal (asked without echo; twice for
 `vault init`), from a file descriptor (``--passphrase-fd N``: one line) or
 from an environment variable (``--passphrase-env NAME``), for scripts. It is
 never logged, stored or printed; the bytes read from a descriptor are zeroed
-once decoded (a Python string cannot be).
+once decoded (a Python string cannot be), and the variable is removed from
+bead's environment as it is read, so no process bead starts inherits it.
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def read_passphrase(fd: int | None, env: str | None, *, confirm: bool) -> str:
     if fd is not None:
         return _read_fd(fd)
     if env:
-        value = os.environ.get(env)
+        # Taken out of the environment as it is read: every process bead starts from here on (age-keygen,
+        # age-plugin-pq through pyrage) would otherwise inherit the passphrase in its environment.
+        value = os.environ.pop(env, None)
         if value is None:
             raise BeadError(f"the environment variable {env} is not set",
                             f"export {env} with the passphrase, or use --passphrase-fd")
@@ -153,7 +156,7 @@ def vault_status(as_json):
 @click.argument("key")
 @json_option
 def seal(key, as_json):
-    """Move KEY into the vault: encrypt every version, tombstone the values, delete the plaintext.
+    """Move KEY into the vault: encrypt every version, delete the plaintext (no tombstone: a hash gives a PIN away).
 
     Needs no passphrase (sealing uses the public key). Like forget, it also
     redacts raw turns, episodes, review items and state lines that hold a
@@ -229,7 +232,11 @@ def sealed_show(key, passphrase_fd, passphrase_env, as_json):
     if not mem.is_sealed(key):
         raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys; `bead show KEY` prints "
                                                 "a plaintext fact")
-    fact = ops.show(mem, key, read_passphrase(passphrase_fd, passphrase_env, confirm=False))
+    skipped: list = []
+    fact = ops.show(mem, key, read_passphrase(passphrase_fd, passphrase_env, confirm=False), skipped)
+    for path in skipped:
+        click.echo(f"warning: passed over {path}: it does not decrypt with the vault's key or holds no version of "
+                   f"{key} (damaged, or put there by someone else); showing {fact.id}", err=True)
     data = {"id": fact.id, "key": fact.key, "version": fact.version, "valid_from": fact.valid_from,
             "trust": fact.trust, "type": fact.type, "body": fact.body}
     emit(data, as_json, lambda d: click.echo(d["body"]))

@@ -73,6 +73,10 @@ class VaultMissing(RefusedWrite):
                          "run `bead vault init` to create it (it asks for a passphrase of 12 or more characters)")
 
 
+class NotDecrypted(BeadError):
+    """One age file did not decrypt with the vault's key: sealed to another key, damaged, or not an age file."""
+
+
 class WrongPassphrase(BeadError):
     def __init__(self) -> None:
         super().__init__("wrong passphrase: the vault's identity did not decrypt with it",
@@ -405,5 +409,5 @@ def decrypt(data: bytes, identities: list[Any], what: str) -> bytes:
     except mod.DecryptError as exc:
         if shutil.which(PQ_PLUGIN) is None and "plugin" in str(exc).lower():
             raise _plugin_missing("pq") from None
-        raise BeadError(f"{what} did not decrypt with the vault's key ({exc})",
+        raise NotDecrypted(f"{what} did not decrypt with the vault's key ({exc})",
                         "it was sealed to another key, or the file is damaged; `age -d` shows the same") from None

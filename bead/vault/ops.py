@@ -2,10 +2,11 @@
 `bead write --sensitivity secret`, `bead sealed list` and `bead sealed show`.
 
 A key is plaintext or sealed, never both. Sealing is a forget of the
-plaintext (bead.forget: tombstones, the version files and their index rows,
-raw turns, episodes, review items, state and trace lines that hold the value,
-the WAL truncated), with the encrypted copies written inside forget's locks
-before anything is deleted. A crash in between leaves both copies, which
+plaintext (bead.forget: the version files and their index rows, raw turns,
+episodes, review items, state and trace lines that hold the value, the WAL
+truncated) that writes no tombstone (a value's hash gives a PIN away), with
+the encrypted copies written inside forget's locks before anything is
+deleted. A crash in between leaves both copies, which
 `bead status` reports; running the same command again finishes it.
 
 A secret write goes the same way: the key's plaintext versions (if any) are
@@ -19,6 +20,7 @@ version.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import forget
@@ -65,7 +67,9 @@ def _seal(mem: Memory, key: str, plan: forget.Plan, to: Any, new: Any = None) ->
             mem.sealed.delete(key, sorted(set(mem.sealed.numbers(key)) - before))
             raise
 
-    summary = forget.apply(mem, plan, under_lock=copy, event="seal")
+    # No tombstones: a value's hash is the value to anyone who can enumerate it (a PIN, a short code), so
+    # a sealed value leaves no hash on disk. The raw turns, episodes and lines that hold it are scrubbed.
+    summary = forget.apply(mem, plan, under_lock=copy, event="seal", tombstones=False)
     return summary, (written[0] if written else None)
 
 
@@ -88,7 +92,7 @@ def preview_seal(mem: Memory, key: str) -> forget.Plan:
 
 
 def seal(mem: Memory, key: str) -> dict[str, Any]:
-    """Encrypt every plaintext version of ``key`` into the vault, tombstone the values, delete the plaintext."""
+    """Encrypt every plaintext version of ``key`` into the vault, delete the plaintext and scrub its copies."""
     to = _checked(mem, key)
     plan = forget.plan_seal(mem, key)
     summary, _ = _seal(mem, key, plan, to)
@@ -150,14 +154,15 @@ def unseal(mem: Memory, key: str, passphrase: str) -> dict[str, Any]:
     return {"key": key, "versions": numbers, "current": f"{key}@v{top}" if top else None}
 
 
-def show(mem: Memory, key: str, passphrase: str) -> Fact:
-    """The current sealed version of ``key``, decrypted (needs the passphrase)."""
+def show(mem: Memory, key: str, passphrase: str, skipped: list[Path] | None = None) -> Fact:
+    """The current sealed version of ``key``, decrypted (needs the passphrase); higher files that did not
+    decrypt or parse are appended to ``skipped``."""
     validate_key(key)
     if not mem.sealed.has(key):
         raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys; `bead show KEY` "
                                                 "prints a plaintext fact")
     identities = vault_keys.unlock(mem.home, passphrase)
-    fact = mem.sealed.current(key, identities)
+    fact = mem.sealed.current(key, identities, skipped)
     if fact is None:
         raise BeadError(f"no sealed version of {key} decrypts to a fact",
                         f"look at the files under {mem.home.sealed_key_dir(key)} with `age -d`")

@@ -65,13 +65,21 @@ class SealedStore:
         path = self.home.sealed_file(key, version)
         return vault_keys.decrypt(self.read_bytes(key, version), identities, str(path))
 
-    def current(self, key: str, identities: list[Any]) -> Fact | None:
-        """The highest sealed version that decrypts to a fact of ``key``; None when none does."""
+    def current(self, key: str, identities: list[Any], skipped: list[Path] | None = None) -> Fact | None:
+        """The highest sealed version that decrypts to a fact of ``key``; None when none does.
+
+        A higher file that does not decrypt (damaged, sealed to another key, not an age file, a link) is
+        passed over, as a plaintext version that does not parse is, and appended to ``skipped`` when given.
+        """
         for n in reversed(self.numbers(key)):
             try:
                 plain = self.open(key, n, identities)
                 return parse_fact(self.home.sealed_file(key, n), key, n, plain)
-            except (FileNotFoundError, ValueError):
+            except FileNotFoundError:
+                continue
+            except (ValueError, vault_keys.NotDecrypted, safe.UnsafePath):
+                if skipped is not None:
+                    skipped.append(self.home.sealed_file(key, n))
                 continue
         return None
 
