@@ -28,12 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.memory import Memory
-from ..errors import BeadError
+from ..errors import BeadError, InvalidArgument, RefusedWrite
 from ..store import files as safe
 from ..store.audit import iso, normalise
 
 KINDS = ("suspicious", "key-conflict", "change-user-stated", "untrusted-source", "lesson")
 _ITEM_ID = re.compile(r"[0-9a-f]{12}")   # what item_id gives; anything else names no file
+# What an accepted value may not hold: C0 controls but tab and line breaks, DEL, C1 (a terminal acts on them).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def item_id(kind: str, key: str, value: str) -> str:
@@ -143,6 +145,17 @@ class Queue:
         text = item.value if value is None else value.strip()
         if not text:
             raise BeadError("the edited value is empty", "accept the item as it is, or reject it")
+        # Accepting makes the text the person's word: the same checks as any other way in. A proposal (or an
+        # edit) that holds a terminal escape or a credential is not written, whoever backs it.
+        if _CONTROL.search(text):
+            raise InvalidArgument(f"review item {item_id} holds control characters (a terminal escape, a NUL); "
+                                  "nothing was written", "edit it into plain text (`bead review`, e), or reject it")
+        from ..capture.secrets import redact
+
+        if redact(text)[1]:
+            raise RefusedWrite(f"the value of review item {item_id} looks like a credential, and bead never stores "
+                               "one in plain text; nothing was written",
+                               "leave the secret out (edit it), or seal it: `bead write KEY - --sensitivity secret`")
         sources = [] if item.kind == "lesson" else item.sources
         res = self.mem.write(item.key, text, item.type, trust="accepted", sources=sources, owner=item.owner or None)
         item.status = "accepted"
