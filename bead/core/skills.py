@@ -80,6 +80,12 @@ def _plain(text: str) -> str:
     return flat.replace("<", "(").replace(">", ")")
 
 
+def _visible(text: str) -> str:
+    from ..tui.text import safe
+
+    return safe(text, multiline=True)
+
+
 def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
@@ -167,6 +173,9 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
         if key in seen or not _in_project(key, project):
             return
         seen.add(key)
+        # A harness shows the file and a person cats it: a control character (a value stored before the
+        # checks, or through `bead write`) goes in as its visible escape, never as itself.
+        text = _visible(text)
         name = skill_name(key, taken)
         taken.add(name)
         gist = _plain(title) if title else _cut(_plain(re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]), 200)
