@@ -42,6 +42,17 @@ def item_id(kind: str, key: str, value: str) -> str:
     return hashlib.sha256(f"{kind}\x00{key}\x00{normalise(value)}".encode()).hexdigest()[:12]
 
 
+def _texts(obj: object) -> list[str]:
+    """Every string in a JSON value (an item's fields, its history entries, its evaluation)."""
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _texts(v)]
+    if isinstance(obj, list):
+        return [t for v in obj for t in _texts(v)]
+    return []
+
+
 @dataclass
 class Item:
     id: str
@@ -103,11 +114,21 @@ class Queue:
         return len(self.items("open"))
 
     def holding(self, keys: set[str], matches: Callable[[str], bool]) -> list[Path]:
-        """Item files whose key is one of ``keys`` or whose value ``matches`` (forget's plan)."""
+        """Item files whose key is one of ``keys`` or any of whose text ``matches`` (forget's plan): the value,
+        and also a lesson's title (its key is made of it), the reason, an edit kept in the history, the
+        judge's reason. A file that does not parse as an item is matched on its text."""
         out = []
         for p in self._files():
             item = self._read(p)
-            if item is not None and (item.get("key") in keys or matches(str(item.get("value", "")))):
+            if item is None:
+                try:
+                    text = safe.read_text(p, root=self.mem.home.root, errors="replace")
+                except (OSError, safe.UnsafePath):
+                    continue
+                if matches(text):
+                    out.append(p)
+                continue
+            if item.get("key") in keys or any(matches(t) for t in _texts(item)):
                 out.append(p)
         return out
 
