@@ -81,9 +81,18 @@ def _plain(text: str) -> str:
 
 
 def _visible(text: str) -> str:
-    from ..tui.text import safe
-
-    return safe(text, multiline=True)
+    """``text`` with every control and invisible format character but line breaks and tabs as its escape
+    (``\\x1b``, ``\\u202e``), as bead.tui.text shows stored text (an application layer imports no entry point)."""
+    out = []
+    for ch in text:
+        if ch in "\n\t":
+            out.append(ch)
+        elif ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0 or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"):
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _cut(text: str, n: int) -> str:
