@@ -60,6 +60,14 @@ def test_curate_runs_claude_with_the_admin_server_and_without_the_proxy(bead, be
     ("http://localhost:7077/", False),
     ("http://[::1]:9999/tok123/v1", False),    # another port, but the home's token
     ("http://127.0.0.1:4000", True),           # a local gateway of some other kind
+    # Other spellings of this machine that a client connects to the proxy with.
+    ("http://0.0.0.0:7077", False),
+    ("http://127.1:7077", False),
+    ("http://2130706433:7077/v1", False),
+    ("http://[::ffff:127.0.0.1]:7077", False),
+    ("http://[::]:7077", False),
+    ("http://LOCALHOST.:7077", False),
+    ("http://10.1.2.3:7077", True),            # another machine on the proxy's port number
     ("https://gateway.example.com/anthropic", True),
 ])
 def test_only_a_base_url_that_points_at_this_proxy_is_removed(bead, bead_home, claude, url, kept):

@@ -152,3 +152,24 @@ class TestCandidateByHand:
         r = bead("candidate", "add", "--session", sid, "--kind", "project", "--title", title, "--body-file", str(f))
         assert r.code == 1 and said in r.err.lower(), r.err
         assert Queue(mem).items(None) == []
+
+    def test_forget_match_takes_a_candidate_whose_title_or_edit_holds_the_text(self, bead, mem, tmp_path):
+        """A lesson's title is not in its value but is in its key and the item; an accepted edit sits in the
+        item's history. forget --match must leave none of their bytes in the queue."""
+        from bead import forget
+
+        session(mem, "s9", "launch prep", "ok")
+        item, _ = review.add_candidate(mem, "s9", "feedback", "Codename bluefalcon launch checklist",
+                                       "Run the checklist before launch.")
+        other, _ = review.add_candidate(mem, "s9", "feedback", "Flush Redis before deploying", "Flush it first.")
+        review.accept(mem, other.id, "Flush the cache of project greyheron first.")
+        mem.close()
+        for text in ("bluefalcon", "greyheron"):
+            with Memory(mem.home, mem.config) as m:
+                plan = forget.plan_match(m, text)
+                assert plan.summary(m.home.store)["review_items"] == 1, text
+                forget.apply(m, plan)
+            left = [p for p in mem.home.root.rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
+            assert left == [], left
+        with Memory(mem.home, mem.config) as m:
+            assert Queue(m).items(None) == []

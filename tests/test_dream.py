@@ -221,6 +221,20 @@ class TestSecondOpinion:
         assert mem.current("project/shop/ci-config") is None and not rep.failed
 
 
+    def test_a_pinned_fact_is_not_rewritten_unseen(self, make, model):
+        """A fact the person pinned keeps its pin in a new version: the dream's change to it waits for them."""
+        mem = make()
+        mem.write("project/shop/db-port", "Postgres listens on 5432.", "project", trust="dream_inferred")
+        mem.set_pinned(mem.current("project/shop/db-port"), True)
+        session(mem, "s1", ["we moved postgres, it listens on port 5433 now", "noted"])
+        model.answers.append(answer({"key": "project/shop/db-port", "type": "project",
+                                     "value": "Postgres listens on 5433.", "turns": [1, 2]}))
+        Dream(mem).run()
+        assert mem.current("project/shop/db-port").body == "Postgres listens on 5432."
+        (item,) = Queue(mem).items()
+        assert item.kind == "change-user-stated" and "which the person pinned" in item.detail
+
+
 class TestQueue:
     """accept writes trust accepted; reject tombstones; both keep history."""
 

@@ -171,6 +171,12 @@ def test_the_review_queue_accept_and_reject(admin, mem):
     assert admin.err("queue_accept", {"id": bad_item.id})["code"] == "rejected"
     assert admin.err("queue_accept", {"id": "../../etc/passwd"})["code"] == "rejected"
     assert {i["id"] for i in admin.ok("review_queue", {"all": True})["items"]} >= {agent_item.id, bad_item.id}
+    # A proposal holding a terminal escape is not made the person's word by a tool call either: it stays open.
+    escape_item = Queue(mem).add("untrusted-source", "project/shop/banner", "project", "ok \x1b]0;pwned\x07", [],
+                                 "no typed words back it", source="untrusted")[0]
+    err = admin.err("queue_accept", {"id": escape_item.id})
+    assert err["code"] == "invalid_argument" and "control characters" in err["error"]
+    assert Queue(mem).get(escape_item.id).status == "open" and mem.current("project/shop/banner") is None
 
 
 class Clock:

@@ -265,34 +265,75 @@ def test_the_command_serves_loopback_http_and_stops_on_sigterm(tmp_path, jwks):
     assert out == "" and "served by the real command" not in err
 
 
-def test_loopback_without_auth_refuses_other_host_names_and_browsers(tmp_path):
-    """No JWT settings: the home's own server on loopback. DNS rebinding (another Host) and a web page (an Origin)
-    are refused by the SDK's transport security, which bead turns on for a loopback address."""
+def _raw_status(url: str, headers: dict, token: str | None = None) -> int:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()
+    req = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18", **({"Authorization": f"Bearer {token}"} if token else {}), **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1", "127.0.0.2"])
+def test_loopback_without_auth_refuses_other_host_names_and_browsers(tmp_path, listen):
+    """No JWT settings: the home's own server on loopback, checked as the proxy is. DNS rebinding (another Host)
+    and a web page (any Origin, a page on another localhost port included; a cross-site Sec-Fetch-Site) are
+    refused on every loopback address: the SDK's own checks let http://localhost:<any port> in, and turn off
+    for a loopback address other than 127.0.0.1 (the app here is built for ``listen``)."""
     rt = Runtime(Home(tmp_path / "h").ensure(), parse("owner: t\n"))
-    served = ServedAsgi(http.create_app(rt))
+    served = ServedAsgi(http.create_app(rt, host=listen))
     try:
         assert served.health()["auth"] == "none"
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()
-
-        def status(headers: dict) -> int:
-            req = urllib.request.Request(served.url + "/mcp", data=body, method="POST", headers={
-                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": "2025-06-18", **headers})
-            try:
-                with urllib.request.urlopen(req, timeout=10) as r:
-                    return r.status
-            except urllib.error.HTTPError as e:
-                return e.code
-
-        assert status({}) == 200
-        assert status({"Host": "evil.example"}) == 421
-        assert status({"Origin": "http://evil.example"}) == 403
-        s = http_session(served.url + "/mcp")
+        url = served.url + "/mcp"
+        assert _raw_status(url, {}) == 200
+        for headers in ({"Host": "evil.example"}, {"Host": f"evil.example:{served.port}"},
+                        {"Origin": "http://evil.example"}, {"Origin": f"http://localhost:{served.port + 1}"},
+                        {"Origin": "null"}, {"Origin": ""}, {"Sec-Fetch-Site": "cross-site"},
+                        {"Sec-Fetch-Site": "same-site"}):
+            assert _raw_status(url, headers) == 403, headers
+            assert _raw_status(served.url + "/health", headers) == 403, headers
+        s = http_session(url)
         try:
             s.ok("remember", {"value": "loopback writes are the home owner's", "type": "user", "key": "user/lb"})
             assert s.ok("get_memory", {"key": "user/lb"})["owner"] == "t"
         finally:
             s.close()
+    finally:
+        served.close()
+        rt.close()
+
+
+def test_loopback_without_auth_answers_only_the_home_owner(tmp_path):
+    """Another local user can connect to a loopback port too. The kernel's answer is the only thing stood in for
+    here (a uid that is not the home's owner); the home's token as a bearer token still gets the owner in."""
+    home = Home(tmp_path / "h").ensure()
+    with Memory(home, parse("owner: t\n")) as m:
+        m.write("user/diary", "the owner's private note about the merger", "user")
+    rt = Runtime(home, parse("owner: t\n"))
+    asked: list = []
+
+    def stranger(client, server):
+        asked.append((client, server))
+        return os.getuid() + 1
+
+    served = ServedAsgi(http.create_app(rt, owner=http.Owner("home-token-123", os.getuid(), stranger)))
+    try:
+        url = served.url + "/mcp"
+        status, _h, body = post_mcp(url, body={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                               "params": {"name": "recall", "arguments": {"query": "merger"}}})
+        assert status == 403 and "merger" not in json.dumps(body) and "owner" in body["error"]
+        assert asked and asked[0][1][1] == served.port, "the kernel was asked about this very connection"
+        assert _raw_status(url, {}, token="wrong-token") == 403
+        assert _raw_status(url, {}, token="home-token-123") == 200
+        s = http_session(url, "home-token-123")
+        try:
+            assert "merger" in s.call("recall", {"query": "merger"}).content[0].text
+        finally:
+            s.close()
+        assert served.health()["status"] == "ok", "health stays public (it tells only that the server lives)"
     finally:
         served.close()
         rt.close()

@@ -159,3 +159,21 @@ def test_a_sealed_key_is_never_shown(bead, bead_home, mem, vault):
     assert mem.current("project/shop/door") is None and mem.is_sealed("project/shop/door")
     again = bead("review", input="s\n")
     assert "zqxjvbnmkq" not in again.out and "fact project/shop/door" not in again.out, "a sealed fact is left out"
+
+
+def test_accept_never_writes_a_terminal_escape_or_a_credential_as_the_persons_word(bead, mem):
+    """Accepting makes a value the person's word (trust accepted, then skills, the pinned block). A proposal
+    whose text holds escapes the card showed only as visible text, or an edit that pastes a credential, is not
+    written; the item stays open, and an edit into plain text goes through."""
+    item, _ = Queue(mem).add("untrusted-source", "project/shop/pkg", "project", HOSTILE, [], "no typed words", "untrusted")
+    r = bead("review", input="a\ne\nthe deploy key is ghp_0123456789abcdefghijABCDEFGHIJ012345\ne\npnpm only\n")
+    assert r.code == 0, r.err
+    assert r.out.count("not done") == 2 and "control characters" in r.out and "credential" in r.out
+    assert mem.current("project/shop/pkg").body == "pnpm only" and mem.current("project/shop/pkg").trust == "accepted"
+    assert Queue(mem).get(item.id).status == "accepted"
+    assert b"ghp_0123456789" not in b"".join(p.read_bytes() for p in mem.home.store.rglob("*") if p.is_file())
+    # `bead queue accept` (and the curator's queue_accept, which calls the same Queue.accept) refuse the same way.
+    other, _ = Queue(mem).add("suspicious", "project/shop/title", "project", "ok \x1b]52;c;Y3VybCBldmls\x07", [], "x")
+    r = bead("queue", "accept", other.id)
+    assert r.code != 0 and "control characters" in r.err and Queue(mem).get(other.id).status == "open"
+    assert mem.current("project/shop/title") is None

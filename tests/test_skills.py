@@ -149,3 +149,18 @@ def test_a_sealed_fact_never_becomes_a_skill(bead, mem, project):
     r = bead("skills", "install", "--dir", str(project))
     assert r.code == 0 and "no skills" in r.out
     assert not (project / ".claude").exists()
+
+
+def test_a_control_character_in_a_stated_fact_reaches_neither_the_terminal_nor_the_file(bead, mem, project):
+    """`bead write` stores what the person gives it; a skill is shown by `preview --show` and read by harnesses and
+    people: an escape in the text goes out as its visible form only."""
+    mem.write("user/review-style", "Review with care \x1b]0;pwned\x07\x1b[2J and say why \u202eevil", "feedback",
+              pinned=True)
+    r = bead("skills", "preview", "--show", "--dir", str(project))
+    assert r.code == 0, r.err
+    assert "\x1b" not in r.out and "\u202e" not in r.out and "\\x1b]0;pwned\\x07" in r.out
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    text = (project / ".claude" / "skills" / "bead-review-style" / "SKILL.md").read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\u202e" not in text and "\\x1b[2J" in text
+    assert bead("skills", "preview", "--dir", str(project), "--json").code == 0
+    assert json.loads(bead("skills", "preview", "--dir", str(project), "--json").out)[0]["status"] == "unchanged"

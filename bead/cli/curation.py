@@ -175,8 +175,10 @@ def skills_preview(project_dir, project, show, as_json):
     def human(rs):
         _show_skills(rs, "not overwritten")
         if show:
+            from ..tui.text import safe
+
             for d in rs:
-                click.echo(f"\n==> {d['path']}\n{d['content']}")
+                click.echo(f"\n==> {safe(d['path'])}\n{safe(d['content'], multiline=True)}")
 
     emit(rows, as_json, human)
 

@@ -57,12 +57,12 @@ def mcp(admin, http_, listen, project):
         auth = JwtAuth(settings) if configured(settings) else None
         http.check_bind(loopback, auth is not None, f"{host}:{port}")
         rt = Runtime(home, config, None, http.viewer_of(settings.projects) if auth else None)
-        click.echo(f"bead mcp on http://{host}:{port}/mcp ({'signed JWTs' if auth else 'no auth: loopback only'})",
+        click.echo(f"bead mcp on http://{host}:{port}/mcp ({'signed JWTs' if auth else 'no JWT: the home owner only'})",
                    err=True)
         if auth is None:
-            click.echo("note: without JWT settings any local process that reaches this port can use this memory, "
-                       "other users' included; on a shared machine use stdio (`bead mcp`) or set mcp.jwks_url, "
-                       "mcp.issuer and mcp.audience", err=True)
+            click.echo("note: without JWT settings only the home's owner is answered: on Linux the kernel says who "
+                       "connects; elsewhere send the home's token (the file proxy.token) as "
+                       "`Authorization: Bearer <token>`. Browsers are refused.", err=True)
         try:
             http.serve(http.create_app(rt, host, auth=auth), host, port)
         finally:

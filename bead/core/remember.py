@@ -175,8 +175,8 @@ def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, tr
                   source: str = "untrusted") -> Saved:
     """Write ``value`` under ``key`` (proposed from the value when None), with the checks "remember" and the
     dream apply: a value the secret scan flags is refused; one that reads like an instruction to an AI agent
-    is queued for review (``suspicious``), not written; a change by an agent to a value the person stated
-    or accepted is queued (``change-user-stated``); a tombstoned value is refused unless ``trust`` is the
+    is queued for review (``suspicious``), not written; a change by an agent to a value the person stated,
+    accepted or pinned is queued (``change-user-stated``); a tombstoned value is refused unless ``trust`` is the
     person's. ``expected_version`` makes the write a compare-and-swap (0: the key must be new), checked
     under the store's lock: VersionConflict when the key moved on. ``viewer`` decides the stored key and
     the ``owner`` written; ``source`` goes into a review item (who backs the value)."""
@@ -215,14 +215,17 @@ def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, tr
             now = cur.version if cur is not None else 0
             if now != expected_version:
                 raise VersionConflict(shown, expected_version, now or None)
-        if (cur is not None and trust not in PERSON_TRUSTS and cur.trust in PERSON_TRUSTS
+        # A pinned version is the person's word too, whoever wrote it: pinning it was their decision, and
+        # a new version keeps the pin (it would put the agent's text first in every pinned block unseen).
+        if (cur is not None and trust not in PERSON_TRUSTS and (cur.trust in PERSON_TRUSTS or cur.pinned)
                 and normalise(cur.body) != normalise(value)):
             raise _PersonsWord(cur)
 
     try:
         res = mem.write(stored, value, type, trust=trust, owner=viewer.owner, check=check)
     except _PersonsWord as exc:
-        said = "stated" if exc.current.trust == "user_stated" else "accepted"
+        said = ("stated" if exc.current.trust == "user_stated" else "accepted" if exc.current.trust == "accepted"
+                else "pinned")
         reason = f"would change {viewer.shown_id(exc.current.id)}, which the person {said}"
         item, _ = Queue(mem).add("change-user-stated", stored, type, value, [], reason, source=source, owner=owner)
         return Saved("queued", shown, item=item.id, reason=reason)

@@ -80,6 +80,21 @@ def _plain(text: str) -> str:
     return flat.replace("<", "(").replace(">", ")")
 
 
+def _visible(text: str) -> str:
+    """``text`` with every control and invisible format character but line breaks and tabs as its escape
+    (``\\x1b``, ``\\u202e``), as bead.tui.text shows stored text (an application layer imports no entry point)."""
+    out = []
+    for ch in text:
+        if ch in "\n\t":
+            out.append(ch)
+        elif ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0 or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"):
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
@@ -167,6 +182,9 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
         if key in seen or not _in_project(key, project):
             return
         seen.add(key)
+        # A harness shows the file and a person cats it: a control character (a value stored before the
+        # checks, or through `bead write`) goes in as its visible escape, never as itself.
+        text = _visible(text)
         name = skill_name(key, taken)
         taken.add(name)
         gist = _plain(title) if title else _cut(_plain(re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]), 200)

@@ -123,8 +123,9 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
     if p.replaces and p.replaces != key:
         return out("queue", f"the model says it replaces {p.replaces}", "key-conflict")
     current = mem.current(key)
-    if current and current.trust in PERSON_TRUSTS and normalise(current.body) != normalise(value):
-        said = "stated" if current.trust == "user_stated" else "accepted"
+    if current and (current.trust in PERSON_TRUSTS or current.pinned) and normalise(current.body) != normalise(value):
+        # A pinned version is the person's choice whoever wrote it, and a new version would inherit the pin.
+        said = "stated" if current.trust == "user_stated" else "accepted" if current.trust == "accepted" else "pinned"
         return out("queue", f"would change {current.id}, which the person {said}", "change-user-stated")
     # 4. nothing new: reinforce what is stored
     if current and normalise(current.body) == normalise(value):

@@ -28,16 +28,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.memory import Memory
-from ..errors import BeadError
+from ..errors import BeadError, InvalidArgument, RefusedWrite
 from ..store import files as safe
 from ..store.audit import iso, normalise
 
 KINDS = ("suspicious", "key-conflict", "change-user-stated", "untrusted-source", "lesson")
 _ITEM_ID = re.compile(r"[0-9a-f]{12}")   # what item_id gives; anything else names no file
+# What an accepted value may not hold: C0 controls but tab and line breaks, DEL, C1 (a terminal acts on them).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def item_id(kind: str, key: str, value: str) -> str:
     return hashlib.sha256(f"{kind}\x00{key}\x00{normalise(value)}".encode()).hexdigest()[:12]
+
+
+def _texts(obj: object) -> list[str]:
+    """Every string in a JSON value (an item's fields, its history entries, its evaluation)."""
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _texts(v)]
+    if isinstance(obj, list):
+        return [t for v in obj for t in _texts(v)]
+    return []
 
 
 @dataclass
@@ -101,11 +114,21 @@ class Queue:
         return len(self.items("open"))
 
     def holding(self, keys: set[str], matches: Callable[[str], bool]) -> list[Path]:
-        """Item files whose key is one of ``keys`` or whose value ``matches`` (forget's plan)."""
+        """Item files whose key is one of ``keys`` or any of whose text ``matches`` (forget's plan): the value,
+        and also a lesson's title (its key is made of it), the reason, an edit kept in the history, the
+        judge's reason. A file that does not parse as an item is matched on its text."""
         out = []
         for p in self._files():
             item = self._read(p)
-            if item is not None and (item.get("key") in keys or matches(str(item.get("value", "")))):
+            if item is None:
+                try:
+                    text = safe.read_text(p, root=self.mem.home.root, errors="replace")
+                except (OSError, safe.UnsafePath):
+                    continue
+                if matches(text):
+                    out.append(p)
+                continue
+            if item.get("key") in keys or any(matches(t) for t in _texts(item)):
                 out.append(p)
         return out
 
@@ -143,6 +166,17 @@ class Queue:
         text = item.value if value is None else value.strip()
         if not text:
             raise BeadError("the edited value is empty", "accept the item as it is, or reject it")
+        # Accepting makes the text the person's word: the same checks as any other way in. A proposal (or an
+        # edit) that holds a terminal escape or a credential is not written, whoever backs it.
+        if _CONTROL.search(text):
+            raise InvalidArgument(f"review item {item_id} holds control characters (a terminal escape, a NUL); "
+                                  "nothing was written", "edit it into plain text (`bead review`, e), or reject it")
+        from ..capture.secrets import redact
+
+        if redact(text)[1]:
+            raise RefusedWrite(f"the value of review item {item_id} looks like a credential, and bead never stores "
+                               "one in plain text; nothing was written",
+                               "leave the secret out (edit it), or seal it: `bead write KEY - --sensitivity secret`")
         sources = [] if item.kind == "lesson" else item.sources
         res = self.mem.write(item.key, text, item.type, trust="accepted", sources=sources, owner=item.owner or None)
         item.status = "accepted"

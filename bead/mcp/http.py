@@ -9,17 +9,31 @@ GET /health is public and tells only that the server lives.
 
 Loopback by default (``mcp.http_listen``, 127.0.0.1:7078); any other address
 is refused unless the JWT settings are complete. Without them, on loopback,
-the server is the home's owner's, as stdio is. Put TLS in front (a reverse
-proxy) for anything beyond one machine.
+the server is the home's owner's, as stdio is, and bead checks that as the
+proxy does (bead.proxy.access), on every request, GET /health included:
+
+- a browser never gets in: only a literal loopback Host (127.0.0.1,
+  localhost, [::1], with a port) is answered, so DNS rebinding cannot reach
+  the port under another name, whatever loopback address it listens on; a
+  request with an ``Origin`` header or a ``Sec-Fetch-Site`` other than
+  ``none`` is refused (a page on another localhost port included);
+- memory only for its owner: another local user can connect to a loopback
+  port too, so /mcp answers only a connection the kernel says is the home
+  owner's (Linux), or one that carries the home's token (the 0600 file
+  ``proxy.token``) as ``Authorization: Bearer <token>`` (any OS).
+
+Put TLS in front (a reverse proxy) for anything beyond one machine.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import ipaddress
 import json
 import logging
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +45,7 @@ from starlette.responses import JSONResponse, Response
 
 from ..core.viewer import Viewer
 from ..errors import BeadError
+from ..proxy import access
 from .auth import AuthFailed, JwtAuth, configured
 from .server import Runtime, build
 
@@ -69,24 +84,56 @@ def viewer_of(rt_projects: dict[str, list[str]] | None) -> Callable[[Context], V
     return of
 
 
-class Guard:
-    """ASGI middleware in front of the SDK's app: the JWT check for every request but GET /health (and the
-    actor into the scope)."""
+PeerUid = Callable[[tuple[str, int], tuple[str, int]], int | None]
 
-    def __init__(self, app: Any, auth: JwtAuth | None):
+
+class Owner:
+    """Who the home's own server (no JWT settings) answers: the home's owner, as the proxy decides it."""
+
+    def __init__(self, token: str, uid: int, peer_uid: PeerUid = access.peer_uid):
+        self.token = token
+        self.uid = uid
+        self.peer_uid = peer_uid
+
+    def allows(self, scope: dict[str, Any], offered: str | None) -> bool:
+        """Blocking (the kernel lookup): run it off the loop."""
+        if offered and self.token and hmac.compare_digest(offered.encode(), self.token.encode()):
+            return True
+        client, server = scope.get("client"), scope.get("server")
+        if (not sys.platform.startswith("linux") or not client or not server or len(client) < 2 or len(server) < 2
+                or None in (*client[:2], *server[:2])):
+            return False
+        (c_ip, c_port), (s_ip, s_port) = client[:2], server[:2]
+        return self.peer_uid((str(c_ip), int(c_port)), (str(s_ip), int(s_port))) == self.uid
+
+
+class Guard:
+    """ASGI middleware in front of the SDK's app. With JWT settings: the JWT check for every request but
+    GET /health (and the actor into the scope). Without (the home's own server, on loopback): no browser,
+    no other Host name, and only the home's owner (``owner``)."""
+
+    def __init__(self, app: Any, auth: JwtAuth | None, owner: Owner | None = None):
+        if auth is None and owner is None:
+            raise ValueError("a server without JWT settings needs the home owner's check")
         self.app = app
         self.auth = auth
+        self.owner = owner
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        # Everything but the lifespan and GET /health needs a token: a path spelled another way never slips by.
-        if self.auth is None or scope["type"] == "lifespan" or (
-                scope["type"] == "http" and scope.get("path") == "/health"):
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
         if scope["type"] != "http":
             if scope["type"] == "websocket":
                 await receive()
                 await send({"type": "websocket.close", "code": 1008})
+            return
+        if self.auth is None:
+            await self._owners(scope, receive, send)
+            return
+        # Everything but GET /health needs a token: a path spelled another way never slips by.
+        if scope.get("path") == "/health":
+            await self.app(scope, receive, send)
             return
         token = _bearer(scope)
         try:
@@ -101,6 +148,28 @@ class Guard:
         scope[ACTOR] = actor
         # The SDK binds a session to the credential that opened it; this makes that credential the member.
         scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=actor, scopes=[], subject=actor))
+        await self.app(scope, receive, send)
+
+    async def _owners(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """The home's own server: the proxy's browser and Host checks on every request, the owner's on /mcp."""
+        assert self.owner is not None
+        raw = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers") or []]
+        why = None
+        if sum(1 for k, _ in raw if k == "host") != 1:
+            why = "bead answers only a request with one literal loopback Host header"
+        else:
+            why = access.browser_refusal(dict(raw))
+        if why is None and scope.get("path") != "/health" and not await asyncio.to_thread(
+                self.owner.allows, scope, _bearer(scope)):
+            why = "this memory is its owner's: connect as the home's owner, or send the home's token as a bearer token"
+        if why is not None:
+            log.info("mcp http refused: 403 %s", "owner" if why.startswith("this memory") else "browser-or-host")
+            data = json.dumps({"error": why}).encode()
+            await send({"type": "http.response.start", "status": 403,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(data)).encode())]})
+            await send({"type": "http.response.body", "body": data})
+            return
         await self.app(scope, receive, send)
 
 
@@ -128,8 +197,10 @@ async def _refuse(send: Any, status: int) -> None:
     await send({"type": "http.response.body", "body": data})
 
 
-def create_app(rt: Runtime, host: str = "127.0.0.1", admin: bool = False, auth: JwtAuth | None = None) -> Any:
-    """The ASGI app: /mcp (Streamable HTTP, stateless, JSON answers) behind the JWT guard, and GET /health."""
+def create_app(rt: Runtime, host: str = "127.0.0.1", admin: bool = False, auth: JwtAuth | None = None,
+               owner: Owner | None = None) -> Any:
+    """The ASGI app: /mcp (Streamable HTTP, stateless, JSON answers) behind the guard, and GET /health.
+    Without ``auth``, ``owner`` decides who is the home's owner (default: the home's token and owner uid)."""
     server = build(rt, admin=admin)
     n_tools = len(server._tool_manager.list_tools())   # noqa: SLF001 - the count for /health
 
@@ -139,7 +210,9 @@ def create_app(rt: Runtime, host: str = "127.0.0.1", admin: bool = False, auth: 
                              "tools": n_tools, "in_flight": rt.in_flight})
 
     app = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
-    return Guard(app, auth)
+    if auth is None and owner is None:
+        owner = Owner(access.load_token(rt.home), access.home_owner(rt.home))
+    return Guard(app, auth, owner)
 
 
 def check_bind(loopback: bool, has_auth: bool, listen: str) -> None:

@@ -7,8 +7,8 @@ helpers: a link of that name is replaced, never written through) and runs
 strict flag keeps every other MCP server out of the session.
 
 ``ANTHROPIC_BASE_URL`` is removed from the child's environment when it points
-at this home's proxy (a loopback host on the proxy's port, or a path that
-starts with the home's token): a curation session through the proxy would
+at this home's proxy (a host that reaches this machine's loopback, in any
+spelling, on the proxy's port, or a path that starts with the home's token): a curation session through the proxy would
 capture the memories it shows into the raw log, and that capture would
 bring back what the person forgets in the session. A base URL elsewhere (a
 company gateway) is left alone.
@@ -45,6 +45,27 @@ def write_config(home: Home, bead: str) -> Path:
     return path
 
 
+def _this_machine(host: str) -> bool:
+    """Whether a URL's host reaches this machine's loopback listener: every spelling a client resolves there
+    (127.1, 2130706433, 0.0.0.0, ::ffff:127.0.0.1, [::], localhost., *.localhost)."""
+    import ipaddress
+    import socket
+
+    host = host.rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            ip = ipaddress.IPv4Address(socket.inet_aton(host))   # the shorthand forms C's resolver accepts
+        except (OSError, ValueError):
+            return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_unspecified
+
+
 def _points_at_proxy(url: str, config: Config, token: str | None) -> bool:
     try:
         parts = urlsplit(url.strip())
@@ -52,7 +73,7 @@ def _points_at_proxy(url: str, config: Config, token: str | None) -> bool:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         return False
-    if not (host.startswith("127.") or host in ("localhost", "::1")):
+    if not _this_machine(host):
         return False
     listen_port = config.proxy.listen.rpartition(":")[2]
     first = parts.path.lstrip("/").split("/", 1)[0]
