@@ -67,7 +67,9 @@ def test_visibility_is_applied_in_sql_so_other_members_cannot_crowd_a_members_re
     found = query.search_memory(mem, "kiwis", limit=5, viewer=ana)
     assert [f.key for f in found] == ["user/kiwi"]
     assert [f.key for f in query.recall(mem, "kiwis", limit=5, viewer=ana).facts] == ["user/kiwi"]
-    assert query.memory_context(mem, "kiwis", viewer=ana).pinned == ["user/kiwi@v1"]
+    # An agent's note is not the person's word: it is among the matches, never the pinned block.
+    ctx = query.memory_context(mem, "kiwis", viewer=ana)
+    assert ctx.pinned == [] and ctx.matches[:1] == ["user/kiwi@v1"]
 
 
 def test_reads_of_missing_forbidden_and_malformed_keys(mem):

@@ -59,11 +59,35 @@ class TestChoice:
         _, ids = pinned_block(mem, "shop", 2000, None, "opening")
         assert ids == ["project/shop/pin@v1", "project/shop/fb@v1", "project/shop/proj@v1", "project/shop/ref@v1"]
 
-    def test_the_persons_word_over_inferred(self, mem):
+    def test_only_the_persons_word_or_pin_stands_in_the_block(self, mem):
+        """What an agent observed or the dream inferred never stands in every conversation unless the
+        person accepted or pinned it; each policy, and get_memory_context, hold to that."""
+        from bead.core import query
+
         mem.write("project/shop/a", "The worker runs with concurrency 4.", "project", trust="agent_observed")
+        mem.write("user/tabs", "The person indents with tabs.", "user", trust="dream_inferred")
         mem.write("project/shop/b", "The cache lives in Redis db 2.", "project")
-        _, ids = pinned_block(mem, "shop", 2000, None, "opening")
-        assert ids == ["project/shop/b@v1", "project/shop/a@v1"]
+        mem.write("project/shop/c", "Deploys go through the blue-green script.", "project", trust="accepted")
+        mem.write("project/shop/d", "The admin runs on port 8001.", "project", trust="dream_inferred", pinned=True)
+        for policy in ("opening", "recency"):
+            _, ids = pinned_block(mem, "shop", 2000, opening("worker concurrency tabs cache"), policy)
+            assert sorted(ids) == ["project/shop/b@v1", "project/shop/c@v1", "project/shop/d@v1"], policy
+        assert query.memory_context(mem, "worker concurrency", project="shop").pinned[0] == "project/shop/d@v1"
+        assert "project/shop/a@v1" not in query.memory_context(mem, "worker concurrency", project="shop").pinned
+
+    def test_a_strongly_matched_inferred_fact_goes_to_the_first_cue_block_instead(self, mem):
+        from bead.core.pinned import opening_facts
+
+        mem.write("project/shop/worker", "The celery worker runs with concurrency 4 on the box.", "project",
+                  trust="agent_observed")
+        mem.write("project/shop/other", "Invoices are numbered per tenant.", "project", trust="dream_inferred")
+        filler(mem, 20)
+        conv = opening("why is the celery worker concurrency so low?")
+        assert [r["id"] for r in opening_facts(mem, "shop", conv)] == ["project/shop/worker@v1"]
+        # A weak match (the opening's best match is a stated fact, this one far below it) stays out.
+        mem.write("project/shop/celery", "Celery worker concurrency is set in the celery worker config, "
+                  "celery worker concurrency 8.", "project")
+        assert opening_facts(mem, "shop", conv) == []
 
     def test_recent_recall_and_reinforcement_count(self, mem):
         from bead.core import query

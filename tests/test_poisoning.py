@@ -293,8 +293,8 @@ class TestAccepted:
             fact = m.current("user/shell")
         assert fact.trust == "accepted" and fact.body == "fish shell with vi keys"
 
-    def test_pinned_block_puts_the_persons_word_first(self, bead_home):
-        """An accepted fact precedes a newer inferred one in the pinned block, as a stated one does."""
+    def test_pinned_block_holds_the_accepted_fact_not_the_inferred_one(self, bead_home):
+        """An accepted fact stands in the pinned block, as a stated one does; a newer inferred one does not."""
         from datetime import UTC, datetime, timedelta
 
         from bead.core.pinned import pinned_block
@@ -305,5 +305,5 @@ class TestAccepted:
             now[0] += timedelta(days=1)
             m.write("project/p/b", "inferred fact", "project", trust="dream_inferred")
             text, ids = pinned_block(m, "p", 2000)
-        assert ids == ["project/p/a@v1", "project/p/b@v1"]
-        assert "- project/p/a (accepted, 2026-11-01): accepted fact" in text
+        assert ids == ["project/p/a@v1"]
+        assert "- project/p/a (accepted, 2026-11-01): accepted fact" in text and "inferred fact" not in text

@@ -241,6 +241,23 @@ class TestConversation:
         assert upstream.requests[-1].body == first, "a retry sends the same bytes"
         assert [t.role for t in raw_turns(bead_home, "retry")] == ["user", "assistant"]
 
+    def test_an_inferred_fact_never_stands_in_the_system_prompt(self, proxy_client, upstream, bead_home):
+        """The pinned block holds the person's word; a fact an agent observed that the opening matches
+        strongly reaches this conversation once, in its first cue block, labelled inferred."""
+        with mem_of(bead_home) as m:
+            m.write("project/proj-x/worker", "The celery worker runs with concurrency 4 on the box.", "project",
+                    trust="agent_observed")
+            m.write("project/proj-x/cache", "The cache lives in Redis db 2.", "project")
+        proxy = proxy_client()
+        body, hdr = req("why is the celery worker concurrency so low?", session="inferred")
+        post(proxy, body, {**hdr, "x-bead-project": "proj-x"})
+        sent = json.loads(upstream.requests[-1].body)
+        system = "".join(b["text"] for b in sent["system"])
+        assert "project/proj-x/cache (stated" in system and "celery worker" not in system
+        cue = sent["messages"][0]["content"][-1]["text"]
+        assert cue.startswith('<bead-memory kind="recall">')
+        assert "project/proj-x/worker (inferred" in cue and "concurrency 4" in cue
+
     def test_cue_block_readded_and_forget_takes_effect(self, proxy_client, upstream, bead_home, bead):
         m = Memory(Home(bead_home).ensure(), Config(owner="t"))
         # Active-project facts sit in the pinned block; a global reference fact is cued.

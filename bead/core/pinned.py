@@ -1,6 +1,9 @@
 """The pinned block: standing memory at the end of a conversation's system prompt.
 
-The person's own facts (user, feedback) and the active project's, chosen by
+The person's own facts (user, feedback) and the active project's, only those
+the person stated, accepted or pinned (a model's inference never stands in
+every conversation unaccepted; ``opening_facts`` gives the opening's strong
+inferred matches to the first request's cue block instead), chosen by
 what predicts use (bead.recall.standing: the pinned flag, what the
 conversation opens with, the person's word and the type, recent use, recency
 last), under a token budget. The proxy builds it on a conversation's first
@@ -8,6 +11,8 @@ request and freezes it, so the prompt cache holds.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ..recall import render, standing
 from .conversation import Conversation
@@ -23,3 +28,10 @@ def pinned_block(mem: Memory, project: str | None, budget_tokens: int, conv: Con
                            uses=mem.recent_uses() if policy != "recency" else None, budget_tokens=budget_tokens)
     text, n = render.block("pinned", render.PINNED_HEADER, [render.fact_line(r) for r in rows], budget_tokens)
     return text, [r["id"] for r in rows[:n]]
+
+
+def opening_facts(mem: Memory, project: str | None, conv: Conversation | None) -> list[dict[str, Any]]:
+    """Inferred facts the conversation's opening matches strongly, for its first cue block (fact rows)."""
+    if conv is None or mem.config.proxy.pinned_select == "recency":
+        return []
+    return standing.opening_inferred(mem.index, project, standing.opening_of(conv))

@@ -26,6 +26,7 @@ import sqlite_utils
 
 from ..errors import BeadError
 from ..store.facts import Fact, KeyVersions
+from ..store.keys import PERSON_TRUSTS
 from ..store.rawlog import Turn
 from . import sqlite as sqlite_check
 from .query import RAW_QUERY_STOPWORDS, Visibility, fts_or_query, terms
@@ -57,6 +58,10 @@ def sha256_file(path: Path) -> str:
             h.update(chunk)
     return h.hexdigest()
 
+
+# The pinned block's rows: a model's proposal (the dream's inference, an agent's observation) never
+# stands in every conversation without the person's accept (trust accepted) or pin.
+PERSONS_WORD = "(pinned = 1 OR trust IN (" + ", ".join(f"'{t}'" for t in PERSON_TRUSTS) + "))"
 
 # Index.memo, per index file.
 _MEMOS: dict[str, dict[Any, Any]] = {}
@@ -699,15 +704,17 @@ class Index:
                           visible: Visibility | None = None) -> list[dict[str, Any]]:
         """Current facts for a conversation's pinned block: the person's (user, feedback) and the project's.
 
-        Pinned first, then the person's own word, then the newest; never
-        dormant or secret. The budget holds at most a few hundred lines, so
+        Pinned first, then the newest; never dormant or secret, and only the
+        person's word (stated, accepted) or a fact the person pinned: what an
+        agent observed or the dream inferred reaches a conversation only
+        through a cue block, labelled, never the standing block. The budget holds at most a few hundred lines, so
         SQLite sorts and limits. ``visible`` keeps only what one member of a
         team host may read.
         """
         clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
         return self._rows(
             "SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND sensitivity != 'secret' "
-            f"AND (type IN ('user', 'feedback') OR scope = ?) AND {clause} "
+            f"AND (type IN ('user', 'feedback') OR scope = ?) AND {PERSONS_WORD} AND {clause} "
             "ORDER BY pinned DESC, trust NOT IN ('user_stated', 'accepted'), valid_from DESC, key, version DESC LIMIT ?",
             [f"project/{project}" if project else "", *more, limit])
 
@@ -718,7 +725,8 @@ class Index:
         clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
         return self._rows(
             "SELECT id, key, type, trust, pinned, valid_from FROM facts WHERE current = 1 AND status != 'dormant' "
-            f"AND sensitivity != 'secret' AND (type IN ('user', 'feedback') OR scope = ?) AND {clause} LIMIT ?",
+            f"AND sensitivity != 'secret' AND (type IN ('user', 'feedback') OR scope = ?) AND {PERSONS_WORD} "
+            f"AND {clause} LIMIT ?",
             [f"project/{project}" if project else "", *more, limit])
 
     def facts_by_id(self, ids: list[str]) -> list[dict[str, Any]]:

@@ -37,7 +37,7 @@ from ..core import capture
 from ..core import remember as remembering
 from ..core.conversation import Conversation, Identity, identify
 from ..core.memory import IndexBehind, Memory, utcnow
-from ..core.pinned import pinned_block
+from ..core.pinned import opening_facts, pinned_block
 from ..core.state import Conversations
 from ..core.trace import Trace, record_proxy_trace
 from ..paths import Home
@@ -176,6 +176,7 @@ class Engine:
         pinned_new: list[str] = []
         blocks: dict[int, list[str]] = {}
         judge = None
+        opening: list[dict[str, Any]] = []
         with self._locked(ident.id, deadline):
             st = self.conversations.load(ident.id)
             # A request that continues server-held state (a Responses API
@@ -184,6 +185,7 @@ class Engine:
             # messages at all is no conversation: a block would make it one.
             if not st.has_pinned and not conv.continues and conv.messages:
                 text, ids = pinned_block(mem, ident.project, self.config.proxy.pinned_budget_tokens, conv)
+                opening = opening_facts(mem, ident.project, conv)
                 self._left(deadline, "pinned block")
                 st.set_pinned(text, ids)
                 trace["pinned"] = pinned_new = ids
@@ -204,7 +206,7 @@ class Engine:
                 notices = remembering.notice_lines(remembering.plan(conv.messages[newest], ident))
                 cue = self.recaller.recall_for(mem, conv, ident, st.injected, left,
                                                raw_df=lambda terms: self.memory().index.raw_doc_freq(terms),
-                                               notices=notices, ahead=self._ahead(mem, st))
+                                               notices=notices, ahead=opening + self._ahead(mem, st))
                 trace["recall_ms"] = round((time.perf_counter() - t1) * 1000, 2)
                 trace["errors"] += cue.trace.pop("errors", [])
                 trace.update(cue.trace)

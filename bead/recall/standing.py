@@ -49,6 +49,10 @@ USE_WEIGHT = 0.5          # per recent recall or reinforcement, up to USE_CAP of
 USE_CAP = 3
 RECENCY_TILT = 0.1
 MIN_LINE_TOKENS = 8       # "- project/x/y (stated, 2026-01-01): ..." is never shorter
+# An inferred fact the opening matches at least this share of its best match joins the first
+# request's cue block (at most OPENING_CUE_MAX of them); chosen on the injection suite's dev split.
+OPENING_CUE_SHARE = 0.85
+OPENING_CUE_MAX = 1
 MEMO_ENTRIES = 16         # cached candidate lists per index connection (projects x members)
 POLICIES = ("opening", "recency")
 
@@ -160,6 +164,27 @@ def _ranked_priors(index: Index, project: str | None, uses: dict[str, int], visi
         index.memo.clear()
     index.memo[memo_key] = (generation, (ranked, position))
     return ranked, position
+
+
+def opening_inferred(index: Index, project: str | None, opening: Opening | None,
+                     visible: Visibility | None = None, share: float = OPENING_CUE_SHARE,
+                     most: int = OPENING_CUE_MAX) -> list[dict[str, Any]]:
+    """Facts the opening matches strongly that the pinned block may not hold, because only a model
+    vouched for them (an agent's observation, the dream's inference, not accepted or pinned by the
+    person): the first request's cue block carries them instead, labelled as inferred, in this
+    conversation only. The same opening search as ``choose``; the same candidates otherwise (the
+    person's types and the project's facts, current, awake, never secret)."""
+    query = opening.query if opening else ""
+    if not project or not query or not terms(query):
+        return []
+    scope = f"project/{project}"
+    hits = search_facts(index, query, limit=OPENING_CANDIDATES, scope=scope, include_dormant=False, visible=visible)
+    top = max((h.score for h in hits), default=0.0)
+    if top <= 0:
+        return []
+    return [h.row for h in hits
+            if h.row["trust"] not in PERSON_TRUSTS and not h.row["pinned"] and h.score >= share * top
+            and (h.row["type"] in ("user", "feedback") or h.row["scope"] == scope)][:most]
 
 
 def ids(rows: Iterable[dict[str, Any]]) -> list[str]:
