@@ -374,3 +374,45 @@ def test_injection_suite_gives_the_same_recall_through_every_wire():
 
     assert decisions(runs["chat"]) == decisions(runs["anthropic"]) == decisions(runs["responses"])
     assert sum(len(d["injected"]) for d in runs["anthropic"]) > 0
+
+
+class TestLimits:
+    """What bead reads before forwarding is bounded in elements and parts, not only in bytes."""
+
+    def test_items_past_the_limit_stop_the_read(self):
+        from bead.wire import anthropic
+        from bead.wire.splice import MAX_ITEMS, TooLarge
+
+        at = b'{"messages":[' + b",".join([b"{}"] * MAX_ITEMS) + b"]}"
+        assert len(openai.CHAT.parse(at, {})[1].messages) == MAX_ITEMS
+        over = at.replace(b"[{}", b"[{},{}", 1)
+        for wire in (openai.CHAT, anthropic):
+            with pytest.raises(TooLarge):
+                wire.parse(over, {})
+        with pytest.raises(TooLarge):
+            openai.RESPONSES.parse(over.replace(b'"messages"', b'"input"'), {})
+
+    def test_parts_past_the_limit_stop_the_read_before_they_are_walked(self):
+        from bead.wire.openai import MAX_PARTS
+        from bead.wire.splice import TooLarge
+
+        half = [{"type": "input_text", "text": "a"}] * (MAX_PARTS // 2)
+        body = {"input": [{"role": "user", "content": half}, {"type": "function_call_output", "call_id": "c",
+                                                               "output": half + [{"type": "input_text", "text": "b"}]}]}
+        with pytest.raises(TooLarge):
+            openai.RESPONSES.parse(json.dumps(body).encode(), {})
+        calls = [{"function": {"name": "f", "arguments": "{}"}}] * (MAX_PARTS + 1)
+        with pytest.raises(TooLarge):
+            openai.CHAT.parse(json.dumps({"messages": [{"role": "assistant", "tool_calls": calls}]}).encode(), {})
+
+    def test_a_lone_surrogate_reads_as_the_replacement_character_on_both_apis(self):
+        """Spans hold for the text as sent (the escape and U+FFFD's escape are both six characters): the splice
+        edits the original bytes. A pair stays a pair; an escaped backslash before "ud83d" is no escape."""
+        from bead.wire import anthropic
+
+        body = rb'{"messages":[{"role":"user","content":"a \ud83d b \ud83d\ude00 c \udc00 d \\ud83d"}]}'
+        for wire in (openai.CHAT, anthropic):
+            req, conv = wire.parse(body, {})
+            assert conv.messages[0].parts[0].text == "a \ufffd b \U0001f600 c \ufffd d \\ud83d"
+            out = wire.splice(req, None, {0: ["note"]})
+            assert rb'"a \ud83d b \ud83d\ude00 c \udc00 d \\ud83d' in out and b"note" in out

@@ -84,6 +84,12 @@ def route(method: str, raw_path: str) -> tuple[str, str, Wire | None]:
     return "anthropic", raw_path, anthropic if method == "POST" and path == "/v1/messages" else None
 
 
+def _openai_behind_a_segment(raw_path: str) -> bool:
+    """Whether the path's second segment is ``openai`` (``/<x>/openai/...``): an OpenAI request behind a
+    token that is not the home's."""
+    return raw_path.split("?", 1)[0].split("/")[2:3] == [OPENAI_PREFIX[1:]]
+
+
 def _scope_headers() -> list[tuple[str, str]]:
     """The headers as they arrived, in order (Quart's request.headers adds its own, Remote-Addr)."""
     return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
@@ -144,7 +150,8 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
             return _api_error(403, why, "permission_error")
         target = request.scope.get("raw_path", b"/")
         path_only = target.split(b"?", 1)[0]
-        if (not target.startswith(b"/") or b"#" in target
+        # The query is apart from raw_path: a "#" there is a fragment too (httpx will not build the URL).
+        if (not target.startswith(b"/") or b"#" in target or b"#" in request.scope.get("query_string", b"")
                 or any(seg in (b".", b"..") for seg in path_only.split(b"/"))):
             return _api_error(400, "bead proxy takes only a plain path (no fragment, no . or .. segment) "
                                    "as the request target", "invalid_request_error")
@@ -193,6 +200,12 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         # The path as sent (percent-encoding intact), not Quart's decoded one,
         # less the owner's token when it leads.
         has_token, raw_path = access.split_token(request.scope["raw_path"].decode("latin-1"), token)
+        if _openai_behind_a_segment(raw_path):
+            # A stale or mistyped token before /openai: as an Anthropic path it would carry the
+            # harness's OpenAI key to the Anthropic upstream. Nothing leaves; the harness says why.
+            return _api_error(403, "bead proxy: the path segment before /openai is not this home's token "
+                                   "(the base URL is http://127.0.0.1:<port>/<the token in proxy.token>/openai/v1)",
+                              "permission_error", api="openai")
         api, raw_path, wire = route(request.method, raw_path)
         prep = Prepared(body)
         if wire is not None:

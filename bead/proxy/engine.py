@@ -45,6 +45,7 @@ from ..recall.pipeline import Recaller
 from ..store.locks import LockBusy
 from ..store.rawlog import Turn as RawTurn
 from ..wire import Wire, anthropic
+from ..wire.splice import TooLarge
 
 log = logging.getLogger("bead.proxy")
 
@@ -140,6 +141,9 @@ class Engine:
             return Prepared(body)
         try:
             req, conv = wire.parse(body, headers)
+        except TooLarge:   # more elements or parts than bead reads before forwarding
+            self.count("too_large")
+            return Prepared(body)
         except Exception as exc:  # not JSON, not UTF-8, too deep (RecursionError), out of memory
             self.error("parse", exc)
             return Prepared(body)

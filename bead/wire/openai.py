@@ -36,7 +36,15 @@ from typing import Any
 from ..capture.text import clean, strip_own
 from ..core.conversation import Conversation, Message, Part, Source, find_cwd
 from . import anthropic
-from .splice import Edit, Span, SpliceError, append_blocks, append_to_string, apply, decode, members
+from .splice import Edit, Span, SpliceError, TooLarge, append_blocks, append_to_string, apply, decode, members
+
+# Parts read in one request (content parts, tool calls, parts of a tool output), and in one conversation
+# message. Each part costs Python work when the conversation is built (~10 us), and each part of the
+# newest user message is a recall cue whose excerpt is secret-scanned before forwarding (~0.2 ms): one
+# message of 100,000 one-letter parts (2.7 MB) held a worker 22 s past the deadline. No harness sends
+# near these; past them the body goes out unchanged and uncaptured, counted as too large.
+MAX_PARTS = 20_000
+MAX_MESSAGE_PARTS = 1_000
 
 # "<name ...>" opening a text: the name is bounded, the match anchored (linear time).
 _OPEN_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9_-]{0,63})(?:[ \t][^>\n]{0,512})?>")
@@ -121,6 +129,26 @@ def _output_text(value: Any) -> str:
             else:   # a shell call's result: stdout and stderr
                 out += [str(v[k]) for k in ("stdout", "stderr") if isinstance(v.get(k), str) and v[k]]
     return "\n".join(out)
+
+
+def _check_size(items: list[Any], lists: tuple[str, ...]) -> None:
+    """TooLarge when the items' lists (``content``, ``tool_calls``, ``output``) hold more than MAX_PARTS
+    elements in all, before any of them is read (a len() each)."""
+    total = 0
+    for item in items:
+        if isinstance(item, dict):
+            for key in lists:
+                value = item.get(key)
+                if isinstance(value, list):
+                    total += len(value)
+    if total > MAX_PARTS:
+        raise TooLarge(f"more than {MAX_PARTS} content parts")
+
+
+def _check_messages(messages: tuple[Message, ...]) -> None:
+    """TooLarge when one conversation message (a run of tool outputs included) has over MAX_MESSAGE_PARTS parts."""
+    if any(len(m.parts) > MAX_MESSAGE_PARTS for m in messages):
+        raise TooLarge(f"a message of more than {MAX_MESSAGE_PARTS} parts")
 
 
 def _normalised(role: str, texts: list[str]) -> str:
@@ -208,6 +236,7 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     """The typed conversation of a decoded Chat Completions request, and each message's wire items."""
     b = _Builder()
     raw = data.get("messages") or []
+    _check_size(raw if isinstance(raw, list) else [], ("content", "tool_calls"))
     system: list[str] = []
     first_user: str | None = None
     for i, m in enumerate(raw):
@@ -243,6 +272,7 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
                 first_user = "\n".join(texts)
             b.add(conv_role, i, parts, texts)
     messages, groups = b.done()
+    _check_messages(messages)
     places = [*system, first_user or ""]
     auxiliary = _structured(data.get("response_format")) and not data.get("tools") and not data.get("functions")
     return Conversation(messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary), groups
@@ -303,6 +333,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
         system.append(data["instructions"])
     first_user: str | None = None
     raw = data.get("input")
+    _check_size(raw if isinstance(raw, list) else [], ("content", "output"))
     if isinstance(raw, str) and raw:
         parts, texts = _content_parts(raw, Source.TYPED)
         b.add("user", 0, parts, texts, kind="string")
@@ -344,6 +375,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
         else:   # compaction, item references, approvals: context the harness keeps, not turns
             b.add("system", i, [], [json.dumps(item, ensure_ascii=False, sort_keys=True)[:4096]], kind="other")
     messages, groups = b.done()
+    _check_messages(messages)
     places = [*system, first_user or ""]
     text_cfg = data.get("text")
     auxiliary = isinstance(text_cfg, dict) and _structured(text_cfg.get("format")) and not data.get("tools")
@@ -589,14 +621,22 @@ class ResponsesCollector(_Collector):
             body = self._json_body()
             if not isinstance(body, dict) or body.get("object") != "response" or not isinstance(body.get("output"), list):
                 return None
-            conv, _ = responses_conversation({"input": [o for o in body["output"] if isinstance(o, dict)]}, {})
+            # Every message of the answer is the assistant's, whatever role an upstream writes into it
+            # (as for the streamed answer): never a "typed" turn in the raw log.
+            conv, _ = responses_conversation({"input": [_assistant(o) for o in body["output"] if isinstance(o, dict)]}, {})
             return _answer(conv, index), ({"partial": True} if body.get("status") == "incomplete" else {})
         for i in self.text_deltas:
             self.items.setdefault(i, {"type": "message", "role": "assistant"})
         output = [self._item(i) for i in sorted(self.items)]
-        conv, _ = responses_conversation({"input": [{**o, "role": "assistant"} if o.get("type") == "message" else o
-                                                    for o in output]}, {})
+        conv, _ = responses_conversation({"input": [_assistant(o) for o in output]}, {})
         return _answer(conv, index), self._flags()
+
+
+def _assistant(item: dict[str, Any]) -> dict[str, Any]:
+    """An answer's item as the assistant's: a message item (``type`` message, or none with a role) gets its role."""
+    if item.get("type", "message" if "role" in item else "") == "message":
+        return {**item, "type": "message", "role": "assistant"}
+    return item
 
 
 def _at(conv: Conversation, index: int) -> Message:

@@ -21,10 +21,31 @@ from typing import Any
 _WS = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
 _scanstring = json.decoder.scanstring  # type: ignore[attr-defined]  # the C scanner, not in the stubs
+# Each element of ``messages`` / ``input`` costs a step of Python on top of the C
+# scanner (~1 us; the conversation built from it, ~10 us): three million tiny
+# elements fit in 16 MiB and took a minute of CPU, holding the GIL against
+# every other request. Past this many, the body is too large to read cheaply.
+MAX_ITEMS = 20_000
+# A lone UTF-16 surrogate as JSON writes it (a high one not followed by a low
+# one, a low one not preceded by a high one). JavaScript strings may carry
+# them (a tool output cut inside an emoji); UTF-8 cannot, and the regex
+# engine and the raw log then fail on every request of the conversation.
+# An escaped backslash is matched first, so "\\ud800" (a backslash, then
+# "ud800") is left as it is. Fixed-width lookarounds: linear time.
+_LONE_SURROGATE = re.compile(r"(\\\\)|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                             r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _replacement(m: re.Match[str]) -> str:
+    return m.group(0) if m.group(1) else "\\ufffd"
 
 
 class SpliceError(ValueError):
     """The body is not JSON of the shape the proxy can edit."""
+
+
+class TooLarge(SpliceError):
+    """Valid JSON, but of more elements or parts than bead reads before forwarding (sent unchanged, counted)."""
 
 
 def _ws(s: str, i: int) -> int:
@@ -148,6 +169,8 @@ def _decode_array(s: str, start: int) -> tuple[list[Any], list[Span], int]:
         value, end = _DECODER.raw_decode(s, begin)
         values.append(value)
         spans.append(Span(begin, end))
+        if len(spans) > MAX_ITEMS:
+            raise TooLarge(f"more than {MAX_ITEMS} elements")
         i = _ws(s, end)
         c = s[i:i + 1]
         if c == "]":
@@ -202,13 +225,19 @@ def append_blocks(s: str, value: Span, blocks: list[str]) -> Edit:
 
 def decode(body: bytes, items: str) -> tuple[str, dict[str, Any], dict[str, Span], list[Span] | None, int]:
     """The text of a JSON object body, decoded once: (text, object, key -> value span, the spans of the
-    ``items`` array's elements or None, the closing brace). SpliceError for a body that is not one."""
+    ``items`` array's elements or None, the closing brace). SpliceError for a body that is not one.
+
+    A lone surrogate escape is read as U+FFFD (the same six characters long, so every span holds for
+    the text as sent, which is what the splice edits and what goes out)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise SpliceError("body is not UTF-8") from None
+    readable = text
+    if "\\ud" in text or "\\uD" in text:
+        readable = _LONE_SURROGATE.sub(_replacement, text)
     try:
-        data, top, spans, end = _decode_top(text, items)
+        data, top, spans, end = _decode_top(readable, items)
     except json.JSONDecodeError as exc:
         raise SpliceError(f"body is not JSON ({exc.msg} at offset {exc.pos})") from None
     return text, data, top, spans, end
