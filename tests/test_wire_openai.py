@@ -405,6 +405,26 @@ class TestLimits:
         with pytest.raises(TooLarge):
             openai.CHAT.parse(json.dumps({"messages": [{"role": "assistant", "tool_calls": calls}]}).encode(), {})
 
+    def test_anthropic_blocks_past_the_limits_stop_the_read(self):
+        from bead.wire import anthropic
+        from bead.wire.splice import TooLarge
+
+        one = {"type": "text", "text": "a"}
+        ok = {"messages": [{"role": "user", "content": [one] * anthropic.MAX_MESSAGE_PARTS}]}
+        assert len(anthropic.parse(json.dumps(ok).encode(), {})[1].messages[0].parts) == anthropic.MAX_MESSAGE_PARTS
+        for data in ({"messages": [{"role": "user", "content": [one] * (anthropic.MAX_MESSAGE_PARTS + 1)}]},
+                     {"messages": [{"role": "user", "content": [one] * 900}] * (anthropic.MAX_PARTS // 900 + 1)}):
+            with pytest.raises(TooLarge):
+                anthropic.parse(json.dumps(data).encode(), {})
+
+    def test_a_message_of_a_hundred_thousand_blocks_goes_out_at_once_unchanged(self, proxy_client, upstream):
+        proxy = proxy_client()
+        body = json.dumps({"model": "m", "max_tokens": 5, "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "a"}] * 100_000}]}).encode()
+        status, _, _ = proxy.post(body, {"content-type": "application/json", "x-api-key": "k"}, "/v1/messages")
+        assert status == 200 and upstream.requests[-1].body == body
+        assert proxy.app.extensions["bead.engine"].counters["too_large"] == 1
+
     def test_a_lone_surrogate_reads_as_the_replacement_character_on_both_apis(self):
         """Spans hold for the text as sent (the escape and U+FFFD's escape are both six characters): the splice
         edits the original bytes. A pair stays a pair; an escaped backslash before "ud83d" is no escape."""
