@@ -9,9 +9,10 @@ order of weight:
 2. what the conversation opens with: its first request's text (the person's
    words at full weight, the assistant's and the tools' at the cue weights),
    the branch the harness reports, as a BM25 query over the project's facts;
-3. the person's word (stated or accepted) over what bead inferred, and the
-   type: feedback and the person's own facts over project facts over
-   references;
+3. the type: feedback and the person's own facts over project facts over
+   references (only the person's word stands here: facts the person stated,
+   accepted or pinned; what a model inferred goes to the first cue block
+   instead when the opening matches it strongly, ``opening_inferred``);
 4. recent use: facts the agent recalled through MCP, or that were
    reinforced, lately;
 5. recency, last.
