@@ -171,7 +171,6 @@ class Index:
     def close(self) -> None:
         self._conn.close()
 
-
     @contextlib.contextmanager
     def write_tx(self) -> Iterator[None]:
         """A write transaction that takes the write lock up front.

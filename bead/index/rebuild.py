@@ -125,12 +125,15 @@ def use_rows(facts: FactStore) -> list[tuple[str, str, str]]:
 def rebuild(index: Index, facts: FactStore, raw: RawLog,
             progress: Callable[[str, int], None] | None = None) -> tuple[dict, list[Problem]]:
     """Drop everything and index every file again. Returns counts and problems."""
-    kvs, problems = facts.scan()
-    raw_files = list(raw.files())
     tick = progress or (lambda kind, n: None)
     versions = turns = 0
-    # One transaction: readers see the old index or the new one, never half.
+    # One transaction: readers see the old index or the new one, never half. The files are listed
+    # inside it, holding the index's write lock: a writer whose file came after the listing adds its
+    # row after this commits; listed first, a writer's row committed meanwhile would be dropped by the
+    # reset (8 writers starting on a home with no index lost a few rows that way).
     with index.write_tx():
+        kvs, problems = facts.scan()
+        raw_files = list(raw.files())
         index.reset()
         for kv in kvs:
             index.sync_key(kv, facts.key_dir(kv.key))
