@@ -258,6 +258,21 @@ class TestConversation:
         assert cue.startswith('<bead-memory kind="recall">')
         assert "project/proj-x/worker (inferred" in cue and "concurrency 4" in cue
 
+    def test_remembering_a_pin_stores_no_byte_of_it_and_says_how_to_seal_it(self, proxy_client, upstream, bead_home):
+        """A PIN said in prose is redacted before capture; "remember" writes no fact (its key would be made of
+        the PIN's words) and the cue block says why and how to seal it, without the PIN."""
+        proxy = proxy_client()
+        body, hdr = req("remember my bank PIN is 4711", session="pin")
+        post(proxy, body, hdr)
+        cue = json.loads(upstream.requests[-1].body)["messages"][0]["content"][-1]["text"]
+        assert "was not stored, because it holds a secret" in cue and "--sensitivity secret" in cue
+        assert "4711" not in cue
+        with mem_of(bead_home) as m:
+            assert m.index.counts()["fact_versions"] == 0
+        for p in bead_home.rglob("*"):
+            if p.is_file():
+                assert b"4711" not in p.read_bytes(), p
+
     def test_cue_block_readded_and_forget_takes_effect(self, proxy_client, upstream, bead_home, bead):
         m = Memory(Home(bead_home).ensure(), Config(owner="t"))
         # Active-project facts sit in the pinned block; a global reference fact is cued.

@@ -145,6 +145,9 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("pgpass-line", "db.internal:5432:shop:app:{s}", "Pg9" + r(ALNUM, 13))
     add("password-in-prose", "ssh in as deploy, the password is {s}", "Tr0ub4dor&3")
     add("password-in-prose", "wifi passphrase: {s}", "Kettle-" + r(DIGITS, 4))
+    add("pin-in-prose", "remember my bank PIN is {s}", r(DIGITS, 4))
+    add("pin-in-prose", "the unlock code for the office door is {s}.", r(DIGITS, 6))
+    add("recovery-code-in-prose", "GitHub recovery codes: {s}", r(ALNUM, 5).lower() + "-" + r(DIGITS, 5))
     return out
 
 
@@ -201,6 +204,11 @@ BENIGN = [
     "valueFrom:\n  secretKeyRef:\n    name: db\n    key: password",
     "the AWS secret key lives in the vault, never in the repo",
     "password_reset_token_ttl = 3600",
+    "pin requests to 2.31.0 and urllib3 below 2",
+    "the version pin is 2.31.0 in requirements.txt",
+    "set pin: true on the GPIO header",
+    "PIN 17 drives the LED; the pin is 17.",
+    "the recovery code is printed on the card we sent",
 ]
 
 

@@ -113,14 +113,22 @@ def plan(message: Message, ident: Identity) -> list[Plan]:
 
 
 def notice_lines(plans: Iterable[Plan]) -> list[str]:
-    """One cue-block line per queued value: what happened and the command that keeps it."""
+    """One cue-block line per value not written: what happened, and what the person can do.
+
+    A refused value is shown as the secret scan leaves it: the secret itself never reaches the model
+    (or the cue block's bytes, which the conversation's state file keeps)."""
     out = []
     for p in plans:
-        if p.action != "queue":
+        if p.action not in ("queue", "refuse"):
             continue
-        value = " ".join(p.value.split())
+        value = " ".join(redact(p.value)[0].split())
         if len(value) > NOTICE_VALUE_CHARS:
             value = value[:NOTICE_VALUE_CHARS - 1] + "…"
+        if p.action == "refuse":
+            out.append(f'- note from bead: the user\'s "remember {escape(value)}" was not stored, because it '
+                       f"holds a secret, which bead keeps only sealed; the user can seal it under a neutral key "
+                       f"with `bead write user/secret-1 - --type user --sensitivity secret` (the value on stdin)")
+            continue
         out.append(f'- note from bead: the user\'s "remember {escape(value)}" was queued for review, not stored, '
                    f"because it reads like an instruction to an AI agent; the user can keep it with "
                    f"`bead queue accept {p.item}`")
