@@ -273,6 +273,22 @@ class TestConversation:
             if p.is_file():
                 assert b"4711" not in p.read_bytes(), p
 
+    @pytest.mark.parametrize("said", ["remember my bank PIN:4711", "remember my PIN=4711",
+                                      "remember my bank PIN is: 4711", "remember my phone passcode is 4711",
+                                      "remember my PIN-code is 4711"])
+    def test_remembering_a_pin_written_tightly_stores_no_byte_of_it(self, proxy_client, upstream, bead_home, said):
+        """The PIN's usual spellings with no blank after the colon or equals sign, "is:", a passcode, a
+        hyphenated "PIN-code": each is a secret, so "remember" writes no fact whose key or file holds it."""
+        proxy = proxy_client()
+        body, hdr = req(said, session="pin-tight")
+        post(proxy, body, hdr)
+        for p in bead_home.rglob("*"):
+            assert "4711" not in p.name, p
+            if p.is_file():
+                assert b"4711" not in p.read_bytes(), p
+        content = json.loads(upstream.requests[-1].body)["messages"][0]["content"]
+        assert "was not stored, because it holds a secret" in content[-1]["text"]
+
     def test_cue_block_readded_and_forget_takes_effect(self, proxy_client, upstream, bead_home, bead):
         m = Memory(Home(bead_home).ensure(), Config(owner="t"))
         # Active-project facts sit in the pinned block; a global reference fact is cued.

@@ -148,6 +148,10 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("pin-in-prose", "remember my bank PIN is {s}", r(DIGITS, 4))
     add("pin-in-prose", "the unlock code for the office door is {s}.", r(DIGITS, 6))
     add("recovery-code-in-prose", "GitHub recovery codes: {s}", r(ALNUM, 5).lower() + "-" + r(DIGITS, 5))
+    add("pin-in-prose", "remember my bank PIN:{s}", r(DIGITS, 4))
+    add("pin-in-prose", "my phone passcode is: {s}", r(DIGITS, 6))
+    add("recovery-code-in-prose", "GitHub recovery codes:\n{s}\n", "\n".join(
+        r(LOWER + DIGITS, 4) + r(DIGITS, 1) + "-" + r(LOWER + DIGITS, 5) for _ in range(16)))
     return out
 
 
@@ -209,6 +213,8 @@ BENIGN = [
     "set pin: true on the GPIO header",
     "PIN 17 drives the LED; the pin is 17.",
     "the recovery code is printed on the card we sent",
+    "backup codes are generated-daily by the cron job",
+    "the security code: READ-ME before you change it",
 ]
 
 
