@@ -183,6 +183,25 @@ def test_the_agent_cannot_overrule_the_persons_word(server, mem):
     assert Queue(mem).get(out["review_item"]).kind == "change-user-stated"
 
 
+def test_the_agent_cannot_take_the_persons_word_out_of_the_pinned_block_by_restating_it(server, mem):
+    """The pinned block holds only the person's word: an agent's "same" value in other case or spacing, or
+    under another type, would become a new agent_observed current version and drop the person's fact from
+    every pinned block, unseen. The same words are no change; another type waits for the person."""
+    from bead.core.pinned import pinned_block
+
+    mem.write("project/webshop/lint", "Run ruff before every commit", "feedback")
+    out = server.ok("remember", {"value": "run RUFF  before every commit", "type": "feedback",
+                                 "key": "project/webshop/lint"})
+    assert out["status"] == "unchanged"
+    out = server.ok("remember", {"value": "Run ruff before every commit", "type": "reference",
+                                 "key": "project/webshop/lint"})
+    assert out["status"] == "queued" and "which the person stated" in out["reason"]
+    cur = mem.current("project/webshop/lint")
+    assert cur.trust == "user_stated" and cur.version == 1 and cur.type == "feedback"
+    block, _ids = pinned_block(mem, "webshop", 2000)
+    assert "Run ruff before every commit" in (block or "")
+
+
 def test_the_agent_cannot_rewrite_a_fact_the_person_pinned(server, mem):
     """A pin is the person's choice of that text, whoever wrote it, and a new version keeps the pin: an agent's
     rewrite of a pinned agent_observed fact would sit first in every pinned block without the person's accept."""

@@ -178,6 +178,10 @@ class _PersonsWord(Exception):
         self.current = current
 
 
+class _Same(_PersonsWord):
+    """The write would restate, in other case or spacing, a value the person stated, accepted or pinned."""
+
+
 def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, trust: str = "agent_observed",
                   expected_version: int | None = None, viewer: Viewer = LOCAL, project: str | None = None,
                   source: str = "untrusted") -> Saved:
@@ -225,12 +229,17 @@ def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, tr
                 raise VersionConflict(shown, expected_version, now or None)
         # A pinned version is the person's word too, whoever wrote it: pinning it was their decision, and
         # a new version keeps the pin (it would put the agent's text first in every pinned block unseen).
-        if (cur is not None and trust not in PERSON_TRUSTS and (cur.trust in PERSON_TRUSTS or cur.pinned)
-                and normalise(cur.body) != normalise(value)):
-            raise _PersonsWord(cur)
+        # The same words in other case or spacing are no change: written, the agent's version would be current
+        # and the person's word would leave the pinned block (which holds only the person's word).
+        if cur is not None and trust not in PERSON_TRUSTS and (cur.trust in PERSON_TRUSTS or cur.pinned):
+            if normalise(cur.body) != normalise(value) or cur.type != type:
+                raise _PersonsWord(cur)
+            raise _Same(cur)
 
     try:
         res = mem.write(stored, value, type, trust=trust, owner=viewer.owner, check=check)
+    except _Same as same:
+        return Saved("unchanged", shown, viewer.shown_id(same.current.id), same.current.version)
     except _PersonsWord as exc:
         said = ("stated" if exc.current.trust == "user_stated" else "accepted" if exc.current.trust == "accepted"
                 else "pinned")
