@@ -235,6 +235,27 @@ class TestSecondOpinion:
         assert item.kind == "change-user-stated" and "which the person pinned" in item.detail
 
 
+    def test_the_persons_word_written_during_the_second_opinion_is_not_overwritten(self, make, model, monkeypatch):
+        """decide reads the key's current version, then the second opinion (a model call: seconds) runs; a value
+        the person states meanwhile must not be superseded by the dream's, which would put an inference where
+        the person's word stood (and out of the pinned block): the dream's change waits for the person."""
+        mem = make()
+        session(mem, "s1", ["changes to the ci config go unannounced", "ok"])
+        model.answers.append(answer(TestSecondOpinion.PROPOSAL))
+        real = second.ask
+
+        def ask_while_the_person_writes(*args, **kwargs):
+            mem.write("project/shop/ci-config", "Changes to the CI config are announced in #ops.", "project")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(second, "ask", ask_while_the_person_writes)
+        Dream(mem).run()
+        cur = mem.current("project/shop/ci-config")
+        assert cur.trust == "user_stated" and cur.body == "Changes to the CI config are announced in #ops."
+        (item,) = Queue(mem).items()
+        assert item.kind == "change-user-stated" and item.value == TestSecondOpinion.PROPOSAL["value"]
+
+
 class TestQueue:
     """accept writes trust accepted; reject tombstones; both keep history."""
 

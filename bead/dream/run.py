@@ -27,7 +27,8 @@ from ..llm import Model, ModelError
 from ..paths import Home
 from ..store import files as safe
 from ..store.audit import iso, key_hash, normalise
-from ..store.keys import key_mentions
+from ..store.facts import Fact
+from ..store.keys import PERSON_TRUSTS, key_mentions
 from ..store.locks import LockBusy, flocked
 from ..store.rawlog import FORGOTTEN, Turn
 from . import evaluate, rules, second
@@ -65,6 +66,14 @@ Rules:
 Answer with one JSON object only:
 {"facts": [{"key": "...", "type": "...", "value": "...", "turns": [1], "replaces": null}],
  "episode": {"situation": "...", "action": "...", "outcome": "...", "lesson": "..."}}"""
+
+
+class _PersonsWordMeanwhile(Exception):
+    """The key's current version became the person's word after decide read it (raised under the store's lock)."""
+
+    def __init__(self, current: Fact):
+        super().__init__(current.id)
+        self.current = current
 
 
 class LockHeld(BeadError):
@@ -360,12 +369,31 @@ class Dream:
         elif dry_run:
             s["written"].append(f"{key} (would write)")
         else:
+            def check(cur: Fact | None) -> None:
+                # decide read the key before the second opinion (a model call): a value the person stated,
+                # accepted or pinned since then is checked again under the store's lock, as decide does.
+                if cur is not None and (cur.trust in PERSON_TRUSTS or cur.pinned):
+                    raise _PersonsWordMeanwhile(cur)
+
             try:
-                res = self.mem.write(key, value, proposal.type, trust="dream_inferred", sources=d.sources)
+                res = self.mem.write(key, value, proposal.type, trust="dream_inferred", sources=d.sources,
+                                     check=check)
             except KeySealed:
                 # A sealed key is the person's secret: the dream never writes
                 # beside it (and never sees its value).
                 s["skipped"].append(f"{key} (sealed)")
+                return
+            except _PersonsWordMeanwhile as meanwhile:
+                cur = meanwhile.current
+                if normalise(cur.body) == normalise(value):
+                    s["unchanged"].append(cur.id)
+                    return
+                said = "stated" if cur.trust == "user_stated" else "accepted" if cur.trust == "accepted" else "pinned"
+                item, added = self.queue.add("change-user-stated", key, proposal.type, value, d.sources,
+                                             f"would change {cur.id}, which the person {said}", d.source)
+                s["queued"].append(f"{item.id} change-user-stated {key}" + ("" if added else " (already queued)"))
+                if added:
+                    rep.queued.append((item.id, "change-user-stated", key))
                 return
             (s["written"] if res.written else s["unchanged"]).append(res.fact.id)
             self._values_by_body()[normalise(value)] = key
