@@ -19,7 +19,11 @@ cd "$repo"
 # durability (kill -9 tests kill processes, not the machine). Half the suite's time
 # was fsync. BEAD_TEST_TMP overrides; each run has its own folder, removed after.
 tmp_root=${BEAD_TEST_TMP:-}
-if [ -z "$tmp_root" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then tmp_root=/dev/shm; fi
+# Only a roomy one (Docker's default /dev/shm is 64 MB; a whole run writes about 90 MB there).
+if [ -z "$tmp_root" ] && [ -d /dev/shm ] && [ -w /dev/shm ] \
+   && [ "$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $4}')" -ge 2097152 ] 2>/dev/null; then
+  tmp_root=/dev/shm
+fi
 basetemp=""
 if [ -n "$tmp_root" ]; then
   basetemp=$(mktemp -d "$tmp_root/bead-tests.XXXXXX")
