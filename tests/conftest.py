@@ -133,6 +133,19 @@ def bead_process(bead_home):
     return run
 
 
+class lazy_import:  # noqa: N801 - stands in for a module name
+    """A module imported on first use: every xdist worker collects every test module, and the SDKs take
+    seconds to import (anthropic ~1.4 s), which only the workers that run their tests should pay."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
+
+
 # ----- the proxy ---------------------------------------------------------------
 
 def make_proxy_app(home: Path, upstream_url: str, project: str | None = None, trace: str | Path | None = None,

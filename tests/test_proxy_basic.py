@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import urllib.request
 
-import anthropic
-from conftest import eventually
+from conftest import eventually, lazy_import
 
 from bead.config import Config
 from bead.core.memory import Memory
 from bead.paths import Home
+
+anthropic = lazy_import("anthropic")
 
 
 def read_raw(bead_home):

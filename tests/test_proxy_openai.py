@@ -15,15 +15,16 @@ import sys
 import threading
 import urllib.parse
 
-import openai as openai_sdk
 import pytest
-from conftest import all_bytes_under, eventually
+from conftest import all_bytes_under, eventually, lazy_import
 from fakes import Reply, chat_events, openai_sse
 
 from bead.config import Config
 from bead.core.memory import Memory
 from bead.paths import Home
 from bead.wire.splice import Request, decode
+
+openai_sdk = lazy_import("openai")
 
 SYSTEM = "You are a coding agent.\nWorking directory: /tmp/proj-x"
 FLAKY = "The checkout discount test is flaky under parallel pytest-xdist runs; run it with -p no:xdist."
