@@ -229,6 +229,9 @@ def main() -> None:
         rec = [e["recall_ms"] for e in steps if "recall_ms" in e]
         print(f"inside the proxy (trace): prepare p50 {statistics.median(prep):.2f} ms p95 {pct(prep, 95):.2f} ms; "
               f"recall step p50 {statistics.median(rec):.2f} ms p95 {pct(rec, 95):.2f} ms ({len(rec)} recalls)")
+        waits = [e.get("pending_ms", 0.0) for e in steps]
+        print(f"  of prepare, waiting for the conversation's previous capture: p50 {statistics.median(waits):.2f} ms "
+              f"p95 {pct(waits, 95):.2f} ms")
     finally:
         if proc:
             proc.terminate()

@@ -122,6 +122,35 @@ class TestCueGate:
         assert prep2.injected == [], "already injected in this conversation"
         assert any(r["reason"].startswith("already injected") for r in prep2.trace["rejected"])
 
+    def test_statistics_follow_writes_and_forgets_reusing_each_facts_terms(self, engine, monkeypatch):
+        """The IDF statistics are rebuilt after every change to the facts, from each fact's terms kept by id:
+        a new fact's words count at once, a forgotten fact's leave, and an unchanged fact is not read again."""
+        from bead import forget
+
+        seed(engine, self.FACTS)
+        mem = engine.memory()
+        raw_df = mem.index.raw_doc_freq
+        first = engine.recaller.fact_stats(mem, raw_df)
+        assert first.df["stripe"] == 1 and first.df["kafka"] == 0
+        read: list[list[str]] = []
+        real = type(mem.index).keys_and_bodies
+        monkeypatch.setattr(type(mem.index), "keys_and_bodies", lambda self, ids: read.append(ids) or real(self, ids))
+        seed(engine, [("global/queue", "Kafka carries the order events; the consumer lag alarm is at 5000.", "reference")])
+        after = engine.recaller.fact_stats(mem, raw_df)
+        assert after.df["kafka"] == 1 and after.n_facts == 4
+        assert read == [["global/queue@v1"]], "only the new fact's body is read"
+        with Memory(engine.home, engine.config) as m:
+            forget.apply(m, forget.plan_target(m, "global/stripe-keys"))
+        gone = engine.recaller.fact_stats(mem, raw_df)
+        assert gone.df["stripe"] == 0 and gone.n_facts == 3
+        assert "global/stripe-keys@v1" not in engine.recaller._terms
+
+    def test_the_served_proxy_builds_the_statistics_before_its_first_request(self, proxy_client, bead_home):
+        seed(Engine(Home(bead_home).ensure(), parse("owner: t\n")), self.FACTS)
+        proxy = proxy_client()
+        assert proxy.engine.warmed.wait(30)
+        assert proxy.engine.recaller._stats is not None and proxy.engine.recaller._stats[1].df["stripe"] == 1
+
     def test_tool_output_alone_is_weak_evidence(self, engine):
         seed(engine, self.FACTS)
         msgs = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]},

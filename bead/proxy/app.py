@@ -130,6 +130,7 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
             timeout=httpx.Timeout(connect=15.0, read=None, write=None, pool=None),
             follow_redirects=False,
         )
+        engine.warm_up()
 
     @app.after_serving
     async def stop_client() -> None:

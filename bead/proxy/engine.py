@@ -32,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..capture.secrets import redact
 from ..config import Config
 from ..core import capture
 from ..core import remember as remembering
@@ -101,9 +102,29 @@ class Engine:
         self._chains: dict[str, Future[None]] = {}          # each conversation's newest job
         self._queues: dict[str, deque[tuple[Callable[[], None], Future[None]]]] = {}
         self._chains_lock = threading.Lock()
+        self.warmed = threading.Event()   # set once warm_up() has finished (or given up)
         # Build the index now if it is missing, so no request pays for a rebuild.
         with Memory(home, config, clock) as mem:
             mem.index  # noqa: B018 - opening it builds it
+
+    def warm_up(self) -> threading.Thread:
+        """Build, off the request path, what the first request would otherwise pay for: the recall
+        gate's IDF statistics over every current fact (~0.2 s at 10,000 facts) and the secret scan's
+        rules. Without it the first conversation after a start could pass the deadline and get no
+        memory. A failure here costs nothing: the first request builds them as before."""
+        def run() -> None:
+            try:
+                with Memory(self.home, self.config, self.clock, busy_timeout_ms=250) as mem:
+                    self.recaller.fact_stats(mem, lambda terms: self.memory().index.raw_doc_freq(terms))
+                redact("")
+            except Exception as exc:  # noqa: BLE001 - only a head start; the request path does it again
+                log.info("proxy warm-up skipped: %s", type(exc).__name__)
+            finally:
+                self.warmed.set()
+
+        thread = threading.Thread(target=run, name="bead-warm-up", daemon=True)
+        thread.start()
+        return thread
 
     # ----- per-thread runtime ------------------------------------------------
     def memory(self) -> Memory:
@@ -175,7 +196,10 @@ class Engine:
         trace: dict[str, Any] = {"at": utcnow().isoformat(timespec="seconds"), "session": ident.session,
                                  "thread": ident.thread, "project": ident.project,
                                  "roles": [m.role for m in conv.messages], "newest_user": newest, "errors": []}
+        t_wait = time.perf_counter()
         self._wait_for_pending(ident.id, self._left(deadline, "parse"))
+        # Time spent waiting for this conversation's previous capture (its request and answer).
+        trace["pending_ms"] = round((time.perf_counter() - t_wait) * 1000, 2)
         injected: list[str] = []
         pinned_new: list[str] = []
         blocks: dict[int, list[str]] = {}

@@ -71,11 +71,16 @@ class FactStats:
     needs, and are cached until the raw corpus grows by a tenth.
     """
 
-    def __init__(self, rows: list[tuple[str, str]], raw_df=None, n_raw: int = 0):
+    def __init__(self, rows: list[tuple[str, str]], raw_df=None, n_raw: int = 0,
+                 term_sets: Iterable[frozenset[str]] | None = None):
+        """``rows`` are (key, body) of the current facts; or ``term_sets``, each fact's terms already
+        taken (the proxy keeps them per fact id between rebuilds: a body never changes under its id)."""
         self.df: Counter[str] = Counter()
-        for key, body in rows:
-            self.df.update(set(fact_terms(key, body)))
-        self.n_facts = len(rows)
+        n = 0
+        for ts in term_sets if term_sets is not None else (frozenset(fact_terms(k, b)) for k, b in rows):
+            self.df.update(ts)
+            n += 1
+        self.n_facts = n
         self.n_raw = n_raw
         self.raw_df = raw_df            # callable: list[str] -> {term: doc count}
         self._raw: dict[str, int] = {}
