@@ -75,18 +75,28 @@ class ImportCounts:
         return dict(self.__dict__)
 
 
+def _harness_root(env: str, default: str, sub: str) -> Path:
+    """``$env/sub``, else ``~/default/sub``: where a harness keeps its sessions."""
+    base = os.environ.get(env)
+    return (Path(base) if base else Path.home() / default) / sub
+
+
+def _session_files(root: Path, pattern: str, missing: str, hint: str) -> list[Path]:
+    """Every regular file matching ``pattern`` below ``root`` (never a link), in a stable order."""
+    if not root.is_dir():
+        raise BeadError(f"no {missing} at {root}", hint)
+    return sorted(p for p in root.rglob(pattern) if p.is_file() and not p.is_symlink())
+
+
 def default_root() -> Path:
     """Where Claude Code keeps its transcripts (``CLAUDE_CONFIG_DIR`` moves it)."""
-    base = os.environ.get("CLAUDE_CONFIG_DIR")
-    return (Path(base) if base else Path.home() / ".claude") / "projects"
+    return _harness_root("CLAUDE_CONFIG_DIR", ".claude", "projects")
 
 
 def transcript_files(root: Path) -> list[Path]:
     """Every ``*.jsonl`` below ``root`` (sessions and their subagents), in a stable order."""
-    if not root.is_dir():
-        raise BeadError(f"no Claude Code transcripts at {root}",
-                        "give the folder with --from (Claude Code keeps them in ~/.claude/projects)")
-    return sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not p.is_symlink())
+    return _session_files(root, "*.jsonl", "Claude Code transcripts",
+                          "give the folder with --from (Claude Code keeps them in ~/.claude/projects)")
 
 
 def _time(value: Any) -> datetime | None:
@@ -237,15 +247,12 @@ def _import(mem: Memory, files: list[Path], read: Callable[[Path, datetime | Non
 
 def codex_root() -> Path:
     """Where Codex CLI keeps its sessions (``CODEX_HOME``, default ``~/.codex``)."""
-    base = os.environ.get("CODEX_HOME")
-    return (Path(base) if base else Path.home() / ".codex") / "sessions"
+    return _harness_root("CODEX_HOME", ".codex", "sessions")
 
 
 def codex_files(root: Path) -> list[Path]:
-    if not root.is_dir():
-        raise BeadError(f"no Codex CLI sessions at {root}",
-                        "give the folder with --from (Codex keeps them in ~/.codex/sessions, or $CODEX_HOME/sessions)")
-    return sorted(p for p in root.rglob("rollout-*.jsonl") if p.is_file() and not p.is_symlink())
+    return _session_files(root, "rollout-*.jsonl", "Codex CLI sessions",
+                          "give the folder with --from (Codex keeps them in ~/.codex/sessions, or $CODEX_HOME/sessions)")
 
 
 def read_codex(path: Path, since: datetime | None, counts: ImportCounts) -> Transcript | None:
