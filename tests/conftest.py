@@ -133,6 +133,19 @@ def bead_process(bead_home):
     return run
 
 
+@pytest.fixture
+def second_os_user() -> str:
+    """The name of another account on this machine, created when missing (tests that use it skip unless root)."""
+    import pwd
+
+    name = "beadtest2"
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+    return name
+
+
 class lazy_import:  # noqa: N801 - stands in for a module name
     """A module imported on first use: every xdist worker collects every test module, and the SDKs take
     seconds to import (anthropic ~1.4 s), which only the workers that run their tests should pay."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import pwd
 import shutil
 import socket
 import subprocess
@@ -625,12 +624,8 @@ class TestHardening:
     @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser")
                         or not shutil.which("curl"), reason="needs root, useradd, runuser and curl to act as a second user")
     @pytest.mark.parametrize("path", PATHS)
-    def test_a_second_os_user_gets_no_memory_and_no_capture(self, served, openai_upstream, bead_home, path):
-        name = "beadtest2"
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+    def test_a_second_os_user_gets_no_memory_and_no_capture(self, second_os_user, served, openai_upstream, bead_home, path):
+        name = second_os_user
         body = body_for(path, "which editor do I use?")
         r = subprocess.run(["runuser", "-u", name, "--", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
                             "-H", "content-type: application/json", "-H", "x-bead-session: other-user",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import pwd
 import shutil
 import signal
 import socket
@@ -364,13 +363,9 @@ class TestOwnerOnly:
 
     @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser")
                         or not os.path.exists("/usr/bin/python3"), reason="needs root, useradd, runuser, /usr/bin/python3")
-    def test_second_os_user_binding_our_port_on_another_address_is_not_the_owner(self, served_proxy, upstream, bead_home):
+    def test_second_os_user_binding_our_port_on_another_address_is_not_the_owner(self, second_os_user, served_proxy, upstream, bead_home):
         """The attack the kernel check once missed: bind 127.0.0.2:<proxy port>, connect, ask."""
-        name = "beadtest2"
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+        name = second_os_user
         self.seed(bead_home)
         proxy = served_proxy()
         port = int(proxy.url.rsplit(":", 1)[1])
@@ -397,13 +392,9 @@ class TestOwnerOnly:
 
     @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser")
                         or not shutil.which("curl"), reason="needs root, useradd, runuser and curl to act as a second user")
-    def test_second_os_user_gets_no_memory_and_no_capture(self, served_proxy, upstream, bead_home):
+    def test_second_os_user_gets_no_memory_and_no_capture(self, second_os_user, served_proxy, upstream, bead_home):
         """Another account on the machine reaches the port, but sees nothing of this home and writes nothing to it."""
-        name = "beadtest2"
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+        name = second_os_user
         self.seed(bead_home)
         proxy = served_proxy()
         body, _ = req("which editor do I use?", session="other-user")
