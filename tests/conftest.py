@@ -146,6 +146,26 @@ def second_os_user() -> str:
     return name
 
 
+def hang_up_once(url: str, path: str, body: bytes, session: str, until: bytes) -> None:
+    """POST ``body`` over a raw socket, read until ``until`` has arrived, then close the connection: a
+    client that goes away mid-answer."""
+    import urllib.parse
+
+    u = urllib.parse.urlparse(url)
+    s = socket.create_connection((u.hostname, u.port))
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            f"x-bead-session: {session}\r\ncontent-length: {len(body)}\r\n\r\n").encode()
+    try:
+        s.sendall(head + body)
+        got = b""
+        while until not in got:
+            chunk = s.recv(4096)
+            assert chunk, "the connection closed before the answer began"
+            got += chunk
+    finally:
+        s.close()
+
+
 class lazy_import:  # noqa: N801 - stands in for a module name
     """A module imported on first use: every xdist worker collects every test module, and the SDKs take
     seconds to import (anthropic ~1.4 s), which only the workers that run their tests should pay."""

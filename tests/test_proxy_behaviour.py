@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import subprocess
 import threading
 import urllib.parse
 
 import pytest
-from conftest import ProxyClient, eventually
+from conftest import ProxyClient, eventually, hang_up_once
 from fakes import Reply, message_events, sse
 
 from bead.config import Config
@@ -205,19 +204,9 @@ class TestStreamsThatBreak:
         url = served_proxy().url
         gate = threading.Event()   # the upstream stalls after its first text delta, never finishing by itself
         upstream.replies.append(Reply(kind="sse", hold=gate, hold_after=6, text="a slow answer that never finishes"))
-        u = urllib.parse.urlparse(url)
-        s = socket.create_connection((u.hostname, u.port))
         body, hdr = req("slow", session="gone")
-        head = (f"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                f"x-bead-session: gone\r\ncontent-length: {len(body)}\r\n\r\n").encode()
         try:
-            s.sendall(head + body)
-            got = b""
-            while b"text_delta" not in got:      # leave once some answer text has arrived
-                chunk = s.recv(4096)
-                assert chunk
-                got += chunk
-            s.close()
+            hang_up_once(url, "/v1/messages", body, "gone", until=b"text_delta")   # once some answer text arrived
             assert eventually(lambda: upstream.disconnects >= 1), "the upstream stream was closed"
         finally:
             gate.set()

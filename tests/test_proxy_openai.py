@@ -15,7 +15,7 @@ import threading
 import urllib.parse
 
 import pytest
-from conftest import all_bytes_under, eventually, lazy_import
+from conftest import all_bytes_under, eventually, hang_up_once, lazy_import
 from fakes import Reply, chat_events, openai_sse
 
 from bead.config import Config
@@ -348,19 +348,9 @@ class TestFailOpen:
         gate = threading.Event()   # the upstream stalls after the first text, never finishing by itself
         openai_upstream.replies.append(Reply(kind="sse", hold=gate, hold_after=1 if "chat" in path else 4, reasoning="",
                                              text="a slow answer that never finishes"))
-        u = urllib.parse.urlparse(served.url)
-        s = socket.create_connection((u.hostname, u.port))
         body = body_for(path, "slow", stream=True)
-        head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                f"x-bead-session: gone\r\ncontent-length: {len(body)}\r\n\r\n").encode()
         try:
-            s.sendall(head + body)
-            got = b""
-            while b"a slow" not in got:      # leave once some answer text has arrived
-                chunk = s.recv(4096)
-                assert chunk
-                got += chunk
-            s.close()
+            hang_up_once(served.url, path, body, "gone", until=b"a slow")   # once some answer text arrived
             assert eventually(lambda: openai_upstream.disconnects >= 1), "the upstream stream was closed"
         finally:
             gate.set()
