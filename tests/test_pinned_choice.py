@@ -76,18 +76,18 @@ class TestChoice:
         assert "project/shop/a@v1" not in query.memory_context(mem, "worker concurrency", project="shop").pinned
 
     def test_a_strongly_matched_inferred_fact_goes_to_the_first_cue_block_instead(self, mem):
-        from bead.core.pinned import opening_facts
+        from bead.core.pinned import standing_memory
 
         mem.write("project/shop/worker", "The celery worker runs with concurrency 4 on the box.", "project",
                   trust="agent_observed")
         mem.write("project/shop/other", "Invoices are numbered per tenant.", "project", trust="dream_inferred")
         filler(mem, 20)
         conv = opening("why is the celery worker concurrency so low?")
-        assert [r["id"] for r in opening_facts(mem, "shop", conv)] == ["project/shop/worker@v1"]
+        assert [r["id"] for r in standing_memory(mem, "shop", 2000, conv)[2]] == ["project/shop/worker@v1"]
         # A weak match (the opening's best match is a stated fact, this one far below it) stays out.
         mem.write("project/shop/celery", "Celery worker concurrency is set in the celery worker config, "
                   "celery worker concurrency 8.", "project")
-        assert opening_facts(mem, "shop", conv) == []
+        assert standing_memory(mem, "shop", 2000, conv)[2] == []
 
     def test_recent_recall_and_reinforcement_count(self, mem):
         from bead.core import query

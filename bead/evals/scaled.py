@@ -29,7 +29,7 @@ from typing import Any
 
 from ..config import parse as parse_config
 from ..core.conversation import identify
-from ..core.pinned import opening_facts, pinned_block
+from ..core.pinned import standing_memory
 from ..recall import render
 from ..recall.pipeline import Recaller
 from ..wire.anthropic import conversation_of
@@ -64,10 +64,9 @@ def run(suite: dict, scale: int, split: str | None = None, config_text: str = ""
             # (it moved on since): the pinned block then chooses by the priors alone.
             for mode, opening in (("", conv), ("later_", None)):
                 t0 = time.perf_counter()
-                text, pinned_ids = pinned_block(mem, ident.project, config.proxy.pinned_budget_tokens, opening,
-                                                policy)
+                text, pinned_ids, ahead = standing_memory(mem, ident.project, config.proxy.pinned_budget_tokens,
+                                                          opening, policy)
                 pin_ms = (time.perf_counter() - t0) * 1000
-                ahead = opening_facts(mem, ident.project, opening) if policy != "recency" else []
                 cue = recaller.recall_for(mem, conv, ident, set(pinned_ids), config.proxy.recall_deadline_ms / 1000,
                                           ahead=ahead)
                 row |= {mode + "pinned": [_key(i) for i in pinned_ids],

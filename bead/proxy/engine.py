@@ -38,7 +38,7 @@ from ..core import capture
 from ..core import remember as remembering
 from ..core.conversation import Conversation, Identity, identify
 from ..core.memory import IndexBehind, Memory, utcnow
-from ..core.pinned import opening_facts, pinned_block
+from ..core.pinned import standing_memory
 from ..core.state import Conversations
 from ..core.trace import Trace, record_proxy_trace
 from ..paths import Home
@@ -212,8 +212,7 @@ class Engine:
             # went with the conversation's first request. A request with no
             # messages at all is no conversation: a block would make it one.
             if not st.has_pinned and not conv.continues and conv.messages:
-                text, ids = pinned_block(mem, ident.project, self.config.proxy.pinned_budget_tokens, conv)
-                opening = opening_facts(mem, ident.project, conv)
+                text, ids, opening = standing_memory(mem, ident.project, self.config.proxy.pinned_budget_tokens, conv)
                 self._left(deadline, "pinned block")
                 st.set_pinned(text, ids)
                 trace["pinned"] = pinned_new = ids

@@ -12,7 +12,7 @@ order of weight:
 3. the type: feedback and the person's own facts over project facts over
    references (only the person's word stands here: facts the person stated,
    accepted or pinned; what a model inferred goes to the first cue block
-   instead when the opening matches it strongly, ``opening_inferred``);
+   instead when the opening matches it strongly, ``select``);
 4. recent use: facts the agent recalled through MCP, or that were
    reinforced, lately;
 5. recency, last.
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,29 +105,50 @@ def prior(row: dict[str, Any], uses: int, recency: float) -> float:
     return w * (1 + RECENCY_TILT * recency)
 
 
+@dataclass(frozen=True)
+class Choice:
+    rows: list[dict[str, Any]]        # the pinned block's candidates, best first (whole rows)
+    inferred: list[dict[str, Any]]    # the opening's strong matches that only a model vouched for
+
+
 def choose(index: Index, project: str | None, opening: Opening | None = None, policy: str = "opening",
            uses: dict[str, int] | None = None, visible: Visibility | None = None,
            limit: int = 5000, budget_tokens: int = 2000) -> list[dict[str, Any]]:
+    """The pinned block's candidates, best first (``select``'s rows)."""
+    return select(index, project, opening, policy, uses, visible, limit, budget_tokens).rows
+
+
+def select(index: Index, project: str | None, opening: Opening | None = None, policy: str = "opening",
+           uses: dict[str, int] | None = None, visible: Visibility | None = None,
+           limit: int = 5000, budget_tokens: int = 2000) -> Choice:
     """The pinned block's candidates, best first (the caller fills ``budget_tokens`` in this order; no
-    more rows come back whole than a block of that size could hold).
+    more rows come back whole than a block of that size could hold), and, from the same search of the
+    opening, the inferred facts it matches strongly.
+
+    Only the person's word stands in the pinned block (the index's candidates: stated, accepted or
+    pinned). A fact only a model vouched for (an agent's observation, the dream's inference) that the
+    opening matches at least OPENING_CUE_SHARE of its best match goes to the first request's cue block
+    instead, labelled inferred, in this conversation only (at most OPENING_CUE_MAX of them).
 
     ``uses`` counts recent recalls and reinforcements per key. ``policy``
-    ``recency`` is the block before issue #17: pinned, the person's word, newest.
+    ``recency`` is the block before issue #17: pinned, the person's word, newest; no opening.
     """
     if policy == "recency":
-        return index.pinned_candidates(project, limit=min(limit, budget_tokens // MIN_LINE_TOKENS + 1), visible=visible)
+        return Choice(index.pinned_candidates(project, limit=min(limit, budget_tokens // MIN_LINE_TOKENS + 1),
+                                              visible=visible), [])
+    scope = f"project/{project}" if project else None
+    query = opening.query if opening else ""
+    hits = search_facts(index, query, limit=OPENING_CANDIDATES, scope=scope, include_dormant=False,
+                        visible=visible) if query and terms(query) else []
+    top = max((h.score for h in hits), default=0.0)
+    inferred = [h.row for h in hits
+                if project and top > 0 and h.score >= OPENING_CUE_SHARE * top
+                and h.row["trust"] not in PERSON_TRUSTS and not h.row["pinned"]
+                and (h.row["type"] in ("user", "feedback") or h.row["scope"] == scope)][:OPENING_CUE_MAX]
     ranked, position = _ranked_priors(index, project, uses or {}, visible, limit)
     if not ranked:
-        return []
-    relevance: dict[str, float] = {}
-    query = opening.query if opening else ""
-    if query and terms(query):
-        scope = f"project/{project}" if project else None
-        hits = search_facts(index, query, limit=OPENING_CANDIDATES, scope=scope, include_dormant=False,
-                            visible=visible)
-        top = max((h.score for h in hits), default=0.0)
-        if top > 0:
-            relevance = {h.id: h.score / top for h in hits if h.id in position}
+        return Choice([], inferred)
+    relevance = {h.id: h.score / top for h in hits if h.id in position} if top > 0 else {}
     # A fact line costs a few tokens at least: fetch no more whole rows than could fit.
     n = budget_tokens // MIN_LINE_TOKENS + 1
     # A fact the opening does not match keeps its prior as its score, so the best n of those are the
@@ -137,7 +157,7 @@ def choose(index: Index, project: str | None, opening: Opening | None = None, po
                for e in (ranked[position[i]] for i in relevance)]
     plain = [e for e in ranked[: n + len(relevance)] if e[3] not in relevance]
     best = heapq.nsmallest(n, boosted + plain)
-    return index.facts_by_id([e[3] for e in best])
+    return Choice(index.facts_by_id([e[3] for e in best]), inferred)
 
 
 def _ranked_priors(index: Index, project: str | None, uses: dict[str, int], visible: Visibility | None,
@@ -165,28 +185,3 @@ def _ranked_priors(index: Index, project: str | None, uses: dict[str, int], visi
         index.memo.clear()
     index.memo[memo_key] = (generation, (ranked, position))
     return ranked, position
-
-
-def opening_inferred(index: Index, project: str | None, opening: Opening | None,
-                     visible: Visibility | None = None, share: float = OPENING_CUE_SHARE,
-                     most: int = OPENING_CUE_MAX) -> list[dict[str, Any]]:
-    """Facts the opening matches strongly that the pinned block may not hold, because only a model
-    vouched for them (an agent's observation, the dream's inference, not accepted or pinned by the
-    person): the first request's cue block carries them instead, labelled as inferred, in this
-    conversation only. The same opening search as ``choose``; the same candidates otherwise (the
-    person's types and the project's facts, current, awake, never secret)."""
-    query = opening.query if opening else ""
-    if not project or not query or not terms(query):
-        return []
-    scope = f"project/{project}"
-    hits = search_facts(index, query, limit=OPENING_CANDIDATES, scope=scope, include_dormant=False, visible=visible)
-    top = max((h.score for h in hits), default=0.0)
-    if top <= 0:
-        return []
-    return [h.row for h in hits
-            if h.row["trust"] not in PERSON_TRUSTS and not h.row["pinned"] and h.score >= share * top
-            and (h.row["type"] in ("user", "feedback") or h.row["scope"] == scope)][:most]
-
-
-def ids(rows: Iterable[dict[str, Any]]) -> list[str]:
-    return [r["id"] for r in rows]
