@@ -123,8 +123,8 @@ class TestCueGate:
         assert any(r["reason"].startswith("already injected") for r in prep2.trace["rejected"])
 
     def test_statistics_follow_writes_and_forgets_reusing_each_facts_terms(self, engine, monkeypatch):
-        """The IDF statistics are rebuilt after every change to the facts, from each fact's terms kept by id:
-        a new fact's words count at once, a forgotten fact's leave, and an unchanged fact is not read again."""
+        """The IDF statistics are rebuilt after every change to the facts, from each fact's terms kept by key and body:
+        a new fact's words count at once, a forgotten fact's leave, and an unchanged fact is not taken apart again."""
         from bead import forget
 
         seed(engine, self.FACTS)
@@ -132,18 +132,24 @@ class TestCueGate:
         raw_df = mem.index.raw_doc_freq
         first = engine.recaller.fact_stats(mem, raw_df)
         assert first.df["stripe"] == 1 and first.df["kafka"] == 0
-        read: list[list[str]] = []
-        real = type(mem.index).keys_and_bodies
-        monkeypatch.setattr(type(mem.index), "keys_and_bodies", lambda self, ids: read.append(ids) or real(self, ids))
+        from bead.recall import gate
+
+        read: list[str] = []
+        real = gate.fact_terms
+        monkeypatch.setattr(gate, "fact_terms", lambda key, body: read.append(key) or real(key, body))
         seed(engine, [("global/queue", "Kafka carries the order events; the consumer lag alarm is at 5000.", "reference")])
         after = engine.recaller.fact_stats(mem, raw_df)
         assert after.df["kafka"] == 1 and after.n_facts == 4
-        assert read == [["global/queue@v1"]], "only the new fact's body is read"
+        assert read == ["global/queue"], "only the new fact's terms are taken"
         with Memory(engine.home, engine.config) as m:
             forget.apply(m, forget.plan_target(m, "global/stripe-keys"))
         gone = engine.recaller.fact_stats(mem, raw_df)
         assert gone.df["stripe"] == 0 and gone.n_facts == 3
-        assert "global/stripe-keys@v1" not in engine.recaller._terms
+        assert not any(key == "global/stripe-keys" for key, _ in engine.recaller._terms)
+        # The key written again after its forget starts at v1 again, with other words: they count, not the old ones.
+        seed(engine, [("global/stripe-keys", "Braintree sandbox keys live in the vault.", "reference")])
+        again = engine.recaller.fact_stats(mem, raw_df)
+        assert again.df["braintree"] == 1 and again.df["dotenv"] == 0
 
     def test_the_served_proxy_builds_the_statistics_before_its_first_request(self, proxy_client, bead_home):
         seed(Engine(Home(bead_home).ensure(), parse("owner: t\n")), self.FACTS)

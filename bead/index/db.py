@@ -766,19 +766,6 @@ class Index:
         """(key, body) of every current fact."""
         return [(k, b) for k, b in self._conn.execute("SELECT key, body FROM facts WHERE current = 1")]
 
-    def current_fact_ids(self) -> list[str]:
-        """The ids of every current fact (an index-only read)."""
-        return [i for (i,) in self._conn.execute("SELECT id FROM facts WHERE current = 1")]
-
-    def keys_and_bodies(self, ids: list[str]) -> list[tuple[str, str, str]]:
-        """(id, key, body) of the given fact rows (a version's body never changes under its id)."""
-        out: list[tuple[str, str, str]] = []
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            out += [(a, k, b) for a, k, b in self._conn.execute(
-                f"SELECT id, key, body FROM facts WHERE id IN ({','.join('?' * len(chunk))})", chunk)]
-        return out
-
     def current_fact_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM facts WHERE current = 1").fetchone()[0])
 

@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..capture.secrets import redact
+from ..capture.secrets import ruleset
 from ..config import Config
 from ..core import capture
 from ..core import remember as remembering
@@ -116,7 +116,7 @@ class Engine:
             try:
                 with Memory(self.home, self.config, self.clock, busy_timeout_ms=250) as mem:
                     self.recaller.fact_stats(mem, lambda terms: self.memory().index.raw_doc_freq(terms))
-                redact("")
+                ruleset()
             except Exception as exc:  # noqa: BLE001 - only a head start; the request path does it again
                 log.info("proxy warm-up skipped: %s", type(exc).__name__)
             finally:

@@ -39,25 +39,23 @@ class Recaller:
     def __init__(self, config: Config, on_error: ErrorSink | None = None):
         self.config = config
         self.on_error: ErrorSink = on_error or (lambda kind, exc: None)
-        self._stats: tuple[int, gate.FactStats] | None = None
+        self._stats: tuple[tuple[str, int], gate.FactStats] | None = None
         self._stats_lock = threading.Lock()
-        # Each current fact's terms by id, kept between rebuilds: a write changes one or two facts, and
-        # taking the terms of all of them again cost ~150 ms at 10,000 facts on the next request.
-        self._terms: dict[str, frozenset[str]] = {}
+        # Each current fact's terms by its (key, body), kept between rebuilds: a write changes one or two
+        # facts, and taking the terms of all of them again cost ~150 ms at 10,000 facts on the next request.
+        self._terms: dict[tuple[str, str], frozenset[str]] = {}
 
     def fact_stats(self, mem: Memory, raw_df: Callable[[list[str]], dict[str, int]]) -> gate.FactStats:
         """IDF statistics over current facts and raw turns, rebuilt when the facts change
         or the raw corpus has grown by a tenth. ``raw_df`` looks raw frequencies up (any thread)."""
-        gen = mem.index.facts_generation()
+        state = mem.index.facts_state()
         n_raw = mem.index.raw_size()
         with self._stats_lock:
-            if self._stats is None or self._stats[0] != gen or n_raw > self._stats[1].n_raw * 1.1 + 100:
-                ids = mem.index.current_fact_ids()
+            if self._stats is None or self._stats[0] != state or n_raw > self._stats[1].n_raw * 1.1 + 100:
                 known = self._terms
-                fresh = {i: frozenset(gate.fact_terms(k, b))
-                         for i, k, b in mem.index.keys_and_bodies([i for i in ids if i not in known])}
-                self._terms = {i: known[i] if i in known else fresh[i] for i in ids if i in known or i in fresh}
-                self._stats = (gen, gate.FactStats([], raw_df, n_raw, term_sets=self._terms.values()))
+                self._terms = {row: known[row] if row in known else frozenset(gate.fact_terms(*row))
+                               for row in mem.index.current_bodies()}
+                self._stats = (state, gate.FactStats([], raw_df, n_raw, term_sets=self._terms.values()))
             return self._stats[1]
 
     def recall_for(self, mem: Memory, conv: Conversation, ident: Identity, injected: set[str],
