@@ -504,7 +504,7 @@ class TestHardening:
     def test_a_run_of_tool_outputs_counts_as_one_message(self, app, openai_upstream):
         """1,001 function_call_output items in a row are one conversation message of 1,001 cues: too large;
         a thousand parts in one message still get memory."""
-        from bead.wire.openai import MAX_MESSAGE_PARTS
+        from bead.wire.splice import MAX_MESSAGE_PARTS
 
         outputs = [{"type": "function_call_output", "call_id": f"c{i}", "output": "flaky under xdist"}
                    for i in range(MAX_MESSAGE_PARTS + 1)]

@@ -393,8 +393,7 @@ class TestLimits:
             openai.RESPONSES.parse(over.replace(b'"messages"', b'"input"'), {})
 
     def test_parts_past_the_limit_stop_the_read_before_they_are_walked(self):
-        from bead.wire.openai import MAX_PARTS
-        from bead.wire.splice import TooLarge
+        from bead.wire.splice import MAX_PARTS, TooLarge
 
         half = [{"type": "input_text", "text": "a"}] * (MAX_PARTS // 2)
         body = {"input": [{"role": "user", "content": half}, {"type": "function_call_output", "call_id": "c",
@@ -406,14 +405,14 @@ class TestLimits:
             openai.CHAT.parse(json.dumps({"messages": [{"role": "assistant", "tool_calls": calls}]}).encode(), {})
 
     def test_anthropic_blocks_past_the_limits_stop_the_read(self):
-        from bead.wire import anthropic
+        from bead.wire import anthropic, splice
         from bead.wire.splice import TooLarge
 
         one = {"type": "text", "text": "a"}
-        ok = {"messages": [{"role": "user", "content": [one] * anthropic.MAX_MESSAGE_PARTS}]}
-        assert len(anthropic.parse(json.dumps(ok).encode(), {})[1].messages[0].parts) == anthropic.MAX_MESSAGE_PARTS
-        for data in ({"messages": [{"role": "user", "content": [one] * (anthropic.MAX_MESSAGE_PARTS + 1)}]},
-                     {"messages": [{"role": "user", "content": [one] * 900}] * (anthropic.MAX_PARTS // 900 + 1)}):
+        ok = {"messages": [{"role": "user", "content": [one] * splice.MAX_MESSAGE_PARTS}]}
+        assert len(anthropic.parse(json.dumps(ok).encode(), {})[1].messages[0].parts) == splice.MAX_MESSAGE_PARTS
+        for data in ({"messages": [{"role": "user", "content": [one] * (splice.MAX_MESSAGE_PARTS + 1)}]},
+                     {"messages": [{"role": "user", "content": [one] * 900}] * (splice.MAX_PARTS // 900 + 1)}):
             with pytest.raises(TooLarge):
                 anthropic.parse(json.dumps(data).encode(), {})
 

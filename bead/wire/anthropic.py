@@ -17,12 +17,7 @@ from typing import Any
 
 from ..capture.text import clean, reminders, segments, strip_own
 from ..core.conversation import Conversation, Message, Part, Source, find_cwd
-from .splice import Request, TooLarge, append_blocks, text_block
-
-# Content blocks read in one request, and in one message (as bead.wire.openai's parts): past them the
-# body goes out unchanged and uncaptured, counted as too large. No harness sends near these.
-MAX_PARTS = 20_000
-MAX_MESSAGE_PARTS = 1_000
+from .splice import Request, append_blocks, check_parts, text_block
 
 
 def content_blocks(message: Any) -> list[Any]:
@@ -160,23 +155,10 @@ def parse(body: bytes, headers: dict[str, str]) -> tuple[Request, Conversation]:
     return req, conversation_of(req.data, headers)
 
 
-def _check_size(raw: Any) -> None:
-    """TooLarge when the messages hold more than MAX_PARTS content blocks in all, or one message more than
-    MAX_MESSAGE_PARTS, counted with a len() each before any block is read: each block of the newest user
-    message is a recall cue whose excerpt is secret-scanned before forwarding (one message of 100,000
-    one-letter blocks held a worker 22 s past the deadline)."""
-    sizes = [len(m["content"]) for m in raw if isinstance(m, dict) and isinstance(m.get("content"), list)] \
-        if isinstance(raw, list) else []
-    if sum(sizes) > MAX_PARTS:
-        raise TooLarge(f"more than {MAX_PARTS} content blocks")
-    if any(n > MAX_MESSAGE_PARTS for n in sizes):
-        raise TooLarge(f"a message of more than {MAX_MESSAGE_PARTS} content blocks")
-
-
 def conversation_of(data: dict[str, Any], headers: dict[str, str]) -> Conversation:
     """The typed conversation of a decoded Messages API request (TooLarge past the limits on blocks)."""
     raw = data.get("messages") or []
-    _check_size(raw)
+    check_parts(raw, ("content",), per_item=True)   # counted before any block is read
     messages = tuple(message_of(i, m) for i, m in enumerate(raw))
     system = system_text(data.get("system"))
     places = [system]

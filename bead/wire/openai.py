@@ -36,15 +36,19 @@ from typing import Any
 from ..capture.text import clean, strip_own
 from ..core.conversation import Conversation, Message, Part, Source, find_cwd
 from . import anthropic
-from .splice import Edit, Span, SpliceError, TooLarge, append_blocks, append_to_string, apply, decode, members
-
-# Parts read in one request (content parts, tool calls, parts of a tool output), and in one conversation
-# message. Each part costs Python work when the conversation is built (~10 us), and each part of the
-# newest user message is a recall cue whose excerpt is secret-scanned before forwarding (~0.2 ms): one
-# message of 100,000 one-letter parts (2.7 MB) held a worker 22 s past the deadline. No harness sends
-# near these; past them the body goes out unchanged and uncaptured, counted as too large.
-MAX_PARTS = 20_000
-MAX_MESSAGE_PARTS = 1_000
+from .splice import (
+    MAX_MESSAGE_PARTS,
+    Edit,
+    Span,
+    SpliceError,
+    TooLarge,
+    append_blocks,
+    append_to_string,
+    apply,
+    check_parts,
+    decode,
+    members,
+)
 
 # "<name ...>" opening a text: the name is bounded, the match anchored (linear time).
 _OPEN_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9_-]{0,63})(?:[ \t][^>\n]{0,512})?>")
@@ -129,20 +133,6 @@ def _output_text(value: Any) -> str:
             else:   # a shell call's result: stdout and stderr
                 out += [str(v[k]) for k in ("stdout", "stderr") if isinstance(v.get(k), str) and v[k]]
     return "\n".join(out)
-
-
-def _check_size(items: list[Any], lists: tuple[str, ...]) -> None:
-    """TooLarge when the items' lists (``content``, ``tool_calls``, ``output``) hold more than MAX_PARTS
-    elements in all, before any of them is read (a len() each)."""
-    total = 0
-    for item in items:
-        if isinstance(item, dict):
-            for key in lists:
-                value = item.get(key)
-                if isinstance(value, list):
-                    total += len(value)
-    if total > MAX_PARTS:
-        raise TooLarge(f"more than {MAX_PARTS} content parts")
 
 
 def _check_messages(messages: tuple[Message, ...]) -> None:
@@ -236,7 +226,7 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     """The typed conversation of a decoded Chat Completions request, and each message's wire items."""
     b = _Builder()
     raw = data.get("messages") or []
-    _check_size(raw if isinstance(raw, list) else [], ("content", "tool_calls"))
+    check_parts(raw, ("content", "tool_calls"))
     system: list[str] = []
     first_user: str | None = None
     for i, m in enumerate(raw):
@@ -333,7 +323,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
         system.append(data["instructions"])
     first_user: str | None = None
     raw = data.get("input")
-    _check_size(raw if isinstance(raw, list) else [], ("content", "output"))
+    check_parts(raw, ("content", "output"))
     if isinstance(raw, str) and raw:
         parts, texts = _content_parts(raw, Source.TYPED)
         b.add("user", 0, parts, texts, kind="string")

@@ -48,6 +48,27 @@ class TooLarge(SpliceError):
     """Valid JSON, but of more elements or parts than bead reads before forwarding (sent unchanged, counted)."""
 
 
+# Parts read in one request (content blocks and parts, tool calls, parts of a tool output), and in one
+# conversation message. Each part costs Python work when the conversation is built (~10 us), and each part
+# of the newest user message is a recall cue whose excerpt is secret-scanned before forwarding (~0.2 ms):
+# one message of 100,000 one-letter parts (2.7 MB) held a worker 22 s past the deadline. No harness sends
+# near these; past them the body goes out unchanged and uncaptured, counted as too large (both APIs).
+MAX_PARTS = 20_000
+MAX_MESSAGE_PARTS = 1_000
+
+
+def check_parts(items: Any, lists: tuple[str, ...], per_item: bool = False) -> None:
+    """TooLarge when the items' lists (``content``, ``tool_calls``, ``output``) hold more than MAX_PARTS
+    elements in all, or (``per_item``) one item more than MAX_MESSAGE_PARTS: a len() each, before any
+    element is read."""
+    sizes = [sum(len(v) for k in lists if isinstance(v := item.get(k), list))
+             for item in (items if isinstance(items, list) else []) if isinstance(item, dict)]
+    if sum(sizes) > MAX_PARTS:
+        raise TooLarge(f"more than {MAX_PARTS} content parts")
+    if per_item and any(n > MAX_MESSAGE_PARTS for n in sizes):
+        raise TooLarge(f"a message of more than {MAX_MESSAGE_PARTS} parts")
+
+
 def _ws(s: str, i: int) -> int:
     m = _WS.match(s, i)
     return m.end() if m else i
