@@ -158,3 +158,24 @@ def test_async_judge_failure_changes_nothing(bead_home, model, monkeypatch):
     second = eng.prepare(json.dumps({"model": "m", "max_tokens": 5, "messages": messages}).encode(),
                          {"x-bead-session": "ahead-fail"})
     assert "global/money@v1" not in second.injected
+
+
+@pytest.mark.parametrize("answer", [
+    '{"helpful": [2]}', 'Sure. {"helpful": [1, 3]} done', "[2, 1]", "picks: [3] and {\"helpful\": [1]}",
+    "{ no close [1]", "] [2] {", "nothing here", "{}{}[]", '{"a": {"b": [1]}} tail }',
+])
+def test_the_answer_scan_finds_what_the_old_regex_found(answer):
+    import re
+
+    from bead.recall.rerank import _outermost_json
+
+    m = re.search(r"\{.*\}|\[.*\]", answer, re.S)
+    assert _outermost_json(answer) == (m.group(0) if m else None)
+
+
+def test_an_answer_of_unclosed_braces_is_no_json_in_one_pass():
+    """A model's answer is text bead did not write: a megabyte of "{" (quadratic for the old regex) is refused."""
+    from bead.recall.rerank import parse as parse_answer
+
+    with pytest.raises(ValueError, match="no JSON"):
+        parse_answer("{" * 1_000_000, 3)

@@ -8,7 +8,6 @@ the call fails or passes ``rerank.timeout_ms``, the default gate decides.
 from __future__ import annotations
 
 import json
-import re
 
 from .cues import Cue
 
@@ -40,10 +39,10 @@ def prompt(cues: list[Cue], candidates: list[dict]) -> str:
 
 def parse(text: str, n: int) -> list[int]:
     """Zero-based indices the model chose; ValueError if the answer has no usable list."""
-    m = re.search(r"\{.*\}|\[.*\]", text, re.S)
-    if not m:
+    found = _outermost_json(text)
+    if found is None:
         raise ValueError("no JSON in the answer")
-    data = json.loads(m.group(0))
+    data = json.loads(found)
     picks = data.get("helpful") if isinstance(data, dict) else data
     if not isinstance(picks, list):
         raise ValueError("no list of numbers")
@@ -52,3 +51,14 @@ def parse(text: str, n: int) -> list[int]:
         if isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= n and p - 1 not in out:
             out.append(p - 1)
     return out
+
+
+def _outermost_json(text: str) -> str | None:
+    """From the first ``{`` (``[``) that a later ``}`` (``]``) closes to the last one: what the regex
+    ``\\{.*\\}|\\[.*\\]`` finds, in one pass (a model's answer is text bead did not write, and that regex
+    backtracks quadratically on a run of unclosed braces)."""
+    last = {"{": text.rfind("}"), "[": text.rfind("]")}
+    for i, ch in enumerate(text):
+        if ch in last and last[ch] > i:
+            return text[i:last[ch] + 1]
+    return None
