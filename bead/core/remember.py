@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..capture.secrets import compile_linear, redact
+from ..display import CONTROL
 from ..dream import rules
 from ..dream.queue import Queue, item_id
 from ..errors import BeadError, InvalidArgument, KeySealed, RefusedWrite, VersionConflict
@@ -49,7 +50,6 @@ _FIRST_PERSON = re.compile(r"(?i)\b(i|i'm|i've|my|me|mine)\b")
 NOTICE_VALUE_CHARS = 160
 # What a value written through a tool may not hold: a NUL, a terminal escape (ESC), other C0 controls but
 # tab and line breaks, DEL. A person reads these files in an editor and a terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, tr
         value = mem.facts.check_body(shown, value)
     except BeadError as exc:   # empty, or over store.max_fact_bytes
         raise InvalidArgument(exc.message, exc.hint) from None
-    if _CONTROL.search(value):
+    if CONTROL.search(value):
         raise InvalidArgument(f"refusing to remember {shown}: the value holds control characters (a NUL, a terminal "
                               "escape)", "send plain text: tabs and line breaks are fine")
     if redact(value)[1]:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..capture.secrets import redact
+from ..display import CONTROL
 from ..errors import BeadError, InvalidArgument, RefusedWrite
 from ..store import files as safe
 from ..store.keys import TYPES, parse_id, validate_key
@@ -36,7 +37,6 @@ EXCERPTS = 5
 EXCERPT_CHARS = 240
 _ANCHOR = re.compile(r"(?:raw/)?(\d{4}/\d{2}/\d{2}/[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.md)#turn-(\d{1,9})")
 _FACT_ID = re.compile(r"\b((?:user|global|project/[a-z0-9][a-z0-9._-]*)/[a-z0-9][a-z0-9._-]*@v[1-9][0-9]{0,8})\b")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 @dataclass
@@ -293,7 +293,7 @@ def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str,
                               "user or reference")
     title = " ".join((title or "").split())
     body = (body or "").strip()
-    if not title or len(title) > 120 or _CONTROL.search(title):
+    if not title or len(title) > 120 or CONTROL.search(title):
         raise InvalidArgument("the title must be one line of 1 to 120 characters, without control characters",
                               "give a short title, e.g. --title 'Run migrations before the tests'")
     path = mem.raw.find(session)
@@ -308,7 +308,7 @@ def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str,
         project = projects[0] if len(projects) == 1 else None
     key = lesson_key(title, project)
     body = mem.facts.check_body(key, body)
-    if _CONTROL.search(body.replace("\t", " ")):
+    if CONTROL.search(body.replace("\t", " ")):
         raise InvalidArgument("the body holds control characters (a NUL, a terminal escape)",
                               "write plain text: tabs and line breaks are fine")
     if redact(body)[1] or redact(title)[1]:

@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from ..display import visible
 from ..errors import BeadError
 from ..store import files as safe
 from ..store.keys import PERSON_TRUSTS
@@ -78,21 +79,6 @@ def _plain(text: str) -> str:
     flat = " ".join(str(text).split())
     flat = "".join(ch for ch in flat if unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"))
     return flat.replace("<", "(").replace(">", ")")
-
-
-def _visible(text: str) -> str:
-    """``text`` with every control and invisible format character but line breaks and tabs as its escape
-    (``\\x1b``, ``\\u202e``), as bead.tui.text shows stored text (an application layer imports no entry point)."""
-    out = []
-    for ch in text:
-        if ch in "\n\t":
-            out.append(ch)
-        elif ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0 or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"):
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def _cut(text: str, n: int) -> str:
@@ -184,7 +170,7 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
         seen.add(key)
         # A harness shows the file and a person cats it: a control character (a value stored before the
         # checks, or through `bead write`) goes in as its visible escape, never as itself.
-        text = _visible(text)
+        text = visible(text, multiline=True, tab="\t")
         name = skill_name(key, taken)
         taken.add(name)
         gist = _plain(title) if title else _cut(_plain(re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]), 200)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.memory import Memory
+from ..display import CONTROL
 from ..errors import BeadError, InvalidArgument, RefusedWrite
 from ..store import files as safe
 from ..store.audit import iso, normalise
@@ -35,7 +36,6 @@ from ..store.audit import iso, normalise
 KINDS = ("suspicious", "key-conflict", "change-user-stated", "untrusted-source", "lesson")
 _ITEM_ID = re.compile(r"[0-9a-f]{12}")   # what item_id gives; anything else names no file
 # What an accepted value may not hold: C0 controls but tab and line breaks, DEL, C1 (a terminal acts on them).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def item_id(kind: str, key: str, value: str) -> str:
@@ -168,7 +168,7 @@ class Queue:
             raise BeadError("the edited value is empty", "accept the item as it is, or reject it")
         # Accepting makes the text the person's word: the same checks as any other way in. A proposal (or an
         # edit) that holds a terminal escape or a credential is not written, whoever backs it.
-        if _CONTROL.search(text):
+        if CONTROL.search(text):
             raise InvalidArgument(f"review item {item_id} holds control characters (a terminal escape, a NUL); "
                                   "nothing was written", "edit it into plain text (`bead review`, e), or reject it")
         from ..capture.secrets import redact

@@ -1,0 +1,43 @@
+"""Stored text, safe to show: on a terminal, in a file a person opens, in a value bead writes.
+
+Everything bead stores may come from an attacker (a README the agent read,
+a tool's output, a web page), and a terminal acts on what it is sent: an
+escape sequence can move the cursor, clear the screen, retitle the window,
+write to the clipboard (OSC 52), or hide text; a carriage return or
+backspaces can overwrite what was printed; bidirectional overrides reorder
+what the eye reads. ``visible`` shows every control character (C0, DEL, C1)
+and every invisible format character (bidi controls, zero-width characters,
+line and paragraph separators) as its escape (``\\x1b``, ``\\u202e``);
+``CONTROL`` finds the control characters a written value may not hold.
+Every layer uses these; this module imports nothing of bead's.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# C0 controls but tab, line feed and carriage return; DEL; C1 controls.
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co"})
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def visible(text: str, multiline: bool = False, tab: str = "    ") -> str:
+    """``text`` with every control and invisible format character shown as an escape; line breaks pass
+    when ``multiline``, tabs as ``tab``."""
+    out = []
+    for ch in str(text):
+        if ch == "\n" and multiline:
+            out.append(ch)
+        elif ch == "\t":
+            out.append(tab)
+        elif ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0 or unicodedata.category(ch) in _HIDDEN:
+            out.append(_escape(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
