@@ -135,14 +135,16 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
     return out
 
 
-def remember(mem: Memory, message: Message, ident: Identity, sources: Iterable[str] = ()) -> list[Remembered]:
+def remember(mem: Memory, message: Message, ident: Identity, sources: Iterable[str] = (),
+             plans: list[Plan] | None = None) -> list[Remembered]:
     """Write each value the person asked to remember as a ``user_stated`` fact, or queue it (see ``plan``).
 
-    ``sources`` are the raw-log anchors of the message's typed turns.
+    ``sources`` are the raw-log anchors of the message's typed turns; ``plans``, ``plan``'s answer when
+    the caller has it already (the proxy decides before forwarding, to say so in the cue block).
     """
     out = []
     sources = list(sources)
-    for p in plan(message, ident):
+    for p in plans if plans is not None else plan(message, ident):
         if p.action == "refuse":
             out.append(Remembered(None, p.reason))
         elif p.action == "queue":

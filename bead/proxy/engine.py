@@ -76,6 +76,7 @@ class Prepared:
     trace: dict[str, Any] = field(default_factory=dict)
     wire: Wire = anthropic                                  # the format the answer is read in
     judge: Any = None                                      # rerank.mode async: the CueBlock the judge looks at
+    plans: list[remembering.Plan] | None = None            # what "remember" will do, decided before forwarding
 
 
 class Engine:
@@ -204,6 +205,7 @@ class Engine:
         pinned_new: list[str] = []
         blocks: dict[int, list[str]] = {}
         judge = None
+        plans = None
         opening: list[dict[str, Any]] = []
         with self._locked(ident.id, deadline):
             st = self.conversations.load(ident.id)
@@ -230,7 +232,8 @@ class Engine:
                 t1 = time.perf_counter()
                 # A "remember" that will be queued instead of written says so in
                 # this message's cue block, which is re-added with the same bytes.
-                notices = remembering.notice_lines(remembering.plan(conv.messages[newest], ident))
+                plans = remembering.plan(conv.messages[newest], ident)
+                notices = remembering.notice_lines(plans)
                 cue = self.recaller.recall_for(mem, conv, ident, st.injected, left,
                                                raw_df=lambda terms: self.memory().index.raw_doc_freq(terms),
                                                notices=notices, ahead=opening + self._ahead(mem, st))
@@ -254,7 +257,7 @@ class Engine:
         if injected:
             self.counters["injections"] += 1
         return Prepared(b"", ident, conv, len(conv.messages), injected, pinned_new, st.pinned, blocks, trace,
-                        judge=judge)
+                        judge=judge, plans=plans)
 
     def _ahead(self, mem: Memory, st: Any) -> list[dict[str, Any]]:
         """The look-ahead judge's picks not yet in this conversation, as current fact rows."""
@@ -344,7 +347,7 @@ class Engine:
                         # Remembered facts and queued items cite the typed turns they come from.
                         typed = [t.anchor for t in captured
                                  if t.flags.get("message") == newest and t.flags.get("source") == "typed"]
-                        self._remember(mem, conv, newest, ident, trace, typed)
+                        self._remember(mem, conv, newest, ident, trace, typed, prep.plans)
                     st.set_captured(len(conv.messages))
             if prep.judge is not None:
                 self._judge(ident, prep.judge, trace)
@@ -371,9 +374,9 @@ class Engine:
             self.conversations.load(ident.id).set_ahead([c.id for c in picked])
 
     def _remember(self, mem: Memory, conv: Conversation, newest: int, ident: Identity, trace: dict[str, Any],
-                  sources: list[str]) -> None:
+                  sources: list[str], plans: list[remembering.Plan] | None) -> None:
         try:
-            for r in remembering.remember(mem, conv.messages[newest], ident, sources):
+            for r in remembering.remember(mem, conv.messages[newest], ident, sources, plans):
                 if r.id:
                     trace["remembered"] = r.id
                 elif r.queued:
