@@ -28,6 +28,10 @@ basetemp=""
 if [ -n "$tmp_root" ]; then
   basetemp=$(mktemp -d "$tmp_root/bead-tests.XXXXXX")
   trap 'rm -rf "$basetemp"' EXIT INT TERM
+  # The eval harness makes its homes with tempfile (under TMPDIR): those go there too.
+  mkdir "$basetemp/tmp"
+  TMPDIR="$basetemp/tmp"
+  export TMPDIR
 fi
 # Three workers on two cores: many tests wait on a subprocess, a socket or an fsync,
 # and work stealing keeps the slow ones from ending the run alone.

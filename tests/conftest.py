@@ -92,28 +92,45 @@ def bead(bead_home):
     ``main()`` turns it into 1 plus a hint), and a crash is a traceback
     appended to ``err`` with code 1, as Python would print it.
     """
+
+    def run(*args: str, input: str | None = None, env: dict | None = None) -> Result:
+        return invoke_cli(args, input=input, env={"BEAD_HOME": str(bead_home), **(env or {})})
+
+    return run
+
+
+def invoke_cli(args, input: str | None = None, env: dict | None = None) -> Result:
+    """`bead *args` in this process through click's CliRunner, with ``env`` set in os.environ meanwhile."""
     from click.testing import CliRunner
 
     from bead.cli import cli
 
-    def run(*args: str, input: str | None = None, env: dict | None = None) -> Result:
-        runner = CliRunner()
-        # Commands that serve (`bead proxy`) set up logging on the root logger
-        # before they check their arguments: put it back for the next test.
-        root = logging.getLogger()
-        handlers, level = root.handlers[:], root.level
-        try:
-            r = runner.invoke(cli, list(args), input=input, prog_name="bead",
-                              env={"BEAD_HOME": str(bead_home), **(env or {})})
-        finally:
-            root.handlers[:] = handlers
-            root.setLevel(level)
-        err = r.stderr
-        if r.exception is not None and not isinstance(r.exception, SystemExit):
-            err += "".join(traceback.format_exception(r.exception))
-        return Result(r.exit_code, r.stdout, err)
+    # Commands that serve (`bead proxy`) set up logging on the root logger
+    # before they check their arguments: put it back for the next test.
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        r = CliRunner().invoke(cli, list(args), input=input, prog_name="bead", env=env)
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    err = r.stderr
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        err += "".join(traceback.format_exception(r.exception))
+    return Result(r.exit_code, r.stdout, err)
 
-    return run
+
+@pytest.fixture
+def low_work_factor(monkeypatch) -> None:
+    """`bead vault init` seals the identity at scrypt work factor 10 instead of pyrage's calibrated
+    second (and half a gigabyte): the same age format (pyrage and the age CLI open it), for init tests
+    about something else. tests/test_vault.py runs one init at the real cost and checks its work factor."""
+    import age_scrypt
+
+    from bead.vault import keys
+
+    mod = keys.pyrage()
+    monkeypatch.setattr(mod.passphrase, "encrypt", lambda data, passphrase: age_scrypt.encrypt(data, passphrase, 10))
 
 
 @pytest.fixture
@@ -176,6 +193,10 @@ class lazy_import:  # noqa: N801 - stands in for a module name
     def __getattr__(self, attr: str):
         import importlib
 
+        if attr.startswith("_"):
+            # pytest's collection probes every module-level name for its own markers
+            # (``_pytestfixturefunction``, ``__test__``): that must not import the SDK.
+            raise AttributeError(attr)
         return getattr(importlib.import_module(self._name), attr)
 
 

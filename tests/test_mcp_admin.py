@@ -5,15 +5,17 @@ Streamable HTTP on a loopback port."""
 from __future__ import annotations
 
 import pytest
-from conftest import all_bytes_under
+from conftest import all_bytes_under, lazy_import
 from mcphelp import ServedAsgi, all_text, http_session, make_vault, stdio_session
 
 from bead.config import Config
 from bead.core.memory import Memory
 from bead.dream.queue import Queue
-from bead.mcp import http
-from bead.mcp.server import Runtime
 from bead.paths import Home
+
+# The MCP SDK takes half a second to import: only the workers that run these tests pay it.
+mcp_http = lazy_import("bead.mcp.http")
+mcp_server = lazy_import("bead.mcp.server")
 
 ADMIN_ONLY = {"summary", "history", "pin", "unpin", "reinforce", "forget", "forget_matching", "seal", "list_sealed",
               "review_queue", "queue_accept", "queue_reject"}
@@ -194,8 +196,8 @@ def test_a_token_expires_after_ten_minutes(tmp_path):
         m.write("project/shop/expiring", "a value that should outlive the token", "project")
         m.write("project/shop/in-time", "a value forgotten in time", "project")
     clock = Clock()
-    rt = Runtime(home, Config(owner="t"), confirm_clock=clock)
-    served = ServedAsgi(http.create_app(rt, admin=True))
+    rt = mcp_server.Runtime(home, Config(owner="t"), confirm_clock=clock)
+    served = ServedAsgi(mcp_http.create_app(rt, admin=True))
     s = http_session(served.url + "/mcp")
     try:
         tok = s.ok("forget", {"key": "project/shop/expiring"})["confirm"]
@@ -217,8 +219,8 @@ def test_seal_without_a_vault_says_how_to_make_one(tmp_path):
     home = Home(tmp_path / "h").ensure()
     with Memory(home, Config(owner="t")) as m:
         m.write("user/pin", "1234", "user")
-    rt = Runtime(home, Config(owner="t"))
-    served = ServedAsgi(http.create_app(rt, admin=True))
+    rt = mcp_server.Runtime(home, Config(owner="t"))
+    served = ServedAsgi(mcp_http.create_app(rt, admin=True))
     s = http_session(served.url + "/mcp")
     try:
         err = s.err("seal", {"key": "user/pin"})

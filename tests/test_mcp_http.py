@@ -17,7 +17,7 @@ import urllib.request
 
 import jwt
 import pytest
-from conftest import eventually, http_answers
+from conftest import eventually, http_answers, lazy_import
 from cryptography.hazmat.primitives import serialization
 from fakes import free_port
 from mcphelp import REPO, Jwks, ServedAsgi, _rsa_key, config_text, http_session, post_mcp
@@ -25,10 +25,12 @@ from mcphelp import REPO, Jwks, ServedAsgi, _rsa_key, config_text, http_session,
 from bead.config import parse
 from bead.core.memory import Memory
 from bead.dream.queue import Queue
-from bead.mcp import http
 from bead.mcp.auth import JwtAuth
-from bead.mcp.server import Runtime
 from bead.paths import Home
+
+# The MCP SDK takes half a second to import: only the workers that run these tests pay it.
+mcp_http = lazy_import("bead.mcp.http")
+mcp_server = lazy_import("bead.mcp.server")
 
 ANA, BO = "ana@example.com", "bo@example.com"
 
@@ -45,8 +47,8 @@ def team(tmp_path_factory, jwks):
     """A team host: ana shares project shop, bo shares nothing; its app served on a loopback port."""
     home = Home(tmp_path_factory.mktemp("team") / "home").ensure()
     cfg = parse(config_text(jwks, {ANA: ["shop"], BO: []}))
-    rt = Runtime(home, cfg, None, http.viewer_of(cfg.mcp.projects))
-    served = ServedAsgi(http.create_app(rt, auth=JwtAuth(cfg.mcp)))
+    rt = mcp_server.Runtime(home, cfg, None, mcp_http.viewer_of(cfg.mcp.projects))
+    served = ServedAsgi(mcp_http.create_app(rt, auth=JwtAuth(cfg.mcp)))
     served.home, served.cfg, served.rt = home, cfg, rt
     yield served
     served.close()
@@ -124,8 +126,8 @@ def test_a_key_set_that_cannot_be_fetched_is_503_and_health_still_answers(tmp_pa
     jwks = Jwks()
     home = Home(tmp_path / "team").ensure()
     cfg = parse(config_text(jwks, {ANA: ["shop"]}))
-    rt = Runtime(home, cfg, None, http.viewer_of(cfg.mcp.projects))
-    served = ServedAsgi(http.create_app(rt, auth=JwtAuth(cfg.mcp)))   # a fresh verifier: nothing cached
+    rt = mcp_server.Runtime(home, cfg, None, mcp_http.viewer_of(cfg.mcp.projects))
+    served = ServedAsgi(mcp_http.create_app(rt, auth=JwtAuth(cfg.mcp)))   # a fresh verifier: nothing cached
     try:
         token = jwks.mint(ANA)
         jwks.mode = "error"
@@ -283,8 +285,8 @@ def test_loopback_without_auth_refuses_other_host_names_and_browsers(tmp_path, l
     and a web page (any Origin, a page on another localhost port included; a cross-site Sec-Fetch-Site) are
     refused on every loopback address: the SDK's own checks let http://localhost:<any port> in, and turn off
     for a loopback address other than 127.0.0.1 (the app here is built for ``listen``)."""
-    rt = Runtime(Home(tmp_path / "h").ensure(), parse("owner: t\n"))
-    served = ServedAsgi(http.create_app(rt, host=listen))
+    rt = mcp_server.Runtime(Home(tmp_path / "h").ensure(), parse("owner: t\n"))
+    served = ServedAsgi(mcp_http.create_app(rt, host=listen))
     try:
         assert served.health()["auth"] == "none"
         url = served.url + "/mcp"
@@ -312,14 +314,14 @@ def test_loopback_without_auth_answers_only_the_home_owner(tmp_path):
     home = Home(tmp_path / "h").ensure()
     with Memory(home, parse("owner: t\n")) as m:
         m.write("user/diary", "the owner's private note about the merger", "user")
-    rt = Runtime(home, parse("owner: t\n"))
+    rt = mcp_server.Runtime(home, parse("owner: t\n"))
     asked: list = []
 
     def stranger(client, server):
         asked.append((client, server))
         return os.getuid() + 1
 
-    served = ServedAsgi(http.create_app(rt, owner=http.Owner("home-token-123", os.getuid(), stranger)))
+    served = ServedAsgi(mcp_http.create_app(rt, owner=mcp_http.Owner("home-token-123", os.getuid(), stranger)))
     try:
         url = served.url + "/mcp"
         status, _h, body = post_mcp(url, body={"jsonrpc": "2.0", "id": 1, "method": "tools/call",

@@ -16,7 +16,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from conftest import eventually
+from conftest import eventually, invoke_cli
 from fakes import Reply, free_port, message_events, sse
 
 from bead.capture import secrets
@@ -409,6 +409,16 @@ class TestOwnerOnly:
         assert raw_turns(bead_home, "other-user") == []
 
 
+def no_claude_path(tmp_path: Path) -> str:
+    """PATH with a `claude` that knows no MCP server named bead first: setup asks the machine's
+    Claude Code nothing (tests/test_setup_mcp.py is about that)."""
+    bin_dir = tmp_path / "no-claude-bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "claude").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "claude").chmod(0o755)
+    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+
+
 class TestOperations:
     """A busy port, a crash loop, and setup run both ways say what is true."""
 
@@ -464,28 +474,27 @@ class TestOperations:
         link = home / ".local" / "bin" / "bead"
         link.parent.mkdir(parents=True)
         link.symlink_to(real)
-        env = {**os.environ, "HOME": str(home), "BEAD_HOME": str(home / ".bead"),
-               "XDG_CONFIG_HOME": str(home / ".config"), "SHELL": "/bin/bash"}
+        env = {"HOME": str(home), "BEAD_HOME": str(home / ".bead"), "XDG_CONFIG_HOME": str(home / ".config"),
+               "SHELL": "/bin/bash", "PATH": no_claude_path(tmp_path)}
 
         def setup(exe):
-            return subprocess.run([sys.executable, "-m", "bead", "setup", "--platform", "systemd", "--no-load",
-                                   "--no-rc", "--executable", str(exe)], env=env, capture_output=True, text=True,
-                                  timeout=120)
+            return invoke_cli(["setup", "--platform", "systemd", "--no-load", "--no-rc", "--executable", str(exe)],
+                              env=env)
 
         first = setup(real)
-        assert first.returncode == 0, first.stderr
+        assert first.code == 0, first.err
         unit = home / ".config" / "systemd" / "user" / "bead-proxy.service"
         assert f"ExecStart={real} proxy" in unit.read_text()
         second = setup(link)
-        assert second.returncode == 0 and "nothing to change" in second.stdout, second.stdout + second.stderr
+        assert second.code == 0 and "nothing to change" in second.out, second.out + second.err
 
     def test_second_uninstall_says_nothing_is_set_up(self, tmp_path):
         home = tmp_path / "person"
         home.mkdir()
-        env = {**os.environ, "HOME": str(home), "BEAD_HOME": str(home / ".bead"), "XDG_CONFIG_HOME": str(home / ".config")}
-        r = subprocess.run([sys.executable, "-m", "bead", "setup", "--uninstall", "--platform", "systemd"], env=env,
-                           capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0 and "nothing to remove" in r.stdout and "is set up" not in r.stdout
+        env = {"HOME": str(home), "BEAD_HOME": str(home / ".bead"), "XDG_CONFIG_HOME": str(home / ".config"),
+               "PATH": no_claude_path(tmp_path)}
+        r = invoke_cli(["setup", "--uninstall", "--platform", "systemd"], env=env)
+        assert r.code == 0 and "nothing to remove" in r.out and "is set up" not in r.out
 
     def test_status_does_not_report_another_homes_proxy_as_ours(self, served_proxy, bead, tmp_path, monkeypatch):
         proxy = served_proxy()

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import eventually, http_answers
+from conftest import eventually, http_answers, invoke_cli
 from fakes import FakeAnthropic, FakeModel, free_port
 
 from bead.config import Config
@@ -43,25 +43,29 @@ exit 0
 
 @pytest.fixture
 def fake_home(tmp_path, monkeypatch):
-    """A temporary HOME with systemctl and launchctl replaced by recorders."""
+    """A temporary HOME with systemctl, launchctl and claude replaced by recorders (this claude knows
+    bead's MCP server already: tests/test_setup_mcp.py is about registering it)."""
     home = tmp_path / "person"
     home.mkdir()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     log = tmp_path / "commands.log"
     log.write_text("")
-    for name in ("systemctl", "launchctl"):
+    for name in ("systemctl", "launchctl", "claude"):
         p = bin_dir / name
-        p.write_text("#!/bin/bash\n" + RECORDER.format(name=name, log=log).split("\n", 1)[1])
+        p.write_text("#!/bin/bash\n" + RECORDER.format(name=name, log=log if name != "claude" else tmp_path / "claude.log")
+                     .split("\n", 1)[1])
         p.chmod(0o755)
     env = {"HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}", "SHELL": "/bin/bash",
            "BEAD_HOME": str(home / ".bead"), "XDG_CONFIG_HOME": str(home / ".config")}
     return home, log, env
 
 
-def bead_cmd(env, *args, input=None):
-    return subprocess.run([sys.executable, "-m", "bead", *args], env={**os.environ, **env}, capture_output=True,
-                          text=True, input=input, timeout=120)
+def bead_cmd(env, *args, input=None) -> subprocess.CompletedProcess:
+    """`bead setup ...` in this process (CliRunner) in the fake person's environment (HOME, PATH with
+    the recorders, SHELL); stdin is not a terminal. End to end in real processes: the tests below."""
+    r = invoke_cli(args, input=input, env=env)
+    return subprocess.CompletedProcess(["bead", *args], r.code, r.out, r.err)
 
 
 def commands(log):
@@ -139,7 +143,7 @@ class TestSetupCommand:
                          "--no-vault", input="")
         assert quiet.returncode == 0 and "vault" not in quiet.stderr
 
-    def test_at_a_terminal_it_offers_the_vault_once(self, fake_home, bead, monkeypatch):
+    def test_at_a_terminal_it_offers_the_vault_once(self, fake_home, bead, monkeypatch, low_work_factor):
         from bead.cli import common
 
         home, log, env = fake_home

@@ -2,9 +2,11 @@
 
 Real files, real SQLite, real age encryption through pyrage. A real vault's
 identity costs a deliberate second and half a gigabyte to open (scrypt, as
-pyrage calibrates it); `bead vault init` is tested that way, and every other
-test copies a vault made once per session whose identity uses a low scrypt
-work factor (tests/age_scrypt.py), so the suite stays fast and light.
+pyrage calibrates it); one `bead vault init` test runs it that way and checks
+the work factor, the other init tests seal the identity at a low work factor
+(``low_work_factor``), and every other test copies a vault made once per
+session whose identity uses one (tests/age_scrypt.py), so the suite stays fast
+and light.
 """
 
 from __future__ import annotations
@@ -109,12 +111,14 @@ class TestInit:
         ident = home.vault_identity
         assert stat.S_IMODE(ident.stat().st_mode) == 0o600 and stat.S_IMODE(home.vault.stat().st_mode) == 0o700
         assert ident.read_bytes().startswith(b"age-encryption.org/v1\n-> scrypt "), "the identity is passphrase-encrypted"
+        work_factor = int(ident.read_bytes().split(b"\n")[1].split()[-1])
+        assert work_factor >= 16, f"scrypt as pyrage calibrates it (about a second), not {work_factor}"
         assert b"AGE-SECRET-KEY" not in ident.read_bytes()
         said = res.out + res.err
         assert said.count("lost for good") == 1 and "cannot recover" in said
         assert PASSPHRASE not in said and leftovers(bead_home, PASSPHRASE) == []
 
-    def test_at_a_terminal_asks_twice_without_echo(self, bead, bead_home, monkeypatch):
+    def test_at_a_terminal_asks_twice_without_echo(self, bead, bead_home, monkeypatch, low_work_factor):
         monkeypatch.setattr(cli_common, "at_terminal", lambda: True)
         res = bead("vault", "init", "--kind", "x25519", input=f"{PASSPHRASE}\n{PASSPHRASE}\n")
         assert res.code == 0, res.err
@@ -496,7 +500,8 @@ def _standins(tmp_path: Path, keygen: str = "keygen", plugin: bool = True) -> Pa
     return bin_dir
 
 
-def test_hybrid_key_when_age_plugin_pq_is_on_path_through_the_plugin_protocol(bead, bead_home, tmp_path, monkeypatch):
+def test_hybrid_key_when_age_plugin_pq_is_on_path_through_the_plugin_protocol(bead, bead_home, tmp_path, monkeypatch,
+                                                                              low_work_factor):
     monkeypatch.setenv("PATH", f"{_standins(tmp_path)}{os.pathsep}{os.environ['PATH']}")
     res = bead("vault", "init", *PP, env=PP_ENV)
     assert res.code == 0, res.err
@@ -522,7 +527,8 @@ def test_hybrid_key_when_age_plugin_pq_is_on_path_through_the_plugin_protocol(be
     assert leftovers(bead_home, SECRET, SECRET2) == []
 
 
-def test_an_age_keygen_without_pq_makes_an_x25519_vault_and_says_why(bead, bead_home, tmp_path, monkeypatch):
+def test_an_age_keygen_without_pq_makes_an_x25519_vault_and_says_why(bead, bead_home, tmp_path, monkeypatch,
+                                                                     low_work_factor):
     monkeypatch.setenv("PATH", f"{_standins(tmp_path, keygen='old-keygen')}{os.pathsep}{os.environ['PATH']}")
     res = bead("vault", "init", *PP, env=PP_ENV)
     assert res.code == 0 and "X25519" in res.out

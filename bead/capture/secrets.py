@@ -21,7 +21,8 @@ from importlib import resources
 from typing import Any
 
 import re2
-import yaml
+
+from .. import yamlsafe
 
 # Every pattern runs on text an attacker may have written (a pasted README,
 # a tool's output), so every one runs on RE2: time linear in the text, never
@@ -141,7 +142,7 @@ def _rule(r: dict, source: str) -> Rule:
 @lru_cache(maxsize=1)
 def ruleset() -> Ruleset:
     text = resources.files("bead.capture").joinpath("rules.yaml").read_text(encoding="utf-8")
-    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    data = yamlsafe.load(text)
     gl = data["gitleaks"]
     # gitleaks' rules first: where one of bead's matches the same span, the provider's name wins.
     rules_ = tuple(_rule(r, "gitleaks") for r in gl["rules"]) + tuple(_rule(r, "bead") for r in data["rules"])

@@ -12,8 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .. import yamlsafe
 from ..core.memory import Memory
 from ..errors import BeadError
 
@@ -67,10 +66,10 @@ def _check(node: Any, shape: dict[str, set[str] | None], where: str, pattern: st
 def load(path: str | Path) -> dict:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlsafe.load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BeadError(f"no suite at {path}", "give the path of a suite YAML file") from None
-    except yaml.YAMLError as exc:
+    except yamlsafe.Error as exc:
         raise BeadError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax") from None
     if not isinstance(data, dict) or "kind" not in data or "name" not in data:
         raise BeadError(f"{path}: a suite needs `kind` and `name` at the top level", FORMAT_HINT)

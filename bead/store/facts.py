@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from .. import yamlsafe
 from ..errors import BeadError, KeySealed, RefusedWrite
 from ..paths import Home, version_number
 from . import files as safe
@@ -35,9 +36,6 @@ from .audit import AuditLog, Tombstones, iso
 from .keys import PERSON_TRUSTS, SENSITIVITIES, TRUSTS, TYPES, check_choice, scope_of, validate_key
 from .locks import flocked
 
-# libyaml's C loader when PyYAML has it: parsing frontmatter dominates reindex.
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # The frontmatter of a version file, in the order it is written: the one list
 # of a fact's fields (the body follows the frontmatter).
 FIELDS = (
@@ -87,7 +85,7 @@ class Fact:
         return out
 
     def render(self) -> bytes:
-        front = yaml.dump(self.frontmatter(), Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+        front = yaml.dump(self.frontmatter(), Dumper=yamlsafe.Dumper, sort_keys=False, allow_unicode=True,
                           default_flow_style=False, width=1000)
         return f"---\n{front}---\n{self.body}\n".encode()
 
@@ -114,7 +112,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
         else:
             raise ValueError("the frontmatter has no closing `---` line")
     try:
-        meta = yaml.load(text[4:end + 1], Loader=_Loader)
+        meta = yamlsafe.load(text[4:end + 1])
     except yaml.YAMLError as exc:
         raise ValueError(f"frontmatter is not valid YAML ({getattr(exc, 'problem', exc)})") from None
     if not isinstance(meta, dict):
