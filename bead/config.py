@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from . import yamlsafe
 from .errors import BeadError
 from .paths import Home
 
@@ -251,7 +252,7 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
             values[key] = _validate(value_node, typing.cast(type, hint), dotted, where)
             continue
         spec = fields[key]
-        value = yaml.safe_load(yaml.serialize(value_node))
+        value = yaml.constructor.SafeConstructor().construct_document(value_node)
         kinds = _kinds(hint)
         # YAML's `yes`/`true` are bools, and bool is an int in Python.
         if not any(_conforms(value, k) for k in kinds):
@@ -275,7 +276,7 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
 def parse(text: str, where: str = "config.yaml") -> Config:
     """Parse and validate config text; raise BeadError naming the line."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=yamlsafe.Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""
