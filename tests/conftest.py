@@ -11,6 +11,7 @@ signals, races between processes, the console entry, service logs.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import socket
@@ -71,6 +72,13 @@ def all_bytes_under(root: Path) -> dict[Path, bytes]:
             p = Path(dirpath) / name
             out[p] = p.read_bytes()
     return out
+
+
+def pytest_collection_finish(session) -> None:
+    """The collected tests, modules and libraries live until the end: the garbage collector need not
+    walk them again (each worker spent 1-1.6 s in about 2,500 collections)."""
+    gc.freeze()
+    gc.set_threshold(20000, 50, 50)
 
 
 # ----- the CLI ----------------------------------------------------------------

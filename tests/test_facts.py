@@ -103,32 +103,6 @@ class TestCrash:
         assert frontmatter(d / "v2.md")["status"] == "superseded"
 
 
-class TestConcurrentWriters:
-    """8 processes writing one key: contiguous versions, nothing lost."""
-
-    def test_eight_processes(self, mem, bead_home):
-        script = textwrap.dedent(f"""
-            import sys
-            from bead.core.memory import Memory
-            from bead.paths import Home
-            from bead.config import Config
-            from pathlib import Path
-            m = Memory(Home(Path({str(bead_home)!r})), Config(owner="tester"))
-            for j in range(5):
-                m.write("project/app/counter", f"value from writer {{sys.argv[1]}} round {{j}}", "project")
-        """)
-        procs = [subprocess.Popen([sys.executable, "-c", script, str(i)]) for i in range(8)]
-        assert [p.wait(timeout=120) for p in procs] == [0] * 8
-        kv = mem.versions("project/app/counter")
-        assert kv.numbers == tuple(range(1, 41))
-        assert sorted(f.body for f in kv.facts) == sorted(
-            f"value from writer {i} round {j}" for i in range(8) for j in range(5))
-        assert [f.status for f in kv.facts].count("current") == 1
-        assert kv.facts[-1].status == "current"
-        hits = search_facts(mem.index, "writer round", limit=50)
-        assert [h.id for h in hits] == ["project/app/counter@v40"]
-
-
 class TestMalformedFiles:
     """A file that does not parse is reported and skipped, never rewritten."""
 

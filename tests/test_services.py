@@ -61,7 +61,7 @@ def test_indexer_and_dream_worker_end_to_end(bead_home, tmp_path):
 
 
 def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
-    """Proxy, indexer, dream worker and 4 CLI writers at once: every write lands, integrity holds.
+    """Proxy, indexer, dream worker and 8 CLI writers at once: every write lands, integrity holds.
 
     The proxy is served in this (the test's) process, on a real socket; the
     others are processes of their own, so five or more processes share the store.
@@ -92,7 +92,7 @@ def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
 
         with ThreadPoolExecutor(8) as ex:
             traffic = [ex.submit(proxy_traffic, i) for i in range(20)]
-            writes = list(ex.map(cli_write, range(16)))
+            writes = list(ex.map(cli_write, range(8)))
             for f in traffic:
                 f.result()
         assert all(code == 0 for code, _, _ in writes), [e for c, e, _ in writes if c]
@@ -100,7 +100,7 @@ def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
         with Memory(home, Config(owner="t")) as m:
             assert m.index.integrity_check() == "ok"
             ids = {h.id for h in search_facts(m.index, "concurrent value number", limit=50)}
-            assert ids == {f"project/load/fact-{i}@v1" for i in range(16)}
+            assert ids == {f"project/load/fact-{i}@v1" for i in range(8)}
             assert len(list(m.raw.files())) >= 20
     finally:
         proxy.close()
