@@ -414,7 +414,7 @@ class ServedProxy:
         self._stop: asyncio.Event | None = None
         self.thread = threading.Thread(target=self._run, args=(cfg,), name="served-proxy", daemon=True)
         self.thread.start()
-        if not eventually(self._answers):
+        if not eventually(self._answers, step=0.003):
             self.close()
             raise RuntimeError(f"the served proxy did not answer /bead/health: {self.error!r}")
 

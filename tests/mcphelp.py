@@ -249,7 +249,7 @@ class Jwks:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/.well-known/jwks.json"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.005}, daemon=True)
         self.thread.start()
 
     def mint(self, actor: str | None = "ana@example.com", *, exp_in: int = 600, aud: str | None = None,

@@ -8,6 +8,7 @@ bead/index, and the CLI starts without loading the server, scheduler, watcher or
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import subprocess
@@ -37,14 +38,20 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imported(path: Path) -> set[str]:
+@functools.cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of the module at ``path`` (parsed once per test process: several tests walk every module)."""
+    return tuple(ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))))
+
+
+@functools.cache
+def imported(path: Path) -> frozenset[str]:
     """Every module name ``path`` imports, anywhere in the file (functions and TYPE_CHECKING blocks too),
     relative imports resolved; ``from X import y`` gives both X and X.y (y may be a submodule)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -62,7 +69,7 @@ def imported(path: Path) -> set[str]:
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module" and node.args:
             if isinstance(node.args[0], ast.Constant):
                 out.add(str(node.args[0].value))
-    return out
+    return frozenset(out)
 
 
 def violations(paths: list[Path], forbidden: tuple[str, ...]) -> list[str]:
@@ -149,7 +156,7 @@ def test_mcp_servers_only_translate():
     assert violations(files, ("bead.store", "bead.index", "sqlite3", "pysqlite3", "sqlite_utils", "pathlib",
                               "os", "shutil")) == []
     for p in files:
-        calls = [n for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))) if isinstance(n, ast.Call)
+        calls = [n for n in nodes(p) if isinstance(n, ast.Call)
                  and getattr(n.func, "id", None) == "open"]
         assert calls == [], f"{rel(p)} opens a file"
     used = set().union(*(imported(p) for p in files))
@@ -164,13 +171,13 @@ def test_the_core_query_functions_do_no_sql_of_their_own():
 
 def test_no_sql_outside_the_index():
     """No module outside bead/index holds SQL keywords in a string literal."""
-    assert any(SQL.search(n.value) for n in ast.walk(ast.parse((PKG / "index" / "db.py").read_text()))
+    assert any(SQL.search(n.value) for n in nodes(PKG / "index" / "db.py")
                if isinstance(n, ast.Constant) and isinstance(n.value, str)), "the pattern finds the index's SQL"
     bad = []
     for p in modules():
         if p.is_relative_to(PKG / "index"):
             continue
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"), str(p))):
+        for node in nodes(p):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.search(node.value):
                 bad.append(f"{rel(p)}:{node.lineno}: {node.value[:60]!r}")
     assert bad == []
@@ -179,12 +186,12 @@ def test_no_sql_outside_the_index():
 def test_no_connection_access_outside_the_index():
     """No module outside bead/index touches an attribute named `conn` or `_conn` of anything."""
     assert any(isinstance(n, ast.Attribute) and n.attr == "_conn"
-               for n in ast.walk(ast.parse((PKG / "index" / "db.py").read_text()))), "the walk finds the index's own use"
+               for n in nodes(PKG / "index" / "db.py")), "the walk finds the index's own use"
     bad = []
     for p in modules():
         if p.is_relative_to(PKG / "index"):
             continue
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"), str(p))):
+        for node in nodes(p):
             if isinstance(node, ast.Attribute) and node.attr in ("conn", "_conn"):
                 bad.append(f"{rel(p)}:{node.lineno}: .{node.attr}")
             elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "setattr", "hasattr")
