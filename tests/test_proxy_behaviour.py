@@ -470,6 +470,17 @@ def test_why_explains_a_request(proxy_client, upstream, bead_home, tmp_path, bea
     assert bead("why", "5", "--trace", str(trace)).code == 1
 
 
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_path_under_static_is_forwarded_like_any_other(proxy_client, upstream, method):
+    """Quart serves /static/<file> from the package by default; the proxy has no such route. Both the owner's
+    path (after the token) and a plain one reach the upstream."""
+    proxy = proxy_client()
+    for owner in (True, False):
+        status, _, _ = proxy.request(method, "/static/app.js", b"{}" if method == "POST" else b"", owner=owner)
+        assert status == 200, (owner, status)
+        assert (upstream.requests[-1].method, upstream.requests[-1].path) == (method, "/static/app.js")
+
+
 def test_encoded_path_passes_unchanged(served_proxy, upstream):
     """A real socket: the path as the client wrote it on the wire, %2F included, reaches the upstream."""
     url = served_proxy().url

@@ -115,7 +115,7 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
     """The proxy app. ``token`` marks the owner's requests (default: the home's); ``owner_uid`` is the
     UID whose loopback connections count as the owner's on Linux (default: the home's owner);
     ``openai_upstream`` takes the paths under /openai (default: config ``proxy.openai_upstream``)."""
-    app = ProxyApp("bead.proxy")
+    app = ProxyApp("bead.proxy", static_folder=None)   # no /static route: every path is forwarded
     app.config.update(MAX_CONTENT_LENGTH=None, BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None)
     base = httpx.URL(upstream.rstrip("/"))
     bases = {"anthropic": base,
