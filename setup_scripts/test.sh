@@ -13,6 +13,23 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$repo[test]"
   printf '%s\n' "$want" > "$stamp"
 fi
+# MCP Inspector's CLI for the one test that drives bead's MCP server with it: into .venv-test,
+# once, where npm and Node.js 20 or later are installed (its CLI is checked on Node 20 here; it
+# asks for 22; npm only warns). Without them, or offline, that test skips and says why.
+inspector_version=2.12.0
+inspector="$venv/npm/node_modules/.bin/mcp-inspector"
+if [ -z "${BEAD_MCP_INSPECTOR:-}" ] && command -v npm >/dev/null 2>&1 \
+   && node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null; then
+  if [ ! -x "$inspector" ] || [ "$(cat "$venv/npm/.version" 2>/dev/null)" != "$inspector_version" ]; then
+    if npm install --prefix "$venv/npm" --silent --no-audit --no-fund \
+         "@modelcontextprotocol/inspector@$inspector_version" >/dev/null 2>&1; then
+      printf '%s\n' "$inspector_version" > "$venv/npm/.version"
+    else
+      echo "test.sh: could not install MCP Inspector with npm; its test will skip" >&2
+    fi
+  fi
+  [ -x "$inspector" ] && BEAD_MCP_INSPECTOR="$inspector" && export BEAD_MCP_INSPECTOR
+fi
 cd "$repo"
 # The tests' homes live in memory where the machine has a tmpfs: bead fsyncs every
 # write, and the tests check what is written and in what order, not the disk's
