@@ -17,6 +17,7 @@ import dataclasses
 import difflib
 import getpass
 import os
+import reprlib
 import types
 import typing
 from collections.abc import Callable
@@ -25,7 +26,6 @@ from typing import Any
 
 import yaml
 
-from . import yamlsafe
 from .errors import BeadError
 from .paths import Home
 
@@ -226,6 +226,12 @@ def _type_name(kinds: tuple[Any, ...]) -> str:
     return " or ".join(dict.fromkeys(name(k) for k in kinds))
 
 
+# A value shown in an error stays short whatever the file holds (aliases can nest a few bytes of YAML
+# into millions of items).
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlist, _SHOWN.maxdict = 2, 80, 80, 6, 6
+
+
 def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
     if isinstance(node, yaml.ScalarNode) and node.value in ("", "~", "null"):
         return cls()
@@ -252,18 +258,23 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
             values[key] = _validate(value_node, typing.cast(type, hint), dotted, where)
             continue
         spec = fields[key]
-        value = yaml.constructor.SafeConstructor().construct_document(value_node)
+        try:
+            value = yaml.constructor.SafeConstructor().construct_document(value_node)
+        except (yaml.YAMLError, ValueError, KeyError, TypeError) as exc:   # `!foo x`, `!!int abc`, `!!bool maybe`
+            raise BeadError(f"{where} line {line}: `{dotted}` has a value YAML cannot build: "
+                            f"{getattr(exc, 'problem', None) or exc.__class__.__name__}",
+                            f"write a plain value on line {line} (default: {spec.default!r})") from None
         kinds = _kinds(hint)
         # YAML's `yes`/`true` are bools, and bool is an int in Python.
         if not any(_conforms(value, k) for k in kinds):
             raise BeadError(
-                f"{where} line {line}: `{dotted}` must be {_type_name(kinds)}, not {value!r}",
+                f"{where} line {line}: `{dotted}` must be {_type_name(kinds)}, not {_SHOWN.repr(value)}",
                 f"set `{dotted}` to {_type_name(kinds)} (default: {spec.default!r})",
             )
         choices = spec.metadata.get("choices")
         if choices and value is not None and value not in choices:
             raise BeadError(
-                f"{where} line {line}: `{dotted}` is {value!r}, which is not one of {', '.join(map(str, choices))}",
+                f"{where} line {line}: `{dotted}` is {_SHOWN.repr(value)}, which is not one of {', '.join(map(str, choices))}",
                 f"set `{dotted}` to one of: {', '.join(map(str, choices))}",
             )
         check = spec.metadata.get("check")
@@ -276,7 +287,9 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
 def parse(text: str, where: str = "config.yaml") -> Config:
     """Parse and validate config text; raise BeadError naming the line."""
     try:
-        node = yaml.compose(text, Loader=yamlsafe.Loader)
+        # PyYAML's own parser, not libyaml's: it reads what bead always accepted (`{a:[b]}`, tabs are
+        # errors) and its messages say which character is wrong; the file is a few lines.
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""

@@ -68,6 +68,32 @@ class TestConfigErrors:
         with pytest.raises(BeadError):
             config.parse("dream:\n  decay_days: yes\n")
 
+    def test_a_flow_mapping_with_unquoted_keys_is_read(self):
+        """What PyYAML's parser always accepted (libyaml refuses `{ana:[web]}`) still loads."""
+        c = config.parse('owner: ana\nmcp:\n  projects: {ana:[web], bo:["*"]}\n')
+        assert c.mcp.projects == {"ana": ["web"], "bo": ["*"]}
+
+    def test_a_tab_in_a_value_is_an_error_that_names_the_character(self):
+        with pytest.raises(BeadError) as e:
+            config.parse("owner:\tana\n")
+        assert "line 1" in e.value.message and "\\t" in e.value.message
+
+    @pytest.mark.parametrize("text,line", [("owner: !foo x\n", 1), ("owner: x\nproxy:\n  recall_deadline_ms: !!int abc\n", 3),
+                                           ("owner: x\nproxy:\n  listen: !!bool maybe\n", 3)])
+    def test_a_value_yaml_cannot_build_names_its_line(self, text, line):
+        with pytest.raises(BeadError) as e:
+            config.parse(text)
+        assert f"line {line}" in e.value.message and "cannot build" in e.value.message and e.value.hint
+
+    def test_a_value_nested_by_aliases_is_shown_short(self):
+        """Six lines of anchors make a list of 531,441 strings; the error shows a few of them."""
+        levels = ['&a ["xxxxxxxx", "x", "x", "x", "x", "x", "x", "x", "x"]']
+        levels += [f"&{n} [{', '.join([f'*{p}'] * 9)}]" for p, n in zip("abcde", "bcdef", strict=True)]
+        with pytest.raises(BeadError) as e:
+            config.parse(f"owner: [{', '.join(levels)}]\n")
+        assert "line 1" in e.value.message and "must be a string" in e.value.message
+        assert len(e.value.message) < 1000
+
     def test_cli_reports_config_error_and_exit_1(self, bead, bead_home):
         bead_home.mkdir(parents=True)
         (bead_home / "config.yaml").write_text("ownr: ben\n")

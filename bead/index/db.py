@@ -151,8 +151,9 @@ _SCHEMA = (
     # SQLite reads each through its own index instead of scanning every row.
     "CREATE INDEX idx_facts_type_current ON facts(type, current)",
     "CREATE INDEX idx_facts_scope_current ON facts(scope, current)",
-    # The facts' words: an external-content FTS5 table that triggers keep current.
-    "CREATE VIRTUAL TABLE facts_fts USING fts5(key_text, body, tokenize='porter', content='facts')",
+    # The facts' words: an external-content FTS5 table that triggers keep current (content="facts" as
+    # sqlite-utils writes it, so its detect_fts() finds the table).
+    """CREATE VIRTUAL TABLE facts_fts USING fts5(key_text, body, tokenize='porter', content="facts")""",
     "CREATE TRIGGER facts_ai AFTER INSERT ON facts BEGIN "
     "INSERT INTO facts_fts (rowid, key_text, body) VALUES (new.rowid, new.key_text, new.body); END",
     "CREATE TRIGGER facts_ad AFTER DELETE ON facts BEGIN "
