@@ -326,6 +326,7 @@ class TestConversation:
     def test_conversation_lock_is_per_conversation(self, proxy_client, upstream, bead_home):
         """While one conversation's lock is held, another conversation still goes through."""
         proxy = proxy_client()
+        proxy.engine.deadline_s = 0.5   # the default: conv-a waits that long for its lock
         body_a, hdr_a = req("first conversation", session="conv-a")
         post(proxy, body_a, hdr_a)                      # creates conv-a's state
         lock = next((bead_home / "sessions").glob("conv-a-*.lock"))

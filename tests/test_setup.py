@@ -224,7 +224,9 @@ def test_services_from_their_unit_lines_work_end_to_end(tmp_path):
                                             "turns": [1]}], "episode": {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}})
     model.by_system[second.SYSTEM[:80]] = json.dumps({"kind": "fact", "reason": "a fact"})
     plan.home.ensure()
-    plan.home.config.write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n  upstream: {upstream.url}\n"
+    # A generous deadline: this machine runs three test workers and their processes on two cores, and the
+    # request below must get its memory, not fail open (conftest.TEST_DEADLINE_S says the same).
+    plan.home.config.write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n  upstream: {upstream.url}\n  recall_deadline_ms: 10000\n"
                                 f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n")
     (plan.home.store / "dream").mkdir(parents=True, exist_ok=True)
     (plan.home.store / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2020-01-01T00:00:00Z"}))
