@@ -132,7 +132,7 @@ def invoke_cli(args, input: str | None = None, env: dict | None = None) -> Resul
 def low_work_factor(monkeypatch) -> None:
     """`bead vault init` seals the identity at scrypt work factor 10 instead of pyrage's calibrated
     second (and half a gigabyte): the same age format (pyrage and the age CLI open it), for init tests
-    about something else. tests/test_vault.py runs one init at the real cost and opens what it made."""
+    about something else. tests/test_vault.py runs one init at pyrage's real cost."""
     import age_scrypt
 
     from bead.vault import keys
