@@ -113,7 +113,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
             raise ValueError("the frontmatter has no closing `---` line")
     try:
         meta = yamlsafe.load(text[4:end + 1])
-    except yaml.YAMLError as exc:
+    except yamlsafe.Error as exc:
         raise ValueError(f"frontmatter is not valid YAML ({getattr(exc, 'problem', exc)})") from None
     if not isinstance(meta, dict):
         raise ValueError("frontmatter is not a mapping")
