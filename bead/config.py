@@ -78,6 +78,11 @@ class RecallSettings:
     evidence_threshold: float = setting(1.2, "the default gate's strong-match bar", check=_positive)
     max_facts: int = setting(2, check=_positive)
     max_excerpts: int = setting(2)
+    pointers: int = setting(5, "keys of facts not shown that the cue block may point to per turn (key, title, trust "
+                               "mark; the agent opens one with get_memory or `bead show`); 0 turns pointers off",
+                            check=lambda v: None if v >= 0 else "must be 0 or more")
+    pointer_budget_tokens: int = setting(80, "the most the pointers of one turn may add to the prompt",
+                                         check=_positive)
 
 
 @dataclass(frozen=True)

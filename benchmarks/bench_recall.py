@@ -6,7 +6,10 @@
 Runs the recorded Claude Code requests (3 rounds, each a new conversation)
 through the proxy engine's prepare step against a generated store and prints
 p50/p95 of the recall step (cue extraction, fact and raw search, the gate,
-rendering) and of the whole prepare step (capture, pinned block, splicing).
+pointers, rendering) and of the whole prepare step (capture, pinned block,
+splicing). Two engines take turns over the same store, round by round: the
+default one (pointers on) and one with ``recall.pointers: 0``, the baseline
+measured in the same run; the ratios compare them.
 """
 
 from __future__ import annotations
@@ -39,21 +42,32 @@ def main() -> None:
         mem, *_ = bench_store.generated(root, args.facts, args.turns)
         home = mem.home
         mem.close()
-        engine = Engine(home, parse(""))
+        engines = {"pointers on (default)": Engine(home, parse("")),
+                   "pointers off (baseline)": Engine(home, parse("recall:\n  pointers: 0\n"))}
         reqs = bench_proxy.load_requests()
-        recall, prepare = [], []
+        recall: dict[str, list[float]] = {name: [] for name in engines}
+        prepare: dict[str, list[float]] = {name: [] for name in engines}
+        pointed = 0
         for i in range(4):
-            for _path, _headers, body in reqs:
-                p = engine.prepare(body, {"x-bead-session": f"round-{i}"})
-                if i == 0 or "prepare_ms" not in p.trace:
-                    continue  # warm-up round (IDF statistics, caches) and side requests
-                prepare.append(p.trace["prepare_ms"])
-                if "recall_ms" in p.trace:
-                    recall.append(p.trace["recall_ms"])
+            for name, engine in engines.items():
+                for _path, _headers, body in reqs:
+                    p = engine.prepare(body, {"x-bead-session": f"{name[:8]}-round-{i}"})
+                    if i == 0 or "prepare_ms" not in p.trace:
+                        continue  # warm-up round (IDF statistics, caches) and side requests
+                    prepare[name].append(p.trace["prepare_ms"])
+                    if "recall_ms" in p.trace:
+                        recall[name].append(p.trace["recall_ms"])
+                    pointed += bool(p.trace.get("pointers"))
         q = lambda v: statistics.quantiles(v, n=20)[-1]  # noqa: E731
-        print(f"store: {args.facts:,} facts, {args.turns:,} raw turns; {len(prepare)} requests, {len(recall)} recall steps")
-        print(f"recall step  p50 {statistics.median(recall):6.2f} ms  p95 {q(recall):6.2f} ms")
-        print(f"prepare      p50 {statistics.median(prepare):6.2f} ms  p95 {q(prepare):6.2f} ms")
+        n = len(prepare["pointers on (default)"])
+        print(f"store: {args.facts:,} facts, {args.turns:,} raw turns; {n} requests per engine, "
+              f"{pointed} of them with pointers")
+        for name in engines:
+            print(f"{name:<24} recall step  p50 {statistics.median(recall[name]):6.2f} ms  p95 {q(recall[name]):6.2f} ms"
+                  f"   prepare  p50 {statistics.median(prepare[name]):6.2f} ms  p95 {q(prepare[name]):6.2f} ms")
+        on, off = recall["pointers on (default)"], recall["pointers off (baseline)"]
+        print(f"pointers on / off: recall step p50 x{statistics.median(on) / statistics.median(off):.2f}, "
+              f"p95 x{q(on) / q(off):.2f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -13,7 +13,7 @@ import yaml
 
 from bead.errors import BeadError, RefusedWrite
 from bead.recall.rank import search_facts
-from bead.store.facts import FIELDS, split_frontmatter
+from bead.store.facts import FIELDS, OPTIONAL_FIELDS, split_frontmatter
 
 
 def frontmatter(path):
@@ -36,9 +36,13 @@ class TestRule:
         res = mem.write("user/editor", "Neovim with the LazyVim config.", "user")
         assert res.fact.path == mem.home.facts / "user" / "editor" / "v1.md"
         meta, body = split_frontmatter(res.fact.path.read_text())
-        assert tuple(meta) == FIELDS
+        assert tuple(meta) == tuple(f for f in FIELDS if f not in OPTIONAL_FIELDS), "no title given: no title line"
         assert meta["id"] == "user/editor@v1" and meta["trust"] == "user_stated"
         assert body.strip() == "Neovim with the LazyVim config."
+        titled = mem.write("user/shell", "fish, with set -x NAME value", "user", title="The person's shell")
+        meta, _ = split_frontmatter(titled.fact.path.read_text())
+        assert tuple(meta) == FIELDS and meta["title"] == "The person's shell"
+        assert mem.current("user/shell").title == "The person's shell"
 
     def test_same_body_and_type_writes_nothing(self, mem):
         mem.write("user/editor", "vim", "user")

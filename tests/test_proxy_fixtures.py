@@ -49,6 +49,12 @@ def seed(bead_home):
     mem.write("user/answers", "Keep answers short; no summaries at the end.", "feedback")
     mem.write("project/demo/reports", "When asked to report files, list the working directory as a table with sizes.", "project")
     mem.write("project/other/secret-plan", "Another project's plan that must never show up in demo.", "project")
+    # What an agent observed in earlier sessions: never in the pinned block, so later turns get pointers to them.
+    for key, body in (("project/demo/readme-sections", "The demo README has three sections: build, run and license."),
+                      ("project/demo/go-toolchain", "The demo builds with Go 1.22; go.mod pins the toolchain."),
+                      ("project/demo/folder-layout", "The folder holds main.go, go.mod and the README at the top level."),
+                      ("project/demo/subagent-files", "Subagents list files with ls -la and report sizes in bytes.")):
+        mem.write(key, body, "project", trust="agent_observed")
     mem.close()
 
 
@@ -136,6 +142,30 @@ class TestCachePrefix:
         assert "Helix" in last and "working directory as a table" in last
         assert "Another project's plan" not in last
         assert "cache_control" not in system_blocks(got.body)[-1].decode()
+
+
+class TestPointers:
+    """Later turns point to facts the conversation was not shown, in the newest user message only."""
+
+    def test_pointers_in_the_newest_user_message(self, replay):
+        from bead.recall.render import POINTER_HEAD
+
+        pointed = 0
+        for rec, got in replay:
+            orig = json.loads(base64.b64decode(rec["body_b64"]))
+            out = json.loads(got.body)
+            newest = json.dumps(out["messages"][-1])
+            if POINTER_HEAD in newest and POINTER_HEAD not in json.dumps(orig["messages"][-1]):
+                pointed += 1
+                assert "project/demo/" in newest and "project/other/" not in newest
+                # Pointers give keys and titles, never the value of a fact the turn was not shown.
+                assert "report sizes in bytes" not in newest.split(POINTER_HEAD, 1)[1]
+            # Nothing of bead's is added to a message the harness sent before (those keep their bytes:
+            # TestCachePrefix); only re-added blocks recorded for them.
+            for i, m in enumerate(orig["messages"][:-1]):
+                if POINTER_HEAD not in json.dumps(m):
+                    assert json.dumps(out["messages"][i]).count(POINTER_HEAD) <= 1
+        assert pointed >= 2, "later turns of the recorded sessions got pointers"
 
 
 class TestHeaders:

@@ -21,10 +21,18 @@ import click
               help="mcp: run raw-recall and injection suites through the recall tool as an agent calls it "
                    "(the question, or the turn's newest user text, as the query), next to the proxy path's figures.")
 @click.option("--scale", "scales", type=click.IntRange(min=0), multiple=True,
-              help="Injection suites: add this many generated same-project facts, interleaved in write order, and "
-                   "report what reaches the model (pinned block + cue block) and the pinned block's tokens. "
-                   "Repeat for several sizes (0: the suite's own facts through the same path).")
-def eval_(files, as_json, details, split, wire, config_file, path, scales):
+              help="Injection suites: add this many distractor facts of the same project, interleaved in write order, "
+                   "and report what reaches the model (pinned block + cue block + pointers) and the pinned block's "
+                   "tokens. Repeat for several sizes (0: the suite's own facts through the same path).")
+@click.option("--distractors", type=click.Choice(["near-miss", "generated"]), default="near-miss", show_default=True,
+              help="With --scale: near misses (the project's words, other subjects, as a person writes facts) or the "
+                   "older per-module generated facts, for comparison.")
+@click.option("--cv", "cv_folds", type=click.IntRange(min=2),
+              help="Injection suites: choose among the settings of --grid by K-fold cross-validation over the turns "
+                   "(each a conversation), at each --scale; report fit and cross-validated figures.")
+@click.option("--grid", "grid_file", type=click.Path(exists=True, dir_okay=False),
+              help="With --cv: the candidate settings (evals/grids/*.yaml), simplest first.")
+def eval_(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file):
     """Run eval suites (kind: supersession, raw-recall, injection, poisoning) in temporary homes.
 
     A suite never touches your store. With several raw-recall files, a pooled
@@ -32,10 +40,16 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales):
     """
     from ..evals import injection, poisoning, rawrecall, suite, supersession
 
+    if cv_folds or grid_file:
+        if not (cv_folds and grid_file):
+            from ..errors import BeadError
+
+            raise BeadError("--cv and --grid go together", "give both: e.g. --cv 5 --grid evals/grids/pointers.yaml")
+        return _cv(files, as_json, details, cv_folds, grid_file, list(scales), distractors)
     if path == "mcp":
         return _mcp_path(files, as_json, details, split, config_file)
     if scales:
-        return _scaled(files, as_json, details, split, config_file, scales)
+        return _scaled(files, as_json, details, split, config_file, scales, distractors)
     results = []
     for f in files:
         s = suite.load(f)
@@ -88,7 +102,23 @@ def _mcp_path(files, as_json, details, split, config_file) -> None:
             click.echo(mcppath.table(r))
 
 
-def _scaled(files, as_json, details, split, config_file, scales) -> None:
+def _cv(files, as_json, details, k, grid_file, scales, distractors) -> None:
+    from ..evals import cv, suite
+
+    settings = cv.load_grid(grid_file)
+    for f in files:
+        s = suite.load(f)
+        if s["kind"] != "injection":
+            click.echo(f"{s['name']}: skipped (--cv applies to injection suites)", err=True)
+            continue
+        r = cv.run(s, settings, scales, k, distractors)
+        if as_json:
+            click.echo(json.dumps(r if details else {k2: v for k2, v in r.items() if k2 != "folds"}, ensure_ascii=False))
+        else:
+            click.echo(cv.table(r))
+
+
+def _scaled(files, as_json, details, split, config_file, scales, distractors="near-miss") -> None:
     from pathlib import Path
 
     from ..evals import scaled, suite
@@ -100,7 +130,7 @@ def _scaled(files, as_json, details, split, config_file, scales) -> None:
             click.echo(f"{s['name']}: skipped (--scale applies to injection suites)", err=True)
             continue
         for n in scales:
-            r = scaled.run(s, n, split=split, config_text=text)
+            r = scaled.run(s, n, split=split, config_text=text, kind=distractors)
             if as_json:
                 click.echo(json.dumps(r if details else _without_details(r), ensure_ascii=False))
             else:

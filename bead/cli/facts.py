@@ -18,8 +18,10 @@ from .common import INDEX_LATER, emit, json_option, open_memory
               type=click.Choice(["user_stated", "agent_observed", "dream_inferred"]))
 @click.option("--sensitivity", default="private", show_default=True, type=click.Choice(["public", "private", "secret"]))
 @click.option("--pin/--no-pin", default=None, help="Pin the fact (kept in the pinned block). Default: as before.")
+@click.option("--title", help="A short name for the fact, at most 8 words, shown where bead points to it without "
+                              "its value. Default: the value's first words.")
 @json_option
-def write(key, text, type_, trust, sensitivity, pin, as_json):
+def write(key, text, type_, trust, sensitivity, pin, title, as_json):
     """Write TEXT as the new value of KEY (TEXT `-` reads stdin).
 
     Applies the supersession rule: the new version gets the next number and
@@ -34,7 +36,7 @@ def write(key, text, type_, trust, sensitivity, pin, as_json):
     if text == "-":
         # Read one character past the limit at most: the store's check then names the limit.
         text = sys.stdin.read(mem.config.store.max_fact_bytes + 1)
-    result = mem.write(key, text, type_, trust=trust, sensitivity=sensitivity, pinned=pin)
+    result = mem.write(key, text, type_, trust=trust, sensitivity=sensitivity, pinned=pin, title=title)
     superseded = result.superseded.id if result.superseded else (result.fact.supersedes if result.sealed else None)
     data = {"id": result.fact.id, "written": result.written, "superseded": superseded,
             "path": str(result.fact.path), "indexed": result.indexed, "sealed": result.sealed}
@@ -71,7 +73,11 @@ def _print_problems(problems) -> None:
 @click.option("--all", "all_versions", is_flag=True, help="Every version, oldest first.")
 @json_option
 def show(key, all_versions, as_json):
-    """Print the current value of KEY."""
+    """Print the current value of KEY.
+
+    Reading the current value counts as a use of the fact (audit.log `open`), as the agent's get_memory
+    does: the pinned block favours facts in use.
+    """
     from ..errors import BeadError
 
     mem = open_memory()
@@ -82,6 +88,8 @@ def show(key, all_versions, as_json):
         raise BeadError(f"no fact under {key}", "list keys with `bead search` or write one with `bead write`")
     facts = list(kv.facts) if all_versions else [kv.current]
     data = [f.as_dict() | {"current": f is kv.current} for f in facts]
+    if not all_versions and kv.current is not None:
+        mem.note_use([kv.current.key], "open")
 
     def human(rows):
         for r in rows:

@@ -118,7 +118,7 @@ class Memory:
     def write(self, key: str, body: str, type: str, trust: str = "user_stated",
               sensitivity: str = "private", pinned: bool | None = None,
               sources: Iterable[str] = (), owner: str | None = None,
-              check: Callable[[Fact | None], None] | None = None) -> WriteResult:
+              check: Callable[[Fact | None], None] | None = None, title: str | None = None) -> WriteResult:
         """Write a new version; the file is the commit, the index follows (``indexed`` says whether it did).
 
         ``sensitivity="secret"`` seals: the key's plaintext versions are sealed
@@ -135,7 +135,7 @@ class Memory:
                 raise BeadError("a secret write takes no owner or check", "write it as the home's owner")
             return write_secret(self, key, body, type, trust=trust, pinned=pinned, sources=tuple(sources))
         result = self.facts.write(key, body, type, trust=trust, sensitivity=sensitivity,
-                                  pinned=pinned, sources=tuple(sources), owner=owner, check=check)
+                                  pinned=pinned, sources=tuple(sources), owner=owner, check=check, title=title)
         if result.written:
             fact, marked = result.fact, result.marked
             done = self._catch_up(lambda idx: idx.add_version(fact, marked), f"write of {fact.id}")
@@ -216,7 +216,8 @@ class Memory:
         return False
 
     def note_use(self, keys: Iterable[str], kind: str, **fields: object) -> None:
-        """The agent recalled these facts (``recall``), or they were reinforced (``reinforce``): audit.log
+        """The agent recalled these facts (``recall``) or opened one (``open``), or they were reinforced
+        (``reinforce``): audit.log
         records it (one ``key``, or ``keys``), and the index's ``uses`` rows, which the pinned block counts,
         follow if the index is free within USE_INDEX_MS (else a reindex derives them from audit.log)."""
         from ..index.db import IndexBusy, database_errors

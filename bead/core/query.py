@@ -223,11 +223,16 @@ def _versions(mem: Memory, key: str, viewer: Viewer):
     return kv
 
 
-def get_memory(mem: Memory, key: str, viewer: Viewer = LOCAL) -> FactView:
-    """The current version of ``key``: value, version, trust, sources (a dormant fact too, marked dormant)."""
+def get_memory(mem: Memory, key: str, viewer: Viewer = LOCAL, note: bool = False) -> FactView:
+    """The current version of ``key``: value, version, trust, sources (a dormant fact too, marked dormant).
+
+    ``note`` records the read as a use (``open``: the agent opened it, often from a pointer in the cue
+    block), which the pinned block counts as it counts recalls."""
     kv = _versions(mem, key, viewer)
     cur = kv.current
     assert cur is not None
+    if note:
+        mem.note_use([cur.key], "open")
     return FactView(viewer.shown_key(cur.key), viewer.shown_id(cur.id), cur.version, cur.type, cur.body, cur.trust,
                     cur.status, cur.valid_from, list(cur.sources), cur.pinned, len(kv.facts), cur.owner)
 

@@ -25,6 +25,7 @@ class CueRecord:
     hash: str
     text: str | None
     ids: list[str] = field(default_factory=list)
+    pointers: list[str] = field(default_factory=list)   # keys the block points to, not shown
 
 
 @dataclass
@@ -48,6 +49,11 @@ class ConversationState:
             out.update(c.ids)
         return out
 
+    @property
+    def pointed(self) -> set[str]:
+        """Keys this conversation was pointed to: never again."""
+        return {k for c in self.cues.values() for k in c.pointers}
+
     @classmethod
     def load(cls, home: Home, conversation_id: str) -> ConversationState:
         st = cls(home.session_state(conversation_id), home.root)
@@ -65,7 +71,7 @@ class ConversationState:
                 st.has_pinned, st.pinned, st.pinned_ids = True, r.get("text"), list(r.get("ids") or [])
             elif kind == "cue":
                 st.cues[int(r["message"])] = CueRecord(int(r["message"]), r.get("hash", ""), r.get("text"),
-                                                       list(r.get("ids") or []))
+                                                       list(r.get("ids") or []), list(r.get("pointers") or []))
             elif kind == "ahead":
                 st.ahead = list(r.get("ids") or [])
             elif kind == "captured":
@@ -79,9 +85,13 @@ class ConversationState:
         self.append({"kind": "pinned", "text": text, "ids": ids})
         self.has_pinned, self.pinned, self.pinned_ids = True, text, ids
 
-    def add_cue(self, message: int, hash_: str, text: str | None, ids: list[str]) -> None:
-        self.append({"kind": "cue", "message": message, "hash": hash_, "text": text, "ids": ids})
-        self.cues[message] = CueRecord(message, hash_, text, ids)
+    def add_cue(self, message: int, hash_: str, text: str | None, ids: list[str],
+                pointers: list[str] | None = None) -> None:
+        record: dict[str, Any] = {"kind": "cue", "message": message, "hash": hash_, "text": text, "ids": ids}
+        if pointers:
+            record["pointers"] = pointers
+        self.append(record)
+        self.cues[message] = CueRecord(message, hash_, text, ids, list(pointers or []))
 
     def set_ahead(self, ids: list[str]) -> None:
         """The look-ahead judge's picks (fact ids), injected with the conversation's next request."""

@@ -121,7 +121,8 @@ def run(suite: dict, split: str | None = None, config_text: str = "", wire: str 
             keys = [i.rsplit("@v", 1)[0] for i in fact_ids]
             per_turn.append({"id": t["id"], "split": t.get("split", "dev"), "needs": list(t.get("needs") or []),
                              "injected": keys, "stale": [i for i in fact_ids if i != current.get(i.rsplit("@v", 1)[0])],
-                             "ms": ms, "rejected": trace.get("rejected", []), "pinned": sorted(pinned)})
+                             "ms": ms, "rejected": trace.get("rejected", []), "pinned": sorted(pinned),
+                             "pointed": list(cue.pointers), "pointer_tokens": cue.pointer_tokens})
     out = {"kind": "injection", "name": suite["name"], "wire": wire, "splits": {}}
     for name in sorted({t["split"] for t in per_turn}) + ["all"]:
         rows = [t for t in per_turn if name == "all" or t["split"] == name]
@@ -146,18 +147,37 @@ def figures(rows: list[dict]) -> dict:
         "p50_ms": round(percentile(ms, 50), 2), "p95_ms": round(percentile(ms, 95), 2),
         # Beyond FORMAT.md: needed keys present in the pinned block or the cue block.
         "delivered_with_pinned": round(delivered / needed, 3) if needed else None,
-    }
+        "delivered": round(delivered / needed, 3) if needed else None,
+    } | pointer_figures(rows, needed, lambda r: set(r["injected"]) | set(r.get("pinned", [])))
+
+
+def pointer_figures(rows: list[dict], needed: int, delivered_of, prefix: str = "") -> dict:
+    """What the pointers add (issue #22's names, which other tools read): ``reachable`` (needed keys delivered
+    or pointed to), ``pointers_per_turn``, ``pointer_tokens_mean``, ``pointer_precision`` (pointed keys that
+    were needed / pointed keys)."""
+    pointed = [set(r[prefix + "pointed"]) for r in rows]
+    reach = sum(len(set(r["needs"]) & (delivered_of(r) | p)) for r, p in zip(rows, pointed, strict=True))
+    n_pointed = sum(len(p) for p in pointed)
+    hits = sum(len(set(r["needs"]) & p) for r, p in zip(rows, pointed, strict=True))
+    return {"reachable": round(reach / needed, 3) if needed else None,
+            "pointers_per_turn": round(n_pointed / len(rows), 2) if rows else None,
+            "pointer_tokens_mean": round(sum(r[prefix + "pointer_tokens"] for r in rows) / len(rows), 1) if rows else None,
+            "pointer_precision": round(hits / n_pointed, 3) if n_pointed else None}
 
 
 def table(result: dict) -> str:
     wire = result.get("wire", "anthropic")
     lines = [f"{result['name']} (injection{'' if wire == 'anthropic' else ', ' + wire + ' wire'})",
              f"  {'split':<6} {'turns':>5} {'recall':>7} {'precision':>9} {'false-inj turns':>15} {'stale':>5} "
-             f"{'p50 ms':>7} {'p95 ms':>7} {'with pinned':>11}"]
+             f"{'p50 ms':>7} {'p95 ms':>7} {'with pinned':>11} {'reachable':>9} {'pointers/turn':>13} "
+             f"{'ptr tokens':>10} {'ptr precision':>13}"]
     for name, r in result["splits"].items():
         rec = "-" if r["recall"] is None else f"{r['recall']:.2f}"
         prec = "-" if r["precision"] is None else f"{r['precision']:.2f}"
         pin = "-" if r["delivered_with_pinned"] is None else f"{r['delivered_with_pinned']:.2f}"
+        reach = "-" if r["reachable"] is None else f"{r['reachable']:.2f}"
+        pprec = "-" if r["pointer_precision"] is None else f"{r['pointer_precision']:.2f}"
         lines.append(f"  {name:<6} {r['turns']:>5} {rec:>7} {prec:>9} {r['false_injection_turns']:>15.0%} "
-                     f"{r['stale_injected']:>5} {r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f} {pin:>11}")
+                     f"{r['stale_injected']:>5} {r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f} {pin:>11} {reach:>9} "
+                     f"{r['pointers_per_turn']:>13.2f} {r['pointer_tokens_mean']:>10.1f} {pprec:>13}")
     return "\n".join(lines)

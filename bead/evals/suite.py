@@ -8,6 +8,7 @@ import statistics
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,35 @@ def load(path: str | Path) -> dict:
         raise BeadError(f"{path}: kind {kind!r} is not supported", f"use one of: {', '.join(SHAPES)}")
     _check(data, SHAPES[kind], "", "", str(path))
     return data
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One candidate setting of a tuning run (bead.evals.cv): a config.yaml text and module constants that
+    are not configuration (``{"bead.recall.standing.OPENING_WEIGHT": 4.0}``), applied while it runs."""
+
+    name: str = "default"
+    config: str = ""
+    constants: tuple[tuple[str, Any], ...] = ()
+
+    @contextlib.contextmanager
+    def applied(self) -> Iterator[None]:
+        import importlib
+
+        before = []
+        try:
+            for dotted, value in self.constants:
+                module_name, _, attr = dotted.rpartition(".")
+                module = importlib.import_module(module_name)
+                if not hasattr(module, attr):
+                    raise BeadError(f"setting {self.name}: {dotted} is not a constant bead has",
+                                    "name a module-level constant, e.g. bead.recall.standing.OPENING_WEIGHT")
+                before.append((module, attr, getattr(module, attr)))
+                setattr(module, attr, value)
+            yield
+        finally:
+            for module, attr, value in reversed(before):
+                setattr(module, attr, value)
 
 
 EVAL_START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)

@@ -31,7 +31,7 @@ from ..store.rawlog import Turn
 from . import sqlite as sqlite_check
 from .query import RAW_QUERY_STOPWORDS, Visibility, fts_or_query, terms
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 RAW_CHARS = 4000
 CONTEXT_CHARS = 200  # of the turn before, in the context column
 CONTEXT_WEIGHT = 0.5
@@ -40,7 +40,8 @@ RAW_MIN_WINDOW = 20_000        # the newest rows a capped search always scores
 CONTEXT_MAX_TURN = 1500  # a longer turn says enough by itself: its neighbours' words would dilute it (README, "Raw recall")
 FACT_WEIGHTS = (2.0, 1.0)  # key text, body
 # The frontmatter fields a fact row keeps (store.facts.FIELDS is the whole list).
-INDEXED_FIELDS = ("id", "key", "version", "type", "trust", "owner", "status", "sensitivity", "pinned", "valid_from")
+INDEXED_FIELDS = ("id", "key", "version", "type", "trust", "owner", "status", "sensitivity", "pinned", "valid_from",
+                  "title")
 
 
 def key_text(key: str) -> str:
@@ -337,8 +338,7 @@ class Index:
 
     @staticmethod
     def _fact_row(f: Fact, current: bool, rel: str) -> dict[str, Any]:
-        meta = f.frontmatter()
-        return {**{name: meta[name] for name in INDEXED_FIELDS}, "pinned": int(f.pinned), "scope": f.scope,
+        return {**{name: getattr(f, name) for name in INDEXED_FIELDS}, "pinned": int(f.pinned), "scope": f.scope,
                 "current": int(current), "path": rel, "key_text": key_text(f.key), "body": f.body}
 
     def sync_key(self, kv: KeyVersions, key_dir: Path) -> None:

@@ -107,11 +107,11 @@ def sync_raw(index: Index, raw: RawLog, path: Path) -> None:
             index.drop_raw_file(index.rel(path))
 
 
-USE_EVENTS = ("recall", "reinforce")
+USE_EVENTS = ("recall", "reinforce", "open")
 
 
 def use_rows(facts: FactStore) -> list[tuple[str, str, str]]:
-    """(key, kind, at) of every recall and reinforcement audit.log records, for keys that still exist."""
+    """(key, kind, at) of every recall, opening and reinforcement audit.log records, for keys that still exist."""
     out = []
     for e in facts.audit.entries():
         if e.get("event") not in USE_EVENTS:

@@ -231,7 +231,8 @@ def build(rt: Runtime, admin: bool = False) -> MCPServer:
     @mcp.tool(annotations=READ, description="The current value of one fact by key, with its version, trust and "
                                             "sources.")
     async def get_memory(key: Key, ctx: Context) -> CallToolResult:
-        return await rt.call("get_memory", ctx, lambda m, v: reads.get_memory(m, key, v).as_dict(), write=False)
+        return await rt.call("get_memory", ctx, lambda m, v: reads.get_memory(m, key, v, note=True).as_dict(),
+                             write=False)
 
     @mcp.tool(annotations=READ, description=(
         "A compact memory bundle to start a task with: standing facts about the user and the project, then the "

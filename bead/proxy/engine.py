@@ -236,7 +236,8 @@ class Engine:
                 notices = remembering.notice_lines(plans)
                 cue = self.recaller.recall_for(mem, conv, ident, st.injected, left,
                                                raw_df=lambda terms: self.memory().index.raw_doc_freq(terms),
-                                               notices=notices, ahead=opening + self._ahead(mem, st))
+                                               notices=notices, ahead=opening + self._ahead(mem, st),
+                                               pointed=st.pointed)
                 trace["recall_ms"] = round((time.perf_counter() - t1) * 1000, 2)
                 trace["errors"] += cue.trace.pop("errors", [])
                 trace.update(cue.trace)
@@ -244,7 +245,7 @@ class Engine:
                     self.error("deadline")   # decided too late: neither recorded nor sent
                     trace["errors"].append("deadline")
                 elif not cue.failed:
-                    st.add_cue(newest, conv.messages[newest].hash, cue.text, cue.ids)
+                    st.add_cue(newest, conv.messages[newest].hash, cue.text, cue.ids, cue.pointers)
                     if cue.text:
                         blocks.setdefault(newest, []).append(cue.text)
                         injected = cue.ids

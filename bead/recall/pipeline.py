@@ -18,7 +18,7 @@ from ..config import Config
 from ..core.conversation import Conversation, Identity
 from ..core.memory import Memory
 from ..core.trace import cue_excerpt
-from . import gate, render
+from . import gate, pointers, render
 from .cues import Cue, extract
 
 ErrorSink = Callable[[str, BaseException | None], None]
@@ -33,6 +33,8 @@ class CueBlock:
     # rerank.mode async: what the judge looks at after forwarding (the candidates, the turn's cues).
     pool: list[gate.Candidate] = field(default_factory=list)
     cues: list[Cue] = field(default_factory=list)
+    pointers: list[str] = field(default_factory=list)   # the keys the block points to (not shown)
+    pointer_tokens: int = 0                               # what the pointers add (the how-to line included)
 
 
 class Recaller:
@@ -60,7 +62,8 @@ class Recaller:
 
     def recall_for(self, mem: Memory, conv: Conversation, ident: Identity, injected: set[str],
                    deadline_s: float, raw_df: Callable[[list[str]], dict[str, int]] | None = None,
-                   notices: list[str] | None = None, ahead: list[dict[str, Any]] | None = None) -> CueBlock:
+                   notices: list[str] | None = None, ahead: list[dict[str, Any]] | None = None,
+                   pointed: set[str] | frozenset[str] = frozenset()) -> CueBlock:
         """The cue block for the newest user message of ``conv``.
 
         ``injected`` holds what this conversation already carries (fact ids
@@ -70,7 +73,9 @@ class Recaller:
         lines (a "remember" queued for review) that open the block, before
         any fact, so the budget never drops them. ``ahead`` holds fact rows the
         look-ahead judge picked after the conversation's previous request
-        (``rerank.mode: async``): they come first among the facts.
+        (``rerank.mode: async``): they come first among the facts. ``pointed``
+        holds the keys this conversation was already pointed to
+        (bead.recall.pointers): never again.
         """
         notices = notices or []
         ahead = [r for r in ahead or [] if r["id"] not in injected]
@@ -106,8 +111,17 @@ class Recaller:
         for c in result.raw:
             lines.append(render.raw_line(c.row, c.body))
             ids.append(render.text_id(c.body))
-        text, n = render.block("recall", render.CUE_HEADER, notices + lines, self.config.proxy.cue_budget_tokens)
-        return CueBlock(text, ids[:max(0, n - len(notices))], trace, pool=pool, cues=cues)
+        shown = pointers.shown_keys(injected) | set(pointed) | {pointers.key_of(i) for i in ids}
+        chosen_pointers = pointers.choose(result, shown, self.config.recall)
+        tail, tail_tokens = render.pointers([render.pointer_line(c.row) for c in chosen_pointers],
+                                            self.config.recall.pointer_budget_tokens)
+        keys = [c.key for c in chosen_pointers[:max(0, len(tail) - 1)]]
+        if keys:
+            trace["pointers"] = keys
+        text, n = render.block("recall", render.CUE_HEADER, notices + lines, self.config.proxy.cue_budget_tokens,
+                               tail)
+        return CueBlock(text, ids[:max(0, n - len(notices))], trace, pool=pool, cues=cues, pointers=keys,
+                        pointer_tokens=tail_tokens)
 
     def judge_pool(self, result: gate.Recall) -> list[gate.Candidate]:
         """The candidates the chat model judges: facts with some evidence, strongest first."""

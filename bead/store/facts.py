@@ -40,8 +40,12 @@ from .locks import flocked
 # of a fact's fields (the body follows the frontmatter).
 FIELDS = (
     "id", "key", "type", "owner", "status", "version", "supersedes", "valid_from",
-    "trust", "sensitivity", "sources", "last_injected", "pinned",
+    "trust", "sensitivity", "sources", "last_injected", "pinned", "title",
 )
+# Fields written only when set: a fact without a title keeps the bytes it had before titles existed.
+OPTIONAL_FIELDS = frozenset({"title"})
+TITLE_MAX_WORDS = 8
+TITLE_MAX_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class Fact:
     sources: tuple[str, ...] = ()
     last_injected: str | None = None
     pinned: bool = False
+    title: str | None = None          # a short name (at most TITLE_MAX_WORDS words): the person's or the dream's
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -81,6 +86,8 @@ class Fact:
         out: dict[str, Any] = {}
         for name in FIELDS:
             value = getattr(self, name)
+            if value is None and name in OPTIONAL_FIELDS:
+                continue
             out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
@@ -155,8 +162,34 @@ def parse_fact(path: Path, key: str, version: int, data: bytes | None = None) ->
         status=str(meta.get("status") or "current"), supersedes=_text(meta.get("supersedes")),
         valid_from=_text(meta.get("valid_from")) or "", trust=trust, sensitivity=sensitivity,
         sources=tuple(str(s) for s in sources), last_injected=_text(meta.get("last_injected")),
-        pinned=bool(meta.get("pinned", False)), path=path,
+        pinned=bool(meta.get("pinned", False)), title=_stored_title(meta.get("title")), path=path,
     )
+
+
+def _stored_title(value: object) -> str | None:
+    """A title as read from a file: one line, at most TITLE_MAX_WORDS words (a hand-edited file's longer one
+    is cut, not refused: the value is what matters), no control characters; None when empty."""
+    if value is None:
+        return None
+    words = "".join(ch if ch.isprintable() else " " for ch in str(value)[:TITLE_MAX_CHARS * 4]).split()
+    return " ".join(words[:TITLE_MAX_WORDS])[:TITLE_MAX_CHARS] or None
+
+
+def check_title(key: str, title: str | None) -> str | None:
+    """A title given on a write: one short line, or a clear error that says what to do."""
+    if title is None:
+        return None
+    if any(not ch.isprintable() for ch in title):
+        raise BeadError(f"refusing the title of {key}: it holds a control or line-break character",
+                        "give a title of plain words on one line")
+    words = title.split()
+    if not words:
+        return None
+    if len(words) > TITLE_MAX_WORDS or len(" ".join(words)) > TITLE_MAX_CHARS:
+        raise BeadError(f"refusing the title of {key}: a title has at most {TITLE_MAX_WORDS} words and "
+                        f"{TITLE_MAX_CHARS} characters",
+                        "shorten it: the title only names the fact; the value holds the rest")
+    return " ".join(words)
 
 
 def is_version_of(data: bytes, key: str, version: int) -> bool:
@@ -379,7 +412,7 @@ class FactStore:
     def write(self, key: str, body: str, type: str, trust: str = "user_stated",
               sensitivity: str = "private", pinned: bool | None = None,
               sources: tuple[str, ...] = (), owner: str | None = None,
-              check: Callable[[Fact | None], None] | None = None) -> WriteResult:
+              check: Callable[[Fact | None], None] | None = None, title: str | None = None) -> WriteResult:
         """Apply the supersession rule: write v<N+1>, then mark v<N> superseded.
 
         ``owner`` is written on the version (default: the home's owner; a team
@@ -393,6 +426,7 @@ class FactStore:
         check_choice("trust", trust, TRUSTS)
         check_choice("sensitivity", sensitivity, SENSITIVITIES)
         body = self.check_body(key, body)
+        title = check_title(key, title)
         if sensitivity == "secret":
             # Memory.write sends a secret to the vault; this store never holds one in plain text.
             raise RefusedWrite(
@@ -412,7 +446,7 @@ class FactStore:
                 check = None
             with safe.opened_dir(self.home.root, self.home.fact_dir(key), create=True) as fd:
                 return self._write_in(fd, key, body, type, trust, sensitivity, pinned, sources,
-                                      owner or self.owner, check)
+                                      owner or self.owner, check, title)
 
     def _recent(self, fd: int, key: str, state: _KeyState) -> list[int] | None:
         """The version numbers after ``settled`` when the folder is as the last write left it, else None."""
@@ -435,7 +469,7 @@ class FactStore:
 
     def _write_in(self, fd: int, key: str, body: str, type: str, trust: str, sensitivity: str,
                   pinned: bool | None, sources: tuple[str, ...], owner: str,
-                  check: Callable[[Fact | None], None] | None) -> WriteResult:
+                  check: Callable[[Fact | None], None] | None, title: str | None = None) -> WriteResult:
         state_path = self.home.fact_state(key)
         state = _KeyState.load(fd, state_path)
         parsed: dict[int, Fact] = {}
@@ -450,7 +484,7 @@ class FactStore:
             cur = self._current(fd, key, numbers, parsed)
         if check is not None:
             check(cur)
-        if cur is not None and cur.body == body and cur.type == type:
+        if cur is not None and cur.body == body and cur.type == type and (title is None or title == cur.title):
             return WriteResult(cur, written=False)
         now = self.clock()
         version = max(numbers[-1] if numbers else 0, state.last) + 1
@@ -459,6 +493,8 @@ class FactStore:
             status="current", supersedes=cur.id if cur else None, valid_from=iso(now),
             trust=trust, sensitivity=sensitivity, sources=tuple(sources),
             pinned=cur.pinned if (pinned is None and cur) else bool(pinned),
+            # The same value keeps its title; a new value gets the one given, or none (derived when shown).
+            title=title if title is not None else (cur.title if cur is not None and cur.body == body else None),
             path=self.home.fact_file(key, version),
         )
         safe.write_at(fd, _path(fact), fact.render())

@@ -1,0 +1,184 @@
+"""Choosing settings by cross-validation: `bead eval SUITE --cv K --grid GRID [--scale N ...]`.
+
+A setting chosen on the same turns it is scored on looks better than it is;
+the figure that predicts unseen conversations is the one measured on turns
+the choice never saw. So every candidate of a grid (``evals/grids/*.yaml``:
+config.yaml texts and module constants, simplest first) runs over the whole
+injection suite once (the plain run, and the scaled runs at each ``--scale``
+over one store per scale); then the turns are dealt into K folds (each turn
+of an injection suite is a conversation of its own, so these are folds by
+conversation), and for each fold the candidate with the best objective on
+the other folds is scored on that fold. Reported: each candidate's figures
+on all turns (fit), the candidate the whole set would choose with its fit
+figures, and the mean over held-out folds of the figures of the candidates
+the folds chose (cross-validated). Where the two differ by more than
+MAX_GAP, the README's rule is that the simpler setting wins.
+
+The objective, the same for every grid: the mean over scales of ``later``
+``reachable`` (what a later turn can get: delivered or pointed to) plus the
+mean over scales of the opening turn's ``delivered``, less a penalty of
+twice the plain run's ``false_injection_turns`` beyond FALSE_TURNS_CAP (the
+issue's ceiling on fact bodies a turn did not need).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from .. import yamlsafe
+from ..errors import BeadError
+from . import injection, scaled
+from .suite import Setting
+
+FALSE_TURNS_CAP = 0.10
+MAX_GAP = 0.1
+GRID_KEYS = {"name", "config", "constants"}
+
+
+def load_grid(path: str) -> list[Setting]:
+    """The candidates of a grid file: a YAML list of ``{name, config, constants}``, simplest first."""
+    from pathlib import Path
+
+    try:
+        data = yamlsafe.load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BeadError(f"no grid at {path}", "give the path of a grid YAML file (evals/grids/)") from None
+    except yamlsafe.Error as exc:
+        raise BeadError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax") from None
+    items = data.get("settings") if isinstance(data, dict) else None
+    if not isinstance(items, list) or not items:
+        raise BeadError(f"{path}: a grid needs a non-empty `settings:` list",
+                        "list candidates as {name, config, constants}, the simplest first")
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or "name" not in item or set(item) - GRID_KEYS:
+            raise BeadError(f"{path}: settings[{i}] must be a mapping of name, config and constants only",
+                            "fix or delete that entry")
+        constants = item.get("constants") or {}
+        if not isinstance(constants, dict):
+            raise BeadError(f"{path}: settings[{i}].constants must be a mapping", "write `constants: {NAME: value}`")
+        out.append(Setting(str(item["name"]), str(item.get("config") or ""), tuple(sorted(constants.items()))))
+    names = [s.name for s in out]
+    if len(set(names)) != len(names):
+        raise BeadError(f"{path}: two settings share a name", "give each candidate its own name")
+    return out
+
+
+def folds(ids: list[str], k: int, seed: int = 7) -> list[set[str]]:
+    """The turn ids dealt into ``k`` folds, in a shuffled order fixed by ``seed``."""
+    if k < 2 or k > len(ids):
+        raise BeadError(f"--cv {k}: need 2 to {len(ids)} folds for {len(ids)} turns", "choose another K")
+    order = sorted(ids)
+    random.Random(seed).shuffle(order)
+    return [set(order[i::k]) for i in range(k)]
+
+
+def _runs(suite: dict, settings: list[Setting], scales: list[int], kind: str) -> list[dict[str, Any]]:
+    """Per setting: the plain run's rows and each scale's rows (details only)."""
+    per: list[dict[str, Any]] = [{"plain": None, "scaled": {}} for _ in settings]
+    for i, s in enumerate(settings):
+        with s.applied():
+            per[i]["plain"] = injection.run(suite, config_text=s.config)["details"]
+    for n in scales:
+        for i, result in enumerate(scaled.run_settings(suite, n, settings, kind=kind)):
+            per[i]["scaled"][n] = result["details"]
+    return per
+
+
+def measure(run: dict[str, Any], keep: Callable[[dict], bool]) -> dict[str, Any]:
+    """The figures of one setting's runs over the turns ``keep`` accepts."""
+    plain = injection.figures([r for r in run["plain"] if keep(r)])
+    out: dict[str, Any] = {"false_injection_turns": plain["false_injection_turns"], "plain_recall": plain["recall"],
+                           "plain_reachable": plain["reachable"], "scales": {}}
+    for n, rows in run["scaled"].items():
+        f = scaled.figures([r for r in rows if keep(r)])
+        out["scales"][n] = {"delivered": f["delivered"], "reachable": f["reachable"],
+                            "later_delivered": f["later"]["delivered"], "later_reachable": f["later"]["reachable"],
+                            "pointer_tokens_mean": f["later"]["pointer_tokens_mean"],
+                            "pointers_per_turn": f["later"]["pointers_per_turn"],
+                            "pointer_precision": f["later"]["pointer_precision"],
+                            "cue_false_injection_turns": f["later"]["false_injection_turns"]}
+    out["objective"] = objective(out)
+    return out
+
+
+def objective(f: dict[str, Any]) -> float:
+    def mean(vals: list[float | None]) -> float:
+        got = [v for v in vals if v is not None]
+        return sum(got) / len(got) if got else 0.0
+
+    scales = list(f["scales"].values())
+    score = mean([s["later_reachable"] for s in scales]) + mean([s["delivered"] for s in scales])
+    return round(score - 2 * max(0.0, (f["false_injection_turns"] or 0.0) - FALSE_TURNS_CAP), 4)
+
+
+def _mean_figures(figs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The mean of each figure over folds (a fold where a figure is undefined does not count for it)."""
+    def mean(vals: list[Any]) -> float | None:
+        got = [v for v in vals if v is not None]
+        return round(sum(got) / len(got), 3) if got else None
+
+    out: dict[str, Any] = {k: mean([f[k] for f in figs]) for k in ("false_injection_turns", "plain_recall",
+                                                                   "plain_reachable", "objective")}
+    out["scales"] = {n: {k: mean([f["scales"][n][k] for f in figs]) for k in figs[0]["scales"][n]}
+                     for n in figs[0]["scales"]}
+    return out
+
+
+def run(suite: dict, settings: list[Setting], scales: list[int], k: int, kind: str = "near-miss",
+        seed: int = 7) -> dict[str, Any]:
+    if suite.get("kind") != "injection":
+        raise BeadError(f"{suite.get('name')}: --cv runs injection suites", "give an injection suite")
+    ids = [str(t["id"]) for t in suite.get("turns") or []]
+    parts = folds(ids, k, seed)
+    runs = _runs(suite, settings, scales, kind)
+    fit = [measure(r, lambda row: True) for r in runs]
+    best = max(range(len(settings)), key=lambda i: (fit[i]["objective"], -i))
+    held: list[dict[str, Any]] = []
+    for j, part in enumerate(parts):
+        def train(row: dict, part: set[str] = part) -> bool:
+            return row["id"] not in part
+
+        def test(row: dict, part: set[str] = part) -> bool:
+            return row["id"] in part
+
+        scores = [measure(r, train)["objective"] for r in runs]
+        chosen = max(range(len(settings)), key=lambda i: (scores[i], -i))
+        held.append({"fold": j, "turns": len(part), "chosen": settings[chosen].name,
+                     "figures": measure(runs[chosen], test)})
+    return {"kind": "cv", "name": suite["name"], "k": k, "seed": seed, "distractors": kind, "scales": scales,
+            "settings": [{"name": s.name, "fit": f} for s, f in zip(settings, fit, strict=True)],
+            "chosen": settings[best].name, "fit": fit[best],
+            "cv": _mean_figures([h["figures"] for h in held]), "folds": held}
+
+
+def table(result: dict[str, Any]) -> str:
+    def f(v: Any) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    scales = result["scales"]
+    head = f"  {'setting':<28} {'objective':>9} {'false-inj':>9}"
+    for n in scales:
+        head += f" {'@' + str(n) + ' later reach':>16} {'@' + str(n) + ' delivered':>14} {'ptr tok':>7}"
+    lines = [f"{result['name']} (cross-validation: {result['k']} folds by conversation, {result['distractors']} "
+             f"distractors)", head]
+
+    def row(label: str, fig: dict[str, Any]) -> str:
+        out = f"  {label:<28} {f(fig['objective']):>9} {f(fig['false_injection_turns']):>9}"
+        for n in scales:
+            s = fig["scales"][n]
+            out += f" {f(s['later_reachable']):>16} {f(s['delivered']):>14} {f(s['pointer_tokens_mean']):>7}"
+        return out
+
+    for s in result["settings"]:
+        lines.append(row(s["name"], s["fit"]))
+    lines.append(row(f"fit: {result['chosen']}"[:28], result["fit"]))
+    lines.append(row("cross-validated", result["cv"]))
+    chosen = [h["chosen"] for h in result["folds"]]
+    lines.append(f"  folds chose: {', '.join(chosen)}")
+    gap = abs((result["fit"]["objective"] or 0) - (result["cv"]["objective"] or 0))
+    if gap > MAX_GAP:
+        lines.append(f"  fit and cross-validated objective differ by {gap:.2f} (> {MAX_GAP}): prefer the simpler setting")
+    return "\n".join(lines)

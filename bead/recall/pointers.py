@@ -1,0 +1,52 @@
+"""Pointers: the keys of facts the conversation has not been shown, for the model to open.
+
+No local gate tells well which fact bodies a turn needs (README, "Evals"); the
+model that reads the prompt can, given a short index. After the facts that
+pass the gate, the cue block lists up to ``recall.pointers`` more candidates
+of the same search, each as its key, a title and the trust mark, within
+``recall.pointer_budget_tokens`` (the how-to line included). A key is
+pointed to at most once per conversation and never once its body was
+injected; a sealed fact has no index row and a queued proposal is no fact,
+so neither can be pointed to; a dormant one is not searched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..config import RecallSettings
+from .gate import Candidate, Recall
+
+# Chosen by cross-validation over the injection suite's turns (README, "Evals"; `bead eval --cv`).
+MIN_EVIDENCE = 0.0        # the evidence score (bead.recall.gate.evidence) a candidate needs
+ORDER = "search"          # search: the BM25 order of the gate's search; evidence: the evidence score
+
+
+def key_of(fact_id: str) -> str:
+    return fact_id.rsplit("@v", 1)[0]
+
+
+def shown_keys(injected: Iterable[str]) -> set[str]:
+    """The keys of the fact ids a conversation carries (a key's body shown once is never pointed to)."""
+    return {key_of(i) for i in injected if not i.startswith("raw:")}
+
+
+def choose(result: Recall, shown: set[str], settings: RecallSettings) -> list[Candidate]:
+    """The candidates to point to, best first: the search's candidates that this turn's facts did not
+    take and the conversation was not shown or pointed to (``shown``: keys), with enough evidence."""
+    if settings.pointers <= 0:
+        return []
+    taken = shown | {c.key for c in result.facts}
+    out: list[Candidate] = []
+    pool = sorted(result.rejected, key=lambda c: -c.score) if ORDER == "evidence" else result.rejected
+    for c in pool:
+        if not c.key or c.key in taken or c.score < MIN_EVIDENCE:
+            continue
+        row = c.row
+        if row.get("sensitivity") == "secret" or row.get("status") == "dormant" or not row.get("current", 1):
+            continue
+        out.append(c)
+        taken.add(c.key)
+        if len(out) >= settings.pointers:
+            break
+    return out
