@@ -283,3 +283,45 @@ class TestOpening:
             view = reads.get_memory(mem, key, note=True)
             assert view.value == dict(INFERRED)[key]
             assert mem.recent_uses().get(key, 0) == before + 1, "the pinned block learns from it"
+
+
+class TestTitle:
+    def test_write_takes_a_title_of_at_most_eight_words(self, bead, bead_home):
+        ok = bead("write", "project/x/eta", "Tasks with a long eta run twice.", "--type", "project",
+                  "--title", "Celery eta versus the visibility timeout")
+        assert ok.code == 0, ok.err
+        shown = json.loads(bead("show", "project/x/eta", "--json").out)
+        assert shown["title"] == "Celery eta versus the visibility timeout"
+        long = bead("write", "project/x/eta2", "v", "--type", "project", "--title", "one two three four five six seven eight nine")
+        assert long.code == 1 and "at most 8 words" in long.err and "hint" in long.err
+        ctl = bead("write", "project/x/eta3", "v", "--type", "project", "--title", "bad\x1b[31m title")
+        assert ctl.code == 1 and "control" in ctl.err
+        with Memory(Home(bead_home), parse("")) as mem:
+            assert mem.current("project/x/eta2") is None and mem.current("project/x/eta3") is None, "nothing written"
+
+    def test_a_new_value_drops_the_old_title_and_the_same_value_keeps_it(self, mem):
+        mem.write("project/x/a", "first value", "project", title="The first title")
+        same = mem.write("project/x/a", "first value", "project")
+        assert not same.written and same.fact.title == "The first title"
+        retitled = mem.write("project/x/a", "first value", "project", title="Another title")
+        assert retitled.written and mem.current("project/x/a").title == "Another title"
+        new = mem.write("project/x/a", "a second value", "project")
+        assert new.fact.title is None, "a title named the old value"
+
+    def test_derived_titles_are_the_first_words_on_one_line(self):
+        row = {"key": "project/x/a", "trust": "user_stated",
+               "body": "Amounts are Decimal, stored as NUMERIC(12,2); never use float for money."}
+        assert render.title(row) == "Amounts are Decimal, stored as NUMERIC(12,2)"
+        row["body"] = "one\ntwo\x1b[2J three four five six seven eight nine ten"
+        t = render.title(row)
+        assert "\x1b" not in t and "\n" not in t and len(t.split()) <= 8
+
+    def test_show_counts_as_a_use_and_a_rebuild_keeps_it(self, bead, bead_home):
+        from bead.index.rebuild import rebuild
+
+        bead("write", "project/x/eta", "Tasks with a long eta run twice.", "--type", "project")
+        assert bead("show", "project/x/eta").code == 0
+        with Memory(Home(bead_home), parse("")) as mem:
+            assert mem.recent_uses() == {"project/x/eta": 1}
+            rebuild(mem.index, mem.facts, mem.raw)
+            assert mem.recent_uses() == {"project/x/eta": 1}

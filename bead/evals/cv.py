@@ -11,14 +11,16 @@ conversation), and for each fold the candidate with the best objective on
 the other folds is scored on that fold. Reported: each candidate's figures
 on all turns (fit), the candidate the whole set would choose with its fit
 figures, and the mean over held-out folds of the figures of the candidates
-the folds chose (cross-validated). Where the two differ by more than
-MAX_GAP, the README's rule is that the simpler setting wins.
+the folds chose (cross-validated). Where a headline figure differs between
+the two by more than MAX_GAP (``gap``), the README's rule is that the
+simpler setting wins.
 
 The objective, the same for every grid: the mean over scales of ``later``
 ``reachable`` (what a later turn can get: delivered or pointed to) plus the
 mean over scales of the opening turn's ``delivered``, less a penalty of
-twice the plain run's ``false_injection_turns`` beyond FALSE_TURNS_CAP (the
-issue's ceiling on fact bodies a turn did not need).
+twice the share of turns given a fact body they did not need beyond
+FALSE_TURNS_CAP (issue #22's ceiling): the plain run's, or the opening
+turns' at scale, whichever is higher.
 """
 
 from __future__ import annotations
@@ -99,7 +101,8 @@ def measure(run: dict[str, Any], keep: Callable[[dict], bool]) -> dict[str, Any]
                             "pointer_tokens_mean": f["later"]["pointer_tokens_mean"],
                             "pointers_per_turn": f["later"]["pointers_per_turn"],
                             "pointer_precision": f["later"]["pointer_precision"],
-                            "cue_false_injection_turns": f["later"]["false_injection_turns"]}
+                            "opening_false_injection_turns": f["false_injection_turns"],
+                            "later_false_injection_turns": f["later"]["false_injection_turns"]}
     out["objective"] = objective(out)
     return out
 
@@ -111,7 +114,8 @@ def objective(f: dict[str, Any]) -> float:
 
     scales = list(f["scales"].values())
     score = mean([s["later_reachable"] for s in scales]) + mean([s["delivered"] for s in scales])
-    return round(score - 2 * max(0.0, (f["false_injection_turns"] or 0.0) - FALSE_TURNS_CAP), 4)
+    false = max(f["false_injection_turns"] or 0.0, mean([s["opening_false_injection_turns"] for s in scales]))
+    return round(score - 2 * max(0.0, false - FALSE_TURNS_CAP), 4)
 
 
 def _mean_figures(figs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -148,10 +152,10 @@ def run(suite: dict, settings: list[Setting], scales: list[int], k: int, kind: s
         chosen = max(range(len(settings)), key=lambda i: (scores[i], -i))
         held.append({"fold": j, "turns": len(part), "chosen": settings[chosen].name,
                      "figures": measure(runs[chosen], test)})
+    cv = _mean_figures([h["figures"] for h in held])
     return {"kind": "cv", "name": suite["name"], "k": k, "seed": seed, "distractors": kind, "scales": scales,
             "settings": [{"name": s.name, "fit": f} for s, f in zip(settings, fit, strict=True)],
-            "chosen": settings[best].name, "fit": fit[best],
-            "cv": _mean_figures([h["figures"] for h in held]), "folds": held}
+            "chosen": settings[best].name, "fit": fit[best], "cv": cv, "gap": gap(fit[best], cv), "folds": held}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -178,7 +182,17 @@ def table(result: dict[str, Any]) -> str:
     lines.append(row("cross-validated", result["cv"]))
     chosen = [h["chosen"] for h in result["folds"]]
     lines.append(f"  folds chose: {', '.join(chosen)}")
-    gap = abs((result["fit"]["objective"] or 0) - (result["cv"]["objective"] or 0))
-    if gap > MAX_GAP:
-        lines.append(f"  fit and cross-validated objective differ by {gap:.2f} (> {MAX_GAP}): prefer the simpler setting")
+    gap = result["gap"]
+    verdict = "prefer the simpler setting" if gap > MAX_GAP else "within the rule"
+    lines.append(f"  largest gap between a fit and a cross-validated figure: {gap:.2f} ({verdict}, limit {MAX_GAP})")
     return "\n".join(lines)
+
+
+def gap(fit: dict[str, Any], cv: dict[str, Any]) -> float:
+    """The largest difference between a headline figure on all turns and its mean over held-out folds (the
+    objective itself is not compared: its penalty is not linear, so a fold's small size moves it)."""
+    pairs = [(fit["false_injection_turns"], cv["false_injection_turns"])]
+    for n, f in fit["scales"].items():
+        c = cv["scales"][n]
+        pairs += [(f[k], c[k]) for k in ("delivered", "later_reachable")]
+    return round(max((abs(a - b) for a, b in pairs if a is not None and b is not None), default=0.0), 3)

@@ -115,7 +115,8 @@ def _rows(mem: Memory, suite: dict, turns: list[dict], config: Config, policy: s
         for mode, opening in (("", conv), ("later_", None)):
             t0 = time.perf_counter()
             text, pinned_ids, ahead = standing_memory(mem, ident.project, config.proxy.pinned_budget_tokens,
-                                                      opening, policy)
+                                                      opening, policy,
+                                                      stats=recaller.fact_stats(mem, mem.index.raw_doc_freq))
             pin_ms = (time.perf_counter() - t0) * 1000
             cue = recaller.recall_for(mem, conv, ident, set(pinned_ids), config.proxy.recall_deadline_ms / 1000,
                                       ahead=ahead)

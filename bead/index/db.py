@@ -38,7 +38,9 @@ CONTEXT_WEIGHT = 0.5
 RAW_POSTINGS_BUDGET = 5_000    # matches scored per raw search, about (README, "Benchmarks")
 RAW_MIN_WINDOW = 20_000        # the newest rows a capped search always scores
 CONTEXT_MAX_TURN = 1500  # a longer turn says enough by itself: its neighbours' words would dilute it (README, "Raw recall")
-FACT_WEIGHTS = (2.0, 1.0)  # key text, body
+# Key text, body. Key 4 did a little better for the pointers and the pinned block (evals/grids/pointers.yaml)
+# and a little worse for supersession hit@1 (one query of 21): a wash on this much data, so 2 stays (README, "Evals").
+FACT_WEIGHTS = (2.0, 1.0)
 # The frontmatter fields a fact row keeps (store.facts.FIELDS is the whole list).
 INDEXED_FIELDS = ("id", "key", "version", "type", "trust", "owner", "status", "sensitivity", "pinned", "valid_from",
                   "title")

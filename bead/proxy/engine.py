@@ -214,7 +214,9 @@ class Engine:
             # went with the conversation's first request. A request with no
             # messages at all is no conversation: a block would make it one.
             if not st.has_pinned and not conv.continues and conv.messages:
-                text, ids, opening = standing_memory(mem, ident.project, self.config.proxy.pinned_budget_tokens, conv)
+                stats = self.recaller.fact_stats(mem, lambda terms: self.memory().index.raw_doc_freq(terms))
+                text, ids, opening = standing_memory(mem, ident.project, self.config.proxy.pinned_budget_tokens, conv,
+                                                     stats=stats)
                 self._left(deadline, "pinned block")
                 st.set_pinned(text, ids)
                 trace["pinned"] = pinned_new = ids

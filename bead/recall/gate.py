@@ -35,6 +35,7 @@ version work write yes
 
 RAW_COVERAGE = 0.25
 CANDIDATES = 20
+QUERY_TERMS = 64     # the turn's most telling words the fact search ORs (by cue weight, then rarity)
 # Raw excerpts only for a turn whose typed words ask about something: a question, or a pointer to earlier
 # work. A turn that only carries tool output (most of a coding session) gets none. Bounded: linear time.
 ASKS = re.compile(r"\?|\b(?:last time|earlier|before|previous(?:ly)?|yesterday|last (?:week|month|session|sprint)"
@@ -172,7 +173,7 @@ def recall(index: Index, stats: FactStats, cues: list[Cue], project: str | None,
         return out
     own = {t for c in cues if c.source in ("user", "tool_output") for t in terms(c.text)}
     stats = stats.for_request(weights, own)
-    query = " ".join(sorted(weights, key=lambda t: (-weights[t], -stats.weight(t)))[:64])
+    query = " ".join(sorted(weights, key=lambda t: (-weights[t], -stats.weight(t), t))[:QUERY_TERMS])
     scope = f"project/{project}" if project else None
     for hit in search_facts(index, query, limit=CANDIDATES, scope=scope, include_dormant=False):
         row = hit.row

@@ -113,9 +113,9 @@ class Recaller:
             ids.append(render.text_id(c.body))
         shown = pointers.shown_keys(injected) | set(pointed) | {pointers.key_of(i) for i in ids}
         chosen_pointers = pointers.choose(result, shown, self.config.recall)
-        tail, tail_tokens = render.pointers([render.pointer_line(c.row) for c in chosen_pointers],
-                                            self.config.recall.pointer_budget_tokens)
-        keys = [c.key for c in chosen_pointers[:max(0, len(tail) - 1)]]
+        tail, tail_tokens = render.pointers([c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens)
+        shown_lines = set(tail[1:])
+        keys = [c.key for c in chosen_pointers if any(ln.startswith(f"- {c.key} (") for ln in shown_lines)]
         if keys:
             trace["pointers"] = keys
         text, n = render.block("recall", render.CUE_HEADER, notices + lines, self.config.proxy.cue_budget_tokens,

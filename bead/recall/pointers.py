@@ -15,11 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..config import RecallSettings
+from ..index.query import terms
 from .gate import Candidate, Recall
 
 # Chosen by cross-validation over the injection suite's turns (README, "Evals"; `bead eval --cv`).
 MIN_EVIDENCE = 0.0        # the evidence score (bead.recall.gate.evidence) a candidate needs
 ORDER = "search"          # search: the BM25 order of the gate's search; evidence: the evidence score
+# A candidate whose words overlap a chosen pointer's this much (Jaccard) says nearly the same thing
+# (the same rule for another module, a fact written twice): it would spend the budget on no news.
+SAME = 0.5
 
 
 def key_of(fact_id: str) -> str:
@@ -38,6 +42,7 @@ def choose(result: Recall, shown: set[str], settings: RecallSettings) -> list[Ca
         return []
     taken = shown | {c.key for c in result.facts}
     out: list[Candidate] = []
+    words: list[set[str]] = []
     pool = sorted(result.rejected, key=lambda c: -c.score) if ORDER == "evidence" else result.rejected
     for c in pool:
         if not c.key or c.key in taken or c.score < MIN_EVIDENCE:
@@ -45,7 +50,11 @@ def choose(result: Recall, shown: set[str], settings: RecallSettings) -> list[Ca
         row = c.row
         if row.get("sensitivity") == "secret" or row.get("status") == "dormant" or not row.get("current", 1):
             continue
+        mine = set(terms(c.body))
+        if any(len(mine & w) >= SAME * len(mine | w) for w in words):
+            continue
         out.append(c)
+        words.append(mine)
         taken.add(c.key)
         if len(out) >= settings.pointers:
             break

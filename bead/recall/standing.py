@@ -38,11 +38,21 @@ from ..index.db import Index
 from ..index.query import Visibility, terms
 from ..store.keys import PERSON_TRUSTS
 from .cues import extract
+from .gate import FactStats, cue_weights
 from .rank import search_facts
 
-# Chosen on the injection suite's dev split at 300 generated facts (README, "Evals").
-OPENING_WEIGHT = 4.0
+# Chosen by cross-validation over the injection suite's turns at 300 and 2,000 near-miss facts
+# (README, "Evals"; evals/grids/pinned.yaml).
+OPENING_WEIGHT = 8.0
 OPENING_CANDIDATES = 60
+# How the opening's relevance joins the prior: "product" (prior x (1 + weight x relevance)) or "sum"
+# (prior + weight x relevance: a fact the opening matches well stands above any it does not, whatever its
+# type). They tied under cross-validation; the product was there first.
+OPENING_COMBINE = "product"
+# The opening's query: its QUERY_TERMS most telling words, the person's first, then the rarest among the
+# facts ("rarest"); or, before issue #22, its first words in the order said ("first").
+OPENING_TERMS = "rarest"
+QUERY_TERMS = 64
 TYPE_WEIGHT = {"feedback": 1.0, "user": 1.0, "project": 0.7, "reference": 0.5}
 INFERRED_WEIGHT = 0.7
 USE_WEIGHT = 0.5          # per recent recall or reinforcement, up to USE_CAP of them
@@ -75,15 +85,25 @@ class Opening:
         return " ".join(w for w in words if w)
 
 
-def opening_of(conv: Conversation | None) -> Opening:
+def opening_of(conv: Conversation | None, stats: FactStats | None = None, project: str | None = None) -> Opening:
     """The opening of ``conv`` (its newest user message and the assistant's turn before it: on a first
-    request, the person's prompt), and the branch a harness reminder names."""
+    request, the person's prompt), and the branch a harness reminder names.
+
+    With ``stats`` (the recall gate's term statistics) the query is the opening's QUERY_TERMS most
+    telling words: by who said them (the person's first, as cues are weighted), then the rarest among the
+    facts, the project's name left out; a long tool output's first words are mostly noise. Without, its
+    first words, the person's first."""
     if conv is None:
         return Opening()
     cues = extract(conv)
-    # The person's words first: the query keeps the first 64 terms.
-    order = {"user": 0, "assistant": 1, "tool_input": 1, "tool_output": 2}
-    text = " ".join(c.text for c in sorted(cues, key=lambda c: order.get(c.source, 3)))
+    if stats is not None and OPENING_TERMS == "rarest":
+        weights = cue_weights(cues, project)
+        view = stats.for_request(weights)
+        text = " ".join(sorted(weights, key=lambda t: (-weights[t], -view.weight(t), t))[:QUERY_TERMS])
+    else:
+        # The person's words first: the query keeps the first 64 terms.
+        order = {"user": 0, "assistant": 1, "tool_input": 1, "tool_output": 2}
+        text = " ".join(c.text for c in sorted(cues, key=lambda c: order.get(c.source, 3)))
     branch = None
     for m in conv.messages[:3]:
         for p in m.parts:
@@ -153,8 +173,12 @@ def select(index: Index, project: str | None, opening: Opening | None = None, po
     n = budget_tokens // MIN_LINE_TOKENS + 1
     # A fact the opening does not match keeps its prior as its score, so the best n of those are the
     # first n of the cached order that are not boosted; the boosted ones are rescored.
-    boosted = [(e[0], e[1] * (1 + OPENING_WEIGHT * relevance[e[3]]), e[2], e[3])
-               for e in (ranked[position[i]] for i in relevance)]
+    if OPENING_COMBINE == "sum":
+        boosted = [(e[0], e[1] - OPENING_WEIGHT * relevance[e[3]], e[2], e[3])   # e[1] is -prior
+                   for e in (ranked[position[i]] for i in relevance)]
+    else:
+        boosted = [(e[0], e[1] * (1 + OPENING_WEIGHT * relevance[e[3]]), e[2], e[3])
+                   for e in (ranked[position[i]] for i in relevance)]
     plain = [e for e in ranked[: n + len(relevance)] if e[3] not in relevance]
     best = heapq.nsmallest(n, boosted + plain)
     return Choice(index.facts_by_id([e[3] for e in best]), inferred)

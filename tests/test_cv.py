@@ -1,0 +1,103 @@
+"""Choosing settings by cross-validation (bead.evals.cv): folds by conversation, fit and held-out figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bead.errors import BeadError
+from bead.evals import cv, suite
+from bead.evals.suite import Setting
+
+# What an agent observed: never in the pinned block, so a later turn gets them through the cue block only.
+FACTS = [
+    {"key": "project/shop/payments", "type": "project", "body": "Payments go through Stripe; test keys live in .env.test.",
+     "trust": "agent_observed"},
+    {"key": "project/shop/deploys", "type": "project", "body": "Deploys go out on Tuesdays through the blue-green script.",
+     "trust": "agent_observed"},
+    {"key": "project/shop/cache", "type": "project", "body": "The cache lives in Redis database 2 and expires hourly.",
+     "trust": "agent_observed"},
+    {"key": "user/editor", "type": "user", "body": "The person edits in Helix with the default keymap."},
+]
+NO_BODIES = "recall:\n  evidence_threshold: 50\n"
+
+
+def tiny_suite() -> dict:
+    asks = [("why does stripe checkout fail with test keys", ["project/shop/payments"]),
+            ("when do deploys go out, blue-green?", ["project/shop/deploys"]),
+            ("is the redis cache expiring hourly?", ["project/shop/cache"]),
+            ("thanks, looks good", []),
+            ("stripe payments again: the test keys", ["project/shop/payments"]),
+            ("deploy on tuesday with the blue-green script", ["project/shop/deploys"])]
+    return {"kind": "injection", "name": "tiny", "project": "shop", "cwd": "/tmp/shop", "facts": FACTS,
+            "turns": [{"id": f"t{i}", "messages": [{"role": "user", "content": text}], "needs": needs}
+                      for i, (text, needs) in enumerate(asks)]}
+
+
+def test_folds_are_disjoint_cover_every_turn_and_do_not_depend_on_the_order():
+    ids = [f"t{i}" for i in range(23)]
+    parts = cv.folds(ids, 5)
+    assert len(parts) == 5 and set().union(*parts) == set(ids) and sum(len(p) for p in parts) == 23
+    assert parts == cv.folds(list(reversed(ids)), 5)
+    with pytest.raises(BeadError):
+        cv.folds(ids, 1)
+
+
+def test_each_fold_is_scored_with_the_setting_the_other_folds_chose():
+    settings = [Setting("pointers-off", NO_BODIES + "  pointers: 0\n"), Setting("default", NO_BODIES)]
+    r = cv.run(tiny_suite(), settings, [0], k=3)
+    fit = {s["name"]: s["fit"] for s in r["settings"]}
+    assert fit["default"]["scales"][0]["later_reachable"] > fit["pointers-off"]["scales"][0]["later_reachable"]
+    assert r["chosen"] == "default" and [f["chosen"] for f in r["folds"]] == ["default"] * 3
+    held = [f["figures"]["scales"][0]["later_reachable"] for f in r["folds"]]
+    got = [h for h in held if h is not None]
+    assert r["cv"]["scales"][0]["later_reachable"] == round(sum(got) / len(got), 3)
+    assert r["gap"] == cv.gap(r["fit"], r["cv"])
+    json.dumps(r)   # the --json output
+
+
+def test_a_grid_file_is_read_strictly(tmp_path):
+    good = tmp_path / "g.yaml"
+    good.write_text("settings:\n  - name: a\n  - name: b\n    config: \"recall:\\n  pointers: 3\\n\"\n"
+                    "    constants: {bead.recall.pointers.SAME: 0.3}\n")
+    a, b = cv.load_grid(str(good))
+    assert (a.name, b.name) == ("a", "b") and b.constants == (("bead.recall.pointers.SAME", 0.3),)
+    for text in ("settings: []\n", "settings:\n  - name: a\n    typo: 1\n", "settings:\n  - name: a\n  - name: a\n"):
+        good.write_text(text)
+        with pytest.raises(BeadError):
+            cv.load_grid(str(good))
+
+
+def test_a_setting_restores_the_constants_it_changed():
+    from bead.recall import pointers
+
+    before = pointers.SAME
+    with Setting("x", "", (("bead.recall.pointers.SAME", 0.9),)).applied():
+        assert pointers.SAME == 0.9
+    assert pointers.SAME == before
+    with pytest.raises(BeadError), Setting("x", "", (("bead.recall.pointers.NO_SUCH", 1),)).applied():
+        pass
+
+
+def test_cli_runs_a_grid(bead, tmp_path):
+    path = tmp_path / "tiny.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(tiny_suite()))
+    grid = tmp_path / "g.yaml"
+    grid.write_text("settings:\n  - name: off\n    config: \"recall:\\n  evidence_threshold: 50\\n  pointers: 0\\n\"\n"
+                    "  - name: default\n    config: \"recall:\\n  evidence_threshold: 50\\n\"\n")
+    out = bead("eval", str(path), "--cv", "3", "--grid", str(grid), "--scale", "0", "--json")
+    assert out.code == 0, out.err
+    r = json.loads(out.out.splitlines()[0])
+    assert r["kind"] == "cv" and r["chosen"] == "default" and "folds" not in r
+    table = bead("eval", str(path), "--cv", "3", "--grid", str(grid), "--scale", "0")
+    assert "cross-validated" in table.out and "folds chose" in table.out
+    missing = bead("eval", str(path), "--cv", "3")
+    assert missing.code == 1 and "--grid" in missing.err
+
+
+def test_suite_loads_strictly():
+    with pytest.raises(BeadError):
+        suite.load("/nonexistent/suite.yaml")
