@@ -138,7 +138,10 @@ def test_async_judge_runs_after_forwarding_and_its_pick_joins_the_next_request(b
     sent = json.loads(second.body)
     last = sent["messages"][-1]["content"]
     assert "global/money" in last[-1]["text"] and "<bead-memory" in last[-1]["text"]
-    assert sent["messages"][:-1] == messages[:-1]                # no earlier byte moved
+    # No earlier byte moved: the first request's messages as they went out (its cue block, with its
+    # pointers, re-added as it was), then the assistant's answer as sent.
+    assert sent["messages"][:len(TURN)] == json.loads(first.body)["messages"]
+    assert sent["messages"][len(TURN):-1] == messages[len(TURN):-1]
     again = eng.prepare(nxt, headers)                            # a retry: the same bytes, nothing new
     assert again.body == second.body and again.injected == []
     eng.forwarded(second).result(timeout=30)

@@ -27,6 +27,8 @@ DOCUMENTED = {
     "recall.evidence_threshold": 1.2,
     "recall.max_facts": 2,
     "recall.max_excerpts": 2,
+    "recall.pointers": 5,
+    "recall.pointer_budget_tokens": 80,
     "rerank.provider": None,
     "rerank.model": None,
     "rerank.base_url": None,
