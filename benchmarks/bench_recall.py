@@ -1,6 +1,6 @@
 """The proxy's recall step alone, in-process: prints figures, asserts nothing.
 
-    python benchmarks/bench_recall.py                  # 10,000 facts, 200,000 raw turns
+    python benchmarks/bench_recall.py                  # 10,000 facts (+300 of the project), 200,000 raw turns
     python benchmarks/bench_recall.py --turns 2000     # facts-heavy store
 
 Runs the recorded Claude Code requests (3 rounds, each a new conversation)
@@ -36,10 +36,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--facts", type=int, default=10_000)
     ap.add_argument("--turns", type=int, default=200_000)
+    ap.add_argument("--project-facts", type=int, default=300,
+                    help="near-miss facts (bead.evals.nearmiss) of the recorded requests' project, so that the "
+                         "requests' words find candidates to point to")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bead-bench-recall-"))
     try:
         mem, *_ = bench_store.generated(root, args.facts, args.turns)
+        from bead.evals import nearmiss
+
+        for f in nearmiss.facts(args.project_facts, "demo", ["user_stated", "agent_observed"]):
+            mem.write(f["key"], f["body"], f["type"], trust=f["trust"])
         home = mem.home
         mem.close()
         engines = {"pointers on (default)": Engine(home, parse("")),
@@ -49,9 +56,9 @@ def main() -> None:
         prepare: dict[str, list[float]] = {name: [] for name in engines}
         pointed = 0
         for i in range(4):
-            for name, engine in engines.items():
+            for e, (name, engine) in enumerate(engines.items()):
                 for _path, _headers, body in reqs:
-                    p = engine.prepare(body, {"x-bead-session": f"{name[:8]}-round-{i}"})
+                    p = engine.prepare(body, {"x-bead-session": f"engine-{e}-round-{i}"})
                     if i == 0 or "prepare_ms" not in p.trace:
                         continue  # warm-up round (IDF statistics, caches) and side requests
                     prepare[name].append(p.trace["prepare_ms"])
@@ -60,7 +67,8 @@ def main() -> None:
                     pointed += bool(p.trace.get("pointers"))
         q = lambda v: statistics.quantiles(v, n=20)[-1]  # noqa: E731
         n = len(prepare["pointers on (default)"])
-        print(f"store: {args.facts:,} facts, {args.turns:,} raw turns; {n} requests per engine, "
+        print(f"store: {args.facts:,} facts + {args.project_facts} of the requests' project, {args.turns:,} raw turns; "
+              f"{n} requests per engine, "
               f"{pointed} of them with pointers")
         for name in engines:
             print(f"{name:<24} recall step  p50 {statistics.median(recall[name]):6.2f} ms  p95 {q(recall[name]):6.2f} ms"
