@@ -24,6 +24,7 @@ from ..core.memory import Memory
 from ..errors import BeadError
 from ..index.query import terms
 from ..store.audit import normalise
+from ..store.facts import stored_title
 from ..store.keys import PERSON_TRUSTS, TYPES, validate_key
 from ..store.rawlog import Turn
 from . import rules
@@ -43,12 +44,14 @@ class Proposal:
     value: str
     turns: tuple[int, ...] = ()
     replaces: str | None = None
+    title: str | None = None     # the model's short name for the fact (pointers show it), cut to 8 words
 
     @classmethod
     def of(cls, p: dict) -> Proposal:
         """From one entry of the model's answer (``bead.dream.run.parse_answer`` checked its shape)."""
+        title = p.get("title")
         return cls(p["key"].strip(), p["type"].strip(), p["value"].strip(), tuple(p.get("turns") or ()),
-                   p.get("replaces"))
+                   p.get("replaces"), stored_title(title) if isinstance(title, str) else None)
 
 
 @dataclass
@@ -104,7 +107,8 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
         validate_key(key)
     except BeadError:
         return Decision("reject", "invalid key")
-    if ftype not in TYPES or not value or len(value) > rules.MAX_CHARS or redact(value)[1]:
+    if ftype not in TYPES or not value or len(value) > rules.MAX_CHARS or redact(value)[1] \
+            or (p.title and redact(p.title)[1]):
         why = ("invalid type" if ftype not in TYPES else "empty" if not value else
                "over 600 characters" if len(value) > rules.MAX_CHARS else "changed by the secret scan")
         return Decision("reject", why)
@@ -117,7 +121,7 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
         return Decision(action, detail, kind, source, other, anchors, opinion)
 
     # 3. what must wait for a person
-    rule = rules.instruction_rule(value + "\n" + key.rsplit("/", 1)[-1].replace("-", " "))
+    rule = rules.instruction_rule(value + "\n" + key.rsplit("/", 1)[-1].replace("-", " ") + "\n" + (p.title or ""))
     if rule is not None:
         return out("queue", f"reads like an instruction to a model ({rule.name}: {rule.why})", "suspicious")
     if p.replaces and p.replaces != key:

@@ -59,12 +59,13 @@ Rules:
 - Keys are user/<name>, project/<project>/<name> or global/<name>, lower-case [a-z0-9._-].
 - type is one of user, feedback, project, reference.
 - One fact per proposal, at most 600 characters, stated plainly. Never include credentials or secrets.
+- "title" names the fact in at most 8 words (shown where the fact is listed without its value).
 - "turns" lists the numbers of the transcript turns the fact comes from.
 - If a fact replaces one stored under a different key, name that key in "replaces".
 - Propose nothing when nothing is worth remembering.
 
 Answer with one JSON object only:
-{"facts": [{"key": "...", "type": "...", "value": "...", "turns": [1], "replaces": null}],
+{"facts": [{"key": "...", "type": "...", "title": "...", "value": "...", "turns": [1], "replaces": null}],
  "episode": {"situation": "...", "action": "...", "outcome": "...", "lesson": "..."}}"""
 
 
@@ -377,7 +378,7 @@ class Dream:
 
             try:
                 res = self.mem.write(key, value, proposal.type, trust="dream_inferred", sources=d.sources,
-                                     check=check)
+                                     check=check, title=proposal.title)
             except KeySealed:
                 # A sealed key is the person's secret: the dream never writes
                 # beside it (and never sees its value).

@@ -162,11 +162,11 @@ def parse_fact(path: Path, key: str, version: int, data: bytes | None = None) ->
         status=str(meta.get("status") or "current"), supersedes=_text(meta.get("supersedes")),
         valid_from=_text(meta.get("valid_from")) or "", trust=trust, sensitivity=sensitivity,
         sources=tuple(str(s) for s in sources), last_injected=_text(meta.get("last_injected")),
-        pinned=bool(meta.get("pinned", False)), title=_stored_title(meta.get("title")), path=path,
+        pinned=bool(meta.get("pinned", False)), title=stored_title(meta.get("title")), path=path,
     )
 
 
-def _stored_title(value: object) -> str | None:
+def stored_title(value: object) -> str | None:
     """A title as read from a file: one line, at most TITLE_MAX_WORDS words (a hand-edited file's longer one
     is cut, not refused: the value is what matters), no control characters; None when empty."""
     if value is None:
