@@ -41,3 +41,43 @@ def visible(text: str, multiline: bool = False, tab: str = "    ") -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+# Characters that show as nothing, or as blank space, without being a control or format character:
+# variation selectors (a known way to hide text in plain sight), Hangul fillers, the braille blank.
+_BLANK = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800})
+_MARKS = frozenset({"Mn", "Me"})
+MAX_MARKS = 2   # combining marks in a row (more stack into a smear, or hide what they sit on)
+
+
+def _blank(code: int) -> bool:
+    return code in _BLANK or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
+
+
+def plain_words(text: str) -> list[str]:
+    """The words of ``text`` as one line of what a reader sees: NFC, control, format and invisible
+    characters dropped (a tab or line break separates words), at most MAX_MARKS combining marks in a row."""
+    out: list[str] = []
+    marks = 0
+    for ch in unicodedata.normalize("NFC", str(text)):
+        cat = unicodedata.category(ch)
+        if ch in "\t\n\r" or cat in ("Zl", "Zp"):
+            out.append(" ")
+            marks = 0
+            continue
+        if cat in _HIDDEN or _blank(ord(ch)):
+            continue
+        if cat in _MARKS:
+            marks += 1
+            if marks > MAX_MARKS:
+                continue
+        else:
+            marks = 0
+        out.append(ch)
+    return "".join(out).split()
+
+
+def hidden_characters(text: str) -> bool:
+    """Whether ``text`` holds a character ``plain_words`` would drop (a control, format or invisible one,
+    or a run of combining marks), other than spaces."""
+    return " ".join(plain_words(text)) != " ".join(str(text).split())

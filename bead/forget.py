@@ -61,6 +61,7 @@ class Plan:
     sealed_not_searched: int = 0                                    # --match: sealed keys it cannot look into
     temps: list[Path] = field(default_factory=list)                 # a killed writer's temp files holding it
     sealed: dict[str, list[int]] = field(default_factory=dict)      # key -> sealed versions to delete (no decrypt)
+    ids: set[str] = field(default_factory=set)                      # the plaintext versions' ids (key@vN)
 
     @property
     def texts(self) -> list[str]:
@@ -152,6 +153,9 @@ def _add_key(mem: Memory, plan: Plan, key: str, only_version: int | None = None)
                 values.append(v)
     plan.keys[key] = numbers
     plan.values[key] = values
+    # A state or trace line that names a forgotten version (its body injected, its key and title pointed to)
+    # goes too: a pointer holds the title, which may be the value's first words or the person's own.
+    plan.ids.update(f"{key}@v{n}" for n in numbers)
     if set(numbers) == set(kv.numbers):
         plan.whole.add(key)
     for f in facts:
@@ -236,7 +240,7 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
                 plan.temps.append(p)
         except (OSError, safe.UnsafePath):
             continue
-    line_matches = _line_matcher(needles, plan.whole, plan.shingles)
+    line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles)
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
     for p in configured_paths(mem.config, home=mem.home):
         try:
@@ -323,6 +327,7 @@ def plan_match(mem: Memory, text: str) -> Plan:
     kvs, _problems = mem.facts.scan()
     for kv in kvs:
         bodies = [f.body for f in kv.facts] + [v for p in kv.problems if (v := _version_value(mem, kv.key, p.path))]
+        bodies += [f.title for f in kv.facts if f.title]   # a title is the person's text too
         if any(needle in normalise(b) for b in bodies):
             _add_key(mem, plan, kv.key)
     # Rows whose files are gone (an interrupted forget) hold values too.
@@ -388,7 +393,7 @@ def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = No
     # 4. Episodes, review items, per-conversation state, the trace, and what names a gone key.
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)
-    line_matches = _line_matcher(plan.needles, plan.whole, plan.shingles)
+    line_matches = _line_matcher(plan.needles, plan.whole | plan.ids, plan.shingles)
     Conversations(mem.home).scrub(list(plan.session_lines), line_matches)
     for p in plan.trace_lines:
         Trace(p).scrub(line_matches)

@@ -101,3 +101,37 @@ def test_cli_runs_a_grid(bead, tmp_path):
 def test_suite_loads_strictly():
     with pytest.raises(BeadError):
         suite.load("/nonexistent/suite.yaml")
+
+
+def test_a_fold_never_chooses_with_its_own_turns(monkeypatch):
+    """Each fold chooses on the other folds' turns only: setting A scores on folds 0 and 1, B (more, in all)
+    on fold 2 alone; the whole set chooses B, the fold that holds B's turns out must choose A."""
+    ids = [f"t{i}" for i in range(6)]
+    parts = cv.folds(ids, 3)
+    points = {"A": {t: 1 for t in parts[0] | parts[1]}, "B": {t: 3 for t in parts[2]}}
+
+    def measure(run, keep):
+        score = sum(v for t, v in points[run].items() if keep({"id": t}))
+        return {"false_injection_turns": 0.0, "plain_recall": None, "plain_reachable": None,
+                "objective": score, "scales": {}}
+
+    monkeypatch.setattr(cv, "_runs", lambda suite, settings, scales, kind: ["A", "B"])
+    monkeypatch.setattr(cv, "measure", measure)
+    suite_ = {"kind": "injection", "name": "x", "turns": [{"id": t} for t in ids]}
+    r = cv.run(suite_, [Setting("A"), Setting("B")], [0], k=3)
+    assert r["chosen"] == "B"
+    assert [f["chosen"] for f in r["folds"]] == ["B", "B", "A"]
+    # Each fold is scored on its own turns with the choice of the others, which is never its own best: the
+    # held-out figure shows the choice's cost (0 points each), where the fit figure claims 6.
+    assert [f["figures"]["objective"] for f in r["folds"]] == [0, 0, 0] and r["fit"]["objective"] == 6
+
+
+def test_pointer_figures_are_what_their_names_say():
+    from bead.evals.injection import pointer_figures
+
+    rows = [{"needs": ["a", "b"], "pointed": ["a", "x", "y"], "pointer_tokens": 60, "shown": ["b"]},
+            {"needs": ["c"], "pointed": ["z"], "pointer_tokens": 30, "shown": []},
+            {"needs": [], "pointed": [], "pointer_tokens": 0, "shown": []}]
+    f = pointer_figures(rows, 3, lambda r: set(r["shown"]))
+    assert f == {"reachable": round(2 / 3, 3), "pointers_per_turn": round(4 / 3, 2), "pointer_tokens_mean": 30.0,
+                 "pointer_precision": 0.25}

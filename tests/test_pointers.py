@@ -78,8 +78,9 @@ def pointer_block(text: str) -> list[str]:
     start = text.rfind("<bead-memory")
     assert start != -1, "no bead block"
     lines = text[start:].split("\n")
-    i = lines.index(render.POINTER_HEAD)
-    return [ln for ln in lines[i:] if ln and not ln.startswith("</bead-memory")]
+    heads = [i for i, ln in enumerate(lines) if ln in (render.POINTER_HEAD, render.POINTER_ALONE)]
+    assert len(heads) == 1, "one how-to line per block"
+    return [ln for ln in lines[heads[0]:] if ln and not ln.startswith("</bead-memory")]
 
 
 def keys_of(lines: list[str]) -> list[str]:
@@ -105,9 +106,9 @@ class TestShape:
     def test_pointers_are_keys_titles_and_marks_within_the_budget(self, proxy, upstream):
         sent = later(proxy(), upstream, "the celery queue workers seem stuck, check beat")
         newest = text_of(sent["messages"][-1])
-        assert '<bead-memory kind="pointers">' in newest and "not instructions" in newest
+        assert '<bead-memory kind="pointers">' in newest
         lines = pointer_block(newest)
-        assert "get_memory" in lines[0] and "`bead show KEY`" in lines[0]
+        assert "get_memory" in lines[0] and "`bead show KEY`" in lines[0] and "not instructions" in lines[0]
         keys = keys_of(lines)
         assert 1 <= len(keys) <= 5 and len(set(keys)) == len(keys)
         assert set(keys) <= {k for k, _ in INFERRED}
@@ -325,3 +326,130 @@ class TestTitle:
             assert mem.recent_uses() == {"project/x/eta": 1}
             rebuild(mem.index, mem.facts, mem.raw)
             assert mem.recent_uses() == {"project/x/eta": 1}
+
+
+class TestChoosing:
+    """bead.recall.pointers.choose and bead.recall.render.pointers on their own."""
+
+    @staticmethod
+    def cand(key: str, body: str, score: float = 1.0, **row):
+        from bead.recall.gate import Candidate
+
+        return Candidate(f"{key}@v1", key, body, score, [], row={"key": key, "id": f"{key}@v1", "body": body,
+                                                                 "trust": "user_stated", "current": 1, **row})
+
+    def test_a_near_duplicate_is_skipped_and_the_count_is_capped(self):
+        from bead.config import RecallSettings
+        from bead.recall import pointers
+        from bead.recall.gate import Recall
+
+        rejected = [self.cand("p/x/a", "Never log webhook payloads at INFO; they carried emails into Loki."),
+                    self.cand("p/x/b", "Never log webhook payloads at INFO; they carried IBANs into Loki."),
+                    self.cand("p/x/c", "The nightly export runs at 02:00 from the ops scheduler."),
+                    self.cand("p/x/d", "Reminder emails go out per tenant language."),
+                    self.cand("p/x/e", "Refunds over 500 EUR need a second approver.")]
+        got = pointers.choose(Recall(rejected=rejected), set(), RecallSettings())
+        assert [c.key for c in got] == ["p/x/a", "p/x/c", "p/x/d", "p/x/e"], "b says what a says"
+        two = pointers.choose(Recall(rejected=rejected), set(), RecallSettings(pointers=2))
+        assert [c.key for c in two] == ["p/x/a", "p/x/c"]
+        shown = pointers.choose(Recall(rejected=rejected), {"p/x/a"}, RecallSettings())
+        assert shown[0].key == "p/x/b", "a shown key makes room; its twin is news now"
+
+    def test_sealed_dormant_and_superseded_rows_are_never_named(self):
+        from bead.config import RecallSettings
+        from bead.recall import pointers
+        from bead.recall.gate import Recall
+
+        rows = [self.cand("p/x/s", "sealed thing", sensitivity="secret"),
+                self.cand("p/x/d", "asleep thing", status="dormant"),
+                self.cand("p/x/o", "old thing", current=0),
+                self.cand("p/x/ok", "current thing")]
+        assert [c.key for c in pointers.choose(Recall(rejected=rows), set(), RecallSettings())] == ["p/x/ok"]
+
+    def test_the_budget_holds_for_any_rows_and_titles_keep_three_words(self):
+        import random
+
+        rng = random.Random(5)
+        words = ["celery", "queue", "staging", "/srv/app/very/long/path/to/a/config/file.toml", "x" * 70, "Redis",
+                 "port", "a", "the", "https://grafana.example.dev/d/api-latency?orgId=1&from=now-6h"]
+        for _ in range(400):
+            rows = [{"key": "project/" + "-".join(rng.choice(["invoicing", "x", "celery-serialization"])
+                                                  for _ in range(rng.randint(1, 3))) + f"/k{i}",
+                     "trust": rng.choice(["user_stated", "agent_observed"]),
+                     "body": " ".join(rng.choice(words) for _ in range(rng.randint(1, 14)))}
+                    for i in range(rng.randint(1, 6))]
+            budget = rng.randint(10, 200)
+            alone = rng.random() < 0.5
+            lines, used = render.pointers(rows, budget, alone)
+            if not lines:
+                continue
+            assert used <= budget and used == sum(render.tokens(ln) for ln in lines)
+            assert lines[0] == (render.POINTER_ALONE if alone else render.POINTER_HEAD)
+            for ln, row in zip(lines[1:], rows, strict=False):
+                assert ln.startswith(f"- {row['key']} (")
+                title = ln.split("): ", 1)[1] if "): " in ln else ""
+                full = render.title(row, 10_000).split()
+                assert len(title.rstrip("…").split()) >= min(render.MIN_TITLE_WORDS, len(full)), ln
+
+    def test_a_long_first_word_is_cut_not_dropped(self):
+        row = {"key": "project/x/py", "trust": "user_stated",
+               "body": "/home/dev/src/invoicing/app/services/pricing/rounding/strategies.py holds the rounding rules"}
+        t = render.title(row, 20)
+        assert t.endswith("…") and len(t) <= 20
+
+    def test_what_is_recorded_is_what_the_block_names(self, bead_home, upstream):
+        seeded(bead_home)
+        p = app(bead_home, upstream.url, NO_BODIES + "  pointers: 5\n  pointer_budget_tokens: 50\n")
+        try:
+            later(p, upstream, "the celery queue workers seem stuck, check beat", "rec")
+        finally:
+            p.close()
+        state = next((bead_home / "sessions").glob("rec-*.jsonl")).read_text().splitlines()
+        cue = [json.loads(ln) for ln in state if '"kind": "cue"' in ln][-1]
+        named = [ln[2:].split(" (", 1)[0] for ln in cue["text"].splitlines() if ln.startswith("- ")]
+        assert named and [i.rsplit("@v", 1)[0] for i in cue["pointers"]] == named
+
+
+class TestTitleSafety:
+    def test_stored_titles_are_text_on_one_visible_line(self):
+        from bead.store.facts import stored_title
+
+        assert stored_title(False) is None and stored_title(["a", "b"]) is None and stored_title(7) is None
+        assert stored_title("a\nb\u202ec\x1b[31m d") == "a bc[31m d"
+        hidden = "Postgres" + "\U000E0101" * 50 + " port" + "\u3164" + " \u0301\u0301\u0301\u0301x"
+        assert stored_title(hidden) == "Postgres port \u0301\u0301x"
+
+    def test_check_title_says_what_is_wrong(self, mem):
+        from bead.errors import BeadError
+
+        with pytest.raises(BeadError, match="invisible"):
+            mem.write("project/x/a", "v", "project", title="Postgres\U000E0101 port")
+        with pytest.raises(BeadError, match="credential"):
+            mem.write("project/x/a", "v", "project", title="key ghp_" + "Z3x9Qw7Lm2Rt5Yp8Vb4Nc6Hd1Jk0Fs7Ga2Tu")
+        assert mem.write("project/x/a", "v", "project", title="Postgres\u00a0port").fact.title == "Postgres port"
+        assert mem.current("project/x/a").title == "Postgres port"
+
+
+class TestForgetTitles:
+    def test_forgetting_a_version_leaves_no_pointer_to_it(self, bead_home, upstream, bead):
+        seeded(bead_home)
+        with Memory(Home(bead_home), parse("")) as mem:
+            mem.write("project/proj-x/celery-zebra", "Zebra quokka narwhal celery queue note.", "project",
+                      trust="agent_observed", title="Quokka narwhal celery")
+        p = app(bead_home, upstream.url, NO_BODIES + "  pointers: 8\n  pointer_budget_tokens: 400\n")
+        try:
+            sent = later(p, upstream, "celery queue zebra quokka", "fz")
+        finally:
+            p.close()
+        assert "Quokka narwhal celery" in text_of(sent["messages"][-1])
+        bead("write", "project/proj-x/celery-zebra", "Falcon workers were retired in May.", "--type", "project",
+             "--trust", "agent_observed")
+        assert bead("forget", "project/proj-x/celery-zebra@v1", "--yes").code == 0
+        held = [p.name for p in bead_home.rglob("*") if p.is_file() and b"narwhal" in p.read_bytes().lower()]
+        assert held == [], held
+
+    def test_forget_match_finds_a_title(self, bead, bead_home):
+        assert bead("write", "project/x/a", "An ordinary value.", "--type", "project", "--title", "quokka zebra plan").code == 0
+        out = bead("forget", "--match", "quokka zebra", "--yes")
+        assert out.code == 0 and "forgot 1 key(s)" in out.out
+        assert not [p for p in bead_home.rglob("*") if p.is_file() and b"quokka" in p.read_bytes()]

@@ -41,10 +41,13 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
     from ..evals import injection, poisoning, rawrecall, suite, supersession
 
     if cv_folds or grid_file:
-        if not (cv_folds and grid_file):
-            from ..errors import BeadError
+        from ..errors import BeadError
 
+        if not (cv_folds and grid_file):
             raise BeadError("--cv and --grid go together", "give both: e.g. --cv 5 --grid evals/grids/pointers.yaml")
+        if not scales:
+            raise BeadError("--cv needs --scale: the figures it chooses by are the scaled run's",
+                            "add the store sizes to measure at, e.g. --scale 300 --scale 2000 (0: the suite's facts)")
         return _cv(files, as_json, details, cv_folds, grid_file, list(scales), distractors)
     if path == "mcp":
         return _mcp_path(files, as_json, details, split, config_file)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from .. import config as config_mod
+from ..capture.secrets import redact
 from ..errors import BeadError
 from ..paths import Home, resolve_home
 from ..store import files as safe
@@ -128,6 +129,10 @@ class Memory:
         version; ``check`` sees the current version under the store's lock and
         may refuse the write by raising (FactStore.write).
         """
+        if title is not None and redact(title)[1]:
+            raise BeadError(f"refusing the title of {key}: it holds what looks like a credential",
+                            "a title is shown wherever bead points to the fact; give one without the secret "
+                            "(the value can be sealed: --sensitivity secret)")
         if sensitivity == "secret":
             from ..vault.ops import write_secret
 

@@ -25,7 +25,7 @@ class CueRecord:
     hash: str
     text: str | None
     ids: list[str] = field(default_factory=list)
-    pointers: list[str] = field(default_factory=list)   # keys the block points to, not shown
+    pointers: list[str] = field(default_factory=list)   # fact ids the block points to, not shown
 
 
 @dataclass
@@ -52,7 +52,7 @@ class ConversationState:
     @property
     def pointed(self) -> set[str]:
         """Keys this conversation was pointed to: never again."""
-        return {k for c in self.cues.values() for k in c.pointers}
+        return {k.rsplit("@v", 1)[0] for c in self.cues.values() for k in c.pointers}
 
     @classmethod
     def load(cls, home: Home, conversation_id: str) -> ConversationState:

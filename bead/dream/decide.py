@@ -48,10 +48,14 @@ class Proposal:
 
     @classmethod
     def of(cls, p: dict) -> Proposal:
-        """From one entry of the model's answer (``bead.dream.run.parse_answer`` checked its shape)."""
-        title = p.get("title")
-        return cls(p["key"].strip(), p["type"].strip(), p["value"].strip(), tuple(p.get("turns") or ()),
-                   p.get("replaces"), stored_title(title) if isinstance(title, str) else None)
+        """From one entry of the model's answer (``bead.dream.run.parse_answer`` checked its shape). The
+        model's title is kept only when every content word of it is in the value: a title names what the
+        value says and can say nothing else (what is judged and reviewed is the value)."""
+        value = p["value"].strip()
+        title = stored_title(p.get("title"))
+        if title and not content_words(title) <= content_words(value):
+            title = None
+        return cls(p["key"].strip(), p["type"].strip(), value, tuple(p.get("turns") or ()), p.get("replaces"), title)
 
 
 @dataclass

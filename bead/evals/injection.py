@@ -113,8 +113,10 @@ def run(suite: dict, split: str | None = None, config_text: str = "", wire: str 
         for t in turns:
             t0 = time.perf_counter()
             conv = conversation(wire, system, t["messages"])
+            # FORMAT.md judges the cue block as if the pinned block were empty; pointers, which the proxy never
+            # gives to a fact the conversation was shown, leave out the pinned block's keys.
             cue = recaller.recall_for(mem, conv, identify({}, conv, project), set(),
-                                      config.proxy.recall_deadline_ms / 1000)
+                                      config.proxy.recall_deadline_ms / 1000, pointed=frozenset(pinned))
             ids, trace = cue.ids, cue.trace
             ms = (time.perf_counter() - t0) * 1000
             fact_ids = [i for i in ids if not i.startswith("raw:")]
@@ -122,7 +124,8 @@ def run(suite: dict, split: str | None = None, config_text: str = "", wire: str 
             per_turn.append({"id": t["id"], "split": t.get("split", "dev"), "needs": list(t.get("needs") or []),
                              "injected": keys, "stale": [i for i in fact_ids if i != current.get(i.rsplit("@v", 1)[0])],
                              "ms": ms, "rejected": trace.get("rejected", []), "pinned": sorted(pinned),
-                             "pointed": list(cue.pointers), "pointer_tokens": cue.pointer_tokens})
+                             "pointed": [i.rsplit("@v", 1)[0] for i in cue.pointers],
+                             "pointer_tokens": cue.pointer_tokens})
     out = {"kind": "injection", "name": suite["name"], "wire": wire, "splits": {}}
     for name in sorted({t["split"] for t in per_turn}) + ["all"]:
         rows = [t for t in per_turn if name == "all" or t["split"] == name]

@@ -92,22 +92,32 @@ class Setting:
 
     @contextlib.contextmanager
     def applied(self) -> Iterator[None]:
+        """The constants set while the block runs, and what the index's readers derived from the facts under
+        other constants dropped on the way in and out (the pinned block's scored candidates)."""
         import importlib
+        import sys
+
+        from ..index import db
 
         before = []
         try:
             for dotted, value in self.constants:
                 module_name, _, attr = dotted.rpartition(".")
-                module = importlib.import_module(module_name)
+                if not (module_name == "bead" or module_name.startswith("bead.")) or not attr.isupper():
+                    raise BeadError(f"setting {self.name}: {dotted} is not a constant bead has",
+                                    "name a module-level constant, e.g. bead.recall.standing.OPENING_WEIGHT")
+                module = sys.modules.get(module_name) or importlib.import_module(module_name)
                 if not hasattr(module, attr):
                     raise BeadError(f"setting {self.name}: {dotted} is not a constant bead has",
                                     "name a module-level constant, e.g. bead.recall.standing.OPENING_WEIGHT")
                 before.append((module, attr, getattr(module, attr)))
                 setattr(module, attr, value)
+            db.forget_derived()
             yield
         finally:
             for module, attr, value in reversed(before):
                 setattr(module, attr, value)
+            db.forget_derived()
 
 
 EVAL_START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)

@@ -69,6 +69,13 @@ PERSONS_WORD = "(pinned = 1 OR trust IN (" + ", ".join(f"'{t}'" for t in PERSON_
 # Index.memo, per index file.
 _MEMOS: dict[str, dict[Any, Any]] = {}
 
+
+def forget_derived() -> None:
+    """Drop what every index's readers derived from the facts in this process (an eval that changes the
+    constants they derive it with)."""
+    for memo in _MEMOS.values():
+        memo.clear()
+
 class IndexBusy(BeadError):
     """Another process held the index's write lock for longer than this one waits."""
 

@@ -33,7 +33,7 @@ class CueBlock:
     # rerank.mode async: what the judge looks at after forwarding (the candidates, the turn's cues).
     pool: list[gate.Candidate] = field(default_factory=list)
     cues: list[Cue] = field(default_factory=list)
-    pointers: list[str] = field(default_factory=list)   # the keys the block points to (not shown)
+    pointers: list[str] = field(default_factory=list)   # the fact ids the block points to (not shown)
     pointer_tokens: int = 0                               # what the pointers add (the how-to line included)
 
 
@@ -111,16 +111,21 @@ class Recaller:
         for c in result.raw:
             lines.append(render.raw_line(c.row, c.body))
             ids.append(render.text_id(c.body))
-        shown = pointers.shown_keys(injected) | set(pointed) | {pointers.key_of(i) for i in ids}
-        chosen_pointers = pointers.choose(result, shown, self.config.recall)
-        tail, tail_tokens = render.pointers([c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens)
-        shown_lines = set(tail[1:])
-        keys = [c.key for c in chosen_pointers if any(ln.startswith(f"- {c.key} (") for ln in shown_lines)]
-        if keys:
-            trace["pointers"] = keys
-        text, n = render.block("recall", render.CUE_HEADER, notices + lines, self.config.proxy.cue_budget_tokens,
-                               tail)
-        return CueBlock(text, ids[:max(0, n - len(notices))], trace, pool=pool, cues=cues, pointers=keys,
+        budget = self.config.proxy.cue_budget_tokens
+        _, n = render.block("recall", render.CUE_HEADER, notices + lines, budget)
+        fitted = ids[:max(0, n - len(notices))]
+        # What this block shows or the conversation was shown is never pointed to; a fact that passed but
+        # did not fit the block's budget is not shown, so it may be.
+        shown = pointers.shown_keys(injected) | set(pointed) | pointers.shown_keys(fitted)
+        chosen_pointers = pointers.choose(result, shown, self.config.recall,
+                                          first=[c for c in result.facts if c.id not in fitted])
+        tail, tail_tokens = render.pointers([c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens,
+                                            alone=n == 0)
+        named = [c for c in chosen_pointers if any(ln.startswith(f"- {c.key} (") for ln in tail[1:])]
+        if named:
+            trace["pointers"] = [c.id for c in named]
+        text, n = render.block("recall", render.CUE_HEADER, notices + lines, budget, tail)
+        return CueBlock(text, fitted, trace, pool=pool, cues=cues, pointers=[c.id for c in named],
                         pointer_tokens=tail_tokens)
 
     def judge_pool(self, result: gate.Recall) -> list[gate.Candidate]:

@@ -35,16 +35,18 @@ def shown_keys(injected: Iterable[str]) -> set[str]:
     return {key_of(i) for i in injected if not i.startswith("raw:")}
 
 
-def choose(result: Recall, shown: set[str], settings: RecallSettings) -> list[Candidate]:
-    """The candidates to point to, best first: the search's candidates that this turn's facts did not
-    take and the conversation was not shown or pointed to (``shown``: keys), with enough evidence."""
+def choose(result: Recall, shown: set[str], settings: RecallSettings,
+           first: list[Candidate] | None = None) -> list[Candidate]:
+    """The candidates to point to, best first: ``first`` (facts that passed the gate but did not fit the
+    block), then the search's candidates that the gate did not pass and the conversation was not shown
+    or pointed to (``shown``: keys), with enough evidence, none nearly the same as one before it."""
     if settings.pointers <= 0:
         return []
-    taken = shown | {c.key for c in result.facts}
+    taken = shown | {c.key for c in result.facts if c not in (first or [])}
     out: list[Candidate] = []
     words: list[set[str]] = []
     pool = sorted(result.rejected, key=lambda c: -c.score) if ORDER == "evidence" else result.rejected
-    for c in pool:
+    for c in [*(first or []), *pool]:
         if not c.key or c.key in taken or c.score < MIN_EVIDENCE:
             continue
         row = c.row

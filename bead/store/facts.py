@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from .. import yamlsafe
+from ..display import hidden_characters, plain_words
 from ..errors import BeadError, KeySealed, RefusedWrite
 from ..paths import Home, version_number
 from . import files as safe
@@ -167,20 +168,19 @@ def parse_fact(path: Path, key: str, version: int, data: bytes | None = None) ->
 
 
 def stored_title(value: object) -> str | None:
-    """A title as read from a file: one line, at most TITLE_MAX_WORDS words (a hand-edited file's longer one
-    is cut, not refused: the value is what matters), no control characters; None when empty."""
-    if value is None:
+    """A title as read from a file or a model: one line of visible words, at most TITLE_MAX_WORDS of them
+    (a longer one is cut, not refused: the value is what matters); None when it is not text or is empty."""
+    if not isinstance(value, str):
         return None
-    words = "".join(ch if ch.isprintable() else " " for ch in str(value)[:TITLE_MAX_CHARS * 4]).split()
-    return " ".join(words[:TITLE_MAX_WORDS])[:TITLE_MAX_CHARS] or None
+    return " ".join(plain_words(value[:TITLE_MAX_CHARS * 4])[:TITLE_MAX_WORDS])[:TITLE_MAX_CHARS] or None
 
 
 def check_title(key: str, title: str | None) -> str | None:
-    """A title given on a write: one short line, or a clear error that says what to do."""
+    """A title given on a write: one short line of visible words, or a clear error that says what to do."""
     if title is None:
         return None
-    if any(not ch.isprintable() for ch in title):
-        raise BeadError(f"refusing the title of {key}: it holds a control or line-break character",
+    if hidden_characters(title):
+        raise BeadError(f"refusing the title of {key}: it holds a control, line-break or invisible character",
                         "give a title of plain words on one line")
     words = title.split()
     if not words:
