@@ -211,6 +211,6 @@ def test_pointers_off_is_the_old_cue_block():
     off = injection.run(s, split="dev", config_text="recall:\n  pointers: 0\n")
     on = injection.run(s, split="dev")
     assert off["splits"]["dev"]["pointers_per_turn"] == 0 and off["splits"]["dev"]["reachable"] == off["splits"]["dev"]["delivered"]
-    assert on["splits"]["dev"]["pointers_per_turn"] > 1
+    assert on["splits"]["dev"]["pointers_per_turn"] > 0.5
     # Pointers never change which fact bodies pass the gate.
     assert [d["injected"] for d in on["details"]] == [d["injected"] for d in off["details"]]

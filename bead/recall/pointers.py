@@ -19,7 +19,7 @@ from ..index.query import terms
 from .gate import Candidate, Recall
 
 # Chosen by cross-validation over the injection suite's turns (README, "Evals"; `bead eval --cv`).
-MIN_EVIDENCE = 0.0        # the evidence score (bead.recall.gate.evidence) a candidate needs
+MIN_EVIDENCE = 0.3        # the evidence score (bead.recall.gate.evidence) a candidate needs
 ORDER = "search"          # search: the BM25 order of the gate's search; evidence: the evidence score
 # A candidate whose words overlap a chosen pointer's this much (Jaccard) says nearly the same thing
 # (the same rule for another module, a fact written twice): it would spend the budget on no news.
