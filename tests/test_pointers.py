@@ -372,7 +372,7 @@ class TestChoosing:
         rng = random.Random(5)
         words = ["celery", "queue", "staging", "/srv/app/very/long/path/to/a/config/file.toml", "x" * 70, "Redis",
                  "port", "a", "the", "https://grafana.example.dev/d/api-latency?orgId=1&from=now-6h"]
-        for _ in range(400):
+        for _ in range(150):
             rows = [{"key": "project/" + "-".join(rng.choice(["invoicing", "x", "celery-serialization"])
                                                   for _ in range(rng.randint(1, 3))) + f"/k{i}",
                      "trust": rng.choice(["user_stated", "agent_observed"]),
