@@ -378,3 +378,31 @@ def test_mcp_inspector_cli_lists_the_tools():
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert {t["name"] for t in json.loads(p.stdout)["tools"]} == AGENT_TOOLS
+
+
+def test_get_memory_opens_a_key_the_proxy_pointed_to(server, home, mem):
+    """The proxy's pointer names a key; the agent's get_memory call on it returns the value and counts a use."""
+    from bead.config import parse
+    from bead.proxy.engine import Engine
+    from bead.recall import render
+
+    mem.write("project/webshop/queue-retention", "Failed jobs stay in the dead-letter queue for nine days, then "
+              "the sweeper drops them.", "project", trust="agent_observed")
+    engine = Engine(Home(home), parse("recall:\n  evidence_threshold: 50\n"))
+    system = "You are a test.\n - Primary working directory: /src/webshop"
+    first = [{"role": "user", "content": "good morning"}]
+    later = [*first, {"role": "assistant", "content": "Morning."},
+             {"role": "user", "content": "how long do failed jobs stay in the dead-letter queue?"}]
+    try:
+        for messages in (first, later):
+            prep = engine.prepare(json.dumps({"model": "m", "max_tokens": 5, "system": system,
+                                              "messages": messages}).encode(), {"x-bead-session": "mcp-pointer"})
+    finally:
+        engine.close()
+    newest = json.loads(prep.body)["messages"][-1]["content"]
+    text = newest if isinstance(newest, str) else "\n".join(b["text"] for b in newest if b.get("type") == "text")
+    assert any(h in text for h in (render.POINTER_HEAD, render.POINTER_ALONE))
+    assert "- project/webshop/queue-retention (inferred): " in text and "nine days" not in text
+    got = server.ok("get_memory", {"key": "project/webshop/queue-retention"})
+    assert "nine days" in got["value"] and got["trust"] == "agent_observed"
+    assert mem.recent_uses().get("project/webshop/queue-retention") == 1, "opening it counts as a use"

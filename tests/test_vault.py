@@ -356,6 +356,41 @@ def test_the_proxy_never_injects_a_sealed_fact(proxy_client, upstream, mem, vaul
     assert b"4711" not in sent and b"9902" not in sent and b"bank-pin" not in sent
 
 
+def test_the_proxy_never_points_to_a_sealed_fact(bead_home, upstream, mem, vault):
+    """A key the conversation could be pointed to is never named once it is sealed, nor its title shown."""
+    from conftest import ProxyClient
+
+    for name, body in (("celery-broker-host", "The celery broker host for staging is mq-7.internal."),
+                       ("celery-beat-lock", "Celery beat takes a redis lock named beat-leader for 30 s."),
+                       ("celery-vault-pin", "Celery flower admin login zqxjvbnmkw opens the staging broker.")):
+        mem.write(f"project/proj-x/{name}", body, "project", trust="agent_observed")
+    ops.seal(mem, "project/proj-x/celery-vault-pin")
+    proxy = ProxyClient(make_proxy_app(bead_home, upstream.url,
+                                       config=parse("recall:\n  evidence_threshold: 50\n  pointers: 8\n"
+                                                    "  pointer_budget_tokens: 400\n")))
+    try:
+        opening = [{"role": "user", "content": "good morning"}]
+        proxy.post(*_request_messages(opening, "sealed-ptr"))
+        proxy.settle()
+        proxy.post(*_request_messages([*opening, {"role": "assistant", "content": "Morning."},
+                                       {"role": "user", "content": "celery flower admin login for the staging broker?"}],
+                                      "sealed-ptr"))
+        proxy.settle()
+    finally:
+        proxy.close()
+    sent = upstream.requests[-1].body
+    assert b"project/proj-x/celery-broker-host" in sent, "the other facts are pointed to"
+    assert b"celery-vault-pin" not in sent and b"zqxjvbnmkw" not in sent and b"Celery flower admin" not in sent
+
+
+def _request_messages(messages: list, session: str) -> tuple[bytes, dict]:
+    body = {"model": "claude-test", "max_tokens": 100, "stream": False,
+            "system": [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/proj-x"}],
+            "messages": messages}
+    return json.dumps(body).encode(), {"content-type": "application/json", "x-api-key": "sk-test",
+                                       "anthropic-version": "2023-06-01", "x-bead-session": session}
+
+
 @pytest.fixture
 def model():
     m = FakeModel()
