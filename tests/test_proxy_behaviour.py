@@ -459,6 +459,8 @@ def test_why_explains_a_request(proxy_client, upstream, bead_home, tmp_path, bea
     m = Memory(Home(bead_home).ensure(), Config(owner="t"))
     m.write("global/stripe-keys", "Stripe test keys live in .env.test and load through dotenv.", "reference")
     m.write("global/deploy", "Deploys go to Fly.io.", "reference")
+    m.write("global/stripe-webhooks", "Stripe webhooks are checked with the endpoint's signing secret.", "reference",
+            trust="agent_observed")
     m.close()
     trace = tmp_path / "trace.jsonl"
     proxy = proxy_client(trace=trace)
@@ -466,6 +468,8 @@ def test_why_explains_a_request(proxy_client, upstream, bead_home, tmp_path, bea
     r = bead("why", "--trace", str(trace))
     assert r.code == 0, r.err
     assert "injected: global/stripe-keys@v1" in r.out and "[user] where do the stripe test keys" in r.out
+    assert "pointed to (key and title only): global/stripe-webhooks@v1" in r.out
+    assert "global/stripe-webhooks@v1" in r.out.split("not injected:", 1)[1] and "(pointed to)" in r.out
     out = json.loads(bead("why", "-1", "--trace", str(trace), "--json").out)
     assert out["injected"] == ["global/stripe-keys@v1"]
     assert bead("why", "5", "--trace", str(trace)).code == 1

@@ -58,11 +58,15 @@ def why(which, trace_file, session, as_json):
         for c in e.get("cues", []):
             click.echo(f"  [{c['source']}] {' '.join(c['text'].split())[:120]}")
         click.echo(f"injected: {', '.join(e.get('injected') or []) or 'nothing'}")
+        pointed = set(e.get("pointers") or [])
+        if pointed:
+            click.echo(f"pointed to (key and title only): {', '.join(e['pointers'])}")
         rejected = e.get("rejected") or []
         if rejected:
             click.echo("not injected:")
             for r in rejected:
-                click.echo(f"  {r['score']:>6}  {r['id']}: {r['reason']}")
+                mark = "  (pointed to)" if r["id"] in pointed else ""
+                click.echo(f"  {r['score']:>6}  {r['id']}: {r['reason']}{mark}")
         if e.get("remembered"):
             click.echo(f"remembered: {e['remembered']}")
         if e.get("errors"):
