@@ -8,7 +8,7 @@ import subprocess
 from datetime import UTC, datetime
 
 import pytest
-from conftest import all_bytes_under
+from conftest import all_bytes_under, plaintext_secret
 
 from bead import forget
 from bead.errors import BeadError
@@ -296,7 +296,7 @@ class TestWhatTheAdversarialReviewFound:
     def test_a_value_the_secret_scan_split_is_still_found_in_the_raw_log(self, mem):
         value = "staging login is admin with DB_PASSWORD=Qz8vLr2TnW4xPk9s and the host is quokkaeast behind wombatgate"
         mem.append_turns("s", [("user", value, T0, None)])
-        mem.write("project/shop/staging-login", value, "project")
+        plaintext_secret(mem, "project/shop/staging-login", value, "project")
         summary = forget.apply(mem, forget.plan_target(mem, "project/shop/staging-login"))
         assert summary["raw_turns_redacted"] == 1
         assert leftovers(mem.home.root, "quokkaeast") == []

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
+from conftest import plaintext_secret
 
 from bead.core import review
 from bead.dream.queue import Queue
@@ -144,7 +145,7 @@ def test_a_sealed_fact_never_becomes_a_skill(bead, mem, project):
     safe.atomic_write(mem.home.vault / "identity.age", age_scrypt.encrypt(f"{ident}\n".encode(), "correct horse battery",
                                                                           work_factor=10), root=mem.home.root)
     safe.atomic_write(mem.home.vault / "recipient.txt", f"{ident.to_public()}\n".encode(), root=mem.home.root)
-    mem.write("user/deploy-pin", "Deploy PIN is 4711 zqxjvbnmkw.", "feedback", pinned=True)
+    plaintext_secret(mem, "user/deploy-pin", "Deploy PIN is 4711 zqxjvbnmkw.", "feedback", pinned=True)
     assert bead("seal", "user/deploy-pin").code == 0
     r = bead("skills", "install", "--dir", str(project))
     assert r.code == 0 and "no skills" in r.out

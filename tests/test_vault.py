@@ -659,3 +659,20 @@ def test_a_seal_that_fails_half_way_leaves_the_key_as_it_was(mem, vault, monkeyp
     assert [n for n in fact_files(vault.root, "user/pin") if n.endswith(".md")] == ["v1.md", "v2.md"]
     assert sealed_files(vault.root, "user/pin") == []
     assert mem.current("user/pin").body == SECRET and not mem.is_sealed("user/pin")
+
+
+KEY_IN_PROSE = "my key is sk-ant-api03-" + "Qw7Lm2Rt5Yp8Vb4Nc6Hd1Jk0Fs7Ga2TuZ3x9" * 2 + "AA"
+
+
+def test_a_credential_is_never_written_in_plain_text(bead, bead_home):
+    """`bead write` of a value the secret scan flags is refused with the way to seal it; nothing reaches disk."""
+    out = bead("write", "user/k", KEY_IN_PROSE, "--type", "user")
+    assert out.code == 1 and "looks like a credential" in out.err and "--sensitivity secret" in out.err
+    assert "bead vault init" in out.err, "no vault here: the hint says how to make one"
+    assert not [p for p, data in all_bytes_under(Path(bead_home)).items() if b"Qw7Lm2Rt5" in data]
+
+
+def test_a_credential_written_as_a_secret_is_sealed(bead, bead_home, vault):
+    out = bead("write", "user/k", KEY_IN_PROSE, "--type", "user", "--sensitivity", "secret")
+    assert out.code == 0, out.err
+    assert not [p for p, data in all_bytes_under(Path(bead_home)).items() if b"Qw7Lm2Rt5" in data]

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from .. import config as config_mod
 from ..capture.secrets import redact
-from ..errors import BeadError
+from ..errors import BeadError, RefusedWrite
 from ..paths import Home, resolve_home
 from ..store import files as safe
 from ..store.audit import AuditLog, Tombstones, iso
@@ -133,6 +133,16 @@ class Memory:
             raise BeadError(f"refusing the title of {key}: it holds what looks like a credential",
                             "a title is shown wherever bead points to the fact; give one without the secret "
                             "(the value can be sealed: --sensitivity secret)")
+        if sensitivity != "secret":
+            found = redact(body)[1]
+            if found:
+                # No entry point stores a credential in plain text: it would stand in a prompt, a file and the
+                # index. The person can seal it; nothing else writes it.
+                raise RefusedWrite(
+                    f"refusing to write {key} in plain text: the secret scan found what looks like a credential "
+                    f"({', '.join(sorted(set(found)))})",
+                    "keep it sealed instead: write it with --sensitivity secret (`bead vault init` first if there "
+                    "is no vault), or write the fact without the secret")
         if sensitivity == "secret":
             from ..vault.ops import write_secret
 
