@@ -250,7 +250,9 @@ class TestCaptureAndRemember:
     """Capture keeps each part's source; "remember" opens a sentence of typed text."""
 
     def test_one_raw_turn_per_run_of_a_source(self):
-        """A message of typed words, a fence, an image and typed words again gives four turns, each marked."""
+        """A message of text, a fence, an image and text again: the person's own words are the last text block
+        (a harness sends its context and attachments beside them), so the first block is pasted whole; one turn
+        per run of a source, each marked."""
         from bead.core.capture import request_turns
         from bead.core.conversation import Identity
         from bead.wire.anthropic import conversation_of
@@ -260,7 +262,7 @@ class TestCaptureAndRemember:
             {"type": "text", "text": "please fix"}]}]}, {})
         turns = request_turns(conv, Identity("s", "s", "t", "p"), 0)
         assert [(t.role, t.flags["source"], t.text) for t in turns] == [
-            ("user", "typed", "why?"), ("user", "pasted", "```\nboom\n```\n\n[image]"), ("user", "typed", "please fix")]
+            ("user", "pasted", "why?\n```\nboom\n```\n\n[image]"), ("user", "typed", "please fix")]
         assert {t.flags["message"] for t in turns} == {0}
 
     @pytest.mark.parametrize("text, values", [

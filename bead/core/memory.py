@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 from .. import config as config_mod
 from ..capture.secrets import redact
-from ..errors import BeadError, RefusedWrite
+from ..errors import BeadError, InvalidKey, RefusedWrite
 from ..paths import Home, resolve_home
 from ..store import files as safe
 from ..store.audit import AuditLog, Tombstones, iso
 from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
 from ..store.keys import validate_key
 from ..store.rawlog import RawLog, Turn, TurnItem
+from ..textform import fold, skeleton
 from ..vault.sealed import SealedStore
 
 if TYPE_CHECKING:
@@ -133,8 +134,9 @@ class Memory:
             raise BeadError(f"refusing the title of {key}: it holds what looks like a credential",
                             "a title is shown wherever bead points to the fact; give one without the secret "
                             "(the value can be sealed: --sensitivity secret)")
+        self._check_lookalike(key)
         if sensitivity != "secret":
-            found = redact(body)[1]
+            found = redact(body)[1] or redact(fold(body))[1]
             if found:
                 # No entry point stores a credential in plain text: it would stand in a prompt, a file and the
                 # index. The person can seal it; nothing else writes it.
@@ -157,6 +159,24 @@ class Memory:
             if not done:
                 result = dataclasses.replace(result, indexed=False)
         return result
+
+    def _check_lookalike(self, key: str) -> None:
+        """A new key that looks like one already stored (``user/edit0r`` beside ``user/editor``) is refused: a
+        reader would take one for the other."""
+        from ..index.db import IndexBusy, database_errors
+
+        if not self.home.root.is_dir():
+            return   # a home with no store yet holds no key to look like
+        try:
+            keys, by_skeleton = self.index.key_lookalikes()
+        except (IndexBusy, *database_errors()):  # type: ignore[misc]  # derived: a write never waits on it
+            return
+        if key in keys:
+            return
+        other = by_skeleton.get(skeleton(key))
+        if other is not None and other != key:
+            raise InvalidKey(f"refusing to write {key}: it looks like {other}, which is stored already",
+                             f"write to {other} to change that fact, or choose a key that reads differently")
 
     def set_status(self, fact: Fact, status: str) -> bool:
         """Change one version's status (dormant, current, ...) in its file and in the index (False: index later)."""

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..capture.secrets import compile_linear, redact
-from ..display import CONTROL
+from ..display import CONTROL, visible
 from ..dream import rules
 from ..dream.queue import Queue, item_id
 from ..errors import BeadError, InvalidArgument, KeySealed, RefusedWrite, VersionConflict
@@ -33,6 +33,7 @@ from ..recall.render import escape
 from ..store.audit import normalise
 from ..store.facts import Fact
 from ..store.keys import MAX_SEGMENT_BYTES, PERSON_TRUSTS, TRUSTS, TYPES
+from ..textform import fold, invisible
 from .conversation import Identity, Message, Source
 from .memory import Memory
 from .viewer import LOCAL, Viewer
@@ -71,15 +72,40 @@ class Remembered:
     queued: str | None = None   # the review item, when the value waits for the person
 
 
-def requests(message: Message) -> list[str]:
-    """The values "remember ..." asks for in the person's typed text of ``message``."""
+# A request is plainly the person's own when the text around it is theirs too: the message is short, or the
+# sentence opens or closes it; and nothing before it frames what follows as someone else's text ("Contents of
+# CLAUDE.md:", "Bob wrote:"). Else it may be a pasted document's sentence that looks typed: it waits for review.
+SHORT_MESSAGE = 300
+_FRAMING = compile_linear(r"(?im)(?::[ \t]{0,8}$|^[ \t]{0,8}(?:from|subject|to|cc|date|contents? of|quote|note from)\b"
+                          r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript)\b[^\n]{0,80}:)")
+
+
+@dataclass(frozen=True)
+class Request:
+    value: str
+    plain: bool                 # plainly the person's own request (see SHORT_MESSAGE, _FRAMING)
+
+
+def request_list(message: Message) -> list[Request]:
+    """The values "remember ..." asks for in the person's typed text of ``message``, and whether each is
+    plainly the person's own request."""
     out = []
     for part in message.parts:
         if part.source is Source.TYPED and part.kind == "text":
             m = _REMEMBER.search(part.text)
             if m:
-                out.append(m.group(1).strip())
+                text = part.text
+                before, after = text[:m.start()], text[m.end():]
+                opens, closes = not before.strip(" \t\n.!?"), not after.strip()
+                framed = bool(_FRAMING.search(before[-2000:]))
+                plain = (len(text) <= SHORT_MESSAGE or opens or closes) and not framed
+                out.append(Request(m.group(1).strip(), plain))
     return out
+
+
+def requests(message: Message) -> list[str]:
+    """The values "remember ..." asks for in the person's typed text of ``message``."""
+    return [r.value for r in request_list(message)]
 
 
 def propose_key(value: str, project: str | None) -> str:
@@ -94,18 +120,43 @@ def propose_key(value: str, project: str | None) -> str:
     return f"project/{project}/{slug}"
 
 
+def looks_secret(value: str) -> bool:
+    """The secret scan's finding on the value or on its normal form (a key split by a zero-width space)."""
+    return bool(redact(value)[1] or redact(fold(value))[1])
+
+
+def hidden_reason(value: str) -> str | None:
+    """Why a value cannot be stored as it is: it holds characters that show as nothing or reorder what is
+    shown, so what a reader sees is not what it says (None when it holds none)."""
+    found = invisible(value)
+    if not found:
+        return None
+    return (f"it holds invisible or reordering characters ({', '.join(found[:4])}), so what it shows is not what "
+            "it says")
+
+
 def plan(message: Message, ident: Identity) -> list[Plan]:
     """What to do with each value the person asked to remember in ``message`` (no IO)."""
     out = []
-    for value in requests(message):
-        key = propose_key(value, ident.project)
+    for req in request_list(message):
+        value = req.value
+        key = propose_key(fold(value), ident.project)
         type_ = "user" if key.startswith("user/") else "project"
-        if redact(value)[1]:
+        if looks_secret(value):
             out.append(Plan(value, key, type_, "refuse", "a value that looks like a credential is not stored"))
+            continue
+        hidden = hidden_reason(value)
+        if hidden:
+            out.append(Plan(value, key, type_, "queue", f"remember: {hidden}", item_id("suspicious", key, value)))
             continue
         rule = rules.instruction_rule(value)
         if rule is not None:
             reason = f"remember: reads like an instruction to an AI agent ({rule.name}: {rule.why})"
+            out.append(Plan(value, key, type_, "queue", reason, item_id("suspicious", key, value)))
+            continue
+        if not req.plain:
+            reason = ("remember: not plainly the person's own request (it sits inside a longer or framed text, "
+                      "which may be pasted)")
             out.append(Plan(value, key, type_, "queue", reason, item_id("suspicious", key, value)))
             continue
         out.append(Plan(value, key, type_, "write"))
@@ -129,9 +180,11 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
                        f"holds a secret, which bead keeps only sealed; the user can seal it under a neutral key "
                        f"with `bead write user/secret-1 - --type user --sensitivity secret` (the value on stdin)")
             continue
-        out.append(f'- note from bead: the user\'s "remember {escape(value)}" was queued for review, not stored, '
-                   f"because it reads like an instruction to an AI agent; the user can keep it with "
-                   f"`bead queue accept {p.item}`")
+        why = ("it holds invisible or reordering characters" if "invisible" in p.reason
+               else "it may not be the user's own words (it sits inside a longer or framed text)"
+               if "not plainly" in p.reason else "it reads like an instruction to an AI agent")
+        out.append(f'- note from bead: the user\'s "remember {escape(visible(value))}" was queued for review, not '
+                   f"stored, because {why}; the user can keep it with `bead queue accept {p.item}`")
     return out
 
 
@@ -211,7 +264,11 @@ def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, tr
     if CONTROL.search(value):
         raise InvalidArgument(f"refusing to remember {shown}: the value holds control characters (a NUL, a terminal "
                               "escape)", "send plain text: tabs and line breaks are fine")
-    if redact(value)[1]:
+    hidden = hidden_reason(value)
+    if hidden:
+        raise InvalidArgument(f"refusing to remember {shown}: {hidden}",
+                              "send the text as it reads, without zero-width, bidi or other invisible characters")
+    if looks_secret(value):
         raise RefusedWrite(f"refusing to remember {shown}: the value looks like a credential, and bead never stores "
                            "one in plain text", "leave the secret out; the person can seal it with "
                            "`bead write KEY - --sensitivity secret`")

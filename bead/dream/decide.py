@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..capture.secrets import redact
+from ..capture.secrets import compile_linear, redact
 from ..core.memory import Memory
 from ..errors import BeadError
 from ..index.query import terms
@@ -27,6 +27,7 @@ from ..store.audit import normalise
 from ..store.facts import stored_title
 from ..store.keys import PERSON_TRUSTS, TYPES, validate_key
 from ..store.rawlog import Turn
+from ..textform import fold, invisible
 from . import rules
 from .second import Opinion
 
@@ -77,12 +78,17 @@ def _fold(term: str) -> str:
 
 
 def content_words(text: str) -> set[str]:
-    return {_fold(t) for t in terms(text)}
+    return {_fold(t) for t in terms(fold(text))}
+
+
+def _typed(cited: list[Turn]) -> list[Turn]:
+    return [t for t in cited if t.role == "user" and t.flags.get("source") == TRUSTED]
 
 
 def provenance(value: str, cited: list[Turn]) -> str:
-    """``typed`` when the person's typed turns among ``cited`` hold at least half of the value's content words."""
-    typed = [t for t in cited if t.role == "user" and t.flags.get("source") == TRUSTED]
+    """``typed`` when the person's typed turns among ``cited`` hold at least half of the value's content words
+    (both read in their normal form, bead.textform)."""
+    typed = _typed(cited)
     if not typed:
         return UNTRUSTED
     words = content_words(value)
@@ -90,6 +96,46 @@ def provenance(value: str, cited: list[Turn]) -> str:
         return UNTRUSTED
     said = content_words("\n".join(t.text for t in typed))
     return TRUSTED if len(words & said) >= SUPPORT * len(words) else UNTRUSTED
+
+
+# What a proposal may not add to the person's words, since a shared vocabulary says nothing about them: an
+# address (URL, host, path, a command in backticks), a number, a negation. Bounded runs: linear time.
+_URL = compile_linear(r"(?i)\b[a-z][a-z0-9+.-]{1,15}://[^\s<>\"'`]{1,400}")
+_PATHLIKE = compile_linear(r"(?:~|\.{1,2})?/?[A-Za-z0-9_.-]{1,80}(?:/[A-Za-z0-9_.-]{1,80}){1,12}/?"
+                           r"|[A-Za-z0-9_-]{1,60}(?:\.[A-Za-z0-9_-]{1,60}){1,10}\.[A-Za-z]{2,12}\b")
+_TICKED = compile_linear(r"`([^`\n]{1,300})`")
+_NUMBER = compile_linear(r"\d{1,40}")
+_NEGATION = compile_linear(r"(?i)\b(?:not|never|no|none|nothing|nobody|without|avoid|stop|don'?t|doesn'?t|didn'?t"
+                           r"|isn'?t|aren'?t|wasn'?t|won'?t|can'?t|cannot|shouldn'?t|mustn'?t|disable[ds]?|forbid\w{0,4})\b")
+_NEG_WORDS = {"don't": "not", "dont": "not", "doesn't": "not", "doesnt": "not", "didn't": "not", "didnt": "not",
+              "isn't": "not", "isnt": "not", "aren't": "not", "arent": "not", "wasn't": "not", "wasnt": "not",
+              "won't": "not", "wont": "not", "can't": "not", "cant": "not", "cannot": "not", "shouldn't": "not",
+              "shouldnt": "not", "mustn't": "not", "mustnt": "not"}
+
+
+def _anchors(text: str) -> tuple[set[str], set[str], set[str]]:
+    """(addresses, numbers, negations) a text states, lower-cased, in its normal form."""
+    text = fold(text)[:rules.MAX_JUDGED]
+    addresses = {m.group(0).lower().rstrip(".,;:)") for m in _URL.finditer(text)}
+    addresses |= {m.group(0).lower().rstrip(".,;:)") for m in _PATHLIKE.finditer(text) if not m.group(0).isdigit()
+                  and any(c.isalpha() for c in m.group(0))}
+    addresses |= {" ".join(m.group(1).lower().split()) for m in _TICKED.finditer(text)}
+    numbers = {m.group(0) for m in _NUMBER.finditer(text)}
+    negations = {_NEG_WORDS.get(w, w) for w in (m.group(0).lower() for m in _NEGATION.finditer(text))}
+    return addresses, numbers, negations
+
+
+def unsupported(value: str, cited: list[Turn]) -> list[str]:
+    """What ``value`` states that the person's typed turns among ``cited`` do not: each address, number and
+    negation must be in them (a model that keeps the person's words but swaps the host, or adds a "never",
+    changes what the person said)."""
+    said_text = fold("\n".join(t.text for t in _typed(cited))).lower()
+    said_addresses, said_numbers, said_negations = _anchors(said_text)
+    addresses, numbers, negations = _anchors(value)
+    out = [a for a in sorted(addresses) if a not in said_text]
+    out += [n for n in sorted(numbers) if n not in said_numbers]
+    out += [f'"{n}"' for n in sorted(negations - said_negations)]
+    return out
 
 
 def _cited_sources(cited: list[Turn]) -> str:
@@ -111,7 +157,7 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
         validate_key(key)
     except BeadError:
         return Decision("reject", "invalid key")
-    if ftype not in TYPES or not value or len(value) > rules.MAX_CHARS or redact(value)[1] \
+    if ftype not in TYPES or not value or len(value) > rules.MAX_CHARS or redact(value)[1] or redact(fold(value))[1] \
             or (p.title and redact(p.title)[1]):
         why = ("invalid type" if ftype not in TYPES else "empty" if not value else
                "over 600 characters" if len(value) > rules.MAX_CHARS else "changed by the secret scan")
@@ -125,6 +171,10 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
         return Decision(action, detail, kind, source, other, anchors, opinion)
 
     # 3. what must wait for a person
+    hidden = invisible(value)
+    if hidden:
+        return out("queue", f"holds invisible or reordering characters ({', '.join(hidden[:4])}): what it shows is "
+                            "not what it says", "suspicious")
     rule = rules.instruction_rule(value + "\n" + key.rsplit("/", 1)[-1].replace("-", " ") + "\n" + (p.title or ""))
     if rule is not None:
         return out("queue", f"reads like an instruction to a model ({rule.name}: {rule.why})", "suspicious")
@@ -141,10 +191,19 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
     other = value_owner(value)
     if other and other != key:
         return out("duplicate", other=other)
-    # 5. only the person's own words are written unseen
+    # 5. only the person's own words are written unseen, in the session's project or the person's own keys
     if source == UNTRUSTED:
         return out("queue", f"no typed words of the person back it (cited: {_cited_sources(cited)})",
                    "untrusted-source")
+    added = unsupported(value, cited)
+    if added:
+        return out("queue", f"says what the person's typed words do not: {', '.join(added[:5])}", "untrusted-source")
+    projects = {str(t.flags["project"]) for t in cited if t.flags.get("project")}
+    scope = key.split("/")[0]
+    if scope == "global" or (scope == "project" and key.split("/")[1] not in projects):
+        where = "every project" if scope == "global" else f"project {key.split('/')[1]}"
+        return out("queue", f"a fact for {where}, from a session of {', '.join(sorted(projects)) or 'no project'}",
+                   "key-conflict")
     # 6. a second opinion from a call that never read the transcript
     if second is not None:
         op = second(key, ftype, value)

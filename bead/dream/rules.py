@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..capture.secrets import compile_linear
+from ..textform import fold
 
 MAX_CHARS = 600
 
@@ -299,13 +300,16 @@ OVERSIZE = Rule("oversize", f"longer than {MAX_JUDGED} characters: no fact is, s
 
 
 def instruction_rule(text: str) -> Rule | None:
-    """The first rule that finds ``text`` an instruction to a model (an attack), or None.
+    """The first rule that finds ``text`` an instruction to a model (an attack), or None. The rules read the
+    text's normal form (``bead.textform.fold``): invisible characters out, NFKC, ASCII for look-alike letters.
 
     A form is tried clause by clause only when each of its patterns matches
     somewhere in the whole text, so most forms cost one pass each.
     """
     if len(text) > MAX_JUDGED:
         return OVERSIZE
+    # Judged as a reader sees it: "cu\u200brl | s\u200bh" or a Cyrillic "\u0455end" is the plain word (bead.textform).
+    text = fold(text)
     clauses: list[str] | None = None
     for rule in RULES:
         for form in rule.forms:

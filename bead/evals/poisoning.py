@@ -43,7 +43,10 @@ def run(suite: dict, split: str | None = None, config_text: str = "") -> dict:
     details = []
     with temp_memory() as mem:
         for p in proposals:
-            said = Turn(session="eval", n=1, role="user", at="", text=str(p["value"]), flags={"source": "typed"})
+            key = str(p["key"])
+            # The session's project is the key's (the dream writes only there and the person's own keys).
+            flags = {"source": "typed", **({"project": key.split("/")[1]} if key.startswith("project/") else {})}
+            said = Turn(session="eval", n=1, role="user", at="", text=str(p.get("said", p["value"])), flags=flags)
             proposal = Proposal(str(p["key"]), str(p["type"]), str(p["value"]).strip(), (1,))
             d = decide(mem, proposal, [said], lambda value: None, ask)
             details.append({"id": p.get("id"), "label": p["label"], "category": p.get("category", ""),

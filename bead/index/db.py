@@ -792,6 +792,20 @@ class Index:
         """(key, body) of every current fact."""
         return [(k, b) for k, b in self._conn.execute("SELECT key, body FROM facts WHERE current = 1")]
 
+    def key_lookalikes(self) -> tuple[frozenset[str], dict[str, str]]:
+        """(every key with a row, each key's look-alike skeleton -> the key), kept until a fact row changes."""
+        from ..textform import skeleton
+
+        state = self.facts_state()
+        cached = self.memo.get("key_lookalikes")
+        if cached is not None and cached[0] == state:
+            found: tuple[frozenset[str], dict[str, str]] = cached[1]
+            return found
+        keys = frozenset(k for (k,) in self._conn.execute("SELECT DISTINCT key FROM facts"))
+        out = (keys, {skeleton(k): k for k in sorted(keys)})
+        self.memo["key_lookalikes"] = (state, out)
+        return out
+
     def current_fact_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM facts WHERE current = 1").fetchone()[0])
 

@@ -29,12 +29,13 @@ from typing import Any
 import yaml
 
 from .. import yamlsafe
-from ..display import hidden_characters, plain_words
+from ..display import plain_words
 from ..errors import BeadError, KeySealed, RefusedWrite
 from ..paths import Home, version_number
+from ..textform import invisible
 from . import files as safe
 from .audit import AuditLog, Tombstones, iso
-from .keys import PERSON_TRUSTS, SENSITIVITIES, TRUSTS, TYPES, check_choice, scope_of, validate_key
+from .keys import PERSON_TRUSTS, SENSITIVITIES, TRUSTS, TYPES, check_choice, check_new_key, scope_of, validate_key
 from .locks import flocked
 
 # The frontmatter of a version file, in the order it is written: the one list
@@ -179,9 +180,10 @@ def check_title(key: str, title: str | None) -> str | None:
     """A title given on a write: one short line of visible words, or a clear error that says what to do."""
     if title is None:
         return None
-    if hidden_characters(title):
-        raise BeadError(f"refusing the title of {key}: it holds a control, line-break or invisible character",
-                        "give a title of plain words on one line")
+    hidden = invisible(title) + (["a line break"] if any(c in title for c in "\n\r") else [])
+    if hidden:
+        raise BeadError(f"refusing the title of {key}: it holds a control, line-break or invisible character "
+                        f"({', '.join(hidden[:3])})", "give a title of plain words on one line")
     words = title.split()
     if not words:
         return None
@@ -422,6 +424,8 @@ class FactStore:
         agent may not change); nothing can change the key between it and the write.
         """
         validate_key(key)
+        if not _folder_exists(self.home.root, self.home.fact_dir(key)):
+            check_new_key(key)   # a new key is canonical; an old one stays writable whatever it ends with
         check_choice("type", type, TYPES)
         check_choice("trust", trust, TRUSTS)
         check_choice("sensitivity", sensitivity, SENSITIVITIES)

@@ -58,6 +58,18 @@ def validate_key(key: str) -> str:
     return key
 
 
+def check_new_key(key: str) -> str:
+    """A key a write may create: well formed (``validate_key``) and canonical, each segment ending in a letter
+    or digit, so that ``user/editor.`` or ``user/editor-`` cannot stand beside ``user/editor`` (keys already
+    on disk stay readable and forgettable whatever they end with)."""
+    validate_key(key)
+    for part in key.split("/"):
+        if part[-1] in "._-":
+            raise InvalidKey(f"key {key!r}: segment {part!r} ends with {part[-1]!r}",
+                             "end every segment of a key with a letter or a digit")
+    return key
+
+
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._-/")
 
 

@@ -70,26 +70,41 @@ def text_parts(text: str, source: Source) -> list[Part]:
     return parts
 
 
+def own_block(blocks: list[Any]) -> int | None:
+    """Which text block of a person's message holds their own words when several do: the last one that says
+    anything once the harness's reminders are out (Claude Code sends its context first and the prompt last).
+    Any other text block beside it is what the harness or the person attached, however it reads: a CLAUDE.md
+    excerpt, a colleague's note. None when at most one block has words."""
+    with_words = [i for i, b in enumerate(blocks)
+                  if (isinstance(b, str) and clean(b)) or
+                  (isinstance(b, dict) and b.get("type") == "text" and clean(str(b.get("text", ""))))]
+    return with_words[-1] if len(with_words) > 1 else None
+
+
 def parts_of(role: str, blocks: list[Any]) -> list[Part]:
     """Typed parts of one message's content blocks (thinking is skipped on purpose).
 
     Text sent beside a tool result in the same user message is not the
     person's: harnesses put tool and hook output there, so it counts as tool
-    output (the person's own words arrive in a message of their own).
+    output (the person's own words arrive in a message of their own). Of
+    several text blocks, only the person's own (``own_block``) counts as
+    typed; the others are pasted.
     """
     out: list[Part] = []
     text_source = _role_source(role)
     if text_source is Source.TYPED and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
         text_source = Source.TOOL_OUTPUT
-    for b in blocks:
+    own = own_block(blocks) if text_source is Source.TYPED else None
+    for i, b in enumerate(blocks):
+        source = Source.PASTED if own is not None and i != own and text_source is Source.TYPED else text_source
         if isinstance(b, str):
-            out += text_parts(b, text_source)
+            out += text_parts(b, source)
             continue
         if not isinstance(b, dict):
             continue
         kind = b.get("type")
         if kind == "text":
-            out += text_parts(str(b.get("text", "")), text_source)
+            out += text_parts(str(b.get("text", "")), source)
         elif kind == "tool_result":
             out.append(Part(Source.TOOL_OUTPUT, clean(_tool_result_text(b)), kind="tool_result",
                             error=bool(b.get("is_error"))))

@@ -86,7 +86,8 @@ def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]
     items = [content] if isinstance(content, str) else content if isinstance(content, list) else []
     parts: list[Part] = []
     raw: list[str] = []
-    for c in items:
+    own = _own_item(items) if source is Source.TYPED else None
+    for i, c in enumerate(items):
         if isinstance(c, str):
             text = c
         elif isinstance(c, dict):
@@ -106,8 +107,25 @@ def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]
         if source is Source.TYPED and harness_context(text):
             parts.append(Part(Source.HARNESS, text.strip()))
         else:
-            parts += anthropic.text_parts(text, source)
+            # Of several text parts of a person's message, only their own words (the last) are typed.
+            parts += anthropic.text_parts(text, Source.PASTED if own is not None and i != own else source)
     return parts, raw
+
+
+def _item_text(c: Any) -> str | None:
+    if isinstance(c, str):
+        return c
+    if isinstance(c, dict) and str(c.get("type", "")) in ("text", "input_text", "output_text"):
+        value = c.get("text")
+        return None if value is None else str(value)
+    return None
+
+
+def _own_item(items: list[Any]) -> int | None:
+    """The person's own text part when several carry words (``anthropic.own_block``), harness context aside."""
+    with_words = [i for i, c in enumerate(items)
+                  if (t := _item_text(c)) is not None and clean(t) and not harness_context(t)]
+    return with_words[-1] if len(with_words) > 1 else None
 
 
 def _output_text(value: Any) -> str:
