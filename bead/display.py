@@ -8,12 +8,15 @@ backspaces can overwrite what was printed; bidirectional overrides reorder
 what the eye reads. ``visible`` shows every control character (C0, DEL, C1)
 and every invisible format character (bidi controls, zero-width characters,
 line and paragraph separators) as its escape (``\\x1b``, ``\\u202e``);
-``CONTROL`` finds the control characters a written value may not hold.
+``one_line`` does the same on one line; ``json_text`` writes JSON with
+those characters as ``\\u`` escapes; ``CONTROL`` finds the control characters
+a written value may not hold.
 Every layer uses these; this module imports nothing of bead's.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 
@@ -41,6 +44,39 @@ def visible(text: str, multiline: bool = False, tab: str = "    ") -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+_SPACING = re.compile(r"(?:[ \t\n]|\r\n)+")
+
+
+def one_line(text: str, width: int | None = None) -> str:
+    """``text`` on one terminal line: runs of spaces, tabs and line breaks as one space, every other control and
+    invisible format character (a lone carriage return, U+2028 included) as its escape (``visible``), cut to
+    ``width`` characters with an ellipsis."""
+    flat = visible(_SPACING.sub(" ", str(text)).strip(" "))   # str.strip() would drop U+2028, U+001C-001F, U+0085
+    return flat if width is None or len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    code = ord(ch)
+    if code < 0xa0 or unicodedata.category(ch) in _HIDDEN:
+        if code < 0x10000:
+            return f"\\u{code:04x}"
+        code -= 0x10000
+        return f"\\u{0xd800 + (code >> 10):04x}\\u{0xdc00 + (code & 0x3ff):04x}"
+    return ch
+
+
+def json_text(data: object, indent: int | None = None) -> str:
+    """``data`` as JSON for a terminal or a file a person opens: readable non-ASCII text stays as it is, but DEL,
+    the C1 controls and every invisible format character (bidi controls, zero-width characters, line and paragraph
+    separators) are written as ``\\uXXXX`` escapes, as json.dumps already writes C0 controls: the same JSON value,
+    with nothing in it a terminal acts on."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False, default=str)
+    # Outside its strings JSON is ASCII, so every character matched here is inside a string, where an escape
+    # stands for the same character.
+    return re.sub(r"[^\x00-\x7e]", _json_escape, text)
 
 
 # Characters that show as nothing, or as blank space, without being a control or format character:

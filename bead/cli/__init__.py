@@ -25,13 +25,15 @@ class BeadGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         from ..errors import BeadError
+        from .common import echo
 
         try:
             return super().invoke(ctx)
         except BeadError as exc:
-            click.echo(f"error: {exc.message}", err=True)
+            # A message may quote what it refuses (a key, a file's name, a line of the trace): shown, never acted on.
+            echo(f"error: {exc.message}", err=True)
             if exc.hint:
-                click.echo(f"  hint: {exc.hint}", err=True)
+                echo(f"  hint: {exc.hint}", err=True)
             ctx.exit(1)
         except click.exceptions.Abort:
             click.echo("aborted: nothing was changed", err=True)

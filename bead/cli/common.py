@@ -1,8 +1,11 @@
-"""Helpers every command module shares."""
+"""Helpers every command module shares.
+
+Whatever a command prints for a person goes through ``echo`` (or ``emit``): stored and captured text may come
+from an attacker, and a terminal acts on the control and invisible characters in it (bead.display says how).
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -28,8 +31,24 @@ INDEX_LATER = ("note: the index was busy, so search does not show this yet; the 
                "catches up (a running `bead indexer` does it, or run `bead reindex`)")
 
 
+def echo(text: object = "", err: bool = False, multiline: bool = False) -> None:
+    """Print ``text`` for a person: every control and invisible format character as its escape
+    (bead.display.visible), line breaks too unless ``multiline`` (one call, one line: a value cannot forge
+    the next line of the output)."""
+    from ..display import visible
+
+    click.echo(visible(str(text), multiline), err=err)
+
+
+def echo_json(data: Any, indent: int | None = 2) -> None:
+    """Print ``data`` as JSON: the same value, with no character in it a terminal acts on (bead.display.json_text)."""
+    from ..display import json_text
+
+    click.echo(json_text(data, indent=indent))
+
+
 def emit(data: Any, as_json: bool, human: Callable[[Any], None]) -> None:
     if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        echo_json(data)
     else:
         human(data)

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import emit, json_option, open_memory
+from .common import echo, echo_json, emit, json_option, open_memory
 
 
 @click.command()
@@ -57,9 +57,9 @@ def candidate_add(session, kind, title, body_file, project, as_json):
     body = body_file.read(mem.config.store.max_fact_bytes + 1)
     item, added = add_candidate(mem, session, kind, title, body, project_slug(project) if project else None)
     emit({**item.as_dict(), "added": added}, as_json,
-         lambda d: click.echo(f"{'queued' if d['added'] else 'already queued'}: review item {d['id']} {d['key']} "
-                              f"(evidence: {len(d['sources'])} turn(s) of session {d['session']}); "
-                              "decide with `bead review`"))
+         lambda d: echo(f"{'queued' if d['added'] else 'already queued'}: review item {d['id']} {d['key']} "
+                        f"(evidence: {len(d['sources'])} turn(s) of session {d['session']}); "
+                        "decide with `bead review`"))
 
 
 @click.command()
@@ -76,7 +76,6 @@ def curate(print_config, claude_exe):
     environment, so the session captures nothing (a capture would bring back
     what you forget in it).
     """
-    import json
     import os
     import shutil
     import subprocess
@@ -94,7 +93,7 @@ def curate(print_config, claude_exe):
     config = load(home)
     bead_exe = which_bead()
     if print_config:
-        click.echo(json.dumps(launch.mcp_config(home, bead_exe), indent=2))
+        echo_json(launch.mcp_config(home, bead_exe))
         return
     exe = shutil.which(claude_exe)
     if exe is None:
@@ -109,9 +108,9 @@ def curate(print_config, claude_exe):
         token = None
     env, removed = launch.child_env(dict(os.environ), config, token)
     if removed:
-        click.echo("note: ANTHROPIC_BASE_URL points at bead's proxy; this session goes to the API directly, so "
-                   "that nothing it shows is captured back into memory", err=True)
-    click.echo(f"bead curate: {exe} with the curator's server ({path})", err=True)
+        echo("note: ANTHROPIC_BASE_URL points at bead's proxy; this session goes to the API directly, so "
+             "that nothing it shows is captured back into memory", err=True)
+    echo(f"bead curate: {exe} with the curator's server ({path})", err=True)
     code = subprocess.call(launch.command(exe, path, prompt), env=env)
     click.get_current_context().exit(code)
 
@@ -151,13 +150,13 @@ def _skills_args(project_dir, project):
 
 def _show_skills(rows, verb):
     if not rows:
-        click.echo("no skills: pin a feedback or project fact you stated (`bead write KEY TEXT --type feedback --pin`) "
-                   "or accept a lesson in `bead review`")
+        echo("no skills: pin a feedback or project fact you stated (`bead write KEY TEXT --type feedback --pin`) "
+             "or accept a lesson in `bead review`")
     for d in rows:
-        click.echo(f"{d['status']:<9} {d['path']}  ({d['metadata']['bead_version_id']})")
+        echo(f"{d['status']:<9} {d['path']}  ({d['metadata']['bead_version_id']})")
     kept = [d for d in rows if d["status"] in ("differs", "kept")]
     if kept:
-        click.echo(f"{len(kept)} file(s) differ from memory and were {verb}; `bead skills install --force` replaces them")
+        echo(f"{len(kept)} file(s) differ from memory and were {verb}; `bead skills install --force` replaces them")
 
 
 @skills.command("preview")
@@ -175,10 +174,10 @@ def skills_preview(project_dir, project, show, as_json):
     def human(rs):
         _show_skills(rs, "not overwritten")
         if show:
-            from ..tui.text import safe
-
             for d in rs:
-                click.echo(f"\n==> {safe(d['path'])}\n{safe(d['content'], multiline=True)}")
+                echo()
+                echo(f"==> {d['path']}")
+                echo(d["content"], multiline=True)
 
     emit(rows, as_json, human)
 
@@ -226,9 +225,9 @@ def dashboard(listen, trace_file):
     app = create_app(home, load(home), trace_file)
     token = app.extensions["bead.dashboard.token"]
     where = f"http://{listen}"
-    click.echo(f"bead dashboard on {where}/ (yours: the kernel says who connects on Linux)", err=True)
-    click.echo(f"  from anywhere else, or another OS: {where}/{token}/ (the home's token: keep the address to yourself)",
-               err=True)
+    echo(f"bead dashboard on {where}/ (yours: the kernel says who connects on Linux)", err=True)
+    echo(f"  from anywhere else, or another OS: {where}/{token}/ (the home's token: keep the address to yourself)",
+         err=True)
     serve(app, host.strip("[]"), int(port))
 
 

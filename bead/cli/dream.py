@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import emit, json_option, open_memory
+from .common import echo, emit, json_option, open_memory
 
 
 @click.group()
@@ -27,14 +27,14 @@ def dream_run(dry_run, as_json):
         def told(d):
             cost = (f"about ${d['cost_usd']:.4f}" if d["cost_usd"] is not None else
                     f"cost unknown (set dream.prices for {d['model'] or 'the model'} in config.yaml)")
-            click.echo(f"dream (dry run, no model called): {len(d['sessions'])} session(s) with unread turns, "
-                       f"{d['calls']} model calls, about {d['tokens_in']} tokens in and {d['tokens_out']} out, {cost}")
+            echo(f"dream (dry run, no model called): {len(d['sessions'])} session(s) with unread turns, "
+                 f"{d['calls']} model calls, about {d['tokens_in']} tokens in and {d['tokens_out']} out, {cost}")
             for sid, s in d["sessions"].items():
-                click.echo(f"  {sid}: {s['turns']} turns, {s['calls']} calls, ~{s['tokens_in']} in / ~{s['tokens_out']} out")
-            click.echo(f"  plus one second-opinion call (~{d['second_opinion_tokens_each']} tokens) per proposal "
-                       "about to be written; the number depends on what the model proposes")
+                echo(f"  {sid}: {s['turns']} turns, {s['calls']} calls, ~{s['tokens_in']} in / ~{s['tokens_out']} out")
+            echo(f"  plus one second-opinion call (~{d['second_opinion_tokens_each']} tokens) per proposal "
+                 "about to be written; the number depends on what the model proposes")
             if d["stops_early"]:
-                click.echo("  dream.max_tokens_per_run would stop the run before the end; the rest waits for the next run")
+                echo("  dream.max_tokens_per_run would stop the run before the end; the rest waits for the next run")
 
         emit(est, as_json, told)
         return
@@ -46,12 +46,12 @@ def dream_run(dry_run, as_json):
 
     def human(d):
         if d["no_model"]:
-            click.echo(f"dream: nothing done: {d['no_model']}")
+            echo(f"dream: nothing done: {d['no_model']}")
             return
         written = sum(len(s["written"]) for s in d["sessions"].values())
-        click.echo(f"dream: {d['calls']} model calls, {len(d['sessions'])} sessions, "
-                   f"{written} written, {len(d['queued'])} queued, {len(d['dormant'])} dormant, "
-                   f"{len(d['failed'])} left unread; report {d['report']}")
+        echo(f"dream: {d['calls']} model calls, {len(d['sessions'])} sessions, "
+             f"{written} written, {len(d['queued'])} queued, {len(d['dormant'])} dormant, "
+             f"{len(d['failed'])} left unread; report {d['report']}")
 
     emit(data, as_json, human)
 
@@ -90,14 +90,13 @@ def queue(ctx, show_all, as_json):
     items = Queue(open_memory()).items(None if show_all else "open")
 
     def human(rows):
-        from ..tui.text import safe  # stored text is attacker-influenced: no control character reaches the terminal
-
         if not rows:
-            click.echo("the review queue is empty")
-        for r in rows:
+            echo("the review queue is empty")
+        for r in rows:   # stored text is attacker-influenced: echo shows each line's controls as escapes
             src = f", source: {r['source']}" if r.get("source") else ""
-            click.echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {safe(r['key'])}\n    {safe(r['value'])}\n"
-                       f"    ({safe(r['detail'])}{src})")
+            echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {r['key']}")
+            echo(f"    {r['value']}")
+            echo(f"    ({r['detail']}{src})")
 
     emit([i.as_dict() for i in items], as_json, human)
 
@@ -110,7 +109,7 @@ def queue_accept(item_id, as_json):
     from ..dream.queue import Queue
 
     item = Queue(open_memory()).accept(item_id)
-    emit(item.as_dict(), as_json, lambda d: click.echo(f"accepted {d['id']}: wrote {d['history'][-1]['id']}"))
+    emit(item.as_dict(), as_json, lambda d: echo(f"accepted {d['id']}: wrote {d['history'][-1]['id']}"))
 
 
 @queue.command("reject")
@@ -122,7 +121,7 @@ def queue_reject(item_id, reason, as_json):
     from ..dream.queue import Queue
 
     item = Queue(open_memory()).reject(item_id, reason)
-    emit(item.as_dict(), as_json, lambda d: click.echo(f"rejected {d['id']}; its value is tombstoned"))
+    emit(item.as_dict(), as_json, lambda d: echo(f"rejected {d['id']}; its value is tombstoned"))
 
 
 @click.command()
@@ -133,7 +132,7 @@ def reinforce(key, as_json):
     from ..dream.run import reinforce as do
 
     fid = do(open_memory(), key)
-    emit({"id": fid}, as_json, lambda d: click.echo(f"reinforced {d['id']}"))
+    emit({"id": fid}, as_json, lambda d: echo(f"reinforced {d['id']}"))
 
 
 COMMANDS = [dream, queue, reinforce]

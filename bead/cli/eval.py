@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
+
+from .common import echo, echo_json
 
 
 @click.command("eval")
@@ -73,9 +73,9 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
     for runner, r in results:
         if as_json:
             out = r if details else {k: v for k, v in r.items() if k != "details"}
-            click.echo(json.dumps(out, ensure_ascii=False))
+            echo_json(out, indent=None)
         else:
-            click.echo(runner.table(r))
+            echo(runner.table(r), multiline=True)
 
 
 def _mcp_path(files, as_json, details, split, config_file) -> None:
@@ -94,15 +94,15 @@ def _mcp_path(files, as_json, details, split, config_file) -> None:
         elif s["kind"] == "injection":
             results.append(mcppath.run_injection(s, split=split, config_text=text))
         else:
-            click.echo(f"{s['name']}: skipped (--path mcp measures raw-recall and injection suites)", err=True)
+            echo(f"{s['name']}: skipped (--path mcp measures raw-recall and injection suites)", err=True)
     if len(raw) > 1:
         results.append(mcppath.combine_raw(raw, "pooled: " + ", ".join(r["name"] for r in raw)))
     _record(results, files)
     for r in results:
         if as_json:
-            click.echo(json.dumps(r if details else _without_details(r), ensure_ascii=False))
+            echo_json(r if details else _without_details(r), indent=None)
         else:
-            click.echo(mcppath.table(r))
+            echo(mcppath.table(r), multiline=True)
 
 
 def _cv(files, as_json, details, k, grid_file, scales, distractors) -> None:
@@ -112,13 +112,13 @@ def _cv(files, as_json, details, k, grid_file, scales, distractors) -> None:
     for f in files:
         s = suite.load(f)
         if s["kind"] != "injection":
-            click.echo(f"{s['name']}: skipped (--cv applies to injection suites)", err=True)
+            echo(f"{s['name']}: skipped (--cv applies to injection suites)", err=True)
             continue
         r = cv.run(s, settings, scales, k, distractors)
         if as_json:
-            click.echo(json.dumps(r if details else {k2: v for k2, v in r.items() if k2 != "folds"}, ensure_ascii=False))
+            echo_json(r if details else {k2: v for k2, v in r.items() if k2 != "folds"}, indent=None)
         else:
-            click.echo(cv.table(r))
+            echo(cv.table(r), multiline=True)
 
 
 def _scaled(files, as_json, details, split, config_file, scales, distractors="near-miss") -> None:
@@ -130,14 +130,14 @@ def _scaled(files, as_json, details, split, config_file, scales, distractors="ne
     for f in files:
         s = suite.load(f)
         if s["kind"] != "injection":
-            click.echo(f"{s['name']}: skipped (--scale applies to injection suites)", err=True)
+            echo(f"{s['name']}: skipped (--scale applies to injection suites)", err=True)
             continue
         for n in scales:
             r = scaled.run(s, n, split=split, config_text=text, kind=distractors)
             if as_json:
-                click.echo(json.dumps(r if details else _without_details(r), ensure_ascii=False))
+                echo_json(r if details else _without_details(r), indent=None)
             else:
-                click.echo(scaled.table(r))
+                echo(scaled.table(r), multiline=True)
 
 
 def _record(results: list[dict], files) -> None:

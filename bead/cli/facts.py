@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import INDEX_LATER, emit, json_option, open_memory
+from .common import INDEX_LATER, echo, emit, json_option, open_memory
 
 
 @click.command()
@@ -26,7 +26,8 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
 
     Applies the supersession rule: the new version gets the next number and
     the old one is marked superseded. Writing the current value again writes
-    nothing.
+    nothing. A value holding a control character (a terminal escape, a
+    NUL) is refused; tabs and line breaks are fine.
 
     --sensitivity secret seals: the key's plaintext versions go into the vault
     first, and TEXT is encrypted before it reaches the disk (no passphrase
@@ -36,24 +37,38 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
     if text == "-":
         # Read one character past the limit at most: the store's check then names the limit.
         text = sys.stdin.read(mem.config.store.max_fact_bytes + 1)
+    _refuse_control(key, text)
     result = mem.write(key, text, type_, trust=trust, sensitivity=sensitivity, pinned=pin, title=title)
     superseded = result.superseded.id if result.superseded else (result.fact.supersedes if result.sealed else None)
     data = {"id": result.fact.id, "written": result.written, "superseded": superseded,
             "path": str(result.fact.path), "indexed": result.indexed, "sealed": result.sealed}
     if not result.indexed:
-        click.echo(INDEX_LATER, err=True)
+        echo(INDEX_LATER, err=True)
     if result.redacted:
-        click.echo(f"note: redacted {result.redacted} raw turn(s) that held the secret, as forget does", err=True)
+        echo(f"note: redacted {result.redacted} raw turn(s) that held the secret, as forget does", err=True)
 
     def human(d):
         if d["written"]:
             extra = f" (supersedes {d['superseded']})" if d["superseded"] else ""
             where = " to the vault, encrypted" if d["sealed"] else ""
-            click.echo(f"wrote {d['id']}{where}{extra}")
+            echo(f"wrote {d['id']}{where}{extra}")
         else:
-            click.echo(f"unchanged: {d['id']} already holds that value")
+            echo(f"unchanged: {d['id']} already holds that value")
 
     emit(data, as_json, human)
+
+
+def _refuse_control(key: str, text: str) -> None:
+    """Refuse a value holding a control character (a NUL, a terminal escape), as remember, the review queue and
+    the MCP tools do: nothing is written. Tabs and line breaks are fine."""
+    from ..display import CONTROL, visible
+    from ..errors import InvalidArgument
+
+    found = CONTROL.search(text)
+    if found:
+        raise InvalidArgument(f"refusing to write {key}: the value holds control characters (a NUL, a terminal "
+                              f"escape: {visible(found.group())} at character {found.start() + 1}); nothing was written",
+                              "write plain text: tabs and line breaks are fine")
 
 
 def _refuse_sealed(mem, key: str) -> None:
@@ -65,7 +80,7 @@ def _refuse_sealed(mem, key: str) -> None:
 
 def _print_problems(problems) -> None:
     for p in problems:
-        click.echo(f"warning: skipped {p.path}: {p.reason}", err=True)
+        echo(f"warning: skipped {p.path}: {p.reason}", err=True)
 
 
 @click.command()
@@ -95,8 +110,8 @@ def show(key, all_versions, as_json):
         for r in rows:
             if all_versions:
                 mark = "current" if r["current"] else r["status"]
-                click.echo(f"== {r['id']} [{mark}] {r['valid_from']} {r['trust']}")
-            click.echo(r["body"])
+                echo(f"== {r['id']} [{mark}] {r['valid_from']} {r['trust']}")
+            echo(r["body"], multiline=True)
 
     emit(data if all_versions else data[0], as_json, human if all_versions else (lambda r: human([r])))
 
@@ -118,9 +133,11 @@ def history(key, as_json):
              "valid_from": f.valid_from, "trust": f.trust, "type": f.type, "body": f.body} for f in kv.facts]
 
     def human(rs):
+        from ..display import one_line
+
         for r in rs:
             mark = "*" if r["current"] else " "
-            click.echo(f"{mark} v{r['version']:<3} {r['valid_from']}  {r['trust']:<14} {r['body'][:80]}")
+            echo(f"{mark} v{r['version']:<3} {r['valid_from']}  {r['trust']:<14} {one_line(r['body'], 80)}")
 
     emit(rows, as_json, human)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import emit, json_option, open_memory
+from .common import echo, emit, json_option, open_memory
 
 
 @click.command()
@@ -31,33 +31,33 @@ def forget(target, match, yes, as_json):
     plan = forget_mod.plan_match(mem, match) if match else forget_mod.plan_target(mem, target, sealed=True)
     preview = plan.summary(mem.home.store)
     if plan.sealed_not_searched:
-        click.echo(f"note: --match does not search the vault's {plan.sealed_not_searched} sealed key(s): forget does "
-                   "not decrypt them (`bead sealed list`; `bead forget KEY` deletes one)", err=True)
+        echo(f"note: --match does not search the vault's {plan.sealed_not_searched} sealed key(s): forget does "
+             "not decrypt them (`bead sealed list`; `bead forget KEY` deletes one)", err=True)
     if plan.empty:
         emit({"forgotten": False, **preview, "sealed_not_searched": plan.sealed_not_searched}, as_json,
-             lambda d: click.echo("nothing matches; nothing changed"))
+             lambda d: echo("nothing matches; nothing changed"))
         return
     if match and not yes:
-        click.echo("This will forget:", err=True)
+        echo("This will forget:", err=True)
         for key in preview["keys"]:
-            click.echo(f"  key {key} ({len(plan.keys[key])} version files)", err=True)
+            echo(f"  key {key} ({len(plan.keys[key])} version files)", err=True)
         for t in preview["raw_turns"]:
-            click.echo(f"  raw turn {t}", err=True)
+            echo(f"  raw turn {t}", err=True)
         if preview["episodes"]:
-            click.echo(f"  {preview['episodes']} episode file(s)", err=True)
+            echo(f"  {preview['episodes']} episode file(s)", err=True)
         if preview["session_lines"]:
-            click.echo(f"  {preview['session_lines']} conversation state line(s)", err=True)
+            echo(f"  {preview['session_lines']} conversation state line(s)", err=True)
         click.confirm("Forget all of these?", abort=True, err=True)
     summary = forget_mod.apply(mem, plan)
     for path in summary["kept"]:
-        click.echo(f"warning: kept {path}: it is not a version file of the key (forget deletes only those); "
-                   "look at it and delete it yourself if it holds the value", err=True)
+        echo(f"warning: kept {path}: it is not a version file of the key (forget deletes only those); "
+             "look at it and delete it yourself if it holds the value", err=True)
 
     def human(d):
         sealed = f"{d['sealed_versions']} sealed version(s), " if d["sealed_versions"] else ""
-        click.echo(f"forgot {len(d['keys'])} key(s), {d['versions']} version file(s), {sealed}"
-                   f"redacted {d['raw_turns_redacted']} raw turn(s), removed {d['episodes']} episode(s) "
-                   f"and {d['session_lines']} state line(s)")
+        echo(f"forgot {len(d['keys'])} key(s), {d['versions']} version file(s), {sealed}"
+             f"redacted {d['raw_turns_redacted']} raw turn(s), removed {d['episodes']} episode(s) "
+             f"and {d['session_lines']} state line(s)")
 
     emit({"forgotten": True, **summary, "sealed_not_searched": plan.sealed_not_searched}, as_json, human)
 

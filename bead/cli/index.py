@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import emit, json_option, open_memory
+from .common import echo, emit, json_option, open_memory
 
 
 @click.command()
@@ -26,13 +26,13 @@ def reindex(as_json):
     with click.progressbar(length=kvs_count + raw_count, label="indexing", file=stderr, hidden=not show_bar) as bar:
         counts, problems = rebuild(mem.index, mem.facts, mem.raw, progress=lambda kind, n: bar.update(n))
     for p in problems:
-        click.echo(f"warning: skipped {p.path}: {p.reason}", err=True)
+        echo(f"warning: skipped {p.path}: {p.reason}", err=True)
     for p in mem.remove_orphan_temps():
-        click.echo(f"removed {p}: a temp file a killed writer left", err=True)
+        echo(f"removed {p}: a temp file a killed writer left", err=True)
 
     def human(c):
-        click.echo(f"indexed {c['keys']} keys ({c['fact_versions']} versions) and "
-                   f"{c['raw_turns']} raw turns in {c['raw_files']} files; {c['problems']} problem(s)")
+        echo(f"indexed {c['keys']} keys ({c['fact_versions']} versions) and "
+             f"{c['raw_turns']} raw turns in {c['raw_files']} files; {c['problems']} problem(s)")
 
     emit(counts, as_json, human)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from .common import echo
+
 
 @click.command()
 @click.option("--admin", is_flag=True, help="The curator's server: the agent's tools plus summary, history, pin, "
@@ -57,12 +59,12 @@ def mcp(admin, http_, listen, project):
         auth = JwtAuth(settings) if configured(settings) else None
         http.check_bind(loopback, auth is not None, f"{host}:{port}")
         rt = Runtime(home, config, None, http.viewer_of(settings.projects) if auth else None)
-        click.echo(f"bead mcp on http://{host}:{port}/mcp ({'signed JWTs' if auth else 'no JWT: the home owner only'})",
-                   err=True)
+        echo(f"bead mcp on http://{host}:{port}/mcp ({'signed JWTs' if auth else 'no JWT: the home owner only'})",
+             err=True)
         if auth is None:
-            click.echo("note: without JWT settings only the home's owner is answered: on Linux the kernel says who "
-                       "connects; elsewhere send the home's token (the file proxy.token) as "
-                       "`Authorization: Bearer <token>`. Browsers are refused.", err=True)
+            echo("note: without JWT settings only the home's owner is answered: on Linux the kernel says who "
+                 "connects; elsewhere send the home's token (the file proxy.token) as "
+                 "`Authorization: Bearer <token>`. Browsers are refused.", err=True)
         try:
             http.serve(http.create_app(rt, host, auth=auth), host, port)
         finally:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from .common import echo
+
 
 @click.command()
 @click.option("--listen", help="Loopback host:port (default: config proxy.listen, 127.0.0.1:7077).")
@@ -35,7 +37,7 @@ def proxy(listen, upstream, openai_upstream, project, trace):
     openai_upstream = openai_upstream or mem.config.proxy.openai_upstream
     engine = Engine(mem.home, mem.config, default_project=project, trace_path=trace)
     mem.close()
-    click.echo(f"bead proxy on http://{host}:{port} -> {upstream} (/openai -> {openai_upstream})", err=True)
+    echo(f"bead proxy on http://{host}:{port} -> {upstream} (/openai -> {openai_upstream})", err=True)
     try:
         serve(create_app(engine, upstream, openai_upstream=openai_upstream), host, port)
     finally:

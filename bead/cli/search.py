@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import emit, json_option, open_memory
+from .common import echo, emit, json_option, open_memory
 
 
 @click.command()
@@ -33,24 +33,21 @@ def search(query, limit, corpus, all_versions, scope, as_json):
     }
 
     def human(d):
+        from ..display import one_line
+
         if corpus in (None, "facts"):
-            click.echo(f"facts ({len(d['facts'])})")
+            echo(f"facts ({len(d['facts'])})")
             for h in d["facts"]:
                 tag = "" if h["current"] else f" [{h['status']}]"
                 if h["status"] == "dormant":
                     tag = " [dormant]"
-                click.echo(f"  {h['score']:9.4g}  {h['id']}{tag}  {_one_line(h['body'])}")
+                echo(f"  {h['score']:9.4g}  {h['id']}{tag}  {one_line(h['body'], 90)}")
         if corpus in (None, "raw"):
-            click.echo(f"raw turns ({len(d['raw'])})")
+            echo(f"raw turns ({len(d['raw'])})")
             for h in d["raw"]:
-                click.echo(f"  {h['score']:9.4g}  {h['id']} {h['role']} {h['at']}  {_one_line(h['text'])}")
+                echo(f"  {h['score']:9.4g}  {h['id']} {h['role']} {h['at']}  {one_line(h['text'], 90)}")
 
     emit(data, as_json, human)
-
-
-def _one_line(text: str, width: int = 90) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 COMMANDS = [search]

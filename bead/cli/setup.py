@@ -7,7 +7,7 @@ import sys
 import click
 
 from . import common
-from .common import emit, json_option
+from .common import echo, emit, json_option
 
 
 @click.command()
@@ -58,8 +58,11 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, no_mcp, uninstall, exec
         if not no_mcp:
             acts += offer_mcp(plan.bead)
     idle = "nothing to remove: bead is not set up here" if uninstall else "nothing to change: bead is set up"
-    emit({"platform": plan.platform, "changes": acts}, as_json,
-         lambda d: click.echo("\n".join(d["changes"]) if d["changes"] else idle))
+    def human(d):
+        for line in d["changes"] or [idle]:
+            echo(line)
+
+    emit({"platform": plan.platform, "changes": acts}, as_json, human)
 
 
 def offer_vault(home) -> None:
@@ -69,11 +72,11 @@ def offer_vault(home) -> None:
     if keys.info(home).kind != "none":
         return
     if not common.at_terminal():
-        click.echo("vault: none yet; run `bead vault init` at a terminal to keep secrets sealed "
-                   "(`bead setup --no-vault` leaves this out)", err=True)
+        echo("vault: none yet; run `bead vault init` at a terminal to keep secrets sealed "
+             "(`bead setup --no-vault` leaves this out)", err=True)
         return
     if not click.confirm("Create the encrypted vault for secrets (PINs, recovery codes) now?", default=True, err=True):
-        click.echo("vault: not created; `bead vault init` creates it later", err=True)
+        echo("vault: not created; `bead vault init` creates it later", err=True)
         return
     from .vault import init_vault, show_created
 
@@ -90,19 +93,19 @@ def offer_mcp(bead: str) -> list[str]:
         return []
     command = " ".join(claude.add_command("claude", bead))
     if not common.at_terminal():
-        click.echo(f"claude: to give Claude Code bead's memory tools, run `{command}` "
-                   "(`bead setup` asks at a terminal; --no-mcp leaves this out)", err=True)
+        echo(f"claude: to give Claude Code bead's memory tools, run `{command}` "
+             "(`bead setup` asks at a terminal; --no-mcp leaves this out)", err=True)
         return []
     try:
         yes = click.confirm(f"Register bead's MCP server with Claude Code ({command})?", default=True, err=True)
     except click.exceptions.Abort:
         yes = False
     if not yes:
-        click.echo(f"claude: not registered; `{command}` does it later", err=True)
+        echo(f"claude: not registered; `{command}` does it later", err=True)
         return []
     done, said = claude.register(exe, bead)
     if not done:
-        click.echo(f"claude: `{command}` failed: {said}", err=True)
+        echo(f"claude: `{command}` failed: {said}", err=True)
         return []
     return ["registered bead's MCP server with Claude Code (user scope): claude mcp get bead"]
 
@@ -148,7 +151,7 @@ def logs(service, lines):
             raise BeadError(f"no log at {path}",
                             "start the services with `bead setup` (or run `bead up`, which logs to the terminal)")
         text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
-        click.echo("\n".join(text))
+        echo("\n".join(text), multiline=True)   # a log line may quote what a request held
         return
     os.execvp("journalctl", ["journalctl", "--user", "-u", f"bead-{service}.service", "-n", str(lines), "--no-pager"])
 

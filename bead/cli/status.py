@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from .common import emit, json_option, open_memory
+from .common import echo, emit, json_option, open_memory
 
 
 def collect(mem, fix: bool = False) -> dict:
@@ -201,47 +201,48 @@ def status(fix, as_json):
 
     def human(d):
         for line in d["fixed"]:
-            click.echo(f"fixed       {line}")
-        click.echo(f"home        {d['home']} (owner {d['owner']}, SQLite {d['sqlite']})")
+            echo(f"fixed       {line}")
+        echo(f"home        {d['home']} (owner {d['owner']}, SQLite {d['sqlite']})")
         f = d["facts"]
-        click.echo(f"facts       {f['keys']} keys, {f['versions']} versions, {f['dormant']} dormant")
+        echo(f"facts       {f['keys']} keys, {f['versions']} versions, {f['dormant']} dormant")
         turns = "?" if d["raw"]["turns"] is None else d["raw"]["turns"]
-        click.echo(f"raw         {turns} turns in {d['raw']['sessions']} sessions")
-        click.echo(f"tombstones  {d['tombstones']}")
+        echo(f"raw         {turns} turns in {d['raw']['sessions']} sessions")
+        echo(f"tombstones  {d['tombstones']}")
         v = d["vault"]
         if v["kind"] == "none":
-            click.echo("vault       none (`bead vault init` creates it; secrets are refused until then)")
+            echo("vault       none (`bead vault init` creates it; secrets are refused until then)")
         else:
-            click.echo(f"vault       {v['label']}, {v['sealed_keys']} sealed key(s) ({v['sealed_versions']} versions)")
+            echo(f"vault       {v['label']}, {v['sealed_keys']} sealed key(s) ({v['sealed_versions']} versions)")
         if d["index"]:
             i = d["index"]
             state = "fresh" if i["fresh"] else "behind the files"
-            click.echo(f"index       {i['current_facts']} current facts, {i['raw_turns']} raw turns ({state})")
+            echo(f"index       {i['current_facts']} current facts, {i['raw_turns']} raw turns ({state})")
         for name, st in d["services"].items():
             extra = "".join(f", {k} {v}" for k, v in st.items() if k != "state" and v not in (None, ""))
-            click.echo(f"{'service':<12}{name}: {st['state']}{extra}")
+            echo(f"{'service':<12}{name}: {st['state']}{extra}")
         if d["last_dream"]:
-            click.echo(f"last dream  {d['last_dream']['last_run']} (report {d['last_dream']['report']})")
+            echo(f"last dream  {d['last_dream']['last_run']} (report {d['last_dream']['report']})")
         else:
-            click.echo("last dream  never (`bead dream run`, or the dream worker at dream.schedule)")
-        click.echo(f"review      {d['review_queue']} item(s) waiting (`bead queue`)")
+            echo("last dream  never (`bead dream run`, or the dream worker at dream.schedule)")
+        echo(f"review      {d['review_queue']} item(s) waiting (`bead queue`)")
         p = d["proxy"]
         if p["running"]:
-            click.echo(f"proxy       running at http://{p['address']} for {p['uptime_s']:.0f} s: "
-                       f"{p['requests']} requests, {p.get('with_memory', 0)} with memory (pinned or recalled), "
-                       f"{p['errors']} failed open, {p.get('not_owner', 0)} not yours (no memory, not captured)")
+            echo(f"proxy       running at http://{p['address']} for {p['uptime_s']:.0f} s: "
+                 f"{p['requests']} requests, {p.get('with_memory', 0)} with memory (pinned or recalled), "
+                 f"{p['errors']} failed open, {p.get('not_owner', 0)} not yours (no memory, not captured)")
         elif p.get("other_home"):
-            click.echo(f"proxy       {p['address']} is another home's proxy ({p['other_home']})")
+            echo(f"proxy       {p['address']} is another home's proxy ({p['other_home']})")
         elif d["services"].get("proxy", {}).get("state") == "starting":
-            click.echo(f"proxy       starting at {p['address']} (the service manager is bringing it up)")
+            echo(f"proxy       starting at {p['address']} (the service manager is bringing it up)")
         else:
-            click.echo(f"proxy       not running at {p['address']} (start it with `bead proxy`)")
+            echo(f"proxy       not running at {p['address']} (start it with `bead proxy`)")
         if d["problems"]:
-            click.echo("problems")
+            echo("problems")
             for p in d["problems"]:
-                click.echo(f"  - {p['problem']}\n    fix: {p['fix']}")
+                echo(f"  - {p['problem']}")
+                echo(f"    fix: {p['fix']}")
         else:
-            click.echo("problems    none")
+            echo("problems    none")
 
     emit(data, as_json, human)
 

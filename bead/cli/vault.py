@@ -15,7 +15,7 @@ import os
 import click
 
 from . import common
-from .common import emit, json_option, open_memory
+from .common import echo, emit, json_option, open_memory
 
 MAX_PASSPHRASE_BYTES = 4096
 
@@ -93,11 +93,11 @@ def init_vault(home, fd: int | None, env: str | None, kind: str) -> dict:
 
 def show_created(d: dict, err: bool = False) -> None:
     if d["note"]:
-        click.echo(f"note: {d['note']}", err=True)
-    click.echo(f"created the vault: {d['label']} key", err=err)
-    click.echo(f"  public key  {d['recipient_file']} (sealing needs only this)", err=err)
-    click.echo(f"  identity    {d['identity_file']} (0600, encrypted with your passphrase)", err=err)
-    click.echo(d["warning"], err=err)
+        echo(f"note: {d['note']}", err=True)
+    echo(f"created the vault: {d['label']} key", err=err)
+    echo(f"  public key  {d['recipient_file']} (sealing needs only this)", err=err)
+    echo(f"  identity    {d['identity_file']} (0600, encrypted with your passphrase)", err=err)
+    echo(d["warning"], err=err)
 
 
 @click.group()
@@ -141,13 +141,14 @@ def vault_status(as_json):
         if d["kind"] == "none":
             would = ("a hybrid post-quantum key, if age-keygen on PATH is age 1.3 or later" if d["age_plugin_pq"]
                      else "an X25519 key: age-plugin-pq is not on PATH")
-            click.echo(f"vault          none: `bead vault init` creates it ({would})")
+            echo(f"vault          none: `bead vault init` creates it ({would})")
         else:
-            click.echo(f"vault          {d['label']} ({d['recipient_file']})")
-            click.echo(f"sealed         {d['sealed_keys']} key(s), {d['sealed_versions']} version(s)")
-        click.echo(f"age-plugin-pq  {d['age_plugin_pq'] or 'not on PATH'}")
+            echo(f"vault          {d['label']} ({d['recipient_file']})")
+            echo(f"sealed         {d['sealed_keys']} key(s), {d['sealed_versions']} version(s)")
+        echo(f"age-plugin-pq  {d['age_plugin_pq'] or 'not on PATH'}")
         for p in d["problems"]:
-            click.echo(f"problem        {p['problem']}\n  fix: {p['fix']}")
+            echo(f"problem        {p['problem']}")
+            echo(f"  fix: {p['fix']}")
 
     emit(data, as_json, human)
 
@@ -167,13 +168,13 @@ def seal(key, as_json):
     mem = open_memory()
     summary = ops.seal(mem, key)
     for path in summary["kept"]:
-        click.echo(f"warning: kept {path}: it is not a version file of the key, so it was neither sealed nor "
-                   "deleted; look at it and delete it yourself if it holds the value", err=True)
+        echo(f"warning: kept {path}: it is not a version file of the key, so it was neither sealed nor "
+             "deleted; look at it and delete it yourself if it holds the value", err=True)
 
     def human(d):
-        click.echo(f"sealed {key}: {len(d['sealed'])} version(s) encrypted in the vault, the plaintext deleted "
-                   f"(redacted {d['raw_turns_redacted']} raw turn(s), removed {d['episodes']} episode(s) and "
-                   f"{d['session_lines']} state line(s))")
+        echo(f"sealed {key}: {len(d['sealed'])} version(s) encrypted in the vault, the plaintext deleted "
+             f"(redacted {d['raw_turns_redacted']} raw turn(s), removed {d['episodes']} episode(s) and "
+             f"{d['session_lines']} state line(s))")
 
     emit(summary, as_json, human)
 
@@ -192,7 +193,7 @@ def unseal(key, passphrase_fd, passphrase_env, as_json):
 
         raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys")
     result = ops.unseal(mem, key, read_passphrase(passphrase_fd, passphrase_env, confirm=False))
-    emit(result, as_json, lambda d: click.echo(
+    emit(result, as_json, lambda d: echo(
         f"unsealed {key}: {len(d['versions'])} version(s) back as private plaintext (current {d['current']})"))
 
 
@@ -212,9 +213,9 @@ def sealed_list(as_json):
 
     def human(rs):
         if not rs:
-            click.echo("nothing is sealed")
+            echo("nothing is sealed")
         for r in rs:
-            click.echo(f"{r['key']}  {r['versions']} version(s)")
+            echo(f"{r['key']}  {r['versions']} version(s)")
 
     emit(rows, as_json, human)
 
@@ -235,11 +236,11 @@ def sealed_show(key, passphrase_fd, passphrase_env, as_json):
     skipped: list = []
     fact = ops.show(mem, key, read_passphrase(passphrase_fd, passphrase_env, confirm=False), skipped)
     for path in skipped:
-        click.echo(f"warning: passed over {path}: it does not decrypt with the vault's key or holds no version of "
-                   f"{key} (damaged, or put there by someone else); showing {fact.id}", err=True)
+        echo(f"warning: passed over {path}: it does not decrypt with the vault's key or holds no version of "
+             f"{key} (damaged, or put there by someone else); showing {fact.id}", err=True)
     data = {"id": fact.id, "key": fact.key, "version": fact.version, "valid_from": fact.valid_from,
             "trust": fact.trust, "type": fact.type, "body": fact.body}
-    emit(data, as_json, lambda d: click.echo(d["body"]))
+    emit(data, as_json, lambda d: echo(d["body"], multiline=True))
 
 
 COMMANDS = [vault, seal, unseal, sealed]

