@@ -43,6 +43,7 @@ from .store.audit import key_hash, normalise
 from .store.facts import is_version_of, split_frontmatter
 from .store.keys import key_mentions, parse_id, validate_key
 from .store.rawlog import FORGOTTEN
+from .textform import fold
 
 
 @dataclass
@@ -62,6 +63,8 @@ class Plan:
     temps: list[Path] = field(default_factory=list)                 # a killed writer's temp files holding it
     sealed: dict[str, list[int]] = field(default_factory=dict)      # key -> sealed versions to delete (no decrypt)
     ids: set[str] = field(default_factory=set)                      # the plaintext versions' ids (key@vN)
+    tokens: set[str] = field(default_factory=set)                   # the values' distinctive tokens (codes, PINs)
+    token_turns: dict[Path, set[int]] = field(default_factory=dict) # raw turns holding a token, not the whole value
 
     @property
     def texts(self) -> list[str]:
@@ -90,8 +93,8 @@ class Plan:
 
     @property
     def empty(self) -> bool:
-        return not (self.keys or self.turns or self.episodes or self.session_lines or self.trace_lines
-                    or self.queue_items or self.temps or self.sealed)
+        return not (self.keys or self.turns or self.token_turns or self.episodes or self.session_lines
+                    or self.trace_lines or self.queue_items or self.temps or self.sealed)
 
     def summary(self, home_store: Path) -> dict[str, Any]:
         return {
@@ -101,6 +104,10 @@ class Plan:
             "raw_turns": sorted(
                 f"{p.relative_to(home_store).as_posix()}#turn-{n}" for p, ns in self.turns.items() for n in ns
             ),
+            # Turns where the value's codes, PINs and rare words were said in other words: those are
+            # redacted in place (never listed here: a token is part of the secret).
+            "raw_turns_in_part": sum(len(ns) for ns in self.token_turns.values()),
+            "distinctive_tokens": len(self.tokens),
             "episodes": len(self.episodes),
             "session_lines": sum(self.session_lines.values()) + sum(self.trace_lines.values()),
             "review_items": len(self.queue_items),
@@ -205,14 +212,62 @@ def _names_key(text: str, keys: AbstractSet[str]) -> bool:
 
 
 def _matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
-             shingles: AbstractSet[tuple[str, ...]] = frozenset()) -> Callable[[str], bool]:
-    """Raw turns: the whole value (``shingles`` empty). Derived files: also any run of its words."""
+             shingles: AbstractSet[tuple[str, ...]] = frozenset(), tokens: Any = None) -> Callable[[str], bool]:
+    """Raw turns: the whole value (``shingles`` empty). Derived files: also any run of its words, and any of
+    its distinctive tokens (``tokens``: a compiled pattern, or None)."""
     def matches(text: str) -> bool:
         t = normalise(text)
         u = normalise(_unescaped(text))
         return (any(n in t or n in u for n in needles) or bool(keys and _names_key(t, keys))
-                or _holds_shingle(text, shingles))
+                or _holds_shingle(text, shingles) or bool(tokens is not None and tokens.search(fold(text))))
     return matches
+
+
+# The parts of a value that identify it by themselves, so that it can be found where it was said in other
+# words ("the bank gave me recovery code QX-88 and the PIN is 4711" beside the fact "4711, recovery code
+# QX-88"): a token with a digit or a sign in it (a code, a PIN, a key, a number), and a rare word (one at
+# most RARE_TURNS raw turns hold, once the history has RARE_HISTORY turns to judge by). Not its common words.
+_TOKEN = re.compile(r"[^\s\\\"'`()\[\]{}<>,;!?]{1,200}")
+_EDGE = ".:-_/@+#=*~"
+MIN_TOKEN = 3
+RARE_TURNS = 2
+RARE_HISTORY = 20
+RARE_MIN_LETTERS = 6
+
+
+def distinctive_tokens(mem: Memory, texts: list[str]) -> set[str]:
+    """The distinctive tokens of ``texts``, lower-cased, in their normal form (bead.textform.fold)."""
+    from .index.query import STOPWORDS
+
+    out: set[str] = set()
+    words: set[str] = set()
+    for text in texts:
+        for raw in _TOKEN.findall(fold(text)[:20_000]):
+            tok = raw.strip(_EDGE).lower()
+            if len(tok) < MIN_TOKEN:
+                continue
+            if any(c.isdigit() for c in tok) or not tok.isalpha():
+                out.add(tok)
+            elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
+                words.add(tok)
+    if words:
+        try:
+            n_raw = mem.index.raw_size()
+            df = mem.index.raw_doc_freq(sorted(words)) if n_raw >= RARE_HISTORY else {}
+        except Exception:  # noqa: BLE001 - the index is derived; codes and numbers are enough without it
+            df = {}
+        out |= {w for w, n in df.items() if n <= RARE_TURNS}
+    return out
+
+
+def token_pattern(tokens: AbstractSet[str]) -> Any:
+    """One linear-time pattern that finds any of ``tokens`` as a whole token (case-insensitive), or None."""
+    if not tokens:
+        return None
+    from .capture.secrets import compile_linear
+
+    alts = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
+    return compile_linear(rf"(?i)(?:^|[^A-Za-z0-9])({alts})(?:$|[^A-Za-z0-9])")
 
 
 def _scan_files(mem: Memory, plan: Plan) -> None:
@@ -220,18 +275,24 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
     needles = plan.needles
     if not needles and not plan.whole:
         return
+    plan.tokens = distinctive_tokens(mem, plan.texts)
+    tokens = token_pattern(plan.tokens)
     matches = _matcher(needles, plan.whole)
     for path in mem.raw.files():
         try:
             text = safe.read_text(path, root=mem.home.root, errors="replace")
         except (OSError, safe.UnsafePath):
             continue
-        if not matches(text):
+        if not matches(text) and not (tokens is not None and tokens.search(fold(text))):
             continue
         for t in mem.raw.read(path):
-            if t.text != FORGOTTEN and matches(t.text):
+            if t.text == FORGOTTEN:
+                continue
+            if matches(t.text):
                 plan.turns.setdefault(path, set()).add(t.n)
-    derived = _matcher(needles, plan.whole, plan.shingles)
+            elif tokens is not None and tokens.search(fold(t.text)):
+                plan.token_turns.setdefault(path, set()).add(t.n)
+    derived = _matcher(needles, plan.whole, plan.shingles, tokens)
     plan.episodes = Episodes(mem.home).holding(derived)
     plan.queue_items = Queue(mem).holding(set(plan.keys), derived)
     for p in mem.orphan_temps():
@@ -240,7 +301,7 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
                 plan.temps.append(p)
         except (OSError, safe.UnsafePath):
             continue
-    line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles)
+    line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles, tokens)
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
     for p in configured_paths(mem.config, home=mem.home):
         try:
@@ -252,7 +313,7 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
 
 
 def _line_matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
-                  shingles: AbstractSet[tuple[str, ...]] = frozenset()) -> Callable[[str], bool]:
+                  shingles: AbstractSet[tuple[str, ...]] = frozenset(), tokens: Any = None) -> Callable[[str], bool]:
     """A JSON line matches when its text does, or its decoded strings do (values inside JSON are escaped),
     when it names a key that is gone (an injected id, a remembered id), or when it holds a run of the
     value's words (a cue cut at 200 characters, an excerpt cut at 600)."""
@@ -266,7 +327,8 @@ def _line_matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
             pass
         normalised = [normalise(t) for t in texts]
         return any(n in t for t in normalised for n in needles) or bool(
-            keys and any(_names_key(t, keys) for t in normalised)) or any(_holds_shingle(t, shingles) for t in texts)
+            keys and any(_names_key(t, keys) for t in normalised)) or any(_holds_shingle(t, shingles) for t in texts) \
+            or bool(tokens is not None and any(tokens.search(fold(t)) for t in texts))
     return matches
 
 
@@ -359,7 +421,7 @@ def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = No
     refuse_git(mem)
     now = mem.clock()
     kept: list[Path] = []
-    redacted = 0
+    redacted = in_part = 0
     # The index's write lock first: if another process holds it past the
     # busy timeout, forget stops here, before it has changed anything.
     with mem.together(), mem.facts.lock():
@@ -384,16 +446,23 @@ def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = No
         # 2b. Sealed versions: ciphertext only, deleted as they are (no decryption, no tombstone).
         for key, numbers in plan.sealed.items():
             mem.sealed.delete(key, numbers)
-        # 3. Raw turns: the marker stays, the text becomes [forgotten].
+        # 3. Raw turns: the marker stays, the text becomes [forgotten]; where only the value's distinctive
+        # tokens were said, those become [forgotten] in place.
         for path, turn_numbers in plan.turns.items():
             try:
                 redacted += mem.redact_turns(path, turn_numbers)
             except FileNotFoundError:
                 continue
+        pattern = token_pattern(plan.tokens)
+        for path, turn_numbers in plan.token_turns.items():
+            try:
+                in_part += mem.redact_tokens(path, turn_numbers, pattern)
+            except FileNotFoundError:
+                continue
     # 4. Episodes, review items, per-conversation state, the trace, and what names a gone key.
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)
-    line_matches = _line_matcher(plan.needles, plan.whole | plan.ids, plan.shingles)
+    line_matches = _line_matcher(plan.needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens))
     Conversations(mem.home).scrub(list(plan.session_lines), line_matches)
     for p in plan.trace_lines:
         Trace(p).scrub(line_matches)
@@ -405,8 +474,10 @@ def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = No
     mem.checkpoint()
     summary = plan.summary(mem.home.store)
     summary["raw_turns_redacted"] = redacted
+    summary["raw_turns_redacted_in_part"] = in_part
     summary["kept"] = [str(p) for p in kept]
     mem.audit.record(now, event, keys=[key_hash(k) if k in plan.whole else k for k in summary["keys"]],
-                     versions=summary["versions"], raw_turns=redacted, episodes=summary["episodes"],
+                     versions=summary["versions"], raw_turns=redacted, raw_turns_in_part=in_part,
+                     episodes=summary["episodes"],
                      session_lines=summary["session_lines"], match=bool(plan.match_text))
     return summary

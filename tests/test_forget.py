@@ -78,13 +78,14 @@ class TestForgetKey:
         assert not (mem.home.episodes / "2026" / "11" / "05" / "ep1.md").exists()
         assert not (mem.home.facts / "user" / "code-word").exists()
 
-    def test_paraphrase_stays_until_match(self, mem):
-        """forget KEY finds turns by citation or exact value; --match finds the rest."""
+    def test_a_paraphrase_loses_the_values_distinctive_tokens(self, mem):
+        """forget KEY finds turns by citation or exact value, and where the value was said in other words, its
+        codes and rare words: those are redacted in place, the rest of the turn stays."""
         mem.append_turns("s", [("user", f"my locker combination, {VALUE}, is private", T0, None)])
         mem.write("user/locker", f"Locker combination: {VALUE}", "user")
-        forget.apply(mem, forget.plan_target(mem, "user/locker"))
-        assert VALUE in mem.raw.read(mem.raw.find("s"))[0].text
-        forget.apply(mem, forget.plan_match(mem, VALUE))
+        summary = forget.apply(mem, forget.plan_target(mem, "user/locker"))
+        assert summary["raw_turns_redacted_in_part"] == 1
+        assert mem.raw.read(mem.raw.find("s"))[0].text == "my locker combination, [forgotten], is private"
         mem.close()
         assert leftovers(mem.home.root, VALUE) == []
 

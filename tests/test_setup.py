@@ -220,7 +220,7 @@ def test_services_from_their_unit_lines_work_end_to_end(tmp_path):
     plan = render("systemd", tmp_path)
     port = free_port()
     upstream, model = FakeAnthropic(), FakeModel()
-    model.default = json.dumps({"facts": [{"key": "global/queue", "type": "reference", "value": "Jobs run on NATS JetStream.",
+    model.default = json.dumps({"facts": [{"key": "project/shop/queue", "type": "reference", "value": "Jobs run on NATS JetStream.",
                                             "turns": [1]}], "episode": {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}})
     model.by_system[second.SYSTEM[:80]] = json.dumps({"kind": "fact", "reason": "a fact"})
     plan.home.ensure()
@@ -231,7 +231,8 @@ def test_services_from_their_unit_lines_work_end_to_end(tmp_path):
     (plan.home.store / "dream").mkdir(parents=True, exist_ok=True)
     (plan.home.store / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2020-01-01T00:00:00Z"}))
     with Memory(plan.home, Config(owner="t")) as m:
-        m.append_turns("earlier", [("user", "we moved the job queue to nats jetstream", None, None, {"source": "typed"})])
+        m.append_turns("earlier", [("user", "we moved the job queue to nats jetstream", None, None,
+                                    {"source": "typed", "project": "shop"})])
     procs = []
     try:
         for s in SERVICES:
@@ -262,7 +263,7 @@ def test_services_from_their_unit_lines_work_end_to_end(tmp_path):
                 return [h.id for h in search_facts(m.index, q)]
         assert eventually(lambda: found("adyen") and found("jetstream"))
         assert found("adyen") == ["global/payments@v1"]
-        assert found("nats jetstream") == ["global/queue@v1"], (tmp_path / "dream.log").read_text()
+        assert found("nats jetstream") == ["project/shop/queue@v1"], (tmp_path / "dream.log").read_text()
     finally:
         for p in procs:
             p.terminate()

@@ -676,3 +676,39 @@ def test_a_credential_written_as_a_secret_is_sealed(bead, bead_home, vault):
     out = bead("write", "user/k", KEY_IN_PROSE, "--type", "user", "--sensitivity", "secret")
     assert out.code == 0, out.err
     assert not [p for p, data in all_bytes_under(Path(bead_home)).items() if b"Qw7Lm2Rt5" in data]
+
+
+def test_seal_reaches_the_secret_where_it_was_said_in_other_words(mem, vault):
+    """The README's sentence case: the conversation said the code and the PIN in a sentence; the fact holds
+    them in another order. Sealing the fact redacts its codes in that turn too, and recall finds none."""
+    from datetime import UTC, datetime
+
+    from bead import forget
+    from bead.core import query
+
+    said = "the bank gave me recovery code QX-88 and the card PIN is 4711"
+    mem.append_turns("bank", [("user", said, datetime(2026, 11, 30, tzinfo=UTC), None, {"source": "typed"})])
+    mem.write("user/bank-pin", "4711, recovery code QX-88", "user")
+    plan = forget.plan_seal(mem, "user/bank-pin")
+    assert plan.summary(mem.home.store)["raw_turns_in_part"] == 1, "the preview says where, before anything changes"
+    summary = ops.seal(mem, "user/bank-pin")
+    assert summary["raw_turns_redacted_in_part"] == 1
+    text = mem.raw.read(mem.raw.find("bank"))[0].text
+    assert "QX-88" not in text and "recovery code [forgotten]" in text
+    found = query.recall(mem, "recovery code bank")
+    assert not any("QX-88" in e.text for e in found.excerpts)
+    assert leftovers(mem.home.root, "QX-88") == []
+
+
+def test_forget_match_reaches_a_code_said_in_other_words(mem, bead):
+    from datetime import UTC, datetime
+
+    mem.append_turns("s", [("user", "the door code is ZK-4471-B, keep it", datetime(2026, 11, 30, tzinfo=UTC), None),
+                           ("user", "unrelated: the build takes 41 s", datetime(2026, 11, 30, tzinfo=UTC), None)])
+    preview = bead("forget", "--match", "door code ZK-4471-B", input="n\n")
+    assert "nothing was changed" in preview.err and "ZK-4471-B" not in preview.out + preview.err
+    out = bead("forget", "--match", "door code ZK-4471-B", "--yes")
+    assert out.code == 0, out.err
+    texts = [t.text for t in mem.raw.read(mem.raw.find("s"))]
+    assert texts == ["the door code is [forgotten], keep it", "unrelated: the build takes 41 s"]
+    assert leftovers(mem.home.root, "ZK-4471-B") == []

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import config as config_mod
 from ..capture.secrets import redact
@@ -134,6 +134,7 @@ class Memory:
             raise BeadError(f"refusing the title of {key}: it holds what looks like a credential",
                             "a title is shown wherever bead points to the fact; give one without the secret "
                             "(the value can be sealed: --sensitivity secret)")
+        validate_key(key)             # before anything opens a file for it
         self._check_lookalike(key)
         if sensitivity != "secret":
             found = redact(body)[1] or redact(fold(body))[1]
@@ -302,6 +303,14 @@ class Memory:
         from ..index.rebuild import sync_raw
 
         changed = self.raw.redact_turns(path, numbers)
+        sync_raw(self.index, self.raw, path)
+        return len(changed)
+
+    def redact_tokens(self, path: Path, numbers: set[int], pattern: Any) -> int:
+        """Replace a forgotten value's distinctive tokens in turns of one raw file, in the file and the index."""
+        from ..index.rebuild import sync_raw
+
+        changed = self.raw.redact_tokens(path, numbers, pattern)
         sync_raw(self.index, self.raw, path)
         return len(changed)
 

@@ -26,6 +26,7 @@ from typing import Any
 from ..capture.secrets import redact as redact_secrets
 from ..errors import BeadError
 from ..paths import Home
+from ..textform import fold
 from . import files as safe
 from .audit import iso
 from .locks import flocked
@@ -266,6 +267,43 @@ class RawLog:
             if changed:
                 safe.atomic_write(path, render(turns).encode("utf-8"), root=self.home.root)
             return changed
+
+
+    def redact_tokens(self, path: Path, numbers: set[int], pattern: Any) -> list[Turn]:
+        """In turns ``numbers``, replace what ``pattern``'s first group finds (a forgotten value's codes and
+        rare words, said in other words) with ``[forgotten]``, read in the text's normal form; markers stay."""
+        with flocked(self.lock_path, root=self.home.root):
+            turns = self.read(path)
+            changed = []
+            for t in turns:
+                if t.n in numbers and t.text != FORGOTTEN:
+                    new = _redact_tokens(t.text, pattern)
+                    if new != t.text:
+                        t.text = new
+                        t.flags["redacted"] = True
+                        changed.append(t)
+            if changed:
+                safe.atomic_write(path, render(turns).encode("utf-8"), root=self.home.root)
+            return changed
+
+
+def _redact_tokens(text: str, pattern: Any) -> str:
+    """``text`` with every token ``pattern`` finds replaced, matched on the text's normal form. Where the
+    normal form has the text's own length (no invisible or compatibility characters), spans map one to one;
+    otherwise each whitespace-separated word whose normal form holds a token goes whole."""
+    folded = fold(text)
+    if len(folded) == len(text):
+        out, last = [], 0
+        pos = 0
+        while (m := pattern.search(folded, pos)) is not None:
+            start, end = m.span(1)
+            out.append(text[last:start])
+            out.append(FORGOTTEN)
+            last = end
+            pos = max(end, m.start() + 1)
+        out.append(text[last:])
+        return "".join(out)
+    return " ".join(FORGOTTEN if pattern.search(" " + fold(w) + " ") else w for w in text.split(" "))
 
 
 def _last_turn_number(fd: int) -> int:
