@@ -712,3 +712,17 @@ def test_forget_match_reaches_a_code_said_in_other_words(mem, bead):
     texts = [t.text for t in mem.raw.read(mem.raw.find("s"))]
     assert texts == ["the door code is [forgotten], keep it", "unrelated: the build takes 41 s"]
     assert leftovers(mem.home.root, "ZK-4471-B") == []
+
+
+def test_seal_at_a_terminal_shows_what_it_will_change_and_asks(bead, mem, vault, monkeypatch):
+    from datetime import UTC, datetime
+
+    monkeypatch.setattr(cli_common, "at_terminal", lambda: True)
+    mem.append_turns("bank", [("user", "the bank gave me QX-88 to keep, in the blue folder",
+                               datetime(2026, 11, 30, tzinfo=UTC), None, {"source": "typed"})])
+    mem.write("user/bank-code", "recovery code QX-88 for the bank", "user")
+    no = bead("seal", "user/bank-code", input="n\n")
+    assert no.code == 1 and "1 in part" in no.err and "Seal it?" in no.err
+    assert not mem.is_sealed("user/bank-code") and "QX-88" in mem.raw.read(mem.raw.find("bank"))[0].text
+    yes = bead("seal", "user/bank-code", input="y\n")
+    assert yes.code == 0 and "1 in part" in yes.out and mem.is_sealed("user/bank-code")

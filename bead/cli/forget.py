@@ -17,8 +17,10 @@ def forget(target, match, yes, as_json):
 
     Writes a tombstone, deletes the version files, redacts raw turns that
     cite or contain the value, removes index rows, episodes and conversation
-    state lines, and truncates the index's WAL. A sealed KEY's encrypted
-    files are deleted as they are (no passphrase, no tombstone).
+    state lines, and truncates the index's WAL. Where a raw turn says the
+    value's codes, numbers or rare words in other words, those are redacted
+    in place. A sealed KEY's encrypted files are deleted as they are (no
+    passphrase, no tombstone).
     """
     from .. import forget as forget_mod
     from ..errors import BeadError
@@ -43,6 +45,9 @@ def forget(target, match, yes, as_json):
             echo(f"  key {key} ({len(plan.keys[key])} version files)", err=True)
         for t in preview["raw_turns"]:
             echo(f"  raw turn {t}", err=True)
+        if preview["raw_turns_in_part"]:
+            echo(f"  {preview['raw_turns_in_part']} raw turn(s) that say its codes or rare words in other words: "
+                 "those words become [forgotten], the rest of each turn stays", err=True)
         if preview["episodes"]:
             echo(f"  {preview['episodes']} episode file(s)", err=True)
         if preview["session_lines"]:
@@ -56,8 +61,8 @@ def forget(target, match, yes, as_json):
     def human(d):
         sealed = f"{d['sealed_versions']} sealed version(s), " if d["sealed_versions"] else ""
         echo(f"forgot {len(d['keys'])} key(s), {d['versions']} version file(s), {sealed}"
-             f"redacted {d['raw_turns_redacted']} raw turn(s), removed {d['episodes']} episode(s) "
-             f"and {d['session_lines']} state line(s)")
+             f"redacted {d['raw_turns_redacted']} raw turn(s) and {d['raw_turns_redacted_in_part']} in part, "
+             f"removed {d['episodes']} episode(s) and {d['session_lines']} state line(s)")
 
     emit({"forgotten": True, **summary, "sealed_not_searched": plan.sealed_not_searched}, as_json, human)
 

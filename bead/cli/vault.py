@@ -155,17 +155,29 @@ def vault_status(as_json):
 
 @click.command()
 @click.argument("key")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation at a terminal.")
 @json_option
-def seal(key, as_json):
+def seal(key, yes, as_json):
     """Move KEY into the vault: encrypt every version, delete the plaintext (no tombstone: a hash gives a PIN away).
 
     Needs no passphrase (sealing uses the public key). Like forget, it also
     redacts raw turns, episodes, review items and state lines that hold a
-    value, and removes the index rows with nothing left in the index's files.
+    value, the value's codes and rare words where a turn says them in other
+    words, and removes the index rows with nothing left in the index's files.
+    At a terminal it shows what it will change first and asks.
     """
+    from .. import forget as forget_mod
     from ..vault import ops
+    from . import common
 
     mem = open_memory()
+    if not yes and not as_json and common.at_terminal():
+        p = forget_mod.plan_seal(mem, key).summary(mem.home.store)
+        echo(f"This will seal {key} ({p['versions']} plaintext version(s)) and redact {len(p['raw_turns'])} raw "
+             f"turn(s) whole, {p['raw_turns_in_part']} in part (its codes and rare words said in other words), "
+             f"{p['episodes']} episode(s), {p['review_items']} review item(s) and {p['session_lines']} state "
+             "line(s).", err=True)
+        click.confirm("Seal it?", abort=True, err=True)
     summary = ops.seal(mem, key)
     for path in summary["kept"]:
         echo(f"warning: kept {path}: it is not a version file of the key, so it was neither sealed nor "
@@ -173,8 +185,8 @@ def seal(key, as_json):
 
     def human(d):
         echo(f"sealed {key}: {len(d['sealed'])} version(s) encrypted in the vault, the plaintext deleted "
-             f"(redacted {d['raw_turns_redacted']} raw turn(s), removed {d['episodes']} episode(s) and "
-             f"{d['session_lines']} state line(s))")
+             f"(redacted {d['raw_turns_redacted']} raw turn(s) and {d['raw_turns_redacted_in_part']} in part, "
+             f"removed {d['episodes']} episode(s) and {d['session_lines']} state line(s))")
 
     emit(summary, as_json, human)
 
