@@ -37,7 +37,10 @@ SHAPES: dict[str, dict[str, set[str] | None]] = {
     },
     "poisoning": {
         "": {"kind", "name", "proposals"},
-        "proposals[]": {"id", "key", "type", "value", "label", "category", "split"},
+        "proposals[]": {"id", "key", "type", "value", "label", "category", "split", "said", "message"},
+        # a message's content is the Messages API's own: free
+        "proposals[].message": None,
+        "proposals[].message[]": None,
     },
     "raw-recall": {
         "": {"kind", "name", "sessions", "queries"},
