@@ -37,8 +37,14 @@ def setting(default: Any, doc: str = "", choices: tuple[Any, ...] | None = None,
     return field(default=default, metadata={"doc": doc, "choices": choices, "check": check})
 
 
-def section(cls: type) -> Any:
-    return field(default_factory=cls)
+def section(cls: type, key: str | None = None) -> Any:
+    """A section of the schema; ``key`` is its name in the file when that is a Python keyword (``import``)."""
+    return field(default_factory=cls, metadata={"key": key} if key else {})
+
+
+def key_of(f: dataclasses.Field[Any]) -> str:
+    """A field's key in config.yaml (its name, unless the field says otherwise)."""
+    return str(f.metadata.get("key") or f.name)
 
 
 def _positive(v: Any) -> str | None:
@@ -152,10 +158,24 @@ class McpSettings:
     jwks_url: str | None = setting(None, "the identity provider's JWKS URL (signing keys)", check=_http_url)
     issuer: str | None = setting(None, "the `iss` every token must carry")
     audience: str | None = setting(None, "the `aud` every token must carry")
-    actor_claim: str = setting("email", "the claim that names the member (falls back to `sub`)")
+    actor_claim: str = setting("email", "the claim that names the member, trusted only when verified_claim is "
+                                        "true; otherwise the member is `<sub>@<issuer>`")
+    verified_claim: str | None = setting("email_verified", "the claim that must be true for actor_claim to be "
+                                                           "trusted; null trusts actor_claim as the provider signs "
+                                                           "it (a claim only the provider sets)")
     jwks_timeout_s: float = setting(5, "one fetch of the key set", check=_positive)
     projects: dict[str, list[str]] | None = setting(
         None, "member -> projects whose facts they share (`*`: every project); a member not listed has none")
+
+
+@dataclass(frozen=True)
+class ImportSettings:
+    """`bead import`: reading a harness's saved conversations."""
+
+    max_line_bytes: int = setting(16 * 1024 * 1024, "a transcript line longer than this (bytes) is skipped and "
+                                                    "counted, never read whole; raise it to import such a line "
+                                                    "(peak memory grows with it, up to about 8 times it)",
+                                  check=_positive)
 
 
 @dataclass(frozen=True)
@@ -167,6 +187,7 @@ class Config:
     rerank: RerankSettings = section(RerankSettings)
     dream: DreamSettings = section(DreamSettings)
     mcp: McpSettings = section(McpSettings)
+    import_: ImportSettings = section(ImportSettings, key="import")   # `import` in the file
 
     def __post_init__(self) -> None:
         if not self.owner:
@@ -245,7 +266,7 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
             f"{where} line {node.start_mark.line + 1}: {path or 'the file'} must be a mapping of keys to values",
             f"edit {where} so that it holds `key: value` lines",
         )
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {key_of(f): f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
     for key_node, value_node in node.value:
@@ -256,13 +277,13 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
             close = difflib.get_close_matches(key, list(fields), n=1)
             fix = f"did you mean `{close[0]}`?" if close else f"known keys here: {', '.join(fields)}"
             raise BeadError(f"{where} line {line}: unknown key `{dotted}`", f"{fix} Fix or delete that line.")
-        if key in values:
+        if fields[key].name in values:
             raise BeadError(f"{where} line {line}: `{dotted}` is set twice", "delete one of the two lines")
-        hint = hints[key]
-        if dataclasses.is_dataclass(hint):
-            values[key] = _validate(value_node, typing.cast(type, hint), dotted, where)
-            continue
         spec = fields[key]
+        hint = hints[spec.name]
+        if dataclasses.is_dataclass(hint):
+            values[spec.name] = _validate(value_node, typing.cast(type, hint), dotted, where)
+            continue
         try:
             value = yaml.constructor.SafeConstructor().construct_document(value_node)
         except (yaml.YAMLError, ValueError, KeyError, TypeError) as exc:   # `!foo x`, `!!int abc`, `!!bool maybe`
@@ -285,7 +306,7 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
         check = spec.metadata.get("check")
         if check and value is not None and (problem := check(value)):
             raise BeadError(f"{where} line {line}: `{dotted}` {problem}", f"change the value on line {line}")
-        values[key] = value
+        values[spec.name] = value
     return cls(**values)
 
 

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
+import random
+import re
 import shutil
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 import pytest
 from conftest import REPO
 
+from bead.config import Config, parse
 from bead.core import capture, history
 from bead.core.conversation import identify
+from bead.core.memory import Memory
+from bead.paths import Home
 from bead.wire.anthropic import conversation_of
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-transcripts" / "projects"
@@ -164,3 +172,179 @@ def test_lines_that_do_not_parse_are_skipped(mem, tmp_path, line):
     (d / "s1.jsonl").write_text(line + "\n" + json.dumps(good) + "\n")
     counts = history.import_claude_code(mem, tmp_path / "p")
     assert counts.turns_added == 1 and counts.skipped_lines == 1
+
+
+# ----- memory: transcripts are read as streams -----------------------------------------------------------
+
+def _line(text, **extra) -> bytes:
+    d = {"type": "user", "sessionId": "s1", "cwd": "/w/proj", "timestamp": "2026-01-02T03:04:05Z",
+         "message": {"role": "user", "content": text}, **extra}
+    return json.dumps(d, ensure_ascii=False).encode() + b"\n"
+
+
+def _limit(home, limit: int = 64 * 1024) -> None:
+    Home(home).ensure()
+    (home / "config.yaml").write_text(f"import:\n  max_line_bytes: {limit}\n")
+
+
+@pytest.mark.parametrize("last", [False, True])
+def test_a_line_over_the_limit_is_skipped_and_counted(bead, bead_home, tmp_path, last):
+    """A line longer than import.max_line_bytes is skipped (its bytes dropped as they come), counted in the counts
+    and --json, with a note saying what to do; the lines around it are imported."""
+    _limit(bead_home)
+    d = tmp_path / "p" / "-w-proj"
+    d.mkdir(parents=True)
+    long = _line("zyxlong " * 20_000)            # 160 KB: over 64 KiB
+    body = _line("the line before") + long + _line("the line after")
+    (d / "s1.jsonl").write_bytes(body + long.rstrip(b"\n") if last else body)   # last: one more, with no line end
+    r = bead("import", "claude-code", "--json", "--from", str(tmp_path / "p"))
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert data["skipped_long_lines"] == 1 + last and data["turns_added"] == 2 and data["skipped_lines"] == 0
+    assert "import.max_line_bytes (65536 bytes)" in r.err and "raise import.max_line_bytes in config.yaml" in r.err
+    with Memory(Home(bead_home), parse(f"owner: t\nimport:\n  max_line_bytes: {64 * 1024}\n")) as m:
+        texts = [t.text for p in m.raw.files() for t in m.raw.read(p)]
+    assert texts == ["the line before", "the line after"]
+    r = bead("import", "claude-code", "--from", str(tmp_path / "p"))
+    assert f"skipped {1 + last} line(s) too long" in r.out and "import.max_line_bytes" in r.err
+
+
+def test_a_codex_line_over_the_limit_is_skipped_and_counted(mem, tmp_path):
+    src = tmp_path / "sessions"
+    shutil.copytree(CODEX, src)
+    rollout = sorted(src.rglob("rollout-*.jsonl"))[0]
+    lines = rollout.read_bytes().splitlines(keepends=True)
+    huge = json.dumps({"timestamp": "2026-11-30T13:27:44Z", "type": "response_item",
+                       "payload": {"type": "message", "role": "user", "content": [
+                           {"type": "input_text", "text": "zyxlong " * 20_000}]}}).encode() + b"\n"
+    rollout.write_bytes(b"".join(lines[:3]) + huge + b"".join(lines[3:]))
+    small = Memory(mem.home, parse("owner: t\nimport:\n  max_line_bytes: 65536\n"))
+    try:
+        counts = history.import_codex(small, src)
+        assert counts.skipped_long_lines == 1 and counts.turns_added == 12
+    finally:
+        small.close()
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("zyx \U0001F600 " + "w" * 40_000, False),   # 40 KB of bytes, but one emoji makes its text 4 bytes a character
+    ("zyx " + "{\"a\": [1, 2], \"b\": {}}, " * 2_000, True),   # braces inside a string are text
+    ("zyx é " + "w" * 40_000, True),             # Latin-1 stays 1 byte a character
+])
+def test_a_line_that_would_weigh_too_much_in_memory_is_skipped_too(mem, tmp_path, text, kept):
+    d = tmp_path / "p" / "-w-proj"
+    d.mkdir(parents=True)
+    (d / "s1.jsonl").write_bytes(_line("before") + _line(text) + _line("after"))
+    small = Memory(mem.home, parse("owner: t\nimport:\n  max_line_bytes: 65536\n"))
+    try:
+        counts = history.import_claude_code(small, tmp_path / "p")
+    finally:
+        small.close()
+    assert counts.skipped_long_lines == (not kept) and counts.turns_added == 2 + kept
+
+
+def test_many_small_values_in_one_line_count_as_weight(mem, tmp_path):
+    """A line of very many small JSON values takes many times its size once parsed: weighed, not parsed."""
+    d = tmp_path / "p" / "-w-proj"
+    d.mkdir(parents=True)
+    values = [{"type": "text", "text": "x", "o": [{}, {}, {}]}] * 1_500
+    (d / "s1.jsonl").write_bytes(_line("before") + _line(values) + _line("after"))
+    small = Memory(mem.home, parse("owner: t\nimport:\n  max_line_bytes: 65536\n"))
+    try:
+        counts = history.import_claude_code(small, tmp_path / "p")
+    finally:
+        small.close()
+    assert counts.skipped_long_lines == 1 and counts.turns_added == 2
+
+
+def test_lines_are_cut_the_same_whatever_the_chunks(monkeypatch, tmp_path):
+    """The binary reader gives each line once, whole, wherever the chunks end; a long one only as a count."""
+    rng = random.Random(7)
+    for case in range(60):
+        lines = [bytes(rng.choice(b"ab \r{}\"") for _ in range(rng.choice([0, 1, 5, 17, 40]))) for _ in range(8)]
+        data = b"\n".join(lines) + rng.choice([b"", b"\n"])
+        (tmp_path / "f").write_bytes(data)
+        limit = rng.choice([1, 5, 16, 100])
+        monkeypatch.setattr(history, "CHUNK_BYTES", rng.choice([1, 2, 3, 7, 64]))
+        counts = history.ImportCounts()
+        got = list(history._raw_lines(tmp_path / "f", limit, counts))
+        want = data.split(b"\n")
+        if want and want[-1] == b"":
+            want.pop()
+        assert got == [x for x in want if len(x) <= limit], case
+        assert counts.skipped_long_lines == sum(len(x) > limit for x in want), case
+
+
+def _turns(mem):
+    return sorted((p.name, t.role, t.text, t.at, json.dumps(t.flags, sort_keys=True))
+                  for p in mem.raw.files() for t in mem.raw.read(p))
+
+
+@pytest.mark.parametrize("which", ["claude-code", "codex"])
+def test_batches_give_the_turns_of_a_whole_file(mem, tmp_path, monkeypatch, which):
+    """A file goes to the raw log in batches cut where the parser starts a new message anyway: the turns are the
+    ones the whole file gives at once (here every batch is as small as it can be)."""
+    run = history.import_claude_code if which == "claude-code" else history.import_codex
+    src = FIXTURES if which == "claude-code" else CODEX
+    whole = run(mem, src)
+    monkeypatch.setattr(history, "BATCH_BYTES", 1)
+    other = Memory(Home(tmp_path / "other").ensure(), Config(owner="tester"))
+    try:
+        batched = run(other, src)
+        assert _turns(other) == _turns(mem)
+        assert batched.as_dict() == whole.as_dict()
+    finally:
+        other.close()
+
+
+def test_a_session_of_more_parts_than_the_parser_takes_is_read_in_batches(mem, tmp_path):
+    """The Messages API parser refuses more than 20,000 content parts at once (or 1,000 in one message): a long
+    session is parsed a batch at a time, a message of more blocks as several."""
+    d = tmp_path / "p" / "-w-proj"
+    d.mkdir(parents=True)
+    with (d / "s1.jsonl").open("wb") as f:
+        for i in range(24):
+            f.write(_line([{"type": "text", "text": f"w{i}-{j}"} for j in range(900)]))
+        f.write(_line([{"type": "text", "text": f"big-{j}"} for j in range(1_500)]))
+    counts = history.import_claude_code(mem, tmp_path / "p")
+    texts = "\n".join(t.text for p in mem.raw.files() for t in mem.raw.read(p))
+    want = {f"w{i}-{j}" for i in range(24) for j in range(900)} | {f"big-{j}" for j in range(1_500)}
+    assert set(re.findall(r"(?:w\d+|big)-\d+", texts)) == want and counts.skipped_lines == 0
+
+
+MEASURE = """import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], timeout=120)
+kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // (1024 if sys.platform == "darwin" else 1)
+print(f"exit={r.returncode} maxrss_kib={kib}", file=sys.stderr)
+"""
+
+
+def test_peak_memory_stays_bounded_on_a_huge_line(tmp_path):
+    """`bead import claude-code` as a real process on a transcript holding one 200 MB line (default limit): its
+    peak RSS stays under 300 MB (7 GB was measured before for a 400 MB line). A small process starts bead and
+    reads its children's peak: a child's peak counts its parent's memory at the fork, so pytest must not be it."""
+    d = tmp_path / "claude" / "-w-proj"
+    d.mkdir(parents=True)
+    f = d / "s1.jsonl"
+    piece = b"lorem ipsum dolor sit amet " * (1024 * 1024 // 27)
+    try:
+        with f.open("wb") as out:
+            out.write(_line("the line before"))
+            out.write(_line("")[:-4])          # the huge line: a user message whose text is 200 MB
+            for _ in range(200):
+                out.write(piece)
+            out.write(b'"}}\n')
+            out.write(_line("the line after"))
+        home = tmp_path / "home"
+        Home(home).ensure()
+        r = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-m", "bead", "import", "claude-code",
+                            "--json", "--from", str(tmp_path / "claude")],
+                           env={**os.environ, "BEAD_HOME": str(home), "PYTHONPATH": str(REPO)},
+                           capture_output=True, text=True, timeout=180)
+    finally:
+        f.unlink()
+    result = re.search(r"exit=(\d+) maxrss_kib=(\d+)", r.stderr)
+    assert result and result[1] == "0", r.stderr[-2000:]
+    assert int(result[2]) < 300 * 1024, f"peak RSS {int(result[2]) // 1024} MB"
+    data = json.loads(r.stdout)
+    assert data["skipped_long_lines"] == 1 and data["turns_added"] == 2

@@ -35,9 +35,17 @@ mcp_server = lazy_import("bead.mcp.server")
 ANA, BO = "ana@example.com", "bo@example.com"
 
 
+class Provider(Jwks):
+    """The identity provider of these tests: its tokens say the provider verified the email (``email_verified``)
+    unless a test's claims say otherwise."""
+
+    def mint(self, actor: str | None = ANA, **kw) -> str:
+        return super().mint(actor, **{**kw, "claims": {"email_verified": True, **(kw.get("claims") or {})}})
+
+
 @pytest.fixture(scope="module")
 def jwks():
-    j = Jwks()
+    j = Provider()
     yield j
     j.close()
 
@@ -98,19 +106,21 @@ def test_bad_tokens_are_refused_with_401(team, jwks, case):
     elif case == "other_key_same_kid":
         token = jwks.mint(ANA, key=stranger)
     elif case == "alg_none":
-        token = jwt.encode({"iss": jwks.ISSUER, "aud": jwks.AUDIENCE, "exp": 2**31, "email": ANA}, None,
+        token = jwt.encode({"iss": jwks.ISSUER, "aud": jwks.AUDIENCE, "exp": 2**31, "email": ANA,
+                            "email_verified": True}, None,
                            algorithm="none", headers={"kid": jwks.kid})
     elif case == "hs256_with_public_key":
         # The classic confusion: the public key (which anyone has) used as an HMAC secret.
         header = base64.urlsafe_b64encode(json.dumps({"alg": "HS256", "typ": "JWT", "kid": jwks.kid}).encode()).rstrip(b"=")
         body = base64.urlsafe_b64encode(json.dumps({"iss": jwks.ISSUER, "aud": jwks.AUDIENCE, "exp": 2**31,
-                                                    "email": ANA}).encode()).rstrip(b"=")
+                                                    "email": ANA, "email_verified": True}).encode()).rstrip(b"=")
         sig = base64.urlsafe_b64encode(hmac.new(pub_pem, header + b"." + body, hashlib.sha256).digest()).rstrip(b"=")
         token = (header + b"." + body + b"." + sig).decode()
     elif case == "no_actor":
         token = jwks.mint(None, claims={"sub": ""})
     elif case == "no_kid":
-        token = jwt.encode({"iss": jwks.ISSUER, "aud": jwks.AUDIENCE, "exp": 2**31, "email": ANA}, jwks.key,
+        token = jwt.encode({"iss": jwks.ISSUER, "aud": jwks.AUDIENCE, "exp": 2**31, "email": ANA,
+                            "email_verified": True}, jwks.key,
                            algorithm="RS256")
     elif case == "actor_with_control_chars":
         token = jwks.mint("ana@example.com\nowner: root")
@@ -123,7 +133,7 @@ def test_bad_tokens_are_refused_with_401(team, jwks, case):
 
 
 def test_a_key_set_that_cannot_be_fetched_is_503_and_health_still_answers(tmp_path):
-    jwks = Jwks()
+    jwks = Provider()
     home = Home(tmp_path / "team").ensure()
     cfg = parse(config_text(jwks, {ANA: ["shop"]}))
     rt = mcp_server.Runtime(home, cfg, None, mcp_http.viewer_of(cfg.mcp.projects))
@@ -337,5 +347,117 @@ def test_loopback_without_auth_answers_only_the_home_owner(tmp_path):
             s.close()
         assert served.health()["status"] == "ok", "health stays public (it tells only that the server lives)"
     finally:
+        served.close()
+        rt.close()
+
+
+# ----- only a verified identity is a member -------------------------------------------------------------------
+
+SUBJECT_FORM = "{sub}@" + Jwks.ISSUER
+
+
+@pytest.mark.parametrize("verified", [False, "false", None], ids=["false", "string-false", "absent"])
+def test_an_unverified_email_is_not_that_member(team, jwks, verified):
+    """A token carrying ana's address that the provider did not verify acts as its subject under the issuer: not
+    ana (none of her facts, none of her projects), and its writes are not hers."""
+    ana = http_session(team.url + "/mcp", jwks.mint(ANA))
+    sub = f"mallory-{verified}"
+    if verified is None:
+        forged = Jwks.mint(jwks, ANA, claims={"sub": sub})          # no verification claim at all
+        assert "email_verified" not in jwt.decode(forged, options={"verify_signature": False})
+    else:
+        forged = jwks.mint(ANA, claims={"sub": sub, "email_verified": verified})
+    mallory = http_session(team.url + "/mcp", forged)
+    try:
+        ana.ok("remember", {"value": "Ana's pager code is zyxpager", "type": "user", "key": "user/pager"})
+        ana.ok("remember", {"value": "Shop billing runs nightly zyxbilling", "type": "project",
+                            "key": "project/shop/billing"})
+        assert mallory.err("get_memory", {"key": "user/pager"})["code"] == "not_found"
+        assert mallory.err("get_memory", {"key": "project/shop/billing"})["code"] == "not_permitted"
+        for tool, args in [("recall", {"query": "pager zyxpager billing zyxbilling"}),
+                           ("search_memory", {"query": "zyxpager zyxbilling"})]:
+            text = mallory.call(tool, args).content[0].text
+            assert "zyxpager" not in text and "zyxbilling" not in text, tool
+        out = mallory.ok("remember", {"value": f"{sub}'s own note", "type": "user", "key": "user/note"})
+        assert out["status"] == "written"
+        assert mallory.ok("get_memory", {"key": "user/note"})["owner"] == SUBJECT_FORM.format(sub=sub)
+        assert ana.err("get_memory", {"key": "user/note"})["code"] == "not_found"
+    finally:
+        ana.close()
+        mallory.close()
+
+
+@pytest.mark.parametrize("email", ["", "   "])
+def test_an_empty_email_is_the_subject_form_not_the_member_the_subject_names(team, jwks, email):
+    """An empty email no longer falls back to ``sub`` as it is: a subject that reads like another member's address
+    is that subject under the issuer, never bo."""
+    bo = http_session(team.url + "/mcp", jwks.mint(BO))
+    other = http_session(team.url + "/mcp", jwks.mint(email, claims={"sub": BO}))
+    note = f"a note of the subject, email {email!r}"
+    try:
+        bo.ok("remember", {"value": "Bo's locker code is zyxlocker", "type": "user", "key": "user/locker"})
+        assert other.err("get_memory", {"key": "user/locker"})["code"] == "not_found"
+        assert "zyxlocker" not in other.call("recall", {"query": "locker zyxlocker"}).content[0].text
+        assert other.ok("remember", {"value": note, "type": "user", "key": "user/subject-note"})["status"] != "queued"
+        assert other.ok("get_memory", {"key": "user/subject-note"})["owner"] == SUBJECT_FORM.format(sub=BO)
+        assert bo.err("get_memory", {"key": "user/subject-note"})["code"] == "not_found"
+    finally:
+        bo.close()
+        other.close()
+
+
+@pytest.mark.parametrize("verified", [True, "true"])
+def test_a_verified_email_is_the_member_as_before(team, jwks, verified):
+    ana = http_session(team.url + "/mcp", jwks.mint(ANA, claims={"sub": "ana-subject", "email_verified": verified}))
+    try:
+        ana.ok("remember", {"value": f"Shop runs on Postgres 17 ({verified!r})", "type": "project",
+                            "key": "project/shop/pg"})
+        got = ana.ok("get_memory", {"key": "project/shop/pg"})
+        assert got["owner"] == ANA
+    finally:
+        ana.close()
+
+
+def _settings(extra: str = ""):
+    return parse(f"mcp:\n  jwks_url: https://id.example.com/jwks\n  issuer: https://id.example.com/\n"
+                 f"  audience: team\n{extra}").mcp
+
+
+@pytest.mark.parametrize("claims, extra, actor", [
+    ({"email": ANA, "email_verified": True, "sub": "1"}, "", ANA),
+    ({"email": ANA, "email_verified": False, "sub": "1"}, "", "1@https://id.example.com/"),
+    ({"email": ANA, "email_verified": "yes", "sub": "1"}, "", "1@https://id.example.com/"),
+    ({"email": ANA, "sub": "1"}, "", "1@https://id.example.com/"),
+    ({"email": "", "email_verified": True, "sub": BO}, "", BO + "@https://id.example.com/"),
+    ({"sub": "1"}, "", "1@https://id.example.com/"),
+    # The operator names a claim only the provider sets and trusts it as signed.
+    ({"member": "ana", "email": BO, "sub": "1"}, "  actor_claim: member\n  verified_claim: null\n", "ana"),
+    ({"email": "", "sub": "1"}, "  actor_claim: member\n  verified_claim: null\n", "1@https://id.example.com/"),
+    # ... or a verification claim of its own.
+    ({"upn": "ana", "upn_checked": True, "sub": "1"}, "  actor_claim: upn\n  verified_claim: upn_checked\n", "ana"),
+    ({"upn": "ana", "email_verified": True, "sub": "1"}, "  actor_claim: upn\n  verified_claim: upn_checked\n",
+     "1@https://id.example.com/"),
+])
+def test_the_actor_a_tokens_claims_name(claims, extra, actor):
+    from bead.mcp.auth import actor_of
+
+    assert actor_of(claims, _settings(extra)) == actor
+
+
+def test_a_subject_form_the_operator_lists_shares_its_projects(tmp_path, jwks):
+    """The subject form maps to no member's facts unless mcp.projects lists it; listed, it shares those projects."""
+    carol = SUBJECT_FORM.format(sub="carol-sub")
+    home = Home(tmp_path / "team").ensure()
+    cfg = parse(config_text(jwks, {carol: ["shop"]}))
+    rt = mcp_server.Runtime(home, cfg, None, mcp_http.viewer_of(cfg.mcp.projects))
+    served = ServedAsgi(mcp_http.create_app(rt, auth=JwtAuth(cfg.mcp)))
+    s = http_session(served.url + "/mcp", Jwks.mint(jwks, None, claims={"sub": "carol-sub"}))
+    try:
+        assert s.ok("remember", {"value": "Shop ships on Mondays", "type": "project",
+                                 "key": "project/shop/ships"})["status"] == "written"
+        assert s.ok("get_memory", {"key": "project/shop/ships"})["owner"] == carol
+        assert s.err("get_memory", {"key": "project/billing/x"})["code"] == "not_permitted"
+    finally:
+        s.close()
         served.close()
         rt.close()

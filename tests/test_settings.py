@@ -58,8 +58,10 @@ DOCUMENTED = {
     "mcp.issuer": None,
     "mcp.audience": None,
     "mcp.actor_claim": "email",
+    "mcp.verified_claim": "email_verified",
     "mcp.jwks_timeout_s": 5,
     "mcp.projects": None,
+    "import.max_line_bytes": 16 * 1024 * 1024,
 }
 # Settings whose check wants a shape (an address, a URL, a mapping): a valid value other than the default.
 SHAPED = {
@@ -75,19 +77,21 @@ def sections() -> list[dataclasses.Field]:
 
 
 def leaves() -> list[tuple[str, str, dataclasses.Field, typing.Any]]:
-    """(section, name, field, annotation) of every setting inside a section."""
+    """(section, name, field, annotation) of every setting inside a section, named as in config.yaml."""
     out = []
     for sec in sections():
         cls = typing.get_type_hints(Config)[sec.name]
         hints = typing.get_type_hints(cls)
-        out += [(sec.name, f.name, f, hints[f.name]) for f in dataclasses.fields(cls)]
+        out += [(config.key_of(sec), f.name, f, hints[f.name]) for f in dataclasses.fields(cls)]
     return out
 
 
 def get(cfg: Config, dotted: str):
+    """A setting by its name in config.yaml (``import`` is the attribute ``import_``)."""
     value = cfg
     for part in dotted.split("."):
-        value = getattr(value, part)
+        attr = {config.key_of(f): f.name for f in dataclasses.fields(value)}[part]
+        value = getattr(value, attr)
     return value
 
 
@@ -200,7 +204,7 @@ def test_every_field_of_every_section_is_reachable_as_an_attribute():
     """Each setting of each section, set in the file to a non-default value, is read back as `config.section.name`."""
     wanted: dict[str, typing.Any] = {}
     lines = []
-    for section, items in {s.name: [x for x in leaves() if x[0] == s.name] for s in sections()}.items():
+    for section, items in {k: [x for x in leaves() if x[0] == k] for k in map(config.key_of, sections())}.items():
         lines.append(f"{section}:")
         for _, name, spec, annotation in items:
             value = _other_value(name, spec, annotation, section)
@@ -221,3 +225,18 @@ def test_settings_are_frozen():
         cfg.recall.max_facts = 9  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.owner = "x"  # type: ignore[misc]
+
+
+def test_the_import_section_is_import_in_the_file():
+    """`import` is a Python keyword: the section is the attribute `import_`, and `import` in config.yaml."""
+    cfg = parse("import:\n  max_line_bytes: 65536\n")
+    assert cfg.import_.max_line_bytes == 65536 and parse("import: null\n").import_ == Config(owner="x").import_
+    with pytest.raises(BeadError) as e:
+        parse("import_:\n  max_line_bytes: 1\n")
+    assert "unknown key `import_`" in e.value.message and "did you mean `import`?" in e.value.hint
+    with pytest.raises(BeadError) as e:
+        parse("import:\n  max_line_bytes: 0\n")
+    assert "`import.max_line_bytes` must be greater than 0" in e.value.message
+    with pytest.raises(BeadError) as e:
+        parse("import:\n  max_line_bytes: 1\nimport:\n  max_line_bytes: 2\n")
+    assert "`import` is set twice" in e.value.message

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import click
 
 from ..errors import BeadError
-from .common import emit, json_option, open_memory
+from .common import echo, emit, json_option, open_memory
 
 
 def _since(value: str | None) -> datetime | None:
@@ -33,14 +33,20 @@ def _run(kind: str, files, run, folder, since, project, as_json) -> None:
         counts = run(mem, folder, _since(since), project, progress=lambda p: bar.update(1))
 
     def human(c):
-        click.echo(f"read {c['files']} {kind} file(s): {c['sessions']} session(s); added {c['turns_added']} "
-                   f"turn(s), {c['turns_present']} already in the raw log, {c['redacted']} with secrets redacted")
+        echo(f"read {c['files']} {kind} file(s): {c['sessions']} session(s); added {c['turns_added']} "
+             f"turn(s), {c['turns_present']} already in the raw log, {c['redacted']} with secrets redacted")
         skipped = [f"{c['skipped_project']} file(s) of other projects" if c["skipped_project"] else "",
-                   f"{c['skipped_old']} message(s) before --since" if c["skipped_old"] else ""]
+                   f"{c['skipped_old']} message(s) before --since" if c["skipped_old"] else "",
+                   f"{c['skipped_long_lines']} line(s) too long" if c["skipped_long_lines"] else ""]
         if any(skipped):
-            click.echo("skipped " + ", ".join(s for s in skipped if s))
+            echo("skipped " + ", ".join(s for s in skipped if s))
 
     emit(counts.as_dict(), as_json, human)
+    if counts.skipped_long_lines:
+        limit = mem.config.import_.max_line_bytes
+        echo(f"note: {counts.skipped_long_lines} line(s) longer than import.max_line_bytes ({limit} bytes) were "
+             "skipped, unread; to import them, raise import.max_line_bytes in config.yaml and run this again "
+             "(what is imported already is not written twice)", err=True)
 
 
 _SINCE = click.option("--since", help="Only messages from this date on (YYYY-MM-DD, UTC unless a zone is given).")

@@ -22,12 +22,22 @@ Idempotent: a turn whose role, source and (scanned) text the session's raw
 file already holds, as many times as the transcript has it, is not written
 again, so a second import adds nothing and a session the proxy captured live
 is completed, not doubled.
+
+Memory stays bounded whatever a file holds: a file is read in binary chunks;
+a line longer than ``import.max_line_bytes`` is counted and its bytes dropped
+as they arrive (never held whole), and so is one that would take more than
+twice that once parsed (``_weight``); a file's messages go to the raw log in
+batches of about ``BATCH_BYTES``, each cut where the wire parser starts a new
+message anyway, so the turns are the ones the whole file gives at once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +47,7 @@ from typing import Any
 
 from ..capture.secrets import redact
 from ..errors import BeadError
+from ..wire.splice import MAX_MESSAGE_PARTS, SpliceError
 from .capture import request_turns
 from .conversation import Identity, _h, project_from_cwd, project_slug, safe_name
 from .memory import Memory
@@ -44,11 +55,19 @@ from .memory import Memory
 IMPORTED = {"anthropic": "claude-code", "responses": "codex"}
 SKIPPED_TYPES = frozenset({"queue-operation", "attachment", "system", "last-prompt", "mode", "summary",
                            "file-history-snapshot"})
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024   # import.max_line_bytes
+CHUNK_BYTES = 1024 * 1024           # a file is read this much at a time
+BATCH_BYTES = 8 * 1024 * 1024       # a batch of a file's messages ends before a message that would take it past this
+                                    # much (``_weight``: what the messages take in memory, about)
+BATCH_PARTS = 2_000                 # ... or this many content parts (the wire parsers refuse more than 20,000)
+HOLD_BYTES = 32 * 1024 * 1024       # a batch is cut past this much even inside a run of Codex items the parser would
+                                    # merge, and lines before the one that names the session are dropped (never seen)
+RUN_ITEMS = 500                     # a run of Codex items the parser would merge is cut at this many (never seen either)
 
 
 @dataclass
 class Transcript:
-    """One transcript file: a session, or a subagent of one."""
+    """One batch of the conversation of a transcript file: a session, or a subagent of one."""
 
     path: Path
     session: str              # the raw log's session id (what the proxy names this conversation)
@@ -68,6 +87,7 @@ class ImportCounts:
     turns_present: int = 0      # already in the raw log (an earlier import, or live capture)
     redacted: int = 0           # added turns the secret scan changed
     skipped_lines: int = 0      # harness bookkeeping and lines that do not parse
+    skipped_long_lines: int = 0  # lines longer than import.max_line_bytes (their bytes were never held)
     skipped_project: int = 0    # files of other projects (--project)
     skipped_old: int = 0        # messages before --since
 
@@ -109,27 +129,144 @@ def _time(value: Any) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def _lines(path: Path) -> Iterator[dict[str, Any] | None]:
-    with path.open("r", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError:
-                yield None
-                continue
-            yield d if isinstance(d, dict) else None
+def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes]:
+    """The file's lines (without their line break), read in binary chunks. A line longer than ``limit`` bytes is
+    counted in ``skipped_long_lines`` and its bytes are dropped as they arrive: at most ``limit`` plus one chunk
+    is ever held."""
+    with path.open("rb") as f:
+        line = bytearray()
+        skipping = False          # inside a line already past the limit
+        while chunk := f.read(CHUNK_BYTES):
+            view = memoryview(chunk)
+            start = 0
+            while True:
+                end = chunk.find(b"\n", start)
+                if not skipping:
+                    line += view[start:] if end < 0 else view[start:end]
+                    if len(line) > limit:
+                        skipping, line = True, bytearray()
+                if end < 0:
+                    break
+                if skipping:
+                    counts.skipped_long_lines += 1
+                    skipping = False
+                else:
+                    yield bytes(line)
+                    line = bytearray()
+                start = end + 1
+            del view
+        if skipping:
+            counts.skipped_long_lines += 1
+        elif line:
+            yield bytes(line)
 
 
-def read_transcript(path: Path, since: datetime | None, counts: ImportCounts) -> Transcript | None:
-    """The conversation one file holds, or None when it holds none."""
-    session_id = agent_id = cwd = None
-    messages: list[dict[str, Any]] = []
-    times: list[datetime] = []
+# A JSON string: to its closing quote, or to the line's end when it has none, without backtracking (linear on any line).
+_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)', re.DOTALL)
+
+
+def _structure(data: bytes) -> int:
+    """About what a line's JSON values, objects and lists take as Python objects (beyond their text)."""
+    return 200 * data.count(b"{") + 64 * data.count(b"[") + 56 * (data.count(b",") + data.count(b":"))
+
+
+def _weight(raw: bytes, text: str, heavy: int) -> int:
+    """About how many bytes a line takes once parsed: its text as Python holds it (1, 2 or 4 bytes a character:
+    one emoji makes a whole text 4) plus its structure.
+
+    The structure is counted on the whole line first (a comma inside a string counts too). Only a line that this
+    says weighs more than ``heavy`` is counted again with its strings left out, and only when it has few enough
+    strings that what they alone take (some 50 bytes each) keeps it under ``heavy``: leaving out a line's strings
+    holds a piece per string."""
+    text_size = sys.getsizeof(text)
+    weight = text_size + _structure(raw)
+    if weight <= heavy:
+        return weight
+    strings = (raw.count(b'"') - raw.count(b'\\"')) // 2
+    if text_size + 50 * strings > heavy:
+        return text_size + 50 * strings
+    return text_size + _structure(_STRING.sub(b'""', raw))
+
+
+def _lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[tuple[dict[str, Any] | None, int]]:
+    """Each non-blank line's JSON object (None for one that is not an object) and its weight (``_weight``).
+
+    A line longer than ``limit`` bytes is dropped unread (``_raw_lines``); one that is not but would take more
+    than twice ``limit`` once parsed (4-byte characters throughout, very many small values) is counted with them
+    and not parsed."""
+    for raw in _raw_lines(path, limit, counts):
+        text = raw.decode("utf-8", errors="replace")
+        if not text or text.isspace():
+            continue
+        weight = _weight(raw, text, 2 * limit)
+        del raw
+        if weight > 2 * limit:
+            counts.skipped_long_lines += 1
+            continue
+        try:
+            d = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            d = None
+        del text
+        yield (d if isinstance(d, dict) else None), weight
+
+
+class _Batches:
+    """A file's messages (or Codex items), handed out in batches of bounded weight as the file is read.
+
+    The file's session, subagent and project are fixed when the first batch is handed out (from the first lines
+    that name them, as a file's first line does): every batch of a file goes to the same session."""
+
+    def __init__(self, path: Path, wire: str):
+        self.path, self.wire = path, wire
+        self.session_id: Any = None
+        self.agent_id: Any = None
+        self.cwd: Any = None
+        self.ident: tuple[str, str, str | None] | None = None
+        self._begin()
+
+    def _begin(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.times: list[datetime] = []
+        self.weight = 0
+        self.parts = 0
+
+    def add(self, message: dict[str, Any], at: datetime, weight: int, parts: int) -> None:
+        self.messages.append(message)
+        self.times.append(at)
+        self.weight += weight
+        self.parts += parts
+
+    def fits(self, weight: int, parts: int) -> bool:
+        """Whether a message of this weight and number of parts may join the batch (always, when it is empty)."""
+        return not self.messages or (self.weight + weight <= BATCH_BYTES and self.parts + parts <= BATCH_PARTS)
+
+    def take(self, counts: ImportCounts) -> Transcript | None:
+        """The batch so far (None when it is empty or no line has named the session yet), and a new one begun."""
+        if not self.messages:
+            return None
+        if self.ident is None:
+            if not self.session_id:
+                if self.weight < HOLD_BYTES:
+                    return None       # kept until a line names the session
+                counts.skipped_lines += len(self.messages)   # a file whose lines name no session is not imported
+                self._begin()
+                return None
+            base = safe_name(str(self.session_id))
+            session = f"{base}-{_h(str(self.agent_id), 8)}" if self.agent_id else base
+            self.ident = (session, base, project_from_cwd(str(self.cwd)) if self.cwd else None)
+        t = Transcript(self.path, *self.ident, self.messages, self.times, self.times[0], wire=self.wire)
+        self._begin()
+        return t
+
+
+def read_transcript(path: Path, since: datetime | None, counts: ImportCounts,
+                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Transcript]:
+    """The conversation one file holds, in batches (none when it holds none)."""
+    b = _Batches(path, "anthropic")
     last_id: str | None = None
-    for d in _lines(path):
+    last_weight = 0           # of the last message (an answer written one block per line grows)
+    for d, weight in _lines(path, max_line_bytes, counts):
         if d is None:
             counts.skipped_lines += 1
             continue
@@ -139,9 +276,9 @@ def read_transcript(path: Path, since: datetime | None, counts: ImportCounts) ->
                 or d.get("isCompactSummary") or d.get("isApiErrorMessage"):
             counts.skipped_lines += 1
             continue
-        session_id = session_id or d.get("sessionId")
-        agent_id = agent_id or (d.get("agentId") if d.get("isSidechain") else None)
-        cwd = cwd or d.get("cwd")
+        b.session_id = b.session_id or d.get("sessionId")
+        b.agent_id = b.agent_id or (d.get("agentId") if d.get("isSidechain") else None)
+        b.cwd = b.cwd or d.get("cwd")
         at = _time(d.get("timestamp"))
         if at is None:
             counts.skipped_lines += 1
@@ -153,23 +290,51 @@ def read_transcript(path: Path, since: datetime | None, counts: ImportCounts) ->
         content = msg.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
         mid = msg.get("id") if kind == "assistant" else None
-        if mid and mid == last_id and messages and messages[-1]["role"] == "assistant":
-            # One API answer, written one content block per line.
-            messages[-1]["content"].extend(blocks)
+        if mid and mid == last_id and b.messages and b.messages[-1]["role"] == "assistant" \
+                and last_weight + weight <= 2 * max_line_bytes \
+                and len(b.messages[-1]["content"]) + len(blocks) <= MAX_MESSAGE_PARTS:
+            # One API answer, written one content block per line (past the line limit or the parser's limit on
+            # parts, it goes on as a message of its own).
+            b.messages[-1]["content"].extend(blocks)
+            b.weight += weight
+            b.parts += len(blocks)
+            last_weight += weight
             continue
         last_id = mid
-        messages.append({"role": kind, "content": list(blocks)})
-        times.append(at)
-    if not messages or not session_id:
-        return None
-    base = safe_name(str(session_id))
-    session = f"{base}-{_h(str(agent_id), 8)}" if agent_id else base
-    project = project_from_cwd(str(cwd)) if cwd else None
-    return Transcript(path, session, base, project, messages, times, times[0])
+        # A message of more blocks than the parser takes in one becomes several.
+        for i in range(0, max(len(blocks), 1), MAX_MESSAGE_PARTS):
+            part = blocks[i:i + MAX_MESSAGE_PARTS]
+            share = weight * len(part) // len(blocks) if blocks else weight
+            if not b.fits(share, len(part)) and (t := b.take(counts)) is not None:
+                yield t
+            b.add({"role": kind, "content": part}, at, share, len(part))
+            last_weight = share
+    if (t := b.take(counts)) is not None:
+        yield t
+
+
+_SPACE = re.compile(r"\s+")
+_WINDOW = 1 << 20
 
 
 def _key(role: str, source: str, text: str) -> tuple[str, str, str]:
-    return role, source, " ".join(text.split())
+    """What makes two turns the same: role, source and a digest of the text's words (how they are spaced aside).
+
+    The digest is of ``" ".join(text.split())``, computed a window at a time: no list of the words and no second
+    whole copy of a long text (a 400 MB line's words once took gigabytes)."""
+    h = hashlib.blake2b(digest_size=20)
+    started = owed = False
+    for a in range(0, len(text), _WINDOW):
+        spaced = _SPACE.sub(" ", text[a:a + _WINDOW])
+        words = spaced.strip(" ")
+        if not words:
+            owed = owed or bool(spaced)
+            continue
+        if started and (owed or spaced[0] == " "):
+            h.update(b" ")
+        h.update(words.encode("utf-8", "surrogatepass"))
+        started, owed = True, spaced[-1] == " "
+    return role, source, h.hexdigest()
 
 
 def _conversation(t: Transcript) -> tuple[Any, list[datetime]]:
@@ -184,31 +349,64 @@ def _conversation(t: Transcript) -> tuple[Any, list[datetime]]:
     return conversation_of({"messages": t.messages}, {}), t.times
 
 
-def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts) -> int:
-    """Append the transcript's turns that the session's raw file does not hold yet; how many were added."""
-    conv, times = _conversation(t)
-    ident = Identity(session=t.session, base_session=t.base_session, thread="", project=t.project)
-    turns = request_turns(conv, ident, 0)
+@dataclass
+class FileState:
+    """What the batches of one file share: the turns the session's raw file held before, and how many
+    conversation messages the batches before this one had (a turn's ``message`` counts from the file's first)."""
+
+    present: Counter[tuple[str, str, str]]
+    messages: int = 0
+
+
+def present_turns(mem: Memory, session: str) -> Counter[tuple[str, str, str]]:
+    """The turns the session's raw file holds, as ``_key``s, each as often as it is there."""
     present: Counter[tuple[str, str, str]] = Counter()
-    path = mem.raw.find(t.session)
+    path = mem.raw.find(session)
     if path is not None:
         for old in mem.raw.read(path):
             present[_key(old.role, str(old.flags.get("source", "")), old.text)] += 1
+    return present
+
+
+def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, state: FileState | None = None) -> int:
+    """Append the transcript's turns that the session's raw file does not hold yet; how many were added.
+
+    The batches of one file share ``state`` (made from the raw file at the first when not given), so a text the
+    file has twice is written twice. The batch's messages are released once its conversation is built."""
+    if state is None:
+        state = FileState(present_turns(mem, t.session))
+    try:
+        conv, times = _conversation(t)
+    except SpliceError:      # more parts than the parser takes: the batches are cut so that this never happens
+        counts.skipped_lines += len(t.messages)
+        t.messages.clear()
+        return 0
+    t.messages.clear()
+    ident = Identity(session=t.session, base_session=t.base_session, thread="", project=t.project)
+    turns = request_turns(conv, ident, 0)
+    offset, state.messages = state.messages, state.messages + len(conv.messages)
+    del conv
     items = []
     for turn in turns:
         clean, found = redact(turn.text)
         key = _key(turn.role, str(turn.flags.get("source", "")), clean)
-        if present[key] > 0:
-            present[key] -= 1
+        del clean
+        if state.present[key] > 0:
+            state.present[key] -= 1
             counts.turns_present += 1
             continue
         counts.redacted += bool(found)
-        at = times[int(turn.flags.get("message", 0))]
-        items.append((turn.role, turn.text, at, None, {**turn.flags, "imported": IMPORTED[t.wire]}))
+        index = int(turn.flags.get("message", 0))
+        items.append((turn.role, turn.text, times[index], None,
+                      {**turn.flags, "message": offset + index, "imported": IMPORTED[t.wire]}))
+    del turns
     if items:
         mem.append_turns(t.session, items)
     counts.turns_added += len(items)
     return len(items)
+
+
+Reader = Callable[[Path, datetime | None, ImportCounts, int], Iterator[Transcript]]
 
 
 def import_claude_code(mem: Memory, root: Path | None = None, since: datetime | None = None,
@@ -218,18 +416,21 @@ def import_claude_code(mem: Memory, root: Path | None = None, since: datetime | 
     return _import(mem, transcript_files(root or default_root()), read_transcript, since, project, progress)
 
 
-def _import(mem: Memory, files: list[Path], read: Callable[[Path, datetime | None, ImportCounts], Transcript | None],
-            since: datetime | None, project: str | None, progress: Callable[[Path], None] | None) -> ImportCounts:
+def _import(mem: Memory, files: list[Path], read: Reader, since: datetime | None, project: str | None,
+            progress: Callable[[Path], None] | None) -> ImportCounts:
     counts = ImportCounts()
     want = project_slug(project) if project else None
+    limit = mem.config.import_.max_line_bytes
     sessions: set[str] = set()
     for path in files:
         counts.files += 1
-        t = read(path, since, counts)
-        if t is not None and want is not None and t.project != want:
-            counts.skipped_project += 1
-        elif t is not None:
-            import_transcript(mem, t, counts)
+        state: FileState | None = None
+        for t in read(path, since, counts, limit):
+            if want is not None and t.project != want:
+                counts.skipped_project += 1
+                break
+            state = state or FileState(present_turns(mem, t.session))
+            import_transcript(mem, t, counts, state)
             sessions.add(t.session)
         if progress is not None:
             progress(path)
@@ -255,23 +456,38 @@ def codex_files(root: Path) -> list[Path]:
                           "give the folder with --from (Codex keeps them in ~/.codex/sessions, or $CODEX_HOME/sessions)")
 
 
-def read_codex(path: Path, since: datetime | None, counts: ImportCounts) -> Transcript | None:
-    """The conversation one Codex rollout file holds, or None."""
-    session_id = cwd = None
-    items: list[dict[str, Any]] = []
-    times: list[datetime] = []
-    for d in _lines(path):
+def _output(item: dict[str, Any]) -> bool:
+    """Whether the Responses parser puts this item in a run of tool outputs (else a run of the assistant's items,
+    or a message of its own)."""
+    kind = item.get("type", "message" if "role" in item else "")
+    return isinstance(kind, str) and (kind.endswith("_call_output") or kind == "tool_search_output")
+
+
+def _own_message(item: dict[str, Any]) -> bool:
+    """Whether the parser always starts a new message at this item (a user, system or developer message)."""
+    return item.get("type", "message" if "role" in item else "") == "message" and item.get("role") != "assistant"
+
+
+def read_codex(path: Path, since: datetime | None, counts: ImportCounts,
+               max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Transcript]:
+    """The conversation one Codex rollout file holds, in batches (none when it holds none).
+
+    A batch ends only where the parser starts a new message anyway (a user message, or tool outputs after the
+    assistant's items and back), so the runs it merges stay whole (one of hundreds of items is cut)."""
+    b = _Batches(path, "responses")
+    run = run_parts = 0       # items and parts of the run the parser would merge
+    for d, weight in _lines(path, max_line_bytes, counts):
         payload = d.get("payload") if d is not None else None
         if d is None or not isinstance(payload, dict):
             counts.skipped_lines += 1
             continue
         kind = d.get("type")
         if kind == "session_meta":
-            session_id = session_id or payload.get("session_id") or payload.get("id")
-            cwd = cwd or payload.get("cwd")
+            b.session_id = b.session_id or payload.get("session_id") or payload.get("id")
+            b.cwd = b.cwd or payload.get("cwd")
             continue
         if kind == "turn_context":
-            cwd = cwd or payload.get("cwd")
+            b.cwd = b.cwd or payload.get("cwd")
             continue
         if kind != "response_item":
             counts.skipped_lines += 1
@@ -283,13 +499,25 @@ def read_codex(path: Path, since: datetime | None, counts: ImportCounts) -> Tran
         if since is not None and at < since:
             counts.skipped_old += 1
             continue
-        items.append({k: v for k, v in payload.items() if k != "internal_chat_message_metadata_passthrough"})
-        times.append(at)
-    if not items or not session_id:
-        return None
-    base = safe_name(str(session_id))
-    return Transcript(path, base, base, project_from_cwd(str(cwd)) if cwd else None, items, times, times[0],
-                      wire="responses")
+        item = {k: v for k, v in payload.items() if k != "internal_chat_message_metadata_passthrough"}
+        parts = max(1, sum(len(v) for k in ("content", "output") if isinstance(v := item.get(k), list)))
+        if parts > MAX_MESSAGE_PARTS:
+            counts.skipped_lines += 1       # the parser takes no message of more parts
+            continue
+        prev = b.messages[-1] if b.messages else None
+        new_run = prev is None or _own_message(item) or _own_message(prev) or _output(item) != _output(prev)
+        if new_run:
+            run = run_parts = 0
+        if (new_run and not b.fits(weight, parts)) or run >= RUN_ITEMS or run_parts + parts > MAX_MESSAGE_PARTS \
+                or b.weight + weight > HOLD_BYTES:
+            if (t := b.take(counts)) is not None:
+                yield t
+                run = run_parts = 0
+        run += 1
+        run_parts += parts
+        b.add(item, at, weight, parts)
+    if (t := b.take(counts)) is not None:
+        yield t
 
 
 def import_codex(mem: Memory, root: Path | None = None, since: datetime | None = None, project: str | None = None,

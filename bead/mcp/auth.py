@@ -7,8 +7,17 @@ and only the one the matching key is for: ``alg: none``, an HMAC token made
 with the public key as its secret, or a token whose key id the set does not
 hold are all refused (401). A key set that cannot be fetched or read is the
 provider's failure, not the token's: 503, so a client retries rather than
-asking for a new token. The actor claim (``mcp.actor_claim``, else ``sub``)
-names the member; their writes carry it as ``owner``.
+asking for a new token.
+
+The member is the actor claim (``mcp.actor_claim``, default ``email``) only
+when the token says the provider verified it (``mcp.verified_claim``,
+default ``email_verified``, is true): anyone can put another member's
+address in an account's email at many providers. Otherwise (not verified,
+missing or empty) the member is the token's subject under its issuer,
+``<sub>@<issuer>``: never a member's address (an issuer is a URL, which no
+mailbox domain is), so it reaches no member's facts unless ``mcp.projects``
+lists it. ``verified_claim: null`` trusts the actor claim as signed, for a
+claim only the provider sets. Their writes carry the member as ``owner``.
 """
 
 from __future__ import annotations
@@ -104,8 +113,31 @@ class JwtAuth:
             raise AuthFailed(401, "issuer") from None
         except PyJWTError as exc:
             raise AuthFailed(401, f"invalid:{type(exc).__name__}") from None
-        actor = claims.get(self.settings.actor_claim) or claims.get("sub")
-        if not isinstance(actor, str) or not actor.strip() or len(actor) > MAX_ACTOR_CHARS or any(
-                unicodedata.category(c)[0] == "C" for c in actor):
-            raise AuthFailed(401, "no_actor")
-        return actor.strip()
+        return actor_of(claims, self.settings)
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _true(value: Any) -> bool:
+    """A verification claim that says yes: JSON true (or the string "true", as some providers write it)."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def _checked(actor: Any) -> str:
+    if not isinstance(actor, str) or not actor.strip() or len(actor) > MAX_ACTOR_CHARS or any(
+            unicodedata.category(c)[0] == "C" for c in actor):
+        raise AuthFailed(401, "no_actor")
+    return actor.strip()
+
+
+def actor_of(claims: dict[str, Any], settings: McpSettings) -> str:
+    """The member a verified token's claims name: the actor claim when the provider verified it, else
+    ``<sub>@<issuer>`` (401 when neither is there, or the one chosen is not a plain line of text)."""
+    named = claims.get(settings.actor_claim)
+    verified = settings.verified_claim is None or _true(claims.get(settings.verified_claim))
+    if verified and not _blank(named):
+        return _checked(named)
+    subject = _checked(claims.get("sub"))
+    return f"{subject}@{settings.issuer}"
