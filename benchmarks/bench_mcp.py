@@ -94,7 +94,8 @@ class Jwks:
 
         now = int(time.time())
         return jwt.encode({"iss": "https://id.bench/", "aud": "bead-bench", "iat": now, "exp": now + 7200,
-                           "email": MEMBER}, self.key, algorithm="RS256", headers={"kid": "bench"})
+                           "sub": "bench-member", "email": MEMBER, "email_verified": True}, self.key, algorithm="RS256",
+                          headers={"kid": "bench"})
 
 
 def free_port() -> int:
