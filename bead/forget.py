@@ -211,6 +211,24 @@ def _names_key(text: str, keys: AbstractSet[str]) -> bool:
     return any(key_mentions(text, key) for key in keys)
 
 
+SHORT_NEEDLE = 6
+
+
+def _holds(text: str, needle: str) -> bool:
+    """Whether ``text`` holds ``needle``; a short one (a 3-digit code) only as a whole token, so that it does
+    not match inside "a1234" or "port 8123"."""
+    if len(needle) >= SHORT_NEEDLE:
+        return needle in text
+    i = text.find(needle)
+    while i != -1:
+        before = text[i - 1] if i else ""
+        after = text[i + len(needle)] if i + len(needle) < len(text) else ""
+        if not (before.isalnum() or after.isalnum()):
+            return True
+        i = text.find(needle, i + 1)
+    return False
+
+
 def _matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
              shingles: AbstractSet[tuple[str, ...]] = frozenset(), tokens: Any = None) -> Callable[[str], bool]:
     """Raw turns: the whole value (``shingles`` empty). Derived files: also any run of its words, and any of
@@ -218,7 +236,7 @@ def _matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
     def matches(text: str) -> bool:
         t = normalise(text)
         u = normalise(_unescaped(text))
-        return (any(n in t or n in u for n in needles) or bool(keys and _names_key(t, keys))
+        return (any(_holds(t, n) or _holds(u, n) for n in needles) or bool(keys and _names_key(t, keys))
                 or _holds_shingle(text, shingles) or bool(tokens is not None and tokens.search(fold(text))))
     return matches
 
@@ -231,42 +249,59 @@ _TOKEN = re.compile(r"[^\s\\\"'`()\[\]{}<>,;!?]{1,200}")
 _EDGE = ".:-_/@+#=*~"
 MIN_TOKEN = 3
 RARE_TURNS = 2
+CODE_TURNS = 5          # a code said in more raw turns than this is the history's (a year, a common port)
+LONG_CODE = 8           # letters and digits: a code this long is the value's however often it was said
 RARE_HISTORY = 20
 RARE_MIN_LETTERS = 6
 
 
 def distinctive_tokens(mem: Memory, texts: list[str]) -> set[str]:
-    """The distinctive tokens of ``texts``, lower-cased, in their normal form (bead.textform.fold)."""
+    """The distinctive tokens of ``texts``, lower-cased, in their normal form (bead.textform.fold). Once the
+    history has RARE_HISTORY turns to judge by, a short code or number that more than CODE_TURNS raw turns
+    hold (a year, a common port) is the history's, not the value's, and stays; a long code always goes."""
     from .index.query import STOPWORDS
 
-    out: set[str] = set()
+    codes: set[str] = set()
     words: set[str] = set()
     for text in texts:
-        for raw in _TOKEN.findall(fold(text)[:20_000]):
+        for raw in _TOKEN.findall(fold(text[:20_000])):
             tok = raw.strip(_EDGE).lower()
             if len(tok) < MIN_TOKEN:
                 continue
             if any(c.isdigit() for c in tok) or not tok.isalpha():
-                out.add(tok)
+                codes.add(tok)
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
-    if words:
-        try:
-            n_raw = mem.index.raw_size()
-            df = mem.index.raw_doc_freq(sorted(words)) if n_raw >= RARE_HISTORY else {}
-        except Exception:  # noqa: BLE001 - the index is derived; codes and numbers are enough without it
-            df = {}
-        out |= {w for w, n in df.items() if n <= RARE_TURNS}
+    parts = {t: [p for p in re.split(r"[^a-z0-9]+", t) if p] for t in codes}
+    try:
+        judged = mem.index.raw_size() >= RARE_HISTORY
+        lookup = sorted(words | {p for ps in parts.values() for p in ps}) if judged else []
+        df = mem.index.raw_doc_freq(lookup) if lookup else {}
+    except Exception:  # noqa: BLE001 - the index is derived: without it every code counts, no word does
+        judged, df = False, {}
+    out = {w for w in words if judged and df.get(w, 0) <= RARE_TURNS}
+    for tok, ps in parts.items():
+        long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
+        if long_code or not judged or min((df.get(p, 0) for p in ps), default=0) <= CODE_TURNS:
+            out.add(tok)
     return out
 
 
 def token_pattern(tokens: AbstractSet[str]) -> Any:
-    """One linear-time pattern that finds any of ``tokens`` as a whole token (case-insensitive), or None."""
+    """One linear-time pattern that finds any of ``tokens`` as a whole token (case-insensitive), or None. A
+    token with a digit in it is found however it is written apart (``QX-88``, ``QX 88``, ``qx88``): its letters
+    and digits in order, up to two other characters between each two."""
     if not tokens:
         return None
     from .capture.secrets import compile_linear
 
-    alts = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
+    def form(tok: str) -> str:
+        alnum = [c for c in tok if c.isalnum()]
+        if any(c.isdigit() for c in tok) and len(alnum) >= MIN_TOKEN:
+            return r"[\W_]{0,2}".join(re.escape(c) for c in alnum)
+        return re.escape(tok)
+
+    alts = "|".join(sorted({form(t) for t in tokens}, key=len, reverse=True))
     return compile_linear(rf"(?i)(?:^|[^A-Za-z0-9])({alts})(?:$|[^A-Za-z0-9])")
 
 
@@ -326,7 +361,7 @@ def _line_matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
         except (json.JSONDecodeError, TypeError, RecursionError):
             pass
         normalised = [normalise(t) for t in texts]
-        return any(n in t for t in normalised for n in needles) or bool(
+        return any(_holds(t, n) for t in normalised for n in needles) or bool(
             keys and any(_names_key(t, keys) for t in normalised)) or any(_holds_shingle(t, shingles) for t in texts) \
             or bool(tokens is not None and any(tokens.search(fold(t)) for t in texts))
     return matches

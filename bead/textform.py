@@ -28,17 +28,31 @@ from __future__ import annotations
 import unicodedata
 from functools import lru_cache
 
-# Characters that show as nothing or as blank space without being a format or control character.
-_BLANK = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800})
+# Characters that show as nothing or as blank space without being a format or control character: Unicode's
+# Default_Ignorable_Code_Point ranges that are not format characters already (the combining grapheme joiner,
+# Khmer inherent vowels, Mongolian variation selectors, Hangul fillers, reserved noncharacter-like ranges,
+# musical formatting, tags and variation selectors supplement), and the braille blank.
+_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2065, 0x2065),
+              (0x2800, 0x2800), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
+              (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
 _HIDDEN_CATEGORIES = frozenset({"Cf", "Cs", "Co", "Zl", "Zp"})
 _KEPT_CONTROLS = frozenset("\t\n\r")
+_MARKS = frozenset({"Mn", "Me"})
+# Characters that stand for a vertical bar (a shell's pipe) rather than the letter the confusables table
+# gives them ("l"): a rule that looks for "| sh" must see them as "|".
+_BARS = frozenset("\u01c0\u05c0\u2223\u2225\u2502\u2503\u23d0\u2758\u2759\u275a\u2f01\u3021\uffe8\U0001d100")
+MAX_MARKS = 30   # combining marks in a row before normalisation (UAX #15's stream-safe limit): bounded work
+
+
+def _ignorable(code: int) -> bool:
+    return any(lo <= code <= hi for lo, hi in _IGNORABLE)
 
 
 def _unseen(ch: str) -> bool:
     code = ord(ch)
     if code < 0x20 or 0x7F <= code < 0xA0:
         return ch not in _KEPT_CONTROLS
-    if code in _BLANK or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF:
+    if code >= 0x34F and _ignorable(code):
         return True
     return unicodedata.category(ch) in _HIDDEN_CATEGORIES
 
@@ -55,7 +69,9 @@ def invisible(text: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _ascii_lookalikes() -> dict[str, str]:
-    """Each non-ASCII character Unicode's confusables table maps to an ASCII look-alike, and that look-alike."""
+    """Each non-ASCII character Unicode's confusables table maps to an ASCII look-alike, and that look-alike;
+    then letters whose Unicode name says which Latin letter they are (small capitals, turned and modifier
+    forms the table leaves out), and decimal digits of every script."""
     from confusable_homoglyphs import confusables
 
     out: dict[str, str] = {}
@@ -67,27 +83,70 @@ def _ascii_lookalikes() -> dict[str, str]:
             if target and all(ord(x) < 0x80 for x in target):
                 out[ch] = target
                 break
+    for ch in _BARS:
+        out[ch] = "|"
     return out
 
 
+def _by_name(ch: str) -> str | None:
+    """The Latin letter a character's name says it is ("LATIN LETTER SMALL CAPITAL E" -> e), or its digit."""
+    if unicodedata.category(ch) == "Nd":
+        return str(unicodedata.digit(ch))
+    name = unicodedata.name(ch, "")
+    if not name.startswith("LATIN ") or " LETTER " not in name:
+        return None
+    tail = name.split(" LETTER ", 1)[1].replace("SMALL CAPITAL ", "").split(" WITH ")[0]
+    return tail.lower() if len(tail) == 1 and "A" <= tail <= "Z" else None
+
+
 def fold(text: str) -> str:
-    """``text`` as the rules read it: invisible characters dropped, NFKC, ASCII look-alikes for confusable
-    letters. For display never: a fold mixes scripts (UTS #39 says the same of its skeletons)."""
+    """``text`` as the rules read it: invisible characters dropped, combining marks dropped (``cúrl`` reads
+    as ``curl``), NFKC, ASCII look-alikes for confusable letters, ASCII digits for every script's. For display
+    never: a fold mixes scripts (UTS #39 says the same of its skeletons). One pass; combining-mark runs are cut
+    to MAX_MARKS before Unicode's normalisation, whose reordering of a run is quadratic."""
     text = str(text)
     if text.isascii() and not any(ch < " " and ch not in _KEPT_CONTROLS or ch == "\x7f" for ch in text):
         return text
-    kept = "".join(ch for ch in text if not _unseen(ch))
-    normal = unicodedata.normalize("NFKC", kept)
+    kept: list[str] = []
+    run = 0
+    for ch in text:
+        if " " <= ch < "\x7f":
+            kept.append(ch)
+            run = 0
+            continue
+        if _unseen(ch):
+            continue
+        if unicodedata.category(ch) in _MARKS:
+            run += 1
+            if run > MAX_MARKS:
+                continue
+        else:
+            run = 0
+        kept.append(ch)
+    base = "".join(c for c in unicodedata.normalize("NFKD", "".join(kept)) if unicodedata.category(c) not in _MARKS)
+    normal = unicodedata.normalize("NFKC", base)
     if normal.isascii():
         return normal
     table = _ascii_lookalikes()
-    return "".join(table.get(ch, ch) for ch in normal)
+    out = []
+    for ch in normal:
+        if ord(ch) < 0x80:
+            out.append(ch)
+            continue
+        mapped = table.get(ch)
+        out.append(mapped if mapped is not None else (_by_name(ch) or ch))
+    return "".join(out)
+
+
+# ASCII look-alikes within ASCII (UTS #39 maps these too): what a key reader confuses.
+_KEY_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
+_KEY_SINGLES = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l", "_": "-", ".": "-"})
 
 
 def skeleton(text: str) -> str:
-    """What two strings that look alike share: the fold, case-folded, with 0 read as o and 1 as l (the
-    digits UTS #39 maps to letters)."""
-    return fold(text).casefold().translate(_DIGIT_LOOKALIKES)
-
-
-_DIGIT_LOOKALIKES = str.maketrans({"0": "o", "1": "l"})
+    """What two keys that look alike share: the fold, case-folded, with the ASCII look-alikes read as one (0
+    as o; 1, i and | as l; rn as m, vv as w, cl as d) and the separators . _ - as one."""
+    out = fold(text).casefold()
+    for pair, single in _KEY_PAIRS:
+        out = out.replace(pair, single)
+    return out.translate(_KEY_SINGLES)

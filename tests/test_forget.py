@@ -182,7 +182,7 @@ class TestRememberedValueLeavesNothing:
 
         conv, ident = self.conversation(f"Please remember that {self.VALUE}.", "s-remember")
         (written,) = remember(mem, conv.messages[0], ident)
-        assert written.id == f"project/webshop/deploy-box-{self.UNIQUE}-east@v1"
+        assert written.id == "project/webshop/deploy-box-east@v1", "no word with a digit in a key made from a value"
         capture.capture(mem, ident, capture.request_turns(conv, ident, 0))
         convs = Conversations(mem.home)
         convs.load(ident.id).set_captured(1)

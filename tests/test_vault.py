@@ -726,3 +726,11 @@ def test_seal_at_a_terminal_shows_what_it_will_change_and_asks(bead, mem, vault,
     assert not mem.is_sealed("user/bank-code") and "QX-88" in mem.raw.read(mem.raw.find("bank"))[0].text
     yes = bead("seal", "user/bank-code", input="y\n")
     assert yes.code == 0 and "1 in part" in yes.out and mem.is_sealed("user/bank-code")
+
+
+def test_unseal_keeps_a_credential_sealed(mem, vault):
+    """Unsealing would write the key back in plain text, where the next proxied request would carry it."""
+    mem.write("user/api-key", KEY_IN_PROSE, "user", sensitivity="secret")
+    with pytest.raises(RefusedWrite, match="credential"):
+        ops.unseal(mem, "user/api-key", PASSPHRASE)
+    assert mem.is_sealed("user/api-key") and leftovers(mem.home.root, "Qw7Lm2Rt5") == []

@@ -248,3 +248,18 @@ def segments(text: str) -> list[tuple[str, str]]:
     if pos < len(text):
         _line_sources(text[pos:], runs)
     return [(s, joined) for s, lines in runs.runs if (joined := "\n".join(lines).strip())]
+
+
+# One element of a harness's own markup that a harness puts in a block of its own beside the person's words
+# (Claude Code's <ide_opened_file>, <ide_selection>, an "[Image #1]" marker): never the person's prompt.
+_OPEN = re.compile(r"<([A-Za-z][A-Za-z0-9_-]{0,63})(?:[ \t][^>\n]{0,512})?>")
+_IMAGE_MARKER = re.compile(r"^\[(?:Image|Pasted text|File) #\d{1,6}[^\]\n]{0,80}\]$")
+
+
+def harness_element(text: str) -> bool:
+    """Whether a whole text block is one element of a harness's markup (or an attachment marker)."""
+    t = text.strip()
+    if _IMAGE_MARKER.match(t[:200]):
+        return True
+    m = _OPEN.match(t)
+    return m is not None and t.endswith(f"</{m.group(1)}>")

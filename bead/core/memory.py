@@ -130,7 +130,7 @@ class Memory:
         version; ``check`` sees the current version under the store's lock and
         may refuse the write by raising (FactStore.write).
         """
-        if title is not None and redact(title)[1]:
+        if title is not None and (redact(title)[1] or redact(fold(title))[1]):
             raise BeadError(f"refusing the title of {key}: it holds what looks like a credential",
                             "a title is shown wherever bead points to the fact; give one without the secret "
                             "(the value can be sealed: --sensitivity secret)")
@@ -162,20 +162,23 @@ class Memory:
         return result
 
     def _check_lookalike(self, key: str) -> None:
-        """A new key that looks like one already stored (``user/edit0r`` beside ``user/editor``) is refused: a
-        reader would take one for the other."""
+        """A new key that looks like one already stored, plain or sealed (``user/edit0r`` beside ``user/editor``,
+        ``user/rnodel`` beside ``user/model``) is refused: a reader would take one for the other. One indexed
+        lookup of the key's skeleton (bead.textform.skeleton)."""
         from ..index.db import IndexBusy, database_errors
 
         if not self.home.root.is_dir():
             return   # a home with no store yet holds no key to look like
+        mine = skeleton(key)
         try:
-            keys, by_skeleton = self.index.key_lookalikes()
+            if self.index.has_key(key):
+                return
+            other = self.index.key_like(mine, key)
         except (IndexBusy, *database_errors()):  # type: ignore[misc]  # derived: a write never waits on it
-            return
-        if key in keys:
-            return
-        other = by_skeleton.get(skeleton(key))
-        if other is not None and other != key:
+            other = None
+        if other is None and not self.sealed.has(key):
+            other = next((k for k in self.sealed.keys() if k != key and skeleton(k) == mine), None)
+        if other is not None:
             raise InvalidKey(f"refusing to write {key}: it looks like {other}, which is stored already",
                              f"write to {other} to change that fact, or choose a key that reads differently")
 

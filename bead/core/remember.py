@@ -72,12 +72,17 @@ class Remembered:
     queued: str | None = None   # the review item, when the value waits for the person
 
 
-# A request is plainly the person's own when the text around it is theirs too: the message is short, or the
-# sentence opens or closes it; and nothing before it frames what follows as someone else's text ("Contents of
-# CLAUDE.md:", "Bob wrote:"). Else it may be a pasted document's sentence that looks typed: it waits for review.
+# A request is plainly the person's own when the text around it is theirs too: the message is short, or all
+# but the request is (the rest at most OWN_REST characters); and nothing before it frames what follows as
+# someone else's text (a header line, "Contents of X:", "Bob wrote:", a line ending in ":" over a long block).
+# Else it may be a pasted document's sentence that looks typed: it waits for review, and the cue block says so.
 SHORT_MESSAGE = 300
-_FRAMING = compile_linear(r"(?im)(?::[ \t]{0,8}$|^[ \t]{0,8}(?:from|subject|to|cc|date|contents? of|quote|note from)\b"
-                          r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript)\b[^\n]{0,80}:)")
+OWN_REST = 150
+_FRAMING = compile_linear(r"(?im)^[ \t]{0,8}(?:from|subject|to|cc|date|quote)[ \t]{0,4}:|^[ \t]{0,8}contents?[ \t]of\b"
+                          r"|\bcontents?[ \t]of\b[^\n]{0,200}:"
+                          r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript)\b[^\n]{0,80}:")
+_COLON_LINE = compile_linear(r"(?m):[ \t]{0,8}$")
+FRAMED_BLOCK = 120   # characters after a line ending in ":" that make it a frame
 
 
 @dataclass(frozen=True)
@@ -95,10 +100,11 @@ def request_list(message: Message) -> list[Request]:
             m = _REMEMBER.search(part.text)
             if m:
                 text = part.text
-                before, after = text[:m.start()], text[m.end():]
-                opens, closes = not before.strip(" \t\n.!?"), not after.strip()
-                framed = bool(_FRAMING.search(before[-2000:]))
-                plain = (len(text) <= SHORT_MESSAGE or opens or closes) and not framed
+                before = text[:m.start()]
+                rest = len(text.strip()) - len(m.group(0).strip())
+                colon = [c for c in _COLON_LINE.finditer(before)]
+                framed = bool(_FRAMING.search(before)) or any(len(before) - c.end() >= FRAMED_BLOCK for c in colon)
+                plain = (len(text) <= SHORT_MESSAGE or rest <= OWN_REST) and not framed
                 out.append(Request(m.group(1).strip(), plain))
     return out
 
@@ -111,7 +117,9 @@ def requests(message: Message) -> list[str]:
 def propose_key(value: str, project: str | None) -> str:
     """A key for a remembered value: user/... for the person, else the project's."""
     skip = _KEY_SKIP | set(re.split(r"[-_.]", project or ""))
-    words = [t for t in re.findall(r"[a-z0-9]+", value.lower()) if t not in skip][:4] or ["note"]
+    # No word with a digit: a key is a folder name that sealing leaves in place, and a code in it would stay.
+    words = [t for t in re.findall(r"[a-z0-9]+", value.lower()) if t not in skip and not any(c.isdigit() for c in t)]
+    words = words[:4] or ["note"]
     slug = "-".join(re.sub(r"[^a-z0-9]", "", w) for w in words).strip("-")
     # A long word (a pasted hash, a path) must not make a key the store refuses.
     slug = slug[:MAX_SEGMENT_BYTES].strip("-") or "note"

@@ -99,42 +99,65 @@ def provenance(value: str, cited: list[Turn]) -> str:
 
 
 # What a proposal may not add to the person's words, since a shared vocabulary says nothing about them: an
-# address (URL, host, path, a command in backticks), a number, a negation. Bounded runs: linear time.
+# address (URL, host, path, e-mail, a command in backticks, a command-line flag), a number, a negation (added
+# or dropped), a word of degree or permission, a command word. Bounded runs: linear time.
 _URL = compile_linear(r"(?i)\b[a-z][a-z0-9+.-]{1,15}://[^\s<>\"'`]{1,400}")
 _PATHLIKE = compile_linear(r"(?:~|\.{1,2})?/?[A-Za-z0-9_.-]{1,80}(?:/[A-Za-z0-9_.-]{1,80}){1,12}/?"
-                           r"|[A-Za-z0-9_-]{1,60}(?:\.[A-Za-z0-9_-]{1,60}){1,10}\.[A-Za-z]{2,12}\b")
+                           r"|[A-Za-z0-9_-]{1,60}(?:\.[A-Za-z0-9_-]{1,60}){0,10}\.[A-Za-z]{2,12}\b")
 _TICKED = compile_linear(r"`([^`\n]{1,300})`")
+_FLAG = compile_linear(r"(?:^|[\s(])(--?[A-Za-z][A-Za-z0-9-]{0,40})")
 _NUMBER = compile_linear(r"\d{1,40}")
-_NEGATION = compile_linear(r"(?i)\b(?:not|never|no|none|nothing|nobody|without|avoid|stop|don'?t|doesn'?t|didn'?t"
-                           r"|isn'?t|aren'?t|wasn'?t|won'?t|can'?t|cannot|shouldn'?t|mustn'?t|disable[ds]?|forbid\w{0,4})\b")
-_NEG_WORDS = {"don't": "not", "dont": "not", "doesn't": "not", "doesnt": "not", "didn't": "not", "didnt": "not",
-              "isn't": "not", "isnt": "not", "aren't": "not", "arent": "not", "wasn't": "not", "wasnt": "not",
-              "won't": "not", "wont": "not", "can't": "not", "cant": "not", "cannot": "not", "shouldn't": "not",
-              "shouldnt": "not", "mustn't": "not", "mustnt": "not"}
+_THOUSANDS = compile_linear(r"(\d),(\d{3})")
+_WORDS = compile_linear(r"(?i)[a-z]{2,20}(?:'[a-z]{1,2})?")
+_NEGATIONS = frozenset("""not never no none nothing nobody neither nor without avoid stop cannot can't cant don't dont
+doesn't doesnt didn't didnt isn't isnt aren't arent wasn't wasnt won't wont shouldn't shouldnt mustn't mustnt
+forbid forbids forbidden disable disabled disables""".split())
+_DEGREES = frozenset("always sometimes only must may allowed required optional every any all".split())
+_COMMAND_WORDS = frozenset("sudo rm chmod chown curl wget eval exec bypass skip force".split())
 
 
-def _anchors(text: str) -> tuple[set[str], set[str], set[str]]:
-    """(addresses, numbers, negations) a text states, lower-cased, in its normal form."""
-    text = fold(text)[:rules.MAX_JUDGED]
-    addresses = {m.group(0).lower().rstrip(".,;:)") for m in _URL.finditer(text)}
-    addresses |= {m.group(0).lower().rstrip(".,;:)") for m in _PATHLIKE.finditer(text) if not m.group(0).isdigit()
-                  and any(c.isalpha() for c in m.group(0))}
+def _bounded(text: str, needle: str) -> bool:
+    """Whether ``text`` holds ``needle`` as a whole address (no letter, digit or path character around it)."""
+    i = text.find(needle)
+    while i != -1:
+        before = text[i - 1] if i else " "
+        end = i + len(needle)
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before in "-_/") and not (after.isalnum() or after in "-_/"):
+            return True
+        i = text.find(needle, i + 1)
+    return False
+
+
+def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
+    """(addresses, numbers, whether it negates, degree and command words) a text states, lower-cased, in its
+    normal form, thousands separators out."""
+    text = fold(text)
+    for _ in range(2):   # "1,234,567": each pass joins every other group
+        text = _THOUSANDS.sub(r"\1\2", text)
+    found = [m.group(0) for m in _URL.finditer(text)] + [m.group(0) for m in _PATHLIKE.finditer(text)]
+    addresses = {a.lower().rstrip(".,;:)").removeprefix("./") for a in found
+                 if not a.replace(".", "").isdigit() and any(c.isalpha() for c in a)}
     addresses |= {" ".join(m.group(1).lower().split()) for m in _TICKED.finditer(text)}
-    numbers = {m.group(0) for m in _NUMBER.finditer(text)}
-    negations = {_NEG_WORDS.get(w, w) for w in (m.group(0).lower() for m in _NEGATION.finditer(text))}
-    return addresses, numbers, negations
+    addresses |= {m.group(1).lower() for m in _FLAG.finditer(text)}
+    numbers = {m.group(0).lstrip("0") or "0" for m in _NUMBER.finditer(text)}
+    words = {w.lower().replace("\u2019", "'") for w in (m.group(0) for m in _WORDS.finditer(text))}
+    return addresses, numbers, bool(words & _NEGATIONS), words & (_DEGREES | _COMMAND_WORDS)
 
 
 def unsupported(value: str, cited: list[Turn]) -> list[str]:
-    """What ``value`` states that the person's typed turns among ``cited`` do not: each address, number and
-    negation must be in them (a model that keeps the person's words but swaps the host, or adds a "never",
-    changes what the person said)."""
-    said_text = fold("\n".join(t.text for t in _typed(cited))).lower()
-    said_addresses, said_numbers, said_negations = _anchors(said_text)
-    addresses, numbers, negations = _anchors(value)
-    out = [a for a in sorted(addresses) if a not in said_text]
+    """What ``value`` states that the person's typed turns among ``cited`` do not: each address, number, degree
+    or command word must be in them, and a negation must be in both or neither (a model that keeps the person's
+    words but swaps the host, adds a "never" or drops one changes what the person said)."""
+    said_text = "\n".join(t.text for t in _typed(cited))
+    said_addresses, said_numbers, said_negates, said_words = _anchors(said_text)
+    said_folded = fold(said_text).lower()
+    addresses, numbers, negates, words = _anchors(value)
+    out = [a for a in sorted(addresses) if a not in said_addresses and not _bounded(said_folded, a)]
     out += [n for n in sorted(numbers) if n not in said_numbers]
-    out += [f'"{n}"' for n in sorted(negations - said_negations)]
+    out += [f'"{w}"' for w in sorted(words - said_words)]
+    if negates != said_negates:
+        out.append("a negation the person did not say" if negates else "the person's negation left out")
     return out
 
 
@@ -158,7 +181,7 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
     except BeadError:
         return Decision("reject", "invalid key")
     if ftype not in TYPES or not value or len(value) > rules.MAX_CHARS or redact(value)[1] or redact(fold(value))[1] \
-            or (p.title and redact(p.title)[1]):
+            or (p.title and (redact(p.title)[1] or redact(fold(p.title))[1])):
         why = ("invalid type" if ftype not in TYPES else "empty" if not value else
                "over 600 characters" if len(value) > rules.MAX_CHARS else "changed by the secret scan")
         return Decision("reject", why)

@@ -28,10 +28,11 @@ from ..errors import BeadError
 from ..store.facts import Fact, KeyVersions
 from ..store.keys import PERSON_TRUSTS
 from ..store.rawlog import Turn
+from ..textform import skeleton
 from . import sqlite as sqlite_check
 from .query import RAW_QUERY_STOPWORDS, Visibility, fts_or_query, terms
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 RAW_CHARS = 4000
 CONTEXT_CHARS = 200  # of the turn before, in the context column
 CONTEXT_WEIGHT = 0.5
@@ -153,7 +154,10 @@ _GENERATION = "BEGIN UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE na
 _SCHEMA = (
     "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)",
     "CREATE TABLE files (path TEXT PRIMARY KEY, kind TEXT, size INTEGER, mtime_ns INTEGER, sha256 TEXT)",
-    f"CREATE TABLE facts ({_FACT_COLUMNS}, scope TEXT, current INTEGER, path TEXT, key_text TEXT, body TEXT)",
+    f"CREATE TABLE facts ({_FACT_COLUMNS}, scope TEXT, current INTEGER, path TEXT, key_text TEXT, body TEXT, "
+    "skeleton TEXT)",
+    # A new key that reads like a stored one is refused (Memory.write): one lookup of its skeleton.
+    "CREATE INDEX idx_facts_skeleton ON facts(skeleton)",
     "CREATE INDEX idx_facts_key_version ON facts(key, version)",
     # The current row of a key, found without reading its other versions (a write's flag update).
     "CREATE INDEX facts_current ON facts(key) WHERE current = 1",
@@ -348,7 +352,8 @@ class Index:
     @staticmethod
     def _fact_row(f: Fact, current: bool, rel: str) -> dict[str, Any]:
         return {**{name: getattr(f, name) for name in INDEXED_FIELDS}, "pinned": int(f.pinned), "scope": f.scope,
-                "current": int(current), "path": rel, "key_text": key_text(f.key), "body": f.body}
+                "current": int(current), "path": rel, "key_text": key_text(f.key), "body": f.body,
+                "skeleton": skeleton(f.key)}
 
     def sync_key(self, kv: KeyVersions, key_dir: Path) -> None:
         """Make the rows of one key match its files (``key_dir`` is the key's folder)."""
@@ -792,19 +797,13 @@ class Index:
         """(key, body) of every current fact."""
         return [(k, b) for k, b in self._conn.execute("SELECT key, body FROM facts WHERE current = 1")]
 
-    def key_lookalikes(self) -> tuple[frozenset[str], dict[str, str]]:
-        """(every key with a row, each key's look-alike skeleton -> the key), kept until a fact row changes."""
-        from ..textform import skeleton
+    def has_key(self, key: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM facts WHERE key = ? LIMIT 1", [key]).fetchone() is not None
 
-        state = self.facts_state()
-        cached = self.memo.get("key_lookalikes")
-        if cached is not None and cached[0] == state:
-            found: tuple[frozenset[str], dict[str, str]] = cached[1]
-            return found
-        keys = frozenset(k for (k,) in self._conn.execute("SELECT DISTINCT key FROM facts"))
-        out = (keys, {skeleton(k): k for k in sorted(keys)})
-        self.memo["key_lookalikes"] = (state, out)
-        return out
+    def key_like(self, skeleton: str, key: str) -> str | None:
+        """A stored key, other than ``key``, whose look-alike skeleton is ``skeleton`` (bead.textform.skeleton)."""
+        row = self._conn.execute("SELECT key FROM facts WHERE skeleton = ? AND key != ? LIMIT 1", [skeleton, key]).fetchone()
+        return str(row[0]) if row else None
 
     def current_fact_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM facts WHERE current = 1").fetchone()[0])

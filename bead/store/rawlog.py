@@ -288,22 +288,29 @@ class RawLog:
 
 
 def _redact_tokens(text: str, pattern: Any) -> str:
-    """``text`` with every token ``pattern`` finds replaced, matched on the text's normal form. Where the
-    normal form has the text's own length (no invisible or compatibility characters), spans map one to one;
-    otherwise each whitespace-separated word whose normal form holds a token goes whole."""
-    folded = fold(text)
-    if len(folded) == len(text):
-        out, last = [], 0
-        pos = 0
-        while (m := pattern.search(folded, pos)) is not None:
-            start, end = m.span(1)
-            out.append(text[last:start])
-            out.append(FORGOTTEN)
-            last = end
-            pos = max(end, m.start() + 1)
-        out.append(text[last:])
-        return "".join(out)
-    return " ".join(FORGOTTEN if pattern.search(" " + fold(w) + " ") else w for w in text.split(" "))
+    """``text`` with every token ``pattern`` finds (read in the text's normal form) replaced. Each character is
+    folded on its own, so every match maps back to the characters it came from; if a token can still be read
+    in the result (one the per-character fold split, such as a ligature's half), the whole text goes."""
+    pieces = [ch if " " <= ch < "\x7f" else fold(ch) for ch in text]
+    folded = "".join(pieces)
+    owner: list[int] = []          # folded position -> the original character it came from
+    for i, piece in enumerate(pieces):
+        owner += [i] * len(piece)
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while (m := pattern.search(folded, pos)) is not None:
+        start, end = m.span(1)
+        if end > start:
+            spans.append((owner[start], owner[end - 1] + 1))
+        pos = max(end, m.start() + 1)
+    out, last = [], 0
+    for start, end in spans:
+        if start < last:
+            continue
+        out += [text[last:start], FORGOTTEN]
+        last = end
+    new = "".join(out) + text[last:]
+    return FORGOTTEN if pattern.search(fold(new)) else new
 
 
 def _last_turn_number(fd: int) -> int:

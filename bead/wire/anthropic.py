@@ -15,7 +15,7 @@ import json
 import zlib
 from typing import Any
 
-from ..capture.text import clean, reminders, segments, strip_own
+from ..capture.text import clean, harness_element, reminders, segments, strip_own
 from ..core.conversation import Conversation, Message, Part, Source, find_cwd
 from .splice import Request, append_blocks, check_parts, text_block
 
@@ -72,12 +72,17 @@ def text_parts(text: str, source: Source) -> list[Part]:
 
 def own_block(blocks: list[Any]) -> int | None:
     """Which text block of a person's message holds their own words when several do: the last one that says
-    anything once the harness's reminders are out (Claude Code sends its context first and the prompt last).
+    anything once the harness's reminders and markup are out (Claude Code sends its context first and the
+    prompt last; an <ide_opened_file> element or an "[Image #1]" marker after it is the harness's).
     Any other text block beside it is what the harness or the person attached, however it reads: a CLAUDE.md
     excerpt, a colleague's note. None when at most one block has words."""
-    with_words = [i for i, b in enumerate(blocks)
-                  if (isinstance(b, str) and clean(b)) or
-                  (isinstance(b, dict) and b.get("type") == "text" and clean(str(b.get("text", ""))))]
+    def words(b: Any) -> bool:
+        text = b if isinstance(b, str) else str(b.get("text", "")) if isinstance(b, dict) and b.get("type") == "text" \
+            else ""
+        cleaned = clean(text) if text else ""
+        return bool(cleaned) and not harness_element(cleaned)
+
+    with_words = [i for i, b in enumerate(blocks) if words(b)]
     return with_words[-1] if len(with_words) > 1 else None
 
 

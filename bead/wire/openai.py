@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..capture.text import clean, strip_own
+from ..capture.text import clean, harness_element, strip_own
 from ..core.conversation import Conversation, Message, Part, Source, find_cwd
 from . import anthropic
 from .splice import (
@@ -124,7 +124,8 @@ def _item_text(c: Any) -> str | None:
 def _own_item(items: list[Any]) -> int | None:
     """The person's own text part when several carry words (``anthropic.own_block``), harness context aside."""
     with_words = [i for i, c in enumerate(items)
-                  if (t := _item_text(c)) is not None and clean(t) and not harness_context(t)]
+                  if (t := _item_text(c)) is not None and clean(t) and not harness_context(t)
+                  and not harness_element(clean(t))]
     return with_words[-1] if len(with_words) > 1 else None
 
 
