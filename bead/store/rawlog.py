@@ -256,31 +256,25 @@ class RawLog:
 
     def redact_turns(self, path: Path, numbers: set[int]) -> list[Turn]:
         """Replace the text of turns ``numbers`` with ``[forgotten]``; markers stay."""
-        with flocked(self.lock_path, root=self.home.root):
-            turns = self.read(path)
-            changed = []
-            for t in turns:
-                if t.n in numbers and t.text != FORGOTTEN:
-                    t.text = FORGOTTEN
-                    t.flags["forgotten"] = True
-                    changed.append(t)
-            if changed:
-                safe.atomic_write(path, render(turns).encode("utf-8"), root=self.home.root)
-            return changed
-
+        return self._rewrite(path, numbers, lambda text: FORGOTTEN, "forgotten")
 
     def redact_tokens(self, path: Path, numbers: set[int], pattern: Any) -> list[Turn]:
         """In turns ``numbers``, replace what ``pattern``'s first group finds (a forgotten value's codes and
         rare words, said in other words) with ``[forgotten]``, read in the text's normal form; markers stay."""
+        return self._rewrite(path, numbers, lambda text: _redact_tokens(text, pattern), "redacted")
+
+    def _rewrite(self, path: Path, numbers: set[int], change: Callable[[str], str], flag: str) -> list[Turn]:
+        """Apply ``change`` to the text of turns ``numbers`` (not already forgotten) under the raw log's lock,
+        mark each changed turn with ``flag`` and write the file once; the turns changed."""
         with flocked(self.lock_path, root=self.home.root):
             turns = self.read(path)
             changed = []
             for t in turns:
                 if t.n in numbers and t.text != FORGOTTEN:
-                    new = _redact_tokens(t.text, pattern)
+                    new = change(t.text)
                     if new != t.text:
                         t.text = new
-                        t.flags["redacted"] = True
+                        t.flags[flag] = True
                         changed.append(t)
             if changed:
                 safe.atomic_write(path, render(turns).encode("utf-8"), root=self.home.root)
