@@ -231,29 +231,27 @@ def test_a_codex_line_over_the_limit_is_skipped_and_counted(mem, tmp_path):
     ("zyx " + "{\"a\": [1, 2], \"b\": {}}, " * 2_000, True),   # braces inside a string are text
     ("zyx é " + "w" * 40_000, True),             # Latin-1 stays 1 byte a character
 ])
-def test_a_line_that_would_weigh_too_much_in_memory_is_skipped_too(mem, tmp_path, text, kept):
+def _import_between(mem, tmp_path, content):
+    """Import one transcript: a line "before", a line of ``content``, a line "after", at a 64 KiB line limit."""
     d = tmp_path / "p" / "-w-proj"
     d.mkdir(parents=True)
-    (d / "s1.jsonl").write_bytes(_line("before") + _line(text) + _line("after"))
+    (d / "s1.jsonl").write_bytes(_line("before") + _line(content) + _line("after"))
     small = Memory(mem.home, parse("owner: t\nimport:\n  max_line_bytes: 65536\n"))
     try:
-        counts = history.import_claude_code(small, tmp_path / "p")
+        return history.import_claude_code(small, tmp_path / "p")
     finally:
         small.close()
+
+
+def test_a_line_that_would_weigh_too_much_in_memory_is_skipped_too(mem, tmp_path, text, kept):
+    counts = _import_between(mem, tmp_path, text)
     assert counts.skipped_long_lines == (not kept) and counts.turns_added == 2 + kept
 
 
 def test_many_small_values_in_one_line_count_as_weight(mem, tmp_path):
     """A line of very many small JSON values takes many times its size once parsed: weighed, not parsed."""
-    d = tmp_path / "p" / "-w-proj"
-    d.mkdir(parents=True)
     values = [{"type": "text", "text": "x", "o": [{}, {}, {}]}] * 1_500
-    (d / "s1.jsonl").write_bytes(_line("before") + _line(values) + _line("after"))
-    small = Memory(mem.home, parse("owner: t\nimport:\n  max_line_bytes: 65536\n"))
-    try:
-        counts = history.import_claude_code(small, tmp_path / "p")
-    finally:
-        small.close()
+    counts = _import_between(mem, tmp_path, values)
     assert counts.skipped_long_lines == 1 and counts.turns_added == 2
 
 
