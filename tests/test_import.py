@@ -226,11 +226,6 @@ def test_a_codex_line_over_the_limit_is_skipped_and_counted(mem, tmp_path):
         small.close()
 
 
-@pytest.mark.parametrize("text, kept", [
-    ("zyx \U0001F600 " + "w" * 40_000, False),   # 40 KB of bytes, but one emoji makes its text 4 bytes a character
-    ("zyx " + "{\"a\": [1, 2], \"b\": {}}, " * 2_000, True),   # braces inside a string are text
-    ("zyx é " + "w" * 40_000, True),             # Latin-1 stays 1 byte a character
-])
 def _import_between(mem, tmp_path, content):
     """Import one transcript: a line "before", a line of ``content``, a line "after", at a 64 KiB line limit."""
     d = tmp_path / "p" / "-w-proj"
@@ -243,6 +238,11 @@ def _import_between(mem, tmp_path, content):
         small.close()
 
 
+@pytest.mark.parametrize("text, kept", [
+    ("zyx \U0001F600 " + "w" * 40_000, False),   # 40 KB of bytes, but one emoji makes its text 4 bytes a character
+    ("zyx " + "{\"a\": [1, 2], \"b\": {}}, " * 2_000, True),   # braces inside a string are text
+    ("zyx é " + "w" * 40_000, True),             # Latin-1 stays 1 byte a character
+])
 def test_a_line_that_would_weigh_too_much_in_memory_is_skipped_too(mem, tmp_path, text, kept):
     counts = _import_between(mem, tmp_path, text)
     assert counts.skipped_long_lines == (not kept) and counts.turns_added == 2 + kept
