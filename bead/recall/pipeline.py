@@ -112,7 +112,7 @@ class Recaller:
             lines.append(render.raw_line(c.row, c.body))
             ids.append(render.text_id(c.body))
         budget = self.config.proxy.cue_budget_tokens
-        _, n = render.block("recall", render.CUE_HEADER, notices + lines, budget)
+        n = render.fitting(render.CUE_HEADER, notices + lines, budget)
         fitted = ids[:max(0, n - len(notices))]
         # What this block shows or the conversation was shown is never pointed to; a fact that passed but
         # did not fit the block's budget is not shown, so it may be.

@@ -125,17 +125,22 @@ def raw_line(row: dict, text: str) -> str:
             f"{escape(excerpt)}")
 
 
+def fitting(header: str, lines: list[str], budget_tokens: int) -> int:
+    """How many of ``lines`` fit a block of ``header`` within ``budget_tokens``."""
+    used, n = len(header) // CHARS_PER_TOKEN + 10, 0
+    for line in lines:
+        used += tokens(line)
+        if used > budget_tokens:
+            break
+        n += 1
+    return n
+
+
 def block(kind: str, header: str, lines: list[str], budget_tokens: int,
           tail: Sequence[str] = ()) -> tuple[str | None, int]:
     """The wrapped text and how many ``lines`` fit the budget. ``tail`` (the pointers, budgeted on their own)
     follows them; with no line, the tail alone makes a block of kind ``pointers``."""
-    out, used = [], len(header) // CHARS_PER_TOKEN + 10
-    for line in lines:
-        cost = len(line) // CHARS_PER_TOKEN + 1
-        if used + cost > budget_tokens:
-            break
-        out.append(line)
-        used += cost
+    out = lines[:fitting(header, lines, budget_tokens)]
     if not out and not tail:
         return None, 0
     if not out:
