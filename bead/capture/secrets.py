@@ -241,6 +241,17 @@ def scan(text: str) -> list[Finding]:
     return out
 
 
+def credential_rules(text: str) -> list[str]:
+    """The rules that find a credential in ``text`` as written or in its normal form (bead.textform.fold: a key
+    split by a zero-width space, written in full-width letters): what every write that refuses a plain-text
+    credential asks."""
+    from ..textform import fold
+
+    found = redact(text)[1]
+    folded = fold(text)
+    return found or (redact(folded)[1] if folded != text else [])
+
+
 def redact(text: str) -> tuple[str, list[str]]:
     """(text with every finding replaced, rule ids found)."""
     findings = scan(text)

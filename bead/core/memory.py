@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import config as config_mod
-from ..capture.secrets import redact
+from ..capture.secrets import credential_rules
 from ..errors import BeadError, InvalidKey, RefusedWrite
 from ..paths import Home, resolve_home
 from ..store import files as safe
@@ -37,7 +37,7 @@ from ..store.audit import AuditLog, Tombstones, iso
 from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
 from ..store.keys import validate_key
 from ..store.rawlog import RawLog, Turn, TurnItem
-from ..textform import fold, skeleton
+from ..textform import skeleton
 from ..vault.sealed import SealedStore
 
 if TYPE_CHECKING:
@@ -130,14 +130,14 @@ class Memory:
         version; ``check`` sees the current version under the store's lock and
         may refuse the write by raising (FactStore.write).
         """
-        if title is not None and (redact(title)[1] or redact(fold(title))[1]):
+        if title is not None and credential_rules(title):
             raise BeadError(f"refusing the title of {key}: it holds what looks like a credential",
                             "a title is shown wherever bead points to the fact; give one without the secret "
                             "(the value can be sealed: --sensitivity secret)")
         validate_key(key)             # before anything opens a file for it
         self._check_lookalike(key)
         if sensitivity != "secret":
-            found = redact(body)[1] or redact(fold(body))[1]
+            found = credential_rules(body)
             if found:
                 # No entry point stores a credential in plain text: it would stand in a prompt, a file and the
                 # index. The person can seal it; nothing else writes it.

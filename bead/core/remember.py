@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..capture.secrets import compile_linear, redact
+from ..capture.secrets import compile_linear, credential_rules, redact
 from ..display import CONTROL, visible
 from ..dream import rules
 from ..dream.queue import Queue, item_id
@@ -130,7 +130,7 @@ def propose_key(value: str, project: str | None) -> str:
 
 def looks_secret(value: str) -> bool:
     """The secret scan's finding on the value or on its normal form (a key split by a zero-width space)."""
-    return bool(redact(value)[1] or redact(fold(value))[1])
+    return bool(credential_rules(value))
 
 
 def hidden_reason(value: str) -> str | None:

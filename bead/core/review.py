@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..capture.secrets import redact
+from ..capture.secrets import credential_rules
 from ..display import CONTROL
 from ..errors import BeadError, InvalidArgument, RefusedWrite
 from ..store import files as safe
@@ -311,7 +311,7 @@ def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str,
     if CONTROL.search(body.replace("\t", " ")):
         raise InvalidArgument("the body holds control characters (a NUL, a terminal escape)",
                               "write plain text: tabs and line breaks are fine")
-    if redact(body)[1] or redact(title)[1]:
+    if credential_rules(body) or credential_rules(title):
         raise RefusedWrite("the candidate looks like it holds a credential, and bead never stores one in plain text",
                            "leave the secret out")
     if mem.tombstones.matches(body):

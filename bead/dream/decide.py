@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..capture.secrets import compile_linear, redact
+from ..capture.secrets import compile_linear, credential_rules
 from ..core.memory import Memory
 from ..errors import BeadError
 from ..index.query import terms
@@ -180,8 +180,8 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
         validate_key(key)
     except BeadError:
         return Decision("reject", "invalid key")
-    if ftype not in TYPES or not value or len(value) > rules.MAX_CHARS or redact(value)[1] or redact(fold(value))[1] \
-            or (p.title and (redact(p.title)[1] or redact(fold(p.title))[1])):
+    if ftype not in TYPES or not value or len(value) > rules.MAX_CHARS or credential_rules(value) \
+            or (p.title and credential_rules(p.title)):
         why = ("invalid type" if ftype not in TYPES else "empty" if not value else
                "over 600 characters" if len(value) > rules.MAX_CHARS else "changed by the secret scan")
         return Decision("reject", why)

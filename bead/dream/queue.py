@@ -171,9 +171,9 @@ class Queue:
         if CONTROL.search(text):
             raise InvalidArgument(f"review item {item_id} holds control characters (a terminal escape, a NUL); "
                                   "nothing was written", "edit it into plain text (`bead review`, e), or reject it")
-        from ..capture.secrets import redact
+        from ..capture.secrets import credential_rules
 
-        if redact(text)[1]:
+        if credential_rules(text):
             raise RefusedWrite(f"the value of review item {item_id} looks like a credential, and bead never stores "
                                "one in plain text; nothing was written",
                                "leave the secret out (edit it), or seal it: `bead write KEY - --sensitivity secret`")

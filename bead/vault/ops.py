@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import forget
-from ..capture.secrets import redact
+from ..capture.secrets import credential_rules
 from ..errors import BeadError, RefusedWrite
 from ..store import files as safe
 from ..store.audit import iso
 from ..store.facts import Fact, WriteResult, is_version_of, parse_fact
 from ..store.keys import TRUSTS, TYPES, check_choice, validate_key
-from ..textform import fold
 from . import keys as vault_keys
 
 if TYPE_CHECKING:
@@ -146,7 +145,7 @@ def unseal(mem: Memory, key: str, passphrase: str) -> dict[str, Any]:
                 parsed[n] = parse_fact(mem.home.sealed_file(key, n), key, n, data)
             except ValueError:
                 continue                # restored byte for byte; `bead status` reports it as before
-        flagged = [n for n, f in parsed.items() if redact(f.body)[1] or redact(fold(f.body))[1]]
+        flagged = [n for n, f in parsed.items() if credential_rules(f.body)]
         if flagged:
             # A credential never lies in plain text: it would stand in a file, the index and a prompt.
             raise RefusedWrite(f"refusing to unseal {key}: version(s) {', '.join(f'v{n}' for n in flagged)} hold what "
