@@ -342,7 +342,7 @@ def write_default(home: Home) -> bool:
 
 def load(home: Home) -> Config:
     """Read the home's config.yaml, creating the default one first if missing."""
-    from .store.files import read_text
+    from .files import read_text
 
     write_default(home)
     try:

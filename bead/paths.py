@@ -211,7 +211,7 @@ class Home:
         A folder that is a symbolic link is left alone: every operation
         through it refuses, and `bead status` reports it.
         """
-        from .store.files import UnsafePath, ensure_dir
+        from .files import UnsafePath, ensure_dir
 
         created = not self.root.exists()
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bead.config import Config  # noqa: E402
 from bead.core.memory import Memory  # noqa: E402
+from bead.files import atomic_write  # noqa: E402
 from bead.index import sqlite as sqlite_check  # noqa: E402
 from bead.index.query import fts_or_query  # noqa: E402
 from bead.index.rebuild import rebuild  # noqa: E402
@@ -43,7 +44,6 @@ from bead.paths import Home  # noqa: E402
 from bead.recall.rank import search_facts, search_raw  # noqa: E402
 from bead.store.audit import iso  # noqa: E402
 from bead.store.facts import Fact  # noqa: E402
-from bead.store.files import atomic_write  # noqa: E402
 
 T0 = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
 

@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bead.config import Config  # noqa: E402
 from bead.core.memory import Memory  # noqa: E402
+from bead.files import atomic_write  # noqa: E402
 from bead.index.rebuild import sync_key  # noqa: E402
 from bead.paths import Home  # noqa: E402
 from bead.store.audit import iso  # noqa: E402
 from bead.store.facts import Fact  # noqa: E402
-from bead.store.files import atomic_write  # noqa: E402
 
 
 def pct(values: list[float], q: int) -> float:

@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
+from bead.conversation import Identity  # noqa: E402
 from bead.core.capture import message_turns  # noqa: E402
-from bead.core.conversation import Identity  # noqa: E402
 from bead.dream.decide import Proposal, decide  # noqa: E402
 from bead.evals.suite import temp_memory  # noqa: E402
 from bead.index.query import terms  # noqa: E402

@@ -28,8 +28,8 @@ from typing import Any
 import jwt
 from conftest import eventually
 
+from bead import files as safe
 from bead.paths import Home
-from bead.store import files as safe
 
 REPO = Path(__file__).resolve().parent.parent
 

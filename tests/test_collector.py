@@ -9,7 +9,7 @@ import zlib
 import pytest
 from fakes import message_events, message_json, sse
 
-from bead.core.conversation import Source
+from bead.conversation import Source
 from bead.wire.anthropic import ResponseCollector
 
 SSE = "text/event-stream; charset=utf-8"

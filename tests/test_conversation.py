@@ -9,7 +9,7 @@ import time
 import pytest
 
 from bead.capture.text import clean, reminders, segments, strip_own
-from bead.core.conversation import Source, find_cwd, identify
+from bead.conversation import Source, find_cwd, identify
 from bead.wire.anthropic import conversation_of, is_auxiliary, message_of, parse
 
 REMINDER = "<system-reminder>The TodoWrite tool has not been used recently.</system-reminder>"

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from bead.dream.queue import Queue
+from bead.store.queue import Queue
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from bead.config import parse
 from bead.core import review
 from bead.core.memory import Memory
 from bead.dream import evaluate, second
-from bead.dream.episodes import Episodes
-from bead.dream.queue import Queue
 from bead.dream.run import SYSTEM, Dream
 from bead.paths import Home
+from bead.store.episodes import Episodes
+from bead.store.queue import Queue
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 GOOD_LESSON = "Run the database migrations before the integration tests, or they fail on a missing column."
@@ -156,7 +156,7 @@ class TestCandidateByHand:
     def test_forget_match_takes_a_candidate_whose_title_or_edit_holds_the_text(self, bead, mem, tmp_path):
         """A lesson's title is not in its value but is in its key and the item; an accepted edit sits in the
         item's history. forget --match must leave none of their bytes in the queue."""
-        from bead import forget
+        from bead.core import forget
 
         session(mem, "s9", "launch prep", "ok")
         item, _ = review.add_candidate(mem, "s9", "feedback", "Codename bluefalcon launch checklist",

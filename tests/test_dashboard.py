@@ -21,13 +21,14 @@ from cdp import Browser, chromium
 from conftest import eventually
 from fakes import free_port
 
+from bead import files as safe
 from bead.config import Config, load
 from bead.core.memory import Memory
 from bead.core.overview import record_eval
-from bead.dream.queue import Queue
-from bead.dream.run import Reports
+from bead.core.seal import write_secret
 from bead.paths import Home
-from bead.store import files as safe
+from bead.store.queue import Queue
+from bead.store.reports import Reports
 from bead.vault import keys as vault_keys
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
@@ -55,7 +56,7 @@ def seed(root: Path, trace: Path) -> dict:
     safe.atomic_write(home.vault / "identity.age",
                       age_scrypt.encrypt(f"{ident}\n".encode(), "correct horse battery", work_factor=10), root=home.root)
     safe.atomic_write(home.vault / "recipient.txt", f"{ident.to_public()}\n".encode(), root=home.root)
-    mem.write("user/alarm", SECRET, "user", sensitivity="secret")
+    write_secret(mem, "user/alarm", SECRET, "user")
     Queue(mem).add("suspicious", "project/shop/hook", "project", PAYLOAD, [], f"reads like an instruction {PAYLOAD}",
                    "untrusted")
     Reports(home).append(T0, "## Dream run 2026-11-20T10:00:00Z\n\n- model: openai/m\n- written: project/shop/old@v1\n"

@@ -8,15 +8,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fakes import FakeModel, system_prompt
 
+from bead.capture.instructions import instruction_like
 from bead.config import parse
 from bead.core.memory import Memory
+from bead.core.review import wake as reinforce
 from bead.dream import evaluate, second
-from bead.dream.queue import Queue
-from bead.dream.rules import instruction_like
-from bead.dream.run import CALL_CHARS, SYSTEM, Dream, LockHeld, chunks, reinforce
+from bead.dream.run import CALL_CHARS, SYSTEM, Dream, LockHeld, chunks
 from bead.dream.worker import Worker, due
 from bead.paths import Home
 from bead.recall.rank import search_facts
+from bead.store.queue import Queue
 from bead.store.rawlog import Turn
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
@@ -145,7 +146,7 @@ class TestRules:
         mem.write("user/editor", "Helix", "user", trust="user_stated")
         mem.write("project/shop/old-name", "The worker is called tasks.", "project", trust="agent_observed")
         mem.write("global/gone", "Forgotten value 42", "reference")
-        from bead import forget
+        from bead.core import forget
         forget.apply(mem, forget.plan_target(mem, "global/gone"))
         session(mem, "s1", ["tests run with pytest -x", "the cache is redis 7"])
         model.answers.append(answer(
@@ -401,7 +402,7 @@ class TestWorker:
         # Asleep from 02:00 to 09:30: the scheduler's timers never fired at 03:07.
         now[0] = datetime(2026, 11, 21, 9, 30, tzinfo=local)
         assert worker.tick() is True
-        from bead.dream.run import DreamState
+        from bead.store.reports import DreamState
         st = DreamState(mem.home.store / "dream" / "state.json")
         st.data["last_run"] = now[0].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         st.save()
@@ -460,14 +461,14 @@ def test_forget_drops_review_items(make, model):
     model.answers.append(answer({"key": "user/editor", "type": "user", "value": "Zed-Editor-Unique-77"}))
     Dream(mem).run()
     assert Queue(mem).items()
-    from bead import forget
+    from bead.core import forget
     forget.apply(mem, forget.plan_target(mem, "user/editor"))
     assert not Queue(mem).items(None)
 
 
 def test_queue_listing_shows_control_characters_as_escapes(bead, mem):
     """A queued value holding terminal escapes is listed with them visible, never sent raw to the terminal."""
-    from bead.dream.queue import Queue
+    from bead.store.queue import Queue
 
     Queue(mem).add("suspicious", "user/x", "user", "red \x1b[31mALERT\x1b[0m and \u202egnp.exe", [], "test")
     r = bead("queue")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bead.config import parse
-from bead.core.conversation import identify
+from bead.conversation import identify
 from bead.core.memory import Memory
 from bead.core.remember import propose_key
 from bead.paths import Home
@@ -125,7 +125,7 @@ class TestCueGate:
     def test_statistics_follow_writes_and_forgets_reusing_each_facts_terms(self, engine, monkeypatch):
         """The IDF statistics are rebuilt after every change to the facts, from each fact's terms kept by key and body:
         a new fact's words count at once, a forgotten fact's leave, and an unchanged fact is not taken apart again."""
-        from bead import forget
+        from bead.core import forget
 
         seed(engine, self.FACTS)
         mem = engine.memory()
@@ -165,7 +165,7 @@ class TestCueGate:
 
     def test_recall_past_deadline_fails_open(self, bead_home):
         """A recall step that passes its deadline is interrupted inside SQLite and decides nothing."""
-        from bead.recall.pipeline import Recaller
+        from bead.core.recall import Recaller
 
         home = Home(bead_home).ensure()
         config = parse("owner: t\n")

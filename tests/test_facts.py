@@ -11,6 +11,7 @@ import textwrap
 import pytest
 import yaml
 
+from bead.core.seal import write_secret
 from bead.errors import BeadError, RefusedWrite
 from bead.recall.rank import search_facts
 from bead.store.facts import FIELDS, OPTIONAL_FIELDS, split_frontmatter
@@ -69,7 +70,7 @@ class TestRule:
 
     def test_secret_sensitivity_never_written_in_plaintext(self, mem):
         with pytest.raises(RefusedWrite):
-            mem.write("user/pin", "1234", "user", sensitivity="secret")
+            write_secret(mem, "user/pin", "1234", "user")
         assert not (mem.home.facts / "user" / "pin").exists()
 
     def test_hand_edited_file_is_read(self, mem):
@@ -171,7 +172,7 @@ class TestTombstones:
 
     def test_non_user_write_of_tombstoned_value_refused(self, mem):
         mem.write("user/editor", "Sublime Text 4", "user")
-        from bead import forget
+        from bead.core import forget
         forget.apply(mem, forget.plan_target(mem, "user/editor"))
         for trust in ("agent_observed", "dream_inferred"):
             with pytest.raises(RefusedWrite) as e:
@@ -183,7 +184,7 @@ class TestTombstones:
 
     def test_tombstone_holds_hash_not_value(self, mem):
         mem.write("user/secret-word", "Quokkaberry", "user")
-        from bead import forget
+        from bead.core import forget
         forget.apply(mem, forget.plan_target(mem, "user/secret-word"))
         text = mem.home.tombstones_log.read_text()
         assert "quokkaberry" not in text.lower()
@@ -199,7 +200,7 @@ class TestAudit:
     def test_events(self, mem):
         mem.write("user/x", "first value", "user")
         mem.write("user/x", "second value", "user")
-        from bead import forget
+        from bead.core import forget
         forget.apply(mem, forget.plan_target(mem, "user/x"))
         events = [e["event"] for e in mem.audit.entries()]
         assert events == ["write", "write", "supersede", "tombstone", "tombstone", "forget"]

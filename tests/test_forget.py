@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from conftest import all_bytes_under, plaintext_secret
 
-from bead import forget
+from bead.core import forget
 from bead.errors import BeadError
 from bead.recall.rank import search_facts
 from bead.store.rawlog import FORGOTTEN
@@ -163,7 +163,7 @@ class TestRememberedValueLeavesNothing:
     VALUE = f"the deploy box is {UNIQUE}-east"
 
     def conversation(self, text: str, session: str):
-        from bead.core.conversation import identify
+        from bead.conversation import identify
         from bead.wire.anthropic import parse
 
         body = json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": text}]}).encode()
@@ -175,10 +175,11 @@ class TestRememberedValueLeavesNothing:
         """What the proxy writes for "remember ..." and for a later conversation that injects the fact."""
         from bead.core import capture
         from bead.core.remember import remember
+        from bead.core.review import reject_item
         from bead.core.state import Conversations
         from bead.core.trace import Trace, cue_excerpt
-        from bead.dream.queue import Queue
-        from bead.dream.run import Reports
+        from bead.store.queue import Queue
+        from bead.store.reports import Reports
 
         conv, ident = self.conversation(f"Please remember that {self.VALUE}.", "s-remember")
         (written,) = remember(mem, conv.messages[0], ident)
@@ -198,7 +199,7 @@ class TestRememberedValueLeavesNothing:
                              "rejected": [{"id": written.id, "score": 0.1, "reason": "already injected"}]})
         Reports(mem.home).append(T0, f"## Dream run\n- written: {written.id}, user/editor@v1\n")
         item, _ = Queue(mem).add("change-user-stated", written.id.split("@")[0], "project", "an older box name", [])
-        Queue(mem).reject(item.id, "wrong")     # a tombstone line that names the key
+        reject_item(mem, item.id, "wrong")     # a tombstone line that names the key
         mem.write("user/editor", "Helix", "user")
         mem.index.checkpoint()
         assert self.leftovers(mem, trace), "the words are on disk before the forget"

@@ -11,10 +11,10 @@ from bead.config import parse
 from bead.core import remember as remembering
 from bead.core.memory import Memory
 from bead.dream.decide import Proposal, decide
-from bead.dream.queue import Queue
 from bead.errors import InvalidArgument, InvalidKey
 from bead.paths import Home
 from bead.proxy.engine import Engine
+from bead.store.queue import Queue
 from bead.store.rawlog import Turn
 from bead.textform import fold, invisible, skeleton
 from bead.wire.anthropic import conversation_of
@@ -297,7 +297,7 @@ class TestForgetReach:
         mem.append_turns(session, [("user", t, datetime(2026, 11, 30, tzinfo=UTC), None) for t in texts])
 
     def test_every_spelling_of_a_code_goes(self, mem):
-        from bead import forget
+        from bead.core import forget
 
         self.turns(mem, "s", ["codes QX 88 and qx88 and QX\u200988 and QX-889", "Thanks\u2026 it is QX-88, "
                               "see you \U0001F468\u200d\U0001F469\u200d\U0001F467"])
@@ -308,7 +308,7 @@ class TestForgetReach:
         assert texts[1].startswith("Thanks\u2026 it is [forgotten], see you")
 
     def test_a_common_number_and_a_short_value_leave_unrelated_history_alone(self, mem):
-        from bead import forget
+        from bead.core import forget
 
         self.turns(mem, "h", [f"release {i} shipped in 2026 on port 8080" for i in range(25)] +
                    ["commit a1234 touched port 8123"])
@@ -320,7 +320,7 @@ class TestForgetReach:
         assert all("2026" in t for t in texts[:25]) and texts[25] == "commit a1234 touched port 8123"
 
     def test_a_rare_word_of_the_value_goes_where_it_was_said(self, mem):
-        from bead import forget
+        from bead.core import forget
 
         self.turns(mem, "h", [f"ordinary turn number {i} about the build" for i in range(25)] +
                    ["the vault door opens with the word zanzibarite"])
@@ -329,7 +329,7 @@ class TestForgetReach:
         assert "zanzibarite" not in mem.raw.read(mem.raw.find("h"))[-1].text
 
     def test_state_lines_and_review_items_holding_a_token_go(self, mem):
-        from bead import forget
+        from bead.core import forget
         from bead.core.state import Conversations
 
         st = Conversations(mem.home).load("conv-1")

@@ -15,8 +15,8 @@ import pytest
 from conftest import REPO
 
 from bead.config import Config, parse
+from bead.conversation import identify
 from bead.core import capture, history
-from bead.core.conversation import identify
 from bead.core.memory import Memory
 from bead.paths import Home
 from bead.wire.anthropic import conversation_of

@@ -10,8 +10,8 @@ from mcphelp import ServedAsgi, all_text, http_session, make_vault, stdio_sessio
 
 from bead.config import Config
 from bead.core.memory import Memory
-from bead.dream.queue import Queue
 from bead.paths import Home
+from bead.store.queue import Queue
 
 # The MCP SDK takes half a second to import: only the workers that run these tests pay it.
 mcp_http = lazy_import("bead.mcp.http")

@@ -16,8 +16,9 @@ from mcphelp import REPO, all_text, make_vault, stdio_session
 
 from bead.config import Config
 from bead.core.memory import Memory
-from bead.dream.queue import Queue
+from bead.core.seal import write_secret
 from bead.paths import Home
+from bead.store.queue import Queue
 
 SECRET = "Bank PIN 4711 recovery zqxjvbnmkw"
 AGENT_TOOLS = {"recall", "remember", "search_memory", "get_memory", "get_memory_context"}
@@ -232,7 +233,7 @@ def test_credentials_and_tombstoned_values_are_refused(server, mem):
     assert err["code"] == "refused" and "credential" in err["error"]
     assert b"ghp_0123456789" not in all_text(mem.home.root)
     mem.write("project/webshop/old-host", "builds run on jenkins-old-7", "project")
-    from bead import forget
+    from bead.core import forget
     forget.apply(mem, forget.plan_target(mem, "project/webshop/old-host"))
     err = server.err("remember", {"value": "builds run on jenkins-old-7", "type": "project",
                                   "key": "project/webshop/build-host"})
@@ -240,7 +241,7 @@ def test_credentials_and_tombstoned_values_are_refused(server, mem):
 
 
 def test_sealed_values_are_never_returned(server, mem, home):
-    mem.write("user/bank-pin", SECRET, "user", sensitivity="secret")
+    write_secret(mem, "user/bank-pin", SECRET, "user")
     assert mem.is_sealed("user/bank-pin")
     every = [("recall", {"query": "bank pin recovery zqxjvbnmkw"}), ("search_memory", {"query": "zqxjvbnmkw bank pin"}),
              ("get_memory_context", {"task": "bank pin recovery"}), ("get_memory", {"key": "user/bank-pin"}),

@@ -24,9 +24,10 @@ from mcphelp import REPO, Jwks, ServedAsgi, _rsa_key, config_text, http_session,
 
 from bead.config import parse
 from bead.core.memory import Memory
-from bead.dream.queue import Queue
+from bead.core.review import accept_item
 from bead.mcp.auth import JwtAuth
 from bead.paths import Home
+from bead.store.queue import Queue
 
 # The MCP SDK takes half a second to import: only the workers that run these tests pay it.
 mcp_http = lazy_import("bead.mcp.http")
@@ -222,7 +223,7 @@ def test_a_members_queued_value_is_theirs_once_accepted(team, jwks):
         with Memory(team.home, team.cfg) as m:
             item = Queue(m).get(q["review_item"])
             assert item.owner == ANA
-            Queue(m).accept(item.id)
+            accept_item(m, item.id)
         got = ana.ok("get_memory", {"key": "user/setup"})
         assert got["owner"] == ANA and got["trust"] == "accepted"
     finally:

@@ -6,7 +6,7 @@ import pytest
 from conftest import REPO
 
 from bead.config import Config
-from bead.core.conversation import Conversation
+from bead.conversation import Conversation
 from bead.core.memory import Memory
 from bead.core.pinned import pinned_block
 from bead.evals import injection, scaled, suite
@@ -105,8 +105,7 @@ class TestChoice:
         assert mem.recent_uses() == {"project/shop/old": 1}
 
     def test_forget_drops_the_use_rows(self, mem):
-        from bead import forget
-        from bead.core import query
+        from bead.core import forget, query
 
         mem.write("project/shop/old", "Invoices are numbered per tenant.", "project")
         query.recall(mem, "invoices numbered", note=True)

@@ -18,11 +18,12 @@ from fakes import FakeModel, Reply
 
 from bead.config import Config, parse
 from bead.core.memory import Memory
+from bead.core.review import accept_item
 from bead.dream import second
-from bead.dream.queue import Queue
 from bead.dream.run import Dream
 from bead.paths import Home
 from bead.recall.render import fact_line
+from bead.store.queue import Queue
 
 SYSTEM = [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/proj-x"}]
 HEADERS = {"content-type": "application/json", "x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
@@ -233,7 +234,7 @@ class TestDream:
                                          "turns": [2]}))
             Dream(m).run()
             (item,) = Queue(m).items()
-            Queue(m).accept(item.id)
+            accept_item(m, item.id)
             fact = m.current("project/p/cache")
         assert fact.trust == "accepted" and fact.sources[0].endswith("#turn-2")
 
@@ -253,8 +254,8 @@ class TestCaptureAndRemember:
         """A message of text, a fence, an image and text again: the person's own words are the last text block
         (a harness sends its context and attachments beside them), so the first block is pasted whole; one turn
         per run of a source, each marked."""
+        from bead.conversation import Identity
         from bead.core.capture import request_turns
-        from bead.core.conversation import Identity
         from bead.wire.anthropic import conversation_of
 
         conv = conversation_of({"messages": [{"role": "user", "content": [
@@ -285,13 +286,13 @@ class TestAccepted:
 
     def test_accept_brings_back_a_tombstoned_value(self, bead_home):
         """A value once forgotten can be accepted from the queue: the person decided."""
-        from bead import forget
+        from bead.core import forget
 
         with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
             m.write("user/shell", "fish shell with vi keys", "user")
             forget.apply(m, forget.plan_target(m, "user/shell"))
             item, _ = Queue(m).add("suspicious", "user/shell", "user", "fish shell with vi keys", [], "test")
-            Queue(m).accept(item.id)
+            accept_item(m, item.id)
             fact = m.current("user/shell")
         assert fact.trust == "accepted" and fact.body == "fish shell with vi keys"
 

@@ -399,7 +399,7 @@ def test_trace_line_per_request(proxy_client, upstream, bead_home, tmp_path):
 
 
 def test_worktree_resolves_to_main_checkout(tmp_path):
-    from bead.core.conversation import project_from_cwd
+    from bead.conversation import project_from_cwd
     main = tmp_path / "Web-Shop"
     subprocess.run(["git", "init", "-q", str(main)], check=True)
     subprocess.run(["git", "-C", str(main), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",

@@ -20,13 +20,13 @@ import pytest
 from conftest import eventually, invoke_cli
 from fakes import Reply, free_port, message_events, sse
 
+from bead.capture import instructions as dream_rules
 from bead.capture import secrets
+from bead.capture.instructions import MAX_JUDGED, OVERSIZE, RULES, _clauses, instruction_rule
 from bead.capture.text import clean, reminders, segments, strip_own
-from bead.core.conversation import Conversation, Message, Part, Source, find_cwd
+from bead.conversation import Conversation, Message, Part, Source, find_cwd
 from bead.core.memory import Memory
 from bead.core.remember import requests as remember_requests
-from bead.dream import rules as dream_rules
-from bead.dream.rules import MAX_JUDGED, OVERSIZE, RULES, _clauses, instruction_rule
 from bead.paths import Home
 from bead.store.rawlog import escape
 from bead.wire.anthropic import ResponseCollector

@@ -12,9 +12,10 @@ import age_scrypt
 import pytest
 from ptyterm import Pty
 
-from bead.dream.queue import Queue
-from bead.dream.run import Reports
-from bead.store import files as safe
+from bead import files as safe
+from bead.core.seal import write_secret
+from bead.store.queue import Queue
+from bead.store.reports import Reports
 from bead.vault import keys as vault_keys
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
@@ -146,7 +147,7 @@ def test_a_sealed_key_is_never_shown(bead, bead_home, mem, vault):
     """A proposal for a sealed key shows 'sealed', never the value; a fact sealed since the dream run is left out;
     sealing from the review asks first, then the value is gone from every view."""
     turns = mem.append_turns("s2", [("user", "the alarm code changes monthly", T0, None, {"project": "shop", "source": "typed"})])
-    mem.write("user/alarm", SECRET, "user", sensitivity="secret")
+    write_secret(mem, "user/alarm", SECRET, "user")
     mem.write("project/shop/door", "The door code is 1234 zqxjvbnmkq.", "project", trust="dream_inferred",
               sources=[turns[0].anchor])
     Queue(mem).add("change-user-stated", "user/alarm", "user", "the alarm code is in the safe", [turns[0].anchor],

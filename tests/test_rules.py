@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from bead.dream.rules import MAX_JUDGED, RULES, instruction_like, instruction_rule
+from bead.capture.instructions import MAX_JUDGED, RULES, instruction_like, instruction_rule
 
 # (rule, an attack it catches, a benign coding rule with the same words that it leaves)
 CASES = [

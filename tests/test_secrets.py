@@ -293,8 +293,8 @@ def test_secret_never_reaches_the_raw_file(mem):
 
 def test_secrets_written_through_a_tool_call_never_reach_the_raw_file(mem):
     """A tool call's input is captured as written, not JSON-escaped, so the scan sees a quoted secret whole."""
+    from bead.conversation import identify
     from bead.core import capture
-    from bead.core.conversation import identify
     from bead.wire.anthropic import conversation_of
 
     password, stripe = "Qz8vLr2TnW4xPk9sHd3J", "sk_live_51HaB3" + "x7Kq2Lm9Np4Rs8Tv1Wy6Zb3Cd5Ef"

@@ -13,7 +13,7 @@ import yaml
 from conftest import plaintext_secret
 
 from bead.core import review
-from bead.dream.queue import Queue
+from bead.store.queue import Queue
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 SPEC_FIELDS = {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
@@ -138,7 +138,7 @@ def test_a_sealed_fact_never_becomes_a_skill(bead, mem, project):
     """A pinned feedback fact the person stated, then sealed: no plaintext, so no skill and no trace of its value."""
     import age_scrypt
 
-    from bead.store import files as safe
+    from bead import files as safe
     from bead.vault import keys as vault_keys
 
     ident = vault_keys.pyrage().x25519.Identity.generate()

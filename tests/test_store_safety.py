@@ -13,20 +13,20 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bead import forget
 from bead.cli import cli
 from bead.config import Config, StoreSettings
+from bead.core import forget
 from bead.core.memory import Memory
 from bead.core.state import Conversations
 from bead.core.trace import Trace
-from bead.dream.episodes import Episodes
-from bead.dream.queue import Queue
-from bead.dream.run import Reports
 from bead.errors import BeadError
+from bead.files import UnsafePath
 from bead.paths import Home
-from bead.store.files import UnsafePath
+from bead.store.episodes import Episodes
 from bead.store.keys import parse_id, validate_key
+from bead.store.queue import Queue
 from bead.store.rawlog import check_session
+from bead.store.reports import Reports
 
 T0 = datetime(2026, 11, 5, 9, 0, tzinfo=UTC)
 

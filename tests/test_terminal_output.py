@@ -17,9 +17,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from bead.core.seal import write_secret
 from bead.display import json_text, one_line, visible
-from bead.dream.queue import Queue
-from bead.dream.run import Reports
+from bead.store.queue import Queue
+from bead.store.reports import Reports
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 WORD = "zqxhostile"
@@ -136,7 +137,7 @@ class TestEveryCommandShowsEscapes:
         check(bead("reindex"), "\\x1b]0;pwned\\x07")
 
     def test_forget_preview_and_summary(self, bead, planted, monkeypatch):
-        import bead.forget as forget_mod
+        import bead.core.forget as forget_mod
 
         # Keys and turn references are validated names; a path forget keeps (and names) is what the disk says.
         real = forget_mod.apply
@@ -176,7 +177,7 @@ class TestEveryCommandShowsEscapes:
     def test_sealed_show(self, bead, planted):
         import age_scrypt
 
-        from bead.store import files as safe
+        from bead import files as safe
         from bead.vault import keys
 
         mem = planted.mem
@@ -185,7 +186,7 @@ class TestEveryCommandShowsEscapes:
         safe.atomic_write(mem.home.vault / "identity.age", age_scrypt.encrypt(text, "correct horse battery", 10),
                           root=mem.home.root)
         safe.atomic_write(mem.home.vault / "recipient.txt", f"{ident.to_public()}\n".encode(), root=mem.home.root)
-        mem.write("user/alarm", HOSTILE, "user", sensitivity="secret")
+        write_secret(mem, "user/alarm", HOSTILE, "user")
         check(bead("sealed", "list"), "user/alarm")
         check(bead("sealed", "show", "user/alarm", "--passphrase-env", "PASS", env={"PASS": "correct horse battery"}),
               *SHOWN)

@@ -27,16 +27,17 @@ import pytest
 from conftest import all_bytes_under, make_proxy_app
 from fakes import FakeModel
 
+from bead import files as safe
 from bead.cli import common as cli_common
 from bead.config import Config, parse
+from bead.core import seal as ops
 from bead.core.memory import Memory
+from bead.core.seal import write_secret
 from bead.dream.run import Dream
 from bead.errors import KeySealed, RefusedWrite
 from bead.paths import Home
-from bead.store import files as safe
 from bead.store.audit import value_hash
 from bead.vault import keys as vault_keys
-from bead.vault import ops
 
 PASSPHRASE = "correct horse battery staple"
 PP_ENV = {"BEAD_TEST_PP": PASSPHRASE}
@@ -206,16 +207,16 @@ class TestSeal:
         assert leftovers(vault.root, SECRET, SECRET2) == []
 
     def test_a_secret_write_needs_no_passphrase_and_numbers_from_file_names(self, mem, vault):
-        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        write_secret(mem, "user/pin", SECRET, "user")
         # A version that decrypts with nothing: the next number still comes from its name.
         safe.atomic_write(vault.sealed_file("user/pin", 7), b"not an age file", root=vault.root)
         vault.vault_identity.unlink()     # the private key is not even there
-        res = mem.write("user/pin", SECRET2, "user", sensitivity="secret")
+        res = write_secret(mem, "user/pin", SECRET2, "user")
         assert res.sealed and res.fact.version == 8 and res.fact.supersedes == "user/pin@v7"
         assert sealed_files(vault.root, "user/pin") == ["v1.md.age", "v7.md.age", "v8.md.age"]
 
     def test_a_plaintext_write_to_a_sealed_key_fails_clearly(self, bead, mem, vault):
-        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        write_secret(mem, "user/pin", SECRET, "user")
         with pytest.raises(KeySealed):
             mem.write("user/pin", "a plain value", "user")
         res = bead("write", "user/pin", "a plain value", "--type", "user")
@@ -229,7 +230,7 @@ class TestSeal:
 
     def test_unseal_restores_private_plaintext_with_statuses(self, bead, mem, vault):
         mem.write("user/pin", "Bank PIN 1000 recovery oldoldold", "user")
-        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        write_secret(mem, "user/pin", SECRET, "user")
         res = bead("unseal", "user/pin", *PP, env=PP_ENV)
         assert res.code == 0, res.err
         assert "2 version(s) back as private plaintext (current user/pin@v2)" in res.out
@@ -241,16 +242,16 @@ class TestSeal:
         assert [r["id"] for r in mem.index.fact_candidates(TOKEN, 10)] == ["user/pin@v2"]
 
     def test_sealed_list_and_show_the_highest_version(self, bead, mem, vault):
-        mem.write("user/pin", SECRET2, "user", sensitivity="secret")
-        mem.write("user/pin", SECRET, "user", sensitivity="secret")
-        mem.write("user/other", "another secret value", "user", sensitivity="secret")
+        write_secret(mem, "user/pin", SECRET2, "user")
+        write_secret(mem, "user/pin", SECRET, "user")
+        write_secret(mem, "user/other", "another secret value", "user")
         listed = bead("sealed", "list", "--json")
         assert json.loads(listed.out) == [{"key": "user/other", "versions": 1}, {"key": "user/pin", "versions": 2}]
         shown = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
         assert shown.code == 0 and shown.out.strip() == SECRET
 
     def test_a_wrong_passphrase_fails_cleanly(self, bead, mem, vault):
-        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        write_secret(mem, "user/pin", SECRET, "user")
         for args in (("sealed", "show", "user/pin"), ("unseal", "user/pin")):
             res = bead(*args, *PP, env={"BEAD_TEST_PP": "not the right passphrase"})
             assert res.code == 1 and "wrong passphrase" in res.err and "hint:" in res.err
@@ -258,7 +259,7 @@ class TestSeal:
         assert sealed_files(vault.root, "user/pin") == ["v1.md.age"], "nothing changed"
 
     def test_loose_identity_permissions_are_refused(self, bead, mem, vault):
-        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        write_secret(mem, "user/pin", SECRET, "user")
         vault.vault_identity.chmod(0o640)
         res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
         assert res.code == 1 and "refusing to use" in res.err and "0640" in res.err and "chmod 600" in res.err
@@ -267,7 +268,7 @@ class TestSeal:
         assert any("refuses to use" in p["problem"] for p in status["problems"])
 
     def test_forget_match_does_not_search_sealed_values_and_says_so(self, bead, mem, vault):
-        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        write_secret(mem, "user/pin", SECRET, "user")
         res = bead("forget", "--match", TOKEN, "--yes", "--json")
         assert res.code == 0
         assert "does not search the vault's 1 sealed key(s)" in res.err
@@ -275,7 +276,7 @@ class TestSeal:
         assert sealed_files(vault.root, "user/pin") == ["v1.md.age"]
 
     def test_show_of_a_sealed_key_points_to_the_vault_command(self, bead, mem, vault):
-        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        write_secret(mem, "user/pin", SECRET, "user")
         shown = bead("show", "user/pin")
         assert shown.code == 1 and "bead sealed show user/pin" in shown.err
 
@@ -313,8 +314,8 @@ def test_a_sealed_value_is_never_in_clear_through_seal_write_secret_and_unseal_t
     points["after seal"] = leftovers(vault.root, SECRET)
     # 2. secret writes, watched while they run: to a sealed key, and to a plaintext key (sealed first)
     monkeypatch.setattr(vault_keys, "encrypt", watched)
-    mem.write("user/pin", SECRET2, "user", sensitivity="secret")
-    mem.write("user/card", card_new, "user", sensitivity="secret")
+    write_secret(mem, "user/pin", SECRET2, "user")
+    write_secret(mem, "user/card", card_new, "user")
     monkeypatch.setattr(vault_keys, "encrypt", real_encrypt)
     points["after write-secret"] = leftovers(vault.root, SECRET, SECRET2, card_old, card_new)
     # 3. unseal (plaintext by request), then seal again: nothing may be left behind
@@ -348,7 +349,7 @@ def test_the_proxy_never_injects_a_sealed_fact(proxy_client, upstream, mem, vaul
     proxy.settle()
     assert TOKEN.encode() in upstream.requests[-1].body, "before sealing, the fact is injected"
     ops.seal(mem, "user/bank-pin")
-    mem.write("user/bank-pin", f"My bank card {SECRET2}", "user", sensitivity="secret")
+    write_secret(mem, "user/bank-pin", f"My bank card {SECRET2}", "user")
     proxy.post(*_request(f"which bank card recovery {TOKEN} wqplmokn?", "after"))
     proxy.settle()
     sent = upstream.requests[-1].body
@@ -408,7 +409,7 @@ def test_the_dream_never_sends_a_sealed_value(bead_home, vault, model, monkeypat
         Dream(m).run()
         assert TOKEN in json.dumps(model.requests[-1][2]), "before sealing, the dream's context holds the fact"
         ops.seal(m, "user/bank-pin")
-        m.write("user/bank-pin", f"My bank card {SECRET2}", "user", sensitivity="secret")
+        write_secret(m, "user/bank-pin", f"My bank card {SECRET2}", "user")
         n = len(model.requests)
         m.append_turns("s2", [("user", "what was my bank card recovery again?", None, None), ("assistant", "no idea", None, None)])
         Dream(m).run()
@@ -430,7 +431,7 @@ def test_the_rerank_never_sees_a_sealed_fact(bead_home, vault, model, monkeypatc
         eng.prepare(body, {"x-bead-session": "rr-before"})
         assert TOKEN in json.dumps(model.requests[-1][2]), "before sealing, the rerank is shown the fact"
         ops.seal(m, "global/bank-card")
-        m.write("global/bank-card", f"The shop's bank card recovery code is {SECRET2}", "reference", sensitivity="secret")
+        write_secret(m, "global/bank-card", f"The shop's bank card recovery code is {SECRET2}", "reference")
         n = len(model.requests)
         eng.prepare(body, {"x-bead-session": "rr-after"})
         after = [json.dumps(r[2]) for r in model.requests[n:]]
@@ -442,7 +443,7 @@ def test_search_finds_no_sealed_value(bead, mem, vault):
     mem.write("user/bank-pin", SECRET, "user")
     assert "user/bank-pin" in bead("search", TOKEN).out, "before sealing, search finds it"
     assert bead("seal", "user/bank-pin").code == 0
-    mem.write("user/bank-pin", SECRET2, "user", sensitivity="secret")
+    write_secret(mem, "user/bank-pin", SECRET2, "user")
     for query in (TOKEN, "wqplmokn", "bank pin"):
         for extra in ((), ("--all-versions",)):
             out = bead("search", query, *extra).out
@@ -451,7 +452,7 @@ def test_search_finds_no_sealed_value(bead, mem, vault):
 
 def test_the_core_reads_a_future_mcp_tool_would_use_see_no_sealed_key(mem, vault):
     """recall/history/search for any entry point go through Memory and the index: a sealed key has neither."""
-    mem.write("user/bank-pin", SECRET, "user", sensitivity="secret")
+    write_secret(mem, "user/bank-pin", SECRET, "user")
     assert mem.is_sealed("user/bank-pin")
     assert mem.current("user/bank-pin") is None and mem.versions("user/bank-pin").facts == ()
     assert not any(TOKEN in body for _key, body in mem.index.current_bodies())
@@ -467,8 +468,8 @@ def test_status_shows_the_vault_and_the_sealed_key_count(bead, bead_home, vault_
     for name in ("recipient.txt", "identity.age"):
         safe.atomic_write(home.vault / name, (vault_template / name).read_bytes(), root=home.root)
     with Memory(home, Config(owner="t")) as m:
-        m.write("user/pin", SECRET, "user", sensitivity="secret")
-        m.write("user/pin", SECRET2, "user", sensitivity="secret")
+        write_secret(m, "user/pin", SECRET, "user")
+        write_secret(m, "user/pin", SECRET2, "user")
     assert "vault       X25519, 1 sealed key(s) (2 versions)" in bead("status").out
     data = json.loads(bead("status", "--json").out)["vault"]
     assert data["kind"] == "x25519" and data["sealed_keys"] == 1
@@ -513,7 +514,7 @@ def _age_with_passphrase(args: list[str], passphrase: str) -> tuple[int, str]:
 
 @needs_age
 def test_files_sealed_here_decrypt_with_the_age_cli(mem, vault, tmp_path):
-    mem.write("user/pin", SECRET, "user", sensitivity="secret")
+    write_secret(mem, "user/pin", SECRET, "user")
     sealed = vault.sealed_file("user/pin", 1)
     # With the identity file as bead keeps it: age asks for its passphrase.
     code, out = _age_with_passphrase(["-d", "-i", str(vault.vault_identity), str(sealed)], PASSPHRASE)
@@ -595,9 +596,9 @@ def test_insisting_on_pq_without_the_plugin_fails_and_creates_nothing(bead, bead
 
 
 def test_an_x25519_vault_keeps_working_when_the_plugin_turns_up(bead, mem, vault, tmp_path, monkeypatch):
-    mem.write("user/pin", SECRET, "user", sensitivity="secret")
+    write_secret(mem, "user/pin", SECRET, "user")
     monkeypatch.setenv("PATH", f"{_standins(tmp_path)}{os.pathsep}{os.environ['PATH']}")
-    assert mem.write("user/pin", SECRET2, "user", sensitivity="secret").fact.version == 2
+    assert write_secret(mem, "user/pin", SECRET2, "user").fact.version == 2
     assert b"-> X25519 " in vault.sealed_file("user/pin", 2).read_bytes()[:200]
     assert "X25519" in bead("vault", "status").out
     assert bead("sealed", "show", "user/pin", *PP, env=PP_ENV).out.strip() == SECRET2
@@ -619,7 +620,7 @@ def test_a_dream_proposal_for_a_sealed_key_is_skipped_not_fatal(bead_home, vault
     cfg = parse(f"owner: t\ndream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n"
                 "  api_key_env: BEAD_TEST_KEY\n  timeout_s: 5\n")
     with Memory(vault, cfg) as m:
-        m.write("user/bank-pin", SECRET, "user", sensitivity="secret")
+        write_secret(m, "user/bank-pin", SECRET, "user")
         m.append_turns("s1", [("user", "the bank sent a new card", None, None, {"source": "typed"}),
                               ("assistant", "noted", None, None, {"source": "assistant"})])
         from bead.dream import second
@@ -683,8 +684,7 @@ def test_seal_reaches_the_secret_where_it_was_said_in_other_words(mem, vault):
     them in another order. Sealing the fact redacts its codes in that turn too, and recall finds none."""
     from datetime import UTC, datetime
 
-    from bead import forget
-    from bead.core import query
+    from bead.core import forget, query
 
     said = "the bank gave me recovery code QX-88 and the card PIN is 4711"
     mem.append_turns("bank", [("user", said, datetime(2026, 11, 30, tzinfo=UTC), None, {"source": "typed"})])
@@ -730,7 +730,7 @@ def test_seal_at_a_terminal_shows_what_it_will_change_and_asks(bead, mem, vault,
 
 def test_unseal_keeps_a_credential_sealed(mem, vault):
     """Unsealing would write the key back in plain text, where the next proxied request would carry it."""
-    mem.write("user/api-key", KEY_IN_PROSE, "user", sensitivity="secret")
+    write_secret(mem, "user/api-key", KEY_IN_PROSE, "user")
     with pytest.raises(RefusedWrite, match="credential"):
         ops.unseal(mem, "user/api-key", PASSPHRASE)
     assert mem.is_sealed("user/api-key") and leftovers(mem.home.root, "Qw7Lm2Rt5") == []

@@ -21,8 +21,9 @@ import test_vault
 from conftest import REPO, all_bytes_under
 from test_vault import PASSPHRASE, PP, PP_ENV, SECRET, SECRET2, TOKEN, leftovers, sealed_files
 
+from bead import files as safe
+from bead.core.seal import write_secret
 from bead.paths import Home
-from bead.store import files as safe
 from bead.store.audit import value_hash
 from bead.vault import keys as vault_keys
 
@@ -85,7 +86,7 @@ def test_a_sealed_key_folder_that_is_a_link_is_never_written_read_or_deleted_thr
 
 
 def test_an_identity_that_is_a_link_is_refused_even_to_a_good_file(bead, mem, vault, tmp_path):
-    mem.write("user/pin", SECRET, "user", sensitivity="secret")
+    write_secret(mem, "user/pin", SECRET, "user")
     real = tmp_path / "identity.age"
     real.write_bytes(vault.vault_identity.read_bytes())
     real.chmod(0o600)
@@ -98,7 +99,7 @@ def test_an_identity_that_is_a_link_is_refused_even_to_a_good_file(bead, mem, va
 
 
 def test_forget_removes_a_linked_version_file_itself_not_its_target(bead, mem, vault, tmp_path):
-    mem.write("user/pin", SECRET, "user", sensitivity="secret")
+    write_secret(mem, "user/pin", SECRET, "user")
     target = tmp_path / "elsewhere.age"
     target.write_bytes(b"not bead's")
     os.symlink(target, vault.sealed_file("user/pin", 2))
@@ -121,7 +122,7 @@ def test_hostile_key_names_are_refused_by_every_vault_command(bead, mem, vault, 
 
 # ----- a sealed file that is not what bead wrote ---------------------------------------------
 def test_show_passes_over_a_damaged_or_foreign_higher_version_and_says_so(bead, mem, vault):
-    mem.write("user/pin", SECRET, "user", sensitivity="secret")
+    write_secret(mem, "user/pin", SECRET, "user")
     safe.atomic_write(vault.sealed_file("user/pin", 2), b"age-encryption.org/v1\ntruncated", root=vault.root)
     stranger = vault_keys.pyrage().x25519.Identity.generate().to_public()
     safe.atomic_write(vault.sealed_file("user/pin", 3), vault_keys.encrypt(b"sealed elsewhere", stranger),
@@ -138,7 +139,7 @@ def test_vault_files_are_private_under_umask_zero(bead, mem, vault):
     try:
         mem.write("project/acme/deploy-token", "Deploy token 8842 plainplain", "project")
         assert bead("seal", "project/acme/deploy-token").code == 0
-        mem.write("user/pin", SECRET, "user", sensitivity="secret")
+        write_secret(mem, "user/pin", SECRET, "user")
     finally:
         os.umask(old)
     loose = []
@@ -155,8 +156,8 @@ def test_vault_files_are_private_under_umask_zero(bead, mem, vault):
 def test_forget_of_a_sealed_key_needs_no_passphrase_and_leaves_no_byte_naming_it(bead, mem, vault):
     mem.write("user/bank-pin", "Bank PIN 1000 recovery oldoldold", "user")
     assert bead("seal", "user/bank-pin").code == 0
-    mem.write("user/bank-pin", SECRET, "user", sensitivity="secret")
-    mem.write("user/other", SECRET2, "user", sensitivity="secret")
+    write_secret(mem, "user/bank-pin", SECRET, "user")
+    write_secret(mem, "user/other", SECRET2, "user")
     assert files_holding(vault.root, b"bank-pin"), "the key is named on disk before"
     res = bead("forget", "user/bank-pin", "--json")        # no passphrase option, no terminal
     assert res.code == 0, res.err
@@ -170,8 +171,8 @@ def test_forget_of_a_sealed_key_needs_no_passphrase_and_leaves_no_byte_naming_it
 
 
 def test_forget_of_one_sealed_version_keeps_the_rest(bead, mem, vault):
-    mem.write("user/pin", SECRET2, "user", sensitivity="secret")
-    mem.write("user/pin", SECRET, "user", sensitivity="secret")
+    write_secret(mem, "user/pin", SECRET2, "user")
+    write_secret(mem, "user/pin", SECRET, "user")
     res = bead("forget", "user/pin@v2")
     assert res.code == 0, res.err
     assert sealed_files(vault.root, "user/pin") == ["v1.md.age"]
@@ -184,6 +185,7 @@ import sys
 from pathlib import Path
 from bead.config import Config
 from bead.core.memory import Memory
+from bead.core.seal import write_secret
 from bead.errors import BeadError
 from bead.paths import Home
 home, tag, n, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
@@ -192,7 +194,7 @@ while not go.exists():
     pass
 for i in range(n):
     try:
-        mem.write("user/pin", f"pin {tag} number {i} tok{tag}{i}q", "user", sensitivity="secret")
+        write_secret(mem, "user/pin", f"pin {tag} number {i} tok{tag}{i}q", "user")
         print("ok", tag, i, flush=True)
     except BeadError as exc:
         print("refused", tag, i, str(exc).splitlines()[0], flush=True)

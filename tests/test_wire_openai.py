@@ -10,8 +10,8 @@ import time
 import pytest
 from fakes import Reply, chat_events, chat_json, openai_sse, responses_events, responses_json
 
+from bead.conversation import Source, find_cwd, identify
 from bead.core.capture import request_turns
-from bead.core.conversation import Source, find_cwd, identify
 from bead.recall.cues import extract
 from bead.wire import openai
 

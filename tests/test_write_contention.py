@@ -11,9 +11,9 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from bead import forget
 from bead.cli import cli
 from bead.config import Config
+from bead.core import forget
 from bead.core.memory import Memory
 from bead.errors import BeadError
 from bead.index import sqlite as sqlite_mod

@@ -50,7 +50,7 @@ def candidate_add(session, kind, title, body_file, project, as_json):
     It waits in `bead review` / `bead queue` like any proposal; accepting it
     writes the lesson (trust accepted), and `bead skills` can then install it.
     """
-    from ..core.conversation import project_slug
+    from ..conversation import project_slug
     from ..core.review import add_candidate
 
     mem = open_memory()
@@ -80,6 +80,7 @@ def curate(print_config, claude_exe):
     import shutil
     import subprocess
 
+    from .. import files as safe
     from ..config import load
     from ..core.curate import summary
     from ..core.memory import Memory
@@ -87,7 +88,6 @@ def curate(print_config, claude_exe):
     from ..paths import resolve_home
     from ..setup import curate as launch
     from ..setup.install import which_bead
-    from ..store import files as safe
 
     home = resolve_home().ensure()
     config = load(home)
@@ -141,7 +141,7 @@ _project_option = click.option("--project", help="The project whose facts become
 
 
 def _skills_args(project_dir, project):
-    from ..core.conversation import project_from_cwd, project_slug
+    from ..conversation import project_from_cwd, project_slug
 
     folder = _project_dir(project_dir)
     name = project_slug(project) if project else project_from_cwd(str(folder))

@@ -85,7 +85,7 @@ def queue(ctx, show_all, as_json):
     """List the review queue (proposals the dream job left for a person)."""
     if ctx.invoked_subcommand:
         return
-    from ..dream.queue import Queue
+    from ..store.queue import Queue
 
     items = Queue(open_memory()).items(None if show_all else "open")
 
@@ -106,9 +106,9 @@ def queue(ctx, show_all, as_json):
 @json_option
 def queue_accept(item_id, as_json):
     """Write the item's value (trust: accepted, a person's decision)."""
-    from ..dream.queue import Queue
+    from ..core.review import accept_item
 
-    item = Queue(open_memory()).accept(item_id)
+    item = accept_item(open_memory(), item_id)
     emit(item.as_dict(), as_json, lambda d: echo(f"accepted {d['id']}: wrote {d['history'][-1]['id']}"))
 
 
@@ -118,9 +118,9 @@ def queue_accept(item_id, as_json):
 @json_option
 def queue_reject(item_id, reason, as_json):
     """Tombstone the item's value so the same proposal never returns."""
-    from ..dream.queue import Queue
+    from ..core.review import reject_item
 
-    item = Queue(open_memory()).reject(item_id, reason)
+    item = reject_item(open_memory(), item_id, reason)
     emit(item.as_dict(), as_json, lambda d: echo(f"rejected {d['id']}; its value is tombstoned"))
 
 
@@ -129,7 +129,7 @@ def queue_reject(item_id, reason, as_json):
 @json_option
 def reinforce(key, as_json):
     """Make a dormant fact current again (and restart its decay clock)."""
-    from ..dream.run import reinforce as do
+    from ..core.review import wake as do
 
     fid = do(open_memory(), key)
     emit({"id": fid}, as_json, lambda d: echo(f"reinforced {d['id']}"))

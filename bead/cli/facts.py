@@ -38,7 +38,9 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
         # Read one character past the limit at most: the store's check then names the limit.
         text = sys.stdin.read(mem.config.store.max_fact_bytes + 1)
     _refuse_control(key, text)
-    result = mem.write(key, text, type_, trust=trust, sensitivity=sensitivity, pinned=pin, title=title)
+    from ..core.seal import write_fact
+
+    result = write_fact(mem, key, text, type_, trust=trust, sensitivity=sensitivity, pinned=pin, title=title)
     superseded = result.superseded.id if result.superseded else (result.fact.supersedes if result.sealed else None)
     data = {"id": result.fact.id, "written": result.written, "superseded": superseded,
             "path": str(result.fact.path), "indexed": result.indexed, "sealed": result.sealed}

@@ -22,7 +22,7 @@ def forget(target, match, yes, as_json):
     in place. A sealed KEY's encrypted files are deleted as they are (no
     passphrase, no tombstone).
     """
-    from .. import forget as forget_mod
+    from ..core import forget as forget_mod
     from ..errors import BeadError
 
     if bool(target) == bool(match):

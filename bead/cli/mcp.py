@@ -27,7 +27,7 @@ def mcp(admin, http_, listen, project):
     import os
 
     from ..config import load
-    from ..core.conversation import project_from_cwd, project_slug
+    from ..conversation import project_from_cwd, project_slug
     from ..errors import BeadError
     from ..log import setup_logging
     from ..paths import resolve_home

@@ -11,12 +11,12 @@ from .common import echo, emit, json_option, open_memory
 
 def collect(mem, fix: bool = False) -> dict:
     """Counts, index freshness and problems, each with the command that fixes it (``fix``: remove orphaned temp files)."""
-    from ..dream.queue import Queue
     from ..errors import BeadError
     from ..index import sqlite
     from ..index.rebuild import diff
     from ..paths import enclosing_git
     from ..store.facts import LINK_REASON
+    from ..store.queue import Queue
 
     problems: list[dict] = []
     fixed: list[str] = []
@@ -170,7 +170,7 @@ def services_state() -> dict:
 
 
 def last_dream(mem) -> dict | None:
-    from ..dream.run import DreamState, Reports
+    from ..store.reports import DreamState, Reports
 
     reports = Reports(mem.home).files()
     if not reports:

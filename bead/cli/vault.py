@@ -166,8 +166,8 @@ def seal(key, yes, as_json):
     words, and removes the index rows with nothing left in the index's files.
     At a terminal it shows what it will change first and asks.
     """
-    from .. import forget as forget_mod
-    from ..vault import ops
+    from ..core import forget as forget_mod
+    from ..core import seal as ops
     from . import common
 
     mem = open_memory()
@@ -197,7 +197,7 @@ def seal(key, yes, as_json):
 @json_option
 def unseal(key, passphrase_fd, passphrase_env, as_json):
     """Bring KEY back from the vault as private plaintext (asks for the passphrase)."""
-    from ..vault import ops
+    from ..core import seal as ops
 
     mem = open_memory()
     if not mem.is_sealed(key):
@@ -218,7 +218,7 @@ def sealed() -> None:
 @json_option
 def sealed_list(as_json):
     """Sealed keys and their version counts (no passphrase: the file names tell)."""
-    from ..vault import ops
+    from ..core import seal as ops
 
     counts = ops.listing(open_memory())
     rows = [{"key": k, "versions": n} for k, n in counts.items()]
@@ -238,8 +238,8 @@ def sealed_list(as_json):
 @json_option
 def sealed_show(key, passphrase_fd, passphrase_env, as_json):
     """Print the current value of a sealed KEY (asks for the passphrase)."""
+    from ..core import seal as ops
     from ..errors import BeadError
-    from ..vault import ops
 
     mem = open_memory()
     if not mem.is_sealed(key):

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 
+from ..conversation import Conversation, Identity, Message, Part, Source, Turn
 from ..store.rawlog import Turn as RawTurn
-from .conversation import Conversation, Identity, Message, Part, Source, Turn
 from .memory import Memory
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import files as safe
 from ..errors import NotFound, Sealed
-from ..store import files as safe
 from ..store.keys import validate_key
 from .memory import Memory
 
@@ -20,8 +20,8 @@ REPORT_CHARS = 6000
 
 def summary(mem: Memory) -> dict[str, Any]:
     """Counts from the index, the vault and the queue; the newest dream report (keys and ids, never values)."""
-    from ..dream.queue import Queue
-    from ..dream.run import DreamState, Reports
+    from ..store.queue import Queue
+    from ..store.reports import DreamState, Reports
 
     counts = mem.index.counts()
     by_status = mem.index.fact_counts()

@@ -46,10 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from ..capture.secrets import redact
+from ..conversation import Identity, _h, project_from_cwd, project_slug, safe_name
 from ..errors import BeadError
 from ..wire.splice import MAX_MESSAGE_PARTS, SpliceError
 from .capture import request_turns
-from .conversation import Identity, _h, project_from_cwd, project_slug, safe_name
 from .memory import Memory
 
 IMPORTED = {"anthropic": "claude-code", "responses": "codex"}

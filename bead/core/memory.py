@@ -5,7 +5,7 @@ step with the files it changed (writes, status changes, deleted versions,
 redacted turns), so a reader sees a change as soon as the method returns.
 
 A secret never becomes a plaintext file: ``write`` sends a ``secret`` value
-to the vault (bead.vault.ops), and a plaintext write to a key the vault holds
+to the vault (bead.core.seal), and a plaintext write to a key the vault holds
 is refused. Sealed versions have no index rows at all, so nothing that reads
 the index (search, injection, the dream, the rerank) can see them.
 
@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import config as config_mod
+from .. import files as safe
 from ..capture.secrets import credential_rules
 from ..errors import BeadError, InvalidKey, RefusedWrite
 from ..paths import Home, resolve_home
-from ..store import files as safe
 from ..store.audit import AuditLog, Tombstones, iso
 from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
 from ..store.keys import validate_key
@@ -130,12 +130,9 @@ class Memory:
         version; ``check`` sees the current version under the store's lock and
         may refuse the write by raising (FactStore.write).
         """
-        if title is not None and credential_rules(title):
-            raise BeadError(f"refusing the title of {key}: it holds what looks like a credential",
-                            "a title is shown wherever bead points to the fact; give one without the secret "
-                            "(the value can be sealed: --sensitivity secret)")
+        self.check_title(key, title)
         validate_key(key)             # before anything opens a file for it
-        self._check_lookalike(key)
+        self.check_lookalike(key)
         if sensitivity != "secret":
             found = credential_rules(body)
             if found:
@@ -147,11 +144,8 @@ class Memory:
                     "keep it sealed instead: write it with --sensitivity secret (`bead vault init` first if there "
                     "is no vault), or write the fact without the secret")
         if sensitivity == "secret":
-            from ..vault.ops import write_secret
-
-            if owner is not None or check is not None:
-                raise BeadError("a secret write takes no owner or check", "write it as the home's owner")
-            return write_secret(self, key, body, type, trust=trust, pinned=pinned, sources=tuple(sources))
+            raise BeadError(f"a secret is never written in plain text: {key} is sealed through "
+                            "bead.core.seal.write_secret", "write it with `bead write KEY - --sensitivity secret`")
         result = self.facts.write(key, body, type, trust=trust, sensitivity=sensitivity,
                                   pinned=pinned, sources=tuple(sources), owner=owner, check=check, title=title)
         if result.written:
@@ -161,7 +155,14 @@ class Memory:
                 result = dataclasses.replace(result, indexed=False)
         return result
 
-    def _check_lookalike(self, key: str) -> None:
+    def check_title(self, key: str, title: str | None) -> None:
+        """A title is shown wherever bead points to the fact: it may not hold a credential."""
+        if title is not None and credential_rules(title):
+            raise BeadError(f"refusing the title of {key}: it holds what looks like a credential",
+                            "a title is shown wherever bead points to the fact; give one without the secret "
+                            "(the value can be sealed: --sensitivity secret)")
+
+    def check_lookalike(self, key: str) -> None:
         """A new key that looks like one already stored, plain or sealed (``user/edit0r`` beside ``user/editor``,
         ``user/rnodel`` beside ``user/model``) is refused: a reader would take one for the other. One indexed
         lookup of the key's skeleton (bead.textform.skeleton)."""

@@ -16,8 +16,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from .. import files as safe
 from ..paths import Home
-from ..store import files as safe
 from .memory import Memory
 
 RECENT_REQUESTS = 40
@@ -131,7 +131,7 @@ def growth(mem: Memory, breakdown: dict[str, Any]) -> dict[str, list]:
 # ----- the whole page -------------------------------------------------------------------------------------------
 
 def overview(mem: Memory, trace: str | None = None) -> dict[str, Any]:
-    from ..dream.queue import Queue
+    from ..store.queue import Queue
     from .review import latest_report
 
     counts = mem.index.counts()

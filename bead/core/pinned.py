@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..conversation import Conversation
 from ..recall import render, standing
 from ..recall.gate import FactStats
-from .conversation import Conversation
 from .memory import Memory
 
 

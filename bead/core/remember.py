@@ -7,7 +7,7 @@ command output, a tool result, the assistant's text, the system prompt or a
 harness reminder can ask for it (the parser sets those apart:
 ``bead.wire.anthropic.parts_of``). A value the secret scan flags is not
 stored. A value that reads like an instruction to an AI agent (the dream's
-prefilter, ``bead.dream.rules``) is not written but queued for review
+prefilter, ``bead.capture.instructions``) is not written but queued for review
 (kind ``suspicious``): the person accepts it with ``bead queue accept ID``,
 and the reply's cue block says so in one line. The key is proposed from the
 value's first words: ``user/<words>`` when it speaks of the person, else the
@@ -24,17 +24,17 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..capture import instructions as rules
 from ..capture.secrets import compile_linear, credential_rules, redact
+from ..conversation import Identity, Message, Source
 from ..display import CONTROL, visible
-from ..dream import rules
-from ..dream.queue import Queue, item_id
 from ..errors import BeadError, InvalidArgument, KeySealed, RefusedWrite, VersionConflict
 from ..recall.render import escape
 from ..store.audit import normalise
 from ..store.facts import Fact
 from ..store.keys import MAX_SEGMENT_BYTES, PERSON_TRUSTS, TRUSTS, TYPES
+from ..store.queue import Queue, item_id
 from ..textform import fold, invisible
-from .conversation import Identity, Message, Source
 from .memory import Memory
 from .viewer import LOCAL, Viewer
 

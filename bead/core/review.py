@@ -21,16 +21,18 @@ as sealed.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import files as safe
 from ..capture.secrets import credential_rules
 from ..display import CONTROL
 from ..errors import BeadError, InvalidArgument, RefusedWrite
-from ..store import files as safe
 from ..store.keys import TYPES, parse_id, validate_key
+from ..store.queue import Item, Queue
 from .memory import Memory
 
 EXCERPTS = 5
@@ -95,7 +97,7 @@ class ReportView:
 
 
 def latest_report(mem: Memory) -> ReportView | None:
-    from ..dream.run import Reports
+    from ..store.reports import Reports
 
     files = sorted(Reports(mem.home).files(), key=lambda p: p.name)
     if not files:
@@ -118,7 +120,7 @@ def latest_report(mem: Memory) -> ReportView | None:
 
 def excerpts(mem: Memory, anchors: list[str], limit: int = EXCERPTS) -> list[Excerpt]:
     """Dated excerpts of the turns ``anchors`` name (``raw/YYYY/MM/DD/<session>.md#turn-N``), first ``limit``."""
-    from ..dream.run import label
+    from ..store.rawlog import label
 
     out: list[Excerpt] = []
     files: dict[str, dict[int, Any]] = {}
@@ -165,8 +167,8 @@ def _fact_actions(cur: Current | None) -> tuple[str, ...]:
 
 def entries(mem: Memory) -> list[Entry]:
     """The walk: open queue items, then the latest dream run's facts, then its evaluations not promoted."""
-    from ..dream.episodes import Episodes
-    from ..dream.queue import Queue
+    from ..store.episodes import Episodes
+    from ..store.queue import Queue
 
     out: list[Entry] = []
     for item in queue_order(Queue(mem).items("open")):
@@ -217,20 +219,53 @@ def queue_order(items: list[Any]) -> list[Any]:
     return sorted(items, key=lambda i: (str((i.history or [{}])[0].get("at", "")), i.id))
 
 
+def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None = None) -> Item:
+    """Write a review item's value (or ``value``, the person's edit of it) with trust ``accepted``.
+
+    An edited value is written; the item keeps the proposed text and its
+    history records the written one. A lesson's fact cites no turns: its
+    evidence is a whole session, which a later forget of the lesson must
+    not redact (the item keeps the evidence)."""
+    queue = Queue(mem)
+    item = queue.open_item(item_id)
+    text = item.value if value is None else value.strip()
+    if not text:
+        raise BeadError("the edited value is empty", "accept the item as it is, or reject it")
+    # Accepting makes the text the person's word: the same checks as any other way in. A proposal (or an
+    # edit) that holds a terminal escape or a credential is not written, whoever backs it.
+    if CONTROL.search(text):
+        raise InvalidArgument(f"review item {item_id} holds control characters (a terminal escape, a NUL); "
+                              "nothing was written", "edit it into plain text (`bead review`, e), or reject it")
+    if credential_rules(text):
+        raise RefusedWrite(f"the value of review item {item_id} looks like a credential, and bead never stores "
+                           "one in plain text; nothing was written",
+                           "leave the secret out (edit it), or seal it: `bead write KEY - --sensitivity secret`")
+    sources = [] if item.kind == "lesson" else item.sources
+    res = mem.write(item.key, text, item.type, trust="accepted", sources=sources, owner=item.owner or None)
+    entry = {"action": "accepted", "reason": reason, "id": res.fact.id}
+    if text != item.value:
+        entry["value"] = text
+    return queue.decided(item, "accepted", entry)
+
+
+def reject_item(mem: Memory, item_id: str, reason: str = "") -> Item:
+    """Reject a review item: a tombstone keeps the same proposal from returning."""
+    queue = Queue(mem)
+    item = queue.open_item(item_id)
+    digest = mem.tombstones.add(mem.clock(), item.key, item.value, reason="review-reject")
+    mem.audit.record(mem.clock(), "tombstone", key=item.key, sha256=digest)
+    return queue.decided(item, "rejected", {"action": "rejected", "reason": reason})
+
+
 def accept(mem: Memory, item_id: str, value: str | None = None) -> dict[str, Any]:
     """Accept a review item as proposed, or with the person's edit of its value (the item keeps the proposal)."""
-    from ..dream.queue import Queue
-
-    q = Queue(mem)
-    item = q.accept(item_id, value=value)
-    written = q.written(item)
+    item = accept_item(mem, item_id, value=value)
+    written = Queue(mem).written(item)
     return {"id": item.id, "wrote": written[0] if written else None, "edited": bool(written and written[1] != item.value)}
 
 
 def reject(mem: Memory, item_id: str, reason: str = "") -> dict[str, Any]:
-    from ..dream.queue import Queue
-
-    item = Queue(mem).reject(item_id, " ".join(reason.split()))
+    item = reject_item(mem, item_id, " ".join(reason.split()))
     return {"id": item.id, "rejected": True}
 
 
@@ -241,14 +276,12 @@ def pin(mem: Memory, key: str, pinned: bool = True) -> dict[str, Any]:
 
 
 def reinforce(mem: Memory, key: str) -> dict[str, Any]:
-    from ..dream.run import reinforce as wake
-
     return {"id": wake(mem, key)}
 
 
 def forget_plan(mem: Memory, key: str) -> tuple[Any, dict[str, Any]]:
     """(the plan, its preview: keys, versions, raw turns, episodes, review items, state lines; no values)."""
-    from .. import forget
+    from . import forget
 
     forget.refuse_git(mem)
     plan = forget.plan_target(mem, key)
@@ -256,19 +289,19 @@ def forget_plan(mem: Memory, key: str) -> tuple[Any, dict[str, Any]]:
 
 
 def forget_apply(mem: Memory, plan: Any) -> dict[str, Any]:
-    from .. import forget
+    from . import forget
 
     return forget.apply(mem, plan)
 
 
 def seal_preview(mem: Memory, key: str) -> dict[str, Any]:
-    from ..vault import ops
+    from . import seal as ops
 
     return ops.preview_seal(mem, key).summary(mem.home.store)
 
 
 def seal_apply(mem: Memory, key: str) -> dict[str, Any]:
-    from ..vault import ops
+    from . import seal as ops
 
     return ops.seal(mem, key)
 
@@ -284,8 +317,8 @@ def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str,
     ``project``), else ``global/lesson-<title words>``. The same checks as a
     remembered value: not empty, no control characters, no credential, not a
     forgotten or rejected value. Returns (item, added)."""
-    from ..dream.queue import Queue
-    from ..dream.run import lesson_key
+    from ..store.queue import Queue
+    from .review import lesson_key
 
     if kind not in TYPES:
         raise InvalidArgument(f"kind {kind!r} is not one of {', '.join(TYPES)}",
@@ -326,3 +359,33 @@ def session_of(anchor: str) -> str | None:
     """The session a source anchor names."""
     m = _ANCHOR.fullmatch(anchor)
     return Path(m.group(1)).stem if m else None
+
+
+# ----- facts the dream wrote or decayed, and lessons ----------------------------------------------------
+
+def wake(mem: Memory, key: str) -> str:
+    """Make a dormant fact current again (and record it, so decay starts over)."""
+    kv = mem.versions(key)
+    if kv.current is None:
+        raise BeadError(f"no fact under {key}", "check the key with `bead search`")
+    if kv.current.status != "current":
+        mem.set_status(kv.current, "current")
+    mem.note_use([key], "reinforce", id=kv.current.id)
+    return kv.current.id
+
+
+_SLUG_WORD = re.compile(r"[a-z0-9]+")
+
+
+def lesson_title(lesson: str) -> str:
+    """A lesson's title: its first sentence, at most 80 characters, on one line."""
+    first = re.split(r"(?<=[.!?])\s", " ".join(lesson.split()), maxsplit=1)[0]
+    return first if len(first) <= 80 else first[:79].rstrip() + "…"
+
+
+def lesson_key(text: str, project: str | None) -> str:
+    """``project/<p>/lesson-<words>`` (or ``global/lesson-<words>``) from a lesson's first words."""
+    words = _SLUG_WORD.findall(text.lower())[:8]
+    slug = "-".join(words)[:60].strip("-") or hashlib.sha256(text.encode()).hexdigest()[:12]
+    name = f"lesson-{slug}"
+    return f"project/{project}/{name}" if project else f"global/{name}"

@@ -38,9 +38,9 @@ from typing import Any
 
 import yaml
 
+from .. import files as safe
 from ..display import visible
 from ..errors import BeadError
-from ..store import files as safe
 from ..store.keys import PERSON_TRUSTS
 from .memory import Memory
 
@@ -157,7 +157,7 @@ def _in_project(key: str, project: str | None) -> bool:
 
 def collect(mem: Memory, project: str | None) -> list[Skill]:
     """The skills memory gives for ``project`` (and every project), in key order; nothing is written."""
-    from ..dream.queue import Queue
+    from ..store.queue import Queue
 
     out: list[Skill] = []
     taken: set[str] = set()

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import files as safe
 from ..paths import Home
-from ..store import files as safe
 from ..store.locks import flocked
 
 

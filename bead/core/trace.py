@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .. import files as safe
 from ..capture.secrets import redact
 from ..config import Config
 from ..paths import Home
-from ..store import files as safe
 
 CUE_CHARS = 200
 SCAN_MARGIN = 4096   # a credential that starts before the cut and is longer than this is rare beyond reason

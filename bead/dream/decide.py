@@ -1,6 +1,6 @@
 """What becomes of one proposed fact: the one function the dream and `bead eval` call.
 
-``decide`` applies the rules of ``bead.dream.rules`` in order and says what
+``decide`` applies the rules of ``bead.capture.instructions`` in order and says what
 to do (reject, skip, queue, unchanged, duplicate, write) without doing it;
 the dream then does it, and the poisoning eval counts it. Nothing here
 writes.
@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..capture import instructions as rules
 from ..capture.secrets import compile_linear, credential_rules
 from ..core.memory import Memory
 from ..errors import BeadError
@@ -28,7 +29,6 @@ from ..store.facts import stored_title
 from ..store.keys import PERSON_TRUSTS, TYPES, validate_key
 from ..store.rawlog import Turn
 from ..textform import fold, invisible
-from . import rules
 from .second import Opinion
 
 TRUSTED = "typed"          # the source of the person's own words (a raw turn's `source` flag)

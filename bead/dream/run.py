@@ -10,32 +10,33 @@ fails is not marked, so the next run tries it again.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from ..capture import instructions as rules
 from ..capture.secrets import redact
 from ..core.memory import Memory
+from ..core.review import lesson_key, lesson_title
 from ..errors import BeadError, KeySealed
 from ..llm import Model, ModelError
 from ..paths import Home
-from ..store import files as safe
-from ..store.audit import iso, key_hash, normalise
+from ..store.audit import iso, normalise
+from ..store.episodes import Episodes
 from ..store.facts import Fact
-from ..store.keys import PERSON_TRUSTS, key_mentions
+from ..store.keys import PERSON_TRUSTS
 from ..store.locks import LockBusy, flocked
+from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN, Turn
-from . import evaluate, rules, second
+from ..store.rawlog import label as label_of
+from ..store.reports import DreamState, Reports
+from . import evaluate, second
 from .decide import Proposal, SecondOpinion, decide
-from .episodes import Episodes
 from .evaluate import Evaluation
-from .queue import Queue
 from .second import Opinion
 
 log = logging.getLogger("bead.dream")
@@ -131,61 +132,6 @@ class Report:
         return "\n".join(lines) + "\n"
 
 
-class DreamState:
-    def __init__(self, path: Path, root: Path | None = None):
-        self.path = path
-        self.root = root if root is not None else path.parent
-        try:
-            self.data = json.loads(safe.read_text(path, root=self.root))
-        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
-            self.data = {}
-        self.data.setdefault("sessions", {})
-
-    def read(self, sid: str) -> int:
-        return int(self.data["sessions"].get(sid, 0))
-
-    def mark(self, sid: str, n: int) -> None:
-        self.data["sessions"][sid] = n
-
-    def save(self) -> None:
-        safe.atomic_write(self.path, json.dumps(self.data, indent=1, sort_keys=True).encode(), root=self.root)
-
-
-class Reports:
-    """``store/reports/<date>.md``: keys and version ids of each run, never values."""
-
-    def __init__(self, home: Home):
-        self.home = home
-
-    def append(self, day: datetime, text: str) -> Path:
-        path = self.home.report_file(day)
-        try:
-            prior = safe.read_text(path, root=self.home.root) + "\n"
-        except FileNotFoundError:
-            prior = ""
-        safe.atomic_write(path, (prior + text).encode(), root=self.home.root)
-        return path
-
-    def files(self) -> list[Path]:
-        return [folder / n for folder, _d, names in safe.walk(self.home.reports, root=self.home.root)
-                for n in names if n.endswith(".md") and not n.startswith(".")]
-
-    def forget_keys(self, keys: set[str]) -> int:
-        """Every mention of a forgotten key (or a version id of it) becomes its hash (forget)."""
-        changed = 0
-        for path in self.files():
-            text = safe.read_text(path, root=self.home.root, errors="replace")
-            new = text
-            for key in sorted(keys, key=len, reverse=True):
-                spans = key_mentions(new, key)
-                for start, end in reversed(spans):
-                    new = new[:start] + f"[forgotten {key_hash(key)[:12]}]" + new[end:]
-            if new != text:
-                safe.atomic_write(path, new.encode(), root=self.home.root)
-                changed += 1
-        return changed
-
-
 @contextlib.contextmanager
 def _run_lock(home: Home) -> Iterator[None]:
     """Runs never overlap: a second one stops at once instead of waiting."""
@@ -212,18 +158,8 @@ def chunks(turns: list[Turn]) -> list[list[Turn]]:
     return out
 
 
-_LABELS = {"typed": "user (typed)", "pasted": "user (pasted)", "tool_output": "user (tool output)",
-           "assistant": "assistant", "tool_call": "assistant (tool call)"}
-
-
-def label(t: Turn) -> str:
-    """Who produced a turn, as the transcript names it (turns captured before sources: "source unknown")."""
-    source = t.flags.get("source")
-    return _LABELS.get(str(source), f"{t.role} (source unknown)") if source else f"{t.role} (source unknown)"
-
-
 def transcript(turns: list[Turn]) -> str:
-    body = "\n\n".join(f"[{t.n}] {label(t)}: {t.text[:TURN_CHARS]}" for t in turns)
+    body = "\n\n".join(f"[{t.n}] {label_of(t)}: {t.text[:TURN_CHARS]}" for t in turns)
     return f"<transcript>\n{body}\n</transcript>"
 
 
@@ -542,39 +478,11 @@ def judged_transcript(turns: list[Turn]) -> str:
         tail.insert(0, t)
         used += n
     gap = len(turns) - len(head) - len(tail)
-    body = "\n\n".join([*(f"[{t.n}] {label(t)}: {t.text[:TURN_CHARS]}" for t in head),
+    body = "\n\n".join([*(f"[{t.n}] {label_of(t)}: {t.text[:TURN_CHARS]}" for t in head),
                          f"[... {gap} turns left out ...]",
-                         *(f"[{t.n}] {label(t)}: {t.text[:TURN_CHARS]}" for t in tail)])
+                         *(f"[{t.n}] {label_of(t)}: {t.text[:TURN_CHARS]}" for t in tail)])
     return f"<transcript>\n{body}\n</transcript>"
-
-
-_SLUG_WORD = re.compile(r"[a-z0-9]+")
-
-
-def lesson_title(lesson: str) -> str:
-    """A lesson's title: its first sentence, at most 80 characters, on one line."""
-    first = re.split(r"(?<=[.!?])\s", " ".join(lesson.split()), maxsplit=1)[0]
-    return first if len(first) <= 80 else first[:79].rstrip() + "…"
-
-
-def lesson_key(text: str, project: str | None) -> str:
-    """``project/<p>/lesson-<words>`` (or ``global/lesson-<words>``) from a lesson's first words."""
-    words = _SLUG_WORD.findall(text.lower())[:8]
-    slug = "-".join(words)[:60].strip("-") or hashlib.sha256(text.encode()).hexdigest()[:12]
-    name = f"lesson-{slug}"
-    return f"project/{project}/{name}" if project else f"global/{name}"
 
 
 def _parse(ts: str) -> datetime:
     return datetime.fromisoformat(ts.replace("Z", "+00:00"))
-
-
-def reinforce(mem: Memory, key: str) -> str:
-    """Make a dormant fact current again (and record it, so decay starts over)."""
-    kv = mem.versions(key)
-    if kv.current is None:
-        raise BeadError(f"no fact under {key}", "check the key with `bead search`")
-    if kv.current.status != "current":
-        mem.set_status(kv.current, "current")
-    mem.note_use([key], "reinforce", id=kv.current.id)
-    return kv.current.id

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from datetime import datetime
 
 from ..store.audit import iso
-from .run import Dream, DreamState, LockHeld
+from ..store.reports import DreamState
+from .run import Dream, LockHeld
 
 log = logging.getLogger("bead.dream")
 

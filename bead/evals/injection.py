@@ -17,9 +17,10 @@ import time
 from typing import Any
 
 from ..config import parse as parse_config
-from ..core.conversation import identify
+from ..conversation import identify
 from ..core.pinned import pinned_block
-from ..recall.pipeline import Recaller
+from ..core.recall import Recaller
+from ..core.seal import write_fact
 from ..wire import openai
 from ..wire.anthropic import conversation_of
 from .suite import percentile, temp_memory
@@ -98,7 +99,7 @@ def run(suite: dict, split: str | None = None, config_text: str = "", wire: str 
     with temp_memory() as mem:
         current: dict[str, str] = {}
         for f in suite.get("facts") or []:
-            res = mem.write(f["key"], f["body"], f["type"], trust=f.get("trust", "user_stated"),
+            res = write_fact(mem, f["key"], f["body"], f["type"], trust=f.get("trust", "user_stated"),
                             sensitivity=f.get("sensitivity", "private"), pinned=f.get("pinned"))
             current[f["key"]] = res.fact.id
         config = parse_config(config_text)

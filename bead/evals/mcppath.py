@@ -24,6 +24,7 @@ from typing import Any
 from ..config import Config
 from ..config import parse as parse_config
 from ..core import query as reads
+from ..core.seal import write_fact
 from ..wire.anthropic import conversation_of
 from . import injection, rawrecall
 from .suite import percentile, temp_memory
@@ -79,7 +80,7 @@ def run_injection(suite: dict, split: str | None = None, config_text: str = "") 
     rows: list[dict[str, Any]] = []
     with temp_memory() as mem:
         for f in suite.get("facts") or []:
-            mem.write(f["key"], f["body"], f["type"], trust=f.get("trust", "user_stated"),
+            write_fact(mem, f["key"], f["body"], f["type"], trust=f.get("trust", "user_stated"),
                       sensitivity=f.get("sensitivity", "private"), pinned=f.get("pinned"))
         for t in turns:
             text = newest_user_text(t["messages"])

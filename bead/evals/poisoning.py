@@ -73,7 +73,7 @@ def run(suite: dict, split: str | None = None, config_text: str = "") -> dict:
 
 def _remembered(message: Any) -> dict:
     """What the proxy's "remember" does with a person's message: written when any value it asks for would be."""
-    from ..core.conversation import identify
+    from ..conversation import identify
     from ..core.remember import plan
     from ..wire.anthropic import conversation_of
 

@@ -37,11 +37,12 @@ from typing import Any
 
 from ..config import Config
 from ..config import parse as parse_config
-from ..core.conversation import identify
+from ..conversation import identify
 from ..core.memory import Memory
 from ..core.pinned import standing_memory
+from ..core.recall import Recaller
+from ..core.seal import write_fact
 from ..recall import render
-from ..recall.pipeline import Recaller
 from ..wire.anthropic import conversation_of
 from . import generated
 from .injection import pointer_figures
@@ -83,7 +84,7 @@ def run_settings(suite: dict, scale: int, settings: list[Setting], split: str | 
     results = []
     with temp_memory() as mem:
         for f in generated.interleave(real, made):
-            mem.write(f["key"], f["body"], f["type"], trust=f.get("trust", "user_stated"),
+            write_fact(mem, f["key"], f["body"], f["type"], trust=f.get("trust", "user_stated"),
                       sensitivity=f.get("sensitivity", "private"), pinned=f.get("pinned"))
         for setting in settings:
             config = parse_config(setting.config)

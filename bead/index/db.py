@@ -495,7 +495,7 @@ class Index:
     # ----- raw text, read back from the files ---------------------------------
     def _read_span(self, rel: str, off: int, size: int) -> str:
         """A turn's text (its first RAW_CHARS characters) from its file; "" when the file is gone or changed."""
-        from ..store import files as safe
+        from .. import files as safe
         from ..store.rawlog import read_turn_text
 
         want = min(size, RAW_CHARS * 4)

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import files as safe
 from ..paths import version_number
-from ..store import files as safe
 from ..store.facts import FactStore, Problem
 from ..store.rawlog import RawLog
 from .db import Index, sha256_file

@@ -1,8 +1,8 @@
 """The MCP servers: the agent's (`bead mcp`), the curator's (`bead mcp --admin`), the team host's (`--http`).
 
 Entry points, like the proxy and the CLI: each tool translates its arguments,
-calls the application layer (bead.core, bead.recall, bead.forget,
-bead.dream.queue, bead.vault) and translates the answer; no SQL, no file
+calls the application layer (bead.core, bead.recall, bead.core.forget,
+bead.store.queue, bead.vault) and translates the answer; no SQL, no file
 access, no query code of its own lives here. The official MCP SDK (2.x,
 ``MCPServer``) is imported only by these modules, so ``import bead.cli``
 never loads it.

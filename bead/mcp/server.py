@@ -26,17 +26,18 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from .. import __version__
-from .. import forget as forgetting
 from ..config import Config
 from ..core import curate
+from ..core import forget as forgetting
 from ..core import query as reads
 from ..core import remember as remembering
+from ..core import review as decide
+from ..core import seal as vault_ops
 from ..core.memory import Memory
+from ..core.review import wake as reinforce_fact
 from ..core.viewer import LOCAL, Viewer
-from ..dream import queue as review
-from ..dream.run import reinforce as reinforce_fact
 from ..paths import Home
-from ..vault import ops as vault_ops
+from ..store import queue as review
 from .confirm import ConfirmTokens
 from .errors import ToolFailure, failure
 from .errors import result as error_result
@@ -352,9 +353,9 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
 
     @mcp.tool(annotations=WRITE, description="Accept a review item: its value is written with trust accepted.")
     async def queue_accept(id: Annotated[str, Field(max_length=40)], ctx: Context) -> CallToolResult:  # noqa: A002
-        return await rt.call("queue_accept", ctx, lambda m, v: review.Queue(m).accept(id).as_dict(), write=True)
+        return await rt.call("queue_accept", ctx, lambda m, v: decide.accept_item(m, id).as_dict(), write=True)
 
     @mcp.tool(annotations=WRITE, description="Reject a review item: its value is tombstoned and never proposed again.")
     async def queue_reject(id: Annotated[str, Field(max_length=40)], ctx: Context,  # noqa: A002
                            reason: Annotated[str, Field(max_length=500)] = "") -> CallToolResult:
-        return await rt.call("queue_reject", ctx, lambda m, v: review.Queue(m).reject(id, reason).as_dict(), write=True)
+        return await rt.call("queue_reject", ctx, lambda m, v: decide.reject_item(m, id, reason).as_dict(), write=True)

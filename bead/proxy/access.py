@@ -70,7 +70,7 @@ def browser_refusal(headers: dict[str, str], same_origin: bool = False) -> str |
 
 def load_token(home: Home) -> str:
     """The home's proxy token, created (0600) on first use; never read or written through a link."""
-    from ..store import files as safe
+    from .. import files as safe
 
     path = home.proxy_token
     try:

@@ -34,15 +34,15 @@ from typing import Any
 
 from ..capture.secrets import ruleset
 from ..config import Config
+from ..conversation import Conversation, Identity, identify
 from ..core import capture
 from ..core import remember as remembering
-from ..core.conversation import Conversation, Identity, identify
 from ..core.memory import IndexBehind, Memory, utcnow
 from ..core.pinned import standing_memory
+from ..core.recall import Recaller
 from ..core.state import Conversations
 from ..core.trace import Trace, record_proxy_trace
 from ..paths import Home
-from ..recall.pipeline import Recaller
 from ..store.locks import LockBusy
 from ..store.rawlog import Turn as RawTurn
 from ..wire import Wire, anthropic

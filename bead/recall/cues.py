@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.conversation import Conversation, Source
+from ..conversation import Conversation, Source
 
 TOOL_RESULT_CHARS = 1500
 WEIGHTS = {"user": 1.0, "assistant": 0.6, "tool_input": 0.6, "tool_output": 0.3}

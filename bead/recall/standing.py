@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.conversation import Conversation
+from ..conversation import Conversation
 from ..index.db import Index
 from ..index.query import Visibility, terms
 from ..store.keys import PERSON_TRUSTS

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .. import files as safe
 from ..config import Config
 from ..paths import Home
-from ..store import files as safe
 
 SERVER = "bead-admin"
 OPENING = "Open the curation session: show me the latest dream report and what waits in the review queue."

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from ..config import write_default
 from ..errors import BeadError
+from ..files import atomic_write
 from ..paths import Home
 from ..proxy.access import load_token
-from ..store.files import atomic_write
 
 SERVICES = ("proxy", "indexer", "dream")
 RC_BEGIN = "# >>> bead >>>"

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .files import FILE_MODE, append_line, read_text, rewrite_lines
+from ..files import FILE_MODE, append_line, read_text, rewrite_lines
 
 
 def normalise(value: str) -> str:

@@ -28,12 +28,12 @@ from typing import Any
 
 import yaml
 
+from .. import files as safe
 from .. import yamlsafe
 from ..display import plain_words
 from ..errors import BeadError, KeySealed, RefusedWrite
 from ..paths import Home, version_number
 from ..textform import invisible
-from . import files as safe
 from .audit import AuditLog, Tombstones, iso
 from .keys import PERSON_TRUSTS, SENSITIVITIES, TRUSTS, TYPES, check_choice, check_new_key, scope_of, validate_key
 from .locks import flocked

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .files import open_file
+from ..files import open_file
 
 
 class LockBusy(OSError):

@@ -23,11 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .. import files as safe
 from ..capture.secrets import redact as redact_secrets
 from ..errors import BeadError
 from ..paths import Home
 from ..textform import fold
-from . import files as safe
 from .audit import iso
 from .locks import flocked
 
@@ -336,3 +336,13 @@ def _last_turn_number(fd: int) -> int:
         break
     text = os.pread(fd, size, 0).decode("utf-8", errors="replace")
     return max((t.n for t in parse(text)), default=0)
+
+
+_LABELS = {"typed": "user (typed)", "pasted": "user (pasted)", "tool_output": "user (tool output)",
+           "assistant": "assistant", "tool_call": "assistant (tool call)"}
+
+
+def label(t: Turn) -> str:
+    """Who produced a turn, as the transcript names it (turns captured before sources: "source unknown")."""
+    source = t.flags.get("source")
+    return _LABELS.get(str(source), f"{t.role} (source unknown)") if source else f"{t.role} (source unknown)"

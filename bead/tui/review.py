@@ -317,7 +317,7 @@ def _seal(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:
 
 
 def _candidate(mem: Memory, e: review.Entry) -> str:
-    from ..dream.run import lesson_title
+    from ..core.review import lesson_title
 
     item, added = review.add_candidate(mem, e.session, "feedback", lesson_title(e.proposed or ""), e.proposed or "")
     return f"review item {item.id} holds the lesson now" + ("" if added else " (it was queued before)")

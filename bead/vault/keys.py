@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .. import files as safe
 from ..errors import BeadError, RefusedWrite
 from ..paths import Home
-from ..store import files as safe
 from ..store.audit import iso
 from . import bech32
 

@@ -8,7 +8,7 @@ highest one that decrypts and parses, as for plaintext facts (an old version
 that still says ``current`` inside does no harm).
 
 This module moves files; the keys and the encryption are ``keys``'s, and
-which of plaintext or sealed a key is, ``bead.vault.ops``'s. Nothing here
+which of plaintext or sealed a key is, ``bead.core.seal``'s. Nothing here
 touches the index: a sealed version never has a row.
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import files as safe
 from ..paths import Home, sealed_number
-from ..store import files as safe
 from ..store.facts import Fact, parse_fact
 from ..store.keys import validate_key
 from . import keys as vault_keys

@@ -3,7 +3,7 @@
 ``anthropic`` is the Messages API; ``openai`` holds the Chat Completions
 API (``openai.CHAT``) and the Responses API (``openai.RESPONSES``). Each
 format parses a request body into the typed
-``bead.core.conversation.Conversation``, splices blocks into the raw body
+``bead.conversation.Conversation``, splices blocks into the raw body
 without moving a byte, and rebuilds the assistant turn from the response
 bytes. ``Wire`` is all the proxy's engine knows of a format: the anthropic
 module and the two OpenAI formats each satisfy it.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..core.conversation import Conversation, Message
+    from ..conversation import Conversation, Message
 
 
 class Collector(Protocol):

@@ -16,7 +16,7 @@ import zlib
 from typing import Any
 
 from ..capture.text import clean, harness_element, reminders, segments, strip_own
-from ..core.conversation import Conversation, Message, Part, Source, find_cwd
+from ..conversation import Conversation, Message, Part, Source, find_cwd
 from .splice import Request, append_blocks, check_parts, text_block
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..capture.text import clean, harness_element, strip_own
-from ..core.conversation import Conversation, Message, Part, Source, find_cwd
+from ..conversation import Conversation, Message, Part, Source, find_cwd
 from . import anthropic
 from .splice import (
     MAX_MESSAGE_PARTS,

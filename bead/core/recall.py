@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Config
-from ..core.conversation import Conversation, Identity
-from ..core.memory import Memory
-from ..core.trace import cue_excerpt
-from . import gate, pointers, render
-from .cues import Cue, extract
+from ..conversation import Conversation, Identity
+from ..recall import gate, pointers, render
+from ..recall.cues import Cue, extract
+from .memory import Memory
+from .trace import cue_excerpt
 
 ErrorSink = Callable[[str, BaseException | None], None]
 
@@ -140,7 +140,7 @@ class Recaller:
         """The candidates the chat model says help the next step (at most ``recall.max_facts``); None when the
         call failed (the caller keeps the default gate's choice)."""
         from ..llm import Model
-        from . import rerank
+        from ..recall import rerank
 
         settings = self.config.rerank
         t0 = time.perf_counter()

@@ -2,7 +2,7 @@
 `bead write --sensitivity secret`, `bead sealed list` and `bead sealed show`.
 
 A key is plaintext or sealed, never both. Sealing is a forget of the
-plaintext (bead.forget: the version files and their index rows, raw turns,
+plaintext (bead.core.forget: the version files and their index rows, raw turns,
 episodes, review items, state and trace lines that hold the value, the WAL
 truncated) that writes no tombstone (a value's hash gives a PIN away), with
 the encrypted copies written inside forget's locks before anything is
@@ -23,17 +23,17 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import forget
+from .. import files as safe
 from ..capture.secrets import credential_rules
 from ..errors import BeadError, RefusedWrite
-from ..store import files as safe
 from ..store.audit import iso
 from ..store.facts import Fact, WriteResult, is_version_of, parse_fact
 from ..store.keys import TRUSTS, TYPES, check_choice, validate_key
-from . import keys as vault_keys
+from ..vault import keys as vault_keys
+from . import forget
 
 if TYPE_CHECKING:
-    from ..core.memory import Memory
+    from .memory import Memory
 
 
 def _seal(mem: Memory, key: str, plan: forget.Plan, to: Any, new: Any = None) -> tuple[dict[str, Any], Fact | None]:
@@ -105,6 +105,7 @@ def write_secret(mem: Memory, key: str, body: str, type: str, trust: str = "user
                  pinned: bool | None = None, sources: tuple[str, ...] = ()) -> WriteResult:
     """A new sealed version of ``key``; its plaintext versions are sealed first. No passphrase is needed."""
     validate_key(key)
+    mem.check_lookalike(key)
     check_choice("type", type, TYPES)
     check_choice("trust", trust, TRUSTS)
     body = mem.facts.check_body(key, body)
@@ -179,3 +180,14 @@ def show(mem: Memory, key: str, passphrase: str, skipped: list[Path] | None = No
 def listing(mem: Memory) -> dict[str, int]:
     """Sealed keys and their version counts: the file names tell, no passphrase needed."""
     return mem.sealed.counts()
+
+
+def write_fact(mem: Memory, key: str, body: str, type: str, trust: str = "user_stated", sensitivity: str = "private",
+               pinned: bool | None = None, sources: tuple[str, ...] = (), title: str | None = None) -> WriteResult:
+    """A new version as `bead write` and the eval suites give it: a secret is sealed (``write_secret``), any
+    other value is a plain version (``Memory.write``)."""
+    if sensitivity != "secret":
+        return mem.write(key, body, type, trust=trust, sensitivity=sensitivity, pinned=pinned, sources=sources,
+                         title=title)
+    mem.check_title(key, title)
+    return write_secret(mem, key, body, type, trust=trust, pinned=pinned, sources=tuple(sources))

@@ -6,7 +6,7 @@ index rows, episodes, review items, per-conversation state lines and trace
 lines; then the index's WAL is truncated. Each of those files belongs to a
 component, and forget calls that component's own operation.
 
-Sealing a key (bead.vault.ops) is a forget of its plaintext: it plans with
+Sealing a key (bead.core.seal) is a forget of its plaintext: it plans with
 ``plan_seal`` and calls ``apply`` with ``under_lock``, which writes the
 encrypted copies inside forget's locks, before anything is deleted. A seal
 writes no tombstone: a value's hash is the value to whoever can enumerate
@@ -29,21 +29,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .capture.secrets import redact
-from .core.memory import Memory
-from .core.state import Conversations
-from .core.trace import Trace, configured_paths
-from .dream.episodes import Episodes
-from .dream.queue import Queue
-from .dream.run import Reports
-from .errors import BeadError
-from .paths import enclosing_git, version_number
-from .store import files as safe
-from .store.audit import key_hash, normalise
-from .store.facts import is_version_of, split_frontmatter
-from .store.keys import key_mentions, parse_id, validate_key
-from .store.rawlog import FORGOTTEN
-from .textform import fold
+from .. import files as safe
+from ..capture.secrets import redact
+from ..errors import BeadError
+from ..paths import enclosing_git, version_number
+from ..store.audit import key_hash, normalise
+from ..store.episodes import Episodes
+from ..store.facts import is_version_of, split_frontmatter
+from ..store.keys import key_mentions, parse_id, validate_key
+from ..store.queue import Queue
+from ..store.rawlog import FORGOTTEN
+from ..store.reports import Reports
+from ..textform import fold
+from .memory import Memory
+from .state import Conversations
+from .trace import Trace, configured_paths
 
 
 @dataclass
@@ -182,7 +182,7 @@ def _words(text: str) -> list[str]:
 
 
 def _shingles(texts: list[str]) -> set[tuple[str, ...]]:
-    from .index.query import STOPWORDS
+    from ..index.query import STOPWORDS
 
     out: set[tuple[str, ...]] = set()
     for t in texts:
@@ -259,7 +259,7 @@ def distinctive_tokens(mem: Memory, texts: list[str]) -> set[str]:
     """The distinctive tokens of ``texts``, lower-cased, in their normal form (bead.textform.fold). Once the
     history has RARE_HISTORY turns to judge by, a short code or number that more than CODE_TURNS raw turns
     hold (a year, a common port) is the history's, not the value's, and stays; a long code always goes."""
-    from .index.query import STOPWORDS
+    from ..index.query import STOPWORDS
 
     codes: set[str] = set()
     words: set[str] = set()
@@ -293,7 +293,7 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
     and digits in order, up to two other characters between each two."""
     if not tokens:
         return None
-    from .capture.secrets import compile_linear
+    from ..capture.secrets import compile_linear
 
     def form(tok: str) -> str:
         alnum = [c for c in tok if c.isalnum()]

@@ -25,13 +25,14 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
-from ..core.memory import Memory
-from ..display import CONTROL
-from ..errors import BeadError, InvalidArgument, RefusedWrite
-from ..store import files as safe
-from ..store.audit import iso, normalise
+from .. import files as safe
+from ..errors import BeadError
+from ..paths import Home
+from .audit import iso, normalise
 
 KINDS = ("suspicious", "key-conflict", "change-user-stated", "untrusted-source", "lesson")
 _ITEM_ID = re.compile(r"[0-9a-f]{12}")   # what item_id gives; anything else names no file
@@ -74,21 +75,35 @@ class Item:
         return self.__dict__.copy()
 
 
+class Located(Protocol):
+    """Where the queue's files are and what time it is (``bead.core.memory.Memory`` is one)."""
+
+    @property
+    def home(self) -> Home: ...
+
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+
+
 class Queue:
-    def __init__(self, mem: Memory):
-        self.mem = mem
-        self.dir = mem.home.queue
+    """The item files. Deciding an item (accept writes a fact, reject a tombstone) is the application's:
+    ``bead.core.review.accept_item`` and ``reject_item`` record it here with ``decided``."""
+
+    def __init__(self, where: Located):
+        self.home = where.home
+        self.clock = where.clock
+        self.dir = self.home.queue
 
     def path(self, item_id: str) -> Path:
-        return self.mem.home.queue_item(item_id)
+        return self.home.queue_item(item_id)
 
     def _files(self) -> list[Path]:
-        names = safe.listdir(self.dir, root=self.mem.home.root)
+        names = safe.listdir(self.dir, root=self.home.root)
         return [self.dir / n for n in sorted(names) if n.endswith(".json") and not n.startswith(".")]
 
     def _read(self, p: Path) -> dict | None:
         try:
-            data = json.loads(safe.read_text(p, root=self.mem.home.root))
+            data = json.loads(safe.read_text(p, root=self.home.root))
         except (OSError, ValueError):
             return None   # unreadable, or a link (`bead status` reports links)
         return data if isinstance(data, dict) else None
@@ -122,7 +137,7 @@ class Queue:
             item = self._read(p)
             if item is None:
                 try:
-                    text = safe.read_text(p, root=self.mem.home.root, errors="replace")
+                    text = safe.read_text(p, root=self.home.root, errors="replace")
                 except (OSError, safe.UnsafePath):
                     continue
                 if matches(text):
@@ -134,11 +149,11 @@ class Queue:
 
     def delete(self, paths: list[Path]) -> None:
         for p in paths:
-            safe.unlink(p, root=self.mem.home.root)
+            safe.unlink(p, root=self.home.root)
 
     def _save(self, item: Item) -> None:
         safe.atomic_write(self.path(item.id), json.dumps(item.as_dict(), ensure_ascii=False, indent=2).encode(),
-                          root=self.mem.home.root)
+                          root=self.home.root)
 
     def add(self, kind: str, key: str, type_: str, value: str, sources: list[str], detail: str = "",
             source: str = "", owner: str = "", title: str = "", session: str = "",
@@ -148,42 +163,22 @@ class Queue:
         if self._read(self.path(iid)) is not None:
             return self.get(iid), False
         item = Item(iid, kind, key, type_, value, sources, detail,
-                    history=[{"at": iso(self.mem.clock()), "action": "queued", "reason": detail}], source=source,
+                    history=[{"at": iso(self.clock()), "action": "queued", "reason": detail}], source=source,
                     owner=owner, title=title, session=session, evaluation=evaluation)
         self._save(item)
         return item, True
 
-    def accept(self, item_id: str, reason: str = "", value: str | None = None) -> Item:
-        """Write the item's value (or ``value``, the person's edit of it) with trust ``accepted``.
-
-        An edited value is written; the item keeps the proposed text and its
-        history records the written one. A lesson's fact cites no turns: its
-        evidence is a whole session, which a later forget of the lesson must
-        not redact (the item keeps the evidence)."""
+    def open_item(self, item_id: str) -> Item:
+        """The item, which must still be open (a decided one cannot be decided again)."""
         item = self.get(item_id)
         if item.status != "open":
             raise BeadError(f"review item {item_id} is already {item.status}", "list open items with `bead queue`")
-        text = item.value if value is None else value.strip()
-        if not text:
-            raise BeadError("the edited value is empty", "accept the item as it is, or reject it")
-        # Accepting makes the text the person's word: the same checks as any other way in. A proposal (or an
-        # edit) that holds a terminal escape or a credential is not written, whoever backs it.
-        if CONTROL.search(text):
-            raise InvalidArgument(f"review item {item_id} holds control characters (a terminal escape, a NUL); "
-                                  "nothing was written", "edit it into plain text (`bead review`, e), or reject it")
-        from ..capture.secrets import credential_rules
+        return item
 
-        if credential_rules(text):
-            raise RefusedWrite(f"the value of review item {item_id} looks like a credential, and bead never stores "
-                               "one in plain text; nothing was written",
-                               "leave the secret out (edit it), or seal it: `bead write KEY - --sensitivity secret`")
-        sources = [] if item.kind == "lesson" else item.sources
-        res = self.mem.write(item.key, text, item.type, trust="accepted", sources=sources, owner=item.owner or None)
-        item.status = "accepted"
-        entry = {"at": iso(self.mem.clock()), "action": "accepted", "reason": reason, "id": res.fact.id}
-        if text != item.value:
-            entry["value"] = text
-        item.history.append(entry)
+    def decided(self, item: Item, status: str, entry: dict) -> Item:
+        """Record a decision (``accepted`` or ``rejected``) and its history entry (the time is added here)."""
+        item.status = status
+        item.history.append({"at": iso(self.clock()), **entry})
         self._save(item)
         return item
 
@@ -193,14 +188,3 @@ class Queue:
             if entry.get("action") == "accepted" and entry.get("id"):
                 return str(entry["id"]), str(entry.get("value", item.value))
         return None
-
-    def reject(self, item_id: str, reason: str = "") -> Item:
-        item = self.get(item_id)
-        if item.status != "open":
-            raise BeadError(f"review item {item_id} is already {item.status}", "list open items with `bead queue`")
-        digest = self.mem.tombstones.add(self.mem.clock(), item.key, item.value, reason="review-reject")
-        self.mem.audit.record(self.mem.clock(), "tombstone", key=item.key, sha256=digest)
-        item.status = "rejected"
-        item.history.append({"at": iso(self.mem.clock()), "action": "rejected", "reason": reason})
-        self._save(item)
-        return item

@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
+from .. import files as safe
 from ..capture.secrets import redact
 from ..paths import Home
-from ..store import files as safe
-from ..store.audit import iso
+from .audit import iso
 
 SECTIONS = ("situation", "action", "outcome", "lesson")
 
@@ -39,7 +39,7 @@ class EpisodeView:
 
 
 def _split(text: str) -> tuple[dict[str, Any], str]:
-    from ..store.facts import split_frontmatter
+    from .facts import split_frontmatter
 
     try:
         return split_frontmatter(text)

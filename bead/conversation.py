@@ -35,7 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..paths import enclosing_git
+from .paths import enclosing_git
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
 # A line such as "Primary working directory: /x" or "- cwd: /x". Bounded

@@ -32,8 +32,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..capture.secrets import compile_linear
 from ..textform import fold
+from .secrets import compile_linear
 
 MAX_CHARS = 600
 

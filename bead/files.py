@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import BeadError
+from .errors import BeadError
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600

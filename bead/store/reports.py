@@ -1,0 +1,71 @@
+"""The dream's files: which turns of each session a run has read (``DreamState``) and the run reports.
+
+A report (``store/reports/<date>.md``) names keys and version ids, never values; forget replaces a forgotten
+key's mentions with its hash.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+from .. import files as safe
+from ..paths import Home
+from .audit import key_hash
+from .keys import key_mentions
+
+
+class DreamState:
+    def __init__(self, path: Path, root: Path | None = None):
+        self.path = path
+        self.root = root if root is not None else path.parent
+        try:
+            self.data = json.loads(safe.read_text(path, root=self.root))
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+            self.data = {}
+        self.data.setdefault("sessions", {})
+
+    def read(self, sid: str) -> int:
+        return int(self.data["sessions"].get(sid, 0))
+
+    def mark(self, sid: str, n: int) -> None:
+        self.data["sessions"][sid] = n
+
+    def save(self) -> None:
+        safe.atomic_write(self.path, json.dumps(self.data, indent=1, sort_keys=True).encode(), root=self.root)
+
+
+class Reports:
+    """``store/reports/<date>.md``: keys and version ids of each run, never values."""
+
+    def __init__(self, home: Home):
+        self.home = home
+
+    def append(self, day: datetime, text: str) -> Path:
+        path = self.home.report_file(day)
+        try:
+            prior = safe.read_text(path, root=self.home.root) + "\n"
+        except FileNotFoundError:
+            prior = ""
+        safe.atomic_write(path, (prior + text).encode(), root=self.home.root)
+        return path
+
+    def files(self) -> list[Path]:
+        return [folder / n for folder, _d, names in safe.walk(self.home.reports, root=self.home.root)
+                for n in names if n.endswith(".md") and not n.startswith(".")]
+
+    def forget_keys(self, keys: set[str]) -> int:
+        """Every mention of a forgotten key (or a version id of it) becomes its hash (forget)."""
+        changed = 0
+        for path in self.files():
+            text = safe.read_text(path, root=self.home.root, errors="replace")
+            new = text
+            for key in sorted(keys, key=len, reverse=True):
+                spans = key_mentions(new, key)
+                for start, end in reversed(spans):
+                    new = new[:start] + f"[forgotten {key_hash(key)[:12]}]" + new[end:]
+            if new != text:
+                safe.atomic_write(path, new.encode(), root=self.home.root)
+                changed += 1
+        return changed
