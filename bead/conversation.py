@@ -37,6 +37,14 @@ from typing import Any
 
 from .paths import enclosing_git
 
+# Parts read in one request (content blocks and parts, tool calls, parts of a tool output), and in one
+# conversation message. Each part costs Python work when the conversation is built (~10 us), and each part
+# of the newest user message is a recall cue whose excerpt is secret-scanned before forwarding (~0.2 ms):
+# one message of 100,000 one-letter parts (2.7 MB) held a worker 22 s past the deadline. No harness sends
+# near these; past them the body goes out unchanged and uncaptured, counted as too large (both APIs).
+MAX_PARTS = 20_000
+MAX_MESSAGE_PARTS = 1_000
+
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
 # A line such as "Primary working directory: /x" or "- cwd: /x". Bounded
 # runs and no nested quantifier over the same characters: linear time.

@@ -20,6 +20,7 @@ from bead.core import capture, history
 from bead.core.memory import Memory
 from bead.paths import Home
 from bead.wire.anthropic import conversation_of
+from bead.wire.formats import read_items
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-transcripts" / "projects"
 MAIN = "b2ac7813-7910-4e32-bac0-838708ad98d9"
@@ -40,7 +41,7 @@ def test_fixtures_hold_no_machine_paths_or_keys():
 
 
 def test_imports_sessions_subagents_and_projects(mem):
-    counts = history.import_claude_code(mem, FIXTURES)
+    counts = history.import_claude_code(mem, read_items, FIXTURES)
     assert counts.files == 3 and counts.sessions == 3 and counts.turns_added > 15
     files = raw_turns(mem)
     subagent = identify({"x-claude-code-session-id": MAIN, "x-claude-code-agent-id": AGENT},
@@ -61,7 +62,7 @@ def test_imports_sessions_subagents_and_projects(mem):
 
 
 def test_secret_scan_runs_as_in_live_capture(mem):
-    history.import_claude_code(mem, FIXTURES)
+    history.import_claude_code(mem, read_items, FIXTURES)
     texts = [t.text for ts in raw_turns(mem).values() for t in ts]
     assert not any(SECRET in t for t in texts)
     flagged = [t for ts in raw_turns(mem).values() for t in ts if t.flags.get("redacted")]
@@ -70,9 +71,9 @@ def test_secret_scan_runs_as_in_live_capture(mem):
 
 
 def test_second_run_adds_nothing(mem):
-    first = history.import_claude_code(mem, FIXTURES)
+    first = history.import_claude_code(mem, read_items, FIXTURES)
     before = {p: p.read_bytes() for p in mem.raw.files()}
-    second = history.import_claude_code(mem, FIXTURES)
+    second = history.import_claude_code(mem, read_items, FIXTURES)
     assert second.turns_added == 0 and second.turns_present == first.turns_added
     assert {p: p.read_bytes() for p in mem.raw.files()} == before
 
@@ -80,7 +81,7 @@ def test_second_run_adds_nothing(mem):
 def test_imported_turns_are_searchable(mem):
     from bead.recall.rank import search_raw
 
-    history.import_claude_code(mem, FIXTURES)
+    history.import_claude_code(mem, read_items, FIXTURES)
     hits = search_raw(mem.index, "deploy thursdays", limit=5)
     assert hits and hits[0].row["session"] == OTHER
 
@@ -94,17 +95,17 @@ def test_live_capture_then_import_completes_without_doubling(mem):
     conv = conversation_of(body, {})
     ident = identify({"x-claude-code-session-id": MAIN}, conv, None)
     capture.capture(mem, ident, capture.request_turns(conv, ident, 0))
-    counts = history.import_claude_code(mem, FIXTURES)
+    counts = history.import_claude_code(mem, read_items, FIXTURES)
     assert counts.turns_present == 1
     main = raw_turns(mem)[f"{MAIN}.md"]
     assert [t.text for t in main].count(first_prompt) == 1
 
 
 def test_project_and_since_filters(mem, tmp_path):
-    counts = history.import_claude_code(mem, FIXTURES, project="other")
+    counts = history.import_claude_code(mem, read_items, FIXTURES, project="other")
     assert counts.sessions == 1 and counts.skipped_project == 2
     assert set(raw_turns(mem)) == {f"{OTHER}.md"}
-    later = history.import_claude_code(mem, FIXTURES, since=datetime(2027, 1, 1, tzinfo=UTC))
+    later = history.import_claude_code(mem, read_items, FIXTURES, since=datetime(2027, 1, 1, tzinfo=UTC))
     assert later.turns_added == 0 and later.skipped_old > 0
 
 
@@ -133,7 +134,7 @@ class TestCodex:
     """bead import codex, on rollout files the real Codex CLI wrote (tests/fixtures/codex-sessions)."""
 
     def test_imports_sessions_with_the_proxys_ids_and_projects(self, mem):
-        counts = history.import_codex(mem, CODEX)
+        counts = history.import_codex(mem, read_items, CODEX)
         assert counts.files == 2 and counts.sessions == 2 and counts.turns_added == 12
         files = raw_turns(mem)
         # The live proxy names a Codex conversation by its session-id header (the same id as the rollout's,
@@ -150,9 +151,9 @@ class TestCodex:
         assert "AGENTS.md instructions" not in text and "second reviewer" not in text and "private reasoning" not in text
 
     def test_second_run_adds_nothing(self, mem):
-        first = history.import_codex(mem, CODEX)
+        first = history.import_codex(mem, read_items, CODEX)
         before = {p: p.read_bytes() for p in mem.raw.files()}
-        again = history.import_codex(mem, CODEX)
+        again = history.import_codex(mem, read_items, CODEX)
         assert again.turns_added == 0 and again.turns_present == first.turns_added
         assert {p: p.read_bytes() for p in mem.raw.files()} == before
 
@@ -170,7 +171,7 @@ def test_lines_that_do_not_parse_are_skipped(mem, tmp_path, line):
     good = {"type": "user", "sessionId": "s1", "cwd": "/w/proj", "timestamp": "2026-01-02T03:04:05Z",
             "message": {"role": "user", "content": "hello there"}}
     (d / "s1.jsonl").write_text(line + "\n" + json.dumps(good) + "\n")
-    counts = history.import_claude_code(mem, tmp_path / "p")
+    counts = history.import_claude_code(mem, read_items, tmp_path / "p")
     assert counts.turns_added == 1 and counts.skipped_lines == 1
 
 
@@ -220,7 +221,7 @@ def test_a_codex_line_over_the_limit_is_skipped_and_counted(mem, tmp_path):
     rollout.write_bytes(b"".join(lines[:3]) + huge + b"".join(lines[3:]))
     small = Memory(mem.home, parse("owner: t\nimport:\n  max_line_bytes: 65536\n"))
     try:
-        counts = history.import_codex(small, src)
+        counts = history.import_codex(small, read_items, src)
         assert counts.skipped_long_lines == 1 and counts.turns_added == 12
     finally:
         small.close()
@@ -233,7 +234,7 @@ def _import_between(mem, tmp_path, content):
     (d / "s1.jsonl").write_bytes(_line("before") + _line(content) + _line("after"))
     small = Memory(mem.home, parse("owner: t\nimport:\n  max_line_bytes: 65536\n"))
     try:
-        return history.import_claude_code(small, tmp_path / "p")
+        return history.import_claude_code(small, read_items, tmp_path / "p")
     finally:
         small.close()
 
@@ -284,11 +285,11 @@ def test_batches_give_the_turns_of_a_whole_file(mem, tmp_path, monkeypatch, whic
     ones the whole file gives at once (here every batch is as small as it can be)."""
     run = history.import_claude_code if which == "claude-code" else history.import_codex
     src = FIXTURES if which == "claude-code" else CODEX
-    whole = run(mem, src)
+    whole = run(mem, read_items, src)
     monkeypatch.setattr(history, "BATCH_BYTES", 1)
     other = Memory(Home(tmp_path / "other").ensure(), Config(owner="tester"))
     try:
-        batched = run(other, src)
+        batched = run(other, read_items, src)
         assert _turns(other) == _turns(mem)
         assert batched.as_dict() == whole.as_dict()
     finally:
@@ -304,7 +305,7 @@ def test_a_session_of_more_parts_than_the_parser_takes_is_read_in_batches(mem, t
         for i in range(24):
             f.write(_line([{"type": "text", "text": f"w{i}-{j}"} for j in range(900)]))
         f.write(_line([{"type": "text", "text": f"big-{j}"} for j in range(1_500)]))
-    counts = history.import_claude_code(mem, tmp_path / "p")
+    counts = history.import_claude_code(mem, read_items, tmp_path / "p")
     texts = "\n".join(t.text for p in mem.raw.files() for t in mem.raw.read(p))
     want = {f"w{i}-{j}" for i in range(24) for j in range(900)} | {f"big-{j}" for j in range(1_500)}
     assert set(re.findall(r"(?:w\d+|big)-\d+", texts)) == want and counts.skipped_lines == 0

@@ -15,8 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 PKG = Path(__file__).resolve().parent.parent / "bead"
 SQL = re.compile(r"\b(SELECT|INSERT|DELETE\s+FROM|PRAGMA|CREATE\s+(?:VIRTUAL\s+)?TABLE)\b")
 HEAVY = ("quart", "hypercorn", "apscheduler", "watchdog", "httpx", "sqlite_utils", "pyrage",
@@ -91,40 +89,132 @@ def under(*names: str) -> list[Path]:
     return out
 
 
-def test_import_resolution_sees_relative_and_absolute_imports():
-    """The import reader resolves relative imports, so a boundary test cannot pass by not seeing them."""
-    found = imported(PKG / "recall" / "pipeline.py")
-    assert {"bead.core.memory", "bead.recall.gate", "bead.llm", "bead.config"} <= found
-    assert "bead.store.facts" in imported(PKG / "core" / "memory.py")
-    assert "bead.index.db" in imported(PKG / "core" / "memory.py")   # a TYPE_CHECKING import
-
-
-def test_store_imports_no_upper_layer():
-    """bead/store imports nothing from proxy, cli, core, recall or dream."""
-    assert violations(under("store"), ("bead.proxy", "bead.cli", "bead.core", "bead.recall", "bead.dream")) == []
-
-
-def test_vault_store_imports_no_upper_layer():
-    """The vault's keys and sealed files sit beside the store: they import nothing from proxy, cli, core, recall,
-    dream or the index (only vault/ops, which seals through forget, sits above core)."""
-    files = [PKG / "vault" / "keys.py", PKG / "vault" / "sealed.py", PKG / "vault" / "bech32.py"]
-    assert violations(files, ("bead.proxy", "bead.cli", "bead.core", "bead.recall", "bead.dream", "bead.index",
-                              "bead.core.forget")) == []
-
-
-def test_index_imports_no_upper_layer():
-    """bead/index imports nothing from proxy, cli, core, recall or dream."""
-    assert violations(under("index"), ("bead.proxy", "bead.cli", "bead.core", "bead.recall", "bead.dream")) == []
-
-
 ENTRY_POINTS = ("bead.proxy", "bead.cli", "bead.mcp", "bead.tui", "bead.dashboard")
 
+# The layer order, from the ground up. A module may import its own tier and the tiers below it, never one
+# above. Within a tier, imports may go either way but never in a circle (the cycle test below).
+TIERS: list[tuple[str, tuple[str, ...]]] = [
+    ("ground: paths, config, errors, log, safe files, text forms, the model client",
+     ("bead", "bead.errors", "bead.paths", "bead.config", "bead.log", "bead.files", "bead.textform",
+      "bead.yamlsafe", "bead.display", "bead.llm")),
+    ("capture: the secret scan, text cleaning, the instruction rule", ("bead.capture",)),
+    ("the typed conversation", ("bead.conversation",)),
+    ("store: fact, raw-log, audit, queue, episode, report and vault files (a Home and a clock)",
+     ("bead.store", "bead.vault")),
+    ("index: the derived SQLite FTS5 index", ("bead.index",)),
+    ("recall: an index and a conversation in, candidates and blocks out", ("bead.recall",)),
+    ("core: the application (Memory, propose, forget, seal, review, recall for a turn, reads)", ("bead.core",)),
+    ("wire formats", ("bead.wire",)),
+    ("entry points", ("bead.proxy", "bead.dream", "bead.mcp", "bead.indexer", "bead.tui", "bead.dashboard",
+                      "bead.evals", "bead.setup")),
+    ("the command line", ("bead.cli", "bead.__main__")),
+]
 
-@pytest.mark.parametrize("layer", ["core", "recall", "evals", "dream", "forget.py", "vault"])
-def test_application_layers_import_no_entry_point(layer):
-    """core, recall, evals, dream, forget.py and the vault import nothing from an entry point: the proxy, the CLI,
-    the MCP servers, the terminal review or the dashboard."""
-    assert violations(under(layer), ENTRY_POINTS) == []
+
+def tier(module: str) -> int:
+    """The tier of a bead module: the longest prefix listed (``bead`` alone is the package's face)."""
+    best, found = -1, -1
+    for i, (_, prefixes) in enumerate(TIERS):
+        for prefix in prefixes:
+            if (module == prefix or (prefix != "bead" and module.startswith(prefix + "."))) and len(prefix) > best:
+                best, found = len(prefix), i
+    return found
+
+
+@functools.cache
+def bead_imports(path: Path) -> frozenset[str]:
+    """The bead modules ``path`` imports, anywhere in the file: ``from P import m`` is the submodule P.m when
+    there is one (not the package P, whose ``__init__`` it need not run first), else P."""
+    known = {module_name(p) for p in modules()}
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in nodes(path):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - (node.level - 1)] + ([base] if base else []))
+            out.update(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names)
+    return frozenset(m for m in out if m in known and m != name)
+
+
+def test_every_module_has_a_tier():
+    """A new package must be placed in TIERS before it can pass the layer test."""
+    assert [module_name(p) for p in modules() if tier(module_name(p)) < 0] == []
+
+
+def test_import_resolution_sees_relative_and_absolute_imports():
+    """The import reader resolves relative imports, so a boundary test cannot pass by not seeing them."""
+    found = imported(PKG / "core" / "recall.py")
+    assert {"bead.core.memory", "bead.recall.gate", "bead.llm", "bead.config"} <= found
+    assert "bead.store.facts" in imported(PKG / "core" / "memory.py")
+    assert "bead.index.db" in imported(PKG / "core" / "memory.py")
+
+
+def test_no_import_runs_up_the_layers():
+    """Every import of a bead module, anywhere in the file (functions and TYPE_CHECKING blocks too), goes to
+    the module's own tier or one below it."""
+    up = []
+    for p in modules():
+        me = module_name(p)
+        for m in sorted(bead_imports(p)):
+            if tier(m) > tier(me):
+                up.append(f"{rel(p)} ({TIERS[tier(me)][0].split(':')[0]}) imports {m} "
+                          f"({TIERS[tier(m)][0].split(':')[0]})")
+    assert up == []
+
+
+def test_no_import_cycle():
+    """No module reaches itself through imports (any import, anywhere in the file)."""
+    graph = {module_name(p): bead_imports(p) for p in modules()}
+    # a package imports its submodules only to hand names on; `bead` (the face) imports nothing
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(m: str, trail: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(graph.get(m, ())):
+            if state.get(n) == 1:
+                cycles.append(trail[trail.index(n):] + [n] if n in trail else [m, n])
+            elif n not in state:
+                visit(n, trail + [n])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []
+
+
+def function_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of each import inside a function body of ``path``."""
+    out = []
+    for node in nodes(path):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import):
+                    out += [(inner.lineno, a.name) for a in inner.names]
+                elif isinstance(inner, ast.ImportFrom):
+                    out.append((inner.lineno, ("." * inner.level) + (inner.module or "")))
+    return out
+
+
+def test_core_imports_only_heavy_libraries_inside_functions():
+    """An import inside a function in bead/core is a heavy third-party library loaded on first use (so the CLI
+    starts fast), never a bead module dodging a cycle."""
+    bad = [f"{rel(p)}:{line}: {m}" for p in under("core") for line, m in function_imports(p)
+           if m.startswith(".") or m.split(".")[0] not in HEAVY]
+    assert bad == []
+
+
+def test_the_layer_test_sees_an_upward_import(tmp_path):
+    """The tier lookup puts a store module below core, so an import from store to core would be reported."""
+    assert tier("bead.store.facts") < tier("bead.core.memory") < tier("bead.proxy.engine")
+    assert tier("bead.capture.instructions") < tier("bead.conversation") < tier("bead.store.queue")
+    assert tier("bead.wire.anthropic") < tier("bead.proxy.app")
 
 
 def test_the_review_terminal_and_the_dashboard_only_translate():
@@ -160,7 +250,7 @@ def test_mcp_servers_only_translate():
                  and getattr(n.func, "id", None) == "open"]
         assert calls == [], f"{rel(p)} opens a file"
     used = set().union(*(imported(p) for p in files))
-    assert {"bead.core.query", "bead.core.remember", "bead.core.forget", "bead.core.seal", "bead.store.queue"} <= used
+    assert {"bead.core.query", "bead.core.remember", "bead.core.forget", "bead.core.seal", "bead.core.review"} <= used
 
 
 def test_the_core_query_functions_do_no_sql_of_their_own():

@@ -28,9 +28,11 @@ def import_() -> None:
 
 
 def _run(kind: str, files, run, folder, since, project, as_json) -> None:
+    from ..wire import formats
+
     mem = open_memory()
     with click.progressbar(length=len(files), label="importing", file=sys.stderr, hidden=as_json) as bar:
-        counts = run(mem, folder, _since(since), project, progress=lambda p: bar.update(1))
+        counts = run(mem, formats.read_items, folder, _since(since), project, progress=lambda p: bar.update(1))
 
     def human(c):
         echo(f"read {c['files']} {kind} file(s): {c['sessions']} session(s); added {c['turns_added']} "

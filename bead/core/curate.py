@@ -13,6 +13,8 @@ from typing import Any
 from .. import files as safe
 from ..errors import NotFound, Sealed
 from ..store.keys import validate_key
+from ..store.queue import Queue
+from ..store.reports import DreamState, Reports
 from .memory import Memory
 
 REPORT_CHARS = 6000
@@ -20,9 +22,6 @@ REPORT_CHARS = 6000
 
 def summary(mem: Memory) -> dict[str, Any]:
     """Counts from the index, the vault and the queue; the newest dream report (keys and ids, never values)."""
-    from ..store.queue import Queue
-    from ..store.reports import DreamState, Reports
-
     counts = mem.index.counts()
     by_status = mem.index.fact_counts()
     sealed = mem.sealed.counts()

@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import files as safe
-from ..capture.secrets import redact
+from ..capture.secrets import compile_linear, redact
 from ..errors import BeadError
+from ..index.query import STOPWORDS
 from ..paths import enclosing_git, version_number
 from ..store.audit import key_hash, normalise
 from ..store.episodes import Episodes
@@ -182,8 +183,6 @@ def _words(text: str) -> list[str]:
 
 
 def _shingles(texts: list[str]) -> set[tuple[str, ...]]:
-    from ..index.query import STOPWORDS
-
     out: set[tuple[str, ...]] = set()
     for t in texts:
         words = _words(t)
@@ -259,8 +258,6 @@ def distinctive_tokens(mem: Memory, texts: list[str]) -> set[str]:
     """The distinctive tokens of ``texts``, lower-cased, in their normal form (bead.textform.fold). Once the
     history has RARE_HISTORY turns to judge by, a short code or number that more than CODE_TURNS raw turns
     hold (a year, a common port) is the history's, not the value's, and stays; a long code always goes."""
-    from ..index.query import STOPWORDS
-
     codes: set[str] = set()
     words: set[str] = set()
     for text in texts:
@@ -293,7 +290,6 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
     and digits in order, up to two other characters between each two."""
     if not tokens:
         return None
-    from ..capture.secrets import compile_linear
 
     def form(tok: str) -> str:
         alnum = [c for c in tok if c.isalnum()]

@@ -46,9 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from ..capture.secrets import redact
-from ..conversation import Identity, _h, project_from_cwd, project_slug, safe_name
+from ..conversation import MAX_MESSAGE_PARTS, Conversation, Identity, _h, project_from_cwd, project_slug, safe_name
 from ..errors import BeadError
-from ..wire.splice import MAX_MESSAGE_PARTS, SpliceError
 from .capture import request_turns
 from .memory import Memory
 
@@ -337,16 +336,16 @@ def _key(role: str, source: str, text: str) -> tuple[str, str, str]:
     return role, source, h.hexdigest()
 
 
-def _conversation(t: Transcript) -> tuple[Any, list[datetime]]:
-    """The typed conversation of a transcript (through the proxy's parser for its wire) and each message's time."""
-    if t.wire == "responses":
-        from ..wire.openai import responses_conversation
+# How the caller reads a transcript's request items in its wire format (``Transcript.wire``): the typed
+# conversation and, for each message, the request item it starts at. The entry point passes
+# ``bead.wire.formats.read_items`` (the proxy's own parsers); core imports no wire format.
+Parse = Callable[[str, list[dict[str, Any]]], tuple[Conversation, list[int]]]
 
-        conv, groups = responses_conversation({"input": t.messages}, {})
-        return conv, [t.times[g.items[0]] if g.items else t.times[0] for g in groups]
-    from ..wire.anthropic import conversation_of
 
-    return conversation_of({"messages": t.messages}, {}), t.times
+def _conversation(t: Transcript, parse: Parse) -> tuple[Conversation, list[datetime]]:
+    """The typed conversation of a transcript and each message's time."""
+    conv, first = parse(t.wire, t.messages)
+    return conv, [t.times[i] for i in first] if t.wire != "anthropic" else t.times
 
 
 @dataclass
@@ -368,7 +367,8 @@ def present_turns(mem: Memory, session: str) -> Counter[tuple[str, str, str]]:
     return present
 
 
-def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, state: FileState | None = None) -> int:
+def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: Parse,
+                      state: FileState | None = None) -> int:
     """Append the transcript's turns that the session's raw file does not hold yet; how many were added.
 
     The batches of one file share ``state`` (made from the raw file at the first when not given), so a text the
@@ -376,8 +376,8 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, state: F
     if state is None:
         state = FileState(present_turns(mem, t.session))
     try:
-        conv, times = _conversation(t)
-    except SpliceError:      # more parts than the parser takes: the batches are cut so that this never happens
+        conv, times = _conversation(t, parse)
+    except ValueError:       # more parts than the parser takes: the batches are cut so that this never happens
         counts.skipped_lines += len(t.messages)
         t.messages.clear()
         return 0
@@ -409,15 +409,15 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, state: F
 Reader = Callable[[Path, datetime | None, ImportCounts, int], Iterator[Transcript]]
 
 
-def import_claude_code(mem: Memory, root: Path | None = None, since: datetime | None = None,
+def import_claude_code(mem: Memory, parse: Parse, root: Path | None = None, since: datetime | None = None,
                        project: str | None = None,
                        progress: Callable[[Path], None] | None = None) -> ImportCounts:
     """Import every transcript under ``root`` (default: Claude Code's folder); ``progress`` is told each file."""
-    return _import(mem, transcript_files(root or default_root()), read_transcript, since, project, progress)
+    return _import(mem, parse, transcript_files(root or default_root()), read_transcript, since, project, progress)
 
 
-def _import(mem: Memory, files: list[Path], read: Reader, since: datetime | None, project: str | None,
-            progress: Callable[[Path], None] | None) -> ImportCounts:
+def _import(mem: Memory, parse: Parse, files: list[Path], read: Reader, since: datetime | None,
+            project: str | None, progress: Callable[[Path], None] | None) -> ImportCounts:
     counts = ImportCounts()
     want = project_slug(project) if project else None
     limit = mem.config.import_.max_line_bytes
@@ -430,7 +430,7 @@ def _import(mem: Memory, files: list[Path], read: Reader, since: datetime | None
                 counts.skipped_project += 1
                 break
             state = state or FileState(present_turns(mem, t.session))
-            import_transcript(mem, t, counts, state)
+            import_transcript(mem, t, counts, parse, state)
             sessions.add(t.session)
         if progress is not None:
             progress(path)
@@ -520,7 +520,7 @@ def read_codex(path: Path, since: datetime | None, counts: ImportCounts,
         yield t
 
 
-def import_codex(mem: Memory, root: Path | None = None, since: datetime | None = None, project: str | None = None,
-                 progress: Callable[[Path], None] | None = None) -> ImportCounts:
+def import_codex(mem: Memory, parse: Parse, root: Path | None = None, since: datetime | None = None,
+                 project: str | None = None, progress: Callable[[Path], None] | None = None) -> ImportCounts:
     """Import every Codex CLI session under ``root`` (default: Codex's folder)."""
-    return _import(mem, codex_files(root or codex_root()), read_codex, since, project, progress)
+    return _import(mem, parse, codex_files(root or codex_root()), read_codex, since, project, progress)

@@ -32,10 +32,13 @@ from .. import config as config_mod
 from .. import files as safe
 from ..capture.secrets import credential_rules
 from ..errors import BeadError, InvalidKey, RefusedWrite
+from ..index.db import Index, IndexBusy, database_errors
+from ..index.rebuild import rebuild, sync_key, sync_raw
 from ..paths import Home, resolve_home
 from ..store.audit import AuditLog, Tombstones, iso
 from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
 from ..store.keys import validate_key
+from ..store.locks import LockBusy
 from ..store.rawlog import RawLog, Turn, TurnItem
 from ..textform import skeleton
 from ..vault.sealed import SealedStore
@@ -61,9 +64,6 @@ class IndexBehind(BeadError):
 
 def busy_errors() -> tuple[type[BaseException], ...]:
     """What another bead process holding the index or the store raises: nothing changed, try again soon."""
-    from ..index.db import IndexBusy
-    from ..store.locks import LockBusy
-
     return (IndexBusy, LockBusy)
 
 
@@ -95,9 +95,6 @@ class Memory:
     @property
     def index(self) -> Index:
         if self._index is None:
-            from ..index.db import Index
-            from ..index.rebuild import rebuild
-
             idx = Index(self.home.index_db, self.home.store, self.busy_timeout_ms)
             if idx.fresh:
                 # Deleted, never built, or built by another schema: derive it again.
@@ -166,8 +163,6 @@ class Memory:
         """A new key that looks like one already stored, plain or sealed (``user/edit0r`` beside ``user/editor``,
         ``user/rnodel`` beside ``user/model``) is refused: a reader would take one for the other. One indexed
         lookup of the key's skeleton (bead.textform.skeleton)."""
-        from ..index.db import IndexBusy, database_errors
-
         if not self.home.root.is_dir():
             return   # a home with no store yet holds no key to look like
         mine = skeleton(key)
@@ -220,8 +215,6 @@ class Memory:
             yield
 
     def _sync(self, idx: Index, key: str) -> None:
-        from ..index.rebuild import sync_key
-
         for p in sync_key(idx, self.facts, key):
             log.debug("skipped %s: %s", p.path, p.reason)
 
@@ -231,8 +224,6 @@ class Memory:
         False when the index stayed locked: the files are already right, and
         the indexer's reconcile (or `bead reindex`) brings the index up to them.
         """
-        from ..index.db import IndexBusy, database_errors
-
         deadline = time.monotonic() + self.busy_timeout_ms / 1000
         for pause in (*BACKOFF_S, None):
             remaining = deadline - time.monotonic()
@@ -260,8 +251,6 @@ class Memory:
         (``reinforce``): audit.log
         records it (one ``key``, or ``keys``), and the index's ``uses`` rows, which the pinned block counts,
         follow if the index is free within USE_INDEX_MS (else a reindex derives them from audit.log)."""
-        from ..index.db import IndexBusy, database_errors
-
         keys = list(dict.fromkeys(keys))
         if not keys:
             return
@@ -283,8 +272,6 @@ class Memory:
 
     def sync_key(self, key: str) -> list[Problem]:
         """Make the index rows of ``key`` match its files (after a hand edit, or a change above)."""
-        from ..index.rebuild import sync_key
-
         return sync_key(self.index, self.facts, key)
 
     def versions(self, key: str) -> KeyVersions:
@@ -304,16 +291,12 @@ class Memory:
 
     def redact_turns(self, path: Path, numbers: set[int]) -> int:
         """Replace the text of turns in one raw file with ``[forgotten]``, in the file and the index."""
-        from ..index.rebuild import sync_raw
-
         changed = self.raw.redact_turns(path, numbers)
         sync_raw(self.index, self.raw, path)
         return len(changed)
 
     def redact_tokens(self, path: Path, numbers: set[int], pattern: Any) -> int:
         """Replace a forgotten value's distinctive tokens in turns of one raw file, in the file and the index."""
-        from ..index.rebuild import sync_raw
-
         changed = self.raw.redact_tokens(path, numbers, pattern)
         sync_raw(self.index, self.raw, path)
         return len(changed)

@@ -18,7 +18,10 @@ from typing import Any
 
 from .. import files as safe
 from ..paths import Home
+from ..store.queue import Queue
 from .memory import Memory
+from .review import latest_report
+from .trace import Trace, configured_paths
 
 RECENT_REQUESTS = 40
 PREVIEW = 300
@@ -74,8 +77,6 @@ def eval_rows(data: dict[str, Any] | None) -> list[dict[str, Any]]:
 def injections(mem: Memory, trace: str | None = None) -> list[dict[str, Any]]:
     """The newest traced requests that injected something or left candidates out, grouped by conversation
     (newest conversation first): when, what was injected, what was not and why, the cues."""
-    from .trace import Trace, configured_paths
-
     entries: list[dict[str, Any]] = []
     for p in configured_paths(mem.config, trace, home=mem.home):
         try:
@@ -131,9 +132,6 @@ def growth(mem: Memory, breakdown: dict[str, Any]) -> dict[str, list]:
 # ----- the whole page -------------------------------------------------------------------------------------------
 
 def overview(mem: Memory, trace: str | None = None) -> dict[str, Any]:
-    from ..store.queue import Queue
-    from .review import latest_report
-
     counts = mem.index.counts()
     statuses = mem.index.fact_counts()
     breakdown = mem.index.breakdown()

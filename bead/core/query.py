@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import NotFound, Sealed
-from ..recall import render
+from ..recall import render, standing
 from ..recall.rank import search_facts, search_raw
 from .memory import Memory
 from .viewer import LOCAL, Viewer
@@ -250,8 +250,6 @@ def memory_context(mem: Memory, task: str, project: str | None = None, budget_to
                    pinned_budget_tokens: int = 2000, viewer: Viewer = LOCAL) -> Bundle:
     """The pinned block of ``project`` (the person's and the project's standing facts) and the best matches
     for ``task``, together within ``budget_tokens``: the pinned block takes at most two thirds."""
-    from ..recall import standing
-
     project = viewer.check_project(project)
     policy = mem.config.proxy.pinned_select
     rows = [r for r in standing.choose(mem.index, project, standing.Opening(_query(task)), policy=policy,

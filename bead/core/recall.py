@@ -16,7 +16,8 @@ from typing import Any
 
 from ..config import Config
 from ..conversation import Conversation, Identity
-from ..recall import gate, pointers, render
+from ..llm import Model
+from ..recall import gate, pointers, render, rerank
 from ..recall.cues import Cue, extract
 from .memory import Memory
 from .trace import cue_excerpt
@@ -139,9 +140,6 @@ class Recaller:
     def judge(self, pool: list[gate.Candidate], cues: list[Cue], trace: dict[str, Any]) -> list[gate.Candidate] | None:
         """The candidates the chat model says help the next step (at most ``recall.max_facts``); None when the
         call failed (the caller keeps the default gate's choice)."""
-        from ..llm import Model
-        from ..recall import rerank
-
         settings = self.config.rerank
         t0 = time.perf_counter()
         try:

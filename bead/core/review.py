@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,14 @@ from .. import files as safe
 from ..capture.secrets import credential_rules
 from ..display import CONTROL
 from ..errors import BeadError, InvalidArgument, RefusedWrite
+from ..store.episodes import Episodes
 from ..store.keys import TYPES, parse_id, validate_key
 from ..store.queue import Item, Queue
+from ..store.rawlog import label
+from ..store.reports import Reports
+from . import forget
+from . import seal as ops
+from .curate import set_pinned
 from .memory import Memory
 
 EXCERPTS = 5
@@ -80,8 +86,6 @@ class Entry:
     actions: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)
 
 
@@ -97,8 +101,6 @@ class ReportView:
 
 
 def latest_report(mem: Memory) -> ReportView | None:
-    from ..store.reports import Reports
-
     files = sorted(Reports(mem.home).files(), key=lambda p: p.name)
     if not files:
         return None
@@ -120,8 +122,6 @@ def latest_report(mem: Memory) -> ReportView | None:
 
 def excerpts(mem: Memory, anchors: list[str], limit: int = EXCERPTS) -> list[Excerpt]:
     """Dated excerpts of the turns ``anchors`` name (``raw/YYYY/MM/DD/<session>.md#turn-N``), first ``limit``."""
-    from ..store.rawlog import label
-
     out: list[Excerpt] = []
     files: dict[str, dict[int, Any]] = {}
     for anchor in anchors:
@@ -167,9 +167,6 @@ def _fact_actions(cur: Current | None) -> tuple[str, ...]:
 
 def entries(mem: Memory) -> list[Entry]:
     """The walk: open queue items, then the latest dream run's facts, then its evaluations not promoted."""
-    from ..store.episodes import Episodes
-    from ..store.queue import Queue
-
     out: list[Entry] = []
     for item in queue_order(Queue(mem).items("open")):
         cur = current(mem, item.key)
@@ -217,6 +214,11 @@ def entries(mem: Memory) -> list[Entry]:
 def queue_order(items: list[Any]) -> list[Any]:
     """Oldest proposal first (the time it was queued), then by id."""
     return sorted(items, key=lambda i: (str((i.history or [{}])[0].get("at", "")), i.id))
+
+
+def items(mem: Memory, status: str | None = "open") -> list[Item]:
+    """The review queue's items of ``status`` (None: all), in file order."""
+    return Queue(mem).items(status)
 
 
 def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None = None) -> Item:
@@ -270,8 +272,6 @@ def reject(mem: Memory, item_id: str, reason: str = "") -> dict[str, Any]:
 
 
 def pin(mem: Memory, key: str, pinned: bool = True) -> dict[str, Any]:
-    from .curate import set_pinned
-
     return set_pinned(mem, key, pinned)
 
 
@@ -281,28 +281,20 @@ def reinforce(mem: Memory, key: str) -> dict[str, Any]:
 
 def forget_plan(mem: Memory, key: str) -> tuple[Any, dict[str, Any]]:
     """(the plan, its preview: keys, versions, raw turns, episodes, review items, state lines; no values)."""
-    from . import forget
-
     forget.refuse_git(mem)
     plan = forget.plan_target(mem, key)
     return plan, plan.summary(mem.home.store)
 
 
 def forget_apply(mem: Memory, plan: Any) -> dict[str, Any]:
-    from . import forget
-
     return forget.apply(mem, plan)
 
 
 def seal_preview(mem: Memory, key: str) -> dict[str, Any]:
-    from . import seal as ops
-
     return ops.preview_seal(mem, key).summary(mem.home.store)
 
 
 def seal_apply(mem: Memory, key: str) -> dict[str, Any]:
-    from . import seal as ops
-
     return ops.seal(mem, key)
 
 
@@ -317,9 +309,6 @@ def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str,
     ``project``), else ``global/lesson-<title words>``. The same checks as a
     remembered value: not empty, no control characters, no credential, not a
     forgotten or rejected value. Returns (item, added)."""
-    from ..store.queue import Queue
-    from .review import lesson_key
-
     if kind not in TYPES:
         raise InvalidArgument(f"kind {kind!r} is not one of {', '.join(TYPES)}",
                               "the kind is the type of fact the lesson becomes: feedback (how to work), project, "

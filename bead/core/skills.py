@@ -41,8 +41,11 @@ import yaml
 from .. import files as safe
 from ..display import visible
 from ..errors import BeadError
+from ..store.facts import split_frontmatter
 from ..store.keys import PERSON_TRUSTS
+from ..store.queue import Queue
 from .memory import Memory
+from .review import session_of
 
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
@@ -99,8 +102,6 @@ def skill_name(key: str, taken: set[str]) -> str:
 
 def validate(text: str, folder: str) -> list[str]:
     """What makes ``text`` (a SKILL.md) break the Agent Skills specification's frontmatter rules; [] when valid."""
-    from ..store.facts import split_frontmatter
-
     try:
         meta, _body = split_frontmatter(text)
     except ValueError as exc:
@@ -136,8 +137,6 @@ def validate(text: str, folder: str) -> list[str]:
 
 
 def _session(sources: tuple[str, ...] | list[str]) -> str:
-    from .review import session_of
-
     for s in sources:
         sid = session_of(s)
         if sid:
@@ -157,8 +156,6 @@ def _in_project(key: str, project: str | None) -> bool:
 
 def collect(mem: Memory, project: str | None) -> list[Skill]:
     """The skills memory gives for ``project`` (and every project), in key order; nothing is written."""
-    from ..store.queue import Queue
-
     out: list[Skill] = []
     taken: set[str] = set()
     seen: set[str] = set()

@@ -21,11 +21,10 @@ from ..conversation import identify
 from ..core.pinned import pinned_block
 from ..core.recall import Recaller
 from ..core.seal import write_fact
-from ..wire import openai
-from ..wire.anthropic import conversation_of
+from ..wire import formats
 from .suite import percentile, temp_memory
 
-WIRES = ("anthropic", "chat", "responses")
+WIRES = formats.NAMES
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -86,11 +85,9 @@ def responses_request(system: str, messages: list[dict[str, Any]]) -> dict[str, 
 
 def conversation(wire: str, system: str, messages: list[dict[str, Any]]):
     """The turn as the proxy's parser for ``wire`` reads it."""
-    if wire == "chat":
-        return openai.chat_conversation(chat_request(system, messages), {})[0]
-    if wire == "responses":
-        return openai.responses_conversation(responses_request(system, messages), {})[0]
-    return conversation_of({"model": "eval", "max_tokens": 1, "system": system, "messages": messages}, {})
+    body = (chat_request(system, messages) if wire == "chat" else responses_request(system, messages)
+            if wire == "responses" else {"model": "eval", "max_tokens": 1, "system": system, "messages": messages})
+    return formats.by_name(wire).read(body)[0]
 
 
 def run(suite: dict, split: str | None = None, config_text: str = "", wire: str = "anthropic") -> dict:
@@ -108,7 +105,7 @@ def run(suite: dict, split: str | None = None, config_text: str = "", wire: str 
         system = f"You are a coding agent.\n - Primary working directory: {suite.get('cwd', '/tmp/' + str(project))}"
         # Not part of FORMAT.md's figures (the cue block is judged alone):
         # what the pinned block of a conversation in this project would hold.
-        first = identify({}, conversation_of({"system": system, "messages": []}, {}), project)
+        first = identify({}, formats.by_name("anthropic").read({"system": system, "messages": []})[0], project)
         _text, pinned_ids = pinned_block(mem, first.project, config.proxy.pinned_budget_tokens)
         pinned = {i.rsplit("@v", 1)[0] for i in pinned_ids}
         for t in turns:

@@ -27,17 +27,15 @@ from pydantic import Field
 
 from .. import __version__
 from ..config import Config
-from ..core import curate
+from ..core import curate, review
 from ..core import forget as forgetting
 from ..core import query as reads
 from ..core import remember as remembering
-from ..core import review as decide
 from ..core import seal as vault_ops
 from ..core.memory import Memory
 from ..core.review import wake as reinforce_fact
 from ..core.viewer import LOCAL, Viewer
 from ..paths import Home
-from ..store import queue as review
 from .confirm import ConfirmTokens
 from .errors import ToolFailure, failure
 from .errors import result as error_result
@@ -349,13 +347,13 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
         "person said, facts no typed words of theirs back. all=true lists decided items too."))
     async def review_queue(ctx: Context, all: bool = False) -> CallToolResult:   # noqa: A002 - the tool's word
         return await rt.call("review_queue", ctx, lambda m, v: {
-            "items": [i.as_dict() for i in review.Queue(m).items(None if all else "open")]}, write=False)
+            "items": [i.as_dict() for i in review.items(m, None if all else "open")]}, write=False)
 
     @mcp.tool(annotations=WRITE, description="Accept a review item: its value is written with trust accepted.")
     async def queue_accept(id: Annotated[str, Field(max_length=40)], ctx: Context) -> CallToolResult:  # noqa: A002
-        return await rt.call("queue_accept", ctx, lambda m, v: decide.accept_item(m, id).as_dict(), write=True)
+        return await rt.call("queue_accept", ctx, lambda m, v: review.accept_item(m, id).as_dict(), write=True)
 
     @mcp.tool(annotations=WRITE, description="Reject a review item: its value is tombstoned and never proposed again.")
     async def queue_reject(id: Annotated[str, Field(max_length=40)], ctx: Context,  # noqa: A002
                            reason: Annotated[str, Field(max_length=500)] = "") -> CallToolResult:
-        return await rt.call("queue_reject", ctx, lambda m, v: decide.reject_item(m, id, reason).as_dict(), write=True)
+        return await rt.call("queue_reject", ctx, lambda m, v: review.reject_item(m, id, reason).as_dict(), write=True)

@@ -5,7 +5,7 @@ The base URL a harness is given says which API it speaks: a path under
 every other path is Anthropic's (``proxy.upstream``), as it always was. Only
 ``POST /v1/messages`` (Anthropic) and ``POST /openai/.../chat/completions``
 and ``POST /openai/.../responses`` (OpenAI) are read; each goes to the same
-engine with its wire format (``bead.wire``).
+engine with its wire format (the list is ``bead.wire.formats``).
 
 Quart's defaults would break a streaming LLM proxy, so they are lifted:
 RESPONSE_TIMEOUT (60 s cuts a long stream), BODY_TIMEOUT, MAX_CONTENT_LENGTH
@@ -34,7 +34,7 @@ from quart import Quart, Response, request, websocket
 from werkzeug.datastructures import Headers
 
 from .. import __version__
-from ..wire import Wire, anthropic, openai
+from ..wire import formats
 from . import access
 from .engine import MAX_RESPONSE_BYTES, Engine, Prepared
 
@@ -49,7 +49,6 @@ REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
 # Hypercorn writes its own date; the upstream's server header passes through.
 RESPONSE_DROP = HOP_BY_HOP | {"date"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-OPENAI_PREFIX = "/openai"
 
 
 class UpstreamBroke(Exception):
@@ -57,38 +56,14 @@ class UpstreamBroke(Exception):
 
 
 def _api_error(status: int, message: str, kind: str = "api_error", api: str = "anthropic") -> Response:
-    """An error bead itself answers, in the shape of the API the request speaks."""
-    if api == "openai":
-        body = json.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}})
-    else:
-        body = json.dumps({"type": "error", "error": {"type": kind, "message": message}})
-    return Response(body, status=status, content_type="application/json")
-
-
-def route(method: str, raw_path: str) -> tuple[str, str, Wire | None]:
-    """(the API: anthropic | openai, the path to forward, the wire format bead reads, or None to pass it through).
-
-    A path under ``/openai`` is OpenAI's, forwarded without the prefix; its POSTs to
-    ``.../chat/completions`` and ``.../responses`` are read (whatever comes before them,
-    so a compatible server's own base path works too). Every other path is Anthropic's,
-    and only ``POST /v1/messages`` is read there.
-    """
-    path = raw_path.split("?", 1)[0]
-    if path == OPENAI_PREFIX or path.startswith(OPENAI_PREFIX + "/"):
-        rest = raw_path[len(OPENAI_PREFIX):] or "/"
-        wire: Wire | None = None
-        if method == "POST" and path.endswith("/chat/completions"):
-            wire = openai.CHAT
-        elif method == "POST" and path.endswith("/responses"):
-            wire = openai.RESPONSES
-        return "openai", rest, wire
-    return "anthropic", raw_path, anthropic if method == "POST" and path == "/v1/messages" else None
+    """An error bead itself answers, in the shape of the API the request speaks (bead.wire.formats)."""
+    return Response(formats.APIS[api].error(message, kind), status=status, content_type="application/json")
 
 
 def _openai_behind_a_segment(raw_path: str) -> bool:
     """Whether the path's second segment is ``openai`` (``/<x>/openai/...``): an OpenAI request behind a
     token that is not the home's."""
-    return raw_path.split("?", 1)[0].split("/")[2:3] == [OPENAI_PREFIX[1:]]
+    return raw_path.split("?", 1)[0].split("/")[2:3] == [formats.OPENAI.prefix[1:]]
 
 
 def _scope_headers() -> list[tuple[str, str]]:
@@ -198,7 +173,7 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         it fall back to HTTP at once (a 400 stops it, a 404 costs it seconds of retries)."""
         _, raw_path = access.split_token(websocket.scope["raw_path"].decode("latin-1"), token)
         return _api_error(426, "bead proxy relays HTTP only: send this request over HTTP", "invalid_request_error",
-                          api=route("GET", raw_path)[0])
+                          api=formats.api_of(raw_path).name)
 
     @app.route("/", defaults={"path": ""}, methods=METHODS)
     @app.route("/<path:path>", methods=METHODS)
@@ -216,7 +191,8 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
             return _api_error(403, "bead proxy: the path segment before /openai is not this home's token "
                                    "(the base URL is http://127.0.0.1:<port>/<the token in proxy.token>/openai/v1)",
                               "permission_error", api="openai")
-        api, raw_path, wire = route(request.method, raw_path)
+        api_of, raw_path, fmt = formats.route(request.method, raw_path)
+        api, wire = api_of.name, (fmt.wire if fmt is not None else None)
         prep = Prepared(body)
         if wire is not None:
             peer, ours = _ends()

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..conversation import MAX_MESSAGE_PARTS, MAX_PARTS
+
 _WS = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
 _scanstring = json.decoder.scanstring  # type: ignore[attr-defined]  # the C scanner, not in the stubs
@@ -47,14 +49,6 @@ class SpliceError(ValueError):
 class TooLarge(SpliceError):
     """Valid JSON, but of more elements or parts than bead reads before forwarding (sent unchanged, counted)."""
 
-
-# Parts read in one request (content blocks and parts, tool calls, parts of a tool output), and in one
-# conversation message. Each part costs Python work when the conversation is built (~10 us), and each part
-# of the newest user message is a recall cue whose excerpt is secret-scanned before forwarding (~0.2 ms):
-# one message of 100,000 one-letter parts (2.7 MB) held a worker 22 s past the deadline. No harness sends
-# near these; past them the body goes out unchanged and uncaptured, counted as too large (both APIs).
-MAX_PARTS = 20_000
-MAX_MESSAGE_PARTS = 1_000
 
 
 def check_parts(items: Any, lists: tuple[str, ...], per_item: bool = False) -> None:
