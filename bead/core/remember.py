@@ -24,18 +24,18 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..capture import instructions as rules
 from ..capture.secrets import compile_linear, credential_rules, redact
 from ..conversation import Identity, Message, Source
 from ..display import CONTROL, visible
 from ..errors import BeadError, InvalidArgument, KeySealed, RefusedWrite, VersionConflict
 from ..recall.render import escape
-from ..store.audit import normalise
 from ..store.facts import Fact
-from ..store.keys import MAX_SEGMENT_BYTES, PERSON_TRUSTS, TRUSTS, TYPES
-from ..store.queue import Queue, item_id
-from ..textform import fold, invisible
+from ..store.keys import MAX_SEGMENT_BYTES, TRUSTS, TYPES
+from ..store.queue import item_id
+from ..textform import fold
+from . import propose
 from .memory import Memory
+from .propose import SECRET, screen
 from .viewer import LOCAL, Viewer
 
 # "remember X" where a sentence starts: "remember that ...", "Then remember: ...".
@@ -133,41 +133,25 @@ def looks_secret(value: str) -> bool:
     return bool(credential_rules(value))
 
 
-def hidden_reason(value: str) -> str | None:
-    """Why a value cannot be stored as it is: it holds characters that show as nothing or reorder what is
-    shown, so what a reader sees is not what it says (None when it holds none)."""
-    found = invisible(value)
-    if not found:
-        return None
-    return (f"it holds invisible or reordering characters ({', '.join(found[:4])}), so what it shows is not what "
-            "it says")
-
-
 def plan(message: Message, ident: Identity) -> list[Plan]:
-    """What to do with each value the person asked to remember in ``message`` (no IO)."""
+    """What to do with each value the person asked to remember in ``message`` (no IO): the rule of
+    ``bead.core.propose.screen``, and a request that is not plainly the person's own waits for review."""
     out = []
     for req in request_list(message):
         value = req.value
         key = propose_key(fold(value), ident.project)
         type_ = "user" if key.startswith("user/") else "project"
-        if looks_secret(value):
+        found = screen(value, key)
+        if found is not None and found.kind == SECRET:
             out.append(Plan(value, key, type_, "refuse", "a value that looks like a credential is not stored"))
-            continue
-        hidden = hidden_reason(value)
-        if hidden:
-            out.append(Plan(value, key, type_, "queue", f"remember: {hidden}", item_id("suspicious", key, value)))
-            continue
-        rule = rules.instruction_rule(value)
-        if rule is not None:
-            reason = f"remember: reads like an instruction to an AI agent ({rule.name}: {rule.why})"
-            out.append(Plan(value, key, type_, "queue", reason, item_id("suspicious", key, value)))
-            continue
-        if not req.plain:
+        elif found is not None:
+            out.append(Plan(value, key, type_, "queue", f"remember: {found.reason}", item_id("suspicious", key, value)))
+        elif not req.plain:
             reason = ("remember: not plainly the person's own request (it sits inside a longer or framed text, "
                       "which may be pasted)")
             out.append(Plan(value, key, type_, "queue", reason, item_id("suspicious", key, value)))
-            continue
-        out.append(Plan(value, key, type_, "write"))
+        else:
+            out.append(Plan(value, key, type_, "write"))
     return out
 
 
@@ -209,8 +193,8 @@ def remember(mem: Memory, message: Message, ident: Identity, sources: Iterable[s
         if p.action == "refuse":
             out.append(Remembered(None, p.reason))
         elif p.action == "queue":
-            item, _ = Queue(mem).add("suspicious", p.key, p.type, p.value, sources, p.reason, source="typed")
-            out.append(Remembered(None, queued=item.id))
+            queued = propose.queue(mem, "suspicious", p.key, p.type, p.value, p.reason, sources, source="typed")
+            out.append(Remembered(None, queued=queued.item.id if queued.item else None))
         else:
             res = mem.write(p.key, p.value, p.type, trust="user_stated", sources=sources)
             out.append(Remembered(res.fact.id))
@@ -231,18 +215,6 @@ class Saved:
     item: str | None = None      # the review item, when queued
     reason: str = ""             # why it was queued
     indexed: bool = True         # False: written, the index catches up later
-
-
-class _PersonsWord(Exception):
-    """The write would change a value the person stated or accepted (raised under the store's lock)."""
-
-    def __init__(self, current: Fact):
-        super().__init__(current.id)
-        self.current = current
-
-
-class _Same(_PersonsWord):
-    """The write would restate, in other case or spacing, a value the person stated, accepted or pinned."""
 
 
 def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, trust: str = "agent_observed",
@@ -272,47 +244,36 @@ def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, tr
     if CONTROL.search(value):
         raise InvalidArgument(f"refusing to remember {shown}: the value holds control characters (a NUL, a terminal "
                               "escape)", "send plain text: tabs and line breaks are fine")
-    hidden = hidden_reason(value)
-    if hidden:
-        raise InvalidArgument(f"refusing to remember {shown}: {hidden}",
-                              "send the text as it reads, without zero-width, bidi or other invisible characters")
-    if looks_secret(value):
+    found = propose.screen(value, stored)
+    if found is not None and found.kind == propose.SECRET:
         raise RefusedWrite(f"refusing to remember {shown}: the value looks like a credential, and bead never stores "
                            "one in plain text", "leave the secret out; the person can seal it with "
                            "`bead write KEY - --sensitivity secret`")
+    if found is not None and found.kind == propose.HIDDEN:
+        # The caller wrote this text and can send it as it reads (a person's "remember" is queued instead).
+        raise InvalidArgument(f"refusing to remember {shown}: the value {found.reason}",
+                              "send the text as it reads, without zero-width, bidi or other invisible characters")
     if mem.is_sealed(stored):
         raise KeySealed(shown)
     owner = viewer.owner or ""
-    rule = rules.instruction_rule(value + "\n" + stored.rsplit("/", 1)[-1].replace("-", " "))
-    if rule is not None:
-        reason = f"remember: reads like an instruction to an AI agent ({rule.name}: {rule.why})"
-        item, _ = Queue(mem).add("suspicious", stored, type, value, [], reason, source=source, owner=owner)
-        return Saved("queued", shown, item=item.id, reason=reason)
+    if found is not None:
+        reason = f"remember: {found.reason}"
+        queued = propose.queue(mem, "suspicious", stored, type, value, reason, source=source, owner=owner)
+        return Saved("queued", shown, item=queued.item.id if queued.item else None, reason=reason)
 
-    def check(cur: Fact | None) -> None:
+    def cas(cur: Fact | None) -> None:
         if expected_version is not None:
             now = cur.version if cur is not None else 0
             if now != expected_version:
                 raise VersionConflict(shown, expected_version, now or None)
-        # A pinned version is the person's word too, whoever wrote it: pinning it was their decision, and
-        # a new version keeps the pin (it would put the agent's text first in every pinned block unseen).
-        # The same words in other case or spacing are no change: written, the agent's version would be current
-        # and the person's word would leave the pinned block (which holds only the person's word).
-        if cur is not None and trust not in PERSON_TRUSTS and (cur.trust in PERSON_TRUSTS or cur.pinned):
-            if normalise(cur.body) != normalise(value) or cur.type != type:
-                raise _PersonsWord(cur)
-            raise _Same(cur)
 
-    try:
-        res = mem.write(stored, value, type, trust=trust, owner=viewer.owner, check=check)
-    except _Same as same:
-        return Saved("unchanged", shown, viewer.shown_id(same.current.id), same.current.version)
-    except _PersonsWord as exc:
-        said = ("stated" if exc.current.trust == "user_stated" else "accepted" if exc.current.trust == "accepted"
-                else "pinned")
-        reason = f"would change {viewer.shown_id(exc.current.id)}, which the person {said}"
-        item, _ = Queue(mem).add("change-user-stated", stored, type, value, [], reason, source=source, owner=owner)
-        return Saved("queued", shown, item=item.id, reason=reason)
-    fact = res.fact
+    done = propose.write_or_queue(mem, stored, value, type, trust, source=source, owner=viewer.owner, check=cas,
+                                  shown=viewer.shown_id)
+    if done.status == "queued":
+        return Saved("queued", shown, item=done.item.id if done.item else None, reason=done.reason)
+    if done.current is not None:     # the person's version says the same
+        return Saved("unchanged", shown, viewer.shown_id(done.current.id), done.current.version)
+    assert done.result is not None
+    res, fact = done.result, done.result.fact
     return Saved("written" if res.written else "unchanged", shown, viewer.shown_id(fact.id), fact.version,
                  viewer.shown_id(res.superseded.id) if res.written and res.superseded else None, indexed=res.indexed)

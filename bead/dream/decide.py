@@ -20,15 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..capture import instructions as rules
-from ..capture.secrets import compile_linear, credential_rules
+from ..capture.secrets import compile_linear
 from ..core.memory import Memory
+from ..core.propose import SECRET, persons, said, screen
 from ..errors import BeadError
 from ..index.query import terms
 from ..store.audit import normalise
 from ..store.facts import stored_title
-from ..store.keys import PERSON_TRUSTS, TYPES, validate_key
+from ..store.keys import TYPES, validate_key
 from ..store.rawlog import Turn
-from ..textform import fold, invisible
+from ..textform import fold
 from .second import Opinion
 
 TRUSTED = "typed"          # the source of the person's own words (a raw turn's `source` flag)
@@ -180,8 +181,8 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
         validate_key(key)
     except BeadError:
         return Decision("reject", "invalid key")
-    if ftype not in TYPES or not value or len(value) > rules.MAX_CHARS or credential_rules(value) \
-            or (p.title and credential_rules(p.title)):
+    found = screen(value, key, p.title) if value else None
+    if ftype not in TYPES or not value or len(value) > rules.MAX_CHARS or (found and found.kind == SECRET):
         why = ("invalid type" if ftype not in TYPES else "empty" if not value else
                "over 600 characters" if len(value) > rules.MAX_CHARS else "changed by the secret scan")
         return Decision("reject", why)
@@ -194,20 +195,13 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
         return Decision(action, detail, kind, source, other, anchors, opinion)
 
     # 3. what must wait for a person
-    hidden = invisible(value)
-    if hidden:
-        return out("queue", f"holds invisible or reordering characters ({', '.join(hidden[:4])}): what it shows is "
-                            "not what it says", "suspicious")
-    rule = rules.instruction_rule(value + "\n" + key.rsplit("/", 1)[-1].replace("-", " ") + "\n" + (p.title or ""))
-    if rule is not None:
-        return out("queue", f"reads like an instruction to a model ({rule.name}: {rule.why})", "suspicious")
+    if found is not None:      # invisible characters, or an instruction to an AI agent
+        return out("queue", found.reason, "suspicious")
     if p.replaces and p.replaces != key:
         return out("queue", f"the model says it replaces {p.replaces}", "key-conflict")
     current = mem.current(key)
-    if current and (current.trust in PERSON_TRUSTS or current.pinned) and normalise(current.body) != normalise(value):
-        # A pinned version is the person's choice whoever wrote it, and a new version would inherit the pin.
-        said = "stated" if current.trust == "user_stated" else "accepted" if current.trust == "accepted" else "pinned"
-        return out("queue", f"would change {current.id}, which the person {said}", "change-user-stated")
+    if current and persons(current) and normalise(current.body) != normalise(value):
+        return out("queue", f"would change {current.id}, which the person {said(current)}", "change-user-stated")
     # 4. nothing new: reinforce what is stored
     if current and normalise(current.body) == normalise(value):
         return out("unchanged", other=current.id)

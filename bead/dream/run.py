@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..capture import instructions as rules
 from ..capture.secrets import redact
+from ..core import propose
 from ..core.memory import Memory
 from ..core.review import lesson_key, lesson_title
 from ..errors import BeadError, KeySealed
@@ -27,8 +28,6 @@ from ..llm import Model, ModelError
 from ..paths import Home
 from ..store.audit import iso, normalise
 from ..store.episodes import Episodes
-from ..store.facts import Fact
-from ..store.keys import PERSON_TRUSTS
 from ..store.locks import LockBusy, flocked
 from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN, Turn
@@ -68,14 +67,6 @@ Rules:
 Answer with one JSON object only:
 {"facts": [{"key": "...", "type": "...", "title": "...", "value": "...", "turns": [1], "replaces": null}],
  "episode": {"situation": "...", "action": "...", "outcome": "...", "lesson": "..."}}"""
-
-
-class _PersonsWordMeanwhile(Exception):
-    """The key's current version became the person's word after decide read it (raised under the store's lock)."""
-
-    def __init__(self, current: Fact):
-        super().__init__(current.id)
-        self.current = current
 
 
 class LockHeld(BeadError):
@@ -289,10 +280,11 @@ class Dream:
             if dry_run:
                 s["queued"].append(f"{key} ({d.kind}, not queued: dry run)")
                 return
-            item, added = self.queue.add(d.kind, key, proposal.type, value, d.sources, d.detail, d.source)
-            s["queued"].append(f"{item.id} {d.kind} {key}" + ("" if added else " (already queued)"))
-            if added:
-                rep.queued.append((item.id, d.kind, key))
+            queued = propose.queue(self.mem, d.kind, key, proposal.type, value, d.detail, d.sources, d.source)
+            assert queued.item is not None
+            s["queued"].append(f"{queued.item.id} {d.kind} {key}" + ("" if queued.added else " (already queued)"))
+            if queued.added:
+                rep.queued.append((queued.item.id, d.kind, key))
         elif d.action == "unchanged":
             s["unchanged"].append(d.other)
             if not dry_run:
@@ -306,33 +298,26 @@ class Dream:
         elif dry_run:
             s["written"].append(f"{key} (would write)")
         else:
-            def check(cur: Fact | None) -> None:
-                # decide read the key before the second opinion (a model call): a value the person stated,
-                # accepted or pinned since then is checked again under the store's lock, as decide does.
-                if cur is not None and (cur.trust in PERSON_TRUSTS or cur.pinned):
-                    raise _PersonsWordMeanwhile(cur)
-
+            # decide read the key before the second opinion (a model call): the person's word is checked again
+            # under the store's lock as the version is written (bead.core.propose).
             try:
-                res = self.mem.write(key, value, proposal.type, trust="dream_inferred", sources=d.sources,
-                                     check=check, title=proposal.title)
+                done = propose.write_or_queue(self.mem, key, value, proposal.type, "dream_inferred", d.sources,
+                                              d.source, title=proposal.title)
             except KeySealed:
                 # A sealed key is the person's secret: the dream never writes
                 # beside it (and never sees its value).
                 s["skipped"].append(f"{key} (sealed)")
                 return
-            except _PersonsWordMeanwhile as meanwhile:
-                cur = meanwhile.current
-                if normalise(cur.body) == normalise(value):
-                    s["unchanged"].append(cur.id)
-                    return
-                said = "stated" if cur.trust == "user_stated" else "accepted" if cur.trust == "accepted" else "pinned"
-                item, added = self.queue.add("change-user-stated", key, proposal.type, value, d.sources,
-                                             f"would change {cur.id}, which the person {said}", d.source)
-                s["queued"].append(f"{item.id} change-user-stated {key}" + ("" if added else " (already queued)"))
-                if added:
-                    rep.queued.append((item.id, "change-user-stated", key))
+            if done.status == "queued" and done.item is not None:
+                s["queued"].append(f"{done.item.id} change-user-stated {key}" + ("" if done.added else " (already queued)"))
+                if done.added:
+                    rep.queued.append((done.item.id, "change-user-stated", key))
                 return
-            (s["written"] if res.written else s["unchanged"]).append(res.fact.id)
+            if done.current is not None:
+                s["unchanged"].append(done.current.id)
+                return
+            assert done.result is not None
+            (s["written"] if done.result.written else s["unchanged"]).append(done.result.fact.id)
             self._values_by_body()[normalise(value)] = key
 
     def _values_by_body(self) -> dict[str, str]:
