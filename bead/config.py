@@ -63,12 +63,13 @@ class ProxySettings:
     project: str | None = setting(None, "project when the harness reports none")
     trace: str | None = setting(None, "append one JSON line per request to this file")
     recall_deadline_ms: int = setting(500, "past it, the request goes out without new memory", check=_positive)
-    pinned_budget_tokens: int = setting(2000, check=_positive)
+    pinned_budget_tokens: int = setting(2000, "the most the pinned block (the first request's system prompt) holds",
+                                        check=_positive)
     pinned_select: str = setting("opening", "how the pinned block chooses: opening (what the conversation opens "
                                             "with, then the person's word, type, recent use, recency) or "
                                             "recency (pinned, the person's word, newest)",
                                  choices=("opening", "recency"))
-    cue_budget_tokens: int = setting(1500, check=_positive)
+    cue_budget_tokens: int = setting(1500, "the most one turn's cue block holds", check=_positive)
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,8 @@ class StoreSettings:
 @dataclass(frozen=True)
 class RecallSettings:
     evidence_threshold: float = setting(1.2, "the default gate's strong-match bar", check=_positive)
-    max_facts: int = setting(2, check=_positive)
-    max_excerpts: int = setting(2)
+    max_facts: int = setting(2, "fact bodies one cue block holds at most", check=_positive)
+    max_excerpts: int = setting(2, "raw-turn excerpts one cue block holds at most")
     pointers: int = setting(5, "keys of facts not shown that the cue block may point to per turn (key, title, trust "
                                "mark; the agent opens one with get_memory or `bead show`); 0 turns pointers off",
                             check=lambda v: None if v >= 0 else "must be 0 or more")
@@ -95,9 +96,9 @@ class RecallSettings:
 class ModelSettings:
     """Which chat model to call; the key comes from a variable or a command, never the file."""
 
-    provider: str | None = setting(None, choices=PROVIDERS)
-    model: str | None = setting(None)
-    base_url: str | None = setting(None)
+    provider: str | None = setting(None, "who serves the model", choices=PROVIDERS)
+    model: str | None = setting(None, "the model's name at that provider")
+    base_url: str | None = setting(None, "the provider's API base URL (default: the provider's own)")
     api_key_env: str | None = setting(None, "the NAME of a variable holding the key")
     api_key_command: str | None = setting(None, "a command that prints the key")
 
@@ -109,9 +110,10 @@ class RerankSettings(ModelSettings):
     mode: str = setting("sync", "sync: the model judges before the request goes out (adds its latency); async: it "
                                 "judges after forwarding and its picks join the conversation's next request",
                         choices=("sync", "async"))
-    timeout_ms: int = setting(4000, check=_positive)
-    min_evidence: float = setting(0.5)
-    max_candidates: int = setting(5, check=_positive)
+    timeout_ms: int = setting(4000, "the rerank call's limit; past it the default gate's choice stands",
+                              check=_positive)
+    min_evidence: float = setting(0.5, "a candidate's evidence below this is not shown to the model")
+    max_candidates: int = setting(5, "candidates shown to the model at most", check=_positive)
 
 
 def _prices(v: Any) -> str | None:
@@ -124,11 +126,13 @@ def _prices(v: Any) -> str | None:
 
 @dataclass(frozen=True)
 class DreamSettings(ModelSettings):
-    provider: str | None = setting("ollama", choices=PROVIDERS)
+    provider: str | None = setting("ollama", "who serves the dream's model", choices=PROVIDERS)
     schedule: str = setting("7 3 * * *", "cron line, local time")
-    decay_days: int = setting(60, check=_positive)
+    decay_days: int = setting(60, "a fact nothing wrote, injected or reinforced this long becomes dormant",
+                              check=_positive)
     timeout_s: float = setting(120, "one model call's limit", check=_positive)
-    max_tokens_per_run: int | None = setting(None)
+    max_tokens_per_run: int | None = setting(None, "a run stops once its calls used this many tokens (null: no "
+                                                   "limit)")
     prices: dict[str, dict[str, float | int]] | None = setting(
         None, "model -> {input, output}: USD per million tokens, for the cost `bead dream run --dry-run` estimates",
         check=_prices)
@@ -241,6 +245,8 @@ def _type_name(kinds: tuple[Any, ...]) -> str:
     plural = {str: "strings", int: "whole numbers", float: "numbers", bool: "true or false values"}
 
     def name(k: Any, many: bool = False) -> str:
+        if isinstance(k, types.UnionType):
+            return " or ".join(name(a, many) for a in typing.get_args(k))
         origin = typing.get_origin(k)
         if origin is dict:
             a, b = typing.get_args(k)
@@ -350,3 +356,49 @@ def load(home: Home) -> Config:
     except UnicodeDecodeError:
         raise BeadError(f"{home.config} is not UTF-8 text", "save the file as UTF-8") from None
     return parse(text, where=str(home.config))
+
+
+# ----- the configuration reference (docs/configuration.md is generated from the schema) ------------------
+
+REFERENCE_START = "<!-- generated by bead.config.reference(): do not edit by hand -->"
+REFERENCE_END = "<!-- end of the generated reference -->"
+
+
+def _yaml_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return yaml.safe_dump(value, default_flow_style=True, width=1000).strip().removesuffix("\n...").strip()
+    return str(value)
+
+
+def reference() -> str:
+    """Every setting of the schema as Markdown: one table per section (key, type, default, what it does)."""
+    def rows(cls: type) -> list[str]:
+        out = ["| key | type | default | what it does |", "|---|---|---|---|"]
+        for f in dataclasses.fields(cls):
+            if "doc" not in f.metadata:
+                continue
+            hints = typing.get_type_hints(cls)
+            doc = str(f.metadata.get("doc") or "")
+            choices = f.metadata.get("choices")
+            if choices:
+                doc += ("; " if doc else "") + "one of " + ", ".join(f"`{c}`" for c in choices)
+            kind = _type_name(typing.get_args(hints[f.name]) if isinstance(hints[f.name], types.UnionType)
+                              else (hints[f.name],))
+            default = "the login name" if f.name == "owner" else f"`{_yaml_value(f.default)}`"
+            out.append(f"| `{key_of(f)}` | {kind} | {default} | {doc.replace('|', '&#124;')} |")
+        return out
+
+    lines = [REFERENCE_START, "", "## Top level", "", *rows(Config)]
+    for f in dataclasses.fields(Config):
+        if "doc" in f.metadata:
+            continue
+        cls = typing.get_type_hints(Config)[f.name]
+        lines += ["", f"## `{key_of(f)}`", ""]
+        if cls.__doc__ and not cls.__doc__.startswith(cls.__name__ + "("):
+            lines += [" ".join(cls.__doc__.split()), ""]
+        lines += rows(cls)
+    return "\n".join([*lines, "", REFERENCE_END]) + "\n"

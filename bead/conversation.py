@@ -8,7 +8,7 @@ JSON again. Each ``Part`` carries its ``Source``, so later code can tell the
 person's typed words from pasted content, tool output, the assistant's text
 and the harness's own text.
 
-Who is talking (the ``Identity``) follows the reference design:
+Who is talking (the ``Identity``) follows the reference design (docs/design.md):
 - session: ``X-Bead-Session``; else ``x-claude-code-session-id`` (plus a hash
   of ``x-claude-code-agent-id`` for a subagent); else Codex CLI's
   ``session-id`` (plus a hash of its ``thread-id`` when that differs: a

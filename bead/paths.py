@@ -31,7 +31,7 @@ def sealed_number(name: str) -> int | None:
 
 @dataclass(frozen=True)
 class Home:
-    """The layout of a bead home (see the reference design)."""
+    """The layout of a bead home (docs/disk.md)."""
 
     root: Path
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
 # Characters that show as nothing or as blank space without being a format or control character: Unicode's
 # Default_Ignorable_Code_Point ranges that are not format characters already (the combining grapheme joiner,
@@ -150,3 +151,14 @@ def skeleton(text: str) -> str:
     for pair, single in _KEY_PAIRS:
         out = out.replace(pair, single)
     return out.translate(_KEY_SINGLES)
+
+
+def strings_in(value: Any) -> list[str]:
+    """Every string in a decoded JSON value, in order (an object's values, not its keys)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings_in(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_in(v)]
+    return []

@@ -37,6 +37,28 @@ class TestDerived:
         assert [h.id for h in search_facts(mem.index, "helix")] == ["user/editor@v1"]
         assert mem.index.schema_version() == dbmod.SCHEMA_VERSION
 
+    def test_a_changed_table_statement_rebuilds_without_a_version_bump(self, mem, monkeypatch):
+        """A fact field added to the one declaration changes the facts table's statement: an index built by the
+        old statements is rebuilt by itself (its stored digest differs), and finds the facts again."""
+        mem.write("user/editor", "helix", "user")
+        mem.close()
+        monkeypatch.setattr(dbmod, "SCHEMA_DIGEST", "0" * 16)
+        assert mem.index.fresh, "the old index was dropped and built again"
+        assert [h.id for h in search_facts(mem.index, "helix")] == ["user/editor@v1"]
+
+    def test_the_index_columns_follow_the_fact_declaration(self, mem):
+        """Every field the declaration marks as indexed is a column of the facts table, with its type."""
+        from bead.store.facts import FACT_FIELDS, Fact
+
+        mem.write("user/editor", "helix", "user")
+        columns = mem.index.fact_columns()
+        for spec in FACT_FIELDS:
+            assert spec.name == "id" or spec.name in Fact.__dataclass_fields__, spec.name
+            if spec.index is not None:
+                assert columns[spec.name] == ("INTEGER" if spec.integer else "TEXT"), spec.name
+            else:
+                assert spec.name not in columns, spec.name
+
     def test_wal_and_secure_delete_are_on(self, mem):
         pragmas = mem.index.pragmas()
         assert pragmas["journal_mode"] == "wal"

@@ -1,4 +1,4 @@
-"""The instruction prefilter (bead/dream/rules.py): each named rule catches its attack and leaves its look-alike."""
+"""The instruction prefilter (bead/capture/instructions.py): each named rule catches its attack and leaves its look-alike."""
 
 from __future__ import annotations
 

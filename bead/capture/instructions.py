@@ -1,6 +1,6 @@
 """What a proposed fact must pass before it is written, and the instruction prefilter.
 
-The reference design's rules, in order (``bead.dream.decide`` applies them):
+The reference design's (docs/design.md) rules, in order (``bead.dream.decide`` applies them):
 reject an invalid key or type, an empty body, one over 600 characters or one
 the credential scan changes; skip a tombstoned value; queue one that reads
 like an instruction to a model (`suspicious`, the prefilter below); queue one
@@ -20,7 +20,7 @@ an attack. Forms of concealment and approval bypass carry their own
 negations ("don't tell the user", "without review") and are never
 negatable. Ordinary imperative coding rules ("never push to main", "rm -rf
 build/ before packaging") are not instructions in this sense; the corpus in
-evals/poisoning.yaml holds both, and the README gives the figures.
+evals/poisoning.yaml holds both, and docs/results.md gives the figures.
 
 Every pattern is RE2 (``compile_linear``): linear in the text, whatever a
 model or an attacker wrote.

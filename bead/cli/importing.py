@@ -15,7 +15,7 @@ def _since(value: str | None) -> datetime | None:
     if not value:
         return None
     try:
-        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        t = datetime.fromisoformat(value)
     except ValueError:
         raise BeadError(f"--since {value!r} is not a date", "give a date such as 2026-01-31 (or 2026-01-31T09:00)") \
             from None

@@ -41,7 +41,7 @@ from ..store.keys import key_mentions, parse_id, validate_key
 from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN
 from ..store.reports import Reports
-from ..textform import fold
+from ..textform import fold, strings_in
 from .memory import Memory
 from .state import Conversations
 from .trace import Trace, configured_paths
@@ -353,7 +353,7 @@ def _line_matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
         try:
             obj = json.loads(line)
             texts.append(json.dumps(obj, ensure_ascii=False))
-            texts.append(" ".join(_strings(obj)))
+            texts.append(" ".join(strings_in(obj)))
         except (json.JSONDecodeError, TypeError, RecursionError):
             pass
         normalised = [normalise(t) for t in texts]
@@ -361,16 +361,6 @@ def _line_matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
             keys and any(_names_key(t, keys) for t in normalised)) or any(_holds_shingle(t, shingles) for t in texts) \
             or bool(tokens is not None and any(tokens.search(fold(t)) for t in texts))
     return matches
-
-
-def _strings(obj: Any) -> list[str]:
-    if isinstance(obj, str):
-        return [obj]
-    if isinstance(obj, dict):
-        return [s for v in obj.values() for s in _strings(v)]
-    if isinstance(obj, list):
-        return [s for v in obj for s in _strings(v)]
-    return []
 
 
 def plan_target(mem: Memory, target: str, sealed: bool = False) -> Plan:

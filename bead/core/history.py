@@ -122,7 +122,7 @@ def _time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        t = datetime.fromisoformat(value)
     except ValueError:
         return None
     return t if t.tzinfo else t.replace(tzinfo=UTC)

@@ -1,6 +1,6 @@
 """One dream pass: extract, reconcile, consolidate, decay, report.
 
-Phases as the reference design gives them. The job never deletes: it adds
+Phases as the reference design (docs/design.md) gives them. The job never deletes: it adds
 versions, supersedes through the store's one rule, demotes to dormant, and
 queues what a person must decide. Only new turns of each session are read;
 ``store/dream/state.json`` records how many, and a session whose model call
@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypedDict
 
 from ..capture import instructions as rules
 from ..capture.secrets import redact
@@ -73,6 +74,20 @@ class LockHeld(BeadError):
     pass
 
 
+class SessionReport(TypedDict):
+    """What a run did with one session's new turns (keys and version ids, never values): a dict, as it goes
+    into `bead dream run --json`."""
+
+    turns: int                  # new turns read
+    written: list[str]          # fact ids written (or "KEY (would write)" in a dry run)
+    unchanged: list[str]        # fact ids the proposal restated, or "KEY (duplicate of OTHER)"
+    rejected: list[str]         # "KEY (why)"
+    skipped: list[str]          # "KEY (tombstone)", "KEY (sealed)"
+    queued: list[str]           # "ITEM KIND KEY" (or why not, in a dry run)
+    episode: str | None         # the episode file, relative to the store
+    evaluation: str | None      # the outcome gate's line
+
+
 @dataclass
 class Report:
     started: datetime
@@ -82,7 +97,7 @@ class Report:
     tokens_in: int = 0
     tokens_out: int = 0
     seconds: float = 0.0
-    sessions: dict[str, dict] = field(default_factory=dict)
+    sessions: dict[str, SessionReport] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     dormant: list[str] = field(default_factory=list)
     queued: list[tuple[str, str, str]] = field(default_factory=list)
@@ -90,9 +105,9 @@ class Report:
     no_model: str = ""
     path: Path | None = None            # the report file, once written
 
-    def session(self, sid: str) -> dict:
-        return self.sessions.setdefault(sid, {"turns": 0, "written": [], "unchanged": [], "rejected": [],
-                                              "skipped": [], "queued": [], "episode": None, "evaluation": None})
+    def session(self, sid: str) -> SessionReport:
+        return self.sessions.setdefault(sid, SessionReport(turns=0, written=[], unchanged=[], rejected=[], skipped=[],
+                                                           queued=[], episode=None, evaluation=None))
 
     def render(self) -> str:
         """Keys and version ids, never values."""
@@ -224,7 +239,7 @@ class Dream:
             yield path.stem, path
 
     def _session(self, sid: str, turns: list[Turn], rep: Report, dry_run: bool, budget: int | None) -> None:
-        s = rep.session(sid)
+        session = rep.session(sid)
         read_upto = self.state.read(sid)
         episode = None
         for chunk in chunks([t for t in turns if t.text != FORGOTTEN] or turns):
@@ -247,15 +262,15 @@ class Dream:
                 break
             by_n = {t.n: t for t in chunk}
             for p in proposals:
-                self._propose(p, by_n, s, rep, dry_run)
+                self._propose(p, by_n, session, rep, dry_run)
             episode = ep or episode
             read_upto = max(t.n for t in chunk)
-            s["turns"] += len(chunk)
+            session["turns"] += len(chunk)
         if episode and not dry_run and read_upto > self.state.read(sid):
             read = [t for t in turns if t.n <= read_upto and t.text != FORGOTTEN]
             ev = self._evaluate(sid, read, episode, rep, budget)
-            s["evaluation"] = ev.line()
-            s["episode"] = self._episode(sid, episode, turns[0], ev)
+            session["evaluation"] = ev.line()
+            session["episode"] = self._episode(sid, episode, turns[0], ev)
         if not dry_run and read_upto > self.state.read(sid):
             self.state.mark(sid, read_upto)
 
@@ -267,36 +282,39 @@ class Dream:
         proj = ", ".join(sorted(projects)) or "unknown"
         return f"Project of this conversation: {proj}\n<memory>\n{lines}\n</memory>"
 
-    def _propose(self, p: dict, by_n: dict[int, Turn], s: dict, rep: Report, dry_run: bool) -> None:
-        proposal = Proposal.of(p)
+    def _propose(self, answer: dict, turns: dict[int, Turn], session: SessionReport, rep: Report,
+                 dry_run: bool) -> None:
+        """Decide one proposal of the model's ``answer`` (its cited turns looked up by number in ``turns``), do
+        what the decision says and note it in ``session``; queue additions also go to ``rep``."""
+        proposal = Proposal.of(answer)
         key, value = proposal.key, proposal.value
-        cited = [by_n[n] for n in proposal.turns if n in by_n]
+        cited = [turns[n] for n in proposal.turns if n in turns]
         d = decide(self.mem, proposal, cited, self._value_owner, self._second_opinion(rep))
         if d.action == "reject":
-            s["rejected"].append(f"{key or '(empty key)'} ({d.detail})")
+            session["rejected"].append(f"{key or '(empty key)'} ({d.detail})")
         elif d.action == "skip":
-            s["skipped"].append(f"{key} ({d.detail})")
+            session["skipped"].append(f"{key} ({d.detail})")
         elif d.action == "queue":
             if dry_run:
-                s["queued"].append(f"{key} ({d.kind}, not queued: dry run)")
+                session["queued"].append(f"{key} ({d.kind}, not queued: dry run)")
                 return
             queued = propose.queue(self.mem, d.kind, key, proposal.type, value, d.detail, d.sources, d.source)
             assert queued.item is not None
-            s["queued"].append(f"{queued.item.id} {d.kind} {key}" + ("" if queued.added else " (already queued)"))
+            session["queued"].append(f"{queued.item.id} {d.kind} {key}" + ("" if queued.added else " (already queued)"))
             if queued.added:
                 rep.queued.append((queued.item.id, d.kind, key))
         elif d.action == "unchanged":
-            s["unchanged"].append(d.other)
+            session["unchanged"].append(d.other)
             if not dry_run:
                 self.mem.note_use([key], "reinforce", id=d.other, by="dream")
         elif d.action == "duplicate":
             # Consolidate: the same value already stored under another key
             # reinforces that fact instead of adding a second one.
-            s["unchanged"].append(f"{key} (duplicate of {d.other})")
+            session["unchanged"].append(f"{key} (duplicate of {d.other})")
             if not dry_run:
                 self.mem.note_use([d.other], "reinforce", by="dream")
         elif dry_run:
-            s["written"].append(f"{key} (would write)")
+            session["written"].append(f"{key} (would write)")
         else:
             # decide read the key before the second opinion (a model call): the person's word is checked again
             # under the store's lock as the version is written (bead.core.propose).
@@ -306,18 +324,18 @@ class Dream:
             except KeySealed:
                 # A sealed key is the person's secret: the dream never writes
                 # beside it (and never sees its value).
-                s["skipped"].append(f"{key} (sealed)")
+                session["skipped"].append(f"{key} (sealed)")
                 return
             if done.status == "queued" and done.item is not None:
-                s["queued"].append(f"{done.item.id} change-user-stated {key}" + ("" if done.added else " (already queued)"))
+                session["queued"].append(f"{done.item.id} change-user-stated {key}" + ("" if done.added else " (already queued)"))
                 if done.added:
                     rep.queued.append((done.item.id, "change-user-stated", key))
                 return
             if done.current is not None:
-                s["unchanged"].append(done.current.id)
+                session["unchanged"].append(done.current.id)
                 return
             assert done.result is not None
-            (s["written"] if done.result.written else s["unchanged"]).append(done.result.fact.id)
+            (session["written"] if done.result.written else session["unchanged"]).append(done.result.fact.id)
             self._values_by_body()[normalise(value)] = key
 
     def _values_by_body(self) -> dict[str, str]:
@@ -344,7 +362,7 @@ class Dream:
         return ask
 
     def _episode(self, sid: str, ep: dict[str, str], first: Turn, ev: Evaluation | None = None) -> str:
-        day = datetime.fromisoformat(first.at.replace("Z", "+00:00")) if first.at else self.mem.clock()
+        day = datetime.fromisoformat(first.at) if first.at else self.mem.clock()
         path = Episodes(self.mem.home).write(sid, day, ep, self.mem.config.owner, self.mem.clock(),
                                              ev.as_dict() if ev is not None else None)
         return path.relative_to(self.mem.home.store).as_posix()
@@ -434,7 +452,7 @@ class Dream:
             if cur is None or cur.pinned or cur.status != "current":
                 continue
             seen = max(cur.valid_from or "", last.get(cur.key, ""))
-            if seen and _parse(seen) < cutoff:
+            if seen and datetime.fromisoformat(seen) < cutoff:
                 self.mem.set_status(cur, "dormant")
                 self.mem.audit.record(self.mem.clock(), "decay", key=cur.key, id=cur.id)
                 out.append(cur.id)
@@ -468,6 +486,3 @@ def judged_transcript(turns: list[Turn]) -> str:
                          *(f"[{t.n}] {label_of(t)}: {t.text[:TURN_CHARS]}" for t in tail)])
     return f"<transcript>\n{body}\n</transcript>"
 
-
-def _parse(ts: str) -> datetime:
-    return datetime.fromisoformat(ts.replace("Z", "+00:00"))

@@ -46,7 +46,7 @@ class Worker:
             st.data["worker_since"] = iso(self.clock())
             st.save()
         value = st.data.get("last_run") or st.data["worker_since"]
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return datetime.fromisoformat(value)
 
     def tick(self) -> bool:
         """One wake: run the pass if a scheduled time has passed. True if it ran."""

@@ -12,7 +12,7 @@ the other folds is scored on that fold. Reported: each candidate's figures
 on all turns (fit), the candidate the whole set would choose with its fit
 figures, and the mean over held-out folds of the figures of the candidates
 the folds chose (cross-validated). Where a headline figure differs between
-the two by more than MAX_GAP (``gap``), the README's rule is that the
+the two by more than MAX_GAP (``gap``), the project's rule (docs/design.md) is that the
 simpler setting wins.
 
 The objective, the same for every grid: the mean over scales of ``later``

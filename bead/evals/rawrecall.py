@@ -25,7 +25,7 @@ def _start(session: dict, i: int) -> datetime:
     if isinstance(started, datetime):
         return started if started.tzinfo else started.replace(tzinfo=UTC)
     if started:
-        return datetime.fromisoformat(str(started).replace("Z", "+00:00"))
+        return datetime.fromisoformat(str(started))
     return _SYNTHETIC_START + timedelta(days=i)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import sqlite_utils
 
 from ..errors import BeadError
+from ..store.facts import INDEXED_FIELDS as FACT_SPECS
 from ..store.facts import Fact, KeyVersions
 from ..store.keys import PERSON_TRUSTS
 from ..store.rawlog import Turn
@@ -36,15 +37,14 @@ SCHEMA_VERSION = 10
 RAW_CHARS = 4000
 CONTEXT_CHARS = 200  # of the turn before, in the context column
 CONTEXT_WEIGHT = 0.5
-RAW_POSTINGS_BUDGET = 5_000    # matches scored per raw search, about (README, "Benchmarks")
+RAW_POSTINGS_BUDGET = 5_000    # matches scored per raw search, about (docs/results.md)
 RAW_MIN_WINDOW = 20_000        # the newest rows a capped search always scores
-CONTEXT_MAX_TURN = 1500  # a longer turn says enough by itself: its neighbours' words would dilute it (README, "Raw recall")
+CONTEXT_MAX_TURN = 1500  # a longer turn says enough by itself: its neighbours' words would dilute it (docs/results.md)
 # Key text, body. Key 4 did a little better for the pointers and the pinned block (evals/grids/pointers.yaml)
-# and a little worse for supersession hit@1 (one query of 21): a wash on this much data, so 2 stays (README, "Evals").
+# and a little worse for supersession hit@1 (one query of 21): a wash on this much data, so 2 stays (docs/results.md).
 FACT_WEIGHTS = (2.0, 1.0)
-# The frontmatter fields a fact row keeps (store.facts.FIELDS is the whole list).
-INDEXED_FIELDS = ("id", "key", "version", "type", "trust", "owner", "status", "sensitivity", "pinned", "valid_from",
-                  "title")
+# The frontmatter fields a fact row keeps, from the one declaration of a fact's fields (store.facts.FACT_FIELDS).
+INDEXED_FIELDS = tuple(f.name for f in FACT_SPECS)
 
 
 def key_text(key: str) -> str:
@@ -147,10 +147,10 @@ def _context(texts: dict[int, str], n: int) -> str:
     return texts[n - 1][:CONTEXT_CHARS] if n - 1 in texts else ""
 
 
-_FACT_COLUMNS = ", ".join(f"{name} {'INTEGER' if name in ('version', 'pinned') else 'TEXT'}"
-                          + (" PRIMARY KEY" if name == "id" else "") for name in INDEXED_FIELDS)
+_FACT_COLUMNS = ", ".join(f"{f.name} {'INTEGER' if f.integer else 'TEXT'}" + (" PRIMARY KEY" if f.name == "id" else "")
+                          for f in FACT_SPECS)
 _GENERATION = "BEGIN UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'facts_generation'; END"
-# The index's tables, one statement each. A change here needs a new SCHEMA_VERSION (an old index is then rebuilt).
+# The index's tables, one statement each. A change here rebuilds an old index (SCHEMA_DIGEST below).
 _SCHEMA = (
     "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)",
     "CREATE TABLE files (path TEXT PRIMARY KEY, kind TEXT, size INTEGER, mtime_ns INTEGER, sha256 TEXT)",
@@ -203,6 +203,9 @@ _SCHEMA = (
     "INSERT INTO facts_fts(facts_fts, rank) VALUES ('secure-delete', 1)",
     "INSERT INTO raw_fts(raw_fts, rank) VALUES ('secure-delete', 1)",
 )
+# What the index's tables are, as built: an index whose stored digest differs is rebuilt (as for a new SCHEMA_VERSION,
+# which stays for changes the statements do not show, such as what a column holds).
+SCHEMA_DIGEST = hashlib.sha256("\n".join(_SCHEMA).encode()).hexdigest()[:16]
 
 
 class Index:
@@ -283,13 +286,21 @@ class Index:
         row = self._conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
         return int(row[0]) if row else None
 
+    def _current(self) -> bool:
+        """Whether the index was built by this schema: its version and the digest of its statements (a fact
+        field added to the declaration changes the statements, so an old index is rebuilt without a bump)."""
+        if self._schema_version() != SCHEMA_VERSION:
+            return False
+        row = self._conn.execute("SELECT value FROM meta WHERE name='schema_digest'").fetchone()
+        return bool(row) and row[0] == SCHEMA_DIGEST
+
     def _ensure_schema(self) -> bool:
         """Create the schema; True when this call (re)created the index empty."""
-        if self._schema_version() == SCHEMA_VERSION:
+        if self._current():
             return False
         with self.write_tx():
             # Another process may have built it while we waited for the lock.
-            if self._schema_version() == SCHEMA_VERSION:
+            if self._current():
                 return False
             self._drop_all()
             self._create()
@@ -309,6 +320,7 @@ class Index:
             self._conn.execute(statement)
         self._conn.executemany("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", [
             ("schema_version", str(SCHEMA_VERSION)),
+            ("schema_digest", SCHEMA_DIGEST),
             ("built_at", str(time.time())),
             ("facts_generation", "0"),
         ])
@@ -570,6 +582,10 @@ class Index:
         """The connection settings forget and concurrency rely on (for status and tests)."""
         one = lambda name: self._conn.execute(f"PRAGMA {name}").fetchone()[0]  # noqa: E731
         return {name: one(name) for name in ("journal_mode", "secure_delete", "busy_timeout")}
+
+    def fact_columns(self) -> dict[str, str]:
+        """The facts table's columns and their declared types (for status and tests)."""
+        return {str(r[1]): str(r[2]) for r in self._conn.execute("PRAGMA table_info(facts)")}
 
     def integrity_check(self) -> str:
         return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])

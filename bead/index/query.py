@@ -27,7 +27,7 @@ tell know think thing things really get got go going gonna like kind sort way ev
 
 # Words a question about past conversation uses to point at it ("list the order in which I brought
 # up...", "a comprehensive summary of what I mentioned across sessions"): in raw turns they match
-# whatever turn talks about talking. Dropped from raw searches only (README, "Raw recall").
+# whatever turn talks about talking. Dropped from raw searches only (docs/results.md).
 RAW_QUERY_STOPWORDS = frozenset("""
 mention mentioned said say talked discussed conversation conversations session sessions summary summarize
 comprehensive order list brought throughout across aspects ever previously

@@ -4,16 +4,16 @@ The newest user message plus the text and tool calls of the assistant
 message before it (harness system messages in between are skipped). Harness
 reminders, bead's own blocks and tool field names are already gone from the
 parsed parts; tool results are cut to 1,500 characters. Weights follow the
-reference design: the person's text 1, the assistant's text and tool input
+reference design (docs/design.md): the person's text 1, the assistant's text and tool input
 0.6, tool output 0.3.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..conversation import Conversation, Source
+from ..textform import strings_in
 
 TOOL_RESULT_CHARS = 1500
 WEIGHTS = {"user": 1.0, "assistant": 0.6, "tool_input": 0.6, "tool_output": 0.3}
@@ -28,17 +28,6 @@ class Cue:
     @property
     def weight(self) -> float:
         return WEIGHTS[self.source]
-
-
-def _strings(value: Any) -> list[str]:
-    """String values of a tool input, without its field names."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
@@ -65,7 +54,7 @@ def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
             if p.kind == "text" and p.source is Source.ASSISTANT and p.text:
                 cues.append(Cue("assistant", p.text))
             elif p.kind == "tool_use":
-                text = " ".join(_strings(p.data))
+                text = " ".join(strings_in(p.data))
                 if text.strip():
                     cues.append(Cue("tool_input", text))
     return cues

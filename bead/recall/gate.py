@@ -1,4 +1,4 @@
-"""The reference design's default gate: evidence, not similarity alone.
+"""The reference design's default gate (docs/design.md): evidence, not similarity alone.
 
 BM25 finds candidates; the evidence score weights each term a candidate
 shares with the cues by its IDF among the stored facts (scaled so a term only
@@ -160,6 +160,14 @@ def coverage(cue_terms: set[str], text: str) -> float:
     return len(cue_terms & set(terms(text))) / len(cue_terms)
 
 
+
+def _admit(cand: Candidate, passed: list[Candidate], rejected: list[Candidate],
+           reasons: tuple[tuple[bool, str], ...]) -> bool:
+    """The first reason that holds rejects ``cand`` (kept with the reason, for the trace); else it passes."""
+    cand.reason = next((why for holds, why in reasons if holds), "")
+    (rejected if cand.reason else passed).append(cand)
+    return not cand.reason
+
 def recall(index: Index, stats: FactStats, cues: list[Cue], project: str | None, exclude_ids: set[str],
            exclude_sessions: list[str], exclude_raw_texts: set[str], settings: RecallSettings) -> Recall:
     """``exclude_raw_texts`` holds text ids (render.text_id) injected earlier in the conversation.
@@ -183,16 +191,10 @@ def recall(index: Index, stats: FactStats, cues: list[Cue], project: str | None,
             continue  # another project's facts never leak into this one
         score, shared = evidence(weights, stats, row["key"], row["body"])
         cand = Candidate(row["id"], row["key"], row["body"], round(score, 3), shared, row=row)
-        if row["id"] in exclude_ids:
-            cand.reason = "already injected in this conversation"
-        elif score < threshold:
-            cand.reason = f"evidence {score:.2f} < {threshold}"
-        elif len(out.facts) >= max_facts:
-            cand.reason = f"more than {max_facts} facts passed"
-        if cand.reason:
-            out.rejected.append(cand)
-        else:
-            out.facts.append(cand)
+        _admit(cand, out.facts, out.rejected, (
+            (row["id"] in exclude_ids, "already injected in this conversation"),
+            (score < threshold, f"evidence {score:.2f} < {threshold}"),
+            (len(out.facts) >= max_facts, f"more than {max_facts} facts passed")))
     out.facts.sort(key=lambda c: -c.score)
     strong = {t for t, w in weights.items() if w >= 0.6}
     if strong and asks_about_past_work(cues):
@@ -201,15 +203,9 @@ def recall(index: Index, stats: FactStats, cues: list[Cue], project: str | None,
             cov = coverage(strong, hit.text)
             cand = Candidate(hit.id, "", hit.text, round(cov, 3), [], row=hit.row)
             tid = text_id(hit.text)
-            if tid in seen:
-                cand.reason = "the same text is already injected in this conversation"
-            elif cov < RAW_COVERAGE:
-                cand.reason = f"coverage {cov:.2f} < {RAW_COVERAGE}"
-            elif len(out.raw) >= max_raw:
-                cand.reason = f"more than {max_raw} excerpts passed"
-            if cand.reason:
-                out.rejected.append(cand)
-            else:
-                out.raw.append(cand)
+            if _admit(cand, out.raw, out.rejected, (
+                    (tid in seen, "the same text is already injected in this conversation"),
+                    (cov < RAW_COVERAGE, f"coverage {cov:.2f} < {RAW_COVERAGE}"),
+                    (len(out.raw) >= max_raw, f"more than {max_raw} excerpts passed"))):
                 seen.add(tid)
     return out

@@ -1,6 +1,6 @@
 """Pointers: the keys of facts the conversation has not been shown, for the model to open.
 
-No local gate tells well which fact bodies a turn needs (README, "Evals"); the
+No local gate tells well which fact bodies a turn needs (docs/results.md); the
 model that reads the prompt can, given a short index. After the facts that
 pass the gate, the cue block lists up to ``recall.pointers`` more candidates
 of the same search, each as its key, a title and the trust mark, within
@@ -18,7 +18,7 @@ from ..config import RecallSettings
 from ..index.query import terms
 from .gate import Candidate, Recall
 
-# Chosen by cross-validation over the injection suite's turns (README, "Evals"; `bead eval --cv`).
+# Chosen by cross-validation over the injection suite's turns (docs/results.md; `bead eval --cv`).
 MIN_EVIDENCE = 0.3        # the evidence score (bead.recall.gate.evidence) a candidate needs
 ORDER = "search"          # search: the BM25 order of the gate's search; evidence: the evidence score
 # A candidate whose words overlap a chosen pointer's this much (Jaccard) says nearly the same thing

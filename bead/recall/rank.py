@@ -1,7 +1,7 @@
 """Ranking policy over the index's BM25 candidates.
 
 The index finds and scores candidates (BM25); what counts for more than the
-words is decided here: the reference design's boosts for facts (the
+words is decided here: the reference design's (docs/design.md) boosts for facts (the
 person's own word, the active scope) and a recency tilt for raw turns, so
 that of two turns about the same thing the newer one wins a near tie.
 """
@@ -19,7 +19,7 @@ from ..store.keys import PERSON_TRUSTS
 
 USER_STATED_BOOST = 1.2
 SCOPE_BOOST = 1.5
-RECENCY = 0.2       # chosen on the dev suites (README, "Raw recall")
+RECENCY = 0.2       # chosen on the dev suites (docs/results.md)
 RECENCY_POOL = 3    # candidates per result that the recency tilt may reorder
 NEWER_SHARE = 0.6   # of the older turn's matched query terms a newer one must match to restate it
 NEWER_OWN = 0.8     # and of its own matched query terms, the older turn must match (it is about the same)
@@ -90,7 +90,7 @@ def newer_first(hits: list[Hit], query: str) -> list[Hit]:
     hold a number, the newer one matches at least ``NEWER_SHARE`` of the query terms the older one
     matches (two at least), and the older one at least ``NEWER_OWN`` of the newer one's. Every newer
     restatement moves above the older turn, the newest first; nothing outside ``hits`` comes in and
-    nothing leaves, so recall at the list's length is unchanged (README, "Raw recall").
+    nothing leaves, so recall at the list's length is unchanged (docs/results.md).
     """
     if len(hits) < 2 or not VALUE_QUESTION.search(query):
         return hits

@@ -42,7 +42,7 @@ from .gate import FactStats, cue_weights
 from .rank import search_facts
 
 # Chosen by cross-validation over the injection suite's turns at 300 and 2,000 near-miss facts
-# (README, "Evals"; evals/grids/pinned.yaml).
+# (docs/results.md; evals/grids/pinned.yaml).
 OPENING_WEIGHT = 8.0
 OPENING_CANDIDATES = 60
 # How the opening's relevance joins the prior: "product" (prior x (1 + weight x relevance)) or "sum"

@@ -38,14 +38,32 @@ from .audit import AuditLog, Tombstones, iso
 from .keys import PERSON_TRUSTS, SENSITIVITIES, TRUSTS, TYPES, check_choice, check_new_key, scope_of, validate_key
 from .locks import flocked
 
-# The frontmatter of a version file, in the order it is written: the one list
-# of a fact's fields (the body follows the frontmatter).
-FIELDS = (
-    "id", "key", "type", "owner", "status", "version", "supersedes", "valid_from",
-    "trust", "sensitivity", "sources", "last_injected", "pinned", "title",
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field of a fact's frontmatter."""
+
+    name: str
+    index: int | None = None     # its place among the index's fact columns (None: not a column)
+    integer: bool = False        # an INTEGER column (else TEXT)
+    optional: bool = False       # written only when set (a fact without it keeps the bytes it had before it existed)
+
+
+# The one declaration of a fact's fields, in the order the frontmatter is written (the body follows it). ``Fact``
+# has an attribute for each (``id`` is derived from key and version); the index's fact columns, in ``index``
+# order, and its schema follow from it (bead.index.db: a changed column list rebuilds an old index by itself).
+# A new field: a line here, the attribute on ``Fact``, its reading in ``parse_fact``, and the keyword on the
+# writers that set it (``FactStore.write``, ``Memory.write``). docs/design.md, "A new fact field".
+FACT_FIELDS = (
+    FieldSpec("id", index=0), FieldSpec("key", index=1), FieldSpec("type", index=3), FieldSpec("owner", index=5),
+    FieldSpec("status", index=6), FieldSpec("version", index=2, integer=True), FieldSpec("supersedes"),
+    FieldSpec("valid_from", index=9), FieldSpec("trust", index=4), FieldSpec("sensitivity", index=7),
+    FieldSpec("sources"), FieldSpec("last_injected"), FieldSpec("pinned", index=8, integer=True),
+    FieldSpec("title", index=10, optional=True),
 )
-# Fields written only when set: a fact without a title keeps the bytes it had before titles existed.
-OPTIONAL_FIELDS = frozenset({"title"})
+FIELDS = tuple(f.name for f in FACT_FIELDS)
+OPTIONAL_FIELDS = frozenset(f.name for f in FACT_FIELDS if f.optional)
+INDEXED_FIELDS = tuple(sorted((f for f in FACT_FIELDS if f.index is not None), key=lambda f: f.index or 0))
 TITLE_MAX_WORDS = 8
 TITLE_MAX_CHARS = 80
 

@@ -32,6 +32,7 @@ from typing import Protocol
 from .. import files as safe
 from ..errors import BeadError
 from ..paths import Home
+from ..textform import strings_in
 from .audit import iso, normalise
 
 KINDS = ("suspicious", "key-conflict", "change-user-stated", "untrusted-source", "lesson")
@@ -41,17 +42,6 @@ _ITEM_ID = re.compile(r"[0-9a-f]{12}")   # what item_id gives; anything else nam
 
 def item_id(kind: str, key: str, value: str) -> str:
     return hashlib.sha256(f"{kind}\x00{key}\x00{normalise(value)}".encode()).hexdigest()[:12]
-
-
-def _texts(obj: object) -> list[str]:
-    """Every string in a JSON value (an item's fields, its history entries, its evaluation)."""
-    if isinstance(obj, str):
-        return [obj]
-    if isinstance(obj, dict):
-        return [t for v in obj.values() for t in _texts(v)]
-    if isinstance(obj, list):
-        return [t for v in obj for t in _texts(v)]
-    return []
 
 
 @dataclass
@@ -143,7 +133,7 @@ class Queue:
                 if matches(text):
                     out.append(p)
                 continue
-            if item.get("key") in keys or any(matches(t) for t in _texts(item)):
+            if item.get("key") in keys or any(matches(t) for t in strings_in(item)):
                 out.append(p)
         return out
 
