@@ -314,7 +314,7 @@ class ProxyClient:
     HOST = "127.0.0.1"
 
     def __init__(self, app):
-        from bead.proxy.access import load_token
+        from bead.token import load_token
 
         self.app = app
         self.engine = app.extensions["bead.engine"]

@@ -94,9 +94,9 @@ ENTRY_POINTS = ("bead.proxy", "bead.cli", "bead.mcp", "bead.tui", "bead.dashboar
 # The layer order, from the ground up. A module may import its own tier and the tiers below it, never one
 # above. Within a tier, imports may go either way but never in a circle (the cycle test below).
 TIERS: list[tuple[str, tuple[str, ...]]] = [
-    ("ground: paths, config, errors, log, safe files, text forms, the model client",
+    ("ground: paths, config, errors, log, safe files, text forms, the model client, the proxy token",
      ("bead", "bead.errors", "bead.paths", "bead.config", "bead.log", "bead.files", "bead.textform",
-      "bead.yamlsafe", "bead.display", "bead.llm")),
+      "bead.yamlsafe", "bead.display", "bead.llm", "bead.token")),
     ("capture: the secret scan, text cleaning, the instruction rule", ("bead.capture",)),
     ("the typed conversation", ("bead.conversation",)),
     ("store: fact, raw-log, audit, queue, episode, report and vault files (a Home and a clock)",

@@ -54,7 +54,7 @@ def served(served_proxy, openai_upstream, bead_home):
 @pytest.fixture
 def client(served):
     """The official SDK with the base URL a user sets: bead's address, the home's token, /openai/v1."""
-    from bead.proxy.access import load_token
+    from bead.token import load_token
 
     return openai_sdk.OpenAI(base_url=f"{served.url}/{load_token(served.engine.home)}/openai/v1", api_key=KEY,
                              organization=ORG, project=PROJECT, max_retries=0, timeout=60,

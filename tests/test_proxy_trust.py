@@ -312,7 +312,7 @@ class TestTargets:
                                         "/{token}/v1/models/.."])
     def test_fragment_and_dot_segments_are_400_and_the_token_is_never_logged(self, served_proxy, upstream, caplog,
                                                                              target):
-        from bead.proxy.access import load_token
+        from bead.token import load_token
 
         proxy = served_proxy()
         token = load_token(proxy.engine.home)

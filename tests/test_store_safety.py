@@ -82,7 +82,7 @@ class TestLinkedKeyFolder:
 
     def test_status_reports_the_link_with_its_fix(self, linked):
         mem, outside, _ = linked
-        from bead.cli.status import collect
+        from bead.core.health import collect
 
         problems = collect(mem)["problems"]
         (p,) = [p for p in problems if "symbolic link" in p["problem"]]
@@ -117,7 +117,7 @@ class TestLinkedScopeFolder:
 
         counts, problems = rebuild(mem.index, mem.facts, mem.raw)
         assert counts["keys"] == 0 and any("symbolic link" in p.reason for p in problems)
-        from bead.cli.status import collect
+        from bead.core.health import collect
 
         assert any(str(mem.home.facts / "global") in p["problem"] for p in collect(mem)["problems"])
         assert snapshot(outside) == before
@@ -250,7 +250,7 @@ class TestOrphanedTemps:
         return tmp
 
     def test_status_reports_and_fix_removes(self, mem, bead_home):
-        from bead.cli.status import collect
+        from bead.core.health import collect
 
         tmp = self.kill_writer(bead_home)
         live = mem.home.facts / f".v9.md.{os.getpid()}-0badc0de.tmp"   # a write in flight in this process

@@ -131,7 +131,7 @@ class TestEveryCommandShowsEscapes:
         bad.mkdir(parents=True)
         (bad / "v1.md").write_text("not a fact")
         # A proxy on the address that is not this home's answers /bead/health with what it likes.
-        monkeypatch.setattr("bead.cli.status.proxy_health", lambda listen, token=None: {
+        monkeypatch.setattr("bead.core.health.proxy_health", lambda listen, token=None: {
             "running": True, "address": listen, "home": NAME})
         check(bead("status"), "\\x1b]0;pwned\\x07", "\\u202e", "\\x0dX")
         check(bead("reindex"), "\\x1b]0;pwned\\x07")

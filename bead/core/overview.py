@@ -5,7 +5,8 @@ sealed keys, dormant facts), the latest dream report, the injections the
 proxy's trace recorded (grouped by conversation, with the reasons for what
 was left out), the open review items, the figures of the last `bead eval`,
 and the days memory grew and was injected on (from the index and the audit
-log). Nothing here returns a sealed value: a sealed key has no plaintext and
+log), and the problems `bead status` finds (``bead.core.health``, one
+model for both). Nothing here returns a sealed value: a sealed key has no plaintext and
 no index row; only the number of sealed keys is counted. Everything else is
 stored text, possibly an attacker's: the page escapes every string.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from .. import files as safe
 from ..paths import Home
 from ..store.queue import Queue
+from . import health
 from .memory import Memory
 from .review import latest_report
 from .trace import Trace, configured_paths
@@ -152,4 +154,5 @@ def overview(mem: Memory, trace: str | None = None) -> dict[str, Any]:
         "eval": {"at": (ev := last_eval(mem.home) or {}).get("at"), "files": ev.get("files") or [],
                  "rows": eval_rows(ev)},
         "growth": growth(mem, breakdown),
+        "problems": [{"problem": str(p["problem"]), "fix": str(p["fix"])} for p in health.collect(mem)["problems"]],
     }

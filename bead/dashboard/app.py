@@ -18,6 +18,7 @@ from ..core.memory import Memory
 from ..core.overview import overview
 from ..paths import Home
 from ..proxy import access
+from ..token import load_token
 
 HERE = Path(__file__).resolve().parent
 STATIC = {"uplot.iife.min.js": "text/javascript", "uplot.min.css": "text/css", "dashboard.js": "text/javascript",
@@ -38,7 +39,7 @@ def create_app(home: Home, config: Config, trace: str | None = None, token: str 
     """The dashboard for ``home``. ``token`` (default: the home's proxy token) and ``owner_uid`` (default: the
     home's owner) decide who is the owner, as in the proxy."""
     app = Quart("bead.dashboard", template_folder=str(HERE / "templates"), static_folder=None)
-    token = access.load_token(home) if token is None else token
+    token = load_token(home) if token is None else token
     owner_uid = access.home_owner(home) if owner_uid is None else owner_uid
     local = threading.local()
 

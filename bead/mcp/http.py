@@ -46,6 +46,7 @@ from starlette.responses import JSONResponse, Response
 from ..core.viewer import Viewer
 from ..errors import BeadError
 from ..proxy import access
+from ..token import load_token
 from .auth import AuthFailed, JwtAuth, configured
 from .server import Runtime, build
 
@@ -211,7 +212,7 @@ def create_app(rt: Runtime, host: str = "127.0.0.1", admin: bool = False, auth: 
 
     app = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
     if auth is None and owner is None:
-        owner = Owner(access.load_token(rt.home), access.home_owner(rt.home))
+        owner = Owner(load_token(rt.home), access.home_owner(rt.home))
     return Guard(app, auth, owner)
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hmac
 import os
-import secrets
 from pathlib import Path
 
 from ..paths import Home
@@ -66,21 +65,6 @@ def browser_refusal(headers: dict[str, str], same_origin: bool = False) -> str |
     if not loopback_host(host):
         return "bead answers only to a literal loopback Host name (127.0.0.1, localhost, [::1])"
     return None
-
-
-def load_token(home: Home) -> str:
-    """The home's proxy token, created (0600) on first use; never read or written through a link."""
-    from .. import files as safe
-
-    path = home.proxy_token
-    try:
-        fd = safe.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, root=home.root)
-    except FileExistsError:
-        return safe.read_text(path, root=home.root).strip()
-    token = secrets.token_urlsafe(24)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(token + "\n")
-    return token
 
 
 def split_token(raw_path: str, token: str) -> tuple[bool, str]:

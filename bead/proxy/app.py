@@ -34,6 +34,7 @@ from quart import Quart, Response, request, websocket
 from werkzeug.datastructures import Headers
 
 from .. import __version__
+from ..token import load_token
 from ..wire import formats
 from . import access
 from .engine import MAX_RESPONSE_BYTES, Engine, Prepared
@@ -95,7 +96,7 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
     base = httpx.URL(upstream.rstrip("/"))
     bases = {"anthropic": base,
              "openai": httpx.URL((openai_upstream or engine.config.proxy.openai_upstream).rstrip("/"))}
-    token = access.load_token(engine.home) if token is None else token
+    token = load_token(engine.home) if token is None else token
     owner_uid = access.home_owner(engine.home) if owner_uid is None else owner_uid
     state: dict[str, Any] = {"client": None}
     health_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bead-health")

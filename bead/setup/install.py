@@ -24,7 +24,7 @@ from ..config import write_default
 from ..errors import BeadError
 from ..files import atomic_write
 from ..paths import Home
-from ..proxy.access import load_token
+from ..token import load_token
 
 SERVICES = ("proxy", "indexer", "dream")
 RC_BEGIN = "# >>> bead >>>"
