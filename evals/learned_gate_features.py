@@ -8,13 +8,14 @@ from bead.evals import suite as S
 from bead.evals.suite import temp_memory
 from bead.index.query import terms
 from bead.recall import gate
-from bead.recall.cues import extract, newest_user_index
+from bead.recall.cues import extract
+from bead.wire.formats import by_name
 
 ERR = re.compile(r"(?i)\b(error|traceback|exception|failed|fail|denied|refused|cannot|can't|not found|warning)\b")
 ACK = re.compile(r"(?i)^\s*(thanks?|thank you|ok(ay)?|great|nice|lgtm|cool|perfect|looks good|good)[\s!.,]*\w{0,12}[\s!.]*$")
 
 def turn_features(msgs, rows, stats, project='invoicing'):
-    cues = extract(msgs, newest_user_index(msgs))
+    cues = extract(by_name("anthropic").read({"messages": msgs})[0])
     by_src = {}
     for c in cues:
         for t in terms(c.text):
@@ -61,7 +62,7 @@ def load():
     with temp_memory() as mem:
         for f in s['facts']:
             mem.write(f['key'], f['body'], f['type'], trust=f.get('trust','user_stated'))
-        rows = [(r['key'], r['body'], r['type']) for r in mem.index.current_fact_rows()]
+        rows = [(k, b, t) for k, b, t in {f['key']: (f['key'], f['body'], f['type']) for f in s['facts']}.values()]
         stats = gate.FactStats([(k,b) for k,b,_ in rows])
         for t in s['turns']:
             cands = turn_features(t['messages'], rows, stats)

@@ -86,23 +86,19 @@ class ProxyApp(Quart):
         log.error("unhandled %s in the proxy", exc_type.__name__ if exc_type else "error")
 
 
-def create_app(engine: Engine, upstream: str, token: str | None = None, owner_uid: int | None = None,
-               openai_upstream: str | None = None) -> Quart:
-    """The proxy app. ``token`` marks the owner's requests (default: the home's); ``owner_uid`` is the
-    UID whose loopback connections count as the owner's on Linux (default: the home's owner);
-    ``openai_upstream`` takes the paths under /openai (default: config ``proxy.openai_upstream``)."""
-    app = ProxyApp("bead.proxy", static_folder=None)   # no /static route: every path is forwarded
-    app.config.update(MAX_CONTENT_LENGTH=None, BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None)
-    base = httpx.URL(upstream.rstrip("/"))
-    bases = {"anthropic": base,
-             "openai": httpx.URL((openai_upstream or engine.config.proxy.openai_upstream).rstrip("/"))}
-    token = load_token(engine.home) if token is None else token
-    owner_uid = access.home_owner(engine.home) if owner_uid is None else owner_uid
-    state: dict[str, Any] = {"client": None}
-    health_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bead-health")
+class Proxy:
+    """The proxy's parts, each one job: the upstream client's life (``start``, ``stop``), the request guard, the
+    health endpoint, the owner check, the WebSocket refusal and the forwarding of one request."""
 
-    @app.before_serving
-    async def start_client() -> None:
+    def __init__(self, engine: Engine, upstream: str, token: str, owner_uid: int | None, openai_upstream: str):
+        self.engine = engine
+        self.token = token
+        self.owner_uid = owner_uid
+        self.bases = {"anthropic": httpx.URL(upstream.rstrip("/")), "openai": httpx.URL(openai_upstream.rstrip("/"))}
+        self.client: httpx.AsyncClient | None = None
+        self.health_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bead-health")
+
+    async def start(self) -> None:
         # TCP_NODELAY: headers and body leave in separate writes, and Nagle's
         # algorithm against the server's delayed ACK would add ~40 ms to each.
         transport = httpx.AsyncHTTPTransport(
@@ -110,21 +106,19 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
             socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
         )
-        state["client"] = httpx.AsyncClient(
+        self.client = httpx.AsyncClient(
             transport=transport,
             timeout=httpx.Timeout(connect=15.0, read=None, write=None, pool=None),
             follow_redirects=False,
         )
-        engine.warm_up()
+        self.engine.warm_up()
 
-    @app.after_serving
-    async def stop_client() -> None:
-        if state["client"] is not None:
-            await state["client"].aclose()
-        await asyncio.to_thread(engine.drain, 30.0)
+    async def stop(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+        await asyncio.to_thread(self.engine.drain, 30.0)
 
-    @app.before_request
-    async def guard() -> Response | None:
+    async def guard(self) -> Response | None:
         # A web page must not be able to read or write memory through
         # 127.0.0.1 (cross-site requests, DNS rebinding).
         raw = _scope_headers()
@@ -143,49 +137,47 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
                                    "as the request target", "invalid_request_error")
         return None
 
-    @app.route("/bead/health", methods=["GET"])
-    async def health() -> Response:
+    async def health(self) -> Response:
         """Anyone on the machine may learn that the proxy answers (the wrapper's check); only the
         owner (the token in X-Bead-Token, or the kernel's word) sees its home, counts and errors."""
         loop = asyncio.get_running_loop()
         offered = request.headers.get("x-bead-token", "")
-        has_token = bool(offered) and hmac.compare_digest(offered.encode(), token.encode())
+        has_token = bool(offered) and hmac.compare_digest(offered.encode(), self.token.encode())
         peer, ours = _ends()
         # Its own thread: preparations stuck on a slow disk never keep health from answering.
-        if not await loop.run_in_executor(health_pool, is_owner, has_token, peer, ours):
+        if not await loop.run_in_executor(self.health_pool, self.is_owner, has_token, peer, ours):
             return Response(json.dumps({"ok": True, "version": __version__}), content_type="application/json")
-        state_ = await loop.run_in_executor(health_pool, engine.store_state)
-        return Response(json.dumps({"ok": True, "version": __version__, "upstream": str(base),
-                                    "openai_upstream": str(bases["openai"]),
-                                    "home": str(engine.home.root), **engine.health(), **state_}),
+        state_ = await loop.run_in_executor(self.health_pool, self.engine.store_state)
+        return Response(json.dumps({"ok": True, "version": __version__, "upstream": str(self.bases["anthropic"]),
+                                    "openai_upstream": str(self.bases["openai"]),
+                                    "home": str(self.engine.home.root), **self.engine.health(), **state_}),
                         content_type="application/json")
 
-    def is_owner(has_token: bool, client: tuple[str, int] | None, server: tuple[str, int] | None) -> bool:
+    def is_owner(self, has_token: bool, client: tuple[str, int] | None, server: tuple[str, int] | None) -> bool:
         if has_token:
             return True
         if not sys.platform.startswith("linux") or client is None or server is None:
             return False
-        return access.peer_uid(client, server) == owner_uid
+        return access.peer_uid(client, server) == self.owner_uid
 
-    @app.websocket("/", defaults={"path": ""})
-    @app.websocket("/<path:path>")
-    async def no_websocket(path: str) -> Response:
+    async def no_websocket(self, path: str) -> Response:
         """bead relays HTTP only. Codex CLI's built-in OpenAI provider tries a WebSocket first: a 426 makes
         it fall back to HTTP at once (a 400 stops it, a 404 costs it seconds of retries)."""
-        _, raw_path = access.split_token(websocket.scope["raw_path"].decode("latin-1"), token)
+        _, raw_path = access.split_token(websocket.scope["raw_path"].decode("latin-1"), self.token)
         return _api_error(426, "bead proxy relays HTTP only: send this request over HTTP", "invalid_request_error",
                           api=formats.api_of(raw_path).name)
 
-    @app.route("/", defaults={"path": ""}, methods=METHODS)
-    @app.route("/<path:path>", methods=METHODS)
-    async def forward(path: str) -> Response:
+    async def forward(self, path: str) -> Response:
+        """Forward one request: prepare it (a conversation route of a known format, for the owner), send it,
+        stream the answer back and hand what was captured to the engine."""
+        engine = self.engine
         start = time.monotonic()
         body = typing.cast(bytes, await request.get_data(cache=False, as_text=False))
         raw_headers = _scope_headers()
         headers = {k.lower(): v for k, v in raw_headers}
         # The path as sent (percent-encoding intact), not Quart's decoded one,
         # less the owner's token when it leads.
-        has_token, raw_path = access.split_token(request.scope["raw_path"].decode("latin-1"), token)
+        has_token, raw_path = access.split_token(request.scope["raw_path"].decode("latin-1"), self.token)
         if _openai_behind_a_segment(raw_path):
             # A stale or mistyped token before /openai: as an Anthropic path it would carry the
             # harness's OpenAI key to the Anthropic upstream. Nothing leaves; the harness says why.
@@ -199,7 +191,7 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
             peer, ours = _ends()
 
             def work(deadline: float) -> Prepared:
-                if not is_owner(has_token, peer, ours):
+                if not self.is_owner(has_token, peer, ours):
                     engine.count("not_owner")
                     return Prepared(body)
                 return engine.prepare(body, headers, deadline, wire)
@@ -208,10 +200,11 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
         out_headers = [(k, v) for k, v in raw_headers if k.lower() not in REQUEST_DROP]
         query = request.scope.get("query_string") or b""
         # Always the configured scheme, host and port: the request target only names a path.
-        up_base = bases[api]
+        up_base = self.bases[api]
         url = up_base.copy_with(raw_path=(up_base.raw_path.rstrip(b"/") + raw_path.encode("latin-1")
                                           + (b"?" + query if query else b"")))
-        client: httpx.AsyncClient = state["client"]
+        client = self.client
+        assert client is not None, "the app started serving"
         try:
             up = await client.send(client.build_request(request.method, url, headers=out_headers, content=prep.body),
                                    stream=True)
@@ -221,37 +214,57 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
             return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})",
                               api=api)
         engine.forwarded(prep)
-        capture = prep.ident is not None and up.status_code < 400
-        chunks: list[bytes] = []
-
-        async def stream() -> typing.AsyncIterator[bytes]:
-            kept, truncated, broke = 0, False, False
-            try:
-                async for chunk in up.aiter_raw():
-                    if capture and not truncated:
-                        if kept + len(chunk) <= MAX_RESPONSE_BYTES:
-                            chunks.append(chunk)
-                            kept += len(chunk)
-                        else:
-                            truncated = True  # give up on the rest rather than buffer it
-                    yield chunk
-            except httpx.HTTPError as exc:
-                engine.error("upstream_stream", exc)
-                broke = True
-                # Pass the break on: the harness must see a broken response,
-                # as it would without bead, and retry as it would then.
-                raise UpstreamBroke(type(exc).__name__) from None
-            finally:
-                await up.aclose()
-                if capture:
-                    engine.finished(prep, chunks, up.headers.get("content-type", ""),
-                                    up.headers.get("content-encoding"), truncated or broke)
-
         resp_headers = [(k, v) for k, v in up.headers.multi_items() if k.lower() not in RESPONSE_DROP]
-        response = Response(stream(), status=up.status_code, headers=Headers(resp_headers))
+        response = Response(self._relay(up, prep), status=up.status_code, headers=Headers(resp_headers))
         response.timeout = None  # a long stream is never cut
         return response
 
+    async def _relay(self, up: httpx.Response, prep: Prepared) -> typing.AsyncIterator[bytes]:
+        """The upstream's answer, chunk by chunk as it arrives; what a captured request answered is kept (up to
+        MAX_RESPONSE_BYTES) and handed to the engine when the stream ends, whole or broken."""
+        capture = prep.ident is not None and up.status_code < 400
+        chunks: list[bytes] = []
+        kept, truncated, broke = 0, False, False
+        try:
+            async for chunk in up.aiter_raw():
+                if capture and not truncated:
+                    if kept + len(chunk) <= MAX_RESPONSE_BYTES:
+                        chunks.append(chunk)
+                        kept += len(chunk)
+                    else:
+                        truncated = True  # give up on the rest rather than buffer it
+                yield chunk
+        except httpx.HTTPError as exc:
+            self.engine.error("upstream_stream", exc)
+            broke = True
+            # Pass the break on: the harness must see a broken response,
+            # as it would without bead, and retry as it would then.
+            raise UpstreamBroke(type(exc).__name__) from None
+        finally:
+            await up.aclose()
+            if capture:
+                self.engine.finished(prep, chunks, up.headers.get("content-type", ""),
+                                     up.headers.get("content-encoding"), truncated or broke)
+
+
+def create_app(engine: Engine, upstream: str, token: str | None = None, owner_uid: int | None = None,
+               openai_upstream: str | None = None) -> Quart:
+    """The proxy app. ``token`` marks the owner's requests (default: the home's); ``owner_uid`` is the
+    UID whose loopback connections count as the owner's on Linux (default: the home's owner);
+    ``openai_upstream`` takes the paths under /openai (default: config ``proxy.openai_upstream``)."""
+    app = ProxyApp("bead.proxy", static_folder=None)   # no /static route: every path is forwarded
+    app.config.update(MAX_CONTENT_LENGTH=None, BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None)
+    proxy = Proxy(engine, upstream, load_token(engine.home) if token is None else token,
+                  access.home_owner(engine.home) if owner_uid is None else owner_uid,
+                  openai_upstream or engine.config.proxy.openai_upstream)
+    app.before_serving(proxy.start)
+    app.after_serving(proxy.stop)
+    app.before_request(proxy.guard)
+    app.route("/bead/health", methods=["GET"])(proxy.health)
+    app.websocket("/", defaults={"path": ""})(proxy.no_websocket)
+    app.websocket("/<path:path>")(proxy.no_websocket)
+    app.route("/", defaults={"path": ""}, methods=METHODS)(proxy.forward)
+    app.route("/<path:path>", methods=METHODS)(proxy.forward)
     app.extensions["bead.engine"] = engine  # for tests and status
     return app
 
