@@ -173,7 +173,17 @@ def build(rt: Runtime, admin: bool = False) -> MCPServer:
     """The agent's server, or (``admin``) the curator's: the agent's tools plus curation, remember as the person."""
     mcp = MCPServer("bead-admin" if admin else "bead", version=__version__,
                     instructions=ADMIN_INSTRUCTIONS if admin else INSTRUCTIONS, middleware=[structured_errors])
+    # What the curator's server writes is the person's word; what the agent's writes is not.
     trust, source = ("user_stated", "curator") if admin else ("agent_observed", "untrusted")
+    _agent_tools(mcp, rt, trust, source)
+    if admin:
+        _admin_tools(mcp, rt)
+    return mcp
+
+
+def _agent_tools(mcp: MCPServer, rt: Runtime, trust: str, source: str) -> None:
+    """recall, remember (with ``trust`` and, for a queued value, ``source``), search_memory, get_memory and
+    get_memory_context: each translates its arguments and calls the core."""
     budget = rt.config.mcp
 
     @mcp.tool(annotations=READ, description=(
@@ -247,10 +257,6 @@ def build(rt: Runtime, admin: bool = False) -> MCPServer:
             return bundle.as_dict(), bundle.text
 
         return await rt.call("get_memory_context", ctx, work, write=False)
-
-    if admin:
-        _admin_tools(mcp, rt)
-    return mcp
 
 
 def _two_calls(rt: Runtime, action: str, args: dict[str, Any], confirm: str | None,
