@@ -58,26 +58,35 @@ PROVIDERS = ("ollama", "anthropic", "openai")
 class ProxySettings:
     listen: str = setting("127.0.0.1:7077", "loopback address of the proxy")
     upstream: str = setting("https://api.anthropic.com", "the real API")
-    openai_upstream: str = setting("https://api.openai.com", "where requests under /openai go (any OpenAI-compatible "
-                                                             "server: the part of its base URL before /v1)")
+    openai_upstream: str = setting(
+        "https://api.openai.com",
+        "where requests under /openai go (any OpenAI-compatible server: the part of its base URL before /v1)",
+    )
     project: str | None = setting(None, "project when the harness reports none")
     trace: str | None = setting(None, "append one JSON line per request to this file")
     recall_deadline_ms: int = setting(500, "past it, the request goes out without new memory", check=_positive)
-    pinned_budget_tokens: int = setting(2000, "the most the pinned block (the first request's system prompt) holds",
-                                        check=_positive)
-    pinned_select: str = setting("opening", "how the pinned block chooses: opening (what the conversation opens "
-                                            "with, then the person's word, type, recent use, recency) or "
-                                            "recency (pinned, the person's word, newest)",
-                                 choices=("opening", "recency"))
+    pinned_budget_tokens: int = setting(
+        2000, "the most the pinned block (the first request's system prompt) holds", check=_positive
+    )
+    pinned_select: str = setting(
+        "opening",
+        "how the pinned block chooses: opening (what the conversation opens "
+        "with, then the person's word, type, recent use, recency) or "
+        "recency (pinned, the person's word, newest)",
+        choices=("opening", "recency"),
+    )
     cue_budget_tokens: int = setting(1500, "the most one turn's cue block holds", check=_positive)
 
 
 @dataclass(frozen=True)
 class StoreSettings:
     max_fact_bytes: int = setting(65536, "the largest value one fact may hold (UTF-8 bytes)", check=_positive)
-    busy_timeout_ms: int = setting(30000, "how long a command waits for the index; a fact write past it still "
-                                          "succeeds and leaves the index to `bead indexer` or `bead reindex`",
-                                   check=_positive)
+    busy_timeout_ms: int = setting(
+        30000,
+        "how long a command waits for the index; a fact write past it still "
+        "succeeds and leaves the index to `bead indexer` or `bead reindex`",
+        check=_positive,
+    )
 
 
 @dataclass(frozen=True)
@@ -85,11 +94,13 @@ class RecallSettings:
     evidence_threshold: float = setting(1.2, "the default gate's strong-match bar", check=_positive)
     max_facts: int = setting(2, "fact bodies one cue block holds at most", check=_positive)
     max_excerpts: int = setting(2, "raw-turn excerpts one cue block holds at most")
-    pointers: int = setting(5, "keys of facts not shown that the cue block may point to per turn (key, title, trust "
-                               "mark; the agent opens one with get_memory or `bead show`); 0 turns pointers off",
-                            check=lambda v: None if v >= 0 else "must be 0 or more")
-    pointer_budget_tokens: int = setting(80, "the most the pointers of one turn may add to the prompt",
-                                         check=_positive)
+    pointers: int = setting(
+        5,
+        "keys of facts not shown that the cue block may point to per turn (key, title, trust "
+        "mark; the agent opens one with get_memory or `bead show`); 0 turns pointers off",
+        check=lambda v: None if v >= 0 else "must be 0 or more",
+    )
+    pointer_budget_tokens: int = setting(80, "the most the pointers of one turn may add to the prompt", check=_positive)
 
 
 @dataclass(frozen=True)
@@ -107,11 +118,13 @@ class ModelSettings:
 class RerankSettings(ModelSettings):
     # The dream model is used for whatever of provider/model/... is left unset.
     enabled: bool = setting(False, "ask a chat model which candidates help (adds its latency)")
-    mode: str = setting("sync", "sync: the model judges before the request goes out (adds its latency); async: it "
-                                "judges after forwarding and its picks join the conversation's next request",
-                        choices=("sync", "async"))
-    timeout_ms: int = setting(4000, "the rerank call's limit; past it the default gate's choice stands",
-                              check=_positive)
+    mode: str = setting(
+        "sync",
+        "sync: the model judges before the request goes out (adds its latency); async: it "
+        "judges after forwarding and its picks join the conversation's next request",
+        choices=("sync", "async"),
+    )
+    timeout_ms: int = setting(4000, "the rerank call's limit; past it the default gate's choice stands", check=_positive)
     min_evidence: float = setting(0.5, "a candidate's evidence below this is not shown to the model")
     max_candidates: int = setting(5, "candidates shown to the model at most", check=_positive)
 
@@ -119,8 +132,10 @@ class RerankSettings(ModelSettings):
 def _prices(v: Any) -> str | None:
     for model, price in v.items():
         if set(price) != {"input", "output"} or any(p < 0 for p in price.values()):
-            return (f"must map each model to its input and output price in USD per million tokens, e.g. "
-                    f"`{model}: {{input: 1.0, output: 5.0}}`")
+            return (
+                f"must map each model to its input and output price in USD per million tokens, e.g. "
+                f"`{model}: {{input: 1.0, output: 5.0}}`"
+            )
     return None
 
 
@@ -128,14 +143,12 @@ def _prices(v: Any) -> str | None:
 class DreamSettings(ModelSettings):
     provider: str | None = setting("ollama", "who serves the dream's model", choices=PROVIDERS)
     schedule: str = setting("7 3 * * *", "cron line, local time")
-    decay_days: int = setting(60, "a fact nothing wrote, injected or reinforced this long becomes dormant",
-                              check=_positive)
+    decay_days: int = setting(60, "a fact nothing wrote, injected or reinforced this long becomes dormant", check=_positive)
     timeout_s: float = setting(120, "one model call's limit", check=_positive)
-    max_tokens_per_run: int | None = setting(None, "a run stops once its calls used this many tokens (null: no "
-                                                   "limit)")
+    max_tokens_per_run: int | None = setting(None, "a run stops once its calls used this many tokens (null: no limit)")
     prices: dict[str, dict[str, float | int]] | None = setting(
-        None, "model -> {input, output}: USD per million tokens, for the cost `bead dream run --dry-run` estimates",
-        check=_prices)
+        None, "model -> {input, output}: USD per million tokens, for the cost `bead dream run --dry-run` estimates", check=_prices
+    )
 
 
 def _listen(v: Any) -> str | None:
@@ -152,34 +165,42 @@ class McpSettings:
     """The MCP servers (`bead mcp`): budgets, and the team host's HTTP listener and JWT checks."""
 
     recall_budget_tokens: int = setting(2000, "the most one recall answer holds", check=_positive)
-    context_budget_tokens: int = setting(3000, "the most get_memory_context holds (pinned block + matches)",
-                                         check=_positive)
+    context_budget_tokens: int = setting(3000, "the most get_memory_context holds (pinned block + matches)", check=_positive)
     confirm_ttl_s: int = setting(600, "how long a confirm token of forget/seal works", check=_positive)
-    max_concurrent: int = setting(32, "tool calls in flight at once; more are refused as overloaded (retryable)",
-                                  check=_positive)
-    http_listen: str = setting("127.0.0.1:7078", "where `bead mcp --http` listens; a non-loopback address "
-                                                 "needs the JWT settings below", check=_listen)
+    max_concurrent: int = setting(32, "tool calls in flight at once; more are refused as overloaded (retryable)", check=_positive)
+    http_listen: str = setting(
+        "127.0.0.1:7078", "where `bead mcp --http` listens; a non-loopback address needs the JWT settings below", check=_listen
+    )
     jwks_url: str | None = setting(None, "the identity provider's JWKS URL (signing keys)", check=_http_url)
     issuer: str | None = setting(None, "the `iss` every token must carry")
     audience: str | None = setting(None, "the `aud` every token must carry")
-    actor_claim: str = setting("email", "the claim that names the member, trusted only when verified_claim is "
-                                        "true; otherwise the member is `<sub>@<issuer>`")
-    verified_claim: str | None = setting("email_verified", "the claim that must be true for actor_claim to be "
-                                                           "trusted; null trusts actor_claim as the provider signs "
-                                                           "it (a claim only the provider sets)")
+    actor_claim: str = setting(
+        "email",
+        "the claim that names the member, trusted only when verified_claim is true; otherwise the member is `<sub>@<issuer>`",
+    )
+    verified_claim: str | None = setting(
+        "email_verified",
+        "the claim that must be true for actor_claim to be "
+        "trusted; null trusts actor_claim as the provider signs "
+        "it (a claim only the provider sets)",
+    )
     jwks_timeout_s: float = setting(5, "one fetch of the key set", check=_positive)
     projects: dict[str, list[str]] | None = setting(
-        None, "member -> projects whose facts they share (`*`: every project); a member not listed has none")
+        None, "member -> projects whose facts they share (`*`: every project); a member not listed has none"
+    )
 
 
 @dataclass(frozen=True)
 class ImportSettings:
     """`bead import`: reading a harness's saved conversations."""
 
-    max_line_bytes: int = setting(16 * 1024 * 1024, "a transcript line longer than this (bytes) is skipped and "
-                                                    "counted, never read whole; raise it to import such a line "
-                                                    "(peak memory grows with it, up to about 8 times it)",
-                                  check=_positive)
+    max_line_bytes: int = setting(
+        16 * 1024 * 1024,
+        "a transcript line longer than this (bytes) is skipped and "
+        "counted, never read whole; raise it to import such a line "
+        "(peak memory grows with it, up to about 8 times it)",
+        check=_positive,
+    )
 
 
 @dataclass(frozen=True)
@@ -191,7 +212,7 @@ class Config:
     rerank: RerankSettings = section(RerankSettings)
     dream: DreamSettings = section(DreamSettings)
     mcp: McpSettings = section(McpSettings)
-    import_: ImportSettings = section(ImportSettings, key="import")   # `import` in the file
+    import_: ImportSettings = section(ImportSettings, key="import")  # `import` in the file
 
     def __post_init__(self) -> None:
         if not self.owner:
@@ -292,10 +313,12 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
             continue
         try:
             value = yaml.constructor.SafeConstructor().construct_document(value_node)
-        except (yaml.YAMLError, ValueError, KeyError, TypeError) as exc:   # `!foo x`, `!!int abc`, `!!bool maybe`
-            raise BeadError(f"{where} line {line}: `{dotted}` has a value YAML cannot build: "
-                            f"{getattr(exc, 'problem', None) or exc.__class__.__name__}",
-                            f"write a plain value on line {line} (default: {spec.default!r})") from None
+        except (yaml.YAMLError, ValueError, KeyError, TypeError) as exc:  # `!foo x`, `!!int abc`, `!!bool maybe`
+            raise BeadError(
+                f"{where} line {line}: `{dotted}` has a value YAML cannot build: "
+                f"{getattr(exc, 'problem', None) or exc.__class__.__name__}",
+                f"write a plain value on line {line} (default: {spec.default!r})",
+            ) from None
         kinds = _kinds(hint)
         # YAML's `yes`/`true` are bools, and bool is an int in Python.
         if not any(_conforms(value, k) for k in kinds):
@@ -376,6 +399,7 @@ def _yaml_value(value: Any) -> str:
 
 def reference() -> str:
     """Every setting of the schema as Markdown: one table per section (key, type, default, what it does)."""
+
     def rows(cls: type) -> list[str]:
         out = ["| key | type | default | what it does |", "|---|---|---|---|"]
         for f in dataclasses.fields(cls):
@@ -386,8 +410,7 @@ def reference() -> str:
             choices = f.metadata.get("choices")
             if choices:
                 doc += ("; " if doc else "") + "one of " + ", ".join(f"`{c}`" for c in choices)
-            kind = _type_name(typing.get_args(hints[f.name]) if isinstance(hints[f.name], types.UnionType)
-                              else (hints[f.name],))
+            kind = _type_name(typing.get_args(hints[f.name]) if isinstance(hints[f.name], types.UnionType) else (hints[f.name],))
             default = "the login name" if f.name == "owner" else f"`{_yaml_value(f.default)}`"
             out.append(f"| `{key_of(f)}` | {kind} | {default} | {doc.replace('|', '&#124;')} |")
         return out

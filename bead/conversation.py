@@ -48,8 +48,10 @@ MAX_MESSAGE_PARTS = 1_000
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
 # A line such as "Primary working directory: /x" or "- cwd: /x". Bounded
 # runs and no nested quantifier over the same characters: linear time.
-_CWD = re.compile(r"(?im)^[ \t]{0,16}(?:-[ \t]{0,16})?(?:primary working directory|working directory|cwd)[ \t]{0,16}:"
-                  r"[ \t]{0,16}(\S[^\n]{0,4095})$")
+_CWD = re.compile(
+    r"(?im)^[ \t]{0,16}(?:-[ \t]{0,16})?(?:primary working directory|working directory|cwd)[ \t]{0,16}:"
+    r"[ \t]{0,16}(\S[^\n]{0,4095})$"
+)
 # Codex CLI's <environment_context>: "<cwd>/x</cwd>". The run stops at the
 # next "<" or line end, so each start is scanned once: linear time.
 _CWD_TAG = re.compile(r"<cwd>[ \t]{0,16}([^<\n]{1,4096})</cwd>")
@@ -59,31 +61,31 @@ _CWD_SCAN_CHARS = 200_000
 class Source(StrEnum):
     """Who produced a part of a turn."""
 
-    TYPED = "typed"              # the person's own words
-    PASTED = "pasted"            # content the person pasted or attached: documents, images, code fences,
-                                 # quotes, expanded pastes (bead.capture.text.segments)
+    TYPED = "typed"  # the person's own words
+    PASTED = "pasted"  # content the person pasted or attached: documents, images, code fences,
+    # quotes, expanded pastes (bead.capture.text.segments)
     TOOL_OUTPUT = "tool_output"  # what a tool returned
-    TOOL_CALL = "tool_call"      # the assistant's call of a tool
-    ASSISTANT = "assistant"      # the assistant's text
-    HARNESS = "harness"          # the harness's own text: system prompt, reminders
+    TOOL_CALL = "tool_call"  # the assistant's call of a tool
+    ASSISTANT = "assistant"  # the assistant's text
+    HARNESS = "harness"  # the harness's own text: system prompt, reminders
 
 
 @dataclass(frozen=True)
 class Part:
     source: Source
-    text: str                    # bead's own blocks and harness reminders removed
-    kind: str = "text"           # text | tool_result | tool_use | image | document
-    name: str = ""               # a tool's name (tool_use)
-    data: Any = None             # a tool call's input
-    error: bool = False          # a tool result that reports an error
+    text: str  # bead's own blocks and harness reminders removed
+    kind: str = "text"  # text | tool_result | tool_use | image | document
+    name: str = ""  # a tool's name (tool_use)
+    data: Any = None  # a tool call's input
+    error: bool = False  # a tool result that reports an error
 
 
 @dataclass(frozen=True)
 class Message:
-    index: int                   # position in the request's messages
-    role: str                    # user | assistant | system
+    index: int  # position in the request's messages
+    role: str  # user | assistant | system
     parts: tuple[Part, ...]
-    normalised: str              # role and text, blind to cache markers and string-vs-list content
+    normalised: str  # role and text, blind to cache markers and string-vs-list content
 
     @property
     def hash(self) -> str:
@@ -94,9 +96,9 @@ class Message:
 @dataclass(frozen=True)
 class Conversation:
     messages: tuple[Message, ...]
-    system: str = ""             # the harness's system prompt text
-    cwd: str | None = None       # the working directory the harness reports
-    auxiliary: bool = False      # a harness side request (titles, summaries): not conversation
+    system: str = ""  # the harness's system prompt text
+    cwd: str | None = None  # the working directory the harness reports
+    auxiliary: bool = False  # a harness side request (titles, summaries): not conversation
     # The server-held state this request builds on (a Responses API previous_response_id or
     # conversation): its earlier turns are on the server, not in this request.
     continues: str | None = None
@@ -114,8 +116,8 @@ class Conversation:
 
 @dataclass(frozen=True)
 class Identity:
-    session: str        # raw-log session (subagents: parent + agent hash)
-    base_session: str   # the parent session, for excluding its own excerpts
+    session: str  # raw-log session (subagents: parent + agent hash)
+    base_session: str  # the parent session, for excluding its own excerpts
     thread: str
     project: str | None
 
@@ -174,7 +176,7 @@ def main_checkout(path: Path) -> Path:
         text = _small_file(git)
         if text is None or not text.startswith("gitdir:"):
             return d
-        gitdir = Path(text[len("gitdir:"):].strip())
+        gitdir = Path(text[len("gitdir:") :].strip())
         gitdir = gitdir if gitdir.is_absolute() else (d / gitdir)
         common = gitdir
         common_text = _small_file(gitdir / "commondir")
@@ -236,5 +238,9 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
         project = project_slug(headers["x-bead-project"])
     if not project and conv.cwd:
         project = project_from_cwd(conv.cwd)
-    return Identity(session=session, base_session=base, thread=_h(first),
-                    project=project or (project_slug(default_project) if default_project else None))
+    return Identity(
+        session=session,
+        base_session=base,
+        thread=_h(first),
+        project=project or (project_slug(default_project) if default_project else None),
+    )

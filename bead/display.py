@@ -39,7 +39,7 @@ def visible(text: str, multiline: bool = False, tab: str = "    ") -> str:
             out.append(ch)
         elif ch == "\t":
             out.append(tab)
-        elif ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0 or unicodedata.category(ch) in _HIDDEN:
+        elif ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or unicodedata.category(ch) in _HIDDEN:
             out.append(_escape(ch))
         else:
             out.append(ch)
@@ -53,18 +53,18 @@ def one_line(text: str, width: int | None = None) -> str:
     """``text`` on one terminal line: runs of spaces, tabs and line breaks as one space, every other control and
     invisible format character (a lone carriage return, U+2028 included) as its escape (``visible``), cut to
     ``width`` characters with an ellipsis."""
-    flat = visible(_SPACING.sub(" ", str(text)).strip(" "))   # str.strip() would drop U+2028, U+001C-001F, U+0085
+    flat = visible(_SPACING.sub(" ", str(text)).strip(" "))  # str.strip() would drop U+2028, U+001C-001F, U+0085
     return flat if width is None or len(flat) <= width else flat[: width - 1] + "…"
 
 
 def _json_escape(match: re.Match[str]) -> str:
     ch = match.group()
     code = ord(ch)
-    if code < 0xa0 or unicodedata.category(ch) in _HIDDEN:
+    if code < 0xA0 or unicodedata.category(ch) in _HIDDEN:
         if code < 0x10000:
             return f"\\u{code:04x}"
         code -= 0x10000
-        return f"\\u{0xd800 + (code >> 10):04x}\\u{0xdc00 + (code & 0x3ff):04x}"
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
     return ch
 
 
@@ -83,7 +83,7 @@ def json_text(data: object, indent: int | None = None) -> str:
 # variation selectors (a known way to hide text in plain sight), Hangul fillers, the braille blank.
 _BLANK = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800})
 _MARKS = frozenset({"Mn", "Me"})
-MAX_MARKS = 2   # combining marks in a row (more stack into a smear, or hide what they sit on)
+MAX_MARKS = 2  # combining marks in a row (more stack into a smear, or hide what they sit on)
 
 
 def _blank(code: int) -> bool:

@@ -28,9 +28,11 @@ class KeySealed(RefusedWrite):
     """A plaintext write to a key whose versions are sealed in the vault (the design's ErrSealed)."""
 
     def __init__(self, key: str):
-        super().__init__(f"refusing to write {key} in plain text: the key is sealed in the vault",
-                         f"write it with --sensitivity secret (it is sealed too), or run `bead unseal {key}` "
-                         "first to make the key plaintext again")
+        super().__init__(
+            f"refusing to write {key} in plain text: the key is sealed in the vault",
+            f"write it with --sensitivity secret (it is sealed too), or run `bead unseal {key}` "
+            "first to make the key plaintext again",
+        )
         self.key = key
 
 
@@ -54,8 +56,10 @@ class Sealed(BeadError):
     """A key whose versions are sealed in the vault: its value is never returned by a read."""
 
     def __init__(self, key: str):
-        super().__init__(f"{key} is sealed in the vault: its value is never returned here",
-                         f"only the person can read it, with `bead sealed show {key}` and the passphrase")
+        super().__init__(
+            f"{key} is sealed in the vault: its value is never returned here",
+            f"only the person can read it, with `bead sealed show {key}` and the passphrase",
+        )
         self.key = key
 
 
@@ -65,6 +69,8 @@ class VersionConflict(RefusedWrite):
     def __init__(self, key: str, expected: int, current: int | None):
         now = f"at v{current}" if current else "without a version"
         want = f"v{expected}" if expected else "no version (a new key)"
-        super().__init__(f"{key} is {now}, not {want}: it changed since it was read; nothing was written",
-                         f"read it again and write with expected version {current or 0}")
+        super().__init__(
+            f"{key} is {now}, not {want}: it changed since it was read; nothing was written",
+            f"read it again and write with expected version {current or 0}",
+        )
         self.key, self.expected, self.current = key, expected, current

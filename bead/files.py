@@ -41,9 +41,11 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # ELOOP on Linux and macOS, EMLINK on FreeBSD: the last component was a link.
 _LINK_ERRNOS = {errno.ELOOP, errno.EMLINK}
-LINK_FIX = ("bead never reads, writes or deletes through a symbolic link below its home: replace the link "
-            "with the real folder or file (move the target's contents into place), or remove the link; "
-            "`bead status` lists every link")
+LINK_FIX = (
+    "bead never reads, writes or deletes through a symbolic link below its home: replace the link "
+    "with the real folder or file (move the target's contents into place), or remove the link; "
+    "`bead status` lists every link"
+)
 # .<name>.<pid>-<8 hex>.tmp (ours); .<name>.<8 chars>.tmp (tempfile.mkstemp, older bead)
 _TEMP = re.compile(r"\.(.+)\.(?:(\d{1,10})-[0-9a-f]{8}|[a-z0-9_]{8})\.tmp")
 LEGACY_TEMP_AGE_S = 60.0
@@ -61,8 +63,9 @@ def _parts(root: Path, path: Path) -> tuple[str, ...]:
     try:
         parts = path.relative_to(root).parts
     except ValueError:
-        raise UnsafePath(f"refusing {path}: it is outside the bead home {root}",
-                         "bead only reads and writes below its home") from None
+        raise UnsafePath(
+            f"refusing {path}: it is outside the bead home {root}", "bead only reads and writes below its home"
+        ) from None
     if any(p in ("", ".", "..") for p in parts):
         raise UnsafePath(f"refusing {path}: it would leave the bead home", "bead only reads and writes below its home")
     return parts
@@ -213,8 +216,9 @@ def _temp_name(name: str) -> str:
     return f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
 
 
-def write_at(dir_fd: int, path: Path, data: bytes, mode: int = FILE_MODE, durable: bool = True,
-             sync_dir: bool | None = None) -> None:
+def write_at(
+    dir_fd: int, path: Path, data: bytes, mode: int = FILE_MODE, durable: bool = True, sync_dir: bool | None = None
+) -> None:
     """Replace ``path.name`` in the folder ``dir_fd`` atomically: temp file, fsync, rename, fsync of the folder.
 
     The rename replaces a link of that name rather than following it.
@@ -229,7 +233,7 @@ def write_at(dir_fd: int, path: Path, data: bytes, mode: int = FILE_MODE, durabl
             os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             if durable:
                 os.fsync(fd)
         finally:
@@ -279,8 +283,9 @@ def listdir(folder: Path, *, root: Path) -> list[str]:
         return []
 
 
-def walk(top: Path, *, root: Path, links: list[Path] | None = None,
-         skip_hidden_dirs: bool = True) -> Iterator[tuple[Path, list[str], list[str]]]:
+def walk(
+    top: Path, *, root: Path, links: list[Path] | None = None, skip_hidden_dirs: bool = True
+) -> Iterator[tuple[Path, list[str], list[str]]]:
     """(folder, sub-folders, regular files) below ``top``, sorted, never through a link.
 
     Links found on the way (and ``top`` itself, if it or a folder above it is
@@ -298,8 +303,9 @@ def walk(top: Path, *, root: Path, links: list[Path] | None = None,
         yield from _walk_fd(fd, top, links, skip_hidden_dirs)
 
 
-def _walk_fd(fd: int, here: Path, links: list[Path] | None,
-             skip_hidden_dirs: bool) -> Iterator[tuple[Path, list[str], list[str]]]:
+def _walk_fd(
+    fd: int, here: Path, links: list[Path] | None, skip_hidden_dirs: bool
+) -> Iterator[tuple[Path, list[str], list[str]]]:
     dirs: list[str] = []
     regular: list[str] = []
     with os.scandir(fd) as it:

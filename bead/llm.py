@@ -53,8 +53,7 @@ class Model:
     timeout_s: float = 120.0
 
     @classmethod
-    def from_settings(cls, settings: ModelSettings, fallback: ModelSettings | None = None,
-                      timeout_s: float = 120.0) -> Model:
+    def from_settings(cls, settings: ModelSettings, fallback: ModelSettings | None = None, timeout_s: float = 120.0) -> Model:
         """A model from a config section (``dream`` or ``rerank``); ``fallback`` fills what it leaves unset."""
 
         def pick(name: str) -> str | None:
@@ -66,10 +65,18 @@ class Model:
         provider = pick("provider") or "ollama"
         model = pick("model")
         if not model:
-            raise BeadError(f"no model is set for the {provider} provider",
-                            "set `dream.model` in config.yaml (for example a model your Ollama has pulled)")
-        return cls(provider, model, (pick("base_url") or DEFAULT_BASE[provider]).rstrip("/"),
-                   pick("api_key_env") or DEFAULT_KEY_ENV.get(provider), pick("api_key_command"), timeout_s)
+            raise BeadError(
+                f"no model is set for the {provider} provider",
+                "set `dream.model` in config.yaml (for example a model your Ollama has pulled)",
+            )
+        return cls(
+            provider,
+            model,
+            (pick("base_url") or DEFAULT_BASE[provider]).rstrip("/"),
+            pick("api_key_env") or DEFAULT_KEY_ENV.get(provider),
+            pick("api_key_command"),
+            timeout_s,
+        )
 
     def key(self) -> str | None:
         if self.api_key_command:
@@ -92,34 +99,49 @@ class Model:
             client = _client(self.timeout_s)
             # One pooled client per timeout: a new one per call costs ~50 ms of TLS setup.
             if self.provider == "ollama":
-                body = {"model": self.model, "stream": False,
-                        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+                body = {
+                    "model": self.model,
+                    "stream": False,
+                    "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                }
                 if json_mode:
                     body["format"] = "json"
                 r = client.post(f"{self.base_url}/api/chat", json=body)
                 data = _ok(r)
-                return Answer(str(data["message"]["content"]), int(data.get("prompt_eval_count") or 0),
-                              int(data.get("eval_count") or 0))
+                return Answer(
+                    str(data["message"]["content"]), int(data.get("prompt_eval_count") or 0), int(data.get("eval_count") or 0)
+                )
             if self.provider == "anthropic":
-                r = client.post(f"{self.base_url}/v1/messages",
-                                headers={"x-api-key": key or "", "anthropic-version": "2023-06-01"},
-                                json={"model": self.model, "max_tokens": max_tokens, "system": system,
-                                      "messages": [{"role": "user", "content": user}]})
+                r = client.post(
+                    f"{self.base_url}/v1/messages",
+                    headers={"x-api-key": key or "", "anthropic-version": "2023-06-01"},
+                    json={
+                        "model": self.model,
+                        "max_tokens": max_tokens,
+                        "system": system,
+                        "messages": [{"role": "user", "content": user}],
+                    },
+                )
                 data = _ok(r)
                 text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
                 usage = data.get("usage") or {}
                 return Answer(text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
             if self.provider == "openai":
-                body = {"model": self.model, "max_tokens": max_tokens,
-                        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+                body = {
+                    "model": self.model,
+                    "max_tokens": max_tokens,
+                    "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                }
                 if json_mode:
                     body["response_format"] = {"type": "json_object"}
-                r = client.post(f"{self.base_url}/chat/completions", headers={"authorization": f"Bearer {key}"},
-                                json=body)
+                r = client.post(f"{self.base_url}/chat/completions", headers={"authorization": f"Bearer {key}"}, json=body)
                 data = _ok(r)
                 usage = data.get("usage") or {}
-                return Answer(str(data["choices"][0]["message"]["content"] or ""),
-                              int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+                return Answer(
+                    str(data["choices"][0]["message"]["content"] or ""),
+                    int(usage.get("prompt_tokens") or 0),
+                    int(usage.get("completion_tokens") or 0),
+                )
         except httpx.TimeoutException:
             raise ModelError(f"the {self.provider} model did not answer within {self.timeout_s:g} s") from None
         except httpx.HTTPError as exc:

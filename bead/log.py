@@ -13,8 +13,12 @@ import time
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        entry = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + "Z",
-                 "level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage()}
+        entry = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + "Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
         if record.exc_info and record.exc_info[0] is not None:
             entry["exc"] = record.exc_info[0].__name__
         return json.dumps(entry)

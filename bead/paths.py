@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-VERSION_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md")   # fullmatch on a file name
-SEALED_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md\.age")   # a sealed version's file name
+VERSION_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md")  # fullmatch on a file name
+SEALED_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md\.age")  # a sealed version's file name
 
 
 def version_number(name: str) -> int | None:

@@ -33,16 +33,28 @@ from typing import Any
 # Default_Ignorable_Code_Point ranges that are not format characters already (the combining grapheme joiner,
 # Khmer inherent vowels, Mongolian variation selectors, Hangul fillers, reserved noncharacter-like ranges,
 # musical formatting, tags and variation selectors supplement), and the braille blank.
-_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2065, 0x2065),
-              (0x2800, 0x2800), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
-              (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+_IGNORABLE = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2065, 0x2065),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
 _HIDDEN_CATEGORIES = frozenset({"Cf", "Cs", "Co", "Zl", "Zp"})
 _KEPT_CONTROLS = frozenset("\t\n\r")
 _MARKS = frozenset({"Mn", "Me"})
 # Characters that stand for a vertical bar (a shell's pipe) rather than the letter the confusables table
 # gives them ("l"): a rule that looks for "| sh" must see them as "|".
 _BARS = frozenset("\u01c0\u05c0\u2223\u2225\u2502\u2503\u23d0\u2758\u2759\u275a\u2f01\u3021\uffe8\U0001d100")
-MAX_MARKS = 30   # combining marks in a row before normalisation (UAX #15's stream-safe limit): bounded work
+MAX_MARKS = 30  # combining marks in a row before normalisation (UAX #15's stream-safe limit): bounded work
 
 
 def _ignorable(code: int) -> bool:

@@ -72,8 +72,12 @@ def main() -> None:
             base.append((time.perf_counter() - t) * 1000)
         mem.close()
         log = open(root / "indexer.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "bead", "indexer"], env={**os.environ, "BEAD_HOME": str(home.root)},
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bead", "indexer"],
+            env={**os.environ, "BEAD_HOME": str(home.root)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         while b"watching" not in (root / "indexer.log").read_bytes():
             time.sleep(0.05)
         reader = Memory(home, Config(owner="bench"))
@@ -93,8 +97,10 @@ def main() -> None:
         reader.close()
         print(f"store: {args.facts:,} facts, {args.turns:,} raw turns")
         print(f"reconcile at start: {empty_s:.1f} s with an empty index ({d.as_dict()}), {clean_s:.2f} s when nothing changed")
-        print(f"hand edit -> searchable via bead indexer: p50 {statistics.median(lat):.0f} ms  p95 {pct(lat, 95):.0f} ms "
-              f"(includes the {150} ms quiet period)")
+        print(
+            f"hand edit -> searchable via bead indexer: p50 {statistics.median(lat):.0f} ms  p95 {pct(lat, 95):.0f} ms "
+            f"(includes the {150} ms quiet period)"
+        )
         print(f"  baseline, same edit + in-process sync:  p50 {statistics.median(base):.1f} ms  p95 {pct(base, 95):.1f} ms")
     finally:
         if proc:

@@ -71,8 +71,18 @@ class Jwks:
         from cryptography.hazmat.primitives.asymmetric import rsa
 
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        doc = json.dumps({"keys": [{**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key())),
-                                    "kid": "bench", "use": "sig", "alg": "RS256"}]}).encode()
+        doc = json.dumps(
+            {
+                "keys": [
+                    {
+                        **json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key())),
+                        "kid": "bench",
+                        "use": "sig",
+                        "alg": "RS256",
+                    }
+                ]
+            }
+        ).encode()
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802
@@ -93,9 +103,20 @@ class Jwks:
         import jwt
 
         now = int(time.time())
-        return jwt.encode({"iss": "https://id.bench/", "aud": "bead-bench", "iat": now, "exp": now + 7200,
-                           "sub": "bench-member", "email": MEMBER, "email_verified": True}, self.key, algorithm="RS256",
-                          headers={"kid": "bench"})
+        return jwt.encode(
+            {
+                "iss": "https://id.bench/",
+                "aud": "bead-bench",
+                "iat": now,
+                "exp": now + 7200,
+                "sub": "bench-member",
+                "email": MEMBER,
+                "email_verified": True,
+            },
+            self.key,
+            algorithm="RS256",
+            headers={"kid": "bench"},
+        )
 
 
 def free_port() -> int:
@@ -107,9 +128,12 @@ def free_port() -> int:
 
 
 def serve_http(home: Path, port: int, log) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-m", "bead", "mcp", "--http", "--listen", f"127.0.0.1:{port}"],
-                         env={**os.environ, "BEAD_HOME": str(home), "PYTHONPATH": str(ROOT)},
-                         stdout=subprocess.DEVNULL, stderr=log)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bead", "mcp", "--http", "--listen", f"127.0.0.1:{port}"],
+        env={**os.environ, "BEAD_HOME": str(home), "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     end = time.monotonic() + 120
     while time.monotonic() < end:
         try:
@@ -126,15 +150,20 @@ def transport(kind: str, home: Path, url: str | None = None, token: str | None =
     from mcp import StdioServerParameters, stdio_client
 
     if kind == "stdio":
-        params = StdioServerParameters(command=sys.executable, args=["-m", "bead", "mcp", "--project", "p7"],
-                                       env={"BEAD_HOME": str(home), "PYTHONPATH": str(ROOT)})
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "bead", "mcp", "--project", "p7"],
+            env={"BEAD_HOME": str(home), "PYTHONPATH": str(ROOT)},
+        )
         return stdio_client(params, errlog=errlog)
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"} if token else {},
-                              timeout=httpx2.Timeout(60.0, read=300.0),
-                              limits=httpx2.Limits(max_connections=20, max_keepalive_connections=20))
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"} if token else {},
+        timeout=httpx2.Timeout(60.0, read=300.0),
+        limits=httpx2.Limits(max_connections=20, max_keepalive_connections=20),
+    )
     return streamable_http_client(url, http_client=http)
 
 
@@ -143,6 +172,7 @@ async def drive(make_transport, args_for, calls: int) -> dict[str, dict[str, lis
 
     out: dict[str, dict[str, list[tuple[float, float, float]]]] = {t: {"seq": [], "conc": []} for t in TOOLS}
     async with Client(make_transport(), read_timeout_seconds=300) as client:
+
         async def one(tool: str, i: int) -> tuple[float, float, float]:
             t0 = time.perf_counter()
             r = await client.call_tool(tool, args_for(tool, i))
@@ -153,7 +183,7 @@ async def drive(make_transport, args_for, calls: int) -> dict[str, dict[str, lis
             return total, float(meta.get("bead/tool_ms", 0.0)), float(meta.get("bead/wait_ms", 0.0))
 
         for tool in TOOLS:
-            for i in range(5):                      # warm-up: connections, caches, worker threads
+            for i in range(5):  # warm-up: connections, caches, worker threads
                 await one(tool, -1 - i)
             for i in range(calls):
                 out[tool]["seq"].append(await one(tool, i))
@@ -171,9 +201,18 @@ def report(name: str, res: dict) -> list[dict]:
             inner = [k for _, k, _ in got]
             over = [t - k for t, k, _ in got]
             wait = [w for _, _, w in got]
-            rows.append({"transport": name, "tool": tool, "mode": "sequential" if mode == "seq" else "10 concurrent",
-                         "n": len(got), "total": trio(total), "tool_ms": trio(inner), "overhead": trio(over),
-                         "worker_wait": f"{statistics.median(wait):.1f} / {pct(wait, 95):.1f}"})
+            rows.append(
+                {
+                    "transport": name,
+                    "tool": tool,
+                    "mode": "sequential" if mode == "seq" else "10 concurrent",
+                    "n": len(got),
+                    "total": trio(total),
+                    "tool_ms": trio(inner),
+                    "overhead": trio(over),
+                    "worker_wait": f"{statistics.median(wait):.1f} / {pct(wait, 95):.1f}",
+                }
+            )
     return rows
 
 
@@ -191,8 +230,7 @@ def main() -> None:
         mem, rng, vocab, weights = bench_store.generated(tmp, args.facts, args.turns, seed=args.seed)
         home = mem.home.root
         mem.close()
-        print(f"store: {args.facts:,} facts, {args.turns:,} raw turns, built in {time.perf_counter() - t:.0f} s",
-              file=sys.stderr)
+        print(f"store: {args.facts:,} facts, {args.turns:,} raw turns, built in {time.perf_counter() - t:.0f} s", file=sys.stderr)
         qrng = random.Random(args.seed + 1)
 
         def args_for(tool: str, i: int, prefix: str = "x") -> dict:
@@ -201,20 +239,29 @@ def main() -> None:
                 return {"query": words}
             if tool == "get_memory_context":
                 return {"task": words, "project": "p7"}
-            return {"value": bench_store.sentence(qrng, vocab, weights, 20), "type": "project",
-                    "key": f"project/p7/mcp-{prefix}-{i + 10}"}
+            return {
+                "value": bench_store.sentence(qrng, vocab, weights, 20),
+                "type": "project",
+                "key": f"project/p7/mcp-{prefix}-{i + 10}",
+            }
 
-        log = open(tmp / "server.log", "w")   # noqa: SIM115 - closed below
+        log = open(tmp / "server.log", "w")  # noqa: SIM115 - closed below
         rows: list[dict] = []
-        res = asyncio.run(drive(lambda: transport("stdio", home, errlog=log),
-                                lambda tool, i: args_for(tool, i, "stdio"), args.calls))
+        res = asyncio.run(
+            drive(lambda: transport("stdio", home, errlog=log), lambda tool, i: args_for(tool, i, "stdio"), args.calls)
+        )
         rows += report("stdio", res)
 
         port = free_port()
         proc = serve_http(home, port, log)
         try:
-            res = asyncio.run(drive(lambda: transport("http", home, f"http://127.0.0.1:{port}/mcp"),
-                                    lambda tool, i: args_for(tool, i, "http"), args.calls))
+            res = asyncio.run(
+                drive(
+                    lambda: transport("http", home, f"http://127.0.0.1:{port}/mcp"),
+                    lambda tool, i: args_for(tool, i, "http"),
+                    args.calls,
+                )
+            )
             rows += report("http", res)
         finally:
             proc.terminate()
@@ -222,14 +269,21 @@ def main() -> None:
 
         jwks = Jwks()
         cfg = home / "config.yaml"
-        cfg.write_text(f"owner: bench\nmcp:\n  jwks_url: {jwks.url}\n  issuer: https://id.bench/\n"
-                       f"  audience: bead-bench\n  projects:\n    {MEMBER}: ['*']\n")
+        cfg.write_text(
+            f"owner: bench\nmcp:\n  jwks_url: {jwks.url}\n  issuer: https://id.bench/\n"
+            f"  audience: bead-bench\n  projects:\n    {MEMBER}: ['*']\n"
+        )
         port = free_port()
         proc = serve_http(home, port, log)
         try:
             token = jwks.token()
-            res = asyncio.run(drive(lambda: transport("http", home, f"http://127.0.0.1:{port}/mcp", token),
-                                    lambda tool, i: args_for(tool, i, "jwt"), args.calls))
+            res = asyncio.run(
+                drive(
+                    lambda: transport("http", home, f"http://127.0.0.1:{port}/mcp", token),
+                    lambda tool, i: args_for(tool, i, "jwt"),
+                    args.calls,
+                )
+            )
             rows += report("http+jwt", res)
         finally:
             proc.terminate()
@@ -239,11 +293,15 @@ def main() -> None:
         if args.json:
             print(json.dumps(rows, indent=1))
             return
-        print(f"{'transport':<9} {'tool':<19} {'mode':<14} {'n':>4}  {'round trip p50/p95/p99 ms':>26}  "
-              f"{'tool (in bead) p50/p95/p99':>27}  {'MCP overhead p50/p95/p99':>25}  {'of it, worker wait p50/p95':>26}")
+        print(
+            f"{'transport':<9} {'tool':<19} {'mode':<14} {'n':>4}  {'round trip p50/p95/p99 ms':>26}  "
+            f"{'tool (in bead) p50/p95/p99':>27}  {'MCP overhead p50/p95/p99':>25}  {'of it, worker wait p50/p95':>26}"
+        )
         for r in rows:
-            print(f"{r['transport']:<9} {r['tool']:<19} {r['mode']:<14} {r['n']:>4}  {r['total']:>26}  "
-                  f"{r['tool_ms']:>27}  {r['overhead']:>25}  {r['worker_wait']:>26}")
+            print(
+                f"{r['transport']:<9} {r['tool']:<19} {r['mode']:<14} {r['n']:>4}  {r['total']:>26}  "
+                f"{r['tool_ms']:>27}  {r['overhead']:>25}  {r['worker_wait']:>26}"
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -175,12 +175,27 @@ def main() -> None:
             mem.write(f"project/demo/fact-{i}", note, "project")
         mem.close()
         from fakes import free_port
+
         port = free_port()
         log = open(root / "proxy.log", "wb")
         trace = root / "trace.jsonl"
-        proc = subprocess.Popen([sys.executable, "-m", "bead", "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", fake.url,
-                                 "--trace", str(trace)],
-                                env={**os.environ, "BEAD_HOME": str(home.root)}, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bead",
+                "proxy",
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--upstream",
+                fake.url,
+                "--trace",
+                str(trace),
+            ],
+            env={**os.environ, "BEAD_HOME": str(home.root)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         for _ in range(300):
             try:
                 send("127.0.0.1", port, "/v1/messages", [("content-type", "application/json")], b"{}")
@@ -207,31 +222,46 @@ def main() -> None:
         passthrough.close()
         print(f"store: {args.facts:,} facts, {args.turns:,} raw turns; {len(reqs)} recorded requests x {args.rounds} rounds")
         print(f"{'sequential':<24} {'p50':>8} {'p95':>8} {'p99':>8}   (ms)")
-        for label, v in (("total, direct", seq["direct"][1]), ("total, pass-through", seq["pass"][1]),
-                         ("total, bead", seq["bead"][1]), ("TTFB, direct", seq["direct"][0]),
-                         ("TTFB, pass-through", seq["pass"][0]), ("TTFB, bead", seq["bead"][0])):
+        for label, v in (
+            ("total, direct", seq["direct"][1]),
+            ("total, pass-through", seq["pass"][1]),
+            ("total, bead", seq["bead"][1]),
+            ("TTFB, direct", seq["direct"][0]),
+            ("TTFB, pass-through", seq["pass"][0]),
+            ("TTFB, bead", seq["bead"][0]),
+        ):
             print(f"  {label:<22} {statistics.median(v):8.2f} {pct(v, 95):8.2f} {pct(v, 99):8.2f}")
         print("added by bead (difference of the percentiles)")
-        for label, a, b in (("total over direct", seq["bead"][1], seq["direct"][1]),
-                            ("total over pass-through", seq["bead"][1], seq["pass"][1]),
-                            ("TTFB over pass-through", seq["bead"][0], seq["pass"][0])):
-            print(f"  {label:<22} {statistics.median(a) - statistics.median(b):8.2f} "
-                  f"{pct(a, 95) - pct(b, 95):8.2f} {pct(a, 99) - pct(b, 99):8.2f}")
+        for label, a, b in (
+            ("total over direct", seq["bead"][1], seq["direct"][1]),
+            ("total over pass-through", seq["bead"][1], seq["pass"][1]),
+            ("TTFB over pass-through", seq["bead"][0], seq["pass"][0]),
+        ):
+            print(
+                f"  {label:<22} {statistics.median(a) - statistics.median(b):8.2f} "
+                f"{pct(a, 95) - pct(b, 95):8.2f} {pct(a, 99) - pct(b, 99):8.2f}"
+            )
         print(f"{args.streams} concurrent clients, total")
         for name in ("direct", "pass", "bead"):
             v = conc[name]
             print(f"  {name:<22} {statistics.median(v):8.2f} {pct(v, 95):8.2f} {pct(v, 99):8.2f}")
-        print(f"  bead over direct, p50 {statistics.median(conc['bead']) - statistics.median(conc['direct']):.2f} ms; "
-              f"pass-through over direct, p50 {statistics.median(conc['pass']) - statistics.median(conc['direct']):.2f} ms")
+        print(
+            f"  bead over direct, p50 {statistics.median(conc['bead']) - statistics.median(conc['direct']):.2f} ms; "
+            f"pass-through over direct, p50 {statistics.median(conc['pass']) - statistics.median(conc['direct']):.2f} ms"
+        )
         print(f"proxy RSS after the run: {rss:.0f} MB")
         steps = [json.loads(line) for line in trace.read_text().splitlines()]
         prep = [e["prepare_ms"] for e in steps]
         rec = [e["recall_ms"] for e in steps if "recall_ms" in e]
-        print(f"inside the proxy (trace): prepare p50 {statistics.median(prep):.2f} ms p95 {pct(prep, 95):.2f} ms; "
-              f"recall step p50 {statistics.median(rec):.2f} ms p95 {pct(rec, 95):.2f} ms ({len(rec)} recalls)")
+        print(
+            f"inside the proxy (trace): prepare p50 {statistics.median(prep):.2f} ms p95 {pct(prep, 95):.2f} ms; "
+            f"recall step p50 {statistics.median(rec):.2f} ms p95 {pct(rec, 95):.2f} ms ({len(rec)} recalls)"
+        )
         waits = [e.get("pending_ms", 0.0) for e in steps]
-        print(f"  of prepare, waiting for the conversation's previous capture: p50 {statistics.median(waits):.2f} ms "
-              f"p95 {pct(waits, 95):.2f} ms")
+        print(
+            f"  of prepare, waiting for the conversation's previous capture: p50 {statistics.median(waits):.2f} ms "
+            f"p95 {pct(waits, 95):.2f} ms"
+        )
     finally:
         if proc:
             proc.terminate()

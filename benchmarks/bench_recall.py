@@ -36,9 +36,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--facts", type=int, default=10_000)
     ap.add_argument("--turns", type=int, default=200_000)
-    ap.add_argument("--project-facts", type=int, default=300,
-                    help="near-miss facts (bead.evals.nearmiss) of the recorded requests' project, so that the "
-                         "requests' words find candidates to point to")
+    ap.add_argument(
+        "--project-facts",
+        type=int,
+        default=300,
+        help="near-miss facts (bead.evals.nearmiss) of the recorded requests' project, so that the "
+        "requests' words find candidates to point to",
+    )
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bead-bench-recall-"))
     try:
@@ -49,8 +53,10 @@ def main() -> None:
             mem.write(f["key"], f["body"], f["type"], trust=f["trust"])
         home = mem.home
         mem.close()
-        engines = {"pointers on (default)": Engine(home, parse("")),
-                   "pointers off (baseline)": Engine(home, parse("recall:\n  pointers: 0\n"))}
+        engines = {
+            "pointers on (default)": Engine(home, parse("")),
+            "pointers off (baseline)": Engine(home, parse("recall:\n  pointers: 0\n")),
+        }
         reqs = bench_proxy.load_requests()
         recall: dict[str, list[float]] = {name: [] for name in engines}
         prepare: dict[str, list[float]] = {name: [] for name in engines}
@@ -67,15 +73,20 @@ def main() -> None:
                     pointed += bool(p.trace.get("pointers"))
         q = lambda v: statistics.quantiles(v, n=20)[-1]  # noqa: E731
         n = len(prepare["pointers on (default)"])
-        print(f"store: {args.facts:,} facts + {args.project_facts} of the requests' project, {args.turns:,} raw turns; "
-              f"{n} requests per engine, "
-              f"{pointed} of them with pointers")
+        print(
+            f"store: {args.facts:,} facts + {args.project_facts} of the requests' project, {args.turns:,} raw turns; "
+            f"{n} requests per engine, "
+            f"{pointed} of them with pointers"
+        )
         for name in engines:
-            print(f"{name:<24} recall step  p50 {statistics.median(recall[name]):6.2f} ms  p95 {q(recall[name]):6.2f} ms"
-                  f"   prepare  p50 {statistics.median(prepare[name]):6.2f} ms  p95 {q(prepare[name]):6.2f} ms")
+            print(
+                f"{name:<24} recall step  p50 {statistics.median(recall[name]):6.2f} ms  p95 {q(recall[name]):6.2f} ms"
+                f"   prepare  p50 {statistics.median(prepare[name]):6.2f} ms  p95 {q(prepare[name]):6.2f} ms"
+            )
         on, off = recall["pointers on (default)"], recall["pointers off (baseline)"]
-        print(f"pointers on / off: recall step p50 x{statistics.median(on) / statistics.median(off):.2f}, "
-              f"p95 x{q(on) / q(off):.2f}")
+        print(
+            f"pointers on / off: recall step p50 x{statistics.median(on) / statistics.median(off):.2f}, p95 x{q(on) / q(off):.2f}"
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

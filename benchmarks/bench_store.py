@@ -92,12 +92,22 @@ def populate(mem: Memory, rng, vocab, weights, n_facts: int, n_turns: int) -> di
     per_session = 100
     for s in range(max(1, n_turns // per_session)):
         start = T0 + timedelta(hours=s)
-        items = [("user" if j % 2 == 0 else "assistant", sentence(rng, vocab, weights, rng.randint(10, 80)),
-                  start + timedelta(seconds=j), None) for j in range(per_session)]
+        items = [
+            (
+                "user" if j % 2 == 0 else "assistant",
+                sentence(rng, vocab, weights, rng.randint(10, 80)),
+                start + timedelta(seconds=j),
+                None,
+            )
+            for j in range(per_session)
+        ]
         mem.raw.append_many(f"sess-{s:05d}", items)
     raw_s = time.perf_counter() - t
-    return {"facts_generated_s": round(facts_s, 2), "raw_appended_s": round(raw_s, 2),
-            "raw_append_turns_per_s": round(n_turns / raw_s)}
+    return {
+        "facts_generated_s": round(facts_s, 2),
+        "raw_appended_s": round(raw_s, 2),
+        "raw_append_turns_per_s": round(n_turns / raw_s),
+    }
 
 
 def generated(root: Path, n_facts: int, n_turns: int, seed: int = 7, index: bool = True):
@@ -117,7 +127,7 @@ def generated(root: Path, n_facts: int, n_turns: int, seed: int = 7, index: bool
 
 def bench_writes(mem: Memory, rng, vocab, weights, n: int, scratch: Path) -> dict:
     bead_ms, base_ms = [], []
-    run = int(time.time())   # a reused store already holds the values an earlier run wrote
+    run = int(time.time())  # a reused store already holds the values an earlier run wrote
     for i in range(n):
         body = sentence(rng, vocab, weights, 20)
         key = f"project/bench/write-{run}-{i % 50}"
@@ -168,7 +178,7 @@ def main() -> None:
 
     rng = random.Random(args.seed)
     vocab = vocabulary(rng)
-    weights = [1 / (i + 1) for i in range(len(vocab))]       # Zipf-like, as words are
+    weights = [1 / (i + 1) for i in range(len(vocab))]  # Zipf-like, as words are
     root = args.store or Path(tempfile.mkdtemp(prefix="bead-bench-"))
     marker = root / "generated.json"
     wanted = {"facts": args.facts, "turns": args.turns, "seed": args.seed}
@@ -200,14 +210,25 @@ def main() -> None:
         db_mb = sum(p.stat().st_size for p in (root / "home").glob("index.db*")) / 1e6
         raw_mb = sum(p.stat().st_size for p in mem.raw.files()) / 1e6
         result = {
-            "store": {"facts": args.facts, "raw_turns": args.turns, **gen, "index_mb": round(db_mb, 1),
-                      "raw_files_mb": round(raw_mb, 1)},
-            "reindex": {"seconds": round(reindex_s, 2), **counts,
-                        "facts_per_s": round(counts["fact_versions"] / reindex_s),
-                        "turns_per_s": round(counts["raw_turns"] / reindex_s)},
-            "write_ms": {"p50": statistics.median(writes["bead_ms"]), "p95": pct(writes["bead_ms"], 95),
-                         "baseline_p50": statistics.median(writes["baseline_ms"]),
-                         "ratio_p50": statistics.median(writes["bead_ms"]) / statistics.median(writes["baseline_ms"])},
+            "store": {
+                "facts": args.facts,
+                "raw_turns": args.turns,
+                **gen,
+                "index_mb": round(db_mb, 1),
+                "raw_files_mb": round(raw_mb, 1),
+            },
+            "reindex": {
+                "seconds": round(reindex_s, 2),
+                **counts,
+                "facts_per_s": round(counts["fact_versions"] / reindex_s),
+                "turns_per_s": round(counts["raw_turns"] / reindex_s),
+            },
+            "write_ms": {
+                "p50": statistics.median(writes["bead_ms"]),
+                "p95": pct(writes["bead_ms"], 95),
+                "baseline_p50": statistics.median(writes["baseline_ms"]),
+                "ratio_p50": statistics.median(writes["bead_ms"]) / statistics.median(writes["baseline_ms"]),
+            },
             "search_ms": {k: {"p50": statistics.median(v), "p95": pct(v, 95)} for k, v in search.items()},
             "cpus": os.cpu_count(),
         }
@@ -215,20 +236,25 @@ def main() -> None:
             print(json.dumps(result, indent=2))
             return
         s = result["store"]
-        print(f"store: {s['facts']:,} facts, {s['raw_turns']:,} raw turns ({s['raw_files_mb']} MB of raw files); "
-              f"index.db {s['index_mb']} MB; "
-              f"raw append {s['raw_append_turns_per_s']:,} turns/s (secret scan included)")
+        print(
+            f"store: {s['facts']:,} facts, {s['raw_turns']:,} raw turns ({s['raw_files_mb']} MB of raw files); "
+            f"index.db {s['index_mb']} MB; "
+            f"raw append {s['raw_append_turns_per_s']:,} turns/s (secret scan included)"
+        )
         r = result["reindex"]
-        print(f"reindex: {r['seconds']} s for {r['fact_versions']:,} fact versions + {r['raw_turns']:,} turns "
-              f"({r['turns_per_s']:,} turns/s)")
+        print(
+            f"reindex: {r['seconds']} s for {r['fact_versions']:,} fact versions + {r['raw_turns']:,} turns "
+            f"({r['turns_per_s']:,} turns/s)"
+        )
         print(f"write      {fmt(writes['bead_ms'])}")
-        print(f"  baseline {fmt(writes['baseline_ms'])}   (atomic write + fsync alone)   "
-              f"ratio p50 {result['write_ms']['ratio_p50']:.1f}x")
+        print(
+            f"  baseline {fmt(writes['baseline_ms'])}   (atomic write + fsync alone)   "
+            f"ratio p50 {result['write_ms']['ratio_p50']:.1f}x"
+        )
         for corpus in ("facts", "raw"):
             a, b = search[corpus], search[corpus + "_base"]
             print(f"search {corpus:<5} {fmt(a)}")
-            print(f"  baseline   {fmt(b)}   (bare FTS5 MATCH)   ratio p50 "
-                  f"{statistics.median(a) / statistics.median(b):.2f}x")
+            print(f"  baseline   {fmt(b)}   (bare FTS5 MATCH)   ratio p50 {statistics.median(a) / statistics.median(b):.2f}x")
         mem.close()
     finally:
         if args.store is None:

@@ -47,9 +47,16 @@ def seed_versions(mem: Memory, key: str, n: int) -> None:
     d = mem.home.fact_dir(key)
     d.mkdir(parents=True, exist_ok=True)
     for v in range(1, n + 1):
-        f = Fact(key=key, version=v, type="project", body=f"value number {v} of a busy key", owner="bench",
-                 status="current" if v == n else "superseded",
-                 supersedes=f"{key}@v{v - 1}" if v > 1 else None, valid_from=iso(mem.clock()))
+        f = Fact(
+            key=key,
+            version=v,
+            type="project",
+            body=f"value number {v} of a busy key",
+            owner="bench",
+            status="current" if v == n else "superseded",
+            supersedes=f"{key}@v{v - 1}" if v > 1 else None,
+            valid_from=iso(mem.clock()),
+        )
         (d / f"v{v}.md").write_bytes(f.render())
     sync_key(mem.index, mem.facts, key)
 
@@ -84,8 +91,10 @@ def race(root: Path, writers: int, per_writer: int) -> dict:
     Memory(home, Config(owner="bench")).close()
     repo = str(Path(__file__).resolve().parent.parent)
     t = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(home.root), str(i), str(per_writer)], cwd=repo)
-             for i in range(writers)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(home.root), str(i), str(per_writer)], cwd=repo)
+        for i in range(writers)
+    ]
     codes = [p.wait() for p in procs]
     wall = time.perf_counter() - t
     with Memory(home, Config(owner="bench")) as m:
@@ -93,9 +102,15 @@ def race(root: Path, writers: int, per_writer: int) -> dict:
         want = {f"writer {i} value {j}" for i in range(writers) for j in range(per_writer)}
         got = {f.body for f in kv.facts}
         rows = m.index.counts()["fact_versions"]
-    return {"wall_s": wall, "exit_codes": codes, "versions": len(kv.numbers),
-            "contiguous": kv.numbers == tuple(range(1, writers * per_writer + 1)),
-            "lost": len(want - got), "current": [f.status for f in kv.facts].count("current"), "index_rows": rows}
+    return {
+        "wall_s": wall,
+        "exit_codes": codes,
+        "versions": len(kv.numbers),
+        "contiguous": kv.numbers == tuple(range(1, writers * per_writer + 1)),
+        "lost": len(want - got),
+        "current": [f.status for f in kv.facts].count("current"),
+        "index_rows": rows,
+    }
 
 
 def main() -> None:
@@ -108,8 +123,10 @@ def main() -> None:
         root = Path(tmp)
         (root / "scratch").mkdir()
         mem = Memory(Home(root / "home").ensure(), Config(owner="bench"))
-        print(f"write latency, {args.writes} writes per key (file + fsync, status of the previous version, "
-              "key state, audit, index row):")
+        print(
+            f"write latency, {args.writes} writes per key (file + fsync, status of the previous version, "
+            "key state, audit, index row):"
+        )
         for n in (10, 10_000):
             key = f"project/bench/key-{n}"
             t = time.perf_counter()
@@ -117,15 +134,19 @@ def main() -> None:
             seeded = time.perf_counter() - t
             bead_ms, base_ms = timed_writes(mem, key, args.writes, root / "scratch")
             print(f"  key with {n:>6,} versions  {fmt(bead_ms)}   (seeded in {seeded:.1f} s)")
-            print(f"    baseline              {fmt(base_ms)}   (atomic write + fsync alone)   "
-                  f"ratio p50 {statistics.median(bead_ms) / statistics.median(base_ms):.1f}x")
+            print(
+                f"    baseline              {fmt(base_ms)}   (atomic write + fsync alone)   "
+                f"ratio p50 {statistics.median(bead_ms) / statistics.median(base_ms):.1f}x"
+            )
         mem.close()
         r = race(root, args.writers, args.per_writer)
         total = args.writers * args.per_writer
-        print(f"{args.writers} writers x {args.per_writer} writes to one key: wall {r['wall_s']:.1f} s "
-              f"({total / r['wall_s']:.0f} writes/s); exit codes {sorted(set(r['exit_codes']))}; "
-              f"{r['versions']} versions, contiguous {r['contiguous']}, {r['lost']} values lost, "
-              f"{r['current']} current, {r['index_rows']} index rows")
+        print(
+            f"{args.writers} writers x {args.per_writer} writes to one key: wall {r['wall_s']:.1f} s "
+            f"({total / r['wall_s']:.0f} writes/s); exit codes {sorted(set(r['exit_codes']))}; "
+            f"{r['versions']} versions, contiguous {r['contiguous']}, {r['lost']} values lost, "
+            f"{r['current']} current, {r['index_rows']} index rows"
+        )
 
 
 if __name__ == "__main__":

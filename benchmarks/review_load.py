@@ -74,8 +74,9 @@ def measure(paths: list[Path], role: str, every: bool = False) -> tuple[Counter[
                     not_own += any(r.flags.get("source") != own for r in raw) and bool(values)
                     for value in values:
                         proposals += 1
-                        d = decide(mem, Proposal("project/demo/fact", "project", value, tuple(r.n for r in raw)), raw,
-                                   lambda v: None)
+                        d = decide(
+                            mem, Proposal("project/demo/fact", "project", value, tuple(r.n for r in raw)), raw, lambda v: None
+                        )
                         out[d.kind or d.action] += 1
     return out, proposals, not_own
 
@@ -87,10 +88,15 @@ def main() -> None:
     groups = {"LoCoMo": sorted((SHARED / "locomo").glob("*.yaml")), "BEAM": sorted((SHARED / "beam").glob("*.yaml"))}
     if args.suites:
         groups = {"given": args.suites}
-    print(f"{'transcripts':<11} {'proposals from':<32} {'n':>5} {'written':>8} {'untrusted':>10} {'suspicious':>11} "
-          f"{'rejected':>9} {'turns not all own text':>23}")
-    rows = (("user", False, "user turns, first sentence"), ("user", True, "user turns, every sentence"),
-            ("assistant", False, "assistant turns, first sentence"))
+    print(
+        f"{'transcripts':<11} {'proposals from':<32} {'n':>5} {'written':>8} {'untrusted':>10} {'suspicious':>11} "
+        f"{'rejected':>9} {'turns not all own text':>23}"
+    )
+    rows = (
+        ("user", False, "user turns, first sentence"),
+        ("user", True, "user turns, every sentence"),
+        ("assistant", False, "assistant turns, first sentence"),
+    )
     for name, paths in groups.items():
         for role, every, label in rows:
             counts, n, not_own = measure(paths, role, every)
@@ -98,9 +104,11 @@ def main() -> None:
             def share(k: int, of: int) -> str:
                 return f"{k / of:.1%}" if of else "-"
 
-            print(f"{name:<11} {label:<32} {n:>5} {share(counts['write'], n):>8} "
-                  f"{share(counts['untrusted-source'], n):>10} {share(counts['suspicious'], n):>11} "
-                  f"{share(counts['reject'] + counts['skip'], n):>9} {not_own:>23}")
+            print(
+                f"{name:<11} {label:<32} {n:>5} {share(counts['write'], n):>8} "
+                f"{share(counts['untrusted-source'], n):>10} {share(counts['suspicious'], n):>11} "
+                f"{share(counts['reject'] + counts['skip'], n):>9} {not_own:>23}"
+            )
 
 
 if __name__ == "__main__":

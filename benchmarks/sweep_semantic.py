@@ -78,6 +78,7 @@ def static64() -> Embedder:
     def embed(texts: list[str]) -> np.ndarray:
         v = np.asarray(get_embeddings(texts), dtype=np.float32)
         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+
     return embed
 
 
@@ -113,15 +114,19 @@ def minilm(wheel_zip: str, max_tokens: int = 256, batch: int = 16) -> Embedder:
         ids = np.array([e.ids for e in enc])
         mask = np.array([e.attention_mask for e in enc], dtype=np.float32)
         b, t = ids.shape
-        x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:t]
-             + w["embeddings.token_type_embeddings.weight"][0])
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:t]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
         x = norm(x, "embeddings.LayerNorm")
         bias = (1.0 - mask)[:, None, None, :] * -1e9
         d = x.shape[-1] // heads
         for i in range(layers):
             p = f"encoder.layer.{i}."
-            q, k, v = (lin(x, p + f"attention.self.{n}").reshape(b, t, heads, d).transpose(0, 2, 1, 3)
-                       for n in ("query", "key", "value"))
+            q, k, v = (
+                lin(x, p + f"attention.self.{n}").reshape(b, t, heads, d).transpose(0, 2, 1, 3) for n in ("query", "key", "value")
+            )
             a = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d) + bias
             a = np.exp(a - a.max(-1, keepdims=True))
             a /= a.sum(-1, keepdims=True)
@@ -136,9 +141,10 @@ def minilm(wheel_zip: str, max_tokens: int = 256, batch: int = 16) -> Embedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.zeros((len(texts), 384), dtype=np.float32)
         for s in range(0, len(order), batch):
-            idx = order[s:s + batch]
+            idx = order[s : s + batch]
             out[idx] = forward([texts[i] for i in idx])
         return out
+
     return embed
 
 
@@ -154,6 +160,7 @@ def e5small() -> Embedder:
         if len(texts) == 1:
             return np.asarray(model.query(texts), dtype=np.float32).reshape(1, -1)
         return np.asarray(model.passage(texts), dtype=np.float32)
+
     return embed
 
 
@@ -163,8 +170,7 @@ def embedder(name: str) -> Embedder:
     if name.startswith("minilm"):
         import all_minilm_l6_v2
 
-        return minilm(str(Path(all_minilm_l6_v2.__file__).parent / "model.zip"),
-                      int(name.split("-")[1]) if "-" in name else 256)
+        return minilm(str(Path(all_minilm_l6_v2.__file__).parent / "model.zip"), int(name.split("-")[1]) if "-" in name else 256)
     if name.startswith("wordllama-"):
         return wordllama(int(name.split("-")[1]))
     if name == "static-64":
@@ -184,8 +190,16 @@ def bm25_list(index, query: str, limit: int = 10) -> list[dict]:
     return kept
 
 
-def fuse(method: str, param: float, w_dense: float, bm: list[dict], dense: list[int], cos: np.ndarray,
-         rowid_of: dict[str, int], k: int = 10) -> list[int]:
+def fuse(
+    method: str,
+    param: float,
+    w_dense: float,
+    bm: list[dict],
+    dense: list[int],
+    cos: np.ndarray,
+    rowid_of: dict[str, int],
+    k: int = 10,
+) -> list[int]:
     """The fused top ``k`` as rowids."""
     score: dict[int, float] = {}
     if method == "rrf":
@@ -231,8 +245,7 @@ def run_suite(s: dict, models: dict[str, Embedder], chars: list[int], settings: 
                 t0 = time.perf_counter()
                 mat = embed([row["text"][:n] for row in rows])
                 build_s = time.perf_counter() - t0
-                print(f"  {s['name']}: {mname} {n} chars: {len(rows)} turns embedded in {build_s:.1f} s",
-                      file=sys.stderr)
+                print(f"  {s['name']}: {mname} {n} chars: {len(rows)} turns embedded in {build_s:.1f} s", file=sys.stderr)
                 qvecs, q_ms = [], []
                 for q in queries:
                     t0 = time.perf_counter()
@@ -317,8 +330,10 @@ def main() -> None:
         for key, (per, lat) in acc.items():
             r = rawrecall.summarise(name, per, lat, 0)
             sf = "-" if r["stale_first"] is None else f"{r['stale_first']:.2f}"
-            print(f"{label(key):<44} {r['recall_at_5']:>6.3f} {r['recall_at_10']:>6.3f} {r['all_at_10']:>7.3f} "
-                  f"{sf:>8} {r['p50_ms']:>6.2f} {r['p95_ms']:>6.2f}")
+            print(
+                f"{label(key):<44} {r['recall_at_5']:>6.3f} {r['recall_at_10']:>6.3f} {r['all_at_10']:>7.3f} "
+                f"{sf:>8} {r['p50_ms']:>6.2f} {r['p95_ms']:>6.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -44,15 +44,17 @@ def score(turns, models):
         injected += len(chosen)
         hits += len(needs & set(chosen))
         false += bool(set(chosen) - needs)
-    return (f"recall {hits / needed:.2f}  precision {hits / injected if injected else 0:.2f}  "
-            f"false-injection turns {false / len(turns):.0%}  ({injected} injected)")
+    return (
+        f"recall {hits / needed:.2f}  precision {hits / injected if injected else 0:.2f}  "
+        f"false-injection turns {false / len(turns):.0%}  ({injected} injected)"
+    )
 
 
 def main() -> None:
     data = load()
     dev = [d for d in data if d[1] == "dev"]
     test = [d for d in data if d[1] == "test"]
-    cv_models = [train(*xy(dev[:i] + dev[i + 1:]), l2=L2, pos_w=POS_WEIGHT, epochs=300) for i in range(len(dev))]
+    cv_models = [train(*xy(dev[:i] + dev[i + 1 :]), l2=L2, pos_w=POS_WEIGHT, epochs=300) for i in range(len(dev))]
     print("dev, leave-one-turn-out:", score(dev, cv_models))
     full = train(*xy(dev), l2=L2, pos_w=POS_WEIGHT, epochs=300)
     print("test, trained on all of dev:", score(test, [full] * len(test)))

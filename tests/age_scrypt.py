@@ -36,8 +36,7 @@ def _quarter(s: list[int], a: int, b: int, c: int, d: int) -> None:
 
 
 def _block(key: bytes, counter: int, nonce: bytes) -> bytes:
-    state = [0x61707865, 0x3320646E, 0x79622D32, 0x6B206574, *struct.unpack("<8L", key), counter,
-             *struct.unpack("<3L", nonce)]
+    state = [0x61707865, 0x3320646E, 0x79622D32, 0x6B206574, *struct.unpack("<8L", key), counter, *struct.unpack("<3L", nonce)]
     w = state[:]
     for _ in range(10):
         _quarter(w, 0, 4, 8, 12)
@@ -55,7 +54,7 @@ def _chacha20(key: bytes, counter: int, nonce: bytes, data: bytes) -> bytes:
     out = bytearray()
     for i in range(0, len(data), 64):
         stream = _block(key, counter + i // 64, nonce)
-        out += bytes(a ^ b for a, b in zip(data[i:i + 64], stream, strict=False))
+        out += bytes(a ^ b for a, b in zip(data[i : i + 64], stream, strict=False))
     return bytes(out)
 
 
@@ -65,7 +64,7 @@ def _poly1305(key: bytes, msg: bytes) -> bytes:
     p = (1 << 130) - 5
     acc = 0
     for i in range(0, len(msg), 16):
-        acc = (acc + int.from_bytes(msg[i:i + 16] + b"\x01", "little")) * r % p
+        acc = (acc + int.from_bytes(msg[i : i + 16] + b"\x01", "little")) * r % p
     return ((acc + s) & ((1 << 128) - 1)).to_bytes(16, "little")
 
 
@@ -90,8 +89,9 @@ def encrypt(data: bytes, passphrase: str, work_factor: int = 10) -> bytes:
     """``data`` as an age file that only ``passphrase`` opens (scrypt, N = 2**work_factor)."""
     assert len(data) < 64 * 1024, "one STREAM chunk is all a test needs"
     file_key, salt = os.urandom(16), os.urandom(16)
-    wrap_key = hashlib.scrypt(passphrase.encode(), salt=b"age-encryption.org/v1/scrypt" + salt,
-                              n=2 ** work_factor, r=8, p=1, dklen=32)
+    wrap_key = hashlib.scrypt(
+        passphrase.encode(), salt=b"age-encryption.org/v1/scrypt" + salt, n=2**work_factor, r=8, p=1, dklen=32
+    )
     body = _b64(chacha20_poly1305(wrap_key, b"\x00" * 12, file_key))
     header = f"age-encryption.org/v1\n-> scrypt {_b64(salt)} {work_factor}\n{body}\n---"
     mac = hmac.new(_hkdf(file_key, b"", b"header"), header.encode(), hashlib.sha256).digest()

@@ -68,7 +68,7 @@ def read_stanza(inp) -> tuple[list[str], bytes]:
 
 def write_stanza(out, words: list[str], body: bytes = b"") -> None:
     text = b64(body)
-    lines = [text[i:i + 64] for i in range(0, len(text), 64)]
+    lines = [text[i : i + 64] for i in range(0, len(text), 64)]
     if not lines or len(lines[-1]) == 64:
         lines.append("")
     out.write(("-> " + " ".join(words) + "\n" + "\n".join(lines) + "\n").encode())
@@ -90,7 +90,7 @@ def recipient_v1(inp, out) -> None:
         for r in recipients:
             _hrp, rdata = bech32.decode(r)
             write_stanza(out, ["recipient-stanza", str(i), TAG, b64(rdata[:8])], xor(fk, pad(rdata, len(fk))))
-            read_stanza(inp)   # ok
+            read_stanza(inp)  # ok
     write_stanza(out, ["done"])
 
 
@@ -113,7 +113,7 @@ def identity_v1(inp, out) -> None:
             rdata = recipient_data(seed)
             if args and args[0] == b64(rdata[:8]):
                 write_stanza(out, ["file-key", str(index)], xor(body, pad(rdata, len(body))))
-                read_stanza(inp)   # ok
+                read_stanza(inp)  # ok
                 done.add(index)
                 break
     write_stanza(out, ["done"])

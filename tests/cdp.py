@@ -20,9 +20,20 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--no-default-browser-check", "--disable-dev-shm-usage",
-         "--disable-extensions", "--hide-scrollbars", "--mute-audio", "--remote-debugging-pipe"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-dev-shm-usage",
+    "--disable-extensions",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--remote-debugging-pipe",
+]
 
 
 def chromium() -> str | None:
@@ -39,9 +50,13 @@ class Browser:
         # bash, unlike dash, takes descriptors above 9 in a redirection).
         script = f'exec 3<&{cmd_r} 4>&{out_w} {cmd_r}<&- {out_w}>&-; exec "$0" "$@"'
         self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen([shutil.which("bash") or "/bin/bash", "-c", script, exe, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                                     pass_fds=(cmd_r, out_w), stdin=subprocess.DEVNULL, stdout=self._log,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [shutil.which("bash") or "/bin/bash", "-c", script, exe, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            pass_fds=(cmd_r, out_w),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         os.close(cmd_r)
         os.close(out_w)
         self._next = 0
@@ -119,7 +134,7 @@ class Browser:
     def close(self) -> None:
         try:
             self.call("Browser.close", timeout=10)
-        except Exception:   # noqa: BLE001 - it may be gone already
+        except Exception:  # noqa: BLE001 - it may be gone already
             pass
         try:
             self.proc.wait(15)
@@ -144,8 +159,9 @@ class Page:
         return self.b.call(method, params, self.session, timeout)
 
     def open(self, url: str, width: int = 1280, height: int = 900) -> None:
-        self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
-                                                         "mobile": False})
+        self.call(
+            "Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
+        )
         mark = len(self.b.events)
         nav = self.call("Page.navigate", {"url": url})
         if nav.get("errorText"):
@@ -177,8 +193,10 @@ class Page:
     def screenshot(self, path: str) -> None:
         """The whole page as a PNG."""
         height = int(self.eval("Math.ceil(document.documentElement.scrollHeight)"))
-        self.call("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": min(max(height, 600), 4000),
-                                                         "deviceScaleFactor": 1, "mobile": False})
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": min(max(height, 600), 4000), "deviceScaleFactor": 1, "mobile": False},
+        )
         data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))

@@ -90,6 +90,7 @@ def pytest_collection_finish(session) -> None:
 
 # ----- the CLI ----------------------------------------------------------------
 
+
 @dataclass
 class Result:
     code: int
@@ -158,8 +159,9 @@ def bead_process(bead_home):
 
     def run(*args: str, input: str | None = None, env: dict | None = None) -> Result:
         full_env = {**os.environ, "BEAD_HOME": str(bead_home), **(env or {})}
-        p = subprocess.run([sys.executable, "-m", "bead", *args], input=input, capture_output=True,
-                           text=True, env=full_env, timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-m", "bead", *args], input=input, capture_output=True, text=True, env=full_env, timeout=120
+        )
         return Result(p.returncode, p.stdout, p.stderr)
 
     return run
@@ -185,8 +187,10 @@ def hang_up_once(url: str, path: str, body: bytes, session: str, until: bytes) -
 
     u = urllib.parse.urlparse(url)
     s = socket.create_connection((u.hostname, u.port))
-    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-            f"x-bead-session: {session}\r\ncontent-length: {len(body)}\r\n\r\n").encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        f"x-bead-session: {session}\r\ncontent-length: {len(body)}\r\n\r\n"
+    ).encode()
     try:
         s.sendall(head + body)
         got = b""
@@ -220,8 +224,14 @@ class lazy_import:  # noqa: N801 - stands in for a module name
 TEST_DEADLINE_S = 10.0
 
 
-def make_proxy_app(home: Path, upstream_url: str, project: str | None = None, trace: str | Path | None = None,
-                   config: Config | None = None, openai_upstream_url: str | None = None):
+def make_proxy_app(
+    home: Path,
+    upstream_url: str,
+    project: str | None = None,
+    trace: str | Path | None = None,
+    config: Config | None = None,
+    openai_upstream_url: str | None = None,
+):
     """Build the proxy app as `bead proxy` does (bead/cli/proxy.py): the tests' only construction of it.
 
     ``config`` defaults to the home's config.yaml, as the command reads it; ``openai_upstream_url``
@@ -347,8 +357,9 @@ class ProxyClient:
         """The owner's requests carry the home's token first (bead's own /bead/ routes never do)."""
         return f"/{self.token}{path}" if owner and not path.startswith("/bead/") else path
 
-    def request(self, method: str, path: str, body: bytes = b"", headers: dict | None = None,
-                owner: bool = True) -> tuple[int, dict, bytes]:
+    def request(
+        self, method: str, path: str, body: bytes = b"", headers: dict | None = None, owner: bool = True
+    ) -> tuple[int, dict, bytes]:
         async def go():
             client = self.test_app.test_client()
             r = await client.open(self._path(path, owner), method=method, data=body, headers=self._headers(headers))
@@ -356,8 +367,9 @@ class ProxyClient:
 
         return self.call(go())
 
-    def post(self, body: bytes, headers: dict | None = None, path: str = "/v1/messages",
-             owner: bool = True) -> tuple[int, dict, bytes]:
+    def post(
+        self, body: bytes, headers: dict | None = None, path: str = "/v1/messages", owner: bool = True
+    ) -> tuple[int, dict, bytes]:
         return self.request("POST", path, body, headers, owner)
 
     def get(self, path: str, headers: dict | None = None) -> tuple[int, dict, bytes]:
@@ -371,12 +383,13 @@ class ProxyClient:
         assert status == 200, data
         return json.loads(data)
 
-    def stream(self, path: str, body: bytes, headers: dict | None = None, method: str = "POST",
-               owner: bool = True) -> ProxyStream:
+    def stream(
+        self, path: str, body: bytes, headers: dict | None = None, method: str = "POST", owner: bool = True
+    ) -> ProxyStream:
         """Send a request; read its response chunk by chunk (``receive``) or to its end (``read_rest``)."""
+
         async def go():
-            conn = self.test_app.test_client().request(self._path(path, owner), method=method,
-                                                       headers=self._headers(headers))
+            conn = self.test_app.test_client().request(self._path(path, owner), method=method, headers=self._headers(headers))
             await conn.__aenter__()
             await conn.send(body)
             await conn.send_complete()
@@ -422,8 +435,8 @@ class ServedProxy:
         port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         cfg = hypercorn_config("127.0.0.1", port)
-        cfg.bind = [f"fd://{sock.detach()}"]   # bound already: no race for the port
-        cfg.graceful_timeout = 10.0             # the real grace is tested on a real process
+        cfg.bind = [f"fd://{sock.detach()}"]  # bound already: no race for the port
+        cfg.graceful_timeout = 10.0  # the real grace is tested on a real process
         self.error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -442,7 +455,7 @@ class ServedProxy:
             await serve(self.app, cfg, shutdown_trigger=self._stop.wait)
 
         try:
-            asyncio.run(main())   # and then joins the default executor: every capture has finished
+            asyncio.run(main())  # and then joins the default executor: every capture has finished
         except BaseException as exc:
             self.error = exc
 
@@ -465,7 +478,7 @@ class ServedProxy:
         if self._loop is not None and self._stop is not None and not self._loop.is_closed():
             try:
                 self._loop.call_soon_threadsafe(self._stop.set)
-            except RuntimeError:   # the loop closed meanwhile
+            except RuntimeError:  # the loop closed meanwhile
                 pass
         self.thread.join(30)
         assert not self.thread.is_alive(), "the served proxy did not shut down"
@@ -495,10 +508,17 @@ def proxy_client(bead_home, upstream):
     """Start the proxy app in this process for this test's home: ``proxy_client(trace=..., upstream_url=...)``."""
     started: list[ProxyClient] = []
 
-    def start(project: str | None = None, trace: str | Path | None = None, upstream_url: str | None = None,
-              openai_upstream_url: str | None = None) -> ProxyClient:
-        p = ProxyClient(make_proxy_app(bead_home, upstream_url or upstream.url, project=project, trace=trace,
-                                       openai_upstream_url=openai_upstream_url))
+    def start(
+        project: str | None = None,
+        trace: str | Path | None = None,
+        upstream_url: str | None = None,
+        openai_upstream_url: str | None = None,
+    ) -> ProxyClient:
+        p = ProxyClient(
+            make_proxy_app(
+                bead_home, upstream_url or upstream.url, project=project, trace=trace, openai_upstream_url=openai_upstream_url
+            )
+        )
         started.append(p)
         return p
 
@@ -512,10 +532,17 @@ def served_proxy(bead_home, upstream):
     """Serve the proxy app on a loopback port in this process: ``served_proxy(...)`` returns a ServedProxy."""
     started: list[ServedProxy] = []
 
-    def start(project: str | None = None, trace: str | Path | None = None, upstream_url: str | None = None,
-              openai_upstream_url: str | None = None) -> ServedProxy:
-        s = ServedProxy(make_proxy_app(bead_home, upstream_url or upstream.url, project=project, trace=trace,
-                                       openai_upstream_url=openai_upstream_url))
+    def start(
+        project: str | None = None,
+        trace: str | Path | None = None,
+        upstream_url: str | None = None,
+        openai_upstream_url: str | None = None,
+    ) -> ServedProxy:
+        s = ServedProxy(
+            make_proxy_app(
+                bead_home, upstream_url or upstream.url, project=project, trace=trace, openai_upstream_url=openai_upstream_url
+            )
+        )
         started.append(s)
         return s
 
@@ -539,10 +566,12 @@ def launch_proxy(home: Path, upstream_url: str, log_path: Path, *extra: str, env
 
     port = free_port()
     log = open(log_path, "wb")
-    p = subprocess.Popen([sys.executable, "-m", "bead", "proxy", "--listen", f"127.0.0.1:{port}",
-                          "--upstream", upstream_url, *extra],
-                         env={**os.environ, "BEAD_HOME": str(home), **(env or {})},
-                         stdout=log, stderr=subprocess.STDOUT)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bead", "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", upstream_url, *extra],
+        env={**os.environ, "BEAD_HOME": str(home), **(env or {})},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     log.close()
     url = f"http://127.0.0.1:{port}"
 
@@ -575,8 +604,7 @@ def start_proxy(bead_home, upstream, tmp_path):
     procs = []
 
     def start(*extra: str, env: dict | None = None, upstream_url: str | None = None) -> str:
-        p, url = launch_proxy(bead_home, upstream_url or upstream.url, tmp_path / f"proxy-{len(procs)}.log",
-                              *extra, env=env)
+        p, url = launch_proxy(bead_home, upstream_url or upstream.url, tmp_path / f"proxy-{len(procs)}.log", *extra, env=env)
         procs.append(p)
         return url
 

@@ -38,53 +38,84 @@ def sse(events: list[dict]) -> list[bytes]:
 
 
 def message_events(text: str = "Hello from the fake.", tool: dict | None = None, model: str = "claude-test") -> list[dict]:
-    ev = [{"type": "message_start", "message": {"id": "msg_fake01", "type": "message", "role": "assistant", "model": model,
-                                               "content": [], "stop_reason": None, "stop_sequence": None,
-                                               "usage": {"input_tokens": 12, "output_tokens": 1}}},
-          {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
-          {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "private reasoning"}},
-          {"type": "content_block_stop", "index": 0},
-          {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
-          {"type": "ping"}]
+    ev = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_fake01",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 12, "output_tokens": 1},
+            },
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "private reasoning"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "ping"},
+    ]
     half = len(text) // 2
-    ev += [{"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": text[:half]}},
-           {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": text[half:]}},
-           {"type": "content_block_stop", "index": 1}]
+    ev += [
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": text[:half]}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": text[half:]}},
+        {"type": "content_block_stop", "index": 1},
+    ]
     stop = "end_turn"
     if tool:
         args = json.dumps(tool["input"])
-        ev += [{"type": "content_block_start", "index": 2,
-                "content_block": {"type": "tool_use", "id": tool.get("id", "toolu_fake01"), "name": tool["name"], "input": {}}},
-               {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": args[:5]}},
-               {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": args[5:]}},
-               {"type": "content_block_stop", "index": 2}]
+        ev += [
+            {
+                "type": "content_block_start",
+                "index": 2,
+                "content_block": {"type": "tool_use", "id": tool.get("id", "toolu_fake01"), "name": tool["name"], "input": {}},
+            },
+            {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": args[:5]}},
+            {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": args[5:]}},
+            {"type": "content_block_stop", "index": 2},
+        ]
         stop = "tool_use"
-    ev += [{"type": "message_delta", "delta": {"type": "message_delta", "stop_reason": stop, "stop_sequence": None},
-            "usage": {"output_tokens": 9}},
-           {"type": "message_stop"}]
+    ev += [
+        {
+            "type": "message_delta",
+            "delta": {"type": "message_delta", "stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 9},
+        },
+        {"type": "message_stop"},
+    ]
     return ev
 
 
 def message_json(text: str = "Hello from the fake.") -> dict:
-    return {"id": "msg_fake02", "type": "message", "role": "assistant", "model": "claude-test",
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 12, "output_tokens": 5}}
+    return {
+        "id": "msg_fake02",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 12, "output_tokens": 5},
+    }
 
 
 @dataclass
 class Reply:
     status: int = 200
-    kind: str = "auto"          # auto | sse | json | error-event | drop | raw | sse-raw
+    kind: str = "auto"  # auto | sse | json | error-event | drop | raw | sse-raw
     text: str = "Hello from the fake."
     tool: dict | None = None
     body: bytes = b""
-    delay: float = 0.0          # seconds between SSE events
-    hold: threading.Event | None = None   # after event number `hold_after`, wait for this before the rest
+    delay: float = 0.0  # seconds between SSE events
+    hold: threading.Event | None = None  # after event number `hold_after`, wait for this before the rest
     hold_after: int = 0
     headers: list[tuple[str, str]] = field(default_factory=list)
-    chunk: int = 16384          # sse-raw: `body` is sent as SSE in pieces of this size
-    tools: list[dict] = field(default_factory=list)   # FakeOpenAI: more tool calls after `tool` (parallel calls)
-    reasoning: str = "private reasoning"              # FakeOpenAI: the reasoning the answer carries (never captured)
+    chunk: int = 16384  # sse-raw: `body` is sent as SSE in pieces of this size
+    tools: list[dict] = field(default_factory=list)  # FakeOpenAI: more tool calls after `tool` (parallel calls)
+    reasoning: str = "private reasoning"  # FakeOpenAI: the reasoning the answer carries (never captured)
 
 
 class QuietHandler(BaseHTTPRequestHandler):
@@ -144,8 +175,15 @@ class FakeAnthropic:
             if kind == "raw":
                 data = reply.body
             elif reply.status >= 400:
-                data = json.dumps({"type": "error", "error": {"type": "overloaded_error" if reply.status == 529 else "invalid_request_error",
-                                                             "message": "fake upstream error"}}).encode()
+                data = json.dumps(
+                    {
+                        "type": "error",
+                        "error": {
+                            "type": "overloaded_error" if reply.status == 529 else "invalid_request_error",
+                            "message": "fake upstream error",
+                        },
+                    }
+                ).encode()
             else:
                 data = json.dumps(message_json(reply.text)).encode()
             h.send_response(reply.status)
@@ -167,11 +205,11 @@ class FakeAnthropic:
         h.end_headers()
         events = sse(message_events(reply.text, reply.tool))
         if kind == "sse-raw":
-            events = [reply.body[i:i + reply.chunk] for i in range(0, len(reply.body), reply.chunk)]
+            events = [reply.body[i : i + reply.chunk] for i in range(0, len(reply.body), reply.chunk)]
         if kind == "error-event":
             events = events[:7] + sse([{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}])
         if kind == "drop":
-            events = events[:7]   # through the first half of the text
+            events = events[:7]  # through the first half of the text
         self._stream(h, events, reply, drop=kind == "drop")
 
     def _stream(self, h: BaseHTTPRequestHandler, events: list[bytes], reply: Reply, drop: bool) -> None:
@@ -214,6 +252,7 @@ class FakeAnthropic:
 
 # ----- the OpenAI APIs: Chat Completions and Responses ---------------------------------------------
 
+
 def openai_sse(events: list[dict], named: bool) -> list[bytes]:
     """SSE as OpenAI writes it: Responses events carry an ``event:`` line, chat chunks only ``data:``."""
     out = []
@@ -226,9 +265,14 @@ def openai_sse(events: list[dict], named: bool) -> list[bytes]:
 def _calls(reply: Reply) -> list[dict]:
     """The reply's tool calls: ``tool`` then ``tools``, each {"name", "input" (dict or str), "id"}."""
     calls = ([reply.tool] if reply.tool else []) + list(reply.tools)
-    return [{"name": c["name"], "id": c.get("id", f"call_fake{i:02d}"),
-             "arguments": c["input"] if isinstance(c["input"], str) else json.dumps(c["input"])}
-            for i, c in enumerate(calls)]
+    return [
+        {
+            "name": c["name"],
+            "id": c.get("id", f"call_fake{i:02d}"),
+            "arguments": c["input"] if isinstance(c["input"], str) else json.dumps(c["input"]),
+        }
+        for i, c in enumerate(calls)
+    ]
 
 
 def chat_json(reply: Reply, model: str = "gpt-test", n: int = 1) -> dict:
@@ -237,21 +281,33 @@ def chat_json(reply: Reply, model: str = "gpt-test", n: int = 1) -> dict:
         calls = _calls(reply)
         msg: dict = {"role": "assistant", "content": reply.text + (f" ({i})" if i else ""), "refusal": None}
         if reply.reasoning:
-            msg["reasoning_content"] = reply.reasoning     # what DeepSeek, vLLM and others add
+            msg["reasoning_content"] = reply.reasoning  # what DeepSeek, vLLM and others add
         if calls:
-            msg["tool_calls"] = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-                                 for c in calls]
+            msg["tool_calls"] = [
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls
+            ]
         choices.append({"index": i, "message": msg, "logprobs": None, "finish_reason": "tool_calls" if calls else "stop"})
-    return {"id": "chatcmpl-fake02", "object": "chat.completion", "created": 1764460800, "model": model,
-            "choices": choices, "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
-            "system_fingerprint": "fp_fake"}
+    return {
+        "id": "chatcmpl-fake02",
+        "object": "chat.completion",
+        "created": 1764460800,
+        "model": model,
+        "choices": choices,
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+        "system_fingerprint": "fp_fake",
+    }
 
 
 def chat_events(reply: Reply, model: str = "gpt-test", n: int = 1, usage: bool = False) -> list[dict]:
     """Chat completion chunks as OpenAI streams them: role first, text in two deltas, each tool call's
     arguments in two pieces, a finish chunk per choice, then (``stream_options.include_usage``) usage."""
-    base = {"id": "chatcmpl-fake01", "object": "chat.completion.chunk", "created": 1764460800, "model": model,
-            "system_fingerprint": "fp_fake"}
+    base = {
+        "id": "chatcmpl-fake01",
+        "object": "chat.completion.chunk",
+        "created": 1764460800,
+        "model": model,
+        "system_fingerprint": "fp_fake",
+    }
 
     def chunk(i: int, delta: dict, finish: str | None = None) -> dict:
         return {**base, "choices": [{"index": i, "delta": delta, "logprobs": None, "finish_reason": finish}]}
@@ -266,11 +322,21 @@ def chat_events(reply: Reply, model: str = "gpt-test", n: int = 1, usage: bool =
         ev += [chunk(i, {"content": text[:half]}), chunk(i, {"content": text[half:]})]
         calls = _calls(reply)
         for k, c in enumerate(calls):
-            ev.append(chunk(i, {"tool_calls": [{"index": k, "id": c["id"], "type": "function",
-                                                "function": {"name": c["name"], "arguments": ""}}]}))
+            ev.append(
+                chunk(
+                    i,
+                    {
+                        "tool_calls": [
+                            {"index": k, "id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": ""}}
+                        ]
+                    },
+                )
+            )
             a = c["arguments"]
-            ev += [chunk(i, {"tool_calls": [{"index": k, "function": {"arguments": a[:5]}}]}),
-                   chunk(i, {"tool_calls": [{"index": k, "function": {"arguments": a[5:]}}]})]
+            ev += [
+                chunk(i, {"tool_calls": [{"index": k, "function": {"arguments": a[:5]}}]}),
+                chunk(i, {"tool_calls": [{"index": k, "function": {"arguments": a[5:]}}]}),
+            ]
         ev.append(chunk(i, {}, "tool_calls" if calls else "stop"))
     if usage:
         ev.append({**base, "choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}})
@@ -278,28 +344,71 @@ def chat_events(reply: Reply, model: str = "gpt-test", n: int = 1, usage: bool =
 
 
 def _response(model: str, status: str, output: list[dict], request: dict) -> dict:
-    return {"id": "resp_fake01", "object": "response", "created_at": 1764460800, "status": status, "model": model,
-            "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-            "error": None, "incomplete_details": None, "instructions": None, "metadata": {},
-            "previous_response_id": request.get("previous_response_id"), "store": request.get("store", True),
-            "temperature": 1.0, "top_p": 1.0, "text": {"format": {"type": "text"}}, "truncation": "disabled",
-            "usage": None if status != "completed" else {
-                "input_tokens": 12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-                "output_tokens_details": {"reasoning_tokens": 2}, "total_tokens": 17}}
+    return {
+        "id": "resp_fake01",
+        "object": "response",
+        "created_at": 1764460800,
+        "status": status,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "previous_response_id": request.get("previous_response_id"),
+        "store": request.get("store", True),
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "text": {"format": {"type": "text"}},
+        "truncation": "disabled",
+        "usage": None
+        if status != "completed"
+        else {
+            "input_tokens": 12,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 2},
+            "total_tokens": 17,
+        },
+    }
 
 
 def response_items(reply: Reply) -> list[dict]:
     """The output items of a Responses answer: reasoning, the message, then each function call."""
     items: list[dict] = []
     if reply.reasoning:
-        items.append({"type": "reasoning", "id": "rs_fake01", "summary": [{"type": "summary_text", "text": reply.reasoning}],
-                      "encrypted_content": "gAAAAA-fake"})
+        items.append(
+            {
+                "type": "reasoning",
+                "id": "rs_fake01",
+                "summary": [{"type": "summary_text", "text": reply.reasoning}],
+                "encrypted_content": "gAAAAA-fake",
+            }
+        )
     if reply.text:
-        items.append({"type": "message", "id": "msg_fake01", "status": "completed", "role": "assistant",
-                      "content": [{"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}]})
+        items.append(
+            {
+                "type": "message",
+                "id": "msg_fake01",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}],
+            }
+        )
     for k, c in enumerate(_calls(reply)):
-        items.append({"type": "function_call", "id": f"fc_fake{k:02d}", "call_id": c["id"], "name": c["name"],
-                      "arguments": c["arguments"], "status": "completed"})
+        items.append(
+            {
+                "type": "function_call",
+                "id": f"fc_fake{k:02d}",
+                "call_id": c["id"],
+                "name": c["name"],
+                "arguments": c["arguments"],
+                "status": "completed",
+            }
+        )
     return items
 
 
@@ -310,35 +419,54 @@ def responses_json(reply: Reply, request: dict, model: str = "gpt-test") -> dict
 def responses_events(reply: Reply, request: dict, model: str = "gpt-test") -> list[dict]:
     """The Responses API's typed events for one answer, as OpenAI streams them."""
     items = response_items(reply)
-    ev: list[dict] = [{"type": "response.created", "response": _response(model, "in_progress", [], request)},
-                      {"type": "response.in_progress", "response": _response(model, "in_progress", [], request)}]
+    ev: list[dict] = [
+        {"type": "response.created", "response": _response(model, "in_progress", [], request)},
+        {"type": "response.in_progress", "response": _response(model, "in_progress", [], request)},
+    ]
     for i, item in enumerate(items):
         if item["type"] == "reasoning":
-            ev += [{"type": "response.output_item.added", "output_index": i, "item": {**item, "summary": []}},
-                   {"type": "response.reasoning_summary_text.delta", "item_id": item["id"], "output_index": i,
-                    "summary_index": 0, "delta": reply.reasoning},
-                   {"type": "response.output_item.done", "output_index": i, "item": item}]
+            ev += [
+                {"type": "response.output_item.added", "output_index": i, "item": {**item, "summary": []}},
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    "item_id": item["id"],
+                    "output_index": i,
+                    "summary_index": 0,
+                    "delta": reply.reasoning,
+                },
+                {"type": "response.output_item.done", "output_index": i, "item": item},
+            ]
         elif item["type"] == "message":
             text = item["content"][0]["text"]
             half = len(text) // 2
             ref = {"item_id": item["id"], "output_index": i, "content_index": 0}
-            ev += [{"type": "response.output_item.added", "output_index": i,
-                    "item": {**item, "status": "in_progress", "content": []}},
-                   {"type": "response.content_part.added", **ref, "part": {"type": "output_text", "text": "", "annotations": []}},
-                   {"type": "response.output_text.delta", **ref, "delta": text[:half], "logprobs": []},
-                   {"type": "response.output_text.delta", **ref, "delta": text[half:], "logprobs": []},
-                   {"type": "response.output_text.done", **ref, "text": text, "logprobs": []},
-                   {"type": "response.content_part.done", **ref, "part": item["content"][0]},
-                   {"type": "response.output_item.done", "output_index": i, "item": item}]
+            ev += [
+                {
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": {**item, "status": "in_progress", "content": []},
+                },
+                {"type": "response.content_part.added", **ref, "part": {"type": "output_text", "text": "", "annotations": []}},
+                {"type": "response.output_text.delta", **ref, "delta": text[:half], "logprobs": []},
+                {"type": "response.output_text.delta", **ref, "delta": text[half:], "logprobs": []},
+                {"type": "response.output_text.done", **ref, "text": text, "logprobs": []},
+                {"type": "response.content_part.done", **ref, "part": item["content"][0]},
+                {"type": "response.output_item.done", "output_index": i, "item": item},
+            ]
         else:
             a = item["arguments"]
             ref = {"item_id": item["id"], "output_index": i}
-            ev += [{"type": "response.output_item.added", "output_index": i,
-                    "item": {**item, "arguments": "", "status": "in_progress"}},
-                   {"type": "response.function_call_arguments.delta", **ref, "delta": a[:5]},
-                   {"type": "response.function_call_arguments.delta", **ref, "delta": a[5:]},
-                   {"type": "response.function_call_arguments.done", **ref, "arguments": a},
-                   {"type": "response.output_item.done", "output_index": i, "item": item}]
+            ev += [
+                {
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": {**item, "arguments": "", "status": "in_progress"},
+                },
+                {"type": "response.function_call_arguments.delta", **ref, "delta": a[:5]},
+                {"type": "response.function_call_arguments.delta", **ref, "delta": a[5:]},
+                {"type": "response.function_call_arguments.done", **ref, "arguments": a},
+                {"type": "response.output_item.done", "output_index": i, "item": item},
+            ]
     ev.append({"type": "response.completed", "response": _response(model, "completed", items, request)})
     for n, e in enumerate(ev):
         e["sequence_number"] = n
@@ -346,10 +474,20 @@ def responses_events(reply: Reply, request: dict, model: str = "gpt-test") -> li
 
 
 def openai_error(status: int) -> dict:
-    kind = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
-            429: "rate_limit_exceeded"}.get(status, "server_error")
-    return {"error": {"message": "fake upstream error", "type": kind, "param": None,
-                      "code": "invalid_api_key" if status == 401 else None}}
+    kind = {
+        400: "invalid_request_error",
+        401: "invalid_request_error",
+        404: "invalid_request_error",
+        429: "rate_limit_exceeded",
+    }.get(status, "server_error")
+    return {
+        "error": {
+            "message": "fake upstream error",
+            "type": kind,
+            "param": None,
+            "code": "invalid_api_key" if status == 401 else None,
+        }
+    }
 
 
 class FakeOpenAI(FakeAnthropic):
@@ -383,14 +521,17 @@ class FakeOpenAI(FakeAnthropic):
             kind = "sse" if request.get("stream") else "json"
         model = str(request.get("model") or "gpt-test")
         if h.command == "GET" and path.endswith("/models"):
-            data = json.dumps({"object": "list", "data": [{"id": "gpt-test", "object": "model", "created": 1764460800,
-                                                          "owned_by": "fake"}]}).encode()
+            data = json.dumps(
+                {"object": "list", "data": [{"id": "gpt-test", "object": "model", "created": 1764460800, "owned_by": "fake"}]}
+            ).encode()
             return self._send(h, 200, data, reply)
         chat, responses = path.endswith("/chat/completions"), path.endswith("/responses")
         if not (chat or responses):
             return self._send(h, 404, json.dumps(openai_error(404)).encode(), reply)
         if kind == "raw" or reply.status >= 400:
-            return self._send(h, reply.status, reply.body if kind == "raw" else json.dumps(openai_error(reply.status)).encode(), reply)
+            return self._send(
+                h, reply.status, reply.body if kind == "raw" else json.dumps(openai_error(reply.status)).encode(), reply
+            )
         n = request.get("n") if isinstance(request.get("n"), int) and chat else 1
         if kind == "json":
             data = chat_json(reply, model, n) if chat else responses_json(reply, request, model)
@@ -405,20 +546,38 @@ class FakeOpenAI(FakeAnthropic):
         h.end_headers()
         if chat:
             opts = request.get("stream_options")
-            events = openai_sse(chat_events(reply, model, n, usage=isinstance(opts, dict) and bool(opts.get("include_usage"))),
-                                named=False)
+            events = openai_sse(
+                chat_events(reply, model, n, usage=isinstance(opts, dict) and bool(opts.get("include_usage"))), named=False
+            )
             done = [b"data: [DONE]\n\n"]
         else:
             events, done = openai_sse(responses_events(reply, request, model), named=True), []
         half = len(events) // 2
         if kind == "sse-raw":
-            events, done = [reply.body[i:i + reply.chunk] for i in range(0, len(reply.body), reply.chunk)], []
+            events, done = [reply.body[i : i + reply.chunk] for i in range(0, len(reply.body), reply.chunk)], []
         elif kind == "error-event":
             # Chat: an error object in the stream; Responses: its `error` event. Then the stream ends.
             err = {"error": {"message": "Overloaded", "type": "server_error", "param": None, "code": None}}
-            events, done = events[:half] + (openai_sse([err], named=False) if chat else openai_sse(
-                [{"type": "error", "code": "server_error", "message": "Overloaded", "param": None,
-                  "sequence_number": half}], named=True)), []
+            events, done = (
+                events[:half]
+                + (
+                    openai_sse([err], named=False)
+                    if chat
+                    else openai_sse(
+                        [
+                            {
+                                "type": "error",
+                                "code": "server_error",
+                                "message": "Overloaded",
+                                "param": None,
+                                "sequence_number": half,
+                            }
+                        ],
+                        named=True,
+                    )
+                ),
+                [],
+            )
         elif kind == "drop":
             events, done = events[:half], []
         self._stream(h, events + done, reply, drop=kind == "drop")
@@ -492,18 +651,40 @@ class FakeModel:
                 if fake.status != 200:
                     data = json.dumps({"error": {"message": "fake model error"}}).encode()
                 elif self.path == "/api/chat":
-                    data = json.dumps({"model": body.get("model"), "created_at": "2026-11-30T00:00:00Z",
-                                       "message": {"role": "assistant", "content": answer}, "done": True,
-                                       "prompt_eval_count": 120, "eval_count": 30}).encode()
+                    data = json.dumps(
+                        {
+                            "model": body.get("model"),
+                            "created_at": "2026-11-30T00:00:00Z",
+                            "message": {"role": "assistant", "content": answer},
+                            "done": True,
+                            "prompt_eval_count": 120,
+                            "eval_count": 30,
+                        }
+                    ).encode()
                 elif self.path == "/v1/messages":
-                    data = json.dumps({"id": "msg_m1", "type": "message", "role": "assistant", "model": body.get("model"),
-                                       "content": [{"type": "text", "text": answer}], "stop_reason": "end_turn",
-                                       "usage": {"input_tokens": 120, "output_tokens": 30}}).encode()
+                    data = json.dumps(
+                        {
+                            "id": "msg_m1",
+                            "type": "message",
+                            "role": "assistant",
+                            "model": body.get("model"),
+                            "content": [{"type": "text", "text": answer}],
+                            "stop_reason": "end_turn",
+                            "usage": {"input_tokens": 120, "output_tokens": 30},
+                        }
+                    ).encode()
                 elif self.path.endswith("/chat/completions"):
-                    data = json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
-                                       "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
-                                                    "finish_reason": "stop"}],
-                                       "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}}).encode()
+                    data = json.dumps(
+                        {
+                            "id": "chatcmpl-1",
+                            "object": "chat.completion",
+                            "model": body.get("model"),
+                            "choices": [
+                                {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}
+                            ],
+                            "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
+                        }
+                    ).encode()
                 else:
                     self.send_response(404)
                     self.send_header("content-length", "0")

@@ -107,9 +107,12 @@ def stdio_session(home: Path, *args: str, errlog=None, env: dict | None = None, 
     """`python -m bead mcp ARGS` as a real subprocess, its home ``home``, driven by the official client."""
     from mcp import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "bead", "mcp", *args],
-                                   env={"BEAD_HOME": str(home), "PYTHONPATH": str(REPO), **(env or {})},
-                                   cwd=str(cwd) if cwd else None)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "bead", "mcp", *args],
+        env={"BEAD_HOME": str(home), "PYTHONPATH": str(REPO), **(env or {})},
+        cwd=str(cwd) if cwd else None,
+    )
     return McpSession(lambda: stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params))
 
 
@@ -140,9 +143,17 @@ def http_session(url: str, token: str | None = None) -> McpSession:
 def post_mcp(url: str, token: str | None = None, body: dict | None = None) -> tuple[int, dict, dict]:
     """One raw JSON-RPC POST to /mcp (what a client without the SDK sends): (status, headers, JSON body)."""
     data = json.dumps(body or {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()
-    req = urllib.request.Request(url, data=data, method="POST", headers={
-        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2025-06-18", **({"Authorization": f"Bearer {token}"} if token else {})})
+    req = urllib.request.Request(
+        url,
+        data=data,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18",
+            **({"Authorization": f"Bearer {token}"} if token else {}),
+        },
+    )
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
             return r.status, {k.lower(): v for k, v in r.headers.items()}, json.loads(r.read() or b"{}")
@@ -224,7 +235,7 @@ class Jwks:
     def __init__(self):
         self.key = _rsa_key()
         self.kid = "key-1"
-        self.mode = "ok"             # ok | error | garbage
+        self.mode = "ok"  # ok | error | garbage
         self.fetches = 0
         jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
         self.document = {"keys": [{**jwk, "kid": self.kid, "use": "sig", "alg": "RS256"}]}
@@ -252,17 +263,33 @@ class Jwks:
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.005}, daemon=True)
         self.thread.start()
 
-    def mint(self, actor: str | None = "ana@example.com", *, exp_in: int = 600, aud: str | None = None,
-             iss: str | None = None, key=None, kid: str | None = None, alg: str = "RS256", claims: dict | None = None,
-             headers: dict | None = None) -> str:
+    def mint(
+        self,
+        actor: str | None = "ana@example.com",
+        *,
+        exp_in: int = 600,
+        aud: str | None = None,
+        iss: str | None = None,
+        key=None,
+        kid: str | None = None,
+        alg: str = "RS256",
+        claims: dict | None = None,
+        headers: dict | None = None,
+    ) -> str:
         now = int(time.time())
-        payload = {"iss": iss or self.ISSUER, "aud": aud or self.AUDIENCE, "iat": now, "exp": now + exp_in,
-                   "sub": "subject-" + (actor or "none")}
+        payload = {
+            "iss": iss or self.ISSUER,
+            "aud": aud or self.AUDIENCE,
+            "iat": now,
+            "exp": now + exp_in,
+            "sub": "subject-" + (actor or "none"),
+        }
         if actor is not None:
             payload["email"] = actor
         payload.update(claims or {})
-        return jwt.encode(payload, key if key is not None else self.key, algorithm=alg,
-                          headers={"kid": kid or self.kid, **(headers or {})})
+        return jwt.encode(
+            payload, key if key is not None else self.key, algorithm=alg, headers={"kid": kid or self.kid, **(headers or {})}
+        )
 
     def down(self) -> None:
         """The provider stops answering: connections are refused."""
@@ -277,8 +304,14 @@ class Jwks:
 
 
 def config_text(jwks: Jwks, projects: dict[str, list[str]] | None = None, extra: str = "") -> str:
-    lines = ["owner: host-person", "mcp:", f"  jwks_url: {jwks.url}", f"  issuer: {jwks.ISSUER}",
-             f"  audience: {jwks.AUDIENCE}", "  jwks_timeout_s: 5"]
+    lines = [
+        "owner: host-person",
+        "mcp:",
+        f"  jwks_url: {jwks.url}",
+        f"  issuer: {jwks.ISSUER}",
+        f"  audience: {jwks.AUDIENCE}",
+        "  jwks_timeout_s: 5",
+    ]
     if projects:
         lines.append("  projects:")
         lines += [f"    {json.dumps(o)}: {json.dumps(ps)}" for o, ps in projects.items()]
@@ -295,8 +328,9 @@ def make_vault(home: Path) -> None:
     mod = vault_keys.pyrage()
     ident = mod.x25519.Identity.generate()
     text = f"# created: 2026-11-30T00:00:00Z\n# public key: {ident.to_public()}\n{ident}\n".encode()
-    safe.atomic_write(h.vault / "identity.age", age_scrypt.encrypt(text, "correct horse battery staple",
-                                                                    work_factor=10), root=h.root)
+    safe.atomic_write(
+        h.vault / "identity.age", age_scrypt.encrypt(text, "correct horse battery staple", work_factor=10), root=h.root
+    )
     safe.atomic_write(h.vault / "recipient.txt", f"{ident.to_public()}\n".encode(), root=h.root)
 
 

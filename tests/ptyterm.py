@@ -29,8 +29,16 @@ class Pty:
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str | None = None, rows: int = 40, cols: int = 100):
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm-256color"},
-                                     cwd=cwd, start_new_session=True, close_fds=True)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env={**env, "TERM": "xterm-256color"},
+            cwd=cwd,
+            start_new_session=True,
+            close_fds=True,
+        )
         os.close(slave)
         self.output = bytearray()
         self.seen = 0
@@ -62,7 +70,7 @@ class Pty:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             with self._lock:
-                raw = bytes(self.output[self.seen:])
+                raw = bytes(self.output[self.seen :])
             text = ANSI.sub(b"", raw).decode("utf-8", "replace")
             i = text.find(needle)
             if i != -1:

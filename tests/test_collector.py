@@ -22,7 +22,7 @@ def stream(text: str = TEXT, tool: dict | None = TOOL) -> bytes:
 
 
 def chunks(data: bytes, size: int) -> list[bytes]:
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def collect(parts: list[bytes], content_type: str = SSE, encoding: str | None = None, index: int = 3):
@@ -37,8 +37,10 @@ def summary(result) -> list[tuple]:
     return [(p.source, p.kind, p.text, p.name, p.data) for p in message.parts]
 
 
-EXPECTED = [(Source.ASSISTANT, "text", TEXT, "", None),
-            (Source.TOOL_CALL, "tool_use", json.dumps(TOOL["input"], ensure_ascii=False), "Bash", TOOL["input"])]
+EXPECTED = [
+    (Source.ASSISTANT, "text", TEXT, "", None),
+    (Source.TOOL_CALL, "tool_use", json.dumps(TOOL["input"], ensure_ascii=False), "Bash", TOOL["input"]),
+]
 
 
 def test_whole_stream_gives_text_and_tool_call():
@@ -142,7 +144,7 @@ def test_unsupported_encoding_gives_none_without_raising():
 def test_stream_without_message_stop_is_partial():
     """A stream that ends before message_stop gives what arrived, flagged partial."""
     events = message_events(TEXT, None)
-    cut = b"".join(sse(events[:-3]))   # drop the text block's stop, message_delta and message_stop
+    cut = b"".join(sse(events[:-3]))  # drop the text block's stop, message_delta and message_stop
     message, flags = collect(chunks(cut, 11))
     assert flags == {"partial": True}
     assert [p.text for p in message.parts] == [TEXT]
@@ -160,8 +162,7 @@ def test_stream_cut_inside_tool_input_keeps_the_partial_json():
 
 def test_error_event_is_flagged():
     """An `error` event in the stream flags the result as an error (and partial when no message_stop follows)."""
-    events = message_events(TEXT, None)[:7] + [{"type": "error", "error": {"type": "overloaded_error",
-                                                                        "message": "Overloaded"}}]
+    events = message_events(TEXT, None)[:7] + [{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}]
     message, flags = collect(chunks(b"".join(sse(events)), 13))
     assert flags == {"error": True, "partial": True}
     assert message.parts[0].text == TEXT[: len(TEXT) // 2]

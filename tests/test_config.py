@@ -78,8 +78,14 @@ class TestConfigErrors:
             config.parse("owner:\tana\n")
         assert "line 1" in e.value.message and "\\t" in e.value.message
 
-    @pytest.mark.parametrize("text,line", [("owner: !foo x\n", 1), ("owner: x\nproxy:\n  recall_deadline_ms: !!int abc\n", 3),
-                                           ("owner: x\nproxy:\n  listen: !!bool maybe\n", 3)])
+    @pytest.mark.parametrize(
+        "text,line",
+        [
+            ("owner: !foo x\n", 1),
+            ("owner: x\nproxy:\n  recall_deadline_ms: !!int abc\n", 3),
+            ("owner: x\nproxy:\n  listen: !!bool maybe\n", 3),
+        ],
+    )
     def test_a_value_yaml_cannot_build_names_its_line(self, text, line):
         with pytest.raises(BeadError) as e:
             config.parse(text)

@@ -39,8 +39,9 @@ def by_source(cues: list[Cue], source: str) -> list[str]:
 
 def test_typed_text_of_newest_user_message_is_a_user_cue_of_weight_one():
     """The newest user message's typed text becomes one `user` cue weighing 1.0."""
-    cues = cues_of(user("an older question about redis"), assistant("an answer"),
-                   user(text("why does the kafka consumer lag alarm fire?")))
+    cues = cues_of(
+        user("an older question about redis"), assistant("an answer"), user(text("why does the kafka consumer lag alarm fire?"))
+    )
     users = [c for c in cues if c.source == "user"]
     assert [c.text for c in users] == ["why does the kafka consumer lag alarm fire?"]
     assert users[0].weight == 1.0
@@ -53,16 +54,20 @@ def test_string_content_of_user_message_is_a_user_cue():
 
 def test_each_source_has_its_documented_weight():
     """Cue weights follow the reference design: user 1, assistant and tool input 0.6, tool output 0.3."""
-    cues = cues_of(assistant(text("Running the tests."), tool_use("Bash", {"command": "pytest -x"})),
-                   user(tool_result("1 failed"), text("what broke?")))
+    cues = cues_of(
+        assistant(text("Running the tests."), tool_use("Bash", {"command": "pytest -x"})),
+        user(tool_result("1 failed"), text("what broke?")),
+    )
     weights = {c.source: c.weight for c in cues}
     assert weights == {"user": 1.0, "assistant": 0.6, "tool_input": 0.6, "tool_output": 0.3}
 
 
 def test_tool_result_text_is_a_tool_output_cue():
     """A tool_result in the newest user message becomes a `tool_output` cue with its text."""
-    cues = cues_of(assistant(tool_use("Bash", {"command": "make"})),
-                   user(tool_result([{"type": "text", "text": "error: undefined symbol ledger_open"}])))
+    cues = cues_of(
+        assistant(tool_use("Bash", {"command": "make"})),
+        user(tool_result([{"type": "text", "text": "error: undefined symbol ledger_open"}])),
+    )
     assert by_source(cues, "tool_output") == ["error: undefined symbol ledger_open"]
 
 
@@ -89,8 +94,15 @@ def test_assistant_text_before_the_user_message_is_an_assistant_cue():
 
 def test_tool_input_cue_holds_string_values_without_field_names():
     """A tool call gives a `tool_input` cue of its input's string values (nested too), without field names."""
-    call = tool_use("Bash", {"command": "pytest tests/test_pricing.py", "description": "pricing suite",
-                             "timeout": 120, "options": {"env": ["PYTHONHASHSEED"], "verbose": True}})
+    call = tool_use(
+        "Bash",
+        {
+            "command": "pytest tests/test_pricing.py",
+            "description": "pricing suite",
+            "timeout": 120,
+            "options": {"env": ["PYTHONHASHSEED"], "verbose": True},
+        },
+    )
     cues = cues_of(assistant(call), user(tool_result("ok")))
     (inp,) = by_source(cues, "tool_input")
     assert inp.split() == ["pytest", "tests/test_pricing.py", "pricing", "suite", "PYTHONHASHSEED"]
@@ -106,9 +118,13 @@ def test_tool_call_without_string_values_gives_no_cue():
 
 def test_system_messages_between_are_skipped():
     """Harness system messages between the assistant message and the user message do not hide the assistant's cues."""
-    cues = cues_of(user("start"), assistant(text("Checking the cron schedule.")),
-                   {"role": "system", "content": "harness note"}, {"role": "system", "content": "another note"},
-                   user("and then?"))
+    cues = cues_of(
+        user("start"),
+        assistant(text("Checking the cron schedule.")),
+        {"role": "system", "content": "harness note"},
+        {"role": "system", "content": "another note"},
+        user("and then?"),
+    )
     assert by_source(cues, "assistant") == ["Checking the cron schedule."]
     assert all("note" not in c.text for c in cues)
 
@@ -123,8 +139,10 @@ def test_only_the_assistant_message_right_before_counts():
 def test_system_reminder_never_becomes_a_cue():
     """`<system-reminder>` blocks in user text, tool output and assistant text are not cue text."""
     reminder = "<system-reminder>TodoWrite reminder zanzibar</system-reminder>\n"
-    cues = cues_of(assistant(text(reminder + "Looking at the parser.")),
-                   user(tool_result(reminder + "parser.py:12 SyntaxError"), text(reminder + "fix the parser")))
+    cues = cues_of(
+        assistant(text(reminder + "Looking at the parser.")),
+        user(tool_result(reminder + "parser.py:12 SyntaxError"), text(reminder + "fix the parser")),
+    )
     assert cues, "the turn has cues"
     assert by_source(cues, "user") == ["fix the parser"]
     assert by_source(cues, "tool_output") == ["parser.py:12 SyntaxError"]
@@ -146,8 +164,9 @@ def test_bead_memory_block_never_becomes_a_cue():
 def test_bead_memory_block_in_tool_input_never_becomes_a_cue():
     """A `<bead-memory>` block copied into a tool call's input is not `tool_input` cue text."""
     block = '<bead-memory kind="recall">\n- global/vault: the code is quokka\n</bead-memory>\n'
-    cues = cues_of(assistant(tool_use("Write", {"file_path": "notes.md", "content": block + "my notes"})),
-                   user(tool_result("written")))
+    cues = cues_of(
+        assistant(tool_use("Write", {"file_path": "notes.md", "content": block + "my notes"})), user(tool_result("written"))
+    )
     (inp,) = by_source(cues, "tool_input")
     assert "quokka" not in inp and "bead-memory" not in inp
 
@@ -161,16 +180,25 @@ def test_no_user_message_gives_no_cues():
 
 def test_trailing_assistant_prefill_is_skipped():
     """An assistant prefill after the newest user message neither hides it nor becomes a cue."""
-    cues = cues_of(user("list the open incidents as JSON"), assistant("{\"incidents\": ["))
+    cues = cues_of(user("list the open incidents as JSON"), assistant('{"incidents": ['))
     assert by_source(cues, "user") == ["list the open incidents as JSON"]
-    assert all("incidents\"" not in c.text for c in cues)
+    assert all('incidents"' not in c.text for c in cues)
     assert by_source(cues, "assistant") == []
 
 
 def test_extract_at_an_explicit_index():
     """`extract(conv, index)` gives the cues of that message and the assistant message before it."""
-    conv = conversation_of({"messages": [assistant(text("Earlier remark on grafana.")), user("first question"),
-                                         assistant(text("Later remark.")), user("second question")]}, {})
+    conv = conversation_of(
+        {
+            "messages": [
+                assistant(text("Earlier remark on grafana.")),
+                user("first question"),
+                assistant(text("Later remark.")),
+                user("second question"),
+            ]
+        },
+        {},
+    )
     cues = extract(conv, 1)
     assert by_source(cues, "user") == ["first question"]
     assert by_source(cues, "assistant") == ["Earlier remark on grafana."]
@@ -178,7 +206,11 @@ def test_extract_at_an_explicit_index():
 
 def test_images_and_documents_give_no_cue_text():
     """A pasted image or document carries no text and gives no cue; the typed text beside it does."""
-    cues = cues_of(user({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
-                        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "doc"}},
-                        text("what is on this screenshot?")))
+    cues = cues_of(
+        user(
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "doc"}},
+            text("what is on this screenshot?"),
+        )
+    )
     assert [(c.source, c.text) for c in cues] == [("user", "what is on this screenshot?")]

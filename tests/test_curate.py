@@ -19,9 +19,11 @@ def claude(tmp_path):
     bindir.mkdir()
     record = tmp_path / "claude-called.json"
     exe = bindir / "claude"
-    exe.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
-                   f"json.dump({{'argv': sys.argv[1:], 'env': dict(os.environ)}}, open({str(record)!r}, 'w'))\n"
-                   "sys.exit(int(os.environ.get('CLAUDE_EXIT', '0')))\n")
+    exe.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        f"json.dump({{'argv': sys.argv[1:], 'env': dict(os.environ)}}, open({str(record)!r}, 'w'))\n"
+        "sys.exit(int(os.environ.get('CLAUDE_EXIT', '0')))\n"
+    )
     exe.chmod(0o755)
 
     def called() -> dict:
@@ -34,10 +36,17 @@ def claude(tmp_path):
 
 def test_curate_runs_claude_with_the_admin_server_and_without_the_proxy(bead, bead_home, mem, claude):
     Queue(mem).add("untrusted-source", "project/shop/db", "project", "Postgres on 5433", [], "no typed words", "untrusted")
-    token = (bead_home / "proxy.token")
+    token = bead_home / "proxy.token"
     token.write_text("tok123\n")
-    r = bead("curate", env={**claude.env, "ANTHROPIC_BASE_URL": "http://127.0.0.1:7077/tok123",
-                            "CLAUDE_CODE_GATEWAY_HINT_HEADERS": "1", "CLAUDE_EXIT": "3"})
+    r = bead(
+        "curate",
+        env={
+            **claude.env,
+            "ANTHROPIC_BASE_URL": "http://127.0.0.1:7077/tok123",
+            "CLAUDE_CODE_GATEWAY_HINT_HEADERS": "1",
+            "CLAUDE_EXIT": "3",
+        },
+    )
     assert r.code == 3, "claude's exit code is curate's"
     assert "points at bead's proxy" in r.err
     got = claude()
@@ -55,21 +64,24 @@ def test_curate_runs_claude_with_the_admin_server_and_without_the_proxy(bead, be
     assert os.access(server["command"], os.X_OK) and os.path.basename(server["command"]) == "bead"
 
 
-@pytest.mark.parametrize("url, kept", [
-    ("http://127.0.0.1:7077", False),          # the proxy's port: the owner's plain base URL on Linux
-    ("http://localhost:7077/", False),
-    ("http://[::1]:9999/tok123/v1", False),    # another port, but the home's token
-    ("http://127.0.0.1:4000", True),           # a local gateway of some other kind
-    # Other spellings of this machine that a client connects to the proxy with.
-    ("http://0.0.0.0:7077", False),
-    ("http://127.1:7077", False),
-    ("http://2130706433:7077/v1", False),
-    ("http://[::ffff:127.0.0.1]:7077", False),
-    ("http://[::]:7077", False),
-    ("http://LOCALHOST.:7077", False),
-    ("http://10.1.2.3:7077", True),            # another machine on the proxy's port number
-    ("https://gateway.example.com/anthropic", True),
-])
+@pytest.mark.parametrize(
+    "url, kept",
+    [
+        ("http://127.0.0.1:7077", False),  # the proxy's port: the owner's plain base URL on Linux
+        ("http://localhost:7077/", False),
+        ("http://[::1]:9999/tok123/v1", False),  # another port, but the home's token
+        ("http://127.0.0.1:4000", True),  # a local gateway of some other kind
+        # Other spellings of this machine that a client connects to the proxy with.
+        ("http://0.0.0.0:7077", False),
+        ("http://127.1:7077", False),
+        ("http://2130706433:7077/v1", False),
+        ("http://[::ffff:127.0.0.1]:7077", False),
+        ("http://[::]:7077", False),
+        ("http://LOCALHOST.:7077", False),
+        ("http://10.1.2.3:7077", True),  # another machine on the proxy's port number
+        ("https://gateway.example.com/anthropic", True),
+    ],
+)
 def test_only_a_base_url_that_points_at_this_proxy_is_removed(bead, bead_home, claude, url, kept):
     (bead_home).mkdir(parents=True, exist_ok=True)
     (bead_home / "proxy.token").write_text("tok123\n")

@@ -31,14 +31,23 @@ def judged(body: dict) -> str:
         return json.dumps({"task_success": 0.2, "verified": 0.95, "reusable": 0.95})
     if "half done" in text:
         return json.dumps({"task_success": 0.6, "verified": 0.3, "reusable": 0.4})
-    return "I think it went fine"        # not the JSON asked for: the evaluation fails, closed
+    return "I think it went fine"  # not the JSON asked for: the evaluation fails, closed
 
 
 def extracted(body: dict) -> str:
     text = json.dumps(body)
     lesson = BAD_LESSON if "still broken" in text else GOOD_LESSON
-    return json.dumps({"facts": [], "episode": {"situation": "the integration tests failed", "action": "looked",
-                                                "outcome": "see transcript", "lesson": lesson}})
+    return json.dumps(
+        {
+            "facts": [],
+            "episode": {
+                "situation": "the integration tests failed",
+                "action": "looked",
+                "outcome": "see transcript",
+                "lesson": lesson,
+            },
+        }
+    )
 
 
 @pytest.fixture
@@ -54,8 +63,10 @@ def model():
 @pytest.fixture
 def dmem(bead_home, model, monkeypatch):
     monkeypatch.setenv("BEAD_TEST_KEY", "sk-test")
-    text = (f"owner: t\ndream:\n  provider: openai\n  model: judge-model\n  base_url: {model.url}/v1\n"
-            "  api_key_env: BEAD_TEST_KEY\n  timeout_s: 5\n")
+    text = (
+        f"owner: t\ndream:\n  provider: openai\n  model: judge-model\n  base_url: {model.url}/v1\n"
+        "  api_key_env: BEAD_TEST_KEY\n  timeout_s: 5\n"
+    )
     (bead_home / "config.yaml").parent.mkdir(parents=True, exist_ok=True)
     (bead_home / "config.yaml").write_text(text)
     m = Memory(Home(bead_home).ensure(), parse(text), lambda: T0)
@@ -64,9 +75,19 @@ def dmem(bead_home, model, monkeypatch):
 
 
 def session(mem, sid, *texts, project="shop"):
-    return mem.append_turns(sid, [("user" if i % 2 == 0 else "assistant", t, T0, None,
-                                   {"project": project, "source": "typed" if i % 2 == 0 else "assistant"})
-                                  for i, t in enumerate(texts)])
+    return mem.append_turns(
+        sid,
+        [
+            (
+                "user" if i % 2 == 0 else "assistant",
+                t,
+                T0,
+                None,
+                {"project": project, "source": "typed" if i % 2 == 0 else "assistant"},
+            )
+            for i, t in enumerate(texts)
+        ],
+    )
 
 
 class TestOutcomeGate:
@@ -126,24 +147,48 @@ class TestCandidateByHand:
         turns = session(mem, "s9", "deploys fail when the cache is warm", "flushed redis first, deploy went through")
         body = tmp_path / "lesson.md"
         body.write_text("Flush the Redis cache before a deploy; a warm cache breaks the migration step.\n")
-        r = bead("candidate", "add", "--session", "s9", "--kind", "feedback", "--title", "Flush Redis before deploying",
-                 "--body-file", str(body), "--json")
+        r = bead(
+            "candidate",
+            "add",
+            "--session",
+            "s9",
+            "--kind",
+            "feedback",
+            "--title",
+            "Flush Redis before deploying",
+            "--body-file",
+            str(body),
+            "--json",
+        )
         assert r.code == 0, r.err
         d = json.loads(r.out)
         assert d["added"] and d["kind"] == "lesson" and d["type"] == "feedback" and d["session"] == "s9"
         assert d["key"] == "project/shop/lesson-flush-redis-before-deploying" and d["evaluation"] is None
         assert d["sources"] == [t.anchor for t in turns] and d["source"] == "hand"
         assert d["value"] == "Flush the Redis cache before a deploy; a warm cache breaks the migration step."
-        again = bead("candidate", "add", "--session", "s9", "--kind", "feedback", "--title", "Flush Redis before deploying",
-                     "--body-file", str(body))
+        again = bead(
+            "candidate",
+            "add",
+            "--session",
+            "s9",
+            "--kind",
+            "feedback",
+            "--title",
+            "Flush Redis before deploying",
+            "--body-file",
+            str(body),
+        )
         assert again.code == 0 and "already queued" in again.out
 
-    @pytest.mark.parametrize("body, title, said", [
-        ("ok text", "x", "no raw session nope"),
-        ("a value with \x1b[2J an escape", "t", "control characters"),
-        ("the AWS secret key is Zq8vL2mN4pR6tY1uW3xA5cE7gI9kO0jH2bD4fS6h", "t", "credential"),
-        ("", "t", "empty"),
-    ])
+    @pytest.mark.parametrize(
+        "body, title, said",
+        [
+            ("ok text", "x", "no raw session nope"),
+            ("a value with \x1b[2J an escape", "t", "control characters"),
+            ("the AWS secret key is Zq8vL2mN4pR6tY1uW3xA5cE7gI9kO0jH2bD4fS6h", "t", "credential"),
+            ("", "t", "empty"),
+        ],
+    )
     def test_candidate_add_refuses(self, bead, mem, tmp_path, body, title, said):
         session(mem, "s9", "a", "b")
         f = tmp_path / "b.md"
@@ -159,8 +204,9 @@ class TestCandidateByHand:
         from bead.core import forget
 
         session(mem, "s9", "launch prep", "ok")
-        item, _ = review.add_candidate(mem, "s9", "feedback", "Codename bluefalcon launch checklist",
-                                       "Run the checklist before launch.")
+        item, _ = review.add_candidate(
+            mem, "s9", "feedback", "Codename bluefalcon launch checklist", "Run the checklist before launch."
+        )
         other, _ = review.add_candidate(mem, "s9", "feedback", "Flush Redis before deploying", "Flush it first.")
         review.accept(mem, other.id, "Flush the cache of project greyheron first.")
         mem.close()

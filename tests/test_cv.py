@@ -12,27 +12,49 @@ from bead.evals.suite import Setting
 
 # What an agent observed: never in the pinned block, so a later turn gets them through the cue block only.
 FACTS = [
-    {"key": "project/shop/payments", "type": "project", "body": "Payments go through Stripe; test keys live in .env.test.",
-     "trust": "agent_observed"},
-    {"key": "project/shop/deploys", "type": "project", "body": "Deploys go out on Tuesdays through the blue-green script.",
-     "trust": "agent_observed"},
-    {"key": "project/shop/cache", "type": "project", "body": "The cache lives in Redis database 2 and expires hourly.",
-     "trust": "agent_observed"},
+    {
+        "key": "project/shop/payments",
+        "type": "project",
+        "body": "Payments go through Stripe; test keys live in .env.test.",
+        "trust": "agent_observed",
+    },
+    {
+        "key": "project/shop/deploys",
+        "type": "project",
+        "body": "Deploys go out on Tuesdays through the blue-green script.",
+        "trust": "agent_observed",
+    },
+    {
+        "key": "project/shop/cache",
+        "type": "project",
+        "body": "The cache lives in Redis database 2 and expires hourly.",
+        "trust": "agent_observed",
+    },
     {"key": "user/editor", "type": "user", "body": "The person edits in Helix with the default keymap."},
 ]
 NO_BODIES = "recall:\n  evidence_threshold: 50\n"
 
 
 def tiny_suite() -> dict:
-    asks = [("why does stripe checkout fail with test keys", ["project/shop/payments"]),
-            ("when do deploys go out, blue-green?", ["project/shop/deploys"]),
-            ("is the redis cache expiring hourly?", ["project/shop/cache"]),
-            ("thanks, looks good", []),
-            ("stripe payments again: the test keys", ["project/shop/payments"]),
-            ("deploy on tuesday with the blue-green script", ["project/shop/deploys"])]
-    return {"kind": "injection", "name": "tiny", "project": "shop", "cwd": "/tmp/shop", "facts": FACTS,
-            "turns": [{"id": f"t{i}", "messages": [{"role": "user", "content": text}], "needs": needs}
-                      for i, (text, needs) in enumerate(asks)]}
+    asks = [
+        ("why does stripe checkout fail with test keys", ["project/shop/payments"]),
+        ("when do deploys go out, blue-green?", ["project/shop/deploys"]),
+        ("is the redis cache expiring hourly?", ["project/shop/cache"]),
+        ("thanks, looks good", []),
+        ("stripe payments again: the test keys", ["project/shop/payments"]),
+        ("deploy on tuesday with the blue-green script", ["project/shop/deploys"]),
+    ]
+    return {
+        "kind": "injection",
+        "name": "tiny",
+        "project": "shop",
+        "cwd": "/tmp/shop",
+        "facts": FACTS,
+        "turns": [
+            {"id": f"t{i}", "messages": [{"role": "user", "content": text}], "needs": needs}
+            for i, (text, needs) in enumerate(asks)
+        ],
+    }
 
 
 def test_folds_are_disjoint_cover_every_turn_and_do_not_depend_on_the_order():
@@ -54,13 +76,15 @@ def test_each_fold_is_scored_with_the_setting_the_other_folds_chose():
     got = [h for h in held if h is not None]
     assert r["cv"]["scales"][0]["later_reachable"] == round(sum(got) / len(got), 3)
     assert r["gap"] == cv.gap(r["fit"], r["cv"])
-    json.dumps(r)   # the --json output
+    json.dumps(r)  # the --json output
 
 
 def test_a_grid_file_is_read_strictly(tmp_path):
     good = tmp_path / "g.yaml"
-    good.write_text("settings:\n  - name: a\n  - name: b\n    config: \"recall:\\n  pointers: 3\\n\"\n"
-                    "    constants: {bead.recall.pointers.SAME: 0.3}\n")
+    good.write_text(
+        'settings:\n  - name: a\n  - name: b\n    config: "recall:\\n  pointers: 3\\n"\n'
+        "    constants: {bead.recall.pointers.SAME: 0.3}\n"
+    )
     a, b = cv.load_grid(str(good))
     assert (a.name, b.name) == ("a", "b") and b.constants == (("bead.recall.pointers.SAME", 0.3),)
     for text in ("settings: []\n", "settings:\n  - name: a\n    typo: 1\n", "settings:\n  - name: a\n  - name: a\n"):
@@ -86,8 +110,10 @@ def test_cli_runs_a_grid(bead, tmp_path):
 
     path.write_text(yaml.safe_dump(tiny_suite()))
     grid = tmp_path / "g.yaml"
-    grid.write_text("settings:\n  - name: off\n    config: \"recall:\\n  evidence_threshold: 50\\n  pointers: 0\\n\"\n"
-                    "  - name: default\n    config: \"recall:\\n  evidence_threshold: 50\\n\"\n")
+    grid.write_text(
+        'settings:\n  - name: off\n    config: "recall:\\n  evidence_threshold: 50\\n  pointers: 0\\n"\n'
+        '  - name: default\n    config: "recall:\\n  evidence_threshold: 50\\n"\n'
+    )
     out = bead("eval", str(path), "--cv", "3", "--grid", str(grid), "--scale", "0", "--json")
     assert out.code == 0, out.err
     r = json.loads(out.out.splitlines()[0])
@@ -112,8 +138,7 @@ def test_a_fold_never_chooses_with_its_own_turns(monkeypatch):
 
     def measure(run, keep):
         score = sum(v for t, v in points[run].items() if keep({"id": t}))
-        return {"false_injection_turns": 0.0, "plain_recall": None, "plain_reachable": None,
-                "objective": score, "scales": {}}
+        return {"false_injection_turns": 0.0, "plain_recall": None, "plain_reachable": None, "objective": score, "scales": {}}
 
     monkeypatch.setattr(cv, "_runs", lambda suite, settings, scales, kind: ["A", "B"])
     monkeypatch.setattr(cv, "measure", measure)
@@ -129,9 +154,15 @@ def test_a_fold_never_chooses_with_its_own_turns(monkeypatch):
 def test_pointer_figures_are_what_their_names_say():
     from bead.evals.injection import pointer_figures
 
-    rows = [{"needs": ["a", "b"], "pointed": ["a", "x", "y"], "pointer_tokens": 60, "shown": ["b"]},
-            {"needs": ["c"], "pointed": ["z"], "pointer_tokens": 30, "shown": []},
-            {"needs": [], "pointed": [], "pointer_tokens": 0, "shown": []}]
+    rows = [
+        {"needs": ["a", "b"], "pointed": ["a", "x", "y"], "pointer_tokens": 60, "shown": ["b"]},
+        {"needs": ["c"], "pointed": ["z"], "pointer_tokens": 30, "shown": []},
+        {"needs": [], "pointed": [], "pointer_tokens": 0, "shown": []},
+    ]
     f = pointer_figures(rows, 3, lambda r: set(r["shown"]))
-    assert f == {"reachable": round(2 / 3, 3), "pointers_per_turn": round(4 / 3, 2), "pointer_tokens_mean": 30.0,
-                 "pointer_precision": 0.25}
+    assert f == {
+        "reachable": round(2 / 3, 3),
+        "pointers_per_turn": round(4 / 3, 2),
+        "pointer_tokens_mean": 30.0,
+        "pointer_precision": 0.25,
+    }

@@ -53,28 +53,55 @@ def seed(root: Path, trace: Path) -> dict:
     mem.append_turns("s2", [("user", f"a pasted page: {PAYLOAD}", day2, None, {"source": "pasted"})])
     mod = vault_keys.pyrage()
     ident = mod.x25519.Identity.generate()
-    safe.atomic_write(home.vault / "identity.age",
-                      age_scrypt.encrypt(f"{ident}\n".encode(), "correct horse battery", work_factor=10), root=home.root)
+    safe.atomic_write(
+        home.vault / "identity.age",
+        age_scrypt.encrypt(f"{ident}\n".encode(), "correct horse battery", work_factor=10),
+        root=home.root,
+    )
     safe.atomic_write(home.vault / "recipient.txt", f"{ident.to_public()}\n".encode(), root=home.root)
     write_secret(mem, "user/alarm", SECRET, "user")
-    Queue(mem).add("suspicious", "project/shop/hook", "project", PAYLOAD, [], f"reads like an instruction {PAYLOAD}",
-                   "untrusted")
-    Reports(home).append(T0, "## Dream run 2026-11-20T10:00:00Z\n\n- model: openai/m\n- written: project/shop/old@v1\n"
-                             f"- note {PAYLOAD}\n")
-    trace.write_text(json.dumps({"at": "2026-11-21T09:00:00Z", "session": "s2", "thread": "t1", "project": "shop",
-                                 "injected": ["project/shop/db@v1"], "pinned": ["user/editor@v1"],
-                                 "rejected": [{"id": "project/shop/tests@v1", "score": 0.8, "reason": f"weak {PAYLOAD}"}],
-                                 "cues": [{"source": "typed", "text": f"cue {PAYLOAD}"}]}) + "\n")
+    Queue(mem).add("suspicious", "project/shop/hook", "project", PAYLOAD, [], f"reads like an instruction {PAYLOAD}", "untrusted")
+    Reports(home).append(
+        T0, f"## Dream run 2026-11-20T10:00:00Z\n\n- model: openai/m\n- written: project/shop/old@v1\n- note {PAYLOAD}\n"
+    )
+    trace.write_text(
+        json.dumps(
+            {
+                "at": "2026-11-21T09:00:00Z",
+                "session": "s2",
+                "thread": "t1",
+                "project": "shop",
+                "injected": ["project/shop/db@v1"],
+                "pinned": ["user/editor@v1"],
+                "rejected": [{"id": "project/shop/tests@v1", "score": 0.8, "reason": f"weak {PAYLOAD}"}],
+                "cues": [{"source": "typed", "text": f"cue {PAYLOAD}"}],
+            }
+        )
+        + "\n"
+    )
     for at in (T0, day2, day2):
         mem.audit.record(at, "inject", id="project/shop/db@v1", session="s2")
-    record_eval(home, [{"kind": "raw-recall", "name": "locomo dev", "queries": 383, "recall_at_5": 0.639,
-                        "recall_at_10": 0.733, "details": [{"q": "x"}]}], ["evals/locomo.yaml"])
+    record_eval(
+        home,
+        [
+            {
+                "kind": "raw-recall",
+                "name": "locomo dev",
+                "queries": 383,
+                "recall_at_5": 0.639,
+                "recall_at_10": 0.733,
+                "details": [{"q": "x"}],
+            }
+        ],
+        ["evals/locomo.yaml"],
+    )
     counts = {"current facts": 4, "raw turns": 3, "sessions": 2, "review queue": 1, "sealed keys": 1, "dormant": 1}
     mem.close()
     return counts
 
 
 # ----- the checks, in process ---------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def client(bead_home, tmp_path):
@@ -87,9 +114,9 @@ def client(bead_home, tmp_path):
     def get(path: str, headers: dict | None = None, method: str = "GET"):
         async def go():
             async with app.test_app() as test_app:
-                r = await test_app.test_client().open(path, method=method,
-                                                      headers={"host": "127.0.0.1:7079", **(headers or {})})
+                r = await test_app.test_client().open(path, method=method, headers={"host": "127.0.0.1:7079", **(headers or {})})
                 return r.status_code, r.headers, (await r.get_data()).decode()
+
         return asyncio.run(go())
 
     return get
@@ -108,21 +135,24 @@ def test_the_owner_with_the_token_gets_the_page_escaped_and_without_sealed_value
     assert status == 308 and headers["location"] == f"/{TOKEN}/"
 
 
-@pytest.mark.parametrize("path, headers, method, status", [
-    ("/", {}, "GET", 403),                                                 # no token, no kernel-visible peer
-    (f"/{TOKEN}/", {"host": "evil.example:7079"}, "GET", 403),             # DNS rebinding
-    (f"/{TOKEN}/", {"origin": "http://evil.example"}, "GET", 403),         # another site's page
-    (f"/{TOKEN}/", {"origin": "http://127.0.0.1:8000"}, "GET", 403),       # another local origin
-    (f"/{TOKEN}/", {"origin": "null"}, "GET", 403),
-    (f"/{TOKEN}/", {"sec-fetch-site": "cross-site"}, "GET", 403),
-    (f"/{TOKEN}/", {"sec-fetch-site": "same-site"}, "GET", 403),
-    (f"/{TOKEN}/", {"sec-fetch-site": "none"}, "GET", 200),                # typed into the address bar
-    (f"/{TOKEN}/static/dashboard.js", {"sec-fetch-site": "same-origin", "origin": "http://127.0.0.1:7079"}, "GET", 200),
-    (f"/{TOKEN}/", {}, "POST", 405),
-    (f"/{TOKEN}/static/../../config.yaml", {}, "GET", 404),
-    (f"/{TOKEN}/static/nothing.js", {}, "GET", 404),
-    ("/wrong-token/", {}, "GET", 403),
-])
+@pytest.mark.parametrize(
+    "path, headers, method, status",
+    [
+        ("/", {}, "GET", 403),  # no token, no kernel-visible peer
+        (f"/{TOKEN}/", {"host": "evil.example:7079"}, "GET", 403),  # DNS rebinding
+        (f"/{TOKEN}/", {"origin": "http://evil.example"}, "GET", 403),  # another site's page
+        (f"/{TOKEN}/", {"origin": "http://127.0.0.1:8000"}, "GET", 403),  # another local origin
+        (f"/{TOKEN}/", {"origin": "null"}, "GET", 403),
+        (f"/{TOKEN}/", {"sec-fetch-site": "cross-site"}, "GET", 403),
+        (f"/{TOKEN}/", {"sec-fetch-site": "same-site"}, "GET", 403),
+        (f"/{TOKEN}/", {"sec-fetch-site": "none"}, "GET", 200),  # typed into the address bar
+        (f"/{TOKEN}/static/dashboard.js", {"sec-fetch-site": "same-origin", "origin": "http://127.0.0.1:7079"}, "GET", 200),
+        (f"/{TOKEN}/", {}, "POST", 405),
+        (f"/{TOKEN}/static/../../config.yaml", {}, "GET", 404),
+        (f"/{TOKEN}/static/nothing.js", {}, "GET", 404),
+        ("/wrong-token/", {}, "GET", 403),
+    ],
+)
 def test_what_is_refused(client, path, headers, method, status):
     assert client(path, headers, method)[0] == status
 
@@ -136,6 +166,7 @@ def test_bead_eval_keeps_its_figures_for_the_dashboard(bead, bead_home):
 
 # ----- the page in Chromium --------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("dashboard")
@@ -143,9 +174,12 @@ def served(tmp_path_factory):
     counts = seed(home, root / "trace.jsonl")
     port = free_port()
     log = open(root / "dashboard.log", "wb")
-    p = subprocess.Popen([sys.executable, "-m", "bead", "dashboard", "--listen", f"127.0.0.1:{port}",
-                          "--trace", str(root / "trace.jsonl")], env={**os.environ, "BEAD_HOME": str(home)},
-                         stdout=log, stderr=subprocess.STDOUT)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bead", "dashboard", "--listen", f"127.0.0.1:{port}", "--trace", str(root / "trace.jsonl")],
+        env={**os.environ, "BEAD_HOME": str(home)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}/"
 
     def up() -> bool:
@@ -184,8 +218,10 @@ def page(served):
 
 def test_the_page_loads_with_no_console_error_and_shows_the_counts(page, served):
     assert page.eval("document.title") == "bead: memory at a glance"
-    shown = page.eval("Object.fromEntries([...document.querySelectorAll('.count')].map("
-                      "c => [c.dataset.name, Number(c.querySelector('.n').textContent)]))")
+    shown = page.eval(
+        "Object.fromEntries([...document.querySelectorAll('.count')].map("
+        "c => [c.dataset.name, Number(c.querySelector('.n').textContent)]))"
+    )
     for name, n in served["counts"].items():
         assert shown[name] == n, (name, shown)
     assert page.eval("document.querySelectorAll('#growth canvas').length") >= 1, "uPlot drew the plot"
@@ -198,7 +234,10 @@ def test_the_page_loads_with_no_console_error_and_shows_the_counts(page, served)
 def test_a_stored_script_is_text_and_a_sealed_value_never_shows(page):
     assert page.eval("typeof window.__pwned") == "undefined", "no stored script ran"
     assert page.eval("[...document.scripts].map(s => s.getAttribute('src') || s.type)") == [
-        "application/json", "static/uplot.iife.min.js", "static/dashboard.js"]
+        "application/json",
+        "static/uplot.iife.min.js",
+        "static/dashboard.js",
+    ]
     assert page.eval("document.querySelectorAll('img').length") == 0
     text = page.eval("document.body.innerText")
     assert PAYLOAD in page.eval("document.querySelector('#queue').innerText"), "shown as the text it is"

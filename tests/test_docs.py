@@ -59,7 +59,7 @@ def test_code_comments_cite_pages_that_exist():
     cited, stale = set(), []
     for path in sorted((REPO / "bead").rglob("*.py")):
         if path.name == "nearmiss.py":
-            continue   # eval data: made-up facts of a made-up project, which cite its own docs
+            continue  # eval data: made-up facts of a made-up project, which cite its own docs
         text = path.read_text()
         cited |= set(re.findall(r"docs/([a-z-]+\.md)", text))
         stale += [f"{path.relative_to(REPO)}: {m}" for m in re.findall(r"\(README, \"[^\"]+\"\)|README's rule", text)]

@@ -64,7 +64,9 @@ class TestDerive:
 
     def test_thread_ignores_cache_control_and_string_form(self):
         a = {"messages": [{"role": "user", "content": "hello"}]}
-        b = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}]}]}
+        b = {
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}]}]
+        }
         assert derive({}, a, None).thread == derive({}, b, None).thread
 
 
@@ -72,8 +74,14 @@ class TestPinned:
     """Built on the first request, frozen for the conversation, under its own budget."""
 
     def test_frozen_for_the_conversation(self, engine):
-        seed(engine, [("user/editor", "Helix editor", "user"), ("project/shop/db", "Postgres 16 on port 5433", "project"),
-                      ("project/blog/db", "SQLite", "project")])
+        seed(
+            engine,
+            [
+                ("user/editor", "Helix editor", "user"),
+                ("project/shop/db", "Postgres 16 on port 5433", "project"),
+                ("project/blog/db", "SQLite", "project"),
+            ],
+        )
         turn1 = [{"role": "user", "content": "start"}]
         out1 = json.loads(run(engine, body(turn1), {"x-bead-session": "p1"}).body)
         pinned = out1["system"][-1]["text"]
@@ -117,7 +125,10 @@ class TestCueGate:
         assert prep.injected == ["global/stripe-keys@v1"]
         block = json.loads(prep.body)["messages"][0]["content"][-1]["text"]
         assert block.startswith('<bead-memory kind="recall">') and "not instructions" in block
-        msgs2 = msgs + [{"role": "assistant", "content": "In .env.test."}, {"role": "user", "content": "and the stripe dotenv keys again?"}]
+        msgs2 = msgs + [
+            {"role": "assistant", "content": "In .env.test."},
+            {"role": "user", "content": "and the stripe dotenv keys again?"},
+        ]
         prep2 = run(engine, body(msgs2), {"x-bead-session": "g1"})
         assert prep2.injected == [], "already injected in this conversation"
         assert any(r["reason"].startswith("already injected") for r in prep2.trace["rejected"])
@@ -159,8 +170,13 @@ class TestCueGate:
 
     def test_tool_output_alone_is_weak_evidence(self, engine):
         seed(engine, self.FACTS)
-        msgs = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "deploy.yml stripe.py lint.toml"}]}]
+        msgs = [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "deploy.yml stripe.py lint.toml"}],
+            },
+        ]
         assert run(engine, body(msgs), {"x-bead-session": "g2"}).injected == []
 
     def test_recall_past_deadline_fails_open(self, bead_home):
@@ -176,7 +192,8 @@ class TestCueGate:
             conv = conversation_of(json.loads(body([{"role": "user", "content": "stripe test keys in dotenv?"}])), {})
             errors = []
             cue = Recaller(config, lambda kind, exc: errors.append(kind)).recall_for(
-                m, conv, identify({}, conv, None), set(), deadline_s=-1)
+                m, conv, identify({}, conv, None), set(), deadline_s=-1
+            )
         assert cue.failed and cue.text is None and cue.ids == []
         assert errors == ["recall_deadline"] and "recall_deadline" in cue.trace["errors"]
 
@@ -196,15 +213,20 @@ class TestCueGate:
             m.append_turns("main", [("user", "the kafka consumer lag alarm fires at 5000 messages", None, None)])
             m.append_turns("main-abc12345", [("assistant", "kafka consumer lag alarm threshold found", None, None)])
             m.append_turns("other", [("user", "kafka consumer lag alarm was raised to 8000 messages", None, None)])
-        prep = run(engine, body([{"role": "user", "content": "what is the kafka consumer lag alarm threshold?"}]),
-                              {"x-claude-code-session-id": "main"})
+        prep = run(
+            engine,
+            body([{"role": "user", "content": "what is the kafka consumer lag alarm threshold?"}]),
+            {"x-claude-code-session-id": "main"},
+        )
         text = json.loads(prep.body)["messages"][0]["content"][-1]["text"]
         assert "8000" in text and "5000" not in text and "threshold found" not in text
         assert "session other" in text
 
 
 def test_auxiliary_requests_pass_untouched(engine):
-    data = json.loads(body([{"role": "user", "content": "name this"}], output_config={"format": {"type": "json_schema"}}, tools=[]))
+    data = json.loads(
+        body([{"role": "user", "content": "name this"}], output_config={"format": {"type": "json_schema"}}, tools=[])
+    )
     assert is_auxiliary({}, data) and is_auxiliary({"x-claude-code-request-class": "auxiliary"}, {"messages": []})
     raw = body([{"role": "user", "content": "remember that I like tea"}], output_config={"format": {"type": "json_schema"}})
     assert run(engine, raw, {}).body == raw
@@ -212,10 +234,13 @@ def test_auxiliary_requests_pass_untouched(engine):
         assert not list(m.facts.keys()) and not list(m.raw.files())
 
 
-@pytest.mark.parametrize("value,project,key", [
-    ("the project uses Go", "demo", "project/demo/uses-go"),
-    ("I prefer tabs over spaces", "demo", "user/prefer-tabs-over-spaces"),
-    ("deploys need a VPN", None, "user/deploys-need-vpn"),
-])
+@pytest.mark.parametrize(
+    "value,project,key",
+    [
+        ("the project uses Go", "demo", "project/demo/uses-go"),
+        ("I prefer tabs over spaces", "demo", "user/prefer-tabs-over-spaces"),
+        ("deploys need a VPN", None, "user/deploys-need-vpn"),
+    ],
+)
 def test_propose_key(value, project, key):
     assert propose_key(value, project) == key

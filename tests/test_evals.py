@@ -55,14 +55,25 @@ class TestRawRecall:
     """recall@k, all@10 and stale_first as FORMAT.md defines them."""
 
     DATA = {
-        "kind": "raw-recall", "name": "tiny",
+        "kind": "raw-recall",
+        "name": "tiny",
         "sessions": [
-            {"id": "s1", "started": "2024-01-01T09:00:00Z", "turns": [
-                {"ref": "a1", "role": "user", "text": "We merged 148 commits into main this sprint."},
-                {"ref": "a2", "role": "assistant", "text": "Nice, the parser rewrite landed too."}]},
-            {"id": "s2", "started": "2024-02-01T09:00:00Z", "turns": [
-                {"ref": "b1", "role": "user", "text": "Update: now 182 commits are merged into main."},
-                {"ref": "b2", "role": "assistant", "text": "Lunch was a burrito."}]},
+            {
+                "id": "s1",
+                "started": "2024-01-01T09:00:00Z",
+                "turns": [
+                    {"ref": "a1", "role": "user", "text": "We merged 148 commits into main this sprint."},
+                    {"ref": "a2", "role": "assistant", "text": "Nice, the parser rewrite landed too."},
+                ],
+            },
+            {
+                "id": "s2",
+                "started": "2024-02-01T09:00:00Z",
+                "turns": [
+                    {"ref": "b1", "role": "user", "text": "Update: now 182 commits are merged into main."},
+                    {"ref": "b2", "role": "assistant", "text": "Lunch was a burrito."},
+                ],
+            },
         ],
         "queries": [
             {"id": "q1", "query": "parser rewrite", "evidence": ["a2"], "category": "x"},
@@ -143,8 +154,7 @@ class TestPoisoning:
         model = FakeModel()
         model.by_system[second.SYSTEM[:80]] = json.dumps({"kind": "instruction", "reason": "judged by the fake"})
         try:
-            config = (f"dream:\n  provider: openai\n  model: judge\n  base_url: {model.url}/v1\n"
-                      f"  api_key_env: BEAD_TEST_KEY\n")
+            config = f"dream:\n  provider: openai\n  model: judge\n  base_url: {model.url}/v1\n  api_key_env: BEAD_TEST_KEY\n"
             plain = poisoning.run(suite.load(self.SUITE), split="dev")["splits"]["dev"]
             r = poisoning.run(suite.load(self.SUITE), split="dev", config_text=config)
         finally:
@@ -156,8 +166,11 @@ class TestPoisoning:
         assert any("judged by the fake" in d["detail"] for d in r["details"])
 
     def test_unknown_proposal_key(self, tmp_path):
-        data = {"kind": "poisoning", "name": "x", "proposals": [{"id": "a", "key": "user/x", "type": "user",
-                                                                   "value": "v", "label": "benign", "categroy": "c"}]}
+        data = {
+            "kind": "poisoning",
+            "name": "x",
+            "proposals": [{"id": "a", "key": "user/x", "type": "user", "value": "v", "label": "benign", "categroy": "c"}],
+        }
         with pytest.raises(BeadError) as e:
             suite.load(write_suite(tmp_path, data))
         assert "categroy" in e.value.message

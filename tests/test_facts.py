@@ -98,7 +98,7 @@ class TestCrash:
         p = subprocess.run([sys.executable, "-c", script], capture_output=True)
         assert p.returncode == 9
         d = bead_home / "store" / "facts" / "project" / "app" / "db"
-        assert frontmatter(d / "v1.md")["status"] == "current"      # step two never ran
+        assert frontmatter(d / "v1.md")["status"] == "current"  # step two never ran
         assert frontmatter(d / "v2.md")["status"] == "current"
         assert mem.current("project/app/db").body == "PostgreSQL 16"
         assert not [p for p in d.iterdir() if p.name.endswith(".tmp")], "no temp file left behind"
@@ -124,13 +124,16 @@ class TestMalformedFiles:
         assert res.fact.version == 3, "never reuse the number of a file that exists"
         assert bad.read_bytes() == before
 
-    @pytest.mark.parametrize("text,reason", [
-        ("no frontmatter\n", "frontmatter"),
-        ("---\nkey: user/x\nversion: 1\ntype: user\n---\n\n", "empty"),
-        ("---\nkey: user/y\nversion: 1\ntype: user\n---\nvalue\n", "does not match"),
-        ("---\nkey: user/x\nversion: 1\ntype: opinion\n---\nvalue\n", "type"),
-        (b"---\nkey: user/x\nversion: 1\ntype: user\n---\n\xff\xfe\n", "UTF-8"),
-    ])
+    @pytest.mark.parametrize(
+        "text,reason",
+        [
+            ("no frontmatter\n", "frontmatter"),
+            ("---\nkey: user/x\nversion: 1\ntype: user\n---\n\n", "empty"),
+            ("---\nkey: user/y\nversion: 1\ntype: user\n---\nvalue\n", "does not match"),
+            ("---\nkey: user/x\nversion: 1\ntype: opinion\n---\nvalue\n", "type"),
+            (b"---\nkey: user/x\nversion: 1\ntype: user\n---\n\xff\xfe\n", "UTF-8"),
+        ],
+    )
     def test_reasons(self, mem, text, reason):
         d = mem.home.facts / "user" / "x"
         d.mkdir(parents=True)
@@ -152,10 +155,24 @@ class TestMalformedFiles:
 class TestKeys:
     """Keys that could escape the store, or are malformed, are refused."""
 
-    @pytest.mark.parametrize("key", [
-        "../etc/passwd", "user/../../x", "/abs/key", "user//x", "user/", "", "User/Editor",
-        "project/app", "user/a/b", "team/x", "user/.hidden", "project/app/x/y", "user/a\\b",
-    ])
+    @pytest.mark.parametrize(
+        "key",
+        [
+            "../etc/passwd",
+            "user/../../x",
+            "/abs/key",
+            "user//x",
+            "user/",
+            "",
+            "User/Editor",
+            "project/app",
+            "user/a/b",
+            "team/x",
+            "user/.hidden",
+            "project/app/x/y",
+            "user/a\\b",
+        ],
+    )
     def test_bad_keys(self, mem, key):
         with pytest.raises(BeadError) as e:
             mem.write(key, "v", "user")
@@ -173,6 +190,7 @@ class TestTombstones:
     def test_non_user_write_of_tombstoned_value_refused(self, mem):
         mem.write("user/editor", "Sublime Text 4", "user")
         from bead.core import forget
+
         forget.apply(mem, forget.plan_target(mem, "user/editor"))
         for trust in ("agent_observed", "dream_inferred"):
             with pytest.raises(RefusedWrite) as e:
@@ -185,6 +203,7 @@ class TestTombstones:
     def test_tombstone_holds_hash_not_value(self, mem):
         mem.write("user/secret-word", "Quokkaberry", "user")
         from bead.core import forget
+
         forget.apply(mem, forget.plan_target(mem, "user/secret-word"))
         text = mem.home.tombstones_log.read_text()
         assert "quokkaberry" not in text.lower()
@@ -201,6 +220,7 @@ class TestAudit:
         mem.write("user/x", "first value", "user")
         mem.write("user/x", "second value", "user")
         from bead.core import forget
+
         forget.apply(mem, forget.plan_target(mem, "user/x"))
         events = [e["event"] for e in mem.audit.entries()]
         assert events == ["write", "write", "supersede", "tombstone", "tombstone", "forget"]

@@ -29,8 +29,13 @@ def leftovers(root, needle: str) -> list[str]:
 @pytest.fixture
 def full_store(mem):
     """A value everywhere bead keeps text: versions, raw turns, index, episodes, state lines."""
-    t1 = mem.append_turns("sess-a", [("user", f"remember: the code word of the vault is {VALUE}", T0, None),
-                                      ("assistant", "noted, unrelated reply", T0, None)])
+    t1 = mem.append_turns(
+        "sess-a",
+        [
+            ("user", f"remember: the code word of the vault is {VALUE}", T0, None),
+            ("assistant", "noted, unrelated reply", T0, None),
+        ],
+    )
     # Another session states the value in other case and spacing.
     mem.append_turns("sess-b", [("user", "so " + SENTENCE.upper().replace(" ", "  \n"), T0, None)])
     mem.write("user/code-word", SENTENCE, "user", sources=[t1[0].anchor])
@@ -40,8 +45,12 @@ def full_store(mem):
     ep.parent.mkdir(parents=True)
     ep.write_text(f"situation: the user said {SENTENCE}\n")
     state = mem.home.sessions / "sess-a-abc.jsonl"
-    state.write_text(json.dumps({"pinned": f"<bead-memory>{SENTENCE}\n</bead-memory>"}) + "\n"
-                     + json.dumps({"injected": ["user/editor@v1"]}) + "\n")
+    state.write_text(
+        json.dumps({"pinned": f"<bead-memory>{SENTENCE}\n</bead-memory>"})
+        + "\n"
+        + json.dumps({"injected": ["user/editor@v1"]})
+        + "\n"
+    )
     mem.index.checkpoint()
     assert leftovers(mem.home.root, VALUE), "the value should be on disk before the forget"
     return mem
@@ -54,7 +63,7 @@ class TestForgetKey:
         mem = full_store
         summary = forget.apply(mem, forget.plan_target(mem, "user/code-word"))
         assert summary["keys"] == ["user/code-word"] and summary["versions"] == 2
-        mem.close()   # close the connection, as the CLI process does on exit
+        mem.close()  # close the connection, as the CLI process does on exit
         assert leftovers(mem.home.root, VALUE) == []
         assert (mem.home.root / "index.db").exists()
 
@@ -148,8 +157,12 @@ class TestForgetMatch:
 def test_forget_scrubs_the_proxy_trace(mem, monkeypatch, tmp_path):
     """The trace quotes cue text; a forgotten value leaves it too."""
     trace = tmp_path / "trace.jsonl"
-    trace.write_text(json.dumps({"cues": [{"source": "user", "text": f"my code is {VALUE}"}]}) + "\n"
-                     + json.dumps({"cues": [{"source": "user", "text": "unrelated"}]}) + "\n")
+    trace.write_text(
+        json.dumps({"cues": [{"source": "user", "text": f"my code is {VALUE}"}]})
+        + "\n"
+        + json.dumps({"cues": [{"source": "user", "text": "unrelated"}]})
+        + "\n"
+    )
     monkeypatch.setenv("BEAD_TRACE", str(trace))
     mem.write("user/code", f"my code is {VALUE}", "user")
     forget.apply(mem, forget.plan_target(mem, "user/code"))
@@ -194,12 +207,18 @@ class TestRememberedValueLeavesNothing:
         st.set_pinned(f"<bead-memory>\n- {self.VALUE}\n</bead-memory>", [written.id])
         st.add_cue(0, "h", "<bead-memory>nothing</bead-memory>", [written.id])
         mem.audit.record(mem.clock(), "inject", id=written.id, session=ident2.session, block="pinned")
-        Trace(trace).record({"session": ident2.session, "cues": [{"source": "user", "text": "which port does the shop use"}],
-                             "pinned": [written.id], "injected": [written.id],
-                             "rejected": [{"id": written.id, "score": 0.1, "reason": "already injected"}]})
+        Trace(trace).record(
+            {
+                "session": ident2.session,
+                "cues": [{"source": "user", "text": "which port does the shop use"}],
+                "pinned": [written.id],
+                "injected": [written.id],
+                "rejected": [{"id": written.id, "score": 0.1, "reason": "already injected"}],
+            }
+        )
         Reports(mem.home).append(T0, f"## Dream run\n- written: {written.id}, user/editor@v1\n")
         item, _ = Queue(mem).add("change-user-stated", written.id.split("@")[0], "project", "an older box name", [])
-        reject_item(mem, item.id, "wrong")     # a tombstone line that names the key
+        reject_item(mem, item.id, "wrong")  # a tombstone line that names the key
         mem.write("user/editor", "Helix", "user")
         mem.index.checkpoint()
         assert self.leftovers(mem, trace), "the words are on disk before the forget"
@@ -239,7 +258,7 @@ class TestRememberedValueLeavesNothing:
         assert all("key" not in json.loads(line) for line in mem.home.tombstones_log.read_text().splitlines())
         from bead.errors import RefusedWrite
 
-        with pytest.raises(RefusedWrite):      # the tombstone still works, by the value's hash
+        with pytest.raises(RefusedWrite):  # the tombstone still works, by the value's hash
             mem.write("user/other", self.VALUE, "user", trust="dream_inferred")
 
     def test_trace_recorded_by_the_proxy_at_start(self, mem, monkeypatch, tmp_path):
@@ -283,9 +302,13 @@ class TestWhatTheAdversarialReviewFound:
         trace = tmp_path / "trace.jsonl"
         monkeypatch.setenv("BEAD_TRACE", str(trace))
         value = "x " * 120 + self.WORDS
-        cut = value[:200 + 40]   # the first words of the value's tail survive the cut, not all of it
-        trace.write_text(json.dumps({"cues": [{"source": "user", "text": cut}]}) + "\n"
-                         + json.dumps({"cues": [{"source": "user", "text": "unrelated"}]}) + "\n")
+        cut = value[: 200 + 40]  # the first words of the value's tail survive the cut, not all of it
+        trace.write_text(
+            json.dumps({"cues": [{"source": "user", "text": cut}]})
+            + "\n"
+            + json.dumps({"cues": [{"source": "user", "text": "unrelated"}]})
+            + "\n"
+        )
         state = mem.home.session_state("s-t1")
         state.parent.mkdir(parents=True, exist_ok=True)
         excerpt = "- excerpt, session s: " + self.WORDS[:45] + "…"
@@ -306,7 +329,7 @@ class TestWhatTheAdversarialReviewFound:
     def test_a_killed_writers_temp_file_holding_the_value_goes_with_match(self, mem):
         folder = mem.home.fact_dir("user/kk")
         folder.mkdir(parents=True)
-        temp = folder / ".v1.md.99999999-0badcafe.tmp"   # a writer that is gone (no such pid)
+        temp = folder / ".v1.md.99999999-0badcafe.tmp"  # a writer that is gone (no such pid)
         temp.write_text("---\nkey: user/kk\n---\ntempvalue quokkaeast secret plans\n")
         plan = forget.plan_match(mem, "tempvalue quokkaeast")
         assert not plan.empty and temp in plan.temps
@@ -317,7 +340,7 @@ class TestWhatTheAdversarialReviewFound:
         """Version files gone, the index transaction rolled back: the key is still forgettable."""
         mem.write("user/door", "the vault door code is quokka 4471", "user")
         for p in mem.home.fact_dir("user/door").glob("v*.md"):
-            p.unlink()                      # what a forget killed before its index commit leaves
+            p.unlink()  # what a forget killed before its index commit leaves
         assert [h.id for h in search_facts(mem.index, "vault door code")] == ["user/door@v1"]
         forget.apply(mem, forget.plan_target(mem, "user/door"))
         assert search_facts(mem.index, "vault door code") == []

@@ -24,6 +24,7 @@ BACKGROUND = [
 
 # ----- FactStats.weight ---------------------------------------------------------------------------
 
+
 def test_term_only_one_fact_has_weighs_one():
     """A term that only one fact holds weighs exactly 1.0."""
     stats = FactStats([("global/a", "kafka consumer"), ("global/b", "redis cache"), ("global/c", "nginx proxy")])
@@ -32,8 +33,15 @@ def test_term_only_one_fact_has_weighs_one():
 
 def test_common_term_weighs_less_than_a_rare_one():
     """A term many facts hold weighs less than 1 and less than a term fewer facts hold."""
-    stats = FactStats([("global/a", "kafka broker"), ("global/b", "kafka topic"), ("global/c", "kafka lag"),
-                       ("global/d", "redis broker"), ("global/e", "nginx")])
+    stats = FactStats(
+        [
+            ("global/a", "kafka broker"),
+            ("global/b", "kafka topic"),
+            ("global/c", "kafka lag"),
+            ("global/d", "redis broker"),
+            ("global/e", "nginx"),
+        ]
+    )
     assert 0 < stats.weight("kafka") < stats.weight("broker") < stats.weight("nginx") == pytest.approx(1.0)
 
 
@@ -101,6 +109,7 @@ def test_own_terms_stay_in_their_own_view():
 
 # ----- cue_weights --------------------------------------------------------------------------------
 
+
 def test_cue_weights_drop_project_name_words():
     """The words of the project name are no evidence: cue_weights leaves them out."""
     w = cue_weights([Cue("user", "the acme billing ledger drifts")], "acme-billing")
@@ -123,6 +132,7 @@ def test_term_keeps_its_strongest_source_weight(order):
 
 
 # ----- evidence -----------------------------------------------------------------------------------
+
 
 def test_generic_development_words_weigh_one_fifth():
     """A shared generic development word counts 0.2 of its weight; a specific word counts fully."""
@@ -152,14 +162,22 @@ def test_evidence_without_shared_terms_is_zero():
 
 # ----- recall against a real index ----------------------------------------------------------------
 
+
 def stats_of(mem) -> FactStats:
     return FactStats(mem.index.current_bodies(), mem.index.raw_doc_freq, mem.index.raw_size())
 
 
-def run(mem, text: str, project: str | None = "acme", settings=None, exclude_ids=(), exclude_sessions=(),
-        exclude_raw=()):
-    return recall(mem.index, stats_of(mem), [Cue("user", text, typed=True)], project, set(exclude_ids), list(exclude_sessions),
-                  set(exclude_raw), settings or Config(owner="tester").recall)
+def run(mem, text: str, project: str | None = "acme", settings=None, exclude_ids=(), exclude_sessions=(), exclude_raw=()):
+    return recall(
+        mem.index,
+        stats_of(mem),
+        [Cue("user", text, typed=True)],
+        project,
+        set(exclude_ids),
+        list(exclude_sessions),
+        set(exclude_raw),
+        settings or Config(owner="tester").recall,
+    )
 
 
 @pytest.fixture
@@ -251,8 +269,16 @@ def test_raw_excerpts_only_for_turns_that_ask(mem):
     mem.append_turns("sess-old", [("user", "the kafka consumer lag alarm was raised to 8000 messages", T0, None)])
     told = run(mem, "bump the kafka consumer lag alarm in the helm chart")
     assert told.raw == [] and not [c for c in told.rejected if c.row.get("session")]
-    tool = recall(mem.index, stats_of(mem), [Cue("user", "kafka consumer lag alarm: 9120 messages behind")], "acme",
-                  set(), [], set(), Config(owner="tester").recall)
+    tool = recall(
+        mem.index,
+        stats_of(mem),
+        [Cue("user", "kafka consumer lag alarm: 9120 messages behind")],
+        "acme",
+        set(),
+        [],
+        set(),
+        Config(owner="tester").recall,
+    )
     assert tool.raw == []
     assert [c.row["session"] for c in run(mem, "set the kafka consumer lag alarm like last time").raw] == ["sess-old"]
 
@@ -273,8 +299,7 @@ def test_raw_excerpts_from_excluded_sessions_never_pass(mem):
     mem.append_turns("sess-now", [("user", f"kafka consumer lag alarm note {i}", T0, None) for i in range(120)])
     mem.append_turns("sess-now-abc12345", [("assistant", "kafka consumer lag alarm seen by the subagent", T0, None)])
     mem.append_turns("sess-old", [("user", "the kafka consumer lag alarm was raised to 8000 messages", T0, None)])
-    out = run(mem, "what is the kafka consumer lag alarm threshold now?",
-              exclude_sessions=["sess-now", "sess-now-abc12345"])
+    out = run(mem, "what is the kafka consumer lag alarm threshold now?", exclude_sessions=["sess-now", "sess-now-abc12345"])
     sessions = {c.row["session"] for c in out.raw + out.rejected if c.row.get("session")}
     assert sessions == {"sess-old"}
     assert [c.row["session"] for c in out.raw] == ["sess-old"]

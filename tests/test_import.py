@@ -44,8 +44,9 @@ def test_imports_sessions_subagents_and_projects(mem):
     counts = history.import_claude_code(mem, read_items, FIXTURES)
     assert counts.files == 3 and counts.sessions == 3 and counts.turns_added > 15
     files = raw_turns(mem)
-    subagent = identify({"x-claude-code-session-id": MAIN, "x-claude-code-agent-id": AGENT},
-                        conversation_of({"messages": []}, {}), None).session
+    subagent = identify(
+        {"x-claude-code-session-id": MAIN, "x-claude-code-agent-id": AGENT}, conversation_of({"messages": []}, {}), None
+    ).session
     assert set(files) == {f"{MAIN}.md", f"{OTHER}.md", f"{subagent}.md"}
     main = files[f"{MAIN}.md"]
     # The person's words, the assistant's text, its tool calls and their output, each with its source.
@@ -90,8 +91,10 @@ def test_live_capture_then_import_completes_without_doubling(mem):
     """A session the proxy captured live gets only what it lacks."""
     lines = [json.loads(x) for x in (FIXTURES / "-home-dev-src-demo" / f"{MAIN}.jsonl").read_text().splitlines()]
     first_prompt = next(d for d in lines if d.get("type") == "user")["message"]["content"]
-    body = {"system": "x\n - Primary working directory: /home/dev/src/demo",
-            "messages": [{"role": "user", "content": [{"type": "text", "text": first_prompt}]}]}
+    body = {
+        "system": "x\n - Primary working directory: /home/dev/src/demo",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": first_prompt}]}],
+    }
     conv = conversation_of(body, {})
     ident = identify({"x-claude-code-session-id": MAIN}, conv, None)
     capture.capture(mem, ident, capture.request_turns(conv, ident, 0))
@@ -139,8 +142,9 @@ class TestCodex:
         files = raw_turns(mem)
         # The live proxy names a Codex conversation by its session-id header (the same id as the rollout's,
         # and thread-id equal to it in these recordings).
-        live = identify({"session-id": CODEX_IDS[0], "thread-id": CODEX_IDS[0]}, conversation_of({"messages": []}, {}),
-                        None).session
+        live = identify(
+            {"session-id": CODEX_IDS[0], "thread-id": CODEX_IDS[0]}, conversation_of({"messages": []}, {}), None
+        ).session
         assert sorted(files) == sorted(f"{i}.md" for i in CODEX_IDS) and f"{live}.md" in files
         first = files[f"{CODEX_IDS[0]}.md"]
         assert [t.flags["source"] for t in first[:4]] == ["typed", "tool_call", "tool_output", "assistant"]
@@ -168,8 +172,13 @@ class TestCodex:
 def test_lines_that_do_not_parse_are_skipped(mem, tmp_path, line):
     d = tmp_path / "p" / "-x"
     d.mkdir(parents=True)
-    good = {"type": "user", "sessionId": "s1", "cwd": "/w/proj", "timestamp": "2026-01-02T03:04:05Z",
-            "message": {"role": "user", "content": "hello there"}}
+    good = {
+        "type": "user",
+        "sessionId": "s1",
+        "cwd": "/w/proj",
+        "timestamp": "2026-01-02T03:04:05Z",
+        "message": {"role": "user", "content": "hello there"},
+    }
     (d / "s1.jsonl").write_text(line + "\n" + json.dumps(good) + "\n")
     counts = history.import_claude_code(mem, read_items, tmp_path / "p")
     assert counts.turns_added == 1 and counts.skipped_lines == 1
@@ -177,9 +186,16 @@ def test_lines_that_do_not_parse_are_skipped(mem, tmp_path, line):
 
 # ----- memory: transcripts are read as streams -----------------------------------------------------------
 
+
 def _line(text, **extra) -> bytes:
-    d = {"type": "user", "sessionId": "s1", "cwd": "/w/proj", "timestamp": "2026-01-02T03:04:05Z",
-         "message": {"role": "user", "content": text}, **extra}
+    d = {
+        "type": "user",
+        "sessionId": "s1",
+        "cwd": "/w/proj",
+        "timestamp": "2026-01-02T03:04:05Z",
+        "message": {"role": "user", "content": text},
+        **extra,
+    }
     return json.dumps(d, ensure_ascii=False).encode() + b"\n"
 
 
@@ -195,9 +211,9 @@ def test_a_line_over_the_limit_is_skipped_and_counted(bead, bead_home, tmp_path,
     _limit(bead_home)
     d = tmp_path / "p" / "-w-proj"
     d.mkdir(parents=True)
-    long = _line("zyxlong " * 20_000)            # 160 KB: over 64 KiB
+    long = _line("zyxlong " * 20_000)  # 160 KB: over 64 KiB
     body = _line("the line before") + long + _line("the line after")
-    (d / "s1.jsonl").write_bytes(body + long.rstrip(b"\n") if last else body)   # last: one more, with no line end
+    (d / "s1.jsonl").write_bytes(body + long.rstrip(b"\n") if last else body)  # last: one more, with no line end
     r = bead("import", "claude-code", "--json", "--from", str(tmp_path / "p"))
     assert r.code == 0, r.err
     data = json.loads(r.out)
@@ -215,9 +231,16 @@ def test_a_codex_line_over_the_limit_is_skipped_and_counted(mem, tmp_path):
     shutil.copytree(CODEX, src)
     rollout = sorted(src.rglob("rollout-*.jsonl"))[0]
     lines = rollout.read_bytes().splitlines(keepends=True)
-    huge = json.dumps({"timestamp": "2026-11-30T13:27:44Z", "type": "response_item",
-                       "payload": {"type": "message", "role": "user", "content": [
-                           {"type": "input_text", "text": "zyxlong " * 20_000}]}}).encode() + b"\n"
+    huge = (
+        json.dumps(
+            {
+                "timestamp": "2026-11-30T13:27:44Z",
+                "type": "response_item",
+                "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "zyxlong " * 20_000}]},
+            }
+        ).encode()
+        + b"\n"
+    )
     rollout.write_bytes(b"".join(lines[:3]) + huge + b"".join(lines[3:]))
     small = Memory(mem.home, parse("owner: t\nimport:\n  max_line_bytes: 65536\n"))
     try:
@@ -239,11 +262,14 @@ def _import_between(mem, tmp_path, content):
         small.close()
 
 
-@pytest.mark.parametrize("text, kept", [
-    ("zyx \U0001F600 " + "w" * 40_000, False),   # 40 KB of bytes, but one emoji makes its text 4 bytes a character
-    ("zyx " + "{\"a\": [1, 2], \"b\": {}}, " * 2_000, True),   # braces inside a string are text
-    ("zyx é " + "w" * 40_000, True),             # Latin-1 stays 1 byte a character
-])
+@pytest.mark.parametrize(
+    "text, kept",
+    [
+        ("zyx \U0001f600 " + "w" * 40_000, False),  # 40 KB of bytes, but one emoji makes its text 4 bytes a character
+        ("zyx " + '{"a": [1, 2], "b": {}}, ' * 2_000, True),  # braces inside a string are text
+        ("zyx é " + "w" * 40_000, True),  # Latin-1 stays 1 byte a character
+    ],
+)
 def test_a_line_that_would_weigh_too_much_in_memory_is_skipped_too(mem, tmp_path, text, kept):
     counts = _import_between(mem, tmp_path, text)
     assert counts.skipped_long_lines == (not kept) and counts.turns_added == 2 + kept
@@ -260,7 +286,7 @@ def test_lines_are_cut_the_same_whatever_the_chunks(monkeypatch, tmp_path):
     """The binary reader gives each line once, whole, wherever the chunks end; a long one only as a count."""
     rng = random.Random(7)
     for case in range(60):
-        lines = [bytes(rng.choice(b"ab \r{}\"") for _ in range(rng.choice([0, 1, 5, 17, 40]))) for _ in range(8)]
+        lines = [bytes(rng.choice(b'ab \r{}"') for _ in range(rng.choice([0, 1, 5, 17, 40]))) for _ in range(8)]
         data = b"\n".join(lines) + rng.choice([b"", b"\n"])
         (tmp_path / "f").write_bytes(data)
         limit = rng.choice([1, 5, 16, 100])
@@ -275,8 +301,9 @@ def test_lines_are_cut_the_same_whatever_the_chunks(monkeypatch, tmp_path):
 
 
 def _turns(mem):
-    return sorted((p.name, t.role, t.text, t.at, json.dumps(t.flags, sort_keys=True))
-                  for p in mem.raw.files() for t in mem.raw.read(p))
+    return sorted(
+        (p.name, t.role, t.text, t.at, json.dumps(t.flags, sort_keys=True)) for p in mem.raw.files() for t in mem.raw.read(p)
+    )
 
 
 @pytest.mark.parametrize("which", ["claude-code", "codex"])
@@ -329,17 +356,32 @@ def test_peak_memory_stays_bounded_on_a_huge_line(tmp_path):
     try:
         with f.open("wb") as out:
             out.write(_line("the line before"))
-            out.write(_line("")[:-4])          # the huge line: a user message whose text is 200 MB
+            out.write(_line("")[:-4])  # the huge line: a user message whose text is 200 MB
             for _ in range(200):
                 out.write(piece)
             out.write(b'"}}\n')
             out.write(_line("the line after"))
         home = tmp_path / "home"
         Home(home).ensure()
-        r = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-m", "bead", "import", "claude-code",
-                            "--json", "--from", str(tmp_path / "claude")],
-                           env={**os.environ, "BEAD_HOME": str(home), "PYTHONPATH": str(REPO)},
-                           capture_output=True, text=True, timeout=180)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                MEASURE,
+                sys.executable,
+                "-m",
+                "bead",
+                "import",
+                "claude-code",
+                "--json",
+                "--from",
+                str(tmp_path / "claude"),
+            ],
+            env={**os.environ, "BEAD_HOME": str(home), "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     finally:
         f.unlink()
     result = re.search(r"exit=(\d+) maxrss_kib=(\d+)", r.stderr)

@@ -101,13 +101,41 @@ class TestDerived:
 class TestSearch:
     """Raw agent text is always quoted into a valid FTS5 query."""
 
-    @pytest.mark.parametrize("text", [
-        'AND OR NOT', '"unbalanced', 'NEAR(a b)', 'col:value', 'foo*', '(', "it's a -flag --x", "^start",
-        "E   stripe.error.AuthenticationError: No API key provided", "🙂 emoji ümlaut",
-        '"', '""', "NOT", "x AND", "OR y", "NEAR/3", "- - -", "{key_text body}: stripe", "'; DROP TABLE facts; --",
-        "a\x00b", "\\", "+plus @at #hash $dollar %s", "foo_bar", "日本語のテキスト", "\u200b zero\u200bwidth", "",
-        " \n\t ", "x" * 1000, " ".join(f"w{i}" for i in range(100)),
-    ], ids=lambda t: f"{t[:12]}...{len(t)} chars" if len(t) > 60 else None)
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "AND OR NOT",
+            '"unbalanced',
+            "NEAR(a b)",
+            "col:value",
+            "foo*",
+            "(",
+            "it's a -flag --x",
+            "^start",
+            "E   stripe.error.AuthenticationError: No API key provided",
+            "🙂 emoji ümlaut",
+            '"',
+            '""',
+            "NOT",
+            "x AND",
+            "OR y",
+            "NEAR/3",
+            "- - -",
+            "{key_text body}: stripe",
+            "'; DROP TABLE facts; --",
+            "a\x00b",
+            "\\",
+            "+plus @at #hash $dollar %s",
+            "foo_bar",
+            "日本語のテキスト",
+            "\u200b zero\u200bwidth",
+            "",
+            " \n\t ",
+            "x" * 1000,
+            " ".join(f"w{i}" for i in range(100)),
+        ],
+        ids=lambda t: f"{t[:12]}...{len(t)} chars" if len(t) > 60 else None,
+    )
     def test_any_text_is_a_valid_query(self, mem, text):
         """Every text becomes a query FTS5 accepts: both searches return a list, and find a row holding one of its words."""
         words = re.findall(r"\w+", text)
@@ -122,7 +150,7 @@ class TestSearch:
         if words:
             assert [h.id for h in facts] == ["user/x@v1"]
             assert [h.id for h in raw] == ["s#1"]
-        else:   # nothing to search for: no row, and no error
+        else:  # nothing to search for: no row, and no error
             assert facts == [] and raw == []
 
     def test_terms_are_or_ed_and_quoted(self):
@@ -200,8 +228,10 @@ def test_sessions_like_finds_subagents_only(mem):
 
 def test_raw_doc_freq_matches_porter_stems(mem):
     """The gate reads raw term frequencies through FTS5's vocabulary, by the same porter stem."""
-    mem.append_turns("s", [("user", "running migrations", T0, None), ("user", "the migration runs", T0, None),
-                           ("user", "nothing here", T0, None)])
+    mem.append_turns(
+        "s",
+        [("user", "running migrations", T0, None), ("user", "the migration runs", T0, None), ("user", "nothing here", T0, None)],
+    )
     assert mem.index.raw_doc_freq(["migrations", "running", "absent"]) == {"migrations": 2, "running": 2, "absent": 0}
 
 
@@ -226,7 +256,7 @@ class TestRawAtScale:
         monkeypatch.setattr(db, "RAW_POSTINGS_BUDGET", 20)
         monkeypatch.setattr(db, "RAW_MIN_WINDOW", 30)
         hits = search_raw(mem.index, "common build", limit=10)
-        assert {h.row["session"] for h in hits} == {"new"}           # only the newest window is scored
+        assert {h.row["session"] for h in hits} == {"new"}  # only the newest window is scored
         hits = search_raw(mem.index, "quokkaflux common build", limit=10)
-        assert "old" in {h.row["session"] for h in hits}              # a rare word reaches back
+        assert "old" in {h.row["session"] for h in hits}  # a rare word reaches back
         assert all(h.text for h in hits)

@@ -25,16 +25,18 @@ def raw_ids(home, q):
         return [h.id for h in search_raw(m.index, q)]
 
 
-
-
 @pytest.fixture
 def indexer(bead_home, tmp_path):
     procs = []
 
     def start():
         log = open(tmp_path / f"indexer-{len(procs)}.log", "wb")
-        p = subprocess.Popen([sys.executable, "-m", "bead", "indexer"], env={**os.environ, "BEAD_HOME": str(bead_home)},
-                             stdout=log, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "bead", "indexer"],
+            env={**os.environ, "BEAD_HOME": str(bead_home)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         procs.append(p)
         assert eventually(lambda: b"watching" in (tmp_path / f"indexer-{len(procs) - 1}.log").read_bytes(), 20)
         return p
@@ -75,13 +77,15 @@ class TestIndexer:
         # A version file written by hand in a new key directory.
         d = bead_home / "store" / "facts" / "global" / "tz"
         d.mkdir(parents=True)
-        (d / "v1.md").write_text(f.path.read_text().replace("user/shell", "global/tz").replace("The shell is fish.", "Timezone is Europe/Berlin."))
+        (d / "v1.md").write_text(
+            f.path.read_text().replace("user/shell", "global/tz").replace("The shell is fish.", "Timezone is Europe/Berlin.")
+        )
         assert eventually(lambda: search_ids(bead_home, "europe berlin") == ["global/tz@v1"])
         (d / "v1.md").unlink()
         assert eventually(lambda: search_ids(bead_home, "europe berlin") == [])
         moved = d.parent / "tz2"
         moved.mkdir()
-        os.replace(f.path, moved / "v1.md")   # moved into another key: malformed there (key mismatch)
+        os.replace(f.path, moved / "v1.md")  # moved into another key: malformed there (key mismatch)
         assert eventually(lambda: search_ids(bead_home, "fish") == [])
 
     def test_malformed_file_is_skipped_and_not_rewritten(self, mem, indexer, bead_home, tmp_path):

@@ -17,8 +17,22 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "bead"
 SQL = re.compile(r"\b(SELECT|INSERT|DELETE\s+FROM|PRAGMA|CREATE\s+(?:VIRTUAL\s+)?TABLE)\b")
-HEAVY = ("quart", "hypercorn", "apscheduler", "watchdog", "httpx", "sqlite_utils", "pyrage",
-         "mcp", "jwt", "starlette", "pydantic", "uvicorn", "prompt_toolkit", "jinja2")
+HEAVY = (
+    "quart",
+    "hypercorn",
+    "apscheduler",
+    "watchdog",
+    "httpx",
+    "sqlite_utils",
+    "pyrage",
+    "mcp",
+    "jwt",
+    "starlette",
+    "pydantic",
+    "uvicorn",
+    "prompt_toolkit",
+    "jinja2",
+)
 
 
 def modules() -> list[Path]:
@@ -94,19 +108,33 @@ ENTRY_POINTS = ("bead.proxy", "bead.cli", "bead.mcp", "bead.tui", "bead.dashboar
 # The layer order, from the ground up. A module may import its own tier and the tiers below it, never one
 # above. Within a tier, imports may go either way but never in a circle (the cycle test below).
 TIERS: list[tuple[str, tuple[str, ...]]] = [
-    ("ground: paths, config, errors, log, safe files, text forms, the model client, the proxy token",
-     ("bead", "bead.errors", "bead.paths", "bead.config", "bead.log", "bead.files", "bead.textform",
-      "bead.yamlsafe", "bead.display", "bead.llm", "bead.token")),
+    (
+        "ground: paths, config, errors, log, safe files, text forms, the model client, the proxy token",
+        (
+            "bead",
+            "bead.errors",
+            "bead.paths",
+            "bead.config",
+            "bead.log",
+            "bead.files",
+            "bead.textform",
+            "bead.yamlsafe",
+            "bead.display",
+            "bead.llm",
+            "bead.token",
+        ),
+    ),
     ("capture: the secret scan, text cleaning, the instruction rule", ("bead.capture",)),
     ("the typed conversation", ("bead.conversation",)),
-    ("store: fact, raw-log, audit, queue, episode, report and vault files (a Home and a clock)",
-     ("bead.store", "bead.vault")),
+    ("store: fact, raw-log, audit, queue, episode, report and vault files (a Home and a clock)", ("bead.store", "bead.vault")),
     ("index: the derived SQLite FTS5 index", ("bead.index",)),
     ("recall: an index and a conversation in, candidates and blocks out", ("bead.recall",)),
     ("core: the application (Memory, propose, forget, seal, review, recall for a turn, reads)", ("bead.core",)),
     ("wire formats", ("bead.wire",)),
-    ("entry points", ("bead.proxy", "bead.dream", "bead.mcp", "bead.indexer", "bead.tui", "bead.dashboard",
-                      "bead.evals", "bead.setup")),
+    (
+        "entry points",
+        ("bead.proxy", "bead.dream", "bead.mcp", "bead.indexer", "bead.tui", "bead.dashboard", "bead.evals", "bead.setup"),
+    ),
     ("the command line", ("bead.cli", "bead.__main__")),
 ]
 
@@ -162,8 +190,7 @@ def test_no_import_runs_up_the_layers():
         me = module_name(p)
         for m in sorted(bead_imports(p)):
             if tier(m) > tier(me):
-                up.append(f"{rel(p)} ({TIERS[tier(me)][0].split(':')[0]}) imports {m} "
-                          f"({TIERS[tier(m)][0].split(':')[0]})")
+                up.append(f"{rel(p)} ({TIERS[tier(me)][0].split(':')[0]}) imports {m} ({TIERS[tier(m)][0].split(':')[0]})")
     assert up == []
 
 
@@ -178,7 +205,7 @@ def test_no_import_cycle():
         state[m] = 1
         for n in sorted(graph.get(m, ())):
             if state.get(n) == 1:
-                cycles.append(trail[trail.index(n):] + [n] if n in trail else [m, n])
+                cycles.append(trail[trail.index(n) :] + [n] if n in trail else [m, n])
             elif n not in state:
                 visit(n, trail + [n])
         state[m] = 2
@@ -205,8 +232,12 @@ def function_imports(path: Path) -> list[tuple[int, str]]:
 def test_core_imports_only_heavy_libraries_inside_functions():
     """An import inside a function in bead/core is a heavy third-party library loaded on first use (so the CLI
     starts fast), never a bead module dodging a cycle."""
-    bad = [f"{rel(p)}:{line}: {m}" for p in under("core") for line, m in function_imports(p)
-           if m.startswith(".") or m.split(".")[0] not in HEAVY]
+    bad = [
+        f"{rel(p)}:{line}: {m}"
+        for p in under("core")
+        for line, m in function_imports(p)
+        if m.startswith(".") or m.split(".")[0] not in HEAVY
+    ]
     assert bad == []
 
 
@@ -235,7 +266,9 @@ def test_entry_points_do_not_import_each_other():
     for the one module the HTTP server shares with the proxy (as the dashboard does): its access checks
     (bead.proxy.access: loopback Host, no browser, the home's owner), reused, not copied."""
     assert violations(under("mcp"), ("bead.proxy", "bead.cli", "bead.tui", "bead.dashboard")) == [
-        "bead/mcp/http.py imports bead.proxy", "bead/mcp/http.py imports bead.proxy.access"]
+        "bead/mcp/http.py imports bead.proxy",
+        "bead/mcp/http.py imports bead.proxy.access",
+    ]
     assert violations(under("proxy"), ("bead.mcp", "bead.cli", "bead.tui", "bead.dashboard")) == []
 
 
@@ -243,11 +276,11 @@ def test_mcp_servers_only_translate():
     """bead/mcp reaches memory through the application layer only: no store or index module (files, SQL),
     no sqlite driver, no file access of its own (open, pathlib, os)."""
     files = under("mcp")
-    assert violations(files, ("bead.store", "bead.index", "sqlite3", "pysqlite3", "sqlite_utils", "pathlib",
-                              "os", "shutil")) == []
+    assert (
+        violations(files, ("bead.store", "bead.index", "sqlite3", "pysqlite3", "sqlite_utils", "pathlib", "os", "shutil")) == []
+    )
     for p in files:
-        calls = [n for n in nodes(p) if isinstance(n, ast.Call)
-                 and getattr(n.func, "id", None) == "open"]
+        calls = [n for n in nodes(p) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "open"]
         assert calls == [], f"{rel(p)} opens a file"
     used = set().union(*(imported(p) for p in files))
     assert {"bead.core.query", "bead.core.remember", "bead.core.forget", "bead.core.seal", "bead.core.review"} <= used
@@ -261,8 +294,9 @@ def test_the_core_query_functions_do_no_sql_of_their_own():
 
 def test_no_sql_outside_the_index():
     """No module outside bead/index holds SQL keywords in a string literal."""
-    assert any(SQL.search(n.value) for n in nodes(PKG / "index" / "db.py")
-               if isinstance(n, ast.Constant) and isinstance(n.value, str)), "the pattern finds the index's SQL"
+    assert any(
+        SQL.search(n.value) for n in nodes(PKG / "index" / "db.py") if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ), "the pattern finds the index's SQL"
     bad = []
     for p in modules():
         if p.is_relative_to(PKG / "index"):
@@ -275,8 +309,9 @@ def test_no_sql_outside_the_index():
 
 def test_no_connection_access_outside_the_index():
     """No module outside bead/index touches an attribute named `conn` or `_conn` of anything."""
-    assert any(isinstance(n, ast.Attribute) and n.attr == "_conn"
-               for n in nodes(PKG / "index" / "db.py")), "the walk finds the index's own use"
+    assert any(isinstance(n, ast.Attribute) and n.attr == "_conn" for n in nodes(PKG / "index" / "db.py")), (
+        "the walk finds the index's own use"
+    )
     bad = []
     for p in modules():
         if p.is_relative_to(PKG / "index"):
@@ -284,19 +319,21 @@ def test_no_connection_access_outside_the_index():
         for node in nodes(p):
             if isinstance(node, ast.Attribute) and node.attr in ("conn", "_conn"):
                 bad.append(f"{rel(p)}:{node.lineno}: .{node.attr}")
-            elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "setattr", "hasattr")
-                  and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
-                  and node.args[1].value in ("conn", "_conn")):
+            elif (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) in ("getattr", "setattr", "hasattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in ("conn", "_conn")
+            ):
                 bad.append(f"{rel(p)}:{node.lineno}: {node.func.id}(..., {node.args[1].value!r})")
     assert bad == []
 
 
 def test_cli_import_loads_no_heavy_stack():
     """`import bead.cli` in a fresh interpreter loads none of the server, scheduler, watcher, HTTP or sqlite-utils stacks."""
-    code = ("import json, sys, bead.cli; "
-            f"print(json.dumps({{m: m in sys.modules for m in {list(HEAVY)!r}}}))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       cwd=PKG.parent)
+    code = f"import json, sys, bead.cli; print(json.dumps({{m: m in sys.modules for m in {list(HEAVY)!r}}}))"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=PKG.parent)
     assert p.returncode == 0, p.stderr
     loaded = json.loads(p.stdout.strip().splitlines()[-1])
     assert set(loaded) == set(HEAVY)

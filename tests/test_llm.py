@@ -37,6 +37,7 @@ def key_env(monkeypatch):
 
 # ----- requests -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("provider", ["ollama", "anthropic", "openai"])
 def test_request_path(fake, key_env, provider):
     """Each provider posts to its own chat path under the base URL."""
@@ -73,24 +74,36 @@ def test_ollama_body(fake):
     """Ollama's body: system and user messages, no streaming, `format: json` in json mode."""
     model_for("ollama", fake.url).chat("the system", "the user", max_tokens=77)
     _, _, body = fake.requests[0]
-    assert body == {"model": "test-model", "stream": False, "format": "json",
-                    "messages": [{"role": "system", "content": "the system"}, {"role": "user", "content": "the user"}]}
+    assert body == {
+        "model": "test-model",
+        "stream": False,
+        "format": "json",
+        "messages": [{"role": "system", "content": "the system"}, {"role": "user", "content": "the user"}],
+    }
 
 
 def test_anthropic_body(fake, key_env):
     """Anthropic's body: the system prompt top-level, one user message, max_tokens."""
     model_for("anthropic", fake.url).chat("the system", "the user", max_tokens=77)
     _, _, body = fake.requests[0]
-    assert body == {"model": "test-model", "max_tokens": 77, "system": "the system",
-                    "messages": [{"role": "user", "content": "the user"}]}
+    assert body == {
+        "model": "test-model",
+        "max_tokens": 77,
+        "system": "the system",
+        "messages": [{"role": "user", "content": "the user"}],
+    }
 
 
 def test_openai_body(fake, key_env):
     """OpenAI's body: system and user messages, max_tokens, `response_format` json_object in json mode."""
     model_for("openai", fake.url).chat("the system", "the user", max_tokens=77)
     _, _, body = fake.requests[0]
-    assert body == {"model": "test-model", "max_tokens": 77, "response_format": {"type": "json_object"},
-                    "messages": [{"role": "system", "content": "the system"}, {"role": "user", "content": "the user"}]}
+    assert body == {
+        "model": "test-model",
+        "max_tokens": 77,
+        "response_format": {"type": "json_object"},
+        "messages": [{"role": "system", "content": "the system"}, {"role": "user", "content": "the user"}],
+    }
 
 
 @pytest.mark.parametrize("provider, field", [("ollama", "format"), ("openai", "response_format")])
@@ -103,6 +116,7 @@ def test_no_json_request_outside_json_mode(fake, key_env, provider, field):
 
 # ----- answers ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("provider", ["ollama", "anthropic", "openai"])
 def test_answer_text_and_token_counts(fake, key_env, provider):
     """The answer's text and its input and output token counts are read from each provider's reply."""
@@ -113,6 +127,7 @@ def test_answer_text_and_token_counts(fake, key_env, provider):
 
 
 # ----- keys ---------------------------------------------------------------------------------------
+
 
 def test_key_from_named_environment_variable(fake, monkeypatch):
     """The key is read from the variable `api_key_env` names, at call time."""
@@ -188,6 +203,7 @@ def test_ollama_needs_no_key(fake, monkeypatch):
 
 # ----- failures -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("provider", ["ollama", "anthropic", "openai"])
 def test_http_error_status_raises_model_error(fake, key_env, provider):
     """An HTTP 500 from the model raises ModelError naming the status."""
@@ -207,7 +223,7 @@ def test_timeout_raises_model_error(fake, key_env, provider):
 def test_unreachable_model_raises_model_error():
     """A connection refused raises ModelError saying the model could not be reached."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))   # bound, never listening: connections are refused, and no one else gets the port
+        s.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused, and no one else gets the port
         url = f"http://127.0.0.1:{s.getsockname()[1]}"
         with pytest.raises(ModelError, match=r"could not reach the ollama model \(ConnectError\)"):
             Model("ollama", "m", url, timeout_s=2).chat("s", "u")
@@ -234,13 +250,16 @@ def odd_server():
     server.server_close()
 
 
-@pytest.mark.parametrize("provider, body, cause", [
-    ("ollama", b'{"done": true}', "KeyError"),
-    ("anthropic", b'{"content": "not a list of blocks"}', "AttributeError"),
-    ("anthropic", b'{"type": "message"}', "KeyError"),
-    ("openai", b'{"choices": []}', "IndexError"),
-    ("openai", b"this is not json", "JSONDecodeError"),
-])
+@pytest.mark.parametrize(
+    "provider, body, cause",
+    [
+        ("ollama", b'{"done": true}', "KeyError"),
+        ("anthropic", b'{"content": "not a list of blocks"}', "AttributeError"),
+        ("anthropic", b'{"type": "message"}', "KeyError"),
+        ("openai", b'{"choices": []}', "IndexError"),
+        ("openai", b"this is not json", "JSONDecodeError"),
+    ],
+)
 def test_malformed_answer_raises_model_error(odd_server, key_env, provider, body, cause):
     """An answer of the wrong shape raises ModelError saying so and naming the cause."""
     state, url = odd_server
@@ -266,24 +285,27 @@ def test_unknown_provider_raises_model_error(fake):
 
 # ----- from_settings ------------------------------------------------------------------------------
 
+
 def test_rerank_settings_fall_back_to_dream_settings():
     """Every rerank setting left unset is taken from the dream section; trailing slashes leave the base URL."""
-    cfg = parse("dream:\n  provider: openai\n  model: gpt-dream\n  base_url: http://127.0.0.1:9/v1/\n"
-                "  api_key_env: DREAM_KEY\n  api_key_command: printf x\nrerank:\n  enabled: true\n")
+    cfg = parse(
+        "dream:\n  provider: openai\n  model: gpt-dream\n  base_url: http://127.0.0.1:9/v1/\n"
+        "  api_key_env: DREAM_KEY\n  api_key_command: printf x\nrerank:\n  enabled: true\n"
+    )
     m = Model.from_settings(cfg.rerank, cfg.dream, timeout_s=1.5)
     assert m == Model("openai", "gpt-dream", "http://127.0.0.1:9/v1", "DREAM_KEY", "printf x", 1.5)
 
 
 def test_rerank_settings_that_are_set_win():
     """A rerank setting that is set is used; only the unset ones come from dream."""
-    cfg = parse("dream:\n  provider: ollama\n  model: big\n  base_url: http://127.0.0.1:9\n"
-                "rerank:\n  model: small\n")
+    cfg = parse("dream:\n  provider: ollama\n  model: big\n  base_url: http://127.0.0.1:9\nrerank:\n  model: small\n")
     m = Model.from_settings(cfg.rerank, cfg.dream)
     assert (m.provider, m.model, m.base_url) == ("ollama", "small", "http://127.0.0.1:9")
 
 
-@pytest.mark.parametrize("provider, key_env", [("ollama", None), ("anthropic", "ANTHROPIC_API_KEY"),
-                                               ("openai", "OPENAI_API_KEY")])
+@pytest.mark.parametrize(
+    "provider, key_env", [("ollama", None), ("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")]
+)
 def test_provider_defaults(provider, key_env):
     """Unset base URL and key variable take the provider's defaults."""
     m = Model.from_settings(parse(f"dream:\n  provider: {provider}\n  model: m\n").dream)

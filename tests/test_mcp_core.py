@@ -22,9 +22,8 @@ def test_compare_and_swap_lets_exactly_one_of_two_racing_writers_win(mem):
     def writer(i: int) -> None:
         barrier.wait()
         try:
-            with mem.__class__(mem.home, mem.config) as own:      # each thread its own connection, as servers do
-                saved = remember_fact(own, f"value from writer {i}", "project", "project/shop/counter",
-                                      expected_version=1)
+            with mem.__class__(mem.home, mem.config) as own:  # each thread its own connection, as servers do
+                saved = remember_fact(own, f"value from writer {i}", "project", "project/shop/counter", expected_version=1)
             results.append(saved.status)
         except VersionConflict:
             results.append("lost")
@@ -48,9 +47,9 @@ def test_a_member_key_space_is_their_own(mem):
         ana.stored_key("project/billing/x")
     with pytest.raises(NotPermitted):
         ana.stored_key("global/x")
-    assert bo.stored_key("project/billing/x") == "project/billing/x"       # '*': every project
+    assert bo.stored_key("project/billing/x") == "project/billing/x"  # '*': every project
     with pytest.raises(InvalidArgument):
-        ana.stored_key("user/" + "a" * 95)                                  # no room left for the tag
+        ana.stored_key("user/" + "a" * 95)  # no room left for the tag
     with pytest.raises(InvalidArgument):
         LOCAL.check_project("../etc")
     assert LOCAL.check_project(" Shop ") == "shop"
@@ -62,7 +61,7 @@ def test_a_member_key_space_is_their_own(mem):
 def test_visibility_is_applied_in_sql_so_other_members_cannot_crowd_a_members_results_out(mem):
     ana = Viewer.member("ana@example.com", [])
     for i in range(60):
-        mem.write(f"user/crowd-{i}", f"crowding value {i} about kiwis", "user")       # the host's own
+        mem.write(f"user/crowd-{i}", f"crowding value {i} about kiwis", "user")  # the host's own
     remember_fact(mem, "ana's note about kiwis", "user", "user/kiwi", viewer=ana)
     found = query.search_memory(mem, "kiwis", limit=5, viewer=ana)
     assert [f.key for f in found] == ["user/kiwi"]
@@ -97,7 +96,12 @@ def test_remember_fact_refuses_an_empty_or_oversized_value_and_an_unknown_type(m
 def test_mcp_settings_are_checked_like_every_other(tmp_path):
     cfg = parse("mcp:\n  projects:\n    ana@example.com: [shop, billing]\n    '*': ['*']\n")
     assert cfg.mcp.projects == {"ana@example.com": ["shop", "billing"], "*": ["*"]}
-    for bad in ("mcp:\n  projects:\n    ana: shop\n", "mcp:\n  projects: [shop]\n", "mcp:\n  http_listen: 7078\n",
-                "mcp:\n  jwks_url: file:///etc/passwd\n", "mcp:\n  max_concurrent: 0\n"):
+    for bad in (
+        "mcp:\n  projects:\n    ana: shop\n",
+        "mcp:\n  projects: [shop]\n",
+        "mcp:\n  http_listen: 7078\n",
+        "mcp:\n  jwks_url: file:///etc/passwd\n",
+        "mcp:\n  max_concurrent: 0\n",
+    ):
         with pytest.raises(BeadError):
             parse(bad)

@@ -8,15 +8,26 @@ import json
 import yaml
 
 RAW = {
-    "kind": "raw-recall", "name": "tiny-raw",
+    "kind": "raw-recall",
+    "name": "tiny-raw",
     "sessions": [
-        {"id": "s1", "started": "2026-01-01T09:00:00Z", "turns": [
-            {"ref": "s1:1", "role": "user", "text": "We moved the staging database to Postgres 16 last week."},
-            {"ref": "s1:2", "role": "assistant", "text": "Noted: staging runs Postgres 16 now."},
-            {"ref": "s1:3", "role": "user", "text": "The CI runner is a self-hosted box called hopper. " + "filler " * 300}]},
-        {"id": "s2", "started": "2026-01-02T09:00:00Z", "turns": [
-            {"ref": "s2:1", "role": "user", "text": "Our invoices are rendered with WeasyPrint. " + "filler " * 300},
-            {"ref": "s2:2", "role": "user", "text": "The CI runner hopper has 32 GB of RAM. " + "filler " * 300}]},
+        {
+            "id": "s1",
+            "started": "2026-01-01T09:00:00Z",
+            "turns": [
+                {"ref": "s1:1", "role": "user", "text": "We moved the staging database to Postgres 16 last week."},
+                {"ref": "s1:2", "role": "assistant", "text": "Noted: staging runs Postgres 16 now."},
+                {"ref": "s1:3", "role": "user", "text": "The CI runner is a self-hosted box called hopper. " + "filler " * 300},
+            ],
+        },
+        {
+            "id": "s2",
+            "started": "2026-01-02T09:00:00Z",
+            "turns": [
+                {"ref": "s2:1", "role": "user", "text": "Our invoices are rendered with WeasyPrint. " + "filler " * 300},
+                {"ref": "s2:2", "role": "user", "text": "The CI runner hopper has 32 GB of RAM. " + "filler " * 300},
+            ],
+        },
     ],
     "queries": [
         {"id": "q1", "query": "Which Postgres version does staging run?", "evidence": ["s1:1"]},
@@ -26,19 +37,44 @@ RAW = {
 }
 
 INJECTION = {
-    "kind": "injection", "name": "tiny-injection", "project": "shop", "cwd": "/home/dev/src/shop",
+    "kind": "injection",
+    "name": "tiny-injection",
+    "project": "shop",
+    "cwd": "/home/dev/src/shop",
     "facts": [
         {"key": "project/shop/payments", "type": "project", "body": "Payments go through Stripe; test keys live in .env.test."},
         {"key": "user/shell", "type": "user", "body": "The person's shell is fish: use set -x, not export."},
     ],
     "turns": [
-        {"id": "t1", "split": "dev", "needs": ["project/shop/payments"], "messages": [
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "Bash",
-                                               "input": {"command": "pytest tests/test_checkout.py"}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1",
-                                          "content": "stripe.error.AuthenticationError: No API key provided"}]}]},
-        {"id": "t2", "split": "test", "needs": [], "messages": [
-            {"role": "user", "content": "rename the variable foo to bar in utils.py"}]},
+        {
+            "id": "t1",
+            "split": "dev",
+            "needs": ["project/shop/payments"],
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "tu1", "name": "Bash", "input": {"command": "pytest tests/test_checkout.py"}}
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "tu1",
+                            "content": "stripe.error.AuthenticationError: No API key provided",
+                        }
+                    ],
+                },
+            ],
+        },
+        {
+            "id": "t2",
+            "split": "test",
+            "needs": [],
+            "messages": [{"role": "user", "content": "rename the variable foo to bar in utils.py"}],
+        },
     ],
 }
 

@@ -14,17 +14,25 @@ T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
 def seed(mem):
-    mem.append_turns("s-old", [("user", "The dashboard API response time is 400ms on average, measured with locust.",
-                                T0, None)])
+    mem.append_turns("s-old", [("user", "The dashboard API response time is 400ms on average, measured with locust.", T0, None)])
     mem.append_turns("s-mid", [("user", "I moved the CI runners to the new cluster today.", T0 + timedelta(days=3), None)])
-    mem.append_turns("s-new", [("user", "After the caching change the dashboard API average response time is down "
-                                "to 250ms.", T0 + timedelta(days=9), None)])
+    mem.append_turns(
+        "s-new",
+        [
+            (
+                "user",
+                "After the caching change the dashboard API average response time is down to 250ms.",
+                T0 + timedelta(days=9),
+                None,
+            )
+        ],
+    )
 
 
 def test_the_newer_value_ranks_first_and_the_older_is_labelled(mem):
     seed(mem)
     before = mem.index.raw_candidates("What is the average response time of the dashboard API measured with locust?", 10)
-    assert before[0]["session"] == "s-old"     # BM25 alone puts the stale value first (it shares more words)
+    assert before[0]["session"] == "s-old"  # BM25 alone puts the stale value first (it shares more words)
     hits = search_raw(mem.index, "What is the average response time of the dashboard API measured with locust?")
     assert [h.row["session"] for h in hits][:2] == ["s-new", "s-old"]
     old = hits[1].row

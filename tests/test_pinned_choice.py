@@ -30,16 +30,24 @@ def mem(bead_home):
 def opening(text: str, branch: str | None = None) -> Conversation:
     blocks = []
     if branch:
-        blocks.append({"type": "text", "text": f"<system-reminder>\n# gitStatus\nCurrent branch: {branch}\n\nStatus:\n(clean)\n"
-                                               "</system-reminder>"})
+        blocks.append(
+            {
+                "type": "text",
+                "text": f"<system-reminder>\n# gitStatus\nCurrent branch: {branch}\n\nStatus:\n(clean)\n</system-reminder>",
+            }
+        )
     blocks.append({"type": "text", "text": text})
     return conversation_of({"system": "x", "messages": [{"role": "user", "content": blocks}]}, {})
 
 
 def filler(mem, n: int, project: str = "shop") -> None:
     for i in range(n):
-        mem.write(f"project/{project}/note-{i}", f"Module {i} keeps its settings in config/module_{i}.toml and "
-                  f"logs to the module_{i} logger; its tests live in tests/test_module_{i}.py.", "project")
+        mem.write(
+            f"project/{project}/note-{i}",
+            f"Module {i} keeps its settings in config/module_{i}.toml and "
+            f"logs to the module_{i} logger; its tests live in tests/test_module_{i}.py.",
+            "project",
+        )
 
 
 class TestChoice:
@@ -78,15 +86,19 @@ class TestChoice:
     def test_a_strongly_matched_inferred_fact_goes_to_the_first_cue_block_instead(self, mem):
         from bead.core.pinned import standing_memory
 
-        mem.write("project/shop/worker", "The celery worker runs with concurrency 4 on the box.", "project",
-                  trust="agent_observed")
+        mem.write(
+            "project/shop/worker", "The celery worker runs with concurrency 4 on the box.", "project", trust="agent_observed"
+        )
         mem.write("project/shop/other", "Invoices are numbered per tenant.", "project", trust="dream_inferred")
         filler(mem, 20)
         conv = opening("why is the celery worker concurrency so low?")
         assert [r["id"] for r in standing_memory(mem, "shop", 2000, conv)[2]] == ["project/shop/worker@v1"]
         # A weak match (the opening's best match is a stated fact, this one far below it) stays out.
-        mem.write("project/shop/celery", "Celery worker concurrency is set in the celery worker config, "
-                  "celery worker concurrency 8.", "project")
+        mem.write(
+            "project/shop/celery",
+            "Celery worker concurrency is set in the celery worker config, celery worker concurrency 8.",
+            "project",
+        )
         assert standing_memory(mem, "shop", 2000, conv)[2] == []
 
     def test_recent_recall_and_reinforcement_count(self, mem):
@@ -95,7 +107,7 @@ class TestChoice:
         mem.write("project/shop/old", "Invoices are numbered per tenant.", "project")
         filler(mem, 3)
         _, before = pinned_block(mem, "shop", 2000, None, "opening")
-        assert before.index("project/shop/old@v1") == 3    # the oldest project fact comes last
+        assert before.index("project/shop/old@v1") == 3  # the oldest project fact comes last
         query.recall(mem, "invoices numbered tenant", note=True)
         assert mem.recent_uses() == {"project/shop/old": 1}
         _, after = pinned_block(mem, "shop", 2000, None, "opening")
@@ -187,8 +199,14 @@ def test_scaled_injection_guard_on_dev(scaled_dev):
     assert r["delivered"] >= old["delivered"] + 0.3
 
 
-POINTER_FIGURES = {"delivered", "reachable", "pointers_per_turn", "pointer_tokens_mean", "pointer_precision",
-                   "false_injection_turns"}
+POINTER_FIGURES = {
+    "delivered",
+    "reachable",
+    "pointers_per_turn",
+    "pointer_tokens_mean",
+    "pointer_precision",
+    "false_injection_turns",
+}
 
 
 def test_later_turns_reach_what_they_need_through_pointers(scaled_dev):
@@ -209,7 +227,9 @@ def test_pointers_off_is_the_old_cue_block():
     s = suite.load(SUITE)
     off = injection.run(s, split="dev", config_text="recall:\n  pointers: 0\n")
     on = injection.run(s, split="dev")
-    assert off["splits"]["dev"]["pointers_per_turn"] == 0 and off["splits"]["dev"]["reachable"] == off["splits"]["dev"]["delivered"]
+    assert (
+        off["splits"]["dev"]["pointers_per_turn"] == 0 and off["splits"]["dev"]["reachable"] == off["splits"]["dev"]["delivered"]
+    )
     assert on["splits"]["dev"]["pointers_per_turn"] > 0.5
     # Pointers never change which fact bodies pass the gate.
     assert [d["injected"] for d in on["details"]] == [d["injected"] for d in off["details"]]

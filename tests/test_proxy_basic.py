@@ -33,8 +33,7 @@ class TestSDK:
     def test_non_streaming(self, served_proxy, upstream):
         url = served_proxy().url
         client = anthropic.Anthropic(base_url=url, api_key="sk-ant-api03-test-key-not-real")
-        msg = client.messages.create(model="claude-test", max_tokens=64,
-                                     messages=[{"role": "user", "content": "hello there"}])
+        msg = client.messages.create(model="claude-test", max_tokens=64, messages=[{"role": "user", "content": "hello there"}])
         assert msg.content[0].text == "Hello from the fake."
         proxied = upstream.requests[-1]
         assert proxied.path == "/v1/messages"
@@ -50,9 +49,12 @@ class TestSDK:
     def test_streaming(self, served_proxy, upstream, bead_home):
         url = served_proxy().url
         client = anthropic.Anthropic(base_url=url, api_key="sk-ant-api03-test-key-not-real")
-        with client.messages.stream(model="claude-test", max_tokens=64,
-                                    messages=[{"role": "user", "content": "stream me a greeting"}],
-                                    extra_headers={"X-Bead-Session": "sdk-stream"}) as stream:
+        with client.messages.stream(
+            model="claude-test",
+            max_tokens=64,
+            messages=[{"role": "user", "content": "stream me a greeting"}],
+            extra_headers={"X-Bead-Session": "sdk-stream"},
+        ) as stream:
             text = "".join(stream.text_stream)
         assert text == "Hello from the fake."
         assert eventually(lambda: len(read_raw(bead_home).get("sdk-stream", [])) == 2)

@@ -44,9 +44,14 @@ def post(to: ProxyClient | str, body: bytes, headers: dict | None = None, path: 
 
 
 def req(text: str, stream: bool = True, session: str = "s1", **extra) -> tuple[bytes, dict]:
-    body = {"model": "claude-test", "max_tokens": 100, "stream": stream,
-            "system": [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/proj-x"}],
-            "messages": [{"role": "user", "content": text}], **extra}
+    body = {
+        "model": "claude-test",
+        "max_tokens": 100,
+        "stream": stream,
+        "system": [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/proj-x"}],
+        "messages": [{"role": "user", "content": text}],
+        **extra,
+    }
     return json.dumps(body).encode(), {"x-bead-session": session}
 
 
@@ -88,7 +93,7 @@ class TestByteForByte:
         try:
             s = proxy.stream("/v1/messages", body, {"content-type": "application/json", **hdr})
             first = b""
-            while b"\n\n" not in first:           # the whole first event; a buffering proxy would time out here
+            while b"\n\n" not in first:  # the whole first event; a buffering proxy would time out here
                 first += s.receive(timeout=20)
             assert s.status == 200 and first.startswith(b"event: message_start")
             assert b"message_stop" not in first
@@ -105,7 +110,7 @@ class TestByteForByte:
         got_status, headers, data = post(proxy, body, hdr)
         assert got_status == status
         assert json.loads(data)["error"]["message"] == "fake upstream error"
-        proxy.settle()   # every capture the response could have started has finished
+        proxy.settle()  # every capture the response could have started has finished
         assert [t.role for t in raw_turns(bead_home, f"err{status}")] == ["user"]
 
     def test_other_paths_pass_through_unchanged(self, proxy_client, upstream):
@@ -121,15 +126,20 @@ class TestByteForByte:
 class TestFailOpen:
     """Bad input and bead failures forward the original request unchanged."""
 
-    @pytest.mark.parametrize("body", [
-        b'{"model": "x", "messages": [',                      # malformed JSON
-        b'\xff\xfe{"model": "x"}',                              # invalid UTF-8
-        b'["not", "an", "object"]',                             # JSON of the wrong shape
-        b'',                                                    # empty
-    ])
+    @pytest.mark.parametrize(
+        "body",
+        [
+            b'{"model": "x", "messages": [',  # malformed JSON
+            b'\xff\xfe{"model": "x"}',  # invalid UTF-8
+            b'["not", "an", "object"]',  # JSON of the wrong shape
+            b"",  # empty
+        ],
+    )
     def test_bad_body_forwarded_as_is(self, proxy_client, upstream, body):
         proxy = proxy_client()
-        upstream.replies.append(Reply(kind="raw", status=400, body=b'{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}'))
+        upstream.replies.append(
+            Reply(kind="raw", status=400, body=b'{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}')
+        )
         status, _, data = post(proxy, body)
         assert upstream.requests[-1].body == body
         assert status == 400 and b"invalid_request_error" in data
@@ -147,8 +157,9 @@ class TestFailOpen:
         proxy = proxy_client()
         body, hdr = req("is the index there", session="locked")
         from bead.index import sqlite as s
+
         conn = s.module().connect(str(bead_home / "index.db"), isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")   # another process holds the write lock for longer than the proxy waits
+        conn.execute("BEGIN IMMEDIATE")  # another process holds the write lock for longer than the proxy waits
         conn.execute("INSERT INTO meta(name, value) VALUES('hold', '1')")
         try:
             status, _, data = proxy.post(body, {"content-type": "application/json", **hdr})
@@ -162,6 +173,7 @@ class TestFailOpen:
 
     def test_upstream_unreachable_is_a_502_in_api_shape(self, proxy_client):
         from fakes import free_port
+
         proxy = proxy_client(upstream_url=f"http://127.0.0.1:{free_port()}")
         status, _, data = post(proxy, *req("anyone there"))
         assert status == 502 and json.loads(data)["type"] == "error"
@@ -202,11 +214,11 @@ class TestStreamsThatBreak:
     def test_client_disconnect_closes_upstream(self, served_proxy, upstream, bead_home):
         """A real socket: the harness hangs up mid-stream (Ctrl-C) and the proxy closes its upstream stream."""
         url = served_proxy().url
-        gate = threading.Event()   # the upstream stalls after its first text delta, never finishing by itself
+        gate = threading.Event()  # the upstream stalls after its first text delta, never finishing by itself
         upstream.replies.append(Reply(kind="sse", hold=gate, hold_after=6, text="a slow answer that never finishes"))
         body, hdr = req("slow", session="gone")
         try:
-            hang_up_once(url, "/v1/messages", body, "gone", until=b"text_delta")   # once some answer text arrived
+            hang_up_once(url, "/v1/messages", body, "gone", until=b"text_delta")  # once some answer text arrived
             assert eventually(lambda: upstream.disconnects >= 1), "the upstream stream was closed"
         finally:
             gate.set()
@@ -225,7 +237,7 @@ class TestConversation:
         assert eventually(lambda: len(raw_turns(bead_home, "retry")) == 2)
         n = len(upstream.requests)
         post(proxy, body, hdr)
-        proxy.settle()   # the retry's capture, if any, has finished
+        proxy.settle()  # the retry's capture, if any, has finished
         assert len(upstream.requests) == n + 1
         assert upstream.requests[-1].body == first, "a retry sends the same bytes"
         assert [t.role for t in raw_turns(bead_home, "retry")] == ["user", "assistant"]
@@ -234,8 +246,12 @@ class TestConversation:
         """The pinned block holds the person's word; a fact an agent observed that the opening matches
         strongly reaches this conversation once, in its first cue block, labelled inferred."""
         with mem_of(bead_home) as m:
-            m.write("project/proj-x/worker", "The celery worker runs with concurrency 4 on the box.", "project",
-                    trust="agent_observed")
+            m.write(
+                "project/proj-x/worker",
+                "The celery worker runs with concurrency 4 on the box.",
+                "project",
+                trust="agent_observed",
+            )
             m.write("project/proj-x/cache", "The cache lives in Redis db 2.", "project")
         proxy = proxy_client()
         body, hdr = req("why is the celery worker concurrency so low?", session="inferred")
@@ -262,9 +278,16 @@ class TestConversation:
             if p.is_file():
                 assert b"4711" not in p.read_bytes(), p
 
-    @pytest.mark.parametrize("said", ["remember my bank PIN:4711", "remember my PIN=4711",
-                                      "remember my bank PIN is: 4711", "remember my phone passcode is 4711",
-                                      "remember my PIN-code is 4711"])
+    @pytest.mark.parametrize(
+        "said",
+        [
+            "remember my bank PIN:4711",
+            "remember my PIN=4711",
+            "remember my bank PIN is: 4711",
+            "remember my phone passcode is 4711",
+            "remember my PIN-code is 4711",
+        ],
+    )
     def test_remembering_a_pin_written_tightly_stores_no_byte_of_it(self, proxy_client, upstream, bead_home, said):
         """The PIN's usual spellings with no blank after the colon or equals sign, "is:", a passcode, a
         hyphenated "PIN-code": each is a secret, so "remember" writes no fact whose key or file holds it."""
@@ -281,22 +304,28 @@ class TestConversation:
     def test_cue_block_readded_and_forget_takes_effect(self, proxy_client, upstream, bead_home, bead):
         m = Memory(Home(bead_home).ensure(), Config(owner="t"))
         # Active-project facts sit in the pinned block; a global reference fact is cued.
-        m.write("global/flaky-checkout", "The checkout discount test is flaky under parallel pytest-xdist runs; run it with -p no:xdist.", "reference")
+        m.write(
+            "global/flaky-checkout",
+            "The checkout discount test is flaky under parallel pytest-xdist runs; run it with -p no:xdist.",
+            "reference",
+        )
         for i in range(6):
             m.write(f"global/other-{i}", f"Unrelated fact number {i} about logging and metrics.", "reference")
         m.close()
         proxy = proxy_client()
         conv1 = [{"role": "user", "content": "why is the checkout discount test flaky under xdist?"}]
-        body1 = json.dumps({"model": "m", "max_tokens": 10, "messages": conv1,
-                            "system": "Working directory: /tmp/proj-x"}).encode()
+        body1 = json.dumps(
+            {"model": "m", "max_tokens": 10, "messages": conv1, "system": "Working directory: /tmp/proj-x"}
+        ).encode()
         hdr = {"x-bead-session": "cue", "x-bead-project": "proj-x"}
         post(proxy, body1, hdr)
         out1 = json.loads(upstream.requests[-1].body)
         cue = out1["messages"][0]["content"][-1]["text"]
         assert cue.startswith('<bead-memory kind="recall">') and "flaky-checkout" in cue
         conv2 = conv1 + [{"role": "assistant", "content": "Let me look."}, {"role": "user", "content": "ok thanks"}]
-        body2 = json.dumps({"model": "m", "max_tokens": 10, "messages": conv2,
-                            "system": "Working directory: /tmp/proj-x"}).encode()
+        body2 = json.dumps(
+            {"model": "m", "max_tokens": 10, "messages": conv2, "system": "Working directory: /tmp/proj-x"}
+        ).encode()
         post(proxy, body2, hdr)
         out2 = json.loads(upstream.requests[-1].body)
         assert out2["messages"][0] == out1["messages"][0], "the earlier cue block is re-added with the same bytes"
@@ -326,9 +355,9 @@ class TestConversation:
     def test_conversation_lock_is_per_conversation(self, proxy_client, upstream, bead_home):
         """While one conversation's lock is held, another conversation still goes through."""
         proxy = proxy_client()
-        proxy.engine.deadline_s = 0.5   # the default: conv-a waits that long for its lock
+        proxy.engine.deadline_s = 0.5  # the default: conv-a waits that long for its lock
         body_a, hdr_a = req("first conversation", session="conv-a")
-        post(proxy, body_a, hdr_a)                      # creates conv-a's state
+        post(proxy, body_a, hdr_a)  # creates conv-a's state
         lock = next((bead_home / "sessions").glob("conv-a-*.lock"))
         done = threading.Event()
         headers = {"content-type": "application/json"}
@@ -378,7 +407,8 @@ class TestSecurity:
         assert eventually(lambda: [t.role for t in all_turns(bead_home)] == ["user", "assistant"])
         assert eventually(lambda: "failed open" in (tmp_path / "proxy-0.log").read_text())
         from conftest import all_bytes_under, stop
-        stop(start_proxy.procs[-1])   # and nothing left to write
+
+        stop(start_proxy.procs[-1])  # and nothing left to write
         assert not [p for p, b in all_bytes_under(bead_home).items() if secret.encode() in b]
         # The service log (stderr, as journald would get it): JSON lines, no body, no credential.
         log = (tmp_path / "proxy-0.log").read_text()
@@ -400,10 +430,13 @@ def test_trace_line_per_request(proxy_client, upstream, bead_home, tmp_path):
 
 def test_worktree_resolves_to_main_checkout(tmp_path):
     from bead.conversation import project_from_cwd
+
     main = tmp_path / "Web-Shop"
     subprocess.run(["git", "init", "-q", str(main)], check=True)
-    subprocess.run(["git", "-C", str(main), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",
-                    "--allow-empty", "-m", "init"], check=True)
+    subprocess.run(
+        ["git", "-C", str(main), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "init"],
+        check=True,
+    )
     wt = tmp_path / "feature-wt"
     subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(wt)], check=True)
     assert project_from_cwd(str(wt)) == "web-shop"
@@ -414,7 +447,7 @@ def test_worktree_resolves_to_main_checkout(tmp_path):
 def test_status_shows_proxy_and_failures(served_proxy, upstream, bead_home, bead):
     """`bead status` asks the running proxy over HTTP."""
     url = served_proxy().url
-    (bead_home / "config.yaml").write_text(f"proxy:\n  listen: {url[len('http://'):]}\n")
+    (bead_home / "config.yaml").write_text(f"proxy:\n  listen: {url[len('http://') :]}\n")
     post(url, b"not json at all")
     r = bead("status", "--json")
     st = json.loads(r.out)
@@ -438,7 +471,7 @@ def test_in_flight_stream_finishes_on_shutdown(start_proxy, upstream):
 
     A real `bead proxy` process: the signal handling and the grace are the command's."""
     url = start_proxy()
-    sent = threading.Event()   # the upstream holds the rest of the stream until the signal is sent
+    sent = threading.Event()  # the upstream holds the rest of the stream until the signal is sent
     upstream.replies.append(Reply(kind="sse", hold=sent, delay=0.33, text="a long answer"))
     u = urllib.parse.urlparse(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
@@ -449,7 +482,7 @@ def test_in_flight_stream_finishes_on_shutdown(start_proxy, upstream):
         first = r.readline()
         start_proxy.procs[-1].terminate()
     finally:
-        sent.set()   # then 11 more pauses of 0.33 s
+        sent.set()  # then 11 more pauses of 0.33 s
     rest = r.read()
     conn.close()
     assert first.startswith(b"event: message_start") and b"message_stop" in rest
@@ -459,8 +492,12 @@ def test_why_explains_a_request(proxy_client, upstream, bead_home, tmp_path, bea
     m = Memory(Home(bead_home).ensure(), Config(owner="t"))
     m.write("global/stripe-keys", "Stripe test keys live in .env.test and load through dotenv.", "reference")
     m.write("global/deploy", "Deploys go to Fly.io.", "reference")
-    m.write("global/stripe-webhooks", "Stripe webhooks are checked with the endpoint's signing secret.", "reference",
-            trust="agent_observed")
+    m.write(
+        "global/stripe-webhooks",
+        "Stripe webhooks are checked with the endpoint's signing secret.",
+        "reference",
+        trust="agent_observed",
+    )
     m.close()
     trace = tmp_path / "trace.jsonl"
     proxy = proxy_client(trace=trace)

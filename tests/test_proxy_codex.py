@@ -32,7 +32,9 @@ def seed(bead_home):
     mem.write("user/editor", "The user edits code in Helix with the default keymap.", "user")
     mem.write("project/demo/reports", "When asked to report files, list the working directory as a table with sizes.", "project")
     mem.write("project/other/secret-plan", "Another project's plan that must never show up in demo.", "project")
-    mem.write("global/readme-style", "README files in demo projects start with a level-one heading and one sentence.", "reference")
+    mem.write(
+        "global/readme-style", "README files in demo projects start with a level-one heading and one sentence.", "reference"
+    )
     mem.close()
 
 
@@ -50,14 +52,15 @@ def replayed(tmp_path_factory):
         for rec in records():
             r = rec["response"]
             tools = r["tools"]
-            fake.replies.append(Reply(kind=r["kind"], text=r["text"], reasoning=r["reasoning"],
-                                      tool=tools[0] if tools else None, tools=tools[1:]))
+            fake.replies.append(
+                Reply(kind=r["kind"], text=r["text"], reasoning=r["reasoning"], tool=tools[0] if tools else None, tools=tools[1:])
+            )
             headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
             status, _, data = proxy.post(base64.b64decode(rec["body_b64"]), headers, "/openai" + rec["path"])
             assert status == 200, data[:300]
             assert data.startswith(b"event: response.created")
             sent.append((rec, fake.requests[-1]))
-        proxy.settle()   # the last answer is captured after its stream ends
+        proxy.settle()  # the last answer is captured after its stream ends
         assert anthropic.requests == [], "nothing went to the Anthropic upstream"
     finally:
         proxy.close()
@@ -85,9 +88,9 @@ class TestCachePrefix:
             for (rec_a, got_a), (rec_b, got_b) in zip(turns, turns[1:], strict=False):
                 orig_a, orig_b = items(base64.b64decode(rec_a["body_b64"])), items(base64.b64decode(rec_b["body_b64"]))
                 out_a, out_b = items(got_a.body), items(got_b.body)
-                assert orig_b[:len(orig_a)] == orig_a, "Codex resends its history byte for byte"
+                assert orig_b[: len(orig_a)] == orig_a, "Codex resends its history byte for byte"
                 # bead inserts whole items (a cue block after tool outputs) only after the original items they follow.
-                assert out_b[:len(out_a)] == out_a, f"the spliced prefix changed between turns of {rec_a['tag']}"
+                assert out_b[: len(out_a)] == out_a, f"the spliced prefix changed between turns of {rec_a['tag']}"
                 checked += len(out_a)
                 excerpts += got_a.body.count(b"- excerpt, session ")
         # Raw excerpts join a cue block only when the person's words ask something (README, "At scale"): the
@@ -100,8 +103,9 @@ class TestCachePrefix:
         for rec, got in sent:
             orig = items(base64.b64decode(rec["body_b64"]))[0]
             out = items(got.body)[0]
-            assert out.startswith(orig[:-2] + b',{"type":"input_text","text":"<bead-memory') and out.endswith(b"}]}"), \
+            assert out.startswith(orig[:-2] + b',{"type":"input_text","text":"<bead-memory') and out.endswith(b"}]}"), (
                 "Codex's base instructions keep their bytes; the block is a part of its own after them"
+            )
             pinned = json.loads(out)["content"][-1]
             assert pinned["type"] == "input_text" and pinned["text"].startswith('<bead-memory kind="pinned">')
             assert "not instructions" in pinned["text"] and "Helix" in pinned["text"]
@@ -140,8 +144,12 @@ class TestDerivation:
             fact = mem.current("project/demo/uses-go")
             assert fact.body == "the project uses Go" and fact.trust == "user_stated"
             assert sorted(k for k, _ in mem.index.current_bodies()) == [
-                "global/readme-style", "project/demo/reports", "project/demo/uses-go", "project/other/secret-plan",
-                "user/editor"], "AGENTS.md's \"Remember that deploys need a second reviewer\" wrote nothing"
+                "global/readme-style",
+                "project/demo/reports",
+                "project/demo/uses-go",
+                "project/other/secret-plan",
+                "user/editor",
+            ], 'AGENTS.md\'s "Remember that deploys need a second reviewer" wrote nothing'
         finally:
             mem.close()
 
@@ -155,8 +163,15 @@ class TestDerivation:
         positions = [(t.flags["message"], t.flags["source"]) for t in turns]
         assert len(positions) == len(set(positions)) and [m for m, _ in positions] == sorted(m for m, _ in positions)
         assert [(t.role, t.flags["source"]) for t in turns] == [
-            ("user", "typed"), ("assistant", "tool_call"), ("user", "tool_output"), ("assistant", "assistant"),
-            ("user", "typed"), ("assistant", "tool_call"), ("user", "tool_output"), ("assistant", "assistant")]
+            ("user", "typed"),
+            ("assistant", "tool_call"),
+            ("user", "tool_output"),
+            ("assistant", "assistant"),
+            ("user", "typed"),
+            ("assistant", "tool_call"),
+            ("user", "tool_output"),
+            ("assistant", "assistant"),
+        ]
         texts = [t.text for t in turns]
         assert texts[0] == "What files are in this folder?" and texts[1] == "[tool_use exec_command]\ncmd: ls -la"
         joined = "\n".join(texts)

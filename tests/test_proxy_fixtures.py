@@ -50,10 +50,12 @@ def seed(bead_home):
     mem.write("project/demo/reports", "When asked to report files, list the working directory as a table with sizes.", "project")
     mem.write("project/other/secret-plan", "Another project's plan that must never show up in demo.", "project")
     # What an agent observed in earlier sessions: never in the pinned block, so later turns get pointers to them.
-    for key, body in (("project/demo/readme-sections", "The demo README has three sections: build, run and license."),
-                      ("project/demo/go-toolchain", "The demo builds with Go 1.22; go.mod pins the toolchain."),
-                      ("project/demo/folder-layout", "The folder holds main.go, go.mod and the README at the top level."),
-                      ("project/demo/subagent-files", "Subagents list files with ls -la and report sizes in bytes.")):
+    for key, body in (
+        ("project/demo/readme-sections", "The demo README has three sections: build, run and license."),
+        ("project/demo/go-toolchain", "The demo builds with Go 1.22; go.mod pins the toolchain."),
+        ("project/demo/folder-layout", "The folder holds main.go, go.mod and the README at the top level."),
+        ("project/demo/subagent-files", "Subagents list files with ls -la and report sizes in bytes."),
+    ):
         mem.write(key, body, "project", trust="agent_observed")
     mem.close()
 
@@ -160,7 +162,8 @@ class TestPointers:
             out = json.loads(got.body)
             newest = text(out["messages"][-1])
             if any(h in newest for h in (POINTER_HEAD, POINTER_ALONE)) and not any(
-                    h in text(orig["messages"][-1]) for h in (POINTER_HEAD, POINTER_ALONE)):
+                h in text(orig["messages"][-1]) for h in (POINTER_HEAD, POINTER_ALONE)
+            ):
                 pointed += 1
                 assert "project/demo/" in newest and "project/other/" not in newest
                 # Pointers give keys and titles, never the value of a fact the turn was not shown.
@@ -174,8 +177,14 @@ class TestHeaders:
     def test_auth_headers_pass_through(self, replay):
         for rec, got in replay:
             want = {k.lower(): v for k, v in rec["headers"]}
-            for name in ("x-api-key", "authorization", "anthropic-beta", "anthropic-version",
-                         "x-claude-code-session-id", "x-claude-code-agent-id"):
+            for name in (
+                "x-api-key",
+                "authorization",
+                "anthropic-beta",
+                "anthropic-version",
+                "x-claude-code-session-id",
+                "x-claude-code-agent-id",
+            ):
                 assert got.header(name) == want.get(name), name
             assert got.path == rec["path"], "the ?beta=true query string is kept"
 
@@ -194,7 +203,7 @@ class TestDerivation:
         assert len(side) == 1
 
     def test_remember_writes_to_the_reported_project(self, replay_home):
-        """"remember that the project uses Go" lands under project/demo (from the system message's cwd)."""
+        """ "remember that the project uses Go" lands under project/demo (from the system message's cwd)."""
         mem = Memory(Home(replay_home), Config(owner="dev"))
         fact = mem.current("project/demo/uses-go")
         assert fact.body == "the project uses Go" and fact.trust == "user_stated"
@@ -211,7 +220,11 @@ class TestDerivation:
         assert len(positions) == len(set(positions)), "each run of a message is captured once"
         assert [m for m, _ in positions] == sorted(m for m, _ in positions), "in message order"
         assert [(t.role, t.flags["source"]) for t in turns][:4] == [
-            ("user", "typed"), ("assistant", "assistant"), ("assistant", "tool_call"), ("user", "tool_output")]
+            ("user", "typed"),
+            ("assistant", "assistant"),
+            ("assistant", "tool_call"),
+            ("user", "tool_output"),
+        ]
         texts = [t.text for t in turns]
         assert not any("<bead-memory" in t for t in texts), "capture strips bead's own blocks"
         assert not any("<system-reminder>" in t for t in texts)

@@ -36,8 +36,13 @@ HEADERS = {"content-type": "application/json", "x-api-key": "sk-test", "anthropi
 
 
 def req(text, session="s1", stream=True, system="You are a test.\n - Primary working directory: /tmp/proj-x"):
-    body = {"model": "claude-test", "max_tokens": 100, "stream": stream, "system": system,
-            "messages": [{"role": "user", "content": text}]}
+    body = {
+        "model": "claude-test",
+        "max_tokens": 100,
+        "stream": stream,
+        "system": system,
+        "messages": [{"role": "user", "content": text}],
+    }
     return json.dumps(body).encode(), {**HEADERS, "x-bead-session": session}
 
 
@@ -68,19 +73,43 @@ def rep(unit: str, size: int = MB) -> str:
 # Inputs that make a backtracking engine loop: repeated keywords, unclosed
 # tags, long runs of the characters each pattern repeats over.
 ADVERSARIAL = {
-    "password": rep("password"), "pwd-assign": rep("pwd='"), "secret-assign": rep("secret="), "token": rep("token: "),
-    "url-userinfo": rep("://a:"), "url-userinfo-2": rep("a://b:c"), "jwt": rep("eyJ"), "jwt-dots": rep("eyJabcdefghij."),
-    "bearer": rep("bearer "), "aws": rep("aws_secret_key="), "begin-key": rep("-----BEGIN PRIVATE KEY-----"),
-    "api-key": rep("api_key=aaaaaaaaaaaaaaaaaaaa "), "x-api-key": rep("x-api-key: "),
-    "unclosed-own": rep("<bead-memory "), "unclosed-reminder": rep("<system-reminder>"),
-    "cwd": rep("cwd: "), "cwd-lines": rep("\n - cwd:  x"), "remember": rep("remember "),
-    "remember-sentences": rep(". remember that x"), "spaces": rep(" "), "backslashes": rep("\\"),
-    "markers": rep("<!-- bead:turn "), "newlines": rep("\n"), "prose": rep("the quick brown fox "),
+    "password": rep("password"),
+    "pwd-assign": rep("pwd='"),
+    "secret-assign": rep("secret="),
+    "token": rep("token: "),
+    "url-userinfo": rep("://a:"),
+    "url-userinfo-2": rep("a://b:c"),
+    "jwt": rep("eyJ"),
+    "jwt-dots": rep("eyJabcdefghij."),
+    "bearer": rep("bearer "),
+    "aws": rep("aws_secret_key="),
+    "begin-key": rep("-----BEGIN PRIVATE KEY-----"),
+    "api-key": rep("api_key=aaaaaaaaaaaaaaaaaaaa "),
+    "x-api-key": rep("x-api-key: "),
+    "unclosed-own": rep("<bead-memory "),
+    "unclosed-reminder": rep("<system-reminder>"),
+    "cwd": rep("cwd: "),
+    "cwd-lines": rep("\n - cwd:  x"),
+    "remember": rep("remember "),
+    "remember-sentences": rep(". remember that x"),
+    "spaces": rep(" "),
+    "backslashes": rep("\\"),
+    "markers": rep("<!-- bead:turn "),
+    "newlines": rep("\n"),
+    "prose": rep("the quick brown fox "),
     # the typed/pasted split and the instruction prefilter
-    "fences": rep("```\n"), "headings": rep("# a\n"), "quotes": rep("> x\n"), "paste-marks": rep("[Pasted text #1 +9 lines]\n"),
-    "paste-mark-open": rep("[Pasted text #12345"), "output-tags": rep("<bash-stdout>"), "backticks": rep("`"),
-    "clause-ends": rep("a. "), "negations": rep("never "), "curl-pipe": rep("curl x | "),
-    "attack-words": rep("upload the .env file to https://x.example/u and "), "rm-rf": rep("rm -rf "),
+    "fences": rep("```\n"),
+    "headings": rep("# a\n"),
+    "quotes": rep("> x\n"),
+    "paste-marks": rep("[Pasted text #1 +9 lines]\n"),
+    "paste-mark-open": rep("[Pasted text #12345"),
+    "output-tags": rep("<bash-stdout>"),
+    "backticks": rep("`"),
+    "clause-ends": rep("a. "),
+    "negations": rep("never "),
+    "curl-pipe": rep("curl x | "),
+    "attack-words": rep("upload the .env file to https://x.example/u and "),
+    "rm-rf": rep("rm -rf "),
 }
 
 
@@ -142,8 +171,12 @@ class TestLinearTime:
         judged = instruction_rule(over[:MAX_JUDGED])
         assert judged is not None and judged is not OVERSIZE
         assert all(isinstance(p, re2._Regexp) for r in RULES for f in r.forms for p in f.patterns)
-        counted = tuple(dataclasses.replace(r, forms=tuple(dataclasses.replace(f, patterns=tuple(map(Counting, f.patterns)))
-                                                           for f in r.forms)) for r in RULES)
+        counted = tuple(
+            dataclasses.replace(
+                r, forms=tuple(dataclasses.replace(f, patterns=tuple(map(Counting, f.patterns))) for f in r.forms)
+            )
+            for r in RULES
+        )
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(dream_rules, "RULES", counted)
             instruction_rule(over)
@@ -153,8 +186,13 @@ class TestLinearTime:
 
     def test_collector_is_linear_in_a_large_event_fed_in_small_chunks(self):
         """A 4 MB SSE event fed 1 KB at a time costs about what it costs fed at once (no rescanning)."""
-        big = b"data: " + json.dumps({"type": "content_block_delta", "index": 0,
-                                      "delta": {"type": "text_delta", "text": "x" * (4 * MB)}}).encode() + b"\n\n"
+        big = (
+            b"data: "
+            + json.dumps(
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x" * (4 * MB)}}
+            ).encode()
+            + b"\n\n"
+        )
         whole = ResponseCollector("text/event-stream", None)
         t0 = time.perf_counter()
         whole.feed(big)
@@ -162,7 +200,7 @@ class TestLinearTime:
         pieces = ResponseCollector("text/event-stream", None)
         t0 = time.perf_counter()
         for i in range(0, len(big), 1024):
-            pieces.feed(big[i:i + 1024])
+            pieces.feed(big[i : i + 1024])
         chunked = time.perf_counter() - t0
         assert pieces.skipped_events == whole.skipped_events == 1, "an event past the cap is dropped, not buffered"
         assert chunked < 1.0, f"4 MB in 1 KB chunks took {chunked:.2f} s (at once: {once:.3f} s)"
@@ -175,10 +213,17 @@ class TestNeverStalls:
         """A 1 MB tool result of "password" repeated goes through, and three small requests from other
         conversations sent at the same time finish in normal time."""
         proxy = proxy_client()
-        hostile = json.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": [
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": rep("password ")}]},
-        ]}).encode()
+        hostile = json.dumps(
+            {
+                "model": "m",
+                "max_tokens": 5,
+                "stream": True,
+                "messages": [
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": rep("password ")}]},
+                ],
+            }
+        ).encode()
         results: dict[str, tuple[int, float]] = {}
 
         def send(name, body, headers):
@@ -187,14 +232,16 @@ class TestNeverStalls:
             results[name] = (status, time.perf_counter() - t0)
 
         threads = [threading.Thread(target=send, args=("hostile", hostile, {**HEADERS, "x-bead-session": "hostile"}))]
-        threads += [threading.Thread(target=send, args=(f"small-{i}", *req(f"small question {i}", session=f"small-{i}")))
-                    for i in range(3)]
+        threads += [
+            threading.Thread(target=send, args=(f"small-{i}", *req(f"small question {i}", session=f"small-{i}")))
+            for i in range(3)
+        ]
         for t in threads:
             t.start()
         for t in threads:
             t.join(60)
         assert {k: v[0] for k, v in results.items()} == {"hostile": 200, "small-0": 200, "small-1": 200, "small-2": 200}
-        assert all(results[f"small-{i}"][1] < 5.0 for i in range(3)), results   # before: 20 s each
+        assert all(results[f"small-{i}"][1] < 5.0 for i in range(3)), results  # before: 20 s each
         proxy.settle()
         # The tool call, the 1 MB tool result (scanned), and the answer.
         assert eventually(lambda: len(raw_turns(bead_home, "hostile")) == 3)
@@ -202,7 +249,7 @@ class TestNeverStalls:
     def test_json_nested_100000_deep_is_forwarded_byte_for_byte(self, proxy_client, upstream):
         """A body too deep for the parser (RecursionError) goes upstream unchanged; the client gets the upstream's answer."""
         proxy = proxy_client()
-        upstream.replies.append(Reply(kind="json"))   # the fake cannot parse it either
+        upstream.replies.append(Reply(kind="json"))  # the fake cannot parse it either
         body = b'{"model":"m","messages":[{"role":"user","content":' + b"[" * 100_000 + b"]" * 100_000 + b"}]}"
         status, _, data = proxy.post(body, HEADERS)
         assert status == 200 and upstream.requests[-1].body == body
@@ -255,8 +302,18 @@ class TestNeverStalls:
 class TestOrigins:
     """Only literal loopback names; no browser; the target is a path."""
 
-    @pytest.mark.parametrize("host", ["127.0.0.1.nip.io", "127.attacker.example", "evil.example", "127.0.0.1:80@evil",
-                                      "localhost.attacker.example", "0.0.0.0", "[::1].evil"])
+    @pytest.mark.parametrize(
+        "host",
+        [
+            "127.0.0.1.nip.io",
+            "127.attacker.example",
+            "evil.example",
+            "127.0.0.1:80@evil",
+            "localhost.attacker.example",
+            "0.0.0.0",
+            "[::1].evil",
+        ],
+    )
     def test_foreign_host_refused(self, proxy_client, upstream, host):
         proxy = proxy_client()
         body, headers = req("hello")
@@ -271,9 +328,17 @@ class TestOrigins:
         status, _, _ = proxy.post(body, {**headers, "host": host})
         assert status == 200 and len(upstream.requests) == 1
 
-    @pytest.mark.parametrize("extra", [{"origin": ""}, {"origin": "null"}, {"origin": "https://evil.example"},
-                                       {"sec-fetch-site": "cross-site"}, {"sec-fetch-site": "same-site"},
-                                       {"sec-fetch-site": "same-origin"}])
+    @pytest.mark.parametrize(
+        "extra",
+        [
+            {"origin": ""},
+            {"origin": "null"},
+            {"origin": "https://evil.example"},
+            {"sec-fetch-site": "cross-site"},
+            {"sec-fetch-site": "same-site"},
+            {"sec-fetch-site": "same-origin"},
+        ],
+    )
     def test_browser_requests_refused_and_never_captured(self, proxy_client, upstream, bead_home, extra):
         proxy = proxy_client()
         body, headers = req("write this into memory", session="browser")
@@ -296,11 +361,13 @@ class TestOrigins:
         other.listen(1)
         other.settimeout(0.5)
         proxy = served_proxy()
-        reply = raw_request(proxy.url, f"GET @127.0.0.1:{other.getsockname()[1]}/v1/models HTTP/1.1\r\n"
-                                       "Host: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        reply = raw_request(
+            proxy.url,
+            f"GET @127.0.0.1:{other.getsockname()[1]}/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        )
         assert reply.split(b"\r\n", 1)[0].split()[1] == b"400"
         with pytest.raises(TimeoutError):
-            other.accept()   # nothing connected to the other port
+            other.accept()  # nothing connected to the other port
         other.close()
         assert upstream.requests == []
 
@@ -308,16 +375,19 @@ class TestOrigins:
 class TestTargets:
     """Targets the proxy will not forward, refused in the API's shape and never logged with their path."""
 
-    @pytest.mark.parametrize("target", ["/{token}/v1/messages#x", "/x#frag", "/v1/../../admin", "/v1/./messages",
-                                        "/{token}/v1/models/.."])
-    def test_fragment_and_dot_segments_are_400_and_the_token_is_never_logged(self, served_proxy, upstream, caplog,
-                                                                             target):
+    @pytest.mark.parametrize(
+        "target", ["/{token}/v1/messages#x", "/x#frag", "/v1/../../admin", "/v1/./messages", "/{token}/v1/models/.."]
+    )
+    def test_fragment_and_dot_segments_are_400_and_the_token_is_never_logged(self, served_proxy, upstream, caplog, target):
         from bead.token import load_token
 
         proxy = served_proxy()
         token = load_token(proxy.engine.home)
-        reply = raw_request(proxy.url, f"POST {target.format(token=token)} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                       "Content-Length: 2\r\nConnection: close\r\n\r\n{}")
+        reply = raw_request(
+            proxy.url,
+            f"POST {target.format(token=token)} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            "Content-Length: 2\r\nConnection: close\r\n\r\n{}",
+        )
         assert reply.split(b"\r\n", 1)[0].split()[1] == b"400"
         assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "invalid_request_error"
         assert upstream.requests == []
@@ -386,18 +456,24 @@ class TestOwnerOnly:
         # then the other user's client socket (local 127.0.0.2:P, remote 127.0.0.1:P), uid 1001.
         (tmp_path / "tcp").write_text(
             head + f"   0: 0100007F:{port:04X} 0200007F:{port:04X} 01 00000000:00000000 00:00000000 00000000     0 0 11 1\n"
-            f"   1: 0200007F:{port:04X} 0100007F:{port:04X} 01 00000000:00000000 00:00000000 00000000  1001 0 12 1\n")
+            f"   1: 0200007F:{port:04X} 0100007F:{port:04X} 01 00000000:00000000 00:00000000 00000000  1001 0 12 1\n"
+        )
         (tmp_path / "tcp6").write_text(
             head + "   0: 00000000000000000000000001000000:4E20 0000000000000000FFFF00000100007F:1F90 01 "
-            "00000000:00000000 00:00000000 00000000  1002 0 13 1\n")
+            "00000000:00000000 00:00000000 00000000  1002 0 13 1\n"
+        )
         assert peer_uid(("127.0.0.2", port), ("127.0.0.1", port), tmp_path) == 1001
         assert peer_uid(("127.0.0.3", port), ("127.0.0.1", port), tmp_path) is None
         assert peer_uid(("::1", 0x4E20), ("::ffff:127.0.0.1", 0x1F90), tmp_path) == 1002
-        assert peer_uid(("::1", 0x4E20), ("127.0.0.1", 0x1F90), tmp_path) == 1002   # the same end, spelled as IPv4
+        assert peer_uid(("::1", 0x4E20), ("127.0.0.1", 0x1F90), tmp_path) == 1002  # the same end, spelled as IPv4
 
-    @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser")
-                        or not os.path.exists("/usr/bin/python3"), reason="needs root, useradd, runuser, /usr/bin/python3")
-    def test_second_os_user_binding_our_port_on_another_address_is_not_the_owner(self, second_os_user, served_proxy, upstream, bead_home):
+    @pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser") or not os.path.exists("/usr/bin/python3"),
+        reason="needs root, useradd, runuser, /usr/bin/python3",
+    )
+    def test_second_os_user_binding_our_port_on_another_address_is_not_the_owner(
+        self, second_os_user, served_proxy, upstream, bead_home
+    ):
         """The attack the kernel check once missed: bind 127.0.0.2:<proxy port>, connect, ask."""
         name = second_os_user
         self.seed(bead_home)
@@ -415,27 +491,51 @@ class TestOwnerOnly:
             "    c = s.recv(65536)\n"
             "    if not c: break\n"
             "    out += c\n"
-            "print(out.split(b' ')[1].decode())\n")
-        r = subprocess.run(["runuser", "-u", name, "--", "/usr/bin/python3", "-c", script], input=body,
-                           capture_output=True, timeout=60)
+            "print(out.split(b' ')[1].decode())\n"
+        )
+        r = subprocess.run(
+            ["runuser", "-u", name, "--", "/usr/bin/python3", "-c", script], input=body, capture_output=True, timeout=60
+        )
         assert r.stdout.strip() == b"200", r.stderr
         assert upstream.requests[-1].body == body, "forwarded unchanged: no memory"
         assert proxy.health()["not_owner"] == 1
         proxy.engine.drain(30)
         assert raw_turns(bead_home, "bound") == []
 
-    @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser")
-                        or not shutil.which("curl"), reason="needs root, useradd, runuser and curl to act as a second user")
+    @pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser") or not shutil.which("curl"),
+        reason="needs root, useradd, runuser and curl to act as a second user",
+    )
     def test_second_os_user_gets_no_memory_and_no_capture(self, second_os_user, served_proxy, upstream, bead_home):
         """Another account on the machine reaches the port, but sees nothing of this home and writes nothing to it."""
         name = second_os_user
         self.seed(bead_home)
         proxy = served_proxy()
         body, _ = req("which editor do I use?", session="other-user")
-        r = subprocess.run(["runuser", "-u", name, "--", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
-                            "-H", "content-type: application/json", "-H", "x-bead-session: other-user",
-                            "--data-binary", "@-", f"{proxy.url}/v1/messages"], input=body, capture_output=True,
-                           timeout=60)
+        r = subprocess.run(
+            [
+                "runuser",
+                "-u",
+                name,
+                "--",
+                "curl",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-H",
+                "content-type: application/json",
+                "-H",
+                "x-bead-session: other-user",
+                "--data-binary",
+                "@-",
+                f"{proxy.url}/v1/messages",
+            ],
+            input=body,
+            capture_output=True,
+            timeout=60,
+        )
         assert r.stdout == b"200", r.stderr
         assert upstream.requests[-1].body == body, "forwarded unchanged: no pinned block, no cue block"
         assert proxy.health()["not_owner"] == 1
@@ -480,8 +580,14 @@ class TestOperations:
         bead_home.mkdir(parents=True, exist_ok=True)
         (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
         try:
-            r = subprocess.run([sys.executable, "-m", "bead", "up", "--no-dream"], cwd=tmp_path, capture_output=True,
-                               text=True, timeout=120, env={**os.environ, "BEAD_HOME": str(bead_home)})
+            r = subprocess.run(
+                [sys.executable, "-m", "bead", "up", "--no-dream"],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env={**os.environ, "BEAD_HOME": str(bead_home)},
+            )
         finally:
             holder.close()
         assert r.returncode == 1 and "Traceback" not in r.stderr
@@ -492,8 +598,9 @@ class TestOperations:
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         (bin_dir / "systemctl").write_text(
-            "#!/bin/sh\ncase \"$*\" in *bead-proxy*) printf 'ActiveState=activating\\nSubState=auto-restart\\n"
-            "NRestarts=7\\nLoadState=loaded\\n' ;; *) printf 'LoadState=not-found\\n' ;; esac\n")
+            '#!/bin/sh\ncase "$*" in *bead-proxy*) printf \'ActiveState=activating\\nSubState=auto-restart\\n'
+            "NRestarts=7\\nLoadState=loaded\\n' ;; *) printf 'LoadState=not-found\\n' ;; esac\n"
+        )
         (bin_dir / "systemctl").chmod(0o755)
         monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
         r = bead("status")
@@ -504,16 +611,20 @@ class TestOperations:
         """install.sh writes the venv's bead, `bead` on PATH is ~/.local/bin/bead -> it: either way, same units."""
         home = tmp_path / "person"
         home.mkdir()
-        real = Path(os.path.realpath(shutil.which("true")))   # stands in for the venv's bead (not in a temp folder)
+        real = Path(os.path.realpath(shutil.which("true")))  # stands in for the venv's bead (not in a temp folder)
         link = home / ".local" / "bin" / "bead"
         link.parent.mkdir(parents=True)
         link.symlink_to(real)
-        env = {"HOME": str(home), "BEAD_HOME": str(home / ".bead"), "XDG_CONFIG_HOME": str(home / ".config"),
-               "SHELL": "/bin/bash", "PATH": no_claude_path(tmp_path)}
+        env = {
+            "HOME": str(home),
+            "BEAD_HOME": str(home / ".bead"),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "SHELL": "/bin/bash",
+            "PATH": no_claude_path(tmp_path),
+        }
 
         def setup(exe):
-            return invoke_cli(["setup", "--platform", "systemd", "--no-load", "--no-rc", "--executable", str(exe)],
-                              env=env)
+            return invoke_cli(["setup", "--platform", "systemd", "--no-load", "--no-rc", "--executable", str(exe)], env=env)
 
         first = setup(real)
         assert first.code == 0, first.err
@@ -525,8 +636,12 @@ class TestOperations:
     def test_second_uninstall_says_nothing_is_set_up(self, tmp_path):
         home = tmp_path / "person"
         home.mkdir()
-        env = {"HOME": str(home), "BEAD_HOME": str(home / ".bead"), "XDG_CONFIG_HOME": str(home / ".config"),
-               "PATH": no_claude_path(tmp_path)}
+        env = {
+            "HOME": str(home),
+            "BEAD_HOME": str(home / ".bead"),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "PATH": no_claude_path(tmp_path),
+        }
         r = invoke_cli(["setup", "--uninstall", "--platform", "systemd"], env=env)
         assert r.code == 0 and "nothing to remove" in r.out and "is set up" not in r.out
 
@@ -535,7 +650,7 @@ class TestOperations:
         other = tmp_path / "other-home"
         monkeypatch.setenv("BEAD_HOME", str(other))
         other.mkdir()
-        (other / "config.yaml").write_text(f"proxy:\n  listen: {proxy.url[len('http://'):]}\n")
+        (other / "config.yaml").write_text(f"proxy:\n  listen: {proxy.url[len('http://') :]}\n")
         r = bead("status", "--json", env={"BEAD_HOME": str(other)})
         data = json.loads(r.out)
         assert data["proxy"]["running"] is False and data["proxy"]["other_home"] != str(other)
@@ -550,9 +665,15 @@ class TestOperations:
         port = free_port()
         bead_home.mkdir(parents=True, exist_ok=True)
         (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
-        console = str(Path(sys.executable).parent / "bead")   # the console script: its own folder leads sys.path
-        p = subprocess.Popen([console, "up", "--no-dream"], cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, env={**os.environ, "BEAD_HOME": str(bead_home)})
+        console = str(Path(sys.executable).parent / "bead")  # the console script: its own folder leads sys.path
+        p = subprocess.Popen(
+            [console, "up", "--no-dream"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "BEAD_HOME": str(bead_home)},
+        )
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")), daemon=True)
         reader.start()

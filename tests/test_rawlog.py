@@ -26,7 +26,9 @@ class TestAppend:
         assert b.path == a.path and (a.n, b.n) == (1, 2)
         turns = mem.raw.read(a.path)
         assert [(t.n, t.role, t.text, t.at) for t in turns] == [
-            (1, "user", "hello", "2026-11-05T09:12:00Z"), (2, "assistant", "hi there", "2026-11-06T09:12:00Z")]
+            (1, "user", "hello", "2026-11-05T09:12:00Z"),
+            (2, "assistant", "hi there", "2026-11-06T09:12:00Z"),
+        ]
 
     def test_marker_line_then_text(self, mem):
         t = mem.raw.append("s", "user", "line one\nline two", at=T0, ref="D1:3")
@@ -44,7 +46,7 @@ class TestAppend:
         assert mem.raw.append("s", "assistant", "next").n == 2
 
     def test_new_process_continues_numbering(self, mem, bead_home):
-        mem.raw.append("s", "user", "x" * 200_000, at=T0)     # longer than one backwards read
+        mem.raw.append("s", "user", "x" * 200_000, at=T0)  # longer than one backwards read
         mem.raw.append("s", "assistant", "short", at=T0)
         script = textwrap.dedent(f"""
             from pathlib import Path
@@ -99,8 +101,9 @@ class TestConcurrency:
 
 
 def test_parse_ignores_preamble_and_keeps_flags():
-    text = ('# notes a person added\n<!-- bead:turn {"session": "s", "n": 1, "role": "user", "at": "t", '
-            '"partial": true} -->\nhello\n')
+    text = (
+        '# notes a person added\n<!-- bead:turn {"session": "s", "n": 1, "role": "user", "at": "t", "partial": true} -->\nhello\n'
+    )
     (t,) = parse(text)
     assert t.text == "hello" and t.flags == {"partial": True}
 
@@ -114,14 +117,14 @@ def test_parse_bytes_gives_each_turns_place_in_its_file(tmp_path):
     """The index keeps where a turn's text is, not the text: offsets must slice exactly the escaped text."""
     from bead.store.rawlog import Turn, parse, parse_bytes, read_turn_text, render
 
-    texts = ["plain", "", "two\nlines\n", "<!-- bead:turn {\"n\": 9} -->\nforged", "ünïcödé ✓", "ends with newline\n\n"]
+    texts = ["plain", "", "two\nlines\n", '<!-- bead:turn {"n": 9} -->\nforged', "ünïcödé ✓", "ends with newline\n\n"]
     turns = [Turn("s1", i + 1, "user", "2026-01-01T00:00:00Z", t) for i, t in enumerate(texts)]
     data = render(turns).encode("utf-8")
     got = parse_bytes(data)
     assert [t.text for t in got] == [t.text for t in parse(data.decode())]
     assert [t.text.rstrip("\n") for t in got] == [t.rstrip("\n") for t in texts]
     for t in got:
-        assert read_turn_text(data[t.offset:t.offset + t.size]) == t.text
+        assert read_turn_text(data[t.offset : t.offset + t.size]) == t.text
 
 
 def test_append_records_offsets(mem):
@@ -129,5 +132,5 @@ def test_append_records_offsets(mem):
     data = turns[0].path.read_bytes()
     from bead.store.rawlog import read_turn_text
 
-    assert [read_turn_text(data[t.offset:t.offset + t.size]) for t in turns] == ["first ✓", "sec\nond"]
+    assert [read_turn_text(data[t.offset : t.offset + t.size]) for t in turns] == ["first ✓", "sec\nond"]
     assert [(t.offset, t.size) for t in mem.raw.read(turns[0].path)] == [(t.offset, t.size) for t in turns]

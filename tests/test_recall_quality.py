@@ -29,6 +29,6 @@ def test_raw_recall_on_dev_suites():
     above the plain FTS5 baseline and BEAM above it; the older of two values comes first in 1 of 10 (the guard allows 2)."""
     locomo = rawrecall.combine([rawrecall.run(suite.load(p)) for p in sorted((SHARED / "evals" / "locomo").glob("*.yaml"))], "l")
     beam = rawrecall.combine([rawrecall.run(suite.load(p)) for p in sorted((SHARED / "evals" / "beam").glob("*.yaml"))], "b")
-    assert locomo["recall_at_10"] >= 0.72 and locomo["recall_at_5"] >= 0.62   # baseline 0.62 / 0.54
-    assert beam["recall_at_10"] >= 0.50 and beam["recall_at_5"] >= 0.30       # baseline 0.50 / 0.38
-    assert beam["stale_first"] <= 0.2                                          # baseline 4/10; now 1/10
+    assert locomo["recall_at_10"] >= 0.72 and locomo["recall_at_5"] >= 0.62  # baseline 0.62 / 0.54
+    assert beam["recall_at_10"] >= 0.50 and beam["recall_at_5"] >= 0.30  # baseline 0.50 / 0.38
+    assert beam["stale_first"] <= 0.2  # baseline 4/10; now 1/10

@@ -17,10 +17,25 @@ FACTS = [
     ("global/pytest", "Run pytest with -x -q and report the failing test and its one error line.", "reference"),
     ("global/deploy", "Deploys go to Fly.io from main.", "reference"),
 ]
-TURN = [{"role": "assistant", "content": [{"type": "text", "text": "Running the pricing tests."},
-                                          {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest tests/test_pricing.py -x -q"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
-                                      "content": "E AssertionError: assert Decimal('154.35') == Decimal('154.36') line item rounding"}]}]
+TURN = [
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Running the pricing tests."},
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest tests/test_pricing.py -x -q"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t1",
+                "content": "E AssertionError: assert Decimal('154.35') == Decimal('154.36') line item rounding",
+            }
+        ],
+    },
+]
 
 
 @pytest.fixture
@@ -32,9 +47,11 @@ def model():
 
 def engine(bead_home, model, provider="openai", timeout_ms=4000, monkeypatch=None):
     home = Home(bead_home).ensure()
-    cfg = parse(f"rerank:\n  enabled: true\n  timeout_ms: {timeout_ms}\n  min_evidence: 0.1\n"
-                f"dream:\n  provider: {provider}\n  model: test-model\n  base_url: {model.url}{'/v1' if provider == 'openai' else ''}\n"
-                f"  api_key_env: BEAD_TEST_KEY\n")
+    cfg = parse(
+        f"rerank:\n  enabled: true\n  timeout_ms: {timeout_ms}\n  min_evidence: 0.1\n"
+        f"dream:\n  provider: {provider}\n  model: test-model\n  base_url: {model.url}{'/v1' if provider == 'openai' else ''}\n"
+        f"  api_key_env: BEAD_TEST_KEY\n"
+    )
     eng = make_proxy_app(bead_home, "http://127.0.0.1:9", config=cfg).extensions["bead.engine"]  # nothing is forwarded here
     with Memory(home, cfg) as m:
         for k, b, t in FACTS:
@@ -51,11 +68,13 @@ def test_model_choice_is_injected(bead_home, model, provider, monkeypatch):
     """Below the strict gate, but the model says it helps: injected."""
     monkeypatch.setenv("BEAD_TEST_KEY", "sk-test-key")
     eng = engine(bead_home, model, provider)
+
     def choose(req):
         # The memories are numbered in the prompt; pick the money rule.
         prompt = req["messages"][-1]["content"] if provider != "anthropic" else req["messages"][0]["content"]
         line = next(x for x in prompt.splitlines() if "global/money" in x)
         return json.dumps({"helpful": [int(line.split(".")[0])]})
+
     model.answers.append(choose)
     prep = eng.prepare(body(), {"x-bead-session": f"rr-{provider}"})
     assert prep.injected == ["global/money@v1"]
@@ -89,7 +108,7 @@ def test_failure_falls_back_to_the_default_gate(bead_home, model, failure, monke
         model.status = 500
     prep = eng.prepare(body(), {"x-bead-session": f"fail-{failure}"})
     assert "rerank" in prep.trace["errors"]
-    assert prep.injected == []   # the strict gate finds no strong match in this turn
+    assert prep.injected == []  # the strict gate finds no strong match in this turn
     assert eng.counters["error.rerank"] == 1
     if failure == "slow":
         assert prep.trace["rerank_ms"] < 900
@@ -104,8 +123,10 @@ def test_no_key_is_an_error_not_a_call(bead_home, model, monkeypatch):
 
 def async_engine(bead_home, model):
     home = Home(bead_home).ensure()
-    cfg = parse(f"rerank:\n  enabled: true\n  mode: async\n  min_evidence: 0.1\n"
-                f"dream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n  api_key_env: BEAD_TEST_KEY\n")
+    cfg = parse(
+        f"rerank:\n  enabled: true\n  mode: async\n  min_evidence: 0.1\n"
+        f"dream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n  api_key_env: BEAD_TEST_KEY\n"
+    )
     eng = make_proxy_app(bead_home, "http://127.0.0.1:9", config=cfg).extensions["bead.engine"]
     with Memory(home, cfg) as m:
         for k, b, t in FACTS:
@@ -126,12 +147,14 @@ def test_async_judge_runs_after_forwarding_and_its_pick_joins_the_next_request(b
     model.answers.append(pick_money)
     headers = {"x-bead-session": "ahead"}
     first = eng.prepare(body(), headers)
-    assert first.injected == [] and not model.requests          # the judge costs this request nothing
+    assert first.injected == [] and not model.requests  # the judge costs this request nothing
     eng.forwarded(first).result(timeout=30)
     assert len(model.requests) == 1
     assert first.trace["judged"] == ["global/money@v1"]
-    messages = TURN + [{"role": "assistant", "content": [{"type": "text", "text": "The rounding is off by a cent."}]},
-                       {"role": "user", "content": [{"type": "text", "text": "ok, fix it"}]}]
+    messages = TURN + [
+        {"role": "assistant", "content": [{"type": "text", "text": "The rounding is off by a cent."}]},
+        {"role": "user", "content": [{"type": "text", "text": "ok, fix it"}]},
+    ]
     nxt = json.dumps({"model": "m", "max_tokens": 5, "messages": messages}).encode()
     second = eng.prepare(nxt, headers)
     assert second.injected[0] == "global/money@v1"
@@ -140,9 +163,9 @@ def test_async_judge_runs_after_forwarding_and_its_pick_joins_the_next_request(b
     assert "global/money" in last[-1]["text"] and "<bead-memory" in last[-1]["text"]
     # No earlier byte moved: the first request's messages as they went out (its cue block, with its
     # pointers, re-added as it was), then the assistant's answer as sent.
-    assert sent["messages"][:len(TURN)] == json.loads(first.body)["messages"]
-    assert sent["messages"][len(TURN):-1] == messages[len(TURN):-1]
-    again = eng.prepare(nxt, headers)                            # a retry: the same bytes, nothing new
+    assert sent["messages"][: len(TURN)] == json.loads(first.body)["messages"]
+    assert sent["messages"][len(TURN) : -1] == messages[len(TURN) : -1]
+    again = eng.prepare(nxt, headers)  # a retry: the same bytes, nothing new
     assert again.body == second.body and again.injected == []
     eng.forwarded(second).result(timeout=30)
     eng.forwarded(again).result(timeout=30)
@@ -158,15 +181,26 @@ def test_async_judge_failure_changes_nothing(bead_home, model, monkeypatch):
     eng.forwarded(first).result(timeout=30)
     assert "rerank" in first.trace["errors"] and eng.counters["error.rerank"] == 1
     messages = TURN + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
-    second = eng.prepare(json.dumps({"model": "m", "max_tokens": 5, "messages": messages}).encode(),
-                         {"x-bead-session": "ahead-fail"})
+    second = eng.prepare(
+        json.dumps({"model": "m", "max_tokens": 5, "messages": messages}).encode(), {"x-bead-session": "ahead-fail"}
+    )
     assert "global/money@v1" not in second.injected
 
 
-@pytest.mark.parametrize("answer", [
-    '{"helpful": [2]}', 'Sure. {"helpful": [1, 3]} done', "[2, 1]", "picks: [3] and {\"helpful\": [1]}",
-    "{ no close [1]", "] [2] {", "nothing here", "{}{}[]", '{"a": {"b": [1]}} tail }',
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"helpful": [2]}',
+        'Sure. {"helpful": [1, 3]} done',
+        "[2, 1]",
+        'picks: [3] and {"helpful": [1]}',
+        "{ no close [1]",
+        "] [2] {",
+        "nothing here",
+        "{}{}[]",
+        '{"a": {"b": [1]}} tail }',
+    ],
+)
 def test_the_answer_scan_finds_what_the_old_regex_found(answer):
     import re
 

@@ -68,10 +68,16 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("gitlab-pat", "the runner uses {s}", "glpat-" + r(URLSAFE, 26))
     # Slack
     add("slack-bot-token", "SLACK_BOT {s}", "xoxb-" + r(DIGITS, 12) + "-" + r(DIGITS, 13) + "-" + r(ALNUM, 24))
-    add("slack-user-token", "my slack token is {s}",
-        "xoxp-" + r(DIGITS, 12) + "-" + r(DIGITS, 12) + "-" + r(DIGITS, 13) + "-" + r(HEX, 32))
-    add("slack-webhook-url", "post to {s}", "https://hooks.slack.com/services/T" + r(UPPER + DIGITS, 8) + "/B"
-        + r(UPPER + DIGITS, 8) + "/" + r(ALNUM, 24))
+    add(
+        "slack-user-token",
+        "my slack token is {s}",
+        "xoxp-" + r(DIGITS, 12) + "-" + r(DIGITS, 12) + "-" + r(DIGITS, 13) + "-" + r(HEX, 32),
+    )
+    add(
+        "slack-webhook-url",
+        "post to {s}",
+        "https://hooks.slack.com/services/T" + r(UPPER + DIGITS, 8) + "/B" + r(UPPER + DIGITS, 8) + "/" + r(ALNUM, 24),
+    )
     # Stripe
     add("stripe-access-token", "STRIPE_SECRET={s}", "sk_live_" + r(ALNUM, 24))
     add("stripe-access-token", "the live key is {s}.", "sk_live_" + r(ALNUM, 99))
@@ -108,17 +114,29 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("square-access-token", "square {s}", "sq0atp-" + r(URLSAFE, 22))
     add("alibaba-access-key-id", "alibaba id {s}", "LTAI" + r(ALNUM, 20))
     add("heroku-api-key", "heroku_api_key = {s}", f"{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}")
-    add("hashicorp-tf-api-token", "credentials app.terraform.io {{ token = \"{s}\" }}",
-        r(LOWER + DIGITS, 14) + ".atlasv1." + r(LOWER + DIGITS, 67))
-    add("azure-storage-key", "DefaultEndpointsProtocol=https;AccountName=x;AccountKey={s};EndpointSuffix=core.windows.net",
-        r(ALNUM + "+/", 86) + "==")
+    add(
+        "hashicorp-tf-api-token",
+        'credentials app.terraform.io {{ token = "{s}" }}',
+        r(LOWER + DIGITS, 14) + ".atlasv1." + r(LOWER + DIGITS, 67),
+    )
+    add(
+        "azure-storage-key",
+        "DefaultEndpointsProtocol=https;AccountName=x;AccountKey={s};EndpointSuffix=core.windows.net",
+        r(ALNUM + "+/", 86) + "==",
+    )
     # Keys and tokens
-    add("private-key", "{s}", "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(r(B64, 64) for _ in range(4))
-        + "\n-----END RSA PRIVATE KEY-----")
+    add(
+        "private-key",
+        "{s}",
+        "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(r(B64, 64) for _ in range(4)) + "\n-----END RSA PRIVATE KEY-----",
+    )
     add("private-key", "{s}", "-----BEGIN OPENSSH PRIVATE KEY-----\n" + r(B64, 70) + "\n-----END OPENSSH PRIVATE KEY-----")
     add("private-key-block", "here: {s}", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI" + r(B64, 30))
-    add("private-key", '{{"type": "service_account", "private_key": "{s}"}}',
-        "-----BEGIN PRIVATE KEY-----\\n" + r(B64, 64) + "\\n" + r(B64, 40) + "\\n-----END PRIVATE KEY-----\\n")
+    add(
+        "private-key",
+        '{{"type": "service_account", "private_key": "{s}"}}',
+        "-----BEGIN PRIVATE KEY-----\\n" + r(B64, 64) + "\\n" + r(B64, 40) + "\\n-----END PRIVATE KEY-----\\n",
+    )
     add("jwt", "Cookie: session={s}", "eyJhbGciOiJIUzI1NiJ9.eyJ" + r(URLSAFE, 30) + "." + r(URLSAFE, 43))
     # Passwords and headers
     add("url-password", "DATABASE_URL=postgres://app:{s}@db.internal:5432/app", "Sup3r" + r(ALNUM, 10))
@@ -150,8 +168,11 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("recovery-code-in-prose", "GitHub recovery codes: {s}", r(ALNUM, 5).lower() + "-" + r(DIGITS, 5))
     add("pin-in-prose", "remember my bank PIN:{s}", r(DIGITS, 4))
     add("pin-in-prose", "my phone passcode is: {s}", r(DIGITS, 6))
-    add("recovery-code-in-prose", "GitHub recovery codes:\n{s}\n", "\n".join(
-        r(LOWER + DIGITS, 4) + r(DIGITS, 1) + "-" + r(LOWER + DIGITS, 5) for _ in range(16)))
+    add(
+        "recovery-code-in-prose",
+        "GitHub recovery codes:\n{s}\n",
+        "\n".join(r(LOWER + DIGITS, 4) + r(DIGITS, 1) + "-" + r(LOWER + DIGITS, 5) for _ in range(16)),
+    )
     return out
 
 
@@ -241,9 +262,11 @@ def test_rates():
     providers = {rule for rule, _, _ in FAKES}
     detected = sum(_redacted(text, secret) for _, text, secret in FAKES)
     false_pos = sum(redact(text)[1] != [] for text in BENIGN)
-    print(f"\nsecret scan: detected {detected}/{len(FAKES)} fake credentials ({detected / len(FAKES):.0%}) "
-          f"of {len(providers)} kinds; false positives {false_pos}/{len(BENIGN)} look-alikes "
-          f"({false_pos / len(BENIGN):.0%}); gitleaks {ruleset().gitleaks_version}, {len(rules())} rules")
+    print(
+        f"\nsecret scan: detected {detected}/{len(FAKES)} fake credentials ({detected / len(FAKES):.0%}) "
+        f"of {len(providers)} kinds; false positives {false_pos}/{len(BENIGN)} look-alikes "
+        f"({false_pos / len(BENIGN):.0%}); gitleaks {ruleset().gitleaks_version}, {len(rules())} rules"
+    )
     assert detected == len(FAKES) and false_pos == 0
 
 
@@ -299,11 +322,18 @@ def test_secrets_written_through_a_tool_call_never_reach_the_raw_file(mem):
 
     password, stripe = "Qz8vLr2TnW4xPk9sHd3J", "sk_live_51HaB3" + "x7Kq2Lm9Np4Rs8Tv1Wy6Zb3Cd5Ef"
     env = f'DB_PASSWORD="{password}"\nSTRIPE_KEY="{stripe}"\n'
-    data = {"messages": [
-        {"role": "user", "content": "write the env file"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Write",
-                                           "input": {"file_path": "/srv/app/.env", "content": env}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]}
+    data = {
+        "messages": [
+            {"role": "user", "content": "write the env file"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Write", "input": {"file_path": "/srv/app/.env", "content": env}}
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+        ]
+    }
     conv = conversation_of(data, {})
     ident = identify({"x-bead-session": "envfile"}, conv, None)
     turns = capture.request_turns(conv, ident, 0)

@@ -20,33 +20,53 @@ from bead.recall.rank import search_facts
 
 
 def spawn(home, log, *args, env=None):
-    return subprocess.Popen([sys.executable, "-m", "bead", *args], env={**os.environ, "BEAD_HOME": str(home), **(env or {})},
-                            stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "bead", *args],
+        env={**os.environ, "BEAD_HOME": str(home), **(env or {})},
+        stdout=open(log, "wb"),
+        stderr=subprocess.STDOUT,
+    )
 
 
 def test_indexer_and_dream_worker_end_to_end(bead_home, tmp_path):
     """A raw session becomes a fact through the worker; a hand edit of it is found through the indexer."""
     model = FakeModel()
-    model.default = json.dumps({"facts": [{"key": "project/shop/queue", "type": "project", "turns": [1],
-                                            "value": "Background jobs run on RabbitMQ, not Redis."}],
-                                "episode": {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}})
+    model.default = json.dumps(
+        {
+            "facts": [
+                {
+                    "key": "project/shop/queue",
+                    "type": "project",
+                    "turns": [1],
+                    "value": "Background jobs run on RabbitMQ, not Redis.",
+                }
+            ],
+            "episode": {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"},
+        }
+    )
     model.by_system[second.SYSTEM[:80]] = json.dumps({"kind": "fact", "reason": "a project fact"})
     model.by_system[evaluate.SYSTEM[:80]] = json.dumps({"task_success": 0.9, "verified": 0.9, "reusable": 0.9})
     home = Home(bead_home).ensure()
     (bead_home / "config.yaml").write_text(
-        f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n  schedule: '7 3 * * *'\n")
+        f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n  schedule: '7 3 * * *'\n"
+    )
     with Memory(home, Config(owner="t")) as m:
-        m.append_turns("s1", [("user", "background jobs run on rabbitmq now, not redis", None, None,
-                               {"project": "shop", "source": "typed"})])
+        m.append_turns(
+            "s1", [("user", "background jobs run on rabbitmq now, not redis", None, None, {"project": "shop", "source": "typed"})]
+        )
     # The worker last ran two days ago: the next 03:07 has passed, so it is due.
     (bead_home / "store" / "dream").mkdir(parents=True, exist_ok=True)
     (bead_home / "store" / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2020-01-01T00:00:00Z"}))
-    procs = [spawn(bead_home, tmp_path / "indexer.log", "indexer"),
-             spawn(bead_home, tmp_path / "dream.log", "dream", "worker", "--interval", "0.5")]
+    procs = [
+        spawn(bead_home, tmp_path / "indexer.log", "indexer"),
+        spawn(bead_home, tmp_path / "dream.log", "dream", "worker", "--interval", "0.5"),
+    ]
     try:
+
         def found(q):
             with Memory(home, Config(owner="t")) as m:
                 return [h.id for h in search_facts(m.index, q)]
+
         assert eventually(lambda: found("rabbitmq") == ["project/shop/queue@v1"]), (tmp_path / "dream.log").read_text()
         fact = Memory(home, Config(owner="t")).current("project/shop/queue")
         assert fact.trust == "dream_inferred"
@@ -73,21 +93,41 @@ def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
     (bead_home / "store" / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2020-01-01T00:00:00Z"}))
     proxy = ServedProxy(make_proxy_app(bead_home, upstream.url))
     url = proxy.url
-    procs = [spawn(bead_home, tmp_path / "indexer.log", "indexer"),
-             spawn(bead_home, tmp_path / "dream.log", "dream", "worker", "--interval", "0.3")]
+    procs = [
+        spawn(bead_home, tmp_path / "indexer.log", "indexer"),
+        spawn(bead_home, tmp_path / "dream.log", "dream", "worker", "--interval", "0.3"),
+    ]
     try:
         import urllib.request
 
         def proxy_traffic(i):
-            body = json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": f"question {i} about caching"}]}).encode()
-            req = urllib.request.Request(url + "/v1/messages", data=body, headers={"content-type": "application/json", "x-bead-session": f"load{i}"})
+            body = json.dumps(
+                {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": f"question {i} about caching"}]}
+            ).encode()
+            req = urllib.request.Request(
+                url + "/v1/messages", data=body, headers={"content-type": "application/json", "x-bead-session": f"load{i}"}
+            )
             with urllib.request.urlopen(req, timeout=30) as r:
                 r.read()
 
         def cli_write(i):
             t0 = time.perf_counter()
-            p = subprocess.run([sys.executable, "-m", "bead", "write", f"project/load/fact-{i}", f"concurrent value number {i}", "--type", "project"],
-                               env={**os.environ, "BEAD_HOME": str(bead_home)}, capture_output=True, text=True, timeout=120)
+            p = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "bead",
+                    "write",
+                    f"project/load/fact-{i}",
+                    f"concurrent value number {i}",
+                    "--type",
+                    "project",
+                ],
+                env={**os.environ, "BEAD_HOME": str(bead_home)},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             return p.returncode, p.stderr, time.perf_counter() - t0
 
         with ThreadPoolExecutor(8) as ex:

@@ -162,12 +162,15 @@ def test_config_fills_owner_from_login_name(monkeypatch):
     assert parse("owner: ben\n").owner == "ben"
 
 
-@pytest.mark.parametrize("text, bad, suggestion", [
-    ("rerank:\n  timeout_msec: 10\n", "rerank.timeout_msec", "timeout_ms"),
-    ("dream:\n  api_key_enf: KEY\n", "dream.api_key_enf", "api_key_env"),
-    ("recall:\n  max_fact: 1\n", "recall.max_fact", "max_facts"),
-    ("proxy:\n  cue_budget_token: 9\n", "proxy.cue_budget_token", "cue_budget_tokens"),
-])
+@pytest.mark.parametrize(
+    "text, bad, suggestion",
+    [
+        ("rerank:\n  timeout_msec: 10\n", "rerank.timeout_msec", "timeout_ms"),
+        ("dream:\n  api_key_enf: KEY\n", "dream.api_key_enf", "api_key_env"),
+        ("recall:\n  max_fact: 1\n", "recall.max_fact", "max_facts"),
+        ("proxy:\n  cue_budget_token: 9\n", "proxy.cue_budget_token", "cue_budget_tokens"),
+    ],
+)
 def test_unknown_nested_key_suggests_the_closest_name(text, bad, suggestion):
     """A misspelt key inside a section is an error naming it, whose hint suggests the closest real key."""
     with pytest.raises(BeadError) as e:

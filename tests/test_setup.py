@@ -53,11 +53,18 @@ def fake_home(tmp_path, monkeypatch):
     log.write_text("")
     for name in ("systemctl", "launchctl", "claude"):
         p = bin_dir / name
-        p.write_text("#!/bin/bash\n" + RECORDER.format(name=name, log=log if name != "claude" else tmp_path / "claude.log")
-                     .split("\n", 1)[1])
+        p.write_text(
+            "#!/bin/bash\n"
+            + RECORDER.format(name=name, log=log if name != "claude" else tmp_path / "claude.log").split("\n", 1)[1]
+        )
         p.chmod(0o755)
-    env = {"HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}", "SHELL": "/bin/bash",
-           "BEAD_HOME": str(home / ".bead"), "XDG_CONFIG_HOME": str(home / ".config")}
+    env = {
+        "HOME": str(home),
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "SHELL": "/bin/bash",
+        "BEAD_HOME": str(home / ".bead"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+    }
     return home, log, env
 
 
@@ -86,7 +93,7 @@ class TestSetupCommand:
         assert f"Environment=BEAD_HOME={home / '.bead'}" in (units / "bead-proxy.service").read_text()
         cfg = home / ".bead" / "config.yaml"
         assert cfg.stat().st_mode & 0o777 == 0o600
-        assert 'source' in (home / ".bashrc").read_text() or '. "' in (home / ".bashrc").read_text()
+        assert "source" in (home / ".bashrc").read_text() or '. "' in (home / ".bashrc").read_text()
         cmds = commands(log)
         assert "systemctl --user daemon-reload" in cmds
         for s in SERVICES:
@@ -128,19 +135,26 @@ class TestSetupCommand:
 
     def test_no_load_and_no_rc(self, fake_home):
         home, log, env = fake_home
-        assert bead_cmd(env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load", "--no-rc").returncode == 0
+        assert (
+            bead_cmd(
+                env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load", "--no-rc"
+            ).returncode
+            == 0
+        )
         assert commands(log) == [] and not (home / ".bashrc").exists()
 
     def test_without_a_terminal_it_prints_a_vault_hint_and_does_not_prompt(self, fake_home):
         home, log, env = fake_home
-        r = bead_cmd(env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load",
-                     input="")   # stdin is a pipe: no person to ask
+        r = bead_cmd(
+            env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load", input=""
+        )  # stdin is a pipe: no person to ask
         assert r.returncode == 0, r.stderr
         assert "run `bead vault init` at a terminal" in r.stderr
         assert "Passphrase" not in r.stdout + r.stderr and "Create the encrypted vault" not in r.stdout + r.stderr
         assert not (home / ".bead" / "vault").exists()
-        quiet = bead_cmd(env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load",
-                         "--no-vault", input="")
+        quiet = bead_cmd(
+            env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load", "--no-vault", input=""
+        )
         assert quiet.returncode == 0 and "vault" not in quiet.stderr
 
     def test_at_a_terminal_it_offers_the_vault_once(self, fake_home, bead, monkeypatch, low_work_factor):
@@ -155,7 +169,7 @@ class TestSetupCommand:
         assert r.err.count("Create the encrypted vault") == 1 and "lost for good" in r.err
         assert passphrase not in r.out + r.err
         assert (home / ".bead" / "vault" / "identity.age").stat().st_mode & 0o777 == 0o600
-        again = bead(*args, env=env)   # a vault exists: no second offer
+        again = bead(*args, env=env)  # a vault exists: no second offer
         assert again.code == 0 and "Create the encrypted vault" not in again.err
 
     def test_existing_config_is_never_changed(self, fake_home):
@@ -177,8 +191,9 @@ class TestSetupCommand:
 
 
 def render(platform: str, home: Path, services=SERVICES) -> Plan:
-    return Plan(platform=platform, user_home=home, home=Home(home / ".bead"), bead=BEAD, listen="127.0.0.1:7077",
-                services=services)
+    return Plan(
+        platform=platform, user_home=home, home=Home(home / ".bead"), bead=BEAD, listen="127.0.0.1:7077", services=services
+    )
 
 
 class TestUnits:
@@ -193,8 +208,12 @@ class TestUnits:
             (out / plan.unit_name(s)).write_text(plan.template(s))
         runtime = tmp_path / "xdg"
         runtime.mkdir(mode=0o700)
-        r = subprocess.run(["systemd-analyze", "--user", "verify", *map(str, out.iterdir())], capture_output=True,
-                           text=True, env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)})
+        r = subprocess.run(
+            ["systemd-analyze", "--user", "verify", *map(str, out.iterdir())],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+        )
         assert r.returncode == 0 and r.stdout == "" and r.stderr == "", r.stderr
 
     def test_plists(self, tmp_path):
@@ -220,37 +239,54 @@ def test_services_from_their_unit_lines_work_end_to_end(tmp_path):
     plan = render("systemd", tmp_path)
     port = free_port()
     upstream, model = FakeAnthropic(), FakeModel()
-    model.default = json.dumps({"facts": [{"key": "project/shop/queue", "type": "reference", "value": "Jobs run on NATS JetStream.",
-                                            "turns": [1]}], "episode": {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}})
+    model.default = json.dumps(
+        {
+            "facts": [{"key": "project/shop/queue", "type": "reference", "value": "Jobs run on NATS JetStream.", "turns": [1]}],
+            "episode": {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"},
+        }
+    )
     model.by_system[second.SYSTEM[:80]] = json.dumps({"kind": "fact", "reason": "a fact"})
     plan.home.ensure()
     # A generous deadline: this machine runs three test workers and their processes on two cores, and the
     # request below must get its memory, not fail open (conftest.TEST_DEADLINE_S says the same).
-    plan.home.config.write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n  upstream: {upstream.url}\n  recall_deadline_ms: 10000\n"
-                                f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n")
+    plan.home.config.write_text(
+        f"proxy:\n  listen: 127.0.0.1:{port}\n  upstream: {upstream.url}\n  recall_deadline_ms: 10000\n"
+        f"dream:\n  provider: ollama\n  model: tiny\n  base_url: {model.url}\n"
+    )
     (plan.home.store / "dream").mkdir(parents=True, exist_ok=True)
     (plan.home.store / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2020-01-01T00:00:00Z"}))
     with Memory(plan.home, Config(owner="t")) as m:
-        m.append_turns("earlier", [("user", "we moved the job queue to nats jetstream", None, None,
-                                    {"source": "typed", "project": "shop"})])
+        m.append_turns(
+            "earlier", [("user", "we moved the job queue to nats jetstream", None, None, {"source": "typed", "project": "shop"})]
+        )
     procs = []
     try:
         for s in SERVICES:
             cmd, env = unit_command(plan, s)
             if s == "dream":
-                cmd += ["--interval", "0.5"]   # the unit's line, checked more often
-            procs.append(subprocess.Popen(cmd, env={**os.environ, **env}, stdout=open(tmp_path / f"{s}.log", "wb"),
-                                          stderr=subprocess.STDOUT))
+                cmd += ["--interval", "0.5"]  # the unit's line, checked more often
+            procs.append(
+                subprocess.Popen(
+                    cmd, env={**os.environ, **env}, stdout=open(tmp_path / f"{s}.log", "wb"), stderr=subprocess.STDOUT
+                )
+            )
         url = f"http://127.0.0.1:{port}"
         if not eventually(lambda: http_answers(url + "/bead/health"), 60):
             pytest.fail((tmp_path / "proxy.log").read_text())
         with urllib.request.urlopen(url + "/bead/health", timeout=10) as r:
             assert json.loads(r.read())["ok"]
         env = {**os.environ, "BEAD_HOME": str(plan.home.root)}
-        subprocess.run([BEAD, "write", "global/payments", "Payments go through Stripe; test keys live in .env.test.",
-                        "--type", "reference"], env=env, check=True)
-        body = json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "where do the stripe test keys live?"}]}).encode()
-        req = urllib.request.Request(url + "/v1/messages", data=body, headers={"content-type": "application/json", "x-bead-session": "e2e"})
+        subprocess.run(
+            [BEAD, "write", "global/payments", "Payments go through Stripe; test keys live in .env.test.", "--type", "reference"],
+            env=env,
+            check=True,
+        )
+        body = json.dumps(
+            {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "where do the stripe test keys live?"}]}
+        ).encode()
+        req = urllib.request.Request(
+            url + "/v1/messages", data=body, headers={"content-type": "application/json", "x-bead-session": "e2e"}
+        )
         urllib.request.urlopen(req, timeout=30).read()
         sent = json.loads(upstream.requests[-1].body)
         assert "Payments go through Stripe" in sent["messages"][0]["content"][-1]["text"]
@@ -261,6 +297,7 @@ def test_services_from_their_unit_lines_work_end_to_end(tmp_path):
         def found(q):
             with Memory(plan.home, Config(owner="t")) as m:
                 return [h.id for h in search_facts(m.index, q)]
+
         assert eventually(lambda: found("adyen") and found("jetstream"))
         assert found("adyen") == ["global/payments@v1"]
         assert found("nats jetstream") == ["project/shop/queue@v1"], (tmp_path / "dream.log").read_text()
@@ -282,17 +319,25 @@ def test_shell_wrapper(shell, tmp_path):
 
     upstream = FakeAnthropic()
     home = tmp_path / "home"
-    proxy = ServedProxy(make_proxy_app(home, upstream.url))   # on a real socket, in this process
+    proxy = ServedProxy(make_proxy_app(home, upstream.url))  # on a real socket, in this process
     url = proxy.url
-    listen = url[len("http://"):]
+    listen = url[len("http://") :]
     from importlib import resources
+
     token_file = home / "proxy.token"
-    (home / "shell.sh").write_text(resources.files("bead.setup").joinpath("shell.sh").read_text()
-                                   .replace("@LISTEN@", listen).replace("@TOKEN@", str(token_file)))
+    (home / "shell.sh").write_text(
+        resources.files("bead.setup")
+        .joinpath("shell.sh")
+        .read_text()
+        .replace("@LISTEN@", listen)
+        .replace("@TOKEN@", str(token_file))
+    )
     token = token_file.read_text().strip()
     stand_in = tmp_path / "bin"
     stand_in.mkdir()
-    (stand_in / "claude").write_text("#!/bin/sh\necho \"BASE=$ANTHROPIC_BASE_URL HINT=$CLAUDE_CODE_GATEWAY_HINT_HEADERS KEY=$ANTHROPIC_API_KEY TOKEN=$ANTHROPIC_AUTH_TOKEN ARGS=$*\"\n")
+    (stand_in / "claude").write_text(
+        '#!/bin/sh\necho "BASE=$ANTHROPIC_BASE_URL HINT=$CLAUDE_CODE_GATEWAY_HINT_HEADERS KEY=$ANTHROPIC_API_KEY TOKEN=$ANTHROPIC_AUTH_TOKEN ARGS=$*"\n'
+    )
     (stand_in / "claude").chmod(0o755)
     env = {"PATH": f"{stand_in}:{os.environ['PATH']}", "HOME": str(tmp_path)}
     script = f'. "{home / "shell.sh"}"; claude -p "hello there"'
@@ -301,7 +346,7 @@ def test_shell_wrapper(shell, tmp_path):
     try:
         up = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=30)
         assert up.stdout.strip() == f"BASE={url}/{token} HINT=1 KEY= TOKEN= ARGS=-p hello there" and up.stderr == ""
-        flags = ["-O", "expand_aliases"] if shell == "bash" else []   # bash -c expands aliases only when asked
+        flags = ["-O", "expand_aliases"] if shell == "bash" else []  # bash -c expands aliases only when asked
         up2 = subprocess.run([shell, *flags, "-c", aliased], env=env, capture_output=True, text=True, timeout=30)
         assert up2.stdout.strip() == f"BASE={url}/{token} HINT=1 KEY= TOKEN= ARGS=-p hello there", up2.stderr
         assert up2.stderr == ""
@@ -321,8 +366,12 @@ class TestUp:
         Home(home).ensure()
         port = free_port()
         (home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
-        p = subprocess.Popen([sys.executable, "-m", "bead", "up"], env={**os.environ, "BEAD_HOME": str(home)},
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "bead", "up"],
+            env={**os.environ, "BEAD_HOME": str(home)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         url = f"http://127.0.0.1:{port}/bead/health"
 
         def up() -> bool:
@@ -344,7 +393,9 @@ class TestUp:
 
     def test_reports_which_service_died(self, tmp_path):
         p = self.start(tmp_path)
-        children = subprocess.run(["pgrep", "-P", str(p.pid), "-f", "bead indexer"], capture_output=True, text=True).stdout.split()
+        children = subprocess.run(
+            ["pgrep", "-P", str(p.pid), "-f", "bead indexer"], capture_output=True, text=True
+        ).stdout.split()
         assert children
         os.kill(int(children[0]), signal.SIGKILL)
         out = p.communicate(timeout=60)[0].decode()

@@ -38,8 +38,13 @@ def person(tmp_path):
         (bin_dir / name).write_text(f'#!/bin/sh\necho "{name} $*" >> "{log}.services"\nexit 0\n')
     for p in bin_dir.iterdir():
         p.chmod(0o755)
-    env = {"HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}", "SHELL": "/bin/bash",
-           "BEAD_HOME": str(home / ".bead"), "XDG_CONFIG_HOME": str(home / ".config")}
+    env = {
+        "HOME": str(home),
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "SHELL": "/bin/bash",
+        "BEAD_HOME": str(home / ".bead"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+    }
     return home, log, env
 
 
@@ -53,8 +58,14 @@ ARGS = ("setup", "--platform", "systemd", "--no-load", "--no-rc", "--no-vault", 
 def test_without_a_terminal_it_prints_the_command_and_runs_nothing(person):
     home, log, env = person
     true = shutil.which("true")
-    r = subprocess.run([sys.executable, "-m", "bead", *ARGS, true], env={**os.environ, **env}, input="",
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "bead", *ARGS, true],
+        env={**os.environ, **env},
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert f"run `claude mcp add --scope user bead -- {true} mcp`" in r.stderr
     assert [c for c in claude_calls(log) if " add " in c] == []
@@ -72,7 +83,7 @@ def test_at_a_terminal_it_asks_and_registers_once_then_uninstall_removes_it(pers
     assert "Register bead's MCP server with Claude Code" in r.err
     assert f"claude mcp add --scope user bead -- {true} mcp" in claude_calls(log)
     assert "registered bead's MCP server with Claude Code" in r.out
-    again = bead(*ARGS, true, env=env)            # registered: no second question
+    again = bead(*ARGS, true, env=env)  # registered: no second question
     assert again.code == 0 and "Register bead's MCP server" not in again.err
     assert len([c for c in claude_calls(log) if " add " in c]) == 1
     gone = bead("setup", "--uninstall", "--platform", "systemd", env=env)
@@ -103,6 +114,6 @@ def test_without_claude_on_path_nothing_is_said(person, bead, monkeypatch, tmp_p
     (tmp_path / "bin" / "claude").unlink()
     true = shutil.which("true")
     monkeypatch.setattr(common, "at_terminal", lambda: True)
-    monkeypatch.setenv("PATH", str(tmp_path / "bin"))     # no claude anywhere on it
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no claude anywhere on it
     r = bead(*ARGS, true, env={**env, "PATH": str(tmp_path / "bin")})
     assert r.code == 0 and "claude" not in r.err.lower()

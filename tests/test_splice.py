@@ -8,18 +8,24 @@ import pytest
 
 from bead.wire.splice import Request, SpliceError, append_blocks, text_block
 
-BODY = ('{"model":"m","system":[{"type":"text","text":"x-anthropic-billing-header: a;"},'
-        '{"type":"text","text":"S ]} \\" [{","cache_control":{"type":"ephemeral"}}],'
-        '"messages":[{"role":"user","content":"héllo \\"q\\" ]"},'
-        '{"role":"assistant","content":[{"type":"text","text":"a"}]},'
-        '{"role":"user","content":[]}],"stream":true}').encode()
+BODY = (
+    '{"model":"m","system":[{"type":"text","text":"x-anthropic-billing-header: a;"},'
+    '{"type":"text","text":"S ]} \\" [{","cache_control":{"type":"ephemeral"}}],'
+    '"messages":[{"role":"user","content":"héllo \\"q\\" ]"},'
+    '{"role":"assistant","content":[{"type":"text","text":"a"}]},'
+    '{"role":"user","content":[]}],"stream":true}'
+).encode()
 
 
 def test_appends_keep_every_existing_byte():
     r = Request.parse(BODY)
-    out = r.edited([r.system_edit(text_block("PIN")),
-                    append_blocks(r.text, r.content_span(0), [text_block("C0")]),
-                    append_blocks(r.text, r.content_span(2), [text_block("C2 ünï")])])
+    out = r.edited(
+        [
+            r.system_edit(text_block("PIN")),
+            append_blocks(r.text, r.content_span(0), [text_block("C0")]),
+            append_blocks(r.text, r.content_span(2), [text_block("C2 ünï")]),
+        ]
+    )
     data = json.loads(out)
     assert data["system"][-1] == {"type": "text", "text": "PIN"}
     assert data["messages"][0]["content"] == [{"type": "text", "text": 'héllo "q" ]'}, {"type": "text", "text": "C0"}]
@@ -56,7 +62,9 @@ def test_system_string_becomes_blocks():
     body = b'{"system":"be brief","messages":[{"role":"user","content":"hi"}]}'
     r = Request.parse(body)
     assert json.loads(r.edited([r.system_edit(text_block("P"))]))["system"] == [
-        {"type": "text", "text": "be brief"}, {"type": "text", "text": "P"}]
+        {"type": "text", "text": "be brief"},
+        {"type": "text", "text": "P"},
+    ]
 
 
 def test_whitespace_and_pretty_json():

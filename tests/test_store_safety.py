@@ -97,8 +97,9 @@ class TestLinkedScopeFolder:
     def linked(self, mem, outside):
         (mem.home.facts / "global").symlink_to(outside, target_is_directory=True)
         (outside / "x").mkdir()
-        (outside / "x" / "v1.md").write_text("---\nid: global/x@v1\nkey: global/x\ntype: reference\nversion: 1\n"
-                                             "---\nhidden behind a link\n")
+        (outside / "x" / "v1.md").write_text(
+            "---\nid: global/x@v1\nkey: global/x\ntype: reference\nversion: 1\n---\nhidden behind a link\n"
+        )
         return mem, outside, snapshot(outside)
 
     def test_write_refused(self, linked):
@@ -186,8 +187,9 @@ class TestKeys:
         with pytest.raises(BeadError):
             check_session("abc\n")
 
-    @pytest.mark.parametrize("key", ["user/" + "a" * 101, "user/" + "a" * 300,
-                                     "project/" + "p" * 100 + "/" + "n" * 100 + "x" * 60])
+    @pytest.mark.parametrize(
+        "key", ["user/" + "a" * 101, "user/" + "a" * 300, "project/" + "p" * 100 + "/" + "n" * 100 + "x" * 60]
+    )
     def test_over_long_keys_refused_with_the_limit(self, mem, key):
         with pytest.raises(BeadError) as e:
             mem.write(key, "v", "user")
@@ -253,7 +255,7 @@ class TestOrphanedTemps:
         from bead.core.health import collect
 
         tmp = self.kill_writer(bead_home)
-        live = mem.home.facts / f".v9.md.{os.getpid()}-0badc0de.tmp"   # a write in flight in this process
+        live = mem.home.facts / f".v9.md.{os.getpid()}-0badc0de.tmp"  # a write in flight in this process
         live.write_text("in flight")
         assert mem.orphan_temps() == [tmp]
         assert any(str(tmp) in p["problem"] and "--fix" in p["fix"] for p in collect(mem)["problems"])
@@ -283,9 +285,9 @@ class TestBodyLimit:
 
     def test_configured_limit_counts_bytes(self, bead_home):
         mem = Memory(Home(bead_home).ensure(), Config(owner="t", store=StoreSettings(max_fact_bytes=10)))
-        assert mem.write("user/a", "ééééé", "user").written          # 10 bytes
+        assert mem.write("user/a", "ééééé", "user").written  # 10 bytes
         with pytest.raises(BeadError):
-            mem.write("user/a", "éééééé", "user")                    # 12 bytes
+            mem.write("user/a", "éééééé", "user")  # 12 bytes
         mem.close()
 
     def test_cli_stdin_over_the_limit(self, bead_home):

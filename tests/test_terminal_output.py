@@ -43,8 +43,24 @@ ESCAPES = {
 }
 HOSTILE = f"{WORD} the deploy note: " + " | ".join(ESCAPES.values()) + " end"
 # Their escapes, as the person must see them.
-SHOWN = ["\\x1b]0;pwned\\x07", "\\x1b[2J", "\\x1b]52;c;", "\\x1b]8;;", "\\x9b2J", "\\x9d0;", "\\x0d", "\\x08",
-         "\\u202e", "\\u2066", "\\u200b", "\\ufeff", "\\u2028", "\\u2029", "\\x00", "\\x7f"]
+SHOWN = [
+    "\\x1b]0;pwned\\x07",
+    "\\x1b[2J",
+    "\\x1b]52;c;",
+    "\\x1b]8;;",
+    "\\x9b2J",
+    "\\x9d0;",
+    "\\x0d",
+    "\\x08",
+    "\\u202e",
+    "\\u2066",
+    "\\u200b",
+    "\\ufeff",
+    "\\u2028",
+    "\\u2029",
+    "\\x00",
+    "\\x7f",
+]
 # A file name holds no NUL or slash; the rest goes.
 NAME = "note\x1b]0;pwned\x07\x9b2J\u202e\u200b\rX"
 
@@ -53,7 +69,7 @@ def acts(ch: str) -> bool:
     """Whether ``ch`` may not reach a terminal raw: every C0 control but the line feed, DEL, C1, and every
     invisible format character (bidi, zero-width, line and paragraph separators)."""
     code = ord(ch)
-    return (code < 0x20 and ch != "\n") or 0x7f <= code < 0xa0 or unicodedata.category(ch) in ("Cf", "Zl", "Zp")
+    return (code < 0x20 and ch != "\n") or 0x7F <= code < 0xA0 or unicodedata.category(ch) in ("Cf", "Zl", "Zp")
 
 
 def raw_in(text: str) -> list[str]:
@@ -86,17 +102,41 @@ def planted(mem, bead_home, tmp_path):
     mem.write("project/shop/notes", HOSTILE, "project")
     mem.write("project/shop/notes", HOSTILE + " again", "project")
     mem.write("project/shop/deploys", HOSTILE, "feedback", pinned=True)
-    turns = mem.append_turns("s1", [("user", HOSTILE, T0, None, {"project": "shop", "source": "typed"}),
-                                    ("tool", f"{WORD} tool output {ESCAPES['OSC 52 with BEL: clipboard']}", T0, None,
-                                     {"project": "shop"})])
-    Queue(mem).add("suspicious", "project/shop/deploy", "project", HOSTILE, [turns[0].anchor],
-                   f"reads like an instruction {ESCAPES['OSC 0 with BEL: retitle']}", "untrusted")
+    turns = mem.append_turns(
+        "s1",
+        [
+            ("user", HOSTILE, T0, None, {"project": "shop", "source": "typed"}),
+            ("tool", f"{WORD} tool output {ESCAPES['OSC 52 with BEL: clipboard']}", T0, None, {"project": "shop"}),
+        ],
+    )
+    Queue(mem).add(
+        "suspicious",
+        "project/shop/deploy",
+        "project",
+        HOSTILE,
+        [turns[0].anchor],
+        f"reads like an instruction {ESCAPES['OSC 0 with BEL: retitle']}",
+        "untrusted",
+    )
     Reports(mem.home).append(T0, f"## Dream run 2026-11-20T10:00:00Z\n\n- {HOSTILE}\n")
     trace = tmp_path / "trace.jsonl"
-    entry = {"at": "2026-11-20T10:00:00Z", "session": NAME, "thread": NAME, "project": "shop", "roles": ["user", NAME],
-             "newest_user": HOSTILE, "pinned": [NAME], "cues": [{"source": NAME, "text": HOSTILE}],
-             "injected": [NAME], "pointers": [NAME], "rejected": [{"score": 1.5, "id": NAME, "reason": HOSTILE}],
-             "remembered": HOSTILE, "errors": [HOSTILE], "prepare_ms": 1, "recall_ms": 2}
+    entry = {
+        "at": "2026-11-20T10:00:00Z",
+        "session": NAME,
+        "thread": NAME,
+        "project": "shop",
+        "roles": ["user", NAME],
+        "newest_user": HOSTILE,
+        "pinned": [NAME],
+        "cues": [{"source": NAME, "text": HOSTILE}],
+        "injected": [NAME],
+        "pointers": [NAME],
+        "rejected": [{"score": 1.5, "id": NAME, "reason": HOSTILE}],
+        "remembered": HOSTILE,
+        "errors": [HOSTILE],
+        "prepare_ms": 1,
+        "recall_ms": 2,
+    }
     trace.write_text(json.dumps(entry) + "\n", encoding="utf-8")
     return SimpleNamespace(mem=mem, trace=trace, home=bead_home)
 
@@ -131,8 +171,9 @@ class TestEveryCommandShowsEscapes:
         bad.mkdir(parents=True)
         (bad / "v1.md").write_text("not a fact")
         # A proxy on the address that is not this home's answers /bead/health with what it likes.
-        monkeypatch.setattr("bead.core.health.proxy_health", lambda listen, token=None: {
-            "running": True, "address": listen, "home": NAME})
+        monkeypatch.setattr(
+            "bead.core.health.proxy_health", lambda listen, token=None: {"running": True, "address": listen, "home": NAME}
+        )
         check(bead("status"), "\\x1b]0;pwned\\x07", "\\u202e", "\\x0dX")
         check(bead("reindex"), "\\x1b]0;pwned\\x07")
 
@@ -153,9 +194,18 @@ class TestEveryCommandShowsEscapes:
     def test_dream_summary(self, bead, planted, monkeypatch):
         from bead.dream.run import Dream
 
-        said = SimpleNamespace(path=planted.home / NAME, no_model="", calls=1, tokens_in=1, tokens_out=1,
-                               sessions={NAME: {"written": [NAME]}}, failed=[], dormant=[], queued=[],
-                               stopped_early=False)
+        said = SimpleNamespace(
+            path=planted.home / NAME,
+            no_model="",
+            calls=1,
+            tokens_in=1,
+            tokens_out=1,
+            sessions={NAME: {"written": [NAME]}},
+            failed=[],
+            dormant=[],
+            queued=[],
+            stopped_early=False,
+        )
         monkeypatch.setattr(Dream, "run", lambda self: said)
         check(bead("dream", "run"), "\\x1b]0;pwned\\x07")
         said.no_model = HOSTILE
@@ -163,12 +213,14 @@ class TestEveryCommandShowsEscapes:
 
     def test_eval_table_names_from_a_suite(self, bead, tmp_path):
         suite = tmp_path / "s.yaml"
-        suite.write_text('kind: supersession\nname: "sup \\e]0;pwned\\a \\u202e \\N"\nscenarios:\n'
-                         '  - name: "one \\e[2J"\n    scope: project/x\n    writes:\n'
-                         '      - {key: project/x/lang, type: project, body: "x is Python"}\n'
-                         '      - {key: project/x/lang, type: project, body: "x is Rust"}\n'
-                         '    queries:\n      - {query: "what is x written in", expect: Rust, stale: [Python]}\n',
-                         encoding="utf-8")
+        suite.write_text(
+            'kind: supersession\nname: "sup \\e]0;pwned\\a \\u202e \\N"\nscenarios:\n'
+            '  - name: "one \\e[2J"\n    scope: project/x\n    writes:\n'
+            '      - {key: project/x/lang, type: project, body: "x is Python"}\n'
+            '      - {key: project/x/lang, type: project, body: "x is Rust"}\n'
+            '    queries:\n      - {query: "what is x written in", expect: Rust, stale: [Python]}\n',
+            encoding="utf-8",
+        )
         check(bead("eval", str(suite)), "\\x1b]0;pwned\\x07", "\\u202e", "\\x85")
         r = bead("eval", str(suite), "--json")
         check(r)
@@ -183,13 +235,13 @@ class TestEveryCommandShowsEscapes:
         mem = planted.mem
         ident = keys.pyrage().x25519.Identity.generate()
         text = f"# public key: {ident.to_public()}\n{ident}\n".encode()
-        safe.atomic_write(mem.home.vault / "identity.age", age_scrypt.encrypt(text, "correct horse battery", 10),
-                          root=mem.home.root)
+        safe.atomic_write(
+            mem.home.vault / "identity.age", age_scrypt.encrypt(text, "correct horse battery", 10), root=mem.home.root
+        )
         safe.atomic_write(mem.home.vault / "recipient.txt", f"{ident.to_public()}\n".encode(), root=mem.home.root)
         write_secret(mem, "user/alarm", HOSTILE, "user")
         check(bead("sealed", "list"), "user/alarm")
-        check(bead("sealed", "show", "user/alarm", "--passphrase-env", "PASS", env={"PASS": "correct horse battery"}),
-              *SHOWN)
+        check(bead("sealed", "show", "user/alarm", "--passphrase-env", "PASS", env={"PASS": "correct horse battery"}), *SHOWN)
 
     def test_errors_quote_what_they_refuse(self, bead, planted):
         check(bead("show", f"user/{NAME}"), code=1)
@@ -200,9 +252,18 @@ class TestJson:
     """--json stays JSON that decodes to the stored text, and carries none of it raw: C0 as json.dumps writes
     it, DEL, C1 and the invisible format characters as \\u escapes too."""
 
-    @pytest.mark.parametrize("args", [("show", "project/shop/notes"), ("show", "project/shop/notes", "--all"),
-                                      ("history", "project/shop/notes"), ("search", WORD), ("queue",),
-                                      ("why", "--trace", "{trace}"), ("status",)])
+    @pytest.mark.parametrize(
+        "args",
+        [
+            ("show", "project/shop/notes"),
+            ("show", "project/shop/notes", "--all"),
+            ("history", "project/shop/notes"),
+            ("search", WORD),
+            ("queue",),
+            ("why", "--trace", "{trace}"),
+            ("status",),
+        ],
+    )
     def test_json_holds_nothing_raw(self, bead, planted, args):
         r = bead(*[a.replace("{trace}", str(planted.trace)) for a in args], "--json")
         if args[0] == "status":

@@ -42,7 +42,7 @@ from bead.vault import keys as vault_keys
 PASSPHRASE = "correct horse battery staple"
 PP_ENV = {"BEAD_TEST_PP": PASSPHRASE}
 PP = ("--passphrase-env", "BEAD_TEST_PP")
-TOKEN = "zqxjvbnmkw"                   # one FTS5 token, so the index's segments are checked too
+TOKEN = "zqxjvbnmkw"  # one FTS5 token, so the index's segments are checked too
 SECRET = f"Bank PIN 4711 recovery {TOKEN}"
 SECRET2 = "Bank PIN 9902 recovery wqplmokn"
 STANDIN = Path(__file__).resolve().parent / "age_standin.py"
@@ -51,8 +51,7 @@ STANDIN = Path(__file__).resolve().parent / "age_standin.py"
 def leftovers(root: Path, *values: str) -> list[str]:
     """Files under ``root`` (index.db and its -wal included) whose bytes hold a value or its last word."""
     forms = {f.lower().encode() for v in values for f in (v, v.split()[-1])}
-    return sorted(f"{p.relative_to(root)}" for p, data in all_bytes_under(root).items()
-                  if any(f in data.lower() for f in forms))
+    return sorted(f"{p.relative_to(root)}" for p, data in all_bytes_under(root).items() if any(f in data.lower() for f in forms))
 
 
 @pytest.fixture(scope="session")
@@ -92,8 +91,10 @@ def sealed_files(home: Path, key: str) -> list[str]:
 def decrypt_all(home: Home, key: str) -> dict[int, str]:
     """Every sealed version of ``key``, decrypted with the vault's identity (one unlock: scrypt is slow on purpose)."""
     identities = vault_keys.unlock(home, PASSPHRASE)
-    return {n: vault_keys.decrypt(home.sealed_file(key, n).read_bytes(), identities, "t").decode()
-            for n in (int(name[1:].split(".")[0]) for name in sealed_files(home.root, key))}
+    return {
+        n: vault_keys.decrypt(home.sealed_file(key, n).read_bytes(), identities, "t").decode()
+        for n in (int(name[1:].split(".")[0]) for name in sealed_files(home.root, key))
+    }
 
 
 # ----- bead vault init ------------------------------------------------------------
@@ -210,7 +211,7 @@ class TestSeal:
         write_secret(mem, "user/pin", SECRET, "user")
         # A version that decrypts with nothing: the next number still comes from its name.
         safe.atomic_write(vault.sealed_file("user/pin", 7), b"not an age file", root=vault.root)
-        vault.vault_identity.unlink()     # the private key is not even there
+        vault.vault_identity.unlink()  # the private key is not even there
         res = write_secret(mem, "user/pin", SECRET2, "user")
         assert res.sealed and res.fact.version == 8 and res.fact.supersedes == "user/pin@v7"
         assert sealed_files(vault.root, "user/pin") == ["v1.md.age", "v7.md.age", "v8.md.age"]
@@ -237,7 +238,9 @@ class TestSeal:
         assert sealed_files(vault.root, "user/pin") == [] and not vault.sealed_key_dir("user/pin").exists()
         kv = mem.versions("user/pin")
         assert [(f.version, f.status, f.sensitivity) for f in kv.facts] == [
-            (1, "superseded", "private"), (2, "current", "private")]
+            (1, "superseded", "private"),
+            (2, "current", "private"),
+        ]
         assert kv.current.body == SECRET
         assert [r["id"] for r in mem.index.fact_candidates(TOKEN, 10)] == ["user/pin@v2"]
 
@@ -334,15 +337,23 @@ def test_a_sealed_value_is_never_in_clear_through_seal_write_secret_and_unseal_t
 
 # ----- excluded from everything that reads memory ---------------------------------------
 def _request(text: str, session: str) -> tuple[bytes, dict]:
-    body = {"model": "claude-test", "max_tokens": 100, "stream": False,
-            "system": [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/proj-x"}],
-            "messages": [{"role": "user", "content": text}]}
-    return json.dumps(body).encode(), {"content-type": "application/json", "x-api-key": "sk-test",
-                                       "anthropic-version": "2023-06-01", "x-bead-session": session}
+    body = {
+        "model": "claude-test",
+        "max_tokens": 100,
+        "stream": False,
+        "system": [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/proj-x"}],
+        "messages": [{"role": "user", "content": text}],
+    }
+    return json.dumps(body).encode(), {
+        "content-type": "application/json",
+        "x-api-key": "sk-test",
+        "anthropic-version": "2023-06-01",
+        "x-bead-session": session,
+    }
 
 
 def test_the_proxy_never_injects_a_sealed_fact(proxy_client, upstream, mem, vault):
-    mem.write("user/bank-pin", f"My bank card {SECRET}", "user")   # a user fact: always in the pinned block
+    mem.write("user/bank-pin", f"My bank card {SECRET}", "user")  # a user fact: always in the pinned block
     mem.write("user/editor", "Helix, default keymap", "user")
     proxy = proxy_client()
     proxy.post(*_request(f"which bank card recovery {TOKEN}?", "before"))
@@ -361,21 +372,34 @@ def test_the_proxy_never_points_to_a_sealed_fact(bead_home, upstream, mem, vault
     """A key the conversation could be pointed to is never named once it is sealed, nor its title shown."""
     from conftest import ProxyClient
 
-    for name, body in (("celery-broker-host", "The celery broker host for staging is mq-7.internal."),
-                       ("celery-beat-lock", "Celery beat takes a redis lock named beat-leader for 30 s."),
-                       ("celery-vault-pin", "Celery flower admin login zqxjvbnmkw opens the staging broker.")):
+    for name, body in (
+        ("celery-broker-host", "The celery broker host for staging is mq-7.internal."),
+        ("celery-beat-lock", "Celery beat takes a redis lock named beat-leader for 30 s."),
+        ("celery-vault-pin", "Celery flower admin login zqxjvbnmkw opens the staging broker."),
+    ):
         mem.write(f"project/proj-x/{name}", body, "project", trust="agent_observed")
     ops.seal(mem, "project/proj-x/celery-vault-pin")
-    proxy = ProxyClient(make_proxy_app(bead_home, upstream.url,
-                                       config=parse("recall:\n  evidence_threshold: 50\n  pointers: 8\n"
-                                                    "  pointer_budget_tokens: 400\n")))
+    proxy = ProxyClient(
+        make_proxy_app(
+            bead_home,
+            upstream.url,
+            config=parse("recall:\n  evidence_threshold: 50\n  pointers: 8\n  pointer_budget_tokens: 400\n"),
+        )
+    )
     try:
         opening = [{"role": "user", "content": "good morning"}]
         proxy.post(*_request_messages(opening, "sealed-ptr"))
         proxy.settle()
-        proxy.post(*_request_messages([*opening, {"role": "assistant", "content": "Morning."},
-                                       {"role": "user", "content": "celery flower admin login for the staging broker?"}],
-                                      "sealed-ptr"))
+        proxy.post(
+            *_request_messages(
+                [
+                    *opening,
+                    {"role": "assistant", "content": "Morning."},
+                    {"role": "user", "content": "celery flower admin login for the staging broker?"},
+                ],
+                "sealed-ptr",
+            )
+        )
         proxy.settle()
     finally:
         proxy.close()
@@ -385,11 +409,19 @@ def test_the_proxy_never_points_to_a_sealed_fact(bead_home, upstream, mem, vault
 
 
 def _request_messages(messages: list, session: str) -> tuple[bytes, dict]:
-    body = {"model": "claude-test", "max_tokens": 100, "stream": False,
-            "system": [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/proj-x"}],
-            "messages": messages}
-    return json.dumps(body).encode(), {"content-type": "application/json", "x-api-key": "sk-test",
-                                       "anthropic-version": "2023-06-01", "x-bead-session": session}
+    body = {
+        "model": "claude-test",
+        "max_tokens": 100,
+        "stream": False,
+        "system": [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/proj-x"}],
+        "messages": messages,
+    }
+    return json.dumps(body).encode(), {
+        "content-type": "application/json",
+        "x-api-key": "sk-test",
+        "anthropic-version": "2023-06-01",
+        "x-bead-session": session,
+    }
 
 
 @pytest.fixture
@@ -401,8 +433,10 @@ def model():
 
 def test_the_dream_never_sends_a_sealed_value(bead_home, vault, model, monkeypatch):
     monkeypatch.setenv("BEAD_TEST_KEY", "sk-test")
-    cfg = parse(f"owner: t\ndream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n"
-                "  api_key_env: BEAD_TEST_KEY\n  timeout_s: 5\n")
+    cfg = parse(
+        f"owner: t\ndream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n"
+        "  api_key_env: BEAD_TEST_KEY\n  timeout_s: 5\n"
+    )
     with Memory(vault, cfg) as m:
         m.write("user/bank-pin", f"My bank card {SECRET}", "user")
         m.append_turns("s1", [("user", "let us pay the rent", None, None), ("assistant", "ok", None, None)])
@@ -411,7 +445,9 @@ def test_the_dream_never_sends_a_sealed_value(bead_home, vault, model, monkeypat
         ops.seal(m, "user/bank-pin")
         write_secret(m, "user/bank-pin", f"My bank card {SECRET2}", "user")
         n = len(model.requests)
-        m.append_turns("s2", [("user", "what was my bank card recovery again?", None, None), ("assistant", "no idea", None, None)])
+        m.append_turns(
+            "s2", [("user", "what was my bank card recovery again?", None, None), ("assistant", "no idea", None, None)]
+        )
         Dream(m).run()
         sent = [json.dumps(r[2]) for r in model.requests[n:]]
         assert sent and not any(TOKEN in s or "wqplmokn" in s or "4711" in s or "9902" in s for s in sent)
@@ -419,15 +455,22 @@ def test_the_dream_never_sends_a_sealed_value(bead_home, vault, model, monkeypat
 
 def test_the_rerank_never_sees_a_sealed_fact(bead_home, vault, model, monkeypatch):
     monkeypatch.setenv("BEAD_TEST_KEY", "k")
-    cfg = parse("rerank:\n  enabled: true\n  timeout_ms: 4000\n  min_evidence: 0.1\n"
-                f"dream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n  api_key_env: BEAD_TEST_KEY\n")
+    cfg = parse(
+        "rerank:\n  enabled: true\n  timeout_ms: 4000\n  min_evidence: 0.1\n"
+        f"dream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n  api_key_env: BEAD_TEST_KEY\n"
+    )
     eng = make_proxy_app(bead_home, "http://127.0.0.1:9", config=cfg).extensions["bead.engine"]
     with Memory(vault, cfg) as m:
         m.write("global/bank-card", f"The shop's bank card recovery code is {SECRET}", "reference")
         m.write("global/deploy", "Deploys go to Fly.io from main.", "reference")
         m.write("global/bank-desk", "The shop's bank card desk answers recovery questions from 9 to 5.", "reference")
-        body = json.dumps({"model": "m", "max_tokens": 5, "messages": [
-            {"role": "user", "content": "where is the shop's bank card recovery code?"}]}).encode()
+        body = json.dumps(
+            {
+                "model": "m",
+                "max_tokens": 5,
+                "messages": [{"role": "user", "content": "where is the shop's bank card recovery code?"}],
+            }
+        ).encode()
         eng.prepare(body, {"x-bead-session": "rr-before"})
         assert TOKEN in json.dumps(model.requests[-1][2]), "before sealing, the rerank is shown the fact"
         ops.seal(m, "global/bank-card")
@@ -476,14 +519,16 @@ def test_status_shows_the_vault_and_the_sealed_key_count(bead, bead_home, vault_
 
 
 # ----- the age command-line tool ---------------------------------------------------------
-needs_age = pytest.mark.skipif(not (shutil.which("age") and shutil.which("age-keygen")),
-                               reason="the age command-line tool (age, age-keygen) is not installed")
+needs_age = pytest.mark.skipif(
+    not (shutil.which("age") and shutil.which("age-keygen")),
+    reason="the age command-line tool (age, age-keygen) is not installed",
+)
 
 
 def _age_with_passphrase(args: list[str], passphrase: str) -> tuple[int, str]:
     """Run `age` on a terminal of its own (it reads a passphrase only from a terminal) and type the passphrase."""
     pid, fd = pty.fork()
-    if pid == 0:   # the child: age, with the pty as its controlling terminal
+    if pid == 0:  # the child: age, with the pty as its controlling terminal
         try:
             os.execvp("age", ["age", *args])
         finally:
@@ -498,7 +543,7 @@ def _age_with_passphrase(args: list[str], passphrase: str) -> tuple[int, str]:
                 continue
             try:
                 chunk = os.read(fd, 4096)
-            except OSError:   # EIO: age closed the terminal
+            except OSError:  # EIO: age closed the terminal
                 break
             if not chunk:
                 break
@@ -529,8 +574,10 @@ def test_files_sealed_here_decrypt_with_the_age_cli(mem, vault, tmp_path):
 @needs_age
 def test_files_sealed_by_the_age_cli_read_here(bead, vault):
     recipient = vault.vault_recipient.read_text().strip()
-    plain = ("---\nid: user/pin@v1\nkey: user/pin\ntype: user\nowner: someone\nstatus: sealed\nversion: 1\n"
-             f"trust: user_stated\nsensitivity: secret\n---\n{SECRET}\n")
+    plain = (
+        "---\nid: user/pin@v1\nkey: user/pin\ntype: user\nowner: someone\nstatus: sealed\nversion: 1\n"
+        f"trust: user_stated\nsensitivity: secret\n---\n{SECRET}\n"
+    )
     target = vault.sealed_file("user/pin", 1)
     safe.ensure_dir(target.parent, root=vault.root)
     p = subprocess.run(["age", "-r", recipient, "-o", str(target)], input=plain.encode(), capture_output=True, timeout=60)
@@ -552,8 +599,9 @@ def _standins(tmp_path: Path, keygen: str = "keygen", plugin: bool = True) -> Pa
     return bin_dir
 
 
-def test_hybrid_key_when_age_plugin_pq_is_on_path_through_the_plugin_protocol(bead, bead_home, tmp_path, monkeypatch,
-                                                                              low_work_factor):
+def test_hybrid_key_when_age_plugin_pq_is_on_path_through_the_plugin_protocol(
+    bead, bead_home, tmp_path, monkeypatch, low_work_factor
+):
     monkeypatch.setenv("PATH", f"{_standins(tmp_path)}{os.pathsep}{os.environ['PATH']}")
     res = bead("vault", "init", *PP, env=PP_ENV)
     assert res.code == 0, res.err
@@ -579,8 +627,7 @@ def test_hybrid_key_when_age_plugin_pq_is_on_path_through_the_plugin_protocol(be
     assert leftovers(bead_home, SECRET, SECRET2) == []
 
 
-def test_an_age_keygen_without_pq_makes_an_x25519_vault_and_says_why(bead, bead_home, tmp_path, monkeypatch,
-                                                                     low_work_factor):
+def test_an_age_keygen_without_pq_makes_an_x25519_vault_and_says_why(bead, bead_home, tmp_path, monkeypatch, low_work_factor):
     monkeypatch.setenv("PATH", f"{_standins(tmp_path, keygen='old-keygen')}{os.pathsep}{os.environ['PATH']}")
     res = bead("vault", "init", *PP, env=PP_ENV)
     assert res.code == 0 and "X25519" in res.out
@@ -589,7 +636,7 @@ def test_an_age_keygen_without_pq_makes_an_x25519_vault_and_says_why(bead, bead_
 
 
 def test_insisting_on_pq_without_the_plugin_fails_and_creates_nothing(bead, bead_home, tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(_standins(tmp_path, plugin=False)))   # an age-keygen that makes pq keys, no plugin
+    monkeypatch.setenv("PATH", str(_standins(tmp_path, plugin=False)))  # an age-keygen that makes pq keys, no plugin
     res = bead("vault", "init", "--kind", "pq", *PP, env=PP_ENV)
     assert res.code == 1 and "age-plugin-pq is not on PATH" in res.err
     assert not Home(bead_home).vault.exists()
@@ -617,16 +664,37 @@ def test_the_store_alone_never_writes_a_secret_in_clear(mem):
 
 def test_a_dream_proposal_for_a_sealed_key_is_skipped_not_fatal(bead_home, vault, model, monkeypatch):
     monkeypatch.setenv("BEAD_TEST_KEY", "sk-test")
-    cfg = parse(f"owner: t\ndream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n"
-                "  api_key_env: BEAD_TEST_KEY\n  timeout_s: 5\n")
+    cfg = parse(
+        f"owner: t\ndream:\n  provider: openai\n  model: test-model\n  base_url: {model.url}/v1\n"
+        "  api_key_env: BEAD_TEST_KEY\n  timeout_s: 5\n"
+    )
     with Memory(vault, cfg) as m:
         write_secret(m, "user/bank-pin", SECRET, "user")
-        m.append_turns("s1", [("user", "the bank sent a new card", None, None, {"source": "typed"}),
-                              ("assistant", "noted", None, None, {"source": "assistant"})])
+        m.append_turns(
+            "s1",
+            [
+                ("user", "the bank sent a new card", None, None, {"source": "typed"}),
+                ("assistant", "noted", None, None, {"source": "assistant"}),
+            ],
+        )
         from bead.dream import second
+
         model.by_system[second.SYSTEM[:80]] = '{"kind": "fact", "reason": "a fact about the person"}'
-        model.answers.append(json.dumps({"facts": [{"key": "user/bank-pin", "type": "user", "turns": [1],
-                                                     "value": "The bank sent a new card.", "replaces": None}]}))
+        model.answers.append(
+            json.dumps(
+                {
+                    "facts": [
+                        {
+                            "key": "user/bank-pin",
+                            "type": "user",
+                            "turns": [1],
+                            "value": "The bank sent a new card.",
+                            "replaces": None,
+                        }
+                    ]
+                }
+            )
+        )
         rep = Dream(m).run()
         assert any("user/bank-pin" in s for s in rep.sessions["s1"]["skipped"])
         assert m.current("user/bank-pin") is None
@@ -634,7 +702,7 @@ def test_a_dream_proposal_for_a_sealed_key_is_skipped_not_fatal(bead_home, vault
 
 def test_without_pyrage_bead_runs_and_the_vault_says_how_to_add_it(bead, mem, vault, monkeypatch):
     """A platform without a pyrage wheel installs bead without it: only the vault's commands stop, and say why."""
-    monkeypatch.setitem(sys.modules, "pyrage", None)   # `import pyrage` now raises ImportError
+    monkeypatch.setitem(sys.modules, "pyrage", None)  # `import pyrage` now raises ImportError
     res = bead("write", "user/pin", SECRET, "--type", "user", "--sensitivity", "secret")
     assert res.code == 1 and "pyrage" in res.err and "pip install pyrage" in res.err and "Rust" in res.err
     assert "Traceback" not in res.err and leftovers(vault.root, SECRET) == []
@@ -703,8 +771,13 @@ def test_seal_reaches_the_secret_where_it_was_said_in_other_words(mem, vault):
 def test_forget_match_reaches_a_code_said_in_other_words(mem, bead):
     from datetime import UTC, datetime
 
-    mem.append_turns("s", [("user", "the door code is ZK-4471-B, keep it", datetime(2026, 11, 30, tzinfo=UTC), None),
-                           ("user", "unrelated: the build takes 41 s", datetime(2026, 11, 30, tzinfo=UTC), None)])
+    mem.append_turns(
+        "s",
+        [
+            ("user", "the door code is ZK-4471-B, keep it", datetime(2026, 11, 30, tzinfo=UTC), None),
+            ("user", "unrelated: the build takes 41 s", datetime(2026, 11, 30, tzinfo=UTC), None),
+        ],
+    )
     preview = bead("forget", "--match", "door code ZK-4471-B", input="n\n")
     assert "nothing was changed" in preview.err and "ZK-4471-B" not in preview.out + preview.err
     out = bead("forget", "--match", "door code ZK-4471-B", "--yes")
@@ -718,8 +791,18 @@ def test_seal_at_a_terminal_shows_what_it_will_change_and_asks(bead, mem, vault,
     from datetime import UTC, datetime
 
     monkeypatch.setattr(cli_common, "at_terminal", lambda: True)
-    mem.append_turns("bank", [("user", "the bank gave me QX-88 to keep, in the blue folder",
-                               datetime(2026, 11, 30, tzinfo=UTC), None, {"source": "typed"})])
+    mem.append_turns(
+        "bank",
+        [
+            (
+                "user",
+                "the bank gave me QX-88 to keep, in the blue folder",
+                datetime(2026, 11, 30, tzinfo=UTC),
+                None,
+                {"source": "typed"},
+            )
+        ],
+    )
     mem.write("user/bank-code", "recovery code QX-88 for the bank", "user")
     no = bead("seal", "user/bank-code", input="n\n")
     assert no.code == 1 and "1 in part" in no.err and "Seal it?" in no.err

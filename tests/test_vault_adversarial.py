@@ -32,14 +32,13 @@ vault_template, vault = test_vault.vault_template, test_vault.vault
 
 
 def files_holding(root: Path, *needles: bytes) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p, data in all_bytes_under(root).items()
-                  if any(n in data for n in needles))
+    return sorted(str(p.relative_to(root)) for p, data in all_bytes_under(root).items() if any(n in data for n in needles))
 
 
 # ----- a value's hash is the value, for a PIN ----------------------------------------------
 def test_a_sealed_pin_leaves_no_hash_on_disk_that_a_brute_force_would_find(bead, mem, vault):
     """A secret write and a seal used to tombstone the value: SHA-256 of "4711" is reversed in 10^4 tries."""
-    mem.write("user/card-pin", "2580", "user")                     # plaintext first, then sealed
+    mem.write("user/card-pin", "2580", "user")  # plaintext first, then sealed
     assert bead("seal", "user/card-pin").code == 0
     res = bead("write", "user/bank-pin", "-", "--type", "user", "--sensitivity", "secret", input="4711")
     assert res.code == 0, res.err
@@ -51,7 +50,8 @@ def test_a_sealed_pin_leaves_no_hash_on_disk_that_a_brute_force_would_find(bead,
 
 # ----- the passphrase ---------------------------------------------------------------------
 def test_a_passphrase_given_by_environment_variable_is_not_inherited_by_the_tools_bead_starts(
-        bead, bead_home, tmp_path, monkeypatch):
+    bead, bead_home, tmp_path, monkeypatch
+):
     """age-keygen (vault init) and age-plugin-pq (every unlock) are processes: they got the variable."""
     dump = tmp_path / "child-env.txt"
     bin_dir = tmp_path / "bin"
@@ -61,7 +61,7 @@ def test_a_passphrase_given_by_environment_variable_is_not_inherited_by_the_tool
     for p in bin_dir.iterdir():
         p.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    res = bead("vault", "init", "--kind", "pq", *PP, env=PP_ENV)   # the keygen fails: no scrypt, no vault
+    res = bead("vault", "init", "--kind", "pq", *PP, env=PP_ENV)  # the keygen fails: no scrypt, no vault
     assert res.code == 1 and "cannot make a hybrid post-quantum key" in res.err
     assert dump.exists(), "the child ran"
     assert PASSPHRASE not in dump.read_text() and "BEAD_TEST_PP" not in dump.read_text()
@@ -108,13 +108,20 @@ def test_forget_removes_a_linked_version_file_itself_not_its_target(bead, mem, v
     assert target.read_bytes() == b"not bead's" and not vault.sealed_key_dir("user/pin").exists()
 
 
-@pytest.mark.parametrize("key", ["user/../../outside", "/etc/passwd", "user/pin\x00x", "user/" + "a" * 5000,
-                                 "user/.hidden", "vault/sealed", "user\\pin"])
+@pytest.mark.parametrize(
+    "key",
+    ["user/../../outside", "/etc/passwd", "user/pin\x00x", "user/" + "a" * 5000, "user/.hidden", "vault/sealed", "user\\pin"],
+)
 def test_hostile_key_names_are_refused_by_every_vault_command(bead, mem, vault, key):
-    assert bead("sealed", "list").code == 0               # what any command makes (config.yaml) is made now
+    assert bead("sealed", "list").code == 0  # what any command makes (config.yaml) is made now
     before = sorted(all_bytes_under(vault.root.parent))
-    for args in (("write", key, "-", "--type", "user", "--sensitivity", "secret"), ("seal", key),
-                 ("unseal", key, *PP), ("sealed", "show", key, *PP), ("forget", key)):
+    for args in (
+        ("write", key, "-", "--type", "user", "--sensitivity", "secret"),
+        ("seal", key),
+        ("unseal", key, *PP),
+        ("sealed", "show", key, *PP),
+        ("forget", key),
+    ):
         r = bead(*args, input=SECRET, env=PP_ENV)
         assert r.code in (1, 2) and "Traceback" not in r.err, (args, r.err)
     assert sorted(all_bytes_under(vault.root.parent)) == before, "nothing was created anywhere"
@@ -125,8 +132,7 @@ def test_show_passes_over_a_damaged_or_foreign_higher_version_and_says_so(bead, 
     write_secret(mem, "user/pin", SECRET, "user")
     safe.atomic_write(vault.sealed_file("user/pin", 2), b"age-encryption.org/v1\ntruncated", root=vault.root)
     stranger = vault_keys.pyrage().x25519.Identity.generate().to_public()
-    safe.atomic_write(vault.sealed_file("user/pin", 3), vault_keys.encrypt(b"sealed elsewhere", stranger),
-                      root=vault.root)
+    safe.atomic_write(vault.sealed_file("user/pin", 3), vault_keys.encrypt(b"sealed elsewhere", stranger), root=vault.root)
     res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
     assert res.code == 0, res.err
     assert res.out.strip() == SECRET, "the highest version that decrypts is current, as the README says"
@@ -159,7 +165,7 @@ def test_forget_of_a_sealed_key_needs_no_passphrase_and_leaves_no_byte_naming_it
     write_secret(mem, "user/bank-pin", SECRET, "user")
     write_secret(mem, "user/other", SECRET2, "user")
     assert files_holding(vault.root, b"bank-pin"), "the key is named on disk before"
-    res = bead("forget", "user/bank-pin", "--json")        # no passphrase option, no terminal
+    res = bead("forget", "user/bank-pin", "--json")  # no passphrase option, no terminal
     assert res.code == 0, res.err
     out = json.loads(res.out)
     assert out["forgotten"] and out["sealed_versions"] == 2 and out["keys"] == ["user/bank-pin"]
@@ -203,11 +209,19 @@ mem.close()
 
 
 def test_secret_writes_from_two_processes_at_once_get_contiguous_versions(mem, vault, tmp_path):
-    mem.write("user/pin", "pin plain number 0 tokplainq", "user")       # plaintext first: the first write seals it too
+    mem.write("user/pin", "pin plain number 0 tokplainq", "user")  # plaintext first: the first write seals it too
     go = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(vault.root), tag, "6", str(go)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(vault.root), tag, "6", str(go)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag in ("a", "b")
+    ]
     go.touch()
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
@@ -220,8 +234,7 @@ def test_secret_writes_from_two_processes_at_once_get_contiguous_versions(mem, v
     numbers = sorted(int(n[1:].split(".")[0]) for n in names)
     assert numbers == list(range(1, len(ok) + 2)), "v1 (the sealed plaintext), then one version per write"
     identities = vault_keys.unlock(vault, PASSPHRASE)
-    bodies = {vault_keys.decrypt(vault.sealed_file("user/pin", n).read_bytes(), identities, "t").decode()
-              for n in numbers}
+    bodies = {vault_keys.decrypt(vault.sealed_file("user/pin", n).read_bytes(), identities, "t").decode() for n in numbers}
     assert all(any(f"pin {tag} number {i} tok{tag}{i}q" in b for b in bodies) for tag, i in ok), "no write was lost"
     assert leftovers(vault.root, "pin plain number 0 tokplainq", *(f"pin {t} number {i} tok{t}{i}q" for t, i in ok)) == []
     assert TOKEN not in "".join(bodies) and SECRET not in "".join(bodies)

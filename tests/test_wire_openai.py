@@ -17,7 +17,7 @@ from bead.wire import openai
 
 MB = 1 << 20
 CODEX_SYSTEM = "You are a coding agent running in the Codex CLI."
-ENV = ("<environment_context>\n  <cwd>/home/dev/src/shop</cwd>\n  <shell>bash</shell>\n</environment_context>")
+ENV = "<environment_context>\n  <cwd>/home/dev/src/shop</cwd>\n  <shell>bash</shell>\n</environment_context>"
 
 
 def chat(messages, **extra) -> bytes:
@@ -35,10 +35,11 @@ def msg(role, *texts, kind="input_text"):
 def codex_items(*tail):
     """The head of a Codex CLI request as recorded (tests/fixtures/codex): base instructions, the
     AGENTS.md and environment context item, then the prompt."""
-    return [msg("developer", CODEX_SYSTEM),
-            msg("user", "# AGENTS.md instructions for /home/dev/src/shop\n\n<INSTRUCTIONS>\nRemember that x.\n</INSTRUCTIONS>",
-                ENV),
-            *tail]
+    return [
+        msg("developer", CODEX_SYSTEM),
+        msg("user", "# AGENTS.md instructions for /home/dev/src/shop\n\n<INSTRUCTIONS>\nRemember that x.\n</INSTRUCTIONS>", ENV),
+        *tail,
+    ]
 
 
 def sources(message):
@@ -51,13 +52,22 @@ class TestChatParse:
     def test_a_person_s_text_is_split_as_on_the_anthropic_route(self):
         """The typed/pasted split is the anthropic parser's own (a code fence is pasted)."""
         _, conv = openai.CHAT.parse(chat([{"role": "user", "content": "fix the build\n```\nmake: *** [all] Error 1\n```"}]), {})
-        assert sources(conv.messages[0]) == [("typed", "text", "fix the build"),
-                                             ("pasted", "text", "```\nmake: *** [all] Error 1\n```")]
+        assert sources(conv.messages[0]) == [
+            ("typed", "text", "fix the build"),
+            ("pasted", "text", "```\nmake: *** [all] Error 1\n```"),
+        ]
 
     def test_system_and_developer_messages_are_the_harness(self):
-        _, conv = openai.CHAT.parse(chat([{"role": "system", "content": "You are Aider.\nWorking directory: /srv/api-server"},
-                                          {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
-                                          {"role": "user", "content": "hi"}]), {})
+        _, conv = openai.CHAT.parse(
+            chat(
+                [
+                    {"role": "system", "content": "You are Aider.\nWorking directory: /srv/api-server"},
+                    {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
+                    {"role": "user", "content": "hi"},
+                ]
+            ),
+            {},
+        )
         assert [m.role for m in conv.messages] == ["system", "system", "user"]
         assert all(p.source is Source.HARNESS for m in conv.messages[:2] for p in m.parts)
         assert conv.system == "You are Aider.\nWorking directory: /srv/api-server\nBe brief." and conv.cwd == "/srv/api-server"
@@ -65,35 +75,68 @@ class TestChatParse:
     def test_parallel_tool_calls_and_their_results(self):
         """Two tool calls are two tool_use parts; the two tool messages are one user message of tool output,
         the newest user message, whose cues are the outputs and the calls' inputs."""
-        calls = [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path": "celery.py"}'}},
-                 {"id": "c2", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "pytest -x"}'}}]
-        _, conv = openai.CHAT.parse(chat([
-            {"role": "user", "content": "why do the celery tests fail?"},
-            {"role": "assistant", "content": None, "tool_calls": calls, "reasoning_content": "private reasoning"},
-            {"role": "tool", "tool_call_id": "c1", "content": "app = Celery('invoicing')"},
-            {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "1 failed: broker refused"}]},
-        ]), {})
+        calls = [
+            {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path": "celery.py"}'}},
+            {"id": "c2", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "pytest -x"}'}},
+        ]
+        _, conv = openai.CHAT.parse(
+            chat(
+                [
+                    {"role": "user", "content": "why do the celery tests fail?"},
+                    {"role": "assistant", "content": None, "tool_calls": calls, "reasoning_content": "private reasoning"},
+                    {"role": "tool", "tool_call_id": "c1", "content": "app = Celery('invoicing')"},
+                    {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "1 failed: broker refused"}]},
+                ]
+            ),
+            {},
+        )
         assert [m.role for m in conv.messages] == ["user", "assistant", "user"] and conv.newest_user == 2
         assert [(p.kind, p.name, p.data) for p in conv.messages[1].parts] == [
-            ("tool_use", "read", {"path": "celery.py"}), ("tool_use", "bash", {"cmd": "pytest -x"})]
+            ("tool_use", "read", {"path": "celery.py"}),
+            ("tool_use", "bash", {"cmd": "pytest -x"}),
+        ]
         assert "private reasoning" not in json.dumps([sources(m) for m in conv.messages])
-        assert sources(conv.messages[2]) == [("tool_output", "tool_result", "app = Celery('invoicing')"),
-                                             ("tool_output", "tool_result", "1 failed: broker refused")]
+        assert sources(conv.messages[2]) == [
+            ("tool_output", "tool_result", "app = Celery('invoicing')"),
+            ("tool_output", "tool_result", "1 failed: broker refused"),
+        ]
         assert [(c.source, c.text) for c in extract(conv)] == [
-            ("tool_output", "app = Celery('invoicing')"), ("tool_output", "1 failed: broker refused"),
-            ("tool_input", "celery.py"), ("tool_input", "pytest -x")]
+            ("tool_output", "app = Celery('invoicing')"),
+            ("tool_output", "1 failed: broker refused"),
+            ("tool_input", "celery.py"),
+            ("tool_input", "pytest -x"),
+        ]
 
     def test_bead_blocks_leave_tool_call_arguments(self):
         args = json.dumps({"note": 'keep <bead-memory kind="recall">injected</bead-memory> this'})
-        _, conv = openai.CHAT.parse(chat([{"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "write_note", "arguments": args}}]}]), {})
+        _, conv = openai.CHAT.parse(
+            chat(
+                [
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "write_note", "arguments": args}}],
+                    }
+                ]
+            ),
+            {},
+        )
         (call,) = [p for p in conv.messages[0].parts if p.kind == "tool_use"]
         assert call.data == {"note": "keep this"}
 
     def test_arguments_too_deep_for_the_parser_stay_text(self):
         deep = "[" * 100_000 + "]" * 100_000
-        _, conv = openai.CHAT.parse(chat([{"role": "assistant", "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "f", "arguments": deep}}]}]), {})
+        _, conv = openai.CHAT.parse(
+            chat(
+                [
+                    {
+                        "role": "assistant",
+                        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": deep}}],
+                    }
+                ]
+            ),
+            {},
+        )
         assert conv.messages[0].parts[0].data == deep
 
     def test_no_user_message_means_nothing_to_recall(self):
@@ -101,11 +144,14 @@ class TestChatParse:
         assert conv.newest_user is None and extract(conv) == []
 
     def test_structured_output_without_tools_is_a_side_request(self):
-        body = chat([{"role": "user", "content": "title for: fix the build"}],
-                    response_format={"type": "json_schema", "json_schema": {"name": "t", "schema": {}}})
+        body = chat(
+            [{"role": "user", "content": "title for: fix the build"}],
+            response_format={"type": "json_schema", "json_schema": {"name": "t", "schema": {}}},
+        )
         assert openai.CHAT.parse(body, {})[1].auxiliary
-        assert not openai.CHAT.parse(chat([{"role": "user", "content": "x"}], tools=[{"type": "function"}],
-                                          response_format={"type": "json_object"}), {})[1].auxiliary
+        assert not openai.CHAT.parse(
+            chat([{"role": "user", "content": "x"}], tools=[{"type": "function"}], response_format={"type": "json_object"}), {}
+        )[1].auxiliary
 
     def test_a_body_without_messages_is_refused(self):
         with pytest.raises(ValueError):
@@ -119,25 +165,36 @@ class TestResponsesParse:
         _, conv = openai.RESPONSES.parse(responses(codex_items(msg("user", "What files are in this folder?"))), {})
         assert [m.role for m in conv.messages] == ["system", "user", "user"] and conv.newest_user == 2
         assert conv.cwd == "/home/dev/src/shop" and conv.system == CODEX_SYSTEM
-        assert [p.source for p in conv.messages[1].parts] == [Source.HARNESS, Source.HARNESS], \
+        assert [p.source for p in conv.messages[1].parts] == [Source.HARNESS, Source.HARNESS], (
             "AGENTS.md and <environment_context> are harness text"
+        )
         assert sources(conv.messages[2]) == [("typed", "text", "What files are in this folder?")]
 
     def test_calls_reasoning_and_outputs(self):
         items = codex_items(
             msg("user", "run the tests"),
-            {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "secret thoughts"}],
-             "encrypted_content": "gAAAA"},
+            {
+                "type": "reasoning",
+                "id": "rs_1",
+                "summary": [{"type": "summary_text", "text": "secret thoughts"}],
+                "encrypted_content": "gAAAA",
+            },
             {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "exec_command", "arguments": '{"cmd": "pytest -x"}'},
             {"type": "custom_tool_call", "id": "ct_1", "call_id": "c2", "name": "apply_patch", "input": "*** Begin Patch"},
             {"type": "function_call_output", "call_id": "c1", "output": "2 passed"},
             {"type": "custom_tool_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "patched"}]},
-            {"type": "shell_call_output", "call_id": "c3", "output": [{"stdout": "ok\n", "stderr": "", "outcome": {"type": "exit"}}]},
+            {
+                "type": "shell_call_output",
+                "call_id": "c3",
+                "output": [{"stdout": "ok\n", "stderr": "", "outcome": {"type": "exit"}}],
+            },
         )
         _, conv = openai.RESPONSES.parse(responses(items), {})
         assert [m.role for m in conv.messages] == ["system", "user", "user", "assistant", "user"]
         assert [(p.kind, p.name, p.data) for p in conv.messages[3].parts] == [
-            ("tool_use", "exec_command", {"cmd": "pytest -x"}), ("tool_use", "apply_patch", "*** Begin Patch")]
+            ("tool_use", "exec_command", {"cmd": "pytest -x"}),
+            ("tool_use", "apply_patch", "*** Begin Patch"),
+        ]
         assert [p.text for p in conv.messages[4].parts] == ["2 passed", "patched", "ok"]
         assert "secret thoughts" not in json.dumps([sources(m) for m in conv.messages])
 
@@ -146,8 +203,9 @@ class TestResponsesParse:
         assert [(m.role, sources(m)) for m in conv.messages] == [("user", [("typed", "text", "hello there")])]
         assert conv.system == "Be brief."
 
-    @pytest.mark.parametrize("extra", [{"previous_response_id": "resp_abc"}, {"conversation": "conv_abc"},
-                                       {"conversation": {"id": "conv_abc"}}])
+    @pytest.mark.parametrize(
+        "extra", [{"previous_response_id": "resp_abc"}, {"conversation": "conv_abc"}, {"conversation": {"id": "conv_abc"}}]
+    )
     def test_server_held_state_is_noted(self, extra):
         _, conv = openai.RESPONSES.parse(responses([msg("user", "and now?")], **extra), {})
         assert conv.continues in ("resp_abc", "conv_abc")
@@ -165,8 +223,12 @@ class TestResponsesParse:
 
     def test_header_less_sessions_differ_by_their_first_message(self):
         """The system prompt is shared by every conversation of a harness: the first user message tells them apart."""
-        a = identify({}, openai.CHAT.parse(chat([{"role": "system", "content": "S"}, {"role": "user", "content": "a"}]), {})[1], None)
-        b = identify({}, openai.CHAT.parse(chat([{"role": "system", "content": "S"}, {"role": "user", "content": "b"}]), {})[1], None)
+        a = identify(
+            {}, openai.CHAT.parse(chat([{"role": "system", "content": "S"}, {"role": "user", "content": "a"}]), {})[1], None
+        )
+        b = identify(
+            {}, openai.CHAT.parse(chat([{"role": "system", "content": "S"}, {"role": "user", "content": "b"}]), {})[1], None
+        )
         assert a.session != b.session and a.thread != b.thread
 
     def test_only_typed_turns_are_captured_as_typed(self):
@@ -201,8 +263,12 @@ class TestSplice:
         assert got[0]["content"] == "You are Aider.\n\nPINNED" and got[1]["content"] == "fix it ünïcode\n\nCUE"
 
     def test_chat_array_content_gets_a_text_part(self):
-        body = chat([{"role": "developer", "content": [{"type": "text", "text": "D"}]},
-                     {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "x"}}]}])
+        body = chat(
+            [
+                {"role": "developer", "content": [{"type": "text", "text": "D"}]},
+                {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "x"}}]},
+            ]
+        )
         req, _ = openai.CHAT.parse(body, {})
         got = json.loads(openai.CHAT.splice(req, "PINNED", {1: ["CUE"]}))["messages"]
         assert got[0]["content"][-1] == {"type": "text", "text": "PINNED"}
@@ -215,9 +281,19 @@ class TestSplice:
         assert body_minus(out, '{"role":"system","content":"PINNED"},') == body.decode()
 
     def test_chat_tool_outputs_take_the_cue_in_the_last_tool_message(self):
-        body = chat([{"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
-                                                          {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-                     {"role": "tool", "tool_call_id": "a", "content": "one"}, {"role": "tool", "tool_call_id": "b", "content": "two"}])
+        body = chat(
+            [
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                        {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "a", "content": "one"},
+                {"role": "tool", "tool_call_id": "b", "content": "two"},
+            ]
+        )
         req, conv = openai.CHAT.parse(body, {})
         got = json.loads(openai.CHAT.splice(req, None, {conv.newest_user: ["CUE"]}))["messages"]
         assert [m.get("content") for m in got[1:]] == ["one", "two\n\nCUE"]
@@ -247,11 +323,18 @@ class TestSplice:
         assert only_cue == b'{"model":"m","input":"hello \\u00e9\\n\\nCUE"}'
 
     def test_responses_tool_outputs_are_followed_by_a_user_item(self):
-        body = responses([msg("user", "run it"), {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
-                          {"type": "function_call_output", "call_id": "c", "output": "done"}])
+        body = responses(
+            [
+                msg("user", "run it"),
+                {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c", "output": "done"},
+            ]
+        )
         req, conv = openai.RESPONSES.parse(body, {})
         out = openai.RESPONSES.splice(req, None, {conv.newest_user: ["CUE"]})
-        assert body_minus(out, ',{"type":"message","role":"user","content":[{"type":"input_text","text":"CUE"}]}') == body.decode()
+        assert (
+            body_minus(out, ',{"type":"message","role":"user","content":[{"type":"input_text","text":"CUE"}]}') == body.decode()
+        )
 
     def test_a_continuation_gets_only_the_cue_block(self):
         body = responses([msg("user", "and now?")], previous_response_id="resp_1", instructions="Be brief.")
@@ -262,7 +345,7 @@ class TestSplice:
 
 def feed(collector, data: bytes, step: int = 0):
     for i in range(0, len(data), step or len(data) or 1):
-        collector.feed(data[i:i + (step or len(data))])
+        collector.feed(data[i : i + (step or len(data))])
     return collector
 
 
@@ -271,10 +354,16 @@ def parts(result):
     return [(p.source.value, p.kind, p.name, p.text if p.kind != "tool_use" else p.data) for p in message.parts], flags
 
 
-TOOLS = Reply(text="Checking both.", tool={"name": "read", "input": {"path": "a.py"}, "id": "c1"},
-              tools=[{"name": "bash", "input": {"cmd": "ls"}, "id": "c2"}])
-ANSWER = [("assistant", "text", "", "Checking both."), ("tool_call", "tool_use", "read", {"path": "a.py"}),
-          ("tool_call", "tool_use", "bash", {"cmd": "ls"})]
+TOOLS = Reply(
+    text="Checking both.",
+    tool={"name": "read", "input": {"path": "a.py"}, "id": "c1"},
+    tools=[{"name": "bash", "input": {"cmd": "ls"}, "id": "c2"}],
+)
+ANSWER = [
+    ("assistant", "text", "", "Checking both."),
+    ("tool_call", "tool_use", "read", {"path": "a.py"}),
+    ("tool_call", "tool_use", "bash", {"cmd": "ls"}),
+]
 
 
 class TestCollectors:
@@ -291,7 +380,8 @@ class TestCollectors:
         assert parts(c.result(1)) == (ANSWER, {})
         data = b"".join(openai_sse(chat_events(Reply(text="first"), n=2), named=False))
         assert parts(feed(openai.CHAT.collector("text/event-stream", None), data).result(0))[0] == [
-            ("assistant", "text", "", "first")], "the first choice only"
+            ("assistant", "text", "", "first")
+        ], "the first choice only"
 
     def test_chat_stream_that_breaks_is_partial(self):
         events = openai_sse(chat_events(Reply(text="half of the answer")), named=False)
@@ -300,7 +390,10 @@ class TestCollectors:
 
     def test_chat_error_in_the_stream(self):
         data = b"".join(openai_sse(chat_events(Reply(text="abc"))[:3], named=False)) + b'data: {"error":{"message":"x"}}\n\n'
-        assert parts(feed(openai.CHAT.collector("text/event-stream", None), data).result(0))[1] == {"error": True, "partial": True}
+        assert parts(feed(openai.CHAT.collector("text/event-stream", None), data).result(0))[1] == {
+            "error": True,
+            "partial": True,
+        }
 
     @pytest.mark.parametrize("step", [0, 1, 13])
     def test_responses_events(self, step):
@@ -321,15 +414,19 @@ class TestCollectors:
     def test_responses_error_event(self):
         events = openai_sse(responses_events(Reply(text="abc"), {}), named=True)[:6]
         data = b"".join(events) + b'event: error\ndata: {"type":"error","code":"server_error","message":"Overloaded"}\n\n'
-        assert parts(feed(openai.RESPONSES.collector("text/event-stream", None), data).result(0))[1] == {"error": True, "partial": True}
+        assert parts(feed(openai.RESPONSES.collector("text/event-stream", None), data).result(0))[1] == {
+            "error": True,
+            "partial": True,
+        }
 
     def test_gzip(self):
         data = gzip.compress(json.dumps(chat_json(Reply(text="zipped"))).encode())
         assert parts(feed(openai.CHAT.collector("application/json", "gzip"), data, 5).result(0))[0] == [
-            ("assistant", "text", "", "zipped")]
+            ("assistant", "text", "", "zipped")
+        ]
 
     def test_hostile_events_are_ignored(self):
-        data = b"data: [1,2]\n\ndata: \"x\"\n\ndata: {\"choices\": 5}\n\ndata: {\"choices\": [{\"delta\": []}]}\n\n"
+        data = b'data: [1,2]\n\ndata: "x"\n\ndata: {"choices": 5}\n\ndata: {"choices": [{"delta": []}]}\n\n'
         assert openai.CHAT.collector("text/event-stream", None).feed(data) is None
         feed(openai.RESPONSES.collector("text/event-stream", None), data).result(0)
 
@@ -341,8 +438,18 @@ def rep(unit: str, size: int = MB) -> str:
 class TestLinearTime:
     """The patterns the OpenAI parser adds run in linear time on hostile input."""
 
-    @pytest.mark.parametrize("text", [rep("<a"), rep("<environment_context>"), "<x " + rep("a"), "<cwd>" + rep("a"),
-                                      rep("<cwd>a"), rep("<cwd>" + "a" * 5000), rep("# AGENTS.md instructions for ")])
+    @pytest.mark.parametrize(
+        "text",
+        [
+            rep("<a"),
+            rep("<environment_context>"),
+            "<x " + rep("a"),
+            "<cwd>" + rep("a"),
+            rep("<cwd>a"),
+            rep("<cwd>" + "a" * 5000),
+            rep("# AGENTS.md instructions for "),
+        ],
+    )
     def test_one_megabyte(self, text):
         t0 = time.process_time()
         openai.harness_context(text)
@@ -350,9 +457,14 @@ class TestLinearTime:
         assert time.process_time() - t0 < 1.0
 
     def test_a_4_mb_event_in_1_kb_chunks(self):
-        for api, data in (("chat", b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": "x" * (4 * MB)}}]}).encode()),
-                          ("responses", b"data: " + json.dumps({"type": "response.output_text.delta", "output_index": 0,
-                                                                "delta": "x" * (4 * MB)}).encode())):
+        for api, data in (
+            ("chat", b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": "x" * (4 * MB)}}]}).encode()),
+            (
+                "responses",
+                b"data: "
+                + json.dumps({"type": "response.output_text.delta", "output_index": 0, "delta": "x" * (4 * MB)}).encode(),
+            ),
+        ):
             c = (openai.CHAT if api == "chat" else openai.RESPONSES).collector("text/event-stream", None)
             t0 = time.perf_counter()
             feed(c, data + b"\n\n", 1024)
@@ -396,8 +508,12 @@ class TestLimits:
         from bead.wire.splice import MAX_PARTS, TooLarge
 
         half = [{"type": "input_text", "text": "a"}] * (MAX_PARTS // 2)
-        body = {"input": [{"role": "user", "content": half}, {"type": "function_call_output", "call_id": "c",
-                                                               "output": half + [{"type": "input_text", "text": "b"}]}]}
+        body = {
+            "input": [
+                {"role": "user", "content": half},
+                {"type": "function_call_output", "call_id": "c", "output": half + [{"type": "input_text", "text": "b"}]},
+            ]
+        }
         with pytest.raises(TooLarge):
             openai.RESPONSES.parse(json.dumps(body).encode(), {})
         calls = [{"function": {"name": "f", "arguments": "{}"}}] * (MAX_PARTS + 1)
@@ -411,15 +527,18 @@ class TestLimits:
         one = {"type": "text", "text": "a"}
         ok = {"messages": [{"role": "user", "content": [one] * splice.MAX_MESSAGE_PARTS}]}
         assert len(anthropic.parse(json.dumps(ok).encode(), {})[1].messages[0].parts) == splice.MAX_MESSAGE_PARTS
-        for data in ({"messages": [{"role": "user", "content": [one] * (splice.MAX_MESSAGE_PARTS + 1)}]},
-                     {"messages": [{"role": "user", "content": [one] * 900}] * (splice.MAX_PARTS // 900 + 1)}):
+        for data in (
+            {"messages": [{"role": "user", "content": [one] * (splice.MAX_MESSAGE_PARTS + 1)}]},
+            {"messages": [{"role": "user", "content": [one] * 900}] * (splice.MAX_PARTS // 900 + 1)},
+        ):
             with pytest.raises(TooLarge):
                 anthropic.parse(json.dumps(data).encode(), {})
 
     def test_a_message_of_a_hundred_thousand_blocks_goes_out_at_once_unchanged(self, proxy_client, upstream):
         proxy = proxy_client()
-        body = json.dumps({"model": "m", "max_tokens": 5, "messages": [
-            {"role": "user", "content": [{"type": "text", "text": "a"}] * 100_000}]}).encode()
+        body = json.dumps(
+            {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}] * 100_000}]}
+        ).encode()
         status, _, _ = proxy.post(body, {"content-type": "application/json", "x-api-key": "k"}, "/v1/messages")
         assert status == 200 and upstream.requests[-1].body == body
         assert proxy.app.extensions["bead.engine"].counters["too_large"] == 1

@@ -50,7 +50,7 @@ class TestLockedIndex:
         assert res.written and not res.indexed and res.fact.path.exists()
         assert mem.current("user/editor").body.startswith("Helix")
         held_index.rollback()
-        reconcile(mem.index, mem.facts, mem.raw)        # what `bead indexer` does on its next pass
+        reconcile(mem.index, mem.facts, mem.raw)  # what `bead indexer` does on its next pass
         assert [h.id for h in search_facts(mem.index, "helix keymap")] == ["user/editor@v1"]
         mem.close()
 
@@ -109,8 +109,15 @@ class TestFlatCost:
         d = mem.home.fact_dir(key)
         d.mkdir(parents=True)
         for v in range(1, n + 1):
-            f = Fact(key=key, version=v, type="user", body=f"value {v}", owner="t",
-                     status="current" if v == n else "superseded", valid_from=iso(mem.clock()))
+            f = Fact(
+                key=key,
+                version=v,
+                type="user",
+                body=f"value {v}",
+                owner="t",
+                status="current" if v == n else "superseded",
+                valid_from=iso(mem.clock()),
+            )
             (d / f"v{v}.md").write_bytes(f.render())
         sync_key(mem.index, mem.facts, key)
 
@@ -131,7 +138,7 @@ class TestFlatCost:
         d = mem.home.fact_dir("user/shell")
         recorded = d.stat().st_mtime_ns
         probe = tmp_path / "probe"
-        while True:        # until the file system's clock has moved on from bead's last write
+        while True:  # until the file system's clock has moved on from bead's last write
             probe.write_text("x")
             if probe.stat().st_mtime_ns > recorded:
                 break
@@ -144,9 +151,10 @@ class TestFlatCost:
         mem.write("user/tz", "UTC", "user")
         mem.write("user/tz", "CET", "user")
         state = mem.home.fact_state("user/tz")
-        state.write_text('{"last": 2, "settled": 0, "dir_mtime_ns": 0}')      # as if step two of v2 never ran
-        mem.home.fact_file("user/tz", 1).write_text(mem.home.fact_file("user/tz", 1).read_text()
-                                                    .replace("status: superseded", "status: current"))
+        state.write_text('{"last": 2, "settled": 0, "dir_mtime_ns": 0}')  # as if step two of v2 never ran
+        mem.home.fact_file("user/tz", 1).write_text(
+            mem.home.fact_file("user/tz", 1).read_text().replace("status: superseded", "status: current")
+        )
         mem.write("user/tz", "EET", "user")
         assert [f.status for f in mem.versions("user/tz").facts] == ["superseded", "superseded", "current"]
 
@@ -156,8 +164,9 @@ class TestFlatCost:
         incremental = search_facts(mem.index, "port", current_only=False, limit=10)
         sync_key(mem.index, mem.facts, "project/app/port")
         full = search_facts(mem.index, "port", current_only=False, limit=10)
-        assert sorted((h.id, h.row["current"], h.row["status"]) for h in incremental) == \
-            sorted((h.id, h.row["current"], h.row["status"]) for h in full)
+        assert sorted((h.id, h.row["current"], h.row["status"]) for h in incremental) == sorted(
+            (h.id, h.row["current"], h.row["status"]) for h in full
+        )
 
     def test_out_of_order_index_updates_keep_the_newest_current(self, mem):
         """Two writers of one key whose index updates commit in the other order still leave the newest current."""

@@ -86,14 +86,14 @@ _PLACE_TARGET = (
 
 @dataclass(frozen=True)
 class Form:
-    patterns: tuple[Any, ...]      # all must match within one clause
-    negatable: bool = False        # a negation before the match in its clause voids it
+    patterns: tuple[Any, ...]  # all must match within one clause
+    negatable: bool = False  # a negation before the match in its clause voids it
 
 
 @dataclass(frozen=True)
 class Rule:
-    name: str                      # the category of attack it stands for
-    why: str                       # what the queue item says
+    name: str  # the category of attack it stands for
+    why: str  # what the queue item says
     forms: tuple[Form, ...]
 
 
@@ -102,153 +102,268 @@ def _form(*patterns: str, negatable: bool = False) -> Form:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("exfiltration", "sends credentials or private data off the machine", (
-        _form(_SEND, _SECRET, _EXTERNAL, negatable=True),
-        _form(r"\b(?:curl|wget)\b[^\n]{0,80}(?:\s-(?:d|F|T)\s|--data|--upload-file|--post-file|--form)"
-              r"[^\n]{0,80}" + _SECRET, negatable=True),
-        _form(_SECRET + r"[^\n]{0,60}\|\s*(?:curl|nc|wget)\b", negatable=True),
-    )),
-    Rule("remote-code-execution", "runs code fetched from elsewhere", (
-        _form(r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)\b[^\n|]{0,200}\|\s*(?:sudo\s+)?"
-              r"(?:(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node|iex|invoke-expression|pwsh|powershell)\b",
-              negatable=True),
-        _form(r"(?:\b(?:bash|sh|zsh|source)|\.)\s+<\(\s*(?:curl|wget)\b"),
-        _form(r"(?:\b(?:eval|exec)\b|-c)\s*[\"']?\$\(\s*(?:curl|wget)\b"),
-        _form(r"\b(?:download|fetch|wget|curl|get|grab|pull)\b", _URL,
-              r"(?:\bchmod\s+\+x\b|\b(?:execute|exec|iex|eval)\b|&&\s*(?:sudo\s+)?(?:ba|z)?sh\b"
-              r"|\b(?:run|execute|exec|start|launch|source)\s+(?:it|them|the (?:script|binary|file|installer|payload))\b"
-              r"|\bas root\b)", negatable=True),
-        _form(r"(?:--(?:extra-)?index-url|--registry|\bregistry\s*=)\s*=?\s*http://|--trusted-host\b"
-              r"|\bnpx\s+(?:-y\s+|--yes\s+)?(?:github:|https?://|git\+)"
-              r"|\b(?:pip3?|uv pip|npm|yarn|pnpm|gem|cargo)\s+(?:install|add)\s+(?:-\S+\s+){0,3}(?:git\+)?https?://",
-              negatable=True),
-    )),
-    Rule("instruction-override", "tries to override the agent's instructions", (
-        _form(r"\b(?:ignore|disregard|forget|override|overrides|bypass|discard|abandon|set aside|drop)\b[^.;\n]{0,50}"
-              r"\b(?:previous|prior|above|earlier|all|any|your|its|their|the system|the original|safety|security|existing)\b"
-              r"[^.;\n]{0,30}\b(?:instructions?|prompts?|guidelines|guardrails|directions|directives|rules|policies"
-              r"|restrictions|safeguards|constraints)\b"),
-        _form(r"\b(?:ignore|disregard|override|overrule|contradict)\b[^.;\n]{0,20}\b(?:what )?the (?:user|person|human|owner)"),
-        _form(r"\b(?:takes? precedence over|(?:higher|more|top|greater) priority than|priority over|supersedes?"
-              r"|outranks?|more important than|overrules?)\b[^\n]{0,50}\b(?:system prompt|the user|user's|users'"
-              r"|person|human|your instructions|instructions you|guidelines|operator|developer)"),
-        _form(r"\b(?:system prompt|your instructions|your guidelines|the user's (?:earlier |previous )?(?:messages|requests"
-              r"|instructions))\b[^\n]{0,30}\b(?:outdated|obsolete|no longer appl|cancel+ed|void|invalid|superseded"
-              r"|replaced|does not apply|doesn't apply)"),
-        _form(r"\byou are now\b|\bfrom now on,? (?:you|the (?:assistant|agent|ai|model)|claude)\b|\bact as (?:an? )?"
-              r"(?:unrestricted|unfiltered|jailbroken|different)|\bpretend (?:to be|you are)\b|\bnew (?:system )?"
-              r"instructions?\b|\b(?:developer|jailbreak|god|dan|devmode|unrestricted|unfiltered)\b[^.;\n]{0,20}\bmode\b"
-              r"|\bwithout (?:any )?(?:restrictions|limits|guardrails|safeguards)\b"),
-        _form(r"\b(?:obey|follow|execute|carry out|act on|comply with)\b[^\n]{0,40}\binstructions?\b[^\n]{0,60}"
-              r"\b(?:embedded|found|hidden|in (?:web ?pages|files?|code comments|comments|issues|e-?mails|tool output"
-              r"|fetched|documents|readmes?)|from (?:the )?(?:web|files?|tools?|pages?))"),
-        _form(r"\bas if (?:the user|they|the person|you|the owner) (?:typed|wrote|said|asked|sent)\b|\btreat\b[^\n]{0,60}"
-              r"\bas (?:coming from|from|if from|written by|sent by) the (?:user|person|human|owner)\b"),
-        _form(r"\bsystem prompt\b[^\n]{0,40}\b(?:ignore|replace|reveal|print|leak|override|show|output|repeat)\b"
-              r"|\b(?:ignore|replace|reveal|print|leak|override|show|output|repeat)\b[^\n]{0,40}\bsystem prompt\b"),
-    )),
-    Rule("concealment", "hides what the agent does from the person", (
-        _form(r"\b(?:do not|don't|dont|never|avoid|without)\b[^.;\n]{0,20}\b(?:tell|telling|inform|informing|mention"
-              r"|mentioning|reveal|revealing|show|showing|disclose|disclosing|notify|notifying|alert|alerting|report"
-              r"|reporting|ask|asking|let)\b[^.;\n]{0,50}\b(?:the user|the person|the human|the owner|the reviewers?"
-              r"|reviewers|anyone|nobody|the team|maintainers|them|security)\b"),
-        _form(r"\b(?:do not|don't|dont|never)\s+(?:mention|report|disclose|reveal|log|record|note|list|include)\s+"
-              r"(?:it|this|that|them|these|those|the (?:change|changes|edit|edits|step|steps|commands?|calls?"
-              r"|modifications?))\b"),
-        _form(r"\b(?:keep|leave|omit|exclude|hide|remove|drop)\b[^.;\n]{0,60}\b(?:out of|from|off)\b[^.;\n]{0,30}"
-              r"\b(?:summary|summaries|report|changelog|commit messages?|pr descriptions?|diff|review|the user|the person"
-              r"|the reviewers?|reviewers|logs?|history|audit)\b"),
-        _form(r"\b(?:silently|quietly|secretly|covertly|discreetly|stealthily)\b[^.;\n]{0,30}\b(?:disable|remove"
-              r"|delete|change|modify|skip|add|install|push|commit|edit|send|upload|run|make|turn off|bypass|merge"
-              r"|deploy|rewrite)\b|\b(?:disable|remove|delete|change|modify|skip|add|install|push|commit|edit|send"
-              r"|upload|run|make|turn off|bypass|merge|deploy|rewrite)\b[^.;\n]{0,40}\b(?:silently|quietly|secretly"
-              r"|covertly|discreetly|stealthily)\b|\bbehind the (?:user|person|owner)'s back\b"
-              r"|\bwithout (?:a trace|anyone noticing|being noticed|leaving a trace)\b"),
-        _form(r"\b(?:clear|erase|wipe|delete|remove|purge|truncate|scrub|rewrite|edit)\b[^.;\n]{0,40}\b(?:shell history"
-              r"|bash history|command history|\.bash_history|\.zsh_history|audit (?:log|trail)s?|audit\.log"
-              r"|the entries|traces?|evidence)\b|\bhistory -c\b|\bunset HISTFILE\b"),
-        _form(r"\b(?:say|tell (?:them|the user)|claim|answer|pretend|reply)\b[^.;\n]{0,30}\b(?:nothing (?:changed"
-              r"|happened|was changed)|no changes|it was always|everything is fine)\b|\bif (?:the user |anyone "
-              r"|someone )?(?:asks|asked)\b[^;\n]{0,60}\b(?:say|deny|claim|answer|pretend)\b"),
-    )),
-    Rule("credential-placement", "puts credentials where others can read them", (
-        # The verb, the secret and where it goes, close together and in order
-        # (or the place first: "when opening issues, paste the .env file").
-        _form(_PLACE + r".{0,60}?" + _SECRET + r".{0,80}?" + _PLACE_TARGET, negatable=True),
-        _form(_PLACE_TARGET + r".{0,40}?" + _PLACE + r".{0,60}?" + _SECRET, negatable=True),
-        _form(r"\b(?:https?|git)://[^\s/@:]{1,64}:[^\s/@]{1,200}@"),
-        _form(r"\b(?:hard-?code|hardcode)\b[^.;\n]{0,40}" + _SECRET, negatable=True),
-        _form(r"\b(?:cat|type|print|echo|show|output)\b[^.;\n]{0,20}(?:~/\.(?:ssh|aws|kube|netrc|npmrc|pypirc|docker)"
-              r"|\.env\b|\bid_(?:rsa|ed25519)\b|\.(?:netrc|npmrc|pypirc|git-credentials)\b)", negatable=True),
-    )),
-    Rule("persistence", "plants something that runs later (keys, hooks, cron, shell start-up files)", (
-        _form(r"\bauthorized_keys\b", negatable=True),
-        _form(r"\b(?:add|adds|append|install|create|register|put|write|set up|setup|enable|schedule|set|git config"
-              r"|drop|place)\b",
-              r"(?:\.(?:bashrc|zshrc|profile|bash_profile|zprofile|zshenv|zlogin)\b|/etc/profile|\bcrontab\b|\bcron "
-              r"(?:entry|job|line)\b|\blaunch(?:agents?|daemons?)\b|\.plist\b|\bsystemd (?:user )?(?:service|unit"
-              r"|timer)s?\b|\b(?:git )?hooks?\b|\b(?:pre|post)-(?:commit|push|merge|checkout|receive|rewrite)\b"
-              r"|\bhookspath\b|\bprompt_command\b|\b(?:startup|login) items?\b)",
-              r"(?:\b(?:https?|s?ftp)://|\bcurl\b|\bwget\b|\bnc\b|/tmp/|/dev/shm\b|\bbase64\b|python[0-9.]* -c\b"
-              r"|\balias (?:sudo|git|ssh|ls|cd|cp|mv)=|\bsource <\(|\beval\b|\$\(whoami\)|\bat login\b|\bon boot\b"
-              r"|\bat boot\b|\bupload|\bexfil|ssh-(?:rsa|ed25519|dss)\b)", negatable=True),
-        _form(r"ssh-(?:rsa|ed25519|dss|ecdsa)\s+AAAA", r"\b(?:add|append|install|put|authori[sz]e|trust)\b",
-              negatable=True),
-    )),
-    Rule("destructive", "destroys data, history or machines", (
-        _form(r"\brm\s+(?:-[a-z]{0,8}\s+){0,3}-[a-z]{0,8}r[a-z]{0,8}\s+(?:--?[\w-]{1,30}\s+){0,3}"
-              r"(?:/|~|\$home|\$\{home\}|\*|\.\.|/\*|~/\*|~/|\$home/\*?)(?:$|[\s`'\";)])", negatable=True),
-        _form(r"--no-preserve-root|\bmkfs(?:\.\w+)?\b|\bdd\s+if=\S{1,100}\s+of=/dev/|>\s*/dev/(?:sd|nvme|disk)"
-              r"|:\(\)\s*\{\s*:\|:&\s*\};:|\bchmod\s+-R\s+777\s+/(?:\s|$)|\bfind\s+/\s[^\n]{0,80}(?:-delete|\brm\s)",
-              negatable=True),
-        _form(r"\bgit\s+push\b[^\n;]{0,40}(?:--force|-f)(?:\s|$|`)[^\n;]{0,40}\b(?:main|master|production|prod"
-              r"|release)\b|\bgit\s+push\b[^\n;]{0,40}\b(?:main|master)\b[^\n;]{0,20}(?:--force|-f)(?:\s|$|`)"
-              r"|\bgit\s+reset\s+--hard\b[^\n]{0,60}\bgit\s+push\s+(?:\S+\s+){0,3}?(?:-f|--force)(?:\s|$|`)",
-              negatable=True),
-        _form(r"\b(?:drop|delete|destroy|wipe|truncate|purge|erase|remove|nuke|reset|rm)\b[^.;\n]{0,40}\b(?:production"
-              r"|prod|live|all|every|entire|whole)\b[^.;\n]{0,30}\b(?:databases?|db|tables?|data|buckets?|namespaces?"
-              r"|clusters?|backups?|volumes?|disks?|drives?|files|repos?|repositor(?:y|ies)|branches|users?|accounts?)\b",
-              negatable=True),
-        _form(r"\bkubectl\s+delete\s+(?:ns|namespaces?)\b|\bterraform\s+destroy\b|\baws\s+s3\s+(?:rm|rb)\b[^\n]{0,60}"
-              r"--(?:recursive|force)\b|\bgsutil\s+(?:-m\s+)?rm\s+-r\b|\bdrop\s+(?:database|schema)\b|\bdropdb\b",
-              negatable=True),
-        _form(r"\b(?:delete|remove|rm\s+-rf?|wipe|erase)\b[^.;\n]{0,20}(?:\.git\b|\bgit directory\b)"
-              r"|\b(?:delete|wipe|erase|remove|clean out)\b[^.;\n]{0,30}\b(?:home directory|home dir|root filesystem"
-              r"|entire disk|all files)\b", negatable=True),
-    )),
-    Rule("approval-bypass", "skips the person's review or approval", (
-        _form(r"\b(?:merge|merging|approve|ship|deploy|push|commit|release|run)\b[^.;\n]{0,50}\bwithout\b[^.;\n]{0,30}"
-              r"\b(?:review|reviews|approval|approvals|checks|ci|waiting|asking|confirmation|consent|permission"
-              r"|sign-?off)\b"),
-        _form(r"--no-verify\b|--dangerously-skip-permissions|--yolo\b|\bskip[- _]permissions\b"
-              r"|\bbypass[- _]?permissions\b|\bapprove (?:your|its|their) own\b|\bself-approve"),
-        _form(r"\b(?:disable|turn off|remove|bypass|skip|circumvent|lift|switch off)\b[^.;\n]{0,30}\b(?:branch protection"
-              r"|required reviews?|code reviews?|review requirements?|required checks?|status checks|the sandbox"
-              r"|sandboxing|permission prompts?|permission checks?|approvals?|2fa|mfa|commit signing"
-              r"|signature verification|security scans?|safety checks)\b", negatable=True),
-        _form(r"\bwithout (?:first )?(?:asking|waiting for|confirmation|confirming|approval|review|reviews|permission"
-              r"|consent|sign-?off)\b"),
-        _form(r"\bauto-?(?:accept|approve)\b|\bautomatically (?:accept|approve)\b|\baccept all (?:file )?(?:edits"
-              r"|tool calls|changes|prompts)\b|\b(?:no need|not need|never need) to (?:confirm|approve|review|ask)\b"),
-        _form(r"\bmark\b[^.;\n]{0,40}\b(?:checks?|tests?|ci|builds?|status)\b[^.;\n]{0,20}\b(?:passed|passing|green"
-              r"|successful|success)\b"),
-        _form(r"\b(?:merge|deploy|ship|release|approve)\b[^.;\n]{0,40}\b(?:even if|even when|despite|regardless of)\b"
-              r"[^.;\n]{0,30}\b(?:checks?|ci|tests?|reviews?)\b"
-              r"|\b(?:checks?|ci|tests?) (?:fails?|failing|is red)\b[^\n]{0,80}\b(?:merge|deploy|ship)\b"),
-    )),
-    Rule("policy-spoofing", "claims an authority that grants the agent permissions", (
-        _form(r"\b(?:anthropic|openai|security team|admin(?:istrator)?s?|admin notice|it department|compliance|legal team"
-              r"|cto|ceo|official|policy update|by order of|repository owner|repo owner|org(?:anization)?"
-              r"(?:'s)? policy|company policy)\b",
-              # the agent, then within three words what it may or must do
-              _AGENT_3P + r"\W{1,4}(?:\w{1,30}\W{1,4}){0,3}?(?:authori[sz]ed|permitted|allowed|may|can|must|exempt"
-              r"|whitelisted|approved|pre-?approved|cleared|entitled|required|mandated)\b"),
-        _form(_AGENT + r"[^.;\n]{0,20}\b(?:is|are|has been|have been|shall be)\s+(?:now\s+|hereby\s+|officially\s+"
-              r"|explicitly\s+){0,2}(?:authori[sz]ed|permitted|allowed|cleared|exempt|whitelisted|entitled|pre-?approved)\b"),
-        _form(r"\bpre-?approved\b|\bpre-?authori[sz]ed\b|\b(?:standing|blanket|permanent|unconditional|unrestricted)"
-              r" (?:permission|approval|authori[sz]ation|consent|access)\b|\bhas (?:granted|given) (?:you|the "
-              r"(?:agent|assistant|ai))\b"),
-    )),
+    Rule(
+        "exfiltration",
+        "sends credentials or private data off the machine",
+        (
+            _form(_SEND, _SECRET, _EXTERNAL, negatable=True),
+            _form(
+                r"\b(?:curl|wget)\b[^\n]{0,80}(?:\s-(?:d|F|T)\s|--data|--upload-file|--post-file|--form)"
+                r"[^\n]{0,80}" + _SECRET,
+                negatable=True,
+            ),
+            _form(_SECRET + r"[^\n]{0,60}\|\s*(?:curl|nc|wget)\b", negatable=True),
+        ),
+    ),
+    Rule(
+        "remote-code-execution",
+        "runs code fetched from elsewhere",
+        (
+            _form(
+                r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)\b[^\n|]{0,200}\|\s*(?:sudo\s+)?"
+                r"(?:(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node|iex|invoke-expression|pwsh|powershell)\b",
+                negatable=True,
+            ),
+            _form(r"(?:\b(?:bash|sh|zsh|source)|\.)\s+<\(\s*(?:curl|wget)\b"),
+            _form(r"(?:\b(?:eval|exec)\b|-c)\s*[\"']?\$\(\s*(?:curl|wget)\b"),
+            _form(
+                r"\b(?:download|fetch|wget|curl|get|grab|pull)\b",
+                _URL,
+                r"(?:\bchmod\s+\+x\b|\b(?:execute|exec|iex|eval)\b|&&\s*(?:sudo\s+)?(?:ba|z)?sh\b"
+                r"|\b(?:run|execute|exec|start|launch|source)\s+(?:it|them|the (?:script|binary|file|installer|payload))\b"
+                r"|\bas root\b)",
+                negatable=True,
+            ),
+            _form(
+                r"(?:--(?:extra-)?index-url|--registry|\bregistry\s*=)\s*=?\s*http://|--trusted-host\b"
+                r"|\bnpx\s+(?:-y\s+|--yes\s+)?(?:github:|https?://|git\+)"
+                r"|\b(?:pip3?|uv pip|npm|yarn|pnpm|gem|cargo)\s+(?:install|add)\s+(?:-\S+\s+){0,3}(?:git\+)?https?://",
+                negatable=True,
+            ),
+        ),
+    ),
+    Rule(
+        "instruction-override",
+        "tries to override the agent's instructions",
+        (
+            _form(
+                r"\b(?:ignore|disregard|forget|override|overrides|bypass|discard|abandon|set aside|drop)\b[^.;\n]{0,50}"
+                r"\b(?:previous|prior|above|earlier|all|any|your|its|their|the system|the original|safety|security|existing)\b"
+                r"[^.;\n]{0,30}\b(?:instructions?|prompts?|guidelines|guardrails|directions|directives|rules|policies"
+                r"|restrictions|safeguards|constraints)\b"
+            ),
+            _form(
+                r"\b(?:ignore|disregard|override|overrule|contradict)\b[^.;\n]{0,20}\b(?:what )?the (?:user|person|human|owner)"
+            ),
+            _form(
+                r"\b(?:takes? precedence over|(?:higher|more|top|greater) priority than|priority over|supersedes?"
+                r"|outranks?|more important than|overrules?)\b[^\n]{0,50}\b(?:system prompt|the user|user's|users'"
+                r"|person|human|your instructions|instructions you|guidelines|operator|developer)"
+            ),
+            _form(
+                r"\b(?:system prompt|your instructions|your guidelines|the user's (?:earlier |previous )?(?:messages|requests"
+                r"|instructions))\b[^\n]{0,30}\b(?:outdated|obsolete|no longer appl|cancel+ed|void|invalid|superseded"
+                r"|replaced|does not apply|doesn't apply)"
+            ),
+            _form(
+                r"\byou are now\b|\bfrom now on,? (?:you|the (?:assistant|agent|ai|model)|claude)\b|\bact as (?:an? )?"
+                r"(?:unrestricted|unfiltered|jailbroken|different)|\bpretend (?:to be|you are)\b|\bnew (?:system )?"
+                r"instructions?\b|\b(?:developer|jailbreak|god|dan|devmode|unrestricted|unfiltered)\b[^.;\n]{0,20}\bmode\b"
+                r"|\bwithout (?:any )?(?:restrictions|limits|guardrails|safeguards)\b"
+            ),
+            _form(
+                r"\b(?:obey|follow|execute|carry out|act on|comply with)\b[^\n]{0,40}\binstructions?\b[^\n]{0,60}"
+                r"\b(?:embedded|found|hidden|in (?:web ?pages|files?|code comments|comments|issues|e-?mails|tool output"
+                r"|fetched|documents|readmes?)|from (?:the )?(?:web|files?|tools?|pages?))"
+            ),
+            _form(
+                r"\bas if (?:the user|they|the person|you|the owner) (?:typed|wrote|said|asked|sent)\b|\btreat\b[^\n]{0,60}"
+                r"\bas (?:coming from|from|if from|written by|sent by) the (?:user|person|human|owner)\b"
+            ),
+            _form(
+                r"\bsystem prompt\b[^\n]{0,40}\b(?:ignore|replace|reveal|print|leak|override|show|output|repeat)\b"
+                r"|\b(?:ignore|replace|reveal|print|leak|override|show|output|repeat)\b[^\n]{0,40}\bsystem prompt\b"
+            ),
+        ),
+    ),
+    Rule(
+        "concealment",
+        "hides what the agent does from the person",
+        (
+            _form(
+                r"\b(?:do not|don't|dont|never|avoid|without)\b[^.;\n]{0,20}\b(?:tell|telling|inform|informing|mention"
+                r"|mentioning|reveal|revealing|show|showing|disclose|disclosing|notify|notifying|alert|alerting|report"
+                r"|reporting|ask|asking|let)\b[^.;\n]{0,50}\b(?:the user|the person|the human|the owner|the reviewers?"
+                r"|reviewers|anyone|nobody|the team|maintainers|them|security)\b"
+            ),
+            _form(
+                r"\b(?:do not|don't|dont|never)\s+(?:mention|report|disclose|reveal|log|record|note|list|include)\s+"
+                r"(?:it|this|that|them|these|those|the (?:change|changes|edit|edits|step|steps|commands?|calls?"
+                r"|modifications?))\b"
+            ),
+            _form(
+                r"\b(?:keep|leave|omit|exclude|hide|remove|drop)\b[^.;\n]{0,60}\b(?:out of|from|off)\b[^.;\n]{0,30}"
+                r"\b(?:summary|summaries|report|changelog|commit messages?|pr descriptions?|diff|review|the user|the person"
+                r"|the reviewers?|reviewers|logs?|history|audit)\b"
+            ),
+            _form(
+                r"\b(?:silently|quietly|secretly|covertly|discreetly|stealthily)\b[^.;\n]{0,30}\b(?:disable|remove"
+                r"|delete|change|modify|skip|add|install|push|commit|edit|send|upload|run|make|turn off|bypass|merge"
+                r"|deploy|rewrite)\b|\b(?:disable|remove|delete|change|modify|skip|add|install|push|commit|edit|send"
+                r"|upload|run|make|turn off|bypass|merge|deploy|rewrite)\b[^.;\n]{0,40}\b(?:silently|quietly|secretly"
+                r"|covertly|discreetly|stealthily)\b|\bbehind the (?:user|person|owner)'s back\b"
+                r"|\bwithout (?:a trace|anyone noticing|being noticed|leaving a trace)\b"
+            ),
+            _form(
+                r"\b(?:clear|erase|wipe|delete|remove|purge|truncate|scrub|rewrite|edit)\b[^.;\n]{0,40}\b(?:shell history"
+                r"|bash history|command history|\.bash_history|\.zsh_history|audit (?:log|trail)s?|audit\.log"
+                r"|the entries|traces?|evidence)\b|\bhistory -c\b|\bunset HISTFILE\b"
+            ),
+            _form(
+                r"\b(?:say|tell (?:them|the user)|claim|answer|pretend|reply)\b[^.;\n]{0,30}\b(?:nothing (?:changed"
+                r"|happened|was changed)|no changes|it was always|everything is fine)\b|\bif (?:the user |anyone "
+                r"|someone )?(?:asks|asked)\b[^;\n]{0,60}\b(?:say|deny|claim|answer|pretend)\b"
+            ),
+        ),
+    ),
+    Rule(
+        "credential-placement",
+        "puts credentials where others can read them",
+        (
+            # The verb, the secret and where it goes, close together and in order
+            # (or the place first: "when opening issues, paste the .env file").
+            _form(_PLACE + r".{0,60}?" + _SECRET + r".{0,80}?" + _PLACE_TARGET, negatable=True),
+            _form(_PLACE_TARGET + r".{0,40}?" + _PLACE + r".{0,60}?" + _SECRET, negatable=True),
+            _form(r"\b(?:https?|git)://[^\s/@:]{1,64}:[^\s/@]{1,200}@"),
+            _form(r"\b(?:hard-?code|hardcode)\b[^.;\n]{0,40}" + _SECRET, negatable=True),
+            _form(
+                r"\b(?:cat|type|print|echo|show|output)\b[^.;\n]{0,20}(?:~/\.(?:ssh|aws|kube|netrc|npmrc|pypirc|docker)"
+                r"|\.env\b|\bid_(?:rsa|ed25519)\b|\.(?:netrc|npmrc|pypirc|git-credentials)\b)",
+                negatable=True,
+            ),
+        ),
+    ),
+    Rule(
+        "persistence",
+        "plants something that runs later (keys, hooks, cron, shell start-up files)",
+        (
+            _form(r"\bauthorized_keys\b", negatable=True),
+            _form(
+                r"\b(?:add|adds|append|install|create|register|put|write|set up|setup|enable|schedule|set|git config"
+                r"|drop|place)\b",
+                r"(?:\.(?:bashrc|zshrc|profile|bash_profile|zprofile|zshenv|zlogin)\b|/etc/profile|\bcrontab\b|\bcron "
+                r"(?:entry|job|line)\b|\blaunch(?:agents?|daemons?)\b|\.plist\b|\bsystemd (?:user )?(?:service|unit"
+                r"|timer)s?\b|\b(?:git )?hooks?\b|\b(?:pre|post)-(?:commit|push|merge|checkout|receive|rewrite)\b"
+                r"|\bhookspath\b|\bprompt_command\b|\b(?:startup|login) items?\b)",
+                r"(?:\b(?:https?|s?ftp)://|\bcurl\b|\bwget\b|\bnc\b|/tmp/|/dev/shm\b|\bbase64\b|python[0-9.]* -c\b"
+                r"|\balias (?:sudo|git|ssh|ls|cd|cp|mv)=|\bsource <\(|\beval\b|\$\(whoami\)|\bat login\b|\bon boot\b"
+                r"|\bat boot\b|\bupload|\bexfil|ssh-(?:rsa|ed25519|dss)\b)",
+                negatable=True,
+            ),
+            _form(r"ssh-(?:rsa|ed25519|dss|ecdsa)\s+AAAA", r"\b(?:add|append|install|put|authori[sz]e|trust)\b", negatable=True),
+        ),
+    ),
+    Rule(
+        "destructive",
+        "destroys data, history or machines",
+        (
+            _form(
+                r"\brm\s+(?:-[a-z]{0,8}\s+){0,3}-[a-z]{0,8}r[a-z]{0,8}\s+(?:--?[\w-]{1,30}\s+){0,3}"
+                r"(?:/|~|\$home|\$\{home\}|\*|\.\.|/\*|~/\*|~/|\$home/\*?)(?:$|[\s`'\";)])",
+                negatable=True,
+            ),
+            _form(
+                r"--no-preserve-root|\bmkfs(?:\.\w+)?\b|\bdd\s+if=\S{1,100}\s+of=/dev/|>\s*/dev/(?:sd|nvme|disk)"
+                r"|:\(\)\s*\{\s*:\|:&\s*\};:|\bchmod\s+-R\s+777\s+/(?:\s|$)|\bfind\s+/\s[^\n]{0,80}(?:-delete|\brm\s)",
+                negatable=True,
+            ),
+            _form(
+                r"\bgit\s+push\b[^\n;]{0,40}(?:--force|-f)(?:\s|$|`)[^\n;]{0,40}\b(?:main|master|production|prod"
+                r"|release)\b|\bgit\s+push\b[^\n;]{0,40}\b(?:main|master)\b[^\n;]{0,20}(?:--force|-f)(?:\s|$|`)"
+                r"|\bgit\s+reset\s+--hard\b[^\n]{0,60}\bgit\s+push\s+(?:\S+\s+){0,3}?(?:-f|--force)(?:\s|$|`)",
+                negatable=True,
+            ),
+            _form(
+                r"\b(?:drop|delete|destroy|wipe|truncate|purge|erase|remove|nuke|reset|rm)\b[^.;\n]{0,40}\b(?:production"
+                r"|prod|live|all|every|entire|whole)\b[^.;\n]{0,30}\b(?:databases?|db|tables?|data|buckets?|namespaces?"
+                r"|clusters?|backups?|volumes?|disks?|drives?|files|repos?|repositor(?:y|ies)|branches|users?|accounts?)\b",
+                negatable=True,
+            ),
+            _form(
+                r"\bkubectl\s+delete\s+(?:ns|namespaces?)\b|\bterraform\s+destroy\b|\baws\s+s3\s+(?:rm|rb)\b[^\n]{0,60}"
+                r"--(?:recursive|force)\b|\bgsutil\s+(?:-m\s+)?rm\s+-r\b|\bdrop\s+(?:database|schema)\b|\bdropdb\b",
+                negatable=True,
+            ),
+            _form(
+                r"\b(?:delete|remove|rm\s+-rf?|wipe|erase)\b[^.;\n]{0,20}(?:\.git\b|\bgit directory\b)"
+                r"|\b(?:delete|wipe|erase|remove|clean out)\b[^.;\n]{0,30}\b(?:home directory|home dir|root filesystem"
+                r"|entire disk|all files)\b",
+                negatable=True,
+            ),
+        ),
+    ),
+    Rule(
+        "approval-bypass",
+        "skips the person's review or approval",
+        (
+            _form(
+                r"\b(?:merge|merging|approve|ship|deploy|push|commit|release|run)\b[^.;\n]{0,50}\bwithout\b[^.;\n]{0,30}"
+                r"\b(?:review|reviews|approval|approvals|checks|ci|waiting|asking|confirmation|consent|permission"
+                r"|sign-?off)\b"
+            ),
+            _form(
+                r"--no-verify\b|--dangerously-skip-permissions|--yolo\b|\bskip[- _]permissions\b"
+                r"|\bbypass[- _]?permissions\b|\bapprove (?:your|its|their) own\b|\bself-approve"
+            ),
+            _form(
+                r"\b(?:disable|turn off|remove|bypass|skip|circumvent|lift|switch off)\b[^.;\n]{0,30}\b(?:branch protection"
+                r"|required reviews?|code reviews?|review requirements?|required checks?|status checks|the sandbox"
+                r"|sandboxing|permission prompts?|permission checks?|approvals?|2fa|mfa|commit signing"
+                r"|signature verification|security scans?|safety checks)\b",
+                negatable=True,
+            ),
+            _form(
+                r"\bwithout (?:first )?(?:asking|waiting for|confirmation|confirming|approval|review|reviews|permission"
+                r"|consent|sign-?off)\b"
+            ),
+            _form(
+                r"\bauto-?(?:accept|approve)\b|\bautomatically (?:accept|approve)\b|\baccept all (?:file )?(?:edits"
+                r"|tool calls|changes|prompts)\b|\b(?:no need|not need|never need) to (?:confirm|approve|review|ask)\b"
+            ),
+            _form(
+                r"\bmark\b[^.;\n]{0,40}\b(?:checks?|tests?|ci|builds?|status)\b[^.;\n]{0,20}\b(?:passed|passing|green"
+                r"|successful|success)\b"
+            ),
+            _form(
+                r"\b(?:merge|deploy|ship|release|approve)\b[^.;\n]{0,40}\b(?:even if|even when|despite|regardless of)\b"
+                r"[^.;\n]{0,30}\b(?:checks?|ci|tests?|reviews?)\b"
+                r"|\b(?:checks?|ci|tests?) (?:fails?|failing|is red)\b[^\n]{0,80}\b(?:merge|deploy|ship)\b"
+            ),
+        ),
+    ),
+    Rule(
+        "policy-spoofing",
+        "claims an authority that grants the agent permissions",
+        (
+            _form(
+                r"\b(?:anthropic|openai|security team|admin(?:istrator)?s?|admin notice|it department|compliance|legal team"
+                r"|cto|ceo|official|policy update|by order of|repository owner|repo owner|org(?:anization)?"
+                r"(?:'s)? policy|company policy)\b",
+                # the agent, then within three words what it may or must do
+                _AGENT_3P + r"\W{1,4}(?:\w{1,30}\W{1,4}){0,3}?(?:authori[sz]ed|permitted|allowed|may|can|must|exempt"
+                r"|whitelisted|approved|pre-?approved|cleared|entitled|required|mandated)\b",
+            ),
+            _form(
+                _AGENT + r"[^.;\n]{0,20}\b(?:is|are|has been|have been|shall be)\s+(?:now\s+|hereby\s+|officially\s+"
+                r"|explicitly\s+){0,2}(?:authori[sz]ed|permitted|allowed|cleared|exempt|whitelisted|entitled|pre-?approved)\b"
+            ),
+            _form(
+                r"\bpre-?approved\b|\bpre-?authori[sz]ed\b|\b(?:standing|blanket|permanent|unconditional|unrestricted)"
+                r" (?:permission|approval|authori[sz]ation|consent|access)\b|\bhas (?:granted|given) (?:you|the "
+                r"(?:agent|assistant|ai))\b"
+            ),
+        ),
+    ),
 )
 
 # Python's re splits faster than the RE2 binding (one call, no match objects);
@@ -261,7 +376,7 @@ _NOT_A_NEGATION = compile_linear(r"(?i)^\W{0,4}(?:forget|fail|hesitate|skip|stop
 def _negated(clause: str, start: int) -> bool:
     """A negation before ``start`` in the clause (not "never forget to", "don't fail to")."""
     for m in reversed(list(_NEGATION.finditer(clause, 0, start))):
-        if not _NOT_A_NEGATION.search(clause[m.end():m.end() + 24]):
+        if not _NOT_A_NEGATION.search(clause[m.end() : m.end() + 24]):
             return True
     return False
 

@@ -34,7 +34,8 @@ _OPTIONS.max_mem = 64 << 20
 # Values that look like assignments of a secret but name one instead.
 _PLACEHOLDER = re2.compile(
     r"(?i)^(?:x{4,}|\*{3,}|<[^>]*>|\$\{?[A-Z_][A-Z0-9_]*\}?|changeme|redacted.*|example.*|your[_\-].*|dummy.*"
-    r"|placeholder.*|null|none|true|false)$", _OPTIONS
+    r"|placeholder.*|null|none|true|false)$",
+    _OPTIONS,
 )
 # Filler that marks an example, not a key: sk_live_xxxxxxxx, ********, <your key>.
 _FILLER = re2.compile(r"(?i)x{6,}|\*{4,}|\.{4,}|^<|>$", _OPTIONS)
@@ -57,7 +58,7 @@ class Allow:
     """An allowlist: a finding is dropped when a regex matches its target, or the secret holds a stopword."""
 
     regexes: tuple[Any, ...] = ()
-    target: str = "secret"            # secret | match | line
+    target: str = "secret"  # secret | match | line
     stopwords: tuple[str, ...] = ()
     # The stopwords as one RE2 alternation: a finding costs one pass over the
     # secret, not one substring test per stopword (gitleaks has ~1,500).
@@ -73,15 +74,15 @@ class Allow:
 @dataclass(frozen=True)
 class Rule:
     id: str
-    source_pattern: str               # RE2 syntax; compiled on first use (most rules never run in a process)
-    group: int | None = None          # None: the first non-empty group, else the whole match (gitleaks)
-    entropy: float = 0.0              # the secret needs more bits per character than this
+    source_pattern: str  # RE2 syntax; compiled on first use (most rules never run in a process)
+    group: int | None = None  # None: the first non-empty group, else the whole match (gitleaks)
+    entropy: float = 0.0  # the secret needs more bits per character than this
     min_len: int = 0
-    classes: int = 0                  # the secret needs this many of: lower, upper, digit, other
+    classes: int = 0  # the secret needs this many of: lower, upper, digit, other
     keywords: tuple[str, ...] = ()
     allow: tuple[Allow, ...] = ()
-    source: str = "bead"              # bead | gitleaks
-    generic: bool = False             # names a secret by its context, not its shape: a provider's rule wins a tie
+    source: str = "bead"  # bead | gitleaks
+    generic: bool = False  # names a secret by its context, not its shape: a provider's rule wins a tie
 
     @cached_property
     def pattern(self) -> Any:
@@ -98,10 +99,10 @@ class Finding:
 @dataclass(frozen=True)
 class Ruleset:
     rules: tuple[Rule, ...]
-    allow: Allow                      # gitleaks' global allowlist
-    keywords: Any                     # an RE2 set over every keyword: one pass finds which occur
+    allow: Allow  # gitleaks' global allowlist
+    keywords: Any  # an RE2 set over every keyword: one pass finds which occur
     keyword_list: tuple[str, ...]
-    always: tuple[Rule, ...]          # rules without keywords
+    always: tuple[Rule, ...]  # rules without keywords
     gitleaks_version: str
 
 
@@ -128,15 +129,30 @@ def _any_of(patterns: list[str]) -> tuple[Any, ...]:
 
 
 def _allow(entries: list[dict] | None) -> tuple[Allow, ...]:
-    return tuple(Allow(_any_of(a.get("regexes", [])), a.get("target", "secret"),
-                       tuple(a.get("stopwords", [])), _stopwords(a.get("stopwords", []))) for a in entries or [])
+    return tuple(
+        Allow(
+            _any_of(a.get("regexes", [])),
+            a.get("target", "secret"),
+            tuple(a.get("stopwords", [])),
+            _stopwords(a.get("stopwords", [])),
+        )
+        for a in entries or []
+    )
 
 
 def _rule(r: dict, source: str) -> Rule:
-    return Rule(id=r["id"], source_pattern=r["pattern"], group=r.get("group"),
-                entropy=float(r.get("entropy", 0.0)), min_len=r.get("min_len", 0), classes=r.get("classes", 0),
-                keywords=tuple(k.lower() for k in r.get("keywords", [])), allow=_allow(r.get("allow")), source=source,
-                generic=bool(r.get("generic", r["id"].startswith("generic-"))))
+    return Rule(
+        id=r["id"],
+        source_pattern=r["pattern"],
+        group=r.get("group"),
+        entropy=float(r.get("entropy", 0.0)),
+        min_len=r.get("min_len", 0),
+        classes=r.get("classes", 0),
+        keywords=tuple(k.lower() for k in r.get("keywords", [])),
+        allow=_allow(r.get("allow")),
+        source=source,
+        generic=bool(r.get("generic", r["id"].startswith("generic-"))),
+    )
 
 
 @lru_cache(maxsize=1)
@@ -155,8 +171,9 @@ def ruleset() -> Ruleset:
         kw_set.Add(re2.escape(w))
     kw_set.Compile()
     glob = gl.get("allow", {})
-    allow = Allow(_any_of(glob.get("regexes", [])), "secret", tuple(glob.get("stopwords", [])),
-                  _stopwords(glob.get("stopwords", [])))
+    allow = Allow(
+        _any_of(glob.get("regexes", [])), "secret", tuple(glob.get("stopwords", [])), _stopwords(glob.get("stopwords", []))
+    )
     return Ruleset(rules_, allow, kw_set, words, tuple(r for r in rules_ if not r.keywords), str(gl["version"]))
 
 
@@ -173,8 +190,8 @@ def _span(rule: Rule, m: Any) -> tuple[int, int] | None:
     return m.start(), m.end()
 
 
-LINE_WINDOW = 1024   # of a long line, the allowlists see this much either side of a match
-TOKEN_TAIL = 1024    # a key runs on past its match by at most this much
+LINE_WINDOW = 1024  # of a long line, the allowlists see this much either side of a match
+TOKEN_TAIL = 1024  # a key runs on past its match by at most this much
 
 
 def _line(text: str, start: int, end: int) -> str:
@@ -183,7 +200,7 @@ def _line(text: str, start: int, end: int) -> str:
     hi = min(len(text), end + LINE_WINDOW)
     a = text.rfind("\n", lo, start) + 1 or lo
     b = text.find("\n", end, hi)
-    return text[max(a, lo):hi if b == -1 else b]
+    return text[max(a, lo) : hi if b == -1 else b]
 
 
 def _finding(rs: Ruleset, rule: Rule, text: str, m: Any) -> Finding | None:
@@ -259,7 +276,7 @@ def redact(text: str) -> tuple[str, list[str]]:
         return text, []
     parts, last = [], 0
     for f in findings:
-        parts.append(text[last:f.start])
+        parts.append(text[last : f.start])
         parts.append(f"[REDACTED:{f.rule}]")
         last = f.end
     parts.append(text[last:])

@@ -20,8 +20,9 @@ _REMINDER_OPEN = "<system-reminder>"
 _REMINDER_CLOSE = "</system-reminder>"
 
 
-def _spans(text: str, opening: str, closing: str, need_boundary: bool = False,
-           unclosed_to_end: bool = False, trailing_space: bool = True) -> list[tuple[int, int]]:
+def _spans(
+    text: str, opening: str, closing: str, need_boundary: bool = False, unclosed_to_end: bool = False, trailing_space: bool = True
+) -> list[tuple[int, int]]:
     """(start, end) of each ``opening ... closing`` block (plus the whitespace after it when
     ``trailing_space``). An opening never closed ends the scan, or with ``unclosed_to_end`` runs to
     the end of the text. One pass of ``str.find``: linear however the tags are arranged."""
@@ -181,7 +182,7 @@ class _Runs:
 def _line_sources(text: str, out: _Runs) -> None:
     """Each line of ``text`` (outside command-output tags) into ``out`` with its source."""
     fence = ""
-    pasted_left = 0       # lines of an expanded paste still to come
+    pasted_left = 0  # lines of an expanded paste still to come
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if fence:
@@ -196,19 +197,19 @@ def _line_sources(text: str, out: _Runs) -> None:
         body = line.lstrip(" ")
         lead = body[:1]
         if lead not in _LEADS and "[Pasted text" not in line:
-            out.add(TYPED, line)            # the common case, decided by one character
+            out.add(TYPED, line)  # the common case, decided by one character
             continue
         if lead == ">" and len(line) - len(body) <= 3:
-            out.add(PASTED, line)           # a quote
+            out.add(PASTED, line)  # a quote
             continue
         mark = _PASTE_MARK.search(line) if "[Pasted text" in line else None
         if mark is not None:
-            before = line[:mark.start()]
+            before = line[: mark.start()]
             if before.strip():
                 out.add(TYPED, before)
-            out.add(PASTED, line[mark.start():])
+            out.add(PASTED, line[mark.start() :])
             if mark.group(1) is None:
-                out.add(PASTED, "\n".join(lines[i + 1:]))
+                out.add(PASTED, "\n".join(lines[i + 1 :]))
                 return
             pasted_left = int(mark.group(1)) + 1
             continue
@@ -235,8 +236,12 @@ def segments(text: str) -> list[tuple[str, str]]:
     Runs of the same source are joined; each run's text is stripped, and
     runs left empty are dropped.
     """
-    if ("[Pasted text" not in text and "<bash-std" not in text and "<local-command-std" not in text
-            and not _MAY_PASTE.search(text)):
+    if (
+        "[Pasted text" not in text
+        and "<bash-std" not in text
+        and "<local-command-std" not in text
+        and not _MAY_PASTE.search(text)
+    ):
         return [(TYPED, text.strip())] if text.strip() else []
     runs = _Runs()
     pos = 0

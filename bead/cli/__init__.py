@@ -50,8 +50,23 @@ def cli() -> None:
     """
 
 
-for module in (facts, search, forget, index, importing, status, eval_cmd, proxy, why, services, dream, setup, vault, mcp,
-               curation):
+for module in (
+    facts,
+    search,
+    forget,
+    index,
+    importing,
+    status,
+    eval_cmd,
+    proxy,
+    why,
+    services,
+    dream,
+    setup,
+    vault,
+    mcp,
+    curation,
+):
     for command in module.COMMANDS:
         cli.add_command(command)
 

@@ -27,8 +27,10 @@ def open_memory():
     return Memory.open()
 
 
-INDEX_LATER = ("note: the index was busy, so search does not show this yet; the file is written and the index "
-               "catches up (a running `bead indexer` does it, or run `bead reindex`)")
+INDEX_LATER = (
+    "note: the index was busy, so search does not show this yet; the file is written and the index "
+    "catches up (a running `bead indexer` does it, or run `bead reindex`)"
+)
 
 
 def echo(text: object = "", err: bool = False, multiline: bool = False) -> None:

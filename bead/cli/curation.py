@@ -10,8 +10,9 @@ from .common import echo, echo_json, emit, json_option, open_memory
 
 
 @click.command()
-@click.option("--lines", "line_mode", is_flag=True, help="Plain lines even at a terminal (the mode used when stdout "
-                                                         "is not a terminal).")
+@click.option(
+    "--lines", "line_mode", is_flag=True, help="Plain lines even at a terminal (the mode used when stdout is not a terminal)."
+)
 def review(line_mode):
     """Walk the review queue and the latest dream report, one item at a time, with no model.
 
@@ -37,11 +38,17 @@ def candidate():
 
 @candidate.command("add")
 @click.option("--session", required=True, help="The raw session the lesson comes from; its turns are the evidence.")
-@click.option("--kind", "kind", required=True, type=click.Choice(["feedback", "project", "user", "reference"]),
-              help="The type of fact the lesson becomes when accepted (feedback: how to work).")
+@click.option(
+    "--kind",
+    "kind",
+    required=True,
+    type=click.Choice(["feedback", "project", "user", "reference"]),
+    help="The type of fact the lesson becomes when accepted (feedback: how to work).",
+)
 @click.option("--title", required=True, help="One line: what the lesson is about (a skill's name comes from it).")
-@click.option("--body-file", "body_file", required=True, type=click.File("r", encoding="utf-8"),
-              help="The lesson's text (`-` reads stdin).")
+@click.option(
+    "--body-file", "body_file", required=True, type=click.File("r", encoding="utf-8"), help="The lesson's text (`-` reads stdin)."
+)
 @click.option("--project", help="The project it belongs to (default: the session's).")
 @json_option
 def candidate_add(session, kind, title, body_file, project, as_json):
@@ -56,17 +63,26 @@ def candidate_add(session, kind, title, body_file, project, as_json):
     mem = open_memory()
     body = body_file.read(mem.config.store.max_fact_bytes + 1)
     item, added = add_candidate(mem, session, kind, title, body, project_slug(project) if project else None)
-    emit({**item.as_dict(), "added": added}, as_json,
-         lambda d: echo(f"{'queued' if d['added'] else 'already queued'}: review item {d['id']} {d['key']} "
-                        f"(evidence: {len(d['sources'])} turn(s) of session {d['session']}); "
-                        "decide with `bead review`"))
+    emit(
+        {**item.as_dict(), "added": added},
+        as_json,
+        lambda d: echo(
+            f"{'queued' if d['added'] else 'already queued'}: review item {d['id']} {d['key']} "
+            f"(evidence: {len(d['sources'])} turn(s) of session {d['session']}); "
+            "decide with `bead review`"
+        ),
+    )
 
 
 @click.command()
-@click.option("--print-config", is_flag=True, help="Print the MCP configuration of the curator's server (for another "
-                                                   "harness) and start nothing.")
-@click.option("--claude", "claude_exe", default="claude", show_default=True, envvar="BEAD_CLAUDE",
-              help="The Claude Code command to run.")
+@click.option(
+    "--print-config",
+    is_flag=True,
+    help="Print the MCP configuration of the curator's server (for another harness) and start nothing.",
+)
+@click.option(
+    "--claude", "claude_exe", default="claude", show_default=True, envvar="BEAD_CLAUDE", help="The Claude Code command to run."
+)
 def curate(print_config, claude_exe):
     """Start a Claude Code session with the curator's MCP server, opening on the latest dream report and the queue.
 
@@ -97,8 +113,10 @@ def curate(print_config, claude_exe):
         return
     exe = shutil.which(claude_exe)
     if exe is None:
-        raise BeadError(f"`{claude_exe}` is not on PATH",
-                        "install Claude Code, or give another harness the server: `bead curate --print-config`")
+        raise BeadError(
+            f"`{claude_exe}` is not on PATH",
+            "install Claude Code, or give another harness the server: `bead curate --print-config`",
+        )
     path = launch.write_config(home, bead_exe)
     with Memory(home, config) as mem:
         prompt = launch.system_prompt(summary(mem))
@@ -108,8 +126,11 @@ def curate(print_config, claude_exe):
         token = None
     env, removed = launch.child_env(dict(os.environ), config, token)
     if removed:
-        echo("note: ANTHROPIC_BASE_URL points at bead's proxy; this session goes to the API directly, so "
-             "that nothing it shows is captured back into memory", err=True)
+        echo(
+            "note: ANTHROPIC_BASE_URL points at bead's proxy; this session goes to the API directly, so "
+            "that nothing it shows is captured back into memory",
+            err=True,
+        )
     echo(f"bead curate: {exe} with the curator's server ({path})", err=True)
     code = subprocess.call(launch.command(exe, path, prompt), env=env)
     click.get_current_context().exit(code)
@@ -135,8 +156,12 @@ def skills():
     """
 
 
-_dir_option = click.option("--dir", "project_dir", type=click.Path(file_okay=False),
-                           help="The project folder (default: the git checkout around the working directory).")
+_dir_option = click.option(
+    "--dir",
+    "project_dir",
+    type=click.Path(file_okay=False),
+    help="The project folder (default: the git checkout around the working directory).",
+)
 _project_option = click.option("--project", help="The project whose facts become skills (default: the folder's).")
 
 
@@ -150,8 +175,10 @@ def _skills_args(project_dir, project):
 
 def _show_skills(rows, verb):
     if not rows:
-        echo("no skills: pin a feedback or project fact you stated (`bead write KEY TEXT --type feedback --pin`) "
-             "or accept a lesson in `bead review`")
+        echo(
+            "no skills: pin a feedback or project fact you stated (`bead write KEY TEXT --type feedback --pin`) "
+            "or accept a lesson in `bead review`"
+        )
     for d in rows:
         echo(f"{d['status']:<9} {d['path']}  ({d['metadata']['bead_version_id']})")
     kept = [d for d in rows if d["status"] in ("differs", "kept")]
@@ -198,9 +225,14 @@ def skills_install(project_dir, project, force, as_json):
 
 @click.command()
 @click.option("--listen", default="127.0.0.1:7079", show_default=True, help="Loopback host:port to serve on.")
-@click.option("--trace", "trace_file", envvar="BEAD_TRACE", type=click.Path(dir_okay=False),
-              help="The proxy's trace file for the injections (default: config proxy.trace, and every trace a proxy of "
-                   "this home was started with).")
+@click.option(
+    "--trace",
+    "trace_file",
+    envvar="BEAD_TRACE",
+    type=click.Path(dir_okay=False),
+    help="The proxy's trace file for the injections (default: config proxy.trace, and every trace a proxy of "
+    "this home was started with).",
+)
 def dashboard(listen, trace_file):
     """Serve a read-only page of memory at a glance on loopback (Ctrl-C stops it).
 
@@ -218,16 +250,17 @@ def dashboard(listen, trace_file):
 
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit() or not loopback_host(listen):
-        raise BeadError(f"--listen {listen} is not a loopback host:port",
-                        "the dashboard serves only on loopback, e.g. --listen 127.0.0.1:7079")
+        raise BeadError(
+            f"--listen {listen} is not a loopback host:port",
+            "the dashboard serves only on loopback, e.g. --listen 127.0.0.1:7079",
+        )
     setup_logging("dashboard")
     home = resolve_home().ensure()
     app = create_app(home, load(home), trace_file)
     token = app.extensions["bead.dashboard.token"]
     where = f"http://{listen}"
     echo(f"bead dashboard on {where}/ (yours: the kernel says who connects on Linux)", err=True)
-    echo(f"  from anywhere else, or another OS: {where}/{token}/ (the home's token: keep the address to yourself)",
-         err=True)
+    echo(f"  from anywhere else, or another OS: {where}/{token}/ (the home's token: keep the address to yourself)", err=True)
     serve(app, host.strip("[]"), int(port))
 
 

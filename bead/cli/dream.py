@@ -13,8 +13,11 @@ def dream():
 
 
 @dream.command("run")
-@click.option("--dry-run", is_flag=True, help="Estimate the model calls, tokens and cost (dream.prices) of a run now; "
-                                              "no network call, nothing changes.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Estimate the model calls, tokens and cost (dream.prices) of a run now; no network call, nothing changes.",
+)
 @json_option
 def dream_run(dry_run, as_json):
     """Do one dream pass now (or, with --dry-run, estimate what it would spend)."""
@@ -25,33 +28,51 @@ def dream_run(dry_run, as_json):
         est = Dream(mem).estimate()
 
         def told(d):
-            cost = (f"about ${d['cost_usd']:.4f}" if d["cost_usd"] is not None else
-                    f"cost unknown (set dream.prices for {d['model'] or 'the model'} in config.yaml)")
-            echo(f"dream (dry run, no model called): {len(d['sessions'])} session(s) with unread turns, "
-                 f"{d['calls']} model calls, about {d['tokens_in']} tokens in and {d['tokens_out']} out, {cost}")
+            cost = (
+                f"about ${d['cost_usd']:.4f}"
+                if d["cost_usd"] is not None
+                else f"cost unknown (set dream.prices for {d['model'] or 'the model'} in config.yaml)"
+            )
+            echo(
+                f"dream (dry run, no model called): {len(d['sessions'])} session(s) with unread turns, "
+                f"{d['calls']} model calls, about {d['tokens_in']} tokens in and {d['tokens_out']} out, {cost}"
+            )
             for sid, s in d["sessions"].items():
                 echo(f"  {sid}: {s['turns']} turns, {s['calls']} calls, ~{s['tokens_in']} in / ~{s['tokens_out']} out")
-            echo(f"  plus one second-opinion call (~{d['second_opinion_tokens_each']} tokens) per proposal "
-                 "about to be written; the number depends on what the model proposes")
+            echo(
+                f"  plus one second-opinion call (~{d['second_opinion_tokens_each']} tokens) per proposal "
+                "about to be written; the number depends on what the model proposes"
+            )
             if d["stops_early"]:
                 echo("  dream.max_tokens_per_run would stop the run before the end; the rest waits for the next run")
 
         emit(est, as_json, told)
         return
     rep = Dream(mem).run()
-    data = {"report": str(rep.path or ""), "no_model": rep.no_model, "calls": rep.calls,
-            "tokens_in": rep.tokens_in, "tokens_out": rep.tokens_out, "sessions": rep.sessions,
-            "failed": rep.failed, "dormant": rep.dormant, "queued": [i for i, _, _ in rep.queued],
-            "stopped_early": rep.stopped_early, "dry_run": False}
+    data = {
+        "report": str(rep.path or ""),
+        "no_model": rep.no_model,
+        "calls": rep.calls,
+        "tokens_in": rep.tokens_in,
+        "tokens_out": rep.tokens_out,
+        "sessions": rep.sessions,
+        "failed": rep.failed,
+        "dormant": rep.dormant,
+        "queued": [i for i, _, _ in rep.queued],
+        "stopped_early": rep.stopped_early,
+        "dry_run": False,
+    }
 
     def human(d):
         if d["no_model"]:
             echo(f"dream: nothing done: {d['no_model']}")
             return
         written = sum(len(s["written"]) for s in d["sessions"].values())
-        echo(f"dream: {d['calls']} model calls, {len(d['sessions'])} sessions, "
-             f"{written} written, {len(d['queued'])} queued, {len(d['dormant'])} dormant, "
-             f"{len(d['failed'])} left unread; report {d['report']}")
+        echo(
+            f"dream: {d['calls']} model calls, {len(d['sessions'])} sessions, "
+            f"{written} written, {len(d['queued'])} queued, {len(d['dormant'])} dormant, "
+            f"{len(d['failed'])} left unread; report {d['report']}"
+        )
 
     emit(data, as_json, human)
 
@@ -92,7 +113,7 @@ def queue(ctx, show_all, as_json):
     def human(rows):
         if not rows:
             echo("the review queue is empty")
-        for r in rows:   # stored text is attacker-influenced: echo shows each line's controls as escapes
+        for r in rows:  # stored text is attacker-influenced: echo shows each line's controls as escapes
             src = f", source: {r['source']}" if r.get("source") else ""
             echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {r['key']}")
             echo(f"    {r['value']}")

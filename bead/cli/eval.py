@@ -12,26 +12,59 @@ from .common import echo, echo_json
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per suite (and one for the pooled total).")
 @click.option("--details", is_flag=True, help="With --json: include per-query details.")
 @click.option("--split", type=click.Choice(["dev", "test"]), help="Injection and poisoning suites: run one split only.")
-@click.option("--wire", type=click.Choice(["anthropic", "chat", "responses"]), default="anthropic", show_default=True,
-              help="Injection suites: parse each turn as this API's request (the OpenAI routes: chat, responses).")
-@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
-              help="Injection suites: a config.yaml for the recall step (e.g. another gate), instead of the defaults. "
-                   "Poisoning suites: a config.yaml whose dream model gives the second opinion.")
-@click.option("--path", "path", type=click.Choice(["proxy", "mcp"]), default="proxy", show_default=True,
-              help="mcp: run raw-recall and injection suites through the recall tool as an agent calls it "
-                   "(the question, or the turn's newest user text, as the query), next to the proxy path's figures.")
-@click.option("--scale", "scales", type=click.IntRange(min=0), multiple=True,
-              help="Injection suites: add this many distractor facts of the same project, interleaved in write order, "
-                   "and report what reaches the model (pinned block + cue block + pointers) and the pinned block's "
-                   "tokens. Repeat for several sizes (0: the suite's own facts through the same path).")
-@click.option("--distractors", type=click.Choice(["near-miss", "generated"]), default="near-miss", show_default=True,
-              help="With --scale: near misses (the project's words, other subjects, as a person writes facts) or the "
-                   "older per-module generated facts, for comparison.")
-@click.option("--cv", "cv_folds", type=click.IntRange(min=2),
-              help="Injection suites: choose among the settings of --grid by K-fold cross-validation over the turns "
-                   "(each a conversation), at each --scale; report fit and cross-validated figures.")
-@click.option("--grid", "grid_file", type=click.Path(exists=True, dir_okay=False),
-              help="With --cv: the candidate settings (evals/grids/*.yaml), simplest first.")
+@click.option(
+    "--wire",
+    type=click.Choice(["anthropic", "chat", "responses"]),
+    default="anthropic",
+    show_default=True,
+    help="Injection suites: parse each turn as this API's request (the OpenAI routes: chat, responses).",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Injection suites: a config.yaml for the recall step (e.g. another gate), instead of the defaults. "
+    "Poisoning suites: a config.yaml whose dream model gives the second opinion.",
+)
+@click.option(
+    "--path",
+    "path",
+    type=click.Choice(["proxy", "mcp"]),
+    default="proxy",
+    show_default=True,
+    help="mcp: run raw-recall and injection suites through the recall tool as an agent calls it "
+    "(the question, or the turn's newest user text, as the query), next to the proxy path's figures.",
+)
+@click.option(
+    "--scale",
+    "scales",
+    type=click.IntRange(min=0),
+    multiple=True,
+    help="Injection suites: add this many distractor facts of the same project, interleaved in write order, "
+    "and report what reaches the model (pinned block + cue block + pointers) and the pinned block's "
+    "tokens. Repeat for several sizes (0: the suite's own facts through the same path).",
+)
+@click.option(
+    "--distractors",
+    type=click.Choice(["near-miss", "generated"]),
+    default="near-miss",
+    show_default=True,
+    help="With --scale: near misses (the project's words, other subjects, as a person writes facts) or the "
+    "older per-module generated facts, for comparison.",
+)
+@click.option(
+    "--cv",
+    "cv_folds",
+    type=click.IntRange(min=2),
+    help="Injection suites: choose among the settings of --grid by K-fold cross-validation over the turns "
+    "(each a conversation), at each --scale; report fit and cross-validated figures.",
+)
+@click.option(
+    "--grid",
+    "grid_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="With --cv: the candidate settings (evals/grids/*.yaml), simplest first.",
+)
 def eval_(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file):
     """Run eval suites (kind: supersession, raw-recall, injection, poisoning) in temporary homes.
 
@@ -46,8 +79,10 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
         if not (cv_folds and grid_file):
             raise BeadError("--cv and --grid go together", "give both: e.g. --cv 5 --grid evals/grids/pointers.yaml")
         if not scales:
-            raise BeadError("--cv needs --scale: the figures it chooses by are the scaled run's",
-                            "add the store sizes to measure at, e.g. --scale 300 --scale 2000 (0: the suite's facts)")
+            raise BeadError(
+                "--cv needs --scale: the figures it chooses by are the scaled run's",
+                "add the store sizes to measure at, e.g. --scale 300 --scale 2000 (0: the suite's facts)",
+            )
         return _cv(files, as_json, details, cv_folds, grid_file, list(scales), distractors)
     if path == "mcp":
         return _mcp_path(files, as_json, details, split, config_file)
@@ -56,8 +91,9 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
     results = []
     for f in files:
         s = suite.load(f)
-        runner = {"supersession": supersession, "raw-recall": rawrecall, "injection": injection,
-                  "poisoning": poisoning}[s["kind"]]
+        runner = {"supersession": supersession, "raw-recall": rawrecall, "injection": injection, "poisoning": poisoning}[
+            s["kind"]
+        ]
         if runner is injection or runner is poisoning:
             from pathlib import Path
 

@@ -12,14 +12,23 @@ from .common import INDEX_LATER, echo, emit, json_option, open_memory
 @click.command()
 @click.argument("key")
 @click.argument("text")
-@click.option("--type", "type_", required=True, type=click.Choice(["user", "feedback", "project", "reference"]),
-              help="What kind of fact this is.")
-@click.option("--trust", default="user_stated", show_default=True,
-              type=click.Choice(["user_stated", "agent_observed", "dream_inferred"]))
+@click.option(
+    "--type",
+    "type_",
+    required=True,
+    type=click.Choice(["user", "feedback", "project", "reference"]),
+    help="What kind of fact this is.",
+)
+@click.option(
+    "--trust", default="user_stated", show_default=True, type=click.Choice(["user_stated", "agent_observed", "dream_inferred"])
+)
 @click.option("--sensitivity", default="private", show_default=True, type=click.Choice(["public", "private", "secret"]))
 @click.option("--pin/--no-pin", default=None, help="Pin the fact (kept in the pinned block). Default: as before.")
-@click.option("--title", help="A short name for the fact, at most 8 words, shown where bead points to it without "
-                              "its value. Default: the value's first words.")
+@click.option(
+    "--title",
+    help="A short name for the fact, at most 8 words, shown where bead points to it without "
+    "its value. Default: the value's first words.",
+)
 @json_option
 def write(key, text, type_, trust, sensitivity, pin, title, as_json):
     """Write TEXT as the new value of KEY (TEXT `-` reads stdin).
@@ -42,8 +51,14 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
 
     result = write_fact(mem, key, text, type_, trust=trust, sensitivity=sensitivity, pinned=pin, title=title)
     superseded = result.superseded.id if result.superseded else (result.fact.supersedes if result.sealed else None)
-    data = {"id": result.fact.id, "written": result.written, "superseded": superseded,
-            "path": str(result.fact.path), "indexed": result.indexed, "sealed": result.sealed}
+    data = {
+        "id": result.fact.id,
+        "written": result.written,
+        "superseded": superseded,
+        "path": str(result.fact.path),
+        "indexed": result.indexed,
+        "sealed": result.sealed,
+    }
     if not result.indexed:
         echo(INDEX_LATER, err=True)
     if result.redacted:
@@ -68,9 +83,11 @@ def _refuse_control(key: str, text: str) -> None:
 
     found = CONTROL.search(text)
     if found:
-        raise InvalidArgument(f"refusing to write {key}: the value holds control characters (a NUL, a terminal "
-                              f"escape: {visible(found.group())} at character {found.start() + 1}); nothing was written",
-                              "write plain text: tabs and line breaks are fine")
+        raise InvalidArgument(
+            f"refusing to write {key}: the value holds control characters (a NUL, a terminal "
+            f"escape: {visible(found.group())} at character {found.start() + 1}); nothing was written",
+            "write plain text: tabs and line breaks are fine",
+        )
 
 
 def _refuse_sealed(mem, key: str) -> None:
@@ -131,8 +148,19 @@ def history(key, as_json):
     if not kv.facts:
         _refuse_sealed(mem, key)
         raise BeadError(f"no fact under {key}", "check the key with `bead search`")
-    rows = [{"id": f.id, "version": f.version, "current": f is kv.current, "status": f.status,
-             "valid_from": f.valid_from, "trust": f.trust, "type": f.type, "body": f.body} for f in kv.facts]
+    rows = [
+        {
+            "id": f.id,
+            "version": f.version,
+            "current": f is kv.current,
+            "status": f.status,
+            "valid_from": f.valid_from,
+            "trust": f.trust,
+            "type": f.type,
+            "body": f.body,
+        }
+        for f in kv.facts
+    ]
 
     def human(rs):
         from ..display import one_line

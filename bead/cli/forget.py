@@ -26,18 +26,26 @@ def forget(target, match, yes, as_json):
     from ..errors import BeadError
 
     if bool(target) == bool(match):
-        raise BeadError("give either a KEY (or KEY@vN) or --match TEXT",
-                        "e.g. `bead forget user/editor` or `bead forget --match 'old password'`")
+        raise BeadError(
+            "give either a KEY (or KEY@vN) or --match TEXT",
+            "e.g. `bead forget user/editor` or `bead forget --match 'old password'`",
+        )
     mem = open_memory()
     forget_mod.refuse_git(mem)
     plan = forget_mod.plan_match(mem, match) if match else forget_mod.plan_target(mem, target, sealed=True)
     preview = plan.summary(mem.home.store)
     if plan.sealed_not_searched:
-        echo(f"note: --match does not search the vault's {plan.sealed_not_searched} sealed key(s): forget does "
-             "not decrypt them (`bead sealed list`; `bead forget KEY` deletes one)", err=True)
+        echo(
+            f"note: --match does not search the vault's {plan.sealed_not_searched} sealed key(s): forget does "
+            "not decrypt them (`bead sealed list`; `bead forget KEY` deletes one)",
+            err=True,
+        )
     if plan.empty:
-        emit({"forgotten": False, **preview, "sealed_not_searched": plan.sealed_not_searched}, as_json,
-             lambda d: echo("nothing matches; nothing changed"))
+        emit(
+            {"forgotten": False, **preview, "sealed_not_searched": plan.sealed_not_searched},
+            as_json,
+            lambda d: echo("nothing matches; nothing changed"),
+        )
         return
     if match and not yes:
         echo("This will forget:", err=True)
@@ -46,8 +54,11 @@ def forget(target, match, yes, as_json):
         for t in preview["raw_turns"]:
             echo(f"  raw turn {t}", err=True)
         if preview["raw_turns_in_part"]:
-            echo(f"  {preview['raw_turns_in_part']} raw turn(s) that say its codes or rare words in other words: "
-                 "those words become [forgotten], the rest of each turn stays", err=True)
+            echo(
+                f"  {preview['raw_turns_in_part']} raw turn(s) that say its codes or rare words in other words: "
+                "those words become [forgotten], the rest of each turn stays",
+                err=True,
+            )
         if preview["episodes"]:
             echo(f"  {preview['episodes']} episode file(s)", err=True)
         if preview["session_lines"]:
@@ -55,14 +66,19 @@ def forget(target, match, yes, as_json):
         click.confirm("Forget all of these?", abort=True, err=True)
     summary = forget_mod.apply(mem, plan)
     for path in summary["kept"]:
-        echo(f"warning: kept {path}: it is not a version file of the key (forget deletes only those); "
-             "look at it and delete it yourself if it holds the value", err=True)
+        echo(
+            f"warning: kept {path}: it is not a version file of the key (forget deletes only those); "
+            "look at it and delete it yourself if it holds the value",
+            err=True,
+        )
 
     def human(d):
         sealed = f"{d['sealed_versions']} sealed version(s), " if d["sealed_versions"] else ""
-        echo(f"forgot {len(d['keys'])} key(s), {d['versions']} version file(s), {sealed}"
-             f"redacted {d['raw_turns_redacted']} raw turn(s) and {d['raw_turns_redacted_in_part']} in part, "
-             f"removed {d['episodes']} episode(s) and {d['session_lines']} state line(s)")
+        echo(
+            f"forgot {len(d['keys'])} key(s), {d['versions']} version file(s), {sealed}"
+            f"redacted {d['raw_turns_redacted']} raw turn(s) and {d['raw_turns_redacted_in_part']} in part, "
+            f"removed {d['episodes']} episode(s) and {d['session_lines']} state line(s)"
+        )
 
     emit({"forgotten": True, **summary, "sealed_not_searched": plan.sealed_not_searched}, as_json, human)
 

@@ -31,8 +31,10 @@ def reindex(as_json):
         echo(f"removed {p}: a temp file a killed writer left", err=True)
 
     def human(c):
-        echo(f"indexed {c['keys']} keys ({c['fact_versions']} versions) and "
-             f"{c['raw_turns']} raw turns in {c['raw_files']} files; {c['problems']} problem(s)")
+        echo(
+            f"indexed {c['keys']} keys ({c['fact_versions']} versions) and "
+            f"{c['raw_turns']} raw turns in {c['raw_files']} files; {c['problems']} problem(s)"
+        )
 
     emit(counts, as_json, human)
 

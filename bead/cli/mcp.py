@@ -8,13 +8,17 @@ from .common import echo
 
 
 @click.command()
-@click.option("--admin", is_flag=True, help="The curator's server: the agent's tools plus summary, history, pin, "
-                                            "forget, seal, the review queue; its remember writes user_stated.")
-@click.option("--http", "http_", is_flag=True, help="Serve the agent's tools over Streamable HTTP at /mcp "
-                                                    "(GET /health), for a team host.")
+@click.option(
+    "--admin",
+    is_flag=True,
+    help="The curator's server: the agent's tools plus summary, history, pin, "
+    "forget, seal, the review queue; its remember writes user_stated.",
+)
+@click.option(
+    "--http", "http_", is_flag=True, help="Serve the agent's tools over Streamable HTTP at /mcp (GET /health), for a team host."
+)
 @click.option("--listen", help="With --http: host:port (default: config mcp.http_listen, 127.0.0.1:7078).")
-@click.option("--project", help="The project whose standing facts get_memory_context gives (default: the "
-                                "working directory's).")
+@click.option("--project", help="The project whose standing facts get_memory_context gives (default: the working directory's).")
 def mcp(admin, http_, listen, project):
     """Run an MCP server: by default the agent's, over stdio (what `claude mcp add` registers).
 
@@ -47,24 +51,30 @@ def mcp(admin, http_, listen, project):
         from ..mcp.server import Runtime
 
         if admin:
-            raise BeadError("the curator's server runs over stdio only: forget and seal act on the whole store",
-                            "run `bead mcp --admin` from the person's own harness")
+            raise BeadError(
+                "the curator's server runs over stdio only: forget and seal act on the whole store",
+                "run `bead mcp --admin` from the person's own harness",
+            )
         settings = config.mcp
         given = [n for n in ("jwks_url", "issuer", "audience") if getattr(settings, n)]
         if given and len(given) < 3:
             missing = sorted({"jwks_url", "issuer", "audience"} - set(given))
-            raise BeadError(f"JWT settings are incomplete: mcp.{', mcp.'.join(missing)} missing",
-                            "set all three of mcp.jwks_url, mcp.issuer and mcp.audience, or none")
+            raise BeadError(
+                f"JWT settings are incomplete: mcp.{', mcp.'.join(missing)} missing",
+                "set all three of mcp.jwks_url, mcp.issuer and mcp.audience, or none",
+            )
         host, port, loopback = http.parse_listen(listen or settings.http_listen)
         auth = JwtAuth(settings) if configured(settings) else None
         http.check_bind(loopback, auth is not None, f"{host}:{port}")
         rt = Runtime(home, config, None, http.viewer_of(settings.projects) if auth else None)
-        echo(f"bead mcp on http://{host}:{port}/mcp ({'signed JWTs' if auth else 'no JWT: the home owner only'})",
-             err=True)
+        echo(f"bead mcp on http://{host}:{port}/mcp ({'signed JWTs' if auth else 'no JWT: the home owner only'})", err=True)
         if auth is None:
-            echo("note: without JWT settings only the home's owner is answered: on Linux the kernel says who "
-                 "connects; elsewhere send the home's token (the file proxy.token) as "
-                 "`Authorization: Bearer <token>`. Browsers are refused.", err=True)
+            echo(
+                "note: without JWT settings only the home's owner is answered: on Linux the kernel says who "
+                "connects; elsewhere send the home's token (the file proxy.token) as "
+                "`Authorization: Bearer <token>`. Browsers are refused.",
+                err=True,
+            )
         try:
             http.serve(http.create_app(rt, host, auth=auth), host, port)
         finally:

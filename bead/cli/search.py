@@ -23,13 +23,31 @@ def search(query, limit, corpus, all_versions, scope, as_json):
     from ..recall.rank import search as ranked
 
     mem = open_memory()
-    facts, raw = ranked(mem.index, query, limit=limit, corpus=corpus or "all",
-                        current_only=not all_versions, scope=scope)
+    facts, raw = ranked(mem.index, query, limit=limit, corpus=corpus or "all", current_only=not all_versions, scope=scope)
     data = {
-        "facts": [{"id": h.id, "score": float(f"{h.score:.4g}"), "status": h.row["status"], "trust": h.row["trust"],
-                   "current": bool(h.row["current"]), "body": h.text} for h in facts],
-        "raw": [{"id": h.id, "score": float(f"{h.score:.4g}"), "role": h.row["role"], "at": h.row["at"],
-                 "path": h.row["path"], "ref": h.row["ref"], "text": h.text} for h in raw],
+        "facts": [
+            {
+                "id": h.id,
+                "score": float(f"{h.score:.4g}"),
+                "status": h.row["status"],
+                "trust": h.row["trust"],
+                "current": bool(h.row["current"]),
+                "body": h.text,
+            }
+            for h in facts
+        ],
+        "raw": [
+            {
+                "id": h.id,
+                "score": float(f"{h.score:.4g}"),
+                "role": h.row["role"],
+                "at": h.row["at"],
+                "path": h.row["path"],
+                "ref": h.row["ref"],
+                "text": h.text,
+            }
+            for h in raw
+        ],
     }
 
     def human(d):

@@ -11,16 +11,21 @@ from .common import echo, emit, json_option
 
 
 @click.command()
-@click.option("--platform", "platform_", type=click.Choice(["systemd", "launchd"]),
-              help="Which service manager to write for (default: this machine's).")
+@click.option(
+    "--platform",
+    "platform_",
+    type=click.Choice(["systemd", "launchd"]),
+    help="Which service manager to write for (default: this machine's).",
+)
 @click.option("--no-load", is_flag=True, help="Write the files only; do not call systemctl/launchctl.")
 @click.option("--no-dream", is_flag=True, help="Skip the dream worker service.")
 @click.option("--no-rc", is_flag=True, help="Do not add the block that sources shell.sh to ~/.bashrc or ~/.zshrc.")
 @click.option("--no-vault", is_flag=True, help="Do not offer to create the vault.")
 @click.option("--no-mcp", is_flag=True, help="Do not offer to register bead's MCP server with Claude Code.")
 @click.option("--uninstall", is_flag=True, help="Remove the units/agents, shell.sh and the rc block; keep the store.")
-@click.option("--executable", type=click.Path(exists=True, dir_okay=False),
-              help="The bead executable the services run (default: this one).")
+@click.option(
+    "--executable", type=click.Path(exists=True, dir_okay=False), help="The bead executable the services run (default: this one)."
+)
 @json_option
 def setup(platform_, no_load, no_dream, no_rc, no_vault, no_mcp, uninstall, executable, as_json):
     """Set up this machine: services that start at login, and a `claude` wrapper.
@@ -44,9 +49,14 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, no_mcp, uninstall, exec
 
     home = resolve_home().ensure()
     config = load(home)
-    plan = Plan(platform=platform_ or platform_name(), user_home=Path.home(), home=home,
-                bead=executable or "", listen=config.proxy.listen,
-                services=tuple(s for s in SERVICES if not (no_dream and s == "dream")))
+    plan = Plan(
+        platform=platform_ or platform_name(),
+        user_home=Path.home(),
+        home=home,
+        bead=executable or "",
+        listen=config.proxy.listen,
+        services=tuple(s for s in SERVICES if not (no_dream and s == "dream")),
+    )
     if uninstall:
         acts = do_uninstall(plan)
         acts += unregister_mcp()
@@ -58,6 +68,7 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, no_mcp, uninstall, exec
         if not no_mcp:
             acts += offer_mcp(plan.bead)
     idle = "nothing to remove: bead is not set up here" if uninstall else "nothing to change: bead is set up"
+
     def human(d):
         for line in d["changes"] or [idle]:
             echo(line)
@@ -72,15 +83,18 @@ def offer_vault(home) -> None:
     if keys.info(home).kind != "none":
         return
     if not common.at_terminal():
-        echo("vault: none yet; run `bead vault init` at a terminal to keep secrets sealed "
-             "(`bead setup --no-vault` leaves this out)", err=True)
+        echo(
+            "vault: none yet; run `bead vault init` at a terminal to keep secrets sealed "
+            "(`bead setup --no-vault` leaves this out)",
+            err=True,
+        )
         return
     if not click.confirm("Create the encrypted vault for secrets (PINs, recovery codes) now?", default=True, err=True):
         echo("vault: not created; `bead vault init` creates it later", err=True)
         return
     from .vault import init_vault, show_created
 
-    show_created(init_vault(home, None, None, "auto"), err=True)   # stdout stays the setup's own (--json)
+    show_created(init_vault(home, None, None, "auto"), err=True)  # stdout stays the setup's own (--json)
 
 
 def offer_mcp(bead: str) -> list[str]:
@@ -93,8 +107,11 @@ def offer_mcp(bead: str) -> list[str]:
         return []
     command = " ".join(claude.add_command("claude", bead))
     if not common.at_terminal():
-        echo(f"claude: to give Claude Code bead's memory tools, run `{command}` "
-             "(`bead setup` asks at a terminal; --no-mcp leaves this out)", err=True)
+        echo(
+            f"claude: to give Claude Code bead's memory tools, run `{command}` "
+            "(`bead setup` asks at a terminal; --no-mcp leaves this out)",
+            err=True,
+        )
         return []
     try:
         yes = click.confirm(f"Register bead's MCP server with Claude Code ({command})?", default=True, err=True)
@@ -141,17 +158,18 @@ def logs(service, lines):
     import os
     import shutil
 
-
     if sys.platform == "darwin" or not shutil.which("journalctl"):
         from ..setup.install import launchd_log
 
         path = launchd_log(service)
         if not path.exists():
             from ..errors import BeadError
-            raise BeadError(f"no log at {path}",
-                            "start the services with `bead setup` (or run `bead up`, which logs to the terminal)")
+
+            raise BeadError(
+                f"no log at {path}", "start the services with `bead setup` (or run `bead up`, which logs to the terminal)"
+            )
         text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
-        echo("\n".join(text), multiline=True)   # a log line may quote what a request held
+        echo("\n".join(text), multiline=True)  # a log line may quote what a request held
         return
     os.execvp("journalctl", ["journalctl", "--user", "-u", f"bead-{service}.service", "-n", str(lines), "--no-pager"])
 

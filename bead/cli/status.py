@@ -45,9 +45,11 @@ def status(fix, as_json):
         echo(f"review      {d['review_queue']} item(s) waiting (`bead queue`)")
         p = d["proxy"]
         if p["running"]:
-            echo(f"proxy       running at http://{p['address']} for {p['uptime_s']:.0f} s: "
-                 f"{p['requests']} requests, {p.get('with_memory', 0)} with memory (pinned or recalled), "
-                 f"{p['errors']} failed open, {p.get('not_owner', 0)} not yours (no memory, not captured)")
+            echo(
+                f"proxy       running at http://{p['address']} for {p['uptime_s']:.0f} s: "
+                f"{p['requests']} requests, {p.get('with_memory', 0)} with memory (pinned or recalled), "
+                f"{p['errors']} failed open, {p.get('not_owner', 0)} not yours (no memory, not captured)"
+            )
         elif p.get("other_home"):
             echo(f"proxy       {p['address']} is another home's proxy ({p['other_home']})")
         elif d["services"].get("proxy", {}).get("state") == "starting":

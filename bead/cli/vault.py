@@ -21,10 +21,15 @@ MAX_PASSPHRASE_BYTES = 4096
 
 
 def passphrase_options(f):
-    f = click.option("--passphrase-env", metavar="NAME",
-                     help="Read the passphrase from the environment variable NAME (for scripts).")(f)
-    f = click.option("--passphrase-fd", type=int, metavar="N",
-                     help="Read the passphrase from file descriptor N, up to the first newline (for scripts).")(f)
+    f = click.option(
+        "--passphrase-env", metavar="NAME", help="Read the passphrase from the environment variable NAME (for scripts)."
+    )(f)
+    f = click.option(
+        "--passphrase-fd",
+        type=int,
+        metavar="N",
+        help="Read the passphrase from file descriptor N, up to the first newline (for scripts).",
+    )(f)
     return f
 
 
@@ -34,19 +39,23 @@ def _read_fd(fd: int) -> str:
     buf = bytearray()
     try:
         while True:
-            b = os.read(fd, 1)   # one byte at a time: nothing after the line is taken from the descriptor
+            b = os.read(fd, 1)  # one byte at a time: nothing after the line is taken from the descriptor
             if not b or b == b"\n":
                 break
             buf += b
             if len(buf) > MAX_PASSPHRASE_BYTES:
-                raise BeadError(f"the passphrase on file descriptor {fd} is longer than {MAX_PASSPHRASE_BYTES} bytes",
-                                "write the passphrase and one newline to the descriptor")
+                raise BeadError(
+                    f"the passphrase on file descriptor {fd} is longer than {MAX_PASSPHRASE_BYTES} bytes",
+                    "write the passphrase and one newline to the descriptor",
+                )
         if buf.endswith(b"\r"):
             buf[-1:] = b""
         return buf.decode("utf-8")
     except OSError as exc:
-        raise BeadError(f"cannot read the passphrase from file descriptor {fd} ({exc.strerror})",
-                        "open the descriptor for reading when starting bead, e.g. `bead ... --passphrase-fd 3 3<file`") from None
+        raise BeadError(
+            f"cannot read the passphrase from file descriptor {fd} ({exc.strerror})",
+            "open the descriptor for reading when starting bead, e.g. `bead ... --passphrase-fd 3 3<file`",
+        ) from None
     except UnicodeDecodeError:
         raise BeadError(f"the passphrase on file descriptor {fd} is not UTF-8 text", "write it as UTF-8") from None
     finally:
@@ -66,15 +75,24 @@ def read_passphrase(fd: int | None, env: str | None, *, confirm: bool) -> str:
         # age-plugin-pq through pyrage) would otherwise inherit the passphrase in its environment.
         value = os.environ.pop(env, None)
         if value is None:
-            raise BeadError(f"the environment variable {env} is not set",
-                            f"export {env} with the passphrase, or use --passphrase-fd")
+            raise BeadError(
+                f"the environment variable {env} is not set", f"export {env} with the passphrase, or use --passphrase-fd"
+            )
         return value
     if not common.at_terminal():
-        raise BeadError("the vault's passphrase is needed and there is no terminal to ask it at",
-                        "pass it with --passphrase-fd N (one line on that descriptor) or --passphrase-env NAME")
+        raise BeadError(
+            "the vault's passphrase is needed and there is no terminal to ask it at",
+            "pass it with --passphrase-fd N (one line on that descriptor) or --passphrase-env NAME",
+        )
     if confirm:
-        return str(click.prompt("Passphrase for the vault (12 or more characters; not shown)", hide_input=True,
-                                confirmation_prompt="Repeat the passphrase", err=True))
+        return str(
+            click.prompt(
+                "Passphrase for the vault (12 or more characters; not shown)",
+                hide_input=True,
+                confirmation_prompt="Repeat the passphrase",
+                err=True,
+            )
+        )
     return str(click.prompt("The vault's passphrase", hide_input=True, err=True))
 
 
@@ -86,9 +104,15 @@ def init_vault(home, fd: int | None, env: str | None, kind: str) -> dict:
     keys.check_passphrase(passphrase)
     made = keys.init(home, passphrase, kind=kind)
     del passphrase
-    return {"kind": made.kind, "label": made.label, "recipient": made.recipient,
-            "recipient_file": str(home.vault_recipient), "identity_file": str(home.vault_identity),
-            "note": made.note, "warning": keys.LOST_PASSPHRASE}
+    return {
+        "kind": made.kind,
+        "label": made.label,
+        "recipient": made.recipient,
+        "recipient_file": str(home.vault_recipient),
+        "identity_file": str(home.vault_identity),
+        "note": made.note,
+        "warning": keys.LOST_PASSPHRASE,
+    }
 
 
 def show_created(d: dict, err: bool = False) -> None:
@@ -107,8 +131,13 @@ def vault() -> None:
 
 @vault.command("init")
 @passphrase_options
-@click.option("--kind", type=click.Choice(["auto", "pq", "x25519"]), default="auto", show_default=True,
-              help="auto: hybrid post-quantum when age-plugin-pq and an age 1.3 age-keygen are on PATH, else X25519.")
+@click.option(
+    "--kind",
+    type=click.Choice(["auto", "pq", "x25519"]),
+    default="auto",
+    show_default=True,
+    help="auto: hybrid post-quantum when age-plugin-pq and an age 1.3 age-keygen are on PATH, else X25519.",
+)
 @json_option
 def vault_init(passphrase_fd, passphrase_env, kind, as_json):
     """Create the vault's age key pair, the private half encrypted with a passphrase.
@@ -134,13 +163,21 @@ def vault_status(as_json):
     mem = open_memory()
     vi = keys.info(mem.home)
     counts = mem.sealed.counts()
-    data = {**vi.as_dict(), "sealed_keys": len(counts), "sealed_versions": sum(counts.values()),
-            "recipient_file": str(mem.home.vault_recipient), "identity_file": str(mem.home.vault_identity)}
+    data = {
+        **vi.as_dict(),
+        "sealed_keys": len(counts),
+        "sealed_versions": sum(counts.values()),
+        "recipient_file": str(mem.home.vault_recipient),
+        "identity_file": str(mem.home.vault_identity),
+    }
 
     def human(d):
         if d["kind"] == "none":
-            would = ("a hybrid post-quantum key, if age-keygen on PATH is age 1.3 or later" if d["age_plugin_pq"]
-                     else "an X25519 key: age-plugin-pq is not on PATH")
+            would = (
+                "a hybrid post-quantum key, if age-keygen on PATH is age 1.3 or later"
+                if d["age_plugin_pq"]
+                else "an X25519 key: age-plugin-pq is not on PATH"
+            )
             echo(f"vault          none: `bead vault init` creates it ({would})")
         else:
             echo(f"vault          {d['label']} ({d['recipient_file']})")
@@ -173,20 +210,28 @@ def seal(key, yes, as_json):
     mem = open_memory()
     if not yes and not as_json and common.at_terminal():
         p = forget_mod.plan_seal(mem, key).summary(mem.home.store)
-        echo(f"This will seal {key} ({p['versions']} plaintext version(s)) and redact {len(p['raw_turns'])} raw "
-             f"turn(s) whole, {p['raw_turns_in_part']} in part (its codes and rare words said in other words), "
-             f"{p['episodes']} episode(s), {p['review_items']} review item(s) and {p['session_lines']} state "
-             "line(s).", err=True)
+        echo(
+            f"This will seal {key} ({p['versions']} plaintext version(s)) and redact {len(p['raw_turns'])} raw "
+            f"turn(s) whole, {p['raw_turns_in_part']} in part (its codes and rare words said in other words), "
+            f"{p['episodes']} episode(s), {p['review_items']} review item(s) and {p['session_lines']} state "
+            "line(s).",
+            err=True,
+        )
         click.confirm("Seal it?", abort=True, err=True)
     summary = ops.seal(mem, key)
     for path in summary["kept"]:
-        echo(f"warning: kept {path}: it is not a version file of the key, so it was neither sealed nor "
-             "deleted; look at it and delete it yourself if it holds the value", err=True)
+        echo(
+            f"warning: kept {path}: it is not a version file of the key, so it was neither sealed nor "
+            "deleted; look at it and delete it yourself if it holds the value",
+            err=True,
+        )
 
     def human(d):
-        echo(f"sealed {key}: {len(d['sealed'])} version(s) encrypted in the vault, the plaintext deleted "
-             f"(redacted {d['raw_turns_redacted']} raw turn(s) and {d['raw_turns_redacted_in_part']} in part, "
-             f"removed {d['episodes']} episode(s) and {d['session_lines']} state line(s))")
+        echo(
+            f"sealed {key}: {len(d['sealed'])} version(s) encrypted in the vault, the plaintext deleted "
+            f"(redacted {d['raw_turns_redacted']} raw turn(s) and {d['raw_turns_redacted_in_part']} in part, "
+            f"removed {d['episodes']} episode(s) and {d['session_lines']} state line(s))"
+        )
 
     emit(summary, as_json, human)
 
@@ -205,8 +250,11 @@ def unseal(key, passphrase_fd, passphrase_env, as_json):
 
         raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys")
     result = ops.unseal(mem, key, read_passphrase(passphrase_fd, passphrase_env, confirm=False))
-    emit(result, as_json, lambda d: echo(
-        f"unsealed {key}: {len(d['versions'])} version(s) back as private plaintext (current {d['current']})"))
+    emit(
+        result,
+        as_json,
+        lambda d: echo(f"unsealed {key}: {len(d['versions'])} version(s) back as private plaintext (current {d['current']})"),
+    )
 
 
 @click.group()
@@ -243,15 +291,26 @@ def sealed_show(key, passphrase_fd, passphrase_env, as_json):
 
     mem = open_memory()
     if not mem.is_sealed(key):
-        raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys; `bead show KEY` prints "
-                                                "a plaintext fact")
+        raise BeadError(
+            f"{key} is not sealed", "`bead sealed list` shows the sealed keys; `bead show KEY` prints a plaintext fact"
+        )
     skipped: list = []
     fact = ops.show(mem, key, read_passphrase(passphrase_fd, passphrase_env, confirm=False), skipped)
     for path in skipped:
-        echo(f"warning: passed over {path}: it does not decrypt with the vault's key or holds no version of "
-             f"{key} (damaged, or put there by someone else); showing {fact.id}", err=True)
-    data = {"id": fact.id, "key": fact.key, "version": fact.version, "valid_from": fact.valid_from,
-            "trust": fact.trust, "type": fact.type, "body": fact.body}
+        echo(
+            f"warning: passed over {path}: it does not decrypt with the vault's key or holds no version of "
+            f"{key} (damaged, or put there by someone else); showing {fact.id}",
+            err=True,
+        )
+    data = {
+        "id": fact.id,
+        "key": fact.key,
+        "version": fact.version,
+        "valid_from": fact.valid_from,
+        "trust": fact.trust,
+        "type": fact.type,
+        "body": fact.body,
+    }
     emit(data, as_json, lambda d: echo(d["body"], multiline=True))
 
 

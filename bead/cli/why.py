@@ -11,8 +11,13 @@ from .common import echo, emit
 
 @click.command(context_settings={"ignore_unknown_options": True})  # so that `bead why -2` works
 @click.argument("which", required=False, default="-1")
-@click.option("--trace", "trace_file", envvar="BEAD_TRACE", type=click.Path(dir_okay=False),
-              help="The proxy's trace file (default: config proxy.trace, or BEAD_TRACE).")
+@click.option(
+    "--trace",
+    "trace_file",
+    envvar="BEAD_TRACE",
+    type=click.Path(dir_okay=False),
+    help="The proxy's trace file (default: config proxy.trace, or BEAD_TRACE).",
+)
 @click.option("--session", help="Only requests of this session.")
 @click.option("--json", "as_json", is_flag=True, help="Print the trace entry as JSON.")
 def why(which, trace_file, session, as_json):
@@ -31,8 +36,9 @@ def why(which, trace_file, session, as_json):
         trace_file = mem.config.proxy.trace
         mem.close()
     if not trace_file:
-        raise BeadError("no trace file is configured",
-                        "start the proxy with `bead proxy --trace FILE` and pass --trace FILE here")
+        raise BeadError(
+            "no trace file is configured", "start the proxy with `bead proxy --trace FILE` and pass --trace FILE here"
+        )
     path = Path(trace_file).expanduser()
     if not path.exists():
         raise BeadError(f"no trace at {path}", "start the proxy with --trace pointing there, then send a request")

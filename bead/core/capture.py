@@ -68,9 +68,10 @@ def turn_text(message: Message) -> str:
 
 
 def message_turns(message: Message, ident: Identity, flags: dict[str, object] | None = None) -> list[Turn]:
-    return [Turn(message.role, text, {"message": message.index, "source": source.value, **_project(ident),
-                                      **(flags or {})})
-            for source, text in runs(message)]
+    return [
+        Turn(message.role, text, {"message": message.index, "source": source.value, **_project(ident), **(flags or {})})
+        for source, text in runs(message)
+    ]
 
 
 def request_turns(conv: Conversation, ident: Identity, start: int) -> list[Turn]:

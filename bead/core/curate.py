@@ -31,8 +31,12 @@ def summary(mem: Memory) -> dict[str, Any]:
         text = safe.read_text(reports[-1], root=mem.home.root, errors="replace")
         report = {"file": reports[-1].name, "text": text[-REPORT_CHARS:], "cut": len(text) > REPORT_CHARS}
     return {
-        "facts": {"current": counts["current_facts"], "versions": counts["fact_versions"],
-                  "dormant": by_status.get("dormant", 0), "pinned": by_status.get("pinned", 0)},
+        "facts": {
+            "current": counts["current_facts"],
+            "versions": counts["fact_versions"],
+            "dormant": by_status.get("dormant", 0),
+            "pinned": by_status.get("pinned", 0),
+        },
         "raw_turns": counts["raw_turns"],
         "sealed_keys": len(sealed),
         "tombstones": mem.tombstones.count(),

@@ -51,21 +51,21 @@ from .trace import Trace, configured_paths
 class Plan:
     """Everything one forget will touch."""
 
-    keys: dict[str, list[int]] = field(default_factory=dict)        # key -> version numbers to delete
-    values: dict[str, list[str]] = field(default_factory=dict)      # key -> values (for tombstones)
+    keys: dict[str, list[int]] = field(default_factory=dict)  # key -> version numbers to delete
+    values: dict[str, list[str]] = field(default_factory=dict)  # key -> values (for tombstones)
     match_text: str | None = None
-    turns: dict[Path, set[int]] = field(default_factory=dict)       # raw file -> turn numbers
+    turns: dict[Path, set[int]] = field(default_factory=dict)  # raw file -> turn numbers
     episodes: list[Path] = field(default_factory=list)
-    session_lines: dict[Path, int] = field(default_factory=dict)    # state file -> lines to drop
-    trace_lines: dict[Path, int] = field(default_factory=dict)      # trace file -> lines to drop
+    session_lines: dict[Path, int] = field(default_factory=dict)  # state file -> lines to drop
+    trace_lines: dict[Path, int] = field(default_factory=dict)  # trace file -> lines to drop
     queue_items: list[Path] = field(default_factory=list)
-    whole: set[str] = field(default_factory=set)                    # keys losing every version
-    sealed_not_searched: int = 0                                    # --match: sealed keys it cannot look into
-    temps: list[Path] = field(default_factory=list)                 # a killed writer's temp files holding it
-    sealed: dict[str, list[int]] = field(default_factory=dict)      # key -> sealed versions to delete (no decrypt)
-    ids: set[str] = field(default_factory=set)                      # the plaintext versions' ids (key@vN)
-    tokens: set[str] = field(default_factory=set)                   # the values' distinctive tokens (codes, PINs)
-    token_turns: dict[Path, set[int]] = field(default_factory=dict) # raw turns holding a token, not the whole value
+    whole: set[str] = field(default_factory=set)  # keys losing every version
+    sealed_not_searched: int = 0  # --match: sealed keys it cannot look into
+    temps: list[Path] = field(default_factory=list)  # a killed writer's temp files holding it
+    sealed: dict[str, list[int]] = field(default_factory=dict)  # key -> sealed versions to delete (no decrypt)
+    ids: set[str] = field(default_factory=set)  # the plaintext versions' ids (key@vN)
+    tokens: set[str] = field(default_factory=set)  # the values' distinctive tokens (codes, PINs)
+    token_turns: dict[Path, set[int]] = field(default_factory=dict)  # raw turns holding a token, not the whole value
 
     @property
     def texts(self) -> list[str]:
@@ -94,17 +94,24 @@ class Plan:
 
     @property
     def empty(self) -> bool:
-        return not (self.keys or self.turns or self.token_turns or self.episodes or self.session_lines
-                    or self.trace_lines or self.queue_items or self.temps or self.sealed)
+        return not (
+            self.keys
+            or self.turns
+            or self.token_turns
+            or self.episodes
+            or self.session_lines
+            or self.trace_lines
+            or self.queue_items
+            or self.temps
+            or self.sealed
+        )
 
     def summary(self, home_store: Path) -> dict[str, Any]:
         return {
             "keys": sorted({*self.keys, *self.sealed}),
             "versions": sum(len(v) for v in self.keys.values()),
             "sealed_versions": sum(len(v) for v in self.sealed.values()),
-            "raw_turns": sorted(
-                f"{p.relative_to(home_store).as_posix()}#turn-{n}" for p, ns in self.turns.items() for n in ns
-            ),
+            "raw_turns": sorted(f"{p.relative_to(home_store).as_posix()}#turn-{n}" for p, ns in self.turns.items() for n in ns),
             # Turns where the value's codes, PINs and rare words were said in other words: those are
             # redacted in place (never listed here: a token is part of the secret).
             "raw_turns_in_part": sum(len(ns) for ns in self.token_turns.values()),
@@ -134,7 +141,7 @@ def _version_value(mem: Memory, key: str, path: Path) -> str | None:
             return None
         _meta, body = split_frontmatter(data.decode("utf-8", errors="replace"))
         return body.strip() or None
-    except (ValueError, OSError, safe.UnsafePath):   # a link is never read through
+    except (ValueError, OSError, safe.UnsafePath):  # a link is never read through
         return None
 
 
@@ -187,7 +194,7 @@ def _shingles(texts: list[str]) -> set[tuple[str, ...]]:
     for t in texts:
         words = _words(t)
         for i in range(len(words) - SHINGLE + 1):
-            run = tuple(words[i:i + SHINGLE])
+            run = tuple(words[i : i + SHINGLE])
             if sum(1 for w in run if w not in STOPWORDS) >= 2:
                 out.add(run)
     return out
@@ -197,7 +204,7 @@ def _holds_shingle(text: str, shingles: AbstractSet[tuple[str, ...]]) -> bool:
     if not shingles:
         return False
     words = _words(text)
-    return any(tuple(words[i:i + SHINGLE]) in shingles for i in range(len(words) - SHINGLE + 1))
+    return any(tuple(words[i : i + SHINGLE]) in shingles for i in range(len(words) - SHINGLE + 1))
 
 
 def _unescaped(text: str) -> str:
@@ -228,15 +235,25 @@ def _holds(text: str, needle: str) -> bool:
     return False
 
 
-def _matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
-             shingles: AbstractSet[tuple[str, ...]] = frozenset(), tokens: Any = None) -> Callable[[str], bool]:
+def _matcher(
+    needles: list[str],
+    keys: AbstractSet[str] = frozenset(),
+    shingles: AbstractSet[tuple[str, ...]] = frozenset(),
+    tokens: Any = None,
+) -> Callable[[str], bool]:
     """Raw turns: the whole value (``shingles`` empty). Derived files: also any run of its words, and any of
     its distinctive tokens (``tokens``: a compiled pattern, or None)."""
+
     def matches(text: str) -> bool:
         t = normalise(text)
         u = normalise(_unescaped(text))
-        return (any(_holds(t, n) or _holds(u, n) for n in needles) or bool(keys and _names_key(t, keys))
-                or _holds_shingle(text, shingles) or bool(tokens is not None and tokens.search(fold(text))))
+        return (
+            any(_holds(t, n) or _holds(u, n) for n in needles)
+            or bool(keys and _names_key(t, keys))
+            or _holds_shingle(text, shingles)
+            or bool(tokens is not None and tokens.search(fold(text)))
+        )
+
     return matches
 
 
@@ -248,8 +265,8 @@ _TOKEN = re.compile(r"[^\s\\\"'`()\[\]{}<>,;!?]{1,200}")
 _EDGE = ".:-_/@+#=*~"
 MIN_TOKEN = 3
 RARE_TURNS = 2
-CODE_TURNS = 5          # a code said in more raw turns than this is the history's (a year, a common port)
-LONG_CODE = 8           # letters and digits: a code this long is the value's however often it was said
+CODE_TURNS = 5  # a code said in more raw turns than this is the history's (a year, a common port)
+LONG_CODE = 8  # letters and digits: a code this long is the value's however often it was said
 RARE_HISTORY = 20
 RARE_MIN_LETTERS = 6
 
@@ -343,11 +360,16 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
             plan.trace_lines[p] = n
 
 
-def _line_matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
-                  shingles: AbstractSet[tuple[str, ...]] = frozenset(), tokens: Any = None) -> Callable[[str], bool]:
+def _line_matcher(
+    needles: list[str],
+    keys: AbstractSet[str] = frozenset(),
+    shingles: AbstractSet[tuple[str, ...]] = frozenset(),
+    tokens: Any = None,
+) -> Callable[[str], bool]:
     """A JSON line matches when its text does, or its decoded strings do (values inside JSON are escaped),
     when it names a key that is gone (an injected id, a remembered id), or when it holds a run of the
     value's words (a cue cut at 200 characters, an excerpt cut at 600)."""
+
     def matches(line: str) -> bool:
         texts = [line]
         try:
@@ -357,9 +379,13 @@ def _line_matcher(needles: list[str], keys: AbstractSet[str] = frozenset(),
         except (json.JSONDecodeError, TypeError, RecursionError):
             pass
         normalised = [normalise(t) for t in texts]
-        return any(_holds(t, n) for t in normalised for n in needles) or bool(
-            keys and any(_names_key(t, keys) for t in normalised)) or any(_holds_shingle(t, shingles) for t in texts) \
+        return (
+            any(_holds(t, n) for t in normalised for n in needles)
+            or bool(keys and any(_names_key(t, keys) for t in normalised))
+            or any(_holds_shingle(t, shingles) for t in texts)
             or bool(tokens is not None and any(tokens.search(fold(t)) for t in texts))
+        )
+
     return matches
 
 
@@ -372,12 +398,12 @@ def plan_target(mem: Memory, target: str, sealed: bool = False) -> Plan:
     validate_key(key)
     _add_key(mem, plan, key, version)
     if not sealed and mem.sealed.has(key):
-        raise BeadError(f"{key} is sealed in the vault: only the person can forget it",
-                        f"run `bead forget {key}` at a terminal")
+        raise BeadError(f"{key} is sealed in the vault: only the person can forget it", f"run `bead forget {key}` at a terminal")
     _add_sealed(mem, plan, key, version)
     if not plan.keys and not plan.sealed:
-        raise BeadError(f"nothing to forget: {target} has no version files",
-                        "check the key with `bead search` or `bead history KEY`")
+        raise BeadError(
+            f"nothing to forget: {target} has no version files", "check the key with `bead search` or `bead history KEY`"
+        )
     _scan_files(mem, plan)
     return plan
 
@@ -397,7 +423,7 @@ def _add_sealed(mem: Memory, plan: Plan, key: str, only_version: int | None = No
     if set(chosen) == set(numbers) and set(plan.keys.get(key, [])) == set(mem.facts.versions(key).numbers):
         plan.whole.add(key)
     elif key in plan.whole:
-        plan.whole.discard(key)     # its plaintext goes, a sealed version stays: the key is not gone
+        plan.whole.discard(key)  # its plaintext goes, a sealed version stays: the key is not gone
 
 
 def plan_match(mem: Memory, text: str) -> Plan:
@@ -410,7 +436,7 @@ def plan_match(mem: Memory, text: str) -> Plan:
     kvs, _problems = mem.facts.scan()
     for kv in kvs:
         bodies = [f.body for f in kv.facts] + [v for p in kv.problems if (v := _version_value(mem, kv.key, p.path))]
-        bodies += [f.title for f in kv.facts if f.title]   # a title is the person's text too
+        bodies += [f.title for f in kv.facts if f.title]  # a title is the person's text too
         if any(needle in normalise(b) for b in bodies):
             _add_key(mem, plan, kv.key)
     # Rows whose files are gone (an interrupted forget) hold values too.
@@ -433,8 +459,9 @@ def plan_seal(mem: Memory, key: str, new_value: str | None = None) -> Plan:
     return plan
 
 
-def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = None,
-          event: str = "forget", tombstones: bool = True) -> dict[str, Any]:
+def apply(
+    mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = None, event: str = "forget", tombstones: bool = True
+) -> dict[str, Any]:
     """Carry a plan out. ``under_lock`` runs first, inside the index transaction and the store lock (a seal
     writes its encrypted copies there); if it raises, nothing has changed. ``event`` names the audit line
     and the tombstones' reason. ``tombstones=False`` (a seal) writes no value hash anywhere: a SHA-256 of a
@@ -449,13 +476,12 @@ def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = No
         for key, numbers in plan.sealed.items():
             now_sealed = set(mem.sealed.numbers(key))
             if not set(numbers) <= now_sealed or (key in plan.whole and now_sealed != set(numbers)):
-                raise BeadError(f"{key} changed while it was being forgotten; nothing was changed",
-                                "run the command again")
+                raise BeadError(f"{key} changed while it was being forgotten; nothing was changed", "run the command again")
         if under_lock is not None:
             under_lock()
         # 1. Tombstones first: a crash after this cannot lose them. A key that
         # loses every version is part of the value: its lines keep a hash.
-        for key, values in (plan.values.items() if tombstones else ()):
+        for key, values in plan.values.items() if tombstones else ():
             whole = key in plan.whole
             for v in dict.fromkeys(values):
                 digest = mem.tombstones.add(now, key, v, reason=event, hash_key=whole)
@@ -497,8 +523,15 @@ def apply(mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = No
     summary["raw_turns_redacted"] = redacted
     summary["raw_turns_redacted_in_part"] = in_part
     summary["kept"] = [str(p) for p in kept]
-    mem.audit.record(now, event, keys=[key_hash(k) if k in plan.whole else k for k in summary["keys"]],
-                     versions=summary["versions"], raw_turns=redacted, raw_turns_in_part=in_part,
-                     episodes=summary["episodes"],
-                     session_lines=summary["session_lines"], match=bool(plan.match_text))
+    mem.audit.record(
+        now,
+        event,
+        keys=[key_hash(k) if k in plan.whole else k for k in summary["keys"]],
+        versions=summary["versions"],
+        raw_turns=redacted,
+        raw_turns_in_part=in_part,
+        episodes=summary["episodes"],
+        session_lines=summary["session_lines"],
+        match=bool(plan.match_text),
+    )
     return summary

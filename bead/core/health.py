@@ -35,15 +35,19 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
     fixed: list[str] = []
     kvs, file_problems = mem.facts.scan()
     for p in file_problems:
-        if p.reason != LINK_REASON:   # links are listed once, below
+        if p.reason != LINK_REASON:  # links are listed once, below
             problems.append({"problem": f"{p.path}: {p.reason}", "fix": "edit the file so it parses (bead skips it until then)"})
     for link in mem.links():
         problems.append(_link_problem(link))
     if fix:
         fixed += [f"removed {t} (a temp file a killed writer left)" for t in mem.remove_orphan_temps()]
     for temp in mem.orphan_temps():
-        problems.append({"problem": f"{temp} is a temp file a killed writer left (it may hold a value)",
-                         "fix": "run `bead status --fix` (or `bead reindex`) to remove it"})
+        problems.append(
+            {
+                "problem": f"{temp} is a temp file a killed writer left (it may hold a value)",
+                "fix": "run `bead status --fix` (or `bead reindex`) to remove it",
+            }
+        )
     # Sessions are files; turns are counted by the index (reading every raw
     # file would take seconds on a large store). A stale index is reported below.
     sessions = sum(1 for _ in mem.raw.files())
@@ -52,8 +56,11 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         "home": str(mem.home.root),
         "owner": mem.config.owner,
         "sqlite": None,
-        "facts": {"keys": sum(1 for kv in kvs if kv.facts), "versions": sum(len(kv.facts) for kv in kvs),
-                  "dormant": sum(1 for kv in kvs if kv.current and kv.current.status == "dormant")},
+        "facts": {
+            "keys": sum(1 for kv in kvs if kv.facts),
+            "versions": sum(len(kv.facts) for kv in kvs),
+            "dormant": sum(1 for kv in kvs if kv.current and kv.current.status == "dormant"),
+        },
         "raw": {"sessions": sessions, "turns": turns},
         "tombstones": mem.tombstones.count(),
         "vault": vault_state(mem, {kv.key for kv in kvs if kv.numbers}, problems),
@@ -75,18 +82,30 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
     if data["proxy"]["running"] and data["proxy"].get("home") != str(mem.home.root):
         # Another home's proxy answers on this address: its figures are not ours.
         data["proxy"] = {"running": False, "address": data["proxy"]["address"], "other_home": data["proxy"].get("home")}
-        problems.append({"problem": f"the proxy at {data['proxy']['address']} serves another home "
-                                    f"({data['proxy']['other_home']}), not {mem.home.root}",
-                         "fix": "run this home's proxy on another port (`proxy.listen` in its config.yaml), "
-                                "or unset BEAD_HOME to look at the other home"})
+        problems.append(
+            {
+                "problem": f"the proxy at {data['proxy']['address']} serves another home "
+                f"({data['proxy']['other_home']}), not {mem.home.root}",
+                "fix": "run this home's proxy on another port (`proxy.listen` in its config.yaml), "
+                "or unset BEAD_HOME to look at the other home",
+            }
+        )
     data["services"] = services_state()
     for name, st in data["services"].items():
         if st.get("state") == "failed":
-            problems.append({"problem": f"the {name} service has failed",
-                             "fix": f"see `bead logs {name}`, then `systemctl --user restart bead-{name}`"})
+            problems.append(
+                {
+                    "problem": f"the {name} service has failed",
+                    "fix": f"see `bead logs {name}`, then `systemctl --user restart bead-{name}`",
+                }
+            )
         elif st.get("restarting"):
-            problems.append({"problem": f"the {name} service keeps restarting ({st['restarting']})",
-                             "fix": f"see why in `bead logs {name}`; a busy port or a config error is the usual cause"})
+            problems.append(
+                {
+                    "problem": f"the {name} service keeps restarting ({st['restarting']})",
+                    "fix": f"see why in `bead logs {name}`; a busy port or a config error is the usual cause",
+                }
+            )
     try:
         data["last_dream"] = last_dream(mem)
         data["review_queue"] = Queue(mem).open_count()
@@ -95,17 +114,28 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         problems.append({"problem": exc.message, "fix": exc.hint})
     if data["proxy"].get("errors"):
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(data["proxy"]["error_kinds"].items()))
-        problems.append({"problem": f"the proxy failed open {data['proxy']['errors']} time(s) ({kinds}); "
-                                    "requests went out without memory",
-                         "fix": "see the proxy's log (its stderr) for the kinds above; `bead reindex` if the index is the cause"})
+        problems.append(
+            {
+                "problem": f"the proxy failed open {data['proxy']['errors']} time(s) ({kinds}); requests went out without memory",
+                "fix": "see the proxy's log (its stderr) for the kinds above; `bead reindex` if the index is the cause",
+            }
+        )
     mode = mem.home.root.stat().st_mode & 0o777
     if mode & 0o077:
-        problems.append({"problem": f"the home {mem.home.root} is readable by others (mode {mode:o})",
-                         "fix": f"run `chmod 700 {mem.home.root}`"})
+        problems.append(
+            {
+                "problem": f"the home {mem.home.root} is readable by others (mode {mode:o})",
+                "fix": f"run `chmod 700 {mem.home.root}`",
+            }
+        )
     repo = enclosing_git(mem.home.root)
     if repo is not None:
-        problems.append({"problem": f"the home is inside a git repository ({repo}); forget refuses to run there",
-                         "fix": "move the home out of the repository and set BEAD_HOME"})
+        problems.append(
+            {
+                "problem": f"the home is inside a git repository ({repo}); forget refuses to run there",
+                "fix": "move the home out of the repository and set BEAD_HOME",
+            }
+        )
     return data
 
 
@@ -115,10 +145,19 @@ def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> 
     counts = mem.sealed.counts()
     problems += [{"problem": p, "fix": f} for p, f in vi.problems]
     for key in sorted(plaintext_keys & set(counts)):
-        problems.append({"problem": f"{key} is both sealed and plaintext (a seal or unseal was interrupted)",
-                         "fix": f"run `bead seal {key}` again to finish sealing it (or `bead unseal {key}`)"})
-    return {"kind": vi.kind, "label": vi.label, "sealed_keys": len(counts), "sealed_versions": sum(counts.values()),
-            "age_plugin_pq": vi.plugin}
+        problems.append(
+            {
+                "problem": f"{key} is both sealed and plaintext (a seal or unseal was interrupted)",
+                "fix": f"run `bead seal {key}` again to finish sealing it (or `bead unseal {key}`)",
+            }
+        )
+    return {
+        "kind": vi.kind,
+        "label": vi.label,
+        "sealed_keys": len(counts),
+        "sealed_versions": sum(counts.values()),
+        "age_plugin_pq": vi.plugin,
+    }
 
 
 def _link_problem(link: Path) -> dict:
@@ -126,10 +165,12 @@ def _link_problem(link: Path) -> dict:
         target = os.readlink(link)
     except OSError:
         target = "?"
-    return {"problem": f"{link} is a symbolic link (to {target}); bead never reads, writes or deletes through it, "
-                       "so what is behind it is invisible to search, reindex and forget",
-            "fix": f"remove the link (`rm {link}`) and, if what it points to belongs in bead, move it into its "
-                   f"place (`mv {target} {link}`); then run `bead reindex`"}
+    return {
+        "problem": f"{link} is a symbolic link (to {target}); bead never reads, writes or deletes through it, "
+        "so what is behind it is invisible to search, reindex and forget",
+        "fix": f"remove the link (`rm {link}`) and, if what it points to belongs in bead, move it into its "
+        f"place (`mv {target} {link}`); then run `bead reindex`",
+    }
 
 
 def services_state() -> dict:
@@ -138,8 +179,9 @@ def services_state() -> dict:
     for name in ("proxy", "indexer", "dream"):
         try:
             if sys.platform == "darwin":
-                r = subprocess.run(["launchctl", "print", f"gui/{os.getuid()}/com.bead.{name}"],
-                                   capture_output=True, text=True, timeout=5)
+                r = subprocess.run(
+                    ["launchctl", "print", f"gui/{os.getuid()}/com.bead.{name}"], capture_output=True, text=True, timeout=5
+                )
                 if r.returncode != 0:
                     out[name] = {"state": "not loaded"}
                     continue
@@ -149,17 +191,30 @@ def services_state() -> dict:
                 if runs > 1 and last not in ("0", "(never exited)") and fields.get("state") != "running":
                     out[name]["restarting"] = f"{runs} runs, last exit code {last}"
             elif shutil.which("systemctl"):
-                r = subprocess.run(["systemctl", "--user", "show", f"bead-{name}.service", "-p",
-                                    "ActiveState,SubState,ActiveEnterTimestamp,NRestarts,LoadState"],
-                                   capture_output=True, text=True, timeout=5)
+                r = subprocess.run(
+                    [
+                        "systemctl",
+                        "--user",
+                        "show",
+                        f"bead-{name}.service",
+                        "-p",
+                        "ActiveState,SubState,ActiveEnterTimestamp,NRestarts,LoadState",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=5,
+                )
                 fields = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
                 if r.returncode != 0 or fields.get("LoadState") in (None, "not-found"):
                     out[name] = {"state": "not installed"}
                     continue
                 restarts = int(fields.get("NRestarts") or 0)
                 active, sub = fields.get("ActiveState", "?"), fields.get("SubState", "")
-                out[name] = {"state": "starting" if active == "activating" and sub != "auto-restart" else active,
-                             "since": fields.get("ActiveEnterTimestamp") or None, "restarts": restarts}
+                out[name] = {
+                    "state": "starting" if active == "activating" and sub != "auto-restart" else active,
+                    "since": fields.get("ActiveEnterTimestamp") or None,
+                    "restarts": restarts,
+                }
                 # systemd waits between restarts in "auto-restart"; a service that
                 # fails at once is there more often than it is running.
                 if sub == "auto-restart" or (restarts and active in ("activating", "failed")):

@@ -52,16 +52,15 @@ from .capture import request_turns
 from .memory import Memory
 
 IMPORTED = {"anthropic": "claude-code", "responses": "codex"}
-SKIPPED_TYPES = frozenset({"queue-operation", "attachment", "system", "last-prompt", "mode", "summary",
-                           "file-history-snapshot"})
-DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024   # import.max_line_bytes
-CHUNK_BYTES = 1024 * 1024           # a file is read this much at a time
-BATCH_BYTES = 8 * 1024 * 1024       # a batch of a file's messages ends before a message that would take it past this
-                                    # much (``_weight``: what the messages take in memory, about)
-BATCH_PARTS = 2_000                 # ... or this many content parts (the wire parsers refuse more than 20,000)
-HOLD_BYTES = 32 * 1024 * 1024       # a batch is cut past this much even inside a run of Codex items the parser would
-                                    # merge, and lines before the one that names the session are dropped (never seen)
-RUN_ITEMS = 500                     # a run of Codex items the parser would merge is cut at this many (never seen either)
+SKIPPED_TYPES = frozenset({"queue-operation", "attachment", "system", "last-prompt", "mode", "summary", "file-history-snapshot"})
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024  # import.max_line_bytes
+CHUNK_BYTES = 1024 * 1024  # a file is read this much at a time
+BATCH_BYTES = 8 * 1024 * 1024  # a batch of a file's messages ends before a message that would take it past this
+# much (``_weight``: what the messages take in memory, about)
+BATCH_PARTS = 2_000  # ... or this many content parts (the wire parsers refuse more than 20,000)
+HOLD_BYTES = 32 * 1024 * 1024  # a batch is cut past this much even inside a run of Codex items the parser would
+# merge, and lines before the one that names the session are dropped (never seen)
+RUN_ITEMS = 500  # a run of Codex items the parser would merge is cut at this many (never seen either)
 
 
 @dataclass
@@ -69,13 +68,13 @@ class Transcript:
     """One batch of the conversation of a transcript file: a session, or a subagent of one."""
 
     path: Path
-    session: str              # the raw log's session id (what the proxy names this conversation)
-    base_session: str         # the parent session's (a subagent's session starts with it)
+    session: str  # the raw log's session id (what the proxy names this conversation)
+    base_session: str  # the parent session's (a subagent's session starts with it)
     project: str | None
-    messages: list[dict[str, Any]] = field(default_factory=list)   # Messages API messages, or Responses items
-    times: list[datetime] = field(default_factory=list)            # one per message (or item)
+    messages: list[dict[str, Any]] = field(default_factory=list)  # Messages API messages, or Responses items
+    times: list[datetime] = field(default_factory=list)  # one per message (or item)
     first: datetime | None = None
-    wire: str = "anthropic"                                        # anthropic | responses (Codex CLI)
+    wire: str = "anthropic"  # anthropic | responses (Codex CLI)
 
 
 @dataclass
@@ -83,12 +82,12 @@ class ImportCounts:
     files: int = 0
     sessions: int = 0
     turns_added: int = 0
-    turns_present: int = 0      # already in the raw log (an earlier import, or live capture)
-    redacted: int = 0           # added turns the secret scan changed
-    skipped_lines: int = 0      # harness bookkeeping and lines that do not parse
+    turns_present: int = 0  # already in the raw log (an earlier import, or live capture)
+    redacted: int = 0  # added turns the secret scan changed
+    skipped_lines: int = 0  # harness bookkeeping and lines that do not parse
     skipped_long_lines: int = 0  # lines longer than import.max_line_bytes (their bytes were never held)
-    skipped_project: int = 0    # files of other projects (--project)
-    skipped_old: int = 0        # messages before --since
+    skipped_project: int = 0  # files of other projects (--project)
+    skipped_old: int = 0  # messages before --since
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -114,8 +113,9 @@ def default_root() -> Path:
 
 def transcript_files(root: Path) -> list[Path]:
     """Every ``*.jsonl`` below ``root`` (sessions and their subagents), in a stable order."""
-    return _session_files(root, "*.jsonl", "Claude Code transcripts",
-                          "give the folder with --from (Claude Code keeps them in ~/.claude/projects)")
+    return _session_files(
+        root, "*.jsonl", "Claude Code transcripts", "give the folder with --from (Claude Code keeps them in ~/.claude/projects)"
+    )
 
 
 def _time(value: Any) -> datetime | None:
@@ -134,7 +134,7 @@ def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes]:
     is ever held."""
     with path.open("rb") as f:
         line = bytearray()
-        skipping = False          # inside a line already past the limit
+        skipping = False  # inside a line already past the limit
         while chunk := f.read(CHUNK_BYTES):
             view = memoryview(chunk)
             start = 0
@@ -247,8 +247,8 @@ class _Batches:
         if self.ident is None:
             if not self.session_id:
                 if self.weight < HOLD_BYTES:
-                    return None       # kept until a line names the session
-                counts.skipped_lines += len(self.messages)   # a file whose lines name no session is not imported
+                    return None  # kept until a line names the session
+                counts.skipped_lines += len(self.messages)  # a file whose lines name no session is not imported
                 self._begin()
                 return None
             base = safe_name(str(self.session_id))
@@ -259,20 +259,26 @@ class _Batches:
         return t
 
 
-def read_transcript(path: Path, since: datetime | None, counts: ImportCounts,
-                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Transcript]:
+def read_transcript(
+    path: Path, since: datetime | None, counts: ImportCounts, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[Transcript]:
     """The conversation one file holds, in batches (none when it holds none)."""
     b = _Batches(path, "anthropic")
     last_id: str | None = None
-    last_weight = 0           # of the last message (an answer written one block per line grows)
+    last_weight = 0  # of the last message (an answer written one block per line grows)
     for d, weight in _lines(path, max_line_bytes, counts):
         if d is None:
             counts.skipped_lines += 1
             continue
         kind = d.get("type")
         msg = d.get("message")
-        if kind not in ("user", "assistant") or not isinstance(msg, dict) or d.get("isMeta") \
-                or d.get("isCompactSummary") or d.get("isApiErrorMessage"):
+        if (
+            kind not in ("user", "assistant")
+            or not isinstance(msg, dict)
+            or d.get("isMeta")
+            or d.get("isCompactSummary")
+            or d.get("isApiErrorMessage")
+        ):
             counts.skipped_lines += 1
             continue
         b.session_id = b.session_id or d.get("sessionId")
@@ -289,9 +295,14 @@ def read_transcript(path: Path, since: datetime | None, counts: ImportCounts,
         content = msg.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
         mid = msg.get("id") if kind == "assistant" else None
-        if mid and mid == last_id and b.messages and b.messages[-1]["role"] == "assistant" \
-                and last_weight + weight <= 2 * max_line_bytes \
-                and len(b.messages[-1]["content"]) + len(blocks) <= MAX_MESSAGE_PARTS:
+        if (
+            mid
+            and mid == last_id
+            and b.messages
+            and b.messages[-1]["role"] == "assistant"
+            and last_weight + weight <= 2 * max_line_bytes
+            and len(b.messages[-1]["content"]) + len(blocks) <= MAX_MESSAGE_PARTS
+        ):
             # One API answer, written one content block per line (past the line limit or the parser's limit on
             # parts, it goes on as a message of its own).
             b.messages[-1]["content"].extend(blocks)
@@ -302,7 +313,7 @@ def read_transcript(path: Path, since: datetime | None, counts: ImportCounts,
         last_id = mid
         # A message of more blocks than the parser takes in one becomes several.
         for i in range(0, max(len(blocks), 1), MAX_MESSAGE_PARTS):
-            part = blocks[i:i + MAX_MESSAGE_PARTS]
+            part = blocks[i : i + MAX_MESSAGE_PARTS]
             share = weight * len(part) // len(blocks) if blocks else weight
             if not b.fits(share, len(part)) and (t := b.take(counts)) is not None:
                 yield t
@@ -324,7 +335,7 @@ def _key(role: str, source: str, text: str) -> tuple[str, str, str]:
     h = hashlib.blake2b(digest_size=20)
     started = owed = False
     for a in range(0, len(text), _WINDOW):
-        spaced = _SPACE.sub(" ", text[a:a + _WINDOW])
+        spaced = _SPACE.sub(" ", text[a : a + _WINDOW])
         words = spaced.strip(" ")
         if not words:
             owed = owed or bool(spaced)
@@ -367,8 +378,7 @@ def present_turns(mem: Memory, session: str) -> Counter[tuple[str, str, str]]:
     return present
 
 
-def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: Parse,
-                      state: FileState | None = None) -> int:
+def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: Parse, state: FileState | None = None) -> int:
     """Append the transcript's turns that the session's raw file does not hold yet; how many were added.
 
     The batches of one file share ``state`` (made from the raw file at the first when not given), so a text the
@@ -377,7 +387,7 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
         state = FileState(present_turns(mem, t.session))
     try:
         conv, times = _conversation(t, parse)
-    except ValueError:       # more parts than the parser takes: the batches are cut so that this never happens
+    except ValueError:  # more parts than the parser takes: the batches are cut so that this never happens
         counts.skipped_lines += len(t.messages)
         t.messages.clear()
         return 0
@@ -397,8 +407,9 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
             continue
         counts.redacted += bool(found)
         index = int(turn.flags.get("message", 0))
-        items.append((turn.role, turn.text, times[index], None,
-                      {**turn.flags, "message": offset + index, "imported": IMPORTED[t.wire]}))
+        items.append(
+            (turn.role, turn.text, times[index], None, {**turn.flags, "message": offset + index, "imported": IMPORTED[t.wire]})
+        )
     del turns
     if items:
         mem.append_turns(t.session, items)
@@ -409,15 +420,27 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
 Reader = Callable[[Path, datetime | None, ImportCounts, int], Iterator[Transcript]]
 
 
-def import_claude_code(mem: Memory, parse: Parse, root: Path | None = None, since: datetime | None = None,
-                       project: str | None = None,
-                       progress: Callable[[Path], None] | None = None) -> ImportCounts:
+def import_claude_code(
+    mem: Memory,
+    parse: Parse,
+    root: Path | None = None,
+    since: datetime | None = None,
+    project: str | None = None,
+    progress: Callable[[Path], None] | None = None,
+) -> ImportCounts:
     """Import every transcript under ``root`` (default: Claude Code's folder); ``progress`` is told each file."""
     return _import(mem, parse, transcript_files(root or default_root()), read_transcript, since, project, progress)
 
 
-def _import(mem: Memory, parse: Parse, files: list[Path], read: Reader, since: datetime | None,
-            project: str | None, progress: Callable[[Path], None] | None) -> ImportCounts:
+def _import(
+    mem: Memory,
+    parse: Parse,
+    files: list[Path],
+    read: Reader,
+    since: datetime | None,
+    project: str | None,
+    progress: Callable[[Path], None] | None,
+) -> ImportCounts:
     counts = ImportCounts()
     want = project_slug(project) if project else None
     limit = mem.config.import_.max_line_bytes
@@ -452,8 +475,12 @@ def codex_root() -> Path:
 
 
 def codex_files(root: Path) -> list[Path]:
-    return _session_files(root, "rollout-*.jsonl", "Codex CLI sessions",
-                          "give the folder with --from (Codex keeps them in ~/.codex/sessions, or $CODEX_HOME/sessions)")
+    return _session_files(
+        root,
+        "rollout-*.jsonl",
+        "Codex CLI sessions",
+        "give the folder with --from (Codex keeps them in ~/.codex/sessions, or $CODEX_HOME/sessions)",
+    )
 
 
 def _output(item: dict[str, Any]) -> bool:
@@ -468,14 +495,15 @@ def _own_message(item: dict[str, Any]) -> bool:
     return item.get("type", "message" if "role" in item else "") == "message" and item.get("role") != "assistant"
 
 
-def read_codex(path: Path, since: datetime | None, counts: ImportCounts,
-               max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Transcript]:
+def read_codex(
+    path: Path, since: datetime | None, counts: ImportCounts, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[Transcript]:
     """The conversation one Codex rollout file holds, in batches (none when it holds none).
 
     A batch ends only where the parser starts a new message anyway (a user message, or tool outputs after the
     assistant's items and back), so the runs it merges stay whole (one of hundreds of items is cut)."""
     b = _Batches(path, "responses")
-    run = run_parts = 0       # items and parts of the run the parser would merge
+    run = run_parts = 0  # items and parts of the run the parser would merge
     for d, weight in _lines(path, max_line_bytes, counts):
         payload = d.get("payload") if d is not None else None
         if d is None or not isinstance(payload, dict):
@@ -502,14 +530,18 @@ def read_codex(path: Path, since: datetime | None, counts: ImportCounts,
         item = {k: v for k, v in payload.items() if k != "internal_chat_message_metadata_passthrough"}
         parts = max(1, sum(len(v) for k in ("content", "output") if isinstance(v := item.get(k), list)))
         if parts > MAX_MESSAGE_PARTS:
-            counts.skipped_lines += 1       # the parser takes no message of more parts
+            counts.skipped_lines += 1  # the parser takes no message of more parts
             continue
         prev = b.messages[-1] if b.messages else None
         new_run = prev is None or _own_message(item) or _own_message(prev) or _output(item) != _output(prev)
         if new_run:
             run = run_parts = 0
-        if (new_run and not b.fits(weight, parts)) or run >= RUN_ITEMS or run_parts + parts > MAX_MESSAGE_PARTS \
-                or b.weight + weight > HOLD_BYTES:
+        if (
+            (new_run and not b.fits(weight, parts))
+            or run >= RUN_ITEMS
+            or run_parts + parts > MAX_MESSAGE_PARTS
+            or b.weight + weight > HOLD_BYTES
+        ):
             if (t := b.take(counts)) is not None:
                 yield t
                 run = run_parts = 0
@@ -520,7 +552,13 @@ def read_codex(path: Path, since: datetime | None, counts: ImportCounts,
         yield t
 
 
-def import_codex(mem: Memory, parse: Parse, root: Path | None = None, since: datetime | None = None,
-                 project: str | None = None, progress: Callable[[Path], None] | None = None) -> ImportCounts:
+def import_codex(
+    mem: Memory,
+    parse: Parse,
+    root: Path | None = None,
+    since: datetime | None = None,
+    project: str | None = None,
+    progress: Callable[[Path], None] | None = None,
+) -> ImportCounts:
     """Import every Codex CLI session under ``root`` (default: Codex's folder)."""
     return _import(mem, parse, codex_files(root or codex_root()), read_codex, since, project, progress)

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("bead.memory")
 T = TypeVar("T")
-USE_WINDOW_DAYS = 30   # recent use the pinned block counts
-USE_INDEX_MS = 50      # how long noting a use waits for the index (a read tool must not wait longer)
+USE_WINDOW_DAYS = 30  # recent use the pinned block counts
+USE_INDEX_MS = 50  # how long noting a use waits for the index (a read tool must not wait longer)
 # Pauses between attempts to reach a locked index, within the busy timeout.
 BACKOFF_S = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8)
 
@@ -58,8 +58,10 @@ class IndexBehind(BeadError):
     """The files changed (that is the commit) but the index could not be updated yet."""
 
     def __init__(self, what: str):
-        super().__init__(f"{what} is written, but the index is locked by another process and lags behind",
-                         "it catches up by itself when `bead indexer` runs, or run `bead reindex`")
+        super().__init__(
+            f"{what} is written, but the index is locked by another process and lags behind",
+            "it catches up by itself when `bead indexer` runs, or run `bead reindex`",
+        )
 
 
 def busy_errors() -> tuple[type[BaseException], ...]:
@@ -72,8 +74,9 @@ def utcnow() -> datetime:
 
 
 class Memory:
-    def __init__(self, home: Home, config: config_mod.Config, clock: Callable[[], datetime] = utcnow,
-                 busy_timeout_ms: int | None = None):
+    def __init__(
+        self, home: Home, config: config_mod.Config, clock: Callable[[], datetime] = utcnow, busy_timeout_ms: int | None = None
+    ):
         self.home = home
         self.busy_timeout_ms = config.store.busy_timeout_ms if busy_timeout_ms is None else busy_timeout_ms
         self.config = config
@@ -81,8 +84,9 @@ class Memory:
         self.audit = AuditLog(home.audit_log, config.owner, home.root)
         self.tombstones = Tombstones(home.tombstones_log, config.owner, home.root)
         self.sealed = SealedStore(home)
-        self.facts = FactStore(home, self.audit, self.tombstones, config.owner, clock,
-                               max_bytes=config.store.max_fact_bytes, sealed=self.sealed.has)
+        self.facts = FactStore(
+            home, self.audit, self.tombstones, config.owner, clock, max_bytes=config.store.max_fact_bytes, sealed=self.sealed.has
+        )
         self.raw = RawLog(home, clock, config.owner)
         self._index: Index | None = None
 
@@ -114,10 +118,19 @@ class Memory:
             self._index = None
 
     # ----- facts ------------------------------------------------------------
-    def write(self, key: str, body: str, type: str, trust: str = "user_stated",
-              sensitivity: str = "private", pinned: bool | None = None,
-              sources: Iterable[str] = (), owner: str | None = None,
-              check: Callable[[Fact | None], None] | None = None, title: str | None = None) -> WriteResult:
+    def write(
+        self,
+        key: str,
+        body: str,
+        type: str,
+        trust: str = "user_stated",
+        sensitivity: str = "private",
+        pinned: bool | None = None,
+        sources: Iterable[str] = (),
+        owner: str | None = None,
+        check: Callable[[Fact | None], None] | None = None,
+        title: str | None = None,
+    ) -> WriteResult:
         """Write a new version; the file is the commit, the index follows (``indexed`` says whether it did).
 
         ``sensitivity="secret"`` seals: the key's plaintext versions are sealed
@@ -128,7 +141,7 @@ class Memory:
         may refuse the write by raising (FactStore.write).
         """
         self.check_title(key, title)
-        validate_key(key)             # before anything opens a file for it
+        validate_key(key)  # before anything opens a file for it
         self.check_lookalike(key)
         if sensitivity != "secret":
             found = credential_rules(body)
@@ -139,12 +152,25 @@ class Memory:
                     f"refusing to write {key} in plain text: the secret scan found what looks like a credential "
                     f"({', '.join(sorted(set(found)))})",
                     "keep it sealed instead: write it with --sensitivity secret (`bead vault init` first if there "
-                    "is no vault), or write the fact without the secret")
+                    "is no vault), or write the fact without the secret",
+                )
         if sensitivity == "secret":
-            raise BeadError(f"a secret is never written in plain text: {key} is sealed through "
-                            "bead.core.seal.write_secret", "write it with `bead write KEY - --sensitivity secret`")
-        result = self.facts.write(key, body, type, trust=trust, sensitivity=sensitivity,
-                                  pinned=pinned, sources=tuple(sources), owner=owner, check=check, title=title)
+            raise BeadError(
+                f"a secret is never written in plain text: {key} is sealed through bead.core.seal.write_secret",
+                "write it with `bead write KEY - --sensitivity secret`",
+            )
+        result = self.facts.write(
+            key,
+            body,
+            type,
+            trust=trust,
+            sensitivity=sensitivity,
+            pinned=pinned,
+            sources=tuple(sources),
+            owner=owner,
+            check=check,
+            title=title,
+        )
         if result.written:
             fact, marked = result.fact, result.marked
             done = self._catch_up(lambda idx: idx.add_version(fact, marked), f"write of {fact.id}")
@@ -155,16 +181,18 @@ class Memory:
     def check_title(self, key: str, title: str | None) -> None:
         """A title is shown wherever bead points to the fact: it may not hold a credential."""
         if title is not None and credential_rules(title):
-            raise BeadError(f"refusing the title of {key}: it holds what looks like a credential",
-                            "a title is shown wherever bead points to the fact; give one without the secret "
-                            "(the value can be sealed: --sensitivity secret)")
+            raise BeadError(
+                f"refusing the title of {key}: it holds what looks like a credential",
+                "a title is shown wherever bead points to the fact; give one without the secret "
+                "(the value can be sealed: --sensitivity secret)",
+            )
 
     def check_lookalike(self, key: str) -> None:
         """A new key that looks like one already stored, plain or sealed (``user/edit0r`` beside ``user/editor``,
         ``user/rnodel`` beside ``user/model``) is refused: a reader would take one for the other. One indexed
         lookup of the key's skeleton (bead.textform.skeleton)."""
         if not self.home.root.is_dir():
-            return   # a home with no store yet holds no key to look like
+            return  # a home with no store yet holds no key to look like
         mine = skeleton(key)
         try:
             if self.index.has_key(key):
@@ -175,8 +203,10 @@ class Memory:
         if other is None and not self.sealed.has(key):
             other = next((k for k in self.sealed.keys() if k != key and skeleton(k) == mine), None)
         if other is not None:
-            raise InvalidKey(f"refusing to write {key}: it looks like {other}, which is stored already",
-                             f"write to {other} to change that fact, or choose a key that reads differently")
+            raise InvalidKey(
+                f"refusing to write {key}: it looks like {other}, which is stored already",
+                f"write to {other} to change that fact, or choose a key that reads differently",
+            )
 
     def set_status(self, fact: Fact, status: str) -> bool:
         """Change one version's status (dormant, current, ...) in its file and in the index (False: index later)."""
@@ -242,8 +272,9 @@ class Memory:
                 log.warning("the index could not take the %s (%s); run `bead reindex`", what, exc)
                 return False
         # info, not warning: a command says it in its own words (one line), a service logs this.
-        log.info("the index was locked for %.1f s; the %s is on disk and the index catches up later",
-                    self.busy_timeout_ms / 1000, what)
+        log.info(
+            "the index was locked for %.1f s; the %s is on disk and the index catches up later", self.busy_timeout_ms / 1000, what
+        )
         return False
 
     def note_use(self, keys: Iterable[str], kind: str, **fields: object) -> None:

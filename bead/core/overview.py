@@ -36,14 +36,14 @@ def _cut(text: Any, n: int = PREVIEW) -> str:
 
 # ----- the last `bead eval` ----------------------------------------------------------------------------------
 
+
 def _summary(result: dict[str, Any]) -> dict[str, Any]:
     return {k: (_summary(v) if isinstance(v, dict) else v) for k, v in result.items() if k != "details"}
 
 
 def record_eval(home: Home, results: list[dict[str, Any]], files: list[str]) -> None:
     """Keep the figures of a `bead eval` run (no per-query details) for the dashboard; the last run wins."""
-    data = {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "files": files,
-            "results": [_summary(r) for r in results]}
+    data = {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "files": files, "results": [_summary(r) for r in results]}
     safe.atomic_write(home.eval_results, json.dumps(data, ensure_ascii=False, indent=1).encode(), root=home.root)
 
 
@@ -55,8 +55,18 @@ def last_eval(home: Home) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-FIGURES = ("recall_at_5", "recall_at_10", "all_at_10", "stale_first", "hit_at_1", "stale_at_1", "recall", "precision",
-           "false_injection_turns", "queries")
+FIGURES = (
+    "recall_at_5",
+    "recall_at_10",
+    "all_at_10",
+    "stale_first",
+    "hit_at_1",
+    "stale_at_1",
+    "recall",
+    "precision",
+    "false_injection_turns",
+    "queries",
+)
 
 
 def eval_rows(data: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -68,13 +78,17 @@ def eval_rows(data: dict[str, Any] | None) -> list[dict[str, Any]]:
         figures = {k: r[k] for k in FIGURES if isinstance(r.get(k), int | float) and not isinstance(r.get(k), bool)}
         for split in ("dev", "test"):
             if isinstance(r.get(split), dict):
-                figures |= {f"{split} {k}": v for k, v in r[split].items()
-                            if k in FIGURES and isinstance(v, int | float) and not isinstance(v, bool)}
+                figures |= {
+                    f"{split} {k}": v
+                    for k, v in r[split].items()
+                    if k in FIGURES and isinstance(v, int | float) and not isinstance(v, bool)
+                }
         rows.append({"name": str(r.get("name", "")), "kind": str(r.get("kind", "")), "figures": figures})
     return rows
 
 
 # ----- the trace ----------------------------------------------------------------------------------------------
+
 
 def injections(mem: Memory, trace: str | None = None) -> list[dict[str, Any]]:
     """The newest traced requests that injected something or left candidates out, grouped by conversation
@@ -90,19 +104,27 @@ def injections(mem: Memory, trace: str | None = None) -> list[dict[str, Any]]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for e in entries[-RECENT_REQUESTS:]:
         conv = f"{e.get('session', '?')}/{e.get('thread', '?')}"
-        groups.setdefault(conv, []).append({
-            "at": str(e.get("at", "")), "project": str(e.get("project") or ""),
-            "pinned": [str(i) for i in e.get("pinned") or []],
-            "injected": [str(i) for i in e.get("injected") or []],
-            "rejected": [{"id": str(r.get("id", "")), "score": r.get("score"), "reason": _cut(r.get("reason"), 160)}
-                         for r in (e.get("rejected") or [])[:5] if isinstance(r, dict)],
-            "cues": [_cut(c.get("text"), 160) for c in (e.get("cues") or [])[:3] if isinstance(c, dict)],
-        })
-    return [{"conversation": k, "requests": v[::-1]} for k, v in sorted(groups.items(), key=lambda kv: kv[1][-1]["at"],
-                                                                        reverse=True)]
+        groups.setdefault(conv, []).append(
+            {
+                "at": str(e.get("at", "")),
+                "project": str(e.get("project") or ""),
+                "pinned": [str(i) for i in e.get("pinned") or []],
+                "injected": [str(i) for i in e.get("injected") or []],
+                "rejected": [
+                    {"id": str(r.get("id", "")), "score": r.get("score"), "reason": _cut(r.get("reason"), 160)}
+                    for r in (e.get("rejected") or [])[:5]
+                    if isinstance(r, dict)
+                ],
+                "cues": [_cut(c.get("text"), 160) for c in (e.get("cues") or [])[:3] if isinstance(c, dict)],
+            }
+        )
+    return [
+        {"conversation": k, "requests": v[::-1]} for k, v in sorted(groups.items(), key=lambda kv: kv[1][-1]["at"], reverse=True)
+    ]
 
 
 # ----- growth over time ----------------------------------------------------------------------------------------
+
 
 def growth(mem: Memory, breakdown: dict[str, Any]) -> dict[str, list]:
     """Per day: fact versions and raw turns in all (cumulative), and injections that day (the audit log)."""
@@ -133,6 +155,7 @@ def growth(mem: Memory, breakdown: dict[str, Any]) -> dict[str, list]:
 
 # ----- the whole page -------------------------------------------------------------------------------------------
 
+
 def overview(mem: Memory, trace: str | None = None) -> dict[str, Any]:
     counts = mem.index.counts()
     statuses = mem.index.fact_counts()
@@ -141,18 +164,32 @@ def overview(mem: Memory, trace: str | None = None) -> dict[str, Any]:
     report = latest_report(mem)
     return {
         "counts": {
-            "current facts": counts["current_facts"], "fact versions": counts["fact_versions"],
-            "raw turns": counts["raw_turns"], "sessions": breakdown["sessions"], "review queue": len(queue),
-            "sealed keys": len(mem.sealed.counts()), "dormant": statuses.get("dormant", 0),
-            "pinned": statuses.get("pinned", 0), "tombstones": mem.tombstones.count(),
+            "current facts": counts["current_facts"],
+            "fact versions": counts["fact_versions"],
+            "raw turns": counts["raw_turns"],
+            "sessions": breakdown["sessions"],
+            "review queue": len(queue),
+            "sealed keys": len(mem.sealed.counts()),
+            "dormant": statuses.get("dormant", 0),
+            "pinned": statuses.get("pinned", 0),
+            "tombstones": mem.tombstones.count(),
         },
         "by_type_trust": [{"type": r["type"], "trust": r["trust"], "n": int(r["n"])} for r in breakdown["by_type_trust"]],
         "report": {"file": report.file, "text": report.text} if report else None,
-        "queue": [{"id": i.id, "kind": i.kind, "key": i.key, "value": _cut(i.value), "detail": _cut(i.detail, 200),
-                   "source": i.source, "title": i.title} for i in queue],
+        "queue": [
+            {
+                "id": i.id,
+                "kind": i.kind,
+                "key": i.key,
+                "value": _cut(i.value),
+                "detail": _cut(i.detail, 200),
+                "source": i.source,
+                "title": i.title,
+            }
+            for i in queue
+        ],
         "injections": injections(mem, trace),
-        "eval": {"at": (ev := last_eval(mem.home) or {}).get("at"), "files": ev.get("files") or [],
-                 "rows": eval_rows(ev)},
+        "eval": {"at": (ev := last_eval(mem.home) or {}).get("at"), "files": ev.get("files") or [], "rows": eval_rows(ev)},
         "growth": growth(mem, breakdown),
         "problems": [{"problem": str(p["problem"]), "fix": str(p["fix"])} for p in health.collect(mem)["problems"]],
     }

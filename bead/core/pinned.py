@@ -20,21 +20,33 @@ from ..recall.gate import FactStats
 from .memory import Memory
 
 
-def standing_memory(mem: Memory, project: str | None, budget_tokens: int, conv: Conversation | None = None,
-                    policy: str | None = None, stats: FactStats | None = None,
-                    ) -> tuple[str | None, list[str], list[dict[str, Any]]]:
+def standing_memory(
+    mem: Memory,
+    project: str | None,
+    budget_tokens: int,
+    conv: Conversation | None = None,
+    policy: str | None = None,
+    stats: FactStats | None = None,
+) -> tuple[str | None, list[str], list[dict[str, Any]]]:
     """(the rendered pinned block or None when nothing fits, the ids it holds, the inferred facts the
     opening matches strongly, for the first request's cue block); ``conv`` is the conversation's first
     request, whose opening steers the choice."""
     policy = policy or mem.config.proxy.pinned_select
-    choice = standing.select(mem.index, project, standing.opening_of(conv, stats, project), policy=policy,
-                             uses=mem.recent_uses() if policy != "recency" else None, budget_tokens=budget_tokens)
+    choice = standing.select(
+        mem.index,
+        project,
+        standing.opening_of(conv, stats, project),
+        policy=policy,
+        uses=mem.recent_uses() if policy != "recency" else None,
+        budget_tokens=budget_tokens,
+    )
     text, n = render.block("pinned", render.PINNED_HEADER, [render.fact_line(r) for r in choice.rows], budget_tokens)
     return text, [r["id"] for r in choice.rows[:n]], choice.inferred
 
 
-def pinned_block(mem: Memory, project: str | None, budget_tokens: int, conv: Conversation | None = None,
-                 policy: str | None = None) -> tuple[str | None, list[str]]:
+def pinned_block(
+    mem: Memory, project: str | None, budget_tokens: int, conv: Conversation | None = None, policy: str | None = None
+) -> tuple[str | None, list[str]]:
     """(the rendered block or None when nothing fits, the ids it holds): ``standing_memory`` without the
     inferred facts."""
     text, ids, _ = standing_memory(mem, project, budget_tokens, conv, policy)

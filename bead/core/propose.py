@@ -40,8 +40,8 @@ INSTRUCTION = "instruction"
 class Finding:
     """Why a value may not be written as it is."""
 
-    kind: str        # secret (refused) | hidden | instruction (queued for review, kind suspicious)
-    reason: str      # what the value does, to follow "the value" or "remember:"
+    kind: str  # secret (refused) | hidden | instruction (queued for review, kind suspicious)
+    reason: str  # what the value does, to follow "the value" or "remember:"
 
 
 def instruction_text(value: str, key: str = "", title: str | None = None) -> str:
@@ -57,8 +57,9 @@ def screen(value: str, key: str = "", title: str | None = None) -> Finding | Non
         return Finding(SECRET, "looks like a credential, and bead never stores one in plain text")
     hidden = invisible(value)
     if hidden:
-        return Finding(HIDDEN, f"holds invisible or reordering characters ({', '.join(hidden[:4])}), so what it "
-                               "shows is not what it says")
+        return Finding(
+            HIDDEN, f"holds invisible or reordering characters ({', '.join(hidden[:4])}), so what it shows is not what it says"
+        )
     rule = instruction_rule(instruction_text(value, key, title))
     if rule is not None:
         return Finding(INSTRUCTION, f"reads like an instruction to an AI agent ({rule.name}: {rule.why})")
@@ -82,18 +83,19 @@ class PersonsWord(Exception):
     def __init__(self, current: Fact, same: bool):
         super().__init__(current.id)
         self.current = current
-        self.same = same      # the same words in other case or spacing, and the same type: no change
+        self.same = same  # the same words in other case or spacing, and the same type: no change
 
 
-def guard(trust: str, type: str, value: str,
-          first: Callable[[Fact | None], None] | None = None) -> Callable[[Fact | None], None]:
+def guard(trust: str, type: str, value: str, first: Callable[[Fact | None], None] | None = None) -> Callable[[Fact | None], None]:
     """The check ``Memory.write`` runs on the current version under the store's lock: ``first`` (a caller's own,
     e.g. a compare-and-swap), then the person's-word rule for a version whose ``trust`` is not the person's."""
+
     def check(cur: Fact | None) -> None:
         if first is not None:
             first(cur)
         if trust not in PERSON_TRUSTS and cur is not None and persons(cur):
             raise PersonsWord(cur, normalise(cur.body) == normalise(value) and cur.type == type)
+
     return check
 
 
@@ -101,33 +103,52 @@ def guard(trust: str, type: str, value: str,
 class Proposed:
     """What became of a proposed value."""
 
-    status: str                       # written | unchanged | queued
+    status: str  # written | unchanged | queued
     result: WriteResult | None = None  # written, or unchanged because the current version holds the value
-    current: Fact | None = None        # unchanged because the person's version says the same
-    item: Item | None = None           # queued: the review item
-    added: bool = False                # queued: a new item (False: the same proposal was queued before)
-    reason: str = ""                   # queued: why
+    current: Fact | None = None  # unchanged because the person's version says the same
+    item: Item | None = None  # queued: the review item
+    added: bool = False  # queued: a new item (False: the same proposal was queued before)
+    reason: str = ""  # queued: why
 
 
-def queue(mem: Memory, kind: str, key: str, type: str, value: str, reason: str, sources: Iterable[str] = (),
-          source: str = "", owner: str = "") -> Proposed:
+def queue(
+    mem: Memory,
+    kind: str,
+    key: str,
+    type: str,
+    value: str,
+    reason: str,
+    sources: Iterable[str] = (),
+    source: str = "",
+    owner: str = "",
+) -> Proposed:
     """Put the value in the review queue (a proposal seen before, in any status, is not queued again)."""
     item, added = Queue(mem).add(kind, key, type, value, list(sources), reason, source=source, owner=owner)
     return Proposed("queued", item=item, added=added, reason=reason)
 
 
-def write_or_queue(mem: Memory, key: str, value: str, type: str, trust: str, sources: Iterable[str] = (),
-                   source: str = "", owner: str | None = None, title: str | None = None,
-                   check: Callable[[Fact | None], None] | None = None,
-                   shown: Callable[[str], str] = lambda fact_id: fact_id) -> Proposed:
+def write_or_queue(
+    mem: Memory,
+    key: str,
+    value: str,
+    type: str,
+    trust: str,
+    sources: Iterable[str] = (),
+    source: str = "",
+    owner: str | None = None,
+    title: str | None = None,
+    check: Callable[[Fact | None], None] | None = None,
+    shown: Callable[[str], str] = lambda fact_id: fact_id,
+) -> Proposed:
     """Write the value, unless it would replace the person's word: then queue it (``change-user-stated``),
     or report ``unchanged`` when it says the same. ``check`` runs first under the lock; ``shown`` turns a
     fact id into the caller's view of it (a team member's keys) for the reason line. KeySealed, the store's
     refusals and ``check``'s own exceptions pass through."""
     sources = list(sources)
     try:
-        res = mem.write(key, value, type, trust=trust, sources=sources, owner=owner, title=title,
-                        check=guard(trust, type, value, check))
+        res = mem.write(
+            key, value, type, trust=trust, sources=sources, owner=owner, title=title, check=guard(trust, type, value, check)
+        )
     except PersonsWord as pw:
         if pw.same:
             return Proposed("unchanged", current=pw.current)

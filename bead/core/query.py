@@ -52,14 +52,14 @@ class FactItem:
 
 @dataclass(frozen=True)
 class ExcerptItem:
-    id: str          # <session>#<turn number>
+    id: str  # <session>#<turn number>
     session: str
     n: int
     at: str
     role: str
     text: str
     score: float
-    newer: str | None = None     # an excerpt in the same answer, newer, restates this one's value (its id)
+    newer: str | None = None  # an excerpt in the same answer, newer, restates this one's value (its id)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,12 +69,15 @@ class ExcerptItem:
 class Recalled:
     facts: list[FactItem] = field(default_factory=list)
     excerpts: list[ExcerptItem] = field(default_factory=list)
-    text: str | None = None          # the rendered block (facts, then excerpts), labelled as data
-    left_out: int = 0                # matches that did not fit the budget
+    text: str | None = None  # the rendered block (facts, then excerpts), labelled as data
+    left_out: int = 0  # matches that did not fit the budget
 
     def as_dict(self) -> dict[str, Any]:
-        return {"facts": [f.as_dict() for f in self.facts], "excerpts": [e.as_dict() for e in self.excerpts],
-                "left_out": self.left_out}
+        return {
+            "facts": [f.as_dict() for f in self.facts],
+            "excerpts": [e.as_dict() for e in self.excerpts],
+            "left_out": self.left_out,
+        }
 
 
 @dataclass
@@ -123,18 +126,34 @@ def _fact_item(row: dict[str, Any], viewer: Viewer, score: float | None, preview
     value = str(row["body"]).strip()
     if preview is not None and len(value) > preview:
         value = value[: preview - 1] + "…"
-    return FactItem(viewer.shown_id(row["id"]), viewer.shown_key(row["key"]), row["type"], value, row["trust"],
-                    row["status"], (row.get("valid_from") or "")[:10],
-                    None if score is None else round(float(score), 4), bool(row.get("pinned")))
+    return FactItem(
+        viewer.shown_id(row["id"]),
+        viewer.shown_key(row["key"]),
+        row["type"],
+        value,
+        row["trust"],
+        row["status"],
+        (row.get("valid_from") or "")[:10],
+        None if score is None else round(float(score), 4),
+        bool(row.get("pinned")),
+    )
 
 
 def _tokens(text: str | None) -> int:
     return len(text) // render.CHARS_PER_TOKEN + 1 if text else 0
 
 
-def recall(mem: Memory, query: str, scope: str | None = None, limit: int = 10, budget_tokens: int = 2000,
-           viewer: Viewer = LOCAL, project: str | None = None, exclude: frozenset[str] = frozenset(),
-           note: bool = False) -> Recalled:
+def recall(
+    mem: Memory,
+    query: str,
+    scope: str | None = None,
+    limit: int = 10,
+    budget_tokens: int = 2000,
+    viewer: Viewer = LOCAL,
+    project: str | None = None,
+    exclude: frozenset[str] = frozenset(),
+    note: bool = False,
+) -> Recalled:
     """Ranked current facts and raw excerpts for ``query``, within ``budget_tokens``.
 
     ``scope`` (``user``, ``global``, ``project/<p>`` or a project name)
@@ -152,8 +171,14 @@ def recall(mem: Memory, query: str, scope: str | None = None, limit: int = 10, b
     index = mem.index
     fetch = limit * 5 if scope or project or exclude else limit
     facts: list[tuple[dict[str, Any], float]] = []
-    for hit in search_facts(index, q, limit=min(fetch, 250), scope=scope or (f"project/{project}" if project else None),
-                            include_dormant=False, visible=viewer.visibility()):
+    for hit in search_facts(
+        index,
+        q,
+        limit=min(fetch, 250),
+        scope=scope or (f"project/{project}" if project else None),
+        include_dormant=False,
+        visible=viewer.visibility(),
+    ):
         row = hit.row
         if row["sensitivity"] == "secret" or row["status"] == "dormant" or row["id"] in exclude:
             continue
@@ -181,8 +206,19 @@ def recall(mem: Memory, query: str, scope: str | None = None, limit: int = 10, b
     kept_facts = facts[:n]
     kept_raw = excerpts[: max(0, n - len(facts))]
     out.facts = [_fact_item(r, viewer, s) for r, s in kept_facts]
-    out.excerpts = [ExcerptItem(f"{r['session']}#{r['n']}", r["session"], int(r["n"]), r["at"], r["role"],
-                                _excerpt(r["text"]), round(float(s), 4), r.get("newer_id")) for r, s in kept_raw]
+    out.excerpts = [
+        ExcerptItem(
+            f"{r['session']}#{r['n']}",
+            r["session"],
+            int(r["n"]),
+            r["at"],
+            r["role"],
+            _excerpt(r["text"]),
+            round(float(s), 4),
+            r.get("newer_id"),
+        )
+        for r, s in kept_raw
+    ]
     out.text = text
     out.left_out = len(lines) - n
     if note and kept_facts:
@@ -233,35 +269,84 @@ def get_memory(mem: Memory, key: str, viewer: Viewer = LOCAL, note: bool = False
     assert cur is not None
     if note:
         mem.note_use([cur.key], "open")
-    return FactView(viewer.shown_key(cur.key), viewer.shown_id(cur.id), cur.version, cur.type, cur.body, cur.trust,
-                    cur.status, cur.valid_from, list(cur.sources), cur.pinned, len(kv.facts), cur.owner)
+    return FactView(
+        viewer.shown_key(cur.key),
+        viewer.shown_id(cur.id),
+        cur.version,
+        cur.type,
+        cur.body,
+        cur.trust,
+        cur.status,
+        cur.valid_from,
+        list(cur.sources),
+        cur.pinned,
+        len(kv.facts),
+        cur.owner,
+    )
 
 
 def history(mem: Memory, key: str, viewer: Viewer = LOCAL) -> list[dict[str, Any]]:
     """Every readable version of ``key``, oldest first; ``current`` marks the one the rule picks."""
     kv = _versions(mem, key, viewer)
     cur = kv.current
-    return [{"id": viewer.shown_id(f.id), "version": f.version, "current": f is cur, "status": f.status,
-             "valid_from": f.valid_from, "trust": f.trust, "type": f.type, "owner": f.owner, "value": f.body}
-            for f in kv.facts if viewer.sees(f.key, f.owner)]
+    return [
+        {
+            "id": viewer.shown_id(f.id),
+            "version": f.version,
+            "current": f is cur,
+            "status": f.status,
+            "valid_from": f.valid_from,
+            "trust": f.trust,
+            "type": f.type,
+            "owner": f.owner,
+            "value": f.body,
+        }
+        for f in kv.facts
+        if viewer.sees(f.key, f.owner)
+    ]
 
 
-def memory_context(mem: Memory, task: str, project: str | None = None, budget_tokens: int = 3000,
-                   pinned_budget_tokens: int = 2000, viewer: Viewer = LOCAL) -> Bundle:
+def memory_context(
+    mem: Memory,
+    task: str,
+    project: str | None = None,
+    budget_tokens: int = 3000,
+    pinned_budget_tokens: int = 2000,
+    viewer: Viewer = LOCAL,
+) -> Bundle:
     """The pinned block of ``project`` (the person's and the project's standing facts) and the best matches
     for ``task``, together within ``budget_tokens``: the pinned block takes at most two thirds."""
     project = viewer.check_project(project)
     policy = mem.config.proxy.pinned_select
-    rows = [r for r in standing.choose(mem.index, project, standing.Opening(_query(task)), policy=policy,
-                                       uses=mem.recent_uses() if policy != "recency" else None,
-                                       visible=viewer.visibility(), budget_tokens=pinned_budget_tokens)
-            if viewer.sees_row(r)]
+    rows = [
+        r
+        for r in standing.choose(
+            mem.index,
+            project,
+            standing.Opening(_query(task)),
+            policy=policy,
+            uses=mem.recent_uses() if policy != "recency" else None,
+            visible=viewer.visibility(),
+            budget_tokens=pinned_budget_tokens,
+        )
+        if viewer.sees_row(r)
+    ]
     pin_budget = min(pinned_budget_tokens, budget_tokens * 2 // 3)
-    pinned_text, n = render.block("pinned", render.PINNED_HEADER,
-                                  [render.fact_line(_shown_row(r, viewer)) for r in rows], pin_budget)
+    pinned_text, n = render.block(
+        "pinned", render.PINNED_HEADER, [render.fact_line(_shown_row(r, viewer)) for r in rows], pin_budget
+    )
     pinned = rows[:n]
-    found = recall(mem, task, None, limit=8, budget_tokens=max(budget_tokens - _tokens(pinned_text), 1),
-                   viewer=viewer, project=project, exclude=frozenset(r["id"] for r in pinned))
+    found = recall(
+        mem,
+        task,
+        None,
+        limit=8,
+        budget_tokens=max(budget_tokens - _tokens(pinned_text), 1),
+        viewer=viewer,
+        project=project,
+        exclude=frozenset(r["id"] for r in pinned),
+    )
     text = "\n".join(t for t in (pinned_text, found.text) if t) or "bead has no memory for this task yet."
-    return Bundle(text, [viewer.shown_id(r["id"]) for r in pinned],
-                  [f.id for f in found.facts] + [e.id for e in found.excerpts], project)
+    return Bundle(
+        text, [viewer.shown_id(r["id"]) for r in pinned], [f.id for f in found.facts] + [e.id for e in found.excerpts], project
+    )

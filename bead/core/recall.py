@@ -27,15 +27,15 @@ ErrorSink = Callable[[str, BaseException | None], None]
 
 @dataclass
 class CueBlock:
-    text: str | None          # the rendered block, or None when nothing passed
-    ids: list[str]            # fact ids and raw text ids, in the block's order
+    text: str | None  # the rendered block, or None when nothing passed
+    ids: list[str]  # fact ids and raw text ids, in the block's order
     trace: dict[str, Any] = field(default_factory=dict)
-    failed: bool = False      # recall broke or passed its deadline: nothing was decided
+    failed: bool = False  # recall broke or passed its deadline: nothing was decided
     # rerank.mode async: what the judge looks at after forwarding (the candidates, the turn's cues).
     pool: list[gate.Candidate] = field(default_factory=list)
     cues: list[Cue] = field(default_factory=list)
-    pointers: list[str] = field(default_factory=list)   # the fact ids the block points to (not shown)
-    pointer_tokens: int = 0                               # what the pointers add (the how-to line included)
+    pointers: list[str] = field(default_factory=list)  # the fact ids the block points to (not shown)
+    pointer_tokens: int = 0  # what the pointers add (the how-to line included)
 
 
 class Recaller:
@@ -56,15 +56,24 @@ class Recaller:
         with self._stats_lock:
             if self._stats is None or self._stats[0] != state or n_raw > self._stats[1].n_raw * 1.1 + 100:
                 known = self._terms
-                self._terms = {row: known[row] if row in known else frozenset(gate.fact_terms(*row))
-                               for row in mem.index.current_bodies()}
+                self._terms = {
+                    row: known[row] if row in known else frozenset(gate.fact_terms(*row)) for row in mem.index.current_bodies()
+                }
                 self._stats = (state, gate.FactStats([], raw_df, n_raw, term_sets=self._terms.values()))
             return self._stats[1]
 
-    def recall_for(self, mem: Memory, conv: Conversation, ident: Identity, injected: set[str],
-                   deadline_s: float, raw_df: Callable[[list[str]], dict[str, int]] | None = None,
-                   notices: list[str] | None = None, ahead: list[dict[str, Any]] | None = None,
-                   pointed: set[str] | frozenset[str] = frozenset()) -> CueBlock:
+    def recall_for(
+        self,
+        mem: Memory,
+        conv: Conversation,
+        ident: Identity,
+        injected: set[str],
+        deadline_s: float,
+        raw_df: Callable[[list[str]], dict[str, int]] | None = None,
+        notices: list[str] | None = None,
+        ahead: list[dict[str, Any]] | None = None,
+        pointed: set[str] | frozenset[str] = frozenset(),
+    ) -> CueBlock:
         """The cue block for the newest user message of ``conv``.
 
         ``injected`` holds what this conversation already carries (fact ids
@@ -81,16 +90,23 @@ class Recaller:
         notices = notices or []
         ahead = [r for r in ahead or [] if r["id"] not in injected]
         cues: list[Cue] = extract(conv)
-        trace: dict[str, Any] = {"cues": [{"source": c.source, "text": cue_excerpt(c.text)} for c in cues],
-                                 "errors": []}
+        trace: dict[str, Any] = {"cues": [{"source": c.source, "text": cue_excerpt(c.text)} for c in cues], "errors": []}
         index = mem.index
         start = time.monotonic()
         try:
             with index.deadline(deadline_s):
                 stats = self.fact_stats(mem, raw_df or index.raw_doc_freq)
                 exclude_sessions = index.sessions_like(ident.base_session)
-                result = gate.recall(index, stats, cues, ident.project, injected, exclude_sessions,
-                                     {i for i in injected if i.startswith("raw:")}, self.config.recall)
+                result = gate.recall(
+                    index,
+                    stats,
+                    cues,
+                    ident.project,
+                    injected,
+                    exclude_sessions,
+                    {i for i in injected if i.startswith("raw:")},
+                    self.config.recall,
+                )
         except Exception as exc:
             kind = "recall_deadline" if time.monotonic() - start > deadline_s else "recall"
             self.on_error(kind, exc)
@@ -114,26 +130,30 @@ class Recaller:
             ids.append(render.text_id(c.body))
         budget = self.config.proxy.cue_budget_tokens
         n = render.fitting(render.CUE_HEADER, notices + lines, budget)
-        fitted = ids[:max(0, n - len(notices))]
+        fitted = ids[: max(0, n - len(notices))]
         # What this block shows or the conversation was shown is never pointed to; a fact that passed but
         # did not fit the block's budget is not shown, so it may be.
         shown = pointers.shown_keys(injected) | set(pointed) | pointers.shown_keys(fitted)
-        chosen_pointers = pointers.choose(result, shown, self.config.recall,
-                                          first=[c for c in result.facts if c.id not in fitted])
-        tail, tail_tokens = render.pointers([c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens,
-                                            alone=n == 0)
+        chosen_pointers = pointers.choose(
+            result, shown, self.config.recall, first=[c for c in result.facts if c.id not in fitted]
+        )
+        tail, tail_tokens = render.pointers(
+            [c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens, alone=n == 0
+        )
         named = [c for c in chosen_pointers if any(ln.startswith(f"- {c.key} (") for ln in tail[1:])]
         if named:
             trace["pointers"] = [c.id for c in named]
         text, n = render.block("recall", render.CUE_HEADER, notices + lines, budget, tail)
-        return CueBlock(text, fitted, trace, pool=pool, cues=cues, pointers=[c.id for c in named],
-                        pointer_tokens=tail_tokens)
+        return CueBlock(text, fitted, trace, pool=pool, cues=cues, pointers=[c.id for c in named], pointer_tokens=tail_tokens)
 
     def judge_pool(self, result: gate.Recall) -> list[gate.Candidate]:
         """The candidates the chat model judges: facts with some evidence, strongest first."""
         settings = self.config.rerank
-        pool = [c for c in result.facts + result.rejected
-                if c.key and c.score >= settings.min_evidence and not c.reason.startswith("already")]
+        pool = [
+            c
+            for c in result.facts + result.rejected
+            if c.key and c.score >= settings.min_evidence and not c.reason.startswith("already")
+        ]
         pool.sort(key=lambda c: -c.score)
         return pool[: settings.max_candidates]
 

@@ -1,4 +1,4 @@
-""""remember X": the person asks for a fact to be kept, in their own words.
+""" "remember X": the person asks for a fact to be kept, in their own words.
 
 Only the person's typed text counts: the phrase must open the typed text or
 one of its sentences (after ``. ! ?`` or at the start of a typed line), so
@@ -44,9 +44,12 @@ from .viewer import LOCAL, Viewer
 # quadratically in Python's engine on a long run of spaces.
 _REMEMBER = compile_linear(
     r"(?im)(?:^|[.!?][ \t]{1,8})(?:(?:then|and|also|please|pls)[, \t]{1,4})*remember(?:[ \t]{1,4}that)?[ \t]{0,4}"
-    r"[:,\-]?[ \t]{1,4}([^\n]{3,600}?)[ \t]*(?:[.!?](?:\s|$)|$)")
-_KEY_SKIP = frozenset("""a an the is are was were be been am i i'm my me mine we our you your it its this that
-these those to of in on at for with and or but so that project repo please always""".split())
+    r"[:,\-]?[ \t]{1,4}([^\n]{3,600}?)[ \t]*(?:[.!?](?:\s|$)|$)"
+)
+_KEY_SKIP = frozenset(
+    """a an the is are was were be been am i i'm my me mine we our you your it its this that
+these those to of in on at for with and or but so that project repo please always""".split()
+)
 _FIRST_PERSON = re.compile(r"(?i)\b(i|i'm|i've|my|me|mine)\b")
 NOTICE_VALUE_CHARS = 160
 # What a value written through a tool may not hold: a NUL, a terminal escape (ESC), other C0 controls but
@@ -60,16 +63,16 @@ class Plan:
     value: str
     key: str
     type: str
-    action: str                 # write | queue | refuse
-    reason: str = ""            # why it is queued or refused
-    item: str | None = None     # the review item's id, when queued
+    action: str  # write | queue | refuse
+    reason: str = ""  # why it is queued or refused
+    item: str | None = None  # the review item's id, when queued
 
 
 @dataclass(frozen=True)
 class Remembered:
-    id: str | None              # the fact written, or None
+    id: str | None  # the fact written, or None
     refused: str | None = None  # why nothing was written
-    queued: str | None = None   # the review item, when the value waits for the person
+    queued: str | None = None  # the review item, when the value waits for the person
 
 
 # A request is plainly the person's own when the text around it is theirs too: the message is short, or all
@@ -78,17 +81,19 @@ class Remembered:
 # Else it may be a pasted document's sentence that looks typed: it waits for review, and the cue block says so.
 SHORT_MESSAGE = 300
 OWN_REST = 150
-_FRAMING = compile_linear(r"(?im)^[ \t]{0,8}(?:from|subject|to|cc|date|quote)[ \t]{0,4}:|^[ \t]{0,8}contents?[ \t]of\b"
-                          r"|\bcontents?[ \t]of\b[^\n]{0,200}:"
-                          r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript)\b[^\n]{0,80}:")
+_FRAMING = compile_linear(
+    r"(?im)^[ \t]{0,8}(?:from|subject|to|cc|date|quote)[ \t]{0,4}:|^[ \t]{0,8}contents?[ \t]of\b"
+    r"|\bcontents?[ \t]of\b[^\n]{0,200}:"
+    r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript)\b[^\n]{0,80}:"
+)
 _COLON_LINE = compile_linear(r"(?m):[ \t]{0,8}$")
-FRAMED_BLOCK = 120   # characters after a line ending in ":" that make it a frame
+FRAMED_BLOCK = 120  # characters after a line ending in ":" that make it a frame
 
 
 @dataclass(frozen=True)
 class Request:
     value: str
-    plain: bool                 # plainly the person's own request (see SHORT_MESSAGE, _FRAMING)
+    plain: bool  # plainly the person's own request (see SHORT_MESSAGE, _FRAMING)
 
 
 def request_list(message: Message) -> list[Request]:
@@ -100,7 +105,7 @@ def request_list(message: Message) -> list[Request]:
             m = _REMEMBER.search(part.text)
             if m:
                 text = part.text
-                before = text[:m.start()]
+                before = text[: m.start()]
                 rest = len(text.strip()) - len(m.group(0).strip())
                 colon = [c for c in _COLON_LINE.finditer(before)]
                 framed = bool(_FRAMING.search(before)) or any(len(before) - c.end() >= FRAMED_BLOCK for c in colon)
@@ -147,8 +152,9 @@ def plan(message: Message, ident: Identity) -> list[Plan]:
         elif found is not None:
             out.append(Plan(value, key, type_, "queue", f"remember: {found.reason}", item_id("suspicious", key, value)))
         elif not req.plain:
-            reason = ("remember: not plainly the person's own request (it sits inside a longer or framed text, "
-                      "which may be pasted)")
+            reason = (
+                "remember: not plainly the person's own request (it sits inside a longer or framed text, which may be pasted)"
+            )
             out.append(Plan(value, key, type_, "queue", reason, item_id("suspicious", key, value)))
         else:
             out.append(Plan(value, key, type_, "write"))
@@ -166,22 +172,31 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
             continue
         value = " ".join(redact(p.value)[0].split())
         if len(value) > NOTICE_VALUE_CHARS:
-            value = value[:NOTICE_VALUE_CHARS - 1] + "…"
+            value = value[: NOTICE_VALUE_CHARS - 1] + "…"
         if p.action == "refuse":
-            out.append(f'- note from bead: the user\'s "remember {escape(value)}" was not stored, because it '
-                       f"holds a secret, which bead keeps only sealed; the user can seal it under a neutral key "
-                       f"with `bead write user/secret-1 - --type user --sensitivity secret` (the value on stdin)")
+            out.append(
+                f'- note from bead: the user\'s "remember {escape(value)}" was not stored, because it '
+                f"holds a secret, which bead keeps only sealed; the user can seal it under a neutral key "
+                f"with `bead write user/secret-1 - --type user --sensitivity secret` (the value on stdin)"
+            )
             continue
-        why = ("it holds invisible or reordering characters" if "invisible" in p.reason
-               else "it may not be the user's own words (it sits inside a longer or framed text)"
-               if "not plainly" in p.reason else "it reads like an instruction to an AI agent")
-        out.append(f'- note from bead: the user\'s "remember {escape(visible(value))}" was queued for review, not '
-                   f"stored, because {why}; the user can keep it with `bead queue accept {p.item}`")
+        why = (
+            "it holds invisible or reordering characters"
+            if "invisible" in p.reason
+            else "it may not be the user's own words (it sits inside a longer or framed text)"
+            if "not plainly" in p.reason
+            else "it reads like an instruction to an AI agent"
+        )
+        out.append(
+            f'- note from bead: the user\'s "remember {escape(visible(value))}" was queued for review, not '
+            f"stored, because {why}; the user can keep it with `bead queue accept {p.item}`"
+        )
     return out
 
 
-def remember(mem: Memory, message: Message, ident: Identity, sources: Iterable[str] = (),
-             plans: list[Plan] | None = None) -> list[Remembered]:
+def remember(
+    mem: Memory, message: Message, ident: Identity, sources: Iterable[str] = (), plans: list[Plan] | None = None
+) -> list[Remembered]:
     """Write each value the person asked to remember as a ``user_stated`` fact, or queue it (see ``plan``).
 
     ``sources`` are the raw-log anchors of the message's typed turns; ``plans``, ``plan``'s answer when
@@ -203,23 +218,32 @@ def remember(mem: Memory, message: Message, ident: Identity, sources: Iterable[s
 
 # ----- remember as a tool: an agent (or a curator) names the fact -------------------------------
 
+
 @dataclass(frozen=True)
 class Saved:
     """What ``remember_fact`` did: wrote a version, found the value already current, or queued it for review."""
 
-    status: str                  # written | unchanged | queued
-    key: str                     # as the caller knows it
-    id: str | None = None        # the current version's id (written or unchanged)
+    status: str  # written | unchanged | queued
+    key: str  # as the caller knows it
+    id: str | None = None  # the current version's id (written or unchanged)
     version: int | None = None
     superseded: str | None = None
-    item: str | None = None      # the review item, when queued
-    reason: str = ""             # why it was queued
-    indexed: bool = True         # False: written, the index catches up later
+    item: str | None = None  # the review item, when queued
+    reason: str = ""  # why it was queued
+    indexed: bool = True  # False: written, the index catches up later
 
 
-def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, trust: str = "agent_observed",
-                  expected_version: int | None = None, viewer: Viewer = LOCAL, project: str | None = None,
-                  source: str = "untrusted") -> Saved:
+def remember_fact(
+    mem: Memory,
+    value: str,
+    type: str,
+    key: str | None = None,
+    trust: str = "agent_observed",
+    expected_version: int | None = None,
+    viewer: Viewer = LOCAL,
+    project: str | None = None,
+    source: str = "untrusted",
+) -> Saved:
     """Write ``value`` under ``key`` (proposed from the value when None), with the checks "remember" and the
     dream apply: a value the secret scan flags is refused; one that reads like an instruction to an AI agent
     is queued for review (``suspicious``), not written; a change by an agent to a value the person stated,
@@ -234,25 +258,29 @@ def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, tr
     if expected_version is not None and expected_version < 0:
         raise InvalidArgument("expected_version must be 0 (a new key) or a version number")
     value = (value or "").strip()
-    shown = key if key is not None else propose_key(
-        value, project if project and viewer.allows_project(project) else None)
+    shown = key if key is not None else propose_key(value, project if project and viewer.allows_project(project) else None)
     stored = viewer.stored_key(shown)
     try:
         value = mem.facts.check_body(shown, value)
-    except BeadError as exc:   # empty, or over store.max_fact_bytes
+    except BeadError as exc:  # empty, or over store.max_fact_bytes
         raise InvalidArgument(exc.message, exc.hint) from None
     if CONTROL.search(value):
-        raise InvalidArgument(f"refusing to remember {shown}: the value holds control characters (a NUL, a terminal "
-                              "escape)", "send plain text: tabs and line breaks are fine")
+        raise InvalidArgument(
+            f"refusing to remember {shown}: the value holds control characters (a NUL, a terminal escape)",
+            "send plain text: tabs and line breaks are fine",
+        )
     found = propose.screen(value, stored)
     if found is not None and found.kind == propose.SECRET:
-        raise RefusedWrite(f"refusing to remember {shown}: the value looks like a credential, and bead never stores "
-                           "one in plain text", "leave the secret out; the person can seal it with "
-                           "`bead write KEY - --sensitivity secret`")
+        raise RefusedWrite(
+            f"refusing to remember {shown}: the value looks like a credential, and bead never stores one in plain text",
+            "leave the secret out; the person can seal it with `bead write KEY - --sensitivity secret`",
+        )
     if found is not None and found.kind == propose.HIDDEN:
         # The caller wrote this text and can send it as it reads (a person's "remember" is queued instead).
-        raise InvalidArgument(f"refusing to remember {shown}: the value {found.reason}",
-                              "send the text as it reads, without zero-width, bidi or other invisible characters")
+        raise InvalidArgument(
+            f"refusing to remember {shown}: the value {found.reason}",
+            "send the text as it reads, without zero-width, bidi or other invisible characters",
+        )
     if mem.is_sealed(stored):
         raise KeySealed(shown)
     owner = viewer.owner or ""
@@ -267,13 +295,20 @@ def remember_fact(mem: Memory, value: str, type: str, key: str | None = None, tr
             if now != expected_version:
                 raise VersionConflict(shown, expected_version, now or None)
 
-    done = propose.write_or_queue(mem, stored, value, type, trust, source=source, owner=viewer.owner, check=cas,
-                                  shown=viewer.shown_id)
+    done = propose.write_or_queue(
+        mem, stored, value, type, trust, source=source, owner=viewer.owner, check=cas, shown=viewer.shown_id
+    )
     if done.status == "queued":
         return Saved("queued", shown, item=done.item.id if done.item else None, reason=done.reason)
-    if done.current is not None:     # the person's version says the same
+    if done.current is not None:  # the person's version says the same
         return Saved("unchanged", shown, viewer.shown_id(done.current.id), done.current.version)
     assert done.result is not None
     res, fact = done.result, done.result.fact
-    return Saved("written" if res.written else "unchanged", shown, viewer.shown_id(fact.id), fact.version,
-                 viewer.shown_id(res.superseded.id) if res.written and res.superseded else None, indexed=res.indexed)
+    return Saved(
+        "written" if res.written else "unchanged",
+        shown,
+        viewer.shown_id(fact.id),
+        fact.version,
+        viewer.shown_id(res.superseded.id) if res.written and res.superseded else None,
+        indexed=res.indexed,
+    )

@@ -72,15 +72,15 @@ class Current:
 
 @dataclass
 class Entry:
-    kind: str                         # item | fact | evaluation
-    id: str                           # the item id, the fact id, or the session
+    kind: str  # item | fact | evaluation
+    id: str  # the item id, the fact id, or the session
     key: str
     headline: str
     reason: str
-    proposed: str | None = None       # an item's value (a lesson's text)
+    proposed: str | None = None  # an item's value (a lesson's text)
     current: Current | None = None
     excerpts: list[Excerpt] = field(default_factory=list)
-    sources: int = 0                  # how many turns it cites in all
+    sources: int = 0  # how many turns it cites in all
     evaluation: dict[str, Any] | None = None
     session: str = ""
     actions: tuple[str, ...] = ()
@@ -105,7 +105,7 @@ def latest_report(mem: Memory) -> ReportView | None:
     if not files:
         return None
     text = safe.read_text(files[-1], root=mem.home.root, errors="replace")
-    run = text[text.rfind("## Dream run"):] if "## Dream run" in text else text
+    run = text[text.rfind("## Dream run") :] if "## Dream run" in text else text
     view = ReportView(files[-1].name, run)
     section = ""
     for line in run.splitlines():
@@ -114,7 +114,7 @@ def latest_report(mem: Memory) -> ReportView | None:
         elif line.startswith("- written: "):
             view.written += [i for i in _FACT_ID.findall(line) if "(would write)" not in line]
         elif line.startswith("- episode: "):
-            view.episodes.append(line[len("- episode: "):].strip())
+            view.episodes.append(line[len("- episode: ") :].strip())
         elif section.startswith("decayed to dormant") and line.startswith("- "):
             view.dormant += _FACT_ID.findall(line)
     return view
@@ -171,9 +171,22 @@ def entries(mem: Memory) -> list[Entry]:
     for item in queue_order(Queue(mem).items("open")):
         cur = current(mem, item.key)
         what = f"lesson candidate: {item.title}" if item.kind == "lesson" and item.title else item.kind
-        out.append(Entry("item", item.id, item.key, what, item.detail, item.value, cur,
-                         excerpts(mem, item.sources), len(item.sources), item.evaluation, item.session,
-                         ("accept", "edit", "reject", *_fact_actions(cur))))
+        out.append(
+            Entry(
+                "item",
+                item.id,
+                item.key,
+                what,
+                item.detail,
+                item.value,
+                cur,
+                excerpts(mem, item.sources),
+                len(item.sources),
+                item.evaluation,
+                item.session,
+                ("accept", "edit", "reject", *_fact_actions(cur)),
+            )
+        )
     rep = latest_report(mem)
     if rep is None:
         return out
@@ -185,11 +198,23 @@ def entries(mem: Memory) -> list[Entry]:
                 continue
             cur = current(mem, parsed[0])
             if cur is None or cur.sealed or cur.id != fid:
-                continue            # forgotten, sealed or changed since: nothing of this run left to review
+                continue  # forgotten, sealed or changed since: nothing of this run left to review
             kv = mem.versions(parsed[0])
             sources = list(kv.current.sources) if kv.current else []
-            out.append(Entry("fact", fid, parsed[0], f"{why} ({cur.trust}, {cur.status})", f"{why} in the {run}",
-                             None, cur, excerpts(mem, sources), len(sources), actions=_fact_actions(cur)))
+            out.append(
+                Entry(
+                    "fact",
+                    fid,
+                    parsed[0],
+                    f"{why} ({cur.trust}, {cur.status})",
+                    f"{why} in the {run}",
+                    None,
+                    cur,
+                    excerpts(mem, sources),
+                    len(sources),
+                    actions=_fact_actions(cur),
+                )
+            )
     episodes = Episodes(mem.home)
     for rel in dict.fromkeys(rep.episodes):
         path = mem.home.store / rel
@@ -203,13 +228,27 @@ def entries(mem: Memory) -> list[Entry]:
         if ev.get("promoted"):
             continue
         lesson = ep.sections.get("lesson", "")
-        out.append(Entry("evaluation", ep.session, "", f"evaluation of session {ep.session}: not promoted",
-                         str(ev.get("reason") or ""), lesson or None, None, [], 0, ev, ep.session,
-                         ("candidate",) if lesson else ()))
+        out.append(
+            Entry(
+                "evaluation",
+                ep.session,
+                "",
+                f"evaluation of session {ep.session}: not promoted",
+                str(ev.get("reason") or ""),
+                lesson or None,
+                None,
+                [],
+                0,
+                ev,
+                ep.session,
+                ("candidate",) if lesson else (),
+            )
+        )
     return out
 
 
 # ----- decisions ------------------------------------------------------------------------------------------
+
 
 def queue_order(items: list[Any]) -> list[Any]:
     """Oldest proposal first (the time it was queued), then by id."""
@@ -236,12 +275,16 @@ def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None =
     # Accepting makes the text the person's word: the same checks as any other way in. A proposal (or an
     # edit) that holds a terminal escape or a credential is not written, whoever backs it.
     if CONTROL.search(text):
-        raise InvalidArgument(f"review item {item_id} holds control characters (a terminal escape, a NUL); "
-                              "nothing was written", "edit it into plain text (`bead review`, e), or reject it")
+        raise InvalidArgument(
+            f"review item {item_id} holds control characters (a terminal escape, a NUL); nothing was written",
+            "edit it into plain text (`bead review`, e), or reject it",
+        )
     if credential_rules(text):
-        raise RefusedWrite(f"the value of review item {item_id} looks like a credential, and bead never stores "
-                           "one in plain text; nothing was written",
-                           "leave the secret out (edit it), or seal it: `bead write KEY - --sensitivity secret`")
+        raise RefusedWrite(
+            f"the value of review item {item_id} looks like a credential, and bead never stores "
+            "one in plain text; nothing was written",
+            "leave the secret out (edit it), or seal it: `bead write KEY - --sensitivity secret`",
+        )
     sources = [] if item.kind == "lesson" else item.sources
     res = mem.write(item.key, text, item.type, trust="accepted", sources=sources, owner=item.owner or None)
     entry = {"action": "accepted", "reason": reason, "id": res.fact.id}
@@ -300,8 +343,8 @@ def seal_apply(mem: Memory, key: str) -> dict[str, Any]:
 
 # ----- a lesson candidate written by hand ----------------------------------------------------------------
 
-def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str,
-                  project: str | None = None) -> tuple[Any, bool]:
+
+def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str, project: str | None = None) -> tuple[Any, bool]:
     """A ``lesson`` review candidate whose evidence is ``session``'s turns, with no model call.
 
     ``kind`` is the type of fact it becomes when accepted. The key is
@@ -310,18 +353,22 @@ def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str,
     remembered value: not empty, no control characters, no credential, not a
     forgotten or rejected value. Returns (item, added)."""
     if kind not in TYPES:
-        raise InvalidArgument(f"kind {kind!r} is not one of {', '.join(TYPES)}",
-                              "the kind is the type of fact the lesson becomes: feedback (how to work), project, "
-                              "user or reference")
+        raise InvalidArgument(
+            f"kind {kind!r} is not one of {', '.join(TYPES)}",
+            "the kind is the type of fact the lesson becomes: feedback (how to work), project, user or reference",
+        )
     title = " ".join((title or "").split())
     body = (body or "").strip()
     if not title or len(title) > 120 or CONTROL.search(title):
-        raise InvalidArgument("the title must be one line of 1 to 120 characters, without control characters",
-                              "give a short title, e.g. --title 'Run migrations before the tests'")
+        raise InvalidArgument(
+            "the title must be one line of 1 to 120 characters, without control characters",
+            "give a short title, e.g. --title 'Run migrations before the tests'",
+        )
     path = mem.raw.find(session)
     if path is None:
-        raise BeadError(f"no raw session {session}", "the session id is the file name under store/raw "
-                                                     "(`bead search --raw` shows sessions)")
+        raise BeadError(
+            f"no raw session {session}", "the session id is the file name under store/raw (`bead search --raw` shows sessions)"
+        )
     turns = mem.raw.read(path)
     if not turns:
         raise BeadError(f"session {session} has no turns", "write the candidate from a session with turns")
@@ -331,17 +378,19 @@ def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str,
     key = lesson_key(title, project)
     body = mem.facts.check_body(key, body)
     if CONTROL.search(body.replace("\t", " ")):
-        raise InvalidArgument("the body holds control characters (a NUL, a terminal escape)",
-                              "write plain text: tabs and line breaks are fine")
+        raise InvalidArgument(
+            "the body holds control characters (a NUL, a terminal escape)", "write plain text: tabs and line breaks are fine"
+        )
     if credential_rules(body) or credential_rules(title):
-        raise RefusedWrite("the candidate looks like it holds a credential, and bead never stores one in plain text",
-                           "leave the secret out")
+        raise RefusedWrite(
+            "the candidate looks like it holds a credential, and bead never stores one in plain text", "leave the secret out"
+        )
     if mem.tombstones.matches(body):
-        raise RefusedWrite("that lesson was forgotten or rejected before (tombstone)",
-                           "write it as a fact with `bead write` if you mean it")
+        raise RefusedWrite(
+            "that lesson was forgotten or rejected before (tombstone)", "write it as a fact with `bead write` if you mean it"
+        )
     detail = f"written by hand from session {session} (no model call)"
-    return Queue(mem).add("lesson", key, kind, body, [t.anchor for t in turns], detail, "hand", title=title,
-                          session=session)
+    return Queue(mem).add("lesson", key, kind, body, [t.anchor for t in turns], detail, "hand", title=title, session=session)
 
 
 def session_of(anchor: str) -> str | None:
@@ -351,6 +400,7 @@ def session_of(anchor: str) -> str | None:
 
 
 # ----- facts the dream wrote or decayed, and lessons ----------------------------------------------------
+
 
 def wake(mem: Memory, key: str) -> str:
     """Make a dormant fact current again (and record it, so decay starts over)."""

@@ -45,8 +45,7 @@ def _seal(mem: Memory, key: str, plan: forget.Plan, to: Any, new: Any = None) ->
     def copy() -> None:
         kv = mem.facts.versions(key)
         if list(kv.numbers) != expected:
-            raise BeadError(f"{key} changed while it was being sealed; nothing was changed",
-                            "run the command again")
+            raise BeadError(f"{key} changed while it was being sealed; nothing was changed", "run the command again")
         before = set(mem.sealed.numbers(key))
         try:
             facts = {f.version: f for f in kv.facts}
@@ -57,7 +56,7 @@ def _seal(mem: Memory, key: str, plan: forget.Plan, to: Any, new: Any = None) ->
                     try:
                         plain = safe.read_bytes(path, root=mem.home.root)
                     except (OSError, safe.UnsafePath):
-                        continue            # forget keeps it too, and says so
+                        continue  # forget keeps it too, and says so
                     if not is_version_of(plain, key, n):
                         continue
                 mem.sealed.write(key, n, plain, to)
@@ -81,8 +80,7 @@ def _checked(mem: Memory, key: str) -> Any:
     if not mem.facts.versions(key).numbers:
         if mem.sealed.has(key):
             raise BeadError(f"{key} is sealed already", "`bead sealed list` shows the sealed keys")
-        raise BeadError(f"nothing to seal: {key} has no version files",
-                        "check the key with `bead search` or `bead history KEY`")
+        raise BeadError(f"nothing to seal: {key} has no version files", "check the key with `bead search` or `bead history KEY`")
     return to
 
 
@@ -101,8 +99,15 @@ def seal(mem: Memory, key: str) -> dict[str, Any]:
     return summary
 
 
-def write_secret(mem: Memory, key: str, body: str, type: str, trust: str = "user_stated",
-                 pinned: bool | None = None, sources: tuple[str, ...] = ()) -> WriteResult:
+def write_secret(
+    mem: Memory,
+    key: str,
+    body: str,
+    type: str,
+    trust: str = "user_stated",
+    pinned: bool | None = None,
+    sources: tuple[str, ...] = (),
+) -> WriteResult:
     """A new sealed version of ``key``; its plaintext versions are sealed first. No passphrase is needed."""
     validate_key(key)
     mem.check_lookalike(key)
@@ -111,17 +116,30 @@ def write_secret(mem: Memory, key: str, body: str, type: str, trust: str = "user
     body = mem.facts.check_body(key, body)
     to = vault_keys.recipient(mem.home)
     if trust != "user_stated" and mem.tombstones.matches(body):
-        raise RefusedWrite(f"refusing to write {key}: that value was forgotten or rejected (tombstone)",
-                           "only a person can bring it back: write it again with --trust user_stated")
+        raise RefusedWrite(
+            f"refusing to write {key}: that value was forgotten or rejected (tombstone)",
+            "only a person can bring it back: write it again with --trust user_stated",
+        )
     plan = forget.plan_seal(mem, key, new_value=body)
 
     def new() -> Fact:
         prev = max([*mem.facts.versions(key).numbers, *mem.sealed.numbers(key)], default=0)
         now = mem.clock()
-        fact = Fact(key=key, version=prev + 1, type=type, body=body, owner=mem.config.owner, status="sealed",
-                    supersedes=f"{key}@v{prev}" if prev else None, valid_from=iso(now), trust=trust,
-                    sensitivity="secret", sources=tuple(sources), pinned=bool(pinned),
-                    path=mem.home.sealed_file(key, prev + 1))
+        fact = Fact(
+            key=key,
+            version=prev + 1,
+            type=type,
+            body=body,
+            owner=mem.config.owner,
+            status="sealed",
+            supersedes=f"{key}@v{prev}" if prev else None,
+            valid_from=iso(now),
+            trust=trust,
+            sensitivity="secret",
+            sources=tuple(sources),
+            pinned=bool(pinned),
+            path=mem.home.sealed_file(key, prev + 1),
+        )
         mem.sealed.write(key, fact.version, fact.render(), to)
         mem.audit.record(now, "write", key=key, id=fact.id, trust=trust, type=type, sealed=True)
         return fact
@@ -145,17 +163,24 @@ def unseal(mem: Memory, key: str, passphrase: str) -> dict[str, Any]:
             try:
                 parsed[n] = parse_fact(mem.home.sealed_file(key, n), key, n, data)
             except ValueError:
-                continue                # restored byte for byte; `bead status` reports it as before
+                continue  # restored byte for byte; `bead status` reports it as before
         flagged = [n for n, f in parsed.items() if credential_rules(f.body)]
         if flagged:
             # A credential never lies in plain text: it would stand in a file, the index and a prompt.
-            raise RefusedWrite(f"refusing to unseal {key}: version(s) {', '.join(f'v{n}' for n in flagged)} hold what "
-                               "the secret scan takes for a credential, and bead never keeps one in plain text",
-                               f"read it with `bead sealed show {key}`; it stays sealed")
+            raise RefusedWrite(
+                f"refusing to unseal {key}: version(s) {', '.join(f'v{n}' for n in flagged)} hold what "
+                "the secret scan takes for a credential, and bead never keeps one in plain text",
+                f"read it with `bead sealed show {key}`; it stays sealed",
+            )
         top = max(parsed, default=None)
-        files = {n: (dataclasses.replace(parsed[n], sensitivity="private",
-                                         status="current" if n == top else "superseded").render()
-                     if n in parsed else data) for n, data in plain.items()}
+        files = {
+            n: (
+                dataclasses.replace(parsed[n], sensitivity="private", status="current" if n == top else "superseded").render()
+                if n in parsed
+                else data
+            )
+            for n, data in plain.items()
+        }
         mem.restore_versions(key, files)
         mem.sealed.delete(key, numbers)
         mem.audit.record(mem.clock(), "unseal", key=key, versions=len(numbers))
@@ -167,13 +192,16 @@ def show(mem: Memory, key: str, passphrase: str, skipped: list[Path] | None = No
     decrypt or parse are appended to ``skipped``."""
     validate_key(key)
     if not mem.sealed.has(key):
-        raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys; `bead show KEY` "
-                                                "prints a plaintext fact")
+        raise BeadError(
+            f"{key} is not sealed", "`bead sealed list` shows the sealed keys; `bead show KEY` prints a plaintext fact"
+        )
     identities = vault_keys.unlock(mem.home, passphrase)
     fact = mem.sealed.current(key, identities, skipped)
     if fact is None:
-        raise BeadError(f"no sealed version of {key} decrypts to a fact",
-                        f"look at the files under {mem.home.sealed_key_dir(key)} with `age -d`")
+        raise BeadError(
+            f"no sealed version of {key} decrypts to a fact",
+            f"look at the files under {mem.home.sealed_key_dir(key)} with `age -d`",
+        )
     return fact
 
 
@@ -182,12 +210,20 @@ def listing(mem: Memory) -> dict[str, int]:
     return mem.sealed.counts()
 
 
-def write_fact(mem: Memory, key: str, body: str, type: str, trust: str = "user_stated", sensitivity: str = "private",
-               pinned: bool | None = None, sources: tuple[str, ...] = (), title: str | None = None) -> WriteResult:
+def write_fact(
+    mem: Memory,
+    key: str,
+    body: str,
+    type: str,
+    trust: str = "user_stated",
+    sensitivity: str = "private",
+    pinned: bool | None = None,
+    sources: tuple[str, ...] = (),
+    title: str | None = None,
+) -> WriteResult:
     """A new version as `bead write` and the eval suites give it: a secret is sealed (``write_secret``), any
     other value is a plain version (``Memory.write``)."""
     if sensitivity != "secret":
-        return mem.write(key, body, type, trust=trust, sensitivity=sensitivity, pinned=pinned, sources=sources,
-                         title=title)
+        return mem.write(key, body, type, trust=trust, sensitivity=sensitivity, pinned=pinned, sources=sources, title=title)
     mem.check_title(key, title)
     return write_secret(mem, key, body, type, trust=trust, pinned=pinned, sources=tuple(sources))

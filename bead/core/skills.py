@@ -51,9 +51,9 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 ALLOWED_FIELDS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools"})
 NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-RESERVED = ("anthropic", "claude")        # words a skill's name may not hold (Claude's skill rules)
+RESERVED = ("anthropic", "claude")  # words a skill's name may not hold (Claude's skill rules)
 SKILLS_DIR = (".claude", "skills")
-FILE_MODE = 0o644                         # a project file, meant to be committed and read by the harness
+FILE_MODE = 0o644  # a project file, meant to be committed and read by the harness
 
 
 @dataclass
@@ -63,7 +63,7 @@ class Skill:
     body: str
     metadata: dict[str, str]
     key: str
-    status: str = ""                      # new | unchanged | differs | written | kept
+    status: str = ""  # new | unchanged | differs | written | kept
     path: Path | None = None
     problems: list[str] = field(default_factory=list)
 
@@ -72,8 +72,15 @@ class Skill:
         return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000) + "---\n\n" + self.body
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "metadata": self.metadata, "key": self.key,
-                "status": self.status, "path": str(self.path) if self.path else None, "content": self.render()}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "metadata": self.metadata,
+            "key": self.key,
+            "status": self.status,
+            "path": str(self.path) if self.path else None,
+            "content": self.render(),
+        }
 
 
 def _plain(text: str) -> str:
@@ -127,8 +134,7 @@ def validate(text: str, folder: str) -> list[str]:
     elif "<" in desc or ">" in desc:
         errors.append("description holds angle brackets")
     md = meta.get("metadata")
-    if md is not None and not (isinstance(md, dict) and all(isinstance(k, str) and isinstance(v, str)
-                                                           for k, v in md.items())):
+    if md is not None and not (isinstance(md, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in md.items())):
         errors.append("metadata must map strings to strings")
     comp = meta.get("compatibility")
     if comp is not None and (not isinstance(comp, str) or len(comp) > 500):
@@ -160,8 +166,7 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
     taken: set[str] = set()
     seen: set[str] = set()
 
-    def add(key: str, fid: str, text: str, kind: str, trust: str, session: str, item: str = "",
-            title: str = "") -> None:
+    def add(key: str, fid: str, text: str, kind: str, trust: str, session: str, item: str = "", title: str = "") -> None:
         if key in seen or not _in_project(key, project):
             return
         seen.add(key)
@@ -172,15 +177,20 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
         taken.add(name)
         gist = _plain(title) if title else _cut(_plain(re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]), 200)
         when = f"Use when working in {_where(key)}"
-        what = {"feedback": "How the person wants the agent to work", "project": "A fact about the project",
-                "lesson": "A lesson from an earlier session that succeeded"}[kind]
+        what = {
+            "feedback": "How the person wants the agent to work",
+            "project": "A fact about the project",
+            "lesson": "A lesson from an earlier session that succeeded",
+        }[kind]
         description = _cut(f"{what}: {gist} {when}; bead memory {key}.", MAX_DESCRIPTION)
-        body = (f"# {_plain(title) or gist}\n\n{text.strip()}\n\n---\n\n"
-                f"Written by `bead skills install` from {fid} ({trust}"
-                + (f", from session {session}" if session else "") + "). The memory is the source: change it with "
-                f"`bead write {key} ...`, then run `bead skills install --force` to refresh this file.\n")
-        meta = {"bead_key": key, "bead_version_id": fid, "bead_kind": kind, "bead_trust": trust,
-                "bead_source_session": session}
+        body = (
+            f"# {_plain(title) or gist}\n\n{text.strip()}\n\n---\n\n"
+            f"Written by `bead skills install` from {fid} ({trust}"
+            + (f", from session {session}" if session else "")
+            + "). The memory is the source: change it with "
+            f"`bead write {key} ...`, then run `bead skills install --force` to refresh this file.\n"
+        )
+        meta = {"bead_key": key, "bead_version_id": fid, "bead_kind": kind, "bead_trust": trust, "bead_source_session": session}
         if item:
             meta["bead_review_item"] = item
         out.append(Skill(name, description, body, meta, key))
@@ -229,8 +239,9 @@ def install(mem: Memory, project_dir: Path, project: str | None, force: bool = F
     skills = plan(mem, project_dir, project)
     for s in skills:
         if s.problems:
-            raise BeadError(f"skill {s.name} would not be valid: {'; '.join(s.problems)}",
-                            "report this: bead builds every field itself")
+            raise BeadError(
+                f"skill {s.name} would not be valid: {'; '.join(s.problems)}", "report this: bead builds every field itself"
+            )
         if s.status == "unchanged" or (s.status == "differs" and not force):
             s.status = "kept" if s.status == "differs" else s.status
             continue

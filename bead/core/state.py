@@ -25,7 +25,7 @@ class CueRecord:
     hash: str
     text: str | None
     ids: list[str] = field(default_factory=list)
-    pointers: list[str] = field(default_factory=list)   # fact ids the block points to, not shown
+    pointers: list[str] = field(default_factory=list)  # fact ids the block points to, not shown
 
 
 @dataclass
@@ -40,7 +40,7 @@ class ConversationState:
     cues: dict[int, CueRecord] = field(default_factory=dict)
     captured: int = 0
     captured_partial: bool = False
-    ahead: list[str] = field(default_factory=list)   # the look-ahead judge's picks for the next request
+    ahead: list[str] = field(default_factory=list)  # the look-ahead judge's picks for the next request
 
     @property
     def injected(self) -> set[str]:
@@ -70,8 +70,9 @@ class ConversationState:
             if kind == "pinned":
                 st.has_pinned, st.pinned, st.pinned_ids = True, r.get("text"), list(r.get("ids") or [])
             elif kind == "cue":
-                st.cues[int(r["message"])] = CueRecord(int(r["message"]), r.get("hash", ""), r.get("text"),
-                                                       list(r.get("ids") or []), list(r.get("pointers") or []))
+                st.cues[int(r["message"])] = CueRecord(
+                    int(r["message"]), r.get("hash", ""), r.get("text"), list(r.get("ids") or []), list(r.get("pointers") or [])
+                )
             elif kind == "ahead":
                 st.ahead = list(r.get("ids") or [])
             elif kind == "captured":
@@ -85,8 +86,7 @@ class ConversationState:
         self.append({"kind": "pinned", "text": text, "ids": ids})
         self.has_pinned, self.pinned, self.pinned_ids = True, text, ids
 
-    def add_cue(self, message: int, hash_: str, text: str | None, ids: list[str],
-                pointers: list[str] | None = None) -> None:
+    def add_cue(self, message: int, hash_: str, text: str | None, ids: list[str], pointers: list[str] | None = None) -> None:
         record: dict[str, Any] = {"kind": "cue", "message": message, "hash": hash_, "text": text, "ids": ids}
         if pointers:
             record["pointers"] = pointers
@@ -118,8 +118,7 @@ class Conversations:
 
     def files(self) -> list[Path]:
         d = self.home.sessions
-        return [d / n for n in sorted(safe.listdir(d, root=self.home.root))
-                if n.endswith(".jsonl") and not n.startswith(".")]
+        return [d / n for n in sorted(safe.listdir(d, root=self.home.root)) if n.endswith(".jsonl") and not n.startswith(".")]
 
     def matching_lines(self, matches: Callable[[str], bool]) -> dict[Path, int]:
         """How many lines of each state file ``matches`` (forget's preview)."""
@@ -128,7 +127,7 @@ class Conversations:
             try:
                 text = safe.read_text(p, root=self.home.root, errors="replace")
             except (OSError, safe.UnsafePath):
-                continue   # a link is never read (`bead status` reports it)
+                continue  # a link is never read (`bead status` reports it)
             n = sum(1 for line in text.splitlines() if matches(line))
             if n:
                 out[p] = n

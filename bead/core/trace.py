@@ -23,15 +23,18 @@ from ..config import Config
 from ..paths import Home
 
 CUE_CHARS = 200
-SCAN_MARGIN = 4096   # a credential that starts before the cut and is longer than this is rare beyond reason
+SCAN_MARGIN = 4096  # a credential that starts before the cut and is longer than this is rare beyond reason
 
 
 def record_proxy_trace(home: Home, path: Path | str | None) -> None:
     """A starting proxy notes the trace file it writes (nothing when it writes none)."""
     if not path:
         return
-    entry = {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "pid": os.getpid(),
-             "trace": str(Path(path).expanduser().absolute())}
+    entry = {
+        "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "pid": os.getpid(),
+        "trace": str(Path(path).expanduser().absolute()),
+    }
     safe.append_line(home.proxy_runtime, json.dumps(entry, ensure_ascii=False), root=home.root)
 
 
@@ -74,7 +77,7 @@ def cue_excerpt(text: str) -> str:
     redacts to its end, not the whole cue: this runs before forwarding, and
     a cue can be a megabyte of tool output.
     """
-    return redact(text[:CUE_CHARS + SCAN_MARGIN])[0][:CUE_CHARS]
+    return redact(text[: CUE_CHARS + SCAN_MARGIN])[0][:CUE_CHARS]
 
 
 class Trace:

@@ -31,14 +31,14 @@ from ..errors import InvalidArgument, InvalidKey, NotPermitted
 from ..index.query import Visibility
 from ..store.keys import MAX_SEGMENT_BYTES, parse_id, scope_of, validate_key
 
-_PROJECT = re.compile(r"[a-z0-9][a-z0-9._-]*")   # fullmatch: a key segment
+_PROJECT = re.compile(r"[a-z0-9][a-z0-9._-]*")  # fullmatch: a key segment
 TAG_CHARS = 12
 
 
 @dataclass(frozen=True)
 class Viewer:
-    owner: str | None = None                     # None: the home's own person, who sees everything
-    projects: tuple[str, ...] | None = ()        # a member's projects; None: every project
+    owner: str | None = None  # None: the home's own person, who sees everything
+    projects: tuple[str, ...] | None = ()  # a member's projects; None: every project
 
     @classmethod
     def member(cls, owner: str, allowed: Iterable[str]) -> Viewer:
@@ -69,11 +69,15 @@ class Viewer:
         """``project`` if it is a project's name and this viewer may read and write it (NotPermitted otherwise)."""
         project = project.strip().lower() if isinstance(project, str) else project
         if project is not None and (not _PROJECT.fullmatch(project) or len(project.encode("utf-8")) > MAX_SEGMENT_BYTES):
-            raise InvalidArgument(f"project {project[:80]!r} is not a project name (lower-case [a-z0-9._-])",
-                                  "give the project's name, e.g. \"shop\"")
+            raise InvalidArgument(
+                f"project {project[:80]!r} is not a project name (lower-case [a-z0-9._-])",
+                'give the project\'s name, e.g. "shop"',
+            )
         if project is not None and not self.allows_project(project):
-            raise NotPermitted(f"project {project!r} is not one of your projects on this host",
-                               "the host's `mcp.projects` lists the projects each member shares")
+            raise NotPermitted(
+                f"project {project!r} is not one of your projects on this host",
+                "the host's `mcp.projects` lists the projects each member shares",
+            )
         return project
 
     def check_scope(self, scope: str | None) -> str | None:
@@ -84,13 +88,14 @@ class Viewer:
         if s not in ("user", "global"):
             name = s.removeprefix("project/")
             if not _PROJECT.fullmatch(name) or len(name.encode("utf-8")) > MAX_SEGMENT_BYTES:
-                raise InvalidArgument(f"scope {scope[:80]!r} is not user, global, project/<name> or a project name",
-                                      "e.g. scope=\"project/shop\", or leave it out to search everything")
+                raise InvalidArgument(
+                    f"scope {scope[:80]!r} is not user, global, project/<name> or a project name",
+                    'e.g. scope="project/shop", or leave it out to search everything',
+                )
             self.check_project(name)
             s = f"project/{name}"
         if s == "global" and self.team:
-            raise NotPermitted("global facts are the host's own; members share project facts",
-                               "use scope user or project/<name>")
+            raise NotPermitted("global facts are the host's own; members share project facts", "use scope user or project/<name>")
         return s
 
     def stored_key(self, key: str) -> str:
@@ -102,23 +107,26 @@ class Viewer:
             return key
         scope = scope_of(key)
         if scope == "user":
-            stored = self.user_prefix + key[len("user/"):]
+            stored = self.user_prefix + key[len("user/") :]
             try:
                 return validate_key(stored)
             except InvalidKey:
                 room = MAX_SEGMENT_BYTES - len(self.user_prefix) + len("user/")
-                raise InvalidKey(f"key {key!r} is too long on this host (a user/ name holds at most {room} bytes here)",
-                                 "use a shorter name") from None
+                raise InvalidKey(
+                    f"key {key!r} is too long on this host (a user/ name holds at most {room} bytes here)", "use a shorter name"
+                ) from None
         if scope == "global":
-            raise NotPermitted("global keys are the host's own; members write user/ or project/ facts",
-                               "use user/<name> or project/<project>/<name>")
+            raise NotPermitted(
+                "global keys are the host's own; members write user/ or project/ facts",
+                "use user/<name> or project/<project>/<name>",
+            )
         self.check_project(scope.split("/", 1)[1])
         return key
 
     def shown_key(self, key: str) -> str:
         """The key as this viewer knows it (a member's own user/ keys without their tag)."""
         if self.owner is not None and key.startswith(self.user_prefix):
-            return "user/" + key[len(self.user_prefix):]
+            return "user/" + key[len(self.user_prefix) :]
         return key
 
     def shown_id(self, fact_id: str) -> str:

@@ -21,21 +21,38 @@ from ..proxy import access
 from ..token import load_token
 
 HERE = Path(__file__).resolve().parent
-STATIC = {"uplot.iife.min.js": "text/javascript", "uplot.min.css": "text/css", "dashboard.js": "text/javascript",
-          "dashboard.css": "text/css", "uplot.LICENSE": "text/plain"}
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'none'; "
-       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
-           "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
+STATIC = {
+    "uplot.iife.min.js": "text/javascript",
+    "uplot.min.css": "text/css",
+    "dashboard.js": "text/javascript",
+    "dashboard.css": "text/css",
+    "uplot.LICENSE": "text/plain",
+}
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'none'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
 
 
 def _refused(status: int, why: str) -> Response:
     return Response(why + "\n", status=status, content_type="text/plain; charset=utf-8", headers=HEADERS)
 
 
-def create_app(home: Home, config: Config, trace: str | None = None, token: str | None = None,
-               owner_uid: int | None = None,
-               peer_uid: Callable[[tuple[str, int], tuple[str, int]], int | None] = access.peer_uid) -> Quart:
+def create_app(
+    home: Home,
+    config: Config,
+    trace: str | None = None,
+    token: str | None = None,
+    owner_uid: int | None = None,
+    peer_uid: Callable[[tuple[str, int], tuple[str, int]], int | None] = access.peer_uid,
+) -> Quart:
     """The dashboard for ``home``. ``token`` (default: the home's proxy token) and ``owner_uid`` (default: the
     home's owner) decide who is the owner, as in the proxy."""
     app = Quart("bead.dashboard", template_folder=str(HERE / "templates"), static_folder=None)
@@ -75,10 +92,9 @@ def create_app(home: Home, config: Config, trace: str | None = None, token: str 
         in_path, rest = access.split_token(target, token)
         has_token = in_path or (bool(offered) and hmac.compare_digest(offered.encode(), token.encode()))
         if not await asyncio.to_thread(owner, has_token):
-            return _refused(403, "this memory is its owner's: open the address `bead dashboard` printed "
-                                 "(with the home's token)")
-        if rest.startswith("/static/") and rest[len("/static/"):] in STATIC:
-            name = rest[len("/static/"):]
+            return _refused(403, "this memory is its owner's: open the address `bead dashboard` printed (with the home's token)")
+        if rest.startswith("/static/") and rest[len("/static/") :] in STATIC:
+            name = rest[len("/static/") :]
             return Response((HERE / "static" / name).read_bytes(), content_type=STATIC[name], headers=HEADERS)
         if in_path and not target.endswith("/") and rest == "/":
             # /<token> -> /<token>/, so that the page's relative links keep the token.

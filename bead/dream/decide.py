@@ -32,9 +32,9 @@ from ..store.rawlog import Turn
 from ..textform import fold
 from .second import Opinion
 
-TRUSTED = "typed"          # the source of the person's own words (a raw turn's `source` flag)
+TRUSTED = "typed"  # the source of the person's own words (a raw turn's `source` flag)
 UNTRUSTED = "untrusted"
-SUPPORT = 0.5              # share of the value's content words the typed turns must hold
+SUPPORT = 0.5  # share of the value's content words the typed turns must hold
 
 SecondOpinion = Callable[[str, str, str], Opinion]
 
@@ -46,7 +46,7 @@ class Proposal:
     value: str
     turns: tuple[int, ...] = ()
     replaces: str | None = None
-    title: str | None = None     # the model's short name for the fact (pointers show it), cut to 8 words
+    title: str | None = None  # the model's short name for the fact (pointers show it), cut to 8 words
 
     @classmethod
     def of(cls, p: dict) -> Proposal:
@@ -62,12 +62,12 @@ class Proposal:
 
 @dataclass
 class Decision:
-    action: str                 # reject | skip | queue | unchanged | duplicate | write
-    detail: str = ""            # why (the report's words, or the queue item's reason)
-    kind: str = ""              # the queue kind, when queued
-    source: str = ""            # typed | untrusted: who backs the proposal
-    other: str = ""             # unchanged: the current fact's id; duplicate: the key that holds the value
-    sources: list[str] = field(default_factory=list)   # the cited turns' anchors
+    action: str  # reject | skip | queue | unchanged | duplicate | write
+    detail: str = ""  # why (the report's words, or the queue item's reason)
+    kind: str = ""  # the queue kind, when queued
+    source: str = ""  # typed | untrusted: who backs the proposal
+    other: str = ""  # unchanged: the current fact's id; duplicate: the key that holds the value
+    sources: list[str] = field(default_factory=list)  # the cited turns' anchors
     opinion: Opinion | None = None
 
 
@@ -103,16 +103,20 @@ def provenance(value: str, cited: list[Turn]) -> str:
 # address (URL, host, path, e-mail, a command in backticks, a command-line flag), a number, a negation (added
 # or dropped), a word of degree or permission, a command word. Bounded runs: linear time.
 _URL = compile_linear(r"(?i)\b[a-z][a-z0-9+.-]{1,15}://[^\s<>\"'`]{1,400}")
-_PATHLIKE = compile_linear(r"(?:~|\.{1,2})?/?[A-Za-z0-9_.-]{1,80}(?:/[A-Za-z0-9_.-]{1,80}){1,12}/?"
-                           r"|[A-Za-z0-9_-]{1,60}(?:\.[A-Za-z0-9_-]{1,60}){0,10}\.[A-Za-z]{2,12}\b")
+_PATHLIKE = compile_linear(
+    r"(?:~|\.{1,2})?/?[A-Za-z0-9_.-]{1,80}(?:/[A-Za-z0-9_.-]{1,80}){1,12}/?"
+    r"|[A-Za-z0-9_-]{1,60}(?:\.[A-Za-z0-9_-]{1,60}){0,10}\.[A-Za-z]{2,12}\b"
+)
 _TICKED = compile_linear(r"`([^`\n]{1,300})`")
 _FLAG = compile_linear(r"(?:^|[\s(])(--?[A-Za-z][A-Za-z0-9-]{0,40})")
 _NUMBER = compile_linear(r"\d{1,40}")
 _THOUSANDS = compile_linear(r"(\d),(\d{3})")
 _WORDS = compile_linear(r"(?i)[a-z]{2,20}(?:'[a-z]{1,2})?")
-_NEGATIONS = frozenset("""not never no none nothing nobody neither nor without avoid stop cannot can't cant don't dont
+_NEGATIONS = frozenset(
+    """not never no none nothing nobody neither nor without avoid stop cannot can't cant don't dont
 doesn't doesnt didn't didnt isn't isnt aren't arent wasn't wasnt won't wont shouldn't shouldnt mustn't mustnt
-forbid forbids forbidden disable disabled disables""".split())
+forbid forbids forbidden disable disabled disables""".split()
+)
 _DEGREES = frozenset("always sometimes only must may allowed required optional every any all".split())
 _COMMAND_WORDS = frozenset("sudo rm chmod chown curl wget eval exec bypass skip force".split())
 
@@ -134,11 +138,14 @@ def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
     """(addresses, numbers, whether it negates, degree and command words) a text states, lower-cased, in its
     normal form, thousands separators out."""
     text = fold(text)
-    for _ in range(2):   # "1,234,567": each pass joins every other group
+    for _ in range(2):  # "1,234,567": each pass joins every other group
         text = _THOUSANDS.sub(r"\1\2", text)
     found = [m.group(0) for m in _URL.finditer(text)] + [m.group(0) for m in _PATHLIKE.finditer(text)]
-    addresses = {a.lower().rstrip(".,;:)").removeprefix("./") for a in found
-                 if not a.replace(".", "").isdigit() and any(c.isalpha() for c in a)}
+    addresses = {
+        a.lower().rstrip(".,;:)").removeprefix("./")
+        for a in found
+        if not a.replace(".", "").isdigit() and any(c.isalpha() for c in a)
+    }
     addresses |= {" ".join(m.group(1).lower().split()) for m in _TICKED.finditer(text)}
     addresses |= {m.group(1).lower() for m in _FLAG.finditer(text)}
     numbers = {m.group(0).lstrip("0") or "0" for m in _NUMBER.finditer(text)}
@@ -167,8 +174,9 @@ def _cited_sources(cited: list[Turn]) -> str:
     return ", ".join(names) or "no turn"
 
 
-def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[str], str | None],
-           second: SecondOpinion | None = None) -> Decision:
+def decide(
+    mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[str], str | None], second: SecondOpinion | None = None
+) -> Decision:
     """What to do with ``p``, whose cited turns are ``cited``.
 
     ``value_owner(value)`` names the key that holds the same value already
@@ -183,8 +191,15 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
         return Decision("reject", "invalid key")
     found = screen(value, key, p.title) if value else None
     if ftype not in TYPES or not value or len(value) > rules.MAX_CHARS or (found and found.kind == SECRET):
-        why = ("invalid type" if ftype not in TYPES else "empty" if not value else
-               "over 600 characters" if len(value) > rules.MAX_CHARS else "changed by the secret scan")
+        why = (
+            "invalid type"
+            if ftype not in TYPES
+            else "empty"
+            if not value
+            else "over 600 characters"
+            if len(value) > rules.MAX_CHARS
+            else "changed by the secret scan"
+        )
         return Decision("reject", why)
     # 2. a forgotten or rejected value stays gone
     if mem.tombstones.matches(value):
@@ -195,7 +210,7 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
         return Decision(action, detail, kind, source, other, anchors, opinion)
 
     # 3. what must wait for a person
-    if found is not None:      # invisible characters, or an instruction to an AI agent
+    if found is not None:  # invisible characters, or an instruction to an AI agent
         return out("queue", found.reason, "suspicious")
     if p.replaces and p.replaces != key:
         return out("queue", f"the model says it replaces {p.replaces}", "key-conflict")
@@ -210,8 +225,7 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
         return out("duplicate", other=other)
     # 5. only the person's own words are written unseen, in the session's project or the person's own keys
     if source == UNTRUSTED:
-        return out("queue", f"no typed words of the person back it (cited: {_cited_sources(cited)})",
-                   "untrusted-source")
+        return out("queue", f"no typed words of the person back it (cited: {_cited_sources(cited)})", "untrusted-source")
     added = unsupported(value, cited)
     if added:
         return out("queue", f"says what the person's typed words do not: {', '.join(added[:5])}", "untrusted-source")
@@ -219,16 +233,15 @@ def decide(mem: Memory, p: Proposal, cited: list[Turn], value_owner: Callable[[s
     scope = key.split("/")[0]
     if scope == "global" or (scope == "project" and key.split("/")[1] not in projects):
         where = "every project" if scope == "global" else f"project {key.split('/')[1]}"
-        return out("queue", f"a fact for {where}, from a session of {', '.join(sorted(projects)) or 'no project'}",
-                   "key-conflict")
+        return out(
+            "queue", f"a fact for {where}, from a session of {', '.join(sorted(projects)) or 'no project'}", "key-conflict"
+        )
     # 6. a second opinion from a call that never read the transcript
     if second is not None:
         op = second(key, ftype, value)
         if op.kind == "instruction":
-            return out("queue", f"second opinion: an instruction to an AI agent ({op.reason})", "suspicious",
-                       opinion=op)
+            return out("queue", f"second opinion: an instruction to an AI agent ({op.reason})", "suspicious", opinion=op)
         if op.kind != "fact":
-            return out("queue", f"second opinion failed, so it waits for a person ({op.reason})", "suspicious",
-                       opinion=op)
+            return out("queue", f"second opinion failed, so it waits for a person ({op.reason})", "suspicious", opinion=op)
         return out("write", opinion=op)
     return out("write")

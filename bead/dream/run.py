@@ -44,9 +44,9 @@ log = logging.getLogger("bead.dream")
 CALL_CHARS = 24_000
 TURN_CHARS = 4_000
 CONTEXT_FACTS = 200
-CHARS_PER_TOKEN = 4                 # the estimate's rule of thumb (as bead's budgets use)
-EXTRACT_OUT_ESTIMATE = 800          # tokens one extraction answer costs, for the dry run's estimate
-SECOND_TOKENS_ESTIMATE = 400        # one second-opinion call, in and out
+CHARS_PER_TOKEN = 4  # the estimate's rule of thumb (as bead's budgets use)
+EXTRACT_OUT_ESTIMATE = 800  # tokens one extraction answer costs, for the dry run's estimate
+SECOND_TOKENS_ESTIMATE = 400  # one second-opinion call, in and out
 LESSON_MAX_CHARS = 2_000
 
 SYSTEM = """You maintain the long-term memory of an AI coding agent. You read one conversation between a person and the agent and propose facts worth remembering across sessions: the person's preferences and corrections, project conventions, commands, decisions, gotchas.
@@ -78,14 +78,14 @@ class SessionReport(TypedDict):
     """What a run did with one session's new turns (keys and version ids, never values): a dict, as it goes
     into `bead dream run --json`."""
 
-    turns: int                  # new turns read
-    written: list[str]          # fact ids written (or "KEY (would write)" in a dry run)
-    unchanged: list[str]        # fact ids the proposal restated, or "KEY (duplicate of OTHER)"
-    rejected: list[str]         # "KEY (why)"
-    skipped: list[str]          # "KEY (tombstone)", "KEY (sealed)"
-    queued: list[str]           # "ITEM KIND KEY" (or why not, in a dry run)
-    episode: str | None         # the episode file, relative to the store
-    evaluation: str | None      # the outcome gate's line
+    turns: int  # new turns read
+    written: list[str]  # fact ids written (or "KEY (would write)" in a dry run)
+    unchanged: list[str]  # fact ids the proposal restated, or "KEY (duplicate of OTHER)"
+    rejected: list[str]  # "KEY (why)"
+    skipped: list[str]  # "KEY (tombstone)", "KEY (sealed)"
+    queued: list[str]  # "ITEM KIND KEY" (or why not, in a dry run)
+    episode: str | None  # the episode file, relative to the store
+    evaluation: str | None  # the outcome gate's line
 
 
 @dataclass
@@ -103,11 +103,13 @@ class Report:
     queued: list[tuple[str, str, str]] = field(default_factory=list)
     stopped_early: str = ""
     no_model: str = ""
-    path: Path | None = None            # the report file, once written
+    path: Path | None = None  # the report file, once written
 
     def session(self, sid: str) -> SessionReport:
-        return self.sessions.setdefault(sid, SessionReport(turns=0, written=[], unchanged=[], rejected=[], skipped=[],
-                                                           queued=[], episode=None, evaluation=None))
+        return self.sessions.setdefault(
+            sid,
+            SessionReport(turns=0, written=[], unchanged=[], rejected=[], skipped=[], queued=[], episode=None, evaluation=None),
+        )
 
     def render(self) -> str:
         """Keys and version ids, never values."""
@@ -115,8 +117,11 @@ class Report:
         if self.no_model:
             lines += [f"- No run: {self.no_model}", ""]
             return "\n".join(lines)
-        lines += [f"- model: {self.model}", f"- model calls: {self.calls}, tokens in {self.tokens_in}, out {self.tokens_out}",
-                  f"- time: {self.seconds:.1f} s"]
+        lines += [
+            f"- model: {self.model}",
+            f"- model calls: {self.calls}, tokens in {self.tokens_in}, out {self.tokens_out}",
+            f"- time: {self.seconds:.1f} s",
+        ]
         if self.stopped_early:
             lines.append(f"- stopped early: {self.stopped_early}; unread turns stay unread")
         for sid, s in self.sessions.items():
@@ -174,7 +179,7 @@ def parse_answer(text: str) -> tuple[list[dict], dict | None]:
     start, end = text.find("{"), text.rfind("}")
     if start == -1 or end == -1:
         raise ValueError("no JSON object in the answer")
-    data = json.loads(text[start:end + 1])
+    data = json.loads(text[start : end + 1])
     if not isinstance(data, dict) or not isinstance(data.get("facts", []), list):
         raise ValueError("the answer has no facts list")
     facts = []
@@ -200,7 +205,7 @@ class Dream:
         self.model = model
         self.queue = Queue(mem)
         self.state = DreamState(mem.home.dream_state, mem.home.root)
-        self._values: dict[str, str] | None = None   # normalised current value -> key, for duplicates
+        self._values: dict[str, str] | None = None  # normalised current value -> key, for duplicates
 
     # ----- the pass ----------------------------------------------------------
     def run(self, dry_run: bool = False) -> Report:
@@ -282,8 +287,7 @@ class Dream:
         proj = ", ".join(sorted(projects)) or "unknown"
         return f"Project of this conversation: {proj}\n<memory>\n{lines}\n</memory>"
 
-    def _propose(self, answer: dict, turns: dict[int, Turn], session: SessionReport, rep: Report,
-                 dry_run: bool) -> None:
+    def _propose(self, answer: dict, turns: dict[int, Turn], session: SessionReport, rep: Report, dry_run: bool) -> None:
         """Decide one proposal of the model's ``answer`` (its cited turns looked up by number in ``turns``), do
         what the decision says and note it in ``session``; queue additions also go to ``rep``."""
         proposal = Proposal.of(answer)
@@ -319,8 +323,9 @@ class Dream:
             # decide read the key before the second opinion (a model call): the person's word is checked again
             # under the store's lock as the version is written (bead.core.propose).
             try:
-                done = propose.write_or_queue(self.mem, key, value, proposal.type, "dream_inferred", d.sources,
-                                              d.source, title=proposal.title)
+                done = propose.write_or_queue(
+                    self.mem, key, value, proposal.type, "dream_inferred", d.sources, d.source, title=proposal.title
+                )
             except KeySealed:
                 # A sealed key is the person's secret: the dream never writes
                 # beside it (and never sees its value).
@@ -363,19 +368,23 @@ class Dream:
 
     def _episode(self, sid: str, ep: dict[str, str], first: Turn, ev: Evaluation | None = None) -> str:
         day = datetime.fromisoformat(first.at) if first.at else self.mem.clock()
-        path = Episodes(self.mem.home).write(sid, day, ep, self.mem.config.owner, self.mem.clock(),
-                                             ev.as_dict() if ev is not None else None)
+        path = Episodes(self.mem.home).write(
+            sid, day, ep, self.mem.config.owner, self.mem.clock(), ev.as_dict() if ev is not None else None
+        )
         return path.relative_to(self.mem.home.store).as_posix()
 
     # ----- the outcome gate ----------------------------------------------------
-    def _evaluate(self, sid: str, turns: list[Turn], episode: dict[str, str], rep: Report,
-                  budget: int | None) -> Evaluation:
+    def _evaluate(self, sid: str, turns: list[Turn], episode: dict[str, str], rep: Report, budget: int | None) -> Evaluation:
         """Judge the session (bead.dream.evaluate); a lesson that passes the gate becomes a review candidate."""
         at = iso(self.mem.clock())
         assert self.model is not None
         if budget and rep.tokens_in + rep.tokens_out >= budget:
-            return Evaluation("failed", at, f"{self.model.provider}/{self.model.model}",
-                              reason=f"not judged: dream.max_tokens_per_run ({budget}) reached")
+            return Evaluation(
+                "failed",
+                at,
+                f"{self.model.provider}/{self.model.model}",
+                reason=f"not judged: dream.max_tokens_per_run ({budget}) reached",
+            )
         rep.calls += 1
         ev = evaluate.judge(self.model, judged_transcript(turns), episode, at)
         rep.tokens_in += ev.tokens_in
@@ -383,9 +392,15 @@ class Dream:
         if not ev.promoted:
             return ev
         lesson = redact(str(episode.get("lesson") or "").strip())[0]
-        why = ("the episode has no lesson" if not lesson else
-               f"the lesson is over {LESSON_MAX_CHARS} characters" if len(lesson) > LESSON_MAX_CHARS else
-               "the lesson was forgotten or rejected before (tombstone)" if self.mem.tombstones.matches(lesson) else "")
+        why = (
+            "the episode has no lesson"
+            if not lesson
+            else f"the lesson is over {LESSON_MAX_CHARS} characters"
+            if len(lesson) > LESSON_MAX_CHARS
+            else "the lesson was forgotten or rejected before (tombstone)"
+            if self.mem.tombstones.matches(lesson)
+            else ""
+        )
         if why:
             ev.promoted, ev.reason = False, why
             return ev
@@ -395,8 +410,18 @@ class Dream:
         detail = "an episode's lesson that passed the outcome gate (" + ev.line() + ")"
         if rule is not None:
             detail += f"; note: it reads like an instruction to a model ({rule.name}: {rule.why})"
-        item, _added = self.queue.add("lesson", key, "feedback", lesson, [t.anchor for t in turns], detail, "dream",
-                                      title=lesson_title(lesson), session=sid, evaluation=ev.as_dict())
+        item, _added = self.queue.add(
+            "lesson",
+            key,
+            "feedback",
+            lesson,
+            [t.anchor for t in turns],
+            detail,
+            "dream",
+            title=lesson_title(lesson),
+            session=sid,
+            evaluation=ev.as_dict(),
+        )
         ev.item = item.id
         rep.queued.append((item.id, "lesson", key))
         return ev
@@ -406,8 +431,13 @@ class Dream:
         """What a run would spend now: calls and tokens per session (and the cost, from ``dream.prices``),
         counted from the unread turns; no model is called, no key is read, nothing changes."""
         settings = self.config.dream
-        out: dict = {"model": f"{settings.provider}/{settings.model}" if settings.model else "",
-                     "sessions": {}, "calls": 0, "tokens_in": 0, "tokens_out": 0}
+        out: dict = {
+            "model": f"{settings.provider}/{settings.model}" if settings.model else "",
+            "sessions": {},
+            "calls": 0,
+            "tokens_in": 0,
+            "tokens_out": 0,
+        }
         for sid, path in self._sessions():
             turns = [t for t in self.mem.raw.read(path) if t.n > self.state.read(sid)]
             if not turns:
@@ -428,8 +458,9 @@ class Dream:
             out["tokens_out"] += t_out
         price = (settings.prices or {}).get(settings.model or "")
         out["price_per_mtok"] = price
-        out["cost_usd"] = (round(out["tokens_in"] * price["input"] / 1e6 + out["tokens_out"] * price["output"] / 1e6, 4)
-                           if price else None)
+        out["cost_usd"] = (
+            round(out["tokens_in"] * price["input"] / 1e6 + out["tokens_out"] * price["output"] / 1e6, 4) if price else None
+        )
         out["second_opinion_tokens_each"] = SECOND_TOKENS_ESTIMATE
         budget = settings.max_tokens_per_run
         out["stops_early"] = bool(budget and out["tokens_in"] + out["tokens_out"] > budget)
@@ -475,14 +506,17 @@ def judged_transcript(turns: list[Turn]) -> str:
         head.append(t)
         used += n
     tail: list[Turn] = []
-    for t, n in zip(reversed(turns[len(head):]), reversed(size[len(head):]), strict=True):
+    for t, n in zip(reversed(turns[len(head) :]), reversed(size[len(head) :]), strict=True):
         if used + n > CALL_CHARS:
             break
         tail.insert(0, t)
         used += n
     gap = len(turns) - len(head) - len(tail)
-    body = "\n\n".join([*(f"[{t.n}] {label_of(t)}: {t.text[:TURN_CHARS]}" for t in head),
-                         f"[... {gap} turns left out ...]",
-                         *(f"[{t.n}] {label_of(t)}: {t.text[:TURN_CHARS]}" for t in tail)])
+    body = "\n\n".join(
+        [
+            *(f"[{t.n}] {label_of(t)}: {t.text[:TURN_CHARS]}" for t in head),
+            f"[... {gap} turns left out ...]",
+            *(f"[{t.n}] {label_of(t)}: {t.text[:TURN_CHARS]}" for t in tail),
+        ]
+    )
     return f"<transcript>\n{body}\n</transcript>"
-

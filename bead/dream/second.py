@@ -29,7 +29,7 @@ MAX_TOKENS = 200
 
 @dataclass(frozen=True)
 class Opinion:
-    kind: str            # fact | instruction | failed
+    kind: str  # fact | instruction | failed
     reason: str
     tokens_in: int = 0
     tokens_out: int = 0
@@ -45,7 +45,7 @@ def parse(text: str) -> tuple[str, str]:
     start, end = text.find("{"), text.rfind("}")
     if start == -1 or end == -1:
         raise ValueError("no JSON object in the answer")
-    data = json.loads(text[start:end + 1])
+    data = json.loads(text[start : end + 1])
     if not isinstance(data, dict) or data.get("kind") not in ("fact", "instruction"):
         raise ValueError("the answer's kind is not fact or instruction")
     reason = data.get("reason", "")

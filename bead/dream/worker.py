@@ -30,12 +30,11 @@ def due(schedule: str, last_run: datetime, now: datetime) -> bool:
 
 
 class Worker:
-    def __init__(self, make_dream: Callable[[], Dream], schedule: str, state_path, clock: Callable[[], datetime],
-                 root=None):
+    def __init__(self, make_dream: Callable[[], Dream], schedule: str, state_path, clock: Callable[[], datetime], root=None):
         self.make_dream = make_dream
         self.schedule = schedule
         self.state_path = state_path
-        self.root = root   # the bead home: the state file is reached from it without following a link
+        self.root = root  # the bead home: the state file is reached from it without following a link
         self.clock = clock
         self.runs = 0
 
@@ -67,8 +66,15 @@ def serve(worker: Worker, stop, interval_s: float = 60.0) -> None:
     from apscheduler.schedulers.background import BackgroundScheduler
 
     sched = BackgroundScheduler()
-    sched.add_job(worker.tick, "interval", seconds=interval_s, id="dream-tick", max_instances=1, coalesce=True,
-                  next_run_time=datetime.now().astimezone())
+    sched.add_job(
+        worker.tick,
+        "interval",
+        seconds=interval_s,
+        id="dream-tick",
+        max_instances=1,
+        coalesce=True,
+        next_run_time=datetime.now().astimezone(),
+    )
     sched.start()
     log.info("dream worker up: schedule %r, checking every %g s", worker.schedule, interval_s)
     try:

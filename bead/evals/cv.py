@@ -51,13 +51,16 @@ def load_grid(path: str) -> list[Setting]:
         raise BeadError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax") from None
     items = data.get("settings") if isinstance(data, dict) else None
     if not isinstance(items, list) or not items:
-        raise BeadError(f"{path}: a grid needs a non-empty `settings:` list",
-                        "list candidates as {name, config, constants}, the simplest first")
+        raise BeadError(
+            f"{path}: a grid needs a non-empty `settings:` list",
+            "list candidates as {name, config, constants}, the simplest first",
+        )
     out = []
     for i, item in enumerate(items):
         if not isinstance(item, dict) or "name" not in item or set(item) - GRID_KEYS:
-            raise BeadError(f"{path}: settings[{i}] must be a mapping of name, config and constants only",
-                            "fix or delete that entry")
+            raise BeadError(
+                f"{path}: settings[{i}] must be a mapping of name, config and constants only", "fix or delete that entry"
+            )
         constants = item.get("constants") or {}
         if not isinstance(constants, dict):
             raise BeadError(f"{path}: settings[{i}].constants must be a mapping", "write `constants: {NAME: value}`")
@@ -92,17 +95,25 @@ def _runs(suite: dict, settings: list[Setting], scales: list[int], kind: str) ->
 def measure(run: dict[str, Any], keep: Callable[[dict], bool]) -> dict[str, Any]:
     """The figures of one setting's runs over the turns ``keep`` accepts."""
     plain = injection.figures([r for r in run["plain"] if keep(r)])
-    out: dict[str, Any] = {"false_injection_turns": plain["false_injection_turns"], "plain_recall": plain["recall"],
-                           "plain_reachable": plain["reachable"], "scales": {}}
+    out: dict[str, Any] = {
+        "false_injection_turns": plain["false_injection_turns"],
+        "plain_recall": plain["recall"],
+        "plain_reachable": plain["reachable"],
+        "scales": {},
+    }
     for n, rows in run["scaled"].items():
         f = scaled.figures([r for r in rows if keep(r)])
-        out["scales"][n] = {"delivered": f["delivered"], "reachable": f["reachable"],
-                            "later_delivered": f["later"]["delivered"], "later_reachable": f["later"]["reachable"],
-                            "pointer_tokens_mean": f["later"]["pointer_tokens_mean"],
-                            "pointers_per_turn": f["later"]["pointers_per_turn"],
-                            "pointer_precision": f["later"]["pointer_precision"],
-                            "opening_false_injection_turns": f["false_injection_turns"],
-                            "later_false_injection_turns": f["later"]["false_injection_turns"]}
+        out["scales"][n] = {
+            "delivered": f["delivered"],
+            "reachable": f["reachable"],
+            "later_delivered": f["later"]["delivered"],
+            "later_reachable": f["later"]["reachable"],
+            "pointer_tokens_mean": f["later"]["pointer_tokens_mean"],
+            "pointers_per_turn": f["later"]["pointers_per_turn"],
+            "pointer_precision": f["later"]["pointer_precision"],
+            "opening_false_injection_turns": f["false_injection_turns"],
+            "later_false_injection_turns": f["later"]["false_injection_turns"],
+        }
     out["objective"] = objective(out)
     return out
 
@@ -120,19 +131,21 @@ def objective(f: dict[str, Any]) -> float:
 
 def _mean_figures(figs: list[dict[str, Any]]) -> dict[str, Any]:
     """The mean of each figure over folds (a fold where a figure is undefined does not count for it)."""
+
     def mean(vals: list[Any]) -> float | None:
         got = [v for v in vals if v is not None]
         return round(sum(got) / len(got), 3) if got else None
 
-    out: dict[str, Any] = {k: mean([f[k] for f in figs]) for k in ("false_injection_turns", "plain_recall",
-                                                                   "plain_reachable", "objective")}
-    out["scales"] = {n: {k: mean([f["scales"][n][k] for f in figs]) for k in figs[0]["scales"][n]}
-                     for n in figs[0]["scales"]}
+    out: dict[str, Any] = {
+        k: mean([f[k] for f in figs]) for k in ("false_injection_turns", "plain_recall", "plain_reachable", "objective")
+    }
+    out["scales"] = {n: {k: mean([f["scales"][n][k] for f in figs]) for k in figs[0]["scales"][n]} for n in figs[0]["scales"]}
     return out
 
 
-def run(suite: dict, settings: list[Setting], scales: list[int], k: int, kind: str = "near-miss",
-        seed: int = 7) -> dict[str, Any]:
+def run(
+    suite: dict, settings: list[Setting], scales: list[int], k: int, kind: str = "near-miss", seed: int = 7
+) -> dict[str, Any]:
     if suite.get("kind") != "injection":
         raise BeadError(f"{suite.get('name')}: --cv runs injection suites", "give an injection suite")
     ids = [str(t["id"]) for t in suite.get("turns") or []]
@@ -142,6 +155,7 @@ def run(suite: dict, settings: list[Setting], scales: list[int], k: int, kind: s
     best = max(range(len(settings)), key=lambda i: (fit[i]["objective"], -i))
     held: list[dict[str, Any]] = []
     for j, part in enumerate(parts):
+
         def train(row: dict, part: set[str] = part) -> bool:
             return row["id"] not in part
 
@@ -150,12 +164,22 @@ def run(suite: dict, settings: list[Setting], scales: list[int], k: int, kind: s
 
         scores = [measure(r, train)["objective"] for r in runs]
         chosen = max(range(len(settings)), key=lambda i: (scores[i], -i))
-        held.append({"fold": j, "turns": len(part), "chosen": settings[chosen].name,
-                     "figures": measure(runs[chosen], test)})
+        held.append({"fold": j, "turns": len(part), "chosen": settings[chosen].name, "figures": measure(runs[chosen], test)})
     cv = _mean_figures([h["figures"] for h in held])
-    return {"kind": "cv", "name": suite["name"], "k": k, "seed": seed, "distractors": kind, "scales": scales,
-            "settings": [{"name": s.name, "fit": f} for s, f in zip(settings, fit, strict=True)],
-            "chosen": settings[best].name, "fit": fit[best], "cv": cv, "gap": gap(fit[best], cv), "folds": held}
+    return {
+        "kind": "cv",
+        "name": suite["name"],
+        "k": k,
+        "seed": seed,
+        "distractors": kind,
+        "scales": scales,
+        "settings": [{"name": s.name, "fit": f} for s, f in zip(settings, fit, strict=True)],
+        "chosen": settings[best].name,
+        "fit": fit[best],
+        "cv": cv,
+        "gap": gap(fit[best], cv),
+        "folds": held,
+    }
 
 
 def table(result: dict[str, Any]) -> str:
@@ -166,8 +190,10 @@ def table(result: dict[str, Any]) -> str:
     head = f"  {'setting':<28} {'objective':>9} {'false-inj':>9}"
     for n in scales:
         head += f" {'@' + str(n) + ' later reach':>16} {'@' + str(n) + ' delivered':>14} {'ptr tok':>7}"
-    lines = [f"{result['name']} (cross-validation: {result['k']} folds by conversation, {result['distractors']} "
-             f"distractors)", head]
+    lines = [
+        f"{result['name']} (cross-validation: {result['k']} folds by conversation, {result['distractors']} distractors)",
+        head,
+    ]
 
     def row(label: str, fig: dict[str, Any]) -> str:
         out = f"  {label:<28} {f(fig['objective']):>9} {f(fig['false_injection_turns']):>9}"

@@ -45,15 +45,23 @@ def chat_request(system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         blocks = _blocks(m.get("content"))
         texts = [{"type": "text", "text": b["text"]} for b in blocks if b.get("type") == "text"]
         if m.get("role") == "assistant":
-            calls = [{"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
-                     for b in blocks if b.get("type") == "tool_use"]
+            calls = [
+                {"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ]
             out.append({"role": "assistant", "content": texts or None, **({"tool_calls": calls} if calls else {})})
             continue
         results = [b for b in blocks if b.get("type") == "tool_result"]
         for k, b in enumerate(results):
             extra = texts if k == len(results) - 1 else []
-            out.append({"role": "tool", "tool_call_id": b.get("tool_use_id", ""),
-                        "content": [{"type": "text", "text": _result_text(b)}, *extra] if extra else _result_text(b)})
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": b.get("tool_use_id", ""),
+                    "content": [{"type": "text", "text": _result_text(b)}, *extra] if extra else _result_text(b),
+                }
+            )
         if not results:
             out.append({"role": "user", "content": m["content"] if isinstance(m.get("content"), str) else texts})
     return {"model": "eval", "messages": out}
@@ -62,16 +70,18 @@ def chat_request(system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
 def responses_request(system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """A Messages API conversation as a Responses request: a developer message, then message, function
     call and function call output items."""
-    items: list[dict[str, Any]] = [{"type": "message", "role": "developer",
-                                    "content": [{"type": "input_text", "text": system}]}]
+    items: list[dict[str, Any]] = [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": system}]}]
     for m in messages:
         blocks = _blocks(m.get("content"))
         if m.get("role") == "assistant":
             said = [{"type": "output_text", "text": b["text"]} for b in blocks if b.get("type") == "text"]
             if said:
                 items.append({"type": "message", "role": "assistant", "content": said})
-            items += [{"type": "function_call", "call_id": b["id"], "name": b["name"], "arguments": json.dumps(b["input"])}
-                      for b in blocks if b.get("type") == "tool_use"]
+            items += [
+                {"type": "function_call", "call_id": b["id"], "name": b["name"], "arguments": json.dumps(b["input"])}
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ]
             continue
         results = [b for b in blocks if b.get("type") == "tool_result"]
         texts = [b["text"] for b in blocks if b.get("type") == "text"]
@@ -85,8 +95,13 @@ def responses_request(system: str, messages: list[dict[str, Any]]) -> dict[str, 
 
 def conversation(wire: str, system: str, messages: list[dict[str, Any]]):
     """The turn as the proxy's parser for ``wire`` reads it."""
-    body = (chat_request(system, messages) if wire == "chat" else responses_request(system, messages)
-            if wire == "responses" else {"model": "eval", "max_tokens": 1, "system": system, "messages": messages})
+    body = (
+        chat_request(system, messages)
+        if wire == "chat"
+        else responses_request(system, messages)
+        if wire == "responses"
+        else {"model": "eval", "max_tokens": 1, "system": system, "messages": messages}
+    )
     return formats.by_name(wire).read(body)[0]
 
 
@@ -96,8 +111,15 @@ def run(suite: dict, split: str | None = None, config_text: str = "", wire: str 
     with temp_memory() as mem:
         current: dict[str, str] = {}
         for f in suite.get("facts") or []:
-            res = write_fact(mem, f["key"], f["body"], f["type"], trust=f.get("trust", "user_stated"),
-                            sensitivity=f.get("sensitivity", "private"), pinned=f.get("pinned"))
+            res = write_fact(
+                mem,
+                f["key"],
+                f["body"],
+                f["type"],
+                trust=f.get("trust", "user_stated"),
+                sensitivity=f.get("sensitivity", "private"),
+                pinned=f.get("pinned"),
+            )
             current[f["key"]] = res.fact.id
         config = parse_config(config_text)
         recaller = Recaller(config)
@@ -113,17 +135,27 @@ def run(suite: dict, split: str | None = None, config_text: str = "", wire: str 
             conv = conversation(wire, system, t["messages"])
             # FORMAT.md judges the cue block as if the pinned block were empty; pointers, which the proxy never
             # gives to a fact the conversation was shown, leave out the pinned block's keys.
-            cue = recaller.recall_for(mem, conv, identify({}, conv, project), set(),
-                                      config.proxy.recall_deadline_ms / 1000, pointed=frozenset(pinned))
+            cue = recaller.recall_for(
+                mem, conv, identify({}, conv, project), set(), config.proxy.recall_deadline_ms / 1000, pointed=frozenset(pinned)
+            )
             ids, trace = cue.ids, cue.trace
             ms = (time.perf_counter() - t0) * 1000
             fact_ids = [i for i in ids if not i.startswith("raw:")]
             keys = [i.rsplit("@v", 1)[0] for i in fact_ids]
-            per_turn.append({"id": t["id"], "split": t.get("split", "dev"), "needs": list(t.get("needs") or []),
-                             "injected": keys, "stale": [i for i in fact_ids if i != current.get(i.rsplit("@v", 1)[0])],
-                             "ms": ms, "rejected": trace.get("rejected", []), "pinned": sorted(pinned),
-                             "pointed": [i.rsplit("@v", 1)[0] for i in cue.pointers],
-                             "pointer_tokens": cue.pointer_tokens})
+            per_turn.append(
+                {
+                    "id": t["id"],
+                    "split": t.get("split", "dev"),
+                    "needs": list(t.get("needs") or []),
+                    "injected": keys,
+                    "stale": [i for i in fact_ids if i != current.get(i.rsplit("@v", 1)[0])],
+                    "ms": ms,
+                    "rejected": trace.get("rejected", []),
+                    "pinned": sorted(pinned),
+                    "pointed": [i.rsplit("@v", 1)[0] for i in cue.pointers],
+                    "pointer_tokens": cue.pointer_tokens,
+                }
+            )
     out = {"kind": "injection", "name": suite["name"], "wire": wire, "splits": {}}
     for name in sorted({t["split"] for t in per_turn}) + ["all"]:
         rows = [t for t in per_turn if name == "all" or t["split"] == name]
@@ -140,12 +172,14 @@ def figures(rows: list[dict]) -> dict:
     ms = [r["ms"] for r in rows]
     delivered = sum(len(set(r["needs"]) & (set(r["injected"]) | set(r.get("pinned", [])))) for r in rows)
     return {
-        "turns": len(rows), "injected": injected,
+        "turns": len(rows),
+        "injected": injected,
         "recall": round(hits / needed, 3) if needed else None,
         "precision": round(hits / injected, 3) if injected else None,
         "false_injection_turns": round(false_turns / len(rows), 3) if rows else None,
         "stale_injected": sum(len(r["stale"]) for r in rows),
-        "p50_ms": round(percentile(ms, 50), 2), "p95_ms": round(percentile(ms, 95), 2),
+        "p50_ms": round(percentile(ms, 50), 2),
+        "p95_ms": round(percentile(ms, 95), 2),
         # Beyond FORMAT.md: needed keys present in the pinned block or the cue block.
         "delivered_with_pinned": round(delivered / needed, 3) if needed else None,
         "delivered": round(delivered / needed, 3) if needed else None,
@@ -160,25 +194,31 @@ def pointer_figures(rows: list[dict], needed: int, delivered_of, prefix: str = "
     reach = sum(len(set(r["needs"]) & (delivered_of(r) | p)) for r, p in zip(rows, pointed, strict=True))
     n_pointed = sum(len(p) for p in pointed)
     hits = sum(len(set(r["needs"]) & p) for r, p in zip(rows, pointed, strict=True))
-    return {"reachable": round(reach / needed, 3) if needed else None,
-            "pointers_per_turn": round(n_pointed / len(rows), 2) if rows else None,
-            "pointer_tokens_mean": round(sum(r[prefix + "pointer_tokens"] for r in rows) / len(rows), 1) if rows else None,
-            "pointer_precision": round(hits / n_pointed, 3) if n_pointed else None}
+    return {
+        "reachable": round(reach / needed, 3) if needed else None,
+        "pointers_per_turn": round(n_pointed / len(rows), 2) if rows else None,
+        "pointer_tokens_mean": round(sum(r[prefix + "pointer_tokens"] for r in rows) / len(rows), 1) if rows else None,
+        "pointer_precision": round(hits / n_pointed, 3) if n_pointed else None,
+    }
 
 
 def table(result: dict) -> str:
     wire = result.get("wire", "anthropic")
-    lines = [f"{result['name']} (injection{'' if wire == 'anthropic' else ', ' + wire + ' wire'})",
-             f"  {'split':<6} {'turns':>5} {'recall':>7} {'precision':>9} {'false-inj turns':>15} {'stale':>5} "
-             f"{'p50 ms':>7} {'p95 ms':>7} {'with pinned':>11} {'reachable':>9} {'pointers/turn':>13} "
-             f"{'ptr tokens':>10} {'ptr precision':>13}"]
+    lines = [
+        f"{result['name']} (injection{'' if wire == 'anthropic' else ', ' + wire + ' wire'})",
+        f"  {'split':<6} {'turns':>5} {'recall':>7} {'precision':>9} {'false-inj turns':>15} {'stale':>5} "
+        f"{'p50 ms':>7} {'p95 ms':>7} {'with pinned':>11} {'reachable':>9} {'pointers/turn':>13} "
+        f"{'ptr tokens':>10} {'ptr precision':>13}",
+    ]
     for name, r in result["splits"].items():
         rec = "-" if r["recall"] is None else f"{r['recall']:.2f}"
         prec = "-" if r["precision"] is None else f"{r['precision']:.2f}"
         pin = "-" if r["delivered_with_pinned"] is None else f"{r['delivered_with_pinned']:.2f}"
         reach = "-" if r["reachable"] is None else f"{r['reachable']:.2f}"
         pprec = "-" if r["pointer_precision"] is None else f"{r['pointer_precision']:.2f}"
-        lines.append(f"  {name:<6} {r['turns']:>5} {rec:>7} {prec:>9} {r['false_injection_turns']:>15.0%} "
-                     f"{r['stale_injected']:>5} {r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f} {pin:>11} {reach:>9} "
-                     f"{r['pointers_per_turn']:>13.2f} {r['pointer_tokens_mean']:>10.1f} {pprec:>13}")
+        lines.append(
+            f"  {name:<6} {r['turns']:>5} {rec:>7} {prec:>9} {r['false_injection_turns']:>15.0%} "
+            f"{r['stale_injected']:>5} {r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f} {pin:>11} {reach:>9} "
+            f"{r['pointers_per_turn']:>13.2f} {r['pointer_tokens_mean']:>10.1f} {pprec:>13}"
+        )
     return "\n".join(lines)

@@ -33,28 +33,96 @@ __all__ = ["TEMPLATES", "Template", "drop_near", "facts", "instantiate", "interl
 
 # Word lists a template names as {name} (or {name2}: another value of the same list).
 SLOTS: dict[str, tuple[str, ...]] = {
-    "module": ("credit notes", "payments", "refunds", "quotes", "subscriptions", "statements", "exports", "reports",
-               "dunning", "tax rates", "currencies", "products", "discounts", "payouts", "ledger", "usage billing",
-               "tenants", "attachments", "bank imports", "payment links", "price lists", "audit log",
-               "recurring invoices", "late fees"),
+    "module": (
+        "credit notes",
+        "payments",
+        "refunds",
+        "quotes",
+        "subscriptions",
+        "statements",
+        "exports",
+        "reports",
+        "dunning",
+        "tax rates",
+        "currencies",
+        "products",
+        "discounts",
+        "payouts",
+        "ledger",
+        "usage billing",
+        "tenants",
+        "attachments",
+        "bank imports",
+        "payment links",
+        "price lists",
+        "audit log",
+        "recurring invoices",
+        "late fees",
+    ),
     "queue": ("pdf", "exports", "webhooks", "imports", "reports", "ledger", "slow"),
     "relay": ("Postmark", "Mailgun", "Amazon SES", "Brevo"),
-    "month": ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-              "November", "December"),
+    "month": (
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ),
     "weekday": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday"),
     # No 07:00: the suite's reminders run then.
     "time": ("01:30", "02:00", "02:30", "03:15", "04:00", "04:45", "05:30", "22:30", "23:15"),
     "host": ("db-prod-1", "db-prod-2", "app-prod-1", "app-prod-2", "ops-prod-1", "worker-prod-1"),
-    "flag": ("credit_notes_v2", "new_pdf_layout", "sepa_direct_debit", "bulk_export", "customer_portal",
-             "multi_currency_reports", "usage_billing", "quote_acceptance", "einvoice_xrechnung", "partial_refunds"),
+    "flag": (
+        "credit_notes_v2",
+        "new_pdf_layout",
+        "sepa_direct_debit",
+        "bulk_export",
+        "customer_portal",
+        "multi_currency_reports",
+        "usage_billing",
+        "quote_acceptance",
+        "einvoice_xrechnung",
+        "partial_refunds",
+    ),
     "country": ("German", "Austrian", "Swiss", "French", "Dutch", "Belgian", "Irish", "Italian"),
     "lang": ("German", "French", "Italian", "Dutch", "Spanish"),
     "cur": ("EUR", "CHF", "GBP", "USD", "SEK", "DKK", "PLN"),
     "bank": ("Sparkasse", "UBS", "ING", "Commerzbank", "PostFinance", "Raiffeisen"),
-    "lib": ("tenacity", "structlog", "orjson", "babel", "python-stdnum", "schwifty", "pycountry", "respx",
-            "time-machine", "polyfactory", "openpyxl", "xlsxwriter", "pypdf", "qrbill", "lxml", "boto3"),
-    "table": ("invoice_lines", "payments", "audit_events", "ledger_entries", "stripe_events", "email_log",
-              "usage_records", "exchange_rates"),
+    "lib": (
+        "tenacity",
+        "structlog",
+        "orjson",
+        "babel",
+        "python-stdnum",
+        "schwifty",
+        "pycountry",
+        "respx",
+        "time-machine",
+        "polyfactory",
+        "openpyxl",
+        "xlsxwriter",
+        "pypdf",
+        "qrbill",
+        "lxml",
+        "boto3",
+    ),
+    "table": (
+        "invoice_lines",
+        "payments",
+        "audit_events",
+        "ledger_entries",
+        "stripe_events",
+        "email_log",
+        "usage_records",
+        "exchange_rates",
+    ),
 }
 
 # One template a block: "<type> <slug>" at the start of a line, then the body on indented lines.
@@ -1342,18 +1410,23 @@ g keep-docs-in-step
 
 @dataclass(frozen=True)
 class Template:
-    type: str       # user | feedback | project | reference
-    scope: str      # "user" (key user/<slug>) or "project" (project/<project>/<slug>)
-    slug: str       # with {slot} references
-    body: str       # with slots
+    type: str  # user | feedback | project | reference
+    scope: str  # "user" (key user/<slug>) or "project" (project/<project>/<slug>)
+    slug: str  # with {slot} references
+    body: str  # with slots
 
 
 _TYPE_ORDER = ("user", "feedback", "project", "reference")
-_TYPES = {"u": ("user", "user"), "g": ("feedback", "user"), "f": ("feedback", "project"),
-          "p": ("project", "project"), "r": ("reference", "project")}
+_TYPES = {
+    "u": ("user", "user"),
+    "g": ("feedback", "user"),
+    "f": ("feedback", "project"),
+    "p": ("project", "project"),
+    "r": ("reference", "project"),
+}
 _SLOT = re.compile(r"\{(!?)([a-z]+[0-9]?)(?:@([a-z]+[0-9]?))?(?:\.([a-z]+))?(?:=([^{}]*))?\}")
 _SLUG_SLOT = re.compile(r"\{([a-z]+[0-9]?)\}")
-_OPEN, _CLOSE = "\x00", "\x01"   # stand-ins for the literal braces {{ and }}
+_OPEN, _CLOSE = "\x00", "\x01"  # stand-ins for the literal braces {{ and }}
 _FILTERS = {
     "snake": lambda v: re.sub(r"[^a-z0-9]+", "_", v.lower()).strip("_"),
     "slug": lambda v: _slugify(v),
@@ -1393,7 +1466,7 @@ def _parse(spec: str) -> tuple[Template, ...]:
         if line[0].isspace():
             part = line.strip()
             if lines and (lines[-1].endswith("|") or part.startswith("|")):
-                lines[-1] += part   # a choice list wrapped at its bar
+                lines[-1] += part  # a choice list wrapped at its bar
             else:
                 lines.append(part)
             continue
@@ -1476,7 +1549,7 @@ def facts(n: int, project: str, trusts: list[str], seed: int = 17, avoid: Sequen
     alive = [typ for typ in _TYPE_ORDER if by_type[typ]]
     count = dict.fromkeys(_TYPE_ORDER, 0)
     out: list[dict] = []
-    bodies: set[str] = set()   # membership only, never iterated
+    bodies: set[str] = set()  # membership only, never iterated
     keys: set[str] = set()
     while len(out) < n:
         if not alive:
@@ -1503,5 +1576,5 @@ def facts(n: int, project: str, trusts: list[str], seed: int = 17, avoid: Sequen
             out.append({"key": key, "type": typ, "body": body, "trust": rng.choice(trusts)})
             break
         else:
-            alive.remove(typ)   # its templates have nothing new left
+            alive.remove(typ)  # its templates have nothing new left
     return out

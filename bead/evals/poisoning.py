@@ -50,8 +50,7 @@ def run(suite: dict, split: str | None = None, config_text: str = "") -> dict:
     details = []
     with temp_memory() as mem:
         for p in proposals:
-            row = {"id": p.get("id"), "label": p["label"], "category": p.get("category", ""),
-                   "split": p.get("split", "dev")}
+            row = {"id": p.get("id"), "label": p["label"], "category": p.get("category", ""), "split": p.get("split", "dev")}
             if "message" in p:
                 details.append(row | _remembered(p["message"]))
                 continue
@@ -90,19 +89,27 @@ def _counts(rows: list[dict]) -> dict:
     bad = [r for r in rows if r["label"] == "malicious"]
     good = [r for r in rows if r["label"] == "benign"]
     caught = sum(r["action"] != "write" for r in bad)
-    queued = sum(r["action"] in ("queue", "none") for r in good)   # none: a benign message's request was not heard
-    return {"malicious": len(bad), "caught": caught, "caught_rate": round(caught / len(bad), 3) if bad else None,
-            "benign": len(good), "false_queued": queued,
-            "false_queued_rate": round(queued / len(good), 3) if good else None}
+    queued = sum(r["action"] in ("queue", "none") for r in good)  # none: a benign message's request was not heard
+    return {
+        "malicious": len(bad),
+        "caught": caught,
+        "caught_rate": round(caught / len(bad), 3) if bad else None,
+        "benign": len(good),
+        "false_queued": queued,
+        "false_queued_rate": round(queued / len(good), 3) if good else None,
+    }
 
 
 def figures(rows: list[dict]) -> dict:
     by_cat: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by_cat[r["category"]].append(r)
-    return {**_counts(rows), "categories": {c: _counts(rs) for c, rs in sorted(by_cat.items())},
-            "missed": [r["id"] for r in rows if r["label"] == "malicious" and r["action"] == "write"],
-            "false_queued_ids": [r["id"] for r in rows if r["label"] == "benign" and r["action"] == "queue"]}
+    return {
+        **_counts(rows),
+        "categories": {c: _counts(rs) for c, rs in sorted(by_cat.items())},
+        "missed": [r["id"] for r in rows if r["label"] == "malicious" and r["action"] == "write"],
+        "false_queued_ids": [r["id"] for r in rows if r["label"] == "benign" and r["action"] == "queue"],
+    }
 
 
 def _cell(n: int, k: int) -> str:
@@ -112,9 +119,13 @@ def _cell(n: int, k: int) -> str:
 def table(result: dict) -> str:
     lines = [f"{result['name']} (poisoning, second opinion: {result['model']})"]
     for name, r in result["splits"].items():
-        lines.append(f"  split {name}: caught {_cell(r['malicious'], r['caught'])} malicious"
-                     f" ({r['caught_rate']:.1%}), false-queued {_cell(r['benign'], r['false_queued'])} benign"
-                     f" ({r['false_queued_rate']:.1%})" if r["malicious"] and r["benign"] else f"  split {name}")
+        lines.append(
+            f"  split {name}: caught {_cell(r['malicious'], r['caught'])} malicious"
+            f" ({r['caught_rate']:.1%}), false-queued {_cell(r['benign'], r['false_queued'])} benign"
+            f" ({r['false_queued_rate']:.1%})"
+            if r["malicious"] and r["benign"]
+            else f"  split {name}"
+        )
         lines.append(f"    {'category':<24} {'caught':>8} {'false-queued':>13}")
         for c, cr in r["categories"].items():
             lines.append(f"    {c:<24} {_cell(cr['malicious'], cr['caught']):>8} {_cell(cr['benign'], cr['false_queued']):>13}")

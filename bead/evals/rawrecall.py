@@ -34,8 +34,10 @@ def populate(mem, suite: dict) -> dict[str, str]:
     refs: dict[str, str] = {}
     for i, session in enumerate(suite.get("sessions") or []):
         start = _start(session, i)
-        items = [(t.get("role", "user"), str(t.get("text", "")), start + timedelta(minutes=j), str(t["ref"]))
-                 for j, t in enumerate(session.get("turns") or [])]
+        items = [
+            (t.get("role", "user"), str(t.get("text", "")), start + timedelta(minutes=j), str(t["ref"]))
+            for j, t in enumerate(session.get("turns") or [])
+        ]
         for turn in mem.raw.append_many(_session_id(str(session["id"])), items):
             refs[f"{turn.session}#{turn.n}"] = str(turn.ref)
     rebuild(mem.index, mem.facts, mem.raw)
@@ -53,8 +55,15 @@ def score(q: dict, refs: list[str], k_small: int = 5, k: int = 10) -> dict:
     stale_first = None
     if stale:
         stale_first = first_stale is not None and (first_ev is None or first_stale < first_ev)
-    return {"id": q.get("id"), "category": str(q.get("category", "")), "recall_at_5": r_small,
-            "recall_at_10": r_k, "all_at_10": r_k == 1.0, "stale_first": stale_first, "retrieved": refs}
+    return {
+        "id": q.get("id"),
+        "category": str(q.get("category", "")),
+        "recall_at_5": r_small,
+        "recall_at_10": r_k,
+        "all_at_10": r_k == 1.0,
+        "stale_first": stale_first,
+        "retrieved": refs,
+    }
 
 
 def run(suite: dict, k_small: int = 5, k: int = 10) -> dict:
@@ -79,17 +88,25 @@ def summarise(name: str, per_query: list[dict], latencies: list[float], skipped:
     for q in per_query:
         cats[q["category"]].append(q)
     return {
-        "kind": "raw-recall", "name": name, "queries": len(per_query), "skipped": skipped,
+        "kind": "raw-recall",
+        "name": name,
+        "queries": len(per_query),
+        "skipped": skipped,
         "recall_at_5": round(sum(q["recall_at_5"] for q in per_query) / n, 3),
         "recall_at_10": round(sum(q["recall_at_10"] for q in per_query) / n, 3),
         "all_at_10": round(sum(q["all_at_10"] for q in per_query) / n, 3),
         "stale_first": round(sum(q["stale_first"] for q in with_stale) / len(with_stale), 3) if with_stale else None,
         "stale_queries": len(with_stale),
-        "categories": {c: {"queries": len(qs),
-                           "recall_at_5": round(sum(q["recall_at_5"] for q in qs) / len(qs), 3),
-                           "recall_at_10": round(sum(q["recall_at_10"] for q in qs) / len(qs), 3)}
-                       for c, qs in sorted(cats.items())},
-        "p50_ms": round(percentile(latencies, 50), 2), "p95_ms": round(percentile(latencies, 95), 2),
+        "categories": {
+            c: {
+                "queries": len(qs),
+                "recall_at_5": round(sum(q["recall_at_5"] for q in qs) / len(qs), 3),
+                "recall_at_10": round(sum(q["recall_at_10"] for q in qs) / len(qs), 3),
+            }
+            for c, qs in sorted(cats.items())
+        },
+        "p50_ms": round(percentile(latencies, 50), 2),
+        "p95_ms": round(percentile(latencies, 95), 2),
         "details": per_query,
     }
 
@@ -99,7 +116,8 @@ def combine(results: list[dict], name: str) -> dict:
     per_query = [q for r in results for q in r["details"]]
     return summarise(name, per_query, [], sum(r["skipped"] for r in results)) | {
         "p50_ms": round(max(r["p50_ms"] for r in results), 2),
-        "p95_ms": round(max(r["p95_ms"] for r in results), 2)}
+        "p95_ms": round(max(r["p95_ms"] for r in results), 2),
+    }
 
 
 def table(result: dict) -> str:
@@ -110,6 +128,7 @@ def table(result: dict) -> str:
         f"all@10 {result['all_at_10']:.3f}  stale_first {sf}  p50 {result['p50_ms']:.2f} ms  p95 {result['p95_ms']:.2f} ms",
     ]
     for c, r in result["categories"].items():
-        lines.append(f"    category {c:<28} {r['queries']:>4} q  "
-                     f"recall@5 {r['recall_at_5']:.3f}  recall@10 {r['recall_at_10']:.3f}")
+        lines.append(
+            f"    category {c:<28} {r['queries']:>4} q  recall@5 {r['recall_at_5']:.3f}  recall@10 {r['recall_at_10']:.3f}"
+        )
     return "\n".join(lines)

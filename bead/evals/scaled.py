@@ -69,13 +69,15 @@ def distractors(kind: str, n: int, project: str, real: list[dict]) -> list[dict]
     return nearmiss.facts(n, project, trusts, avoid=[str(f["body"]) for f in real])
 
 
-def run(suite: dict, scale: int, split: str | None = None, config_text: str = "", policy: str | None = None,
-        kind: str = "near-miss") -> dict:
+def run(
+    suite: dict, scale: int, split: str | None = None, config_text: str = "", policy: str | None = None, kind: str = "near-miss"
+) -> dict:
     return run_settings(suite, scale, [Setting("default", config_text)], split, policy, kind)[0]
 
 
-def run_settings(suite: dict, scale: int, settings: list[Setting], split: str | None = None,
-                 policy: str | None = None, kind: str = "near-miss") -> list[dict]:
+def run_settings(
+    suite: dict, scale: int, settings: list[Setting], split: str | None = None, policy: str | None = None, kind: str = "near-miss"
+) -> list[dict]:
     """One result per setting, all over one store of the suite's facts and ``scale`` distractors."""
     project = str(suite.get("project"))
     real = list(suite.get("facts") or [])
@@ -84,16 +86,30 @@ def run_settings(suite: dict, scale: int, settings: list[Setting], split: str | 
     results = []
     with temp_memory() as mem:
         for f in generated.interleave(real, made):
-            write_fact(mem, f["key"], f["body"], f["type"], trust=f.get("trust", "user_stated"),
-                      sensitivity=f.get("sensitivity", "private"), pinned=f.get("pinned"))
+            write_fact(
+                mem,
+                f["key"],
+                f["body"],
+                f["type"],
+                trust=f.get("trust", "user_stated"),
+                sensitivity=f.get("sensitivity", "private"),
+                pinned=f.get("pinned"),
+            )
         for setting in settings:
             config = parse_config(setting.config)
             chosen_policy = policy or config.proxy.pinned_select
             with setting.applied():
                 rows = _rows(mem, suite, turns, config, chosen_policy)
-            out: dict[str, Any] = {"kind": "injection-scaled", "name": suite["name"], "scale": scale,
-                                   "distractors": kind, "policy": chosen_policy, "setting": setting.name,
-                                   "facts": len(real) + len(made), "splits": {}}
+            out: dict[str, Any] = {
+                "kind": "injection-scaled",
+                "name": suite["name"],
+                "scale": scale,
+                "distractors": kind,
+                "policy": chosen_policy,
+                "setting": setting.name,
+                "facts": len(real) + len(made),
+                "splits": {},
+            }
             for name in sorted({r["split"] for r in rows}) + ["all"]:
                 out["splits"][name] = figures([r for r in rows if name == "all" or r["split"] == name])
             out["details"] = rows
@@ -115,17 +131,24 @@ def _rows(mem: Memory, suite: dict, turns: list[dict], config: Config, policy: s
         # (it moved on since): the pinned block then chooses by the priors alone.
         for mode, opening in (("", conv), ("later_", None)):
             t0 = time.perf_counter()
-            text, pinned_ids, ahead = standing_memory(mem, ident.project, config.proxy.pinned_budget_tokens,
-                                                      opening, policy,
-                                                      stats=recaller.fact_stats(mem, mem.index.raw_doc_freq))
+            text, pinned_ids, ahead = standing_memory(
+                mem,
+                ident.project,
+                config.proxy.pinned_budget_tokens,
+                opening,
+                policy,
+                stats=recaller.fact_stats(mem, mem.index.raw_doc_freq),
+            )
             pin_ms = (time.perf_counter() - t0) * 1000
-            cue = recaller.recall_for(mem, conv, ident, set(pinned_ids), config.proxy.recall_deadline_ms / 1000,
-                                      ahead=ahead)
-            row |= {mode + "pinned": [_key(i) for i in pinned_ids],
-                    mode + "cue": [_key(i) for i in cue.ids if not i.startswith("raw:")],
-                    mode + "pointed": [_key(i) for i in cue.pointers], mode + "pointer_tokens": cue.pointer_tokens,
-                    mode + "pinned_tokens": len(text) // render.CHARS_PER_TOKEN + 1 if text else 0,
-                    mode + "pinned_ms": pin_ms}
+            cue = recaller.recall_for(mem, conv, ident, set(pinned_ids), config.proxy.recall_deadline_ms / 1000, ahead=ahead)
+            row |= {
+                mode + "pinned": [_key(i) for i in pinned_ids],
+                mode + "cue": [_key(i) for i in cue.ids if not i.startswith("raw:")],
+                mode + "pointed": [_key(i) for i in cue.pointers],
+                mode + "pointer_tokens": cue.pointer_tokens,
+                mode + "pinned_tokens": len(text) // render.CHARS_PER_TOKEN + 1 if text else 0,
+                mode + "pinned_ms": pin_ms,
+            }
         rows.append(row)
     return rows
 
@@ -146,34 +169,46 @@ def _figures(rows: list[dict], mode: str) -> dict:
     cue_false = sum(len(set(r[mode + "cue"]) - set(r["needs"])) for r in rows)
     tokens = [r[mode + "pinned_tokens"] for r in rows]
     false_turns = sum(1 for r in rows if set(r[mode + "cue"]) - set(r["needs"]))
-    return {"turns": len(rows), "needed": needed, "delivered": share(delivered), "pinned_delivered": share(pinned),
-            "cue_added": share(delivered - pinned), "cue_facts": cue_facts, "cue_false": cue_false,
-            # Turns whose cue block carried a fact body they did not need (the pinned block is the same for all).
-            "false_injection_turns": round(false_turns / len(rows), 3) if rows else None,
-            "pinned_tokens_mean": round(sum(tokens) / len(tokens)) if tokens else 0,
-            "pinned_tokens_max": max(tokens, default=0),
-            "pinned_p95_ms": round(percentile([r[mode + "pinned_ms"] for r in rows], 95), 2)} | pointer_figures(
-        rows, needed, lambda r: set(r[mode + "pinned"]) | set(r[mode + "cue"]), mode)
+    return {
+        "turns": len(rows),
+        "needed": needed,
+        "delivered": share(delivered),
+        "pinned_delivered": share(pinned),
+        "cue_added": share(delivered - pinned),
+        "cue_facts": cue_facts,
+        "cue_false": cue_false,
+        # Turns whose cue block carried a fact body they did not need (the pinned block is the same for all).
+        "false_injection_turns": round(false_turns / len(rows), 3) if rows else None,
+        "pinned_tokens_mean": round(sum(tokens) / len(tokens)) if tokens else 0,
+        "pinned_tokens_max": max(tokens, default=0),
+        "pinned_p95_ms": round(percentile([r[mode + "pinned_ms"] for r in rows], 95), 2),
+    } | pointer_figures(rows, needed, lambda r: set(r[mode + "pinned"]) | set(r[mode + "cue"]), mode)
 
 
 def table(result: dict) -> str:
-    lines = [f"{result['name']} (injection, scaled: {result['facts']} facts, {result['scale']} "
-             f"{result.get('distractors', 'generated')} distractors; pinned block by {result['policy']})",
-             f"  {'split':<6} {'turns':>5} {'delivered':>9} {'pinned':>7} {'cue adds':>8} {'cue facts':>9} "
-             f"{'cue false':>9} {'pinned tokens mean/max':>22} {'pinned p95 ms':>13} {'reachable':>9} "
-             f"{'pointers/turn':>13} {'ptr tokens':>10} {'ptr precision':>13}"]
+    lines = [
+        f"{result['name']} (injection, scaled: {result['facts']} facts, {result['scale']} "
+        f"{result.get('distractors', 'generated')} distractors; pinned block by {result['policy']})",
+        f"  {'split':<6} {'turns':>5} {'delivered':>9} {'pinned':>7} {'cue adds':>8} {'cue facts':>9} "
+        f"{'cue false':>9} {'pinned tokens mean/max':>22} {'pinned p95 ms':>13} {'reachable':>9} "
+        f"{'pointers/turn':>13} {'ptr tokens':>10} {'ptr precision':>13}",
+    ]
 
     def f(v: float | None) -> str:
         return "-" if v is None else f"{v:.2f}"
 
-    for label, pick in (("the turn opens the conversation", lambda r: r),
-                        ("later in a conversation that opened with something else", lambda r: r["later"])):
+    for label, pick in (
+        ("the turn opens the conversation", lambda r: r),
+        ("later in a conversation that opened with something else", lambda r: r["later"]),
+    ):
         lines.append(f"  {label}:")
         for name, full in result["splits"].items():
             r = pick(full)
-            lines.append(f"  {name:<6} {r['turns']:>5} {f(r['delivered']):>9} {f(r['pinned_delivered']):>7} "
-                         f"{f(r['cue_added']):>8} {r['cue_facts']:>9} {r['cue_false']:>9} "
-                         f"{str(r['pinned_tokens_mean']) + ' / ' + str(r['pinned_tokens_max']):>22} "
-                         f"{r['pinned_p95_ms']:>13.2f} {f(r['reachable']):>9} {r['pointers_per_turn']:>13.2f} "
-                         f"{r['pointer_tokens_mean']:>10.1f} {f(r['pointer_precision']):>13}")
+            lines.append(
+                f"  {name:<6} {r['turns']:>5} {f(r['delivered']):>9} {f(r['pinned_delivered']):>7} "
+                f"{f(r['cue_added']):>8} {r['cue_facts']:>9} {r['cue_false']:>9} "
+                f"{str(r['pinned_tokens_mean']) + ' / ' + str(r['pinned_tokens_max']):>22} "
+                f"{r['pinned_p95_ms']:>13.2f} {f(r['reachable']):>9} {r['pointers_per_turn']:>13.2f} "
+                f"{r['pointer_tokens_mean']:>10.1f} {f(r['pointer_precision']):>13}"
+            )
     return "\n".join(lines)

@@ -107,12 +107,16 @@ class Setting:
             for dotted, value in self.constants:
                 module_name, _, attr = dotted.rpartition(".")
                 if not (module_name == "bead" or module_name.startswith("bead.")) or not attr.isupper():
-                    raise BeadError(f"setting {self.name}: {dotted} is not a constant bead has",
-                                    "name a module-level constant, e.g. bead.recall.standing.OPENING_WEIGHT")
+                    raise BeadError(
+                        f"setting {self.name}: {dotted} is not a constant bead has",
+                        "name a module-level constant, e.g. bead.recall.standing.OPENING_WEIGHT",
+                    )
                 module = sys.modules.get(module_name) or importlib.import_module(module_name)
                 if not hasattr(module, attr):
-                    raise BeadError(f"setting {self.name}: {dotted} is not a constant bead has",
-                                    "name a module-level constant, e.g. bead.recall.standing.OPENING_WEIGHT")
+                    raise BeadError(
+                        f"setting {self.name}: {dotted} is not a constant bead has",
+                        "name a module-level constant, e.g. bead.recall.standing.OPENING_WEIGHT",
+                    )
                 before.append((module, attr, getattr(module, attr)))
                 setattr(module, attr, value)
             db.forget_derived()

@@ -15,12 +15,20 @@ def run(suite: dict) -> dict:
     for scenario in suite.get("scenarios") or []:
         with temp_memory() as mem:
             for w in scenario.get("writes") or []:
-                write_fact(mem, w["key"], w["body"], w["type"], trust=w.get("trust", "user_stated"),
-                          sensitivity=w.get("sensitivity", "private"), pinned=w.get("pinned"))
+                write_fact(
+                    mem,
+                    w["key"],
+                    w["body"],
+                    w["type"],
+                    trust=w.get("trust", "user_stated"),
+                    sensitivity=w.get("sensitivity", "private"),
+                    pinned=w.get("pinned"),
+                )
             for q in scenario.get("queries") or []:
                 for mode in MODES:
-                    hits = search_facts(mem.index, q["query"], limit=1, current_only=(mode == MODES[0]),
-                                                  scope=scenario.get("scope"))
+                    hits = search_facts(
+                        mem.index, q["query"], limit=1, current_only=(mode == MODES[0]), scope=scenario.get("scope")
+                    )
                     top = hits[0].text.lower() if hits else ""
                     hit = bool(hits) and q["expect"].lower() in top
                     stale = bool(hits) and any(s.lower() in top for s in q.get("stale") or [])
@@ -28,13 +36,24 @@ def run(suite: dict) -> dict:
                     r["queries"] += 1
                     r["hit_at_1"] += hit
                     r["stale_at_1"] += stale
-                    details.append({"scenario": scenario.get("name"), "query": q["query"], "mode": mode,
-                                    "top": hits[0].id if hits else None, "hit": hit, "stale": stale})
+                    details.append(
+                        {
+                            "scenario": scenario.get("name"),
+                            "query": q["query"],
+                            "mode": mode,
+                            "top": hits[0].id if hits else None,
+                            "hit": hit,
+                            "stale": stale,
+                        }
+                    )
     out = {"kind": "supersession", "name": suite["name"], "modes": {}}
     for mode, r in results.items():
         n = r["queries"] or 1
-        out["modes"][mode] = {"hit_at_1": round(r["hit_at_1"] / n, 3), "stale_at_1": round(r["stale_at_1"] / n, 3),
-                              "queries": r["queries"]}
+        out["modes"][mode] = {
+            "hit_at_1": round(r["hit_at_1"] / n, 3),
+            "stale_at_1": round(r["stale_at_1"] / n, 3),
+            "queries": r["queries"],
+        }
     out["details"] = details
     return out
 

@@ -37,8 +37,8 @@ SCHEMA_VERSION = 10
 RAW_CHARS = 4000
 CONTEXT_CHARS = 200  # of the turn before, in the context column
 CONTEXT_WEIGHT = 0.5
-RAW_POSTINGS_BUDGET = 5_000    # matches scored per raw search, about (docs/results.md)
-RAW_MIN_WINDOW = 20_000        # the newest rows a capped search always scores
+RAW_POSTINGS_BUDGET = 5_000  # matches scored per raw search, about (docs/results.md)
+RAW_MIN_WINDOW = 20_000  # the newest rows a capped search always scores
 CONTEXT_MAX_TURN = 1500  # a longer turn says enough by itself: its neighbours' words would dilute it (docs/results.md)
 # Key text, body. Key 4 did a little better for the pointers and the pinned block (evals/grids/pointers.yaml)
 # and a little worse for supersession hit@1 (one query of 21): a wash on this much data, so 2 stays (docs/results.md).
@@ -77,13 +77,16 @@ def forget_derived() -> None:
     for memo in _MEMOS.values():
         memo.clear()
 
+
 class IndexBusy(BeadError):
     """Another process held the index's write lock for longer than this one waits."""
 
     def __init__(self, what: str = "the index"):
-        super().__init__(f"{what} is locked by another bead process (a reindex, or the indexer catching up)",
-                         "run the command again in a moment; `bead status` shows whether the index is behind "
-                         "the files, and `bead reindex` rebuilds it")
+        super().__init__(
+            f"{what} is locked by another bead process (a reindex, or the indexer catching up)",
+            "run the command again in a moment; `bead status` shows whether the index is behind "
+            "the files, and `bead reindex` rebuilds it",
+        )
 
 
 def database_errors() -> tuple[type[BaseException], ...]:
@@ -147,15 +150,15 @@ def _context(texts: dict[int, str], n: int) -> str:
     return texts[n - 1][:CONTEXT_CHARS] if n - 1 in texts else ""
 
 
-_FACT_COLUMNS = ", ".join(f"{f.name} {'INTEGER' if f.integer else 'TEXT'}" + (" PRIMARY KEY" if f.name == "id" else "")
-                          for f in FACT_SPECS)
+_FACT_COLUMNS = ", ".join(
+    f"{f.name} {'INTEGER' if f.integer else 'TEXT'}" + (" PRIMARY KEY" if f.name == "id" else "") for f in FACT_SPECS
+)
 _GENERATION = "BEGIN UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'facts_generation'; END"
 # The index's tables, one statement each. A change here rebuilds an old index (SCHEMA_DIGEST below).
 _SCHEMA = (
     "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)",
     "CREATE TABLE files (path TEXT PRIMARY KEY, kind TEXT, size INTEGER, mtime_ns INTEGER, sha256 TEXT)",
-    f"CREATE TABLE facts ({_FACT_COLUMNS}, scope TEXT, current INTEGER, path TEXT, key_text TEXT, body TEXT, "
-    "skeleton TEXT)",
+    f"CREATE TABLE facts ({_FACT_COLUMNS}, scope TEXT, current INTEGER, path TEXT, key_text TEXT, body TEXT, skeleton TEXT)",
     # A new key that reads like a stored one is refused (Memory.write): one lookup of its skeleton.
     "CREATE INDEX idx_facts_skeleton ON facts(skeleton)",
     "CREATE INDEX idx_facts_key_version ON facts(key, version)",
@@ -221,11 +224,12 @@ class Index:
         for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
             with contextlib.suppress(FileNotFoundError):
                 if stat.S_ISLNK(os.lstat(p).st_mode):
-                    raise BeadError(f"refusing to open {p}: it is a symbolic link",
-                                    f"delete the link (the index is derived: `bead reindex` builds it again at {path})")
+                    raise BeadError(
+                        f"refusing to open {p}: it is a symbolic link",
+                        f"delete the link (the index is derived: `bead reindex` builds it again at {path})",
+                    )
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
-        self._conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None,
-                                    check_same_thread=False)
+        self._conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
         self.db = sqlite_utils.Database(self._conn)
         self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         # Zero freed pages so deleted text does not linger in the file.
@@ -236,7 +240,7 @@ class Index:
         # What readers derived from the facts, shared by every connection of this process to this
         # file, valid while ``facts_state()`` stays the same (the pinned block's scored candidates).
         if len(_MEMOS) >= 64 and str(path) not in _MEMOS:
-            _MEMOS.clear()   # a process that opens many homes (tests, evals) keeps only recent ones
+            _MEMOS.clear()  # a process that opens many homes (tests, evals) keeps only recent ones
         self.memo: dict[Any, tuple[tuple[str, int], Any]] = _MEMOS.setdefault(str(path), {})
         self.fresh = self._ensure_schema()
 
@@ -318,12 +322,15 @@ class Index:
         # it would COMMIT the caller's write transaction first.
         for statement in _SCHEMA:
             self._conn.execute(statement)
-        self._conn.executemany("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", [
-            ("schema_version", str(SCHEMA_VERSION)),
-            ("schema_digest", SCHEMA_DIGEST),
-            ("built_at", str(time.time())),
-            ("facts_generation", "0"),
-        ])
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)",
+            [
+                ("schema_version", str(SCHEMA_VERSION)),
+                ("schema_digest", SCHEMA_DIGEST),
+                ("built_at", str(time.time())),
+                ("facts_generation", "0"),
+            ],
+        )
 
     def reset(self) -> None:
         with self.write_tx():
@@ -341,8 +348,7 @@ class Index:
         if not rows:
             return
         cols = list(rows[0])
-        sql = (f"INSERT OR REPLACE INTO [{table}] ({', '.join(cols)}) "
-               f"VALUES ({', '.join('?' * len(cols))})")
+        sql = f"INSERT OR REPLACE INTO [{table}] ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
         self._conn.executemany(sql, [[r[c] for c in cols] for r in rows])
 
     def rel(self, path: Path) -> str:
@@ -354,18 +360,35 @@ class Index:
         except FileNotFoundError:
             return
         if not stat.S_ISREG(st.st_mode):
-            return   # a link is never read (bead status reports it)
-        self._insert("files", [{"path": self.rel(path), "kind": kind, "size": st.st_size,
-                                "mtime_ns": st.st_mtime_ns, "sha256": sha or sha256_file(path)}])
+            return  # a link is never read (bead status reports it)
+        self._insert(
+            "files",
+            [
+                {
+                    "path": self.rel(path),
+                    "kind": kind,
+                    "size": st.st_size,
+                    "mtime_ns": st.st_mtime_ns,
+                    "sha256": sha or sha256_file(path),
+                }
+            ],
+        )
 
     def _forget_file(self, rel: str) -> None:
         self._conn.execute("DELETE FROM files WHERE path = ?", [rel])
 
     @staticmethod
     def _fact_row(f: Fact, current: bool, rel: str) -> dict[str, Any]:
-        return {**{name: getattr(f, name) for name in INDEXED_FIELDS}, "pinned": int(f.pinned), "scope": f.scope,
-                "current": int(current), "path": rel, "key_text": key_text(f.key), "body": f.body,
-                "skeleton": skeleton(f.key)}
+        return {
+            **{name: getattr(f, name) for name in INDEXED_FIELDS},
+            "pinned": int(f.pinned),
+            "scope": f.scope,
+            "current": int(current),
+            "path": rel,
+            "key_text": key_text(f.key),
+            "body": f.body,
+            "skeleton": skeleton(f.key),
+        }
 
     def sync_key(self, kv: KeyVersions, key_dir: Path) -> None:
         """Make the rows of one key match its files (``key_dir`` is the key's folder)."""
@@ -398,20 +421,21 @@ class Index:
         with self.write_tx():
             if not os.path.lexists(path):
                 return False
-            top = self._conn.execute("SELECT max(version) FROM facts WHERE key = ? AND id != ?",
-                                     [fact.key, fact.id]).fetchone()[0]
+            top = self._conn.execute("SELECT max(version) FROM facts WHERE key = ? AND id != ?", [fact.key, fact.id]).fetchone()[
+                0
+            ]
             newest = top is None or fact.version > top
             if fact.sensitivity != "secret":
                 self._insert("facts", [self._fact_row(fact, newest, self.rel(path))])
             self._remember_file(path, "fact")
             for old in marked:
-                self._conn.execute("UPDATE facts SET status = ? WHERE id = ? AND status != ?",
-                                   [old.status, old.id, old.status])
+                self._conn.execute("UPDATE facts SET status = ? WHERE id = ? AND status != ?", [old.status, old.id, old.status])
                 self._remember_file(_file(old), "fact")
             if newest:
                 # Only rows whose flag changes are touched (an update re-indexes a row's text).
-                self._conn.execute("UPDATE facts SET current = 0 WHERE key = ? AND current = 1 AND version != ?",
-                                   [fact.key, fact.version])
+                self._conn.execute(
+                    "UPDATE facts SET current = 0 WHERE key = ? AND current = 1 AND version != ?", [fact.key, fact.version]
+                )
         return True
 
     def add_turns(self, turns: Iterable[Turn]) -> None:
@@ -439,8 +463,10 @@ class Index:
                 # Hashing the whole file on every append would cost O(size);
                 # with no sha256, a later size or mtime change counts as modified.
                 st = path.stat()
-                self._insert("files", [{"path": self.rel(path), "kind": "raw", "size": st.st_size,
-                                        "mtime_ns": st.st_mtime_ns, "sha256": ""}])
+                self._insert(
+                    "files",
+                    [{"path": self.rel(path), "kind": "raw", "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": ""}],
+                )
 
     def _file_id(self, rel: str) -> int:
         row = self._conn.execute("SELECT id FROM raw_files WHERE path = ?", [rel]).fetchone()
@@ -466,8 +492,9 @@ class Index:
             rows.append((rowid, t.session, t.n, t.role, t.at, t.ref, files[path], t.offset, t.size))
             fts.append((rowid, t.text[:RAW_CHARS], _context(texts, t.n)))
         try:
-            self._conn.executemany("INSERT INTO raw(rowid, session, n, role, at, ref, file, off, len) "
-                                   "VALUES (?,?,?,?,?,?,?,?,?)", rows)
+            self._conn.executemany(
+                "INSERT INTO raw(rowid, session, n, role, at, ref, file, off, len) VALUES (?,?,?,?,?,?,?,?,?)", rows
+            )
         except self._integrity:
             if replace:
                 raise
@@ -525,7 +552,9 @@ class Index:
         marks = ",".join("?" * len(numbers))
         rows = self._conn.execute(
             f"SELECT r.n, f.path, r.off, r.len FROM raw r JOIN raw_files f ON f.id = r.file "
-            f"WHERE r.session = ? AND r.n IN ({marks})", [session, *numbers]).fetchall()
+            f"WHERE r.session = ? AND r.n IN ({marks})",
+            [session, *numbers],
+        ).fetchall()
         return {int(n): self._read_span(rel, off, size) for n, rel, off, size in rows}
 
     def record_uses(self, keys: Iterable[str], kind: str, at: str) -> None:
@@ -543,8 +572,7 @@ class Index:
 
     def recent_uses(self, since: str = "") -> dict[str, int]:
         """How often each key was used (recalled, reinforced) at or after ``since``."""
-        return {k: int(n) for k, n in self._conn.execute(
-            "SELECT key, count(*) FROM uses WHERE at >= ? GROUP BY key", [since])}
+        return {k: int(n) for k, n in self._conn.execute("SELECT key, count(*) FROM uses WHERE at >= ? GROUP BY key", [since])}
 
     def checkpoint(self) -> None:
         """Merge raw_fts after deletes (its segments keep a deleted row's words until merged; forget needs them
@@ -569,13 +597,14 @@ class Index:
         """Current facts by type and trust, raw turns per session count, and the days facts and turns arrived on
         (the dashboard's counts and its growth plot)."""
         return {
-            "by_type_trust": self._rows("SELECT type, trust, count(*) AS n FROM facts WHERE current = 1 "
-                                        "GROUP BY type, trust ORDER BY type, trust", []),
+            "by_type_trust": self._rows(
+                "SELECT type, trust, count(*) AS n FROM facts WHERE current = 1 GROUP BY type, trust ORDER BY type, trust", []
+            ),
             "sessions": int(self._conn.execute("SELECT count(DISTINCT session) FROM raw").fetchone()[0]),
-            "versions_by_day": self._rows("SELECT substr(valid_from, 1, 10) AS day, count(*) AS n FROM facts "
-                                          "GROUP BY day ORDER BY day", []),
-            "turns_by_day": self._rows("SELECT substr(at, 1, 10) AS day, count(*) AS n FROM raw "
-                                       "GROUP BY day ORDER BY day", []),
+            "versions_by_day": self._rows(
+                "SELECT substr(valid_from, 1, 10) AS day, count(*) AS n FROM facts GROUP BY day ORDER BY day", []
+            ),
+            "turns_by_day": self._rows("SELECT substr(at, 1, 10) AS day, count(*) AS n FROM raw GROUP BY day ORDER BY day", []),
         }
 
     def pragmas(self) -> dict[str, Any]:
@@ -614,8 +643,11 @@ class Index:
         if not stems:
             return {}
         marks = ",".join("?" * len(set(stems.values())))
-        counts = dict(self._conn.execute(f"SELECT term, doc FROM raw_vocab WHERE col = 'text' AND term IN ({marks})",
-                                        list(set(stems.values()))).fetchall())
+        counts = dict(
+            self._conn.execute(
+                f"SELECT term, doc FROM raw_vocab WHERE col = 'text' AND term IN ({marks})", list(set(stems.values()))
+            ).fetchall()
+        )
         return {t: int(counts.get(s, 0)) for t, s in stems.items()}
 
     def sessions_like(self, base: str) -> list[str]:
@@ -623,15 +655,18 @@ class Index:
         rows = self._conn.execute(
             "SELECT DISTINCT session FROM raw WHERE session = ? "
             "UNION SELECT DISTINCT session FROM raw WHERE session >= ? AND session < ?",
-            [base, base + "-", base + "."])  # '.' sorts right after '-'
+            [base, base + "-", base + "."],
+        )  # '.' sorts right after '-'
         return [r[0] for r in rows]
 
     def file_fingerprints(self) -> dict[str, tuple[int, int, str, str]]:
-        return {r[0]: (r[1], r[2], r[3], r[4]) for r in
-                self._conn.execute("SELECT path, size, mtime_ns, sha256, kind FROM files")}
+        return {
+            r[0]: (r[1], r[2], r[3], r[4]) for r in self._conn.execute("SELECT path, size, mtime_ns, sha256, kind FROM files")
+        }
 
-    def fact_candidates(self, query: str, limit: int, current_only: bool = True,
-                        include_dormant: bool = True, visible: Visibility | None = None) -> list[dict[str, Any]]:
+    def fact_candidates(
+        self, query: str, limit: int, current_only: bool = True, include_dormant: bool = True, visible: Visibility | None = None
+    ) -> list[dict[str, Any]]:
         """Fact rows that match ``query``, best BM25 first, each with its ``bm25`` score (higher is better).
 
         ``visible`` keeps only the rows one member of a team host may read (None: every row).
@@ -656,8 +691,9 @@ class Index:
         )
         return self._scored(sql, [*params, limit])
 
-    def raw_candidates(self, query: str, limit: int, exclude_sessions: Iterable[str] = (),
-                       with_text: bool = True) -> list[dict[str, Any]]:
+    def raw_candidates(
+        self, query: str, limit: int, exclude_sessions: Iterable[str] = (), with_text: bool = True
+    ) -> list[dict[str, Any]]:
         """Raw turn rows that match ``query``, best BM25 first, each with its ``bm25`` score and its ``text``
         (read back from its file; ``with_text=False`` leaves that to ``fill_raw_text``, for the rows kept).
 
@@ -701,10 +737,14 @@ class Index:
         if exclude and len(scored) >= fetch:
             # The excluded sessions may fill the over-fetch (a long current session): ask again without them.
             marks = ",".join("?" * len(exclude))
-            kept = [(int(rid), float(k)) for rid, k in self._conn.execute(
-                "SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? AND rowid > ? AND rowid NOT IN "
-                f"(SELECT rowid FROM raw WHERE session IN ({marks})) ORDER BY rank LIMIT ?",
-                [fts, lo, *exclude, fetch])]
+            kept = [
+                (int(rid), float(k))
+                for rid, k in self._conn.execute(
+                    "SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? AND rowid > ? AND rowid NOT IN "
+                    f"(SELECT rowid FROM raw WHERE session IN ({marks})) ORDER BY rank LIMIT ?",
+                    [fts, lo, *exclude, fetch],
+                )
+            ]
             scored = sorted(dict(scored + kept).items(), key=lambda r: r[1])
         rows = self._raw_rows([rid for rid, _ in scored])
         out = []
@@ -731,9 +771,12 @@ class Index:
             sql, params = "rowid > ?", [lo]
         else:
             sql, params = "rowid > ? AND rowid <= ?", [lo, hi]
-        return [(int(r), float(k)) for r, k in self._conn.execute(
-            f"SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? AND {sql} ORDER BY rank LIMIT ?",
-            [fts, *params, fetch])]
+        return [
+            (int(r), float(k))
+            for r, k in self._conn.execute(
+                f"SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? AND {sql} ORDER BY rank LIMIT ?", [fts, *params, fetch]
+            )
+        ]
 
     def _raw_rows(self, rowids: list[int]) -> dict[int, dict[str, Any]]:
         """Raw rows by rowid, each with its ``id``, ``path`` and place in the file (``off``, ``len``)."""
@@ -743,11 +786,11 @@ class Index:
         rows = self._rows(
             "SELECT r.rowid AS rowid, r.session || '#' || r.n AS id, r.session, r.n, r.role, r.at, r.ref, "
             f"f.path AS path, r.off, r.len FROM raw r JOIN raw_files f ON f.id = r.file WHERE r.rowid IN ({marks})",
-            rowids)
+            rowids,
+        )
         return {int(r.pop("rowid")): r for r in rows}
 
-    def pinned_candidates(self, project: str | None, limit: int = 400,
-                          visible: Visibility | None = None) -> list[dict[str, Any]]:
+    def pinned_candidates(self, project: str | None, limit: int = 400, visible: Visibility | None = None) -> list[dict[str, Any]]:
         """Current facts for a conversation's pinned block: the person's (user, feedback) and the project's.
 
         Pinned first, then the newest; never dormant or secret, and only the
@@ -762,10 +805,10 @@ class Index:
             "SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND sensitivity != 'secret' "
             f"AND (type IN ('user', 'feedback') OR scope = ?) AND {PERSONS_WORD} AND {clause} "
             "ORDER BY pinned DESC, trust NOT IN ('user_stated', 'accepted'), valid_from DESC, key, version DESC LIMIT ?",
-            [f"project/{project}" if project else "", *more, limit])
+            [f"project/{project}" if project else "", *more, limit],
+        )
 
-    def pinned_priors(self, project: str | None, limit: int = 5000,
-                      visible: Visibility | None = None) -> list[dict[str, Any]]:
+    def pinned_priors(self, project: str | None, limit: int = 5000, visible: Visibility | None = None) -> list[dict[str, Any]]:
         """The same candidates as ``pinned_candidates``, unsorted, with only what scoring reads (no body):
         ``id, key, type, trust, pinned, valid_from``. ``facts_by_id`` fetches the chosen ones whole."""
         clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
@@ -773,21 +816,24 @@ class Index:
             "SELECT id, key, type, trust, pinned, valid_from FROM facts WHERE current = 1 AND status != 'dormant' "
             f"AND sensitivity != 'secret' AND (type IN ('user', 'feedback') OR scope = ?) AND {PERSONS_WORD} "
             f"AND {clause} LIMIT ?",
-            [f"project/{project}" if project else "", *more, limit])
+            [f"project/{project}" if project else "", *more, limit],
+        )
 
     def facts_by_id(self, ids: list[str]) -> list[dict[str, Any]]:
         """Whole fact rows for ``ids``, in that order (ids without a row are left out)."""
         found: dict[str, dict[str, Any]] = {}
         for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+            chunk = ids[i : i + 500]
             for r in self._rows(f"SELECT * FROM facts WHERE id IN ({','.join('?' * len(chunk))})", chunk):
                 found[r["id"]] = r
         return [found[i] for i in ids if i in found]
 
     def fact_counts(self) -> dict[str, int]:
         """Current facts by status, and how many of them are pinned (bead's summary)."""
-        out = {str(status): int(n) for status, n in self._conn.execute(
-            "SELECT status, count(*) FROM facts WHERE current = 1 GROUP BY status")}
+        out = {
+            str(status): int(n)
+            for status, n in self._conn.execute("SELECT status, count(*) FROM facts WHERE current = 1 GROUP BY status")
+        }
         out["pinned"] = int(self._conn.execute("SELECT count(*) FROM facts WHERE current = 1 AND pinned = 1").fetchone()[0])
         return out
 
@@ -799,7 +845,9 @@ class Index:
         marks = ",".join("?" * len(scopes))
         return self._rows(
             f"SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND scope IN ({marks}) "
-            "ORDER BY valid_from DESC, key, version DESC LIMIT ?", [*scopes, limit])
+            "ORDER BY valid_from DESC, key, version DESC LIMIT ?",
+            [*scopes, limit],
+        )
 
     def all_fact_bodies(self) -> list[tuple[str, str]]:
         """(key, body) of every fact row, superseded versions included (forget looks at them all)."""

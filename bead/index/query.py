@@ -13,7 +13,8 @@ from dataclasses import dataclass
 # Question words, pronouns, auxiliaries and fillers. Dropping these matters
 # more for BM25 over conversation than the BM25 variant does (see
 # ../shared/evals/BASELINES.md).
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all also am an and any are aren as at be because been before being
 below between both but by can cannot could couldn did didn do does doesn doing don down during each
 few for from further had hadn has hasn have haven having he her here hers herself him himself his how
@@ -23,15 +24,18 @@ the their theirs them themselves then there these they this those through to too
 very was wasn we were weren what when where which while who whom why will with won would wouldn you
 your yours yourself yourselves d m o y ain ma mightn mustn needn shan
 tell know think thing things really get got go going gonna like kind sort way ever
-""".split())
+""".split()
+)
 
 # Words a question about past conversation uses to point at it ("list the order in which I brought
 # up...", "a comprehensive summary of what I mentioned across sessions"): in raw turns they match
 # whatever turn talks about talking. Dropped from raw searches only (docs/results.md).
-RAW_QUERY_STOPWORDS = frozenset("""
+RAW_QUERY_STOPWORDS = frozenset(
+    """
 mention mentioned said say talked discussed conversation conversations session sessions summary summarize
 comprehensive order list brought throughout across aspects ever previously
-""".split())
+""".split()
+)
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 

@@ -122,8 +122,9 @@ def use_rows(facts: FactStore) -> list[tuple[str, str, str]]:
     return out
 
 
-def rebuild(index: Index, facts: FactStore, raw: RawLog,
-            progress: Callable[[str, int], None] | None = None) -> tuple[dict, list[Problem]]:
+def rebuild(
+    index: Index, facts: FactStore, raw: RawLog, progress: Callable[[str, int], None] | None = None
+) -> tuple[dict, list[Problem]]:
     """Drop everything and index every file again. Returns counts and problems."""
     tick = progress or (lambda kind, n: None)
     versions = turns = 0
@@ -150,6 +151,11 @@ def rebuild(index: Index, facts: FactStore, raw: RawLog,
             tick("raw", 1)
         index.record_use_rows(use_rows(facts))
     index.checkpoint()
-    counts = {"keys": len(kvs), "fact_versions": versions, "raw_files": len(raw_files), "raw_turns": turns,
-              "problems": len(problems)}
+    counts = {
+        "keys": len(kvs),
+        "fact_versions": versions,
+        "raw_files": len(raw_files),
+        "raw_turns": turns,
+        "problems": len(problems),
+    }
     return counts, problems

@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from ..errors import BeadError
 
-MIN_VERSION = (3, 43, 0)   # FTS5 secure-delete (3.42), contentless-delete tables for raw turns (3.43)
+MIN_VERSION = (3, 43, 0)  # FTS5 secure-delete (3.42), contentless-delete tables for raw turns (3.43)
 FIX = (
     "install bead's dependencies again (`pip install --force-reinstall bead`); on x86_64 Linux "
     "this brings pysqlite3-binary, elsewhere use a Python whose sqlite3 module links SQLite 3.43 or newer"

@@ -35,7 +35,7 @@ from jwt.exceptions import PyJWKClientError, PyJWKError, PyJWKSetError, PyJWTErr
 from ..config import McpSettings
 
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
-LEEWAY_S = 30           # clock skew allowed on exp / nbf / iat
+LEEWAY_S = 30  # clock skew allowed on exp / nbf / iat
 REFRESH_COOLDOWN_S = 30  # an unknown key id refetches the set at most this often
 MAX_ACTOR_CHARS = 256
 MAX_TOKEN_CHARS = 16384
@@ -47,7 +47,7 @@ class AuthFailed(Exception):
     def __init__(self, status: int, reason: str):
         super().__init__(reason)
         self.status = status
-        self.reason = reason   # a kind, for the log: never the token or a claim
+        self.reason = reason  # a kind, for the log: never the token or a claim
 
 
 def configured(settings: McpSettings) -> bool:
@@ -60,8 +60,9 @@ class JwtAuth:
             raise ValueError("JWT authentication needs mcp.jwks_url, mcp.issuer and mcp.audience")
         assert settings.jwks_url is not None
         self.settings = settings
-        self.client = PyJWKClient(settings.jwks_url, cache_jwk_set=True, lifespan=300,
-                                  timeout=settings.jwks_timeout_s, cooldown_duration=0)
+        self.client = PyJWKClient(
+            settings.jwks_url, cache_jwk_set=True, lifespan=300, timeout=settings.jwks_timeout_s, cooldown_duration=0
+        )
         self._refreshed = 0.0
         self._lock = threading.Lock()
 
@@ -102,9 +103,14 @@ class JwtAuth:
         key = self._key(kid)
         try:
             claims: dict[str, Any] = jwt.decode(
-                token, key, algorithms=[key.algorithm_name], audience=self.settings.audience,
-                issuer=self.settings.issuer, leeway=LEEWAY_S,
-                options={"require": ["exp", "iss", "aud"], "verify_signature": True})
+                token,
+                key,
+                algorithms=[key.algorithm_name],
+                audience=self.settings.audience,
+                issuer=self.settings.issuer,
+                leeway=LEEWAY_S,
+                options={"require": ["exp", "iss", "aud"], "verify_signature": True},
+            )
         except jwt.ExpiredSignatureError:
             raise AuthFailed(401, "expired") from None
         except jwt.InvalidAudienceError:
@@ -126,8 +132,12 @@ def _true(value: Any) -> bool:
 
 
 def _checked(actor: Any) -> str:
-    if not isinstance(actor, str) or not actor.strip() or len(actor) > MAX_ACTOR_CHARS or any(
-            unicodedata.category(c)[0] == "C" for c in actor):
+    if (
+        not isinstance(actor, str)
+        or not actor.strip()
+        or len(actor) > MAX_ACTOR_CHARS
+        or any(unicodedata.category(c)[0] == "C" for c in actor)
+    ):
         raise AuthFailed(401, "no_actor")
     return actor.strip()
 

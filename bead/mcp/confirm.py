@@ -30,7 +30,7 @@ class ConfirmTokens:
     def __init__(self, ttl_s: float, clock: Callable[[], float] = time.monotonic):
         self.ttl_s = ttl_s
         self.clock = clock
-        self._open: dict[str, tuple[str, str, float, str]] = {}   # token -> (action, args, expires, preview)
+        self._open: dict[str, tuple[str, str, float, str]] = {}  # token -> (action, args, expires, preview)
         self._lock = threading.Lock()
 
     def issue(self, action: str, args: dict[str, Any], preview: Any) -> str:
@@ -49,20 +49,25 @@ class ConfirmTokens:
             held = self._open.pop(token, None)
         nxt = f"call {again} without confirm for a new preview and token"
         if held is None:
-            raise ToolFailure("confirm_invalid", "that confirm token is unknown or was used already; nothing was "
-                                                 "changed", nxt)
+            raise ToolFailure("confirm_invalid", "that confirm token is unknown or was used already; nothing was changed", nxt)
         t_action, t_args, expires, t_preview = held
         if self.clock() >= expires:
-            raise ToolFailure("confirm_expired", f"that confirm token expired ({self.ttl_s:.0f} s after its "
-                                                 "preview); nothing was changed", nxt)
+            raise ToolFailure(
+                "confirm_expired", f"that confirm token expired ({self.ttl_s:.0f} s after its preview); nothing was changed", nxt
+            )
         if t_action != action or t_args != digest(args):
-            raise ToolFailure("confirm_mismatch", "that confirm token was issued for another action or other "
-                                                  "arguments; it is spent now and nothing was changed", nxt)
+            raise ToolFailure(
+                "confirm_mismatch",
+                "that confirm token was issued for another action or other arguments; it is spent now and nothing was changed",
+                nxt,
+            )
         return t_preview
 
     @staticmethod
     def check_preview(held: str, preview: Any, again: str) -> None:
         if held != digest(preview):
-            raise ToolFailure("preview_stale", "what this would change is no longer what the preview showed; "
-                                               "nothing was changed",
-                              f"call {again} without confirm for a new preview and token")
+            raise ToolFailure(
+                "preview_stale",
+                "what this would change is no longer what the preview showed; nothing was changed",
+                f"call {again} without confirm for a new preview and token",
+            )

@@ -40,12 +40,13 @@ class ToolFailure(Exception):
         return self.message
 
 
-def result(code: str, message: str, *, next_call: str = "", retryable: bool = False,
-           outcome_unknown: bool = False) -> CallToolResult:
-    body = {"error": message, "code": code, "retryable": retryable, "outcome_unknown": outcome_unknown,
-            "next": next_call}
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
-                          structured_content=body, is_error=True)
+def result(
+    code: str, message: str, *, next_call: str = "", retryable: bool = False, outcome_unknown: bool = False
+) -> CallToolResult:
+    body = {"error": message, "code": code, "retryable": retryable, "outcome_unknown": outcome_unknown, "next": next_call}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))], structured_content=body, is_error=True
+    )
 
 
 def failure(exc: BaseException, *, write: bool) -> tuple[CallToolResult, str]:
@@ -53,12 +54,17 @@ def failure(exc: BaseException, *, write: bool) -> tuple[CallToolResult, str]:
     if isinstance(exc, ToolFailure):
         return result(exc.code, exc.message, next_call=exc.next, retryable=exc.retryable), exc.code
     if isinstance(exc, VersionConflict):
-        nxt = (f"call get_memory(key={exc.key!r}) to read the current value, then remember again with "
-               f"expected_version={exc.current or 0} if your change still holds")
+        nxt = (
+            f"call get_memory(key={exc.key!r}) to read the current value, then remember again with "
+            f"expected_version={exc.current or 0} if your change still holds"
+        )
         return result("version_conflict", exc.message, next_call=nxt), "version_conflict"
     if isinstance(exc, Sealed | KeySealed):
-        return result("sealed", exc.message, next_call="none: a sealed value is only for the person, at their "
-                                                      "terminal (`bead sealed show KEY`)"), "sealed"
+        return result(
+            "sealed",
+            exc.message,
+            next_call="none: a sealed value is only for the person, at their terminal (`bead sealed show KEY`)",
+        ), "sealed"
     if isinstance(exc, NotFound):
         return result("not_found", exc.message, next_call=exc.hint or "search_memory"), "not_found"
     if isinstance(exc, NotPermitted):
@@ -67,15 +73,27 @@ def failure(exc: BaseException, *, write: bool) -> tuple[CallToolResult, str]:
         nxt = "call again with a corrected argument" + (f" ({exc.hint})" if exc.hint else "")
         return result("invalid_argument", exc.message, next_call=nxt), "invalid_argument"
     if isinstance(exc, busy_errors()):
-        return result("busy", "the memory index is busy with another bead process; nothing was changed",
-                      next_call="call again in a moment", retryable=True), "busy"
+        return result(
+            "busy",
+            "the memory index is busy with another bead process; nothing was changed",
+            next_call="call again in a moment",
+            retryable=True,
+        ), "busy"
     if isinstance(exc, RefusedWrite):
         return result("refused", exc.message, next_call=exc.hint or ""), "refused"
     if isinstance(exc, BeadError):
         return result("rejected", exc.message, next_call=exc.hint or ""), "rejected"
     name = type(exc).__name__
     if write:
-        return result("internal", f"bead failed ({name}); the change may or may not have been made",
-                      next_call="read the fact back (get_memory) before trying again", outcome_unknown=True), "internal"
-    return result("internal", f"bead failed ({name})", next_call="call again; if it keeps failing, "
-                                                             "`bead status` shows what is wrong", retryable=True), "internal"
+        return result(
+            "internal",
+            f"bead failed ({name}); the change may or may not have been made",
+            next_call="read the fact back (get_memory) before trying again",
+            outcome_unknown=True,
+        ), "internal"
+    return result(
+        "internal",
+        f"bead failed ({name})",
+        next_call="call again; if it keeps failing, `bead status` shows what is wrong",
+        retryable=True,
+    ), "internal"

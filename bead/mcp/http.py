@@ -52,7 +52,7 @@ from .server import Runtime, build
 
 log = logging.getLogger("bead.mcp.http")
 
-ACTOR = "bead.actor"      # the ASGI scope key the guard sets and the tools read
+ACTOR = "bead.actor"  # the ASGI scope key the guard sets and the tools read
 
 
 def parse_listen(listen: str) -> tuple[str, int, bool]:
@@ -101,8 +101,14 @@ class Owner:
         if offered and self.token and hmac.compare_digest(offered.encode(), self.token.encode()):
             return True
         client, server = scope.get("client"), scope.get("server")
-        if (not sys.platform.startswith("linux") or not client or not server or len(client) < 2 or len(server) < 2
-                or None in (*client[:2], *server[:2])):
+        if (
+            not sys.platform.startswith("linux")
+            or not client
+            or not server
+            or len(client) < 2
+            or len(server) < 2
+            or None in (*client[:2], *server[:2])
+        ):
             return False
         (c_ip, c_port), (s_ip, s_port) = client[:2], server[:2]
         return self.peer_uid((str(c_ip), int(c_port)), (str(s_ip), int(s_port))) == self.uid
@@ -160,15 +166,22 @@ class Guard:
             why = "bead answers only a request with one literal loopback Host header"
         else:
             why = access.browser_refusal(dict(raw))
-        if why is None and scope.get("path") != "/health" and not await asyncio.to_thread(
-                self.owner.allows, scope, _bearer(scope)):
+        if (
+            why is None
+            and scope.get("path") != "/health"
+            and not await asyncio.to_thread(self.owner.allows, scope, _bearer(scope))
+        ):
             why = "this memory is its owner's: connect as the home's owner, or send the home's token as a bearer token"
         if why is not None:
             log.info("mcp http refused: 403 %s", "owner" if why.startswith("this memory") else "browser-or-host")
             data = json.dumps({"error": why}).encode()
-            await send({"type": "http.response.start", "status": 403,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(data)).encode())]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 403,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
+                }
+            )
             await send({"type": "http.response.body", "body": data})
             return
         await self.app(scope, receive, send)
@@ -192,23 +205,35 @@ async def _refuse(send: Any, status: int) -> None:
         body = {"error": "Unauthorized"}
         headers = [(b"www-authenticate", b'Bearer error="invalid_token"')]
     data = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
-                            *headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": data})
 
 
-def create_app(rt: Runtime, host: str = "127.0.0.1", admin: bool = False, auth: JwtAuth | None = None,
-               owner: Owner | None = None) -> Any:
+def create_app(
+    rt: Runtime, host: str = "127.0.0.1", admin: bool = False, auth: JwtAuth | None = None, owner: Owner | None = None
+) -> Any:
     """The ASGI app: /mcp (Streamable HTTP, stateless, JSON answers) behind the guard, and GET /health.
     Without ``auth``, ``owner`` decides who is the home's owner (default: the home's token and owner uid)."""
     server = build(rt, admin=admin)
-    n_tools = len(server._tool_manager.list_tools())   # noqa: SLF001 - the count for /health
+    n_tools = len(server._tool_manager.list_tools())  # noqa: SLF001 - the count for /health
 
     @server.custom_route("/health", methods=["GET"])
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "server": server.name, "auth": "jwt" if auth else "none",
-                             "tools": n_tools, "in_flight": rt.in_flight})
+        return JSONResponse(
+            {
+                "status": "ok",
+                "server": server.name,
+                "auth": "jwt" if auth else "none",
+                "tools": n_tools,
+                "in_flight": rt.in_flight,
+            }
+        )
 
     app = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
     if auth is None and owner is None:
@@ -218,10 +243,10 @@ def create_app(rt: Runtime, host: str = "127.0.0.1", admin: bool = False, auth: 
 
 def check_bind(loopback: bool, has_auth: bool, listen: str) -> None:
     if not loopback and not has_auth:
-        raise BeadError(f"refusing to listen on {listen} without authentication: anyone who reaches it could read "
-                        "and write this memory",
-                        "set mcp.jwks_url, mcp.issuer and mcp.audience in config.yaml (signed JWTs), or listen on "
-                        "127.0.0.1")
+        raise BeadError(
+            f"refusing to listen on {listen} without authentication: anyone who reaches it could read and write this memory",
+            "set mcp.jwks_url, mcp.issuer and mcp.audience in config.yaml (signed JWTs), or listen on 127.0.0.1",
+        )
 
 
 def serve(app: Any, host: str, port: int) -> None:
@@ -246,8 +271,9 @@ def serve(app: Any, host: str, port: int) -> None:
     try:
         asyncio.run(main())
     except OSError as exc:
-        raise BeadError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-                        "choose another address with --listen or mcp.http_listen") from None
+        raise BeadError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}", "choose another address with --listen or mcp.http_listen"
+        ) from None
 
 
 __all__ = ["configured", "create_app", "parse_listen", "serve"]

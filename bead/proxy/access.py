@@ -92,7 +92,7 @@ def _proc_addrs(ip: str) -> set[str]:
         return set()
 
     def v6(packed: bytes) -> str:
-        return "".join(packed[i:i + 4][::-1].hex().upper() for i in range(0, 16, 4))
+        return "".join(packed[i : i + 4][::-1].hex().upper() for i in range(0, 16, 4))
 
     if isinstance(addr, ipaddress.IPv4Address):
         return {addr.packed[::-1].hex().upper(), v6(ipaddress.IPv6Address(f"::ffff:{addr}").packed)}
@@ -166,7 +166,7 @@ def _diag_uid(client: tuple[str, int], server: tuple[str, int]) -> object:
     if len(data) < 16:
         return _UNAVAILABLE
     _length, kind = struct.unpack_from("=IH", data, 0)
-    if kind == 2:   # NLMSG_ERROR: ENOENT means no such socket; anything else, ask /proc instead
+    if kind == 2:  # NLMSG_ERROR: ENOENT means no such socket; anything else, ask /proc instead
         errno_ = -struct.unpack_from("=i", data, 16)[0]
         return None if errno_ == 2 else _UNAVAILABLE
     if kind != sock_diag_by_family or len(data) < 16 + 72 + 4:

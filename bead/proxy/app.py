@@ -41,10 +41,20 @@ from .engine import MAX_RESPONSE_BYTES, Engine, Prepared
 
 log = logging.getLogger("bead.proxy")
 
-HOP_BY_HOP = frozenset({
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
-    "trailer", "trailers", "transfer-encoding", "upgrade",
-})
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
 # Recomputed by the HTTP layers on each side.
 REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
 # Hypercorn writes its own date; the upstream's server header passes through.
@@ -131,10 +141,17 @@ class Proxy:
         target = request.scope.get("raw_path", b"/")
         path_only = target.split(b"?", 1)[0]
         # The query is apart from raw_path: a "#" there is a fragment too (httpx will not build the URL).
-        if (not target.startswith(b"/") or b"#" in target or b"#" in request.scope.get("query_string", b"")
-                or any(seg in (b".", b"..") for seg in path_only.split(b"/"))):
-            return _api_error(400, "bead proxy takes only a plain path (no fragment, no . or .. segment) "
-                                   "as the request target", "invalid_request_error")
+        if (
+            not target.startswith(b"/")
+            or b"#" in target
+            or b"#" in request.scope.get("query_string", b"")
+            or any(seg in (b".", b"..") for seg in path_only.split(b"/"))
+        ):
+            return _api_error(
+                400,
+                "bead proxy takes only a plain path (no fragment, no . or .. segment) as the request target",
+                "invalid_request_error",
+            )
         return None
 
     async def health(self) -> Response:
@@ -148,10 +165,20 @@ class Proxy:
         if not await loop.run_in_executor(self.health_pool, self.is_owner, has_token, peer, ours):
             return Response(json.dumps({"ok": True, "version": __version__}), content_type="application/json")
         state_ = await loop.run_in_executor(self.health_pool, self.engine.store_state)
-        return Response(json.dumps({"ok": True, "version": __version__, "upstream": str(self.bases["anthropic"]),
-                                    "openai_upstream": str(self.bases["openai"]),
-                                    "home": str(self.engine.home.root), **self.engine.health(), **state_}),
-                        content_type="application/json")
+        return Response(
+            json.dumps(
+                {
+                    "ok": True,
+                    "version": __version__,
+                    "upstream": str(self.bases["anthropic"]),
+                    "openai_upstream": str(self.bases["openai"]),
+                    "home": str(self.engine.home.root),
+                    **self.engine.health(),
+                    **state_,
+                }
+            ),
+            content_type="application/json",
+        )
 
     def is_owner(self, has_token: bool, client: tuple[str, int] | None, server: tuple[str, int] | None) -> bool:
         if has_token:
@@ -164,8 +191,12 @@ class Proxy:
         """bead relays HTTP only. Codex CLI's built-in OpenAI provider tries a WebSocket first: a 426 makes
         it fall back to HTTP at once (a 400 stops it, a 404 costs it seconds of retries)."""
         _, raw_path = access.split_token(websocket.scope["raw_path"].decode("latin-1"), self.token)
-        return _api_error(426, "bead proxy relays HTTP only: send this request over HTTP", "invalid_request_error",
-                          api=formats.api_of(raw_path).name)
+        return _api_error(
+            426,
+            "bead proxy relays HTTP only: send this request over HTTP",
+            "invalid_request_error",
+            api=formats.api_of(raw_path).name,
+        )
 
     async def forward(self, path: str) -> Response:
         """Forward one request: prepare it (a conversation route of a known format, for the owner), send it,
@@ -181,9 +212,13 @@ class Proxy:
         if _openai_behind_a_segment(raw_path):
             # A stale or mistyped token before /openai: as an Anthropic path it would carry the
             # harness's OpenAI key to the Anthropic upstream. Nothing leaves; the harness says why.
-            return _api_error(403, "bead proxy: the path segment before /openai is not this home's token "
-                                   "(the base URL is http://127.0.0.1:<port>/<the token in proxy.token>/openai/v1)",
-                              "permission_error", api="openai")
+            return _api_error(
+                403,
+                "bead proxy: the path segment before /openai is not this home's token "
+                "(the base URL is http://127.0.0.1:<port>/<the token in proxy.token>/openai/v1)",
+                "permission_error",
+                api="openai",
+            )
         api_of, raw_path, fmt = formats.route(request.method, raw_path)
         api, wire = api_of.name, (fmt.wire if fmt is not None else None)
         prep = Prepared(body)
@@ -201,18 +236,17 @@ class Proxy:
         query = request.scope.get("query_string") or b""
         # Always the configured scheme, host and port: the request target only names a path.
         up_base = self.bases[api]
-        url = up_base.copy_with(raw_path=(up_base.raw_path.rstrip(b"/") + raw_path.encode("latin-1")
-                                          + (b"?" + query if query else b"")))
+        url = up_base.copy_with(
+            raw_path=(up_base.raw_path.rstrip(b"/") + raw_path.encode("latin-1") + (b"?" + query if query else b""))
+        )
         client = self.client
         assert client is not None, "the app started serving"
         try:
-            up = await client.send(client.build_request(request.method, url, headers=out_headers, content=prep.body),
-                                   stream=True)
+            up = await client.send(client.build_request(request.method, url, headers=out_headers, content=prep.body), stream=True)
         except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
             # Unreachable, or a target httpx will not send: bead's one own error, in the API's shape.
             engine.error("upstream", exc)
-            return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})",
-                              api=api)
+            return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})", api=api)
         engine.forwarded(prep)
         resp_headers = [(k, v) for k, v in up.headers.multi_items() if k.lower() not in RESPONSE_DROP]
         response = Response(self._relay(up, prep), status=up.status_code, headers=Headers(resp_headers))
@@ -243,20 +277,26 @@ class Proxy:
         finally:
             await up.aclose()
             if capture:
-                self.engine.finished(prep, chunks, up.headers.get("content-type", ""),
-                                     up.headers.get("content-encoding"), truncated or broke)
+                self.engine.finished(
+                    prep, chunks, up.headers.get("content-type", ""), up.headers.get("content-encoding"), truncated or broke
+                )
 
 
-def create_app(engine: Engine, upstream: str, token: str | None = None, owner_uid: int | None = None,
-               openai_upstream: str | None = None) -> Quart:
+def create_app(
+    engine: Engine, upstream: str, token: str | None = None, owner_uid: int | None = None, openai_upstream: str | None = None
+) -> Quart:
     """The proxy app. ``token`` marks the owner's requests (default: the home's); ``owner_uid`` is the
     UID whose loopback connections count as the owner's on Linux (default: the home's owner);
     ``openai_upstream`` takes the paths under /openai (default: config ``proxy.openai_upstream``)."""
-    app = ProxyApp("bead.proxy", static_folder=None)   # no /static route: every path is forwarded
+    app = ProxyApp("bead.proxy", static_folder=None)  # no /static route: every path is forwarded
     app.config.update(MAX_CONTENT_LENGTH=None, BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None)
-    proxy = Proxy(engine, upstream, load_token(engine.home) if token is None else token,
-                  access.home_owner(engine.home) if owner_uid is None else owner_uid,
-                  openai_upstream or engine.config.proxy.openai_upstream)
+    proxy = Proxy(
+        engine,
+        upstream,
+        load_token(engine.home) if token is None else token,
+        access.home_owner(engine.home) if owner_uid is None else owner_uid,
+        openai_upstream or engine.config.proxy.openai_upstream,
+    )
     app.before_serving(proxy.start)
     app.after_serving(proxy.stop)
     app.before_request(proxy.guard)
@@ -271,6 +311,7 @@ def create_app(engine: Engine, upstream: str, token: str | None = None, owner_ui
 
 def _ends() -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
     """The client's and our (address, port) of this connection (None when the server does not say)."""
+
     def end(value: Any) -> tuple[str, int] | None:
         if not value or len(value) < 2 or value[0] is None or value[1] is None:
             return None

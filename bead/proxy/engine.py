@@ -50,7 +50,7 @@ from ..wire.splice import TooLarge
 
 log = logging.getLogger("bead.proxy")
 
-MAX_BODY_BYTES = 16 * 1024 * 1024   # larger bodies go out unchanged, uncaptured
+MAX_BODY_BYTES = 16 * 1024 * 1024  # larger bodies go out unchanged, uncaptured
 # Parsing cannot look at the clock, and its cost grows with the number of
 # objects, not bytes: a body of more messages than any real conversation
 # holds goes out unchanged too (a C-speed count finds it before any parsing:
@@ -65,23 +65,29 @@ class DeadlineExceeded(Exception):
 
 @dataclass
 class Prepared:
-    body: bytes                      # what goes upstream
-    ident: Identity | None = None    # set when the request is a conversation bead captures
+    body: bytes  # what goes upstream
+    ident: Identity | None = None  # set when the request is a conversation bead captures
     conv: Conversation | None = None
     n_messages: int = 0
     injected: list[str] = field(default_factory=list)
-    pinned_new: list[str] = field(default_factory=list)   # the pinned block's ids, when built by this request
-    pinned_text: str | None = None                         # the conversation's (frozen) pinned block
+    pinned_new: list[str] = field(default_factory=list)  # the pinned block's ids, when built by this request
+    pinned_text: str | None = None  # the conversation's (frozen) pinned block
     blocks: dict[int, list[str]] = field(default_factory=dict)  # message index -> cue blocks to append
     trace: dict[str, Any] = field(default_factory=dict)
-    wire: Wire = anthropic                                  # the format the answer is read in
-    judge: Any = None                                      # rerank.mode async: the CueBlock the judge looks at
-    plans: list[remembering.Plan] | None = None            # what "remember" will do, decided before forwarding
+    wire: Wire = anthropic  # the format the answer is read in
+    judge: Any = None  # rerank.mode async: the CueBlock the judge looks at
+    plans: list[remembering.Plan] | None = None  # what "remember" will do, decided before forwarding
 
 
 class Engine:
-    def __init__(self, home: Home, config: Config, default_project: str | None = None,
-                 trace_path: str | None = None, clock: Callable[[], datetime] = utcnow):
+    def __init__(
+        self,
+        home: Home,
+        config: Config,
+        default_project: str | None = None,
+        trace_path: str | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ):
         self.home = home
         self.config = config
         self.default_project = default_project if default_project is not None else config.proxy.project
@@ -100,10 +106,10 @@ class Engine:
         # Work after forwarding: its own threads, so it never holds up a
         # request's preparation; chained per conversation to keep its order.
         self._after = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bead-capture")
-        self._chains: dict[str, Future[None]] = {}          # each conversation's newest job
+        self._chains: dict[str, Future[None]] = {}  # each conversation's newest job
         self._queues: dict[str, deque[tuple[Callable[[], None], Future[None]]]] = {}
         self._chains_lock = threading.Lock()
-        self.warmed = threading.Event()   # set once warm_up() has finished (or given up)
+        self.warmed = threading.Event()  # set once warm_up() has finished (or given up)
         # Build the index now if it is missing, so no request pays for a rebuild.
         with Memory(home, config, clock) as mem:
             mem.index  # noqa: B018 - opening it builds it
@@ -113,6 +119,7 @@ class Engine:
         gate's IDF statistics over every current fact (~0.2 s at 10,000 facts) and the secret scan's
         rules. Without it the first conversation after a start could pass the deadline and get no
         memory. A failure here costs nothing: the first request builds them as before."""
+
         def run() -> None:
             try:
                 with Memory(self.home, self.config, self.clock, busy_timeout_ms=250) as mem:
@@ -147,8 +154,7 @@ class Engine:
         self.counters[what] += 1
 
     # ----- before forwarding -------------------------------------------------
-    def prepare(self, body: bytes, headers: dict[str, str], deadline: float | None = None,
-                wire: Wire = anthropic) -> Prepared:
+    def prepare(self, body: bytes, headers: dict[str, str], deadline: float | None = None, wire: Wire = anthropic) -> Prepared:
         """The bytes to forward. Never raises: any failure forwards ``body`` unchanged.
 
         ``deadline`` is a ``time.monotonic()`` instant; past it, the work
@@ -163,7 +169,7 @@ class Engine:
             return Prepared(body)
         try:
             req, conv = wire.parse(body, headers)
-        except TooLarge:   # more elements or parts than bead reads before forwarding
+        except TooLarge:  # more elements or parts than bead reads before forwarding
             self.count("too_large")
             return Prepared(body)
         except Exception as exc:  # not JSON, not UTF-8, too deep (RecursionError), out of memory
@@ -194,9 +200,15 @@ class Engine:
         ident = identify(headers, conv, self.default_project)
         newest = conv.newest_user
         mem = self.memory()
-        trace: dict[str, Any] = {"at": utcnow().isoformat(timespec="seconds"), "session": ident.session,
-                                 "thread": ident.thread, "project": ident.project,
-                                 "roles": [m.role for m in conv.messages], "newest_user": newest, "errors": []}
+        trace: dict[str, Any] = {
+            "at": utcnow().isoformat(timespec="seconds"),
+            "session": ident.session,
+            "thread": ident.thread,
+            "project": ident.project,
+            "roles": [m.role for m in conv.messages],
+            "newest_user": newest,
+            "errors": [],
+        }
         t_wait = time.perf_counter()
         self._wait_for_pending(ident.id, self._left(deadline, "parse"))
         # Time spent waiting for this conversation's previous capture (its request and answer).
@@ -215,8 +227,9 @@ class Engine:
             # messages at all is no conversation: a block would make it one.
             if not st.has_pinned and not conv.continues and conv.messages:
                 stats = self.recaller.fact_stats(mem, lambda terms: self.memory().index.raw_doc_freq(terms))
-                text, ids, opening = standing_memory(mem, ident.project, self.config.proxy.pinned_budget_tokens, conv,
-                                                     stats=stats)
+                text, ids, opening = standing_memory(
+                    mem, ident.project, self.config.proxy.pinned_budget_tokens, conv, stats=stats
+                )
                 self._left(deadline, "pinned block")
                 st.set_pinned(text, ids)
                 trace["pinned"] = pinned_new = ids
@@ -236,15 +249,22 @@ class Engine:
                 # this message's cue block, which is re-added with the same bytes.
                 plans = remembering.plan(conv.messages[newest], ident)
                 notices = remembering.notice_lines(plans)
-                cue = self.recaller.recall_for(mem, conv, ident, st.injected, left,
-                                               raw_df=lambda terms: self.memory().index.raw_doc_freq(terms),
-                                               notices=notices, ahead=opening + self._ahead(mem, st),
-                                               pointed=st.pointed)
+                cue = self.recaller.recall_for(
+                    mem,
+                    conv,
+                    ident,
+                    st.injected,
+                    left,
+                    raw_df=lambda terms: self.memory().index.raw_doc_freq(terms),
+                    notices=notices,
+                    ahead=opening + self._ahead(mem, st),
+                    pointed=st.pointed,
+                )
                 trace["recall_ms"] = round((time.perf_counter() - t1) * 1000, 2)
                 trace["errors"] += cue.trace.pop("errors", [])
                 trace.update(cue.trace)
                 if not cue.failed and time.monotonic() > deadline:
-                    self.error("deadline")   # decided too late: neither recorded nor sent
+                    self.error("deadline")  # decided too late: neither recorded nor sent
                     trace["errors"].append("deadline")
                 elif not cue.failed:
                     st.add_cue(newest, conv.messages[newest].hash, cue.text, cue.ids, cue.pointers)
@@ -259,16 +279,18 @@ class Engine:
             self.counters["with_memory"] += 1
         if injected:
             self.counters["injections"] += 1
-        return Prepared(b"", ident, conv, len(conv.messages), injected, pinned_new, st.pinned, blocks, trace,
-                        judge=judge, plans=plans)
+        return Prepared(
+            b"", ident, conv, len(conv.messages), injected, pinned_new, st.pinned, blocks, trace, judge=judge, plans=plans
+        )
 
     def _ahead(self, mem: Memory, st: Any) -> list[dict[str, Any]]:
         """The look-ahead judge's picks not yet in this conversation, as current fact rows."""
         ids = [i for i in st.ahead if i not in st.injected]
         if not ids:
             return []
-        return [r for r in mem.index.facts_by_id(ids)
-                if r["current"] and r["status"] != "dormant" and r["sensitivity"] != "secret"]
+        return [
+            r for r in mem.index.facts_by_id(ids) if r["current"] and r["status"] != "dormant" and r["sensitivity"] != "secret"
+        ]
 
     @contextlib.contextmanager
     def _locked(self, conversation_id: str, deadline: float) -> Iterator[None]:
@@ -348,8 +370,9 @@ class Engine:
                     captured = self._capture(mem, ident, turns) if turns else []
                     if newest is not None and newest >= st.captured:
                         # Remembered facts and queued items cite the typed turns they come from.
-                        typed = [t.anchor for t in captured
-                                 if t.flags.get("message") == newest and t.flags.get("source") == "typed"]
+                        typed = [
+                            t.anchor for t in captured if t.flags.get("message") == newest and t.flags.get("source") == "typed"
+                        ]
                         self._remember(mem, conv, newest, ident, trace, typed, prep.plans)
                     st.set_captured(len(conv.messages))
             if prep.judge is not None:
@@ -376,8 +399,16 @@ class Engine:
         with self.conversations.lock(ident.id):
             self.conversations.load(ident.id).set_ahead([c.id for c in picked])
 
-    def _remember(self, mem: Memory, conv: Conversation, newest: int, ident: Identity, trace: dict[str, Any],
-                  sources: list[str], plans: list[remembering.Plan] | None) -> None:
+    def _remember(
+        self,
+        mem: Memory,
+        conv: Conversation,
+        newest: int,
+        ident: Identity,
+        trace: dict[str, Any],
+        sources: list[str],
+        plans: list[remembering.Plan] | None,
+    ) -> None:
         try:
             for r in remembering.remember(mem, conv.messages[newest], ident, sources, plans):
                 if r.id:
@@ -389,17 +420,18 @@ class Engine:
         except Exception as exc:
             self.error("remember", exc)
 
-    def finished(self, prep: Prepared, chunks: list[bytes], content_type: str, encoding: str | None,
-                 truncated: bool) -> Future[None] | None:
+    def finished(
+        self, prep: Prepared, chunks: list[bytes], content_type: str, encoding: str | None, truncated: bool
+    ) -> Future[None] | None:
         """The response ended: rebuild and capture the assistant turn, after the request's own capture."""
         if prep.ident is None:
             return None
         ident = prep.ident
-        return self._chain(ident.id, lambda: self._capture_answer(prep, ident, chunks, content_type, encoding,
-                                                                   truncated))
+        return self._chain(ident.id, lambda: self._capture_answer(prep, ident, chunks, content_type, encoding, truncated))
 
-    def _capture_answer(self, prep: Prepared, ident: Identity, chunks: list[bytes], content_type: str,
-                        encoding: str | None, truncated: bool) -> None:
+    def _capture_answer(
+        self, prep: Prepared, ident: Identity, chunks: list[bytes], content_type: str, encoding: str | None, truncated: bool
+    ) -> None:
         try:
             collector = prep.wire.collector(content_type, encoding)
             for chunk in chunks:
@@ -457,15 +489,24 @@ class Engine:
         """Cheap facts about the store and index for /bead/health."""
         try:
             idx = self.memory().index
-            return {"store": str(self.home.store), "index": "ok", "current_facts": idx.current_fact_count(),
-                    "raw_turns_about": idx.raw_size()}
+            return {
+                "store": str(self.home.store),
+                "index": "ok",
+                "current_facts": idx.current_fact_count(),
+                "raw_turns_about": idx.raw_size(),
+            }
         except Exception as exc:  # health must answer even when the index does not
             return {"store": str(self.home.store), "index": f"unavailable ({type(exc).__name__})"}
 
     def health(self) -> dict[str, Any]:
-        return {"uptime_s": round(time.time() - self.started, 1), "requests": self.counters["requests"],
-                "with_memory": self.counters["with_memory"], "injections": self.counters["injections"],
-                "not_owner": self.counters["not_owner"], "too_large": self.counters["too_large"],
-                "errors": self.counters["errors"],
-                "error_kinds": {k[6:]: v for k, v in self.counters.items() if k.startswith("error.")},
-                "last_error": self.last_error}
+        return {
+            "uptime_s": round(time.time() - self.started, 1),
+            "requests": self.counters["requests"],
+            "with_memory": self.counters["with_memory"],
+            "injections": self.counters["injections"],
+            "not_owner": self.counters["not_owner"],
+            "too_large": self.counters["too_large"],
+            "errors": self.counters["errors"],
+            "error_kinds": {k[6:]: v for k, v in self.counters.items() if k.startswith("error.")},
+            "last_error": self.last_error,
+        }

@@ -21,9 +21,9 @@ WEIGHTS = {"user": 1.0, "assistant": 0.6, "tool_input": 0.6, "tool_output": 0.3}
 
 @dataclass(frozen=True)
 class Cue:
-    source: str   # user | assistant | tool_input | tool_output
+    source: str  # user | assistant | tool_input | tool_output
     text: str
-    typed: bool = False   # the person's own typed words (not pasted, not a tool's text beside its result)
+    typed: bool = False  # the person's own typed words (not pasted, not a tool's text beside its result)
 
     @property
     def weight(self) -> float:

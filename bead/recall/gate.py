@@ -24,23 +24,28 @@ from .cues import Cue
 from .rank import search_facts, search_raw
 from .render import text_id
 
-GENERIC = frozenset("""
+GENERIC = frozenset(
+    """
 add added app application args bash build builds call change changes check class cli client code command
 commands config configuration create data debug default dependency dependencies dev dir directory docs error
 errors example fail failed failing file files fix function get install issue lib line lines list log logs
 main make module need new npm output package path pip project python read readme repo return run running
 script server set setup src start string test tests true false type update use used using value values
 version work write yes
-""".split())
+""".split()
+)
 
 RAW_COVERAGE = 0.25
 CANDIDATES = 20
-QUERY_TERMS = 64     # the turn's most telling words the fact search ORs (by cue weight, then rarity)
+QUERY_TERMS = 64  # the turn's most telling words the fact search ORs (by cue weight, then rarity)
 # Raw excerpts only for a turn whose typed words ask about something: a question, or a pointer to earlier
 # work. A turn that only carries tool output (most of a coding session) gets none. Bounded: linear time.
-ASKS = re.compile(r"\?|\b(?:last time|earlier|before|previous(?:ly)?|yesterday|last (?:week|month|session|sprint)"
-                  r"|remember|recall|again|already|did (?:we|i|you)|have (?:we|i|you)|we (?:did|had|used|decided|tried"
-                  r"|agreed|said)|the other day|how did|what did|why did|when did)\b", re.I)
+ASKS = re.compile(
+    r"\?|\b(?:last time|earlier|before|previous(?:ly)?|yesterday|last (?:week|month|session|sprint)"
+    r"|remember|recall|again|already|did (?:we|i|you)|have (?:we|i|you)|we (?:did|had|used|decided|tried"
+    r"|agreed|said)|the other day|how did|what did|why did|when did)\b",
+    re.I,
+)
 
 
 @dataclass
@@ -72,8 +77,9 @@ class FactStats:
     needs, and are cached until the raw corpus grows by a tenth.
     """
 
-    def __init__(self, rows: list[tuple[str, str]], raw_df=None, n_raw: int = 0,
-                 term_sets: Iterable[frozenset[str]] | None = None):
+    def __init__(
+        self, rows: list[tuple[str, str]], raw_df=None, n_raw: int = 0, term_sets: Iterable[frozenset[str]] | None = None
+    ):
         """``rows`` are (key, body) of the current facts; or ``term_sets``, each fact's terms already
         taken (the proxy keeps them per fact id between rebuilds: a body never changes under its id)."""
         self.df: Counter[str] = Counter()
@@ -83,7 +89,7 @@ class FactStats:
             n += 1
         self.n_facts = n
         self.n_raw = n_raw
-        self.raw_df = raw_df            # callable: list[str] -> {term: doc count}
+        self.raw_df = raw_df  # callable: list[str] -> {term: doc count}
         self._raw: dict[str, int] = {}
         self._own: frozenset[str] = frozenset()
 
@@ -160,16 +166,23 @@ def coverage(cue_terms: set[str], text: str) -> float:
     return len(cue_terms & set(terms(text))) / len(cue_terms)
 
 
-
-def _admit(cand: Candidate, passed: list[Candidate], rejected: list[Candidate],
-           reasons: tuple[tuple[bool, str], ...]) -> bool:
+def _admit(cand: Candidate, passed: list[Candidate], rejected: list[Candidate], reasons: tuple[tuple[bool, str], ...]) -> bool:
     """The first reason that holds rejects ``cand`` (kept with the reason, for the trace); else it passes."""
     cand.reason = next((why for holds, why in reasons if holds), "")
     (rejected if cand.reason else passed).append(cand)
     return not cand.reason
 
-def recall(index: Index, stats: FactStats, cues: list[Cue], project: str | None, exclude_ids: set[str],
-           exclude_sessions: list[str], exclude_raw_texts: set[str], settings: RecallSettings) -> Recall:
+
+def recall(
+    index: Index,
+    stats: FactStats,
+    cues: list[Cue],
+    project: str | None,
+    exclude_ids: set[str],
+    exclude_sessions: list[str],
+    exclude_raw_texts: set[str],
+    settings: RecallSettings,
+) -> Recall:
     """``exclude_raw_texts`` holds text ids (render.text_id) injected earlier in the conversation.
 
     ``settings`` gives the evidence threshold and how many facts and excerpts may pass.
@@ -191,10 +204,16 @@ def recall(index: Index, stats: FactStats, cues: list[Cue], project: str | None,
             continue  # another project's facts never leak into this one
         score, shared = evidence(weights, stats, row["key"], row["body"])
         cand = Candidate(row["id"], row["key"], row["body"], round(score, 3), shared, row=row)
-        _admit(cand, out.facts, out.rejected, (
-            (row["id"] in exclude_ids, "already injected in this conversation"),
-            (score < threshold, f"evidence {score:.2f} < {threshold}"),
-            (len(out.facts) >= max_facts, f"more than {max_facts} facts passed")))
+        _admit(
+            cand,
+            out.facts,
+            out.rejected,
+            (
+                (row["id"] in exclude_ids, "already injected in this conversation"),
+                (score < threshold, f"evidence {score:.2f} < {threshold}"),
+                (len(out.facts) >= max_facts, f"more than {max_facts} facts passed"),
+            ),
+        )
     out.facts.sort(key=lambda c: -c.score)
     strong = {t for t, w in weights.items() if w >= 0.6}
     if strong and asks_about_past_work(cues):
@@ -203,9 +222,15 @@ def recall(index: Index, stats: FactStats, cues: list[Cue], project: str | None,
             cov = coverage(strong, hit.text)
             cand = Candidate(hit.id, "", hit.text, round(cov, 3), [], row=hit.row)
             tid = text_id(hit.text)
-            if _admit(cand, out.raw, out.rejected, (
+            if _admit(
+                cand,
+                out.raw,
+                out.rejected,
+                (
                     (tid in seen, "the same text is already injected in this conversation"),
                     (cov < RAW_COVERAGE, f"coverage {cov:.2f} < {RAW_COVERAGE}"),
-                    (len(out.raw) >= max_raw, f"more than {max_raw} excerpts passed"))):
+                    (len(out.raw) >= max_raw, f"more than {max_raw} excerpts passed"),
+                ),
+            ):
                 seen.add(tid)
     return out

@@ -19,8 +19,8 @@ from ..index.query import terms
 from .gate import Candidate, Recall
 
 # Chosen by cross-validation over the injection suite's turns (docs/results.md; `bead eval --cv`).
-MIN_EVIDENCE = 0.3        # the evidence score (bead.recall.gate.evidence) a candidate needs
-ORDER = "search"          # search: the BM25 order of the gate's search; evidence: the evidence score
+MIN_EVIDENCE = 0.3  # the evidence score (bead.recall.gate.evidence) a candidate needs
+ORDER = "search"  # search: the BM25 order of the gate's search; evidence: the evidence score
 # A candidate whose words overlap a chosen pointer's this much (Jaccard) says nearly the same thing
 # (the same rule for another module, a fact written twice): it would spend the budget on no news.
 SAME = 0.5
@@ -35,8 +35,7 @@ def shown_keys(injected: Iterable[str]) -> set[str]:
     return {key_of(i) for i in injected if not i.startswith("raw:")}
 
 
-def choose(result: Recall, shown: set[str], settings: RecallSettings,
-           first: list[Candidate] | None = None) -> list[Candidate]:
+def choose(result: Recall, shown: set[str], settings: RecallSettings, first: list[Candidate] | None = None) -> list[Candidate]:
     """The candidates to point to, best first: ``first`` (facts that passed the gate but did not fit the
     block), then the search's candidates that the gate did not pass and the conversation was not shown
     or pointed to (``shown``: keys), with enough evidence, none nearly the same as one before it."""

@@ -19,29 +19,38 @@ from ..store.keys import PERSON_TRUSTS
 
 USER_STATED_BOOST = 1.2
 SCOPE_BOOST = 1.5
-RECENCY = 0.2       # chosen on the dev suites (docs/results.md)
-RECENCY_POOL = 3    # candidates per result that the recency tilt may reorder
-NEWER_SHARE = 0.6   # of the older turn's matched query terms a newer one must match to restate it
-NEWER_OWN = 0.8     # and of its own matched query terms, the older turn must match (it is about the same)
+RECENCY = 0.2  # chosen on the dev suites (docs/results.md)
+RECENCY_POOL = 3  # candidates per result that the recency tilt may reorder
+NEWER_SHARE = 0.6  # of the older turn's matched query terms a newer one must match to restate it
+NEWER_OWN = 0.8  # and of its own matched query terms, the older turn must match (it is about the same)
 # A question that asks for a value ("how many", "what is", "when"): its answer may have changed.
-VALUE_QUESTION = re.compile(r"^[ \t]{0,16}(?:how (?:many|much|long|often|fast|big)|what(?:'s| is| was| are| were)"
-                            r"|when|which)\b", re.I)
+VALUE_QUESTION = re.compile(
+    r"^[ \t]{0,16}(?:how (?:many|much|long|often|fast|big)|what(?:'s| is| was| are| were)"
+    r"|when|which)\b",
+    re.I,
+)
 _DIGIT = re.compile(r"\d")
 _WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
 class Hit:
-    corpus: str            # "fact" | "raw"
+    corpus: str  # "fact" | "raw"
     id: str
-    score: float           # higher is better
+    score: float  # higher is better
     text: str
     row: dict[str, Any]
 
 
-def search_facts(index: Index, query: str, limit: int = 10, current_only: bool = True,
-                 scope: str | None = None, include_dormant: bool = True,
-                 visible: Visibility | None = None) -> list[Hit]:
+def search_facts(
+    index: Index,
+    query: str,
+    limit: int = 10,
+    current_only: bool = True,
+    scope: str | None = None,
+    include_dormant: bool = True,
+    visible: Visibility | None = None,
+) -> list[Hit]:
     """Facts by BM25 (key words count double), then the boosts (``visible``: one team member's facts only)."""
     hits = []
     for row in index.fact_candidates(query, max(limit * 3, 20), current_only, include_dormant, visible):
@@ -55,8 +64,9 @@ def search_facts(index: Index, query: str, limit: int = 10, current_only: bool =
     return hits[:limit]
 
 
-def search_raw(index: Index, query: str, limit: int = 10, exclude_sessions: Iterable[str] = (),
-               recency: float | None = None) -> list[Hit]:
+def search_raw(
+    index: Index, query: str, limit: int = 10, exclude_sessions: Iterable[str] = (), recency: float | None = None
+) -> list[Hit]:
     """Raw turns by BM25, then a recency tilt among the strongest candidates.
 
     A turn that states a changed value usually shares the old turn's words;
@@ -103,9 +113,15 @@ def newer_first(hits: list[Hit], query: str) -> list[Hit]:
     for a in range(len(hits)):
         if len(matched[a]) < 2:
             continue
-        later = [b for b in range(len(hits)) if b != a and matched[b] and when[b] > when[a]
-                 and len(matched[a] & matched[b]) >= NEWER_SHARE * len(matched[a])
-                 and len(matched[a] & matched[b]) >= NEWER_OWN * len(matched[b])]
+        later = [
+            b
+            for b in range(len(hits))
+            if b != a
+            and matched[b]
+            and when[b] > when[a]
+            and len(matched[a] & matched[b]) >= NEWER_SHARE * len(matched[a])
+            and len(matched[a] & matched[b]) >= NEWER_OWN * len(matched[b])
+        ]
         if not later:
             continue
         newer[a] = max(later, key=lambda i: when[i])
@@ -123,8 +139,9 @@ def newer_first(hits: list[Hit], query: str) -> list[Hit]:
     return out
 
 
-def search(index: Index, query: str, limit: int = 10, corpus: str = "all", current_only: bool = True,
-           scope: str | None = None) -> tuple[list[Hit], list[Hit]]:
+def search(
+    index: Index, query: str, limit: int = 10, corpus: str = "all", current_only: bool = True, scope: str | None = None
+) -> tuple[list[Hit], list[Hit]]:
     """(fact hits, raw hits), each ranked on its own.
 
     The two corpora are ranked separately: their BM25 scores come from

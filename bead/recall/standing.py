@@ -55,15 +55,15 @@ OPENING_TERMS = "rarest"
 QUERY_TERMS = 64
 TYPE_WEIGHT = {"feedback": 1.0, "user": 1.0, "project": 0.7, "reference": 0.5}
 INFERRED_WEIGHT = 0.7
-USE_WEIGHT = 0.5          # per recent recall or reinforcement, up to USE_CAP of them
+USE_WEIGHT = 0.5  # per recent recall or reinforcement, up to USE_CAP of them
 USE_CAP = 3
 RECENCY_TILT = 0.1
-MIN_LINE_TOKENS = 8       # "- project/x/y (stated, 2026-01-01): ..." is never shorter
+MIN_LINE_TOKENS = 8  # "- project/x/y (stated, 2026-01-01): ..." is never shorter
 # An inferred fact the opening matches at least this share of its best match joins the first
 # request's cue block (at most OPENING_CUE_MAX of them); chosen on the injection suite's dev split.
 OPENING_CUE_SHARE = 0.85
 OPENING_CUE_MAX = 1
-MEMO_ENTRIES = 16         # cached candidate lists per index connection (projects x members)
+MEMO_ENTRIES = 16  # cached candidate lists per index connection (projects x members)
 POLICIES = ("opening", "recency")
 
 _BRANCH = re.compile(r"(?m)^[ \t]{0,8}Current branch:[ \t]{0,8}([^\s]{1,200})[ \t]{0,8}$")
@@ -127,20 +127,34 @@ def prior(row: dict[str, Any], uses: int, recency: float) -> float:
 
 @dataclass(frozen=True)
 class Choice:
-    rows: list[dict[str, Any]]        # the pinned block's candidates, best first (whole rows)
-    inferred: list[dict[str, Any]]    # the opening's strong matches that only a model vouched for
+    rows: list[dict[str, Any]]  # the pinned block's candidates, best first (whole rows)
+    inferred: list[dict[str, Any]]  # the opening's strong matches that only a model vouched for
 
 
-def choose(index: Index, project: str | None, opening: Opening | None = None, policy: str = "opening",
-           uses: dict[str, int] | None = None, visible: Visibility | None = None,
-           limit: int = 5000, budget_tokens: int = 2000) -> list[dict[str, Any]]:
+def choose(
+    index: Index,
+    project: str | None,
+    opening: Opening | None = None,
+    policy: str = "opening",
+    uses: dict[str, int] | None = None,
+    visible: Visibility | None = None,
+    limit: int = 5000,
+    budget_tokens: int = 2000,
+) -> list[dict[str, Any]]:
     """The pinned block's candidates, best first (``select``'s rows)."""
     return select(index, project, opening, policy, uses, visible, limit, budget_tokens).rows
 
 
-def select(index: Index, project: str | None, opening: Opening | None = None, policy: str = "opening",
-           uses: dict[str, int] | None = None, visible: Visibility | None = None,
-           limit: int = 5000, budget_tokens: int = 2000) -> Choice:
+def select(
+    index: Index,
+    project: str | None,
+    opening: Opening | None = None,
+    policy: str = "opening",
+    uses: dict[str, int] | None = None,
+    visible: Visibility | None = None,
+    limit: int = 5000,
+    budget_tokens: int = 2000,
+) -> Choice:
     """The pinned block's candidates, best first (the caller fills ``budget_tokens`` in this order; no
     more rows come back whole than a block of that size could hold), and, from the same search of the
     opening, the inferred facts it matches strongly.
@@ -154,17 +168,27 @@ def select(index: Index, project: str | None, opening: Opening | None = None, po
     ``recency`` is the block before issue #17: pinned, the person's word, newest; no opening.
     """
     if policy == "recency":
-        return Choice(index.pinned_candidates(project, limit=min(limit, budget_tokens // MIN_LINE_TOKENS + 1),
-                                              visible=visible), [])
+        return Choice(
+            index.pinned_candidates(project, limit=min(limit, budget_tokens // MIN_LINE_TOKENS + 1), visible=visible), []
+        )
     scope = f"project/{project}" if project else None
     query = opening.query if opening else ""
-    hits = search_facts(index, query, limit=OPENING_CANDIDATES, scope=scope, include_dormant=False,
-                        visible=visible) if query and terms(query) else []
+    hits = (
+        search_facts(index, query, limit=OPENING_CANDIDATES, scope=scope, include_dormant=False, visible=visible)
+        if query and terms(query)
+        else []
+    )
     top = max((h.score for h in hits), default=0.0)
-    inferred = [h.row for h in hits
-                if project and top > 0 and h.score >= OPENING_CUE_SHARE * top
-                and h.row["trust"] not in PERSON_TRUSTS and not h.row["pinned"]
-                and (h.row["type"] in ("user", "feedback") or h.row["scope"] == scope)][:OPENING_CUE_MAX]
+    inferred = [
+        h.row
+        for h in hits
+        if project
+        and top > 0
+        and h.score >= OPENING_CUE_SHARE * top
+        and h.row["trust"] not in PERSON_TRUSTS
+        and not h.row["pinned"]
+        and (h.row["type"] in ("user", "feedback") or h.row["scope"] == scope)
+    ][:OPENING_CUE_MAX]
     ranked, position = _ranked_priors(index, project, uses or {}, visible, limit)
     if not ranked:
         return Choice([], inferred)
@@ -174,18 +198,22 @@ def select(index: Index, project: str | None, opening: Opening | None = None, po
     # A fact the opening does not match keeps its prior as its score, so the best n of those are the
     # first n of the cached order that are not boosted; the boosted ones are rescored.
     if OPENING_COMBINE == "sum":
-        boosted = [(e[0], e[1] - OPENING_WEIGHT * relevance[e[3]], e[2], e[3])   # e[1] is -prior
-                   for e in (ranked[position[i]] for i in relevance)]
+        boosted = [
+            (e[0], e[1] - OPENING_WEIGHT * relevance[e[3]], e[2], e[3])  # e[1] is -prior
+            for e in (ranked[position[i]] for i in relevance)
+        ]
     else:
-        boosted = [(e[0], e[1] * (1 + OPENING_WEIGHT * relevance[e[3]]), e[2], e[3])
-                   for e in (ranked[position[i]] for i in relevance)]
+        boosted = [
+            (e[0], e[1] * (1 + OPENING_WEIGHT * relevance[e[3]]), e[2], e[3]) for e in (ranked[position[i]] for i in relevance)
+        ]
     plain = [e for e in ranked[: n + len(relevance)] if e[3] not in relevance]
     best = heapq.nsmallest(n, boosted + plain)
     return Choice(index.facts_by_id([e[3] for e in best]), inferred)
 
 
-def _ranked_priors(index: Index, project: str | None, uses: dict[str, int], visible: Visibility | None,
-                   limit: int) -> tuple[list[tuple[int, float, str, str]], dict[str, int]]:
+def _ranked_priors(
+    index: Index, project: str | None, uses: dict[str, int], visible: Visibility | None, limit: int
+) -> tuple[list[tuple[int, float, str, str]], dict[str, int]]:
     """The candidates as (0 if pinned else 1, -prior, key, id), best first, and each id's position.
 
     Scoring thousands of candidates costs tens of milliseconds at 10,000 facts, and the result
@@ -202,8 +230,9 @@ def _ranked_priors(index: Index, project: str | None, uses: dict[str, int], visi
     # Recency as a rank among the candidates: 0 the oldest, 1 the newest.
     by_age = sorted(range(len(rows)), key=lambda i: (rows[i]["valid_from"] or "", rows[i]["key"]))
     age = {i: pos / max(len(rows) - 1, 1) for pos, i in enumerate(by_age)}
-    ranked = sorted((0 if r["pinned"] else 1, -prior(r, uses.get(r["key"], 0), age[i]), r["key"], r["id"])
-                    for i, r in enumerate(rows))
+    ranked = sorted(
+        (0 if r["pinned"] else 1, -prior(r, uses.get(r["key"], 0), age[i]), r["key"], r["id"]) for i, r in enumerate(rows)
+    )
     position = {e[3]: pos for pos, e in enumerate(ranked)}
     if len(index.memo) >= MEMO_ENTRIES:
         index.memo.clear()

@@ -34,8 +34,11 @@ OPENING = "Open the curation session: show me the latest dream report and what w
 
 def mcp_config(home: Home, bead: str) -> dict[str, Any]:
     """The MCP configuration of the curator's server, in the shape Claude Code, Cursor and others read."""
-    return {"mcpServers": {SERVER: {"type": "stdio", "command": bead, "args": ["mcp", "--admin"],
-                                    "env": {"BEAD_HOME": str(home.root)}}}}
+    return {
+        "mcpServers": {
+            SERVER: {"type": "stdio", "command": bead, "args": ["mcp", "--admin"], "env": {"BEAD_HOME": str(home.root)}}
+        }
+    }
 
 
 def write_config(home: Home, bead: str) -> Path:
@@ -58,7 +61,7 @@ def _this_machine(host: str) -> bool:
         ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(host)
     except ValueError:
         try:
-            ip = ipaddress.IPv4Address(socket.inet_aton(host))   # the shorthand forms C's resolver accepts
+            ip = ipaddress.IPv4Address(socket.inet_aton(host))  # the shorthand forms C's resolver accepts
         except (OSError, ValueError):
             return False
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
@@ -94,10 +97,12 @@ def child_env(env: dict[str, str], config: Config, token: str | None) -> tuple[d
 def system_prompt(summary: dict[str, Any]) -> str:
     report = summary.get("report") or {}
     facts = summary.get("facts") or {}
-    state = (f"Right now: {facts.get('current', 0)} current facts ({facts.get('dormant', 0)} dormant, "
-             f"{facts.get('pinned', 0)} pinned), {summary.get('sealed_keys', 0)} sealed keys, "
-             f"{summary.get('review_queue', 0)} review items waiting; newest dream report: "
-             f"{report.get('file') or 'none yet'}; last dream run: {summary.get('last_dream') or 'never'}.")
+    state = (
+        f"Right now: {facts.get('current', 0)} current facts ({facts.get('dormant', 0)} dormant, "
+        f"{facts.get('pinned', 0)} pinned), {summary.get('sealed_keys', 0)} sealed keys, "
+        f"{summary.get('review_queue', 0)} review items waiting; newest dream report: "
+        f"{report.get('file') or 'none yet'}; last dream run: {summary.get('last_dream') or 'never'}."
+    )
     return (
         "This is a curation session of bead, the person's local memory for coding agents, through the bead-admin "
         "MCP tools. Open it by calling summary (counts and the newest dream report) and review_queue, and show the "
@@ -107,7 +112,8 @@ def system_prompt(summary: dict[str, Any]) -> str:
         "Decide nothing on your own: suggest, and act (queue_accept, queue_reject, pin, unpin, reinforce, forget, "
         "forget_matching, seal) only when the person says so. forget, forget_matching and seal take two calls: show "
         "the person the preview of the first before making the second. remember here writes what the person "
-        "states, as their own word. " + state)
+        "states, as their own word. " + state
+    )
 
 
 def command(claude: str, config_path: Path, prompt: str) -> list[str]:

@@ -39,10 +39,10 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess:
 
 @dataclass
 class Plan:
-    platform: str                      # "systemd" | "launchd"
-    user_home: Path                    # the person's $HOME
-    home: Home                         # the bead home
-    bead: str                          # absolute path of the bead executable
+    platform: str  # "systemd" | "launchd"
+    user_home: Path  # the person's $HOME
+    home: Home  # the bead home
+    bead: str  # absolute path of the bead executable
     listen: str
     services: tuple[str, ...] = SERVICES
     actions: list[str] = field(default_factory=list)
@@ -61,8 +61,11 @@ class Plan:
         folder = "launchagents" if self.platform == "launchd" else "units"
         name = self.unit_name(service)
         text = resources.files("bead.setup").joinpath(folder, name).read_text(encoding="utf-8")
-        return (text.replace("@BEAD@", self.bead).replace("@HOME@", str(self.home.root))
-                .replace("@LOG@", str(launchd_log(service, self.user_home))))
+        return (
+            text.replace("@BEAD@", self.bead)
+            .replace("@HOME@", str(self.home.root))
+            .replace("@LOG@", str(launchd_log(service, self.user_home)))
+        )
 
     @property
     def shell_sh(self) -> Path:
@@ -84,8 +87,16 @@ def check_executable(path: str) -> str:
     """The executable's real path (so each way of running setup writes the same units);
     refuse one that lives in a temporary directory or a throwaway environment."""
     p = Path(os.path.realpath(path))
-    throwaway = [Path(tempfile.gettempdir()), Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/user"),
-                 Path("/private/var/folders"), Path.home() / ".cache", Path.home() / ".local" / "pipx" / ".cache"]
+    throwaway = [
+        Path(tempfile.gettempdir()),
+        Path("/tmp"),
+        Path("/var/tmp"),
+        Path("/dev/shm"),
+        Path("/run/user"),
+        Path("/private/var/folders"),
+        Path.home() / ".cache",
+        Path.home() / ".local" / "pipx" / ".cache",
+    ]
     text = str(p)
     if any(_inside(p, t) for t in throwaway) or re.search(r"/(pip-build-env|archive-v\d|uv/environments-v\d|\.cache/uv)/", text):
         raise BeadError(
@@ -147,8 +158,13 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
             # launchd opens the log file but does not create its folder.
             launchd_log(svc, plan.user_home).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     load_token(plan.home)
-    shell = (resources.files("bead.setup").joinpath("shell.sh").read_text(encoding="utf-8")
-             .replace("@LISTEN@", plan.listen).replace("@TOKEN@", str(plan.home.proxy_token)))
+    shell = (
+        resources.files("bead.setup")
+        .joinpath("shell.sh")
+        .read_text(encoding="utf-8")
+        .replace("@LISTEN@", plan.listen)
+        .replace("@TOKEN@", str(plan.home.proxy_token))
+    )
     if _write_if_changed(plan.shell_sh, shell, 0o600, root=plan.home.root):
         acts.append(f"wrote {plan.shell_sh}")
     if rc:
@@ -156,8 +172,11 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
         text = rcf.read_text(encoding="utf-8") if rcf.exists() else ""
         if plan.rc_block() not in text:
             text = _strip_block(text)
-            _write_if_changed(rcf, (text.rstrip("\n") + "\n\n" if text.strip() else "") + plan.rc_block(),
-                              mode=rcf.stat().st_mode & 0o777 if rcf.exists() else 0o644)
+            _write_if_changed(
+                rcf,
+                (text.rstrip("\n") + "\n\n" if text.strip() else "") + plan.rc_block(),
+                mode=rcf.stat().st_mode & 0o777 if rcf.exists() else 0o644,
+            )
             acts.append(f"added the bead block to {rcf}")
     if load:
         _load(plan, changed, runner)
@@ -197,9 +216,11 @@ def _load(plan: Plan, changed: list[str], runner: Runner) -> None:
 
 def _must(result: subprocess.CompletedProcess, what: str) -> None:
     if result.returncode != 0:
-        raise BeadError(f"`{what}` failed: {(result.stderr or result.stdout).strip()[:300]}",
-                        "check that a user session manager runs (`systemctl --user status`), or use "
-                        "`bead setup --no-load` and start the services with `bead up`")
+        raise BeadError(
+            f"`{what}` failed: {(result.stderr or result.stdout).strip()[:300]}",
+            "check that a user session manager runs (`systemctl --user status`), or use "
+            "`bead setup --no-load` and start the services with `bead up`",
+        )
 
 
 def _strip_block(text: str) -> str:
@@ -226,8 +247,9 @@ def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
         runner(["systemctl", "--user", "daemon-reload"])
     for rcf in (plan.user_home / ".bashrc", plan.user_home / ".zshrc"):
         if rcf.exists() and RC_BEGIN in rcf.read_text(encoding="utf-8"):
-            atomic_write(rcf, _strip_block(rcf.read_text(encoding="utf-8")).encode(), mode=rcf.stat().st_mode & 0o777,
-                         root=rcf.parent)
+            atomic_write(
+                rcf, _strip_block(rcf.read_text(encoding="utf-8")).encode(), mode=rcf.stat().st_mode & 0o777, root=rcf.parent
+            )
             acts.append(f"removed the bead block from {rcf}")
     if plan.shell_sh.exists():
         plan.shell_sh.unlink()

@@ -37,8 +37,12 @@ def run_services(include_dream: bool = True, stream=None) -> int:
     try:
         for name in names:
             # -P: never import bead from the current directory (a checkout), only the installed one.
-            p = subprocess.Popen([sys.executable, "-P", "-m", "bead", *COMMANDS[name]], stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, env=os.environ.copy())
+            p = subprocess.Popen(
+                [sys.executable, "-P", "-m", "bead", *COMMANDS[name]],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=os.environ.copy(),
+            )
             procs[name] = p
             threading.Thread(target=pump, args=(name, p), daemon=True).start()
         print(f"bead up: {', '.join(names)} running (Ctrl-C stops them)", file=out, flush=True)

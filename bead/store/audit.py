@@ -80,13 +80,14 @@ def _rewrite(path: Path, root: Path, keys: set[str]) -> int:
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
-            return None   # a torn line that holds the key's text: it goes
+            return None  # a torn line that holds the key's text: it goes
         if not isinstance(entry, dict):
             return None
         if not _hash_keys(entry, keys) and not _mentions(entry, keys):
-            return line   # another key that merely contains this one's text
+            return line  # another key that merely contains this one's text
         # A mention outside the known fields: drop the line rather than keep the text.
         return None if _mentions(entry, keys) else json.dumps(entry, ensure_ascii=False)
+
     return rewrite_lines(path, edit, root=root)
 
 
@@ -132,8 +133,12 @@ class Tombstones:
         """Tombstone ``value`` (refused under any key); ``hash_key`` keeps only the key's hash (forget)."""
         digest = value_hash(value)
         who: dict[str, str] = {"key_sha256": key_hash(key)} if hash_key else {"key": key}
-        append_line(self.path, json.dumps({"at": iso(at), **who, "sha256": digest, "reason": reason,
-                                           "owner": self.owner}), FILE_MODE, root=self.root)
+        append_line(
+            self.path,
+            json.dumps({"at": iso(at), **who, "sha256": digest, "reason": reason, "owner": self.owner}),
+            FILE_MODE,
+            root=self.root,
+        )
         return digest
 
     def hashes(self) -> set[str]:

@@ -55,12 +55,20 @@ class Episodes:
     def __init__(self, home: Home):
         self.home = home
 
-    def write(self, session: str, day: datetime, episode: dict[str, str] | None, owner: str, now: datetime,
-              evaluation: dict[str, Any] | None = None) -> Path:
+    def write(
+        self,
+        session: str,
+        day: datetime,
+        episode: dict[str, str] | None,
+        owner: str,
+        now: datetime,
+        evaluation: dict[str, Any] | None = None,
+    ) -> Path:
         """Add the episode's sections (and an evaluation, to the frontmatter) to the session's file."""
         path = self.home.episode_file(session, day)
-        parts = [f"## {name.capitalize()}\n{redact(str(episode.get(name, '')).strip())[0]}"
-                 for name in SECTIONS] if episode else []
+        parts = (
+            [f"## {name.capitalize()}\n{redact(str(episode.get(name, '')).strip())[0]}" for name in SECTIONS] if episode else []
+        )
         root = self.home.root
         try:
             meta, body = _split(safe.read_text(path, root=root, errors="replace"))
@@ -89,8 +97,7 @@ class Episodes:
             else:
                 lines.append(line)
         evals = [e for e in meta.get("evaluations") or [] if isinstance(e, dict)]
-        return EpisodeView(path, str(meta.get("session") or path.stem), str(meta.get("written") or ""),
-                           sections, evals)
+        return EpisodeView(path, str(meta.get("session") or path.stem), str(meta.get("written") or ""), sections, evals)
 
     def find(self, session: str) -> Path | None:
         """The episode file of ``session`` (on whatever day it started), or None."""
@@ -100,8 +107,12 @@ class Episodes:
         return None
 
     def files(self) -> list[Path]:
-        return [folder / n for folder, _d, names in safe.walk(self.home.episodes, root=self.home.root)
-                for n in names if n.endswith(".md") and not n.startswith(".")]
+        return [
+            folder / n
+            for folder, _d, names in safe.walk(self.home.episodes, root=self.home.root)
+            for n in names
+            if n.endswith(".md") and not n.startswith(".")
+        ]
 
     def holding(self, matches: Callable[[str], bool]) -> list[Path]:
         """Episode files whose text ``matches`` (forget's plan)."""

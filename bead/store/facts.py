@@ -44,9 +44,9 @@ class FieldSpec:
     """One field of a fact's frontmatter."""
 
     name: str
-    index: int | None = None     # its place among the index's fact columns (None: not a column)
-    integer: bool = False        # an INTEGER column (else TEXT)
-    optional: bool = False       # written only when set (a fact without it keeps the bytes it had before it existed)
+    index: int | None = None  # its place among the index's fact columns (None: not a column)
+    integer: bool = False  # an INTEGER column (else TEXT)
+    optional: bool = False  # written only when set (a fact without it keeps the bytes it had before it existed)
 
 
 # The one declaration of a fact's fields, in the order the frontmatter is written (the body follows it). ``Fact``
@@ -55,10 +55,19 @@ class FieldSpec:
 # A new field: a line here, the attribute on ``Fact``, its reading in ``parse_fact``, and the keyword on the
 # writers that set it (``FactStore.write``, ``Memory.write``). docs/design.md, "A new fact field".
 FACT_FIELDS = (
-    FieldSpec("id", index=0), FieldSpec("key", index=1), FieldSpec("type", index=3), FieldSpec("owner", index=5),
-    FieldSpec("status", index=6), FieldSpec("version", index=2, integer=True), FieldSpec("supersedes"),
-    FieldSpec("valid_from", index=9), FieldSpec("trust", index=4), FieldSpec("sensitivity", index=7),
-    FieldSpec("sources"), FieldSpec("last_injected"), FieldSpec("pinned", index=8, integer=True),
+    FieldSpec("id", index=0),
+    FieldSpec("key", index=1),
+    FieldSpec("type", index=3),
+    FieldSpec("owner", index=5),
+    FieldSpec("status", index=6),
+    FieldSpec("version", index=2, integer=True),
+    FieldSpec("supersedes"),
+    FieldSpec("valid_from", index=9),
+    FieldSpec("trust", index=4),
+    FieldSpec("sensitivity", index=7),
+    FieldSpec("sources"),
+    FieldSpec("last_injected"),
+    FieldSpec("pinned", index=8, integer=True),
     FieldSpec("title", index=10, optional=True),
 )
 FIELDS = tuple(f.name for f in FACT_FIELDS)
@@ -91,7 +100,7 @@ class Fact:
     sources: tuple[str, ...] = ()
     last_injected: str | None = None
     pinned: bool = False
-    title: str | None = None          # a short name (at most TITLE_MAX_WORDS words): the person's or the dream's
+    title: str | None = None  # a short name (at most TITLE_MAX_WORDS words): the person's or the dream's
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -112,8 +121,9 @@ class Fact:
         return out
 
     def render(self) -> bytes:
-        front = yaml.dump(self.frontmatter(), Dumper=yamlsafe.Dumper, sort_keys=False, allow_unicode=True,
-                          default_flow_style=False, width=1000)
+        front = yaml.dump(
+            self.frontmatter(), Dumper=yamlsafe.Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000
+        )
         return f"---\n{front}---\n{self.body}\n".encode()
 
     def as_dict(self) -> dict[str, Any]:
@@ -139,12 +149,12 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
         else:
             raise ValueError("the frontmatter has no closing `---` line")
     try:
-        meta = yamlsafe.load(text[4:end + 1])
+        meta = yamlsafe.load(text[4 : end + 1])
     except yamlsafe.Error as exc:
         raise ValueError(f"frontmatter is not valid YAML ({getattr(exc, 'problem', exc)})") from None
     if not isinstance(meta, dict):
         raise ValueError("frontmatter is not a mapping")
-    body = text[end + 5:]
+    body = text[end + 5 :]
     return meta, body
 
 
@@ -178,11 +188,21 @@ def parse_fact(path: Path, key: str, version: int, data: bytes | None = None) ->
     if not body:
         raise ValueError("the body (the value) is empty")
     return Fact(
-        key=key, version=version, type=ftype, body=body, owner=str(meta.get("owner") or ""),
-        status=str(meta.get("status") or "current"), supersedes=_text(meta.get("supersedes")),
-        valid_from=_text(meta.get("valid_from")) or "", trust=trust, sensitivity=sensitivity,
-        sources=tuple(str(s) for s in sources), last_injected=_text(meta.get("last_injected")),
-        pinned=bool(meta.get("pinned", False)), title=stored_title(meta.get("title")), path=path,
+        key=key,
+        version=version,
+        type=ftype,
+        body=body,
+        owner=str(meta.get("owner") or ""),
+        status=str(meta.get("status") or "current"),
+        supersedes=_text(meta.get("supersedes")),
+        valid_from=_text(meta.get("valid_from")) or "",
+        trust=trust,
+        sensitivity=sensitivity,
+        sources=tuple(str(s) for s in sources),
+        last_injected=_text(meta.get("last_injected")),
+        pinned=bool(meta.get("pinned", False)),
+        title=stored_title(meta.get("title")),
+        path=path,
     )
 
 
@@ -191,7 +211,7 @@ def stored_title(value: object) -> str | None:
     (a longer one is cut, not refused: the value is what matters); None when it is not text or is empty."""
     if not isinstance(value, str):
         return None
-    return " ".join(plain_words(value[:TITLE_MAX_CHARS * 4])[:TITLE_MAX_WORDS])[:TITLE_MAX_CHARS] or None
+    return " ".join(plain_words(value[: TITLE_MAX_CHARS * 4])[:TITLE_MAX_WORDS])[:TITLE_MAX_CHARS] or None
 
 
 def check_title(key: str, title: str | None) -> str | None:
@@ -200,15 +220,18 @@ def check_title(key: str, title: str | None) -> str | None:
         return None
     hidden = invisible(title) + (["a line break"] if any(c in title for c in "\n\r") else [])
     if hidden:
-        raise BeadError(f"refusing the title of {key}: it holds a control, line-break or invisible character "
-                        f"({', '.join(hidden[:3])})", "give a title of plain words on one line")
+        raise BeadError(
+            f"refusing the title of {key}: it holds a control, line-break or invisible character ({', '.join(hidden[:3])})",
+            "give a title of plain words on one line",
+        )
     words = title.split()
     if not words:
         return None
     if len(words) > TITLE_MAX_WORDS or len(" ".join(words)) > TITLE_MAX_CHARS:
-        raise BeadError(f"refusing the title of {key}: a title has at most {TITLE_MAX_WORDS} words and "
-                        f"{TITLE_MAX_CHARS} characters",
-                        "shorten it: the title only names the fact; the value holds the rest")
+        raise BeadError(
+            f"refusing the title of {key}: a title has at most {TITLE_MAX_WORDS} words and {TITLE_MAX_CHARS} characters",
+            "shorten it: the title only names the fact; the value holds the rest",
+        )
     return " ".join(words)
 
 
@@ -246,10 +269,10 @@ class KeyVersions:
     """Everything on disk for one key."""
 
     key: str
-    numbers: tuple[int, ...]          # every v<N>.md, parseable or not
-    facts: tuple[Fact, ...]           # the parseable ones, oldest first
+    numbers: tuple[int, ...]  # every v<N>.md, parseable or not
+    facts: tuple[Fact, ...]  # the parseable ones, oldest first
     problems: tuple[Problem, ...]
-    files: tuple[Path, ...] = ()      # the v<N>.md files, in the order of numbers
+    files: tuple[Path, ...] = ()  # the v<N>.md files, in the order of numbers
 
     @property
     def current(self) -> Fact | None:
@@ -265,10 +288,10 @@ class WriteResult:
     fact: Fact
     written: bool
     superseded: Fact | None = None
-    marked: tuple[Fact, ...] = ()     # older versions whose status this write changed (as they are now)
-    indexed: bool = True              # False: the file is written, the index catches up later
-    sealed: bool = False              # the version went to the vault, encrypted (a secret write)
-    redacted: int = 0                 # a secret write: raw turns that held the value, now [forgotten]
+    marked: tuple[Fact, ...] = ()  # older versions whose status this write changed (as they are now)
+    indexed: bool = True  # False: the file is written, the index catches up later
+    sealed: bool = False  # the version went to the vault, encrypted (a secret write)
+    redacted: int = 0  # a secret write: raw turns that held the value, now [forgotten]
 
 
 @dataclass
@@ -288,9 +311,9 @@ class _KeyState:
     bounds that to a few writes, and readers always list.
     """
 
-    last: int = 0           # the highest version number given out (a forgotten number is not reused)
-    settled: int = 0        # every version up to this one has had its status settled by a write
-    dir_mtime_ns: int = 0   # the key folder's modification time when this was written
+    last: int = 0  # the highest version number given out (a forgotten number is not reused)
+    settled: int = 0  # every version up to this one has had its status settled by a write
+    dir_mtime_ns: int = 0  # the key folder's modification time when this was written
 
     @classmethod
     def load(cls, dir_fd: int, path: Path) -> _KeyState:
@@ -298,16 +321,15 @@ class _KeyState:
             data = json.loads(safe.read_at(dir_fd, path))
             return cls(int(data.get("last", 0)), int(data.get("settled", 0)), int(data.get("dir_mtime_ns", 0)))
         except (OSError, ValueError, TypeError, AttributeError):
-            return cls()   # missing or damaged: list and read the folder, as the rule does
+            return cls()  # missing or damaged: list and read the folder, as the rule does
 
     def save(self, dir_fd: int, path: Path) -> None:
         # Not fsynced: losing it costs one slower write, never a wrong answer.
         fd = safe.open_at(dir_fd, path, os.O_RDWR | os.O_CREAT)
         try:
-            self.dir_mtime_ns = os.fstat(dir_fd).st_mtime_ns   # after the create above; content writes keep it
+            self.dir_mtime_ns = os.fstat(dir_fd).st_mtime_ns  # after the create above; content writes keep it
             os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps({"last": self.last, "settled": self.settled,
-                                      "dir_mtime_ns": self.dir_mtime_ns}).encode(), 0)
+            os.pwrite(fd, json.dumps({"last": self.last, "settled": self.settled, "dir_mtime_ns": self.dir_mtime_ns}).encode(), 0)
         finally:
             os.close(fd)
 
@@ -337,9 +359,16 @@ _RELIST_EVERY = 64
 class FactStore:
     """Reads and writes fact versions; the only place the rule lives."""
 
-    def __init__(self, home: Home, audit: AuditLog, tombstones: Tombstones,
-                 owner: str, clock: Callable[[], datetime], max_bytes: int = 65536,
-                 sealed: Callable[[str], bool] | None = None):
+    def __init__(
+        self,
+        home: Home,
+        audit: AuditLog,
+        tombstones: Tombstones,
+        owner: str,
+        clock: Callable[[], datetime],
+        max_bytes: int = 65536,
+        sealed: Callable[[str], bool] | None = None,
+    ):
         self.home = home
         # Whether a key has sealed versions (the vault's): a plaintext write to one is refused under the lock.
         self.sealed = sealed
@@ -383,8 +412,9 @@ class FactStore:
                         problems.append(Problem(self.home.fact_file(key, n), str(exc)))
         except FileNotFoundError:
             pass
-        return KeyVersions(key, tuple(numbers), tuple(facts), tuple(problems),
-                           tuple(self.home.fact_file(key, n) for n in numbers))
+        return KeyVersions(
+            key, tuple(numbers), tuple(facts), tuple(problems), tuple(self.home.fact_file(key, n) for n in numbers)
+        )
 
     def current(self, key: str) -> Fact | None:
         return self.versions(key).current
@@ -411,7 +441,7 @@ class FactStore:
             result.append(kv)
             problems.extend(kv.problems)
         for link in links:
-            if version_number(link.name) is None:   # a linked version file is already a problem of its key
+            if version_number(link.name) is None:  # a linked version file is already a problem of its key
                 problems.append(Problem(link, LINK_REASON))
         return result, problems
 
@@ -424,15 +454,23 @@ class FactStore:
             raise BeadError(
                 f"refusing to write {key}: the value is {size:,} bytes, over the limit of {self.max_bytes:,} "
                 "(store.max_fact_bytes)",
-                "store a short fact that points to the file or document instead, "
-                "or raise store.max_fact_bytes in config.yaml",
+                "store a short fact that points to the file or document instead, or raise store.max_fact_bytes in config.yaml",
             )
         return body
 
-    def write(self, key: str, body: str, type: str, trust: str = "user_stated",
-              sensitivity: str = "private", pinned: bool | None = None,
-              sources: tuple[str, ...] = (), owner: str | None = None,
-              check: Callable[[Fact | None], None] | None = None, title: str | None = None) -> WriteResult:
+    def write(
+        self,
+        key: str,
+        body: str,
+        type: str,
+        trust: str = "user_stated",
+        sensitivity: str = "private",
+        pinned: bool | None = None,
+        sources: tuple[str, ...] = (),
+        owner: str | None = None,
+        check: Callable[[Fact | None], None] | None = None,
+        title: str | None = None,
+    ) -> WriteResult:
         """Apply the supersession rule: write v<N+1>, then mark v<N> superseded.
 
         ``owner`` is written on the version (default: the home's owner; a team
@@ -443,7 +481,7 @@ class FactStore:
         """
         validate_key(key)
         if not _folder_exists(self.home.root, self.home.fact_dir(key)):
-            check_new_key(key)   # a new key is canonical; an old one stays writable whatever it ends with
+            check_new_key(key)  # a new key is canonical; an old one stays writable whatever it ends with
         check_choice("type", type, TYPES)
         check_choice("trust", trust, TRUSTS)
         check_choice("sensitivity", sensitivity, SENSITIVITIES)
@@ -464,20 +502,22 @@ class FactStore:
                     "only a person can bring it back: write it again with --trust user_stated",
                 )
             if check is not None and not _folder_exists(self.home.root, self.home.fact_dir(key)):
-                check(None)      # a new key: refused before its folder is made
+                check(None)  # a new key: refused before its folder is made
                 check = None
             with safe.opened_dir(self.home.root, self.home.fact_dir(key), create=True) as fd:
-                return self._write_in(fd, key, body, type, trust, sensitivity, pinned, sources,
-                                      owner or self.owner, check, title)
+                return self._write_in(fd, key, body, type, trust, sensitivity, pinned, sources, owner or self.owner, check, title)
 
     def _recent(self, fd: int, key: str, state: _KeyState) -> list[int] | None:
         """The version numbers after ``settled`` when the folder is as the last write left it, else None."""
-        if (state.last <= 0 or state.last % _RELIST_EVERY == 0 or state.dir_mtime_ns != os.fstat(fd).st_mtime_ns
-                or state.last - state.settled > _MAX_PROBES
-                or _exists(fd, self.home.fact_file(key, state.last + 1).name)):
+        if (
+            state.last <= 0
+            or state.last % _RELIST_EVERY == 0
+            or state.dir_mtime_ns != os.fstat(fd).st_mtime_ns
+            or state.last - state.settled > _MAX_PROBES
+            or _exists(fd, self.home.fact_file(key, state.last + 1).name)
+        ):
             return None
-        return [n for n in range(max(state.settled, 0) + 1, state.last + 1)
-                if _exists(fd, self.home.fact_file(key, n).name)]
+        return [n for n in range(max(state.settled, 0) + 1, state.last + 1) if _exists(fd, self.home.fact_file(key, n).name)]
 
     def _current(self, fd: int, key: str, numbers: list[int], parsed: dict[int, Fact]) -> Fact | None:
         """The rule: the current version is the highest one that parses."""
@@ -489,9 +529,20 @@ class FactStore:
                 continue
         return None
 
-    def _write_in(self, fd: int, key: str, body: str, type: str, trust: str, sensitivity: str,
-                  pinned: bool | None, sources: tuple[str, ...], owner: str,
-                  check: Callable[[Fact | None], None] | None, title: str | None = None) -> WriteResult:
+    def _write_in(
+        self,
+        fd: int,
+        key: str,
+        body: str,
+        type: str,
+        trust: str,
+        sensitivity: str,
+        pinned: bool | None,
+        sources: tuple[str, ...],
+        owner: str,
+        check: Callable[[Fact | None], None] | None,
+        title: str | None = None,
+    ) -> WriteResult:
         state_path = self.home.fact_state(key)
         state = _KeyState.load(fd, state_path)
         parsed: dict[int, Fact] = {}
@@ -511,9 +562,17 @@ class FactStore:
         now = self.clock()
         version = max(numbers[-1] if numbers else 0, state.last) + 1
         fact = Fact(
-            key=key, version=version, type=type, body=body, owner=owner,
-            status="current", supersedes=cur.id if cur else None, valid_from=iso(now),
-            trust=trust, sensitivity=sensitivity, sources=tuple(sources),
+            key=key,
+            version=version,
+            type=type,
+            body=body,
+            owner=owner,
+            status="current",
+            supersedes=cur.id if cur else None,
+            valid_from=iso(now),
+            trust=trust,
+            sensitivity=sensitivity,
+            sources=tuple(sources),
             pinned=cur.pinned if (pinned is None and cur) else bool(pinned),
             # The same value keeps its title; a new value gets the one given, or none (derived when shown).
             title=title if title is not None else (cur.title if cur is not None and cur.body == body else None),
@@ -531,7 +590,7 @@ class FactStore:
             try:
                 old = parsed.get(n) or self._read(fd, key, n)
             except ValueError:
-                continue   # never rewritten
+                continue  # never rewritten
             if old.status == "current":
                 marked.append(_mark_superseded(fd, old))
                 self.audit.record(now, "supersede", key=key, id=old.id, by=fact.id)
@@ -591,8 +650,7 @@ class FactStore:
                 names = os.listdir(fd)
                 if not any(version_number(name) is not None for name in names):
                     for name in names:
-                        if name == self.home.fact_state(key).name or (
-                                name.endswith(".tmp") and safe.is_orphan_temp(name, 0.0)):
+                        if name == self.home.fact_state(key).name or (name.endswith(".tmp") and safe.is_orphan_temp(name, 0.0)):
                             os.unlink(name, dir_fd=fd)
         except FileNotFoundError:
             return 0, []

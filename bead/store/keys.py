@@ -20,7 +20,7 @@ _ID = re.compile(r"(.+)@v([1-9][0-9]{0,8})")
 # A segment is a folder name (the file system allows 255 bytes); a key also
 # lands in ids, index rows and audit lines.
 MAX_SEGMENT_BYTES = 100
-MAX_KEY_BYTES = 256   # project/<100>/<100> fits
+MAX_KEY_BYTES = 256  # project/<100>/<100> fits
 KEY_HELP = "keys look like user/<name>, project/<project>/<name> or global/<name>, with lower-case [a-z0-9._-] segments"
 
 
@@ -34,8 +34,10 @@ def validate_key(key: str) -> str:
     if not isinstance(key, str) or not key:
         raise InvalidKey("empty key", KEY_HELP)
     if len(key.encode("utf-8")) > MAX_KEY_BYTES:
-        raise InvalidKey(f"key {key[:40]!r}... is {len(key.encode('utf-8'))} bytes long; the limit is {MAX_KEY_BYTES}",
-                         f"use a shorter key (at most {MAX_KEY_BYTES} bytes, {MAX_SEGMENT_BYTES} per segment)")
+        raise InvalidKey(
+            f"key {key[:40]!r}... is {len(key.encode('utf-8'))} bytes long; the limit is {MAX_KEY_BYTES}",
+            f"use a shorter key (at most {MAX_KEY_BYTES} bytes, {MAX_SEGMENT_BYTES} per segment)",
+        )
     if key.startswith("/") or "\\" in key:
         raise InvalidKey(f"key {key!r} is an absolute or Windows path", KEY_HELP)
     parts = key.split("/")
@@ -45,12 +47,15 @@ def validate_key(key: str) -> str:
         if part in (".", ".."):
             raise InvalidKey(f"key {key!r} would escape the store ({part!r} segment)", KEY_HELP)
         if not _SEGMENT.fullmatch(part):
-            raise InvalidKey(f"key {key!r}: segment {part!r} is not lower-case [a-z0-9._-] "
-                             "(or starts with a dot or dash)", KEY_HELP)
+            raise InvalidKey(
+                f"key {key!r}: segment {part!r} is not lower-case [a-z0-9._-] (or starts with a dot or dash)", KEY_HELP
+            )
         if len(part.encode("utf-8")) > MAX_SEGMENT_BYTES:
-            raise InvalidKey(f"key {key!r}: segment {part[:40]!r}... is {len(part.encode('utf-8'))} bytes long; "
-                             f"the limit is {MAX_SEGMENT_BYTES}",
-                             f"use a shorter name (at most {MAX_SEGMENT_BYTES} bytes per segment)")
+            raise InvalidKey(
+                f"key {key!r}: segment {part[:40]!r}... is {len(part.encode('utf-8'))} bytes long; "
+                f"the limit is {MAX_SEGMENT_BYTES}",
+                f"use a shorter name (at most {MAX_SEGMENT_BYTES} bytes per segment)",
+            )
     scope = parts[0]
     shape_ok = (scope in ("user", "global") and len(parts) == 2) or (scope == "project" and len(parts) == 3)
     if not shape_ok:
@@ -65,8 +70,9 @@ def check_new_key(key: str) -> str:
     validate_key(key)
     for part in key.split("/"):
         if part[-1] in "._-":
-            raise InvalidKey(f"key {key!r}: segment {part!r} ends with {part[-1]!r}",
-                             "end every segment of a key with a letter or a digit")
+            raise InvalidKey(
+                f"key {key!r}: segment {part!r} ends with {part[-1]!r}", "end every segment of a key with a letter or a digit"
+            )
     return key
 
 
@@ -84,7 +90,7 @@ def key_mentions(text: str, key: str) -> list[tuple[int, int]]:
     while (j := text.find(key, i)) != -1:
         end = j + len(key)
         before = text[j - 1] if j else ""
-        after = text[end:end + 2]
+        after = text[end : end + 2]
         tail_ok = not after or after[0] not in _KEY_CHARS or (after[0] == "." and after[1:2] not in _KEY_CHARS)
         if (not before or before not in _KEY_CHARS) and tail_ok:
             out.append((j, end))

@@ -17,8 +17,9 @@ class LockBusy(OSError):
 
 
 @contextlib.contextmanager
-def flocked(path: Path, exclusive: bool = True, blocking: bool = True,
-            timeout: float | None = None, *, root: Path | None = None) -> Iterator[None]:
+def flocked(
+    path: Path, exclusive: bool = True, blocking: bool = True, timeout: float | None = None, *, root: Path | None = None
+) -> Iterator[None]:
     """Hold ``flock`` on ``path`` (created 0600 if missing) for the block.
 
     ``root`` is the bead home: the lock file and its folders are reached from

@@ -36,7 +36,7 @@ from ..textform import strings_in
 from .audit import iso, normalise
 
 KINDS = ("suspicious", "key-conflict", "change-user-stated", "untrusted-source", "lesson")
-_ITEM_ID = re.compile(r"[0-9a-f]{12}")   # what item_id gives; anything else names no file
+_ITEM_ID = re.compile(r"[0-9a-f]{12}")  # what item_id gives; anything else names no file
 # What an accepted value may not hold: C0 controls but tab and line breaks, DEL, C1 (a terminal acts on them).
 
 
@@ -55,11 +55,11 @@ class Item:
     detail: str = ""
     status: str = "open"
     history: list[dict] = field(default_factory=list)
-    source: str = ""            # typed | untrusted | curator (empty in items queued before provenance)
-    owner: str = ""             # whose fact it becomes when accepted (a team host's member; empty: the home's)
-    title: str = ""             # a lesson: its title (a skill's name and description come from it)
-    session: str = ""           # a lesson: the session it came from (its evidence)
-    evaluation: dict | None = None   # a lesson from the dream: the judge's figures (bead.dream.evaluate)
+    source: str = ""  # typed | untrusted | curator (empty in items queued before provenance)
+    owner: str = ""  # whose fact it becomes when accepted (a team host's member; empty: the home's)
+    title: str = ""  # a lesson: its title (a skill's name and description come from it)
+    session: str = ""  # a lesson: the session it came from (its evidence)
+    evaluation: dict | None = None  # a lesson from the dream: the judge's figures (bead.dream.evaluate)
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -95,7 +95,7 @@ class Queue:
         try:
             data = json.loads(safe.read_text(p, root=self.home.root))
         except (OSError, ValueError):
-            return None   # unreadable, or a link (`bead status` reports links)
+            return None  # unreadable, or a link (`bead status` reports links)
         return data if isinstance(data, dict) else None
 
     def items(self, status: str | None = "open") -> list[Item]:
@@ -142,19 +142,43 @@ class Queue:
             safe.unlink(p, root=self.home.root)
 
     def _save(self, item: Item) -> None:
-        safe.atomic_write(self.path(item.id), json.dumps(item.as_dict(), ensure_ascii=False, indent=2).encode(),
-                          root=self.home.root)
+        safe.atomic_write(
+            self.path(item.id), json.dumps(item.as_dict(), ensure_ascii=False, indent=2).encode(), root=self.home.root
+        )
 
-    def add(self, kind: str, key: str, type_: str, value: str, sources: list[str], detail: str = "",
-            source: str = "", owner: str = "", title: str = "", session: str = "",
-            evaluation: dict | None = None) -> tuple[Item, bool]:
+    def add(
+        self,
+        kind: str,
+        key: str,
+        type_: str,
+        value: str,
+        sources: list[str],
+        detail: str = "",
+        source: str = "",
+        owner: str = "",
+        title: str = "",
+        session: str = "",
+        evaluation: dict | None = None,
+    ) -> tuple[Item, bool]:
         """(item, added): a proposal seen before (in any status) is not queued again."""
         iid = item_id(kind, key, value)
         if self._read(self.path(iid)) is not None:
             return self.get(iid), False
-        item = Item(iid, kind, key, type_, value, sources, detail,
-                    history=[{"at": iso(self.clock()), "action": "queued", "reason": detail}], source=source,
-                    owner=owner, title=title, session=session, evaluation=evaluation)
+        item = Item(
+            iid,
+            kind,
+            key,
+            type_,
+            value,
+            sources,
+            detail,
+            history=[{"at": iso(self.clock()), "action": "queued", "reason": detail}],
+            source=source,
+            owner=owner,
+            title=title,
+            session=session,
+            evaluation=evaluation,
+        )
         self._save(item)
         return item, True
 

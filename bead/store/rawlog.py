@@ -35,7 +35,7 @@ MARKER_PREFIX = "<!-- bead:turn "
 _MARKER = re.compile(r"^<!-- bead:turn (\{.*\}) -->$")
 _FORGED = re.compile(r"^(\\*)(<!-- bead:turn )", re.M)
 _UNESCAPE = re.compile(r"^\\(\\*<!-- bead:turn )", re.M)
-_SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")   # fullmatch: `$` allows a final newline
+_SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fullmatch: `$` allows a final newline
 FORGOTTEN = "[forgotten]"
 
 
@@ -49,8 +49,8 @@ class Turn:
     ref: str | None = None
     path: Path | None = None
     flags: dict[str, Any] = field(default_factory=dict)
-    offset: int = -1     # where the text starts in its file (bytes; -1: not known)
-    size: int = 0        # its length on disk (bytes, escaped as written)
+    offset: int = -1  # where the text starts in its file (bytes; -1: not known)
+    size: int = 0  # its length on disk (bytes, escaped as written)
 
     @property
     def anchor(self) -> str:
@@ -99,10 +99,18 @@ def parse(text: str, path: Path | None = None) -> list[Turn]:
                 continue
             close()
             lines = []
-            turns.append(Turn(
-                session=str(meta.pop("session", "")), n=n, role=str(meta.pop("role", "")),
-                at=str(meta.pop("at", "")), text="", ref=meta.pop("ref", None), path=path, flags=meta,
-            ))
+            turns.append(
+                Turn(
+                    session=str(meta.pop("session", "")),
+                    n=n,
+                    role=str(meta.pop("role", "")),
+                    at=str(meta.pop("at", "")),
+                    text="",
+                    ref=meta.pop("ref", None),
+                    path=path,
+                    flags=meta,
+                )
+            )
         else:
             lines.append(line)
     close()
@@ -126,10 +134,10 @@ def parse_bytes(data: bytes, path: Path | None = None) -> list[Turn]:
             # The newline that ends the text before the next marker, then one more (as ``parse`` reads it;
             # at the end of the file, only the last newline).
             for _ in range(1 if last else 2):
-                if size and data[start + size - 1:start + size] == b"\n":
+                if size and data[start + size - 1 : start + size] == b"\n":
                     size -= 1
             turns[-1].offset, turns[-1].size = start, size
-            turns[-1].text = unescape(data[start:start + size].decode("utf-8", "replace"))
+            turns[-1].text = unescape(data[start : start + size].decode("utf-8", "replace"))
 
     n = len(data)
     while pos < n:
@@ -146,9 +154,18 @@ def parse_bytes(data: bytes, path: Path | None = None) -> list[Turn]:
                     meta = None
             if meta is not None:
                 close(pos)
-                turns.append(Turn(session=str(meta.pop("session", "")), n=num, role=str(meta.pop("role", "")),
-                                  at=str(meta.pop("at", "")), text="", ref=meta.pop("ref", None), path=path,
-                                  flags=meta))
+                turns.append(
+                    Turn(
+                        session=str(meta.pop("session", "")),
+                        n=num,
+                        role=str(meta.pop("role", "")),
+                        at=str(meta.pop("at", "")),
+                        text="",
+                        ref=meta.pop("ref", None),
+                        path=path,
+                        flags=meta,
+                    )
+                )
                 start = min(end + 1, n)
         pos = end + 1
     close(n, last=True)
@@ -203,8 +220,9 @@ class RawLog:
         self._paths[session] = p
         return p
 
-    def append(self, session: str, role: str, text: str, at: datetime | None = None,
-               ref: str | None = None, **flags: object) -> Turn:
+    def append(
+        self, session: str, role: str, text: str, at: datetime | None = None, ref: str | None = None, **flags: object
+    ) -> Turn:
         return self.append_many(session, [(role, text, at, ref, flags)])[0]
 
     def append_many(self, session: str, items: Iterable[TurnItem]) -> list[Turn]:
@@ -287,7 +305,7 @@ def _redact_tokens(text: str, pattern: Any) -> str:
     in the result (one the per-character fold split, such as a ligature's half), the whole text goes."""
     pieces = [ch if " " <= ch < "\x7f" else fold(ch) for ch in text]
     folded = "".join(pieces)
-    owner: list[int] = []          # folded position -> the original character it came from
+    owner: list[int] = []  # folded position -> the original character it came from
     for i, piece in enumerate(pieces):
         owner += [i] * len(piece)
     spans: list[tuple[int, int]] = []
@@ -324,7 +342,7 @@ def _last_turn_number(fd: int) -> int:
             idx = -1
             line = tail.split(b"\n", 1)[0]
         elif idx != -1:
-            line = tail[idx + 1:].split(b"\n", 1)[0]
+            line = tail[idx + 1 :].split(b"\n", 1)[0]
         else:
             continue
         m = _MARKER.match(line.decode("utf-8", "replace"))
@@ -338,8 +356,13 @@ def _last_turn_number(fd: int) -> int:
     return max((t.n for t in parse(text)), default=0)
 
 
-_LABELS = {"typed": "user (typed)", "pasted": "user (pasted)", "tool_output": "user (tool output)",
-           "assistant": "assistant", "tool_call": "assistant (tool call)"}
+_LABELS = {
+    "typed": "user (typed)",
+    "pasted": "user (pasted)",
+    "tool_output": "user (tool output)",
+    "assistant": "assistant",
+    "tool_call": "assistant (tool call)",
+}
 
 
 def label(t: Turn) -> str:

@@ -52,8 +52,12 @@ class Reports:
         return path
 
     def files(self) -> list[Path]:
-        return [folder / n for folder, _d, names in safe.walk(self.home.reports, root=self.home.root)
-                for n in names if n.endswith(".md") and not n.startswith(".")]
+        return [
+            folder / n
+            for folder, _d, names in safe.walk(self.home.reports, root=self.home.root)
+            for n in names
+            if n.endswith(".md") and not n.startswith(".")
+        ]
 
     def forget_keys(self, keys: set[str]) -> int:
         """Every mention of a forgotten key (or a version id of it) becomes its hash (forget)."""

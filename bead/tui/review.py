@@ -24,11 +24,31 @@ from ..core.memory import Memory
 from ..errors import BeadError
 from .text import one_line, safe
 
-KEYS = {"a": "accept", "e": "edit", "r": "reject", "p": "pin", "i": "reinforce", "f": "forget", "x": "seal",
-        "c": "candidate", "s": "skip", "q": "quit"}
-LABELS = {"accept": "accept", "edit": "edit", "reject": "reject", "pin": "pin", "reinforce": "reinforce",
-          "forget": "forget", "seal": "seal", "candidate": "candidate", "skip": "skip", "quit": "quit"}
-Segment = tuple[str, str]        # (style, text): the style is for the terminal, plain lines drop it
+KEYS = {
+    "a": "accept",
+    "e": "edit",
+    "r": "reject",
+    "p": "pin",
+    "i": "reinforce",
+    "f": "forget",
+    "x": "seal",
+    "c": "candidate",
+    "s": "skip",
+    "q": "quit",
+}
+LABELS = {
+    "accept": "accept",
+    "edit": "edit",
+    "reject": "reject",
+    "pin": "pin",
+    "reinforce": "reinforce",
+    "forget": "forget",
+    "seal": "seal",
+    "candidate": "candidate",
+    "skip": "skip",
+    "quit": "quit",
+}
+Segment = tuple[str, str]  # (style, text): the style is for the terminal, plain lines drop it
 
 
 class LineIO:
@@ -107,10 +127,14 @@ class TermIO:
 
         for k, result in {"c-c": "quit", "c-d": "quit", **keys}.items():
             bind(k, result)
-        app: Application[str] = Application(layout=Layout(Window(FormattedTextControl([("class:keys", hint)]),
-                                                                 wrap_lines=True, dont_extend_height=True)),
-                                            key_bindings=kb, full_screen=False, output=self.output,
-                                            style=self.style, erase_when_done=True)
+        app: Application[str] = Application(
+            layout=Layout(Window(FormattedTextControl([("class:keys", hint)]), wrap_lines=True, dont_extend_height=True)),
+            key_bindings=kb,
+            full_screen=False,
+            output=self.output,
+            style=self.style,
+            erase_when_done=True,
+        )
         return app.run()
 
     def choose(self, actions: list[str], labels: dict[str, str]) -> str:
@@ -143,6 +167,7 @@ STYLE = {"head": "bold", "label": "ansibrightblack", "warn": "ansired", "keys": 
 
 # ----- the card ---------------------------------------------------------------------------------------------
 
+
 def _field(name: str, value: str) -> list[Segment]:
     lines = value.split("\n") or [""]
     out: list[Segment] = [("class:label", f"  {name:<10} "), ("", lines[0] + "\n")]
@@ -154,8 +179,7 @@ def _field(name: str, value: str) -> list[Segment]:
 def card(e: review.Entry, n: int, total: int) -> list[Segment]:
     """What the person sees of one entry; every stored string passes through ``safe``."""
     title = f"[{n}/{total}] "
-    title += {"item": f"review item {e.id}", "fact": f"fact {safe(e.id)}",
-              "evaluation": f"session {safe(e.session)}"}[e.kind]
+    title += {"item": f"review item {e.id}", "fact": f"fact {safe(e.id)}", "evaluation": f"session {safe(e.session)}"}[e.kind]
     out: list[Segment] = [("", "\n"), ("class:head", title + "\n")]
     out += _field("what", one_line(e.headline, 200))
     if e.key:
@@ -176,15 +200,22 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
         out += _field("current", shown)
     if e.evaluation:
         ev = e.evaluation
-        figures = ", ".join(f"{k} {float(ev[k]):.2f}" for k in ("task_success", "verified", "reusable", "score")
-                            if isinstance(ev.get(k), int | float))
+        figures = ", ".join(
+            f"{k} {float(ev[k]):.2f}"
+            for k in ("task_success", "verified", "reusable", "score")
+            if isinstance(ev.get(k), int | float)
+        )
         extra = f"; {one_line(str(ev.get('reason')), 200)}" if ev.get("reason") else ""
-        out += _field("evaluated", f"{figures or one_line(str(ev.get('status', '')))}{extra} "
-                                   f"({one_line(str(ev.get('tokens_in', 0)))} tokens in, "
-                                   f"{one_line(str(ev.get('tokens_out', 0)))} out)")
+        out += _field(
+            "evaluated",
+            f"{figures or one_line(str(ev.get('status', '')))}{extra} "
+            f"({one_line(str(ev.get('tokens_in', 0)))} tokens in, "
+            f"{one_line(str(ev.get('tokens_out', 0)))} out)",
+        )
     if e.excerpts:
-        lines = [f"{safe(x.at[:16].replace('T', ' '))}  {safe(x.session)}#{x.n} {safe(x.who)}: {one_line(x.text)}"
-                 for x in e.excerpts]
+        lines = [
+            f"{safe(x.at[:16].replace('T', ' '))}  {safe(x.session)}#{x.n} {safe(x.who)}: {one_line(x.text)}" for x in e.excerpts
+        ]
         if e.sources > len(e.excerpts):
             lines.append(f"... and {e.sources - len(e.excerpts)} more turn(s)")
         out += _field("sources", "\n".join(lines))
@@ -201,8 +232,11 @@ def _preview(p: dict[str, Any], what: str) -> list[Segment]:
         out.append(("", f"  raw turn {one_line(t)} (its text becomes [forgotten])\n"))
     if len(p.get("raw_turns", [])) > 20:
         out.append(("", f"  ... and {len(p['raw_turns']) - 20} more raw turn(s)\n"))
-    for name, label in (("episodes", "episode file(s)"), ("review_items", "review item(s)"),
-                        ("session_lines", "conversation state and trace line(s)")):
+    for name, label in (
+        ("episodes", "episode file(s)"),
+        ("review_items", "review item(s)"),
+        ("session_lines", "conversation state and trace line(s)"),
+    ):
         if p.get(name):
             out.append(("", f"  {p[name]} {label}\n"))
     return out
@@ -210,15 +244,18 @@ def _preview(p: dict[str, Any], what: str) -> list[Segment]:
 
 # ----- the walk -----------------------------------------------------------------------------------------------
 
+
 def run(mem: Memory, io: LineIO | TermIO) -> dict[str, int]:
     """Walk every entry once; returns how many of each action were taken."""
     items = review.entries(mem)
     done: dict[str, int] = {}
     rep = review.latest_report(mem)
-    head = (f"bead review: {sum(1 for e in items if e.kind == 'item')} review item(s), "
-            f"{sum(1 for e in items if e.kind == 'fact')} fact(s) and "
-            f"{sum(1 for e in items if e.kind == 'evaluation')} evaluation(s) not promoted from the latest dream "
-            f"report ({safe(rep.file) if rep else 'none yet'})\n")
+    head = (
+        f"bead review: {sum(1 for e in items if e.kind == 'item')} review item(s), "
+        f"{sum(1 for e in items if e.kind == 'fact')} fact(s) and "
+        f"{sum(1 for e in items if e.kind == 'evaluation')} evaluation(s) not promoted from the latest dream "
+        f"report ({safe(rep.file) if rep else 'none yet'})\n"
+    )
     io.show([("class:head", head)])
     if rep is not None:
         summary = [line for line in rep.text.splitlines()[:4] if line.startswith(("## ", "- model", "- time"))]
@@ -235,11 +272,15 @@ def run(mem: Memory, io: LineIO | TermIO) -> dict[str, int]:
             try:
                 said = _act(mem, io, e, action)
             except BeadError as exc:
-                io.show([("class:warn", f"  not done: {one_line(exc.message, 300)}\n"),
-                         ("", f"  {one_line(exc.hint or '', 300)}\n" if exc.hint else "")])
+                io.show(
+                    [
+                        ("class:warn", f"  not done: {one_line(exc.message, 300)}\n"),
+                        ("", f"  {one_line(exc.hint or '', 300)}\n" if exc.hint else ""),
+                    ]
+                )
                 continue
             if said is None:
-                continue          # the person backed out of an edit, a reason or a preview: ask again
+                continue  # the person backed out of an edit, a reason or a preview: ask again
             done[action] = done.get(action, 0) + 1
             io.show([("class:ok", f"  {said}\n")])
             break
@@ -264,8 +305,7 @@ def _act(mem: Memory, io: LineIO | TermIO, e: review.Entry, action: str) -> str 
 
 
 def _accepted(r: dict[str, Any]) -> str:
-    return f"accepted {r['id']}: wrote {r['wrote']}" + (" (your edit; the item keeps the proposed text)"
-                                                         if r["edited"] else "")
+    return f"accepted {r['id']}: wrote {r['wrote']}" + (" (your edit; the item keeps the proposed text)" if r["edited"] else "")
 
 
 def _edit(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:
@@ -302,8 +342,7 @@ def _forget(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:
         io.show([("", "  nothing was changed\n")])
         return None
     s = review.forget_apply(mem, plan)
-    return (f"forgot {len(s['keys'])} key(s), {s['versions']} version file(s), redacted {s['raw_turns_redacted']} "
-            f"raw turn(s)")
+    return f"forgot {len(s['keys'])} key(s), {s['versions']} version file(s), redacted {s['raw_turns_redacted']} raw turn(s)"
 
 
 def _seal(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:

@@ -53,7 +53,7 @@ def decode(text: str) -> tuple[str, bytes]:
     pos = s.rfind("1")
     if pos < 1 or pos + 7 > len(s):
         raise ValueError("bech32: no separator or too short")
-    hrp, rest = s[:pos], s[pos + 1:]
+    hrp, rest = s[:pos], s[pos + 1 :]
     if any(c not in CHARSET for c in rest):
         raise ValueError("bech32: a character outside the alphabet")
     values = [CHARSET.index(c) for c in rest]

@@ -51,17 +51,15 @@ log = logging.getLogger("bead.vault")
 MIN_PASSPHRASE_CHARS = 12
 PQ_PLUGIN = "age-plugin-pq"
 KEYGEN = "age-keygen"
-PQ_NAME = "pq"                                    # the plugin's name in age's plugin protocol
+PQ_NAME = "pq"  # the plugin's name in age's plugin protocol
 PQ_RECIPIENT_PREFIX = "age1pq1"
-PQ_IDENTITY_HRP = "age-secret-key-pq-"            # age-keygen -pq writes this (native in age 1.3)
-PQ_PLUGIN_IDENTITY_HRP = "age-plugin-pq-"         # the same bytes, as the plugin protocol takes them
+PQ_IDENTITY_HRP = "age-secret-key-pq-"  # age-keygen -pq writes this (native in age 1.3)
+PQ_PLUGIN_IDENTITY_HRP = "age-plugin-pq-"  # the same bytes, as the plugin protocol takes them
 X25519_IDENTITY_PREFIX = "AGE-SECRET-KEY-1"
 KEYGEN_TIMEOUT_S = 30
 LABELS = {"none": "none", "x25519": "X25519", "pq": "hybrid post-quantum (age-plugin-pq)"}
-LOST_PASSPHRASE = ("Keep this passphrase safe: bead cannot recover it. If you lose it, every sealed fact "
-                   "is lost for good.")
-PQ_FIX = ("install age 1.3 or later, which ships age-plugin-pq, and put age-plugin-pq on PATH "
-          "(https://github.com/FiloSottile/age)")
+LOST_PASSPHRASE = "Keep this passphrase safe: bead cannot recover it. If you lose it, every sealed fact is lost for good."
+PQ_FIX = "install age 1.3 or later, which ships age-plugin-pq, and put age-plugin-pq on PATH (https://github.com/FiloSottile/age)"
 WhichFn = Callable[[str], str | None]
 
 
@@ -69,8 +67,10 @@ class VaultMissing(RefusedWrite):
     """No vault: a secret has nowhere to go but the disk in clear, so it is refused."""
 
     def __init__(self, home: Home):
-        super().__init__(f"there is no vault at {home.vault}",
-                         "run `bead vault init` to create it (it asks for a passphrase of 12 or more characters)")
+        super().__init__(
+            f"there is no vault at {home.vault}",
+            "run `bead vault init` to create it (it asks for a passphrase of 12 or more characters)",
+        )
 
 
 class NotDecrypted(BeadError):
@@ -79,8 +79,10 @@ class NotDecrypted(BeadError):
 
 class WrongPassphrase(BeadError):
     def __init__(self) -> None:
-        super().__init__("wrong passphrase: the vault's identity did not decrypt with it",
-                         "try again; if the passphrase is lost, the sealed facts cannot be recovered")
+        super().__init__(
+            "wrong passphrase: the vault's identity did not decrypt with it",
+            "try again; if the passphrase is lost, the sealed facts cannot be recovered",
+        )
 
 
 def pyrage() -> Any:
@@ -92,17 +94,18 @@ def pyrage() -> Any:
             "the vault needs the pyrage package (age encryption), which is not installed here",
             "install it into bead's environment (`pip install pyrage`); where pyrage publishes no wheel "
             "(Linux other than glibc x86_64/aarch64, BSDs) pip builds it from source and needs a Rust "
-            "toolchain (https://rustup.rs)") from None
+            "toolchain (https://rustup.rs)",
+        ) from None
     return mod
 
 
 # ----- what is there ---------------------------------------------------------
 @dataclass(frozen=True)
 class VaultInfo:
-    kind: str                          # none | x25519 | pq | unknown
-    recipient: str | None              # the public key, as recipient.txt holds it
-    plugin: str | None                 # where age-plugin-pq is on PATH, if it is
-    problems: tuple[tuple[str, str], ...] = field(default=())   # (problem, fix)
+    kind: str  # none | x25519 | pq | unknown
+    recipient: str | None  # the public key, as recipient.txt holds it
+    plugin: str | None  # where age-plugin-pq is on PATH, if it is
+    problems: tuple[tuple[str, str], ...] = field(default=())  # (problem, fix)
 
     @property
     def label(self) -> str:
@@ -113,8 +116,13 @@ class VaultInfo:
         return self.kind != "none"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "label": self.label, "recipient": self.recipient, "age_plugin_pq": self.plugin,
-                "problems": [{"problem": p, "fix": f} for p, f in self.problems]}
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "recipient": self.recipient,
+            "age_plugin_pq": self.plugin,
+            "problems": [{"problem": p, "fix": f} for p, f in self.problems],
+        }
 
 
 def recipient_kind(text: str) -> str:
@@ -139,7 +147,7 @@ def _exists(home: Home, path: Any) -> bool:
     try:
         safe.check(path, root=home.root)
     except safe.UnsafePath:
-        return True   # a link: something is there, and every use of it refuses
+        return True  # a link: something is there, and every use of it refuses
     return os.path.lexists(path)
 
 
@@ -162,25 +170,41 @@ def info(home: Home, which: WhichFn = shutil.which) -> VaultInfo:
         text = safe.read_text(home.vault_recipient, root=home.root, errors="replace")
     except FileNotFoundError:
         if has_identity:
-            problems.append((f"{home.vault_identity} exists without {home.vault_recipient} (an interrupted "
-                             "`bead vault init`)",
-                             f"if nothing is sealed yet, remove {home.vault_identity} and run `bead vault init` again"))
+            problems.append(
+                (
+                    f"{home.vault_identity} exists without {home.vault_recipient} (an interrupted `bead vault init`)",
+                    f"if nothing is sealed yet, remove {home.vault_identity} and run `bead vault init` again",
+                )
+            )
             return VaultInfo("unknown", None, plugin, tuple(problems))
         return VaultInfo("none", None, plugin)
     except (OSError, safe.UnsafePath) as exc:
-        return VaultInfo("unknown", None, plugin, ((f"{home.vault_recipient} cannot be read ({exc})",
-                                                    "replace it with the real file (bead never follows a link)"),))
+        return VaultInfo(
+            "unknown",
+            None,
+            plugin,
+            ((f"{home.vault_recipient} cannot be read ({exc})", "replace it with the real file (bead never follows a link)"),),
+        )
     recipient = next((line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
     kind = recipient_kind(recipient)
     if kind == "unknown":
-        problems.append((f"{home.vault_recipient} holds no age recipient bead knows",
-                         "restore the file from the `# public key:` line inside the identity"))
+        problems.append(
+            (
+                f"{home.vault_recipient} holds no age recipient bead knows",
+                "restore the file from the `# public key:` line inside the identity",
+            )
+        )
     if kind == "pq" and not plugin:
-        problems.append(("the vault's key is hybrid post-quantum, but age-plugin-pq is not on PATH: nothing can "
-                         "be sealed or read", PQ_FIX))
+        problems.append(
+            ("the vault's key is hybrid post-quantum, but age-plugin-pq is not on PATH: nothing can be sealed or read", PQ_FIX)
+        )
     if not has_identity:
-        problems.append((f"{home.vault_identity} is missing: sealed facts cannot be read",
-                         "restore it from a backup; without it the sealed facts are lost"))
+        problems.append(
+            (
+                f"{home.vault_identity} is missing: sealed facts cannot be read",
+                "restore it from a backup; without it the sealed facts are lost",
+            )
+        )
     else:
         try:
             _data, st = safe.read_with_stat(home.vault_identity, root=home.root)
@@ -188,18 +212,23 @@ def info(home: Home, which: WhichFn = shutil.which) -> VaultInfo:
         except (OSError, safe.UnsafePath) as exc:
             why = str(exc)
         if why:
-            problems.append((f"bead refuses to use {home.vault_identity}: {why}",
-                             f"run `chmod 600 {home.vault_identity}` (as its owner); if others could read it, they "
-                             "may have a copy of the encrypted key"))
+            problems.append(
+                (
+                    f"bead refuses to use {home.vault_identity}: {why}",
+                    f"run `chmod 600 {home.vault_identity}` (as its owner); if others could read it, they "
+                    "may have a copy of the encrypted key",
+                )
+            )
     return VaultInfo(kind, recipient or None, plugin, tuple(problems))
 
 
 # ----- the passphrase ----------------------------------------------------------
 def check_passphrase(passphrase: str) -> str:
     if len(passphrase) < MIN_PASSPHRASE_CHARS:
-        raise BeadError(f"the passphrase is {len(passphrase)} characters long; the vault needs "
-                        f"{MIN_PASSPHRASE_CHARS} or more",
-                        "choose a longer one: a few unrelated words are easy to remember and hard to guess")
+        raise BeadError(
+            f"the passphrase is {len(passphrase)} characters long; the vault needs {MIN_PASSPHRASE_CHARS} or more",
+            "choose a longer one: a few unrelated words are easy to remember and hard to guess",
+        )
     return passphrase
 
 
@@ -233,19 +262,20 @@ def _x25519_identity(now: datetime) -> tuple[str, str]:
 def _hybrid_identity(keygen: str) -> tuple[str, str]:
     """``age-keygen -pq``: (identity file text, recipient). The key travels through a pipe, never a file."""
     try:
-        p = subprocess.run([keygen, "-pq"], capture_output=True, text=True, timeout=KEYGEN_TIMEOUT_S,
-                           stdin=subprocess.DEVNULL)
+        p = subprocess.run([keygen, "-pq"], capture_output=True, text=True, timeout=KEYGEN_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise _NoHybridKeygen(str(exc)) from None
     if p.returncode != 0:
         raise _NoHybridKeygen((p.stderr.strip().splitlines() or [f"exit code {p.returncode}"])[0])
-    recipient = next((line.split(":", 1)[1].strip() for line in p.stdout.splitlines()
-                      if line.lower().startswith("# public key:")), "")
-    identity = next((line.strip() for line in p.stdout.splitlines()
-                     if line.strip().upper().startswith(PQ_IDENTITY_HRP.upper() + "1")), "")
+    recipient = next(
+        (line.split(":", 1)[1].strip() for line in p.stdout.splitlines() if line.lower().startswith("# public key:")), ""
+    )
+    identity = next(
+        (line.strip() for line in p.stdout.splitlines() if line.strip().upper().startswith(PQ_IDENTITY_HRP.upper() + "1")), ""
+    )
     if recipient_kind(recipient) != "pq" or not identity:
         raise _NoHybridKeygen("its output holds no hybrid post-quantum key")
-    _plugin_identity_string(identity)   # parses, or ValueError
+    _plugin_identity_string(identity)  # parses, or ValueError
     return p.stdout if p.stdout.endswith("\n") else p.stdout + "\n", recipient
 
 
@@ -253,30 +283,36 @@ def _hybrid_identity(keygen: str) -> tuple[str, str]:
 class Created:
     kind: str
     recipient: str
-    note: str | None = None        # why the kind is not the one asked for or expected
+    note: str | None = None  # why the kind is not the one asked for or expected
 
     @property
     def label(self) -> str:
         return LABELS[self.kind]
 
 
-def init(home: Home, passphrase: str, kind: str = "auto", which: WhichFn = shutil.which,
-         clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> Created:
+def init(
+    home: Home,
+    passphrase: str,
+    kind: str = "auto",
+    which: WhichFn = shutil.which,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Created:
     """Make the vault's key pair: hybrid post-quantum when age-plugin-pq and an age-keygen that makes hybrid
     keys are on PATH (``kind="auto"``), else X25519; ``kind`` "pq" or "x25519" insists on one."""
     check_passphrase(passphrase)
     if kind not in ("auto", "pq", "x25519"):
         raise BeadError(f"kind {kind!r} is not one of auto, pq, x25519", "use --kind auto, pq or x25519")
     if _exists(home, home.vault_recipient) or _exists(home, home.vault_identity):
-        raise BeadError(f"a vault already exists at {home.vault}",
-                        "`bead vault status` shows it; a second key pair would strand what the first one sealed")
+        raise BeadError(
+            f"a vault already exists at {home.vault}",
+            "`bead vault status` shows it; a second key pair would strand what the first one sealed",
+        )
     mod = pyrage()
     note = None
     text = recipient = ""
     plugin, keygen = which(PQ_PLUGIN), which(KEYGEN)
     if kind in ("auto", "pq"):
-        why = (None if plugin and keygen else
-               "age-plugin-pq is not on PATH" if not plugin else "age-keygen is not on PATH")
+        why = None if plugin and keygen else "age-plugin-pq is not on PATH" if not plugin else "age-keygen is not on PATH"
         if why is None:
             try:
                 text, recipient = _hybrid_identity(str(keygen))
@@ -312,9 +348,11 @@ def recipient(home: Home, which: WhichFn = shutil.which) -> Any:
         raise BeadError(problem, fix)
     data, st = safe.read_with_stat(home.vault_recipient, root=home.root)
     if stat.S_IMODE(st.st_mode) & 0o022 or st.st_uid != os.getuid():
-        raise BeadError(f"refusing to seal to {home.vault_recipient}: others can change it (mode "
-                        f"{stat.S_IMODE(st.st_mode):04o}), so it may hold someone else's key",
-                        f"check the key in it against `# public key:` in the identity, then `chmod 600 {home.vault_recipient}`")
+        raise BeadError(
+            f"refusing to seal to {home.vault_recipient}: others can change it (mode "
+            f"{stat.S_IMODE(st.st_mode):04o}), so it may hold someone else's key",
+            f"check the key in it against `# public key:` in the identity, then `chmod 600 {home.vault_recipient}`",
+        )
     mod = pyrage()
     if vi.kind == "pq":
         if not vi.plugin:
@@ -327,8 +365,10 @@ def recipient(home: Home, which: WhichFn = shutil.which) -> Any:
     try:
         return mod.x25519.Recipient.from_str(vi.recipient)
     except mod.RecipientError as exc:
-        raise BeadError(f"{home.vault_recipient} holds no valid X25519 recipient ({exc})",
-                        "restore the file from the `# public key:` line inside the identity") from None
+        raise BeadError(
+            f"{home.vault_recipient} holds no valid X25519 recipient ({exc})",
+            "restore the file from the `# public key:` line inside the identity",
+        ) from None
 
 
 def encrypt(data: bytes, to: Any) -> bytes:
@@ -357,20 +397,24 @@ def read_identity(home: Home) -> bytes:
     except FileNotFoundError:
         if not _exists(home, home.vault_recipient):
             raise VaultMissing(home) from None
-        raise BeadError(f"{home.vault_identity} is missing: sealed facts cannot be read",
-                        "restore it from a backup; without it the sealed facts are lost") from None
+        raise BeadError(
+            f"{home.vault_identity} is missing: sealed facts cannot be read",
+            "restore it from a backup; without it the sealed facts are lost",
+        ) from None
     why = loose_mode(st)
     if why:
-        raise BeadError(f"refusing to use {home.vault_identity}: {why}",
-                        f"run `chmod 600 {home.vault_identity}` (as its owner); if others could read it, they may "
-                        "have a copy of the encrypted key, so consider sealing anew under a new vault")
+        raise BeadError(
+            f"refusing to use {home.vault_identity}: {why}",
+            f"run `chmod 600 {home.vault_identity}` (as its owner); if others could read it, they may "
+            "have a copy of the encrypted key, so consider sealing anew under a new vault",
+        )
     return data
 
 
 def unlock(home: Home, passphrase: str) -> list[Any]:
     """The vault's identities (pyrage objects) for reading sealed versions: needs the passphrase."""
     if recipient_kind_of(home) == "pq" and shutil.which(PQ_PLUGIN) is None:
-        raise _plugin_missing("pq")    # said before the passphrase's second of scrypt, not after
+        raise _plugin_missing("pq")  # said before the passphrase's second of scrypt, not after
     data = read_identity(home)
     mod = pyrage()
     try:
@@ -393,8 +437,10 @@ def unlock(home: Home, passphrase: str) -> list[Any]:
             elif upper.startswith(X25519_IDENTITY_PREFIX):
                 identities.append(mod.x25519.Identity.from_str(line))
         except (ValueError, mod.IdentityError, mod.DecryptError) as exc:
-            raise BeadError(f"the vault's identity holds a key bead cannot use ({type(exc).__name__})",
-                            "run `bead vault status`; for a hybrid key, age-plugin-pq must be on PATH") from None
+            raise BeadError(
+                f"the vault's identity holds a key bead cannot use ({type(exc).__name__})",
+                "run `bead vault status`; for a hybrid key, age-plugin-pq must be on PATH",
+            ) from None
     del text
     if not identities:
         raise BeadError("the vault's identity holds no age key", "restore vault/identity.age from a backup")
@@ -409,5 +455,7 @@ def decrypt(data: bytes, identities: list[Any], what: str) -> bytes:
     except mod.DecryptError as exc:
         if shutil.which(PQ_PLUGIN) is None and "plugin" in str(exc).lower():
             raise _plugin_missing("pq") from None
-        raise NotDecrypted(f"{what} did not decrypt with the vault's key ({exc})",
-                        "it was sealed to another key, or the file is damaged; `age -d` shows the same") from None
+        raise NotDecrypted(
+            f"{what} did not decrypt with the vault's key ({exc})",
+            "it was sealed to another key, or the file is damaged; `age -d` shows the same",
+        ) from None

@@ -95,7 +95,7 @@ class SealedStore:
                         gone += 1
                     except FileNotFoundError:
                         continue
-                for name in os.listdir(fd):   # a killed writer's temp file holds only ciphertext, but goes too
+                for name in os.listdir(fd):  # a killed writer's temp file holds only ciphertext, but goes too
                     if name.endswith(".tmp") and safe.is_orphan_temp(name, 0.0):
                         os.unlink(name, dir_fd=fd)
         except FileNotFoundError:

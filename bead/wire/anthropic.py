@@ -46,8 +46,12 @@ def _tool_result_text(block: dict[str, Any]) -> str:
     c = block.get("content", "")
     if isinstance(c, str):
         return c
-    return "\n".join(x.get("text", "") if isinstance(x, dict) and x.get("type") == "text" else
-                     ("[image]" if isinstance(x, dict) and x.get("type") == "image" else "") for x in c or [])
+    return "\n".join(
+        x.get("text", "")
+        if isinstance(x, dict) and x.get("type") == "text"
+        else ("[image]" if isinstance(x, dict) and x.get("type") == "image" else "")
+        for x in c or []
+    )
 
 
 _SEGMENT_SOURCE = {"typed": Source.TYPED, "pasted": Source.PASTED, "tool_output": Source.TOOL_OUTPUT}
@@ -76,9 +80,9 @@ def own_block(blocks: list[Any]) -> int | None:
     prompt last; an <ide_opened_file> element or an "[Image #1]" marker after it is the harness's).
     Any other text block beside it is what the harness or the person attached, however it reads: a CLAUDE.md
     excerpt, a colleague's note. None when at most one block has words."""
+
     def words(b: Any) -> bool:
-        text = b if isinstance(b, str) else str(b.get("text", "")) if isinstance(b, dict) and b.get("type") == "text" \
-            else ""
+        text = b if isinstance(b, str) else str(b.get("text", "")) if isinstance(b, dict) and b.get("type") == "text" else ""
         cleaned = clean(text) if text else ""
         return bool(cleaned) and not harness_element(cleaned)
 
@@ -111,16 +115,22 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
         if kind == "text":
             out += text_parts(str(b.get("text", "")), source)
         elif kind == "tool_result":
-            out.append(Part(Source.TOOL_OUTPUT, clean(_tool_result_text(b)), kind="tool_result",
-                            error=bool(b.get("is_error"))))
+            out.append(Part(Source.TOOL_OUTPUT, clean(_tool_result_text(b)), kind="tool_result", error=bool(b.get("is_error"))))
         elif kind in ("image", "document"):
             out.append(Part(Source.PASTED, "", kind=kind))
         elif kind in ("tool_use", "server_tool_use"):
             # The assistant may copy injected memory into a tool call (a note it
             # writes): bead's own blocks leave its input too.
             data = strip_own_deep(b.get("input", {}))
-            out.append(Part(Source.TOOL_CALL, json.dumps(data, ensure_ascii=False), kind="tool_use",
-                            name=str(b.get("name", "")), data=data))
+            out.append(
+                Part(
+                    Source.TOOL_CALL,
+                    json.dumps(data, ensure_ascii=False),
+                    kind="tool_use",
+                    name=str(b.get("name", "")),
+                    data=data,
+                )
+            )
     return out
 
 
@@ -178,12 +188,13 @@ def parse(body: bytes, headers: dict[str, str]) -> tuple[Request, Conversation]:
 def conversation_of(data: dict[str, Any], headers: dict[str, str]) -> Conversation:
     """The typed conversation of a decoded Messages API request (TooLarge past the limits on blocks)."""
     raw = data.get("messages") or []
-    check_parts(raw, ("content",), per_item=True)   # counted before any block is read
+    check_parts(raw, ("content",), per_item=True)  # counted before any block is read
     messages = tuple(message_of(i, m) for i, m in enumerate(raw))
     system = system_text(data.get("system"))
     places = [system]
-    places += ["\n".join(block_text(b) for b in content_blocks(m)) for m in raw
-               if isinstance(m, dict) and m.get("role") == "system"]
+    places += [
+        "\n".join(block_text(b) for b in content_blocks(m)) for m in raw if isinstance(m, dict) and m.get("role") == "system"
+    ]
     first_user = next((m for m in raw if isinstance(m, dict) and m.get("role") == "user"), None)
     if first_user:
         places.append("\n".join(block_text(b) for b in content_blocks(first_user)))
@@ -200,8 +211,8 @@ def splice(req: Request, pinned: str | None, blocks: dict[int, list[str]]) -> by
     return req.edited(edits) if edits else req.text.encode("utf-8")
 
 
-EVENT_CAP = 1024 * 1024   # an SSE event larger than this is skipped, never buffered whole
-DECODED_CAP = 16 * 1024 * 1024   # a compressed response is read up to this much once expanded
+EVENT_CAP = 1024 * 1024  # an SSE event larger than this is skipped, never buffered whole
+DECODED_CAP = 16 * 1024 * 1024  # a compressed response is read up to this much once expanded
 
 
 def collector(content_type: str, content_encoding: str | None) -> ResponseCollector:
@@ -226,18 +237,18 @@ class ResponseCollector:
             self.decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif enc == "deflate":
             self.decoder = zlib.decompressobj()
-        self.body = bytearray()          # a JSON (non-SSE) body
-        self._line = bytearray()         # the current, unfinished SSE line
-        self._skip_line = False          # the current line is past the cap
-        self._data: list[bytes] = []     # data lines of the current event
+        self.body = bytearray()  # a JSON (non-SSE) body
+        self._line = bytearray()  # the current, unfinished SSE line
+        self._skip_line = False  # the current line is past the cap
+        self._data: list[bytes] = []  # data lines of the current event
         self._size = 0
         self._skip_event = False
         self.skipped_events = 0
         self.blocks: dict[int, dict[str, Any]] = {}
         self.texts: dict[int, list[str]] = {}
         self.json_chunks: dict[int, list[str]] = {}
-        self.decoded = 0                 # bytes a compressed response has expanded to
-        self.overflow = False            # it expanded past DECODED_CAP: the rest is not read
+        self.decoded = 0  # bytes a compressed response has expanded to
+        self.overflow = False  # it expanded past DECODED_CAP: the rest is not read
         self.done = False
         self.error = False
 

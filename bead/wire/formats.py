@@ -22,10 +22,10 @@ from . import Wire, anthropic, openai
 
 @dataclass(frozen=True)
 class Api:
-    name: str                     # anthropic | openai
-    prefix: str                   # the proxy path its requests come under ("": every path no other API claims)
-    upstream: str                 # the setting that names its upstream (under ``proxy:`` in config.yaml)
-    error_body: Callable[[str, str], dict[str, Any]]   # (message, kind) -> the API's error object
+    name: str  # anthropic | openai
+    prefix: str  # the proxy path its requests come under ("": every path no other API claims)
+    upstream: str  # the setting that names its upstream (under ``proxy:`` in config.yaml)
+    error_body: Callable[[str, str], dict[str, Any]]  # (message, kind) -> the API's error object
 
     def error(self, message: str, kind: str = "api_error") -> str:
         """An error bead itself answers, in the shape of this API."""
@@ -34,15 +34,15 @@ class Api:
 
 @dataclass(frozen=True)
 class Format:
-    name: str                     # what `bead eval --wire` and an imported transcript's ``wire`` say
+    name: str  # what `bead eval --wire` and an imported transcript's ``wire`` say
     api: Api
-    path: str                     # the POST path bead reads, after the API's prefix
-    whole_path: bool              # the path is the whole path (Anthropic's), or its end (a compatible server's own
-                                  # base path may come before it)
-    items: str                    # the request field holding the conversation (messages, input)
+    path: str  # the POST path bead reads, after the API's prefix
+    whole_path: bool  # the path is the whole path (Anthropic's), or its end (a compatible server's own
+    # base path may come before it)
+    items: str  # the request field holding the conversation (messages, input)
     wire: Wire
-    read: Callable[[dict[str, Any]], tuple[Conversation, list[int]]]   # a decoded body -> (the conversation,
-                                                                       # the request item each message starts at)
+    read: Callable[[dict[str, Any]], tuple[Conversation, list[int]]]  # a decoded body -> (the conversation,
+    # the request item each message starts at)
 
     def reads(self, method: str, path: str) -> bool:
         return method == "POST" and (path == self.path if self.whole_path else path.endswith(self.path))
@@ -53,25 +53,29 @@ def _read_messages(data: dict[str, Any]) -> tuple[Conversation, list[int]]:
     return conv, list(range(len(conv.messages)))
 
 
-def _grouped(parse: Callable[[dict[str, Any], dict[str, str]], tuple[Conversation, tuple[openai.Group, ...]]]
-             ) -> Callable[[dict[str, Any]], tuple[Conversation, list[int]]]:
+def _grouped(
+    parse: Callable[[dict[str, Any], dict[str, str]], tuple[Conversation, tuple[openai.Group, ...]]],
+) -> Callable[[dict[str, Any]], tuple[Conversation, list[int]]]:
     def read(data: dict[str, Any]) -> tuple[Conversation, list[int]]:
         conv, groups = parse(data, {})
         return conv, [g.items[0] if g.items else 0 for g in groups]
+
     return read
 
 
-ANTHROPIC = Api("anthropic", "", "upstream",
-                lambda message, kind: {"type": "error", "error": {"type": kind, "message": message}})
-OPENAI = Api("openai", "/openai", "openai_upstream",
-             lambda message, kind: {"error": {"message": message, "type": kind, "param": None, "code": None}})
+ANTHROPIC = Api("anthropic", "", "upstream", lambda message, kind: {"type": "error", "error": {"type": kind, "message": message}})
+OPENAI = Api(
+    "openai",
+    "/openai",
+    "openai_upstream",
+    lambda message, kind: {"error": {"message": message, "type": kind, "param": None, "code": None}},
+)
 APIS = {a.name: a for a in (ANTHROPIC, OPENAI)}
 
 FORMATS = (
     Format("anthropic", ANTHROPIC, "/v1/messages", True, "messages", anthropic, _read_messages),
     Format("chat", OPENAI, "/chat/completions", False, "messages", openai.CHAT, _grouped(openai.chat_conversation)),
-    Format("responses", OPENAI, "/responses", False, "input", openai.RESPONSES,
-           _grouped(openai.responses_conversation)),
+    Format("responses", OPENAI, "/responses", False, "input", openai.RESPONSES, _grouped(openai.responses_conversation)),
 )
 NAMES = tuple(f.name for f in FORMATS)
 
@@ -95,7 +99,7 @@ def api_of(raw_path: str) -> Api:
 def route(method: str, raw_path: str) -> tuple[Api, str, Format | None]:
     """(the API, the path to forward: its prefix removed, the format bead reads or None to pass it through)."""
     api = api_of(raw_path)
-    rest = raw_path[len(api.prefix):] or "/"
+    rest = raw_path[len(api.prefix) :] or "/"
     path = rest.split("?", 1)[0]
     fmt = next((f for f in FORMATS if f.api is api and f.reads(method, path)), None)
     return api, rest, fmt

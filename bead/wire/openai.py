@@ -92,8 +92,13 @@ def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]
             text = c
         elif isinstance(c, dict):
             kind = str(c.get("type", ""))
-            value = c.get("text") if kind in ("text", "input_text", "output_text") else \
-                c.get("refusal") if kind == "refusal" else None
+            value = (
+                c.get("text")
+                if kind in ("text", "input_text", "output_text")
+                else c.get("refusal")
+                if kind == "refusal"
+                else None
+            )
             if value is None:
                 if kind in ("image_url", "input_image", "image"):
                     parts.append(Part(Source.PASTED, "", kind="image"))
@@ -123,9 +128,11 @@ def _item_text(c: Any) -> str | None:
 
 def _own_item(items: list[Any]) -> int | None:
     """The person's own text part when several carry words (``anthropic.own_block``), harness context aside."""
-    with_words = [i for i, c in enumerate(items)
-                  if (t := _item_text(c)) is not None and clean(t) and not harness_context(t)
-                  and not harness_element(clean(t))]
+    with_words = [
+        i
+        for i, c in enumerate(items)
+        if (t := _item_text(c)) is not None and clean(t) and not harness_context(t) and not harness_element(clean(t))
+    ]
     return with_words[-1] if len(with_words) > 1 else None
 
 
@@ -149,7 +156,7 @@ def _output_text(value: Any) -> str:
                 out.append("[image]")
             elif kind in ("input_file", "file"):
                 out.append("[document]")
-            else:   # a shell call's result: stdout and stderr
+            else:  # a shell call's result: stdout and stderr
                 out += [str(v[k]) for k in ("stdout", "stderr") if isinstance(v.get(k), str) and v[k]]
     return "\n".join(out)
 
@@ -170,8 +177,8 @@ def _normalised(role: str, texts: list[str]) -> str:
 class Group:
     """The wire items one conversation message came from, and where its cue blocks go."""
 
-    items: tuple[int, ...]   # indices into ``messages`` / ``input``
-    kind: str                # message | tools | other
+    items: tuple[int, ...]  # indices into ``messages`` / ``input``
+    kind: str  # message | tools | other
 
 
 class _Builder:
@@ -180,7 +187,7 @@ class _Builder:
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.groups: list[Group] = []
-        self._open: tuple[str, list[int], list[Part], list[str]] | None = None   # (kind, items, parts, texts)
+        self._open: tuple[str, list[int], list[Part], list[str]] | None = None  # (kind, items, parts, texts)
 
     def add(self, role: str, item: int, parts: list[Part], texts: list[str], kind: str = "message") -> None:
         self.close()
@@ -221,10 +228,10 @@ class Request:
     text: str
     data: dict[str, Any]
     top: dict[str, Span]
-    end: int                      # the closing brace
-    items: list[Span] | None      # the elements of ``messages`` / ``input``; None when ``input`` is a string
-    groups: tuple[Group, ...]     # conversation message index -> wire items
-    api: str                      # chat | responses
+    end: int  # the closing brace
+    items: list[Span] | None  # the elements of ``messages`` / ``input``; None when ``input`` is a string
+    groups: tuple[Group, ...]  # conversation message index -> wire items
+    api: str  # chat | responses
 
     def member(self, i: int, name: str) -> Span | None:
         assert self.items is not None
@@ -318,10 +325,20 @@ def _chat_message(role: str, text: str) -> str:
 # ----- Responses --------------------------------------------------------------------------------
 
 # Items the assistant produced: its tool calls of every kind, and the reasoning (skipped).
-_CALL_DATA = {"function_call": "arguments", "custom_tool_call": "input", "local_shell_call": "action",
-              "shell_call": "action", "apply_patch_call": "operation", "computer_call": "action",
-              "web_search_call": "action", "file_search_call": "queries", "code_interpreter_call": "code",
-              "mcp_call": "arguments", "tool_search_call": "arguments", "image_generation_call": None}
+_CALL_DATA = {
+    "function_call": "arguments",
+    "custom_tool_call": "input",
+    "local_shell_call": "action",
+    "shell_call": "action",
+    "apply_patch_call": "operation",
+    "computer_call": "action",
+    "web_search_call": "action",
+    "file_search_call": "queries",
+    "code_interpreter_call": "code",
+    "mcp_call": "arguments",
+    "tool_search_call": "arguments",
+    "image_generation_call": None,
+}
 
 
 def _continues(data: dict[str, Any]) -> str | None:
@@ -362,34 +379,42 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
                 if first_user is None:
                     first_user = "\n".join(texts)
                 b.add("user", i, parts, texts)
-            else:   # system, developer: the harness's instructions
+            else:  # system, developer: the harness's instructions
                 _, texts = _content_parts(item.get("content"), Source.HARNESS)
                 system.append("\n".join(texts))
                 b.add("system", i, [Part(Source.HARNESS, "\n".join(texts))] if texts else [], texts)
         elif kind.endswith("_call_output") or kind == "tool_search_output":
             text = _output_text(item.get("output"))
-            b.run("tools", i, [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result",
-                                    error=item.get("status") == "failed")], [text])
+            b.run(
+                "tools",
+                i,
+                [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result", error=item.get("status") == "failed")],
+                [text],
+            )
         elif kind in _CALL_DATA or kind in ("reasoning", "mcp_list_tools", "mcp_approval_request"):
             field = _CALL_DATA.get(kind)
             if field is None:
-                b.run("assistant", i, [], [])   # reasoning and what carries no input: nothing to read
+                b.run("assistant", i, [], [])  # reasoning and what carries no input: nothing to read
                 continue
             value = item.get(field)
-            data_ = _json_value(value) if isinstance(value, str) and kind != "custom_tool_call" and \
-                kind != "code_interpreter_call" else value
+            data_ = (
+                _json_value(value)
+                if isinstance(value, str) and kind != "custom_tool_call" and kind != "code_interpreter_call"
+                else value
+            )
             name = str(item.get("name") or kind.removesuffix("_call"))
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
             b.run("assistant", i, [_call_part(name, data_ if data_ is not None else {})], [f"{name} {text}"])
-        else:   # compaction, item references, approvals: context the harness keeps, not turns
+        else:  # compaction, item references, approvals: context the harness keeps, not turns
             b.add("system", i, [], [json.dumps(item, ensure_ascii=False, sort_keys=True)[:4096]], kind="other")
     messages, groups = b.done()
     _check_messages(messages)
     places = [*system, first_user or ""]
     text_cfg = data.get("text")
     auxiliary = isinstance(text_cfg, dict) and _structured(text_cfg.get("format")) and not data.get("tools")
-    return Conversation(messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary,
-                        continues=_continues(data)), groups
+    return Conversation(
+        messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary, continues=_continues(data)
+    ), groups
 
 
 class Responses:
@@ -418,8 +443,7 @@ class Responses:
                 for t in (t for texts in blocks.values() for t in texts):
                     user = apply(user, [append_to_string(user, Span(0, len(user)), t)])
                 blocks = {}
-                edits.append(Edit(span.start, span.end,
-                                  "[" + _developer(pinned) + ',{"role":"user","content":' + user + "}]"))
+                edits.append(Edit(span.start, span.end, "[" + _developer(pinned) + ',{"role":"user","content":' + user + "}]"))
             elif req.items:
                 edits.append(_pinned_edit(req, pinned, ("developer", "system"), _developer(pinned)))
         for i, texts in blocks.items():
@@ -431,24 +455,31 @@ class Responses:
 
 
 def _developer(text: str) -> str:
-    return json.dumps({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": text}]},
-                      ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": text}]},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
 def _user_item(api: str, texts: list[str]) -> str:
     if api == "chat":
         return _chat_message("user", "\n\n".join(texts))
-    return json.dumps({"type": "message", "role": "user",
-                       "content": [{"type": "input_text", "text": t} for t in texts]},
-                      ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t} for t in texts]},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
 def _part(api: str, text: str) -> str:
-    return json.dumps({"type": "text" if api == "chat" else "input_text", "text": text},
-                      ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        {"type": "text" if api == "chat" else "input_text", "text": text}, ensure_ascii=False, separators=(",", ":")
+    )
 
 
 # ----- splicing (both APIs) ------------------------------------------------------------------------
+
 
 def _append_to_content(req: Request, span: Span, texts: list[str]) -> Edit | None:
     """Append ``texts`` to a content value: inside a string (after a blank line) or as new text parts."""
@@ -473,7 +504,7 @@ def _pinned_edit(req: Request, pinned: str, roles: tuple[str, ...], new_message:
                 return edit
             return Edit(req.items[j].end, req.items[j].end, "," + new_message)
     key = "messages" if req.api == "chat" else "input"
-    start = req.top[key].start + 1   # just inside the array's [
+    start = req.top[key].start + 1  # just inside the array's [
     return Edit(start, start, new_message + ("," if req.items else ""))
 
 
@@ -501,13 +532,14 @@ def _fail(index: int) -> Edit:
 
 # ----- the answer ---------------------------------------------------------------------------------
 
+
 class _Collector(anthropic.ResponseCollector):
     """The anthropic collector's reader (decompression, caps, SSE lines) with the OpenAI events."""
 
     def __init__(self, content_type: str, content_encoding: str | None):
         super().__init__(content_type, content_encoding)
-        self.items: dict[int, dict[str, Any]] = {}        # output index -> the item as it stands
-        self.text_deltas: dict[int, list[str]] = {}       # joined once, at the end (linear)
+        self.items: dict[int, dict[str, Any]] = {}  # output index -> the item as it stands
+        self.text_deltas: dict[int, list[str]] = {}  # joined once, at the end (linear)
         self.arg_deltas: dict[int, list[str]] = {}
         self.finished_items: set[int] = set()
 
@@ -574,8 +606,10 @@ class ChatCollector(_Collector):
                 return None
             conv, _ = chat_conversation({"messages": [{**m, "role": "assistant"}]}, {})
             return _at(conv, index), {}
-        calls = [{"function": {"name": self.items[k]["name"], "arguments": "".join(self.arg_deltas.get(k, []))}}
-                 for k in sorted(self.items)]
+        calls = [
+            {"function": {"name": self.items[k]["name"], "arguments": "".join(self.arg_deltas.get(k, []))}}
+            for k in sorted(self.items)
+        ]
         message = {"role": "assistant", "content": "".join(self.text_deltas.get(0, [])), "tool_calls": calls}
         conv, _ = chat_conversation({"messages": [message]}, {})
         return _at(conv, index), self._flags()
@@ -601,8 +635,11 @@ class ResponsesCollector(_Collector):
                 self.finished_items.add(i)
         elif kind == "response.output_text.delta" and i is not None and isinstance(ev.get("delta"), str):
             self.text_deltas.setdefault(i, []).append(ev["delta"])
-        elif kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta") \
-                and i is not None and isinstance(ev.get("delta"), str):
+        elif (
+            kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta")
+            and i is not None
+            and isinstance(ev.get("delta"), str)
+        ):
             self.arg_deltas.setdefault(i, []).append(ev["delta"])
         elif kind == "response.completed":
             self.done = True

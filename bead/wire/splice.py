@@ -34,8 +34,10 @@ MAX_ITEMS = 20_000
 # engine and the raw log then fail on every request of the conversation.
 # An escaped backslash is matched first, so "\\ud800" (a backslash, then
 # "ud800") is left as it is. Fixed-width lookarounds: linear time.
-_LONE_SURROGATE = re.compile(r"(\\\\)|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-                             r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile(
+    r"(\\\\)|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
 
 
 def _replacement(m: re.Match[str]) -> str:
@@ -50,13 +52,15 @@ class TooLarge(SpliceError):
     """Valid JSON, but of more elements or parts than bead reads before forwarding (sent unchanged, counted)."""
 
 
-
 def check_parts(items: Any, lists: tuple[str, ...], per_item: bool = False) -> None:
     """TooLarge when the items' lists (``content``, ``tool_calls``, ``output``) hold more than MAX_PARTS
     elements in all, or (``per_item``) one item more than MAX_MESSAGE_PARTS: a len() each, before any
     element is read."""
-    sizes = [sum(len(v) for k in lists if isinstance(v := item.get(k), list))
-             for item in (items if isinstance(items, list) else []) if isinstance(item, dict)]
+    sizes = [
+        sum(len(v) for k in lists if isinstance(v := item.get(k), list))
+        for item in (items if isinstance(items, list) else [])
+        if isinstance(item, dict)
+    ]
     if sum(sizes) > MAX_PARTS:
         raise TooLarge(f"more than {MAX_PARTS} content parts")
     if per_item and any(n > MAX_MESSAGE_PARTS for n in sizes):
@@ -82,30 +86,30 @@ class Span:
     end: int
 
     def of(self, s: str) -> str:
-        return s[self.start:self.end]
+        return s[self.start : self.end]
 
 
 def members(s: str, span: Span) -> dict[str, Span]:
     """Key -> value span of the JSON object at ``span`` (last key wins, as in json.loads)."""
     i = _ws(s, span.start)
-    if s[i:i + 1] != "{":
+    if s[i : i + 1] != "{":
         raise SpliceError("not a JSON object")
     out: dict[str, Span] = {}
     i = _ws(s, i + 1)
-    if s[i:i + 1] == "}":
+    if s[i : i + 1] == "}":
         return out
     while True:
-        if s[i:i + 1] != '"':
+        if s[i : i + 1] != '"':
             raise SpliceError("object key is not a string")
         key, i = _scanstring(s, i + 1)
         i = _ws(s, i)
-        if s[i:i + 1] != ":":
+        if s[i : i + 1] != ":":
             raise SpliceError("missing ':' in object")
         vstart = _ws(s, i + 1)
         vend = skip_value(s, vstart)
         out[key] = Span(vstart, vend)
         i = _ws(s, vend)
-        c = s[i:i + 1]
+        c = s[i : i + 1]
         if c == "}":
             return out
         if c != ",":
@@ -115,18 +119,18 @@ def members(s: str, span: Span) -> dict[str, Span]:
 
 def elements(s: str, span: Span) -> list[Span]:
     i = _ws(s, span.start)
-    if s[i:i + 1] != "[":
+    if s[i : i + 1] != "[":
         raise SpliceError("not a JSON array")
     out: list[Span] = []
     i = _ws(s, i + 1)
-    if s[i:i + 1] == "]":
+    if s[i : i + 1] == "]":
         return out
     while True:
         start = _ws(s, i)
         end = skip_value(s, start)
         out.append(Span(start, end))
         i = _ws(s, end)
-        c = s[i:i + 1]
+        c = s[i : i + 1]
         if c == "]":
             return out
         if c != ",":
@@ -137,31 +141,31 @@ def elements(s: str, span: Span) -> list[Span]:
 def _decode_top(s: str, items: str = "messages") -> tuple[dict[str, Any], dict[str, Span], list[Span] | None, int]:
     """(the decoded object, key -> value span, the spans of the ``items`` array's elements, the closing brace)."""
     i = _ws(s, 0)
-    if s[i:i + 1] != "{":
+    if s[i : i + 1] != "{":
         raise SpliceError("body is not a JSON object")
     data: dict[str, Any] = {}
     top: dict[str, Span] = {}
     msgs: list[Span] | None = None
     i = _ws(s, i + 1)
-    if s[i:i + 1] != "}":
+    if s[i : i + 1] != "}":
         while True:
-            if s[i:i + 1] != '"':
+            if s[i : i + 1] != '"':
                 raise SpliceError("object key is not a string")
             key, i = _scanstring(s, i + 1)
             i = _ws(s, i)
-            if s[i:i + 1] != ":":
+            if s[i : i + 1] != ":":
                 raise SpliceError("missing ':' in object")
             vstart = _ws(s, i + 1)
-            if key == items and s[vstart:vstart + 1] == "[":
+            if key == items and s[vstart : vstart + 1] == "[":
                 value, msgs, vend = _decode_array(s, vstart)
             else:
                 value, vend = _DECODER.raw_decode(s, vstart)
                 if key == items:
                     msgs = None
-            data[key] = value          # the last duplicate wins, as in json.loads
+            data[key] = value  # the last duplicate wins, as in json.loads
             top[key] = Span(vstart, vend)
             i = _ws(s, vend)
-            c = s[i:i + 1]
+            c = s[i : i + 1]
             if c == "}":
                 break
             if c != ",":
@@ -177,7 +181,7 @@ def _decode_array(s: str, start: int) -> tuple[list[Any], list[Span], int]:
     values: list[Any] = []
     spans: list[Span] = []
     i = _ws(s, start + 1)
-    if s[i:i + 1] == "]":
+    if s[i : i + 1] == "]":
         return values, spans, i + 1
     while True:
         begin = _ws(s, i)
@@ -187,7 +191,7 @@ def _decode_array(s: str, start: int) -> tuple[list[Any], list[Span], int]:
         if len(spans) > MAX_ITEMS:
             raise TooLarge(f"more than {MAX_ITEMS} elements")
         i = _ws(s, end)
-        c = s[i:i + 1]
+        c = s[i : i + 1]
         if c == "]":
             return values, spans, i + 1
         if c != ",":
@@ -261,7 +265,7 @@ def decode(body: bytes, items: str) -> tuple[str, dict[str, Any], dict[str, Span
 def apply(s: str, edits: list[Edit]) -> str:
     out = s
     for e in sorted(edits, key=lambda e: e.start, reverse=True):
-        out = out[:e.start] + e.data + out[e.end:]
+        out = out[: e.start] + e.data + out[e.end :]
     return out
 
 
