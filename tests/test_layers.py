@@ -56,23 +56,26 @@ def nodes(path: Path) -> tuple[ast.AST, ...]:
     return tuple(ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))))
 
 
+def from_base(path: Path, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` statement of ``path`` names, relative levels resolved."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".")
+    return ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+
+
 @functools.cache
 def imported(path: Path) -> frozenset[str]:
     """Every module name ``path`` imports, anywhere in the file (functions and TYPE_CHECKING blocks too),
     relative imports resolved; ``from X import y`` gives both X and X.y (y may be a submodule)."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
     for node in nodes(path):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base_parts = package.split(".")
-                base_parts = base_parts[: len(base_parts) - (node.level - 1)]
-                base = ".".join(base_parts + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
+            base = from_base(path, node)
             out.add(base)
             out.update(f"{base}.{a.name}" for a in node.names)
         elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "__import__" and node.args:
@@ -155,16 +158,12 @@ def bead_imports(path: Path) -> frozenset[str]:
     there is one (not the package P, whose ``__init__`` it need not run first), else P."""
     known = {module_name(p) for p in modules()}
     name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
     for node in nodes(path):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - (node.level - 1)] + ([base] if base else []))
+            base = from_base(path, node)
             out.update(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names)
     return frozenset(m for m in out if m in known and m != name)
 
@@ -182,30 +181,22 @@ def test_import_resolution_sees_relative_and_absolute_imports():
     assert "bead.index.db" in imported(PKG / "core" / "memory.py")
 
 
-def test_no_import_runs_up_the_layers():
-    """Every import of a bead module, anywhere in the file (functions and TYPE_CHECKING blocks too), goes to
-    the module's own tier or one below it."""
-    up = []
-    for p in modules():
-        me = module_name(p)
-        for m in sorted(bead_imports(p)):
-            if tier(m) > tier(me):
-                up.append(f"{rel(p)} ({TIERS[tier(me)][0].split(':')[0]}) imports {m} ({TIERS[tier(m)][0].split(':')[0]})")
-    assert up == []
+def upward(graph: dict[str, frozenset[str]]) -> list[str]:
+    """Each import in ``graph`` (module -> the bead modules it imports) that runs up the tiers."""
+    name = lambda m: TIERS[tier(m)][0].split(":")[0]  # noqa: E731
+    return [f"{me} ({name(me)}) imports {m} ({name(m)})" for me in sorted(graph) for m in sorted(graph[me]) if tier(m) > tier(me)]
 
 
-def test_no_import_cycle():
-    """No module reaches itself through imports (any import, anywhere in the file)."""
-    graph = {module_name(p): bead_imports(p) for p in modules()}
-    # a package imports its submodules only to hand names on; `bead` (the face) imports nothing
+def cycles(graph: dict[str, frozenset[str]]) -> list[list[str]]:
+    """The import circles of ``graph``, each as the trail that closes it."""
     state: dict[str, int] = {}
-    cycles: list[list[str]] = []
+    found: list[list[str]] = []
 
     def visit(m: str, trail: list[str]) -> None:
         state[m] = 1
         for n in sorted(graph.get(m, ())):
             if state.get(n) == 1:
-                cycles.append(trail[trail.index(n) :] + [n] if n in trail else [m, n])
+                found.append(trail[trail.index(n) :] + [n] if n in trail else [m, n])
             elif n not in state:
                 visit(n, trail + [n])
         state[m] = 2
@@ -213,7 +204,37 @@ def test_no_import_cycle():
     for m in sorted(graph):
         if m not in state:
             visit(m, [m])
-    assert cycles == []
+    return found
+
+
+def the_graph() -> dict[str, frozenset[str]]:
+    return {module_name(p): bead_imports(p) for p in modules()}
+
+
+def test_no_import_runs_up_the_layers():
+    """Every import of a bead module, anywhere in the file (functions and TYPE_CHECKING blocks too), goes to
+    the module's own tier or one below it."""
+    assert upward(the_graph()) == []
+
+
+def test_no_import_cycle():
+    """No module reaches itself through imports (any import, anywhere in the file)."""
+    assert cycles(the_graph()) == []
+
+
+def test_the_checks_report_what_they_exist_for():
+    """An import from the store up to core, and a circle inside one tier, are reported (the checks above can
+    fail); the real graph is the one the checks read (the core imports the store)."""
+    graph = the_graph()
+    assert "bead.store.facts" in graph["bead.core.memory"]
+    bad = {**graph, "bead.store.queue": graph["bead.store.queue"] | {"bead.core.memory"}}
+    assert upward(bad) == ["bead.store.queue (store) imports bead.core.memory (core)"]
+    circle = {
+        **graph,
+        "bead.store.facts": graph["bead.store.facts"] | {"bead.store.queue"},
+        "bead.store.queue": graph["bead.store.queue"] | {"bead.store.facts"},
+    }
+    assert cycles(circle) and all(c[0] == c[-1] for c in cycles(circle))
 
 
 def function_imports(path: Path) -> list[tuple[int, str]]:
@@ -241,8 +262,8 @@ def test_core_imports_only_heavy_libraries_inside_functions():
     assert bad == []
 
 
-def test_the_layer_test_sees_an_upward_import(tmp_path):
-    """The tier lookup puts a store module below core, so an import from store to core would be reported."""
+def test_the_tiers_are_in_the_documented_order():
+    """The tier lookup puts each layer where docs/design.md says: capture, conversation, store, core, entry."""
     assert tier("bead.store.facts") < tier("bead.core.memory") < tier("bead.proxy.engine")
     assert tier("bead.capture.instructions") < tier("bead.conversation") < tier("bead.store.queue")
     assert tier("bead.wire.anthropic") < tier("bead.proxy.app")

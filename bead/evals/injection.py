@@ -20,9 +20,9 @@ from ..config import parse as parse_config
 from ..conversation import identify
 from ..core.pinned import pinned_block
 from ..core.recall import Recaller
-from ..core.seal import write_fact
 from ..wire import formats
 from .suite import percentile, temp_memory
+from .suite import write as write_suite_fact
 
 WIRES = formats.NAMES
 
@@ -111,15 +111,7 @@ def run(suite: dict, split: str | None = None, config_text: str = "", wire: str 
     with temp_memory() as mem:
         current: dict[str, str] = {}
         for f in suite.get("facts") or []:
-            res = write_fact(
-                mem,
-                f["key"],
-                f["body"],
-                f["type"],
-                trust=f.get("trust", "user_stated"),
-                sensitivity=f.get("sensitivity", "private"),
-                pinned=f.get("pinned"),
-            )
+            res = write_suite_fact(mem, f)
             current[f["key"]] = res.fact.id
         config = parse_config(config_text)
         recaller = Recaller(config)

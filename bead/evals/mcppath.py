@@ -24,10 +24,10 @@ from typing import Any
 from ..config import Config
 from ..config import parse as parse_config
 from ..core import query as reads
-from ..core.seal import write_fact
 from ..wire.anthropic import conversation_of
 from . import injection, rawrecall
 from .suite import percentile, temp_memory
+from .suite import write as write_suite_fact
 
 QUERY_CHARS = 2000
 
@@ -87,15 +87,7 @@ def run_injection(suite: dict, split: str | None = None, config_text: str = "") 
     rows: list[dict[str, Any]] = []
     with temp_memory() as mem:
         for f in suite.get("facts") or []:
-            write_fact(
-                mem,
-                f["key"],
-                f["body"],
-                f["type"],
-                trust=f.get("trust", "user_stated"),
-                sensitivity=f.get("sensitivity", "private"),
-                pinned=f.get("pinned"),
-            )
+            write_suite_fact(mem, f)
         for t in turns:
             text = newest_user_text(t["messages"])
             t0 = time.perf_counter()

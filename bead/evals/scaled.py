@@ -41,12 +41,12 @@ from ..conversation import identify
 from ..core.memory import Memory
 from ..core.pinned import standing_memory
 from ..core.recall import Recaller
-from ..core.seal import write_fact
 from ..recall import render
 from ..wire.anthropic import conversation_of
 from . import generated
 from .injection import pointer_figures
 from .suite import Setting, percentile, temp_memory
+from .suite import write as write_suite_fact
 
 
 def _key(fact_id: str) -> str:
@@ -86,15 +86,7 @@ def run_settings(
     results = []
     with temp_memory() as mem:
         for f in generated.interleave(real, made):
-            write_fact(
-                mem,
-                f["key"],
-                f["body"],
-                f["type"],
-                trust=f.get("trust", "user_stated"),
-                sensitivity=f.get("sensitivity", "private"),
-                pinned=f.get("pinned"),
-            )
+            write_suite_fact(mem, f)
         for setting in settings:
             config = parse_config(setting.config)
             chosen_policy = policy or config.proxy.pinned_select

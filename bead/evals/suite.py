@@ -15,7 +15,9 @@ from typing import Any
 
 from .. import yamlsafe
 from ..core.memory import Memory
+from ..core.seal import write_fact
 from ..errors import BeadError
+from ..store.facts import WriteResult
 
 FORMAT_HINT = "see the suite format in shared/evals/FORMAT.md; fix or delete that key"
 
@@ -165,6 +167,19 @@ def temp_memory(clock: Callable[[], datetime] | None = None) -> Iterator[Memory]
     finally:
         mem.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def write(mem: Memory, f: dict[str, Any]) -> WriteResult:
+    """One fact of a suite (its ``facts[]`` or a scenario's ``writes[]``), written as `bead write` writes it."""
+    return write_fact(
+        mem,
+        f["key"],
+        f["body"],
+        f["type"],
+        trust=f.get("trust", "user_stated"),
+        sensitivity=f.get("sensitivity", "private"),
+        pinned=f.get("pinned"),
+    )
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..core.seal import write_fact
 from ..recall.rank import search_facts
 from .suite import temp_memory
+from .suite import write as write_suite_fact
 
 MODES = ("supersession-rule", "similarity-only")
 
@@ -15,15 +15,7 @@ def run(suite: dict) -> dict:
     for scenario in suite.get("scenarios") or []:
         with temp_memory() as mem:
             for w in scenario.get("writes") or []:
-                write_fact(
-                    mem,
-                    w["key"],
-                    w["body"],
-                    w["type"],
-                    trust=w.get("trust", "user_stated"),
-                    sensitivity=w.get("sensitivity", "private"),
-                    pinned=w.get("pinned"),
-                )
+                write_suite_fact(mem, w)
             for q in scenario.get("queries") or []:
                 for mode in MODES:
                     hits = search_facts(
