@@ -37,11 +37,16 @@ from typing import Any
 
 from .paths import enclosing_git
 
+
 # Parts read in one request (content blocks and parts, tool calls, parts of a tool output), and in one
 # conversation message. Each part costs Python work when the conversation is built (~10 us), and each part
 # of the newest user message is a recall cue whose excerpt is secret-scanned before forwarding (~0.2 ms):
 # one message of 100,000 one-letter parts (2.7 MB) held a worker 22 s past the deadline. No harness sends
 # near these; past them the body goes out unchanged and uncaptured, counted as too large (both APIs).
+class Unreadable(ValueError):
+    """A request body a wire format's parser cannot read into a conversation (bead.wire.splice.SpliceError)."""
+
+
 MAX_PARTS = 20_000
 MAX_MESSAGE_PARTS = 1_000
 

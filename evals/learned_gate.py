@@ -9,7 +9,7 @@ the strongest shared term per cue source, specific shared terms and their
 coverage of the fact, the fact's type, whether the tool output shows an
 error, whether the person's text is a bare acknowledgement. Trained in pure
 Python (no numpy) with L2 and a weight on the rare positives. This candidate
-lost on dev (see the README table), so the proxy does not use it; the script
+lost on dev (docs/results.md), so the proxy does not use it; the script
 stays so that the figure can be reproduced.
 """
 

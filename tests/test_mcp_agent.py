@@ -432,10 +432,10 @@ def test_stdout_carries_json_rpc_only_even_when_bead_prints_and_logs(tmp_path):
 
 def test_mcp_inspector_cli_lists_the_tools():
     """MCP Inspector's CLI, when installed (`npm i @modelcontextprotocol/inspector`; BEAD_MCP_INSPECTOR names
-    its `mcp-inspector` binary), lists the stdio server's tools. The README has the npx command."""
+    its `mcp-inspector` binary), lists the stdio server's tools. docs/mcp.md has the npx command."""
     exe = os.environ.get("BEAD_MCP_INSPECTOR") or shutil.which("mcp-inspector")
     if not exe:
-        pytest.skip("MCP Inspector is not installed here (see README, MCP servers: the documented check)")
+        pytest.skip("MCP Inspector is not installed here (see docs/mcp.md: the documented check)")
     home = Path(os.environ["BEAD_HOME"])
     p = subprocess.run(
         [

@@ -93,7 +93,7 @@ class TestCachePrefix:
                 assert out_b[: len(out_a)] == out_a, f"the spliced prefix changed between turns of {rec_a['tag']}"
                 checked += len(out_a)
                 excerpts += got_a.body.count(b"- excerpt, session ")
-        # Raw excerpts join a cue block only when the person's words ask something (README, "At scale"): the
+        # Raw excerpts join a cue block only when the person's words ask something (docs/results.md, "At scale"): the
         # third session's "Show the git status and the README at once" asks nothing, so the first session's
         # README turn is not excerpted into it.
         assert checked > 20 and excerpts == 0

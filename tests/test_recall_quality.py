@@ -1,7 +1,7 @@
 """Guards the chosen recall defaults against regression on the dev suites.
 
-The figures are the ones in the README; a change that lowers them must
-show up here (and in the README's tables) rather than slip in.
+The figures are the ones in docs/results.md; a change that lowers them must
+show up here (and in those tables) rather than slip in.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from bead import config
 from bead.config import DEFAULT_TEXT, Config, parse
 from bead.errors import BeadError
 
-# The documented defaults (README "Configuration", the recall and dream sections, DEFAULT_TEXT).
+# The documented defaults (docs/configuration.md, generated from the schema; DEFAULT_TEXT).
 DOCUMENTED = {
     "proxy.listen": "127.0.0.1:7077",
     "proxy.upstream": "https://api.anthropic.com",

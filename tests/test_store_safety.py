@@ -89,6 +89,17 @@ class TestLinkedKeyFolder:
         assert str(mem.home.facts / "user" / "link") in p["problem"] and str(outside) in p["problem"]
         assert "rm " in p["fix"] and "bead reindex" in p["fix"]
 
+    def test_the_dashboard_lists_the_same_problems(self, linked):
+        """One health model: the dashboard's data holds exactly the problems `bead status` reports."""
+        mem, _, _ = linked
+        from bead.core import overview
+        from bead.core.health import collect
+
+        overview._problems.clear()
+        shown = overview.overview(mem)["problems"]
+        assert shown == [{"problem": p["problem"], "fix": p["fix"]} for p in collect(mem)["problems"]]
+        assert any("symbolic link" in p["problem"] for p in shown)
+
 
 class TestLinkedScopeFolder:
     """store/facts/global -> outside: writes refused; forget --match, status and reindex never use what is behind it."""

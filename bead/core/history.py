@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..capture.secrets import redact
-from ..conversation import MAX_MESSAGE_PARTS, Conversation, Identity, _h, project_from_cwd, project_slug, safe_name
+from ..conversation import MAX_MESSAGE_PARTS, Conversation, Identity, Unreadable, _h, project_from_cwd, project_slug, safe_name
 from ..errors import BeadError
 from .capture import request_turns
 from .memory import Memory
@@ -387,7 +387,7 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
         state = FileState(present_turns(mem, t.session))
     try:
         conv, times = _conversation(t, parse)
-    except ValueError:  # more parts than the parser takes: the batches are cut so that this never happens
+    except Unreadable:  # more parts than the parser takes: the batches are cut so that this never happens
         counts.skipped_lines += len(t.messages)
         t.messages.clear()
         return 0

@@ -4,9 +4,9 @@ Every change goes through a method here, and each method keeps the index in
 step with the files it changed (writes, status changes, deleted versions,
 redacted turns), so a reader sees a change as soon as the method returns.
 
-A secret never becomes a plaintext file: ``write`` sends a ``secret`` value
-to the vault (bead.core.seal), and a plaintext write to a key the vault holds
-is refused. Sealed versions have no index rows at all, so nothing that reads
+A secret never becomes a plaintext file: ``write`` refuses a ``secret`` value
+(bead.core.seal writes it, to the vault), and a plaintext write to a key the
+vault holds is refused. Sealed versions have no index rows at all, so nothing that reads
 the index (search, injection, the dream, the rerank) can see them.
 
 One exception, by design: a fact write commits when its file is in place.
@@ -133,10 +133,9 @@ class Memory:
     ) -> WriteResult:
         """Write a new version; the file is the commit, the index follows (``indexed`` says whether it did).
 
-        ``sensitivity="secret"`` seals: the key's plaintext versions are sealed
-        first, and the new value is encrypted in memory and written only to the
-        vault (``sealed`` in the result). A plaintext write to a sealed key
-        raises KeySealed. ``owner`` (default: the home's) is written on the
+        ``sensitivity="secret"`` is refused: a secret is sealed by
+        ``bead.core.seal.write_secret`` (``seal.write_fact`` picks the path for
+        `bead write`). A plaintext write to a sealed key raises KeySealed. ``owner`` (default: the home's) is written on the
         version; ``check`` sees the current version under the store's lock and
         may refuse the write by raising (FactStore.write).
         """

@@ -14,6 +14,7 @@ stored text, possibly an attacker's: the page escapes every string.
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -153,6 +154,22 @@ def growth(mem: Memory, breakdown: dict[str, Any]) -> dict[str, list]:
     return out
 
 
+# ----- what `bead status` finds ------------------------------------------------------------------------------
+
+PROBLEMS_MAX_AGE_S = 60.0  # the full check parses every fact file: a page reloaded within a minute reuses it
+_problems: dict[str, tuple[float, list[dict[str, str]]]] = {}
+
+
+def problems(mem: Memory) -> list[dict[str, str]]:
+    """The problems `bead status` finds (bead.core.health), checked at most once a minute per home."""
+    now = time.monotonic()
+    seen = _problems.get(str(mem.home.root))
+    if seen is None or now - seen[0] > PROBLEMS_MAX_AGE_S:
+        found = [{"problem": str(p["problem"]), "fix": str(p["fix"])} for p in health.collect(mem)["problems"]]
+        seen = _problems[str(mem.home.root)] = (now, found)
+    return seen[1]
+
+
 # ----- the whole page -------------------------------------------------------------------------------------------
 
 
@@ -191,5 +208,5 @@ def overview(mem: Memory, trace: str | None = None) -> dict[str, Any]:
         "injections": injections(mem, trace),
         "eval": {"at": (ev := last_eval(mem.home) or {}).get("at"), "files": ev.get("files") or [], "rows": eval_rows(ev)},
         "growth": growth(mem, breakdown),
-        "problems": [{"problem": str(p["problem"]), "fix": str(p["fix"])} for p in health.collect(mem)["problems"]],
+        "problems": problems(mem),
     }

@@ -146,7 +146,7 @@ def plan(message: Message, ident: Identity) -> list[Plan]:
         value = req.value
         key = propose_key(fold(value), ident.project)
         type_ = "user" if key.startswith("user/") else "project"
-        found = screen(value, key)
+        found = screen(value)  # the key is made of the value's words: the value is what the person said
         if found is not None and found.kind == SECRET:
             out.append(Plan(value, key, type_, "refuse", "a value that looks like a credential is not stored"))
         elif found is not None:

@@ -71,10 +71,11 @@ def _api_error(status: int, message: str, kind: str = "api_error", api: str = "a
     return Response(formats.APIS[api].error(message, kind), status=status, content_type="application/json")
 
 
-def _openai_behind_a_segment(raw_path: str) -> bool:
-    """Whether the path's second segment is ``openai`` (``/<x>/openai/...``): an OpenAI request behind a
-    token that is not the home's."""
-    return raw_path.split("?", 1)[0].split("/")[2:3] == [formats.OPENAI.prefix[1:]]
+def _api_behind_a_segment(raw_path: str) -> formats.Api | None:
+    """The API with a path prefix whose name is the path's second segment (``/<x>/openai/...``): a request
+    of that API behind a token that is not the home's (None when there is none)."""
+    second = raw_path.split("?", 1)[0].split("/")[2:3]
+    return next((a for a in formats.APIS.values() if a.prefix and second == [a.prefix[1:]]), None)
 
 
 def _scope_headers() -> list[tuple[str, str]]:
@@ -100,11 +101,16 @@ class Proxy:
     """The proxy's parts, each one job: the upstream client's life (``start``, ``stop``), the request guard, the
     health endpoint, the owner check, the WebSocket refusal and the forwarding of one request."""
 
-    def __init__(self, engine: Engine, upstream: str, token: str, owner_uid: int | None, openai_upstream: str):
+    def __init__(self, engine: Engine, upstreams: dict[str, str], token: str, owner_uid: int | None):
         self.engine = engine
         self.token = token
         self.owner_uid = owner_uid
-        self.bases = {"anthropic": httpx.URL(upstream.rstrip("/")), "openai": httpx.URL(openai_upstream.rstrip("/"))}
+        # Each API's upstream: its setting (bead.wire.formats.Api.upstream) as given here (the command line's),
+        # else as config.yaml has it.
+        self.bases = {
+            api.name: httpx.URL((upstreams.get(api.upstream) or getattr(engine.config.proxy, api.upstream)).rstrip("/"))
+            for api in formats.APIS.values()
+        }
         self.client: httpx.AsyncClient | None = None
         self.health_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bead-health")
 
@@ -209,15 +215,16 @@ class Proxy:
         # The path as sent (percent-encoding intact), not Quart's decoded one,
         # less the owner's token when it leads.
         has_token, raw_path = access.split_token(request.scope["raw_path"].decode("latin-1"), self.token)
-        if _openai_behind_a_segment(raw_path):
-            # A stale or mistyped token before /openai: as an Anthropic path it would carry the
+        stale = _api_behind_a_segment(raw_path)
+        if stale is not None:
+            # A stale or mistyped token before an API's prefix (/openai): as an Anthropic path it would carry the
             # harness's OpenAI key to the Anthropic upstream. Nothing leaves; the harness says why.
             return _api_error(
                 403,
-                "bead proxy: the path segment before /openai is not this home's token "
-                "(the base URL is http://127.0.0.1:<port>/<the token in proxy.token>/openai/v1)",
+                f"bead proxy: the path segment before {stale.prefix} is not this home's token "
+                f"(the base URL is http://127.0.0.1:<port>/<the token in proxy.token>{stale.prefix}/v1)",
                 "permission_error",
-                api="openai",
+                api=stale.name,
             )
         api_of, raw_path, fmt = formats.route(request.method, raw_path)
         api, wire = api_of.name, (fmt.wire if fmt is not None else None)
@@ -292,10 +299,9 @@ def create_app(
     app.config.update(MAX_CONTENT_LENGTH=None, BODY_TIMEOUT=None, RESPONSE_TIMEOUT=None)
     proxy = Proxy(
         engine,
-        upstream,
+        {"upstream": upstream, "openai_upstream": openai_upstream or ""},
         load_token(engine.home) if token is None else token,
         access.home_owner(engine.home) if owner_uid is None else owner_uid,
-        openai_upstream or engine.config.proxy.openai_upstream,
     )
     app.before_serving(proxy.start)
     app.after_serving(proxy.stop)

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..conversation import MAX_MESSAGE_PARTS, MAX_PARTS
+from ..conversation import MAX_MESSAGE_PARTS, MAX_PARTS, Unreadable
 
 _WS = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
@@ -44,7 +44,7 @@ def _replacement(m: re.Match[str]) -> str:
     return m.group(0) if m.group(1) else "\\ufffd"
 
 
-class SpliceError(ValueError):
+class SpliceError(Unreadable):
     """The body is not JSON of the shape the proxy can edit."""
 
 
