@@ -25,10 +25,20 @@ def test_injection_default_gate_on_dev():
 
 @pytest.mark.skipif(not (SHARED / "evals" / "locomo").exists(), reason="shared/evals is not beside the checkout")
 def test_raw_recall_on_dev_suites():
-    """Neighbour context (short turns only), the raw stop list, the recency tilt and newer-first keep LoCoMo well
-    above the plain FTS5 baseline and BEAM above it; the older of two values comes first in 1 of 10 (the guard allows 2)."""
-    locomo = rawrecall.combine([rawrecall.run(suite.load(p)) for p in sorted((SHARED / "evals" / "locomo").glob("*.yaml"))], "l")
-    beam = rawrecall.combine([rawrecall.run(suite.load(p)) for p in sorted((SHARED / "evals" / "beam").glob("*.yaml"))], "b")
-    assert locomo["recall_at_10"] >= 0.72 and locomo["recall_at_5"] >= 0.62  # baseline 0.62 / 0.54
-    assert beam["recall_at_10"] >= 0.50 and beam["recall_at_5"] >= 0.30  # baseline 0.50 / 0.38
-    assert beam["stale_first"] <= 0.2  # baseline 4/10; now 1/10
+    """The raw search's defaults, chosen by cross-validation over conversations (evals/grids/raw.yaml): each
+    turn's start with the turn before as a second column, newer-first for value questions. Above plain FTS5 on
+    every dataset (its figures in the comments, docs/results.md), the older of two values first in at most
+    0.15 of the questions that have one."""
+
+    def pooled(folder: str, names: list[str] | None = None) -> dict:
+        paths = sorted((SHARED / "evals" / folder).glob("*.yaml"))
+        runs = [rawrecall.run(suite.load(p)) for p in paths if names is None or p.stem in names]
+        return rawrecall.combine(runs, folder)
+
+    locomo = pooled("locomo")
+    beam = pooled("beam")
+    beam500k = pooled("beam500k", ["beam500k-1", "beam500k-2", "beam500k-3"])
+    assert locomo["recall_at_10"] >= 0.72 and locomo["recall_at_5"] >= 0.64  # plain FTS5 0.627 / 0.545
+    assert beam["recall_at_10"] >= 0.52 and beam["recall_at_5"] >= 0.39  # plain 0.507 / 0.415 (recall@5 is lower)
+    assert beam["stale_first"] <= 0.15  # plain 0.4
+    assert beam500k["recall_at_10"] >= 0.43 and beam500k["stale_first"] <= 0.15  # plain 0.419, stale 0.4

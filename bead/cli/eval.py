@@ -63,7 +63,9 @@ from .common import echo, echo_json
     "--grid",
     "grid_file",
     type=click.Path(exists=True, dir_okay=False),
-    help="With --cv: the candidate settings (evals/grids/*.yaml), simplest first.",
+    help="With --cv: the candidate settings (evals/grids/*.yaml), simplest first. With raw-recall suites alone "
+    "(each a conversation): choose the raw search's settings by leaving one conversation out at a time "
+    "(evals/grids/raw.yaml).",
 )
 def eval_(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file):
     """Run eval suites (kind: supersession, raw-recall, injection, poisoning) in temporary homes.
@@ -73,6 +75,10 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
     """
     from ..evals import injection, poisoning, rawrecall, suite, supersession
 
+    if grid_file and not cv_folds:
+        loaded = [suite.load(f) for f in files]
+        if loaded and all(s["kind"] == "raw-recall" for s in loaded):
+            return _raw_cv(loaded, grid_file, as_json)
     if cv_folds or grid_file:
         from ..errors import BeadError
 
@@ -112,6 +118,16 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
             echo_json(out, indent=None)
         else:
             echo(runner.table(r), multiline=True)
+
+
+def _raw_cv(suites, grid_file, as_json) -> None:
+    from ..evals import cv, rawcv
+
+    result = rawcv.run(suites, cv.load_grid(grid_file))
+    if as_json:
+        echo_json(result, indent=None)
+    else:
+        echo(rawcv.table(result), multiline=True)
 
 
 def _mcp_path(files, as_json, details, split, config_file) -> None:

@@ -33,8 +33,12 @@ from ..textform import skeleton
 from . import sqlite as sqlite_check
 from .query import RAW_QUERY_STOPWORDS, Visibility, fts_or_query, terms
 
-SCHEMA_VERSION = 10
-RAW_CHARS = 4000
+SCHEMA_VERSION = 11  # 11: a turn indexes its first INDEXED_CHARS characters (was 4,000)
+RAW_CHARS = 4000  # of a turn's text read back for an excerpt
+# Of a turn's text, what is indexed: BM25 ranks a long turn by its length as much as by its words, and the
+# start of a turn says what it is about. Chosen by cross-validation over conversations (evals/grids/raw.yaml,
+# docs/results.md).
+INDEXED_CHARS = 1500
 CONTEXT_CHARS = 200  # of the turn before, in the context column
 CONTEXT_WEIGHT = 0.5
 RAW_POSTINGS_BUDGET = 5_000  # matches scored per raw search, about (docs/results.md)
@@ -199,7 +203,7 @@ _SCHEMA = (
     # A turn is found by its own words and, at half weight, by the start of the turn before it (the
     # answer to "when did X" is often the turn after X).
     "CREATE VIRTUAL TABLE raw_fts USING fts5(text, context, tokenize='porter', content='', contentless_delete=1)",
-    f"INSERT INTO raw_fts(raw_fts, rank) VALUES ('rank', 'bm25(1.0, {CONTEXT_WEIGHT})')",
+    "INSERT INTO raw_fts(raw_fts, rank) VALUES ('rank', 'bm25(1.0, {context_weight})')",
     # Per-term document counts of raw turns, for the recall gate's IDF.
     "CREATE VIRTUAL TABLE raw_vocab USING fts5vocab(raw_fts, col)",
     # Deleted rows leave the full-text segments at once (forget).
@@ -208,7 +212,13 @@ _SCHEMA = (
 )
 # What the index's tables are, as built: an index whose stored digest differs is rebuilt (as for a new SCHEMA_VERSION,
 # which stays for changes the statements do not show, such as what a column holds).
-SCHEMA_DIGEST = hashlib.sha256("\n".join(_SCHEMA).encode()).hexdigest()[:16]
+def schema_statements() -> tuple[str, ...]:
+    """The statements that build the index, with the raw search's weights as the module has them now (an eval
+    that tries other weights builds its temporary indexes with them)."""
+    return tuple(s.replace("{context_weight}", repr(float(CONTEXT_WEIGHT))) for s in _SCHEMA)
+
+
+SCHEMA_DIGEST = hashlib.sha256("\n".join(schema_statements()).encode()).hexdigest()[:16]
 
 
 class Index:
@@ -320,7 +330,7 @@ class Index:
         # Plain statements: building the tables through sqlite-utils cost ~4 ms per new index (it reads
         # the schema back after each step), paid by every new home and every test. Not executescript:
         # it would COMMIT the caller's write transaction first.
-        for statement in _SCHEMA:
+        for statement in schema_statements():
             self._conn.execute(statement)
         self._conn.executemany(
             "INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)",
@@ -490,7 +500,7 @@ class Index:
                 self._delete_raw_rows("session = ? AND n = ?", [t.session, t.n])
             rowid += 1
             rows.append((rowid, t.session, t.n, t.role, t.at, t.ref, files[path], t.offset, t.size))
-            fts.append((rowid, t.text[:RAW_CHARS], _context(texts, t.n)))
+            fts.append((rowid, t.text[:INDEXED_CHARS], _context(texts, t.n)))
         try:
             self._conn.executemany(
                 "INSERT INTO raw(rowid, session, n, role, at, ref, file, off, len) VALUES (?,?,?,?,?,?,?,?,?)", rows
