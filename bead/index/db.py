@@ -210,6 +210,8 @@ _SCHEMA = (
     "INSERT INTO facts_fts(facts_fts, rank) VALUES ('secure-delete', 1)",
     "INSERT INTO raw_fts(raw_fts, rank) VALUES ('secure-delete', 1)",
 )
+
+
 # What the index's tables are, as built: an index whose stored digest differs is rebuilt (as for a new SCHEMA_VERSION,
 # which stays for changes the statements do not show, such as what a column holds).
 def schema_statements() -> tuple[str, ...]:
