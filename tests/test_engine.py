@@ -133,6 +133,17 @@ class TestCueGate:
         assert prep2.injected == [], "already injected in this conversation"
         assert any(r["reason"].startswith("already injected") for r in prep2.trace["rejected"])
 
+    def test_a_fact_of_the_pinned_block_is_left_out_as_pinned_not_as_injected(self, engine):
+        """On a conversation's first request the pinned block holds the person's project fact; the gate finds it
+        too and leaves it out of the cue block, and the trace (`bead why`) says it is in the pinned block."""
+        with Memory(engine.home, engine.config) as m:
+            m.write("project/shop/stripe-keys", "Stripe test keys live in .env.test, loaded by dotenv.", "project")
+        msgs = [{"role": "user", "content": "where do the stripe test keys live, in dotenv?"}]
+        prep = run(engine, body(msgs), {"x-bead-session": "p1"})
+        assert "project/shop/stripe-keys@v1" in prep.trace["pinned"]
+        reasons = {r["id"]: r["reason"] for r in prep.trace["rejected"]}
+        assert reasons["project/shop/stripe-keys@v1"] == "in the pinned block"
+
     def test_statistics_follow_writes_and_forgets_reusing_each_facts_terms(self, engine, monkeypatch):
         """The IDF statistics are rebuilt after every change to the facts, from each fact's terms kept by key and body:
         a new fact's words count at once, a forgotten fact's leave, and an unchanged fact is not taken apart again."""

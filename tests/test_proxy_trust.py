@@ -426,12 +426,15 @@ class TestOwnerOnly:
         assert b"Helix" in upstream.requests[-1].body and len(raw_turns(bead_home, "me")) == 2
 
     def test_a_wrong_token_is_not_the_owner(self, proxy_client, upstream, bead_home):
+        """A path whose first segment has a token's shape but is not the home's token is refused locally (#26):
+        not forwarded with the guess in its path, not captured, no memory."""
         self.seed(bead_home)
         proxy = proxy_client()
         body, headers = req("which editor?", session="guess")
-        status, _, _ = proxy.post(body, headers, path="/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA/v1/messages", owner=False)
-        assert upstream.requests[-1].body == body and proxy.health()["not_owner"] == 0  # not /v1/messages: passed through
-        assert raw_turns(bead_home, "guess") == []
+        sent = len(upstream.requests)
+        status, _, data = proxy.post(body, headers, path="/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA/v1/messages", owner=False)
+        assert status == 403 and json.loads(data)["error"]["type"] == "permission_error"
+        assert len(upstream.requests) == sent and raw_turns(bead_home, "guess") == []
 
     @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel check reads /proc/net/tcp (Linux)")
     def test_same_user_on_a_real_socket_is_the_owner_without_the_token(self, served_proxy, upstream, bead_home):

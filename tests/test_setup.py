@@ -400,3 +400,16 @@ class TestUp:
         os.kill(int(children[0]), signal.SIGKILL)
         out = p.communicate(timeout=60)[0].decode()
         assert p.returncode == 1 and "bead up: indexer exited with code -9" in out
+
+
+@pytest.mark.parametrize("original", ["", "export FOO=1\n", 'export FOO=1\nalias ll="ls -l"', "a\n\n\n", "# only a comment"])
+def test_uninstall_gives_back_the_rc_file_byte_for_byte(fake_home, original):
+    """Setup adds its block after one line break; --uninstall takes both away, whatever the file's last byte."""
+    home, _log, env = fake_home
+    rc = home / ".bashrc"
+    rc.write_text(original)
+    true = shutil.which("true")
+    assert bead_cmd(env, "setup", "--platform", "systemd", "--no-load", "--no-vault", "--executable", true).returncode == 0
+    assert rc.read_text().startswith(original) and "# >>> bead >>>" in rc.read_text()
+    assert bead_cmd(env, "setup", "--uninstall", "--platform", "systemd").returncode == 0
+    assert rc.read_bytes() == original.encode()

@@ -67,7 +67,8 @@ def test_without_a_terminal_it_prints_the_command_and_runs_nothing(person):
         timeout=120,
     )
     assert r.returncode == 0, r.stderr
-    assert f"run `claude mcp add --scope user bead -- {true} mcp`" in r.stderr
+    home = env["BEAD_HOME"]
+    assert f"run `claude mcp add --scope user bead -- {true} --home {home} mcp`" in r.stderr
     assert [c for c in claude_calls(log) if " add " in c] == []
 
 
@@ -81,7 +82,7 @@ def test_at_a_terminal_it_asks_and_registers_once_then_uninstall_removes_it(pers
     r = bead(*ARGS, true, input="y\n", env=env)
     assert r.code == 0, r.err
     assert "Register bead's MCP server with Claude Code" in r.err
-    assert f"claude mcp add --scope user bead -- {true} mcp" in claude_calls(log)
+    assert f"claude mcp add --scope user bead -- {true} --home {env['BEAD_HOME']} mcp" in claude_calls(log)
     assert "registered bead's MCP server with Claude Code" in r.out
     again = bead(*ARGS, true, env=env)  # registered: no second question
     assert again.code == 0 and "Register bead's MCP server" not in again.err
@@ -117,3 +118,13 @@ def test_without_claude_on_path_nothing_is_said(person, bead, monkeypatch, tmp_p
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no claude anywhere on it
     r = bead(*ARGS, true, env={**env, "PATH": str(tmp_path / "bin")})
     assert r.code == 0 and "claude" not in r.err.lower()
+
+
+def test_home_option_names_the_home_for_every_command(bead, tmp_path):
+    """`bead --home DIR` works where the environment has no BEAD_HOME (an MCP client's minimal one)."""
+    other = tmp_path / "other-home"
+    r = bead("--home", str(other), "write", "user/editor", "Helix", "--type", "user", env={"BEAD_HOME": ""})
+    assert r.code == 0, r.err
+    assert (other / "store" / "facts" / "user" / "editor" / "v1.md").is_file()
+    listed = bead("--home", str(other), "list", "--json", env={"BEAD_HOME": ""})
+    assert '"user/editor@v1"' in listed.out

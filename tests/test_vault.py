@@ -817,3 +817,13 @@ def test_unseal_keeps_a_credential_sealed(mem, vault):
     with pytest.raises(RefusedWrite, match="credential"):
         ops.unseal(mem, "user/api-key", PASSPHRASE)
     assert mem.is_sealed("user/api-key") and leftovers(mem.home.root, "Qw7Lm2Rt5") == []
+
+
+def test_bead_list_shows_a_sealed_key_and_nothing_of_its_value(bead, mem, vault):
+    write_secret(mem, "user/bank-pin", SECRET, "user")
+    mem.write("user/editor", "Helix", "user")
+    r = bead("list", "--json")
+    rows = {x["key"]: x for x in json.loads(r.out)}
+    assert rows["user/bank-pin"]["status"] == "sealed" and rows["user/bank-pin"]["id"] is None
+    assert rows["user/editor"]["status"] == "current"
+    assert "4711" not in r.out and "sealed" in bead("list").out

@@ -42,12 +42,26 @@ class BeadGroup(click.Group):
 
 @click.group(cls=BeadGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="bead")
-def cli() -> None:
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False),
+    help="The bead home to use (default: $BEAD_HOME, else ~/.bead); for clients that start bead without "
+    "the environment, such as an MCP client.",
+)
+def cli(home: str | None) -> None:
     """bead: local memory for coding agents.
 
-    Memory lives as Markdown files under $BEAD_HOME (default ~/.bead); the
-    search index is derived from them and can be rebuilt with `bead reindex`.
+    Memory lives as Markdown files under $BEAD_HOME (default ~/.bead, or
+    --home); the search index is derived from them and can be rebuilt with
+    `bead reindex`.
     """
+    if home:
+        import os
+        from pathlib import Path
+
+        # Every command reads the home from the environment, and the processes a command starts
+        # (`bead up`'s services) inherit it.
+        os.environ["BEAD_HOME"] = str(Path(home).expanduser().absolute())
 
 
 for module in (

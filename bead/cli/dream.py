@@ -45,6 +45,11 @@ def dream_run(dry_run, as_json):
             )
             if d["stops_early"]:
                 echo("  dream.max_tokens_per_run would stop the run before the end; the rest waits for the next run")
+            if not d["model"]:
+                echo(
+                    "  no model is set (dream.model in config.yaml): a run, and the dream worker, do nothing until "
+                    "one is; these are the figures for when it is"
+                )
 
         emit(est, as_json, told)
         return

@@ -1,4 +1,4 @@
-"""bead write / show / history."""
+"""bead write / show / history / list."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def show(key, all_versions, as_json):
     _print_problems(kv.problems)
     if not kv.facts:
         _refuse_sealed(mem, key)
-        raise BeadError(f"no fact under {key}", "list keys with `bead search` or write one with `bead write`")
+        raise BeadError(f"no fact under {key}", "list keys with `bead list` or write one with `bead write`")
     facts = list(kv.facts) if all_versions else [kv.current]
     data = [f.as_dict() | {"current": f is kv.current} for f in facts]
     if not all_versions and kv.current is not None:
@@ -147,7 +147,7 @@ def history(key, as_json):
     _print_problems(kv.problems)
     if not kv.facts:
         _refuse_sealed(mem, key)
-        raise BeadError(f"no fact under {key}", "check the key with `bead search`")
+        raise BeadError(f"no fact under {key}", "list the keys with `bead list`")
     rows = [
         {
             "id": f.id,
@@ -172,4 +172,32 @@ def history(key, as_json):
     emit(rows, as_json, human)
 
 
-COMMANDS = [write, show, history]
+@click.command("list")
+@click.argument("prefix", required=False, default="")
+@click.option("--type", "type_", type=click.Choice(["user", "feedback", "project", "reference"]), help="Only this type.")
+@click.option(
+    "--trust", type=click.Choice(["user_stated", "accepted", "agent_observed", "dream_inferred"]), help="Only this trust."
+)
+@json_option
+def list_(prefix, type_, trust, as_json):
+    """List the keys memory holds (under PREFIX, e.g. `project/shop` or `user/`), each with its current version,
+    type, trust and whether it is pinned; sealed keys show as sealed, never their value."""
+    from ..core.query import list_keys
+
+    items = list_keys(open_memory(), prefix, type_, trust)
+
+    def human(rows):
+        if not rows:
+            echo(f"no keys{' under ' + prefix if prefix else ''}{' of that type or trust' if type_ or trust else ''}")
+        for r in rows:
+            if r["status"] == "sealed":
+                echo(f"  {r['key']}  sealed ({r['versions']} version(s))")
+                continue
+            pin = " pinned" if r["pinned"] else ""
+            state = "" if r["status"] == "current" else f" {r['status']}"
+            echo(f"  {r['id']:<48} {r['type']:<9} {r['trust']:<14}{pin}{state}".rstrip())
+
+    emit([i.as_dict() for i in items], as_json, human)
+
+
+COMMANDS = [write, show, history, list_]

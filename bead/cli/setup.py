@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
@@ -66,7 +67,7 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, no_mcp, uninstall, exec
         if not no_vault:
             offer_vault(home)
         if not no_mcp:
-            acts += offer_mcp(plan.bead)
+            acts += offer_mcp(plan.bead, str(plan.home.root))
     idle = "nothing to remove: bead is not set up here" if uninstall else "nothing to change: bead is set up"
 
     def human(d):
@@ -97,7 +98,7 @@ def offer_vault(home) -> None:
     show_created(init_vault(home, None, None, "auto"), err=True)  # stdout stays the setup's own (--json)
 
 
-def offer_mcp(bead: str) -> list[str]:
+def offer_mcp(bead: str, home: str) -> list[str]:
     """Offer to register the agent's MCP server with Claude Code: only with `claude` on PATH, only at a terminal,
     only on a yes. In a script, one line with the command; nothing runs."""
     from ..setup import claude
@@ -105,7 +106,7 @@ def offer_mcp(bead: str) -> list[str]:
     exe = claude.claude()
     if exe is None or claude.registered(exe):
         return []
-    command = " ".join(claude.add_command("claude", bead))
+    command = " ".join(shlex.quote(a) for a in claude.add_command("claude", bead, home))
     if not common.at_terminal():
         echo(
             f"claude: to give Claude Code bead's memory tools, run `{command}` "
@@ -120,7 +121,7 @@ def offer_mcp(bead: str) -> list[str]:
     if not yes:
         echo(f"claude: not registered; `{command}` does it later", err=True)
         return []
-    done, said = claude.register(exe, bead)
+    done, said = claude.register(exe, bead, home)
     if not done:
         echo(f"claude: `{command}` failed: {said}", err=True)
         return []

@@ -77,11 +77,13 @@ def eval_rows(data: dict[str, Any] | None) -> list[dict[str, Any]]:
         if not isinstance(r, dict):
             continue
         figures = {k: r[k] for k in FIGURES if isinstance(r.get(k), int | float) and not isinstance(r.get(k), bool)}
+        nested = r.get("splits")
+        splits: dict[str, Any] = nested if isinstance(nested, dict) else r  # injection suites nest them
         for split in ("dev", "test"):
-            if isinstance(r.get(split), dict):
+            if isinstance(splits.get(split), dict):
                 figures |= {
                     f"{split} {k}": v
-                    for k, v in r[split].items()
+                    for k, v in splits[split].items()
                     if k in FIGURES and isinstance(v, int | float) and not isinstance(v, bool)
                 }
         rows.append({"name": str(r.get("name", "")), "kind": str(r.get("kind", "")), "figures": figures})

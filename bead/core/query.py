@@ -350,3 +350,41 @@ def memory_context(
     return Bundle(
         text, [viewer.shown_id(r["id"]) for r in pinned], [f.id for f in found.facts] + [e.id for e in found.excerpts], project
     )
+
+
+# ----- bead list: what memory holds -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One key as `bead list` shows it: its current version's id and labels, or that it is sealed."""
+
+    key: str
+    id: str | None  # the current version (None: sealed, so no plaintext version)
+    type: str
+    trust: str
+    status: str  # current | dormant | sealed
+    pinned: bool
+    versions: int
+    title: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def list_keys(mem: Memory, prefix: str = "", type: str | None = None, trust: str | None = None) -> list[Listed]:
+    """Every key under ``prefix`` (a key or scope prefix: ``project/shop``, ``user/``), from the files, with
+    its current version; sealed keys too, without anything of their value. ``type`` and ``trust`` filter."""
+    out: list[Listed] = []
+    kvs, _problems = mem.facts.scan()
+    for kv in kvs:
+        cur = kv.current
+        if cur is None or not kv.key.startswith(prefix):
+            continue
+        out.append(Listed(kv.key, cur.id, cur.type, cur.trust, cur.status, cur.pinned, len(kv.facts), cur.title))
+    listed = {item.key for item in out}
+    for key, count in mem.sealed.counts().items():
+        if key.startswith(prefix) and key not in listed:
+            out.append(Listed(key, None, "", "", "sealed", False, count))
+    keep = [i for i in out if (type is None or i.type == type) and (trust is None or i.trust == trust)]
+    return sorted(keep, key=lambda i: i.key)

@@ -73,6 +73,7 @@ class Recaller:
         notices: list[str] | None = None,
         ahead: list[dict[str, Any]] | None = None,
         pointed: set[str] | frozenset[str] = frozenset(),
+        pinned: set[str] | frozenset[str] = frozenset(),
     ) -> CueBlock:
         """The cue block for the newest user message of ``conv``.
 
@@ -85,7 +86,8 @@ class Recaller:
         look-ahead judge picked after the conversation's previous request
         (``rerank.mode: async``): they come first among the facts. ``pointed``
         holds the keys this conversation was already pointed to
-        (bead.recall.pointers): never again.
+        (bead.recall.pointers): never again. ``pinned`` holds the fact ids of the conversation's pinned block
+        (the trace says a candidate was left out because it is there, not "already injected").
         """
         notices = notices or []
         ahead = [r for r in ahead or [] if r["id"] not in injected]
@@ -117,6 +119,9 @@ class Recaller:
             self._rerank(result, cues, trace)
         elif self.config.rerank.enabled:
             pool = self.judge_pool(result)
+        for c in result.rejected:
+            if c.id in pinned and c.reason == gate.ALREADY:
+                c.reason = "in the pinned block"
         trace["rejected"] = [{"id": c.id, "score": c.score, "reason": c.reason} for c in result.rejected[:20]]
         if ahead:
             trace["ahead"] = [r["id"] for r in ahead]

@@ -406,7 +406,7 @@ def wake(mem: Memory, key: str) -> str:
     """Make a dormant fact current again (and record it, so decay starts over)."""
     kv = mem.versions(key)
     if kv.current is None:
-        raise BeadError(f"no fact under {key}", "check the key with `bead search`")
+        raise BeadError(f"no fact under {key}", "list the keys with `bead list`")
     if kv.current.status != "current":
         mem.set_status(kv.current, "current")
     mem.note_use([key], "reinforce", id=kv.current.id)

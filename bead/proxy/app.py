@@ -22,6 +22,7 @@ import functools
 import hmac
 import json
 import logging
+import re
 import socket
 import sys
 import time
@@ -60,6 +61,9 @@ REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
 # Hypercorn writes its own date; the upstream's server header passes through.
 RESPONSE_DROP = HOP_BY_HOP | {"date"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,128}")
 
 
 class UpstreamBroke(Exception):
@@ -186,6 +190,13 @@ class Proxy:
             content_type="application/json",
         )
 
+    def _token_shaped(self, raw_path: str) -> bool:
+        """Whether the path's first segment has the shape of a home's token (its length, URL-safe letters)."""
+        first = raw_path.split("?", 1)[0].split("/")[1:2]
+        return (
+            bool(self.token) and bool(first) and _TOKEN_SHAPE.fullmatch(first[0]) is not None and len(first[0]) == len(self.token)
+        )
+
     def is_owner(self, has_token: bool, client: tuple[str, int] | None, server: tuple[str, int] | None) -> bool:
         if has_token:
             return True
@@ -225,6 +236,16 @@ class Proxy:
                 f"(the base URL is http://127.0.0.1:<port>/<the token in proxy.token>{stale.prefix}/v1)",
                 "permission_error",
                 api=stale.name,
+            )
+        if not has_token and self._token_shaped(raw_path):
+            # A stale or mistyped token on a route without a prefix: forwarded, the upstream would see the
+            # segment (and the harness a puzzling 404). Refused here, as a stale token before /openai is.
+            return _api_error(
+                403,
+                "bead proxy: the path's first segment has the shape of a token and is not this home's token "
+                "(the base URL is http://127.0.0.1:<port>/<the token in proxy.token>)",
+                "permission_error",
+                api=formats.api_of("/" + raw_path.split("/", 2)[-1]).name,
             )
         api_of, raw_path, fmt = formats.route(request.method, raw_path)
         api, wire = api_of.name, (fmt.wire if fmt is not None else None)

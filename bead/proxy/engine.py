@@ -259,6 +259,7 @@ class Engine:
                     notices=notices,
                     ahead=opening + self._ahead(mem, st),
                     pointed=st.pointed,
+                    pinned=frozenset(st.pinned_ids),
                 )
                 trace["recall_ms"] = round((time.perf_counter() - t1) * 1000, 2)
                 trace["errors"] += cue.trace.pop("errors", [])

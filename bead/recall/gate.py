@@ -166,6 +166,9 @@ def coverage(cue_terms: set[str], text: str) -> float:
     return len(cue_terms & set(terms(text))) / len(cue_terms)
 
 
+ALREADY = "already injected in this conversation"
+
+
 def _admit(cand: Candidate, passed: list[Candidate], rejected: list[Candidate], reasons: tuple[tuple[bool, str], ...]) -> bool:
     """The first reason that holds rejects ``cand`` (kept with the reason, for the trace); else it passes."""
     cand.reason = next((why for holds, why in reasons if holds), "")
@@ -209,7 +212,7 @@ def recall(
             out.facts,
             out.rejected,
             (
-                (row["id"] in exclude_ids, "already injected in this conversation"),
+                (row["id"] in exclude_ids, ALREADY),
                 (score < threshold, f"evidence {score:.2f} < {threshold}"),
                 (len(out.facts) >= max_facts, f"more than {max_facts} facts passed"),
             ),

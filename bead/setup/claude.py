@@ -1,4 +1,4 @@
-"""Registering the agent's MCP server with Claude Code: `claude mcp add --scope user bead -- <bead> mcp`.
+"""Registering the agent's MCP server with Claude Code: `claude mcp add --scope user bead -- <bead> --home <home> mcp`.
 
 Only when `claude` is on PATH, and only with the person's yes at a terminal
 (`bead setup` asks; in a script it prints the command instead and runs
@@ -20,8 +20,9 @@ def claude() -> str | None:
     return shutil.which("claude")
 
 
-def add_command(claude_exe: str, bead: str) -> list[str]:
-    return [claude_exe, "mcp", "add", "--scope", "user", NAME, "--", bead, "mcp"]
+def add_command(claude_exe: str, bead: str, home: str) -> list[str]:
+    """The registration, with the home it was set up for: a client may start the server without BEAD_HOME."""
+    return [claude_exe, "mcp", "add", "--scope", "user", NAME, "--", bead, "--home", home, "mcp"]
 
 
 def remove_command(claude_exe: str) -> list[str]:
@@ -36,10 +37,10 @@ def registered(claude_exe: str, runner: Runner = run) -> bool:
         return False
 
 
-def register(claude_exe: str, bead: str, runner: Runner = run) -> tuple[bool, str]:
+def register(claude_exe: str, bead: str, home: str, runner: Runner = run) -> tuple[bool, str]:
     """(done, what claude said when it was not)."""
     try:
-        r = runner(add_command(claude_exe, bead))
+        r = runner(add_command(claude_exe, bead, home))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, type(exc).__name__
     return r.returncode == 0, (r.stderr or r.stdout or "").strip()[:300]

@@ -172,10 +172,10 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
         text = rcf.read_text(encoding="utf-8") if rcf.exists() else ""
         if plan.rc_block() not in text:
             text = _strip_block(text)
+            # One line break before the block, which --uninstall takes away with it: the file's own bytes,
+            # with or without a final line break, are what is left.
             _write_if_changed(
-                rcf,
-                (text.rstrip("\n") + "\n\n" if text.strip() else "") + plan.rc_block(),
-                mode=rcf.stat().st_mode & 0o777 if rcf.exists() else 0o644,
+                rcf, text + ("\n" if text else "") + plan.rc_block(), mode=rcf.stat().st_mode & 0o777 if rcf.exists() else 0o644
             )
             acts.append(f"added the bead block to {rcf}")
     if load:
@@ -224,8 +224,9 @@ def _must(result: subprocess.CompletedProcess, what: str) -> None:
 
 
 def _strip_block(text: str) -> str:
-    out = re.sub(rf"\n*{re.escape(RC_BEGIN)}.*?{re.escape(RC_END)}\n?", "\n", text, flags=re.S).strip("\n")
-    return out + ("\n" if text.strip() else "")
+    """The rc file without bead's block and the one line break install put before it."""
+    m = re.search(rf"\n?{re.escape(RC_BEGIN)}\n.*?{re.escape(RC_END)}\n?", text, flags=re.S)
+    return text[: m.start()] + text[m.end() :] if m else text
 
 
 def uninstall(plan: Plan, runner: Runner = run) -> list[str]:

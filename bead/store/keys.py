@@ -59,7 +59,15 @@ def validate_key(key: str) -> str:
     scope = parts[0]
     shape_ok = (scope in ("user", "global") and len(parts) == 2) or (scope == "project" and len(parts) == 3)
     if not shape_ok:
-        raise InvalidKey(f"key {key!r} does not have the shape of a key", KEY_HELP)
+        hint = KEY_HELP
+        if scope in TYPES and scope not in ("user", "project") and len(parts) == 2:
+            # A type is not a scope: a feedback fact about the person lives under user/, one about a project
+            # under project/<name>/ (the type is --type, stored in the frontmatter).
+            hint = (
+                f"{scope!r} is a type, not a scope: write it as user/{parts[1]} or project/<project>/{parts[1]} "
+                f"with --type {scope}"
+            )
+        raise InvalidKey(f"key {key!r} does not have the shape of a key", hint)
     return key
 
 

@@ -1,0 +1,67 @@
+"""What a newcomer trips on (#26): `bead list`, hints that name the right key or command, a dry run that says a model is missing."""
+
+from __future__ import annotations
+
+import json
+
+from bead.config import Config
+from bead.core.memory import Memory
+from bead.paths import Home
+
+
+def seeded(bead_home) -> Memory:
+    mem = Memory(Home(bead_home).ensure(), Config(owner="tester"))
+    mem.write("user/editor", "Neovim", "user")
+    mem.write("user/editor", "Helix", "user")
+    mem.write("project/shop/db", "staging db is db2", "project", pinned=True)
+    mem.write("project/shop/ci", "CI runs on every push", "feedback", trust="agent_observed")
+    mem.write("project/other/db", "the other db", "project")
+    return mem
+
+
+def test_lists_every_key_with_its_current_version(bead, bead_home):
+    seeded(bead_home).close()
+    r = bead("list", "--json")
+    assert r.code == 0
+    rows = json.loads(r.out)
+    assert [x["id"] for x in rows] == ["project/other/db@v1", "project/shop/ci@v1", "project/shop/db@v1", "user/editor@v2"]
+    editor = rows[-1]
+    assert (editor["versions"], editor["trust"], editor["pinned"]) == (2, "user_stated", False)
+    assert rows[2]["pinned"] is True
+
+
+def test_a_prefix_and_filters_narrow_it(bead, bead_home):
+    seeded(bead_home).close()
+    assert [x["key"] for x in json.loads(bead("list", "project/shop", "--json").out)] == ["project/shop/ci", "project/shop/db"]
+    assert [x["key"] for x in json.loads(bead("list", "--type", "feedback", "--json").out)] == ["project/shop/ci"]
+    assert [x["key"] for x in json.loads(bead("list", "--trust", "agent_observed", "--json").out)] == ["project/shop/ci"]
+    r = bead("list", "global/")
+    assert r.code == 0 and "no keys under global/" in r.out
+
+
+def test_the_human_form_marks_pinned_and_dormant(bead, bead_home):
+    mem = seeded(bead_home)
+    mem.set_status(mem.current("project/other/db"), "dormant")
+    mem.close()
+    out = bead("list").out.splitlines()
+    assert any(line.split()[0] == "project/shop/db@v1" and line.endswith("pinned") for line in out)
+    assert any(line.split()[0] == "project/other/db@v1" and line.endswith("dormant") for line in out)
+
+
+def test_a_missing_key_points_at_bead_list(bead, bead_home):
+    seeded(bead_home).close()
+    r = bead("show", "user/nobody")
+    assert r.code == 1 and "bead list" in r.err
+
+
+def test_a_type_used_as_a_scope_gets_the_right_key_in_the_hint(bead):
+    r = bead("write", "feedback/style", "short commits", "--type", "feedback")
+    assert r.code == 1
+    assert "'feedback' is a type, not a scope" in r.err and "user/style" in r.err and "--type feedback" in r.err
+    r = bead("write", "project/style", "x", "--type", "project")
+    assert r.code == 1 and "is a type" not in r.err
+
+
+def test_a_dry_run_without_a_model_says_the_dream_does_nothing_yet(bead):
+    r = bead("dream", "run", "--dry-run")
+    assert r.code == 0 and "no model is set (dream.model in config.yaml)" in r.out
