@@ -65,3 +65,25 @@ def test_a_type_used_as_a_scope_gets_the_right_key_in_the_hint(bead):
 def test_a_dry_run_without_a_model_says_the_dream_does_nothing_yet(bead):
     r = bead("dream", "run", "--dry-run")
     assert r.code == 0 and "no model is set (dream.model in config.yaml)" in r.out
+
+
+def test_every_figure_of_the_health_endpoint_is_documented(proxy_client):
+    """docs/proxy.md names each field the owner's /bead/health answer holds."""
+    from conftest import REPO
+
+    fields = set(proxy_client().health())
+    page = (REPO / "docs" / "proxy.md").read_text()
+    section = page[page.index("## `GET /bead/health`") :]
+    assert {"requests", "not_owner", "with_memory", "errors"} <= fields
+    assert sorted(f for f in fields if f"`{f}`" not in section) == []
+
+
+def test_search_shows_one_readable_scale(bead, bead_home):
+    """Raw BM25 numbers depend on the corpus (1e-06 in a small one): each result shows its score as a share of
+    its list's best, facts and raw turns alike; --json keeps the score."""
+    seeded(bead_home).close()
+    r = bead("search", "staging db")
+    lines = [line.split() for line in r.out.splitlines() if line.startswith("  ")]
+    assert lines and all(0.0 < float(parts[0]) <= 1.0 for parts in lines) and lines[0][0] == "1.00"
+    data = json.loads(bead("search", "staging db", "--json").out)
+    assert data["facts"][0]["relevance"] == 1.0 and "score" in data["facts"][0]

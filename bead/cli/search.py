@@ -19,6 +19,8 @@ def search(query, limit, corpus, all_versions, scope, as_json):
     """Search facts and raw turns (BM25), ranked, with scores.
 
     QUERY is plain text: it is quoted into a valid FTS5 query, never passed raw.
+    Each result shows its relevance: its score as a share of its list's best
+    (1.00); --json gives the BM25 score too.
     """
     from ..recall.rank import search as ranked
 
@@ -50,6 +52,13 @@ def search(query, limit, corpus, all_versions, scope, as_json):
         ],
     }
 
+    # One readable scale for both lists: BM25's raw numbers depend on the corpus (a small one gives 1e-06),
+    # so each result shows its score as a share of its list's best.
+    for name in ("facts", "raw"):
+        best = max((r["score"] for r in data[name]), default=0.0) or 1.0
+        for r in data[name]:
+            r["relevance"] = round(r["score"] / best, 2)
+
     def human(d):
         from ..display import one_line
 
@@ -59,11 +68,11 @@ def search(query, limit, corpus, all_versions, scope, as_json):
                 tag = "" if h["current"] else f" [{h['status']}]"
                 if h["status"] == "dormant":
                     tag = " [dormant]"
-                echo(f"  {h['score']:9.4g}  {h['id']}{tag}  {one_line(h['body'], 90)}")
+                echo(f"  {h['relevance']:4.2f}  {h['id']}{tag}  {one_line(h['body'], 90)}")
         if corpus in (None, "raw"):
             echo(f"raw turns ({len(d['raw'])})")
             for h in d["raw"]:
-                echo(f"  {h['score']:9.4g}  {h['id']} {h['role']} {h['at']}  {one_line(h['text'], 90)}")
+                echo(f"  {h['relevance']:4.2f}  {h['id']} {h['role']} {h['at']}  {one_line(h['text'], 90)}")
 
     emit(data, as_json, human)
 
