@@ -87,3 +87,12 @@ def test_search_shows_one_readable_scale(bead, bead_home):
     assert lines and all(0.0 < float(parts[0]) <= 1.0 for parts in lines) and lines[0][0] == "1.00"
     data = json.loads(bead("search", "staging db", "--json").out)
     assert data["facts"][0]["relevance"] == 1.0 and "score" in data["facts"][0]
+
+
+def test_skills_preview_with_nothing_says_the_folder_decides_the_project(bead, bead_home, tmp_path):
+    seeded(bead_home).close()
+    elsewhere = tmp_path / "not-a-project"
+    elsewhere.mkdir()
+    r = bead("skills", "preview", "--dir", str(elsewhere))
+    assert r.code == 0 and "no skills for project not-a-project" in r.out
+    assert "the project comes from the folder" in r.out and "--project" in r.out

@@ -194,6 +194,7 @@ def test_a_sealed_key_is_never_shown(bead, bead_home, mem, vault):
     assert mem.current("project/shop/door") is None and mem.is_sealed("project/shop/door")
     again = bead("review", input="s\n")
     assert "zqxjvbnmkq" not in again.out and "fact project/shop/door" not in again.out, "a sealed fact is left out"
+    assert "all reviewed" not in again.out and "1 skipped, still waiting for the next `bead review`" in again.out
 
 
 def test_accept_never_writes_a_terminal_escape_or_a_credential_as_the_persons_word(bead, mem):

@@ -105,6 +105,9 @@ def test_install_writes_valid_skills_with_provenance_only_for_the_persons_word(b
         "bead_review_item": item.id,
     }
     assert "Use when working in the shop project" in lesson["description"]
+    # Written by hand, never judged by the outcome gate: the description does not claim the session succeeded.
+    assert lesson["description"].startswith("A lesson written by hand from an earlier session: Regenerate the lock file")
+    assert "after a merge. Use when" in lesson["description"] and "succeeded" not in lesson["description"]
     body = (project / ".claude/skills/bead-regenerate-the-lock-file-after-a-merge/SKILL.md").read_text()
     assert "poetry lock --no-update" in body, "the person's edit, not the proposed text"
     deploy = front(project / ".claude/skills/bead-deploy-day/SKILL.md")

@@ -173,10 +173,16 @@ def _skills_args(project_dir, project):
     return folder, name
 
 
-def _show_skills(rows, verb):
+def _show_skills(rows, verb, folder=None, project=None):
     if not rows:
+        where = (
+            f" for project {project} (the project comes from the folder, {folder}; run this in the project's "
+            "checkout, or give --dir or --project)"
+            if folder is not None
+            else ""
+        )
         echo(
-            "no skills: pin a feedback or project fact you stated (`bead write KEY TEXT --type feedback --pin`) "
+            f"no skills{where}: pin a feedback or project fact you stated (`bead write KEY TEXT --type feedback --pin`) "
             "or accept a lesson in `bead review`"
         )
     for d in rows:
@@ -199,7 +205,7 @@ def skills_preview(project_dir, project, show, as_json):
     rows = [s.as_dict() for s in sk.plan(open_memory(), folder, name)]
 
     def human(rs):
-        _show_skills(rs, "not overwritten")
+        _show_skills(rs, "not overwritten", folder, name)
         if show:
             for d in rs:
                 echo()
@@ -220,7 +226,7 @@ def skills_install(project_dir, project, force, as_json):
 
     folder, name = _skills_args(project_dir, project)
     rows = [s.as_dict() for s in sk.install(open_memory(), folder, name, force)]
-    emit(rows, as_json, lambda rs: _show_skills(rs, "kept"))
+    emit(rows, as_json, lambda rs: _show_skills(rs, "kept", folder, name))
 
 
 @click.command()

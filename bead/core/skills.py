@@ -176,11 +176,13 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
         name = skill_name(key, taken)
         taken.add(name)
         gist = _plain(title) if title else _cut(_plain(re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]), 200)
+        gist = gist if gist.endswith((".", "!", "?", "…")) else gist + "."
         when = f"Use when working in {_where(key)}"
         what = {
             "feedback": "How the person wants the agent to work",
             "project": "A fact about the project",
             "lesson": "A lesson from an earlier session that succeeded",
+            "lesson-hand": "A lesson written by hand from an earlier session",
         }[kind]
         description = _cut(f"{what}: {gist} {when}; bead memory {key}.", MAX_DESCRIPTION)
         body = (
@@ -190,7 +192,13 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
             + "). The memory is the source: change it with "
             f"`bead write {key} ...`, then run `bead skills install --force` to refresh this file.\n"
         )
-        meta = {"bead_key": key, "bead_version_id": fid, "bead_kind": kind, "bead_trust": trust, "bead_source_session": session}
+        meta = {
+            "bead_key": key,
+            "bead_version_id": fid,
+            "bead_kind": "lesson" if kind.startswith("lesson") else kind,
+            "bead_trust": trust,
+            "bead_source_session": session,
+        }
         if item:
             meta["bead_review_item"] = item
         out.append(Skill(name, description, body, meta, key))
@@ -202,7 +210,9 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
         cur = mem.current(item.key) if not mem.is_sealed(item.key) else None
         if cur is None or cur.trust not in PERSON_TRUSTS or cur.status not in ("current", "dormant"):
             continue
-        add(cur.key, cur.id, cur.body, "lesson", cur.trust, item.session, item.id, item.title)
+        # Only the dream's lessons passed the outcome gate (the session succeeded); a hand-written one was not judged.
+        kind = "lesson-hand" if item.source == "hand" else "lesson"
+        add(cur.key, cur.id, cur.body, kind, cur.trust, item.session, item.id, item.title)
     for row in mem.index.pinned_candidates(project):
         if not row.get("pinned") or row["type"] not in ("feedback", "project") or row["trust"] not in PERSON_TRUSTS:
             continue

@@ -284,7 +284,14 @@ def run(mem: Memory, io: LineIO | TermIO) -> dict[str, int]:
             done[action] = done.get(action, 0) + 1
             io.show([("class:ok", f"  {said}\n")])
             break
-    io.show([("", "nothing left to review\n" if not items else "all reviewed\n")])
+    skipped = done.get("skip", 0)
+    if not items:
+        end = "nothing left to review\n"
+    elif skipped:
+        end = f"walked through all {len(items)}; {skipped} skipped, still waiting for the next `bead review`\n"
+    else:
+        end = "all reviewed\n"
+    io.show([("", end)])
     return done
 
 
