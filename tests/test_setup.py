@@ -349,7 +349,16 @@ def test_shell_wrapper(shell, tmp_path):
         flags = ["-O", "expand_aliases"] if shell == "bash" else []  # bash -c expands aliases only when asked
         up2 = subprocess.run([shell, *flags, "-c", aliased], env=env, capture_output=True, text=True, timeout=30)
         assert up2.stdout.strip() == f"BASE={url}/{token} HINT=1 KEY= TOKEN= ARGS=-p hello there", up2.stderr
-        assert up2.stderr == ""
+        # An alias that ran something else is replaced, and the person is told so, once per shell.
+        assert (
+            up2.stderr.strip()
+            == "bead: your alias claude='echo aliased' is replaced by bead's claude function (see ~/.bead/shell.sh)"
+        )
+        # An alias that ran claude with arguments keeps them: they come first.
+        with_args = f'alias claude=\'claude --verbose --model "x y"\'\n. "{home / "shell.sh"}"\nclaude -p "hello there"'
+        up3 = subprocess.run([shell, *flags, "-c", with_args], env=env, capture_output=True, text=True, timeout=30)
+        assert up3.stdout.strip() == f"BASE={url}/{token} HINT=1 KEY= TOKEN= ARGS=--verbose --model x y -p hello there"
+        assert up3.stderr == ""
     finally:
         proxy.close()
         upstream.close()
