@@ -422,3 +422,24 @@ def test_uninstall_gives_back_the_rc_file_byte_for_byte(fake_home, original):
     assert rc.read_text().startswith(original) and "# >>> bead >>>" in rc.read_text()
     assert bead_cmd(env, "setup", "--uninstall", "--platform", "systemd").returncode == 0
     assert rc.read_bytes() == original.encode()
+
+
+def test_logs_says_where_the_logs_are(fake_home, tmp_path):
+    """`bead logs` without installed services says so (and where `bead up` logs) instead of journalctl's bare
+    "No entries"; with them it shows all three services interleaved, or one; a journald without a per-user
+    journal gets a hint, not "insufficient permissions" alone."""
+    home, _log, env = fake_home
+    journal = tmp_path / "bin" / "journalctl"
+    journal.write_text('#!/bin/sh\necho "journal $*"\n')
+    journal.chmod(0o755)
+    r = bead_cmd(env, "logs")
+    assert r.returncode == 1 and "no bead service is installed here" in r.stderr and "bead up" in r.stderr
+    true = shutil.which("true")
+    assert bead_cmd(env, "setup", "--platform", "systemd", "--no-load", "--no-vault", "--executable", true).returncode == 0
+    r = bead_cmd(env, "logs")
+    assert r.returncode == 0, r.stderr
+    assert "-u bead-proxy.service -u bead-indexer.service -u bead-dream.service" in r.stdout
+    assert bead_cmd(env, "logs", "dream").stdout.strip().startswith("journal --user -u bead-dream.service -n 200")
+    journal.write_text('#!/bin/sh\necho "Hint: You are currently not seeing messages. insufficient permissions." >&2\n')
+    r = bead_cmd(env, "logs")
+    assert r.returncode == 1 and "journald keeps no journal of your own here" in r.stderr and "sudo journalctl" in r.stderr

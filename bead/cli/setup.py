@@ -152,27 +152,52 @@ def up(no_dream):
 
 
 @click.command()
-@click.argument("service", required=False, type=click.Choice(["proxy", "indexer", "dream"]), default="proxy")
+@click.argument("service", required=False, type=click.Choice(["proxy", "indexer", "dream"]))
 @click.option("-n", "--lines", default=200, show_default=True)
 def logs(service, lines):
-    """Show a service's log: journald on Linux, the launchd log file on macOS."""
+    """Show the services' log (all three interleaved, or SERVICE's): journald on Linux, the launchd log
+    files on macOS. Under `bead up` the services log to its terminal instead."""
     import os
     import shutil
+    import subprocess
+    from pathlib import Path
 
+    from ..errors import BeadError
+    from ..setup.install import SERVICES, launchd_log
+
+    names = [service] if service else list(SERVICES)
+    not_here = "no bead service is installed here (`bead setup` installs them); under `bead up` the services log to its terminal"
     if sys.platform == "darwin" or not shutil.which("journalctl"):
-        from ..setup.install import launchd_log
-
-        path = launchd_log(service)
-        if not path.exists():
-            from ..errors import BeadError
-
-            raise BeadError(
-                f"no log at {path}", "start the services with `bead setup` (or run `bead up`, which logs to the terminal)"
-            )
-        text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
-        echo("\n".join(text), multiline=True)  # a log line may quote what a request held
+        found = [(n, launchd_log(n)) for n in names if launchd_log(n).exists()]
+        if not found:
+            raise BeadError(f"no log at {launchd_log(names[0])}", not_here)
+        for n, path in found:
+            if len(found) > 1:
+                echo(f"==> {n}: {path}")
+            text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+            echo("\n".join(text), multiline=True)  # a log line may quote what a request held
         return
-    os.execvp("journalctl", ["journalctl", "--user", "-u", f"bead-{service}.service", "-n", str(lines), "--no-pager"])
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    units = [f"bead-{n}.service" for n in names]
+    if not any((config / "systemd" / "user" / u).exists() for u in units):
+        raise BeadError(f"no bead service unit in {config / 'systemd' / 'user'}", not_here)
+    echo(f"journalctl --user {' '.join('-u ' + u for u in units)} (the last {lines} lines)", err=True)
+    r = subprocess.run(
+        ["journalctl", "--user", *[a for u in units for a in ("-u", u)], "-n", str(lines), "--no-pager"],
+        capture_output=True,
+        text=True,
+        errors="replace",
+    )
+    echo(r.stdout.rstrip("\n"), multiline=True)
+    said = r.stderr.strip()
+    if "insufficient permissions" in said.lower() or "no journal files" in said.lower():
+        raise BeadError(
+            f"journald keeps no journal of your own here ({said.splitlines()[0][:200]})",
+            "the services' lines are in the system journal: `sudo journalctl _SYSTEMD_USER_UNIT=bead-proxy.service`, "
+            "or join the systemd-journal group; `bead up` shows them in its terminal",
+        )
+    if r.returncode != 0:
+        raise BeadError(f"journalctl failed: {said[:300]}", "run the journalctl line above yourself to see why")
 
 
 COMMANDS = [setup, up, logs]
