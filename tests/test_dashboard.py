@@ -225,6 +225,8 @@ def test_the_page_loads_with_no_console_error_and_shows_the_counts(page, served)
     for name, n in served["counts"].items():
         assert shown[name] == n, (name, shown)
     assert page.eval("document.querySelectorAll('#growth canvas').length") >= 1, "uPlot drew the plot"
+    # One day of data is drawn a day either side of it, not stretched over years.
+    assert page.eval("beadGrowth.scales.x.range(beadGrowth, 1700000000, 1700000000)") == [1699913600, 1700086400]
     assert page.eval("document.querySelector('#types').innerText").count("\n") >= 4
     assert "locomo dev" in page.eval("document.querySelector('#eval').innerText")
     assert "project/shop/db@v1" in page.eval("document.body.innerText"), "the traced injection"

@@ -15,7 +15,15 @@
   var opts = {
     width: width,
     height: 240,
-    scales: { x: { time: true }, n: { auto: true }, inj: { auto: true } },
+    // One day of data has no width: uPlot would stretch the axis over years. A day either side instead.
+    scales: {
+      x: {
+        time: true,
+        range: function (u, min, max) { return min === max ? [min - 86400, max + 86400] : [min, max]; }
+      },
+      n: { auto: true },
+      inj: { auto: true }
+    },
     series: [
       {},
       { label: "fact versions", scale: "n", stroke: "#2f6fb3", width: 2 },
@@ -28,5 +36,5 @@
       { scale: "inj", side: 1, label: "injected", grid: { show: false } }
     ]
   };
-  new uPlot(opts, [g.t, g.versions, g.turns, g.injections], holder);
+  window.beadGrowth = new uPlot(opts, [g.t, g.versions, g.turns, g.injections], holder);  // the tests read its scales
 })();
