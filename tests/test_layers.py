@@ -112,7 +112,7 @@ ENTRY_POINTS = ("bead.proxy", "bead.cli", "bead.mcp", "bead.tui", "bead.dashboar
 # above. Within a tier, imports may go either way but never in a circle (the cycle test below).
 TIERS: list[tuple[str, tuple[str, ...]]] = [
     (
-        "ground: paths, config, errors, log, safe files, text forms, the model client, the proxy token",
+        "ground: paths, config, errors, log, safe files, text forms, the model client, the proxy token, ports",
         (
             "bead",
             "bead.errors",
@@ -125,6 +125,7 @@ TIERS: list[tuple[str, tuple[str, ...]]] = [
             "bead.display",
             "bead.llm",
             "bead.token",
+            "bead.ports",
         ),
     ),
     ("capture: the secret scan, text cleaning, the instruction rule", ("bead.capture",)),
@@ -303,13 +304,19 @@ def test_the_tiers_are_in_the_documented_order():
 
 def test_the_review_terminal_and_the_dashboard_only_translate():
     """bead/tui and bead/dashboard reach memory through the application layer (core, the queue, forget, the
-    vault), never the store's files or the index's SQL; neither imports another entry point, but for the one
-    module the dashboard shares with the proxy: its access checks (bead.proxy.access), reused, not copied."""
+    vault), never the store's files or the index's SQL; neither imports another entry point, but for the two
+    modules the dashboard shares with the proxy: its access checks (bead.proxy.access) and its listening socket
+    (bead.proxy.serve), reused, not copied."""
     files = under("tui", "dashboard")
     assert violations(files, ("bead.store", "bead.index", "sqlite3", "pysqlite3", "sqlite_utils")) == []
     assert violations(under("tui"), ENTRY_POINTS[:3] + ("bead.dashboard",)) == []
     dash = violations(under("dashboard"), ("bead.proxy", "bead.cli", "bead.mcp", "bead.tui"))
-    assert dash == ["bead/dashboard/app.py imports bead.proxy", "bead/dashboard/app.py imports bead.proxy.access"]
+    assert dash == [
+        "bead/dashboard/app.py imports bead.proxy",
+        "bead/dashboard/app.py imports bead.proxy.access",
+        "bead/dashboard/app.py imports bead.proxy.serve",
+        "bead/dashboard/app.py imports bead.proxy.serve.listening_socket",
+    ]
     assert "bead.core.overview" in imported(PKG / "dashboard" / "app.py")
     assert "bead.core.review" in imported(PKG / "tui" / "review.py")
 

@@ -569,6 +569,7 @@ class TestOperations:
         finally:
             holder.close()
         assert r.code == 1 and "Traceback" not in r.err
+        assert "bead proxy on" not in r.err, "it never said it was up: the port was never its own"
         (first,) = [line for line in r.err.splitlines() if line.startswith("error:")]
         assert first.startswith("error: port") and str(port) in first
         if sys.platform.startswith("linux"):
@@ -596,19 +597,64 @@ class TestOperations:
         assert r.returncode == 1 and "Traceback" not in r.stderr
         assert f"port {port}" in r.stderr and "proxy exited with code 1" in r.stderr
 
-    def test_crash_loop_is_a_problem_in_status(self, bead, tmp_path, monkeypatch):
-        """A service systemd keeps restarting is reported, not hidden behind "problems none"."""
+    @staticmethod
+    def fake_systemctl(tmp_path, monkeypatch, proxy_fields: str) -> None:
+        """A systemctl on PATH that shows the proxy's unit with ``proxy_fields`` and no other unit."""
         bin_dir = tmp_path / "bin"
-        bin_dir.mkdir()
+        bin_dir.mkdir(exist_ok=True)
+        body = proxy_fields.replace("\n", "\\n")
         (bin_dir / "systemctl").write_text(
-            '#!/bin/sh\ncase "$*" in *bead-proxy*) printf \'ActiveState=activating\\nSubState=auto-restart\\n'
-            "NRestarts=7\\nLoadState=loaded\\n' ;; *) printf 'LoadState=not-found\\n' ;; esac\n"
+            f"#!/bin/sh\ncase \"$*\" in *bead-proxy*) printf '{body}LoadState=loaded\\n' ;; *) printf 'LoadState=not-found\\n' ;; esac\n"
         )
         (bin_dir / "systemctl").chmod(0o755)
         monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+    def test_crash_loop_is_a_problem_in_status(self, bead, tmp_path, monkeypatch):
+        """A service systemd keeps restarting is reported, not hidden behind "problems none", in a sentence, with
+        the fix that works after systemd's start limit (reset-failed, then restart)."""
+        self.fake_systemctl(tmp_path, monkeypatch, "ActiveState=activating\nSubState=auto-restart\nNRestarts=7\n")
         r = bead("status")
         assert r.code == 0, r.err
-        assert "the proxy service keeps restarting (7 restarts" in r.out and "problems    none" not in r.out
+        assert "the proxy service keeps restarting (7 restarts so far, now waiting to start again)" in r.out
+        assert "problems    none" not in r.out
+        assert "service     proxy: restarting over and over: 7 restarts so far, now waiting to start again" in r.out
+        assert "systemctl --user reset-failed bead-proxy && systemctl --user restart bead-proxy" in r.out
+
+    def test_a_loop_sampled_while_the_service_is_briefly_up_is_still_a_loop(self, bead, tmp_path, monkeypatch):
+        """Between two crashes the service is "active" for a moment: restarts and a start seconds ago say loop."""
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        entered = int((uptime - 2) * 1e6)
+        fields = f"ActiveState=active\nSubState=running\nNRestarts=5\nActiveEnterTimestampMonotonic={entered}\n"
+        self.fake_systemctl(tmp_path, monkeypatch, fields)
+        r = bead("status")
+        assert "the proxy service keeps restarting (5 restarts so far" in r.out and "problems    none" not in r.out
+
+    def test_a_service_that_restarted_once_long_ago_is_fine(self, bead, tmp_path, monkeypatch):
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        entered = max(1, int((uptime - 3600) * 1e6))
+        self.fake_systemctl(
+            tmp_path, monkeypatch, f"ActiveState=active\nSubState=running\nNRestarts=1\nActiveEnterTimestampMonotonic={entered}\n"
+        )
+        data = json.loads(bead("status", "--json").out)
+        assert data["services"]["proxy"]["state"] == "active" and "restarting" not in data["services"]["proxy"]
+        assert not [p for p in data["problems"] if "service" in p["problem"]]
+
+    def test_the_start_limit_is_named_and_the_port_holder_too(self, bead, bead_home, tmp_path, monkeypatch):
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        bead_home.mkdir(parents=True, exist_ok=True)
+        (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
+        self.fake_systemctl(tmp_path, monkeypatch, "ActiveState=failed\nSubState=failed\nNRestarts=10\nResult=start-limit-hit\n")
+        try:
+            r = bead("status")
+        finally:
+            holder.close()
+        assert "then systemd's start limit stopped it" in r.out
+        if sys.platform.startswith("linux"):
+            assert f"port {port} is held by pid {os.getpid()}" in r.out
+        assert "reset-failed bead-proxy && systemctl --user restart bead-proxy" in r.out
 
     def test_setup_through_the_symlink_and_the_venv_path_writes_the_same_units(self, tmp_path):
         """install.sh writes the venv's bead, `bead` on PATH is ~/.local/bin/bead -> it: either way, same units."""

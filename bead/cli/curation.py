@@ -265,9 +265,12 @@ def dashboard(listen, trace_file):
     app = create_app(home, load(home), trace_file)
     token = app.extensions["bead.dashboard.token"]
     where = f"http://{listen}"
-    echo(f"bead dashboard on {where}/ (yours: the kernel says who connects on Linux)", err=True)
-    echo(f"  from anywhere else, or another OS: {where}/{token}/ (the home's token: keep the address to yourself)", err=True)
-    serve(app, host.strip("[]"), int(port))
+
+    def listening() -> None:
+        echo(f"bead dashboard on {where}/ (yours: the kernel says who connects on Linux)", err=True)
+        echo(f"  from anywhere else, or another OS: {where}/{token}/ (the home's token: keep the address to yourself)", err=True)
+
+    serve(app, host.strip("[]"), int(port), listening)
 
 
 COMMANDS = [review, candidate, curate, skills, dashboard]

@@ -36,8 +36,7 @@ def status(fix, as_json):
             state = "fresh" if i["fresh"] else "behind the files"
             echo(f"index       {i['current_facts']} current facts, {i['raw_turns']} raw turns ({state})")
         for name, st in d["services"].items():
-            extra = "".join(f", {k} {v}" for k, v in st.items() if k != "state" and v not in (None, ""))
-            echo(f"{'service':<12}{name}: {st['state']}{extra}")
+            echo(f"{'service':<12}{name}: {st.get('summary') or st['state']}")
         if d["last_dream"]:
             echo(f"last dream  {d['last_dream']['last_run']} (report {d['last_dream']['report']})")
         else:

@@ -20,6 +20,7 @@ from ..errors import BeadError
 from ..index import sqlite
 from ..index.rebuild import diff
 from ..paths import enclosing_git
+from ..ports import listener
 from ..store.facts import LINK_REASON
 from ..store.queue import Queue
 from ..store.reports import DreamState, Reports
@@ -92,20 +93,22 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         )
     data["services"] = services_state()
     for name, st in data["services"].items():
-        if st.get("state") == "failed":
-            problems.append(
-                {
-                    "problem": f"the {name} service has failed",
-                    "fix": f"see `bead logs {name}`, then `systemctl --user restart bead-{name}`",
-                }
-            )
-        elif st.get("restarting"):
-            problems.append(
-                {
-                    "problem": f"the {name} service keeps restarting ({st['restarting']})",
-                    "fix": f"see why in `bead logs {name}`; a busy port or a config error is the usual cause",
-                }
-            )
+        if st.get("state") != "failed" and not st.get("restarting"):
+            continue
+        cause = ""
+        if name == "proxy":
+            host, _, port = mem.config.proxy.listen.rpartition(":")
+            holder = listener(int(port)) if port.isdigit() else None
+            if holder:
+                cause = f"; port {port} is held by {holder}, so the proxy cannot start"
+        what = f"keeps restarting ({st['restarting']})" if st.get("restarting") else "has failed"
+        problems.append(
+            {
+                "problem": f"the {name} service {what}{cause}",
+                "fix": f"see why in `bead logs {name}` (a busy port or a config error is the usual cause); once it is "
+                f"fixed, `{restart_fix(name)}`",
+            }
+        )
     try:
         data["last_dream"] = last_dream(mem)
         data["review_queue"] = Queue(mem).open_count()
@@ -173,8 +176,18 @@ def _link_problem(link: Path) -> dict:
     }
 
 
+RECENT_START_S = 60.0  # a service restarted by its manager that came up less than this long ago is in a loop
+
+
+def _uptime_s(proc: Path = Path("/proc/uptime")) -> float | None:
+    try:
+        return float(proc.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def services_state() -> dict:
-    """Each service as the platform's service manager sees it."""
+    """Each service as the platform's service manager sees it, with ``summary``: a sentence for `bead status`."""
     out: dict[str, dict[str, Any]] = {}
     for name in ("proxy", "indexer", "dream"):
         try:
@@ -183,13 +196,15 @@ def services_state() -> dict:
                     ["launchctl", "print", f"gui/{os.getuid()}/com.bead.{name}"], capture_output=True, text=True, timeout=5
                 )
                 if r.returncode != 0:
-                    out[name] = {"state": "not loaded"}
+                    out[name] = {"state": "not loaded", "summary": "not loaded"}
                     continue
                 fields = dict(line.strip().split(" = ", 1) for line in r.stdout.splitlines() if " = " in line)
-                out[name] = {"state": fields.get("state", "?"), "runs": fields.get("runs"), "pid": fields.get("pid")}
+                state = fields.get("state", "?")
+                out[name] = {"state": state, "runs": fields.get("runs"), "pid": fields.get("pid"), "summary": state}
                 runs, last = int(fields.get("runs") or 0), fields.get("last exit code", "0")
-                if runs > 1 and last not in ("0", "(never exited)") and fields.get("state") != "running":
-                    out[name]["restarting"] = f"{runs} runs, last exit code {last}"
+                if runs > 1 and last not in ("0", "(never exited)") and state != "running":
+                    out[name]["restarting"] = f"{runs} runs, the last exited with code {last}"
+                    out[name]["summary"] = f"restarting over and over: {runs} runs, the last exited with code {last}"
             elif shutil.which("systemctl"):
                 r = subprocess.run(
                     [
@@ -198,7 +213,7 @@ def services_state() -> dict:
                         "show",
                         f"bead-{name}.service",
                         "-p",
-                        "ActiveState,SubState,ActiveEnterTimestamp,NRestarts,LoadState",
+                        "ActiveState,SubState,ActiveEnterTimestamp,ActiveEnterTimestampMonotonic,NRestarts,LoadState,Result",
                     ],
                     capture_output=True,
                     text=True,
@@ -206,24 +221,54 @@ def services_state() -> dict:
                 )
                 fields = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
                 if r.returncode != 0 or fields.get("LoadState") in (None, "not-found"):
-                    out[name] = {"state": "not installed"}
+                    out[name] = {"state": "not installed", "summary": "not installed"}
                     continue
-                restarts = int(fields.get("NRestarts") or 0)
-                active, sub = fields.get("ActiveState", "?"), fields.get("SubState", "")
-                out[name] = {
-                    "state": "starting" if active == "activating" and sub != "auto-restart" else active,
-                    "since": fields.get("ActiveEnterTimestamp") or None,
-                    "restarts": restarts,
-                }
-                # systemd waits between restarts in "auto-restart"; a service that
-                # fails at once is there more often than it is running.
-                if sub == "auto-restart" or (restarts and active in ("activating", "failed")):
-                    out[name]["restarting"] = f"{restarts} restarts, now {active}/{sub}"
+                out[name] = _systemd_state(fields)
             else:
-                out[name] = {"state": "unknown (no service manager; `bead up` runs them in the foreground)"}
+                out[name] = {
+                    "state": "unknown",
+                    "summary": "unknown (no service manager here; `bead up` runs the services in the foreground)",
+                }
         except (OSError, subprocess.TimeoutExpired, ValueError):
-            out[name] = {"state": "unknown"}
+            out[name] = {"state": "unknown", "summary": "unknown"}
     return out
+
+
+def _systemd_state(fields: dict[str, str]) -> dict[str, Any]:
+    """A unit's state from `systemctl show`: a restart loop is one whatever the moment it is sampled at (waiting
+    to start again, starting, failed, or up for a few seconds before it fails again)."""
+    restarts = int(fields.get("NRestarts") or 0)
+    active, sub = fields.get("ActiveState", "?"), fields.get("SubState", "")
+    since = fields.get("ActiveEnterTimestamp") or None
+    state = "starting" if active == "activating" and sub != "auto-restart" else active
+    st: dict[str, Any] = {"state": state, "since": since, "restarts": restarts}
+    uptime, entered = _uptime_s(), fields.get("ActiveEnterTimestampMonotonic", "")
+    up_for = uptime - int(entered) / 1e6 if uptime is not None and entered.isdigit() and int(entered) else None
+    looping = sub == "auto-restart" or (
+        restarts > 0 and (active in ("activating", "failed") or (up_for is not None and up_for < RECENT_START_S))
+    )
+    if active == "failed" and fields.get("Result") == "start-limit-hit":
+        st["restarting"] = f"{restarts} restarts, then systemd's start limit stopped it"
+        st["summary"] = f"failed: restarted {restarts} times, then systemd's start limit stopped it"
+    elif looping:
+        now = "waiting to start again" if sub == "auto-restart" else f"{state} for the moment"
+        st["restarting"] = f"{restarts} restarts so far, now {now}"
+        st["summary"] = f"restarting over and over: {restarts} restarts so far, now {now}"
+    else:
+        st["summary"] = (
+            state
+            + (f" since {since}" if since and state == "active" else "")
+            + (f" ({restarts} restart{'s' if restarts != 1 else ''} since it was started)" if restarts else "")
+        )
+    return st
+
+
+def restart_fix(name: str) -> str:
+    """The command that brings a failed or looping service back once its cause is gone: systemd's plain restart
+    fails after the start limit, so the failure is reset first."""
+    if sys.platform == "darwin":
+        return f"launchctl kickstart -k gui/{os.getuid()}/com.bead.{name}"
+    return f"systemctl --user reset-failed bead-{name} && systemctl --user restart bead-{name}"
 
 
 def last_dream(mem: Memory) -> dict | None:

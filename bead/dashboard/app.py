@@ -109,17 +109,21 @@ def create_app(
     return app
 
 
-def serve(app: Any, host: str, port: int) -> None:
-    """Serve on loopback with Hypercorn until SIGINT/SIGTERM."""
+def serve(app: Any, host: str, port: int, on_listening: Callable[[], None] | None = None) -> None:
+    """Serve on loopback with Hypercorn until SIGINT/SIGTERM; ``on_listening`` runs once the port is bound."""
     import signal
 
     from hypercorn.asyncio import serve as hyper
     from hypercorn.config import Config as HyperConfig
 
+    from ..proxy.serve import listening_socket
+
     cfg = HyperConfig()
-    cfg.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    cfg.bind = [f"fd://{listening_socket(host, port)}"]
     cfg.accesslog = None
     cfg.errorlog = None
+    if on_listening is not None:
+        on_listening()
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -27,10 +27,10 @@ working for the owner on Linux. Another OS user can neither read the token
 from __future__ import annotations
 
 import hmac
-import os
 from pathlib import Path
 
 from ..paths import Home
+from ..ports import hex_port
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 
@@ -75,10 +75,6 @@ def split_token(raw_path: str, token: str) -> tuple[bool, str]:
     if head and hmac.compare_digest(head.encode(), token.encode()):
         return True, "/" + rest if sep else "/"
     return False, raw_path
-
-
-def _hex_port(port: int) -> str:
-    return f"{port:04X}"
 
 
 def _proc_addrs(ip: str) -> set[str]:
@@ -176,8 +172,8 @@ def _diag_uid(client: tuple[str, int], server: tuple[str, int]) -> object:
 
 
 def _proc_uid(client: tuple[str, int], server: tuple[str, int], proc: Path) -> int | None:
-    local = {f"{a}:{_hex_port(client[1])}" for a in _proc_addrs(client[0])}
-    remote = {f"{a}:{_hex_port(server[1])}" for a in _proc_addrs(server[0])}
+    local = {f"{a}:{hex_port(client[1])}" for a in _proc_addrs(client[0])}
+    remote = {f"{a}:{hex_port(server[1])}" for a in _proc_addrs(server[0])}
     if not local or not remote:
         return None
     uids = set()
@@ -192,41 +188,6 @@ def _proc_uid(client: tuple[str, int], server: tuple[str, int], proc: Path) -> i
         except (OSError, ValueError):
             continue
     return uids.pop() if len(uids) == 1 else None
-
-
-def listener(port: int, proc: Path = Path("/proc")) -> str | None:
-    """Who listens on a local TCP port, as the kernel says: ``pid 123 (python3)``, ``uid 1000`` or None."""
-    hexport = ":" + _hex_port(port)
-    inode, uid = None, None
-    for name in ("tcp", "tcp6"):
-        try:
-            with open(proc / "net" / name, encoding="ascii", errors="replace") as f:
-                next(f, None)
-                for line in f:
-                    fields = line.split()
-                    if len(fields) > 9 and fields[1].endswith(hexport) and fields[3] == "0A":  # LISTEN
-                        uid, inode = int(fields[7]), fields[9]
-                        break
-        except (OSError, ValueError):
-            continue
-        if inode:
-            break
-    if inode is None:
-        return None
-    target = f"socket:[{inode}]"
-    try:
-        pids = [p for p in os.listdir(proc) if p.isdigit()]
-    except OSError:
-        pids = []
-    for pid in pids:
-        try:
-            for fd in os.listdir(proc / pid / "fd"):
-                if os.readlink(proc / pid / "fd" / fd) == target:
-                    comm = (proc / pid / "comm").read_text(encoding="utf-8", errors="replace").strip()
-                    return f"pid {pid} ({comm})"
-        except OSError:
-            continue
-    return f"a process of uid {uid}"
 
 
 def home_owner(home: Home) -> int:

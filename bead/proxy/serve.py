@@ -7,10 +7,12 @@ import errno
 import ipaddress
 import logging
 import signal
+import socket
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import BeadError
-from . import access
+from ..ports import listener
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -48,24 +50,45 @@ def hypercorn_config(host: str, port: int):
     return cfg
 
 
-def serve(app: Any, host: str, port: int) -> None:
+def listening_socket(host: str, port: int) -> int:
+    """A socket bound to ``host:port`` and listening, as its file descriptor (Hypercorn serves it: ``fd://``);
+    BeadError naming the port's holder when it is taken."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # What Hypercorn sets on the sockets it binds itself: Nagle's algorithm against the client's delayed ACK
+    # would add ~40 ms to a response written in two parts.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(100)
+    except OSError as exc:
+        sock.close()
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        holder = listener(port)
+        raise BeadError(
+            f"port {port} on {host} is already in use{f' by {holder}' if holder else ''}",
+            "stop what holds it (`bead status` shows a running bead proxy), or choose another port "
+            "with `proxy.listen` in config.yaml or --listen",
+        ) from None
+    return sock.detach()
+
+
+def serve(app: Any, host: str, port: int, on_listening: Callable[[], None] | None = None) -> None:
+    """Serve until SIGTERM or SIGINT. The port is bound before anything is said: ``on_listening`` runs once it
+    is this process's and accepts connections, so a line saying the proxy is up is true when it is read."""
     from hypercorn.asyncio import serve as hserve
+
+    cfg = hypercorn_config(host, port)
+    cfg.bind = [f"fd://{listening_socket(host, port)}"]
+    if on_listening is not None:
+        on_listening()
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await hserve(app, hypercorn_config(host, port), shutdown_trigger=stop.wait)
+        await hserve(app, cfg, shutdown_trigger=stop.wait)
 
-    try:
-        asyncio.run(main())
-    except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
-            raise
-        holder = access.listener(port)
-        raise BeadError(
-            f"port {port} on {host} is already in use{f' by {holder}' if holder else ''}",
-            "stop what holds it (`bead status` shows a running bead proxy), or choose another port "
-            "with `proxy.listen` in config.yaml or --listen",
-        ) from None
+    asyncio.run(main())
