@@ -89,6 +89,11 @@ class Home:
         return self.root / "proxy.token"
 
     @property
+    def up_file(self) -> Path:
+        """While `bead up` runs: its pid and its services' pids (`bead status` reads it)."""
+        return self.root / "up.json"
+
+    @property
     def shell_sh(self) -> Path:
         return self.root / "shell.sh"
 

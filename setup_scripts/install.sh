@@ -20,5 +20,9 @@ if [ "$(uname)" = Darwin ] || systemctl --user show-environment >/dev/null 2>&1;
   "$venv/bin/bead" setup
   exec "$venv/bin/bead" status
 fi
-echo "no service manager for this user here: running the services in the foreground (bead up)" >&2
+# No service manager (a container, WSL without systemd): the same config, shell.sh and rc block as on any
+# machine, then the services in the foreground. `bead up` says how to point claude and Codex at the proxy.
+"$venv/bin/bead" setup --no-load --no-vault
+echo "no service manager for this user here: running the services in the foreground (bead up; Ctrl-C stops them)" >&2
+case ":$PATH:" in *":$bindir:"*) ;; *) echo "add $bindir to PATH to run \`bead\` from anywhere" >&2 ;; esac
 exec "$venv/bin/bead" up

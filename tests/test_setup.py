@@ -394,11 +394,23 @@ class TestUp:
         pytest.fail(p.stdout.read().decode())
 
     def test_ctrl_c_stops_all(self, tmp_path):
+        """While it runs `bead status` knows the services (no service manager knows them), and the output says
+        how to point claude and Codex at the proxy; Ctrl-C stops all three and `bead status` forgets them."""
         p = self.start(tmp_path)
+        home = tmp_path / "home"
+        env = {"BEAD_HOME": str(home)}
+        data = json.loads(invoke_cli(["status", "--json"], env=env).out)
+        assert {n: s["state"] for n, s in data["services"].items()} == {n: "running under bead up" for n in SERVICES}
+        assert "running under `bead up` (pid " in invoke_cli(["status"], env=env).out
         p.send_signal(signal.SIGINT)
         out = p.communicate(timeout=60)[0].decode()
         assert p.returncode == 0 and "bead up: stopped" in out
         assert "proxy   |" in out and "indexer |" in out
+        assert "base URL http://127.0.0.1:" in out and f"$(cat {home / 'proxy.token'})/openai/v1" in out
+        assert (home / "proxy.token").read_text().strip() not in out, "the token stays in its file"
+        assert not (home / "up.json").exists()
+        after = json.loads(invoke_cli(["status", "--json"], env=env).out)
+        assert all(s["state"] != "running under bead up" for s in after["services"].values())
 
     def test_reports_which_service_died(self, tmp_path):
         p = self.start(tmp_path)
@@ -443,3 +455,21 @@ def test_logs_says_where_the_logs_are(fake_home, tmp_path):
     journal.write_text('#!/bin/sh\necho "Hint: You are currently not seeing messages. insufficient permissions." >&2\n')
     r = bead_cmd(env, "logs")
     assert r.returncode == 1 and "journald keeps no journal of your own here" in r.stderr and "sudo journalctl" in r.stderr
+
+
+def test_setup_without_a_user_manager_writes_nothing_and_says_what_to_do(fake_home):
+    """No half-install: where `systemctl --user` has no manager to talk to, setup stops before it writes a unit,
+    shell.sh or the rc block, and names `bead setup --no-load` and `bead up`."""
+    home, _log, env = fake_home
+    no_manager = Path(env["PATH"].split(":")[0]) / "systemctl"
+    no_manager.write_text('#!/bin/sh\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n')
+    true = shutil.which("true")
+    r = bead_cmd(env, "setup", "--platform", "systemd", "--no-vault", "--executable", true)
+    assert (
+        r.returncode == 1
+        and "no unit, wrapper or rc block was written" in r.stderr
+        and "--no-load" in r.stderr
+        and "bead up" in r.stderr
+    )
+    assert not (home / ".config" / "systemd").exists() and not (home / ".bashrc").exists()
+    assert not (home / ".bead" / "shell.sh").exists()

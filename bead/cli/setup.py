@@ -63,6 +63,8 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, no_mcp, uninstall, exec
         acts += unregister_mcp()
     else:
         plan.bead = check_executable(executable or which_bead())
+        if not no_load:
+            _check_manager(plan.platform)  # before anything is written: all or nothing
         acts = install(plan, load=not no_load, rc=not no_rc)
         if not no_vault:
             offer_vault(home)
@@ -75,6 +77,28 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, no_mcp, uninstall, exec
             echo(line)
 
     emit({"platform": plan.platform, "changes": acts}, as_json, human)
+
+
+def _check_manager(platform: str) -> None:
+    """The service manager answers for this user, or BeadError saying what to do instead (nothing written)."""
+    import shutil
+    import subprocess
+
+    from ..errors import BeadError
+
+    command = ["systemctl", "--user", "show-environment"] if platform == "systemd" else ["launchctl", "managername"]
+    try:
+        r = subprocess.run(command, capture_output=True, text=True, timeout=10) if shutil.which(command[0]) else None
+    except (OSError, subprocess.TimeoutExpired):
+        r = None
+    if r is None or r.returncode != 0:
+        said = (r.stderr or r.stdout).strip().splitlines()[0][:200] if r is not None and (r.stderr or r.stdout) else "not found"
+        raise BeadError(
+            f"no {platform} service manager answers for this user here (`{' '.join(command)}`: {said}); no unit, "
+            "wrapper or rc block was written",
+            "run `bead setup --no-load` to write the config, the wrapper and the rc block without services, and start "
+            "the services with `bead up` (in the foreground)",
+        )
 
 
 def offer_vault(home) -> None:
@@ -146,9 +170,15 @@ def up(no_dream):
     For containers, WSL without systemd, or a quick try. Ctrl-C stops all
     three; if one exits, the others are stopped and bead says which and why.
     """
+    from ..config import load
+    from ..paths import resolve_home
     from ..setup.up import run_services
+    from ..token import load_token
 
-    sys.exit(run_services(include_dream=not no_dream))
+    home = resolve_home().ensure()
+    listen = load(home).proxy.listen
+    load_token(home)  # the file the line below names exists before a harness reads it
+    sys.exit(run_services(include_dream=not no_dream, home=home, listen=listen))
 
 
 @click.command()

@@ -16,10 +16,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from .. import files as safe
 from ..errors import BeadError
 from ..index import sqlite
 from ..index.rebuild import diff
-from ..paths import enclosing_git
+from ..paths import Home, enclosing_git
 from ..ports import listener
 from ..store.facts import LINK_REASON
 from ..store.queue import Queue
@@ -91,7 +92,7 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
                 "or unset BEAD_HOME to look at the other home",
             }
         )
-    data["services"] = services_state()
+    data["services"] = services_state(mem.home)
     for name, st in data["services"].items():
         if st.get("state") != "failed" and not st.get("restarting"):
             continue
@@ -186,8 +187,35 @@ def _uptime_s(proc: Path = Path("/proc/uptime")) -> float | None:
         return None
 
 
-def services_state() -> dict:
-    """Each service as the platform's service manager sees it, with ``summary``: a sentence for `bead status`."""
+def up_services(home: Home) -> dict[str, int]:
+    """The services `bead up` runs now (its ``home.up_file``), by name and pid; empty when it does not run."""
+    try:
+        data = json.loads(safe.read_text(home.up_file, root=home.root))
+        pids = {str(k): int(v) for k, v in data["services"].items()}
+        os.kill(int(data["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, safe.UnsafePath):
+        return {}
+    alive = {}
+    for name, pid in pids.items():
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            continue
+        alive[name] = pid
+    return alive
+
+
+def services_state(home: Home | None = None) -> dict:
+    """Each service as the platform's service manager sees it, with ``summary``: a sentence for `bead status`;
+    a service the manager does not know that `bead up` runs for ``home`` says so."""
+    out = _managed_state()
+    for name, pid in (up_services(home) if home is not None else {}).items():
+        if out.get(name, {}).get("state") in (None, "not installed", "not loaded", "unknown"):
+            out[name] = {"state": "running under bead up", "pid": pid, "summary": f"running under `bead up` (pid {pid})"}
+    return out
+
+
+def _managed_state() -> dict:
     out: dict[str, dict[str, Any]] = {}
     for name in ("proxy", "indexer", "dream"):
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,11 +10,16 @@ import sys
 import threading
 import time
 
+from .. import files as safe
+from ..paths import Home
+
 COMMANDS = {"proxy": ["proxy"], "indexer": ["indexer"], "dream": ["dream", "worker"]}
 
 
-def run_services(include_dream: bool = True, stream=None) -> int:
-    """Start the services, prefix their output, stop all on Ctrl-C or when one dies."""
+def run_services(include_dream: bool = True, stream=None, home: Home | None = None, listen: str = "") -> int:
+    """Start the services, prefix their output, stop all on Ctrl-C or when one dies. With ``home``, say first
+    how to point the harnesses at the proxy (``listen``), and keep the services' pids in ``home.up_file`` while
+    they run, so `bead status` knows them."""
     out = stream or sys.stderr
     names = [n for n in COMMANDS if include_dream or n != "dream"]
     procs: dict[str, subprocess.Popen] = {}
@@ -46,6 +52,9 @@ def run_services(include_dream: bool = True, stream=None) -> int:
             procs[name] = p
             threading.Thread(target=pump, args=(name, p), daemon=True).start()
         print(f"bead up: {', '.join(names)} running (Ctrl-C stops them)", file=out, flush=True)
+        if home is not None:
+            _record(home, procs)
+            _tell(home, listen, out)
         died = None
         while not stopping.is_set():
             for name, p in procs.items():
@@ -74,3 +83,24 @@ def run_services(include_dream: bool = True, stream=None) -> int:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        if home is not None:
+            try:
+                safe.unlink(home.up_file, root=home.root)
+            except (OSError, safe.UnsafePath):
+                pass
+
+
+def _record(home: Home, procs: dict[str, subprocess.Popen]) -> None:
+    data = {"pid": os.getpid(), "services": {name: p.pid for name, p in procs.items()}}
+    safe.atomic_write(home.up_file, json.dumps(data).encode(), mode=0o600, root=home.root)
+
+
+def _tell(home: Home, listen: str, out) -> None:
+    """The one line that points the harnesses at the proxy (the token stays in its file, never on the screen)."""
+    token = home.proxy_token
+    print(
+        f"bead up: claude in a new shell uses the proxy (or run `. {home.shell_sh}` here); Codex and other OpenAI "
+        f"harnesses: base URL http://{listen}/$(cat {token})/openai/v1",
+        file=out,
+        flush=True,
+    )
