@@ -10,7 +10,17 @@ bindir="$HOME/.local/bin"
 
 python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "bead needs Python 3.11 or newer")'
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+# What is installed now, as a digest of the package's files: an upgrade restarts the services that run it.
+build() {
+  "$venv/bin/python" -c 'import hashlib, pathlib, bead
+root = pathlib.Path(bead.__file__).parent; h = hashlib.sha256()
+for p in sorted(root.rglob("*")):
+    if p.is_file() and "__pycache__" not in p.parts: h.update(p.relative_to(root).as_posix().encode() + p.read_bytes())
+print(h.hexdigest()[:12])' 2>/dev/null || true
+}
+before=$(build)
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$repo"
+after=$(build)
 mkdir -p "$bindir"
 ln -sf "$venv/bin/bead" "$bindir/bead"
 echo "installed: $bindir/bead -> $venv/bin/bead" >&2
@@ -18,6 +28,18 @@ case ":$PATH:" in *":$bindir:"*) ;; *) echo "add $bindir to PATH to run \`bead\`
 
 if [ "$(uname)" = Darwin ] || systemctl --user show-environment >/dev/null 2>&1; then
   "$venv/bin/bead" setup
+  if [ -n "$before" ] && [ "$before" != "$after" ]; then
+    # New code under running services: restart each that runs, so none mixes old and new modules.
+    for s in proxy indexer dream; do
+      if [ "$(uname)" = Darwin ]; then
+        launchctl print "gui/$(id -u)/com.bead.$s" >/dev/null 2>&1 \
+          && launchctl kickstart -k "gui/$(id -u)/com.bead.$s" >/dev/null 2>&1 \
+          && echo "restarted com.bead.$s: bead changed (build $before -> $after)" >&2
+      elif systemctl --user is-active --quiet "bead-$s.service" 2>/dev/null; then
+        systemctl --user restart "bead-$s.service" && echo "restarted bead-$s: bead changed (build $before -> $after)" >&2
+      fi
+    done
+  fi
   exec "$venv/bin/bead" status
 fi
 # No service manager (a container, WSL without systemd): the same config, shell.sh and rc block as on any

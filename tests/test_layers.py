@@ -126,6 +126,7 @@ TIERS: list[tuple[str, tuple[str, ...]]] = [
             "bead.llm",
             "bead.token",
             "bead.ports",
+            "bead.version",
         ),
     ),
     ("capture: the secret scan, text cleaning, the instruction rule", ("bead.capture",)),

@@ -734,3 +734,22 @@ class TestOperations:
             reader.join(10)
         assert not any("current directory" in line for line in lines), lines
         assert p.returncode == 0, lines
+
+
+def test_status_names_a_proxy_that_runs_other_code_than_installed(served_proxy, bead, bead_home, monkeypatch):
+    """After an upgrade that restarted nothing, the running proxy's build differs from the installed one:
+    `bead status` says so, with the command that restarts it."""
+    import bead.proxy.app as proxy_app
+
+    monkeypatch.setattr(proxy_app, "build_id", lambda: "0ld0ld0ld0ld")
+    proxy = served_proxy()
+    bead_home.mkdir(parents=True, exist_ok=True)
+    (bead_home / "config.yaml").write_text(f"proxy:\n  listen: {proxy.url[len('http://') :]}\n")
+    data = json.loads(bead("status", "--json").out)
+    assert data["proxy"]["running"] and data["proxy"]["build"] == "0ld0ld0ld0ld"
+    (problem,) = [p for p in data["problems"] if "runs other code" in p["problem"]]
+    assert "0ld0ld0ld0ld" in problem["problem"] and "restart" in problem["fix"]
+    monkeypatch.setattr(proxy_app, "build_id", __import__("bead.version", fromlist=["build_id"]).build_id)
+    same = served_proxy()
+    (bead_home / "config.yaml").write_text(f"proxy:\n  listen: {same.url[len('http://') :]}\n")
+    assert not [p for p in json.loads(bead("status", "--json").out)["problems"] if "runs other code" in p["problem"]]

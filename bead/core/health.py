@@ -27,6 +27,7 @@ from ..store.queue import Queue
 from ..store.reports import DreamState, Reports
 from ..token import load_token
 from ..vault import keys as vault_keys
+from ..version import build_id
 from .memory import Memory
 
 
@@ -90,6 +91,15 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
                 f"({data['proxy']['other_home']}), not {mem.home.root}",
                 "fix": "run this home's proxy on another port (`proxy.listen` in its config.yaml), "
                 "or unset BEAD_HOME to look at the other home",
+            }
+        )
+    if data["proxy"].get("running") and data["proxy"].get("build") not in (None, build_id()):
+        problems.append(
+            {
+                "problem": f"the proxy runs other code than the bead installed here (build {data['proxy']['build']}, "
+                f"installed {build_id()}): it was not restarted after an upgrade",
+                "fix": f"`{restart_fix('proxy')}` (and the indexer and the dream worker the same way), or stop and "
+                "start `bead up`",
             }
         )
     data["services"] = services_state(mem.home)

@@ -36,6 +36,7 @@ from werkzeug.datastructures import Headers
 
 from .. import __version__
 from ..token import load_token
+from ..version import build_id
 from ..wire import formats
 from . import access
 from .engine import MAX_RESPONSE_BYTES, Engine, Prepared
@@ -117,6 +118,7 @@ class Proxy:
         }
         self.client: httpx.AsyncClient | None = None
         self.health_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bead-health")
+        build_id()  # read the package's files now, not on the first health request
 
     async def start(self) -> None:
         # TCP_NODELAY: headers and body leave in separate writes, and Nagle's
@@ -180,6 +182,7 @@ class Proxy:
                 {
                     "ok": True,
                     "version": __version__,
+                    "build": build_id(),
                     "upstream": str(self.bases["anthropic"]),
                     "openai_upstream": str(self.bases["openai"]),
                     "home": str(self.engine.home.root),
