@@ -96,3 +96,9 @@ def test_skills_preview_with_nothing_says_the_folder_decides_the_project(bead, b
     r = bead("skills", "preview", "--dir", str(elsewhere))
     assert r.code == 0 and "no skills for project not-a-project" in r.out
     assert "the project comes from the folder" in r.out and "--project" in r.out
+
+
+def test_why_without_a_trace_says_how_the_services_record_one(bead):
+    """The services cannot take --trace: the hint names the config setting they read."""
+    r = bead("why")
+    assert r.code == 1 and "no trace file is configured" in r.err and "trace: ~/.bead/trace.jsonl" in r.err

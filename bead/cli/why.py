@@ -24,7 +24,8 @@ def why(which, trace_file, session, as_json):
     """Explain one proxied request from the trace: cues, candidates, what was injected and why the rest was not.
 
     WHICH is an index into the trace (default -1, the latest request; 0 is
-    the first). Start the proxy with --trace FILE (or BEAD_TRACE) to record.
+    the first). The proxy records with `proxy.trace` in config.yaml (the services read it; restart the
+    proxy after adding it), `bead proxy --trace FILE` or BEAD_TRACE.
     """
     from pathlib import Path
 
@@ -37,11 +38,17 @@ def why(which, trace_file, session, as_json):
         mem.close()
     if not trace_file:
         raise BeadError(
-            "no trace file is configured", "start the proxy with `bead proxy --trace FILE` and pass --trace FILE here"
+            "no trace file is configured",
+            "the services read config.yaml: add `proxy:` / `  trace: ~/.bead/trace.jsonl` and restart the proxy "
+            "(`bead status` shows the command), or run `bead proxy --trace FILE` and pass --trace FILE here",
         )
     path = Path(trace_file).expanduser()
     if not path.exists():
-        raise BeadError(f"no trace at {path}", "start the proxy with --trace pointing there, then send a request")
+        raise BeadError(
+            f"no trace at {path}",
+            "the proxy writes it once it runs with that trace (`proxy.trace` in config.yaml for the services, or "
+            "`bead proxy --trace FILE`) and a request went through",
+        )
     entries = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
