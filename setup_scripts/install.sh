@@ -10,12 +10,14 @@ bindir="$HOME/.local/bin"
 
 python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "bead needs Python 3.11 or newer")'
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-# What is installed now, as a digest of the package's files: an upgrade restarts the services that run it.
+# What is installed now: the digest bead.version.build_id gives (written out here, so that an older bead that has
+# no build_id gives one too). -P: the installed package, never the checkout this script runs from.
 build() {
-  "$venv/bin/python" -c 'import hashlib, pathlib, bead
-root = pathlib.Path(bead.__file__).parent; h = hashlib.sha256()
+  "$venv/bin/python" -P -c 'import hashlib, pathlib, bead
+root = pathlib.Path(bead.__file__).resolve().parent; h = hashlib.sha256()
 for p in sorted(root.rglob("*")):
-    if p.is_file() and "__pycache__" not in p.parts: h.update(p.relative_to(root).as_posix().encode() + p.read_bytes())
+    if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
+        h.update(p.relative_to(root).as_posix().encode() + b"\0"); h.update(p.read_bytes())
 print(h.hexdigest()[:12])' 2>/dev/null || true
 }
 before=$(build)

@@ -33,6 +33,7 @@ def test_lists_every_key_with_its_current_version(bead, bead_home):
 def test_a_prefix_and_filters_narrow_it(bead, bead_home):
     seeded(bead_home).close()
     assert [x["key"] for x in json.loads(bead("list", "project/shop", "--json").out)] == ["project/shop/ci", "project/shop/db"]
+    assert [x["key"] for x in json.loads(bead("list", "project/sho", "--json").out)] == [], "a whole segment, not a prefix of one"
     assert [x["key"] for x in json.loads(bead("list", "--type", "feedback", "--json").out)] == ["project/shop/ci"]
     assert [x["key"] for x in json.loads(bead("list", "--trust", "agent_observed", "--json").out)] == ["project/shop/ci"]
     r = bead("list", "global/")

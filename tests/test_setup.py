@@ -350,15 +350,29 @@ def test_shell_wrapper(shell, tmp_path):
         up2 = subprocess.run([shell, *flags, "-c", aliased], env=env, capture_output=True, text=True, timeout=30)
         assert up2.stdout.strip() == f"BASE={url}/{token} HINT=1 KEY= TOKEN= ARGS=-p hello there", up2.stderr
         # An alias that ran something else is replaced, and the person is told so, once per shell.
-        assert (
-            up2.stderr.strip()
-            == "bead: your alias claude='echo aliased' is replaced by bead's claude function (see ~/.bead/shell.sh)"
-        )
+        assert up2.stderr.strip() == "bead: your alias claude='echo aliased' is replaced by bead's claude function"
         # An alias that ran claude with arguments keeps them: they come first.
         with_args = f'alias claude=\'claude --verbose --model "x y"\'\n. "{home / "shell.sh"}"\nclaude -p "hello there"'
         up3 = subprocess.run([shell, *flags, "-c", with_args], env=env, capture_output=True, text=True, timeout=30)
         assert up3.stdout.strip() == f"BASE={url}/{token} HINT=1 KEY= TOKEN= ARGS=--verbose --model x y -p hello there"
         assert up3.stderr == ""
+        # Claude Code's local install is an alias to a path, with claude not on PATH: that path is run.
+        local = tmp_path / ".claude" / "local"
+        local.mkdir(parents=True)
+        shutil.copy(stand_in / "claude", local / "claude")
+        by_path = f'alias claude=\'~/.claude/local/claude --x\'\n. "{home / "shell.sh"}"\nclaude -p "hello there"'
+        no_path = {**env, "PATH": os.environ["PATH"]}
+        up4 = subprocess.run([shell, *flags, "-c", by_path], env=no_path, capture_output=True, text=True, timeout=30)
+        assert up4.stdout.strip() == f"BASE={url}/{token} HINT=1 KEY= TOKEN= ARGS=--x -p hello there", up4.stderr
+        # The base URL, with its token, never stays in the shell's environment.
+        leak = subprocess.run(
+            [shell, "-c", f'. "{home / "shell.sh"}"; claude -p x >/dev/null; echo "[$ANTHROPIC_BASE_URL]"'],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert leak.stdout.strip() == "[]"
     finally:
         proxy.close()
         upstream.close()
@@ -434,6 +448,18 @@ def test_uninstall_gives_back_the_rc_file_byte_for_byte(fake_home, original):
     assert rc.read_text().startswith(original) and "# >>> bead >>>" in rc.read_text()
     assert bead_cmd(env, "setup", "--uninstall", "--platform", "systemd").returncode == 0
     assert rc.read_bytes() == original.encode()
+
+
+def test_uninstall_never_joins_two_of_the_persons_lines(fake_home):
+    """A line another tool appended after bead's block (nvm, conda) stays a line of its own."""
+    home, _log, env = fake_home
+    rc = home / ".bashrc"
+    rc.write_text("alias x=1")
+    true = shutil.which("true")
+    assert bead_cmd(env, "setup", "--platform", "systemd", "--no-load", "--no-vault", "--executable", true).returncode == 0
+    rc.write_text(rc.read_text() + "export NVM_DIR=$HOME/.nvm\n")
+    assert bead_cmd(env, "setup", "--uninstall", "--platform", "systemd").returncode == 0
+    assert rc.read_text() == "alias x=1\nexport NVM_DIR=$HOME/.nvm\n"
 
 
 def test_logs_says_where_the_logs_are(fake_home, tmp_path):

@@ -62,6 +62,11 @@ def test_a_stale_token_on_the_anthropic_route_is_refused_locally(served_proxy, u
     with pytest.raises(anthropic.PermissionDeniedError) as e:
         stale.messages.create(model="claude-test", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
     assert "not this home's token" in e.value.message
+    # Shorter or longer guesses, and the home's own token percent-encoded, are refused too: never sent upstream.
+    for guess in ("S" * (len(token) - 1), "S" * 40, token.replace(token[0], f"%{ord(token[0]):02X}", 1)):
+        sdk = anthropic.Anthropic(base_url=f"{served.url}/{guess}", api_key="sk-test", max_retries=0)
+        with pytest.raises(anthropic.PermissionDeniedError):
+            sdk.messages.create(model="claude-test", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
     assert upstream.requests == []
     mine = anthropic.Anthropic(base_url=f"{served.url}/{token}", api_key="sk-test", max_retries=0)
     mine.messages.create(model="claude-test", max_tokens=10, messages=[{"role": "user", "content": "hi"}])

@@ -37,7 +37,8 @@ def proxy(listen, upstream, openai_upstream, project, trace):
     openai_upstream = openai_upstream or mem.config.proxy.openai_upstream
     engine = Engine(mem.home, mem.config, default_project=project, trace_path=trace)
     mem.close()
-    line = f"bead proxy on http://{host}:{port} -> {upstream} (/openai -> {openai_upstream})"
+    shown = f"[{host}]" if ":" in host else host
+    line = f"bead proxy on http://{shown}:{port} -> {upstream} (/openai -> {openai_upstream})"
     try:
         serve(create_app(engine, upstream, openai_upstream=openai_upstream), host, port, lambda: echo(line, err=True))
     finally:

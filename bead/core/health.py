@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -190,13 +191,6 @@ def _link_problem(link: Path) -> dict:
 RECENT_START_S = 60.0  # a service restarted by its manager that came up less than this long ago is in a loop
 
 
-def _uptime_s(proc: Path = Path("/proc/uptime")) -> float | None:
-    try:
-        return float(proc.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def up_services(home: Home) -> dict[str, int]:
     """The services `bead up` runs now (its ``home.up_file``), by name and pid; empty when it does not run."""
     try:
@@ -280,8 +274,10 @@ def _systemd_state(fields: dict[str, str]) -> dict[str, Any]:
     since = fields.get("ActiveEnterTimestamp") or None
     state = "starting" if active == "activating" and sub != "auto-restart" else active
     st: dict[str, Any] = {"state": state, "since": since, "restarts": restarts}
-    uptime, entered = _uptime_s(), fields.get("ActiveEnterTimestampMonotonic", "")
-    up_for = uptime - int(entered) / 1e6 if uptime is not None and entered.isdigit() and int(entered) else None
+    # systemd's monotonic clock is CLOCK_MONOTONIC, Python's time.monotonic() (not /proc/uptime, which counts
+    # suspend and, in a container, may be the container's).
+    entered = fields.get("ActiveEnterTimestampMonotonic", "")
+    up_for = time.monotonic() - int(entered) / 1e6 if entered.isdigit() and int(entered) else None
     looping = sub == "auto-restart" or (
         restarts > 0 and (active in ("activating", "failed") or (up_for is not None and up_for < RECENT_START_S))
     )
@@ -290,8 +286,9 @@ def _systemd_state(fields: dict[str, str]) -> dict[str, Any]:
         st["summary"] = f"failed: restarted {restarts} times, then systemd's start limit stopped it"
     elif looping:
         now = "waiting to start again" if sub == "auto-restart" else f"{state} for the moment"
-        st["restarting"] = f"{restarts} restarts so far, now {now}"
-        st["summary"] = f"restarting over and over: {restarts} restarts so far, now {now}"
+        times = f"{restarts} restart{'s' if restarts != 1 else ''}"
+        st["restarting"] = f"{times} so far, now {now}"
+        st["summary"] = f"restarting over and over: {times} so far, now {now}"
     else:
         st["summary"] = (
             state

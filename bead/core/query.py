@@ -377,14 +377,19 @@ def list_keys(mem: Memory, prefix: str = "", type: str | None = None, trust: str
     its current version; sealed keys too, without anything of their value. ``type`` and ``trust`` filter."""
     out: list[Listed] = []
     kvs, _problems = mem.facts.scan()
+    base = prefix.rstrip("/")
+
+    def under(key: str) -> bool:  # a whole segment: project/shop is not project/shopping
+        return not base or key == base or key.startswith(base + "/")
+
     for kv in kvs:
         cur = kv.current
-        if cur is None or not kv.key.startswith(prefix):
+        if cur is None or not under(kv.key):
             continue
         out.append(Listed(kv.key, cur.id, cur.type, cur.trust, cur.status, cur.pinned, len(kv.facts), cur.title))
     listed = {item.key for item in out}
     for key, count in mem.sealed.counts().items():
-        if key.startswith(prefix) and key not in listed:
+        if under(key) and key not in listed:
             out.append(Listed(key, None, "", "", "sealed", False, count))
     keep = [i for i in out if (type is None or i.type == type) and (trust is None or i.trust == trust)]
     return sorted(keep, key=lambda i: i.key)

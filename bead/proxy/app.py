@@ -27,6 +27,7 @@ import socket
 import sys
 import time
 import typing
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -194,11 +195,10 @@ class Proxy:
         )
 
     def _token_shaped(self, raw_path: str) -> bool:
-        """Whether the path's first segment has the shape of a home's token (its length, URL-safe letters)."""
+        """Whether the path's first segment, percent-decoded, has the shape of a home's token (URL-safe letters,
+        16 to 128 of them): a stale or mistyped token, or this one percent-encoded, is never sent upstream."""
         first = raw_path.split("?", 1)[0].split("/")[1:2]
-        return (
-            bool(self.token) and bool(first) and _TOKEN_SHAPE.fullmatch(first[0]) is not None and len(first[0]) == len(self.token)
-        )
+        return bool(self.token) and bool(first) and _TOKEN_SHAPE.fullmatch(urllib.parse.unquote(first[0])) is not None
 
     def is_owner(self, has_token: bool, client: tuple[str, int] | None, server: tuple[str, int] | None) -> bool:
         if has_token:

@@ -224,9 +224,16 @@ def _must(result: subprocess.CompletedProcess, what: str) -> None:
 
 
 def _strip_block(text: str) -> str:
-    """The rc file without bead's block and the one line break install put before it."""
-    m = re.search(rf"\n?{re.escape(RC_BEGIN)}\n.*?{re.escape(RC_END)}\n?", text, flags=re.S)
-    return text[: m.start()] + text[m.end() :] if m else text
+    """The rc file without bead's blocks, and the line break install put before one where that gives the file
+    back as it was: at its end, or where a blank line would be left (never joining two of the person's lines)."""
+    block = re.compile(rf"{re.escape(RC_BEGIN)}\r?\n.*?{re.escape(RC_END)}(?:\r?\n|$)", re.S)
+    while (m := block.search(text)) is not None:
+        start, end = m.start(), m.end()
+        before = text[:start]
+        if before.endswith("\n") and (end == len(text) or before.endswith("\n\n")):
+            start -= 2 if before.endswith("\r\n") else 1
+        text = text[:start] + text[end:]
+    return text
 
 
 def uninstall(plan: Plan, runner: Runner = run) -> list[str]:

@@ -4,31 +4,39 @@
 # blocks work. No credential is set here: your own login stays in use. The
 # base URL carries the home's proxy token (read from a 0600 file at each
 # start), which tells the proxy the request is yours.
-# An alias named claude would shadow (bash) or break (zsh) the function, so it goes; one that runs claude
-# with arguments (alias claude='claude --verbose') keeps them: the function passes them first.
+# An alias named claude would shadow (bash) or break (zsh) the function, so it goes. One that runs claude with
+# arguments (alias claude='claude --verbose'), or runs a claude by its path (Claude Code's local install:
+# alias claude="~/.claude/local/claude"), is kept: the function runs that, with those arguments first.
 __bead_alias=$(alias claude 2>/dev/null)
 unalias claude 2>/dev/null
-__bead_claude_args=""
+__bead_claude_cmd=${__bead_claude_cmd-claude}
+__bead_claude_args=${__bead_claude_args-}
 if [ -n "$__bead_alias" ]; then
   __bead_def=${__bead_alias#alias }
   __bead_def=${__bead_def#claude=}
   eval "__bead_def=$__bead_def"
-  case "$__bead_def" in
-    claude) ;;
-    "claude "*) __bead_claude_args=${__bead_def#claude } ;;
-    *) echo "bead: your alias claude='$__bead_def' is replaced by bead's claude function (see ~/.bead/shell.sh)" >&2 ;;
+  __bead_first=${__bead_def%% *}
+  __bead_rest=""
+  case "$__bead_def" in *" "*) __bead_rest=${__bead_def#* } ;; esac
+  case "$__bead_first" in
+    claude) __bead_claude_cmd=claude; __bead_claude_args=$__bead_rest ;;
+    */claude) __bead_claude_cmd=$__bead_first; __bead_claude_args=$__bead_rest ;;
+    *) echo "bead: your alias claude='$__bead_def' is replaced by bead's claude function" >&2 ;;
   esac
 fi
-unset __bead_alias __bead_def
+unset __bead_alias __bead_def __bead_first __bead_rest
 function __bead_claude {
-  eval "command claude $__bead_claude_args \"\$@\""
+  # The base URL goes inside the eval: set before a function call, zsh's POSIX_BUILTINS would keep it.
+  eval "$1 command $__bead_claude_cmd $__bead_claude_args \"\${@:2}\""
 }
 function claude {
   if command -v curl >/dev/null 2>&1 \
      && curl -fsS -m 1 "http://@LISTEN@/bead/health" >/dev/null 2>&1; then
-    ANTHROPIC_BASE_URL="http://@LISTEN@/$(cat "@TOKEN@" 2>/dev/null)" CLAUDE_CODE_GATEWAY_HINT_HEADERS=1 __bead_claude "$@"
+    __bead_url="http://@LISTEN@/$(cat "@TOKEN@" 2>/dev/null)"
+    __bead_claude 'ANTHROPIC_BASE_URL=$__bead_url CLAUDE_CODE_GATEWAY_HINT_HEADERS=1' "$@"
+    unset __bead_url
   else
     echo "bead: the proxy is not answering at @LISTEN@; running claude without memory (see: bead status)" >&2
-    __bead_claude "$@"
+    __bead_claude '' "$@"
   fi
 }

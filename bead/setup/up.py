@@ -84,9 +84,10 @@ def run_services(include_dream: bool = True, stream=None, home: Home | None = No
         for s, h in old.items():
             signal.signal(s, h)
         if home is not None:
-            try:
-                safe.unlink(home.up_file, root=home.root)
-            except (OSError, safe.UnsafePath):
+            try:  # only our own record: a second `bead up` that failed must not erase the first one's
+                if json.loads(safe.read_text(home.up_file, root=home.root)).get("pid") == os.getpid():
+                    safe.unlink(home.up_file, root=home.root)
+            except (OSError, ValueError, AttributeError, safe.UnsafePath):
                 pass
 
 
