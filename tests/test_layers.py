@@ -317,6 +317,7 @@ def test_the_review_terminal_and_the_dashboard_only_translate():
         "bead/dashboard/app.py imports bead.proxy.access",
         "bead/dashboard/app.py imports bead.proxy.serve",
         "bead/dashboard/app.py imports bead.proxy.serve.listening_socket",
+        "bead/dashboard/app.py imports bead.proxy.serve.run_until_signal",
     ]
     assert "bead.core.overview" in imported(PKG / "dashboard" / "app.py")
     assert "bead.core.review" in imported(PKG / "tui" / "review.py")
@@ -324,11 +325,14 @@ def test_the_review_terminal_and_the_dashboard_only_translate():
 
 def test_entry_points_do_not_import_each_other():
     """The proxy and the MCP servers are entry points side by side: neither imports the other, nor the CLI, but
-    for the one module the HTTP server shares with the proxy (as the dashboard does): its access checks
-    (bead.proxy.access: loopback Host, no browser, the home's owner), reused, not copied."""
+    for the two modules the HTTP server shares with the proxy (as the dashboard does): its access checks
+    (bead.proxy.access: loopback Host, no browser, the home's owner) and its serving (bead.proxy.serve), reused,
+    not copied."""
     assert violations(under("mcp"), ("bead.proxy", "bead.cli", "bead.tui", "bead.dashboard")) == [
         "bead/mcp/http.py imports bead.proxy",
         "bead/mcp/http.py imports bead.proxy.access",
+        "bead/mcp/http.py imports bead.proxy.serve",
+        "bead/mcp/http.py imports bead.proxy.serve.run_until_signal",
     ]
     assert violations(under("proxy"), ("bead.mcp", "bead.cli", "bead.tui", "bead.dashboard")) == []
 

@@ -111,12 +111,9 @@ def create_app(
 
 def serve(app: Any, host: str, port: int, on_listening: Callable[[], None] | None = None) -> None:
     """Serve on loopback with Hypercorn until SIGINT/SIGTERM; ``on_listening`` runs once the port is bound."""
-    import signal
-
-    from hypercorn.asyncio import serve as hyper
     from hypercorn.config import Config as HyperConfig
 
-    from ..proxy.serve import listening_socket
+    from ..proxy.serve import listening_socket, run_until_signal
 
     cfg = HyperConfig()
     cfg.bind = [f"fd://{listening_socket(host, port)}"]
@@ -124,12 +121,4 @@ def serve(app: Any, host: str, port: int, on_listening: Callable[[], None] | Non
     cfg.errorlog = None
     if on_listening is not None:
         on_listening()
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await hyper(app, cfg, shutdown_trigger=stop.wait)
-
-    asyncio.run(main())
+    run_until_signal(app, cfg)

@@ -32,7 +32,6 @@ import hmac
 import ipaddress
 import json
 import logging
-import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -251,8 +250,9 @@ def check_bind(loopback: bool, has_auth: bool, listen: str) -> None:
 
 def serve(app: Any, host: str, port: int) -> None:
     """Serve until SIGTERM or SIGINT (Hypercorn, as the proxy is served)."""
-    from hypercorn.asyncio import serve as hserve
     from hypercorn.config import Config as HConfig
+
+    from ..proxy.serve import run_until_signal
 
     cfg = HConfig()
     cfg.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
@@ -261,15 +261,8 @@ def serve(app: Any, host: str, port: int) -> None:
     cfg.accesslog = None
     cfg.errorlog = logging.getLogger("hypercorn.error")
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await hserve(app, cfg, shutdown_trigger=stop.wait)
-
     try:
-        asyncio.run(main())
+        run_until_signal(app, cfg)
     except OSError as exc:
         raise BeadError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}", "choose another address with --listen or mcp.http_listen"

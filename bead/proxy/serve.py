@@ -74,15 +74,10 @@ def listening_socket(host: str, port: int) -> int:
     return sock.detach()
 
 
-def serve(app: Any, host: str, port: int, on_listening: Callable[[], None] | None = None) -> None:
-    """Serve until SIGTERM or SIGINT. The port is bound before anything is said: ``on_listening`` runs once it
-    is this process's and accepts connections, so a line saying the proxy is up is true when it is read."""
+def run_until_signal(app: Any, cfg: Any) -> None:
+    """Serve ``app`` with Hypercorn under ``cfg`` until SIGTERM or SIGINT (the proxy, the dashboard, the MCP
+    HTTP server): in-flight requests finish within ``cfg.graceful_timeout``."""
     from hypercorn.asyncio import serve as hserve
-
-    cfg = hypercorn_config(host, port)
-    cfg.bind = [f"fd://{listening_socket(host, port)}"]
-    if on_listening is not None:
-        on_listening()
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -92,3 +87,13 @@ def serve(app: Any, host: str, port: int, on_listening: Callable[[], None] | Non
         await hserve(app, cfg, shutdown_trigger=stop.wait)
 
     asyncio.run(main())
+
+
+def serve(app: Any, host: str, port: int, on_listening: Callable[[], None] | None = None) -> None:
+    """Serve until SIGTERM or SIGINT. The port is bound before anything is said: ``on_listening`` runs once it
+    is this process's and accepts connections, so a line saying the proxy is up is true when it is read."""
+    cfg = hypercorn_config(host, port)
+    cfg.bind = [f"fd://{listening_socket(host, port)}"]
+    if on_listening is not None:
+        on_listening()
+    run_until_signal(app, cfg)
