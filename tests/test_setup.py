@@ -437,15 +437,17 @@ class TestUp:
         assert p.returncode == 1 and "bead up: indexer exited with code -9" in out
 
 
-@pytest.mark.parametrize("original", ["", "export FOO=1\n", 'export FOO=1\nalias ll="ls -l"', "a\n\n\n", "# only a comment"])
+@pytest.mark.parametrize(
+    "original", ["", "export FOO=1\n", 'export FOO=1\nalias ll="ls -l"', "a\n\n\n", "# only a comment", "a=1\r\nb=2\r\n"]
+)
 def test_uninstall_gives_back_the_rc_file_byte_for_byte(fake_home, original):
     """Setup adds its block after one line break; --uninstall takes both away, whatever the file's last byte."""
     home, _log, env = fake_home
     rc = home / ".bashrc"
-    rc.write_text(original)
+    rc.write_bytes(original.encode())
     true = shutil.which("true")
     assert bead_cmd(env, "setup", "--platform", "systemd", "--no-load", "--no-vault", "--executable", true).returncode == 0
-    assert rc.read_text().startswith(original) and "# >>> bead >>>" in rc.read_text()
+    assert rc.read_bytes().decode().startswith(original) and "# >>> bead >>>" in rc.read_text()
     assert bead_cmd(env, "setup", "--uninstall", "--platform", "systemd").returncode == 0
     assert rc.read_bytes() == original.encode()
 

@@ -132,7 +132,7 @@ def launchd_log(service: str, user_home: Path | None = None) -> Path:
 
 def _write_if_changed(path: Path, text: str, mode: int = 0o644, root: Path | None = None) -> bool:
     """Write ``path`` unless it already holds ``text``; ``root`` is the bead home for a file below it."""
-    if path.exists() and path.read_text(encoding="utf-8") == text:
+    if path.exists() and path.read_bytes().decode("utf-8") == text:
         return False
     if root is None:
         # Outside the home (unit files, rc files): a person's own layout, links included.
@@ -169,7 +169,8 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
         acts.append(f"wrote {plan.shell_sh}")
     if rc:
         rcf = plan.rc_file()
-        text = rcf.read_text(encoding="utf-8") if rcf.exists() else ""
+        # Bytes as they are: a CRLF file keeps its line ends.
+        text = rcf.read_bytes().decode("utf-8") if rcf.exists() else ""
         if plan.rc_block() not in text:
             text = _strip_block(text)
             # One line break before the block, which --uninstall takes away with it: the file's own bytes,
@@ -254,9 +255,9 @@ def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
     if plan.platform == "systemd" and any(a.startswith("removed") for a in acts):
         runner(["systemctl", "--user", "daemon-reload"])
     for rcf in (plan.user_home / ".bashrc", plan.user_home / ".zshrc"):
-        if rcf.exists() and RC_BEGIN in rcf.read_text(encoding="utf-8"):
+        if rcf.exists() and RC_BEGIN in rcf.read_bytes().decode("utf-8"):
             atomic_write(
-                rcf, _strip_block(rcf.read_text(encoding="utf-8")).encode(), mode=rcf.stat().st_mode & 0o777, root=rcf.parent
+                rcf, _strip_block(rcf.read_bytes().decode("utf-8")).encode(), mode=rcf.stat().st_mode & 0o777, root=rcf.parent
             )
             acts.append(f"removed the bead block from {rcf}")
     if plan.shell_sh.exists():
