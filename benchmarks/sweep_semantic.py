@@ -261,10 +261,11 @@ def fuse(
             score[rid] = score.get(rid, 0.0) + 1.0 / (param + rank + 1)
         for rank, rid in enumerate(dense):
             score[rid] = score.get(rid, 0.0) + w_dense / (param + rank + 1)
-    else:  # mix: BM25 over its best plus alpha × cosine, over the union
+    else:  # mix: BM25 over its best plus alpha × cosine, over the union (rescore: over BM25's candidates only,
+        # which needs no vector of any other turn: what an index can do without scanning every vector)
         top = max((row["bm25"] for row in bm), default=1.0) or 1.0
         b = {rowid_of[row["id"]]: row["bm25"] / top for row in bm}
-        for rid in set(b) | set(dense):
+        for rid in set(b) | (set() if method == "rescore" else set(dense)):
             score[rid] = b.get(rid, 0.0) + param * float(cos[rid])
     order = sorted(score, key=lambda r: -score[r])
     return order[:k]
@@ -331,6 +332,7 @@ def settings_for(quick: bool) -> list[tuple]:
     if not quick:
         s += [("rrf", 20, 0.5)]
     s += [("mix", a, 0) for a in ((0.5, 1.0) if quick else (0.25, 0.5, 1.0, 2.0, 4.0))]
+    s += [("rescore", a, 0) for a in ((1.0,) if quick else (1.0, 2.0, 4.0))]
     return s
 
 
@@ -342,6 +344,8 @@ def label(key: tuple) -> str:
         return f"{model} {n}c dense alone"
     if setting[0] == "rrf":
         return f"{model} {n}c rrf k={setting[1]} w_dense={setting[2]}"
+    if setting[0] == "rescore":
+        return f"{model} {n}c rescore BM25's alpha={setting[1]}"
     return f"{model} {n}c mix alpha={setting[1]}"
 
 
