@@ -187,7 +187,6 @@ def up(no_dream):
 def logs(service, lines):
     """Show the services' log (all three interleaved, or SERVICE's): journald on Linux, the launchd log
     files on macOS. Under `bead up` the services log to its terminal instead."""
-    import os
     import shutil
     import subprocess
     from pathlib import Path
@@ -207,10 +206,13 @@ def logs(service, lines):
             text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
             echo("\n".join(text), multiline=True)  # a log line may quote what a request held
         return
-    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    units = [f"bead-{n}.service" for n in names]
-    if not any((config / "systemd" / "user" / u).exists() for u in units):
-        raise BeadError(f"no bead service unit in {config / 'systemd' / 'user'}", not_here)
+    from ..paths import resolve_home
+    from ..setup.install import Plan
+
+    plan = Plan(platform="systemd", user_home=Path.home(), home=resolve_home(), bead="", listen="", services=SERVICES)
+    units = [plan.unit_name(n) for n in names]
+    if not any((plan.unit_dir / u).exists() for u in units):
+        raise BeadError(f"no bead service unit in {plan.unit_dir}", not_here)
     echo(f"journalctl --user {' '.join('-u ' + u for u in units)} (the last {lines} lines)", err=True)
     r = subprocess.run(
         ["journalctl", "--user", *[a for u in units for a in ("-u", u)], "-n", str(lines), "--no-pager"],

@@ -109,7 +109,7 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
             continue
         cause = ""
         if name == "proxy":
-            host, _, port = mem.config.proxy.listen.rpartition(":")
+            port = mem.config.proxy.listen.rpartition(":")[2]
             holder = listener(int(port)) if port.isdigit() else None
             if holder:
                 cause = f"; port {port} is held by {holder}, so the proxy cannot start"
