@@ -101,6 +101,11 @@ class RecallSettings:
         check=lambda v: None if v >= 0 else "must be 0 or more",
     )
     pointer_budget_tokens: int = setting(80, "the most the pointers of one turn may add to the prompt", check=_positive)
+    semantic: bool = setting(
+        True,
+        "with bead[semantic] installed, the raw search weighs meaning as well as words (vectors the indexer "
+        "computes in the background); false: words (BM25) alone. Without the extra it does nothing",
+    )
 
 
 @dataclass(frozen=True)

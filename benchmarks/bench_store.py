@@ -14,7 +14,12 @@ Figures:
   the same bytes written with temp file + fsync + rename and nothing else;
 - reindex throughput: `bead reindex`'s rebuild over the whole store;
 - search p50/p95 over facts and over raw turns, against a baseline of the
-  bare FTS5 MATCH ... ORDER BY rank query on the same tables.
+  bare FTS5 MATCH ... ORDER BY rank query on the same tables;
+- with ``--semantic`` (bead[semantic] installed): every raw turn gets a vector (random unit vectors, written
+  straight into ``raw_vec``: this measures time and size, not quality, and embedding a million turns would take
+  hours), then the raw search again with the rescoring on (the query's embedding included), beside BM25 alone
+  from the same run; and the model's throughput on the store's own turns (what the indexer's background pass
+  does per turn).
 """
 
 from __future__ import annotations
@@ -141,10 +146,43 @@ def bench_writes(mem: Memory, rng, vocab, weights, n: int, scratch: Path) -> dic
     return {"bead_ms": bead_ms, "baseline_ms": base_ms}
 
 
-def bench_search(mem: Memory, rng, vocab, weights, n: int) -> dict:
+def fill_vectors(mem: Memory, seed: int) -> dict:
+    """A random unit vector for every raw turn (timing and size only), and the model's throughput on 512 of the
+    store's turns."""
+    import numpy as np
+
+    from bead.index import semantic
+
+    model = semantic.model()
+    if model is None:
+        raise SystemExit(f"--semantic needs bead[semantic]: pip install -e '.[semantic]' ({semantic.failure() or 'missing'})")
+    rng = np.random.default_rng(seed)
+    conn = mem.index._conn
+    rowids = [r for (r,) in conn.execute("SELECT rowid FROM raw ORDER BY rowid")]
+    t = time.perf_counter()
+    with mem.index.write_tx():
+        for i in range(0, len(rowids), 10_000):
+            chunk = rowids[i : i + 10_000]
+            v = rng.standard_normal((len(chunk), semantic.DIM)).astype(np.float32)
+            v /= np.linalg.norm(v, axis=1, keepdims=True)
+            conn.executemany("INSERT INTO raw_vec(rowid, vec) VALUES (?, ?)", zip(chunk, map(model.blob, v), strict=True))
+    fill_s = time.perf_counter() - t
+    sample = mem.index.fill_raw_text(
+        mem.index._rows(
+            "SELECT f.path AS path, r.off, r.len FROM raw r JOIN raw_files f ON f.id = r.file ORDER BY r.rowid DESC LIMIT 512", []
+        )
+    )
+    t = time.perf_counter()
+    model.embed([r["text"] for r in sample])
+    embed_s = time.perf_counter() - t
+    return {"vectors": len(rowids), "fill_s": round(fill_s, 1), "embed_turns_per_s": round(len(sample) / embed_s)}
+
+
+def bench_search(mem: Memory, rng, vocab, weights, n: int, semantic_on: bool = False) -> dict:
     # The baseline runs the bare FTS5 query on a connection of its own.
     conn = sqlite_check.module().connect(str(mem.home.index_db))
-    out = {k: [] for k in ("facts", "facts_base", "raw", "raw_base")}
+    out = {k: [] for k in ("facts", "facts_base", "raw", "raw_base", *(("raw_semantic",) if semantic_on else ()))}
+    mem.index.semantic = False  # BM25 alone first; the rescoring beside it with --semantic
     # Queries skip the 100 most frequent words: in real text those are the
     # stopwords that bead's query builder drops before FTS5 sees them.
     for _ in range(n):
@@ -159,6 +197,12 @@ def bench_search(mem: Memory, rng, vocab, weights, n: int) -> dict:
         t = time.perf_counter()
         search_raw(mem.index, q, limit=10)
         out["raw"].append((time.perf_counter() - t) * 1000)
+        if semantic_on:
+            mem.index.semantic = True
+            t = time.perf_counter()
+            search_raw(mem.index, q, limit=10)
+            out["raw_semantic"].append((time.perf_counter() - t) * 1000)
+            mem.index.semantic = False
         t = time.perf_counter()
         conn.execute("SELECT rowid FROM raw_fts WHERE raw_fts MATCH ? ORDER BY rank LIMIT 10", [fts]).fetchall()
         out["raw_base"].append((time.perf_counter() - t) * 1000)
@@ -173,6 +217,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--store", type=Path, help="keep the generated store here and reuse it on later runs")
+    ap.add_argument("--semantic", action="store_true", help="also time the raw search with bead[semantic]'s rescoring")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -206,7 +251,8 @@ def main() -> None:
         counts, problems = rebuild(mem.index, mem.facts, mem.raw)
         reindex_s = time.perf_counter() - t
         writes = bench_writes(mem, rng, vocab, weights, args.writes, root / "scratch")
-        search = bench_search(mem, rng, vocab, weights, args.queries)
+        vectors = fill_vectors(mem, args.seed) if args.semantic else None
+        search = bench_search(mem, rng, vocab, weights, args.queries, args.semantic)
         db_mb = sum(p.stat().st_size for p in (root / "home").glob("index.db*")) / 1e6
         raw_mb = sum(p.stat().st_size for p in mem.raw.files()) / 1e6
         result = {
@@ -230,6 +276,7 @@ def main() -> None:
                 "ratio_p50": statistics.median(writes["bead_ms"]) / statistics.median(writes["baseline_ms"]),
             },
             "search_ms": {k: {"p50": statistics.median(v), "p95": pct(v, 95)} for k, v in search.items()},
+            "semantic": vectors,
             "cpus": os.cpu_count(),
         }
         if args.json:
@@ -255,6 +302,14 @@ def main() -> None:
             a, b = search[corpus], search[corpus + "_base"]
             print(f"search {corpus:<5} {fmt(a)}")
             print(f"  baseline   {fmt(b)}   (bare FTS5 MATCH)   ratio p50 {statistics.median(a) / statistics.median(b):.2f}x")
+        if vectors:
+            a, b = search["raw_semantic"], search["raw"]
+            print(f"search raw + semantic rescoring {fmt(a)}")
+            print(f"  baseline   {fmt(b)}   (BM25 alone, above)   ratio p50 {statistics.median(a) / statistics.median(b):.2f}x")
+            print(
+                f"  {vectors['vectors']:,} vectors written in {vectors['fill_s']} s (random: time and size only); "
+                f"the model embeds {vectors['embed_turns_per_s']:,} of the store's turns a second (one thread)"
+            )
         mem.close()
     finally:
         if args.store is None:

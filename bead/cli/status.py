@@ -35,6 +35,13 @@ def status(fix, as_json):
             i = d["index"]
             state = "fresh" if i["fresh"] else "behind the files"
             echo(f"index       {i['current_facts']} current facts, {i['raw_turns']} raw turns ({state})")
+        sem = d.get("semantic")
+        if sem and sem["state"] == "on":
+            left = sem["turns"] - sem["vectors"]
+            more = f"; the indexer computes the other {left} in the background" if left > 0 else ""
+            echo(f"semantic    on ({sem['model']}): {sem['vectors']} of {sem['turns']} raw turns have a vector{more}")
+        elif sem:
+            echo(f"semantic    {sem['state']} ({sem['hint']})")
         for name, st in d["services"].items():
             echo(f"{'service':<12}{name}: {st.get('summary') or st['state']}")
         if d["last_dream"]:

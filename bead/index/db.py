@@ -33,7 +33,7 @@ from ..textform import skeleton
 from . import sqlite as sqlite_check
 from .query import RAW_QUERY_STOPWORDS, Visibility, fts_or_query, terms
 
-SCHEMA_VERSION = 11  # 11: a turn indexes its first INDEXED_CHARS characters (was 4,000)
+SCHEMA_VERSION = 12  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice
 RAW_CHARS = 4000  # of a turn's text read back for an excerpt
 # Of a turn's text, what is indexed: BM25 ranks a long turn by its length as much as by its words, and the
 # start of a turn says what it is about. Chosen by cross-validation over conversations (evals/grids/raw.yaml,
@@ -196,7 +196,9 @@ _SCHEMA = (
     # index stays smaller than them). Its words are in raw_fts, which stores no text (contentless) and
     # deletes by tombstone (contentless_delete; checkpoint merges the words of deleted rows away).
     "CREATE TABLE raw_files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)",
-    "CREATE TABLE raw (rowid INTEGER PRIMARY KEY, session TEXT NOT NULL, n INTEGER NOT NULL, "
+    # AUTOINCREMENT: a rowid names one turn's text for the index's whole life (a vector computed for a row that
+    # forget then replaced can never be taken for the new row's).
+    "CREATE TABLE raw (rowid INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, n INTEGER NOT NULL, "
     "role TEXT, at TEXT, ref TEXT, file INTEGER NOT NULL, off INTEGER, len INTEGER)",
     "CREATE UNIQUE INDEX raw_session_n ON raw(session, n)",
     "CREATE INDEX raw_file ON raw(file)",
@@ -204,6 +206,9 @@ _SCHEMA = (
     # answer to "when did X" is often the turn after X).
     "CREATE VIRTUAL TABLE raw_fts USING fts5(text, context, tokenize='porter', content='', contentless_delete=1)",
     "INSERT INTO raw_fts(raw_fts, rank) VALUES ('rank', 'bm25(1.0, {context_weight})')",
+    # bead[semantic]: each raw turn's embedding (float16, bead.index.semantic), written by the indexer in the
+    # background; deleted with the turn's row (forget, seal, a rewritten file). Empty without the extra.
+    "CREATE TABLE raw_vec (rowid INTEGER PRIMARY KEY, vec BLOB NOT NULL)",
     # Per-term document counts of raw turns, for the recall gate's IDF.
     "CREATE VIRTUAL TABLE raw_vocab USING fts5vocab(raw_fts, col)",
     # Deleted rows leave the full-text segments at once (forget).
@@ -249,6 +254,10 @@ class Index:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._raw_deleted = False
+        # bead[semantic]: whether the raw search rescores its candidates with the turns' vectors (Memory sets it
+        # from recall.semantic), and whether a search may wait for the model to load (the proxy's may not).
+        self.semantic = False
+        self.semantic_wait = True
         # What readers derived from the facts, shared by every connection of this process to this
         # file, valid while ``facts_state()`` stays the same (the pinned block's scored candidates).
         if len(_MEMOS) >= 64 and str(path) not in _MEMOS:
@@ -491,7 +500,8 @@ class Index:
         first drops rows a turn's (session, n) already has; a file's rows that were just deleted need not."""
         files: dict[Path, int] = {}
         rows, fts = [], []
-        rowid = int(self._conn.execute("SELECT coalesce(max(rowid), 0) FROM raw").fetchone()[0])
+        # The highest rowid ever used (sqlite_sequence: AUTOINCREMENT's record), not the highest now.
+        rowid = int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'raw'").fetchone()[0])
         for t in turns:
             path = _file(t)
             if path not in files:
@@ -517,6 +527,7 @@ class Index:
     def _delete_raw_rows(self, where: str, params: list[Any]) -> None:
         # raw_fts deletes by tombstone: the words stay in its segments until they merge (checkpoint does).
         self._raw_deleted = True
+        self._conn.execute(f"DELETE FROM raw_vec WHERE rowid IN (SELECT rowid FROM raw WHERE {where})", params)
         self._conn.execute(f"DELETE FROM raw_fts WHERE rowid IN (SELECT rowid FROM raw WHERE {where})", params)
         self._conn.execute(f"DELETE FROM raw WHERE {where}", params)
 
@@ -568,6 +579,44 @@ class Index:
             [session, *numbers],
         ).fetchall()
         return {int(n): self._read_span(rel, off, size) for n, rel, off, size in rows}
+
+    # ----- raw turns' vectors (bead[semantic]) ---------------------------------
+    def raw_unembedded(self, limit: int, above: int = 0, upto: int | None = None) -> list[dict[str, Any]]:
+        """Up to ``limit`` raw rows with ``above < rowid <= upto`` that have no vector yet, newest first, each with
+        its ``rowid`` and ``text`` (read back from its file)."""
+        rows = self._rows(
+            "SELECT r.rowid AS rowid, f.path AS path, r.off, r.len FROM raw r JOIN raw_files f ON f.id = r.file "
+            "WHERE r.rowid > ? AND r.rowid <= ? AND NOT EXISTS (SELECT 1 FROM raw_vec v WHERE v.rowid = r.rowid) "
+            "ORDER BY r.rowid DESC LIMIT ?",
+            [above, self.raw_size() if upto is None else upto, limit],
+        )
+        return self.fill_raw_text(rows)
+
+    def put_vectors(self, vectors: Iterable[tuple[int, bytes]]) -> int:
+        """Store (rowid, vector) pairs whose turn still has its row (one deleted meanwhile gets none: a rowid is
+        never used again, so a vector always belongs to the text it was computed from). How many were stored."""
+        with self.write_tx():
+            before = self._conn.total_changes
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO raw_vec(rowid, vec) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM raw WHERE rowid = ?1)",
+                list(vectors),
+            )
+            return self._conn.total_changes - before
+
+    def raw_vectors(self, rowids: list[int]) -> dict[int, bytes]:
+        """The stored vectors of ``rowids`` (rows without one are left out)."""
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        rows = self._conn.execute(f"SELECT rowid, vec FROM raw_vec WHERE rowid IN ({marks})", rowids)
+        return {int(r): bytes(v) for r, v in rows}
+
+    def vector_count(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM raw_vec").fetchone()[0])
+
+    def built_at(self) -> str:
+        """When this index was built (a rebuild changes it; rowids start again)."""
+        return self.facts_state()[0]
 
     def record_uses(self, keys: Iterable[str], kind: str, at: str) -> None:
         """One row per key: it was recalled by the agent, or reinforced, at ``at``."""
@@ -765,6 +814,7 @@ class Index:
             if row is None or row["session"] in exclude:
                 continue
             row["bm25"] = -rank
+            row["rowid"] = rid
             out.append(row)
             if len(out) >= limit:
                 break

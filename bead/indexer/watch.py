@@ -17,12 +17,15 @@ from pathlib import Path
 
 from ..core.memory import Memory
 from ..errors import BeadError
+from ..index import semantic
+from ..index.db import Index, database_errors
 from ..index.rebuild import reconcile, sync_key, sync_raw
 
 log = logging.getLogger("bead.indexer")
 
 DEBOUNCE_S = 0.15
 TEMP_SUFFIXES = (".tmp", ".swp", ".swx", ".part", "~", ".lock")
+EMBED_IDLE_S = 30.0  # with nothing to embed, look again this often (besides after every change it indexes)
 
 
 def ignored(path: Path, store: Path) -> bool:
@@ -47,6 +50,7 @@ class Indexer:
         self._stop = threading.Event()
         self._full = False
         self.applied = 0
+        self.embed_wake = threading.Event()  # set after each change indexed: new turns may need vectors
 
     # watchdog calls this from its own thread
     def note(self, *paths: str | bytes | None) -> None:
@@ -116,9 +120,33 @@ class Indexer:
                     self.apply(batch)
                 except Exception:
                     log.exception("indexing a batch of %d paths failed; it is retried on the next reconcile", len(batch))
+            self.embed_wake.set()
+
+    def embed(self) -> None:
+        """bead[semantic]: give every raw turn its vector, newest first, in the background until stop(); its own
+        connection, so indexing never waits for the model."""
+        model = semantic.model()
+        if model is None:
+            return
+        index = Index(self.mem.home.index_db, self.mem.home.store, self.mem.busy_timeout_ms)
+        fill = semantic.Backfill(index, model)
+        log.info("computing the raw turns' vectors in the background (%s)", semantic.MODEL_ID)
+        try:
+            while not self._stop.is_set():
+                self.embed_wake.clear()
+                try:
+                    n = fill.step()
+                except database_errors() as exc:
+                    log.warning("computing vectors paused: %s", exc)
+                    n = 0
+                if n == 0:
+                    self.embed_wake.wait(EMBED_IDLE_S)
+        finally:
+            index.close()
 
     def stop(self) -> None:
         self._stop.set()
+        self.embed_wake.set()
         with self._cond:
             self._cond.notify_all()
 
@@ -155,14 +183,18 @@ def serve(mem: Memory, stop: threading.Event) -> None:
     observer.schedule(Handler(), str(mem.home.store), recursive=True, event_filter=kinds)
     observer.start()
     worker = threading.Thread(target=idx.run, name="bead-indexer", daemon=True)
+    embedder = threading.Thread(target=idx.embed, name="bead-embed", daemon=True)
     try:
         idx.reconcile()
         worker.start()
+        if mem.index.semantic:
+            embedder.start()
         log.info("watching %s", mem.home.store)
         stop.wait()
     finally:
         idx.stop()
         observer.stop()
         observer.join(timeout=5)
-        if worker.is_alive():
-            worker.join(timeout=5)
+        for t in (worker, embedder):
+            if t.is_alive():
+                t.join(timeout=5)

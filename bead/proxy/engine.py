@@ -42,6 +42,7 @@ from ..core.pinned import standing_memory
 from ..core.recall import Recaller
 from ..core.state import Conversations
 from ..core.trace import Trace, record_proxy_trace
+from ..index import semantic
 from ..paths import Home
 from ..store.locks import LockBusy
 from ..store.rawlog import Turn as RawTurn
@@ -124,6 +125,8 @@ class Engine:
             try:
                 with Memory(self.home, self.config, self.clock, busy_timeout_ms=250) as mem:
                     self.recaller.fact_stats(mem, lambda terms: self.memory().index.raw_doc_freq(terms))
+                    if mem.index.semantic:
+                        semantic.model(wait=False)  # loads in the background; recall uses BM25 alone until then
                 ruleset()
             except Exception as exc:  # noqa: BLE001 - only a head start; the request path does it again
                 log.info("proxy warm-up skipped: %s", type(exc).__name__)
@@ -141,6 +144,8 @@ class Engine:
             # A short busy timeout: a locked index fails the recall step open
             # instead of holding the agent's request.
             mem = Memory(self.home, self.config, self.clock, busy_timeout_ms=250)
+            # The request path never waits for the embedding model to load (half a second): BM25 alone until then.
+            mem.semantic_wait = False
             self._local.mem = mem
         return mem
 

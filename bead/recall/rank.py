@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..index import semantic
 from ..index.db import RAW_CHARS, Index, stem
 from ..index.query import RAW_QUERY_STOPWORDS, Visibility, terms
 from ..store.keys import PERSON_TRUSTS
@@ -21,6 +22,10 @@ USER_STATED_BOOST = 1.2
 SCOPE_BOOST = 1.5
 RECENCY = 0.0  # a tilt towards newer turns: cross-validation over conversations chose none (docs/results.md)
 RECENCY_POOL = 3  # candidates per result that the recency tilt may reorder
+# bead[semantic]: a raw candidate's score is its BM25 over the best candidate's plus SEMANTIC_ALPHA times the cosine
+# of its vector and the query's (BM25's own candidates only, so no other vector is read). Chosen by
+# cross-validation over conversations (evals/grids/raw.yaml, docs/results.md); 0 is BM25 alone.
+SEMANTIC_ALPHA = 2.0
 NEWER_FIRST = True  # of two retrieved turns that state a value for the same thing, the newer ranks first
 NEWER_SHARE = 0.6  # of the older turn's matched query terms a newer one must match to restate it
 NEWER_OWN = 0.8  # and of its own matched query terms, the older turn must match (it is about the same)
@@ -83,8 +88,31 @@ def search_raw(
         r = {i: pos / (len(kept) - 1) for pos, i in enumerate(order)}
         scored = sorted((row["bm25"] * (1 + recency * r[i]), -i) for i, row in enumerate(kept))
         kept = [kept[-i] for _, i in reversed(scored)]
+    kept = rescore(index, query, kept)
     hits = [Hit("raw", r["id"], r["bm25"], r["text"], r) for r in index.fill_raw_text(kept[:limit])]
     return newer_first(hits, query)
+
+
+def rescore(index: Index, query: str, kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """BM25's candidates reordered by meaning too, where bead[semantic] is on (``index.semantic``): each one's
+    BM25 / the best BM25 + SEMANTIC_ALPHA × cosine(query, turn). A candidate the indexer has not embedded yet
+    scores the mean cosine of those it has (neither raised nor sunk); with no vector at all, or no model (not
+    installed, not loaded yet on the proxy's path), the order is BM25's."""
+    if not (index.semantic and SEMANTIC_ALPHA and len(kept) > 1):
+        return kept
+    model = semantic.model(wait=index.semantic_wait)
+    if model is None:
+        return kept
+    stored = index.raw_vectors([r["rowid"] for r in kept if "rowid" in r])
+    if not stored:
+        return kept
+    q = model.embed([query])[0]
+    cos = {rid: float(model.vector(blob) @ q) for rid, blob in stored.items()}
+    neutral = sum(cos.values()) / len(cos)
+    top = max(r["bm25"] for r in kept) or 1.0
+    score = [r["bm25"] / top + SEMANTIC_ALPHA * cos.get(r.get("rowid", -1), neutral) for r in kept]
+    order = sorted(range(len(kept)), key=lambda i: (-score[i], i))
+    return [kept[i] for i in order]
 
 
 def _matched(query: set[str], prefixes: set[str], text: str) -> set[str]:

