@@ -10,6 +10,10 @@ pointers, rendering) and of the whole prepare step (capture, pinned block,
 splicing). Two engines take turns over the same store, round by round: the
 default one (pointers on) and one with ``recall.pointers: 0``, the baseline
 measured in the same run; the ratios compare them.
+
+With ``--semantic`` (bead[semantic] installed) every raw turn gets a vector first (random ones: time, not
+quality; ``bench_store.fill_vectors``) and the two engines are the default (rescoring on, the model loaded as
+the proxy's warm-up loads it) and one with ``recall.semantic: false``, the baseline.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ def main() -> None:
         help="near-miss facts (bead.evals.nearmiss) of the recorded requests' project, so that the "
         "requests' words find candidates to point to",
     )
+    ap.add_argument("--semantic", action="store_true", help="compare bead[semantic]'s rescoring on and off instead")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bead-bench-recall-"))
     try:
@@ -51,12 +56,22 @@ def main() -> None:
 
         for f in nearmiss.facts(args.project_facts, "demo", ["user_stated", "agent_observed"]):
             mem.write(f["key"], f["body"], f["type"], trust=f["trust"])
+        if args.semantic:
+            from bead.index import semantic
+
+            print(bench_store.fill_vectors(mem, 7))
+            semantic.model()  # loaded, as the proxy's warm-up has it a second after the start
         home = mem.home
         mem.close()
         engines = {
             "pointers on (default)": Engine(home, parse("")),
             "pointers off (baseline)": Engine(home, parse("recall:\n  pointers: 0\n")),
         }
+        if args.semantic:
+            engines = {
+                "semantic on (default)": engines["pointers on (default)"],
+                "semantic off (baseline)": Engine(home, parse("recall:\n  semantic: false\n")),
+            }
         reqs = bench_proxy.load_requests()
         recall: dict[str, list[float]] = {name: [] for name in engines}
         prepare: dict[str, list[float]] = {name: [] for name in engines}
@@ -72,7 +87,8 @@ def main() -> None:
                         recall[name].append(p.trace["recall_ms"])
                     pointed += bool(p.trace.get("pointers"))
         q = lambda v: statistics.quantiles(v, n=20)[-1]  # noqa: E731
-        n = len(prepare["pointers on (default)"])
+        on_name, off_name = list(engines)
+        n = len(prepare[on_name])
         print(
             f"store: {args.facts:,} facts + {args.project_facts} of the requests' project, {args.turns:,} raw turns; "
             f"{n} requests per engine, "
@@ -83,9 +99,10 @@ def main() -> None:
                 f"{name:<24} recall step  p50 {statistics.median(recall[name]):6.2f} ms  p95 {q(recall[name]):6.2f} ms"
                 f"   prepare  p50 {statistics.median(prepare[name]):6.2f} ms  p95 {q(prepare[name]):6.2f} ms"
             )
-        on, off = recall["pointers on (default)"], recall["pointers off (baseline)"]
+        on, off = recall[on_name], recall[off_name]
         print(
-            f"pointers on / off: recall step p50 x{statistics.median(on) / statistics.median(off):.2f}, p95 x{q(on) / q(off):.2f}"
+            f"{on_name.split(' (')[0]} / {off_name.split(' (')[0]}: recall step "
+            f"p50 x{statistics.median(on) / statistics.median(off):.2f}, p95 x{q(on) / q(off):.2f}"
         )
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -15,7 +15,7 @@ from bead.config import Config
 from bead.core import forget
 from bead.core.memory import Memory
 from bead.index import semantic
-from bead.index.rebuild import rebuild
+from bead.index.rebuild import rebuild, sync_raw
 from bead.paths import Home
 from bead.recall import rank
 
@@ -88,12 +88,50 @@ class TestVectors:
 
     def test_a_vector_for_a_row_deleted_meanwhile_is_not_stored(self, mem, model):
         turns(mem, ["one", "two"])
+        built = mem.index.built_at()
         rows = mem.index.raw_unembedded(10)
         assert [r["text"] for r in rows] == ["two", "one"]  # newest first
         mem.index._delete_raw_rows("rowid = ?", [rows[0]["rowid"]])
         vecs = model.embed([r["text"] for r in rows])
-        stored = mem.index.put_vectors([(r["rowid"], model.blob(v)) for r, v in zip(rows, vecs, strict=True)])
+        stored = mem.index.put_vectors([(r["rowid"], model.blob(v)) for r, v in zip(rows, vecs, strict=True)], built)
         assert stored == 1 and mem.index.vector_count() == 1
+
+    def test_a_batch_read_before_a_rebuild_is_not_stored_after_it(self, mem, model):
+        """The embedder read a turn, forget removed it and the index was rebuilt while the model ran: the old
+        vector must not land on whatever row holds that number now."""
+        secret = "Zorblax-Quintessence-7741"
+        turns(mem, [f"the vault code word is {secret}", "unrelated reply"])
+        built = mem.index.built_at()
+        rows = mem.index.raw_unembedded(10)
+        forget.apply(mem, forget.plan_match(mem, secret))
+        turns(mem, ["what is for dinner tonight", "pasta"], session="sess-b")
+        rebuild(mem.index, mem.facts, mem.raw)
+        assert min(r["rowid"] for r in rows) > 0 and mem.index.raw_size() > max(r["rowid"] for r in rows)  # numbers go on
+        vecs = model.embed([r["text"] for r in rows])
+        assert mem.index.put_vectors([(r["rowid"], model.blob(v)) for r, v in zip(rows, vecs, strict=True)], built) == 0
+        assert mem.index.vector_count() == 0
+
+    def test_reading_a_file_again_keeps_its_unchanged_rows_and_their_vectors(self, mem, model):
+        """The indexer re-reads a session's file after every append: only the new turn is new (no re-embedding of
+        the whole session per captured turn), and a redacted turn gets a new row without the old vector."""
+        (first, second) = turns(mem, ["the staging host is db-blue-2", "noted, and a long reply " + "x" * 300])
+        fill = semantic.Backfill(mem.index, model)
+        assert fill.run() == 2
+        before = mem.index.raw_size()
+        (third,) = turns(mem, ["and the cache host is redis-3"])
+        sync_raw(mem.index, mem.raw, third.path)  # what the indexer does on the file's modify event
+        assert mem.index.raw_size() == before + 1 and fill.run() == 1 and mem.index.vector_count() == 3
+        mem.redact_turns(first.path, {first.n})
+        # The redacted turn and the one after it (its context column held the start of the redacted one) are new
+        # rows; the third, moved in the file, keeps its row and vector.
+        assert fill.run() == 2 and mem.index.vector_count() == 3
+        assert not mem.index.raw_candidates("staging", 5)
+        assert [h.text for h in rank.search_raw(mem.index, "cache host redis")][:1] == ["and the cache host is redis-3"]
+
+    def test_an_odd_query_falls_back_to_words(self, mem, model):
+        turns(mem, [BUS, COFFEE, *FILLER])
+        semantic.Backfill(mem.index, model).run()
+        assert texts(mem, "Anna morning \udcff")[:2] == [COFFEE, BUS]  # a lone surrogate is replaced, not fatal
 
     def test_backfill_takes_new_turns_before_the_rest_of_a_long_sweep(self, mem, model):
         turns(mem, [f"old turn {i}" for i in range(10)])

@@ -162,8 +162,11 @@ def semantic_state(mem: Memory) -> dict[str, Any]:
         return {"state": "not installed", "hint": "pip install 'bead[semantic]' lets the raw search weigh meaning too"}
     if not mem.config.recall.semantic:
         return {"state": "off", "hint": "recall.semantic is false in config.yaml"}
-    turns = mem.index.counts()["raw_turns"]
-    return {"state": "on", "model": semantic.MODEL_ID, "vectors": mem.index.vector_count(), "turns": turns}
+    turns, vectors = mem.index.counts()["raw_turns"], mem.index.vector_count()
+    # Turns wait for their vector: whether the model loads at all here says whether the indexer can give them one.
+    if vectors < turns and semantic.model() is None:
+        return {"state": "failed", "hint": semantic.failure() or "the embedding model did not load; search uses BM25 alone"}
+    return {"state": "on", "model": semantic.MODEL_ID, "vectors": vectors, "turns": turns}
 
 
 def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> dict:

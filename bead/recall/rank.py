@@ -8,6 +8,7 @@ that of two turns about the same thing the newer one wins a near tie.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -17,6 +18,8 @@ from ..index import semantic
 from ..index.db import RAW_CHARS, Index, stem
 from ..index.query import RAW_QUERY_STOPWORDS, Visibility, terms
 from ..store.keys import PERSON_TRUSTS
+
+log = logging.getLogger("bead.recall")
 
 USER_STATED_BOOST = 1.2
 SCOPE_BOOST = 1.5
@@ -106,7 +109,11 @@ def rescore(index: Index, query: str, kept: list[dict[str, Any]]) -> list[dict[s
     stored = index.raw_vectors([r["rowid"] for r in kept if "rowid" in r])
     if not stored:
         return kept
-    q = model.embed([query])[0]
+    try:
+        q = model.embed([query])[0]
+    except Exception as exc:  # noqa: BLE001 - the words' order stands whatever the model says of an odd query
+        log.warning("the embedding model failed on a query (%s); BM25's order stands", type(exc).__name__)
+        return kept
     cos = {rid: float(model.vector(blob) @ q) for rid, blob in stored.items()}
     neutral = sum(cos.values()) / len(cos)
     top = max(r["bm25"] for r in kept) or 1.0
