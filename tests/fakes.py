@@ -7,6 +7,7 @@ from a script: a streamed (SSE) or JSON answer, an HTTP error, an SSE
 
 from __future__ import annotations
 
+import hashlib
 import json
 import select
 import socket
@@ -344,8 +345,10 @@ def chat_events(reply: Reply, model: str = "gpt-test", n: int = 1, usage: bool =
 
 
 def _response(model: str, status: str, output: list[dict], request: dict) -> dict:
+    # One id per request (the same for the stream's events of one answer): a chain's steps differ, as upstream.
+    rid = "resp_" + hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:16]
     return {
-        "id": "resp_fake01",
+        "id": rid,
         "object": "response",
         "created_at": 1764460800,
         "status": status,

@@ -565,3 +565,25 @@ class TestForgetTitles:
         out = bead("forget", "--match", "quokka zebra", "--yes")
         assert out.code == 0 and "forgot 1 key(s)" in out.out
         assert not [p for p in bead_home.rglob("*") if p.is_file() and b"quokka" in p.read_bytes()]
+
+
+def test_the_how_to_line_names_the_tool_as_the_harness_lists_it(tmp_path):
+    """Claude Code (and Codex) list an MCP tool as mcp__<server>__<tool>, Claude Code as a deferred tool its
+    ToolSearch loads by that exact name: the pointers name the server `bead setup` registers and a tool that
+    `bead mcp` serves, and the CLI form for a harness without MCP (issue #26)."""
+    import asyncio
+
+    from bead.config import Config
+    from bead.mcp import server as mcp_server
+    from bead.paths import Home
+    from bead.setup import claude
+
+    name = f"mcp__{claude.NAME}__get_memory"
+    assert name in render.POINTER_HEAD and name in render.POINTER_ALONE
+    assert "`bead show KEY`" in render.POINTER_HEAD
+    rt = mcp_server.Runtime(Home(tmp_path / "h").ensure(), Config(owner="t"))
+    try:
+        tools = asyncio.run(mcp_server.build(rt).list_tools())
+    finally:
+        rt.close()
+    assert "get_memory" in {t.name for t in tools}

@@ -226,6 +226,36 @@ class TestResponses:
         assert got["instructions"] == "Be brief." and len(got["input"]) == 1
         assert "flaky-checkout" in got["input"][0]["content"] and "pinned" not in json.dumps(got)
 
+    @pytest.mark.parametrize("stream", [True, False])
+    def test_a_previous_response_id_chain_is_one_conversation(self, served, openai_upstream, bead_home, stream):
+        """No session header, each step continuing the last by its id (issue #26): one raw-log session in
+        order, and a fact the chain was already shown is not shown again."""
+        from bead.token import load_token
+
+        sdk = openai_sdk.OpenAI(
+            base_url=f"{served.url}/{load_token(served.engine.home)}/openai/v1", api_key=KEY, max_retries=0, timeout=60
+        )
+        ask = "why is the checkout discount test flaky under xdist?"
+        prev = None
+        for step in range(3):
+            openai_upstream.replies.append(Reply(text=f"answer {step}"))
+            kw = {"previous_response_id": prev} if prev else {}
+            if stream:
+                with sdk.responses.stream(model="gpt-test", input=[{"role": "user", "content": f"{ask} ({step})"}], **kw) as s:
+                    prev = s.get_final_response().id
+            else:
+                prev = sdk.responses.create(model="gpt-test", input=[{"role": "user", "content": f"{ask} ({step})"}], **kw).id
+        sent = [json.dumps(r.json()) for r in openai_upstream.requests[-3:]]
+        assert "flaky-checkout" in sent[0] and "flaky-checkout" not in sent[1] + sent[2]
+        with Memory(Home(bead_home), Config(owner="t")) as m:
+            files = list(m.raw.files())
+        assert len(files) == 1, files
+        assert eventually(
+            lambda: [t.role for t in Memory(Home(bead_home), Config(owner="t")).raw.read(files[0])] == ["user", "assistant"] * 3
+        )
+        texts = [t.text for t in Memory(Home(bead_home), Config(owner="t")).raw.read(files[0])]
+        assert [t for t in texts if t.startswith(ask)] == [f"{ask} ({i})" for i in range(3)]
+
     def test_previous_response_id_and_no_input_goes_out_unchanged(self, served, openai_upstream, bead_home):
         body = b'{"model":"gpt-test","previous_response_id":"resp_prev"}'
         status, data = raw_post(served.url, "/openai/v1/responses", body, {"x-bead-session": "noinput"})

@@ -41,18 +41,27 @@ class ConversationState:
     captured: int = 0
     captured_partial: bool = False
     ahead: list[str] = field(default_factory=list)  # the look-ahead judge's picks for the next request
+    # A Responses chain's later step (its own file): the step it continues, and what the chain was shown before it.
+    carried_from: str | None = None
+    carried_ids: list[str] = field(default_factory=list)
+    carried_pointers: list[str] = field(default_factory=list)
 
     @property
     def injected(self) -> set[str]:
-        out = set(self.pinned_ids)
+        out = set(self.pinned_ids) | set(self.carried_ids)
         for c in self.cues.values():
             out.update(c.ids)
         return out
 
     @property
+    def pointer_ids(self) -> set[str]:
+        """Fact ids this conversation was pointed to."""
+        return set(self.carried_pointers) | {k for c in self.cues.values() for k in c.pointers}
+
+    @property
     def pointed(self) -> set[str]:
         """Keys this conversation was pointed to: never again."""
-        return {k.rsplit("@v", 1)[0] for c in self.cues.values() for k in c.pointers}
+        return {k.rsplit("@v", 1)[0] for k in self.pointer_ids}
 
     @classmethod
     def load(cls, home: Home, conversation_id: str) -> ConversationState:
@@ -75,6 +84,9 @@ class ConversationState:
                 )
             elif kind == "ahead":
                 st.ahead = list(r.get("ids") or [])
+            elif kind == "carried":
+                st.carried_from = str(r.get("from") or "")
+                st.carried_ids, st.carried_pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
             elif kind == "captured":
                 st.captured, st.captured_partial = int(r.get("upto", 0)), bool(r.get("partial", False))
         return st
@@ -92,6 +104,11 @@ class ConversationState:
             record["pointers"] = pointers
         self.append(record)
         self.cues[message] = CueRecord(message, hash_, text, ids, list(pointers or []))
+
+    def carry(self, from_id: str, ids: list[str], pointers: list[str]) -> None:
+        """This conversation continues ``from_id`` (a Responses chain): what that one was shown counts as shown."""
+        self.append({"kind": "carried", "from": from_id, "ids": ids, "pointers": pointers})
+        self.carried_from, self.carried_ids, self.carried_pointers = from_id, ids, pointers
 
     def set_ahead(self, ids: list[str]) -> None:
         """The look-ahead judge's picks (fact ids), injected with the conversation's next request."""

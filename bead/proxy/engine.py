@@ -23,7 +23,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -58,6 +58,13 @@ MAX_BODY_BYTES = 16 * 1024 * 1024  # larger bodies go out unchanged, uncaptured
 # messages carry a "role", the Responses API's tool calls and outputs a "call_id").
 MAX_MESSAGES = 10_000
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # response bytes kept for capturing the assistant turn
+MAX_CHAINS = 4096  # Responses ids remembered for previous_response_id
+SESSION_HEADERS = ("x-bead-session", "x-claude-code-session-id", "session-id", "session_id")
+
+
+def _named_session(headers: dict[str, str]) -> bool:
+    """The harness names its session: that, not a chain of response ids, says which conversation this is."""
+    return any(headers.get(h) for h in SESSION_HEADERS)
 
 
 class DeadlineExceeded(Exception):
@@ -111,6 +118,11 @@ class Engine:
         self._queues: dict[str, deque[tuple[Callable[[], None], Future[None]]]] = {}
         self._chains_lock = threading.Lock()
         self.warmed = threading.Event()  # set once warm_up() has finished (or given up)
+        # Responses API chains: a response's id -> the conversation it answered, so that the request continuing
+        # it (previous_response_id, no session header) is the same conversation. In memory, the newest ones: after
+        # a restart a chain's next step starts a conversation of its own, as before.
+        self._responses: OrderedDict[str, Identity] = OrderedDict()
+        self._responses_lock = threading.Lock()
         # Build the index now if it is missing, so no request pays for a rebuild.
         with Memory(home, config, clock) as mem:
             mem.index  # noqa: B018 - opening it builds it
@@ -201,8 +213,30 @@ class Engine:
             raise DeadlineExceeded(step)
         return left
 
+    def chained(self, prep: Prepared, response_id: str) -> None:
+        """The upstream named the response this request gets: a request that continues it is this conversation."""
+        if prep.ident is None:
+            return
+        with self._responses_lock:
+            self._responses[response_id] = prep.ident
+            self._responses.move_to_end(response_id)
+            while len(self._responses) > MAX_CHAINS:
+                self._responses.popitem(last=False)
+
+    def _chain_of(self, conv: Conversation) -> Identity | None:
+        if not conv.continues:
+            return None
+        with self._responses_lock:
+            return self._responses.get(conv.continues)
+
     def _prepare(self, conv: Conversation, headers: dict[str, str], deadline: float, t0: float) -> Prepared:
         ident = identify(headers, conv, self.default_project)
+        prev = self._chain_of(conv) if not _named_session(headers) else None
+        if prev is not None:
+            # The next step of a Responses chain: the same raw-log session and project; a state file of its own
+            # (its messages are numbered from 0 again), which carries what the chain was already shown.
+            ident = Identity(session=prev.session, base_session=prev.base_session, thread=ident.thread, project=prev.project)
+            self._wait_for_pending(prev.id, self._left(deadline, "parse"))  # its answer is in the log first
         newest = conv.newest_user
         mem = self.memory()
         trace: dict[str, Any] = {
@@ -226,6 +260,9 @@ class Engine:
         opening: list[dict[str, Any]] = []
         with self._locked(ident.id, deadline):
             st = self.conversations.load(ident.id)
+            if prev is not None and not st.carried_from:
+                before = self.conversations.load(prev.id)
+                st.carry(prev.id, sorted(before.injected), sorted(before.pointer_ids))
             # A request that continues server-held state (a Responses API
             # previous_response_id) carries only its new turns: the pinned block
             # went with the conversation's first request. A request with no

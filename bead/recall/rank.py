@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,6 +31,7 @@ RECENCY_POOL = 3  # candidates per result that the recency tilt may reorder
 # of its vector and the query's (BM25's own candidates only, so no other vector is read). Chosen by
 # cross-validation over conversations (evals/grids/raw.yaml, docs/results.md); 0 is BM25 alone.
 SEMANTIC_ALPHA = 2.0
+QUERY_VECTOR_WAIT_S = 0.25  # past this (a machine too busy to embed a question), BM25's order stands
 NEWER_FIRST = True  # of two retrieved turns that state a value for the same thing, the newer ranks first
 NEWER_SHARE = 0.6  # of the older turn's matched query terms a newer one must match to restate it
 NEWER_OWN = 0.8  # and of its own matched query terms, the older turn must match (it is about the same)
@@ -84,6 +87,7 @@ def search_raw(
     from 0 (oldest candidate) to 1 (newest).
     """
     recency = RECENCY if recency is None else recency
+    query_vector = _embed_query(index, query)  # on another core while BM25 runs
     kept = index.raw_candidates(query, max(limit * RECENCY_POOL, limit), exclude_sessions, with_text=False)
     if recency and len(kept) > 1:
         # Rank of (time, turn number) among the candidates: 0 oldest, 1 newest.
@@ -91,28 +95,46 @@ def search_raw(
         r = {i: pos / (len(kept) - 1) for pos, i in enumerate(order)}
         scored = sorted((row["bm25"] * (1 + recency * r[i]), -i) for i, row in enumerate(kept))
         kept = [kept[-i] for _, i in reversed(scored)]
-    kept = rescore(index, query, kept)
+    kept = rescore(index, kept, query_vector)
     hits = [Hit("raw", r["id"], r["bm25"], r["text"], r) for r in index.fill_raw_text(kept[:limit])]
     return newer_first(hits, query)
 
 
-def rescore(index: Index, query: str, kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """BM25's candidates reordered by meaning too, where bead[semantic] is on (``index.semantic``): each one's
-    BM25 / the best BM25 + SEMANTIC_ALPHA × cosine(query, turn). A candidate the indexer has not embedded yet
-    scores the mean cosine of those it has (neither raised nor sunk); with no vector at all, or no model (not
-    installed, not loaded yet on the proxy's path), the order is BM25's."""
-    if not (index.semantic and SEMANTIC_ALPHA and len(kept) > 1):
-        return kept
+_query_pool: ThreadPoolExecutor | None = None
+_query_pool_lock = threading.Lock()
+
+
+def _embed_query(index: Index, query: str) -> Future[Any] | None:
+    """The query's vector, being computed in a worker thread (the model and SQLite both let go of the GIL, so it
+    runs beside the BM25 search); None where the rescoring is off or the model not ready."""
+    global _query_pool
+    if not (index.semantic and SEMANTIC_ALPHA):
+        return None
     model = semantic.model(wait=index.semantic_wait)
     if model is None:
+        return None
+    with _query_pool_lock:
+        if _query_pool is None:
+            _query_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bead-query-vector")
+    return _query_pool.submit(lambda: model.embed([query])[0])
+
+
+def rescore(index: Index, kept: list[dict[str, Any]], query_vector: Future[Any] | None) -> list[dict[str, Any]]:
+    """BM25's candidates reordered by meaning too, where bead[semantic] is on (``index.semantic``): each one's
+    BM25 / the best BM25 + SEMANTIC_ALPHA × cosine(query, turn). A candidate the indexer has not embedded yet
+    scores the mean cosine of those it has (neither raised nor sunk); with no vector at all, no model (not
+    installed, not loaded yet on the proxy's path), or a query vector later than QUERY_VECTOR_WAIT_S, the order
+    is BM25's."""
+    if query_vector is None or len(kept) < 2:
         return kept
+    model = semantic.model(wait=False)
     stored = index.raw_vectors([r["rowid"] for r in kept if "rowid" in r])
-    if not stored:
+    if model is None or not stored:
         return kept
     try:
-        q = model.embed([query])[0]
+        q = query_vector.result(timeout=QUERY_VECTOR_WAIT_S)
     except Exception as exc:  # noqa: BLE001 - the words' order stands whatever the model says of an odd query
-        log.warning("the embedding model failed on a query (%s); BM25's order stands", type(exc).__name__)
+        log.warning("no vector for a query (%s); BM25's order stands", type(exc).__name__)
         return kept
     cos = {rid: float(model.vector(blob) @ q) for rid, blob in stored.items()}
     neutral = sum(cos.values()) / len(cos)

@@ -341,6 +341,38 @@ _CALL_DATA = {
 }
 
 
+RESPONSE_ID_SNIFF = 64 * 1024  # bytes of an answer looked at for its response id
+
+
+def _response_id(data: bytes, complete: bool) -> str | None:
+    head = data.lstrip()
+    if head.startswith(b"{"):
+        if not complete:
+            return None
+        try:
+            body = json.loads(data)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        rid = body.get("id") if isinstance(body, dict) and body.get("object") == "response" else None
+        return rid if isinstance(rid, str) and 0 < len(rid) <= 256 else None
+    # Server-sent events: the first event that carries the response object (response.created first). A block
+    # not yet ended by a blank line may be cut, so it waits for the next chunk unless the stream is complete.
+    blocks = data.replace(b"\r\n", b"\n").split(b"\n\n")
+    for block in blocks if complete else blocks[:-1]:
+        payload = b"\n".join(line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:"))
+        if not payload:
+            continue
+        try:
+            ev = json.loads(payload)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        resp = ev.get("response") if isinstance(ev, dict) else None
+        rid = resp.get("id") if isinstance(resp, dict) else None
+        if isinstance(rid, str) and 0 < len(rid) <= 256:
+            return rid
+    return None
+
+
 def _continues(data: dict[str, Any]) -> str | None:
     prev = data.get("previous_response_id")
     if isinstance(prev, str) and prev:
@@ -429,6 +461,12 @@ class Responses:
             raise SpliceError("body is not a Responses request (input is neither text nor a list)")
         conv, groups = responses_conversation(data, headers)
         return Request(text, data, top, end, items, groups, "responses"), conv
+
+    def response_id(self, data: bytes, complete: bool) -> str | None:
+        """The id of the response ``data`` begins (a stream's first event, ``response.created``) or is (a whole JSON
+        body, ``complete``), so that a later request naming it in ``previous_response_id`` joins this conversation.
+        None when it is not there (yet), or the bytes are not a Responses answer bead can read."""
+        return _response_id(data, complete)
 
     def splice(self, req: Request, pinned: str | None, blocks: dict[int, list[str]]) -> bytes:
         edits: list[Edit] = []
