@@ -39,7 +39,16 @@ SHARED = REPO.parent / "shared"
 def bead_home(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "home"
     monkeypatch.setenv("BEAD_HOME", str(home))
+    # bead[semantic] is installed for the tests, and off unless a test turns it on (`semantic_on`): every bead
+    # process a test starts would load the embedding model (half a second of CPU each) for no figure it checks.
+    monkeypatch.setenv("BEAD_SEMANTIC", "0")
     return home
+
+
+@pytest.fixture
+def semantic_on(bead_home, monkeypatch) -> None:
+    """bead[semantic] on, as a default install has it."""
+    monkeypatch.delenv("BEAD_SEMANTIC", raising=False)
 
 
 @pytest.fixture

@@ -26,6 +26,11 @@ COFFEE = "Anna, every morning: black coffee, two cups."
 FILLER = [f"Ticket {i}: the {w} job failed on the build machine." for i, w in enumerate(["lint", "deploy", "backup", "docs"])]
 
 
+@pytest.fixture(autouse=True)
+def _on(semantic_on):
+    """Every test here runs with the extra on, as a default install has it."""
+
+
 @pytest.fixture
 def model():
     m = semantic.model()
@@ -61,7 +66,7 @@ class TestRescore:
     def test_without_the_extra_nothing_loads_and_search_is_bm25(self, mem, monkeypatch):
         turns(mem, [BUS, COFFEE, *FILLER])
         monkeypatch.setattr(semantic, "_PACKAGES", (*semantic._PACKAGES, "bead_no_such_package"))
-        assert not semantic.available()
+        assert not semantic.available() and not semantic.installed()
         mem.close()  # the next open reads the extra's presence again
         assert mem.index.semantic is False
         assert texts(mem)[:2] == [BUS, COFFEE]
@@ -172,6 +177,13 @@ class TestVectors:
         assert "reinstall" in (semantic.failure() or "")
         turns(mem, [BUS, COFFEE, *FILLER])
         assert texts(mem)[:2] == [BUS, COFFEE]
+
+
+def test_switched_off_by_the_environment(mem, monkeypatch, bead):
+    monkeypatch.setenv("BEAD_SEMANTIC", "0")
+    mem.close()
+    assert mem.index.semantic is False
+    assert "semantic    off (BEAD_SEMANTIC=0 in this environment)" in bead("status").out
 
 
 def test_status_says_how_many_turns_have_their_vector(mem, model, bead):

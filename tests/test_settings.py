@@ -29,6 +29,7 @@ DOCUMENTED = {
     "recall.max_excerpts": 2,
     "recall.pointers": 5,
     "recall.pointer_budget_tokens": 80,
+    "recall.semantic": True,
     "rerank.provider": None,
     "rerank.model": None,
     "rerank.base_url": None,

@@ -158,8 +158,10 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
 
 def semantic_state(mem: Memory) -> dict[str, Any]:
     """bead[semantic]: on or off and why, and how many raw turns have their vector so far."""
-    if not semantic.available():
+    if not semantic.installed():
         return {"state": "not installed", "hint": "pip install 'bead[semantic]' lets the raw search weigh meaning too"}
+    if semantic.switched_off():
+        return {"state": "off", "hint": "BEAD_SEMANTIC=0 in this environment"}
     if not mem.config.recall.semantic:
         return {"state": "off", "hint": "recall.semantic is false in config.yaml"}
     turns, vectors = mem.index.counts()["raw_turns"], mem.index.vector_count()

