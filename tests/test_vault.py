@@ -768,6 +768,28 @@ def test_seal_reaches_the_secret_where_it_was_said_in_other_words(mem, vault):
     assert leftovers(mem.home.root, "QX-88") == []
 
 
+def test_seal_leaves_no_vector_of_the_turn_it_redacts(semantic_on, bead_home, vault):
+    """bead[semantic]: the vector of a turn that said the sealed value goes with the turn's row (issue #25)."""
+    from datetime import UTC, datetime
+
+    from bead.index import semantic
+
+    mem = Memory(vault, Config(owner="t"))
+    try:
+        said = "the bank gave me recovery code QX-88 and the card PIN is 4711"
+        mem.append_turns("bank", [("user", said, datetime(2026, 11, 30, tzinfo=UTC), None, {"source": "typed"})])
+        model = semantic.model()
+        assert model is not None and semantic.Backfill(mem.index, model).run() == 1
+        (row,) = mem.index.raw_candidates("recovery code", 1)
+        blob = mem.index.raw_vectors([row["rowid"]])[row["rowid"]]
+        mem.write("user/bank-pin", "4711, recovery code QX-88", "user")
+        ops.seal(mem, "user/bank-pin")
+        assert not mem.index.raw_vectors([row["rowid"]])
+    finally:
+        mem.close()
+    assert not any(blob in data for data in all_bytes_under(Path(bead_home)).values())
+
+
 def test_forget_match_reaches_a_code_said_in_other_words(mem, bead):
     from datetime import UTC, datetime
 
