@@ -217,3 +217,52 @@ def test_the_indexer_computes_vectors_in_the_background(bead_home, tmp_path):
         p.terminate()
         p.wait(10)
         mem.close()
+
+
+class TestFactVectors:
+    """The pointers' candidates (the gate's fact search) rescored by meaning, from vectors the indexer stores."""
+
+    def facts(self, mem):
+        mem.write("user/anna-bus", "Anna, this morning: the bus was late.", "user")
+        mem.write("user/anna-coffee", "Anna, every morning: black coffee, two cups.", "user")
+        for i, w in enumerate(["lint", "deploy", "backup", "docs"]):
+            mem.write(f"project/x/ticket-{i}", f"Ticket {i}: the {w} job failed on the build machine.", "project")
+
+    def pool(self, mem):
+        from bead.recall.gate import Candidate
+
+        rows = mem.index.fact_candidates(QUERY, 20)
+        return [Candidate(r["id"], r["key"], r["body"], 1.0, [], row=r) for r in rows]
+
+    def test_backfill_embeds_current_facts_first(self, mem, model):
+        self.facts(mem)
+        turns(mem, [BUS])
+        fill = semantic.Backfill(mem.index, model)
+        assert fill.step() == 6 and mem.index.fact_vector_count() == 6 and mem.index.vector_count() == 0
+        assert fill.run() == 1 and mem.index.vector_count() == 1
+
+    def test_the_pointers_take_the_fact_that_means_the_turn_first(self, mem, model):
+        from bead.recall import pointers
+
+        self.facts(mem)
+        semantic.Backfill(mem.index, model).run()
+        pool = self.pool(mem)
+        assert [c.key for c in pool[:2]] == ["user/anna-bus", "user/anna-coffee"]  # BM25: the shorter first
+        pending = rank.embed_query(mem.index, QUERY)
+        assert [c.key for c in pointers.by_meaning(pool, mem.index, pending)[:2]] == ["user/anna-coffee", "user/anna-bus"]
+        mem.index.semantic = False  # recall.semantic: false, or no extra: no query vector, BM25's order
+        assert rank.embed_query(mem.index, QUERY) is None
+        assert pointers.by_meaning(pool, mem.index, None) == pool
+
+    def test_a_facts_vector_goes_with_its_row_and_with_a_changed_text(self, mem, model):
+        self.facts(mem)
+        semantic.Backfill(mem.index, model).run()
+        forget.apply(mem, forget.plan_target(mem, "user/anna-coffee"))
+        assert not mem.index.fact_vectors(["user/anna-coffee@v1"]) and mem.index.fact_vector_count() == 5
+        f = mem.home.fact_dir("user/anna-bus") / "v1.md"
+        f.write_text(f.read_text().replace("the bus was late", "the tram was early"))
+        from bead.index.rebuild import sync_key
+
+        sync_key(mem.index, mem.facts, "user/anna-bus")  # what the indexer does with a hand edit
+        assert not mem.index.fact_vectors(["user/anna-bus@v1"])
+        assert semantic.Backfill(mem.index, model).run() == 1

@@ -17,7 +17,7 @@ from typing import Any
 from ..config import Config
 from ..conversation import Conversation, Identity
 from ..llm import Model
-from ..recall import gate, pointers, render, rerank
+from ..recall import gate, pointers, rank, render, rerank
 from ..recall.cues import Cue, extract
 from .memory import Memory
 from .trace import cue_excerpt
@@ -94,6 +94,9 @@ class Recaller:
         cues: list[Cue] = extract(conv)
         trace: dict[str, Any] = {"cues": [{"source": c.source, "text": cue_excerpt(c.text)} for c in cues], "errors": []}
         index = mem.index
+        # bead[semantic]: the turn's own words as a vector, computed beside the search, for the pointers' order.
+        said = " ".join(c.text for c in cues if c.source == "user")[-pointers.QUERY_CHARS :]
+        pending = rank.embed_query(index, said) if pointers.SEMANTIC_ALPHA and self.config.recall.pointers > 0 else None
         start = time.monotonic()
         try:
             with index.deadline(deadline_s):
@@ -111,6 +114,7 @@ class Recaller:
                 )
         except Exception as exc:
             kind = "recall_deadline" if time.monotonic() - start > deadline_s else "recall"
+            rank.forget_vector(pending)
             self.on_error(kind, exc)
             trace["errors"].append(kind)
             return CueBlock(None, [], trace, failed=True)
@@ -140,7 +144,12 @@ class Recaller:
         # did not fit the block's budget is not shown, so it may be.
         shown = pointers.shown_keys(injected) | set(pointed) | pointers.shown_keys(fitted)
         chosen_pointers = pointers.choose(
-            result, shown, self.config.recall, first=[c for c in result.facts if c.id not in fitted]
+            result,
+            shown,
+            self.config.recall,
+            first=[c for c in result.facts if c.id not in fitted],
+            index=index,
+            pending=pending,
         )
         tail, tail_tokens = render.pointers(
             [c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens, alone=n == 0

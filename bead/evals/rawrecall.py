@@ -66,11 +66,18 @@ def populate(mem, suite: dict) -> dict[str, str]:
         for turn in mem.raw.append_many(_session_id(str(session["id"])), items):
             refs[f"{turn.session}#{turn.n}"] = str(turn.ref)
     rebuild(mem.index, mem.facts, mem.raw)
-    # bead[semantic]: every turn's vector now, as the indexer would have computed it by the time of a search.
-    model = semantic.model() if mem.index.semantic and rank.SEMANTIC_ALPHA else None
-    if model is not None:
-        semantic.Backfill(mem.index, _Remembered(model)).run()  # type: ignore[arg-type]
+    if rank.SEMANTIC_ALPHA:
+        embed_store(mem)
     return refs
+
+
+def embed_store(mem: Any) -> int:
+    """bead[semantic]: every fact's and turn's vector now, as the indexer would have computed them by the time of
+    a search (nothing where the extra is off); how many were embedded."""
+    model = semantic.model() if mem.index.semantic else None
+    if model is None:
+        return 0
+    return semantic.Backfill(mem.index, _Remembered(model)).run()  # type: ignore[arg-type]
 
 
 def score(q: dict, refs: list[str], k_small: int = 5, k: int = 10) -> dict:

@@ -33,7 +33,7 @@ from ..textform import skeleton
 from . import sqlite as sqlite_check
 from .query import RAW_QUERY_STOPWORDS, Visibility, fts_or_query, terms
 
-SCHEMA_VERSION = 12  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice
+SCHEMA_VERSION = 13  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice. 13: fact_vec
 RAW_CHARS = 4000  # of a turn's text read back for an excerpt
 # Of a turn's text, what is indexed: BM25 ranks a long turn by its length as much as by its words, and the
 # start of a turn says what it is about. Chosen by cross-validation over conversations (evals/grids/raw.yaml,
@@ -215,6 +215,11 @@ _SCHEMA = (
     # answer to "when did X" is often the turn after X).
     "CREATE VIRTUAL TABLE raw_fts USING fts5(text, context, tokenize='porter', content='', contentless_delete=1)",
     "INSERT INTO raw_fts(raw_fts, rank) VALUES ('rank', 'bm25(1.0, {context_weight})')",
+    # bead[semantic]: each current fact's embedding (its key's words and body), for the pointers' order; gone with
+    # the fact's row, or when its text changes (a hand edit of a version file).
+    "CREATE TABLE fact_vec (id TEXT PRIMARY KEY, vec BLOB NOT NULL)",
+    "CREATE TRIGGER fact_vec_ad AFTER DELETE ON facts BEGIN DELETE FROM fact_vec WHERE id = old.id; END",
+    "CREATE TRIGGER fact_vec_au AFTER UPDATE OF body, key_text ON facts BEGIN DELETE FROM fact_vec WHERE id = old.id; END",
     # bead[semantic]: each raw turn's embedding (float16, bead.index.semantic), written by the indexer in the
     # background; deleted with the turn's row (forget, seal, a rewritten file). Empty without the extra.
     "CREATE TABLE raw_vec (rowid INTEGER PRIMARY KEY, vec BLOB NOT NULL)",
@@ -654,6 +659,33 @@ class Index:
             )
             return self._conn.total_changes - before
 
+    def facts_unembedded(self, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` current, awake, non-secret facts without a vector: ``id``, ``key``, ``body``."""
+        return self._rows(
+            "SELECT f.id, f.key, f.body FROM facts f WHERE f.current = 1 AND f.status != 'dormant' "
+            "AND f.sensitivity != 'secret' AND NOT EXISTS (SELECT 1 FROM fact_vec v WHERE v.id = f.id) LIMIT ?",
+            [limit],
+        )
+
+    def put_fact_vectors(self, vectors: Iterable[tuple[str, bytes]], built_at: str) -> int:
+        """Store (fact id, vector) pairs whose fact still has its row, unless the index was rebuilt since."""
+        with self.write_tx():
+            if self.built_at() != built_at:
+                return 0
+            before = self._conn.total_changes
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO fact_vec(id, vec) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM facts WHERE id = ?1)",
+                list(vectors),
+            )
+            return self._conn.total_changes - before
+
+    def fact_vectors(self, ids: list[str]) -> dict[str, bytes]:
+        """The stored vectors of the facts ``ids`` (facts without one are left out)."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        return {str(i): bytes(v) for i, v in self._conn.execute(f"SELECT id, vec FROM fact_vec WHERE id IN ({marks})", ids)}
+
     def raw_vectors(self, rowids: list[int]) -> dict[int, bytes]:
         """The stored vectors of ``rowids`` (rows without one are left out)."""
         if not rowids:
@@ -664,6 +696,9 @@ class Index:
 
     def vector_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM raw_vec").fetchone()[0])
+
+    def fact_vector_count(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM fact_vec").fetchone()[0])
 
     def built_at(self) -> str:
         """When this index was built (a rebuild changes it; rowids start again)."""

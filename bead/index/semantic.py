@@ -23,6 +23,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from .db import key_text
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -43,8 +45,8 @@ def installed() -> bool:
 
 
 def switched_off() -> bool:
-    """``BEAD_SEMANTIC=0`` in the environment: this process searches with BM25 alone, the extra installed or not."""
-    return os.environ.get("BEAD_SEMANTIC", "").strip() == "0"
+    """``BEAD_SEMANTIC=0`` (or false, off, no) in the environment: this process searches with BM25 alone."""
+    return os.environ.get("BEAD_SEMANTIC", "").strip().lower() in ("0", "false", "off", "no")
 
 
 def available() -> bool:
@@ -163,8 +165,14 @@ def failure() -> str | None:
     return _failed
 
 
+def fact_text(key: str, body: str) -> str:
+    """What a fact's vector is of: its key's words, then its body."""
+    return f"{key_text(key)}. {body}"
+
+
 class Backfill:
-    """Vectors for the turns that have none, a batch at a time, newest first (the indexer's background pass).
+    """Vectors for the facts, then the turns, that have none, a batch at a time, newest turns first (the indexer's
+    background pass).
 
     Rowids only grow, so what is left is a few ranges of rowids: each range that appeared since the last step
     (new turns, a rewritten file's rows, a whole rebuild) is swept from its top down with a cursor, the newest
@@ -188,6 +196,11 @@ class Backfill:
         if upto > self._top:
             self._sweeps.append([self._top, upto + 1])
             self._top = upto
+        facts = self.index.facts_unembedded(self.batch)  # few (thousands at most), and what the pointers read
+        if facts:
+            vectors = self.model.embed([fact_text(f["key"], f["body"]) for f in facts])
+            self.index.put_fact_vectors([(f["id"], self.model.blob(v)) for f, v in zip(facts, vectors, strict=True)], built)
+            return len(facts)
         while self._sweeps:
             lo, cursor = self._sweeps[-1]
             rows = self.index.raw_unembedded(self.batch, above=lo, upto=cursor - 1)

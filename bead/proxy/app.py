@@ -39,7 +39,6 @@ from .. import __version__
 from ..token import load_token
 from ..version import build_id
 from ..wire import formats
-from ..wire.openai import RESPONSE_ID_SNIFF
 from . import access
 from .engine import MAX_RESPONSE_BYTES, Engine, Prepared
 
@@ -293,7 +292,8 @@ class Proxy:
         kept, truncated, broke = 0, False, False
         # A Responses answer's id, as soon as the stream names it: the next step of the chain (its
         # previous_response_id) may come the moment the answer ends, before the capture job has run.
-        sniff = getattr(prep.wire, "response_id", None) if capture and not up.headers.get("content-encoding") else None
+        make = getattr(prep.wire, "response_id_sniffer", None)
+        sniff = make() if make is not None and capture and not up.headers.get("content-encoding") else None
         try:
             async for chunk in up.aiter_raw():
                 if capture and not truncated:
@@ -302,9 +302,10 @@ class Proxy:
                         kept += len(chunk)
                     else:
                         truncated = True  # give up on the rest rather than buffer it
-                if sniff is not None and chunks and kept <= RESPONSE_ID_SNIFF and (rid := sniff(b"".join(chunks), False)):
-                    self.engine.chained(prep, rid)
-                    sniff = None
+                if sniff is not None and not sniff.done:
+                    sniff.feed(chunk)
+                    if sniff.found:
+                        self.engine.chained(prep, sniff.found)
                 yield chunk
         except httpx.HTTPError as exc:
             self.engine.error("upstream_stream", exc)
@@ -314,8 +315,8 @@ class Proxy:
             raise UpstreamBroke(type(exc).__name__) from None
         finally:
             await up.aclose()
-            if sniff is not None and not truncated and not broke and (rid := sniff(b"".join(chunks), True)):
-                self.engine.chained(prep, rid)  # a whole JSON answer (no stream) names its id only at the end
+            if sniff is not None and not sniff.found and not broke and (rid := sniff.end()):
+                self.engine.chained(prep, rid)  # a whole JSON answer (no stream) names its id only at its end
             if capture:
                 self.engine.finished(
                     prep, chunks, up.headers.get("content-type", ""), up.headers.get("content-encoding"), truncated or broke

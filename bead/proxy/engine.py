@@ -121,7 +121,8 @@ class Engine:
         # Responses API chains: a response's id -> the conversation it answered, so that the request continuing
         # it (previous_response_id, no session header) is the same conversation. In memory, the newest ones: after
         # a restart a chain's next step starts a conversation of its own, as before.
-        self._responses: OrderedDict[str, Identity] = OrderedDict()
+        self._responses: OrderedDict[str, Identity | None] = OrderedDict()  # None: an id two answers claimed
+        self._answers: dict[str, threading.Event] = {}  # a chained answer's conversation -> set once its capture is queued
         self._responses_lock = threading.Lock()
         # Build the index now if it is missing, so no request pays for a rebuild.
         with Memory(home, config, clock) as mem:
@@ -213,29 +214,42 @@ class Engine:
             raise DeadlineExceeded(step)
         return left
 
-    def chained(self, prep: Prepared, response_id: str) -> None:
+    def chained(self, prep: Prepared, response_id: str, capture_queued: bool = False) -> None:
         """The upstream named the response this request gets: a request that continues it is this conversation."""
         if prep.ident is None:
             return
         with self._responses_lock:
-            self._responses[response_id] = prep.ident
+            known = self._responses.get(response_id, prep.ident)
+            # An upstream that gave two answers one id (a local server, a proxy that rewrites them) cannot say
+            # which conversation a continuation belongs to: neither, then.
+            self._responses[response_id] = prep.ident if known == prep.ident else None
             self._responses.move_to_end(response_id)
             while len(self._responses) > MAX_CHAINS:
                 self._responses.popitem(last=False)
+            # A continuation may come before this answer's capture is queued (the client reads the last event
+            # before the stream closes): it waits for finished() to say so.
+            if not capture_queued and prep.ident.id not in self._answers and len(self._answers) < MAX_CHAINS:
+                self._answers[prep.ident.id] = threading.Event()
 
     def _chain_of(self, conv: Conversation) -> Identity | None:
-        if not conv.continues:
-            return None
+        return self._chain_of_id(conv.continues) if conv.continues else None
+
+    def _chain_of_id(self, response_id: str) -> Identity | None:
         with self._responses_lock:
-            return self._responses.get(conv.continues)
+            return self._responses.get(response_id)
 
     def _prepare(self, conv: Conversation, headers: dict[str, str], deadline: float, t0: float) -> Prepared:
         ident = identify(headers, conv, self.default_project)
         prev = self._chain_of(conv) if not _named_session(headers) else None
+        if prev is not None and ident.project and ident.project != prev.project:
+            prev = None  # the request says it is another project's: never another project's conversation
         if prev is not None:
             # The next step of a Responses chain: the same raw-log session and project; a state file of its own
             # (its messages are numbered from 0 again), which carries what the chain was already shown.
             ident = Identity(session=prev.session, base_session=prev.base_session, thread=ident.thread, project=prev.project)
+            queued = self._answers.get(prev.id)
+            if queued is not None:
+                queued.wait(self._left(deadline, "parse"))
             self._wait_for_pending(prev.id, self._left(deadline, "parse"))  # its answer is in the log first
         newest = conv.newest_user
         mem = self.memory()
@@ -470,7 +484,12 @@ class Engine:
         if prep.ident is None:
             return None
         ident = prep.ident
-        return self._chain(ident.id, lambda: self._capture_answer(prep, ident, chunks, content_type, encoding, truncated))
+        try:
+            return self._chain(ident.id, lambda: self._capture_answer(prep, ident, chunks, content_type, encoding, truncated))
+        finally:
+            queued = self._answers.pop(ident.id, None)
+            if queued is not None:
+                queued.set()
 
     def _capture_answer(
         self, prep: Prepared, ident: Identity, chunks: list[bytes], content_type: str, encoding: str | None, truncated: bool
@@ -480,6 +499,9 @@ class Engine:
             for chunk in chunks:
                 collector.feed(chunk)
             result = collector.result(prep.n_messages)
+            rid = getattr(collector, "response_id", None)
+            if rid and prep.conv is not None and self._chain_of_id(rid) is None:
+                self.chained(prep, rid, capture_queued=True)  # an answer the relay could not read (compressed)
             if result is None:
                 return
             message, flags = result

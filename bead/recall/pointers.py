@@ -13,9 +13,14 @@ so neither can be pointed to; a dormant one is not searched.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import Future
+from typing import Any
 
 from ..config import RecallSettings
+from ..index import semantic
+from ..index.db import Index
 from ..index.query import terms
+from . import rank
 from .gate import Candidate, Recall
 
 # Chosen by cross-validation over the injection suite's turns (docs/results.md; `bead eval --cv`).
@@ -24,6 +29,35 @@ ORDER = "search"  # search: the BM25 order of the gate's search; evidence: the e
 # A candidate whose words overlap a chosen pointer's this much (Jaccard) says nearly the same thing
 # (the same rule for another module, a fact written twice): it would spend the budget on no news.
 SAME = 0.5
+# bead[semantic]: the gate's fact candidates, in BM25 order, rescored by meaning before the pointers take the first
+# unseen ones: BM25 / the best + SEMANTIC_ALPHA × cosine(the turn's user text, the fact's stored vector). Chosen by
+# cross-validation (evals/grids/pointers-semantic.yaml, docs/results.md); 0 is BM25's order.
+SEMANTIC_ALPHA = 2.0
+# Of the turn's user text (its end), embedded as the question: 250, 500 and 1,000 characters gave the same figures
+# (evals/grids/pointers-semantic.yaml), and 250 costs a quarter of the model's time on the request path.
+QUERY_CHARS = 250
+
+
+def by_meaning(pool: list[Candidate], index: Index | None, pending: Future[Any] | None) -> list[Candidate]:
+    """``pool`` reordered by meaning too; a fact the indexer has not embedded yet scores the mean cosine of those
+    it has. BM25's order without the extra, a query vector or any stored vector."""
+    if pending is None:
+        return pool
+    model = semantic.model(wait=False)
+    stored = index.fact_vectors([c.id for c in pool if c.key]) if SEMANTIC_ALPHA and index is not None and len(pool) > 1 else {}
+    if model is None or not stored or index is None:
+        rank.forget_vector(pending)
+        return pool
+    q = rank.wait_vector(pending, wait=index.semantic_wait)
+    if q is None:
+        return pool
+    cos = {i: float(model.vector(blob) @ q) for i, blob in stored.items()}
+    neutral = sum(cos.values()) / len(cos)
+    # BM25 over the best fact's (a raw excerpt's score is of another table, and a raw candidate is never pointed to).
+    top = max((float(c.row.get("bm25") or 0.0) for c in pool if c.key), default=0.0) or 1.0
+    score = [float(c.row.get("bm25") or 0.0) / top + SEMANTIC_ALPHA * cos.get(c.id, neutral) for c in pool]
+    order = sorted(range(len(pool)), key=lambda i: (-score[i], i))
+    return [pool[i] for i in order]
 
 
 def key_of(fact_id: str) -> str:
@@ -35,16 +69,24 @@ def shown_keys(injected: Iterable[str]) -> set[str]:
     return {key_of(i) for i in injected if not i.startswith("raw:")}
 
 
-def choose(result: Recall, shown: set[str], settings: RecallSettings, first: list[Candidate] | None = None) -> list[Candidate]:
+def choose(
+    result: Recall,
+    shown: set[str],
+    settings: RecallSettings,
+    first: list[Candidate] | None = None,
+    index: Index | None = None,
+    pending: Future[Any] | None = None,
+) -> list[Candidate]:
     """The candidates to point to, best first: ``first`` (facts that passed the gate but did not fit the
     block), then the search's candidates that the gate did not pass and the conversation was not shown
-    or pointed to (``shown``: keys), with enough evidence, none nearly the same as one before it."""
+    or pointed to (``shown``: keys), with enough evidence, none nearly the same as one before it; with
+    bead[semantic], the search's candidates by meaning too (``pending``: the turn's vector, being computed)."""
     if settings.pointers <= 0:
         return []
     taken = shown | {c.key for c in result.facts if c not in (first or [])}
     out: list[Candidate] = []
     words: list[set[str]] = []
-    pool = sorted(result.rejected, key=lambda c: -c.score) if ORDER == "evidence" else result.rejected
+    pool = sorted(result.rejected, key=lambda c: -c.score) if ORDER == "evidence" else by_meaning(result.rejected, index, pending)
     for c in [*(first or []), *pool]:
         if not c.key or c.key in taken or c.score < MIN_EVIDENCE:
             continue

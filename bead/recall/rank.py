@@ -87,7 +87,7 @@ def search_raw(
     from 0 (oldest candidate) to 1 (newest).
     """
     recency = RECENCY if recency is None else recency
-    query_vector = _embed_query(index, query)  # on another core while BM25 runs
+    pending = embed_query(index, query) if SEMANTIC_ALPHA else None  # on another core while BM25 runs
     kept = index.raw_candidates(query, max(limit * RECENCY_POOL, limit), exclude_sessions, with_text=False)
     if recency and len(kept) > 1:
         # Rank of (time, turn number) among the candidates: 0 oldest, 1 newest.
@@ -95,7 +95,7 @@ def search_raw(
         r = {i: pos / (len(kept) - 1) for pos, i in enumerate(order)}
         scored = sorted((row["bm25"] * (1 + recency * r[i]), -i) for i, row in enumerate(kept))
         kept = [kept[-i] for _, i in reversed(scored)]
-    kept = rescore(index, kept, query_vector)
+    kept = rescore(index, kept, pending)
     hits = [Hit("raw", r["id"], r["bm25"], r["text"], r) for r in index.fill_raw_text(kept[:limit])]
     return newer_first(hits, query)
 
@@ -104,11 +104,11 @@ _query_pool: ThreadPoolExecutor | None = None
 _query_pool_lock = threading.Lock()
 
 
-def _embed_query(index: Index, query: str) -> Future[Any] | None:
+def embed_query(index: Index, query: str) -> Future[Any] | None:
     """The query's vector, being computed in a worker thread (the model and SQLite both let go of the GIL, so it
-    runs beside the BM25 search); None where the rescoring is off or the model not ready."""
+    runs beside a search); None where bead[semantic] is off or the model not ready."""
     global _query_pool
-    if not (index.semantic and SEMANTIC_ALPHA):
+    if not index.semantic or not query.strip():
         return None
     model = semantic.model(wait=index.semantic_wait)
     if model is None:
@@ -119,22 +119,46 @@ def _embed_query(index: Index, query: str) -> Future[Any] | None:
     return _query_pool.submit(lambda: model.embed([query])[0])
 
 
-def rescore(index: Index, kept: list[dict[str, Any]], query_vector: Future[Any] | None) -> list[dict[str, Any]]:
+def wait_vector(future: Future[Any] | None, wait: bool = False) -> Any:
+    """The vector ``embed_query`` computed, or None (no future, the model failed, or, unless ``wait``, later than
+    QUERY_VECTOR_WAIT_S: the proxy's path; a command or an eval waits for it)."""
+    if future is None:
+        return None
+    try:
+        return future.result(timeout=None if wait else QUERY_VECTOR_WAIT_S)
+    except Exception as exc:  # noqa: BLE001 - the words' order stands whatever the model says of an odd query
+        future.cancel()  # not run at all if it had not started: a busy machine is not made busier
+        global _late
+        _late += 1
+        if _late in (1, 10, 100) or _late % 1000 == 0:
+            log.warning("no vector for a query (%s; %d so far); BM25's order stands", type(exc).__name__, _late)
+        return None
+
+
+def forget_vector(future: Future[Any] | None) -> None:
+    """The caller will not read it: it need not be computed."""
+    if future is not None:
+        future.cancel()
+
+
+_late = 0
+
+
+def rescore(index: Index, kept: list[dict[str, Any]], pending: Future[Any] | None) -> list[dict[str, Any]]:
     """BM25's candidates reordered by meaning too, where bead[semantic] is on (``index.semantic``): each one's
     BM25 / the best BM25 + SEMANTIC_ALPHA × cosine(query, turn). A candidate the indexer has not embedded yet
     scores the mean cosine of those it has (neither raised nor sunk); with no vector at all, no model (not
     installed, not loaded yet on the proxy's path), or a query vector later than QUERY_VECTOR_WAIT_S, the order
     is BM25's."""
-    if query_vector is None or len(kept) < 2:
+    if pending is None:
         return kept
     model = semantic.model(wait=False)
-    stored = index.raw_vectors([r["rowid"] for r in kept if "rowid" in r])
+    stored = index.raw_vectors([r["rowid"] for r in kept if "rowid" in r]) if len(kept) > 1 else {}
     if model is None or not stored:
+        forget_vector(pending)
         return kept
-    try:
-        q = query_vector.result(timeout=QUERY_VECTOR_WAIT_S)
-    except Exception as exc:  # noqa: BLE001 - the words' order stands whatever the model says of an odd query
-        log.warning("no vector for a query (%s); BM25's order stands", type(exc).__name__)
+    q = wait_vector(pending, wait=index.semantic_wait)
+    if q is None:
         return kept
     cos = {rid: float(model.vector(blob) @ q) for rid, blob in stored.items()}
     neutral = sum(cos.values()) / len(cos)

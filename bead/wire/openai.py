@@ -344,33 +344,58 @@ _CALL_DATA = {
 RESPONSE_ID_SNIFF = 64 * 1024  # bytes of an answer looked at for its response id
 
 
-def _response_id(data: bytes, complete: bool) -> str | None:
-    head = data.lstrip()
-    if head.startswith(b"{"):
-        if not complete:
-            return None
-        try:
-            body = json.loads(data)
-        except (ValueError, UnicodeDecodeError):
-            return None
-        rid = body.get("id") if isinstance(body, dict) and body.get("object") == "response" else None
-        return rid if isinstance(rid, str) and 0 < len(rid) <= 256 else None
-    # Server-sent events: the first event that carries the response object (response.created first). A block
-    # not yet ended by a blank line may be cut, so it waits for the next chunk unless the stream is complete.
-    blocks = data.replace(b"\r\n", b"\n").split(b"\n\n")
-    for block in blocks if complete else blocks[:-1]:
+def _rid(v: Any) -> str | None:
+    return v if isinstance(v, str) and 0 < len(v) <= 256 else None
+
+
+class ResponseIdSniffer:
+    """A Responses answer's id from its first bytes, fed chunk by chunk on the proxy's event loop: each byte is
+    looked at once, only the first ``RESPONSE_ID_SNIFF`` bytes, and only the first event (``response.created``
+    comes first); a whole JSON answer (no stream) is read once, at its end. ``found`` is the id, ``done`` says
+    to stop feeding. Never raises: bytes it cannot read end the sniffing."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.found: str | None = None
+        self.done = False
+        self.json = False
+
+    def feed(self, chunk: bytes) -> None:
+        if self.done:
+            return
+        start = max(0, len(self.buf) - 3)  # a blank line may straddle two chunks
+        self.buf += chunk
+        if len(self.buf) > RESPONSE_ID_SNIFF:
+            self.done = True
+            return
+        if not self.json and self.buf.lstrip()[:1] == b"{":
+            self.json = True  # a whole JSON body: read at the end
+        if self.json:
+            return
+        cut = min((k for k in (self.buf.find(b"\n\n", start), self.buf.find(b"\r\n\r\n", start)) if k >= 0), default=-1)
+        if cut < 0:
+            return
+        self.done = True  # the first event: it names the response, or nothing will
+        block = bytes(self.buf[:cut]).replace(b"\r\n", b"\n")
         payload = b"\n".join(line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:"))
-        if not payload:
-            continue
         try:
             ev = json.loads(payload)
-        except (ValueError, UnicodeDecodeError):
-            return None
+        except Exception:  # noqa: BLE001 - not JSON, not UTF-8, nested too deep: no id, the answer goes on
+            return
         resp = ev.get("response") if isinstance(ev, dict) else None
-        rid = resp.get("id") if isinstance(resp, dict) else None
-        if isinstance(rid, str) and 0 < len(rid) <= 256:
-            return rid
-    return None
+        self.found = _rid(resp.get("id")) if isinstance(resp, dict) else None
+
+    def end(self) -> str | None:
+        """The id once the answer is whole (a JSON body is read now)."""
+        if self.found is None and self.json and not self.done:
+            self.done = True
+            try:
+                body = json.loads(bytes(self.buf))
+            except Exception:  # noqa: BLE001 - as above
+                return None
+            if isinstance(body, dict) and body.get("object") == "response":
+                self.found = _rid(body.get("id"))
+        return self.found
 
 
 def _continues(data: dict[str, Any]) -> str | None:
@@ -462,11 +487,10 @@ class Responses:
         conv, groups = responses_conversation(data, headers)
         return Request(text, data, top, end, items, groups, "responses"), conv
 
-    def response_id(self, data: bytes, complete: bool) -> str | None:
-        """The id of the response ``data`` begins (a stream's first event, ``response.created``) or is (a whole JSON
-        body, ``complete``), so that a later request naming it in ``previous_response_id`` joins this conversation.
-        None when it is not there (yet), or the bytes are not a Responses answer bead can read."""
-        return _response_id(data, complete)
+    def response_id_sniffer(self) -> ResponseIdSniffer:
+        """What names the response an answer begins, so that a later request naming it in ``previous_response_id``
+        joins this conversation."""
+        return ResponseIdSniffer()
 
     def splice(self, req: Request, pinned: str | None, blocks: dict[int, list[str]]) -> bytes:
         edits: list[Edit] = []
@@ -660,10 +684,14 @@ class ResponsesCollector(_Collector):
     rebuilt from its text and argument deltas, so a broken stream still captures what arrived.
     """
 
+    response_id: str | None = None  # the answer's id (response.created, or the JSON body's), for chains
+
     def _event(self, ev: Any) -> None:
         if not isinstance(ev, dict):
             return
         kind = ev.get("type")
+        if self.response_id is None and isinstance(ev.get("response"), dict):
+            self.response_id = _rid(ev["response"].get("id"))
         i = ev.get("output_index")
         i = i if isinstance(i, int) else None
         if kind in ("response.output_item.added", "response.output_item.done") and i is not None:
@@ -705,6 +733,7 @@ class ResponsesCollector(_Collector):
             body = self._json_body()
             if not isinstance(body, dict) or body.get("object") != "response" or not isinstance(body.get("output"), list):
                 return None
+            self.response_id = _rid(body.get("id"))
             # Every message of the answer is the assistant's, whatever role an upstream writes into it
             # (as for the streamed answer): never a "typed" turn in the raw log.
             conv, _ = responses_conversation({"input": [_assistant(o) for o in body["output"] if isinstance(o, dict)]}, {})
