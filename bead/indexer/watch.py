@@ -126,7 +126,7 @@ class Indexer:
     def embed(self) -> None:
         """bead[semantic]: give every raw turn its vector, newest first, in the background until stop(); its own
         connection, so indexing never waits for the model."""
-        model = semantic.model()
+        model = semantic.model(threads=1)  # one core: the machine is the agent's
         if model is None:
             return
         index = Index(self.mem.home.index_db, self.mem.home.store, self.mem.busy_timeout_ms)

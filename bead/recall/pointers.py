@@ -33,9 +33,9 @@ SAME = 0.5
 # unseen ones: BM25 / the best + SEMANTIC_ALPHA × cosine(the turn's user text, the fact's stored vector). Chosen by
 # cross-validation (evals/grids/pointers-semantic.yaml, docs/results.md); 0 is BM25's order.
 SEMANTIC_ALPHA = 2.0
-# Of the turn's user text (its end), embedded as the question: 250, 500 and 1,000 characters gave the same figures
-# (evals/grids/pointers-semantic.yaml), and 250 costs a quarter of the model's time on the request path.
-QUERY_CHARS = 250
+# Of the turn's user text (its end), embedded as the question: 120, 250, 500 and 1,000 characters gave the same
+# figures (evals/grids/pointers-semantic.yaml; 60 did worse), and 120 costs the least on the request path.
+QUERY_CHARS = 120
 
 
 def by_meaning(pool: list[Candidate], index: Index | None, pending: Future[Any] | None) -> list[Candidate]:
