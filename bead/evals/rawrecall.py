@@ -28,7 +28,7 @@ class _Remembered:
     def embed(self, texts: list[str]) -> Any:
         import numpy as np
 
-        keys = [hashlib.sha256(t[: semantic.EMBED_CHARS].encode()).digest() for t in texts]
+        keys = [hashlib.sha256(t[: semantic.EMBED_CHARS].encode("utf-8", "surrogatepass")).digest() for t in texts]
         new = [i for i, k in enumerate(keys) if k not in _VECTORS]
         if new:
             for i, v in zip(new, self.model.embed([texts[i] for i in new]), strict=True):

@@ -667,14 +667,17 @@ class Index:
             [limit],
         )
 
-    def put_fact_vectors(self, vectors: Iterable[tuple[str, bytes]], built_at: str) -> int:
-        """Store (fact id, vector) pairs whose fact still has its row, unless the index was rebuilt since."""
+    def put_fact_vectors(self, vectors: Iterable[tuple[str, bytes, str, str]], built_at: str) -> int:
+        """Store (fact id, vector, key, body) where the fact's current, awake, non-secret row still has that key and
+        body (an id names a new text after a forget and a new write, or a hand edit), unless the index was rebuilt
+        since ``built_at``. How many were stored."""
         with self.write_tx():
             if self.built_at() != built_at:
                 return 0
             before = self._conn.total_changes
             self._conn.executemany(
-                "INSERT OR REPLACE INTO fact_vec(id, vec) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM facts WHERE id = ?1)",
+                "INSERT OR REPLACE INTO fact_vec(id, vec) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM facts WHERE id = ?1 "
+                "AND key = ?3 AND body = ?4 AND current = 1 AND status != 'dormant' AND sensitivity != 'secret')",
                 list(vectors),
             )
             return self._conn.total_changes - before

@@ -204,7 +204,9 @@ class Backfill:
         facts = self.index.facts_unembedded(self.batch)  # few (thousands at most), and what the pointers read
         if facts:
             vectors = self.model.embed([fact_text(f["key"], f["body"]) for f in facts])
-            self.index.put_fact_vectors([(f["id"], self.model.blob(v)) for f, v in zip(facts, vectors, strict=True)], built)
+            self.index.put_fact_vectors(
+                [(f["id"], self.model.blob(v), f["key"], f["body"]) for f, v in zip(facts, vectors, strict=True)], built
+            )
             return len(facts)
         while self._sweeps:
             lo, cursor = self._sweeps[-1]

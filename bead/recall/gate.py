@@ -200,7 +200,7 @@ def recall(
     query = " ".join(sorted(weights, key=lambda t: (-weights[t], -stats.weight(t), t))[:QUERY_TERMS])
     scope = f"project/{project}" if project else None
     for hit in search_facts(index, query, limit=CANDIDATES, scope=scope, include_dormant=False):
-        row = hit.row
+        row = {**hit.row, "search_score": hit.score}  # BM25 with the person's-word and scope boosts (the pointers' order)
         if row["sensitivity"] == "secret":
             continue
         if row["scope"].startswith("project/") and row["scope"] != scope:

@@ -12,6 +12,7 @@ so neither can be pointed to; a dormant one is not searched.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import Any
@@ -38,9 +39,13 @@ SEMANTIC_ALPHA = 2.0
 QUERY_CHARS = 120
 
 
-def by_meaning(pool: list[Candidate], index: Index | None, pending: Future[Any] | None) -> list[Candidate]:
-    """``pool`` reordered by meaning too; a fact the indexer has not embedded yet scores the mean cosine of those
-    it has. BM25's order without the extra, a query vector or any stored vector."""
+def by_meaning(
+    pool: list[Candidate], index: Index | None, pending: Future[Any] | None, deadline: float | None = None
+) -> list[Candidate]:
+    """``pool`` reordered by meaning too: each fact's search score (BM25 with its boosts) over the best fact's, plus
+    SEMANTIC_ALPHA × cosine; a fact the indexer has not embedded yet scores the mean cosine of those it has. The
+    search's order without the extra, a query vector (by ``deadline``, a ``time.monotonic()`` instant) or any
+    stored vector."""
     if pending is None:
         return pool
     model = semantic.model(wait=False)
@@ -48,14 +53,16 @@ def by_meaning(pool: list[Candidate], index: Index | None, pending: Future[Any] 
     if model is None or not stored or index is None:
         rank.forget_vector(pending)
         return pool
-    q = rank.wait_vector(pending, wait=index.semantic_wait)
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    q = rank.wait_vector(pending, wait=index.semantic_wait, timeout=left)  # a command or an eval waits; the proxy not
     if q is None:
         return pool
     cos = {i: float(model.vector(blob) @ q) for i, blob in stored.items()}
     neutral = sum(cos.values()) / len(cos)
-    # BM25 over the best fact's (a raw excerpt's score is of another table, and a raw candidate is never pointed to).
-    top = max((float(c.row.get("bm25") or 0.0) for c in pool if c.key), default=0.0) or 1.0
-    score = [float(c.row.get("bm25") or 0.0) / top + SEMANTIC_ALPHA * cos.get(c.id, neutral) for c in pool]
+    # Over the best fact's (a raw excerpt's score is of another table, and a raw candidate is never pointed to).
+    search = [float(c.row.get("search_score", c.row.get("bm25")) or 0.0) for c in pool]
+    top = max((x for x, c in zip(search, pool, strict=True) if c.key), default=0.0) or 1.0
+    score = [x / top + SEMANTIC_ALPHA * cos.get(c.id, neutral) for x, c in zip(search, pool, strict=True)]
     order = sorted(range(len(pool)), key=lambda i: (-score[i], i))
     return [pool[i] for i in order]
 
@@ -76,17 +83,23 @@ def choose(
     first: list[Candidate] | None = None,
     index: Index | None = None,
     pending: Future[Any] | None = None,
+    deadline: float | None = None,
 ) -> list[Candidate]:
     """The candidates to point to, best first: ``first`` (facts that passed the gate but did not fit the
     block), then the search's candidates that the gate did not pass and the conversation was not shown
     or pointed to (``shown``: keys), with enough evidence, none nearly the same as one before it; with
     bead[semantic], the search's candidates by meaning too (``pending``: the turn's vector, being computed)."""
+    if settings.pointers <= 0 or ORDER == "evidence":
+        rank.forget_vector(pending)
     if settings.pointers <= 0:
         return []
     taken = shown | {c.key for c in result.facts if c not in (first or [])}
     out: list[Candidate] = []
     words: list[set[str]] = []
-    pool = sorted(result.rejected, key=lambda c: -c.score) if ORDER == "evidence" else by_meaning(result.rejected, index, pending)
+    if ORDER == "evidence":
+        pool = sorted(result.rejected, key=lambda c: -c.score)
+    else:
+        pool = by_meaning(result.rejected, index, pending, deadline)
     for c in [*(first or []), *pool]:
         if not c.key or c.key in taken or c.score < MIN_EVIDENCE:
             continue

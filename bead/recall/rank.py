@@ -119,13 +119,14 @@ def embed_query(index: Index, query: str) -> Future[Any] | None:
     return _query_pool.submit(lambda: model.embed([query])[0])
 
 
-def wait_vector(future: Future[Any] | None, wait: bool = False) -> Any:
+def wait_vector(future: Future[Any] | None, wait: bool = False, timeout: float | None = None) -> Any:
     """The vector ``embed_query`` computed, or None (no future, the model failed, or, unless ``wait``, later than
-    QUERY_VECTOR_WAIT_S: the proxy's path; a command or an eval waits for it)."""
+    QUERY_VECTOR_WAIT_S or ``timeout`` if sooner: the proxy's path; a command or an eval waits for it)."""
     if future is None:
         return None
+    limit = QUERY_VECTOR_WAIT_S if timeout is None else min(timeout, QUERY_VECTOR_WAIT_S)
     try:
-        return future.result(timeout=None if wait else QUERY_VECTOR_WAIT_S)
+        return future.result(timeout=None if wait else limit)
     except Exception as exc:  # noqa: BLE001 - the words' order stands whatever the model says of an odd query
         future.cancel()  # not run at all if it had not started: a busy machine is not made busier
         global _late
