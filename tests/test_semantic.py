@@ -179,6 +179,18 @@ class TestVectors:
         assert texts(mem)[:2] == [BUS, COFFEE]
 
 
+def test_bead_search_shows_the_order_it_ranks_by(mem, model, bead):
+    """With the rescoring, the relevance printed is of the score the list is ranked by: it falls down the list."""
+    import json
+
+    turns(mem, [BUS, COFFEE, *FILLER])
+    semantic.Backfill(mem.index, model).run()
+    out = json.loads(bead("search", QUERY, "--raw", "--json").out)["raw"]
+    assert out[0]["text"] == COFFEE and out[0]["bm25"] < out[1]["bm25"]  # meaning moved it above a better BM25
+    rel = [r["relevance"] for r in out]
+    assert rel == sorted(rel, reverse=True) and rel[0] == 1.0
+
+
 def test_switched_off_by_the_environment(mem, monkeypatch, bead):
     monkeypatch.setenv("BEAD_SEMANTIC", "0")
     mem.close()

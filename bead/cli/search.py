@@ -20,7 +20,8 @@ def search(query, limit, corpus, all_versions, scope, as_json):
 
     QUERY is plain text: it is quoted into a valid FTS5 query, never passed raw.
     Each result shows its relevance: its score as a share of its list's best
-    (1.00); --json gives the BM25 score too.
+    (1.00); --json gives the score too (BM25; for raw turns with bead[semantic],
+    BM25 over the best plus the meaning term, and the BM25 score beside it).
     """
     from ..recall.rank import search as ranked
 
@@ -42,6 +43,7 @@ def search(query, limit, corpus, all_versions, scope, as_json):
             {
                 "id": h.id,
                 "score": float(f"{h.score:.4g}"),
+                "bm25": float(f"{h.row['bm25']:.4g}"),
                 "role": h.row["role"],
                 "at": h.row["at"],
                 "path": h.row["path"],

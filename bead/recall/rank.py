@@ -96,7 +96,8 @@ def search_raw(
         scored = sorted((row["bm25"] * (1 + recency * r[i]), -i) for i, row in enumerate(kept))
         kept = [kept[-i] for _, i in reversed(scored)]
     kept = rescore(index, kept, pending)
-    hits = [Hit("raw", r["id"], r["bm25"], r["text"], r) for r in index.fill_raw_text(kept[:limit])]
+    # The score the list is ranked by: BM25, or with the rescoring BM25 over the best plus the meaning term.
+    hits = [Hit("raw", r["id"], r.get("rank_score", r["bm25"]), r["text"], r) for r in index.fill_raw_text(kept[:limit])]
     return newer_first(hits, query)
 
 
@@ -166,7 +167,7 @@ def rescore(index: Index, kept: list[dict[str, Any]], pending: Future[Any] | Non
     top = max(r["bm25"] for r in kept) or 1.0
     score = [r["bm25"] / top + SEMANTIC_ALPHA * cos.get(r.get("rowid", -1), neutral) for r in kept]
     order = sorted(range(len(kept)), key=lambda i: (-score[i], i))
-    return [kept[i] for i in order]
+    return [{**kept[i], "rank_score": score[i]} for i in order]
 
 
 def _matched(query: set[str], prefixes: set[str], text: str) -> set[str]:
