@@ -323,3 +323,28 @@ def test_a_grid_that_needs_the_model_refuses_to_run_without_it(tmp_path, monkeyp
     monkeypatch.setenv("BEAD_SEMANTIC", "0")
     with pytest.raises(BeadError, match="off here"):
         cv.load_grid(str(grid))
+
+
+def test_the_cue_gates_bag_of_terms_is_searched_by_words_alone(mem, model, monkeypatch):
+    """The gate searches raw turns with the cue's strong terms, sorted: no sentence, and the rescoring was chosen on
+    questions, so it stays BM25 (one embedding per turn, the pointers' question, not two)."""
+    from bead.config import Config
+    from bead.conversation import identify
+    from bead.core.recall import Recaller
+    from bead.wire.anthropic import conversation_of
+
+    turns(mem, [BUS, COFFEE, *FILLER], session="old")
+    semantic.Backfill(mem.index, model).run()
+    assert [h.text for h in rank.search_raw(mem.index, QUERY, by_meaning=False)][:2] == [BUS, COFFEE]
+    asked: list[str] = []
+    real = rank.embed_query
+    monkeypatch.setattr(rank, "embed_query", lambda index, text: asked.append(text) or real(index, text))
+    data = {
+        "model": "m",
+        "max_tokens": 5,
+        "system": "You help.",
+        "messages": [{"role": "user", "content": "What did Anna drink every morning, do you remember?"}],
+    }
+    conv = conversation_of(data, {})
+    Recaller(Config()).recall_for(mem, conv, identify({}, conv, None), set(), 5.0)
+    assert asked == ["What did Anna drink every morning, do you remember?"]

@@ -221,7 +221,8 @@ def recall(
     strong = {t for t, w in weights.items() if w >= 0.6}
     if strong and asks_about_past_work(cues):
         seen = set(exclude_raw_texts)
-        for hit in search_raw(index, " ".join(sorted(strong)), limit=10, exclude_sessions=exclude_sessions):
+        # The cue's strong terms, sorted, are no sentence: BM25 alone (the rescoring by meaning was chosen on questions).
+        for hit in search_raw(index, " ".join(sorted(strong)), limit=10, exclude_sessions=exclude_sessions, by_meaning=False):
             cov = coverage(strong, hit.text)
             cand = Candidate(hit.id, "", hit.text, round(cov, 3), [], row=hit.row)
             tid = text_id(hit.text)

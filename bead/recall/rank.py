@@ -77,7 +77,12 @@ def search_facts(
 
 
 def search_raw(
-    index: Index, query: str, limit: int = 10, exclude_sessions: Iterable[str] = (), recency: float | None = None
+    index: Index,
+    query: str,
+    limit: int = 10,
+    exclude_sessions: Iterable[str] = (),
+    recency: float | None = None,
+    by_meaning: bool = True,
 ) -> list[Hit]:
     """Raw turns by BM25, then a recency tilt among the strongest candidates.
 
@@ -87,7 +92,9 @@ def search_raw(
     from 0 (oldest candidate) to 1 (newest).
     """
     recency = RECENCY if recency is None else recency
-    pending = embed_query(index, query) if SEMANTIC_ALPHA else None  # on another core while BM25 runs
+    # On another core while BM25 runs. ``by_meaning=False``: a query that is no question (the cue gate's bag of
+    # terms), where the rescoring was never measured.
+    pending = embed_query(index, query) if SEMANTIC_ALPHA and by_meaning else None
     kept = index.raw_candidates(query, max(limit * RECENCY_POOL, limit), exclude_sessions, with_text=False)
     if recency and len(kept) > 1:
         # Rank of (time, turn number) among the candidates: 0 oldest, 1 newest.
