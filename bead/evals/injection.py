@@ -21,8 +21,7 @@ from ..conversation import identify
 from ..core.pinned import pinned_block
 from ..core.recall import Recaller
 from ..wire import formats
-from . import rawrecall
-from .suite import percentile, temp_memory
+from .suite import embed_store, percentile, temp_memory
 from .suite import write as write_suite_fact
 
 WIRES = formats.NAMES
@@ -114,7 +113,7 @@ def run(suite: dict, split: str | None = None, config_text: str = "", wire: str 
         for f in suite.get("facts") or []:
             res = write_suite_fact(mem, f)
             current[f["key"]] = res.fact.id
-        rawrecall.embed_store(mem)
+        embed_store(mem)
         config = parse_config(config_text)
         recaller = Recaller(config)
         project = suite.get("project")

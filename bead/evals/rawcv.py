@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import BeadError
-from ..index import semantic
 from . import rawrecall
 from .suite import Setting
 
@@ -78,12 +77,6 @@ def run(suites: list[dict[str, Any]], settings: list[Setting]) -> dict[str, Any]
         raise BeadError(
             "cross-validating the raw search needs two or more raw-recall suites (conversations)",
             "give the dev conversations, e.g. ../shared/evals/locomo/*.yaml ../shared/evals/beam/*.yaml",
-        )
-    needs = [s.name for s in settings if dict(s.constants).get("bead.recall.rank.SEMANTIC_ALPHA")]
-    if needs and not semantic.available():
-        raise BeadError(
-            f"the grid's {', '.join(needs)} rescore with the embedding model, which is not installed",
-            "install it (pip install 'bead[semantic]'), or leave those candidates out of the grid",
         )
     names = [s["name"] for s in suites]
     if len(set(names)) != len(names):

@@ -6,37 +6,13 @@ import hashlib
 import time
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from ..index import semantic
 from ..index.rebuild import rebuild
 from ..recall import rank
 from ..recall.rank import search_raw
-from .suite import percentile, temp_memory
+from .suite import embed_store, percentile, temp_memory
 
 _SYNTHETIC_START = datetime(2020, 1, 1, 9, 0, tzinfo=UTC)
-# Turn vectors by text, for the process's life: a grid builds each conversation's index once per candidate.
-_VECTORS: dict[bytes, Any] = {}
-
-
-class _Remembered:
-    """The embedding model, remembering each text's vector (the same turns are embedded once per eval run)."""
-
-    def __init__(self, model: semantic.Model):
-        self.model = model
-
-    def embed(self, texts: list[str]) -> Any:
-        import numpy as np
-
-        keys = [hashlib.sha256(t[: semantic.EMBED_CHARS].encode("utf-8", "surrogatepass")).digest() for t in texts]
-        new = [i for i, k in enumerate(keys) if k not in _VECTORS]
-        if new:
-            for i, v in zip(new, self.model.embed([texts[i] for i in new]), strict=True):
-                _VECTORS[keys[i]] = v
-        return np.stack([_VECTORS[k] for k in keys]) if keys else self.model.embed([])
-
-    def blob(self, vec: Any) -> bytes:
-        return self.model.blob(vec)
 
 
 def _session_id(raw_id: str) -> str:
@@ -69,15 +45,6 @@ def populate(mem, suite: dict) -> dict[str, str]:
     if rank.SEMANTIC_ALPHA:
         embed_store(mem)
     return refs
-
-
-def embed_store(mem: Any) -> int:
-    """bead[semantic]: every fact's and turn's vector now, as the indexer would have computed them by the time of
-    a search (nothing where the extra is off); how many were embedded."""
-    model = semantic.model() if mem.index.semantic else None
-    if model is None:
-        return 0
-    return semantic.Backfill(mem.index, _Remembered(model)).run()  # type: ignore[arg-type]
 
 
 def score(q: dict, refs: list[str], k_small: int = 5, k: int = 10) -> dict:

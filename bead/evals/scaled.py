@@ -43,9 +43,9 @@ from ..core.pinned import standing_memory
 from ..core.recall import Recaller
 from ..recall import render
 from ..wire.anthropic import conversation_of
-from . import generated, rawrecall
+from . import generated
 from .injection import pointer_figures
-from .suite import Setting, percentile, temp_memory
+from .suite import Setting, embed_store, percentile, temp_memory
 from .suite import write as write_suite_fact
 
 
@@ -87,7 +87,7 @@ def run_settings(
     with temp_memory() as mem:
         for f in generated.interleave(real, made):
             write_suite_fact(mem, f)
-        rawrecall.embed_store(mem)
+        embed_store(mem)
         for setting in settings:
             config = parse_config(setting.config)
             chosen_policy = policy or config.proxy.pinned_select

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import shutil
 import statistics
 import tempfile
@@ -17,6 +18,7 @@ from .. import yamlsafe
 from ..core.memory import Memory
 from ..core.seal import write_fact
 from ..errors import BeadError
+from ..index import semantic
 from ..store.facts import WriteResult
 
 FORMAT_HINT = "see the suite format in shared/evals/FORMAT.md; fix or delete that key"
@@ -188,3 +190,36 @@ def percentile(values: list[float], q: float) -> float:
     if len(values) == 1:
         return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+# Turn vectors by text, for the process's life: a grid builds each conversation's index once per candidate.
+_VECTORS: dict[bytes, Any] = {}
+
+
+class _Remembered:
+    """The embedding model, remembering each text's vector (the same turns are embedded once per eval run)."""
+
+    def __init__(self, model: semantic.Model):
+        self.model = model
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        keys = [hashlib.sha256(t[: semantic.EMBED_CHARS].encode("utf-8", "surrogatepass")).digest() for t in texts]
+        new = [i for i, k in enumerate(keys) if k not in _VECTORS]
+        if new:
+            for i, v in zip(new, self.model.embed([texts[i] for i in new]), strict=True):
+                _VECTORS[keys[i]] = v
+        return np.stack([_VECTORS[k] for k in keys]) if keys else self.model.embed([])
+
+    def blob(self, vec: Any) -> bytes:
+        return self.model.blob(vec)
+
+
+def embed_store(mem: Memory) -> int:
+    """bead[semantic]: every fact's and turn's vector now, as the indexer would have computed them by the time of
+    a search (nothing where the extra is off); how many were embedded."""
+    model = semantic.model() if mem.index.semantic else None
+    if model is None:
+        return 0
+    return semantic.Backfill(mem.index, _Remembered(model)).run()  # type: ignore[arg-type]

@@ -649,15 +649,11 @@ class Index:
         """Store (rowid, vector) pairs whose turn still has its row (one deleted meanwhile gets none: a rowid is
         never used again, so a vector always belongs to the text it was computed from), unless the index was
         rebuilt since ``built_at`` (when the rows were read). How many were stored."""
-        with self.write_tx():
-            if self.built_at() != built_at:
-                return 0
-            before = self._conn.total_changes
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO raw_vec(rowid, vec) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM raw WHERE rowid = ?1)",
-                list(vectors),
-            )
-            return self._conn.total_changes - before
+        return self._put_checked(
+            "INSERT OR REPLACE INTO raw_vec(rowid, vec) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM raw WHERE rowid = ?1)",
+            vectors,
+            built_at,
+        )
 
     def facts_unembedded(self, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` current, awake, non-secret facts without a vector: ``id``, ``key``, ``body``."""
@@ -671,15 +667,20 @@ class Index:
         """Store (fact id, vector, key, body) where the fact's current, awake, non-secret row still has that key and
         body (an id names a new text after a forget and a new write, or a hand edit), unless the index was rebuilt
         since ``built_at``. How many were stored."""
+        return self._put_checked(
+            "INSERT OR REPLACE INTO fact_vec(id, vec) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM facts WHERE id = ?1 "
+            "AND key IS ?3 AND body IS ?4 AND current = 1 AND status != 'dormant' AND sensitivity != 'secret')",
+            vectors,
+            built_at,
+        )
+
+    def _put_checked(self, sql: str, rows: Iterable[tuple[Any, ...]], built_at: str) -> int:
+        """Run ``sql`` for each row in one write transaction, unless the index was rebuilt since ``built_at``."""
         with self.write_tx():
             if self.built_at() != built_at:
                 return 0
             before = self._conn.total_changes
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO fact_vec(id, vec) SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM facts WHERE id = ?1 "
-                "AND key = ?3 AND body = ?4 AND current = 1 AND status != 'dormant' AND sensitivity != 'secret')",
-                list(vectors),
-            )
+            self._conn.executemany(sql, list(rows))
             return self._conn.total_changes - before
 
     def fact_vectors(self, ids: list[str]) -> dict[str, bytes]:

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..capture.secrets import ruleset
 from ..config import Config
-from ..conversation import Conversation, Identity, identify
+from ..conversation import Conversation, Identity, identify, names_session
 from ..core import capture
 from ..core import remember as remembering
 from ..core.memory import IndexBehind, Memory, utcnow
@@ -59,12 +59,6 @@ MAX_BODY_BYTES = 16 * 1024 * 1024  # larger bodies go out unchanged, uncaptured
 MAX_MESSAGES = 10_000
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # response bytes kept for capturing the assistant turn
 MAX_CHAINS = 4096  # Responses ids remembered for previous_response_id
-SESSION_HEADERS = ("x-bead-session", "x-claude-code-session-id", "session-id", "session_id")
-
-
-def _named_session(headers: dict[str, str]) -> bool:
-    """The harness names its session: that, not a chain of response ids, says which conversation this is."""
-    return any(headers.get(h) for h in SESSION_HEADERS)
 
 
 class DeadlineExceeded(Exception):
@@ -240,7 +234,7 @@ class Engine:
 
     def _prepare(self, conv: Conversation, headers: dict[str, str], deadline: float, t0: float) -> Prepared:
         ident = identify(headers, conv, self.default_project)
-        prev = self._chain_of(conv) if not _named_session(headers) else None
+        prev = self._chain_of(conv) if not names_session(headers) else None
         if prev is not None and ident.project and ident.project != prev.project:
             prev = None  # the request says it is another project's: never another project's conversation
         if prev is not None:
