@@ -47,7 +47,8 @@ if [ "$(uname)" = Darwin ] || systemctl --user show-environment >/dev/null 2>&1;
       fi
     done
   fi
-  exec "$venv/bin/bead" status
+  # A service is "active" before the proxy listens: wait for it (15 s at most) so that status reports what runs.
+  exec "$venv/bin/bead" status --wait 15
 fi
 # No service manager (a container, WSL without systemd): the same config, shell.sh and rc block as on any
 # machine, then the services in the foreground. `bead up` says how to point claude and Codex at the proxy.

@@ -648,10 +648,87 @@ class TestOperations:
             r = bead("status")
         finally:
             holder.close()
-        assert "then systemd's start limit stopped it" in r.out
+        assert "failed: after 10 restarts, systemd's start limit stopped it" in r.out
         if sys.platform.startswith("linux"):
             assert f"port {port} is held by pid {os.getpid()}" in r.out
         assert "reset-failed bead-proxy && systemctl --user restart bead-proxy" in r.out
+
+    def test_the_first_failure_reads_as_one_and_the_proxy_line_never_advises_bead_proxy(self, bead, tmp_path, monkeypatch):
+        """Before systemd's first restart NRestarts is 0: "failed to start", not "0 restarts so far"; and while the
+        service fails, `bead proxy` would fail on the same port: the proxy line points at the problem instead."""
+        self.fake_systemctl(tmp_path, monkeypatch, "ActiveState=activating\nSubState=auto-restart\nNRestarts=0\n")
+        r = bead("status")
+        assert "service     proxy: failed to start; systemd starts it again in a few seconds" in r.out
+        assert "the proxy service keeps restarting (it failed to start" in r.out and "0 restarts" not in r.out
+        assert "proxy       not answering at" in r.out and "its service is failing: see the problems below" in r.out
+        assert "`bead proxy`" not in r.out
+
+    def test_a_start_limit_hit_by_hand_says_so(self, bead, tmp_path, monkeypatch):
+        self.fake_systemctl(tmp_path, monkeypatch, "ActiveState=failed\nSubState=failed\nNRestarts=0\nResult=start-limit-hit\n")
+        r = bead("status")
+        assert "failed: it was started too often in a short time, systemd's start limit stopped it" in r.out
+        assert "restarted 0 times" not in r.out
+
+    def test_an_active_service_whose_proxy_does_not_answer_yet_is_starting(self, bead, bead_home, tmp_path, monkeypatch):
+        """Type=simple: "active" before the proxy listens (right after an install). Not "start it with `bead
+        proxy`", which would race the service for the port."""
+        bead_home.mkdir(parents=True, exist_ok=True)
+        (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{free_port()}\n")
+        self.fake_systemctl(tmp_path, monkeypatch, "ActiveState=active\nSubState=running\nNRestarts=0\n")
+        data = json.loads(bead("status", "--json").out)
+        assert data["proxy"]["running"] is False
+        assert data["proxy"]["hint"].startswith("its service is up and the proxy listens within seconds")
+        assert "bead status --wait" in data["proxy"]["hint"]
+
+    def test_no_service_points_at_bead_up(self, bead, bead_home, tmp_path, monkeypatch):
+        bead_home.mkdir(parents=True, exist_ok=True)
+        (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{free_port()}\n")
+        self.fake_systemctl(tmp_path, monkeypatch, "LoadState=not-found\n")
+        r = bead("status")
+        assert "(start it with `bead up`, which runs all three services, or `bead proxy` alone)" in r.out
+
+    def test_status_wait_waits_for_a_starting_proxy(self, bead_home, tmp_path, monkeypatch):
+        """`bead status --wait` (install.sh's last step) polls while the service is up and the proxy is not
+        listening yet, and reports it running once it answers."""
+        from bead.core.health import wait_for_proxy
+        from bead.core.memory import Memory
+
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused, as before the proxy listens
+        port = holder.getsockname()[1]
+        bead_home.mkdir(parents=True, exist_ok=True)
+        (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
+        calls = tmp_path / "calls"
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "systemctl").write_text(
+            f'#!/bin/sh\necho "$*" >> {calls}\n'
+            "case \"$*\" in *bead-proxy*) printf 'ActiveState=active\\nSubState=running\\nLoadState=loaded\\n' ;; "
+            "*) printf 'LoadState=not-found\\n' ;; esac\n"
+        )
+        (bin_dir / "systemctl").chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+        mem = Memory.open()  # BEAD_HOME is bead_home
+        waiter = threading.Thread(target=wait_for_proxy, args=(mem, 120), daemon=True)
+        waiter.start()
+        try:
+            assert eventually(lambda: calls.exists() and calls.read_text().count("bead-proxy") >= 2)  # it polls
+            holder.listen(1)
+
+            def answer() -> None:
+                conn, _ = holder.accept()
+                with conn:
+                    conn.recv(65536)
+                    body = json.dumps({"home": str(bead_home)}).encode()
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+                    )
+
+            threading.Thread(target=answer, daemon=True).start()
+            waiter.join(60)
+            assert not waiter.is_alive()  # it stopped waiting because the proxy answered, long before its 120 s
+        finally:
+            holder.close()
 
     def test_setup_through_the_symlink_and_the_venv_path_writes_the_same_units(self, tmp_path):
         """install.sh writes the venv's bead, `bead` on PATH is ~/.local/bin/bead -> it: either way, same units."""

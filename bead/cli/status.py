@@ -9,12 +9,23 @@ from .common import echo, emit, json_option, open_memory
 
 @click.command()
 @click.option("--fix", is_flag=True, help="Remove temp files that killed writers left behind.")
+@click.option(
+    "--wait",
+    type=click.FloatRange(0, 300),
+    default=0,
+    show_default=True,
+    metavar="SECONDS",
+    help="While the proxy's service is up but the proxy does not answer yet (just installed or restarted), wait "
+    "this long for it before reporting.",
+)
 @json_option
-def status(fix, as_json):
+def status(fix, wait, as_json):
     """Show counts, index freshness and problems found (links, leftovers, a stale index)."""
-    from ..core.health import collect
+    from ..core.health import collect, wait_for_proxy
 
     mem = open_memory()
+    if wait:
+        wait_for_proxy(mem, wait)
     data = collect(mem, fix=fix)
 
     def human(d):
@@ -58,10 +69,8 @@ def status(fix, as_json):
             )
         elif p.get("other_home"):
             echo(f"proxy       {p['address']} is another home's proxy ({p['other_home']})")
-        elif d["services"].get("proxy", {}).get("state") == "starting":
-            echo(f"proxy       starting at {p['address']} (the service manager is bringing it up)")
         else:
-            echo(f"proxy       not running at {p['address']} (start it with `bead proxy`)")
+            echo(f"proxy       not answering at {p['address']} ({p['hint']})")
         if d["problems"]:
             echo("problems")
             for p in d["problems"]:

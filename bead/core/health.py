@@ -106,6 +106,8 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
             }
         )
     data["services"] = services_state(mem.home)
+    if not data["proxy"]["running"] and not data["proxy"].get("other_home"):
+        data["proxy"]["hint"] = proxy_hint(data["services"].get("proxy") or {})
     for name, st in data["services"].items():
         if st.get("state") != "failed" and not st.get("restarting"):
             continue
@@ -298,12 +300,17 @@ def _systemd_state(fields: dict[str, str]) -> dict[str, Any]:
     looping = sub == "auto-restart" or (
         restarts > 0 and (active in ("activating", "failed") or (up_for is not None and up_for < RECENT_START_S))
     )
+    times = f"{restarts} restart{'s' if restarts != 1 else ''}"
     if active == "failed" and fields.get("Result") == "start-limit-hit":
-        st["restarting"] = f"{restarts} restarts, then systemd's start limit stopped it"
-        st["summary"] = f"failed: restarted {restarts} times, then systemd's start limit stopped it"
+        why = f"after {times}" if restarts else "it was started too often in a short time"
+        st["restarting"] = f"{why}, systemd's start limit stopped it"
+        st["summary"] = f"failed: {why}, systemd's start limit stopped it"
+    elif looping and not restarts:
+        # The first failure: systemd waits RestartSec before the first restart.
+        st["restarting"] = "it failed to start; systemd starts it again in a few seconds"
+        st["summary"] = "failed to start; systemd starts it again in a few seconds"
     elif looping:
         now = "waiting to start again" if sub == "auto-restart" else f"{state} for the moment"
-        times = f"{restarts} restart{'s' if restarts != 1 else ''}"
         st["restarting"] = f"{times} so far, now {now}"
         st["summary"] = f"restarting over and over: {times} so far, now {now}"
     else:
@@ -313,6 +320,23 @@ def _systemd_state(fields: dict[str, str]) -> dict[str, Any]:
             + (f" ({restarts} restart{'s' if restarts != 1 else ''} since it was started)" if restarts else "")
         )
     return st
+
+
+def proxy_hint(st: dict[str, Any]) -> str:
+    """What to do about a proxy that does not answer, by what its service is doing: `bead proxy` only where no
+    service runs it (under a failing service it would fail on the same port, under a starting one it races it)."""
+    state = st.get("state")
+    if st.get("restarting") or state == "failed":
+        return "its service is failing: see the problems below"
+    if state in ("active", "starting", "running"):
+        return "its service is up and the proxy listens within seconds; `bead status --wait 15` waits for it"
+    if state == "running under bead up":
+        return "`bead up` runs it and it listens within seconds; if not, see `bead up`'s output"
+    if state == "inactive":
+        return "start its service: `systemctl --user start bead-proxy`"
+    if sys.platform == "darwin" and state not in (None, "not loaded", "unknown"):
+        return f"start its service: `launchctl kickstart gui/{os.getuid()}/com.bead.proxy`"
+    return "start it with `bead up`, which runs all three services, or `bead proxy` alone"
 
 
 def restart_fix(name: str) -> str:
@@ -328,6 +352,18 @@ def last_dream(mem: Memory) -> dict | None:
     if not reports:
         return None
     return {"last_run": DreamState(mem.home.dream_state, mem.home.root).data.get("last_run"), "report": str(reports[-1])}
+
+
+def wait_for_proxy(mem: Memory, seconds: float) -> None:
+    """Wait, at most ``seconds``, while the proxy's service is up but the proxy does not answer yet (right after an
+    install or a restart, a Type=simple service is "active" before it listens): `bead status --wait`."""
+    deadline = time.monotonic() + seconds
+    token = load_token(mem.home)
+    while time.monotonic() < deadline and not proxy_health(mem.config.proxy.listen, token)["running"]:
+        st = services_state(mem.home).get("proxy") or {}
+        if st.get("restarting") or st.get("state") not in ("active", "starting", "running under bead up"):
+            return
+        time.sleep(0.2)
 
 
 def proxy_health(listen: str, token: str | None = None) -> dict:
