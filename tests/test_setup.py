@@ -483,6 +483,12 @@ def test_logs_says_where_the_logs_are(fake_home, tmp_path):
     journal.write_text('#!/bin/sh\necho "Hint: You are currently not seeing messages. insufficient permissions." >&2\n')
     r = bead_cmd(env, "logs")
     assert r.returncode == 1 and "journald keeps no journal of your own here" in r.stderr and "sudo journalctl" in r.stderr
+    # As a user manager without journald of its own says it (seen under a real `systemd --user`): no bare "No
+    # entries" above the error, and the hint names the service asked for.
+    journal.write_text('#!/bin/sh\necho "-- No entries --"\necho "No journal files were found." >&2\n')
+    r = bead_cmd(env, "logs", "indexer")
+    assert r.returncode == 1 and "No entries" not in r.stdout
+    assert "`sudo journalctl _SYSTEMD_USER_UNIT=bead-indexer.service`" in r.stderr
 
 
 def test_setup_without_a_user_manager_writes_nothing_and_says_what_to_do(fake_home):

@@ -220,12 +220,15 @@ def logs(service, lines):
         text=True,
         errors="replace",
     )
-    echo(r.stdout.rstrip("\n"), multiline=True)
     said = r.stderr.strip()
-    if "insufficient permissions" in said.lower() or "no journal files" in said.lower():
+    no_journal = "insufficient permissions" in said.lower() or "no journal files" in said.lower()
+    if not (no_journal and r.stdout.strip() == "-- No entries --"):
+        echo(r.stdout.rstrip("\n"), multiline=True)
+    if no_journal:
+        system = " ".join(f"_SYSTEMD_USER_UNIT={u}" for u in units)
         raise BeadError(
             f"journald keeps no journal of your own here ({said.splitlines()[0][:200]})",
-            "the services' lines are in the system journal: `sudo journalctl _SYSTEMD_USER_UNIT=bead-proxy.service`, "
+            f"the services' lines are in the system journal: `sudo journalctl {system}`, "
             "or join the systemd-journal group; `bead up` shows them in its terminal",
         )
     if r.returncode != 0:

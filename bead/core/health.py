@@ -117,7 +117,7 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
             holder = listener(int(port)) if port.isdigit() else None
             if holder:
                 cause = f"; port {port} is held by {holder}, so the proxy cannot start"
-        what = f"keeps restarting ({st['restarting']})" if st.get("restarting") else "has failed"
+        what = st.get("problem") or (f"keeps restarting ({st['restarting']})" if st.get("restarting") else "has failed")
         problems.append(
             {
                 "problem": f"the {name} service {what}{cause}",
@@ -308,6 +308,7 @@ def _systemd_state(fields: dict[str, str]) -> dict[str, Any]:
     elif looping and not restarts:
         # The first failure: systemd waits RestartSec before the first restart.
         st["restarting"] = "it failed to start; systemd starts it again in a few seconds"
+        st["problem"] = "failed to start (systemd starts it again in a few seconds)"
         st["summary"] = "failed to start; systemd starts it again in a few seconds"
     elif looping:
         now = "waiting to start again" if sub == "auto-restart" else f"{state} for the moment"
