@@ -632,7 +632,9 @@ class TestOperations:
         r = bead("status")
         assert "the proxy service keeps restarting (5 restarts so far" in r.out and "problems    none" not in r.out
 
-    def test_a_service_that_restarted_once_long_ago_is_fine(self, bead, tmp_path, monkeypatch):
+    def test_a_service_that_restarted_once_long_ago_is_fine(self, bead, bead_home, tmp_path, monkeypatch):
+        bead_home.mkdir(parents=True, exist_ok=True)  # not the default port, where a real bead may answer
+        (bead_home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{free_port()}\n")
         entered = max(1, int((time.monotonic() - 3600) * 1e6))
         self.fake_systemctl(
             tmp_path, monkeypatch, f"ActiveState=active\nSubState=running\nNRestarts=1\nActiveEnterTimestampMonotonic={entered}\n"
