@@ -162,6 +162,15 @@ def test_bead_eval_keeps_its_figures_for_the_dashboard(bead, bead_home):
     assert r.code == 0, r.err
     data = json.loads((bead_home / "eval-results.json").read_text())
     assert data["results"][0]["kind"] == "supersession" and "details" not in data["results"][0]
+    from bead.core.overview import eval_rows
+
+    # Each kind's figures reach the table: a supersession suite's are per mode, a poisoning suite's per split.
+    (row,) = eval_rows(data)
+    assert row["figures"]["stale_at_1"] == 0 and row["figures"]["hit_at_1"] > 0.5 and row["figures"]["queries"] > 0
+    r = bead("eval", str(Path(__file__).resolve().parent.parent / "evals" / "poisoning.yaml"))
+    assert r.code == 0, r.err
+    (row,) = eval_rows(json.loads((bead_home / "eval-results.json").read_text()))
+    assert row["kind"] == "poisoning" and {"dev caught_rate", "test caught_rate", "test false_queued_rate"} <= set(row["figures"])
 
 
 # ----- the page in Chromium --------------------------------------------------------------------------------------
@@ -226,10 +235,21 @@ def test_the_page_loads_with_no_console_error_and_shows_the_counts(page, served)
         assert shown[name] == n, (name, shown)
     assert page.eval("document.querySelectorAll('#growth canvas').length") >= 1, "uPlot drew the plot"
     # One day of data is drawn a day either side of it, not stretched over years.
-    assert page.eval("beadGrowth.scales.x.range(beadGrowth, 1700000000, 1700000000)") == [1699913600, 1700086400]
+    drawn = page.eval("[beadGrowth.scales.x.min, beadGrowth.scales.x.max, beadGrowth.data[0][0]]")
+    assert drawn[0] >= drawn[2] - 86400 and drawn[1] - drawn[0] <= 3 * 86400, drawn  # the fixture's days, not years
     assert page.eval("document.querySelector('#types').innerText").count("\n") >= 4
     assert "locomo dev" in page.eval("document.querySelector('#eval').innerText")
     assert "project/shop/db@v1" in page.eval("document.body.innerText"), "the traced injection"
+    # A store one day old has one point: uPlot's own one-point range stretched the axis to 2029.
+    one = page.eval(
+        "(() => { const h = document.createElement('div'); document.body.appendChild(h);"
+        " const u = new uPlot({width: 400, height: 100, series: [{}, {}],"
+        " scales: {x: {time: true, range: () => beadSpan([1795132800])}}}, [[1795132800], [3]], h);"
+        " return new Promise(done => requestAnimationFrame(() => {"
+        " const r = [u.scales.x.min, u.scales.x.max]; u.destroy(); h.remove(); done(r); })); })()"
+    )
+    assert one == [1795132800 - 86400, 1795132800 + 86400]
+    assert drawn[:2] == page.eval("beadSpan(beadGrowth.data[0])")
     assert page.errors() == [], page.errors()
 
 
@@ -252,3 +272,22 @@ def test_a_screenshot_is_kept(page, served):
     page.screenshot(str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
     print(f"\ndashboard screenshot: {path}")
+
+
+def test_without_a_trace_the_injections_panel_says_how_to_turn_it_on(bead_home):
+    """A default install keeps no trace: the empty panel gives the line for config.yaml and where it goes."""
+    from bead.dashboard.app import create_app
+
+    home = Home(bead_home)
+    home.ensure()
+    (bead_home / "proxy.token").write_text(TOKEN + "\n")
+    app = create_app(home, load(home), None)
+
+    async def go():
+        async with app.test_app() as test_app:
+            r = await test_app.test_client().get(f"/{TOKEN}/", headers={"host": "127.0.0.1:7079"})
+            return r.status_code, (await r.get_data()).decode()
+
+    status, page = asyncio.run(go())
+    assert status == 200
+    assert "the proxy keeps no trace by default" in page and f"trace: {bead_home / 'trace.jsonl'}" in page

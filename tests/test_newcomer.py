@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+
+import pytest
 
 from bead.config import Config
 from bead.core.memory import Memory
@@ -55,6 +58,17 @@ def test_a_missing_key_points_at_bead_list(bead, bead_home):
     assert r.code == 1 and "bead list" in r.err
 
 
+def test_a_key_of_no_known_shape_points_at_bead_list_too(bead):
+    r = bead("show", "nope/x")  # the issue's own reproduction: not a scope bead knows
+    assert r.code == 1 and "`bead list` shows the keys there are" in r.err
+
+
+@pytest.mark.parametrize("query", ["", "   ", '"', "*"])
+def test_a_search_with_no_words_says_so(bead, query):
+    r = bead("search", query)
+    assert r.code == 1 and "it has no words" in r.err and "`bead list` shows every key" in r.err
+
+
 def test_a_type_used_as_a_scope_gets_the_right_key_in_the_hint(bead):
     r = bead("write", "feedback/style", "short commits", "--type", "feedback")
     assert r.code == 1
@@ -99,7 +113,29 @@ def test_skills_preview_with_nothing_says_the_folder_decides_the_project(bead, b
     assert "the project comes from the folder" in r.out and "--project" in r.out
 
 
-def test_why_without_a_trace_says_how_the_services_record_one(bead):
-    """The services cannot take --trace: the hint names the config setting they read."""
+def test_why_without_a_trace_says_exactly_how_the_services_record_one(bead, bead_home, tmp_path, monkeypatch):
+    """The services cannot take --trace: the hint gives the line for config.yaml, where it goes (a second `proxy:`
+    would be refused), and the restart the running proxy needs; followed as written, `bead why` finds the setting."""
+    trace = bead_home / "trace.jsonl"
+    bead_home.mkdir(parents=True, exist_ok=True)
+    (bead_home / "config.yaml").write_text("recall:\n  pointers: 5\n")
     r = bead("why")
-    assert r.code == 1 and "no trace file is configured" in r.err and "trace: ~/.bead/trace.jsonl" in r.err
+    assert r.code == 1 and "no trace file is configured" in r.err
+    assert f"add the two lines `proxy:` and `  trace: {trace}`" in r.err
+    (bead_home / "config.yaml").write_text(f"recall:\n  pointers: 5\nproxy:\n  trace: {trace}\n")  # as it says
+    assert f"no trace at {trace}" in bead("why").err
+    (bead_home / "config.yaml").write_text("proxy:\n  cue_budget_tokens: 600\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text(
+        "#!/bin/sh\ncase \"$*\" in *bead-proxy*) printf 'LoadState=loaded\\nActiveState=active\\nSubState=running\\n' ;;"
+        " *) printf 'LoadState=not-found\\n' ;; esac\n"
+    )
+    (bin_dir / "systemctl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    r = bead("why")
+    assert f"under its `proxy:` line add `  trace: {trace}`" in r.err
+    assert "restart the proxy: `systemctl --user reset-failed bead-proxy && systemctl --user restart bead-proxy`" in r.err
+    (bead_home / "config.yaml").write_text(f"proxy:\n  trace: {trace}\n  cue_budget_tokens: 600\n")  # as it says
+    r = bead("why")
+    assert r.code == 1 and f"no trace at {trace}" in r.err  # configured now: the proxy writes it once restarted

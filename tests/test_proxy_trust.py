@@ -817,6 +817,8 @@ def test_status_names_a_proxy_that_runs_other_code_than_installed(served_proxy, 
     """After an upgrade that restarted nothing, the running proxy's build differs from the installed one:
     `bead status` says so, with the command that restarts it."""
     import bead.proxy.app as proxy_app
+    from bead import __version__
+    from bead.version import build_id
 
     monkeypatch.setattr(proxy_app, "build_id", lambda: "0ld0ld0ld0ld")
     proxy = served_proxy()
@@ -825,8 +827,18 @@ def test_status_names_a_proxy_that_runs_other_code_than_installed(served_proxy, 
     data = json.loads(bead("status", "--json").out)
     assert data["proxy"]["running"] and data["proxy"]["build"] == "0ld0ld0ld0ld"
     (problem,) = [p for p in data["problems"] if "runs other code" in p["problem"]]
-    assert "0ld0ld0ld0ld" in problem["problem"] and "restart" in problem["fix"]
-    monkeypatch.setattr(proxy_app, "build_id", __import__("bead.version", fromlist=["build_id"]).build_id)
+    assert "0ld0ld0ld0ld" in problem["problem"] and "start it again" in problem["fix"]  # no service runs it here
+    assert f"build 0ld0ld0ld0ld (installed: bead {__version__}, build {build_id()})" in bead("status").out
+    # A proxy from before builds were reported: its version says it.
+    monkeypatch.setattr(proxy_app, "build_id", lambda: None)
+    monkeypatch.setattr(proxy_app, "__version__", "0.0.9")
+    older = served_proxy()
+    (bead_home / "config.yaml").write_text(f"proxy:\n  listen: {older.url[len('http://') :]}\n")
+    (problem,) = [p for p in json.loads(bead("status", "--json").out)["problems"] if "runs other code" in p["problem"]]
+    assert f"(bead 0.0.9; installed bead {__version__}, build {build_id()})" in problem["problem"]
+    monkeypatch.setattr(proxy_app, "build_id", build_id)
+    monkeypatch.setattr(proxy_app, "__version__", __version__)
     same = served_proxy()
     (bead_home / "config.yaml").write_text(f"proxy:\n  listen: {same.url[len('http://') :]}\n")
     assert not [p for p in json.loads(bead("status", "--json").out)["problems"] if "runs other code" in p["problem"]]
+    assert "(the installed code)" in bead("status").out

@@ -452,6 +452,34 @@ def test_uninstall_gives_back_the_rc_file_byte_for_byte(fake_home, original):
     assert rc.read_bytes() == original.encode()
 
 
+def test_an_rc_file_that_is_not_utf8_comes_back_byte_for_byte(fake_home):
+    """A Latin-1 rc file neither stops setup halfway (a traceback after the units were written) nor loses a byte."""
+    home, _log, env = fake_home
+    rc = home / ".bashrc"
+    original = b"export NAME=Jos\xe9\n"
+    rc.write_bytes(original)
+    true = shutil.which("true")
+    r = bead_cmd(env, "setup", "--platform", "systemd", "--no-load", "--no-vault", "--executable", true)
+    assert r.returncode == 0, r.stderr
+    assert rc.read_bytes().startswith(original + b"\n# >>> bead >>>")
+    assert bead_cmd(env, "setup", "--uninstall", "--platform", "systemd").returncode == 0
+    assert rc.read_bytes() == original
+
+
+def test_a_linked_rc_file_stays_a_link(fake_home):
+    """Dotfiles kept with stow or chezmoi: the block goes into the link's target, and the link stays."""
+    home, _log, env = fake_home
+    target = home / "dotfiles" / "bashrc"
+    target.parent.mkdir()
+    target.write_text("alias ll='ls -l'\n")
+    (home / ".bashrc").symlink_to(target)
+    true = shutil.which("true")
+    assert bead_cmd(env, "setup", "--platform", "systemd", "--no-load", "--no-vault", "--executable", true).returncode == 0
+    assert (home / ".bashrc").is_symlink() and "# >>> bead >>>" in target.read_text()
+    assert bead_cmd(env, "setup", "--uninstall", "--platform", "systemd").returncode == 0
+    assert (home / ".bashrc").is_symlink() and target.read_text() == "alias ll='ls -l'\n"
+
+
 def test_uninstall_never_joins_two_of_the_persons_lines(fake_home):
     """A line another tool appended after bead's block (nvm, conda) stays a line of its own."""
     home, _log, env = fake_home
@@ -483,6 +511,10 @@ def test_logs_says_where_the_logs_are(fake_home, tmp_path):
     journal.write_text('#!/bin/sh\necho "Hint: You are currently not seeing messages. insufficient permissions." >&2\n')
     r = bead_cmd(env, "logs")
     assert r.returncode == 1 and "journald keeps no journal of your own here" in r.stderr and "sudo journalctl" in r.stderr
+    # Units installed, never started: journalctl's bare "No entries" with rc 0 is said as what it means.
+    journal.write_text('#!/bin/sh\necho "-- No entries --"\n')
+    r = bead_cmd(env, "logs")
+    assert r.returncode == 1 and "no log line yet from bead-proxy.service" in r.stderr and "bead status" in r.stderr
     # As a user manager without journald of its own says it (seen under a real `systemd --user`): no bare "No
     # entries" above the error, and the hint names the service asked for.
     journal.write_text('#!/bin/sh\necho "-- No entries --"\necho "No journal files were found." >&2\n')

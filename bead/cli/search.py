@@ -23,8 +23,15 @@ def search(query, limit, corpus, all_versions, scope, as_json):
     (1.00); --json gives the score too (BM25; for raw turns with bead[semantic],
     BM25 over the best plus the meaning term, and the BM25 score beside it).
     """
+    from ..errors import BeadError
+    from ..index.query import terms
     from ..recall.rank import search as ranked
 
+    if not terms(query, keep_stopwords=True):
+        raise BeadError(
+            f"nothing to search for in {query!r}: it has no words",
+            "give words to search for (`bead search staging host`); `bead list` shows every key",
+        )
     mem = open_memory()
     facts, raw = ranked(mem.index, query, limit=limit, corpus=corpus or "all", current_only=not all_versions, scope=scope)
     data = {

@@ -196,7 +196,13 @@ def logs(service, lines):
 
     names = [service] if service else list(SERVICES)
     not_here = "no bead service is installed here (`bead setup` installs them); under `bead up` the services log to its terminal"
-    if sys.platform == "darwin" or not shutil.which("journalctl"):
+    if sys.platform != "darwin" and not shutil.which("journalctl"):
+        raise BeadError(
+            "journalctl is not installed here, so bead cannot read the services' log",
+            "under `bead up` the services log to its terminal; a systemd service's lines are in journald, which "
+            "its own tools read",
+        )
+    if sys.platform == "darwin":
         found = [(n, launchd_log(n)) for n in names if launchd_log(n).exists()]
         if not found:
             raise BeadError(f"no log at {launchd_log(names[0])}", not_here)
@@ -222,6 +228,11 @@ def logs(service, lines):
     )
     said = r.stderr.strip()
     no_journal = "insufficient permissions" in said.lower() or "no journal files" in said.lower()
+    if r.stdout.strip() == "-- No entries --" and not no_journal and r.returncode == 0:
+        raise BeadError(
+            f"no log line yet from {', '.join(units)}",
+            "a service logs once it has started: `bead status` says whether it runs (and `bead setup` loads it)",
+        )
     if not (no_journal and r.stdout.strip() == "-- No entries --"):
         echo(r.stdout.rstrip("\n"), multiline=True)
     if no_journal:

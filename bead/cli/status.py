@@ -62,8 +62,12 @@ def status(fix, wait, as_json):
         echo(f"review      {d['review_queue']} item(s) waiting (`bead queue`)")
         p = d["proxy"]
         if p["running"]:
+            inst = d["installed"]
+            code = f"bead {p.get('version') or '?'}" + (f", build {p['build']}" if p.get("build") else "")
+            same = p.get("build") == inst["build"]
+            code += " (the installed code)" if same else f" (installed: bead {inst['version']}, build {inst['build']})"
             echo(
-                f"proxy       running at http://{p['address']} for {p['uptime_s']:.0f} s: "
+                f"proxy       running at http://{p['address']} for {p['uptime_s']:.0f} s, {code}: "
                 f"{p['requests']} requests, {p.get('with_memory', 0)} with memory (pinned or recalled), "
                 f"{p['errors']} failed open, {p.get('not_owner', 0)} not yours (no memory, not captured)"
             )

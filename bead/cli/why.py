@@ -32,16 +32,16 @@ def why(which, trace_file, session, as_json):
     from ..errors import BeadError
     from .common import open_memory
 
+    hint = ""
     if not trace_file:
+        from ..core.health import trace_hint
+
         mem = open_memory()
         trace_file = mem.config.proxy.trace
+        hint = "" if trace_file else trace_hint(mem.home)
         mem.close()
     if not trace_file:
-        raise BeadError(
-            "no trace file is configured",
-            "the services read config.yaml: add `proxy:` / `  trace: ~/.bead/trace.jsonl` and restart the proxy "
-            "(`bead status` shows the command), or run `bead proxy --trace FILE` and pass --trace FILE here",
-        )
+        raise BeadError("no trace file is configured: the proxy keeps none by default", hint)
     path = Path(trace_file).expanduser()
     if not path.exists():
         raise BeadError(

@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from .. import files as safe
 from ..errors import BeadError
 from ..index import semantic, sqlite
@@ -96,16 +97,29 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
                 "or unset BEAD_HOME to look at the other home",
             }
         )
-    if data["proxy"].get("running") and data["proxy"].get("build") not in (None, build_id()):
+    data["installed"] = {"version": __version__, "build": build_id()}
+    running = data["proxy"]
+    # A proxy from before builds were reported (none in its health) is other code if its version differs, or if it
+    # reports no version at all.
+    stale = running.get("running") and (
+        running.get("build") != build_id() if running.get("build") else running.get("version") != __version__
+    )
+    data["services"] = services_state(mem.home)
+    if stale:
+        was = f"bead {running.get('version') or '?'}" + (f", build {running['build']}" if running.get("build") else "")
+        managed = data["services"].get("proxy", {}).get("state") not in (None, "not installed", "not loaded", "unknown")
+        under_up = data["services"].get("proxy", {}).get("state") == "running under bead up"
         problems.append(
             {
-                "problem": f"the proxy runs other code than the bead installed here (build {data['proxy']['build']}, "
-                f"installed {build_id()}): it was not restarted after an upgrade",
-                "fix": f"`{restart_fix('proxy')}` (and the indexer and the dream worker the same way), or stop and "
-                "start `bead up`",
+                "problem": f"the proxy runs other code than the bead installed here ({was}; installed bead "
+                f"{__version__}, build {build_id()}): it was not restarted after an upgrade",
+                "fix": "stop `bead up` (Ctrl-C) and start it again"
+                if under_up
+                else f"`{restart_fix('proxy')}` (and the indexer and the dream worker the same way)"
+                if managed
+                else "stop the proxy you started (`bead proxy` or `bead up`) and start it again",
             }
         )
-    data["services"] = services_state(mem.home)
     if not data["proxy"]["running"] and not data["proxy"].get("other_home"):
         data["proxy"]["hint"] = proxy_hint(data["services"].get("proxy") or {})
     for name, st in data["services"].items():
@@ -338,6 +352,25 @@ def proxy_hint(st: dict[str, Any]) -> str:
     if sys.platform == "darwin" and state not in (None, "not loaded", "unknown"):
         return f"start its service: `launchctl kickstart gui/{os.getuid()}/com.bead.proxy`"
     return "start it with `bead up`, which runs all three services, or `bead proxy` alone"
+
+
+def trace_hint(home: Home) -> str:
+    """Exactly how to have the services' proxy keep a trace (`bead why`, the dashboard's injections): the line for
+    config.yaml, where it goes, and the restart that makes the running proxy read it."""
+    line = f"trace: {home.root / 'trace.jsonl'}"
+    try:
+        has_proxy = any(raw.rstrip() == "proxy:" for raw in home.config.read_text(encoding="utf-8").splitlines())
+    except (OSError, UnicodeDecodeError):
+        has_proxy = False
+    where = f"under its `proxy:` line add `  {line}`" if has_proxy else f"add the two lines `proxy:` and `  {line}`"
+    st = services_state(home).get("proxy") or {}
+    if st.get("state") == "running under bead up":
+        restart = "stop `bead up` (Ctrl-C) and start it again"
+    elif st.get("state") not in (None, "not installed", "not loaded", "unknown"):
+        restart = f"restart the proxy: `{restart_fix('proxy')}`"
+    else:
+        restart = "then start the proxy (`bead up` or `bead proxy`)"
+    return f"in {home.config}, {where}; {restart}. The trace is scrubbed by forget like every other file"
 
 
 def restart_fix(name: str) -> str:

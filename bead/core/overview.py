@@ -66,6 +66,8 @@ FIGURES = (
     "recall",
     "precision",
     "false_injection_turns",
+    "caught_rate",
+    "false_queued_rate",
     "queries",
 )
 
@@ -79,11 +81,16 @@ def eval_rows(data: dict[str, Any] | None) -> list[dict[str, Any]]:
         figures = {k: r[k] for k in FIGURES if isinstance(r.get(k), int | float) and not isinstance(r.get(k), bool)}
         nested = r.get("splits")
         splits: dict[str, Any] = nested if isinstance(nested, dict) else r  # injection suites nest them
-        for split in ("dev", "test"):
-            if isinstance(splits.get(split), dict):
+        modes = r.get("modes")
+        # A supersession suite's figures are per mode: bead's rule first (the figure that matters), then the
+        # similarity-only baseline it is measured against.
+        groups = [("", modes.get("supersession-rule"))] if isinstance(modes, dict) else []
+        groups += [(f"{split} ", splits.get(split)) for split in ("dev", "test")]
+        for prefix, group in groups:
+            if isinstance(group, dict):
                 figures |= {
-                    f"{split} {k}": v
-                    for k, v in splits[split].items()
+                    f"{prefix}{k}": v
+                    for k, v in group.items()
                     if k in FIGURES and isinstance(v, int | float) and not isinstance(v, bool)
                 }
         rows.append({"name": str(r.get("name", "")), "kind": str(r.get("kind", "")), "figures": figures})
@@ -208,6 +215,8 @@ def overview(mem: Memory, trace: str | None = None) -> dict[str, Any]:
             for i in queue
         ],
         "injections": injections(mem, trace),
+        # How to turn the trace on, where none is configured (the panel's empty state says it).
+        "trace_hint": None if trace or mem.config.proxy.trace else health.trace_hint(mem.home),
         "eval": {"at": (ev := last_eval(mem.home) or {}).get("at"), "files": ev.get("files") or [], "rows": eval_rows(ev)},
         "growth": growth(mem, breakdown),
         "problems": problems(mem),

@@ -131,20 +131,36 @@ def launchd_log(service: str, user_home: Path | None = None) -> Path:
 
 
 def _write_if_changed(path: Path, text: str, mode: int = 0o644, root: Path | None = None) -> bool:
-    """Write ``path`` unless it already holds ``text``; ``root`` is the bead home for a file below it."""
-    if path.exists() and path.read_bytes().decode("utf-8") == text:
+    """Write ``path`` unless it already holds ``text``; ``root`` is the bead home for a file below it. A person's
+    file that is not UTF-8 (an rc file in Latin-1) keeps its bytes: read and written with surrogateescape."""
+    data = text.encode("utf-8", "surrogateescape")
+    if path.exists() and path.read_bytes() == data:
         return False
     if root is None:
         # Outside the home (unit files, rc files): a person's own layout, links included.
         root = path.parent
         root.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text.encode("utf-8"), mode=mode, root=root)
+    atomic_write(path, data, mode=mode, root=root)
     return True
+
+
+def _rc_target(path: Path) -> Path:
+    """The file to read and write for the rc file ``path``: a link's target (dotfiles kept with stow or chezmoi
+    stay links), or the path itself."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _rc_text(path: Path) -> str:
+    """An rc file's text, its bytes as they are (CRLF line ends, bytes that are not UTF-8)."""
+    return path.read_bytes().decode("utf-8", "surrogateescape") if path.exists() else ""
 
 
 def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run) -> list[str]:
     """Returns what it did, one line per change; an empty list means nothing changed."""
     acts = plan.actions
+    # The rc file is read before anything is written: one that cannot be read stops setup with nothing half done.
+    rcf = _rc_target(plan.rc_file()) if rc else None
+    rc_text = _rc_text(rcf) if rcf is not None else ""
     plan.home.ensure()
     if write_default(plan.home):
         acts.append(f"wrote {plan.home.config} (0600)")
@@ -167,10 +183,8 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
     )
     if _write_if_changed(plan.shell_sh, shell, 0o600, root=plan.home.root):
         acts.append(f"wrote {plan.shell_sh}")
-    if rc:
-        rcf = plan.rc_file()
-        # Bytes as they are: a CRLF file keeps its line ends.
-        text = rcf.read_bytes().decode("utf-8") if rcf.exists() else ""
+    if rcf is not None:
+        text = rc_text
         if plan.rc_block() not in text:
             text = _strip_block(text)
             # One line break before the block, which --uninstall takes away with it: the file's own bytes,
@@ -254,11 +268,9 @@ def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
             acts.append(f"removed {path}")
     if plan.platform == "systemd" and any(a.startswith("removed") for a in acts):
         runner(["systemctl", "--user", "daemon-reload"])
-    for rcf in (plan.user_home / ".bashrc", plan.user_home / ".zshrc"):
-        if rcf.exists() and RC_BEGIN in rcf.read_bytes().decode("utf-8"):
-            atomic_write(
-                rcf, _strip_block(rcf.read_bytes().decode("utf-8")).encode(), mode=rcf.stat().st_mode & 0o777, root=rcf.parent
-            )
+    for rcf in (_rc_target(plan.user_home / ".bashrc"), _rc_target(plan.user_home / ".zshrc")):
+        if rcf.exists() and RC_BEGIN in (text := _rc_text(rcf)):
+            _write_if_changed(rcf, _strip_block(text), mode=rcf.stat().st_mode & 0o777)
             acts.append(f"removed the bead block from {rcf}")
     if plan.shell_sh.exists():
         plan.shell_sh.unlink()

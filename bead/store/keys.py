@@ -21,7 +21,10 @@ _ID = re.compile(r"(.+)@v([1-9][0-9]{0,8})")
 # lands in ids, index rows and audit lines.
 MAX_SEGMENT_BYTES = 100
 MAX_KEY_BYTES = 256  # project/<100>/<100> fits
-KEY_HELP = "keys look like user/<name>, project/<project>/<name> or global/<name>, with lower-case [a-z0-9._-] segments"
+KEY_HELP = (
+    "keys look like user/<name>, project/<project>/<name> or global/<name>, with lower-case [a-z0-9._-] segments "
+    "(`bead list` shows the keys there are)"
+)
 
 
 def validate_key(key: str) -> str:

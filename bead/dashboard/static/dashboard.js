@@ -15,12 +15,10 @@
   var opts = {
     width: width,
     height: 240,
-    // One day of data has no width: uPlot would stretch the axis over years. A day either side instead.
+    // The days the data spans, a day either side when that is less than a day: uPlot's own range for one
+    // point assumes milliseconds and stretched the axis over years. The plot is drawn once, from this data.
     scales: {
-      x: {
-        time: true,
-        range: function (u, min, max) { return min === max ? [min - 86400, max + 86400] : [min, max]; }
-      },
+      x: { time: true, range: function () { return beadSpan(g.t); } },
       n: { auto: true },
       inj: { auto: true }
     },
@@ -38,3 +36,9 @@
   };
   window.beadGrowth = new uPlot(opts, [g.t, g.versions, g.turns, g.injections], holder);  // the tests read its scales
 })();
+
+// The x range for days ``t`` (seconds); global, so that the tests can draw one point with it.
+function beadSpan(t) {
+  var lo = t[0], hi = t[t.length - 1];
+  return hi - lo < 86400 ? [lo - 86400, hi + 86400] : [lo, hi];
+}
