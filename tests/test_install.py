@@ -17,6 +17,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -54,9 +55,11 @@ class Installer:
     def __init__(self, root: Path, manager: str):
         self.home = root / "person"
         self.src = root / "src"
-        # Not under a temporary folder, where `bead setup` refuses to point services (they would stop starting
-        # once it is cleaned): beside this test environment's own, removed by close().
-        self.venv = Path(sys.prefix) / "bead-install-tests" / f"{root.name}-{os.getpid()}"
+        # Not under a temporary folder (a CI checkout may be in one), where `bead setup` refuses to point services
+        # (they would stop starting once it is cleaned): under the user's state folder, removed by close().
+        state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+        self.venv = state / "bead-install-tests" / f"{root.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.venv.parent.mkdir(parents=True, exist_ok=True)
         self.log = root / "systemctl.log"
         self.port = free_port()
         (self.home / ".bead").mkdir(parents=True)
@@ -99,6 +102,10 @@ class Installer:
 
     def close(self) -> None:
         shutil.rmtree(self.venv, ignore_errors=True)
+        try:
+            self.venv.parent.rmdir()  # the last test's leaves nothing behind
+        except OSError:
+            pass
 
     def calls(self) -> list[str]:
         return self.log.read_text().splitlines() if self.log.exists() else []
