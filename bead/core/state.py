@@ -40,6 +40,10 @@ class ConversationState:
     cues: dict[int, CueRecord] = field(default_factory=dict)
     captured: int = 0
     captured_partial: bool = False
+    # A capture under way (bead.proxy.engine): its batch id and where it takes ``captured``; cleared by the
+    # "captured" record that follows its append. One still set names a capture that stopped in between (a crash):
+    # the raw log says whether its append happened (the append is the commit).
+    capturing: dict[str, Any] | None = None
     ahead: list[str] = field(default_factory=list)  # the look-ahead judge's picks for the next request
     # A Responses chain's later step (its own file): the step it continues, and what the chain was shown before it.
     carried_from: str | None = None
@@ -89,6 +93,10 @@ class ConversationState:
                 st.carried_ids, st.carried_pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
             elif kind == "captured":
                 st.captured, st.captured_partial = int(r.get("upto", 0)), bool(r.get("partial", False))
+                st.capturing = None
+            elif kind == "capturing":
+                batch, upto = str(r.get("batch", "")), int(r.get("upto", 0))
+                st.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial"))}
         return st
 
     def append(self, record: dict[str, Any]) -> None:
@@ -117,7 +125,12 @@ class ConversationState:
 
     def set_captured(self, upto: int, partial: bool = False) -> None:
         self.append({"kind": "captured", "upto": upto, "partial": partial})
-        self.captured, self.captured_partial = upto, partial
+        self.captured, self.captured_partial, self.capturing = upto, partial, None
+
+    def set_capturing(self, batch: str, upto: int, partial: bool = False) -> None:
+        """A capture of the turns up to message ``upto`` is about to be appended with this batch id."""
+        self.append({"kind": "capturing", "batch": batch, "upto": upto, "partial": partial})
+        self.capturing = {"batch": batch, "upto": upto, "partial": partial}
 
 
 class Conversations:

@@ -23,6 +23,7 @@ import contextlib
 import logging
 import threading
 import time
+import uuid
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,7 +41,7 @@ from ..core import remember as remembering
 from ..core.memory import IndexBehind, Memory, utcnow
 from ..core.pinned import standing_memory
 from ..core.recall import Recaller
-from ..core.state import Conversations
+from ..core.state import Conversations, ConversationState
 from ..core.trace import Trace, record_proxy_trace
 from ..index import semantic
 from ..paths import Home
@@ -256,10 +257,10 @@ class Engine:
             "newest_user": newest,
             "errors": [],
         }
+        # Nothing here waits for this conversation's previous capture: what this request needs of the previous one
+        # is in the state file, which prepare itself wrote; a capture job holds the lock only to read and record
+        # its progress, never while it scans, appends and indexes (_after_request).
         t_wait = time.perf_counter()
-        self._wait_for_pending(ident.id, self._left(deadline, "parse"))
-        # Time spent waiting for this conversation's previous capture (its request and answer).
-        trace["pending_ms"] = round((time.perf_counter() - t_wait) * 1000, 2)
         injected: list[str] = []
         pinned_new: list[str] = []
         blocks: dict[int, list[str]] = {}
@@ -267,6 +268,8 @@ class Engine:
         plans = None
         opening: list[dict[str, Any]] = []
         with self._locked(ident.id, deadline):
+            # Time spent waiting for the conversation's lock (a capture job records its progress under it).
+            trace["pending_ms"] = round((time.perf_counter() - t_wait) * 1000, 2)
             st = self.conversations.load(ident.id)
             if prev is not None and not st.carried_from:
                 before = self.conversations.load(prev.id)
@@ -413,19 +416,24 @@ class Engine:
         trace = prep.trace
         try:
             mem = self.memory()
+            upto = len(conv.messages)
             with self.conversations.lock(ident.id):
                 st = self.conversations.load(ident.id)
-                if st.captured < len(conv.messages):
-                    newest = conv.newest_user
-                    turns = capture.request_turns(conv, ident, st.captured)
-                    captured = self._capture(mem, ident, turns) if turns else []
-                    if newest is not None and newest >= st.captured:
-                        # Remembered facts and queued items cite the typed turns they come from.
-                        typed = [
-                            t.anchor for t in captured if t.flags.get("message") == newest and t.flags.get("source") == "typed"
-                        ]
-                        self._remember(mem, conv, newest, ident, trace, typed, prep.plans)
-                    st.set_captured(len(conv.messages))
+                self._recover(mem, ident, st)
+                start = st.captured
+                turns = capture.request_turns(conv, ident, start) if start < upto else []
+                batch = self._begin(st, turns, upto)
+            if start < upto:
+                # The slow part (secret scan, append, index, "remember") holds no lock the next request takes.
+                captured = self._capture(mem, ident, turns, batch) if turns else []
+                newest = conv.newest_user
+                if newest is not None and newest >= start:
+                    # Remembered facts and queued items cite the typed turns they come from.
+                    typed = [t.anchor for t in captured if t.flags.get("message") == newest and t.flags.get("source") == "typed"]
+                    self._remember(mem, conv, newest, ident, trace, typed, prep.plans)
+                if batch:
+                    with self.conversations.lock(ident.id):
+                        st.set_captured(upto)
             if prep.judge is not None:
                 self._judge(ident, prep.judge, trace)
             now = self.clock()
@@ -505,17 +513,42 @@ class Engine:
             if not turns:
                 return
             mem = self.memory()
+            partial = bool(flags.get("partial"))
             with self.conversations.lock(ident.id):
                 st = self.conversations.load(ident.id)
+                self._recover(mem, ident, st)
                 if st.captured > prep.n_messages and not st.captured_partial:
                     return  # a retry of a request whose answer is already in the log
-                self._capture(mem, ident, turns)
-                st.set_captured(prep.n_messages + 1, bool(flags.get("partial")))
+                batch = self._begin(st, turns, prep.n_messages + 1, partial)
+            self._capture(mem, ident, turns, batch)
+            with self.conversations.lock(ident.id):
+                st.set_captured(prep.n_messages + 1, partial)
         except Exception as exc:
             self.error("capture", exc)
 
-    def _capture(self, mem: Memory, ident: Identity, turns: list[capture.Turn]) -> list[RawTurn]:
-        """Capture turns; a locked index is counted, not fatal: the raw log has them (then [] comes back)."""
+    def _begin(self, st: ConversationState, turns: list[capture.Turn], upto: int, partial: bool = False) -> str:
+        """Record, under the conversation's lock, that ``turns`` are about to be appended with a new batch id (which
+        the first of them carries into the raw log); none to append: captured at once ("" comes back)."""
+        if not turns:
+            if st.captured < upto:
+                st.set_captured(upto, partial)
+            return ""
+        batch = uuid.uuid4().hex[:16]
+        st.set_capturing(batch, upto, partial)
+        return batch
+
+    def _recover(self, mem: Memory, ident: Identity, st: ConversationState) -> None:
+        """A capture that stopped between recording its batch and recording it done (a crash): the raw log is the
+        commit. Its batch there: its turns count as captured (never appended twice); not there: they are captured
+        again from the conversation (never lost)."""
+        if st.capturing and mem.raw.has_batch(ident.session, st.capturing["batch"]):
+            st.set_captured(st.capturing["upto"], st.capturing["partial"])
+
+    def _capture(self, mem: Memory, ident: Identity, turns: list[capture.Turn], batch: str = "") -> list[RawTurn]:
+        """Capture turns (the first carries ``batch``); a locked index is counted, not fatal: the raw log has them
+        (then [] comes back)."""
+        if turns and batch:
+            turns[0].flags["batch"] = batch
         try:
             return capture.capture(mem, ident, turns)
         except IndexBehind as exc:

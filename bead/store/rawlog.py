@@ -266,6 +266,13 @@ class RawLog:
     def read(self, path: Path) -> list[Turn]:
         return parse_bytes(safe.read_bytes(path, root=self.home.root), path)
 
+    def has_batch(self, session: str, batch: str) -> bool:
+        """Whether a turn of ``session`` carries the batch id ``batch`` (its capture's append happened)."""
+        path = self.find(session)
+        if path is None or not batch:
+            return False
+        return any(t.flags.get("batch") == batch for t in self.read(path))
+
     def files(self) -> Iterator[Path]:
         for folder, _dirs, names in safe.walk(self.root, root=self.home.root):
             for name in names:

@@ -1,0 +1,140 @@
+"""The proxy's capture off the next request's path (#27): a conversation's next request never waits for the
+previous request's secret scan, append and index; the raw append is the commit, so a capture that stops between
+recording its batch and recording it done neither loses nor doubles a turn."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from conftest import eventually
+from fakes import message_events, sse
+
+from bead.config import parse
+from bead.core.memory import Memory
+from bead.core.state import ConversationState
+from bead.paths import Home
+from bead.proxy.engine import Engine
+from bead.store import rawlog
+
+HEADERS = {"x-bead-session": "tail"}
+
+
+def body(messages) -> bytes:
+    system = "You help.\n - Primary working directory: /home/dev/src/shop"
+    return json.dumps({"model": "m", "max_tokens": 5, "system": system, "messages": messages}).encode()
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def assistant(text: str) -> dict:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}]}
+
+
+@pytest.fixture
+def engine(bead_home):
+    eng = Engine(Home(bead_home).ensure(), parse("owner: t\n"))
+    with Memory(eng.home, eng.config) as m:
+        m.write("project/shop/db", "The shop's database is Postgres 16 on db.internal", "project")
+    yield eng
+    eng.close()
+
+
+def logged(engine, session: str = "tail") -> list[tuple[str, str]]:
+    with Memory(engine.home, engine.config) as m:
+        path = m.raw.find(session)
+        return [] if path is None else [(t.role, t.text) for t in m.raw.read(path)]
+
+
+def test_the_next_request_does_not_wait_for_the_previous_capture(engine, monkeypatch):
+    """A slow secret scan (a stand-in that blocks until released) holds the first request's capture; the
+    second request of the same conversation is prepared meanwhile, with its memory, not failed open past its
+    deadline; then both captures land in order."""
+    entered, release = threading.Event(), threading.Event()
+    real = rawlog.redact_secrets
+
+    def slow_scan(text: str):
+        if "SLOWSCAN" in text:
+            entered.set()
+            release.wait(60)
+        return real(text)
+
+    monkeypatch.setattr(rawlog, "redact_secrets", slow_scan)
+    first = [user("SLOWSCAN which database does the shop use?")]
+    p1 = engine.prepare(body(first), HEADERS)
+    job = engine.forwarded(p1)
+    assert job is not None and entered.wait(30)  # the capture is inside its scan, and stays there
+    second = [*first, assistant("Postgres."), user("and which version of postgres is it?")]
+    p2 = engine.prepare(body(second), HEADERS)
+    try:
+        assert not release.is_set() and not job.done()  # prepared while the first capture still scans
+        assert p2.ident is not None and "deadline" not in p2.trace["errors"], p2.trace  # not failed open
+        assert p2.trace["pending_ms"] < engine.deadline_s * 1000
+    finally:
+        release.set()
+    job.result(30)
+    engine.forwarded(p2).result(30)
+    assert logged(engine) == [
+        ("user", "SLOWSCAN which database does the shop use?"),
+        ("assistant", "Postgres."),
+        ("user", "and which version of postgres is it?"),
+    ]
+
+
+@pytest.mark.parametrize("where", ["request", "answer"])
+def test_a_capture_stopped_after_its_append_doubles_nothing(engine, monkeypatch, where):
+    """The turns were appended but "captured" was never recorded (the process stopped in between): the next
+    capture finds the batch in the raw log and does not append those turns again."""
+    real = ConversationState.set_captured
+    calls = {"n": 0}
+    fail_at = 1 if where == "request" else 2  # the request's own record, or the answer's
+
+    def stop_once(self, upto, partial=False):
+        calls["n"] += 1
+        if calls["n"] == fail_at:
+            raise OSError("the process stopped here")
+        return real(self, upto, partial)
+
+    monkeypatch.setattr(ConversationState, "set_captured", stop_once)
+    first = [user("which database does the shop use?")]
+    p1 = engine.prepare(body(first), HEADERS)
+    engine.forwarded(p1).result(30)
+    if where == "answer":  # else the answer is captured from the next request's messages
+        done = engine.finished(p1, sse(message_events("Postgres 16.")), "text/event-stream", None, False)
+        assert done is not None
+        done.result(30)
+    assert engine.counters["error.capture"] == 1  # the stop was reported, and the log has the turns once
+    second = [*first, assistant("Postgres 16."), user("thanks")]
+    engine.forwarded(engine.prepare(body(second), HEADERS)).result(30)
+    assert logged(engine) == [
+        ("user", "which database does the shop use?"),
+        ("assistant", "Postgres 16."),
+        ("user", "thanks"),
+    ]
+
+
+def test_a_capture_stopped_before_its_append_loses_nothing(engine, monkeypatch):
+    """The batch was recorded but the append never happened: the next request's capture appends those turns."""
+    real = Memory.append_turns
+    calls = {"n": 0}
+
+    def stop_once(self, session, items):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError("the process stopped here")
+        return real(self, session, items)
+
+    monkeypatch.setattr(Memory, "append_turns", stop_once)
+    first = [user("which database does the shop use?")]
+    engine.forwarded(engine.prepare(body(first), HEADERS)).result(30)
+    assert eventually(lambda: engine.counters["error.capture"] == 1) and logged(engine) == []
+    second = [*first, assistant("Postgres 16."), user("thanks")]
+    engine.forwarded(engine.prepare(body(second), HEADERS)).result(30)
+    assert logged(engine) == [
+        ("user", "which database does the shop use?"),
+        ("assistant", "Postgres 16."),
+        ("user", "thanks"),
+    ]
