@@ -88,7 +88,8 @@ class Installer:
             "BEAD_SEMANTIC": "0",  # the model's wheel is installed either way; no test here needs it loaded
             "PATH": f"{self.bin}:{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
             "SHELL": "/bin/bash",
-            "PIP_NO_INDEX": "1",  # every dependency is installed already (the .pth): no download
+            "PIP_NO_INDEX": "1",  # every dependency is installed already (the .pth): no download,
+            "PIP_NO_DEPS": "1",  # and no resolving them (half of each install's time)
             "PIP_NO_BUILD_ISOLATION": "0",  # pip's spelling of "build with the setuptools installed here"
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         }
