@@ -192,6 +192,10 @@ class Home:
     def session_lock(self, conversation_id: str) -> Path:
         return self.sessions / f"{conversation_id}.lock"
 
+    def capture_lock(self, conversation_id: str) -> Path:
+        """A conversation's capture lock (bead.core.state.Conversations.capture_lock), beside its lock."""
+        return self.sessions / f".{conversation_id}.capture.lock"
+
     def service_log(self, service: str) -> Path:
         """Where launchd writes a service's log (macOS): the platform's log folder."""
         import platformdirs

@@ -138,3 +138,111 @@ def test_a_capture_stopped_before_its_append_loses_nothing(engine, monkeypatch):
         ("assistant", "Postgres 16."),
         ("user", "thanks"),
     ]
+
+
+def answer(engine, prep, text: str, truncated: bool = False) -> None:
+    done = engine.finished(prep, sse(message_events(text)), "text/event-stream", None, truncated)
+    assert done is not None
+    done.result(30)
+
+
+def test_two_proxies_on_one_home_never_capture_a_turn_twice(bead_home, monkeypatch):
+    """A capture under way in one proxy (held in its scan) is no stopped capture to the other, which gets the
+    same request (a retry that reached the other process): the capture lock makes it wait, then it finds the turn
+    captured."""
+    home = Home(bead_home).ensure()
+    a, b = Engine(home, parse("owner: t\n")), Engine(home, parse("owner: t\n"))
+    entered, release, b_waits = threading.Event(), threading.Event(), threading.Event()
+    real = rawlog.redact_secrets
+
+    def slow_scan(text: str):
+        if "SLOWSCAN" in text and not release.is_set():
+            entered.set()
+            release.wait(60)
+        return real(text)
+
+    monkeypatch.setattr(rawlog, "redact_secrets", slow_scan)
+    real_lock = b.conversations.capture_lock
+
+    def b_lock(conversation_id: str):
+        b_waits.set()  # b's capture is at the lock a's capture holds
+        return real_lock(conversation_id)
+
+    monkeypatch.setattr(b.conversations, "capture_lock", b_lock)
+    first = [user("SLOWSCAN which database does the shop use?")]
+    pa, pb = a.prepare(body(first), HEADERS), b.prepare(body(first), HEADERS)
+    ja = a.forwarded(pa)
+    assert entered.wait(30)
+    jb = b.forwarded(pb)
+    assert b_waits.wait(30)
+    release.set()
+    ja.result(30)
+    jb.result(30)
+    a.close()
+    b.close()
+    assert logged(a) == [("user", "SLOWSCAN which database does the shop use?")]
+
+
+def test_a_remember_a_stopped_capture_never_ran_runs_with_the_next_capture(engine, monkeypatch):
+    """The turn was appended, then the process stopped before "remember": the retry's capture finds the batch and
+    runs the "remember" it missed (the turn is still not logged twice)."""
+    real = Engine._remember
+    calls = {"n": 0}
+
+    def stop_once(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError("the process stopped here")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Engine, "_remember", stop_once)
+    first = [user("remember that the staging database is on port 6543.")]
+    engine.forwarded(engine.prepare(body(first), HEADERS)).result(30)
+
+    def noted() -> list[str]:
+        with Memory(engine.home, engine.config) as m:
+            return [kv.current.body for kv in m.facts.scan()[0] if kv.current and "6543" in kv.current.body]
+
+    assert noted() == []  # not yet
+    engine.forwarded(engine.prepare(body(first), HEADERS)).result(30)  # the client's retry
+    assert len(noted()) == 1
+    assert logged(engine) == [("user", "remember that the staging database is on port 6543.")]
+
+
+def test_an_answer_after_a_failed_request_capture_brings_the_request_first(engine, monkeypatch):
+    """The request's append failed; its answer's capture logs the request's turns first, then the answer."""
+    real = Memory.append_turns
+    calls = {"n": 0}
+
+    def stop_once(self, session, items):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError("the process stopped here")
+        return real(self, session, items)
+
+    monkeypatch.setattr(Memory, "append_turns", stop_once)
+    first = [user("which database does the shop use?")]
+    p1 = engine.prepare(body(first), HEADERS)
+    engine.forwarded(p1).result(30)
+    answer(engine, p1, "Postgres 16.")
+    second = [*first, assistant("Postgres 16."), user("thanks")]
+    engine.forwarded(engine.prepare(body(second), HEADERS)).result(30)
+    assert logged(engine) == [
+        ("user", "which database does the shop use?"),
+        ("assistant", "Postgres 16."),
+        ("user", "thanks"),
+    ]
+
+
+def test_a_late_stream_end_never_logs_an_earlier_answer_again(engine):
+    """Request N+1 (which carries answer N) and its partial answer are logged before answer N's stream end is
+    reported: answer N is not logged a second time, out of order."""
+    first = [user("q1")]
+    p1 = engine.prepare(body(first), HEADERS)
+    engine.forwarded(p1)
+    second = [*first, assistant("a1"), user("q2")]
+    p2 = engine.prepare(body(second), HEADERS)
+    engine.forwarded(p2)
+    answer(engine, p2, "a2 partial", truncated=True)
+    answer(engine, p1, "a1")
+    assert logged(engine) == [("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("assistant", "a2 partial")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from conftest import make_proxy_app
@@ -171,6 +172,24 @@ def test_async_judge_runs_after_forwarding_and_its_pick_joins_the_next_request(b
     eng.forwarded(again).result(timeout=30)
     # The judge is never asked about a fact the conversation already carries.
     assert all("global/money" not in json.dumps(r[2]) for r in model.requests[1:])
+
+
+def test_a_slow_judges_pick_still_joins_the_next_request(bead_home, model, monkeypatch):
+    """The next request no longer waits for the previous capture, but it does wait (within its deadline) for the
+    previous request's judge: a pick that takes a quarter of a second still joins it."""
+    monkeypatch.setenv("BEAD_TEST_KEY", "k")
+    eng = async_engine(bead_home, model)
+    model.answers.append(lambda req: (time.sleep(0.25), pick_money(req))[1])  # a model that takes its time
+    headers = {"x-bead-session": "ahead"}
+    first = eng.prepare(body(), headers)
+    job = eng.forwarded(first)
+    messages = TURN + [
+        {"role": "assistant", "content": [{"type": "text", "text": "The rounding is off by a cent."}]},
+        {"role": "user", "content": [{"type": "text", "text": "ok, fix it"}]},
+    ]
+    second = eng.prepare(json.dumps({"model": "m", "max_tokens": 5, "messages": messages}).encode(), headers)
+    job.result(30)
+    assert second.injected[:1] == ["global/money@v1"], second.trace
 
 
 def test_async_judge_failure_changes_nothing(bead_home, model, monkeypatch):

@@ -92,11 +92,15 @@ class ConversationState:
                 st.carried_from = str(r.get("from") or "")
                 st.carried_ids, st.carried_pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
             elif kind == "captured":
-                st.captured, st.captured_partial = int(r.get("upto", 0)), bool(r.get("partial", False))
+                upto = int(r.get("upto", 0))
+                if upto >= st.captured:  # never backwards (a late record of an earlier answer)
+                    st.captured, st.captured_partial = upto, bool(r.get("partial", False))
                 st.capturing = None
             elif kind == "capturing":
                 batch, upto = str(r.get("batch", "")), int(r.get("upto", 0))
-                st.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial"))}
+                st.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial")), "remember": r.get("remember")}
+            elif kind == "remembered" and st.capturing and r.get("batch") == st.capturing["batch"]:
+                st.capturing["remember"] = None
         return st
 
     def append(self, record: dict[str, Any]) -> None:
@@ -125,12 +129,20 @@ class ConversationState:
 
     def set_captured(self, upto: int, partial: bool = False) -> None:
         self.append({"kind": "captured", "upto": upto, "partial": partial})
-        self.captured, self.captured_partial, self.capturing = upto, partial, None
+        if upto >= self.captured:
+            self.captured, self.captured_partial = upto, partial
+        self.capturing = None
 
-    def set_capturing(self, batch: str, upto: int, partial: bool = False) -> None:
-        """A capture of the turns up to message ``upto`` is about to be appended with this batch id."""
-        self.append({"kind": "capturing", "batch": batch, "upto": upto, "partial": partial})
-        self.capturing = {"batch": batch, "upto": upto, "partial": partial}
+    def set_capturing(self, batch: str, upto: int, partial: bool = False, remember: int | None = None) -> None:
+        """A capture of the turns up to message ``upto`` is about to be appended with this batch id; ``remember``:
+        the message whose "remember" runs after the append (done: ``set_remembered``)."""
+        self.append({"kind": "capturing", "batch": batch, "upto": upto, "partial": partial, "remember": remember})
+        self.capturing = {"batch": batch, "upto": upto, "partial": partial, "remember": remember}
+
+    def set_remembered(self, batch: str) -> None:
+        self.append({"kind": "remembered", "batch": batch})
+        if self.capturing and self.capturing["batch"] == batch:
+            self.capturing["remember"] = None
 
 
 class Conversations:
@@ -142,6 +154,12 @@ class Conversations:
     def lock(self, conversation_id: str, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
         """The conversation's flock; ``bead forget`` takes the same one (LockBusy past ``timeout``)."""
         return flocked(self.home.session_lock(conversation_id), timeout=timeout, root=self.home.root)
+
+    def capture_lock(self, conversation_id: str) -> contextlib.AbstractContextManager[None]:
+        """Held by a capture from its "capturing" record to its "captured" one, in whatever process: the next
+        request's preparation never takes it, and a capture that holds it knows a leftover "capturing" record is
+        one that stopped (no other capture of the conversation is under way)."""
+        return flocked(self.home.capture_lock(conversation_id), root=self.home.root)
 
     def load(self, conversation_id: str) -> ConversationState:
         return ConversationState.load(self.home, conversation_id)

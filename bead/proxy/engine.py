@@ -11,7 +11,10 @@ Everything else runs after forwarding, off the event loop, one job at a time
 per conversation and in order: capture the new turns (secret scan, raw
 append, index), "remember", the audit's inject records and the trace; then,
 when the response ends, the assistant turn. A conversation's next request
-waits (within its deadline) for its own pending job, never for another's.
+does not wait for them (a capture holds a lock of its own, and the raw
+append is its commit); only a Responses chain's next step waits for the
+answer it continues, and with ``rerank.mode: async`` a request waits, within
+its deadline, for the previous one's judge.
 
 The work itself is the application layer's (``bead.core``, ``bead.recall``);
 this module only orders it for a proxied conversation and fails open.
@@ -112,6 +115,7 @@ class Engine:
         self._chains: dict[str, Future[None]] = {}  # each conversation's newest job
         self._queues: dict[str, deque[tuple[Callable[[], None], Future[None]]]] = {}
         self._chains_lock = threading.Lock()
+        self._judging: dict[str, threading.Event] = {}  # a conversation whose judge (rerank.mode async) is under way
         self.warmed = threading.Event()  # set once warm_up() has finished (or given up)
         # Responses API chains: a response's id -> the conversation it answered, so that the request continuing
         # it (previous_response_id, no session header) is the same conversation. In memory, the newest ones: after
@@ -234,6 +238,7 @@ class Engine:
             return self._responses.get(response_id)
 
     def _prepare(self, conv: Conversation, headers: dict[str, str], deadline: float, t0: float) -> Prepared:
+        t_wait = time.perf_counter()
         ident = identify(headers, conv, self.default_project)
         prev = self._chain_of(conv) if not names_session(headers) else None
         if prev is not None and ident.project and ident.project != prev.project:
@@ -258,9 +263,13 @@ class Engine:
             "errors": [],
         }
         # Nothing here waits for this conversation's previous capture: what this request needs of the previous one
-        # is in the state file, which prepare itself wrote; a capture job holds the lock only to read and record
-        # its progress, never while it scans, appends and indexes (_after_request).
-        t_wait = time.perf_counter()
+        # is in the state file, which prepare itself wrote; a capture job never holds the conversation's lock (it
+        # holds a capture lock of its own, _after_request). rerank.mode async: the previous request's judge, whose
+        # pick joins this request, is waited for within the deadline.
+        with self._chains_lock:
+            judging = self._judging.get(ident.id)
+        if judging is not None:
+            judging.wait(self._left(deadline, "parse"))
         injected: list[str] = []
         pinned_new: list[str] = []
         blocks: dict[int, list[str]] = {}
@@ -268,7 +277,7 @@ class Engine:
         plans = None
         opening: list[dict[str, Any]] = []
         with self._locked(ident.id, deadline):
-            # Time spent waiting for the conversation's lock (a capture job records its progress under it).
+            # Time spent waiting before the work: a Responses chain's previous step, a judge's pick, the lock.
             trace["pending_ms"] = round((time.perf_counter() - t_wait) * 1000, 2)
             st = self.conversations.load(ident.id)
             if prev is not None and not st.carried_from:
@@ -408,6 +417,9 @@ class Engine:
         if prep.ident is None or prep.conv is None:
             return None
         ident = prep.ident
+        if prep.judge is not None:
+            with self._chains_lock:
+                self._judging[ident.id] = threading.Event()
         return self._chain(ident.id, lambda: self._after_request(prep, ident))
 
     def _after_request(self, prep: Prepared, ident: Identity) -> None:
@@ -415,27 +427,17 @@ class Engine:
         assert conv is not None
         trace = prep.trace
         try:
-            mem = self.memory()
-            upto = len(conv.messages)
-            with self.conversations.lock(ident.id):
-                st = self.conversations.load(ident.id)
-                self._recover(mem, ident, st)
-                start = st.captured
-                turns = capture.request_turns(conv, ident, start) if start < upto else []
-                batch = self._begin(st, turns, upto)
-            if start < upto:
-                # The slow part (secret scan, append, index, "remember") holds no lock the next request takes.
-                captured = self._capture(mem, ident, turns, batch) if turns else []
-                newest = conv.newest_user
-                if newest is not None and newest >= start:
-                    # Remembered facts and queued items cite the typed turns they come from.
-                    typed = [t.anchor for t in captured if t.flags.get("message") == newest and t.flags.get("source") == "typed"]
-                    self._remember(mem, conv, newest, ident, trace, typed, prep.plans)
-                if batch:
-                    with self.conversations.lock(ident.id):
-                        st.set_captured(upto)
             if prep.judge is not None:
-                self._judge(ident, prep.judge, trace)
+                # First: the conversation's next request waits for the pick (within its deadline), not for capture.
+                try:
+                    self._judge(ident, prep.judge, trace)
+                finally:
+                    self._judged(ident.id)
+            mem = self.memory()
+            with self.conversations.capture_lock(ident.id):
+                st = self.conversations.load(ident.id)
+                self._catch_up(mem, ident, st, conv, trace)
+                self._capture_messages(mem, ident, st, conv, len(conv.messages), trace, prep.plans)
             now = self.clock()
             # Pinned facts count as injected: decay must not put to sleep the
             # facts that every conversation starts with.
@@ -447,6 +449,60 @@ class Engine:
             self.error("capture", exc)
             trace["errors"].append("capture")
         self._trace(trace)
+
+    def _capture_messages(
+        self,
+        mem: Memory,
+        ident: Identity,
+        st: ConversationState,
+        conv: Conversation,
+        upto: int,
+        trace: dict[str, Any],
+        plans: list[remembering.Plan] | None = None,
+        answer: list[capture.Turn] | None = None,
+        partial: bool = False,
+    ) -> None:
+        """Capture the conversation's messages from ``st.captured`` on (and ``answer``, the turns of message
+        ``upto - 1``, when given), then "remember" for the newest user message among them, under the capture lock.
+        The turns are recorded as capturing (a batch id) before they are appended and as captured after."""
+        start = st.captured
+        turns = capture.request_turns(conv, ident, start) if start < len(conv.messages) else []
+        turns += answer or []
+        newest = conv.newest_user
+        remember_at = newest if newest is not None and start <= newest < upto else None
+        batch = self._begin(st, turns, upto, partial, remember_at)
+        if start >= upto and not answer:
+            return
+        # The slow part (secret scan, append, index, "remember") holds no lock the next request takes.
+        captured = self._capture(mem, ident, turns, batch) if turns else []
+        if remember_at is not None:
+            # Remembered facts and queued items cite the typed turns they come from.
+            typed = [t.anchor for t in captured if t.flags.get("message") == remember_at and t.flags.get("source") == "typed"]
+            self._remember(mem, conv, remember_at, ident, trace, typed, plans)
+            if batch:
+                st.set_remembered(batch)
+        if batch or st.captured < upto:
+            st.set_captured(upto, partial)
+
+    def _catch_up(self, mem: Memory, ident: Identity, st: ConversationState, conv: Conversation, trace: dict[str, Any]) -> None:
+        """Under the capture lock, a "capturing" record left over is a capture that stopped (a crash) between its
+        record and its end: the raw log is the commit. Its batch there: its turns count as captured (never appended
+        twice), and a "remember" it had not run yet runs now (its message is in this conversation); not there: its
+        turns are captured again from the conversation (never lost)."""
+        left = st.capturing
+        if not left or not mem.raw.has_batch(ident.session, left["batch"]):
+            return
+        at = left.get("remember")
+        if isinstance(at, int) and 0 <= at < len(conv.messages):
+            self._remember(mem, conv, at, ident, trace, [], None)
+            st.set_remembered(left["batch"])
+        st.set_captured(left["upto"], left["partial"])
+
+    def _judged(self, conversation_id: str) -> None:
+        with self._chains_lock:
+            done = self._judging.pop(conversation_id, None)
+        if done is not None:
+            done.set()
 
     def _judge(self, ident: Identity, cue: Any, trace: dict[str, Any]) -> None:
         """rerank.mode async: the chat model judges this turn's candidates off the request path; its picks
@@ -504,7 +560,7 @@ class Engine:
             rid = getattr(collector, "response_id", None)
             if rid and prep.conv is not None and self._chain_of_id(rid) is None:
                 self.chained(prep, rid, capture_queued=True)  # an answer the relay could not read (compressed)
-            if result is None:
+            if result is None or prep.conv is None:
                 return
             message, flags = result
             if truncated:
@@ -513,36 +569,34 @@ class Engine:
             if not turns:
                 return
             mem = self.memory()
-            partial = bool(flags.get("partial"))
-            with self.conversations.lock(ident.id):
+            n = prep.n_messages
+            with self.conversations.capture_lock(ident.id):
                 st = self.conversations.load(ident.id)
-                self._recover(mem, ident, st)
-                if st.captured > prep.n_messages and not st.captured_partial:
-                    return  # a retry of a request whose answer is already in the log
-                batch = self._begin(st, turns, prep.n_messages + 1, partial)
-            self._capture(mem, ident, turns, batch)
-            with self.conversations.lock(ident.id):
-                st.set_captured(prep.n_messages + 1, partial)
+                self._catch_up(mem, ident, st, prep.conv, prep.trace)
+                if st.captured > n + 1 or (st.captured == n + 1 and not st.captured_partial):
+                    return  # this answer, or a later message, is in the log already (a retry, a late stream end)
+                if st.captured > n:
+                    st.captured = n  # a partial answer logged before: the whole one follows it
+                # The request's own turns first if its capture never got them into the log.
+                self._capture_messages(
+                    mem, ident, st, prep.conv, n + 1, prep.trace, answer=turns, partial=bool(flags.get("partial"))
+                )
         except Exception as exc:
             self.error("capture", exc)
 
-    def _begin(self, st: ConversationState, turns: list[capture.Turn], upto: int, partial: bool = False) -> str:
-        """Record, under the conversation's lock, that ``turns`` are about to be appended with a new batch id (which
-        the first of them carries into the raw log); none to append: captured at once ("" comes back)."""
+    def _begin(
+        self, st: ConversationState, turns: list[capture.Turn], upto: int, partial: bool = False, remember: int | None = None
+    ) -> str:
+        """Record that ``turns`` are about to be appended with a new batch id (which the first of them carries into
+        the raw log; ``remember``: the message whose "remember" follows); none to append: captured at once, after a
+        "remember" of its own if there is one ("" comes back)."""
         if not turns:
-            if st.captured < upto:
+            if st.captured < upto and remember is None:
                 st.set_captured(upto, partial)
             return ""
         batch = uuid.uuid4().hex[:16]
-        st.set_capturing(batch, upto, partial)
+        st.set_capturing(batch, upto, partial, remember)
         return batch
-
-    def _recover(self, mem: Memory, ident: Identity, st: ConversationState) -> None:
-        """A capture that stopped between recording its batch and recording it done (a crash): the raw log is the
-        commit. Its batch there: its turns count as captured (never appended twice); not there: they are captured
-        again from the conversation (never lost)."""
-        if st.capturing and mem.raw.has_batch(ident.session, st.capturing["batch"]):
-            st.set_captured(st.capturing["upto"], st.capturing["partial"])
 
     def _capture(self, mem: Memory, ident: Identity, turns: list[capture.Turn], batch: str = "") -> list[RawTurn]:
         """Capture turns (the first carries ``batch``); a locked index is counted, not fatal: the raw log has them
