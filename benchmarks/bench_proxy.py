@@ -258,10 +258,7 @@ def main() -> None:
             f"recall step p50 {statistics.median(rec):.2f} ms p95 {pct(rec, 95):.2f} ms ({len(rec)} recalls)"
         )
         waits = [e.get("pending_ms", 0.0) for e in steps]
-        print(
-            f"  of prepare, waiting for the conversation's previous capture: p50 {statistics.median(waits):.2f} ms "
-            f"p95 {pct(waits, 95):.2f} ms"
-        )
+        print(f"  of prepare, the wait before its work: p50 {statistics.median(waits):.2f} ms p95 {pct(waits, 95):.2f} ms")
     finally:
         if proc:
             proc.terminate()
