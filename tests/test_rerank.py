@@ -192,6 +192,38 @@ def test_a_slow_judges_pick_still_joins_the_next_request(bead_home, model, monke
     assert second.injected[:1] == ["global/money@v1"], second.trace
 
 
+def test_the_judges_pick_follows_a_responses_chain(bead_home, model, monkeypatch):
+    """A Responses API chain (previous_response_id, no session header) is one conversation: the judge's pick after
+    one step joins the next step, though that step has a state file of its own."""
+    from fakes import Reply, openai_sse, responses_events
+
+    from bead.wire import formats
+
+    monkeypatch.setenv("BEAD_TEST_KEY", "k")
+    eng = async_engine(bead_home, model)
+    model.answers.append(pick_money)
+    wire = formats.by_name("responses").wire
+    ran = {"command": "pytest tests/test_pricing.py -x -q"}
+    items = [  # as TURN above: a test run's output, which the gate alone does not inject
+        {"role": "user", "content": "run the pricing tests"},
+        {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": json.dumps(ran)},
+        {"type": "function_call_output", "call_id": "c1", "output": TURN[1]["content"][0]["content"]},
+    ]
+    first = json.dumps({"model": "gpt-test", "input": items}).encode()
+    p1 = eng.prepare(first, {}, wire=wire)
+    assert p1.ident is not None and p1.judge is not None, p1.trace
+    eng.forwarded(p1)
+    events = responses_events(Reply(text="The rounding is off by a cent."), json.loads(first))
+    rid = events[0]["response"]["id"]
+    eng.chained(p1, rid)
+    eng.finished(p1, openai_sse(events, True), "text/event-stream", None, False)
+    nxt = {"model": "gpt-test", "previous_response_id": rid, "input": [{"role": "user", "content": "ok, fix it"}]}
+    p2 = eng.prepare(json.dumps(nxt).encode(), {}, wire=wire)
+    eng.drain(30)
+    assert p2.ident is not None and p2.ident.session == p1.ident.session
+    assert p2.injected[:1] == ["global/money@v1"], p2.trace
+
+
 def test_async_judge_failure_changes_nothing(bead_home, model, monkeypatch):
     monkeypatch.setenv("BEAD_TEST_KEY", "k")
     eng = async_engine(bead_home, model)

@@ -251,6 +251,9 @@ class Engine:
             if queued is not None:
                 queued.wait(self._left(deadline, "parse"))
             self._wait_for_pending(prev.id, self._left(deadline, "parse"))  # its answer is in the log first
+            judging = self._judging.get(prev.id)
+            if judging is not None:  # rerank.mode async: the previous step's pick joins this one
+                judging.wait(self._left(deadline, "parse"))
         newest = conv.newest_user
         mem = self.memory()
         trace: dict[str, Any] = {
@@ -283,6 +286,8 @@ class Engine:
             if prev is not None and not st.carried_from:
                 before = self.conversations.load(prev.id)
                 st.carry(prev.id, sorted(before.injected), sorted(before.pointer_ids))
+                if before.ahead:  # the look-ahead judge's picks after the previous step
+                    st.set_ahead(before.ahead)
             # A request that continues server-held state (a Responses API
             # previous_response_id) carries only its new turns: the pinned block
             # went with the conversation's first request. A request with no
