@@ -118,7 +118,7 @@ def test_a_capture_stopped_after_its_append_doubles_nothing(engine, monkeypatch,
 
 def test_a_capture_stopped_before_its_append_loses_nothing(engine, monkeypatch):
     """The batch was recorded but the append never happened: the next request's capture appends those turns."""
-    real = Memory.append_turns
+    real = rawlog.RawLog.append_many
     calls = {"n": 0}
 
     def stop_once(self, session, items):
@@ -127,7 +127,7 @@ def test_a_capture_stopped_before_its_append_loses_nothing(engine, monkeypatch):
             raise OSError("the process stopped here")
         return real(self, session, items)
 
-    monkeypatch.setattr(Memory, "append_turns", stop_once)
+    monkeypatch.setattr(rawlog.RawLog, "append_many", stop_once)
     first = [user("which database does the shop use?")]
     engine.forwarded(engine.prepare(body(first), HEADERS)).result(30)
     assert eventually(lambda: engine.counters["error.capture"] == 1) and logged(engine) == []
@@ -211,7 +211,7 @@ def test_a_remember_a_stopped_capture_never_ran_runs_with_the_next_capture(engin
 
 def test_an_answer_after_a_failed_request_capture_brings_the_request_first(engine, monkeypatch):
     """The request's append failed; its answer's capture logs the request's turns first, then the answer."""
-    real = Memory.append_turns
+    real = rawlog.RawLog.append_many
     calls = {"n": 0}
 
     def stop_once(self, session, items):
@@ -220,7 +220,7 @@ def test_an_answer_after_a_failed_request_capture_brings_the_request_first(engin
             raise OSError("the process stopped here")
         return real(self, session, items)
 
-    monkeypatch.setattr(Memory, "append_turns", stop_once)
+    monkeypatch.setattr(rawlog.RawLog, "append_many", stop_once)
     first = [user("which database does the shop use?")]
     p1 = engine.prepare(body(first), HEADERS)
     engine.forwarded(p1).result(30)

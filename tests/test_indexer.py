@@ -114,6 +114,24 @@ class TestIndexer:
         mem.raw.append("outside", "user", "the zookeeper ensemble needs three nodes")
         assert eventually(lambda: raw_ids(bead_home, "zookeeper ensemble") == ["outside#1"])
 
+    def test_the_proxys_captured_turns_are_indexed_by_the_indexer(self, mem, indexer, bead_home):
+        """The proxy only appends (#27: no index work in the process the agent waits on); the indexer indexes
+        what it captured."""
+        import json
+
+        from bead.config import parse
+        from bead.proxy.engine import Engine
+
+        engine = Engine(Home(bead_home), parse("owner: t\n"))
+        said = {"role": "user", "content": "the kafka brokers need rack awareness turned on"}
+        data = {"model": "m", "max_tokens": 5, "messages": [said]}
+        prep = engine.prepare(json.dumps(data).encode(), {"x-bead-session": "proxied"})
+        engine.forwarded(prep).result(30)
+        engine.close()
+        assert mem.raw.find("proxied") is not None and raw_ids(bead_home, "kafka rack awareness") == []
+        indexer()
+        assert eventually(lambda: raw_ids(bead_home, "kafka rack awareness") == ["proxied#1"])
+
     def test_restart_reconciles_edits_made_while_down(self, mem, indexer, bead_home):
         f = mem.write("user/editor", "The editor is helix.", "user").fact
         p = indexer()

@@ -7,7 +7,7 @@ out; thinking never reaches the model's parts. A message becomes one raw turn
 per run of parts with the same source, each marked with that ``source``
 (typed, pasted, tool_output, tool_call, assistant), so whatever later cites a
 turn (a dream proposal) knows who produced it. The raw log's append path
-then runs the secret scan and takes its lock.
+then runs the secret scan and takes its lock; the indexer indexes what it appended.
 """
 
 from __future__ import annotations
@@ -88,9 +88,11 @@ def _project(ident: Identity) -> dict[str, str]:
 
 
 def capture(mem: Memory, ident: Identity, turns: list[Turn]) -> list[RawTurn]:
-    """Append ``turns`` to the conversation's raw log (secret scan, lock, index) at the memory's clock."""
+    """Append ``turns`` to the conversation's raw log (secret scan, lock) at the memory's clock. The proxy only
+    appends: the indexer, which watches the raw log, indexes them (and gives them their vectors), in its own
+    process."""
     now = mem.clock()
-    return mem.append_turns(ident.session, [(t.role, t.text, now, None, t.flags) for t in turns])
+    return mem.raw.append_many(ident.session, [(t.role, t.text, now, None, t.flags) for t in turns])
 
 
 def assistant_turns(message: Message, ident: Identity, flags: dict[str, object]) -> list[Turn]:

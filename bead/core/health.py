@@ -82,7 +82,12 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         data["raw"]["turns"] = data["index"]["raw_turns"]
         data["semantic"] = semantic_state(mem)
         if not d.clean:
-            problems.append({"problem": f"the index is behind the files ({d.as_dict()})", "fix": "run `bead reindex`"})
+            problems.append(
+                {
+                    "problem": f"the index is behind the files ({d.as_dict()})",
+                    "fix": "run `bead reindex`; the indexer (a service, or under `bead up`) keeps it in step while it runs",
+                }
+            )
     except BeadError as exc:
         problems.append({"problem": exc.message, "fix": exc.hint})
     data["proxy"] = proxy_health(mem.config.proxy.listen, load_token(mem.home))

@@ -9,7 +9,8 @@ or on any failure, the original bytes go out.
 
 Everything else runs after forwarding, off the event loop, one job at a time
 per conversation and in order: capture the new turns (secret scan, raw
-append, index), "remember", the audit's inject records and the trace; then,
+append; the indexer indexes them), "remember", the audit's inject records
+and the trace; then,
 when the response ends, the assistant turn. A conversation's next request
 does not wait for them (a capture holds a lock of its own, and the raw
 append is its commit); only a Responses chain's next step waits for the
@@ -41,7 +42,7 @@ from ..config import Config
 from ..conversation import Conversation, Identity, identify, names_session
 from ..core import capture
 from ..core import remember as remembering
-from ..core.memory import IndexBehind, Memory, utcnow
+from ..core.memory import Memory, utcnow
 from ..core.pinned import standing_memory
 from ..core.recall import Recaller
 from ..core.state import Conversations, ConversationState
@@ -604,15 +605,10 @@ class Engine:
         return batch
 
     def _capture(self, mem: Memory, ident: Identity, turns: list[capture.Turn], batch: str = "") -> list[RawTurn]:
-        """Capture turns (the first carries ``batch``); a locked index is counted, not fatal: the raw log has them
-        (then [] comes back)."""
+        """Append turns to the raw log (the first carries ``batch``); the indexer indexes them."""
         if turns and batch:
             turns[0].flags["batch"] = batch
-        try:
-            return capture.capture(mem, ident, turns)
-        except IndexBehind as exc:
-            self.error("index_behind", exc)
-            return []
+        return capture.capture(mem, ident, turns)
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait for every pending job (shutdown, tests)."""
