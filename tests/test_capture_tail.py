@@ -246,3 +246,31 @@ def test_a_late_stream_end_never_logs_an_earlier_answer_again(engine):
     answer(engine, p2, "a2 partial", truncated=True)
     answer(engine, p1, "a1")
     assert logged(engine) == [("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("assistant", "a2 partial")]
+
+
+def test_two_proxies_keep_a_conversations_order_and_inject_a_fact_once(bead_home):
+    """What several proxy processes on one home would share (#27's workers): the conversation's requests go to
+    either, alternately; a fact injected by one is never injected again by the other, and the raw log keeps the
+    conversation's order."""
+    home = Home(bead_home).ensure()
+    a, b = Engine(home, parse("owner: t\n")), Engine(home, parse("owner: t\n"))
+    with Memory(home, a.config) as m:
+        m.write("project/shop/db", "The shop's database is Postgres 16 on db.internal", "project")
+    msgs = [user("which postgres database host does the shop use?")]
+    shown: list[str] = []
+    for i, eng in enumerate([a, b, a, b]):
+        prep = eng.prepare(body(msgs), HEADERS)
+        assert prep.ident is not None, prep.trace
+        shown += [*prep.pinned_new, *prep.injected]
+        eng.forwarded(prep).result(30)
+        answer(eng, prep, f"answer {i}: db.internal")
+        msgs = [*msgs, assistant(f"answer {i}: db.internal"), user(f"and the postgres database host again, step {i}?")]
+    a.close()
+    b.close()
+    assert shown.count("project/shop/db@v1") == 1, shown  # pinned or recalled once, whichever process served it
+    said = [text for role, text in logged(a) if role == "user"]
+    assert said == [
+        "which postgres database host does the shop use?",
+        *[f"and the postgres database host again, step {i}?" for i in range(3)],
+    ]
+    assert [text for role, text in logged(a) if role == "assistant"] == [f"answer {i}: db.internal" for i in range(4)]
