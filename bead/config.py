@@ -113,7 +113,11 @@ class ModelSettings:
     """Which chat model to call; the key comes from a variable or a command, never the file."""
 
     provider: str | None = setting(None, "who serves the model", choices=PROVIDERS)
-    model: str | None = setting(None, "the model's name at that provider")
+    model: str | None = setting(
+        None,
+        "the model's name at that provider",
+        check=lambda v: None if v is None or v.strip() else "is blank: give the model's name, or null for none",
+    )
     base_url: str | None = setting(None, "the provider's API base URL (default: the provider's own)")
     api_key_env: str | None = setting(None, "the NAME of a variable holding the key")
     api_key_command: str | None = setting(None, "a command that prints the key")

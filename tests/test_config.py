@@ -49,6 +49,13 @@ class TestConfigErrors:
         assert "line 3" in e.value.message and "proxy.upstrem" in e.value.message
         assert "upstream" in e.value.hint
 
+    def test_a_blank_model_is_no_model(self):
+        """`model: "  "` would count as a model (a dry run estimating calls of "ollama/  "): refused, on its line."""
+        with pytest.raises(BeadError) as e:
+            config.parse('dream:\n  provider: ollama\n  model: "  "\n')
+        assert "line 3" in e.value.message and "`dream.model` is blank" in e.value.message
+        assert config.parse("dream:\n  model: null\n").dream.model is None
+
     def test_wrong_type_names_line(self):
         with pytest.raises(BeadError) as e:
             config.parse("dream:\n  decay_days: soon\n")
