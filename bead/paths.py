@@ -49,6 +49,11 @@ class Home:
         return self.root / "audit.log"
 
     @property
+    def embed_socket(self) -> Path:
+        """Where the indexer answers other processes' questions with vectors (bead.index.semantic.QueryServer)."""
+        return self.root / ".run" / "embed.sock"
+
+    @property
     def tombstones_log(self) -> Path:
         return self.root / "tombstones.log"
 

@@ -266,6 +266,45 @@ class TestFactVectors:
         assert rank.embed_query(mem.index, QUERY) is None
         assert pointers.by_meaning(pool, mem.index, None) == pool
 
+    def test_the_proxy_orders_by_meaning_with_the_indexers_model(self, mem, model, tmp_path):
+        """The proxy loads no model (about 200 MB): its question's vector comes from the indexer's QueryServer, and
+        orders the pointers as the model in-process does; with no indexer answering, the search's order."""
+        from bead.recall import pointers
+
+        self.facts(mem)
+        semantic.Backfill(mem.index, model).run()
+        pool = self.pool(mem)
+        mem.index.semantic_socket = mem.home.embed_socket
+        assert pointers.by_meaning(pool, mem.index, rank.embed_query(mem.index, QUERY)) == pool  # nobody answers
+        server = semantic.QueryServer(model, mem.home.embed_socket)
+        assert server.start()
+        try:
+            assert oct(mem.home.embed_socket.stat().st_mode & 0o777) == "0o600"
+            got = pointers.by_meaning(pool, mem.index, rank.embed_query(mem.index, QUERY))
+            assert [c.key for c in got[:2]] == ["user/anna-coffee", "user/anna-bus"]
+        finally:
+            server.close()
+        assert not mem.home.embed_socket.exists()
+
+    def test_the_query_server_answers_as_the_model_and_survives_odd_peers(self, mem, model):
+        import socket
+
+        server = semantic.QueryServer(model, mem.home.embed_socket)
+        assert server.start()
+        try:
+            path = mem.home.embed_socket
+            for peer in (b"\xff\xff\xff\xff" + b"x" * 10, b"\x00\x00", b"\x00\x00\x00\x05\xff\xfe"):  # too long, cut, not UTF-8
+                with socket.socket(socket.AF_UNIX) as c:
+                    c.settimeout(10)
+                    c.connect(str(path))
+                    c.sendall(peer)
+                    c.shutdown(socket.SHUT_WR)
+                    c.recv(4096)  # an answer of no vector, or a closed connection
+            got = semantic.ask(path, QUERY, timeout=10)
+            assert got is not None and float(abs(got - model.embed([QUERY])[0]).max()) < 1e-5
+        finally:
+            server.close()
+
     def test_a_facts_vector_goes_with_its_row_and_with_a_changed_text(self, mem, model):
         self.facts(mem)
         semantic.Backfill(mem.index, model).run()
@@ -348,3 +387,25 @@ def test_the_cue_gates_bag_of_terms_is_searched_by_words_alone(mem, model, monke
     conv = conversation_of(data, {})
     Recaller(Config()).recall_for(mem, conv, identify({}, conv, None), set(), 5.0)
     assert asked == ["What did Anna drink every morning, do you remember?"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/PID/maps")
+def test_the_proxy_process_loads_no_model(start_proxy, upstream, mem, model):
+    """The embedding model stays out of the proxy's process (about 200 MB each): a request with pointers to order,
+    bead[semantic] on, and no onnxruntime mapped in the proxy afterwards."""
+    import json
+    import urllib.request
+
+    TestFactVectors().facts(mem)
+    semantic.Backfill(mem.index, model).run()
+    url = start_proxy()
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": QUERY}]}
+    req = urllib.request.Request(
+        url + "/v1/messages", data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status == 200
+    assert eventually(lambda: len(upstream.requests) == 1)
+    (proc,) = start_proxy.procs
+    maps = open(f"/proc/{proc.pid}/maps").read()
+    assert "libonnxruntime" not in maps and "onnxruntime" not in maps

@@ -91,6 +91,7 @@ class Memory:
         self.raw = RawLog(home, clock, config.owner)
         self._index: Index | None = None
         self.semantic_wait = True  # bead[semantic]: a search may wait for the model to load (not on the proxy's path)
+        self.semantic_socket: Path | None = None  # the proxy: questions' vectors from the indexer (Index.semantic_socket)
 
     @classmethod
     def open(cls, home: Home | None = None, clock: Callable[[], datetime] = utcnow) -> Memory:
@@ -104,6 +105,7 @@ class Memory:
             idx = Index(self.home.index_db, self.home.store, self.busy_timeout_ms)
             idx.semantic = self.config.recall.semantic and semantic.available()
             idx.semantic_wait = self.semantic_wait
+            idx.semantic_socket = self.semantic_socket
             if idx.fresh:
                 # Deleted, never built, or built by another schema: derive it again.
                 rebuild(idx, self.facts, self.raw)

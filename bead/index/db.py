@@ -273,6 +273,9 @@ class Index:
         # from recall.semantic), and whether a search may wait for the model to load (the proxy's may not).
         self.semantic = False
         self.semantic_wait = True
+        # Set (the proxy): questions' vectors come from the indexer's QueryServer at this socket, never a model of
+        # this process's own.
+        self.semantic_socket: Path | None = None
         # What readers derived from the facts, shared by every connection of this process to this
         # file, valid while ``facts_state()`` stays the same (the pinned block's scored candidates).
         if len(_MEMOS) >= 64 and str(path) not in _MEMOS:

@@ -170,6 +170,123 @@ def failure() -> str | None:
     return _failed
 
 
+# ----- questions from other processes ------------------------------------------------------------------------
+# The model takes about 200 MB in a process (onnxruntime's optimised graph holds the weights as floats; without
+# that optimisation a question takes three times as long). The indexer holds it anyway, for the raw turns'
+# vectors; the proxy asks it for a question's vector over a Unix socket in the home instead of loading its own.
+# One question per connection: a 4-byte length and the text (UTF-8); the answer, a 4-byte length and DIM float32
+# values (length 0: no vector).
+QUERY_MAX_BYTES = EMBED_CHARS * 4 + 4  # a question's text, cut to EMBED_CHARS characters, in UTF-8
+QUERY_IO_TIMEOUT_S = 5.0  # a peer that sends nothing is dropped
+
+
+def decode(blob: bytes) -> Any:
+    """A stored vector (float16) as float32: needs numpy, not the model."""
+    import numpy as np
+
+    return np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+
+
+def _read_exact(conn: Any, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("the peer closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+class QueryServer:
+    """The indexer's answer to other processes' questions: each one's vector from the model the indexer holds, on
+    a Unix socket (0600) in the home (``Home.embed_socket``). Each connection in a thread of its own; a request
+    longer than QUERY_MAX_BYTES or slower than QUERY_IO_TIMEOUT_S is dropped."""
+
+    def __init__(self, model: Model, path: Any):
+        self.model = model
+        self.path = path
+        self._server: Any = None
+
+    def start(self) -> bool:
+        """Listen; False (and logged) where the socket cannot be made (a home path too long for one)."""
+        import socketserver
+        import stat
+
+        server_self = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                conn = self.request
+                conn.settimeout(QUERY_IO_TIMEOUT_S)
+                try:
+                    n = int.from_bytes(_read_exact(conn, 4), "big")
+                    if n > QUERY_MAX_BYTES:
+                        conn.sendall((0).to_bytes(4, "big"))
+                        return
+                    text = _read_exact(conn, n).decode("utf-8", "replace")
+                    vec = server_self.model.embed([text])[0].astype("float32").tobytes()
+                    conn.sendall(len(vec).to_bytes(4, "big") + vec)
+                except (OSError, ValueError):
+                    return
+                except Exception as exc:  # noqa: BLE001 - one odd question never stops the server
+                    log.info("a question got no vector: %s", type(exc).__name__)
+                    try:
+                        conn.sendall((0).to_bytes(4, "big"))
+                    except OSError:
+                        pass
+
+        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+            daemon_threads = True
+
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                if stat.S_ISSOCK(os.lstat(self.path).st_mode):
+                    self.path.unlink()  # a stopped indexer's
+            except FileNotFoundError:
+                pass
+            old = os.umask(0o177)  # the socket is the owner's alone
+            try:
+                self._server = Server(str(self.path), Handler)
+            finally:
+                os.umask(old)
+        except (OSError, ValueError) as exc:
+            log.warning("other processes cannot ask for vectors (%s): the proxy orders by words alone", exc)
+            return False
+        threading.Thread(target=self._server.serve_forever, name="bead-query-server", daemon=True).start()
+        return True
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+
+def ask(path: Any, text: str, timeout: float = 1.0) -> Any:
+    """A question's vector from the indexer's QueryServer, or None (no indexer, no model there, past
+    ``timeout``)."""
+    import socket
+
+    import numpy as np
+
+    data = text[:EMBED_CHARS].encode("utf-8", "replace")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(timeout)
+            conn.connect(str(path))
+            conn.sendall(len(data).to_bytes(4, "big") + data)
+            n = int.from_bytes(_read_exact(conn, 4), "big")
+            if n != DIM * 4:
+                return None
+            return np.frombuffer(_read_exact(conn, n), dtype=np.float32)
+    except (OSError, ValueError):
+        return None
+
+
 def fact_text(key: str, body: str) -> str:
     """What a fact's vector is of: its key's words, then its body."""
     return f"{key_text(key)}. {body}"

@@ -132,6 +132,9 @@ class Indexer:
         index = Index(self.mem.home.index_db, self.mem.home.store, self.mem.busy_timeout_ms)
         fill = semantic.Backfill(index, model)
         log.info("computing the raw turns' vectors in the background (%s)", semantic.MODEL_ID)
+        # The proxy's questions get their vectors from this model too (it loads none of its own).
+        server = semantic.QueryServer(model, self.mem.home.embed_socket)
+        server.start()
         try:
             while not self._stop.is_set():
                 self.embed_wake.clear()
@@ -144,6 +147,7 @@ class Indexer:
                 if n == 0:
                     self.embed_wake.wait(EMBED_IDLE_S)
         finally:
+            server.close()
             index.close()
 
     def stop(self) -> None:

@@ -47,7 +47,6 @@ from ..core.pinned import standing_memory
 from ..core.recall import Recaller
 from ..core.state import Conversations, ConversationState
 from ..core.trace import Trace, record_proxy_trace
-from ..index import semantic
 from ..paths import Home
 from ..store.locks import LockBusy
 from ..store.rawlog import Turn as RawTurn
@@ -138,8 +137,6 @@ class Engine:
             try:
                 with Memory(self.home, self.config, self.clock, busy_timeout_ms=250) as mem:
                     self.recaller.fact_stats(mem, lambda terms: self.memory().index.raw_doc_freq(terms))
-                    if mem.index.semantic:
-                        semantic.model(wait=False)  # loads in the background; recall uses BM25 alone until then
                 ruleset()
             except Exception as exc:  # noqa: BLE001 - only a head start; the request path does it again
                 log.info("proxy warm-up skipped: %s", type(exc).__name__)
@@ -157,8 +154,10 @@ class Engine:
             # A short busy timeout: a locked index fails the recall step open
             # instead of holding the agent's request.
             mem = Memory(self.home, self.config, self.clock, busy_timeout_ms=250)
-            # The request path never waits for the embedding model to load (half a second): BM25 alone until then.
+            # The request path never waits for a question's vector past its limit; the indexer's model computes it
+            # (this process loads none: about 200 MB), and without an indexer the words' order stands.
             mem.semantic_wait = False
+            mem.semantic_socket = self.home.embed_socket
             self._local.mem = mem
         return mem
 

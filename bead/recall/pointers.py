@@ -48,16 +48,15 @@ def by_meaning(
     stored vector."""
     if pending is None:
         return pool
-    model = semantic.model(wait=False)
     stored = index.fact_vectors([c.id for c in pool if c.key]) if SEMANTIC_ALPHA and index is not None and len(pool) > 1 else {}
-    if model is None or not stored or index is None:
+    if not stored or index is None:
         rank.forget_vector(pending)
         return pool
     left = None if deadline is None else max(0.0, deadline - time.monotonic())
     q = rank.wait_vector(pending, wait=index.semantic_wait, timeout=left)  # a command or an eval waits; the proxy not
     if q is None:
         return pool
-    cos = {i: float(model.vector(blob) @ q) for i, blob in stored.items()}
+    cos = {i: float(semantic.decode(blob) @ q) for i, blob in stored.items()}
     neutral = sum(cos.values()) / len(cos)
     # Over the best fact's (a raw excerpt's score is of another table, and a raw candidate is never pointed to).
     search = [float(c.row.get("search_score", c.row.get("bm25")) or 0.0) for c in pool]

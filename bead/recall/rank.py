@@ -118,12 +118,15 @@ def embed_query(index: Index, query: str) -> Future[Any] | None:
     global _query_pool
     if not index.semantic or not query.strip():
         return None
-    model = semantic.model(wait=index.semantic_wait)
-    if model is None:
-        return None
     with _query_pool_lock:
         if _query_pool is None:
             _query_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bead-query-vector")
+    sock = index.semantic_socket
+    if sock is not None:  # the proxy: the indexer's model answers (none of this process's own)
+        return _query_pool.submit(semantic.ask, sock, query, QUERY_VECTOR_WAIT_S)
+    model = semantic.model(wait=index.semantic_wait)
+    if model is None:
+        return None
     return _query_pool.submit(lambda: model.embed([query])[0])
 
 
@@ -161,15 +164,14 @@ def rescore(index: Index, kept: list[dict[str, Any]], pending: Future[Any] | Non
     is BM25's."""
     if pending is None:
         return kept
-    model = semantic.model(wait=False)
     stored = index.raw_vectors([r["rowid"] for r in kept if "rowid" in r]) if len(kept) > 1 else {}
-    if model is None or not stored:
+    if not stored:
         forget_vector(pending)
         return kept
     q = wait_vector(pending, wait=index.semantic_wait)
     if q is None:
         return kept
-    cos = {rid: float(model.vector(blob) @ q) for rid, blob in stored.items()}
+    cos = {rid: float(semantic.decode(blob) @ q) for rid, blob in stored.items()}
     neutral = sum(cos.values()) / len(cos)
     top = max(r["bm25"] for r in kept) or 1.0
     score = [r["bm25"] / top + SEMANTIC_ALPHA * cos.get(r.get("rowid", -1), neutral) for r in kept]
