@@ -159,6 +159,12 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--streams", type=int, default=8)
+    ap.add_argument(
+        "--indexer",
+        action="store_true",
+        help="bead[semantic] as deployed: every turn and fact gets its vector first (random for turns, real for "
+        "facts), and a `bead indexer` runs beside the proxy to embed the proxy's questions",
+    )
     args = ap.parse_args()
 
     reqs = load_requests()
@@ -173,7 +179,23 @@ def main() -> None:
         for i in range(40):
             note = f"The demo project note {i}: " + bench_store.sentence(rng, vocab, weights, 15)
             mem.write(f"project/demo/fact-{i}", note, "project")
+        if args.indexer:
+            bench_store.fill_vectors(mem, 7)  # so the indexer has no backfill to do while the figures are taken
         mem.close()
+        indexer = None
+        if args.indexer:
+            indexer = subprocess.Popen(
+                [sys.executable, "-m", "bead", "indexer"],
+                env={**os.environ, "BEAD_HOME": str(home.root)},
+                stdout=open(root / "indexer.log", "wb"),
+                stderr=subprocess.STDOUT,
+            )
+            for _ in range(600):
+                if home.embed_socket.exists():
+                    break
+                time.sleep(0.1)
+            else:
+                raise SystemExit(f"the indexer did not start its query server: {(root / 'indexer.log').read_text()}")
         from fakes import free_port
 
         port = free_port()
@@ -219,6 +241,10 @@ def main() -> None:
         for name, p in (("direct", up_port), ("pass", passthrough.port), ("bead", port)):
             conc[name] = concurrent(p, reqs, args.streams, f"c{name}")
         rss = rss_mb(proc.pid)
+        indexer_rss = rss_mb(indexer.pid) if indexer is not None else None
+        if indexer is not None:
+            indexer.terminate()
+            indexer.wait(30)
         passthrough.close()
         print(f"store: {args.facts:,} facts, {args.turns:,} raw turns; {len(reqs)} recorded requests x {args.rounds} rounds")
         print(f"{'sequential':<24} {'p50':>8} {'p95':>8} {'p99':>8}   (ms)")
@@ -250,6 +276,8 @@ def main() -> None:
             f"pass-through over direct, p50 {statistics.median(conc['pass']) - statistics.median(conc['direct']):.2f} ms"
         )
         print(f"proxy RSS after the run: {rss:.0f} MB")
+        if indexer_rss is not None:
+            print(f"indexer RSS (holds the embedding model for both): {indexer_rss:.0f} MB")
         steps = [json.loads(line) for line in trace.read_text().splitlines()]
         prep = [e["prepare_ms"] for e in steps]
         rec = [e["recall_ms"] for e in steps if "recall_ms" in e]
