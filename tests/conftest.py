@@ -88,7 +88,8 @@ def all_bytes_under(root: Path) -> dict[Path, bytes]:
     for dirpath, _dirs, files in os.walk(root):
         for name in files:
             p = Path(dirpath) / name
-            out[p] = p.read_bytes()
+            if p.is_file():  # not the indexer's socket
+                out[p] = p.read_bytes()
     return out
 
 

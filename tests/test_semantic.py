@@ -305,6 +305,40 @@ class TestFactVectors:
         finally:
             server.close()
 
+    def test_the_query_server_touches_nothing_through_a_link_and_asks_only_its_own_socket(self, mem, model, tmp_path):
+        """A `.run` planted as a link out of the home: the server does not bind there. A socket planted at the
+        path (another process's): the question is never sent to it. A second indexer leaves the first's alone."""
+        import socket
+
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        run = mem.home.embed_socket.parent
+        run.symlink_to(outside)
+        server = semantic.QueryServer(model, mem.home.embed_socket)
+        assert not server.start() and list(outside.iterdir()) == []
+        run.unlink()
+        run.mkdir(mode=0o700)
+        foreign = socket.socket(socket.AF_UNIX)
+        foreign.bind(str(tmp_path / "foreign.sock"))
+        foreign.listen(1)
+        foreign.setblocking(False)
+        try:
+            mem.home.embed_socket.symlink_to(tmp_path / "foreign.sock")
+            assert semantic.ask(mem.home.embed_socket, QUERY, timeout=5) is None
+            with pytest.raises(BlockingIOError):
+                foreign.accept()  # nobody connected: the prompt went nowhere
+        finally:
+            foreign.close()
+        mem.home.embed_socket.unlink()
+        first, second = semantic.QueryServer(model, mem.home.embed_socket), semantic.QueryServer(model, mem.home.embed_socket)
+        assert first.start()
+        try:
+            assert not second.start()  # the first answers there
+            second.close()
+            assert semantic.ask(mem.home.embed_socket, QUERY, timeout=10) is not None
+        finally:
+            first.close()
+
     def test_a_facts_vector_goes_with_its_row_and_with_a_changed_text(self, mem, model):
         self.facts(mem)
         semantic.Backfill(mem.index, model).run()

@@ -177,7 +177,9 @@ def failure() -> str | None:
 # One question per connection: a 4-byte length and the text (UTF-8); the answer, a 4-byte length and DIM float32
 # values (length 0: no vector).
 QUERY_MAX_BYTES = EMBED_CHARS * 4 + 4  # a question's text, cut to EMBED_CHARS characters, in UTF-8
-QUERY_IO_TIMEOUT_S = 5.0  # a peer that sends nothing is dropped
+QUERY_IO_TIMEOUT_S = 5.0  # one request, read and answered: a peer that is slower is dropped
+QUERY_HANDLERS = 8  # questions answered at once; a connection beyond them is closed at once
+QUERY_BACKLOG = 64  # connections waiting to be accepted (AF_UNIX refuses at once past it)
 
 
 def decode(blob: bytes) -> Any:
@@ -187,9 +189,16 @@ def decode(blob: bytes) -> Any:
     return np.frombuffer(blob, dtype=np.float16).astype(np.float32)
 
 
-def _read_exact(conn: Any, n: int) -> bytes:
+def _read_exact(conn: Any, n: int, deadline: float | None = None) -> bytes:
+    import time
+
     buf = bytearray()
     while len(buf) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the peer is too slow")
+            conn.settimeout(left)
         chunk = conn.recv(n - len(buf))
         if not chunk:
             raise ConnectionError("the peer closed the connection")
@@ -197,34 +206,80 @@ def _read_exact(conn: Any, n: int) -> bytes:
     return bytes(buf)
 
 
+def _peer_uid(conn: Any) -> int | None:
+    """The connecting process's uid (Linux: SO_PEERCRED), or None where the platform does not say."""
+    import socket
+    import struct
+
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i")))
+    return int(uid)
+
+
+def _own_socket(path: Any) -> bool:
+    """Whether ``path`` is a socket of this user's in a folder of this user's, neither reached through a link
+    (another user's socket planted there would receive the person's prompt)."""
+    import stat
+
+    try:
+        folder, sock = os.lstat(path.parent), os.lstat(path)
+    except OSError:
+        return False
+    uid = os.getuid()
+    return (
+        stat.S_ISDIR(folder.st_mode)
+        and folder.st_uid == uid
+        and not folder.st_mode & 0o077
+        and stat.S_ISSOCK(sock.st_mode)
+        and sock.st_uid == uid
+    )
+
+
 class QueryServer:
     """The indexer's answer to other processes' questions: each one's vector from the model the indexer holds, on
-    a Unix socket (0600) in the home (``Home.embed_socket``). Each connection in a thread of its own; a request
-    longer than QUERY_MAX_BYTES or slower than QUERY_IO_TIMEOUT_S is dropped."""
+    a Unix socket in the home (``Home.embed_socket``: its folder 0700, the socket 0600, neither reached through a
+    link). Only this user's processes are answered; at most QUERY_HANDLERS at once, each within
+    QUERY_IO_TIMEOUT_S; a request longer than QUERY_MAX_BYTES gets no vector."""
 
-    def __init__(self, model: Model, path: Any):
+    def __init__(self, model: Model, path: Any, root: Any = None):
         self.model = model
         self.path = path
+        self.root = root if root is not None else path.parent.parent  # the home
         self._server: Any = None
+        self._bound: tuple[int, int] | None = None
 
     def start(self) -> bool:
-        """Listen; False (and logged) where the socket cannot be made (a home path too long for one)."""
+        """Listen; False (and logged) where the socket cannot be made (a home path too long for one, a folder
+        that is a link) or another indexer already answers there."""
         import socketserver
         import stat
+        import time
+
+        from .. import files as safe
 
         server_self = self
+        slots = threading.BoundedSemaphore(QUERY_HANDLERS)
+        uid = os.getuid()
 
         class Handler(socketserver.BaseRequestHandler):
             def handle(self) -> None:
                 conn = self.request
-                conn.settimeout(QUERY_IO_TIMEOUT_S)
+                if not slots.acquire(blocking=False):
+                    return  # busy: the asker goes on by words alone
                 try:
-                    n = int.from_bytes(_read_exact(conn, 4), "big")
+                    peer = _peer_uid(conn)
+                    if peer is not None and peer != uid:
+                        return
+                    deadline = time.monotonic() + QUERY_IO_TIMEOUT_S
+                    n = int.from_bytes(_read_exact(conn, 4, deadline), "big")
                     if n > QUERY_MAX_BYTES:
                         conn.sendall((0).to_bytes(4, "big"))
                         return
-                    text = _read_exact(conn, n).decode("utf-8", "replace")
+                    text = _read_exact(conn, n, deadline).decode("utf-8", "replace")
                     vec = server_self.model.embed([text])[0].astype("float32").tobytes()
+                    conn.settimeout(max(0.01, deadline - time.monotonic()))
                     conn.sendall(len(vec).to_bytes(4, "big") + vec)
                 except (OSError, ValueError):
                     return
@@ -234,57 +289,101 @@ class QueryServer:
                         conn.sendall((0).to_bytes(4, "big"))
                     except OSError:
                         pass
+                finally:
+                    slots.release()
 
         class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             daemon_threads = True
+            request_queue_size = QUERY_BACKLOG
 
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # The folder, reached without following a link, is ours and 0700 whatever it was.
+            with safe.opened_dir(self.root, self.path.parent, create=True) as fd:
+                os.fchmod(fd, 0o700)
+                if os.fstat(fd).st_uid != uid:
+                    raise OSError(f"{self.path.parent} belongs to another user")
             try:
-                if stat.S_ISSOCK(os.lstat(self.path).st_mode):
-                    self.path.unlink()  # a stopped indexer's
+                st = os.lstat(self.path)
             except FileNotFoundError:
-                pass
-            old = os.umask(0o177)  # the socket is the owner's alone
-            try:
-                self._server = Server(str(self.path), Handler)
-            finally:
-                os.umask(old)
-        except (OSError, ValueError) as exc:
+                st = None
+            if st is not None:
+                if not stat.S_ISSOCK(st.st_mode):
+                    raise OSError(f"{self.path} is there and is no socket")
+                if _answers(self.path):
+                    log.info("another indexer answers questions at %s; this one does not", self.path)
+                    return False
+                os.unlink(self.path)  # a stopped indexer's
+            self._server = Server(str(self.path), Handler)
+            os.chmod(self.path, 0o600)
+            bound = os.lstat(self.path)
+            self._bound = (bound.st_dev, bound.st_ino)
+        except (OSError, ValueError, safe.UnsafePath) as exc:
+            if self._server is not None:
+                self._server.server_close()
+                self._server = None
             log.warning("other processes cannot ask for vectors (%s): the proxy orders by words alone", exc)
             return False
         threading.Thread(target=self._server.serve_forever, name="bead-query-server", daemon=True).start()
         return True
 
     def close(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            try:
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        try:
+            st = os.lstat(self.path)
+            if (st.st_dev, st.st_ino) == self._bound:  # still ours, not a later indexer's
                 os.unlink(self.path)
-            except OSError:
-                pass
+        except OSError:
+            pass
 
 
-def ask(path: Any, text: str, timeout: float = 1.0) -> Any:
-    """A question's vector from the indexer's QueryServer, or None (no indexer, no model there, past
-    ``timeout``)."""
+def _answers(path: Any) -> bool:
+    """Whether something accepts connections at ``path`` (another indexer's server)."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(1.0)
+            conn.connect(str(path))
+            return True
+    except OSError:
+        return False
+
+
+_unanswered = 0
+
+
+def ask(path: Any, text: str, timeout: float = 1.0, quiet: bool = False) -> Any:
+    """A question's vector from the indexer's QueryServer, or None: no indexer, no model there, past ``timeout``,
+    or a socket that is not this user's own (then the question is never sent)."""
     import socket
 
     import numpy as np
 
-    data = text[:EMBED_CHARS].encode("utf-8", "replace")
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(timeout)
-            conn.connect(str(path))
-            conn.sendall(len(data).to_bytes(4, "big") + data)
-            n = int.from_bytes(_read_exact(conn, 4), "big")
-            if n != DIM * 4:
-                return None
-            return np.frombuffer(_read_exact(conn, n), dtype=np.float32)
-    except (OSError, ValueError):
-        return None
+    global _unanswered
+    if not text.strip() or not _own_socket(path):
+        vec = None
+    else:
+        data = text[:EMBED_CHARS].encode("utf-8", "replace")
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.settimeout(timeout)
+                conn.connect(str(path))
+                peer = _peer_uid(conn)
+                if peer is not None and peer != os.getuid():
+                    raise ConnectionError("the socket's server is another user's")
+                conn.sendall(len(data).to_bytes(4, "big") + data)
+                n = int.from_bytes(_read_exact(conn, 4), "big")
+                vec = np.frombuffer(_read_exact(conn, n), dtype=np.float32) if n == DIM * 4 else None
+        except (OSError, ValueError):
+            vec = None
+    if vec is None and not quiet:
+        _unanswered += 1
+        if _unanswered in (1, 100) or _unanswered % 10_000 == 0:
+            log.info("no indexer answered a question's vector (%d so far): the proxy orders by words alone", _unanswered)
+    return vec
 
 
 def fact_text(key: str, body: str) -> str:

@@ -133,7 +133,7 @@ class Indexer:
         fill = semantic.Backfill(index, model)
         log.info("computing the raw turns' vectors in the background (%s)", semantic.MODEL_ID)
         # The proxy's questions get their vectors from this model too (it loads none of its own).
-        server = semantic.QueryServer(model, self.mem.home.embed_socket)
+        server = semantic.QueryServer(model, self.mem.home.embed_socket, self.mem.home.root)
         server.start()
         try:
             while not self._stop.is_set():
