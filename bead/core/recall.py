@@ -47,6 +47,8 @@ class Recaller:
         # Each current fact's terms by its (key, body), kept between rebuilds: a write changes one or two
         # facts, and taking the terms of all of them again cost ~150 ms at 10,000 facts on the next request.
         self._terms: dict[tuple[str, str], frozenset[str]] = {}
+        # The trace's excerpt of each cue (secret-scanned, about 1 ms a turn): only where a trace is kept.
+        self.trace_cues = True
 
     def fact_stats(self, mem: Memory, raw_df: Callable[[list[str]], dict[str, int]]) -> gate.FactStats:
         """IDF statistics over current facts and raw turns, rebuilt when the facts change
@@ -92,7 +94,9 @@ class Recaller:
         notices = notices or []
         ahead = [r for r in ahead or [] if r["id"] not in injected]
         cues: list[Cue] = extract(conv)
-        trace: dict[str, Any] = {"cues": [{"source": c.source, "text": cue_excerpt(c.text)} for c in cues], "errors": []}
+        trace: dict[str, Any] = {"errors": []}
+        if self.trace_cues:
+            trace["cues"] = [{"source": c.source, "text": cue_excerpt(c.text)} for c in cues]
         index = mem.index
         # bead[semantic]: the turn's own words as a vector, computed beside the search, for the pointers' order.
         said = " ".join(c.text for c in cues if c.source == "user")[-pointers.QUERY_CHARS :]

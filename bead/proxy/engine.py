@@ -108,6 +108,7 @@ class Engine:
         self.last_error: dict[str, Any] | None = None
         self.conversations = Conversations(home)
         self.recaller = Recaller(config, self.error)
+        self.recaller.trace_cues = self.trace is not None  # no trace file: no excerpts to make for it
         self._local = threading.local()
         # Work after forwarding: its own threads, so it never holds up a
         # request's preparation; chained per conversation to keep its order.
