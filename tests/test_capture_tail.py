@@ -49,6 +49,20 @@ def logged(engine, session: str = "tail") -> list[tuple[str, str]]:
         return [] if path is None else [(t.role, t.text) for t in m.raw.read(path)]
 
 
+def stop_at(monkeypatch, owner, name: str, at: int = 1) -> None:
+    """``owner.name`` raises on its ``at``-th call, as if the process stopped there; every other call runs."""
+    real = getattr(owner, name)
+    calls = {"n": 0}
+
+    def stopped(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == at:
+            raise OSError("the process stopped here")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, stopped)
+
+
 def test_the_next_request_does_not_wait_for_the_previous_capture(engine, monkeypatch):
     """A slow secret scan (a stand-in that blocks until released) holds the first request's capture; the
     second request of the same conversation is prepared meanwhile, with its memory, not failed open past its
@@ -88,17 +102,9 @@ def test_the_next_request_does_not_wait_for_the_previous_capture(engine, monkeyp
 def test_a_capture_stopped_after_its_append_doubles_nothing(engine, monkeypatch, where):
     """The turns were appended but "captured" was never recorded (the process stopped in between): the next
     capture finds the batch in the raw log and does not append those turns again."""
-    real = ConversationState.set_captured
-    calls = {"n": 0}
-    fail_at = 1 if where == "request" else 2  # the request's own record, or the answer's
-
-    def stop_once(self, upto, partial=False):
-        calls["n"] += 1
-        if calls["n"] == fail_at:
-            raise OSError("the process stopped here")
-        return real(self, upto, partial)
-
-    monkeypatch.setattr(ConversationState, "set_captured", stop_once)
+    stop_at(
+        monkeypatch, ConversationState, "set_captured", 1 if where == "request" else 2
+    )  # the request's record, or the answer's
     first = [user("which database does the shop use?")]
     p1 = engine.prepare(body(first), HEADERS)
     engine.forwarded(p1).result(30)
@@ -118,16 +124,7 @@ def test_a_capture_stopped_after_its_append_doubles_nothing(engine, monkeypatch,
 
 def test_a_capture_stopped_before_its_append_loses_nothing(engine, monkeypatch):
     """The batch was recorded but the append never happened: the next request's capture appends those turns."""
-    real = rawlog.RawLog.append_many
-    calls = {"n": 0}
-
-    def stop_once(self, session, items):
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise OSError("the process stopped here")
-        return real(self, session, items)
-
-    monkeypatch.setattr(rawlog.RawLog, "append_many", stop_once)
+    stop_at(monkeypatch, rawlog.RawLog, "append_many")
     first = [user("which database does the shop use?")]
     engine.forwarded(engine.prepare(body(first), HEADERS)).result(30)
     assert eventually(lambda: engine.counters["error.capture"] == 1) and logged(engine) == []
@@ -186,16 +183,7 @@ def test_two_proxies_on_one_home_never_capture_a_turn_twice(bead_home, monkeypat
 def test_a_remember_a_stopped_capture_never_ran_runs_with_the_next_capture(engine, monkeypatch):
     """The turn was appended, then the process stopped before "remember": the retry's capture finds the batch and
     runs the "remember" it missed (the turn is still not logged twice)."""
-    real = Engine._remember
-    calls = {"n": 0}
-
-    def stop_once(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise OSError("the process stopped here")
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Engine, "_remember", stop_once)
+    stop_at(monkeypatch, Engine, "_remember")
     first = [user("remember that the staging database is on port 6543.")]
     engine.forwarded(engine.prepare(body(first), HEADERS)).result(30)
 
@@ -211,16 +199,7 @@ def test_a_remember_a_stopped_capture_never_ran_runs_with_the_next_capture(engin
 
 def test_an_answer_after_a_failed_request_capture_brings_the_request_first(engine, monkeypatch):
     """The request's append failed; its answer's capture logs the request's turns first, then the answer."""
-    real = rawlog.RawLog.append_many
-    calls = {"n": 0}
-
-    def stop_once(self, session, items):
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise OSError("the process stopped here")
-        return real(self, session, items)
-
-    monkeypatch.setattr(rawlog.RawLog, "append_many", stop_once)
+    stop_at(monkeypatch, rawlog.RawLog, "append_many")
     first = [user("which database does the shop use?")]
     p1 = engine.prepare(body(first), HEADERS)
     engine.forwarded(p1).result(30)
