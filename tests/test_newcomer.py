@@ -124,7 +124,7 @@ def test_why_without_a_trace_says_exactly_how_the_services_record_one(bead, bead
     assert f"add the two lines `proxy:` and `  trace: {trace}`" in r.err
     (bead_home / "config.yaml").write_text(f"recall:\n  pointers: 5\nproxy:\n  trace: {trace}\n")  # as it says
     assert f"no trace at {trace}" in bead("why").err
-    (bead_home / "config.yaml").write_text("proxy:\n  cue_budget_tokens: 600\n")
+    (bead_home / "config.yaml").write_text("proxy:  # the proxy's settings\n  cue_budget_tokens: 600\n")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "systemctl").write_text(

@@ -364,7 +364,8 @@ def trace_hint(home: Home) -> str:
     config.yaml, where it goes, and the restart that makes the running proxy read it."""
     line = f"trace: {home.root / 'trace.jsonl'}"
     try:
-        has_proxy = any(raw.rstrip() == "proxy:" for raw in home.config.read_text(encoding="utf-8").splitlines())
+        lines = home.config.read_text(encoding="utf-8").splitlines()
+        has_proxy = any(raw.split("#", 1)[0].rstrip() == "proxy:" for raw in lines)  # `proxy:  # the proxy` too
     except (OSError, UnicodeDecodeError):
         has_proxy = False
     where = f"under its `proxy:` line add `  {line}`" if has_proxy else f"add the two lines `proxy:` and `  {line}`"

@@ -119,9 +119,6 @@ class Model:
     def blob(self, vec: np.ndarray) -> bytes:
         return vec.astype(self._np.float16).tobytes()
 
-    def vector(self, blob: bytes) -> np.ndarray:
-        return self._np.frombuffer(blob, dtype=self._np.float16).astype(self._np.float32)
-
 
 _lock = threading.Lock()  # held while loading
 _start = threading.Lock()  # held only to start the background load

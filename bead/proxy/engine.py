@@ -252,9 +252,7 @@ class Engine:
             if queued is not None:
                 queued.wait(self._left(deadline, "parse"))
             self._wait_for_pending(prev.id, self._left(deadline, "parse"))  # its answer is in the log first
-            judging = self._judging.get(prev.id)
-            if judging is not None:  # rerank.mode async: the previous step's pick joins this one
-                judging.wait(self._left(deadline, "parse"))
+            self._wait_for_judge(prev.id, deadline)  # rerank.mode async: the previous step's pick joins this one
         newest = conv.newest_user
         mem = self.memory()
         trace: dict[str, Any] = {
@@ -270,10 +268,7 @@ class Engine:
         # is in the state file, which prepare itself wrote; a capture job never holds the conversation's lock (it
         # holds a capture lock of its own, _after_request). rerank.mode async: the previous request's judge, whose
         # pick joins this request, is waited for within the deadline.
-        with self._chains_lock:
-            judging = self._judging.get(ident.id)
-        if judging is not None:
-            judging.wait(self._left(deadline, "parse"))
+        self._wait_for_judge(ident.id, deadline)
         injected: list[str] = []
         pinned_new: list[str] = []
         blocks: dict[int, list[str]] = {}
@@ -472,14 +467,14 @@ class Engine:
         ``upto - 1``, when given), then "remember" for the newest user message among them, under the capture lock.
         The turns are recorded as capturing (a batch id) before they are appended and as captured after."""
         start = st.captured
+        if start >= upto and not answer:
+            return  # nothing new (a retry)
         turns = capture.request_turns(conv, ident, start) if start < len(conv.messages) else []
         turns += answer or []
         newest = conv.newest_user
         remember_at = newest if newest is not None and start <= newest < upto else None
         batch = self._begin(st, turns, upto, partial, remember_at)
-        if start >= upto and not answer:
-            return
-        # The slow part (secret scan, append, index, "remember") holds no lock the next request takes.
+        # The slow part (secret scan, append, "remember") holds no lock the next request takes.
         captured = self._capture(mem, ident, turns, batch) if turns else []
         if remember_at is not None:
             # Remembered facts and queued items cite the typed turns they come from.
@@ -503,6 +498,14 @@ class Engine:
             self._remember(mem, conv, at, ident, trace, [], None)
             st.set_remembered(left["batch"])
         st.set_captured(left["upto"], left["partial"])
+
+    def _wait_for_judge(self, conversation_id: str, deadline: float) -> None:
+        """rerank.mode async: the conversation's previous request's judge, whose pick joins the next request, within
+        the deadline."""
+        with self._chains_lock:
+            judging = self._judging.get(conversation_id)
+        if judging is not None:
+            judging.wait(self._left(deadline, "parse"))
 
     def _judged(self, conversation_id: str) -> None:
         with self._chains_lock:
