@@ -51,6 +51,10 @@ def _positive(v: Any) -> str | None:
     return None if v > 0 else "must be greater than 0"
 
 
+def _workers(v: Any) -> str | None:
+    return None if v is None or 1 <= v <= 16 else "must be from 1 to 16 (or none: the number of cores, at most 4)"
+
+
 PROVIDERS = ("ollama", "anthropic", "openai")
 
 
@@ -76,6 +80,11 @@ class ProxySettings:
         choices=("opening", "recency"),
     )
     cue_budget_tokens: int = setting(1500, "the most one turn's cue block holds", check=_positive)
+    workers: int | None = setting(
+        None,
+        "proxy processes on the one port, each on a core of its own (none: the number of cores, at most 4)",
+        check=_workers,
+    )
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_store  # noqa: E402
 from fakes import FakeAnthropic, Reply  # noqa: E402
 
+from bead.proxy.workers import default_workers  # noqa: E402
+
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "claude-code" / "requests.jsonl"
 
 
@@ -146,6 +148,18 @@ class PassThrough:
         self.server.server_close()
 
 
+def tree_memory(pid: int) -> tuple[float, float, list[float]]:
+    """A process and its children: RSS summed, PSS summed (a page shared by n of them counts 1/n in each), each RSS."""
+    pids = [pid] + [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    rss = [rss_mb(p) for p in pids]
+    pss = 0.0
+    for p in pids:
+        for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                pss += int(line.split()[1]) / 1024
+    return sum(rss), pss, rss
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -165,13 +179,20 @@ def main() -> None:
         help="bead[semantic] as deployed: every turn and fact gets its vector first (random for turns, real for "
         "facts), and a `bead indexer` runs beside the proxy to embed the proxy's questions",
     )
+    ap.add_argument(
+        "--workers",
+        default=",".join(dict.fromkeys(["1", str(default_workers())])),
+        help="a bead proxy for each of these proxy.workers counts, side by side (default: 1 and this machine's default)",
+    )
     args = ap.parse_args()
 
     reqs = load_requests()
     root = Path(tempfile.mkdtemp(prefix="bead-bench-proxy-"))
     fake = FakeAnthropic()
     fake.default = Reply(kind="sse", text="A reply of moderate length from the fake upstream. " * 4)
-    proc = None
+    procs: dict[str, tuple[subprocess.Popen, int, Path]] = {}
+    counts = [int(x) for x in args.workers.split(",")]
+    label = lambda n: f"bead {n} worker" + ("s" if n > 1 else "")  # noqa: E731
     try:
         mem, rng, vocab, weights = bench_store.generated(root, args.facts, args.turns)
         home = mem.home
@@ -198,99 +219,106 @@ def main() -> None:
                 raise SystemExit(f"the indexer did not start its query server: {(root / 'indexer.log').read_text()}")
         from fakes import free_port
 
-        port = free_port()
-        log = open(root / "proxy.log", "wb")
-        trace = root / "trace.jsonl"
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "bead",
-                "proxy",
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--upstream",
-                fake.url,
-                "--trace",
-                str(trace),
-            ],
-            env={**os.environ, "BEAD_HOME": str(home.root)},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        for _ in range(300):
-            try:
-                send("127.0.0.1", port, "/v1/messages", [("content-type", "application/json")], b"{}")
-                break
-            except OSError:
-                time.sleep(0.1)
+        for n in counts:
+            port = free_port()
+            trace = root / f"trace-{n}.jsonl"
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "bead",
+                    "proxy",
+                    "--listen",
+                    f"127.0.0.1:{port}",
+                    "--upstream",
+                    fake.url,
+                    "--trace",
+                    str(trace),
+                    "--workers",
+                    str(n),
+                ],
+                env={**os.environ, "BEAD_HOME": str(home.root)},
+                stdout=open(root / f"proxy-{n}.log", "wb"),
+                stderr=subprocess.STDOUT,
+            )
+            procs[label(n)] = (proc, port, trace)
+            for _ in range(300):
+                try:
+                    send("127.0.0.1", port, "/v1/messages", [("content-type", "application/json")], b"{}")
+                    break
+                except OSError:
+                    time.sleep(0.1)
         up_port = int(fake.url.rsplit(":", 1)[1])
         passthrough = PassThrough(up_port)
-        run_sequence(port, reqs, 1, "warm")  # warm-up: imports, caches, IDF stats
-        run_sequence(passthrough.port, reqs, 1, "warm")
-        seq = {}
+        ports = {"direct": up_port, "pass": passthrough.port, **{name: p for name, (_, p, _) in procs.items()}}
+        for name, p in ports.items():
+            if name != "direct":
+                run_sequence(p, reqs, 1, f"warm-{name}")  # warm-up: imports, caches, IDF stats (each worker's)
+        seq: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in ports}
         conc = {}
-        # Interleaved per round, so that noise on a shared machine hits all three alike.
-        for name in ("direct", "pass", "bead"):
-            seq[name] = ([], [])
+        # Interleaved per round, so that noise on a shared machine hits all of them alike.
         for i in range(args.rounds):
-            for name, p in (("direct", up_port), ("pass", passthrough.port), ("bead", port)):
+            for name, p in ports.items():
                 a, b = run_sequence(p, reqs, 1, f"{name}-{i}")
                 seq[name][0].extend(a)
                 seq[name][1].extend(b)
-        for name, p in (("direct", up_port), ("pass", passthrough.port), ("bead", port)):
+        for name, p in ports.items():
             conc[name] = concurrent(p, reqs, args.streams, f"c{name}")
-        rss = rss_mb(proc.pid)
+        memory = {name: tree_memory(proc.pid) for name, (proc, _, _) in procs.items()}
         indexer_rss = rss_mb(indexer.pid) if indexer is not None else None
         if indexer is not None:
             indexer.terminate()
             indexer.wait(30)
         passthrough.close()
         print(f"store: {args.facts:,} facts, {args.turns:,} raw turns; {len(reqs)} recorded requests x {args.rounds} rounds")
-        print(f"{'sequential':<24} {'p50':>8} {'p95':>8} {'p99':>8}   (ms)")
-        for label, v in (
-            ("total, direct", seq["direct"][1]),
-            ("total, pass-through", seq["pass"][1]),
-            ("total, bead", seq["bead"][1]),
-            ("TTFB, direct", seq["direct"][0]),
-            ("TTFB, pass-through", seq["pass"][0]),
-            ("TTFB, bead", seq["bead"][0]),
-        ):
-            print(f"  {label:<22} {statistics.median(v):8.2f} {pct(v, 95):8.2f} {pct(v, 99):8.2f}")
+        print(f"{'sequential':<30} {'p50':>8} {'p95':>8} {'p99':>8}   (ms)")
+        for kind, k in (("total", 1), ("TTFB", 0)):
+            for name in ports:
+                v = seq[name][k]
+                print(f"  {kind + ', ' + name:<28} {statistics.median(v):8.2f} {pct(v, 95):8.2f} {pct(v, 99):8.2f}")
         print("added by bead (difference of the percentiles)")
-        for label, a, b in (
-            ("total over direct", seq["bead"][1], seq["direct"][1]),
-            ("total over pass-through", seq["bead"][1], seq["pass"][1]),
-            ("TTFB over pass-through", seq["bead"][0], seq["pass"][0]),
-        ):
-            print(
-                f"  {label:<22} {statistics.median(a) - statistics.median(b):8.2f} "
-                f"{pct(a, 95) - pct(b, 95):8.2f} {pct(a, 99) - pct(b, 99):8.2f}"
-            )
+        for name in procs:
+            for what, k, base in (
+                ("total over direct", 1, "direct"),
+                ("total over pass-through", 1, "pass"),
+                ("TTFB over pass-through", 0, "pass"),
+            ):
+                a, b = seq[name][k], seq[base][k]
+                print(
+                    f"  {name + ', ' + what:<44} {statistics.median(a) - statistics.median(b):8.2f} "
+                    f"{pct(a, 95) - pct(b, 95):8.2f} {pct(a, 99) - pct(b, 99):8.2f}"
+                )
         print(f"{args.streams} concurrent clients, total")
-        for name in ("direct", "pass", "bead"):
+        for name in ports:
             v = conc[name]
-            print(f"  {name:<22} {statistics.median(v):8.2f} {pct(v, 95):8.2f} {pct(v, 99):8.2f}")
-        print(
-            f"  bead over direct, p50 {statistics.median(conc['bead']) - statistics.median(conc['direct']):.2f} ms; "
-            f"pass-through over direct, p50 {statistics.median(conc['pass']) - statistics.median(conc['direct']):.2f} ms"
-        )
-        print(f"proxy RSS after the run: {rss:.0f} MB")
+            print(f"  {name:<28} {statistics.median(v):8.2f} {pct(v, 95):8.2f} {pct(v, 99):8.2f}")
+        for name in procs:
+            print(
+                f"  {name}: p50 x{statistics.median(conc[name]) / statistics.median(conc['pass']):.2f} the pass-through's; "
+                f"over direct {statistics.median(conc[name]) - statistics.median(conc['direct']):.2f} ms"
+            )
+        for name, (rss, pss, per) in memory.items():
+            print(
+                f"{name}: resident memory after the run {rss:.0f} MB (RSS summed over its processes), "
+                f"{pss:.0f} MB proportional (PSS: shared pages counted once); "
+                f"per process {', '.join(f'{x:.0f}' for x in per)} MB RSS"
+            )
         if indexer_rss is not None:
             print(f"indexer RSS (holds the embedding model for both): {indexer_rss:.0f} MB")
-        steps = [json.loads(line) for line in trace.read_text().splitlines()]
-        prep = [e["prepare_ms"] for e in steps]
-        rec = [e["recall_ms"] for e in steps if "recall_ms" in e]
-        print(
-            f"inside the proxy (trace): prepare p50 {statistics.median(prep):.2f} ms p95 {pct(prep, 95):.2f} ms; "
-            f"recall step p50 {statistics.median(rec):.2f} ms p95 {pct(rec, 95):.2f} ms ({len(rec)} recalls)"
-        )
-        waits = [e.get("pending_ms", 0.0) for e in steps]
-        print(f"  of prepare, the wait before its work: p50 {statistics.median(waits):.2f} ms p95 {pct(waits, 95):.2f} ms")
+        for name, (_, _, trace) in procs.items():
+            steps = [json.loads(line) for line in trace.read_text().splitlines()]
+            prep = [e["prepare_ms"] for e in steps]
+            rec = [e["recall_ms"] for e in steps if "recall_ms" in e]
+            print(
+                f"{name}, inside (trace): prepare p50 {statistics.median(prep):.2f} ms p95 {pct(prep, 95):.2f} ms; "
+                f"recall step p50 {statistics.median(rec):.2f} ms p95 {pct(rec, 95):.2f} ms ({len(rec)} recalls)"
+            )
+            waits = [e.get("pending_ms", 0.0) for e in steps]
+            print(f"  of prepare, the wait before its work: p50 {statistics.median(waits):.2f} ms p95 {pct(waits, 95):.2f} ms")
     finally:
-        if proc:
+        for proc, _, _ in procs.values():
             proc.terminate()
-            proc.wait(10)
+            proc.wait(30)
         fake.close()
         shutil.rmtree(root, ignore_errors=True)
 

@@ -22,6 +22,7 @@ DOCUMENTED = {
     "proxy.pinned_budget_tokens": 2000,
     "proxy.pinned_select": "opening",
     "proxy.cue_budget_tokens": 1500,
+    "proxy.workers": None,
     "store.max_fact_bytes": 65536,
     "store.busy_timeout_ms": 30000,
     "recall.evidence_threshold": 1.2,

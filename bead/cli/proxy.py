@@ -13,7 +13,12 @@ from .common import echo
 @click.option("--openai-upstream", help="Where paths under /openai go (default: config proxy.openai_upstream).")
 @click.option("--project", help="Project when the harness reports no working directory.")
 @click.option("--trace", "trace", envvar="BEAD_TRACE", help="Append one JSON line per request to this file.")
-def proxy(listen, upstream, openai_upstream, project, trace):
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 16),
+    help="Processes on the one port (default: config proxy.workers, else the number of cores, at most 4).",
+)
+def proxy(listen, upstream, openai_upstream, project, trace, workers):
     """Run the proxy: the Anthropic Messages API at its root, the OpenAI APIs under /openai.
 
     Forwards every request with the caller's own credentials, captures turns
@@ -24,25 +29,39 @@ def proxy(listen, upstream, openai_upstream, project, trace):
     (the `claude` wrapper from `bead setup` does this), and an OpenAI harness
     at the base URL http://127.0.0.1:7077/$(cat ~/.bead/proxy.token)/openai/v1.
     """
+    import sys
+
     from ..core.memory import Memory
     from ..log import setup_logging
     from ..proxy.app import create_app
     from ..proxy.engine import Engine
-    from ..proxy.serve import parse_listen, serve
+    from ..proxy.serve import parse_listen, serve_workers
+    from ..proxy.workers import Board, default_workers
 
     setup_logging("proxy")
     mem = Memory.open()
-    host, port = parse_listen(listen or mem.config.proxy.listen)
-    upstream = upstream or mem.config.proxy.upstream
-    openai_upstream = openai_upstream or mem.config.proxy.openai_upstream
-    engine = Engine(mem.home, mem.config, default_project=project, trace_path=trace)
+    home, config = mem.home, mem.config
+    host, port = parse_listen(listen or config.proxy.listen)
+    upstream = upstream or config.proxy.upstream
+    openai_upstream = openai_upstream or config.proxy.openai_upstream
+    n = workers or config.proxy.workers or default_workers()
+    mem.index  # noqa: B018 - built here if missing, once, not by each worker
     mem.close()
+    board = Board(n) if n > 1 else None
     shown = f"[{host}]" if ":" in host else host
     line = f"bead proxy on http://{shown}:{port} -> {upstream} (/openai -> {openai_upstream})"
-    try:
-        serve(create_app(engine, upstream, openai_upstream=openai_upstream), host, port, lambda: echo(line, err=True))
-    finally:
-        engine.close()
+    if n > 1:
+        line += f", {n} workers"
+
+    def make_app(slot: int):
+        engine = Engine(home, config, default_project=project, trace_path=trace)
+        if board is not None:
+            engine.share(board, slot)
+        return create_app(engine, upstream, openai_upstream=openai_upstream)
+
+    status = serve_workers(make_app, n, host, port, lambda: echo(line, err=True))
+    if status:
+        sys.exit(status)
 
 
 COMMANDS = [proxy]

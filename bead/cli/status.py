@@ -66,8 +66,10 @@ def status(fix, wait, as_json):
             code = f"bead {p.get('version') or '?'}" + (f", build {p['build']}" if p.get("build") else "")
             same = p.get("build") == inst["build"]
             code += " (the installed code)" if same else f" (installed: bead {inst['version']}, build {inst['build']})"
+            n = int(p.get("workers") or 1)
+            procs = f" in {n} worker processes" if n > 1 else ""
             echo(
-                f"proxy       running at http://{p['address']} for {p['uptime_s']:.0f} s, {code}: "
+                f"proxy       running at http://{p['address']}{procs} for {p['uptime_s']:.0f} s, {code}: "
                 f"{p['requests']} requests, {p.get('with_memory', 0)} with memory (pinned or recalled), "
                 f"{p['errors']} failed open, {p.get('not_owner', 0)} not yours (no memory, not captured)"
             )

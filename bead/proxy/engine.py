@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 import uuid
@@ -52,6 +53,8 @@ from ..store.locks import LockBusy
 from ..store.rawlog import Turn as RawTurn
 from ..wire import Wire, anthropic
 from ..wire.splice import TooLarge
+from . import workers
+from .workers import Board
 
 log = logging.getLogger("bead.proxy")
 
@@ -85,6 +88,17 @@ class Prepared:
     plans: list[remembering.Plan] | None = None  # what "remember" will do, decided before forwarding
 
 
+class Counts(Counter[str]):
+    """The proxy's counters, which say when they change (``on_change``: a worker publishes them)."""
+
+    on_change: Callable[[], None] | None = None
+
+    def __setitem__(self, key: str, value: int) -> None:
+        super().__setitem__(key, value)
+        if self.on_change is not None:
+            self.on_change()
+
+
 class Engine:
     def __init__(
         self,
@@ -104,8 +118,9 @@ class Engine:
         self.deadline_s = config.proxy.recall_deadline_ms / 1000
         self.clock = clock
         self.started = time.time()
-        self.counters: Counter[str] = Counter()
+        self.counters = Counts()
         self.last_error: dict[str, Any] | None = None
+        self.board: tuple[Board, int] | None = None  # proxy.workers > 1: the shared board and this worker's slot
         self.conversations = Conversations(home)
         self.recaller = Recaller(config, self.error)
         self.recaller.trace_cues = self.trace is not None  # no trace file: no excerpts to make for it
@@ -263,6 +278,7 @@ class Engine:
             "roles": [m.role for m in conv.messages],
             "newest_user": newest,
             "errors": [],
+            "pid": os.getpid(),  # which worker (proxy.workers) served it
         }
         # Nothing here waits for this conversation's previous capture: what this request needs of the previous one
         # is in the state file, which prepare itself wrote; a capture job never holds the conversation's lock (it
@@ -648,15 +664,32 @@ class Engine:
         except Exception as exc:  # health must answer even when the index does not
             return {"store": str(self.home.store), "index": f"unavailable ({type(exc).__name__})"}
 
-    def health(self) -> dict[str, Any]:
+    def own_health(self) -> dict[str, Any]:
+        """This process's counts (one worker's, when there are several)."""
         return {
             "uptime_s": round(time.time() - self.started, 1),
-            "requests": self.counters["requests"],
-            "with_memory": self.counters["with_memory"],
-            "injections": self.counters["injections"],
-            "not_owner": self.counters["not_owner"],
-            "too_large": self.counters["too_large"],
-            "errors": self.counters["errors"],
+            "started": self.started,
+            "pid": os.getpid(),
+            **{k: self.counters[k] for k in workers.COUNTS},
             "error_kinds": {k[6:]: v for k, v in self.counters.items() if k.startswith("error.")},
             "last_error": self.last_error,
         }
+
+    def share(self, board: Board, slot: int) -> None:
+        """Publish this worker's counts in ``slot`` of ``board`` now and at every change, for health to add up."""
+        self.board = (board, slot)
+        self.counters.on_change = self._publish
+        self._publish()
+
+    def _publish(self) -> None:
+        if self.board is not None:
+            board, slot = self.board
+            board.publish(slot, self.own_health())
+
+    def health(self) -> dict[str, Any]:
+        """The proxy's counts: this process's, or with several workers all of theirs added up."""
+        if self.board is None:
+            own = self.own_health()
+            return {**{k: v for k, v in own.items() if k not in ("started", "pid")}, "workers": 1, "worker_pids": [own["pid"]]}
+        self._publish()
+        return workers.total(self.board[0].all())

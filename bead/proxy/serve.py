@@ -6,6 +6,7 @@ import asyncio
 import errno
 import ipaddress
 import logging
+import os
 import signal
 import socket
 from collections.abc import Callable
@@ -74,9 +75,10 @@ def listening_socket(host: str, port: int) -> int:
     return sock.detach()
 
 
-def run_until_signal(app: Any, cfg: Any) -> None:
+def run_until_signal(app: Any, cfg: Any, parent: int | None = None) -> None:
     """Serve ``app`` with Hypercorn under ``cfg`` until SIGTERM or SIGINT (the proxy, the dashboard, the MCP
-    HTTP server): in-flight requests finish within ``cfg.graceful_timeout``."""
+    HTTP server): in-flight requests finish within ``cfg.graceful_timeout``. ``parent``: a worker's
+    supervisor, whose end stops it too."""
     from hypercorn.asyncio import serve as hserve
 
     async def main() -> None:
@@ -84,6 +86,10 @@ def run_until_signal(app: Any, cfg: Any) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        if parent is not None:
+            from .workers import watch_parent
+
+            watch_parent(parent, lambda: loop.call_soon_threadsafe(stop.set))
         await hserve(app, cfg, shutdown_trigger=stop.wait)
 
     asyncio.run(main())
@@ -97,3 +103,27 @@ def serve(app: Any, host: str, port: int, on_listening: Callable[[], None] | Non
     if on_listening is not None:
         on_listening()
     run_until_signal(app, cfg)
+
+
+def serve_workers(
+    make_app: Callable[[int], Any], workers: int, host: str, port: int, on_listening: Callable[[], None] | None = None
+) -> int:
+    """``serve`` with ``workers`` processes on the one port (bead.proxy.workers): the port is bound here, once,
+    and each worker serves ``make_app(slot)`` on it. One worker is ``serve`` itself, in this process. The exit
+    status: 0 after SIGTERM or SIGINT, 1 when the workers kept dying."""
+    if workers <= 1:
+        serve(make_app(0), host, port, on_listening)
+        return 0
+    from .workers import supervise
+
+    fd = listening_socket(host, port)
+    if on_listening is not None:
+        on_listening()
+    supervisor = os.getpid()
+
+    def run(slot: int) -> None:
+        cfg = hypercorn_config(host, port)
+        cfg.bind = [f"fd://{fd}"]
+        run_until_signal(make_app(slot), cfg, parent=supervisor)
+
+    return supervise(run, workers)

@@ -1,0 +1,192 @@
+"""Several proxy processes on one port: a supervisor and its workers.
+
+One process's event loop and GIL serialise the work of every conversation on one core (issue #27). With
+``proxy.workers`` above 1, ``bead proxy`` binds its port once and forks that many workers, which all accept
+on the one listening socket (the kernel hands each connection to one of them). They share nothing but the
+store, as the indexer and the dream worker do: a conversation's order and its injected-once rule are kept
+by its lock and its state file (bead.core.state), which hold across processes, never by one process's queue.
+
+The supervisor does no request work. It forks before any thread exists, forwards SIGTERM and SIGINT to its
+workers, waits for them to finish their streams, and starts a worker again when one dies on its own (too
+many deaths in a minute stop the whole proxy with an error, so that a service manager reports a failure
+instead of a loop). A worker stops when its supervisor is gone.
+
+``/bead/health`` answers for all workers: each publishes its counters in its own slot of a shared memory
+board (``Board``), and whichever worker is asked adds them up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import logging
+import mmap
+import os
+import signal
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("bead.proxy")
+
+MAX_WORKERS = 16
+SLOT = 8192  # bytes of the board per worker: its counters as JSON
+_HEAD = struct.Struct("<QI")  # a slot's sequence number (odd while it is written) and the length of its JSON
+CRASHES = 5  # deaths of workers within CRASH_WINDOW_S that stop the proxy instead of starting them again
+CRASH_WINDOW_S = 60.0
+RESTART_DELAY_S = 1.0
+
+
+def default_workers() -> int:
+    """``proxy.workers`` when config.yaml does not say: the number of cores, at most 4."""
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+class Board:
+    """A memory shared by the workers of one proxy: one slot per worker, each written by its worker only and
+    read by any. A slot holds the worker's counters as JSON behind a sequence number that is odd while the
+    slot is written, so a reader retries instead of reading half a write (a seqlock)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.mem = mmap.mmap(-1, n * SLOT)  # anonymous and shared: the forked workers see the same pages
+        self._lock = threading.Lock()  # one writer per slot: the worker's threads take turns
+
+    def publish(self, slot: int, data: dict[str, Any]) -> None:
+        raw = json.dumps(data, separators=(",", ":")).encode()
+        if len(raw) > SLOT - _HEAD.size:
+            raw = json.dumps({k: v for k, v in data.items() if k != "error_kinds"}, separators=(",", ":")).encode()
+        off = slot * SLOT
+        with self._lock:
+            seq = _HEAD.unpack_from(self.mem, off)[0]
+            _HEAD.pack_into(self.mem, off, seq + 1, 0)
+            self.mem[off + _HEAD.size : off + _HEAD.size + len(raw)] = raw
+            _HEAD.pack_into(self.mem, off, seq + 1, len(raw))
+            _HEAD.pack_into(self.mem, off, seq + 2, len(raw))
+
+    def read(self, slot: int) -> dict[str, Any] | None:
+        """The slot's last whole publication (None: nothing yet, or a writer that never let go)."""
+        off = slot * SLOT
+        for _ in range(1000):
+            seq, n = _HEAD.unpack_from(self.mem, off)
+            if seq % 2:
+                time.sleep(0)
+                continue
+            raw = bytes(self.mem[off + _HEAD.size : off + _HEAD.size + n])
+            if _HEAD.unpack_from(self.mem, off)[0] != seq:
+                continue
+            if not n:
+                return None
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                return None
+            return value if isinstance(value, dict) else None
+        return None
+
+    def all(self) -> list[dict[str, Any]]:
+        return [d for d in (self.read(i) for i in range(self.n)) if d is not None]
+
+
+COUNTS = ("requests", "with_memory", "injections", "not_owner", "too_large", "errors")
+
+
+def total(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The health of several workers as one: counts added up, the newest error, the oldest start."""
+    out: dict[str, Any] = {k: sum(int(p.get(k) or 0) for p in parts) for k in COUNTS}
+    kinds: dict[str, int] = {}
+    for p in parts:
+        for k, v in (p.get("error_kinds") or {}).items():
+            kinds[k] = kinds.get(k, 0) + int(v)
+    out["error_kinds"] = kinds
+    errors = [p["last_error"] for p in parts if isinstance(p.get("last_error"), dict)]
+    out["last_error"] = max(errors, key=lambda e: e.get("at") or 0) if errors else None
+    started = [p["started"] for p in parts if p.get("started")]
+    out["uptime_s"] = round(time.time() - min(started), 1) if started else 0.0
+    pids = [p["pid"] for p in parts if p.get("pid")]
+    out["workers"] = len(pids)
+    out["worker_pids"] = sorted(pids)
+    return out
+
+
+def watch_parent(parent: int, stop: Callable[[], object]) -> None:
+    """Stop this worker once its supervisor is gone (killed without a chance to stop it)."""
+
+    def run() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        stop()
+
+    threading.Thread(target=run, name="bead-supervisor-watch", daemon=True).start()
+
+
+def supervise(run_worker: Callable[[int], None], n: int) -> int:
+    """Fork ``n`` workers, each ``run_worker(slot)`` in a process of its own, and keep them running until
+    SIGTERM or SIGINT; the exit status: 0 after a stop asked for, 1 when workers kept dying."""
+    if threading.active_count() > 1:
+        # Forking with other threads alive can leave a lock held forever in the child.
+        raise RuntimeError(f"bead proxy forks its workers before any thread starts ({threading.active_count()} running)")
+    me = os.getpid()
+    children: dict[int, int] = {}  # pid -> slot
+    stopping = False
+    deaths: list[float] = []
+
+    def start(slot: int) -> None:
+        pid = os.fork()
+        if pid == 0:  # the worker
+            status = 0
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                gc.unfreeze()
+                run_worker(slot)
+            except BaseException:  # noqa: BLE001 - a worker's end is its exit status, said in the log
+                log.exception("proxy worker %d stopped on an error", slot)
+                status = 1
+            finally:
+                logging.shutdown()
+                os._exit(status)
+        children[pid] = slot
+
+    def stop_all(signum: int, _frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in list(children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop_all)
+    signal.signal(signal.SIGINT, stop_all)
+    # What the workers import is the supervisor's already: frozen, those pages stay shared after the fork
+    # instead of being copied as the collector touches them.
+    gc.collect()
+    gc.freeze()
+    for slot in range(n):
+        start(slot)
+    failed = False
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        slot = children.pop(pid, -1)
+        if slot < 0 or stopping:
+            continue
+        now = time.monotonic()
+        deaths = [t for t in deaths if now - t < CRASH_WINDOW_S] + [now]
+        code = os.waitstatus_to_exitcode(status)
+        if len(deaths) >= CRASHES:
+            log.error(
+                "proxy workers died %d times within %.0f s (the last: exit %d); stopping", len(deaths), CRASH_WINDOW_S, code
+            )
+            failed = True
+            stop_all(signal.SIGTERM, None)
+            continue
+        log.warning("proxy worker %d (pid %d) ended on its own (exit %d); starting it again", slot, pid, code)
+        time.sleep(RESTART_DELAY_S)
+        if not stopping and os.getpid() == me:
+            start(slot)
+    return 1 if failed else 0

@@ -1,0 +1,136 @@
+"""Several proxy processes on one port (#27, ``proxy.workers``): real `bead proxy --workers 2` processes, since
+what is under test is processes (a fork, a shared socket, signals, a kill).
+
+A conversation whose requests land on either worker keeps its turns in order and each fact injected once; the
+health endpoint adds up all workers; a worker that dies is started again; the supervisor's stop (or its death)
+stops them all."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import urllib.request
+
+import pytest
+from conftest import eventually
+from fakes import Reply
+from test_proxy_behaviour import mem_of, post, raw_turns
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+
+SYSTEM = [{"type": "text", "text": "You are a test.\n - Primary working directory: /home/dev/src/shop"}]
+
+
+def body(messages: list[dict]) -> bytes:
+    return json.dumps(
+        {"model": "claude-test", "max_tokens": 100, "stream": True, "system": SYSTEM, "messages": messages}
+    ).encode()
+
+
+def health(url: str, home) -> dict:
+    token = (home / "proxy.token").read_text().strip()
+    r = urllib.request.Request(url + "/bead/health", headers={"x-bead-token": token})
+    with urllib.request.urlopen(r, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def trace_lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) is not serving
+        return not open(f"/proc/{pid}/stat").read().split(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+def test_a_conversation_served_by_two_workers_keeps_its_order_and_injects_a_fact_once(start_proxy, upstream, bead_home):
+    """Each request of one conversation on a connection of its own, so the kernel hands it to either worker;
+    the conversation goes on until both workers have served it. The raw log then holds its turns in order,
+    each once, and the fact the turns ask about reached the model once (pinned or recalled) in all."""
+    with mem_of(bead_home) as m:
+        m.write("project/shop/db", "The shop's database is Postgres 16 on db.internal", "project")
+    trace = bead_home / "trace.jsonl"
+    url = start_proxy("--workers", "2", "--trace", str(trace))
+    msgs = [{"role": "user", "content": "which postgres database host does the shop use?"}]
+    served: set[int] = set()
+    n = 0
+    while len(served) < 2 or n < 4:
+        assert n < 60, f"one worker served {n} requests in a row: {served}"
+        upstream.replies.append(Reply(kind="sse", text=f"answer {n}: db.internal"))
+        status, _, _ = post(url, body(msgs), {"x-bead-session": "two-workers"})
+        assert status == 200
+        assert eventually(lambda: len(trace_lines(trace)) > n)  # noqa: B023 - waited for within the loop
+        served.add(trace_lines(trace)[n]["pid"])
+        msgs = [*msgs, {"role": "assistant", "content": f"answer {n}: db.internal"}]
+        msgs.append({"role": "user", "content": f"and the postgres database host again, step {n}?"})
+        n += 1
+    entries = trace_lines(trace)
+    assert {e["pid"] for e in entries} == served and len(served) == 2
+    shown = [i for e in entries for i in [*(e.get("pinned") or []), *e["injected"]]]
+    assert shown.count("project/shop/db@v1") == 1, shown
+    want = []
+    for i in range(n):
+        want.append(
+            (
+                "user",
+                "which postgres database host does the shop use?"
+                if i == 0
+                else f"and the postgres database host again, step {i - 1}?",
+            )
+        )
+        want.append(("assistant", f"answer {i}: db.internal"))
+
+    def logged() -> list[tuple[str, str]]:
+        return [(t.role, t.text) for t in raw_turns(bead_home, "two-workers")]
+
+    assert eventually(lambda: len(logged()) >= len(want)), logged()
+    assert logged() == want
+
+
+def test_health_adds_up_every_worker(start_proxy, upstream, bead_home):
+    """Whichever worker answers /bead/health counts the requests all of them served."""
+    url = start_proxy("--workers", "2")
+    first = health(url, bead_home)
+    assert first["workers"] == 2 and len(first["worker_pids"]) == 2
+    for i in range(12):
+        post(url, body([{"role": "user", "content": f"question {i}"}]), {"x-bead-session": f"h{i}"})
+    # Each request is counted before its answer is sent; every health answer, from either worker, has them all.
+    for _ in range(6):
+        h = health(url, bead_home)
+        assert h["requests"] == 12 and h["workers"] == 2, h
+
+
+def test_a_worker_that_dies_is_started_again(start_proxy, upstream, bead_home):
+    url = start_proxy("--workers", "2")
+    pids = health(url, bead_home)["worker_pids"]
+    os.kill(pids[0], signal.SIGKILL)
+    assert eventually(lambda: (h := health(url, bead_home))["workers"] == 2 and pids[0] not in h["worker_pids"], 30)
+    assert post(url, body([{"role": "user", "content": "still there?"}]), {"x-bead-session": "after"})[0] == 200
+
+
+def test_stopping_the_supervisor_stops_every_worker(start_proxy, upstream, bead_home):
+    from conftest import stop
+
+    url = start_proxy("--workers", "2")
+    pids = health(url, bead_home)["worker_pids"]
+    proc = start_proxy.procs[-1]
+    stop(proc)
+    assert proc.returncode == 0
+    assert eventually(lambda: not any(alive(p) for p in pids), 30)
+
+
+def test_workers_stop_when_their_supervisor_is_killed(start_proxy, upstream, bead_home):
+    """No orphaned workers holding the port once the supervisor is gone without a chance to stop them."""
+    url = start_proxy("--workers", "2")
+    pids = health(url, bead_home)["worker_pids"]
+    proc = start_proxy.procs[-1]
+    proc.kill()
+    proc.wait()
+    assert eventually(lambda: not any(alive(p) for p in pids), 30)
