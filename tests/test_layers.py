@@ -23,7 +23,7 @@ HEAVY = (
     "apscheduler",
     "watchdog",
     "httpx",
-    "sqlite_utils",
+    "numpy",
     "pyrage",
     "mcp",
     "jwt",
@@ -309,7 +309,7 @@ def test_the_review_terminal_and_the_dashboard_only_translate():
     modules the dashboard shares with the proxy: its access checks (bead.proxy.access) and its listening socket
     (bead.proxy.serve), reused, not copied."""
     files = under("tui", "dashboard")
-    assert violations(files, ("bead.store", "bead.index", "sqlite3", "pysqlite3", "sqlite_utils")) == []
+    assert violations(files, ("bead.store", "bead.index", "sqlite3", "pysqlite3")) == []
     assert violations(under("tui"), ENTRY_POINTS[:3] + ("bead.dashboard",)) == []
     dash = violations(under("dashboard"), ("bead.proxy", "bead.cli", "bead.mcp", "bead.tui"))
     assert dash == [
@@ -341,9 +341,7 @@ def test_mcp_servers_only_translate():
     """bead/mcp reaches memory through the application layer only: no store or index module (files, SQL),
     no sqlite driver, no file access of its own (open, pathlib, os)."""
     files = under("mcp")
-    assert (
-        violations(files, ("bead.store", "bead.index", "sqlite3", "pysqlite3", "sqlite_utils", "pathlib", "os", "shutil")) == []
-    )
+    assert violations(files, ("bead.store", "bead.index", "sqlite3", "pysqlite3", "pathlib", "os", "shutil")) == []
     for p in files:
         calls = [n for n in nodes(p) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "open"]
         assert calls == [], f"{rel(p)} opens a file"
@@ -354,7 +352,7 @@ def test_mcp_servers_only_translate():
 def test_the_core_query_functions_do_no_sql_of_their_own():
     """recall, get_memory and the bundle read through the index's methods and the ranking in bead.recall."""
     for name in ("query.py", "viewer.py", "curate.py", "review.py", "overview.py", "skills.py"):
-        assert violations([PKG / "core" / name], ("sqlite3", "pysqlite3", "sqlite_utils")) == []
+        assert violations([PKG / "core" / name], ("sqlite3", "pysqlite3")) == []
 
 
 def test_no_sql_outside_the_index():
@@ -396,7 +394,7 @@ def test_no_connection_access_outside_the_index():
 
 
 def test_cli_import_loads_no_heavy_stack():
-    """`import bead.cli` in a fresh interpreter loads none of the server, scheduler, watcher, HTTP or sqlite-utils stacks."""
+    """`import bead.cli` in a fresh interpreter loads none of the server, scheduler, watcher, HTTP or numpy stacks."""
     code = f"import json, sys, bead.cli; print(json.dumps({{m: m in sys.modules for m in {list(HEAVY)!r}}}))"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=PKG.parent)
     assert p.returncode == 0, p.stderr

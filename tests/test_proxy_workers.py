@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import urllib.request
 
 import pytest
@@ -17,7 +18,7 @@ from conftest import eventually
 from fakes import Reply
 from test_proxy_behaviour import mem_of, post, raw_turns
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked; the checks read /proc")
 
 SYSTEM = [{"type": "text", "text": "You are a test.\n - Primary working directory: /home/dev/src/shop"}]
 
@@ -134,3 +135,35 @@ def test_workers_stop_when_their_supervisor_is_killed(start_proxy, upstream, bea
     proc.kill()
     proc.wait()
     assert eventually(lambda: not any(alive(p) for p in pids), 30)
+
+
+def test_a_stop_while_the_workers_are_forked_stops_them_all(bead_home, upstream, tmp_path):
+    """SIGTERM as soon as the supervisor says it listens (before or while it forks): it and every worker end."""
+    import subprocess
+
+    from fakes import free_port
+
+    def serving(listen: str) -> list[int]:
+        """The processes whose command line serves ``listen``."""
+        out = []
+        for d in os.listdir("/proc"):
+            try:
+                if d.isdigit() and listen.encode() in open(f"/proc/{d}/cmdline", "rb").read() and alive(int(d)):
+                    out.append(int(d))
+            except OSError:
+                continue
+        return out
+
+    for attempt in range(3):
+        listen = f"127.0.0.1:{free_port()}"
+        p = subprocess.Popen(
+            [sys.executable, "-m", "bead", "proxy", "--listen", listen, "--upstream", upstream.url, "--workers", "2"],
+            env={**os.environ, "BEAD_HOME": str(bead_home)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        assert p.stderr is not None
+        assert b"bead proxy on" in p.stderr.readline()
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(60) == 0, attempt
+        assert eventually(lambda: serving(listen) == [], 30), serving(listen)  # noqa: B023

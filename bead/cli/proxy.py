@@ -36,8 +36,9 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
     from ..proxy.app import create_app
     from ..proxy.engine import Engine
     from ..proxy.serve import parse_listen, serve_workers
-    from ..proxy.workers import Board, default_workers
+    from ..proxy.workers import Board, default_workers, fewer_malloc_arenas
 
+    fewer_malloc_arenas()
     setup_logging("proxy")
     mem = Memory.open()
     home, config = mem.home, mem.config
@@ -48,6 +49,11 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
     mem.index  # noqa: B018 - built here if missing, once, not by each worker
     mem.close()
     board = Board(n) if n > 1 else None
+    if n > 1 and config.recall.semantic:
+        from ..index import semantic
+
+        if semantic.available():
+            import numpy  # noqa: F401 - the workers' rescoring needs it: imported once, shared after the fork
     shown = f"[{host}]" if ":" in host else host
     line = f"bead proxy on http://{shown}:{port} -> {upstream} (/openai -> {openai_upstream})"
     if n > 1:

@@ -92,6 +92,7 @@ class Memory:
         self._index: Index | None = None
         self.semantic_wait = True  # bead[semantic]: a search may wait for the model to load (not on the proxy's path)
         self.semantic_socket: Path | None = None  # the proxy: questions' vectors from the indexer (Index.semantic_socket)
+        self.cache_kib: int | None = None  # the proxy: a smaller SQLite page cache (Index.small_cache)
 
     @classmethod
     def open(cls, home: Home | None = None, clock: Callable[[], datetime] = utcnow) -> Memory:
@@ -106,6 +107,8 @@ class Memory:
             idx.semantic = self.config.recall.semantic and semantic.available()
             idx.semantic_wait = self.semantic_wait
             idx.semantic_socket = self.semantic_socket
+            if self.cache_kib:
+                idx.small_cache(self.cache_kib)
             if idx.fresh:
                 # Deleted, never built, or built by another schema: derive it again.
                 rebuild(idx, self.facts, self.raw)

@@ -22,8 +22,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from ..errors import BeadError
 from ..store.facts import INDEXED_FIELDS as FACT_SPECS
 from ..store.facts import Fact, KeyVersions
@@ -261,7 +259,6 @@ class Index:
                     )
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
         self._conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
-        self.db = sqlite_utils.Database(self._conn)
         self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         # Zero freed pages so deleted text does not linger in the file.
         self._conn.execute("PRAGMA secure_delete=ON")
@@ -287,6 +284,25 @@ class Index:
         self._conn.close()
 
     @contextlib.contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        """A block inside a transaction that is undone alone if it fails."""
+        name = f"bead_{os.urandom(8).hex()}"
+        self._conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            # An error that already ended the whole transaction leaves no savepoint to go back to.
+            if self._conn.in_transaction:
+                self._conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                self._conn.execute(f"RELEASE SAVEPOINT {name}")
+            raise
+        else:
+            self._conn.execute(f"RELEASE SAVEPOINT {name}")
+
+    def _tables(self) -> list[str]:
+        return [r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+    @contextlib.contextmanager
     def write_tx(self) -> Iterator[None]:
         """A write transaction that takes the write lock up front.
 
@@ -295,7 +311,7 @@ class Index:
         waits for the busy timeout instead. Nested blocks use savepoints.
         """
         if self._conn.in_transaction:
-            with self.db.atomic():
+            with self._savepoint():
                 yield
             return
         try:
@@ -324,7 +340,7 @@ class Index:
 
     # ----- schema ---------------------------------------------------------
     def _schema_version(self) -> int | None:
-        if "meta" not in self.db.table_names():
+        if "meta" not in self._tables():
             return None
         row = self._conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
         return int(row[0]) if row else None
@@ -354,12 +370,12 @@ class Index:
         # for a row that took the same number after it (put_vectors checks built_at too).
         self._raw_high = self._raw_rowid_high()
         # Dropping an FTS5 table drops its shadow tables (`*_fts_data`, ...).
-        for name in self.db.table_names():
+        for name in self._tables():
             if not name.startswith("sqlite_") and "_fts_" not in name:
                 self._conn.execute(f"DROP TABLE IF EXISTS [{name}]")
 
     def _raw_rowid_high(self) -> int:
-        tables = set(self.db.table_names())
+        tables = set(self._tables())
         high = 0
         if "sqlite_sequence" in tables:
             high = int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'raw'").fetchone()[0])
@@ -760,6 +776,11 @@ class Index:
             ),
             "turns_by_day": self._rows("SELECT substr(at, 1, 10) AS day, count(*) AS n FROM raw GROUP BY day ORDER BY day", []),
         }
+
+    def small_cache(self, kib: int) -> None:
+        """Hold at most ``kib`` KiB of pages in this connection's cache (SQLite's default is 2,000 KiB): the proxy
+        keeps one connection a thread in every worker, and the OS's page cache holds the file for all of them."""
+        self._conn.execute(f"PRAGMA cache_size={-abs(int(kib))}")
 
     def pragmas(self) -> dict[str, Any]:
         """The connection settings forget and concurrency rely on (for status and tests)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 from functools import lru_cache
+from typing import Any
 
 from ..errors import BeadError
 
@@ -13,11 +15,14 @@ FIX = (
 )
 
 
-def module():
-    """The sqlite3 module sqlite-utils uses (pysqlite3 when installed)."""
-    from sqlite_utils.utils import sqlite3
-
-    return sqlite3
+@lru_cache(maxsize=1)
+def module() -> Any:
+    """The sqlite3 module bead uses: pysqlite3 (a current SQLite, x86_64 Linux) when installed, else the
+    interpreter's own."""
+    try:
+        return importlib.import_module("pysqlite3.dbapi2")
+    except ImportError:
+        return importlib.import_module("sqlite3")
 
 
 @lru_cache(maxsize=1)

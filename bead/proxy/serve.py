@@ -117,8 +117,6 @@ def serve_workers(
     from .workers import supervise
 
     fd = listening_socket(host, port)
-    if on_listening is not None:
-        on_listening()
     supervisor = os.getpid()
 
     def run(slot: int) -> None:
@@ -126,4 +124,4 @@ def serve_workers(
         cfg.bind = [f"fd://{fd}"]
         run_until_signal(make_app(slot), cfg, parent=supervisor)
 
-    return supervise(run, workers)
+    return supervise(run, workers, on_listening)

@@ -78,10 +78,10 @@ class FactStats:
     """
 
     def __init__(
-        self, rows: list[tuple[str, str]], raw_df=None, n_raw: int = 0, term_sets: Iterable[frozenset[str]] | None = None
+        self, rows: list[tuple[str, str]], raw_df=None, n_raw: int = 0, term_sets: Iterable[Iterable[str]] | None = None
     ):
         """``rows`` are (key, body) of the current facts; or ``term_sets``, each fact's terms already
-        taken (the proxy keeps them per fact id between rebuilds: a body never changes under its id)."""
+        taken, each without repeats (the proxy keeps them per fact between rebuilds)."""
         self.df: Counter[str] = Counter()
         n = 0
         for ts in term_sets if term_sets is not None else (frozenset(fact_terms(k, b)) for k, b in rows):
