@@ -90,9 +90,15 @@ def _blank(code: int) -> bool:
     return code in _BLANK or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
 
 
+_BREAKS = str.maketrans("\t\n\r", "   ")
+
+
 def plain_words(text: str) -> list[str]:
     """The words of ``text`` as one line of what a reader sees: NFC, control, format and invisible
     characters dropped (a tab or line break separates words), at most MAX_MARKS combining marks in a row."""
+    text = str(text)
+    if text.isascii() and (text.isprintable() or text.translate(_BREAKS).isprintable()):
+        return text.split()  # nothing to drop: ASCII without a control character (but tab and line breaks)
     out: list[str] = []
     marks = 0
     for ch in unicodedata.normalize("NFC", str(text)):

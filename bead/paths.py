@@ -7,6 +7,7 @@ platformdirs.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -196,6 +197,11 @@ class Home:
 
     def session_lock(self, conversation_id: str) -> Path:
         return self.sessions / f"{conversation_id}.lock"
+
+    def chain_file(self, response_id: str) -> Path:
+        """Which conversation a Responses API answer belongs to, for another proxy worker (proxy.workers > 1):
+        named by a digest of the answer's id, which never becomes a path itself."""
+        return self.sessions / ".chains" / (hashlib.sha256(response_id.encode("utf-8", "replace")).hexdigest()[:32] + ".json")
 
     def capture_lock(self, conversation_id: str) -> Path:
         """A conversation's capture lock (bead.core.state.Conversations.capture_lock), beside its lock."""

@@ -116,3 +116,71 @@ def test_a_continuation_waits_for_the_answer_it_continues(bead_home):
         ("assistant", "because of xdist"),
         ("user", "and how do I fix it?"),
     ]
+
+
+def test_a_chain_continued_in_another_worker_is_the_same_conversation(bead_home):
+    """proxy.workers > 1: the next step of a Responses chain may come to another worker, which finds the chain in
+    the store; its turn waits (off the request path) for the first worker to log the answer it continues, and a
+    fact the first step got is not injected again."""
+    from bead.proxy.workers import Board
+
+    home = Home(bead_home).ensure()
+    with Memory(home, parse("owner: t\n")) as m:
+        m.write("project/proj-x/flaky", "The checkout test is flaky under pytest-xdist: run it with -p no:xdist", "project")
+    board = Board(2)
+    a, b = Engine(home, parse("owner: t\n")), Engine(home, parse("owner: t\n"))
+    a.share(board, 0)
+    b.share(board, 1)
+    responses = formats.by_name("responses").wire
+    first = step("why is the checkout test flaky under xdist?")
+    p1 = a.prepare(first, {}, wire=responses)
+    a.forwarded(p1).result(30)
+    rid, chunks = answer(first, "because of xdist")
+    a.chained(p1, rid)
+    shown_first = {*p1.pinned_new, *p1.injected}
+    assert "project/proj-x/flaky@v1" in shown_first, p1.trace  # the first step got the fact
+    # The second step comes to the other worker before the first worker has logged its answer.
+    p2 = b.prepare(step("and why is the checkout test flaky under xdist again?", rid), {}, wire=responses)
+    assert p2.ident is not None and p2.ident.session == p1.ident.session and p2.after is not None
+    assert "project/proj-x/flaky@v1" not in p2.injected
+
+    def logged() -> list[tuple[str, str]]:
+        with Memory(home, a.config) as m:
+            return [(x.role, x.text) for x in m.raw.read(m.raw.find(p1.ident.session))]
+
+    waiting, seen = threading.Event(), {}
+    real = b._wait_for_answer_elsewhere
+
+    def wait(conversation_id: str, n: int) -> None:
+        waiting.set()
+        real(conversation_id, n)
+        seen["log"] = logged()  # what the log holds when the second worker goes on
+
+    b._wait_for_answer_elsewhere = wait
+    job = b.forwarded(p2)
+    assert waiting.wait(30)  # the second worker's capture is waiting for the first worker's answer
+    a.finished(p1, chunks, "text/event-stream", None, False)  # which the first worker logs now
+    job.result(30)
+    a.drain(30)
+    assert ("assistant", "because of xdist") in seen["log"]
+    got = logged()
+    assert got == [
+        ("user", "why is the checkout test flaky under xdist?"),
+        ("assistant", "because of xdist"),
+        ("user", "and why is the checkout test flaky under xdist again?"),
+    ]
+    a.close()
+    b.close()
+
+
+def test_chain_records_are_pruned_after_a_day(bead_home):
+    from bead.conversation import Identity
+    from bead.core.state import CHAIN_KEEP_S, Conversations
+
+    conversations = Conversations(Home(bead_home).ensure())
+    conversations.record_chain("resp_old", Identity("s", "s", "t", None), 3)
+    conversations.record_chain("resp_two", None, 1)
+    assert conversations.chain("resp_old") == (Identity("s", "s", "t", None), 3)
+    assert conversations.chain("resp_two") == (None, 1) and conversations.chain("resp_none") is None
+    assert conversations.prune_chains(now=time.time() + CHAIN_KEEP_S + 60) == 2
+    assert conversations.chain("resp_old") is None

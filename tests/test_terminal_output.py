@@ -297,3 +297,18 @@ def test_one_line():
     assert one_line("a\n b\t\tc\r\nd") == "a b c d"
     assert one_line("\u2028x\rY\u2029") == "\\u2028x\\x0dY\\u2029", "escaped, never dropped as white space"
     assert one_line("x" * 20, 10) == "x" * 9 + "…"
+
+
+def test_plain_words_reads_ascii_as_the_careful_path_does():
+    """The shortcut for ASCII text (most facts, on the proxy's path) gives the words the character-by-character
+    path gives, for every ASCII character, controls included."""
+    import random
+
+    from bead.display import plain_words
+
+    rng = random.Random(7)
+    alphabet = [chr(i) for i in range(128)]
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        # A non-ASCII word after it sends the whole text down the careful path.
+        assert plain_words(text) == plain_words(text + " é")[:-1], repr(text)

@@ -8,15 +8,23 @@ and parallel subagents (different conversations) never wait for each other.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import files as safe
+from ..conversation import Identity
 from ..paths import Home
 from ..store.locks import flocked
+
+IDENTITY_FIELDS = ("session", "base_session", "thread", "project")
+CHAIN_KEEP_S = 24 * 3600  # a chain record's life (bead.proxy.workers: another worker continues the chain)
+CHAIN_PRUNE_EVERY = 256  # records written between two prunes
 
 
 @dataclass
@@ -150,6 +158,7 @@ class Conversations:
 
     def __init__(self, home: Home):
         self.home = home
+        self._chain_writes = 0
 
     def lock(self, conversation_id: str, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
         """The conversation's flock; ``bead forget`` takes the same one (LockBusy past ``timeout``)."""
@@ -163,6 +172,45 @@ class Conversations:
 
     def load(self, conversation_id: str) -> ConversationState:
         return ConversationState.load(self.home, conversation_id)
+
+    # ----- Responses API chains across proxy workers ----------------------------
+    def record_chain(self, response_id: str, ident: Identity | None, n_messages: int) -> None:
+        """That the answer ``response_id`` belongs to ``ident``'s conversation, whose request had ``n_messages``
+        (None: two conversations claimed it), for a request continuing it in another worker. Old records go."""
+        path = self.home.chain_file(response_id)
+        data = {"n": n_messages, **({"ident": dataclasses.asdict(ident)} if ident is not None else {})}
+        safe.atomic_write(path, json.dumps(data).encode(), root=self.home.root, durable=False)
+        self._chain_writes += 1
+        if self._chain_writes % CHAIN_PRUNE_EVERY == 0:
+            self.prune_chains()
+
+    def chain(self, response_id: str) -> tuple[Identity | None, int] | None:
+        """The conversation an answer belongs to and its request's message count, as ``record_chain`` left them
+        (None: no record; an Identity of None: two conversations claimed the answer)."""
+        try:
+            data = json.loads(safe.read_text(self.home.chain_file(response_id), root=self.home.root))
+            ident = data.get("ident")
+            return (Identity(**{k: ident[k] for k in IDENTITY_FIELDS}) if ident else None), int(data["n"])
+        except (OSError, ValueError, KeyError, TypeError, safe.UnsafePath):
+            return None
+
+    def prune_chains(self, now: float | None = None) -> int:
+        """Drop chain records older than CHAIN_KEEP_S (a Responses chain goes on within minutes)."""
+        folder = self.home.chain_file("x").parent
+        now = time.time() if now is None else now
+        gone = 0
+        try:
+            names = safe.listdir(folder, root=self.home.root)
+        except (OSError, safe.UnsafePath):
+            return 0
+        for name in names:
+            p = folder / name
+            try:
+                if now - os.lstat(p).st_mtime > CHAIN_KEEP_S:
+                    gone += safe.unlink(p, root=self.home.root)
+            except (OSError, safe.UnsafePath):
+                continue
+        return gone
 
     def files(self) -> list[Path]:
         d = self.home.sessions

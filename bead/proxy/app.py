@@ -103,6 +103,9 @@ class ProxyApp(Quart):
         log.error("unhandled %s in the proxy", exc_type.__name__ if exc_type else "error")
 
 
+PREPARE_THREADS = 4
+
+
 class Proxy:
     """The proxy's parts, each one job: the upstream client's life (``start``, ``stop``), the request guard, the
     health endpoint, the owner check, the WebSocket refusal and the forwarding of one request."""
@@ -122,6 +125,11 @@ class Proxy:
         build_id()  # read the package's files now, not on the first health request
 
     async def start(self) -> None:
+        # The preparations' threads (asyncio.to_thread): each holds a connection to the index, so a bounded few
+        # (Python's default is the number of cores + 4); the GIL runs one at a time anyway.
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=PREPARE_THREADS, thread_name_prefix="bead-prepare")
+        )
         # TCP_NODELAY: headers and body leave in separate writes, and Nagle's
         # algorithm against the server's delayed ACK would add ~40 ms to each.
         transport = httpx.AsyncHTTPTransport(

@@ -38,6 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .. import files as safe
 from ..capture.secrets import ruleset
 from ..config import Config
 from ..conversation import Conversation, Identity, identify, names_session
@@ -65,10 +66,11 @@ MAX_BODY_BYTES = 16 * 1024 * 1024  # larger bodies go out unchanged, uncaptured
 # messages carry a "role", the Responses API's tool calls and outputs a "call_id").
 MAX_MESSAGES = 10_000
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # response bytes kept for capturing the assistant turn
-MAX_CHAINS = 4096
+MAX_CHAINS = 4096  # Responses ids remembered for previous_response_id
+CHAIN_ANSWER_WAIT_S = 5.0  # a chain step's capture waits this long at most for the previous answer in another worker
 # SQLite's page cache of each of the proxy's connections (one a thread, in every worker): 512 KiB instead of SQLite's
 # 2,000 took about 7 MB off a worker at 10,000 facts and 200,000 turns (docs/results.md); the OS caches the file.
-PAGE_CACHE_KIB = 512  # Responses ids remembered for previous_response_id
+PAGE_CACHE_KIB = 512
 
 
 class DeadlineExceeded(Exception):
@@ -89,6 +91,9 @@ class Prepared:
     wire: Wire = anthropic  # the format the answer is read in
     judge: Any = None  # rerank.mode async: the CueBlock the judge looks at
     plans: list[remembering.Plan] | None = None  # what "remember" will do, decided before forwarding
+    # A Responses chain's previous step that another worker answered: its conversation id and message count,
+    # whose answer goes into the raw log before this request's turns.
+    after: tuple[str, int] | None = None
 
 
 class Counts(Counter[str]):
@@ -249,6 +254,13 @@ class Engine:
             # before the stream closes): it waits for finished() to say so.
             if not capture_queued and prep.ident.id not in self._answers and len(self._answers) < MAX_CHAINS:
                 self._answers[prep.ident.id] = threading.Event()
+            shared = self._responses[response_id]
+        if self.board is not None:
+            # Several workers: the request that continues this answer may come to another one.
+            try:
+                self.conversations.record_chain(response_id, shared, prep.n_messages)
+            except (OSError, safe.UnsafePath) as exc:
+                self.error("chain", exc)
 
     def _chain_of(self, conv: Conversation) -> Identity | None:
         return self._chain_of_id(conv.continues) if conv.continues else None
@@ -261,8 +273,13 @@ class Engine:
         t_wait = time.perf_counter()
         ident = identify(headers, conv, self.default_project)
         prev = self._chain_of(conv) if not names_session(headers) else None
+        elsewhere: tuple[str, int] | None = None  # the previous step's conversation and size, in another worker
+        if prev is None and conv.continues and self.board is not None and not names_session(headers):
+            found = self.conversations.chain(conv.continues)
+            if found is not None and found[0] is not None:
+                prev, elsewhere = found[0], (found[0].id, found[1])
         if prev is not None and ident.project and ident.project != prev.project:
-            prev = None  # the request says it is another project's: never another project's conversation
+            prev = elsewhere = None  # the request says it is another project's: never another project's conversation
         if prev is not None:
             # The next step of a Responses chain: the same raw-log session and project; a state file of its own
             # (its messages are numbered from 0 again), which carries what the chain was already shown.
@@ -364,7 +381,18 @@ class Engine:
         if injected:
             self.counters["injections"] += 1
         return Prepared(
-            b"", ident, conv, len(conv.messages), injected, pinned_new, st.pinned, blocks, trace, judge=judge, plans=plans
+            b"",
+            ident,
+            conv,
+            len(conv.messages),
+            injected,
+            pinned_new,
+            st.pinned,
+            blocks,
+            trace,
+            judge=judge,
+            plans=plans,
+            after=elsewhere,
         )
 
     def _ahead(self, mem: Memory, st: Any) -> list[dict[str, Any]]:
@@ -384,6 +412,17 @@ class Engine:
                 yield
         except LockBusy:
             raise DeadlineExceeded("the conversation's lock") from None
+
+    def _wait_for_answer_elsewhere(self, conversation_id: str, n_messages: int) -> None:
+        """Off the request path: until another worker has logged the answer to a Responses chain's previous step
+        (its conversation's capture covers message ``n_messages``), at most CHAIN_ANSWER_WAIT_S (an answer that
+        never came, a worker that stopped)."""
+        end = time.monotonic() + CHAIN_ANSWER_WAIT_S
+        while time.monotonic() < end:
+            if self.conversations.load(conversation_id).captured > n_messages:
+                return
+            time.sleep(0.02)
+        self.count("chain_answer_late")
 
     def _wait_for_pending(self, conversation_id: str, timeout: float) -> None:
         """Let this conversation's earlier capture finish first (never another conversation's)."""
@@ -454,6 +493,8 @@ class Engine:
                     self._judge(ident, prep.judge, trace)
                 finally:
                     self._judged(ident.id)
+            if prep.after is not None:
+                self._wait_for_answer_elsewhere(*prep.after)
             mem = self.memory()
             with self.conversations.capture_lock(ident.id):
                 st = self.conversations.load(ident.id)
