@@ -6,8 +6,10 @@
 The recorded Claude Code requests (shared/fixtures/claude-code) are sent in
 one run straight to a fake upstream on 127.0.0.1, through a pass-through
 proxy written with the standard library only (http.server + http.client,
-streaming chunk by chunk: the floor for any Python proxy hop), and through a
-real `bead proxy` process in front of the same fake, against a generated
+streaming chunk by chunk: the floor for any Python proxy hop), through the
+floor of bead's own stack (benchmarks/floor_proxy.py: Quart on Hypercorn,
+httpx, nothing else), and through real `bead proxy` processes (one worker,
+and this machine's default number) in front of the same fake, against a generated
 store. Each round rewrites X-Bead-Session so every round is a new
 conversation (pinned block built, recall run on every turn). Figures: total
 and time to first byte p50/p95/p99 for each, what bead adds over direct and
@@ -250,7 +252,24 @@ def main() -> None:
                     time.sleep(0.1)
         up_port = int(fake.url.rsplit(":", 1)[1])
         passthrough = PassThrough(up_port)
-        ports = {"direct": up_port, "pass": passthrough.port, **{name: p for name, (_, p, _) in procs.items()}}
+        floor_port = free_port()
+        floor = subprocess.Popen(
+            [sys.executable, str(ROOT / "benchmarks" / "floor_proxy.py"), str(floor_port), fake.url],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(300):
+            try:
+                send("127.0.0.1", floor_port, "/v1/messages", [("content-type", "application/json")], b"{}")
+                break
+            except OSError:
+                time.sleep(0.1)
+        ports = {
+            "direct": up_port,
+            "pass": passthrough.port,
+            "quart floor": floor_port,
+            **{name: p for name, (_, p, _) in procs.items()},
+        }
         for name, p in ports.items():
             if name != "direct":
                 run_sequence(p, reqs, 1, f"warm-{name}")  # warm-up: imports, caches, IDF stats (each worker's)
@@ -270,18 +289,21 @@ def main() -> None:
             indexer.terminate()
             indexer.wait(30)
         passthrough.close()
+        floor.terminate()
+        floor.wait(30)
         print(f"store: {args.facts:,} facts, {args.turns:,} raw turns; {len(reqs)} recorded requests x {args.rounds} rounds")
         print(f"{'sequential':<30} {'p50':>8} {'p95':>8} {'p99':>8}   (ms)")
         for kind, k in (("total", 1), ("TTFB", 0)):
             for name in ports:
                 v = seq[name][k]
                 print(f"  {kind + ', ' + name:<28} {statistics.median(v):8.2f} {pct(v, 95):8.2f} {pct(v, 99):8.2f}")
-        print("added by bead (difference of the percentiles)")
-        for name in procs:
+        print("added over the pass-through by the stack alone and by bead (difference of the percentiles)")
+        for name in ["quart floor", *procs]:
             for what, k, base in (
                 ("total over direct", 1, "direct"),
                 ("total over pass-through", 1, "pass"),
                 ("TTFB over pass-through", 0, "pass"),
+                *([("total over the quart floor", 1, "quart floor")] if name != "quart floor" else []),
             ):
                 a, b = seq[name][k], seq[base][k]
                 print(
@@ -292,7 +314,7 @@ def main() -> None:
         for name in ports:
             v = conc[name]
             print(f"  {name:<28} {statistics.median(v):8.2f} {pct(v, 95):8.2f} {pct(v, 99):8.2f}")
-        for name in procs:
+        for name in ["quart floor", *procs]:
             print(
                 f"  {name}: p50 x{statistics.median(conc[name]) / statistics.median(conc['pass']):.2f} the pass-through's; "
                 f"over direct {statistics.median(conc[name]) - statistics.median(conc['direct']):.2f} ms"
