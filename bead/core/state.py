@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +28,13 @@ from ..store.locks import flocked
 IDENTITY_FIELDS = ("session", "base_session", "thread", "project")
 CHAIN_KEEP_S = 24 * 3600  # a chain record's life (bead.proxy.workers: another worker continues the chain)
 CHAIN_PRUNE_EVERY = 256  # records written between two prunes
+PARSED_KEEP = 256  # conversations whose parsed state a process keeps (ConversationState.load)
+_PARSED: OrderedDict[str, tuple[int, bytes, ConversationState]] = OrderedDict()  # path -> (bytes parsed, digest, state)
+_PARSED_LOCK = threading.Lock()
+
+
+def _digest(data: memoryview) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 @dataclass
@@ -77,39 +87,79 @@ class ConversationState:
 
     @classmethod
     def load(cls, home: Home, conversation_id: str) -> ConversationState:
-        st = cls(home.session_state(conversation_id), home.root)
+        """The state as its file says now. The file is read whole every time (another worker, or a forget, may
+        have changed it), but only the lines after what this process parsed last time are parsed, when the bytes
+        before them are the very bytes it parsed (a digest of them): a conversation of hundreds of requests no
+        longer parses all of its records three times a request."""
+        path = home.session_state(conversation_id)
+        key = str(path)
         try:
-            lines = safe.read_text(st.path, root=home.root, errors="replace").splitlines()
+            data = safe.read_bytes(path, root=home.root)
         except FileNotFoundError:
-            return st
-        for line in lines:
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn line never stops the conversation
+            with _PARSED_LOCK:
+                _PARSED.pop(key, None)
+            return cls(path, home.root)
+        with _PARSED_LOCK:
+            known = _PARSED.get(key)
+        view = memoryview(data)
+        start = 0
+        st = cls(path, home.root)
+        if known is not None and len(data) >= known[0] and _digest(view[: known[0]]) == known[1]:
+            start, st = known[0], known[2].copy()
+        end = max(data.rfind(b"\n") + 1, start)  # whole lines only: another process may be writing the last one
+        for line in bytes(view[start:end]).decode("utf-8", errors="replace").splitlines():
+            st._apply(line)
+        with _PARSED_LOCK:
+            _PARSED[key] = (end, _digest(view[:end]), st.copy())
+            _PARSED.move_to_end(key)
+            while len(_PARSED) > PARSED_KEEP:
+                _PARSED.popitem(last=False)
+        if end < len(data):
+            st._apply(bytes(view[end:]).decode("utf-8", errors="replace"))
+        return st
+
+    def copy(self) -> ConversationState:
+        """A copy whose containers are its own (a caller's changes never reach the parsed-state cache)."""
+        return dataclasses.replace(
+            self,
+            pinned_ids=list(self.pinned_ids),
+            cues=dict(self.cues),
+            capturing=dict(self.capturing) if self.capturing is not None else None,
+            ahead=list(self.ahead),
+            carried_ids=list(self.carried_ids),
+            carried_pointers=list(self.carried_pointers),
+        )
+
+    def _apply(self, line: str) -> None:
+        """One record of the file; a torn or malformed line is skipped, never stops the conversation."""
+        try:
+            r = json.loads(line)
+            if not isinstance(r, dict):
+                return
             kind = r.get("kind")
             if kind == "pinned":
-                st.has_pinned, st.pinned, st.pinned_ids = True, r.get("text"), list(r.get("ids") or [])
+                self.has_pinned, self.pinned, self.pinned_ids = True, r.get("text"), list(r.get("ids") or [])
             elif kind == "cue":
-                st.cues[int(r["message"])] = CueRecord(
+                self.cues[int(r["message"])] = CueRecord(
                     int(r["message"]), r.get("hash", ""), r.get("text"), list(r.get("ids") or []), list(r.get("pointers") or [])
                 )
             elif kind == "ahead":
-                st.ahead = list(r.get("ids") or [])
+                self.ahead = list(r.get("ids") or [])
             elif kind == "carried":
-                st.carried_from = str(r.get("from") or "")
-                st.carried_ids, st.carried_pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
+                self.carried_from = str(r.get("from") or "")
+                self.carried_ids, self.carried_pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
             elif kind == "captured":
                 upto = int(r.get("upto", 0))
-                if upto >= st.captured:  # never backwards (a late record of an earlier answer)
-                    st.captured, st.captured_partial = upto, bool(r.get("partial", False))
-                st.capturing = None
+                if upto >= self.captured:  # never backwards (a late record of an earlier answer)
+                    self.captured, self.captured_partial = upto, bool(r.get("partial", False))
+                self.capturing = None
             elif kind == "capturing":
                 batch, upto = str(r.get("batch", "")), int(r.get("upto", 0))
-                st.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial")), "remember": r.get("remember")}
-            elif kind == "remembered" and st.capturing and r.get("batch") == st.capturing["batch"]:
-                st.capturing["remember"] = None
-        return st
+                self.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial")), "remember": r.get("remember")}
+            elif kind == "remembered" and self.capturing and r.get("batch") == self.capturing["batch"]:
+                self.capturing["remember"] = None
+        except (ValueError, KeyError, TypeError):
+            return
 
     def append(self, record: dict[str, Any]) -> None:
         safe.append_line(self.path, json.dumps(record, ensure_ascii=False), root=self.root)

@@ -1,0 +1,70 @@
+"""A conversation's state file (bead.core.state) as the proxy reads it on every request: whole each time, but parsed
+only from where this process stopped last time, when the bytes before are the same bytes."""
+
+from __future__ import annotations
+
+import json
+
+from bead import files as safe
+from bead.core.state import Conversations, ConversationState, CueRecord
+from bead.paths import Home
+
+
+def test_a_load_parses_only_the_lines_added_since_the_last(bead_home, monkeypatch):
+    home = Home(bead_home).ensure()
+    st = ConversationState.load(home, "c1")
+    st.set_pinned("the pinned block", ["user/a@v1"])
+    for i in range(20):
+        st.add_cue(i, f"h{i}", f"cue {i}", [f"project/x/f{i}@v1"])
+    assert ConversationState.load(home, "c1").cues[19].text == "cue 19"
+    applied: list[str] = []
+    real = ConversationState._apply
+    monkeypatch.setattr(ConversationState, "_apply", lambda self, line: applied.append(line) or real(self, line))
+    # Another worker appends one record.
+    safe.append_line(
+        home.session_state("c1"),
+        json.dumps({"kind": "cue", "message": 20, "hash": "h20", "text": "cue 20", "ids": []}),
+        root=home.root,
+    )
+    got = ConversationState.load(home, "c1")
+    assert len(applied) == 1 and got.cues[20].text == "cue 20"
+    assert got.pinned == "the pinned block" and len(got.cues) == 21 and "project/x/f3@v1" in got.injected
+
+
+def test_a_forget_that_rewrites_the_file_is_seen_at_once(bead_home):
+    """Forget scrubs a cue block's text from the file: the next load never serves it from what it parsed before."""
+    home = Home(bead_home).ensure()
+    st = ConversationState.load(home, "c2")
+    st.add_cue(0, "h0", "the staging password hint is tulip", ["project/x/pw@v1"])
+    st.add_cue(1, "h1", "the build uses make", ["project/x/build@v1"])
+    assert ConversationState.load(home, "c2").cues[0].text  # parsed and kept
+    removed = Conversations(home).scrub([home.session_state("c2")], lambda line: "tulip" in line)
+    assert removed == 1
+    again = ConversationState.load(home, "c2")
+    assert 0 not in again.cues and again.cues[1].text == "the build uses make"
+    assert "project/x/pw@v1" not in again.injected
+
+
+def test_a_callers_change_never_reaches_the_next_load(bead_home):
+    home = Home(bead_home).ensure()
+    st = ConversationState.load(home, "c3")
+    st.set_capturing("b1", 2, False, 1)
+    first = ConversationState.load(home, "c3")
+    assert first.capturing is not None
+    first.capturing["remember"] = None  # what set_remembered does in memory
+    first.cues[7] = CueRecord(7, "h7", "a block only this caller has")
+    second = ConversationState.load(home, "c3")
+    assert second.capturing == {"batch": "b1", "upto": 2, "partial": False, "remember": 1} and 7 not in second.cues
+
+
+def test_a_line_being_written_is_read_but_not_kept_as_parsed(bead_home):
+    """The last line without its newline yet (another process mid-write) counts when whole JSON, and is parsed
+    again once complete."""
+    home = Home(bead_home).ensure()
+    path = home.session_state("c4")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    whole = json.dumps({"kind": "captured", "upto": 3})
+    path.write_text(json.dumps({"kind": "captured", "upto": 1}) + "\n" + whole[:10])
+    assert ConversationState.load(home, "c4").captured == 1
+    path.write_text(json.dumps({"kind": "captured", "upto": 1}) + "\n" + whole + "\n")
+    assert ConversationState.load(home, "c4").captured == 3
