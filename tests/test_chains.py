@@ -184,3 +184,54 @@ def test_chain_records_are_pruned_after_a_day(bead_home):
     assert conversations.chain("resp_two") == (None, 1) and conversations.chain("resp_none") is None
     assert conversations.prune_chains(now=time.time() + CHAIN_KEEP_S + 60) == 2
     assert conversations.chain("resp_old") is None
+
+
+def test_an_id_two_answers_claimed_in_two_workers_joins_neither(bead_home):
+    """The one-process rule holds across workers: an upstream that gave one id to two conversations' answers, each
+    in its own worker, sends the continuation into neither, whichever worker serves it."""
+    from bead.proxy.workers import Board
+
+    home = Home(bead_home).ensure()
+    board = Board(2)
+    a, b = Engine(home, parse("owner: t\n")), Engine(home, parse("owner: t\n"))
+    a.share(board, 0)
+    b.share(board, 1)
+    responses = formats.by_name("responses").wire
+    pa = a.prepare(step("alpha step one"), {}, wire=responses)
+    pb = b.prepare(step("beta step one"), {}, wire=responses)
+    a.chained(pa, "resp_same")
+    b.chained(pb, "resp_same")
+    for eng in (a, b):
+        nxt = eng.prepare(step("alpha step two", "resp_same"), {}, wire=responses)
+        assert nxt.ident.session not in (pa.ident.session, pb.ident.session)
+    a.close()
+    b.close()
+
+
+def test_a_chain_step_after_an_answer_without_text_does_not_wait_for_it(bead_home):
+    """An answer with nothing to log (no text) still takes its place in the conversation's capture, so the next
+    step in another worker goes on at once instead of waiting out CHAIN_ANSWER_WAIT_S."""
+    from bead.proxy.workers import Board
+
+    home = Home(bead_home).ensure()
+    board = Board(2)
+    a, b = Engine(home, parse("owner: t\n")), Engine(home, parse("owner: t\n"))
+    a.share(board, 0)
+    b.share(board, 1)
+    responses = formats.by_name("responses").wire
+    first = step("think about the flaky checkout test")
+    p1 = a.prepare(first, {}, wire=responses)
+    a.forwarded(p1).result(30)
+    rid, chunks = answer(first, "")
+    a.chained(p1, rid)
+    a.finished(p1, chunks, "text/event-stream", None, False)
+    a.drain(30)
+    p2 = b.prepare(step("and now fix it", rid), {}, wire=responses)
+    assert p2.after is not None
+    b.forwarded(p2).result(30)
+    assert b.counters["chain_answer_late"] == 0
+    with Memory(home, a.config) as m:
+        got = [(x.role, x.text) for x in m.raw.read(m.raw.find(p1.ident.session))]
+    assert got == [("user", "think about the flaky checkout test"), ("user", "and now fix it")]
+    a.close()
+    b.close()

@@ -108,12 +108,16 @@ def test_health_adds_up_every_worker(start_proxy, upstream, bead_home):
         assert h["requests"] == 12 and h["workers"] == 2, h
 
 
-def test_a_worker_that_dies_is_started_again(start_proxy, upstream, bead_home):
+def test_a_worker_that_dies_is_started_again_and_its_counts_stay(start_proxy, upstream, bead_home):
     url = start_proxy("--workers", "2")
+    for i in range(8):
+        post(url, body([{"role": "user", "content": f"question {i}"}]), {"x-bead-session": f"d{i}"})
     pids = health(url, bead_home)["worker_pids"]
     os.kill(pids[0], signal.SIGKILL)
     assert eventually(lambda: (h := health(url, bead_home))["workers"] == 2 and pids[0] not in h["worker_pids"], 30)
     assert post(url, body([{"role": "user", "content": "still there?"}]), {"x-bead-session": "after"})[0] == 200
+    h = health(url, bead_home)
+    assert h["requests"] == 9 and h["worker_restarts"] == 1, h  # what the dead worker served still counts
 
 
 def test_stopping_the_supervisor_stops_every_worker(start_proxy, upstream, bead_home):
@@ -167,3 +171,63 @@ def test_a_stop_while_the_workers_are_forked_stops_them_all(bead_home, upstream,
         p.send_signal(signal.SIGTERM)
         assert p.wait(60) == 0, attempt
         assert eventually(lambda: serving(listen) == [], 30), serving(listen)  # noqa: B023
+
+
+def test_a_board_slot_whose_writer_was_killed_mid_write_is_read_again(bead_home):
+    """A worker killed inside a publication leaves its slot's sequence odd; the worker that replaces it in that
+    slot still publishes readable counts."""
+    from bead.proxy.workers import _HEAD, Board
+
+    board = Board(2)
+    board.publish(0, {"requests": 3, "pid": 11})
+    seq = _HEAD.unpack_from(board.mem, 0)[0]
+    _HEAD.pack_into(board.mem, 0, seq + 1, 0)  # what a SIGKILL between the two writes leaves
+    assert board.read(0) is None
+    board.publish(0, {"requests": 1, "pid": 12})
+    assert board.read(0) == {"requests": 1, "pid": 12}
+
+
+def test_counters_read_while_other_threads_add_kinds_never_raise(bead_home):
+    """Health reads a worker's counters (and every change publishes them) while the request and capture threads
+    add counters of new kinds."""
+    import threading
+    import time
+
+    from bead.config import parse
+    from bead.paths import Home
+    from bead.proxy.engine import Engine
+    from bead.proxy.workers import Board
+
+    engine = Engine(Home(bead_home).ensure(), parse("owner: t\n"))
+    engine.share(Board(1), 0)
+    failures: list[BaseException] = []
+    end = time.monotonic() + 0.5
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+
+    def add(n: int) -> None:
+        i = 0
+        while time.monotonic() < end:
+            try:
+                engine.count(f"kind-{n}-{i}")
+            except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+                failures.append(exc)
+            i += 1
+
+    def read() -> None:
+        while time.monotonic() < end:
+            try:
+                engine.health()
+            except BaseException as exc:  # noqa: BLE001
+                failures.append(exc)
+
+    threads = [threading.Thread(target=add, args=(n,)) for n in range(3)] + [threading.Thread(target=read)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+        engine.close()
+    assert failures == []

@@ -65,7 +65,7 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
             engine.share(board, slot)
         return create_app(engine, upstream, openai_upstream=openai_upstream)
 
-    status = serve_workers(make_app, n, host, port, lambda: echo(line, err=True))
+    status = serve_workers(make_app, n, host, port, lambda: echo(line, err=True), board.retire if board else None)
     if status:
         sys.exit(status)
 

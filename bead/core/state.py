@@ -224,15 +224,20 @@ class Conversations:
         return ConversationState.load(self.home, conversation_id)
 
     # ----- Responses API chains across proxy workers ----------------------------
-    def record_chain(self, response_id: str, ident: Identity | None, n_messages: int) -> None:
+    def record_chain(self, response_id: str, ident: Identity | None, n_messages: int) -> bool:
         """That the answer ``response_id`` belongs to ``ident``'s conversation, whose request had ``n_messages``
-        (None: two conversations claimed it), for a request continuing it in another worker. Old records go."""
+        (None: two conversations claimed it), for a request continuing it in another worker. An id already
+        recorded for another conversation is recorded as neither's. True when it is time to prune old records
+        (``prune_chains``, off the request's path)."""
+        if ident is not None:
+            known = self.chain(response_id)
+            if known is not None and known[0] != ident:
+                ident = None
         path = self.home.chain_file(response_id)
         data = {"n": n_messages, **({"ident": dataclasses.asdict(ident)} if ident is not None else {})}
         safe.atomic_write(path, json.dumps(data).encode(), root=self.home.root, durable=False)
         self._chain_writes += 1
-        if self._chain_writes % CHAIN_PRUNE_EVERY == 0:
-            self.prune_chains()
+        return self._chain_writes % CHAIN_PRUNE_EVERY == 0
 
     def chain(self, response_id: str) -> tuple[Identity | None, int] | None:
         """The conversation an answer belongs to and its request's message count, as ``record_chain`` left them
@@ -240,6 +245,10 @@ class Conversations:
         try:
             data = json.loads(safe.read_text(self.home.chain_file(response_id), root=self.home.root))
             ident = data.get("ident")
+            if ident and not all(isinstance(ident[k], str) for k in IDENTITY_FIELDS if k != "project"):
+                return None
+            if ident and not isinstance(ident["project"], str | None):
+                return None
             return (Identity(**{k: ident[k] for k in IDENTITY_FIELDS}) if ident else None), int(data["n"])
         except (OSError, ValueError, KeyError, TypeError, safe.UnsafePath):
             return None

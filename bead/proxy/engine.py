@@ -256,9 +256,11 @@ class Engine:
                 self._answers[prep.ident.id] = threading.Event()
             shared = self._responses[response_id]
         if self.board is not None:
-            # Several workers: the request that continues this answer may come to another one.
+            # Several workers: the request that continues this answer may come to another one. (On the event loop:
+            # one small file; the occasional prune of old ones goes to a thread.)
             try:
-                self.conversations.record_chain(response_id, shared, prep.n_messages)
+                if self.conversations.record_chain(response_id, shared, prep.n_messages):
+                    self._after.submit(self.conversations.prune_chains)
             except (OSError, safe.UnsafePath) as exc:
                 self.error("chain", exc)
 
@@ -274,9 +276,13 @@ class Engine:
         ident = identify(headers, conv, self.default_project)
         prev = self._chain_of(conv) if not names_session(headers) else None
         elsewhere: tuple[str, int] | None = None  # the previous step's conversation and size, in another worker
-        if prev is None and conv.continues and self.board is not None and not names_session(headers):
+        if conv.continues and self.board is not None and not names_session(headers):
+            # Several workers: the store's record of the answer decides (another worker may have seen the same id
+            # given to another conversation's answer: then it is neither's).
             found = self.conversations.chain(conv.continues)
-            if found is not None and found[0] is not None:
+            if found is not None and found[0] is None:
+                prev = None
+            elif prev is None and found is not None and found[0] is not None:
                 prev, elsewhere = found[0], (found[0].id, found[1])
         if prev is not None and ident.project and ident.project != prev.project:
             prev = elsewhere = None  # the request says it is another project's: never another project's conversation
@@ -636,10 +642,17 @@ class Engine:
             if truncated:
                 flags["partial"] = True
             turns = capture.assistant_turns(message, ident, flags)
-            if not turns:
-                return
             mem = self.memory()
             n = prep.n_messages
+            if not turns:
+                # Nothing of the answer to log, but its place is taken: the request's turns are in the log and
+                # the conversation captured up to the answer (a chain's next step in another worker waits for it).
+                with self.conversations.capture_lock(ident.id):
+                    st = self.conversations.load(ident.id)
+                    self._catch_up(mem, ident, st, prep.conv, prep.trace)
+                    if st.captured <= n:
+                        self._capture_messages(mem, ident, st, prep.conv, n + 1, prep.trace)
+                return
             with self.conversations.capture_lock(ident.id):
                 st = self.conversations.load(ident.id)
                 self._catch_up(mem, ident, st, prep.conv, prep.trace)
@@ -711,12 +724,13 @@ class Engine:
 
     def own_health(self) -> dict[str, Any]:
         """This process's counts (one worker's, when there are several)."""
+        counts = dict(self.counters)  # one copy: another thread may add a key meanwhile
         return {
             "uptime_s": round(time.time() - self.started, 1),
             "started": self.started,
             "pid": os.getpid(),
-            **{k: self.counters[k] for k in workers.COUNTS},
-            "error_kinds": {k[6:]: v for k, v in self.counters.items() if k.startswith("error.")},
+            **{k: counts.get(k, 0) for k in workers.COUNTS},
+            "error_kinds": {k[6:]: v for k, v in counts.items() if k.startswith("error.")},
             "last_error": self.last_error,
         }
 
@@ -735,6 +749,11 @@ class Engine:
         """The proxy's counts: this process's, or with several workers all of theirs added up."""
         if self.board is None:
             own = self.own_health()
-            return {**{k: v for k, v in own.items() if k not in ("started", "pid")}, "workers": 1, "worker_pids": [own["pid"]]}
+            return {
+                **{k: v for k, v in own.items() if k not in ("started", "pid")},
+                "workers": 1,
+                "worker_pids": [own["pid"]],
+                "worker_restarts": 0,
+            }
         self._publish()
         return workers.total(self.board[0].all())

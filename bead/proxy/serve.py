@@ -106,7 +106,12 @@ def serve(app: Any, host: str, port: int, on_listening: Callable[[], None] | Non
 
 
 def serve_workers(
-    make_app: Callable[[int], Any], workers: int, host: str, port: int, on_listening: Callable[[], None] | None = None
+    make_app: Callable[[int], Any],
+    workers: int,
+    host: str,
+    port: int,
+    on_listening: Callable[[], None] | None = None,
+    on_death: Callable[[int], None] | None = None,
 ) -> int:
     """``serve`` with ``workers`` processes on the one port (bead.proxy.workers): the port is bound here, once,
     and each worker serves ``make_app(slot)`` on it. One worker is ``serve`` itself, in this process. The exit
@@ -124,4 +129,4 @@ def serve_workers(
         cfg.bind = [f"fd://{fd}"]
         run_until_signal(make_app(slot), cfg, parent=supervisor)
 
-    return supervise(run, workers, on_listening)
+    return supervise(run, workers, on_listening, on_death)

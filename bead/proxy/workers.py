@@ -67,7 +67,8 @@ class Board:
 
     def __init__(self, n: int):
         self.n = n
-        self.mem = mmap.mmap(-1, n * SLOT)  # anonymous and shared: the forked workers see the same pages
+        # One slot a worker, and one more for the counts of workers that died (``retire``).
+        self.mem = mmap.mmap(-1, (n + 1) * SLOT)  # anonymous and shared: the forked workers see the same pages
         self._lock = threading.Lock()  # one writer per slot: the worker's threads take turns
 
     def publish(self, slot: int, data: dict[str, Any]) -> None:
@@ -77,6 +78,7 @@ class Board:
         off = slot * SLOT
         with self._lock:
             seq = _HEAD.unpack_from(self.mem, off)[0]
+            seq += seq % 2  # odd: a writer killed mid-write (the slot's earlier worker); its write is void
             _HEAD.pack_into(self.mem, off, seq + 1, 0)
             self.mem[off + _HEAD.size : off + _HEAD.size + len(raw)] = raw
             _HEAD.pack_into(self.mem, off, seq + 1, len(raw))
@@ -103,7 +105,29 @@ class Board:
         return None
 
     def all(self) -> list[dict[str, Any]]:
-        return [d for d in (self.read(i) for i in range(self.n)) if d is not None]
+        return [d for d in (self.read(i) for i in range(self.n + 1)) if d is not None]
+
+    def retire(self, slot: int) -> None:
+        """A worker died (the supervisor says so): its counts join the retired ones, and its slot is free for the
+        worker that replaces it. Health keeps counting what it served, and how many workers were restarted."""
+        gone = self.read(slot) or {}
+        kept = self.read(self.n) or {}
+        merged = {k: int(kept.get(k) or 0) + int(gone.get(k) or 0) for k in COUNTS}
+        kinds = dict(kept.get("error_kinds") or {})
+        for k, v in (gone.get("error_kinds") or {}).items():
+            kinds[k] = int(kinds.get(k, 0)) + int(v)
+        errors = [e for e in (kept.get("last_error"), gone.get("last_error")) if isinstance(e, dict)]
+        self.publish(
+            self.n,
+            {
+                **merged,
+                "error_kinds": kinds,
+                "last_error": max(errors, key=lambda e: e.get("at") or 0) if errors else None,
+                "started": kept.get("started") or gone.get("started"),
+                "restarts": int(kept.get("restarts") or 0) + 1,
+            },
+        )
+        self.publish(slot, {})
 
 
 COUNTS = ("requests", "with_memory", "injections", "not_owner", "too_large", "errors")
@@ -124,6 +148,7 @@ def total(parts: list[dict[str, Any]]) -> dict[str, Any]:
     pids = [p["pid"] for p in parts if p.get("pid")]
     out["workers"] = len(pids)
     out["worker_pids"] = sorted(pids)
+    out["worker_restarts"] = sum(int(p.get("restarts") or 0) for p in parts)
     return out
 
 
@@ -138,10 +163,16 @@ def watch_parent(parent: int, stop: Callable[[], object]) -> None:
     threading.Thread(target=run, name="bead-supervisor-watch", daemon=True).start()
 
 
-def supervise(run_worker: Callable[[int], None], n: int, on_ready: Callable[[], None] | None = None) -> int:
+def supervise(
+    run_worker: Callable[[int], None],
+    n: int,
+    on_ready: Callable[[], None] | None = None,
+    on_death: Callable[[int], None] | None = None,
+) -> int:
     """Fork ``n`` workers, each ``run_worker(slot)`` in a process of its own, and keep them running until
     SIGTERM or SIGINT; the exit status: 0 after a stop asked for, 1 when workers kept dying. ``on_ready`` runs
-    once a stop signal would be handled (so that one sent on what it says stops everything cleanly)."""
+    once a stop signal would be handled (so that one sent on what it says stops everything cleanly); ``on_death``
+    with a worker's slot when it died on its own, before it is started again."""
     if threading.active_count() > 1:
         # Forking with other threads alive can leave a lock held forever in the child.
         raise RuntimeError(f"bead proxy forks its workers before any thread starts ({threading.active_count()} running)")
@@ -154,6 +185,9 @@ def supervise(run_worker: Callable[[int], None], n: int, on_ready: Callable[[], 
         # A stop signal that comes during the fork waits until the new worker is in ``children`` (and so gets
         # the stop too) and until the worker's own handlers are back to the default.
         signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        if stopping:  # a stop came between the caller's look and the block
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+            return
         pid = os.fork()
         if pid == 0:  # the worker
             status = 0
@@ -198,6 +232,8 @@ def supervise(run_worker: Callable[[int], None], n: int, on_ready: Callable[[], 
         slot = children.pop(pid, -1)
         if slot < 0 or stopping:
             continue
+        if on_death is not None:
+            on_death(slot)
         now = time.monotonic()
         deaths = [t for t in deaths if now - t < CRASH_WINDOW_S] + [now]
         code = os.waitstatus_to_exitcode(status)
