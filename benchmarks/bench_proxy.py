@@ -186,6 +186,13 @@ def main() -> None:
         default=",".join(dict.fromkeys(["1", str(default_workers())])),
         help="a bead proxy for each of these proxy.workers counts, side by side (default: 1 and this machine's default)",
     )
+    ap.add_argument(
+        "--no-trace",
+        dest="trace",
+        action="store_false",
+        help="run the proxies without --trace, as deployed (the trace's cue excerpts and its line cost time); "
+        "the figures from inside the proxy are then left out",
+    )
     args = ap.parse_args()
 
     reqs = load_requests()
@@ -234,8 +241,7 @@ def main() -> None:
                     f"127.0.0.1:{port}",
                     "--upstream",
                     fake.url,
-                    "--trace",
-                    str(trace),
+                    *(["--trace", str(trace)] if args.trace else []),
                     "--workers",
                     str(n),
                 ],
@@ -327,7 +333,7 @@ def main() -> None:
             )
         if indexer_rss is not None:
             print(f"indexer RSS (holds the embedding model for both): {indexer_rss:.0f} MB")
-        for name, (_, _, trace) in procs.items():
+        for name, (_, _, trace) in procs.items() if args.trace else ():
             steps = [json.loads(line) for line in trace.read_text().splitlines()]
             prep = [e["prepare_ms"] for e in steps]
             rec = [e["recall_ms"] for e in steps if "recall_ms" in e]
