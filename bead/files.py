@@ -362,6 +362,16 @@ def append_line(path: Path, line: str, mode: int = FILE_MODE, *, root: Path) -> 
                 os.close(fd)
 
 
+def lines_of(text: str) -> list[str]:
+    """The lines of a JSON-lines file: split at newlines only. (str.splitlines also splits at U+2028, U+2029, U+0085
+    and other separators, which a JSON string written with ensure_ascii=False holds raw: it would cut a record in
+    two, and a forget's rewrite would keep the pieces.)"""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def rewrite_lines(path: Path, edit: Callable[[str], str | None], *, root: Path) -> int:
     """Rewrite a line file through ``edit`` (a new line, or None to drop it); the number of lines changed.
 
@@ -378,7 +388,7 @@ def rewrite_lines(path: Path, edit: Callable[[str], str | None], *, root: Path) 
         fcntl.flock(fd, fcntl.LOCK_EX)
         out: list[str] = []
         changed = 0
-        for line in _read_all(fd).decode("utf-8", errors="replace").splitlines():
+        for line in lines_of(_read_all(fd).decode("utf-8", errors="replace")):
             new = edit(line)
             if new != line:
                 changed += 1

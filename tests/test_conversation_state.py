@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bead import files as safe
 from bead.core.state import Conversations, ConversationState, CueRecord
 from bead.paths import Home
@@ -68,3 +70,47 @@ def test_a_line_being_written_is_read_but_not_kept_as_parsed(bead_home):
     assert ConversationState.load(home, "c4").captured == 1
     path.write_text(json.dumps({"kind": "captured", "upto": 1}) + "\n" + whole + "\n")
     assert ConversationState.load(home, "c4").captured == 3
+
+
+def test_a_record_holding_a_line_separator_stays_one_record_and_a_forget_removes_it_whole(bead_home):
+    """U+2028 (and U+2029, U+0085) inside a cue's text is written raw (JSON with ensure_ascii=False); only a newline
+    ends a record, so the cue is read back whole and a forget's rewrite drops all of it."""
+    home = Home(bead_home).ensure()
+    st = ConversationState.load(home, "c5")
+    st.add_cue(0, "h0", "the vault code\u2028is 4471\u2029and\u0085more", ["project/x/vault@v1"])
+    st.add_cue(1, "h1", "the build uses make", ["project/x/build@v1"])
+    got = ConversationState.load(home, "c5")
+    assert got.cues[0].text == "the vault code\u2028is 4471\u2029and\u0085more"
+    assert Conversations(home).scrub([home.session_state("c5")], lambda line: "project/x/vault@v1" in line) == 1
+    raw = home.session_state("c5").read_bytes()
+    assert b"4471" not in raw and b"vault" not in raw
+    assert sorted(ConversationState.load(home, "c5").cues) == [1]
+
+
+def test_a_cue_record_changed_by_a_caller_never_reaches_the_next_load(bead_home):
+    home = Home(bead_home).ensure()
+    ConversationState.load(home, "c6").add_cue(0, "h0", "the build uses make", ["project/x/build@v1"])
+    a = ConversationState.load(home, "c6")
+    a.cues[0].ids.append("project/x/other@v1")
+    a.cues[0].text = "a caller's own text"
+    b = ConversationState.load(home, "c6")
+    assert b.cues[0].text == "the build uses make" and b.cues[0].ids == ["project/x/build@v1"]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        '{"kind": "cue", "message": Infinity, "text": "x"}',
+        '{"kind": "captured", "upto": 1e400}',
+        "[" * 100000,
+        '{"kind": "carried", "from": "OTHER", "ids": 5}',
+    ],
+)
+def test_a_malformed_record_is_skipped_whole(bead_home, record):
+    home = Home(bead_home).ensure()
+    st = ConversationState.load(home, "c7")
+    st.carry("FIRST", ["project/x/a@v1"], [])
+    safe.append_line(home.session_state("c7"), record, root=home.root)
+    st.set_captured(2)
+    got = ConversationState.load(home, "c7")
+    assert got.captured == 2 and got.carried_from == "FIRST" and got.carried_ids == ["project/x/a@v1"]

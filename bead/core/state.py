@@ -29,6 +29,7 @@ IDENTITY_FIELDS = ("session", "base_session", "thread", "project")
 CHAIN_KEEP_S = 24 * 3600  # a chain record's life (bead.proxy.workers: another worker continues the chain)
 CHAIN_PRUNE_EVERY = 256  # records written between two prunes
 PARSED_KEEP = 256  # conversations whose parsed state a process keeps (ConversationState.load)
+PARSED_BYTES = 16 * 1024 * 1024  # and the most bytes of state files those stand for
 _PARSED: OrderedDict[str, tuple[int, bytes, ConversationState]] = OrderedDict()  # path -> (bytes parsed, digest, state)
 _PARSED_LOCK = threading.Lock()
 
@@ -107,12 +108,12 @@ class ConversationState:
         if known is not None and len(data) >= known[0] and _digest(view[: known[0]]) == known[1]:
             start, st = known[0], known[2].copy()
         end = max(data.rfind(b"\n") + 1, start)  # whole lines only: another process may be writing the last one
-        for line in bytes(view[start:end]).decode("utf-8", errors="replace").splitlines():
+        for line in safe.lines_of(bytes(view[start:end]).decode("utf-8", errors="replace")):
             st._apply(line)
         with _PARSED_LOCK:
             _PARSED[key] = (end, _digest(view[:end]), st.copy())
             _PARSED.move_to_end(key)
-            while len(_PARSED) > PARSED_KEEP:
+            while len(_PARSED) > PARSED_KEEP or (len(_PARSED) > 1 and sum(e[0] for e in _PARSED.values()) > PARSED_BYTES):
                 _PARSED.popitem(last=False)
         if end < len(data):
             st._apply(bytes(view[end:]).decode("utf-8", errors="replace"))
@@ -123,7 +124,7 @@ class ConversationState:
         return dataclasses.replace(
             self,
             pinned_ids=list(self.pinned_ids),
-            cues=dict(self.cues),
+            cues={k: dataclasses.replace(c, ids=list(c.ids), pointers=list(c.pointers)) for k, c in self.cues.items()},
             capturing=dict(self.capturing) if self.capturing is not None else None,
             ahead=list(self.ahead),
             carried_ids=list(self.carried_ids),
@@ -146,8 +147,8 @@ class ConversationState:
             elif kind == "ahead":
                 self.ahead = list(r.get("ids") or [])
             elif kind == "carried":
-                self.carried_from = str(r.get("from") or "")
-                self.carried_ids, self.carried_pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
+                ids, pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
+                self.carried_from, self.carried_ids, self.carried_pointers = str(r.get("from") or ""), ids, pointers
             elif kind == "captured":
                 upto = int(r.get("upto", 0))
                 if upto >= self.captured:  # never backwards (a late record of an earlier answer)
@@ -158,7 +159,7 @@ class ConversationState:
                 self.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial")), "remember": r.get("remember")}
             elif kind == "remembered" and self.capturing and r.get("batch") == self.capturing["batch"]:
                 self.capturing["remember"] = None
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
             return
 
     def append(self, record: dict[str, Any]) -> None:
@@ -283,7 +284,7 @@ class Conversations:
                 text = safe.read_text(p, root=self.home.root, errors="replace")
             except (OSError, safe.UnsafePath):
                 continue  # a link is never read (`bead status` reports it)
-            n = sum(1 for line in text.splitlines() if matches(line))
+            n = sum(1 for line in safe.lines_of(text) if matches(line))
             if n:
                 out[p] = n
         return out

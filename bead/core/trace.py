@@ -45,7 +45,7 @@ def recorded_paths(home: Home) -> list[Path]:
     except FileNotFoundError:
         return []
     out: list[Path] = []
-    for line in text.splitlines():
+    for line in safe.lines_of(text):
         try:
             value = json.loads(line).get("trace")
         except (json.JSONDecodeError, AttributeError):
@@ -93,7 +93,7 @@ class Trace:
 
     def entries(self) -> list[dict[str, Any]]:
         out = []
-        for line in self._text().splitlines():
+        for line in safe.lines_of(self._text()):
             try:
                 out.append(json.loads(line))
             except json.JSONDecodeError:
@@ -105,7 +105,7 @@ class Trace:
             text = self._text()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return 0
-        return sum(1 for line in text.splitlines() if matches(line))
+        return sum(1 for line in safe.lines_of(text) if matches(line))
 
     def scrub(self, matches: Callable[[str], bool]) -> int:
         """Drop the lines that ``matches`` (forget); a proxy appending meanwhile waits and loses nothing."""

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..files import FILE_MODE, append_line, read_text, rewrite_lines
+from ..files import FILE_MODE, append_line, lines_of, read_text, rewrite_lines
 
 
 def normalise(value: str) -> str:
@@ -109,7 +109,7 @@ class AuditLog:
         except FileNotFoundError:
             return []
         out = []
-        for line in text.splitlines():
+        for line in lines_of(text):
             try:
                 out.append(json.loads(line))
             except json.JSONDecodeError:
@@ -147,7 +147,7 @@ class Tombstones:
         except FileNotFoundError:
             return set()
         out = set()
-        for line in text.splitlines():
+        for line in lines_of(text):
             try:
                 out.add(json.loads(line)["sha256"])
             except (json.JSONDecodeError, KeyError, TypeError):
