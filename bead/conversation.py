@@ -226,6 +226,11 @@ def names_session(headers: dict[str, str]) -> bool:
     return any(headers.get(h) for h in SESSION_HEADERS)
 
 
+def _own_words(m: Message) -> str:
+    """The words of a message that are not the harness's, one space apart ("" when there are none)."""
+    return " ".join(" ".join(p.text for p in m.parts if p.source is not Source.HARNESS and p.text).split())
+
+
 def identify(headers: dict[str, str], conv: Conversation, default_project: str | None) -> Identity:
     """Session, thread and project of a request (``headers`` keys are lower-case)."""
     # The conversation's own first message: the OpenAI APIs carry the system
@@ -246,7 +251,17 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
         thread = headers.get("thread-id") or headers.get("thread_id")
         session = f"{base}-{_h(thread, 8)}" if thread and thread != codex else base
     else:
-        base = session = "p" + _h(conv.system + "\x00" + first, 16)
+        # No header names the session: the system prompt and the person's first words. A message that is only the
+        # harness's (Aider's example exchange, its file listings: bead.wire.openai.aider_context) is not the
+        # conversation's, nor is a reminder the harness appended; words, not their spacing, count.
+        own = next((w for m in conv.messages if m.role != "system" and (w := _own_words(m))), None)
+        opener = own if own is not None else first
+        if conv.continues:
+            opener = conv.continues + "\x00" + opener
+        # A project the harness names (X-Bead-Project) keeps two repositories' chats that open alike apart.
+        named = headers.get("x-bead-project") or ""
+        base = session = "p" + _h(conv.system + "\x00" + opener + ("\x00" + named if named else ""), 16)
+        first = opener
     project = None
     if headers.get("x-bead-project"):
         project = project_slug(headers["x-bead-project"])

@@ -1,8 +1,9 @@
-"""Replaying what the real Aider sent (tests/fixtures/aider, recorded by its record.py) through the proxy.
+"""Replaying what the real Aider sent (tests/fixtures/aider, recorded by its record.py) through the proxy, with the
+X-Bead-Project header each checkout's `.aider.model.settings.yml` adds (docs/harnesses.md; checked with Aider 0.86.2).
 
-What holds today is tested here. What does not (issue #28): Aider names no session and opens every chat with the
-same few-shot exchange, so bead's fallback identity (the system prompt and the first message) makes all Aider
-chats one conversation; the fixture's README says what Aider sends."""
+Aider names no session and opens every chat with the same example exchange; bead reads that exchange, Aider's file
+listings and the reminder it appends as the harness's (bead.wire.openai.aider_context), so each chat is a
+conversation of its own, keyed by the person's first words."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from fakes import FakeAnthropic, FakeOpenAI, Reply
 from bead.config import Config
 from bead.core.memory import Memory
 from bead.paths import Home
+from bead.recall.rank import search_facts
 
 FIXTURE = Path(__file__).parent / "fixtures" / "aider" / "requests.jsonl"
 
@@ -38,6 +40,7 @@ def replayed(tmp_path_factory):
         for rec in records():
             fake.replies.append(Reply(kind="sse", text=rec["response"]["text"]))
             headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
+            headers["X-Bead-Project"] = "other" if rec["tag"].startswith("other") else "demo"
             status, _, data = proxy.post(base64.b64decode(rec["body_b64"]), headers, "/openai" + rec["path"])
             assert status == 200, data[:300]
             assert data.rstrip().endswith(b"data: [DONE]")
@@ -49,6 +52,50 @@ def replayed(tmp_path_factory):
         fake.close()
         anthropic.close()
     return home, sent
+
+
+def raw_sessions(home) -> dict[str, list[tuple[str, str]]]:
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        return {p.stem: [(t.role, t.text) for t in mem.raw.read(p)] for p in mem.raw.files()}
+
+
+def test_each_chat_is_a_conversation_of_its_own_and_a_restored_one_continues(replayed):
+    """ask, edit and other-ask are three chats (the last in another checkout, with the same question as ask);
+    restore reloads ask's and edit's history and opens with ask's question, so it goes on in ask's conversation."""
+    home, _ = replayed
+    logs = sorted(raw_sessions(home).values())
+    assert logs == sorted(
+        [
+            [
+                ("user", "What does README.md say?"),
+                ("assistant", "The README says this is a demo project."),
+                ("user", "What did we change?"),
+                ("assistant", "We added a line saying the project uses Go."),
+            ],
+            [
+                ("user", "Add a line saying the project uses Go. Remember that deploys need a second reviewer."),
+                ("assistant", "README.md\n```\n# Demo\n\nA demo project.\nIt uses Go.\n```"),
+            ],
+            [("user", "What does README.md say?"), ("assistant", "The README says this is another project.")],
+        ]
+    ), "the example exchange, the file listings and the format reminder are Aider's, never the person's turns"
+
+
+def test_every_new_chat_gets_its_pinned_block(replayed):
+    _, sent = replayed
+    for rec, got in sent:
+        if rec["tag"] != "restore":  # a continued conversation keeps the block it had
+            assert "<bead-memory" in json.loads(got.body)["messages"][0]["content"], rec["tag"]
+
+
+def test_remember_in_the_persons_words_writes_the_fact(replayed):
+    home, _ = replayed
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        hits = search_facts(mem.index, "deploys second reviewer", limit=3)
+        facts = [mem.current(h.id.rsplit("@v", 1)[0]) for h in hits]
+    found = [f for f in facts if f is not None and "second reviewer" in f.body]
+    assert found and found[0].trust == "user_stated", [f.key for f in facts if f]
+    assert found[0].key.startswith(("user/", "project/demo/")), found[0].key  # the person's, or demo's: never other's
 
 
 def test_the_fixture_is_aiders_own(replayed):
@@ -83,3 +130,27 @@ def test_every_message_but_the_system_and_the_newest_goes_out_as_aider_sent_it(r
         assert len(out) == len(mine)
         assert out[1:-1] == mine[1:-1]
         assert out[-1]["content"].startswith(mine[-1]["content"])  # the question, then what bead adds, if anything
+
+
+def test_other_harnesses_messages_are_left_as_they_were():
+    """Only Aider's own opening marks anything as the harness's: a chat that quotes Aider's words later, or one
+    whose question repeats its system prompt's end without that opening, is read as before."""
+    from bead.wire.openai import chat_conversation
+
+    system = "You help. " + "Always answer in English and keep it short, with code in fences. " * 3
+    plain = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": "hi\n\n" + system[-150:]}]}
+    quoting = {
+        "messages": [
+            {"role": "system", "content": system},
+            *[{"role": r, "content": f"turn {i}"} for i, r in zip(range(20), ["user", "assistant"] * 10, strict=True)],
+            {
+                "role": "user",
+                "content": "I switched to a new code base. Please don't consider the above files or try to edit them any longer.",
+            },
+            {"role": "assistant", "content": "Ok."},
+            {"role": "user", "content": "and now?"},
+        ]
+    }
+    for data in (plain, quoting):
+        conv, _ = chat_conversation(data, {})
+        assert not any(p.source.value == "harness" for m in conv.messages if m.role != "system" for p in m.parts)

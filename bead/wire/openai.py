@@ -289,9 +289,90 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
             b.add(conv_role, i, parts, texts)
     messages, groups = b.done()
     _check_messages(messages)
+    messages = aider_context(messages, groups, raw, "\n".join(system))
     places = [*system, first_user or ""]
     auxiliary = _structured(data.get("response_format")) and not data.get("tools") and not data.get("functions")
     return Conversation(messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary), groups
+
+
+# Aider (issue #28) opens every chat with the same example exchange, ending with these two messages, and then sends
+# the files it was given (and a map of the repository) as user messages that its own "Ok, ..." answers: the
+# harness's text, not the person's. tests/fixtures/aider/README.md has what Aider 0.86.2 sends.
+_AIDER_SWITCH = "I switched to a new code base. Please don't consider the above files or try to edit them any longer."
+_AIDER_CONTEXT = (
+    "I have *added these files to the chat*",
+    "Here are summaries of some files present in my git repository.",
+    "Here are some READ ONLY files, provided for your reference.",
+    "I am not sharing any files that you can edit yet.",
+    "I am not sharing the full contents of any files with you yet.",
+    "I am working with you on code in a git repository.",
+)
+_AIDER_PREAMBLE_MAX = 16  # the example exchange is a few messages long; the marker further on is not Aider's
+_REMINDER_MIN = 100  # characters a user message's end must repeat of the system prompt's to be its reminder
+
+
+def _text_of(m: Message) -> str:
+    return "\n\n".join(p.text for p in m.parts if p.kind == "text").strip()
+
+
+def _harness(m: Message) -> Message:
+    return Message(m.index, m.role, tuple(Part(Source.HARNESS, p.text) for p in m.parts if p.text), m.normalised)
+
+
+def aider_context(messages: tuple[Message, ...], groups: tuple[Group, ...], raw: list[Any], system: str) -> tuple[Message, ...]:
+    """Aider's example exchange and its file and repository messages as the harness's (never captured, never a
+    cue, never the conversation's identity), and the format reminder it appends to the newest question (the end of
+    its system prompt, repeated) apart from the person's words. Other harnesses' messages come back as they were.
+    The messages' hashes are unchanged: this says who wrote what, not what was sent."""
+    head = [m for m in messages[:_AIDER_PREAMBLE_MAX] if m.role != "system"]
+    end = next(
+        (
+            i
+            for i, m in enumerate(head[:-1])
+            if m.role == "user"
+            and _text_of(m) == _AIDER_SWITCH
+            and head[i + 1].role == "assistant"
+            and _text_of(head[i + 1]) == "Ok."
+        ),
+        None,
+    )
+    if end is None:
+        return messages
+    preamble = {m.index for m in head[: end + 2]}
+    out = list(messages)
+    context = False
+    for m in messages:
+        if m.index in preamble:
+            out[m.index] = _harness(m)
+        elif m.role == "user" and _text_of(m).startswith(_AIDER_CONTEXT):
+            out[m.index], context = _harness(m), True
+            continue
+        elif context and m.role == "assistant" and _text_of(m).startswith("Ok"):
+            out[m.index] = _harness(m)
+        context = False
+    newest = next((m for m in reversed(out) if m.role == "user"), None)
+    if newest is not None and newest.index not in preamble:
+        items = groups[newest.index].items if newest.index < len(groups) else ()
+        if len(items) == 1 and isinstance(raw[items[0]], dict):
+            out[newest.index] = _without_reminder(newest, raw[items[0]].get("content"), system)
+    return tuple(out)
+
+
+def _without_reminder(m: Message, content: Any, system: str) -> Message:
+    """``m`` with the end it repeats of the system prompt (whole paragraphs of it) as the harness's."""
+    if not isinstance(content, str) or not system:
+        return m
+    n = 0
+    limit = min(len(content), len(system))
+    while n < limit and content[-1 - n] == system[-1 - n]:
+        n += 1
+    if n < _REMINDER_MIN:
+        return m
+    cut = content.find("\n\n", len(content) - n)
+    if cut <= 0 or not content[:cut].strip():
+        return m
+    parts, _ = _content_parts(content[:cut], Source.TYPED)
+    return Message(m.index, m.role, (*parts, Part(Source.HARNESS, content[cut:].strip())), m.normalised)
 
 
 class Chat:
