@@ -60,8 +60,10 @@ def raw_sessions(home) -> dict[str, list[tuple[str, str]]]:
 
 
 def test_each_chat_is_a_conversation_of_its_own_and_a_restored_one_continues(replayed):
-    """ask, edit and other-ask are three chats (the last in another checkout, with the same question as ask);
-    restore reloads ask's and edit's history and opens with ask's question, so it goes on in ask's conversation."""
+    """ask, edit, other-ask and interactive are four chats (other-ask in another checkout, with the same question as
+    ask); interactive's second request, where Aider has re-rendered the first question without its reminder, goes on
+    in its own conversation; restore reloads ask's and edit's history and opens with ask's question, so it goes on in
+    ask's conversation."""
     home, _ = replayed
     logs = sorted(raw_sessions(home).values())
     assert logs == sorted(
@@ -77,15 +79,23 @@ def test_each_chat_is_a_conversation_of_its_own_and_a_restored_one_continues(rep
                 ("assistant", "README.md\n```\n# Demo\n\nA demo project.\nIt uses Go.\n```"),
             ],
             [("user", "What does README.md say?"), ("assistant", "The README says this is another project.")],
+            [
+                ("user", "How long is the README?"),
+                ("assistant", "It is a one-line README."),
+                ("user", "Say that the project is in Rust."),
+                ("assistant", "README.md\n```\n# Other\n\nAn other project, in Rust.\n```"),
+            ],
         ]
     ), "the example exchange, the file listings and the format reminder are Aider's, never the person's turns"
 
 
 def test_every_new_chat_gets_its_pinned_block(replayed):
     _, sent = replayed
+    seen = set()
     for rec, got in sent:
-        if rec["tag"] != "restore":  # a continued conversation keeps the block it had
+        if rec["tag"] != "restore" and rec["tag"] not in seen:  # a continued conversation keeps the block it had
             assert "<bead-memory" in json.loads(got.body)["messages"][0]["content"], rec["tag"]
+        seen.add(rec["tag"])
 
 
 def test_remember_in_the_persons_words_writes_the_fact(replayed):
@@ -100,7 +110,7 @@ def test_remember_in_the_persons_words_writes_the_fact(replayed):
 
 def test_the_fixture_is_aiders_own(replayed):
     _, sent = replayed
-    assert [rec["tag"] for rec, _ in sent] == ["ask", "edit", "restore", "other-ask"]
+    assert [rec["tag"] for rec, _ in sent] == ["ask", "edit", "restore", "other-ask", "interactive", "interactive"]
     assert {rec["aider"] for rec, _ in sent} == {"aider 0.86.2"}
 
 
