@@ -12,9 +12,10 @@ Who is talking (the ``Identity``) follows the reference design (docs/design.md):
 - session: ``X-Bead-Session``; else ``x-claude-code-session-id`` (plus a hash
   of ``x-claude-code-agent-id`` for a subagent); else Codex CLI's
   ``session-id`` (plus a hash of its ``thread-id`` when that differs: a
-  subagent); else a hash of the system prompt and the first message that is
-  not a system message (and of the server-held state a Responses request
-  continues);
+  subagent); else OpenCode's ``x-session-id``; else a hash of the system
+  prompt, the person's first words (a message that is only the harness's, as
+  Aider's example exchange, does not count), ``X-Bead-Project`` when given,
+  and the server-held state a Responses request continues;
 - thread: a hash of that first message (and of the continued state), which
   separates side requests that share a session header;
 - project: ``X-Bead-Project``; else the working directory the harness reports
@@ -218,7 +219,7 @@ def project_from_cwd(cwd: str) -> str | None:
 
 
 # The headers a harness names its session with, as identify() reads them.
-SESSION_HEADERS = ("x-bead-session", "x-claude-code-session-id", "session-id", "session_id")
+SESSION_HEADERS = ("x-bead-session", "x-claude-code-session-id", "session-id", "session_id", "x-session-id")
 
 
 def names_session(headers: dict[str, str]) -> bool:
@@ -250,6 +251,8 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
         base = safe_name(codex)
         thread = headers.get("thread-id") or headers.get("thread_id")
         session = f"{base}-{_h(thread, 8)}" if thread and thread != codex else base
+    elif headers.get("x-session-id"):  # OpenCode's session
+        base = session = safe_name(headers["x-session-id"])
     else:
         # No header names the session: the system prompt and the person's first words. A message that is only the
         # harness's (Aider's example exchange, its file listings: bead.wire.openai.aider_context) is not the

@@ -291,8 +291,13 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     _check_messages(messages)
     messages = aider_context(messages, groups, raw, "\n".join(system))
     places = [*system, first_user or ""]
-    auxiliary = _structured(data.get("response_format")) and not data.get("tools") and not data.get("functions")
+    no_tools = not data.get("tools") and not data.get("functions")
+    auxiliary = no_tools and (_structured(data.get("response_format")) or "\n".join(system).startswith(_TITLE_REQUEST))
     return Conversation(messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary), groups
+
+
+# OpenCode's side request for a session's title (it quotes the person's words as data): not conversation.
+_TITLE_REQUEST = "You are a title generator."
 
 
 # Aider (issue #28) opens every chat with the same example exchange, ending with these two messages, and then sends

@@ -1,0 +1,115 @@
+"""Replaying what the real OpenCode sent (tests/fixtures/opencode, recorded by its record.py) through the proxy.
+
+OpenCode names its session in ``x-session-id``, says its working directory in the system prompt, and asks for each
+session's title in a side request of its own (no tools, a title generator's system prompt), which quotes the
+person's words: that one is not conversation."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ProxyClient, make_proxy_app
+from fakes import FakeAnthropic, FakeOpenAI, Reply
+
+from bead.config import Config
+from bead.core.memory import Memory
+from bead.paths import Home
+from bead.recall.rank import search_facts
+
+FIXTURE = Path(__file__).parent / "fixtures" / "opencode" / "requests.jsonl"
+
+
+def records() -> list[dict]:
+    return [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
+
+
+def sent_body(rec: dict) -> dict:
+    return json.loads(base64.b64decode(rec["body_b64"]))
+
+
+def is_title(rec: dict) -> bool:
+    return str(sent_body(rec)["messages"][0]["content"]).startswith("You are a title generator")
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    """Every recorded request through one proxy app, with the answer OpenCode got; (record, what the upstream got)."""
+    home = tmp_path_factory.mktemp("opencode") / "home"
+    with Memory(Home(home).ensure(), Config(owner="dev")) as mem:
+        mem.write("user/editor", "The user edits code in Helix with the default keymap.", "user")
+        mem.write("project/demo/readme-style", "README files in demo start with a level-one heading.", "project")
+    fake, anthropic = FakeOpenAI(), FakeAnthropic()
+    proxy = ProxyClient(make_proxy_app(home, anthropic.url, openai_upstream_url=fake.url))
+    try:
+        sent = []
+        for rec in records():
+            r = rec["response"]
+            tools = r["tools"]
+            fake.replies.append(Reply(kind="sse", text=r["text"], tool=tools[0] if tools else None, tools=tools[1:]))
+            headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
+            status, _, data = proxy.post(base64.b64decode(rec["body_b64"]), headers, "/openai" + rec["path"])
+            assert status == 200, data[:300]
+            sent.append((rec, fake.requests[-1]))
+        proxy.settle()
+        assert anthropic.requests == [], "nothing went to the Anthropic upstream"
+    finally:
+        proxy.close()
+        fake.close()
+        anthropic.close()
+    return home, sent
+
+
+def test_the_fixture_is_opencodes_own(replayed):
+    _, sent = replayed
+    assert [rec["tag"] for rec, _ in sent] == ["ask", "ask", "tool", "tool", "tool", "continue"]
+    assert {rec["opencode"] for rec, _ in sent} == {"1.18.33"}
+
+
+def test_a_title_request_goes_out_as_opencode_sent_it(replayed):
+    _, sent = replayed
+    titles = [(rec, got) for rec, got in sent if is_title(rec)]
+    assert len(titles) == 2
+    for rec, got in titles:
+        assert got.body == base64.b64decode(rec["body_b64"])
+
+
+def test_each_session_is_a_conversation_and_continue_goes_on_in_it(replayed):
+    """`opencode run` twice, then `--continue`: two raw-log sessions; the title requests' quotes of the person's
+    words are in neither."""
+    home, _ = replayed
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        logs = [[(t.role, t.text) for t in mem.raw.read(p)] for p in mem.raw.files()]
+    said = sorted([text for role, text in log if role == "user" and not text.startswith("[tool_result]")] for log in logs)
+    assert said == [
+        ['"Read README.md. Remember that deploys need a second reviewer."', '"And how long is it?"'],
+        ['"What does README.md say?"'],
+    ]
+    assert not any("Generate a title" in text for log in logs for _, text in log)
+
+
+def test_the_pinned_block_reaches_the_first_request_and_later_ones_keep_the_prefix(replayed):
+    _, sent = replayed
+    main = [(rec, json.loads(got.body)) for rec, got in sent if not is_title(rec)]
+    for rec, body in main:
+        if rec["tag"] in ("ask", "tool") and len(body["messages"]) == 2:  # a session's first request
+            system = body["messages"][0]["content"]
+            assert "<bead-memory" in system and "level-one heading" in system, rec["tag"]
+    # Within a session the earlier messages go out byte-identical (the prompt cache holds): the tool step and the
+    # continued session resend the first request's messages as bead sent them.
+    tool_steps = [body for rec, body in main if rec["tag"] in ("tool", "continue")]
+    first = tool_steps[0]["messages"]
+    for later in tool_steps[1:]:
+        assert later["messages"][: len(first) - 1] == first[:-1]
+        assert later["messages"][len(first) - 1]["content"].startswith(first[-1]["content"])
+
+
+def test_remember_in_the_persons_words_writes_the_fact(replayed):
+    home, _ = replayed
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        hits = search_facts(mem.index, "deploys second reviewer", limit=3)
+        facts = [mem.current(h.id.rsplit("@v", 1)[0]) for h in hits]
+    found = [f for f in facts if f is not None and "second reviewer" in f.body]
+    assert found and found[0].trust == "user_stated" and found[0].key.startswith(("user/", "project/demo/"))
