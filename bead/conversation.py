@@ -108,6 +108,9 @@ class Conversation:
     # The server-held state this request builds on (a Responses API previous_response_id or
     # conversation): its earlier turns are on the server, not in this request.
     continues: str | None = None
+    # The person's first message where the harness opens with messages of its own (Aider): what keys a conversation
+    # that names no session. -1: the first message that is not a system message.
+    opener: int = -1
 
     @property
     def newest_user(self) -> int | None:
@@ -257,9 +260,13 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
         # No header names the session: the system prompt and the person's first words. A message that is only the
         # harness's (Aider's example exchange, its file listings: bead.wire.openai.aider_context) is not the
         # conversation's, nor is a reminder the harness appended; words, not their spacing, count.
-        own = next((w for m in conv.messages if m.role != "system" and (w := _own_words(m))), None)
-        opener = own if own is not None else first
-        if conv.continues:
+        lead = conv.messages[conv.opener] if 0 <= conv.opener < len(conv.messages) else None
+        if lead is None:
+            lead = next((m for m in conv.messages if m.role != "system"), None)
+        # Its words, not their spacing or a reminder the harness appended; a message without words of the person's
+        # (an image, the harness's context alone) as it was sent.
+        opener = (_own_words(lead) or lead.normalised) if lead is not None else first
+        if lead is not None and conv.continues:
             opener = conv.continues + "\x00" + opener
         # A project the harness names (X-Bead-Project) keeps two repositories' chats that open alike apart.
         named = headers.get("x-bead-project") or ""

@@ -21,6 +21,19 @@ from bead.paths import Home
 from bead.recall.rank import search_facts
 
 FIXTURE = Path(__file__).parent / "fixtures" / "aider" / "requests.jsonl"
+# Each scenario's checkout (tests/fixtures/aider/record.py), whose .aider.model.settings.yml names its project.
+CHECKOUT = {
+    "ask": "demo",
+    "edit": "demo",
+    "restore": "demo",
+    "4o-a": "demo",
+    "4o-b": "demo",
+    "other-ask": "other",
+    "interactive": "other",
+    "ask-i": "other",
+    "map-a": "mapped",
+    "map-b": "mapped",
+}
 
 
 def records() -> list[dict]:
@@ -40,7 +53,7 @@ def replayed(tmp_path_factory):
         for rec in records():
             fake.replies.append(Reply(kind="sse", text=rec["response"]["text"]))
             headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
-            headers["X-Bead-Project"] = "other" if rec["tag"].startswith("other") else "demo"
+            headers["X-Bead-Project"] = CHECKOUT[rec["tag"]]
             status, _, data = proxy.post(base64.b64decode(rec["body_b64"]), headers, "/openai" + rec["path"])
             assert status == 200, data[:300]
             assert data.rstrip().endswith(b"data: [DONE]")
@@ -60,33 +73,27 @@ def raw_sessions(home) -> dict[str, list[tuple[str, str]]]:
 
 
 def test_each_chat_is_a_conversation_of_its_own_and_a_restored_one_continues(replayed):
-    """ask, edit, other-ask and interactive are four chats (other-ask in another checkout, with the same question as
-    ask); interactive's second request, where Aider has re-rendered the first question without its reminder, goes on
-    in its own conversation; restore reloads ask's and edit's history and opens with ask's question, so it goes on in
-    ask's conversation."""
+    """Every `aider` run is a chat of its own, whether its examples are messages (the default), in the system
+    prompt (gpt-4o's settings) or absent (ask mode), with files added or only the repository map; a typed chat's
+    second question, where Aider re-renders the first without its reminder, goes on in the same conversation;
+    restore reloads ask's and edit's history and opens with ask's question, so it goes on in ask's conversation."""
     home, _ = replayed
-    logs = sorted(raw_sessions(home).values())
-    assert logs == sorted(
+    said = sorted([text for role, text in log if role == "user"] for log in raw_sessions(home).values())
+    assert said == sorted(
         [
-            [
-                ("user", "What does README.md say?"),
-                ("assistant", "The README says this is a demo project."),
-                ("user", "What did we change?"),
-                ("assistant", "We added a line saying the project uses Go."),
-            ],
-            [
-                ("user", "Add a line saying the project uses Go. Remember that deploys need a second reviewer."),
-                ("assistant", "README.md\n```\n# Demo\n\nA demo project.\nIt uses Go.\n```"),
-            ],
-            [("user", "What does README.md say?"), ("assistant", "The README says this is another project.")],
-            [
-                ("user", "How long is the README?"),
-                ("assistant", "It is a one-line README."),
-                ("user", "Say that the project is in Rust."),
-                ("assistant", "README.md\n```\n# Other\n\nAn other project, in Rust.\n```"),
-            ],
+            ["What does README.md say?", "What did we change?"],
+            ["Add a line saying the project uses Go. Remember that deploys need a second reviewer."],
+            ["What does README.md say?"],  # other-ask: the other checkout (its X-Bead-Project)
+            ["How long is the README?", "Say that the project is in Rust."],
+            ["What is in README.md?"],
+            ["Remember that releases go out on Tuesdays."],
+            ["Where is the entry point?"],
+            ["Remember that the staging database is read-only."],
+            ["How many lines has the README?", "What language is it in?"],
         ]
-    ), "the example exchange, the file listings and the format reminder are Aider's, never the person's turns"
+    ), "the example exchange, the file and map messages and the format reminder are Aider's, never the person's"
+    logs = raw_sessions(home).values()
+    assert not any(text.startswith(("I have *added", "Don't try and edit", "Ok,")) for log in logs for _, text in log)
 
 
 def test_every_new_chat_gets_its_pinned_block(replayed):
@@ -106,11 +113,29 @@ def test_remember_in_the_persons_words_writes_the_fact(replayed):
     found = [f for f in facts if f is not None and "second reviewer" in f.body]
     assert found and found[0].trust == "user_stated", [f.key for f in facts if f]
     assert found[0].key.startswith(("user/", "project/demo/")), found[0].key  # the person's, or demo's: never other's
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        for words in ("releases Tuesdays", "staging database read-only"):  # examples in the system prompt; the map
+            hits = [mem.current(h.id.rsplit("@v", 1)[0]) for h in search_facts(mem.index, words, limit=3)]
+            assert any(f is not None and f.trust == "user_stated" for f in hits), words
 
 
 def test_the_fixture_is_aiders_own(replayed):
     _, sent = replayed
-    assert [rec["tag"] for rec, _ in sent] == ["ask", "edit", "restore", "other-ask", "interactive", "interactive"]
+    assert [rec["tag"] for rec, _ in sent] == [
+        "ask",
+        "edit",
+        "restore",
+        "other-ask",
+        "interactive",
+        "interactive",
+        "4o-a",
+        "4o-b",
+        "map-a",
+        "map-a",
+        "map-b",
+        "ask-i",
+        "ask-i",
+    ]
     assert {rec["aider"] for rec, _ in sent} == {"aider 0.86.2"}
 
 
@@ -164,3 +189,36 @@ def test_other_harnesses_messages_are_left_as_they_were():
     for data in (plain, quoting):
         conv, _ = chat_conversation(data, {})
         assert not any(p.source.value == "harness" for m in conv.messages if m.role != "system" for p in m.parts)
+
+
+def test_a_plain_chat_opening_without_words_stays_one_conversation():
+    """A chat with no session header whose first message holds no words of the person's (an image) is keyed by that
+    message as sent, on its first request and every later one."""
+    from bead.conversation import identify
+    from bead.wire.openai import chat_conversation
+
+    image = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}
+    first = {"messages": [{"role": "system", "content": "You help."}, image]}
+    later = {
+        "messages": [
+            {"role": "system", "content": "You help."},
+            image,
+            {"role": "assistant", "content": "A red square."},
+            {"role": "user", "content": "What colour is it?"},
+        ]
+    }
+    sessions = {identify({}, chat_conversation(data, {})[0], None).session for data in (first, later)}
+    assert len(sessions) == 1
+
+
+def test_the_persons_newest_words_are_theirs_even_when_they_read_like_aiders():
+    """Pasted text that opens with one of Aider's file-message phrases, as the newest question of an Aider chat,
+    is the person's (typed), not the harness's."""
+    from bead.wire.openai import chat_conversation
+
+    recs = [r for r in records() if r["tag"] == "ask"]
+    data = json.loads(base64.b64decode(recs[0]["body_b64"]))
+    pasted = "I am working with you on code in a git repository. Remember that deploys need a second reviewer."
+    data["messages"][-1]["content"] = pasted
+    conv, _ = chat_conversation(data, {})
+    assert [p.source.value for p in conv.messages[-1].parts][0] == "typed"

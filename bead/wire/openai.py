@@ -289,23 +289,30 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
             b.add(conv_role, i, parts, texts)
     messages, groups = b.done()
     _check_messages(messages)
-    messages = aider_context(messages, groups, raw, "\n".join(system))
+    messages, opener = aider_context(messages, groups, raw, "\n".join(system))
     places = [*system, first_user or ""]
     no_tools = not data.get("tools") and not data.get("functions")
-    auxiliary = no_tools and (_structured(data.get("response_format")) or "\n".join(system).startswith(_TITLE_REQUEST))
-    return Conversation(messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary), groups
+    auxiliary = no_tools and (_structured(data.get("response_format")) or "\n".join(system).startswith(_SIDE_REQUESTS))
+    conv = Conversation(messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary, opener=opener)
+    return conv, groups
 
 
-# OpenCode's side request for a session's title (it quotes the person's words as data): not conversation.
-_TITLE_REQUEST = "You are a title generator."
+# Side requests that quote the person's words or the work as data: not conversation. OpenCode's session title;
+# Aider's commit message.
+_SIDE_REQUESTS = (
+    "You are a title generator.",
+    "You are an expert software engineer that generates concise, one-line Git commit messages",
+)
 
 
 # Aider (issue #28) opens every chat with the same example exchange, ending with these two messages, and then sends
 # the files it was given (and a map of the repository) as user messages that its own "Ok, ..." answers: the
 # harness's text, not the person's. tests/fixtures/aider/README.md has what Aider 0.86.2 sends.
 _AIDER_SWITCH = "I switched to a new code base. Please don't consider the above files or try to edit them any longer."
+_AIDER_SYSTEM = "Act as an expert "  # every edit and ask mode's system prompt opens so
 _AIDER_CONTEXT = (
     "I have *added these files to the chat*",
+    "Don't try and edit any existing code without asking me to add the files to the chat!",
     "Here are summaries of some files present in my git repository.",
     "Here are some READ ONLY files, provided for your reference.",
     "I am not sharing any files that you can edit yet.",
@@ -313,7 +320,10 @@ _AIDER_CONTEXT = (
     "I am working with you on code in a git repository.",
 )
 _AIDER_PREAMBLE_MAX = 16  # the example exchange is a few messages long; the marker further on is not Aider's
-_REMINDER_MIN = 100  # characters a user message's end must repeat of the system prompt's to be its reminder
+# Characters a user message's end must repeat of the system prompt's to be its reminder (ask mode's is "Reply in
+# English."); whole paragraphs only.
+_REMINDER_MIN = 16
+_REMINDER_MAX = 65536  # and at most this many are compared (Aider's reminders are a few thousand)
 
 
 def _text_of(m: Message) -> str:
@@ -324,11 +334,20 @@ def _harness(m: Message) -> Message:
     return Message(m.index, m.role, tuple(Part(Source.HARNESS, p.text) for p in m.parts if p.text), m.normalised)
 
 
-def aider_context(messages: tuple[Message, ...], groups: tuple[Group, ...], raw: list[Any], system: str) -> tuple[Message, ...]:
+def aider_context(
+    messages: tuple[Message, ...], groups: tuple[Group, ...], raw: list[Any], system: str
+) -> tuple[tuple[Message, ...], int]:
     """Aider's example exchange and its file and repository messages as the harness's (never captured, never a
     cue, never the conversation's identity), and the format reminder it appends to the newest question (the end of
-    its system prompt, repeated) apart from the person's words. Other harnesses' messages come back as they were.
-    The messages' hashes are unchanged: this says who wrote what, not what was sent."""
+    its system prompt, repeated) apart from the person's words; and the index of the person's first message, which
+    keys the conversation (-1: not Aider, or no such message). Other harnesses' messages come back as they were.
+    The messages' hashes are unchanged: this says who wrote what, not what was sent.
+
+    Aider is told by its example exchange (ending in the switch message and "Ok."), or, where its examples are in
+    the system prompt or its mode has none (ask, architect), by its system prompt's opening and one of its file
+    messages among the first ones. A file message counts as Aider's only where Aider puts them: before the person's
+    first message, or as the run of (file message, "Ok...") pairs just before the newest question; never the newest
+    message itself, whatever it says."""
     head = [m for m in messages[:_AIDER_PREAMBLE_MAX] if m.role != "system"]
     end = next(
         (
@@ -341,26 +360,53 @@ def aider_context(messages: tuple[Message, ...], groups: tuple[Group, ...], raw:
         ),
         None,
     )
-    if end is None:
-        return messages
-    preamble = {m.index for m in head[: end + 2]}
-    out = list(messages)
-    context = False
-    for m in messages:
-        if m.index in preamble:
-            out[m.index] = _harness(m)
-        elif m.role == "user" and _text_of(m).startswith(_AIDER_CONTEXT):
-            out[m.index], context = _harness(m), True
-            continue
-        elif context and m.role == "assistant" and _text_of(m).startswith("Ok"):
-            out[m.index] = _harness(m)
-        context = False
-    newest = next((m for m in reversed(out) if m.role == "user"), None)
-    if newest is not None and newest.index not in preamble:
-        items = groups[newest.index].items if newest.index < len(groups) else ()
+    if end is None and not (
+        system.startswith(_AIDER_SYSTEM) and any(m.role == "user" and _aider_file_message(m) for m in head[:-1])
+    ):
+        return messages, -1
+    harness = {m.index for m in head[: end + 2]} if end is not None else set()
+    newest = next((m.index for m in reversed(messages) if m.role == "user"), -1)
+    rest = [m for m in messages if m.role != "system" and m.index not in harness]
+    # Before the person's first message: the file messages that open a fresh chat.
+    i = 0
+    while i + 1 < len(rest) and rest[i].index != newest and _aider_file_pair(rest[i], rest[i + 1]):
+        harness |= {rest[i].index, rest[i + 1].index}
+        i += 2
+    opener = next((m.index for m in rest[i:] if m.role == "user"), -1)
+    # Just before the newest question: the file messages of a chat that has earlier turns.
+    j = next((k for k, m in enumerate(rest) if m.index == newest), -1)
+    while j >= 2 and _aider_file_pair(rest[j - 2], rest[j - 1]) and rest[j - 2].index > opener:
+        harness |= {rest[j - 2].index, rest[j - 1].index}
+        j -= 2
+    # Aider's own note after it added the files an answer named (the newest message then, or one before it).
+    harness |= {m.index for m in rest if m.index > opener and _aider_added(m)}
+    out = [_harness(m) if m.index in harness else m for m in messages]
+    if newest >= 0 and newest not in harness:
+        items = groups[newest].items if newest < len(groups) else ()
         if len(items) == 1 and isinstance(raw[items[0]], dict):
-            out[newest.index] = _without_reminder(newest, raw[items[0]].get("content"), system)
-    return tuple(out)
+            out[newest] = _without_reminder(out[newest], raw[items[0]].get("content"), system)
+    return tuple(out), opener
+
+
+def _aider_added(m: Message) -> bool:
+    """Aider's whole "I added these files to the chat: ...\nLet me know if there are others we should add." note
+    (and the reminder Aider appends when it is the newest message)."""
+    t = _text_of(m).split("\n\n", 1)[0]
+    return (
+        m.role == "user"
+        and t.startswith("I added these files to the chat: ")
+        and t.endswith("\nLet me know if there are others we should add.")
+        and t.count("\n") == 1
+    )
+
+
+def _aider_file_message(m: Message) -> bool:
+    return m.role == "user" and _text_of(m).startswith(_AIDER_CONTEXT)
+
+
+def _aider_file_pair(user: Message, answer: Message) -> bool:
+    """A file message of Aider's and the assistant's "Ok..." that Aider writes after it."""
+    return _aider_file_message(user) and answer.role == "assistant" and _text_of(answer).startswith("Ok")
 
 
 def _without_reminder(m: Message, content: Any, system: str) -> Message:
@@ -368,7 +414,7 @@ def _without_reminder(m: Message, content: Any, system: str) -> Message:
     if not isinstance(content, str) or not system:
         return m
     n = 0
-    limit = min(len(content), len(system))
+    limit = min(len(content), len(system), _REMINDER_MAX)
     while n < limit and content[-1 - n] == system[-1 - n]:
         n += 1
     if n < _REMINDER_MIN:
