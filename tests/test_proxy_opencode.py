@@ -113,3 +113,21 @@ def test_remember_in_the_persons_words_writes_the_fact(replayed):
         facts = [mem.current(h.id.rsplit("@v", 1)[0]) for h in hits]
     found = [f for f in facts if f is not None and "second reviewer" in f.body]
     assert found and found[0].trust == "user_stated" and found[0].key.startswith(("user/", "project/demo/"))
+
+
+@pytest.mark.parametrize(
+    ("said", "value"),
+    [
+        ('"Remember that the staging host is stage.example."', "the staging host is stage.example"),
+        ("\u201cRemember: the API runs on 8080\u201d", "the API runs on 8080"),
+        ('remember the motto is "ship it"', 'the motto is "ship it"'),
+    ],
+)
+def test_remember_reads_a_message_wrapped_in_quotes(said, value):
+    """`opencode run "..."` sends the person's words wrapped in double quotes: the quotes are not the value's, and a
+    quote that belongs to the value stays."""
+    from bead.conversation import Message, Part, Source
+    from bead.core.remember import requests
+
+    message = Message(0, "user", (Part(Source.TYPED, said),), "user\x00" + said)
+    assert requests(message) == [value]

@@ -143,6 +143,24 @@ class TestSetupCommand:
         )
         assert commands(log) == [] and not (home / ".bashrc").exists()
 
+    def test_it_prints_the_line_for_each_harness_it_finds(self, fake_home, tmp_path):
+        """OpenCode and Aider on PATH: one line each that points it at the proxy, reading the token from its file,
+        never the token itself (Codex CLI's line too where it is installed)."""
+        home, log, env = fake_home
+        bin_dir = tmp_path / "bin"
+        for name in ("opencode", "aider"):
+            (bin_dir / name).write_text("#!/bin/sh\nexit 0\n")
+            (bin_dir / name).chmod(0o755)
+        r = bead_cmd(
+            env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load", "--no-vault", input=""
+        )
+        assert r.returncode == 0, r.stderr
+        token = (home / ".bead" / "proxy.token").read_text().strip()
+        lines = [line for line in r.stderr.splitlines() if line.startswith(("opencode:", "aider:", "codex:"))]
+        assert [line.split(":", 1)[0] for line in lines][-2:] == ["opencode", "aider"]
+        assert all("127.0.0.1:7077" in line and "proxy.token" in line and token not in line for line in lines)
+        assert "OPENAI_API_BASE=http://127.0.0.1:7077/$(cat " in lines[-1]
+
     def test_without_a_terminal_it_prints_a_vault_hint_and_does_not_prompt(self, fake_home):
         home, log, env = fake_home
         r = bead_cmd(

@@ -70,6 +70,8 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, no_mcp, uninstall, exec
             offer_vault(home)
         if not no_mcp:
             acts += offer_mcp(plan.bead, str(plan.home.root))
+        for line in harness_lines(config.proxy.listen, str(plan.home.root)):
+            echo(line, err=True)
     idle = "nothing to remove: bead is not set up here" if uninstall else "nothing to change: bead is set up"
 
     def human(d):
@@ -99,6 +101,33 @@ def _check_manager(platform: str) -> None:
             "run `bead setup --no-load` to write the config, the wrapper and the rc block without services, and start "
             "the services with `bead up` (in the foreground)",
         )
+
+
+def harness_lines(listen: str, home: str, which=None) -> list[str]:
+    """For each other harness found on PATH (Codex CLI, OpenCode, Aider), the line that points it at the proxy
+    (docs/harnesses.md). The token stays in its file: each line reads it from there."""
+    import shutil
+
+    which = which or shutil.which
+    token = f"$(cat {shlex.quote(home + '/proxy.token')})"
+    base = f"http://{listen}/{token}/openai/v1"
+    out = []
+    if which("codex"):
+        out.append(
+            f'codex: run it with `codex -c openai_base_url="{base}"`, or add a provider with that base_url to '
+            "~/.codex/config.toml (docs/harnesses.md)"
+        )
+    if which("opencode"):
+        out.append(
+            f"opencode: in opencode.json set provider.openai.options.baseURL to "
+            f'"http://{listen}/{{env:BEAD_TOKEN}}/openai/v1" and `export BEAD_TOKEN={token}` (docs/harnesses.md)'
+        )
+    if which("aider"):
+        out.append(
+            f"aider: `export OPENAI_API_BASE={base}`; name each repository's project with an X-Bead-Project header "
+            "in its .aider.model.settings.yml (docs/harnesses.md)"
+        )
+    return out
 
 
 def offer_vault(home) -> None:

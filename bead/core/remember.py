@@ -96,15 +96,27 @@ class Request:
     plain: bool  # plainly the person's own request (see SHORT_MESSAGE, _FRAMING)
 
 
+_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb"}
+
+
+def _unquoted(text: str) -> str:
+    """A message wrapped whole in one pair of quotes, without them (OpenCode's `opencode run` sends the person's
+    words so); any other text as it is."""
+    t = text.strip()
+    if len(t) >= 2 and _QUOTES.get(t[0]) == t[-1] and t[0] not in t[1:-1]:
+        return t[1:-1]
+    return text
+
+
 def request_list(message: Message) -> list[Request]:
     """The values "remember ..." asks for in the person's typed text of ``message``, and whether each is
     plainly the person's own request."""
     out = []
     for part in message.parts:
         if part.source is Source.TYPED and part.kind == "text":
-            m = _REMEMBER.search(part.text)
+            text = _unquoted(part.text)
+            m = _REMEMBER.search(text)
             if m:
-                text = part.text
                 before = text[: m.start()]
                 rest = len(text.strip()) - len(m.group(0).strip())
                 colon = [c for c in _COLON_LINE.finditer(before)]
