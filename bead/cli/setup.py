@@ -120,7 +120,8 @@ def harness_lines(listen: str, home: str, which=None) -> list[str]:
     if which("opencode"):
         out.append(
             f"opencode: in opencode.json set provider.openai.options.baseURL to "
-            f'"http://{listen}/{{env:BEAD_TOKEN}}/openai/v1" and `export BEAD_TOKEN={token}` (docs/harnesses.md)'
+            f'"http://{listen}/{{env:BEAD_TOKEN}}/openai/v1" and `export BEAD_TOKEN={token}`; bead\'s memory tools: '
+            'mcp.bead = {"type": "local", "command": ["bead", "mcp"]} (docs/harnesses.md)'
         )
     if which("aider"):
         out.append(
