@@ -121,12 +121,12 @@ def harness_lines(listen: str, home: str, which=None) -> list[str]:
         out.append(
             f"opencode: in opencode.json set provider.openai.options.baseURL to "
             f'"http://{listen}/{{env:BEAD_TOKEN}}/openai/v1" and `export BEAD_TOKEN={token}`; bead\'s memory tools: '
-            'mcp.bead = {"type": "local", "command": ["bead", "mcp"]} (docs/harnesses.md)'
+            'mcp.bead = {"type": "local", "command": ["bead", "mcp"]} (docs/opencode.md)'
         )
     if which("aider"):
         out.append(
             f"aider: `export OPENAI_API_BASE={base}`; name each repository's project with an X-Bead-Project header "
-            "in its .aider.model.settings.yml (docs/harnesses.md)"
+            "in its .aider.model.settings.yml (docs/aider.md)"
         )
     return out
 
