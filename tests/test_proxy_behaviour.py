@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import subprocess
 import threading
 import urllib.parse
@@ -296,13 +297,16 @@ class TestConversation:
         proxy = proxy_client()
         body, hdr = req(said, session="pin-tight")
         post(proxy, body, hdr)
+        # The PIN as a word of its own: "4711" inside a hex digest or a longer number (an id, a hash, a time) is
+        # chance, one run in a few dozen, and no byte of the PIN.
+        pin = re.compile(rb"(?<![0-9A-Za-z])4711(?![0-9A-Za-z])")
         for p in bead_home.rglob("*"):
-            assert "4711" not in p.name, p
+            assert not pin.search(p.name.encode()), p
             try:
                 data = p.read_bytes()
             except (FileNotFoundError, IsADirectoryError):
                 continue  # a directory, or a file gone since the listing (SQLite's -wal and -shm come and go)
-            assert b"4711" not in data, p
+            assert not pin.search(data), (p, data[max(0, pin.search(data).start() - 40) : pin.search(data).end() + 40])
         content = json.loads(upstream.requests[-1].body)["messages"][0]["content"]
         assert "was not stored, because it holds a secret" in content[-1]["text"]
 
