@@ -256,6 +256,9 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
         session = f"{base}-{_h(thread, 8)}" if thread and thread != codex else base
     elif headers.get("x-session-id"):  # OpenCode's session
         base = session = safe_name(headers["x-session-id"])
+        # Other tools send this header too, some with one value for everything: the project keeps apart what it
+        # names (X-Bead-Project, or the working directory), so no project's memory joins another's conversation.
+        first = first + "\x00" + (headers.get("x-bead-project") or conv.cwd or "")
     else:
         # No header names the session: the system prompt and the person's first words. A message that is only the
         # harness's (Aider's example exchange, its file listings: bead.wire.openai.aider_context) is not the

@@ -113,9 +113,10 @@ def harness_lines(listen: str, home: str, which=None) -> list[str]:
     base = f"http://{listen}/{token}/openai/v1"
     out = []
     if which("codex"):
+        # Not `codex -c openai_base_url=...`: the token would be in the process's arguments, which every user reads.
         out.append(
-            f'codex: run it with `codex -c openai_base_url="{base}"`, or add a provider with that base_url to '
-            "~/.codex/config.toml (docs/harnesses.md)"
+            f"codex: in ~/.codex/config.toml add a provider whose base_url is http://{listen}/<the token in "
+            f"{shlex.quote(home + '/proxy.token')}>/openai/v1 and select it with model_provider (docs/harnesses.md)"
         )
     if which("opencode"):
         out.append(

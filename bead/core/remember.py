@@ -99,11 +99,19 @@ class Request:
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb"}
 
 
-def _unquoted(text: str) -> str:
-    """A message wrapped whole in one pair of quotes, without them (OpenCode's `opencode run` sends the person's
-    words so); any other text as it is."""
+def _unquoted(message: Message, text: str) -> str:
+    """A one-line message wrapped whole in one pair of quotes, without them (OpenCode's `opencode run` sends the
+    person's words so); any other text, or a message of several parts (a quote after framing text stays a quote),
+    as it is."""
     t = text.strip()
-    if len(t) >= 2 and _QUOTES.get(t[0]) == t[-1] and t[0] not in t[1:-1]:
+    if (
+        len(message.parts) == 1
+        and "\n" not in t
+        and len(t) >= 2
+        and _QUOTES.get(t[0]) == t[-1]
+        and t[0] not in t[1:-1]
+        and t[-1] not in t[1:-1]
+    ):
         return t[1:-1]
     return text
 
@@ -114,7 +122,7 @@ def request_list(message: Message) -> list[Request]:
     out = []
     for part in message.parts:
         if part.source is Source.TYPED and part.kind == "text":
-            text = _unquoted(part.text)
+            text = _unquoted(message, part.text)
             m = _REMEMBER.search(text)
             if m:
                 before = text[: m.start()]

@@ -292,17 +292,25 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     messages, opener = aider_context(messages, groups, raw, "\n".join(system))
     places = [*system, first_user or ""]
     no_tools = not data.get("tools") and not data.get("functions")
-    auxiliary = no_tools and (_structured(data.get("response_format")) or "\n".join(system).startswith(_SIDE_REQUESTS))
+    auxiliary = no_tools and (_structured(data.get("response_format")) or _side_request("\n".join(system), messages))
     conv = Conversation(messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary, opener=opener)
     return conv, groups
 
 
-# Side requests that quote the person's words or the work as data: not conversation. OpenCode's session title;
-# Aider's commit message.
-_SIDE_REQUESTS = (
-    "You are a title generator.",
-    "You are an expert software engineer that generates concise, one-line Git commit messages",
-)
+# Side requests that quote the person's words or the work as data: not conversation. OpenCode's session title
+# (its system prompt, then "Generate a title for this conversation:"); Aider's commit message. Neither has an
+# assistant turn or tools.
+_TITLE_REQUEST = ("You are a title generator.", "Generate a title for this conversation:")
+_COMMIT_REQUEST = "You are an expert software engineer that generates concise, one-line Git commit messages"
+
+
+def _side_request(system: str, messages: tuple[Message, ...]) -> bool:
+    if any(m.role == "assistant" for m in messages):
+        return False
+    if system.startswith(_COMMIT_REQUEST):
+        return True
+    users = [m for m in messages if m.role == "user"]
+    return system.startswith(_TITLE_REQUEST[0]) and bool(users) and _text_of(users[0]).startswith(_TITLE_REQUEST[1])
 
 
 # Aider (issue #28) opens every chat with the same example exchange, ending with these two messages, and then sends
