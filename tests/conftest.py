@@ -624,3 +624,33 @@ def start_proxy(bead_home, upstream, tmp_path):
     yield start
     for p in procs:
         stop(p)
+
+
+def replay_openai(home: Path, records: list[dict], reply_of, headers_of=None, whole=None) -> list:
+    """Recorded harness requests (tests/fixtures/*/requests.jsonl), in order, through one in-process proxy app in front
+    of a fake OpenAI upstream, each answered with ``reply_of(record)``; ``headers_of(record)`` adds headers. Each
+    answer must be a 200 that ``whole(body)`` accepts (default: a chat completions stream to its "[DONE]"). Returns
+    (record, what the upstream got) pairs, after every capture is done; nothing may reach the Anthropic upstream."""
+    import base64
+
+    from fakes import FakeAnthropic, FakeOpenAI
+
+    fake, anthropic = FakeOpenAI(), FakeAnthropic()
+    proxy = ProxyClient(make_proxy_app(home, anthropic.url, openai_upstream_url=fake.url))
+    try:
+        sent = []
+        for rec in records:
+            fake.replies.append(reply_of(rec))
+            headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
+            headers.update(headers_of(rec) if headers_of else {})
+            status, _, data = proxy.post(base64.b64decode(rec["body_b64"]), headers, "/openai" + rec["path"])
+            assert status == 200, data[:300]
+            assert (whole or (lambda d: d.rstrip().endswith(b"data: [DONE]")))(data), data[-300:]
+            sent.append((rec, fake.requests[-1]))
+        proxy.settle()  # the last answer is captured after its stream ends
+        assert anthropic.requests == [], "nothing went to the Anthropic upstream"
+    finally:
+        proxy.close()
+        fake.close()
+        anthropic.close()
+    return sent

@@ -118,19 +118,25 @@ def test_a_continuation_waits_for_the_answer_it_continues(bead_home):
     ]
 
 
-def test_a_chain_continued_in_another_worker_is_the_same_conversation(bead_home):
-    """proxy.workers > 1: the next step of a Responses chain may come to another worker, which finds the chain in
-    the store; its turn waits (off the request path) for the first worker to log the answer it continues, and a
-    fact the first step got is not injected again."""
+def two_workers(home: Home) -> tuple[Engine, Engine]:
+    """Two engines on one home sharing a health board, as two proxy workers are (proxy.workers: 2)."""
     from bead.proxy.workers import Board
 
-    home = Home(bead_home).ensure()
-    with Memory(home, parse("owner: t\n")) as m:
-        m.write("project/proj-x/flaky", "The checkout test is flaky under pytest-xdist: run it with -p no:xdist", "project")
     board = Board(2)
     a, b = Engine(home, parse("owner: t\n")), Engine(home, parse("owner: t\n"))
     a.share(board, 0)
     b.share(board, 1)
+    return a, b
+
+
+def test_a_chain_continued_in_another_worker_is_the_same_conversation(bead_home):
+    """proxy.workers > 1: the next step of a Responses chain may come to another worker, which finds the chain in
+    the store; its turn waits (off the request path) for the first worker to log the answer it continues, and a
+    fact the first step got is not injected again."""
+    home = Home(bead_home).ensure()
+    with Memory(home, parse("owner: t\n")) as m:
+        m.write("project/proj-x/flaky", "The checkout test is flaky under pytest-xdist: run it with -p no:xdist", "project")
+    a, b = two_workers(home)
     responses = formats.by_name("responses").wire
     first = step("why is the checkout test flaky under xdist?")
     p1 = a.prepare(first, {}, wire=responses)
@@ -189,13 +195,8 @@ def test_chain_records_are_pruned_after_a_day(bead_home):
 def test_an_id_two_answers_claimed_in_two_workers_joins_neither(bead_home):
     """The one-process rule holds across workers: an upstream that gave one id to two conversations' answers, each
     in its own worker, sends the continuation into neither, whichever worker serves it."""
-    from bead.proxy.workers import Board
-
     home = Home(bead_home).ensure()
-    board = Board(2)
-    a, b = Engine(home, parse("owner: t\n")), Engine(home, parse("owner: t\n"))
-    a.share(board, 0)
-    b.share(board, 1)
+    a, b = two_workers(home)
     responses = formats.by_name("responses").wire
     pa = a.prepare(step("alpha step one"), {}, wire=responses)
     pb = b.prepare(step("beta step one"), {}, wire=responses)
@@ -211,13 +212,8 @@ def test_an_id_two_answers_claimed_in_two_workers_joins_neither(bead_home):
 def test_a_chain_step_after_an_answer_without_text_does_not_wait_for_it(bead_home):
     """An answer with nothing to log (no text) still takes its place in the conversation's capture, so the next
     step in another worker goes on at once instead of waiting out CHAIN_ANSWER_WAIT_S."""
-    from bead.proxy.workers import Board
-
     home = Home(bead_home).ensure()
-    board = Board(2)
-    a, b = Engine(home, parse("owner: t\n")), Engine(home, parse("owner: t\n"))
-    a.share(board, 0)
-    b.share(board, 1)
+    a, b = two_workers(home)
     responses = formats.by_name("responses").wire
     first = step("think about the flaky checkout test")
     p1 = a.prepare(first, {}, wire=responses)

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ProxyClient, make_proxy_app
-from fakes import FakeAnthropic, FakeOpenAI, Reply
+from conftest import replay_openai
+from fakes import Reply
 
 from bead.config import Config
 from bead.core.memory import Memory
@@ -46,24 +46,12 @@ def replayed(tmp_path_factory):
     home = tmp_path_factory.mktemp("aider") / "home"
     with Memory(Home(home).ensure(), Config(owner="dev")) as mem:
         mem.write("user/editor", "The user edits code in Helix with the default keymap.", "user")
-    fake, anthropic = FakeOpenAI(), FakeAnthropic()
-    proxy = ProxyClient(make_proxy_app(home, anthropic.url, openai_upstream_url=fake.url))
-    try:
-        sent = []
-        for rec in records():
-            fake.replies.append(Reply(kind="sse", text=rec["response"]["text"]))
-            headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
-            headers["X-Bead-Project"] = CHECKOUT[rec["tag"]]
-            status, _, data = proxy.post(base64.b64decode(rec["body_b64"]), headers, "/openai" + rec["path"])
-            assert status == 200, data[:300]
-            assert data.rstrip().endswith(b"data: [DONE]")
-            sent.append((rec, fake.requests[-1]))
-        proxy.settle()
-        assert anthropic.requests == [], "nothing went to the Anthropic upstream"
-    finally:
-        proxy.close()
-        fake.close()
-        anthropic.close()
+    sent = replay_openai(
+        home,
+        records(),
+        lambda rec: Reply(kind="sse", text=rec["response"]["text"]),
+        lambda rec: {"X-Bead-Project": CHECKOUT[rec["tag"]]},
+    )
     return home, sent
 
 

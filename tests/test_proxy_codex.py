@@ -8,8 +8,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import ProxyClient, make_proxy_app
-from fakes import FakeAnthropic, FakeOpenAI, Reply
+from conftest import replay_openai
+from fakes import Reply
 
 from bead.config import Config
 from bead.core.memory import Memory
@@ -45,27 +45,12 @@ def replayed(tmp_path_factory):
     root = tmp_path_factory.mktemp("codex")
     home = root / "home"
     seed(home)
-    fake, anthropic = FakeOpenAI(), FakeAnthropic()
-    proxy = ProxyClient(make_proxy_app(home, anthropic.url, openai_upstream_url=fake.url))
-    try:
-        sent = []
-        for rec in records():
-            r = rec["response"]
-            tools = r["tools"]
-            fake.replies.append(
-                Reply(kind=r["kind"], text=r["text"], reasoning=r["reasoning"], tool=tools[0] if tools else None, tools=tools[1:])
-            )
-            headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
-            status, _, data = proxy.post(base64.b64decode(rec["body_b64"]), headers, "/openai" + rec["path"])
-            assert status == 200, data[:300]
-            assert data.startswith(b"event: response.created")
-            sent.append((rec, fake.requests[-1]))
-        proxy.settle()  # the last answer is captured after its stream ends
-        assert anthropic.requests == [], "nothing went to the Anthropic upstream"
-    finally:
-        proxy.close()
-        fake.close()
-        anthropic.close()
+
+    def reply(rec: dict) -> Reply:
+        r, tools = rec["response"], rec["response"]["tools"]
+        return Reply(kind=r["kind"], text=r["text"], reasoning=r["reasoning"], tool=tools[0] if tools else None, tools=tools[1:])
+
+    sent = replay_openai(home, records(), reply, whole=lambda data: data.startswith(b"event: response.created"))
     return home, sent
 
 

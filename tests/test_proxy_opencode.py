@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ProxyClient, make_proxy_app
-from fakes import FakeAnthropic, FakeOpenAI, Reply
+from conftest import replay_openai
+from fakes import Reply
 
 from bead.config import Config
 from bead.core.memory import Memory
@@ -41,24 +41,12 @@ def replayed(tmp_path_factory):
     with Memory(Home(home).ensure(), Config(owner="dev")) as mem:
         mem.write("user/editor", "The user edits code in Helix with the default keymap.", "user")
         mem.write("project/demo/readme-style", "README files in demo start with a level-one heading.", "project")
-    fake, anthropic = FakeOpenAI(), FakeAnthropic()
-    proxy = ProxyClient(make_proxy_app(home, anthropic.url, openai_upstream_url=fake.url))
-    try:
-        sent = []
-        for rec in records():
-            r = rec["response"]
-            tools = r["tools"]
-            fake.replies.append(Reply(kind="sse", text=r["text"], tool=tools[0] if tools else None, tools=tools[1:]))
-            headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
-            status, _, data = proxy.post(base64.b64decode(rec["body_b64"]), headers, "/openai" + rec["path"])
-            assert status == 200, data[:300]
-            sent.append((rec, fake.requests[-1]))
-        proxy.settle()
-        assert anthropic.requests == [], "nothing went to the Anthropic upstream"
-    finally:
-        proxy.close()
-        fake.close()
-        anthropic.close()
+
+    def reply(rec: dict) -> Reply:
+        tools = rec["response"]["tools"]
+        return Reply(kind="sse", text=rec["response"]["text"], tool=tools[0] if tools else None, tools=tools[1:])
+
+    sent = replay_openai(home, records(), reply)
     return home, sent
 
 
