@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import REPO
+from linear import assert_linear
 
 from bead.config import Config
 from bead.conversation import Conversation
@@ -154,12 +155,12 @@ class TestChoice:
         assert ids[0] == "project/shop/pdf@v1"
 
     def test_branch_pattern_is_linear(self):
-        import time
 
-        text = "Current branch:" + " " * 200_000 + "x" * 300_000
-        t0 = time.perf_counter()
-        standing.opening_of(opening(text))
-        assert time.perf_counter() - t0 < 2.0
+        assert_linear(
+            lambda t: standing.opening_of(opening(t)),
+            lambda n: "Current branch:" + " " * (n * 2 // 5) + "x" * (n * 3 // 5),
+            500_000,
+        )
 
     def test_recency_policy_is_the_old_block(self, mem):
         mem.write("project/shop/a", "First.", "project")

@@ -1,0 +1,34 @@
+"""Linear time, checked so that a slow or busy machine does not fail it and a quadratic scan still does.
+
+One run of the full input under ``limit`` CPU seconds passes at once (the usual case). Otherwise the input is
+run at a quarter of its size and at full size, best of two each: linear work grows about 4 times, a quadratic
+scan 16 times, so more than 8 fails. CPU time of this process: other test processes on the same cores do not
+count, and a ratio measured in one test does not depend on how fast the machine is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+GROWTH = 8.0
+
+
+def _took(run: Callable[[T], Any], arg: T) -> float:
+    t0 = time.process_time()
+    run(arg)
+    return time.process_time() - t0
+
+
+def assert_linear(run: Callable[[T], Any], make: Callable[[int], T], size: int, limit: float = 1.0, what: str = "") -> None:
+    """``run(make(size))`` takes time linear in ``size`` (see the module's docstring)."""
+    full = make(size)
+    took = _took(run, full)
+    if took < limit:
+        return
+    quarter = make(size // 4)
+    small = min(_took(run, quarter) for _ in range(2))
+    big = min(took, _took(run, full))
+    assert big <= GROWTH * max(small, 1e-3), f"{what}: {big:.2f} s at {size} against {small:.2f} s at {size // 4}"
