@@ -266,6 +266,42 @@ class TestFactVectors:
         assert rank.embed_query(mem.index, QUERY) is None
         assert pointers.by_meaning(pool, mem.index, None) == pool
 
+    def test_the_pinned_block_takes_the_fact_that_means_the_opening_first(self, mem, model, monkeypatch):
+        """The opening's meaning joins its BM25 relevance (standing.OPENING_MEANING): of two facts the opening
+        matches, the one that answers it comes first; by BM25 alone the one that repeats its words did."""
+        from bead.recall import standing
+
+        mem.write("user/anna-coffee", "Every morning Anna has black coffee, two cups.", "user")
+        mem.write("user/anna-bus", "Anna in the morning: the bus was late, Anna said; late this morning again.", "user")
+        for i, w in enumerate(["lint", "deploy", "backup", "docs"]):
+            mem.write(f"project/x/ticket-{i}", f"Ticket {i}: the {w} job failed on the build machine.", "project")
+        semantic.Backfill(mem.index, model).run()
+        opening = standing.Opening(QUERY, None, QUERY)
+
+        def first() -> str:
+            return standing.select(mem.index, "x", opening, budget_tokens=8).rows[0]["key"]
+
+        assert first() == "user/anna-coffee"
+        monkeypatch.setattr(standing, "OPENING_MEANING", 0.0)
+        assert first() == "user/anna-bus"
+        monkeypatch.setattr(standing, "OPENING_MEANING", 1.0)
+        mem.index.semantic = False  # no extra: BM25 alone
+        assert first() == "user/anna-bus"
+
+    def test_a_question_asked_twice_is_embedded_once(self, mem, model):
+        """A conversation's first request asks the pinned block's question and then the pointers' (the same
+        words): one vector; a question whose vector failed is asked again."""
+        first = rank.embed_query(mem.index, QUERY)
+        assert first is not None and rank.embed_query(mem.index, QUERY) is first
+        assert rank.wait_vector(first, wait=True) is not None
+        assert rank.embed_query(mem.index, QUERY) is first
+        first.cancel()  # done already: cancel() cannot undo it, so the vector stays shared
+        assert rank.embed_query(mem.index, QUERY) is first
+        mem.index.semantic_socket = mem.home.embed_socket  # nobody answers there
+        failed = rank.embed_query(mem.index, BUS)
+        assert failed is not None and rank.wait_vector(failed, wait=True) is None
+        assert rank.embed_query(mem.index, BUS) is not failed
+
     def test_the_proxy_orders_by_meaning_with_the_indexers_model(self, mem, model, tmp_path):
         """The proxy loads no model (about 200 MB): its question's vector comes from the indexer's QueryServer, and
         orders the pointers as the model in-process does; with no indexer answering, the search's order."""

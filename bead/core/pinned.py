@@ -27,10 +27,12 @@ def standing_memory(
     conv: Conversation | None = None,
     policy: str | None = None,
     stats: FactStats | None = None,
+    deadline: float | None = None,
 ) -> tuple[str | None, list[str], list[dict[str, Any]]]:
     """(the rendered pinned block or None when nothing fits, the ids it holds, the inferred facts the
     opening matches strongly, for the first request's cue block); ``conv`` is the conversation's first
-    request, whose opening steers the choice."""
+    request, whose opening steers the choice; ``deadline`` (``time.monotonic()``) bounds the wait for the
+    opening's vector (bead[semantic]) on the proxy's path."""
     policy = policy or mem.config.proxy.pinned_select
     choice = standing.select(
         mem.index,
@@ -39,6 +41,7 @@ def standing_memory(
         policy=policy,
         uses=mem.recent_uses() if policy != "recency" else None,
         budget_tokens=budget_tokens,
+        deadline=deadline,
     )
     text, n = render.block("pinned", render.PINNED_HEADER, [render.fact_line(r) for r in choice.rows], budget_tokens)
     return text, [r["id"] for r in choice.rows[:n]], choice.inferred

@@ -334,7 +334,7 @@ class Engine:
             if not st.has_pinned and not conv.continues and conv.messages:
                 stats = self.recaller.fact_stats(mem, lambda terms: self.memory().index.raw_doc_freq(terms))
                 text, ids, opening = standing_memory(
-                    mem, ident.project, self.config.proxy.pinned_budget_tokens, conv, stats=stats
+                    mem, ident.project, self.config.proxy.pinned_budget_tokens, conv, stats=stats, deadline=deadline
                 )
                 self._left(deadline, "pinned block")
                 st.set_pinned(text, ids)

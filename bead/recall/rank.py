@@ -109,6 +109,8 @@ def search_raw(
 
 
 _query_pool: ThreadPoolExecutor | None = None
+RECENT_QUERIES = 8
+_recent: dict[tuple[str, str], Future[Any]] = {}
 _query_pool_lock = threading.Lock()
 
 
@@ -118,16 +120,36 @@ def embed_query(index: Index, query: str) -> Future[Any] | None:
     global _query_pool
     if not index.semantic or not query.strip():
         return None
+    sock = index.semantic_socket
     with _query_pool_lock:
         if _query_pool is None:
             _query_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bead-query-vector")
-    sock = index.semantic_socket
+        # The same words asked again (a conversation's first request: the pinned block's question, then the
+        # pointers'): the vector being computed or computed, once.
+        same = _recent.get((str(sock), query))
+        if same is not None and _usable(same):
+            return same
     if sock is not None:  # the proxy: the indexer's model answers (none of this process's own)
-        return _query_pool.submit(semantic.ask, sock, query, QUERY_VECTOR_WAIT_S)
-    model = semantic.model(wait=index.semantic_wait)
-    if model is None:
-        return None
-    return _query_pool.submit(lambda: model.embed([query])[0])
+        future = _query_pool.submit(semantic.ask, sock, query, QUERY_VECTOR_WAIT_S)
+    else:
+        model = semantic.model(wait=index.semantic_wait)
+        if model is None:
+            return None
+        future = _query_pool.submit(lambda: model.embed([query])[0])
+    with _query_pool_lock:
+        if len(_recent) >= RECENT_QUERIES:
+            _recent.pop(next(iter(_recent)))
+        _recent[(str(sock), query)] = future
+    return future
+
+
+def _usable(future: Future[Any]) -> bool:
+    """Still being computed, or computed into a vector (not cancelled, failed or answered with none)."""
+    if future.cancelled():
+        return False
+    if not future.done():
+        return True
+    return future.exception() is None and future.result() is not None
 
 
 def wait_vector(future: Future[Any] | None, wait: bool = False, timeout: float | None = None) -> Any:

@@ -8,7 +8,8 @@ order of weight:
 1. the pinned flag (the person asked for it);
 2. what the conversation opens with: its first request's text (the person's
    words at full weight, the assistant's and the tools' at the cue weights),
-   the branch the harness reports, as a BM25 query over the project's facts;
+   the branch the harness reports, as a BM25 query over the project's facts
+   (with bead[semantic], what the person's words mean reorders its matches);
 3. the type: feedback and the person's own facts over project facts over
    references (only the person's word stands here: facts the person stated,
    accepted or pinned; what a model inferred goes to the first cue block
@@ -30,13 +31,17 @@ from __future__ import annotations
 
 import heapq
 import re
+import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 from ..conversation import Conversation
+from ..index import semantic
 from ..index.db import Index
 from ..index.query import Visibility, terms
 from ..store.keys import PERSON_TRUSTS
+from . import rank
 from .cues import extract
 from .gate import FactStats, cue_weights
 from .rank import search_facts
@@ -63,6 +68,13 @@ MIN_LINE_TOKENS = 8  # "- project/x/y (stated, 2026-01-01): ..." is never shorte
 # request's cue block (at most OPENING_CUE_MAX of them); chosen on the injection suite's dev split.
 OPENING_CUE_SHARE = 0.85
 OPENING_CUE_MAX = 1
+# bead[semantic]: the opening's meaning joins its relevance: + OPENING_MEANING x the cosine of the person's words and
+# each of the opening's BM25 candidates' stored vector, scaled so that the best candidate's is 1 and the mean 0 (none
+# below). 0: BM25 alone. Chosen by cross-validation (evals/grids/pinned-meaning.yaml, docs/results.md).
+OPENING_MEANING = 1.0
+# Of the person's words, their end: 120, 500 and 1,000 characters tied; 120 is the pointers' question
+# (bead.recall.pointers.QUERY_CHARS), so the first request computes one vector for both.
+OPENING_SAID_CHARS = 120
 MEMO_ENTRIES = 16  # cached candidate lists per index connection (projects x members)
 POLICIES = ("opening", "recency")
 
@@ -76,6 +88,7 @@ class Opening:
 
     text: str = ""
     branch: str | None = None
+    said: str = ""  # the person's own words, the end of them: the question by meaning (bead[semantic])
 
     @property
     def query(self) -> str:
@@ -114,7 +127,8 @@ def opening_of(conv: Conversation | None, stats: FactStats | None = None, projec
                     break
         if branch:
             break
-    return Opening(text, branch)
+    said = " ".join(c.text for c in cues if c.source == "user")[-OPENING_SAID_CHARS:]
+    return Opening(text, branch, said)
 
 
 def prior(row: dict[str, Any], uses: int, recency: float) -> float:
@@ -154,6 +168,7 @@ def select(
     visible: Visibility | None = None,
     limit: int = 5000,
     budget_tokens: int = 2000,
+    deadline: float | None = None,
 ) -> Choice:
     """The pinned block's candidates, best first (the caller fills ``budget_tokens`` in this order; no
     more rows come back whole than a block of that size could hold), and, from the same search of the
@@ -165,7 +180,9 @@ def select(
     instead, labelled inferred, in this conversation only (at most OPENING_CUE_MAX of them).
 
     ``uses`` counts recent recalls and reinforcements per key. ``policy``
-    ``recency`` is the block before issue #17: pinned, the person's word, newest; no opening.
+    ``recency`` is the block before issue #17: pinned, the person's word, newest; no opening. With
+    bead[semantic], the opening's relevance weighs meaning too (OPENING_MEANING), where the person's words'
+    vector comes by ``deadline`` (a ``time.monotonic()`` instant; a command or an eval waits for it).
     """
     if policy == "recency":
         return Choice(
@@ -173,6 +190,8 @@ def select(
         )
     scope = f"project/{project}" if project else None
     query = opening.query if opening else ""
+    said = opening.said if opening and OPENING_MEANING else ""
+    pending = rank.embed_query(index, said) if said.strip() and query and terms(query) else None  # beside the search
     hits = (
         search_facts(index, query, limit=OPENING_CANDIDATES, scope=scope, include_dormant=False, visible=visible)
         if query and terms(query)
@@ -193,6 +212,8 @@ def select(
     if not ranked:
         return Choice([], inferred)
     relevance = {h.id: h.score / top for h in hits if h.id in position} if top > 0 else {}
+    for i, m in _meaning(index, pending, [h.id for h in hits if h.id in position], deadline).items():
+        relevance[i] = relevance.get(i, 0.0) + OPENING_MEANING * m
     # A fact line costs a few tokens at least: fetch no more whole rows than could fit.
     n = budget_tokens // MIN_LINE_TOKENS + 1
     # A fact the opening does not match keeps its prior as its score, so the best n of those are the
@@ -209,6 +230,23 @@ def select(
     plain = [e for e in ranked[: n + len(relevance)] if e[3] not in relevance]
     best = heapq.nsmallest(n, boosted + plain)
     return Choice(index.facts_by_id([e[3] for e in best]), inferred)
+
+
+def _meaning(index: Index, pending: Future[Any] | None, ids: list[str], deadline: float | None) -> dict[str, float]:
+    """Each of ``ids``' cosine with the question ``pending`` (rank.embed_query), scaled: the best 1, the mean 0,
+    none below; {} without a vector by ``deadline`` or with fewer than two stored."""
+    stored = index.fact_vectors(ids) if pending is not None and len(ids) > 1 else {}
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    # Not cancelled when unread: the first request's pointers ask the same words (rank.embed_query shares it).
+    q = rank.wait_vector(pending, wait=index.semantic_wait, timeout=left) if len(stored) > 1 else None
+    if q is None:
+        return {}
+    cos = {i: float(semantic.decode(b) @ q) for i, b in stored.items()}
+    mean = sum(cos.values()) / len(cos)
+    best = max(cos.values())
+    if best <= mean:
+        return {}
+    return {i: (c - mean) / (best - mean) for i, c in cos.items() if c > mean}
 
 
 def _ranked_priors(
