@@ -288,15 +288,18 @@ class TestFactVectors:
         mem.index.semantic = False  # no extra: BM25 alone
         assert first() == "user/anna-bus"
 
-    def test_a_question_asked_twice_is_embedded_once(self, mem, model):
+    def test_a_question_asked_twice_is_embedded_once(self, mem, model, monkeypatch):
         """A conversation's first request asks the pinned block's question and then the pointers' (the same
-        words): one vector; a question whose vector failed is asked again."""
+        words): one vector, for a few seconds; a question whose vector failed is asked again."""
         first = rank.embed_query(mem.index, QUERY)
         assert first is not None and rank.embed_query(mem.index, QUERY) is first
         assert rank.wait_vector(first, wait=True) is not None
         assert rank.embed_query(mem.index, QUERY) is first
         first.cancel()  # done already: cancel() cannot undo it, so the vector stays shared
         assert rank.embed_query(mem.index, QUERY) is first
+        monkeypatch.setattr(rank, "RECENT_S", 0.0)  # past it the words are dropped: asked again
+        assert rank.embed_query(mem.index, QUERY) is not first
+        monkeypatch.setattr(rank, "RECENT_S", 60.0)
         mem.index.semantic_socket = mem.home.embed_socket  # nobody answers there
         failed = rank.embed_query(mem.index, BUS)
         assert failed is not None and rank.wait_vector(failed, wait=True) is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -109,8 +110,11 @@ def search_raw(
 
 
 _query_pool: ThreadPoolExecutor | None = None
+# A question's vector is shared for a few seconds (one request's pinned block and pointers ask the same words),
+# then dropped: the person's words are not kept in memory longer than a request needs them.
 RECENT_QUERIES = 8
-_recent: dict[tuple[str, str], Future[Any]] = {}
+RECENT_S = 5.0
+_recent: dict[tuple[str, str], tuple[float, Future[Any]]] = {}
 _query_pool_lock = threading.Lock()
 
 
@@ -126,9 +130,12 @@ def embed_query(index: Index, query: str) -> Future[Any] | None:
             _query_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bead-query-vector")
         # The same words asked again (a conversation's first request: the pinned block's question, then the
         # pointers'): the vector being computed or computed, once.
+        now = time.monotonic()
+        for k in [k for k, (at, _) in _recent.items() if now - at > RECENT_S]:
+            del _recent[k]
         same = _recent.get((str(sock), query))
-        if same is not None and _usable(same):
-            return same
+        if same is not None and _usable(same[1]):
+            return same[1]
     if sock is not None:  # the proxy: the indexer's model answers (none of this process's own)
         future = _query_pool.submit(semantic.ask, sock, query, QUERY_VECTOR_WAIT_S)
     else:
@@ -139,7 +146,7 @@ def embed_query(index: Index, query: str) -> Future[Any] | None:
     with _query_pool_lock:
         if len(_recent) >= RECENT_QUERIES:
             _recent.pop(next(iter(_recent)))
-        _recent[(str(sock), query)] = future
+        _recent[(str(sock), query)] = (time.monotonic(), future)
     return future
 
 
