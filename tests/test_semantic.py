@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -28,7 +29,9 @@ FILLER = [f"Ticket {i}: the {w} job failed on the build machine." for i, w in en
 
 @pytest.fixture(autouse=True)
 def _on(semantic_on):
-    """Every test here runs with the extra on, as a default install has it."""
+    """Every test here runs with the extra on, as a default install has it; no question's vector is shared
+    from an earlier test (rank.embed_query keeps them a few seconds)."""
+    rank._recent.clear()
 
 
 @pytest.fixture
@@ -290,20 +293,82 @@ class TestFactVectors:
 
     def test_a_question_asked_twice_is_embedded_once(self, mem, model, monkeypatch):
         """A conversation's first request asks the pinned block's question and then the pointers' (the same
-        words): one vector, for a few seconds; a question whose vector failed is asked again."""
+        words): one vector, for a few seconds, whether it came or failed (a request never waits twice)."""
         first = rank.embed_query(mem.index, QUERY)
         assert first is not None and rank.embed_query(mem.index, QUERY) is first
         assert rank.wait_vector(first, wait=True) is not None
         assert rank.embed_query(mem.index, QUERY) is first
-        first.cancel()  # done already: cancel() cannot undo it, so the vector stays shared
-        assert rank.embed_query(mem.index, QUERY) is first
-        monkeypatch.setattr(rank, "RECENT_S", 0.0)  # past it the words are dropped: asked again
+        monkeypatch.setattr(rank, "RECENT_S", 0.0)  # past it, asked anew
         assert rank.embed_query(mem.index, QUERY) is not first
         monkeypatch.setattr(rank, "RECENT_S", 60.0)
         mem.index.semantic_socket = mem.home.embed_socket  # nobody answers there
         failed = rank.embed_query(mem.index, BUS)
         assert failed is not None and rank.wait_vector(failed, wait=True) is None
-        assert rank.embed_query(mem.index, BUS) is not failed
+        assert rank.embed_query(mem.index, BUS) is failed
+        assert all(QUERY not in str(k) and BUS not in str(k) for k in rank._recent)  # digests, not the words
+
+    def test_a_shared_question_is_given_up_only_by_its_last_holder(self, mem, model):
+        """Two callers hold one pending vector: the first giving up does not take it from the second; a vector
+        no one holds is not computed (cancelled before it starts)."""
+        import threading
+
+        gate = threading.Event()
+        rank.embed_query(mem.index, "warm the pool")  # the pool exists
+        blockers = [rank._query_pool.submit(gate.wait) for _ in range(2)]  # both workers busy: questions queue
+        try:
+            a = rank.embed_query(mem.index, QUERY)
+            b = rank.embed_query(mem.index, QUERY)
+            assert a is b
+            rank.forget_vector(a)
+            assert not a.cancelled()
+            rank.forget_vector(b)
+            assert a.cancelled()
+            assert rank.embed_query(mem.index, QUERY) is not a  # a cancelled one is asked anew
+        finally:
+            gate.set()
+            for f in blockers:
+                f.result()
+
+    def test_the_opening_and_the_pointers_ask_the_same_words(self):
+        """The pinned block's question is the pointers' (bead.recall.pointers.question), so a first request
+        computes one vector for both."""
+        from bead.recall import pointers, standing
+        from bead.recall.cues import extract
+        from bead.wire.anthropic import conversation_of
+
+        words = "x" * 300 + " What does Anna drink in the morning?"
+        conv = conversation_of({"model": "m", "messages": [{"role": "user", "content": words}]}, {})
+        said = standing.opening_of(conv).said
+        assert said == pointers.question(extract(conv)) and said.endswith("morning?") and len(said) == pointers.QUERY_CHARS
+
+    def test_cosines_that_barely_differ_are_not_made_a_full_point(self, mem, model, monkeypatch):
+        """The meaning's scale has a floor (MEANING_SPREAD): two facts whose cosines differ by float noise get
+        almost nothing, not the whole OPENING_MEANING; equal ones get nothing."""
+        import numpy as np
+
+        from bead.recall import standing
+
+        mem.write("user/a", "alpha one", "user")
+        mem.write("user/b", "beta two", "user")
+        q = np.zeros(semantic.DIM, dtype=np.float32)
+        q[0] = 1.0
+        ids = ["user/a@v1", "user/b@v1"]
+
+        def with_cosines(x: float, y: float) -> dict[str, float]:
+            rows = []
+            for i, c in zip(ids, (x, y), strict=True):
+                v = np.zeros(semantic.DIM, dtype=np.float32)
+                v[0], v[1] = c, (1 - c * c) ** 0.5
+                rows.append((i, v.astype(np.float16).tobytes()))
+            mem.index._conn.executemany("INSERT OR REPLACE INTO fact_vec(id, vec) VALUES (?, ?)", rows)
+            done = rank._query_pool.submit(lambda: q) if rank._query_pool else None
+            return standing._meaning(mem.index, done, ids, None)
+
+        rank.embed_query(mem.index, "warm the pool")
+        got = with_cosines(0.400, 0.401)
+        assert set(got) == {"user/b@v1"} and got["user/b@v1"] < 0.05
+        assert with_cosines(0.5, 0.5) == {}
+        assert with_cosines(0.2, 0.6)["user/b@v1"] == pytest.approx(1.0, abs=0.01)
 
     def test_the_proxy_orders_by_meaning_with_the_indexers_model(self, mem, model, tmp_path):
         """The proxy loads no model (about 200 MB): its question's vector comes from the indexer's QueryServer, and
@@ -317,6 +382,7 @@ class TestFactVectors:
         assert pointers.by_meaning(pool, mem.index, rank.embed_query(mem.index, QUERY)) == pool  # nobody answers
         server = semantic.QueryServer(model, mem.home.embed_socket)
         assert server.start()
+        rank._recent.clear()  # the unanswered question is remembered for a few seconds (RECENT_S): ask anew
         try:
             assert oct(mem.home.embed_socket.stat().st_mode & 0o777) == "0o600"
             got = pointers.by_meaning(pool, mem.index, rank.embed_query(mem.index, QUERY))
@@ -482,3 +548,62 @@ def test_the_proxy_process_loads_no_model(start_proxy, upstream, mem, model):
     (proc,) = start_proxy.procs
     maps = open(f"/proc/{proc.pid}/maps").read()
     assert "libonnxruntime" not in maps and "onnxruntime" not in maps
+
+
+def test_a_hung_indexer_costs_a_first_request_one_wait_and_no_memory(mem, model):
+    """An indexer that takes every question and never answers: the first request's pinned block and pointers ask
+    one question between them and wait for it once (QUERY_VECTOR_WAIT_S from when it was asked, and on the pinned
+    block's side at most half of what is left), so with 0.4 s of the deadline left both the pinned block and the
+    cue block still go out (before, the two waits took 0.5 s and the cue block was dropped, or with less left the
+    pinned block too)."""
+    import json
+    import socket
+    import threading
+
+    from bead.config import parse
+    from bead.proxy.engine import Engine
+
+    mem.write("user/anna-coffee", "Every morning Anna has black coffee, two cups.", "user")
+    mem.write("user/anna-bus", "Anna in the morning: the bus was late, Anna said; late this morning again.", "user")
+    for i, w in enumerate(["lint", "deploy", "backup", "docs"]):
+        mem.write(f"project/shop/ticket-{i}", f"Ticket {i}: the {w} job failed on the build machine.", "project")
+    said = "Anna drinks black coffee in the morning, remember that for the shop order."
+    mem.append_turns("older-session", [("user", said, T0, None), ("assistant", "Noted: Anna, black coffee.", T0, None)])
+    semantic.Backfill(mem.index, model).run()
+    path = mem.home.embed_socket
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(path))
+    os.chmod(path, 0o600)
+    srv.listen(16)
+    asked: list[socket.socket] = []
+    stop = threading.Event()
+
+    def take() -> None:  # accept and read every question, answer none
+        srv.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            asked.append(conn)
+
+    taker = threading.Thread(target=take, daemon=True)
+    taker.start()
+    engine = Engine(mem.home, parse("owner: tester\n"))
+    try:
+        engine.recaller.fact_stats(engine.memory(), lambda t: engine.memory().index.raw_doc_freq(t))  # warm
+        system = "You help.\n - Primary working directory: /home/dev/src/shop"
+        body = {"model": "m", "max_tokens": 5, "system": system, "messages": [{"role": "user", "content": QUERY}]}
+        prep = engine.prepare(json.dumps(body).encode(), {"x-bead-session": "s1"}, deadline=time.monotonic() + 0.4)
+        assert prep.pinned_text and "user/anna-coffee" in prep.pinned_text
+        assert prep.blocks, "the cue block (the earlier session's excerpt) went out"
+        assert not [k for k in engine.counters if k.startswith("error")], dict(engine.counters)
+        assert len(asked) == 1
+    finally:
+        stop.set()
+        taker.join()
+        srv.close()
+        for c in asked:
+            c.close()
+        engine.close()

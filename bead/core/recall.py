@@ -104,7 +104,7 @@ class Recaller:
             trace["cues"] = [{"source": c.source, "text": cue_excerpt(c.text)} for c in cues]
         index = mem.index
         # bead[semantic]: the turn's own words as a vector, computed beside the search, for the pointers' order.
-        said = " ".join(c.text for c in cues if c.source == "user")[-pointers.QUERY_CHARS :]
+        said = pointers.question(cues)
         pending = rank.embed_query(index, said) if pointers.SEMANTIC_ALPHA and self.config.recall.pointers > 0 else None
         start = time.monotonic()
         try:

@@ -22,6 +22,7 @@ from ..index import semantic
 from ..index.db import Index
 from ..index.query import terms
 from . import rank
+from .cues import Cue
 from .gate import Candidate, Recall
 
 # Chosen by cross-validation over the injection suite's turns (docs/results.md; `bead eval --cv`).
@@ -37,6 +38,12 @@ SEMANTIC_ALPHA = 2.0
 # Of the turn's user text (its end), embedded as the question: 120, 250, 500 and 1,000 characters gave the same
 # figures (evals/grids/pointers-semantic.yaml; 60 did worse), and 120 costs the least on the request path.
 QUERY_CHARS = 120
+
+
+def question(cues: list[Cue]) -> str:
+    """The words asked by meaning: the end (QUERY_CHARS) of the person's words in the newest user message. The
+    pinned block's opening asks the same (bead.recall.standing), so a first request computes one vector."""
+    return " ".join(c.text for c in cues if c.source == "user")[-QUERY_CHARS:]
 
 
 def by_meaning(
@@ -56,7 +63,10 @@ def by_meaning(
     q = rank.wait_vector(pending, wait=index.semantic_wait, timeout=left)  # a command or an eval waits; the proxy not
     if q is None:
         return pool
-    cos = {i: float(semantic.decode(blob) @ q) for i, blob in stored.items()}
+    try:
+        cos = {i: float(semantic.decode(blob) @ q) for i, blob in stored.items()}
+    except ValueError:  # a stored vector of another shape (a model changed under a running proxy): BM25's order
+        return pool
     neutral = sum(cos.values()) / len(cos)
     # Over the best fact's (a raw excerpt's score is of another table, and a raw candidate is never pointed to).
     search = [float(c.row.get("search_score", c.row.get("bm25")) or 0.0) for c in pool]

@@ -8,6 +8,7 @@ that of two turns about the same thing the newer one wins a near tie.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import threading
@@ -110,31 +111,35 @@ def search_raw(
 
 
 _query_pool: ThreadPoolExecutor | None = None
-# A question's vector is shared for a few seconds (one request's pinned block and pointers ask the same words),
-# then dropped: the person's words are not kept in memory longer than a request needs them.
+# A question's vector is shared for a few seconds: a conversation's first request asks the same words for the pinned
+# block and for the pointers. Kept under a digest of the words (not the words), at most RECENT_QUERIES of them.
 RECENT_QUERIES = 8
 RECENT_S = 5.0
-_recent: dict[tuple[str, str], tuple[float, Future[Any]]] = {}
+_recent: dict[str, tuple[float, Future[Any]]] = {}
 _query_pool_lock = threading.Lock()
 
 
 def embed_query(index: Index, query: str) -> Future[Any] | None:
     """The query's vector, being computed in a worker thread (the model and SQLite both let go of the GIL, so it
-    runs beside a search); None where bead[semantic] is off or the model not ready."""
+    runs beside a search); None where bead[semantic] is off or the model not ready.
+
+    The same words asked again within RECENT_S get the same future, whether it is still being computed, holds
+    the vector, or failed (a request does not ask, and wait, twice). Every waiter waits against one instant,
+    QUERY_VECTOR_WAIT_S after the question was first asked, so waits never add up."""
     global _query_pool
     if not index.semantic or not query.strip():
         return None
     sock = index.semantic_socket
+    key = hashlib.sha256(f"{sock}\0{query}".encode("utf-8", "surrogatepass")).hexdigest()
     with _query_pool_lock:
         if _query_pool is None:
             _query_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bead-query-vector")
-        # The same words asked again (a conversation's first request: the pinned block's question, then the
-        # pointers'): the vector being computed or computed, once.
         now = time.monotonic()
         for k in [k for k, (at, _) in _recent.items() if now - at > RECENT_S]:
             del _recent[k]
-        same = _recent.get((str(sock), query))
-        if same is not None and _usable(same[1]):
+        same = _recent.get(key)
+        if same is not None and not same[1].cancelled():
+            setattr(same[1], "bead_holders", getattr(same[1], "bead_holders", 1) + 1)  # noqa: B010
             return same[1]
     if sock is not None:  # the proxy: the indexer's model answers (none of this process's own)
         future = _query_pool.submit(semantic.ask, sock, query, QUERY_VECTOR_WAIT_S)
@@ -143,32 +148,29 @@ def embed_query(index: Index, query: str) -> Future[Any] | None:
         if model is None:
             return None
         future = _query_pool.submit(lambda: model.embed([query])[0])
+    setattr(future, "bead_due", time.monotonic() + QUERY_VECTOR_WAIT_S)  # noqa: B010
+    setattr(future, "bead_holders", 1)  # noqa: B010
     with _query_pool_lock:
         if len(_recent) >= RECENT_QUERIES:
             _recent.pop(next(iter(_recent)))
-        _recent[(str(sock), query)] = (time.monotonic(), future)
+        _recent[key] = (time.monotonic(), future)
     return future
 
 
-def _usable(future: Future[Any]) -> bool:
-    """Still being computed, or computed into a vector (not cancelled, failed or answered with none)."""
-    if future.cancelled():
-        return False
-    if not future.done():
-        return True
-    return future.exception() is None and future.result() is not None
-
-
 def wait_vector(future: Future[Any] | None, wait: bool = False, timeout: float | None = None) -> Any:
-    """The vector ``embed_query`` computed, or None (no future, the model failed, or, unless ``wait``, later than
-    QUERY_VECTOR_WAIT_S or ``timeout`` if sooner: the proxy's path; a command or an eval waits for it)."""
+    """The vector ``embed_query`` computed, or None (no future, the model failed, or, unless ``wait``, not there
+    by QUERY_VECTOR_WAIT_S after the question was first asked, or within ``timeout`` if sooner: the proxy's path;
+    a command or an eval waits for it)."""
     if future is None:
         return None
-    limit = QUERY_VECTOR_WAIT_S if timeout is None else min(timeout, QUERY_VECTOR_WAIT_S)
+    due = getattr(future, "bead_due", None)
+    limit = QUERY_VECTOR_WAIT_S if due is None else due - time.monotonic()
+    if timeout is not None:
+        limit = min(limit, timeout)
     try:
-        return future.result(timeout=None if wait else limit)
+        return future.result(timeout=None if wait else max(0.0, limit))
     except Exception as exc:  # noqa: BLE001 - the words' order stands whatever the model says of an odd query
-        future.cancel()  # not run at all if it had not started: a busy machine is not made busier
+        forget_vector(future)
         global _late
         _late += 1
         if _late in (1, 10, 100) or _late % 1000 == 0:
@@ -177,8 +179,14 @@ def wait_vector(future: Future[Any] | None, wait: bool = False, timeout: float |
 
 
 def forget_vector(future: Future[Any] | None) -> None:
-    """The caller will not read it: it need not be computed."""
-    if future is not None:
+    """The caller will not read it: when no other caller holds it, it need not be computed (not run at all if it
+    had not started: a busy machine is not made busier)."""
+    if future is None:
+        return
+    with _query_pool_lock:
+        holders = getattr(future, "bead_holders", 1) - 1
+        setattr(future, "bead_holders", holders)  # noqa: B010
+    if holders <= 0:
         future.cancel()
 
 

@@ -41,7 +41,7 @@ from ..index import semantic
 from ..index.db import Index
 from ..index.query import Visibility, terms
 from ..store.keys import PERSON_TRUSTS
-from . import rank
+from . import pointers, rank
 from .cues import extract
 from .gate import FactStats, cue_weights
 from .rank import search_facts
@@ -72,9 +72,9 @@ OPENING_CUE_MAX = 1
 # each of the opening's BM25 candidates' stored vector, scaled so that the best candidate's is 1 and the mean 0 (none
 # below). 0: BM25 alone. Chosen by cross-validation (evals/grids/pinned-meaning.yaml, docs/results.md).
 OPENING_MEANING = 1.0
-# Of the person's words, their end: 120, 500 and 1,000 characters tied; 120 is the pointers' question
-# (bead.recall.pointers.QUERY_CHARS), so the first request computes one vector for both.
-OPENING_SAID_CHARS = 120
+# The question is the pointers' (bead.recall.pointers.question: the end of the person's words), so a first request
+# computes one vector for both; 120, 500 and 1,000 characters of them tied here.
+MEANING_SPREAD = 0.05  # a cosine this far above the mean, or more, is worth the whole OPENING_MEANING
 MEMO_ENTRIES = 16  # cached candidate lists per index connection (projects x members)
 POLICIES = ("opening", "recency")
 
@@ -127,8 +127,7 @@ def opening_of(conv: Conversation | None, stats: FactStats | None = None, projec
                     break
         if branch:
             break
-    said = " ".join(c.text for c in cues if c.source == "user")[-OPENING_SAID_CHARS:]
-    return Opening(text, branch, said)
+    return Opening(text, branch, pointers.question(cues))
 
 
 def prior(row: dict[str, Any], uses: int, recency: float) -> float:
@@ -233,20 +232,25 @@ def select(
 
 
 def _meaning(index: Index, pending: Future[Any] | None, ids: list[str], deadline: float | None) -> dict[str, float]:
-    """Each of ``ids``' cosine with the question ``pending`` (rank.embed_query), scaled: the best 1, the mean 0,
-    none below; {} without a vector by ``deadline`` or with fewer than two stored."""
+    """Each of ``ids``' cosine with the question ``pending`` (rank.embed_query), scaled: the best 1 (or less where
+    the cosines differ by less than MEANING_SPREAD: noise is not made a full point), the mean 0, none below; {}
+    without a vector in time or with fewer than two stored. On the proxy's path it waits at most half of what is
+    left before ``deadline``: the rest of the request's work keeps the other half."""
     stored = index.fact_vectors(ids) if pending is not None and len(ids) > 1 else {}
-    left = None if deadline is None else max(0.0, deadline - time.monotonic())
-    # Not cancelled when unread: the first request's pointers ask the same words (rank.embed_query shares it).
+    left = None if deadline is None else max(0.0, deadline - time.monotonic()) / 2
+    # Not given up when unread: the first request's pointers ask the same words (rank.embed_query shares it).
     q = rank.wait_vector(pending, wait=index.semantic_wait, timeout=left) if len(stored) > 1 else None
     if q is None:
         return {}
-    cos = {i: float(semantic.decode(b) @ q) for i, b in stored.items()}
-    mean = sum(cos.values()) / len(cos)
-    best = max(cos.values())
-    if best <= mean:
+    try:
+        cos = {i: float(semantic.decode(b) @ q) for i, b in stored.items()}
+    except ValueError:  # a stored vector of another shape (a model changed under a running proxy): BM25 alone
         return {}
-    return {i: (c - mean) / (best - mean) for i, c in cos.items() if c > mean}
+    mean = sum(cos.values()) / len(cos)
+    spread = max(cos.values()) - mean
+    if not spread > 1e-6:  # flat (or NaN): nothing to tell them apart
+        return {}
+    return {i: (c - mean) / max(spread, MEANING_SPREAD) for i, c in cos.items() if c > mean}
 
 
 def _ranked_priors(
