@@ -17,6 +17,7 @@ import hashlib
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -71,6 +72,12 @@ PERSONS_WORD = "(pinned = 1 OR trust IN (" + ", ".join(f"'{t}'" for t in PERSON_
 
 # Index.memo, per index file.
 _MEMOS: dict[str, dict[Any, Any]] = {}
+# SQLite's unix VFS can deadlock two threads of one process for good when one opens a database file while another
+# closes a WAL connection to it: closing takes the file's lock mutex and then the VFS's global mutex
+# (unixIsSharingShmNode), opening takes them the other way round (findReusableFd). Seen here with SQLite 3.40.1 (a
+# proxy's warm-up closing its connection while a request's thread opened one: the request never finished); reported
+# against 3.51.1 too. bead opens and closes its index connections one at a time in a process.
+OPEN_CLOSE = threading.Lock()
 
 
 def forget_derived() -> None:
@@ -258,12 +265,13 @@ class Index:
                         f"delete the link (the index is derived: `bead reindex` builds it again at {path})",
                     )
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
-        self._conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
-        self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-        # Zero freed pages so deleted text does not linger in the file.
-        self._conn.execute("PRAGMA secure_delete=ON")
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
+        with OPEN_CLOSE:  # the file, its WAL and its shared memory are opened here
+            self._conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
+            self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            # Zero freed pages so deleted text does not linger in the file.
+            self._conn.execute("PRAGMA secure_delete=ON")
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
         self._raw_deleted = False
         self._raw_high = 0  # the highest raw rowid of the index _drop_all dropped (carried over by _create)
         # bead[semantic]: whether the raw search rescores its candidates with the turns' vectors (Memory sets it
@@ -281,7 +289,8 @@ class Index:
         self.fresh = self._ensure_schema()
 
     def close(self) -> None:
-        self._conn.close()
+        with OPEN_CLOSE:
+            self._conn.close()
 
     @contextlib.contextmanager
     def _savepoint(self) -> Iterator[None]:
