@@ -286,7 +286,11 @@ class Index:
         if len(_MEMOS) >= 64 and str(path) not in _MEMOS:
             _MEMOS.clear()  # a process that opens many homes (tests, evals) keeps only recent ones
         self.memo: dict[Any, tuple[tuple[str, int], Any]] = _MEMOS.setdefault(str(path), {})
-        self.fresh = self._ensure_schema()
+        try:
+            self.fresh = self._ensure_schema()
+        except BaseException:
+            self.close()  # under OPEN_CLOSE, not whenever the collector gets to it
+            raise
 
     def close(self) -> None:
         with OPEN_CLOSE:
