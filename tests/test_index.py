@@ -62,30 +62,31 @@ class TestDerived:
     def test_connections_open_and_close_one_at_a_time(self, mem, monkeypatch):
         """SQLite's unix VFS deadlocks two threads for good when one opens the index while another closes a WAL
         connection to it (a lock-order inversion inside SQLite: a proxy's request hung so). Every connect, with
-        the statements that open the WAL and its shared memory, and every close hold dbmod.OPEN_CLOSE."""
-        seen: list[tuple[str, bool]] = []
-        real = sqlite_check.module().connect
+        the statements that open the WAL and its shared memory, and every close hold dbmod.OPEN_CLOSE, whoever
+        closes: Index.close, or the collector (a thread's Memory freed when the thread ends)."""
+        import gc
 
-        def connect(path, *a, **kw):
-            if path != ":memory:":  # bead's check of the SQLite build opens one in memory: no file, no VFS locks
-                seen.append(("connect", dbmod.OPEN_CLOSE.locked()))
-            return real(path, *a, **kw)
+        seen: list[str] = []
+        real = dbmod.OPEN_CLOSE
 
-        monkeypatch.setattr(sqlite_check.module(), "connect", connect)
+        class Recording:
+            def __enter__(self):
+                real.acquire()
+                seen.append("in")
+
+            def __exit__(self, *exc):
+                seen.append("out")
+                real.release()
+
+        monkeypatch.setattr(dbmod, "OPEN_CLOSE", Recording())
         index = dbmod.Index(mem.home.index_db, mem.home.store)
-
-        class Closing:
-            def __init__(self, conn):
-                self.conn = conn
-
-            def close(self):
-                seen.append(("close", dbmod.OPEN_CLOSE.locked()))
-                self.conn.close()
-
-        index._conn = Closing(index._conn)
+        assert seen == ["in", "out"]
         index.close()
-        assert seen == [("connect", True), ("close", True)]
-        assert not dbmod.OPEN_CLOSE.locked()
+        assert seen == ["in", "out"] * 2
+        dropped = dbmod.Index(mem.home.index_db, mem.home.store)
+        del dropped
+        gc.collect()
+        assert seen == ["in", "out"] * 4  # opened, and closed by the collector under the lock
 
     def test_wal_and_secure_delete_are_on(self, mem):
         pragmas = mem.index.pragmas()

@@ -77,7 +77,34 @@ _MEMOS: dict[str, dict[Any, Any]] = {}
 # (unixIsSharingShmNode), opening takes them the other way round (findReusableFd). Seen here with SQLite 3.40.1 (a
 # proxy's warm-up closing its connection while a request's thread opened one: the request never finished); reported
 # against 3.51.1 too. bead opens and closes its index connections one at a time in a process.
-OPEN_CLOSE = threading.Lock()
+# However a connection ends: Index.close, or the collector (a thread's locals freed when the thread ends, an Index
+# dropped without close): see _connection_class. Re-entrant: the collector may free one inside the block.
+OPEN_CLOSE = threading.RLock()
+_CONNECTION: dict[Any, type] = {}
+
+
+def _connection_class(module: Any) -> type:
+    """The driver's Connection, closed under OPEN_CLOSE whoever closes it."""
+    cls = _CONNECTION.get(module)
+    if cls is None:
+
+        class Connection(module.Connection):
+            _opened = False
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self._opened = True  # a connection whose open failed is never closed (pysqlite3 crashes on it)
+
+            def close(self) -> None:
+                with OPEN_CLOSE:
+                    super().close()
+
+            def __del__(self) -> None:
+                if self._opened:
+                    self.close()
+
+        cls = _CONNECTION[module] = Connection
+    return cls
 
 
 def forget_derived() -> None:
@@ -266,7 +293,13 @@ class Index:
                     )
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
         with OPEN_CLOSE:  # the file, its WAL and its shared memory are opened here
-            self._conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
+            self._conn = sqlite3.connect(
+                str(path),
+                timeout=busy_timeout_ms / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+                factory=_connection_class(sqlite3),
+            )
             self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             # Zero freed pages so deleted text does not linger in the file.
             self._conn.execute("PRAGMA secure_delete=ON")
@@ -293,8 +326,7 @@ class Index:
             raise
 
     def close(self) -> None:
-        with OPEN_CLOSE:
-            self._conn.close()
+        self._conn.close()  # under OPEN_CLOSE (_connection_class)
 
     @contextlib.contextmanager
     def _savepoint(self) -> Iterator[None]:
