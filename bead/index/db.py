@@ -17,6 +17,7 @@ import hashlib
 import os
 import re
 import stat
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -72,12 +73,12 @@ PERSONS_WORD = "(pinned = 1 OR trust IN (" + ", ".join(f"'{t}'" for t in PERSON_
 
 # Index.memo, per index file.
 _MEMOS: dict[str, dict[Any, Any]] = {}
-# SQLite's unix VFS can deadlock two threads of one process for good when one opens a database file while another
-# closes a WAL connection to it: closing takes the file's lock mutex and then the VFS's global mutex
-# (unixIsSharingShmNode), opening takes them the other way round (findReusableFd). Seen here with SQLite 3.40.1 (a
-# proxy's warm-up closing its connection while a request's thread opened one: the request never finished); reported
-# against 3.51.1 too. bead opens and closes its index connections one at a time in a process.
-# However a connection ends: Index.close, or the collector (a thread's locals freed when the thread ends, an Index
+# SQLite 3.51.0 and 3.51.1 (pysqlite3-binary's, which bead uses) can deadlock two threads of one process for good
+# when one opens or closes a database file while another closes a WAL connection to it: closing takes the file's
+# lock mutex and then the VFS's global mutex (unixIsSharingShmNode), opening and closing take them the other way
+# round. Fixed in SQLite 3.51.2; seen here (a proxy's warm-up closing its connection while a request's thread opened
+# one: the request never finished). bead opens and closes its index connections one at a time in a process,
+# however a connection ends: Index.close, or the collector (a thread's locals freed when the thread ends, an Index
 # dropped without close): see _connection_class. Re-entrant: the collector may free one inside the block.
 OPEN_CLOSE = threading.RLock()
 _CONNECTION: dict[Any, type] = {}
@@ -100,7 +101,8 @@ def _connection_class(module: Any) -> type:
                     super().close()
 
             def __del__(self) -> None:
-                if self._opened:
+                # At interpreter exit a daemon thread stopped inside the block would hold the lock for good.
+                if self._opened and not sys.is_finalizing():
                     self.close()
 
         cls = _CONNECTION[module] = Connection
