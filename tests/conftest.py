@@ -626,6 +626,17 @@ def start_proxy(bead_home, upstream, tmp_path):
         stop(p)
 
 
+def remembered(home: Path, query: str, words: str) -> list:
+    """The current facts among ``query``'s three best hits whose body holds ``words`` (a replayed harness's
+    "remember"), best first."""
+    from bead.recall.rank import search_facts
+
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        hits = search_facts(mem.index, query, limit=3)
+        facts = [mem.current(h.id.rsplit("@v", 1)[0]) for h in hits]
+    return [f for f in facts if f is not None and words in f.body]
+
+
 def replay_openai(home: Path, records: list[dict], reply_of, headers_of=None, whole=None) -> list:
     """Recorded harness requests (tests/fixtures/*/requests.jsonl), in order, through one in-process proxy app in front
     of a fake OpenAI upstream, each answered with ``reply_of(record)``; ``headers_of(record)`` adds headers. Each

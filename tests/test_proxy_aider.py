@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import replay_openai
+from conftest import remembered, replay_openai
 from fakes import Reply
 
 from bead.config import Config
@@ -95,11 +95,8 @@ def test_every_new_chat_gets_its_pinned_block(replayed):
 
 def test_remember_in_the_persons_words_writes_the_fact(replayed):
     home, _ = replayed
-    with Memory(Home(home), Config(owner="dev")) as mem:
-        hits = search_facts(mem.index, "deploys second reviewer", limit=3)
-        facts = [mem.current(h.id.rsplit("@v", 1)[0]) for h in hits]
-    found = [f for f in facts if f is not None and "second reviewer" in f.body]
-    assert found and found[0].trust == "user_stated", [f.key for f in facts if f]
+    found = remembered(home, "deploys second reviewer", "second reviewer")
+    assert found and found[0].trust == "user_stated", found
     assert found[0].key.startswith(("user/", "project/demo/")), found[0].key  # the person's, or demo's: never other's
     with Memory(Home(home), Config(owner="dev")) as mem:
         for words in ("releases Tuesdays", "staging database read-only"):  # examples in the system prompt; the map

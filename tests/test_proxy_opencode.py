@@ -11,13 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import replay_openai
+from conftest import remembered, replay_openai
 from fakes import Reply
 
 from bead.config import Config
 from bead.core.memory import Memory
 from bead.paths import Home
-from bead.recall.rank import search_facts
 
 FIXTURE = Path(__file__).parent / "fixtures" / "opencode" / "requests.jsonl"
 
@@ -96,11 +95,9 @@ def test_the_pinned_block_reaches_the_first_request_and_later_ones_keep_the_pref
 
 def test_remember_in_the_persons_words_writes_the_fact(replayed):
     home, _ = replayed
-    with Memory(Home(home), Config(owner="dev")) as mem:
-        hits = search_facts(mem.index, "deploys second reviewer", limit=3)
-        facts = [mem.current(h.id.rsplit("@v", 1)[0]) for h in hits]
-    found = [f for f in facts if f is not None and "second reviewer" in f.body]
-    assert found and found[0].trust == "user_stated" and found[0].key.startswith(("user/", "project/demo/"))
+    found = remembered(home, "deploys second reviewer", "second reviewer")
+    assert found and found[0].trust == "user_stated", found
+    assert found[0].key.startswith(("user/", "project/demo/")), found[0].key  # the person's, or demo's: never other's
 
 
 @pytest.mark.parametrize(
