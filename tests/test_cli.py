@@ -70,6 +70,17 @@ class TestFlow:
         assert any("v1.md" in p["problem"] for p in st["problems"])
         assert any(p["fix"].startswith("run `bead reindex`") for p in st["problems"])
 
+    def test_show_takes_a_pointers_bare_name_in_the_projects_folder(self, bead, tmp_path, monkeypatch):
+        bead("write", "project/webshop/ci-image", "CI runs on python:3.12-slim.", "--type", "project")
+        bead("write", "project/billing/ci-image", "Billing's CI runs on node:20.", "--type", "project")
+        (tmp_path / "webshop").mkdir()
+        monkeypatch.chdir(tmp_path / "webshop")
+        assert bead("show", "ci-image").out.strip() == "CI runs on python:3.12-slim."
+        monkeypatch.chdir(tmp_path)
+        r = bead("show", "ci-image")
+        assert r.code == 1 and "project/billing/ci-image" in r.err and "project/webshop/ci-image" in r.err
+        assert "full key" in r.err
+
     def test_errors_exit_1_on_stderr_with_hint(self, bead, bead_process):
         r = bead("show", "user/missing")
         assert (r.code, r.out) == (1, "") and "hint:" in r.err

@@ -491,10 +491,31 @@ def test_get_memory_opens_a_key_the_proxy_pointed_to(server, home, mem):
     newest = json.loads(prep.body)["messages"][-1]["content"]
     text = newest if isinstance(newest, str) else "\n".join(b["text"] for b in newest if b.get("type") == "text")
     assert any(h in text for h in (render.POINTER_HEAD, render.POINTER_ALONE))
-    assert "- project/webshop/queue-retention (inferred): " in text and "nine days" not in text
-    got = server.ok("get_memory", {"key": "project/webshop/queue-retention"})
+    # The conversation's own project's fact by its bare name, which get_memory takes as the pointer gives it.
+    assert "- queue-retention (inferred): " in text and "nine days" not in text
+    got = server.ok("get_memory", {"key": "queue-retention"})
     assert "nine days" in got["value"] and got["trust"] == "agent_observed"
+    assert got["key"] == "project/webshop/queue-retention"
     assert mem.recent_uses().get("project/webshop/queue-retention") == 1, "opening it counts as a use"
+
+
+def test_get_memory_takes_a_pointers_bare_name(server, mem):
+    """A pointer writes a fact of the conversation's project by its bare name: get_memory resolves it, the
+    server's own project first, else the one fact of that name; several elsewhere is an error listing them."""
+    mem.write("project/webshop/ci-image", "CI runs on the python:3.12-slim image.", "project")
+    mem.write("project/billing/ci-image", "Billing's CI runs on node:20.", "project")
+    mem.write("project/billing/invoice-prefix", "Invoice numbers start with INV-.", "project")
+    mem.write("project/billing/deploy-window", "Billing deploys on Tuesdays.", "project")
+    mem.write("project/ops/deploy-window", "Ops deploys any day before 16:00.", "project")
+    got = server.ok("get_memory", {"key": "ci-image"})
+    assert got["key"] == "project/webshop/ci-image" and "python:3.12" in got["value"]
+    assert server.ok("get_memory", {"key": "invoice-prefix"})["key"] == "project/billing/invoice-prefix"
+    err = server.err("get_memory", {"key": "deploy-window"})
+    assert err["code"] == "invalid_argument"
+    assert "project/billing/deploy-window" in err["error"] and "project/ops/deploy-window" in err["error"]
+    assert "full key" in err["next"]
+    assert server.err("get_memory", {"key": "no-such-name"})["code"] == "not_found"
+    assert server.err("get_memory", {"key": ".."})["code"] == "invalid_argument"
 
 
 def test_every_tool_that_returns_memory_labels_its_structured_result(server, mem):

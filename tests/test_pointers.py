@@ -92,8 +92,13 @@ def pointer_block(text: str) -> list[str]:
     return [ln for ln in lines[heads[0] :] if ln and not ln.startswith("</bead-memory")]
 
 
-def keys_of(lines: list[str]) -> list[str]:
+def names_of(lines: list[str]) -> list[str]:
+    """The keys as the lines write them (a fact of the conversation's project by its bare name)."""
     return [ln[2:].split(" (", 1)[0] for ln in lines[1:]]
+
+
+def keys_of(lines: list[str]) -> list[str]:
+    return [n if "/" in n else f"project/proj-x/{n}" for n in names_of(lines)]
 
 
 @pytest.fixture
@@ -159,7 +164,7 @@ class TestShape:
             "celery eta tasks ran twice, visibility timeout?",
         )
         lines = pointer_block(text_of(sent["messages"][-1]))
-        assert "- project/proj-x/celery-eta (inferred): Celery eta versus visibility timeout" in lines
+        assert "- celery-eta (inferred): Celery eta versus visibility timeout" in lines
 
     def test_stored_text_cannot_close_the_block_through_a_title(self, proxy, upstream, bead_home):
         with Memory(Home(bead_home), parse("")) as mem:
@@ -338,11 +343,13 @@ class TestOpenAIRoutes:
 class TestOpening:
     def test_get_memory_on_a_pointed_key_returns_its_body_and_counts_a_use(self, proxy, upstream, bead_home):
         sent = later(proxy(), upstream, "the celery queue workers seem stuck, check beat")
-        key = keys_of(pointer_block(text_of(sent["messages"][-1])))[0]
+        lines = pointer_block(text_of(sent["messages"][-1]))
+        name, key = names_of(lines)[0], keys_of(lines)[0]
+        assert "/" not in name, "a fact of the conversation's project is pointed to by its bare name"
         with Memory(Home(bead_home), parse("")) as mem:
             before = mem.recent_uses().get(key, 0)
-            view = reads.get_memory(mem, key, note=True)
-            assert view.value == dict(INFERRED)[key]
+            view = reads.get_memory(mem, name, note=True, project="proj-x")
+            assert view.key == key and view.value == dict(INFERRED)[key]
             assert mem.recent_uses().get(key, 0) == before + 1, "the pinned block learns from it"
 
 
@@ -477,16 +484,36 @@ class TestChoosing:
             ]
             budget = rng.randint(10, 200)
             alone = rng.random() < 0.5
-            lines, used = render.pointers(rows, budget, alone)
+            project = rng.choice([None, "x", "invoicing"])
+            lines, used = render.pointers(rows, budget, alone, project)
             if not lines:
                 continue
             assert used <= budget and used == sum(render.tokens(ln) for ln in lines)
             assert lines[0] == (render.POINTER_ALONE if alone else render.POINTER_HEAD)
             for ln, row in zip(lines[1:], rows, strict=False):
-                assert ln.startswith(f"- {row['key']} (")
+                assert ln.startswith(f"- {render.pointer_key(row['key'], project)} (")
                 title = ln.split("): ", 1)[1] if "): " in ln else ""
                 full = render.title(row, 10_000).split()
                 assert len(title.rstrip("…").split()) >= min(render.MIN_TITLE_WORDS, len(full)), ln
+
+    def test_the_conversations_project_is_left_off_its_keys_only(self):
+        assert render.pointer_key("project/proj-x/celery-eta", "proj-x") == "celery-eta"
+        assert render.pointer_key("project/other/celery-eta", "proj-x") == "project/other/celery-eta"
+        assert render.pointer_key("project/proj-x-2/celery-eta", "proj-x") == "project/proj-x-2/celery-eta"
+        assert render.pointer_key("user/shell", "proj-x") == "user/shell"
+        assert render.pointer_key("project/proj-x/celery-eta", None) == "project/proj-x/celery-eta"
+        rows = [
+            {"key": f"project/invoicing/{k}", "trust": "user_stated", "body": b}
+            for k, b in (
+                ("payload-logging", "Never log full request payloads; they hold card data."),
+                ("celery-serialization", "Celery is JSON-only; pickle is off."),
+                ("soft-delete", "Customers are soft-deleted (deleted_at is set)."),
+                ("api-client", "The admin's TypeScript client is generated from the OpenAPI schema."),
+            )
+        ]
+        full, _ = render.pointers(rows, 80, alone=True)
+        short, used = render.pointers(rows, 80, alone=True, project="invoicing")
+        assert len(short) - 1 == 4 > len(full) - 1 and used <= 80, "80 tokens hold four of the project's pointers"
 
     def test_a_long_first_word_is_cut_not_dropped(self):
         row = {
@@ -506,7 +533,7 @@ class TestChoosing:
             p.close()
         state = next((bead_home / "sessions").glob("rec-*.jsonl")).read_text().splitlines()
         cue = [json.loads(ln) for ln in state if '"kind": "cue"' in ln][-1]
-        named = [ln[2:].split(" (", 1)[0] for ln in cue["text"].splitlines() if ln.startswith("- ")]
+        named = keys_of(["how", *(ln for ln in cue["text"].splitlines() if ln.startswith("- "))])
         assert named and [i.rsplit("@v", 1)[0] for i in cue["pointers"]] == named
 
 

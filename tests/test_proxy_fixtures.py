@@ -43,6 +43,15 @@ def reply_for(rec: dict) -> Reply:
     return Reply(kind="sse", text=text, tool=tool)
 
 
+OBSERVED = (
+    ("project/demo/readme-sections", "The demo README has three sections: build, run and license."),
+    ("project/demo/go-toolchain", "The demo builds with Go 1.22; go.mod pins the toolchain."),
+    ("project/demo/folder-layout", "The folder holds main.go, go.mod and the README at the top level."),
+    ("project/demo/subagent-files", "Subagents list files with ls -la and report sizes in bytes."),
+)
+DEMO_NAMES = {k.rsplit("/", 1)[1] for k, _ in OBSERVED} | {"reports"}
+
+
 def seed(bead_home):
     mem = Memory(Home(bead_home).ensure(), Config(owner="dev"))
     mem.write("user/editor", "The user edits code in Helix with the default keymap.", "user")
@@ -50,12 +59,7 @@ def seed(bead_home):
     mem.write("project/demo/reports", "When asked to report files, list the working directory as a table with sizes.", "project")
     mem.write("project/other/secret-plan", "Another project's plan that must never show up in demo.", "project")
     # What an agent observed in earlier sessions: never in the pinned block, so later turns get pointers to them.
-    for key, body in (
-        ("project/demo/readme-sections", "The demo README has three sections: build, run and license."),
-        ("project/demo/go-toolchain", "The demo builds with Go 1.22; go.mod pins the toolchain."),
-        ("project/demo/folder-layout", "The folder holds main.go, go.mod and the README at the top level."),
-        ("project/demo/subagent-files", "Subagents list files with ls -la and report sizes in bytes."),
-    ):
+    for key, body in OBSERVED:
         mem.write(key, body, "project", trust="agent_observed")
     mem.close()
 
@@ -156,7 +160,7 @@ class TestPointers:
             c = message["content"]
             return c if isinstance(c, str) else "\n".join(b.get("text", "") for b in c if b.get("type") == "text")
 
-        pointed = 0
+        pointed, seen = 0, set()
         for rec, got in replay:
             orig = json.loads(base64.b64decode(rec["body_b64"]))
             out = json.loads(got.body)
@@ -165,10 +169,20 @@ class TestPointers:
                 h in text(orig["messages"][-1]) for h in (POINTER_HEAD, POINTER_ALONE)
             ):
                 pointed += 1
-                assert "project/demo/" in newest and "project/other/" not in newest
+                named = [
+                    ln[2:].split(" (", 1)[0]
+                    for ln in newest.split(POINTER_ALONE if POINTER_ALONE in newest else POINTER_HEAD)[1].splitlines()
+                    if ln.startswith("- ")
+                ]
+                # The conversation's own project's facts by their bare names (get_memory takes them), never another's.
+                # (A fact of another project would be written in full, project/<name>/...)
+                assert named and all("/" not in n for n in named), named
+                seen |= set(named)
+                assert "project/other/" not in newest and "secret-plan" not in newest
                 # Pointers give keys and titles, never the value of a fact the turn was not shown.
                 assert "report sizes in bytes" not in newest
         assert pointed >= 2, "later turns of the recorded sessions got pointers"
+        assert DEMO_NAMES & seen, seen
 
 
 class TestHeaders:

@@ -109,12 +109,19 @@ def _print_problems(problems) -> None:
 def show(key, all_versions, as_json):
     """Print the current value of KEY.
 
+    KEY may be a bare name, as a pointer in the cue block writes a fact of the conversation's project: the
+    working directory's project's fact of that name, else the only fact so named.
     Reading the current value counts as a use of the fact (audit.log `open`), as the agent's get_memory
     does: the pinned block favours facts in use.
     """
+    import os
+
+    from ..conversation import project_from_cwd
+    from ..core.query import resolve_key
     from ..errors import BeadError
 
     mem = open_memory()
+    key = resolve_key(mem, key, project_from_cwd(os.getcwd()))
     kv = mem.versions(key)
     _print_problems(kv.problems)
     if not kv.facts:

@@ -19,9 +19,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..errors import NotFound, Sealed
+from ..errors import InvalidArgument, InvalidKey, NotFound, Sealed
 from ..recall import render, standing
 from ..recall.rank import search_facts, search_raw
+from ..store.keys import validate_key
 from .memory import Memory
 from .viewer import LOCAL, Viewer
 
@@ -259,11 +260,42 @@ def _versions(mem: Memory, key: str, viewer: Viewer):
     return kv
 
 
-def get_memory(mem: Memory, key: str, viewer: Viewer = LOCAL, note: bool = False) -> FactView:
+def resolve_key(mem: Memory, key: str, project: str | None = None) -> str:
+    """``key`` itself, or the key a bare name stands for (a pointer in the cue block names a fact of the
+    conversation's own project without its ``project/<project>/``): ``project/<project>/NAME`` where that
+    exists, else the one fact named NAME under user/, global/ or any project. Several such facts and none
+    of them in ``project``: an error that lists them, so the caller gives the full key."""
+    if not isinstance(key, str) or "/" in key or not key:
+        return key
+    try:
+        validate_key("user/" + key)  # one well-formed segment
+    except InvalidKey:
+        return key  # the key's own error follows, as for any malformed key
+
+    def held(k: str) -> bool:
+        return bool(mem.versions(k).facts) or mem.is_sealed(k)
+
+    own = f"project/{project}/{key}" if project else None
+    if own and held(own):
+        return own
+    found = [k for k in dict.fromkeys([f"user/{key}", f"global/{key}", *mem.index.keys_named(key)]) if k != own and held(k)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        hint = "give the full key (user/<name> or project/<project>/<name>); search_memory or `bead list` shows them"
+        raise NotFound(f"no fact named {key}", hint)
+    listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+    raise InvalidArgument(f"{len(found)} facts are named {key}: {listed}", "give the full key of the one you mean")
+
+
+def get_memory(mem: Memory, key: str, viewer: Viewer = LOCAL, note: bool = False, project: str | None = None) -> FactView:
     """The current version of ``key``: value, version, trust, sources (a dormant fact too, marked dormant).
 
     ``note`` records the read as a use (``open``: the agent opened it, often from a pointer in the cue
-    block), which the pinned block counts as it counts recalls."""
+    block), which the pinned block counts as it counts recalls. For the home's owner a bare name (as a
+    pointer writes a key of ``project``) stands for its key (``resolve_key``)."""
+    if viewer.owner is None:
+        key = resolve_key(mem, key, project)
     kv = _versions(mem, key, viewer)
     cur = kv.current
     assert cur is not None

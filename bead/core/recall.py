@@ -162,9 +162,11 @@ class Recaller:
             deadline=start + deadline_s,
         )
         tail, tail_tokens = render.pointers(
-            [c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens, alone=n == 0
+            [c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens, alone=n == 0, project=ident.project
         )
-        named = [c for c in chosen_pointers if any(ln.startswith(f"- {c.key} (") for ln in tail[1:])]
+        named = [
+            c for c in chosen_pointers if any(ln.startswith(f"- {render.pointer_key(c.key, ident.project)} (") for ln in tail[1:])
+        ]
         if named:
             trace["pointers"] = [c.id for c in named]
         text, n = render.block("recall", render.CUE_HEADER, notices + lines, budget, tail)

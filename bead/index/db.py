@@ -749,6 +749,14 @@ class Index:
             self._conn.executemany(sql, list(rows))
             return self._conn.total_changes - before
 
+    def keys_named(self, name: str, limit: int = 20) -> list[str]:
+        """Current keys whose last segment is ``name`` (a pointer's bare name: bead.core.query.resolve_key)."""
+        rows = self._conn.execute(
+            "SELECT DISTINCT key FROM facts WHERE current = 1 AND substr(key, -?1) = ?2 ORDER BY key LIMIT ?3",
+            (len(name) + 1, "/" + name, limit),
+        )
+        return [str(k) for (k,) in rows]
+
     def fact_vectors(self, ids: list[str]) -> dict[str, bytes]:
         """The stored vectors of the facts ``ids`` (facts without one are left out)."""
         if not ids:

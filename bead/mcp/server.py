@@ -78,6 +78,10 @@ WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent
 DESTROY = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 Key = Annotated[str, Field(description="user/<name>, project/<project>/<name> or global/<name>", max_length=300)]
+# A pointer in the cue block writes a key of the conversation's own project as its bare name.
+OpenKey = Annotated[
+    str, Field(description="user/<name>, project/<project>/<name>, global/<name>, or a pointer's bare <name>", max_length=300)
+]
 Confirm = Annotated[str | None, Field(description="the token from the preview call; leave out to get a preview", max_length=100)]
 
 
@@ -314,9 +318,15 @@ def _agent_tools(mcp: MCPServer, rt: Runtime, trust: str, source: str) -> None:
             write=False,
         )
 
-    @mcp.tool(annotations=READ, description="The current value of one fact by key, with its version, trust and sources.")
-    async def get_memory(key: Key, ctx: Context) -> CallToolResult:
-        return await rt.call("get_memory", ctx, lambda m, v: reads.get_memory(m, key, v, note=True).as_dict(), write=False)
+    @mcp.tool(
+        annotations=READ,
+        description="The current value of one fact by key (or by the bare name a pointer gives), with its version, "
+        "trust and sources.",
+    )
+    async def get_memory(key: OpenKey, ctx: Context) -> CallToolResult:
+        return await rt.call(
+            "get_memory", ctx, lambda m, v: reads.get_memory(m, key, v, note=True, project=rt.project).as_dict(), write=False
+        )
 
     @mcp.tool(
         annotations=READ,
