@@ -404,7 +404,7 @@ def test_the_proxy_never_points_to_a_sealed_fact(bead_home, upstream, mem, vault
     finally:
         proxy.close()
     sent = upstream.requests[-1].body
-    assert b"project/proj-x/celery-broker-host" in sent, "the other facts are pointed to"
+    assert b"- celery-broker-host (inferred)" in sent, "the other facts are pointed to (by the bare name of the project's fact)"
     assert b"celery-vault-pin" not in sent and b"zqxjvbnmkw" not in sent and b"Celery flower admin" not in sent
 
 
