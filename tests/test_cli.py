@@ -75,7 +75,9 @@ class TestFlow:
         bead("write", "project/billing/ci-image", "Billing's CI runs on node:20.", "--type", "project")
         (tmp_path / "webshop").mkdir()
         monkeypatch.chdir(tmp_path / "webshop")
-        assert bead("show", "ci-image").out.strip() == "CI runs on python:3.12-slim."
+        r = bead("show", "ci-image")
+        assert r.out.strip() == "CI runs on python:3.12-slim." and r.err.strip() == "project/webshop/ci-image"
+        assert bead("show", "ci-image", "--project", "billing").out.strip() == "Billing's CI runs on node:20."
         monkeypatch.chdir(tmp_path)
         r = bead("show", "ci-image")
         assert r.code == 1 and "project/billing/ci-image" in r.err and "project/webshop/ci-image" in r.err

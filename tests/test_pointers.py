@@ -353,6 +353,47 @@ class TestOpening:
             assert mem.recent_uses().get(key, 0) == before + 1, "the pinned block learns from it"
 
 
+class TestBareNames:
+    """bead.core.query.resolve_key: what a pointer's bare name opens (get_memory, `bead show`)."""
+
+    def test_a_forgotten_projects_fact_is_not_replaced_by_another_of_its_name(self, bead_home):
+        from bead.core.review import forget_apply, forget_plan
+        from bead.errors import InvalidArgument, NotFound
+
+        def forget(mem, key):
+            forget_apply(mem, forget_plan(mem, key)[0])
+
+        with Memory(Home(bead_home).ensure(), parse("")) as mem:
+            mem.write("project/invoicing/deploy", "Invoicing deploys with make release.", "project")
+            mem.write("project/ops/deploy", "Ops deploys with ansible.", "project")
+            mem.write("user/deploy", "Never deploy on Fridays.", "feedback")
+            assert reads.resolve_key(mem, "deploy", "invoicing") == "project/invoicing/deploy"
+            forget(mem, "project/invoicing/deploy")
+            with pytest.raises(NotFound) as e:
+                reads.resolve_key(mem, "deploy", "invoicing")
+            assert "in project invoicing" in e.value.message
+            assert "project/ops/deploy" in e.value.message and "user/deploy" in e.value.message
+            # No project known (the HTTP server of the home's owner): the one fact so named, or the list.
+            with pytest.raises(InvalidArgument) as e2:
+                reads.resolve_key(mem, "deploy", None)
+            assert "2 facts are named deploy" in e2.value.message
+            forget(mem, "project/ops/deploy")
+            assert reads.resolve_key(mem, "deploy", None) == "user/deploy"
+            # A folder name too long to be a key segment is no project: the name resolves as with none.
+            assert reads.resolve_key(mem, "deploy", "p" * 120) == "user/deploy"
+            assert reads.resolve_key(mem, "user/deploy", "invoicing") == "user/deploy", "a full key is itself"
+
+    def test_the_count_of_many_facts_of_one_name_is_not_cut_to_the_lookup(self, bead_home):
+        from bead.errors import InvalidArgument
+
+        with Memory(Home(bead_home).ensure(), parse("")) as mem:
+            for i in range(reads.NAMED_LIMIT + 3):
+                mem.write(f"project/p{i}/readme", f"Project {i} has a README.", "project")
+            with pytest.raises(InvalidArgument) as e:
+                reads.resolve_key(mem, "readme", None)
+            assert e.value.message.startswith(f"more than {reads.NAMED_LIMIT} facts are named readme")
+
+
 class TestTitle:
     def test_write_takes_a_title_of_at_most_eight_words(self, bead, bead_home):
         ok = bead(

@@ -105,23 +105,32 @@ def _print_problems(problems) -> None:
 @click.command()
 @click.argument("key")
 @click.option("--all", "all_versions", is_flag=True, help="Every version, oldest first.")
+@click.option("--project", help="The project a bare KEY is of (default: the working directory's).")
 @json_option
-def show(key, all_versions, as_json):
+def show(key, all_versions, project, as_json):
     """Print the current value of KEY.
 
-    KEY may be a bare name, as a pointer in the cue block writes a fact of the conversation's project: the
-    working directory's project's fact of that name, else the only fact so named.
-    Reading the current value counts as a use of the fact (audit.log `open`), as the agent's get_memory
-    does: the pinned block favours facts in use.
+    KEY may be a bare name, as a pointer in the cue block writes a fact of the conversation's project: that
+    project's fact of the name (the working directory's project, or --project); the key it stands for goes
+    to stderr. Reading the current value counts as a use of the fact (audit.log `open`), as the agent's
+    get_memory does: the pinned block favours facts in use.
     """
     import os
 
-    from ..conversation import project_from_cwd
+    from ..conversation import project_from_cwd, project_slug
     from ..core.query import resolve_key
     from ..errors import BeadError
 
     mem = open_memory()
-    key = resolve_key(mem, key, project_from_cwd(os.getcwd()))
+    given = key
+    if "/" not in key:
+        try:
+            here = project_slug(project) if project else project_from_cwd(os.getcwd())
+        except OSError:  # a working directory deleted under the shell
+            here = None
+        key = resolve_key(mem, key, here)
+        if key != given and not as_json:
+            echo(key, err=True)
     kv = mem.versions(key)
     _print_problems(kv.problems)
     if not kv.facts:

@@ -261,10 +261,12 @@ def _versions(mem: Memory, key: str, viewer: Viewer):
 
 
 def resolve_key(mem: Memory, key: str, project: str | None = None) -> str:
-    """``key`` itself, or the key a bare name stands for (a pointer in the cue block names a fact of the
-    conversation's own project without its ``project/<project>/``): ``project/<project>/NAME`` where that
-    exists, else the one fact named NAME under user/, global/ or any project. Several such facts and none
-    of them in ``project``: an error that lists them, so the caller gives the full key."""
+    """``key`` itself, or the key a bare name stands for. A pointer in the cue block names a fact of the
+    conversation's own project without its ``project/<project>/``, so a bare name is
+    ``project/<project>/NAME``. Where that is not held (forgotten since, or ``project`` is not the
+    conversation's), nothing else is served in its place: NotFound, naming the facts of that name there are,
+    so the caller gives the full key. With no project known, the one fact named NAME anywhere; several is an
+    error that lists them."""
     if not isinstance(key, str) or "/" in key or not key:
         return key
     try:
@@ -275,17 +277,33 @@ def resolve_key(mem: Memory, key: str, project: str | None = None) -> str:
     def held(k: str) -> bool:
         return bool(mem.versions(k).facts) or mem.is_sealed(k)
 
-    own = f"project/{project}/{key}" if project else None
+    own = None
+    if project:
+        try:
+            own = validate_key(f"project/{project}/{key}")
+        except InvalidKey:  # a folder name too long to be a project's key segment: no project known
+            own = None
     if own and held(own):
         return own
-    found = [k for k in dict.fromkeys([f"user/{key}", f"global/{key}", *mem.index.keys_named(key)]) if k != own and held(k)]
-    if len(found) == 1:
+    named = mem.index.keys_named(key, limit=NAMED_LIMIT + 1)
+    found = [k for k in dict.fromkeys([f"user/{key}", f"global/{key}", *named]) if k != own and held(k)]
+    if len(found) == 1 and not own:
         return found[0]
+    listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+    count = f"more than {NAMED_LIMIT}" if len(named) > NAMED_LIMIT else str(len(found))
+    if own:
+        what = f"no fact named {key} in project {project}"
+        if found:
+            raise NotFound(f"{what}; {count} elsewhere: {listed}", "give the full key of the one you mean")
+        hint = "give the full key (user/<name> or project/<project>/<name>); search_memory or `bead list` shows them"
+        raise NotFound(what, hint)
     if not found:
         hint = "give the full key (user/<name> or project/<project>/<name>); search_memory or `bead list` shows them"
         raise NotFound(f"no fact named {key}", hint)
-    listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
-    raise InvalidArgument(f"{len(found)} facts are named {key}: {listed}", "give the full key of the one you mean")
+    raise InvalidArgument(f"{count} facts are named {key}: {listed}", "give the full key of the one you mean")
+
+
+NAMED_LIMIT = 20  # of the facts a bare name's error lists (5 shown) and counts
 
 
 def get_memory(mem: Memory, key: str, viewer: Viewer = LOCAL, note: bool = False, project: str | None = None) -> FactView:

@@ -80,7 +80,12 @@ DESTROY = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempoten
 Key = Annotated[str, Field(description="user/<name>, project/<project>/<name> or global/<name>", max_length=300)]
 # A pointer in the cue block writes a key of the conversation's own project as its bare name.
 OpenKey = Annotated[
-    str, Field(description="user/<name>, project/<project>/<name>, global/<name>, or a pointer's bare <name>", max_length=300)
+    str,
+    Field(
+        description="user/<name>, project/<project>/<name>, global/<name>, or a pointer's bare <name> (a fact of this "
+        "server's project)",
+        max_length=300,
+    ),
 ]
 Confirm = Annotated[str | None, Field(description="the token from the preview call; leave out to get a preview", max_length=100)]
 
