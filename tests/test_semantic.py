@@ -269,6 +269,34 @@ class TestFactVectors:
         assert rank.embed_query(mem.index, QUERY) is None
         assert pointers.by_meaning(pool, mem.index, None) == pool
 
+    def test_the_pointers_find_by_meaning_what_no_word_of_the_turn_finds(self, mem, model, monkeypatch):
+        """MEANING_EXTRA: the conversation's project's facts nearest in meaning join the search's candidates, even
+        where no word is shared (an empty pool); another project's never, and a fact written later once the
+        indexer has stored its vector."""
+        from bead.config import RecallSettings
+        from bead.recall import pointers
+        from bead.recall.gate import Recall
+
+        ask = "where do I look when the site breaks for a customer in the UI?"
+        mem.write("project/x/crash-reports", "Browser crashes are collected by Sentry under web-admin.", "project")
+        mem.write("project/y/crash-reports", "Browser crashes are collected by Sentry under shop-web.", "project")
+        for i, w in enumerate(["invoice numbering", "database backups", "release notes"]):
+            mem.write(f"project/x/note-{i}", f"The {w} follow the usual checklist.", "project")
+        semantic.Backfill(mem.index, model).run()
+        assert "project/x/crash-reports" not in {r["key"] for r in mem.index.fact_candidates(ask, 20)}, "no shared word"
+        got = pointers.choose(
+            Recall(), set(), RecallSettings(), index=mem.index, pending=rank.embed_query(mem.index, ask), scope="project/x"
+        )
+        keys = [c.key for c in got]
+        assert keys[0] == "project/x/crash-reports" and all(c.reason == pointers.BY_MEANING for c in got)
+        assert "project/y/crash-reports" not in keys, "another project's fact is never pointed to"
+        mem.write("project/x/frontend-errors", "Errors thrown in the web frontend show up in Sentry's web-admin.", "project")
+        semantic.Backfill(mem.index, model).run()
+        again = pointers.by_meaning([], mem.index, rank.embed_query(mem.index, ask), scope="project/x")
+        assert {"project/x/frontend-errors", "project/x/crash-reports"} <= {c.key for c in again[:2]}, "a new fact's vector"
+        monkeypatch.setattr(pointers, "MEANING_EXTRA", 0)
+        assert pointers.by_meaning([], mem.index, rank.embed_query(mem.index, ask), scope="project/x") == []
+
     def test_the_pinned_block_takes_the_fact_that_means_the_opening_first(self, mem, model, monkeypatch):
         """The opening's meaning joins its BM25 relevance (standing.OPENING_MEANING): of two facts the opening
         matches, the one that answers it comes first; by BM25 alone the one that repeats its words did."""

@@ -160,6 +160,7 @@ class Recaller:
             index=index,
             pending=pending,
             deadline=start + deadline_s,
+            scope=f"project/{ident.project}" if ident.project else None,
         )
         tail, tail_tokens = render.pointers(
             [c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens, alone=n == 0, project=ident.project

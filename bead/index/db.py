@@ -757,6 +757,21 @@ class Index:
         )
         return [str(k) for (k,) in rows]
 
+    def fact_vector_mark(self) -> int:
+        """Changes whenever a fact vector is stored (a new rowid each time; deletes follow fact changes, which
+        ``facts_state`` tells): with it, what was derived from every fact vector is known to be current."""
+        return int(self._conn.execute("SELECT coalesce(max(rowid), 0) FROM fact_vec").fetchone()[0])
+
+    def scope_fact_vectors(self, scope: str | None) -> list[tuple[str, bytes]]:
+        """(id, vector) of every current fact a conversation of ``scope`` (``project/<name>``) may be pointed to:
+        its project's and the person's and global ones; not dormant, not secret."""
+        rows = self._conn.execute(
+            "SELECT f.id, v.vec FROM facts f JOIN fact_vec v ON v.id = f.id WHERE f.current = 1 "
+            "AND f.status != 'dormant' AND f.sensitivity != 'secret' AND (f.scope = ? OR f.scope NOT LIKE 'project/%')",
+            (scope or "",),
+        )
+        return [(str(i), bytes(v)) for i, v in rows]
+
     def fact_vectors(self, ids: list[str]) -> dict[str, bytes]:
         """The stored vectors of the facts ``ids`` (facts without one are left out)."""
         if not ids:

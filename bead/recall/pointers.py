@@ -38,6 +38,14 @@ SEMANTIC_ALPHA = 2.0
 # Of the turn's user text (its end), embedded as the question: 120, 250, 500 and 1,000 characters gave the same
 # figures (evals/grids/pointers-semantic.yaml; 60 did worse), and 120 costs the least on the request path.
 QUERY_CHARS = 120
+# bead[semantic]: facts the words did not find but the meaning does: the best MEANING_EXTRA of the conversation's
+# project's (and the person's and global) fact vectors by cosine, not among the search's candidates, join them
+# scored MEANING_EXTRA_WEIGHT × SEMANTIC_ALPHA × cosine (no words: no search score). At 2,000 facts the needed
+# fact is beyond the search's first 20 on about one later turn in five. Chosen by cross-validation
+# (evals/grids/pointers-meaning-extra.yaml, docs/results.md); 0 turns it off.
+MEANING_EXTRA = 10
+MEANING_EXTRA_WEIGHT: float | str = 1.6
+BY_MEANING = "by meaning"  # the reason of a candidate only the meaning found (no evidence score to ask for)
 
 
 def question(cues: list[Cue]) -> str:
@@ -47,16 +55,24 @@ def question(cues: list[Cue]) -> str:
 
 
 def by_meaning(
-    pool: list[Candidate], index: Index | None, pending: Future[Any] | None, deadline: float | None = None
+    pool: list[Candidate],
+    index: Index | None,
+    pending: Future[Any] | None,
+    deadline: float | None = None,
+    scope: str | None = None,
 ) -> list[Candidate]:
     """``pool`` reordered by meaning too: each fact's search score (BM25 with its boosts) over the best fact's, plus
     SEMANTIC_ALPHA × cosine; a fact the indexer has not embedded yet scores the mean cosine of those it has. The
     search's order without the extra, a query vector (by ``deadline``, a ``time.monotonic()`` instant) or any
-    stored vector."""
+    stored vector. With MEANING_EXTRA, the facts of ``scope`` (the conversation's ``project/<name>``) nearest in
+    meaning that the search did not find join them (``meaning_extra``)."""
     if pending is None:
         return pool
-    stored = index.fact_vectors([c.id for c in pool if c.key]) if SEMANTIC_ALPHA and index is not None and len(pool) > 1 else {}
-    if not stored or index is None:
+    if index is None or not SEMANTIC_ALPHA:
+        rank.forget_vector(pending)
+        return pool
+    stored = index.fact_vectors([c.id for c in pool if c.key]) if len(pool) > 1 else {}
+    if not stored and MEANING_EXTRA <= 0:
         rank.forget_vector(pending)
         return pool
     left = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -65,15 +81,63 @@ def by_meaning(
         return pool
     try:
         cos = {i: float(semantic.decode(blob) @ q) for i, blob in stored.items()}
+        extra = meaning_extra(index, q, scope, {c.id for c in pool})
     except ValueError:  # a stored vector of another shape (a model changed under a running proxy): BM25's order
         return pool
-    neutral = sum(cos.values()) / len(cos)
+    neutral = sum(cos.values()) / len(cos) if cos else 0.0
     # Over the best fact's (a raw excerpt's score is of another table, and a raw candidate is never pointed to).
     search = [float(c.row.get("search_score", c.row.get("bm25")) or 0.0) for c in pool]
     top = max((x for x, c in zip(search, pool, strict=True) if c.key), default=0.0) or 1.0
     score = [x / top + SEMANTIC_ALPHA * cos.get(c.id, neutral) for x, c in zip(search, pool, strict=True)]
+    # "mean" (a form the grid measured): the candidates' mean search score instead of none, at weight 1.
+    base = sum(x / top for x in search) / len(search) if MEANING_EXTRA_WEIGHT == "mean" and search else 0.0
+    weight = 1.0 if MEANING_EXTRA_WEIGHT == "mean" else float(MEANING_EXTRA_WEIGHT)
+    for c, near in extra:
+        pool = [*pool, c]
+        score.append(base + weight * SEMANTIC_ALPHA * near)
     order = sorted(range(len(pool)), key=lambda i: (-score[i], i))
     return [pool[i] for i in order]
+
+
+def _scope_matrix(index: Index, scope: str | None) -> tuple[list[str], Any]:
+    """The ids and a float32 matrix of the fact vectors of ``scope`` (Index.scope_fact_vectors), kept for the index
+    (every connection of the process) until a fact or a fact vector changes: a request pays one matrix product."""
+    import numpy as np
+
+    memo_key = ("pointer_vectors", scope)
+    state = index.facts_state()
+    mark = index.fact_vector_mark()
+    cached = index.memo.get(memo_key)
+    if cached is not None and cached[0] == state and cached[1][0] == mark:
+        return cached[1][1], cached[1][2]
+    rows = index.scope_fact_vectors(scope)
+    width = {len(v) for _, v in rows}
+    if len(width) != 1 or min(width) % 2:  # none, or vectors of two models (one changed under a running proxy)
+        ids, matrix = [], np.zeros((0, 0), np.float32)
+    else:
+        ids = [i for i, _ in rows]
+        matrix = semantic.decode(b"".join(v for _, v in rows)).reshape(len(rows), -1)
+    index.memo[memo_key] = (state, (mark, ids, matrix))
+    return ids, matrix
+
+
+def meaning_extra(index: Index, q: Any, scope: str | None, found: set[str]) -> list[tuple[Candidate, float]]:
+    """The MEANING_EXTRA facts of ``scope`` nearest to ``q`` in meaning that are not in ``found`` (the search's
+    candidates), with their cosines, best first."""
+    if MEANING_EXTRA <= 0:
+        return []
+    ids, matrix = _scope_matrix(index, scope)
+    if not ids or matrix.shape[1] != q.shape[-1]:  # none, or vectors of another model than the question's
+        return []
+    near = matrix @ q
+    best = [int(i) for i in near.argsort()[::-1][: MEANING_EXTRA + len(found)] if ids[int(i)] not in found][:MEANING_EXTRA]
+    rows = {r["id"]: r for r in index.facts_by_id([ids[i] for i in best])}
+    out = []
+    for i in best:
+        row = rows.get(ids[i])
+        if row is not None:
+            out.append((Candidate(row["id"], row["key"], row["body"], 0.0, [], BY_MEANING, row), float(near[i])))
+    return out
 
 
 def key_of(fact_id: str) -> str:
@@ -93,11 +157,13 @@ def choose(
     index: Index | None = None,
     pending: Future[Any] | None = None,
     deadline: float | None = None,
+    scope: str | None = None,
 ) -> list[Candidate]:
     """The candidates to point to, best first: ``first`` (facts that passed the gate but did not fit the
     block), then the search's candidates that the gate did not pass and the conversation was not shown
     or pointed to (``shown``: keys), with enough evidence, none nearly the same as one before it; with
-    bead[semantic], the search's candidates by meaning too (``pending``: the turn's vector, being computed)."""
+    bead[semantic], the search's candidates by meaning too (``pending``: the turn's vector, being computed), and
+    the facts of ``scope`` (the conversation's project) nearest in meaning that the search did not find."""
     if settings.pointers <= 0 or ORDER == "evidence":
         rank.forget_vector(pending)
     if settings.pointers <= 0:
@@ -108,9 +174,9 @@ def choose(
     if ORDER == "evidence":
         pool = sorted(result.rejected, key=lambda c: -c.score)
     else:
-        pool = by_meaning(result.rejected, index, pending, deadline)
+        pool = by_meaning(result.rejected, index, pending, deadline, scope)
     for c in [*(first or []), *pool]:
-        if not c.key or c.key in taken or c.score < MIN_EVIDENCE:
+        if not c.key or c.key in taken or (c.score < MIN_EVIDENCE and c.reason != BY_MEANING):
             continue
         row = c.row
         if row.get("sensitivity") == "secret" or row.get("status") == "dormant" or not row.get("current", 1):
