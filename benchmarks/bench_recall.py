@@ -34,6 +34,7 @@ import bench_store  # noqa: E402
 
 from bead.config import parse  # noqa: E402
 from bead.proxy.engine import Engine  # noqa: E402
+from bead.recall import rank  # noqa: E402
 
 
 def main() -> None:
@@ -79,6 +80,9 @@ def main() -> None:
         for i in range(4):
             for e, (name, engine) in enumerate(engines.items()):
                 for _path, _headers, body in reqs:
+                    # Each round asks the same words: forget their vectors, so every request embeds its question
+                    # as a new one would (bead.recall.rank keeps the last few for RECENT_S).
+                    rank._recent.clear()
                     p = engine.prepare(body, {"x-bead-session": f"engine-{e}-round-{i}"})
                     if i == 0 or "prepare_ms" not in p.trace:
                         continue  # warm-up round (IDF statistics, caches) and side requests

@@ -294,8 +294,71 @@ class TestFactVectors:
         semantic.Backfill(mem.index, model).run()
         again = pointers.by_meaning([], mem.index, rank.embed_query(mem.index, ask), scope="project/x")
         assert {"project/x/frontend-errors", "project/x/crash-reports"} <= {c.key for c in again[:2]}, "a new fact's vector"
+        monkeypatch.setattr(pointers, "MEANING_MIN_COSINE", 0.99)  # nothing is that near: the floor holds them all
+        assert pointers.by_meaning([], mem.index, rank.embed_query(mem.index, ask), scope="project/x") == []
+        monkeypatch.setattr(pointers, "MEANING_MIN_COSINE", 0.1)
         monkeypatch.setattr(pointers, "MEANING_EXTRA", 0)
         assert pointers.by_meaning([], mem.index, rank.embed_query(mem.index, ask), scope="project/x") == []
+
+    def test_the_proxy_reads_every_fact_vector_again_only_with_time_to_spare(self, mem, model):
+        """Reading the matrix again is tens of milliseconds at 10,000 facts: on the request path only with
+        BUILD_MIN_S of the deadline left; meanwhile the last matrix serves (none the first time)."""
+        from bead.recall import pointers
+
+        q = model.embed(["where do I look when the site breaks for a customer in the UI?"])[0]
+        mem.write("project/x/crash-reports", "Browser crashes are collected by Sentry under web-admin.", "project")
+        semantic.Backfill(mem.index, model).run()
+        short, ample = pointers.BUILD_MIN_S / 2, pointers.BUILD_MIN_S * 2
+        assert pointers.meaning_extra(mem.index, q, "project/x", set(), left=short) == []
+        first = [c.key for c, _ in pointers.meaning_extra(mem.index, q, "project/x", set(), left=ample)]
+        assert first == ["project/x/crash-reports"]
+        mem.write("project/x/frontend-errors", "Errors thrown in the web frontend show up in Sentry's web-admin.", "project")
+        semantic.Backfill(mem.index, model).run()
+        assert [c.key for c, _ in pointers.meaning_extra(mem.index, q, "project/x", set(), left=short)] == first
+        again = {c.key for c, _ in pointers.meaning_extra(mem.index, q, "project/x", set(), left=ample)}
+        assert again == {"project/x/crash-reports", "project/x/frontend-errors"}
+
+    def test_a_turn_is_pointed_by_meaning_only_to_what_it_may_be_shown(self, mem, model):
+        """Through the proxy's own recall step: the facts nearest the turn in meaning that no word finds are
+        pointed to, of the conversation's project only; a dormant or a forgotten fact never, nor one whose vector the
+        indexer has not stored yet (then after it has). (A secret is sealed in the vault: it has no row to point to.)"""
+        from bead.config import parse
+        from bead.conversation import identify
+        from bead.core.recall import Recaller
+        from bead.wire.anthropic import conversation_of
+
+        def pointed(text: str) -> list[str]:
+            data = {
+                "model": "m",
+                "max_tokens": 1,
+                "system": "x\n - Primary working directory: /src/shop",
+                "messages": [{"role": "user", "content": text}],
+            }
+            conv = conversation_of(data, {})
+            ident = identify({}, conv, None)
+            assert ident.project == "shop"
+            cue = Recaller(parse("recall:\n  evidence_threshold: 50\n")).recall_for(mem, conv, ident, set(), 5.0)
+            return [i.rsplit("@v", 1)[0] for i in cue.pointers]
+
+        ask = "where do I look when the site breaks for a customer in the UI?"
+        crash = "Browser crashes are collected by Sentry under web-admin."
+        mem.write("project/shop/crash-reports", crash, "project")
+        mem.write("project/other/crash-reports", crash.replace("web-admin", "other-web"), "project")
+        mem.write("project/shop/old-crash-reports", crash.replace("Sentry", "Rollbar"), "project")
+        mem.write("project/shop/gone-crash-reports", crash.replace("Sentry", "Bugsnag"), "project")
+        mem.write("project/shop/invoice-numbers", "Invoice numbers follow the usual checklist.", "project")
+        semantic.Backfill(mem.index, model).run()
+        old = mem.current("project/shop/old-crash-reports")
+        assert old is not None and mem.set_status(old, "dormant")
+        forget.apply(mem, forget.plan_target(mem, "project/shop/gone-crash-reports"))
+        keys = pointed(ask)
+        assert keys[0] == "project/shop/crash-reports", keys
+        assert not {"project/other/crash-reports", "project/shop/old-crash-reports"} & set(keys)
+        assert "project/shop/gone-crash-reports" not in keys
+        mem.write("project/shop/frontend-errors", "Errors thrown in the web frontend show up in Sentry's web-admin.", "project")
+        assert "project/shop/frontend-errors" not in pointed(ask), "no vector yet: the last matrix serves"
+        semantic.Backfill(mem.index, model).run()
+        assert "project/shop/frontend-errors" in pointed(ask)[:2]
 
     def test_the_pinned_block_takes_the_fact_that_means_the_opening_first(self, mem, model, monkeypatch):
         """The opening's meaning joins its BM25 relevance (standing.OPENING_MEANING): of two facts the opening

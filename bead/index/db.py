@@ -762,15 +762,13 @@ class Index:
         ``facts_state`` tells): with it, what was derived from every fact vector is known to be current."""
         return int(self._conn.execute("SELECT coalesce(max(rowid), 0) FROM fact_vec").fetchone()[0])
 
-    def scope_fact_vectors(self, scope: str | None) -> list[tuple[str, bytes]]:
-        """(id, vector) of every current fact a conversation of ``scope`` (``project/<name>``) may be pointed to:
-        its project's and the person's and global ones; not dormant, not secret."""
+    def pointable_fact_vectors(self) -> list[tuple[str, str, str, bytes]]:
+        """(id, key, scope, vector) of every current fact a pointer may name: not dormant, not secret."""
         rows = self._conn.execute(
-            "SELECT f.id, v.vec FROM facts f JOIN fact_vec v ON v.id = f.id WHERE f.current = 1 "
-            "AND f.status != 'dormant' AND f.sensitivity != 'secret' AND (f.scope = ? OR f.scope NOT LIKE 'project/%')",
-            (scope or "",),
+            "SELECT f.id, f.key, f.scope, v.vec FROM facts f JOIN fact_vec v ON v.id = f.id WHERE f.current = 1 "
+            "AND f.status != 'dormant' AND f.sensitivity != 'secret'"
         )
-        return [(str(i), bytes(v)) for i, v in rows]
+        return [(str(i), str(k), str(sc or ""), bytes(v)) for i, k, sc, v in rows]
 
     def fact_vectors(self, ids: list[str]) -> dict[str, bytes]:
         """The stored vectors of the facts ``ids`` (facts without one are left out)."""

@@ -12,10 +12,13 @@ so neither can be pointed to; a dormant one is not searched.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import Future
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from ..config import RecallSettings
 from ..index import semantic
@@ -45,6 +48,11 @@ QUERY_CHARS = 120
 # (evals/grids/pointers-meaning-extra.yaml, docs/results.md); 0 turns it off.
 MEANING_EXTRA = 10
 MEANING_EXTRA_WEIGHT: float | str = 1.6
+# Of a fact found by meaning alone: 0.1 and 0.2 reach what none reaches on the suite, 0.3 one key less. 0.1 keeps
+# facts unrelated to the turn out (most facts are near 0 to "thanks, that works"), while a related one can score
+# 0.2 with this model; the grid lists the lowest floor first for that.
+MEANING_MIN_COSINE = 0.1
+BUILD_MIN_S = 0.2  # of a request's deadline left, to read every fact vector again on its path
 BY_MEANING = "by meaning"  # the reason of a candidate only the meaning found (no evidence score to ask for)
 
 
@@ -60,6 +68,7 @@ def by_meaning(
     pending: Future[Any] | None,
     deadline: float | None = None,
     scope: str | None = None,
+    skip: set[str] | frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """``pool`` reordered by meaning too: each fact's search score (BM25 with its boosts) over the best fact's, plus
     SEMANTIC_ALPHA × cosine; a fact the indexer has not embedded yet scores the mean cosine of those it has. The
@@ -81,7 +90,8 @@ def by_meaning(
         return pool
     try:
         cos = {i: float(semantic.decode(blob) @ q) for i, blob in stored.items()}
-        extra = meaning_extra(index, q, scope, {c.id for c in pool})
+        left = None if deadline is None or index.semantic_wait else deadline - time.monotonic()
+        extra = meaning_extra(index, q, scope, {c.id for c in pool}, skip, left)
     except ValueError:  # a stored vector of another shape (a model changed under a running proxy): BM25's order
         return pool
     neutral = sum(cos.values()) / len(cos) if cos else 0.0
@@ -99,44 +109,96 @@ def by_meaning(
     return [pool[i] for i in order]
 
 
-def _scope_matrix(index: Index, scope: str | None) -> tuple[list[str], Any]:
-    """The ids and a float32 matrix of the fact vectors of ``scope`` (Index.scope_fact_vectors), kept for the index
-    (every connection of the process) until a fact or a fact vector changes: a request pays one matrix product."""
+@dataclass(frozen=True)
+class _Vectors:
+    """Every pointable fact's vector as one float32 matrix, with its id, key and scope (an index into ``scopes``)."""
+
+    ids: list[str]
+    keys: list[str]
+    scope_of: Any  # int32 per row: its scope's place in ``scopes``
+    scopes: dict[str, int]
+    personal: Any  # bool per row: a user/ or global/ fact (any conversation may be pointed to it)
+    matrix: Any
+
+
+_BUILDING = threading.Lock()
+
+
+def _vectors(index: Index, left: float | None) -> _Vectors | None:
+    """The pointable facts' vectors (Index.pointable_fact_vectors), kept for the index (every connection of the
+    process) until a fact or a fact vector changes, so a request pays one matrix product. Reading them again
+    takes about 30 ms at 10,000 facts: on the request path (``left``: seconds to its deadline; None waits) only
+    with BUILD_MIN_S to spare and by one thread at a time; meanwhile the last matrix serves (each row it names
+    is read again, current, before it is pointed to), or none."""
     import numpy as np
 
-    memo_key = ("pointer_vectors", scope)
-    state = index.facts_state()
-    mark = index.fact_vector_mark()
-    cached = index.memo.get(memo_key)
+    state, mark = index.facts_state(), index.fact_vector_mark()
+    cached = index.memo.get("pointer_vectors")
     if cached is not None and cached[0] == state and cached[1][0] == mark:
-        return cached[1][1], cached[1][2]
-    rows = index.scope_fact_vectors(scope)
-    width = {len(v) for _, v in rows}
-    if len(width) != 1 or min(width) % 2:  # none, or vectors of two models (one changed under a running proxy)
-        ids, matrix = [], np.zeros((0, 0), np.float32)
-    else:
-        ids = [i for i, _ in rows]
-        matrix = semantic.decode(b"".join(v for _, v in rows)).reshape(len(rows), -1)
-    index.memo[memo_key] = (state, (mark, ids, matrix))
-    return ids, matrix
+        return cast(_Vectors, cached[1][1])
+    old = cast(_Vectors, cached[1][1]) if cached is not None else None
+    if (left is not None and left < BUILD_MIN_S) or not _BUILDING.acquire(blocking=left is None):
+        return old
+    try:
+        rows = index.pointable_fact_vectors()
+        widths = Counter(len(v) for *_, v in rows)
+        width = widths.most_common(1)[0][0] if widths else 0
+        rows = [r for r in rows if len(r[3]) == width] if width and width % 2 == 0 else []  # one model's vectors
+        scopes: dict[str, int] = {}
+        matrix = semantic.decode(b"".join(r[3] for r in rows)).reshape(len(rows), -1) if rows else np.zeros((0, 0), np.float32)
+        built = _Vectors(
+            [r[0] for r in rows],
+            [r[1] for r in rows],
+            np.array([scopes.setdefault(r[2], len(scopes)) for r in rows], dtype=np.int32),
+            scopes,
+            np.array([not r[2].startswith("project/") for r in rows], dtype=bool),
+            np.nan_to_num(matrix, nan=0.0, posinf=0.0, neginf=0.0),
+        )
+        index.memo["pointer_vectors"] = (state, (mark, built))
+        return built
+    finally:
+        _BUILDING.release()
 
 
-def meaning_extra(index: Index, q: Any, scope: str | None, found: set[str]) -> list[tuple[Candidate, float]]:
-    """The MEANING_EXTRA facts of ``scope`` nearest to ``q`` in meaning that are not in ``found`` (the search's
-    candidates), with their cosines, best first."""
+def meaning_extra(
+    index: Index,
+    q: Any,
+    scope: str | None,
+    found: set[str],
+    skip: set[str] | frozenset[str] = frozenset(),
+    left: float | None = None,
+) -> list[tuple[Candidate, float]]:
+    """The MEANING_EXTRA facts a conversation of ``scope`` (``project/<name>``) may be pointed to (its project's,
+    the person's, global ones) nearest to ``q`` in meaning, at MEANING_MIN_COSINE at least, that are not in
+    ``found`` (the search's candidates' ids) nor ``skip`` (keys shown or pointed to), with their cosines, best
+    first; each row read again and current, not dormant, not secret."""
     if MEANING_EXTRA <= 0:
         return []
-    ids, matrix = _scope_matrix(index, scope)
-    if not ids or matrix.shape[1] != q.shape[-1]:  # none, or vectors of another model than the question's
+    import numpy as np
+
+    vec = _vectors(index, left)
+    if vec is None or not vec.ids or vec.matrix.shape[1] != q.shape[-1]:  # none, or another model's vectors
         return []
-    near = matrix @ q
-    best = [int(i) for i in near.argsort()[::-1][: MEANING_EXTRA + len(found)] if ids[int(i)] not in found][:MEANING_EXTRA]
-    rows = {r["id"]: r for r in index.facts_by_id([ids[i] for i in best])}
+    mask = vec.personal.copy()
+    if scope is not None and scope in vec.scopes:
+        mask |= vec.scope_of == vec.scopes[scope]
+    near = np.where(mask, vec.matrix @ q, -np.inf)
+    k = min(len(near), MEANING_EXTRA + len(found) + len(skip) + MEANING_EXTRA)
+    top = np.argpartition(-near, k - 1)[:k]
+    best = [
+        int(i)
+        for i in top[np.argsort(-near[top], kind="stable")]
+        if near[i] >= MEANING_MIN_COSINE and vec.ids[i] not in found and vec.keys[i] not in skip
+    ]
+    rows = {r["id"]: r for r in index.facts_by_id([vec.ids[i] for i in best[: 2 * MEANING_EXTRA]])}
     out = []
-    for i in best:
-        row = rows.get(ids[i])
-        if row is not None:
-            out.append((Candidate(row["id"], row["key"], row["body"], 0.0, [], BY_MEANING, row), float(near[i])))
+    for i in best[: 2 * MEANING_EXTRA]:
+        row = rows.get(vec.ids[i])
+        if row is None or not row.get("current") or row.get("status") == "dormant" or row.get("sensitivity") == "secret":
+            continue  # changed since the matrix was read
+        out.append((Candidate(row["id"], row["key"], row["body"], 0.0, [], BY_MEANING, row), float(near[i])))
+        if len(out) >= MEANING_EXTRA:
+            break
     return out
 
 
@@ -174,7 +236,7 @@ def choose(
     if ORDER == "evidence":
         pool = sorted(result.rejected, key=lambda c: -c.score)
     else:
-        pool = by_meaning(result.rejected, index, pending, deadline, scope)
+        pool = by_meaning(result.rejected, index, pending, deadline, scope, taken)
     for c in [*(first or []), *pool]:
         if not c.key or c.key in taken or (c.score < MIN_EVIDENCE and c.reason != BY_MEANING):
             continue
