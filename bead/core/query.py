@@ -291,15 +291,12 @@ def resolve_key(mem: Memory, key: str, project: str | None = None) -> str:
         return found[0]
     listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
     count = f"more than {NAMED_LIMIT}" if len(named) > NAMED_LIMIT else str(len(found))
-    if own:
-        what = f"no fact named {key} in project {project}"
-        if found:
-            raise NotFound(f"{what}; {count} elsewhere: {listed}", "give the full key of the one you mean")
-        hint = "give the full key (user/<name> or project/<project>/<name>); search_memory or `bead list` shows them"
-        raise NotFound(what, hint)
+    what = f"no fact named {key}" + (f" in project {project}" if own else "")
     if not found:
         hint = "give the full key (user/<name> or project/<project>/<name>); search_memory or `bead list` shows them"
-        raise NotFound(f"no fact named {key}", hint)
+        raise NotFound(what, hint)
+    if own:
+        raise NotFound(f"{what}; {count} elsewhere: {listed}", "give the full key of the one you mean")
     raise InvalidArgument(f"{count} facts are named {key}: {listed}", "give the full key of the one you mean")
 
 

@@ -48,6 +48,12 @@ ASKS = re.compile(
 )
 
 
+def other_project(fact_scope: str, scope: str | None) -> bool:
+    """Whether a fact of ``fact_scope`` belongs to a project other than a conversation's ``scope`` (``project/<name>``,
+    None for none): such a fact never reaches the conversation, neither as a body nor as a pointer."""
+    return fact_scope.startswith("project/") and fact_scope != scope
+
+
 @dataclass
 class Candidate:
     id: str
@@ -203,7 +209,7 @@ def recall(
         row = {**hit.row, "search_score": hit.score}  # BM25 with the person's-word and scope boosts (the pointers' order)
         if row["sensitivity"] == "secret":
             continue
-        if row["scope"].startswith("project/") and row["scope"] != scope:
+        if other_project(row["scope"], scope):
             continue  # another project's facts never leak into this one
         score, shared = evidence(weights, stats, row["key"], row["body"])
         cand = Candidate(row["id"], row["key"], row["body"], round(score, 3), shared, row=row)

@@ -26,7 +26,7 @@ from ..index.db import Index
 from ..index.query import terms
 from . import rank
 from .cues import Cue
-from .gate import Candidate, Recall
+from .gate import Candidate, Recall, other_project
 
 # Chosen by cross-validation over the injection suite's turns (docs/results.md; `bead eval --cv`).
 MIN_EVIDENCE = 0.3  # the evidence score (bead.recall.gate.evidence) a candidate needs
@@ -54,6 +54,11 @@ MEANING_EXTRA_WEIGHT: float | str = 1.6
 MEANING_MIN_COSINE = 0.1
 BUILD_MIN_S = 0.2  # of a request's deadline left, to read every fact vector again on its path
 BY_MEANING = "by meaning"  # the reason of a candidate only the meaning found (no evidence score to ask for)
+
+
+def pointable(row: dict[str, Any]) -> bool:
+    """Whether a fact row may be named by a pointer at all: current, not dormant, not secret."""
+    return bool(row.get("current", 1)) and row.get("status") != "dormant" and row.get("sensitivity") != "secret"
 
 
 def question(cues: list[Cue]) -> str:
@@ -90,8 +95,8 @@ def by_meaning(
         return pool
     try:
         cos = {i: float(semantic.decode(blob) @ q) for i, blob in stored.items()}
-        left = None if deadline is None or index.semantic_wait else deadline - time.monotonic()
-        extra = meaning_extra(index, q, scope, {c.id for c in pool}, skip, left)
+        spare = None if deadline is None or index.semantic_wait else deadline - time.monotonic()
+        extra = meaning_extra(index, q, scope, {c.id for c in pool}, skip, spare)
     except ValueError:  # a stored vector of another shape (a model changed under a running proxy): BM25's order
         return pool
     neutral = sum(cos.values()) / len(cos) if cos else 0.0
@@ -151,7 +156,7 @@ def _vectors(index: Index, left: float | None) -> _Vectors | None:
             [r[1] for r in rows],
             np.array([scopes.setdefault(r[2], len(scopes)) for r in rows], dtype=np.int32),
             scopes,
-            np.array([not r[2].startswith("project/") for r in rows], dtype=bool),
+            np.array([not other_project(r[2], None) for r in rows], dtype=bool),
             np.nan_to_num(matrix, nan=0.0, posinf=0.0, neginf=0.0),
         )
         index.memo["pointer_vectors"] = (state, (mark, built))
@@ -194,7 +199,7 @@ def meaning_extra(
     out = []
     for i in best[: 2 * MEANING_EXTRA]:
         row = rows.get(vec.ids[i])
-        if row is None or not row.get("current") or row.get("status") == "dormant" or row.get("sensitivity") == "secret":
+        if row is None or not pointable(row):
             continue  # changed since the matrix was read
         out.append((Candidate(row["id"], row["key"], row["body"], 0.0, [], BY_MEANING, row), float(near[i])))
         if len(out) >= MEANING_EXTRA:
@@ -240,8 +245,7 @@ def choose(
     for c in [*(first or []), *pool]:
         if not c.key or c.key in taken or (c.score < MIN_EVIDENCE and c.reason != BY_MEANING):
             continue
-        row = c.row
-        if row.get("sensitivity") == "secret" or row.get("status") == "dormant" or not row.get("current", 1):
+        if not pointable(c.row):
             continue
         mine = set(terms(c.body))
         if any(len(mine & w) >= SAME * len(mine | w) for w in words):
