@@ -14,7 +14,7 @@ from bead.evals import injection, scaled, suite
 from bead.evals.suite import TickingClock
 from bead.index.rebuild import rebuild
 from bead.paths import Home
-from bead.recall import standing
+from bead.recall import render, standing
 from bead.wire.anthropic import conversation_of
 
 SUITE = REPO / "evals" / "injection.yaml"
@@ -59,6 +59,24 @@ class TestChoice:
         assert "project/shop/payments@v1" not in before
         _, ids = pinned_block(mem, "shop", 600, opening("why does the stripe checkout fail with a 401?"), "opening")
         assert ids[0] == "project/shop/payments@v1"
+
+    def test_the_projects_facts_go_by_their_bare_names_so_more_fit(self, mem):
+        """The pinned block writes a fact of the conversation's project without `project/<name>/` (as the pointers
+        do; get_memory and `bead show` take the bare name), any other scope's in full, and the budget holds more."""
+        mem.write("user/shell", "fish with vi keys", "user")
+        mem.write("project/shop/db-port", "Postgres listens on 5433.", "project")
+        text, ids = pinned_block(mem, "shop", 2000, None, "opening")
+        assert text is not None and len(ids) == 2
+        lines = [ln for ln in text.splitlines() if ln.startswith("- ")]
+        assert sorted(ln.split(" (")[0] for ln in lines) == ["- db-port", "- user/shell"]
+        assert "project/shop/" not in text
+        # The same budget holds more of the project's facts than their full keys would let in.
+        filler(mem, 40, project="a-long-project-name")
+        text, ids = pinned_block(mem, "a-long-project-name", 400, None, "opening")
+        assert text is not None and "project/a-long-project-name/" not in text
+        rows = standing.choose(mem.index, "a-long-project-name", None, "opening", budget_tokens=400)
+        _, with_full_keys = render.block("pinned", render.PINNED_HEADER, [render.fact_line(r) for r in rows], 400)
+        assert len(ids) > with_full_keys
 
     def test_pinned_flag_first_then_feedback_over_project_over_reference(self, mem):
         mem.write("project/shop/ref", "Docs live at docs/index.md.", "reference")

@@ -261,10 +261,11 @@ class TestConversation:
         post(proxy, body, {**hdr, "x-bead-project": "proj-x"})
         sent = json.loads(upstream.requests[-1].body)
         system = "".join(b["text"] for b in sent["system"])
-        assert "project/proj-x/cache (stated" in system and "celery worker" not in system
+        # The conversation's project's facts go by their bare names.
+        assert "- cache (stated" in system and "celery worker" not in system
         cue = sent["messages"][0]["content"][-1]["text"]
         assert cue.startswith('<bead-memory kind="recall">')
-        assert "project/proj-x/worker (inferred" in cue and "concurrency 4" in cue
+        assert "- worker (inferred" in cue and "concurrency 4" in cue
 
     def test_remembering_a_pin_stores_no_byte_of_it_and_says_how_to_seal_it(self, proxy_client, upstream, bead_home):
         """A PIN said in prose is redacted before capture; "remember" writes no fact (its key would be made of

@@ -43,7 +43,7 @@ def standing_memory(
         budget_tokens=budget_tokens,
         deadline=deadline,
     )
-    text, n = render.block("pinned", render.PINNED_HEADER, [render.fact_line(r) for r in choice.rows], budget_tokens)
+    text, n = render.block("pinned", render.PINNED_HEADER, [render.fact_line(r, project) for r in choice.rows], budget_tokens)
     return text, [r["id"] for r in choice.rows[:n]], choice.inferred
 
 

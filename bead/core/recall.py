@@ -139,9 +139,9 @@ class Recaller:
         if ahead:
             trace["ahead"] = [r["id"] for r in ahead]
         chosen = {c.id for c in result.facts}
-        lines = [render.fact_line(r) for r in ahead if r["id"] not in chosen]
+        lines = [render.fact_line(r, ident.project) for r in ahead if r["id"] not in chosen]
         ids = [r["id"] for r in ahead if r["id"] not in chosen]
-        lines += [render.fact_line(c.row) for c in result.facts]
+        lines += [render.fact_line(c.row, ident.project) for c in result.facts]
         ids += [c.id for c in result.facts]
         for c in result.raw:
             lines.append(render.raw_line(c.row, c.body))

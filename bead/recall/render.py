@@ -54,10 +54,10 @@ def text_id(text: str) -> str:
     return "raw:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def fact_line(row: dict) -> str:
+def fact_line(row: dict, project: str | None = None) -> str:
     date = (row.get("valid_from") or "")[:10]
     mark = TRUST_MARK.get(row["trust"], "inferred")
-    return f"- {row['key']} ({mark}, {date}): {escape(row['body'].strip())}"
+    return f"- {pointer_key(row['key'], project)} ({mark}, {date}): {escape(row['body'].strip())}"
 
 
 def title(row: dict, max_chars: int = TITLE_CHARS) -> str:
