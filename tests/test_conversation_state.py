@@ -114,3 +114,19 @@ def test_a_malformed_record_is_skipped_whole(bead_home, record):
     st.set_captured(2)
     got = ConversationState.load(home, "c7")
     assert got.captured == 2 and got.carried_from == "FIRST" and got.carried_ids == ["project/x/a@v1"]
+
+
+def test_the_pinned_blocks_project_decides_the_bare_names_and_an_older_file_keeps_them(bead_home):
+    """The project whose facts the pinned block named by their bare names is recorded with it: a later request
+    of another project gets full keys; a state file written before the record had it keeps the bare names."""
+    home = Home(bead_home).ensure()
+    st = ConversationState.load(home, "p1")
+    st.set_pinned("pinned", ["project/shop/db-port@v1"], "shop")
+    again = ConversationState.load(home, "p1")
+    assert again.bare_names_for("shop") and not again.bare_names_for("blog")
+    none = ConversationState.load(home, "p2")
+    none.set_pinned(None, [], None)  # no project known then: every key was written in full
+    assert ConversationState.load(home, "p2").bare_names_for("blog")
+    safe.append_line(home.session_state("p3"), json.dumps({"kind": "pinned", "text": "old", "ids": []}), root=home.root)
+    old = ConversationState.load(home, "p3")
+    assert old.has_pinned and old.bare_names_for("shop") and old.bare_names_for("blog")

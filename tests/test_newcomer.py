@@ -77,6 +77,14 @@ def test_a_type_used_as_a_scope_gets_the_right_key_in_the_hint(bead):
     assert r.code == 1 and "is a type" not in r.err
 
 
+def test_a_bare_name_where_a_write_needs_a_key_gets_the_full_forms_in_the_hint(bead):
+    """The blocks name the conversation's project's facts by their bare names; a write (or pin, or forget) by
+    one says which full keys it could mean."""
+    r = bead("write", "db-port", "Postgres listens on 5434.", "--type", "project")
+    assert r.code == 1
+    assert "'db-port' is a bare name" in r.err and "project/<project>/db-port" in r.err and "user/db-port" in r.err
+
+
 def test_a_dry_run_without_a_model_says_the_dream_does_nothing_yet(bead):
     r = bead("dream", "run", "--dry-run")
     assert r.code == 0 and "no model is set (dream.model in config.yaml)" in r.out

@@ -81,6 +81,7 @@ class Recaller:
         ahead: list[dict[str, Any]] | None = None,
         pointed: set[str] | frozenset[str] = frozenset(),
         pinned: set[str] | frozenset[str] = frozenset(),
+        bare_names: bool = True,
     ) -> CueBlock:
         """The cue block for the newest user message of ``conv``.
 
@@ -94,8 +95,11 @@ class Recaller:
         (``rerank.mode: async``): they come first among the facts. ``pointed``
         holds the keys this conversation was already pointed to
         (bead.recall.pointers): never again. ``pinned`` holds the fact ids of the conversation's pinned block
-        (the trace says a candidate was left out because it is there, not "already injected").
+        (the trace says a candidate was left out because it is there, not "already injected"). ``bare_names``:
+        the block names the conversation's project's facts by their bare names (bead.core.state: not where the
+        conversation's pinned block named another project's so).
         """
+        names = ident.project if bare_names else None
         notices = notices or []
         ahead = [r for r in ahead or [] if r["id"] not in injected]
         cues: list[Cue] = extract(conv)
@@ -139,9 +143,9 @@ class Recaller:
         if ahead:
             trace["ahead"] = [r["id"] for r in ahead]
         chosen = {c.id for c in result.facts}
-        lines = [render.fact_line(r, ident.project) for r in ahead if r["id"] not in chosen]
+        lines = [render.fact_line(r, names) for r in ahead if r["id"] not in chosen]
         ids = [r["id"] for r in ahead if r["id"] not in chosen]
-        lines += [render.fact_line(c.row, ident.project) for c in result.facts]
+        lines += [render.fact_line(c.row, names) for c in result.facts]
         ids += [c.id for c in result.facts]
         for c in result.raw:
             lines.append(render.raw_line(c.row, c.body))
@@ -163,11 +167,9 @@ class Recaller:
             scope=f"project/{ident.project}" if ident.project else None,
         )
         tail, tail_tokens = render.pointers(
-            [c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens, alone=n == 0, project=ident.project
+            [c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens, alone=n == 0, project=names
         )
-        named = [
-            c for c in chosen_pointers if any(ln.startswith(f"- {render.pointer_key(c.key, ident.project)} (") for ln in tail[1:])
-        ]
+        named = [c for c in chosen_pointers if any(ln.startswith(f"- {render.pointer_key(c.key, names)} (") for ln in tail[1:])]
         if named:
             trace["pointers"] = [c.id for c in named]
         text, n = render.block("recall", render.CUE_HEADER, notices + lines, budget, tail)

@@ -56,6 +56,10 @@ class ConversationState:
     pinned: str | None = None
     pinned_ids: list[str] = field(default_factory=list)
     has_pinned: bool = False
+    # The project whose facts the pinned block names by their bare names (bead.recall.render.pointer_key), once it
+    # is recorded (a state file written before that left it out: unknown).
+    pinned_project: str | None = None
+    pinned_project_known: bool = False
     cues: dict[int, CueRecord] = field(default_factory=dict)
     captured: int = 0
     captured_partial: bool = False
@@ -140,6 +144,9 @@ class ConversationState:
             kind = r.get("kind")
             if kind == "pinned":
                 self.has_pinned, self.pinned, self.pinned_ids = True, r.get("text"), list(r.get("ids") or [])
+                if "project" in r:
+                    project = r.get("project")
+                    self.pinned_project, self.pinned_project_known = (project if isinstance(project, str) else None), True
             elif kind == "cue":
                 self.cues[int(r["message"])] = CueRecord(
                     int(r["message"]), r.get("hash", ""), r.get("text"), list(r.get("ids") or []), list(r.get("pointers") or [])
@@ -165,9 +172,16 @@ class ConversationState:
     def append(self, record: dict[str, Any]) -> None:
         safe.append_line(self.path, json.dumps(record, ensure_ascii=False), root=self.root)
 
-    def set_pinned(self, text: str | None, ids: list[str]) -> None:
-        self.append({"kind": "pinned", "text": text, "ids": ids})
+    def set_pinned(self, text: str | None, ids: list[str], project: str | None = None) -> None:
+        self.append({"kind": "pinned", "text": text, "ids": ids, "project": project})
         self.has_pinned, self.pinned, self.pinned_ids = True, text, ids
+        self.pinned_project, self.pinned_project_known = project, True
+
+    def bare_names_for(self, project: str | None) -> bool:
+        """Whether this conversation's blocks may name ``project``'s facts by their bare names: the pinned block
+        did so for the same project, or for none known. A conversation whose project changed since (a header that
+        names another) gets full keys, so that two facts of one name from two projects never read alike."""
+        return not self.pinned_project_known or self.pinned_project in (None, project)
 
     def add_cue(self, message: int, hash_: str, text: str | None, ids: list[str], pointers: list[str] | None = None) -> None:
         record: dict[str, Any] = {"kind": "cue", "message": message, "hash": hash_, "text": text, "ids": ids}

@@ -337,7 +337,7 @@ class Engine:
                     mem, ident.project, self.config.proxy.pinned_budget_tokens, conv, stats=stats, deadline=deadline
                 )
                 self._left(deadline, "pinned block")
-                st.set_pinned(text, ids)
+                st.set_pinned(text, ids, ident.project)
                 trace["pinned"] = pinned_new = ids
             for rec in sorted(st.cues.values(), key=lambda r: r.message):
                 if rec.text and rec.message < len(conv.messages) and conv.messages[rec.message].hash == rec.hash:
@@ -366,6 +366,7 @@ class Engine:
                     ahead=opening + self._ahead(mem, st),
                     pointed=st.pointed,
                     pinned=frozenset(st.pinned_ids),
+                    bare_names=st.bare_names_for(ident.project),
                 )
                 trace["recall_ms"] = round((time.perf_counter() - t1) * 1000, 2)
                 trace["errors"] += cue.trace.pop("errors", [])

@@ -55,9 +55,13 @@ def text_id(text: str) -> str:
 
 
 def fact_line(row: dict, project: str | None = None) -> str:
+    """A fact as one line of a block: its key (a fact of the conversation's ``project`` by its bare name), trust
+    mark, date and body. The body's line breaks (U+2028, U+0085 and the like too) and runs of spaces become one
+    space, as an excerpt's do: a value written by anyone (an agent's observation, a model's proposal) cannot start
+    a line of its own that reads as another fact with another trust mark."""
     date = (row.get("valid_from") or "")[:10]
     mark = TRUST_MARK.get(row["trust"], "inferred")
-    return f"- {pointer_key(row['key'], project)} ({mark}, {date}): {escape(row['body'].strip())}"
+    return f"- {pointer_key(row['key'], project)} ({mark}, {date}): {escape(' '.join(str(row['body']).split()))}"
 
 
 def title(row: dict, max_chars: int = TITLE_CHARS) -> str:

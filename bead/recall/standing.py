@@ -63,7 +63,7 @@ INFERRED_WEIGHT = 0.7
 USE_WEIGHT = 0.5  # per recent recall or reinforcement, up to USE_CAP of them
 USE_CAP = 3
 RECENCY_TILT = 0.1
-MIN_LINE_TOKENS = 8  # "- project/x/y (stated, 2026-01-01): ..." is never shorter
+MIN_LINE_TOKENS = 7  # "- a (stated, 2026-01-01): b" (a bare name) is never shorter
 # An inferred fact the opening matches at least this share of its best match joins the first
 # request's cue block (at most OPENING_CUE_MAX of them); chosen on the injection suite's dev split.
 OPENING_CUE_SHARE = 0.85

@@ -63,7 +63,14 @@ def validate_key(key: str) -> str:
     shape_ok = (scope in ("user", "global") and len(parts) == 2) or (scope == "project" and len(parts) == 3)
     if not shape_ok:
         hint = KEY_HELP
-        if scope in TYPES and scope not in ("user", "project") and len(parts) == 2:
+        if len(parts) == 1:
+            # A bare name, as bead's blocks and pointers write a fact of the conversation's own project: get_memory
+            # and `bead show` take it; a write, a pin or a forget names the fact in full.
+            hint = (
+                f"{key!r} is a bare name: a fact of a project is project/<project>/{key} (bead's blocks write the "
+                f"conversation's project's facts so; get_memory and `bead show` give the full key), the person's user/{key}"
+            )
+        elif scope in TYPES and scope not in ("user", "project") and len(parts) == 2:
             # A type is not a scope: a feedback fact about the person lives under user/, one about a project
             # under project/<name>/ (the type is --type, stored in the frontmatter).
             hint = (
