@@ -231,3 +231,29 @@ def test_a_chain_step_after_an_answer_without_text_does_not_wait_for_it(bead_hom
     assert got == [("user", "think about the flaky checkout test"), ("user", "and now fix it")]
     a.close()
     b.close()
+
+
+def test_a_chain_step_that_names_another_project_names_its_facts_in_full(bead_home):
+    """A step that says it is another project's is not joined to the chain (its earlier steps' blocks, held by the
+    server, named the first project's facts by their bare names): its blocks name every fact by its full key."""
+    with Memory(Home(bead_home).ensure(), parse("owner: t\n")) as mem:
+        mem.write("project/shop/db-port", "Postgres listens on port 5433 for the shop.", "project", trust="agent_observed")
+        mem.write("project/blog/db-port", "Postgres listens on port 6543 for the blog.", "project", trust="agent_observed")
+    engine = Engine(Home(bead_home).ensure(), parse("owner: t\n"))
+    wire = formats.by_name("responses").wire
+    ask = "which port does postgres db-port listen on?"
+    first = step(ask)
+    p1 = engine.prepare(first, {"x-bead-project": "shop"}, wire=wire)
+    engine.forwarded(p1)
+    rid, chunks = answer(first, "5433")
+    engine.chained(p1, rid)
+    engine.finished(p1, chunks, "text/event-stream", None, False)
+    engine.drain(30)
+    p2 = engine.prepare(step(f"{ask} now for the blog", rid), {"x-bead-project": "blog"}, wire=wire)
+
+    def lines(body: bytes) -> list[str]:
+        return [ln for ln in json.dumps(json.loads(body)).split("\\n") if "db-port" in ln]
+
+    assert any(ln.startswith("- db-port (") for ln in lines(p1.body)), lines(p1.body)
+    later = lines(p2.body)
+    assert any("project/blog/db-port" in ln for ln in later) and not any(ln.startswith("- db-port ") for ln in later), later

@@ -116,17 +116,28 @@ def test_a_malformed_record_is_skipped_whole(bead_home, record):
     assert got.captured == 2 and got.carried_from == "FIRST" and got.carried_ids == ["project/x/a@v1"]
 
 
-def test_the_pinned_blocks_project_decides_the_bare_names_and_an_older_file_keeps_them(bead_home):
-    """The project whose facts the pinned block named by their bare names is recorded with it: a later request
-    of another project gets full keys; a state file written before the record had it keeps the bare names."""
+def test_the_first_requests_project_decides_the_bare_names_for_good_and_an_older_file_keeps_them(bead_home):
+    """claim_names records the first request's project (or none) once, in a record of its own that a forget's
+    scrub of the pinned record leaves; another project, or none first, gets full keys; a state file from before
+    that record keeps the bare names; a chain's step inherits its step before's."""
     home = Home(bead_home).ensure()
     st = ConversationState.load(home, "p1")
-    st.set_pinned("pinned", ["project/shop/db-port@v1"], "shop")
+    assert st.claim_names("shop")
+    st.set_pinned("- db-port (stated, 2026-11-20): 5433", ["project/shop/db-port@v1"])
     again = ConversationState.load(home, "p1")
-    assert again.bare_names_for("shop") and not again.bare_names_for("blog")
+    assert again.claim_names("shop") and not again.claim_names("blog") and not again.claim_names(None)
+    Conversations(home).scrub([home.session_state("p1")], lambda line: "db-port" in line)
+    scrubbed = ConversationState.load(home, "p1")
+    assert not scrubbed.has_pinned and not scrubbed.claim_names("blog") and scrubbed.claim_names("shop")
     none = ConversationState.load(home, "p2")
-    none.set_pinned(None, [], None)  # no project known then: every key was written in full
-    assert ConversationState.load(home, "p2").bare_names_for("blog")
+    assert not none.claim_names(None)  # no project then: full keys, and so on (one project or another)
+    assert not ConversationState.load(home, "p2").claim_names("blog")
+    unplaced = ConversationState.load(home, "p4")
+    assert not unplaced.claim_names("shop", fresh=False)  # a chain's step this proxy cannot place
+    step = ConversationState.load(home, "p5")
+    step.carry("p1", [], [])
+    step.inherit_names(ConversationState.load(home, "p1"))
+    assert step.claim_names("shop") and not step.claim_names("blog")
     safe.append_line(home.session_state("p3"), json.dumps({"kind": "pinned", "text": "old", "ids": []}), root=home.root)
     old = ConversationState.load(home, "p3")
-    assert old.has_pinned and old.bare_names_for("shop") and old.bare_names_for("blog")
+    assert old.has_pinned and old.claim_names("shop") and old.claim_names("blog") and not old.claim_names(None)

@@ -16,7 +16,9 @@ from bead.recall.rank import search_facts
 from bead.store.rawlog import FORGOTTEN
 
 T0 = datetime(2026, 11, 5, 9, 0, tzinfo=UTC)
-VALUE = "Zorblax-Quintessence-7741"
+# Each part is looked for on its own (as FTS5 holds it): none may be all digits, which a timestamp in a file can hold
+# by chance (a key's .state.json once held ...7741...).
+VALUE = "Zorblax-Quintessence-77q41"
 SENTENCE = f"The vault code word is {VALUE}."
 
 

@@ -319,6 +319,50 @@ class TestConversation:
         assert "project/blog/db-port" in cue, cue
         assert not [ln for ln in cue.splitlines() if ln.startswith("- db-port ")], cue
 
+    @staticmethod
+    def _db_port_lines(sent: dict) -> list[str]:
+        texts = [b["text"] for b in sent.get("system", []) if isinstance(b, dict)]
+        for msg in sent["messages"]:
+            c = msg["content"]
+            texts += [b.get("text", "") for b in c] if isinstance(c, list) else [c]
+        return [ln for t in texts for ln in t.splitlines() if ln.startswith("- db-port ")]
+
+    def test_bare_names_stay_one_projects_when_the_first_request_had_none_or_a_forget_rebuilds_the_pinned_block(
+        self, proxy_client, upstream, bead_home, bead
+    ):
+        """The project a conversation's first request named (or none) is the only one whose facts go by bare
+        names, recorded apart from the pinned block: a forget that drops the pinned block's record (it named the
+        forgotten fact) and a pinned block built again for another project change nothing."""
+        with mem_of(bead_home) as m:
+            m.write("project/shop/db-port", "Postgres listens on port 5433 for the shop.", "project", trust="agent_observed")
+            m.write("project/blog/db-port", "Postgres listens on port 6543 for the blog.", "project", trust="agent_observed")
+            m.write("user/shell", "fish with vi keys.", "user")
+        proxy = proxy_client()
+        system = [{"type": "text", "text": "You are a test."}]  # no working directory: no project but a header's
+        ask = "which port does postgres db-port listen on?"
+        # No project first, then two.
+        m = [{"role": "user", "content": "hello there, start"}]
+        post(proxy, *req("", session="none-first", messages=m, system=system))
+        for project in ("shop", "blog"):
+            m += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": f"{ask} ({project})"}]
+            body, hdr = req("", session="none-first", messages=m, system=system)
+            post(proxy, body, {**hdr, "x-bead-project": project})
+        sent = json.loads(upstream.requests[-1].body)
+        assert "5433" in json.dumps(sent) and "6543" in json.dumps(sent), "both facts reached the model"
+        assert self._db_port_lines(sent) == []
+        # A forget of a fact in the pinned block, then the same conversation under another project.
+        m = [{"role": "user", "content": ask}]
+        body, hdr = req("", session="forget", messages=m, system=system)
+        post(proxy, body, {**hdr, "x-bead-project": "shop"})
+        assert len(self._db_port_lines(json.loads(upstream.requests[-1].body))) == 1
+        r = bead("forget", "user/shell")
+        assert r.code == 0, r.err
+        m += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": f"{ask} now for the blog"}]
+        body, hdr = req("", session="forget", messages=m, system=system)
+        post(proxy, body, {**hdr, "x-bead-project": "blog"})
+        sent = json.loads(upstream.requests[-1].body)
+        assert "6543" in json.dumps(sent) and len(self._db_port_lines(sent)) == 1, self._db_port_lines(sent)
+
     def test_remembering_a_pin_stores_no_byte_of_it_and_says_how_to_seal_it(self, proxy_client, upstream, bead_home):
         """A PIN said in prose is redacted before capture; "remember" writes no fact (its key would be made of
         the PIN's words) and the cue block says why and how to seal it, without the PIN."""

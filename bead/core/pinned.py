@@ -28,11 +28,13 @@ def standing_memory(
     policy: str | None = None,
     stats: FactStats | None = None,
     deadline: float | None = None,
+    bare_names: bool = True,
 ) -> tuple[str | None, list[str], list[dict[str, Any]]]:
     """(the rendered pinned block or None when nothing fits, the ids it holds, the inferred facts the
     opening matches strongly, for the first request's cue block); ``conv`` is the conversation's first
     request, whose opening steers the choice; ``deadline`` (``time.monotonic()``) bounds the wait for the
-    opening's vector (bead[semantic]) on the proxy's path."""
+    opening's vector (bead[semantic]) on the proxy's path. The block names ``project``'s facts by their bare
+    names unless ``bare_names`` is off (bead.core.state.ConversationState.claim_names)."""
     policy = policy or mem.config.proxy.pinned_select
     choice = standing.select(
         mem.index,
@@ -43,7 +45,8 @@ def standing_memory(
         budget_tokens=budget_tokens,
         deadline=deadline,
     )
-    text, n = render.block("pinned", render.PINNED_HEADER, [render.fact_line(r, project) for r in choice.rows], budget_tokens)
+    names = project if bare_names else None
+    text, n = render.block("pinned", render.PINNED_HEADER, [render.fact_line(r, names) for r in choice.rows], budget_tokens)
     return text, [r["id"] for r in choice.rows[:n]], choice.inferred
 
 

@@ -56,10 +56,10 @@ class ConversationState:
     pinned: str | None = None
     pinned_ids: list[str] = field(default_factory=list)
     has_pinned: bool = False
-    # The project whose facts the pinned block names by their bare names (bead.recall.render.pointer_key), once it
-    # is recorded (a state file written before that left it out: unknown).
-    pinned_project: str | None = None
-    pinned_project_known: bool = False
+    # The project whose facts this conversation's blocks name by their bare names (bead.recall.render.pointer_key):
+    # its first request's, recorded once in a record of its own (``claim_names``).
+    names_project: str | None = None
+    names_known: bool = False
     cues: dict[int, CueRecord] = field(default_factory=dict)
     captured: int = 0
     captured_partial: bool = False
@@ -144,9 +144,10 @@ class ConversationState:
             kind = r.get("kind")
             if kind == "pinned":
                 self.has_pinned, self.pinned, self.pinned_ids = True, r.get("text"), list(r.get("ids") or [])
-                if "project" in r:
+            elif kind == "names":
+                if not self.names_known:  # the first one holds
                     project = r.get("project")
-                    self.pinned_project, self.pinned_project_known = (project if isinstance(project, str) else None), True
+                    self.names_project, self.names_known = (project if isinstance(project, str) else None), True
             elif kind == "cue":
                 self.cues[int(r["message"])] = CueRecord(
                     int(r["message"]), r.get("hash", ""), r.get("text"), list(r.get("ids") or []), list(r.get("pointers") or [])
@@ -172,16 +173,31 @@ class ConversationState:
     def append(self, record: dict[str, Any]) -> None:
         safe.append_line(self.path, json.dumps(record, ensure_ascii=False), root=self.root)
 
-    def set_pinned(self, text: str | None, ids: list[str], project: str | None = None) -> None:
-        self.append({"kind": "pinned", "text": text, "ids": ids, "project": project})
+    def set_pinned(self, text: str | None, ids: list[str]) -> None:
+        self.append({"kind": "pinned", "text": text, "ids": ids})
         self.has_pinned, self.pinned, self.pinned_ids = True, text, ids
-        self.pinned_project, self.pinned_project_known = project, True
 
-    def bare_names_for(self, project: str | None) -> bool:
-        """Whether this conversation's blocks may name ``project``'s facts by their bare names: the pinned block
-        did so for the same project, or for none known. A conversation whose project changed since (a header that
-        names another) gets full keys, so that two facts of one name from two projects never read alike."""
-        return not self.pinned_project_known or self.pinned_project in (None, project)
+    def inherit_names(self, before: ConversationState) -> None:
+        """A Responses chain's step names what the step before it named (its blocks are in the same context)."""
+        if before.names_known and not self.names_known:
+            self.append({"kind": "names", "project": before.names_project})
+            self.names_project, self.names_known = before.names_project, True
+
+    def claim_names(self, project: str | None, fresh: bool = True) -> bool:
+        """Whether this conversation's blocks name ``project``'s facts by their bare names: only the project (or
+        none) its first request named, which that request records here once. A record of its own, holding no
+        fact, so that a forget's scrub (which drops the pinned record that named the fact, after which the
+        pinned block is built again) keeps it. A conversation whose project changed since (a header that names
+        another), that had none then, or that is not ``fresh`` (a Responses chain's step whose earlier steps
+        this proxy cannot see) gets full keys: two facts of one name from two projects never read alike. A
+        state file from before this record (it has blocks, and no record) keeps the bare names."""
+        if not self.names_known:
+            if self.has_pinned or self.cues or self.carried_from:
+                return project is not None
+            named = project if fresh else None
+            self.append({"kind": "names", "project": named})
+            self.names_project, self.names_known = named, True
+        return project is not None and self.names_project == project
 
     def add_cue(self, message: int, hash_: str, text: str | None, ids: list[str], pointers: list[str] | None = None) -> None:
         record: dict[str, Any] = {"kind": "cue", "message": message, "hash": hash_, "text": text, "ids": ids}

@@ -325,19 +325,29 @@ class Engine:
             if prev is not None and not st.carried_from:
                 before = self.conversations.load(prev.id)
                 st.carry(prev.id, sorted(before.injected), sorted(before.pointer_ids))
+                st.inherit_names(before)
                 if before.ahead:  # the look-ahead judge's picks after the previous step
                     st.set_ahead(before.ahead)
             # A request that continues server-held state (a Responses API
             # previous_response_id) carries only its new turns: the pinned block
             # went with the conversation's first request. A request with no
             # messages at all is no conversation: a block would make it one.
+            # Whether the blocks name this project's facts by their bare names (a continued request this proxy
+            # cannot place in its chain never does: its earlier steps' blocks may have named another project's).
+            bare = bool(conv.messages) and st.claim_names(ident.project, fresh=not conv.continues or prev is not None)
             if not st.has_pinned and not conv.continues and conv.messages:
                 stats = self.recaller.fact_stats(mem, lambda terms: self.memory().index.raw_doc_freq(terms))
                 text, ids, opening = standing_memory(
-                    mem, ident.project, self.config.proxy.pinned_budget_tokens, conv, stats=stats, deadline=deadline
+                    mem,
+                    ident.project,
+                    self.config.proxy.pinned_budget_tokens,
+                    conv,
+                    stats=stats,
+                    deadline=deadline,
+                    bare_names=bare,
                 )
                 self._left(deadline, "pinned block")
-                st.set_pinned(text, ids, ident.project)
+                st.set_pinned(text, ids)
                 trace["pinned"] = pinned_new = ids
             for rec in sorted(st.cues.values(), key=lambda r: r.message):
                 if rec.text and rec.message < len(conv.messages) and conv.messages[rec.message].hash == rec.hash:
@@ -366,7 +376,7 @@ class Engine:
                     ahead=opening + self._ahead(mem, st),
                     pointed=st.pointed,
                     pinned=frozenset(st.pinned_ids),
-                    bare_names=st.bare_names_for(ident.project),
+                    bare_names=bare,
                 )
                 trace["recall_ms"] = round((time.perf_counter() - t1) * 1000, 2)
                 trace["errors"] += cue.trace.pop("errors", [])
