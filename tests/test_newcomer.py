@@ -83,6 +83,8 @@ def test_a_bare_name_where_a_write_needs_a_key_gets_the_full_forms_in_the_hint(b
     r = bead("write", "db-port", "Postgres listens on 5434.", "--type", "project")
     assert r.code == 1
     assert "'db-port' is a bare name" in r.err and "project/<project>/db-port" in r.err and "user/db-port" in r.err
+    odd = bead("write", "db-port.", "v", "--type", "project")  # no key a write may create: the general hint
+    assert odd.code == 1 and "bare name" not in odd.err and "keys look like" in odd.err
 
 
 def test_a_dry_run_without_a_model_says_the_dream_does_nothing_yet(bead):

@@ -63,7 +63,7 @@ def validate_key(key: str) -> str:
     shape_ok = (scope in ("user", "global") and len(parts) == 2) or (scope == "project" and len(parts) == 3)
     if not shape_ok:
         hint = KEY_HELP
-        if len(parts) == 1:
+        if len(parts) == 1 and parts[0][-1:].isalnum():
             # A bare name, as bead's blocks and pointers write a fact of the conversation's own project: get_memory
             # and `bead show` take it; a write, a pin or a forget names the fact in full.
             hint = (
