@@ -96,8 +96,8 @@ class Recaller:
         holds the keys this conversation was already pointed to
         (bead.recall.pointers): never again. ``pinned`` holds the fact ids of the conversation's pinned block
         (the trace says a candidate was left out because it is there, not "already injected"). ``bare_names``:
-        the block names the conversation's project's facts by their bare names (bead.core.state: not where the
-        conversation's pinned block named another project's so).
+        the block names the conversation's project's facts by their bare names (off where the conversation's
+        first request named another project, or none: bead.core.state.ConversationState.claim_names).
         """
         names = ident.project if bare_names else None
         notices = notices or []

@@ -328,13 +328,13 @@ class Engine:
                 st.inherit_names(before)
                 if before.ahead:  # the look-ahead judge's picks after the previous step
                     st.set_ahead(before.ahead)
+            # Whether the blocks name this project's facts by their bare names (a continued request this proxy
+            # cannot place in its chain never does: its earlier steps' blocks may have named another project's).
+            bare = bool(conv.messages) and st.claim_names(ident.project, fresh=not conv.continues or prev is not None)
             # A request that continues server-held state (a Responses API
             # previous_response_id) carries only its new turns: the pinned block
             # went with the conversation's first request. A request with no
             # messages at all is no conversation: a block would make it one.
-            # Whether the blocks name this project's facts by their bare names (a continued request this proxy
-            # cannot place in its chain never does: its earlier steps' blocks may have named another project's).
-            bare = bool(conv.messages) and st.claim_names(ident.project, fresh=not conv.continues or prev is not None)
             if not st.has_pinned and not conv.continues and conv.messages:
                 stats = self.recaller.fact_stats(mem, lambda terms: self.memory().index.raw_doc_freq(terms))
                 text, ids, opening = standing_memory(

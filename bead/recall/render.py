@@ -50,6 +50,13 @@ def escape(text: str) -> str:
     return _TAG.sub(lambda m: m.group(0).replace("<", "&lt;"), text)
 
 
+def flattened(text: str) -> str:
+    """Stored text as one line of a block (for the model, not a terminal: bead.display.one_line escapes for that):
+    every line break (U+2028, U+0085 and the like too) and run of spaces
+    one space, so that no stored text starts a line of its own in a block."""
+    return " ".join(str(text).split())
+
+
 def text_id(text: str) -> str:
     return "raw:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -61,7 +68,7 @@ def fact_line(row: dict, project: str | None = None) -> str:
     a line of its own that reads as another fact with another trust mark."""
     date = (row.get("valid_from") or "")[:10]
     mark = TRUST_MARK.get(row["trust"], "inferred")
-    return f"- {pointer_key(row['key'], project)} ({mark}, {date}): {escape(' '.join(str(row['body']).split()))}"
+    return f"- {pointer_key(row['key'], project)} ({mark}, {date}): {escape(flattened(row['body']))}"
 
 
 def title(row: dict, max_chars: int = TITLE_CHARS) -> str:
@@ -130,7 +137,7 @@ def pointers(rows: list[dict], budget_tokens: int, alone: bool = False, project:
 
 
 def raw_line(row: dict, text: str) -> str:
-    excerpt = " ".join(text.split())
+    excerpt = flattened(text)
     if len(excerpt) > RAW_EXCERPT_CHARS:
         excerpt = excerpt[: RAW_EXCERPT_CHARS - 1] + "…"
     older = ""
