@@ -71,13 +71,25 @@ def test_tool_result_text_is_a_tool_output_cue():
     assert by_source(cues, "tool_output") == ["error: undefined symbol ledger_open"]
 
 
-def test_tool_output_cue_is_cut_to_tool_result_chars():
-    """A long tool result is cut to its first TOOL_RESULT_CHARS characters."""
-    long = "".join(f"line {i:05d} of the build log\n" for i in range(400))
+def test_a_long_tool_output_keeps_its_start_and_its_end():
+    """A tool result longer than TOOL_RESULT_CHARS keeps its first lines and its last ones (a traceback ends with the
+    exception, a test run with its failures), not its middle, and stays within TOOL_RESULT_CHARS and a line break."""
+    long = "".join(f"line {i:05d} of the build log\n" for i in range(400)) + "error: undefined symbol ledger_open"
     assert len(long) > TOOL_RESULT_CHARS
     cues = cues_of(assistant(tool_use("Bash", {"command": "make"})), user(tool_result(long)))
     (out,) = by_source(cues, "tool_output")
-    assert out == long[:TOOL_RESULT_CHARS]
+    assert out.startswith("line 00000 of the build log\nline 00001")
+    assert out.endswith("line 00399 of the build log\nerror: undefined symbol ledger_open")
+    assert "line 00200 " not in out
+    assert len(out) <= TOOL_RESULT_CHARS + 1
+
+
+def test_a_tool_output_within_the_limit_is_whole():
+    """A tool result of TOOL_RESULT_CHARS characters or fewer is the cue as it is, nothing dropped or added."""
+    whole = "\n".join(f"line {i:05d} of the build log" for i in range(TOOL_RESULT_CHARS // 28))
+    assert len(whole) <= TOOL_RESULT_CHARS
+    cues = cues_of(assistant(tool_use("Bash", {"command": "make"})), user(tool_result(whole)))
+    assert by_source(cues, "tool_output") == [whole]
 
 
 def test_empty_tool_result_gives_no_cue():

@@ -16,6 +16,7 @@ from bead.core import query as reads
 from bead.core.memory import Memory
 from bead.paths import Home
 from bead.recall import render
+from bead.recall.cues import TOOL_RESULT_CHARS
 from bead.wire.splice import Request
 
 CWD = "/tmp/proj-x"
@@ -177,6 +178,23 @@ class TestShape:
         sent = later(proxy(NO_BODIES + "  pointers: 8\n  pointer_budget_tokens: 400\n"), upstream, "celery queue stuck")
         newest = text_of(sent["messages"][-1])
         assert newest.count("</bead-memory>") == 1 and "&lt;/bead-memory" in newest
+
+    def test_a_long_tool_output_points_by_its_last_lines(self, proxy, upstream):
+        """A turn that ends in a long test run whose only telling words are its failure, at the end (as pytest
+        writes it), points to the fact those words match: the cue keeps a tool result's end, not only its start."""
+        passed = "".join(f"tests/test_api.py::test_list_invoices_page_{i} PASSED\n" for i in range(60))
+        run = passed + "FAILED tests/test_ops.py::test_dashboard - Flower is not answering on port 5555\n1 failed, 60 passed"
+        assert len(run) > 2 * TOOL_RESULT_CHARS, "the failure is far past the first TOOL_RESULT_CHARS"
+        call = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "pytest -q"}}
+        result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": run}
+        p = proxy()
+        send(p, upstream, OPENING)
+        sent = send(
+            p,
+            upstream,
+            [*OPENING, {"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}],
+        )
+        assert "project/proj-x/celery-flower" in keys_of(pointer_block(text_of(sent["messages"][-1])))
 
 
 class TestOncePerConversation:
