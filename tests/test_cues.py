@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bead.recall.cues import TOOL_RESULT_CHARS, Cue, extract
+from bead.recall.cues import CUT_LINE_CHARS, TOOL_RESULT_CHARS, TOOL_RESULT_TAIL, Cue, clipped, extract
 from bead.wire.anthropic import conversation_of
 
 
@@ -72,16 +72,57 @@ def test_tool_result_text_is_a_tool_output_cue():
 
 
 def test_a_long_tool_output_keeps_its_start_and_its_end():
-    """A tool result longer than TOOL_RESULT_CHARS keeps its first lines and its last ones (a traceback ends with the
-    exception, a test run with its failures), not its middle, and stays within TOOL_RESULT_CHARS and a line break."""
-    long = "".join(f"line {i:05d} of the build log\n" for i in range(400)) + "error: undefined symbol ledger_open"
+    """A tool result longer than TOOL_RESULT_CHARS keeps its first lines and its last TOOL_RESULT_TAIL characters
+    or so (a traceback ends with the exception, a test run with its failures), not its middle, each cut at a line
+    break, and stays within TOOL_RESULT_CHARS and the line break between the two."""
+    lines = [f"line {i:05d} of the build log" for i in range(400)] + ["error: undefined symbol ledger_open"]
+    long = "\n".join(lines)
     assert len(long) > TOOL_RESULT_CHARS
     cues = cues_of(assistant(tool_use("Bash", {"command": "make"})), user(tool_result(long)))
     (out,) = by_source(cues, "tool_output")
-    assert out.startswith("line 00000 of the build log\nline 00001")
-    assert out.endswith("line 00399 of the build log\nerror: undefined symbol ledger_open")
-    assert "line 00200 " not in out
+    kept = out.split("\n")
+    assert set(kept) <= set(lines), "every line kept is whole: no word cut in two at either cut"
+    at = [lines.index(x) for x in kept]
+    gap = next(i for i in range(1, len(at)) if at[i] != at[i - 1] + 1)
+    head, tail = kept[:gap], kept[gap:]
+    assert head == lines[: len(head)] and tail == lines[-len(tail) :], "the start and the end, nothing between"
+    assert "line 00200 of the build log" not in kept
     assert len(out) <= TOOL_RESULT_CHARS + 1
+    assert len("\n".join(tail)) >= TOOL_RESULT_TAIL - CUT_LINE_CHARS
+
+
+def test_a_cut_moves_to_a_line_break_only_nearby():
+    """With no line break within CUT_LINE_CHARS of a cut, the cut stays where it is: the parts keep their size."""
+    blob = "x" * (3 * TOOL_RESULT_CHARS)
+    out = clipped(blob)
+    assert out == "x" * (TOOL_RESULT_CHARS - TOOL_RESULT_TAIL) + "\n" + "x" * TOOL_RESULT_TAIL
+
+
+def test_a_tool_output_of_the_limit_is_whole_and_one_more_is_cut():
+    """A tool result of exactly TOOL_RESULT_CHARS characters is the cue as it is; one character more and it is
+    the start and the end."""
+    exact = ("word " * TOOL_RESULT_CHARS)[:TOOL_RESULT_CHARS]
+    assert clipped(exact) == exact
+    longer = exact + "z"
+    out = clipped(longer)
+    assert out != longer and out.endswith("z") and out.startswith("word word") and "\n" in out
+    assert len(out) <= TOOL_RESULT_CHARS + 1
+
+
+def test_an_unclosed_reminder_or_bead_block_at_a_tool_outputs_end_is_not_a_cue():
+    """A harness reminder or bead's own block whose closing tag a long output lost (cut off) is not the turn's
+    words: from its opening tag on, nothing of it is a cue, at the end of a long result as at the start."""
+    passed = "\n".join(f"tests/test_api.py::test_page_{i} PASSED" for i in range(60))
+    for tail in (
+        "<system-reminder>Flower is not answering on port 5555",
+        '<bead-memory kind="recall">\n- celery-flower (inferred): Flower shows the queues on port 5555',
+    ):
+        cues = cues_of(assistant(tool_use("Bash", {"command": "pytest -q"})), user(tool_result(passed + "\n" + tail)))
+        (out,) = by_source(cues, "tool_output")
+        assert "Flower" not in out and "5555" not in out
+        assert out.startswith("tests/test_api.py::test_page_0 PASSED")
+    typed = cues_of(user("what failed? <system-reminder>Flower port 5555"))
+    assert by_source(typed, "user") == ["what failed?"]
 
 
 def test_a_tool_output_within_the_limit_is_whole():

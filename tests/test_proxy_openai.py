@@ -624,6 +624,18 @@ class TestHardening:
         health = app.health()
         assert health["too_large"] == 1 and health["error_kinds"] == {}, health
 
+    def test_a_tool_result_of_millions_of_items_goes_out_unchanged_at_once(self, app, upstream, bead_home):
+        """A tool result's own content list counts too: two million `{}` inside one tool result (6 MB) were read
+        one by one, joined and cleaned (seconds, hundreds of MB) before the deadline could help. Now: too large,
+        forwarded byte for byte, uncaptured."""
+        result = b'{"type":"tool_result","tool_use_id":"t1","content":[' + b",".join([b"{}"] * 2_000_000) + b"]}"
+        body = b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[' + result + b"]}]}"
+        status, _, _ = app.post(body, {"content-type": "application/json", "x-bead-session": "nested"}, "/v1/messages")
+        app.settle(timeout=10)
+        assert status == 200 and upstream.requests[-1].body == body
+        health = app.health()
+        assert health["too_large"] == 1 and health["error_kinds"] == {} and raw_turns(bead_home, "nested") == []
+
     @pytest.mark.parametrize("path", PATHS)
     def test_a_message_of_100000_tiny_parts_goes_out_unchanged_at_once(self, app, openai_upstream, bead_home, path):
         """Each part of the newest message is a recall cue, secret-scanned before forwarding: 100,000 one-letter

@@ -267,3 +267,21 @@ def test_an_answer_of_unclosed_braces_is_no_json_in_one_pass():
 
     with pytest.raises(ValueError, match="no JSON"):
         parse_answer("{" * 1_000_000, 3)
+
+
+def test_the_judge_sees_a_long_tool_outputs_end():
+    """The judge's prompt holds a long tool output's start and its end (what failed), as the cue keeps them, within
+    TOOL_OUTPUT_CHARS and a line break."""
+    from bead.recall import rerank
+    from bead.recall.cues import extract
+    from bead.wire.anthropic import conversation_of
+
+    passed = "\n".join(f"tests/test_api.py::test_list_page_{i} PASSED" for i in range(80))
+    run = passed + "\nFAILED tests/test_pricing.py::test_rounding - line item rounding off by a cent"
+    turn = [TURN[0], {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": run}]}]
+    cues = extract(conversation_of({"model": "m", "max_tokens": 5, "messages": turn}, {}))
+    text = rerank.prompt(cues, [{"key": "global/money", "body": FACTS[0][1]}])
+    output = text.split("[tool output] ", 1)[1].split("\n[", 1)[0]
+    assert output.startswith("tests/test_api.py::test_list_page_0 PASSED")
+    assert output.endswith("FAILED tests/test_pricing.py::test_rounding - line item rounding off by a cent")
+    assert len(output) <= rerank.TOOL_OUTPUT_CHARS + 1

@@ -74,11 +74,14 @@ def reminders(text: str) -> list[str]:
     return [text[s:e].strip() for s, e in _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, need_boundary=False)]
 
 
-def clean(text: str) -> str:
-    """The conversation's own words: own blocks and harness reminders removed, ends stripped."""
-    text = strip_own(text)
+def clean(text: str, unclosed_to_end: bool = False) -> str:
+    """The conversation's own words: own blocks and harness reminders removed, ends stripped. An opening tag that is
+    never closed is kept as text, or with ``unclosed_to_end`` taken to run to the end (recall's cues: what follows
+    a cut-off block is still not the conversation's words)."""
+    if _OWN_OPEN in text:
+        text = _cut(text, _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True, unclosed_to_end=unclosed_to_end))
     if _REMINDER_OPEN in text:
-        text = _cut(text, _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, need_boundary=False))
+        text = _cut(text, _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, need_boundary=False, unclosed_to_end=unclosed_to_end))
     return text.strip()
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..capture.text import clean
 from ..conversation import Conversation, Source
 from ..textform import strings_in
 
@@ -22,6 +23,7 @@ TOOL_RESULT_CHARS = 1500
 # with the exception, a test run with its failures' summary, a build with its error. 0: its first TOOL_RESULT_CHARS
 # only (before). Chosen by cross-validation (evals/grids/cues.yaml: 0, 500, 750, 1,000; docs/results.md).
 TOOL_RESULT_TAIL = 500
+CUT_LINE_CHARS = 200  # how far a cut may move to the nearest line break
 WEIGHTS = {"user": 1.0, "assistant": 0.6, "tool_input": 0.6, "tool_output": 0.3}
 
 
@@ -36,15 +38,32 @@ class Cue:
         return WEIGHTS[self.source]
 
 
-def clipped(text: str) -> str:
-    """A tool result's text as a cue: all of it up to TOOL_RESULT_CHARS, else its start and its last
-    TOOL_RESULT_TAIL characters, a line break between them."""
-    if len(text) <= TOOL_RESULT_CHARS:
+def words(text: str) -> str:
+    """``text`` without what is left of bead's own blocks and harness reminders: the parsed parts have lost the
+    closed ones, and an opening never closed (a block a tool's output cut off) runs to the end here."""
+    return clean(text, unclosed_to_end=True) if "<bead-memory" in text or "<system-reminder>" in text else text
+
+
+def clipped(text: str, limit: int | None = None, tail: int | None = None) -> str:
+    """A tool result's text as a cue: all of it up to ``limit`` (TOOL_RESULT_CHARS) characters, else its start and
+    its last ``tail`` (TOOL_RESULT_TAIL) characters, a line break between them. Each cut moves to a line break
+    within CUT_LINE_CHARS where there is one, so no word is cut in two there; the result is at most ``limit``
+    characters and the line break."""
+    limit = TOOL_RESULT_CHARS if limit is None else limit
+    if len(text) <= limit:
         return text
-    tail = min(max(TOOL_RESULT_TAIL, 0), TOOL_RESULT_CHARS)
+    tail = min(max(TOOL_RESULT_TAIL if tail is None else tail, 0), limit)
     if not tail:
-        return text[:TOOL_RESULT_CHARS]
-    return text[: TOOL_RESULT_CHARS - tail] + "\n" + text[-tail:]
+        return text[:limit]
+    head_end = limit - tail
+    line = text.rfind("\n", max(head_end - CUT_LINE_CHARS, 0), head_end)
+    if line > 0:
+        head_end = line
+    tail_start = len(text) - tail
+    line = text.find("\n", tail_start, tail_start + CUT_LINE_CHARS)
+    if line != -1:
+        tail_start = line + 1
+    return text[:head_end] + "\n" + text[tail_start:]
 
 
 def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
@@ -58,9 +77,11 @@ def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
         # whoever wrote it (provenance decides what may become memory, not what
         # recall looks for): typed, pasted, or text sent beside a tool result.
         if p.kind == "text" and p.source in (Source.TYPED, Source.PASTED, Source.TOOL_OUTPUT) and p.text:
-            cues.append(Cue("user", p.text, typed=p.source is Source.TYPED))
+            text = words(p.text)
+            if text:
+                cues.append(Cue("user", text, typed=p.source is Source.TYPED))
         elif p.kind == "tool_result":
-            text = clipped(p.text)
+            text = clipped(words(p.text))
             if text:
                 cues.append(Cue("tool_output", text))
     j = index - 1
@@ -69,9 +90,11 @@ def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
     if j >= 0 and conv.messages[j].role == "assistant":
         for p in conv.messages[j].parts:
             if p.kind == "text" and p.source is Source.ASSISTANT and p.text:
-                cues.append(Cue("assistant", p.text))
+                text = words(p.text)
+                if text:
+                    cues.append(Cue("assistant", text))
             elif p.kind == "tool_use":
-                text = " ".join(strings_in(p.data))
+                text = words(" ".join(strings_in(p.data)))
                 if text.strip():
                     cues.append(Cue("tool_input", text))
     return cues

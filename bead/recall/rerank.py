@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 
-from .cues import Cue
+from .cues import Cue, clipped
 
 TOOL_OUTPUT_CHARS = 600
+TOOL_OUTPUT_TAIL = 200  # of them its end: the share of a cue's (bead.recall.cues.TOOL_RESULT_TAIL of 1,500)
 TURN_CHARS = 4000
 
 SYSTEM = (
@@ -28,7 +29,8 @@ _LABEL = {"user": "user", "assistant": "assistant", "tool_input": "tool call", "
 def prompt(cues: list[Cue], candidates: list[dict]) -> str:
     parts, used = [], 0
     for c in cues:
-        text = c.text[:TOOL_OUTPUT_CHARS] if c.source == "tool_output" else c.text
+        # A tool output's start and its end, as its cue keeps them: the end says what failed.
+        text = clipped(c.text, TOOL_OUTPUT_CHARS, TOOL_OUTPUT_TAIL) if c.source == "tool_output" else c.text
         text = text[: max(TURN_CHARS - used, 0)]
         used += len(text)
         if text:

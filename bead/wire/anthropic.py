@@ -188,7 +188,7 @@ def parse(body: bytes, headers: dict[str, str]) -> tuple[Request, Conversation]:
 def conversation_of(data: dict[str, Any], headers: dict[str, str]) -> Conversation:
     """The typed conversation of a decoded Messages API request (TooLarge past the limits on blocks)."""
     raw = data.get("messages") or []
-    check_parts(raw, ("content",), per_item=True)  # counted before any block is read
+    check_parts(raw, ("content",), per_item=True, nested="content")  # counted before any block is read
     messages = tuple(message_of(i, m) for i, m in enumerate(raw))
     system = system_text(data.get("system"))
     places = [system]

@@ -52,19 +52,26 @@ class TooLarge(SpliceError):
     """Valid JSON, but of more elements or parts than bead reads before forwarding (sent unchanged, counted)."""
 
 
-def check_parts(items: Any, lists: tuple[str, ...], per_item: bool = False) -> None:
+def check_parts(items: Any, lists: tuple[str, ...], per_item: bool = False, nested: str | None = None) -> None:
     """TooLarge when the items' lists (``content``, ``tool_calls``, ``output``) hold more than MAX_PARTS
     elements in all, or (``per_item``) one item more than MAX_MESSAGE_PARTS: a len() each, before any
-    element is read."""
-    sizes = [
-        sum(len(v) for k in lists if isinstance(v := item.get(k), list))
-        for item in (items if isinstance(items, list) else [])
-        if isinstance(item, dict)
-    ]
-    if sum(sizes) > MAX_PARTS:
+    element is read. With ``nested`` (a tool result's ``content``), the lists their elements hold under that
+    name count towards MAX_PARTS too, once the elements are known to be few enough to look at."""
+    valid = [item for item in (items if isinstance(items, list) else []) if isinstance(item, dict)]
+    sizes = [sum(len(v) for k in lists if isinstance(v := item.get(k), list)) for item in valid]
+    total = sum(sizes)
+    if total > MAX_PARTS:
         raise TooLarge(f"more than {MAX_PARTS} content parts")
     if per_item and any(n > MAX_MESSAGE_PARTS for n in sizes):
         raise TooLarge(f"a message of more than {MAX_MESSAGE_PARTS} parts")
+    if nested is not None:
+        for item in valid:
+            for k in lists:
+                for el in item.get(k) if isinstance(item.get(k), list) else ():
+                    if isinstance(el, dict) and isinstance(inner := el.get(nested), list):
+                        total += len(inner)
+        if total > MAX_PARTS:
+            raise TooLarge(f"more than {MAX_PARTS} content parts, counting those inside tool results")
 
 
 def _ws(s: str, i: int) -> int:
