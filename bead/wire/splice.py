@@ -67,7 +67,8 @@ def check_parts(items: Any, lists: tuple[str, ...], per_item: bool = False, nest
     if nested is not None:
         for item in valid:
             for k in lists:
-                for el in item.get(k) if isinstance(item.get(k), list) else ():
+                elements = item.get(k)
+                for el in elements if isinstance(elements, list) else ():
                     if isinstance(el, dict) and isinstance(inner := el.get(nested), list):
                         total += len(inner)
         if total > MAX_PARTS:
