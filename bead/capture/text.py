@@ -60,11 +60,11 @@ def _cut(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(parts)
 
 
-def strip_own(text: str) -> str:
-    """``text`` without bead's own ``<bead-memory>`` blocks."""
+def strip_own(text: str, unclosed_to_end: bool = False) -> str:
+    """``text`` without bead's own ``<bead-memory>`` blocks (``unclosed_to_end``: one never closed runs to the end)."""
     if _OWN_OPEN not in text:
         return text
-    return _cut(text, _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True))
+    return _cut(text, _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True, unclosed_to_end=unclosed_to_end))
 
 
 def reminders(text: str) -> list[str]:
@@ -78,8 +78,7 @@ def clean(text: str, unclosed_to_end: bool = False) -> str:
     """The conversation's own words: own blocks and harness reminders removed, ends stripped. An opening tag that is
     never closed is kept as text, or with ``unclosed_to_end`` taken to run to the end (recall's cues: what follows
     a cut-off block is still not the conversation's words)."""
-    if _OWN_OPEN in text:
-        text = _cut(text, _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True, unclosed_to_end=unclosed_to_end))
+    text = strip_own(text, unclosed_to_end)
     if _REMINDER_OPEN in text:
         text = _cut(text, _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, need_boundary=False, unclosed_to_end=unclosed_to_end))
     return text.strip()

@@ -41,7 +41,7 @@ class Cue:
 def words(text: str) -> str:
     """``text`` without what is left of bead's own blocks and harness reminders: the parsed parts have lost the
     closed ones, and an opening never closed (a block a tool's output cut off) runs to the end here."""
-    return clean(text, unclosed_to_end=True) if "<bead-memory" in text or "<system-reminder>" in text else text
+    return clean(text, unclosed_to_end=True)
 
 
 def clipped(text: str, limit: int | None = None, tail: int | None = None) -> str:
