@@ -59,6 +59,29 @@ class TestFlow:
         hist = json.loads(bead("history", "project/bead/language", "--json").out)
         assert [h["status"] for h in hist] == ["superseded", "current"]
 
+    def test_the_persons_write_of_an_inferred_value_makes_it_theirs(self, bead, bead_home):
+        """The person writing the value bead inferred is a new version in their name (not "unchanged"): it is no
+        longer weighed less, the model's title goes, and an agent can no longer replace it unreviewed."""
+        from bead.config import parse
+        from bead.core.memory import Memory
+        from bead.core.remember import remember_fact
+        from bead.paths import Home
+
+        key = "project/x/deploy-day"
+        with Memory(Home(bead_home).ensure(), parse("")) as mem:
+            mem.write(key, "Deploys happen on Fridays.", "project", trust="dream_inferred", title="Deploys happen Fridays")
+            # Before the person's word an agent may replace bead's own inference.
+            assert remember_fact(mem, "Deploys happen on Thursdays.", "project", key, project="x").status == "written"
+            mem.write(key, "Deploys happen on Fridays.", "project", trust="dream_inferred", title="Deploys happen Fridays")
+        r = bead("write", key, "Deploys happen on Fridays.", "--type", "project")
+        assert r.code == 0 and r.out.startswith(f"wrote {key}@v4"), r.out
+        with Memory(Home(bead_home), parse("")) as mem:
+            fact = mem.current(key)
+            assert (fact.trust, fact.title) == ("user_stated", None)
+            assert remember_fact(mem, "Deploys happen on Mondays.", "project", key, project="x").status == "queued"
+            assert mem.current(key).body == "Deploys happen on Fridays."
+        assert bead("write", key, "Deploys happen on Fridays.", "--type", "project").out.startswith("unchanged")
+
     def test_status_counts_and_problems(self, bead, bead_home):
         bead("write", "user/a", "alpha", "--type", "user")
         (bead_home / "store" / "facts" / "user" / "b").mkdir(parents=True)

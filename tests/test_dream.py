@@ -110,7 +110,8 @@ class TestPass:
 
     def test_the_models_title_is_kept_only_when_the_value_says_it(self, make, model):
         """A proposal may name its fact (pointers show the title), cut to 8 words; a title that says anything
-        the value does not (an instruction, a credential) is dropped, and the fact is written without one."""
+        the value does not (an instruction, a credential, a "not" that turns it around) is dropped, and the fact
+        is written without one."""
         mem = make()
         session(
             mem,
@@ -121,6 +122,8 @@ class TestPass:
                 "and redis moved to port 6390",
                 "ok",
                 "the sentry dsn is in the vault now",
+                "ok",
+                "deploys to production happen on fridays after the release review",
                 "ok",
             ],
         )
@@ -146,12 +149,21 @@ class TestPass:
                     "turns": [5],
                     "title": "Sentry AKIAIOSFODNN7EXAMPLE",
                 },
+                {
+                    "key": "project/shop/deploy-day",
+                    "type": "project",
+                    "value": "Deploys to production happen on Fridays after the release review.",
+                    "turns": [7],
+                    # Every content word is the value's ("not" and "only" are stop words to that test).
+                    "title": "Do not deploy to production on Fridays",
+                },
             )
         )
         Dream(mem).run()
         assert mem.current("project/shop/db-port").title == "Postgres port on the compose stack, moved in"
         assert mem.current("project/shop/redis-port").title is None, "the value does not say that"
         assert mem.current("project/shop/sentry").title is None
+        assert mem.current("project/shop/deploy-day").title is None, "the title says the opposite of the value"
 
     def test_only_new_turns_are_sent(self, make, model):
         mem = make()

@@ -99,6 +99,28 @@ def test_recall_gives_raw_excerpts_with_session_and_date(server, mem):
     assert "- excerpt, session sess-raw-1, " in text and " UTC, user: The flaky checkout test" in text
 
 
+TERMINAL_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")
+
+
+def test_no_captured_or_stored_control_reaches_the_harness_as_itself(server, mem):
+    """A captured tool output keeps its colours, an OSC 52 clipboard write, a C1 CSI and a bidi override; a value
+    can hold a bidi override. The harness may show an answer in the person's terminal: every such character comes
+    back as its escape, in the text and in the excerpts, and the JSON text still decodes to the stored value."""
+    hostile = "pytest flaky ledger zqvx \x1b[31mred\x1b[0m \x1b]52;c;cm0gLXJmIH4=\x07 \x9b2J \u202egnp.exe done"
+    mem.append_turns("sess-esc", [("tool", hostile, None, None)])
+    r = server.call("recall", {"query": "flaky ledger zqvx"})
+    text = r.content[0].text
+    assert "\\x1b]52;c;cm0gLXJmIH4=\\x07" in text and "\\x9b2J" in text and "\\u202egnp.exe" in text, text
+    assert not any(c in text for c in TERMINAL_CONTROLS)
+    excerpt = r.structured_content["excerpts"][0]["text"]
+    assert "zqvx" in excerpt and not any(c in excerpt for c in TERMINAL_CONTROLS)
+    ctx = server.call("get_memory_context", {"query": "flaky ledger zqvx"}).content[0].text
+    assert "zqvx" in ctx and not any(c in ctx for c in TERMINAL_CONTROLS)
+    mem.write("project/webshop/bidi-note", "Invoices are named \u202efdp.exe by the exporter.", "project")
+    got = server.call("get_memory", {"key": "project/webshop/bidi-note"}).content[0].text
+    assert "\u202e" not in got and json.loads(got)["value"] == "Invoices are named \u202efdp.exe by the exporter."
+
+
 def test_recall_respects_scope_limit_and_budget(server, mem):
     for i in range(12):
         mem.write(f"project/budgetprj/note-{i}", f"zebra budget note number {i} " + "padding words " * 40, "project")

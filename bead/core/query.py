@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..display import visible
 from ..errors import InvalidArgument, InvalidKey, NotFound, Sealed
 from ..recall import render, standing
 from ..recall.rank import search_facts, search_raw
@@ -228,7 +229,7 @@ def recall(
 
 
 def _excerpt(text: str) -> str:
-    flat = " ".join(str(text).split())
+    flat = visible(" ".join(str(text).split()))  # captured text: no control a terminal acts on (render.raw_line)
     return flat if len(flat) <= render.RAW_EXCERPT_CHARS else flat[: render.RAW_EXCERPT_CHARS - 1] + "…"
 
 

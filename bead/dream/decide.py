@@ -51,11 +51,13 @@ class Proposal:
     @classmethod
     def of(cls, p: dict) -> Proposal:
         """From one entry of the model's answer (``bead.dream.run.parse_answer`` checked its shape). The
-        model's title is kept only when every content word of it is in the value: a title names what the
-        value says and can say nothing else (what is judged and reviewed is the value)."""
+        model's title is kept only when every content word of it is in the value and it adds no negation, degree
+        word, command word, number or address the value lacks: a title names what the value says and can say
+        nothing else ("Do not deploy on Fridays" for "Deploys happen on Fridays"; what is judged and reviewed
+        is the value, and a pointer shows only the title)."""
         value = p["value"].strip()
         title = stored_title(p.get("title"))
-        if title and not content_words(title) <= content_words(value):
+        if title and not (content_words(title) <= content_words(value) and not _adds_twist(title, value)):
             title = None
         return cls(p["key"].strip(), p["type"].strip(), value, tuple(p.get("turns") or ()), p.get("replaces"), title)
 
@@ -151,6 +153,19 @@ def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
     numbers = {m.group(0).lstrip("0") or "0" for m in _NUMBER.finditer(text)}
     words = {w.lower().replace("\u2019", "'") for w in (m.group(0) for m in _WORDS.finditer(text))}
     return addresses, numbers, bool(words & _NEGATIONS), words & (_DEGREES | _COMMAND_WORDS)
+
+
+def _twist_words(text: str) -> set[str]:
+    """The negation, degree and command words of ``text`` (stop words to ``content_words``), in its normal form."""
+    words = {w.lower().replace("\u2019", "'") for w in (m.group(0) for m in _WORDS.finditer(fold(text)))}
+    return words & (_NEGATIONS | _DEGREES | _COMMAND_WORDS)
+
+
+def _adds_twist(title: str, value: str) -> bool:
+    """Whether ``title`` states an address, number, negation, degree or command word that ``value`` does not."""
+    t_addr, t_num, _, _ = _anchors(title)
+    v_addr, v_num, _, _ = _anchors(value)
+    return bool(t_addr - v_addr or t_num - v_num or _twist_words(title) - _twist_words(value))
 
 
 def unsupported(value: str, cited: list[Turn]) -> list[str]:

@@ -13,7 +13,6 @@ time, never an argument or a value.
 """
 
 import asyncio
-import json
 import logging
 import threading
 import time
@@ -35,6 +34,7 @@ from ..core import seal as vault_ops
 from ..core.memory import Memory
 from ..core.review import wake as reinforce_fact
 from ..core.viewer import LOCAL, Viewer
+from ..display import json_text, visible
 from ..paths import Home
 from .confirm import ConfirmTokens
 from .errors import ToolFailure, failure
@@ -168,8 +168,9 @@ class Runtime:
             if tool in LABELLED and isinstance(body, dict):
                 # First, and never overwritten by a field of the body.
                 body = {"note": DATA_NOTE, **{("body_note" if k == "note" else k): v for k, v in body.items()}}
-            if content is None:
-                content = json.dumps(body, ensure_ascii=False, default=str)
+            # The harness may show the answer in the person's terminal: no control or invisible format character
+            # of a stored value or a captured turn reaches it as itself (bead.display), in the text or the JSON.
+            content = json_text(body) if content is None else visible(content, multiline=True, tab="\t")
             res = CallToolResult(content=[TextContent(type="text", text=content)], structured_content=body)
             code = "ok"
         except Exception as exc:  # every failure becomes a structured error; its text never reaches the log
@@ -210,7 +211,7 @@ async def structured_errors(ctx: Any, call_next: Any) -> Any:
             if unknown
             else "call again with arguments that match the tool's input schema (tools/list shows it)",
         }
-        out = {**out, "content": [{"type": "text", "text": json.dumps(body, ensure_ascii=False)}], "structuredContent": body}
+        out = {**out, "content": [{"type": "text", "text": json_text(body)}], "structuredContent": body}
     return out
 
 

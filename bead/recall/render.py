@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Sequence
 
-from ..display import plain_words
+from ..display import plain_words, visible
+from ..textform import fold
 
 CHARS_PER_TOKEN = 4
 RAW_EXCERPT_CHARS = 600
-_TAG = re.compile(r"</?\s*bead-memory", re.I)
+# bead's own tag, opening or closing, however spaced ("< /bead-memory", "<bead memory"): each run a single class,
+# so a match fails in one pass over the characters after its "<" (linear time).
+_TAG = re.compile(r"<[\s/]*bead[\s_-]*memory", re.I)
 
 TRUST_KEY = (
     "Each fact says where it came from: stated (the user said it), accepted (the user "
@@ -46,8 +50,18 @@ _CLAUSE = re.compile(r"(?<=[^\s.]{2})(?:[.;!?](?=\s)|\s[-\u2013\u2014]\s)")
 
 
 def escape(text: str) -> str:
-    """A stored value can never close or open bead's own tag."""
-    return _TAG.sub(lambda m: m.group(0).replace("<", "&lt;"), text)
+    """A stored value can never close or open bead's own tag, nor a look-alike of it: a text whose normal form
+    (bead.textform.fold: invisible characters out, full-width and look-alike characters as their ASCII, a
+    non-breaking hyphen as "-") holds the tag is written in that form, its tags escaped."""
+    return text if text.isascii() and "<" not in text else _escaped(text)
+
+
+@functools.lru_cache(maxsize=1024)  # a fact's line recurs in every pinned block; folding costs ~0.5 µs a character
+def _escaped(text: str) -> str:
+    folded = fold(text)
+    if folded != text and _TAG.search(folded):
+        text = folded
+    return _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], text)
 
 
 def flattened(text: str) -> str:
@@ -137,7 +151,10 @@ def pointers(rows: list[dict], budget_tokens: int, alone: bool = False, project:
 
 
 def raw_line(row: dict, text: str) -> str:
-    excerpt = flattened(text)
+    """A raw turn's excerpt as one line of a block: captured text as it came (a tool's colours, an OSC 52
+    clipboard write, a bidi override), so every control and invisible format character shows as its escape
+    (bead.display.visible): the block, and the `recall` tool's answer built from it, carry none a terminal acts on."""
+    excerpt = visible(flattened(text))
     if len(excerpt) > RAW_EXCERPT_CHARS:
         excerpt = excerpt[: RAW_EXCERPT_CHARS - 1] + "…"
     older = ""

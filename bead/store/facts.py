@@ -557,7 +557,10 @@ class FactStore:
             cur = self._current(fd, key, numbers, parsed)
         if check is not None:
             check(cur)
-        if cur is not None and cur.body == body and cur.type == type and (title is None or title == cur.title):
+        # The person's word on a value bead inferred is news even when the value is the same: it becomes theirs
+        # (stated, no longer weighed less, and guarded against an agent's or the dream's replacement).
+        upgrade = trust in PERSON_TRUSTS and cur is not None and cur.trust not in PERSON_TRUSTS
+        if cur is not None and cur.body == body and cur.type == type and (title is None or title == cur.title) and not upgrade:
             return WriteResult(cur, written=False)
         now = self.clock()
         version = max(numbers[-1] if numbers else 0, state.last) + 1
@@ -574,8 +577,9 @@ class FactStore:
             sensitivity=sensitivity,
             sources=tuple(sources),
             pinned=cur.pinned if (pinned is None and cur) else bool(pinned),
-            # The same value keeps its title; a new value gets the one given, or none (derived when shown).
-            title=title if title is not None else (cur.title if cur is not None and cur.body == body else None),
+            # The same value keeps its title, unless the person now states what bead inferred (a model's title is
+            # not their word); a new value gets the one given, or none (derived when shown).
+            title=title if title is not None else (cur.title if cur is not None and cur.body == body and not upgrade else None),
             path=self.home.fact_file(key, version),
         )
         safe.write_at(fd, _path(fact), fact.render())
