@@ -110,7 +110,7 @@ def stdio_session(home: Path, *args: str, errlog=None, env: dict | None = None, 
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "bead", "mcp", *args],
-        env={"BEAD_HOME": str(home), "PYTHONPATH": str(REPO), **(env or {})},
+        env={"BEAD_HOME": str(home), "PYTHONPATH": str(REPO), "BEAD_SEMANTIC": "0", **(env or {})},
         cwd=str(cwd) if cwd else None,
     )
     return McpSession(lambda: stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params))

@@ -471,6 +471,8 @@ def test_mcp_inspector_cli_lists_the_tools():
             f"BEAD_HOME={home}",
             "-e",
             f"PYTHONPATH={REPO}",
+            "-e",
+            "BEAD_SEMANTIC=0",  # as every bead process a test starts: no model it would load for nothing
             "--method",
             "tools/list",
         ],
