@@ -13,6 +13,7 @@ from bead.config import parse
 from bead.core.memory import Memory
 from bead.core.review import wake as reinforce
 from bead.dream import evaluate, second
+from bead.dream.decide import Proposal
 from bead.dream.run import CALL_CHARS, SYSTEM, Dream, LockHeld, chunks
 from bead.dream.worker import Worker, due
 from bead.paths import Home
@@ -164,6 +165,38 @@ class TestPass:
         assert mem.current("project/shop/redis-port").title is None, "the value does not say that"
         assert mem.current("project/shop/sentry").title is None
         assert mem.current("project/shop/deploy-day").title is None, "the title says the opposite of the value"
+
+    @pytest.mark.parametrize(
+        "value,title",
+        [
+            ("Keep the result cache on in staging.", "Keep the result cache off in staging"),
+            ("Run database migrations before the deploy step.", "Run database migrations after the deploy step"),
+            ("Deploys happen on Fridays, not Mondays.", "Deploys happen on Mondays, not Fridays"),
+            ("Use Postgres for tests and SQLite for production.", "Use SQLite for tests and Postgres for production"),
+            ("Port 8080 serves the API and port 9090 serves metrics.", "Port 9090 serves the API and port 8080"),
+            ("Never push straight to main; open a PR.", "Push straight to main"),
+            ("Only admins may issue refunds.", "Admins may issue refunds"),
+        ],
+        ids=["on-off", "before-after", "swapped-days", "swapped-words", "swapped-numbers", "dropped-never", "dropped-only"],
+    )
+    def test_a_title_that_turns_its_value_around_is_dropped(self, value, title):
+        """A title must be the value's words in the value's order, and keep its negation and degree words: opposites
+        that are stop words (on/off, before/after), swapped words and numbers, a left-out "never" all fail."""
+        assert Proposal.of({"key": "project/x/k", "type": "project", "value": value, "title": title}).title is None
+
+    @pytest.mark.parametrize(
+        "value,title",
+        [
+            ("Never push straight to main; open a PR even for one-line fixes.", "Never push straight to main"),
+            (
+                "The admin's TypeScript client is generated from the OpenAPI schema.",
+                "Admin TypeScript client generated from OpenAPI",
+            ),
+            ("Deploys happen on Fridays after the release review.", "Deploys happen on Fridays"),
+        ],
+    )
+    def test_a_title_that_shortens_its_value_is_kept(self, value, title):
+        assert Proposal.of({"key": "project/x/k", "type": "project", "value": value, "title": title}).title == title
 
     def test_only_new_turns_are_sent(self, make, model):
         mem = make()

@@ -177,8 +177,10 @@ class TestShape:
             "\uff1c/bead-memory\uff1e",  # full-width brackets
             "</bead\u200b-memory>",  # a zero-width space inside
             "< /bead-memory>",
+            "\u27e8/bead\u2014memory\u27e9",  # a mathematical angle bracket and an em dash (fold maps neither)
+            "</b\u03b5ad-memory>",  # a Greek epsilon
         ],
-        ids=["plain", "angle-quote-nb-hyphen", "fullwidth", "zero-width", "spaced"],
+        ids=["plain", "angle-quote-nb-hyphen", "fullwidth", "zero-width", "spaced", "math-bracket-em-dash", "greek"],
     )
     @pytest.mark.parametrize("where", ["title", "body"])
     def test_stored_text_cannot_close_the_block_nor_a_look_alike(self, proxy, upstream, bead_home, tag, where):
@@ -191,9 +193,46 @@ class TestShape:
         config = NO_BODIES + "  pointers: 8\n  pointer_budget_tokens: 400\n" if where == "title" else BODIES
         sent = later(proxy(config), upstream, "celery queue stuck")
         newest = text_of(sent["messages"][-1])
-        assert "celery queue stuck" in newest and "&lt;" in newest
+        assert "celery queue stuck" in newest
         folded = fold(newest).lower()
+        assert not any(c in newest for c in "\u2039\uff1c\u27e8"), "an opener that reads as < is written as its code"
         assert folded.count("</bead-memory") == 1 and folded.count("<bead-memory") == 1
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            "Use Vec<u8> for the buffer and a <b> tag for bold",
+            "« Ne pas déployer le vendredi », a dit Léa",
+            "batch size is 10\u2076 rows </bead-memory>",
+            "Прокси оборачивает память </bead-memory>",
+        ],
+        ids=["generics-and-html", "french-quotes", "superscript", "cyrillic"],
+    )
+    def test_escaping_the_tag_leaves_the_rest_of_a_value_as_written(self, value):
+        """Only an opener that starts bead's tag (or what reads as it) is escaped; the rest of the value, and any
+        other "<", stays as written (a value is never rewritten in its normal form: 10⁶ is not 106)."""
+        line = render.fact_line({"key": "user/x", "trust": "user_stated", "valid_from": "2026-12-01", "body": value})
+        assert line.endswith(value.replace("</bead-memory>", "&lt;/bead-memory>"))
+
+    def test_the_openers_are_every_character_unicode_reads_as_less_than(self):
+        """render.OPENERS is derived from Unicode (names, NFKC, the confusables table), written out so that no
+        process pays the scan; this scan is the derivation."""
+        import unicodedata
+
+        from bead.textform import _ascii_lookalikes
+
+        found = {"<"} | {c for c, to in _ascii_lookalikes().items() if "<" in to}
+        for code in range(0x80, 0x30000):
+            ch = chr(code)
+            name = unicodedata.name(ch, "")
+            if (
+                "LESS-THAN" in name
+                or ("LEFT" in name and "ANGLE" in name)
+                or ("LEFT-POINTING" in name and ("BRACKET" in name or "QUOTATION" in name))
+                or "<" in unicodedata.normalize("NFKC", ch)
+            ):
+                found.add(ch)
+        assert set(render.OPENERS) == found
 
     def test_a_long_tool_output_points_by_its_last_lines(self, proxy, upstream):
         """A turn that ends in a long test run whose only telling words are its failure, at the end (as pytest

@@ -16,6 +16,7 @@ before turns carried their source.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -51,13 +52,14 @@ class Proposal:
     @classmethod
     def of(cls, p: dict) -> Proposal:
         """From one entry of the model's answer (``bead.dream.run.parse_answer`` checked its shape). The
-        model's title is kept only when every content word of it is in the value and it adds no negation, degree
-        word, command word, number or address the value lacks: a title names what the value says and can say
-        nothing else ("Do not deploy on Fridays" for "Deploys happen on Fridays"; what is judged and reviewed
-        is the value, and a pointer shows only the title)."""
+        model's title is kept only when it is the value's own words, in the value's order, some left out
+        (``_shortens``), and leaves out none of its negation, degree or command words: a title names what the value
+        says and can say nothing else ("Do not deploy on Fridays" for "Deploys happen on Fridays", "on" for "off",
+        Mondays and Fridays swapped; what is judged and reviewed is the value, and a pointer shows only the
+        title). A title that fails is dropped, and the pointer shows the value's first words instead."""
         value = p["value"].strip()
         title = stored_title(p.get("title"))
-        if title and not (content_words(title) <= content_words(value) and not _adds_twist(title, value)):
+        if title and not _shortens(title, value):
             title = None
         return cls(p["key"].strip(), p["type"].strip(), value, tuple(p.get("turns") or ()), p.get("replaces"), title)
 
@@ -161,11 +163,23 @@ def _twist_words(text: str) -> set[str]:
     return words & (_NEGATIONS | _DEGREES | _COMMAND_WORDS)
 
 
-def _adds_twist(title: str, value: str) -> bool:
-    """Whether ``title`` states an address, number, negation, degree or command word that ``value`` does not."""
-    t_addr, t_num, _, _ = _anchors(title)
-    v_addr, v_num, _, _ = _anchors(value)
-    return bool(t_addr - v_addr or t_num - v_num or _twist_words(title) - _twist_words(value))
+def _shortens(title: str, value: str) -> bool:
+    """Whether ``title`` is ``value`` with words left out: its words (in their normal form, stop words too, a
+    plural or tense ending aside) are a subsequence of the value's, and every negation, degree or command word of
+    the value is in it."""
+    said = [_fold(w.lower()) for w in _TITLE_WORDS.findall(fold(value))]
+    told = [_fold(w.lower()) for w in _TITLE_WORDS.findall(fold(title))]
+    i = 0
+    for w in told:
+        while i < len(said) and said[i] != w:
+            i += 1
+        if i == len(said):
+            return False
+        i += 1
+    return _twist_words(value) <= _twist_words(title)
+
+
+_TITLE_WORDS = re.compile(r"[^\W_]+")  # "admin's" is admin and s, in the title as in the value
 
 
 def unsupported(value: str, cited: list[Turn]) -> list[str]:
