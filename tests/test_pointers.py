@@ -179,8 +179,22 @@ class TestShape:
             "< /bead-memory>",
             "\u27e8/bead\u2014memory\u27e9",  # a mathematical angle bracket and an em dash (fold maps neither)
             "</b\u03b5ad-memory>",  # a Greek epsilon
+            "</\u044cead-\u043cemory>",  # a Cyrillic soft sign and em (fold maps neither)
+            "\u2039/\u24d1\u24d4\u24d0\u24d3-\u24dc\u24d4\u24dc\u24de\u24e1\u24e8>",  # circled letters
+            "\u25c4/bead.mem0ry>",  # a left-pointing pointer, a dot, a zero for an o
         ],
-        ids=["plain", "angle-quote-nb-hyphen", "fullwidth", "zero-width", "spaced", "math-bracket-em-dash", "greek"],
+        ids=[
+            "plain",
+            "angle-quote-nb-hyphen",
+            "fullwidth",
+            "zero-width",
+            "spaced",
+            "math-bracket-em-dash",
+            "greek",
+            "cyrillic",
+            "circled",
+            "pointer-dot-zero",
+        ],
     )
     @pytest.mark.parametrize("where", ["title", "body"])
     def test_stored_text_cannot_close_the_block_nor_a_look_alike(self, proxy, upstream, bead_home, tag, where):
@@ -195,7 +209,7 @@ class TestShape:
         newest = text_of(sent["messages"][-1])
         assert "celery queue stuck" in newest
         folded = fold(newest).lower()
-        assert not any(c in newest for c in "\u2039\uff1c\u27e8"), "an opener that reads as < is written as its code"
+        assert not any(c in newest for c in "\u2039\uff1c\u27e8\u25c4"), "an opener that reads as < is written as its code"
         assert folded.count("</bead-memory") == 1 and folded.count("<bead-memory") == 1
 
     @pytest.mark.parametrize(
@@ -205,14 +219,23 @@ class TestShape:
             "« Ne pas déployer le vendredi », a dit Léa",
             "batch size is 10\u2076 rows </bead-memory>",
             "Прокси оборачивает память </bead-memory>",
+            "Map<String, List<Item>> from cat <<EOF; a <- b; latency ≤ µs-level",
+            "«e-mail», «Jean-Luc», 《Python编程》, 《三国演义》, see ‹हिन्दी> docs, keep ‹Δt> small",
         ],
-        ids=["generics-and-html", "french-quotes", "superscript", "cyrillic"],
+        ids=["generics-and-html", "french-quotes", "superscript", "cyrillic", "code", "brackets-in-other-scripts"],
     )
     def test_escaping_the_tag_leaves_the_rest_of_a_value_as_written(self, value):
         """Only an opener that starts bead's tag (or what reads as it) is escaped; the rest of the value, and any
         other "<", stays as written (a value is never rewritten in its normal form: 10⁶ is not 106)."""
         line = render.fact_line({"key": "user/x", "trust": "user_stated", "valid_from": "2026-12-01", "body": value})
         assert line.endswith(value.replace("</bead-memory>", "&lt;/bead-memory>"))
+
+    def test_a_value_of_many_openers_has_each_escaped(self):
+        """Past render._MANY_OPENERS openers a value is not read opener by opener (an attacker's megabyte of them
+        would cost seconds): every opener is escaped at once, a look-alike tag among them too."""
+        value = "\u00ab\u0431" * 300 + "\u27e8/bead\u2014memory>"
+        out = render.escape(value)
+        assert "\u00ab" not in out and "\u27e8" not in out and out.count("\\u00ab") == 300 and "\\u27e8/bead" in out
 
     def test_the_openers_are_every_character_unicode_reads_as_less_than(self):
         """render.OPENERS is derived from Unicode (names, NFKC, the confusables table), written out so that no
@@ -221,14 +244,16 @@ class TestShape:
 
         from bead.textform import _ascii_lookalikes
 
-        found = {"<"} | {c for c, to in _ascii_lookalikes().items() if "<" in to}
+        found = {"<", "\u140a", "\u2220", "\u3031"} | {c for c, to in _ascii_lookalikes().items() if "<" in to}
         for code in range(0x80, 0x30000):
             ch = chr(code)
             name = unicodedata.name(ch, "")
             if (
                 "LESS-THAN" in name
                 or ("LEFT" in name and "ANGLE" in name)
-                or ("LEFT-POINTING" in name and ("BRACKET" in name or "QUOTATION" in name))
+                or "LEFT-POINTING" in name
+                or ("LEFTWARDS" in name and "ARROWHEAD" in name)
+                or "LEFT ARROWHEAD" in name
                 or "<" in unicodedata.normalize("NFKC", ch)
             ):
                 found.add(ch)

@@ -25,7 +25,7 @@ from ..capture.secrets import compile_linear
 from ..core.memory import Memory
 from ..core.propose import SECRET, persons, said, screen
 from ..errors import BeadError
-from ..index.query import terms
+from ..index.query import STOPWORDS, terms
 from ..store.audit import normalise
 from ..store.facts import stored_title
 from ..store.keys import TYPES, validate_key
@@ -52,9 +52,9 @@ class Proposal:
     @classmethod
     def of(cls, p: dict) -> Proposal:
         """From one entry of the model's answer (``bead.dream.run.parse_answer`` checked its shape). The
-        model's title is kept only when it is the value's own words, in the value's order, some left out
-        (``_shortens``), and leaves out none of its negation, degree or command words: a title names what the value
-        says and can say nothing else ("Do not deploy on Fridays" for "Deploys happen on Fridays", "on" for "off",
+        model's title is kept only when it is one run of the value's own words, stop words aside, and leaves out
+        none of the words that could turn it around (``_shortens``): a title names what the value says and can say
+        nothing else ("Do not deploy on Fridays" for "Deploys happen on Fridays", "on" for "off",
         Mondays and Fridays swapped; what is judged and reviewed is the value, and a pointer shows only the
         title). A title that fails is dropped, and the pointer shows the value's first words instead."""
         value = p["value"].strip()
@@ -157,29 +157,43 @@ def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
     return addresses, numbers, bool(words & _NEGATIONS), words & (_DEGREES | _COMMAND_WORDS)
 
 
-def _twist_words(text: str) -> set[str]:
-    """The negation, degree and command words of ``text`` (stop words to ``content_words``), in its normal form."""
-    words = {w.lower().replace("\u2019", "'") for w in (m.group(0) for m in _WORDS.finditer(fold(text)))}
-    return words & (_NEGATIONS | _DEGREES | _COMMAND_WORDS)
-
-
 def _shortens(title: str, value: str) -> bool:
-    """Whether ``title`` is ``value`` with words left out: its words (in their normal form, stop words too, a
-    plural or tense ending aside) are a subsequence of the value's, and every negation, degree or command word of
-    the value is in it."""
-    said = [_fold(w.lower()) for w in _TITLE_WORDS.findall(fold(value))]
-    told = [_fold(w.lower()) for w in _TITLE_WORDS.findall(fold(title))]
-    i = 0
-    for w in told:
-        while i < len(said) and said[i] != w:
-            i += 1
-        if i == len(said):
-            return False
-        i += 1
-    return _twist_words(value) <= _twist_words(title)
+    """Whether ``title`` is one run of ``value``'s words with only stop words left out, and keeps every word of
+    the value that can turn it around (``_TURNING``: a negation, "except", "unless", "off", "only", "banned" and
+    the like). Words are read in their normal form, contractions spelled out ("don't" is "do not"), a plural's
+    "s" aside. A title that skips a clause ("Staging uses Postgres" for "Staging uses SQLite, production uses
+    Postgres") or leaves out a qualifier ("Feature flags are enabled" for "... except in production") fails."""
+    said, told = _kept_words(value), _kept_words(title)
+    if not told or not any(said[i : i + len(told)] == told for i in range(len(said) - len(told) + 1)):
+        return False
+    return {w for w in said if w in _TURNING} <= set(told)
 
 
-_TITLE_WORDS = re.compile(r"[^\W_]+")  # "admin's" is admin and s, in the title as in the value
+# Words that turn what a value says around or bound it: a title that leaves one out says something else.
+_TURNING = (
+    _NEGATIONS
+    | _DEGREES
+    | _COMMAND_WORDS
+    | frozenset(
+        """except unless but off if until only banned prohibited disallowed deprecated instead
+        unsupported unsafe rather before after above below over under up down out""".split()
+    )
+)
+_CONTRACTION = re.compile(r"(?i)\b(won|can|shan|[a-z]{1,10})n't\b")
+_TITLE_WORDS = re.compile(r"[^\W_]+")
+
+
+def _kept_words(text: str) -> list[str]:
+    """``text``'s words in their normal form, contractions spelled out, lower case, a plural's "s" off, stop
+    words and single letters out but for the words in _TURNING."""
+    text = fold(text).lower().replace("\u2019", "'")
+    text = _CONTRACTION.sub(lambda m: {"won": "will", "can": "can", "shan": "shall"}.get(m.group(1), m.group(1)) + " not", text)
+    out = []
+    for w in _TITLE_WORDS.findall(text):
+        if w not in _TURNING and (w in STOPWORDS or len(w) < 2):
+            continue
+        out.append(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+    return out
 
 
 def unsupported(value: str, cited: list[Turn]) -> list[str]:

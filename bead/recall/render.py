@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -12,23 +13,25 @@ from ..textform import fold
 
 CHARS_PER_TOKEN = 4
 RAW_EXCERPT_CHARS = 600
-# Every character that reads as "<": itself, what Unicode's confusables table or NFKC makes "<", and every
-# character whose name says LESS-THAN, LEFT ... ANGLE or LEFT-POINTING ... BRACKET or QUOTATION (tests/test_pointers.py
-# derives this list again from Unicode and compares).
+# Every character that reads as "<": itself, what Unicode's confusables table or NFKC makes "<", every character
+# whose name says LESS-THAN, LEFT ... ANGLE, LEFT-POINTING, LEFTWARDS ... ARROWHEAD or LEFT ARROWHEAD, and three
+# shapes by hand (U+140A, U+2220, U+3031). tests/test_pointers.py derives this list again from Unicode and compares.
 OPENERS = (
-    "<\xab\u02c2\u031a\u0349\u1438\u16b2\u2039\u2264\u2266\u2268\u226a\u226e\u2270\u2272\u2274\u2276\u2277"
-    "\u2278\u2279\u22d6\u22d8\u22da\u22db\u22dc\u22e6\u2329\u2343\u23ea\u23ee\u23f4\u25c0\u25c1\u25c2\u25c3"
-    "\u25e3\u25e4\u25ed\u25f8\u25fa\u276c\u276e\u2770\u27e8\u27ea\u2976\u2977\u2991\u2993\u2996\u299b\u29a0"
-    "\u29a9\u29ab\u29ad\u29af\u29c0\u29ce\u29cf\u29e8\u29fc\u2a1e\u2a79\u2a7b\u2a7d\u2a7f\u2a81\u2a83\u2a85"
-    "\u2a87\u2a89\u2a8b\u2a8c\u2a8d\u2a8f\u2a90\u2a91\u2a92\u2a93\u2a94\u2a95\u2a97\u2a99\u2a9b\u2a9d\u2a9f"
-    "\u2aa1\u2aa3\u2aa4\u2aa5\u2aa6\u2aa8\u2af7\u2af9\u2b60\u2b64\u2b6a\u2b70\u2b7a\u2b80\u2b81\u2b82\u2b83"
-    "\u2b84\u2b8e\u2ba0\u2ba2\u2ba4\u2ba6\u2bc7\u2bec\u3008\u300a\ufe3d\ufe3f\ufe64\uff1c\U0001d14a\U0001d14b"
-    "\U0001d236\U0001f780\U0001f800\U0001f804\U0001f808\U0001f820\U0001f824\U0001f828\U0001f82c\U0001f830"
-    "\U0001f890\U0001f894"
+    "<\xab\u02c2\u02f1\u031a\u0349\u0354\u08f7\u08f9\u140a\u1438\u16b2\u1dfe\u2039\u2220\u2264\u2266\u2268\u226a"
+    "\u226e\u2270\u2272\u2274\u2276\u2277\u2278\u2279\u22d6\u22d8\u22da\u22db\u22dc\u22e6\u2329\u2343\u23ea\u23ee"
+    "\u23f4\u25c0\u25c1\u25c2\u25c3\u25c4\u25c5\u25e3\u25e4\u25ed\u25f8\u25fa\u276c\u276e\u2770\u27e8\u27ea\u2976"
+    "\u2977\u2991\u2993\u2996\u299b\u29a0\u29a9\u29ab\u29ad\u29af\u29c0\u29ce\u29cf\u29e8\u29fc\u2a1e\u2a79\u2a7b"
+    "\u2a7d\u2a7f\u2a81\u2a83\u2a85\u2a87\u2a89\u2a8b\u2a8c\u2a8d\u2a8f\u2a90\u2a91\u2a92\u2a93\u2a94\u2a95\u2a97"
+    "\u2a99\u2a9b\u2a9d\u2a9f\u2aa1\u2aa3\u2aa4\u2aa5\u2aa6\u2aa8\u2af7\u2af9\u2b60\u2b64\u2b6a\u2b70\u2b7a\u2b80"
+    "\u2b81\u2b82\u2b83\u2b84\u2b8e\u2b98\u2b9c\u2ba0\u2ba2\u2ba4\u2ba6\u2bc7\u2bec\u3008\u300a\u3031\ufe3d\ufe3f"
+    "\ufe64\uff1c\U00010877\U0001d14a\U0001d14b\U0001d236\U0001f50d\U0001f780\U0001f800\U0001f804\U0001f808"
+    "\U0001f810\U0001f814\U0001f818\U0001f81c\U0001f820\U0001f824\U0001f828\U0001f82c\U0001f830\U0001f890\U0001f894"
 )
 _OPENER = re.compile("[" + re.escape(OPENERS) + "]")
-_ASCII_TAG = re.compile(r"bead[\s_-]*memory", re.I)
-_NAME_CHARS = 24  # of a tag's name read after its opener
+_TAG_NAME = "beadmemory"
+_NAME_CHARS = 64  # of a tag's name read after its opener
+_MANY_OPENERS = 256  # a value with more has every opener escaped (one pass at C speed, not one read each)
+_DIGIT_LETTERS = str.maketrans("013", "ole")  # digits that stand in for letters in a name ("mem0ry")
 
 TRUST_KEY = (
     "Each fact says where it came from: stated (the user said it), accepted (the user "
@@ -64,54 +67,65 @@ _CLAUSE = re.compile(r"(?<=[^\s.]{2})(?:[.;!?](?=\s)|\s[-\u2013\u2014]\s)")
 
 
 def escape(text: str) -> str:
-    """A stored value can never open or close bead's own tag, nor write one that reads as it: an opener
-    (``OPENERS``: "<" and every character that reads as it), then any spaces, slashes, punctuation or invisible
-    characters, then a name that is bead's tag in ASCII however spaced ("bead-memory", "bead memory") or holds
-    anything but ASCII (a look-alike letter or dash, a zero-width space) is escaped: "<" as "&lt;", any other
-    opener as its code ("\\u27e8"). The rest of the value stays as written; a "<" before anything else ("Vec<u8>",
-    "a <b> tag") too. One pass at C speed finds the openers; each is read at most up to the next one."""
-    if not _OPENER.search(text):
+    """A stored value can never open or close bead's own tag, nor write one that reads as it. An opener
+    (``OPENERS``: "<" and every character that reads as it) before a name that reads as bead's tag
+    (``_names_a_tag``) is escaped: "<" as "&lt;", any other opener as its code ("\\u27e8"). The rest of the value
+    stays as written, and so does an opener before anything else ("Vec<u8>", "a <b> tag", "« bonjour »"). One
+    search at C speed finds the openers; a value with more than _MANY_OPENERS has every one escaped."""
+    if text.isascii() and "<" not in text:  # most values: two passes in C over the bytes
         return text
+    found = _OPENER.findall(text)
+    if not found:
+        return text
+    if len(found) > _MANY_OPENERS:
+        return text.translate(_ALL_OPENERS)
     out: list[str] = []
     last = 0
     for m in _OPENER.finditer(text):
         i = m.start()
         if _names_a_tag(text, i + 1):
-            ch = text[i]
-            out += [text[last:i], "&lt;" if ch == "<" else f"\\u{ord(ch):04x}"]
+            out += [text[last:i], _escaped_opener(text[i])]
             last = i + 1
     return "".join(out) + text[last:] if out else text
 
 
+def _escaped_opener(ch: str) -> str:
+    return "&lt;" if ch == "<" else f"\\u{ord(ch):04x}"
+
+
+_ALL_OPENERS = {ord(ch): _escaped_opener(ch) for ch in OPENERS}
+# A run of ASCII punctuation and spaces before a name, skipped at C speed ("=", ">", quotes end it).
+_ASCII_SKIP = re.compile(r"[\x00-\x21\x23-\x26\x28-\x2f\x3a\x3b\x3f\x40\x5b-\x5e\x60\x7b-\x7f]*")
+
+
+@functools.lru_cache(maxsize=4096)  # one character's fold, asked for every character a name is looked for in
+def _alnum(ch: str) -> bool:
+    """A letter or digit, or a character whose normal form is one (an enclosed or circled letter)."""
+    return ch.isalnum() or (not ch.isascii() and any(c.isalnum() for c in fold(ch)))
+
+
 def _names_a_tag(text: str, j: int) -> bool:
-    """Whether what follows an opener at ``j`` names a tag that may read as bead's (``escape``): after any
-    spaces, slashes, punctuation or invisible characters, a name (up to _NAME_CHARS, to a digit, "=", ">", a quote
-    or the next opener) that reads "bead-memory" as written or in its normal form (bead.textform.fold), or whose
-    first word holds an invisible or combining character or a dash other than "-", or mixes Latin letters with
-    another script's ("bεad")."""
+    """Whether what follows an opener at ``j`` names a tag that may read as bead's (``escape``). After any
+    spaces, slashes, punctuation or invisible characters, the name runs up to _NAME_CHARS characters, to "=", ">",
+    a quote, a closing bracket or the next opener. Its letters and digits in their normal form (bead.textform.fold:
+    full-width, circled and look-alike letters as their ASCII, invisible characters out), "0", "1" and "3" read as
+    "o", "l" and "e", must begin "beadmemory": exactly where the name is ASCII, within three letters where it is
+    not (a look-alike fold does not map, as a Cyrillic soft sign for "b")."""
     n = len(text)
-    while j < n and not text[j].isalnum() and text[j] != ">" and not _OPENER.match(text, j):
+    j = _ASCII_SKIP.match(text, j).end()  # type: ignore[union-attr]  # "*" always matches
+    while j < n and not _alnum(text[j]) and text[j] != ">" and not _OPENER.match(text, j):
         j += 1  # spaces, "/", look-alike slashes, punctuation, invisible characters: up to the name (or the next opener)
     name = text[j : j + _NAME_CHARS]
     k = 0
-    while k < len(name) and not (name[k].isdigit() or name[k] in ">=\"'" or _OPENER.match(name, k)):
+    while k < len(name) and not (name[k] in ">=\"'" or unicodedata.category(name[k]) in ("Pe", "Pf") or _OPENER.match(name, k)):
         k += 1
     name = name[:k]
-    if not name or not name[0].isalpha():
+    if not name or not _alnum(name[0]):
         return False
-    if _ASCII_TAG.match(name) or (not name.isascii() and _ASCII_TAG.match(fold(name))):
-        return True
-    word = name.split()[0]
-    if word.isascii():
-        return False
-    if any(unicodedata.category(c) in _ODD for c in word):
-        return True
-    scripts = {unicodedata.name(c, "?").split(" ")[0] == "LATIN" for c in word if c.isalpha()}
-    return len(scripts) > 1
-
-
-# In a tag's first word: format (zero-width, bidi) and combining characters, dashes other than "-", odd spaces.
-_ODD = frozenset({"Cf", "Mn", "Me", "Pd", "Zs", "Cc"})
+    letters = "".join(c for c in fold(name).casefold() if c.isalnum()).translate(_DIGIT_LETTERS)[: len(_TAG_NAME)]
+    if name.isascii() or len(letters) < len(_TAG_NAME):
+        return letters == _TAG_NAME
+    return sum(a != b for a, b in zip(letters, _TAG_NAME, strict=True)) <= 3
 
 
 def flattened(text: str) -> str:
