@@ -182,6 +182,7 @@ class TestShape:
             "</\u044cead-\u043cemory>",  # a Cyrillic soft sign and em (fold maps neither)
             "\u2039/\u24d1\u24d4\u24d0\u24d3-\u24dc\u24d4\u24dc\u24de\u24e1\u24e8>",  # circled letters
             "\u25c4/bead.mem0ry>",  # a left-pointing pointer, a dot, a zero for an o
+            "</\U0001f1e7\U0001f1ea\U0001f1e6\U0001f1e9-\U0001f1f2\U0001f1ea\U0001f1f2\U0001f1f4\U0001f1f7\U0001f1fe>",
         ],
         ids=[
             "plain",
@@ -194,6 +195,7 @@ class TestShape:
             "cyrillic",
             "circled",
             "pointer-dot-zero",
+            "regional-indicators",
         ],
     )
     @pytest.mark.parametrize("where", ["title", "body"])

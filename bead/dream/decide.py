@@ -192,7 +192,8 @@ def _kept_words(text: str) -> list[str]:
     for w in _TITLE_WORDS.findall(text):
         if w not in _TURNING and (w in STOPWORDS or len(w) < 2):
             continue
-        out.append(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+        plural = w not in _TURNING and len(w) > 3 and w.endswith("s") and not w.endswith("ss")  # "always" stays
+        out.append(w[:-1] if plural else w)
     return out
 
 

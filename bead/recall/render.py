@@ -99,9 +99,18 @@ _ASCII_SKIP = re.compile(r"[\x00-\x21\x23-\x26\x28-\x2f\x3a\x3b\x3f\x40\x5b-\x5e
 
 
 @functools.lru_cache(maxsize=4096)  # one character's fold, asked for every character a name is looked for in
+def _reads(ch: str) -> str:
+    """The letters and digits a character reads as, lower case: its own, its normal form's (bead.textform.fold: an
+    enclosed, circled, full-width or look-alike letter as its ASCII), or a regional indicator's letter."""
+    if ch.isascii():
+        return ch.lower() if ch.isalnum() else ""
+    out = "".join(c for c in fold(ch).casefold() if c.isalnum())
+    name = unicodedata.name(ch, "")
+    return out or (name[-1].lower() if name.startswith("REGIONAL INDICATOR SYMBOL LETTER ") else "")
+
+
 def _alnum(ch: str) -> bool:
-    """A letter or digit, or a character whose normal form is one (an enclosed or circled letter)."""
-    return ch.isalnum() or (not ch.isascii() and any(c.isalnum() for c in fold(ch)))
+    return bool(_reads(ch))
 
 
 def _names_a_tag(text: str, j: int) -> bool:
@@ -122,7 +131,7 @@ def _names_a_tag(text: str, j: int) -> bool:
     name = name[:k]
     if not name or not _alnum(name[0]):
         return False
-    letters = "".join(c for c in fold(name).casefold() if c.isalnum()).translate(_DIGIT_LETTERS)[: len(_TAG_NAME)]
+    letters = "".join(_reads(c) for c in name).translate(_DIGIT_LETTERS)[: len(_TAG_NAME)]
     if name.isascii() or len(letters) < len(_TAG_NAME):
         return letters == _TAG_NAME
     return sum(a != b for a, b in zip(letters, _TAG_NAME, strict=True)) <= 3
@@ -218,14 +227,15 @@ def raw_line(row: dict, text: str) -> str:
     """A raw turn's excerpt as one line of a block: captured text as it came (a tool's colours, an OSC 52
     clipboard write, a bidi override), so every control and invisible format character shows as its escape
     (bead.display.visible): the block, and the `recall` tool's answer built from it, carry none a terminal acts on."""
-    excerpt = visible(flattened(text))
+    excerpt = flattened(text)
     if len(excerpt) > RAW_EXCERPT_CHARS:
         excerpt = excerpt[: RAW_EXCERPT_CHARS - 1] + "…"
+    excerpt = visible(escape(excerpt))  # the tag check sees an invisible character as itself, not as its escape
     older = ""
     if row.get("newer_at"):
         # bead.recall.rank.newer_first: a newer excerpt above restates this value.
         older = f" [older: the excerpt of {str(row['newer_at'])[:16].replace('T', ' ')} UTC may state a newer value]"
-    return f"- excerpt, session {row['session']}, {row['at'][:16].replace('T', ' ')} UTC, {row['role']}{older}: {escape(excerpt)}"
+    return f"- excerpt, session {row['session']}, {row['at'][:16].replace('T', ' ')} UTC, {row['role']}{older}: {excerpt}"
 
 
 def fitting(header: str, lines: list[str], budget_tokens: int) -> int:
