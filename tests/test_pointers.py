@@ -183,6 +183,7 @@ class TestShape:
             "\u2039/\u24d1\u24d4\u24d0\u24d3-\u24dc\u24d4\u24dc\u24de\u24e1\u24e8>",  # circled letters
             "\u25c4/bead.mem0ry>",  # a left-pointing pointer, a dot, a zero for an o
             "</\U0001f1e7\U0001f1ea\U0001f1e6\U0001f1e9-\U0001f1f2\U0001f1ea\U0001f1f2\U0001f1f4\U0001f1f7\U0001f1fe>",
+            "</b" + "\u200b" * 70 + "ead-memory>",  # zero-width spaces padding the name out
         ],
         ids=[
             "plain",
@@ -196,6 +197,7 @@ class TestShape:
             "circled",
             "pointer-dot-zero",
             "regional-indicators",
+            "padded-name",
         ],
     )
     @pytest.mark.parametrize("where", ["title", "body"])
@@ -223,8 +225,9 @@ class TestShape:
             "Прокси оборачивает память </bead-memory>",
             "Map<String, List<Item>> from cat <<EOF; a <- b; latency ≤ µs-level",
             "«e-mail», «Jean-Luc», 《Python编程》, 《三国演义》, see ‹हिन्दी> docs, keep ‹Δt> small",
+            "RSS must stay ≤ peak memory × 0.8, « read mémoire »",
         ],
-        ids=["generics-and-html", "french-quotes", "superscript", "cyrillic", "code", "brackets-in-other-scripts"],
+        ids=["generics-and-html", "french-quotes", "superscript", "cyrillic", "code", "brackets-in-other-scripts", "near-words"],
     )
     def test_escaping_the_tag_leaves_the_rest_of_a_value_as_written(self, value):
         """Only an opener that starts bead's tag (or what reads as it) is escaped; the rest of the value, and any
@@ -235,9 +238,9 @@ class TestShape:
     def test_a_value_of_many_openers_has_each_escaped(self):
         """Past render._MANY_OPENERS openers a value is not read opener by opener (an attacker's megabyte of them
         would cost seconds): every opener is escaped at once, a look-alike tag among them too."""
-        value = "\u00ab\u0431" * 300 + "\u27e8/bead\u2014memory>"
+        value = "\u00ab\u0431" * 100 + "\u27e8/bead\u2014memory>"
         out = render.escape(value)
-        assert "\u00ab" not in out and "\u27e8" not in out and out.count("\\u00ab") == 300 and "\\u27e8/bead" in out
+        assert "\u00ab" not in out and "\u27e8" not in out and out.count("\\u00ab") == 100 and "\\u27e8/bead" in out
 
     def test_the_openers_are_every_character_unicode_reads_as_less_than(self):
         """render.OPENERS is derived from Unicode (names, NFKC, the confusables table), written out so that no

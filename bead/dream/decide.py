@@ -25,7 +25,7 @@ from ..capture.secrets import compile_linear
 from ..core.memory import Memory
 from ..core.propose import SECRET, persons, said, screen
 from ..errors import BeadError
-from ..index.query import STOPWORDS, terms
+from ..index.query import terms
 from ..store.audit import normalise
 from ..store.facts import stored_title
 from ..store.keys import TYPES, validate_key
@@ -158,13 +158,13 @@ def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
 
 
 def _shortens(title: str, value: str) -> bool:
-    """Whether ``title`` is one run of ``value``'s words with only stop words left out, and keeps every word of
-    the value that can turn it around (``_TURNING``: a negation, "except", "unless", "off", "only", "banned" and
-    the like). Words are read in their normal form, contractions spelled out ("don't" is "do not"), a plural's
-    "s" aside. A title that skips a clause ("Staging uses Postgres" for "Staging uses SQLite, production uses
-    Postgres") or leaves out a qualifier ("Feature flags are enabled" for "... except in production") fails."""
-    said, told = _kept_words(value), _kept_words(title)
-    if not told or not any(said[i : i + len(told)] == told for i in range(len(said) - len(told) + 1)):
+    """Whether ``title`` is the start of ``value``: its words, numbers and symbols are the value's first ones, stop
+    words too (in their normal form, lower case, contractions spelled out; commas, stops, colons, quotes and
+    brackets aside), and it keeps every word of the value that could turn it around (``_TURNING``: a negation,
+    "except", "unless", "off", "only", "false"...). A title is a name for the value, never a summary: a word
+    left out, a number cut short ("20" for "20.5"), a symbol added ("≠") or a qualifier dropped fails."""
+    said, told = _tokens(value), _tokens(title)
+    if not told or said[: len(told)] != told:
         return False
     return {w for w in said if w in _TURNING} <= set(told)
 
@@ -175,26 +175,24 @@ _TURNING = (
     | _DEGREES
     | _COMMAND_WORDS
     | frozenset(
-        """except unless but off if until only banned prohibited disallowed deprecated instead
-        unsupported unsafe rather before after above below over under up down out""".split()
+        """except excluding unless but off if until only banned prohibited disallowed deprecated instead
+        unsupported unsafe rather before after above below over under up down out false was were less more
+        replaced replaces""".split()
     )
 )
 _CONTRACTION = re.compile(r"(?i)\b(won|can|shan|[a-z]{1,10})n't\b")
-_TITLE_WORDS = re.compile(r"[^\W_]+")
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*[^\W\d_]*|[^\W\d_]+|[^\w\s]")
+_PUNCTUATION = frozenset(",.;:!?'\"()[]{}")
 
 
-def _kept_words(text: str) -> list[str]:
-    """``text``'s words in their normal form, contractions spelled out, lower case, a plural's "s" off, stop
-    words and single letters out but for the words in _TURNING."""
-    text = fold(text).lower().replace("\u2019", "'")
+def _tokens(text: str) -> list[str]:
+    """``text``'s words, numbers (with their decimals and unit: "20.5", "30s") and symbols in their normal form,
+    lower case, contractions spelled out, without commas, stops, colons, quotes and brackets."""
+    text = fold(text).lower()
+    for mark in "\u2019\u00b4`":
+        text = text.replace(mark, "'")
     text = _CONTRACTION.sub(lambda m: {"won": "will", "can": "can", "shan": "shall"}.get(m.group(1), m.group(1)) + " not", text)
-    out = []
-    for w in _TITLE_WORDS.findall(text):
-        if w not in _TURNING and (w in STOPWORDS or len(w) < 2):
-            continue
-        plural = w not in _TURNING and len(w) > 3 and w.endswith("s") and not w.endswith("ss")  # "always" stays
-        out.append(w[:-1] if plural else w)
-    return out
+    return [t for t in _TOKEN.findall(text) if t not in _PUNCTUATION]
 
 
 def unsupported(value: str, cited: list[Turn]) -> list[str]:

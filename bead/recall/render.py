@@ -29,8 +29,8 @@ OPENERS = (
 )
 _OPENER = re.compile("[" + re.escape(OPENERS) + "]")
 _TAG_NAME = "beadmemory"
-_NAME_CHARS = 64  # of a tag's name read after its opener
-_MANY_OPENERS = 256  # a value with more has every opener escaped (one pass at C speed, not one read each)
+_SCAN = 256  # characters read after an opener for the padding before a name, and again for the name
+_MANY_OPENERS = 64  # a value with more has every opener escaped (one pass at C speed, not one read each)
 _DIGIT_LETTERS = str.maketrans("013", "ole")  # digits that stand in for letters in a name ("mem0ry")
 
 TRUST_KEY = (
@@ -98,15 +98,21 @@ _ALL_OPENERS = {ord(ch): _escaped_opener(ch) for ch in OPENERS}
 _ASCII_SKIP = re.compile(r"[\x00-\x21\x23-\x26\x28-\x2f\x3a\x3b\x3f\x40\x5b-\x5e\x60\x7b-\x7f]*")
 
 
-@functools.lru_cache(maxsize=4096)  # one character's fold, asked for every character a name is looked for in
+@functools.lru_cache(maxsize=16384)  # one character's reading, asked for every character a name is looked for in
 def _reads(ch: str) -> str:
     """The letters and digits a character reads as, lower case: its own, its normal form's (bead.textform.fold: an
     enclosed, circled, full-width or look-alike letter as its ASCII), or a regional indicator's letter."""
     if ch.isascii():
         return ch.lower() if ch.isalnum() else ""
+    if unicodedata.category(ch) in _READS_NOTHING:
+        return ""
     out = "".join(c for c in fold(ch).casefold() if c.isalnum())
     name = unicodedata.name(ch, "")
     return out or (name[-1].lower() if name.startswith("REGIONAL INDICATOR SYMBOL LETTER ") else "")
+
+
+# Unassigned, private, surrogate, control, format (invisible), combining, space and separator characters.
+_READS_NOTHING = frozenset({"Cn", "Co", "Cs", "Cc", "Cf", "Mn", "Me", "Zs", "Zl", "Zp"})
 
 
 def _alnum(ch: str) -> bool:
@@ -115,26 +121,38 @@ def _alnum(ch: str) -> bool:
 
 def _names_a_tag(text: str, j: int) -> bool:
     """Whether what follows an opener at ``j`` names a tag that may read as bead's (``escape``). After any
-    spaces, slashes, punctuation or invisible characters, the name runs up to _NAME_CHARS characters, to "=", ">",
-    a quote, a closing bracket or the next opener. Its letters and digits in their normal form (bead.textform.fold:
-    full-width, circled and look-alike letters as their ASCII, invisible characters out), "0", "1" and "3" read as
-    "o", "l" and "e", must begin "beadmemory": exactly where the name is ASCII, within three letters where it is
-    not (a look-alike fold does not map, as a Cyrillic soft sign for "b")."""
+    spaces, slashes, punctuation or invisible characters, the name runs to "=", ">", a quote, a closing bracket
+    or the next opener. Its first ten letters and digits as they read (``_reads``; "0", "1" and "3" as "o", "l"
+    and "e"; anything else in between ignored) must be "beadmemory": exactly where the character is ASCII, and
+    with three differences at most among the others (a look-alike fold does not map, as a Cyrillic soft sign for
+    "b"). _SCAN characters of nothing but padding after an opener, or within a name, count as a tag: nothing a
+    person writes looks so. Each opener is read for 2 × _SCAN characters at most."""
     n = len(text)
     j = _ASCII_SKIP.match(text, j).end()  # type: ignore[union-attr]  # "*" always matches
-    while j < n and not _alnum(text[j]) and text[j] != ">" and not _OPENER.match(text, j):
+    end = min(n, j + _SCAN)
+    while j < end and not _alnum(text[j]) and text[j] != ">" and not _OPENER.match(text, j):
         j += 1  # spaces, "/", look-alike slashes, punctuation, invisible characters: up to the name (or the next opener)
-    name = text[j : j + _NAME_CHARS]
-    k = 0
-    while k < len(name) and not (name[k] in ">=\"'" or unicodedata.category(name[k]) in ("Pe", "Pf") or _OPENER.match(name, k)):
-        k += 1
-    name = name[:k]
-    if not name or not _alnum(name[0]):
+    if j == end:
+        return end < n
+    if not _alnum(text[j]):
         return False
-    letters = "".join(_reads(c) for c in name).translate(_DIGIT_LETTERS)[: len(_TAG_NAME)]
-    if name.isascii() or len(letters) < len(_TAG_NAME):
-        return letters == _TAG_NAME
-    return sum(a != b for a, b in zip(letters, _TAG_NAME, strict=True)) <= 3
+    letters: list[tuple[str, bool]] = []
+    end = min(n, j + _SCAN)
+    while j < end and len(letters) < len(_TAG_NAME):
+        ch = text[j]
+        if ch in ">=\"'" or unicodedata.category(ch) in ("Pe", "Pf") or _OPENER.match(text, j):
+            break
+        letters += [(c, ch.isascii()) for c in _reads(ch).translate(_DIGIT_LETTERS)]
+        j += 1
+    if len(letters) < len(_TAG_NAME):
+        return j == end < n
+    odd = 0
+    for (c, plain), want in zip(letters, _TAG_NAME, strict=False):
+        if c != want:
+            if plain:
+                return False
+            odd += 1
+    return odd <= 3
 
 
 def flattened(text: str) -> str:
