@@ -195,7 +195,7 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
             value = value[: NOTICE_VALUE_CHARS - 1] + "…"
         if p.action == "refuse":
             out.append(
-                f'- note from bead: the user\'s "remember {escape(visible(value))}" was not stored, because it '
+                f'- note from bead: the user\'s "remember {visible(escape(value))}" was not stored, because it '
                 f"holds a secret, which bead keeps only sealed; the user can seal it under a neutral key "
                 f"with `bead write user/secret-1 - --type user --sensitivity secret` (the value on stdin)"
             )
@@ -208,7 +208,7 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
             else "it reads like an instruction to an AI agent"
         )
         out.append(
-            f'- note from bead: the user\'s "remember {escape(visible(value))}" was queued for review, not '
+            f'- note from bead: the user\'s "remember {visible(escape(value))}" was queued for review, not '
             f"stored, because {why}; the user can keep it with `bead queue accept {p.item}`"
         )
     return out

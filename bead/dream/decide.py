@@ -52,11 +52,11 @@ class Proposal:
     @classmethod
     def of(cls, p: dict) -> Proposal:
         """From one entry of the model's answer (``bead.dream.run.parse_answer`` checked its shape). The
-        model's title is kept only when it is one run of the value's own words, stop words aside, and leaves out
-        none of the words that could turn it around (``_shortens``): a title names what the value says and can say
-        nothing else ("Do not deploy on Fridays" for "Deploys happen on Fridays", "on" for "off",
-        Mondays and Fridays swapped; what is judged and reviewed is the value, and a pointer shows only the
-        title). A title that fails is dropped, and the pointer shows the value's first words instead."""
+        model's title is kept only when it is the start of the value, word for word, and leaves out none of the
+        words that could turn it around (``_shortens``): a title names the value and can say nothing else ("Do
+        not deploy on Fridays" for "Deploys happen on Fridays"; what is judged and reviewed is the value, and a
+        pointer shows only the title). A title that fails is dropped, and the pointer shows the value's first
+        words instead."""
         value = p["value"].strip()
         title = stored_title(p.get("title"))
         if title and not _shortens(title, value):

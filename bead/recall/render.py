@@ -74,15 +74,14 @@ def escape(text: str) -> str:
     search at C speed finds the openers; a value with more than _MANY_OPENERS has every one escaped."""
     if text.isascii() and "<" not in text:  # most values: two passes in C over the bytes
         return text
-    found = _OPENER.findall(text)
+    found = [m.start() for m in _OPENER.finditer(text)]
     if not found:
         return text
     if len(found) > _MANY_OPENERS:
         return text.translate(_ALL_OPENERS)
     out: list[str] = []
     last = 0
-    for m in _OPENER.finditer(text):
-        i = m.start()
+    for i in found:
         if _names_a_tag(text, i + 1):
             out += [text[last:i], _escaped_opener(text[i])]
             last = i + 1
