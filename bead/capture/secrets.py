@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any
@@ -104,6 +104,10 @@ class Ruleset:
     keyword_list: tuple[str, ...]
     always: tuple[Rule, ...]  # rules without keywords
     gitleaks_version: str
+    # keyword -> the positions in ``rules`` of the rules it wakes, and the positions of the rules without keywords:
+    # a scan visits only the rules whose keywords occur, not all 241 (most texts hold none)
+    by_keyword: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    keywordless: tuple[int, ...] = ()
 
 
 def shannon(value: str) -> float:
@@ -174,7 +178,20 @@ def ruleset() -> Ruleset:
     allow = Allow(
         _any_of(glob.get("regexes", [])), "secret", tuple(glob.get("stopwords", [])), _stopwords(glob.get("stopwords", []))
     )
-    return Ruleset(rules_, allow, kw_set, words, tuple(r for r in rules_ if not r.keywords), str(gl["version"]))
+    by_keyword: dict[str, list[int]] = {}
+    for i, r in enumerate(rules_):
+        for k in set(r.keywords):
+            by_keyword.setdefault(k, []).append(i)
+    return Ruleset(
+        rules_,
+        allow,
+        kw_set,
+        words,
+        tuple(r for r in rules_ if not r.keywords),
+        str(gl["version"]),
+        {k: tuple(v) for k, v in by_keyword.items()},
+        tuple(i for i, r in enumerate(rules_) if not r.keywords),
+    )
 
 
 def rules() -> tuple[Rule, ...]:
@@ -235,11 +252,12 @@ def candidates(text: str) -> list[Finding]:
         return []
     # gitleaks' prefilter: a rule's regex runs only when one of its keywords
     # occurs. One RE2 set pass over the text finds every keyword at once.
-    present = {rs.keyword_list[i] for i in rs.keywords.Match(text.lower()) or ()}
+    woken = set(rs.keywordless)
+    for i in rs.keywords.Match(text.lower()) or ():
+        woken.update(rs.by_keyword[rs.keyword_list[i]])
     found: list[tuple[int, int, int, Finding]] = []
-    for order, rule in enumerate(rs.rules):
-        if rule.keywords and not any(k in present for k in rule.keywords):
-            continue
+    for order in sorted(woken):
+        rule = rs.rules[order]
         for m in rule.pattern.finditer(text):
             f = _finding(rs, rule, text, m)
             if f is not None:
