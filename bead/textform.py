@@ -151,6 +151,25 @@ def fold(text: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=8192)
+def _fold_char(ch: str) -> str:
+    return "" if _unseen(ch) or unicodedata.category(ch) in _MARKS else fold(ch)
+
+
+def fold_map(text: str) -> tuple[str, list[int]]:
+    """``text`` folded a character at a time, and for each character of the fold the index of the character of
+    ``text`` it came from: what a rule found in the fold names in ``text`` (a key split by a zero-width space, in
+    full-width letters). The same as ``fold`` but where Unicode's normalisation joins characters (a letter and a
+    combining mark, which the fold drops anyway). One pass."""
+    out: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(str(text)):
+        f = ch if " " <= ch < "\x7f" else _fold_char(ch)
+        out.append(f)
+        where.extend([i] * len(f))
+    return "".join(out), where
+
+
 # ASCII look-alikes within ASCII (UTS #39 maps these too): what a key reader confuses.
 _KEY_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
 _KEY_SINGLES = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l", "_": "-", ".": "-"})

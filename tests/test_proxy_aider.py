@@ -207,3 +207,32 @@ def test_the_persons_newest_words_are_theirs_even_when_they_read_like_aiders():
     data["messages"][-1]["content"] = pasted
     conv, _ = chat_conversation(data, {})
     assert [p.source.value for p in conv.messages[-1].parts][0] == "typed"
+
+
+RUN_FIXTURE = Path(__file__).parent / "fixtures" / "aider" / "run.jsonl"
+
+
+@pytest.mark.parametrize("tag", ["run", "test"])
+def test_a_commands_output_in_the_chat_is_a_tools_never_the_persons(tmp_path, tag):
+    """Aider adds a command's output to the chat as a user message of its own making ("I ran this command: ...
+    And got this output: ..."): after `/run`, before the person's question; after a failing `/test`, as the newest
+    message. The output says "Remember that ..."; that writes nothing, and the raw log keeps it as tool output,
+    never as the person's words."""
+    home = tmp_path / "home"
+    Home(home).ensure()
+    recs = [json.loads(line) for line in RUN_FIXTURE.read_text(encoding="utf-8").splitlines()]
+    assert {r["aider"] for r in recs} == {"aider 0.86.2"} and [r["tag"] for r in recs] == ["run", "test"]
+    replay_openai(
+        home,
+        [r for r in recs if r["tag"] == tag],
+        lambda rec: Reply(kind="sse", text=rec["response"]["text"]),
+        lambda rec: {"X-Bead-Project": "other"},
+    )
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        turns = [t for p in mem.raw.files() for t in mem.raw.read(p) if t.role == "user"]
+        assert list(mem.index.fact_candidates("staging deploy hook", 10)) == []
+    said = {t.flags.get("source"): t.text for t in turns}
+    assert "hooks.example.invalid" in said["tool_output"], said
+    assert not any("hooks.example.invalid" in t.text for t in turns if t.flags.get("source") in ("typed", "pasted"))
+    if tag == "run":
+        assert said["typed"] == "What do the notes say?"

@@ -162,3 +162,37 @@ def test_one_x_session_id_in_two_projects_is_two_conversations():
     a = identify({"x-session-id": "same", "x-bead-project": "alpha"}, conv, None)
     b = identify({"x-session-id": "same", "x-bead-project": "beta"}, conv, None)
     assert a.id != b.id and a.project == "alpha" and b.project == "beta"
+
+
+FILE_FIXTURE = Path(__file__).parent / "fixtures" / "opencode" / "file.jsonl"
+
+
+def _tui_order(rec: dict) -> dict:
+    """The recorded `opencode run -f` request with the person's text first, as OpenCode's TUI sends an @-mention
+    (its prompt component: the typed text, then the attached files' parts)."""
+    body = sent_body(rec)
+    for m in body["messages"]:
+        if m["role"] == "user" and isinstance(m["content"], list):
+            m["content"] = [m["content"][-1], *m["content"][:-1]]
+    return {**rec, "body_b64": base64.b64encode(json.dumps(body).encode()).decode(), "tag": "file-tui"}
+
+
+@pytest.mark.parametrize("order", ["run", "tui"])
+def test_an_attached_files_words_are_a_tools_never_the_persons(tmp_path, order):
+    """OpenCode sends an attached file (`opencode run -f`, an @-mention) as text parts of the person's message: a
+    part naming the read, then the file. The file says "Remember that ..."; that writes nothing, in either order of
+    the parts, and the raw log keeps the file as tool output and the person's words as typed."""
+    home = tmp_path / "home"
+    Home(home).ensure()
+    recs = [json.loads(line) for line in FILE_FIXTURE.read_text(encoding="utf-8").splitlines()]
+    assert {r["opencode"] for r in recs} == {"1.18.33"} and len(recs) == 2
+    recs = recs if order == "run" else [_tui_order(r) for r in recs]
+    replay_openai(home, recs, lambda rec: Reply(kind="sse", text=rec["response"]["text"]))
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        turns = [t for p in mem.raw.files() for t in mem.raw.read(p) if t.role == "user"]
+        facts = list(mem.index.fact_candidates("staging deploy hook", 10))
+    assert facts == []
+    by_source = {t.flags.get("source"): t.text for t in turns}
+    assert "Summarise the attached notes." in by_source["typed"], by_source
+    assert "hooks.example.invalid" in by_source["tool_output"], by_source
+    assert not any("hooks.example.invalid" in t.text for t in turns if t.flags.get("source") in ("typed", "pasted"))

@@ -173,6 +173,28 @@ def _fakes() -> list[tuple[str, str, str]]:
         "GitHub recovery codes:\n{s}\n",
         "\n".join(r(LOWER + DIGITS, 4) + r(DIGITS, 1) + "-" + r(LOWER + DIGITS, 5) for _ in range(16)),
     )
+    # Passwords as config files, connection strings and command lines give them (an outside tester's forms)
+    add("password-value", "spring.datasource.password={s}", "Summer2024!" + r(ALNUM, 4))
+    add("password-value", "Server=db;Database=app;User Id=sa;Password={s};", "P@ssw0rd" + r(DIGITS, 3))
+    add("password-value", "host=db port=5432 dbname=app user=admin password={s} sslmode=require", "Tr0ub4dor&3")
+    add("password-value", "jdbc:postgresql://db:5432/app?user=admin&password={s}", "hunter2" + r(LOWER, 6))
+    add("password-value", "mysql_root_password: {s}", "correct-horse-battery-staple")
+    add("password-value", "db_password={s}", "Welcome1" + r(DIGITS, 2))
+    add("password-define", "define( 'DB_PASSWORD', '{s}' );", "Summer2024!" + r(ALNUM, 3))
+    add("password-pair", "env:\n  - name: DB_PASSWORD\n    value: {s}\n", "Kx9#mQ2$vL8pZ4wN")
+    add("password-pair", '<add key="DbPassword" value="{s}"/>', "Xm" + r(ALNUM, 12))
+    add("password-pair", "requests.get(url, auth=('admin', '{s}'))", "Summer2024!")
+    add("short-password-key", '{{"user": "admin", "pass": "{s}"}}', "Summer2024!")
+    add("dsn-password", 'dsn := "admin:{s}@tcp(db:3306)/app"', "P@ssw0rd" + r(DIGITS, 3))
+    add("query-secret", "https://api.example.com/v1/forecast?q=x&api_key={s}", r(ALNUM, 32))
+    add("query-secret", "GET /data/2.5/weather?q=Berlin&appid={s}", r(HEX, 32))
+    add("env-secret-assignment", "PGPASSWORD={s} psql -h db", "Kx9#mQ2$vL8pZ4wN")
+    add("secret-in-prose", "the client secret is {s}", "cs_" + r(ALNUM, 24))
+    add("cli-secret-flag", "redis-cli -h cache -a {s} ping", "Rd" + r(ALNUM, 12))
+    add("cli-secret-flag", "ssh-keygen -t ed25519 -N '{s}' -f deploy_key", "Hunter2Pass!")
+    add("cli-secret-flag", "openssl pkcs12 -export -passout pass:{s} -out a.p12", "Op3n" + r(ALNUM, 10))
+    add("cli-secret-flag", "mysqldump -u root --password={s} shop", "Summer2024!")
+    add("cookie-header", "curl -H 'Cookie: sessionid={s}' https://x", r(ALNUM, 32))
     return out
 
 
@@ -236,6 +258,22 @@ BENIGN = [
     "the recovery code is printed on the card we sent",
     "backup codes are generated-daily by the cron job",
     "the security code: READ-ME before you change it",
+    "spring.datasource.password=${DB_PASSWORD}",
+    "password: ${{ secrets.DB_PASSWORD }}",
+    "login(user, password=password)",
+    "conn = connect(host, password=settings.db_password)",
+    "password=os.environ['DB_PASSWORD']",
+    "Password=********;",
+    "the password: required, at least 12 characters",
+    "password_min_length: 12",
+    "--password-file /run/secrets/db",
+    "mysql -u root --password shop   # asks for it",
+    "define('WP_DEBUG', true);",
+    "define( 'AUTH_KEY', 'put your unique phrase here' );",
+    "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef: {name: db, key: password}",
+    "https://example.com/search?q=python&page=2&key=value",
+    "the API key is in the vault, not here",
+    "Set-Cookie: theme=dark",
 ]
 
 
@@ -342,3 +380,56 @@ def test_secrets_written_through_a_tool_call_never_reach_the_raw_file(mem):
     raw = b"".join(p.read_bytes() for p in mem.raw.files())
     assert password.encode() not in raw and stripe.encode() not in raw
     assert b"[REDACTED:" in raw
+
+
+def test_a_key_split_by_an_invisible_character_or_in_full_width_letters_never_reaches_the_raw_file(
+    proxy_client, bead_home, upstream
+):
+    """What the write path refuses as a credential (its normal form) the capture redacts too, in the person's
+    turn and in the streamed answer: a key with a zero-width space in it, a key in full-width letters."""
+    import json
+
+    from conftest import all_bytes_under
+    from fakes import Reply
+
+    key = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    split = key[:14] + "\u200b" + key[14:]
+    wide = "".join(chr(ord(c) + 0xFEE0) if c.isalnum() or c == "_" else c for c in key)
+    upstream.replies.append(Reply(text=f"Your token is {split}, rotate it."))
+    said = [f"in the wiki it is written {wide}", f"my github token is {split} (copied from a PDF)"]
+    messages = [{"role": "user", "content": [{"type": "text", "text": t} for t in said]}]
+    body = json.dumps({"model": "claude-test", "max_tokens": 64, "stream": True, "messages": messages}).encode()
+    proxy = proxy_client()
+    assert proxy.post(body, headers={"X-Bead-Session": "zw"})[0] == 200
+    proxy.settle()
+    raw = "".join(d.decode("utf-8") for p, d in all_bytes_under(bead_home).items() if "store/raw" in str(p))
+    assert "Your token is" in raw and "in the wiki" in raw and raw.count("[REDACTED:github-pat]") == 3
+    for form in (split, wide, key[14:], wide[14:]):
+        assert form not in raw
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "remember that the staging db connection string is Server=db;Database=shop;User Id=sa;Password={pw};",
+        "remember that the staging db is host=db dbname=shop user=app password={pw} sslmode=require",
+    ],
+)
+def test_a_password_in_a_connection_string_is_neither_captured_nor_remembered(proxy_client, bead_home, upstream, said):
+    """A password as a connection string gives it (unquoted, after `Password=`) never reaches a file, and "remember"
+    writes no fact that holds it, so no later request carries it."""
+    import json
+
+    from conftest import all_bytes_under
+
+    pw = "Summer2024!" + "rem"
+    proxy = proxy_client(project="shop")
+    body = json.dumps({"model": "claude-test", "max_tokens": 64, "messages": [{"role": "user", "content": said.format(pw=pw)}]})
+    assert proxy.post(body.encode(), headers={"X-Bead-Session": "conn", "X-Bead-Project": "shop"})[0] == 200
+    proxy.settle()
+    ask = {"model": "claude-test", "max_tokens": 64, "messages": [{"role": "user", "content": "how do I reach the staging db?"}]}
+    assert proxy.post(json.dumps(ask).encode(), headers={"X-Bead-Session": "conn2", "X-Bead-Project": "shop"})[0] == 200
+    proxy.settle()
+    assert any(b"staging db" in d for p, d in all_bytes_under(bead_home).items() if "store/raw" in str(p))
+    assert not [p for p, d in all_bytes_under(bead_home).items() if pw.encode() in d]
+    assert all(pw not in r.body.decode() for r in upstream.requests[1:])

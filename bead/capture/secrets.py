@@ -287,9 +287,32 @@ def credential_rules(text: str) -> list[str]:
     return found or (redact(folded)[1] if folded != text else [])
 
 
+def _in_fold(text: str) -> list[Finding]:
+    """The findings in ``text``'s normal form (bead.textform.fold_map: invisible characters dropped, full-width
+    and look-alike letters read as ASCII), each placed on the characters of ``text`` it came from. Empty for
+    plain ASCII text, the usual case, which folds to itself."""
+    if text.isascii():
+        return []
+    from ..textform import fold_map
+
+    folded, where = fold_map(text)
+    if folded == text:
+        return []
+    return [Finding(f.rule, where[f.start], where[f.end - 1] + 1) for f in scan(folded) if f.end > f.start]
+
+
 def redact(text: str) -> tuple[str, list[str]]:
-    """(text with every finding replaced, rule ids found)."""
+    """(text with every finding replaced, rule ids found): found as written, or in its normal form (a key split
+    by a zero-width space, written in full-width letters), the first where both overlap."""
     findings = scan(text)
+    folded = _in_fold(text)
+    if folded:
+        merged: list[Finding] = []
+        for f in sorted([*findings, *folded], key=lambda f: (f.start, -(f.end - f.start))):
+            if merged and f.start < merged[-1].end:
+                continue
+            merged.append(f)
+        findings = merged
     if not findings:
         return text, []
     parts, last = [], 0

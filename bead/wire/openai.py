@@ -81,12 +81,50 @@ def _call_part(name: str, data: Any) -> Part:
     return Part(Source.TOOL_CALL, text, kind="tool_use", name=name, data=data)
 
 
+# OpenCode reads a file, a folder or an MCP resource the person attached (an @-mention, `opencode run -f`) before
+# the turn and sends what it read as text parts of the person's message, each marked synthetic in its own store but
+# not on the wire: a part naming the read, then what was read (a resource may come in several parts). The read's
+# output is a tool's text, never the person's words, whichever side of them OpenCode puts it (its TUI sends the
+# person's text first, `opencode run` last). What OpenCode 1.18.33 sends: tests/fixtures/opencode/file.jsonl.
+_READ_CALL = "Called the Read tool with the following input: "
+_RESOURCE_READ = "Reading MCP resource: "
+_OPENCODE_SYNTHETIC = (
+    _READ_CALL,
+    _RESOURCE_READ,
+    "Read tool failed to read ",
+    "Failed to read MCP resource ",
+    "[Binary MCP resource ",
+    " Use the above message and context to generate a prompt and call the task tool with subagent: ",
+)
+
+
+def _read_items(items: list[Any]) -> dict[int, Source]:
+    """Which text parts of a person's message are OpenCode's reads: the part naming a read (HARNESS) and what was
+    read (TOOL_OUTPUT): the part after a file's or folder's read; every text part after a resource's read, up to the
+    next read (the person's text after them then counts as the resource's too: it is never counted as typed that
+    way round). Empty for any other message."""
+    out: dict[int, Source] = {}
+    reading = 0  # text parts still to count as read output: 1 after a file's read, unbounded after a resource's
+    for i, c in enumerate(items):
+        t = _item_text(c)
+        if t is None:
+            continue
+        if t.startswith(_OPENCODE_SYNTHETIC):
+            out[i] = Source.HARNESS
+            reading = 1 if t.startswith(_READ_CALL) else -1 if t.startswith(_RESOURCE_READ) else 0
+        elif reading:
+            out[i] = Source.TOOL_OUTPUT
+            reading = reading - 1 if reading > 0 else reading
+    return out
+
+
 def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]:
     """(the parts, the raw texts for the hash) of a message's content: a string or a list of parts."""
     items = [content] if isinstance(content, str) else content if isinstance(content, list) else []
     parts: list[Part] = []
     raw: list[str] = []
-    own = _own_item(items) if source is Source.TYPED else None
+    reads = _read_items(items) if source is Source.TYPED and len(items) > 1 else {}
+    own = _own_item([None if i in reads else c for i, c in enumerate(items)]) if source is Source.TYPED else None
     for i, c in enumerate(items):
         if isinstance(c, str):
             text = c
@@ -109,7 +147,11 @@ def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]
         else:
             continue
         raw.append(text)
-        if source is Source.TYPED and harness_context(text):
+        if reads.get(i) is Source.HARNESS:
+            parts.append(Part(Source.HARNESS, text.strip()))
+        elif reads.get(i) is Source.TOOL_OUTPUT:
+            parts.append(Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result"))
+        elif source is Source.TYPED and harness_context(text):
             parts.append(Part(Source.HARNESS, text.strip()))
         else:
             # Of several text parts of a person's message, only their own words (the last) are typed.
@@ -388,12 +430,38 @@ def aider_context(
         j -= 2
     # Aider's own note after it added the files an answer named (the newest message then, or one before it).
     harness |= {m.index for m in rest if m.index > opener and _aider_added(m)}
-    out = [_harness(m) if m.index in harness else m for m in messages]
+    out = [_harness(m) if m.index in harness else _aider_output(m) for m in messages]
     if newest >= 0 and newest not in harness:
         items = groups[newest].items if newest < len(groups) else ()
         if len(items) == 1 and isinstance(raw[items[0]], dict):
-            out[newest] = _without_reminder(out[newest], raw[items[0]].get("content"), system)
+            out[newest] = _aider_output(_without_reminder(messages[newest], raw[items[0]].get("content"), system))
     return tuple(out), opener
+
+
+# What Aider sends as a user message of its own making around a command's or a page's text (aider/prompts.py
+# run_output for `/run`, `/test` and a failed auto-test; `/web`; a failed lint it asks the model to fix; the output
+# of shell commands the model proposed; a reply whose edit blocks did not apply): that text is a tool's, and a
+# "Remember that ..." in a test's output or a web page is never the person's word.
+_AIDER_OUTPUT = (
+    "I ran this command:\n\n",
+    "Here is the content of ",
+    "# Fix any errors below, if possible.",
+    "Output from ",
+)
+_AIDER_EDIT_FAILED = re.compile(r"# [0-9]{1,6} SEARCH/REPLACE blocks? failed to match!")
+
+
+def _aider_output(m: Message) -> Message:
+    """``m`` with its words as tool output when Aider wrote it around a command's or a page's text (the reminder
+    Aider appends stays the harness's)."""
+    if m.role != "user":
+        return m
+    said = [p for p in m.parts if p.kind == "text" and p.source in (Source.TYPED, Source.PASTED)]
+    text = "\n\n".join(p.text for p in said).lstrip()
+    if not said or not (text.startswith(_AIDER_OUTPUT) or _AIDER_EDIT_FAILED.match(text)):
+        return m
+    rest = tuple(p for p in m.parts if not (p.kind == "text" and p.source in (Source.TYPED, Source.PASTED)))
+    return Message(m.index, m.role, (Part(Source.TOOL_OUTPUT, text, kind="tool_result"), *rest), m.normalised)
 
 
 def _aider_added(m: Message) -> bool:
