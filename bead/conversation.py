@@ -157,6 +157,30 @@ def project_slug(name: str) -> str | None:
     return slug or None
 
 
+# Where a harness reports the working directory inside the person's first message: Claude Code's
+# <system-reminder>, Codex CLI's <environment_context>. Nothing else of that message names it: a pasted README
+# or page that says "cwd: /elsewhere" would move the conversation into another project's memory (and make bead
+# read that folder's .git).
+_CONTEXT_ELEMENTS = ("system-reminder", "environment_context")
+
+
+def context_elements(text: str) -> str:
+    """The insides of the harness's context elements in ``text`` (a person's message), one a line; empty when it
+    holds none. Each element is found by one forward scan (linear time), within the first _CWD_SCAN_CHARS."""
+    text = text[:_CWD_SCAN_CHARS]
+    out: list[str] = []
+    for name in _CONTEXT_ELEMENTS:
+        opening, closing = f"<{name}>", f"</{name}>"
+        i = 0
+        while (j := text.find(opening, i)) != -1:
+            k = text.find(closing, j + len(opening))
+            if k == -1:
+                break
+            out.append(text[j + len(opening) : k])
+            i = k + len(closing)
+    return "\n".join(out)
+
+
 def find_cwd(texts: list[str]) -> str | None:
     """The working directory the first of ``texts`` that reports one names."""
     for text in texts:

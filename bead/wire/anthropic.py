@@ -16,7 +16,7 @@ import zlib
 from typing import Any
 
 from ..capture.text import clean, harness_element, reminders, segments, strip_own
-from ..conversation import Conversation, Message, Part, Source, find_cwd
+from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
 from .splice import Request, append_blocks, check_parts, text_block
 
 
@@ -197,7 +197,7 @@ def conversation_of(data: dict[str, Any], headers: dict[str, str]) -> Conversati
     ]
     first_user = next((m for m in raw if isinstance(m, dict) and m.get("role") == "user"), None)
     if first_user:
-        places.append("\n".join(block_text(b) for b in content_blocks(first_user)))
+        places.append(context_elements("\n".join(block_text(b) for b in content_blocks(first_user))))
     return Conversation(messages, system=system, cwd=find_cwd(places), auxiliary=is_auxiliary(headers, data))
 
 

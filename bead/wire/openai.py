@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..capture.text import clean, harness_element, strip_own
-from ..conversation import Conversation, Message, Part, Source, find_cwd
+from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
 from . import anthropic
 from .splice import (
     MAX_MESSAGE_PARTS,
@@ -332,7 +332,7 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     messages, groups = b.done()
     _check_messages(messages)
     messages, opener = aider_context(messages, groups, raw, "\n".join(system))
-    places = [*system, first_user or ""]
+    places = [*system, context_elements(first_user or "")]
     no_tools = not data.get("tools") and not data.get("functions")
     auxiliary = no_tools and (_structured(data.get("response_format")) or _side_request("\n".join(system), messages))
     conv = Conversation(messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary, opener=opener)
@@ -674,7 +674,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
             b.add("system", i, [], [json.dumps(item, ensure_ascii=False, sort_keys=True)[:4096]], kind="other")
     messages, groups = b.done()
     _check_messages(messages)
-    places = [*system, first_user or ""]
+    places = [*system, context_elements(first_user or "")]
     text_cfg = data.get("text")
     auxiliary = isinstance(text_cfg, dict) and _structured(text_cfg.get("format")) and not data.get("tools")
     return Conversation(
