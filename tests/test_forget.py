@@ -347,3 +347,24 @@ class TestWhatTheAdversarialReviewFound:
         forget.apply(mem, forget.plan_target(mem, "user/door"))
         assert search_facts(mem.index, "vault door code") == []
         assert leftovers(mem.home.root, "quokka 4471") == []
+
+
+@pytest.mark.parametrize("how", ["key", "match"])
+def test_forget_leaves_no_key_that_names_the_value_in_the_logs(mem, bead, how):
+    """A proposal the person rejected was keyed by the value's words; its tombstone and audit lines named that key
+    in clear. Forgetting the value (by its key, or by --match) leaves only the key's hash there, and a key that
+    only shares the value's common words stays as it was."""
+    from bead.core.review import reject_item
+    from bead.store.queue import Queue
+
+    token = "quokkalantern-east"
+    item, _ = Queue(mem).add("new", f"project/shop/deploy-box-{token}", "project", f"The deploy box is {token}.", [])
+    reject_item(mem, item.id, "I keep this under my own key")
+    mem.write("project/shop/deploy-box", f"The deploy box is {token}.", "project")
+    mem.write("project/shop/deploy-window", "Deploys happen on Tuesdays.", "project")
+    mem.close()
+    r = bead("forget", "project/shop/deploy-box", "--yes") if how == "key" else bead("forget", "--match", token, "--yes")
+    assert r.code == 0, r.err
+    left = [str(p.relative_to(mem.home.root)) for p, d in all_bytes_under(mem.home.root).items() if b"quokkalantern" in d.lower()]
+    assert left == []
+    assert b"project/shop/deploy-window" in (mem.home.root / "audit.log").read_bytes()

@@ -66,6 +66,9 @@ class Plan:
     ids: set[str] = field(default_factory=set)  # the plaintext versions' ids (key@vN)
     tokens: set[str] = field(default_factory=set)  # the values' distinctive tokens (codes, PINs)
     token_turns: dict[Path, set[int]] = field(default_factory=dict)  # raw turns holding a token, not the whole value
+    # keys the audit and tombstone logs name whose name holds the value (a rejected proposal's key made of its
+    # words): they keep only their hash there, like the keys that lose every version
+    named: set[str] = field(default_factory=set)
 
     @property
     def texts(self) -> list[str]:
@@ -340,6 +343,9 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
                 plan.turns.setdefault(path, set()).add(t.n)
             elif tokens is not None and tokens.search(fold(t.text)):
                 plan.token_turns.setdefault(path, set()).add(t.n)
+    in_name = _matcher(needles, set(), frozenset(), tokens)
+    logged = mem.audit.named_keys() | mem.tombstones.named_keys()
+    plan.named = {k for k in logged - plan.whole if in_name(k) or in_name(k.replace("-", " ").replace("_", " "))}
     derived = _matcher(needles, plan.whole, plan.shingles, tokens)
     plan.episodes = Episodes(mem.home).holding(derived)
     plan.queue_items = Queue(mem).holding(set(plan.keys), derived)
@@ -513,9 +519,9 @@ def apply(
     Conversations(mem.home).scrub(list(plan.session_lines), line_matches)
     for p in plan.trace_lines:
         Trace(p).scrub(line_matches)
-    mem.audit.forget_keys(plan.whole)
-    mem.tombstones.forget_keys(plan.whole)
-    Reports(mem.home).forget_keys(plan.whole)
+    mem.audit.forget_keys(plan.whole | plan.named)
+    mem.tombstones.forget_keys(plan.whole | plan.named)
+    Reports(mem.home).forget_keys(plan.whole | plan.named)
     # 5. What a killed writer left (a temp file may hold the value), then the WAL.
     mem.remove_orphan_temps()
     mem.checkpoint()

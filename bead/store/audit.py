@@ -73,6 +73,31 @@ def _mentions(obj: Any, keys: set[str]) -> bool:
     return False
 
 
+def _named(entry: Any) -> set[str]:
+    """The keys a log entry names in its known fields (``key``, ``keys``, the ids ``id`` and ``by``)."""
+    if not isinstance(entry, dict):
+        return set()
+    out = {entry["key"]} if isinstance(entry.get("key"), str) else set()
+    out |= {k for k in (_id_key(entry.get(n)) for n in ("id", "by")) if k}
+    if isinstance(entry.get("keys"), list):
+        out |= {k for k in entry["keys"] if isinstance(k, str)}
+    return out
+
+
+def _named_in(path: Path, root: Path) -> set[str]:
+    try:
+        text = read_text(path, root=root, errors="replace")
+    except FileNotFoundError:
+        return set()
+    out: set[str] = set()
+    for line in lines_of(text):
+        try:
+            out |= _named(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
 def _rewrite(path: Path, root: Path, keys: set[str]) -> int:
     def edit(line: str) -> str | None:
         if not any(k in line for k in keys):
@@ -120,6 +145,10 @@ class AuditLog:
         """Lines that name one of ``keys`` keep its hash instead (forget); the number of lines changed."""
         return _rewrite(self.path, self.root, keys) if keys else 0
 
+    def named_keys(self) -> set[str]:
+        """Every key a line names (forget looks for keys whose name holds the forgotten value)."""
+        return _named_in(self.path, self.root)
+
 
 class Tombstones:
     """SHA-256 of the normalised value (and of the key); the value and the key's text never."""
@@ -164,3 +193,7 @@ class Tombstones:
     def forget_keys(self, keys: set[str]) -> int:
         """Earlier tombstones of ``keys`` (a review rejection, say) keep only the key's hash."""
         return _rewrite(self.path, self.root, keys) if keys else 0
+
+    def named_keys(self) -> set[str]:
+        """Every key a tombstone names in clear (a rejected proposal's, say)."""
+        return _named_in(self.path, self.root)
