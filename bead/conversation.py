@@ -158,26 +158,32 @@ def project_slug(name: str) -> str | None:
 
 
 # Where a harness reports the working directory inside the person's first message: Claude Code's
-# <system-reminder>, Codex CLI's <environment_context>. Nothing else of that message names it: a pasted README
-# or page that says "cwd: /elsewhere" would move the conversation into another project's memory (and make bead
+# <system-reminder>, Codex CLI's <environment_context>, each a block of its own or leading one. Nothing else of
+# that message names it: a pasted README or page that says "cwd: /elsewhere" (or holds such an element further
+# on, after the text it opens with) would move the conversation into another project's memory (and make bead
 # read that folder's .git).
 _CONTEXT_ELEMENTS = ("system-reminder", "environment_context")
 
 
-def context_elements(text: str) -> str:
-    """The insides of the harness's context elements in ``text`` (a person's message), one a line; empty when it
-    holds none. Each element is found by one forward scan (linear time), within the first _CWD_SCAN_CHARS."""
-    text = text[:_CWD_SCAN_CHARS]
+def context_elements(texts: list[str]) -> str:
+    """The insides of the harness's context elements that open each of ``texts`` (the first message's blocks),
+    one after another, one a line; empty when none does. An element counts only where its block starts with it
+    or with the elements before it: one further on sits in the person's text or a paste. Linear time."""
     out: list[str] = []
-    for name in _CONTEXT_ELEMENTS:
-        opening, closing = f"<{name}>", f"</{name}>"
+    for text in texts:
+        text = text[:_CWD_SCAN_CHARS]
         i = 0
-        while (j := text.find(opening, i)) != -1:
-            k = text.find(closing, j + len(opening))
+        while True:
+            while i < len(text) and text[i].isspace():
+                i += 1
+            name = next((n for n in _CONTEXT_ELEMENTS if text.startswith(f"<{n}>", i)), None)
+            if name is None:
+                break
+            k = text.find(f"</{name}>", i)
             if k == -1:
                 break
-            out.append(text[j + len(opening) : k])
-            i = k + len(closing)
+            out.append(text[i + len(name) + 2 : k])
+            i = k + len(name) + 3
     return "\n".join(out)
 
 

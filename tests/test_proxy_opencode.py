@@ -196,3 +196,26 @@ def test_an_attached_files_words_are_a_tools_never_the_persons(tmp_path, order):
     assert "Summarise the attached notes." in by_source["typed"], by_source
     assert "hooks.example.invalid" in by_source["tool_output"], by_source
     assert not any("hooks.example.invalid" in t.text for t in turns if t.flags.get("source") in ("typed", "pasted"))
+
+
+@pytest.mark.parametrize("order", ["run", "tui"])
+def test_an_attached_files_words_are_a_tools_on_the_anthropic_route_too(proxy_client, bead_home, order):
+    """OpenCode with its Anthropic provider sends the same parts as text blocks of a Messages API request: the
+    file's "Remember that ..." writes nothing there either."""
+    rec = [json.loads(line) for line in FILE_FIXTURE.read_text(encoding="utf-8").splitlines()][-1]
+    user = next(m for m in sent_body(rec if order == "run" else _tui_order(rec))["messages"] if m["role"] == "user")
+    blocks = [{"type": "text", "text": p["text"]} for p in user["content"]]
+    body = {
+        "model": "claude-test",
+        "max_tokens": 64,
+        "system": "You are OpenCode.",
+        "messages": [{"role": "user", "content": blocks}],
+    }
+    proxy = proxy_client(project="demo")
+    assert proxy.post(json.dumps(body).encode(), headers={"X-Bead-Session": "oc", "X-Bead-Project": "demo"})[0] == 200
+    proxy.settle()
+    with Memory(Home(bead_home), Config(owner="dev")) as mem:
+        turns = [t for p in mem.raw.files() for t in mem.raw.read(p) if t.role == "user"]
+        assert list(mem.index.fact_candidates("staging deploy hook", 10)) == []
+    said = {t.flags.get("source"): t.text for t in turns}
+    assert "Summarise the attached notes." in said["typed"] and "hooks.example.invalid" in said["tool_output"], said

@@ -74,6 +74,48 @@ def text_parts(text: str, source: Source) -> list[Part]:
     return parts
 
 
+# OpenCode reads a file, a folder or an MCP resource the person attached (an @-mention, `opencode run -f`) before
+# the turn and sends what it read as text parts of the person's message, each marked synthetic in its own store but
+# not on the wire: a part naming the read, then what was read (a resource may come in several parts). The read's
+# output is a tool's text, never the person's words, whichever side of them OpenCode puts it (its TUI sends the
+# person's text first, `opencode run` last). What OpenCode 1.18.33 sends
+# (its OpenAI-compatible provider): tests/fixtures/opencode/file.jsonl.
+_READ_CALL = "Called the Read tool with the following input: "
+_RESOURCE_READ = "Reading MCP resource: "
+_OPENCODE_SYNTHETIC = (
+    _READ_CALL,
+    _RESOURCE_READ,
+    "Read tool failed to read ",
+    "Failed to read MCP resource ",
+    "[Binary MCP resource ",
+    " Use the above message and context to generate a prompt and call the task tool with subagent: ",
+)
+
+
+def read_blocks(texts: list[str | None]) -> dict[int, Source]:
+    """Which text blocks of a person's message (``texts``: each block's text, None for one without) are OpenCode's
+    reads: the block naming a read (HARNESS) and what was read (TOOL_OUTPUT): the block after a file's or folder's
+    read; every text block after a resource's read, up to the next read (the person's text after them then counts
+    as the resource's too: it is never counted as typed that way round). Empty for any other message. The same on
+    the Anthropic route and the OpenAI ones (OpenCode speaks both)."""
+    out: dict[int, Source] = {}
+    reading = 0  # text blocks still to count as read output: 1 after a file's read, unbounded after a resource's
+    for i, t in enumerate(texts):
+        if t is None:
+            continue
+        if t.startswith(_OPENCODE_SYNTHETIC):
+            out[i] = Source.HARNESS
+            reading = 1 if t.startswith(_READ_CALL) else -1 if t.startswith(_RESOURCE_READ) else 0
+        elif reading:
+            out[i] = Source.TOOL_OUTPUT
+            reading = reading - 1 if reading > 0 else reading
+    return out
+
+
+def _block_text_of(b: Any) -> str | None:
+    return str(b.get("text", "")) if isinstance(b, dict) and b.get("type") == "text" else None
+
+
 def own_block(blocks: list[Any]) -> int | None:
     """Which text block of a person's message holds their own words when several do: the last one that says
     anything once the harness's reminders and markup are out (Claude Code sends its context first and the
@@ -103,9 +145,18 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
     text_source = _role_source(role)
     if text_source is Source.TYPED and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
         text_source = Source.TOOL_OUTPUT
-    own = own_block(blocks) if text_source is Source.TYPED else None
+    texts = [b if isinstance(b, str) else _block_text_of(b) for b in blocks]
+    reads = read_blocks(texts) if text_source is Source.TYPED and len(blocks) > 1 else {}
+    own = own_block([None if i in reads else b for i, b in enumerate(blocks)]) if text_source is Source.TYPED else None
     for i, b in enumerate(blocks):
         source = Source.PASTED if own is not None and i != own and text_source is Source.TYPED else text_source
+        if i in reads:
+            text = texts[i] or ""
+            read_output = reads[i] is Source.TOOL_OUTPUT
+            out.append(
+                Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result") if read_output else Part(Source.HARNESS, text.strip())
+            )
+            continue
         if isinstance(b, str):
             out += text_parts(b, source)
             continue
@@ -197,7 +248,7 @@ def conversation_of(data: dict[str, Any], headers: dict[str, str]) -> Conversati
     ]
     first_user = next((m for m in raw if isinstance(m, dict) and m.get("role") == "user"), None)
     if first_user:
-        places.append(context_elements("\n".join(block_text(b) for b in content_blocks(first_user))))
+        places.append(context_elements([block_text(b) for b in content_blocks(first_user)]))
     return Conversation(messages, system=system, cwd=find_cwd(places), auxiliary=is_auxiliary(headers, data))
 
 

@@ -81,49 +81,12 @@ def _call_part(name: str, data: Any) -> Part:
     return Part(Source.TOOL_CALL, text, kind="tool_use", name=name, data=data)
 
 
-# OpenCode reads a file, a folder or an MCP resource the person attached (an @-mention, `opencode run -f`) before
-# the turn and sends what it read as text parts of the person's message, each marked synthetic in its own store but
-# not on the wire: a part naming the read, then what was read (a resource may come in several parts). The read's
-# output is a tool's text, never the person's words, whichever side of them OpenCode puts it (its TUI sends the
-# person's text first, `opencode run` last). What OpenCode 1.18.33 sends: tests/fixtures/opencode/file.jsonl.
-_READ_CALL = "Called the Read tool with the following input: "
-_RESOURCE_READ = "Reading MCP resource: "
-_OPENCODE_SYNTHETIC = (
-    _READ_CALL,
-    _RESOURCE_READ,
-    "Read tool failed to read ",
-    "Failed to read MCP resource ",
-    "[Binary MCP resource ",
-    " Use the above message and context to generate a prompt and call the task tool with subagent: ",
-)
-
-
-def _read_items(items: list[Any]) -> dict[int, Source]:
-    """Which text parts of a person's message are OpenCode's reads: the part naming a read (HARNESS) and what was
-    read (TOOL_OUTPUT): the part after a file's or folder's read; every text part after a resource's read, up to the
-    next read (the person's text after them then counts as the resource's too: it is never counted as typed that
-    way round). Empty for any other message."""
-    out: dict[int, Source] = {}
-    reading = 0  # text parts still to count as read output: 1 after a file's read, unbounded after a resource's
-    for i, c in enumerate(items):
-        t = _item_text(c)
-        if t is None:
-            continue
-        if t.startswith(_OPENCODE_SYNTHETIC):
-            out[i] = Source.HARNESS
-            reading = 1 if t.startswith(_READ_CALL) else -1 if t.startswith(_RESOURCE_READ) else 0
-        elif reading:
-            out[i] = Source.TOOL_OUTPUT
-            reading = reading - 1 if reading > 0 else reading
-    return out
-
-
 def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]:
     """(the parts, the raw texts for the hash) of a message's content: a string or a list of parts."""
     items = [content] if isinstance(content, str) else content if isinstance(content, list) else []
     parts: list[Part] = []
     raw: list[str] = []
-    reads = _read_items(items) if source is Source.TYPED and len(items) > 1 else {}
+    reads = anthropic.read_blocks([_item_text(c) for c in items]) if source is Source.TYPED and len(items) > 1 else {}
     own = _own_item([None if i in reads else c for i, c in enumerate(items)]) if source is Source.TYPED else None
     for i, c in enumerate(items):
         if isinstance(c, str):
@@ -296,7 +259,7 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     raw = data.get("messages") or []
     check_parts(raw, ("content", "tool_calls"))
     system: list[str] = []
-    first_user: str | None = None
+    first_user: list[str] | None = None
     for i, m in enumerate(raw):
         m = m if isinstance(m, dict) else {}
         role = str(m.get("role", ""))
@@ -327,12 +290,12 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
                 parts = [Part(Source.HARNESS, "\n".join(texts))] if texts else []
                 system.append("\n".join(texts))
             elif first_user is None:
-                first_user = "\n".join(texts)
+                first_user = texts
             b.add(conv_role, i, parts, texts)
     messages, groups = b.done()
     _check_messages(messages)
     messages, opener = aider_context(messages, groups, raw, "\n".join(system))
-    places = [*system, context_elements(first_user or "")]
+    places = [*system, context_elements(first_user or [])]
     no_tools = not data.get("tools") and not data.get("functions")
     auxiliary = no_tools and (_structured(data.get("response_format")) or _side_request("\n".join(system), messages))
     conv = Conversation(messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary, opener=opener)
@@ -622,13 +585,13 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
     system: list[str] = []
     if isinstance(data.get("instructions"), str):
         system.append(data["instructions"])
-    first_user: str | None = None
+    first_user: list[str] | None = None
     raw = data.get("input")
     check_parts(raw, ("content", "output"))
     if isinstance(raw, str) and raw:
         parts, texts = _content_parts(raw, Source.TYPED)
         b.add("user", 0, parts, texts, kind="string")
-        first_user = raw
+        first_user = [raw]
         raw = []
     for i, item in enumerate(raw if isinstance(raw, list) else []):
         item = item if isinstance(item, dict) else {}
@@ -642,7 +605,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
             elif role == "user":
                 parts, texts = _content_parts(item.get("content"), Source.TYPED)
                 if first_user is None:
-                    first_user = "\n".join(texts)
+                    first_user = texts
                 b.add("user", i, parts, texts)
             else:  # system, developer: the harness's instructions
                 _, texts = _content_parts(item.get("content"), Source.HARNESS)
@@ -674,7 +637,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
             b.add("system", i, [], [json.dumps(item, ensure_ascii=False, sort_keys=True)[:4096]], kind="other")
     messages, groups = b.done()
     _check_messages(messages)
-    places = [*system, context_elements(first_user or "")]
+    places = [*system, context_elements(first_user or [])]
     text_cfg = data.get("text")
     auxiliary = isinstance(text_cfg, dict) and _structured(text_cfg.get("format")) and not data.get("tools")
     return Conversation(
