@@ -151,9 +151,13 @@ def fold(text: str) -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=65536)
 def _fold_char(ch: str) -> str:
-    return "" if _unseen(ch) or unicodedata.category(ch) in _MARKS else fold(ch)
+    if _unseen(ch) or unicodedata.category(ch) in _MARKS:
+        return ""
+    if not unicodedata.decomposition(ch) and ch not in _ascii_lookalikes() and _by_name(ch) is None:
+        return ch  # most letters of most scripts (CJK ideographs, kana, Hangul): a fold keeps them as they are
+    return fold(ch)
 
 
 def fold_map(text: str) -> tuple[str, list[int]]:

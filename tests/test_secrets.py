@@ -433,3 +433,32 @@ def test_a_password_in_a_connection_string_is_neither_captured_nor_remembered(pr
     assert any(b"staging db" in d for p, d in all_bytes_under(bead_home).items() if "store/raw" in str(p))
     assert not [p for p, d in all_bytes_under(bead_home).items() if pw.encode() in d]
     assert all(pw not in r.body.decode() for r in upstream.requests[1:])
+
+
+@pytest.mark.parametrize("hide", ["\u200b", "\x7f", "\x00", "\x1b", "\u00ad", "\ufeff"])
+def test_a_key_split_by_any_character_that_hides_it_is_redacted(hide):
+    """A key split by a control character or an invisible one is found as the write path finds it, whole."""
+    from bead.capture.secrets import credential_rules
+
+    key = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    text = f"the token {key[:14]}{hide}{key[14:]} is old"
+    assert credential_rules(text)
+    clean, found = redact(text)
+    assert clean == "the token [REDACTED:github-pat] is old" and found == ["github-pat"]
+
+
+def test_the_normal_form_is_read_only_around_what_hides_a_key():
+    """Text with no character a key may hide behind is scanned as written only; a long text with such characters
+    throughout is read in its normal form in linear time."""
+    from linear import assert_linear
+
+    from bead.capture import secrets
+
+    assert secrets._in_fold("plain text \u2014 with an em dash and \u00fcn\u00efc\u00f6d\u00e9 " * 1000) == []
+    rng = random.Random(3)
+
+    def make(n: int) -> str:
+        cjk = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(n))
+        return "".join(cjk[i : i + 1000] + "\u200b" for i in range(0, n, 1000))
+
+    assert_linear(redact, make, 1_000_000, what="redact over CJK with zero-width spaces")
