@@ -368,3 +368,15 @@ def test_forget_leaves_no_key_that_names_the_value_in_the_logs(mem, bead, how):
     left = [str(p.relative_to(mem.home.root)) for p, d in all_bytes_under(mem.home.root).items() if b"quokkalantern" in d.lower()]
     assert left == []
     assert b"project/shop/deploy-window" in (mem.home.root / "audit.log").read_bytes()
+
+
+def test_forget_keeps_the_names_of_live_facts_in_the_logs(mem, bead):
+    """A live fact's key that shares a token with the forgotten value (a young store counts "read-only" as
+    distinctive) is the person's own name for another fact: its audit lines keep it."""
+    mem.write("project/demo/read-only-mirror", "The mirror at git.example.com takes no pushes.", "project")
+    mem.write("project/demo/friday-policy", "The repo is read-only on Fridays.", "project")
+    mem.close()
+    r = bead("forget", "project/demo/friday-policy", "--yes")
+    assert r.code == 0, r.err
+    audit = (mem.home.root / "audit.log").read_text()
+    assert "project/demo/read-only-mirror" in audit and "project/demo/friday-policy" not in audit

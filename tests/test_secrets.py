@@ -189,12 +189,18 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("query-secret", "https://api.example.com/v1/forecast?q=x&api_key={s}", r(ALNUM, 32))
     add("query-secret", "GET /data/2.5/weather?q=Berlin&appid={s}", r(HEX, 32))
     add("env-secret-assignment", "PGPASSWORD={s} psql -h db", "Kx9#mQ2$vL8pZ4wN")
-    add("secret-in-prose", "the client secret is {s}", "cs_" + r(ALNUM, 24))
+    add("secret-in-prose", "the client secret is {s}", "cs_" + r(ALNUM, 20) + r(DIGITS, 4))
     add("cli-secret-flag", "redis-cli -h cache -a {s} ping", "Rd" + r(ALNUM, 12))
     add("cli-secret-flag", "ssh-keygen -t ed25519 -N '{s}' -f deploy_key", "Hunter2Pass!")
     add("cli-secret-flag", "openssl pkcs12 -export -passout pass:{s} -out a.p12", "Op3n" + r(ALNUM, 10))
     add("cli-secret-flag", "mysqldump -u root --password={s} shop", "Summer2024!")
     add("cookie-header", "curl -H 'Cookie: sessionid={s}' https://x", r(ALNUM, 32))
+    add("cookie-header", "Cookie: theme=dark; sessionid={s}; lang=en", r(ALNUM, 32))
+    add("env-secret-assignment", "DB_PASS={s}", "Summer2024!" + r(DIGITS, 2))
+    add("env-secret-assignment", "RABBITMQ_DEFAULT_PASS: {s}", "Rb" + r(ALNUM, 14))
+    add("env-secret-assignment", "SMTP_PW={s}", "Sm" + r(ALNUM, 12))
+    add("password-value", "ansible_become_pass={s}", "Summer2024!")
+    add("password-value", "ansible_ssh_pass: {s}", "P@ssw0rd" + r(DIGITS, 3))
     return out
 
 
@@ -274,6 +280,42 @@ BENIGN = [
     "https://example.com/search?q=python&page=2&key=value",
     "the API key is in the vault, not here",
     "Set-Cookie: theme=dark",
+    # an outside tester's look-alikes for the password and secret rules
+    "auth/password.py: Handle empty reset tokens",
+    "src/chpasswd.c: Ignore a missing shadow file",
+    "conn = connect(password=postgres_password)",
+    "self.key_password = key_password",
+    "password_file: secrets/db.txt",
+    "password_policy: strong-v2",
+    "password-store: gnome-libsecret",
+    "password_hasher=argon2id",
+    "gpg --batch --passphrase-file=keys/pass.txt",
+    "If an access token is intercepted, it will expire quickly.",
+    "res.send({ accessToken: newAccessToken })",
+    "self.access_token = access_token",
+    "const secretKey = process.env.JWT_SECRET_KEY;",
+    "api_key: ApiGatewayApiKey",
+    "client_secret: ClientSecretCredential",
+    "https://s3.example.com/bucket?key=uploads/2024/avatar.png",
+    "GET /api/cache?key=user_profile_12345",
+    "https://oss-fuzz.com/testcase?key=6254792024915968",
+    "curl 'https://api.example.com/x?appid=MY_API_KEY'",
+    "the server sends Set-Cookie: theme=dark; Path=/ and Safari needs SameSite=None too",
+    "curl -H 'Cookie: lang=en-US' https://example.com",
+    "{'pass': 'bandpass'}",
+    '{"pass": "12 of 14"}',
+    "openssl pkcs12 -export -passout env:PFX_PASS -out a.p12",
+    "mysqldump --password=PROMPT shop",
+    'dsn := "user:password@tcp(localhost:3306)/dbname"',
+    "  username: String,\n  password: String,\n",
+    "\t* tree-ssa-strlen.cc (strlen_pass::handle_assign,",
+    "print \"Set-Cookie: cs-trivf=$Cookie{'cs-trivf'}; path=/\"",
+    "def step(self, shrink_pass: ShrinkPass, *, random_order: bool = False) -> bool:",
+    "        is_password: FilterOrBool = False,",
+    "<code>{pem: &#x3C;string|buffer>[, passphrase: &#x3C;string>]}</code>",
+    ">>> r = requests.get('https://httpbin.org/basic-auth/user/pass', auth=('user', 'pass'))",
+    'headers.append("Set-Cookie: p1=perm; Domain=.perlmeister.com;")',
+    'headers.append("Set-Cookie: PART_NUMBER=ROCKET_LAUNCHER_0001; path=/")',
 ]
 
 

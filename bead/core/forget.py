@@ -345,7 +345,9 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
                 plan.token_turns.setdefault(path, set()).add(t.n)
     in_name = _matcher(needles, set(), frozenset(), tokens)
     logged = mem.audit.named_keys() | mem.tombstones.named_keys()
-    plan.named = {k for k in logged - plan.whole if in_name(k) or in_name(k.replace("-", " ").replace("_", " "))}
+    plan.named = {
+        k for k in logged - plan.whole if (in_name(k) or in_name(k.replace("-", " ").replace("_", " "))) and not _live(mem, k)
+    }
     derived = _matcher(needles, plan.whole, plan.shingles, tokens)
     plan.episodes = Episodes(mem.home).holding(derived)
     plan.queue_items = Queue(mem).holding(set(plan.keys), derived)
@@ -364,6 +366,14 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
             continue
         if n:
             plan.trace_lines[p] = n
+
+
+def _live(mem: Memory, key: str) -> bool:
+    """Whether ``key`` still has a version, plain or sealed: its name is the person's and stays in the logs."""
+    try:
+        return mem.current(key) is not None or mem.is_sealed(key)
+    except BeadError:
+        return False  # not a key bead could store: none of its lines are a live fact's
 
 
 def _line_matcher(

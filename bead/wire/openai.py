@@ -412,6 +412,7 @@ _AIDER_OUTPUT = (
     "Output from ",
 )
 _AIDER_EDIT_FAILED = re.compile(r"# [0-9]{1,6} SEARCH/REPLACE blocks? failed to match!")
+_AIDER_PAGE = re.compile(r"\n\nHere is the content of [a-zA-Z][a-zA-Z0-9+.\-]{0,31}://[^\s]{1,4096}:\n\n")
 
 
 def _aider_output(m: Message) -> Message:
@@ -421,10 +422,19 @@ def _aider_output(m: Message) -> Message:
         return m
     said = [p for p in m.parts if p.kind == "text" and p.source in (Source.TYPED, Source.PASTED)]
     text = "\n\n".join(p.text for p in said).lstrip()
-    if not said or not (text.startswith(_AIDER_OUTPUT) or _AIDER_EDIT_FAILED.match(text)):
+    if not said:
         return m
     rest = tuple(p for p in m.parts if not (p.kind == "text" and p.source in (Source.TYPED, Source.PASTED)))
-    return Message(m.index, m.role, (Part(Source.TOOL_OUTPUT, text, kind="tool_result"), *rest), m.normalised)
+    if text.startswith(_AIDER_OUTPUT) or _AIDER_EDIT_FAILED.match(text):
+        return Message(m.index, m.role, (Part(Source.TOOL_OUTPUT, text, kind="tool_result"), *rest), m.normalised)
+    # A URL in the person's words: Aider fetches the page and appends it to their message ("\n\nHere is the
+    # content of URL:\n\n" and the page), one a URL. Their words end where the first page begins.
+    page = _AIDER_PAGE.search(text)
+    if page is None:
+        return m
+    mine = anthropic.text_parts(text[: page.start()], Source.TYPED)
+    fetched = Part(Source.TOOL_OUTPUT, text[page.start() + 2 :], kind="tool_result")
+    return Message(m.index, m.role, (*mine, fetched, *rest), m.normalised)
 
 
 def _aider_added(m: Message) -> bool:
