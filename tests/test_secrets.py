@@ -316,6 +316,18 @@ BENIGN = [
     ">>> r = requests.get('https://httpbin.org/basic-auth/user/pass', auth=('user', 'pass'))",
     'headers.append("Set-Cookie: p1=perm; Domain=.perlmeister.com;")',
     'headers.append("Set-Cookie: PART_NUMBER=ROCKET_LAUNCHER_0001; path=/")',
+    '    REFRESH_TOKEN = "REFRESH_TOKEN"',
+    '    METADATA_KEY = "MetadataKey"',
+    "ROOT_KEY = '__root__'",
+    "HIVE_SITE_KEY = '--hive-site'",
+    "ERRORTOKEN = PythonTokenTypes.ERRORTOKEN",
+    "ORIGIN_TRACE_HEADER_ATTR_KEY = '_origin_trace_header'",
+    "            user.password = new_password",
+    "        password: SecretStr",
+    "    password: hashedPassword,",
+    '      "output_token": "nextToken",',
+    '      "input_token": "Marker",',
+    '        "input_token": "next_token",',
 ]
 
 
