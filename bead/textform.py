@@ -152,26 +152,16 @@ def fold(text: str) -> str:
 
 
 @lru_cache(maxsize=65536)
-def _fold_char(ch: str) -> str:
+def fold_char(ch: str) -> str:
+    """One character as ``fold`` reads it (empty for one it drops). The same as ``fold`` on a text but where
+    Unicode's normalisation joins characters (a letter and a combining mark, which the fold drops anyway)."""
+    if " " <= ch < "\x7f":
+        return ch
     if _unseen(ch) or unicodedata.category(ch) in _MARKS:
         return ""
     if not unicodedata.decomposition(ch) and ch not in _ascii_lookalikes() and _by_name(ch) is None:
         return ch  # most letters of most scripts (CJK ideographs, kana, Hangul): a fold keeps them as they are
     return fold(ch)
-
-
-def fold_map(text: str) -> tuple[str, list[int]]:
-    """``text`` folded a character at a time, and for each character of the fold the index of the character of
-    ``text`` it came from: what a rule found in the fold names in ``text`` (a key split by a zero-width space, in
-    full-width letters). The same as ``fold`` but where Unicode's normalisation joins characters (a letter and a
-    combining mark, which the fold drops anyway). One pass."""
-    out: list[str] = []
-    where: list[int] = []
-    for i, ch in enumerate(str(text)):
-        f = ch if " " <= ch < "\x7f" else _fold_char(ch)
-        out.append(f)
-        where.extend([i] * len(f))
-    return "".join(out), where
 
 
 # ASCII look-alikes within ASCII (UTS #39 maps these too): what a key reader confuses.

@@ -13,6 +13,7 @@ pattern accepts, is not a finding.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
@@ -288,48 +289,58 @@ def credential_rules(text: str) -> list[str]:
     return found or (redact(folded)[1] if folded != text else [])
 
 
-# What a credential may hide behind, so that the scan as written misses it: controls, invisible and format
-# characters (a zero-width space, a soft hyphen, bidi controls, variation selectors, tags), and full-width and
-# mathematical letters and digits. One linear pass over a text finds whether it holds any.
-_HIDING = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
-    "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uff0d\uff10-\uff19\uff21-\uff3a\uff3f"
-    "\uff41-\uff5a\uffa0\U0001d400-\U0001d7ff\U000e0000-\U000e0fff]"
-)
-FOLD_WINDOW = 512  # characters on each side of such a character that are read in their normal form
-_SPACE = re.compile(r"\s")
+_PLAIN = frozenset(chr(c) for c in range(0x20, 0x7F)) | frozenset("\t\n\r")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _in_fold(text: str) -> list[Finding]:
-    """The findings in the normal form (bead.textform.fold_map: invisible characters dropped, full-width and
-    look-alike letters read as ASCII) of the stretches of ``text`` around a character a credential may hide
-    behind, each placed on the characters of ``text`` it came from. Text without one (the usual case) costs one
-    linear pass; a stretch runs FOLD_WINDOW characters each side, out to whitespace (a key holds none) within
-    FOLD_WINDOW more, so the work is bounded by the text's length."""
-    from ..textform import fold_map
+    """The findings in ``text``'s normal form (each character as bead.textform reads it: invisible characters and
+    combining marks dropped, full-width, circled, look-alike and other compatibility forms as ASCII), each placed
+    on the characters of ``text`` it came from: what the write path (``credential_rules``) refuses, the capture
+    redacts. Each distinct character is looked up once and the fold is one ``str.translate``, so a text no
+    character of which changes (the usual case, any script) costs a set of its characters; the map back is built
+    only when the fold finds something the text as written did not have."""
+    from ..textform import fold_char
 
-    windows: list[list[int]] = []
-    for m in _HIDING.finditer(text):
-        a, b = max(0, m.start() - FOLD_WINDOW), min(len(text), m.end() + FOLD_WINDOW)
-        if windows and a <= windows[-1][1]:
-            windows[-1][1] = max(windows[-1][1], b)
-        else:
-            windows.append([a, b])
-    out: list[Finding] = []
-    for a, b in windows:
-        lo = a
-        while lo > 0 and a - lo < FOLD_WINDOW and not text[lo - 1].isspace():
-            lo -= 1
-        space = _SPACE.search(text, b, min(len(text), b + FOLD_WINDOW))
-        hi = space.start() if space else min(len(text), b + FOLD_WINDOW)
-        folded, where = fold_map(text[lo:hi])
-        out += [Finding(f.rule, lo + where[f.start], lo + where[f.end - 1] + 1) for f in scan(folded) if f.end > f.start]
-    return out
+    table: dict[int, str] = {}
+    for ch in set(text) - _PLAIN:
+        folded = fold_char(ch)
+        if folded != ch:
+            table[ord(ch)] = folded
+    if not table:
+        return []
+    found = [f for f in scan(text.translate(table)) if f.end > f.start]
+    if not found:
+        return []
+    # Where each changed character of ``text`` stands in the fold, and how long its fold is.
+    at_text: list[int] = []
+    at_fold: list[int] = []
+    size: list[int] = []
+    shift = 0
+    for i, ch in enumerate(text):
+        into = table.get(ord(ch))
+        if into is not None:
+            at_text.append(i)
+            at_fold.append(i + shift)
+            size.append(len(into))
+            shift += len(into) - 1
+
+    def origin(pos: int) -> int:
+        k = bisect.bisect_right(at_fold, pos) - 1
+        if k < 0:
+            return pos
+        if pos < at_fold[k] + size[k]:
+            return at_text[k]
+        return at_text[k] + 1 + (pos - at_fold[k] - size[k])
+
+    return [Finding(f.rule, origin(f.start), origin(f.end - 1) + 1) for f in found]
 
 
 def redact(text: str) -> tuple[str, list[str]]:
     """(text with every finding replaced, rule ids found): found as written, or in its normal form (a key split
     by a zero-width space, written in full-width letters), the first where both overlap."""
+    if _SURROGATE.search(text):  # a lone surrogate (valid in JSON) is no character: RE2 cannot read it
+        text = _SURROGATE.sub("\ufffd", text)
     findings = scan(text)
     folded = _in_fold(text)
     if folded:

@@ -94,21 +94,28 @@ _OPENCODE_SYNTHETIC = (
 
 def read_blocks(texts: list[str | None]) -> dict[int, Source]:
     """Which text blocks of a person's message (``texts``: each block's text, None for one without) are OpenCode's
-    reads: the block naming a read (HARNESS) and what was read (TOOL_OUTPUT): the block after a file's or folder's
-    read; every text block after a resource's read, up to the next read (the person's text after them then counts
-    as the resource's too: it is never counted as typed that way round). Empty for any other message. The same on
-    the Anthropic route and the OpenAI ones (OpenCode speaks both)."""
+    reads: the block naming a read (HARNESS) and what was read (TOOL_OUTPUT). A file's or folder's read is the one
+    block after it, text or not (an image's or a PDF's read is a file part, not text); a resource's read is every
+    text block after it, to the end of the message, whatever those say (a resource's text may itself look like
+    another read, or OpenCode's note on a binary item): the person's words after one (in `opencode run`'s order)
+    then count as the resource's, never the other way round. Empty for any other message. The same on the
+    Anthropic route and the OpenAI ones (OpenCode speaks both)."""
     out: dict[int, Source] = {}
-    reading = 0  # text blocks still to count as read output: 1 after a file's read, unbounded after a resource's
+    reading = 0  # blocks still to count as read output: 1 after a file's read, -1 (all) after a resource's
     for i, t in enumerate(texts):
+        if reading < 0:
+            if t is not None:
+                out[i] = Source.TOOL_OUTPUT
+            continue
         if t is None:
+            reading = 0  # the read's output was this block (a file part)
             continue
         if t.startswith(_OPENCODE_SYNTHETIC):
             out[i] = Source.HARNESS
             reading = 1 if t.startswith(_READ_CALL) else -1 if t.startswith(_RESOURCE_READ) else 0
         elif reading:
             out[i] = Source.TOOL_OUTPUT
-            reading = reading - 1 if reading > 0 else reading
+            reading = 0
     return out
 
 
