@@ -196,11 +196,20 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("cli-secret-flag", "mysqldump -u root --password={s} shop", "Summer2024!")
     add("cookie-header", "curl -H 'Cookie: sessionid={s}' https://x", r(ALNUM, 32))
     add("cookie-header", "Cookie: theme=dark; sessionid={s}; lang=en", r(ALNUM, 32))
-    add("env-secret-assignment", "DB_PASS={s}", "Summer2024!" + r(DIGITS, 2))
-    add("env-secret-assignment", "RABBITMQ_DEFAULT_PASS: {s}", "Rb" + r(ALNUM, 14))
-    add("env-secret-assignment", "SMTP_PW={s}", "Sm" + r(ALNUM, 12))
+    add("pass-name-assignment", "DB_PASS={s}", "Summer2024!" + r(DIGITS, 2))
+    add("pass-name-assignment", "RABBITMQ_DEFAULT_PASS: {s}", "Rb9" + r(ALNUM, 14))
+    add("pass-name-assignment", "SMTP_PW={s}", "Sm7" + r(ALNUM, 12))
     add("password-value", "ansible_become_pass={s}", "Summer2024!")
     add("password-value", "ansible_ssh_pass: {s}", "P@ssw0rd" + r(DIGITS, 3))
+    # a third review's misses
+    add("cookie-header", "curl -H 'Cookie: _ga=GA1.1.1234567890.1700000000; sessionid={s}' https://x", r(LOWER + DIGITS, 32))
+    add("query-secret", "GET https://www.googleapis.com/drive/v3/files?access_token={s}&alt=json", "ya29.a0Af" + r(URLSAFE, 40))
+    add("query-secret", "https://api.example.com/v1?api_key={s}", r(LOWER + UPPER, 26))
+    add("secret-in-prose", "the client secret is {s}", "Xk9!mQ2@vLp7#Rt5$")
+    add("password-value", "db_password: {s}", "summer_2024")
+    add("password-value", "db_password_prod: {s}", "Kx9mQ2vLp7")
+    add("cli-secret-flag", "redis-cli -h cache.internal -a {s}", "K9X2M7Q4P8Z3")
+    add("password-in-prose", "the wifi password is {s}", "Sunflowerfields")
     return out
 
 
@@ -315,7 +324,6 @@ BENIGN = [
     "<code>{pem: &#x3C;string|buffer>[, passphrase: &#x3C;string>]}</code>",
     ">>> r = requests.get('https://httpbin.org/basic-auth/user/pass', auth=('user', 'pass'))",
     'headers.append("Set-Cookie: p1=perm; Domain=.perlmeister.com;")',
-    'headers.append("Set-Cookie: PART_NUMBER=ROCKET_LAUNCHER_0001; path=/")',
     '    REFRESH_TOKEN = "REFRESH_TOKEN"',
     '    METADATA_KEY = "MetadataKey"',
     "ROOT_KEY = '__root__'",
@@ -328,6 +336,13 @@ BENIGN = [
     '      "output_token": "nextToken",',
     '      "input_token": "Marker",',
     '        "input_token": "next_token",',
+    "LINT_PASS: enabled",
+    "FIRST_PASS=complete",
+    "AUTH_PW: required",
+    "TEST_PASS=PASSED",
+    "render_pass: pass2",
+    "shader_pass = DepthPass1",
+    "\t* man/Attic/chpasswd.8: s/protect/protected/",
 ]
 
 
