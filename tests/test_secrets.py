@@ -210,6 +210,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("password-value", "db_password_prod: {s}", "Kx9mQ2vLp7")
     add("cli-secret-flag", "redis-cli -h cache.internal -a {s}", "K9X2M7Q4P8Z3")
     add("password-in-prose", "the wifi password is {s}", "Sunflowerfields")
+    add("pass-name-assignment", "db_pass: {s}", "Xk9#mQ2vL")
     return out
 
 
@@ -343,6 +344,19 @@ BENIGN = [
     "render_pass: pass2",
     "shader_pass = DepthPass1",
     "\t* man/Attic/chpasswd.8: s/protect/protected/",
+    "JWT_SECRET_ALGORITHM=HS256",
+    "TOKEN_CIPHER: AES256",
+    "Cookie: _ga=GA1.2.1234567890.1700000000",
+    "Set-Cookie: theme=dark-mode-enabled-v2; Path=/",
+    "db_password_prod: !vault |",
+    "TOKEN_TYPE=bearer",
+    "OAUTH_TOKEN_URL=https://oauth2.googleapis.com/token",
+    "SECRET_ARN=arn:aws:secretsmanager:us-east-1:123456789012:secret:db",
+    "SORT_KEY: createdAt",
+    "PASSWORD_RESET_TIMEOUT=1h30m",
+    "mysqldump --password=prompt shop",
+    "The access token is short-lived-15min",
+    "the secret key: see-docs-section-4.2",
 ]
 
 

@@ -67,18 +67,33 @@ def strip_own(text: str, unclosed_to_end: bool = False) -> str:
     return _cut(text, _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True, unclosed_to_end=unclosed_to_end))
 
 
+def _leading_reminder(text: str) -> int:
+    """Where a text that opens with the harness's ``<system-reminder>`` stops being the harness's: after the last
+    closing tag in it, not the first (Claude Code quotes an attached file inside a reminder, and the file may
+    close it early: what follows would read as the person's words). 0 when the text does not open with one."""
+    if not text.lstrip().startswith(_REMINDER_OPEN):
+        return 0
+    k = text.rfind(_REMINDER_CLOSE)
+    return k + len(_REMINDER_CLOSE) if k != -1 else 0
+
+
 def reminders(text: str) -> list[str]:
     """The harness's ``<system-reminder>`` blocks in ``text``."""
     if _REMINDER_OPEN not in text:
         return []
-    return [text[s:e].strip() for s, e in _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, need_boundary=False)]
+    lead = _leading_reminder(text)
+    first = [text[:lead].strip()] if lead else []
+    rest = text[lead:]
+    return first + [rest[s:e].strip() for s, e in _spans(rest, _REMINDER_OPEN, _REMINDER_CLOSE, need_boundary=False)]
 
 
 def clean(text: str, unclosed_to_end: bool = False) -> str:
     """The conversation's own words: own blocks and harness reminders removed, ends stripped. An opening tag that is
     never closed is kept as text, or with ``unclosed_to_end`` taken to run to the end (recall's cues: what follows
-    a cut-off block is still not the conversation's words)."""
+    a cut-off block is still not the conversation's words). A text that opens with a reminder is the harness's
+    to the last closing tag in it."""
     text = strip_own(text, unclosed_to_end)
+    text = text[_leading_reminder(text) :]
     if _REMINDER_OPEN in text:
         text = _cut(text, _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, need_boundary=False, unclosed_to_end=unclosed_to_end))
     return text.strip()
