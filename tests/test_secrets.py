@@ -210,7 +210,12 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("password-value", "db_password_prod: {s}", "Kx9mQ2vLp7")
     add("cli-secret-flag", "redis-cli -h cache.internal -a {s}", "K9X2M7Q4P8Z3")
     add("password-in-prose", "the wifi password is {s}", "Sunflowerfields")
-    add("pass-name-assignment", "db_pass: {s}", "Xk9#mQ2vL")
+    add("pass-name-assignment", "DB_PASS={s}", "Kx9mQ2v;L8z#")
+    add("env-secret-assignment", "TOTP_SECRET={s}", "JBSWY3DPEHPK3PXP")
+    add("env-secret-assignment", "DB_PASSWORD={s}", "!QAZ2wsx")
+    add("cookie-header", "Cookie: sid={s}", "3f2b9c1e-7a4d-4e2b-9f1a-2c3d4e5f6a7b")
+    add("secret-in-prose", "the API key is {s}", "3f2b9c1e-7a4d-4e2b-9f1a-2c3d4e5f6a7b")
+    add("cli-secret-flag", "mysql -u root --password={s}", "letmein")
     return out
 
 
@@ -343,16 +348,15 @@ BENIGN = [
     "TEST_PASS=PASSED",
     "render_pass: pass2",
     "shader_pass = DepthPass1",
+    "render_pass = RenderPass3D",
     "\t* man/Attic/chpasswd.8: s/protect/protected/",
     "JWT_SECRET_ALGORITHM=HS256",
     "TOKEN_CIPHER: AES256",
     "Cookie: _ga=GA1.2.1234567890.1700000000",
     "Set-Cookie: theme=dark-mode-enabled-v2; Path=/",
     "db_password_prod: !vault |",
-    "TOKEN_TYPE=bearer",
     "OAUTH_TOKEN_URL=https://oauth2.googleapis.com/token",
     "SECRET_ARN=arn:aws:secretsmanager:us-east-1:123456789012:secret:db",
-    "SORT_KEY: createdAt",
     "PASSWORD_RESET_TIMEOUT=1h30m",
     "mysqldump --password=prompt shop",
     "The access token is short-lived-15min",

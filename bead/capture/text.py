@@ -20,12 +20,44 @@ _REMINDER_OPEN = "<system-reminder>"
 _REMINDER_CLOSE = "</system-reminder>"
 
 
+# A line of a file as Claude Code quotes it inside a reminder: its number, then a tab or an arrow ("  12\t...",
+# "    12→..."). The file is the attacker's to write, the numbers are not.
+_QUOTED_LINE = re.compile(r"[ \t]{0,12}[0-9]{1,9}(?:\t|\u2192)")
+
+
+def _close_after(text: str, closing: str, after: int, quoted_lines: bool) -> int:
+    """Where the block opened before ``after`` closes (-1: nowhere). With ``quoted_lines``, a closing tag on a
+    numbered line (a quoted file's: "2\t</system-reminder>") does not close it: a file could end a reminder early
+    and have its rest read as the person's words. Each line is looked at once: linear time."""
+    close = text.find(closing, after)
+    if not quoted_lines:
+        return close
+    checked = after  # text[after:checked] has been looked at for line breaks
+    numbered = False  # the opening's own line is no quoted line
+    while close != -1:
+        nl = text.rfind("\n", checked, close)
+        if nl != -1:
+            numbered = _QUOTED_LINE.match(text, nl + 1) is not None
+        checked = close
+        if not numbered:
+            return close
+        close = text.find(closing, close + len(closing))
+    return -1
+
+
 def _spans(
-    text: str, opening: str, closing: str, need_boundary: bool = False, unclosed_to_end: bool = False, trailing_space: bool = True
+    text: str,
+    opening: str,
+    closing: str,
+    need_boundary: bool = False,
+    unclosed_to_end: bool = False,
+    trailing_space: bool = True,
+    quoted_lines: bool = False,
 ) -> list[tuple[int, int]]:
     """(start, end) of each ``opening ... closing`` block (plus the whitespace after it when
     ``trailing_space``). An opening never closed ends the scan, or with ``unclosed_to_end`` runs to
-    the end of the text. One pass of ``str.find``: linear however the tags are arranged."""
+    the end of the text; ``quoted_lines``: see ``_close_after``. One pass of ``str.find``: linear however the tags
+    are arranged."""
     out: list[tuple[int, int]] = []
     pos = 0
     while True:
@@ -36,7 +68,7 @@ def _spans(
         if need_boundary and not (after < len(text) and (text[after] == ">" or text[after].isspace())):
             pos = after
             continue
-        close = text.find(closing, after)
+        close = _close_after(text, closing, after, quoted_lines)
         if close == -1:
             if unclosed_to_end:
                 out.append((start, len(text)))
@@ -67,35 +99,21 @@ def strip_own(text: str, unclosed_to_end: bool = False) -> str:
     return _cut(text, _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True, unclosed_to_end=unclosed_to_end))
 
 
-def _leading_reminder(text: str) -> int:
-    """Where a text that opens with the harness's ``<system-reminder>`` stops being the harness's: after the last
-    closing tag in it, not the first (Claude Code quotes an attached file inside a reminder, and the file may
-    close it early: what follows would read as the person's words). 0 when the text does not open with one."""
-    if not text.lstrip().startswith(_REMINDER_OPEN):
-        return 0
-    k = text.rfind(_REMINDER_CLOSE)
-    return k + len(_REMINDER_CLOSE) if k != -1 else 0
-
-
 def reminders(text: str) -> list[str]:
     """The harness's ``<system-reminder>`` blocks in ``text``."""
     if _REMINDER_OPEN not in text:
         return []
-    lead = _leading_reminder(text)
-    first = [text[:lead].strip()] if lead else []
-    rest = text[lead:]
-    return first + [rest[s:e].strip() for s, e in _spans(rest, _REMINDER_OPEN, _REMINDER_CLOSE, need_boundary=False)]
+    return [text[s:e].strip() for s, e in _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, quoted_lines=True)]
 
 
 def clean(text: str, unclosed_to_end: bool = False) -> str:
     """The conversation's own words: own blocks and harness reminders removed, ends stripped. An opening tag that is
     never closed is kept as text, or with ``unclosed_to_end`` taken to run to the end (recall's cues: what follows
-    a cut-off block is still not the conversation's words). A text that opens with a reminder is the harness's
-    to the last closing tag in it."""
+    a cut-off block is still not the conversation's words)."""
     text = strip_own(text, unclosed_to_end)
-    text = text[_leading_reminder(text) :]
     if _REMINDER_OPEN in text:
-        text = _cut(text, _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, need_boundary=False, unclosed_to_end=unclosed_to_end))
+        spans = _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, unclosed_to_end=unclosed_to_end, quoted_lines=True)
+        text = _cut(text, spans)
     return text.strip()
 
 
