@@ -444,10 +444,12 @@ def test_unclosed_tags_leave_the_text_alone():
     assert reminders("keep <system-reminder> all of this") == []
 
 
-def test_reminders_returns_each_block():
-    """`reminders` gives each `<system-reminder>` block whole, in order."""
+def test_reminders_run_from_the_first_opening_to_the_last_closing_tag():
+    """`reminders` gives the harness's text from the first `<system-reminder>` to the last closing tag as one block
+    (a closing tag in text the harness quotes does not end it); what stands before and after is the person's."""
     second = "<system-reminder>second</system-reminder>"
-    assert reminders(f"a {REMINDER} b {second}") == [REMINDER, second]
+    assert reminders(f"a {REMINDER} b {second}") == [f"{REMINDER} b {second}"]
+    assert clean(f"a {REMINDER} b {second} c") == "a c"
 
 
 @pytest.mark.parametrize("opening", ["<bead-memory ", "<system-reminder>", "<bead-memoryx"])

@@ -211,6 +211,9 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("cli-secret-flag", "redis-cli -h cache.internal -a {s}", "K9X2M7Q4P8Z3")
     add("password-in-prose", "the wifi password is {s}", "Sunflowerfields")
     add("pass-name-assignment", "DB_PASS={s}", "Kx9mQ2v;L8z#")
+    add("pass-name-lower", "db_pass: {s}", "Xk9#mQ2vL")
+    add("pass-name-lower", "$db_pass = '{s}';", "Kx9mQ2vL")
+    add("pass-name-lower", "rabbitmq_pass: {s}", "guest1234!")
     add("env-secret-assignment", "TOTP_SECRET={s}", "JBSWY3DPEHPK3PXP")
     add("env-secret-assignment", "DB_PASSWORD={s}", "!QAZ2wsx")
     add("cookie-header", "Cookie: sid={s}", "3f2b9c1e-7a4d-4e2b-9f1a-2c3d4e5f6a7b")
@@ -349,6 +352,16 @@ BENIGN = [
     "render_pass: pass2",
     "shader_pass = DepthPass1",
     "render_pass = RenderPass3D",
+    "render_pass: pass2",
+    "TOKEN_TYPE=bearer",
+    "SORT_KEY: createdAt",
+    "PARTITION_KEY: tenantId",
+    "SECRET_STORE=KUBERNETES",
+    "  password: !secret mqtt_password",
+    "TESTS_PASS: 120/120",
+    "LINT_PASS: enabled,strict",
+    "The access token is 15-min-expiry",
+    "the API key is x-goog-api-key",
     "\t* man/Attic/chpasswd.8: s/protect/protected/",
     "JWT_SECRET_ALGORITHM=HS256",
     "TOKEN_CIPHER: AES256",

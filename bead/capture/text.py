@@ -20,31 +20,6 @@ _REMINDER_OPEN = "<system-reminder>"
 _REMINDER_CLOSE = "</system-reminder>"
 
 
-# A line of a file as Claude Code quotes it inside a reminder: its number, then a tab or an arrow ("  12\t...",
-# "    12→..."). The file is the attacker's to write, the numbers are not.
-_QUOTED_LINE = re.compile(r"[ \t]{0,12}[0-9]{1,9}(?:\t|\u2192)")
-
-
-def _close_after(text: str, closing: str, after: int, quoted_lines: bool) -> int:
-    """Where the block opened before ``after`` closes (-1: nowhere). With ``quoted_lines``, a closing tag on a
-    numbered line (a quoted file's: "2\t</system-reminder>") does not close it: a file could end a reminder early
-    and have its rest read as the person's words. Each line is looked at once: linear time."""
-    close = text.find(closing, after)
-    if not quoted_lines:
-        return close
-    checked = after  # text[after:checked] has been looked at for line breaks
-    numbered = False  # the opening's own line is no quoted line
-    while close != -1:
-        nl = text.rfind("\n", checked, close)
-        if nl != -1:
-            numbered = _QUOTED_LINE.match(text, nl + 1) is not None
-        checked = close
-        if not numbered:
-            return close
-        close = text.find(closing, close + len(closing))
-    return -1
-
-
 def _spans(
     text: str,
     opening: str,
@@ -52,12 +27,25 @@ def _spans(
     need_boundary: bool = False,
     unclosed_to_end: bool = False,
     trailing_space: bool = True,
-    quoted_lines: bool = False,
+    outermost: bool = False,
 ) -> list[tuple[int, int]]:
     """(start, end) of each ``opening ... closing`` block (plus the whitespace after it when
     ``trailing_space``). An opening never closed ends the scan, or with ``unclosed_to_end`` runs to
-    the end of the text; ``quoted_lines``: see ``_close_after``. One pass of ``str.find``: linear however the tags
-    are arranged."""
+    the end of the text. With ``outermost``, one block from the first opening to the last closing tag: the
+    harness quotes text it does not write inside its reminders (an attached file, CLAUDE.md, commit subjects),
+    and a closing tag in that text must not end the reminder and make the rest read as the person's words (a
+    person's words between two reminders of one block go with them: Claude Code sends each reminder as a block of
+    its own). One pass of ``str.find``: linear however the tags are arranged."""
+    if outermost:
+        first = text.find(opening)
+        last = text.rfind(closing)
+        if first == -1 or last < first + len(opening):
+            return [(first, len(text))] if first != -1 and unclosed_to_end else []
+        end = last + len(closing)
+        if trailing_space:
+            m = _WS.match(text, end)
+            end = m.end() if m else end
+        return [(first, end)]
     out: list[tuple[int, int]] = []
     pos = 0
     while True:
@@ -68,7 +56,7 @@ def _spans(
         if need_boundary and not (after < len(text) and (text[after] == ">" or text[after].isspace())):
             pos = after
             continue
-        close = _close_after(text, closing, after, quoted_lines)
+        close = text.find(closing, after)
         if close == -1:
             if unclosed_to_end:
                 out.append((start, len(text)))
@@ -103,7 +91,7 @@ def reminders(text: str) -> list[str]:
     """The harness's ``<system-reminder>`` blocks in ``text``."""
     if _REMINDER_OPEN not in text:
         return []
-    return [text[s:e].strip() for s, e in _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, quoted_lines=True)]
+    return [text[s:e].strip() for s, e in _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, outermost=True)]
 
 
 def clean(text: str, unclosed_to_end: bool = False) -> str:
@@ -112,7 +100,7 @@ def clean(text: str, unclosed_to_end: bool = False) -> str:
     a cut-off block is still not the conversation's words)."""
     text = strip_own(text, unclosed_to_end)
     if _REMINDER_OPEN in text:
-        spans = _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, unclosed_to_end=unclosed_to_end, quoted_lines=True)
+        spans = _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, unclosed_to_end=unclosed_to_end, outermost=True)
         text = _cut(text, spans)
     return text.strip()
 
