@@ -25,6 +25,7 @@ from typing import Any
 import re2
 
 from .. import yamlsafe
+from ..textform import fold_char
 
 # Every pattern runs on text an attacker may have written (a pasted README,
 # a tool's output), so every one runs on RE2: time linear in the text, never
@@ -104,10 +105,9 @@ class Ruleset:
     allow: Allow  # gitleaks' global allowlist
     keywords: Any  # an RE2 set over every keyword: one pass finds which occur
     keyword_list: tuple[str, ...]
-    always: tuple[Rule, ...]  # rules without keywords
     gitleaks_version: str
     # keyword -> the positions in ``rules`` of the rules it wakes, and the positions of the rules without keywords:
-    # a scan visits only the rules whose keywords occur, not all 241 (most texts hold none)
+    # a scan visits only the rules whose keywords occur, not all of them (most texts hold none)
     by_keyword: dict[str, tuple[int, ...]] = field(default_factory=dict)
     keywordless: tuple[int, ...] = ()
 
@@ -189,7 +189,6 @@ def ruleset() -> Ruleset:
         allow,
         kw_set,
         words,
-        tuple(r for r in rules_ if not r.keywords),
         str(gl["version"]),
         {k: tuple(v) for k, v in by_keyword.items()},
         tuple(i for i, r in enumerate(rules_) if not r.keywords),
@@ -279,14 +278,10 @@ def scan(text: str) -> list[Finding]:
 
 
 def credential_rules(text: str) -> list[str]:
-    """The rules that find a credential in ``text`` as written or in its normal form (bead.textform.fold: a key
-    split by a zero-width space, written in full-width letters): what every write that refuses a plain-text
-    credential asks."""
-    from ..textform import fold
-
-    found = redact(text)[1]
-    folded = fold(text)
-    return found or (redact(folded)[1] if folded != text else [])
+    """The rules that find a credential in ``text`` as written or in its normal form (a key split by a zero-width
+    space, written in full-width letters): what every write that refuses a plain-text credential asks, and what
+    the capture redacts (one scan, ``redact``, so the two never disagree)."""
+    return redact(text)[1]
 
 
 _PLAIN = frozenset(chr(c) for c in range(0x20, 0x7F)) | frozenset("\t\n\r")
@@ -300,8 +295,6 @@ def _in_fold(text: str) -> list[Finding]:
     redacts. Each distinct character is looked up once and the fold is one ``str.translate``, so a text no
     character of which changes (the usual case, any script) costs a set of its characters; the map back is built
     only when the fold finds something the text as written did not have."""
-    from ..textform import fold_char
-
     table: dict[int, str] = {}
     for ch in set(text) - _PLAIN:
         folded = fold_char(ch)

@@ -119,6 +119,13 @@ def read_blocks(texts: list[str | None]) -> dict[int, Source]:
     return out
 
 
+def read_part(source: Source, text: str) -> Part:
+    """The part of a block ``read_blocks`` marked ``source``: the read's name (HARNESS) or what was read."""
+    if source is Source.TOOL_OUTPUT:
+        return Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result")
+    return Part(Source.HARNESS, text.strip())
+
+
 def _block_text_of(b: Any) -> str | None:
     return str(b.get("text", "")) if isinstance(b, dict) and b.get("type") == "text" else None
 
@@ -158,11 +165,7 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
     for i, b in enumerate(blocks):
         source = Source.PASTED if own is not None and i != own and text_source is Source.TYPED else text_source
         if i in reads:
-            text = texts[i] or ""
-            read_output = reads[i] is Source.TOOL_OUTPUT
-            out.append(
-                Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result") if read_output else Part(Source.HARNESS, text.strip())
-            )
+            out.append(read_part(reads[i], texts[i] or ""))
             continue
         if isinstance(b, str):
             out += text_parts(b, source)

@@ -110,10 +110,8 @@ def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]
         else:
             continue
         raw.append(text)
-        if reads.get(i) is Source.HARNESS:
-            parts.append(Part(Source.HARNESS, text.strip()))
-        elif reads.get(i) is Source.TOOL_OUTPUT:
-            parts.append(Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result"))
+        if i in reads:
+            parts.append(anthropic.read_part(reads[i], text))
         elif source is Source.TYPED and harness_context(text):
             parts.append(Part(Source.HARNESS, text.strip()))
         else:
@@ -420,11 +418,14 @@ def _aider_output(m: Message) -> Message:
     Aider appends stays the harness's)."""
     if m.role != "user":
         return m
-    said = [p for p in m.parts if p.kind == "text" and p.source in (Source.TYPED, Source.PASTED)]
-    text = "\n\n".join(p.text for p in said).lstrip()
-    if not said:
+
+    def persons(p: Part) -> bool:
+        return p.kind == "text" and p.source in (Source.TYPED, Source.PASTED)
+
+    if not any(persons(p) for p in m.parts):
         return m
-    rest = tuple(p for p in m.parts if not (p.kind == "text" and p.source in (Source.TYPED, Source.PASTED)))
+    text = "\n\n".join(p.text for p in m.parts if persons(p)).lstrip()
+    rest = tuple(p for p in m.parts if not persons(p))
     if text.startswith(_AIDER_OUTPUT) or _AIDER_EDIT_FAILED.match(text):
         return Message(m.index, m.role, (Part(Source.TOOL_OUTPUT, text, kind="tool_result"), *rest), m.normalised)
     # A URL in the person's words: Aider fetches the page and appends it to their message ("\n\nHere is the
