@@ -609,3 +609,40 @@ def test_a_lone_surrogate_is_no_reason_to_fail():
     """JSON may carry a lone surrogate (\\ud800); the scan reads it as a replacement character."""
     clean, found = redact(f"x \ud800 y {KEY}")
     assert found == ["github-pat"] and KEY not in clean
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the AWS CLI's `get-secret-value`: the secret's JSON in a JSON string
+        '{"SecretString": "{\\"username\\":\\"admin\\",\\"password\\":\\"SECRET\\"}"}',
+        # a serialised request body in a log line, escaped twice
+        '{"log": "{\\"body\\": \\"{\\\\\\"password\\\\\\": \\\\\\"SECRET\\\\\\"}\\"}"}',
+        # quotes escaped in a shell or Python string
+        'echo "password=\\"SECRET\\"" >> .env',
+        "cfg = '{\\'password\\': \\'SECRET\\'}'",
+        # and in a key split by an invisible character
+        '{"b": "{\\"pass\u200bword\\": \\"SECRET\\"}"}',
+    ],
+)
+def test_a_password_in_json_within_a_string_is_redacted_and_refused(text):
+    """A password behind escaped quotes (JSON in a JSON string, an escaped shell quote) is found as the quotes read
+    it: only the value goes, the escapes around it stay, and the write path refuses what the capture redacts."""
+    from bead.capture.secrets import credential_rules
+
+    secret = "Qz8vLr2TnW4xPk9s!"
+    text = text.replace("SECRET", secret)
+    clean, found = redact(text)
+    assert secret not in clean and found == ["password-assignment"]
+    assert clean == text.replace(secret, "[REDACTED:password-assignment]")
+    assert credential_rules(text) == found
+
+
+def test_escaped_quotes_alone_are_no_secret_and_cost_linear_time():
+    """Escaped quotes around ordinary words find nothing; a megabyte of backslashes and quotes is read in linear
+    time."""
+    from linear import assert_linear
+
+    text = '{"msg": "say \\"hello world\\" to me", "path": "C:\\\\", "token_type": \\"bearer\\"}'
+    assert redact(text) == (text, [])
+    assert_linear(redact, lambda n: ("\\" * 97 + '"password\\": \\"') * (n // 110), 2_000_000, what="escaped quotes")

@@ -330,16 +330,50 @@ def _in_fold(text: str) -> list[Finding]:
     return [Finding(f.rule, origin(f.start), origin(f.end - 1) + 1) for f in found]
 
 
+# A run of backslashes before a quote: JSON in a JSON string (`"SecretString": "{\\"password\\": \\"...\\"}"`, as the
+# AWS CLI, a log line or a serialised request body write it), or a quote escaped in a shell or Python string.
+_ESCAPED_QUOTE = re2.compile(r"""\\+["']""", _OPTIONS)
+
+
+def _in_escaped(text: str) -> list[Finding]:
+    """The findings in ``text`` with every backslash before a quote removed (``{\\"password\\": \\"...\\"}`` read as
+    ``{"password": "..."}``), written as it is or in its normal form, each placed on the characters of ``text`` it
+    came from. Nothing is scanned again unless the text has an escaped quote."""
+    if '\\"' not in text and "\\'" not in text:
+        return []
+    pieces: list[str] = []
+    at_view: list[int] = []  # where the character after each removed run stands in the view
+    removed: list[int] = []  # characters removed up to and including each run
+    last = gone = 0
+    for m in _ESCAPED_QUOTE.finditer(text):
+        quote = m.end() - 1
+        pieces.append(text[last : m.start()])
+        gone += quote - m.start()
+        at_view.append(quote - gone)
+        removed.append(gone)
+        last = quote
+    pieces.append(text[last:])
+    view = "".join(pieces)
+    found = [f for f in [*scan(view), *_in_fold(view)] if f.end > f.start]
+
+    def origin(pos: int) -> int:
+        k = bisect.bisect_right(at_view, pos) - 1
+        return pos + (removed[k] if k >= 0 else 0)
+
+    return [Finding(f.rule, origin(f.start), origin(f.end - 1) + 1) for f in found]
+
+
 def redact(text: str) -> tuple[str, list[str]]:
-    """(text with every finding replaced, rule ids found): found as written, or in its normal form (a key split
-    by a zero-width space, written in full-width letters), the first where both overlap."""
+    """(text with every finding replaced, rule ids found): found as written, in its normal form (a key split by a
+    zero-width space, written in full-width letters) or with its escaped quotes read as quotes (JSON in a JSON
+    string), the first where they overlap."""
     if _SURROGATE.search(text):  # a lone surrogate (valid in JSON) is no character: RE2 cannot read it
         text = _SURROGATE.sub("\ufffd", text)
     findings = scan(text)
-    folded = _in_fold(text)
-    if folded:
+    other = [*_in_fold(text), *_in_escaped(text)]
+    if other:
         merged: list[Finding] = []
-        for f in sorted([*findings, *folded], key=lambda f: (f.start, -(f.end - f.start))):
+        for f in sorted([*findings, *other], key=lambda f: (f.start, -(f.end - f.start))):
             if merged and f.start < merged[-1].end:
                 continue
             merged.append(f)
