@@ -25,6 +25,7 @@ Every function here is one pass over its input, character by character.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 from typing import Any
@@ -187,3 +188,27 @@ def strings_in(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in strings_in(v)]
     return []
+
+
+# A lone UTF-16 surrogate as JSON writes it (a high one not followed by a low
+# one, a low one not preceded by a high one). JavaScript strings may carry
+# them (a tool output cut inside an emoji, a transcript Node wrote); UTF-8
+# cannot, and the regex engine and the raw log then fail on the text.
+# An escaped backslash is matched first, so "\\ud800" (a backslash, then
+# "ud800") is left as it is. Fixed-width lookarounds: linear time.
+_LONE_SURROGATE = re.compile(
+    r"(\\\\)|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def _replacement(m: re.Match[str]) -> str:
+    return m.group(0) if m.group(1) else "\\ufffd"
+
+
+def readable_json(text: str) -> str:
+    """JSON ``text`` with each lone surrogate escape written as U+FFFD's (the same six characters long, so every
+    offset holds), so what it decodes to is text UTF-8 and RE2 can read."""
+    if "\\ud" in text or "\\uD" in text:
+        return _LONE_SURROGATE.sub(_replacement, text)
+    return text

@@ -73,6 +73,15 @@ class TestRule:
             write_secret(mem, "user/pin", "1234", "user")
         assert not (mem.home.facts / "user" / "pin").exists()
 
+    @pytest.mark.parametrize("key, body", [("user/emoji", "the build broke \ud83d"), ("user/cut\udc00", "x")])
+    def test_half_a_character_is_refused_with_what_to_do(self, mem, key, body):
+        """A lone surrogate (an emoji cut in two, from MCP's JSON or a non-UTF-8 argument) cannot be written as
+        UTF-8: the write says so and what to do, and leaves no file."""
+        with pytest.raises(BeadError) as e:
+            mem.write(key, body, "user")
+        assert "half of a character" in str(e.value) and "again without it" in (e.value.hint or "")
+        assert not (mem.home.facts / "user").exists() or not any((mem.home.facts / "user").iterdir())
+
     def test_hand_edited_file_is_read(self, mem):
         v1 = mem.write("global/editor", "emacs", "reference").fact
         v1.path.write_text(v1.path.read_text().replace("emacs", "helix"))

@@ -184,6 +184,30 @@ def test_lines_that_do_not_parse_are_skipped(mem, tmp_path, line):
     assert counts.turns_added == 1 and counts.skipped_lines == 1
 
 
+def test_a_lone_surrogate_in_a_transcript_is_read_as_a_replacement_character(mem, tmp_path):
+    """Node writes an emoji cut in two as a lone surrogate escape; the line is imported (the half character read as
+    U+FFFD) and so is the rest of the file, and a key the half character splits is still redacted."""
+    d = tmp_path / "p" / "-x"
+    d.mkdir(parents=True)
+    key = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    cut = f"the build broke \\ud83d and the token {key[:12]}\\ud800{key[12:]}"
+    line = _line("PLACEHOLDER").decode().replace("PLACEHOLDER", cut)
+    (d / "s1.jsonl").write_text(line + _line("second message").decode())
+    counts = history.import_claude_code(mem, read_items, tmp_path / "p")
+    assert counts.turns_added == 2 and counts.skipped_lines == 0
+    texts = [t[2] for t in _turns(mem)]
+    assert "the build broke \ufffd and the token [REDACTED:github-pat]" in texts and "second message" in texts
+    assert not any(key[14:] in p.read_text() for p in mem.raw.files())
+
+
+def test_a_tool_result_text_block_without_text_is_read_as_empty():
+    conv, _ = read_items(
+        "anthropic",
+        [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": None}]}]}],
+    )
+    assert [p.text for p in conv.messages[0].parts] == [""]
+
+
 # ----- memory: transcripts are read as streams -----------------------------------------------------------
 
 

@@ -215,9 +215,9 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("pass-name-lower", "$db_pass = '{s}';", "Kx9mQ2vL")
     add("pass-name-lower", "rabbitmq_pass: {s}", "guest1234!")
     # a seventh review's: weak passwords in .env files, one opening with "!", a hyphenated key in prose
-    add("env-secret-assignment", "POSTGRES_PASSWORD={s}", "postgres")
-    add("env-secret-assignment", "SESSION_SECRET={s}", "keyboardCat")
-    add("env-secret-assignment", "API_TOKEN={s}", "KQXZPLMRTV")
+    add("weak-password-assignment", "POSTGRES_PASSWORD={s}", "postgres")
+    add("weak-password-assignment", "SESSION_SECRET={s}", "keyboardCat")
+    add("weak-password-assignment", "API_TOKEN={s}", "KQXZPLMRTV")
     add("env-secret-assignment", "ADMIN_PASSWORD={s}", "!Summer")
     add("pass-name-assignment", "DB_PASS={s}", "correct-horse-battery-staple")
     add("secret-in-prose", "the API key is {s}", "sk1234-live-prod")
@@ -226,6 +226,20 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("cookie-header", "Cookie: sid={s}", "3f2b9c1e-7a4d-4e2b-9f1a-2c3d4e5f6a7b")
     add("secret-in-prose", "the API key is {s}", "3f2b9c1e-7a4d-4e2b-9f1a-2c3d4e5f6a7b")
     add("cli-secret-flag", "mysql -u root --password={s}", "letmein")
+    # an eighth review's: weak passwords under any name that ends in the secret's word, a connection string's, and
+    # passwords holding a bracket (once read as code)
+    add("weak-password-assignment", "DB_PASS={s}", "letmein")
+    add("weak-password-assignment", "DB_PASSPHRASE={s}", "letmein")
+    add("weak-password-assignment", "KEYSTORE_PASS: {s}", "changeit1")
+    add("weak-password-assignment", "DB_PASSWORD={s}", "SUMMER")
+    add("weak-password-assignment", "DB_PASSWORD={s}", "Welcome")
+    add("weak-password-assignment", "Data Source=db;User Id=sa;Password={s};", "letmein")
+    add("weak-password-assignment", "Server=tcp:db;User ID=sa;Pwd={s};", "Xk9mQ2vLp")
+    add("env-secret-assignment", "DB_PASSWORD={s}", "x7}Gq2!vRm(Lp9")
+    add("env-secret-assignment", "JWT_SECRET={s}", "Zm9v)YmFyYmF6cXV4")
+    add("password-value", "spring.datasource.password={s}", "PtY]gj)mU/h#Bel3")
+    add("password-in-prose", "the password is {s}", "Tr0ub4dor&3(x")
+    add("cli-password-flag", 'mysql -uroot -p"{s}" shop', "Xk9mQ2vLp")
     return out
 
 
@@ -249,6 +263,20 @@ BENIGN = [
     "secret_key: <your-secret-here>",
     "STRIPE_KEY=sk_live_xxxxxxxxxxxxxxxxxxxxxxxx",
     "API_TOKEN=changeme",
+    # settings about a secret, not the secret; YAML tags; a prose line after a secret's name
+    "SECRET_PROVIDER=azure",
+    "TOKEN_STORE=redis",
+    "PASSWORD_HASHERS: django",
+    "SECRET_KEY_BASE: required",
+    "TOKEN_TYPE=bearer",
+    "DbPassword: !Join ['', [!Ref Prefix, pw]]",
+    "DB_PASSWORD: !Select [0, !Ref Passwords]",
+    "  db_password: !unsafe '{{ foo }}'",
+    "DB_PASSWORD: must be at least 8 characters",
+    "password: Optional[str] = None",
+    "DB_PASSWORD: {{ vault_db_password }}",
+    "password={password}",
+    "password=%(db_password)s",
     "TOKEN_TTL=3600",
     "SESSION_TOKEN_EXPIRY=15m",
     "DB_PASSWORD_FILE=/run/secrets/db_password",
@@ -646,3 +674,22 @@ def test_escaped_quotes_alone_are_no_secret_and_cost_linear_time():
     text = '{"msg": "say \\"hello world\\" to me", "path": "C:\\\\", "token_type": \\"bearer\\"}'
     assert redact(text) == (text, [])
     assert_linear(redact, lambda n: ("\\" * 97 + '"password\\": \\"') * (n // 110), 2_000_000, what="escaped quotes")
+
+
+def test_a_key_split_by_a_lone_surrogate_is_refused_by_the_write_path_too():
+    """The capture reads a lone surrogate as U+FFFD; the write path and the capture both read that as nothing, so
+    the key it splits is found whole."""
+    from bead.capture.secrets import credential_rules
+
+    for text in (f"{KEY[:14]}\ud800{KEY[14:]}", f"{KEY[:14]}\ufffd{KEY[14:]} ok"):
+        clean, found = redact(text)
+        assert credential_rules(text) == found == ["github-pat"] and KEY[16:] not in clean
+
+
+def test_a_finding_that_overlaps_an_earlier_one_extends_it():
+    """A recovery-code list's rule takes a JWT's header (it holds a digit); the JWT's own finding extends the
+    redaction to its end, so no part of it is left."""
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZG1pbiIsInJvbGUiOiJyb290In0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+    clean, found = redact("GitHub recovery codes:\n4f2k9-qx7lm\n8f2k1-9qxl2\n" + jwt + "\nthanks")
+    assert found and not any(part[4:] in clean for part in jwt.split("."))
+    assert clean.startswith("GitHub recovery codes:\n") and clean.endswith("\nthanks")

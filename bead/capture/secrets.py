@@ -268,10 +268,19 @@ def candidates(text: str) -> list[Finding]:
 
 
 def scan(text: str) -> list[Finding]:
-    """Non-overlapping findings, earliest first (the longer wins a tie, then a provider's rule, then the earlier)."""
+    """Non-overlapping findings, earliest first (the longer wins a tie, then a provider's rule, then the earlier; a
+    finding that overlaps an earlier one extends it)."""
+    return _merged(candidates(text))
+
+
+def _merged(found: list[Finding]) -> list[Finding]:
+    """``found`` (sorted by start, the longer first) as spans that do not overlap: one that starts inside an earlier
+    one extends it (a JWT whose header a recovery code's rule took), so no part of either secret is left."""
     out: list[Finding] = []
-    for f in candidates(text):
+    for f in found:
         if out and f.start < out[-1].end:
+            if f.end > out[-1].end:
+                out[-1] = Finding(out[-1].rule, out[-1].start, f.end)
             continue
         out.append(f)
     return out
@@ -295,8 +304,9 @@ def _in_fold(text: str) -> list[Finding]:
     redacts. Each distinct character is looked up once and the fold is one ``str.translate``, so a text no
     character of which changes (the usual case, any script) costs a set of its characters; the map back is built
     only when the fold finds something the text as written did not have."""
-    table: dict[int, str] = {}
-    for ch in set(text) - _PLAIN:
+    # A replacement character (a lone surrogate's, or a decoding error's) is dropped too: a key split by one is whole.
+    table: dict[int, str] = {0xFFFD: ""} if "\ufffd" in text else {}
+    for ch in set(text) - _PLAIN - {"\ufffd"}:
         folded = fold_char(ch)
         if folded != ch:
             table[ord(ch)] = folded
@@ -372,12 +382,7 @@ def redact(text: str) -> tuple[str, list[str]]:
     findings = scan(text)
     other = [*_in_fold(text), *_in_escaped(text)]
     if other:
-        merged: list[Finding] = []
-        for f in sorted([*findings, *other], key=lambda f: (f.start, -(f.end - f.start))):
-            if merged and f.start < merged[-1].end:
-                continue
-            merged.append(f)
-        findings = merged
+        findings = _merged(sorted([*findings, *other], key=lambda f: (f.start, -(f.end - f.start))))
     if not findings:
         return text, []
     parts, last = [], 0

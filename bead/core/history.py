@@ -48,6 +48,7 @@ from typing import Any
 from ..capture.secrets import redact
 from ..conversation import MAX_MESSAGE_PARTS, Conversation, Identity, Unreadable, _h, project_from_cwd, project_slug, safe_name
 from ..errors import BeadError
+from ..textform import readable_json
 from .capture import request_turns
 from .memory import Memory
 
@@ -203,7 +204,7 @@ def _lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[tuple[dict[
             counts.skipped_long_lines += 1
             continue
         try:
-            d = json.loads(text)
+            d = json.loads(readable_json(text))
         except (json.JSONDecodeError, RecursionError):
             d = None
         del text

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -53,6 +54,8 @@ USE_WINDOW_DAYS = 30  # recent use the pinned block counts
 USE_INDEX_MS = 50  # how long noting a use waits for the index (a read tool must not wait longer)
 # Pauses between attempts to reach a locked index, within the busy timeout.
 BACKOFF_S = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8)
+
+_HALF_CHARACTER = re.compile("[\ud800-\udfff]")
 
 
 class IndexBehind(BeadError):
@@ -149,6 +152,14 @@ class Memory:
         may refuse the write by raising (FactStore.write).
         """
         self.check_title(key, title)
+        for what, text in (("key", key), ("body", body)):
+            half = _HALF_CHARACTER.search(text)
+            if half:  # UTF-8 cannot hold it: the file could not be written
+                raise BeadError(
+                    f"refusing to write {key!r}: its {what} holds half of a character (U+{ord(half.group()):04X} at "
+                    f"{half.start()}, a lone surrogate, as an emoji cut in two leaves)",
+                    f"write the {what} again without it",
+                )
         validate_key(key)  # before anything opens a file for it
         self.check_lookalike(key)
         if sensitivity != "secret":

@@ -47,8 +47,8 @@ def _tool_result_text(block: dict[str, Any]) -> str:
     if isinstance(c, str):
         return c
     return "\n".join(
-        x.get("text", "")
-        if isinstance(x, dict) and x.get("type") == "text"
+        x.get("text") or ""
+        if isinstance(x, dict) and x.get("type") == "text" and isinstance(x.get("text"), str)
         else ("[image]" if isinstance(x, dict) and x.get("type") == "image" else "")
         for x in c or []
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..conversation import MAX_MESSAGE_PARTS, MAX_PARTS, Unreadable
+from ..textform import readable_json
 
 _WS = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
@@ -28,20 +29,6 @@ _scanstring = json.decoder.scanstring  # type: ignore[attr-defined]  # the C sca
 # elements fit in 16 MiB and took a minute of CPU, holding the GIL against
 # every other request. Past this many, the body is too large to read cheaply.
 MAX_ITEMS = 20_000
-# A lone UTF-16 surrogate as JSON writes it (a high one not followed by a low
-# one, a low one not preceded by a high one). JavaScript strings may carry
-# them (a tool output cut inside an emoji); UTF-8 cannot, and the regex
-# engine and the raw log then fail on every request of the conversation.
-# An escaped backslash is matched first, so "\\ud800" (a backslash, then
-# "ud800") is left as it is. Fixed-width lookarounds: linear time.
-_LONE_SURROGATE = re.compile(
-    r"(\\\\)|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-)
-
-
-def _replacement(m: re.Match[str]) -> str:
-    return m.group(0) if m.group(1) else "\\ufffd"
 
 
 class SpliceError(Unreadable):
@@ -260,11 +247,8 @@ def decode(body: bytes, items: str) -> tuple[str, dict[str, Any], dict[str, Span
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise SpliceError("body is not UTF-8") from None
-    readable = text
-    if "\\ud" in text or "\\uD" in text:
-        readable = _LONE_SURROGATE.sub(_replacement, text)
     try:
-        data, top, spans, end = _decode_top(readable, items)
+        data, top, spans, end = _decode_top(readable_json(text), items)
     except json.JSONDecodeError as exc:
         raise SpliceError(f"body is not JSON ({exc.msg} at offset {exc.pos})") from None
     return text, data, top, spans, end
