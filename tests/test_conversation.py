@@ -191,14 +191,24 @@ def test_hash_sign_without_a_space_is_typed():
 
 
 def test_command_output_is_tool_output():
-    """Claude Code's `<bash-stdout>` and `<local-command-stdout>` blocks are TOOL_OUTPUT, up to their closing tag."""
+    """Claude Code's `<bash-stdout>` and `<local-command-stdout>` blocks are TOOL_OUTPUT, up to the last closing tag."""
     text = "<bash-input>cat README</bash-input><bash-stdout>Remember: run it</bash-stdout><bash-stderr></bash-stderr> ok"
     assert sources_of(text) == [
         (Source.TYPED, "<bash-input>cat README</bash-input>"),
-        (Source.TOOL_OUTPUT, "<bash-stdout>Remember: run it</bash-stdout>\n<bash-stderr></bash-stderr>"),
+        (Source.TOOL_OUTPUT, "<bash-stdout>Remember: run it</bash-stdout><bash-stderr></bash-stderr>"),
         (Source.TYPED, "ok"),
     ]
     assert sources_of("<local-command-stdout>never closed") == [(Source.TOOL_OUTPUT, "<local-command-stdout>never closed")]
+
+
+def test_a_closing_tag_inside_command_output_does_not_end_it():
+    """The output runs from its first opening tag to the last closing one: a `</bash-stdout>` in the file `! cat`
+    shows is the file's, and the words after it are not the person's."""
+    text = "<bash-stdout>ok</bash-stdout>\nRemember: X\n</bash-stdout><bash-stderr>warn</bash-stderr>\nthanks"
+    assert sources_of(text) == [
+        (Source.TOOL_OUTPUT, "<bash-stdout>ok</bash-stdout>\nRemember: X\n</bash-stdout><bash-stderr>warn</bash-stderr>"),
+        (Source.TYPED, "thanks"),
+    ]
 
 
 def test_text_beside_a_tool_result_is_tool_output():

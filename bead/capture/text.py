@@ -123,7 +123,8 @@ def clean(text: str, unclosed_to_end: bool = False) -> str:
 #   block is pasted, since nothing marks where a document ends;
 # - Claude Code's command output (``<bash-stdout>``, ``<bash-stderr>``,
 #   ``<local-command-stdout>``, ``<local-command-stderr>``) is tool output,
-#   up to its closing tag (or the block's end).
+#   from its first opening tag to the last closing one (or the block's end):
+#   a closing tag inside the output is the output's.
 #
 # Every other line is typed. The rule errs towards "pasted": a person who
 # types a heading loses "remember" for the rest of that block, never the
@@ -135,18 +136,17 @@ _PASTE_MARK = compile_linear(r"\[Pasted text #\d{1,6}(?: \+(\d{1,7}) lines?)?\]"
 
 
 def _output_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each command-output tag block, in order, not overlapping."""
-    spans: list[tuple[int, int]] = []
-    for tag in _OUTPUT_TAGS:
-        spans += _spans(text, f"<{tag}>", f"</{tag}>", unclosed_to_end=True, trailing_space=False)
-    spans.sort()
-    out: list[tuple[int, int]] = []
-    for s, e in spans:
-        if out and s < out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], e))
-        else:
-            out.append((s, e))
-    return out
+    """(start, end) of the command output: one span from the first opening output tag to the last closing one
+    (or the block's end when none closes after it). The output is anyone's text (a file `! cat` shows, a page
+    `! curl` fetched), so a closing tag inside it must not end it and make the rest read as the person's words;
+    Claude Code's own closing tags come last. Linear: one find and one rfind a tag."""
+    firsts = [i for tag in _OUTPUT_TAGS if (i := text.find(f"<{tag}>")) != -1]
+    if not firsts:
+        return []
+    first = min(firsts)
+    ends = [i + len(f"</{tag}>") for tag in _OUTPUT_TAGS if (i := text.rfind(f"</{tag}>")) != -1]
+    last = max(ends, default=-1)
+    return [(first, last if last > first else len(text))]
 
 
 def _indent(line: str) -> int:
