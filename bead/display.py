@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from typing import Any
 
 # C0 controls but tab, line feed and carriage return; DEL; C1 controls.
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -55,6 +56,19 @@ def one_line(text: str, width: int | None = None) -> str:
     ``width`` characters with an ellipsis."""
     flat = visible(_SPACING.sub(" ", str(text)).strip(" "))  # str.strip() would drop U+2028, U+001C-001F, U+0085
     return flat if width is None or len(flat) <= width else flat[: width - 1] + "…"
+
+
+def visible_data(data: Any) -> Any:
+    """``data`` (JSON-like: dicts, lists, strings, numbers) with every string, keys included, as ``visible`` shows
+    it (line breaks and tabs kept): a structured result a harness parses and may print holds no control or
+    invisible format character as itself, as ``json_text`` writes none in its text."""
+    if isinstance(data, str):
+        return visible(data, multiline=True, tab="\t")
+    if isinstance(data, dict):
+        return {visible_data(k): visible_data(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [visible_data(v) for v in data]
+    return data
 
 
 def _json_escape(match: re.Match[str]) -> str:

@@ -4,6 +4,8 @@ Streamable HTTP on a loopback port."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import all_bytes_under, lazy_import
 from mcphelp import ServedAsgi, all_text, http_session, make_vault, stdio_session
@@ -278,3 +280,15 @@ def test_seal_without_a_vault_says_how_to_make_one(tmp_path):
         s.close()
         served.close()
         rt.close()
+
+
+def test_the_curators_structured_results_hold_no_control_as_itself(admin, mem):
+    """A stored value, a queued proposal and its detail may hold an OSC title write, a C1 CSI and a bidi override:
+    the curator's tools give them as escapes in the structured result too, which a harness may print as it is."""
+    hostile = "\x1b]0;pwned\x07 \x9b2J \u202egnp.exe"
+    mem.write("project/shop/banner", "note " + hostile, "project", trust="agent_observed")
+    Queue(mem).add("untrusted-source", "project/shop/x", "project", "val " + hostile, [], "detail " + hostile)
+    for tool, args in [("history", {"key": "project/shop/banner"}), ("review_queue", {}), ("search_memory", {"query": "note"})]:
+        structured = json.dumps(admin.call(tool, args).structured_content, ensure_ascii=False)
+        assert "gnp.exe" in structured, (tool, structured)
+        assert not any(c in structured for c in ("\x1b", "\x07", "\x9b", "\u202e")), (tool, structured)

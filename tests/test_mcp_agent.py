@@ -117,8 +117,20 @@ def test_no_captured_or_stored_control_reaches_the_harness_as_itself(server, mem
     ctx = server.call("get_memory_context", {"query": "flaky ledger zqvx"}).content[0].text
     assert "zqvx" in ctx and not any(c in ctx for c in TERMINAL_CONTROLS)
     mem.write("project/webshop/bidi-note", "Invoices are named \u202efdp.exe by the exporter.", "project")
-    got = server.call("get_memory", {"key": "project/webshop/bidi-note"}).content[0].text
-    assert "\u202e" not in got and json.loads(got)["value"] == "Invoices are named \u202efdp.exe by the exporter."
+    got = server.call("get_memory", {"key": "project/webshop/bidi-note"})
+    text = got.content[0].text
+    assert "\u202e" not in text and json.loads(text)["value"] == "Invoices are named \u202efdp.exe by the exporter."
+    # The structured result, which a harness parses and may show as it is, holds the escapes too.
+    mem.write("project/webshop/osc-note", f"note {hostile}", "project", trust="agent_observed")
+    for tool, args in [
+        ("get_memory", {"key": "project/webshop/bidi-note"}),
+        ("get_memory", {"key": "project/webshop/osc-note"}),
+        ("search_memory", {"query": "zqvx"}),
+        ("recall", {"query": "flaky ledger zqvx"}),
+    ]:
+        structured = json.dumps(server.call(tool, args).structured_content, ensure_ascii=False)
+        assert "fdp.exe" in structured or "zqvx" in structured, (tool, structured)
+        assert not any(c in structured for c in TERMINAL_CONTROLS), (tool, structured)
 
 
 def test_recall_respects_scope_limit_and_budget(server, mem):

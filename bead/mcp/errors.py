@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mcp.types import CallToolResult, TextContent
 
 from ..core.memory import busy_errors
-from ..display import json_text
+from ..display import json_text, visible_data
 from ..errors import (
     BeadError,
     InvalidArgument,
@@ -44,7 +44,9 @@ def result(
     code: str, message: str, *, next_call: str = "", retryable: bool = False, outcome_unknown: bool = False
 ) -> CallToolResult:
     body = {"error": message, "code": code, "retryable": retryable, "outcome_unknown": outcome_unknown, "next": next_call}
-    return CallToolResult(content=[TextContent(type="text", text=json_text(body))], structured_content=body, is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=json_text(body))], structured_content=visible_data(body), is_error=True
+    )
 
 
 def failure(exc: BaseException, *, write: bool) -> tuple[CallToolResult, str]:

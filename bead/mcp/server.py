@@ -34,7 +34,7 @@ from ..core import seal as vault_ops
 from ..core.memory import Memory
 from ..core.review import wake as reinforce_fact
 from ..core.viewer import LOCAL, Viewer
-from ..display import json_text, visible
+from ..display import json_text, visible, visible_data
 from ..paths import Home
 from .confirm import ConfirmTokens
 from .errors import ToolFailure, failure
@@ -171,7 +171,7 @@ class Runtime:
             # The harness may show the answer in the person's terminal: no control or invisible format character
             # of a stored value or a captured turn reaches it as itself (bead.display), in the text or the JSON.
             content = json_text(body) if content is None else visible(content, multiline=True, tab="\t")
-            res = CallToolResult(content=[TextContent(type="text", text=content)], structured_content=body)
+            res = CallToolResult(content=[TextContent(type="text", text=content)], structured_content=visible_data(body))
             code = "ok"
         except Exception as exc:  # every failure becomes a structured error; its text never reaches the log
             res, code = failure(exc, write=write)
@@ -211,7 +211,7 @@ async def structured_errors(ctx: Any, call_next: Any) -> Any:
             if unknown
             else "call again with arguments that match the tool's input schema (tools/list shows it)",
         }
-        out = {**out, "content": [{"type": "text", "text": json_text(body)}], "structuredContent": body}
+        out = {**out, "content": [{"type": "text", "text": json_text(body)}], "structuredContent": visible_data(body)}
     return out
 
 
