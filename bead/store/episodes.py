@@ -21,6 +21,7 @@ import yaml
 
 from .. import files as safe
 from ..capture.secrets import redact
+from ..display import visible
 from ..paths import Home
 from .audit import iso
 
@@ -67,7 +68,13 @@ class Episodes:
         """Add the episode's sections (and an evaluation, to the frontmatter) to the session's file."""
         path = self.home.episode_file(session, day)
         parts = (
-            [f"## {name.capitalize()}\n{redact(str(episode.get(name, '')).strip())[0]}" for name in SECTIONS] if episode else []
+            # A model wrote them, from captured turns; a person opens the file: no control reaches a terminal as itself.
+            [
+                f"## {name.capitalize()}\n{visible(redact(str(episode.get(name, '')).strip())[0], multiline=True)}"
+                for name in SECTIONS
+            ]
+            if episode
+            else []
         )
         root = self.home.root
         try:
