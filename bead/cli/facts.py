@@ -146,7 +146,10 @@ def show(key, all_versions, project, as_json):
             if all_versions:
                 mark = "current" if r["current"] else r["status"]
                 echo(f"== {r['id']} [{mark}] {r['valid_from']} {r['trust']}")
-            echo(r["body"], multiline=True)
+                # Indented under its header, so no body (an agent's) can make a line that reads as one.
+                echo("\n".join("    " + line for line in r["body"].split("\n")), multiline=True)
+            else:
+                echo(r["body"], multiline=True)
 
     emit(data if all_versions else data[0], as_json, human if all_versions else (lambda r: human([r])))
 
