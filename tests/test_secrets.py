@@ -240,6 +240,8 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("password-value", "spring.datasource.password={s}", "PtY]gj)mU/h#Bel3")
     add("password-in-prose", "the password is {s}", "Tr0ub4dor&3(x")
     add("cli-password-flag", 'mysql -uroot -p"{s}" shop', "Xk9mQ2vLp")
+    add("secret-value", "oauth:\n  client_secret: {s}\n", "Xk9mQ2vLp7")
+    add("secret-value", "  secret: {s}", "aB3-dE5fG7")
     return out
 
 
@@ -277,6 +279,10 @@ BENIGN = [
     "DB_PASSWORD: {{ vault_db_password }}",
     "password={password}",
     "password=%(db_password)s",
+    "secret: true",
+    "  secret:\n    secretName: db-creds",
+    "secret: my-app-secret2",
+    "client_secret: settings.OAUTH_CLIENT_SECRET",
     "TOKEN_TTL=3600",
     "SESSION_TOKEN_EXPIRY=15m",
     "DB_PASSWORD_FILE=/run/secrets/db_password",
