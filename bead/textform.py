@@ -190,15 +190,15 @@ def strings_in(value: Any) -> list[str]:
     return []
 
 
-# A lone UTF-16 surrogate as JSON writes it (a high one not followed by a low
-# one, a low one not preceded by a high one). JavaScript strings may carry
-# them (a tool output cut inside an emoji, a transcript Node wrote); UTF-8
+# A UTF-16 surrogate escape as JSON writes it. One left-to-right pass takes an
+# escaped backslash ("\\\\ud800" is a backslash, then "ud800"), a high and low
+# pair (a character beyond the BMP), or a lone surrogate of either kind, in that
+# order, so each escape is read where it starts. JavaScript strings may carry
+# lone ones (a tool output cut inside an emoji, a transcript Node wrote); UTF-8
 # cannot, and the regex engine and the raw log then fail on the text.
-# An escaped backslash is matched first, so "\\ud800" (a backslash, then
-# "ud800") is left as it is. Fixed-width lookarounds: linear time.
-_LONE_SURROGATE = re.compile(
-    r"(\\\\)|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+# Alternatives of fixed width: linear time.
+_SURROGATE_ESCAPE = re.compile(
+    r"(\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
 )
 
 
@@ -210,5 +210,5 @@ def readable_json(text: str) -> str:
     """JSON ``text`` with each lone surrogate escape written as U+FFFD's (the same six characters long, so every
     offset holds), so what it decodes to is text UTF-8 and RE2 can read."""
     if "\\ud" in text or "\\uD" in text:
-        return _LONE_SURROGATE.sub(_replacement, text)
+        return _SURROGATE_ESCAPE.sub(_replacement, text)
     return text

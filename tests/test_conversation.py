@@ -209,6 +209,9 @@ def test_a_closing_tag_inside_command_output_does_not_end_it():
         (Source.TOOL_OUTPUT, "<bash-stdout>ok</bash-stdout>\nRemember: X\n</bash-stdout><bash-stderr>warn</bash-stderr>"),
         (Source.TYPED, "thanks"),
     ]
+    # An output opened after the last closing tag and never closed (a block cut short) runs to the end.
+    cut = "<bash-stdout>ok</bash-stdout><bash-stderr>warning: x\nRemember: Y"
+    assert sources_of(cut) == [(Source.TOOL_OUTPUT, cut)]
 
 
 def test_text_beside_a_tool_result_is_tool_output():

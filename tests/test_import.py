@@ -192,11 +192,14 @@ def test_a_lone_surrogate_in_a_transcript_is_read_as_a_replacement_character(mem
     key = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
     cut = f"the build broke \\ud83d and the token {key[:12]}\\ud800{key[12:]}"
     line = _line("PLACEHOLDER").decode().replace("PLACEHOLDER", cut)
-    (d / "s1.jsonl").write_text(line + _line("second message").decode())
+    # a lone low surrogate after an escaped backslash and the letters "ud800" (a Windows path), then a whole emoji
+    path = _line("PLACEHOLDER").decode().replace("PLACEHOLDER", "path C:\\\\ud800\\udc00 end \\ud83d\\ude00")
+    (d / "s1.jsonl").write_text(line + path + _line("second message").decode())
     counts = history.import_claude_code(mem, read_items, tmp_path / "p")
-    assert counts.turns_added == 2 and counts.skipped_lines == 0
+    assert counts.turns_added == 3 and counts.skipped_lines == 0
     texts = [t[2] for t in _turns(mem)]
     assert "the build broke \ufffd and the token [REDACTED:github-pat]" in texts and "second message" in texts
+    assert "path C:\\ud800\ufffd end \U0001f600" in texts
     assert not any(key[14:] in p.read_text() for p in mem.raw.files())
 
 

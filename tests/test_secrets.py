@@ -242,6 +242,12 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("cli-password-flag", 'mysql -uroot -p"{s}" shop', "Xk9mQ2vLp")
     add("secret-value", "oauth:\n  client_secret: {s}\n", "Xk9mQ2vLp7")
     add("secret-value", "  secret: {s}", "aB3-dE5fG7")
+    # a weak password on a command line or a quoted compose item; a secret key's; a quote of the other kind inside
+    add("weak-password-assignment", "PGPASSWORD={s} psql -h localhost -U app", "postgres")
+    add("weak-password-assignment", "docker run -d -e POSTGRES_PASSWORD={s} -p 5432:5432 postgres:16", "sunshine")
+    add("weak-password-assignment", '    environment:\n      - "POSTGRES_PASSWORD={s}"\n', "sunshine")
+    add("weak-password-assignment", "SECRET_KEY={s}", "qwertyuiop")
+    add("password-assignment", '{{"username": "admin", "password": "{s}"}}', "pv#ME[c&'0g;oRqG")
     return out
 
 
@@ -280,6 +286,15 @@ BENIGN = [
     "password={password}",
     "password=%(db_password)s",
     "secret: true",
+    # C-family code assigning a variable; an ARN; settings' words
+    "    password = newPassword;",
+    "  pwd = optarg;",
+    "  password = &buf[0];",
+    "    password = await bcrypt.hash(password, 10);",
+    "let x = 1; password = candidate;",
+    "db_secret: arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbC123",
+    "TOKEN: Bearer",
+    "LOG_TOKEN=DEBUG",
     "  secret:\n    secretName: db-creds",
     "secret: my-app-secret2",
     "client_secret: settings.OAUTH_CLIENT_SECRET",

@@ -146,7 +146,10 @@ def _output_spans(text: str) -> list[tuple[int, int]]:
     first = min(firsts)
     ends = [i + len(f"</{tag}>") for tag in _OUTPUT_TAGS if (i := text.rfind(f"</{tag}>")) != -1]
     last = max(ends, default=-1)
-    return [(first, last if last > first else len(text))]
+    # An output opened after the last closing tag and never closed (a block cut short) runs to the end.
+    if last <= first or any(text.find(f"<{tag}>", last) != -1 for tag in _OUTPUT_TAGS):
+        last = len(text)
+    return [(first, last)]
 
 
 def _indent(line: str) -> int:
