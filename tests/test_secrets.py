@@ -248,6 +248,15 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("weak-password-assignment", '    environment:\n      - "POSTGRES_PASSWORD={s}"\n', "sunshine")
     add("weak-password-assignment", "SECRET_KEY={s}", "qwertyuiop")
     add("password-assignment", '{{"username": "admin", "password": "{s}"}}', "pv#ME[c&'0g;oRqG")
+    # a tenth review's: Windows line ends, *_KEY names, a YAML anchor, a pointer-like start, connection strings' forms
+    add("weak-password-assignment", "DB_PASSWORD={s}\r\nDB_USER=app\r\n", "postgres")
+    add("weak-password-assignment", "MINIO_ACCESS_KEY={s}", "minioadmin")
+    add("weak-password-assignment", "docker run -e API_KEY={s} app", "letmein")
+    add("weak-password-assignment", "DB_PASSWORD: &dbpass {s}", "postgres")
+    add("env-secret-assignment", "POSTGRES_PASSWORD: &pgpass {s}", "s3cr3tPassw0rd")
+    add("env-secret-assignment", "DB_PASSWORD={s}", "*Secret.2024")
+    add("weak-password-assignment", "Server=db;Database=app;User Id=sa;Password = {s};", "letmein")
+    add("weak-password-assignment", '"Host=localhost;Database=app;Username=postgres;Password={s}"', "hunter")
     return out
 
 
@@ -295,6 +304,23 @@ BENIGN = [
     "db_secret: arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbC123",
     "TOKEN: Bearer",
     "LOG_TOKEN=DEBUG",
+    # code, commands, status lines, paths to key files, placeholders
+    "const API_TOKEN=process.env.API_TOKEN||'';",
+    "TOKEN=`cat /run/secrets/token`",
+    "  readonly GITHUB_TOKEN: string;",
+    "NPM_TOKEN:=$(shell cat ~/.npmrc | grep authToken)",
+    'TOKEN:=os.Getenv("TOKEN")',
+    "Environment: GITHUB_TOKEN=present NPM_TOKEN=absent",
+    "  API_KEY: apiKey,",
+    "settings.configure(SECRET_KEY=secret, DEBUG=True)",
+    "DB_PASSWORD: *default_password",
+    "TLS_PRIVATE_KEY=certs/tls.key",
+    'sed -i "s/^DB_PASSWORD=.*/DB_PASSWORD=$NEW_PASS/" .env',
+    'grep -q "^SECRET_KEY=" .env || echo "SECRET_KEY=$(openssl rand -hex 32)" >> .env',
+    "`OPENAI_API_KEY=sk-...`",
+    "NEXTAUTH_SECRET=generate-with-openssl",
+    "ROOT_SECRET=kv/data/app",
+    "    password: &self.password,",
     "  secret:\n    secretName: db-creds",
     "secret: my-app-secret2",
     "client_secret: settings.OAUTH_CLIENT_SECRET",
