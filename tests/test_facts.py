@@ -73,12 +73,20 @@ class TestRule:
             write_secret(mem, "user/pin", "1234", "user")
         assert not (mem.home.facts / "user" / "pin").exists()
 
-    @pytest.mark.parametrize("key, body", [("user/emoji", "the build broke \ud83d"), ("user/cut\udc00", "x")])
-    def test_half_a_character_is_refused_with_what_to_do(self, mem, key, body):
+    @pytest.mark.parametrize(
+        "key, body, extra",
+        [
+            ("user/emoji", "the build broke \ud83d", {}),
+            ("user/cut\udc00", "x", {}),
+            ("user/src", "x", {"sources": ["raw/s\ud800.md#turn-1"]}),
+            ("user/own", "x", {"owner": "me\udfff"}),
+        ],
+    )
+    def test_half_a_character_is_refused_with_what_to_do(self, mem, key, body, extra):
         """A lone surrogate (an emoji cut in two, from MCP's JSON or a non-UTF-8 argument) cannot be written as
         UTF-8: the write says so and what to do, and leaves no file."""
         with pytest.raises(BeadError) as e:
-            mem.write(key, body, "user")
+            mem.write(key, body, "user", **extra)
         assert "half of a character" in str(e.value) and "again without it" in (e.value.hint or "")
         assert not (mem.home.facts / "user").exists() or not any((mem.home.facts / "user").iterdir())
 

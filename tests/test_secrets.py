@@ -257,6 +257,16 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("env-secret-assignment", "DB_PASSWORD={s}", "*Secret.2024")
     add("weak-password-assignment", "Server=db;Database=app;User Id=sa;Password = {s};", "letmein")
     add("weak-password-assignment", '"Host=localhost;Database=app;Username=postgres;Password={s}"', "hunter")
+    # an eleventh review's: pwgen's and other short or letters-only values under *_KEY and *_SECRET names, with
+    # spaces around "=", quoted; "master" and "default" as passwords
+    add("env-secret-assignment", "JWT_SECRET = {s}", "ohXe4ool")
+    add("env-secret-assignment", "ENCRYPTION_KEY={s}", "kRtwPzQmXbNvLsYh")
+    add("env-secret-assignment", "SIGNING_KEY={s}", "Abcd_1234")
+    add("weak-password-assignment", "DB_PASSWORD = {s}", "postgres")
+    add("weak-password-assignment", 'VAULT_TOKEN = "{s}"', "admin")
+    add("weak-password-assignment", "ENCRYPTION_KEY={s}", "letmein")
+    add("weak-password-assignment", "REDIS_PASSWORD={s}", "master")
+    add("weak-password-assignment", "POSTGRES_PASSWORD: {s}", "default")
     return out
 
 
@@ -321,6 +331,8 @@ BENIGN = [
     "NEXTAUTH_SECRET=generate-with-openssl",
     "ROOT_SECRET=kv/data/app",
     "    password: &self.password,",
+    "      - POSTGRES_PASSWORD=${POSTGRES_PASSWORD:?required}",
+    "secret: projects/my-proj-730/secrets/db-password/versions/1",
     "  secret:\n    secretName: db-creds",
     "secret: my-app-secret2",
     "client_secret: settings.OAUTH_CLIENT_SECRET",

@@ -152,7 +152,8 @@ class Memory:
         may refuse the write by raising (FactStore.write).
         """
         self.check_title(key, title)
-        for what, text in (("key", key), ("body", body)):
+        sources = tuple(sources)
+        for what, text in (("key", key), ("body", body), ("owner", owner or ""), *(("source", s) for s in sources)):
             half = _HALF_CHARACTER.search(text)
             if half:  # UTF-8 cannot hold it: the file could not be written
                 raise BeadError(
