@@ -267,6 +267,9 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("weak-password-assignment", "ENCRYPTION_KEY={s}", "letmein")
     add("weak-password-assignment", "REDIS_PASSWORD={s}", "master")
     add("weak-password-assignment", "POSTGRES_PASSWORD: {s}", "default")
+    add("weak-password-assignment", "DB_PASSWORD := {s}", "postgres")
+    add("weak-password-assignment", '{{"ConnectionStrings": {{}}, "ADMIN_PASSWORD": "{s}"}}', "root")
+    add("weak-password-assignment", "DB_PASSWORD={s}", "12345678")
     return out
 
 
@@ -332,6 +335,8 @@ BENIGN = [
     "ROOT_SECRET=kv/data/app",
     "    password: &self.password,",
     "      - POSTGRES_PASSWORD=${POSTGRES_PASSWORD:?required}",
+    "MAX_TOKEN=4096",
+    "TESTS_PASS: 120/120",
     "secret: projects/my-proj-730/secrets/db-password/versions/1",
     "  secret:\n    secretName: db-creds",
     "secret: my-app-secret2",
