@@ -263,13 +263,13 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("env-secret-assignment", "ENCRYPTION_KEY={s}", "kRtwPzQmXbNvLsYh")
     add("env-secret-assignment", "SIGNING_KEY={s}", "Abcd_1234")
     add("weak-password-assignment", "DB_PASSWORD = {s}", "postgres")
-    add("weak-password-assignment", 'VAULT_TOKEN = "{s}"', "admin")
+    add("weak-password-assignment", 'ADMIN_PASSWORD = "{s}"', "admin")
     add("weak-password-assignment", "ENCRYPTION_KEY={s}", "letmein")
     add("weak-password-assignment", "REDIS_PASSWORD={s}", "master")
     add("weak-password-assignment", "POSTGRES_PASSWORD: {s}", "default")
     add("weak-password-assignment", "DB_PASSWORD := {s}", "postgres")
-    add("weak-password-assignment", '{{"ConnectionStrings": {{}}, "ADMIN_PASSWORD": "{s}"}}', "root")
-    add("weak-password-assignment", "DB_PASSWORD={s}", "12345678")
+    add("password-assignment", 'JWT_SECRET="{s}"', "{noop}admin")
+    add("weak-password-assignment", 'PASSWORD="{s}",', "admin")
     return out
 
 
@@ -336,6 +336,18 @@ BENIGN = [
     "    password: &self.password,",
     "      - POSTGRES_PASSWORD=${POSTGRES_PASSWORD:?required}",
     "MAX_TOKEN=4096",
+    # a twelfth review's: constants, enums, i18n tables and special tokens under a secret's name
+    'ACCESS_TOKEN = "accessToken";',
+    "  REFRESH_TOKEN = 'refreshToken',",
+    'SESSION_KEY = "session"',
+    '"SHOW_PASSWORD": "Show"',
+    'START_TOKEN = "START"',
+    'SHADOW_PASS = "shadow"',
+    "MAX_TOKEN=128000",
+    "TOKEN = token",
+    "SIGNING_KEY := release",
+    "  SIGNING_KEY: CryptoKey",
+    "PASSWORD = TODO",
     "TESTS_PASS: 120/120",
     "secret: projects/my-proj-730/secrets/db-password/versions/1",
     "  secret:\n    secretName: db-creds",
