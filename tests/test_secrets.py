@@ -269,6 +269,12 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("weak-password-assignment", "POSTGRES_PASSWORD: {s}", "default")
     add("weak-password-assignment", "DB_PASSWORD := {s}", "postgres")
     add("password-assignment", 'JWT_SECRET="{s}"', "{noop}admin")
+    # typed forms: pydantic's settings, TypeScript's and Rust's constants, C's #define, Makefile's ?=
+    add("password-assignment", '    SECRET_KEY: str = "{s}"', "changethis")
+    add("password-assignment", 'const API_KEY: string = "{s}";', "Xk9mQ2vLp7")
+    add("weak-password-assignment", 'const DB_PASSWORD: &str = "{s}";', "root")
+    add("weak-password-assignment", "DB_PASSWORD ?= {s}", "postgres")
+    add("password-define", '#define WIFI_PASSWORD "{s}"', "sunshine1")
     add("weak-password-assignment", 'PASSWORD="{s}",', "admin")
     return out
 
@@ -348,6 +354,10 @@ BENIGN = [
     "SIGNING_KEY := release",
     "  SIGNING_KEY: CryptoKey",
     "PASSWORD = TODO",
+    "    password: Optional[str] = None",
+    "    secret_key: SecretStr = Field(default=...)",
+    "SECRET_KEY: str = secrets.token_urlsafe(32)",
+    '#define PASSWORD_LEN "8"',
     "TESTS_PASS: 120/120",
     "secret: projects/my-proj-730/secrets/db-password/versions/1",
     "  secret:\n    secretName: db-creds",
