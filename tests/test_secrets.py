@@ -357,6 +357,8 @@ BENIGN = [
     "    password: Optional[str] = None",
     "    secret_key: SecretStr = Field(default=...)",
     "SECRET_KEY: str = secrets.token_urlsafe(32)",
+    '    credentials_file: str = "credentials.json"',
+    'GOOGLE_APPLICATION_CREDENTIALS = "keys/service-account.json"',
     '#define PASSWORD_LEN "8"',
     "TESTS_PASS: 120/120",
     "secret: projects/my-proj-730/secrets/db-password/versions/1",
