@@ -190,6 +190,11 @@ def strings_in(value: Any) -> list[str]:
     return []
 
 
+# A lone surrogate as a decoded string holds it (from JSON's "\\ud83d", or a non-UTF-8 argument): no character, so
+# UTF-8 cannot write it and RE2 cannot read it.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 # A UTF-16 surrogate escape as JSON writes it. One left-to-right pass takes an
 # escaped backslash ("\\\\ud800" is a backslash, then "ud800"), a high and low
 # pair (a character beyond the BMP), or a lone surrogate of either kind, in that

@@ -25,7 +25,7 @@ from typing import Any
 import re2
 
 from .. import yamlsafe
-from ..textform import fold_char
+from ..textform import LONE_SURROGATE, fold_char
 
 # Every pattern runs on text an attacker may have written (a pasted README,
 # a tool's output), so every one runs on RE2: time linear in the text, never
@@ -294,7 +294,6 @@ def credential_rules(text: str) -> list[str]:
 
 
 _PLAIN = frozenset(chr(c) for c in range(0x20, 0x7F)) | frozenset("\t\n\r")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _in_fold(text: str) -> list[Finding]:
@@ -315,27 +314,31 @@ def _in_fold(text: str) -> list[Finding]:
     found = [f for f in scan(text.translate(table)) if f.end > f.start]
     if not found:
         return []
-    # Where each changed character of ``text`` stands in the fold, and how long its fold is.
-    at_text: list[int] = []
-    at_fold: list[int] = []
-    size: list[int] = []
+    # Each changed character of ``text``: where it stands, and where and how long its fold is.
+    edits: list[tuple[int, int, int, int]] = []
     shift = 0
     changed = re.compile("[" + "".join(re.escape(chr(c)) for c in table) + "]")  # a class: linear time
     for m in changed.finditer(text):
-        i = m.start()
-        into = table[ord(text[i])]
-        at_text.append(i)
-        at_fold.append(i + shift)
-        size.append(len(into))
+        into = table[ord(m.group())]
+        edits.append((m.start(), 1, m.start() + shift, len(into)))
         shift += len(into) - 1
+    return _placed(found, edits)
+
+
+def _placed(found: list[Finding], edits: list[tuple[int, int, int, int]]) -> list[Finding]:
+    """``found`` (positions in a view of a text) placed on the text's own characters. ``edits`` are the view's
+    changes in order, each (where in the text, how many characters there, where in the view, how many there): a
+    finding that starts or ends inside a change takes the whole of it."""
+    at_view = [e[2] for e in edits]
 
     def origin(pos: int) -> int:
-        k = bisect.bisect_right(at_fold, pos) - 1
+        k = bisect.bisect_right(at_view, pos) - 1
         if k < 0:
             return pos
-        if pos < at_fold[k] + size[k]:
-            return at_text[k]
-        return at_text[k] + 1 + (pos - at_fold[k] - size[k])
+        at_text, size_text, at, size = edits[k]
+        if pos < at + size:
+            return at_text
+        return at_text + size_text + (pos - at - size)
 
     return [Finding(f.rule, origin(f.start), origin(f.end - 1) + 1) for f in found]
 
@@ -354,33 +357,25 @@ def _in_escaped(text: str) -> list[Finding]:
     if '\\"' not in text and "\\'" not in text:
         return []
     pieces: list[str] = []
-    at_view: list[int] = []  # where the character after each removed run stands in the view
-    removed: list[int] = []  # characters removed up to and including each run
+    edits: list[tuple[int, int, int, int]] = []  # each run removed: where, how long, where the view goes on
     last = gone = 0
     for m in _ESCAPED_QUOTE.finditer(text):
         quote = m.end() - 1
         pieces.append(text[last : m.start()])
+        edits.append((m.start(), quote - m.start(), m.start() - gone, 0))
         gone += quote - m.start()
-        at_view.append(quote - gone)
-        removed.append(gone)
         last = quote
     pieces.append(text[last:])
     view = "".join(pieces)
-    found = [f for f in [*scan(view), *_in_fold(view)] if f.end > f.start]
-
-    def origin(pos: int) -> int:
-        k = bisect.bisect_right(at_view, pos) - 1
-        return pos + (removed[k] if k >= 0 else 0)
-
-    return [Finding(f.rule, origin(f.start), origin(f.end - 1) + 1) for f in found]
+    return _placed([f for f in [*scan(view), *_in_fold(view)] if f.end > f.start], edits)
 
 
 def redact(text: str) -> tuple[str, list[str]]:
     """(text with every finding replaced, rule ids found): found as written, in its normal form (a key split by a
     zero-width space, written in full-width letters) or with its escaped quotes read as quotes (JSON in a JSON
     string), the first where they overlap."""
-    if _SURROGATE.search(text):  # a lone surrogate (valid in JSON) is no character: RE2 cannot read it
-        text = _SURROGATE.sub("\ufffd", text)
+    if LONE_SURROGATE.search(text):  # a lone surrogate (valid in JSON) is no character: RE2 cannot read it
+        text = LONE_SURROGATE.sub("\ufffd", text)
     findings = scan(text)
     other = [*_in_fold(text), *_in_escaped(text)]
     if other:

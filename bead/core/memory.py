@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -42,7 +41,7 @@ from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
 from ..store.keys import validate_key
 from ..store.locks import LockBusy
 from ..store.rawlog import RawLog, Turn, TurnItem
-from ..textform import skeleton
+from ..textform import LONE_SURROGATE, skeleton
 from ..vault.sealed import SealedStore
 
 if TYPE_CHECKING:
@@ -54,8 +53,6 @@ USE_WINDOW_DAYS = 30  # recent use the pinned block counts
 USE_INDEX_MS = 50  # how long noting a use waits for the index (a read tool must not wait longer)
 # Pauses between attempts to reach a locked index, within the busy timeout.
 BACKOFF_S = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8)
-
-_HALF_CHARACTER = re.compile("[\ud800-\udfff]")
 
 
 class IndexBehind(BeadError):
@@ -154,7 +151,7 @@ class Memory:
         self.check_title(key, title)
         sources = tuple(sources)
         for what, text in (("key", key), ("body", body), ("owner", owner or ""), *(("source", s) for s in sources)):
-            half = _HALF_CHARACTER.search(text)
+            half = LONE_SURROGATE.search(text)
             if half:  # UTF-8 cannot hold it: the file could not be written
                 raise BeadError(
                     f"refusing to write {key!r}: its {what} holds half of a character (U+{ord(half.group()):04X} at "
