@@ -138,6 +138,9 @@ class QuietHandler(BaseHTTPRequestHandler):
 class FakeAnthropic:
     def __init__(self):
         self.requests: list[Recorded] = []
+        # bead's own health probes (GET /bead/health): a model API never gets one, but the tests share the loopback
+        # ports, and another test's bead may probe a port its proxy had before this server took it.
+        self.probes: list[Recorded] = []
         self.replies: list[Reply] = []
         self.default = Reply()
         self.disconnects = 0
@@ -146,6 +149,12 @@ class FakeAnthropic:
         class Handler(QuietHandler):
             def _handle(self):
                 body = self.body()
+                if self.path.startswith("/bead/"):
+                    fake.probes.append(Recorded(self.command, self.path, list(self.headers.items()), body))
+                    self.send_response(404)
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
                 fake.requests.append(Recorded(self.command, self.path, list(self.headers.items()), body))
                 reply = fake.replies.pop(0) if fake.replies else fake.default
                 fake._answer(self, reply, body)

@@ -59,12 +59,17 @@ def raw_request(url: str, request: str) -> bytes:
     """Send a request exactly as written (no client normalises the target) and read the whole reply."""
     u = urllib.parse.urlparse(url)
     s = socket.create_connection((u.hostname, u.port))
-    s.sendall(request.encode())
+    s.sendall(request.encode("utf-8", "surrogateescape"))
     reply = b""
     while chunk := s.recv(65536):
         reply += chunk
     s.close()
     return reply
+
+
+def raw_request_bytes(url: str, request: bytes) -> bytes:
+    """``raw_request`` for a request that is not UTF-8 text."""
+    return raw_request(url, request.decode("utf-8", "surrogateescape"))
 
 
 def rep(unit: str, size: int = MB) -> str:
@@ -391,6 +396,50 @@ class TestTargets:
         assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "invalid_request_error"
         assert upstream.requests == []
         assert token not in caplog.text
+
+
+    @pytest.mark.parametrize("target", ["//{token}/v1/messages", "/{token}/{token}/v1/messages", "/v1/messages?k={token}", "//%2F{token}/v1/messages"])
+    def test_the_token_anywhere_but_the_start_never_goes_upstream(self, served_proxy, upstream, target):
+        """A base URL written with "//" before the token (or the token twice, or in the query) would send it on:
+        refused, in the API's shape, and nothing reaches the upstream."""
+        from bead.token import load_token
+
+        proxy = served_proxy()
+        token = load_token(proxy.engine.home)
+        reply = raw_request(
+            proxy.url,
+            f"POST {target.format(token=token)} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            "Content-Length: 2\r\nConnection: close\r\n\r\n{}",
+        )
+        assert reply.split(b"\r\n", 1)[0].split()[1] == b"403"
+        assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "permission_error"
+        assert upstream.requests == []
+
+
+class TestHeaders:
+    """The request's headers reach the upstream as the harness sent them."""
+
+    def test_a_header_value_beyond_ascii_goes_out_byte_for_byte(self, served_proxy, upstream):
+        """A repository named café in X-Bead-Project (or any byte above 0x7f in a header) once stopped the request
+        with a 502: it is forwarded, with the same bytes."""
+        proxy = served_proxy()
+        body = json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}).encode()
+        head = (
+            "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n"
+        ).encode()
+        reply = raw_request_bytes(proxy.url, head + "x-bead-project: café\r\nx-odd: \xff\xfe\r\n\r\n".encode() + body)
+        assert reply.split(b"\r\n", 1)[0].split()[1] == b"200"
+        got = {k.lower(): v.encode("latin-1") for k, v in upstream.requests[0].headers}
+        assert got["x-bead-project"] == "café".encode() and got["x-odd"] == "\xff\xfe".encode()
+
+    def test_the_upstream_gets_no_header_the_harness_did_not_send(self, served_proxy, upstream):
+        """No Accept-Encoding of httpx's own (an upstream would then compress the answer for a client that never
+        asked), no User-Agent or Accept: only the harness's headers, the upstream's Host and the body's length."""
+        proxy = served_proxy()
+        reply = raw_request(proxy.url, "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nx-mine: 1\r\nConnection: close\r\n\r\n")
+        assert reply.split(b"\r\n", 1)[0].split()[1] == b"200"
+        assert {k.lower() for k, _ in upstream.requests[0].headers} <= {"host", "x-mine", "content-length"}
 
 
 class TestHealth:

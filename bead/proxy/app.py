@@ -142,6 +142,9 @@ class Proxy:
             timeout=httpx.Timeout(connect=15.0, read=None, write=None, pool=None),
             follow_redirects=False,
         )
+        # The request's headers as the harness sent them: none of httpx's own (Accept, Accept-Encoding: gzip,
+        # User-Agent), or an upstream could compress an answer for a client that never asked for it.
+        self.client.headers.clear()
         self.engine.warm_up()
 
     async def stop(self) -> None:
@@ -208,6 +211,15 @@ class Proxy:
         first = raw_path.split("?", 1)[0].split("/")[1:2]
         return bool(self.token) and bool(first) and _TOKEN_SHAPE.fullmatch(urllib.parse.unquote(first[0])) is not None
 
+    def _token_inside(self, raw_path: str, query: bytes) -> bool:
+        """Whether this home's token is anywhere in what would go upstream (the path left after its leading
+        token, the query), as sent or percent-decoded (twice: a proxy before bead may have encoded it)."""
+        if not self.token:
+            return False
+        sent = raw_path + "?" + query.decode("latin-1")
+        once = urllib.parse.unquote(sent)
+        return any(self.token in form for form in (sent, once, urllib.parse.unquote(once)))
+
     def is_owner(self, has_token: bool, client: tuple[str, int] | None, server: tuple[str, int] | None) -> bool:
         if has_token:
             return True
@@ -248,6 +260,16 @@ class Proxy:
                 "permission_error",
                 api=stale.name,
             )
+        if self._token_inside(raw_path, request.scope.get("query_string") or b""):
+            # This home's token further on (a base URL written with "//" before it, or the token twice): whatever
+            # the route, the upstream would get it.
+            return _api_error(
+                403,
+                "bead proxy: the request's path or query holds this home's token after its start; the base URL is "
+                "http://127.0.0.1:<port>/<the token in proxy.token> (one slash before the token)",
+                "permission_error",
+                api=formats.api_of(raw_path).name,
+            )
         if not has_token and self._token_shaped(raw_path):
             # A stale or mistyped token on a route without a prefix: forwarded, the upstream would see the
             # segment (and the harness a puzzling 404). Refused here, as a stale token before /openai is.
@@ -271,7 +293,9 @@ class Proxy:
                 return engine.prepare(body, headers, deadline, wire)
 
             prep = await _prepare(engine, work, body, start)
-        out_headers = [(k, v) for k, v in raw_headers if k.lower() not in REQUEST_DROP]
+        # As bytes: httpx sends bytes as they are, where a str value holding a character above 0x7f (a project's
+        # name in X-Bead-Project) would fail to encode and the request would not go out.
+        out_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in raw_headers if k.lower() not in REQUEST_DROP]
         query = request.scope.get("query_string") or b""
         # Always the configured scheme, host and port: the request target only names a path.
         up_base = self.bases[api]
