@@ -380,3 +380,44 @@ def test_forget_keeps_the_names_of_live_facts_in_the_logs(mem, bead):
     assert r.code == 0, r.err
     audit = (mem.home.root / "audit.log").read_text()
     assert "project/demo/read-only-mirror" in audit and "project/demo/friday-policy" not in audit
+
+
+class TestBetweenThePreviewAndTheYes:
+    """The preview may be minutes old when the person says yes, and the proxy captures meanwhile: forget plans
+    again inside its locks, so what arrived in between goes too."""
+
+    def test_a_turn_and_a_fact_that_arrived_after_the_match_preview_are_forgotten(self, mem):
+        mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+        plan = forget.plan_match(mem, VALUE)
+        assert list(plan.keys) == ["user/door"]
+        mem.append_turns("s-late", [("user", f"reminder: storage unit code is {VALUE}", T0, None)])
+        mem.write("user/storage", f"Storage unit code: {VALUE}", "user", trust="agent_observed")
+        summary = forget.apply(mem, plan)
+        mem.close()
+        assert summary["keys"] == ["user/door", "user/storage"]
+        assert leftovers(mem.home.root, VALUE) == []
+
+    def test_a_version_written_after_the_key_preview_is_forgotten(self, mem):
+        mem.write("user/wifi", f"the hint is {VALUE}", "user")
+        plan = forget.plan_target(mem, "user/wifi")
+        mem.write("user/wifi", f"the hint is still {VALUE}", "user")
+        assert forget.apply(mem, plan)["versions"] == 2
+        mem.close()
+        assert leftovers(mem.home.root, VALUE) == []
+
+    def test_the_cli_forgets_what_arrived_while_it_asked(self, mem, bead, monkeypatch):
+        """`bead forget --match` asks, and a turn is captured while the person reads: it goes too."""
+        import click
+
+        mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+        real = click.confirm
+
+        def confirm_after_a_capture(*a, **k):
+            mem.append_turns("s-late", [("user", f"reminder: the code is {VALUE}", T0, None)])
+            return real(*a, **k)
+
+        monkeypatch.setattr(click, "confirm", confirm_after_a_capture)
+        r = bead("forget", "--match", VALUE, input="y\n")
+        assert r.code == 0, r.err
+        mem.close()
+        assert leftovers(mem.home.root, VALUE) == []

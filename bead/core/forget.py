@@ -69,6 +69,9 @@ class Plan:
     # keys the audit and tombstone logs name whose name holds the value (a rejected proposal's key made of its
     # words): they keep only their hash there, like the keys that lose every version
     named: set[str] = field(default_factory=set)
+    # How the plan was made (the key or the text): ``apply`` makes it again inside its locks, so what reached the
+    # store between the preview and the person's yes (a turn the proxy captured, a fact written) goes too.
+    remake: Callable[[], Plan] | None = field(default=None, repr=False, compare=False)
 
     @property
     def texts(self) -> list[str]:
@@ -421,6 +424,7 @@ def plan_target(mem: Memory, target: str, sealed: bool = False) -> Plan:
             f"nothing to forget: {target} has no version files", "check the key with `bead search` or `bead history KEY`"
         )
     _scan_files(mem, plan)
+    plan.remake = lambda: plan_target(mem, target, sealed)
     return plan
 
 
@@ -460,6 +464,7 @@ def plan_match(mem: Memory, text: str) -> Plan:
         if key not in plan.keys and needle in normalise(body):
             _add_key(mem, plan, key)
     _scan_files(mem, plan)
+    plan.remake = lambda: plan_match(mem, text)
     return plan
 
 
@@ -489,6 +494,11 @@ def apply(
     # The index's write lock first: if another process holds it past the
     # busy timeout, forget stops here, before it has changed anything.
     with mem.together(), mem.facts.lock():
+        if plan.remake is not None:
+            # Planned again where no writer can come between: the preview may be minutes old (the person read
+            # it), and a forget must not leave what arrived meanwhile. A key forgotten meanwhile by another
+            # forget raises here, before anything changed.
+            plan = plan.remake()
         for key, numbers in plan.sealed.items():
             now_sealed = set(mem.sealed.numbers(key))
             if not set(numbers) <= now_sealed or (key in plan.whole and now_sealed != set(numbers)):
