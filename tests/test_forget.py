@@ -92,11 +92,11 @@ class TestForgetKey:
     def test_a_paraphrase_loses_the_values_distinctive_tokens(self, mem):
         """forget KEY finds turns by citation or exact value, and where the value was said in other words, its
         codes and rare words: those are redacted in place, the rest of the turn stays."""
-        mem.append_turns("s", [("user", f"my locker combination, {VALUE}, is private", T0, None)])
+        mem.append_turns("s", [("user", f"the combo of my locker, {VALUE}, is private", T0, None)])
         mem.write("user/locker", f"Locker combination: {VALUE}", "user")
         summary = forget.apply(mem, forget.plan_target(mem, "user/locker"))
         assert summary["raw_turns_redacted_in_part"] == 1
-        assert mem.raw.read(mem.raw.find("s"))[0].text == "my locker combination, [forgotten], is private"
+        assert mem.raw.read(mem.raw.find("s"))[0].text == "the combo of my locker, [forgotten], is private"
         mem.close()
         assert leftovers(mem.home.root, VALUE) == []
 
@@ -421,3 +421,111 @@ class TestBetweenThePreviewAndTheYes:
         assert r.code == 0, r.err
         mem.close()
         assert leftovers(mem.home.root, VALUE) == []
+
+
+class TestTheValueWrittenOtherwise:
+    """A raw turn that says the value with invisible characters, other Unicode forms, escapes or markup around its
+    words still holds it (an adversarial review reproduced each of these through capture)."""
+
+    PLAIN = "Globex Wombatica Holdings"
+
+    @pytest.mark.parametrize(
+        "said",
+        [
+            "Globex Wom\u200bbatica Holdings",  # a zero-width space inside a word
+            "Glo\u0301bex Wombatica Holdings",  # a combining accent
+            "Ｇｌｏｂｅｘ Ｗｏｍｂａｔｉｃａ Ｈｏｌｄｉｎｇｓ",  # full width
+            '{"buyer": "Globex Wombatic\\u0061 Holdings"}',  # JSON-escaped, as a tool result prints it
+            "Globex%20Wombatica%20Holdings",  # percent-encoded
+            "Globex Wombatica&nbsp;Holdings",  # an HTML entity
+            "**Globex Wombatica** Holdings",  # Markdown
+        ],
+    )
+    @pytest.mark.parametrize("how", ["key", "match"])
+    def test_the_turn_is_forgotten(self, mem, said, how):
+        mem.append_turns("s1", [("user", f"our acquisition target is {said}, keep it quiet", T0, None)])
+        mem.append_turns("s2", [("user", "an unrelated turn about the build", T0, None)])
+        mem.write("user/acq", self.PLAIN, "user")
+        plan = forget.plan_target(mem, "user/acq") if how == "key" else forget.plan_match(mem, self.PLAIN)
+        forget.apply(mem, plan)
+        mem.close()
+        raw = "".join(p.read_text() for p in mem.home.raw.rglob("*.md"))
+        assert "acquisition" not in raw and "keep it quiet" not in raw, "the turn that says it is redacted whole"
+        assert "unrelated turn" in raw
+        assert leftovers(mem.home.root, "Wombatica") == [] and leftovers(mem.home.root, "Wombatic\\u0061") == []
+
+    def test_smart_quotes_said_in_three_turns(self, mem):
+        """Three turns say it with a curly apostrophe, so none of its words is rare: the whole value still
+        matches."""
+        for s in ("a", "b", "c"):
+            mem.append_turns(s, [("user", "Rosalind\u2019s biopsy results come back on Thursday", T0, None)])
+        mem.write("user/biopsy", "Rosalind's biopsy results come back on Thursday", "user")
+        forget.apply(mem, forget.plan_target(mem, "user/biopsy"))
+        mem.close()
+        assert leftovers(mem.home.root, "biopsy") == []
+
+    def test_match_forgets_a_key_named_by_the_text(self, mem):
+        """`--match globexcorp` forgets the key whose name holds it, though its body does not."""
+        mem.write("project/acme/layoffs-march-globexcorp", "Announce on the 14th", "project")
+        mem.write("user/editor", "vim, always", "user")
+        plan = forget.plan_match(mem, "globexcorp")
+        assert list(plan.keys) == ["project/acme/layoffs-march-globexcorp"]
+        forget.apply(mem, plan)
+        mem.close()
+        assert leftovers(mem.home.root, "globexcorp") == []
+
+    def test_match_on_a_scope_word_is_no_key_of_that_scope(self, mem):
+        mem.write("user/editor", "vim, always", "user")
+        mem.write("project/acme/deploy", "deploys go out on Fridays", "project")
+        assert forget.plan_match(mem, "user").empty and forget.plan_match(mem, "project acme").empty
+
+
+def test_a_report_line_naming_a_key_made_of_the_value_goes(mem):
+    """A dream run rejected `project/shop/staging host gribblethorpe` (no valid key) and queued
+    `project/shop/gribblethorpe-annex-host`: neither is a key the logs name, and the report kept both."""
+    from bead.store.reports import Reports
+
+    mem.write("project/shop/staging-host", "the staging host is gribblethorpe", "project")
+    Reports(mem.home).append(
+        T0,
+        "## Dream run\n- rejected: project/shop/staging host gribblethorpe (invalid key)\n"
+        "- 1e549b40c3d2 suspicious project/shop/gribblethorpe-annex-host\n- written: user/editor@v1\n",
+    )
+    forget.apply(mem, forget.plan_match(mem, "gribblethorpe"))
+    mem.close()
+    assert leftovers(mem.home.root, "gribblethorpe") == []
+    report = "".join(p.read_text() for p in Reports(mem.home).files())
+    assert "## Dream run" in report and "- written: user/editor@v1" in report
+
+
+def test_a_reader_that_keeps_the_wal_from_emptying_is_reported(mem, bead):
+    """Another program's read transaction on index.db (a backup, an sqlite3 shell) keeps the checkpoint from
+    finishing, and with it the forgotten text in index.db: forget says so and what to do, instead of success
+    alone. The reader is a process of its own: SQLite's locks do not stop connections of one process."""
+    import subprocess
+    import sys
+
+    mem.write("user/wifi", f"the hint is {VALUE}", "user")
+    mem.close()
+    (mem.home.root / "config.yaml").write_text("owner: tester\nstore:\n  busy_timeout_ms: 200\n")
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('BEGIN'); c.execute('SELECT count(*) FROM facts').fetchone()\n"
+            "print('reading', flush=True); sys.stdin.readline()",
+            str(mem.home.index_db),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert reader.stdout.readline().strip() == "reading"
+        r = bead("forget", "user/wifi")
+    finally:
+        reader.communicate("\n", timeout=30)
+    assert r.code == 0, r.err
+    assert "index.db open for reading" in r.err and "bead reindex" in r.err

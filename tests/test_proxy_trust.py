@@ -397,8 +397,9 @@ class TestTargets:
         assert upstream.requests == []
         assert token not in caplog.text
 
-
-    @pytest.mark.parametrize("target", ["//{token}/v1/messages", "/{token}/{token}/v1/messages", "/v1/messages?k={token}", "//%2F{token}/v1/messages"])
+    @pytest.mark.parametrize(
+        "target", ["//{token}/v1/messages", "/{token}/{token}/v1/messages", "/v1/messages?k={token}", "//%2F{token}/v1/messages"]
+    )
     def test_the_token_anywhere_but_the_start_never_goes_upstream(self, served_proxy, upstream, target):
         """A base URL written with "//" before the token (or the token twice, or in the query) would send it on:
         refused, in the API's shape, and nothing reaches the upstream."""

@@ -65,6 +65,8 @@ def forget(target, match, yes, as_json):
             echo(f"  {preview['session_lines']} conversation state line(s)", err=True)
         click.confirm("Forget all of these?", abort=True, err=True)
     summary = forget_mod.apply(mem, plan)
+    if not summary["index_emptied"]:
+        echo(f"warning: {forget_mod.INDEX_BUSY}", err=True)
     for path in summary["kept"]:
         echo(
             f"warning: kept {path}: it is not a version file of the key (forget deletes only those); "

@@ -21,8 +21,10 @@ and audit, tombstone and dream-report lines keep only a hash of it.
 
 from __future__ import annotations
 
+import html
 import json
 import re
+import urllib.parse
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -37,7 +39,7 @@ from ..paths import enclosing_git, version_number
 from ..store.audit import key_hash, normalise
 from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
-from ..store.keys import key_mentions, parse_id, validate_key
+from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN
 from ..store.reports import Reports
@@ -188,6 +190,11 @@ def _add_key(mem: Memory, plan: Plan, key: str, only_version: int | None = None)
 
 
 SHINGLE = 4
+# What to say when another program's read of index.db kept forget from emptying its WAL (summary "index_emptied").
+INDEX_BUSY = (
+    "another program has index.db open for reading (a backup, an sqlite3 shell), so the forgotten text stays in "
+    "index.db until the index is checkpointed; close that program, then run `bead reindex`"
+)
 _WORD = re.compile(r"\w+")
 
 
@@ -213,9 +220,35 @@ def _holds_shingle(text: str, shingles: AbstractSet[tuple[str, ...]]) -> bool:
     return any(tuple(words[i : i + SHINGLE]) in shingles for i in range(len(words) - SHINGLE + 1))
 
 
+_JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+_SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": " ", "f": " ", "n": " ", "r": " ", "t": " "}
+
+
 def _unescaped(text: str) -> str:
-    """JSON's escapes undone (a tool call captured before bead wrote inputs as text kept them)."""
-    return text.replace('\\"', '"').replace("\\n", " ").replace("\\t", " ") if "\\" in text else text
+    """JSON's escapes undone (a tool call captured before bead wrote inputs as text kept them; a tool result
+    that prints JSON holds ``J\\u00f6rg``), a surrogate pair as its one character. Linear: one pass."""
+    if "\\" not in text:
+        return text
+    out = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else _SIMPLE[m.group(2)], text)
+    return out.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _decoded(text: str) -> str:
+    """``text`` with its JSON escapes, percent-encoding and HTML entities undone, each where it has any."""
+    text = _unescaped(text)
+    if "%" in text:
+        text = urllib.parse.unquote(text)
+    if "&" in text:
+        text = html.unescape(text)
+    return text
+
+
+def _word_form(text: str) -> str:
+    """The words of ``text`` as forget compares them: decoded, in their normal form (bead.textform.fold: no
+    invisible character, no combining mark, full-width and look-alike letters as ASCII), lower-cased, one space
+    between and around them. Punctuation is no word: ``**Globex Wombatica** Holdings`` and ``Rosalind’s`` hold
+    ``globex wombatica holdings`` and ``rosalind s`` as the value's own words do."""
+    return " " + " ".join(_words(fold(_decoded(text)))) + " "
 
 
 def _names_key(text: str, keys: AbstractSet[str]) -> bool:
@@ -241,6 +274,12 @@ def _holds(text: str, needle: str) -> bool:
     return False
 
 
+def _holds_words(text: str, words: list[str]) -> bool:
+    """Whether the word form of ``text`` holds one of ``words`` (word forms) as a run of whole words."""
+    form = _word_form(text)
+    return any(w in form for w in words)
+
+
 def _matcher(
     needles: list[str],
     keys: AbstractSet[str] = frozenset(),
@@ -250,11 +289,14 @@ def _matcher(
     """Raw turns: the whole value (``shingles`` empty). Derived files: also any run of its words, and any of
     its distinctive tokens (``tokens``: a compiled pattern, or None)."""
 
+    words = [w for n in needles if (w := _word_form(n)).strip()]
+
     def matches(text: str) -> bool:
         t = normalise(text)
         u = normalise(_unescaped(text))
         return (
             any(_holds(t, n) or _holds(u, n) for n in needles)
+            or bool(words and _holds_words(text, words))
             or bool(keys and _names_key(t, keys))
             or _holds_shingle(text, shingles)
             or bool(tokens is not None and tokens.search(fold(text)))
@@ -389,6 +431,8 @@ def _line_matcher(
     when it names a key that is gone (an injected id, a remembered id), or when it holds a run of the
     value's words (a cue cut at 200 characters, an excerpt cut at 600)."""
 
+    words = [w for n in needles if (w := _word_form(n)).strip()]
+
     def matches(line: str) -> bool:
         texts = [line]
         try:
@@ -400,6 +444,7 @@ def _line_matcher(
         normalised = [normalise(t) for t in texts]
         return (
             any(_holds(t, n) for t in normalised for n in needles)
+            or bool(words and any(_holds_words(t, words) for t in texts))
             or bool(keys and any(_names_key(t, keys) for t in normalised))
             or any(_holds_shingle(t, shingles) for t in texts)
             or bool(tokens is not None and any(tokens.search(fold(t)) for t in texts))
@@ -453,15 +498,24 @@ def plan_match(mem: Memory, text: str) -> Plan:
         raise BeadError("--match needs 3 or more characters", "give a longer piece of the text to forget")
     # Sealed values are encrypted and forget does not decrypt them: it says how many it left unsearched.
     plan = Plan(match_text=text, sealed_not_searched=sum(1 for _ in mem.sealed.keys()))
+    words = _word_form(text)
+    words = words if words.strip() else ""
+
+    def holds(b: str) -> bool:
+        return needle in normalise(b) or bool(words and words in _word_form(b))
+
     kvs, _problems = mem.facts.scan()
     for kv in kvs:
         bodies = [f.body for f in kv.facts] + [v for p in kv.problems if (v := _version_value(mem, kv.key, p.path))]
         bodies += [f.title for f in kv.facts if f.title]  # a title is the person's text too
-        if any(needle in normalise(b) for b in bodies):
+        # A key is part of its value ("remember" and the dream make keys from its words): its name, not its
+        # scope (``--match user`` is not every user/ key).
+        bodies.append(kv.key[len(scope_of(kv.key)) + 1 :].replace("-", " ").replace("_", " "))
+        if any(holds(b) for b in bodies):
             _add_key(mem, plan, kv.key)
     # Rows whose files are gone (an interrupted forget) hold values too.
     for key, body in mem.index.all_fact_bodies():
-        if key not in plan.keys and needle in normalise(body):
+        if key not in plan.keys and holds(body):
             _add_key(mem, plan, key)
     _scan_files(mem, plan)
     plan.remake = lambda: plan_match(mem, text)
@@ -541,11 +595,15 @@ def apply(
         Trace(p).scrub(line_matches)
     mem.audit.forget_keys(plan.whole | plan.named)
     mem.tombstones.forget_keys(plan.whole | plan.named)
-    Reports(mem.home).forget_keys(plan.whole | plan.named)
+    reports = Reports(mem.home)
+    # A run's line that holds the value (a key it rejected or queued, made of the value's words) goes whole.
+    reports.scrub(_matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens)))
+    reports.forget_keys(plan.whole | plan.named)
     # 5. What a killed writer left (a temp file may hold the value), then the WAL.
     mem.remove_orphan_temps()
-    mem.checkpoint()
+    checkpointed = mem.checkpoint()
     summary = plan.summary(mem.home.store)
+    summary["index_emptied"] = checkpointed
     summary["raw_turns_redacted"] = redacted
     summary["raw_turns_redacted_in_part"] = in_part
     summary["kept"] = [str(p) for p in kept]

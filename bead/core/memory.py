@@ -349,9 +349,9 @@ class Memory:
         sync_raw(self.index, self.raw, path)
         return len(changed)
 
-    def checkpoint(self) -> None:
-        """Empty the index's WAL, so deleted text leaves the -wal file too."""
-        self.index.checkpoint()
+    def checkpoint(self) -> bool:
+        """Empty the index's WAL, so deleted text leaves the -wal file too (False: a reader kept it from it)."""
+        return self.index.checkpoint()
 
     # ----- housekeeping ------------------------------------------------------
     def links(self) -> list[Path]:

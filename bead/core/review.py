@@ -329,6 +329,9 @@ def forget_plan(mem: Memory, key: str) -> tuple[Any, dict[str, Any]]:
     return plan, plan.summary(mem.home.store)
 
 
+INDEX_BUSY = forget.INDEX_BUSY
+
+
 def forget_apply(mem: Memory, plan: Any) -> dict[str, Any]:
     return forget.apply(mem, plan)
 

@@ -812,14 +812,17 @@ class Index:
         """How often each key was used (recalled, reinforced) at or after ``since``."""
         return {k: int(n) for k, n in self._conn.execute("SELECT key, count(*) FROM uses WHERE at >= ? GROUP BY key", [since])}
 
-    def checkpoint(self) -> None:
+    def checkpoint(self) -> bool:
         """Merge raw_fts after deletes (its segments keep a deleted row's words until merged; forget needs them
-        gone) and empty the WAL, so deleted text leaves the -wal file too."""
+        gone) and empty the WAL, so deleted text leaves the -wal file too. False when a reader (a backup, an
+        ``sqlite3`` shell) kept it from finishing within the busy timeout: until it has, the database file
+        still holds what the WAL's pages overwrite."""
         if self._raw_deleted:
             with self.write_tx():
                 self._conn.execute("INSERT INTO raw_fts(raw_fts) VALUES('optimize')")
             self._raw_deleted = False
-        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        busy, _log, _done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return not busy
 
     # ----- reads ----------------------------------------------------------
     def counts(self) -> dict:

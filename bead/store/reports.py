@@ -1,12 +1,13 @@
 """The dream's files: which turns of each session a run has read (``DreamState``) and the run reports.
 
 A report (``store/reports/<date>.md``) names keys and version ids, never values; forget replaces a forgotten
-key's mentions with its hash.
+key's mentions with its hash, and a line that holds the value (a proposal's key made of its words) whole.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -58,6 +59,21 @@ class Reports:
             for n in names
             if n.endswith(".md") and not n.startswith(".")
         ]
+
+    def scrub(self, matches: Callable[[str], bool]) -> int:
+        """Each line that ``matches`` (holds a forgotten value: a proposal's key made of its words, which the
+        run rejected or queued) becomes ``- [forgotten]`` (forget). The number of lines changed."""
+        changed = 0
+        for path in self.files():
+            text = safe.read_text(path, root=self.home.root, errors="replace")
+            lines = text.split("\n")
+            hits = [i for i, line in enumerate(lines) if line.strip() and matches(line)]
+            if hits:
+                for i in hits:
+                    lines[i] = "- [forgotten]"
+                safe.atomic_write(path, "\n".join(lines).encode(), root=self.home.root)
+                changed += len(hits)
+        return changed
 
     def forget_keys(self, keys: set[str]) -> int:
         """Every mention of a forgotten key (or a version id of it) becomes its hash (forget)."""

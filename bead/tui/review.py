@@ -349,7 +349,8 @@ def _forget(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:
         io.show([("", "  nothing was changed\n")])
         return None
     s = review.forget_apply(mem, plan)
-    return f"forgot {len(s['keys'])} key(s), {s['versions']} version file(s), redacted {s['raw_turns_redacted']} raw turn(s)"
+    done = f"forgot {len(s['keys'])} key(s), {s['versions']} version file(s), redacted {s['raw_turns_redacted']} raw turn(s)"
+    return done if s["index_emptied"] else f"{done}; warning: {review.INDEX_BUSY}"
 
 
 def _seal(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:
