@@ -20,3 +20,31 @@ def load_token(home: Home) -> str:
     with os.fdopen(fd, "w", encoding="ascii") as f:
         f.write(token + "\n")
     return token
+
+
+_READ: dict[str, tuple[int, str]] = {}  # the token file's path -> (its mtime in ns, the token)
+MARK = "[REDACTED:bead-token]"
+
+
+def home_token(home: Home) -> str | None:
+    """The home's token if it has one (never made here), read again only when its file changed."""
+    path = home.proxy_token
+    try:
+        mtime = os.stat(path, follow_symlinks=False).st_mtime_ns
+        known = _READ.get(str(path))
+        if known is not None and known[0] == mtime:
+            return known[1] or None
+        token = safe.read_text(path, root=home.root).strip()
+    except (OSError, safe.UnsafePath):
+        return None
+    _READ[str(path)] = (mtime, token)
+    return token or None
+
+
+def without_token(home: Home, text: str) -> tuple[str, bool]:
+    """``text`` with the home's own token (which `env`, a settings file or `cat proxy.token` puts in a turn)
+    replaced by MARK, and whether it held it: the token lets whoever holds it be the owner to the proxy."""
+    token = home_token(home)
+    if not token or token not in text:
+        return text, False
+    return text.replace(token, MARK), True

@@ -259,3 +259,29 @@ def test_keys_lists_every_key(mem):
         mem.write(k, f"value {k}", "reference")
     assert list(mem.facts.keys()) == ["global/b", "project/p/c", "user/a"]
     assert os.path.isdir(mem.home.facts / "project" / "p" / "c")
+
+
+class TestWhatAKeyAndBodyMayNotHold:
+    """A key is shown in every list, pointer and log line and never sealed; the home's token makes its reader the
+    owner to the proxy. An adversarial review wrote both through MCP's remember."""
+
+    def test_a_credential_in_the_key_is_refused_as_in_the_body(self, mem):
+        from bead.errors import RefusedWrite
+
+        key = "user/xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx"
+        with pytest.raises(RefusedWrite) as e:
+            mem.write(key, "the slack bot posts to #deploys", "user")
+        assert "slack-bot-token" in e.value.message and "name the fact without the secret" in e.value.hint
+        assert not (mem.home.facts / "user").exists() or not any((mem.home.facts / "user").iterdir())
+
+    @pytest.mark.parametrize("where", ["body", "title"])
+    def test_the_homes_token_is_refused(self, mem, where):
+        from bead.errors import RefusedWrite
+        from bead.token import load_token
+
+        token = load_token(mem.home)
+        body, title = ("my proxy token is " + token, None) if where == "body" else ("the proxy's token", token)
+        with pytest.raises(RefusedWrite) as e:
+            mem.write("user/proxy", body, "user", title=title)
+        assert "proxy token" in e.value.message
+        assert mem.current("user/proxy") is None

@@ -17,7 +17,7 @@ import threading
 import urllib.parse
 
 import pytest
-from conftest import ProxyClient, eventually, hang_up_once
+from conftest import ProxyClient, all_bytes_under, eventually, hang_up_once
 from fakes import Reply, message_events, sse
 
 from bead.config import Config
@@ -521,6 +521,28 @@ class TestSecurity:
         lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
         assert any(e["level"] == "warning" and "failed open" in e["msg"] for e in lines)
         assert secret not in log and "must not be logged" not in log and "broken json" not in log
+
+    @pytest.mark.parametrize("how", ["bare", "base-url"])
+    def test_the_homes_token_in_a_turn_is_never_stored(self, proxy_client, upstream, bead_home, how):
+        """`env` in a tool result prints the wrapper's base URL, and `cat proxy.token` the token alone: the raw log
+        holds neither (whoever reads the token is the owner to the proxy), and the turn's other words stay."""
+        proxy = proxy_client(trace=bead_home / "trace.jsonl")
+        token = proxy.token
+        shown = token if how == "bare" else f"ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{token}"
+        body = {
+            "model": "claude-test",
+            "max_tokens": 100,
+            "messages": [
+                {"role": "user", "content": "why does my proxy setup fail"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "env"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": f"HOME=/root\n{shown}"}]},
+            ],
+        }
+        assert proxy.post(json.dumps(body).encode(), {"x-bead-session": "envleak"})[0] == 200
+        proxy.settle()
+        turns = raw_turns(bead_home, "envleak")
+        assert any("HOME=/root" in t.text for t in turns)
+        assert not [p for p, b in all_bytes_under(bead_home).items() if token.encode() in b and p.name != "proxy.token"]
 
 
 def test_trace_line_per_request(proxy_client, upstream, bead_home, tmp_path):

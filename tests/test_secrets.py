@@ -276,6 +276,9 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("weak-password-assignment", "DB_PASSWORD ?= {s}", "postgres")
     add("password-define", '#define WIFI_PASSWORD "{s}"', "sunshine1")
     add("weak-password-assignment", 'PASSWORD="{s}",', "admin")
+    # a local proxy's base URL with its token, as `env` prints the claude wrapper's
+    add("loopback-path-token", "ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{s}", "Qx7" + r(URLSAFE, 26) + "k9Z")
+    add("loopback-path-token", "export OPENAI_BASE_URL=http://localhost:7077/{s}/openai/v1", "aB3" + r(URLSAFE, 26) + "Zz9")
     return out
 
 
@@ -289,6 +292,8 @@ BENIGN = [
     "[server]\npass = true\n",
     "<password></password> stays empty in the sample config",
     "token: str",
+    "the docs are at http://localhost:3000/api-docs-for-the-billing-service",
+    "curl http://127.0.0.1:7077/v1/messages -d @body.json",
     "password = input('Password: ')",
     "password = getpass.getpass()",
     "api_key = os.environ['OPENAI_API_KEY']",

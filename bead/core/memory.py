@@ -42,6 +42,7 @@ from ..store.keys import validate_key
 from ..store.locks import LockBusy
 from ..store.rawlog import RawLog, Turn, TurnItem
 from ..textform import LONE_SURROGATE, skeleton
+from ..token import home_token
 from ..vault.sealed import SealedStore
 
 if TYPE_CHECKING:
@@ -160,6 +161,21 @@ class Memory:
                 )
         validate_key(key)  # before anything opens a file for it
         self.check_lookalike(key)
+        token = home_token(self.home)
+        if token and any(token in text for text in (key, body, title or "")):
+            raise RefusedWrite(
+                f"refusing to write {key}: it holds this home's proxy token (proxy.token), which makes whoever reads "
+                "it the home's owner to the proxy",
+                "write the fact without the token; if it was shared, delete proxy.token and restart the proxy for a new one",
+            )
+        in_key = credential_rules(key.replace("/", " "))
+        if in_key:
+            raise RefusedWrite(
+                f"refusing the key {key}: the secret scan found what looks like a credential in it "
+                f"({', '.join(sorted(set(in_key)))})",
+                "a key is shown in every list, pointer and log line and is never sealed; name the fact without the "
+                "secret (the value can be sealed: --sensitivity secret)",
+            )
         if sensitivity != "secret":
             found = credential_rules(body)
             if found:

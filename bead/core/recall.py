@@ -20,6 +20,7 @@ from ..conversation import Conversation, Identity
 from ..llm import Model
 from ..recall import gate, pointers, rank, render, rerank
 from ..recall.cues import Cue, extract
+from ..token import without_token
 from .memory import Memory
 from .trace import cue_excerpt
 
@@ -105,7 +106,7 @@ class Recaller:
         cues: list[Cue] = extract(conv)
         trace: dict[str, Any] = {"errors": []}
         if self.trace_cues:
-            trace["cues"] = [{"source": c.source, "text": cue_excerpt(c.text)} for c in cues]
+            trace["cues"] = [{"source": c.source, "text": cue_excerpt(without_token(mem.home, c.text)[0])} for c in cues]
         index = mem.index
         # bead[semantic]: the turn's own words as a vector, computed beside the search, for the pointers' order.
         said = pointers.question(cues)

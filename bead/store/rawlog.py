@@ -28,6 +28,7 @@ from ..capture.secrets import redact as redact_secrets
 from ..errors import BeadError
 from ..paths import Home
 from ..textform import fold
+from ..token import without_token
 from .audit import iso
 from .locks import flocked
 
@@ -238,6 +239,9 @@ class RawLog:
             role, text, at, ref = item[:4]
             flags = dict(item[4]) if len(item) > 4 and item[4] else {}
             clean, found = redact_secrets(text or "")
+            clean, had_token = without_token(self.home, clean)
+            if had_token:
+                found = [*found, "bead-token"]
             if found:
                 flags.setdefault("redacted", sorted(set(found)))
             flags.setdefault("owner", self.owner)
