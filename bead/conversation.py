@@ -26,6 +26,7 @@ Who is talking (the ``Identity``) follows the reference design (docs/design.md):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -121,6 +122,31 @@ class Conversation:
             if m.role not in ("system", "assistant"):
                 return None
         return None
+
+    def delegated(self) -> Conversation:
+        """The same conversation as a sub-agent's: the main model wrote its prompt, so no text in it is the
+        person's own words (typed becomes pasted: still the turn's question for recall, never a "remember" nor
+        the person's word to the dream)."""
+        return dataclasses.replace(
+            self,
+            messages=tuple(
+                dataclasses.replace(
+                    m,
+                    parts=tuple(dataclasses.replace(p, source=Source.PASTED) if p.source is Source.TYPED else p for p in m.parts),
+                )
+                for m in self.messages
+            ),
+        )
+
+
+def delegated(headers: dict[str, str]) -> bool:
+    """Whether a request is a sub-agent's (``headers`` keys lower-case): Claude Code names its agent
+    (``x-claude-code-agent-id``), Codex CLI a thread other than its session's."""
+    if headers.get("x-claude-code-agent-id"):
+        return True
+    codex = headers.get("session-id") or headers.get("session_id")
+    thread = headers.get("thread-id") or headers.get("thread_id")
+    return bool(codex and thread and thread != codex)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,9 @@ def test_imports_sessions_subagents_and_projects(mem):
     # Thinking never becomes a turn; the subagent's Bash call is in its own session.
     assert not any("private reasoning" in t.text for ts in files.values() for t in ts)
     assert any("wc -l app.py" in t.text for t in files[f"{subagent}.md"])
+    # The subagent's prompt is the main model's words, as the proxy reads it: nothing in its session is typed.
+    assert [t for t in files[f"{subagent}.md"] if t.role == "user"]
+    assert all(t.flags["source"] != "typed" for t in files[f"{subagent}.md"])
 
 
 def test_secret_scan_runs_as_in_live_capture(mem):

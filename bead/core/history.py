@@ -357,6 +357,8 @@ Parse = Callable[[str, list[dict[str, Any]]], tuple[Conversation, list[int]]]
 def _conversation(t: Transcript, parse: Parse) -> tuple[Conversation, list[datetime]]:
     """The typed conversation of a transcript and each message's time."""
     conv, first = parse(t.wire, t.messages)
+    if t.session != t.base_session:
+        conv = conv.delegated()  # a subagent's: the main model wrote its prompt, as the proxy reads it
     return conv, [t.times[i] for i in first] if t.wire != "anthropic" else t.times
 
 

@@ -41,7 +41,7 @@ from typing import Any
 from .. import files as safe
 from ..capture.secrets import ruleset
 from ..config import Config
-from ..conversation import Conversation, Identity, identify, names_session
+from ..conversation import Conversation, Identity, delegated, identify, names_session
 from ..core import capture
 from ..core import remember as remembering
 from ..core.memory import Memory, utcnow
@@ -273,6 +273,8 @@ class Engine:
 
     def _prepare(self, conv: Conversation, headers: dict[str, str], deadline: float, t0: float) -> Prepared:
         t_wait = time.perf_counter()
+        if delegated(headers):
+            conv = conv.delegated()  # a sub-agent's prompt is the main model's words, never the person's
         ident = identify(headers, conv, self.default_project)
         prev = self._chain_of(conv) if not names_session(headers) else None
         elsewhere: tuple[str, int] | None = None  # the previous step's conversation and size, in another worker

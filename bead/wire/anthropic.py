@@ -130,6 +130,32 @@ def _block_text_of(b: Any) -> str | None:
     return str(b.get("text", "")) if isinstance(b, dict) and b.get("type") == "text" else None
 
 
+# Claude Code's auto-compact opens the new context with a model's summary of the old one, as a user message: the
+# model's words, never the person's (its transcript marks the line isCompactSummary, which `bead import` skips).
+COMPACT_SUMMARY = "This session is being continued from a previous conversation"
+
+
+def command_parts(text: str) -> list[Part]:
+    """A block that runs a slash command (Claude Code's ``<command-name>`` markup): the person typed only what
+    ``<command-args>`` holds; what follows the markup is the command file's text (``.claude/commands/*.md``,
+    a plugin's, a cloned repository's), pasted; the markup is the harness's. Plain finds: linear in the text."""
+    parts: list[Part] = []
+    start = text.find("<command-args>")
+    end = text.find("</command-args>", start + 1) if start >= 0 else -1
+    if start >= 0 and end >= 0:
+        args = clean(text[start + len("<command-args>") : end])
+        if args:
+            parts += text_parts(args, Source.TYPED)
+        rest = text[end + len("</command-args>") :]
+    else:
+        # No arguments element: whatever follows the last closing tag of the markup is the command's text.
+        ends = [i + len(tag) for tag in ("</command-name>", "</command-message>") if (i := text.rfind(tag)) >= 0]
+        rest = text[max(ends) :] if ends else ""
+    if clean(rest):
+        parts.append(Part(Source.PASTED, clean(rest)))
+    return parts + [Part(Source.HARNESS, r) for r in reminders(text)] if parts else [Part(Source.HARNESS, "")]
+
+
 def own_block(blocks: list[Any]) -> int | None:
     """Which text block of a person's message holds their own words when several do: the last one that says
     anything once the harness's reminders and markup are out (Claude Code sends its context first and the
@@ -162,11 +188,27 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
     texts = [b if isinstance(b, str) else _block_text_of(b) for b in blocks]
     reads = read_blocks(texts) if text_source is Source.TYPED and len(blocks) > 1 else {}
     own = own_block([None if i in reads else b for i, b in enumerate(blocks)]) if text_source is Source.TYPED else None
+    # A slash command's message: only its arguments are typed (command_parts), every other block is its text.
+    command = text_source is Source.TYPED and any(t is not None and "<command-name>" in t for t in texts)
     for i, b in enumerate(blocks):
         source = Source.PASTED if own is not None and i != own and text_source is Source.TYPED else text_source
         if i in reads:
             out.append(read_part(reads[i], texts[i] or ""))
             continue
+        text = texts[i]
+        if text is not None and text_source is Source.TYPED:
+            if command:
+                out += command_parts(text) if "<command-name>" in text else text_parts(text, Source.PASTED)
+                continue
+            cleaned = clean(text)
+            if harness_element(cleaned):
+                # An <ide_selection> (lines of a file) or <ide_opened_file> beside the prompt, however many
+                # blocks have words: what the harness attached, never typed (as own_block reads it beside two).
+                out += text_parts(text, Source.PASTED)
+                continue
+            if cleaned.startswith(COMPACT_SUMMARY):
+                out += text_parts(text, Source.PASTED)
+                continue
         if isinstance(b, str):
             out += text_parts(b, source)
             continue
