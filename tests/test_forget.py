@@ -529,3 +529,51 @@ def test_a_reader_that_keeps_the_wal_from_emptying_is_reported(mem, bead):
         reader.communicate("\n", timeout=30)
     assert r.code == 0, r.err
     assert "index.db open for reading" in r.err and "bead reindex" in r.err
+
+
+class TestNoMoreThanTheValue:
+    """Comparing by words must not make a value that is mostly signs or one word match turns that do not hold it
+    (an adversarial review of the word comparison)."""
+
+    @pytest.mark.parametrize(
+        "value, other",
+        [
+            ("C++", "the c compiler is fine; see section c"),
+            ("@home", "my home directory is full"),
+            ("$HOME", "my home directory is full"),
+            ("#general", "general chat about dinner"),
+            ("1.0", "version 1 0 of the plan"),
+            ("~/.vim", "the vim config is old"),
+        ],
+    )
+    def test_a_value_of_signs_or_one_word_takes_no_other_turn(self, mem, value, other):
+        mem.append_turns("s1", [("user", other, T0, None)])
+        mem.write("user/thing", value, "user")
+        forget.apply(mem, forget.plan_target(mem, "user/thing"))
+        assert [t.text for t in mem.raw.read(mem.raw.find("s1"))] == [other]
+        mem.write("user/other", f"I write {other}", "user")
+        plan = forget.plan_match(mem, value)
+        assert "user/other" not in plan.keys and not plan.turns
+
+    @pytest.mark.parametrize("text, key", [("ship", "project/acme/relationship-notes"), ("art", "project/acme/cart-service")])
+    def test_match_takes_a_key_by_whole_words_of_its_name(self, mem, text, key):
+        mem.write(key, "nothing of the text here", "project")
+        assert key not in forget.plan_match(mem, text).keys
+
+
+def test_a_report_keeps_its_headings_and_other_keys(mem):
+    """A value whose words or year a run's heading, its model line or another fact's key hold leaves them: only a
+    listed key that holds the value goes (an adversarial review saw `## Dream run 2026-...` blanked by a value
+    holding 2026, which left review's latest run without its heading)."""
+    from bead.store.reports import Reports
+
+    mem.write("user/lease", "Lease renewal due in 2026 for the sonnet deploy flat", "user")
+    report = (
+        "## Dream run 2026-11-05T09:00:00Z\n\n- model: sonnet\n- time: 1.0 s\n\n### session s (2 new turns)\n"
+        "- written: user/editor@v1, project/acme/deploy-policy@v2, user/lease-renewal-2026@v1\n"
+        "- episode: episodes/2026/11/05/s.md\n"
+    )
+    Reports(mem.home).append(T0, report)
+    forget.apply(mem, forget.plan_target(mem, "user/lease"))
+    after = "".join(p.read_text() for p in Reports(mem.home).files())
+    assert after == report.replace("user/lease-renewal-2026@v1", "[forgotten]")

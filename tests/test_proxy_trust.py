@@ -420,6 +420,33 @@ class TestTargets:
 class TestHeaders:
     """The request's headers reach the upstream as the harness sent them."""
 
+    @pytest.mark.parametrize("header", ["Authorization: Bearer {token}", "x-api-key: {token}", "x-{token}: 1"])
+    def test_a_header_holding_the_token_is_refused(self, served_proxy, upstream, header):
+        """An API key set to the token (ANTHROPIC_AUTH_TOKEN or OPENAI_API_KEY holding it) would carry it upstream."""
+        from bead.token import load_token
+
+        proxy = served_proxy()
+        token = load_token(proxy.engine.home)
+        reply = raw_request(
+            proxy.url,
+            f"POST /{token}/v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n{header.format(token=token)}\r\n"
+            "Content-Length: 2\r\nConnection: close\r\n\r\n{}",
+        )
+        assert reply.split(b"\r\n", 1)[0].split()[1] == b"403"
+        assert upstream.requests == []
+
+    def test_bead_s_own_token_header_is_not_forwarded(self, served_proxy, upstream):
+        from bead.token import load_token
+
+        proxy = served_proxy()
+        token = load_token(proxy.engine.home)
+        reply = raw_request(
+            proxy.url,
+            f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Bead-Token: {token}\r\nConnection: close\r\n\r\n",
+        )
+        assert reply.split(b"\r\n", 1)[0].split()[1] == b"200"
+        assert token not in repr(upstream.requests[0].headers)
+
     def test_a_header_value_beyond_ascii_goes_out_byte_for_byte(self, served_proxy, upstream):
         """A repository named café in X-Bead-Project (or any byte above 0x7f in a header) once stopped the request
         with a 502: it is forwarded, with the same bytes."""

@@ -274,6 +274,27 @@ def _holds(text: str, needle: str) -> bool:
     return False
 
 
+# Characters whose loss changes what a value says (``C++``, ``@home``, ``#general``, ``$HOME``, ``~/.vim``): a value
+# holding one is compared as written only, never by its words.
+_HARD = frozenset("@#$+~/\\%&=<>|^")
+WORD_MIN_CHARS = 8  # letters and digits in a value's words, for its words alone to say it
+WORD_SHARE = 0.8  # of its characters (not spaces) that are in its words
+
+
+def _word_needle(text: str) -> str:
+    """The word form a value is also looked for by (``_word_form``), or "" when its words alone do not say it:
+    fewer than two words, fewer than WORD_MIN_CHARS characters in them, less than WORD_SHARE of its characters,
+    or a character whose loss changes it (``_HARD``). ``1.0`` would be "1 0", ``C++`` "c"."""
+    folded = fold(_decoded(text))
+    words = _words(folded)
+    chars = sum(len(w) for w in words)
+    if len(words) < 2 or chars < WORD_MIN_CHARS or any(c in _HARD for c in folded):
+        return ""
+    if chars < WORD_SHARE * sum(1 for c in folded if not c.isspace()):
+        return ""
+    return " " + " ".join(words) + " "
+
+
 def _holds_words(text: str, words: list[str]) -> bool:
     """Whether the word form of ``text`` holds one of ``words`` (word forms) as a run of whole words."""
     form = _word_form(text)
@@ -289,7 +310,7 @@ def _matcher(
     """Raw turns: the whole value (``shingles`` empty). Derived files: also any run of its words, and any of
     its distinctive tokens (``tokens``: a compiled pattern, or None)."""
 
-    words = [w for n in needles if (w := _word_form(n)).strip()]
+    words = [w for n in needles if (w := _word_needle(n))]
 
     def matches(text: str) -> bool:
         t = normalise(text)
@@ -431,7 +452,7 @@ def _line_matcher(
     when it names a key that is gone (an injected id, a remembered id), or when it holds a run of the
     value's words (a cue cut at 200 characters, an excerpt cut at 600)."""
 
-    words = [w for n in needles if (w := _word_form(n)).strip()]
+    words = [w for n in needles if (w := _word_needle(n))]
 
     def matches(line: str) -> bool:
         texts = [line]
@@ -491,6 +512,9 @@ def _add_sealed(mem: Memory, plan: Plan, key: str, only_version: int | None = No
         plan.whole.discard(key)  # its plaintext goes, a sealed version stays: the key is not gone
 
 
+_KEY_TEXT = re.compile(r"[a-z0-9 _-]+")
+
+
 def plan_match(mem: Memory, text: str) -> Plan:
     """Plan ``bead forget --match TEXT``: every key with a version containing it, every turn."""
     needle = normalise(text)
@@ -498,8 +522,9 @@ def plan_match(mem: Memory, text: str) -> Plan:
         raise BeadError("--match needs 3 or more characters", "give a longer piece of the text to forget")
     # Sealed values are encrypted and forget does not decrypt them: it says how many it left unsearched.
     plan = Plan(match_text=text, sealed_not_searched=sum(1 for _ in mem.sealed.keys()))
-    words = _word_form(text)
-    words = words if words.strip() else ""
+    words = _word_needle(text)
+    # A key's name is matched by whole words, and only by a text a key could hold (letters, digits, - and _).
+    as_key = _word_form(text) if _KEY_TEXT.fullmatch(needle) else ""
 
     def holds(b: str) -> bool:
         return needle in normalise(b) or bool(words and words in _word_form(b))
@@ -509,9 +534,9 @@ def plan_match(mem: Memory, text: str) -> Plan:
         bodies = [f.body for f in kv.facts] + [v for p in kv.problems if (v := _version_value(mem, kv.key, p.path))]
         bodies += [f.title for f in kv.facts if f.title]  # a title is the person's text too
         # A key is part of its value ("remember" and the dream make keys from its words): its name, not its
-        # scope (``--match user`` is not every user/ key).
-        bodies.append(kv.key[len(scope_of(kv.key)) + 1 :].replace("-", " ").replace("_", " "))
-        if any(holds(b) for b in bodies):
+        # scope (``--match user`` is not every user/ key), word by word (``--match ship`` is not relationship).
+        named = bool(as_key.strip()) and as_key in _word_form(kv.key[len(scope_of(kv.key)) + 1 :].replace("_", " "))
+        if named or any(holds(b) for b in bodies):
             _add_key(mem, plan, kv.key)
     # Rows whose files are gone (an interrupted forget) hold values too.
     for key, body in mem.index.all_fact_bodies():

@@ -59,7 +59,8 @@ HOP_BY_HOP = frozenset(
     }
 )
 # Recomputed by the HTTP layers on each side.
-REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
+# x-bead-token: bead's own (health, the dashboard); it names the home's token, which never goes upstream.
+REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "x-bead-token"}
 # Hypercorn writes its own date; the upstream's server header passes through.
 RESPONSE_DROP = HOP_BY_HOP | {"date"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
@@ -259,6 +260,17 @@ class Proxy:
                 f"(the base URL is http://127.0.0.1:<port>/<the token in proxy.token>{stale.prefix}/v1)",
                 "permission_error",
                 api=stale.name,
+            )
+        if self.token and any(
+            self.token.lower() in k.lower() or self.token in v for k, v in raw_headers if k.lower() not in REQUEST_DROP
+        ):
+            # An API key set to the token (Authorization: Bearer TOKEN), or a header naming it: it would go upstream.
+            return _api_error(
+                403,
+                "bead proxy: a request header holds this home's token, which never goes upstream; the token belongs "
+                "in the base URL's path (http://127.0.0.1:<port>/<the token in proxy.token>), not in an API key",
+                "permission_error",
+                api=formats.api_of(raw_path).name,
             )
         if self._token_inside(raw_path, request.scope.get("query_string") or b""):
             # This home's token further on (a base URL written with "//" before it, or the token twice): whatever

@@ -7,6 +7,7 @@ key's mentions with its hash, and a line that holds the value (a proposal's key 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +16,10 @@ from .. import files as safe
 from ..paths import Home
 from .audit import key_hash
 from .keys import key_mentions
+
+# A run's lines that list keys or ids (bead.dream.run.Report.render): the session's lists, and review queue additions.
+_LISTED = re.compile(r"^- (written|unchanged|rejected|skipped|queued): (.*)$")
+_QUEUED = re.compile(r"^- ([0-9a-f]{12}) (\S+) (.+)$")
 
 
 class DreamState:
@@ -61,18 +66,28 @@ class Reports:
         ]
 
     def scrub(self, matches: Callable[[str], bool]) -> int:
-        """Each line that ``matches`` (holds a forgotten value: a proposal's key made of its words, which the
-        run rejected or queued) becomes ``- [forgotten]`` (forget). The number of lines changed."""
+        """Each key or id a run's line lists (``- written: a, b``, ``- rejected: KEY (why)``, a review queue
+        addition's ``- <id> <kind> KEY``) that ``matches`` (holds a forgotten value: a proposal's key made of its
+        words) becomes ``[forgotten]`` (forget). Headings and a run's other lines (its model, times, episode) are
+        never touched. The number of items changed."""
         changed = 0
         for path in self.files():
             text = safe.read_text(path, root=self.home.root, errors="replace")
             lines = text.split("\n")
-            hits = [i for i, line in enumerate(lines) if line.strip() and matches(line)]
+            hits = 0
+            for i, line in enumerate(lines):
+                if m := _LISTED.match(line):
+                    items = m.group(2).split(", ")
+                    kept = ["[forgotten]" if matches(item) else item for item in items]
+                    if kept != items:
+                        hits += sum(1 for a, b in zip(items, kept, strict=True) if a != b)
+                        lines[i] = f"- {m.group(1)}: " + ", ".join(kept)
+                elif (m := _QUEUED.match(line)) and matches(m.group(3)):
+                    hits += 1
+                    lines[i] = f"- {m.group(1)} {m.group(2)} [forgotten]"
             if hits:
-                for i in hits:
-                    lines[i] = "- [forgotten]"
                 safe.atomic_write(path, "\n".join(lines).encode(), root=self.home.root)
-                changed += len(hits)
+                changed += hits
         return changed
 
     def forget_keys(self, keys: set[str]) -> int:
