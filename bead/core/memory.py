@@ -161,21 +161,7 @@ class Memory:
                 )
         validate_key(key)  # before anything opens a file for it
         self.check_lookalike(key)
-        token = home_token(self.home)
-        if token and any(token in text for text in (key, body, title or "")):
-            raise RefusedWrite(
-                f"refusing to write {key}: it holds this home's proxy token (proxy.token), which makes whoever reads "
-                "it the home's owner to the proxy",
-                "write the fact without the token; if it was shared, delete proxy.token and restart the proxy for a new one",
-            )
-        in_key = credential_rules(key.replace("/", " "))
-        if in_key:
-            raise RefusedWrite(
-                f"refusing the key {key}: the secret scan found what looks like a credential in it "
-                f"({', '.join(sorted(set(in_key)))})",
-                "a key is shown in every list, pointer and log line and is never sealed; name the fact without the "
-                "secret (the value can be sealed: --sensitivity secret)",
-            )
+        self.check_storable(key, body, title)
         if sensitivity != "secret":
             found = credential_rules(body)
             if found:
@@ -210,6 +196,26 @@ class Memory:
             if not done:
                 result = dataclasses.replace(result, indexed=False)
         return result
+
+    def check_storable(self, key: str, body: str, title: str | None = None) -> None:
+        """Refuse what no file of the store may hold, whatever writes it (a version, a review item): this home's
+        proxy token anywhere, or a credential in the key (a key is shown in every list and log and never sealed).
+        A credential in the body is the caller's to refuse or seal (``write``)."""
+        token = home_token(self.home)
+        if token and any(token in text for text in (key, body, title or "")):
+            raise RefusedWrite(
+                "refusing to write a fact whose key, value or title holds this home's proxy token (proxy.token), "
+                "which makes whoever reads it the home's owner to the proxy",
+                "write the fact without the token; if it was shared, delete proxy.token and restart the proxy for a new one",
+            )
+        in_key = credential_rules(key.replace("/", " "))
+        if in_key:
+            raise RefusedWrite(
+                "refusing a key in which the secret scan found what looks like a credential "
+                f"({', '.join(sorted(set(in_key)))}); the key is not repeated here",
+                "a key is shown in every list, pointer and log line and is never sealed; name the fact without the "
+                "secret (the value can be sealed: --sensitivity secret)",
+            )
 
     def check_title(self, key: str, title: str | None) -> None:
         """A title is shown wherever bead points to the fact: it may not hold a credential."""

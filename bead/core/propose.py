@@ -122,7 +122,9 @@ def queue(
     source: str = "",
     owner: str = "",
 ) -> Proposed:
-    """Put the value in the review queue (a proposal seen before, in any status, is not queued again)."""
+    """Put the value in the review queue (a proposal seen before, in any status, is not queued again). What no
+    file of the store may hold (the home's token, a credential in the key) is refused: RefusedWrite."""
+    mem.check_storable(key, value)
     item, added = Queue(mem).add(kind, key, type, value, list(sources), reason, source=source, owner=owner)
     return Proposed("queued", item=item, added=added, reason=reason)
 

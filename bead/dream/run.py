@@ -25,7 +25,7 @@ from ..core import propose
 from ..core.memory import Memory
 from ..core.review import lesson_key, lesson_title
 from ..display import one_line
-from ..errors import BeadError, KeySealed
+from ..errors import BeadError, KeySealed, RefusedWrite
 from ..llm import Model, ModelError
 from ..paths import Home
 from ..store.audit import iso, normalise
@@ -305,7 +305,12 @@ class Dream:
             if dry_run:
                 session["queued"].append(f"{key} ({d.kind}, not queued: dry run)")
                 return
-            queued = propose.queue(self.mem, d.kind, key, proposal.type, value, d.detail, d.sources, d.source)
+            try:
+                queued = propose.queue(self.mem, d.kind, key, proposal.type, value, d.detail, d.sources, d.source)
+            except RefusedWrite:
+                # The key or value holds a credential or the home's token: the report names neither.
+                session["rejected"].append("(a proposal the store refused)")
+                return
             assert queued.item is not None
             session["queued"].append(f"{queued.item.id} {d.kind} {key}" + ("" if queued.added else " (already queued)"))
             if queued.added:
@@ -333,6 +338,10 @@ class Dream:
                 # A sealed key is the person's secret: the dream never writes
                 # beside it (and never sees its value).
                 session["skipped"].append(f"{key} (sealed)")
+                return
+            except RefusedWrite:
+                # A credential or the home's token in it, or a forgotten value: the report names none of them.
+                session["rejected"].append("(a proposal the store refused)")
                 return
             if done.status == "queued" and done.item is not None:
                 session["queued"].append(f"{done.item.id} change-user-stated {key}" + ("" if done.added else " (already queued)"))
