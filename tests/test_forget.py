@@ -405,6 +405,40 @@ class TestBetweenThePreviewAndTheYes:
         mem.close()
         assert leftovers(mem.home.root, VALUE) == []
 
+    def test_a_turn_captured_while_forget_reads_the_history_goes_too(self, mem):
+        """The history is read again outside the locks; a turn captured right after that read is found inside them."""
+        mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+        plan = forget.plan_match(mem, VALUE)
+        real = plan.remake
+
+        def remake(files):
+            out = real(files)
+            if files is None:  # the look outside the locks: a capture lands right after it
+                mem.append_turns("s-gap", [("user", f"again, the code is {VALUE}", T0, None)])
+            return out
+
+        plan.remake = remake
+        forget.apply(mem, plan)
+        mem.close()
+        assert leftovers(mem.home.root, VALUE) == []
+
+    def test_inside_the_locks_only_the_raw_files_written_since_are_read(self, mem, monkeypatch):
+        """Reading the whole history holds the index (and every capture) for as long as it takes: inside the
+        locks forget reads only what was written after its look outside them."""
+        import os
+
+        mem.append_turns("old", [("user", f"the code is {VALUE}", T0, None)])
+        old = mem.raw.find("old")
+        os.utime(old, (0, 0))
+        mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+        seen: list = []
+        real = forget._scan_files
+        monkeypatch.setattr(forget, "_scan_files", lambda m, p, raw=None: (seen.append(raw), real(m, p, raw))[1])
+        forget.apply(mem, forget.plan_target(mem, "user/door"))
+        assert seen[0] is None and seen[1] is None and old not in seen[2]
+        mem.close()
+        assert leftovers(mem.home.root, VALUE) == []
+
     def test_the_cli_forgets_what_arrived_while_it_asked(self, mem, bead, monkeypatch):
         """`bead forget --match` asks, and a turn is captured while the person reads: it goes too."""
         import click
@@ -439,6 +473,9 @@ class TestTheValueWrittenOtherwise:
             "Globex%20Wombatica%20Holdings",  # percent-encoded
             "Globex Wombatica&nbsp;Holdings",  # an HTML entity
             "**Globex Wombatica** Holdings",  # Markdown
+            "Globex%2520Wombatica%2520Holdings",  # percent-encoded twice
+            '{"log": "{\\"buyer\\": \\"Globex Wombatic\\\\u0061 Holdings\\"}"}',  # JSON in a JSON string
+            "Globex Wombatica&amp;nbsp;Holdings",  # an entity escaped again
         ],
     )
     @pytest.mark.parametrize("how", ["key", "match"])

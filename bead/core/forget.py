@@ -24,6 +24,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import time
 import urllib.parse
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
@@ -73,7 +74,8 @@ class Plan:
     named: set[str] = field(default_factory=set)
     # How the plan was made (the key or the text): ``apply`` makes it again inside its locks, so what reached the
     # store between the preview and the person's yes (a turn the proxy captured, a fact written) goes too.
-    remake: Callable[[], Plan] | None = field(default=None, repr=False, compare=False)
+    # ``remake(raw)``: ``raw`` (a list of raw files) limits the raw log's scan to those and skips the trace's count.
+    remake: Callable[[list[Path] | None], Plan] | None = field(default=None, repr=False, compare=False)
 
     @property
     def texts(self) -> list[str]:
@@ -233,13 +235,21 @@ def _unescaped(text: str) -> str:
     return out.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+DECODE_ROUNDS = 2  # JSON in a JSON string, a percent sign encoded again, an entity's & escaped once more
+
+
 def _decoded(text: str) -> str:
-    """``text`` with its JSON escapes, percent-encoding and HTML entities undone, each where it has any."""
-    text = _unescaped(text)
-    if "%" in text:
-        text = urllib.parse.unquote(text)
-    if "&" in text:
-        text = html.unescape(text)
+    """``text`` with its JSON escapes, percent-encoding and HTML entities undone, each where it has any, up to
+    DECODE_ROUNDS times (each round is linear)."""
+    for _ in range(DECODE_ROUNDS):
+        before = text
+        text = _unescaped(text)
+        if "%" in text:
+            text = urllib.parse.unquote(text)
+        if "&" in text:
+            text = html.unescape(text)
+        if text == before:
+            break
     return text
 
 
@@ -387,15 +397,16 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
     return compile_linear(rf"(?i)(?:^|[^A-Za-z0-9])({alts})(?:$|[^A-Za-z0-9])")
 
 
-def _scan_files(mem: Memory, plan: Plan) -> None:
-    """Raw turns, episodes, review items, state and trace lines that contain a needle (or name a gone key)."""
+def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None) -> None:
+    """Raw turns, episodes, review items, state and trace lines that contain a needle (or name a gone key);
+    ``raw``: only these raw files, and no trace (``apply``'s second look, inside its locks)."""
     needles = plan.needles
     if not needles and not plan.whole:
         return
     plan.tokens = distinctive_tokens(mem, plan.texts)
     tokens = token_pattern(plan.tokens)
     matches = _matcher(needles, plan.whole)
-    for path in mem.raw.files():
+    for path in mem.raw.files() if raw is None else raw:
         try:
             text = safe.read_text(path, root=mem.home.root, errors="replace")
         except (OSError, safe.UnsafePath):
@@ -425,7 +436,7 @@ def _scan_files(mem: Memory, plan: Plan) -> None:
             continue
     line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles, tokens)
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
-    for p in configured_paths(mem.config, home=mem.home):
+    for p in configured_paths(mem.config, home=mem.home) if raw is None else ():
         try:
             n = Trace(p).matching_lines(line_matches)
         except (OSError, safe.UnsafePath):
@@ -474,7 +485,7 @@ def _line_matcher(
     return matches
 
 
-def plan_target(mem: Memory, target: str, sealed: bool = False) -> Plan:
+def plan_target(mem: Memory, target: str, sealed: bool = False, raw: list[Path] | None = None) -> Plan:
     """Plan ``bead forget <id-or-key>``. ``sealed`` (the CLI: the person) lets it delete sealed versions;
     an agent's forget (MCP) is refused a key that has any, so no agent can destroy a sealed secret."""
     plan = Plan()
@@ -489,8 +500,8 @@ def plan_target(mem: Memory, target: str, sealed: bool = False) -> Plan:
         raise BeadError(
             f"nothing to forget: {target} has no version files", "check the key with `bead search` or `bead history KEY`"
         )
-    _scan_files(mem, plan)
-    plan.remake = lambda: plan_target(mem, target, sealed)
+    _scan_files(mem, plan, raw)
+    plan.remake = lambda files: plan_target(mem, target, sealed, files)
     return plan
 
 
@@ -515,7 +526,7 @@ def _add_sealed(mem: Memory, plan: Plan, key: str, only_version: int | None = No
 _KEY_TEXT = re.compile(r"[a-z0-9 _-]+")
 
 
-def plan_match(mem: Memory, text: str) -> Plan:
+def plan_match(mem: Memory, text: str, raw: list[Path] | None = None) -> Plan:
     """Plan ``bead forget --match TEXT``: every key with a version containing it, every turn."""
     needle = normalise(text)
     if len(needle) < 3:
@@ -542,8 +553,8 @@ def plan_match(mem: Memory, text: str) -> Plan:
     for key, body in mem.index.all_fact_bodies():
         if key not in plan.keys and holds(body):
             _add_key(mem, plan, key)
-    _scan_files(mem, plan)
-    plan.remake = lambda: plan_match(mem, text)
+    _scan_files(mem, plan, raw)
+    plan.remake = lambda files: plan_match(mem, text, files)
     return plan
 
 
@@ -559,6 +570,28 @@ def plan_seal(mem: Memory, key: str, new_value: str | None = None) -> Plan:
     return plan
 
 
+CLOCK_SLACK_S = 2.0  # a raw file's mtime may lag the clock by a file system's granularity
+
+
+def _written_since(path: Path, since: float) -> bool:
+    try:
+        return path.stat().st_mtime >= since
+    except OSError:
+        return False  # gone meanwhile: nothing to redact in it
+
+
+def _joined(inner: Plan, outer: Plan, changed: list[Path]) -> Plan:
+    """``inner`` (planned inside the locks, over ``changed`` raw files only) with ``outer``'s raw turns of the other
+    files, which nothing wrote since, and its trace count."""
+    done = set(changed)
+    for mine, theirs in ((inner.turns, outer.turns), (inner.token_turns, outer.token_turns)):
+        for path, numbers in theirs.items():
+            if path not in done:
+                mine.setdefault(path, set()).update(numbers)
+    inner.trace_lines = outer.trace_lines
+    return inner
+
+
 def apply(
     mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = None, event: str = "forget", tombstones: bool = True
 ) -> dict[str, Any]:
@@ -572,12 +605,17 @@ def apply(
     redacted = in_part = 0
     # The index's write lock first: if another process holds it past the
     # busy timeout, forget stops here, before it has changed anything.
+    if plan.remake is not None:
+        # Planned again: the preview may be minutes old (the person read it), and a forget must not leave what
+        # arrived meanwhile. The whole history is read outside the locks (captures go on meanwhile); inside them,
+        # the facts again and only the raw files written since. A key forgotten meanwhile by another forget
+        # raises, before anything changed.
+        since = time.time() - CLOCK_SLACK_S
+        plan = plan.remake(None)
     with mem.together(), mem.facts.lock():
         if plan.remake is not None:
-            # Planned again where no writer can come between: the preview may be minutes old (the person read
-            # it), and a forget must not leave what arrived meanwhile. A key forgotten meanwhile by another
-            # forget raises here, before anything changed.
-            plan = plan.remake()
+            changed = [p for p in mem.raw.files() if _written_since(p, since)]
+            plan = _joined(plan.remake(changed), plan, changed)
         for key, numbers in plan.sealed.items():
             now_sealed = set(mem.sealed.numbers(key))
             if not set(numbers) <= now_sealed or (key in plan.whole and now_sealed != set(numbers)):
