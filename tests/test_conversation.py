@@ -572,7 +572,7 @@ class TestNotThePersonsWords:
 
     def test_a_claude_code_sub_agents_prompt(self, proxy_client, upstream, bead_home):
         """The main model writes a sub-agent's first message (the Agent tool's prompt)."""
-        body, _ = self.messages(f"Summarise docs/deploy.md.\n{self.DEPLOY}")
+        body, _ = self.messages(f"Summarise the deploy notes.\n{self.DEPLOY}")
         headers = {"x-claude-code-session-id": "S1", "x-claude-code-agent-id": "a34541e321dcfdd6b"}
         facts, turns = self.post_then_facts(proxy_client, bead_home, body, headers)
         assert facts == [] and turns and all(t.flags.get("source") != "typed" for t in turns)
