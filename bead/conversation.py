@@ -141,8 +141,9 @@ class Conversation:
 
 def delegated(headers: dict[str, str]) -> bool:
     """Whether a request is a sub-agent's (``headers`` keys lower-case): Claude Code names its agent
-    (``x-claude-code-agent-id``), Codex CLI a thread other than its session's."""
-    if headers.get("x-claude-code-agent-id"):
+    (``x-claude-code-agent-id``), OpenCode a child session's parent (``x-parent-session-id``), Codex CLI a thread
+    other than its session's."""
+    if headers.get("x-claude-code-agent-id") or headers.get("x-parent-session-id"):  # OpenCode's child session
         return True
     codex = headers.get("session-id") or headers.get("session_id")
     thread = headers.get("thread-id") or headers.get("thread_id")

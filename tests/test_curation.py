@@ -198,6 +198,17 @@ class TestCandidateByHand:
         assert r.code == 1 and said in r.err.lower(), r.err
         assert Queue(mem).items(None) == []
 
+    def test_candidate_add_refuses_the_homes_token(self, bead, mem, tmp_path):
+        from bead.token import load_token
+
+        token = load_token(mem.home)
+        session(mem, "s9", "a", "b")
+        f = tmp_path / "b.md"
+        f.write_text(f"Keep the proxy token {token} handy for the dashboard.")
+        r = bead("candidate", "add", "--session", "s9", "--kind", "project", "--title", "t", "--body-file", str(f))
+        assert r.code == 1 and "proxy token" in r.err and token not in r.err, r.err
+        assert Queue(mem).items(None) == []
+
     def test_forget_match_takes_a_candidate_whose_title_or_edit_holds_the_text(self, bead, mem, tmp_path):
         """A lesson's title is not in its value but is in its key and the item; an accepted edit sits in the
         item's history. forget --match must leave none of their bytes in the queue."""

@@ -439,6 +439,28 @@ class TestBetweenThePreviewAndTheYes:
         mem.close()
         assert leftovers(mem.home.root, VALUE) == []
 
+    def test_a_version_written_while_forget_reads_the_history_is_looked_for_everywhere(self, mem):
+        """A new version of the key arrives after the look outside the locks, with a value an old raw file holds:
+        inside the locks the whole history is read again for it."""
+        import os
+
+        mem.append_turns("old", [("user", "the new code is Quibble-Frost-5521", T0, None)])
+        os.utime(mem.raw.find("old"), (0, 0))
+        mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+        plan = forget.plan_target(mem, "user/door")
+        real = plan.remake
+
+        def remake(files):
+            out = real(files)
+            if files is None:
+                mem.write("user/door", "The storage unit code is Quibble-Frost-5521", "user")
+            return out
+
+        plan.remake = remake
+        forget.apply(mem, plan)
+        mem.close()
+        assert leftovers(mem.home.root, "Quibble-Frost-5521") == [] and leftovers(mem.home.root, VALUE) == []
+
     def test_the_cli_forgets_what_arrived_while_it_asked(self, mem, bead, monkeypatch):
         """`bead forget --match` asks, and a turn is captured while the person reads: it goes too."""
         import click
@@ -614,3 +636,35 @@ def test_a_report_keeps_its_headings_and_other_keys(mem):
     forget.apply(mem, forget.plan_target(mem, "user/lease"))
     after = "".join(p.read_text() for p in Reports(mem.home).files())
     assert after == report.replace("user/lease-renewal-2026@v1", "[forgotten]")
+
+
+@pytest.mark.parametrize(
+    "value, said",
+    [
+        ("alice.wombat@example.com", "alice.wombat%40example.com"),
+        ("alice.wombat@example.com", "alice.wombat&#64;example.com"),
+        ("Zorblaxium", "Zorbla\u200bxium"),
+        ("Zorblaxium", "Ｚｏｒｂｌａｘｉｕｍ"),
+        ("https://wiki.example/team/zorblax", "https%3A%2F%2Fwiki.example%2Fteam%2Fzorblax"),
+    ],
+)
+def test_a_one_word_or_signed_value_is_found_however_a_turn_wrote_it(mem, value, said):
+    """A value compared as a whole (one word, an address, a URL) is decoded and in its normal form too, as a value
+    of several words is compared by them."""
+    mem.append_turns("s1", [("user", f"note: {said} is the one", T0, None)])
+    mem.write("user/thing", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/thing"))
+    (turn,) = mem.raw.read(mem.raw.find("s1"))
+    assert said not in turn.text
+
+
+def test_a_reports_dormant_line_naming_a_key_made_of_the_value_goes(mem):
+    from bead.store.reports import Reports
+
+    mem.write("user/client", "Globex Wombatica Holdings", "user")
+    Reports(mem.home).append(
+        T0, "## Dream run\n\n### decayed to dormant\n- project/acme/globex-wombatica-holdings-contract@v1\n- user/editor@v1\n"
+    )
+    forget.apply(mem, forget.plan_target(mem, "user/client"))
+    report = "".join(p.read_text() for p in Reports(mem.home).files())
+    assert "wombatica" not in report.lower() and "- user/editor@v1" in report

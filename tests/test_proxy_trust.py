@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import http.client
 import json
@@ -420,7 +421,9 @@ class TestTargets:
 class TestHeaders:
     """The request's headers reach the upstream as the harness sent them."""
 
-    @pytest.mark.parametrize("header", ["Authorization: Bearer {token}", "x-api-key: {token}", "x-{token}: 1"])
+    @pytest.mark.parametrize(
+        "header", ["Authorization: Bearer {token}", "x-api-key: {token}", "x-{token}: 1", "Authorization: Basic {basic}"]
+    )
     def test_a_header_holding_the_token_is_refused(self, served_proxy, upstream, header):
         """An API key set to the token (ANTHROPIC_AUTH_TOKEN or OPENAI_API_KEY holding it) would carry it upstream."""
         from bead.token import load_token
@@ -429,7 +432,8 @@ class TestHeaders:
         token = load_token(proxy.engine.home)
         reply = raw_request(
             proxy.url,
-            f"POST /{token}/v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n{header.format(token=token)}\r\n"
+            f"POST /{token}/v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"{header.format(token=token, basic=base64.b64encode(f'user:{token}'.encode()).decode())}\r\n"
             "Content-Length: 2\r\nConnection: close\r\n\r\n{}",
         )
         assert reply.split(b"\r\n", 1)[0].split()[1] == b"403"

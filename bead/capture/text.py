@@ -287,6 +287,21 @@ _OPEN = re.compile(r"<([A-Za-z][A-Za-z0-9_-]{0,63})(?:[ \t][^>\n]{0,512})?>")
 _IMAGE_MARKER = re.compile(r"^\[(?:Image|Pasted text|File) #\d{1,6}[^\]\n]{0,80}\]$")
 
 
+# How a harness opens the summary of a compacted conversation, which it sends as a user message: a model's words,
+# never the person's. Claude Code's (its transcript marks the line isCompactSummary, which `bead import` skips) and
+# Codex CLI's (its summary_prefix.md).
+COMPACTION_PREFIXES = (
+    "This session is being continued from a previous conversation",
+    "Another language model started to solve this problem and produced a summary",
+    "You are performing a CONTEXT CHECKPOINT COMPACTION",  # the prompt Codex asks for that summary with
+)
+
+
+def is_compaction(text: str) -> bool:
+    """Whether ``text`` (cleaned) is a harness's summary of a compacted conversation."""
+    return text.lstrip().startswith(COMPACTION_PREFIXES)
+
+
 def harness_element(text: str) -> bool:
     """Whether a whole text block is one element of a harness's markup (or an attachment marker)."""
     t = text.strip()

@@ -253,6 +253,13 @@ def _decoded(text: str) -> str:
     return text
 
 
+def _plain(text: str) -> str:
+    """``text`` decoded (``_decoded``), in its normal form (bead.textform.fold: no invisible character or combining
+    accent, full-width and look-alike letters as ASCII), case and spacing evened out: a value as a whole, signs
+    kept (``alice%40example.com`` and ``alice&#64;example.com`` are ``alice@example.com``)."""
+    return normalise(fold(_decoded(text)))
+
+
 def _word_form(text: str) -> str:
     """The words of ``text`` as forget compares them: decoded, in their normal form (bead.textform.fold: no
     invisible character, no combining mark, full-width and look-alike letters as ASCII), lower-cased, one space
@@ -321,12 +328,15 @@ def _matcher(
     its distinctive tokens (``tokens``: a compiled pattern, or None)."""
 
     words = [w for n in needles if (w := _word_needle(n))]
+    folded = [f for n in needles if (f := _plain(n))]
 
     def matches(text: str) -> bool:
         t = normalise(text)
         u = normalise(_unescaped(text))
+        p = _plain(text) if folded else ""
         return (
             any(_holds(t, n) or _holds(u, n) for n in needles)
+            or any(_holds(p, f) for f in folded)
             or bool(words and _holds_words(text, words))
             or bool(keys and _names_key(t, keys))
             or _holds_shingle(text, shingles)
@@ -464,6 +474,7 @@ def _line_matcher(
     value's words (a cue cut at 200 characters, an excerpt cut at 600)."""
 
     words = [w for n in needles if (w := _word_needle(n))]
+    folded = [f for n in needles if (f := _plain(n))]
 
     def matches(line: str) -> bool:
         texts = [line]
@@ -476,6 +487,7 @@ def _line_matcher(
         normalised = [normalise(t) for t in texts]
         return (
             any(_holds(t, n) for t in normalised for n in needles)
+            or bool(folded and any(_holds(_plain(t), f) for t in texts for f in folded))
             or bool(words and any(_holds_words(t, words) for t in texts))
             or bool(keys and any(_names_key(t, keys) for t in normalised))
             or any(_holds_shingle(t, shingles) for t in texts)
@@ -537,8 +549,10 @@ def plan_match(mem: Memory, text: str, raw: list[Path] | None = None) -> Plan:
     # A key's name is matched by whole words, and only by a text a key could hold (letters, digits, - and _).
     as_key = _word_form(text) if _KEY_TEXT.fullmatch(needle) else ""
 
+    plain = _plain(text)
+
     def holds(b: str) -> bool:
-        return needle in normalise(b) or bool(words and words in _word_form(b))
+        return needle in normalise(b) or bool(plain and plain in _plain(b)) or bool(words and words in _word_form(b))
 
     kvs, _problems = mem.facts.scan()
     for kv in kvs:
@@ -615,7 +629,12 @@ def apply(
     with mem.together(), mem.facts.lock():
         if plan.remake is not None:
             changed = [p for p in mem.raw.files() if _written_since(p, since)]
-            plan = _joined(plan.remake(changed), plan, changed)
+            inner = plan.remake(changed)
+            if set(inner.needles) != set(plan.needles) or inner.whole != plan.whole or inner.tokens != plan.tokens:
+                # A version written meanwhile holds a value the look outside did not look for: any turn may hold it.
+                plan = plan.remake(None)
+            else:
+                plan = _joined(inner, plan, changed)
         for key, numbers in plan.sealed.items():
             now_sealed = set(mem.sealed.numbers(key))
             if not set(numbers) <= now_sealed or (key in plan.whole and now_sealed != set(numbers)):

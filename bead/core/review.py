@@ -393,6 +393,7 @@ def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str, p
             "that lesson was forgotten or rejected before (tombstone)", "write it as a fact with `bead write` if you mean it"
         )
     detail = f"written by hand from session {session} (no model call)"
+    mem.check_storable(key, body, title)  # no store file holds the home's token or a credential in a key
     return Queue(mem).add("lesson", key, kind, body, [t.anchor for t in turns], detail, "hand", title=title, session=session)
 
 

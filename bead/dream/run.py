@@ -422,6 +422,11 @@ class Dream:
         detail = "an episode's lesson that passed the outcome gate (" + ev.line() + ")"
         if rule is not None:
             detail += f"; note: it reads like an instruction to a model ({rule.name}: {rule.why})"
+        try:
+            self.mem.check_storable(key, lesson, lesson_title(lesson))
+        except RefusedWrite:
+            ev.promoted, ev.reason = False, "the lesson holds a credential or this home's token"
+            return ev
         item, _added = self.queue.add(
             "lesson",
             key,

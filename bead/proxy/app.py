@@ -18,6 +18,7 @@ Who may talk to the proxy and whose memory a request sees is decided in
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import hmac
 import json
@@ -67,6 +68,18 @@ METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
 _TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,128}")
+
+
+def _basic_credentials(value: str) -> str:
+    """What ``Authorization: Basic ...`` carries, decoded ("" for anything else): a base URL written
+    ``http://user:TOKEN@127.0.0.1/`` makes a client send the token so."""
+    scheme, _, rest = value.strip().partition(" ")
+    if scheme.lower() != "basic" or not rest or len(rest) > 4096:
+        return ""
+    try:
+        return base64.b64decode(rest.strip(), validate=True).decode("latin-1")
+    except ValueError:
+        return ""
 
 
 class UpstreamBroke(Exception):
@@ -262,7 +275,9 @@ class Proxy:
                 api=stale.name,
             )
         if self.token and any(
-            self.token.lower() in k.lower() or self.token in v for k, v in raw_headers if k.lower() not in REQUEST_DROP
+            self.token.lower() in k.lower() or self.token in v or self.token in _basic_credentials(v)
+            for k, v in raw_headers
+            if k.lower() not in REQUEST_DROP
         ):
             # An API key set to the token (Authorization: Bearer TOKEN), or a header naming it: it would go upstream.
             return _api_error(

@@ -20,6 +20,7 @@ from .keys import key_mentions
 # A run's lines that list keys or ids (bead.dream.run.Report.render): the session's lists, and review queue additions.
 _LISTED = re.compile(r"^- (written|unchanged|rejected|skipped|queued): (.*)$")
 _QUEUED = re.compile(r"^- ([0-9a-f]{12}) (\S+) (.+)$")
+_ALONE = re.compile(r"^- ((?:user|global|project/[^/\s]+)/\S+)$")  # a run's facts decayed to dormant: one id a line
 
 
 class DreamState:
@@ -85,6 +86,9 @@ class Reports:
                 elif (m := _QUEUED.match(line)) and matches(m.group(3)):
                     hits += 1
                     lines[i] = f"- {m.group(1)} {m.group(2)} [forgotten]"
+                elif (m := _ALONE.match(line)) and matches(m.group(1)):
+                    hits += 1
+                    lines[i] = "- [forgotten]"
             if hits:
                 safe.atomic_write(path, "\n".join(lines).encode(), root=self.home.root)
                 changed += hits

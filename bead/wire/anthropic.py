@@ -15,7 +15,7 @@ import json
 import zlib
 from typing import Any
 
-from ..capture.text import clean, harness_element, reminders, segments, strip_own
+from ..capture.text import clean, harness_element, is_compaction, reminders, segments, strip_own
 from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
 from .splice import Request, append_blocks, check_parts, text_block
 
@@ -130,9 +130,15 @@ def _block_text_of(b: Any) -> str | None:
     return str(b.get("text", "")) if isinstance(b, dict) and b.get("type") == "text" else None
 
 
-# Claude Code's auto-compact opens the new context with a model's summary of the old one, as a user message: the
-# model's words, never the person's (its transcript marks the line isCompactSummary, which `bead import` skips).
-COMPACT_SUMMARY = "This session is being continued from a previous conversation"
+_LOCAL_OUTPUT = ("<local-command-stdout>", "<local-command-stderr>")
+# Command output elements: segments reads them as tool output, not as an attachment.
+_OUTPUT_ELEMENTS = (*_LOCAL_OUTPUT, "<bash-stdout>", "<bash-stderr>")
+
+
+def is_command(text: str) -> bool:
+    """Whether a block runs a slash command: Claude Code's markup opens it (a mention of the tag in prose or
+    code further on is not one)."""
+    return clean(text).startswith(("<command-name>", "<command-message>"))
 
 
 def command_parts(text: str) -> list[Part]:
@@ -187,9 +193,17 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
         text_source = Source.TOOL_OUTPUT
     texts = [b if isinstance(b, str) else _block_text_of(b) for b in blocks]
     reads = read_blocks(texts) if text_source is Source.TYPED and len(blocks) > 1 else {}
-    own = own_block([None if i in reads else b for i, b in enumerate(blocks)]) if text_source is Source.TYPED else None
-    # A slash command's message: only its arguments are typed (command_parts), every other block is its text.
-    command = text_source is Source.TYPED and any(t is not None and "<command-name>" in t for t in texts)
+    # A slash command (Claude Code's markup opening a block): only its arguments are typed (command_parts), and the
+    # block right after it is the command file's text, unless that is a local command's output (`/model`); the
+    # blocks after those are read as any message's (the person's next prompt follows a local command's output).
+    command = (
+        next((i for i, t in enumerate(texts) if t is not None and is_command(t)), None) if text_source is Source.TYPED else None
+    )
+    expansion = None
+    if command is not None and command + 1 < len(blocks) and (after := texts[command + 1]) is not None:
+        expansion = None if clean(after).startswith(_LOCAL_OUTPUT) else command + 1
+    skip = set(reads) | {i for i in (command, expansion) if i is not None}
+    own = own_block([None if i in skip else b for i, b in enumerate(blocks)]) if text_source is Source.TYPED else None
     for i, b in enumerate(blocks):
         source = Source.PASTED if own is not None and i != own and text_source is Source.TYPED else text_source
         if i in reads:
@@ -197,16 +211,19 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
             continue
         text = texts[i]
         if text is not None and text_source is Source.TYPED:
-            if command:
-                out += command_parts(text) if "<command-name>" in text else text_parts(text, Source.PASTED)
+            if i == command:
+                out += command_parts(text)
+                continue
+            if i == expansion:
+                out += text_parts(text, Source.PASTED)
                 continue
             cleaned = clean(text)
-            if harness_element(cleaned):
+            if harness_element(cleaned) and not cleaned.startswith(_OUTPUT_ELEMENTS):
                 # An <ide_selection> (lines of a file) or <ide_opened_file> beside the prompt, however many
                 # blocks have words: what the harness attached, never typed (as own_block reads it beside two).
                 out += text_parts(text, Source.PASTED)
                 continue
-            if cleaned.startswith(COMPACT_SUMMARY):
+            if is_compaction(cleaned):
                 out += text_parts(text, Source.PASTED)
                 continue
         if isinstance(b, str):

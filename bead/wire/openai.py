@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..capture.text import clean, harness_element, strip_own
+from ..capture.text import clean, harness_element, is_compaction, strip_own
 from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
 from . import anthropic
 from .splice import (
@@ -114,6 +114,8 @@ def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]
             parts.append(anthropic.read_part(reads[i], text))
         elif source is Source.TYPED and harness_context(text):
             parts.append(Part(Source.HARNESS, text.strip()))
+        elif source is Source.TYPED and is_compaction(clean(text)):
+            parts += anthropic.text_parts(text, Source.PASTED)  # Codex's summary of a compacted conversation
         else:
             # Of several text parts of a person's message, only their own words (the last) are typed.
             parts += anthropic.text_parts(text, Source.PASTED if own is not None and i != own else source)
@@ -297,6 +299,9 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     no_tools = not data.get("tools") and not data.get("functions")
     auxiliary = no_tools and (_structured(data.get("response_format")) or _side_request("\n".join(system), messages))
     conv = Conversation(messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary, opener=opener)
+    if opener >= 0 and conv.system.lstrip().startswith(_AIDER_EDITOR):
+        # Aider's architect mode: the editor model is sent the architect model's answer as its user message.
+        conv = conv.delegated()
     return conv, groups
 
 
@@ -329,6 +334,12 @@ _AIDER_CONTEXT = (
     "I am not sharing any files that you can edit yet.",
     "I am not sharing the full contents of any files with you yet.",
     "I am working with you on code in a git repository.",
+)
+# The editor's system prompt in Aider's architect mode (aider/coders/editor_*_prompts.py): every user message of
+# that conversation is the architect model's answer, none the person's words.
+_AIDER_EDITOR = (
+    "Act as an expert software developer who edits source code.",
+    "Act as an expert software developer and make changes to source code.",
 )
 _AIDER_PREAMBLE_MAX = 16  # the example exchange is a few messages long; the marker further on is not Aider's
 # Characters a user message's end must repeat of the system prompt's to be its reminder (ask mode's is "Reply in
@@ -384,11 +395,11 @@ def aider_context(
         harness |= {rest[i].index, rest[i + 1].index}
         i += 2
     opener = next((m.index for m in rest[i:] if m.role == "user"), -1)
-    # Just before the newest question: the file messages of a chat that has earlier turns.
-    j = next((k for k, m in enumerate(rest) if m.index == newest), -1)
-    while j >= 2 and _aider_file_pair(rest[j - 2], rest[j - 1]) and rest[j - 2].index > opener:
-        harness |= {rest[j - 2].index, rest[j - 1].index}
-        j -= 2
+    # After it: the file messages of a chat that has earlier turns. Aider puts them between the chat's older
+    # messages and the current turn's (the question, an edit's answer, its notes), so anywhere, never the newest.
+    for k in range(len(rest) - 1):
+        if rest[k].index > opener and rest[k].index != newest and _aider_file_pair(rest[k], rest[k + 1]):
+            harness |= {rest[k].index, rest[k + 1].index}
     # Aider's own note after it added the files an answer named (the newest message then, or one before it).
     harness |= {m.index for m in rest if m.index > opener and _aider_added(m)}
     out = [_harness(m) if m.index in harness else _aider_output(m) for m in messages]
@@ -403,13 +414,20 @@ def aider_context(
 # run_output for `/run`, `/test` and a failed auto-test; `/web`; a failed lint it asks the model to fix; the output
 # of shell commands the model proposed; a reply whose edit blocks did not apply): that text is a tool's, and a
 # "Remember that ..." in a test's output or a web page is never the person's word.
+# Also Aider's own notes that carry a model's text in the person's voice: the commit message it made, and the summary
+# of a chat's older messages (aider/prompts.py summary_prefix).
 _AIDER_OUTPUT = (
     "I ran this command:\n\n",
     "Here is the content of ",
     "# Fix any errors below, if possible.",
     "Output from ",
+    "I committed the changes with git hash ",
+    "I spoke to you previously about a number of things.",
 )
 _AIDER_EDIT_FAILED = re.compile(r"# [0-9]{1,6} SEARCH/REPLACE blocks? failed to match!")
+# A reply whose edit blocks did not parse comes back as the reply up to the fault, then "^^^ " and the error
+# (aider/coders/editblock_coder.py): the model's words.
+_AIDER_REFLECTED = "\n^^^ "
 _AIDER_PAGE = re.compile(r"\n\nHere is the content of [a-zA-Z][a-zA-Z0-9+.\-]{0,31}://[^\s]{1,4096}:\n\n")
 
 
@@ -426,7 +444,7 @@ def _aider_output(m: Message) -> Message:
         return m
     text = "\n\n".join(p.text for p in m.parts if persons(p)).lstrip()
     rest = tuple(p for p in m.parts if not persons(p))
-    if text.startswith(_AIDER_OUTPUT) or _AIDER_EDIT_FAILED.match(text):
+    if text.startswith(_AIDER_OUTPUT) or _AIDER_EDIT_FAILED.match(text) or _AIDER_REFLECTED in text:
         return Message(m.index, m.role, (Part(Source.TOOL_OUTPUT, text, kind="tool_result"), *rest), m.normalised)
     # A URL in the person's words: Aider fetches the page and appends it to their message ("\n\nHere is the
     # content of URL:\n\n" and the page), one a URL. Their words end where the first page begins.
