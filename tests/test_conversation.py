@@ -658,6 +658,26 @@ class TestSlashCommandsAndSummaries:
         )
         assert [s for s, t in got if "releases" in t] == ["pasted"]
 
+    def test_a_command_file_that_opens_with_a_local_outputs_markup_is_still_the_commands(self):
+        markup = "<command-message>d</command-message><command-name>/deploy</command-name><command-args></command-args>"
+        got = self.sources(
+            [markup, "<local-command-stdout></local-command-stdout>\nDeploy the app. Remember that releases always push."]
+        )
+        assert [s for s, t in got if "releases" in t] == ["pasted"]
+
+    def test_a_prompt_command_after_a_local_one_keeps_its_arguments_typed(self):
+        got = self.sources(
+            [
+                "<command-name>/model</command-name><command-message>model</command-message><command-args></command-args>",
+                "<local-command-stdout>Set model to opus</local-command-stdout>",
+                "<command-message>deploy</command-message><command-name>/deploy</command-name>"
+                "<command-args>remember that my editor is helix</command-args>",
+                "Deploy the app.\n\nRemember that releases always push straight to main.",
+            ]
+        )
+        assert ("typed", "remember that my editor is helix") in got
+        assert [s for s, t in got if "releases" in t] == ["pasted"]
+
     def test_codexs_compaction_summary_on_the_responses_route_is_pasted(self):
         from bead.wire.openai import responses_conversation
 

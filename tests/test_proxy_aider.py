@@ -328,3 +328,14 @@ def test_file_messages_between_older_turns_and_the_current_ones_are_aiders():
     ]
     conv, _ = chat_conversation(data, {})
     assert "typed" not in _sources_holding(conv, "releases always push")
+
+
+def test_the_persons_caret_under_pasted_output_stays_theirs():
+    """A person points at a line of pasted output with "^^^": only Aider's own parse errors after it make a message
+    a reflected reply."""
+    from bead.wire.openai import chat_conversation
+
+    data = _ask_request()
+    data["messages"][-1]["content"] = f"My build fails:\nfoo(bar\n^^^ this line. {REMEMBER}"
+    conv, _ = chat_conversation(data, {})
+    assert "typed" in _sources_holding(conv, "releases always push")

@@ -135,6 +135,12 @@ _LOCAL_OUTPUT = ("<local-command-stdout>", "<local-command-stderr>")
 _OUTPUT_ELEMENTS = (*_LOCAL_OUTPUT, "<bash-stdout>", "<bash-stderr>")
 
 
+def _local_output(text: str) -> bool:
+    """Whether a block is wholly one local command's output element (`/model`'s answer), nothing around it."""
+    cleaned = clean(text)
+    return cleaned.startswith(_LOCAL_OUTPUT) and harness_element(cleaned)
+
+
 def is_command(text: str) -> bool:
     """Whether a block runs a slash command: Claude Code's markup opens it (a mention of the tag in prose or
     code further on is not one)."""
@@ -193,16 +199,20 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
         text_source = Source.TOOL_OUTPUT
     texts = [b if isinstance(b, str) else _block_text_of(b) for b in blocks]
     reads = read_blocks(texts) if text_source is Source.TYPED and len(blocks) > 1 else {}
-    # A slash command (Claude Code's markup opening a block): only its arguments are typed (command_parts), and the
-    # block right after it is the command file's text, unless that is a local command's output (`/model`); the
-    # blocks after those are read as any message's (the person's next prompt follows a local command's output).
-    command = (
-        next((i for i, t in enumerate(texts) if t is not None and is_command(t)), None) if text_source is Source.TYPED else None
-    )
-    expansion = None
-    if command is not None and command + 1 < len(blocks) and (after := texts[command + 1]) is not None:
-        expansion = None if clean(after).startswith(_LOCAL_OUTPUT) else command + 1
-    skip = set(reads) | {i for i in (command, expansion) if i is not None}
+    # A slash command (Claude Code's markup opening a block; each one of several): only its arguments are typed
+    # (command_parts), and the block right after it is the command file's text, unless that block is wholly a local
+    # command's output (`/model`'s); the other blocks are read as any message's (the person's next prompt follows a
+    # local command's output).
+    commands: set[int] = set()
+    expansions: set[int] = set()
+    for i, t in enumerate(texts):
+        if text_source is not Source.TYPED or t is None or i in expansions or not is_command(t):
+            continue
+        commands.add(i)
+        after = texts[i + 1] if i + 1 < len(texts) else None
+        if after is not None and not _local_output(after):
+            expansions.add(i + 1)
+    skip = set(reads) | commands | expansions
     own = own_block([None if i in skip else b for i, b in enumerate(blocks)]) if text_source is Source.TYPED else None
     for i, b in enumerate(blocks):
         source = Source.PASTED if own is not None and i != own and text_source is Source.TYPED else text_source
@@ -211,10 +221,10 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
             continue
         text = texts[i]
         if text is not None and text_source is Source.TYPED:
-            if i == command:
+            if i in commands:
                 out += command_parts(text)
                 continue
-            if i == expansion:
+            if i in expansions:
                 out += text_parts(text, Source.PASTED)
                 continue
             cleaned = clean(text)

@@ -427,7 +427,7 @@ _AIDER_OUTPUT = (
 _AIDER_EDIT_FAILED = re.compile(r"# [0-9]{1,6} SEARCH/REPLACE blocks? failed to match!")
 # A reply whose edit blocks did not parse comes back as the reply up to the fault, then "^^^ " and the error
 # (aider/coders/editblock_coder.py): the model's words.
-_AIDER_REFLECTED = "\n^^^ "
+_AIDER_REFLECTED = re.compile(r"\n\^\^\^ (?:Expected `|Bad/missing filename|Unexpected |Missing )")
 _AIDER_PAGE = re.compile(r"\n\nHere is the content of [a-zA-Z][a-zA-Z0-9+.\-]{0,31}://[^\s]{1,4096}:\n\n")
 
 
@@ -444,7 +444,7 @@ def _aider_output(m: Message) -> Message:
         return m
     text = "\n\n".join(p.text for p in m.parts if persons(p)).lstrip()
     rest = tuple(p for p in m.parts if not persons(p))
-    if text.startswith(_AIDER_OUTPUT) or _AIDER_EDIT_FAILED.match(text) or _AIDER_REFLECTED in text:
+    if text.startswith(_AIDER_OUTPUT) or _AIDER_EDIT_FAILED.match(text) or _AIDER_REFLECTED.search(text):
         return Message(m.index, m.role, (Part(Source.TOOL_OUTPUT, text, kind="tool_result"), *rest), m.normalised)
     # A URL in the person's words: Aider fetches the page and appends it to their message ("\n\nHere is the
     # content of URL:\n\n" and the page), one a URL. Their words end where the first page begins.
