@@ -132,6 +132,8 @@ class TestForgetMatch:
     def test_short_match_refused(self, mem):
         with pytest.raises(BeadError):
             forget.plan_match(mem, " a ")
+        with pytest.raises(BeadError):
+            forget.plan_match(mem, "&#64;")  # "@" once decoded: every fact with an address would match
 
     def test_cli_lists_and_asks(self, full_store, bead):
         mem = full_store

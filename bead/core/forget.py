@@ -541,7 +541,7 @@ _KEY_TEXT = re.compile(r"[a-z0-9 _-]+")
 def plan_match(mem: Memory, text: str, raw: list[Path] | None = None) -> Plan:
     """Plan ``bead forget --match TEXT``: every key with a version containing it, every turn."""
     needle = normalise(text)
-    if len(needle) < 3:
+    if len(needle) < 3 or len(_plain(text)) < 3:  # "&#64;" is one character once decoded
         raise BeadError("--match needs 3 or more characters", "give a longer piece of the text to forget")
     # Sealed values are encrypted and forget does not decrypt them: it says how many it left unsearched.
     plan = Plan(match_text=text, sealed_not_searched=sum(1 for _ in mem.sealed.keys()))
