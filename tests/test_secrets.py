@@ -276,6 +276,17 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("weak-password-assignment", "DB_PASSWORD ?= {s}", "postgres")
     add("password-define", '#define WIFI_PASSWORD "{s}"', "sunshine1")
     add("weak-password-assignment", 'PASSWORD="{s}",', "admin")
+    # a fifteenth review's: a subscript's name, JSON name/value pairs, aws sts text, Discord webhooks, short Vault
+    # tokens, a scheme with "_"
+    add("password-assignment", 'os.environ["MISTRAL_API_KEY"] = "{s}"', r(ALNUM, 32))
+    add("password-assignment", "app.config['SECRET_KEY'] = '{s}'", r(ALNUM, 40))
+    add("password-assignment", 'api_key <- "{s}"', r(ALNUM, 32))
+    add("password-pair", '{{"name": "DB_PASSWORD", "value": "{s}"}}', "Xk9mQ2vLp7" + r(ALNUM, 6))
+    add("password-pair", "- name: DB_PASS\n  value: {s}", "Xk9mQ2vLp7")
+    add("aws-sts-text", "CREDENTIALS\tASIAQVQELPOIWRWPUVI6\t2026-12-03T12:00:00Z\t{s}", r(ALNUM, 40) + "\t" + r(ALNUM, 200))
+    add("discord-webhook", "https://discord.com/api/webhooks/123456789012345678/{s}", r(URLSAFE, 68))
+    add("vault-token", "token               hvs.{s}", r(ALNUM, 24))
+    add("url-password", "oracle+cx_oracle://scott:{s}@db:1521/orcl", "Tg7" + r(ALNUM, 9))
     # a local proxy's base URL with its token, as `env` prints the claude wrapper's
     add("loopback-path-token", "ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{s}", "Qx7" + r(URLSAFE, 26) + "k9Z")
     add("loopback-path-token", "export OPENAI_BASE_URL=http://localhost:7077/{s}/openai/v1", "aB3" + r(URLSAFE, 26) + "Zz9")
@@ -292,6 +303,9 @@ BENIGN = [
     "[server]\npass = true\n",
     "<password></password> stays empty in the sample config",
     "token: str",
+    'os.environ["OPENAI_API_KEY"] = os.getenv("KEY")',
+    '{"name": "DB_PASSWORD", "value": ""}',
+    "see https://discord.com/developers/docs/resources/webhook",
     "the docs are at http://localhost:3000/api-docs-for-the-billing-service",
     "curl http://127.0.0.1:7077/v1/messages -d @body.json",
     "password = input('Password: ')",
@@ -786,3 +800,14 @@ def test_a_finding_that_overlaps_an_earlier_one_extends_it():
     clean, found = redact("GitHub recovery codes:\n4f2k9-qx7lm\n8f2k1-9qxl2\n" + jwt + "\nthanks")
     assert found and not any(part[4:] in clean for part in jwt.split("."))
     assert clean.startswith("GitHub recovery codes:\n") and clean.endswith("\nthanks")
+
+
+@pytest.mark.parametrize("name", ["JWT_SECRET", "SMTP_PASS", "SESSION_SECRET", "ADMIN_PWD"])
+def test_a_env_inside_a_tools_json_input_is_read_with_its_line_breaks(name):
+    """A tool's input written as JSON (Claude Code's MultiEdit, Codex's `bash -lc "cat > .env <<EOF..."`) holds a
+    .env's lines joined by escaped line breaks: `\\nJWT_SECRET=x` has no word start before the name until the escape
+    is read as the line break it is."""
+    text = '{"edits": [{"new_string": "DEBUG=1\\n' + name + '=mysecret123\\nLOG=info\\n"}]}'
+    clean, found = redact(text)
+    assert "mysecret123" not in clean and found
+    assert clean.replace("[REDACTED:" + found[0] + "]", "mysecret123") == text, "only the value goes; the escapes stay"

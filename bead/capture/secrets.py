@@ -347,21 +347,31 @@ def _placed(found: list[Finding], edits: list[tuple[int, int, int, int]]) -> lis
 # AWS CLI, a log line or a serialised request body write it), or a quote escaped in a shell or Python string.
 # Python's engine, as RE2's finditer costs microseconds a match in Python; the lookbehind starts a match only where
 # a run starts, so a long run of backslashes is walked once: linear time.
-_ESCAPED_QUOTE = re.compile(r"""(?<!\\)\\+["']""")
+_ESCAPED_QUOTE = re.compile(r"""(?<!\\)\\+(?:["']|([ntr]))""")
+_CONTROL_OF = {"n": "\n", "t": "\t", "r": "\r"}
 
 
 def _in_escaped(text: str) -> list[Finding]:
     """The findings in ``text`` with every backslash before a quote removed (``{\\"password\\": \\"...\\"}`` read as
-    ``{"password": "..."}``), written as it is or in its normal form, each placed on the characters of ``text`` it
-    came from. Nothing is scanned again unless the text has an escaped quote."""
-    if '\\"' not in text and "\\'" not in text:
+    ``{"password": "..."}``) and an escaped line break or tab read as one (``\\nJWT_SECRET=...``), written as it is
+    or in its normal form, each placed on the characters of ``text`` it came from. Nothing is scanned again unless
+    the text has such an escape."""
+    if '\\"' not in text and "\\'" not in text and not any(e in text for e in ("\\n", "\\t", "\\r")):
         return []
     pieces: list[str] = []
-    edits: list[tuple[int, int, int, int]] = []  # each run removed: where, how long, where the view goes on
+    edits: list[tuple[int, int, int, int]] = []  # each change: where, how long, where in the view, how long there
     last = gone = 0
     for m in _ESCAPED_QUOTE.finditer(text):
-        quote = m.end() - 1
         pieces.append(text[last : m.start()])
+        if m.group(1):
+            # An escaped line break or tab (a .env inside a tool's JSON input): the character itself, so the name
+            # after it starts a word as it does in the file.
+            pieces.append(_CONTROL_OF[m.group(1)])
+            edits.append((m.start(), m.end() - m.start(), m.start() - gone, 1))
+            gone += m.end() - m.start() - 1
+            last = m.end()
+            continue
+        quote = m.end() - 1
         edits.append((m.start(), quote - m.start(), m.start() - gone, 0))
         gone += quote - m.start()
         last = quote
