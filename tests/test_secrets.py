@@ -287,6 +287,11 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("discord-webhook", "https://discord.com/api/webhooks/123456789012345678/{s}", r(URLSAFE, 68))
     add("vault-token", "token               hvs.{s}", r(ALNUM, 24))
     add("url-password", "oracle+cx_oracle://scott:{s}@db:1521/orcl", "Tg7" + r(ALNUM, 9))
+    add("shell-secret-forms", 'setx AZURE_CLIENT_SECRET "{s}"', "Az7" + r(URLSAFE, 30))
+    add("shell-secret-forms", "echo {s} | docker login -u ci --password-stdin registry.example.com", "Dk9" + r(ALNUM, 13))
+    add("shell-secret-forms", "htpasswd -b /etc/nginx/.htpasswd admin {s}", "Ht5" + r(ALNUM, 9))
+    add("shell-secret-forms", '$p = ConvertTo-SecureString "{s}" -AsPlainText -Force', "Ps3" + r(ALNUM, 11))
+    add("shell-secret-forms", "export SSHPASS={s}; sshpass -e ssh deploy@host", "Ss1" + r(ALNUM, 9))
     # a local proxy's base URL with its token, as `env` prints the claude wrapper's
     add("loopback-path-token", "ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{s}", "Qx7" + r(URLSAFE, 26) + "k9Z")
     add("loopback-path-token", "export OPENAI_BASE_URL=http://localhost:7077/{s}/openai/v1", "aB3" + r(URLSAFE, 26) + "Zz9")
@@ -303,6 +308,10 @@ BENIGN = [
     "[server]\npass = true\n",
     "<password></password> stays empty in the sample config",
     "token: str",
+    'echo "$REGISTRY_TOKEN" | docker login -u ci --password-stdin registry.example.com',
+    "setx JAVA_HOME \"C:\\Program Files\\Java\"",
+    "htpasswd -B /etc/nginx/.htpasswd admin",
+    "export SSHPASS=$DEPLOY_PW; sshpass -e ssh deploy@host",
     'os.environ["OPENAI_API_KEY"] = os.getenv("KEY")',
     '{"name": "DB_PASSWORD", "value": ""}',
     "see https://discord.com/developers/docs/resources/webhook",
