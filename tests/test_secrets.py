@@ -309,7 +309,7 @@ BENIGN = [
     "<password></password> stays empty in the sample config",
     "token: str",
     'echo "$REGISTRY_TOKEN" | docker login -u ci --password-stdin registry.example.com',
-    "setx JAVA_HOME \"C:\\Program Files\\Java\"",
+    'setx JAVA_HOME "C:\\Program Files\\Java"',
     "htpasswd -B /etc/nginx/.htpasswd admin",
     "export SSHPASS=$DEPLOY_PW; sshpass -e ssh deploy@host",
     'os.environ["OPENAI_API_KEY"] = os.getenv("KEY")',
@@ -820,3 +820,35 @@ def test_a_env_inside_a_tools_json_input_is_read_with_its_line_breaks(name):
     clean, found = redact(text)
     assert "mysecret123" not in clean and found
     assert clean.replace("[REDACTED:" + found[0] + "]", "mysecret123") == text, "only the value goes; the escapes stay"
+
+
+def test_a_kubernetes_secrets_base64_data_is_read_decoded():
+    """`kubectl get secret -o yaml` (or -o json) shows each value base64-encoded: a value that decodes to a secret
+    (a database URL with its password, a Slack webhook, a password under its name) goes, the others stay."""
+    import base64
+
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    url = b64("postgres://app:" + r(ALNUM, 14) + "@db:5432/app")
+    hook = b64("https://hooks.slack.com/services/T0" + r(ALNUM, 8) + "/B0" + r(ALNUM, 8) + "/" + r(ALNUM, 24))
+    password = b64("Xk9#mQ2vLp7" + r(ALNUM, 5))
+    user = b64("admin")
+    yaml_text = f"kind: Secret\ndata:\n  DATABASE_URL: {url}\n  SLACK_WEBHOOK_URL: {hook}\n  username: {user}\n"
+    json_text = f'{{"kind": "Secret", "data": {{"DB_PASSWORD": "{password}", "user": "{user}"}}}}'
+    for text, secrets in ((yaml_text, (url, hook)), (json_text, (password,))):
+        clean, found = redact(text)
+        assert not any(s in clean for s in secrets) and found, clean
+        assert user in clean
+
+
+def test_base64_that_decodes_to_no_secret_or_to_bytes_stays_and_costs_linear_time():
+    import base64
+
+    from linear import assert_linear
+
+    harmless = base64.b64encode(b"just some harmless text here").decode()
+    blob = base64.b64encode(bytes(range(256)) * 3).decode()
+    for text in (f"note: {harmless}", f"integrity sha512-{blob}", "the implementation internationalize"):
+        assert redact(text) == (text, [])
+    assert_linear(redact, lambda n: (harmless + " ") * (n // 41), 1_000_000, what="base64 runs")

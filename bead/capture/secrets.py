@@ -380,6 +380,40 @@ def _in_escaped(text: str) -> list[Finding]:
     return _placed([f for f in [*scan(view), *_in_fold(view)] if f.end > f.start], edits)
 
 
+# A run of base64's characters long enough to hide a secret (a Kubernetes Secret's `data:`, `kubectl -o json`, a
+# basic-auth header): decoded, and if it reads as text, scanned as that text under the name it is given (`NAME:` or
+# `"NAME": "` just before it). Python's engine: one pass, no backtracking across runs.
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=_\-])")
+_GIVEN_NAME = re.compile(r"""([A-Za-z_][A-Za-z0-9_.\-]{0,80})["']?[ \t]*:[ \t]*["']?$""")
+MAX_DECODED = 1000  # runs decoded a text: each costs a scan, and a text of many is a lock file's hashes or a blob
+
+
+def _in_base64(text: str) -> list[Finding]:
+    """Findings in the text that base64 runs of ``text`` decode to (printable UTF-8 only), each the whole run."""
+    import base64
+    import binascii
+
+    out: list[Finding] = []
+    decoded = 0
+    for m in _BASE64.finditer(text):
+        run = m.group()
+        if len(run) % 4 or decoded >= MAX_DECODED:
+            continue
+        try:
+            plain = base64.b64decode(run, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            continue
+        if not plain.isprintable() and not all(c.isprintable() or c in "\n\r\t" for c in plain):
+            continue
+        decoded += 1
+        named = _GIVEN_NAME.search(text, max(0, m.start() - 100), m.start())
+        view = f"{named.group(1)}={plain}" if named else plain
+        rules_found = [f.rule for f in scan(view)]
+        if rules_found:
+            out.append(Finding(f"base64-{rules_found[0]}", m.start(), m.end()))
+    return out
+
+
 def redact(text: str) -> tuple[str, list[str]]:
     """(text with every finding replaced, rule ids found): found as written, in its normal form (a key split by a
     zero-width space, written in full-width letters) or with its escaped quotes read as quotes (JSON in a JSON
@@ -387,7 +421,7 @@ def redact(text: str) -> tuple[str, list[str]]:
     if LONE_SURROGATE.search(text):  # a lone surrogate (valid in JSON) is no character: RE2 cannot read it
         text = LONE_SURROGATE.sub("\ufffd", text)
     findings = scan(text)
-    other = [*_in_fold(text), *_in_escaped(text)]
+    other = [*_in_fold(text), *_in_escaped(text), *_in_base64(text)]
     if other:
         findings = _merged(sorted([*findings, *other], key=lambda f: (f.start, -(f.end - f.start))))
     if not findings:
