@@ -164,6 +164,11 @@ class Home:
     def raw_lock(self) -> Path:
         return self.raw / ".lock"
 
+    @property
+    def queue_lock(self) -> Path:
+        """Held while a review item is decided, so two decisions of one item cannot both act."""
+        return self.queue / ".lock"
+
     def fact_dir(self, key: str) -> Path:
         """``store/facts/<key>``; the key must be validated by the caller."""
         return self.facts.joinpath(*key.split("/"))

@@ -268,6 +268,11 @@ def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None =
     evidence is a whole session, which a later forget of the lesson must
     not redact (the item keeps the evidence)."""
     queue = Queue(mem)
+    with queue.deciding():  # a second decision of the item waits, then finds it decided
+        return _accept(mem, queue, item_id, reason, value)
+
+
+def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | None) -> Item:
     item = queue.open_item(item_id)
     text = item.value if value is None else value.strip()
     if not text:
@@ -296,10 +301,11 @@ def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None =
 def reject_item(mem: Memory, item_id: str, reason: str = "") -> Item:
     """Reject a review item: a tombstone keeps the same proposal from returning."""
     queue = Queue(mem)
-    item = queue.open_item(item_id)
-    digest = mem.tombstones.add(mem.clock(), item.key, item.value, reason="review-reject")
-    mem.audit.record(mem.clock(), "tombstone", key=item.key, sha256=digest)
-    return queue.decided(item, "rejected", {"action": "rejected", "reason": reason})
+    with queue.deciding():
+        item = queue.open_item(item_id)
+        digest = mem.tombstones.add(mem.clock(), item.key, item.value, reason="review-reject")
+        mem.audit.record(mem.clock(), "tombstone", key=item.key, sha256=digest)
+        return queue.decided(item, "rejected", {"action": "rejected", "reason": reason})
 
 
 def accept(mem: Memory, item_id: str, value: str | None = None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ records what was written, so the review shows what changed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -34,6 +35,7 @@ from ..errors import BeadError
 from ..paths import Home
 from ..textform import strings_in
 from .audit import iso, normalise
+from .locks import flocked
 
 KINDS = ("suspicious", "key-conflict", "change-user-stated", "untrusted-source", "lesson")
 _ITEM_ID = re.compile(r"[0-9a-f]{12}")  # what item_id gives; anything else names no file
@@ -42,6 +44,10 @@ _ITEM_ID = re.compile(r"[0-9a-f]{12}")  # what item_id gives; anything else name
 
 def item_id(kind: str, key: str, value: str) -> str:
     return hashlib.sha256(f"{kind}\x00{key}\x00{normalise(value)}".encode()).hexdigest()[:12]
+
+
+def item_id_of(item: Item) -> str:
+    return item_id(str(item.kind), str(item.key), str(item.value))
 
 
 @dataclass
@@ -183,11 +189,23 @@ class Queue:
         return item, True
 
     def open_item(self, item_id: str) -> Item:
-        """The item, which must still be open (a decided one cannot be decided again)."""
+        """The item, which must still be open (a decided one cannot be decided again) and hold what it was queued
+        with: its id is the hash of its kind, key and value, so a file changed since (another program rewrote it
+        while the person read it) is refused rather than decided."""
         item = self.get(item_id)
+        if item_id_of(item) != item_id:
+            raise BeadError(
+                f"review item {item_id} was changed after it was queued (its kind, key or value no longer give its "
+                "id); nothing was decided",
+                "look at the file under store/queue/ and delete it if you did not change it; `bead queue` lists the rest",
+            )
         if item.status != "open":
             raise BeadError(f"review item {item_id} is already {item.status}", "list open items with `bead queue`")
         return item
+
+    def deciding(self) -> contextlib.AbstractContextManager[None]:
+        """The queue's lock, held from reading an item to recording its decision (bead.core.review)."""
+        return flocked(self.home.queue_lock, root=self.home.root)
 
     def decided(self, item: Item, status: str, entry: dict) -> Item:
         """Record a decision (``accepted`` or ``rejected``) and its history entry (the time is added here)."""
