@@ -260,3 +260,73 @@ class TestTheItemDecidedIsTheItemShown:
         assert sum(isinstance(r, dict) for r in results) == 1, results
         assert any(isinstance(r, str) and "already accepted" in r for r in results)
         assert list(mem.facts.versions("user/editor").numbers) == [1]
+
+    def test_an_items_inner_id_must_be_its_name(self, mem):
+        """Rewriting the id inside an item's file would make its decision land in another item's file and leave the
+        item open to be accepted again."""
+        import json
+
+        from bead.core import review
+        from bead.errors import BeadError
+
+        item = self.queued(mem)
+        path = Queue(mem).path(item.id)
+        data = json.loads(path.read_text())
+        data["id"] = "0" * 12
+        path.write_text(json.dumps(data))
+        with pytest.raises(BeadError) as e:
+            review.accept(mem, item.id)
+        assert "changed after it was queued" in e.value.message
+
+    @pytest.mark.parametrize("field, value", [("type", "feedback"), ("owner", "mallory"), ("sources", ["s9#999"])])
+    def test_a_field_the_card_shows_that_changed_since_is_refused(self, mem, field, value):
+        import json
+
+        from bead.core import review
+        from bead.errors import BeadError
+
+        self.queued(mem)
+        (entry,) = [e for e in review.entries(mem) if e.kind == "item"]
+        path = Queue(mem).path(entry.id)
+        data = json.loads(path.read_text())
+        data[field] = value
+        path.write_text(json.dumps(data))
+        with pytest.raises(BeadError) as e:
+            review.accept(mem, entry.id, shown=entry.shown)
+        assert "changed since it was shown" in e.value.message
+        assert mem.current("user/editor") is None
+
+    def test_a_forget_while_an_item_is_accepted_never_brings_the_value_back(self, mem, monkeypatch):
+        """A forget of the value that starts while an accept of an item holding it is under way waits for the
+        accept, then forgets what it wrote; it never leaves the value written back after it."""
+        import threading
+
+        from bead.core import forget, review
+
+        item = self.queued(mem)
+        mem.write("user/helix-note", "Helix with vi keys", "user")
+        accepting, forget_waits = threading.Event(), threading.Event()
+        real_open, real_deciding = Queue.open_item, Queue.deciding
+
+        def open_then_let_forget_start(q, item_id):
+            got = real_open(q, item_id)
+            accepting.set()
+            forget_waits.wait(10)  # the forget is at the queue's lock (without it: done already)
+            return got
+
+        def deciding(q):
+            if threading.current_thread() is forgetting:
+                forget_waits.set()
+            return real_deciding(q)
+
+        monkeypatch.setattr(Queue, "open_item", open_then_let_forget_start)
+        monkeypatch.setattr(Queue, "deciding", deciding)
+        t = threading.Thread(target=lambda: review.accept(mem, item.id))
+        forgetting = threading.Thread(target=lambda: forget.apply(mem, forget.plan_match(mem, "Helix with vi keys")))
+        t.start()
+        assert accepting.wait(10)
+        forgetting.start()
+        t.join(30)
+        forgetting.join(30)
+        assert mem.current("user/editor") is None and mem.current("user/helix-note") is None
+        assert not Queue(mem).path(item.id).exists()

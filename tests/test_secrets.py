@@ -292,6 +292,13 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("shell-secret-forms", "htpasswd -b /etc/nginx/.htpasswd admin {s}", "Ht5" + r(ALNUM, 9))
     add("shell-secret-forms", '$p = ConvertTo-SecureString "{s}" -AsPlainText -Force', "Ps3" + r(ALNUM, 11))
     add("shell-secret-forms", "export SSHPASS={s}; sshpass -e ssh deploy@host", "Ss1" + r(ALNUM, 9))
+    # a sixteenth review's variants
+    add("shell-secret-forms", "echo -n '{s}' | docker login -u me --password-stdin", "Dk9" + r(ALNUM, 13))
+    add("shell-secret-forms", "htpasswd -Bbn user {s}", "Ht5" + r(ALNUM, 9))
+    add("shell-secret-forms", 'setx /M DB_PASSWORD "{s}"', "Az7" + r(ALNUM, 12))
+    add("shell-secret-forms", '"{s}" | ConvertTo-SecureString -AsPlainText -Force', "Ps3" + r(ALNUM, 11))
+    add("discord-webhook", "https://discord.com/api/v10/webhooks/123456789012345678/{s}", r(URLSAFE, 68))
+    add("password-pair", '{{\n  "name": "DB_PASSWORD",\n  "value": "{s}"\n}}', "Xk9mQ2vLp7" + r(ALNUM, 6))
     # a local proxy's base URL with its token, as `env` prints the claude wrapper's
     add("loopback-path-token", "ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{s}", "Qx7" + r(URLSAFE, 26) + "k9Z")
     add("loopback-path-token", "export OPENAI_BASE_URL=http://localhost:7077/{s}/openai/v1", "aB3" + r(URLSAFE, 26) + "Zz9")
@@ -308,6 +315,8 @@ BENIGN = [
     "[server]\npass = true\n",
     "<password></password> stays empty in the sample config",
     "token: str",
+    '{"name": "sort_key", "value": "created_at"}',
+    "htpasswd -b /etc/nginx/.htpasswd admin password",
     'echo "$REGISTRY_TOKEN" | docker login -u ci --password-stdin registry.example.com',
     'setx JAVA_HOME "C:\\Program Files\\Java"',
     "htpasswd -B /etc/nginx/.htpasswd admin",

@@ -614,6 +614,13 @@ def apply(
     and the tombstones' reason. ``tombstones=False`` (a seal) writes no value hash anywhere: a SHA-256 of a
     value is a plaintext copy of it to anyone who can guess it, and a sealed value may be a 4-digit PIN."""
     refuse_git(mem)
+    # The review queue's lock for the whole of it: an accept of an item that holds the value either finishes first
+    # (and its fact is planned again below) or finds the item gone, never writes the value back after it.
+    with Queue(mem).deciding():
+        return _apply(mem, plan, under_lock, event, tombstones)
+
+
+def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event: str, tombstones: bool) -> dict[str, Any]:
     now = mem.clock()
     kept: list[Path] = []
     redacted = in_part = 0

@@ -33,7 +33,7 @@ from ..display import CONTROL
 from ..errors import BeadError, InvalidArgument, RefusedWrite
 from ..store.episodes import Episodes
 from ..store.keys import TYPES, parse_id, validate_key
-from ..store.queue import Item, Queue
+from ..store.queue import Item, Queue, fingerprint
 from ..store.rawlog import label
 from ..store.reports import Reports
 from . import forget
@@ -84,6 +84,7 @@ class Entry:
     evaluation: dict[str, Any] | None = None
     session: str = ""
     actions: tuple[str, ...] = ()
+    shown: str = ""  # an item's fingerprint when the walk read it (bead.store.queue.fingerprint): what is decided
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -185,6 +186,7 @@ def entries(mem: Memory) -> list[Entry]:
                 item.evaluation,
                 item.session,
                 ("accept", "edit", "reject", *_fact_actions(cur)),
+                fingerprint(item),
             )
         )
     rep = latest_report(mem)
@@ -260,7 +262,15 @@ def items(mem: Memory, status: str | None = "open") -> list[Item]:
     return Queue(mem).items(status)
 
 
-def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None = None) -> Item:
+def _as_shown(item: Item, shown: str | None) -> None:
+    if shown and fingerprint(item) != shown:
+        raise BeadError(
+            f"review item {item.id} changed since it was shown (its type, owner, sources or title); nothing was decided",
+            "look at it again: `bead review` or `bead queue`",
+        )
+
+
+def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None = None, shown: str | None = None) -> Item:
     """Write a review item's value (or ``value``, the person's edit of it) with trust ``accepted``.
 
     An edited value is written; the item keeps the proposed text and its
@@ -269,11 +279,12 @@ def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None =
     not redact (the item keeps the evidence)."""
     queue = Queue(mem)
     with queue.deciding():  # a second decision of the item waits, then finds it decided
-        return _accept(mem, queue, item_id, reason, value)
+        return _accept(mem, queue, item_id, reason, value, shown)
 
 
-def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | None) -> Item:
+def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | None, shown: str | None) -> Item:
     item = queue.open_item(item_id)
+    _as_shown(item, shown)
     text = item.value if value is None else value.strip()
     if not text:
         raise BeadError("the edited value is empty", "accept the item as it is, or reject it")
@@ -298,25 +309,27 @@ def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | N
     return queue.decided(item, "accepted", entry)
 
 
-def reject_item(mem: Memory, item_id: str, reason: str = "") -> Item:
+def reject_item(mem: Memory, item_id: str, reason: str = "", shown: str | None = None) -> Item:
     """Reject a review item: a tombstone keeps the same proposal from returning."""
     queue = Queue(mem)
     with queue.deciding():
         item = queue.open_item(item_id)
+        _as_shown(item, shown)
         digest = mem.tombstones.add(mem.clock(), item.key, item.value, reason="review-reject")
         mem.audit.record(mem.clock(), "tombstone", key=item.key, sha256=digest)
         return queue.decided(item, "rejected", {"action": "rejected", "reason": reason})
 
 
-def accept(mem: Memory, item_id: str, value: str | None = None) -> dict[str, Any]:
-    """Accept a review item as proposed, or with the person's edit of its value (the item keeps the proposal)."""
-    item = accept_item(mem, item_id, value=value)
+def accept(mem: Memory, item_id: str, value: str | None = None, shown: str | None = None) -> dict[str, Any]:
+    """Accept a review item as proposed, or with the person's edit of its value (the item keeps the proposal);
+    ``shown``: the fingerprint of the item as the person saw it (the review walk's)."""
+    item = accept_item(mem, item_id, value=value, shown=shown)
     written = Queue(mem).written(item)
     return {"id": item.id, "wrote": written[0] if written else None, "edited": bool(written and written[1] != item.value)}
 
 
-def reject(mem: Memory, item_id: str, reason: str = "") -> dict[str, Any]:
-    item = reject_item(mem, item_id, " ".join(reason.split()))
+def reject(mem: Memory, item_id: str, reason: str = "", shown: str | None = None) -> dict[str, Any]:
+    item = reject_item(mem, item_id, " ".join(reason.split()), shown)
     return {"id": item.id, "rejected": True}
 
 

@@ -50,6 +50,13 @@ def item_id_of(item: Item) -> str:
     return item_id(str(item.kind), str(item.key), str(item.value))
 
 
+def fingerprint(item: Item) -> str:
+    """What a decision acts on, as one hash (kind, key, type, value, owner, sources, title): the review walk keeps it
+    for the card it shows and the decision refuses an item that no longer has it."""
+    fields = [item.kind, item.key, item.type, item.value, item.owner, *item.sources, "\x01", item.title]
+    return hashlib.sha256("\x00".join(str(f) for f in fields).encode()).hexdigest()
+
+
 @dataclass
 class Item:
     id: str
@@ -190,10 +197,10 @@ class Queue:
 
     def open_item(self, item_id: str) -> Item:
         """The item, which must still be open (a decided one cannot be decided again) and hold what it was queued
-        with: its id is the hash of its kind, key and value, so a file changed since (another program rewrote it
-        while the person read it) is refused rather than decided."""
+        with: its id (its file's name, and the id inside it) is the hash of its kind, key and value, so a file
+        changed since (another program rewrote it while the person read it) is refused rather than decided."""
         item = self.get(item_id)
-        if item_id_of(item) != item_id:
+        if item.id != item_id or item_id_of(item) != item_id:
             raise BeadError(
                 f"review item {item_id} was changed after it was queued (its kind, key or value no longer give its "
                 "id); nothing was decided",

@@ -299,7 +299,7 @@ def _act(mem: Memory, io: LineIO | TermIO, e: review.Entry, action: str) -> str 
     """Carry out one decision; None when the person backed out (nothing changed)."""
     acts: dict[str, Callable[[], str | None]] = {
         "skip": lambda: "skipped",
-        "accept": lambda: _accepted(review.accept(mem, e.id)),
+        "accept": lambda: _accepted(review.accept(mem, e.id, shown=e.shown or None)),
         "edit": lambda: _edit(mem, io, e),
         "reject": lambda: _reject(mem, io, e),
         "pin": lambda: _pin(mem, e),
@@ -322,14 +322,14 @@ def _edit(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:
     value = io.ask("new value:", default=safe(e.proposed or "", multiline=True))
     if value is None or not value.strip():
         return None
-    return _accepted(review.accept(mem, e.id, value))
+    return _accepted(review.accept(mem, e.id, value, shown=e.shown or None))
 
 
 def _reject(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:
     reason = io.ask("why reject it (kept in the item's history):")
     if reason is None:
         return None
-    review.reject(mem, e.id, reason)
+    review.reject(mem, e.id, reason, shown=e.shown or None)
     return f"rejected {e.id}; its value is tombstoned and will not be proposed again"
 
 
