@@ -861,3 +861,23 @@ def test_base64_that_decodes_to_no_secret_or_to_bytes_stays_and_costs_linear_tim
     for text in (f"note: {harmless}", f"integrity sha512-{blob}", "the implementation internationalize"):
         assert redact(text) == (text, [])
     assert_linear(redact, lambda n: (harmless + " ") * (n // 41), 1_000_000, what="base64 runs")
+
+
+def test_base64_unpadded_wrapped_or_nested_is_read_too():
+    """`base64` wraps at 76 columns (a password split across lines), some tools drop the padding, and a Secret's
+    value may hold an encoded value again."""
+    import base64
+
+    secret = "Zq8vK2pLm9Xw4Rt7"
+    url = f"postgres://app:{secret}@db.internal.example.com:5432/app?sslmode=require"
+    env = (f"DATABASE_URL={url}\nREDIS_URL=redis://cache:6379/0\n") * 2
+    encoded = base64.b64encode(env.encode()).decode()
+    wrapped = "\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76))
+    once = base64.b64encode(url.encode()).decode()
+    for text in (
+        f"DATABASE_URL: {once.rstrip('=')}",
+        f"data: |\n{wrapped}\n",
+        f"API: {base64.b64encode(once.encode()).decode()}",
+    ):
+        clean, found = redact(text)
+        assert found and not any(part in clean for part in (once.rstrip("="), encoded[:76])), clean

@@ -384,6 +384,11 @@ def _in_escaped(text: str) -> list[Finding]:
 # basic-auth header): decoded, and if it reads as text, scanned as that text under the name it is given (`NAME:` or
 # `"NAME": "` just before it). Python's engine: one pass, no backtracking across runs.
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=_\-])")
+# A run, or GNU base64's lines of 76 joined (its default wrapping) with the last, shorter one.
+_BASE64_BLOCK = re.compile(
+    r"(?<![A-Za-z0-9+/=_\-])(?:(?:[A-Za-z0-9+/]{76}\r?\n)+[A-Za-z0-9+/]{1,76}={0,2}|[A-Za-z0-9+/]{12,}={0,2})"
+    r"(?![A-Za-z0-9+/=_\-])"
+)
 _GIVEN_NAME = re.compile(r"""([A-Za-z_][A-Za-z0-9_.\-]{0,80})["']?[ \t]*:[ \t]*["']?$""")
 MAX_DECODED = 1000  # runs decoded a text: each costs a scan, and a text of many is a lock file's hashes or a blob
 
@@ -393,19 +398,28 @@ def _in_base64(text: str) -> list[Finding]:
     import base64
     import binascii
 
+    def text_of(run: str) -> str | None:
+        run = run.replace("\n", "").replace("\r", "")
+        if len(run) % 4 == 1:
+            return None
+        try:  # unpadded too (a JWT's parts, `base64 -w0 | tr -d =`)
+            plain = base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return plain if all(c.isprintable() or c in "\n\r\t" for c in plain) else None
+
     out: list[Finding] = []
     decoded = 0
-    for m in _BASE64.finditer(text):
-        run = m.group()
-        if len(run) % 4 or decoded >= MAX_DECODED:
-            continue
-        try:
-            plain = base64.b64decode(run, validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            continue
-        if not plain.isprintable() and not all(c.isprintable() or c in "\n\r\t" for c in plain):
+    for m in _BASE64_BLOCK.finditer(text):
+        if decoded >= MAX_DECODED:
+            break
+        plain = text_of(m.group())
+        if plain is None:
             continue
         decoded += 1
+        inner = _BASE64.fullmatch(plain.strip())
+        if inner is not None:  # base64 in base64 (a Secret's data that holds an encoded value)
+            plain = text_of(inner.group()) or plain
         named = _GIVEN_NAME.search(text, max(0, m.start() - 100), m.start())
         view = f"{named.group(1)}={plain}" if named else plain
         rules_found = [f.rule for f in scan(view)]
