@@ -316,6 +316,7 @@ BENIGN = [
     "<password></password> stays empty in the sample config",
     "token: str",
     '{"name": "sort_key", "value": "created_at"}',
+    "  const password = process.env.DB_PASSWORD;",
     "htpasswd -b /etc/nginx/.htpasswd admin password",
     'echo "$REGISTRY_TOKEN" | docker login -u ci --password-stdin registry.example.com',
     'setx JAVA_HOME "C:\\Program Files\\Java"',

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -406,7 +407,9 @@ def _in_base64(text: str) -> list[Finding]:
             plain = base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
             return None
-        return plain if all(c.isprintable() or c in "\n\r\t" for c in plain) else None
+        # Text, invisible characters included (a key split by a zero-width space is found in its normal form).
+        ok = all(c.isprintable() or c in "\n\r\t" or unicodedata.category(c) == "Cf" for c in plain)
+        return plain if ok else None
 
     out: list[Finding] = []
     decoded = 0
@@ -422,7 +425,7 @@ def _in_base64(text: str) -> list[Finding]:
             plain = text_of(inner.group()) or plain
         named = _GIVEN_NAME.search(text, max(0, m.start() - 100), m.start())
         view = f"{named.group(1)}={plain}" if named else plain
-        rules_found = [f.rule for f in scan(view)]
+        rules_found = [f.rule for f in (scan(view) or _in_fold(view) or _in_escaped(view))]
         if rules_found:
             out.append(Finding(f"base64-{rules_found[0]}", m.start(), m.end()))
     return out
