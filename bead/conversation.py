@@ -145,9 +145,16 @@ def delegated(headers: dict[str, str]) -> bool:
     other than its session's."""
     if headers.get("x-claude-code-agent-id") or headers.get("x-parent-session-id"):  # OpenCode's child session
         return True
-    codex = headers.get("session-id") or headers.get("session_id")
-    thread = headers.get("thread-id") or headers.get("thread_id")
+    codex, thread = _codex_ids(headers)
     return bool(codex and thread and thread != codex)
+
+
+def _codex_ids(headers: dict[str, str]) -> tuple[str | None, str | None]:
+    """Codex CLI's session and thread ids (either spelling of each header)."""
+    return (
+        headers.get("session-id") or headers.get("session_id"),
+        headers.get("thread-id") or headers.get("thread_id"),
+    )
 
 
 @dataclass(frozen=True)
@@ -299,7 +306,7 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
     first = next((m.normalised for m in conv.messages if m.role != "system"), "\x00")
     if conv.continues:
         first = conv.continues + "\x00" + first
-    codex = headers.get("session-id") or headers.get("session_id")
+    codex, thread = _codex_ids(headers)
     if headers.get("x-bead-session"):
         base = safe_name(headers["x-bead-session"])
         session = base
@@ -309,7 +316,6 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
         session = f"{base}-{_h(agent, 8)}" if agent else base
     elif codex:
         base = safe_name(codex)
-        thread = headers.get("thread-id") or headers.get("thread_id")
         session = f"{base}-{_h(thread, 8)}" if thread and thread != codex else base
     elif headers.get("x-session-id"):  # OpenCode's session
         base = session = safe_name(headers["x-session-id"])

@@ -73,6 +73,19 @@ def raw_request_bytes(url: str, request: bytes) -> bytes:
     return raw_request(url, request.decode("utf-8", "surrogateescape"))
 
 
+def post_empty(url: str, target: str, headers: str = "") -> tuple[bytes, dict | None]:
+    """POST ``{}`` to ``target`` exactly as written (``headers``: extra header lines, each ending in CRLF): the
+    status and the JSON error body, if the answer has one."""
+    reply = raw_request(
+        url, f"POST {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}Content-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    )
+    try:
+        error = json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]
+    except (ValueError, KeyError, TypeError, IndexError):
+        error = None
+    return reply.split(b"\r\n", 1)[0].split()[1], error
+
+
 def rep(unit: str, size: int = MB) -> str:
     return (unit * (size // len(unit) + 1))[:size]
 
@@ -388,13 +401,8 @@ class TestTargets:
 
         proxy = served_proxy()
         token = load_token(proxy.engine.home)
-        reply = raw_request(
-            proxy.url,
-            f"POST {target.format(token=token)} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            "Content-Length: 2\r\nConnection: close\r\n\r\n{}",
-        )
-        assert reply.split(b"\r\n", 1)[0].split()[1] == b"400"
-        assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "invalid_request_error"
+        status, error = post_empty(proxy.url, target.format(token=token))
+        assert status == b"400" and error is not None and error["type"] == "invalid_request_error"
         assert upstream.requests == []
         assert token not in caplog.text
 
@@ -408,13 +416,8 @@ class TestTargets:
 
         proxy = served_proxy()
         token = load_token(proxy.engine.home)
-        reply = raw_request(
-            proxy.url,
-            f"POST {target.format(token=token)} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            "Content-Length: 2\r\nConnection: close\r\n\r\n{}",
-        )
-        assert reply.split(b"\r\n", 1)[0].split()[1] == b"403"
-        assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "permission_error"
+        status, error = post_empty(proxy.url, target.format(token=token))
+        assert status == b"403" and error is not None and error["type"] == "permission_error"
         assert upstream.requests == []
 
 
@@ -439,13 +442,9 @@ class TestHeaders:
         token = load_token(proxy.engine.home)
         basic = base64.b64encode(f"me:{token}".encode()).decode()
         assert basic.endswith("=") or header != "Authorization: Basic {unpadded}", "the case needs padding to drop"
-        reply = raw_request(
-            proxy.url,
-            f"POST /{token}/v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            f"{header.format(token=token, basic=basic, unpadded=basic.rstrip('='))}\r\n"
-            "Content-Length: 2\r\nConnection: close\r\n\r\n{}",
-        )
-        assert reply.split(b"\r\n", 1)[0].split()[1] == b"403"
+        line = header.format(token=token, basic=basic, unpadded=basic.rstrip("="))
+        status, error = post_empty(proxy.url, f"/{token}/v1/messages", f"{line}\r\n")
+        assert status == b"403" and error is not None and error["type"] == "permission_error"
         assert upstream.requests == []
 
     def test_bead_s_own_token_header_is_not_forwarded(self, served_proxy, upstream):

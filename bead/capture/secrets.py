@@ -13,6 +13,8 @@ pattern accepts, is not a finding.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import math
 import re
@@ -396,9 +398,6 @@ MAX_DECODED = 1000  # runs decoded a text: each costs a scan, and a text of many
 
 def _in_base64(text: str) -> list[Finding]:
     """Findings in the text that base64 runs of ``text`` decode to (printable UTF-8 only), each the whole run."""
-    import base64
-    import binascii
-
     def text_of(run: str) -> str | None:
         run = run.replace("\n", "").replace("\r", "")
         if len(run) % 4 == 1:

@@ -72,8 +72,9 @@ class Plan:
     # keys the audit and tombstone logs name whose name holds the value (a rejected proposal's key made of its
     # words): they keep only their hash there, like the keys that lose every version
     named: set[str] = field(default_factory=set)
-    # How the plan was made (the key or the text): ``apply`` makes it again inside its locks, so what reached the
-    # store between the preview and the person's yes (a turn the proxy captured, a fact written) goes too.
+    # How the plan was made (the key or the text): ``apply`` makes it again (the history outside its locks, what was
+    # written since inside them), so what reached the store between the preview and the person's yes (a turn the
+    # proxy captured, a fact written) goes too.
     # ``remake(raw)``: ``raw`` (a list of raw files) limits the raw log's scan to those and skips the trace's count.
     remake: Callable[[list[Path] | None], Plan] | None = field(default=None, repr=False, compare=False)
 
@@ -253,19 +254,23 @@ def _decoded(text: str) -> str:
     return text
 
 
-def _plain(text: str) -> str:
-    """``text`` decoded (``_decoded``), in its normal form (bead.textform.fold: no invisible character or combining
-    accent, full-width and look-alike letters as ASCII), case and spacing evened out: a value as a whole, signs
-    kept (``alice%40example.com`` and ``alice&#64;example.com`` are ``alice@example.com``)."""
-    return normalise(fold(_decoded(text)))
+def _folded(text: str) -> str:
+    """``text`` decoded (``_decoded``) and in its normal form (bead.textform.fold: no invisible character or
+    combining accent, full-width and look-alike letters as ASCII): what ``_plain`` and ``_word_form`` read."""
+    return fold(_decoded(text))
 
 
-def _word_form(text: str) -> str:
-    """The words of ``text`` as forget compares them: decoded, in their normal form (bead.textform.fold: no
-    invisible character, no combining mark, full-width and look-alike letters as ASCII), lower-cased, one space
-    between and around them. Punctuation is no word: ``**Globex Wombatica** Holdings`` and ``Rosalind’s`` hold
-    ``globex wombatica holdings`` and ``rosalind s`` as the value's own words do."""
-    return " " + " ".join(_words(fold(_decoded(text)))) + " "
+def _plain(text: str, folded: str | None = None) -> str:
+    """``text`` decoded and in its normal form (``_folded``, or ``folded`` when given), case and spacing evened out:
+    a value as a whole, signs kept (``alice%40example.com`` and ``alice&#64;example.com`` are ``alice@example.com``)."""
+    return normalise(_folded(text) if folded is None else folded)
+
+
+def _word_form(text: str, folded: str | None = None) -> str:
+    """The words of ``text`` (decoded, in its normal form: ``_folded``, or ``folded`` when given) as forget compares
+    them: lower-cased, one space between and around them. Punctuation is no word: ``**Globex Wombatica** Holdings``
+    and ``Rosalind’s`` hold ``globex wombatica holdings`` and ``rosalind s`` as the value's own words do."""
+    return " " + " ".join(_words(_folded(text) if folded is None else folded)) + " "
 
 
 def _names_key(text: str, keys: AbstractSet[str]) -> bool:
@@ -302,7 +307,7 @@ def _word_needle(text: str) -> str:
     """The word form a value is also looked for by (``_word_form``), or "" when its words alone do not say it:
     fewer than two words, fewer than WORD_MIN_CHARS characters in them, less than WORD_SHARE of its characters,
     or a character whose loss changes it (``_HARD``). ``1.0`` would be "1 0", ``C++`` "c"."""
-    folded = fold(_decoded(text))
+    folded = _folded(text)
     words = _words(folded)
     chars = sum(len(w) for w in words)
     if len(words) < 2 or chars < WORD_MIN_CHARS or any(c in _HARD for c in folded):
@@ -312,9 +317,17 @@ def _word_needle(text: str) -> str:
     return " " + " ".join(words) + " "
 
 
-def _holds_words(text: str, words: list[str]) -> bool:
-    """Whether the word form of ``text`` holds one of ``words`` (word forms) as a run of whole words."""
-    form = _word_form(text)
+def _holds_decoded(text: str, folded: list[str], words: list[str]) -> bool:
+    """Whether ``text``, decoded and in its normal form (read once), holds one of ``folded`` (values as ``_plain``
+    writes them) or, as a run of whole words, one of ``words`` (``_word_needle``'s)."""
+    if not folded and not words:
+        return False
+    once = _folded(text)
+    if folded:
+        plain = _plain(text, once)
+        if any(_holds(plain, f) for f in folded):
+            return True
+    form = _word_form(text, once) if words else ""
     return any(w in form for w in words)
 
 
@@ -333,11 +346,9 @@ def _matcher(
     def matches(text: str) -> bool:
         t = normalise(text)
         u = normalise(_unescaped(text))
-        p = _plain(text) if folded else ""
         return (
             any(_holds(t, n) or _holds(u, n) for n in needles)
-            or any(_holds(p, f) for f in folded)
-            or bool(words and _holds_words(text, words))
+            or _holds_decoded(text, folded, words)
             or bool(keys and _names_key(t, keys))
             or _holds_shingle(text, shingles)
             or bool(tokens is not None and tokens.search(fold(text)))
@@ -487,8 +498,7 @@ def _line_matcher(
         normalised = [normalise(t) for t in texts]
         return (
             any(_holds(t, n) for t in normalised for n in needles)
-            or bool(folded and any(_holds(_plain(t), f) for t in texts for f in folded))
-            or bool(words and any(_holds_words(t, words) for t in texts))
+            or any(_holds_decoded(t, folded, words) for t in texts)
             or bool(keys and any(_names_key(t, keys) for t in normalised))
             or any(_holds_shingle(t, shingles) for t in texts)
             or bool(tokens is not None and any(tokens.search(fold(t)) for t in texts))
@@ -540,8 +550,8 @@ _KEY_TEXT = re.compile(r"[a-z0-9 _-]+")
 
 def plan_match(mem: Memory, text: str, raw: list[Path] | None = None) -> Plan:
     """Plan ``bead forget --match TEXT``: every key with a version containing it, every turn."""
-    needle = normalise(text)
-    if len(needle) < 3 or len(_plain(text)) < 3:  # "&#64;" is one character once decoded
+    needle, plain = normalise(text), _plain(text)
+    if len(needle) < 3 or len(plain) < 3:  # "&#64;" is one character once decoded
         raise BeadError("--match needs 3 or more characters", "give a longer piece of the text to forget")
     # Sealed values are encrypted and forget does not decrypt them: it says how many it left unsearched.
     plan = Plan(match_text=text, sealed_not_searched=sum(1 for _ in mem.sealed.keys()))
@@ -549,10 +559,11 @@ def plan_match(mem: Memory, text: str, raw: list[Path] | None = None) -> Plan:
     # A key's name is matched by whole words, and only by a text a key could hold (letters, digits, - and _).
     as_key = _word_form(text) if _KEY_TEXT.fullmatch(needle) else ""
 
-    plain = _plain(text)
-
     def holds(b: str) -> bool:
-        return needle in normalise(b) or bool(plain and plain in _plain(b)) or bool(words and words in _word_form(b))
+        if needle in normalise(b):
+            return True
+        once = _folded(b)
+        return plain in _plain(b, once) or bool(words and words in _word_form(b, once))
 
     kvs, _problems = mem.facts.scan()
     for kv in kvs:
@@ -624,8 +635,6 @@ def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event
     now = mem.clock()
     kept: list[Path] = []
     redacted = in_part = 0
-    # The index's write lock first: if another process holds it past the
-    # busy timeout, forget stops here, before it has changed anything.
     if plan.remake is not None:
         # Planned again: the preview may be minutes old (the person read it), and a forget must not leave what
         # arrived meanwhile. The whole history is read outside the locks (captures go on meanwhile); inside them,
@@ -633,6 +642,8 @@ def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event
         # raises, before anything changed.
         since = time.time() - CLOCK_SLACK_S
         plan = plan.remake(None)
+    # The index's write lock first: if another process holds it past the
+    # busy timeout, forget stops here, before it has changed anything.
     with mem.together(), mem.facts.lock():
         if plan.remake is not None:
             changed = [p for p in mem.raw.files() if _written_since(p, since)]
@@ -685,7 +696,7 @@ def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event
     mem.audit.forget_keys(plan.whole | plan.named)
     mem.tombstones.forget_keys(plan.whole | plan.named)
     reports = Reports(mem.home)
-    # A run's line that holds the value (a key it rejected or queued, made of the value's words) goes whole.
+    # A key or id a run's line lists that holds the value (one it rejected or queued, made of the value's words).
     reports.scrub(_matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens)))
     reports.forget_keys(plan.whole | plan.named)
     # 5. What a killed writer left (a temp file may hold the value), then the WAL.

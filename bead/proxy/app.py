@@ -128,6 +128,7 @@ class Proxy:
     def __init__(self, engine: Engine, upstreams: dict[str, str], token: str, owner_uid: int | None):
         self.engine = engine
         self.token = token
+        self.token_lower = token.lower()  # a header's name arrives lower-cased
         self.owner_uid = owner_uid
         # Each API's upstream: its setting (bead.wire.formats.Api.upstream) as given here (the command line's),
         # else as config.yaml has it.
@@ -276,7 +277,7 @@ class Proxy:
                 api=stale.name,
             )
         if self.token and any(
-            self.token.lower() in k.lower() or self.token in v or self.token in _basic_credentials(v)
+            self.token_lower in k.lower() or self.token in v or self.token in _basic_credentials(v)
             for k, v in raw_headers
             if k.lower() not in REQUEST_DROP
         ):

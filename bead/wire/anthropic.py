@@ -15,7 +15,7 @@ import json
 import zlib
 from typing import Any
 
-from ..capture.text import clean, harness_element, is_compaction, reminders, segments, strip_own
+from ..capture.text import COMPACTION_PREFIXES, clean, harness_element, is_compaction, reminders, segments, strip_own
 from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
 from .splice import Request, append_blocks, check_parts, text_block
 
@@ -137,14 +137,25 @@ _OUTPUT_ELEMENTS = (*_LOCAL_OUTPUT, "<bash-stdout>", "<bash-stderr>")
 
 def _local_output(text: str) -> bool:
     """Whether a block is wholly one local command's output element (`/model`'s answer), nothing around it."""
+    if "<local-command-" not in text:
+        return False
     cleaned = clean(text)
     return cleaned.startswith(_LOCAL_OUTPUT) and harness_element(cleaned)
 
 
 def is_command(text: str) -> bool:
     """Whether a block runs a slash command: Claude Code's markup opens it (a mention of the tag in prose or
-    code further on is not one)."""
-    return clean(text).startswith(("<command-name>", "<command-message>"))
+    code further on is not one). Every block of every message is asked, so a plain find comes first."""
+    return "<command-" in text and clean(text).startswith(("<command-name>", "<command-message>"))
+
+
+def _attached_or_summary(text: str) -> bool:
+    """Whether a person's block is a harness element (an <ide_selection>, an attachment marker; not command output,
+    which segments reads as a tool's) or a compaction summary: never typed. Plain finds first, then one clean."""
+    if "<" not in text and "[" not in text and not any(p in text for p in COMPACTION_PREFIXES):
+        return False
+    cleaned = clean(text)
+    return (harness_element(cleaned) and not cleaned.startswith(_OUTPUT_ELEMENTS)) or is_compaction(cleaned)
 
 
 def command_parts(text: str) -> list[Part]:
@@ -227,13 +238,9 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
             if i in expansions:
                 out += text_parts(text, Source.PASTED)
                 continue
-            cleaned = clean(text)
-            if harness_element(cleaned) and not cleaned.startswith(_OUTPUT_ELEMENTS):
+            if _attached_or_summary(text):
                 # An <ide_selection> (lines of a file) or <ide_opened_file> beside the prompt, however many
-                # blocks have words: what the harness attached, never typed (as own_block reads it beside two).
-                out += text_parts(text, Source.PASTED)
-                continue
-            if is_compaction(cleaned):
+                # blocks have words (as own_block reads it beside two), or a compaction summary: pasted.
                 out += text_parts(text, Source.PASTED)
                 continue
         if isinstance(b, str):
