@@ -398,6 +398,7 @@ MAX_DECODED = 1000  # runs decoded a text: each costs a scan, and a text of many
 
 def _in_base64(text: str) -> list[Finding]:
     """Findings in the text that base64 runs of ``text`` decode to (printable UTF-8 only), each the whole run."""
+
     def text_of(run: str) -> str | None:
         run = run.replace("\n", "").replace("\r", "")
         if len(run) % 4 == 1:
