@@ -31,6 +31,7 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
@@ -85,6 +86,10 @@ class Part:
     name: str = ""  # a tool's name (tool_use)
     data: Any = None  # a tool call's input
     error: bool = False  # a tool result that reports an error
+    # The characters of the person's text block this part was read from, as the harness sent it (bead's own cue
+    # blocks at its end aside): what was pasted around typed words, or cut from them, still counts towards how
+    # long the person's message is (bead.core.remember). 0: the part's own text is the block.
+    sent: int = 0
 
 
 @dataclass(frozen=True)
@@ -123,10 +128,11 @@ class Conversation:
                 return None
         return None
 
-    def delegated(self) -> Conversation:
+    def delegated(self, only: Collection[int] | None = None) -> Conversation:
         """The same conversation as a sub-agent's: the main model wrote its prompt, so no text in it is the
         person's own words (typed becomes pasted: still the turn's question for recall, never a "remember" nor
-        the person's word to the dream)."""
+        the person's word to the dream). ``only``: just the messages of these indexes (a sub-agent's lines inside
+        its parent's transcript)."""
         return dataclasses.replace(
             self,
             messages=tuple(
@@ -134,6 +140,8 @@ class Conversation:
                     m,
                     parts=tuple(dataclasses.replace(p, source=Source.PASTED) if p.source is Source.TYPED else p for p in m.parts),
                 )
+                if only is None or m.index in only
+                else m
                 for m in self.messages
             ),
         )

@@ -80,6 +80,27 @@ def _cut(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(parts)
 
 
+def own_tail(text: str) -> int:
+    """Where bead's own blocks at the end of a person's ``text`` begin (``len(text)`` when it ends in none): bead
+    appends its cue blocks to a message's text, after a blank line, so they are always the text's last thing. A
+    ``<bead-memory>`` block with anything but whitespace after it is not bead's: someone wrote it there."""
+    if _OWN_OPEN not in text:
+        return len(text)
+    start = len(text)
+    for s, e in reversed(_spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True)):
+        if e != start and text[e:start].strip():
+            break
+        start = s
+    return start
+
+
+def own_blocks(text: str) -> list[str]:
+    """The ``<bead-memory>`` blocks in ``text``, each stripped (what ``strip_own`` cuts)."""
+    if _OWN_OPEN not in text:
+        return []
+    return [text[s:e].strip() for s, e in _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True)]
+
+
 def strip_own(text: str, unclosed_to_end: bool = False) -> str:
     """``text`` without bead's own ``<bead-memory>`` blocks (``unclosed_to_end``: one never closed runs to the end)."""
     if _OWN_OPEN not in text:
@@ -118,8 +139,8 @@ def clean(text: str, unclosed_to_end: bool = False) -> str:
 # - a ``[Pasted text #N +M lines]`` marker is pasted, with the rest of its
 #   line and the M+1 lines after it (where the harness expanded the paste;
 #   a marker without a count: the rest of the block);
-# - a Markdown heading (``# ...`` to ``###### ...``) or a ``---`` line starts
-#   a document (a README, a CLAUDE.md): it and everything after it in the
+# - a Markdown heading (``# ...`` to ``###### ...``), a ``---`` line or a
+#   setext heading's ``===`` underline starts a document (a README, a CLAUDE.md): it and everything after it in the
 #   block is pasted, since nothing marks where a document ends;
 # - Claude Code's command output (``<bash-stdout>``, ``<bash-stderr>``,
 #   ``<local-command-stdout>``, ``<local-command-stderr>``) is tool output,
@@ -186,10 +207,11 @@ def _starts_document(line: str) -> bool:
     if 1 <= hashes <= 6 and (len(body) == hashes or body[hashes] in " \t"):
         return True
     stripped = line.strip()
-    return len(stripped) >= 3 and stripped.strip("-") == ""
+    # A thematic break, or a setext heading's underline (the title line above it is typed: one line).
+    return len(stripped) >= 3 and (stripped.strip("-") == "" or stripped.strip("=") == "")
 
 
-_LEADS = frozenset("`~#->")
+_LEADS = frozenset("`~#->=")
 
 
 class _Runs:
@@ -253,7 +275,7 @@ def _line_sources(text: str, out: _Runs) -> None:
 
 # A line that may start something pasted; text with none of these (and no
 # marker or output tag) is typed as a whole, without a walk over its lines.
-_MAY_PASTE = compile_linear(r"(?m)^ {0,3}(?:>|#|---|```|~~~)")
+_MAY_PASTE = compile_linear(r"(?m)^ {0,3}(?:>|#|---|===|```|~~~)")
 
 
 def segments(text: str) -> list[tuple[str, str]]:

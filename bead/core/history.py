@@ -211,6 +211,9 @@ def _lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[tuple[dict[
         yield (d if isinstance(d, dict) else None), weight
 
 
+SIDECHAIN = "bead_sidechain"  # marks a message read from an isSidechain line (read_transcript)
+
+
 class _Batches:
     """A file's messages (or Codex items), handed out in batches of bounded weight as the file is read.
 
@@ -318,7 +321,9 @@ def read_transcript(
             share = weight * len(part) // len(blocks) if blocks else weight
             if not b.fits(share, len(part)) and (t := b.take(counts)) is not None:
                 yield t
-            b.add({"role": kind, "content": part}, at, share, len(part))
+            # A sub-agent's line inside its parent's file (older Claude Code wrote them there, marked only
+            # isSidechain): the main model wrote its prompt, never the person.
+            b.add({"role": kind, "content": part, **({SIDECHAIN: True} if d.get("isSidechain") else {})}, at, share, len(part))
             last_weight = share
     if (t := b.take(counts)) is not None:
         yield t
@@ -359,6 +364,8 @@ def _conversation(t: Transcript, parse: Parse) -> tuple[Conversation, list[datet
     conv, first = parse(t.wire, t.messages)
     if t.session != t.base_session:
         conv = conv.delegated()  # a subagent's: the main model wrote its prompt, as the proxy reads it
+    elif t.wire == "anthropic" and any(m.get(SIDECHAIN) for m in t.messages):
+        conv = conv.delegated(only={i for i, m in enumerate(t.messages) if m.get(SIDECHAIN)})
     return conv, [t.times[i] for i in first] if t.wire != "anthropic" else t.times
 
 

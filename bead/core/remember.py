@@ -75,9 +75,10 @@ class Remembered:
     queued: str | None = None  # the review item, when the value waits for the person
 
 
-# A request is plainly the person's own when the text around it is theirs too: the message is short, or all
-# but the request is (the rest at most OWN_REST characters); and nothing before it frames what follows as
-# someone else's text (a header line, "Contents of X:", "Bob wrote:", a line ending in ":" over a long block).
+# A request is plainly the person's own when the text around it is theirs too: the message's block as sent (what
+# was pasted into it included) is short, or all but the request is (the rest at most OWN_REST characters); and
+# nothing before it frames what follows as someone else's text (a header line, "Contents of X:", "Bob wrote:", a
+# line ending in ":" over a long block).
 # Else it may be a pasted document's sentence that looks typed: it waits for review, and the cue block says so.
 SHORT_MESSAGE = 300
 OWN_REST = 150
@@ -126,10 +127,13 @@ def request_list(message: Message) -> list[Request]:
             m = _REMEMBER.search(text)
             if m:
                 before = text[: m.start()]
-                rest = len(text.strip()) - len(m.group(0).strip())
+                # Measured on the block as the harness sent it: a pasted page closing its own code fence, or
+                # wrapped in a reminder or bead's tags, leaves a short typed part but is still the block's.
+                size = max(part.sent, len(text.strip()))
+                rest = size - len(m.group(0).strip())
                 colon = [c for c in _COLON_LINE.finditer(before)]
                 framed = bool(_FRAMING.search(before)) or any(len(before) - c.end() >= FRAMED_BLOCK for c in colon)
-                plain = (len(text) <= SHORT_MESSAGE or rest <= OWN_REST) and not framed
+                plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed
                 out.append(Request(m.group(1).strip(), plain))
     return out
 

@@ -15,7 +15,17 @@ import json
 import zlib
 from typing import Any
 
-from ..capture.text import COMPACTION_PREFIXES, clean, harness_element, is_compaction, reminders, segments, strip_own
+from ..capture.text import (
+    COMPACTION_PREFIXES,
+    clean,
+    harness_element,
+    is_compaction,
+    own_blocks,
+    own_tail,
+    reminders,
+    segments,
+    strip_own,
+)
 from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
 from .splice import Request, append_blocks, check_parts, text_block
 
@@ -65,12 +75,17 @@ def text_parts(text: str, source: Source) -> list[Part]:
     output is not typed. The OpenAI wire (``bead.wire.openai``) splits a
     person's text with this same function.
     """
-    cleaned = clean(text)
-    if source is Source.TYPED and cleaned:
-        parts = [Part(_SEGMENT_SOURCE[s], t) for s, t in segments(cleaned)] or [Part(source, "")]
-    else:
-        parts = [Part(source, cleaned)]
-    parts += [Part(Source.HARNESS, r) for r in reminders(text)]
+    if source is not Source.TYPED:
+        return [Part(source, clean(text)), *(Part(Source.HARNESS, r) for r in reminders(text))]
+    # bead's own cue blocks end a text it appended them to; a <bead-memory> block anywhere else is someone's text
+    # dressed as bead's: kept, as pasted (cut from the words around it, which it must not make look short).
+    body = text[: own_tail(text)]
+    cleaned = clean(body)
+    sent = len(body.strip())
+    parts = [Part(_SEGMENT_SOURCE[s], t, sent=sent) for s, t in segments(cleaned)] if cleaned else []
+    parts = parts or [Part(source, "", sent=sent)]
+    parts += [Part(Source.PASTED, p) for p in own_blocks(body)]
+    parts += [Part(Source.HARNESS, r) for r in reminders(body)]
     return parts
 
 

@@ -285,6 +285,10 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
         else:
             conv_role = _CHAT_ROLES.get(role, "system")
             source = Source.TYPED if conv_role == "user" else Source.HARNESS
+            if conv_role == "user" and m.get("name") not in (None, ""):
+                # A named participant's message (a multi-agent client sends each agent's words as a user message
+                # with its name: a web surfer's page, another model's answer): nothing tells it is the person.
+                source = Source.PASTED
             parts, texts = _content_parts(m.get("content"), source)
             if conv_role == "system":
                 parts = [Part(Source.HARNESS, "\n".join(texts))] if texts else []
