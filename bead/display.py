@@ -21,6 +21,8 @@ import re
 import unicodedata
 from typing import Any
 
+from .textform import stream_safe
+
 # C0 controls but tab, line feed and carriage return; DEL; C1 controls.
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co"})
@@ -115,7 +117,8 @@ def plain_words(text: str) -> list[str]:
         return text.split()  # nothing to drop: ASCII without a control character (but tab and line breaks)
     out: list[str] = []
     marks = 0
-    for ch in unicodedata.normalize("NFC", str(text)):
+    # NFC reorders a run of combining characters in time quadratic in the run: cut each run first.
+    for ch in unicodedata.normalize("NFC", stream_safe(text)):
         cat = unicodedata.category(ch)
         if ch in "\t\n\r" or cat in ("Zl", "Zp"):
             out.append(" ")

@@ -113,11 +113,54 @@ def _by_name(ch: str) -> str | None:
     return tail.lower() if len(tail) == 1 and "A" <= tail <= "Z" else None
 
 
+@lru_cache(maxsize=65536)
+def _non_starters(ch: str) -> tuple[int, int, bool]:
+    """What ``ch`` adds to a run of combining characters (UAX #15's stream-safe count): the non-starters its
+    compatibility decomposition begins with, those it ends with, and whether it is non-starters only. A spacing
+    mark of canonical class above 0 (musical symbols' stems, U+1D165) counts as an accent does, and a character
+    that decomposes into marks alone (Tibetan U+0F73) as its marks: normalisation reorders a run of any of
+    them, in time quadratic in the run. A mark of class 0 counts too (fold drops it all the same)."""
+    parts = unicodedata.normalize("NFKD", ch)
+
+    def non_starter(c: str) -> bool:
+        return unicodedata.combining(c) != 0 or unicodedata.category(c) in _MARKS
+
+    lead = next((i for i, c in enumerate(parts) if not non_starter(c)), len(parts))
+    if lead == len(parts):
+        return lead, lead, True
+    trail = next((i for i, c in enumerate(reversed(parts)) if not non_starter(c)), 0)
+    return lead, trail, False
+
+
+def stream_safe(text: str) -> str:
+    """``text`` with every run of combining characters (``_non_starters``) cut to MAX_MARKS: what Unicode's
+    normalisation then reads in linear time. One pass; ASCII text is returned as it is."""
+    if text.isascii():
+        return text
+    kept: list[str] = []
+    run = 0
+    for ch in text:
+        if ch < "\x80":
+            kept.append(ch)
+            run = 0
+            continue
+        lead, trail, whole = _non_starters(ch)
+        if whole:
+            run += lead
+            if run > MAX_MARKS:
+                continue
+        else:
+            run = trail
+        kept.append(ch)
+    return "".join(kept)
+
+
 def fold(text: str) -> str:
     """``text`` as the rules read it: invisible characters dropped, combining marks dropped (``cúrl`` reads
     as ``curl``), NFKC, ASCII look-alikes for confusable letters, ASCII digits for every script's. For display
-    never: a fold mixes scripts (UTS #39 says the same of its skeletons). One pass; combining-mark runs are cut
-    to MAX_MARKS before Unicode's normalisation, whose reordering of a run is quadratic."""
+    never: a fold mixes scripts (UTS #39 says the same of its skeletons). One pass; runs of combining characters
+    (``_non_starters``) are cut to MAX_MARKS before Unicode's normalisation, whose reordering of a run is
+    quadratic."""
     text = str(text)
     if text.isascii() and not any(ch < " " and ch not in _KEPT_CONTROLS or ch == "\x7f" for ch in text):
         return text
@@ -130,12 +173,13 @@ def fold(text: str) -> str:
             continue
         if _unseen(ch):
             continue
-        if unicodedata.category(ch) in _MARKS:
-            run += 1
+        lead, trail, whole = _non_starters(ch)
+        if whole:
+            run += lead
             if run > MAX_MARKS:
                 continue
         else:
-            run = 0
+            run = trail
         kept.append(ch)
     base = "".join(c for c in unicodedata.normalize("NFKD", "".join(kept)) if unicodedata.category(c) not in _MARKS)
     normal = unicodedata.normalize("NFKC", base)

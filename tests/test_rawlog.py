@@ -134,3 +134,47 @@ def test_append_records_offsets(mem):
 
     assert [read_turn_text(data[t.offset : t.offset + t.size]) for t in turns] == ["first ✓", "sec\nond"]
     assert [(t.offset, t.size) for t in mem.raw.read(turns[0].path)] == [(t.offset, t.size) for t in turns]
+
+
+class TestLinearTime:
+    """What runs on a raw file or a turn's text takes time linear in its size (tests/linear.py)."""
+
+    def test_redacting_a_text_of_many_tokens(self):
+        """forget's partial redaction searches the folded text from each match on; RE2's search from a position
+        in a str encodes the whole text again, which made a text of many tokens quadratic (40 s at 200 KB)."""
+        from linear import assert_linear
+
+        from bead.core.forget import token_pattern
+        from bead.store.rawlog import _redact_tokens
+
+        pattern = token_pattern({"qx7741"})
+        assert _redact_tokens("job QX-7741 ok, qx7741 é QX 7741x", pattern) == f"job {FORGOTTEN} ok, {FORGOTTEN} é QX 7741x"
+        assert_linear(lambda t: _redact_tokens(t, pattern), lambda n: "job qx7741 ok " * (n // 14), 400_000)
+
+    def test_finding_the_last_turn_number_behind_a_long_turn(self, tmp_path):
+        """A session's next turn number is read backwards from the file's end, a chunk at a time: each chunk is
+        searched once (a marker line may start in one chunk and end in the next)."""
+        import json
+        import os
+
+        from linear import assert_linear
+
+        from bead.store.rawlog import MARKER_PREFIX, _last_turn_number
+
+        def marker(n: int) -> bytes:
+            return f"{MARKER_PREFIX}{json.dumps({'n': n})} -->\n".encode()
+
+        path = tmp_path / "s.md"
+
+        def last(body: bytes) -> int:
+            path.write_bytes(body)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                return _last_turn_number(fd)
+            finally:
+                os.close(fd)
+
+        for gap in range(65_520, 65_545):  # the second marker across the first chunk boundary from the end
+            assert last(marker(1) + b"a" * gap + b"\n" + marker(5) + b"b" * 70_000) == 5, gap
+        assert last(marker(1) + b"a" * 10 + marker(9)) == 1, "a marker that does not start a line is text"
+        assert_linear(lambda body: last(body), lambda n: marker(4) + b"q" * n, 32 << 20)

@@ -320,17 +320,27 @@ def _redact_tokens(text: str, pattern: Any) -> str:
     folded on its own, so every match maps back to the characters it came from; if a token can still be read
     in the result (one the per-character fold split, such as a ligature's half), the whole text goes."""
     pieces = [ch if " " <= ch < "\x7f" else fold(ch) for ch in text]
-    folded = "".join(pieces)
-    owner: list[int] = []  # folded position -> the original character it came from
+    # Searched as UTF-8 bytes: RE2's search from a position in a str encodes the whole text again each time,
+    # so one search per token was quadratic in a text of many tokens.
+    encoded = bytearray()
+    owner: list[int] = []  # folded byte -> the original character it came from
+    starts: list[int] = []  # original character -> its first folded byte
     for i, piece in enumerate(pieces):
-        owner += [i] * len(piece)
+        starts.append(len(encoded))
+        data = piece.encode("utf-8", "surrogatepass")
+        encoded += data
+        owner += [i] * len(data)
+    starts.append(len(encoded))
+    folded = bytes(encoded)
     spans: list[tuple[int, int]] = []
     pos = 0
     while (m := pattern.search(folded, pos)) is not None:
         start, end = m.span(1)
         if end > start:
             spans.append((owner[start], owner[end - 1] + 1))
-        pos = max(end, m.start() + 1)
+        # On from the character after the one the match began with: the separator before a token may be the one
+        # after the last.
+        pos = max(end, starts[owner[m.start()] + 1])
     out, last = [], 0
     for start, end in spans:
         if start < last:
@@ -347,21 +357,31 @@ def _last_turn_number(fd: int) -> int:
     if size == 0:
         return 0
     chunk = 1 << 16
-    pos, tail = size, b""
+    prefix = MARKER_PREFIX.encode()
+    needle = b"\n" + prefix
+    pos = size
+    after: list[bytes] = []  # the chunks read so far, the last one first in the file last
     while pos > 0:
         step = min(chunk, pos)
         pos -= step
-        tail = os.pread(fd, step, pos) + tail
-        # A marker starts a line: at the very start of the file or after \n.
-        idx = tail.rfind(b"\n" + MARKER_PREFIX.encode())
-        if idx == -1 and pos == 0 and tail.startswith(MARKER_PREFIX.encode()):
-            idx = -1
-            line = tail.split(b"\n", 1)[0]
-        elif idx != -1:
-            line = tail[idx + 1 :].split(b"\n", 1)[0]
+        data = os.pread(fd, step, pos)
+        # A marker starts a line: at the very start of the file or after \n. Each chunk is searched once, with
+        # the next one's first bytes (a marker may start in one and end in the next): linear in what is read.
+        window = data + (after[-1][: len(needle) - 1] if after else b"")
+        idx = window.rfind(needle)
+        if idx != -1:
+            start = idx + 1
+        elif pos == 0 and window.startswith(prefix):
+            start = 0
         else:
+            after.append(data)
             continue
-        m = _MARKER.match(line.decode("utf-8", "replace"))
+        pieces = [data[start:]]
+        for later in reversed(after):  # the marker's line, read on to its end
+            if b"\n" in pieces[-1]:
+                break
+            pieces.append(later)
+        m = _MARKER.match(b"".join(pieces).split(b"\n", 1)[0].decode("utf-8", "replace"))
         if m:
             try:
                 return int(json.loads(m.group(1))["n"])
