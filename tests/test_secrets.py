@@ -852,6 +852,25 @@ def test_a_kubernetes_secrets_base64_data_is_read_decoded():
         assert user in clean
 
 
+def test_every_base64_value_of_a_large_secrets_dump_is_read():
+    """A namespace's Secrets (`kubectl get secrets -o json`, `vault kv get -format=json`) hold thousands of base64
+    values: the one with the database URL is found however many come before it (bead read the first 1,000 runs
+    of a text and let the rest through), and a password under its name in the middle too."""
+    import base64
+    import json
+
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    data = {f"nginx_{i}.conf": b64(f"listen 80{i % 100:02d}\n") for i in range(1500)}
+    data["DB_PASSWORD"] = password = b64("Xk9#mQ2vLp7" + r(ALNUM, 5))
+    data |= {f"site_{i}.conf": b64(f"server_name s{i}.example\n") for i in range(1500)}
+    data["app.env"] = url = b64("DATABASE_URL=postgres://app:" + r(ALNUM, 14) + "@db:5432/app\n")
+    clean, found = redact(json.dumps({"kind": "Secret", "data": data}))
+    assert password not in clean and url not in clean, found
+    assert data["nginx_7.conf"] in clean and data["site_1499.conf"] in clean
+
+
 def test_base64_that_decodes_to_no_secret_or_to_bytes_stays_and_costs_linear_time():
     import base64
 

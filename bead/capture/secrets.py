@@ -392,12 +392,45 @@ _BASE64_BLOCK = re.compile(
     r"(?<![A-Za-z0-9+/=_\-])(?:(?:[A-Za-z0-9+/]{76}\r?\n)+[A-Za-z0-9+/]{1,76}={0,2}|[A-Za-z0-9+/]{12,}={0,2})"
     r"(?![A-Za-z0-9+/=_\-])"
 )
-_GIVEN_NAME = re.compile(r"""([A-Za-z_][A-Za-z0-9_.\-]{0,80})["']?[ \t]*:[ \t]*["']?$""")
-MAX_DECODED = 1000  # runs decoded a text: each costs a scan, and a text of many is a lock file's hashes or a blob
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_NAME_STARTS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def _given_name(text: str, end: int) -> str | None:
+    """The name ``text`` gives the value that begins at ``end``, within the 100 characters before it: ``NAME: value``,
+    ``"NAME": "value"`` (a name of at most 81 letters, digits and ``_.-`` that starts with a letter or ``_``; spaces
+    and one quote each side of the colon; a line break may end it). Read backwards from ``end``: a few steps, not a
+    search of the 100 characters, which every base64 run of a namespace's Secrets dump asks for."""
+    lo, i = max(0, end - 100), end
+    if i > lo and text[i - 1] == "\n":  # as the pattern's $ reads: the end, or before a line break that ends it
+        i -= 1
+    if i > lo and text[i - 1] in "\"'":
+        i -= 1
+    while i > lo and text[i - 1] in " \t":
+        i -= 1
+    if i <= lo or text[i - 1] != ":":
+        return None
+    i -= 1
+    while i > lo and text[i - 1] in " \t":
+        i -= 1
+    if i > lo and text[i - 1] in "\"'":
+        i -= 1
+    j = i
+    while j > lo and i - j < 81 and text[j - 1] in _NAME_CHARS:
+        j -= 1
+    while j < i and text[j] not in _NAME_STARTS:  # the name's first character is a letter or "_"
+        j += 1
+    return text[j:i] or None
+
+
+_BETWEEN = "\n\n"  # between two decoded runs where they are scanned as one text
 
 
 def _in_base64(text: str) -> list[Finding]:
-    """Findings in the text that base64 runs of ``text`` decode to (printable UTF-8 only), each the whole run."""
+    """Findings in the text that base64 runs of ``text`` decode to (printable UTF-8 only), each the whole run.
+    Every run that decodes to text is read, however many (a dump of a namespace's Secrets holds thousands, and the
+    one with the database URL may come last): they are scanned together, as one text, so a run costs what its
+    characters cost, not a scan of its own. A finding across two runs' join marks both."""
 
     def text_of(run: str) -> str | None:
         run = run.replace("\n", "").replace("\r", "")
@@ -411,24 +444,33 @@ def _in_base64(text: str) -> list[Finding]:
         ok = all(c.isprintable() or c in "\n\r\t" or unicodedata.category(c) == "Cf" for c in plain)
         return plain if ok else None
 
-    out: list[Finding] = []
-    decoded = 0
+    views: list[str] = []
+    starts: list[int] = []  # where each view begins in the joined text
+    runs: list[tuple[int, int]] = []  # the run of ``text`` each view came from
+    at = 0
     for m in _BASE64_BLOCK.finditer(text):
-        if decoded >= MAX_DECODED:
-            break
         plain = text_of(m.group())
         if plain is None:
             continue
-        decoded += 1
         inner = _BASE64.fullmatch(plain.strip())
         if inner is not None:  # base64 in base64 (a Secret's data that holds an encoded value)
             plain = text_of(inner.group()) or plain
-        named = _GIVEN_NAME.search(text, max(0, m.start() - 100), m.start())
-        view = f"{named.group(1)}={plain}" if named else plain
-        rules_found = [f.rule for f in (scan(view) or _in_fold(view) or _in_escaped(view))]
-        if rules_found:
-            out.append(Finding(f"base64-{rules_found[0]}", m.start(), m.end()))
-    return out
+        named = _given_name(text, m.start())
+        view = f"{named}={plain}" if named else plain
+        views.append(view)
+        starts.append(at)
+        runs.append(m.span())
+        at += len(view) + len(_BETWEEN)
+    if not views:
+        return []
+    joined = _BETWEEN.join(views)
+    rule_of: dict[int, str] = {}
+    for f in sorted([*scan(joined), *_in_fold(joined), *_in_escaped(joined)], key=lambda f: f.start):
+        first = max(0, bisect.bisect_right(starts, f.start) - 1)
+        last = max(0, bisect.bisect_right(starts, max(f.start, f.end - 1)) - 1)
+        for i in range(first, last + 1):
+            rule_of.setdefault(i, f.rule)
+    return [Finding(f"base64-{rule_of[i]}", *runs[i]) for i in sorted(rule_of)]
 
 
 def redact(text: str) -> tuple[str, list[str]]:
