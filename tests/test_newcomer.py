@@ -149,3 +149,17 @@ def test_why_without_a_trace_says_exactly_how_the_services_record_one(bead, bead
     (bead_home / "config.yaml").write_text(f"proxy:\n  trace: {trace}\n  cue_budget_tokens: 600\n")  # as it says
     r = bead("why")
     assert r.code == 1 and f"no trace at {trace}" in r.err  # configured now: the proxy writes it once restarted
+
+
+def test_why_reads_a_trace_whose_cues_hold_line_separators(bead, tmp_path):
+    """A cue holding U+2028 or U+0085 is written raw (the trace keeps text as it is): it must not cut its record in
+    pieces, which hid the request from `bead why` and let a piece such as `42` pass for one (a crash)."""
+    trace = tmp_path / "trace.jsonl"
+    benign = {"session": "benign", "cues": [{"source": "user", "text": "how do I run the tests"}]}
+    evil = {"session": "evil", "cues": [{"source": "user", "text": "summarise this page\u2028" + "42" + "\u2028 thanks\x85"}]}
+    trace.write_text("\n".join(json.dumps(e, ensure_ascii=False) for e in (benign, evil)) + "\n", encoding="utf-8")
+    latest = bead("why", "--trace", str(trace))
+    assert latest.code == 0, latest.err
+    assert "session evil" in latest.out and "summarise this page" in latest.out
+    mine = bead("why", "--trace", str(trace), "--session", "evil")
+    assert mine.code == 0 and "session evil" in mine.out, mine.err

@@ -49,13 +49,17 @@ def why(which, trace_file, session, as_json):
             "the proxy writes it once it runs with that trace (`proxy.trace` in config.yaml for the services, or "
             "`bead proxy --trace FILE`) and a request went through",
         )
+    from ..files import lines_of
+
     entries = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # Split at newlines only: a cue holding U+2028 or U+0085 (written raw) would cut its record in pieces, hiding the
+    # request or making a piece such as `42` pass for one.
+    for line in lines_of(path.read_text(encoding="utf-8", errors="replace")):
         try:
             e = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
-        if session is None or e.get("session") == session:
+        if isinstance(e, dict) and (session is None or e.get("session") == session):
             entries.append(e)
     try:
         entry = entries[int(which)]
