@@ -54,12 +54,17 @@ MAX_PARTS = 20_000
 MAX_MESSAGE_PARTS = 1_000
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
+
+
 # A line such as "Primary working directory: /x" or "- cwd: /x". Bounded
 # runs and no nested quantifier over the same characters: linear time.
-_CWD = re.compile(
-    r"(?im)^[ \t]{0,16}(?:-[ \t]{0,16})?(?:primary working directory|working directory|cwd)[ \t]{0,16}:"
-    r"[ \t]{0,16}(\S[^\n]{0,4095})$"
-)
+def _cwd_line(label: str) -> re.Pattern[str]:
+    return re.compile(rf"(?im)^[ \t]{{0,16}}(?:-[ \t]{{0,16}})?{label}[ \t]{{0,16}}:[ \t]{{0,16}}(\S[^\n]{{0,4095}})$")
+
+
+# The lines a harness reports its working directory in (and Codex's <cwd>, below): a line that says only "cwd:" may
+# be anything's (Codex lists skills as "- NAME: description" before its own <cwd>), so it counts last (find_cwd).
+_CWD_LINES = tuple(_cwd_line(label) for label in ("primary working directory", "working directory", "cwd"))
 # Codex CLI's <environment_context>: "<cwd>/x</cwd>". The run stops at the
 # next "<" or line end, so each start is scanned once: linear time.
 _CWD_TAG = re.compile(r"<cwd>[ \t]{0,16}([^<\n]{1,4096})</cwd>")
@@ -230,13 +235,16 @@ def context_elements(texts: list[str]) -> str:
 
 
 def find_cwd(texts: list[str]) -> str | None:
-    """The working directory the first of ``texts`` that reports one names."""
-    for text in texts:
-        if not text:
-            continue
-        m = _CWD.search(text[:_CWD_SCAN_CHARS]) or _CWD_TAG.search(text[:_CWD_SCAN_CHARS])
-        if m:
-            return m.group(1).strip().strip("`'\"")
+    """The working directory the first of ``texts`` that reports one names: as a "Primary working directory:" or
+    "Working directory:" line or Codex's ``<cwd>`` element; only where none of ``texts`` has one of those, a bare
+    "cwd:" line (a skill Codex lists as "- cwd: ..." before its own <cwd> is not its working directory)."""
+    heads = [t[:_CWD_SCAN_CHARS] for t in texts if t]
+    for patterns in ((*_CWD_LINES[:2], _CWD_TAG), _CWD_LINES[2:]):
+        for text in heads:
+            for pattern in patterns:
+                m = pattern.search(text)
+                if m:
+                    return m.group(1).strip().strip("`'\"")
     return None
 
 

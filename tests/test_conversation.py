@@ -298,6 +298,17 @@ def test_find_cwd_takes_the_first_text_that_reports_one():
     assert find_cwd(["no directory", "cwd: /first", "cwd: /second"]) == "/first"
 
 
+def test_a_bare_cwd_line_counts_only_where_no_harness_form_is_there():
+    """Codex lists its skills as "- NAME: description (file: ...)" in its developer message, before the
+    <environment_context> that holds its <cwd>: a skill named cwd is not the working directory, nor is a bare
+    "cwd:" line before Claude Code's own one."""
+    skills = "### Available skills\n- cwd: /home/dev/src/payroll (file: r1/cwd/SKILL.md)\n"
+    env = "<environment_context>\n  <cwd>/home/dev/src/demo</cwd>\n</environment_context>"
+    assert find_cwd([skills, env]) == "/home/dev/src/demo"
+    assert find_cwd(["cwd: /elsewhere\nPrimary working directory: /src/shop"]) == "/src/shop"
+    assert find_cwd([skills]) == "/home/dev/src/payroll (file: r1/cwd/SKILL.md)", "alone, it is all there is"
+
+
 def test_cwd_from_system_prompt():
     """The directory in the system prompt (string or blocks) is the conversation's cwd."""
     assert conv({"role": "user", "content": "hi"}, system="Primary working directory: /a").cwd == "/a"
