@@ -525,6 +525,24 @@ class TestTheValueWrittenOtherwise:
         mem.close()
         assert leftovers(mem.home.root, "biopsy") == []
 
+    def test_a_value_said_plainly_in_three_turns_and_once_as_bytes(self, mem):
+        """Three turns say the value (they go whole); a tool's output prints it as Python bytes (`b'J\\xc3\\xb6rg
+        ...'`), a form forget does not decode. Its rare words are judged among the other turns: the three that
+        go anyway do not make them look common, so the fourth turn goes too."""
+        value = "J\u00f6rg Quokkaberg runs the platform team"
+        for i in range(25):
+            mem.append_turns(f"h{i}", [("user", f"filler turn number {i} about ports and builds", T0, None)])
+        for i in range(3):
+            mem.append_turns(f"p{i}", [("user", f"note {i}: {value}", T0, None)])
+        mem.append_turns(
+            "s1", [("user", "print(r.content) gave b'J\\xc3\\xb6rg Quokkaberg runs the platform team'", T0, "tool_output")]
+        )
+        mem.write("user/boss", value, "user")
+        forget.apply(mem, forget.plan_target(mem, "user/boss"))
+        mem.close()
+        assert leftovers(mem.home.root, "Quokkaberg") == []
+        assert "filler turn number 7" in "".join(p.read_text() for p in mem.home.raw.rglob("*.md"))
+
     def test_match_forgets_a_key_named_by_the_text(self, mem):
         """`--match globexcorp` forgets the key whose name holds it, though its body does not."""
         mem.write("project/acme/layoffs-march-globexcorp", "Announce on the 14th", "project")

@@ -26,7 +26,7 @@ import json
 import re
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -371,10 +371,11 @@ RARE_HISTORY = 20
 RARE_MIN_LETTERS = 6
 
 
-def distinctive_tokens(mem: Memory, texts: list[str]) -> set[str]:
+def distinctive_tokens(mem: Memory, texts: list[str], held: int = 0) -> set[str]:
     """The distinctive tokens of ``texts``, lower-cased, in their normal form (bead.textform.fold). Once the
     history has RARE_HISTORY turns to judge by, a short code or number that more than CODE_TURNS raw turns
-    hold (a year, a common port) is the history's, not the value's, and stays; a long code always goes."""
+    hold (a year, a common port) is the history's, not the value's, and stays; a long code always goes.
+    ``held``: turns that hold the value itself (they go anyway), not counted among those that hold a token."""
     codes: set[str] = set()
     words: set[str] = set()
     for text in texts:
@@ -393,10 +394,10 @@ def distinctive_tokens(mem: Memory, texts: list[str]) -> set[str]:
         df = mem.index.raw_doc_freq(lookup) if lookup else {}
     except Exception:  # noqa: BLE001 - the index is derived: without it every code counts, no word does
         judged, df = False, {}
-    out = {w for w in words if judged and df.get(w, 0) <= RARE_TURNS}
+    out = {w for w in words if judged and df.get(w, 0) - held <= RARE_TURNS}
     for tok, ps in parts.items():
         long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
-        if long_code or not judged or min((df.get(p, 0) for p in ps), default=0) <= CODE_TURNS:
+        if long_code or not judged or min((df.get(p, 0) for p in ps), default=0) - held <= CODE_TURNS:
             out.add(tok)
     return out
 
@@ -424,23 +425,32 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None) -> None:
     needles = plan.needles
     if not needles and not plan.whole:
         return
-    plan.tokens = distinctive_tokens(mem, plan.texts)
-    tokens = token_pattern(plan.tokens)
     matches = _matcher(needles, plan.whole)
-    for path in mem.raw.files() if raw is None else raw:
+    files = list(mem.raw.files() if raw is None else raw)
+
+    def turns_of(path: Path, holds: Callable[[str], bool]) -> Iterator[int]:
         try:
             text = safe.read_text(path, root=mem.home.root, errors="replace")
         except (OSError, safe.UnsafePath):
-            continue
-        if not matches(text) and not (tokens is not None and tokens.search(fold(text))):
-            continue
-        for t in mem.raw.read(path):
-            if t.text == FORGOTTEN:
-                continue
-            if matches(t.text):
-                plan.turns.setdefault(path, set()).add(t.n)
-            elif tokens is not None and tokens.search(fold(t.text)):
-                plan.token_turns.setdefault(path, set()).add(t.n)
+            return
+        if holds(text):
+            yield from (t.n for t in mem.raw.read(path) if t.text != FORGOTTEN and holds(t.text))
+
+    # First the turns that hold the value itself; then its distinctive words and codes, judged rare among the
+    # other turns (a turn that says the value goes anyway: its words must not make them look common, which kept
+    # the turn that wrote the value some other way, `b'J\xc3\xb6rg ...'`); then the turns that hold those.
+    held = 0
+    for path in files:
+        for n in turns_of(path, matches):
+            plan.turns.setdefault(path, set()).add(n)
+            held += 1
+    plan.tokens = distinctive_tokens(mem, plan.texts, held)
+    tokens = token_pattern(plan.tokens)
+    if tokens is not None:
+        for path in files:
+            for n in turns_of(path, lambda t: bool(tokens.search(fold(t)))):
+                if n not in plan.turns.get(path, ()):
+                    plan.token_turns.setdefault(path, set()).add(n)
     in_name = _matcher(needles, set(), frozenset(), tokens)
     logged = mem.audit.named_keys() | mem.tombstones.named_keys()
     plan.named = {
