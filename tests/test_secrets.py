@@ -299,6 +299,32 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("shell-secret-forms", '"{s}" | ConvertTo-SecureString -AsPlainText -Force', "Ps3" + r(ALNUM, 11))
     add("discord-webhook", "https://discord.com/api/v10/webhooks/123456789012345678/{s}", r(URLSAFE, 68))
     add("password-pair", '{{\n  "name": "DB_PASSWORD",\n  "value": "{s}"\n}}', "Xk9mQ2vLp7" + r(ALNUM, 6))
+    # a seventeenth review's: secrets known by their prefix, SQL, tools' own password options, the IAM console's
+    # CSV, config files, a cookie inside JSON
+    add("provider-secret-prefixes", "STRIPE_WEBHOOK_SECRET={s}", "whsec_" + r(ALNUM, 32))
+    add("provider-secret-prefixes", '"client_secret": "{s}"', "GOCSPX-" + r(URLSAFE, 28))
+    add("provider-secret-prefixes", "curl -H 'x: {s}'", "ya29." + r(URLSAFE, 150))
+    add("provider-secret-prefixes", "refresh_token: {s}", "1//0" + r(URLSAFE, 100))
+    add("provider-secret-prefixes", "curl https://api.telegram.org/bot{s}/getUpdates", "7012345678:AA" + r(URLSAFE, 33))
+    add("sql-password", "CREATE USER bob WITH PASSWORD '{s}';", "Sq1" + r(ALNUM, 11))
+    add("sql-password", "CREATE USER 'bob'@'%' IDENTIFIED BY '{s}';", "Sq2" + r(ALNUM, 11))
+    add("sql-password", "ALTER ROLE postgres WITH ENCRYPTED PASSWORD '{s}';", "Sq3" + r(ALNUM, 11))
+    add("tool-password-options", "wget --user=bob --password {s} https://files.example.com/a.tgz", "Wg1" + r(ALNUM, 11))
+    add("tool-password-options", "keytool -importkeystore -srckeystore a.p12 -storepass {s} -noprompt", "Kt1" + r(ALNUM, 11))
+    add("tool-password-options", "ldapsearch -x -D cn=admin,dc=example,dc=org -w {s} -H ldap://h", "Ld1" + r(ALNUM, 11))
+    add("tool-password-options", "mongosh --host db -u admin -p {s} --authenticationDatabase admin", "Mg1" + r(ALNUM, 11))
+    add("tool-password-options", "bind 127.0.0.1\nrequirepass {s}\n", "Rd1" + r(ALNUM, 17))
+    add(
+        "aws-secret-beside-id",
+        "User name,Password,Access key ID,Secret access key\nbob,,AKIAQYLPMN5HFIQR7XYZ,{s}\n",
+        r(ALNUM + "/+", 40),
+    )
+    add("aws-secret-beside-id", "| AccessKeyId | AKIAQYLPMN5HFIQR7XYZ |\n| SecretAccessKey | {s} |", r(ALNUM + "/+", 40))
+    add("config-file-secrets", 'network={{\n  ssid="home"\n  psk="{s}"\n}}', "Wp1" + r(ALNUM, 11))
+    add("config-file-secrets", "<auth-user-pass>\nbob\n{s}\n</auth-user-pass>", "Ov1" + r(ALNUM, 11))
+    add("config-file-secrets", "Encryption: none\nPrivate-Lines: 1\n{s}\nPrivate-MAC: 00", "AAAAI" + r(B64, 43))
+    add("config-file-secrets", "db:\n  password: |\n    {s}\n", "Ym1" + r(ALNUM, 13))
+    add("cookie-header", '{{"headers": {{"Cookie": "session={s}"}}}}', r(ALNUM, 40))
     # a local proxy's base URL with its token, as `env` prints the claude wrapper's
     add("loopback-path-token", "ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{s}", "Qx7" + r(URLSAFE, 26) + "k9Z")
     add("loopback-path-token", "export OPENAI_BASE_URL=http://localhost:7077/{s}/openai/v1", "aB3" + r(URLSAFE, 26) + "Zz9")
@@ -310,6 +336,20 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # a seventeenth review's look-alikes: the forms the new rules read, without a secret in them
+    "wget --password-file=~/.wgetpass https://files.example.com/a.tgz",
+    "mysql --password shop < dump.sql",
+    "keytool -list -keystore a.p12 -storepass:env STOREPASS",
+    "mongosh --host db -u admin -p --authenticationDatabase admin",
+    "CREATE USER bob WITH PASSWORD '$DB_PASSWORD';",
+    "ALTER USER app PASSWORD :'new_password';",
+    "# requirepass foobared",
+    "see https://developers.google.com/identity/protocols/oauth2 for ya29 tokens",
+    "the Stripe docs call it whsec_... in the dashboard",
+    "| AccessKeyId | AKIAIOSFODNN7EXAMPLE |",
+    'psk="$WIFI_PSK"',
+    "password: |\n  {{ vault_db_password }}\n",
+    '{"headers": {"Cookie": "theme=dark"}}',
     'docker login -u ci -p "$REGISTRY_TOKEN" registry.example.com',
     "mysql -u root -p shop   # asks for the password",
     "[server]\npass = true\n",
