@@ -309,6 +309,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("sql-password", "CREATE USER bob WITH PASSWORD '{s}';", "Sq1" + r(ALNUM, 11))
     add("sql-password", "CREATE USER 'bob'@'%' IDENTIFIED BY '{s}';", "Sq2" + r(ALNUM, 11))
     add("sql-password", "ALTER ROLE postgres WITH ENCRYPTED PASSWORD '{s}';", "Sq3" + r(ALNUM, 11))
+    add("sql-password", "CREATE LOGIN app WITH PASSWORD = '{s}';", "Sq4" + r(ALNUM, 11))
     add("tool-password-options", "wget --user=bob --password {s} https://files.example.com/a.tgz", "Wg1" + r(ALNUM, 11))
     add("tool-password-options", "keytool -importkeystore -srckeystore a.p12 -storepass {s} -noprompt", "Kt1" + r(ALNUM, 11))
     add("tool-password-options", "ldapsearch -x -D cn=admin,dc=example,dc=org -w {s} -H ldap://h", "Ld1" + r(ALNUM, 11))
@@ -342,6 +343,7 @@ BENIGN = [
     "keytool -list -keystore a.p12 -storepass:env STOREPASS",
     "mongosh --host db -u admin -p --authenticationDatabase admin",
     "CREATE USER bob WITH PASSWORD '$DB_PASSWORD';",
+    "Load and return a dynamic library identified by 'name'.",
     "ALTER USER app PASSWORD :'new_password';",
     "# requirepass foobared",
     "see https://developers.google.com/identity/protocols/oauth2 for ya29 tokens",
