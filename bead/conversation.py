@@ -91,9 +91,9 @@ class Part:
     name: str = ""  # a tool's name (tool_use)
     data: Any = None  # a tool call's input
     error: bool = False  # a tool result that reports an error
-    # The characters of the person's text block this part was read from, as the harness sent it (bead's own cue
-    # blocks at its end aside): what was pasted around typed words, or cut from them, still counts towards how
-    # long the person's message is (bead.core.remember). 0: the part's own text is the block.
+    # The characters of the person's text block this part was read from, as the harness sent it: what was pasted
+    # around typed words, or cut from them (reminders, <bead-memory> tags), still counts towards how long the
+    # person's message is (bead.core.remember). 0: the part's own text is the block.
     sent: int = 0
 
 

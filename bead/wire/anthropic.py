@@ -78,10 +78,12 @@ def text_parts(text: str, source: Source) -> list[Part]:
     if source is not Source.TYPED:
         return [Part(source, clean(text)), *(Part(Source.HARNESS, r) for r in reminders(text))]
     # bead's own cue blocks end a text it appended them to; a <bead-memory> block anywhere else is someone's text
-    # dressed as bead's: kept, as pasted (cut from the words around it, which it must not make look short).
+    # dressed as bead's: kept, as pasted. Either way they count towards the block's length as sent: bead appends
+    # its blocks to what it forwards, never to what it receives, so a request's person's block that holds one holds
+    # text someone put there (a page that ends in one must not make the words before it look short).
     body = text[: own_tail(text)]
     cleaned = clean(body)
-    sent = len(body.strip())
+    sent = len(text.strip())
     parts = [Part(_SEGMENT_SOURCE[s], t, sent=sent) for s, t in segments(cleaned)] if cleaned else []
     parts = parts or [Part(source, "", sent=sent)]
     parts += [Part(Source.PASTED, p) for p in own_blocks(body)]
