@@ -13,11 +13,13 @@ bead never writes one anywhere.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -171,3 +173,16 @@ def _ok(r: httpx.Response) -> dict:
     if not isinstance(data, dict):
         raise ModelError("the model API answered something other than a JSON object")
     return data
+
+
+def answer_object(text: str) -> Any:
+    """The JSON object a model's answer holds (from its first ``{`` to its last ``}``); ValueError when there is
+    none or it does not parse, nesting too deep for the parser included (a model's answer is anyone's text: a
+    RecursionError is no answer, never a crash of the run that asked)."""
+    start, end = text.find("{"), text.rfind("}")
+    if start == -1 or end == -1:
+        raise ValueError("no JSON object in the answer")
+    try:
+        return json.loads(text[start : end + 1])
+    except RecursionError:
+        raise ValueError("the answer's JSON is nested too deep") from None

@@ -35,6 +35,7 @@ from ..store.episodes import Episodes
 from ..store.keys import TYPES, parse_id, validate_key
 from ..store.queue import Item, Queue, fingerprint
 from ..store.rawlog import label
+from ..textform import invisible
 from ..store.reports import Reports
 from . import forget
 from . import seal as ops
@@ -282,6 +283,9 @@ def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None =
         return _accept(mem, queue, item_id, reason, value, shown)
 
 
+_EMOJI_JOINERS = frozenset({"U+200D", "U+FE0E", "U+FE0F"})  # what joins or styles an emoji: seen, not hidden
+
+
 def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | None, shown: str | None) -> Item:
     item = queue.open_item(item_id)
     _as_shown(item, shown)
@@ -294,6 +298,14 @@ def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | N
         raise InvalidArgument(
             f"review item {item_id} holds control characters (a terminal escape, a NUL); nothing was written",
             "edit it into plain text (`bead review`, e), or reject it",
+        )
+    hidden = [c for c in invisible(text) if c not in _EMOJI_JOINERS]
+    if hidden:
+        # Tag characters, bidi overrides, zero-width spaces: text a model reads and the person does not see. As the
+        # person's word it would reach every conversation's pinned block unseen (the card shows them escaped).
+        raise InvalidArgument(
+            f"review item {item_id} holds invisible or reordering characters ({', '.join(hidden[:5])}); nothing was written",
+            "edit it into the text you see (`bead review`, e), or reject it",
         )
     if credential_rules(text):
         raise RefusedWrite(

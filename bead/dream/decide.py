@@ -28,7 +28,7 @@ from ..errors import BeadError
 from ..index.query import terms
 from ..store.audit import normalise
 from ..store.facts import stored_title
-from ..store.keys import TYPES, validate_key
+from ..store.keys import TYPES, check_new_key, validate_key
 from ..store.rawlog import Turn
 from ..textform import fold
 from .second import Opinion
@@ -229,6 +229,11 @@ def decide(
     # 1. reject what is malformed or holds a credential
     try:
         validate_key(key)
+        if mem.current(key) is None:
+            # A key the write would create: canonical (no segment ending in ".", "-" or "_") and not one that
+            # reads like a stored key (user/edit0r beside user/editor), which the store would refuse.
+            check_new_key(key)
+            mem.check_lookalike(key)
     except BeadError:
         return Decision("reject", "invalid key")
     found = screen(value, key, p.title) if value else None
@@ -255,7 +260,13 @@ def decide(
     if found is not None:  # invisible characters, or an instruction to an AI agent
         return out("queue", found.reason, "suspicious")
     if p.replaces and p.replaces != key:
-        return out("queue", f"the model says it replaces {p.replaces}", "key-conflict")
+        # The model's words for what it replaces are shown only as a key (a sentence there would read as bead's
+        # reason on the review card); anything else is no key.
+        try:
+            validate_key(p.replaces)
+        except BeadError:
+            return Decision("reject", "replaces no key")
+        return out("queue", f"the model says it replaces the key `{p.replaces}`", "key-conflict")
     current = mem.current(key)
     if current and persons(current) and normalise(current.body) != normalise(value):
         return out("queue", f"would change {current.id}, which the person {said(current)}", "change-user-stated")

@@ -28,7 +28,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..llm import Model, ModelError
+from ..llm import Model, ModelError, answer_object
 
 MIN_TASK_SUCCESS = 0.50
 MIN_SCORE = 0.60
@@ -99,10 +99,7 @@ def prompt(transcript: str, episode: dict[str, str]) -> str:
 
 def parse(text: str) -> dict[str, float]:
     """The three probabilities; ValueError when the answer is not that JSON."""
-    start, end = text.find("{"), text.rfind("}")
-    if start == -1 or end == -1:
-        raise ValueError("no JSON object in the answer")
-    data = json.loads(text[start : end + 1])
+    data = answer_object(text)
     if not isinstance(data, dict):
         raise ValueError("the answer is not an object")
     out = {}

@@ -26,7 +26,7 @@ from ..core.memory import Memory
 from ..core.review import lesson_key, lesson_title
 from ..display import one_line
 from ..errors import BeadError, KeySealed, RefusedWrite
-from ..llm import Model, ModelError
+from ..llm import Model, ModelError, answer_object
 from ..paths import Home
 from ..store.audit import iso, normalise
 from ..store.episodes import Episodes
@@ -179,10 +179,7 @@ def transcript(turns: list[Turn]) -> str:
 
 def parse_answer(text: str) -> tuple[list[dict], dict | None]:
     """(proposals, episode) or ValueError when the answer is not the expected shape."""
-    start, end = text.find("{"), text.rfind("}")
-    if start == -1 or end == -1:
-        raise ValueError("no JSON object in the answer")
-    data = json.loads(text[start : end + 1])
+    data = answer_object(text)
     if not isinstance(data, dict) or not isinstance(data.get("facts", []), list):
         raise ValueError("the answer has no facts list")
     facts = []
@@ -292,7 +289,15 @@ class Dream:
 
     def _propose(self, answer: dict, turns: dict[int, Turn], session: SessionReport, rep: Report, dry_run: bool) -> None:
         """Decide one proposal of the model's ``answer`` (its cited turns looked up by number in ``turns``), do
-        what the decision says and note it in ``session``; queue additions also go to ``rep``."""
+        what the decision says and note it in ``session``; queue additions also go to ``rep``. A proposal the
+        store refuses (a key it would not create, say) is rejected, never the end of the run."""
+        try:
+            self._propose_one(answer, turns, session, rep, dry_run)
+        except BeadError as exc:
+            log.warning("dream: a proposal refused: %s", type(exc).__name__)
+            session["rejected"].append("(a proposal the store refused)")
+
+    def _propose_one(self, answer: dict, turns: dict[int, Turn], session: SessionReport, rep: Report, dry_run: bool) -> None:
         proposal = Proposal.of(answer)
         key, value = proposal.key, proposal.value
         cited = [turns[n] for n in proposal.turns if n in turns]

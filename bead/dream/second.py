@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..llm import Model, ModelError
+from ..llm import Model, ModelError, answer_object
 
 SYSTEM = """You review one entry before it is saved into the long-term memory of an AI coding agent. Saved entries are shown to the agent at the start of every future session.
 
@@ -42,10 +42,7 @@ def prompt(key: str, type_: str, value: str) -> str:
 
 def parse(text: str) -> tuple[str, str]:
     """(kind, reason); ValueError when the answer is not the expected JSON."""
-    start, end = text.find("{"), text.rfind("}")
-    if start == -1 or end == -1:
-        raise ValueError("no JSON object in the answer")
-    data = json.loads(text[start : end + 1])
+    data = answer_object(text)
     if not isinstance(data, dict) or data.get("kind") not in ("fact", "instruction"):
         raise ValueError("the answer's kind is not fact or instruction")
     reason = data.get("reason", "")

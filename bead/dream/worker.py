@@ -37,6 +37,7 @@ class Worker:
         self.root = root  # the bead home: the state file is reached from it without following a link
         self.clock = clock
         self.runs = 0
+        self.failed_at: datetime | None = None  # a pass that raised: the next is not before the next fire time
 
     def last_run(self) -> datetime:
         st = DreamState(self.state_path, self.root)
@@ -50,12 +51,20 @@ class Worker:
     def tick(self) -> bool:
         """One wake: run the pass if a scheduled time has passed. True if it ran."""
         now = self.clock()
-        if not due(self.schedule, self.last_run(), now):
+        since = self.last_run()
+        if self.failed_at is not None and self.failed_at > since:
+            since = self.failed_at
+        if not due(self.schedule, since, now):
             return False
         try:
             rep = self.make_dream().run()
         except LockHeld:
             log.info("dream: another run holds the lock; skipping this wake")
+            return False
+        except Exception as exc:  # noqa: BLE001 - the worker outlives a pass that failed; the next one retries
+            # Not again at the next wake (each pass calls a paid model): at the schedule's next time.
+            self.failed_at = now
+            log.error("dream: pass failed (%s: %s); next try at the schedule's next time", type(exc).__name__, exc)
             return False
         self.runs += 1
         log.info("dream: pass done: %d calls, %d sessions, %d failed", rep.calls, len(rep.sessions), len(rep.failed))
