@@ -35,8 +35,8 @@ from ..store.episodes import Episodes
 from ..store.keys import TYPES, parse_id, validate_key
 from ..store.queue import Item, Queue, fingerprint
 from ..store.rawlog import label
-from ..textform import invisible
 from ..store.reports import Reports
+from ..textform import invisible
 from . import forget
 from . import seal as ops
 from .curate import set_pinned
