@@ -943,3 +943,21 @@ def test_base64_unpadded_wrapped_or_nested_is_read_too():
     ):
         clean, found = redact(text)
         assert found and not any(part in clean for part in (once.rstrip("="), encoded[:76])), clean
+
+
+def test_base64_runs_read_together_find_what_each_alone_finds():
+    """The decoded runs of a text are scanned as one text: a match may not run from one into the next (a value
+    that ends in `password:` before a run that holds `key=...` kept that key in clear), and a private key cut off
+    before its END line marks its own run, not every run after it (an adversarial review's cases)."""
+    import base64
+
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    key = b64("key=Pz8Qw3Lm7Rx2Vk9T")
+    clean, _ = redact(f"data:\n  db.yaml: {b64('user: admin' + chr(10) + 'password:')}\n  worker.conf: {key}\n")
+    assert key not in clean
+    notes = [b64(f"hello world value number {i}") for i in range(3)]
+    cut = b64("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + r(B64, 40))
+    clean, found = redact(f"ca.key: {cut}\n" + "".join(f"note{i}: {n}\n" for i, n in enumerate(notes)))
+    assert cut not in clean and all(n in clean for n in notes), found

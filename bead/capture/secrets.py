@@ -423,7 +423,11 @@ def _given_name(text: str, end: int) -> str | None:
     return text[j:i] or None
 
 
-_BETWEEN = "\n\n"  # between two decoded runs where they are scanned as one text
+# Between two decoded runs where they are scanned as one text: a line break, a NUL and a line break, which no value
+# class of a rule takes whole (a value stops at a line break or whitespace, a name at a NUL), so no match runs from
+# one run into the next; one that does anyway (a key cut off before its END line, `[\s\S]*?` to the text's end) is
+# read again run by run.
+_BETWEEN = "\n\x00\n"
 
 
 def _in_base64(text: str) -> list[Finding]:
@@ -463,13 +467,23 @@ def _in_base64(text: str) -> list[Finding]:
         at += len(view) + len(_BETWEEN)
     if not views:
         return []
-    joined = _BETWEEN.join(views)
+
+    def findings(view: str) -> list[Finding]:
+        return sorted([*scan(view), *_in_fold(view), *_in_escaped(view)], key=lambda f: f.start)
+
     rule_of: dict[int, str] = {}
-    for f in sorted([*scan(joined), *_in_fold(joined), *_in_escaped(joined)], key=lambda f: f.start):
+    alone: set[int] = set()  # runs a finding ran across: read again each on its own
+    for f in findings(_BETWEEN.join(views)):
         first = max(0, bisect.bisect_right(starts, f.start) - 1)
         last = max(0, bisect.bisect_right(starts, max(f.start, f.end - 1)) - 1)
-        for i in range(first, last + 1):
-            rule_of.setdefault(i, f.rule)
+        if first == last:
+            rule_of.setdefault(first, f.rule)
+        else:
+            alone.update(range(first, min(last + 2, len(views))))
+    for i in sorted(alone - set(rule_of)):
+        found = findings(views[i])
+        if found:
+            rule_of[i] = found[0].rule
     return [Finding(f"base64-{rule_of[i]}", *runs[i]) for i in sorted(rule_of)]
 
 
