@@ -413,8 +413,8 @@ class TestBetweenThePreviewAndTheYes:
         plan = forget.plan_match(mem, VALUE)
         real = plan.remake
 
-        def remake(files):
-            out = real(files)
+        def remake(files, tokens=None):
+            out = real(files, tokens)
             if files is None:  # the look outside the locks: a capture lands right after it
                 mem.append_turns("s-gap", [("user", f"again, the code is {VALUE}", T0, None)])
             return out
@@ -435,9 +435,12 @@ class TestBetweenThePreviewAndTheYes:
         mem.write("user/door", f"The storage unit code is {VALUE}", "user")
         seen: list = []
         real = forget._scan_files
-        monkeypatch.setattr(forget, "_scan_files", lambda m, p, raw=None: (seen.append(raw), real(m, p, raw))[1])
+        monkeypatch.setattr(
+            forget, "_scan_files", lambda m, p, raw=None, tokens=None: (seen.append(raw), real(m, p, raw, tokens))[1]
+        )
         forget.apply(mem, forget.plan_target(mem, "user/door"))
         assert seen[0] is None and seen[1] is None and old not in seen[2]
+        assert len(seen) == 3, "the second look found what the first did: no whole history read inside the locks"
         mem.close()
         assert leftovers(mem.home.root, VALUE) == []
 
@@ -452,8 +455,8 @@ class TestBetweenThePreviewAndTheYes:
         plan = forget.plan_target(mem, "user/door")
         real = plan.remake
 
-        def remake(files):
-            out = real(files)
+        def remake(files, tokens=None):
+            out = real(files, tokens)
             if files is None:
                 mem.write("user/door", "The storage unit code is Quibble-Frost-5521", "user")
             return out
@@ -542,6 +545,27 @@ class TestTheValueWrittenOtherwise:
         mem.close()
         assert leftovers(mem.home.root, "Quokkaberg") == []
         assert "filler turn number 7" in "".join(p.read_text() for p in mem.home.raw.rglob("*.md"))
+
+    @pytest.mark.parametrize("held_by", ["an older version", "turns naming the key"])
+    def test_turns_that_hold_the_value_count_only_for_the_words_they_hold(self, mem, held_by):
+        """The turns that hold the value (an older version's, or only the key's name) do not make a word of the
+        current value look rare: four unrelated turns about the kubernetes dashboard keep their words when the
+        value "... from the kubernetes cluster" is forgotten (an adversarial review of the rarity fix)."""
+        for i in range(25):
+            mem.append_turns(f"h{i}", [("user", f"filler turn number {i} about ports and builds", T0, None)])
+        old = "Releases are signed by Mallory Featherstonehaugh"
+        for i in range(3):
+            said = f"note {i}: {old}" if held_by == "an older version" else f"I looked at project/x/release for you ({i})"
+            mem.append_turns(f"p{i}", [("user", said, T0, None)])
+        for i in range(4):
+            mem.append_turns(f"k{i}", [("user", f"unrelated {i}: the kubernetes dashboard is slow today", T0, None)])
+        if held_by == "an older version":
+            mem.write("project/x/release", old, "project")
+        mem.write("project/x/release", "Releases ship from the kubernetes cluster", "project")
+        forget.apply(mem, forget.plan_target(mem, "project/x/release"))
+        mem.close()
+        assert "".join(p.read_text() for p in mem.home.raw.rglob("*.md")).count("kubernetes dashboard") == 4
+        assert leftovers(mem.home.root, "Featherstonehaugh") == []
 
     def test_match_forgets_a_key_named_by_the_text(self, mem):
         """`--match globexcorp` forgets the key whose name holds it, though its body does not."""

@@ -26,7 +26,8 @@ import json
 import re
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
-from ..store.rawlog import FORGOTTEN
+from ..store.rawlog import FORGOTTEN, Turn
 from ..store.reports import Reports
 from ..textform import fold, strings_in
 from .memory import Memory
@@ -75,8 +76,9 @@ class Plan:
     # How the plan was made (the key or the text): ``apply`` makes it again (the history outside its locks, what was
     # written since inside them), so what reached the store between the preview and the person's yes (a turn the
     # proxy captured, a fact written) goes too.
-    # ``remake(raw)``: ``raw`` (a list of raw files) limits the raw log's scan to those and skips the trace's count.
-    remake: Callable[[list[Path] | None], Plan] | None = field(default=None, repr=False, compare=False)
+    # ``remake(raw, tokens)``: ``raw`` (a list of raw files) limits the raw log's scan to those and skips the trace's
+    # count; ``tokens``: the distinctive tokens to look for there (the whole history's look found them).
+    remake: Callable[[list[Path] | None, set[str] | None], Plan] | None = field(default=None, repr=False, compare=False)
 
     @property
     def texts(self) -> list[str]:
@@ -371,11 +373,9 @@ RARE_HISTORY = 20
 RARE_MIN_LETTERS = 6
 
 
-def distinctive_tokens(mem: Memory, texts: list[str], held: int = 0) -> set[str]:
-    """The distinctive tokens of ``texts``, lower-cased, in their normal form (bead.textform.fold). Once the
-    history has RARE_HISTORY turns to judge by, a short code or number that more than CODE_TURNS raw turns
-    hold (a year, a common port) is the history's, not the value's, and stays; a long code always goes.
-    ``held``: turns that hold the value itself (they go anyway), not counted among those that hold a token."""
+def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
+    """The candidate words of ``texts`` (letters only, long enough, not stop words) and its codes (a digit or a
+    sign in them), each code with its letter-and-digit parts, lower-cased, in their normal form."""
     codes: set[str] = set()
     words: set[str] = set()
     for text in texts:
@@ -387,17 +387,34 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: int = 0) -> set[str]
                 codes.add(tok)
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
-    parts = {t: [p for p in re.split(r"[^a-z0-9]+", t) if p] for t in codes}
+    return words, {t: [p for p in _NOT_ALNUM.split(t) if p] for t in codes}
+
+
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | None = None) -> set[str]:
+    """The distinctive tokens of ``texts``, lower-cased, in their normal form (bead.textform.fold). Once the
+    history has RARE_HISTORY turns to judge by, a short code or number that more than CODE_TURNS raw turns
+    hold (a year, a common port) is the history's, not the value's, and stays; a long code always goes.
+    ``held``: for a word, how many of the turns that hold the value itself (they go anyway) hold it too: those
+    are not counted among the turns that hold it."""
+    words, parts = _token_forms(texts)
+    had = held or {}
     try:
         judged = mem.index.raw_size() >= RARE_HISTORY
         lookup = sorted(words | {p for ps in parts.values() for p in ps}) if judged else []
         df = mem.index.raw_doc_freq(lookup) if lookup else {}
     except Exception:  # noqa: BLE001 - the index is derived: without it every code counts, no word does
         judged, df = False, {}
-    out = {w for w in words if judged and df.get(w, 0) - held <= RARE_TURNS}
+
+    def others(w: str) -> int:
+        return df.get(w, 0) - had.get(w, 0)
+
+    out = {w for w in words if judged and others(w) <= RARE_TURNS}
     for tok, ps in parts.items():
         long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
-        if long_code or not judged or min((df.get(p, 0) for p in ps), default=0) - held <= CODE_TURNS:
+        if long_code or not judged or min((others(p) for p in ps), default=0) <= CODE_TURNS:
             out.add(tok)
     return out
 
@@ -419,38 +436,43 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
     return compile_linear(rf"(?i)(?:^|[^A-Za-z0-9])({alts})(?:$|[^A-Za-z0-9])")
 
 
-def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None) -> None:
+def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_found: set[str] | None = None) -> None:
     """Raw turns, episodes, review items, state and trace lines that contain a needle (or name a gone key);
-    ``raw``: only these raw files, and no trace (``apply``'s second look, inside its locks)."""
+    ``raw``: only these raw files, and no trace, with ``tokens_found`` the distinctive tokens the look over the
+    whole history found (``apply``'s second look, inside its locks)."""
     needles = plan.needles
     if not needles and not plan.whole:
         return
     matches = _matcher(needles, plan.whole)
     files = list(mem.raw.files() if raw is None else raw)
 
-    def turns_of(path: Path, holds: Callable[[str], bool]) -> Iterator[int]:
+    def turns_of(path: Path, holds: Callable[[str], bool]) -> Iterator[Turn]:
         try:
             text = safe.read_text(path, root=mem.home.root, errors="replace")
         except (OSError, safe.UnsafePath):
             return
         if holds(text):
-            yield from (t.n for t in mem.raw.read(path) if t.text != FORGOTTEN and holds(t.text))
+            yield from (t for t in mem.raw.read(path) if t.text != FORGOTTEN and holds(t.text))
 
-    # First the turns that hold the value itself; then its distinctive words and codes, judged rare among the
-    # other turns (a turn that says the value goes anyway: its words must not make them look common, which kept
-    # the turn that wrote the value some other way, `b'J\xc3\xb6rg ...'`); then the turns that hold those.
-    held = 0
+    # First the turns that hold the value itself; then its distinctive words and codes, each judged rare among the
+    # turns that do not hold the value (a turn that says it goes anyway: three such turns made its words look
+    # common, which kept a fourth that wrote it some other way, `b'J\xc3\xb6rg ...'`); then the turns that hold
+    # those. A held turn counts only for the words it holds itself (one that names the key holds none of them).
+    words, parts = _token_forms(plan.texts)
+    wanted = words | {p for ps in parts.values() for p in ps}
+    held: Counter[str] = Counter()
     for path in files:
-        for n in turns_of(path, matches):
-            plan.turns.setdefault(path, set()).add(n)
-            held += 1
-    plan.tokens = distinctive_tokens(mem, plan.texts, held)
+        for t in turns_of(path, matches):
+            plan.turns.setdefault(path, set()).add(t.n)
+            if wanted and tokens_found is None:
+                held.update(wanted & set(_NOT_ALNUM.split(fold(t.text).lower())))
+    plan.tokens = distinctive_tokens(mem, plan.texts, held) if tokens_found is None else set(tokens_found)
     tokens = token_pattern(plan.tokens)
     if tokens is not None:
         for path in files:
-            for n in turns_of(path, lambda t: bool(tokens.search(fold(t)))):
-                if n not in plan.turns.get(path, ()):
-                    plan.token_turns.setdefault(path, set()).add(n)
+            for t in turns_of(path, lambda text: bool(tokens.search(fold(text)))):
+                if t.n not in plan.turns.get(path, ()):
+                    plan.token_turns.setdefault(path, set()).add(t.n)
     in_name = _matcher(needles, set(), frozenset(), tokens)
     logged = mem.audit.named_keys() | mem.tombstones.named_keys()
     plan.named = {
@@ -517,7 +539,9 @@ def _line_matcher(
     return matches
 
 
-def plan_target(mem: Memory, target: str, sealed: bool = False, raw: list[Path] | None = None) -> Plan:
+def plan_target(
+    mem: Memory, target: str, sealed: bool = False, raw: list[Path] | None = None, tokens: set[str] | None = None
+) -> Plan:
     """Plan ``bead forget <id-or-key>``. ``sealed`` (the CLI: the person) lets it delete sealed versions;
     an agent's forget (MCP) is refused a key that has any, so no agent can destroy a sealed secret."""
     plan = Plan()
@@ -532,8 +556,8 @@ def plan_target(mem: Memory, target: str, sealed: bool = False, raw: list[Path] 
         raise BeadError(
             f"nothing to forget: {target} has no version files", "check the key with `bead search` or `bead history KEY`"
         )
-    _scan_files(mem, plan, raw)
-    plan.remake = lambda files: plan_target(mem, target, sealed, files)
+    _scan_files(mem, plan, raw, tokens)
+    plan.remake = lambda files, found=None: plan_target(mem, target, sealed, files, found)
     return plan
 
 
@@ -558,7 +582,7 @@ def _add_sealed(mem: Memory, plan: Plan, key: str, only_version: int | None = No
 _KEY_TEXT = re.compile(r"[a-z0-9 _-]+")
 
 
-def plan_match(mem: Memory, text: str, raw: list[Path] | None = None) -> Plan:
+def plan_match(mem: Memory, text: str, raw: list[Path] | None = None, tokens: set[str] | None = None) -> Plan:
     """Plan ``bead forget --match TEXT``: every key with a version containing it, every turn."""
     needle, plain = normalise(text), _plain(text)
     if len(needle) < 3 or len(plain) < 3:  # "&#64;" is one character once decoded
@@ -588,8 +612,8 @@ def plan_match(mem: Memory, text: str, raw: list[Path] | None = None) -> Plan:
     for key, body in mem.index.all_fact_bodies():
         if key not in plan.keys and holds(body):
             _add_key(mem, plan, key)
-    _scan_files(mem, plan, raw)
-    plan.remake = lambda files: plan_match(mem, text, files)
+    _scan_files(mem, plan, raw, tokens)
+    plan.remake = lambda files, found=None: plan_match(mem, text, files, found)
     return plan
 
 
@@ -651,16 +675,16 @@ def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event
         # the facts again and only the raw files written since. A key forgotten meanwhile by another forget
         # raises, before anything changed.
         since = time.time() - CLOCK_SLACK_S
-        plan = plan.remake(None)
+        plan = plan.remake(None, None)
     # The index's write lock first: if another process holds it past the
     # busy timeout, forget stops here, before it has changed anything.
     with mem.together(), mem.facts.lock():
         if plan.remake is not None:
             changed = [p for p in mem.raw.files() if _written_since(p, since)]
-            inner = plan.remake(changed)
-            if set(inner.needles) != set(plan.needles) or inner.whole != plan.whole or inner.tokens != plan.tokens:
+            inner = plan.remake(changed, plan.tokens)
+            if set(inner.needles) != set(plan.needles) or inner.whole != plan.whole:
                 # A version written meanwhile holds a value the look outside did not look for: any turn may hold it.
-                plan = plan.remake(None)
+                plan = plan.remake(None, None)
             else:
                 plan = _joined(inner, plan, changed)
         for key, numbers in plan.sealed.items():
