@@ -310,6 +310,11 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("sql-password", "CREATE USER 'bob'@'%' IDENTIFIED BY '{s}';", "Sq2" + r(ALNUM, 11))
     add("sql-password", "ALTER ROLE postgres WITH ENCRYPTED PASSWORD '{s}';", "Sq3" + r(ALNUM, 11))
     add("sql-password", "CREATE LOGIN app WITH PASSWORD = '{s}';", "Sq4" + r(ALNUM, 11))
+    add("sql-password", "CREATE USER 'bob'@'localhost' IDENTIFIED BY \"{s}\";", "Sq5" + r(ALNUM, 11))
+    add("sql-password", "SET PASSWORD FOR 'bob'@'%' = '{s}';", "Sq6" + r(ALNUM, 11))
+    add("sql-password", "ALTER USER app WITH PASSWORD E'{s}';", "Sq7" + r(ALNUM, 11))
+    add("tool-password-options", "redis-server --port 6380 --requirepass {s}", "Rd2" + r(ALNUM, 17))
+    add("config-file-secrets", "network={{\n  psk={s}\n}}", r(HEX, 64))
     add("tool-password-options", "wget --user=bob --password {s} https://files.example.com/a.tgz", "Wg1" + r(ALNUM, 11))
     add("tool-password-options", "keytool -importkeystore -srckeystore a.p12 -storepass {s} -noprompt", "Kt1" + r(ALNUM, 11))
     add("tool-password-options", "ldapsearch -x -D cn=admin,dc=example,dc=org -w {s} -H ldap://h", "Ld1" + r(ALNUM, 11))
@@ -346,6 +351,13 @@ BENIGN = [
     "Load and return a dynamic library identified by 'name'.",
     "ALTER USER app PASSWORD :'new_password';",
     "# requirepass foobared",
+    "docker run -d --name mongo -p 27017:27017 mongo:7",
+    "cd services/mongo && mkdir -p data/db",
+    "mongosh --host localhost -p 27017",
+    "ldapsearch -x -H ldap://localhost -b dc=example,dc=org -W cn=admin",
+    "keytool -list -keystore cacerts -storepass changeit",
+    "secret: >\n  the name of the Kubernetes secret that holds the TLS certificate",
+    "requirepass yes is needed before masterauth works",
     "see https://developers.google.com/identity/protocols/oauth2 for ya29 tokens",
     "the Stripe docs call it whsec_... in the dashboard",
     "| AccessKeyId | AKIAIOSFODNN7EXAMPLE |",
