@@ -62,8 +62,8 @@ def _cwd_line(label: str) -> re.Pattern[str]:
     return re.compile(rf"(?im)^[ \t]{{0,16}}(?:-[ \t]{{0,16}})?{label}[ \t]{{0,16}}:[ \t]{{0,16}}(\S[^\n]{{0,4095}})$")
 
 
-# The lines a harness reports its working directory in (and Codex's <cwd>, below): a line that says only "cwd:" may
-# be anything's (Codex lists skills as "- NAME: description" before its own <cwd>), so it counts last (find_cwd).
+# The lines a harness reports its working directory in (and Codex's <cwd>, below), the most particular first
+# (find_cwd's order).
 _CWD_LINES = tuple(_cwd_line(label) for label in ("primary working directory", "working directory", "cwd"))
 # Codex CLI's <environment_context>: "<cwd>/x</cwd>". The run stops at the
 # next "<" or line end, so each start is scanned once: linear time.
@@ -235,16 +235,16 @@ def context_elements(texts: list[str]) -> str:
 
 
 def find_cwd(texts: list[str]) -> str | None:
-    """The working directory the first of ``texts`` that reports one names: as a "Primary working directory:" or
-    "Working directory:" line or Codex's ``<cwd>`` element; only where none of ``texts`` has one of those, a bare
-    "cwd:" line (a skill Codex lists as "- cwd: ..." before its own <cwd> is not its working directory)."""
+    """The working directory ``texts`` report, in the forms harnesses write it, the most particular first: Claude
+    Code's "Primary working directory:" line, Codex's ``<cwd>`` element, a "Working directory:" line (OpenCode's),
+    then a bare "cwd:" line; each form in every text before the next form. A line of a looser form sits where
+    anything may write it first (Codex lists its skills, "- NAME: description", before its own <cwd>)."""
     heads = [t[:_CWD_SCAN_CHARS] for t in texts if t]
-    for patterns in ((*_CWD_LINES[:2], _CWD_TAG), _CWD_LINES[2:]):
+    for pattern in (_CWD_LINES[0], _CWD_TAG, *_CWD_LINES[1:]):
         for text in heads:
-            for pattern in patterns:
-                m = pattern.search(text)
-                if m:
-                    return m.group(1).strip().strip("`'\"")
+            m = pattern.search(text)
+            if m:
+                return m.group(1).strip().strip("`'\"")
     return None
 
 

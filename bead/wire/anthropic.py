@@ -175,22 +175,30 @@ def _attached_or_summary(text: str) -> bool:
     return (harness_element(cleaned) and not cleaned.startswith(_OUTPUT_ELEMENTS)) or is_compaction(cleaned)
 
 
+_COMMAND_ELEMENTS = ("command-message", "command-name", "command-args")
+
+
 def command_parts(text: str) -> list[Part]:
     """A block that runs a slash command (Claude Code's ``<command-name>`` markup): the person typed only what
     ``<command-args>`` holds; what follows the markup is the command file's text (``.claude/commands/*.md``,
-    a plugin's, a cloned repository's), pasted; the markup is the harness's. Plain finds: linear in the text."""
+    a plugin's, a cloned repository's), pasted; the markup is the harness's. The markup is the run of those
+    elements that opens the block: a ``<command-args>`` further on is the file's text. Plain finds: linear."""
+    i, args = 0, None
+    body = clean(text)
+    while True:
+        while i < len(body) and body[i].isspace():
+            i += 1
+        name = next((n for n in _COMMAND_ELEMENTS if body.startswith(f"<{n}>", i)), None)
+        end = body.find(f"</{name}>", i) if name is not None else -1
+        if end == -1:
+            break
+        if name == "command-args" and args is None:
+            args = body[i + len(name) + 2 : end]
+        i = end + len(name) + 3
     parts: list[Part] = []
-    start = text.find("<command-args>")
-    end = text.find("</command-args>", start + 1) if start >= 0 else -1
-    if start >= 0 and end >= 0:
-        args = clean(text[start + len("<command-args>") : end])
-        if args:
-            parts += text_parts(args, Source.TYPED)
-        rest = text[end + len("</command-args>") :]
-    else:
-        # No arguments element: whatever follows the last closing tag of the markup is the command's text.
-        ends = [i + len(tag) for tag in ("</command-name>", "</command-message>") if (i := text.rfind(tag)) >= 0]
-        rest = text[max(ends) :] if ends else ""
+    if args is not None and clean(args):
+        parts += text_parts(clean(args), Source.TYPED)
+    rest = body[i:]
     if clean(rest):
         parts.append(Part(Source.PASTED, clean(rest)))
     return parts + [Part(Source.HARNESS, r) for r in reminders(text)] if parts else [Part(Source.HARNESS, "")]
