@@ -190,7 +190,7 @@ def command_parts(text: str) -> list[Part]:
             i += 1
         name = next((n for n in _COMMAND_ELEMENTS if body.startswith(f"<{n}>", i)), None)
         end = body.find(f"</{name}>", i) if name is not None else -1
-        if end == -1:
+        if name is None or end == -1:
             break
         if name == "command-args" and args is None:
             args = body[i + len(name) + 2 : end]
