@@ -196,6 +196,7 @@ class TestProxy:
         cue = upstream.requests[-1].json()["messages"][0]["content"][-1]["text"]
         notes = [line for line in cue.splitlines() if f"bead queue accept {item.id}" in line]
         assert len(notes) == 1 and "queued for review" in notes[0]
+        assert "themselves (an agent does not run it for them" in notes[0], "the command is the person's to run"
         # The next request of the conversation carries the same block, byte for byte (the prompt cache holds).
         send(proxy, first + [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "go on"}], "rem")
         assert upstream.requests[-1].json()["messages"][0]["content"][-1]["text"] == cue

@@ -213,7 +213,8 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
         )
         out.append(
             f'- note from bead: the user\'s "remember {visible(escape(value))}" was queued for review, not '
-            f"stored, because {why}; the user can keep it with `bead queue accept {p.item}`"
+            f"stored, because {why}; the user can keep it by running `bead queue accept {p.item}` themselves (an "
+            "agent does not run it for them: accepting makes it their word)"
         )
     return out
 
