@@ -234,14 +234,23 @@ def context_elements(texts: list[str]) -> str:
     return "\n".join(out)
 
 
-def find_cwd(texts: list[str]) -> str | None:
-    """The working directory ``texts`` report, in the forms harnesses write it, the most particular first: Claude
-    Code's "Primary working directory:" line, Codex's ``<cwd>`` element, a "Working directory:" line (OpenCode's),
-    then a bare "cwd:" line; each form in every text before the next form. A line of a looser form sits where
-    anything may write it first (Codex lists its skills, "- NAME: description", before its own <cwd>)."""
-    heads = [t[:_CWD_SCAN_CHARS] for t in texts if t]
-    for pattern in (_CWD_LINES[0], _CWD_TAG, *_CWD_LINES[1:]):
-        for text in heads:
+def find_cwd(texts: list[str], context: str = "") -> str | None:
+    """The working directory a request reports, by the harness whose own form is there: Claude Code's "Primary
+    working directory:" line (in ``texts``, the system texts, or ``context``, the first user message's context
+    elements); else Codex's ``<cwd>`` in ``context`` (its <environment_context>, which opens a user message);
+    else a "Working directory:" line (OpenCode's, in its system prompt), then a bare "cwd:" line, the first text
+    first. A ``<cwd>`` in a system text (a repository's AGENTS.md quoted there) or a skill's description line does
+    not outrank its harness's own report."""
+    heads = [t[:_CWD_SCAN_CHARS] for t in (*texts, context) if t]
+    ctx = context[:_CWD_SCAN_CHARS]
+    tiers: list[tuple[re.Pattern[str], list[str]]] = [
+        (_CWD_LINES[0], heads),
+        (_CWD_TAG, [ctx] if ctx else []),
+        (_CWD_LINES[1], heads),
+        (_CWD_LINES[2], heads),
+    ]
+    for pattern, where in tiers:
+        for text in where:
             m = pattern.search(text)
             if m:
                 return m.group(1).strip().strip("`'\"")

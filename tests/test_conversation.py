@@ -304,10 +304,13 @@ def test_a_loose_cwd_line_counts_only_where_no_harness_form_is_there():
     "cwd:" line before Claude Code's own one."""
     skills = "### Available skills\n- cwd: /home/dev/src/payroll (file: r1/cwd/SKILL.md)\n"
     env = "<environment_context>\n  <cwd>/home/dev/src/demo</cwd>\n</environment_context>"
-    assert find_cwd([skills, env]) == "/home/dev/src/demo"
+    assert find_cwd([skills], env) == "/home/dev/src/demo"
     described = "- deploy: Working directory: /home/dev/src/payroll\n  Working directory: /home/dev/src/payroll\n"
-    assert find_cwd([described, env]) == "/home/dev/src/demo", "a skill's description line is no harness's report"
-    assert find_cwd(["Primary working directory: /src/shop", "<cwd>/elsewhere</cwd>"]) == "/src/shop"
+    assert find_cwd([described], env) == "/home/dev/src/demo", "a skill's description line is no harness's report"
+    assert find_cwd(["Primary working directory: /src/shop"], "<cwd>/elsewhere</cwd>") == "/src/shop"
+    # OpenCode quotes the repository's AGENTS.md in its system prompt: a <cwd> there is the file's, not Codex's
+    agents = "Instructions from: /home/dev/src/demo/AGENTS.md\nCodex reports `<cwd>/srv/legacy-app</cwd>`.\n"
+    assert find_cwd([agents + "<env>\n  Working directory: /home/dev/src/demo\n</env>"]) == "/home/dev/src/demo"
     assert find_cwd(["cwd: /elsewhere\nPrimary working directory: /src/shop"]) == "/src/shop"
     assert find_cwd([skills]) == "/home/dev/src/payroll (file: r1/cwd/SKILL.md)", "alone, it is all there is"
 

@@ -546,6 +546,21 @@ class TestTheValueWrittenOtherwise:
         assert leftovers(mem.home.root, "Quokkaberg") == []
         assert "filler turn number 7" in "".join(p.read_text() for p in mem.home.raw.rglob("*.md"))
 
+    @pytest.mark.parametrize("name", ["Stra\u00dfmeier", "\u00de\u00f3rhallsd\u00f3ttir", "\uae40\ucca0\uc218\uae40\uc601\ud76c"])
+    def test_a_rare_word_in_any_script_is_judged_among_the_other_turns(self, mem, name):
+        """Three turns say the value, a fourth names its rare word in other words: the word's count leaves out
+        the three in any script (a letter fold keeps, such as ß, Þ or Hangul, was not counted, and the fourth
+        turn kept the name)."""
+        for i in range(25):
+            mem.append_turns(f"h{i}", [("user", f"filler turn number {i} about ports and builds", T0, None)])
+        for i in range(3):
+            mem.append_turns(f"p{i}", [("user", f"note {i}: {name} runs the platform team", T0, None)])
+        mem.append_turns("s1", [("user", f"by the way {name} approved the budget", T0, None)])
+        mem.write("user/boss", f"{name} runs the platform team", "user")
+        forget.apply(mem, forget.plan_target(mem, "user/boss"))
+        mem.close()
+        assert leftovers(mem.home.root, name) == []
+
     @pytest.mark.parametrize("held_by", ["an older version", "turns naming the key"])
     def test_turns_that_hold_the_value_count_only_for_the_words_they_hold(self, mem, held_by):
         """The turns that hold the value (an older version's, or only the key's name) do not make a word of the

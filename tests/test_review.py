@@ -224,6 +224,13 @@ def test_accept_never_writes_text_the_person_cannot_see_as_their_word(bead, mem)
     r = bead("queue", "accept", item.id)
     assert r.code != 0 and "invisible or reordering" in r.err and "U+E0072" in r.err
     assert Queue(mem).get(item.id).status == "open" and mem.current("project/shop/pkg") is None
+    persian, _ = Queue(mem).add(
+        "untrusted-source", "user/lang", "user", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645", [], "x", "untrusted"
+    )
+    assert bead("queue", "accept", persian.id).code == 0, "Persian spells words with a zero-width non-joiner"
+    england = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
+    flag, _ = Queue(mem).add("untrusted-source", "user/team", "user", f"Supports {england} in the cup", [], "x", "untrusted")
+    assert bead("queue", "accept", flag.id).code == 0, "a subdivision flag's tags are the flag"
     emoji, _ = Queue(mem).add(
         "untrusted-source",
         "project/shop/mood",

@@ -314,6 +314,8 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("sql-password", "SET PASSWORD FOR 'bob'@'%' = '{s}';", "Sq6" + r(ALNUM, 11))
     add("sql-password", "ALTER USER app WITH PASSWORD E'{s}';", "Sq7" + r(ALNUM, 11))
     add("tool-password-options", "redis-server --port 6380 --requirepass {s}", "Rd2" + r(ALNUM, 17))
+    add("tool-password-options", "kubectl exec -it mongo-0 -- mongosh -u root -p {s}", "Mg2" + r(ALNUM, 11))
+    add("tool-password-options", "docker exec -it db mongodump -u root -p {s} --out /dump", "Mg3" + r(ALNUM, 11))
     add("config-file-secrets", "network={{\n  psk={s}\n}}", r(HEX, 64))
     add("tool-password-options", "wget --user=bob --password {s} https://files.example.com/a.tgz", "Wg1" + r(ALNUM, 11))
     add("tool-password-options", "keytool -importkeystore -srckeystore a.p12 -storepass {s} -noprompt", "Kt1" + r(ALNUM, 11))
@@ -352,6 +354,9 @@ BENIGN = [
     "ALTER USER app PASSWORD :'new_password';",
     "# requirepass foobared",
     "docker run -d --name mongo -p 27017:27017 mongo:7",
+    'Each user is identified by "user_id" in the payload',
+    'The login form needs a password "field" with autocomplete',
+    "mongosh --port 27017 -p 27017",
     "cd services/mongo && mkdir -p data/db",
     "mongosh --host localhost -p 27017",
     "ldapsearch -x -H ldap://localhost -b dc=example,dc=org -W cn=admin",

@@ -393,6 +393,13 @@ def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
+def _held_forms(text: str) -> set[str]:
+    """The words and code parts of ``text`` in the forms ``_token_forms`` gives them (letters of every script
+    kept), for counting a turn that holds the value among the turns that hold each of its words."""
+    words, parts = _token_forms([text])
+    return words | set(parts) | {p for ps in parts.values() for p in ps}
+
+
 def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | None = None) -> set[str]:
     """The distinctive tokens of ``texts``, lower-cased, in their normal form (bead.textform.fold). Once the
     history has RARE_HISTORY turns to judge by, a short code or number that more than CODE_TURNS raw turns
@@ -465,7 +472,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
         for t in turns_of(path, matches):
             plan.turns.setdefault(path, set()).add(t.n)
             if wanted and tokens_found is None:
-                held.update(wanted & set(_NOT_ALNUM.split(fold(t.text).lower())))
+                held.update(wanted & _held_forms(t.text))
     plan.tokens = distinctive_tokens(mem, plan.texts, held) if tokens_found is None else set(tokens_found)
     tokens = token_pattern(plan.tokens)
     if tokens is not None:

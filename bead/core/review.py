@@ -283,7 +283,11 @@ def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None =
         return _accept(mem, queue, item_id, reason, value, shown)
 
 
-_EMOJI_JOINERS = frozenset({"U+200D", "U+FE0E", "U+FE0F"})  # what joins or styles an emoji: seen, not hidden
+# What joins letters or emoji, or styles an emoji: part of what the person sees (Persian spells words with U+200C).
+_JOINERS = frozenset({"U+200C", "U+200D", "U+FE0E", "U+FE0F"})
+# A subdivision flag (England's, Scotland's): a black flag, two to six tag letters, the cancel tag. Any other tag
+# character is hidden text.
+_FLAG = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2,6}\U000e007f")
 
 
 def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | None, shown: str | None) -> Item:
@@ -299,7 +303,7 @@ def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | N
             f"review item {item_id} holds control characters (a terminal escape, a NUL); nothing was written",
             "edit it into plain text (`bead review`, e), or reject it",
         )
-    hidden = [c for c in invisible(text) if c not in _EMOJI_JOINERS]
+    hidden = [c for c in invisible(_FLAG.sub("", text)) if c not in _JOINERS]
     if hidden:
         # Tag characters, bidi overrides, zero-width spaces: text a model reads and the person does not see. As the
         # person's word it would reach every conversation's pinned block unseen (the card shows them escaped).

@@ -259,14 +259,15 @@ def decide(
     # 3. what must wait for a person
     if found is not None:  # invisible characters, or an instruction to an AI agent
         return out("queue", found.reason, "suspicious")
-    if p.replaces and p.replaces != key:
-        # The model's words for what it replaces are shown only as a key (a sentence there would read as bead's
-        # reason on the review card); anything else is no key.
-        try:
-            validate_key(p.replaces)
-        except BeadError:
-            return Decision("reject", "replaces no key")
-        return out("queue", f"the model says it replaces the key `{p.replaces}`", "key-conflict")
+    replaces = p.replaces.split("@", 1)[0] if p.replaces else None  # a version id names its key
+    try:
+        validate_key(replaces or "")
+    except BeadError:
+        # Not a key ("none", a sentence): nothing is replaced. The model's words never reach the review card,
+        # where a sentence would read as bead's reason.
+        replaces = None
+    if replaces and replaces != key:
+        return out("queue", f"the model says it replaces the key `{replaces}`", "key-conflict")
     current = mem.current(key)
     if current and persons(current) and normalise(current.body) != normalise(value):
         return out("queue", f"would change {current.id}, which the person {said(current)}", "change-user-stated")

@@ -293,7 +293,8 @@ class Dream:
         store refuses (a key it would not create, say) is rejected, never the end of the run."""
         try:
             self._propose_one(answer, turns, session, rep, dry_run)
-        except BeadError as exc:
+        except (BeadError, UnicodeError, ValueError) as exc:
+            # The store's refusal, or text it cannot hold (half of a character: a lone surrogate is valid JSON).
             log.warning("dream: a proposal refused: %s", type(exc).__name__)
             session["rejected"].append("(a proposal the store refused)")
 

@@ -358,9 +358,8 @@ def conversation_of(data: dict[str, Any], headers: dict[str, str]) -> Conversati
         "\n".join(block_text(b) for b in content_blocks(m)) for m in raw if isinstance(m, dict) and m.get("role") == "system"
     ]
     first_user = next((m for m in raw if isinstance(m, dict) and m.get("role") == "user"), None)
-    if first_user:
-        places.append(context_elements([block_text(b) for b in content_blocks(first_user)]))
-    return Conversation(messages, system=system, cwd=find_cwd(places), auxiliary=is_auxiliary(headers, data))
+    context = context_elements([block_text(b) for b in content_blocks(first_user)]) if first_user else ""
+    return Conversation(messages, system=system, cwd=find_cwd(places, context), auxiliary=is_auxiliary(headers, data))
 
 
 def splice(req: Request, pinned: str | None, blocks: dict[int, list[str]]) -> bytes:

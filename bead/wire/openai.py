@@ -299,10 +299,10 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     messages, groups = b.done()
     _check_messages(messages)
     messages, opener = aider_context(messages, groups, raw, "\n".join(system))
-    places = [*system, context_elements(first_user or [])]
+    context = context_elements(first_user or [])
     no_tools = not data.get("tools") and not data.get("functions")
     auxiliary = no_tools and (_structured(data.get("response_format")) or _side_request("\n".join(system), messages))
-    conv = Conversation(messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary, opener=opener)
+    conv = Conversation(messages, system="\n".join(system), cwd=find_cwd(system, context), auxiliary=auxiliary, opener=opener)
     if opener >= 0 and conv.system.lstrip().startswith(_AIDER_EDITOR):
         # Aider's architect mode: the editor model is sent the architect model's answer as its user message.
         conv = conv.delegated()
@@ -670,11 +670,11 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
             b.add("system", i, [], [json.dumps(item, ensure_ascii=False, sort_keys=True)[:4096]], kind="other")
     messages, groups = b.done()
     _check_messages(messages)
-    places = [*system, context_elements(first_user or [])]
+    context = context_elements(first_user or [])
     text_cfg = data.get("text")
     auxiliary = isinstance(text_cfg, dict) and _structured(text_cfg.get("format")) and not data.get("tools")
     return Conversation(
-        messages, system="\n".join(system), cwd=find_cwd(places), auxiliary=auxiliary, continues=_continues(data)
+        messages, system="\n".join(system), cwd=find_cwd(system, context), auxiliary=auxiliary, continues=_continues(data)
     ), groups
 
 
