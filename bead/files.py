@@ -161,9 +161,17 @@ def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
         if exc.errno in _LINK_ERRNOS:
             raise _refuse(path, "a symbolic link") from None
         raise
-    if flags & os.O_CREAT:
+    if flags & (os.O_WRONLY | os.O_RDWR):
         st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) != mode:
+        if stat.S_ISREG(st.st_mode) and st.st_uid != os.getuid():
+            # Another user's file (one made first at a shared path, a trace in /tmp): what bead writes there
+            # would be theirs to read.
+            os.close(fd)
+            raise UnsafePath(
+                f"refusing to write {path}: it is another user's file (uid {st.st_uid})",
+                "remove it, or choose a path of your own",
+            )
+        if flags & os.O_CREAT and stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
             os.fchmod(fd, mode)
     return fd
 

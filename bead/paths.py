@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from .errors import BeadError
+
 VERSION_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md")  # fullmatch on a file name
 SEALED_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md\.age")  # a sealed version's file name
 
@@ -240,9 +242,16 @@ class Home:
 
         created = not self.root.exists()
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if created or self.root.stat().st_uid == os.getuid():
-            # mkdir's mode is masked by the umask; the home holds private memory.
-            os.chmod(self.root, 0o700)
+        owner = self.root.stat().st_uid
+        if not created and owner != os.getuid():
+            # Whoever made the folder owns what is in it: the token they left would be taken as the person's, the
+            # proxy would take them for its owner, and shell.sh there would run in the person's shell.
+            raise BeadError(
+                f"the bead home {self.root} belongs to another user (uid {owner}, not your uid {os.getuid()})",
+                "use a home of your own: unset BEAD_HOME (~/.bead), or point it at a folder you create (mkdir -m 700)",
+            )
+        # mkdir's mode is masked by the umask; the home holds private memory.
+        os.chmod(self.root, 0o700)
         for d in (self.store, self.facts, self.raw, self.episodes, self.sessions):
             try:
                 ensure_dir(d, root=self.root)

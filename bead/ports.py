@@ -44,3 +44,10 @@ def listener(port: int, proc: Path = Path("/proc")) -> str | None:
         except OSError:
             continue
     return f"a process of uid {uid}"
+
+
+def client_address(listen: str) -> str:
+    """``listen`` as a client should dial it: ``localhost`` as 127.0.0.1, which the proxy binds (bead.proxy.serve).
+    Dialled by name, ``localhost`` may resolve to ::1 first, where another user's listener would get the request."""
+    host, sep, port = listen.rpartition(":")
+    return f"127.0.0.1:{port}" if sep and host.strip("[]").lower() == "localhost" else listen

@@ -806,14 +806,30 @@ class TestOperations:
             assert eventually(lambda: calls.exists() and calls.read_text().count("bead-proxy") >= 2)  # it polls
             holder.listen(1)
 
+            from bead.token import load_token, proof
+
+            token = load_token(mem.home)
+
             def answer() -> None:
-                conn, _ = holder.accept()
-                with conn:
-                    conn.recv(65536)
-                    body = json.dumps({"home": str(bead_home)}).encode()
-                    conn.sendall(
-                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-                    )
+                # The proxy as it starts answering: it proves it holds the home's token, then gives its details.
+                for _ in range(2):
+                    conn, _ = holder.accept()
+                    with conn:
+                        head = conn.recv(65536).decode("latin-1")
+                        challenge = next(
+                            (
+                                line.split(":", 1)[1].strip()
+                                for line in head.split("\r\n")
+                                if line.lower().startswith("x-bead-challenge:")
+                            ),
+                            "",
+                        )
+                        extra = f"X-Bead-Proof: {proof(token, challenge)}\r\n".encode() if challenge else b""
+                        body = json.dumps({"home": str(bead_home)}).encode()
+                        conn.sendall(
+                            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s"
+                            % (extra, len(body), body)
+                        )
 
             threading.Thread(target=answer, daemon=True).start()
             waiter.join(60)
@@ -867,8 +883,9 @@ class TestOperations:
         (other / "config.yaml").write_text(f"proxy:\n  listen: {proxy.url[len('http://') :]}\n")
         r = bead("status", "--json", env={"BEAD_HOME": str(other)})
         data = json.loads(r.out)
-        assert data["proxy"]["running"] is False and data["proxy"]["other_home"] != str(other)
-        assert any("serves another home" in p["problem"] for p in data["problems"])
+        # Another home's proxy holds another token: it cannot prove it is this home's, so it is sent none.
+        assert data["proxy"]["running"] is False and data["proxy"]["impostor"] is True
+        assert any("not this home's proxy" in p["problem"] for p in data["problems"])
 
     def test_bead_up_runs_the_installed_package_not_the_current_directory(self, tmp_path, bead_home):
         """Started from a folder holding another `bead` package (a checkout), the services still run the installed one."""

@@ -6,6 +6,7 @@ import json
 import os
 import plistlib
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -349,6 +350,8 @@ def test_shell_wrapper(shell, tmp_path):
         .read_text()
         .replace("@LISTEN@", listen)
         .replace("@TOKEN@", str(token_file))
+        .replace("@BEAD@", shlex.quote(str(Path(sys.executable).parent / "bead")))
+        .replace("@HOME@", shlex.quote(str(home)))
     )
     token = token_file.read_text().strip()
     stand_in = tmp_path / "bin"
@@ -397,6 +400,50 @@ def test_shell_wrapper(shell, tmp_path):
     down = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=30)
     assert down.stdout.strip() == "BASE= HINT= KEY= TOKEN= ARGS=-p hello there"
     assert len(down.stderr.strip().splitlines()) == 1 and "not answering" in down.stderr
+    # Another program on the port (another user's, started while the proxy was down) answers the health check as
+    # any server would: it cannot prove it holds the home's token, so claude runs without it, and it is sent no
+    # token (a port squatter once got the token, the API key and the prompts).
+    squatter = Squatter(int(listen.rpartition(":")[2]))
+    try:
+        took = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=30)
+        assert took.stdout.strip() == "BASE= HINT= KEY= TOKEN= ARGS=-p hello there" and "prove" in took.stderr
+        assert squatter.seen and not any(token in line for line in squatter.seen), squatter.seen
+    finally:
+        squatter.close()
+
+
+class Squatter:
+    """An HTTP server on 127.0.0.1:PORT that answers 200 to everything and records each request line and header."""
+
+    def __init__(self, port: int):
+        import http.server
+        import threading
+
+        seen: list[str] = []
+        self.seen = seen
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the stdlib's name
+                seen.append(self.requestline)
+                seen.extend(f"{k}: {v}" for k, v in self.headers.items())
+                body = b'{"ok": true, "version": "0"}'
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        http.server.ThreadingHTTPServer.allow_reuse_address = True
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class TestUp:
@@ -557,3 +604,71 @@ def test_setup_without_a_user_manager_writes_nothing_and_says_what_to_do(fake_ho
     )
     assert not (home / ".config" / "systemd").exists() and not (home / ".bashrc").exists()
     assert not (home / ".bead" / "shell.sh").exists()
+
+
+def test_status_sends_the_token_only_to_a_proxy_that_proves_it_holds_it(tmp_path, monkeypatch):
+    """`bead status` (and `bead status --wait`, `bead check-proxy`) ask the proxy to prove it holds the home's token
+    before sending it: this home's proxy does, and gives its details; a program squatting the port cannot, is sent
+    nothing, and status names the problem; an http_proxy in the environment never sees the check."""
+    from conftest import ServedProxy, make_proxy_app
+    from fakes import free_port
+
+    from bead.core.health import proxy_health
+
+    upstream = FakeAnthropic()
+    home = tmp_path / "home"
+    proxy = ServedProxy(make_proxy_app(home, upstream.url))
+    token = (home / "proxy.token").read_text().strip()
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # nothing listens there: a request through it would fail
+    try:
+        listen = proxy.url[len("http://") :]
+        ours = proxy_health(listen, token)
+        assert ours["running"] and ours["home"] == str(home)
+        assert check_proxy_exit(home, listen) == 0
+    finally:
+        proxy.close()
+        upstream.close()
+    port = free_port()
+    squatter = Squatter(port)
+    try:
+        other = proxy_health(f"127.0.0.1:{port}", token)
+        assert other == {"running": False, "address": f"127.0.0.1:{port}", "impostor": True}
+        assert check_proxy_exit(home, f"127.0.0.1:{port}") == 1
+        assert squatter.seen and not any(token in line for line in squatter.seen), squatter.seen
+    finally:
+        squatter.close()
+
+
+def check_proxy_exit(home, listen: str) -> int:
+    from click.testing import CliRunner
+
+    from bead.cli import cli
+
+    return CliRunner().invoke(cli, ["check-proxy", "--listen", listen], env={"BEAD_HOME": str(home)}).exit_code
+
+
+def test_clients_dial_localhost_as_the_address_the_proxy_binds():
+    """The proxy binds `localhost` as 127.0.0.1; a client that dialled the name could reach ::1 first, where another
+    user's listener would get the request: the wrapper, status and the harness lines dial 127.0.0.1."""
+    from bead.cli.setup import harness_lines
+    from bead.ports import client_address
+
+    assert client_address("localhost:7177") == "127.0.0.1:7177" == client_address("[localhost]:7177")
+    assert client_address("127.0.0.1:7077") == "127.0.0.1:7077" and client_address("[::1]:7077") == "[::1]:7077"
+    lines = harness_lines("localhost:7177", "/h", which=lambda name: f"/usr/bin/{name}")
+    assert lines and all("localhost" not in line for line in lines) and any("127.0.0.1:7177" in line for line in lines)
+
+
+def test_folders_setup_makes_are_not_writable_by_others_whatever_the_umask(tmp_path, monkeypatch):
+    """Under umask 000 the unit folders setup creates (~/.config/systemd/user) are 0755: another user cannot swap a
+    unit in that would run as the person at their next login."""
+    from bead.setup.install import _write_if_changed
+
+    unit = tmp_path / "person" / ".config" / "systemd" / "user" / "bead-proxy.service"
+    old = os.umask(0)
+    try:
+        assert _write_if_changed(unit, "[Unit]\n")
+    finally:
+        os.umask(old)
+    for d in (unit.parent, unit.parent.parent, unit.parent.parent.parent, tmp_path / "person"):
+        assert (d.stat().st_mode & 0o777) == 0o755, d

@@ -305,3 +305,44 @@ class TestBodyLimit:
         r = run_cli("write", "user/big", "-", "--type", "user", input="z" * 70_000)
         assert r.exit_code == 1 and "store.max_fact_bytes" in r.stderr
         assert not Home(bead_home).fact_dir("user/big").exists()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="making a folder another user's takes root")
+def test_a_home_another_user_made_is_refused(tmp_path, bead):
+    """A home folder another user created first (a shared, sticky folder) holds what they put there: their token
+    would be taken as the person's and shell.sh would run in the person's shell. bead refuses it and says what to
+    do; the person's own home, even one left world-writable, is made 0700."""
+    theirs = tmp_path / "shared" / "bead"
+    theirs.mkdir(parents=True)
+    (theirs / "proxy.token").write_text("planted-token-planted-token\n")
+    os.chown(theirs, 4321, 4321)
+    with pytest.raises(BeadError, match="belongs to another user"):
+        Home(theirs).ensure()
+    r = bead("status", env={"BEAD_HOME": str(theirs)})
+    assert r.code == 1 and "belongs to another user" in r.err and "mkdir -m 700" in r.err
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o777)
+    os.chmod(mine, 0o777)
+    Home(mine).ensure()
+    assert (mine.stat().st_mode & 0o777) == 0o700
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="making a file another user's takes root")
+def test_bead_writes_into_no_file_another_user_made(tmp_path):
+    """A trace at a shared path that another user created first (0666, empty) would receive the person's cues:
+    bead refuses to write into another user's file, and writes its own as before."""
+    from bead.core.trace import Trace
+    from bead.files import UnsafePath
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    planted = shared / "bead-trace.jsonl"
+    planted.write_text("")
+    os.chmod(planted, 0o666)
+    os.chown(planted, 4321, 4321)
+    with pytest.raises(UnsafePath, match="another user's file"):
+        Trace(planted).record({"cues": [{"text": "which editor do I use, helix?"}]})
+    assert planted.read_text() == ""
+    own = shared / "mine.jsonl"
+    Trace(own).record({"cues": []})
+    assert own.read_text().strip() == '{"cues": []}'

@@ -70,4 +70,27 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
         sys.exit(status)
 
 
-COMMANDS = [proxy]
+@click.command("check-proxy")
+@click.option("--listen", help="The proxy's host:port (default: config proxy.listen).")
+def check_proxy(listen):
+    """Exit 0 when this home's proxy answers at its address and proves it holds the home's token; 1 otherwise,
+    silently. The claude wrapper's check: nothing of the person's goes to a listener that cannot prove it (another
+    user's program on the port)."""
+    import sys
+
+    from ..config import load
+    from ..core.health import proxy_health
+    from ..paths import resolve_home
+    from ..token import home_token
+
+    try:
+        home = resolve_home()
+        address = listen or load(home).proxy.listen
+        token = home_token(home)
+    except Exception:  # noqa: BLE001 - any doubt is "no": the wrapper then runs claude without the proxy
+        sys.exit(1)
+    if not token or not proxy_health(address, token)["running"]:
+        sys.exit(1)
+
+
+COMMANDS = [proxy, check_proxy]

@@ -108,7 +108,10 @@ def harness_lines(listen: str, home: str, which=None) -> list[str]:
     (docs/harnesses.md). The token stays in its file: each line reads it from there."""
     import shutil
 
+    from ..ports import client_address
+
     which = which or shutil.which
+    listen = client_address(listen)
     token = f"$(cat {shlex.quote(home + '/proxy.token')})"
     base = f"http://{listen}/{token}/openai/v1"
     out = []

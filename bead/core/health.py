@@ -23,11 +23,11 @@ from ..errors import BeadError
 from ..index import semantic, sqlite
 from ..index.rebuild import diff
 from ..paths import Home, enclosing_git
-from ..ports import listener
+from ..ports import client_address, listener
 from ..store.facts import LINK_REASON
 from ..store.queue import Queue
 from ..store.reports import DreamState, Reports
-from ..token import load_token
+from ..token import load_token, new_challenge, proves
 from ..vault import keys as vault_keys
 from ..version import build_id
 from .memory import Memory
@@ -91,6 +91,19 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
     except BeadError as exc:
         problems.append({"problem": exc.message, "fix": exc.hint})
     data["proxy"] = proxy_health(mem.config.proxy.listen, load_token(mem.home))
+    if data["proxy"].get("impostor"):
+        port = mem.config.proxy.listen.rpartition(":")[2]
+        holder = listener(int(port)) if port.isdigit() else None
+        problems.append(
+            {
+                "problem": f"something that is not this home's proxy answers at {data['proxy']['address']}"
+                + (f" ({holder})" if holder else "")
+                + ": it could not prove it holds this home's token, so bead sent it nothing, and the claude wrapper "
+                "runs claude without it",
+                "fix": "stop what listens there (another home's proxy, or another user's program), or give this "
+                "home's proxy another port (`proxy.listen` in config.yaml, then `bead setup`)",
+            }
+        )
     if data["proxy"]["running"] and data["proxy"].get("home") != str(mem.home.root):
         # Another home's proxy answers on this address: its figures are not ours.
         data["proxy"] = {"running": False, "address": data["proxy"]["address"], "other_home": data["proxy"].get("home")}
@@ -406,11 +419,24 @@ def wait_for_proxy(mem: Memory, seconds: float) -> None:
         time.sleep(0.2)
 
 
+# Straight to the loopback address: an http_proxy in the environment must not see the check or the token.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def proxy_health(listen: str, token: str | None = None) -> dict:
-    """The running proxy's /bead/health (its details with this home's token), or {"running": False}."""
-    req = urllib.request.Request(f"http://{listen}/bead/health", headers={"X-Bead-Token": token} if token else {})
+    """The running proxy's /bead/health (its details with this home's token), or {"running": False}. With a token,
+    the proxy first proves it is this home's (bead.token.proof) and only then is sent the token: another user's
+    listener on the port (started first, or during a restart) answers {"running": False, "impostor": True} and
+    never sees it."""
+    url = f"http://{client_address(listen)}/bead/health"
     try:
-        with urllib.request.urlopen(req, timeout=1) as r:
+        if token:
+            challenge = new_challenge()
+            with _DIRECT.open(urllib.request.Request(url, headers={"X-Bead-Challenge": challenge}), timeout=1) as r:
+                if not proves(token, challenge, r.headers.get("X-Bead-Proof")):
+                    return {"running": False, "address": listen, "impostor": True}
+        req = urllib.request.Request(url, headers={"X-Bead-Token": token} if token else {})
+        with _DIRECT.open(req, timeout=1) as r:
             return {"running": True, "address": listen, **json.loads(r.read())}
     except (OSError, ValueError):
         return {"running": False, "address": listen}

@@ -37,7 +37,7 @@ from quart import Quart, Response, request, websocket
 from werkzeug.datastructures import Headers
 
 from .. import __version__
-from ..token import load_token
+from ..token import CHALLENGE, load_token, proof
 from ..version import build_id
 from ..wire import formats
 from . import access
@@ -200,10 +200,14 @@ class Proxy:
         loop = asyncio.get_running_loop()
         offered = request.headers.get("x-bead-token", "")
         has_token = bool(offered) and hmac.compare_digest(offered.encode(), self.token.encode())
+        challenge = request.headers.get("x-bead-challenge", "")
+        # The proof that this is the home's proxy (bead.token.proof): a client sends nothing of the person's before
+        # it checked it.
+        proved = {"X-Bead-Proof": proof(self.token, challenge)} if self.token and CHALLENGE.fullmatch(challenge) else {}
         peer, ours = _ends()
         # Its own thread: preparations stuck on a slow disk never keep health from answering.
         if not await loop.run_in_executor(self.health_pool, self.is_owner, has_token, peer, ours):
-            return Response(json.dumps({"ok": True, "version": __version__}), content_type="application/json")
+            return Response(json.dumps({"ok": True, "version": __version__}), content_type="application/json", headers=proved)
         state_ = await loop.run_in_executor(self.health_pool, self.engine.store_state)
         return Response(
             json.dumps(
@@ -219,6 +223,7 @@ class Proxy:
                 }
             ),
             content_type="application/json",
+            headers=proved,
         )
 
     def _token_shaped(self, raw_path: str) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from ..config import write_default
 from ..errors import BeadError
 from ..files import atomic_write
 from ..paths import Home
+from ..ports import client_address
 from ..token import load_token
 
 SERVICES = ("proxy", "indexer", "dream")
@@ -137,9 +139,14 @@ def _write_if_changed(path: Path, text: str, mode: int = 0o644, root: Path | Non
     if path.exists() and path.read_bytes() == data:
         return False
     if root is None:
-        # Outside the home (unit files, rc files): a person's own layout, links included.
+        # Outside the home (unit files, rc files): a person's own layout, links included. A folder made here is
+        # 0755 whatever the umask (under umask 000, ~/.config/systemd/user came out world-writable, and another
+        # user could have swapped a unit in).
         root = path.parent
-        root.mkdir(parents=True, exist_ok=True)
+        missing = [d for d in (root, *root.parents) if not d.exists()]
+        for d in reversed(missing):
+            d.mkdir(mode=0o755, exist_ok=True)
+            os.chmod(d, 0o755)
     atomic_write(path, data, mode=mode, root=root)
     return True
 
@@ -178,8 +185,10 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
         resources.files("bead.setup")
         .joinpath("shell.sh")
         .read_text(encoding="utf-8")
-        .replace("@LISTEN@", plan.listen)
+        .replace("@LISTEN@", client_address(plan.listen))
         .replace("@TOKEN@", str(plan.home.proxy_token))
+        .replace("@BEAD@", shlex.quote(plan.bead))
+        .replace("@HOME@", shlex.quote(str(plan.home.root)))
     )
     if _write_if_changed(plan.shell_sh, shell, 0o600, root=plan.home.root):
         acts.append(f"wrote {plan.shell_sh}")

@@ -1,7 +1,7 @@
 # bead: written by `bead setup`; `bead setup --uninstall` removes it.
-# `claude` goes through the bead proxy when its health check answers within
-# 1 second, and straight to the API when it does not, so a stopped proxy never
-# blocks work. No credential is set here: your own login stays in use. The
+# `claude` goes through the bead proxy when it answers within 1 second and
+# proves it is this home's, and straight to the API when it does not, so a
+# stopped proxy never blocks work. No credential is set here: your own login stays in use. The
 # base URL carries the home's proxy token (read from a 0600 file at each
 # start), which tells the proxy the request is yours.
 # An alias named claude would shadow (bash) or break (zsh) the function, so it goes. One that runs claude with
@@ -30,13 +30,14 @@ function __bead_claude {
   eval "$1 command $__bead_claude_cmd $__bead_claude_args \"\${@:2}\""
 }
 function claude {
-  if command -v curl >/dev/null 2>&1 \
-     && curl -fsS -m 1 "http://@LISTEN@/bead/health" >/dev/null 2>&1; then
+  # `bead check-proxy` answers yes only when the proxy proves it holds this home's token (another user's program
+  # on the port cannot): nothing of yours, the token or your API key, goes anywhere before that.
+  if [ -x @BEAD@ ] && BEAD_HOME=@HOME@ @BEAD@ check-proxy --listen @LISTEN@ >/dev/null 2>&1; then
     __bead_url="http://@LISTEN@/$(cat "@TOKEN@" 2>/dev/null)"
     __bead_claude 'ANTHROPIC_BASE_URL=$__bead_url CLAUDE_CODE_GATEWAY_HINT_HEADERS=1' "$@"
     unset __bead_url
   else
-    echo "bead: the proxy is not answering at @LISTEN@; running claude without memory (see: bead status)" >&2
+    echo "bead: the proxy is not answering at @LISTEN@ (or cannot prove it is this home's); running claude without memory (see: bead status)" >&2
     __bead_claude '' "$@"
   fi
 }

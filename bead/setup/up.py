@@ -12,6 +12,7 @@ import time
 
 from .. import files as safe
 from ..paths import Home
+from ..ports import client_address
 
 COMMANDS = {"proxy": ["proxy"], "indexer": ["indexer"], "dream": ["dream", "worker"]}
 
@@ -101,7 +102,7 @@ def _tell(home: Home, listen: str, out) -> None:
     token = home.proxy_token
     print(
         f"bead up: claude in a new shell uses the proxy (or run `. {home.shell_sh}` here); Codex and other OpenAI "
-        f"harnesses: base URL http://{listen}/$(cat {token})/openai/v1",
+        f"harnesses: base URL http://{client_address(listen)}/$(cat {token})/openai/v1",
         file=out,
         flush=True,
     )
