@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import http.client
 import os
+import re
+import secrets
 from pathlib import Path
 
 
@@ -51,3 +56,98 @@ def client_address(listen: str) -> str:
     Dialled by name, ``localhost`` may resolve to ::1 first, where another user's listener would get the request."""
     host, sep, port = listen.rpartition(":")
     return f"127.0.0.1:{port}" if sep and host.strip("[]").lower() == "localhost" else listen
+
+
+def listener_uids(port: int, proc: Path = Path("/proc")) -> set[int] | None:
+    """The uids of every socket listening on local TCP ``port`` (Linux: /proc/net/tcp and tcp6); None where the
+    kernel does not say (no /proc: macOS)."""
+    hexport = ":" + hex_port(port)
+    uids: set[int] = set()
+    seen = False
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(proc / "net" / name, encoding="ascii", errors="replace") as f:
+                seen = True
+                next(f, None)
+                for line in f:
+                    fields = line.split()
+                    if len(fields) > 9 and fields[1].endswith(hexport) and fields[3] == "0A":  # LISTEN
+                        uids.add(int(fields[7]))
+        except (OSError, ValueError):
+            continue
+    return uids if seen else None
+
+
+# ----- is this home's proxy the one listening? -----------------------------------------------------------------
+#
+# Before a client sends the proxy anything of the person's (the token in a base URL, an API key, a prompt), the
+# listener must be this home's proxy, not another user's program that took the port first (or during a restart):
+# - on Linux the kernel says who owns the listening socket, and it must be the person (a relay to the real proxy,
+#   run by another user, fails here);
+# - everywhere, the proxy answers a fresh challenge with the HMAC of it and the address it was reached at under
+#   the home's token (X-Bead-Challenge, X-Bead-Proof on /bead/health): only the token's holder can, and a proof
+#   relayed from another port does not fit the address the client dialled.
+# Standard library only: `claude` runs this check (bead.ports as a module) at every start.
+
+
+CHALLENGE = re.compile(r"[A-Za-z0-9_-]{16,128}")  # what the proxy answers a proof for
+
+
+def health_proof(token: str, challenge: str, address: str) -> str:
+    """The proxy's answer to ``challenge`` when reached at ``address`` (``host:port``, ``[v6]:port``)."""
+    msg = b"bead-health\0" + challenge.encode() + b"\0" + address.encode()
+    return hmac.new(token.encode(), msg, hashlib.sha256).hexdigest()
+
+
+def bound_address(host: str, port: int) -> str:
+    """``host:port`` as a client writes it (``[host]:port`` for IPv6)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def proven_connection(listen: str, token: str, timeout: float = 1.0) -> http.client.HTTPConnection | None:
+    """An open connection to the proxy at ``listen`` once it proved it is this home's (see above), else None. The
+    caller may send the token over it (the same connection the proof came on); it closes it."""
+    address = client_address(listen)
+    host, _, port_text = address.rpartition(":")
+    if not port_text.isdigit():
+        return None
+    uids = listener_uids(int(port_text))
+    if uids is not None and uids != {os.getuid()}:
+        return None  # nobody listens, or someone else does (alone or beside us)
+    challenge = secrets.token_urlsafe(24)
+    conn = http.client.HTTPConnection(host.strip("[]"), int(port_text), timeout=timeout)
+    try:
+        conn.request("GET", "/bead/health", headers={"X-Bead-Challenge": challenge})
+        r = conn.getresponse()
+        r.read()
+        answer = r.getheader("X-Bead-Proof") or ""
+        if r.status == 200 and hmac.compare_digest(health_proof(token, challenge, address), answer):
+            return conn
+    except (OSError, http.client.HTTPException, ValueError):
+        pass
+    conn.close()
+    return None
+
+
+def _main(argv: list[str]) -> int:
+    """``python -P -m bead.ports LISTEN TOKEN_FILE``: exit 0 when this home's proxy answers at LISTEN (the claude
+    wrapper's check; nothing is sent but the challenge)."""
+    if len(argv) != 2:
+        return 2
+    try:
+        fd = os.open(argv[1], os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, encoding="ascii", errors="replace") as f:
+            token = f.read().strip()
+    except OSError:
+        return 1
+    conn = proven_connection(argv[0], token) if token else None
+    if conn is None:
+        return 1
+    conn.close()
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_main(sys.argv[1:]))

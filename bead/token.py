@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
-import re
 import secrets
 
 from . import files as safe
@@ -51,24 +48,3 @@ def without_token(home: Home, text: str) -> tuple[str, bool]:
     if not token or token not in text:
         return text, False
     return text.replace(token, MARK), True
-
-
-# The proxy proves it is this home's before a client sends it anything of the person's: the client sends a fresh
-# challenge in X-Bead-Challenge to /bead/health, the proxy answers X-Bead-Proof, the HMAC of the challenge under
-# the home's token. Anyone may ask (the proof says nothing of the token); only the process that holds the token
-# can answer. Another user's listener on the port (started first, or during a restart) cannot.
-CHALLENGE = re.compile(r"[A-Za-z0-9_-]{16,128}")
-
-
-def new_challenge() -> str:
-    return secrets.token_urlsafe(24)
-
-
-def proof(token: str, challenge: str) -> str:
-    """The proxy's answer to ``challenge``."""
-    return hmac.new(token.encode(), b"bead-health\0" + challenge.encode(), hashlib.sha256).hexdigest()
-
-
-def proves(token: str, challenge: str, answer: str | None) -> bool:
-    """Whether ``answer`` is the proof of ``challenge`` under ``token``."""
-    return bool(answer) and hmac.compare_digest(proof(token, challenge), str(answer))

@@ -806,25 +806,28 @@ class TestOperations:
             assert eventually(lambda: calls.exists() and calls.read_text().count("bead-proxy") >= 2)  # it polls
             holder.listen(1)
 
-            from bead.token import load_token, proof
+            from bead.ports import health_proof
+            from bead.token import load_token
 
             token = load_token(mem.home)
 
             def answer() -> None:
-                # The proxy as it starts answering: it proves it holds the home's token, then gives its details.
-                for _ in range(2):
-                    conn, _ = holder.accept()
-                    with conn:
-                        head = conn.recv(65536).decode("latin-1")
+                # The proxy as it starts answering: it proves it holds the home's token, then, on the same
+                # connection, gives its details.
+                conn, _ = holder.accept()
+                with conn, conn.makefile("rb") as reader:
+                    for _ in range(2):
+                        head = []
+                        while (line := reader.readline()) not in (b"\r\n", b"\n", b""):
+                            head.append(line.decode("latin-1"))
                         challenge = next(
-                            (
-                                line.split(":", 1)[1].strip()
-                                for line in head.split("\r\n")
-                                if line.lower().startswith("x-bead-challenge:")
-                            ),
-                            "",
+                            (h.split(":", 1)[1].strip() for h in head if h.lower().startswith("x-bead-challenge:")), ""
                         )
-                        extra = f"X-Bead-Proof: {proof(token, challenge)}\r\n".encode() if challenge else b""
+                        extra = (
+                            f"X-Bead-Proof: {health_proof(token, challenge, f'127.0.0.1:{port}')}\r\n".encode()
+                            if challenge
+                            else b""
+                        )
                         body = json.dumps({"home": str(bead_home)}).encode()
                         conn.sendall(
                             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s"

@@ -94,7 +94,7 @@ class TestSetupCommand:
         assert f"Environment=BEAD_HOME={home / '.bead'}" in (units / "bead-proxy.service").read_text()
         cfg = home / ".bead" / "config.yaml"
         assert cfg.stat().st_mode & 0o777 == 0o600
-        assert "source" in (home / ".bashrc").read_text() or '. "' in (home / ".bashrc").read_text()
+        assert f"] && . {home / '.bead' / 'shell.sh'}" in (home / ".bashrc").read_text()
         cmds = commands(log)
         assert "systemctl --user daemon-reload" in cmds
         for s in SERVICES:
@@ -349,9 +349,8 @@ def test_shell_wrapper(shell, tmp_path):
         .joinpath("shell.sh")
         .read_text()
         .replace("@LISTEN@", listen)
-        .replace("@TOKEN@", str(token_file))
-        .replace("@BEAD@", shlex.quote(str(Path(sys.executable).parent / "bead")))
-        .replace("@HOME@", shlex.quote(str(home)))
+        .replace("@TOKEN@", shlex.quote(str(token_file)))
+        .replace("@PYTHON@", shlex.quote(sys.executable))
     )
     token = token_file.read_text().strip()
     stand_in = tmp_path / "bin"
@@ -672,3 +671,101 @@ def test_folders_setup_makes_are_not_writable_by_others_whatever_the_umask(tmp_p
         os.umask(old)
     for d in (unit.parent, unit.parent.parent, unit.parent.parent.parent, tmp_path / "person"):
         assert (d.stat().st_mode & 0o777) == 0o755, d
+
+
+class Relay:
+    """A byte-for-byte TCP relay from 127.0.0.1:PORT to ``target``, recording what passes towards the target."""
+
+    def __init__(self, target: tuple[str, int]):
+        import socket
+        import threading
+
+        self.seen = bytearray()
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+
+        def pipe(a, b, record):
+            try:
+                while data := a.recv(65536):
+                    if record:
+                        self.seen.extend(data)
+                    b.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for s in (a, b):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        def serve():
+            while True:
+                try:
+                    client, _ = self.server.accept()
+                except OSError:
+                    return
+                upstream = socket.create_connection(target)
+                threading.Thread(target=pipe, args=(client, upstream, True), daemon=True).start()
+                threading.Thread(target=pipe, args=(upstream, client, False), daemon=True).start()
+
+        threading.Thread(target=serve, daemon=True).start()
+
+    def close(self):
+        self.server.close()
+
+
+def test_a_relay_to_the_real_proxy_on_another_port_gets_nothing(tmp_path):
+    """The proxy's proof names the address it was reached at: a relay from another port to the real proxy (another
+    user's, holding the port the wrapper was written for) passes the proof along, but it does not fit the address
+    the client dialled, so the client sends nothing; `bead check-proxy` never sends the token at all."""
+    from conftest import ServedProxy, make_proxy_app
+
+    from bead.core.health import proxy_health
+
+    upstream = FakeAnthropic()
+    home = tmp_path / "home"
+    proxy = ServedProxy(make_proxy_app(home, upstream.url))
+    token = (home / "proxy.token").read_text().strip()
+    host, _, port = proxy.url[len("http://") :].rpartition(":")
+    relay = Relay((host, int(port)))
+    try:
+        assert proxy_health(f"127.0.0.1:{port}", token)["running"] is True, "the real one, dialled directly"
+        through = proxy_health(f"127.0.0.1:{relay.port}", token)
+        assert through == {"running": False, "address": f"127.0.0.1:{relay.port}", "impostor": True}
+        assert check_proxy_exit(home, f"127.0.0.1:{relay.port}") == 1
+        assert check_proxy_exit(home, f"127.0.0.1:{port}") == 0
+        assert relay.seen and token.encode() not in bytes(relay.seen)
+    finally:
+        relay.close()
+        proxy.close()
+        upstream.close()
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not Path("/proc/net/tcp").exists(), reason="another uid's listener: root, Linux")
+def test_a_listener_another_user_owns_is_not_asked_at_all():
+    """On Linux the kernel says who owns the listening socket: one of another uid (here nobody's) is sent nothing,
+    not even the challenge: the first bytes it receives are the test's own, sent after the check."""
+    import socket as socket_mod
+
+    from bead.ports import proven_connection
+
+    port = free_port()
+    script = (
+        "import os, socket, sys\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        f"s = socket.create_server(('127.0.0.1', {port}))\n"
+        "print('ready', flush=True)\n"
+        "c, _ = s.accept()\n"
+        "print(c.recv(100).decode(errors='replace'), flush=True)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        assert proven_connection(f"127.0.0.1:{port}", "t" * 32) is None
+        with socket_mod.create_connection(("127.0.0.1", port), timeout=5) as c:
+            c.sendall(b"ping")
+            assert p.stdout.readline().strip() == "ping", "the check made no connection before this one"
+    finally:
+        p.kill()
+        p.wait(10)

@@ -73,14 +73,14 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
 @click.command("check-proxy")
 @click.option("--listen", help="The proxy's host:port (default: config proxy.listen).")
 def check_proxy(listen):
-    """Exit 0 when this home's proxy answers at its address and proves it holds the home's token; 1 otherwise,
-    silently. The claude wrapper's check: nothing of the person's goes to a listener that cannot prove it (another
-    user's program on the port)."""
+    """Exit 0 when this home's proxy answers at its address and proves it holds the home's token (and, on Linux,
+    the kernel says the person owns the listening socket); 1 otherwise, silently. Nothing but a fresh challenge is
+    sent. The claude wrapper runs the same check (`python -P -m bead.ports`)."""
     import sys
 
     from ..config import load
-    from ..core.health import proxy_health
     from ..paths import resolve_home
+    from ..ports import proven_connection
     from ..token import home_token
 
     try:
@@ -89,8 +89,10 @@ def check_proxy(listen):
         token = home_token(home)
     except Exception:  # noqa: BLE001 - any doubt is "no": the wrapper then runs claude without the proxy
         sys.exit(1)
-    if not token or not proxy_health(address, token)["running"]:
+    conn = proven_connection(address, token) if token else None
+    if conn is None:
         sys.exit(1)
+    conn.close()
 
 
 COMMANDS = [proxy, check_proxy]

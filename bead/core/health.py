@@ -7,13 +7,14 @@ command that fixes it. `bead status` prints it; the dashboard shows its problems
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,11 @@ from ..errors import BeadError
 from ..index import semantic, sqlite
 from ..index.rebuild import diff
 from ..paths import Home, enclosing_git
-from ..ports import client_address, listener
+from ..ports import client_address, listener, proven_connection
 from ..store.facts import LINK_REASON
 from ..store.queue import Queue
 from ..store.reports import DreamState, Reports
-from ..token import load_token, new_challenge, proves
+from ..token import load_token
 from ..vault import keys as vault_keys
 from ..version import build_id
 from .memory import Memory
@@ -419,24 +420,32 @@ def wait_for_proxy(mem: Memory, seconds: float) -> None:
         time.sleep(0.2)
 
 
-# Straight to the loopback address: an http_proxy in the environment must not see the check or the token.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
 def proxy_health(listen: str, token: str | None = None) -> dict:
     """The running proxy's /bead/health (its details with this home's token), or {"running": False}. With a token,
-    the proxy first proves it is this home's (bead.token.proof) and only then is sent the token: another user's
-    listener on the port (started first, or during a restart) answers {"running": False, "impostor": True} and
-    never sees it."""
-    url = f"http://{client_address(listen)}/bead/health"
-    try:
-        if token:
-            challenge = new_challenge()
-            with _DIRECT.open(urllib.request.Request(url, headers={"X-Bead-Challenge": challenge}), timeout=1) as r:
-                if not proves(token, challenge, r.headers.get("X-Bead-Proof")):
-                    return {"running": False, "address": listen, "impostor": True}
-        req = urllib.request.Request(url, headers={"X-Bead-Token": token} if token else {})
-        with _DIRECT.open(req, timeout=1) as r:
-            return {"running": True, "address": listen, **json.loads(r.read())}
-    except (OSError, ValueError):
+    the listener must first be this home's proxy (bead.ports.proven_connection: the kernel's word on Linux, and a
+    proof of the token everywhere), and the token goes over the connection that proof came on: another user's
+    listener on the port (started first, or during a restart) gets {"running": False, "impostor": True} and
+    never sees it. No environment proxy is used (http.client does not read http_proxy)."""
+    address = client_address(listen)
+    host, _, port = address.rpartition(":")
+    if token:
+        conn = proven_connection(listen, token)
+        if conn is None:
+            try:  # something that cannot prove it, or nothing at all?
+                socket.create_connection((host.strip("[]"), int(port)), timeout=1).close()
+            except (OSError, ValueError):
+                return {"running": False, "address": listen}
+            return {"running": False, "address": listen, "impostor": True}
+    else:
+        conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=1) if port.isdigit() else None
+    if conn is None:
         return {"running": False, "address": listen}
+    try:
+        conn.request("GET", "/bead/health", headers={"X-Bead-Token": token} if token else {})
+        r = conn.getresponse()
+        data = json.loads(r.read())
+        return {"running": True, "address": listen, **(data if isinstance(data, dict) else {})}
+    except (OSError, http.client.HTTPException, ValueError):
+        return {"running": False, "address": listen}
+    finally:
+        conn.close()

@@ -37,7 +37,8 @@ from quart import Quart, Response, request, websocket
 from werkzeug.datastructures import Headers
 
 from .. import __version__
-from ..token import CHALLENGE, load_token, proof
+from ..ports import CHALLENGE, bound_address, health_proof
+from ..token import load_token
 from ..version import build_id
 from ..wire import formats
 from . import access
@@ -201,10 +202,14 @@ class Proxy:
         offered = request.headers.get("x-bead-token", "")
         has_token = bool(offered) and hmac.compare_digest(offered.encode(), self.token.encode())
         challenge = request.headers.get("x-bead-challenge", "")
-        # The proof that this is the home's proxy (bead.token.proof): a client sends nothing of the person's before
-        # it checked it.
-        proved = {"X-Bead-Proof": proof(self.token, challenge)} if self.token and CHALLENGE.fullmatch(challenge) else {}
         peer, ours = _ends()
+        # The proof that this is the home's proxy, reached at this address (bead.ports): a client sends nothing of
+        # the person's before it checked it.
+        proved = (
+            {"X-Bead-Proof": health_proof(self.token, challenge, bound_address(*ours))}
+            if self.token and ours is not None and CHALLENGE.fullmatch(challenge)
+            else {}
+        )
         # Its own thread: preparations stuck on a slow disk never keep health from answering.
         if not await loop.run_in_executor(self.health_pool, self.is_owner, has_token, peer, ours):
             return Response(json.dumps({"ok": True, "version": __version__}), content_type="application/json", headers=proved)

@@ -78,7 +78,8 @@ class Plan:
         return self.user_home / (".zshrc" if shell.endswith("zsh") else ".bashrc")
 
     def rc_block(self) -> str:
-        return f'{RC_BEGIN}\n[ -f "{self.shell_sh}" ] && . "{self.shell_sh}"\n{RC_END}\n'
+        quoted = shlex.quote(str(self.shell_sh))
+        return f"{RC_BEGIN}\n[ -f {quoted} ] && . {quoted}\n{RC_END}\n"
 
 
 def platform_name() -> str:
@@ -186,9 +187,8 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
         .joinpath("shell.sh")
         .read_text(encoding="utf-8")
         .replace("@LISTEN@", client_address(plan.listen))
-        .replace("@TOKEN@", str(plan.home.proxy_token))
-        .replace("@BEAD@", shlex.quote(plan.bead))
-        .replace("@HOME@", shlex.quote(str(plan.home.root)))
+        .replace("@TOKEN@", shlex.quote(str(plan.home.proxy_token)))
+        .replace("@PYTHON@", shlex.quote(sys.executable))
     )
     if _write_if_changed(plan.shell_sh, shell, 0o600, root=plan.home.root):
         acts.append(f"wrote {plan.shell_sh}")

@@ -30,10 +30,11 @@ function __bead_claude {
   eval "$1 command $__bead_claude_cmd $__bead_claude_args \"\${@:2}\""
 }
 function claude {
-  # `bead check-proxy` answers yes only when the proxy proves it holds this home's token (another user's program
-  # on the port cannot): nothing of yours, the token or your API key, goes anywhere before that.
-  if [ -x @BEAD@ ] && BEAD_HOME=@HOME@ @BEAD@ check-proxy --listen @LISTEN@ >/dev/null 2>&1; then
-    __bead_url="http://@LISTEN@/$(cat "@TOKEN@" 2>/dev/null)"
+  # The check (`bead check-proxy`, run here by bead's own Python on the standard library alone) answers yes only
+  # when the proxy proves it holds this home's token and, on Linux, the kernel says you own the listening socket:
+  # another user's program on the port gets nothing, not the token, your API key or a prompt.
+  if [ -x @PYTHON@ ] && @PYTHON@ -P -m bead.ports @LISTEN@ @TOKEN@ >/dev/null 2>&1; then
+    __bead_url="http://@LISTEN@/$(cat @TOKEN@ 2>/dev/null)"
     __bead_claude 'ANTHROPIC_BASE_URL=$__bead_url CLAUDE_CODE_GATEWAY_HINT_HEADERS=1' "$@"
     unset __bead_url
   else
