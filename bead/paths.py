@@ -248,7 +248,8 @@ class Home:
             # proxy would take them for its owner, and shell.sh there would run in the person's shell.
             raise BeadError(
                 f"the bead home {self.root} belongs to another user (uid {owner}, not your uid {os.getuid()})",
-                "use a home of your own: unset BEAD_HOME (~/.bead), or point it at a folder you create (mkdir -m 700)",
+                "use a home of your own: point BEAD_HOME at a folder you create (mkdir -m 700); if this is your home "
+                'and a command run as another user (sudo) made it, give it back: sudo chown -R "$USER" ' + str(self.root),
             )
         # mkdir's mode is masked by the umask; the home holds private memory.
         os.chmod(self.root, 0o700)

@@ -889,6 +889,8 @@ class TestOperations:
         # Another home's proxy holds another token: it cannot prove it is this home's, so it is sent none.
         assert data["proxy"]["running"] is False and data["proxy"]["impostor"] is True
         assert any("not this home's proxy" in p["problem"] for p in data["problems"])
+        text = bead("status", env={"BEAD_HOME": str(other)}).out
+        assert "is held by something that is not this home's proxy" in text and "not answering" not in text
 
     def test_bead_up_runs_the_installed_package_not_the_current_directory(self, tmp_path, bead_home):
         """Started from a folder holding another `bead` package (a checkout), the services still run the installed one."""

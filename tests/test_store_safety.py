@@ -319,7 +319,7 @@ def test_a_home_another_user_made_is_refused(tmp_path, bead):
     with pytest.raises(BeadError, match="belongs to another user"):
         Home(theirs).ensure()
     r = bead("status", env={"BEAD_HOME": str(theirs)})
-    assert r.code == 1 and "belongs to another user" in r.err and "mkdir -m 700" in r.err
+    assert r.code == 1 and "belongs to another user" in r.err and "mkdir -m 700" in r.err and "chown" in r.err
     mine = tmp_path / "mine"
     mine.mkdir(mode=0o777)
     os.chmod(mine, 0o777)

@@ -75,6 +75,8 @@ def status(fix, wait, as_json):
             )
         elif p.get("other_home"):
             echo(f"proxy       {p['address']} is another home's proxy ({p['other_home']})")
+        elif p.get("impostor"):
+            echo(f"proxy       {p['address']} is held by something that is not this home's proxy (see problems)")
         else:
             echo(f"proxy       not answering at {p['address']} ({p['hint']})")
         if d["problems"]:
