@@ -155,17 +155,22 @@ def open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
 
 
 def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
+    writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
     try:
-        fd = os.open(path.name, flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dir_fd)
+        # Until it is known whose file it is: non-blocking (a FIFO another user left there would block the open)
+        # and not truncated (their file would lose its bytes before bead refused it).
+        extra = os.O_NONBLOCK if writing else 0
+        fd = os.open(path.name, (flags & ~os.O_TRUNC) | _NOFOLLOW | _CLOEXEC | extra, mode, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in _LINK_ERRNOS:
             raise _refuse(path, "a symbolic link") from None
         raise
-    if flags & (os.O_WRONLY | os.O_RDWR):
+    if writing:
         st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode) and st.st_uid != os.getuid():
-            # Another user's file (one made first at a shared path, a trace in /tmp): what bead writes there
-            # would be theirs to read.
+        os.set_blocking(fd, True)
+        # Another user's file, FIFO or socket (made first at a shared path: a trace in /tmp); a device such as
+        # /dev/null is the system's and takes what it is given.
+        if st.st_uid != os.getuid() and not stat.S_ISCHR(st.st_mode):
             os.close(fd)
             raise UnsafePath(
                 f"refusing to write {path}: it is another user's file (uid {st.st_uid})",
@@ -173,6 +178,8 @@ def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
             )
         if flags & os.O_CREAT and stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
             os.fchmod(fd, mode)
+        if flags & os.O_TRUNC and stat.S_ISREG(st.st_mode):
+            os.ftruncate(fd, 0)
     return fd
 
 

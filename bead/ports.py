@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import http.client
+import ipaddress
 import os
 import re
 import secrets
@@ -58,10 +59,25 @@ def client_address(listen: str) -> str:
     return f"127.0.0.1:{port}" if sep and host.strip("[]").lower() == "localhost" else listen
 
 
-def listener_uids(port: int, proc: Path = Path("/proc")) -> set[int] | None:
-    """The uids of every socket listening on local TCP ``port`` (Linux: /proc/net/tcp and tcp6); None where the
-    kernel does not say (no /proc: macOS)."""
+def _proc_hex(ip: str) -> str:
+    """An address as /proc/net/tcp{,6} write it (each 32-bit word in the host's byte order, as on Linux's x86 and
+    ARM: little-endian)."""
+    packed = ipaddress.ip_address(ip).packed
+    return "".join(packed[i : i + 4][::-1].hex() for i in range(0, len(packed), 4)).upper()
+
+
+def listener_uids(port: int, host: str | None = None, proc: Path = Path("/proc")) -> set[int] | None:
+    """The uids of the sockets listening on local TCP ``port`` (Linux: /proc/net/tcp and tcp6) that a connection to
+    ``host`` could reach: bound to it, or to the any-address of its family (or IPv6's, which takes IPv4 too unless
+    v6only; counted either way); every one on the port when ``host`` is None. None where the kernel does not say
+    (no /proc: macOS)."""
     hexport = ":" + hex_port(port)
+    wanted: set[str] | None = None
+    if host is not None:
+        ip = ipaddress.ip_address(host)
+        wanted = {_proc_hex(host), _proc_hex("::")}
+        if ip.version == 4:
+            wanted |= {_proc_hex("0.0.0.0"), _proc_hex(f"::ffff:{host}")}
     uids: set[int] = set()
     seen = False
     for name in ("tcp", "tcp6"):
@@ -72,7 +88,8 @@ def listener_uids(port: int, proc: Path = Path("/proc")) -> set[int] | None:
                 for line in f:
                     fields = line.split()
                     if len(fields) > 9 and fields[1].endswith(hexport) and fields[3] == "0A":  # LISTEN
-                        uids.add(int(fields[7]))
+                        if wanted is None or fields[1].rpartition(":")[0] in wanted:
+                            uids.add(int(fields[7]))
         except (OSError, ValueError):
             continue
     return uids if seen else None
@@ -109,9 +126,12 @@ def proven_connection(listen: str, token: str, timeout: float = 1.0) -> http.cli
     caller may send the token over it (the same connection the proof came on); it closes it."""
     address = client_address(listen)
     host, _, port_text = address.rpartition(":")
-    if not port_text.isdigit():
+    if not (port_text.isascii() and port_text.isdigit() and 0 < int(port_text) < 65536):
         return None
-    uids = listener_uids(int(port_text))
+    try:
+        uids = listener_uids(int(port_text), host.strip("[]"))
+    except ValueError:
+        return None  # not an IP address: nothing bead binds
     if uids is not None and uids != {os.getuid()}:
         return None  # nobody listens, or someone else does (alone or beside us)
     challenge = secrets.token_urlsafe(24)

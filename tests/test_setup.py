@@ -348,6 +348,7 @@ def test_shell_wrapper(shell, tmp_path):
         resources.files("bead.setup")
         .joinpath("shell.sh")
         .read_text()
+        .replace("@LISTEN_ARG@", shlex.quote(listen))
         .replace("@LISTEN@", listen)
         .replace("@TOKEN@", shlex.quote(str(token_file)))
         .replace("@PYTHON@", shlex.quote(sys.executable))
@@ -769,3 +770,58 @@ def test_a_listener_another_user_owns_is_not_asked_at_all():
     finally:
         p.kill()
         p.wait(10)
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not Path("/proc/net/tcp").exists(), reason="another uid's listener: root, Linux")
+def test_another_users_listener_on_another_address_of_the_port_turns_nothing_off(tmp_path):
+    """Only a socket a connection to the dialled address could reach counts: another user's listener on ::1 beside
+    the person's proxy on 127.0.0.1 (same port) does not make the check fail (it turned memory off)."""
+    from conftest import ServedProxy, make_proxy_app
+
+    from bead.ports import proven_connection
+
+    upstream = FakeAnthropic()
+    home = tmp_path / "home"
+    proxy = ServedProxy(make_proxy_app(home, upstream.url))
+    token = (home / "proxy.token").read_text().strip()
+    port = int(proxy.url.rpartition(":")[2])
+    script = (
+        "import os, socket\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        f"s = socket.create_server(('::1', {port}), family=socket.AF_INET6)\n"
+        "print('ready', flush=True)\n"
+        "s.accept()\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        conn = proven_connection(f"127.0.0.1:{port}", token)
+        assert conn is not None
+        conn.close()
+    finally:
+        p.kill()
+        p.wait(10)
+        proxy.close()
+        upstream.close()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_wrapper_takes_an_ipv6_address(shell, tmp_path):
+    """A proxy on [::1]:PORT: the address reaches the check as one word, not a glob pattern (zsh refused it, and a
+    file named 1:PORT in the current folder changed it in bash)."""
+    from bead.setup.install import Plan, install
+
+    home = tmp_path / "my home"
+    plan = Plan(platform="systemd", user_home=tmp_path, home=Home(home / ".bead"), bead="/bin/true", listen="[::1]:7177")
+    install(plan, load=False, rc=False)
+    text = (home / ".bead" / "shell.sh").read_text()
+    call = next(line for line in text.splitlines() if "-m bead.ports" in line)
+    assert "'[::1]:7177'" in call and "-E -P" in call
+    (tmp_path / "1:7177").write_text("")
+    r = subprocess.run(
+        [shell, "-c", f'cd {shlex.quote(str(tmp_path))}; set -- {call.split("bead.ports", 1)[1].split(">", 1)[0]}; echo "$1"'],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert r.stdout.strip() == "[::1]:7177", r.stderr

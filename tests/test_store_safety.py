@@ -346,3 +346,24 @@ def test_bead_writes_into_no_file_another_user_made(tmp_path):
     own = shared / "mine.jsonl"
     Trace(own).record({"cues": []})
     assert own.read_text().strip() == '{"cues": []}'
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="making a FIFO another user's takes root")
+def test_bead_writes_into_no_fifo_another_user_made(tmp_path):
+    """A FIFO another user made at the trace's path, with their reader on it, would receive the person's cues (and,
+    with no reader, block the trace's thread): bead refuses it without blocking."""
+    from bead.core.trace import Trace
+    from bead.files import UnsafePath
+
+    fifo = tmp_path / "trace.jsonl"
+    os.mkfifo(fifo, 0o666)
+    os.chown(fifo, 4321, 4321)
+    with pytest.raises((UnsafePath, OSError)):  # no reader: the open fails at once (ENXIO)
+        Trace(fifo).record({"cues": [{"text": "my secret plan"}]})
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with pytest.raises(UnsafePath, match="another user's file"):
+            Trace(fifo).record({"cues": [{"text": "my secret plan"}]})
+        assert os.read(reader, 100) == b"", "nothing was written into it"
+    finally:
+        os.close(reader)

@@ -94,7 +94,7 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
     data["proxy"] = proxy_health(mem.config.proxy.listen, load_token(mem.home))
     if data["proxy"].get("impostor"):
         port = mem.config.proxy.listen.rpartition(":")[2]
-        holder = listener(int(port)) if port.isdigit() else None
+        holder = listener(int(port)) if port.isascii() and port.isdigit() else None
         problems.append(
             {
                 "problem": f"something that is not this home's proxy answers at {data['proxy']['address']}"
@@ -428,6 +428,8 @@ def proxy_health(listen: str, token: str | None = None) -> dict:
     never sees it. No environment proxy is used (http.client does not read http_proxy)."""
     address = client_address(listen)
     host, _, port = address.rpartition(":")
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        return {"running": False, "address": listen}
     if token:
         conn = proven_connection(listen, token)
         if conn is None:

@@ -186,6 +186,7 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
         resources.files("bead.setup")
         .joinpath("shell.sh")
         .read_text(encoding="utf-8")
+        .replace("@LISTEN_ARG@", shlex.quote(client_address(plan.listen)))
         .replace("@LISTEN@", client_address(plan.listen))
         .replace("@TOKEN@", shlex.quote(str(plan.home.proxy_token)))
         .replace("@PYTHON@", shlex.quote(sys.executable))

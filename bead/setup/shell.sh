@@ -33,7 +33,7 @@ function claude {
   # The check (`bead check-proxy`, run here by bead's own Python on the standard library alone) answers yes only
   # when the proxy proves it holds this home's token and, on Linux, the kernel says you own the listening socket:
   # another user's program on the port gets nothing, not the token, your API key or a prompt.
-  if [ -x @PYTHON@ ] && @PYTHON@ -P -m bead.ports @LISTEN@ @TOKEN@ >/dev/null 2>&1; then
+  if [ -x @PYTHON@ ] && @PYTHON@ -E -P -m bead.ports @LISTEN_ARG@ @TOKEN@ >/dev/null 2>&1; then
     __bead_url="http://@LISTEN@/$(cat @TOKEN@ 2>/dev/null)"
     __bead_claude 'ANTHROPIC_BASE_URL=$__bead_url CLAUDE_CODE_GATEWAY_HINT_HEADERS=1' "$@"
     unset __bead_url

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -101,8 +102,8 @@ def _tell(home: Home, listen: str, out) -> None:
     """The one line that points the harnesses at the proxy (the token stays in its file, never on the screen)."""
     token = home.proxy_token
     print(
-        f"bead up: claude in a new shell uses the proxy (or run `. {home.shell_sh}` here); Codex and other OpenAI "
-        f"harnesses: base URL http://{client_address(listen)}/$(cat {token})/openai/v1",
+        f"bead up: claude in a new shell uses the proxy (or run `. {shlex.quote(str(home.shell_sh))}` here); Codex and "
+        f"other OpenAI harnesses: base URL http://{client_address(listen)}/$(cat {shlex.quote(str(token))})/openai/v1",
         file=out,
         flush=True,
     )
