@@ -150,7 +150,7 @@ def proven_connection(listen: str, token: str, timeout: float = 1.0) -> http.cli
 
 
 def _main(argv: list[str]) -> int:
-    """``python -P -m bead.ports LISTEN TOKEN_FILE``: exit 0 when this home's proxy answers at LISTEN (the claude
+    """``python -E -P -m bead.ports LISTEN TOKEN_FILE``: exit 0 when this home's proxy answers at LISTEN (the claude
     wrapper's check; nothing is sent but the challenge)."""
     if len(argv) != 2:
         return 2

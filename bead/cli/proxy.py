@@ -75,7 +75,7 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
 def check_proxy(listen):
     """Exit 0 when this home's proxy answers at its address and proves it holds the home's token (and, on Linux,
     the kernel says the person owns the listening socket); 1 otherwise, silently. Nothing but a fresh challenge is
-    sent. The claude wrapper runs the same check (`python -P -m bead.ports`)."""
+    sent. The claude wrapper runs the same check (`python -E -P -m bead.ports`)."""
     import sys
 
     from ..config import load
