@@ -235,6 +235,33 @@ class TestUnits:
         )
         assert r.returncode == 0 and r.stdout == "" and r.stderr == "", r.stderr
 
+    @pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze is not installed (.ci/run installs it)")
+    def test_a_path_with_a_space_a_percent_and_a_quote_is_one_word_to_systemd(self, tmp_path):
+        """systemd splits a unit's line at spaces and reads "%" as a specifier and "$" as a variable: such a path is
+        quoted and escaped, so systemd finds the executable (verify checks it exists) and the home as written."""
+        venv = tmp_path / "my tools 100%"  # systemd refuses an executable's name holding a quote or "$" at all
+        venv.mkdir()
+        exe = venv / "bead"
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+        odd = tmp_path / 'my "bead" 100%$x'
+        plan = Plan(platform="systemd", user_home=tmp_path, home=Home(odd / ".bead"), bead=str(exe), listen="127.0.0.1:7077")
+        out = tmp_path / "units"
+        out.mkdir()
+        for svc in SERVICES:
+            (out / plan.unit_name(svc)).write_text(plan.template(svc))
+        runtime = tmp_path / "xdg"
+        runtime.mkdir(mode=0o700)
+        r = subprocess.run(
+            ["systemd-analyze", "--user", "verify", *map(str, out.iterdir())],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+        )
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        unit = (out / "bead-proxy.service").read_text()
+        assert 'Environment="BEAD_HOME=' in unit and "100%%$x" in unit.split("Environment=", 1)[1].splitlines()[0]
+
     def test_plists(self, tmp_path):
         plan = render("launchd", tmp_path)
         for s in SERVICES:

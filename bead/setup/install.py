@@ -63,6 +63,12 @@ class Plan:
         folder = "launchagents" if self.platform == "launchd" else "units"
         name = self.unit_name(service)
         text = resources.files("bead.setup").joinpath(folder, name).read_text(encoding="utf-8")
+        if self.platform == "systemd":
+            # A unit's words: a path with a space, a quote or "%" (a specifier) is quoted and escaped as systemd
+            # reads it, or the service would run another path, or none.
+            return text.replace("@BEAD@", _unit_word(self.bead)).replace(
+                "Environment=BEAD_HOME=@HOME@", "Environment=" + _unit_word(f"BEAD_HOME={self.home.root}")
+            )
         return (
             text.replace("@BEAD@", self.bead)
             .replace("@HOME@", str(self.home.root))
@@ -131,6 +137,17 @@ def launchd_log(service: str, user_home: Path | None = None) -> Path:
     if user_home is not None:
         path = user_home / path.relative_to(Path.home())
     return path
+
+
+def _unit_word(value: str) -> str:
+    """``value`` as one word of a systemd unit line (systemd.syntax(7)): as it is when it needs nothing, else
+    double-quoted with its backslashes and quotes escaped; "%" (a specifier, systemd.unit(5)) is doubled. (systemd
+    expands no "$" in an executable's name or in Environment=, and refuses an executable's name that holds a quote
+    or "$".)"""
+    escaped = value.replace("%", "%%")
+    if not any(c in escaped for c in " \t\"'\\") and escaped == value:
+        return value
+    return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _write_if_changed(path: Path, text: str, mode: int = 0o644, root: Path | None = None) -> bool:
