@@ -164,24 +164,8 @@ def fold(text: str) -> str:
     text = str(text)
     if text.isascii() and not any(ch < " " and ch not in _KEPT_CONTROLS or ch == "\x7f" for ch in text):
         return text
-    kept: list[str] = []
-    run = 0
-    for ch in text:
-        if " " <= ch < "\x7f":
-            kept.append(ch)
-            run = 0
-            continue
-        if _unseen(ch):
-            continue
-        lead, trail, whole = _non_starters(ch)
-        if whole:
-            run += lead
-            if run > MAX_MARKS:
-                continue
-        else:
-            run = trail
-        kept.append(ch)
-    base = "".join(c for c in unicodedata.normalize("NFKD", "".join(kept)) if unicodedata.category(c) not in _MARKS)
+    seen = stream_safe("".join(ch for ch in text if " " <= ch < "\x7f" or not _unseen(ch)))
+    base = "".join(c for c in unicodedata.normalize("NFKD", seen) if unicodedata.category(c) not in _MARKS)
     normal = unicodedata.normalize("NFKC", base)
     if normal.isascii():
         return normal
