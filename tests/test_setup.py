@@ -215,24 +215,29 @@ def render(platform: str, home: Path, services=SERVICES) -> Plan:
     )
 
 
+def verify_units(plan: Plan, tmp_path: Path) -> subprocess.CompletedProcess:
+    """`systemd-analyze --user verify` on the plan's units, written to tmp_path/units."""
+    out = tmp_path / "units"
+    out.mkdir()
+    for svc in SERVICES:
+        (out / plan.unit_name(svc)).write_text(plan.template(svc))
+    runtime = tmp_path / "xdg"
+    runtime.mkdir(mode=0o700)
+    return subprocess.run(
+        ["systemd-analyze", "--user", "verify", *map(str, out.iterdir())],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+    )
+
+
 class TestUnits:
     """Units verify clean; plists parse; both name the same commands."""
 
     @pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze is not installed (.ci/run installs it)")
     def test_systemd_analyze_verify(self, tmp_path):
         plan = render("systemd", tmp_path)
-        out = tmp_path / "units"
-        out.mkdir()
-        for s in SERVICES:
-            (out / plan.unit_name(s)).write_text(plan.template(s))
-        runtime = tmp_path / "xdg"
-        runtime.mkdir(mode=0o700)
-        r = subprocess.run(
-            ["systemd-analyze", "--user", "verify", *map(str, out.iterdir())],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
-        )
+        r = verify_units(plan, tmp_path)
         assert r.returncode == 0 and r.stdout == "" and r.stderr == "", r.stderr
 
     @pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze is not installed (.ci/run installs it)")
@@ -246,20 +251,9 @@ class TestUnits:
         exe.chmod(0o755)
         odd = tmp_path / 'my "bead" 100%$x'
         plan = Plan(platform="systemd", user_home=tmp_path, home=Home(odd / ".bead"), bead=str(exe), listen="127.0.0.1:7077")
-        out = tmp_path / "units"
-        out.mkdir()
-        for svc in SERVICES:
-            (out / plan.unit_name(svc)).write_text(plan.template(svc))
-        runtime = tmp_path / "xdg"
-        runtime.mkdir(mode=0o700)
-        r = subprocess.run(
-            ["systemd-analyze", "--user", "verify", *map(str, out.iterdir())],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
-        )
+        r = verify_units(plan, tmp_path)
         assert r.returncode == 0 and r.stderr == "", r.stderr
-        unit = (out / "bead-proxy.service").read_text()
+        unit = (tmp_path / "units" / "bead-proxy.service").read_text()
         assert 'Environment="BEAD_HOME=' in unit and "100%%$x" in unit.split("Environment=", 1)[1].splitlines()[0]
 
     def test_plists(self, tmp_path):
