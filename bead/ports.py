@@ -121,21 +121,29 @@ def bound_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of ``host:port`` or ``[v6]:port`` (brackets off), or None when the port is no TCP port."""
+    host, _, port = address.rpartition(":")
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        return None
+    return host.strip("[]"), int(port)
+
+
 def proven_connection(listen: str, token: str, timeout: float = 1.0) -> http.client.HTTPConnection | None:
     """An open connection to the proxy at ``listen`` once it proved it is this home's (see above), else None. The
     caller may send the token over it (the same connection the proof came on); it closes it."""
     address = client_address(listen)
-    host, _, port_text = address.rpartition(":")
-    if not (port_text.isascii() and port_text.isdigit() and 0 < int(port_text) < 65536):
+    dial = host_port(address)
+    if dial is None:
         return None
     try:
-        uids = listener_uids(int(port_text), host.strip("[]"))
+        uids = listener_uids(dial[1], dial[0])
     except ValueError:
         return None  # not an IP address: nothing bead binds
     if uids is not None and uids != {os.getuid()}:
         return None  # nobody listens, or someone else does (alone or beside us)
     challenge = secrets.token_urlsafe(24)
-    conn = http.client.HTTPConnection(host.strip("[]"), int(port_text), timeout=timeout)
+    conn = http.client.HTTPConnection(*dial, timeout=timeout)
     try:
         conn.request("GET", "/bead/health", headers={"X-Bead-Challenge": challenge})
         r = conn.getresponse()

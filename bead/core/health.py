@@ -24,7 +24,7 @@ from ..errors import BeadError
 from ..index import semantic, sqlite
 from ..index.rebuild import diff
 from ..paths import Home, enclosing_git
-from ..ports import client_address, listener, proven_connection
+from ..ports import client_address, host_port, listener, proven_connection
 from ..store.facts import LINK_REASON
 from ..store.queue import Queue
 from ..store.reports import DreamState, Reports
@@ -93,8 +93,8 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         problems.append({"problem": exc.message, "fix": exc.hint})
     data["proxy"] = proxy_health(mem.config.proxy.listen, load_token(mem.home))
     if data["proxy"].get("impostor"):
-        port = mem.config.proxy.listen.rpartition(":")[2]
-        holder = listener(int(port)) if port.isascii() and port.isdigit() else None
+        dial = host_port(mem.config.proxy.listen)
+        holder = listener(dial[1]) if dial else None
         problems.append(
             {
                 "problem": f"something that is not this home's proxy answers at {data['proxy']['address']}"
@@ -426,22 +426,19 @@ def proxy_health(listen: str, token: str | None = None) -> dict:
     proof of the token everywhere), and the token goes over the connection that proof came on: another user's
     listener on the port (started first, or during a restart) gets {"running": False, "impostor": True} and
     never sees it. No environment proxy is used (http.client does not read http_proxy)."""
-    address = client_address(listen)
-    host, _, port = address.rpartition(":")
-    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+    dial = host_port(client_address(listen))
+    if dial is None:
         return {"running": False, "address": listen}
     if token:
         conn = proven_connection(listen, token)
         if conn is None:
             try:  # something that cannot prove it, or nothing at all?
-                socket.create_connection((host.strip("[]"), int(port)), timeout=1).close()
-            except (OSError, ValueError):
+                socket.create_connection(dial, timeout=1).close()
+            except OSError:
                 return {"running": False, "address": listen}
             return {"running": False, "address": listen, "impostor": True}
     else:
-        conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=1) if port.isdigit() else None
-    if conn is None:
-        return {"running": False, "address": listen}
+        conn = http.client.HTTPConnection(*dial, timeout=1)
     try:
         conn.request("GET", "/bead/health", headers={"X-Bead-Token": token} if token else {})
         r = conn.getresponse()
