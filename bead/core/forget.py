@@ -373,6 +373,9 @@ RARE_HISTORY = 20
 RARE_MIN_LETTERS = 6
 
 
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
 def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
     """The candidate words of ``texts`` (letters only, long enough, not stop words) and its codes (a digit or a
     sign in them), each code with its letter-and-digit parts, lower-cased, in their normal form."""
@@ -390,14 +393,16 @@ def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
     return words, {t: [p for p in _NOT_ALNUM.split(t) if p] for t in codes}
 
 
-_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+def _terms(words: set[str], parts: dict[str, list[str]]) -> set[str]:
+    """The words and the codes' parts: what raw turns are counted by."""
+    return words | {p for ps in parts.values() for p in ps}
 
 
 def _held_forms(text: str) -> set[str]:
     """The words and code parts of ``text`` in the forms ``_token_forms`` gives them (letters of every script
     kept), for counting a turn that holds the value among the turns that hold each of its words."""
     words, parts = _token_forms([text])
-    return words | set(parts) | {p for ps in parts.values() for p in ps}
+    return _terms(words, parts) | set(parts)
 
 
 def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | None = None) -> set[str]:
@@ -410,7 +415,7 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     had = held or {}
     try:
         judged = mem.index.raw_size() >= RARE_HISTORY
-        lookup = sorted(words | {p for ps in parts.values() for p in ps}) if judged else []
+        lookup = sorted(_terms(words, parts)) if judged else []
         df = mem.index.raw_doc_freq(lookup) if lookup else {}
     except Exception:  # noqa: BLE001 - the index is derived: without it every code counts, no word does
         judged, df = False, {}
@@ -465,8 +470,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     # turns that do not hold the value (a turn that says it goes anyway: three such turns made its words look
     # common, which kept a fourth that wrote it some other way, `b'J\xc3\xb6rg ...'`); then the turns that hold
     # those. A held turn counts only for the words it holds itself (one that names the key holds none of them).
-    words, parts = _token_forms(plan.texts)
-    wanted = words | {p for ps in parts.values() for p in ps}
+    wanted = _terms(*_token_forms(plan.texts))
     held: Counter[str] = Counter()
     for path in files:
         for t in turns_of(path, matches):
