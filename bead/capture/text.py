@@ -140,8 +140,9 @@ def clean(text: str, unclosed_to_end: bool = False) -> str:
 #   line and the M+1 lines after it (where the harness expanded the paste;
 #   a marker without a count: the rest of the block);
 # - a Markdown heading (``# ...`` to ``###### ...``), a ``---`` line or a
-#   setext heading's ``===`` underline starts a document (a README, a CLAUDE.md): it and everything after it in the
-#   block is pasted, since nothing marks where a document ends;
+#   setext heading's ``===`` underline starts a document (a README, a
+#   CLAUDE.md): it and everything after it in the block is pasted, since
+#   nothing marks where a document ends;
 # - Claude Code's command output (``<bash-stdout>``, ``<bash-stderr>``,
 #   ``<local-command-stdout>``, ``<local-command-stderr>``) is tool output,
 #   from its first opening tag to the last closing one (or the block's end):
