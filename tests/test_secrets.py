@@ -333,6 +333,40 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("config-file-secrets", "Encryption: none\nPrivate-Lines: 1\n{s}\nPrivate-MAC: 00", "AAAAI" + r(B64, 43))
     add("config-file-secrets", "db:\n  password: |\n    {s}\n", "Ym1" + r(ALNUM, 13))
     add("cookie-header", '{{"headers": {{"Cookie": "session={s}"}}}}', r(ALNUM, 40))
+    # an eighteenth review's: database clients' and other tools' own password options and arguments
+    add("db-client-passwords", 'sqlcmd -S db -U sa -P {s} -Q "select 1"', "Ms1" + r(ALNUM, 11))
+    add("db-client-passwords", "bcp db.dbo.t out f.dat -S srv -U sa -P{s}", "Ms2" + r(ALNUM, 11))
+    add("db-client-passwords", "sqlplus -s scott/{s}@//db:1521/XE @run.sql", "Or1" + r(ALNUM, 11))
+    add("db-client-passwords", "expdp userid=system/{s} directory=dp dumpfile=full.dmp", "Or2" + r(ALNUM, 11))
+    add("db-client-passwords", "rman target sys/{s}@prod", "Or3" + r(ALNUM, 11))
+    add("db-client-passwords", "CREATE USER scott IDENTIFIED BY {s};", "Or4" + r(ALNUM, 11))
+    add("db-client-passwords", "ALTER USER system IDENTIFIED BY {s} ACCOUNT UNLOCK;", "Or5" + r(ALNUM, 11))
+    add("db-client-passwords", "SET PASSWORD FOR 'bob'@'%' = PASSWORD('{s}');", "My1" + r(ALNUM, 11))
+    add(
+        "db-client-passwords",
+        "UPDATE mysql.user SET authentication_string=PASSWORD(\"{s}\") WHERE User='root';",
+        "My2" + r(ALNUM, 11),
+    )
+    add("db-client-passwords", "127.0.0.1:6379> AUTH default {s}", "Rd3" + r(ALNUM, 17))
+    add("db-client-passwords", "redis-cli -h cache.internal AUTH {s}", "Rd4" + r(ALNUM, 17))
+    add("db-client-passwords", "Invoke-Sqlcmd -ServerInstance db -Username sa -Password {s}", "Ps1" + r(ALNUM, 11))
+    add("db-client-passwords", "influx -username admin -password {s} -execute 'SHOW DATABASES'", "If1" + r(ALNUM, 11))
+    add("tool-passwords", "az login -u bob@example.com -p {s}", "Az1" + r(ALNUM, 11))
+    add("tool-passwords", "oc login -u admin --password={s} https://api.crc.testing:6443", "Oc1" + r(ALNUM, 11))
+    add("tool-passwords", "jf c add art --url https://x.jfrog.io --user bob --password {s}", "Jf1" + r(ALNUM, 11))
+    add("tool-passwords", "zip -r -P {s} backup.zip secrets/", "Zp1" + r(ALNUM, 11))
+    add("tool-passwords", "7z a -p{s} -mhe=on backup.7z secrets", "Sz1" + r(ALNUM, 11))
+    add("tool-passwords", "gpg --batch --yes --passphrase '{s}' -c notes.txt", "Gp1" + r(ALNUM, 11))
+    add("tool-passwords", "smbclient //files/share -U CORP/bob%{s} -c ls", "Sm1" + r(ALNUM, 11))
+    add("tool-passwords", "xfreerdp /v:win10 /u:bob /p:{s} /cert:ignore", "Rp1" + r(ALNUM, 11))
+    add("tool-passwords", "nmcli dev wifi connect HomeNet password {s}", "Wf1" + r(ALNUM, 11))
+    add("tool-passwords", "lftp -u bob,{s} sftp://files.example.com", "Lf1" + r(ALNUM, 11))
+    add("tool-passwords", "rabbitmqctl add_user bob {s}", "Rb1" + r(ALNUM, 11))
+    add("tool-passwords", "net use Z: \\\\files\\share {s} /user:CORP\\bob", "Nu1" + r(ALNUM, 11))
+    add("tool-passwords", "echo '{s}' | sudo -S systemctl restart nginx", "Su1" + r(ALNUM, 11))
+    add("tool-passwords", "ipmitool -I lanplus -H bmc1 -U admin -P {s} chassis power status", "Ip1" + r(ALNUM, 11))
+    add("tool-passwords", "mosquitto_pub -h broker -u bob -P {s} -t home/temp -m 21", "Mq1" + r(ALNUM, 11))
+    add("tool-passwords", "snmpwalk -v3 -l authPriv -u bob -a SHA -A {s} -x AES -X x host", "Sn1" + r(ALNUM, 11))
     # a local proxy's base URL with its token, as `env` prints the claude wrapper's
     add("loopback-path-token", "ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{s}", "Qx7" + r(URLSAFE, 26) + "k9Z")
     add("loopback-path-token", "export OPENAI_BASE_URL=http://localhost:7077/{s}/openai/v1", "aB3" + r(URLSAFE, 26) + "Zz9")
@@ -344,6 +378,38 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # an eighteenth review's look-alikes: the same tools without a secret in their line
+    "sqlplus -s / as sysdba",
+    "sqlplus /nolog @scripts/run.sql",
+    "expdp parfile=conf/exp.par",
+    "sqlplus scott@orcl @scripts/setup.sql",
+    "CREATE USER scott IDENTIFIED BY VALUES 'S:ABC';",
+    "CREATE USER ops$alice IDENTIFIED EXTERNALLY;",
+    "ALTER USER app IDENTIFIED BY :new_pw;",
+    "> AUTH is required before any command",
+    "AUTH failed: WRONGPASS invalid username-password pair",
+    "redis-cli --askpass -h cache",
+    'sqlcmd -S db -E -Q "select 1"',
+    "sqlcmd -S db -U sa -P $SA_PASSWORD",
+    "Invoke-Sqlcmd -ServerInstance db -Password $pw",
+    "Invoke-Sqlcmd -ServerInstance db -Query 'select 1'",
+    "gpg --batch --passphrase-file keys/pass.txt -d f.gpg",
+    "gpg --passphrase-fd 0 -d f.gpg",
+    "oc login --token=$(cat tok) https://api:6443",
+    "rdesktop -u alice host",
+    "nmcli dev wifi connect Home --ask",
+    "lftp -u alice sftp://host",
+    "net use Z: \\\\srv\\share /user:alice *",
+    "echo $PASS | sudo -S apt-get update",
+    "echo hello | sudo tee /etc/motd",
+    "ipmitool -I lanplus -H bmc -U admin -E power status",
+    "snmpwalk -v2c -c public host",
+    "smbclient -L //srv -U alice",
+    "xfreerdp /v:host /u:alice /p:$PW",
+    'hash = password("Enter your password")',
+    "jf rt u build/ repo/ --flat",
+    "the isql tool and the bcp utility ship with SQL Server",
+    "sqlplus handles input/output fine",
     # a seventeenth review's look-alikes: the forms the new rules read, without a secret in them
     "wget --password-file=~/.wgetpass https://files.example.com/a.tgz",
     "mysql --password shop < dump.sql",
@@ -769,9 +835,10 @@ def test_the_normal_form_costs_little_and_grows_linearly():
 
     assert secrets._in_fold("plain text \u2014 with an em dash, \u00fcn\u00efc\u00f6d\u00e9 and \u6f22\u5b57 " * 1000) == []
     rng = random.Random(3)
+    FULL_WIDTH = [chr(0xFF21 + i) for i in range(26)]  # noqa: N806
 
     def make(n: int) -> str:
-        return "".join(chr(0xFF21 + rng.randint(0, 25)) for _ in range(n)) + "\u200b"
+        return "".join(rng.choices(FULL_WIDTH, k=n)) + "\u200b"
 
     assert_linear(redact, make, 2_000_000, what="redact over full-width letters")
 
