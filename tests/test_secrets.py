@@ -287,6 +287,8 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("discord-webhook", "https://discord.com/api/webhooks/123456789012345678/{s}", r(URLSAFE, 68))
     add("vault-token", "token               hvs.{s}", r(ALNUM, 24))
     add("url-password", "oracle+cx_oracle://scott:{s}@db:1521/orcl", "Tg7" + r(ALNUM, 9))
+    add("url-password", 'psql "postgresql://app:{s}@db:5432/app"', "Sl4" + r(B64, 8) + "/" + r(B64, 9))
+    add("url-password", "DATABASE_URL=mysql://root:{s}@db/shop", "Sl5/" + r(B64, 14) + "=")
     add("shell-secret-forms", 'setx AZURE_CLIENT_SECRET "{s}"', "Az7" + r(URLSAFE, 30))
     add("shell-secret-forms", "echo {s} | docker login -u ci --password-stdin registry.example.com", "Dk9" + r(ALNUM, 13))
     add("shell-secret-forms", "htpasswd -b /etc/nginx/.htpasswd admin {s}", "Ht5" + r(ALNUM, 9))
@@ -410,6 +412,9 @@ BENIGN = [
     "jf rt u build/ repo/ --flat",
     "the isql tool and the bcp utility ship with SQL Server",
     "sqlplus handles input/output fine",
+    "https://registry.npmjs.org:443/@scope/pkg",
+    "http://localhost:8080/users/@me",
+    "jdbc:mysql://db:3306/shop?user=app@example.com",
     # a seventeenth review's look-alikes: the forms the new rules read, without a secret in them
     "wget --password-file=~/.wgetpass https://files.example.com/a.tgz",
     "mysql --password shop < dump.sql",
