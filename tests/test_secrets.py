@@ -335,6 +335,10 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("config-file-secrets", "Encryption: none\nPrivate-Lines: 1\n{s}\nPrivate-MAC: 00", "AAAAI" + r(B64, 43))
     add("config-file-secrets", "db:\n  password: |\n    {s}\n", "Ym1" + r(ALNUM, 13))
     add("cookie-header", '{{"headers": {{"Cookie": "session={s}"}}}}', r(ALNUM, 40))
+    add("session-cookie", '{{"name": "Cookie", "value": "csrftoken=abc; sessionid={s}"}}', r(ALNUM, 32))
+    add("session-cookie", '"cookies": [{{"name": "laravel_session", "value": "{s}", "path": "/"}}]', r(ALNUM, 40))
+    add("session-cookie", 'document.cookie = "sid={s}; path=/";', r(HEX, 32))
+    add("session-cookie", "requests.get(url, cookies={{'sessionid': '{s}'}})", r(ALNUM, 32))
     # an eighteenth review's: database clients' and other tools' own password options and arguments
     add("db-client-passwords", 'sqlcmd -S db -U sa -P {s} -Q "select 1"', "Ms1" + r(ALNUM, 11))
     add("db-client-passwords", "bcp db.dbo.t out f.dat -S srv -U sa -P{s}", "Ms2" + r(ALNUM, 11))
@@ -415,6 +419,12 @@ BENIGN = [
     "https://registry.npmjs.org:443/@scope/pkg",
     "http://localhost:8080/users/@me",
     "jdbc:mysql://db:3306/shop?user=app@example.com",
+    '{"name": "Cookie", "value": "theme=dark-mode-enabled-v2"}',
+    '{"name": "session_timeout", "value": "3600"}',
+    '{"name": "auth_method", "value": "oauth2-authorization-code"}',
+    '{"name": "auth_callback", "value": "https://example.com/accounts/callback"}',
+    'document.cookie = "theme=dark; path=/";',
+    "cookies={'lang': 'en-US'}",
     # a seventeenth review's look-alikes: the forms the new rules read, without a secret in them
     "wget --password-file=~/.wgetpass https://files.example.com/a.tgz",
     "mysql --password shop < dump.sql",
