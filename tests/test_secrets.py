@@ -373,6 +373,29 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("tool-passwords", "ipmitool -I lanplus -H bmc1 -U admin -P {s} chassis power status", "Ip1" + r(ALNUM, 11))
     add("tool-passwords", "mosquitto_pub -h broker -u bob -P {s} -t home/temp -m 21", "Mq1" + r(ALNUM, 11))
     add("tool-passwords", "snmpwalk -v3 -l authPriv -u bob -a SHA -A {s} -x AES -X x host", "Sn1" + r(ALNUM, 11))
+    # a nineteenth review's: the same on continued lines, quoted with spaces, followed by more lines, second on a line
+    add("db-client-passwords", "127.0.0.1:6379> AUTH {s}\nOK\n127.0.0.1:6379> KEYS *", "Rd5" + r(ALNUM, 17))
+    add("db-client-passwords", "sqlplus scott/{s}\nSQL> select 1 from dual;", "Or6" + r(ALNUM, 11))
+    add("db-client-passwords", "rman target / catalog rman/{s}@rcat", "Or7" + r(ALNUM, 11))
+    add("db-client-passwords", "rman TARGET sys/Or8Xk9mQ2pL7@db CATALOG rman/{s}@rcat", "Or9" + r(ALNUM, 11))
+    add("db-client-passwords", "sqlcmd -S db -U sa \\\n  -P {s} \\\n  -Q 'select 1'", "Ms3" + r(ALNUM, 11))
+    add("db-client-passwords", 'sqlcmd -S db -U sa -P "{s}"', "Ms4 " + r(ALNUM, 5) + " " + r(ALNUM, 6))
+    add("db-client-passwords", "SQL> connect sys/{s} as sysdba", "Or10" + r(ALNUM, 10))
+    add("db-client-passwords", "CREATE USER scott\n  IDENTIFIED BY {s}\n  DEFAULT TABLESPACE users;", "Or11" + r(ALNUM, 10))
+    add("db-client-passwords", "CREATE DATABASE LINK r CONNECT TO scott IDENTIFIED BY {s} USING 'r';", "Or12" + r(ALNUM, 10))
+    add("db-client-passwords", 'echo "AUTH {s}" | redis-cli -h cache', "Rd6" + r(ALNUM, 17))
+    add("db-client-passwords", "Invoke-Sqlcmd -ServerInstance db `\n  -Password {s}", "Ps2" + r(ALNUM, 11))
+    add("db-client-passwords", "influx setup -u admin -p {s} -o org -b bucket -f", "If2" + r(ALNUM, 11))
+    add("db-client-passwords", "sql scott/{s}@db.example.com:1521/orcl", "Or13" + r(ALNUM, 10))
+    add("db-client-passwords", "GRANT CONNECT, RESOURCE TO scott IDENTIFIED BY {s};", "Or14" + r(ALNUM, 10))
+    add("tool-passwords", "az login --service-principal \\\n  -u APP_ID \\\n  -p {s}", "Az2" + r(ALNUM, 11))
+    add("tool-passwords", "gpg --batch --passphrase '{s}' -c notes.txt", "Gp2 " + r(ALNUM, 5) + " " + r(ALNUM, 6))
+    add("tool-passwords", "zip -rP {s} backup.zip secrets/", "Zp2" + r(ALNUM, 11))
+    add("tool-passwords", "printf '%s\\n' '{s}' | sudo -S true", "Su2" + r(ALNUM, 11))
+    add("tool-passwords", "crackmapexec smb 10.0.0.5 -u admin -p {s}", "Cm1" + r(ALNUM, 11))
+    add("tool-passwords", 'lftp -e "set ssl:verify-certificate no; open -u bob,{s} files.example.com"', "Lf2" + r(ALNUM, 11))
+    add("tool-passwords", "snmpget -v3 -u bob -a SHA -A Sn2Xk9mQ2pL7 -x AES -X {s} host sysName.0", "Sn3" + r(ALNUM, 11))
+    add("tool-passwords", "mosquitto_sub -h broker -u bob --pw {s} -t '#'", "Mq2" + r(ALNUM, 11))
     # a local proxy's base URL with its token, as `env` prints the claude wrapper's
     add("loopback-path-token", "ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{s}", "Qx7" + r(URLSAFE, 26) + "k9Z")
     add("loopback-path-token", "export OPENAI_BASE_URL=http://localhost:7077/{s}/openai/v1", "aB3" + r(URLSAFE, 26) + "Zz9")
@@ -416,6 +439,31 @@ BENIGN = [
     "jf rt u build/ repo/ --flat",
     "the isql tool and the bcp utility ship with SQL Server",
     "sqlplus handles input/output fine",
+    'f"sqlcmd -S {server} -U {user} -P {password}"',
+    'cursor.execute(f"CREATE USER {username} IDENTIFIED BY {password}")',
+    "sqlcmd -S db -U sa -P (Get-Content pw.txt)",
+    "smbclient //files/share -U {user}%{pw}",
+    "7z x -p{password} backup.7z",
+    "hydra -L users.txt -P passwords.txt ssh://host",
+    "rdesktop -u bob -P winserver.corp.local",
+    "wget https://example.com/archive/main.zip -P ./vendor",
+    'docker run -v "$PWD/out.zip:/out.zip" -P nginx:latest',
+    "openssl enc -d -in backup.7z -out backup.tar -passin env:PW",
+    "az login --service-principal -u $APP_ID -p ~/certs/sp.pem --tenant contoso",
+    "nmcli -s -g 802-11-wireless-security.psk connection show HomeNet",
+    "net use X: https://webdav.example.com/dav /user:bob",
+    "Our rman backups/archivelogs are stored on NFS.",
+    "With redis-cli you need to send AUTH first",
+    "smtp.example.com:25> AUTH PLAIN",
+    "mail.example.com> AUTH LOGIN",
+    "if form.password == password('confirm'):",
+    "gpg: Support --passphrase with --quick-gen-key.",
+    "127.0.0.1:6379> AUTH default",
+    "lftp -u anonymous,guest@example.com ftp://ftp.example.com",
+    "grant access to users identified by their email",
+    "syn include @SQL syntax/sql.vim",
+    "Yet another simple Postgres SQL parser/modifier",
+    "to allow grantee to write the ACL. Grantee identified by account email",
     "https://registry.npmjs.org:443/@scope/pkg",
     "http://localhost:8080/users/@me",
     "jdbc:mysql://db:3306/shop?user=app@example.com",
@@ -736,6 +784,31 @@ def test_scan_is_linear_on_hostile_text():
     t0 = time.perf_counter()
     scan(hostile)
     assert time.perf_counter() - t0 < 5.0
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        " sqlcmd \\\n",  # a command line continued without end
+        " sqlcmd -x \\\n -y `\n",
+        ' sqlcmd -P "ab\n',  # a quote never closed on its line
+        " zip -rrrrrrrrP",
+        'sqlplus -M "x" ',  # options without a user/password after them
+        "sqlplus a=b ",
+        "rman target catalog ",
+        "grant a, b to ",
+        " redis-cli -h x ",
+        "printf '%s\\n' ",
+        " nmcli connect ",
+        "a:1> auth b c d\n",
+    ],
+)
+def test_the_command_line_rules_take_linear_time(unit):
+    """The database and tool password rules (a command's options, continued lines, quoted values) run in linear
+    time on a quarter megabyte of their own near misses (tests/linear.py)."""
+    from linear import assert_linear
+
+    assert_linear(redact, lambda n: unit * (n // len(unit)), 256 * 1024, limit=0.5, what=repr(unit))
 
 
 def test_secret_never_reaches_the_raw_file(mem):

@@ -205,9 +205,12 @@ def rules() -> tuple[Rule, ...]:
 def _span(rule: Rule, m: Any) -> tuple[int, int] | None:
     if rule.group is not None:
         return (m.start(rule.group), m.end(rule.group)) if m.group(rule.group) else None
-    for g in range(1, m.re.groups + 1):
-        if m.group(g):
-            return m.start(g), m.end(g)
+    # google-re2's match holds every group's span in one list (a rule of many alternatives has dozens of groups, and a
+    # call per group cost more than the match); an unmatched group's span is (-1, -1)
+    spans = getattr(m, "_spans", None) or [m.span(g) for g in range(m.re.groups + 1)]
+    for a, b in spans[1:]:
+        if b > a:
+            return a, b
     return m.start(), m.end()
 
 
