@@ -287,8 +287,9 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("discord-webhook", "https://discord.com/api/webhooks/123456789012345678/{s}", r(URLSAFE, 68))
     add("vault-token", "token               hvs.{s}", r(ALNUM, 24))
     add("url-password", "oracle+cx_oracle://scott:{s}@db:1521/orcl", "Tg7" + r(ALNUM, 9))
-    add("url-password", 'psql "postgresql://app:{s}@db:5432/app"', "Sl4" + r(B64, 8) + "/" + r(B64, 9))
-    add("url-password", "DATABASE_URL=mysql://root:{s}@db/shop", "Sl5/" + r(B64, 14) + "=")
+    add("url-password-slash", 'psql "postgresql://app:{s}@db:5432/app"', "Sl4" + r(B64, 8) + "/" + r(B64, 9))
+    add("url-password-slash", "DATABASE_URL=mysql://root:{s}@db/shop", "Sl5/" + r(B64, 14) + "=")
+    add("url-password-slash", "postgres://app:{s}@db:5432/app", "/Kx9+abQ2/cdZ7w==")
     add("shell-secret-forms", 'setx AZURE_CLIENT_SECRET "{s}"', "Az7" + r(URLSAFE, 30))
     add("shell-secret-forms", "echo {s} | docker login -u ci --password-stdin registry.example.com", "Dk9" + r(ALNUM, 13))
     add("shell-secret-forms", "htpasswd -b /etc/nginx/.htpasswd admin {s}", "Ht5" + r(ALNUM, 9))
@@ -335,7 +336,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("config-file-secrets", "Encryption: none\nPrivate-Lines: 1\n{s}\nPrivate-MAC: 00", "AAAAI" + r(B64, 43))
     add("config-file-secrets", "db:\n  password: |\n    {s}\n", "Ym1" + r(ALNUM, 13))
     add("cookie-header", '{{"headers": {{"Cookie": "session={s}"}}}}', r(ALNUM, 40))
-    add("session-cookie", '{{"name": "Cookie", "value": "csrftoken=abc; sessionid={s}"}}', r(ALNUM, 32))
+    add("cookie-header", '{{"name": "Cookie", "value": "csrftoken=abc; sessionid={s}"}}', r(ALNUM, 32))
     add("session-cookie", '"cookies": [{{"name": "laravel_session", "value": "{s}", "path": "/"}}]', r(ALNUM, 40))
     add("session-cookie", 'document.cookie = "sid={s}; path=/";', r(HEX, 32))
     add("session-cookie", "requests.get(url, cookies={{'sessionid': '{s}'}})", r(ALNUM, 32))
@@ -396,6 +397,29 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("tool-passwords", 'lftp -e "set ssl:verify-certificate no; open -u bob,{s} files.example.com"', "Lf2" + r(ALNUM, 11))
     add("tool-passwords", "snmpget -v3 -u bob -a SHA -A Sn2Xk9mQ2pL7 -x AES -X {s} host sysName.0", "Sn3" + r(ALNUM, 11))
     add("tool-passwords", "mosquitto_sub -h broker -u bob --pw {s} -t '#'", "Mq2" + r(ALNUM, 11))
+    # a twentieth review's: a Cookie header with an encoded or placeholder-like value beside the session, a long
+    # header, escaped quotes, Selenium's and curlconverter's cookies, passwords quoted with spaces
+    add("cookie-header", "Cookie: recent_search=%EC%84%9C%EC%9A%B8; sessionid={s}", r(ALNUM, 32))
+    add("cookie-header", '{{"name": "Cookie", "value": "tracker=xxxxxxxx; sessionid={s}"}}', r(ALNUM, 32))
+    add(
+        "cookie-header",
+        "Cookie: " + "; ".join(f"_ga_{i}=GS1.1.17000{i}.1.1.0.0.0" for i in range(60)) + "; sid={s}",
+        r(ALNUM, 32),
+    )
+    add("cookie-header", 'Cookie: csrftoken="abc"; sessionid={s}', r(ALNUM, 32))
+    add("session-cookie", '{{"name": "session-token", "value": "\\"{s}\\""}}', r(ALNUM, 40))
+    add("session-cookie", "driver.add_cookie({{'name': 'sessionid', 'value': '{s}'}})", r(ALNUM, 32))
+    add("session-cookie", "cookies = {{\n    '_ga': 'GA1.2.1234567890.1700000000',\n    'sessionid': '{s}',\n}}", r(ALNUM, 32))
+    add("tool-passwords", 'smbclient //files/share -U "CORP\\bob%{s}"', "Sm2 " + r(ALNUM, 5) + " " + r(ALNUM, 6))
+    add("tool-passwords", "echo '{s}' | sudo -u postgres -S psql", "Su3" + r(ALNUM, 11))
+    add("tool-passwords", "nmcli con mod HomeNet wifi-sec.psk {s}", "Wf2" + r(ALNUM, 11))
+    add(
+        "db-client-passwords",
+        'test: ["CMD", "/opt/mssql-tools18/bin/sqlcmd", "-U", "sa", "-P", "{s}", "-Q", "SELECT 1"]',
+        "Ms5" + r(ALNUM, 11),
+    )
+    add("db-client-passwords", 'sqlcmd -Q "SELECT name FROM sys.databases;" -U sa -P {s}', "Ms6" + r(ALNUM, 11))
+    add("db-client-passwords", "rman target=sys/Or15Xk9mQ2p@prod catalog=rman/{s}@rcat", "Or16" + r(ALNUM, 10))
     # a local proxy's base URL with its token, as `env` prints the claude wrapper's
     add("loopback-path-token", "ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{s}", "Qx7" + r(URLSAFE, 26) + "k9Z")
     add("loopback-path-token", "export OPENAI_BASE_URL=http://localhost:7077/{s}/openai/v1", "aB3" + r(URLSAFE, 26) + "Zz9")
@@ -467,6 +491,22 @@ BENIGN = [
     "https://registry.npmjs.org:443/@scope/pkg",
     "http://localhost:8080/users/@me",
     "jdbc:mysql://db:3306/shop?user=app@example.com",
+    "curl http://host:port/api/@me",
+    "open http://localhost:${PORT}/@vite/client",
+    "http://[::1]:4873/@scope%2fpkg",
+    "pip install --index-url https://user:pass@pypi.example.com/simple pkg",
+    "scheme://[[user][:pass]@]host[:port]/path",
+    "net use Z: \\\\fileserver\\share /user:CORP\\bob /persistent:yes",
+    "open -u https://example.com/search?q=red,green,blue",
+    "connect tcp/udp as needed",
+    "conn client/server",
+    "new_password = password('confirm')",
+    "ALTER USER x IDENTIFIED BY certificate",
+    '{"name": "OAUTH_GRANT_TYPE", "value": "authorization_code"}',
+    '{"name": "AUTH_BACKEND", "value": "OpenIDConnectBackend"}',
+    '{"name": "sidebar_component", "value": "NavigationSidebarWide"}',
+    "Cookie: session=${SESSION_TOKEN_VALUE_X}",
+    'case "cookie": value = require_helper_cookie_index.getCookie(c);',
     '{"name": "Cookie", "value": "theme=dark-mode-enabled-v2"}',
     '{"name": "session_timeout", "value": "3600"}',
     '{"name": "auth_method", "value": "oauth2-authorization-code"}',
@@ -801,11 +841,17 @@ def test_scan_is_linear_on_hostile_text():
         "printf '%s\\n' ",
         " nmcli connect ",
         "a:1> auth b c d\n",
+        'Cookie: a=\\"',  # cookies: escaped quotes, a header line, a HAR header, a dict never closed
+        '\nCookie: a="b"; ',
+        '"name": "cookie", "value": "a=',
+        "cookies = {'a': '",
+        "x://:/a/b/c",  # a URL's password with slashes
     ],
 )
 def test_the_command_line_rules_take_linear_time(unit):
-    """The database and tool password rules (a command's options, continued lines, quoted values) run in linear
-    time on a quarter megabyte of their own near misses (tests/linear.py)."""
+    """The database and tool password rules (a command's options, continued lines, quoted values), the cookie rules
+    and the URL's password with a slash run in linear time on a quarter megabyte of their own near misses
+    (tests/linear.py)."""
     from linear import assert_linear
 
     assert_linear(redact, lambda n: unit * (n // len(unit)), 256 * 1024, limit=0.5, what=repr(unit))

@@ -89,6 +89,10 @@ class Rule:
     allow: tuple[Allow, ...] = ()
     source: str = "bead"  # bead | gitleaks
     generic: bool = False  # names a secret by its context, not its shape: a provider's rule wins a tie
+    # The finding is a container of several values (a Cookie header's): the checks made for one value (a
+    # placeholder, a filler, the global allowlist) would let one harmless value keep the whole header in clear, so
+    # only the rule's own allowlist applies, to the whole
+    container: bool = False
 
     @cached_property
     def pattern(self) -> Any:
@@ -161,6 +165,7 @@ def _rule(r: dict, source: str) -> Rule:
         allow=_allow(r.get("allow")),
         source=source,
         generic=bool(r.get("generic", r["id"].startswith("generic-"))),
+        container=bool(r.get("container", False)),
     )
 
 
@@ -239,11 +244,13 @@ def _finding(rs: Ruleset, rule: Rule, text: str, m: Any) -> Finding | None:
         return None
     if rule.classes and _classes(secret) < rule.classes:
         return None
-    if _PLACEHOLDER.match(secret) or _FILLER.search(secret):
+    if not rule.container and (_PLACEHOLDER.match(secret) or _FILLER.search(secret)):
         return None
     match = m.group(0)
     line = _line(text, m.start(), m.end())
-    if rs.allow.accepts(secret, match, line) or any(a.accepts(secret, match, line) for a in rule.allow):
+    if not rule.container and rs.allow.accepts(secret, match, line):
+        return None
+    if any(a.accepts(secret, match, line) for a in rule.allow):
         return None
     if secret and secret[-1] in _TOKEN_CHARS:
         stop = min(len(text), end + TOKEN_TAIL)
