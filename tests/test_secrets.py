@@ -290,6 +290,8 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("url-password-slash", 'psql "postgresql://app:{s}@db:5432/app"', "Sl4" + r(B64, 8) + "/" + r(B64, 9))
     add("url-password-slash", "DATABASE_URL=mysql://root:{s}@db/shop", "Sl5/" + r(B64, 14) + "=")
     add("url-password-slash", "postgres://app:{s}@db:5432/app", "/Kx9+abQ2/cdZ7w==")
+    add("url-password", "postgres://admin:{s}@db.internal:5432/app", "Xk9[vQ2]mZ7pL")
+    add("url-password", "redis://:{s}@cache:6379", "$2b$10$abcdefghijkLMNOP")
     add("shell-secret-forms", 'setx AZURE_CLIENT_SECRET "{s}"', "Az7" + r(URLSAFE, 30))
     add("shell-secret-forms", "echo {s} | docker login -u ci --password-stdin registry.example.com", "Dk9" + r(ALNUM, 13))
     add("shell-secret-forms", "htpasswd -b /etc/nginx/.htpasswd admin {s}", "Ht5" + r(ALNUM, 9))
@@ -341,13 +343,13 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("session-cookie", 'document.cookie = "sid={s}; path=/";', r(HEX, 32))
     add("session-cookie", "requests.get(url, cookies={{'sessionid': '{s}'}})", r(ALNUM, 32))
     # an eighteenth review's: database clients' and other tools' own password options and arguments
-    add("db-client-passwords", 'sqlcmd -S db -U sa -P {s} -Q "select 1"', "Ms1" + r(ALNUM, 11))
-    add("db-client-passwords", "bcp db.dbo.t out f.dat -S srv -U sa -P{s}", "Ms2" + r(ALNUM, 11))
-    add("db-client-passwords", "sqlplus -s scott/{s}@//db:1521/XE @run.sql", "Or1" + r(ALNUM, 11))
-    add("db-client-passwords", "expdp userid=system/{s} directory=dp dumpfile=full.dmp", "Or2" + r(ALNUM, 11))
-    add("db-client-passwords", "rman target sys/{s}@prod", "Or3" + r(ALNUM, 11))
-    add("db-client-passwords", "CREATE USER scott IDENTIFIED BY {s};", "Or4" + r(ALNUM, 11))
-    add("db-client-passwords", "ALTER USER system IDENTIFIED BY {s} ACCOUNT UNLOCK;", "Or5" + r(ALNUM, 11))
+    add("sqlserver-passwords", 'sqlcmd -S db -U sa -P {s} -Q "select 1"', "Ms1" + r(ALNUM, 11))
+    add("sqlserver-passwords", "bcp db.dbo.t out f.dat -S srv -U sa -P{s}", "Ms2" + r(ALNUM, 11))
+    add("oracle-passwords", "sqlplus -s scott/{s}@//db:1521/XE @run.sql", "Or1" + r(ALNUM, 11))
+    add("oracle-passwords", "expdp userid=system/{s} directory=dp dumpfile=full.dmp", "Or2" + r(ALNUM, 11))
+    add("oracle-passwords", "rman target sys/{s}@prod", "Or3" + r(ALNUM, 11))
+    add("oracle-passwords", "CREATE USER scott IDENTIFIED BY {s};", "Or4" + r(ALNUM, 11))
+    add("oracle-passwords", "ALTER USER system IDENTIFIED BY {s} ACCOUNT UNLOCK;", "Or5" + r(ALNUM, 11))
     add("db-client-passwords", "SET PASSWORD FOR 'bob'@'%' = PASSWORD('{s}');", "My1" + r(ALNUM, 11))
     add(
         "db-client-passwords",
@@ -356,7 +358,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     )
     add("db-client-passwords", "127.0.0.1:6379> AUTH default {s}", "Rd3" + r(ALNUM, 17))
     add("db-client-passwords", "redis-cli -h cache.internal AUTH {s}", "Rd4" + r(ALNUM, 17))
-    add("db-client-passwords", "Invoke-Sqlcmd -ServerInstance db -Username sa -Password {s}", "Ps1" + r(ALNUM, 11))
+    add("sqlserver-passwords", "Invoke-Sqlcmd -ServerInstance db -Username sa -Password {s}", "Ps1" + r(ALNUM, 11))
     add("db-client-passwords", "influx -username admin -password {s} -execute 'SHOW DATABASES'", "If1" + r(ALNUM, 11))
     add("tool-passwords", "az login -u bob@example.com -p {s}", "Az1" + r(ALNUM, 11))
     add("tool-passwords", "oc login -u admin --password={s} https://api.crc.testing:6443", "Oc1" + r(ALNUM, 11))
@@ -364,39 +366,43 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("tool-passwords", "zip -r -P {s} backup.zip secrets/", "Zp1" + r(ALNUM, 11))
     add("tool-passwords", "7z a -p{s} -mhe=on backup.7z secrets", "Sz1" + r(ALNUM, 11))
     add("tool-passwords", "gpg --batch --yes --passphrase '{s}' -c notes.txt", "Gp1" + r(ALNUM, 11))
-    add("tool-passwords", "smbclient //files/share -U CORP/bob%{s} -c ls", "Sm1" + r(ALNUM, 11))
-    add("tool-passwords", "xfreerdp /v:win10 /u:bob /p:{s} /cert:ignore", "Rp1" + r(ALNUM, 11))
-    add("tool-passwords", "nmcli dev wifi connect HomeNet password {s}", "Wf1" + r(ALNUM, 11))
-    add("tool-passwords", "lftp -u bob,{s} sftp://files.example.com", "Lf1" + r(ALNUM, 11))
-    add("tool-passwords", "rabbitmqctl add_user bob {s}", "Rb1" + r(ALNUM, 11))
-    add("tool-passwords", "net use Z: \\\\files\\share {s} /user:CORP\\bob", "Nu1" + r(ALNUM, 11))
-    add("tool-passwords", "echo '{s}' | sudo -S systemctl restart nginx", "Su1" + r(ALNUM, 11))
-    add("tool-passwords", "ipmitool -I lanplus -H bmc1 -U admin -P {s} chassis power status", "Ip1" + r(ALNUM, 11))
-    add("tool-passwords", "mosquitto_pub -h broker -u bob -P {s} -t home/temp -m 21", "Mq1" + r(ALNUM, 11))
-    add("tool-passwords", "snmpwalk -v3 -l authPriv -u bob -a SHA -A {s} -x AES -X x host", "Sn1" + r(ALNUM, 11))
+    add("remote-login-passwords", "smbclient //files/share -U CORP/bob%{s} -c ls", "Sm1" + r(ALNUM, 11))
+    add("remote-login-passwords", "xfreerdp /v:win10 /u:bob /p:{s} /cert:ignore", "Rp1" + r(ALNUM, 11))
+    add("remote-login-passwords", "nmcli dev wifi connect HomeNet password {s}", "Wf1" + r(ALNUM, 11))
+    add("remote-login-passwords", "lftp -u bob,{s} sftp://files.example.com", "Lf1" + r(ALNUM, 11))
+    add("remote-login-passwords", "rabbitmqctl add_user bob {s}", "Rb1" + r(ALNUM, 11))
+    add("remote-login-passwords", "net use Z: \\\\files\\share {s} /user:CORP\\bob", "Nu1" + r(ALNUM, 11))
+    add("admin-tool-passwords", "echo '{s}' | sudo -S systemctl restart nginx", "Su1" + r(ALNUM, 11))
+    add("admin-tool-passwords", "ipmitool -I lanplus -H bmc1 -U admin -P {s} chassis power status", "Ip1" + r(ALNUM, 11))
+    add("admin-tool-passwords", "mosquitto_pub -h broker -u bob -P {s} -t home/temp -m 21", "Mq1" + r(ALNUM, 11))
+    add("admin-tool-passwords", "snmpwalk -v3 -l authPriv -u bob -a SHA -A {s} -x AES -X x host", "Sn1" + r(ALNUM, 11))
     # a nineteenth review's: the same on continued lines, quoted with spaces, followed by more lines, second on a line
     add("db-client-passwords", "127.0.0.1:6379> AUTH {s}\nOK\n127.0.0.1:6379> KEYS *", "Rd5" + r(ALNUM, 17))
-    add("db-client-passwords", "sqlplus scott/{s}\nSQL> select 1 from dual;", "Or6" + r(ALNUM, 11))
-    add("db-client-passwords", "rman target / catalog rman/{s}@rcat", "Or7" + r(ALNUM, 11))
-    add("db-client-passwords", "rman TARGET sys/Or8Xk9mQ2pL7@db CATALOG rman/{s}@rcat", "Or9" + r(ALNUM, 11))
-    add("db-client-passwords", "sqlcmd -S db -U sa \\\n  -P {s} \\\n  -Q 'select 1'", "Ms3" + r(ALNUM, 11))
-    add("db-client-passwords", 'sqlcmd -S db -U sa -P "{s}"', "Ms4 " + r(ALNUM, 5) + " " + r(ALNUM, 6))
-    add("db-client-passwords", "SQL> connect sys/{s} as sysdba", "Or10" + r(ALNUM, 10))
-    add("db-client-passwords", "CREATE USER scott\n  IDENTIFIED BY {s}\n  DEFAULT TABLESPACE users;", "Or11" + r(ALNUM, 10))
-    add("db-client-passwords", "CREATE DATABASE LINK r CONNECT TO scott IDENTIFIED BY {s} USING 'r';", "Or12" + r(ALNUM, 10))
+    add("oracle-passwords", "sqlplus scott/{s}\nSQL> select 1 from dual;", "Or6" + r(ALNUM, 11))
+    add("oracle-passwords", "rman target / catalog rman/{s}@rcat", "Or7" + r(ALNUM, 11))
+    add("oracle-passwords", "rman TARGET sys/Or8Xk9mQ2pL7@db CATALOG rman/{s}@rcat", "Or9" + r(ALNUM, 11))
+    add("sqlserver-passwords", "sqlcmd -S db -U sa \\\n  -P {s} \\\n  -Q 'select 1'", "Ms3" + r(ALNUM, 11))
+    add("sqlserver-passwords", 'sqlcmd -S db -U sa -P "{s}"', "Ms4 " + r(ALNUM, 5) + " " + r(ALNUM, 6))
+    add("oracle-passwords", "SQL> connect sys/{s} as sysdba", "Or10" + r(ALNUM, 10))
+    add("oracle-passwords", "CREATE USER scott\n  IDENTIFIED BY {s}\n  DEFAULT TABLESPACE users;", "Or11" + r(ALNUM, 10))
+    add("oracle-passwords", "CREATE DATABASE LINK r CONNECT TO scott IDENTIFIED BY {s} USING 'r';", "Or12" + r(ALNUM, 10))
     add("db-client-passwords", 'echo "AUTH {s}" | redis-cli -h cache', "Rd6" + r(ALNUM, 17))
-    add("db-client-passwords", "Invoke-Sqlcmd -ServerInstance db `\n  -Password {s}", "Ps2" + r(ALNUM, 11))
+    add("sqlserver-passwords", "Invoke-Sqlcmd -ServerInstance db `\n  -Password {s}", "Ps2" + r(ALNUM, 11))
     add("db-client-passwords", "influx setup -u admin -p {s} -o org -b bucket -f", "If2" + r(ALNUM, 11))
-    add("db-client-passwords", "sql scott/{s}@db.example.com:1521/orcl", "Or13" + r(ALNUM, 10))
-    add("db-client-passwords", "GRANT CONNECT, RESOURCE TO scott IDENTIFIED BY {s};", "Or14" + r(ALNUM, 10))
+    add("oracle-passwords", "sql scott/{s}@db.example.com:1521/orcl", "Or13" + r(ALNUM, 10))
+    add("oracle-passwords", "GRANT CONNECT, RESOURCE TO scott IDENTIFIED BY {s};", "Or14" + r(ALNUM, 10))
     add("tool-passwords", "az login --service-principal \\\n  -u APP_ID \\\n  -p {s}", "Az2" + r(ALNUM, 11))
     add("tool-passwords", "gpg --batch --passphrase '{s}' -c notes.txt", "Gp2 " + r(ALNUM, 5) + " " + r(ALNUM, 6))
     add("tool-passwords", "zip -rP {s} backup.zip secrets/", "Zp2" + r(ALNUM, 11))
-    add("tool-passwords", "printf '%s\\n' '{s}' | sudo -S true", "Su2" + r(ALNUM, 11))
+    add("admin-tool-passwords", "printf '%s\\n' '{s}' | sudo -S true", "Su2" + r(ALNUM, 11))
     add("tool-passwords", "crackmapexec smb 10.0.0.5 -u admin -p {s}", "Cm1" + r(ALNUM, 11))
-    add("tool-passwords", 'lftp -e "set ssl:verify-certificate no; open -u bob,{s} files.example.com"', "Lf2" + r(ALNUM, 11))
-    add("tool-passwords", "snmpget -v3 -u bob -a SHA -A Sn2Xk9mQ2pL7 -x AES -X {s} host sysName.0", "Sn3" + r(ALNUM, 11))
-    add("tool-passwords", "mosquitto_sub -h broker -u bob --pw {s} -t '#'", "Mq2" + r(ALNUM, 11))
+    add(
+        "remote-login-passwords",
+        'lftp -e "set ssl:verify-certificate no; open -u bob,{s} files.example.com"',
+        "Lf2" + r(ALNUM, 11),
+    )
+    add("admin-tool-passwords", "snmpget -v3 -u bob -a SHA -A Sn2Xk9mQ2pL7 -x AES -X {s} host sysName.0", "Sn3" + r(ALNUM, 11))
+    add("admin-tool-passwords", "mosquitto_sub -h broker -u bob --pw {s} -t '#'", "Mq2" + r(ALNUM, 11))
     # a twentieth review's: a Cookie header with an encoded or placeholder-like value beside the session, a long
     # header, escaped quotes, Selenium's and curlconverter's cookies, passwords quoted with spaces
     add("cookie-header", "Cookie: recent_search=%EC%84%9C%EC%9A%B8; sessionid={s}", r(ALNUM, 32))
@@ -410,16 +416,15 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("session-cookie", '{{"name": "session-token", "value": "\\"{s}\\""}}', r(ALNUM, 40))
     add("session-cookie", "driver.add_cookie({{'name': 'sessionid', 'value': '{s}'}})", r(ALNUM, 32))
     add("session-cookie", "cookies = {{\n    '_ga': 'GA1.2.1234567890.1700000000',\n    'sessionid': '{s}',\n}}", r(ALNUM, 32))
-    add("tool-passwords", 'smbclient //files/share -U "CORP\\bob%{s}"', "Sm2 " + r(ALNUM, 5) + " " + r(ALNUM, 6))
-    add("tool-passwords", "echo '{s}' | sudo -u postgres -S psql", "Su3" + r(ALNUM, 11))
-    add("tool-passwords", "nmcli con mod HomeNet wifi-sec.psk {s}", "Wf2" + r(ALNUM, 11))
+    add("remote-login-passwords", 'smbclient //files/share -U "CORP\\bob%{s}"', "Sm2 " + r(ALNUM, 5) + " " + r(ALNUM, 6))
+    add("admin-tool-passwords", "echo '{s}' | sudo -u postgres -S psql", "Su3" + r(ALNUM, 11))
+    add("remote-login-passwords", "nmcli con mod HomeNet wifi-sec.psk {s}", "Wf2" + r(ALNUM, 11))
     add(
-        "db-client-passwords",
+        "sqlserver-passwords",
         'test: ["CMD", "/opt/mssql-tools18/bin/sqlcmd", "-U", "sa", "-P", "{s}", "-Q", "SELECT 1"]',
         "Ms5" + r(ALNUM, 11),
     )
-    add("db-client-passwords", 'sqlcmd -Q "SELECT name FROM sys.databases;" -U sa -P {s}', "Ms6" + r(ALNUM, 11))
-    add("db-client-passwords", "rman target=sys/Or15Xk9mQ2p@prod catalog=rman/{s}@rcat", "Or16" + r(ALNUM, 10))
+    add("oracle-passwords", "rman target=sys/Or15Xk9mQ2p@prod catalog=rman/{s}@rcat", "Or16" + r(ALNUM, 10))
     # a local proxy's base URL with its token, as `env` prints the claude wrapper's
     add("loopback-path-token", "ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{s}", "Qx7" + r(URLSAFE, 26) + "k9Z")
     add("loopback-path-token", "export OPENAI_BASE_URL=http://localhost:7077/{s}/openai/v1", "aB3" + r(URLSAFE, 26) + "Zz9")
@@ -507,6 +512,11 @@ BENIGN = [
     '{"name": "sidebar_component", "value": "NavigationSidebarWide"}',
     "Cookie: session=${SESSION_TOKEN_VALUE_X}",
     'case "cookie": value = require_helper_cookie_index.getCookie(c);',
+    "Send Cookie: theme=dark; lang=en and then see the internationalization notes for the rest",
+    "!function(){var a={cookie:t.cookie},b=window.addEventListener;c=1}",
+    "Cookie: sessionid=YOUR_SESSION_ID_HERE",
+    'echo "vim git curl" | sudo xargs pacman -S --noconfirm',
+    "printf 'y\\ny\\n' | sudo pacman -S base-devel",
     '{"name": "Cookie", "value": "theme=dark-mode-enabled-v2"}',
     '{"name": "session_timeout", "value": "3600"}',
     '{"name": "auth_method", "value": "oauth2-authorization-code"}',
@@ -846,6 +856,9 @@ def test_scan_is_linear_on_hostile_text():
         '"name": "cookie", "value": "a=',
         "cookies = {'a': '",
         "x://:/a/b/c",  # a URL's password with slashes
+        "nxc -U a%bcd ",  # one tool in two forms on one line (a gap without a bound read to the line's end)
+        "lftp -e 'open -u ab,Secr3tpw h' ",
+        '["sqlcmd", "-S", "db", "-P", "Secr3tpw"], ',
     ],
 )
 def test_the_command_line_rules_take_linear_time(unit):
