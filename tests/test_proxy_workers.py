@@ -51,7 +51,7 @@ def alive(pid: int) -> bool:
         return True
 
 
-def test_a_conversation_served_by_two_workers_keeps_its_order_and_injects_a_fact_once(start_proxy, upstream, bead_home):
+def test_a_conversation_served_by_two_workers_keeps_its_order_and_injects_a_fact_once(start_proxy, upstream, bead_home, tmp_path):
     """Each request of one conversation on a connection of its own, so the kernel hands it to either worker;
     the conversation goes on until both workers have served it. The raw log then holds its turns in order,
     each once, and the fact the turns ask about reached the model once (pinned or recalled) in all."""
@@ -67,7 +67,12 @@ def test_a_conversation_served_by_two_workers_keeps_its_order_and_injects_a_fact
         upstream.replies.append(Reply(kind="sse", text=f"answer {n}: db.internal"))
         status, _, _ = post(url, body(msgs), {"x-bead-session": "two-workers"})
         assert status == 200
-        assert eventually(lambda: len(trace_lines(trace)) > n)  # noqa: B023 - waited for within the loop
+        # (once, in a whole CI run, a request's trace line never came: the proxy's log says what its workers did)
+        assert eventually(lambda: len(trace_lines(trace)) > n), (  # noqa: B023 - waited for within the loop
+            n,
+            trace_lines(trace),
+            (tmp_path / "proxy-0.log").read_text(errors="replace")[-4000:],
+        )
         served.add(trace_lines(trace)[n]["pid"])
         msgs = [*msgs, {"role": "assistant", "content": f"answer {n}: db.internal"}]
         msgs.append({"role": "user", "content": f"and the postgres database host again, step {n}?"})
