@@ -614,13 +614,16 @@ def start_proxy(bead_home, upstream, tmp_path):
     Only for what a process shows: SIGTERM grace, the service log, the command itself.
     """
     procs = []
+    logs: list[Path] = []  # each process's stdout and stderr, in start order
 
     def start(*extra: str, env: dict | None = None, upstream_url: str | None = None) -> str:
-        p, url = launch_proxy(bead_home, upstream_url or upstream.url, tmp_path / f"proxy-{len(procs)}.log", *extra, env=env)
+        logs.append(tmp_path / f"proxy-{len(procs)}.log")
+        p, url = launch_proxy(bead_home, upstream_url or upstream.url, logs[-1], *extra, env=env)
         procs.append(p)
         return url
 
     start.procs = procs
+    start.logs = logs
     yield start
     for p in procs:
         stop(p)

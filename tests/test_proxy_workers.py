@@ -71,7 +71,7 @@ def test_a_conversation_served_by_two_workers_keeps_its_order_and_injects_a_fact
         assert eventually(lambda: len(trace_lines(trace)) > n), (  # noqa: B023 - waited for within the loop
             n,
             trace_lines(trace),
-            (tmp_path / "proxy-0.log").read_text(errors="replace")[-4000:],
+            start_proxy.logs[0].read_text(errors="replace")[-4000:],
         )
         served.add(trace_lines(trace)[n]["pid"])
         msgs = [*msgs, {"role": "assistant", "content": f"answer {n}: db.internal"}]
