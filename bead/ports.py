@@ -59,6 +59,28 @@ def client_address(listen: str) -> str:
     return f"127.0.0.1:{port}" if sep and host.strip("[]").lower() == "localhost" else listen
 
 
+def parse_listen(listen: str) -> tuple[str, int]:
+    """``host:port`` on a loopback address (``localhost`` as 127.0.0.1), or BeadError saying how to fix it."""
+    from .errors import BeadError
+
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise BeadError(f"listen address {listen!r} is not host:port", "use e.g. --listen 127.0.0.1:7077")
+    host = host.strip("[]")
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        raise BeadError(f"listen address {listen!r} is not an IP address", "use 127.0.0.1:<port>") from None
+    if not ip.is_loopback:
+        raise BeadError(
+            f"refusing to listen on {listen}: it is not a loopback address",
+            "the proxy sees every prompt and credential; bind it to 127.0.0.1 (e.g. --listen 127.0.0.1:7077)",
+        )
+    return host, int(port)
+
+
 def _proc_hex(ip: str) -> str:
     """An address as /proc/net/tcp{,6} write it (each 32-bit word in the host's byte order, as on Linux's x86 and
     ARM: little-endian)."""

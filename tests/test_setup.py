@@ -89,8 +89,16 @@ class TestSetupCommand:
         r = bead_cmd(env, "setup", "--platform", "systemd", "--executable", true, "--json")
         assert r.returncode == 0, r.stderr
         units = home / ".config" / "systemd" / "user"
-        assert sorted(p.name for p in units.iterdir()) == ["bead-dream.service", "bead-indexer.service", "bead-proxy.service"]
+        assert sorted(p.name for p in units.iterdir()) == [
+            "bead-dream.service",
+            "bead-indexer.service",
+            "bead-proxy.service",
+            "bead-proxy.socket",
+        ]
         assert f"ExecStart={true} proxy" in (units / "bead-proxy.service").read_text()
+        # systemd holds the proxy's port (proxy.listen) and passes it to the service, which says it takes it.
+        assert "\nListenStream=127.0.0.1:7077\n" in (units / "bead-proxy.socket").read_text()
+        assert "\nSockets=bead-proxy.socket\n" in (units / "bead-proxy.service").read_text()
         assert f"Environment=BEAD_HOME={home / '.bead'}" in (units / "bead-proxy.service").read_text()
         cfg = home / ".bead" / "config.yaml"
         assert cfg.stat().st_mode & 0o777 == 0o600
@@ -99,6 +107,10 @@ class TestSetupCommand:
         assert "systemctl --user daemon-reload" in cmds
         for s in SERVICES:
             assert f"systemctl --user enable --now bead-{s}.service" in cmds
+        # The socket listens before its service starts, so the proxy is handed the port instead of binding it.
+        assert cmds.index("systemctl --user enable --now bead-proxy.socket") < cmds.index(
+            "systemctl --user enable --now bead-proxy.service"
+        )
         # Second run: nothing changes, nothing is (re)started.
         before = {p: p.read_bytes() for p in [cfg, home / ".bashrc", home / ".bead" / "shell.sh", *units.iterdir()]}
         log.write_text("")
@@ -114,6 +126,7 @@ class TestSetupCommand:
         assert not list(units.iterdir()) and "bead" not in (home / ".bashrc").read_text()
         assert (home / ".bead" / "store" / "facts" / "user" / "editor" / "v1.md").exists()
         assert any("disable --now bead-proxy.service" in c for c in commands(log))
+        assert any("disable --now bead-proxy.socket" in c for c in commands(log))
 
     def test_launchd_layout(self, fake_home):
         home, log, env = fake_home
@@ -221,6 +234,7 @@ def verify_units(plan: Plan, tmp_path: Path) -> subprocess.CompletedProcess:
     out.mkdir()
     for svc in SERVICES:
         (out / plan.unit_name(svc)).write_text(plan.template(svc))
+    (out / "bead-proxy.socket").write_text(plan.socket_template())
     runtime = tmp_path / "xdg"
     runtime.mkdir(mode=0o700)
     return subprocess.run(

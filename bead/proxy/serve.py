@@ -13,27 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import BeadError
-from ..ports import listener
-
-
-def parse_listen(listen: str) -> tuple[str, int]:
-    """``host:port`` on a loopback address, or BeadError saying how to fix it."""
-    host, sep, port = listen.rpartition(":")
-    if not sep or not port.isdigit():
-        raise BeadError(f"listen address {listen!r} is not host:port", "use e.g. --listen 127.0.0.1:7077")
-    host = host.strip("[]")
-    if host == "localhost":
-        host = "127.0.0.1"
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        raise BeadError(f"listen address {listen!r} is not an IP address", "use 127.0.0.1:<port>") from None
-    if not ip.is_loopback:
-        raise BeadError(
-            f"refusing to listen on {listen}: it is not a loopback address",
-            "the proxy sees every prompt and credential; bind it to 127.0.0.1 (e.g. --listen 127.0.0.1:7077)",
-        )
-    return host, int(port)
+from ..ports import listener, parse_listen  # noqa: F401 - parse_listen: its callers import it from here
 
 
 def hypercorn_config(host: str, port: int):
@@ -67,12 +47,71 @@ def listening_socket(host: str, port: int) -> int:
         if exc.errno != errno.EADDRINUSE:
             raise
         holder = listener(port)
-        raise BeadError(
-            f"port {port} on {host} is already in use{f' by {holder}' if holder else ''}",
+        fix = (
             "stop what holds it (`bead status` shows a running bead proxy), or choose another port "
-            "with `proxy.listen` in config.yaml or --listen",
-        ) from None
+            "with `proxy.listen` in config.yaml or --listen"
+        )
+        if holder and "(systemd)" in holder:
+            # bead-proxy.socket: the installed service's port, which systemd holds whether the proxy runs or not.
+            fix = (
+                "systemd holds it for bead's installed proxy (bead-proxy.socket): use that one (`bead status`), or "
+                "stop both with `systemctl --user stop bead-proxy.socket bead-proxy.service` first"
+            )
+        raise BeadError(f"port {port} on {host} is already in use{f' by {holder}' if holder else ''}", fix) from None
     return sock.detach()
+
+
+# systemd's socket activation (sd_listen_fds(3)): the first passed descriptor.
+LISTEN_FDS_START = 3
+
+
+def inherited_socket(host: str, port: int, environ: dict[str, str] | None = None, fd: int = LISTEN_FDS_START) -> int | None:
+    """The listening socket systemd passed this process (bead-proxy.socket holds the port across the proxy's
+    restarts, so no request is refused meanwhile and no other process can take the port), as its descriptor; None
+    when none was passed to this process. The variables that pass it are removed, so nothing this process starts
+    reads them as its own. BeadError when the socket is not a TCP socket listening on ``host:port``, loopback: the
+    socket unit and the configured address must agree, or clients would dial an address nothing serves."""
+    env = os.environ if environ is None else environ
+    if env.get("LISTEN_PID") != str(os.getpid()) or "LISTEN_FDS" not in env:
+        return None
+    count = env.get("LISTEN_FDS", "")
+    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+        env.pop(name, None)
+    fix = "run `bead setup` again: it writes bead-proxy.socket from proxy.listen in config.yaml"
+    if count != "1":
+        raise BeadError(f"systemd passed {count!r} sockets; the proxy serves exactly one", fix)
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as exc:
+        raise BeadError(f"systemd said it passed a socket, but descriptor {fd} is none ({exc.strerror})", fix) from None
+    try:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
+            raise BeadError(f"the socket systemd passed is not a TCP socket ({sock.family!r}, {sock.type!r})", fix)
+        got_host, got_port = sock.getsockname()[:2]
+        got = ipaddress.ip_address(got_host)
+        shown = f"[{got_host}]:{got_port}" if ":" in got_host else f"{got_host}:{got_port}"
+        if not got.is_loopback:
+            raise BeadError(
+                f"refusing the socket systemd passed: {shown} is not a loopback address",
+                "the proxy sees every prompt and credential; " + fix,
+            )
+        if got != ipaddress.ip_address(host) or got_port != port:
+            want = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            raise BeadError(f"the socket systemd passed listens on {shown}, but the proxy's address is {want}", fix)
+        if not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            raise BeadError(f"the socket systemd passed on {shown} is not listening", fix)
+        # NoDelay=true in the unit says the same; set here too, for a unit written by hand (see listening_socket).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except BaseException:
+        sock.detach()  # the descriptor stays the service manager's to close; this process exits anyway
+        raise
+    return sock.detach()
+
+
+def bound_socket(host: str, port: int) -> int:
+    """The socket the proxy serves: the one systemd passed (``inherited_socket``), else one bound here."""
+    fd = inherited_socket(host, port)
+    return listening_socket(host, port) if fd is None else fd
 
 
 def run_until_signal(app: Any, cfg: Any, parent: int | None = None) -> None:
@@ -99,7 +138,7 @@ def serve(app: Any, host: str, port: int, on_listening: Callable[[], None] | Non
     """Serve until SIGTERM or SIGINT. The port is bound before anything is said: ``on_listening`` runs once it
     is this process's and accepts connections, so a line saying the proxy is up is true when it is read."""
     cfg = hypercorn_config(host, port)
-    cfg.bind = [f"fd://{listening_socket(host, port)}"]
+    cfg.bind = [f"fd://{bound_socket(host, port)}"]
     if on_listening is not None:
         on_listening()
     run_until_signal(app, cfg)
@@ -121,7 +160,7 @@ def serve_workers(
         return 0
     from .workers import supervise
 
-    fd = listening_socket(host, port)
+    fd = bound_socket(host, port)
     supervisor = os.getpid()
 
     def run(slot: int) -> None:

@@ -25,7 +25,7 @@ from ..config import write_default
 from ..errors import BeadError
 from ..files import atomic_write
 from ..paths import Home
-from ..ports import client_address
+from ..ports import client_address, parse_listen
 from ..token import load_token
 
 SERVICES = ("proxy", "indexer", "dream")
@@ -58,6 +58,23 @@ class Plan:
 
     def unit_name(self, service: str) -> str:
         return f"com.bead.{service}.plist" if self.platform == "launchd" else f"bead-{service}.service"
+
+    @property
+    def socket_unit(self) -> str | None:
+        """systemd's socket unit for the proxy's port (None: launchd, or no proxy): systemd holds the port while
+        the proxy restarts, so a request meanwhile waits instead of being refused, and no other process can bind
+        the port the harnesses dial."""
+        return "bead-proxy.socket" if self.platform == "systemd" and "proxy" in self.services else None
+
+    def socket_template(self) -> str:
+        host, port = parse_listen(self.listen)  # loopback only, as the proxy checks the socket it is passed
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return (
+            resources.files("bead.setup")
+            .joinpath("units", "bead-proxy.socket")
+            .read_text(encoding="utf-8")
+            .replace("@LISTEN@", address)
+        )
 
     def template(self, service: str) -> str:
         folder = "launchagents" if self.platform == "launchd" else "units"
@@ -190,6 +207,12 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
     if write_default(plan.home):
         acts.append(f"wrote {plan.home.config} (0600)")
     changed = []
+    socket_changed = False
+    if plan.socket_unit is not None:
+        path = plan.unit_dir / plan.socket_unit
+        if _write_if_changed(path, plan.socket_template()):
+            acts.append(f"wrote {path}")
+            socket_changed = True
     for svc in plan.services:
         path = plan.unit_dir / plan.unit_name(svc)
         if _write_if_changed(path, plan.template(svc)):
@@ -221,28 +244,48 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
             )
             acts.append(f"added the bead block to {rcf}")
     if load:
-        _load(plan, changed, runner)
+        _load(plan, changed, runner, socket_changed)
     return acts
 
 
-def _load(plan: Plan, changed: list[str], runner: Runner) -> None:
+def _systemctl(runner: Runner, acts: list[str], *args: str) -> None:
+    cmd = ["systemctl", "--user", *args]
+    _must(runner(cmd), " ".join(cmd))
+    acts.append(" ".join(cmd))
+
+
+def _load(plan: Plan, changed: list[str], runner: Runner, socket_changed: bool = False) -> None:
     acts = plan.actions
     if plan.platform == "systemd":
-        if changed:
-            _must(runner(["systemctl", "--user", "daemon-reload"]), "systemctl --user daemon-reload")
-            acts.append("systemctl --user daemon-reload")
+
+        def state(query: str, unit: str) -> str:
+            return runner(["systemctl", "--user", query, unit]).stdout.strip()
+
+        if changed or socket_changed:
+            _systemctl(runner, acts, "daemon-reload")
+        start_proxy = False
+        sock = plan.socket_unit
+        if sock is not None and (socket_changed or state("is-enabled", sock) != "enabled"):
+            # The port passes to the socket unit: a proxy that holds it now (installed before the socket unit, or on
+            # the old address) stops first, and a socket on the old address closes; the proxy starts on the socket.
+            proxy = plan.unit_name("proxy")
+            if state("is-active", proxy) == "active":
+                _systemctl(runner, acts, "stop", proxy)
+                start_proxy = True
+            if socket_changed and state("is-active", sock) == "active":
+                _systemctl(runner, acts, "stop", sock)
+            _systemctl(runner, acts, "enable", "--now", sock)
         for svc in plan.services:
             unit = plan.unit_name(svc)
-            if svc not in changed and runner(["systemctl", "--user", "is-enabled", unit]).stdout.strip() == "enabled":
+            if svc == "proxy" and start_proxy:
+                _systemctl(runner, acts, "enable", "--now", unit)
                 continue
-            verb = None
-            if svc in changed and runner(["systemctl", "--user", "is-active", unit]).stdout.strip() == "active":
-                verb = "restart"
-            _must(runner(["systemctl", "--user", "enable", "--now", unit]), f"systemctl --user enable --now {unit}")
-            acts.append(f"systemctl --user enable --now {unit}")
-            if verb:
-                _must(runner(["systemctl", "--user", "restart", unit]), f"systemctl --user restart {unit}")
-                acts.append(f"systemctl --user restart {unit}")
+            if svc not in changed and state("is-enabled", unit) == "enabled":
+                continue
+            restart = svc in changed and state("is-active", unit) == "active"
+            _systemctl(runner, acts, "enable", "--now", unit)
+            if restart:
+                _systemctl(runner, acts, "restart", unit)
     else:
         domain = f"gui/{os.getuid()}"
         for svc in plan.services:
@@ -280,16 +323,19 @@ def _strip_block(text: str) -> str:
 
 def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
     acts = plan.actions
-    for svc in SERVICES:
-        path = plan.unit_dir / plan.unit_name(svc)
+    units = [(plan.unit_name(svc), f"gui/{os.getuid()}/com.bead.{svc}") for svc in SERVICES]
+    if plan.platform == "systemd":
+        units.append(("bead-proxy.socket", ""))  # after the proxy's service, whatever services the plan names
+    for name, label in units:
+        path = plan.unit_dir / name
         if plan.platform == "systemd":
             if path.exists():
-                runner(["systemctl", "--user", "disable", "--now", plan.unit_name(svc)])
-                acts.append(f"systemctl --user disable --now {plan.unit_name(svc)}")
+                runner(["systemctl", "--user", "disable", "--now", name])
+                acts.append(f"systemctl --user disable --now {name}")
         else:
             if path.exists():
-                runner(["launchctl", "bootout", f"gui/{os.getuid()}/com.bead.{svc}"])
-                acts.append(f"launchctl bootout gui/{os.getuid()}/com.bead.{svc}")
+                runner(["launchctl", "bootout", label])
+                acts.append(f"launchctl bootout {label}")
         if path.exists():
             path.unlink()
             acts.append(f"removed {path}")
