@@ -425,6 +425,18 @@ def _fakes() -> list[tuple[str, str, str]]:
         "Ms5" + r(ALNUM, 11),
     )
     add("oracle-passwords", "rman target=sys/Or15Xk9mQ2p@prod catalog=rman/{s}@rcat", "Or16" + r(ALNUM, 10))
+    # a URL's password with an unencoded `@`, or after an e-mail address as the user; unixODBC's positional isql;
+    # every session cookie of a cookies dict
+    add("url-password-at", "DATABASE_URL=postgres://app:{s}@db.internal:5432/shop", "P@" + r(ALNUM, 10))
+    add(
+        "url-password-at", "mongodb+srv://admin:{s}@cluster0.abcde.mongodb.net/?retryWrites=true", r(ALNUM, 5) + "@" + r(ALNUM, 6)
+    )
+    add("url-password-at", "redis://:{s}@cache:6379/0", "R@" + r(ALNUM, 8))
+    add("url-password-at", "SMTP_URL=smtp://alerts@example.com:{s}@smtp.example.com:587", "Sm7" + r(ALNUM, 13))
+    add("odbc-isql-password", "isql -v MyDSN sa {s}", "Od1" + r(ALNUM, 11))
+    add("odbc-isql-password", "$ isql prod_dsn dbuser {s} < query.sql", "Od2" + r(ALNUM, 11) + "!")
+    add("session-cookie", "cookies = {{'sessionid': 'k2j3h4g5f6d7s8a9q0w1e2r3', 'laravel_session': '{s}'}}", r(ALNUM, 32))
+    add("session-cookie", '{{"user": "ann", "auth_token": "{s}"}}', r(ALNUM, 40))
     # a local proxy's base URL with its token, as `env` prints the claude wrapper's
     add("loopback-path-token", "ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{s}", "Qx7" + r(URLSAFE, 26) + "k9Z")
     add("loopback-path-token", "export OPENAI_BASE_URL=http://localhost:7077/{s}/openai/v1", "aB3" + r(URLSAFE, 26) + "Zz9")
@@ -436,6 +448,19 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # a twenty-first review's look-alikes: URLs with `@` that hold no password, isql in prose, session ids
+    "smtp://me@gmail.com:587/x",
+    "https://user@host/p?email=a@b.com&x=c@d",
+    "git+ssh://git@github.com:org/repo.git",
+    "http://localhost:8080/users/@me@x",
+    "isql is a tool that connects to a data source",
+    "isql MyDSN sa $ODBC_PW",
+    '{"session_id": "9b2c1f0e-6a7d-4e8f-9a0b-1c2d3e4f5a6b", "session_type": "interactive_long_running"}',
+    '{"sessionStorage": "/var/lib/app/sessions", "sso": "https://sso.example.com/login/start"}',
+    '{"Sid": "AllowReadOnlyAccessEC2Resource2024", "Effect": "Allow"}',
+    '"TrafficMirrorSessionId": "tms-0567a4c684abcdef0123",',
+    '"AwsGlueSessionUserRestrictedPolicy": "arn:aws:iam::aws:policy/AwsGlueSessionUserRestrictedPolicy",',
+    '"Auth": "Configure authentication, see https://docs.aws.amazon.com/serverless-application-model/latest/x.html"',
     # an eighteenth review's look-alikes: the same tools without a secret in their line
     "sqlplus -s / as sysdba",
     "sqlplus /nolog @scripts/run.sql",
@@ -859,6 +884,10 @@ def test_scan_is_linear_on_hostile_text():
         "nxc -U a%bcd ",  # one tool in two forms on one line (a gap without a bound read to the line's end)
         "lftp -e 'open -u ab,Secr3tpw h' ",
         '["sqlcmd", "-S", "db", "-P", "Secr3tpw"], ',
+        "x://a:b@c@",  # a URL's password with an `@`, never ended by a host
+        "x://a@b:c@d@",
+        " isql -v a b ",  # isql's words, never a third
+        "'sid': 'a',",  # session-ish names whose value is never a token
     ],
 )
 def test_the_command_line_rules_take_linear_time(unit):
