@@ -17,8 +17,9 @@ def hex_port(port: int) -> str:
     return f"{port:04X}"
 
 
-def listener(port: int, proc: Path = Path("/proc")) -> str | None:
-    """Who listens on a local TCP port, as the kernel says: ``pid 123 (python3)``, ``uid 1000`` or None."""
+def _holders(port: int, proc: Path = Path("/proc")) -> tuple[int | None, list[tuple[str, str]]]:
+    """The uid of the socket listening on local TCP ``port`` and the processes that hold it (pid, command name), as
+    the kernel says; (None, []) when nothing listens. A socket systemd passed a service is held by both."""
     hexport = ":" + hex_port(port)
     inode, uid = None, None
     for name in ("tcp", "tcp6"):
@@ -35,21 +36,42 @@ def listener(port: int, proc: Path = Path("/proc")) -> str | None:
         if inode:
             break
     if inode is None:
-        return None
+        return None, []
     target = f"socket:[{inode}]"
     try:
         pids = [p for p in os.listdir(proc) if p.isdigit()]
     except OSError:
         pids = []
+    out = []
     for pid in pids:
         try:
             for fd in os.listdir(proc / pid / "fd"):
                 if os.readlink(proc / pid / "fd" / fd) == target:
                     comm = (proc / pid / "comm").read_text(encoding="utf-8", errors="replace").strip()
-                    return f"pid {pid} ({comm})"
+                    out.append((pid, comm))
+                    break
         except OSError:
             continue
-    return f"a process of uid {uid}"
+    return uid, out
+
+
+def listener(port: int, proc: Path = Path("/proc")) -> str | None:
+    """Who listens on a local TCP port, as the kernel says: ``pid 123 (python3)``, ``uid 1000`` or None. A socket
+    systemd holds for a service (bead-proxy.socket) is systemd's, whatever the service's pid."""
+    uid, holders = _holders(port, proc)
+    if uid is None:
+        return None
+    if not holders:
+        return f"a process of uid {uid}"
+    pid, comm = next((h for h in holders if h[1] == "systemd"), holders[0])
+    return f"pid {pid} ({comm})"
+
+
+def held_by_own_service_manager(port: int, proc: Path = Path("/proc")) -> bool:
+    """Whether this user's systemd holds the socket listening on ``port`` (bead-proxy.socket): a proxy that does not
+    answer there yet is starting or restarting, not someone else's listener."""
+    uid, holders = _holders(port, proc)
+    return uid == os.getuid() and any(comm == "systemd" for _, comm in holders)
 
 
 def client_address(listen: str) -> str:
@@ -64,9 +86,13 @@ def parse_listen(listen: str) -> tuple[str, int]:
     from .errors import BeadError
 
     host, sep, port = listen.rpartition(":")
-    if not sep or not port.isdigit():
-        raise BeadError(f"listen address {listen!r} is not host:port", "use e.g. --listen 127.0.0.1:7077")
+    if not sep or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BeadError(
+            f"listen address {listen!r} is not host:port (a port from 1 to 65535)", "use e.g. --listen 127.0.0.1:7077"
+        )
     host = host.strip("[]")
+    if "%" in host:  # a scoped IPv6 address (::1%lo): loopback needs no scope
+        raise BeadError(f"listen address {listen!r} has a scope", "use [::1]:<port> or 127.0.0.1:<port>")
     if host == "localhost":
         host = "127.0.0.1"
     try:

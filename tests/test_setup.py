@@ -9,6 +9,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -35,7 +36,11 @@ echo "{name} $*" >> "$log"
 echo "{name} $*" >> "$state"
 case "$*" in
   *is-enabled*) unit="${{@: -1}}"; grep -q "enable --now $unit" "$state" && echo enabled || {{ echo disabled; exit 1; }} ;;
-  *is-active*) echo inactive; exit 3 ;;
+  *is-active*) unit="${{@: -1}}"
+    case "$(grep -E "(enable --now|start|stop|disable --now) $unit\$" "$state" | tail -n 1)" in
+      *"enable --now"*|*" start "*) echo active ;;
+      *) echo inactive; exit 3 ;;
+    esac ;;
   print*) label="${{2##*/}}"; grep -q "bootstrap .*$label.plist" "$state" || exit 113 ;;
 esac
 exit 0
@@ -127,6 +132,86 @@ class TestSetupCommand:
         assert (home / ".bead" / "store" / "facts" / "user" / "editor" / "v1.md").exists()
         assert any("disable --now bead-proxy.service" in c for c in commands(log))
         assert any("disable --now bead-proxy.socket" in c for c in commands(log))
+
+    def test_an_install_from_before_the_socket_moves_the_running_proxys_port_to_it(self, fake_home):
+        """The proxy that holds the port stops, the socket takes the port, the proxy starts again on it; a second
+        run changes nothing; a new address stops both and starts both; an edit that keeps the address stops nothing."""
+        home, log, env = fake_home
+        true = shutil.which("true")
+        units = home / ".config" / "systemd" / "user"
+        units.mkdir(parents=True)
+        (units / "bead-proxy.service").write_text("[Service]\nExecStart=/old/bead proxy\n")
+        state = Path(str(log) + ".state")
+        state.write_text("systemctl --user enable --now bead-proxy.service\n")  # it runs, holding the port
+        assert bead_cmd(env, "setup", "--platform", "systemd", "--executable", true, "--no-rc").returncode == 0
+        cmds = [c for c in commands(log) if "is-" not in c]
+        order = [
+            "systemctl --user daemon-reload",
+            "systemctl --user stop bead-proxy.service",
+            "systemctl --user enable --now bead-proxy.socket",
+            "systemctl --user enable --now bead-proxy.service",
+        ]
+        assert [c for c in cmds if c in order] == order, cmds
+        log.write_text("")
+        assert "nothing to change" in bead_cmd(env, "setup", "--platform", "systemd", "--executable", true, "--no-rc").stdout
+        assert [c for c in commands(log) if "is-" not in c and "show-environment" not in c] == []
+        # A comment in the socket unit (bead's template changed): applied at the socket's next start, no stop.
+        sock = units / "bead-proxy.socket"
+        sock.write_text(sock.read_text().replace("[Socket]", "# an older template\n[Socket]"))
+        assert bead_cmd(env, "setup", "--platform", "systemd", "--executable", true, "--no-rc").returncode == 0
+        assert not [c for c in commands(log) if " stop " in c]
+        # proxy.listen changed: the socket moves, the proxy with it.
+        cfg = home / ".bead" / "config.yaml"
+        cfg.write_text(cfg.read_text().replace("127.0.0.1:7077", "127.0.0.1:7177"))
+        log.write_text("")
+        assert bead_cmd(env, "setup", "--platform", "systemd", "--executable", true, "--no-rc").returncode == 0
+        assert "\nListenStream=127.0.0.1:7177\n" in sock.read_text()
+        moved = [
+            "systemctl --user stop bead-proxy.service",
+            "systemctl --user stop bead-proxy.socket",
+            "systemctl --user enable --now bead-proxy.socket",
+            "systemctl --user enable --now bead-proxy.service",
+        ]
+        assert [c for c in commands(log) if c in moved] == moved, commands(log)
+        # Uninstall: the socket first, or a request would start the proxy again after its service stopped.
+        log.write_text("")
+        assert bead_cmd(env, "setup", "--uninstall", "--platform", "systemd").returncode == 0
+        disabled = [c for c in commands(log) if "disable --now" in c]
+        assert disabled[0] == "systemctl --user disable --now bead-proxy.socket" and len(disabled) == 4
+
+    def test_a_socket_that_cannot_listen_leaves_every_service_started_and_says_why(self, fake_home, tmp_path):
+        """The port is taken (`bead up` by hand): setup fails naming the holder, and the proxy it stopped, the
+        indexer and the dream worker are started all the same; the next run tries the socket again."""
+        home, log, env = fake_home
+        true = shutil.which("true")
+        systemctl = tmp_path / "bin" / "systemctl"
+        text = systemctl.read_text()
+        systemctl.write_text(
+            text.replace(  # failed: the manager keeps no record of it
+                'echo "systemctl $*" >> "$state"\n',
+                '[ "$*" = "--user enable --now bead-proxy.socket" ] && { echo "Job failed." >&2; exit 1; }\n'
+                'echo "systemctl $*" >> "$state"\n',
+                1,
+            )
+        )
+        Path(str(log) + ".state").write_text("systemctl --user enable --now bead-proxy.service\n")
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        (home / ".bead").mkdir(mode=0o700)
+        (home / ".bead" / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
+        try:
+            r = bead_cmd(env, "setup", "--platform", "systemd", "--executable", true, "--no-rc")
+        finally:
+            holder.close()
+        assert r.returncode == 1 and "enable --now bead-proxy.socket" in r.stderr, r.stderr
+        assert f"port {port} is held by pid {os.getpid()}" in r.stderr and "bead setup" in r.stderr
+        for s in SERVICES:
+            assert f"systemctl --user enable --now bead-{s}.service" in commands(log)
+        log.write_text("")
+        bead_cmd(env, "setup", "--platform", "systemd", "--executable", true, "--no-rc")
+        assert "systemctl --user enable --now bead-proxy.socket" in commands(log)
 
     def test_launchd_layout(self, fake_home):
         home, log, env = fake_home

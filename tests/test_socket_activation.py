@@ -218,3 +218,49 @@ def test_the_socket_unit_listens_on_the_configured_loopback_address(tmp_path):
     wide = Plan(platform="systemd", user_home=tmp_path, home=Home(tmp_path / ".bead"), bead="/bin/true", listen="0.0.0.0:7080")
     with pytest.raises(BeadError, match="not a loopback address"):
         wide.socket_template()
+
+
+# A process that holds a listening socket under systemd's name, as the user's service manager holds
+# bead-proxy.socket: it never accepts, so a connection waits in the kernel's queue.
+HOLDER = """
+import ctypes, socket, sys
+ctypes.CDLL(None).prctl(15, b"systemd", 0, 0, 0)  # PR_SET_NAME: the kernel's command name
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+print("listening", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_port_systemd_holds_for_a_restarting_proxy_is_no_impostor(tmp_path):
+    """While the proxy starts or restarts, systemd's socket takes the connection and nothing proves the token: that
+    is this user's own service manager, not someone else's listener, and status says so."""
+    from bead.core.health import proxy_health
+    from bead.ports import held_by_own_service_manager, listener
+
+    port = free_port()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "listening"
+        assert held_by_own_service_manager(port) and listener(port) == f"pid {holder.pid} (systemd)"
+        health = proxy_health(f"127.0.0.1:{port}", "t" * 43)
+        assert health == {"running": False, "address": f"127.0.0.1:{port}", "held_by_systemd": True}
+    finally:
+        holder.kill()
+        holder.wait()
+    # Anything else that cannot prove the token is still called what it is.
+    other = held_socket(free_port())
+    try:
+        assert not held_by_own_service_manager(other.getsockname()[1])
+        assert proxy_health(f"127.0.0.1:{other.getsockname()[1]}", "t" * 43).get("impostor") is True
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:0", "127.0.0.1:99999", "[::1%lo]:7077", "127.0.0.1:７０７７"])
+def test_an_address_systemd_could_not_listen_on_is_refused_before_anything_is_written(listen):
+    from bead.ports import parse_listen
+
+    with pytest.raises(BeadError, match="port from 1 to 65535|has a scope"):
+        parse_listen(listen)

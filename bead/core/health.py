@@ -24,7 +24,7 @@ from ..errors import BeadError
 from ..index import semantic, sqlite
 from ..index.rebuild import diff
 from ..paths import Home, enclosing_git
-from ..ports import client_address, host_port, listener, proven_connection
+from ..ports import client_address, held_by_own_service_manager, host_port, listener, proven_connection
 from ..store.facts import LINK_REASON
 from ..store.queue import Queue
 from ..store.reports import DreamState, Reports
@@ -148,7 +148,7 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         if name == "proxy":
             port = mem.config.proxy.listen.rpartition(":")[2]
             holder = listener(int(port)) if port.isdigit() else None
-            if holder:
+            if holder and not held_by_own_service_manager(int(port)):  # systemd's own hold is bead-proxy.socket's
                 cause = f"; port {port} is held by {holder}, so the proxy cannot start"
         what = st.get("problem") or (f"keeps restarting ({st['restarting']})" if st.get("restarting") else "has failed")
         problems.append(
@@ -436,6 +436,10 @@ def proxy_health(listen: str, token: str | None = None) -> dict:
                 socket.create_connection(dial, timeout=1).close()
             except OSError:
                 return {"running": False, "address": listen}
+            if held_by_own_service_manager(dial[1]):
+                # bead-proxy.socket: systemd keeps the port while the proxy starts or restarts, and the kernel
+                # queues the connection; not someone else's listener.
+                return {"running": False, "address": listen, "held_by_systemd": True}
             return {"running": False, "address": listen, "impostor": True}
     else:
         conn = http.client.HTTPConnection(*dial, timeout=1)

@@ -25,7 +25,7 @@ from ..config import write_default
 from ..errors import BeadError
 from ..files import atomic_write
 from ..paths import Home
-from ..ports import client_address, parse_listen
+from ..ports import client_address, listener, parse_listen
 from ..token import load_token
 
 SERVICES = ("proxy", "indexer", "dream")
@@ -35,8 +35,16 @@ RC_END = "# <<< bead <<<"
 Runner = Callable[[list[str]], subprocess.CompletedProcess]
 
 
+# systemd waits for the proxy's in-flight streams when it stops it (TimeoutStopSec=310 in bead-proxy.service).
+STOP_TIMEOUT_S = 330
+
+
 def run(cmd: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    timeout = STOP_TIMEOUT_S if "stop" in cmd[:3] else 60
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, 124, "", f"no answer within {timeout} s")
 
 
 @dataclass
@@ -207,12 +215,17 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
     if write_default(plan.home):
         acts.append(f"wrote {plan.home.config} (0600)")
     changed = []
-    socket_changed = False
+    socket_changed = moved = False
     if plan.socket_unit is not None:
         path = plan.unit_dir / plan.socket_unit
-        if _write_if_changed(path, plan.socket_template()):
+        before = _listen_stream(path.read_text(encoding="utf-8", errors="replace")) if path.exists() else None
+        text = plan.socket_template()
+        if _write_if_changed(path, text):
             acts.append(f"wrote {path}")
             socket_changed = True
+            # Only a new address closes the port for a moment (the socket listens again on it); any other change
+            # to the unit applies when the socket next starts.
+            moved = before is not None and before != _listen_stream(text)
     for svc in plan.services:
         path = plan.unit_dir / plan.unit_name(svc)
         if _write_if_changed(path, plan.template(svc)):
@@ -244,8 +257,12 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
             )
             acts.append(f"added the bead block to {rcf}")
     if load:
-        _load(plan, changed, runner, socket_changed)
+        _load(plan, changed, runner, socket_changed, moved)
     return acts
+
+
+def _listen_stream(unit: str) -> str | None:
+    return next((line.partition("=")[2].strip() for line in unit.splitlines() if line.startswith("ListenStream=")), None)
 
 
 def _systemctl(runner: Runner, acts: list[str], *args: str) -> None:
@@ -254,7 +271,7 @@ def _systemctl(runner: Runner, acts: list[str], *args: str) -> None:
     acts.append(" ".join(cmd))
 
 
-def _load(plan: Plan, changed: list[str], runner: Runner, socket_changed: bool = False) -> None:
+def _load(plan: Plan, changed: list[str], runner: Runner, socket_changed: bool = False, moved: bool = False) -> None:
     acts = plan.actions
     if plan.platform == "systemd":
 
@@ -264,28 +281,45 @@ def _load(plan: Plan, changed: list[str], runner: Runner, socket_changed: bool =
         if changed or socket_changed:
             _systemctl(runner, acts, "daemon-reload")
         start_proxy = False
+        failed: BeadError | None = None
         sock = plan.socket_unit
-        if sock is not None and (socket_changed or state("is-enabled", sock) != "enabled"):
-            # The port passes to the socket unit: a proxy that holds it now (installed before the socket unit, or on
-            # the old address) stops first, and a socket on the old address closes; the proxy starts on the socket.
+        if sock is not None and (moved or state("is-enabled", sock) != "enabled" or state("is-active", sock) != "active"):
+            # The port passes to the socket unit: a proxy that holds it now (installed before the socket unit, on the
+            # old address, or started without the socket when it failed) stops first, and a socket on the old
+            # address closes; the proxy starts again on the socket.
             proxy = plan.unit_name("proxy")
             if state("is-active", proxy) == "active":
                 _systemctl(runner, acts, "stop", proxy)
                 start_proxy = True
-            if socket_changed and state("is-active", sock) == "active":
+            if moved and state("is-active", sock) == "active":
                 _systemctl(runner, acts, "stop", sock)
-            _systemctl(runner, acts, "enable", "--now", sock)
+            try:
+                _systemctl(runner, acts, "enable", "--now", sock)
+            except BeadError as exc:
+                host, port = parse_listen(plan.listen)
+                holder = listener(port)
+                failed = BeadError(
+                    f"{exc.message}" + (f"; port {port} is held by {holder}" if holder else ""),
+                    "stop what holds the port (`bead up` or `bead proxy` run by hand), or choose another port with "
+                    "`proxy.listen` in config.yaml; then run `bead setup` again",
+                )
         for svc in plan.services:
             unit = plan.unit_name(svc)
-            if svc == "proxy" and start_proxy:
+            try:
+                if svc == "proxy" and start_proxy:
+                    # Started whatever happened to the socket: without it, the proxy binds the port itself.
+                    _systemctl(runner, acts, "enable", "--now", unit)
+                    continue
+                if svc not in changed and state("is-enabled", unit) == "enabled":
+                    continue
+                restart = svc in changed and state("is-active", unit) == "active"
                 _systemctl(runner, acts, "enable", "--now", unit)
-                continue
-            if svc not in changed and state("is-enabled", unit) == "enabled":
-                continue
-            restart = svc in changed and state("is-active", unit) == "active"
-            _systemctl(runner, acts, "enable", "--now", unit)
-            if restart:
-                _systemctl(runner, acts, "restart", unit)
+                if restart:
+                    _systemctl(runner, acts, "restart", unit)
+            except BeadError as exc:
+                failed = failed or exc  # the other services are still enabled
+        if failed is not None:
+            raise failed
     else:
         domain = f"gui/{os.getuid()}"
         for svc in plan.services:
@@ -325,7 +359,8 @@ def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
     acts = plan.actions
     units = [(plan.unit_name(svc), f"gui/{os.getuid()}/com.bead.{svc}") for svc in SERVICES]
     if plan.platform == "systemd":
-        units.append(("bead-proxy.socket", ""))  # after the proxy's service, whatever services the plan names
+        # The socket first: while it listens, a request would start the proxy again after its service stopped.
+        units.insert(0, ("bead-proxy.socket", ""))
     for name, label in units:
         path = plan.unit_dir / name
         if plan.platform == "systemd":
