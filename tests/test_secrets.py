@@ -433,6 +433,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     )
     add("url-password-at", "redis://:{s}@cache:6379/0", "R@" + r(ALNUM, 8))
     add("url-password-at", "SMTP_URL=smtp://alerts@example.com:{s}@smtp.example.com:587", "Sm7" + r(ALNUM, 13))
+    add("sqlserver-passwords", 'sqlcmd -S db -Q "SELECT 1; SELECT 2" -U sa -P {s}', "Ms7" + r(ALNUM, 11))
     add("odbc-isql-password", "isql -v MyDSN sa {s}", "Od1" + r(ALNUM, 11))
     add("odbc-isql-password", "$ isql prod_dsn dbuser {s} < query.sql", "Od2" + r(ALNUM, 11) + "!")
     add("session-cookie", "cookies = {{'sessionid': 'k2j3h4g5f6d7s8a9q0w1e2r3', 'laravel_session': '{s}'}}", r(ALNUM, 32))
@@ -455,6 +456,7 @@ BENIGN = [
     "http://localhost:8080/users/@me@x",
     "isql is a tool that connects to a data source",
     "isql MyDSN sa $ODBC_PW",
+    'sqlcmd -S db -Q "a;b" ; echo -P notit',
     '{"session_id": "9b2c1f0e-6a7d-4e8f-9a0b-1c2d3e4f5a6b", "session_type": "interactive_long_running"}',
     '{"sessionStorage": "/var/lib/app/sessions", "sso": "https://sso.example.com/login/start"}',
     '{"Sid": "AllowReadOnlyAccessEC2Resource2024", "Effect": "Allow"}',
@@ -887,6 +889,7 @@ def test_scan_is_linear_on_hostile_text():
         "x://a:b@c@",  # a URL's password with an `@`, never ended by a host
         "x://a@b:c@d@",
         " isql -v a b ",  # isql's words, never a third
+        ' sqlcmd "b;" ',  # a quoted query with a `;` in it, never followed by -P
         "'sid': 'a',",  # session-ish names whose value is never a token
     ],
 )
