@@ -95,6 +95,10 @@ class Part:
     # around typed words, or cut from them (reminders, <bead-memory> tags), still counts towards how long the
     # person's message is (bead.core.remember). 0: the part's own text is the block.
     sent: int = 0
+    # Typed words a paste may reach into: with someone's text on both sides in the same block (a paste may have
+    # closed the person's code fence and opened one again, so that its own lines read as typed), or right after a
+    # quote with no blank line between (Markdown reads them as the quote's). A "remember" there waits for review.
+    near_paste: bool = False
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,38 @@ def invisible(text: str) -> list[str]:
     return list(seen)
 
 
+def lookalikes(text: str) -> list[str]:
+    """The words of ``text`` (between spaces) that read as something they are not: a letter of another script that
+    looks like a Latin one beside Latin letters (``раураl`` with Cyrillic р, а, у: "paypal"; ``https://раура.com``),
+    or fullwidth forms beside ASCII (``ｐｒｏｄ.example.com``). A word wholly in one script (Russian, Greek, Japanese
+    with its own letters and a Latin word apart) is none, nor Latin letters with accents. One pass."""
+    if text.isascii():
+        return []
+    from confusable_homoglyphs.categories import alias
+
+    table = _ascii_lookalikes()
+    out: list[str] = []
+    for word in text.split():
+        if word.isascii() or len(out) >= 4:
+            continue
+        latin = foreign = wide = ascii_ = False
+        for ch in word:
+            if ch < "\x80":
+                ascii_ = True
+                latin = latin or ch.isalpha()
+            elif "\uff01" <= ch <= "\uff5e":
+                wide = True
+            elif ch.isalpha():
+                script = alias(ch)
+                if script == "LATIN":
+                    latin = True
+                elif ch in table and script not in ("COMMON", "INHERITED"):
+                    foreign = True
+        if (foreign and latin) or (wide and ascii_):
+            out.append(word)
+    return out
+
+
 @lru_cache(maxsize=1)
 def _ascii_lookalikes() -> dict[str, str]:
     """Each non-ASCII character Unicode's confusables table maps to an ASCII look-alike, and that look-alike;

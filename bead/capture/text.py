@@ -135,7 +135,9 @@ def clean(text: str, unclosed_to_end: bool = False) -> str:
 #
 # - a fenced code block (``` or ~~~, up to the closing fence or the block's
 #   end) is pasted;
-# - a line that starts with ``>`` (a quote) is pasted;
+# - a line that starts with ``>`` (a quote) is pasted; the lines after it up
+#   to a blank line are typed but "lazy" (Markdown reads them as the quote's,
+#   so a pasted quote's next line may be the paste's own);
 # - a ``[Pasted text #N +M lines]`` marker is pasted, with the rest of its
 #   line and the M+1 lines after it (where the harness expanded the paste;
 #   a marker without a count: the rest of the block);
@@ -144,16 +146,33 @@ def clean(text: str, unclosed_to_end: bool = False) -> str:
 #   CLAUDE.md): it and everything after it in the block is pasted, since
 #   nothing marks where a document ends;
 # - Claude Code's command output (``<bash-stdout>``, ``<bash-stderr>``,
-#   ``<local-command-stdout>``, ``<local-command-stderr>``) is tool output,
-#   from its first opening tag to the last closing one (or the block's end):
-#   a closing tag inside the output is the output's.
+#   ``<local-command-stdout>``, ``<local-command-stderr>``) and a hook's
+#   (``<user-prompt-submit-hook>``) are tool output, from the first opening
+#   tag to the last closing one (or the block's end): a closing tag inside
+#   the output is the output's; a block that opens with a background task's
+#   ``<task-notification>`` is the harness's to its end.
 #
 # Every other line is typed. The rule errs towards "pasted": a person who
 # types a heading loses "remember" for the rest of that block, never the
 # other way round. Each line is looked at once; the tag search is str.find.
 
 TYPED, PASTED, TOOL_OUTPUT = "typed", "pasted", "tool_output"
-_OUTPUT_TAGS = ("bash-stdout", "bash-stderr", "local-command-stdout", "local-command-stderr")
+# Typed lines right after a quote with no blank line between: Markdown reads them as the quote's (lazy
+# continuation), a person as their reply. Typed, but a "remember" there waits for review (bead.core.remember).
+LAZY = "lazy"
+# Claude Code's command output, a UserPromptSubmit hook's output (which may quote an issue tracker or a repository),
+# and a background task's notification (its result is a subagent's text).
+_OUTPUT_TAGS = (
+    "bash-stdout",
+    "bash-stderr",
+    "local-command-stdout",
+    "local-command-stderr",
+    "user-prompt-submit-hook",
+    "task-notification",
+)
+# A block that opens with one of these is the harness's to its end: Claude Code puts its own line after a task's
+# notification ("Read the output file to retrieve the result: ...").
+_WHOLE_BLOCK_TAGS = ("<task-notification>",)
 _PASTE_MARK = compile_linear(r"\[Pasted text #\d{1,6}(?: \+(\d{1,7}) lines?)?\]")
 
 
@@ -162,6 +181,8 @@ def _output_spans(text: str) -> list[tuple[int, int]]:
     (or the block's end when none closes after it). The output is anyone's text (a file `! cat` shows, a page
     `! curl` fetched), so a closing tag inside it must not end it and make the rest read as the person's words;
     Claude Code's own closing tags come last. Linear: one find and one rfind a tag."""
+    if text.lstrip().startswith(_WHOLE_BLOCK_TAGS):
+        return [(0, len(text))]
     firsts = [i for tag in _OUTPUT_TAGS if (i := text.find(f"<{tag}>")) != -1]
     if not firsts:
         return []
@@ -232,8 +253,15 @@ def _line_sources(text: str, out: _Runs) -> None:
     """Each line of ``text`` (outside command-output tags) into ``out`` with its source."""
     fence = ""
     pasted_left = 0  # lines of an expanded paste still to come
+    quoting = False  # after a quote line: Markdown's lazy continuation, to the next blank line
     lines = text.split("\n")
     for i, line in enumerate(lines):
+        if quoting:
+            if not line.strip() or _fence(line):
+                quoting = False  # a blank line or a fence ends the quote
+            elif "[Pasted text" not in line and line.lstrip(" ")[:1] != ">":
+                out.add(LAZY, line)
+                continue
         if fence:
             out.add(PASTED, line)
             if _closes(line, fence):
@@ -249,7 +277,8 @@ def _line_sources(text: str, out: _Runs) -> None:
             out.add(TYPED, line)  # the common case, decided by one character
             continue
         if lead == ">" and len(line) - len(body) <= 3:
-            out.add(PASTED, line)  # a quote
+            out.add(PASTED, line)  # a quote, and the lines that continue it
+            quoting = True
             continue
         mark = _PASTE_MARK.search(line) if "[Pasted text" in line else None
         if mark is not None:
@@ -280,7 +309,8 @@ _MAY_PASTE = compile_linear(r"(?m)^ {0,3}(?:>|#|---|===|```|~~~)")
 
 
 def segments(text: str) -> list[tuple[str, str]]:
-    """``text`` (already cleaned) as runs of (source, text): typed, pasted or tool_output.
+    """``text`` (already cleaned) as runs of (source, text): typed, lazy (typed right after a quote), pasted or
+    tool_output.
 
     Runs of the same source are joined; each run's text is stripped, and
     runs left empty are dropped.
@@ -289,6 +319,8 @@ def segments(text: str) -> list[tuple[str, str]]:
         "[Pasted text" not in text
         and "<bash-std" not in text
         and "<local-command-std" not in text
+        and "<user-prompt-submit-hook>" not in text
+        and "<task-notification>" not in text
         and not _MAY_PASTE.search(text)
     ):
         return [(TYPED, text.strip())] if text.strip() else []

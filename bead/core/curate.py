@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import files as safe
-from ..errors import NotFound, Sealed
+from ..errors import BeadError, NotFound, Sealed
 from ..store.keys import validate_key
 from ..store.queue import Queue
 from ..store.reports import DreamState, Reports
@@ -46,14 +46,20 @@ def summary(mem: Memory) -> dict[str, Any]:
     }
 
 
-def set_pinned(mem: Memory, key: str, pinned: bool) -> dict[str, Any]:
-    """Pin (kept first in the pinned block, never decays) or unpin the current version of ``key``."""
+def set_pinned(mem: Memory, key: str, pinned: bool, expected_id: str | None = None) -> dict[str, Any]:
+    """Pin (kept first in the pinned block, never decays) or unpin the current version of ``key``; with
+    ``expected_id``, only if that version (the one the person was shown) is still the current one."""
     validate_key(key)
     cur = mem.current(key)
     if cur is None:
         if mem.is_sealed(key):
             raise Sealed(key)
         raise NotFound(f"no fact under {key}", "look for the right key with search_memory")
+    if expected_id is not None and cur.id != expected_id:
+        raise BeadError(
+            f"not {'pinned' if pinned else 'unpinned'}: {key} changed since it was shown ({expected_id} then, {cur.id} now)",
+            "look at the key again and decide on what it says now",
+        )
     changed = cur.pinned != pinned
     if changed:
         mem.set_pinned(cur, pinned)

@@ -28,11 +28,12 @@ from ..store.audit import normalise
 from ..store.facts import Fact, WriteResult
 from ..store.keys import PERSON_TRUSTS
 from ..store.queue import Item, Queue
-from ..textform import invisible
+from ..textform import invisible, lookalikes
 from .memory import Memory
 
 SECRET = "secret"
 HIDDEN = "hidden"
+LOOKALIKE = "lookalike"
 INSTRUCTION = "instruction"
 
 
@@ -40,7 +41,7 @@ INSTRUCTION = "instruction"
 class Finding:
     """Why a value may not be written as it is."""
 
-    kind: str  # secret (refused) | hidden | instruction (queued for review, kind suspicious)
+    kind: str  # secret (refused) | hidden | lookalike | instruction (queued for review, kind suspicious)
     reason: str  # what the value does, to follow "the value" or "remember:"
 
 
@@ -52,7 +53,8 @@ def instruction_text(value: str, key: str = "", title: str | None = None) -> str
 
 def screen(value: str, key: str = "", title: str | None = None) -> Finding | None:
     """The first of: a credential (in the value or the title), invisible or reordering characters, an
-    instruction to an AI agent; None when the value may be written."""
+    instruction to an AI agent, look-alike letters of another script in a word; None when the value may be
+    written."""
     if credential_rules(value) or (title and credential_rules(title)):
         return Finding(SECRET, "looks like a credential, and bead never stores one in plain text")
     hidden = invisible(value)
@@ -63,6 +65,14 @@ def screen(value: str, key: str = "", title: str | None = None) -> Finding | Non
     rule = instruction_rule(instruction_text(value, key, title))
     if rule is not None:
         return Finding(INSTRUCTION, f"reads like an instruction to an AI agent ({rule.name}: {rule.why})")
+    mixed = lookalikes(value) + lookalikes(title or "")
+    if mixed:
+        shown = ", ".join(repr(w[:40]) for w in mixed[:3])
+        return Finding(
+            LOOKALIKE,
+            f"mixes look-alike letters of another script, or fullwidth forms, into a word ({ascii(shown)[1:-1]}), so it "
+            "may not say what it shows",
+        )
     return None
 
 

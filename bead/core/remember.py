@@ -133,7 +133,7 @@ def request_list(message: Message) -> list[Request]:
                 rest = size - len(m.group(0).strip())
                 colon = [c for c in _COLON_LINE.finditer(before)]
                 framed = bool(_FRAMING.search(before)) or any(len(before) - c.end() >= FRAMED_BLOCK for c in colon)
-                plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed
+                plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed and not part.near_paste
                 out.append(Request(m.group(1).strip(), plain))
     return out
 

@@ -349,8 +349,8 @@ def reject(mem: Memory, item_id: str, reason: str = "", shown: str | None = None
     return {"id": item.id, "rejected": True}
 
 
-def pin(mem: Memory, key: str, pinned: bool = True) -> dict[str, Any]:
-    return set_pinned(mem, key, pinned)
+def pin(mem: Memory, key: str, pinned: bool = True, expected_id: str | None = None) -> dict[str, Any]:
+    return set_pinned(mem, key, pinned, expected_id)
 
 
 def reinforce(mem: Memory, key: str) -> dict[str, Any]:

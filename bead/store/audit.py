@@ -26,6 +26,14 @@ def value_hash(value: str) -> str:
     return hashlib.sha256(normalise(value).encode("utf-8")).hexdigest()
 
 
+def folded_hash(value: str) -> str:
+    """The hash of the value as the rules read it (bead.textform.fold): a look-alike spelling of a tombstoned value
+    (Cyrillic letters that look Latin, fullwidth forms, invisible characters) is the same value."""
+    from ..textform import fold
+
+    return hashlib.sha256(("fold\x00" + normalise(fold(value))).encode("utf-8")).hexdigest()
+
+
 def key_hash(key: str) -> str:
     """What audit and tombstone lines keep of a forgotten key."""
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
@@ -162,30 +170,39 @@ class Tombstones:
         """Tombstone ``value`` (refused under any key); ``hash_key`` keeps only the key's hash (forget)."""
         digest = value_hash(value)
         who: dict[str, str] = {"key_sha256": key_hash(key)} if hash_key else {"key": key}
+        folded = {"fold_sha256": folded_hash(value)}
         append_line(
             self.path,
-            json.dumps({"at": iso(at), **who, "sha256": digest, "reason": reason, "owner": self.owner}),
+            json.dumps({"at": iso(at), **who, "sha256": digest, **folded, "reason": reason, "owner": self.owner}),
             FILE_MODE,
             root=self.root,
         )
         return digest
 
-    def hashes(self) -> set[str]:
+    def _hashes(self) -> tuple[set[str], set[str]]:
+        """The values' hashes, and their folded forms' (tombstones from before 2026-12 have none)."""
         try:
             text = read_text(self.path, root=self.root, errors="replace")
         except FileNotFoundError:
-            return set()
-        out = set()
+            return set(), set()
+        plain, folded = set(), set()
         for line in lines_of(text):
             try:
-                out.add(json.loads(line)["sha256"])
-            except (json.JSONDecodeError, KeyError, TypeError):
+                entry = json.loads(line)
+                plain.add(entry["sha256"])
+                if isinstance(entry.get("fold_sha256"), str):
+                    folded.add(entry["fold_sha256"])
+            except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
                 continue
-        return out
+        return plain, folded
+
+    def hashes(self) -> set[str]:
+        return self._hashes()[0]
 
     def matches(self, value: str) -> bool:
-        """A tombstoned value is refused under any key: it must not come back."""
-        return value_hash(value) in self.hashes()
+        """A tombstoned value is refused under any key, however it is spelt: it must not come back."""
+        plain, folded = self._hashes()
+        return value_hash(value) in plain or folded_hash(value) in folded
 
     def count(self) -> int:
         return len(self.hashes())

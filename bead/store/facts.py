@@ -608,9 +608,18 @@ class FactStore:
             safe.write_at(fd, path, _with_status(safe.read_at(fd, path), status))
 
     def set_pinned(self, fact: Fact, pinned: bool) -> None:
-        """Change the pinned line of one version, every other byte kept (the index is the caller's)."""
+        """Change the pinned line of one version, every other byte kept (the index is the caller's). A pin goes
+        only on the current version, checked under the lock: a version written since the caller read it (an agent's,
+        say) is not what the person decided on, and an older one is not what the pinned block shows."""
         path = _path(fact)
         with self.lock(), safe.opened_dir(self.home.root, path.parent) as fd:
+            if pinned:
+                latest = max((n for name in os.listdir(fd) if (n := version_number(name)) is not None), default=0)
+                if latest != fact.version:
+                    raise BeadError(
+                        f"not pinned: {fact.key} changed since it was read ({fact.id} then, v{latest} now)",
+                        "look at the key again and pin what it says now",
+                    )
             safe.write_at(fd, path, _with_field(safe.read_at(fd, path), "pinned", "true" if pinned else "false"))
 
     def restore(self, key: str, files: dict[int, bytes]) -> list[Path]:

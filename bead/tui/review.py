@@ -336,7 +336,8 @@ def _reject(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:
 def _pin(mem: Memory, e: review.Entry) -> str:
     cur = e.current
     pinned = not (cur is not None and cur.pinned)
-    r = review.pin(mem, e.key, pinned)
+    # The version on the card, or nothing: one written since (an agent's) is not what the person decided on.
+    r = review.pin(mem, e.key, pinned, expected_id=cur.id if cur is not None else None)
     if cur is not None:
         cur.pinned = pinned
     return f"{'pinned' if pinned else 'unpinned'} {safe(r['id'])}"

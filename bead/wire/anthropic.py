@@ -64,7 +64,7 @@ def _tool_result_text(block: dict[str, Any]) -> str:
     )
 
 
-_SEGMENT_SOURCE = {"typed": Source.TYPED, "pasted": Source.PASTED, "tool_output": Source.TOOL_OUTPUT}
+_SEGMENT_SOURCE = {"typed": Source.TYPED, "lazy": Source.TYPED, "pasted": Source.PASTED, "tool_output": Source.TOOL_OUTPUT}
 
 
 def text_parts(text: str, source: Source) -> list[Part]:
@@ -84,7 +84,19 @@ def text_parts(text: str, source: Source) -> list[Part]:
     body = text[: own_tail(text)]
     cleaned = clean(body)
     sent = len(text.strip())
-    parts = [Part(_SEGMENT_SOURCE[s], t, sent=sent) for s, t in segments(cleaned)] if cleaned else []
+    runs = segments(cleaned) if cleaned else []
+    # Typed words a paste may reach into (bead.conversation.Part.near_paste): right after a quote with no blank line
+    # between, or with someone's text on both sides in the block.
+    others = [i for i, (s, _) in enumerate(runs) if s in ("pasted", "tool_output")]
+    parts = [
+        Part(
+            _SEGMENT_SOURCE[s],
+            t,
+            sent=sent,
+            near_paste=s == "lazy" or (s == "typed" and bool(others) and others[0] < i < others[-1]),
+        )
+        for i, (s, t) in enumerate(runs)
+    ]
     parts = parts or [Part(source, "", sent=sent)]
     parts += [Part(Source.PASTED, p) for p in own_blocks(body)]
     parts += [Part(Source.HARNESS, r) for r in reminders(body)]
