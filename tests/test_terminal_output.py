@@ -40,6 +40,8 @@ ESCAPES = {
     "zero-width": "ze\u200bro\u200cwi\u200ddth\u2060jo\ufeffin",
     "line and paragraph separators": "line\u2028sep\u2029para",
     "NUL and DEL": "nul\x00del\x7f",
+    # Characters that show as nothing, no control or format character: text hidden in plain sight (a fourth review).
+    "variation selectors, fillers, braille blank, grapheme joiner": "hid\ufe0f\U000e0139den\u3164\u2800\u034fok",
 }
 HOSTILE = f"{WORD} the deploy note: " + " | ".join(ESCAPES.values()) + " end"
 # Their escapes, as the person must see them.
@@ -60,16 +62,20 @@ SHOWN = [
     "\\u2029",
     "\\x00",
     "\\x7f",
+    "\\ufe0f",
+    "\\u3164",
 ]
 # A file name holds no NUL or slash; the rest goes.
 NAME = "note\x1b]0;pwned\x07\x9b2J\u202e\u200b\rX"
 
 
 def acts(ch: str) -> bool:
-    """Whether ``ch`` may not reach a terminal raw: every C0 control but the line feed, DEL, C1, and every
-    invisible format character (bidi, zero-width, line and paragraph separators)."""
+    """Whether ``ch`` may not reach a terminal raw: every C0 control but the line feed, DEL, C1, every invisible
+    format character (bidi, zero-width, line and paragraph separators), and what shows as nothing (variation
+    selectors, Hangul fillers, the braille blank, the grapheme joiner)."""
     code = ord(ch)
-    return (code < 0x20 and ch != "\n") or 0x7F <= code < 0xA0 or unicodedata.category(ch) in ("Cf", "Zl", "Zp")
+    unseen = code in (0x34F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800) or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
+    return (code < 0x20 and ch != "\n") or 0x7F <= code < 0xA0 or unicodedata.category(ch) in ("Cf", "Zl", "Zp") or unseen
 
 
 def raw_in(text: str) -> list[str]:

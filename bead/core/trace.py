@@ -20,6 +20,7 @@ from typing import Any
 from .. import files as safe
 from ..capture.secrets import redact
 from ..config import Config
+from ..display import json_text
 from ..paths import Home
 
 CUE_CHARS = 200
@@ -35,7 +36,7 @@ def record_proxy_trace(home: Home, path: Path | str | None) -> None:
         "pid": os.getpid(),
         "trace": str(Path(path).expanduser().absolute()),
     }
-    safe.append_line(home.proxy_runtime, json.dumps(entry, ensure_ascii=False), root=home.root)
+    safe.append_line(home.proxy_runtime, json_text(entry), root=home.root)
 
 
 def recorded_paths(home: Home) -> list[Path]:
@@ -86,7 +87,7 @@ class Trace:
 
     def record(self, entry: dict[str, Any]) -> None:
         # The trace may live anywhere the person chose; only the file itself must not be a link.
-        safe.append_line(self.path, json.dumps(entry, ensure_ascii=False), root=self.path.parent)
+        safe.append_line(self.path, json_text(entry), root=self.path.parent)
 
     def _text(self) -> str:
         return safe.read_text(self.path, root=self.path.parent, errors="replace")

@@ -16,6 +16,7 @@ from quart import Quart, Response, render_template, request
 from ..config import Config
 from ..core.memory import Memory
 from ..core.overview import overview
+from ..display import visible_data
 from ..paths import Home
 from ..proxy import access
 from ..token import load_token
@@ -101,7 +102,9 @@ def create_app(
             return Response("", status=308, headers={**HEADERS, "Location": target + "/"})
         if rest != "/":
             return _refused(404, "nothing here: the dashboard is one page")
-        data = await asyncio.to_thread(lambda: overview(memory(), trace))
+        # Every stored string as a terminal would show it (escaped controls, bidi and invisible characters): Jinja
+        # escapes markup, not a U+202E that reverses how a queued value reads.
+        data = await asyncio.to_thread(lambda: visible_data(overview(memory(), trace)))
         html = await render_template("dashboard.html", d=data, growth=json.dumps(data["growth"]))
         return Response(html, content_type="text/html; charset=utf-8", headers=HEADERS)
 

@@ -681,7 +681,9 @@ class Index:
 
         want = min(size, RAW_CHARS * 4)
         try:
-            fd = safe.open_file(self.store_root / rel, os.O_RDONLY, root=self.store_root)
+            # From the home down (the store's folder is the home's "store"): a link put in place of the store
+            # itself is refused as every other link below the home is, never followed.
+            fd = safe.open_file(self.store_root / rel, os.O_RDONLY, root=self.store_root.parent)
         except (OSError, BeadError):
             return ""
         try:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..config import write_default
 from ..errors import BeadError
-from ..files import atomic_write
+from ..files import UnsafePath, atomic_write, read_bytes
 from ..paths import Home
 from ..ports import client_address, listener, parse_listen
 from ..token import load_token
@@ -179,7 +179,15 @@ def _write_if_changed(path: Path, text: str, mode: int = 0o644, root: Path | Non
     """Write ``path`` unless it already holds ``text``; ``root`` is the bead home for a file below it. A person's
     file that is not UTF-8 (an rc file in Latin-1) keeps its bytes: read and written with surrogateescape."""
     data = text.encode("utf-8", "surrogateescape")
-    if path.exists() and path.read_bytes() == data:
+    if root is not None:
+        # Below the home: read as every file of the home is (never through a link, never a FIFO's endless wait); a
+        # link or a hard link there is replaced, not followed.
+        try:
+            if read_bytes(path, root=root) == data:
+                return False
+        except (FileNotFoundError, UnsafePath):
+            pass
+    elif path.exists() and path.read_bytes() == data:
         return False
     if root is None:
         # Outside the home (unit files, rc files): a person's own layout, links included. A folder made here is

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .. import files as safe
+from ..display import json_text
 from ..errors import BeadError
 from ..paths import Home
 from ..textform import strings_in
@@ -155,9 +156,7 @@ class Queue:
             safe.unlink(p, root=self.home.root)
 
     def _save(self, item: Item) -> None:
-        safe.atomic_write(
-            self.path(item.id), json.dumps(item.as_dict(), ensure_ascii=False, indent=2).encode(), root=self.home.root
-        )
+        safe.atomic_write(self.path(item.id), json_text(item.as_dict(), indent=2).encode(), root=self.home.root)
 
     def add(
         self,
