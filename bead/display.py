@@ -41,8 +41,16 @@ def visible(text: str, multiline: bool = False, tab: str = "    ") -> str:
     when ``multiline``, tabs as ``tab``."""
     out = []
     marks = 0
+    prev = ""
     for ch in str(text):
         code = ord(ch)
+        if code in (0xFE0E, 0xFE0F) and prev and (prev in "0123456789#*" or unicodedata.category(prev)[0] == "S"):
+            # One text or emoji presentation selector after a symbol or a keycap's digit (❤️, 1️⃣) is how emoji are
+            # written; after a letter, or a second in a row, it is text hidden in selectors and shown escaped.
+            out.append(ch)
+            prev = ch
+            continue
+        prev = ch
         if ch == "\n" and multiline:
             out.append(ch)
             marks = 0

@@ -318,3 +318,11 @@ def test_plain_words_reads_ascii_as_the_careful_path_does():
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
         # A non-ASCII word after it sends the whole text down the careful path.
         assert plain_words(text) == plain_words(text + " é")[:-1], repr(text)
+
+
+def test_an_emojis_presentation_selector_shows_and_text_hidden_in_selectors_does_not():
+    """❤️ and 1️⃣ are written with one selector after a symbol or a keycap's digit: they show as they are. A
+    selector after a letter, a second in a row, or one of the supplement's (U+E0100 on) hides text: escaped."""
+    assert visible("love \u2764\ufe0f and 1\ufe0f\u20e3") == "love \u2764\ufe0f and 1\ufe0f\u20e3"
+    assert visible("a\ufe0fb \u2764\ufe0f\ufe0f c\U000e0139") == "a\\ufe0fb \u2764\ufe0f\\ufe0f c\\U000e0139"
+    assert visible("e\u0301\u0301\u0301") == "e\u0301\u0301\\u0301"  # a stack of marks past two smears
