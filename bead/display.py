@@ -59,7 +59,7 @@ def visible(text: str, multiline: bool = False, tab: str = "    ") -> str:
             marks = 0
         elif code < 0x20 or 0x7F <= code < 0xA0:
             out.append(_escape(ch))
-        elif code < 0x300:
+        elif code < 0x300 and code != 0xAD:  # Latin-1 and Latin letters; the soft hyphen is a format character
             out.append(ch)
             marks = 0
         else:

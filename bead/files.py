@@ -445,6 +445,37 @@ def is_orphan_temp(name: str, mtime: float, now: float | None = None) -> bool:
     return (now if now is not None else time.time()) - mtime > LEGACY_TEMP_AGE_S
 
 
+def hard_links(top: Path, *, root: Path) -> list[Path]:
+    """Regular files below ``top`` with more than one name (bead refuses them: ``_open_at``)."""
+    out = []
+    for folder, _dirs, names in walk(top, root=root, skip_hidden_dirs=False):
+        for name in names:
+            try:
+                st = os.lstat(folder / name)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                out.append(folder / name)
+    return out
+
+
+def unshare(path: Path, *, root: Path) -> bool:
+    """Give the hard-linked ``path`` (below ``root``) a file of its own with the same bytes and mode: the other
+    name keeps the old file. False when it is no longer a hard link."""
+    with opened_dir(root, path.parent) as d:
+        fd = os.open(path.name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK, dir_fd=d)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+                return False
+            os.set_blocking(fd, True)
+            data = _read_all(fd)
+        finally:
+            os.close(fd)
+        write_at(d, path, data, stat.S_IMODE(st.st_mode))
+    return True
+
+
 def orphan_temps(top: Path, *, root: Path) -> list[Path]:
     """Temp files below ``top`` whose writer is gone (they may hold a value: report and remove them)."""
     out = []

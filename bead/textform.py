@@ -81,34 +81,55 @@ def invisible(text: str) -> list[str]:
     return list(seen)
 
 
+def _disguised(ch: str) -> bool:
+    """A character that reads as one ASCII letter or digit without being it: a look-alike of another script
+    (Cyrillic р), a Latin form (IPA ɡ, small capital ᴘ), a mathematical or letterlike one (𝚙, ℎ), a digit of
+    another script (०). Accented letters are not (their name says WITH), nor Turkish dotless ı, nor full-width
+    forms (a Japanese or Chinese writer's letters, visibly wide)."""
+    if ch < "\x80" or ch in "\u0131\u0130" or "\uff01" <= ch <= "\uff5e":
+        return False
+    mapped = _ascii_lookalikes().get(ch)
+    if mapped is not None:
+        return len(mapped) == 1 and mapped.isalnum()
+    name = unicodedata.name(ch, "")
+    return _by_name(ch) is not None and " WITH " not in name
+
+
+_LOOKALIKE_SEPARATORS = frozenset("\u2024\u2044\u2215\u29f8\u2571\u3002\uff0e\uff0f\u0701\ua4f8")
+
+
 def lookalikes(text: str) -> list[str]:
-    """The words of ``text`` (between spaces) that read as something they are not: a letter of another script that
-    looks like a Latin one beside Latin letters (``раураl`` with Cyrillic р, а, у: "paypal"; ``https://раура.com``),
-    or fullwidth forms beside ASCII (``ｐｒｏｄ.example.com``). A word wholly in one script (Russian, Greek, Japanese
-    with its own letters and a Latin word apart) is none, nor Latin letters with accents. One pass."""
+    """The words of ``text`` (between spaces) that read as something they are not: a run of letters and digits that
+    mixes ASCII with characters that only look like ASCII (``раураl`` with Cyrillic р, а, у; ``ɡooɡle``; ``g०ogle``),
+    or, in an address (a word with a ``.``, ``/`` or ``@``), a part made wholly of such characters beside ASCII
+    letters (``https://раура.com``, ``ｐｒｏｄ.example.com``) or a look-alike dot or slash (``paypal․com``). A word in
+    one script, accents, CJK beside Latin, full-width letters beside Latin words, Russian endings after a Latin word
+    (``main-ветку``) are none. One pass."""
     if text.isascii():
         return []
-    from confusable_homoglyphs.categories import alias
-
-    table = _ascii_lookalikes()
     out: list[str] = []
     for word in text.split():
         if word.isascii() or len(out) >= 4:
             continue
-        latin = foreign = wide = ascii_ = False
-        for ch in word:
-            if ch < "\x80":
-                ascii_ = True
-                latin = latin or ch.isalpha()
-            elif "\uff01" <= ch <= "\uff5e":
-                wide = True
-            elif ch.isalpha():
-                script = alias(ch)
-                if script == "LATIN":
-                    latin = True
-                elif ch in table and script not in ("COMMON", "INHERITED"):
-                    foreign = True
-        if (foreign and latin) or (wide and ascii_):
+        address = any(c in word for c in "./@") or any(c in _LOOKALIKE_SEPARATORS for c in word)
+        ascii_letters = any("a" <= c.lower() <= "z" for c in word)
+        flagged = address and ascii_letters and any(c in _LOOKALIKE_SEPARATORS for c in word)
+        run_ascii = run_disguised = run_wide = run_len = 0
+        whole_disguised = False
+        for ch in word + " ":  # the space closes the last run
+            if ch.isalnum() or unicodedata.category(ch) in _MARKS:
+                run_len += 1
+                if ch < "\x80":
+                    run_ascii += 1
+                elif "\uff10" <= ch <= "\uff5a":
+                    run_wide += 1  # full-width letters count only wholly, in an address: beside Latin, a CJK writer's
+                elif _disguised(ch):
+                    run_disguised += 1
+                continue
+            flagged = flagged or bool(run_disguised and run_ascii)
+            whole_disguised = whole_disguised or (run_len >= 2 and run_disguised + run_wide == run_len)
+            run_ascii = run_disguised = run_wide = run_len = 0
+        if flagged or (whole_disguised and address and ascii_letters):
             out.append(word)
     return out
 

@@ -576,10 +576,17 @@ class TestThirdReview:
     @pytest.mark.parametrize(
         "value",
         [
-            "I live in Z\u00fcrich and drink caf\u00e9",
+            "I live in Z\u00fcrich and drink caf\u00e9, na\u00efve r\u00e9sum\u00e9.pdf",
             "\u043c\u043e\u0439 \u0440\u0435\u0434\u0430\u043a\u0442\u043e\u0440 vim",
             "\u4f7f\u3046\u306e\u306fPython3\u3067\u3059",
             "\u0391\u03a1\u0399 is Greek here",
+            # a review's false positives of the first version: CJK punctuation and full-width letters beside Latin,
+            # Russian endings after a Latin word, a URL with a Cyrillic path, Greek in code, Turkish
+            "\u6211\u4eec\u7528Python\u5199\u540e\u7aef\uff0c\u6570\u636e\u5e93\u662fPostgreSQL",
+            "\uff24\uff22\u306fPostgreSQL\u3092\u4f7f\u3046",
+            "main-\u0432\u0435\u0442\u043a\u0443 Docker'\u0435 k8s-\u043a\u043b\u0430\u0441\u0442\u0435\u0440",
+            "https://ru.wikipedia.org/wiki/\u041c\u043e\u0441\u043a\u0432\u0430",
+            "lr_\u03b1=0.1 and kullan\u0131c\u0131 ad\u0131",
         ],
     )
     def test_words_of_one_script_and_accents_are_no_look_alikes(self, value):
@@ -587,6 +594,24 @@ class TestThirdReview:
         from bead.textform import lookalikes
 
         assert lookalikes(value) == [] and screen(value) is None
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            "\U0001d699\U0001d68a\U0001d6a2\U0001d699\U0001d68a\U0001d695.com",  # mathematical monospace
+            "\u210ettps://x.com",  # a letterlike symbol
+            "\u0261oo\u0261le.com",  # IPA g
+            "\u1d18aypal",  # a small capital
+            "\u2170nstall it",  # a roman numeral
+            "paypal.com\u2044login.evil.net",  # a fraction slash
+            "paypal\u2024com",  # a one dot leader
+            "g\u0966ogle",  # a Devanagari zero
+        ],
+    )
+    def test_what_reads_as_ascii_without_being_it_is_a_look_alike(self, value):
+        from bead.textform import lookalikes
+
+        assert lookalikes(value) == [value.split()[0]]
 
     def test_a_paste_that_closes_the_persons_fence_cannot_make_its_remember_typed(self, bead_home):
         """The pasted log ends the person's fence and opens one again: the line between reads as typed, but it sits

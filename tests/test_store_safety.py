@@ -395,3 +395,38 @@ class TestFourthReview:
         (bead_home / "store").symlink_to(away)
         r = run_cli("search", "zebra", "--scope", "all")
         assert "zebra crossing" not in r.output
+
+    def test_a_cp_al_backup_is_reported_and_status_fix_gives_every_file_its_own_copy(self, bead_home, tmp_path):
+        """`cp -al` gives every file of the home a second name: bead reads and writes none of them, says so, and
+        `bead status --fix` makes each the home's own again (the backup keeps its bytes; the index is rebuilt)."""
+        with Memory(Home(bead_home), Config(owner="t")) as m:
+            m.write("user/editor", "helix", "user")
+            m.append_turns("s1", [("user", "the zebra note", T0, None, {"source": "typed"})])
+        backup = tmp_path / "backup"
+        subprocess.run(["cp", "-al", str(bead_home), str(backup)], check=True)
+        r = run_cli("status")
+        assert "is a hard link" in r.output and "bead status --fix" in r.output, r.output
+        r = run_cli("status", "--fix")
+        assert "a copy of its own" in r.output, r.output
+        assert "is a hard link" not in run_cli("status").output
+        before = snapshot(backup)
+        with Memory(Home(bead_home), Config(owner="t")) as m:
+            assert m.current("user/editor").body == "helix"
+            m.write("user/editor", "vim", "user")
+            m.append_turns("s1", [("user", "a later turn", T0, None, {"source": "typed"})])
+        assert snapshot(backup) == before, "the backup keeps what it had"
+
+    @pytest.mark.parametrize("tail", ["-wal", "-shm", ""])
+    def test_sqlite_never_writes_through_a_hard_link_at_the_index(self, bead_home, tmp_path, tail):
+        """SQLite opens its own files: a hard link at index.db-wal or -shm (or index.db) is refused before it does,
+        and the file it names outside the home keeps its bytes."""
+        with Memory(Home(bead_home), Config(owner="t")) as m:
+            m.write("user/editor", "helix", "user")
+        victim = tmp_path / "victim"
+        victim.write_text("export PATH=$HOME/bin:$PATH\n")
+        target = bead_home / f"index.db{tail}"
+        target.unlink(missing_ok=True)
+        os.link(victim, target)
+        r = run_cli("reindex")
+        assert r.exit_code == 1 and "hard link" in r.output and "bead status --fix" in r.output, r.output
+        assert victim.read_text() == "export PATH=$HOME/bin:$PATH\n"

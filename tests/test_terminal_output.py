@@ -326,3 +326,4 @@ def test_an_emojis_presentation_selector_shows_and_text_hidden_in_selectors_does
     assert visible("love \u2764\ufe0f and 1\ufe0f\u20e3") == "love \u2764\ufe0f and 1\ufe0f\u20e3"
     assert visible("a\ufe0fb \u2764\ufe0f\ufe0f c\U000e0139") == "a\\ufe0fb \u2764\ufe0f\\ufe0f c\\U000e0139"
     assert visible("e\u0301\u0301\u0301") == "e\u0301\u0301\\u0301"  # a stack of marks past two smears
+    assert one_line("pay\xadpal") == "pay\\xadpal"  # a soft hyphen shows as nothing: paypal

@@ -8,7 +8,9 @@ from .common import echo, emit, json_option, open_memory
 
 
 @click.command()
-@click.option("--fix", is_flag=True, help="Remove temp files that killed writers left behind.")
+@click.option(
+    "--fix", is_flag=True, help="Remove temp files that killed writers left behind; give hard-linked files copies of their own."
+)
 @click.option(
     "--wait",
     type=click.FloatRange(0, 300),

@@ -25,7 +25,7 @@ from ..index import semantic, sqlite
 from ..index.rebuild import diff
 from ..paths import Home, enclosing_git
 from ..ports import client_address, held_by_own_service_manager, host_port, listener, proven_connection
-from ..store.facts import LINK_REASON
+from ..store.facts import HARD_LINK_REASON, LINK_REASON
 from ..store.queue import Queue
 from ..store.reports import DreamState, Reports
 from ..token import load_token
@@ -36,15 +36,36 @@ from .memory import Memory
 
 def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
     """Counts, index freshness, the services and the proxy, and the problems found, each with the command that fixes
-    it (``fix``: remove orphaned temp files)."""
+    it (``fix``: remove orphaned temp files, give hard-linked files copies of their own)."""
     problems: list[dict] = []
     fixed: list[str] = []
     kvs, file_problems = mem.facts.scan()
     for p in file_problems:
-        if p.reason != LINK_REASON:  # links are listed once, below
+        if p.reason not in (LINK_REASON, HARD_LINK_REASON):  # links are listed once, below
             problems.append({"problem": f"{p.path}: {p.reason}", "fix": "edit the file so it parses (bead skips it until then)"})
     for link in mem.links():
         problems.append(_link_problem(link))
+    index_files = {mem.home.index_db.with_name(mem.home.index_db.name + tail) for tail in ("", "-wal", "-shm")}
+    linked = safe.hard_links(mem.home.root, root=mem.home.root)
+    if fix and linked:
+        # Lock files first (empty, and the store's lock is one of them), then the rest under the store's lock.
+        own = [hl for hl in linked if hl.name.endswith(".lock") and safe.unshare(hl, root=mem.home.root)]
+        with mem.facts.lock():
+            own += [hl for hl in linked if hl not in index_files and hl not in own and safe.unshare(hl, root=mem.home.root)]
+            # The index is derived: its linked files go, and it is built again from the files.
+            gone = [hl for hl in linked if hl in index_files and safe.unlink(hl, root=mem.home.root)]
+        fixed += [f"gave {hl} a copy of its own (it was a hard link)" for hl in own]
+        fixed += [f"removed {hl} (a hard link; the index is built again from the files)" for hl in gone]
+        linked = [hl for hl in linked if hl not in own and hl not in gone]
+    for hl in linked:
+        problems.append(
+            {
+                "problem": f"{hl} is a hard link, another name of a file that may live outside the home (a `cp -al` "
+                "backup makes every file one): bead neither reads nor writes it",
+                "fix": "run `bead status --fix`: it removes the index's linked files (the index is derived and built "
+                "again) and gives any other file a copy of its own (the other name keeps the old file)",
+            }
+        )
     if fix:
         fixed += [f"removed {t} (a temp file a killed writer left)" for t in mem.remove_orphan_temps()]
     for temp in mem.orphan_temps():

@@ -288,10 +288,19 @@ class Index:
         # It follows links, so none of its files may be one.
         for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
             with contextlib.suppress(FileNotFoundError):
-                if stat.S_ISLNK(os.lstat(p).st_mode):
+                st = os.lstat(p)
+                if stat.S_ISLNK(st.st_mode):
                     raise BeadError(
                         f"refusing to open {p}: it is a symbolic link",
                         f"delete the link (the index is derived: `bead reindex` builds it again at {path})",
+                    )
+                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                    # SQLite writes its WAL and shared memory in place: through a hard link, into the other file.
+                    raise BeadError(
+                        f"refusing to open {p}: it is a hard link, another name of a file that may live outside "
+                        f"bead's home ({st.st_nlink} names)",
+                        f"delete {p} (the index is derived: `bead reindex` builds it again at {path}), or run "
+                        "`bead status --fix`, which gives every hard-linked file of the home a copy of its own",
                     )
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
         with OPEN_CLOSE:  # the file, its WAL and its shared memory are opened here

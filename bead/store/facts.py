@@ -159,6 +159,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
 
 
 LINK_REASON = "is a symbolic link; bead never reads through links below its home"
+HARD_LINK_REASON = "is a hard link; bead neither reads nor writes one (`bead status --fix` gives it a copy of its own)"
 
 
 def parse_fact(path: Path, key: str, version: int, data: bytes | None = None) -> Fact:
@@ -391,8 +392,8 @@ class FactStore:
         path = self.home.fact_file(key, n)
         try:
             data = safe.read_at(dir_fd, path)
-        except safe.UnsafePath:
-            raise ValueError(LINK_REASON) from None
+        except safe.UnsafePath as exc:
+            raise ValueError(HARD_LINK_REASON if "hard link" in exc.message else LINK_REASON) from None
         except OSError as exc:
             raise ValueError(exc.strerror or str(exc)) from None
         return parse_fact(path, key, n, data)
