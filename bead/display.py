@@ -22,7 +22,7 @@ import re
 import unicodedata
 from typing import Any
 
-from .textform import stream_safe
+from .textform import _ignorable, stream_safe
 
 # C0 controls but tab, line feed and carriage return; DEL; C1 controls.
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -133,9 +133,10 @@ def _blank(code: int) -> bool:
 
 
 def _unseen(code: int) -> bool:
-    """Shown as nothing or blank space though no control or format character: ``_blank``, and the combining
-    grapheme joiner (U+034F, a mark that marks nothing)."""
-    return code == 0x34F or _blank(code)
+    """Shown as nothing or blank space though no control or format character: ``_blank``, and what the rules'
+    normal form drops as ignorable (the combining grapheme joiner, Khmer inherent vowels, Mongolian variation
+    selectors, unassigned format and tag code points: ``bead.textform._IGNORABLE``)."""
+    return _blank(code) or (code >= 0x34F and _ignorable(code))
 
 
 _BREAKS = str.maketrans("\t\n\r", "   ")

@@ -327,3 +327,5 @@ def test_an_emojis_presentation_selector_shows_and_text_hidden_in_selectors_does
     assert visible("a\ufe0fb \u2764\ufe0f\ufe0f c\U000e0139") == "a\\ufe0fb \u2764\ufe0f\\ufe0f c\\U000e0139"
     assert visible("e\u0301\u0301\u0301") == "e\u0301\u0301\\u0301"  # a stack of marks past two smears
     assert one_line("pay\xadpal") == "pay\\xadpal"  # a soft hyphen shows as nothing: paypal
+    # what the rules' normal form drops as ignorable: Mongolian selectors, Khmer inherent vowels, unassigned ones
+    assert visible("a\u180bb\u17b4c\u2065d\ufff0e\U000e0080f") == "a\\u180bb\\u17b4c\\u2065d\\ufff0e\\U000e0080f"
