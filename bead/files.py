@@ -173,7 +173,8 @@ def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
         raise UnsafePath(
             f"refusing to use {path}: it is a hard link, another name of a file that may live outside bead's home "
             f"({st.st_nlink} names)",
-            f"bead makes no hard links: remove {path} (and copy the file back if it is bead's own)",
+            "bead makes no hard links: `bead status --fix` gives every hard-linked file of the home a copy of its own "
+            f"(or remove {path})",
         )
     if writing:
         # Another user's file, FIFO or socket (made first at a shared path: a trace in /tmp); a device such as
@@ -460,19 +461,35 @@ def hard_links(top: Path, *, root: Path) -> list[Path]:
 
 
 def unshare(path: Path, *, root: Path) -> bool:
-    """Give the hard-linked ``path`` (below ``root``) a file of its own with the same bytes and mode: the other
-    name keeps the old file. False when it is no longer a hard link."""
+    """Give the hard-linked regular file ``path`` (below ``root``, owned by this user) a file of its own with the same
+    bytes and mode, the other name keeping the old file. False when it is no longer a hard link, or it changed while
+    it was copied (a writer under another lock: its write is kept, the link reported again). Bytes are copied in
+    the kernel, a chunk at a time."""
     with opened_dir(root, path.parent) as d:
         fd = os.open(path.name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK, dir_fd=d)
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2 or st.st_uid != os.getuid():
                 return False
-            os.set_blocking(fd, True)
-            data = _read_all(fd)
+            tmp = _temp_name(path.name)
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, stat.S_IMODE(st.st_mode), dir_fd=d)
+            try:
+                offset = 0
+                while offset < st.st_size:
+                    n = os.copy_file_range(fd, out, st.st_size - offset, offset, offset)
+                    if n == 0:
+                        break
+                    offset += n
+                os.fsync(out)
+            finally:
+                os.close(out)
+            now = os.stat(path.name, dir_fd=d, follow_symlinks=False)
+            if (now.st_ino, now.st_size, now.st_mtime_ns) != (st.st_ino, st.st_size, st.st_mtime_ns) or offset != st.st_size:
+                os.unlink(tmp, dir_fd=d)
+                return False
+            os.rename(tmp, path.name, src_dir_fd=d, dst_dir_fd=d)
         finally:
             os.close(fd)
-        write_at(d, path, data, stat.S_IMODE(st.st_mode))
     return True
 
 

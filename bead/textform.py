@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -74,10 +75,15 @@ def _unseen(ch: str) -> bool:
 def invisible(text: str) -> list[str]:
     """The invisible or reordering characters ``text`` holds, as ``U+XXXX`` names (empty when none)."""
     seen: dict[str, None] = {}
+    prev = ""
     for ch in str(text):
         if ord(ch) >= 0x7F or (ord(ch) < 0x20 and ch not in _KEPT_CONTROLS):
-            if _unseen(ch):
+            # One presentation selector after a symbol or a keycap's digit is an emoji (❤️, 1️⃣), as bead.display
+            # shows it; after a letter, or a second in a row, it hides text.
+            emoji = ch in "\ufe0e\ufe0f" and bool(prev) and (prev in "0123456789#*" or unicodedata.category(prev)[0] == "S")
+            if not emoji and _unseen(ch):
                 seen.setdefault(f"U+{ord(ch):04X}", None)
+        prev = ch
     return list(seen)
 
 
@@ -88,6 +94,8 @@ def _disguised(ch: str) -> bool:
     forms (a Japanese or Chinese writer's letters, visibly wide)."""
     if ch < "\x80" or ch in "\u0131\u0130" or "\uff01" <= ch <= "\uff5e":
         return False
+    if ch in _BARS:  # a letter that reads as l (ǀ, 〡), which the rules read as a shell's pipe
+        return unicodedata.category(ch)[0] in "LN"
     mapped = _ascii_lookalikes().get(ch)
     if mapped is not None:
         return len(mapped) == 1 and mapped.isalnum()
@@ -95,7 +103,12 @@ def _disguised(ch: str) -> bool:
     return _by_name(ch) is not None and " WITH " not in name
 
 
-_LOOKALIKE_SEPARATORS = frozenset("\u2024\u2044\u2215\u29f8\u2571\u3002\uff0e\uff0f\u0701\ua4f8")
+# Characters that read as "." or "/" (Unicode's confusables); the ideographic full stop and the full-width dot and
+# slash are not among them: CJK text uses them, and IDNA reads them as "." and "/" anyway.
+_LOOKALIKE_SEPARATORS = frozenset(
+    "\u2024\u2044\u2215\u29f8\u2571\u0701\ua4f8\ua60e\u27cb\u2041\u1735\u3033\u31d3\u4e3f\u2f03\u30ce\u2cc6"
+    "\U0001d16d\U0001d23a\u0660\u06f0\u0702"
+)
 
 
 def lookalikes(text: str) -> list[str]:
@@ -111,27 +124,66 @@ def lookalikes(text: str) -> list[str]:
     for word in text.split():
         if word.isascii() or len(out) >= 4:
             continue
-        address = any(c in word for c in "./@") or any(c in _LOOKALIKE_SEPARATORS for c in word)
-        ascii_letters = any("a" <= c.lower() <= "z" for c in word)
-        flagged = address and ascii_letters and any(c in _LOOKALIKE_SEPARATORS for c in word)
-        run_ascii = run_disguised = run_wide = run_len = 0
-        whole_disguised = False
-        for ch in word + " ":  # the space closes the last run
-            if ch.isalnum() or unicodedata.category(ch) in _MARKS:
-                run_len += 1
-                if ch < "\x80":
-                    run_ascii += 1
-                elif "\uff10" <= ch <= "\uff5a":
-                    run_wide += 1  # full-width letters count only wholly, in an address: beside Latin, a CJK writer's
-                elif _disguised(ch):
-                    run_disguised += 1
-                continue
-            flagged = flagged or bool(run_disguised and run_ascii)
-            whole_disguised = whole_disguised or (run_len >= 2 and run_disguised + run_wide == run_len)
-            run_ascii = run_disguised = run_wide = run_len = 0
-        if flagged or (whole_disguised and address and ascii_letters):
+        runs = _runs(word)
+        parts = [r for r in runs if r.text]
+        # An address: a URL, a handle or an e-mail address, or parts joined by a dot (a host name, a file name).
+        dotted = any(
+            a.sep_after == "." and not a.text.isdigit() and b.text and not b.text.isdigit()
+            for a, b in zip(runs, runs[1:], strict=False)
+            if a.text
+        )
+        address = "://" in word or "@" in word or dotted
+        ascii_letters = any(r.ascii_letters for r in parts)
+        # A run that mixes ASCII letters (or, for a look-alike digit, ASCII digits) with look-alikes: раураl, g०ogle.
+        flagged = any(r.disguised and (r.ascii_letters or (r.ascii_digits and r.disguised_digits)) for r in parts)
+        flagged = flagged or (ascii_letters and any(c in _LOOKALIKE_SEPARATORS for c in word))
+        whole = [r for r in parts if r.disguised + r.wide == len(r.text)]
+        if address and whole:
+            # a part wholly of look-alikes beside ASCII (https://раура.com, х.com), or every part (аррӏе.со, @раураӏ)
+            flagged = flagged or ascii_letters or (len(whole) == len(parts) and (len(parts) >= 2 or "@" in word))
+        if flagged:
             out.append(word)
     return out
+
+
+@dataclass
+class _Run:
+    text: str = ""
+    ascii_letters: int = 0
+    ascii_digits: int = 0
+    disguised: int = 0
+    disguised_digits: int = 0
+    wide: int = 0
+    sep_after: str = ""
+
+
+def _runs(word: str) -> list[_Run]:
+    """The runs of letters and digits of ``word`` (marks stay with theirs), each with what it holds and the
+    character that ends it."""
+    runs: list[_Run] = []
+    cur = _Run()
+    chars: list[str] = []
+    for ch in word:
+        if ch.isalnum() or unicodedata.category(ch) in _MARKS:
+            chars.append(ch)
+            if ch < "\x80":
+                if ch.isalpha():
+                    cur.ascii_letters += 1
+                else:
+                    cur.ascii_digits += 1
+            elif "\uff10" <= ch <= "\uff5a":
+                cur.wide += 1  # full-width letters count only wholly, in an address: beside Latin, a CJK writer's
+            elif _disguised(ch):
+                cur.disguised += 1
+                if ch.isdigit() or (_ascii_lookalikes().get(ch) or "x").isdigit():
+                    cur.disguised_digits += 1
+            continue
+        cur.text, cur.sep_after = "".join(chars), ch
+        runs.append(cur)
+        cur, chars = _Run(), []
+    cur.text = "".join(chars)
+    runs.append(cur)
+    return runs
 
 
 @lru_cache(maxsize=1)

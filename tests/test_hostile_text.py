@@ -587,6 +587,10 @@ class TestThirdReview:
             "main-\u0432\u0435\u0442\u043a\u0443 Docker'\u0435 k8s-\u043a\u043b\u0430\u0441\u0442\u0435\u0440",
             "https://ru.wikipedia.org/wiki/\u041c\u043e\u0441\u043a\u0432\u0430",
             "lr_\u03b1=0.1 and kullan\u0131c\u0131 ad\u0131",
+            # the second version's: CJK full stops and full-width dots and slashes (IDNA reads them as . and /),
+            # Russian units and house numbers after digits, a slash between words, Greek symbols with digits
+            "Python\u3092\u4f7f\u3046\u3002 Mac\uff0fWindows\u5bfe\u5fdc config\uff0ejson",
+            "5\u043a\u0433 3\u0445 10\u0410 Telegram/\u0412\u041a Corp./\u0410\u041e \u03c10 \u03c32 v1.2.3",
         ],
     )
     def test_words_of_one_script_and_accents_are_no_look_alikes(self, value):
@@ -606,6 +610,11 @@ class TestThirdReview:
             "paypal.com\u2044login.evil.net",  # a fraction slash
             "paypal\u2024com",  # a one dot leader
             "g\u0966ogle",  # a Devanagari zero
+            "\u0445.com",  # one letter, Cyrillic
+            "@\u0440\u0430\u0443\u0440\u0430\u04cf",  # a handle wholly of look-alikes
+            "\u0430\u0440\u0440\u04cf\u0435.\u0441\u043e",  # a host wholly of look-alikes
+            "paypa\u01c0.com",  # a letter that reads as l
+            "paypal\ua60ecom",  # a look-alike dot
         ],
     )
     def test_what_reads_as_ascii_without_being_it_is_a_look_alike(self, value):
@@ -679,3 +688,11 @@ class TestThirdReview:
         p = Proposal("user/bank", "user", "My bank is \u0440\u0430\u0443\u0440\u0430l.com.", (1,))
         d = decide(mem, p, [said], lambda v: None)
         assert d.action == "queue" and d.kind == "suspicious" and "look-alike" in d.detail
+
+    def test_an_emoji_is_no_hidden_text_and_selectors_after_a_letter_are(self):
+        """❤️ and 1️⃣ (one presentation selector after a symbol or a keycap's digit) are written as they read, as the
+        terminal shows them; a selector after a letter or a second in a row hides text and waits."""
+        from bead.core.propose import screen
+
+        assert screen("the person loves vim \u2764\ufe0f") is None and screen("use 1\ufe0f\u20e3 tab") is None
+        assert screen("hid\ufe0fden").kind == "hidden" and screen("\u2764\ufe0f\ufe0f").kind == "hidden"

@@ -399,15 +399,18 @@ class TestFourthReview:
     def test_a_cp_al_backup_is_reported_and_status_fix_gives_every_file_its_own_copy(self, bead_home, tmp_path):
         """`cp -al` gives every file of the home a second name: bead reads and writes none of them, says so, and
         `bead status --fix` makes each the home's own again (the backup keeps its bytes; the index is rebuilt)."""
+        assert run_cli("write", "user/editor", "helix", "--type", "user").exit_code == 0
         with Memory(Home(bead_home), Config(owner="t")) as m:
-            m.write("user/editor", "helix", "user")
             m.append_turns("s1", [("user", "the zebra note", T0, None, {"source": "typed"})])
+        (bead_home / "config.yaml").touch()  # a home the services ran in has its config and token too
+        (bead_home / "proxy.token").write_text("t" * 43 + "\n")
+        (bead_home / "proxy.token").chmod(0o600)
         backup = tmp_path / "backup"
         subprocess.run(["cp", "-al", str(bead_home), str(backup)], check=True)
         r = run_cli("status")
         assert "is a hard link" in r.output and "bead status --fix" in r.output, r.output
         r = run_cli("status", "--fix")
-        assert "a copy of its own" in r.output, r.output
+        assert "a copy of its own" in r.output and "config.yaml" in r.output and "proxy.token" in r.output, r.output
         assert "is a hard link" not in run_cli("status").output
         before = snapshot(backup)
         with Memory(Home(bead_home), Config(owner="t")) as m:

@@ -23,12 +23,21 @@ from .common import echo, emit, json_option, open_memory
 @json_option
 def status(fix, wait, as_json):
     """Show counts, index freshness and problems found (links, leftovers, a stale index)."""
-    from ..core.health import collect, wait_for_proxy
+    from ..core.health import collect, unshare_home, wait_for_proxy
+    from ..paths import resolve_home
 
+    unshared: tuple[list[str], list[dict]] = ([], [])
+    if fix:
+        # Before the home is opened: its config and token may be hard links too (a `cp -al` backup).
+        unshared = unshare_home(resolve_home())
     mem = open_memory()
     if wait:
         wait_for_proxy(mem, wait)
     data = collect(mem, fix=fix)
+    data["fixed"] = unshared[0] + data["fixed"]
+    # What could not be copied is listed again by collect, with the general fix; its own reason replaces that.
+    reasons = {p["problem"]: p for p in unshared[1]}
+    data["problems"] = [reasons.get(p["problem"], p) for p in data["problems"]]
 
     def human(d):
         for line in d["fixed"]:

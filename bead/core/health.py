@@ -26,6 +26,7 @@ from ..index.rebuild import diff
 from ..paths import Home, enclosing_git
 from ..ports import client_address, held_by_own_service_manager, host_port, listener, proven_connection
 from ..store.facts import HARD_LINK_REASON, LINK_REASON
+from ..store.locks import flocked
 from ..store.queue import Queue
 from ..store.reports import DreamState, Reports
 from ..token import load_token
@@ -33,10 +34,57 @@ from ..vault import keys as vault_keys
 from ..version import build_id
 from .memory import Memory
 
+UNSHARE_MAX_BYTES = 256 * 1024 * 1024  # larger files are reported, not copied (a copy is the person's call)
+
+
+def _hard_link_problem(path: Path) -> dict[str, str]:
+    return {
+        "problem": f"{path} is a hard link, another name of a file that may live outside the home (a `cp -al` backup "
+        "makes every file one): bead neither reads nor writes it",
+        "fix": "stop bead's services, then run `bead status --fix`: it gives each such file a copy of its own (the "
+        "other name keeps the old bytes) and removes the index's (derived, built again)",
+    }
+
+
+def unshare_home(home: Home) -> tuple[list[str], list[dict[str, str]]]:
+    """`bead status --fix`, before anything of the home is read (its config and token may be hard links too): give
+    every hard-linked file below the home a copy of its own, remove the index's files if any is one (the index is
+    derived and built again), and report what could not be done. What it did, and the problems left."""
+    fixed: list[str] = []
+    problems: list[dict[str, str]] = []
+    linked = safe.hard_links(home.root, root=home.root)
+    if not linked:
+        return fixed, problems
+    index_files = [home.index_db.with_name(home.index_db.name + tail) for tail in ("", "-wal", "-shm")]
+    if any(p in index_files for p in linked):
+        for p in index_files:  # all three: a WAL beside a database it does not belong to would be replayed into it
+            if safe.unlink(p, root=home.root):
+                fixed.append(f"removed {p} (the index is built again from the files)")
+    rest = [p for p in linked if p not in index_files]
+
+    def unshare(p: Path) -> None:
+        try:
+            if os.lstat(p).st_size > UNSHARE_MAX_BYTES:
+                problems.append({**_hard_link_problem(p), "fix": f"copy it yourself: cp -p {p} {p}.own && mv {p}.own {p}"})
+            elif safe.unshare(p, root=home.root):
+                fixed.append(f"gave {p} a copy of its own (it was a hard link)")
+        except (OSError, BeadError) as exc:
+            problems.append({**_hard_link_problem(p), "fix": f"could not copy it ({exc}); copy it yourself, or remove it"})
+
+    # Lock files first (empty; the store's lock is one), then the rest under the store's lock.
+    for p in rest:
+        if p.name.endswith(".lock"):
+            unshare(p)
+    with flocked(home.store_lock, root=home.root):
+        for p in rest:
+            if not p.name.endswith(".lock"):
+                unshare(p)
+    return fixed, problems
+
 
 def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
     """Counts, index freshness, the services and the proxy, and the problems found, each with the command that fixes
-    it (``fix``: remove orphaned temp files, give hard-linked files copies of their own)."""
+    it (``fix``: remove orphaned temp files; hard-linked files are ``unshare_home``'s, before the home is opened)."""
     problems: list[dict] = []
     fixed: list[str] = []
     kvs, file_problems = mem.facts.scan()
@@ -45,27 +93,8 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
             problems.append({"problem": f"{p.path}: {p.reason}", "fix": "edit the file so it parses (bead skips it until then)"})
     for link in mem.links():
         problems.append(_link_problem(link))
-    index_files = {mem.home.index_db.with_name(mem.home.index_db.name + tail) for tail in ("", "-wal", "-shm")}
-    linked = safe.hard_links(mem.home.root, root=mem.home.root)
-    if fix and linked:
-        # Lock files first (empty, and the store's lock is one of them), then the rest under the store's lock.
-        own = [hl for hl in linked if hl.name.endswith(".lock") and safe.unshare(hl, root=mem.home.root)]
-        with mem.facts.lock():
-            own += [hl for hl in linked if hl not in index_files and hl not in own and safe.unshare(hl, root=mem.home.root)]
-            # The index is derived: its linked files go, and it is built again from the files.
-            gone = [hl for hl in linked if hl in index_files and safe.unlink(hl, root=mem.home.root)]
-        fixed += [f"gave {hl} a copy of its own (it was a hard link)" for hl in own]
-        fixed += [f"removed {hl} (a hard link; the index is built again from the files)" for hl in gone]
-        linked = [hl for hl in linked if hl not in own and hl not in gone]
-    for hl in linked:
-        problems.append(
-            {
-                "problem": f"{hl} is a hard link, another name of a file that may live outside the home (a `cp -al` "
-                "backup makes every file one): bead neither reads nor writes it",
-                "fix": "run `bead status --fix`: it removes the index's linked files (the index is derived and built "
-                "again) and gives any other file a copy of its own (the other name keeps the old file)",
-            }
-        )
+    for hl in safe.hard_links(mem.home.root, root=mem.home.root):
+        problems.append(_hard_link_problem(hl))
     if fix:
         fixed += [f"removed {t} (a temp file a killed writer left)" for t in mem.remove_orphan_temps()]
     for temp in mem.orphan_temps():
