@@ -93,6 +93,11 @@ def test_summary_history_pin_unpin_and_reinforce(admin, mem):
         (1, False, "Jobs go through Celery on Redis"),
         (2, True, "Jobs go through Dramatiq on RabbitMQ"),
     ]
+    # The version the curator was shown, if it is no longer current (written meanwhile): nothing is pinned.
+    stale = admin.err("pin", {"key": "project/shop/queue", "version": 1})
+    assert "changed since it was shown" in json.dumps(stale) and not mem.current("project/shop/queue").pinned, stale
+    assert admin.ok("pin", {"key": "project/shop/queue", "version": 2})["id"] == "project/shop/queue@v2"
+    assert admin.ok("unpin", {"key": "project/shop/queue"})["changed"]
     assert admin.ok("pin", {"key": "project/shop/queue"}) == {"id": "project/shop/queue@v2", "pinned": True, "changed": True}
     cur = mem.current("project/shop/queue")
     assert cur.pinned and cur.version == 2  # pinned in place: no new version

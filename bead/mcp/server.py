@@ -394,9 +394,18 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
     async def history(key: Key, ctx: Context) -> CallToolResult:
         return await rt.call("history", ctx, lambda m, v: {"versions": reads.history(m, key, v)}, write=False)
 
-    @mcp.tool(annotations=WRITE, description="Pin a fact: it stays first in the standing memory and never decays.")
-    async def pin(key: Key, ctx: Context) -> CallToolResult:
-        return await rt.call("pin", ctx, lambda m, v: curate.set_pinned(m, key, True), write=True)
+    @mcp.tool(
+        annotations=WRITE,
+        description="Pin a fact: it stays first in the standing memory and never decays. Give the version you were "
+        "shown: if another is current now (written meanwhile), nothing is pinned.",
+    )
+    async def pin(
+        key: Key,
+        ctx: Context,
+        version: Annotated[int | None, Field(description="the version you decided on (history shows them)", ge=1)] = None,
+    ) -> CallToolResult:
+        expected = f"{key}@v{version}" if version is not None else None
+        return await rt.call("pin", ctx, lambda m, v: curate.set_pinned(m, key, True, expected), write=True)
 
     @mcp.tool(annotations=WRITE, description="Unpin a fact.")
     async def unpin(key: Key, ctx: Context) -> CallToolResult:
