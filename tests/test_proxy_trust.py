@@ -754,6 +754,13 @@ class TestOperations:
         assert "proxy       not answering at" in r.out and "its service is failing: see the problems below" in r.out
         assert "`bead proxy`" not in r.out
 
+    def test_a_service_failed_after_restarts_is_stopped_for_good_whatever_its_result(self, bead, tmp_path, monkeypatch):
+        """systemd 252 leaves Result=exit-code when the start limit stops a restart loop (seen under a real user
+        manager): failed after restarts is the start limit, not "failed for the moment"."""
+        self.fake_systemctl(tmp_path, monkeypatch, "ActiveState=failed\nSubState=failed\nNRestarts=10\nResult=exit-code\n")
+        r = bead("status")
+        assert "failed: after 10 restarts, systemd's start limit stopped it" in r.out and "for the moment" not in r.out
+
     def test_a_start_limit_hit_by_hand_says_so(self, bead, tmp_path, monkeypatch):
         self.fake_systemctl(tmp_path, monkeypatch, "ActiveState=failed\nSubState=failed\nNRestarts=0\nResult=start-limit-hit\n")
         r = bead("status")

@@ -195,7 +195,10 @@ class TestSetupCommand:
                 1,
             )
         )
-        Path(str(log) + ".state").write_text("systemctl --user enable --now bead-proxy.service\n")
+        # The proxy is enabled but stopped: it is started all the same, binding the port itself once it is free.
+        Path(str(log) + ".state").write_text(
+            "systemctl --user enable --now bead-proxy.service\nsystemctl --user stop bead-proxy.service\n"
+        )
         holder = socket.socket()
         holder.bind(("127.0.0.1", 0))
         holder.listen(1)

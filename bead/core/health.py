@@ -191,6 +191,11 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         )
     if not data["proxy"]["running"] and not data["proxy"].get("other_home"):
         data["proxy"]["hint"] = proxy_hint(data["services"].get("proxy") or {})
+        if data["proxy"].get("held_by_systemd") or (data["services"].get("proxy") or {}).get("state") == "deactivating":
+            data["proxy"]["hint"] = (
+                "it is starting or restarting: systemd holds its port (bead-proxy.socket) and requests wait, for "
+                "the streams in flight at most 300 s; `bead status --wait 300` waits for it"
+            )
     for name, st in data["services"].items():
         if st.get("state") != "failed" and not st.get("restarting"):
             continue
@@ -384,7 +389,9 @@ def _systemd_state(fields: dict[str, str]) -> dict[str, Any]:
         restarts > 0 and (active in ("activating", "failed") or (up_for is not None and up_for < RECENT_START_S))
     )
     times = f"{restarts} restart{'s' if restarts != 1 else ''}"
-    if active == "failed" and fields.get("Result") == "start-limit-hit":
+    # Failed, not waiting to start again (that is "activating"/"auto-restart"): systemd will not start it by itself.
+    # After restarts that is the start limit whatever Result says (systemd 252 keeps "exit-code" there).
+    if active == "failed" and (fields.get("Result") == "start-limit-hit" or restarts > 0):
         why = f"after {times}" if restarts else "it was started too often in a short time"
         st["restarting"] = f"{why}, systemd's start limit stopped it"
         st["summary"] = f"failed: {why}, systemd's start limit stopped it"

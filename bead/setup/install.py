@@ -40,7 +40,8 @@ STOP_TIMEOUT_S = 330
 
 
 def run(cmd: list[str]) -> subprocess.CompletedProcess:
-    timeout = STOP_TIMEOUT_S if "stop" in cmd[:3] else 60
+    # A stop, a restart or a disable waits for the proxy's streams in flight (TimeoutStopSec=310).
+    timeout = STOP_TIMEOUT_S if any(verb in cmd[:4] for verb in ("stop", "restart", "disable")) else 60
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -296,12 +297,12 @@ def _load(plan: Plan, changed: list[str], runner: Runner, socket_changed: bool =
             # old address, or started without the socket when it failed) stops first, and a socket on the old
             # address closes; the proxy starts again on the socket.
             proxy = plan.unit_name("proxy")
-            if state("is-active", proxy) == "active":
-                _systemctl(runner, acts, "stop", proxy)
-                start_proxy = True
-            if moved and state("is-active", sock) == "active":
-                _systemctl(runner, acts, "stop", sock)
             try:
+                if state("is-active", proxy) == "active":
+                    start_proxy = True  # started again below whatever happens here
+                    _systemctl(runner, acts, "stop", proxy)
+                if moved and state("is-active", sock) == "active":
+                    _systemctl(runner, acts, "stop", sock)
                 _systemctl(runner, acts, "enable", "--now", sock)
             except BeadError as exc:
                 host, port = parse_listen(plan.listen)
@@ -314,7 +315,7 @@ def _load(plan: Plan, changed: list[str], runner: Runner, socket_changed: bool =
         for svc in plan.services:
             unit = plan.unit_name(svc)
             try:
-                if svc == "proxy" and start_proxy:
+                if svc == "proxy" and (start_proxy or failed is not None):
                     # Started whatever happened to the socket: without it, the proxy binds the port itself.
                     _systemctl(runner, acts, "enable", "--now", unit)
                     continue
@@ -343,8 +344,9 @@ def _load(plan: Plan, changed: list[str], runner: Runner, socket_changed: bool =
 
 def _must(result: subprocess.CompletedProcess, what: str) -> None:
     if result.returncode != 0:
+        said = [line for line in (result.stderr or result.stdout or "").splitlines() if line.strip()]
         raise BeadError(
-            f"`{what}` failed: {(result.stderr or result.stdout).strip()[:300]}",
+            f"`{what}` failed: {(said[-1] if said else 'no message').strip()[:300]}",
             "check that a user session manager runs (`systemctl --user status`), or use "
             "`bead setup --no-load` and start the services with `bead up`",
         )
