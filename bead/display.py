@@ -22,7 +22,7 @@ import re
 import unicodedata
 from typing import Any
 
-from .textform import _ignorable, stream_safe
+from .textform import _ignorable, emoji_selector, stream_safe
 
 # C0 controls but tab, line feed and carriage return; DEL; C1 controls.
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -44,9 +44,7 @@ def visible(text: str, multiline: bool = False, tab: str = "    ") -> str:
     prev = ""
     for ch in str(text):
         code = ord(ch)
-        if code in (0xFE0E, 0xFE0F) and prev and (prev in "0123456789#*" or unicodedata.category(prev)[0] == "S"):
-            # One text or emoji presentation selector after a symbol or a keycap's digit (❤️, 1️⃣) is how emoji are
-            # written; after a letter, or a second in a row, it is text hidden in selectors and shown escaped.
+        if emoji_selector(prev, ch):  # ❤️, 1️⃣; any other selector hides text and is shown escaped
             out.append(ch)
             prev = ch
             continue

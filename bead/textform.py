@@ -72,16 +72,20 @@ def _unseen(ch: str) -> bool:
     return unicodedata.category(ch) in _HIDDEN_CATEGORIES
 
 
+def emoji_selector(prev: str, ch: str) -> bool:
+    """Whether ``ch`` is the one presentation selector an emoji is written with: U+FE0E or U+FE0F right after a
+    symbol or a keycap's digit (❤️, 1️⃣). After a letter, or a second in a row, a selector hides text. The one
+    rule for what is shown (bead.display) and what is screened (``invisible``)."""
+    return ch in "\ufe0e\ufe0f" and bool(prev) and (prev in "0123456789#*" or unicodedata.category(prev)[0] == "S")
+
+
 def invisible(text: str) -> list[str]:
     """The invisible or reordering characters ``text`` holds, as ``U+XXXX`` names (empty when none)."""
     seen: dict[str, None] = {}
     prev = ""
     for ch in str(text):
         if ord(ch) >= 0x7F or (ord(ch) < 0x20 and ch not in _KEPT_CONTROLS):
-            # One presentation selector after a symbol or a keycap's digit is an emoji (❤️, 1️⃣), as bead.display
-            # shows it; after a letter, or a second in a row, it hides text.
-            emoji = ch in "\ufe0e\ufe0f" and bool(prev) and (prev in "0123456789#*" or unicodedata.category(prev)[0] == "S")
-            if not emoji and _unseen(ch):
+            if not emoji_selector(prev, ch) and _unseen(ch):
                 seen.setdefault(f"U+{ord(ch):04X}", None)
         prev = ch
     return list(seen)
@@ -113,11 +117,12 @@ _LOOKALIKE_SEPARATORS = frozenset(
 
 def lookalikes(text: str) -> list[str]:
     """The words of ``text`` (between spaces) that read as something they are not: a run of letters and digits that
-    mixes ASCII with characters that only look like ASCII (``раураl`` with Cyrillic р, а, у; ``ɡooɡle``; ``g०ogle``),
-    or, in an address (a word with a ``.``, ``/`` or ``@``), a part made wholly of such characters beside ASCII
-    letters (``https://раура.com``, ``ｐｒｏｄ.example.com``) or a look-alike dot or slash (``paypal․com``). A word in
+    mixes ASCII with characters that only look like ASCII (``раураl`` with Cyrillic р, а, у; ``ɡooɡle``; ``g०ogle``);
+    a look-alike dot or slash beside ASCII letters (``paypal․com``); or, in an address (a URL, a handle, an e-mail
+    address, or parts of letters joined by a dot), a part made wholly of such characters beside ASCII letters
+    (``https://раура.com``, ``ｐｒｏｄ.example.com``, ``х.com``), or every part (``аррӏе.со``, ``@раураӏ``). A word in
     one script, accents, CJK beside Latin, full-width letters beside Latin words, Russian endings after a Latin word
-    (``main-ветку``) are none. One pass."""
+    (``main-ветку``), numbers (``v1.2.3``, ``ρ0``) are none. One pass."""
     if text.isascii():
         return []
     out: list[str] = []

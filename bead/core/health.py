@@ -190,12 +190,7 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
             }
         )
     if not data["proxy"]["running"] and not data["proxy"].get("other_home"):
-        data["proxy"]["hint"] = proxy_hint(data["services"].get("proxy") or {})
-        if data["proxy"].get("held_by_systemd") or (data["services"].get("proxy") or {}).get("state") == "deactivating":
-            data["proxy"]["hint"] = (
-                "it is starting or restarting: systemd holds its port (bead-proxy.socket) and requests wait, for "
-                "the streams in flight at most 300 s; `bead status --wait 300` waits for it"
-            )
+        data["proxy"]["hint"] = proxy_hint(data["services"].get("proxy") or {}, bool(data["proxy"].get("held_by_systemd")))
     for name, st in data["services"].items():
         if st.get("state") != "failed" and not st.get("restarting"):
             continue
@@ -413,10 +408,15 @@ def _systemd_state(fields: dict[str, str]) -> dict[str, Any]:
     return st
 
 
-def proxy_hint(st: dict[str, Any]) -> str:
+def proxy_hint(st: dict[str, Any], held_by_systemd: bool = False) -> str:
     """What to do about a proxy that does not answer, by what its service is doing: `bead proxy` only where no
     service runs it (under a failing service it would fail on the same port, under a starting one it races it)."""
     state = st.get("state")
+    if held_by_systemd or state == "deactivating":
+        return (
+            "it is starting or restarting: systemd holds its port (bead-proxy.socket) and requests wait, for the "
+            "streams in flight at most 300 s; `bead status --wait 300` waits for it"
+        )
     if st.get("restarting") or state == "failed":
         return "its service is failing: see the problems below"
     if state in ("active", "starting", "running"):

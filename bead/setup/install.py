@@ -35,12 +35,11 @@ RC_END = "# <<< bead <<<"
 Runner = Callable[[list[str]], subprocess.CompletedProcess]
 
 
-# systemd waits for the proxy's in-flight streams when it stops it (TimeoutStopSec=310 in bead-proxy.service).
+# A stop, a restart or a disable waits for the proxy's streams in flight (TimeoutStopSec=310 in bead-proxy.service).
 STOP_TIMEOUT_S = 330
 
 
 def run(cmd: list[str]) -> subprocess.CompletedProcess:
-    # A stop, a restart or a disable waits for the proxy's streams in flight (TimeoutStopSec=310).
     timeout = STOP_TIMEOUT_S if any(verb in cmd[:4] for verb in ("stop", "restart", "disable")) else 60
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
