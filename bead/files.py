@@ -55,6 +55,10 @@ class UnsafePath(BeadError):
     """A path below the home that bead will not follow: a link, or a file where a folder should be."""
 
 
+class HardLink(UnsafePath):
+    """A regular file below the home with more than one name: another name of a file that may live outside it."""
+
+
 def _refuse(path: Path, what: str) -> UnsafePath:
     return UnsafePath(f"refusing to follow {path}: it is {what}", LINK_FIX)
 
@@ -170,7 +174,7 @@ def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
         # A hard link is the other file itself (a ~/.bashrc linked in as a raw log would take captured text): bead
         # makes none, so one is someone's doing.
         os.close(fd)
-        raise UnsafePath(
+        raise HardLink(
             f"refusing to use {path}: it is a hard link, another name of a file that may live outside bead's home "
             f"({st.st_nlink} names)",
             "bead makes no hard links: `bead status --fix` gives every hard-linked file of the home a copy of its own "

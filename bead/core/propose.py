@@ -53,8 +53,8 @@ def instruction_text(value: str, key: str = "", title: str | None = None) -> str
 
 def screen(value: str, key: str = "", title: str | None = None) -> Finding | None:
     """The first of: a credential (in the value or the title), invisible or reordering characters, an
-    instruction to an AI agent, look-alike letters of another script in a word; None when the value may be
-    written."""
+    instruction to an AI agent, look-alike characters that read as ASCII (``textform.lookalikes``); None when the
+    value may be written."""
     if credential_rules(value) or (title and credential_rules(title)):
         return Finding(SECRET, "looks like a credential, and bead never stores one in plain text")
     hidden = invisible(value)
@@ -70,8 +70,8 @@ def screen(value: str, key: str = "", title: str | None = None) -> Finding | Non
         shown = ", ".join(repr(w[:40]) for w in mixed[:3])
         return Finding(
             LOOKALIKE,
-            f"mixes look-alike letters of another script, or fullwidth forms, into a word ({ascii(shown)[1:-1]}), so it "
-            "may not say what it shows",
+            f"holds look-alike characters that read as ASCII without being it ({ascii(shown)[1:-1]}), so it may not "
+            "say what it shows",
         )
     return None
 

@@ -393,7 +393,7 @@ class FactStore:
         try:
             data = safe.read_at(dir_fd, path)
         except safe.UnsafePath as exc:
-            raise ValueError(HARD_LINK_REASON if "hard link" in exc.message else LINK_REASON) from None
+            raise ValueError(HARD_LINK_REASON if isinstance(exc, safe.HardLink) else LINK_REASON) from None
         except OSError as exc:
             raise ValueError(exc.strerror or str(exc)) from None
         return parse_fact(path, key, n, data)
