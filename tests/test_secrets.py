@@ -391,6 +391,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("db-client-passwords", "influx setup -u admin -p {s} -o org -b bucket -f", "If2" + r(ALNUM, 11))
     add("oracle-passwords", "sql scott/{s}@db.example.com:1521/orcl", "Or13" + r(ALNUM, 10))
     add("oracle-passwords", "GRANT CONNECT, RESOURCE TO scott IDENTIFIED BY {s};", "Or14" + r(ALNUM, 10))
+    add("oracle-replace-password", "ALTER USER app IDENTIFIED BY Or15Xk9mQ2pL REPLACE {s};", "Or16" + r(ALNUM, 10))
     add("tool-passwords", "az login --service-principal \\\n  -u APP_ID \\\n  -p {s}", "Az2" + r(ALNUM, 11))
     add("tool-passwords", "gpg --batch --passphrase '{s}' -c notes.txt", "Gp2 " + r(ALNUM, 5) + " " + r(ALNUM, 6))
     add("tool-passwords", "zip -rP {s} backup.zip secrets/", "Zp2" + r(ALNUM, 11))
@@ -471,6 +472,8 @@ BENIGN = [
     "CREATE USER scott IDENTIFIED BY VALUES 'S:ABC';",
     "CREATE USER ops$alice IDENTIFIED EXTERNALLY;",
     "ALTER USER app IDENTIFIED BY :new_pw;",
+    "ALTER USER app IDENTIFIED BY :new_pw REPLACE :old_pw;",
+    "ALTER USER app IDENTIFIED BY $NEW_PW REPLACE $OLD_PW;",
     "> AUTH is required before any command",
     "AUTH failed: WRONGPASS invalid username-password pair",
     "redis-cli --askpass -h cache",
