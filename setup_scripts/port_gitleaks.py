@@ -17,6 +17,11 @@ to each adapted rule:
   a boundary must follow (a Stripe live key of 107 characters): lifted.
 - File-path allowlists (and rules that match a file name only) do not apply
   to conversation text and are left out.
+- The global allowlist's `(?i)^true|false|null$` means "starts with true, or
+  holds false anywhere, or ends in null" (alternation binds loosest), so every
+  secret with `false` in it was let through (`password=PW&useSSL=false` in a
+  JDBC URL, a password `Xfalse...`): it is read as meant, a whole value of
+  true, false or null (GLOBAL_ADAPT).
 
 Every pattern is RE2 syntax already (gitleaks is Go, whose regexp is RE2):
 no lookaround, no backreferences; the tool checks that each one compiles.
@@ -36,6 +41,8 @@ ADAPT = {
     "stripe-access-token": ("[a-zA-Z0-9]{10,99})", "[a-zA-Z0-9]{10,})",
                             "no upper length: a longer live key was not redacted at all"),
 }
+# The global allowlist's regexes that do not say what they mean, and what bead reads instead.
+GLOBAL_ADAPT = {"(?i)^true|false|null$": "(?i)^(?:true|false|null)$"}
 
 
 def port(toml: dict) -> dict:
@@ -79,7 +86,8 @@ def port(toml: dict) -> dict:
             rule["adapted"] = "; ".join(notes)
         out_rules.append(rule)
     glob = toml.get("allowlist", {})
-    return {"allow": {"regexes": glob.get("regexes", []), "stopwords": [w.lower() for w in glob.get("stopwords", [])]},
+    regexes = [GLOBAL_ADAPT.get(rx, rx) for rx in glob.get("regexes", [])]
+    return {"allow": {"regexes": regexes, "stopwords": [w.lower() for w in glob.get("stopwords", [])]},
             "rules": out_rules}
 
 

@@ -392,6 +392,15 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("oracle-passwords", "sql scott/{s}@db.example.com:1521/orcl", "Or13" + r(ALNUM, 10))
     add("oracle-passwords", "GRANT CONNECT, RESOURCE TO scott IDENTIFIED BY {s};", "Or14" + r(ALNUM, 10))
     add("oracle-replace-password", "ALTER USER app IDENTIFIED BY Or15Xk9mQ2pL REPLACE {s};", "Or16" + r(ALNUM, 10))
+    # a twenty-somethingth review's: the Oracle JDBC URL, and a value with "false" in it (gitleaks' global allowlist
+    # let any through)
+    add("jdbc-oracle-password", "url=jdbc:oracle:thin:scott/{s}@//db:1521/ORCL", "Oj1" + r(ALNUM, 11))
+    add("jdbc-oracle-password", "jdbc:oracle:thin:scott/{s}@db:1521:ORCL", "Oj2" + r(ALNUM, 11))
+    add(
+        "password-value",
+        "spring.datasource.url=jdbc:mysql://db:3306/app?user=root&password={s}&useSSL=false",
+        "Uf6" + r(ALNUM, 13),
+    )
     add("tool-passwords", "az login --service-principal \\\n  -u APP_ID \\\n  -p {s}", "Az2" + r(ALNUM, 11))
     add("tool-passwords", "gpg --batch --passphrase '{s}' -c notes.txt", "Gp2 " + r(ALNUM, 5) + " " + r(ALNUM, 6))
     add("tool-passwords", "zip -rP {s} backup.zip secrets/", "Zp2" + r(ALNUM, 11))
@@ -474,6 +483,11 @@ BENIGN = [
     "ALTER USER app IDENTIFIED BY :new_pw;",
     "ALTER USER app IDENTIFIED BY :new_pw REPLACE :old_pw;",
     "ALTER USER app IDENTIFIED BY $NEW_PW REPLACE $OLD_PW;",
+    "jdbc:oracle:thin:@//db:1521/ORCL",
+    "jdbc:oracle:thin:${DB_USER}/${DB_PASSWORD}@db:1521:ORCL",
+    "a 100% fine &amp; plain text, 50%off, %2Fusr&#47;bin and C:\\new\\test",
+    "DB_PASSWORD=false",
+    "password: null",
     "> AUTH is required before any command",
     "AUTH failed: WRONGPASS invalid username-password pair",
     "redis-cli --askpass -h cache",
@@ -1098,6 +1112,45 @@ def test_a_password_in_json_within_a_string_is_redacted_and_refused(text):
     assert secret not in clean and found == ["password-assignment"]
     assert clean == text.replace(secret, "[REDACTED:password-assignment]")
     assert credential_rules(text) == found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # PHP's json_encode escapes every slash
+        '{"DATABASE_URL": "postgres:\\/\\/app:SECRET@db\\/app"}',
+        # a URL percent-encoded as a query parameter's value, as a redirect or a log line carries it
+        "next=postgres%3A%2F%2Fapp%3ASECRET%40db%2Fapp",
+        # JSON's and JavaScript's \\u and \\x escapes in the name or the sign
+        '{"pass\\u0077ord": "SECRET"}',
+        "DB_PASSWORD\\u003dSECRET",
+        "DB_PASSWORD\\x3dSECRET",
+        # HTML entities, decimal, hex and named
+        "password&#61;SECRET",
+        "password&#x3D;&quot;SECRET&quot;",
+    ],
+)
+def test_a_value_behind_an_escape_is_redacted_and_refused(text):
+    """A credential whose name, sign or URL only an escape hides (JSON's \\/ and \\uXXXX, \\xHH, a URL's %HH, an
+    HTML entity) is found as the escapes read: it goes, the text around it stays, and the write path refuses what
+    the capture redacts."""
+    from bead.capture.secrets import credential_rules
+
+    secret = "Qz8vLr2TnW4xPk9s"
+    text = text.replace("SECRET", secret)
+    clean, found = redact(text)
+    assert secret not in clean and found, clean
+    assert clean.startswith(text[: text.index(secret) - 12]) and credential_rules(text) == found
+
+
+def test_escapes_alone_are_no_secret_and_cost_linear_time():
+    """Percent-encoded paths, entities and \\u escapes around ordinary words find nothing; a megabyte of them (and of
+    escapes that write no character) is read in linear time."""
+    from linear import assert_linear
+
+    text = "GET /search?q=caf%C3%A9%20menu&amp;page=2 &#8212; say \\u0022hi\\u0022, 100% done &lt;b&gt;"
+    assert redact(text) == (text, [])
+    assert_linear(redact, lambda n: "%3D%41&#61;\\u0041\\x00&#x1F;password" * (n // 38), 2_000_000, what="escapes")
 
 
 def test_escaped_quotes_alone_are_no_secret_and_cost_linear_time():

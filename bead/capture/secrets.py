@@ -356,38 +356,62 @@ def _placed(found: list[Finding], edits: list[tuple[int, int, int, int]]) -> lis
     return [Finding(f.rule, origin(f.start), origin(f.end - 1) + 1) for f in found]
 
 
-# A run of backslashes before a quote: JSON in a JSON string (`"SecretString": "{\\"password\\": \\"...\\"}"`, as the
-# AWS CLI, a log line or a serialised request body write it), or a quote escaped in a shell or Python string.
-# Python's engine, as RE2's finditer costs microseconds a match in Python; the lookbehind starts a match only where
-# a run starts, so a long run of backslashes is walked once: linear time.
-_ESCAPED_QUOTE = re.compile(r"""(?<!\\)\\+(?:["']|([ntr]))""")
+# What an escape hides: a run of backslashes before a quote (JSON in a JSON string, `"SecretString": "{\\"password\\":
+# \\"...\\"}"`, as the AWS CLI, a log line or a serialised request body write it, or a quote escaped in a shell or
+# Python string) or before a slash (PHP's json_encode writes `postgres:\/\/app:X@db`); an escaped line break or tab;
+# a character written as `\uXXXX` or `\xHH` (JSON, JavaScript, Python), as `%HH` (a URL's percent-encoding, printable
+# ASCII only: a byte of a longer UTF-8 character is no character alone) or as an HTML entity (`&#61;`, `&#x3d;`,
+# `&quot;`, `&amp;`). Python's engine, as RE2's finditer costs microseconds a match in Python; the lookbehind starts a
+# backslash match only where a run starts, so a long run of backslashes is walked once, and every other branch is
+# fixed-length: linear time.
+_ESCAPE = re.compile(
+    r"""(?<!\\)\\+(?:(["'/])|([ntr])|u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2}))"""
+    r"|%([2-7][0-9a-fA-F])|&#(?:([0-9]{2,5})|[xX]([0-9a-fA-F]{2,4}));?|&(quot|amp|lt|gt|apos);"
+)
 _CONTROL_OF = {"n": "\n", "t": "\t", "r": "\r"}
+_ENTITY = {"quot": '"', "amp": "&", "lt": "<", "gt": ">", "apos": "'"}
+
+
+def _unescaped(m: re.Match[str]) -> str | None:
+    """What the escape ``m`` of ``_ESCAPE`` stands for: the quote or slash alone (its backslashes dropped), the line
+    break, tab or character it writes; None where it writes no character a text holds (a surrogate, a control other
+    than a line break or tab, DEL)."""
+    quote, control, u, x, pct, dec, hexa, name = m.groups()
+    if quote:
+        return quote
+    if control:
+        return _CONTROL_OF[control]
+    if name:
+        return _ENTITY[name]
+    code = int(u or x or pct or hexa, 16) if not dec else int(dec)
+    if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF or (code < 0x20 and code not in (9, 10, 13)) or code == 0x7F:
+        return None
+    return chr(code)
 
 
 def _in_escaped(text: str) -> list[Finding]:
-    """The findings in ``text`` with every backslash before a quote removed (``{\\"password\\": \\"...\\"}`` read as
-    ``{"password": "..."}``) and an escaped line break or tab read as one (``\\nJWT_SECRET=...``), written as it is
-    or in its normal form, each placed on the characters of ``text`` it came from. Nothing is scanned again unless
-    the text has such an escape."""
-    if '\\"' not in text and "\\'" not in text and not any(e in text for e in ("\\n", "\\t", "\\r")):
+    """The findings in ``text`` with its escapes read (``_ESCAPE``: ``{\\"password\\": \\"...\\"}`` as
+    ``{"password": "..."}``, ``\\nJWT_SECRET=...`` with a line break, ``pass\\u0077ord``, ``postgres%3A%2F%2F...``,
+    ``password&#61;...``), written as it is or in its normal form, each placed on the characters of ``text`` it came
+    from (a finding that covers part of an escape takes all of it). Nothing is scanned again unless the text has such
+    an escape."""
+    if "\\" not in text and "%" not in text and "&" not in text:
         return []
     pieces: list[str] = []
     edits: list[tuple[int, int, int, int]] = []  # each change: where, how long, where in the view, how long there
     last = gone = 0
-    for m in _ESCAPED_QUOTE.finditer(text):
-        pieces.append(text[last : m.start()])
-        if m.group(1):
-            # An escaped line break or tab (a .env inside a tool's JSON input): the character itself, so the name
-            # after it starts a word as it does in the file.
-            pieces.append(_CONTROL_OF[m.group(1)])
-            edits.append((m.start(), m.end() - m.start(), m.start() - gone, 1))
-            gone += m.end() - m.start() - 1
-            last = m.end()
+    for m in _ESCAPE.finditer(text):
+        into = _unescaped(m)
+        if into is None:
             continue
-        quote = m.end() - 1
-        edits.append((m.start(), quote - m.start(), m.start() - gone, 0))
-        gone += quote - m.start()
-        last = quote
+        pieces.append(text[last : m.start()])
+        pieces.append(into)
+        size = m.end() - m.start()
+        edits.append((m.start(), size, m.start() - gone, len(into)))
+        gone += size - len(into)
+        last = m.end()
+    if not edits:
+        return []
     pieces.append(text[last:])
     view = "".join(pieces)
     return _placed([f for f in [*scan(view), *_in_fold(view)] if f.end > f.start], edits)
