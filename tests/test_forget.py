@@ -503,6 +503,10 @@ class TestTheValueWrittenOtherwise:
             "Globex%2520Wombatica%2520Holdings",  # percent-encoded twice
             '{"log": "{\\"buyer\\": \\"Globex Wombatic\\\\u0061 Holdings\\"}"}',  # JSON in a JSON string
             "Globex Wombatica&amp;nbsp;Holdings",  # an entity escaped again
+            "Globex \x1b[01;31m\x1b[KWombatica\x1b[m\x1b[K Holdings",  # grep --color's highlight
+            "<b>Globex</b> <i>Wombatica</i> Holdings",  # a fetched page's tags
+            "Globex<br>Wombatica Holdings",  # a tag between two words
+            "[Globex Wombatica](https://example.com/globex) Holdings",  # a Markdown link
         ],
     )
     @pytest.mark.parametrize("how", ["key", "match"])

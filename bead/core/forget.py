@@ -221,8 +221,44 @@ def _shingles(texts: list[str]) -> set[tuple[str, ...]]:
 def _holds_shingle(text: str, shingles: AbstractSet[tuple[str, ...]]) -> bool:
     if not shingles:
         return False
-    words = _words(text)
-    return any(tuple(words[i : i + SHINGLE]) in shingles for i in range(len(words) - SHINGLE + 1))
+    for view in _views(text):
+        words = _words(view)
+        if any(tuple(words[i : i + SHINGLE]) in shingles for i in range(len(words) - SHINGLE + 1)):
+            return True
+    return False
+
+
+# Markup a tool's output wraps words in, which is no word of what it says: a terminal's colour and other escape
+# sequences (grep --color, a test runner's output: nothing), HTML and XML tags and a Markdown link's target (a
+# fetched page: a space). ``Quarrelsome \x1b[01;31mWombat\x1b[m`` and ``<b>Quarrelsome</b> <i>Wombat</i>`` say the
+# value ``Quarrelsome Wombat`` to whoever reads them, so forget must find it there. RE2: linear time.
+_ESCAPES = compile_linear(
+    r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,1000}(?:\x07|\x1b\\)?"
+    r"|\x1b[@-_]"
+)
+_TAGS = compile_linear(r"</?[A-Za-z][A-Za-z0-9:-]{0,40}(?:\s[^<>]{0,1000})?/?>|\]\([^()\s]{0,1000}(?:\s+\"[^\"\n]{0,200}\")?\)")
+
+
+def _markup_free(text: str) -> str:
+    """``text`` without the markup a tool's output wraps words in (``_ESCAPES``, ``_TAGS``), or ``text`` itself when
+    it has none."""
+    if "\x1b" in text or "\x9b" in text:
+        text = _ESCAPES.sub("", text)
+    if "<" in text or "](" in text:
+        text = _TAGS.sub(" ", text)
+    return text
+
+
+def _views(text: str) -> list[str]:
+    """``text``, and ``text`` without its markup where it has some: what forget looks for a value in."""
+    bare = _markup_free(text)
+    return [text] if bare == text else [text, bare]
+
+
+def _token_in(tokens: Any, text: str) -> bool:
+    """Whether the pattern ``tokens`` (``token_pattern``) finds a token in ``text``, as written or without markup,
+    in its normal form."""
+    return tokens is not None and any(tokens.search(fold(view)) for view in _views(text))
 
 
 _JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
@@ -320,17 +356,21 @@ def _word_needle(text: str) -> str:
 
 
 def _holds_decoded(text: str, folded: list[str], words: list[str]) -> bool:
-    """Whether ``text``, decoded and in its normal form (read once), holds one of ``folded`` (values as ``_plain``
-    writes them) or, as a run of whole words, one of ``words`` (``_word_needle``'s)."""
+    """Whether ``text``, decoded and in its normal form (read once), as written or without its markup
+    (``_markup_free``), holds one of ``folded`` (values as ``_plain`` writes them) or, as a run of whole words, one
+    of ``words`` (``_word_needle``'s)."""
     if not folded and not words:
         return False
-    once = _folded(text)
-    if folded:
-        plain = _plain(text, once)
-        if any(_holds(plain, f) for f in folded):
+    for view in _views(text):
+        once = _folded(view)
+        if folded:
+            plain = _plain(view, once)
+            if any(_holds(plain, f) for f in folded):
+                return True
+        form = _word_form(view, once) if words else ""
+        if any(w in form for w in words):
             return True
-    form = _word_form(text, once) if words else ""
-    return any(w in form for w in words)
+    return False
 
 
 def _matcher(
@@ -353,7 +393,7 @@ def _matcher(
             or _holds_decoded(text, folded, words)
             or bool(keys and _names_key(t, keys))
             or _holds_shingle(text, shingles)
-            or bool(tokens is not None and tokens.search(fold(text)))
+            or _token_in(tokens, text)
         )
 
     return matches
@@ -481,7 +521,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     tokens = token_pattern(plan.tokens)
     if tokens is not None:
         for path in files:
-            for t in turns_of(path, lambda text: bool(tokens.search(fold(text)))):
+            for t in turns_of(path, lambda text: _token_in(tokens, text)):
                 if t.n not in plan.turns.get(path, ()):
                     plan.token_turns.setdefault(path, set()).add(t.n)
     in_name = _matcher(needles, set(), frozenset(), tokens)
@@ -544,7 +584,7 @@ def _line_matcher(
             or any(_holds_decoded(t, folded, words) for t in texts)
             or bool(keys and any(_names_key(t, keys) for t in normalised))
             or any(_holds_shingle(t, shingles) for t in texts)
-            or bool(tokens is not None and any(tokens.search(fold(t)) for t in texts))
+            or any(_token_in(tokens, t) for t in texts)
         )
 
     return matches
