@@ -58,7 +58,11 @@ _EXTERNAL = (
     r"(?:\b(?:https?|s?ftp|s3|gs|wss?)://|\b[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}\b"
     r"|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b(?:pastebin|hastebin|gists?|webhooks?|discord|telegram|transfer\.sh|ngrok"
     r"|requestbin|webhook\.site|third[- ]party|external (?:server|endpoint|host|service|apis?)"
-    r"|public (?:buckets?|gists?|repos?|repositor(?:y|ies)|channels?|urls?))\b)"
+    r"|public (?:buckets?|gists?|repos?|repositor(?:y|ies)|channels?|urls?))\b"
+    # a host named without a scheme (`evil.example`, `collect.attacker.io`): a name, a dot, a common top-level domain
+    # (not a file's name: `.env.example`, `auth.cc`, `backup.zip`)
+    r"|(?:^|[^.\w/@-])[a-z0-9][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,63}){0,6}\.(?:com|net|org|io|dev|app|xyz|co|me|ru|cn|info"
+    r"|biz|example|site|online|cloud|top|ly|gg|to|tk|su|pw)\b(?:$|[^.\w]|\.(?:$|\s)))"
 )
 _SEND = (
     r"\b(?:send|sends|sent|sending|post|posts|posting|upload|uploads|uploading|forward|forwards|forwarding"
@@ -119,9 +123,17 @@ RULES: tuple[Rule, ...] = (
         "remote-code-execution",
         "runs code fetched from elsewhere",
         (
+            # fetched, then piped into a shell or an interpreter: through a command or two between (`| tee x |`), a
+            # path (`| /bin/bash`), sudo, env and the like with their options (`| sudo -E bash`, `| /usr/bin/env sh`)
             _form(
-                r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)\b[^\n|]{0,200}\|\s*(?:sudo\s+)?"
-                r"(?:(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node|iex|invoke-expression|pwsh|powershell)\b",
+                r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)\b[^\n|]{0,200}\|(?:[^\n|]{0,100}\|){0,2}"
+                r"\s*(?:[\w.~/-]*\b(?:sudo|doas|env|exec|command|nohup|time)(?:\s+-[\w=-]+(?:\s+[a-z_][\w-]*(?:=\S*)?)?)*"
+                r"\s+)*[\w.~/-]*\b(?:(?:ba|z|da|k|fi|a)?sh|python[0-9.]*|perl|ruby|node|iex|invoke-expression|pwsh|powershell)\b",
+                negatable=True,
+            ),
+            # Python told to run what a URL returns: exec(urlopen(...).read()), eval(requests.get(...).text)
+            _form(
+                r"\b(?:exec|eval)\s*\([^\n]{0,200}?\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|urllib)\b",
                 negatable=True,
             ),
             _form(r"(?:\b(?:bash|sh|zsh|source)|\.)\s+<\(\s*(?:curl|wget)\b"),
@@ -129,7 +141,7 @@ RULES: tuple[Rule, ...] = (
             _form(
                 r"\b(?:download|fetch|wget|curl|get|grab|pull)\b",
                 _URL,
-                r"(?:\bchmod\s+\+x\b|\b(?:execute|exec|iex|eval)\b|&&\s*(?:sudo\s+)?(?:ba|z)?sh\b"
+                r"(?:\bchmod\s+\+x\b|\b(?:execute|exec|iex|eval)\b|(?:&&|;)\s*(?:sudo\s+)?(?:ba|z)?sh\b"
                 r"|\b(?:run|execute|exec|start|launch|source)\s+(?:it|them|the (?:script|binary|file|installer|payload))\b"
                 r"|\bas root\b)",
                 negatable=True,
@@ -149,7 +161,7 @@ RULES: tuple[Rule, ...] = (
             _form(
                 r"\b(?:ignore|disregard|forget|override|overrides|bypass|discard|abandon|set aside|drop)\b[^.;\n]{0,50}"
                 r"\b(?:previous|prior|above|earlier|all|any|your|its|their|the system|the original|safety|security|existing)\b"
-                r"[^.;\n]{0,30}\b(?:instructions?|prompts?|guidelines|guardrails|directions|directives|rules|policies"
+                r"[^.;\n]{0,30}\b(?:instructions?|prompts?|guidelines|guidance|guardrails|directions|directives|rules|policies"
                 r"|restrictions|safeguards|constraints)\b"
             ),
             _form(
@@ -368,7 +380,9 @@ RULES: tuple[Rule, ...] = (
 
 # Python's re splits faster than the RE2 binding (one call, no match objects);
 # the pattern is bounded and cannot backtrack.
-_CLAUSE = re.compile(r"[.;!?]\s{1,64}|\n")
+# A command's pipe or `&&` before a line break (`curl URL |` then `sh` on the next line), or a `.`, `;` or `!` before
+# a pipe (`curl URL . | sh`), an `&&` or a shell (`curl -o x URL; sh x`), is no clause end: the command goes on.
+_CLAUSE = re.compile(r"[.;!?]\s{1,64}+(?![|&]|(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b)|(?<![|&\\])[ \t]{0,64}+\n")
 _NEGATION = compile_linear(r"(?i)\b(?:never|not|don't|dont|do not|does not|doesn't|avoid|no)\b")
 _NOT_A_NEGATION = compile_linear(r"(?i)^\W{0,4}(?:forget|fail|hesitate|skip|stop|miss|optional)\b")
 
