@@ -46,20 +46,28 @@ def tool_input_text(data: object) -> str:
     return " " + (data if isinstance(data, str) else json.dumps(data, ensure_ascii=False))
 
 
-def runs(message: Message) -> list[tuple[Source, str]]:
-    """(source, text) for each run of the message's parts with the same source; harness text left out."""
-    out: list[tuple[Source, list[str]]] = []
+def _runs(message: Message) -> list[tuple[Source, bool, str]]:
+    """(source, near a paste, text) for each run of the message's parts with the same source and the same
+    ``Part.near_paste``; harness text left out."""
+    out: list[tuple[Source, bool, list[str]]] = []
     for p in message.parts:
         if p.source is Source.HARNESS:
             continue
         text = part_text(p)
         if not text:
             continue
-        if out and out[-1][0] is p.source:
-            out[-1][1].append(text)
+        near = p.near_paste and p.source is Source.TYPED
+        if out and out[-1][0] is p.source and out[-1][1] == near:
+            out[-1][2].append(text)
         else:
-            out.append((p.source, [text]))
-    return [(source, "\n\n".join(texts)) for source, texts in out]
+            out.append((p.source, near, [text]))
+    return [(source, near, "\n\n".join(texts)) for source, near, texts in out]
+
+
+def runs(message: Message) -> list[tuple[Source, str]]:
+    """(source, text) for each run of the message's parts with the same source; harness text left out (typed words a
+    paste may reach into are a run of their own: ``message_turns``)."""
+    return [(source, text) for source, _, text in _runs(message)]
 
 
 def turn_text(message: Message) -> str:
@@ -68,9 +76,22 @@ def turn_text(message: Message) -> str:
 
 
 def message_turns(message: Message, ident: Identity, flags: dict[str, object] | None = None) -> list[Turn]:
+    """One turn per run (``_runs``). Typed words a paste may reach into (``Part.near_paste``: between two pastes in
+    one block, or a quote's lazy continuation) keep their source and say ``near_paste``: they may be someone else's
+    words, so they back no dream proposal (bead.dream.decide), as a "remember" there waits for review."""
     return [
-        Turn(message.role, text, {"message": message.index, "source": source.value, **_project(ident), **(flags or {})})
-        for source, text in runs(message)
+        Turn(
+            message.role,
+            text,
+            {
+                "message": message.index,
+                "source": source.value,
+                **({"near_paste": True} if near else {}),
+                **_project(ident),
+                **(flags or {}),
+            },
+        )
+        for source, near, text in _runs(message)
     ]
 
 

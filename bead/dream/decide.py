@@ -87,7 +87,9 @@ def content_words(text: str) -> set[str]:
 
 
 def _typed(cited: list[Turn]) -> list[Turn]:
-    return [t for t in cited if t.role == "user" and t.flags.get("source") == TRUSTED]
+    """The person's typed turns among ``cited``; not typed words a paste may reach into (``near_paste``: between two
+    pastes, or a quote's lazy continuation), which may be the paste's own lines."""
+    return [t for t in cited if t.role == "user" and t.flags.get("source") == TRUSTED and not t.flags.get("near_paste")]
 
 
 def provenance(value: str, cited: list[Turn]) -> str:

@@ -404,4 +404,6 @@ _LABELS = {
 def label(t: Turn) -> str:
     """Who produced a turn, as the transcript names it (turns captured before sources: "source unknown")."""
     source = t.flags.get("source")
+    if source == "typed" and t.flags.get("near_paste"):
+        return "user (typed beside a paste: maybe the paste's)"
     return _LABELS.get(str(source), f"{t.role} (source unknown)") if source else f"{t.role} (source unknown)"
