@@ -88,6 +88,13 @@ class UpstreamBroke(Exception):
     """The upstream dropped a response mid-way: the harness must see a broken response too."""
 
 
+class _Relayed(Response):
+    """The upstream's answer: its headers as it sent them, no Content-Type added where it sent none (Quart's
+    default is text/html)."""
+
+    default_mimetype = None  # type: ignore[assignment]  # werkzeug reads None as "add none"
+
+
 def _api_error(status: int, message: str, kind: str = "api_error", api: str = "anthropic") -> Response:
     """An error bead itself answers, in the shape of the API the request speaks (bead.wire.formats)."""
     return Response(formats.APIS[api].error(message, kind), status=status, content_type="application/json")
@@ -338,20 +345,23 @@ class Proxy:
         query = request.scope.get("query_string") or b""
         # Always the configured scheme, host and port: the request target only names a path.
         up_base = self.bases[api]
-        url = up_base.copy_with(
-            raw_path=(up_base.raw_path.rstrip(b"/") + raw_path.encode("latin-1") + (b"?" + query if query else b""))
-        )
+        target = up_base.raw_path.rstrip(b"/") + raw_path.encode("latin-1") + (b"?" + query if query else b"")
         client = self.client
         assert client is not None, "the app started serving"
         try:
-            up = await client.send(client.build_request(request.method, url, headers=out_headers, content=prep.body), stream=True)
+            # The target goes out as the harness sent it (httpx would percent-encode `{`, `"` or `<`: the
+            # transport's "target" extension sends the bytes as they are); the URL names the upstream. Built inside
+            # the try: a target httpx refuses (a control character an HTTP/2 client sent) is bead's 502, not a 500.
+            url = up_base.copy_with(raw_path=target)
+            out = client.build_request(request.method, url, headers=out_headers, content=prep.body, extensions={"target": target})
+            up = await client.send(out, stream=True)
         except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
             # Unreachable, or a target httpx will not send: bead's one own error, in the API's shape.
             engine.error("upstream", exc)
             return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})", api=api)
         engine.forwarded(prep)
         resp_headers = [(k, v) for k, v in up.headers.multi_items() if k.lower() not in RESPONSE_DROP]
-        response = Response(self._relay(up, prep), status=up.status_code, headers=Headers(resp_headers))
+        response = _Relayed(self._relay(up, prep), status=up.status_code, headers=Headers(resp_headers))
         response.timeout = None  # a long stream is never cut
         return response
 

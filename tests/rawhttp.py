@@ -1,0 +1,70 @@
+"""A raw HTTP/1.1 upstream on loopback that records each request's bytes and answers with given bytes, and a raw
+client: for what an HTTP library would tidy up on either side (a request target's bytes, a missing header)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+
+class RawUpstream:
+    """A TCP server on 127.0.0.1: records each request (its head's bytes, its body by Content-Length) and answers
+    ``response`` as it is, then closes the connection."""
+
+    def __init__(self, response: bytes):
+        self.response = response
+        self.requests: list[tuple[bytes, bytes]] = []
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        with conn:
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+            head, _, body = buf.partition(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            while len(body) < length:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                body += chunk
+            self.requests.append((head, body))
+            conn.sendall(self.response)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def raw_request(url: str, data: bytes, timeout: float = 20.0) -> bytes:
+    """Send ``data`` to ``url``'s host and port; everything it answers until it closes the connection."""
+    host, port = url.rsplit("/", 1)[-1].split(":")
+    out = b""
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(data)
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def head_of(response: bytes) -> tuple[bytes, list[tuple[bytes, bytes]], bytes]:
+    """(status line, headers as (lower-cased name, value), body) of a raw HTTP/1.1 response."""
+    head, _, body = response.partition(b"\r\n\r\n")
+    status, *lines = head.split(b"\r\n")
+    return status, [(k.strip().lower(), v.strip()) for k, _, v in (line.partition(b":") for line in lines)], body

@@ -1,0 +1,105 @@
+"""What the proxy forwards is what it was given, in bytes an HTTP library would tidy: the request target as the
+harness sent it, an answer's headers as the upstream sent them (none added), and a target it cannot send answered
+with bead's own error in the API's shape, never a 500 (an adversarial review found each)."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import h2.config
+import h2.connection
+import h2.events
+import pytest
+from rawhttp import RawUpstream, head_of, raw_request
+
+OK_JSON = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
+
+
+@pytest.fixture
+def raw_upstream():
+    made: list[RawUpstream] = []
+
+    def make(response: bytes = OK_JSON) -> RawUpstream:
+        made.append(RawUpstream(response))
+        return made[-1]
+
+    yield make
+    for u in made:
+        u.close()
+
+
+def get(url: str, target: bytes, method: bytes = b"GET") -> bytes:
+    return raw_request(url, method + b" " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+
+
+@pytest.mark.parametrize("target", [b"/v1/a{b}", b'/v1/models?q="x"', b"/v1/models?q=<a>`", b"/v1/files/a^b|c"])
+def test_the_request_target_goes_upstream_as_sent(served_proxy, raw_upstream, target):
+    up = raw_upstream()
+    out = get(served_proxy(upstream_url=up.url).url, target)
+    assert out.startswith(b"HTTP/1.1 200"), out
+    assert up.requests[0][0].split(b"\r\n")[0] == b"GET " + target + b" HTTP/1.1"
+
+
+@pytest.mark.parametrize(
+    "answer,method",
+    [
+        (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok", b"GET"),
+        (b"HTTP/1.1 204 No Content\r\nx-request-id: r1\r\nconnection: close\r\n\r\n", b"DELETE"),
+    ],
+    ids=["200", "204"],
+)
+def test_an_answer_without_a_content_type_gets_none(served_proxy, raw_upstream, answer, method):
+    up = raw_upstream(answer)
+    status, headers, _ = head_of(get(served_proxy(upstream_url=up.url).url, b"/v1/files/x", method))
+    assert status.split()[1] == answer.split()[1]
+    assert b"content-type" not in dict(headers), headers
+    assert dict(headers).get(b"x-request-id", b"r1") == b"r1"
+
+
+def test_an_answers_content_type_is_kept(served_proxy, raw_upstream):
+    up = raw_upstream()
+    _, headers, body = head_of(get(served_proxy(upstream_url=up.url).url, b"/v1/models"))
+    assert dict(headers)[b"content-type"] == b"application/json" and body == b"ok"
+
+
+def h2_get(url: str, path: bytes) -> tuple[bytes | None, bytes]:
+    """One GET over HTTP/2 with prior knowledge (h2c, which Hypercorn accepts), its path sent without checks:
+    (status, body)."""
+    host, port = url.rsplit("/", 1)[-1].split(":")
+    conn = h2.connection.H2Connection(
+        h2.config.H2Configuration(
+            client_side=True, header_encoding=None, validate_outbound_headers=False, normalize_outbound_headers=False
+        )
+    )
+    conn.initiate_connection()
+    conn.send_headers(
+        1, [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"127.0.0.1"), (b":path", path)], end_stream=True
+    )
+    status, body = None, b""
+    with socket.create_connection((host, int(port)), timeout=20) as s:
+        s.sendall(conn.data_to_send())
+        done = False
+        while not done and (chunk := s.recv(65536)):
+            for ev in conn.receive_data(chunk):
+                if isinstance(ev, h2.events.ResponseReceived):
+                    status = dict(ev.headers).get(b":status")
+                elif isinstance(ev, h2.events.DataReceived):
+                    body += ev.data
+                    conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset, h2.events.ConnectionTerminated)):
+                    done = True
+            s.sendall(conn.data_to_send())
+    return status, body
+
+
+@pytest.mark.parametrize("path", [b"/v1/a\x01b", b"/v1/models?q=\x7f"])
+def test_a_target_that_cannot_go_upstream_gets_beads_error_not_a_500(served_proxy, raw_upstream, path):
+    """An HTTP/2 client may send a control character HTTP/1.1 refuses: nothing goes upstream, and the harness reads
+    bead's error in the API's shape."""
+    up = raw_upstream()
+    proxy = served_proxy(upstream_url=up.url)
+    assert h2_get(proxy.url, b"/v1/models") == (b"200", b"ok"), "HTTP/2 itself works"
+    status, body = h2_get(proxy.url, path)
+    assert status == b"502" and json.loads(body)["type"] == "error", (status, body)
+    assert len(up.requests) == 1
