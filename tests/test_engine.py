@@ -255,3 +255,37 @@ def test_auxiliary_requests_pass_untouched(engine):
 )
 def test_propose_key(value, project, key):
     assert propose_key(value, project) == key
+
+
+class TestReadUnderTheDeadline:
+    """Reading a body is bounded by the request's deadline (bead.budget): a 2 MB paste of short quoted lines took
+    over a second to read, and the request waited for it."""
+
+    PASTE = "> q\nt\n" * 50_000
+
+    def test_reading_a_persons_text_stops_past_the_deadline(self):
+        import time
+
+        from bead import budget
+        from bead.capture.text import segments
+        from bead.wire import openai
+
+        assert segments(self.PASTE)[0][0] == "pasted", "outside a deadline the read runs to its end"
+        with budget.until(time.monotonic() - 1), pytest.raises(budget.OutOfTime):
+            segments(self.PASTE)
+        data = {"model": "m", "messages": [{"role": "user", "content": self.PASTE}]}
+        with budget.until(time.monotonic() - 1), pytest.raises(budget.OutOfTime):
+            conversation_of(data, {})
+        with budget.until(time.monotonic() - 1), pytest.raises(budget.OutOfTime):
+            openai.CHAT.parse(json.dumps(data).encode(), {})
+        with budget.until(time.monotonic() - 1), pytest.raises(budget.OutOfTime):
+            openai.RESPONSES.parse(json.dumps({"model": "m", "input": data["messages"]}).encode(), {})
+
+    def test_a_body_read_past_the_deadline_goes_out_unchanged_and_records_nothing(self, engine):
+        import time
+
+        sent = body([{"role": "user", "content": "remember that the deploy host is db-7\n" + self.PASTE}])
+        prep = engine.prepare(sent, {"x-bead-session": "slow"}, deadline=time.monotonic() - 1)
+        assert prep.body == sent and prep.ident is None
+        assert engine.counters["error.deadline"] == 1 and engine.last_error["detail"] == ""
+        assert engine.prepare(body([{"role": "user", "content": "hello"}]), {"x-bead-session": "slow"}).ident is not None

@@ -112,7 +112,8 @@ ENTRY_POINTS = ("bead.proxy", "bead.cli", "bead.mcp", "bead.tui", "bead.dashboar
 # above. Within a tier, imports may go either way but never in a circle (the cycle test below).
 TIERS: list[tuple[str, tuple[str, ...]]] = [
     (
-        "ground: paths, config, errors, log, safe files, text forms, the model client, the proxy token, ports",
+        "ground: paths, config, errors, log, safe files, text forms, the model client, the proxy token, ports, a thread's "
+        "deadline",
         (
             "bead",
             "bead.errors",
@@ -127,6 +128,7 @@ TIERS: list[tuple[str, tuple[str, ...]]] = [
             "bead.token",
             "bead.ports",
             "bead.version",
+            "bead.budget",
         ),
     ),
     ("capture: the secret scan, text cleaning, the instruction rule", ("bead.capture",)),

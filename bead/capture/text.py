@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from .. import budget
 from .secrets import compile_linear
 
 _WS = re.compile(r"\s*")
@@ -256,6 +257,8 @@ def _line_sources(text: str, out: _Runs) -> None:
     quoting = False  # after a quote line: Markdown's lazy continuation, to the next blank line
     lines = text.split("\n")
     for i, line in enumerate(lines):
+        if not i & 4095:
+            budget.check()  # a request's read stops at its deadline (bead.budget), however many lines were pasted
         if quoting:
             if not line.strip() or _fence(line):
                 quoting = False  # a blank line or a fence ends the quote

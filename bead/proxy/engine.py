@@ -38,6 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .. import budget
 from .. import files as safe
 from ..capture.secrets import ruleset
 from ..config import Config
@@ -210,9 +211,13 @@ class Engine:
             self.count("too_large")
             return Prepared(body)
         try:
-            req, conv = wire.parse(body, headers)
+            with budget.until(deadline):
+                req, conv = wire.parse(body, headers)
         except TooLarge:  # more elements or parts than bead reads before forwarding
             self.count("too_large")
+            return Prepared(body)
+        except budget.OutOfTime:  # a body that takes longer to read than the deadline leaves (a paste of 2 MB)
+            self.error("deadline")
             return Prepared(body)
         except Exception as exc:  # not JSON, not UTF-8, too deep (RecursionError), out of memory
             self.error("parse", exc)

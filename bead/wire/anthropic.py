@@ -15,6 +15,7 @@ import json
 import zlib
 from typing import Any
 
+from .. import budget
 from ..capture.text import (
     COMPACTION_PREFIXES,
     clean,
@@ -323,6 +324,7 @@ def _role_source(role: str) -> Source:
 
 
 def message_of(index: int, m: Any) -> Message:
+    budget.check()  # a request's read stops at its deadline (bead.budget)
     role = m.get("role", "") if isinstance(m, dict) else ""
     blocks = content_blocks(m)
     # Claude Code resends the previous last message without its cache_control

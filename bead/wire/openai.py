@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .. import budget
 from ..capture.text import clean, harness_element, is_compaction, strip_own
 from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
 from . import anthropic
@@ -261,6 +262,7 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     system: list[str] = []
     first_user: list[str] | None = None
     for i, m in enumerate(raw):
+        budget.check()
         m = m if isinstance(m, dict) else {}
         role = str(m.get("role", ""))
         if role in ("tool", "function"):
@@ -627,6 +629,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
         first_user = [raw]
         raw = []
     for i, item in enumerate(raw if isinstance(raw, list) else []):
+        budget.check()
         item = item if isinstance(item, dict) else {}
         kind = item.get("type", "message" if "role" in item else "")
         kind = kind if isinstance(kind, str) else ""
