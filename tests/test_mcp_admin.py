@@ -98,7 +98,12 @@ def test_summary_history_pin_unpin_and_reinforce(admin, mem):
     assert "changed since it was shown" in json.dumps(stale) and not mem.current("project/shop/queue").pinned, stale
     assert admin.ok("pin", {"key": "project/shop/queue", "version": 2})["id"] == "project/shop/queue@v2"
     assert admin.ok("unpin", {"key": "project/shop/queue"})["changed"]
-    assert admin.ok("pin", {"key": "project/shop/queue"}) == {"id": "project/shop/queue@v2", "pinned": True, "changed": True}
+    # No version, no pin: it would land on whatever is current when it arrives (an agent's write made after the
+    # curator read the fact).
+    assert admin.err("pin", {"key": "project/shop/queue"})["code"] == "invalid_argument"
+    assert not mem.current("project/shop/queue").pinned
+    pinned = admin.ok("pin", {"key": "project/shop/queue", "version": 2})
+    assert pinned == {"id": "project/shop/queue@v2", "pinned": True, "changed": True}
     cur = mem.current("project/shop/queue")
     assert cur.pinned and cur.version == 2  # pinned in place: no new version
     assert admin.ok("summary")["facts"]["pinned"] >= 1
@@ -107,7 +112,7 @@ def test_summary_history_pin_unpin_and_reinforce(admin, mem):
     assert not admin.ok("recall", {"query": "dramatiq rabbitmq"})["facts"]
     assert admin.ok("reinforce", {"key": "project/shop/queue"})["id"] == "project/shop/queue@v2"
     assert [f["key"] for f in admin.ok("recall", {"query": "dramatiq rabbitmq"})["facts"]] == ["project/shop/queue"]
-    assert admin.err("pin", {"key": "project/shop/nothing-here"})["code"] == "not_found"
+    assert admin.err("pin", {"key": "project/shop/nothing-here", "version": 1})["code"] == "not_found"
     assert admin.err("history", {"key": "../x"})["code"] == "invalid_argument"
 
 

@@ -397,15 +397,16 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
     @mcp.tool(
         annotations=WRITE,
         description="Pin a fact: it stays first in the standing memory and never decays. Give the version you were "
-        "shown: if another is current now (written meanwhile), nothing is pinned.",
+        "shown (history shows them): if another is current now (written meanwhile), nothing is pinned.",
     )
     async def pin(
         key: Key,
         ctx: Context,
-        version: Annotated[int | None, Field(description="the version you decided on (history shows them)", ge=1)] = None,
+        version: Annotated[int, Field(description="the version you decided on (history shows them)", ge=1)],
     ) -> CallToolResult:
-        expected = f"{key}@v{version}" if version is not None else None
-        return await rt.call("pin", ctx, lambda m, v: curate.set_pinned(m, key, True, expected), write=True)
+        # Required: without it the pin would land on whatever is current when it arrives, which an agent may have
+        # written after the curator read the fact (the version shown is the one decided on).
+        return await rt.call("pin", ctx, lambda m, v: curate.set_pinned(m, key, True, f"{key}@v{version}"), write=True)
 
     @mcp.tool(annotations=WRITE, description="Unpin a fact.")
     async def unpin(key: Key, ctx: Context) -> CallToolResult:
