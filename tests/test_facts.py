@@ -217,6 +217,21 @@ class TestTombstones:
             mem.write("user/other-key", "Sublime Text 4", "user", trust="dream_inferred")
         assert mem.write("user/editor", "Sublime Text 4", "user", trust="user_stated").written
 
+    @pytest.mark.parametrize("spelt", ["Helix with default keymap.", "helix, with default keymap!", "Ｈelix with default keymap"])
+    def test_a_tombstoned_value_spelt_otherwise_is_refused(self, mem, spelt):
+        """Other punctuation or look-alike letters make no new value: an agent's full stop brought a forgotten one
+        back. A value its words alone do not say (``C++``) is compared as written."""
+        from bead.core import forget
+
+        mem.write("user/editor", "Helix with default keymap", "user")
+        mem.write("user/lang", "Use C++ 17", "user")
+        forget.apply(mem, forget.plan_target(mem, "user/editor"))
+        forget.apply(mem, forget.plan_target(mem, "user/lang"))
+        with pytest.raises(RefusedWrite):
+            mem.write("user/editor", spelt, "user", trust="agent_observed")
+        assert mem.write("user/editor", "Helix with default keymaps", "user", trust="agent_observed").written
+        assert mem.write("user/lang", "Use C 17", "user", trust="agent_observed").written
+
     def test_tombstone_holds_hash_not_value(self, mem):
         mem.write("user/secret-word", "Quokkaberry", "user")
         from bead.core import forget

@@ -38,7 +38,7 @@ from ..capture.secrets import compile_linear, redact
 from ..errors import BeadError
 from ..index.query import STOPWORDS
 from ..paths import enclosing_git, version_number
-from ..store.audit import key_hash, normalise
+from ..store.audit import key_hash, normalise, word_form
 from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
@@ -334,25 +334,10 @@ def _holds(text: str, needle: str) -> bool:
     return False
 
 
-# Characters whose loss changes what a value says (``C++``, ``@home``, ``#general``, ``$HOME``, ``~/.vim``): a value
-# holding one is compared as written only, never by its words.
-_HARD = frozenset("@#$+~/\\%&=<>|^")
-WORD_MIN_CHARS = 8  # letters and digits in a value's words, for its words alone to say it
-WORD_SHARE = 0.8  # of its characters (not spaces) that are in its words
-
-
 def _word_needle(text: str) -> str:
-    """The word form a value is also looked for by (``_word_form``), or "" when its words alone do not say it:
-    fewer than two words, fewer than WORD_MIN_CHARS characters in them, less than WORD_SHARE of its characters,
-    or a character whose loss changes it (``_HARD``). ``1.0`` would be "1 0", ``C++`` "c"."""
-    folded = _folded(text)
-    words = _words(folded)
-    chars = sum(len(w) for w in words)
-    if len(words) < 2 or chars < WORD_MIN_CHARS or any(c in _HARD for c in folded):
-        return ""
-    if chars < WORD_SHARE * sum(1 for c in folded if not c.isspace()):
-        return ""
-    return " " + " ".join(words) + " "
+    """The word form a value is also looked for by (``_word_form``), or "" when its words alone do not say it
+    (bead.store.audit.word_form: the rule tombstones judge a value's words by too)."""
+    return word_form(_folded(text))
 
 
 def _holds_decoded(text: str, folded: list[str], words: list[str]) -> bool:

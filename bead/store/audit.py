@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,38 @@ def folded_hash(value: str) -> str:
     from ..textform import fold
 
     return hashlib.sha256(("fold\x00" + normalise(fold(value))).encode("utf-8")).hexdigest()
+
+
+# Characters whose loss changes what a value says (``C++``, ``@home``, ``#general``, ``$HOME``, ``~/.vim``): a value
+# holding one is compared as written only, never by its words.
+HARD = frozenset("@#$+~/\\%&=<>|^")
+WORD_MIN_CHARS = 8  # letters and digits in a value's words, for its words alone to say it
+WORD_SHARE = 0.8  # of its characters (not spaces) that are in its words
+_WORD = re.compile(r"\w+")
+
+
+def word_form(folded: str) -> str:
+    """The words of ``folded`` (a value in its normal form, bead.textform.fold) lower-cased, one space between and
+    around them, or "" when its words alone do not say it: fewer than two words, fewer than WORD_MIN_CHARS
+    characters in them, less than WORD_SHARE of its characters, or a character whose loss changes it (``HARD``).
+    ``Helix with default keymap.`` and ``helix, with default keymap`` are one value; ``1.0`` would be "1 0", ``C++``
+    "c": none."""
+    words = _WORD.findall(folded.casefold())
+    chars = sum(len(w) for w in words)
+    if len(words) < 2 or chars < WORD_MIN_CHARS or any(c in HARD for c in folded):
+        return ""
+    if chars < WORD_SHARE * sum(1 for c in folded if not c.isspace()):
+        return ""
+    return " " + " ".join(words) + " "
+
+
+def words_hash(value: str) -> str | None:
+    """The hash of the value's words (``word_form`` of its normal form), or None when its words alone do not say it:
+    a tombstoned value said with other punctuation (a full stop added) is the same value."""
+    from ..textform import fold
+
+    form = word_form(fold(value))
+    return hashlib.sha256(("words\x00" + form).encode("utf-8")).hexdigest() if form else None
 
 
 def key_hash(key: str) -> str:
@@ -171,6 +204,8 @@ class Tombstones:
         digest = value_hash(value)
         who: dict[str, str] = {"key_sha256": key_hash(key)} if hash_key else {"key": key}
         folded = {"fold_sha256": folded_hash(value)}
+        if (words := words_hash(value)) is not None:
+            folded["words_sha256"] = words
         append_line(
             self.path,
             json.dumps({"at": iso(at), **who, "sha256": digest, **folded, "reason": reason, "owner": self.owner}),
@@ -179,30 +214,38 @@ class Tombstones:
         )
         return digest
 
-    def _hashes(self) -> tuple[set[str], set[str]]:
-        """The values' hashes, and their folded forms' (tombstones from before 2026-12 have none)."""
+    def _hashes(self) -> tuple[set[str], set[str], set[str]]:
+        """The values' hashes, their folded forms' and their words' (tombstones from before 2026-12 have only the
+        first; a value its words do not say has no words' hash)."""
         try:
             text = read_text(self.path, root=self.root, errors="replace")
         except FileNotFoundError:
-            return set(), set()
-        plain, folded = set(), set()
+            return set(), set(), set()
+        plain: set[str] = set()
+        folded: set[str] = set()
+        words: set[str] = set()
         for line in lines_of(text):
             try:
                 entry = json.loads(line)
                 plain.add(entry["sha256"])
                 if isinstance(entry.get("fold_sha256"), str):
                     folded.add(entry["fold_sha256"])
+                if isinstance(entry.get("words_sha256"), str):
+                    words.add(entry["words_sha256"])
             except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
                 continue
-        return plain, folded
+        return plain, folded, words
 
     def hashes(self) -> set[str]:
         return self._hashes()[0]
 
     def matches(self, value: str) -> bool:
-        """A tombstoned value is refused under any key, however it is spelt: it must not come back."""
-        plain, folded = self._hashes()
-        return value_hash(value) in plain or folded_hash(value) in folded
+        """A tombstoned value is refused under any key, however it is spelt (look-alike letters, other punctuation):
+        it must not come back."""
+        plain, folded, words = self._hashes()
+        if value_hash(value) in plain or folded_hash(value) in folded:
+            return True
+        return bool(words) and words_hash(value) in words
 
     def count(self) -> int:
         return len(self.hashes())
