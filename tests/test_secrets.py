@@ -9,6 +9,7 @@ Every fake is made here from a seeded generator in its provider's format
 
 from __future__ import annotations
 
+import json
 import random
 import time
 
@@ -483,6 +484,7 @@ BENIGN = [
     "ALTER USER app IDENTIFIED BY :new_pw;",
     "ALTER USER app IDENTIFIED BY :new_pw REPLACE :old_pw;",
     "ALTER USER app IDENTIFIED BY $NEW_PW REPLACE $OLD_PW;",
+    "Each tenant is identified by name replace spaces with dashes in it",
     "jdbc:oracle:thin:@//db:1521/ORCL",
     "jdbc:oracle:thin:${DB_USER}/${DB_PASSWORD}@db:1521:ORCL",
     "a 100% fine &amp; plain text, 50%off, %2Fusr&#47;bin and C:\\new\\test",
@@ -1141,6 +1143,33 @@ def test_a_value_behind_an_escape_is_redacted_and_refused(text):
     clean, found = redact(text)
     assert secret not in clean and found, clean
     assert clean.startswith(text[: text.index(secret) - 12]) and credential_rules(text) == found
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "{head}%{a:02X}%{b:02X} tail",
+        "{head}\\u{a:04x}\\u{b:04x} tail",
+        "{head}&#x{a:x};&#{b}; tail",
+        "{head}\\x{a:02x}\\x{b:02x} tail",
+    ],
+    ids=["percent", "u", "entity", "x"],
+)
+def test_a_secret_that_ends_in_an_escape_is_redacted_to_its_end(written):
+    """The escape a secret ends with goes whole: a redaction that ended inside a six-character escape left the rest
+    of it (the key's last character, written otherwise) beside the redaction."""
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z"
+    text = written.format(head=token, a=ord("5"), b=ord("A"))
+    clean, found = redact(text)
+    assert found == ["github-pat"] and clean == "[REDACTED:github-pat] tail", clean
+
+
+def test_a_character_beyond_the_bmp_written_as_a_surrogate_pair_is_read():
+    """JSON writes a character beyond the BMP as two \\u escapes (json.dumps' default): an invisible one splitting a
+    key is read, as written plainly it is."""
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
+    clean, found = redact(json.dumps({"s": token[:20] + "\U000e0020" + token[20:]}))
+    assert found == ["github-pat"] and clean == '{"s": "[REDACTED:github-pat]"}'
 
 
 def test_escapes_alone_are_no_secret_and_cost_linear_time():

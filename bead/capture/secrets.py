@@ -344,16 +344,19 @@ def _placed(found: list[Finding], edits: list[tuple[int, int, int, int]]) -> lis
     finding that starts or ends inside a change takes the whole of it."""
     at_view = [e[2] for e in edits]
 
-    def origin(pos: int) -> int:
+    def origin(pos: int, end: bool = False) -> int:
+        """Where the view's character ``pos`` came from in the text: the start of the change it lies in, or with
+        ``end`` the position after that change (an escape of six characters that the view reads as one is
+        covered whole, none of it left beside the redaction)."""
         k = bisect.bisect_right(at_view, pos) - 1
         if k < 0:
-            return pos
+            return pos + end
         at_text, size_text, at, size = edits[k]
         if pos < at + size:
-            return at_text
-        return at_text + size_text + (pos - at - size)
+            return at_text + size_text if end else at_text
+        return at_text + size_text + (pos - at - size) + end
 
-    return [Finding(f.rule, origin(f.start), origin(f.end - 1) + 1) for f in found]
+    return [Finding(f.rule, origin(f.start), origin(f.end - 1, end=True)) for f in found]
 
 
 # What an escape hides: a run of backslashes before a quote (JSON in a JSON string, `"SecretString": "{\\"password\\":
@@ -365,7 +368,8 @@ def _placed(found: list[Finding], edits: list[tuple[int, int, int, int]]) -> lis
 # backslash match only where a run starts, so a long run of backslashes is walked once, and every other branch is
 # fixed-length: linear time.
 _ESCAPE = re.compile(
-    r"""(?<!\\)\\+(?:(["'/])|([ntr])|u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2}))"""
+    r"""(?<!\\)\\+(?:(["'/])|([ntr])|u([dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|[0-9a-fA-F]{4})"""
+    r"""|x([0-9a-fA-F]{2}))"""
     r"|%([2-7][0-9a-fA-F])|&#(?:([0-9]{2,5})|[xX]([0-9a-fA-F]{2,4}));?|&(quot|amp|lt|gt|apos);"
 )
 _CONTROL_OF = {"n": "\n", "t": "\t", "r": "\r"}
@@ -383,6 +387,8 @@ def _unescaped(m: re.Match[str]) -> str | None:
         return _CONTROL_OF[control]
     if name:
         return _ENTITY[name]
+    if u and len(u) == 10:  # a surrogate pair, \\uD83D\\uDE00 (JSON's way to write a character beyond the BMP)
+        return chr(0x10000 + ((int(u[:4], 16) - 0xD800) << 10) + (int(u[6:], 16) - 0xDC00))
     code = int(u or x or pct or hexa, 16) if not dec else int(dec)
     if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF or (code < 0x20 and code not in (9, 10, 13)) or code == 0x7F:
         return None

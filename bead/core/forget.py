@@ -73,6 +73,9 @@ class Plan:
     # keys the audit and tombstone logs name whose name holds the value (a rejected proposal's key made of its
     # words): they keep only their hash there, like the keys that lose every version
     named: set[str] = field(default_factory=set)
+    # other keys whose current version holds the value (or one of its distinctive tokens) in clear: a forget or seal
+    # of one key leaves them (they are the person's other facts), so the preview names them
+    also_in: list[str] = field(default_factory=list)
     # How the plan was made (the key or the text): ``apply`` makes it again (the history outside its locks, what was
     # written since inside them), so what reached the store between the preview and the person's yes (a turn the
     # proxy captured, a fact written) goes too.
@@ -132,6 +135,7 @@ class Plan:
             "episodes": len(self.episodes),
             "session_lines": sum(self.session_lines.values()) + sum(self.trace_lines.values()),
             "review_items": len(self.queue_items),
+            "also_in": list(self.also_in),
         }
 
 
@@ -515,6 +519,9 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
         k for k in logged - plan.whole if (in_name(k) or in_name(k.replace("-", " ").replace("_", " "))) and not _live(mem, k)
     }
     derived = _matcher(needles, plan.whole, plan.shingles, tokens)
+    if raw is None and plan.keys:
+        quoting = _matcher(needles, set(), frozenset(), tokens)
+        plan.also_in = sorted({k for k, body in mem.index.current_bodies() if k not in plan.keys and quoting(body)})
     plan.episodes = Episodes(mem.home).holding(derived)
     plan.queue_items = Queue(mem).holding(set(plan.keys), derived)
     for p in mem.orphan_temps():
