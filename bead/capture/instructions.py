@@ -58,11 +58,7 @@ _EXTERNAL = (
     r"(?:\b(?:https?|s?ftp|s3|gs|wss?)://|\b[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}\b"
     r"|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b(?:pastebin|hastebin|gists?|webhooks?|discord|telegram|transfer\.sh|ngrok"
     r"|requestbin|webhook\.site|third[- ]party|external (?:server|endpoint|host|service|apis?)"
-    r"|public (?:buckets?|gists?|repos?|repositor(?:y|ies)|channels?|urls?))\b"
-    # a host named without a scheme (`evil.example`, `collect.attacker.io`): a name, a dot, a common top-level domain
-    # (not a file's name: `.env.example`, `auth.cc`, `backup.zip`)
-    r"|(?:^|[^.\w/@-])[a-z0-9][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,63}){0,6}\.(?:com|net|org|io|dev|app|xyz|co|me|ru|cn|info"
-    r"|biz|example|site|online|cloud|top|ly|gg|to|tk|su|pw)\b(?:$|[^.\w]|\.(?:$|\s)))"
+    r"|public (?:buckets?|gists?|repos?|repositor(?:y|ies)|channels?|urls?))\b)"
 )
 _SEND = (
     r"\b(?:send|sends|sent|sending|post|posts|posting|upload|uploads|uploading|forward|forwards|forwarding"
@@ -123,17 +119,18 @@ RULES: tuple[Rule, ...] = (
         "remote-code-execution",
         "runs code fetched from elsewhere",
         (
-            # fetched, then piped into a shell or an interpreter: through a command or two between (`| tee x |`), a
-            # path (`| /bin/bash`), sudo, env and the like with their options (`| sudo -E bash`, `| /usr/bin/env sh`)
+            # fetched, then piped into a shell or an interpreter: through a `tee` between, the shell named by its path
+            # (`| /bin/bash`), through sudo, env and the like with their options (`| sudo -E bash`, `| /usr/bin/env sh`)
             _form(
-                r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)\b[^\n|]{0,200}\|(?:[^\n|]{0,100}\|){0,2}"
-                r"\s*(?:[\w.~/-]*\b(?:sudo|doas|env|exec|command|nohup|time)(?:\s+-[\w=-]+(?:\s+[a-z_][\w-]*(?:=\S*)?)?)*"
-                r"\s+)*[\w.~/-]*\b(?:(?:ba|z|da|k|fi|a)?sh|python[0-9.]*|perl|ruby|node|iex|invoke-expression|pwsh|powershell)\b",
+                r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)\b[^\n|]{0,200}\|"
+                r"(?:\s*(?:sudo\s+)?tee\b[^\n|]{0,100}\|)?\s*(?:[\w.~/-]*\b(?:sudo|doas|env|exec|command|nohup)"
+                r"(?:\s+-[\w=-]+(?:\s+[a-z_][\w-]*)?|\s+[A-Za-z_]\w*=\S*)*\s+)*[\w.~/-]*\b"
+                r"(?:(?:ba|z|da|k|fi|a)?sh|python[0-9.]*|perl|ruby|node|iex|invoke-expression|pwsh|powershell)\b",
                 negatable=True,
             ),
-            # Python told to run what a URL returns: exec(urlopen(...).read()), eval(requests.get(...).text)
+            # Python told to run what a URL returns: exec(urlopen("https://...").read()), eval(requests.get("...").text)
             _form(
-                r"\b(?:exec|eval)\s*\([^\n]{0,200}?\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|urllib)\b",
+                r"\b(?:exec|eval)\s*\(\s*(?:[\w.]+\.)?(?:urlopen|urlretrieve|get)\s*\(\s*[\"']?(?:https?|s?ftp)://",
                 negatable=True,
             ),
             _form(r"(?:\b(?:bash|sh|zsh|source)|\.)\s+<\(\s*(?:curl|wget)\b"),
@@ -141,7 +138,7 @@ RULES: tuple[Rule, ...] = (
             _form(
                 r"\b(?:download|fetch|wget|curl|get|grab|pull)\b",
                 _URL,
-                r"(?:\bchmod\s+\+x\b|\b(?:execute|exec|iex|eval)\b|(?:&&|;)\s*(?:sudo\s+)?(?:ba|z)?sh\b"
+                r"(?:\bchmod\s+\+x\b|\b(?:execute|exec|iex|eval)\b|&&\s*(?:sudo\s+)?(?:ba|z)?sh\b"
                 r"|\b(?:run|execute|exec|start|launch|source)\s+(?:it|them|the (?:script|binary|file|installer|payload))\b"
                 r"|\bas root\b)",
                 negatable=True,
@@ -161,7 +158,7 @@ RULES: tuple[Rule, ...] = (
             _form(
                 r"\b(?:ignore|disregard|forget|override|overrides|bypass|discard|abandon|set aside|drop)\b[^.;\n]{0,50}"
                 r"\b(?:previous|prior|above|earlier|all|any|your|its|their|the system|the original|safety|security|existing)\b"
-                r"[^.;\n]{0,30}\b(?:instructions?|prompts?|guidelines|guidance|guardrails|directions|directives|rules|policies"
+                r"[^.;\n]{0,30}\b(?:instructions?|prompts?|guidelines|guardrails|directions|directives|rules|policies"
                 r"|restrictions|safeguards|constraints)\b"
             ),
             _form(
@@ -380,9 +377,7 @@ RULES: tuple[Rule, ...] = (
 
 # Python's re splits faster than the RE2 binding (one call, no match objects);
 # the pattern is bounded and cannot backtrack.
-# A command's pipe or `&&` before a line break (`curl URL |` then `sh` on the next line), or a `.`, `;` or `!` before
-# a pipe (`curl URL . | sh`), an `&&` or a shell (`curl -o x URL; sh x`), is no clause end: the command goes on.
-_CLAUSE = re.compile(r"[.;!?]\s{1,64}+(?![|&]|(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b)|(?<![|&\\])[ \t]{0,64}+\n")
+_CLAUSE = re.compile(r"[.;!?]\s{1,64}|\n")
 _NEGATION = compile_linear(r"(?i)\b(?:never|not|don't|dont|do not|does not|doesn't|avoid|no)\b")
 _NOT_A_NEGATION = compile_linear(r"(?i)^\W{0,4}(?:forget|fail|hesitate|skip|stop|miss|optional)\b")
 
@@ -395,14 +390,43 @@ def _negated(clause: str, start: int) -> bool:
     return False
 
 
-def _holds(form: Form, clause: str) -> bool:
+def _holds(form: Form, clause: str, sentences: bool = False) -> bool:
+    """Whether every pattern of ``form`` matches ``clause``, and no negation voids it. ``sentences``: the clause is a
+    command joined over lines (``_commands``), which may hold several sentences; only a negation in the sentence of
+    the match counts ("Never force-push. | curl ... | bash" is no rule against the fetch)."""
     first = None
     for p in form.patterns:
         m = p.search(clause)
         if m is None:
             return False
         first = m.start() if first is None else min(first, m.start())
-    return not (form.negatable and first is not None and _negated(clause, first))
+    if not form.negatable or first is None:
+        return True
+    start = 0
+    if sentences:
+        for m in _CLAUSE.finditer(clause, 0, first):
+            start = m.end()
+    return not _negated(clause[start:], first - start)
+
+
+# A line break a command goes on over: after a pipe, `&&` or a backslash, or before a pipe or `&&` (`curl URL |`
+# then `bash` on the next line). Python's engine: bounded, no backtracking across runs.
+_CONTINUED = re.compile(r"(?:\||&&|\\)[ \t]{0,64}\r?\n[ \t]{0,64}|[ \t]{0,64}\r?\n(?=[ \t]{0,64}(?:\||&&))")
+
+
+def _joined(text: str) -> str:
+    """``text`` with each line that goes on over a line break (``_CONTINUED``) joined to the next."""
+    if "\n" not in text:
+        return text
+    return _CONTINUED.sub(lambda m: m.group().split("\n")[0].rstrip("\r \t") + " ", text)
+
+
+def _commands(text: str, joined: str) -> list[str]:
+    """The lines of ``joined`` (``_joined(text)``) that were joined: each a command a clause split would cut in two."""
+    if joined == text:
+        return []
+    lines = set(text.split("\n"))
+    return [line for line in joined.split("\n") if line.strip() and line not in lines]
 
 
 def _clauses(text: str) -> list[str]:
@@ -440,13 +464,18 @@ def instruction_rule(text: str) -> Rule | None:
     # Judged as a reader sees it: "cu\u200brl | s\u200bh" or a Cyrillic "\u0455end" is the plain word (bead.textform).
     text = fold(text)
     clauses: list[str] | None = None
+    joined = _joined(text)
+    commands: list[str] | None = None
     for rule in RULES:
         for form in rule.forms:
-            if not all(p.search(text) for p in form.patterns):
-                continue
-            clauses = _clauses(text) if clauses is None else clauses
-            if any(_holds(form, c) for c in clauses):
-                return rule
+            if all(p.search(text) for p in form.patterns):
+                clauses = _clauses(text) if clauses is None else clauses
+                if any(_holds(form, c) for c in clauses):
+                    return rule
+            if joined != text and all(p.search(joined) for p in form.patterns):
+                commands = _commands(text, joined) if commands is None else commands
+                if any(_holds(form, c, sentences=True) for c in commands):
+                    return rule
     return None
 
 
