@@ -149,6 +149,15 @@ class TestForgetMatch:
         assert out["keys"] == ["user/code-word"] and out["raw_turns_redacted"] == 2
         assert leftovers(mem.home.root, VALUE) == []
 
+    def test_cli_names_other_facts_that_still_hold_the_value(self, bead, mem):
+        mem.write("user/door", "The backup door code is quokka-marmalade-7731", "user")
+        mem.write("project/shop/door-note", "Ops note: the backup door code is quokka-marmalade-7731", "project")
+        r = bead("forget", "user/door", "--json")
+        assert r.code == 0, r.err
+        assert json.loads(r.out)["also_in"] == ["project/shop/door-note"]
+        assert "warning: project/shop/door-note still hold(s) the value" in r.err
+        assert mem.current("project/shop/door-note") is not None
+
     def test_cli_forget_key(self, bead):
         assert bead("write", "user/pet", "A cat named Biscotti-Wobble", "--type", "user").code == 0
         r = bead("forget", "user/pet")
@@ -651,6 +660,23 @@ def test_a_reader_that_keeps_the_wal_from_emptying_is_reported(mem, bead):
         reader.communicate("\n", timeout=30)
     assert r.code == 0, r.err
     assert "index.db open for reading" in r.err and "bead reindex" in r.err
+
+
+@pytest.mark.parametrize(
+    "value,said",
+    [
+        ("Repository Service", "the line `Repository<Order> service = new OrderRepository();` compiles"),
+        ("Optional Widget", "the method returns Optional<Gadget> widget, not null"),
+        ("retry limit exceeded", "the loop `while (retry<max && count>limit) exceeded++;` ends"),
+    ],
+)
+def test_a_type_parameter_or_a_comparison_is_no_markup(mem, value, said):
+    """Only HTML's own elements are read as markup between a value's words: ``<Gadget>`` in ``Optional<Gadget>
+    widget`` is a type, and dropping it made a turn say "Optional widget", which it does not."""
+    mem.append_turns("s1", [("user", said, T0, None)])
+    forget.apply(mem, forget.plan_match(mem, value))
+    mem.close()
+    assert said in "".join(p.read_text() for p in mem.home.raw.rglob("*.md"))
 
 
 class TestNoMoreThanTheValue:

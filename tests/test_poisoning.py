@@ -316,6 +316,7 @@ class TestDream:
             (item,) = Queue(m).items()
             assert m.current("project/proj-x/deploy-host") is None
         assert (item.kind, item.source) == ("untrusted-source", "untrusted")
+        assert "cited: typed beside a paste" in item.detail, item.detail
 
     def test_typed_turn_repeating_pasted_text_is_untrusted(self, proxy_client, upstream, bead_home, model):
         """Citing the person's typed turn does not help a proposal whose words come from the pasted README."""

@@ -195,6 +195,19 @@ class TestSeal:
         assert all("status: sealed" in p and "sensitivity: secret" in p for p in plain.values())
         assert leftovers(vault.root, SECRET, "Bank PIN 1000 recovery oldoldold") == []
 
+    def test_another_fact_quoting_the_value_is_named_not_changed(self, bead, mem, vault):
+        """A seal seals its key; another fact that quotes the value is the person's own and stays, so the result
+        (and the curator's preview) names it, to seal or forget too."""
+        value = "The backup door code is quokka-marmalade-7731"
+        mem.write("user/door", value, "user")
+        mem.write("project/shop/door-note", "Ops note: " + value, "project")
+        mem.write("project/shop/other", "The office opens at nine", "project")
+        res = bead("seal", "user/door", "--json")
+        assert res.code == 0, res.err
+        assert json.loads(res.out)["also_in"] == ["project/shop/door-note"]
+        assert "project/shop/door-note still hold(s) the value" in res.err and "bead seal project/shop/door-note" in res.err
+        assert mem.current("project/shop/door-note").body == "Ops note: " + value
+
     def test_a_secret_write_seals_the_plaintext_first_and_supersedes_it(self, bead, mem, vault):
         mem.write("user/bank-pin", SECRET, "user")
         said = mem.append_turns("s1", [("user", f"the new one is {SECRET2}", None, None)])

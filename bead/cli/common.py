@@ -54,3 +54,13 @@ def emit(data: Any, as_json: bool, human: Callable[[Any], None]) -> None:
         echo_json(data)
     else:
         human(data)
+
+
+def also_in_clear(keys: list[str]) -> None:
+    """Say which other facts still hold the value in clear (a forget or seal of one key leaves them)."""
+    if keys:
+        echo(
+            f"warning: {', '.join(keys)} still hold(s) the value (or its codes and rare words) in clear; "
+            f"forget or seal them too (`bead forget {keys[0]}`, `bead seal {keys[0]}`)",
+            err=True,
+        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from . import common
 from .common import echo, emit, json_option, open_memory
 
 
@@ -73,6 +74,8 @@ def forget(target, match, yes, as_json):
             "look at it and delete it yourself if it holds the value",
             err=True,
         )
+
+    common.also_in_clear(summary["also_in"])
 
     def human(d):
         sealed = f"{d['sealed_versions']} sealed version(s), " if d["sealed_versions"] else ""

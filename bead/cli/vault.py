@@ -214,7 +214,7 @@ def seal(key, yes, as_json):
             f"This will seal {key} ({p['versions']} plaintext version(s)) and redact {len(p['raw_turns'])} raw "
             f"turn(s) whole, {p['raw_turns_in_part']} in part (its codes and rare words said in other words), "
             f"{p['episodes']} episode(s), {p['review_items']} review item(s) and {p['session_lines']} state "
-            "line(s).",
+            "line(s)." + (f" {', '.join(p['also_in'])} also hold(s) the value in clear and stay(s)." if p["also_in"] else ""),
             err=True,
         )
         click.confirm("Seal it?", abort=True, err=True)
@@ -225,6 +225,8 @@ def seal(key, yes, as_json):
             "deleted; look at it and delete it yourself if it holds the value",
             err=True,
         )
+
+    common.also_in_clear(summary.get("also_in", []))
 
     def human(d):
         echo(

@@ -21,6 +21,7 @@ and audit, tombstone and dream-report lines keep only a hash of it.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -233,19 +234,28 @@ def _holds_shingle(text: str, shingles: AbstractSet[tuple[str, ...]]) -> bool:
 
 
 # Markup a tool's output wraps words in, which is no word of what it says: a terminal's colour and other escape
-# sequences (grep --color, a test runner's output: nothing), HTML and XML tags and a Markdown link's target (a
-# fetched page: a space). ``Quarrelsome \x1b[01;31mWombat\x1b[m`` and ``<b>Quarrelsome</b> <i>Wombat</i>`` say the
-# value ``Quarrelsome Wombat`` to whoever reads them, so forget must find it there. RE2: linear time.
-_ESCAPES = compile_linear(
+# sequences (grep --color, a test runner's output: nothing), HTML tags of the elements a page's text runs through and
+# a Markdown link's target (a fetched page: a space). ``Quarrelsome \x1b[01;31mWombat\x1b[m`` and ``<b>Quarrelsome</b>
+# <i>Wombat</i>`` say the value ``Quarrelsome Wombat`` to whoever reads them, so forget must find it there. Only those
+# elements: a type's parameter (``Optional<Gadget>``) or a comparison (``retry<max && count>limit``) is no markup,
+# and reading it as such joined words that were apart. Python's engine: each repeat is bounded and a tag ends at the
+# next ``<`` or ``>``, so a text is walked a bounded number of times.
+_ESCAPES = re.compile(
     r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,1000}(?:\x07|\x1b\\)?"
     r"|\x1b[@-_]"
 )
-_TAGS = compile_linear(r"</?[A-Za-z][A-Za-z0-9:-]{0,40}(?:\s[^<>]{0,1000})?/?>|\]\([^()\s]{0,1000}(?:\s+\"[^\"\n]{0,200}\")?\)")
+_ELEMENTS = (
+    "a|abbr|b|big|blockquote|body|br|button|center|cite|code|dd|del|div|dl|dt|em|font|h[1-6]|head|hr|html|i|img|ins"
+    "|kbd|label|li|mark|nobr|ol|p|pre|q|s|samp|small|span|strike|strong|sub|sup|table|tbody|td|th|thead|title|tr|tt"
+    "|u|ul|var|wbr"
+)
+_TAGS = re.compile(rf"</?(?i:{_ELEMENTS})(?:\s[^<>]{{0,1000}})?/?>|\]\([^()\s]{{0,1000}}(?:\s+\"[^\"\n]{{0,200}}\")?\)")
 
 
+@functools.lru_cache(maxsize=8)
 def _markup_free(text: str) -> str:
     """``text`` without the markup a tool's output wraps words in (``_ESCAPES``, ``_TAGS``), or ``text`` itself when
-    it has none."""
+    it has none. Each matcher asks for the turn it reads (a few texts, asked several times each: kept)."""
     if "\x1b" in text or "\x9b" in text:
         text = _ESCAPES.sub("", text)
     if "<" in text or "](" in text:
@@ -691,6 +701,7 @@ def _joined(inner: Plan, outer: Plan, changed: list[Path]) -> Plan:
             if path not in done:
                 mine.setdefault(path, set()).update(numbers)
     inner.trace_lines = outer.trace_lines
+    inner.also_in = outer.also_in
     return inner
 
 

@@ -214,7 +214,11 @@ def unsupported(value: str, cited: list[Turn]) -> list[str]:
 
 
 def _cited_sources(cited: list[Turn]) -> str:
-    names = sorted({str(t.flags.get("source") or "unknown") for t in cited})
+    def name(t: Turn) -> str:
+        source = str(t.flags.get("source") or "unknown")
+        return f"{source} beside a paste" if source == TRUSTED and t.flags.get("near_paste") else source
+
+    names = sorted({name(t) for t in cited})
     return ", ".join(names) or "no turn"
 
 

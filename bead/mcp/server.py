@@ -482,8 +482,10 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
     @mcp.tool(
         annotations=DESTROY,
         description=(
-            "Seal a fact: encrypt every version into the vault and remove the plaintext everywhere, so no tool or "
-            "prompt ever shows it again (only the person, at a terminal, with the passphrase). Two calls, as forget."
+            "Seal a fact: encrypt every version into the vault and remove its plaintext everywhere bead keeps it "
+            "(raw turns, index, episodes, state), so no tool or prompt shows it again (only the person, at a "
+            "terminal, with the passphrase). Other facts that quote the value are not changed: the preview's also_in "
+            "names them, to seal or forget too. Two calls, as forget."
         ),
     )
     async def seal(key: Key, ctx: Context, confirm: Confirm = None) -> CallToolResult:
