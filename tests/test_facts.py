@@ -217,7 +217,16 @@ class TestTombstones:
             mem.write("user/other-key", "Sublime Text 4", "user", trust="dream_inferred")
         assert mem.write("user/editor", "Sublime Text 4", "user", trust="user_stated").written
 
-    @pytest.mark.parametrize("spelt", ["Helix with default keymap.", "helix, with default keymap!", "Ｈelix with default keymap"])
+    @pytest.mark.parametrize(
+        "spelt",
+        [
+            "Helix with default keymap.",
+            "helix, with default keymap!",
+            "Ｈelix with default keymap",
+            "Helix with default keymap &",
+            "> Helix with default keymap",
+        ],
+    )
     def test_a_tombstoned_value_spelt_otherwise_is_refused(self, mem, spelt):
         """Other punctuation or look-alike letters make no new value: an agent's full stop brought a forgotten one
         back. A value its words alone do not say (``C++``) is compared as written."""

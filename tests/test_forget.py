@@ -152,6 +152,8 @@ class TestForgetMatch:
     def test_cli_names_other_facts_that_still_hold_the_value(self, bead, mem):
         mem.write("user/door", "The backup door code is quokka-marmalade-7731", "user")
         mem.write("project/shop/door-note", "Ops note: the backup door code is quokka-marmalade-7731", "project")
+        # sharing a code or a word is not holding the value
+        mem.write("project/shop/palette", "The dashboard uses the quokka-marmalade colour scale", "project")
         r = bead("forget", "user/door", "--json")
         assert r.code == 0, r.err
         assert json.loads(r.out)["also_in"] == ["project/shop/door-note"]
@@ -516,6 +518,9 @@ class TestTheValueWrittenOtherwise:
             "<b>Globex</b> <i>Wombatica</i> Holdings",  # a fetched page's tags
             "Globex<br>Wombatica Holdings",  # a tag between two words
             "[Globex Wombatica](https://example.com/globex) Holdings",  # a Markdown link
+            "Globex \x1b(B\x1b[mWombatica Holdings",  # tput sgr0's reset
+            "[Globex](https://example.com/g 'the buyer') Wombatica Holdings",  # a link with a title
+            "<time>Globex</time> <dfn>Wombatica</dfn> Holdings",  # other inline elements
         ],
     )
     @pytest.mark.parametrize("how", ["key", "match"])

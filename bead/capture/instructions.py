@@ -119,22 +119,28 @@ RULES: tuple[Rule, ...] = (
         "remote-code-execution",
         "runs code fetched from elsewhere",
         (
-            # fetched, then piped into a shell or an interpreter: through a `tee` between, the shell named by its path
-            # (`| /bin/bash`), through sudo, env and the like with their options (`| sudo -E bash`, `| /usr/bin/env sh`)
+            # fetched, then piped into a shell or an interpreter: through a few filters between (`| tee x |`,
+            # `| base64 -d |`, `| gunzip |`), the shell named by its path (`| /bin/bash`), quoted or as $SHELL, after
+            # assignments (`| FOO=1 bash`) and through sudo, env and the like with their options (`| sudo -u 1000 bash`)
             _form(
-                r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)\b[^\n|]{0,200}\|"
-                r"(?:\s*(?:sudo\s+)?tee\b[^\n|]{0,100}\|)?\s*(?:[\w.~/-]*\b(?:sudo|doas|env|exec|command|nohup)"
-                r"(?:\s+-[\w=-]+(?:\s+[a-z_][\w-]*)?|\s+[A-Za-z_]\w*=\S*)*\s+)*[\w.~/-]*\b"
-                r"(?:(?:ba|z|da|k|fi|a)?sh|python[0-9.]*|perl|ruby|node|iex|invoke-expression|pwsh|powershell)\b",
+                r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)\b(?:[^\n|'\"]|'[^'\n]*'|\"[^\"\n]*\")"
+                r"{0,600}\|&?(?:\s*(?:sudo\s+)?(?:tee|cat|base64|gunzip|gzip|zcat|xz|unxz|bzip2|bunzip2|sed|tr|dos2unix"
+                r"|openssl)\b[^\n|]{0,100}\|){0,3}\s*(?:[A-Za-z_]\w*=\S*\s+)*(?:[\w.~/-]*\b(?:sudo|doas|env|exec|command"
+                r"|nohup|time|nice|ionice|stdbuf|busybox|setsid|chrt)(?:\s+-[\w=-]+(?:\s+[^\s|;&-]\S*)?|\s+[A-Za-z_]\w*=\S*)*"
+                r"\s+)*[\"'\\]?(?:[\w.~/-]*\b(?:(?:ba|z|da|k|fi|a|c|tc)?sh|python[0-9.]*|perl|ruby|node|php|lua|deno|bun|iex"
+                r"|invoke-expression|pwsh|powershell)\b|\$\{?SHELL\b)",
                 negatable=True,
             ),
-            # Python told to run what a URL returns: exec(urlopen("https://...").read()), eval(requests.get("...").text)
+            # Python told to run what a URL returns: exec(urlopen("https://...").read()), eval(requests.get(url=...)),
+            # exec(base64.b64decode(urlopen(Request(f"https://...")).read()))
             _form(
-                r"\b(?:exec|eval)\s*\(\s*(?:[\w.]+\.)?(?:urlopen|urlretrieve|get)\s*\(\s*[\"']?(?:https?|s?ftp)://",
+                r"\b(?:exec|eval)\s*\([^;]{0,200}?\b(?:urlopen|urlretrieve|get|post|request|Request)\s*\([^;]{0,100}?"
+                r"(?:https?|s?ftp)://",
                 negatable=True,
             ),
-            _form(r"(?:\b(?:bash|sh|zsh|source)|\.)\s+<\(\s*(?:curl|wget)\b"),
-            _form(r"(?:\b(?:eval|exec)\b|-c)\s*[\"']?\$\(\s*(?:curl|wget)\b"),
+            _form(r"(?:\b(?:bash|sh|zsh|source)|\.)\s+<\s*<?\(\s*(?:curl|wget)\b"),
+            _form(r"(?:\b(?:eval|exec)\b|-c)\s*[\"']?(?:\$\(|`)\s*(?:curl|wget)\b"),
+            _form(r"\b(?:iex|invoke-expression)\s*\(\s*(?:iwr|irm|invoke-webrequest|invoke-restmethod|\(?new-object)\b"),
             _form(
                 r"\b(?:download|fetch|wget|curl|get|grab|pull)\b",
                 _URL,
@@ -409,16 +415,29 @@ def _holds(form: Form, clause: str, sentences: bool = False) -> bool:
     return not _negated(clause[start:], first - start)
 
 
-# A line break a command goes on over: after a pipe, `&&` or a backslash, or before a pipe or `&&` (`curl URL |`
-# then `bash` on the next line). Python's engine: bounded, no backtracking across runs.
-_CONTINUED = re.compile(r"(?:\||&&|\\)[ \t]{0,64}\r?\n[ \t]{0,64}|[ \t]{0,64}\r?\n(?=[ \t]{0,64}(?:\||&&))")
+# A line break a command goes on over (blank lines and indentation between too, as a shell reads them): after a
+# pipe, `&&`, a backslash or an open parenthesis, or before a pipe or `&&` (`curl URL |` then `bash` on the next
+# line). Python's engine: a match starts only at one of those characters or at a line break, and each repeat is
+# bounded, so a text is walked a bounded number of times.
+_CONTINUED = re.compile(r"(?:\||&&|\\|\()[ \t]{0,64}(?:\r?\n[ \t]{0,64}){1,4}|\r?\n(?:[ \t]{0,64}\r?\n){0,3}[ \t]{0,64}(?=\||&&)")
+# A Markdown table's row starts and ends with a pipe: its lines are rows, not a command going on.
+_TABLE_ROW = re.compile(r"^[ \t]{0,64}\|.*\|[ \t]*$")
 
 
 def _joined(text: str) -> str:
-    """``text`` with each line that goes on over a line break (``_CONTINUED``) joined to the next."""
+    """``text`` with each line that goes on over a line break (``_CONTINUED``) joined to the next (not a Markdown
+    table's rows)."""
     if "\n" not in text:
         return text
-    return _CONTINUED.sub(lambda m: m.group().split("\n")[0].rstrip("\r \t") + " ", text)
+
+    def join(m: re.Match[str]) -> str:
+        line = text[text.rfind("\n", 0, m.start()) + 1 : m.start() + 1]
+        after = text[m.end() : text.find("\n", m.end()) % (len(text) + 1)]
+        if _TABLE_ROW.match(line) or _TABLE_ROW.match(after):
+            return m.group()
+        return m.group().split("\n")[0].rstrip("\r \t") + " "
+
+    return _CONTINUED.sub(join, text)
 
 
 def _commands(text: str, joined: str) -> list[str]:
@@ -452,6 +471,9 @@ MAX_JUDGED = 8 * MAX_CHARS
 OVERSIZE = Rule("oversize", f"longer than {MAX_JUDGED} characters: no fact is, so a person reads it", ())
 
 
+JOINED_RULES = frozenset({"remote-code-execution"})
+
+
 def instruction_rule(text: str) -> Rule | None:
     """The first rule that finds ``text`` an instruction to a model (an attack), or None. The rules read the
     text's normal form (``bead.textform.fold``): invisible characters out, NFKC, ASCII for look-alike letters.
@@ -472,7 +494,9 @@ def instruction_rule(text: str) -> Rule | None:
                 clauses = _clauses(text) if clauses is None else clauses
                 if any(_holds(form, c) for c in clauses):
                     return rule
-            if joined != text and all(p.search(joined) for p in form.patterns):
+            # a command joined over lines: only the shell's own forms (a table's rows or a wrapped sentence are no
+            # command, and words from two of them never sit together)
+            if rule.name in JOINED_RULES and joined != text and all(p.search(joined) for p in form.patterns):
                 commands = _commands(text, joined) if commands is None else commands
                 if any(_holds(form, c, sentences=True) for c in commands):
                     return rule

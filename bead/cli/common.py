@@ -60,7 +60,7 @@ def also_in_clear(keys: list[str]) -> None:
     """Say which other facts still hold the value in clear (a forget or seal of one key leaves them)."""
     if keys:
         echo(
-            f"warning: {', '.join(keys)} still hold(s) the value (or its codes and rare words) in clear; "
+            f"warning: {', '.join(keys)} still hold(s) the value in clear; "
             f"forget or seal them too (`bead forget {keys[0]}`, `bead seal {keys[0]}`)",
             err=True,
         )

@@ -74,8 +74,8 @@ class Plan:
     # keys the audit and tombstone logs name whose name holds the value (a rejected proposal's key made of its
     # words): they keep only their hash there, like the keys that lose every version
     named: set[str] = field(default_factory=set)
-    # other keys whose current version holds the value (or one of its distinctive tokens) in clear: a forget or seal
-    # of one key leaves them (they are the person's other facts), so the preview names them
+    # other keys whose current version holds the value in clear: a forget or seal of one key leaves them (they are
+    # the person's other facts), so the preview names them
     also_in: list[str] = field(default_factory=list)
     # How the plan was made (the key or the text): ``apply`` makes it again (the history outside its locks, what was
     # written since inside them), so what reached the store between the preview and the person's yes (a turn the
@@ -242,14 +242,17 @@ def _holds_shingle(text: str, shingles: AbstractSet[tuple[str, ...]]) -> bool:
 # next ``<`` or ``>``, so a text is walked a bounded number of times.
 _ESCAPES = re.compile(
     r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,1000}(?:\x07|\x1b\\)?"
-    r"|\x1b[@-_]"
+    r"|\x1b[ -/]{1,16}[0-~]|\x1b[@-_]"
 )
 _ELEMENTS = (
-    "a|abbr|b|big|blockquote|body|br|button|center|cite|code|dd|del|div|dl|dt|em|font|h[1-6]|head|hr|html|i|img|ins"
-    "|kbd|label|li|mark|nobr|ol|p|pre|q|s|samp|small|span|strike|strong|sub|sup|table|tbody|td|th|thead|title|tr|tt"
-    "|u|ul|var|wbr"
+    "a|abbr|acronym|address|article|aside|b|bdi|bdo|big|blockquote|body|br|button|caption|center|cite|code|data|dd"
+    "|del|details|dfn|div|dl|dt|em|figcaption|figure|font|footer|h[1-6]|head|header|hr|html|i|img|ins|kbd|label"
+    "|legend|li|main|mark|nav|nobr|ol|option|output|p|pre|q|s|samp|section|small|span|strike|strong|sub|summary|sup"
+    "|table|tbody|td|tfoot|th|thead|time|title|tr|tt|u|ul|var|wbr"
 )
-_TAGS = re.compile(rf"</?(?i:{_ELEMENTS})(?:\s[^<>]{{0,1000}})?/?>|\]\([^()\s]{{0,1000}}(?:\s+\"[^\"\n]{{0,200}}\")?\)")
+_TAGS = re.compile(
+    rf"</?(?i:{_ELEMENTS})(?:\s[^<>]{{0,1000}})?/?>|\]\([^()\s]{{0,1000}}(?:\s+(?:\"[^\"\n]{{0,200}}\"|'[^'\n]{{0,200}}'))?\)"
+)
 
 
 @functools.lru_cache(maxsize=8)
@@ -530,7 +533,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     }
     derived = _matcher(needles, plan.whole, plan.shingles, tokens)
     if raw is None and plan.keys:
-        quoting = _matcher(needles, set(), frozenset(), tokens)
+        quoting = _matcher(needles)  # the value itself (not a code or word of it another fact may share)
         plan.also_in = sorted({k for k, body in mem.index.current_bodies() if k not in plan.keys and quoting(body)})
     plan.episodes = Episodes(mem.home).holding(derived)
     plan.queue_items = Queue(mem).holding(set(plan.keys), derived)

@@ -43,15 +43,26 @@ WORD_SHARE = 0.8  # of its characters (not spaces) that are in its words
 _WORD = re.compile(r"\w+")
 
 
+def _hard(text: str) -> bool:
+    """Whether ``text`` holds a character of HARD inside a token (``C++``, ``@home``, ``~/.vim``): one standing alone
+    (a trailing `` &``, a quote's ``> ``, a heading's ``# ``) changes nothing the words say."""
+    n = len(text)
+    for i, c in enumerate(text):
+        if c in HARD and ((i > 0 and not text[i - 1].isspace()) or (i + 1 < n and not text[i + 1].isspace())):
+            return True
+    return False
+
+
 def word_form(folded: str) -> str:
     """The words of ``folded`` (a value in its normal form, bead.textform.fold) lower-cased, one space between and
     around them, or "" when its words alone do not say it: fewer than two words, fewer than WORD_MIN_CHARS
-    characters in them, less than WORD_SHARE of its characters, or a character whose loss changes it (``HARD``).
+    characters in them, less than WORD_SHARE of its characters, or a character whose loss changes it (``HARD``, inside
+    a token).
     ``Helix with default keymap.`` and ``helix, with default keymap`` are one value; ``1.0`` would be "1 0", ``C++``
     "c": none."""
     words = _WORD.findall(folded.casefold())
     chars = sum(len(w) for w in words)
-    if len(words) < 2 or chars < WORD_MIN_CHARS or any(c in HARD for c in folded):
+    if len(words) < 2 or chars < WORD_MIN_CHARS or _hard(folded):
         return ""
     if chars < WORD_SHARE * sum(1 for c in folded if not c.isspace()):
         return ""
