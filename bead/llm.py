@@ -14,10 +14,12 @@ bead never writes one anywhere.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,26 +110,25 @@ class Model:
                 }
                 if json_mode:
                     body["format"] = "json"
-                r = client.post(f"{self.base_url}/api/chat", json=body)
-                data = _ok(r)
-                return Answer(
-                    str(data["message"]["content"]), int(data.get("prompt_eval_count") or 0), int(data.get("eval_count") or 0)
-                )
+                data = _post(client, f"{self.base_url}/api/chat", {}, body, self.timeout_s)
+                content = str(data["message"]["content"])
+                return Answer(content, _count(data.get("prompt_eval_count")), _count(data.get("eval_count")))
             if self.provider == "anthropic":
-                r = client.post(
+                data = _post(
+                    client,
                     f"{self.base_url}/v1/messages",
-                    headers={"x-api-key": key or "", "anthropic-version": "2023-06-01"},
-                    json={
+                    {"x-api-key": key or "", "anthropic-version": "2023-06-01"},
+                    {
                         "model": self.model,
                         "max_tokens": max_tokens,
                         "system": system,
                         "messages": [{"role": "user", "content": user}],
                     },
+                    self.timeout_s,
                 )
-                data = _ok(r)
                 text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
                 usage = data.get("usage") or {}
-                return Answer(text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+                return Answer(text, _count(usage.get("input_tokens")), _count(usage.get("output_tokens")))
             if self.provider == "openai":
                 body = {
                     "model": self.model,
@@ -136,13 +137,13 @@ class Model:
                 }
                 if json_mode:
                     body["response_format"] = {"type": "json_object"}
-                r = client.post(f"{self.base_url}/chat/completions", headers={"authorization": f"Bearer {key}"}, json=body)
-                data = _ok(r)
+                auth = {"authorization": f"Bearer {key}"}
+                data = _post(client, f"{self.base_url}/chat/completions", auth, body, self.timeout_s)
                 usage = data.get("usage") or {}
                 return Answer(
                     str(data["choices"][0]["message"]["content"] or ""),
-                    int(usage.get("prompt_tokens") or 0),
-                    int(usage.get("completion_tokens") or 0),
+                    _count(usage.get("prompt_tokens")),
+                    _count(usage.get("completion_tokens")),
                 )
         except httpx.TimeoutException:
             raise ModelError(f"the {self.provider} model did not answer within {self.timeout_s:g} s") from None
@@ -166,13 +167,41 @@ def _client(timeout_s: float) -> httpx.Client:
         return client
 
 
-def _ok(r: httpx.Response) -> dict:
-    if r.status_code >= 400:
-        raise ModelError(f"the model API answered HTTP {r.status_code}")
-    data = r.json()
+# The most of an answer read: a model's JSON answer is a few KB; a server that sends more is not answering.
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+
+def _post(client: httpx.Client, url: str, headers: dict[str, str], body: dict[str, Any], timeout_s: float) -> dict:
+    """POST ``body`` and the JSON object answered, within ``timeout_s`` for the whole call (httpx's timeout is
+    per read: a server trickling a byte at a time would hold the call, and the dream's lock, for ever) and at most
+    MAX_ANSWER_BYTES."""
+    deadline = time.monotonic() + timeout_s
+    with client.stream("POST", url, headers=headers, json=body) as r:
+        if r.status_code >= 400:
+            raise ModelError(f"the model API answered HTTP {r.status_code}")
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in r.iter_bytes():
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:
+                raise ModelError(f"the model API's answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MB")
+            if time.monotonic() > deadline:
+                raise httpx.ReadTimeout("the whole answer took longer than the timeout")
+            chunks.append(chunk)
+    try:
+        data = json.loads(b"".join(chunks))
+    except RecursionError:
+        raise ModelError("the model API's answer is nested too deep") from None
     if not isinstance(data, dict):
         raise ModelError("the model API answered something other than a JSON object")
     return data
+
+
+def _count(value: Any) -> int:
+    """A token count as the API reports it: a finite number of at least 0, else 0 (``Infinity`` parses as JSON)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return 0
+    return int(value)
 
 
 def answer_object(text: str) -> Any:

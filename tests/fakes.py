@@ -637,7 +637,9 @@ class FakeModel:
     ``by_system`` answers, before the queue, every request whose system prompt
     contains one of its keys (a text or a callable), so a second kind of call
     does not take the next answer from the queue; ``delay`` holds each answer
-    back; ``status`` makes it fail.
+    back; ``status`` makes it fail; ``envelope`` (the API's JSON bytes -> the
+    bytes sent) rewrites what the API answers around the text (a hostile
+    server); ``trickle`` sends it a byte at a time, that many seconds apart.
     """
 
     def __init__(self):
@@ -647,6 +649,8 @@ class FakeModel:
         self.default = '{"helpful": []}'
         self.delay = 0.0
         self.status = 200
+        self.envelope = None
+        self.trickle = 0.0
         fake = self
 
         class Handler(QuietHandler):
@@ -702,12 +706,20 @@ class FakeModel:
                     self.send_header("content-length", "0")
                     self.end_headers()
                     return
+                if fake.envelope is not None:
+                    data = fake.envelope(data)
                 try:
                     self.send_response(fake.status)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    if fake.trickle:
+                        for i in range(len(data)):
+                            self.wfile.write(data[i : i + 1])
+                            self.wfile.flush()
+                            time.sleep(fake.trickle)
+                    else:
+                        self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 

@@ -363,6 +363,23 @@ class TestRules:
         assert len(Queue(mem).items()) == 1
 
 
+def test_a_host_the_person_named_a_subdomain_of_is_not_their_word(make, model):
+    """``shop.example.com`` is inside ``staging.shop.example.com`` as text, not as an address: a proposal that drops
+    the subdomain changes where deploys go and waits for the person."""
+    mem = make()
+    session(mem, "s1", ["deploy to staging.shop.example.com for now", "noted"])
+    model.answers.append(
+        answer(
+            {"key": "project/shop/deploy-target", "type": "project", "value": "Deploy to shop.example.com for now."},
+            {"key": "project/shop/staging-target", "type": "project", "value": "Deploy to staging.shop.example.com."},
+        )
+    )
+    Dream(mem).run()
+    (item,) = Queue(mem).items()
+    assert (item.key, item.kind) == ("project/shop/deploy-target", "untrusted-source")
+    assert mem.current("project/shop/staging-target") is not None
+
+
 class TestSecondOpinion:
     """A call that sees only the proposed fact judges fact or instruction; anything but "fact" queues."""
 
@@ -503,6 +520,97 @@ class TestFailures:
         rep = Dream(mem).run()
         assert list(rep.failed) == ["a1"] and "nested" in rep.failed["a1"]
         assert mem.current("project/shop/db-port") is not None and rep.path.exists()
+
+    @pytest.mark.parametrize(
+        "envelope",
+        [
+            lambda data: data.replace(b'"prompt_tokens": 120', b'"prompt_tokens": Infinity'),
+            lambda data: b'{"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        ],
+        ids=["infinite-usage", "deep-envelope"],
+    )
+    def test_a_hostile_api_answer_fails_at_most_its_session_never_the_run(self, make, model, envelope):
+        """The API's own JSON around the answer is the server's text too: a token count of Infinity (valid to
+        Python's parser) or nesting past the parser's depth crashed the whole run and wrote no report."""
+        mem = make()
+        session(mem, "a1", ["we moved postgres to port 5433", "noted"])
+        model.answers.append(answer({"key": "project/shop/db-port", "type": "project", "value": "Postgres listens on 5433."}))
+        model.envelope = envelope
+        rep = Dream(mem).run()
+        assert rep.path.exists()
+        if "a1" in rep.failed:
+            assert "nested" in rep.failed["a1"] and mem.current("project/shop/db-port") is None
+        else:
+            assert rep.tokens_in == 0 and mem.current("project/shop/db-port") is not None, "Infinity counts as no tokens"
+
+    def test_a_call_ends_at_its_timeout_however_slowly_the_server_sends(self, make, model):
+        """httpx's timeout is per read: a server trickling its answer a byte at a time held the call (and the
+        dream's lock) for as long as it liked. ``timeout_s`` is the whole call's."""
+        from bead.llm import Model, ModelError
+
+        mem = make(timeout_s=0.3)
+        model.trickle = 0.02  # the answer's ~300 bytes take about 6 s
+        with pytest.raises(ModelError, match="did not answer within 0.3 s"):
+            Model.from_settings(mem.config.dream, timeout_s=0.3).chat("system", "user")
+
+    def test_an_answer_larger_than_the_limit_is_no_answer(self, make, model, monkeypatch):
+        from bead import llm
+
+        monkeypatch.setattr(llm, "MAX_ANSWER_BYTES", 1000)
+        model.answers.append(json.dumps({"facts": [], "pad": "x" * 5000}))
+        with pytest.raises(llm.ModelError, match="larger than"):
+            llm.Model.from_settings(make().config.dream).chat("system", "user")
+
+    def test_a_session_read_is_kept_when_a_later_one_stops_the_run(self, make, model, monkeypatch):
+        """The read mark of each session is saved when the session is done: a run killed in the next one must not
+        read it again (its episode and its judge's call were made twice)."""
+        mem = make()
+        session(mem, "a1", ["we moved postgres to port 5433", "noted"])
+        session(mem, "b2", ["the cache ttl is 300 seconds", "noted"])
+        model.answers.append(answer({"key": "project/shop/db-port", "type": "project", "value": "Postgres listens on 5433."}))
+        real = Dream._session
+
+        def killed_in_b2(self, sid, *a, **k):
+            if sid == "b2":
+                raise KeyboardInterrupt  # what a kill in the middle of b2's call leaves: nothing after it ran
+            return real(self, sid, *a, **k)
+
+        monkeypatch.setattr(Dream, "_session", killed_in_b2)
+        with pytest.raises(KeyboardInterrupt):
+            Dream(mem).run()
+        monkeypatch.setattr(Dream, "_session", real)
+        model.answers.append(answer({"key": "project/shop/ttl", "type": "project", "value": "The cache TTL is 300 seconds."}))
+        rep = Dream(make()).run()
+        assert list(rep.sessions) == ["b2"], "a1 was read again"
+        assert mem.current("project/shop/ttl") is not None
+
+    def test_an_answer_of_hundreds_of_proposals_costs_at_most_twenty_second_opinions(self, make, model):
+        mem = make()
+        words = [f"w{chr(97 + i)}{chr(97 + j)}" for i in range(26) for j in range(4)]
+        session(mem, "s1", [" ".join(words), "noted"])
+        model.answers.append(
+            answer(*({"key": f"project/shop/f{i}", "type": "project", "value": " ".join(words[i : i + 3])} for i in range(100)))
+        )
+        rep = Dream(mem).run()
+        asked = [r for r in model.requests if second.SYSTEM[:40] in json.dumps(r[2])]
+        assert len(asked) == 20 and len(rep.sessions["s1"]["written"]) == 20
+        assert "(80 proposals past 20 in one answer)" in rep.sessions["s1"]["rejected"]
+
+    def test_past_the_budget_a_chunks_proposals_wait_for_the_next_run(self, make, model):
+        """``max_tokens_per_run`` bounds the second opinions too: once a chunk's own call passes it, its proposals
+        wait for the next run instead of each asking a call (the run's first chunk always finishes, so a small
+        budget still makes progress). Each fake call reports 150 tokens."""
+        mem = make(extra="  max_tokens_per_run: 400\n")
+        session(mem, "a1", ["thanks, that works", "glad to help"])
+        session(mem, "b2", ["the cache ttl is 300 seconds", "noted"])
+        model.answers.append(answer())  # a1: no fact; its call and its judge's: 300 tokens
+        model.answers.append(answer({"key": "project/shop/ttl", "type": "project", "value": "The cache TTL is 300 seconds."}))
+        rep = Dream(mem).run()
+        assert "max_tokens_per_run (400) reached" in rep.stopped_early
+        assert mem.current("project/shop/ttl") is None and not any(second.SYSTEM[:40] in json.dumps(r[2]) for r in model.requests)
+        model.answers.append(answer({"key": "project/shop/ttl", "type": "project", "value": "The cache TTL is 300 seconds."}))
+        rep2 = Dream(make(extra="  max_tokens_per_run: 400\n")).run()
+        assert list(rep2.sessions) == ["b2"] and mem.current("project/shop/ttl") is not None
 
     @pytest.mark.parametrize("key", ["project/shop/pkg-manager.", "user/editor-", "user/edit0r"])
     def test_a_key_the_store_would_not_create_is_rejected_and_the_run_goes_on(self, make, model, key):

@@ -128,13 +128,14 @@ _COMMAND_WORDS = frozenset("sudo rm chmod chown curl wget eval exec bypass skip 
 
 
 def _bounded(text: str, needle: str) -> bool:
-    """Whether ``text`` holds ``needle`` as a whole address (no letter, digit or path character around it)."""
+    """Whether ``text`` holds ``needle`` as a whole address (no letter, digit or path character around it, nor a
+    dot, ``@`` or ``:`` before it: ``shop.example.com`` is not said by ``staging.shop.example.com``)."""
     i = text.find(needle)
     while i != -1:
         before = text[i - 1] if i else " "
         end = i + len(needle)
         after = text[end] if end < len(text) else " "
-        if not (before.isalnum() or before in "-_/") and not (after.isalnum() or after in "-_/"):
+        if not (before.isalnum() or before in "-_/.@:") and not (after.isalnum() or after in "-_/"):
             return True
         i = text.find(needle, i + 1)
     return False

@@ -46,6 +46,7 @@ CALL_CHARS = 24_000
 TURN_CHARS = 4_000
 CONTEXT_FACTS = 200
 CHARS_PER_TOKEN = 4  # the estimate's rule of thumb (as bead's budgets use)
+MAX_PROPOSALS = 20  # of one answer (one chunk of a conversation); the rest are rejected
 EXTRACT_OUT_ESTIMATE = 800  # tokens one extraction answer costs, for the dry run's estimate
 SECOND_TOKENS_ESTIMATE = 400  # one second-opinion call, in and out
 LESSON_MAX_CHARS = 2_000
@@ -206,6 +207,7 @@ class Dream:
         self.queue = Queue(mem)
         self.state = DreamState(mem.home.dream_state, mem.home.root)
         self._values: dict[str, str] | None = None  # normalised current value -> key, for duplicates
+        self._chunks_done = 0  # chunks of this run whose proposals were all decided
 
     # ----- the pass ----------------------------------------------------------
     def run(self, dry_run: bool = False) -> Report:
@@ -266,8 +268,24 @@ class Dream:
                 rep.failed[sid] = str(exc)
                 break
             by_n = {t.n: t for t in chunk}
+            if len(proposals) > MAX_PROPOSALS:
+                # A chunk of a conversation holds a few facts; an answer of hundreds is a model gone wrong, and each
+                # would cost a second opinion's call.
+                session["rejected"].append(f"({len(proposals) - MAX_PROPOSALS} proposals past {MAX_PROPOSALS} in one answer)")
+                proposals = proposals[:MAX_PROPOSALS]
+            spent = False
             for p in proposals:
+                # Each proposal may ask a second opinion (a call): past the budget the rest of this chunk waits for
+                # the next run (decided again then: a written value is unchanged, a queued one the same item). The
+                # run's first chunk always finishes, so a budget smaller than one chunk still makes progress.
+                if budget and self._chunks_done and rep.tokens_in + rep.tokens_out >= budget:
+                    rep.stopped_early = f"dream.max_tokens_per_run ({budget}) reached"
+                    spent = True
+                    break
                 self._propose(p, by_n, session, rep, dry_run)
+            if spent:
+                break
+            self._chunks_done += 1
             episode = ep or episode
             read_upto = max(t.n for t in chunk)
             session["turns"] += len(chunk)
@@ -278,6 +296,9 @@ class Dream:
             session["episode"] = self._episode(sid, episode, turns[0], ev)
         if not dry_run and read_upto > self.state.read(sid):
             self.state.mark(sid, read_upto)
+            # Saved now, not at the run's end: a run stopped later (a crash, a kill) must not read this session
+            # again (its episode and its judge's call would be made twice).
+            self.state.save()
 
     def _context(self, chunk: list[Turn]) -> str:
         projects = {str(t.flags["project"]) for t in chunk if t.flags.get("project")}
