@@ -55,6 +55,10 @@ class UnsafePath(BeadError):
     """A path below the home that bead will not follow: a link, or a file where a folder should be."""
 
 
+class NotAFile(UnsafePath):
+    """A FIFO, socket or device where bead reads a file: reading it could wait for ever."""
+
+
 class HardLink(UnsafePath):
     """A regular file below the home with more than one name: another name of a file that may live outside it."""
 
@@ -169,6 +173,11 @@ def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
             raise _refuse(path, "a symbolic link") from None
         raise
     st = os.fstat(fd)
+    if not writing and not stat.S_ISREG(st.st_mode):
+        # A FIFO (or a socket, a device) where a file should be: reading it would wait for whoever holds its other
+        # end, and every reader of the key (the indexer inside the index's write lock) with it.
+        os.close(fd)
+        raise NotAFile(f"refusing to read {path}: it is not a regular file (a FIFO, a socket or a device)", f"remove {path}")
     os.set_blocking(fd, True)
     if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
         # A hard link is the other file itself (a ~/.bashrc linked in as a raw log would take captured text): bead
@@ -202,13 +211,20 @@ def open_file(path: Path, flags: int, mode: int = FILE_MODE, *, root: Path) -> i
         return _open_at(d, path, flags, mode)
 
 
-def read_at(dir_fd: int, path: Path) -> bytes:
-    """The bytes of ``path.name`` in the folder ``dir_fd`` (never through a link)."""
+def read_at(dir_fd: int, path: Path, limit: int | None = None) -> bytes:
+    """The bytes of ``path.name`` in the folder ``dir_fd`` (never through a link); ``limit``: a file larger than
+    that many bytes is refused (TooLarge) before any of it is read."""
     fd = _open_at(dir_fd, path, os.O_RDONLY)
     try:
+        if limit is not None and (size := os.fstat(fd).st_size) > limit:
+            raise TooLarge(f"{path} is {size} bytes, more than the {limit} bead reads of such a file")
         return _read_all(fd)
     finally:
         os.close(fd)
+
+
+class TooLarge(OSError):
+    """A file larger than its reader takes."""
 
 
 def _read_all(fd: int) -> bytes:

@@ -419,6 +419,68 @@ class TestFourthReview:
             m.append_turns("s1", [("user", "a later turn", T0, None, {"source": "typed"})])
         assert snapshot(backup) == before, "the backup keeps what it had"
 
+    def test_a_hard_linked_raw_file_is_skipped_and_the_rest_is_indexed(self, mem, tmp_path):
+        """A raw file bead will not read is that file's problem: reconcile, rebuild and the indexer's apply go on
+        to the other files and the facts (it stopped the indexer from starting, and a hand-edited fact stayed
+        stale in the index)."""
+        from bead.index.rebuild import rebuild, reconcile
+        from bead.indexer.watch import Indexer
+
+        mem.write("user/editor", "helix", "user")
+        mem.append_turns("s1", [("user", "first turn", T0, None, {"source": "typed"})])
+        raw = mem.raw.find("s1")
+        os.link(raw, tmp_path / "second-name.md")
+        v2 = mem.facts.key_dir("user/editor") / "v2.md"
+        v2.write_text(
+            (mem.facts.key_dir("user/editor") / "v1.md")
+            .read_text()
+            .replace("helix", "kakoune")
+            .replace("version: 1", "version: 2")
+        )
+        Indexer(mem).apply({raw, v2})
+        assert mem.index.fact_candidates("kakoune", 5) and not mem.index.fact_candidates("helix", 5)
+        with mem.index.write_tx():
+            mem.index.reset()  # as an indexer starting on a new index: every file is new to it
+        _, problems = reconcile(mem.index, mem.facts, mem.raw)
+        assert [p.path for p in problems] == [raw] and "hard link" in problems[0].reason
+        assert mem.index.fact_candidates("kakoune", 5)
+        _, problems = rebuild(mem.index, mem.facts, mem.raw)
+        assert [p.path for p in problems] == [raw] and mem.index.fact_candidates("kakoune", 5)
+
+    def test_a_version_file_bead_should_not_read_is_a_problem_never_a_wait_or_the_value(self, mem, tmp_path):
+        """A FIFO (reading it waited for whoever holds its other end, with the index's write lock held), a file of
+        100 MB (read whole and served) and frontmatter whose aliases expand to gigabytes are each a problem of
+        that version; the highest readable one stays current."""
+        mem.write("user/editor", "helix", "user")
+        d = mem.facts.key_dir("user/editor")
+        v1 = (d / "v1.md").read_text()
+        os.mkfifo(d / "v2.md")
+        held = os.open(d / "v2.md", os.O_RDWR)  # a writer that never writes
+        try:
+            with open(d / "v3.md", "wb") as f:
+                f.write(v1.replace("version: 1", "version: 3").encode())
+                f.seek(100 * 1024 * 1024)
+                f.write(b"x")
+            bomb = "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 8))
+            (d / "v4.md").write_text(v1.replace("version: 1", "version: 4").replace("---\n", "---\na0: &a0 x\n" + bomb, 1))
+            kv = mem.facts.versions("user/editor")
+        finally:
+            os.close(held)
+        assert [f.version for f in kv.facts] == [1] and kv.current.body == "helix"
+        reasons = {p.path.name: p.reason for p in kv.problems}
+        assert "not a regular file" in reasons["v2.md"] and "more than" in reasons["v3.md"]
+        assert "aliases" in reasons["v4.md"]
+
+    @pytest.mark.parametrize("n", ["1e999", '"x"', "[1]", "-1e999"])
+    def test_a_marker_with_a_number_no_turn_has_is_text_not_a_crash(self, mem, n):
+        mem.append_turns("s1", [("user", "first turn", T0, None, {"source": "typed"})])
+        raw = mem.raw.find("s1")
+        with raw.open("a") as f:
+            f.write(f'<!-- bead:turn {{"session": "s1", "n": {n}, "role": "user"}} -->\nplanted\n')
+        assert [t.n for t in mem.raw.read(raw)] == [1]
+        mem.append_turns("s1", [("user", "second turn", T0, None, {"source": "typed"})])
+        assert [t.n for t in mem.raw.read(raw)] == [1, 2]
+
     @pytest.mark.parametrize("tail", ["-wal", "-shm", ""])
     def test_sqlite_never_writes_through_a_hard_link_at_the_index(self, bead_home, tmp_path, tail):
         """SQLite opens its own files: a hard link at index.db-wal or -shm (or index.db) is refused before it does,

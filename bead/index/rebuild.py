@@ -73,7 +73,12 @@ def reconcile(index: Index, facts: FactStore, raw: RawLog) -> tuple[Diff, list[P
         if kind and kind[0] == "fact":
             keys.add(kind[1])
         elif kind and kind[0] == "raw":
-            sync_raw(index, raw, path)
+            try:
+                sync_raw(index, raw, path)
+            except (OSError, safe.UnsafePath) as exc:
+                # One raw file bead will not read (a hard link, a link) is that file's problem: the rest of the
+                # store, its facts included, is reconciled (before, it stopped the indexer from starting).
+                problems.append(Problem(path, exc.message if isinstance(exc, safe.UnsafePath) else str(exc)))
     for key in sorted(keys):
         problems.extend(sync_key(index, facts, key))
     return d, problems
@@ -143,8 +148,8 @@ def rebuild(
         for path in raw_files:
             try:
                 ts = raw.read(path)
-            except OSError as exc:
-                problems.append(Problem(path, str(exc)))
+            except (OSError, safe.UnsafePath) as exc:
+                problems.append(Problem(path, exc.message if isinstance(exc, safe.UnsafePath) else str(exc)))
                 continue
             index.sync_raw_file(path, ts)
             turns += len(ts)

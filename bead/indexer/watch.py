@@ -87,8 +87,8 @@ class Indexer:
             elif kind and kind[0] == "raw":
                 try:
                     sync_raw(self.mem.index, self.mem.raw, path)
-                except OSError as exc:
-                    log.warning("skipped %s: %s", path, exc)
+                except (OSError, BeadError) as exc:  # a file bead will not read (a hard link): that file only
+                    log.warning("skipped %s: %s", path, exc.message if isinstance(exc, BeadError) else exc)
         for key in sorted(keys):
             try:
                 for p in sync_key(self.mem.index, self.mem.facts, key):

@@ -149,16 +149,18 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
         else:
             raise ValueError("the frontmatter has no closing `---` line")
     try:
-        meta = yamlsafe.load(text[4 : end + 1])
+        meta = yamlsafe.load_plain(text[4 : end + 1])
     except yamlsafe.Error as exc:
-        raise ValueError(f"frontmatter is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        raise ValueError(f"frontmatter is not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
     if not isinstance(meta, dict):
         raise ValueError("frontmatter is not a mapping")
     body = text[end + 5 :]
     return meta, body
 
 
+MAX_FRONTMATTER_BYTES = 64 * 1024  # a version file's frontmatter is a few hundred bytes; room for long source lists
 LINK_REASON = "is a symbolic link; bead never reads through links below its home"
+NOT_A_FILE_REASON = "is not a regular file (a FIFO, a socket or a device); bead reads only files here"
 HARD_LINK_REASON = "is a hard link; bead neither reads nor writes one (`bead status --fix` gives it a copy of its own)"
 
 
@@ -391,8 +393,12 @@ class FactStore:
     def _read(self, dir_fd: int, key: str, n: int) -> Fact:
         path = self.home.fact_file(key, n)
         try:
-            data = safe.read_at(dir_fd, path)
+            # A version file is a value of at most max_bytes and its frontmatter: one far larger (a hand-placed
+            # 100 MB file) is not read into memory, and is a problem, never the current value.
+            data = safe.read_at(dir_fd, path, limit=max(4 * self.max_bytes, 1 << 20) + MAX_FRONTMATTER_BYTES)
         except safe.UnsafePath as exc:
+            if isinstance(exc, safe.NotAFile):
+                raise ValueError(NOT_A_FILE_REASON) from None
             raise ValueError(HARD_LINK_REASON if isinstance(exc, safe.HardLink) else LINK_REASON) from None
         except OSError as exc:
             raise ValueError(exc.strerror or str(exc)) from None

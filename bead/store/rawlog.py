@@ -95,7 +95,7 @@ def parse(text: str, path: Path | None = None) -> list[Turn]:
             try:
                 meta = json.loads(m.group(1))
                 n = int(meta.pop("n"))
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
                 lines.append(line)
                 continue
             close()
@@ -151,7 +151,7 @@ def parse_bytes(data: bytes, path: Path | None = None) -> list[Turn]:
                 try:
                     meta = json.loads(m.group(1))
                     num = int(meta.pop("n"))
-                except (ValueError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
                     meta = None
             if meta is not None:
                 close(pos)
@@ -385,7 +385,7 @@ def _last_turn_number(fd: int) -> int:
         if m:
             try:
                 return int(json.loads(m.group(1))["n"])
-            except (ValueError, KeyError):
+            except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
                 pass
         break
     text = os.pread(fd, size, 0).decode("utf-8", errors="replace")
