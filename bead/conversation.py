@@ -38,6 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .capture.secrets import credential_rules
 from .paths import enclosing_git
 
 
@@ -200,12 +201,24 @@ def _h(text: str, n: int = 12) -> str:
 
 
 def safe_name(value: str) -> str:
-    return value if _SAFE.fullmatch(value) else "h" + _h(value, 16)
+    """``value`` as a file name (a session's): as it is where it is one, else a hash of it. A credential is never
+    a name (a session id or a folder a harness reports is anyone's text: a raw file named after a token would keep
+    it on disk, past the secret scan)."""
+    return value if _SAFE.fullmatch(value) and not credential_rules(value) else "h" + _h(value, 16)
+
+
+PROJECT_CHARS = 64  # a project's name (a folder's) longer than this is cut, with a hash of the whole after it
 
 
 def project_slug(name: str) -> str | None:
     slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-.")
-    return slug or None
+    if not slug:
+        return None
+    if credential_rules(name):
+        return "p" + _h(name, 16)
+    if len(slug) > PROJECT_CHARS:
+        slug = slug[: PROJECT_CHARS - 13].rstrip("-.") + "-" + _h(name, 12)
+    return slug
 
 
 # Where a harness reports the working directory inside the person's first message: Claude Code's

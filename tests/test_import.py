@@ -438,3 +438,70 @@ def test_peak_memory_stays_bounded_on_a_huge_line(tmp_path):
     assert int(result[2]) < 300 * 1024, f"peak RSS {int(result[2]) // 1024} MB"
     data = json.loads(r.stdout)
     assert data["skipped_long_lines"] == 1 and data["turns_added"] == 2
+
+
+class TestHostileTranscripts:
+    """An adversarial review's transcripts (2026-12-04); each failed before its fix."""
+
+    TS = "2026-01-02T03:04:05Z"
+
+    def turns(self, mem):
+        return [t for p in mem.raw.files() for t in mem.raw.read(p)]
+
+    def line(self, content, kind="user", sid="s1", cwd="/w/proj", ts=TS):
+        d = {"type": kind, "sessionId": sid, "cwd": cwd, "timestamp": ts, "message": {"role": kind, "content": content}}
+        return json.dumps(d) + "\n"
+
+    def folder(self, tmp_path, files):
+        d = tmp_path / "projects" / "-w-proj"
+        d.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (d / name).write_text(text)
+        return tmp_path / "projects"
+
+    def test_a_tool_input_nested_hundreds_deep_skips_its_lines_not_the_import(self, mem, tmp_path):
+        deep = "[" * 500 + "]" * 500
+        message = {"id": "m1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]}
+        head = json.dumps({"type": "assistant", "sessionId": "a1", "cwd": "/w/proj", "timestamp": self.TS, "message": message})
+        tool = head.replace('"input": {}', '"input": {"x": ' + deep + "}") + "\n"
+        root = self.folder(
+            tmp_path, {"a1.jsonl": self.line("hello from a1", sid="a1") + tool, "b2.jsonl": self.line("hello from b2", sid="b2")}
+        )
+        counts = history.import_claude_code(mem, read_items, root)
+        assert "hello from b2" in [t.text for t in self.turns(mem)] and counts.files == 2
+
+    def test_a_transcript_removed_meanwhile_is_skipped_and_said(self, mem, tmp_path):
+        root = self.folder(tmp_path, {n + ".jsonl": self.line(f"the {n} file", sid=n) for n in ("a", "b", "c")})
+
+        def progress(path):
+            if path.name == "a.jsonl":
+                (root / "-w-proj" / "b.jsonl").unlink()  # Claude Code removes old transcripts on its own
+
+        counts = history.import_claude_code(mem, read_items, root, progress=progress)
+        assert "the c file" in [t.text for t in self.turns(mem)] and counts.skipped_files == 1
+
+    def test_a_turn_holding_the_homes_token_is_imported_once(self, mem, tmp_path):
+        from bead.token import load_token
+
+        root = self.folder(tmp_path, {"s1.jsonl": self.line(f"my proxy token is {load_token(mem.home)} ok")})
+        assert [history.import_claude_code(mem, read_items, root).turns_added for _ in range(3)] == [1, 0, 0]
+
+    def test_a_credential_in_the_session_id_or_the_folder_is_never_a_name_on_disk(self, mem, tmp_path):
+        token = "ghp_4f8Kq2LmN7pR3sT9vW1xY5zA6bC0dE2gH8jK"
+        key = "sk-ant-api03-" + "A" * 90
+        root = self.folder(tmp_path, {"x.jsonl": self.line("hi there", sid=token, cwd="/home/u/" + key)})
+        history.import_claude_code(mem, read_items, root)
+        on_disk = b"".join(p.read_bytes() + str(p).encode() for p in mem.home.root.rglob("*") if p.is_file())
+        assert token.encode() not in on_disk and key.lower().encode() not in on_disk
+        assert "hi there" in [t.text for t in self.turns(mem)]
+
+    def test_claude_codes_interrupt_notice_is_not_the_persons_word(self, mem, tmp_path):
+        root = self.folder(
+            tmp_path,
+            {
+                "s1.jsonl": self.line([{"type": "text", "text": "[Request interrupted by user]"}])
+                + self.line("[Request interrupted by user for tool use]", ts="2026-01-02T03:04:06Z")
+            },
+        )
+        history.import_claude_code(mem, read_items, root)
+        assert [t.text for t in self.turns(mem) if t.flags.get("source") == "typed"] == []

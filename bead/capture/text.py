@@ -360,10 +360,15 @@ def is_compaction(text: str) -> bool:
     return text.lstrip().startswith(COMPACTION_PREFIXES)
 
 
+# What Claude Code writes as the person's message when they interrupt it (Esc): its notice, not their words.
+HARNESS_NOTICES = frozenset({"[Request interrupted by user]", "[Request interrupted by user for tool use]"})
+
+
 def harness_element(text: str) -> bool:
-    """Whether a whole text block is one element of a harness's markup (or an attachment marker)."""
+    """Whether a whole text block is one element of a harness's markup (or an attachment marker, or a harness's
+    notice)."""
     t = text.strip()
-    if _IMAGE_MARKER.match(t[:200]):
+    if t in HARNESS_NOTICES or _IMAGE_MARKER.match(t[:200]):
         return True
     m = _OPEN.match(t)
     return m is not None and t.endswith(f"</{m.group(1)}>")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import sys
@@ -49,6 +50,7 @@ from ..capture.secrets import redact
 from ..conversation import MAX_MESSAGE_PARTS, Conversation, Identity, Unreadable, _h, project_from_cwd, project_slug, safe_name
 from ..errors import BeadError
 from ..textform import readable_json
+from ..token import without_token
 from .capture import request_turns
 from .memory import Memory
 
@@ -62,6 +64,8 @@ BATCH_PARTS = 2_000  # ... or this many content parts (the wire parsers refuse m
 HOLD_BYTES = 32 * 1024 * 1024  # a batch is cut past this much even inside a run of Codex items the parser would
 # merge, and lines before the one that names the session are dropped (never seen)
 RUN_ITEMS = 500  # a run of Codex items the parser would merge is cut at this many (never seen either)
+
+log = logging.getLogger("bead.import")
 
 
 @dataclass
@@ -89,6 +93,7 @@ class ImportCounts:
     skipped_long_lines: int = 0  # lines longer than import.max_line_bytes (their bytes were never held)
     skipped_project: int = 0  # files of other projects (--project)
     skipped_old: int = 0  # messages before --since
+    skipped_files: int = 0  # transcripts gone or unreadable by the time they were read
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -397,7 +402,9 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
         state = FileState(present_turns(mem, t.session))
     try:
         conv, times = _conversation(t, parse)
-    except Unreadable:  # more parts than the parser takes: the batches are cut so that this never happens
+    except (Unreadable, RecursionError):
+        # More parts than the parser takes (the batches are cut so that this never happens), or a message nested
+        # past what it reads (a tool input of hundreds of levels): its lines are skipped, the rest goes on.
         counts.skipped_lines += len(t.messages)
         t.messages.clear()
         return 0
@@ -409,6 +416,8 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
     items = []
     for turn in turns:
         clean, found = redact(turn.text)
+        # as the raw log stores it (the home's proxy token taken out too): what a re-import compares
+        clean = without_token(mem.home, clean)[0]
         key = _key(turn.role, str(turn.flags.get("source", "")), clean)
         del clean
         if state.present[key] > 0:
@@ -458,13 +467,19 @@ def _import(
     for path in files:
         counts.files += 1
         state: FileState | None = None
-        for t in read(path, since, counts, limit):
-            if want is not None and t.project != want:
-                counts.skipped_project += 1
-                break
-            state = state or FileState(present_turns(mem, t.session))
-            import_transcript(mem, t, counts, parse, state)
-            sessions.add(t.session)
+        try:
+            for t in read(path, since, counts, limit):
+                if want is not None and t.project != want:
+                    counts.skipped_project += 1
+                    break
+                state = state or FileState(present_turns(mem, t.session))
+                import_transcript(mem, t, counts, parse, state)
+                sessions.add(t.session)
+        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            # A transcript the harness removed meanwhile (Claude Code deletes old ones) or cannot be read: that file
+            # is skipped and said, the others are imported.
+            counts.skipped_files += 1
+            log.warning("import: skipped %s: %s", path, exc.strerror or type(exc).__name__)
         if progress is not None:
             progress(path)
     counts.sessions = len(sessions)

@@ -309,13 +309,19 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
     return out
 
 
-def strip_own_deep(value: Any) -> Any:
+STRIP_DEPTH = 64  # a tool input nested deeper is kept as it is below this depth (two frames a level: no recursion limit)
+
+
+def strip_own_deep(value: Any, depth: int = 0) -> Any:
+    """``value`` (a tool's input) with bead's own blocks taken out of every string in it, to STRIP_DEPTH levels."""
     if isinstance(value, str):
         return strip_own(value)
+    if depth >= STRIP_DEPTH:
+        return value
     if isinstance(value, dict):
-        return {k: strip_own_deep(v) for k, v in value.items()}
+        return {k: strip_own_deep(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [strip_own_deep(v) for v in value]
+        return [strip_own_deep(v, depth + 1) for v in value]
     return value
 
 
