@@ -162,8 +162,10 @@ class DreamSettings(ModelSettings):
     provider: str | None = setting("ollama", "who serves the dream's model", choices=PROVIDERS)
     schedule: str = setting("7 3 * * *", "cron line, local time")
     decay_days: int = setting(60, "a fact nothing wrote, injected or reinforced this long becomes dormant", check=_positive)
-    timeout_s: float = setting(120, "one model call's limit", check=_positive)
-    max_tokens_per_run: int | None = setting(None, "a run stops once its calls used this many tokens (null: no limit)")
+    timeout_s: float = setting(120, "one model call's limit, the whole answer read", check=_positive)
+    max_tokens_per_run: int | None = setting(
+        None, "a run stops once its calls used this many tokens (null: no limit); the rest waits for the next run"
+    )
     prices: dict[str, dict[str, float | int]] | None = setting(
         None, "model -> {input, output}: USD per million tokens, for the cost `bead dream run --dry-run` estimates", check=_prices
     )
