@@ -159,6 +159,51 @@ def test_no_control_bidi_or_invisible_character_reaches_the_page_as_itself(bead_
 
 
 @pytest.mark.parametrize(
+    "line",
+    [
+        '{"at": "2026-01-01T00:00:00Z", "pinned": 5}',
+        '{"at": "2026-01-01T00:00:00Z", "rejected": {"a": 1}}',
+        '{"at": "2026-01-01T00:00:00Z", "injected": ["x@v1"], "cues": 7}',
+    ],
+)
+def test_an_odd_trace_or_audit_line_is_skipped_not_a_500(bead_home, tmp_path, line, caplog):
+    """A trace is a file anyone with its path may have written to, the audit log a file a person may have edited:
+    an odd line is left out and the page renders (a review's lines gave a bare 500, and Quart's log line of it
+    held the request's path, the home's token)."""
+    from bead.dashboard.app import create_app
+
+    seed(bead_home, tmp_path / "trace.jsonl")
+    with (tmp_path / "trace.jsonl").open("a") as f:
+        f.write(line + "\n")
+    with (bead_home / "audit.log").open("a") as f:
+        f.write("[1, 2]\n")
+    home = Home(bead_home)
+    app = create_app(home, load(home), str(tmp_path / "trace.jsonl"))
+
+    async def go():
+        async with app.test_app() as test_app:
+            r = await test_app.test_client().get(f"/{TOKEN}/", headers={"host": "127.0.0.1:7079"})
+            return r.status_code, (await r.get_data()).decode()
+
+    status, html = asyncio.run(go())
+    assert status == 200, html
+    assert TOKEN not in caplog.text
+
+
+def test_a_failure_to_read_the_home_is_said_with_the_pages_headers_and_no_token_in_the_log(client, monkeypatch, caplog):
+    from bead.dashboard import app as dashboard
+
+    def broken(*a, **k):
+        raise TypeError("an odd file")
+
+    monkeypatch.setattr(dashboard, "overview", broken)
+    status, headers, body = client(f"/{TOKEN}/")
+    assert status == 500 and "could not read this home (TypeError)" in body and "bead status" in body
+    assert headers["x-frame-options"] == "DENY" and "default-src 'none'" in headers["content-security-policy"]
+    assert TOKEN not in caplog.text and "TypeError" in caplog.text
+
+
+@pytest.mark.parametrize(
     "path, headers, method, status",
     [
         ("/", {}, "GET", 403),  # no token, no kernel-visible peer

@@ -66,6 +66,9 @@ def team(tmp_path_factory, jwks):
 
 def test_health_is_public_and_mcp_needs_a_token(team):
     assert team.health()["auth"] == "jwt" and team.health()["tools"] == 5
+    team.rt.in_flight = 1  # a call running: when and how much the owner works is not for whoever asks /health
+    assert "in_flight" not in team.health()
+    team.rt.in_flight = 0
     status, headers, body = post_mcp(team.url + "/mcp")
     assert status == 401 and body == {"error": "Unauthorized"} and headers["www-authenticate"].startswith("Bearer")
     assert post_mcp(team.url + "/mcp", "not.a.jwt")[0] == 401

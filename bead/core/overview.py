@@ -75,7 +75,8 @@ FIGURES = (
 def eval_rows(data: dict[str, Any] | None) -> list[dict[str, Any]]:
     """One row per suite: its name, kind and the figures it has of ``FIGURES``."""
     rows = []
-    for r in (data or {}).get("results") or []:
+    results = (data or {}).get("results") if isinstance(data, dict) else None
+    for r in results if isinstance(results, list) else []:
         if not isinstance(r, dict):
             continue
         figures = {k: r[k] for k in FIGURES if isinstance(r.get(k), int | float) and not isinstance(r.get(k), bool)}
@@ -100,6 +101,13 @@ def eval_rows(data: dict[str, Any] | None) -> list[dict[str, Any]]:
 # ----- the trace ----------------------------------------------------------------------------------------------
 
 
+def _listed(entry: dict[str, Any], name: str) -> list[Any]:
+    """A trace line's list ``name``, or none: a trace is a file anyone with the path may have written to (an odd
+    line's number where a list belongs must not take the page down)."""
+    value = entry.get(name)
+    return value if isinstance(value, list) else []
+
+
 def injections(mem: Memory, trace: str | None = None) -> list[dict[str, Any]]:
     """The newest traced requests that injected something or left candidates out, grouped by conversation
     (newest conversation first): when, what was injected, what was not and why, the cues."""
@@ -118,14 +126,14 @@ def injections(mem: Memory, trace: str | None = None) -> list[dict[str, Any]]:
             {
                 "at": str(e.get("at", "")),
                 "project": str(e.get("project") or ""),
-                "pinned": [str(i) for i in e.get("pinned") or []],
-                "injected": [str(i) for i in e.get("injected") or []],
+                "pinned": [str(i) for i in _listed(e, "pinned")],
+                "injected": [str(i) for i in _listed(e, "injected")],
                 "rejected": [
                     {"id": str(r.get("id", "")), "score": r.get("score"), "reason": _cut(r.get("reason"), 160)}
-                    for r in (e.get("rejected") or [])[:5]
+                    for r in _listed(e, "rejected")[:5]
                     if isinstance(r, dict)
                 ],
-                "cues": [_cut(c.get("text"), 160) for c in (e.get("cues") or [])[:3] if isinstance(c, dict)],
+                "cues": [_cut(c.get("text"), 160) for c in _listed(e, "cues")[:3] if isinstance(c, dict)],
             }
         )
     return [
@@ -142,7 +150,7 @@ def growth(mem: Memory, breakdown: dict[str, Any]) -> dict[str, list]:
     turns = {r["day"]: int(r["n"]) for r in breakdown["turns_by_day"] if r["day"]}
     injected: dict[str, int] = {}
     for e in mem.audit.entries():
-        if e.get("event") == "inject" and e.get("at"):
+        if isinstance(e, dict) and e.get("event") == "inject" and e.get("at"):
             day = str(e["at"])[:10]
             injected[day] = injected.get(day, 0) + 1
     days = sorted(set(versions) | set(turns) | set(injected))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 import sys
 import threading
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from ..proxy import access
 from ..token import load_token
 
 HERE = Path(__file__).resolve().parent
+log = logging.getLogger("bead.dashboard")
 STATIC = {
     "uplot.iife.min.js": "text/javascript",
     "uplot.min.css": "text/css",
@@ -42,6 +44,13 @@ HEADERS = {
 }
 
 
+class DashboardApp(Quart):
+    def log_exception(self, exception_info: Any) -> None:
+        """Never the request's path in a log line: the dashboard's path starts with the home's token."""
+        exc_type = exception_info[0]
+        log.error("unhandled %s in the dashboard", exc_type.__name__ if exc_type else "error")
+
+
 def _refused(status: int, why: str) -> Response:
     return Response(why + "\n", status=status, content_type="text/plain; charset=utf-8", headers=HEADERS)
 
@@ -56,7 +65,7 @@ def create_app(
 ) -> Quart:
     """The dashboard for ``home``. ``token`` (default: the home's proxy token) and ``owner_uid`` (default: the
     home's owner) decide who is the owner, as in the proxy."""
-    app = Quart("bead.dashboard", template_folder=str(HERE / "templates"), static_folder=None)
+    app = DashboardApp("bead.dashboard", template_folder=str(HERE / "templates"), static_folder=None)
     token = load_token(home) if token is None else token
     owner_uid = access.home_owner(home) if owner_uid is None else owner_uid
     local = threading.local()
@@ -104,7 +113,11 @@ def create_app(
             return _refused(404, "nothing here: the dashboard is one page")
         # Every stored string as a terminal would show it (escaped controls, bidi and invisible characters): Jinja
         # escapes markup, not a U+202E that reverses how a queued value reads.
-        data = await asyncio.to_thread(lambda: visible_data(overview(memory(), trace)))
+        try:
+            data = await asyncio.to_thread(lambda: visible_data(overview(memory(), trace)))
+        except Exception as exc:  # noqa: BLE001 - a page that says what failed, with the page's own headers
+            log.error("the dashboard could not read the home: %s", type(exc).__name__)
+            return _refused(500, f"bead dashboard could not read this home ({type(exc).__name__}); run `bead status`")
         html = await render_template("dashboard.html", d=data, growth=json.dumps(data["growth"]))
         return Response(html, content_type="text/html; charset=utf-8", headers=HEADERS)
 

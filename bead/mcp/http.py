@@ -230,7 +230,8 @@ def create_app(
                 "server": server.name,
                 "auth": "jwt" if auth else "none",
                 "tools": n_tools,
-                "in_flight": rt.in_flight,
+                # not the calls in flight: /health answers anyone who reaches the port (another local user, the
+                # network in jwt mode), and when and how much the owner works is the owner's
             }
         )
 
