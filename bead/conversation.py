@@ -207,7 +207,7 @@ def safe_name(value: str) -> str:
     return value if _SAFE.fullmatch(value) and not credential_rules(value) else "h" + _h(value, 16)
 
 
-PROJECT_CHARS = 64  # a project's name (a folder's) longer than this is cut, with a hash of the whole after it
+PROJECT_CHARS = 100  # a key's segment: a project's name (a folder's) longer is cut, with a hash of the whole after it
 
 
 def project_slug(name: str) -> str | None:
@@ -215,9 +215,10 @@ def project_slug(name: str) -> str | None:
     if not slug:
         return None
     if credential_rules(name):
-        return "p" + _h(name, 16)
+        return "p" + _h(slug, 16)
     if len(slug) > PROJECT_CHARS:
-        slug = slug[: PROJECT_CHARS - 13].rstrip("-.") + "-" + _h(name, 12)
+        # of the slug, so that the folder's name in any case or spacing is one project, as shorter names are
+        slug = slug[: PROJECT_CHARS - 13].rstrip("-.") + "-" + _h(slug, 12)
     return slug
 
 

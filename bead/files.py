@@ -173,6 +173,9 @@ def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
             raise _refuse(path, "a symbolic link") from None
         raise
     st = os.fstat(fd)
+    if not writing and stat.S_ISDIR(st.st_mode):
+        os.close(fd)
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     if not writing and not stat.S_ISREG(st.st_mode):
         # A FIFO (or a socket, a device) where a file should be: reading it would wait for whoever holds its other
         # end, and every reader of the key (the indexer inside the index's write lock) with it.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import queue
 import shlex
 import subprocess
 import threading
@@ -96,9 +97,37 @@ class Model:
         return None
 
     def chat(self, system: str, user: str, max_tokens: int = 2000, json_mode: bool = True) -> Answer:
+        """The model's answer, within ``timeout_s`` for the whole call: the call runs in a thread of its own and is
+        given up at the deadline, whatever the server does (httpx's timeouts are per read: a server sending its
+        headers a byte at a time held the call for as long as it liked). A given-up call's thread ends when its
+        server does; at most MAX_CALLS run at once."""
         key = self.key()
         if self.provider in ("anthropic", "openai") and not key:
             raise ModelError(f"no API key: set {self.api_key_env} or dream.api_key_command")
+        if not _CALLS.acquire(blocking=False):
+            raise ModelError(f"{MAX_CALLS} calls to the model are still waiting for their answers; try again later")
+        done: queue.SimpleQueue[tuple[Answer | None, BaseException | None]] = queue.SimpleQueue()
+
+        def call() -> None:
+            try:
+                done.put((self._chat(key, system, user, max_tokens, json_mode), None))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                done.put((None, exc))
+            finally:
+                _CALLS.release()
+
+        # A daemon thread: one given up at the deadline must not hold the process at its exit either.
+        threading.Thread(target=call, name="bead-model-call", daemon=True).start()
+        try:
+            answer, error = done.get(timeout=self.timeout_s)
+        except queue.Empty:
+            raise ModelError(f"the {self.provider} model did not answer within {self.timeout_s:g} s") from None
+        if error is not None:
+            raise error
+        assert answer is not None
+        return answer
+
+    def _chat(self, key: str | None, system: str, user: str, max_tokens: int, json_mode: bool) -> Answer:
         try:
             client = _client(self.timeout_s)
             # One pooled client per timeout: a new one per call costs ~50 ms of TLS setup.
@@ -154,6 +183,10 @@ class Model:
         raise ModelError(f"unknown provider {self.provider!r}")
 
 
+# Model calls running at once (``Model.chat``: a dream run's and a proxy's judge calls), given-up ones included:
+# a server that never finishes its answers holds no more threads than this.
+MAX_CALLS = 8
+_CALLS = threading.BoundedSemaphore(MAX_CALLS)
 _CLIENTS: dict[float, httpx.Client] = {}
 _CLIENTS_LOCK = threading.Lock()
 

@@ -505,3 +505,18 @@ class TestHostileTranscripts:
         )
         history.import_claude_code(mem, read_items, root)
         assert [t.text for t in self.turns(mem) if t.flags.get("source") == "typed"] == []
+
+    def test_an_interrupt_notice_an_earlier_bead_kept_as_typed_is_not_imported_again(self, mem, tmp_path):
+        root = self.folder(tmp_path, {"s1.jsonl": self.line("[Request interrupted by user]")})
+        mem.append_turns("s1", [("user", "[Request interrupted by user]", None, None, {"source": "typed"})])
+        assert history.import_claude_code(mem, read_items, root).turns_added == 0
+
+
+def test_a_long_project_folder_is_one_project_in_any_case_and_a_shorter_one_keeps_its_name():
+    from bead.conversation import project_slug
+
+    name = "Acme-Platform-Monorepo-Customer-Billing-And-Invoicing-Service-V2-Backend-Of-The-Year-2026-Edition-Extra"
+    assert project_slug(name) == project_slug(name.lower()) == project_slug(name.replace("-", " "))
+    assert len(project_slug(name)) <= 100
+    shorter = "acme-platform-monorepo-customer-billing-and-invoicing-service-v2-backend"
+    assert project_slug(shorter) == shorter, "names a key could hold before are kept"

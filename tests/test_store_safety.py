@@ -471,7 +471,12 @@ class TestFourthReview:
         assert "not a regular file" in reasons["v2.md"] and "more than" in reasons["v3.md"]
         assert "aliases" in reasons["v4.md"]
 
-    @pytest.mark.parametrize("n", ["1e999", '"x"', "[1]", "-1e999"])
+    def test_a_folder_where_a_queue_item_should_be_is_no_item_and_no_error(self, mem):
+        (mem.home.store / "queue").mkdir(parents=True, exist_ok=True)
+        (mem.home.store / "queue" / "junk.json").mkdir()
+        assert Queue(mem).items() == []
+
+    @pytest.mark.parametrize("n", ["1e999", '"x"', "[1]", "-1e999", "1e300", "100000000000000000000", "true", "0"])
     def test_a_marker_with_a_number_no_turn_has_is_text_not_a_crash(self, mem, n):
         mem.append_turns("s1", [("user", "first turn", T0, None, {"source": "typed"})])
         raw = mem.raw.find("s1")

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ..capture.secrets import redact
+from ..capture.text import HARNESS_NOTICES
 from ..conversation import MAX_MESSAGE_PARTS, Conversation, Identity, Unreadable, _h, project_from_cwd, project_slug, safe_name
 from ..errors import BeadError
 from ..textform import readable_json
@@ -342,7 +343,10 @@ def _key(role: str, source: str, text: str) -> tuple[str, str, str]:
     """What makes two turns the same: role, source and a digest of the text's words (how they are spaced aside).
 
     The digest is of ``" ".join(text.split())``, computed a window at a time: no list of the words and no second
-    whole copy of a long text (a 400 MB line's words once took gigabytes)."""
+    whole copy of a long text (a 400 MB line's words once took gigabytes). A harness's notice is the same turn
+    whichever source an earlier bead gave it (one that read "[Request interrupted by user]" as typed)."""
+    if source == "typed" and len(text) < 64 and text.strip() in HARNESS_NOTICES:
+        source = "pasted"
     h = hashlib.blake2b(digest_size=20)
     started = owed = False
     for a in range(0, len(text), _WINDOW):
@@ -475,9 +479,11 @@ def _import(
                 state = state or FileState(present_turns(mem, t.session))
                 import_transcript(mem, t, counts, parse, state)
                 sessions.add(t.session)
-        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-            # A transcript the harness removed meanwhile (Claude Code deletes old ones) or cannot be read: that file
-            # is skipped and said, the others are imported.
+        except (FileNotFoundError, IsADirectoryError) as exc:
+            if exc.filename is not None and Path(exc.filename) != path:
+                raise  # not the transcript: bead's own store, whose error must be seen
+            # A transcript the harness removed meanwhile (Claude Code deletes old ones): that file is skipped and
+            # said, the others are imported.
             counts.skipped_files += 1
             log.warning("import: skipped %s: %s", path, exc.strerror or type(exc).__name__)
         if progress is not None:

@@ -207,7 +207,6 @@ class Dream:
         self.queue = Queue(mem)
         self.state = DreamState(mem.home.dream_state, mem.home.root)
         self._values: dict[str, str] | None = None  # normalised current value -> key, for duplicates
-        self._chunks_done = 0  # chunks of this run whose proposals were all decided
 
     # ----- the pass ----------------------------------------------------------
     def run(self, dry_run: bool = False) -> Report:
@@ -273,19 +272,10 @@ class Dream:
                 # would cost a second opinion's call.
                 session["rejected"].append(f"({len(proposals) - MAX_PROPOSALS} proposals past {MAX_PROPOSALS} in one answer)")
                 proposals = proposals[:MAX_PROPOSALS]
-            spent = False
+            # Every proposal of a chunk whose call was made is decided, past the budget too (at most MAX_PROPOSALS
+            # second opinions): a chunk cut halfway would be asked again next run and answered in other words.
             for p in proposals:
-                # Each proposal may ask a second opinion (a call): past the budget the rest of this chunk waits for
-                # the next run (decided again then: a written value is unchanged, a queued one the same item). The
-                # run's first chunk always finishes, so a budget smaller than one chunk still makes progress.
-                if budget and self._chunks_done and rep.tokens_in + rep.tokens_out >= budget:
-                    rep.stopped_early = f"dream.max_tokens_per_run ({budget}) reached"
-                    spent = True
-                    break
                 self._propose(p, by_n, session, rep, dry_run)
-            if spent:
-                break
-            self._chunks_done += 1
             episode = ep or episode
             read_upto = max(t.n for t in chunk)
             session["turns"] += len(chunk)

@@ -108,8 +108,8 @@ class Queue:
     def _read(self, p: Path) -> dict | None:
         try:
             data = json.loads(safe.read_text(p, root=self.home.root))
-        except (OSError, ValueError):
-            return None  # unreadable, or a link (`bead status` reports links)
+        except (OSError, ValueError, RecursionError, safe.UnsafePath):
+            return None  # unreadable, or a link, a FIFO (`bead status` reports links)
         return data if isinstance(data, dict) else None
 
     def items(self, status: str | None = "open") -> list[Item]:

@@ -34,6 +34,15 @@ from .locks import flocked
 
 MARKER_PREFIX = "<!-- bead:turn "
 _MARKER = re.compile(r"^<!-- bead:turn (\{.*\}) -->$")
+MAX_TURN = 2**63 - 1  # SQLite's largest integer
+
+
+def turn_number(value: object) -> int:
+    """A marker's ``n`` as a turn number: a whole number from 1 to MAX_TURN (not a bool, a float or a string); else
+    ValueError, and the marker's line is text (a hand-edited ``1e300`` crashed the indexer, ``true`` was turn 1)."""
+    if type(value) is not int or not 1 <= value <= MAX_TURN:
+        raise ValueError("not a turn number")
+    return value
 _FORGED = re.compile(r"^(\\*)(<!-- bead:turn )", re.M)
 _UNESCAPE = re.compile(r"^\\(\\*<!-- bead:turn )", re.M)
 _SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fullmatch: `$` allows a final newline
@@ -94,7 +103,7 @@ def parse(text: str, path: Path | None = None) -> list[Turn]:
         if m:
             try:
                 meta = json.loads(m.group(1))
-                n = int(meta.pop("n"))
+                n = turn_number(meta.pop("n"))
             except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
                 lines.append(line)
                 continue
@@ -150,7 +159,7 @@ def parse_bytes(data: bytes, path: Path | None = None) -> list[Turn]:
             if m:
                 try:
                     meta = json.loads(m.group(1))
-                    num = int(meta.pop("n"))
+                    num = turn_number(meta.pop("n"))
                 except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
                     meta = None
             if meta is not None:
@@ -384,7 +393,7 @@ def _last_turn_number(fd: int) -> int:
         m = _MARKER.match(b"".join(pieces).split(b"\n", 1)[0].decode("utf-8", "replace"))
         if m:
             try:
-                return int(json.loads(m.group(1))["n"])
+                return turn_number(json.loads(m.group(1))["n"])
             except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
                 pass
         break
