@@ -10,6 +10,7 @@ import ipaddress
 import os
 import re
 import secrets
+import threading
 from pathlib import Path
 
 
@@ -216,11 +217,22 @@ def _main(argv: list[str]) -> int:
             token = f.read().strip()
     except OSError:
         return 1
-    conn = proven_connection(argv[0], token) if token else None
+    if not token:
+        return 1
+    # The whole check within CHECK_S, whatever the listener does (the connection's timeout is per read: one sending
+    # its answer a byte at a time held `claude` for as long as it liked): past it, claude runs without the proxy.
+    result: list[http.client.HTTPConnection | None] = []
+    check = threading.Thread(target=lambda: result.append(proven_connection(argv[0], token)), daemon=True)
+    check.start()
+    check.join(CHECK_S)
+    conn = result[0] if result else None
     if conn is None:
         return 1
     conn.close()
     return 0
+
+
+CHECK_S = 2.0  # the claude wrapper's whole check (a proxy that answers does so in milliseconds)
 
 
 if __name__ == "__main__":

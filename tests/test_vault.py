@@ -257,6 +257,28 @@ class TestSeal:
         assert kv.current.body == SECRET
         assert [r["id"] for r in mem.index.fact_candidates(TOKEN, 10)] == ["user/pin@v2"]
 
+    def test_a_damaged_identity_or_a_folder_in_the_vault_is_said_as_such_not_a_wrong_passphrase(self, bead, mem, vault):
+        """A vault file that is not what it should be: the person is told which file, not to retype the passphrase,
+        and never sees a traceback (a folder where a sealed version was is passed over)."""
+        from bead import files as safe
+        from bead.core.seal import write_secret
+
+        write_secret(mem, "user/pin", SECRET, "user")
+        os.mkdir(vault.sealed_file("user/pin", 2))
+        res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
+        assert res.code == 0 and SECRET in res.out, res.err
+        kept = vault.vault_identity.read_bytes()
+        safe.atomic_write(vault.vault_identity, b"not an age file at all", root=vault.root)
+        res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
+        assert res.code == 1 and "is not an age-encrypted identity" in res.err and "wrong passphrase" not in res.err
+        os.unlink(vault.vault_identity)
+        os.mkdir(vault.vault_identity, 0o700)
+        res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
+        assert res.code == 1 and "cannot read" in res.err and "Traceback" not in res.err, res.err
+        os.rmdir(vault.vault_identity)
+        safe.atomic_write(vault.vault_identity, kept, root=vault.root, mode=0o600)
+        assert bead("sealed", "show", "user/pin", *PP, env=PP_ENV).code == 0
+
     def test_sealed_list_and_show_the_highest_version(self, bead, mem, vault):
         write_secret(mem, "user/pin", SECRET2, "user")
         write_secret(mem, "user/pin", SECRET, "user")

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from xml.sax.saxutils import escape as xml_escape
 
 from ..config import write_default
 from ..errors import BeadError
@@ -94,10 +95,11 @@ class Plan:
             return text.replace("@BEAD@", _unit_word(self.bead)).replace(
                 "Environment=BEAD_HOME=@HOME@", "Environment=" + _unit_word(f"BEAD_HOME={self.home.root}")
             )
+        # A plist is XML: a path with "&" or "<" is escaped, or it would not parse, or would add its own strings.
         return (
-            text.replace("@BEAD@", self.bead)
-            .replace("@HOME@", str(self.home.root))
-            .replace("@LOG@", str(launchd_log(service, self.user_home)))
+            text.replace("@BEAD@", xml_escape(self.bead))
+            .replace("@HOME@", xml_escape(str(self.home.root)))
+            .replace("@LOG@", xml_escape(str(launchd_log(service, self.user_home))))
         )
 
     @property
@@ -213,9 +215,24 @@ def _rc_text(path: Path) -> str:
     return path.read_bytes().decode("utf-8", "surrogateescape") if path.exists() else ""
 
 
+def _writable_path(what: str, value: str) -> None:
+    """A path setup writes into a unit, a plist or shell.sh: a control character (a line break) cannot be quoted
+    there; it would start a line of its own (an ExecStartPre= of someone's choosing)."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise BeadError(
+            f"refusing to install services for {what} {value!r}: it holds a control character (a line break), which "
+            "a service file cannot hold",
+            "use a path without control characters (move the home with BEAD_HOME, or bead to another folder)",
+        )
+
+
 def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run) -> list[str]:
     """Returns what it did, one line per change; an empty list means nothing changed."""
     acts = plan.actions
+    _writable_path("the home", str(plan.home.root))
+    _writable_path("the executable", plan.bead)
+    _writable_path("the home folder", str(plan.user_home))
+    parse_listen(plan.listen)  # loopback host and port only, on every platform: it goes into shell.sh and the units
     # The rc file is read before anything is written: one that cannot be read stops setup with nothing half done.
     rcf = _rc_target(plan.rc_file()) if rc else None
     rc_text = _rc_text(rcf) if rcf is not None else ""
@@ -354,7 +371,9 @@ def _must(result: subprocess.CompletedProcess, what: str) -> None:
 def _strip_block(text: str) -> str:
     """The rc file without bead's blocks, and the line break install put before one where that gives the file
     back as it was: at its end, or where a blank line would be left (never joining two of the person's lines)."""
-    block = re.compile(rf"{re.escape(RC_BEGIN)}\r?\n.*?{re.escape(RC_END)}(?:\r?\n|$)", re.S)
+    # The block rc_block writes (one line between the markers): a begin marker of the person's own
+    # earlier in the file never takes their lines with it.
+    block = re.compile(rf"{re.escape(RC_BEGIN)}\r?\n[^\r\n]*\r?\n{re.escape(RC_END)}(?:\r?\n|$)")
     while (m := block.search(text)) is not None:
         start, end = m.start(), m.end()
         before = text[:start]

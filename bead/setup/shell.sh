@@ -1,5 +1,5 @@
 # bead: written by `bead setup`; `bead setup --uninstall` removes it.
-# `claude` goes through the bead proxy when it answers within 1 second and
+# `claude` goes through the bead proxy when it answers within 2 seconds and
 # proves it is this home's, and straight to the API when it does not, so a
 # stopped proxy never blocks work. No credential is set here: your own login stays in use. The
 # base URL carries the home's proxy token (read from a 0600 file at each
@@ -9,6 +9,9 @@
 # alias claude="~/.claude/local/claude"), is kept: the function runs that, with those arguments first.
 __bead_alias=$(alias claude 2>/dev/null)
 unalias claude 2>/dev/null
+# Kept from an earlier source of this file in this shell (its alias is gone by then), never from the environment: an
+# exported value is someone else's, and the function evals it.
+case "$(export -p 2>/dev/null)" in *__bead_claude_*) unset __bead_claude_cmd __bead_claude_args ;; esac
 __bead_claude_cmd=${__bead_claude_cmd-claude}
 __bead_claude_args=${__bead_claude_args-}
 if [ -n "$__bead_alias" ]; then

@@ -43,6 +43,8 @@ def turn_number(value: object) -> int:
     if type(value) is not int or not 1 <= value <= MAX_TURN:
         raise ValueError("not a turn number")
     return value
+
+
 _FORGED = re.compile(r"^(\\*)(<!-- bead:turn )", re.M)
 _UNESCAPE = re.compile(r"^\\(\\*<!-- bead:turn )", re.M)
 _SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fullmatch: `$` allows a final newline

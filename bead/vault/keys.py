@@ -390,6 +390,10 @@ def _plugin_identity_string(native: str) -> str:
     return bech32.encode(PQ_PLUGIN_IDENTITY_HRP, data).upper()
 
 
+# How an age file starts: binary (as bead writes the identity), or armored (`age -a`)
+AGE_HEADERS = (b"age-encryption.org/v1\n", b"-----BEGIN AGE ENCRYPTED FILE-----")
+
+
 def read_identity(home: Home) -> bytes:
     """The encrypted identity's bytes, refused when others can read it or it is not the person's."""
     try:
@@ -401,6 +405,16 @@ def read_identity(home: Home) -> bytes:
             f"{home.vault_identity} is missing: sealed facts cannot be read",
             "restore it from a backup; without it the sealed facts are lost",
         ) from None
+    except OSError as exc:  # a folder where the file should be, an I/O error
+        raise BeadError(
+            f"cannot read {home.vault_identity} ({exc.strerror or type(exc).__name__}): sealed facts cannot be read",
+            "restore the file from a backup; without it the sealed facts are lost",
+        ) from None
+    if not data.lstrip().startswith(AGE_HEADERS):
+        raise BeadError(
+            f"{home.vault_identity} is not an age-encrypted identity (damaged, or replaced): sealed facts cannot be read",
+            "restore it from a backup; without it the sealed facts are lost",
+        )
     why = loose_mode(st)
     if why:
         raise BeadError(

@@ -77,7 +77,7 @@ class SealedStore:
                 return parse_fact(self.home.sealed_file(key, n), key, n, plain)
             except FileNotFoundError:
                 continue
-            except (ValueError, vault_keys.NotDecrypted, safe.UnsafePath):
+            except (ValueError, vault_keys.NotDecrypted, safe.UnsafePath, OSError):  # a folder there: passed over too
                 if skipped is not None:
                     skipped.append(self.home.sealed_file(key, n))
                 continue
