@@ -51,6 +51,13 @@ def _positive(v: Any) -> str | None:
     return None if v > 0 else "must be greater than 0"
 
 
+def _owner(v: Any) -> str | None:
+    """A name on every record: one line, short (a megabyte of it made every fact larger than bead reads)."""
+    if len(v) > 200 or any(ord(c) < 0x20 or ord(c) == 0x7F for c in v):
+        return "must be a name of at most 200 characters on one line"
+    return None
+
+
 def _workers(v: Any) -> str | None:
     return None if v is None or 1 <= v <= 16 else "must be from 1 to 16 (or none: the number of cores, at most 4)"
 
@@ -225,7 +232,7 @@ class ImportSettings:
 
 @dataclass(frozen=True)
 class Config:
-    owner: str = setting("", "owner written on every record (default: login name)")
+    owner: str = setting("", "owner written on every record (default: login name)", check=_owner)
     proxy: ProxySettings = section(ProxySettings)
     store: StoreSettings = section(StoreSettings)
     recall: RecallSettings = section(RecallSettings)

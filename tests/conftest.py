@@ -169,10 +169,16 @@ def bead_process(bead_home):
     errors exit 1 with a hint there), signals, races between processes.
     """
 
-    def run(*args: str, input: str | None = None, env: dict | None = None) -> Result:
+    def run(*args: str, input: str | None = None, env: dict | None = None, stdin_closed: bool = False) -> Result:
         full_env = {**os.environ, "BEAD_HOME": str(bead_home), **(env or {})}
         p = subprocess.run(
-            [sys.executable, "-m", "bead", *args], input=input, capture_output=True, text=True, env=full_env, timeout=120
+            [sys.executable, "-m", "bead", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=120,
+            preexec_fn=(lambda: os.close(0)) if stdin_closed else None,  # as `bead ... <&-` in a shell
         )
         return Result(p.returncode, p.stdout, p.stderr)
 

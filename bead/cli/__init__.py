@@ -6,6 +6,7 @@ commands, so ``bead --help`` stays fast.
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import click
@@ -37,7 +38,41 @@ class BeadGroup(click.Group):
             ctx.exit(1)
         except click.exceptions.Abort:
             click.echo("aborted: nothing was changed", err=True)
+            if not sys.stdin.isatty():
+                echo("  hint: no one could answer the question here (no terminal); pass --yes to go ahead", err=True)
             ctx.exit(1)
+        except OSError as exc:
+            # The file system said no (full, read-only, not ours): what and where, and what to do, never a traceback.
+            echo(f"error: {exc.strerror or type(exc).__name__}" + (f": {exc.filename}" if exc.filename else ""), err=True)
+            echo(f"  hint: {_os_hint(exc)}", err=True)
+            ctx.exit(1)
+        except Exception as exc:
+            from ..index.sqlite import module
+
+            if not isinstance(exc, module().DatabaseError):  # the SQLite driver bead uses (pysqlite3 or sqlite3)
+                raise
+            echo(f"error: the index (index.db) cannot be used: {exc}", err=True)
+            echo(
+                "  hint: the index is derived from the files: run `bead reindex` to build it again (free some space "
+                "first if the disk is full)",
+                err=True,
+            )
+            ctx.exit(1)
+
+
+def _os_hint(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            "the disk is full: free some space and run the command again (a forget or write stopped midway is "
+            "finished by running it again; then `bead reindex` if search still shows what it should not)"
+        )
+    if exc.errno == errno.EROFS:
+        return "bead's home is on a read-only file system: choose a writable home with BEAD_HOME"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "bead cannot use that path: check its owner and permissions (bead's home must be yours)"
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        return "something other than a folder is where bead's home (or a folder in it) should be: check BEAD_HOME"
+    return "check the path and the file system, then run the command again"
 
 
 @click.group(cls=BeadGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -93,7 +128,11 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("aborted: nothing was changed", err=True)
         sys.exit(1)
     except click.ClickException as exc:
-        exc.show()
+        # What click says quotes what was typed (an extra argument): through bead's echo, so an escape sequence in
+        # it reaches the terminal as text.
+        from .common import echo
+
+        echo(f"Error: {exc.format_message()}", err=True)
         ctx = getattr(exc, "ctx", None)
         name = ctx.command_path if ctx else "bead"
         click.echo(f"  hint: run `{name} --help` for the usage", err=True)

@@ -64,3 +64,15 @@ def also_in_clear(keys: list[str]) -> None:
             f"forget or seal them too (`bead forget {keys[0]}`, `bead seal {keys[0]}`)",
             err=True,
         )
+
+
+def project_name(value: str) -> str:
+    """A project named on the command line, as bead names projects (a folder's name, lower-cased); BeadError for
+    one that names none (``../..``)."""
+    from ..conversation import project_slug
+    from ..errors import BeadError
+
+    slug = project_slug(value)
+    if slug is None:
+        raise BeadError(f"{value!r} is not a project name", "give the project's folder name, e.g. --project shop")
+    return slug

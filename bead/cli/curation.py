@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from . import common
 from .common import echo, echo_json, emit, json_option, open_memory
 
 
@@ -57,12 +58,16 @@ def candidate_add(session, kind, title, body_file, project, as_json):
     It waits in `bead review` / `bead queue` like any proposal; accepting it
     writes the lesson (trust accepted), and `bead skills` can then install it.
     """
-    from ..conversation import project_slug
     from ..core.review import add_candidate
 
     mem = open_memory()
-    body = body_file.read(mem.config.store.max_fact_bytes + 1)
-    item, added = add_candidate(mem, session, kind, title, body, project_slug(project) if project else None)
+    try:
+        body = body_file.read(mem.config.store.max_fact_bytes + 1)
+    except UnicodeDecodeError:
+        from ..errors import BeadError
+
+        raise BeadError("the --body-file is not UTF-8 text", "save the lesson as UTF-8 (or plain ASCII) and try again") from None
+    item, added = add_candidate(mem, session, kind, title, body, common.project_name(project) if project else None)
     emit(
         {**item.as_dict(), "added": added},
         as_json,
@@ -166,10 +171,10 @@ _project_option = click.option("--project", help="The project whose facts become
 
 
 def _skills_args(project_dir, project):
-    from ..conversation import project_from_cwd, project_slug
+    from ..conversation import project_from_cwd
 
     folder = _project_dir(project_dir)
-    name = project_slug(project) if project else project_from_cwd(str(folder))
+    name = common.project_name(project) if project else project_from_cwd(str(folder))
     return folder, name
 
 
@@ -255,9 +260,9 @@ def dashboard(listen, trace_file):
     from ..proxy.access import loopback_host
 
     host, sep, port = listen.rpartition(":")
-    if not sep or not port.isdigit() or not loopback_host(listen):
+    if not sep or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536 or not loopback_host(listen):
         raise BeadError(
-            f"--listen {listen} is not a loopback host:port",
+            f"--listen {listen} is not a loopback host:port (a port from 1 to 65535)",
             "the dashboard serves only on loopback, e.g. --listen 127.0.0.1:7079",
         )
     setup_logging("dashboard")

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from . import common
 from .common import INDEX_LATER, echo, emit, json_option, open_memory
 
 
@@ -44,6 +45,10 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
     """
     mem = open_memory()
     if text == "-":
+        if sys.stdin is None:
+            from ..errors import BeadError
+
+            raise BeadError("TEXT is - but there is no standard input to read it from", "pipe the value in, or give it")
         # Read one character past the limit at most: the store's check then names the limit.
         text = sys.stdin.read(mem.config.store.max_fact_bytes + 1)
     _refuse_control(key, text)
@@ -117,7 +122,7 @@ def show(key, all_versions, project, as_json):
     """
     import os
 
-    from ..conversation import project_from_cwd, project_slug
+    from ..conversation import project_from_cwd
     from ..core.query import resolve_key
     from ..errors import BeadError
 
@@ -125,7 +130,7 @@ def show(key, all_versions, project, as_json):
     given = key
     if "/" not in key:
         try:
-            here = project_slug(project) if project else project_from_cwd(os.getcwd())
+            here = common.project_name(project) if project else project_from_cwd(os.getcwd())
         except OSError:  # a working directory deleted under the shell
             here = None
         key = resolve_key(mem, key, here)

@@ -16,9 +16,20 @@ def reindex(as_json):
 
     The index is derived: deleting index.db loses nothing.
     """
+    from ..index.db import database_errors
     from ..index.rebuild import rebuild
 
     mem = open_memory()
+    try:
+        mem.index  # noqa: B018 - opens it: a damaged file says so here
+    except database_errors() as exc:
+        # Not a database any more (a disk error, a file written over): it is derived, so it goes, and is built anew.
+        mem.close()
+        db = mem.home.index_db
+        for p in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+            p.unlink(missing_ok=True)
+        echo(f"warning: {db} could not be read ({exc}): removed it; it is built again from the files", err=True)
+        mem = open_memory()
     kvs_count = sum(1 for _ in mem.facts.keys())
     raw_count = sum(1 for _ in mem.raw.files())
     show_bar = not as_json

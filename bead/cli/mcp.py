@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from . import common
 from .common import echo
 
 
@@ -42,7 +43,7 @@ def mcp(admin, http_, listen, project):
     home = resolve_home().ensure()
     config = load(home)
     if project is not None:
-        project = project_slug(project)
+        project = common.project_name(project)
     elif not http_:
         project = project_from_cwd(os.getcwd()) or (project_slug(config.proxy.project) if config.proxy.project else None)
     if http_:

@@ -9,7 +9,7 @@ from .common import echo, emit, json_option, open_memory
 
 @click.command()
 @click.argument("query")
-@click.option("--limit", "-n", default=10, show_default=True, help="Results per corpus.")
+@click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 1000), help="Results per corpus.")
 @click.option("--facts", "corpus", flag_value="facts", help="Search facts only.")
 @click.option("--raw", "corpus", flag_value="raw", help="Search raw turns only.")
 @click.option("--all-versions", is_flag=True, help="Include superseded versions (as a plain retriever would).")

@@ -71,27 +71,36 @@ def why(which, trace_file, session, as_json):
     def human(e):
         from ..display import one_line
 
+        def listed(name: str) -> list:
+            # a trace is anyone-with-the-path's file: a field of another shape is shown as none, never a traceback
+            value = e.get(name)
+            return value if isinstance(value, list) else []
+
+        def words(items: list) -> str:
+            return ", ".join(str(i) for i in items)
+
         echo(f"request at {e.get('at')}  session {e.get('session')}  thread {e.get('thread')}  project {e.get('project')}")
-        echo(f"roles: {' '.join(e.get('roles', []))}   newest user message: {e.get('newest_user')}")
+        echo(f"roles: {' '.join(str(r) for r in listed('roles'))}   newest user message: {e.get('newest_user')}")
         if e.get("pinned") is not None:
-            echo(f"pinned block built: {', '.join(e['pinned']) or '(empty)'}")
+            echo(f"pinned block built: {words(listed('pinned')) or '(empty)'}")
         echo("cues:")
-        for c in e.get("cues", []):
-            echo(f"  [{c['source']}] {one_line(c['text'], 120)}")
-        echo(f"injected: {', '.join(e.get('injected') or []) or 'nothing'}")
-        pointed = set(e.get("pointers") or [])
+        for c in listed("cues"):
+            if isinstance(c, dict):
+                echo(f"  [{c.get('source')}] {one_line(str(c.get('text', '')), 120)}")
+        echo(f"injected: {words(listed('injected')) or 'nothing'}")
+        pointed = {str(p) for p in listed("pointers")}
         if pointed:
-            echo(f"pointed to (key and title only): {', '.join(e['pointers'])}")
-        rejected = e.get("rejected") or []
+            echo(f"pointed to (key and title only): {words(listed('pointers'))}")
+        rejected = [r for r in listed("rejected") if isinstance(r, dict)]
         if rejected:
             echo("not injected:")
             for r in rejected:
-                mark = "  (pointed to)" if r["id"] in pointed else ""
-                echo(f"  {r['score']:>6}  {r['id']}: {r['reason']}{mark}")
+                mark = "  (pointed to)" if str(r.get("id")) in pointed else ""
+                echo(f"  {str(r.get('score', '')):>6}  {r.get('id')}: {r.get('reason')}{mark}")
         if e.get("remembered"):
             echo(f"remembered: {e['remembered']}")
         if e.get("errors"):
-            echo(f"failed open: {', '.join(e['errors'])}")
+            echo(f"failed open: {words(listed('errors')) or e['errors']}")
         echo(f"timings: prepare {e.get('prepare_ms')} ms, recall {e.get('recall_ms', '-')} ms")
 
     emit(entry, as_json, human)

@@ -57,8 +57,10 @@ ACTOR = "bead.actor"  # the ASGI scope key the guard sets and the tools read
 def parse_listen(listen: str) -> tuple[str, int, bool]:
     """(host, port, loopback) of ``host:port``."""
     host, sep, port = listen.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise BeadError(f"listen address {listen!r} is not host:port", "use e.g. --listen 127.0.0.1:7078")
+    if not sep or not port.isascii() or not port.isdigit() or not host or not 0 < int(port) < 65536:
+        raise BeadError(
+            f"listen address {listen!r} is not host:port (a port from 1 to 65535)", "use e.g. --listen 127.0.0.1:7078"
+        )
     host = host.strip("[]")
     if host == "localhost":
         host = "127.0.0.1"

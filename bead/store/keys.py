@@ -36,6 +36,12 @@ def validate_key(key: str) -> str:
     """
     if not isinstance(key, str) or not key:
         raise InvalidKey("empty key", KEY_HELP)
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        # Half of a character (bytes that are not UTF-8, given on a command line): no key, and not even measurable.
+        shown = key.encode("ascii", "backslashreplace").decode("ascii")
+        raise InvalidKey(f"key {shown!r} holds bytes that are not UTF-8 text", KEY_HELP) from None
     if len(key.encode("utf-8")) > MAX_KEY_BYTES:
         raise InvalidKey(
             f"key {key[:40]!r}... is {len(key.encode('utf-8'))} bytes long; the limit is {MAX_KEY_BYTES}",

@@ -1,0 +1,109 @@
+"""Bad input gets a clear error that says what to do next, and loses nothing: an adversarial review's commands
+(2026-12-04), each a traceback, a silent wrong answer or a hang before its fix."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from bead.cli import main
+
+
+def clean(r) -> bool:
+    return r.code == 1 and "Traceback" not in r.err and "error:" in r.err and "hint:" in r.err
+
+
+def test_a_key_that_is_not_utf8_is_refused_plainly(bead):
+    assert bead("write", "user/editor", "helix", "--type", "user").code == 0
+    for cmd in ("show", "history", "forget", "reinforce"):
+        r = bead(cmd, "user/\udcff")
+        assert clean(r) and "not UTF-8" in r.err, (cmd, r.err)
+    assert bead("show", "user/editor").out.strip().endswith("helix")
+
+
+@pytest.mark.parametrize("n", ["0", "-1", "9223372036854775808"])
+def test_a_search_limit_out_of_range_is_a_usage_error(bead, n):
+    r = bead("search", "x", "-n", n)
+    assert r.code == 2 and "Traceback" not in r.err and "1<=x<=1000" in r.err, r.err
+
+
+@pytest.mark.parametrize("line", ['{"cues": [1]}', '{"rejected": [{"id": "a"}]}', '{"roles": 5}', '{"pinned": 5}'])
+def test_why_shows_an_odd_trace_line_without_a_traceback(bead, bead_home, tmp_path, line):
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(line + "\n")
+    bead_home.mkdir(parents=True, exist_ok=True)
+    (bead_home / "config.yaml").write_text(f"proxy:\n  trace: {trace}\n")
+    r = bead("why")
+    assert r.code == 0 and "Traceback" not in r.err, r.err
+
+
+def test_a_home_that_is_a_file_is_said_with_what_to_do(bead, bead_home):
+    bead_home.parent.mkdir(parents=True, exist_ok=True)
+    bead_home.write_text("not a folder")
+    r = bead("status")
+    assert clean(r) and "BEAD_HOME" in r.err, r.err
+
+
+def test_a_full_disk_is_said_with_what_to_do_and_the_old_value_stays(bead, monkeypatch):
+    from bead import files
+
+    assert bead("write", "user/editor", "helix", "--type", "user").code == 0
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files, "write_at", full)
+    r = bead("write", "user/editor", "kakoune", "--type", "user")
+    assert clean(r) and "No space left on device" in r.err and "free some space" in r.err, r.err
+    monkeypatch.undo()
+    assert bead("show", "user/editor").out.strip().endswith("helix")
+
+
+def test_a_damaged_index_is_said_and_reindex_builds_it_again(bead, bead_home):
+    assert bead("write", "user/editor", "helix", "--type", "user").code == 0
+    (bead_home / "index.db").write_bytes(b"this is not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        (bead_home / f"index.db{suffix}").unlink(missing_ok=True)
+    r = bead("search", "helix")
+    assert clean(r) and "bead reindex" in r.err, r.err
+    r = bead("reindex")
+    assert r.code == 0 and "removed it" in r.err, r.err
+    assert "helix" in bead("search", "helix").out
+
+
+@pytest.mark.parametrize("cmd", [("dashboard", "--listen", "127.0.0.1:99999"), ("mcp", "--http", "--listen", "127.0.0.1:70000")])
+def test_a_port_out_of_range_is_refused_plainly(bead, cmd):
+    r = bead(*cmd)
+    assert clean(r) and "1 to 65535" in r.err, r.err
+
+
+def test_an_owner_of_a_megabyte_is_refused_before_a_fact_no_one_can_read_is_written(bead, bead_home):
+    bead_home.mkdir(parents=True, exist_ok=True)
+    (bead_home / "config.yaml").write_text("owner: " + "x" * 1_200_000 + "\n")
+    r = bead("write", "user/o", "val", "--type", "user")
+    assert clean(r) and "owner" in r.err and not (bead_home / "store" / "facts" / "user" / "o").exists()
+
+
+def test_a_value_from_a_closed_stdin_is_refused_plainly(bead_process):
+    r = bead_process("write", "user/editor", "-", "--type", "user", stdin_closed=True)
+    assert r.code == 1 and "standard input" in r.err and "Traceback" not in r.err, r.err
+
+
+def test_a_usage_error_shows_what_was_typed_as_text(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["forget", "user/a", "\x1b]0;PWN\x07"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and "\x1b" not in err and "\x07" not in err and "hint:" in err, err
+
+
+def test_a_question_no_one_can_answer_says_to_pass_yes(bead):
+    assert bead("write", "user/editor", "helix editor", "--type", "user").code == 0
+    r = bead("forget", "--match", "helix editor", input="")
+    assert r.code == 1 and "--yes" in r.err, r.err
+    assert bead("show", "user/editor").code == 0
+
+
+def test_a_project_option_that_names_no_project_is_refused(bead):
+    r = bead("skills", "preview", "--project", "../..")
+    assert clean(r) and "not a project name" in r.err, r.err
