@@ -107,3 +107,11 @@ def test_a_question_no_one_can_answer_says_to_pass_yes(bead):
 def test_a_project_option_that_names_no_project_is_refused(bead):
     r = bead("skills", "preview", "--project", "../..")
     assert clean(r) and "not a project name" in r.err, r.err
+
+
+@pytest.mark.parametrize("body", ["scenarios: 5\n", "scenarios: [5]\n", "sessions: 5\n"])
+def test_a_suite_of_another_shape_is_said_not_a_traceback(bead, tmp_path, body):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("kind: supersession\nname: x\n" + body)
+    r = bead("eval", str(suite))
+    assert clean(r) and "FORMAT.md" in r.err, r.err

@@ -73,6 +73,20 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
     A suite never touches your store. With several raw-recall files, a pooled
     row follows the per-suite ones.
     """
+    from ..errors import BeadError
+
+    try:
+        _eval(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file)
+    except (TypeError, AttributeError, KeyError, ValueError, UnicodeDecodeError) as exc:
+        # A suite, --config or --grid file of another shape than its kind's (a number where a list belongs, text
+        # that is not UTF-8): said with the file's names, never a traceback.
+        raise BeadError(
+            f"a file given ({', '.join(files)}) is not of the shape its kind needs ({type(exc).__name__}: {exc})",
+            "check it against the suite format (shared/evals/FORMAT.md: kinds and their fields) and that it is UTF-8",
+        ) from None
+
+
+def _eval(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file):
     from ..evals import injection, poisoning, rawrecall, suite, supersession
 
     if grid_file and not cv_folds:
