@@ -115,3 +115,19 @@ def test_a_suite_of_another_shape_is_said_not_a_traceback(bead, tmp_path, body):
     suite.write_text("kind: supersession\nname: x\n" + body)
     r = bead("eval", str(suite))
     assert clean(r) and "FORMAT.md" in r.err, r.err
+
+
+def test_reindex_never_removes_an_index_that_is_only_busy(bead, bead_home, monkeypatch):
+    """A locked index (another program mid-write) is no damaged one: reindex says so and removes nothing."""
+    from bead.core.memory import Memory
+    from bead.index.sqlite import module
+
+    assert bead("write", "user/editor", "helix", "--type", "user").code == 0
+
+    def locked(self):
+        raise module().OperationalError("database is locked")
+
+    monkeypatch.setattr(Memory, "index", property(locked))
+    r = bead("reindex")
+    assert r.code == 1 and "database is locked" in r.err and "run the command again" in r.err, r.err
+    assert (bead_home / "index.db").exists()

@@ -49,14 +49,14 @@ class BeadGroup(click.Group):
         except Exception as exc:
             from ..index.sqlite import module
 
-            if not isinstance(exc, module().DatabaseError):  # the SQLite driver bead uses (pysqlite3 or sqlite3)
+            sqlite = module()  # the SQLite driver bead uses (pysqlite3 or sqlite3)
+            if not isinstance(exc, sqlite.DatabaseError):
                 raise
             echo(f"error: the index (index.db) cannot be used: {exc}", err=True)
-            echo(
-                "  hint: the index is derived from the files: run `bead reindex` to build it again (free some space "
-                "first if the disk is full)",
-                err=True,
-            )
+            if isinstance(exc, sqlite.OperationalError):  # locked, busy, full: the file itself is fine
+                echo("  hint: another program may be using index.db, or the disk is full: run the command again", err=True)
+            else:
+                echo("  hint: the index is derived from the files: run `bead reindex` to build it again", err=True)
             ctx.exit(1)
 
 

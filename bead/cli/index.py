@@ -18,11 +18,14 @@ def reindex(as_json):
     """
     from ..index.db import database_errors
     from ..index.rebuild import rebuild
+    from ..index.sqlite import module as sqlite_module
 
     mem = open_memory()
     try:
         mem.index  # noqa: B018 - opens it: a damaged file says so here
     except database_errors() as exc:
+        if isinstance(exc, sqlite_module().OperationalError):
+            raise  # locked, busy, no space: nothing is wrong with the file itself, so it is never removed
         # Not a database any more (a disk error, a file written over): it is derived, so it goes, and is built anew.
         mem.close()
         db = mem.home.index_db
