@@ -53,9 +53,16 @@ def _positive(v: Any) -> str | None:
 
 def _owner(v: Any) -> str | None:
     """A name on every record: one line, short (a megabyte of it made every fact larger than bead reads)."""
-    if len(v) > 200 or any(ord(c) < 0x20 or ord(c) == 0x7F for c in v):
+    if len(v) > 200 or any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c in "\u2028\u2029" for c in v):
         return "must be a name of at most 200 characters on one line"
     return None
+
+
+def login_name() -> str:
+    """The login name as the default owner, when it is one a record can carry (LOGNAME is anyone's text: one of
+    a line break would have written settings into config.yaml); else "owner"."""
+    name = getpass.getuser()
+    return name if _owner(name) is None and name.strip() and name.isprintable() else "owner"
 
 
 def _workers(v: Any) -> str | None:
@@ -243,7 +250,7 @@ class Config:
 
     def __post_init__(self) -> None:
         if not self.owner:
-            object.__setattr__(self, "owner", getpass.getuser())
+            object.__setattr__(self, "owner", login_name())
 
 
 DEFAULT_TEXT = """\
@@ -386,7 +393,7 @@ def parse(text: str, where: str = "config.yaml") -> Config:
 
 def write_default(home: Home) -> bool:
     """Create config.yaml (0600) if it does not exist. Never rewrites one."""
-    text = DEFAULT_TEXT.format(owner=getpass.getuser())
+    text = DEFAULT_TEXT.format(owner=login_name())
     try:
         fd = os.open(home.config, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:

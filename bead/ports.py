@@ -91,6 +91,9 @@ def parse_listen(listen: str) -> tuple[str, int]:
         raise BeadError(
             f"listen address {listen!r} is not host:port (a port from 1 to 65535)", "use e.g. --listen 127.0.0.1:7077"
         )
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        # ::1:7077 reads two ways; the wrapper and the units write [::1]:7077
+        raise BeadError(f"listen address {listen!r}: an IPv6 address goes in brackets", "use e.g. [::1]:7077")
     host = host.strip("[]")
     if "%" in host:  # a scoped IPv6 address (::1%lo): loopback needs no scope
         raise BeadError(f"listen address {listen!r} has a scope", "use [::1]:<port> or 127.0.0.1:<port>")
@@ -222,7 +225,7 @@ def _main(argv: list[str]) -> int:
     # The whole check within CHECK_S, whatever the listener does (the connection's timeout is per read: one sending
     # its answer a byte at a time held `claude` for as long as it liked): past it, claude runs without the proxy.
     result: list[http.client.HTTPConnection | None] = []
-    check = threading.Thread(target=lambda: result.append(proven_connection(argv[0], token)), daemon=True)
+    check = threading.Thread(target=lambda: result.append(proven_connection(argv[0], token, timeout=CHECK_S)), daemon=True)
     check.start()
     check.join(CHECK_S)
     conn = result[0] if result else None

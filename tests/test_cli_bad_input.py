@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import sys
 
 import pytest
 
@@ -114,7 +115,7 @@ def test_a_suite_of_another_shape_is_said_not_a_traceback(bead, tmp_path, body):
     suite = tmp_path / "suite.yaml"
     suite.write_text("kind: supersession\nname: x\n" + body)
     r = bead("eval", str(suite))
-    assert clean(r) and "FORMAT.md" in r.err, r.err
+    assert clean(r) and "suite format" in r.err and str(suite) in r.err, r.err
 
 
 def test_reindex_never_removes_an_index_that_is_only_busy(bead, bead_home, monkeypatch):
@@ -131,3 +132,57 @@ def test_reindex_never_removes_an_index_that_is_only_busy(bead, bead_home, monke
     r = bead("reindex")
     assert r.code == 1 and "database is locked" in r.err and "run the command again" in r.err, r.err
     assert (bead_home / "index.db").exists()
+
+
+def test_a_reader_that_goes_away_ends_the_listing_quietly(mem, bead_home):
+    import os
+    import subprocess
+
+    for i in range(300):
+        mem.write(f"project/shop/key{i}", f"value {i}", "project")
+    mem.close()
+    r = subprocess.run(
+        f"{sys.executable} -m bead list | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BEAD_HOME": str(bead_home)},
+        timeout=120,
+    )
+    assert r.stdout.count("\n") == 1 and "error" not in r.stderr, r.stderr
+
+
+def test_a_usage_error_keeps_its_lines(capsys):
+    with pytest.raises(SystemExit):
+        main(["write", "user/q", "hi"])
+    err = capsys.readouterr().err
+    assert "\\x0a" not in err and "--type" in err, err
+
+
+def test_a_question_asked_with_stdin_closed_is_an_error_with_a_next_step(bead_process, bead):
+    assert bead("write", "user/editor", "helix editor", "--type", "user").code == 0
+    r = bead_process("forget", "--match", "helix editor", stdin_closed=True)
+    assert r.code == 1 and "--yes" in r.err and "Traceback" not in r.err, r.err
+    assert bead("show", "user/editor").code == 0
+
+
+def test_a_login_name_of_another_shape_is_no_owner_and_writes_no_setting(bead_home, monkeypatch):
+    import getpass
+
+    from bead.config import load, write_default
+    from bead.paths import Home
+
+    monkeypatch.setattr(getpass, "getuser", lambda: "x\nrecall:\n  evidence_threshold: 9")
+    home = Home(bead_home).ensure()
+    write_default(home)
+    cfg = load(home)
+    assert cfg.owner == "owner" and cfg.recall.evidence_threshold == 1.2
+
+
+def test_an_ipv6_listen_address_needs_its_brackets():
+    from bead.errors import BeadError
+    from bead.ports import parse_listen
+
+    assert parse_listen("[::1]:7077") == ("::1", 7077)
+    with pytest.raises(BeadError, match="brackets"):
+        parse_listen("::1:7077")

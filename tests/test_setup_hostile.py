@@ -118,3 +118,19 @@ def test_the_wrappers_check_ends_however_slowly_a_listener_answers(tmp_path):
         stop.set()
         server.close()
     assert r.returncode == 1
+
+
+@pytest.mark.parametrize("shell", [s for s in ("bash", "zsh") if shutil.which(s)])
+def test_a_shell_that_exports_everything_keeps_the_aliass_arguments_when_it_sources_again(tmp_path, shell):
+    """Under `set -a` the wrapper's own values were exported, and the check that drops exported ones (someone
+    else's) dropped them on the next source."""
+    p = plan(tmp_path, listen=f"127.0.0.1:{_free_port()}")
+    install(p, load=False, rc=False)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text('#!/bin/sh\necho "ARGS=$*"\n')
+    (bin_dir / "claude").chmod(0o755)
+    script = f"set -a; alias claude='claude --verbose'; . {p.shell_sh}; claude a; . {p.shell_sh}; claude b"
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path)}
+    r = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert r.stdout.split("\n")[:2] == ["ARGS=--verbose a", "ARGS=--verbose b"], (r.stdout, r.stderr)

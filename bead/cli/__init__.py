@@ -38,9 +38,18 @@ class BeadGroup(click.Group):
             ctx.exit(1)
         except click.exceptions.Abort:
             click.echo("aborted: nothing was changed", err=True)
-            if not sys.stdin.isatty():
+            if sys.stdin is None or not sys.stdin.isatty():
                 echo("  hint: no one could answer the question here (no terminal); pass --yes to go ahead", err=True)
             ctx.exit(1)
+        except RuntimeError as exc:
+            if "lost sys.stdin" not in str(exc):
+                raise
+            # a question asked with standard input closed (`... <&-`): as an unanswered one
+            echo("error: a question was asked but standard input is closed; nothing was changed", err=True)
+            echo("  hint: pass --yes to go ahead without the question", err=True)
+            ctx.exit(1)
+        except BrokenPipeError:
+            raise  # the reader went away (`bead list | head`): click ends quietly, as before
         except OSError as exc:
             # The file system said no (full, read-only, not ours): what and where, and what to do, never a traceback.
             echo(f"error: {exc.strerror or type(exc).__name__}" + (f": {exc.filename}" if exc.filename else ""), err=True)
@@ -72,7 +81,9 @@ def _os_hint(exc: OSError) -> str:
         return "bead cannot use that path: check its owner and permissions (bead's home must be yours)"
     if exc.errno in (errno.EEXIST, errno.ENOTDIR):
         return "something other than a folder is where bead's home (or a folder in it) should be: check BEAD_HOME"
-    return "check the path and the file system, then run the command again"
+    if exc.filename:
+        return "check that path and its file system, then run the command again"
+    return "this is the operating system's answer; run the command again, and if it stays, look at `bead status`"
 
 
 @click.group(cls=BeadGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -132,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
         # it reaches the terminal as text.
         from .common import echo
 
-        echo(f"Error: {exc.format_message()}", err=True)
+        echo(f"Error: {exc.format_message()}", err=True, multiline=True)
         ctx = getattr(exc, "ctx", None)
         name = ctx.command_path if ctx else "bead"
         click.echo(f"  hint: run `{name} --help` for the usage", err=True)

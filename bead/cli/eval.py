@@ -80,9 +80,12 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
     except (TypeError, AttributeError, KeyError, ValueError, UnicodeDecodeError) as exc:
         # A suite, --config or --grid file of another shape than its kind's (a number where a list belongs, text
         # that is not UTF-8): said with the file's names, never a traceback.
+        given = [*files, *(f for f in (config_file, grid_file) if f)]
         raise BeadError(
-            f"a file given ({', '.join(files)}) is not of the shape its kind needs ({type(exc).__name__}: {exc})",
-            "check it against the suite format (shared/evals/FORMAT.md: kinds and their fields) and that it is UTF-8",
+            f"bead could not run the suites ({type(exc).__name__}: {exc}): a file given ({', '.join(given)}) may not "
+            "be of the shape its kind needs, or not UTF-8",
+            "check each against the suite format (docs/results.md names it and its kinds); if they match it, this is "
+            "bead's bug: please report it with the files",
         ) from None
 
 

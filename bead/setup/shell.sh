@@ -28,6 +28,9 @@ if [ -n "$__bead_alias" ]; then
   esac
 fi
 unset __bead_alias __bead_def __bead_first __bead_rest
+# Never exported (a shell under `set -a` exports what it sets): the check above would take the next source's for
+# someone else's.
+if [ -n "${ZSH_VERSION-}" ]; then typeset -g +x __bead_claude_cmd __bead_claude_args; else export -n __bead_claude_cmd __bead_claude_args 2>/dev/null; fi
 function __bead_claude {
   # The base URL goes inside the eval: set before a function call, zsh's POSIX_BUILTINS would keep it.
   eval "$1 command $__bead_claude_cmd $__bead_claude_args \"\${@:2}\""
