@@ -521,6 +521,18 @@ class TestFailures:
         assert list(rep.failed) == ["a1"] and "nested" in rep.failed["a1"]
         assert mem.current("project/shop/db-port") is not None and rep.path.exists()
 
+    def test_without_its_api_key_a_run_says_so_once_and_reads_nothing(self, make, model, monkeypatch):
+        """No key: the run says so, as a run without a model does; it counts no call and leaves every session
+        unread (it said "model calls: 1" and "0 new turns" per session)."""
+        mem = make()
+        session(mem, "s1", ["the cache ttl is 300 seconds", "noted"])
+        monkeypatch.delenv("BEAD_TEST_KEY")
+        rep = Dream(mem).run()
+        assert "no API key: set BEAD_TEST_KEY" in rep.no_model and rep.calls == 0 and not model.requests
+        monkeypatch.setenv("BEAD_TEST_KEY", "sk-test")
+        model.answers.append(answer({"key": "project/shop/ttl", "type": "project", "value": "Cache TTL is 300 s."}))
+        assert list(Dream(make()).run().sessions) == ["s1"]
+
     @pytest.mark.parametrize(
         "envelope",
         [

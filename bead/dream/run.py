@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -223,6 +224,16 @@ class Dream:
                     self._write_report(rep)
                     return rep
             rep.model = f"{self.model.provider}/{self.model.model}"
+            m = self.model
+            if (
+                m.provider in ("anthropic", "openai")
+                and not m.api_key_command
+                and not (m.api_key_env and os.environ.get(m.api_key_env))
+            ):
+                # Said once, as a run without a model is: not a failed call per session read (none was made).
+                rep.no_model = f"no API key: set {m.api_key_env or 'dream.api_key_env'} or dream.api_key_command"
+                self._write_report(rep)
+                return rep
             budget = self.config.dream.max_tokens_per_run
             for sid, path in self._sessions():
                 turns = [t for t in self.mem.raw.read(path) if t.n > self.state.read(sid)]
