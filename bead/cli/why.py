@@ -69,29 +69,25 @@ def why(which, trace_file, session, as_json):
     # The trace holds what the conversation said (cues, the newest user message, reasons): every line goes through
     # echo, one line each, so nothing in it reaches the terminal as a control or forges a line of this output.
     def human(e):
+        from ..core.trace import listed
         from ..display import one_line
-
-        def listed(name: str) -> list:
-            # a trace is anyone-with-the-path's file: a field of another shape is shown as none, never a traceback
-            value = e.get(name)
-            return value if isinstance(value, list) else []
 
         def words(items: list) -> str:
             return ", ".join(str(i) for i in items)
 
         echo(f"request at {e.get('at')}  session {e.get('session')}  thread {e.get('thread')}  project {e.get('project')}")
-        echo(f"roles: {' '.join(str(r) for r in listed('roles'))}   newest user message: {e.get('newest_user')}")
+        echo(f"roles: {' '.join(str(r) for r in listed(e, 'roles'))}   newest user message: {e.get('newest_user')}")
         if e.get("pinned") is not None:
-            echo(f"pinned block built: {words(listed('pinned')) or '(empty)'}")
+            echo(f"pinned block built: {words(listed(e, 'pinned')) or '(empty)'}")
         echo("cues:")
-        for c in listed("cues"):
+        for c in listed(e, "cues"):
             if isinstance(c, dict):
                 echo(f"  [{c.get('source')}] {one_line(str(c.get('text', '')), 120)}")
-        echo(f"injected: {words(listed('injected')) or 'nothing'}")
-        pointed = {str(p) for p in listed("pointers")}
+        echo(f"injected: {words(listed(e, 'injected')) or 'nothing'}")
+        pointed = {str(p) for p in listed(e, "pointers")}
         if pointed:
-            echo(f"pointed to (key and title only): {words(listed('pointers'))}")
-        rejected = [r for r in listed("rejected") if isinstance(r, dict)]
+            echo(f"pointed to (key and title only): {words(listed(e, 'pointers'))}")
+        rejected = [r for r in listed(e, "rejected") if isinstance(r, dict)]
         if rejected:
             echo("not injected:")
             for r in rejected:
@@ -100,7 +96,7 @@ def why(which, trace_file, session, as_json):
         if e.get("remembered"):
             echo(f"remembered: {e['remembered']}")
         if e.get("errors"):
-            echo(f"failed open: {words(listed('errors')) or e['errors']}")
+            echo(f"failed open: {words(listed(e, 'errors')) or e['errors']}")
         echo(f"timings: prepare {e.get('prepare_ms')} ms, recall {e.get('recall_ms', '-')} ms")
 
     emit(entry, as_json, human)

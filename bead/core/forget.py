@@ -39,7 +39,7 @@ from ..capture.secrets import compile_linear, redact
 from ..errors import BeadError
 from ..index.query import STOPWORDS
 from ..paths import enclosing_git, version_number
-from ..store.audit import key_hash, normalise, word_form
+from ..store.audit import key_hash, normalise, word_form, words_of
 from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
@@ -205,11 +205,7 @@ INDEX_BUSY = (
     "another program has index.db open for reading (a backup, an sqlite3 shell), so the forgotten text stays in "
     "index.db until the index is checkpointed; close that program, then run `bead reindex`"
 )
-_WORD = re.compile(r"\w+")
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.casefold())
+_words = words_of  # the words a value is compared by (bead.store.audit, with tombstones)
 
 
 def _shingles(texts: list[str]) -> set[tuple[str, ...]]:

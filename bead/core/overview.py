@@ -24,7 +24,7 @@ from ..store.queue import Queue
 from . import health
 from .memory import Memory
 from .review import latest_report
-from .trace import Trace, configured_paths
+from .trace import Trace, configured_paths, listed
 
 RECENT_REQUESTS = 40
 PREVIEW = 300
@@ -101,13 +101,6 @@ def eval_rows(data: dict[str, Any] | None) -> list[dict[str, Any]]:
 # ----- the trace ----------------------------------------------------------------------------------------------
 
 
-def _listed(entry: dict[str, Any], name: str) -> list[Any]:
-    """A trace line's list ``name``, or none: a trace is a file anyone with the path may have written to (an odd
-    line's number where a list belongs must not take the page down)."""
-    value = entry.get(name)
-    return value if isinstance(value, list) else []
-
-
 def injections(mem: Memory, trace: str | None = None) -> list[dict[str, Any]]:
     """The newest traced requests that injected something or left candidates out, grouped by conversation
     (newest conversation first): when, what was injected, what was not and why, the cues."""
@@ -126,14 +119,14 @@ def injections(mem: Memory, trace: str | None = None) -> list[dict[str, Any]]:
             {
                 "at": str(e.get("at", "")),
                 "project": str(e.get("project") or ""),
-                "pinned": [str(i) for i in _listed(e, "pinned")],
-                "injected": [str(i) for i in _listed(e, "injected")],
+                "pinned": [str(i) for i in listed(e, "pinned")],
+                "injected": [str(i) for i in listed(e, "injected")],
                 "rejected": [
                     {"id": str(r.get("id", "")), "score": r.get("score"), "reason": _cut(r.get("reason"), 160)}
-                    for r in _listed(e, "rejected")[:5]
+                    for r in listed(e, "rejected")[:5]
                     if isinstance(r, dict)
                 ],
-                "cues": [_cut(c.get("text"), 160) for c in _listed(e, "cues")[:3] if isinstance(c, dict)],
+                "cues": [_cut(c.get("text"), 160) for c in listed(e, "cues")[:3] if isinstance(c, dict)],
             }
         )
     return [

@@ -114,3 +114,10 @@ class Trace:
             return safe.rewrite_lines(self.path, lambda line: None if matches(line) else line, root=self.path.parent)
         except (NotADirectoryError, IsADirectoryError):
             return 0
+
+
+def listed(entry: dict[str, Any], name: str) -> list[Any]:
+    """A trace line's list ``name``, or none: a trace is a file anyone with the path may have written to (an odd
+    line's number where a list belongs must not take a page or a command down)."""
+    value = entry.get(name)
+    return value if isinstance(value, list) else []

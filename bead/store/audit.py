@@ -43,6 +43,11 @@ WORD_SHARE = 0.8  # of its characters (not spaces) that are in its words
 _WORD = re.compile(r"\w+")
 
 
+def words_of(text: str) -> list[str]:
+    """The words of ``text``, lower-cased (letters, digits and ``_``): what a value's words are compared by."""
+    return _WORD.findall(text.casefold())
+
+
 def _hard(text: str) -> bool:
     """Whether ``text`` holds a character of HARD inside a token (``C++``, ``@home``, ``~/.vim``): one standing alone
     (a trailing `` &``, a quote's ``> ``, a heading's ``# ``) changes nothing the words say."""
@@ -60,7 +65,7 @@ def word_form(folded: str) -> str:
     a token).
     ``Helix with default keymap.`` and ``helix, with default keymap`` are one value; ``1.0`` would be "1 0", ``C++``
     "c": none."""
-    words = _WORD.findall(folded.casefold())
+    words = words_of(folded)
     chars = sum(len(w) for w in words)
     if len(words) < 2 or chars < WORD_MIN_CHARS or _hard(folded):
         return ""
