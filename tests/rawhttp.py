@@ -68,3 +68,38 @@ def head_of(response: bytes) -> tuple[bytes, list[tuple[bytes, bytes]], bytes]:
     head, _, body = response.partition(b"\r\n\r\n")
     status, *lines = head.split(b"\r\n")
     return status, [(k.strip().lower(), v.strip()) for k, _, v in (line.partition(b":") for line in lines)], body
+
+
+class Trickle:
+    """A listener on 127.0.0.1 that reads one request and then sends ``data`` a byte at a time, ``every`` seconds
+    apart, for as long as the test runs (a server holding its answer back): ``with Trickle(...) as t: t.url``."""
+
+    def __init__(self, data: bytes, every: float):
+        self.data, self.every = data, every
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        with conn:
+            conn.recv(65536)
+            for i in range(len(self.data)):
+                if self.stop.wait(self.every):
+                    return
+                try:
+                    conn.sendall(self.data[i : i + 1])
+                except OSError:
+                    return
+
+    def __enter__(self) -> Trickle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.sock.close()

@@ -568,32 +568,16 @@ class TestFailures:
     def test_a_call_ends_at_its_timeout_while_the_server_trickles_its_headers(self, make):
         """The deadline holds before the answer's headers too: a server sending its status line a byte at a time."""
         import dataclasses
-        import socket
-        import threading
+
+        from rawhttp import Trickle
 
         from bead.llm import Model, ModelError
 
-        server = socket.create_server(("127.0.0.1", 0))
-        stop = threading.Event()
-
-        def trickle():
-            conn, _ = server.accept()
-            with conn:
-                conn.recv(65536)
-                for b in b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n":
-                    if stop.wait(0.05):
-                        return
-                    conn.sendall(bytes([b]))
-
-        threading.Thread(target=trickle, daemon=True).start()
         mem = make(timeout_s=0.3)
-        settings = dataclasses.replace(mem.config.dream, base_url=f"http://127.0.0.1:{server.getsockname()[1]}/v1")
-        try:
+        with Trickle(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n", every=0.05) as server:
+            settings = dataclasses.replace(mem.config.dream, base_url=server.url + "/v1")
             with pytest.raises(ModelError, match="did not answer within 0.3 s"):
                 Model.from_settings(settings, timeout_s=0.3).chat("system", "user")
-        finally:
-            stop.set()
-            server.close()
 
     def test_an_answer_larger_than_the_limit_is_no_answer(self, make, model, monkeypatch):
         from bead import llm

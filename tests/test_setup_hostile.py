@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 import plistlib
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+from fakes import free_port
+from rawhttp import Trickle
 
 from bead.errors import BeadError
 from bead.paths import Home
@@ -23,6 +23,18 @@ def plan(
     tmp_path: Path, platform: str = "systemd", home: Path | None = None, bead: str = "/bin/true", listen: str = "127.0.0.1:7077"
 ):
     return Plan(platform=platform, user_home=tmp_path, home=Home(home or tmp_path / ".bead"), bead=bead, listen=listen)
+
+
+def wrapper(tmp_path: Path, says: str) -> tuple[Plan, dict[str, str]]:
+    """shell.sh installed for a home under ``tmp_path``, and an environment whose `claude` prints ``says`` and its
+    arguments."""
+    p = plan(tmp_path, listen=f"127.0.0.1:{free_port()}")
+    install(p, load=False, rc=False)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(f'#!/bin/sh\necho "{says}$*"\n')
+    (bin_dir / "claude").chmod(0o755)
+    return p, {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path)}
 
 
 @pytest.mark.parametrize("where", ["home", "executable"])
@@ -66,57 +78,26 @@ def test_uninstall_takes_only_beads_block_not_a_begin_marker_of_the_persons(tmp_
 def test_the_wrapper_evals_no_value_from_the_environment(tmp_path):
     """The wrapper keeps the claude alias's command across a second source in the same shell; a value of that name
     in the environment is someone else's, and the function evals it."""
-    p = plan(tmp_path, listen=f"127.0.0.1:{_free_port()}")
-    install(p, load=False, rc=False)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "claude").write_text('#!/bin/sh\necho "claude ran: $*"\n')
-    (bin_dir / "claude").chmod(0o755)
+    p, env = wrapper(tmp_path, "claude ran: ")
     planted = tmp_path / "planted"
-    env = {
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "HOME": str(tmp_path),
-        "__bead_claude_args": f"$(touch {planted})",
-        "__bead_claude_cmd": f"claude; touch {planted} #",
-    }
+    env |= {"__bead_claude_args": f"$(touch {planted})", "__bead_claude_cmd": f"claude; touch {planted} #"}
     r = subprocess.run(["bash", "-c", f". {p.shell_sh}; claude -p hi"], env=env, capture_output=True, text=True, timeout=60)
     assert "claude ran: -p hi" in r.stdout, r.stderr
     assert not planted.exists()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_the_wrappers_check_ends_however_slowly_a_listener_answers(tmp_path):
     """A listener on the proxy's port that sends its answer a byte at a time held `claude` for as long as it liked
     (the timeout was per read); the whole check now ends, and claude runs without the proxy."""
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def drip():
-        conn, _ = server.accept()
-        with conn:
-            conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\n")
-            while not stop.wait(0.3):
-                conn.sendall(b"X")
-
-    threading.Thread(target=drip, daemon=True).start()
     token = tmp_path / "proxy.token"
     token.write_text("t" * 43 + "\n")
-    try:
+    with Trickle(b"HTTP/1.1 200 OK\r\n" + b"X" * 1000, every=0.3) as listener:
         r = subprocess.run(
-            [sys.executable, "-E", "-P", "-m", "bead.ports", f"127.0.0.1:{server.getsockname()[1]}", str(token)],
+            [sys.executable, "-E", "-P", "-m", "bead.ports", f"127.0.0.1:{listener.port}", str(token)],
             capture_output=True,
             timeout=60,
             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
         )
-    finally:
-        stop.set()
-        server.close()
     assert r.returncode == 1
 
 
@@ -124,13 +105,7 @@ def test_the_wrappers_check_ends_however_slowly_a_listener_answers(tmp_path):
 def test_a_shell_that_exports_everything_keeps_the_aliass_arguments_when_it_sources_again(tmp_path, shell):
     """Under `set -a` the wrapper's own values were exported, and the check that drops exported ones (someone
     else's) dropped them on the next source."""
-    p = plan(tmp_path, listen=f"127.0.0.1:{_free_port()}")
-    install(p, load=False, rc=False)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "claude").write_text('#!/bin/sh\necho "ARGS=$*"\n')
-    (bin_dir / "claude").chmod(0o755)
+    p, env = wrapper(tmp_path, "ARGS=")
     script = f"set -a; alias claude='claude --verbose'; . {p.shell_sh}; claude a; . {p.shell_sh}; claude b"
-    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path)}
     r = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert r.stdout.split("\n")[:2] == ["ARGS=--verbose a", "ARGS=--verbose b"], (r.stdout, r.stderr)
