@@ -54,6 +54,38 @@ def mem(bead_home):
     m.close()
 
 
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory):
+    """One indexer process, started once, watching one home for the tests of what reaches the index while it runs:
+    each test works on keys and words of its own there. (home, the indexer's log)."""
+    root = tmp_path_factory.mktemp("watched")
+    home = Home(root / "home").ensure().root
+    log_path = root / "indexer.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - closed below
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bead", "indexer"],
+        env={**os.environ, "BEAD_HOME": str(home)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        assert eventually(lambda: b"watching" in log_path.read_bytes(), 20)
+        yield home, log_path
+        assert p.poll() is None, log_path.read_text()  # it ran through every test
+    finally:
+        p.terminate()
+        p.wait(10)
+        log.close()
+
+
+@pytest.fixture
+def wmem(watched):
+    """A Memory on the watched home, as the CLI or the proxy opens one beside the indexer."""
+    m = Memory(Home(watched[0]), Config(owner="t"))
+    yield m
+    m.close()
+
+
 def atomic_save(path, text):
     """What editors do: write a hidden temp file, then rename it over the target."""
     tmp = path.parent / f".{path.name}.swp"
@@ -64,15 +96,15 @@ def atomic_save(path, text):
 class TestIndexer:
     """Hand edits, deletes, moves and appends reach the index while it runs."""
 
-    def test_hand_edit_atomic_save(self, mem, indexer, bead_home):
+    def test_hand_edit_atomic_save(self, wmem, watched):
+        mem, (bead_home, _log) = wmem, watched
         f = mem.write("user/editor", "The editor is helix.", "user").fact
-        indexer()
         atomic_save(f.path, f.path.read_text().replace("helix", "kakoune"))
         assert eventually(lambda: search_ids(bead_home, "kakoune") == ["user/editor@v1"])
         assert search_ids(bead_home, "helix") == []
 
-    def test_new_file_delete_and_move(self, mem, indexer, bead_home):
-        indexer()
+    def test_new_file_delete_and_move(self, wmem, watched):
+        mem, (bead_home, _log) = wmem, watched
         f = mem.write("user/shell", "The shell is fish.", "user").fact
         # A version file written by hand in a new key directory.
         d = bead_home / "store" / "facts" / "global" / "tz"
@@ -88,28 +120,29 @@ class TestIndexer:
         os.replace(f.path, moved / "v1.md")  # moved into another key: malformed there (key mismatch)
         assert eventually(lambda: search_ids(bead_home, "fish") == [])
 
-    def test_malformed_file_is_skipped_and_not_rewritten(self, mem, indexer, bead_home, tmp_path):
+    def test_malformed_file_is_skipped_and_not_rewritten(self, wmem, watched):
+        mem, (bead_home, log) = wmem, watched
         f = mem.write("user/lang", "English", "user").fact
-        indexer()
         f.path.write_text("---\nkey: [broken\n---\nGerman\n")
         before = f.path.read_bytes()
         mem.write("user/other", "still indexed after the broken file", "user")
         assert eventually(lambda: search_ids(bead_home, "still indexed") == ["user/other@v1"])
         assert eventually(lambda: search_ids(bead_home, "english") == [])
         assert f.path.read_bytes() == before
-        assert eventually(lambda: b"skipped" in b"".join(p.read_bytes() for p in tmp_path.glob("indexer-*.log")))
+        assert eventually(lambda: f"skipped {f.path}".encode() in log.read_bytes()), log.read_text()
 
-    def test_key_directory_renamed(self, mem, indexer, bead_home):
+    def test_key_directory_renamed(self, wmem, watched):
+        mem, (bead_home, _log) = wmem, watched
         mem.write("user/old-name", "value under the old key name", "user")
-        indexer()
+        assert eventually(lambda: search_ids(bead_home, "old key name") == ["user/old-name@v1"])
         src = bead_home / "store" / "facts" / "user" / "old-name"
         # Renaming a key directory by hand: its file still says the old key, so it is
         # reported as malformed, and the old key's rows leave the index.
         os.replace(src, src.parent / "new-name")
         assert eventually(lambda: search_ids(bead_home, "old key name") == [])
 
-    def test_raw_append_from_another_writer(self, mem, indexer, bead_home):
-        indexer()
+    def test_raw_append_from_another_writer(self, wmem, watched):
+        mem, (bead_home, _log) = wmem, watched
         # Appended by hand-rolled code that does not update the index itself.
         mem.raw.append("outside", "user", "the zookeeper ensemble needs three nodes")
         assert eventually(lambda: raw_ids(bead_home, "zookeeper ensemble") == ["outside#1"])

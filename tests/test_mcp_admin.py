@@ -250,46 +250,45 @@ class Clock:
         return self.now
 
 
-def test_a_token_expires_after_ten_minutes(tmp_path):
-    """The same admin server, served over Streamable HTTP in this process so the test owns its clock."""
-    home = Home(tmp_path / "h").ensure()
-    with Memory(home, Config(owner="t")) as m:
-        m.write("project/shop/expiring", "a value that should outlive the token", "project")
-        m.write("project/shop/in-time", "a value forgotten in time", "project")
+@pytest.fixture(scope="module")
+def over_http(tmp_path_factory):
+    """The same admin server, served over Streamable HTTP in this process so a test owns its clock, on a home of its
+    own without a vault: (home, clock, session)."""
+    home = Home(tmp_path_factory.mktemp("mcp-admin-http") / "h").ensure()
     clock = Clock()
     rt = mcp_server.Runtime(home, Config(owner="t"), confirm_clock=clock)
     served = ServedAsgi(mcp_http.create_app(rt, admin=True))
     s = http_session(served.url + "/mcp")
     try:
-        tok = s.ok("forget", {"key": "project/shop/expiring"})["confirm"]
-        clock.now += 600
-        err = s.err("forget", {"key": "project/shop/expiring", "confirm": tok})
-        assert err["code"] == "confirm_expired" and "nothing was changed" in err["error"]
-        tok = s.ok("forget", {"key": "project/shop/in-time"})["confirm"]
-        clock.now += 599
-        assert s.ok("forget", {"key": "project/shop/in-time", "confirm": tok})["done"]
-        with Memory(home, Config(owner="t")) as m:
-            assert m.current("project/shop/expiring") is not None and m.current("project/shop/in-time") is None
+        yield home, clock, s
     finally:
         s.close()
         served.close()
         rt.close()
 
 
-def test_seal_without_a_vault_says_how_to_make_one(tmp_path):
-    home = Home(tmp_path / "h").ensure()
+def test_a_token_expires_after_ten_minutes(over_http):
+    home, clock, s = over_http
+    with Memory(home, Config(owner="t")) as m:
+        m.write("project/shop/expiring", "a value that should outlive the token", "project")
+        m.write("project/shop/in-time", "a value forgotten in time", "project")
+    tok = s.ok("forget", {"key": "project/shop/expiring"})["confirm"]
+    clock.now += 600
+    err = s.err("forget", {"key": "project/shop/expiring", "confirm": tok})
+    assert err["code"] == "confirm_expired" and "nothing was changed" in err["error"]
+    tok = s.ok("forget", {"key": "project/shop/in-time"})["confirm"]
+    clock.now += 599
+    assert s.ok("forget", {"key": "project/shop/in-time", "confirm": tok})["done"]
+    with Memory(home, Config(owner="t")) as m:
+        assert m.current("project/shop/expiring") is not None and m.current("project/shop/in-time") is None
+
+
+def test_seal_without_a_vault_says_how_to_make_one(over_http):
+    home, _clock, s = over_http
     with Memory(home, Config(owner="t")) as m:
         m.write("user/pin", "1234", "user")
-    rt = mcp_server.Runtime(home, Config(owner="t"))
-    served = ServedAsgi(mcp_http.create_app(rt, admin=True))
-    s = http_session(served.url + "/mcp")
-    try:
-        err = s.err("seal", {"key": "user/pin"})
-        assert err["code"] == "refused" and "bead vault init" in err["next"]
-    finally:
-        s.close()
-        served.close()
-        rt.close()
+    err = s.err("seal", {"key": "user/pin"})
+    assert err["code"] == "refused" and "bead vault init" in err["next"]
 
 
 def test_the_curators_structured_results_hold_no_control_as_itself(admin, mem):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from conftest import all_bytes_under, eventually
@@ -654,8 +655,18 @@ def test_the_proxy_process_loads_no_model(start_proxy, upstream, mem, model):
         assert r.status == 200
     assert eventually(lambda: len(upstream.requests) == 1)
     (proc,) = start_proxy.procs
-    maps = open(f"/proc/{proc.pid}/maps").read()
-    assert "libonnxruntime" not in maps and "onnxruntime" not in maps
+    # The process started and its workers (with more than one, a worker serves the request): each a process whose
+    # parent it is, as /proc/PID/stat says (its fourth field, after the command name in parentheses).
+    pids = [str(proc.pid)]
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and (d / "stat").read_text().rpartition(")")[2].split()[1] == str(proc.pid):
+                pids.append(d.name)
+        except OSError:
+            continue
+    for pid in pids:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        assert "libonnxruntime" not in maps and "onnxruntime" not in maps, pid
 
 
 def test_a_hung_indexer_costs_a_first_request_one_wait_and_no_memory(mem, model):

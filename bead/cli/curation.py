@@ -253,7 +253,6 @@ def dashboard(listen, trace_file):
     open the address with the home's token that this prints.
     """
     from ..config import load
-    from ..dashboard.app import create_app, serve
     from ..errors import BeadError
     from ..log import setup_logging
     from ..paths import resolve_home
@@ -265,6 +264,8 @@ def dashboard(listen, trace_file):
             f"--listen {listen} is not a loopback host:port (a port from 1 to 65535)",
             "the dashboard serves only on loopback, e.g. --listen 127.0.0.1:7079",
         )
+    from ..dashboard.app import create_app, serve  # Quart: only for an address it will serve on
+
     setup_logging("dashboard")
     home = resolve_home().ensure()
     app = create_app(home, load(home), trace_file)

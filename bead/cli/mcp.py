@@ -47,9 +47,7 @@ def mcp(admin, http_, listen, project):
     elif not http_:
         project = project_from_cwd(os.getcwd()) or (project_slug(config.proxy.project) if config.proxy.project else None)
     if http_:
-        from ..mcp import http
-        from ..mcp.auth import JwtAuth, configured
-        from ..mcp.server import Runtime
+        from ..mcp.listen import check_bind, parse_listen
 
         if admin:
             raise BeadError(
@@ -64,9 +62,15 @@ def mcp(admin, http_, listen, project):
                 f"JWT settings are incomplete: mcp.{', mcp.'.join(missing)} missing",
                 "set all three of mcp.jwks_url, mcp.issuer and mcp.audience, or none",
             )
-        host, port, loopback = http.parse_listen(listen or settings.http_listen)
-        auth = JwtAuth(settings) if configured(settings) else None
-        http.check_bind(loopback, auth is not None, f"{host}:{port}")
+        signed = len(given) == 3  # bead.mcp.auth.configured(settings), without PyJWT for a refusal
+        host, port, loopback = parse_listen(listen or settings.http_listen)
+        check_bind(loopback, signed, f"{host}:{port}")
+        # The SDK only now (half a second to import): a setting or an address it refuses is said at once.
+        from ..mcp import http
+        from ..mcp.auth import JwtAuth
+        from ..mcp.server import Runtime
+
+        auth = JwtAuth(settings) if signed else None
         rt = Runtime(home, config, None, http.viewer_of(settings.projects) if auth else None)
         echo(f"bead mcp on http://{host}:{port}/mcp ({'signed JWTs' if auth else 'no JWT: the home owner only'})", err=True)
         if auth is None:

@@ -12,4 +12,5 @@ never loads it.
 - ``confirm`` the two-call rule of forget, forget_matching and seal
 - ``auth``    signed-JWT checks of the team host (PyJWT and its JWKS client)
 - ``http``    Streamable HTTP at /mcp, GET /health, loopback unless told otherwise
+- ``listen``  the address `--http` listens on, checked before the SDK is imported
 """

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import json
 import logging
 import sys
@@ -52,23 +51,6 @@ from .server import Runtime, build
 log = logging.getLogger("bead.mcp.http")
 
 ACTOR = "bead.actor"  # the ASGI scope key the guard sets and the tools read
-
-
-def parse_listen(listen: str) -> tuple[str, int, bool]:
-    """(host, port, loopback) of ``host:port``."""
-    host, sep, port = listen.rpartition(":")
-    if not sep or not port.isascii() or not port.isdigit() or not host or not 0 < int(port) < 65536:
-        raise BeadError(
-            f"listen address {listen!r} is not host:port (a port from 1 to 65535)", "use e.g. --listen 127.0.0.1:7078"
-        )
-    host = host.strip("[]")
-    if host == "localhost":
-        host = "127.0.0.1"
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        raise BeadError(f"listen address {listen!r} is not an IP address", "use e.g. 127.0.0.1:7078") from None
-    return host, int(port), loopback
 
 
 def viewer_of(rt_projects: dict[str, list[str]] | None) -> Callable[[Context], Viewer]:
@@ -243,14 +225,6 @@ def create_app(
     return Guard(app, auth, owner)
 
 
-def check_bind(loopback: bool, has_auth: bool, listen: str) -> None:
-    if not loopback and not has_auth:
-        raise BeadError(
-            f"refusing to listen on {listen} without authentication: anyone who reaches it could read and write this memory",
-            "set mcp.jwks_url, mcp.issuer and mcp.audience in config.yaml (signed JWTs), or listen on 127.0.0.1",
-        )
-
-
 def serve(app: Any, host: str, port: int) -> None:
     """Serve until SIGTERM or SIGINT (Hypercorn, as the proxy is served)."""
     from hypercorn.config import Config as HConfig
@@ -272,4 +246,4 @@ def serve(app: Any, host: str, port: int) -> None:
         ) from None
 
 
-__all__ = ["configured", "create_app", "parse_listen", "serve"]
+__all__ = ["configured", "create_app", "serve"]
