@@ -80,7 +80,8 @@ class Installer:
         # A claude that says which base URL it was given (the wrapper's job) and no MCP server named bead.
         (self.bin / "claude").write_text('#!/bin/sh\n[ "$1" = mcp ] && exit 1\necho "BASE=$ANTHROPIC_BASE_URL ARGS=$*"\n')
         (self.bin / "claude").chmod(0o755)
-        keep = {k: v for k, v in os.environ.items() if not k.startswith(("BEAD_", "XDG_", "PIP_", "VIRTUAL_ENV"))}
+        # Not PYTHONPATH either: it would put another bead before the venv's (a checkout's, whatever -P says).
+        keep = {k: v for k, v in os.environ.items() if not k.startswith(("BEAD_", "XDG_", "PIP_", "VIRTUAL_ENV", "PYTHONPATH"))}
         self.env = {
             **keep,
             "HOME": str(self.home),

@@ -503,25 +503,6 @@ class TestSecurity:
         r = bead("proxy", "--listen", "0.0.0.0:7077")
         assert r.code == 1 and "loopback" in r.err
 
-    def test_no_credential_written(self, start_proxy, upstream, bead_home, tmp_path):
-        """A real `bead proxy` process: its service log is part of what must hold no credential."""
-        url = start_proxy("--trace", str(bead_home / "trace.jsonl"))
-        secret = "sk-ant-api03-" + "K" * 80
-        post(url, req("a prompt body that must not be logged")[0], {"x-api-key": secret, "authorization": f"Bearer {secret}"})
-        post(url, b"{broken json so that a failure is logged")
-        # Both requests fully handled: the first one's answer captured, the second one's failure logged.
-        assert eventually(lambda: [t.role for t in all_turns(bead_home)] == ["user", "assistant"])
-        assert eventually(lambda: "failed open" in (tmp_path / "proxy-0.log").read_text())
-        from conftest import all_bytes_under, stop
-
-        stop(start_proxy.procs[-1])  # and nothing left to write
-        assert not [p for p, b in all_bytes_under(bead_home).items() if secret.encode() in b]
-        # The service log (stderr, as journald would get it): JSON lines, no body, no credential.
-        log = (tmp_path / "proxy-0.log").read_text()
-        lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
-        assert any(e["level"] == "warning" and "failed open" in e["msg"] for e in lines)
-        assert secret not in log and "must not be logged" not in log and "broken json" not in log
-
     @pytest.mark.parametrize("how", ["bare", "base-url"])
     def test_the_homes_token_in_a_turn_is_never_stored(self, proxy_client, upstream, bead_home, how):
         """`env` in a tool result prints the wrapper's base URL, and `cat proxy.token` the token alone: the raw log
@@ -594,11 +575,23 @@ def test_subscription_auth_headers_pass_through(proxy_client, upstream):
     assert got.header("authorization") == f"Bearer {token}" and got.header("anthropic-beta") == beta
 
 
-def test_in_flight_stream_finishes_on_shutdown(start_proxy, upstream):
-    """SIGTERM lets a running stream end (Hypercorn's own grace is 3 s; this one runs 3.6 s past the signal).
+def test_a_proxy_process_writes_no_credential_and_lets_an_in_flight_stream_finish_on_shutdown(
+    start_proxy, upstream, bead_home, tmp_path
+):
+    """A real `bead proxy` process (its service log, its signal handling and grace are the command's), one run for
+    two promises (each was a process of its own):
 
-    A real `bead proxy` process: the signal handling and the grace are the command's."""
-    url = start_proxy()
+    - no credential is written anywhere, its service log included (JSON lines, no body, no credential);
+    - SIGTERM lets a running stream end (Hypercorn's own grace is 3 s; this one runs 3.6 s past the signal)."""
+    url = start_proxy("--trace", str(bead_home / "trace.jsonl"))
+    secret = "sk-ant-api03-" + "K" * 80
+    post(url, req("a prompt body that must not be logged")[0], {"x-api-key": secret, "authorization": f"Bearer {secret}"})
+    post(url, b"{broken json so that a failure is logged")
+    # Both requests fully handled: the first one's answer captured, the second one's failure logged.
+    assert eventually(lambda: [t.role for t in all_turns(bead_home)] == ["user", "assistant"])
+    assert eventually(lambda: "failed open" in (tmp_path / "proxy-0.log").read_text())
+
+    # A stream in flight when SIGTERM comes finishes.
     sent = threading.Event()  # the upstream holds the rest of the stream until the signal is sent
     upstream.replies.append(Reply(kind="sse", hold=sent, delay=0.33, text="a long answer"))
     u = urllib.parse.urlparse(url)
@@ -614,6 +607,16 @@ def test_in_flight_stream_finishes_on_shutdown(start_proxy, upstream):
     rest = r.read()
     conn.close()
     assert first.startswith(b"event: message_start") and b"message_stop" in rest
+
+    from conftest import stop
+
+    stop(start_proxy.procs[-1])  # and nothing left to write
+    assert not [p for p, b in all_bytes_under(bead_home).items() if secret.encode() in b]
+    # The service log (stderr, as journald would get it): JSON lines, no body, no credential.
+    log = (tmp_path / "proxy-0.log").read_text()
+    lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    assert any(e["level"] == "warning" and "failed open" in e["msg"] for e in lines)
+    assert secret not in log and "must not be logged" not in log and "broken json" not in log
 
 
 def test_why_explains_a_request(proxy_client, upstream, bead_home, tmp_path, bead):

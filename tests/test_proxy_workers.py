@@ -51,14 +51,27 @@ def alive(pid: int) -> bool:
         return True
 
 
-def test_a_conversation_served_by_two_workers_keeps_its_order_and_injects_a_fact_once(start_proxy, upstream, bead_home, tmp_path):
-    """Each request of one conversation on a connection of its own, so the kernel hands it to either worker;
-    the conversation goes on until both workers have served it. The raw log then holds its turns in order,
-    each once, and the fact the turns ask about reached the model once (pinned or recalled) in all."""
+def test_two_workers_keep_a_conversation_in_order_add_up_health_replace_a_dead_worker_and_stop_with_the_supervisor(
+    start_proxy, upstream, bead_home
+):
+    """One `bead proxy --workers 2` process, its promises in turn (each was a process of its own):
+
+    - a conversation whose requests land on either worker (each on a connection of its own, so the kernel hands
+      it to either; it goes on until both workers have served it) keeps its turns in the raw log in order, each
+      once, and the fact the turns ask about reached the model once (pinned or recalled) in all;
+    - whichever worker answers /bead/health counts the requests all of them served;
+    - a worker that dies is started again, and what it served still counts;
+    - stopping the supervisor stops every worker, the one started again too."""
+    from conftest import stop
+
     with mem_of(bead_home) as m:
         m.write("project/shop/db", "The shop's database is Postgres 16 on db.internal", "project")
     trace = bead_home / "trace.jsonl"
     url = start_proxy("--workers", "2", "--trace", str(trace))
+    first = health(url, bead_home)
+    assert first["workers"] == 2 and len(first["worker_pids"]) == 2
+
+    # A conversation served by both workers.
     msgs = [{"role": "user", "content": "which postgres database host does the shop use?"}]
     served: set[int] = set()
     n = 0
@@ -99,41 +112,28 @@ def test_a_conversation_served_by_two_workers_keeps_its_order_and_injects_a_fact
     assert eventually(lambda: len(logged()) >= len(want)), logged()
     assert logged() == want
 
-
-def test_health_adds_up_every_worker(start_proxy, upstream, bead_home):
-    """Whichever worker answers /bead/health counts the requests all of them served."""
-    url = start_proxy("--workers", "2")
-    first = health(url, bead_home)
-    assert first["workers"] == 2 and len(first["worker_pids"]) == 2
+    # Health adds up every worker: each request is counted before its answer is sent; every health answer, from
+    # either worker, has them all (the conversation's, which both workers served, and twelve more).
     for i in range(12):
         post(url, body([{"role": "user", "content": f"question {i}"}]), {"x-bead-session": f"h{i}"})
-    # Each request is counted before its answer is sent; every health answer, from either worker, has them all.
     for _ in range(6):
         h = health(url, bead_home)
-        assert h["requests"] == 12 and h["workers"] == 2, h
+        assert h["requests"] == n + 12 and h["workers"] == 2, h
 
-
-def test_a_worker_that_dies_is_started_again_and_its_counts_stay(start_proxy, upstream, bead_home):
-    url = start_proxy("--workers", "2")
-    for i in range(8):
-        post(url, body([{"role": "user", "content": f"question {i}"}]), {"x-bead-session": f"d{i}"})
-    pids = health(url, bead_home)["worker_pids"]
+    # A worker that dies is started again and its counts stay.
+    pids = h["worker_pids"]
     os.kill(pids[0], signal.SIGKILL)
     assert eventually(lambda: (h := health(url, bead_home))["workers"] == 2 and pids[0] not in h["worker_pids"], 30)
     assert post(url, body([{"role": "user", "content": "still there?"}]), {"x-bead-session": "after"})[0] == 200
     h = health(url, bead_home)
-    assert h["requests"] == 9 and h["worker_restarts"] == 1, h  # what the dead worker served still counts
+    assert h["requests"] == n + 13 and h["worker_restarts"] == 1, h  # what the dead worker served still counts
 
-
-def test_stopping_the_supervisor_stops_every_worker(start_proxy, upstream, bead_home):
-    from conftest import stop
-
-    url = start_proxy("--workers", "2")
-    pids = health(url, bead_home)["worker_pids"]
+    # Stopping the supervisor stops every worker.
+    now = h["worker_pids"]
     proc = start_proxy.procs[-1]
     stop(proc)
     assert proc.returncode == 0
-    assert eventually(lambda: not any(alive(p) for p in pids), 30)
+    assert eventually(lambda: not any(alive(p) for p in now), 30)
 
 
 def test_workers_stop_when_their_supervisor_is_killed(start_proxy, upstream, bead_home):

@@ -587,13 +587,13 @@ class Squatter:
 class TestUp:
     """bead up runs all three in the foreground; Ctrl-C stops them; a death is reported."""
 
-    def start(self, tmp_path):
+    def start(self, tmp_path, *flags: str):
         home = tmp_path / "home"
         Home(home).ensure()
         port = free_port()
         (home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
         p = subprocess.Popen(
-            [sys.executable, "-m", "bead", "up"],
+            [sys.executable, "-m", "bead", "up", *flags],
             env={**os.environ, "BEAD_HOME": str(home)},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -630,7 +630,7 @@ class TestUp:
         assert all(s["state"] != "running under bead up" for s in after["services"].values())
 
     def test_reports_which_service_died(self, tmp_path):
-        p = self.start(tmp_path)
+        p = self.start(tmp_path, "--no-dream")  # the proxy and the indexer are enough to tell which one died
         children = subprocess.run(
             ["pgrep", "-P", str(p.pid), "-f", "bead indexer"], capture_output=True, text=True
         ).stdout.split()
