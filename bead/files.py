@@ -105,9 +105,7 @@ def opened_dir(root: Path, folder: Path, create: bool = False) -> Iterator[int]:
         os.chmod(root, DIR_MODE)
         fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     try:
-        here = root
-        for part in parts:
-            here = here / part
+        for i, part in enumerate(parts):
             flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
             try:
                 nfd = os.open(part, flags, dir_fd=fd)
@@ -120,14 +118,15 @@ def opened_dir(root: Path, folder: Path, create: bool = False) -> Iterator[int]:
                     nfd = os.open(part, flags, dir_fd=fd)
                 except OSError as exc:
                     if exc.errno in _LINK_ERRNOS or exc.errno == errno.ENOTDIR:
-                        raise _refuse(here, _describe(fd, part)) from None
+                        raise _refuse(root.joinpath(*parts[: i + 1]), _describe(fd, part)) from None
                     raise
                 st = os.fstat(nfd)
                 if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) != DIR_MODE:
                     os.fchmod(nfd, DIR_MODE)
             except OSError as exc:
                 if exc.errno in _LINK_ERRNOS or exc.errno == errno.ENOTDIR:
-                    raise _refuse(here, _describe(fd, part)) from None
+                    # the path so far, for the message only (built here: opening a folder is the hot path)
+                    raise _refuse(root.joinpath(*parts[: i + 1]), _describe(fd, part)) from None
                 raise
             os.close(fd)
             fd = nfd

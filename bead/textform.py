@@ -25,6 +25,7 @@ Every function here is one pass over its input, character by character.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ _IGNORABLE = (
 )
 _HIDDEN_CATEGORIES = frozenset({"Cf", "Cs", "Co", "Zl", "Zp"})
 _KEPT_CONTROLS = frozenset("\t\n\r")
+_ASCII_UNSEEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # the ASCII characters ``fold`` drops: one C scan
 _MARKS = frozenset({"Mn", "Me"})
 # Characters that stand for a vertical bar (a shell's pipe) rather than the letter the confusables table
 # gives them ("l"): a rule that looks for "| sh" must see them as "|".
@@ -59,10 +61,15 @@ _BARS = frozenset("\u01c0\u05c0\u2223\u2225\u2502\u2503\u23d0\u2758\u2759\u275a\
 MAX_MARKS = 30  # combining marks in a row before normalisation (UAX #15's stream-safe limit): bounded work
 
 
+_IGNORABLE_STARTS = tuple(lo for lo, _ in _IGNORABLE)  # the ranges are sorted and apart: one bisection
+
+
 def _ignorable(code: int) -> bool:
-    return any(lo <= code <= hi for lo, hi in _IGNORABLE)
+    i = bisect.bisect_right(_IGNORABLE_STARTS, code) - 1
+    return i >= 0 and code <= _IGNORABLE[i][1]
 
 
+@lru_cache(maxsize=65536)
 def _unseen(ch: str) -> bool:
     code = ord(ch)
     if code < 0x20 or 0x7F <= code < 0xA0:
@@ -84,11 +91,11 @@ def invisible(text: str) -> list[str]:
     seen: dict[str, None] = {}
     prev = ""
     for ch in str(text):
-        if ord(ch) >= 0x7F or (ord(ch) < 0x20 and ch not in _KEPT_CONTROLS):
-            if not emoji_selector(prev, ch) and _unseen(ch):
-                seen.setdefault(f"U+{ord(ch):04X}", None)
+        if ch >= "\x7f" or (ch < " " and ch not in _KEPT_CONTROLS):
+            if (ch not in "\ufe0e\ufe0f" or not emoji_selector(prev, ch)) and _unseen(ch):
+                seen[ch] = None
         prev = ch
-    return list(seen)
+    return [f"U+{ord(ch):04X}" for ch in seen]
 
 
 def _disguised(ch: str) -> bool:
@@ -272,7 +279,7 @@ def fold(text: str) -> str:
     (``_non_starters``) are cut to MAX_MARKS before Unicode's normalisation, whose reordering of a run is
     quadratic."""
     text = str(text)
-    if text.isascii() and not any(ch < " " and ch not in _KEPT_CONTROLS or ch == "\x7f" for ch in text):
+    if text.isascii() and not _ASCII_UNSEEN.search(text):
         return text
     seen = stream_safe("".join(ch for ch in text if " " <= ch < "\x7f" or not _unseen(ch)))
     base = "".join(c for c in unicodedata.normalize("NFKD", seen) if unicodedata.category(c) not in _MARKS)

@@ -4,6 +4,11 @@ One run of the full input under ``limit`` CPU seconds passes at once (the usual 
 run at a quarter of its size and at full size, best of two each: linear work grows about 4 times, a quadratic
 scan 16 times, so more than 8 fails. CPU time of this process: other test processes on the same cores do not
 count, and a ratio measured in one test does not depend on how fast the machine is.
+
+Sizes have no meaning of their own unless a test says so (a product limit): a check runs a few hundred KB, where
+the quadratic scans found so far took seconds to minutes (4-60 s on 50 KB, 40 s on 200 KB), with a ``limit`` in
+proportion to its size (a quarter of a second for a quarter megabyte: the same CPU per character as a second for a
+megabyte), so a quadratic slip as cheap as a copy of the text per match still fails it.
 """
 
 from __future__ import annotations

@@ -193,14 +193,15 @@ class TestDeterministic:
         times = [clock() for _ in range(5)]
         assert times == sorted(times) and len(set(times)) == 5
 
-    def test_a_suite_gives_the_same_figures_twice(self, scaled_dev):
-        """A second run of the scaled suite (the guard below runs the first) and two injection runs agree."""
+    def test_a_suite_gives_the_same_figures_twice(self, scaled_dev, injection_dev):
+        """A second run of the scaled suite (the guard below runs the first) and a second injection run (the
+        module's first is ``injection_dev``) agree."""
         s = suite.load(SUITE)
         strip = lambda r: [{k: v for k, v in d.items() if not k.endswith("ms")} for d in r["details"]]  # noqa: E731
         again = scaled.run(s, 300, split="dev")
         assert strip(again) == strip(scaled_dev)
         assert again["splits"]["dev"]["delivered"] == scaled_dev["splits"]["dev"]["delivered"]
-        c, d = injection.run(s, split="dev"), injection.run(s, split="dev")
+        c, d = injection_dev, injection.run(s, split="dev")
         assert [x["pinned"] for x in c["details"]] == [x["pinned"] for x in d["details"]]
 
 
@@ -215,6 +216,12 @@ def scaled_both() -> list[dict]:
 @pytest.fixture(scope="module")
 def scaled_dev(scaled_both) -> dict:
     return scaled_both[0]
+
+
+@pytest.fixture(scope="module")
+def injection_dev() -> dict:
+    """The injection suite's dev split with the default settings: one run for this module."""
+    return injection.run(suite.load(SUITE), split="dev")
 
 
 def test_scaled_injection_guard_on_dev(scaled_both):
@@ -250,10 +257,10 @@ def test_later_turns_reach_what_they_need_through_pointers(scaled_dev):
         assert not set(row["later_pointed"]) & (set(row["later_pinned"]) | set(row["later_cue"]))
 
 
-def test_pointers_off_is_the_old_cue_block():
+def test_pointers_off_is_the_old_cue_block(injection_dev):
     s = suite.load(SUITE)
     off = injection.run(s, split="dev", config_text="recall:\n  pointers: 0\n")
-    on = injection.run(s, split="dev")
+    on = injection_dev
     assert (
         off["splits"]["dev"]["pointers_per_turn"] == 0 and off["splits"]["dev"]["reachable"] == off["splits"]["dev"]["delivered"]
     )

@@ -7,6 +7,8 @@ the tests read is what the upstream received.
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from conftest import ProxyClient, make_proxy_app
@@ -35,10 +37,27 @@ INFERRED = [
 ]
 
 
-def seeded(home, facts=INFERRED, trust="agent_observed") -> None:
+def seed(home) -> None:
     with Memory(Home(home).ensure(), parse("")) as mem:
-        for key, body in facts:
-            mem.write(key, body, "project", trust=trust)
+        for key, body in INFERRED:
+            mem.write(key, body, "project", trust="agent_observed")
+
+
+@pytest.fixture(scope="module")
+def inferred_home(tmp_path_factory) -> Path:
+    """A home ``seed`` wrote, once for the module; each test takes a copy of its own (``seeded``)."""
+    home = tmp_path_factory.mktemp("inferred") / "home"
+    seed(home)
+    return home
+
+
+@pytest.fixture
+def seeded(inferred_home, bead_home) -> Path:
+    """The test's home holding INFERRED as the agent's observations: the module's seeded home copied, files, index
+    and audit log, with their modification times (what the index compares), so nothing tells it from one seeded in
+    place."""
+    shutil.copytree(inferred_home, bead_home, symlinks=True, dirs_exist_ok=True)
+    return bead_home
 
 
 def app(home, upstream_url, config_text=NO_BODIES, openai_url=None) -> ProxyClient:
@@ -105,8 +124,7 @@ def keys_of(lines: list[str]) -> list[str]:
 
 
 @pytest.fixture
-def proxy(bead_home, upstream):
-    seeded(bead_home)
+def proxy(bead_home, upstream, seeded):
     started = []
 
     def start(config_text=NO_BODIES, openai_url=None):
@@ -312,8 +330,7 @@ class TestOncePerConversation:
         keys2 = keys_of(pointer_block(text_of(sent2["messages"][-1])))
         assert keys2 and not set(keys2) & set(keys1)
 
-    def test_never_a_key_whose_body_the_conversation_was_shown(self, bead_home, upstream):
-        seeded(bead_home)
+    def test_never_a_key_whose_body_the_conversation_was_shown(self, bead_home, upstream, seeded):
         with Memory(Home(bead_home), parse("")) as mem:
             # The person's word about the project: in the pinned block of every conversation.
             mem.write(
@@ -328,8 +345,7 @@ class TestOncePerConversation:
         keys = keys_of(pointer_block(text_of(sent["messages"][-1])))
         assert keys and "project/proj-x/celery-queues" not in keys
 
-    def test_a_body_injected_by_the_cue_block_is_never_pointed_to_later(self, bead_home, upstream):
-        seeded(bead_home)
+    def test_a_body_injected_by_the_cue_block_is_never_pointed_to_later(self, bead_home, upstream, seeded):
         # The first turn's gate lets the flower fact's body through (and points to nothing); the same
         # conversation's next turn, under a gate that passes no body, may point to anything else.
         first_proxy = app(bead_home, upstream.url, "recall:\n  evidence_threshold: 0.3\n  max_facts: 1\n  pointers: 0\n")
@@ -668,8 +684,7 @@ class TestChoosing:
         t = render.title(row, 20)
         assert t.endswith("…") and len(t) <= 20
 
-    def test_what_is_recorded_is_what_the_block_names(self, bead_home, upstream):
-        seeded(bead_home)
+    def test_what_is_recorded_is_what_the_block_names(self, bead_home, upstream, seeded):
         p = app(bead_home, upstream.url, NO_BODIES + "  pointers: 5\n  pointer_budget_tokens: 50\n")
         try:
             later(p, upstream, "the celery queue workers seem stuck, check beat", "rec")
@@ -702,8 +717,7 @@ class TestTitleSafety:
 
 
 class TestForgetTitles:
-    def test_forgetting_a_version_leaves_no_pointer_to_it(self, bead_home, upstream, bead):
-        seeded(bead_home)
+    def test_forgetting_a_version_leaves_no_pointer_to_it(self, bead_home, upstream, seeded, bead):
         with Memory(Home(bead_home), parse("")) as mem:
             mem.write(
                 "project/proj-x/celery-zebra",

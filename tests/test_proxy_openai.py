@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import urllib.parse
+from pathlib import Path
 
 import pytest
 from conftest import all_bytes_under, eventually, hang_up_once, lazy_import
@@ -38,6 +39,22 @@ def seed(home):
             m.write(f"global/other-{i}", f"Unrelated fact number {i} about logging and metrics.", "reference")
 
 
+@pytest.fixture(scope="module")
+def seeded_home(tmp_path_factory) -> Path:
+    """A home ``seed`` wrote, once for the module; each test takes a copy of its own (``seeded``)."""
+    home = tmp_path_factory.mktemp("seeded") / "home"
+    seed(home)
+    return home
+
+
+@pytest.fixture
+def seeded(seeded_home, bead_home) -> Path:
+    """The test's home as ``seed`` leaves it: the module's seeded home copied, files, index and audit log, with
+    their modification times (what the index compares), so nothing tells it from one seeded in place."""
+    shutil.copytree(seeded_home, bead_home, symlinks=True, dirs_exist_ok=True)
+    return bead_home
+
+
 def raw_turns(home, session):
     with Memory(Home(home), Config(owner="t")) as m:
         p = m.raw.find(session)
@@ -45,9 +62,8 @@ def raw_turns(home, session):
 
 
 @pytest.fixture
-def served(served_proxy, openai_upstream, bead_home):
+def served(served_proxy, openai_upstream, seeded):
     """bead served on a loopback port, its /openai paths going to the fake OpenAI upstream."""
-    seed(bead_home)
     return served_proxy(openai_upstream_url=openai_upstream.url)
 
 
@@ -335,8 +351,7 @@ def body_for(path: str, text: str, stream: bool = False, **extra) -> bytes:
 
 
 @pytest.fixture
-def app(proxy_client, openai_upstream, bead_home):
-    seed(bead_home)
+def app(proxy_client, openai_upstream, seeded):
     return proxy_client(openai_upstream_url=openai_upstream.url)
 
 
@@ -753,8 +768,7 @@ class TestHardening:
         assert app.health()["error_kinds"] == {}
         assert raw_turns(bead_home, "half")[0].text.endswith("cut \ufffd here")
 
-    def test_the_trace_never_holds_the_key(self, proxy_client, openai_upstream, bead_home, tmp_path):
-        seed(bead_home)
+    def test_the_trace_never_holds_the_key(self, proxy_client, openai_upstream, seeded, bead_home, tmp_path):
         trace = tmp_path / "trace.jsonl"
         app = proxy_client(openai_upstream_url=openai_upstream.url, trace=trace)
         for path in PATHS:

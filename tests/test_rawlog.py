@@ -149,7 +149,7 @@ class TestLinearTime:
 
         pattern = token_pattern({"qx7741"})
         assert _redact_tokens("job QX-7741 ok, qx7741 é QX 7741x", pattern) == f"job {FORGOTTEN} ok, {FORGOTTEN} é QX 7741x"
-        assert_linear(lambda t: _redact_tokens(t, pattern), lambda n: "job qx7741 ok " * (n // 14), 400_000)
+        assert_linear(lambda t: _redact_tokens(t, pattern), lambda n: "job qx7741 ok " * (n // 14), 100_000, limit=0.25)
 
     def test_finding_the_last_turn_number_behind_a_long_turn(self, tmp_path):
         """A session's next turn number is read backwards from the file's end, a chunk at a time: each chunk is

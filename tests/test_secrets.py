@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 
 import pytest
 
@@ -875,11 +874,11 @@ def test_a_longer_key_leaves_no_tail():
 
 
 def test_scan_is_linear_on_hostile_text():
-    """Near-misses repeated a megabyte long scan in about the time of plain text (RE2: no backtracking)."""
-    hostile = ("password=" + "a" * 30 + " aws secret " + "A" * 39 + " twilio token ") * 12000
-    t0 = time.perf_counter()
-    scan(hostile)
-    assert time.perf_counter() - t0 < 5.0
+    """Near-misses repeated a quarter megabyte long scan in linear time (RE2: no backtracking; tests/linear.py)."""
+    from linear import assert_linear
+
+    unit = "password=" + "a" * 30 + " aws secret " + "A" * 39 + " twilio token "
+    assert_linear(scan, lambda n: unit * (n // len(unit)), 256 * 1024, limit=0.25)
 
 
 @pytest.mark.parametrize(
@@ -1038,7 +1037,7 @@ def test_the_normal_form_costs_little_and_grows_linearly():
     def make(n: int) -> str:
         return "".join(rng.choices(FULL_WIDTH, k=n)) + "\u200b"
 
-    assert_linear(redact, make, 2_000_000, what="redact over full-width letters")
+    assert_linear(redact, make, 500_000, limit=0.25, what="redact over full-width letters")
 
 
 KEY = "ghp_aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY3zA5"
@@ -1173,23 +1172,23 @@ def test_a_character_beyond_the_bmp_written_as_a_surrogate_pair_is_read():
 
 
 def test_escapes_alone_are_no_secret_and_cost_linear_time():
-    """Percent-encoded paths, entities and \\u escapes around ordinary words find nothing; a megabyte of them (and of
-    escapes that write no character) is read in linear time."""
+    """Percent-encoded paths, entities and \\u escapes around ordinary words find nothing; half a megabyte of them (and
+    of escapes that write no character) is read in linear time."""
     from linear import assert_linear
 
     text = "GET /search?q=caf%C3%A9%20menu&amp;page=2 &#8212; say \\u0022hi\\u0022, 100% done &lt;b&gt;"
     assert redact(text) == (text, [])
-    assert_linear(redact, lambda n: "%3D%41&#61;\\u0041\\x00&#x1F;password" * (n // 38), 2_000_000, what="escapes")
+    assert_linear(redact, lambda n: "%3D%41&#61;\\u0041\\x00&#x1F;password" * (n // 38), 500_000, limit=0.25, what="escapes")
 
 
 def test_escaped_quotes_alone_are_no_secret_and_cost_linear_time():
-    """Escaped quotes around ordinary words find nothing; a megabyte of backslashes and quotes is read in linear
+    """Escaped quotes around ordinary words find nothing; half a megabyte of backslashes and quotes is read in linear
     time."""
     from linear import assert_linear
 
     text = '{"msg": "say \\"hello world\\" to me", "path": "C:\\\\", "token_type": \\"bearer\\"}'
     assert redact(text) == (text, [])
-    assert_linear(redact, lambda n: ("\\" * 97 + '"password\\": \\"') * (n // 110), 2_000_000, what="escaped quotes")
+    assert_linear(redact, lambda n: ("\\" * 97 + '"password\\": \\"') * (n // 110), 500_000, limit=0.25, what="escaped quotes")
 
 
 def test_a_key_split_by_a_lone_surrogate_is_refused_by_the_write_path_too():
@@ -1270,7 +1269,7 @@ def test_base64_that_decodes_to_no_secret_or_to_bytes_stays_and_costs_linear_tim
     blob = base64.b64encode(bytes(range(256)) * 3).decode()
     for text in (f"note: {harmless}", f"integrity sha512-{blob}", "the implementation internationalize"):
         assert redact(text) == (text, [])
-    assert_linear(redact, lambda n: (harmless + " ") * (n // 41), 1_000_000, what="base64 runs")
+    assert_linear(redact, lambda n: (harmless + " ") * (n // 41), 250_000, limit=0.25, what="base64 runs")
 
 
 def test_base64_unpadded_wrapped_or_nested_is_read_too():
