@@ -66,10 +66,14 @@ def test_two_workers_keep_a_conversation_in_order_add_up_health_replace_a_dead_w
 
     with mem_of(bead_home) as m:
         m.write("project/shop/db", "The shop's database is Postgres 16 on db.internal", "project")
+    # What is checked here is the workers' order and counts, not the deadline: a cold worker on a busy machine may
+    # take more than the default 500 ms to prepare its first request, and fail open without the fact.
+    (bead_home / "config.yaml").write_text("owner: tester\nproxy:\n  recall_deadline_ms: 10000\n")
     trace = bead_home / "trace.jsonl"
     url = start_proxy("--workers", "2", "--trace", str(trace))
-    first = health(url, bead_home)
-    assert first["workers"] == 2 and len(first["worker_pids"]) == 2
+    # The supervisor answers once one worker serves; the second may still be starting.
+    assert eventually(lambda: len(health(url, bead_home)["worker_pids"]) == 2)
+    assert health(url, bead_home)["workers"] == 2
 
     # A conversation served by both workers.
     msgs = [{"role": "user", "content": "which postgres database host does the shop use?"}]
