@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import urllib.request
 
+import pytest
 from conftest import eventually, lazy_import
 
 from bead.config import Config
@@ -45,6 +46,29 @@ class TestSDK:
         norm = lambda rec: sorted((k.lower(), v) for k, v in rec.headers if k.lower() not in skip)  # noqa: E731
         assert norm(proxied) == norm(upstream.requests[-1])
         assert any(k.lower() in ("authorization", "x-api-key") for k, _ in proxied.headers)
+
+    def test_a_stale_token_is_refused_locally(self, served_proxy, upstream, bead_home):
+        """`/<a token that is not the home's>/v1/messages` is not forwarded with the token in its path: the
+        Anthropic SDK sees a 403 in Anthropic's shape that names the cause, and the upstream sees nothing; the home's
+        own token still goes through."""
+        from bead.paths import Home
+        from bead.token import load_token
+
+        token = load_token(Home(bead_home))
+        served = served_proxy()
+        stale = anthropic.Anthropic(base_url=f"{served.url}/{'S' * len(token)}", api_key="sk-test", max_retries=0)
+        with pytest.raises(anthropic.PermissionDeniedError) as e:
+            stale.messages.create(model="claude-test", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+        assert "not this home's token" in e.value.message
+        # Shorter or longer guesses, and the home's own token percent-encoded, are refused too: never sent upstream.
+        for guess in ("S" * (len(token) - 1), "S" * 40, token.replace(token[0], f"%{ord(token[0]):02X}", 1)):
+            sdk = anthropic.Anthropic(base_url=f"{served.url}/{guess}", api_key="sk-test", max_retries=0)
+            with pytest.raises(anthropic.PermissionDeniedError):
+                sdk.messages.create(model="claude-test", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+        assert upstream.requests == []
+        mine = anthropic.Anthropic(base_url=f"{served.url}/{token}", api_key="sk-test", max_retries=0)
+        mine.messages.create(model="claude-test", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+        assert [r.path for r in upstream.requests] == ["/v1/messages"]
 
     def test_streaming(self, served_proxy, upstream, bead_home):
         url = served_proxy().url
