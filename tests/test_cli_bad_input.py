@@ -73,6 +73,20 @@ def test_a_damaged_index_is_said_and_reindex_builds_it_again(bead, bead_home):
     assert "helix" in bead("search", "helix").out
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_ca_bundle_that_is_not_there_is_named_before_the_proxy_serves(bead_process, workers):
+    """SSL_CERT_FILE naming no file: the proxy says so and what to do, and exits, whether it serves alone (a
+    traceback from its server's start before) or forks workers (each crashed in turn before)."""
+    from fakes import free_port
+
+    r = bead_process(
+        "proxy", "--listen", f"127.0.0.1:{free_port()}", "--workers", workers, env={"SSL_CERT_FILE": "/nonexistent/ca.pem"}
+    )
+    assert r.code == 1, r.err
+    assert "SSL_CERT_FILE=/nonexistent/ca.pem" in r.err and "hint: point SSL_CERT_FILE" in r.err, r.err
+    assert "Traceback" not in r.err
+
+
 @pytest.mark.parametrize("cmd", [("dashboard", "--listen", "127.0.0.1:99999"), ("mcp", "--http", "--listen", "127.0.0.1:70000")])
 def test_a_port_out_of_range_is_refused_plainly(bead, cmd):
     r = bead(*cmd)

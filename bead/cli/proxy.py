@@ -33,7 +33,7 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
 
     from ..core.memory import Memory
     from ..log import setup_logging
-    from ..proxy.app import before_fork, create_app
+    from ..proxy.app import create_app, prepare
     from ..proxy.engine import Engine
     from ..proxy.serve import parse_listen, serve_workers
     from ..proxy.workers import Board, default_workers, fewer_malloc_arenas
@@ -49,8 +49,7 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
     mem.index  # noqa: B018 - built here if missing, once, not by each worker
     mem.close()
     board = Board(n) if n > 1 else None
-    if n > 1:
-        before_fork()
+    prepare()
     if n > 1 and config.recall.semantic:
         from ..index import semantic
 

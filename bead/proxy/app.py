@@ -23,6 +23,7 @@ import functools
 import hmac
 import json
 import logging
+import os
 import re
 import socket
 import sys
@@ -38,6 +39,7 @@ from werkzeug.datastructures import Headers
 
 from .. import __version__
 from ..capture.secrets import ruleset
+from ..errors import BeadError
 from ..ports import CHALLENGE, bound_address, health_proof
 from ..token import load_token
 from ..version import build_id
@@ -117,14 +119,23 @@ def _scope_headers() -> list[tuple[str, str]]:
 def tls_context() -> Any:
     """httpx's default TLS settings (certifi's roots), built once per process: loading the roots
     costs ~20 ms of CPU, and an app started again in the same process (the tests) needs no new one."""
-    return httpx.create_ssl_context()
+    try:
+        return httpx.create_ssl_context()
+    except OSError as exc:  # ssl.SSLError too: SSL_CERT_FILE or SSL_CERT_DIR naming nothing, or no certificates
+        named = ", ".join(f"{k}={os.environ[k]}" for k in ("SSL_CERT_FILE", "SSL_CERT_DIR") if os.environ.get(k))
+        raise BeadError(
+            f"the proxy cannot load the certificates it checks the upstream's against ({named or 'certifi'}): "
+            f"{exc.strerror or exc}",
+            "point SSL_CERT_FILE or SSL_CERT_DIR at a readable CA bundle, or unset them to use certifi's",
+        ) from None
 
 
-def before_fork() -> None:
-    """What each of several workers would otherwise do for itself once forked, done once by their supervisor
-    and shared after the fork: the build id (a read of the package's files), the TLS roots (~20 ms of CPU),
-    the secret scan's rules (~30 ms; the warm-up builds them otherwise) and the upstream client's modules,
-    which httpx imports on its first use (~40 ms). Nothing here starts a thread or opens a connection."""
+def prepare() -> None:
+    """What the serving process needs, done before it serves: with several workers, once by their supervisor and
+    shared after the fork instead of by each worker for itself. The build id (a read of the package's files),
+    the TLS roots (~20 ms of CPU; a bad SSL_CERT_FILE is said here, not as a worker's crash), the secret scan's
+    rules (~30 ms; the warm-up builds them otherwise) and the upstream client's modules, which httpx imports on
+    its first use (~40 ms). Nothing here starts a thread or opens a connection."""
     build_id()
     tls_context()
     ruleset()
