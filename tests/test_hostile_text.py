@@ -706,3 +706,47 @@ class TestThirdReview:
 
         assert screen("the person loves vim \u2764\ufe0f") is None and screen("use 1\ufe0f\u20e3 tab") is None
         assert screen("hid\ufe0fden").kind == "hidden" and screen("\u2764\ufe0f\ufe0f").kind == "hidden"
+
+
+class TestLinearBeyondCapture:
+    """The patterns a model's proposal, a forgotten value, a review card, the prefilter's line joining and recall's
+    escaping run on take linear time too (an audit of every Python `re` and RE2 pattern reachable from captured
+    text found none that does not, 2026-12-04; tests/test_proxy_trust.py::TestLinearTime covers the capture's
+    own steps). The input holds a 48 KB run of each unit that might make one of them backtrack: a pattern that
+    rescans a run is quadratic in it (one that reads a run of backslashes again from each of them: 1.3 s on 48 KB), against a limit of a quarter second
+    per quarter megabyte."""
+
+    UNITS = (
+        "won't ", "1,000,", "1.", "\\u00", "\\", "<b ", "](x ", "\x1b[", "\x1b]", "project/a-", "--a ", "a://",
+        "<\u27e8", "a. ", "|" + " " * 64 + "\n", "| a | b |\n",
+    )  # fmt: skip
+
+    @staticmethod
+    def steps() -> dict:
+        from bead.capture.instructions import _joined
+        from bead.core import forget
+        from bead.core.review import _FACT_ID, lesson_title
+        from bead.dream import decide
+        from bead.recall import render
+
+        return {
+            "a proposal's tokens": decide._tokens,
+            "a proposal's anchors": decide._anchors,
+            "forget's markup": forget._markup_free.__wrapped__,  # not its cache: each run reads the text
+            "forget's escapes": forget._unescaped,
+            "forget's token forms": lambda s: forget._token_forms([s]),
+            "a review card's fact ids": _FACT_ID.findall,
+            "a lesson's title": lesson_title,
+            "the prefilter's joined lines": _joined,
+            "recall's escaping": render.escape,
+        }
+
+    def test_each_step_is_linear(self):
+        from linear import assert_linear
+
+        def make(n: int) -> str:
+            run = n // len(self.UNITS)
+            return "".join(u * (run // len(u)) for u in self.UNITS)
+
+        for what, step in self.steps().items():
+            assert_linear(step, make, 48_000 * len(self.UNITS), limit=0.75, what=what)
