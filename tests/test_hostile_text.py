@@ -713,8 +713,8 @@ class TestLinearBeyondCapture:
     escaping run on take linear time too (an audit of every Python `re` and RE2 pattern reachable from captured
     text found none that does not, 2026-12-04; tests/test_proxy_trust.py::TestLinearTime covers the capture's
     own steps). The input holds a 48 KB run of each unit that might make one of them backtrack: a pattern that
-    rescans a run is quadratic in it (one that reads a run of backslashes again from each of them: 1.3 s on 48 KB), against a limit of a quarter second
-    per quarter megabyte."""
+    rescans a run is quadratic in it (one that reads a run of backslashes again from each of them: 1.3 s on
+    48 KB), against a limit of a quarter second per quarter megabyte."""
 
     UNITS = (
         "won't ", "1,000,", "1.", "\\u00", "\\", "<b ", "](x ", "\x1b[", "\x1b]", "project/a-", "--a ", "a://",
