@@ -14,6 +14,7 @@ import asyncio
 import gc
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -81,6 +82,13 @@ def eventually(cond, timeout: float = 30.0, step: float = 0.02) -> bool:
             return True
         time.sleep(step)
     return bool(cond())
+
+
+def copy_home(seeded: Path, home: Path) -> Path:
+    """``home`` as a copy of ``seeded`` (a home a module wrote once): files, index and audit log, with their
+    modification times (what the index compares), so nothing tells it from one written in place."""
+    shutil.copytree(seeded, home, symlinks=True, dirs_exist_ok=True)
+    return home
 
 
 def all_bytes_under(root: Path) -> dict[Path, bytes]:

@@ -7,11 +7,10 @@ the tests read is what the upstream received.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ProxyClient, make_proxy_app
+from conftest import ProxyClient, copy_home, make_proxy_app
 
 from bead.config import parse
 from bead.core import query as reads
@@ -53,11 +52,8 @@ def inferred_home(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def seeded(inferred_home, bead_home) -> Path:
-    """The test's home holding INFERRED as the agent's observations: the module's seeded home copied, files, index
-    and audit log, with their modification times (what the index compares), so nothing tells it from one seeded in
-    place."""
-    shutil.copytree(inferred_home, bead_home, symlinks=True, dirs_exist_ok=True)
-    return bead_home
+    """The test's home holding INFERRED as the agent's observations: a copy of the module's seeded home."""
+    return copy_home(inferred_home, bead_home)
 
 
 def app(home, upstream_url, config_text=NO_BODIES, openai_url=None) -> ProxyClient:

@@ -16,7 +16,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from conftest import all_bytes_under, eventually, hang_up_once, lazy_import
+from conftest import all_bytes_under, copy_home, eventually, hang_up_once, lazy_import
 from fakes import Reply, chat_events, openai_sse
 
 from bead.config import Config
@@ -49,10 +49,8 @@ def seeded_home(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def seeded(seeded_home, bead_home) -> Path:
-    """The test's home as ``seed`` leaves it: the module's seeded home copied, files, index and audit log, with
-    their modification times (what the index compares), so nothing tells it from one seeded in place."""
-    shutil.copytree(seeded_home, bead_home, symlinks=True, dirs_exist_ok=True)
-    return bead_home
+    """The test's home as ``seed`` leaves it: a copy of the module's seeded home."""
+    return copy_home(seeded_home, bead_home)
 
 
 def raw_turns(home, session):
