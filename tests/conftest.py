@@ -586,6 +586,23 @@ def http_answers(url: str) -> bool:
         return False
 
 
+def launch_indexer(home: Path, log_path: Path) -> subprocess.Popen:
+    """Start `bead indexer` as a real process for ``home``, its output to ``log_path``; wait until it watches.
+    The caller stops it (``terminate`` and ``wait``)."""
+    with open(log_path, "wb") as log:  # the process has its own descriptor of the file
+        p = subprocess.Popen(
+            [sys.executable, "-m", "bead", "indexer"],
+            env={**os.environ, "BEAD_HOME": str(home)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    if not eventually(lambda: b"watching" in log_path.read_bytes(), 20):
+        p.terminate()
+        p.wait(10)
+        raise RuntimeError(f"the indexer did not start watching:\n{log_path.read_text(errors='replace')}")
+    return p
+
+
 def launch_proxy(home: Path, upstream_url: str, log_path: Path, *extra: str, env: dict | None = None):
     """Start `bead proxy` as a real process on a free loopback port; wait for its health check."""
     from fakes import free_port

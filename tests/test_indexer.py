@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
-from conftest import eventually
+from conftest import eventually, launch_indexer
 
 from bead.config import Config
 from bead.core.memory import Memory
@@ -30,16 +28,8 @@ def indexer(bead_home, tmp_path):
     procs = []
 
     def start():
-        log = open(tmp_path / f"indexer-{len(procs)}.log", "wb")
-        p = subprocess.Popen(
-            [sys.executable, "-m", "bead", "indexer"],
-            env={**os.environ, "BEAD_HOME": str(bead_home)},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        procs.append(p)
-        assert eventually(lambda: b"watching" in (tmp_path / f"indexer-{len(procs) - 1}.log").read_bytes(), 20)
-        return p
+        procs.append(launch_indexer(bead_home, tmp_path / f"indexer-{len(procs)}.log"))
+        return procs[-1]
 
     yield start
     for p in procs:
@@ -61,21 +51,13 @@ def watched(tmp_path_factory):
     root = tmp_path_factory.mktemp("watched")
     home = Home(root / "home").ensure().root
     log_path = root / "indexer.log"
-    log = open(log_path, "wb")  # noqa: SIM115 - closed below
-    p = subprocess.Popen(
-        [sys.executable, "-m", "bead", "indexer"],
-        env={**os.environ, "BEAD_HOME": str(home)},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    p = launch_indexer(home, log_path)
     try:
-        assert eventually(lambda: b"watching" in log_path.read_bytes(), 20)
         yield home, log_path
         assert p.poll() is None, log_path.read_text()  # it ran through every test
     finally:
         p.terminate()
         p.wait(10)
-        log.close()
 
 
 @pytest.fixture

@@ -4,14 +4,13 @@ the derived index and removed with the turn (issue #25). The real model runs her
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import all_bytes_under, eventually
+from conftest import all_bytes_under, eventually, launch_indexer
 
 from bead.config import Config
 from bead.core import forget
@@ -217,13 +216,7 @@ def test_the_indexer_computes_vectors_in_the_background(bead_home, tmp_path):
     """The indexer service gives each new turn its vector (never the request path)."""
     mem = Memory(Home(bead_home).ensure(), Config(owner="t"))
     turns(mem, [BUS, COFFEE])
-    log = open(tmp_path / "indexer.log", "wb")
-    p = subprocess.Popen(
-        [sys.executable, "-m", "bead", "indexer"],
-        env={**os.environ, "BEAD_HOME": str(bead_home)},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    p = launch_indexer(bead_home, tmp_path / "indexer.log")
     try:
         assert eventually(lambda: mem.index.vector_count() == 2, 60), (tmp_path / "indexer.log").read_text()
         turns(mem, FILLER, session="sess-b")
