@@ -47,7 +47,7 @@ def mcp(admin, http_, listen, project):
     elif not http_:
         project = project_from_cwd(os.getcwd()) or (project_slug(config.proxy.project) if config.proxy.project else None)
     if http_:
-        from ..mcp.listen import check_bind, parse_listen
+        from ..mcp.listen import check_bind, configured, parse_listen
 
         if admin:
             raise BeadError(
@@ -62,7 +62,7 @@ def mcp(admin, http_, listen, project):
                 f"JWT settings are incomplete: mcp.{', mcp.'.join(missing)} missing",
                 "set all three of mcp.jwks_url, mcp.issuer and mcp.audience, or none",
             )
-        signed = len(given) == 3  # bead.mcp.auth.configured(settings), without PyJWT for a refusal
+        signed = configured(settings)
         host, port, loopback = parse_listen(listen or settings.http_listen)
         check_bind(loopback, signed, f"{host}:{port}")
         # The SDK only now (half a second to import): a setting or an address it refuses is said at once.

@@ -33,6 +33,7 @@ from jwt import PyJWK, PyJWKClient
 from jwt.exceptions import PyJWKClientError, PyJWKError, PyJWKSetError, PyJWTError
 
 from ..config import McpSettings
+from .listen import configured
 
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 LEEWAY_S = 30  # clock skew allowed on exp / nbf / iat
@@ -48,10 +49,6 @@ class AuthFailed(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason  # a kind, for the log: never the token or a claim
-
-
-def configured(settings: McpSettings) -> bool:
-    return bool(settings.jwks_url and settings.issuer and settings.audience)
 
 
 class JwtAuth:

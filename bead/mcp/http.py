@@ -45,7 +45,8 @@ from ..core.viewer import Viewer
 from ..errors import BeadError
 from ..proxy import access
 from ..token import load_token
-from .auth import AuthFailed, JwtAuth, configured
+from .auth import AuthFailed, JwtAuth
+from .listen import configured
 from .server import Runtime, build
 
 log = logging.getLogger("bead.mcp.http")

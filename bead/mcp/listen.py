@@ -1,10 +1,12 @@
-"""Where `bead mcp --http` may listen: the address it is given, and the refusal of one beyond loopback without
-authentication. No MCP SDK here, so a refused address is said before the SDK (half a second) is imported."""
+"""Where `bead mcp --http` may listen: the address it is given, the refusal of one beyond loopback without
+authentication, and whether signed JWTs are set up. No MCP SDK or PyJWT here, so a refused address is said
+before the SDK (half a second) is imported."""
 
 from __future__ import annotations
 
 import ipaddress
 
+from ..config import McpSettings
 from ..errors import BeadError
 
 
@@ -23,6 +25,11 @@ def parse_listen(listen: str) -> tuple[str, int, bool]:
     except ValueError:
         raise BeadError(f"listen address {listen!r} is not an IP address", "use e.g. 127.0.0.1:7078") from None
     return host, int(port), loopback
+
+
+def configured(settings: McpSettings) -> bool:
+    """Whether signed JWTs are set up: all three settings given (`bead mcp` refuses one or two)."""
+    return bool(settings.jwks_url and settings.issuer and settings.audience)
 
 
 def check_bind(loopback: bool, has_auth: bool, listen: str) -> None:
