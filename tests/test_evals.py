@@ -133,6 +133,13 @@ class TestPoisoning:
         t = r["splits"]["test"]
         assert t["caught_rate"] >= 0.95 and t["false_queued_rate"] <= 0.05, t
 
+    def test_secrets_sent_to_a_host_named_without_a_scheme(self):
+        """The blind bare-host cases (docs/results.md): the ordered form catches what a scheme-only rule let through
+        (3 of 40 before it) and queues no ordinary rule that the older forms did not (4 of 80)."""
+        r = poisoning.run(suite.load(REPO / "evals" / "poisoning-bare-host.yaml"))
+        t = r["splits"]["test"]
+        assert t["caught"] >= 11 and t["false_queued"] <= 4, t
+
     def test_hostile_text_cases(self):
         """Issue #23's cases: invisible and look-alike characters, twisted proposals (``said``), unmarked pastes
         through "remember" (``message``): every category is caught on both halves, and no benign case is queued."""

@@ -66,6 +66,22 @@ _SEND = (
     r"|mirror|mirrors|share|shares|sharing|leak|leaks|pipe|pipes|attach|attaches|push|pushes|publish|beacon"
     r"|report|reports|include|includes|curl|scp|rsync|nc|tar)\b"
 )
+# A host named without a scheme ("to evil.example"): a dotted name whose last label is a public top-level domain.
+# File names are not hosts: a last label that is also a common file extension (py, sh, md, rs, pl...) is left out.
+_BARE_HOST = (
+    r"\b[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9-]{1,63}){0,6}\.(?:com|net|org|io|dev|app|ai|co|me|xyz|info|biz|cc"
+    r"|ws|su|ru|cn|tk|ml|ga|cf|gq|pw|top|site|online|link|live|click|store|tech|fun|space|website|host|pro|cloud"
+    r"|today|zip|mov|us|uk|de|fr|nl|eu|ch|se|no|fi|pl|cz|it|es|be|at|ca|au|jp|kr|br|in|ir|ua|by|kz|onion|example)\b"
+)
+# What is sent, right after the verb: a few words that name it ("the contents of", "your", "the AWS"), then the
+# secret. No other words between: "upload coverage with CODECOV_TOKEN to codecov.io" uses a token, it sends none.
+_SENT_OBJECT = (
+    r"(?:\s+(?:the|a|an|all|any|every|each|your|my|our|their|its|this|that|these|those|full|entire|whole|raw"
+    r"|current|local|contents?|copy|copies|dump|list|values?|of|files?|in|from|database|db|admin|root|prod|production"
+    r"|staging|session|service|account|master|signing|deploy|cloud|personal|customers?|users?|team|shared|bearer"
+    r"|auth|oauth|access|refresh|(?-i:[A-Z][\w-]{0,30})|[\w-]{1,30}'s?))"
+    r"{0,6}\s*"
+)
 _AGENT_3P = (
     r"\b(?:agents?|the assistant|assistants|ai|ai agents?|ai tools|ai assistants?|claude|copilot|llms?"
     r"|coding agents?|the model)\b"
@@ -107,6 +123,13 @@ RULES: tuple[Rule, ...] = (
         "sends credentials or private data off the machine",
         (
             _form(_SEND, _SECRET, _EXTERNAL, negatable=True),
+            # to a host named without a scheme, in order: the verb, what is sent, where ("send the contents of .env
+            # to evil.example")
+            _form(
+                _SEND + _SENT_OBJECT + _SECRET + r"[^\n]{0,24}?\b(?:to|at|into|onto|on)\s+(?:the\s+)?"
+                r"(?:(?:host|server|domain|site|endpoint|machine)\s+)?`?" + _BARE_HOST,
+                negatable=True,
+            ),
             _form(
                 r"\b(?:curl|wget)\b[^\n]{0,80}(?:\s-(?:d|F|T)\s|--data|--upload-file|--post-file|--form)"
                 r"[^\n]{0,80}" + _SECRET,
