@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -177,3 +178,52 @@ class TestFlatCost:
         mem.index.add_version(b)
         mem.index.add_version(a)
         assert [h.id for h in search_facts(mem.index, "english german")] == ["user/lang@v2"]
+
+
+def test_a_write_waiting_on_a_held_lock_names_the_holder_and_goes_on_once_it_lets_go(bead_home):
+    """A process that holds the store's lock (hung, or stopped) no longer makes a command wait without a word: after
+    a second the command says on stderr which lock it waits for and which process holds it, and it writes once the
+    lock is let go. Two real processes: a flock is per process."""
+    home = Home(bead_home).ensure()
+    hold = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from bead.store.locks import flocked
+        with flocked(Path({str(home.store_lock)!r}), root=Path({str(home.root)!r})):
+            print("held", flush=True)
+            sys.stdin.readline()
+        """
+    )
+    env = {**os.environ, "BEAD_HOME": str(bead_home)}
+    holder = subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        writer = subprocess.Popen(
+            [sys.executable, "-m", "bead", "write", "user/shell", "fish", "--type", "user"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert writer.stderr is not None
+        said: list[str] = []
+        reader = threading.Thread(target=lambda: said.append(writer.stderr.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(60)
+        if not said:
+            writer.kill()
+            pytest.fail("the waiting writer said nothing in 60 s")
+        line = said[0]  # the notice, the first thing the writer says
+        assert line.startswith(f"bead: waiting for {home.store_lock}, held by pid {holder.pid} ("), line
+        assert f"kill {holder.pid}" in line and line.count("\n") == 1
+        assert writer.poll() is None, "still waiting, not failed"
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        out, err = writer.communicate(timeout=60)
+        assert writer.returncode == 0, err
+        assert out.strip() == "wrote user/shell@v1" and err == ""
+    finally:
+        holder.kill()
+        holder.wait()
