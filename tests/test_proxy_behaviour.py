@@ -442,6 +442,68 @@ class TestConversation:
         out3 = upstream.requests[-1].body.decode()
         assert "pytest-xdist runs" not in out3, "forget removed the block from the conversation state"
 
+    def test_a_rewound_prompt_is_captured_remembered_and_given_recall_as_a_new_one(self, proxy_client, upstream, bead_home):
+        """A rewind (Claude Code's double Esc: an earlier prompt edited, the rest dropped) keeps the session: the
+        new prompts sit at indexes the old branch used. Each is still captured, "remember" still runs, and recall
+        runs for it; a fact only the dropped branch was shown is shown again, and the earlier bytes stay as sent."""
+        m = Memory(Home(bead_home).ensure(), Config(owner="t"))
+        m.write(
+            "global/flaky-checkout",
+            "The checkout discount test is flaky under parallel pytest-xdist runs; run it with -p no:xdist.",
+            "reference",
+        )
+        for i in range(6):
+            m.write(f"global/other-{i}", f"Unrelated fact number {i} about logging and metrics.", "reference")
+        m.close()
+        proxy = proxy_client()
+        hdr = {"x-bead-session": "rewind", "x-bead-project": "proj-x"}
+
+        def send(messages: list[dict]) -> dict:
+            body = {"model": "m", "max_tokens": 10, "messages": messages, "system": "Working directory: /tmp/proj-x"}
+            post(proxy, json.dumps(body).encode(), hdr)
+            return json.loads(upstream.requests[-1].body)
+
+        opening = [{"role": "user", "content": "hello, let us look at the shop"}, {"role": "assistant", "content": "Sure."}]
+        send(opening[:1])  # a conversation's first request holds its first prompt alone
+        old = opening + [{"role": "user", "content": "why does the checkout discount test fail under xdist sometimes?"}]
+        assert "flaky-checkout" in json.dumps(send(old)["messages"][2])
+        send(old + [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "thanks, all good"}])
+        # Rewound to the third message, edited.
+        new = opening + [{"role": "user", "content": "is the checkout discount test flaky with xdist?"}]
+        first = send(new)
+        assert "flaky-checkout" in json.dumps(first["messages"][2]), "the new branch was never shown it"
+        assert any("flaky with xdist" in t.text for t in raw_turns(bead_home, "rewind")), "the edited prompt is captured"
+        later = send(
+            new
+            + [
+                {"role": "assistant", "content": "Yes."},
+                {"role": "user", "content": "Remember that the staging database is on port 6543."},
+            ]
+        )
+        assert later["messages"][:3] == first["messages"][:3], "what went out before is re-added with the same bytes"
+        assert any("port 6543" in t.text for t in raw_turns(bead_home, "rewind"))
+        with mem_of(bead_home) as m:
+            hits = search_facts(m.index, "staging database port")
+        assert hits and "6543" in hits[0].text, "remember ran for a prompt at an index the old branch had used"
+
+    def test_a_harness_that_drops_messages_from_the_middle_is_no_rewind(self, proxy_client, upstream, bead_home):
+        """A harness that keeps the first prompt and a window of the newest messages shifts the later indexes: the
+        prompts now at them are ones the conversation already had, so no turn is captured a second time."""
+        proxy = proxy_client()
+        hdr = {"x-bead-session": "window", "x-bead-project": "proj-x"}
+        messages: list[dict] = []
+        for i in range(4):
+            messages += [{"role": "user", "content": f"prompt number {i} about the shop"}]
+            body = {"model": "m", "max_tokens": 10, "messages": messages, "system": "Working directory: /tmp/proj-x"}
+            post(proxy, json.dumps(body).encode(), hdr)
+            messages += [{"role": "assistant", "content": f"answer number {i}"}]
+        window = messages[:2] + messages[4:] + [{"role": "user", "content": "prompt number 4 about the shop"}]
+        body = {"model": "m", "max_tokens": 10, "messages": window, "system": "Working directory: /tmp/proj-x"}
+        post(proxy, json.dumps(body).encode(), hdr)
+        prompts = [t.text for t in raw_turns(bead_home, "window") if t.role == "user"]
+        assert "prompt number 3 about the shop" in prompts
+        assert len(prompts) == len(set(prompts)), prompts
+
     def test_remember_is_visible_to_next_request(self, proxy_client, upstream, bead_home):
         proxy = proxy_client()
         post(proxy, *req("Remember that the staging database is on port 6543.", session="rem"))

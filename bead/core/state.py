@@ -90,6 +90,36 @@ class ConversationState:
         """Keys this conversation was pointed to: never again."""
         return {k.rsplit("@v", 1)[0] for k in self.pointer_ids}
 
+    def live(self, hashes: list[str]) -> set[int]:
+        """The messages whose cue record belongs to this request's conversation: at an index it has, with the hash
+        of the message there now. A record of a message that is gone or another (a rewind, a side request that
+        shared the conversation's first messages) is of a branch the model does not see in this request."""
+        return {i for i, c in self.cues.items() if i < len(hashes) and hashes[i] == c.hash}
+
+    def seen(self, live: set[int]) -> tuple[set[str], set[str]]:
+        """The fact ids this request's model has been shown (the pinned block, a chain's earlier steps, the cue
+        records of ``live``) and the keys it was pointed to there."""
+        shown = set(self.pinned_ids) | set(self.carried_ids)
+        pointers = set(self.carried_pointers)
+        for i in live:
+            shown.update(self.cues[i].ids)
+            pointers.update(self.cues[i].pointers)
+        return shown, {k.rsplit("@v", 1)[0] for k in pointers}
+
+    def branched_at(self, live: set[int], hashes: list[str]) -> int | None:
+        """Where this request's conversation left the one the records tell (a rewind to an earlier prompt, a side
+        request's own newest message): the first message it holds whose cue record has another hash, when an
+        earlier record still matches (the same start) and that message is none a record already knows (a harness
+        that drops messages from the middle moved known ones to other indexes: that is no branch, and they are
+        not captured twice). None: no branch."""
+        other = [i for i in self.cues if i < len(hashes) and i not in live]
+        if not other or not live or min(live) > min(other):
+            return None
+        at = min(other)
+        if hashes[at] in {c.hash for c in self.cues.values()}:
+            return None
+        return at
+
     @classmethod
     def load(cls, home: Home, conversation_id: str) -> ConversationState:
         """The state as its file says now. The file is read whole every time (another worker, or a forget, may
@@ -162,6 +192,10 @@ class ConversationState:
                 if upto >= self.captured:  # never backwards (a late record of an earlier answer)
                     self.captured, self.captured_partial = upto, bool(r.get("partial", False))
                 self.capturing = None
+            elif kind == "branched":
+                at = int(r.get("at", 0))
+                if 0 <= at < self.captured:  # the messages from ``at`` on are another branch's: capture them again
+                    self.captured, self.captured_partial = at, False
             elif kind == "capturing":
                 batch, upto = str(r.get("batch", "")), int(r.get("upto", 0))
                 self.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial")), "remember": r.get("remember")}
@@ -221,6 +255,13 @@ class ConversationState:
         if upto >= self.captured:
             self.captured, self.captured_partial = upto, partial
         self.capturing = None
+
+    def set_branched(self, at: int) -> None:
+        """The conversation went on from message ``at`` another way (``branched_at``): what it holds from there is
+        captured again, once."""
+        self.append({"kind": "branched", "at": at})
+        if 0 <= at < self.captured:
+            self.captured, self.captured_partial = at, False
 
     def set_capturing(self, batch: str, upto: int, partial: bool = False, remember: int | None = None) -> None:
         """A capture of the turns up to message ``upto`` is about to be appended with this batch id; ``remember``:

@@ -356,17 +356,27 @@ class Engine:
                 self._left(deadline, "pinned block")
                 st.set_pinned(text, ids)
                 trace["pinned"] = pinned_new = ids
-            for rec in sorted(st.cues.values(), key=lambda r: r.message):
-                if rec.text and rec.message < len(conv.messages) and conv.messages[rec.message].hash == rec.hash:
-                    blocks.setdefault(rec.message, []).append(rec.text)
+            hashes = [m.hash for m in conv.messages]
+            live = st.live(hashes)
+            for i in sorted(live):
+                if st.cues[i].text:
+                    blocks.setdefault(i, []).append(st.cues[i].text)  # type: ignore[arg-type]
+            # A rewind (an earlier prompt edited) or a side request on the same conversation: the messages from
+            # where it branched are new ones, captured and given recall as such; what only the other branch was
+            # shown or pointed to was never in front of the model here.
+            branched = st.branched_at(live, hashes)
+            if branched is not None:
+                st.set_branched(branched)
+                trace["branched_at"] = branched
+            shown, pointed = st.seen(live)
             # From here on the pinned block may be recorded as sent: a deadline
             # missed now skips recall (the next request retries it) instead of
             # dropping what is already recorded.
             left = deadline - time.monotonic()
-            if newest is not None and newest not in st.cues and left <= 0:
+            if newest is not None and newest not in live and left <= 0:
                 self.error("deadline")
                 trace["errors"].append("deadline")
-            elif newest is not None and newest not in st.cues:
+            elif newest is not None and newest not in live:
                 t1 = time.perf_counter()
                 # A "remember" that will be queued instead of written says so in
                 # this message's cue block, which is re-added with the same bytes.
@@ -376,12 +386,12 @@ class Engine:
                     mem,
                     conv,
                     ident,
-                    st.injected,
+                    shown,
                     left,
                     raw_df=lambda terms: self.memory().index.raw_doc_freq(terms),
                     notices=notices,
-                    ahead=opening + self._ahead(mem, st),
-                    pointed=st.pointed,
+                    ahead=opening + self._ahead(mem, st, shown),
+                    pointed=pointed,
                     pinned=frozenset(st.pinned_ids),
                     bare_names=bare,
                 )
@@ -419,9 +429,9 @@ class Engine:
             after=elsewhere,
         )
 
-    def _ahead(self, mem: Memory, st: Any) -> list[dict[str, Any]]:
-        """The look-ahead judge's picks not yet in this conversation, as current fact rows."""
-        ids = [i for i in st.ahead if i not in st.injected]
+    def _ahead(self, mem: Memory, st: Any, shown: set[str]) -> list[dict[str, Any]]:
+        """The look-ahead judge's picks not yet ``shown`` in this conversation, as current fact rows."""
+        ids = [i for i in st.ahead if i not in shown]
         if not ids:
             return []
         return [
