@@ -123,9 +123,10 @@ def _names_a_tag(text: str, j: int) -> bool:
     spaces, slashes, punctuation or invisible characters, the name runs to "=", ">", a quote, a closing bracket
     or the next opener. Its first ten letters and digits as they read (``_reads``; "0", "1" and "3" as "o", "l"
     and "e"; anything else in between ignored) must be "beadmemory": exactly where the character is ASCII, and
-    with three differences at most among the others (a look-alike fold does not map, as a Cyrillic soft sign for
-    "b"). _SCAN characters of nothing but padding after an opener, or within a name, count as a tag: nothing a
-    person writes looks so. Each opener is read for 2 × _SCAN characters at most."""
+    with three differences at most among the others; or with none among those that read as ASCII (three at
+    least), whatever the letters that read as none (no look-alike fold maps them: a Cyrillic soft sign for "b",
+    a Latin epsilon for "e"). _SCAN characters of nothing but padding after an opener, or within a name, count as
+    a tag: nothing a person writes looks so. Each opener is read for 2 × _SCAN characters at most."""
     n = len(text)
     j = _ASCII_SKIP.match(text, j).end()  # type: ignore[union-attr]  # "*" always matches
     end = min(n, j + _SCAN)
@@ -145,13 +146,19 @@ def _names_a_tag(text: str, j: int) -> bool:
         j += 1
     if len(letters) < len(_TAG_NAME):
         return j == end < n
-    odd = 0
+    odd = unread = 0
     for (c, plain), want in zip(letters, _TAG_NAME, strict=False):
-        if c != want:
-            if plain:
-                return False
+        if c == want:
+            continue
+        if plain:
+            return False
+        if c.isascii():
             odd += 1
-    return odd <= 3
+        else:
+            unread += 1  # a letter no fold maps to ASCII (a Cyrillic soft sign, a Latin epsilon): it may read as any
+    # three differences at most; or every letter that reads as ASCII is the name's, three of them at least, and the
+    # rest read as none ("ьєаԁ-мємогу")
+    return odd + unread <= 3 or (odd == 0 and len(_TAG_NAME) - unread >= 3)
 
 
 def flattened(text: str) -> str:
@@ -172,7 +179,16 @@ def fact_line(row: dict, project: str | None = None) -> str:
     a line of its own that reads as another fact with another trust mark."""
     date = (row.get("valid_from") or "")[:10]
     mark = TRUST_MARK.get(row["trust"], "inferred")
-    return f"- {pointer_key(row['key'], project)} ({mark}, {date}): {escape(flattened(row['body']))}"
+    return f"- {pointer_key(row['key'], project)} ({mark}, {date}): {shown(row['body'])}"
+
+
+def shown(body: str) -> str:
+    """A stored value as a block writes it: one line (``flattened``), never a tag that reads as bead's (``escape``),
+    and every control and invisible character as its escape (bead.display.visible), as an excerpt's are: a value
+    the person pasted or a file edited by hand may hold a bidi override or a zero-width space, which must not
+    reorder or hide what the model reads."""
+    text = escape(flattened(body))
+    return text if text.isascii() and text.isprintable() else visible(text)
 
 
 def title(row: dict, max_chars: int = TITLE_CHARS) -> str:
