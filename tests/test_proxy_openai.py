@@ -386,10 +386,11 @@ class TestFailOpen:
         assert app.health()["error_kinds"].get("parse") == 1
 
     @pytest.mark.parametrize("path", PATHS)
-    def test_too_large(self, app, openai_upstream, bead_home, path):
-        from bead.proxy.engine import MAX_BODY_BYTES
+    def test_too_large(self, app, openai_upstream, bead_home, path, monkeypatch):
+        from bead.proxy import engine
 
-        body = body_for(path, "x" * (MAX_BODY_BYTES + 10))
+        monkeypatch.setattr(engine, "MAX_BODY_BYTES", 1024 * 1024)  # the mechanism, at a size cheap to test
+        body = body_for(path, "x" * (engine.MAX_BODY_BYTES + 10))
         status, _, _ = app.post(body, {"content-type": "application/json", "x-bead-session": "huge"}, path)
         app.settle()
         assert status == 200 and openai_upstream.requests[-1].body == body

@@ -26,6 +26,7 @@ from bead.capture import instructions as dream_rules
 from bead.capture import secrets
 from bead.capture.instructions import MAX_JUDGED, OVERSIZE, RULES, _clauses, instruction_rule
 from bead.capture.text import clean, reminders, segments, strip_own
+from bead.config import Config
 from bead.conversation import Conversation, Message, Part, Source, find_cwd
 from bead.core.memory import Memory
 from bead.core.remember import requests as remember_requests
@@ -276,16 +277,40 @@ class TestNeverStalls:
         assert json.loads(data)["type"] == "message"
         assert proxy.health()["error_kinds"].get("parse") == 1
 
-    def test_body_over_the_limit_goes_out_unchanged_and_uncaptured(self, proxy_client, upstream, bead_home):
-        """A body past 16 MiB is forwarded as it came, with no capture, and counted."""
-        from bead.proxy.engine import MAX_BODY_BYTES
+    def test_body_over_the_limit_goes_out_unchanged_and_uncaptured(self, proxy_client, upstream, bead_home, monkeypatch):
+        """A body past the limit (the API's own, 32 MB; 1 MiB here, to keep the test cheap) is forwarded as it came,
+        with no capture, and counted."""
+        from bead.proxy import engine
 
+        monkeypatch.setattr(engine, "MAX_BODY_BYTES", 1024 * 1024)
         proxy = proxy_client()
-        body, headers = req("x" * (MAX_BODY_BYTES + 10), session="huge", stream=False)
+        body, headers = req("x" * (engine.MAX_BODY_BYTES + 10), session="huge", stream=False)
         status, _, _ = proxy.post(body, headers)
         proxy.settle()
         assert status == 200 and upstream.requests[-1].body == body
         assert proxy.health()["too_large"] == 1 and raw_turns(bead_home, "huge") == []
+
+    def test_a_conversation_of_screenshots_keeps_its_blocks_up_to_the_apis_own_limit(self, proxy_client, upstream, bead_home):
+        """A conversation that grows past 16 MiB with screenshots (the limit before) still gets its pinned block and
+        its earlier cue blocks re-added with the same bytes: the request goes out whole, the prompt cache holds."""
+        with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
+            m.write("user/editor", "The user edits code in Helix with the default keymap.", "user")
+        proxy = proxy_client()
+        shot = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A" * (6 * MB)}}
+        messages: list[dict] = []
+        sent = []
+        for i in range(4):
+            messages.append({"role": "user", "content": [shot, {"type": "text", "text": f"what does screenshot {i} show?"}]})
+            body = json.dumps({"model": "m", "max_tokens": 10, "system": "Working directory: /tmp/proj-x", "messages": messages})
+            status, _, _ = proxy.post(body.encode(), {"x-bead-session": "shots"})
+            proxy.settle()
+            assert status == 200
+            sent.append(json.loads(upstream.requests[-1].body))
+            messages.append({"role": "assistant", "content": f"It shows screen {i}."})
+        assert len(upstream.requests[-1].body) > 16 * MB
+        assert "Helix" in json.dumps(sent[-1]["system"]), "the pinned block is still there"
+        assert sent[-1]["system"] == sent[0]["system"] and sent[-1]["messages"][:5] == sent[-2]["messages"][:5]
+        assert proxy.health()["too_large"] == 0
 
     def test_a_4_mb_sse_event_streams_through_and_health_stays_responsive(self, served_proxy, upstream):
         """One 4 MB event sent in 16 KB pieces reaches the client byte for byte, while health still answers."""

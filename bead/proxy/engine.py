@@ -60,7 +60,11 @@ from .workers import Board
 
 log = logging.getLogger("bead.proxy")
 
-MAX_BODY_BYTES = 16 * 1024 * 1024  # larger bodies go out unchanged, uncaptured
+# Larger bodies go out unchanged, uncaptured. The Messages API's own limit (32 MB): below it a conversation of
+# screenshots or PDFs keeps its blocks on every request (past 16 MiB, the limit before, each later request went out
+# without them, and the prompt cache missed); above it the API refuses the request anyway. Reading one of 28 MiB
+# takes about 80 ms, and splicing as long again.
+MAX_BODY_BYTES = 32 * 1024 * 1024
 # Parsing cannot look at the clock, and its cost grows with the number of
 # objects, not bytes: a body of more messages than any real conversation
 # holds goes out unchanged too (a C-speed count finds it before any parsing:
