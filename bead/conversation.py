@@ -127,6 +127,9 @@ class Conversation:
     # The person's first message where the harness opens with messages of its own (Aider): what keys a conversation
     # that names no session. -1: the first message that is not a system message.
     opener: int = -1
+    # The system prompt the conversation opened with, where the harness may add system messages later (the OpenAI
+    # routes: a "switched to plan mode" note), which must not make it another conversation. None: ``system``.
+    lead_system: str | None = None
 
     @property
     def newest_user(self) -> int | None:
@@ -377,9 +380,11 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
         opener = (_own_words(lead) or lead.normalised) if lead is not None else first
         if lead is not None and conv.continues:
             opener = conv.continues + "\x00" + opener
-        # A project the harness names (X-Bead-Project) keeps two repositories' chats that open alike apart.
-        named = headers.get("x-bead-project") or ""
-        base = session = "p" + _h(conv.system + "\x00" + opener + ("\x00" + named if named else ""), 16)
+        # A project the harness names (X-Bead-Project), else the working directory it reports (in a reminder the
+        # person's words leave out, or a system message), keeps two repositories' chats that open alike apart.
+        named = headers.get("x-bead-project") or conv.cwd or ""
+        lead_system = conv.system if conv.lead_system is None else conv.lead_system
+        base = session = "p" + _h(lead_system + "\x00" + opener + ("\x00" + named if named else ""), 16)
         first = opener
     project = None
     if headers.get("x-bead-project"):

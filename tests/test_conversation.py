@@ -9,7 +9,7 @@ import pytest
 from linear import assert_linear
 
 from bead.capture.text import clean, reminders, segments, strip_own
-from bead.conversation import Source, find_cwd, identify
+from bead.conversation import Conversation, Source, find_cwd, identify
 from bead.wire.anthropic import conversation_of, is_auxiliary, message_of, parse
 
 REMINDER = "<system-reminder>The TodoWrite tool has not been used recently.</system-reminder>"
@@ -381,6 +381,20 @@ def test_without_session_headers_session_is_a_hash_of_system_and_first_message()
     assert one.session == again.session == one.base_session
     assert one.session.startswith("p")
     assert len({one.session, other_system.session, other_first.session}) == 3
+
+
+def test_without_session_headers_two_projects_chats_that_open_alike_are_two_conversations():
+    """The same system prompt and first words in two repositories, the directory in a reminder the person's words
+    leave out: two conversations (one would have shown one project's memory in the other's), one per directory."""
+
+    def opening(cwd: str) -> Conversation:
+        reminder = f"<system-reminder>\nPrimary working directory: {cwd}\n</system-reminder>\n"
+        return conv({"role": "user", "content": reminder + "list the files here"}, system="You are a coding agent.")
+
+    shop, billing = identify({}, opening("/src/shop"), None), identify({}, opening("/src/billing"), None)
+    assert shop.project == "shop" and billing.project == "billing"
+    assert shop.session != billing.session
+    assert identify({}, opening("/src/shop"), None) == shop
 
 
 def test_unsafe_session_header_is_hashed():

@@ -170,6 +170,34 @@ class TestChatCompletions:
         for before, after in zip(sent, sent[1:], strict=False):
             assert after[: len(before)] == before
 
+    def test_a_system_message_added_later_keeps_the_conversation_and_its_bytes(self, app, openai_upstream, bead_home):
+        """With no session header, a system message the harness adds mid-conversation ("switched to plan mode")
+        leaves it the same conversation: the messages it resends go out with the bytes they went out with, the
+        earlier cue block in them included (one state file, not a second conversation with none of its blocks)."""
+        messages = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "why is the checkout discount test flaky under xdist?"},
+        ]
+        sent = []
+        for more in (
+            [],
+            [{"role": "assistant", "content": "Let me look."}, {"role": "user", "content": "thanks, go on"}],
+            [
+                {"role": "assistant", "content": "Done."},
+                {"role": "system", "content": "Note: the user switched to plan mode."},
+                {"role": "user", "content": "ok, plan the next step"},
+            ],
+        ):
+            messages += more
+            body = json.dumps({"model": "gpt-test", "messages": messages}).encode()
+            status, _, _ = app.post(body, {"content-type": "application/json"}, "/openai/v1/chat/completions")
+            app.settle()
+            assert status == 200
+            sent.append(items_of(openai_upstream.requests[-1].body, "messages"))
+        assert b"bead-memory" in sent[0][1]
+        assert sent[2][: len(sent[1])] == sent[1] and sent[1][:2] == sent[0]
+        assert len([n for n in os.listdir(bead_home / "sessions") if n.endswith(".jsonl")]) == 1
+
 
 class TestResponses:
     """responses through bead: the developer item takes the pinned block, user items the cue block."""

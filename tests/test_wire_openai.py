@@ -186,6 +186,16 @@ class TestResponsesParse:
         )
         assert sources(conv.messages[2]) == [("typed", "text", "What files are in this folder?")]
 
+    def test_a_later_developer_message_is_not_the_system_prompt_the_conversation_opened_with(self):
+        """``lead_system`` (what keys a conversation that names no session) is the instructions and the system
+        items before the first other item; one the harness adds later joins ``system`` only."""
+        items = codex_items(msg("user", "What files are here?"), msg("developer", "Plan mode is on."), msg("user", "plan"))
+        _, conv = openai.RESPONSES.parse(responses(items, instructions="Be brief."), {})
+        assert conv.lead_system == "Be brief.\n" + CODEX_SYSTEM
+        assert conv.system == "Be brief.\n" + CODEX_SYSTEM + "\nPlan mode is on."
+        _, conv = openai.CHAT.parse(chat([{"role": "user", "content": "hi"}, {"role": "system", "content": "late"}]), {})
+        assert conv.lead_system == "" and conv.system == "late"
+
     def test_calls_reasoning_and_outputs(self):
         items = codex_items(
             msg("user", "run the tests"),

@@ -260,11 +260,14 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     raw = data.get("messages") or []
     check_parts(raw, ("content", "tool_calls"))
     system: list[str] = []
+    lead: int | None = None  # how many of them come before the conversation's first other message
     first_user: list[str] | None = None
     for i, m in enumerate(raw):
         budget.check()
         m = m if isinstance(m, dict) else {}
         role = str(m.get("role", ""))
+        if lead is None and role not in ("system", "developer"):
+            lead = len(system)
         if role in ("tool", "function"):
             text = _output_text(m.get("content"))
             b.run("tools", i, [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result")], [text])
@@ -304,7 +307,14 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     context = context_elements(first_user or [])
     no_tools = not data.get("tools") and not data.get("functions")
     auxiliary = no_tools and (_structured(data.get("response_format")) or _side_request("\n".join(system), messages))
-    conv = Conversation(messages, system="\n".join(system), cwd=find_cwd(system, context), auxiliary=auxiliary, opener=opener)
+    conv = Conversation(
+        messages,
+        system="\n".join(system),
+        cwd=find_cwd(system, context),
+        auxiliary=auxiliary,
+        opener=opener,
+        lead_system="\n".join(system if lead is None else system[:lead]),
+    )
     if opener >= 0 and conv.system.lstrip().startswith(_AIDER_EDITOR):
         # Aider's architect mode: the editor model is sent the architect model's answer as its user message.
         conv = conv.delegated()
@@ -623,16 +633,20 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
     first_user: list[str] | None = None
     raw = data.get("input")
     check_parts(raw, ("content", "output"))
+    lead: int | None = None  # how many of them come before the conversation's first other item
     if isinstance(raw, str) and raw:
         parts, texts = _content_parts(raw, Source.TYPED)
         b.add("user", 0, parts, texts, kind="string")
         first_user = [raw]
         raw = []
+        lead = len(system)
     for i, item in enumerate(raw if isinstance(raw, list) else []):
         budget.check()
         item = item if isinstance(item, dict) else {}
         kind = item.get("type", "message" if "role" in item else "")
         kind = kind if isinstance(kind, str) else ""
+        if lead is None and not (kind == "message" and str(item.get("role", "")) in ("system", "developer")):
+            lead = len(system)
         if kind == "message":
             role = str(item.get("role", ""))
             if role == "assistant":
@@ -677,7 +691,12 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
     text_cfg = data.get("text")
     auxiliary = isinstance(text_cfg, dict) and _structured(text_cfg.get("format")) and not data.get("tools")
     return Conversation(
-        messages, system="\n".join(system), cwd=find_cwd(system, context), auxiliary=auxiliary, continues=_continues(data)
+        messages,
+        system="\n".join(system),
+        cwd=find_cwd(system, context),
+        auxiliary=auxiliary,
+        continues=_continues(data),
+        lead_system="\n".join(system if lead is None else system[:lead]),
     ), groups
 
 
