@@ -268,14 +268,20 @@ class TestResponses:
         assert got["instructions"] == "Be brief." and len(got["input"]) == 1
         assert "flaky-checkout" in got["input"][0]["content"] and "pinned" not in json.dumps(got)
 
-    @pytest.mark.parametrize("stream", [True, False])
-    def test_a_previous_response_id_chain_is_one_conversation(self, served, openai_upstream, bead_home, stream):
-        """No session header, each step continuing the last by its id (issue #26): one raw-log session in
-        order, and a fact the chain was already shown is not shown again."""
+    @pytest.mark.parametrize(
+        "stream, headers", [(True, {}), (False, {}), (False, {"X-Bead-Session": "chain-1"})], ids=["stream", "json", "session"]
+    )
+    def test_a_previous_response_id_chain_is_one_conversation(self, served, openai_upstream, bead_home, stream, headers):
+        """Each step continuing the last by its id (issue #26), with no session header or one naming the session:
+        one raw-log session in order, and a fact the chain was already shown is neither shown nor pointed to again."""
         from bead.token import load_token
 
         sdk = openai_sdk.OpenAI(
-            base_url=f"{served.url}/{load_token(served.engine.home)}/openai/v1", api_key=KEY, max_retries=0, timeout=60
+            base_url=f"{served.url}/{load_token(served.engine.home)}/openai/v1",
+            api_key=KEY,
+            max_retries=0,
+            timeout=60,
+            default_headers=headers,
         )
         ask = "why is the checkout discount test flaky under xdist?"
         prev = None

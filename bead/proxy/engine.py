@@ -285,9 +285,9 @@ class Engine:
         if delegated(headers):
             conv = conv.delegated()  # a sub-agent's prompt is the main model's words, never the person's
         ident = identify(headers, conv, self.default_project)
-        prev = self._chain_of(conv) if not names_session(headers) else None
+        prev = self._chain_of(conv)
         elsewhere: tuple[str, int] | None = None  # the previous step's conversation and size, in another worker
-        if conv.continues and self.board is not None and not names_session(headers):
+        if conv.continues and self.board is not None:
             # Several workers: the store's record of the answer decides (another worker may have seen the same id
             # given to another conversation's answer: then it is neither's).
             found = self.conversations.chain(conv.continues)
@@ -297,6 +297,11 @@ class Engine:
                 prev, elsewhere = found[0], (found[0].id, found[1])
         if prev is not None and ident.project and ident.project != prev.project:
             prev = elsewhere = None  # the request says it is another project's: never another project's conversation
+        if prev is not None and names_session(headers) and prev.base_session != ident.base_session:
+            # The harness names its session, and the answer continued was another session's: a session of its own
+            # that starts from it (its own raw log and memory), as the header says. In its own session, a step of
+            # the chain like any other: what the earlier steps were shown is carried, never shown or pointed again.
+            prev = elsewhere = None
         if prev is not None:
             # The next step of a Responses chain: the same raw-log session and project; a state file of its own
             # (its messages are numbered from 0 again), which carries what the chain was already shown.
