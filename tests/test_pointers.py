@@ -685,6 +685,25 @@ class TestChoosing:
                 full = render.title(row, 10_000).split()
                 assert len(title.rstrip("…").split()) >= min(render.MIN_TITLE_WORDS, len(full)), ln
 
+    def test_titles_in_other_scripts_and_emoji_count_a_token_a_character(self):
+        """Four CJK characters or emoji are not one token: each counts as one (ASCII stays four a token), so
+        pointers with such titles stay within the budget by that count, and still point, with shorter titles."""
+        rows = [
+            {"key": f"project/x/k{i}", "trust": "user_stated", "body": body}
+            for i, body in enumerate(
+                [
+                    "部署前に必ずステージングで移行を確認すること。本番のデータベースは読み取り専用",
+                    "🚀🚀🚀 deploy rockets 🎉🎉 party emoji everywhere in titles",
+                    "数据库迁移 必须 先在 预发布 环境 验证 然后 才能 上线",
+                ]
+            )
+        ]
+        lines, used = render.pointers(rows, 80, True, "x")
+        assert len(lines) == 4 and used <= 80
+        wide = sum(len(ln) - len(ln.encode("ascii", "ignore")) for ln in lines)
+        assert wide + sum(len(ln.encode("ascii", "ignore")) for ln in lines) / 4 <= 80
+        assert render.tokens("部署前に") == 5 and render.tokens("abcdefgh") == 3
+
     def test_the_conversations_project_is_left_off_its_keys_only(self):
         assert render.pointer_key("project/proj-x/celery-eta", "proj-x") == "celery-eta"
         assert render.pointer_key("project/other/celery-eta", "proj-x") == "project/other/celery-eta"

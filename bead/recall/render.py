@@ -224,8 +224,10 @@ def pointer_line(row: dict, max_chars: int = TITLE_CHARS, project: str | None = 
 
 
 def tokens(line: str) -> int:
-    """What one line costs in a block (bead counts about four characters a token)."""
-    return len(line) // CHARS_PER_TOKEN + 1
+    """What one line costs in a block: about four ASCII characters a token, and a token for each other character
+    (a CJK character is one or two tokens, an emoji two or three; four of them are not one)."""
+    wide = len(line) - len(line.encode("ascii", "ignore"))
+    return (len(line) - wide) // CHARS_PER_TOKEN + wide + 1
 
 
 def pointers(rows: list[dict], budget_tokens: int, alone: bool = False, project: str | None = None) -> tuple[list[str], int]:
@@ -246,7 +248,10 @@ def pointers(rows: list[dict], budget_tokens: int, alone: bool = False, project:
             share = (budget_tokens - used) // (n - i)
             room = share * CHARS_PER_TOKEN - 1 - len(pointer_line(row, 0, project))
             line = pointer_line(row, room, project)
-            shown = title(row, room).rstrip("…").split()
+            while room > 0 and tokens(line) > share:  # characters that cost a token each: a shorter title
+                room -= max(1, tokens(line) - share)
+                line = pointer_line(row, room, project)
+            shown = title(row, max(room, 0)).rstrip("…").split()
             if len(shown) < min(MIN_TITLE_WORDS, len(title(row, 10_000).split())) or used + tokens(line) > budget_tokens:
                 break
             out.append(line)
