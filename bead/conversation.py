@@ -130,6 +130,9 @@ class Conversation:
     # The system prompt the conversation opened with, where the harness may add system messages later (the OpenAI
     # routes: a "switched to plan mode" note), which must not make it another conversation. None: ``system``.
     lead_system: str | None = None
+    # The Responses API's server-held conversation (its ``conversation`` parameter): each request continues it, so
+    # it names the latest step, not one answer (bead.proxy.engine.Engine.chained).
+    thread_id: str | None = None
 
     @property
     def newest_user(self) -> int | None:

@@ -304,6 +304,21 @@ class TestResponses:
         texts = [t.text for t in Memory(Home(bead_home), Config(owner="t")).raw.read(files[0])]
         assert [t for t in texts if t.startswith(ask)] == [f"{ask} ({i})" for i in range(3)]
 
+    def test_a_conversations_api_conversation_is_shown_a_fact_once(self, app, openai_upstream, bead_home):
+        """Each request of a Conversations API conversation (``conversation``: the server holds its turns) continues
+        the one before it: a fact an earlier request was shown is neither shown nor pointed to again (each was shown
+        it anew, and the server's conversation piled up the copies)."""
+        ask = "why is the checkout discount test flaky under xdist?"
+        sent = []
+        for step in range(3):
+            openai_upstream.replies.append(Reply(text=f"answer {step}"))
+            body = {"model": "gpt-test", "conversation": "conv_abc123", "input": [{"role": "user", "content": f"{ask} ({step})"}]}
+            status, _, _ = app.post(json.dumps(body).encode(), {"content-type": "application/json"}, "/openai/v1/responses")
+            app.settle()
+            assert status == 200
+            sent.append(json.dumps(openai_upstream.requests[-1].json()))
+        assert "flaky-checkout" in sent[0] and "flaky-checkout" not in sent[1] + sent[2]
+
     def test_previous_response_id_and_no_input_goes_out_unchanged(self, served, openai_upstream, bead_home):
         body = b'{"model":"gpt-test","previous_response_id":"resp_prev"}'
         status, data = raw_post(served.url, "/openai/v1/responses", body, {"x-bead-session": "noinput"})

@@ -296,12 +296,13 @@ class Conversations:
         return ConversationState.load(self.home, conversation_id)
 
     # ----- Responses API chains across proxy workers ----------------------------
-    def record_chain(self, response_id: str, ident: Identity | None, n_messages: int) -> bool:
+    def record_chain(self, response_id: str, ident: Identity | None, n_messages: int, latest: bool = False) -> bool:
         """That the answer ``response_id`` belongs to ``ident``'s conversation, whose request had ``n_messages``
         (None: two conversations claimed it), for a request continuing it in another worker. An id already
-        recorded for another conversation is recorded as neither's. True when it is time to prune old records
-        (``prune_chains``, off the request's path)."""
-        if ident is not None:
+        recorded for another conversation is recorded as neither's; ``latest``: ``response_id`` is a Conversations
+        API conversation's id, which each step continues, and names its latest step. True when it is time to prune
+        old records (``prune_chains``, off the request's path)."""
+        if ident is not None and not latest:
             known = self.chain(response_id)
             if known is not None and known[0] != ident:
                 ident = None

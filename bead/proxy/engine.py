@@ -264,12 +264,20 @@ class Engine:
             if not capture_queued and prep.ident.id not in self._answers and len(self._answers) < MAX_CHAINS:
                 self._answers[prep.ident.id] = threading.Event()
             shared = self._responses[response_id]
+            # A Conversations API conversation: its next request continues it by its own id, not this answer's, and
+            # is the step after this one (what this step was shown is carried there).
+            thread = prep.conv.thread_id if prep.conv is not None else None
+            if thread:
+                self._responses[thread] = prep.ident
+                self._responses.move_to_end(thread)
         if self.board is not None:
             # Several workers: the request that continues this answer may come to another one. (On the event loop:
             # one small file; the occasional prune of old ones goes to a thread.)
             try:
                 if self.conversations.record_chain(response_id, shared, prep.n_messages):
                     self._after.submit(self.conversations.prune_chains)
+                if thread:
+                    self.conversations.record_chain(thread, prep.ident, prep.n_messages, latest=True)
             except (OSError, safe.UnsafePath) as exc:
                 self.error("chain", exc)
 
@@ -293,7 +301,8 @@ class Engine:
             found = self.conversations.chain(conv.continues)
             if found is not None and found[0] is None:
                 prev = None
-            elif prev is None and found is not None and found[0] is not None:
+            elif found is not None and found[0] is not None and (prev is None or (conv.thread_id and found[0] != prev)):
+                # (a Conversations API conversation's latest step may have been another worker's)
                 prev, elsewhere = found[0], (found[0].id, found[1])
         if prev is not None and ident.project and ident.project != prev.project:
             prev = elsewhere = None  # the request says it is another project's: never another project's conversation

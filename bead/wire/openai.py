@@ -618,6 +618,11 @@ def _continues(data: dict[str, Any]) -> str | None:
     prev = data.get("previous_response_id")
     if isinstance(prev, str) and prev:
         return prev
+    return _thread_id(data)
+
+
+def _thread_id(data: dict[str, Any]) -> str | None:
+    """The Conversations API conversation a request continues (``conversation``: its id, or an object with it)."""
     conv = data.get("conversation")
     if isinstance(conv, dict):
         conv = conv.get("id")
@@ -697,6 +702,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
         auxiliary=auxiliary,
         continues=_continues(data),
         lead_system="\n".join(system if lead is None else system[:lead]),
+        thread_id=_thread_id(data),
     ), groups
 
 
