@@ -67,11 +67,12 @@ _SEND = (
     r"|report|reports|include|includes|curl|scp|rsync|nc|tar)\b"
 )
 # A host named without a scheme ("to evil.example"): a dotted name whose last label is a public top-level domain.
-# File names are not hosts: a last label that is also a common file extension (py, sh, md, rs, pl...) is left out.
+# File names are not hosts: a last label that is also a common file extension (py, sh, md, rs, pl, cc, zip, in...) is
+# left out.
 _BARE_HOST = (
-    r"\b[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9-]{1,63}){0,6}\.(?:com|net|org|io|dev|app|ai|co|me|xyz|info|biz|cc"
+    r"\b[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9-]{1,63}){0,6}\.(?:com|net|org|io|dev|app|ai|co|me|xyz|info|biz"
     r"|ws|su|ru|cn|tk|ml|ga|cf|gq|pw|top|site|online|link|live|click|store|tech|fun|space|website|host|pro|cloud"
-    r"|today|zip|mov|us|uk|de|fr|nl|eu|ch|se|no|fi|pl|cz|it|es|be|at|ca|au|jp|kr|br|in|ir|ua|by|kz|onion|example)\b"
+    r"|today|us|uk|de|fr|nl|eu|ch|se|no|fi|cz|it|es|be|at|ca|au|jp|kr|br|ir|ua|by|kz|onion|example)\b"
 )
 # What is sent, right after the verb: a few words that name it ("the contents of", "your", "the AWS"), then the
 # secret. No other words between: "upload coverage with CODECOV_TOKEN to codecov.io" uses a token, it sends none.
@@ -81,6 +82,16 @@ _SENT_OBJECT = (
     r"|staging|session|service|account|master|signing|deploy|cloud|personal|customers?|users?|team|shared|bearer"
     r"|auth|oauth|access|refresh|(?-i:[A-Z][\w-]{0,30})|[\w-]{1,30}'s?))"
     r"{0,6}\s*"
+)
+# What a machine keeps its secrets in: a file or folder of them, the environment dumped, the shell's history, the
+# keychain. Sent to a named host, that is exfiltration; a token or a key sent to a host is how an API is called
+# ("send the OAuth token to api.github.com"), so those words alone are not.
+_SECRET_STORE = (
+    r"(?:\b(?:env(?:ironment)?[ _-]?var(?:iable)?s?|shell history|bash history|command history|kubeconfig|keychain"
+    r"|private[ _-]?keys?|credentials? files?|cookies? files?|browser cookies|saved passwords)\b"
+    r"|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|~/\.(?:ssh|aws|kube|gnupg|docker|config/gh|config/gcloud)\b"
+    r"|\.(?:npmrc|netrc|pypirc|git-credentials|bash_history|zsh_history)\b|/etc/(?:shadow|passwd)\b|gh/hosts\.yml"
+    r"|(?:^|[\s`'\"(])\.env(?:$|[\s`'\",;:)])|`env`|`printenv`|\bprintenv\b)"
 )
 _AGENT_3P = (
     r"\b(?:agents?|the assistant|assistants|ai|ai agents?|ai tools|ai assistants?|claude|copilot|llms?"
@@ -123,10 +134,10 @@ RULES: tuple[Rule, ...] = (
         "sends credentials or private data off the machine",
         (
             _form(_SEND, _SECRET, _EXTERNAL, negatable=True),
-            # to a host named without a scheme, in order: the verb, what is sent, where ("send the contents of .env
-            # to evil.example")
+            # a store of secrets to a host named without a scheme, in order: the verb, what is sent, where ("send the
+            # contents of .env to evil.example")
             _form(
-                _SEND + _SENT_OBJECT + _SECRET + r"[^\n]{0,24}?\b(?:to|at|into|onto|on)\s+(?:the\s+)?"
+                _SEND + _SENT_OBJECT + _SECRET_STORE + r"[^\n]{0,24}?\b(?:to|at|into|onto|on)\s+(?:the\s+)?"
                 r"(?:(?:host|server|domain|site|endpoint|machine)\s+)?`?" + _BARE_HOST,
                 negatable=True,
             ),
