@@ -18,7 +18,7 @@ def test_a_load_parses_only_the_lines_added_since_the_last(bead_home, monkeypatc
     st.set_pinned("the pinned block", ["user/a@v1"])
     for i in range(20):
         st.add_cue(i, f"h{i}", f"cue {i}", [f"project/x/f{i}@v1"])
-    assert ConversationState.load(home, "c1").cues[19].text == "cue 19"
+    assert ConversationState.load(home, "c1").cues[(19, "h19")].text == "cue 19"
     applied: list[str] = []
     real = ConversationState._apply
     monkeypatch.setattr(ConversationState, "_apply", lambda self, line: applied.append(line) or real(self, line))
@@ -29,7 +29,7 @@ def test_a_load_parses_only_the_lines_added_since_the_last(bead_home, monkeypatc
         root=home.root,
     )
     got = ConversationState.load(home, "c1")
-    assert len(applied) == 1 and got.cues[20].text == "cue 20"
+    assert len(applied) == 1 and got.cues[(20, "h20")].text == "cue 20"
     assert got.pinned == "the pinned block" and len(got.cues) == 21 and "project/x/f3@v1" in got.injected
 
 
@@ -39,11 +39,11 @@ def test_a_forget_that_rewrites_the_file_is_seen_at_once(bead_home):
     st = ConversationState.load(home, "c2")
     st.add_cue(0, "h0", "the staging password hint is tulip", ["project/x/pw@v1"])
     st.add_cue(1, "h1", "the build uses make", ["project/x/build@v1"])
-    assert ConversationState.load(home, "c2").cues[0].text  # parsed and kept
+    assert ConversationState.load(home, "c2").cues[(0, "h0")].text  # parsed and kept
     removed = Conversations(home).scrub([home.session_state("c2")], lambda line: "tulip" in line)
     assert removed == 1
     again = ConversationState.load(home, "c2")
-    assert 0 not in again.cues and again.cues[1].text == "the build uses make"
+    assert (0, "h0") not in again.cues and again.cues[(1, "h1")].text == "the build uses make"
     assert "project/x/pw@v1" not in again.injected
 
 
@@ -54,7 +54,7 @@ def test_a_callers_change_never_reaches_the_next_load(bead_home):
     first = ConversationState.load(home, "c3")
     assert first.capturing is not None
     first.capturing["remember"] = None  # what set_remembered does in memory
-    first.cues[7] = CueRecord(7, "h7", "a block only this caller has")
+    first.cues[(7, "h7")] = CueRecord(7, "h7", "a block only this caller has")
     second = ConversationState.load(home, "c3")
     assert second.capturing == {"batch": "b1", "upto": 2, "partial": False, "remember": 1} and 7 not in second.cues
 
@@ -80,21 +80,21 @@ def test_a_record_holding_a_line_separator_stays_one_record_and_a_forget_removes
     st.add_cue(0, "h0", "the vault code\u2028is 4471\u2029and\u0085more", ["project/x/vault@v1"])
     st.add_cue(1, "h1", "the build uses make", ["project/x/build@v1"])
     got = ConversationState.load(home, "c5")
-    assert got.cues[0].text == "the vault code\u2028is 4471\u2029and\u0085more"
+    assert got.cues[(0, "h0")].text == "the vault code\u2028is 4471\u2029and\u0085more"
     assert Conversations(home).scrub([home.session_state("c5")], lambda line: "project/x/vault@v1" in line) == 1
     raw = home.session_state("c5").read_bytes()
     assert b"4471" not in raw and b"vault" not in raw
-    assert sorted(ConversationState.load(home, "c5").cues) == [1]
+    assert sorted(ConversationState.load(home, "c5").cues) == [(1, "h1")]
 
 
 def test_a_cue_record_changed_by_a_caller_never_reaches_the_next_load(bead_home):
     home = Home(bead_home).ensure()
     ConversationState.load(home, "c6").add_cue(0, "h0", "the build uses make", ["project/x/build@v1"])
     a = ConversationState.load(home, "c6")
-    a.cues[0].ids.append("project/x/other@v1")
-    a.cues[0].text = "a caller's own text"
+    a.cues[(0, "h0")].ids.append("project/x/other@v1")
+    a.cues[(0, "h0")].text = "a caller's own text"
     b = ConversationState.load(home, "c6")
-    assert b.cues[0].text == "the build uses make" and b.cues[0].ids == ["project/x/build@v1"]
+    assert b.cues[(0, "h0")].text == "the build uses make" and b.cues[(0, "h0")].ids == ["project/x/build@v1"]
 
 
 @pytest.mark.parametrize(

@@ -504,6 +504,111 @@ class TestConversation:
         assert "prompt number 3 about the shop" in prompts
         assert len(prompts) == len(set(prompts)), prompts
 
+    def test_a_side_request_leaves_the_main_conversations_block_and_capture(self, proxy_client, upstream, bead_home):
+        """A side request on the same session (its own newest message where the main one had its prompt) gets a
+        record of its own: the main conversation's next requests re-add the block they sent there with the same
+        bytes, and each turn is captured once."""
+        with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
+            m.write("global/flaky-checkout", "The checkout discount test is flaky under parallel pytest-xdist runs.", "reference")
+        proxy = proxy_client()
+        hdr = {"x-bead-session": "side", "x-bead-project": "proj-x"}
+        sent = []
+
+        def send(messages: list[dict]) -> None:
+            body = {"model": "m", "max_tokens": 10, "system": "Working directory: /tmp/proj-x", "messages": messages}
+            post(proxy, json.dumps(body).encode(), hdr)
+            sent.append(json.loads(upstream.requests[-1].body))
+
+        main = [{"role": "user", "content": "hello, let us look at the shop"}]
+        send(main)
+        main += [
+            {"role": "assistant", "content": "Sure."},
+            {"role": "user", "content": "why does the checkout test fail under xdist?"},
+        ]
+        send(main)
+        assert "flaky-checkout" in json.dumps(sent[-1]["messages"][2])
+        send(main[:2] + [{"role": "user", "content": "Suggest the next prompt the user might type."}])
+        for i in range(3):
+            main += [{"role": "assistant", "content": f"answer {i}"}, {"role": "user", "content": f"follow-up {i}"}]
+            send(main)
+        assert sent[-1]["messages"][2] == sent[1]["messages"][2], "the bytes sent at message 2 are sent again"
+        prompts = [t.text for t in raw_turns(bead_home, "side") if t.role == "user"]
+        assert len(prompts) == len(set(prompts)) and "follow-up 2" in prompts and "Suggest the next prompt" in " ".join(prompts)
+
+    def test_a_harness_that_clears_an_old_tool_result_captures_each_turn_once(self, proxy_client, upstream, bead_home):
+        """A message in the middle that the harness rewrites and keeps rewritten (an old tool result cleared to save
+        context) is no branch: each request captures its new turns, nothing again."""
+        proxy = proxy_client()
+        hdr = {"x-bead-session": "clear", "x-bead-project": "proj-x"}
+        messages: list[dict] = [{"role": "user", "content": "read the files of the shop and tell me about checkout"}]
+        counts = []
+
+        def send() -> None:
+            body = {"model": "m", "max_tokens": 10, "system": "Working directory: /tmp/proj-x", "messages": messages}
+            post(proxy, json.dumps(body).encode(), hdr)
+            counts.append(len(raw_turns(bead_home, "clear")))
+
+        def tool_turn(i: int) -> list[dict]:
+            call = {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": f"/tmp/proj-x/f{i}.py"}}
+            result = {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"def checkout_{i}(): return {i}"}
+            return [{"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
+
+        send()
+        for i in range(6):
+            messages += tool_turn(i)
+            if i == 3:
+                cleared = {"type": "tool_result", "tool_use_id": "t0", "content": "[Old tool result content cleared]"}
+                messages[2] = {"role": "user", "content": [cleared]}
+            send()
+        assert counts == [2 * (n + 1) for n in range(7)], counts
+
+    def test_a_rewind_while_the_last_answer_is_still_being_captured_keeps_the_edited_prompt(
+        self, proxy_client, upstream, bead_home, monkeypatch
+    ):
+        """The answer of the request before a rewind is captured after the rewind was prepared (capture runs off
+        the request path): that late capture logs the answer but does not take the new branch's place, so the
+        edited prompt is captured, once."""
+        from bead.proxy.engine import Engine
+
+        proxy = proxy_client()
+        hdr = {"x-bead-session": "race", "x-bead-project": "proj-x"}
+
+        def send(messages: list[dict]) -> None:
+            body = {"model": "m", "max_tokens": 10, "system": "Working directory: /tmp/proj-x", "messages": messages}
+            proxy.post(json.dumps(body).encode(), {"content-type": "application/json", "x-api-key": "k", **hdr})
+
+        old = [
+            {"role": "user", "content": "hello, let us look at the shop"},
+            {"role": "assistant", "content": "Sure."},
+            {"role": "user", "content": "old second prompt about checkout"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "old third prompt about payments"},
+        ]
+        send(old[:1])
+        proxy.settle()
+        send(old[:3])
+        proxy.settle()
+        gate = threading.Event()
+        original = Engine._capture_answer
+
+        def held(self, *a, **k):
+            gate.wait(30)
+            return original(self, *a, **k)
+
+        monkeypatch.setattr(Engine, "_capture_answer", held)
+        send(old)  # its answer's capture waits
+        send(old[:2] + [{"role": "user", "content": "edited second prompt about refunds"}])  # the rewind
+        gate.set()
+        proxy.settle()
+
+        def prompts() -> list[str]:
+            return [t.text for t in raw_turns(bead_home, "race") if t.role == "user"]
+
+        # Its answer's capture is the last job (each conversation's jobs run in order): the log holds both answers.
+        assert eventually(lambda: len(raw_turns(bead_home, "race")) == 8), raw_turns(bead_home, "race")
+        assert prompts().count("edited second prompt about refunds") == 1, prompts()
+        assert prompts().count("old second prompt about checkout") == 1, prompts()
+
     def test_remember_is_visible_to_next_request(self, proxy_client, upstream, bead_home):
         proxy = proxy_client()
         post(proxy, *req("Remember that the staging database is on port 6543.", session="rem"))

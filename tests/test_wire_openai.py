@@ -195,6 +195,11 @@ class TestResponsesParse:
         assert conv.system == "Be brief.\n" + CODEX_SYSTEM + "\nPlan mode is on."
         _, conv = openai.CHAT.parse(chat([{"role": "user", "content": "hi"}, {"role": "system", "content": "late"}]), {})
         assert conv.lead_system == "" and conv.system == "late"
+        # nor does a directory a later note names move the conversation (its identity, its project)
+        opening = [{"role": "system", "content": "cwd: /src/shop"}, {"role": "user", "content": "hi"}]
+        _, first = openai.CHAT.parse(chat(opening), {})
+        _, later = openai.CHAT.parse(chat([*opening, {"role": "system", "content": "cwd: /tmp/elsewhere"}]), {})
+        assert first.cwd == later.cwd == "/src/shop"
 
     def test_calls_reasoning_and_outputs(self):
         items = codex_items(

@@ -60,7 +60,9 @@ class ConversationState:
     # its first request's, recorded once in a record of its own (``claim_names``).
     names_project: str | None = None
     names_known: bool = False
-    cues: dict[int, CueRecord] = field(default_factory=dict)
+    # Each cue record by the message it went into and that message's hash: a rewind or a side request puts
+    # another message at an index, whose record is its own; the block re-added is the one of the message there now.
+    cues: dict[tuple[int, str], CueRecord] = field(default_factory=dict)
     captured: int = 0
     captured_partial: bool = False
     # A capture under way (bead.proxy.engine): its batch id and where it takes ``captured``; cleared by the
@@ -72,6 +74,8 @@ class ConversationState:
     carried_from: str | None = None
     carried_ids: list[str] = field(default_factory=list)
     carried_pointers: list[str] = field(default_factory=list)
+    # New messages at indexes the capture had passed (a rewind, a side request), in order: each (index, hash) once.
+    branches: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def injected(self) -> set[str]:
@@ -90,35 +94,27 @@ class ConversationState:
         """Keys this conversation was pointed to: never again."""
         return {k.rsplit("@v", 1)[0] for k in self.pointer_ids}
 
-    def live(self, hashes: list[str]) -> set[int]:
-        """The messages whose cue record belongs to this request's conversation: at an index it has, with the hash
-        of the message there now. A record of a message that is gone or another (a rewind, a side request that
-        shared the conversation's first messages) is of a branch the model does not see in this request."""
-        return {i for i, c in self.cues.items() if i < len(hashes) and hashes[i] == c.hash}
+    def live(self, hashes: list[str]) -> set[tuple[int, str]]:
+        """The cue records of this request's messages: at an index it has, with the hash of the message there now.
+        One of a message that is gone or was another (a rewind, a side request that shared the conversation's
+        first messages) is of a branch the model does not see in this request."""
+        return {(i, h) for i, h in self.cues if i < len(hashes) and hashes[i] == h}
 
-    def seen(self, live: set[int]) -> tuple[set[str], set[str]]:
+    def seen(self, live: set[tuple[int, str]]) -> tuple[set[str], set[str]]:
         """The fact ids this request's model has been shown (the pinned block, a chain's earlier steps, the cue
         records of ``live``) and the keys it was pointed to there."""
         shown = set(self.pinned_ids) | set(self.carried_ids)
         pointers = set(self.carried_pointers)
-        for i in live:
-            shown.update(self.cues[i].ids)
-            pointers.update(self.cues[i].pointers)
+        for k in live:
+            shown.update(self.cues[k].ids)
+            pointers.update(self.cues[k].pointers)
         return shown, {k.rsplit("@v", 1)[0] for k in pointers}
 
-    def branched_at(self, live: set[int], hashes: list[str]) -> int | None:
-        """Where this request's conversation left the one the records tell (a rewind to an earlier prompt, a side
-        request's own newest message): the first message it holds whose cue record has another hash, when an
-        earlier record still matches (the same start) and that message is none a record already knows (a harness
-        that drops messages from the middle moved known ones to other indexes: that is no branch, and they are
-        not captured twice). None: no branch."""
-        other = [i for i in self.cues if i < len(hashes) and i not in live]
-        if not other or not live or min(live) > min(other):
-            return None
-        at = min(other)
-        if hashes[at] in {c.hash for c in self.cues.values()}:
-            return None
-        return at
+    def stale(self, hashes: list[str], since: int) -> bool:
+        """Whether a request of these messages, prepared when ``since`` branch records had been written, was left
+        by a later one: a rewind or a side request since put another message at an index where this one has its
+        own. Its capture would take the other branch's place (``branch_from``)."""
+        return any(not (at < len(hashes) and hashes[at] == h) for at, h in self.branches[since:])
 
     @classmethod
     def load(cls, home: Home, conversation_id: str) -> ConversationState:
@@ -159,6 +155,7 @@ class ConversationState:
             self,
             pinned_ids=list(self.pinned_ids),
             cues={k: dataclasses.replace(c, ids=list(c.ids), pointers=list(c.pointers)) for k, c in self.cues.items()},
+            branches=list(self.branches),
             capturing=dict(self.capturing) if self.capturing is not None else None,
             ahead=list(self.ahead),
             carried_ids=list(self.carried_ids),
@@ -179,23 +176,23 @@ class ConversationState:
                     project = r.get("project")
                     self.names_project, self.names_known = (project if isinstance(project, str) else None), True
             elif kind == "cue":
-                self.cues[int(r["message"])] = CueRecord(
-                    int(r["message"]), r.get("hash", ""), r.get("text"), list(r.get("ids") or []), list(r.get("pointers") or [])
+                rec = CueRecord(
+                    int(r["message"]),
+                    str(r.get("hash", "")),
+                    r.get("text"),
+                    list(r.get("ids") or []),
+                    list(r.get("pointers") or []),
                 )
+                self.cues[(rec.message, rec.hash)] = rec
             elif kind == "ahead":
                 self.ahead = list(r.get("ids") or [])
             elif kind == "carried":
                 ids, pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
                 self.carried_from, self.carried_ids, self.carried_pointers = str(r.get("from") or ""), ids, pointers
             elif kind == "captured":
-                upto = int(r.get("upto", 0))
-                if upto >= self.captured:  # never backwards (a late record of an earlier answer)
-                    self.captured, self.captured_partial = upto, bool(r.get("partial", False))
-                self.capturing = None
+                self._captured(int(r.get("upto", 0)), bool(r.get("partial", False)))
             elif kind == "branched":
-                at = int(r.get("at", 0))
-                if 0 <= at < self.captured:  # the messages from ``at`` on are another branch's: capture them again
-                    self.captured, self.captured_partial = at, False
+                self._branch(int(r.get("at", 0)), str(r.get("hash", "")))
             elif kind == "capturing":
                 batch, upto = str(r.get("batch", "")), int(r.get("upto", 0))
                 self.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial")), "remember": r.get("remember")}
@@ -238,7 +235,7 @@ class ConversationState:
         if pointers:
             record["pointers"] = pointers
         self.append(record)
-        self.cues[message] = CueRecord(message, hash_, text, ids, list(pointers or []))
+        self.cues[(message, hash_)] = CueRecord(message, hash_, text, ids, list(pointers or []))
 
     def carry(self, from_id: str, ids: list[str], pointers: list[str]) -> None:
         """This conversation continues ``from_id`` (a Responses chain): what that one was shown counts as shown."""
@@ -252,15 +249,32 @@ class ConversationState:
 
     def set_captured(self, upto: int, partial: bool = False) -> None:
         self.append({"kind": "captured", "upto": upto, "partial": partial})
-        if upto >= self.captured:
+        self._captured(upto, partial)
+
+    def _captured(self, upto: int, partial: bool) -> None:
+        # Never backwards (a late record of an earlier answer); nor past a branch recorded while this capture was
+        # under way: it was the other branch's, and the new one is captured from its own place.
+        if upto >= self.captured and not (self.capturing and self.capturing.get("cut")):
             self.captured, self.captured_partial = upto, partial
         self.capturing = None
 
-    def set_branched(self, at: int) -> None:
-        """The conversation went on from message ``at`` another way (``branched_at``): what it holds from there is
-        captured again, once."""
-        self.append({"kind": "branched", "at": at})
-        if 0 <= at < self.captured:
+    def branch_from(self, at: int, hash_: str) -> bool:
+        """The newest message ``at`` (its hash ``hash_``) is new, and the capture has passed its index (a rewind to
+        an earlier prompt, a side request): record that it branches there, so that it is captured from there. Once
+        per message: True when this call recorded it."""
+        if not (0 <= at < self.captured) or (at, hash_) in self.branches:
+            return False
+        self.append({"kind": "branched", "at": at, "hash": hash_})
+        self._branch(at, hash_)
+        return True
+
+    def _branch(self, at: int, hash_: str) -> None:
+        if (at, hash_) in self.branches:
+            return
+        self.branches.append((at, hash_))
+        if self.capturing is not None:
+            self.capturing["cut"] = True  # under way: it ends without moving ``captured`` (``_captured``)
+        if 0 <= at < self.captured:  # the messages from ``at`` on are the new branch's: captured from there
             self.captured, self.captured_partial = at, False
 
     def set_capturing(self, batch: str, upto: int, partial: bool = False, remember: int | None = None) -> None:

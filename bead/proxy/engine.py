@@ -99,6 +99,9 @@ class Prepared:
     # A Responses chain's previous step that another worker answered: its conversation id and message count,
     # whose answer goes into the raw log before this request's turns.
     after: tuple[str, int] | None = None
+    # How many branch records the conversation's state held once this request was prepared
+    # (bead.core.state.ConversationState.stale): a later one this request's messages do not match left it behind.
+    branches: int = 0
 
 
 class Counts(Counter[str]):
@@ -376,25 +379,31 @@ class Engine:
                 trace["pinned"] = pinned_new = ids
             hashes = [m.hash for m in conv.messages]
             live = st.live(hashes)
-            for i in sorted(live):
-                if st.cues[i].text:
-                    blocks.setdefault(i, []).append(st.cues[i].text)  # type: ignore[arg-type]
-            # A rewind (an earlier prompt edited) or a side request on the same conversation: the messages from
-            # where it branched are new ones, captured and given recall as such; what only the other branch was
-            # shown or pointed to was never in front of the model here.
-            branched = st.branched_at(live, hashes)
-            if branched is not None:
-                st.set_branched(branched)
-                trace["branched_at"] = branched
+            for i, h in sorted(live):
+                text = st.cues[(i, h)].text
+                if text:
+                    blocks.setdefault(i, []).append(text)
+            # A rewind (an earlier prompt edited) or a side request on the same conversation: a new newest message
+            # where another one had its record, at an index the capture has passed. It is captured from there,
+            # once, and given recall; what only the other branch was shown or pointed to was never in front of the
+            # model here.
+            new_message = newest is not None and (newest, hashes[newest]) not in st.cues
+            if (
+                new_message
+                and newest is not None
+                and any(i == newest for i, _ in st.cues)
+                and st.branch_from(newest, hashes[newest])
+            ):
+                trace["branched_at"] = newest
             shown, pointed = st.seen(live)
             # From here on the pinned block may be recorded as sent: a deadline
             # missed now skips recall (the next request retries it) instead of
             # dropping what is already recorded.
             left = deadline - time.monotonic()
-            if newest is not None and newest not in live and left <= 0:
+            if newest is not None and new_message and left <= 0:
                 self.error("deadline")
                 trace["errors"].append("deadline")
-            elif newest is not None and newest not in live:
+            elif newest is not None and new_message:
                 t1 = time.perf_counter()
                 # A "remember" that will be queued instead of written says so in
                 # this message's cue block, which is re-added with the same bytes.
@@ -445,6 +454,7 @@ class Engine:
             judge=judge,
             plans=plans,
             after=elsewhere,
+            branches=len(st.branches),
         )
 
     def _ahead(self, mem: Memory, st: Any, shown: set[str]) -> list[dict[str, Any]]:
@@ -551,7 +561,10 @@ class Engine:
             with self.conversations.capture_lock(ident.id):
                 st = self.conversations.load(ident.id)
                 self._catch_up(mem, ident, st, conv, trace)
-                self._capture_messages(mem, ident, st, conv, len(conv.messages), trace, prep.plans)
+                if st.stale([m.hash for m in conv.messages], prep.branches):
+                    trace["left_behind"] = True  # a rewind or side request since: the capture goes on from that one
+                else:
+                    self._capture_messages(mem, ident, st, conv, len(conv.messages), trace, prep.plans)
             now = self.clock()
             # Pinned facts count as injected: decay must not put to sleep the
             # facts that every conversation starts with.
@@ -690,6 +703,13 @@ class Engine:
             turns = capture.assistant_turns(message, ident, flags)
             mem = self.memory()
             n = prep.n_messages
+            with self.conversations.capture_lock(ident.id):
+                if self.conversations.load(ident.id).stale([m.hash for m in prep.conv.messages], prep.branches):
+                    # A rewind or a side request came while it was answered: the answer is logged (the person saw
+                    # it), but the conversation's capture goes on from the new branch's place, not this one's.
+                    if turns:
+                        self._capture(mem, ident, turns)
+                    return
             if not turns:
                 # Nothing of the answer to log, but its place is taken: the request's turns are in the log and
                 # the conversation captured up to the answer (a chain's next step in another worker waits for it).

@@ -123,8 +123,8 @@ def _names_a_tag(text: str, j: int) -> bool:
     spaces, slashes, punctuation or invisible characters, the name runs to "=", ">", a quote, a closing bracket
     or the next opener. Its first ten letters and digits as they read (``_reads``; "0", "1" and "3" as "o", "l"
     and "e"; anything else in between ignored) must be "beadmemory": exactly where the character is ASCII, and
-    with three differences at most among the others; or with none among those that read as ASCII (three at
-    least), whatever the letters that read as none (no look-alike fold maps them: a Cyrillic soft sign for "b",
+    with three differences at most among the others; or with one at most among those that read as ASCII (three
+    at least the name's), whatever the letters that read as none (no look-alike fold maps them: a Cyrillic soft sign for "b",
     a Latin epsilon for "e"). _SCAN characters of nothing but padding after an opener, or within a name, count as
     a tag: nothing a person writes looks so. Each opener is read for 2 × _SCAN characters at most."""
     n = len(text)
@@ -156,9 +156,9 @@ def _names_a_tag(text: str, j: int) -> bool:
             odd += 1
         else:
             unread += 1  # a letter no fold maps to ASCII (a Cyrillic soft sign, a Latin epsilon): it may read as any
-    # three differences at most; or every letter that reads as ASCII is the name's, three of them at least, and the
-    # rest read as none ("ьєаԁ-мємогу")
-    return odd + unread <= 3 or (odd == 0 and len(_TAG_NAME) - unread >= 3)
+    # three differences at most; or the letters that read as ASCII are the name's but one at most (a Greek rho
+    # reads as "p"), three of them at least, and the rest read as none ("ьєаԁ-мємогу", "bεαδ-mεmορy")
+    return odd + unread <= 3 or (odd <= 1 and len(_TAG_NAME) - unread - odd >= 3)
 
 
 def flattened(text: str) -> str:
@@ -182,13 +182,30 @@ def fact_line(row: dict, project: str | None = None) -> str:
     return f"- {pointer_key(row['key'], project)} ({mark}, {date}): {shown(row['body'])}"
 
 
+# What a value may not carry into a block as itself: control characters, the bidi controls (which reorder what
+# follows: "trojan source"), zero-width spaces and joiners that split a word (not the ZWJ and ZWNJ that Persian,
+# Indic scripts and emoji sequences need), the BOM, interlinear annotation, and the invisible tag characters that
+# can spell out hidden text (except in a flag's tag sequence after U+1F3F4).
+_HIDES = re.compile(
+    "(\U0001f3f4[\U000e0020-\U000e007e]{1,16}\U000e007f)|[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b\u200e\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+
+
 def shown(body: str) -> str:
     """A stored value as a block writes it: one line (``flattened``), never a tag that reads as bead's (``escape``),
-    and every control and invisible character as its escape (bead.display.visible), as an excerpt's are: a value
-    the person pasted or a file edited by hand may hold a bidi override or a zero-width space, which must not
-    reorder or hide what the model reads."""
+    and each character that could reorder or hide what the model reads (``_HIDES``) as its escape (as an excerpt's
+    are): a value the person pasted or a file edited by hand may hold a bidi override or a terminal escape. The
+    letters of any script, emoji sequences and combining marks stay as written."""
     text = escape(flattened(body))
-    return text if text.isascii() and text.isprintable() else visible(text)
+    if text.isascii() and text.isprintable():
+        return text
+    return _HIDES.sub(lambda m: m.group(1) or _escape_one(m.group()), text)
+
+
+def _escape_one(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def title(row: dict, max_chars: int = TITLE_CHARS) -> str:

@@ -49,12 +49,17 @@ def flocked(
             except BlockingIOError:
                 notice = threading.Timer(WAIT_NOTICE_S, _say_waiting, (path, fd))
                 notice.daemon = True
-                notice.start()
+                try:
+                    notice.start()
+                    started = True
+                except RuntimeError:  # no thread to spare: the wait goes on unannounced
+                    started = False
                 try:
                     fcntl.flock(fd, flags)
                 finally:
-                    notice.cancel()
-                    notice.join()  # a notice being written ends before the file closes (its fd is read there)
+                    if started:
+                        notice.cancel()
+                        notice.join()  # a notice being written ends before the file closes (its fd is read there)
         else:
             end = time.monotonic() + (timeout or 0.0)
             while True:
@@ -100,8 +105,12 @@ def holder(fd: int) -> tuple[int, str] | None:
 
 def _say_waiting(path: Path, fd: int) -> None:
     who = holder(fd)
-    held = f"held by pid {who[0]} ({who[1] or 'command unknown'})" if who else "held by another process"
-    hint = f"stop that process (kill {who[0]})" if who else "stop the bead process that holds it"
+    if who and who[0] == os.getpid():
+        # another thread of this process (a flock is the open file's): nothing to stop but this process's own work
+        held, hint = "held by another thread of this process", "stop this process"
+    else:
+        held = f"held by pid {who[0]} ({who[1] or 'command unknown'})" if who else "held by another process"
+        hint = f"stop that process (kill {who[0]})" if who else "stop the bead process that holds it"
     try:
         sys.stderr.write(
             f"bead: waiting for {one_line(str(path), 200)}, {held}; this goes on once it is let go. If that process "

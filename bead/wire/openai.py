@@ -310,7 +310,7 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     conv = Conversation(
         messages,
         system="\n".join(system),
-        cwd=find_cwd(system, context),
+        cwd=find_cwd(system if lead is None else system[:lead], context),
         auxiliary=auxiliary,
         opener=opener,
         lead_system="\n".join(system if lead is None else system[:lead]),
@@ -698,7 +698,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
     return Conversation(
         messages,
         system="\n".join(system),
-        cwd=find_cwd(system, context),
+        cwd=find_cwd(system if lead is None else system[:lead], context),
         auxiliary=auxiliary,
         continues=_continues(data),
         lead_system="\n".join(system if lead is None else system[:lead]),
