@@ -71,6 +71,18 @@ def all_turns(home):
         return [t for p in m.raw.files() for t in m.raw.read(p)]
 
 
+def seed_flaky(home) -> None:
+    """A global reference fact a turn about the checkout test's flakiness is cued with, among six unrelated ones."""
+    with Memory(Home(home).ensure(), Config(owner="t")) as m:
+        m.write(
+            "global/flaky-checkout",
+            "The checkout discount test is flaky under parallel pytest-xdist runs; run it with -p no:xdist.",
+            "reference",
+        )
+        for i in range(6):
+            m.write(f"global/other-{i}", f"Unrelated fact number {i} about logging and metrics.", "reference")
+
+
 class TestByteForByte:
     """The harness receives exactly the upstream's bytes."""
 
@@ -408,16 +420,7 @@ class TestConversation:
         assert "was not stored, because it holds a secret" in content[-1]["text"]
 
     def test_cue_block_readded_and_forget_takes_effect(self, proxy_client, upstream, bead_home, bead):
-        m = Memory(Home(bead_home).ensure(), Config(owner="t"))
-        # Active-project facts sit in the pinned block; a global reference fact is cued.
-        m.write(
-            "global/flaky-checkout",
-            "The checkout discount test is flaky under parallel pytest-xdist runs; run it with -p no:xdist.",
-            "reference",
-        )
-        for i in range(6):
-            m.write(f"global/other-{i}", f"Unrelated fact number {i} about logging and metrics.", "reference")
-        m.close()
+        seed_flaky(bead_home)  # active-project facts sit in the pinned block; a global reference fact is cued
         proxy = proxy_client()
         conv1 = [{"role": "user", "content": "why is the checkout discount test flaky under xdist?"}]
         body1 = json.dumps(
@@ -446,15 +449,7 @@ class TestConversation:
         """A rewind (Claude Code's double Esc: an earlier prompt edited, the rest dropped) keeps the session: the
         new prompts sit at indexes the old branch used. Each is still captured, "remember" still runs, and recall
         runs for it; a fact only the dropped branch was shown is shown again, and the earlier bytes stay as sent."""
-        m = Memory(Home(bead_home).ensure(), Config(owner="t"))
-        m.write(
-            "global/flaky-checkout",
-            "The checkout discount test is flaky under parallel pytest-xdist runs; run it with -p no:xdist.",
-            "reference",
-        )
-        for i in range(6):
-            m.write(f"global/other-{i}", f"Unrelated fact number {i} about logging and metrics.", "reference")
-        m.close()
+        seed_flaky(bead_home)
         proxy = proxy_client()
         hdr = {"x-bead-session": "rewind", "x-bead-project": "proj-x"}
 
