@@ -74,8 +74,11 @@ class ConversationState:
     carried_from: str | None = None
     carried_ids: list[str] = field(default_factory=list)
     carried_pointers: list[str] = field(default_factory=list)
-    # New messages at indexes the capture had passed (a rewind, a side request), in order: each (index, hash) once.
-    branches: list[tuple[int, str]] = field(default_factory=list)
+    # The person's messages (and tool results) the raw log has, by index and hash: a new one at an index the
+    # capture has passed (a rewind, a side request on the same session) is logged on its own, an "aside", with its
+    # answer, and the capture's place for the conversation's line stays where it was.
+    logged: set[tuple[int, str]] = field(default_factory=set)
+    asides: dict[tuple[int, str], bool] = field(default_factory=dict)  # (index, hash) -> its answer is logged
 
     @property
     def injected(self) -> set[str]:
@@ -109,12 +112,6 @@ class ConversationState:
             shown.update(self.cues[k].ids)
             pointers.update(self.cues[k].pointers)
         return shown, {k.rsplit("@v", 1)[0] for k in pointers}
-
-    def stale(self, hashes: list[str], since: int) -> bool:
-        """Whether a request of these messages, prepared when ``since`` branch records had been written, was left
-        by a later one: a rewind or a side request since put another message at an index where this one has its
-        own. Its capture would take the other branch's place (``branch_from``)."""
-        return any(not (at < len(hashes) and hashes[at] == h) for at, h in self.branches[since:])
 
     @classmethod
     def load(cls, home: Home, conversation_id: str) -> ConversationState:
@@ -155,7 +152,8 @@ class ConversationState:
             self,
             pinned_ids=list(self.pinned_ids),
             cues={k: dataclasses.replace(c, ids=list(c.ids), pointers=list(c.pointers)) for k, c in self.cues.items()},
-            branches=list(self.branches),
+            logged=set(self.logged),
+            asides=dict(self.asides),
             capturing=dict(self.capturing) if self.capturing is not None else None,
             ahead=list(self.ahead),
             carried_ids=list(self.carried_ids),
@@ -190,9 +188,11 @@ class ConversationState:
                 ids, pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
                 self.carried_from, self.carried_ids, self.carried_pointers = str(r.get("from") or ""), ids, pointers
             elif kind == "captured":
-                self._captured(int(r.get("upto", 0)), bool(r.get("partial", False)))
-            elif kind == "branched":
-                self._branch(int(r.get("at", 0)), str(r.get("hash", "")))
+                self._captured(int(r.get("upto", 0)), bool(r.get("partial", False)), r.get("logged"))
+            elif kind == "aside":
+                key = (int(r["message"]), str(r["hash"]))
+                self.logged.add(key)
+                self.asides[key] = self.asides.get(key, False) or bool(r.get("answered"))
             elif kind == "capturing":
                 batch, upto = str(r.get("batch", "")), int(r.get("upto", 0))
                 self.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial")), "remember": r.get("remember")}
@@ -247,35 +247,28 @@ class ConversationState:
         self.append({"kind": "ahead", "ids": ids})
         self.ahead = ids
 
-    def set_captured(self, upto: int, partial: bool = False) -> None:
-        self.append({"kind": "captured", "upto": upto, "partial": partial})
-        self._captured(upto, partial)
+    def set_captured(self, upto: int, partial: bool = False, logged: list[tuple[int, str]] | None = None) -> None:
+        """The raw log has the conversation's turns up to message ``upto``; ``logged``: the person's messages among
+        the ones this capture appended, by index and hash."""
+        record: dict[str, Any] = {"kind": "captured", "upto": upto, "partial": partial}
+        if logged:
+            record["logged"] = [list(k) for k in logged]
+        self.append(record)
+        self._captured(upto, partial, record.get("logged"))
 
-    def _captured(self, upto: int, partial: bool) -> None:
-        # Never backwards (a late record of an earlier answer); nor past a branch recorded while this capture was
-        # under way: it was the other branch's, and the new one is captured from its own place.
-        if upto >= self.captured and not (self.capturing and self.capturing.get("cut")):
+    def _captured(self, upto: int, partial: bool, logged: Any = None) -> None:
+        if upto >= self.captured:  # never backwards (a late record of an earlier answer)
             self.captured, self.captured_partial = upto, partial
         self.capturing = None
+        if isinstance(logged, list):
+            self.logged.update((int(i), str(h)) for i, h in logged)
 
-    def branch_from(self, at: int, hash_: str) -> bool:
-        """The newest message ``at`` (its hash ``hash_``) is new, and the capture has passed its index (a rewind to
-        an earlier prompt, a side request): record that it branches there, so that it is captured from there. Once
-        per message: True when this call recorded it."""
-        if not (0 <= at < self.captured) or (at, hash_) in self.branches:
-            return False
-        self.append({"kind": "branched", "at": at, "hash": hash_})
-        self._branch(at, hash_)
-        return True
-
-    def _branch(self, at: int, hash_: str) -> None:
-        if (at, hash_) in self.branches:
-            return
-        self.branches.append((at, hash_))
-        if self.capturing is not None:
-            self.capturing["cut"] = True  # under way: it ends without moving ``captured`` (``_captured``)
-        if 0 <= at < self.captured:  # the messages from ``at`` on are the new branch's: captured from there
-            self.captured, self.captured_partial = at, False
+    def set_aside(self, message: int, hash_: str, answered: bool = False) -> None:
+        """A message at an index the capture had passed, logged on its own (``logged``); ``answered``: and its
+        answer too."""
+        self.append({"kind": "aside", "message": message, "hash": hash_, "answered": answered})
+        self.logged.add((message, hash_))
+        self.asides[(message, hash_)] = self.asides.get((message, hash_), False) or answered
 
     def set_capturing(self, batch: str, upto: int, partial: bool = False, remember: int | None = None) -> None:
         """A capture of the turns up to message ``upto`` is about to be appended with this batch id; ``remember``:

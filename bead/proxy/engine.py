@@ -99,9 +99,6 @@ class Prepared:
     # A Responses chain's previous step that another worker answered: its conversation id and message count,
     # whose answer goes into the raw log before this request's turns.
     after: tuple[str, int] | None = None
-    # How many branch records the conversation's state held once this request was prepared
-    # (bead.core.state.ConversationState.stale): a later one this request's messages do not match left it behind.
-    branches: int = 0
 
 
 class Counts(Counter[str]):
@@ -383,18 +380,10 @@ class Engine:
                 text = st.cues[(i, h)].text
                 if text:
                     blocks.setdefault(i, []).append(text)
-            # A rewind (an earlier prompt edited) or a side request on the same conversation: a new newest message
-            # where another one had its record, at an index the capture has passed. It is captured from there,
-            # once, and given recall; what only the other branch was shown or pointed to was never in front of the
-            # model here.
+            # A rewind (an earlier prompt edited) or a side request on the same conversation puts a new message
+            # where another had its record: it is given recall as any new message is, and what only the other
+            # branch was shown or pointed to was never in front of the model here. (Its capture: ``_aside``.)
             new_message = newest is not None and (newest, hashes[newest]) not in st.cues
-            if (
-                new_message
-                and newest is not None
-                and any(i == newest for i, _ in st.cues)
-                and st.branch_from(newest, hashes[newest])
-            ):
-                trace["branched_at"] = newest
             shown, pointed = st.seen(live)
             # From here on the pinned block may be recorded as sent: a deadline
             # missed now skips recall (the next request retries it) instead of
@@ -454,7 +443,6 @@ class Engine:
             judge=judge,
             plans=plans,
             after=elsewhere,
-            branches=len(st.branches),
         )
 
     def _ahead(self, mem: Memory, st: Any, shown: set[str]) -> list[dict[str, Any]]:
@@ -561,10 +549,7 @@ class Engine:
             with self.conversations.capture_lock(ident.id):
                 st = self.conversations.load(ident.id)
                 self._catch_up(mem, ident, st, conv, trace)
-                if st.stale([m.hash for m in conv.messages], prep.branches):
-                    trace["left_behind"] = True  # a rewind or side request since: the capture goes on from that one
-                else:
-                    self._capture_messages(mem, ident, st, conv, len(conv.messages), trace, prep.plans)
+                self._capture_messages(mem, ident, st, conv, len(conv.messages), trace, prep.plans)
             now = self.clock()
             # Pinned facts count as injected: decay must not put to sleep the
             # facts that every conversation starts with.
@@ -593,11 +578,17 @@ class Engine:
         ``upto - 1``, when given), then "remember" for the newest user message among them, under the capture lock.
         The turns are recorded as capturing (a batch id) before they are appended and as captured after."""
         start = st.captured
+        newest = conv.newest_user
+        if not answer and newest is not None and newest < start:
+            # The capture has passed this index: a retry (the message is logged), or a new message where another
+            # was (a rewind, a side request on the same session), which is logged on its own.
+            if (newest, conv.messages[newest].hash) not in st.logged:
+                self._aside(mem, ident, st, conv, newest, trace, plans)
+            return
         if start >= upto and not answer:
             return  # nothing new (a retry)
         turns = capture.request_turns(conv, ident, start) if start < len(conv.messages) else []
         turns += answer or []
-        newest = conv.newest_user
         remember_at = newest if newest is not None and start <= newest < upto else None
         batch = self._begin(st, turns, upto, partial, remember_at)
         # The slow part (secret scan, append, "remember") holds no lock the next request takes.
@@ -609,7 +600,29 @@ class Engine:
             if batch:
                 st.set_remembered(batch)
         if batch or st.captured < upto:
-            st.set_captured(upto, partial)
+            logged = [(m.index, m.hash) for m in conv.messages[start:upto] if m.role == "user"]
+            st.set_captured(upto, partial, logged)
+
+    def _aside(
+        self,
+        mem: Memory,
+        ident: Identity,
+        st: ConversationState,
+        conv: Conversation,
+        at: int,
+        trace: dict[str, Any],
+        plans: list[remembering.Plan] | None,
+    ) -> None:
+        """Log message ``at`` on its own, and its "remember": a new message at an index the capture has passed
+        (an earlier prompt edited after a rewind, a side request that shares the conversation's first messages).
+        The conversation's place (``captured``) stays where its line is; the answer follows it (``_capture_answer``).
+        """
+        turns = [t for t in capture.request_turns(conv, ident, at) if t.flags.get("message") == at]
+        logged = self._capture(mem, ident, turns) if turns else []
+        typed = [t.anchor for t in logged if t.flags.get("source") == "typed"]
+        self._remember(mem, conv, at, ident, trace, typed, plans)
+        st.set_aside(at, conv.messages[at].hash)
+        trace["aside"] = at
 
     def _catch_up(self, mem: Memory, ident: Identity, st: ConversationState, conv: Conversation, trace: dict[str, Any]) -> None:
         """Under the capture lock, a "capturing" record left over is a capture that stopped (a crash) between its
@@ -704,11 +717,15 @@ class Engine:
             mem = self.memory()
             n = prep.n_messages
             with self.conversations.capture_lock(ident.id):
-                if self.conversations.load(ident.id).stale([m.hash for m in prep.conv.messages], prep.branches):
-                    # A rewind or a side request came while it was answered: the answer is logged (the person saw
-                    # it), but the conversation's capture goes on from the new branch's place, not this one's.
-                    if turns:
+                st = self.conversations.load(ident.id)
+                newest = prep.conv.newest_user
+                aside = (newest, prep.conv.messages[newest].hash) if newest is not None else None
+                if aside in st.asides:
+                    # The answer to a message logged on its own (``_aside``): logged after it, once; the
+                    # conversation's line is not moved.
+                    if turns and not st.asides[aside]:
                         self._capture(mem, ident, turns)
+                        st.set_aside(*aside, answered=True)
                     return
             if not turns:
                 # Nothing of the answer to log, but its place is taken: the request's turns are in the log and
