@@ -530,6 +530,38 @@ class TestConversation:
         prompts = [t.text for t in raw_turns(bead_home, "side") if t.role == "user"]
         assert len(prompts) == len(set(prompts)) and "follow-up 2" in prompts and "Suggest the next prompt" in " ".join(prompts)
 
+    def test_a_rewind_to_a_prompt_whose_recall_failed_still_logs_the_edited_one(
+        self, proxy_client, upstream, bead_home, monkeypatch
+    ):
+        """Whether a message is new is told from what the raw log holds, not from the cue records: a prompt whose
+        recall failed (no record) and that the person then edits after a rewind is logged, with its answer."""
+        from bead.core.recall import CueBlock, Recaller
+
+        proxy = proxy_client()
+        hdr = {"x-bead-session": "norecord", "x-bead-project": "proj-x"}
+        failing = {"on": False}
+        original = Recaller.recall_for
+
+        def recall_for(self, *a, **k):
+            return CueBlock(None, [], failed=True) if failing["on"] else original(self, *a, **k)
+
+        monkeypatch.setattr(Recaller, "recall_for", recall_for)
+
+        def send(messages: list[dict]) -> None:
+            body = {"model": "m", "max_tokens": 10, "system": "Working directory: /tmp/proj-x", "messages": messages}
+            post(proxy, json.dumps(body).encode(), hdr)
+
+        old = [{"role": "user", "content": "hello, let us look at the shop"}, {"role": "assistant", "content": "Sure."}]
+        send(old[:1])
+        failing["on"] = True
+        send([*old, {"role": "user", "content": "why does checkout fail?"}])
+        failing["on"] = False
+        send([*old, {"role": "user", "content": "why does checkout fail?"}, {"role": "assistant", "content": "ok"}])
+        send([*old, {"role": "user", "content": "EDITED: is checkout flaky?"}])
+        turns = [(t.role, t.text) for t in raw_turns(bead_home, "norecord")]
+        assert turns.count(("user", "EDITED: is checkout flaky?")) == 1, turns
+        assert turns[-1][0] == "assistant" and turns.count(("user", "why does checkout fail?")) == 1, turns
+
     def test_a_harness_that_clears_an_old_tool_result_captures_each_turn_once(self, proxy_client, upstream, bead_home):
         """A message in the middle that the harness rewrites and keeps rewritten (an old tool result cleared to save
         context) is no branch: each request captures its new turns, nothing again."""

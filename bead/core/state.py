@@ -196,6 +196,8 @@ class ConversationState:
             elif kind == "capturing":
                 batch, upto = str(r.get("batch", "")), int(r.get("upto", 0))
                 self.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial")), "remember": r.get("remember")}
+                if isinstance(r.get("logged"), list):
+                    self.capturing["logged"] = r["logged"]
             elif kind == "remembered" and self.capturing and r.get("batch") == self.capturing["batch"]:
                 self.capturing["remember"] = None
         except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
@@ -270,11 +272,22 @@ class ConversationState:
         self.logged.add((message, hash_))
         self.asides[(message, hash_)] = self.asides.get((message, hash_), False) or answered
 
-    def set_capturing(self, batch: str, upto: int, partial: bool = False, remember: int | None = None) -> None:
+    def set_capturing(
+        self,
+        batch: str,
+        upto: int,
+        partial: bool = False,
+        remember: int | None = None,
+        logged: list[tuple[int, str]] | None = None,
+    ) -> None:
         """A capture of the turns up to message ``upto`` is about to be appended with this batch id; ``remember``:
-        the message whose "remember" runs after the append (done: ``set_remembered``)."""
-        self.append({"kind": "capturing", "batch": batch, "upto": upto, "partial": partial, "remember": remember})
-        self.capturing = {"batch": batch, "upto": upto, "partial": partial, "remember": remember}
+        the message whose "remember" runs after the append (done: ``set_remembered``); ``logged``: the person's
+        messages among them (``set_captured``), for a capture that stops in between (``_catch_up``)."""
+        record: dict[str, Any] = {"kind": "capturing", "batch": batch, "upto": upto, "partial": partial, "remember": remember}
+        if logged:
+            record["logged"] = [list(k) for k in logged]
+        self.append(record)
+        self.capturing = {k: v for k, v in record.items() if k != "kind"}
 
     def set_remembered(self, batch: str) -> None:
         self.append({"kind": "remembered", "batch": batch})

@@ -579,18 +579,24 @@ class Engine:
         The turns are recorded as capturing (a batch id) before they are appended and as captured after."""
         start = st.captured
         newest = conv.newest_user
-        if not answer and newest is not None and newest < start:
-            # The capture has passed this index: a retry (the message is logged), or a new message where another
-            # was (a rewind, a side request on the same session), which is logged on its own.
-            if (newest, conv.messages[newest].hash) not in st.logged:
-                self._aside(mem, ident, st, conv, newest, trace, plans)
+        if (
+            not answer
+            and newest is not None
+            and newest < start
+            and st.logged  # a state from before bead knew which messages it logged: as before, none
+            and (newest, conv.messages[newest].hash) not in st.logged
+        ):
+            # The capture has passed this index and this message is not the one logged there: a new message where
+            # another was (a rewind, a side request on the same session), which is logged on its own.
+            self._aside(mem, ident, st, conv, newest, trace, plans)
             return
         if start >= upto and not answer:
             return  # nothing new (a retry)
         turns = capture.request_turns(conv, ident, start) if start < len(conv.messages) else []
         turns += answer or []
         remember_at = newest if newest is not None and start <= newest < upto else None
-        batch = self._begin(st, turns, upto, partial, remember_at)
+        logged = [(m.index, m.hash) for m in conv.messages[start:upto] if m.role == "user"]
+        batch = self._begin(st, turns, upto, partial, remember_at, logged)
         # The slow part (secret scan, append, "remember") holds no lock the next request takes.
         captured = self._capture(mem, ident, turns, batch) if turns else []
         if remember_at is not None:
@@ -600,7 +606,6 @@ class Engine:
             if batch:
                 st.set_remembered(batch)
         if batch or st.captured < upto:
-            logged = [(m.index, m.hash) for m in conv.messages[start:upto] if m.role == "user"]
             st.set_captured(upto, partial, logged)
 
     def _aside(
@@ -636,7 +641,7 @@ class Engine:
         if isinstance(at, int) and 0 <= at < len(conv.messages):
             self._remember(mem, conv, at, ident, trace, [], None)
             st.set_remembered(left["batch"])
-        st.set_captured(left["upto"], left["partial"])
+        st.set_captured(left["upto"], left["partial"], [(int(i), str(h)) for i, h in left.get("logged") or []])
 
     def _wait_for_judge(self, conversation_id: str, deadline: float) -> None:
         """rerank.mode async: the conversation's previous request's judge, whose pick joins the next request, within
@@ -751,17 +756,23 @@ class Engine:
             self.error("capture", exc)
 
     def _begin(
-        self, st: ConversationState, turns: list[capture.Turn], upto: int, partial: bool = False, remember: int | None = None
+        self,
+        st: ConversationState,
+        turns: list[capture.Turn],
+        upto: int,
+        partial: bool = False,
+        remember: int | None = None,
+        logged: list[tuple[int, str]] | None = None,
     ) -> str:
         """Record that ``turns`` are about to be appended with a new batch id (which the first of them carries into
         the raw log; ``remember``: the message whose "remember" follows); none to append: captured at once, after a
         "remember" of its own if there is one ("" comes back)."""
         if not turns:
             if st.captured < upto and remember is None:
-                st.set_captured(upto, partial)
+                st.set_captured(upto, partial, logged)
             return ""
         batch = uuid.uuid4().hex[:16]
-        st.set_capturing(batch, upto, partial, remember)
+        st.set_capturing(batch, upto, partial, remember, logged)
         return batch
 
     def _capture(self, mem: Memory, ident: Identity, turns: list[capture.Turn], batch: str = "") -> list[RawTurn]:
