@@ -141,3 +141,22 @@ def test_the_first_requests_project_decides_the_bare_names_for_good_and_an_older
     safe.append_line(home.session_state("p3"), json.dumps({"kind": "pinned", "text": "old", "ids": []}), root=home.root)
     old = ConversationState.load(home, "p3")
     assert old.has_pinned and old.claim_names("shop") and old.claim_names("blog") and not old.claim_names(None)
+
+
+def test_a_damaged_logged_list_is_passed_over_entry_by_entry(bead_home):
+    """A state line's ``logged`` list (which messages a capture logged) with entries of another shape, from a
+    damaged or hand-edited file: those entries are passed over, the rest kept, and capture goes on."""
+    home = Home(bead_home).ensure()
+    path = home.session_state("c9")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    bad = [["not-an-int", "h"], [1, "a", "b"], [True, "x"], "str", [2, "h2"]]
+    lines = [
+        {"kind": "capturing", "batch": "b1", "upto": 3, "partial": False, "remember": None, "logged": bad},
+        {"kind": "captured", "upto": 3, "partial": False, "logged": bad},
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    st = ConversationState.load(home, "c9")
+    assert st.captured == 3 and st.logged == {(2, "h2")}
+    st.set_capturing("b2", 4, logged=[(3, "h3")])
+    st.set_captured(4, logged=[(3, "h3")])
+    assert ConversationState.load(home, "c9").logged == {(2, "h2"), (3, "h3")}

@@ -562,6 +562,31 @@ class TestConversation:
         assert turns.count(("user", "EDITED: is checkout flaky?")) == 1, turns
         assert turns[-1][0] == "assistant" and turns.count(("user", "why does checkout fail?")) == 1, turns
 
+    def test_an_asides_answer_where_the_conversation_goes_on_is_logged_once(self, proxy_client, upstream, bead_home):
+        """A harness that continues a cut answer (a trailing assistant message) and then sends it back as one: the
+        next prompt sits at an index the capture passed, and is logged on its own with its answer; the
+        conversation then goes on from that answer, which is not logged a second time."""
+        proxy = proxy_client()
+        hdr = {"x-bead-session": "prefill", "x-bead-project": "proj-x"}
+        said = "Hello from the fake."  # every answer of the fake upstream
+
+        def send(messages: list[dict]) -> None:
+            body = {"model": "m", "max_tokens": 10, "system": "Working directory: /tmp/proj-x", "messages": messages}
+            post(proxy, json.dumps(body).encode(), hdr)
+
+        main = [{"role": "user", "content": "p0"}]
+        send(main)
+        main += [{"role": "assistant", "content": said}, {"role": "user", "content": "write the module"}]
+        send(main)
+        send([*main, {"role": "assistant", "content": said}])  # continue the cut answer
+        main += [{"role": "assistant", "content": said + " " + said}, {"role": "user", "content": "p4"}]
+        send(main)
+        main += [{"role": "assistant", "content": said}, {"role": "user", "content": "p6"}]
+        send(main)
+        turns = [(t.role, t.text) for t in raw_turns(bead_home, "prefill")]
+        assert [t for r, t in turns if r == "user"] == ["p0", "write the module", "p4", "p6"], turns
+        assert len(turns) == 9, turns  # four prompts, the answers to them and the continuation
+
     def test_a_harness_that_clears_an_old_tool_result_captures_each_turn_once(self, proxy_client, upstream, bead_home):
         """A message in the middle that the harness rewrites and keeps rewritten (an old tool result cleared to save
         context) is no branch: each request captures its new turns, nothing again."""

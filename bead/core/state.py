@@ -79,6 +79,7 @@ class ConversationState:
     # answer, and the capture's place for the conversation's line stays where it was.
     logged: set[tuple[int, str]] = field(default_factory=set)
     asides: dict[tuple[int, str], bool] = field(default_factory=dict)  # (index, hash) -> its answer is logged
+    aside_answers: dict[int, str] = field(default_factory=dict)  # an aside's answer: its index -> its turns' digest
 
     @property
     def injected(self) -> set[str]:
@@ -154,6 +155,7 @@ class ConversationState:
             cues={k: dataclasses.replace(c, ids=list(c.ids), pointers=list(c.pointers)) for k, c in self.cues.items()},
             logged=set(self.logged),
             asides=dict(self.asides),
+            aside_answers=dict(self.aside_answers),
             capturing=dict(self.capturing) if self.capturing is not None else None,
             ahead=list(self.ahead),
             carried_ids=list(self.carried_ids),
@@ -190,14 +192,12 @@ class ConversationState:
             elif kind == "captured":
                 self._captured(int(r.get("upto", 0)), bool(r.get("partial", False)), r.get("logged"))
             elif kind == "aside":
-                key = (int(r["message"]), str(r["hash"]))
-                self.logged.add(key)
-                self.asides[key] = self.asides.get(key, False) or bool(r.get("answered"))
+                self._aside(r)
             elif kind == "capturing":
                 batch, upto = str(r.get("batch", "")), int(r.get("upto", 0))
                 self.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial")), "remember": r.get("remember")}
-                if isinstance(r.get("logged"), list):
-                    self.capturing["logged"] = r["logged"]
+                if r.get("logged"):
+                    self.capturing["logged"] = [list(k) for k in logged_pairs(r["logged"])]
             elif kind == "remembered" and self.capturing and r.get("batch") == self.capturing["batch"]:
                 self.capturing["remember"] = None
         except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
@@ -262,15 +262,24 @@ class ConversationState:
         if upto >= self.captured:  # never backwards (a late record of an earlier answer)
             self.captured, self.captured_partial = upto, partial
         self.capturing = None
-        if isinstance(logged, list):
-            self.logged.update((int(i), str(h)) for i, h in logged)
+        self.logged.update(logged_pairs(logged))
 
-    def set_aside(self, message: int, hash_: str, answered: bool = False) -> None:
+    def set_aside(self, message: int, hash_: str, answered: bool = False, answer_at: int | None = None, answer: str = "") -> None:
         """A message at an index the capture had passed, logged on its own (``logged``); ``answered``: and its
-        answer too."""
-        self.append({"kind": "aside", "message": message, "hash": hash_, "answered": answered})
-        self.logged.add((message, hash_))
-        self.asides[(message, hash_)] = self.asides.get((message, hash_), False) or answered
+        answer too, which is message ``answer_at`` of the conversation, its turns' digest ``answer``: the
+        conversation's capture that reaches that index passes over it (``aside_answers``)."""
+        record: dict[str, Any] = {"kind": "aside", "message": message, "hash": hash_, "answered": answered}
+        if answer_at is not None:
+            record.update(answer_at=answer_at, answer=answer)
+        self.append(record)
+        self._aside(record)
+
+    def _aside(self, r: dict[str, Any]) -> None:
+        key = (int(r["message"]), str(r["hash"]))
+        self.logged.add(key)
+        self.asides[key] = self.asides.get(key, False) or bool(r.get("answered"))
+        if isinstance(r.get("answer_at"), int) and isinstance(r.get("answer"), str):
+            self.aside_answers[r["answer_at"]] = r["answer"]
 
     def set_capturing(
         self,
@@ -293,6 +302,18 @@ class ConversationState:
         self.append({"kind": "remembered", "batch": batch})
         if self.capturing and self.capturing["batch"] == batch:
             self.capturing["remember"] = None
+
+
+def logged_pairs(value: Any) -> list[tuple[int, str]]:
+    """The (index, hash) pairs a record's ``logged`` holds; an entry of another shape (a damaged or hand-edited
+    file) is passed over."""
+    if not isinstance(value, list):
+        return []
+    return [
+        (i, h)
+        for i, h in (e for e in value if isinstance(e, list | tuple) and len(e) == 2)
+        if isinstance(i, int) and not isinstance(i, bool) and isinstance(h, str)
+    ]
 
 
 class Conversations:

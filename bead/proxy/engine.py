@@ -24,6 +24,7 @@ this module only orders it for a proxied conversation and fails open.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import threading
@@ -48,7 +49,7 @@ from ..core import remember as remembering
 from ..core.memory import Memory, utcnow
 from ..core.pinned import standing_memory
 from ..core.recall import Recaller
-from ..core.state import Conversations, ConversationState
+from ..core.state import Conversations, ConversationState, logged_pairs
 from ..core.trace import Trace, record_proxy_trace
 from ..paths import Home
 from ..store.locks import LockBusy
@@ -99,6 +100,11 @@ class Prepared:
     # A Responses chain's previous step that another worker answered: its conversation id and message count,
     # whose answer goes into the raw log before this request's turns.
     after: tuple[str, int] | None = None
+
+
+def _turns_digest(turns: list[capture.Turn]) -> str:
+    """What an answer's turns say, for telling it again in the conversation the harness sends back."""
+    return hashlib.blake2b("\x00".join(f"{t.role}\x01{t.text}" for t in turns).encode(), digest_size=12).hexdigest()
 
 
 class Counts(Counter[str]):
@@ -590,6 +596,11 @@ class Engine:
             # another was (a rewind, a side request on the same session), which is logged on its own.
             self._aside(mem, ident, st, conv, newest, trace, plans)
             return
+        if start < len(conv.messages) and conv.messages[start].role == "assistant" and start in st.aside_answers:
+            # An aside's answer stands at the capture's place (a rewind or an interrupt made the aside the line):
+            # it is in the log already.
+            if _turns_digest(capture.message_turns(conv.messages[start], ident)) == st.aside_answers[start]:
+                start += 1
         if start >= upto and not answer:
             return  # nothing new (a retry)
         turns = capture.request_turns(conv, ident, start) if start < len(conv.messages) else []
@@ -641,7 +652,7 @@ class Engine:
         if isinstance(at, int) and 0 <= at < len(conv.messages):
             self._remember(mem, conv, at, ident, trace, [], None)
             st.set_remembered(left["batch"])
-        st.set_captured(left["upto"], left["partial"], [(int(i), str(h)) for i, h in left.get("logged") or []])
+        st.set_captured(left["upto"], left["partial"], logged_pairs(left.get("logged")))
 
     def _wait_for_judge(self, conversation_id: str, deadline: float) -> None:
         """rerank.mode async: the conversation's previous request's judge, whose pick joins the next request, within
@@ -730,7 +741,7 @@ class Engine:
                     # conversation's line is not moved.
                     if turns and not st.asides[aside]:
                         self._capture(mem, ident, turns)
-                        st.set_aside(*aside, answered=True)
+                        st.set_aside(*aside, answered=True, answer_at=n, answer=_turns_digest(turns))
                     return
             if not turns:
                 # Nothing of the answer to log, but its place is taken: the request's turns are in the log and
