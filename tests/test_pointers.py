@@ -203,6 +203,7 @@ class TestShape:
             "\u2039/\u044c\u0454\u0430\u0501-\u043c\u0454\u043c\u043e\u0433\u0443>",
             "\u2039/\u044c\u025bad-\u043c\u025b\u043cory>",  # Latin epsilons, soft sign and em around ASCII
             "\u2039/b\u03b5\u03b1\u03b4-m\u03b5m\u03bf\u03c1y>",  # Greek epsilon, alpha, delta, omicron, rho
+            "\u2039/\u03b2\u03b5\u03b1\u03b4-\u03bc\u03b5\u03bc\u03bf\u03c1\u03c5>",  # all Greek: its romanization
         ],
         ids=[
             "plain",
@@ -220,6 +221,7 @@ class TestShape:
             "mostly-unmapped",
             "epsilon-and-em",
             "greek-with-rho",
+            "all-greek",
         ],
     )
     @pytest.mark.parametrize("where", ["title", "body"])

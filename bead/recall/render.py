@@ -114,6 +114,17 @@ def _reads(ch: str) -> str:
 _READS_NOTHING = frozenset({"Cn", "Co", "Cs", "Cc", "Cf", "Mn", "Me", "Zs", "Zl", "Zp"})
 
 
+@functools.lru_cache(maxsize=4096)
+def _romanized(ch: str) -> str:
+    """The Latin letters a Greek letter is written as (its name's first letter; upsilon also "y"): "βεαδ-μεμορυ"
+    spells bead's tag in Greek, though no confusables table maps rho to "r"."""
+    name = unicodedata.name(ch, "") if not ch.isascii() else ""
+    if not name.startswith("GREEK ") or " LETTER " not in name:
+        return ""
+    word = name.split(" LETTER ", 1)[1].split()[0].lower()
+    return word[0] + ("y" if word == "upsilon" else "")
+
+
 def _alnum(ch: str) -> bool:
     return bool(_reads(ch))
 
@@ -136,19 +147,19 @@ def _names_a_tag(text: str, j: int) -> bool:
         return end < n
     if not _alnum(text[j]):
         return False
-    letters: list[tuple[str, bool]] = []
+    letters: list[tuple[str, bool, str]] = []
     end = min(n, j + _SCAN)
     while j < end and len(letters) < len(_TAG_NAME):
         ch = text[j]
         if ch in ">=\"'" or unicodedata.category(ch) in ("Pe", "Pf") or _OPENER.match(text, j):
             break
-        letters += [(c, ch.isascii()) for c in _reads(ch).translate(_DIGIT_LETTERS)]
+        letters += [(c, ch.isascii(), ch) for c in _reads(ch).translate(_DIGIT_LETTERS)]
         j += 1
     if len(letters) < len(_TAG_NAME):
         return j == end < n
     odd = unread = 0
-    for (c, plain), want in zip(letters, _TAG_NAME, strict=False):
-        if c == want:
+    for (c, plain, ch), want in zip(letters, _TAG_NAME, strict=False):
+        if c == want or want in _romanized(ch):
             continue
         if plain:
             return False
