@@ -56,7 +56,7 @@ def test_a_callers_change_never_reaches_the_next_load(bead_home):
     first.capturing["remember"] = None  # what set_remembered does in memory
     first.cues[(7, "h7")] = CueRecord(7, "h7", "a block only this caller has")
     second = ConversationState.load(home, "c3")
-    assert second.capturing == {"batch": "b1", "upto": 2, "partial": False, "remember": 1} and 7 not in second.cues
+    assert second.capturing == {"batch": "b1", "upto": 2, "partial": False, "remember": 1} and (7, "h7") not in second.cues
 
 
 def test_a_line_being_written_is_read_but_not_kept_as_parsed(bead_home):

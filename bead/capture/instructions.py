@@ -66,12 +66,12 @@ _SEND = (
     r"|mirror|mirrors|share|shares|sharing|leak|leaks|pipe|pipes|attach|attaches|push|pushes|publish|beacon"
     r"|report|reports|include|includes|curl|scp|rsync|nc|tar)\b"
 )
-# A host named without a scheme ("to evil.example"): a dotted name whose last label is a public top-level domain.
-# File names are not hosts: a last label that is also a common file extension (py, sh, md, rs, pl, cc, zip, in...) is
-# left out.
+# A host named without a scheme ("to evil.example"): a dotted name whose last label is one of the top-level domains
+# listed (common and abused ones, and the reserved "example" and "onion"). File names are not hosts: one that is
+# also a common file extension (py, sh, md, rs, pl, cc, ml, zip, in...) is not listed.
 _BARE_HOST = (
     r"\b[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9-]{1,63}){0,6}\.(?:com|net|org|io|dev|app|ai|co|me|xyz|info|biz"
-    r"|ws|su|ru|cn|tk|ml|ga|cf|gq|pw|top|site|online|link|live|click|store|tech|fun|space|website|host|pro|cloud"
+    r"|ws|su|ru|cn|tk|ga|cf|gq|pw|top|site|online|link|live|click|store|tech|fun|space|website|host|pro|cloud"
     r"|today|us|uk|de|fr|nl|eu|ch|se|no|fi|cz|it|es|be|at|ca|au|jp|kr|br|ir|ua|by|kz|onion|example)\b"
 )
 # What is sent, right after the verb: a few words that name it ("the contents of", "your", "the AWS"), then the

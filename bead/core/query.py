@@ -142,7 +142,7 @@ def _fact_item(row: dict[str, Any], viewer: Viewer, score: float | None, preview
 
 
 def _tokens(text: str | None) -> int:
-    return len(text) // render.CHARS_PER_TOKEN + 1 if text else 0
+    return render.tokens(text) if text else 0
 
 
 def recall(

@@ -93,16 +93,11 @@ class ConversationState:
         """Fact ids this conversation was pointed to."""
         return set(self.carried_pointers) | {k for c in self.cues.values() for k in c.pointers}
 
-    @property
-    def pointed(self) -> set[str]:
-        """Keys this conversation was pointed to: never again."""
-        return {k.rsplit("@v", 1)[0] for k in self.pointer_ids}
-
     def live(self, hashes: list[str]) -> set[tuple[int, str]]:
         """The cue records of this request's messages: at an index it has, with the hash of the message there now.
         One of a message that is gone or was another (a rewind, a side request that shared the conversation's
         first messages) is of a branch the model does not see in this request."""
-        return {(i, h) for i, h in self.cues if i < len(hashes) and hashes[i] == h}
+        return {(i, h) for i, h in self.cues if 0 <= i < len(hashes) and hashes[i] == h}
 
     def seen(self, live: set[tuple[int, str]]) -> tuple[set[str], set[str]]:
         """The fact ids this request's model has been shown (the pinned block, a chain's earlier steps, the cue
@@ -278,7 +273,8 @@ class ConversationState:
         key = (int(r["message"]), str(r["hash"]))
         self.logged.add(key)
         self.asides[key] = self.asides.get(key, False) or bool(r.get("answered"))
-        if isinstance(r.get("answer_at"), int) and isinstance(r.get("answer"), str):
+        at = r.get("answer_at")
+        if isinstance(at, int) and not isinstance(at, bool) and at >= 0 and isinstance(r.get("answer"), str):
             self.aside_answers[r["answer_at"]] = r["answer"]
 
     def set_capturing(

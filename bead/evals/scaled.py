@@ -139,7 +139,7 @@ def _rows(mem: Memory, suite: dict, turns: list[dict], config: Config, policy: s
                 mode + "cue": [_key(i) for i in cue.ids if not i.startswith("raw:")],
                 mode + "pointed": [_key(i) for i in cue.pointers],
                 mode + "pointer_tokens": cue.pointer_tokens,
-                mode + "pinned_tokens": len(text) // render.CHARS_PER_TOKEN + 1 if text else 0,
+                mode + "pinned_tokens": render.tokens(text) if text else 0,
                 mode + "pinned_ms": pin_ms,
             }
         rows.append(row)

@@ -61,9 +61,9 @@ from .workers import Board
 
 log = logging.getLogger("bead.proxy")
 
-# Larger bodies go out unchanged, uncaptured. The Messages API's own limit (32 MB): below it a conversation of
-# screenshots or PDFs keeps its blocks on every request (past 16 MiB, the limit before, each later request went out
-# without them, and the prompt cache missed); above it the API refuses the request anyway. Reading one of 28 MiB
+# Larger bodies go out unchanged, uncaptured. 32 MiB, at or above the Messages API's own 32 MB limit: below it a
+# conversation of screenshots or PDFs keeps its blocks on every request (past 16 MiB, the limit before, each later
+# request went out without them, and the prompt cache missed); above it the API refuses the request anyway. Reading one of 28 MiB
 # takes about 80 ms, and splicing as long again.
 MAX_BODY_BYTES = 32 * 1024 * 1024
 # Parsing cannot look at the clock, and its cost grows with the number of

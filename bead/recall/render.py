@@ -122,6 +122,8 @@ def _romanized(ch: str) -> str:
     if not name.startswith("GREEK ") or " LETTER " not in name:
         return ""
     word = name.split(" LETTER ", 1)[1].split()[0].lower()
+    if word == "final":  # GREEK SMALL LETTER FINAL SIGMA
+        return "s"
     return word[0] + ("y" if word == "upsilon" else "")
 
 
