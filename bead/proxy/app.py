@@ -9,7 +9,8 @@ engine with its wire format (the list is ``bead.wire.formats``).
 
 Quart's defaults would break a streaming LLM proxy, so they are lifted:
 RESPONSE_TIMEOUT (60 s cuts a long stream), BODY_TIMEOUT, MAX_CONTENT_LENGTH
-(16 MiB; bead parses bodies up to 32 MiB, at or above the API's 32 MB limit: bead.proxy.engine.MAX_BODY_BYTES). The upstream client has no read timeout.
+(16 MiB; bead parses bodies up to 32 MiB, at or above the API's 32 MB limit:
+bead.proxy.engine.MAX_BODY_BYTES). The upstream client has no read timeout.
 
 Who may talk to the proxy and whose memory a request sees is decided in
 ``access``; what bead does to a request and after it, in ``engine``.
