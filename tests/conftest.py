@@ -91,6 +91,24 @@ def copy_home(seeded: Path, home: Path) -> Path:
     return home
 
 
+def seeded_homes(seed, name: str = "seeded"):
+    """Two fixtures for a module whose tests start from one seeded home: ``<name>_home``, the home ``seed`` wrote
+    once for the module, and ``seeded``, the test's own home as a copy of it (``copy_home``). Assign both at the
+    module's top: ``seeded_home, seeded = seeded_homes(seed)``."""
+
+    @pytest.fixture(scope="module", name=f"{name}_home")
+    def once(tmp_path_factory) -> Path:
+        home = tmp_path_factory.mktemp(name) / "home"
+        seed(home)
+        return home
+
+    @pytest.fixture(name="seeded")
+    def per_test(request, bead_home) -> Path:
+        return copy_home(request.getfixturevalue(f"{name}_home"), bead_home)
+
+    return once, per_test
+
+
 def all_bytes_under(root: Path) -> dict[Path, bytes]:
     out = {}
     for dirpath, _dirs, files in os.walk(root):

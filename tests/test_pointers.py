@@ -7,10 +7,9 @@ the tests read is what the upstream received.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from conftest import ProxyClient, copy_home, make_proxy_app
+from conftest import ProxyClient, make_proxy_app, seeded_homes
 
 from bead.config import parse
 from bead.core import query as reads
@@ -43,18 +42,8 @@ def seed(home) -> None:
             mem.write(key, body, "project", trust="agent_observed")
 
 
-@pytest.fixture(scope="module")
-def inferred_home(tmp_path_factory) -> Path:
-    """A home ``seed`` wrote, once for the module; each test takes a copy of its own (``seeded``)."""
-    home = tmp_path_factory.mktemp("inferred") / "home"
-    seed(home)
-    return home
-
-
-@pytest.fixture
-def seeded(inferred_home, bead_home) -> Path:
-    """The test's home holding INFERRED as the agent's observations: a copy of the module's seeded home."""
-    return copy_home(inferred_home, bead_home)
+# The test's home holding INFERRED as the agent's observations: a copy of a home seeded once for the module.
+inferred_home, seeded = seeded_homes(seed, "inferred")
 
 
 def app(home, upstream_url, config_text=NO_BODIES, openai_url=None) -> ProxyClient:

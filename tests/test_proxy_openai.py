@@ -13,10 +13,9 @@ import subprocess
 import sys
 import threading
 import urllib.parse
-from pathlib import Path
 
 import pytest
-from conftest import all_bytes_under, copy_home, eventually, hang_up_once, lazy_import
+from conftest import all_bytes_under, eventually, hang_up_once, lazy_import, seeded_homes
 from fakes import Reply, chat_events, openai_sse
 
 from bead.config import Config
@@ -39,18 +38,7 @@ def seed(home):
             m.write(f"global/other-{i}", f"Unrelated fact number {i} about logging and metrics.", "reference")
 
 
-@pytest.fixture(scope="module")
-def seeded_home(tmp_path_factory) -> Path:
-    """A home ``seed`` wrote, once for the module; each test takes a copy of its own (``seeded``)."""
-    home = tmp_path_factory.mktemp("seeded") / "home"
-    seed(home)
-    return home
-
-
-@pytest.fixture
-def seeded(seeded_home, bead_home) -> Path:
-    """The test's home as ``seed`` leaves it: a copy of the module's seeded home."""
-    return copy_home(seeded_home, bead_home)
+seeded_home, seeded = seeded_homes(seed)  # the test's home as ``seed`` leaves it, seeded once for the module
 
 
 def raw_turns(home, session):
