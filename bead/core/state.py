@@ -93,11 +93,12 @@ class ConversationState:
         """Fact ids this conversation was pointed to."""
         return set(self.carried_pointers) | {k for c in self.cues.values() for k in c.pointers}
 
-    def live(self, hashes: list[str]) -> set[tuple[int, str]]:
-        """The cue records of this request's messages: at an index it has, with the hash of the message there now.
-        One of a message that is gone or was another (a rewind, a side request that shared the conversation's
-        first messages) is of a branch the model does not see in this request."""
-        return {(i, h) for i, h in self.cues if 0 <= i < len(hashes) and hashes[i] == h}
+    def live(self, n: int, hash_of: Callable[[int], str]) -> set[tuple[int, str]]:
+        """The cue records of this request's ``n`` messages: at an index it has, with the hash of the message there
+        now (``hash_of``, asked only for the indexes that have a record). One of a message that is gone or was
+        another (a rewind, a side request that shared the conversation's first messages) is of a branch the model
+        does not see in this request."""
+        return {(i, h) for i, h in self.cues if 0 <= i < n and hash_of(i) == h}
 
     def seen(self, live: set[tuple[int, str]]) -> tuple[set[str], set[str]]:
         """The fact ids this request's model has been shown (the pinned block, a chain's earlier steps, the cue

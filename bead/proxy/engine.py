@@ -24,6 +24,7 @@ this module only orders it for a proxied conversation and fails open.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import os
@@ -63,8 +64,8 @@ log = logging.getLogger("bead.proxy")
 
 # Larger bodies go out unchanged, uncaptured. 32 MiB, at or above the Messages API's own 32 MB limit: below it a
 # conversation of screenshots or PDFs keeps its blocks on every request (past 16 MiB, the limit before, each later
-# request went out without them, and the prompt cache missed); above it the API refuses the request anyway. Reading one of 28 MiB
-# takes about 80 ms, and splicing as long again.
+# request went out without them, and the prompt cache missed); above it the API refuses the request anyway.
+# Reading one of 28 MiB takes about 80 ms, and splicing as long again.
 MAX_BODY_BYTES = 32 * 1024 * 1024
 # Parsing cannot look at the clock, and its cost grows with the number of
 # objects, not bytes: a body of more messages than any real conversation
@@ -380,8 +381,8 @@ class Engine:
                 self._left(deadline, "pinned block")
                 st.set_pinned(text, ids)
                 trace["pinned"] = pinned_new = ids
-            hashes = [m.hash for m in conv.messages]
-            live = st.live(hashes)
+            hash_of = functools.cache(lambda i: conv.messages[i].hash)  # each message hashed once, if asked
+            live = st.live(len(conv.messages), hash_of)
             for i, h in sorted(live):
                 text = st.cues[(i, h)].text
                 if text:
@@ -389,7 +390,7 @@ class Engine:
             # A rewind (an earlier prompt edited) or a side request on the same conversation puts a new message
             # where another had its record: it is given recall as any new message is, and what only the other
             # branch was shown or pointed to was never in front of the model here. (Its capture: ``_aside``.)
-            new_message = newest is not None and (newest, hashes[newest]) not in st.cues
+            new_message = newest is not None and (newest, hash_of(newest)) not in st.cues
             shown, pointed = st.seen(live)
             # From here on the pinned block may be recorded as sent: a deadline
             # missed now skips recall (the next request retries it) instead of
@@ -743,18 +744,13 @@ class Engine:
                         self._capture(mem, ident, turns)
                         st.set_aside(*aside, answered=True, answer_at=n, answer=_turns_digest(turns))
                     return
-            if not turns:
-                # Nothing of the answer to log, but its place is taken: the request's turns are in the log and
-                # the conversation captured up to the answer (a chain's next step in another worker waits for it).
-                with self.conversations.capture_lock(ident.id):
-                    st = self.conversations.load(ident.id)
-                    self._catch_up(mem, ident, st, prep.conv, prep.trace)
+                self._catch_up(mem, ident, st, prep.conv, prep.trace)
+                if not turns:
+                    # Nothing of the answer to log, but its place is taken: the request's turns are in the log and
+                    # the conversation captured up to the answer (a chain's next step in another worker waits for it).
                     if st.captured <= n:
                         self._capture_messages(mem, ident, st, prep.conv, n + 1, prep.trace)
-                return
-            with self.conversations.capture_lock(ident.id):
-                st = self.conversations.load(ident.id)
-                self._catch_up(mem, ident, st, prep.conv, prep.trace)
+                    return
                 if st.captured > n + 1 or (st.captured == n + 1 and not st.captured_partial):
                     return  # this answer, or a later message, is in the log already (a retry, a late stream end)
                 if st.captured > n:
