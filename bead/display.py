@@ -29,7 +29,8 @@ CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co"})
 
 
-def _escape(ch: str) -> str:
+def escaped_char(ch: str) -> str:
+    """A character as the escape `visible` writes it (\\x1b, \\u202e, \\U000e0041)."""
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
@@ -56,17 +57,17 @@ def visible(text: str, multiline: bool = False, tab: str = "    ") -> str:
             out.append(tab)
             marks = 0
         elif code < 0x20 or 0x7F <= code < 0xA0:
-            out.append(_escape(ch))
+            out.append(escaped_char(ch))
         elif code < 0x300 and code != 0xAD:  # Latin-1 and Latin letters; the soft hyphen is a format character
             out.append(ch)
             marks = 0
         else:
             cat = unicodedata.category(ch)
             if cat in _HIDDEN or _unseen(code):
-                out.append(_escape(ch))
+                out.append(escaped_char(ch))
             elif cat in _MARKS:
                 marks += 1
-                out.append(_escape(ch) if marks > MAX_MARKS else ch)
+                out.append(escaped_char(ch) if marks > MAX_MARKS else ch)
             else:
                 out.append(ch)
                 marks = 0

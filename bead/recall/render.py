@@ -8,7 +8,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from ..display import plain_words, visible
+from ..display import escaped_char, plain_words, visible
 from ..textform import fold
 
 CHARS_PER_TOKEN = 4
@@ -137,9 +137,10 @@ def _names_a_tag(text: str, j: int) -> bool:
     or the next opener. Its first ten letters and digits as they read (``_reads``; "0", "1" and "3" as "o", "l"
     and "e"; anything else in between ignored) must be "beadmemory": exactly where the character is ASCII, and
     with three differences at most among the others; or with one at most among those that read as ASCII (three
-    at least the name's), whatever the letters that read as none (no look-alike fold maps them: a Cyrillic soft sign for "b",
-    a Latin epsilon for "e"). _SCAN characters of nothing but padding after an opener, or within a name, count as
-    a tag: nothing a person writes looks so. Each opener is read for 2 × _SCAN characters at most."""
+    of them the name's at least), whatever the letters that read as none (no look-alike fold maps them: a
+    Cyrillic soft sign for "b", a Latin epsilon for "e"). A Greek letter also reads as its romanization
+    (``_romanized``). _SCAN characters of nothing but padding after an opener, or within a name, count as a tag:
+    nothing a person writes looks so. Each opener is read for 2 × _SCAN characters at most."""
     n = len(text)
     j = _ASCII_SKIP.match(text, j).end()  # type: ignore[union-attr]  # "*" always matches
     end = min(n, j + _SCAN)
@@ -213,12 +214,7 @@ def shown(body: str) -> str:
     text = escape(flattened(body))
     if text.isascii() and text.isprintable():
         return text
-    return _HIDES.sub(lambda m: m.group(1) or _escape_one(m.group()), text)
-
-
-def _escape_one(ch: str) -> str:
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return _HIDES.sub(lambda m: m.group(1) or escaped_char(m.group()), text)
 
 
 def title(row: dict, max_chars: int = TITLE_CHARS) -> str:
