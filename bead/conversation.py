@@ -356,6 +356,9 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
     if conv.continues:
         first = conv.continues + "\x00" + first
     codex, thread = _codex_ids(headers)
+    # Where the conversation is: the project the harness names (X-Bead-Project), else the working directory it
+    # reports. It keeps apart two repositories' conversations that a session id or their openings would join.
+    where = headers.get("x-bead-project") or conv.cwd or ""
     if headers.get("x-bead-session"):
         base = safe_name(headers["x-bead-session"])
         session = base
@@ -368,9 +371,9 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
         session = f"{base}-{_h(thread, 8)}" if thread and thread != codex else base
     elif headers.get("x-session-id"):  # OpenCode's session
         base = session = safe_name(headers["x-session-id"])
-        # Other tools send this header too, some with one value for everything: the project keeps apart what it
-        # names (X-Bead-Project, or the working directory), so no project's memory joins another's conversation.
-        first = first + "\x00" + (headers.get("x-bead-project") or conv.cwd or "")
+        # Other tools send this header too, some with one value for everything: so no project's memory joins
+        # another's conversation.
+        first = first + "\x00" + where
     else:
         # No header names the session: the system prompt and the person's first words. A message that is only the
         # harness's (Aider's example exchange, its file listings: bead.wire.openai.aider_context) is not the
@@ -383,11 +386,10 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
         opener = (_own_words(lead) or lead.normalised) if lead is not None else first
         if lead is not None and conv.continues:
             opener = conv.continues + "\x00" + opener
-        # A project the harness names (X-Bead-Project), else the working directory it reports (in a reminder the
-        # person's words leave out, or a system message), keeps two repositories' chats that open alike apart.
-        named = headers.get("x-bead-project") or conv.cwd or ""
+        # Two repositories' chats that open alike stay apart by ``where`` (a directory in a reminder the person's
+        # words leave out, or a system message).
         lead_system = conv.system if conv.lead_system is None else conv.lead_system
-        base = session = "p" + _h(lead_system + "\x00" + opener + ("\x00" + named if named else ""), 16)
+        base = session = "p" + _h(lead_system + "\x00" + opener + ("\x00" + where if where else ""), 16)
         first = opener
     project = None
     if headers.get("x-bead-project"):
