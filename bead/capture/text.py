@@ -360,6 +360,18 @@ def is_compaction(text: str) -> bool:
     return text.lstrip().startswith(COMPACTION_PREFIXES)
 
 
+# How Claude Code opens a hook's feedback that it sends the model as a user message of its own (a Stop or
+# SubagentStop hook that exits 2, or answers {"decision": "block"}): "Stop hook feedback:\n[<command>]: <stderr>".
+# The hook's output (a test run's, a linter's, a fetched page's), never the person's words; the transcript marks the
+# line isMeta, which the API request does not carry.
+HOOK_FEEDBACK_PREFIXES = ("Stop hook feedback:", "SubagentStop hook feedback:")
+
+
+def is_hook_feedback(text: str) -> bool:
+    """Whether ``text`` opens as a hook's feedback that the harness sent as the person's message."""
+    return "hook feedback:" in text and clean(text).startswith(HOOK_FEEDBACK_PREFIXES)
+
+
 # What Claude Code writes as the person's message when they interrupt it (Esc): its notice, not their words.
 HARNESS_NOTICES = frozenset({"[Request interrupted by user]", "[Request interrupted by user for tool use]"})
 

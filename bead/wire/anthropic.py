@@ -21,6 +21,7 @@ from ..capture.text import (
     clean,
     harness_element,
     is_compaction,
+    is_hook_feedback,
     own_blocks,
     own_tail,
     reminders,
@@ -275,6 +276,10 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
                 continue
             if i in expansions:
                 out += text_parts(text, Source.PASTED)
+                continue
+            if is_hook_feedback(text):
+                # A Stop hook's stderr, which Claude Code sends as a user message: a tool's output, to its end.
+                out += text_parts(text, Source.TOOL_OUTPUT)
                 continue
             if _attached_or_summary(text):
                 # An <ide_selection> (lines of a file) or <ide_opened_file> beside the prompt, however many
