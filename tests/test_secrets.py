@@ -451,6 +451,12 @@ def _fakes() -> list[tuple[str, str, str]]:
     # a local proxy's base URL with its token, as `env` prints the claude wrapper's
     add("loopback-path-token", "ANTHROPIC_BASE_URL=http://127.0.0.1:7077/{s}", "Qx7" + r(URLSAFE, 26) + "k9Z")
     add("loopback-path-token", "export OPENAI_BASE_URL=http://localhost:7077/{s}/openai/v1", "aB3" + r(URLSAFE, 26) + "Zz9")
+    # a password that starts with `<` or ends with `>` (a generator's every printable character), not a placeholder
+    add("env-secret-assignment", "DB_PASSWORD='{s}'", "Vb2#mQ7!kT9>")
+    add("weak-password-assignment", '      POSTGRES_PASSWORD: "{s}"', "<Hq8$wZ3@nR5")
+    # a quoted password with a character the rule's value stops at: redacted to its closing quote
+    add("shell-secret-forms", "htpasswd -b -c .htpasswd admin '{s}'", "Tr0ub4dor&3xQ!")
+    add("cli-password-flag", "sshpass -p '{s}' ssh deploy@h", "Tr0ub4dor 3xQ!")
     return out
 
 
@@ -1110,8 +1116,8 @@ def test_a_password_in_json_within_a_string_is_redacted_and_refused(text):
     secret = "Qz8vLr2TnW4xPk9s!"
     text = text.replace("SECRET", secret)
     clean, found = redact(text)
-    assert secret not in clean and found == ["password-assignment"]
-    assert clean == text.replace(secret, "[REDACTED:password-assignment]")
+    assert secret not in clean and len(found) == 1 and found[0] in {"password-assignment", "generic-api-key"}
+    assert clean == text.replace(secret, f"[REDACTED:{found[0]}]")
     assert credential_rules(text) == found
 
 

@@ -43,8 +43,10 @@ _PLACEHOLDER = re2.compile(
     r"|placeholder.*|null|none|true|false)$",
     _OPTIONS,
 )
-# Filler that marks an example, not a key: sk_live_xxxxxxxx, ********, <your key>.
-_FILLER = re2.compile(r"(?i)x{6,}|\*{4,}|\.{4,}|^<|>$", _OPTIONS)
+# Filler that marks an example, not a key: sk_live_xxxxxxxx, ********, <your key> or a type (`<string>]}`; or the
+# part of it a value class takes, `<your`, `key>`), a closing tag (`...</code>`). Only words in the brackets: a
+# password may start with `<` or end with `>` (about one in fifty that a generator draws from all printable ASCII).
+_FILLER = re2.compile(r"(?i)x{6,}|\*{4,}|\.{4,}|^<[a-z_\- .|]*(?:>|$)|(?:^|<)/?[a-z_\- .|]*>$", _OPTIONS)
 # A redaction ends where the token ends: a rule that matches a fixed length
 # must not leave the tail of a longer key in the text.
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -221,6 +223,7 @@ def _span(rule: Rule, m: Any) -> tuple[int, int] | None:
 
 LINE_WINDOW = 1024  # of a long line, the allowlists see this much either side of a match
 TOKEN_TAIL = 1024  # a key runs on past its match by at most this much
+QUOTED_TAIL = 256  # a quoted value runs on to its closing quote, at most this much further
 
 
 def _line(text: str, start: int, end: int) -> str:
@@ -252,6 +255,13 @@ def _finding(rs: Ruleset, rule: Rule, text: str, m: Any) -> Finding | None:
         return None
     if any(a.accepts(secret, match, line) for a in rule.allow):
         return None
+    if start and text[start - 1] in "'\"" and text[start - 2 : start - 1] != "\\":
+        # A quoted value runs to its closing quote on the line, whatever a rule's value class stops at (a password's
+        # `&`, `;` or space: `htpasswd -b f admin 'Tr0ub4dor&3xQ!'`, `sshpass -p 'two words'`). An escaped quote's
+        # value is read where the escapes are (`_in_escaped`).
+        close = text.find(text[start - 1], end, min(len(text), end + QUOTED_TAIL))
+        if close > end and text.find("\n", end, close) == -1:
+            end = close
     if secret and secret[-1] in _TOKEN_CHARS:
         stop = min(len(text), end + TOKEN_TAIL)
         while end < stop and text[end] in _TOKEN_CHARS:
