@@ -934,6 +934,39 @@ def test_secret_never_reaches_the_raw_file(mem):
     assert t.flags["redacted"] == ["anthropic-key"]
 
 
+@pytest.mark.parametrize("wire", ["proxy", "import"])
+def test_a_secret_named_in_the_persons_words_and_pasted_below_them_never_reaches_the_raw_file(mem, wire):
+    """The raw log keeps a message's typed words and its code fence apart (their sources differ); the scan reads
+    them as one text, so a value named only in the words above it is still a secret (and `bead import` keys a
+    message's runs as the raw log wrote them: imported twice, it is added once)."""
+    from bead.conversation import identify
+    from bead.core import capture, history
+
+    signing = "4f9a1c2e8b7d6f5a3c1e9b8d7f6a5c4e3b2a1d9c8e7f6a5b4c3d2e1f0a9b8c7d"
+    said = f"here is the stripe webhook signing secret for staging:\n```\n{signing}\n```\nput it in the env config"
+    assert redact(said)[1], "read whole, the message holds a secret"
+    if wire == "proxy":
+        from bead.wire.anthropic import conversation_of
+
+        conv = conversation_of({"messages": [{"role": "user", "content": said}]}, {})
+        ident = identify({"x-bead-session": "split"}, conv, None)
+        turns = capture.request_turns(conv, ident, 0)
+        assert {t.flags["source"] for t in turns} == {"typed", "pasted"}, "the raw log keeps the runs apart"
+        capture.capture(mem, ident, turns)
+    else:
+        from bead.wire.formats import read_items
+
+        line = {"type": "user", "sessionId": "split", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/src/shop"}
+        root = mem.home.root.parent / "claude-projects" / "-src-shop"
+        root.mkdir(parents=True)
+        (root / "split.jsonl").write_text(json.dumps({**line, "message": {"role": "user", "content": said}}) + "\n")
+        counts = [history.import_claude_code(mem, read_items, root.parent) for _ in range(2)]
+        assert counts[0].turns_added == 3 and counts[1].turns_added == 0 and counts[0].redacted == 1
+    raw = b"".join(p.read_bytes() for p in mem.raw.files())
+    assert signing.encode() not in raw and b"[REDACTED:generic-api-key]" in raw
+    assert raw.count(b"[REDACTED:generic-api-key]") == 1 and b"put it in the env config" in raw
+
+
 def test_secrets_written_through_a_tool_call_never_reach_the_raw_file(mem):
     """A tool call's input is captured as written, not JSON-escaped, so the scan sees a quoted secret whole."""
     from bead.conversation import identify

@@ -537,16 +537,55 @@ def _in_base64(text: str) -> list[Finding]:
     return [Finding(f"base64-{rule_of[i]}", *runs[i]) for i in sorted(rule_of)]
 
 
-def redact(text: str) -> tuple[str, list[str]]:
-    """(text with every finding replaced, rule ids found): found as written, in its normal form (a key split by a
-    zero-width space, written in full-width letters) or with its escaped quotes read as quotes (JSON in a JSON
-    string), the first where they overlap."""
-    if LONE_SURROGATE.search(text):  # a lone surrogate (valid in JSON) is no character: RE2 cannot read it
-        text = LONE_SURROGATE.sub("\ufffd", text)
+def _readable(text: str) -> str:
+    """``text`` with a lone surrogate (valid in JSON, no character: RE2 cannot read it) as U+FFFD, one for one."""
+    return LONE_SURROGATE.sub("\ufffd", text) if LONE_SURROGATE.search(text) else text
+
+
+def _findings(text: str) -> list[Finding]:
+    """What ``redact`` replaces in ``text`` (``_readable``): found as written, in its normal form, with its escapes
+    read, or base64-decoded; spans that do not overlap."""
     findings = scan(text)
     other = [*_in_fold(text), *_in_escaped(text), *_in_base64(text)]
     if other:
         findings = _merged(sorted([*findings, *other], key=lambda f: (f.start, -(f.end - f.start))))
+    return findings
+
+
+def redact(text: str) -> tuple[str, list[str]]:
+    """(text with every finding replaced, rule ids found): found as written, in its normal form (a key split by a
+    zero-width space, written in full-width letters) or with its escaped quotes read as quotes (JSON in a JSON
+    string), the first where they overlap."""
+    text = _readable(text)
+    return _replaced(text, _findings(text))
+
+
+# How the runs of one message are read as one text: as a line break joined them where the harness sent them.
+RUN_JOIN = "\n"
+
+
+def redact_runs(texts: list[str]) -> list[tuple[str, list[str]]]:
+    """``redact`` for each run of one message (its typed words, a paste, a tool's output, in order), which the raw
+    log keeps apart: each is redacted as it reads alone, and also where a finding in the runs read as one text
+    reaches into it. A secret named in the person's words ("the webhook signing secret for staging:") and pasted
+    below them in a code fence is a value with no name once the runs are apart."""
+    texts = [_readable(t) for t in texts]
+    if len(texts) < 2:
+        return [_replaced(t, _findings(t)) for t in texts]
+    joined = _findings(RUN_JOIN.join(texts))
+    out, at = [], 0
+    for t in texts:
+        end = at + len(t)
+        inside = [Finding(f.rule, max(f.start, at) - at, min(f.end, end) - at) for f in joined if f.start < end and f.end > at]
+        own = _findings(t)
+        if inside:
+            own = _merged(sorted([*own, *inside], key=lambda f: (f.start, -(f.end - f.start))))
+        out.append(_replaced(t, [f for f in own if f.end > f.start]))
+        at = end + len(RUN_JOIN)
+    return out
+
+
+def _replaced(text: str, findings: list[Finding]) -> tuple[str, list[str]]:
     if not findings:
         return text, []
     parts, last = [], 0

@@ -46,10 +46,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..capture.secrets import redact
+from ..capture.secrets import redact_runs
 from ..capture.text import HARNESS_NOTICES
 from ..conversation import MAX_MESSAGE_PARTS, Conversation, Identity, Unreadable, _h, project_from_cwd, project_slug, safe_name
 from ..errors import BeadError
+from ..store.rawlog import by_message
 from ..textform import readable_json
 from ..token import without_token
 from .capture import request_turns
@@ -418,21 +419,28 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
     offset, state.messages = state.messages, state.messages + len(conv.messages)
     del conv
     items = []
-    for turn in turns:
-        clean, found = redact(turn.text)
+    # as the raw log scans them: a message's runs together (redact_runs)
+    redacted = [
+        r
+        for group in by_message([(t.role, t.text, None, None, t.flags) for t in turns])
+        for r in redact_runs([i[1] for i in group])
+    ]
+    for turn, (clean, found) in zip(turns, redacted, strict=True):
         # as the raw log stores it (the home's proxy token taken out too): what a re-import compares
         clean = without_token(mem.home, clean)[0]
         key = _key(turn.role, str(turn.flags.get("source", "")), clean)
-        del clean
         if state.present[key] > 0:
             state.present[key] -= 1
             counts.turns_present += 1
             continue
         counts.redacted += bool(found)
         index = int(turn.flags.get("message", 0))
-        items.append(
-            (turn.role, turn.text, times[index], None, {**turn.flags, "message": offset + index, "imported": IMPORTED[t.wire]})
-        )
+        flags = {**turn.flags, "message": offset + index, "imported": IMPORTED[t.wire]}
+        if found:
+            flags["redacted"] = sorted(set(found))
+        # the text as scanned with its message's other runs: the raw log may be given this run alone (the others
+        # were imported before)
+        items.append((turn.role, clean, times[index], None, flags))
     del turns
     if items:
         mem.append_turns(t.session, items)

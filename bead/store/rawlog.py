@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import files as safe
-from ..capture.secrets import redact as redact_secrets
+from ..capture.secrets import redact_runs
 from ..errors import BeadError
 from ..paths import Home
 from ..textform import fold
@@ -244,12 +244,13 @@ class RawLog:
         if not items:
             return []
         first_at = items[0][2] or self.clock()
-        # The scan runs before the lock: a large turn never holds up other writers.
+        # The scan runs before the lock: a large turn never holds up other writers. The turns of one message (its
+        # runs: typed words, a paste, a tool's output) are scanned together too (redact_runs).
+        redacted = [r for group in by_message(items) for r in redact_runs([item[1] or "" for item in group])]
         scanned = []
-        for item in items:
+        for item, (clean, found) in zip(items, redacted, strict=True):
             role, text, at, ref = item[:4]
             flags = dict(item[4]) if len(item) > 4 and item[4] else {}
-            clean, found = redact_secrets(text or "")
             clean, had_token = without_token(self.home, clean)
             if had_token:
                 found = [*found, "bead-token"]
@@ -324,6 +325,22 @@ class RawLog:
             if changed:
                 safe.atomic_write(path, render(turns).encode("utf-8"), root=self.home.root)
             return changed
+
+
+def by_message(items: list[TurnItem]) -> list[list[TurnItem]]:
+    """``items`` in runs of consecutive turns of one message (the same role and ``message`` flag), in order."""
+    out: list[list[TurnItem]] = []
+    last: tuple[object, object] | None = None
+    for item in items:
+        flags = item[4] if len(item) > 4 and item[4] else {}
+        message = flags.get("message") if isinstance(flags, dict) else None
+        mark = (item[0], message)
+        if out and message is not None and mark == last:
+            out[-1].append(item)
+        else:
+            out.append([item])
+        last = mark
+    return out
 
 
 def _redact_tokens(text: str, pattern: Any) -> str:
