@@ -457,6 +457,15 @@ def _fakes() -> list[tuple[str, str, str]]:
     # a quoted password with a character the rule's value stops at: redacted to its closing quote
     add("shell-secret-forms", "htpasswd -b -c .htpasswd admin '{s}'", "Tr0ub4dor&3xQ!")
     add("cli-password-flag", "sshpass -p '{s}' ssh deploy@h", "Tr0ub4dor 3xQ!")
+    # a secret that a cloud's command line sets
+    add("cloud-secret-commands", "aws configure set aws_secret_access_key {s} --profile deploy", r(ALNUM + "/+", 40))
+    add("cloud-secret-commands", "aws ssm put-parameter --name /prod/db/password --type SecureString --value '{s}'", "Tr0ub4dor&3xQ!")
+    add("cloud-secret-commands", "aws ssm put-parameter --name /prod/db/pw --value {s} --type SecureString", "Ss2" + r(ALNUM, 11))
+    add("cloud-secret-commands", "aws secretsmanager create-secret --name prod/api --secret-string '{s}'", "Sm9" + r(ALNUM, 13))
+    add("cloud-secret-commands", "gh secret set JWT_SECRET --body '{s}'", r("0123456789abcdef", 64))
+    add("cloud-secret-commands", "az keyvault secret set --vault-name prod-kv --name db-password --value '{s}'", "Vx9#mQ2!pL7$wZ4k")
+    add("cloud-secret-commands", "mysqladmin -u root password {s}", "My3" + r(ALNUM, 11))
+    add("cloud-secret-commands", "http -a admin:{s} POST api.example.com/deploy", "Ht4" + r(ALNUM, 11))
     return out
 
 
@@ -817,6 +826,14 @@ BENIGN = [
     "mysqldump --password=prompt shop",
     "The access token is short-lived-15min",
     "the secret key: see-docs-section-4.2",
+    # cloud command lines that set no secret, or one from a file, a variable or stdin
+    "aws configure set region us-east-1 --profile deploy",
+    "aws ssm put-parameter --name /app/log-level --type String --value debug",
+    "aws secretsmanager create-secret --name prod/db --secret-string file://creds.json",
+    'gh secret set API_KEY --body "$API_KEY"',
+    "gh secret set JWT_SECRET < jwt.txt",
+    "http -a $API_USER:$API_PASS api.example.com",
+    "see http://example.com -a note",
 ]
 
 
