@@ -338,6 +338,13 @@ def strings_in(value: Any) -> list[str]:
 # A lone surrogate as a decoded string holds it (from JSON's "\\ud83d", or a non-UTF-8 argument): no character, so
 # UTF-8 cannot write it and RE2 cannot read it.
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# A terminal's control sequence, as a tool's coloured output holds them (grep --color, jq -C, a test runner's): CSI
+# (ESC [ or its 8-bit form), OSC (ESC ], to its BEL or ST, or at most 1,000 characters), and the other ESC
+# sequences. Each branch is bounded: linear time.
+TERMINAL_ESCAPES = re.compile(
+    r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,1000}(?:\x07|\x1b\\)?"
+    r"|\x1b[ -/]{1,16}[0-~]|\x1b[@-_]"
+)
 
 
 # A UTF-16 surrogate escape as JSON writes it. One left-to-right pass takes an

@@ -459,11 +459,19 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("cli-password-flag", "sshpass -p '{s}' ssh deploy@h", "Tr0ub4dor 3xQ!")
     # a secret that a cloud's command line sets
     add("cloud-secret-commands", "aws configure set aws_secret_access_key {s} --profile deploy", r(ALNUM + "/+", 40))
-    add("cloud-secret-commands", "aws ssm put-parameter --name /prod/db/password --type SecureString --value '{s}'", "Tr0ub4dor&3xQ!")
+    add(
+        "cloud-secret-commands",
+        "aws ssm put-parameter --name /prod/db/password --type SecureString --value '{s}'",
+        "Tr0ub4dor&3xQ!",
+    )
     add("cloud-secret-commands", "aws ssm put-parameter --name /prod/db/pw --value {s} --type SecureString", "Ss2" + r(ALNUM, 11))
     add("cloud-secret-commands", "aws secretsmanager create-secret --name prod/api --secret-string '{s}'", "Sm9" + r(ALNUM, 13))
     add("cloud-secret-commands", "gh secret set JWT_SECRET --body '{s}'", r("0123456789abcdef", 64))
-    add("cloud-secret-commands", "az keyvault secret set --vault-name prod-kv --name db-password --value '{s}'", "Vx9#mQ2!pL7$wZ4k")
+    add(
+        "cloud-secret-commands",
+        "az keyvault secret set --vault-name prod-kv --name db-password --value '{s}'",
+        "Vx9#mQ2!pL7$wZ4k",
+    )
     add("cloud-secret-commands", "mysqladmin -u root password {s}", "My3" + r(ALNUM, 11))
     add("cloud-secret-commands", "http -a admin:{s} POST api.example.com/deploy", "Ht4" + r(ALNUM, 11))
     return out
@@ -1217,6 +1225,61 @@ def test_a_secret_that_ends_in_an_escape_is_redacted_to_its_end(written):
     text = written.format(head=token, a=ord("5"), b=ord("A"))
     clean, found = redact(text)
     assert found == ["github-pat"] and clean == "[REDACTED:github-pat] tail", clean
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a model restating a .env in Markdown: a table, a list, an arrow, inline code and bold around the name
+        "| Variable | Value |\n|---|---|\n| `POSTGRES_PASSWORD` | `VALUE` |\n| `JWT_SECRET` | `VALUE` |",
+        "| JWT_SECRET | VALUE |",
+        "| `SESSION_SECRET` | `VALUE` (from .env) |",
+        "- `POSTGRES_PASSWORD`: `VALUE`",
+        "- **POSTGRES_PASSWORD** = `VALUE`",
+        "- `JWT_SECRET` \u2192 `VALUE`",
+        "DB_PASSWORD -> VALUE",
+        # a tool's coloured output: grep --color=always, jq -C
+        "2:DB_\x1b[01;31m\x1b[KPASSWORD\x1b[m\x1b[K=VALUE\n",
+        '{\n  \x1b[34;1m"password"\x1b[0m\x1b[1;39m: \x1b[0m\x1b[0;32m"VALUE"\x1b[0m\n}',
+    ],
+)
+def test_a_secret_behind_markup_is_redacted_and_refused(text):
+    """Markup that parts a secret's name from its value (a Markdown table's cells, an arrow, inline code, a
+    terminal's colours) is read through: the value goes, the markup around it stays, and the write path refuses
+    what the capture redacts."""
+    from bead.capture.secrets import credential_rules
+
+    secret = "Tr0ub4dor&3xQ!9k"
+    text = text.replace("VALUE", secret)
+    clean, found = redact(text)
+    assert secret not in clean and found and credential_rules(text) == found, clean
+    assert clean.count("[REDACTED:") == text.count(secret) and "\x1b[" * ("\x1b" in text) in clean
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| Variable | Description | Default |\n|---|---|---|\n| `DB_PASSWORD` | Password for the database | none |",
+        "| `SECRET_KEY` | Django's secret key | required |\n| `API_TOKEN` | string | yes |",
+        "| `GITHUB_TOKEN` | Token with repo scope, see docs |",
+        "| `DB_PASSWORD` | `${DB_PASSWORD}` |",
+        "| `DB_PASSWORD` | `changeme` |",
+        "TOKEN -> refreshed every hour",
+        "- `DB_PASSWORD`: the database password",
+        "`password` \u2192 `hashed_password`",
+        "cat app.log | grep password | wc -l",
+        "\x1b[32mPASSED\x1b[0m tests/test_auth.py::test_password_reset",
+    ],
+)
+def test_markup_around_a_secrets_name_with_no_value_is_kept(text):
+    assert redact(text) == (text, [])
+
+
+def test_markup_costs_linear_time():
+    from linear import assert_linear
+
+    assert_linear(redact, lambda n: "| `A` | `b` |\n" * (n // 14), 256 * 1024, limit=0.5, what="table rows")
+    assert_linear(redact, lambda n: "\x1b[1m`x` -> |" * (n // 16), 256 * 1024, limit=0.5, what="marks")
 
 
 def test_a_character_beyond_the_bmp_written_as_a_surrogate_pair_is_read():

@@ -28,7 +28,7 @@ from typing import Any
 import re2
 
 from .. import yamlsafe
-from ..textform import LONE_SURROGATE, fold_char
+from ..textform import LONE_SURROGATE, TERMINAL_ESCAPES, fold_char
 
 # Every pattern runs on text an attacker may have written (a pasted README,
 # a tool's output), so every one runs on RE2: time linear in the text, never
@@ -433,6 +433,65 @@ def _in_escaped(text: str) -> list[Finding]:
     return _placed([f for f in [*scan(view), *_in_fold(view)] if f.end > f.start], edits)
 
 
+# A Markdown table row (`| NAME | value |`, the first cell a name, the second its value), an arrow between a name
+# and its value (`JWT_SECRET → ...`, `DB_PASSWORD -> ...`), and inline code or bold around either (`` `NAME` ``,
+# `**NAME**`): how a model restates a .env file when asked what it holds. Python's engine: fixed-length branches and
+# bounded runs of spaces, linear time.
+_ROW = re.compile(r"(?m)^[ \t]{0,16}\|[ \t]{0,16}")
+_CELL = re.compile(r"[ \t]{0,16}\|[ \t]{0,16}")
+_MARKS = re.compile(r"\x60{1,3}|\*\*|[ \t]{0,16}(?:\u2192|->|=>)[ \t]{0,16}")
+
+
+def _value_like(cell: str) -> bool:
+    """Whether a table cell or the rest of a line after an arrow reads as a value, not a description ("Password for
+    the database", "refreshed every hour"): inline code first, or one word."""
+    cell = cell.strip()
+    return cell.startswith("\x60") or (bool(cell) and not any(c in cell for c in " \t"))
+
+
+def _in_markup(text: str) -> list[Finding]:
+    """The findings in ``text`` read without the markup that parts a secret's name from its value: a terminal's
+    escape sequences (``DB_\x1b[01;31mPASSWORD\x1b[m=...`` from grep --color, jq -C), inline code and bold marks,
+    a Markdown table row's cells as ``NAME=value`` and an arrow as ``=``; each placed on the characters of ``text``
+    it came from. Nothing is scanned again unless the text has such markup."""
+    if not any(m in text for m in ("\x1b", "\x9b", "\x60", "**", "|", "\u2192", "->", "=>")):
+        return []
+    changes: list[tuple[int, int, str]] = []  # (where, how long, what the view reads there)
+    if "\x1b" in text or "\x9b" in text:
+        changes += [(m.start(), m.end() - m.start(), "") for m in TERMINAL_ESCAPES.finditer(text)]
+    if "|" in text:
+        for row in _ROW.finditer(text):
+            line_end = text.find("\n", row.end())
+            line_end = len(text) if line_end == -1 else line_end
+            changes.append((row.start(), row.end() - row.start(), ""))
+            cells = list(_CELL.finditer(text, row.end(), line_end))
+            for k, cell in enumerate(cells):
+                value = text[cell.end() : cells[1].start() if len(cells) > 1 else line_end] if k == 0 else ""
+                changes.append((cell.start(), cell.end() - cell.start(), "=" if k == 0 and _value_like(value) else " "))
+    for m in _MARKS.finditer(text):
+        arrow = m.group().strip() in ("\u2192", "->", "=>")
+        if arrow:
+            line_end = text.find("\n", m.end())
+            arrow = _value_like(text[m.end() : len(text) if line_end == -1 else line_end])
+        changes.append((m.start(), m.end() - m.start(), "=" if arrow else ""))
+    if not changes:
+        return []
+    changes.sort()
+    pieces: list[str] = []
+    edits: list[tuple[int, int, int, int]] = []
+    last = gone = 0
+    for at, size, into in changes:
+        if at < last:  # inside an earlier change (a pipe in an escape sequence's run)
+            continue
+        pieces += [text[last:at], into]
+        edits.append((at, size, at - gone, len(into)))
+        gone += size - len(into)
+        last = at + size
+    pieces.append(text[last:])
+    view = "".join(pieces)
+    return _placed([f for f in [*scan(view), *_in_fold(view)] if f.end > f.start], edits)
+
+
 # A run of base64's characters long enough to hide a secret (a Kubernetes Secret's `data:`, `kubectl -o json`, a
 # basic-auth header): decoded, and if it reads as text, scanned as that text under the name it is given (`NAME:` or
 # `"NAME": "` just before it). Python's engine: one pass, no backtracking across runs.
@@ -546,7 +605,7 @@ def _findings(text: str) -> list[Finding]:
     """What ``redact`` replaces in ``text`` (``_readable``): found as written, in its normal form, with its escapes
     read, or base64-decoded; spans that do not overlap."""
     findings = scan(text)
-    other = [*_in_fold(text), *_in_escaped(text), *_in_base64(text)]
+    other = [*_in_fold(text), *_in_escaped(text), *_in_markup(text), *_in_base64(text)]
     if other:
         findings = _merged(sorted([*findings, *other], key=lambda f: (f.start, -(f.end - f.start))))
     return findings

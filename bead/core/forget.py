@@ -46,7 +46,7 @@ from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN, Turn
 from ..store.reports import Reports
-from ..textform import fold, strings_in
+from ..textform import TERMINAL_ESCAPES, fold, strings_in
 from .memory import Memory
 from .state import Conversations
 from .trace import Trace, configured_paths
@@ -236,10 +236,7 @@ def _holds_shingle(text: str, shingles: AbstractSet[tuple[str, ...]]) -> bool:
 # elements: a type's parameter (``Optional<Gadget>``) or a comparison (``retry<max && count>limit``) is no markup,
 # and reading it as such joined words that were apart. Python's engine: each repeat is bounded and a tag ends at the
 # next ``<`` or ``>``, so a text is walked a bounded number of times.
-_ESCAPES = re.compile(
-    r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,1000}(?:\x07|\x1b\\)?"
-    r"|\x1b[ -/]{1,16}[0-~]|\x1b[@-_]"
-)
+_ESCAPES = TERMINAL_ESCAPES
 _ELEMENTS = (
     "a|abbr|acronym|address|article|aside|b|bdi|bdo|big|blockquote|body|br|button|caption|center|cite|code|data|dd"
     "|del|details|dfn|div|dl|dt|em|figcaption|figure|font|footer|h[1-6]|head|header|hr|html|i|img|ins|kbd|label"
