@@ -63,6 +63,17 @@ def test_an_answers_content_type_is_kept(served_proxy, raw_upstream):
     assert dict(headers)[b"content-type"] == b"application/json" and body == b"ok"
 
 
+def test_an_answers_header_bytes_reach_the_harness_as_sent(served_proxy, raw_upstream):
+    """A value that is not UTF-8 (ISO-8859-1's é) beside one that is (€): each byte as the upstream sent it, not
+    re-encoded (the other direction is tests/test_proxy_trust.py's)."""
+    sent = [(b"x-note", b"caf\xe9"), (b"x-file", b"\xe2\x82\xac5.txt"), (b"x-request-id", b"r1")]
+    answer = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+    answer += b"".join(k + b": " + v + b"\r\n" for k, v in sent) + b"content-length: 2\r\nconnection: close\r\n\r\nok"
+    up = raw_upstream(answer)
+    _, headers, body = head_of(get(served_proxy(upstream_url=up.url).url, b"/v1/models"))
+    assert [(k, v) for k, v in headers if k in dict(sent)] == sent and body == b"ok"
+
+
 def h2_get(url: str, path: bytes) -> tuple[bytes | None, bytes]:
     """One GET over HTTP/2 with prior knowledge (h2c, which Hypercorn accepts), its path sent without checks:
     (status, body)."""

@@ -88,6 +88,32 @@ def _basic_credentials(value: str) -> str:
         return ""
 
 
+def _raw_header_bytes(asgi_app: Any) -> Any:
+    """The app with its answers' header values sent as the bytes they stand for: the proxy relays an upstream's
+    headers as latin-1 text (one character a byte: a value that is not UTF-8, an ISO-8859-1 file name, is kept), and
+    Quart writes a value as UTF-8, which would turn each byte above ASCII into two. Values that are ASCII, as every
+    header bead writes itself is, are the same bytes either way."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        async def send_raw(message: Any) -> None:
+            if message.get("type") == "http.response.start" and any(
+                any(b > 0x7F for b in v) for _, v in message.get("headers") or ()
+            ):
+                message = {**message, "headers": [(k, _latin1(v)) for k, v in message["headers"]]}
+            await send(message)
+
+        await asgi_app(scope, receive, send_raw)
+
+    return app
+
+
+def _latin1(value: bytes) -> bytes:
+    try:
+        return value.decode("utf-8").encode("latin-1")
+    except (UnicodeDecodeError, UnicodeEncodeError):
+        return value
+
+
 class UpstreamBroke(Exception):
     """The upstream dropped a response mid-way: the harness must see a broken response too."""
 
@@ -145,6 +171,10 @@ def prepare() -> None:
 
 
 class ProxyApp(Quart):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.asgi_app = _raw_header_bytes(self.asgi_app)  # type: ignore[method-assign]
+
     def log_exception(self, exception_info: Any) -> None:
         """Never the request's path in a log line: it can carry the home's token."""
         exc_type = exception_info[0]
@@ -385,7 +415,12 @@ class Proxy:
             engine.error("upstream", exc)
             return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})", api=api)
         engine.forwarded(prep)
-        resp_headers = [(k, v) for k, v in up.headers.multi_items() if k.lower() not in RESPONSE_DROP]
+        # Each value as its bytes were (latin-1 is one character a byte); _raw_header_bytes writes them back so.
+        resp_headers = [
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in up.headers.raw
+            if k.decode("latin-1").lower() not in RESPONSE_DROP
+        ]
         response = _Relayed(self._relay(up, prep), status=up.status_code, headers=Headers(resp_headers))
         response.timeout = None  # a long stream is never cut
         return response
