@@ -897,6 +897,24 @@ def test_redaction_keeps_surrounding_text():
     assert redact(text)[0] == "connect with postgres://app:[REDACTED:url-password]@db:5432/app then run migrations"
 
 
+def test_a_provider_key_in_a_quoted_string_takes_only_itself():
+    """A quoted value runs to its closing quote for a rule that names a secret by its context, not for a key of
+    a provider's shape: the log line's words after the token stay."""
+    pat = "ghp_" + "4f8Kq2LmN7pR3sT9vW1xY5zA6bC0dE2gH8jK"
+    clean, _ = redact(f'log.info("{pat} expired; refreshing for user bob at 12:00")')
+    assert clean == 'log.info("[REDACTED:github-pat] expired; refreshing for user bob at 12:00")'
+
+
+def test_a_redacted_text_scanned_again_is_left_as_it_is():
+    for text in [
+        'export API_KEY="Qx7vLr2TnW4xPk9sZz81"',
+        "REDIS_PASSWORD='Tr0ub4dor3xQ9zz'",
+        'dsn := "admin:Tr0ub4dor3xQ9zz@tcp(db:3306)/app"',
+    ]:
+        once = redact(text)[0]
+        assert once != text and redact(once) == (once, [])
+
+
 def test_a_longer_key_leaves_no_tail():
     """A rule that matches the usual length redacts the whole token, not its first characters."""
     token = "ghp_" + r(ALNUM, 36) + r(ALNUM, 8)
@@ -969,6 +987,7 @@ def test_a_secret_named_in_the_persons_words_and_pasted_below_them_never_reaches
 
     signing = "4f9a1c2e8b7d6f5a3c1e9b8d7f6a5c4e3b2a1d9c8e7f6a5b4c3d2e1f0a9b8c7d"
     said = f"here is the stripe webhook signing secret for staging:\n```\n{signing}\n```\nput it in the env config"
+    said += '\nand export API_KEY="Qx7vLr2TnW4xPk9sZz81" too'  # a quoted one: once redacted, never read again
     assert redact(said)[1], "read whole, the message holds a secret"
     if wire == "proxy":
         from bead.wire.anthropic import conversation_of
@@ -986,10 +1005,10 @@ def test_a_secret_named_in_the_persons_words_and_pasted_below_them_never_reaches
         root.mkdir(parents=True)
         (root / "split.jsonl").write_text(json.dumps({**line, "message": {"role": "user", "content": said}}) + "\n")
         counts = [history.import_claude_code(mem, read_items, root.parent) for _ in range(2)]
-        assert counts[0].turns_added == 3 and counts[1].turns_added == 0 and counts[0].redacted == 1
+        assert counts[0].turns_added == 3 and counts[1].turns_added == 0 and counts[0].redacted == 2
     raw = b"".join(p.read_bytes() for p in mem.raw.files())
-    assert signing.encode() not in raw and b"[REDACTED:generic-api-key]" in raw
-    assert raw.count(b"[REDACTED:generic-api-key]") == 1 and b"put it in the env config" in raw
+    assert signing.encode() not in raw and b"Qx7vLr2TnW4xPk9sZz81" not in raw and b"[REDACTED:generic-api-key]" in raw
+    assert b"put it in the env config" in raw and b"[REDACTED:[REDACTED" not in raw
 
 
 def test_secrets_written_through_a_tool_call_never_reach_the_raw_file(mem):
@@ -1238,6 +1257,9 @@ def test_a_secret_that_ends_in_an_escape_is_redacted_to_its_end(written):
         "- **POSTGRES_PASSWORD** = `VALUE`",
         "- `JWT_SECRET` \u2192 `VALUE`",
         "DB_PASSWORD -> VALUE",
+        # a `|` inside inline code or escaped in a cell is the value's
+        "| `DB_PASSWORD` | `Tr0ub|4dorVALUE` |",
+        "| `DB_PASSWORD` | `Tr0ub\\|4dorVALUE` |",
         # a tool's coloured output: grep --color=always, jq -C
         "2:DB_\x1b[01;31m\x1b[KPASSWORD\x1b[m\x1b[K=VALUE\n",
         '{\n  \x1b[34;1m"password"\x1b[0m\x1b[1;39m: \x1b[0m\x1b[0;32m"VALUE"\x1b[0m\n}',
@@ -1254,6 +1276,7 @@ def test_a_secret_behind_markup_is_redacted_and_refused(text):
     clean, found = redact(text)
     assert secret not in clean and found and credential_rules(text) == found, clean
     assert clean.count("[REDACTED:") == text.count(secret) and "\x1b[" * ("\x1b" in text) in clean
+    assert "Tr0ub" not in clean and "4dor" not in clean, "no part of a value is left beside its redaction"
 
 
 @pytest.mark.parametrize(
@@ -1269,6 +1292,22 @@ def test_a_secret_behind_markup_is_redacted_and_refused(text):
         "`password` \u2192 `hashed_password`",
         "cat app.log | grep password | wc -l",
         "\x1b[32mPASSED\x1b[0m tests/test_auth.py::test_password_reset",
+        # a second column that is no value (where a variable is used, its service, its region)
+        "| Variable | Used in |\n|---|---|\n| `DB_PASSWORD` | `docker-compose.yml` |\n| `OPENAI_API_KEY` | `gpt-4o-2024-08-06` |",
+        "| `AWS_SECRET_ACCESS_KEY` | Where | \n|---|---|\n| `AWS_SECRET_ACCESS_KEY` | `us-east-1` |",
+        # type-annotated signatures and arrow functions
+        "def login(self, user: str, password: str) -> tuple[Literal['OK'], list[bytes]]: ...",
+        "def check_password_hash(pwhash: str, password: str) -> bool:",
+        "type Hasher = (password: string) => Promise<string>;",
+        "pub fn hash_password(password: &str) -> String {",
+        "const clean = (token) => token.trim();",
+        "$row['password'] => $value,",
+        # a command in inline code (command substitution)
+        "JWT_SECRET=`openssl rand -base64 48`",
+        "PASSWORD=`head -c 32 /dev/urandom | base64`",
+        # placeholders with digits or a colon
+        "DB_PASSWORD=<50+ random chars>",
+        "password: <base64:32 bytes>",
     ],
 )
 def test_markup_around_a_secrets_name_with_no_value_is_kept(text):
@@ -1277,6 +1316,10 @@ def test_markup_around_a_secrets_name_with_no_value_is_kept(text):
 
 def test_markup_costs_linear_time():
     from linear import assert_linear
+
+    assert_linear(redact, lambda n: "x\u2192" * (n // 2), 256 * 1024, limit=0.5, what="arrows on one line")
+    assert_linear(redact, lambda n: "const f=(a)=>a+1;" * (n // 17), 256 * 1024, limit=0.5, what="minified JS")
+    assert_linear(redact, lambda n: "| `A` | " * (n // 8), 256 * 1024, limit=0.5, what="cells on one line")
 
     assert_linear(redact, lambda n: "| `A` | `b` |\n" * (n // 14), 256 * 1024, limit=0.5, what="table rows")
     assert_linear(redact, lambda n: "\x1b[1m`x` -> |" * (n // 16), 256 * 1024, limit=0.5, what="marks")

@@ -44,9 +44,10 @@ _PLACEHOLDER = re2.compile(
     _OPTIONS,
 )
 # Filler that marks an example, not a key: sk_live_xxxxxxxx, ********, <your key> or a type (`<string>]}`; or the
-# part of it a value class takes, `<your`, `key>`), a closing tag (`...</code>`). Only words in the brackets: a
-# password may start with `<` or end with `>` (about one in fifty that a generator draws from all printable ASCII).
-_FILLER = re2.compile(r"(?i)x{6,}|\*{4,}|\.{4,}|^<[a-z_\- .|]*(?:>|$)|(?:^|<)/?[a-z_\- .|]*>$", _OPTIONS)
+# part of it a value class takes, `<your`, `key>`, `<50+ random chars>`), a closing tag (`...</code>`). Only words
+# in the brackets: a password may start with `<` or end with `>` (about one in fifty that a generator draws from all
+# printable ASCII).
+_FILLER = re2.compile(r"(?i)x{6,}|\*{4,}|\.{4,}|^<[a-z0-9_\- .|+:]*(?:>|$)|(?:^|<)/?[a-z0-9_\- .|+:]*>$", _OPTIONS)
 # A redaction ends where the token ends: a rule that matches a fixed length
 # must not leave the tail of a longer key in the text.
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -235,12 +236,26 @@ def _line(text: str, start: int, end: int) -> str:
     return text[max(a, lo) : hi if b == -1 else b]
 
 
+MARKER = "[REDACTED:"
+
+
+def _in_marker(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` lies within a ``[REDACTED:rule]`` marker (``dsn-password]`` read as a value)."""
+    lo = text.rfind(MARKER, max(0, start - 80), start + len(MARKER))
+    if lo == -1 or lo > start:
+        return False
+    close = text.find("]", lo + len(MARKER), lo + 80)
+    return close != -1 and end <= close + 1
+
+
 def _finding(rs: Ruleset, rule: Rule, text: str, m: Any) -> Finding | None:
     span = _span(rule, m)
     if span is None:
         return None
     start, end = span
     secret = text[start:end]
+    if _in_marker(text, start, end):  # an earlier scan's marker (a text redacted already), not a value
+        return None
     if rule.min_len and len(secret) < rule.min_len:
         return None
     if rule.entropy and shannon(secret) <= rule.entropy:
@@ -255,10 +270,11 @@ def _finding(rs: Ruleset, rule: Rule, text: str, m: Any) -> Finding | None:
         return None
     if any(a.accepts(secret, match, line) for a in rule.allow):
         return None
-    if start and text[start - 1] in "'\"" and text[start - 2 : start - 1] != "\\":
+    if rule.generic and start and text[start - 1] in "'\"" and text[start - 2 : start - 1] != "\\" and end < len(text):
         # A quoted value runs to its closing quote on the line, whatever a rule's value class stops at (a password's
-        # `&`, `;` or space: `htpasswd -b f admin 'Tr0ub4dor&3xQ!'`, `sshpass -p 'two words'`). An escaped quote's
-        # value is read where the escapes are (`_in_escaped`).
+        # `&`, `;` or space: `htpasswd -b f admin 'Tr0ub4dor&3xQ!'`, `sshpass -p 'two words'`); a rule that names a
+        # secret by its context only: a provider's key has its own shape, and the string may go on after it. An
+        # escaped quote's value is read where the escapes are (`_in_escaped`).
         close = text.find(text[start - 1], end, min(len(text), end + QUOTED_TAIL))
         if close > end and text.find("\n", end, close) == -1:
             end = close
@@ -433,13 +449,21 @@ def _in_escaped(text: str) -> list[Finding]:
     return _placed([f for f in [*scan(view), *_in_fold(view)] if f.end > f.start], edits)
 
 
-# A Markdown table row (`| NAME | value |`, the first cell a name, the second its value), an arrow between a name
-# and its value (`JWT_SECRET → ...`, `DB_PASSWORD -> ...`), and inline code or bold around either (`` `NAME` ``,
-# `**NAME**`): how a model restates a .env file when asked what it holds. Python's engine: fixed-length branches and
-# bounded runs of spaces, linear time.
+# How a model restates a .env file when asked what it holds: a Markdown table whose value column the header names
+# (`| Variable | Value |`) or a lone row (`| NAME | value |`), a list item with an arrow from a variable's name to its
+# value (`- JWT_SECRET → ...`), inline code or bold around one word (`` `NAME` ``, `**NAME**`). A code span with a space
+# in it (a command: JWT_SECRET=`openssl rand -base64 48`) keeps its marks. Python's engine: every repeat is bounded,
+# and a line is read once.
 _ROW = re.compile(r"(?m)^[ \t]{0,16}\|[ \t]{0,16}")
-_CELL = re.compile(r"[ \t]{0,16}\|[ \t]{0,16}")
-_MARKS = re.compile(r"\x60{1,3}|\*\*|[ \t]{0,16}(?:\u2192|->|=>)[ \t]{0,16}")
+_DELIMITER_ROW = re.compile(r"[ \t]{0,16}\|?(?:[ \t]{0,16}:?-{1,64}:?[ \t]{0,16}\|?){1,64}[ \t]{0,16}")
+_ONE_WORD = re.compile(r"\x60{1,3}([^\x60\s]{1,256})\x60{1,3}|\*\*([^*\s]{1,256})\*\*")
+_ARROW = re.compile(
+    r"(?m)^[ \t]{0,16}(?:[-*+][ \t]{1,4})?(?:\x60{1,3}|\*\*)?[A-Z][A-Z0-9_]{1,80}(?:\x60{1,3}|\*\*)?"
+    r"([ \t]{0,16}(?:\u2192|->|=>)[ \t]{0,16})"
+)
+_NAME_CELL = re.compile(r"(?:\x60{1,3}|\*\*)?[A-Za-z_][\w.\-]{0,80}(?:\x60{1,3}|\*\*)?")
+# A header's second cell that names the values below it.
+_VALUE_HEADER = re.compile(r"(?i)\b(?:values?|defaults?|examples?|secrets?|passwords?|tokens?|keys?|contents?|current|set to)\b")
 
 
 def _value_like(cell: str) -> bool:
@@ -449,31 +473,77 @@ def _value_like(cell: str) -> bool:
     return cell.startswith("\x60") or (bool(cell) and not any(c in cell for c in " \t"))
 
 
+def _separators(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The cell separators of the table row ``text[start:end]`` (a ``|`` and the spaces around it): not one inside
+    inline code or escaped (``\\|``), which is a value's."""
+    out: list[tuple[int, int]] = []
+    code = False
+    for m in re.finditer(r"[|\x60]", text[start:end]):
+        at = start + m.start()
+        if m.group() == "\x60":
+            code = not code
+        elif not code and text[at - 1 : at] != "\\":
+            a, b = at, at + 1
+            while a > start and at - a < 16 and text[a - 1] in " \t":
+                a -= 1
+            while b < end and b - at < 17 and text[b] in " \t":
+                b += 1
+            out.append((a, b))
+    return out
+
+
+def _table_changes(text: str) -> list[tuple[int, int, str]]:
+    """A table's data rows as ``NAME=value``: the row's leading ``|`` goes, its first separator reads as ``=`` and
+    the others as a space, when its first cell is one name and the header names a value column (or, a row with no
+    header, its second cell reads as a value)."""
+    rows: list[list[tuple[int, int, int]]] = []  # blocks of rows: (line start, after the leading |, line end)
+    for m in _ROW.finditer(text):
+        end = text.find("\n", m.end())
+        end = len(text) if end == -1 else end
+        if rows and rows[-1][-1][2] + 1 == m.start():
+            rows[-1].append((m.start(), m.end(), end))
+        else:
+            rows.append([(m.start(), m.end(), end)])
+    changes: list[tuple[int, int, str]] = []
+    for block in rows:
+        data, values = block, None  # values: what the header says of the second column (None: no header)
+        if len(block) > 1 and _DELIMITER_ROW.fullmatch(text, block[1][0], block[1][2]):
+            head = block[0]
+            seps = _separators(text, head[1], head[2])
+            second = text[seps[0][1] : seps[1][0] if len(seps) > 1 else head[2]] if seps else ""
+            values, data = bool(_VALUE_HEADER.search(second)), block[2:]
+        for start, inner, end in data:
+            seps = _separators(text, inner, end)
+            if not seps or not _NAME_CELL.fullmatch(text, inner, seps[0][0]):
+                continue
+            value = text[seps[0][1] : seps[1][0] if len(seps) > 1 else end]
+            if not (values if values is not None else _value_like(value)):
+                continue
+            changes.append((start, inner - start, ""))
+            changes += [(a, b - a, "=" if k == 0 else " ") for k, (a, b) in enumerate(seps)]
+    return changes
+
+
 def _in_markup(text: str) -> list[Finding]:
     """The findings in ``text`` read without the markup that parts a secret's name from its value: a terminal's
-    escape sequences (``DB_\x1b[01;31mPASSWORD\x1b[m=...`` from grep --color, jq -C), inline code and bold marks,
-    a Markdown table row's cells as ``NAME=value`` and an arrow as ``=``; each placed on the characters of ``text``
-    it came from. Nothing is scanned again unless the text has such markup."""
+    escape sequences (``DB_\x1b[01;31mPASSWORD\x1b[m=...`` from grep --color, jq -C), inline code and bold marks
+    around one word, a table row's cells as ``NAME=value`` and a name's arrow as ``=``; each placed on the characters
+    of ``text`` it came from. Nothing is scanned again unless the text has such markup."""
     if not any(m in text for m in ("\x1b", "\x9b", "\x60", "**", "|", "\u2192", "->", "=>")):
         return []
     changes: list[tuple[int, int, str]] = []  # (where, how long, what the view reads there)
     if "\x1b" in text or "\x9b" in text:
         changes += [(m.start(), m.end() - m.start(), "") for m in TERMINAL_ESCAPES.finditer(text)]
     if "|" in text:
-        for row in _ROW.finditer(text):
-            line_end = text.find("\n", row.end())
-            line_end = len(text) if line_end == -1 else line_end
-            changes.append((row.start(), row.end() - row.start(), ""))
-            cells = list(_CELL.finditer(text, row.end(), line_end))
-            for k, cell in enumerate(cells):
-                value = text[cell.end() : cells[1].start() if len(cells) > 1 else line_end] if k == 0 else ""
-                changes.append((cell.start(), cell.end() - cell.start(), "=" if k == 0 and _value_like(value) else " "))
-    for m in _MARKS.finditer(text):
-        arrow = m.group().strip() in ("\u2192", "->", "=>")
-        if arrow:
-            line_end = text.find("\n", m.end())
-            arrow = _value_like(text[m.end() : len(text) if line_end == -1 else line_end])
-        changes.append((m.start(), m.end() - m.start(), "=" if arrow else ""))
+        changes += _table_changes(text)
+    if "\u2192" in text or "->" in text or "=>" in text:
+        for m in _ARROW.finditer(text):
+            end = text.find("\n", m.end())
+            if _value_like(text[m.end() : len(text) if end == -1 else end]):
+                changes.append((m.start(1), m.end(1) - m.start(1), "="))
+    for m in _ONE_WORD.finditer(text):
+        word = 1 if m.group(1) is not None else 2
+        changes += [(m.start(), m.start(word) - m.start(), ""), (m.end(word), m.end() - m.end(word), "")]
     if not changes:
         return []
     changes.sort()
@@ -631,11 +701,16 @@ def redact_runs(texts: list[str]) -> list[tuple[str, list[str]]]:
     texts = [_readable(t) for t in texts]
     if len(texts) < 2:
         return [_replaced(t, _findings(t)) for t in texts]
-    joined = _findings(RUN_JOIN.join(texts))
+    joined = _findings(RUN_JOIN.join(texts))  # spans in order that do not overlap: their ends are in order too
+    ends = [f.end for f in joined]
     out, at = [], 0
     for t in texts:
         end = at + len(t)
-        inside = [Finding(f.rule, max(f.start, at) - at, min(f.end, end) - at) for f in joined if f.start < end and f.end > at]
+        inside = []
+        for f in joined[bisect.bisect_right(ends, at) :]:
+            if f.start >= end:
+                break
+            inside.append(Finding(f.rule, max(f.start, at) - at, min(f.end, end) - at))
         own = _findings(t)
         if inside:
             own = _merged(sorted([*own, *inside], key=lambda f: (f.start, -(f.end - f.start))))

@@ -443,7 +443,7 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
         items.append((turn.role, clean, times[index], None, flags))
     del turns
     if items:
-        mem.append_turns(t.session, items)
+        mem.append_turns(t.session, items, scanned=True)
     counts.turns_added += len(items)
     return len(items)
 

@@ -351,9 +351,10 @@ class Memory:
         return self.versions(key).current
 
     # ----- raw --------------------------------------------------------------
-    def append_turns(self, session: str, items: Iterable[TurnItem]) -> list[Turn]:
-        """Append turns to the raw log, then index them; IndexBehind when only the first happened."""
-        turns = self.raw.append_many(session, items)
+    def append_turns(self, session: str, items: Iterable[TurnItem], scanned: bool = False) -> list[Turn]:
+        """Append turns to the raw log, then index them; IndexBehind when only the first happened. ``scanned``: the
+        texts are already redacted (``bead.store.rawlog.RawLog.append_many``)."""
+        turns = self.raw.append_many(session, items, scanned=scanned)
         what = f"{len(turns)} turn(s) of session {session}"
         if turns and not self._catch_up(lambda idx: idx.add_turns(turns), what):
             raise IndexBehind(what)

@@ -237,8 +237,10 @@ class RawLog:
     ) -> Turn:
         return self.append_many(session, [(role, text, at, ref, flags)])[0]
 
-    def append_many(self, session: str, items: Iterable[TurnItem]) -> list[Turn]:
-        """Append turns ``(role, text, at, ref[, flags])`` in order, under the raw lock."""
+    def append_many(self, session: str, items: Iterable[TurnItem], scanned: bool = False) -> list[Turn]:
+        """Append turns ``(role, text, at, ref[, flags])`` in order, under the raw lock. ``scanned``: their texts
+        were redacted by the caller (``redact_runs`` over whole messages, as ``bead import`` must to know which
+        turns the log holds): a redacted text is not scanned again, which could read a marker as a value."""
         check_session(session)
         items = list(items)
         if not items:
@@ -246,8 +248,12 @@ class RawLog:
         first_at = items[0][2] or self.clock()
         # The scan runs before the lock: a large turn never holds up other writers. The turns of one message (its
         # runs: typed words, a paste, a tool's output) are scanned together too (redact_runs).
-        redacted = [r for group in by_message(items) for r in redact_runs([item[1] or "" for item in group])]
-        scanned = []
+        redacted: list[tuple[str, list[str]]]
+        if scanned:
+            redacted = [(item[1] or "", []) for item in items]
+        else:
+            redacted = [r for group in by_message(items) for r in redact_runs([item[1] or "" for item in group])]
+        ready = []
         for item, (clean, found) in zip(items, redacted, strict=True):
             role, text, at, ref = item[:4]
             flags = dict(item[4]) if len(item) > 4 and item[4] else {}
@@ -257,7 +263,7 @@ class RawLog:
             if found:
                 flags.setdefault("redacted", sorted(set(found)))
             flags.setdefault("owner", self.owner)
-            scanned.append((role, clean, iso(at or self.clock()), ref, flags))
+            ready.append((role, clean, iso(at or self.clock()), ref, flags))
         with flocked(self.lock_path, root=self.home.root):
             path = self._path_for(session, first_at.astimezone(UTC))
             fd = safe.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, root=self.home.root)
@@ -265,7 +271,7 @@ class RawLog:
                 n = _last_turn_number(fd)
                 pos = os.fstat(fd).st_size
                 turns, chunks = [], []
-                for role, clean, at_text, ref, flags in scanned:
+                for role, clean, at_text, ref, flags in ready:
                     n += 1
                     t = Turn(session, n, role, at_text, clean, ref, path, flags)
                     head = (t.marker() + "\n").encode("utf-8")
