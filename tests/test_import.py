@@ -506,6 +506,21 @@ class TestHostileTranscripts:
         history.import_claude_code(mem, read_items, root)
         assert [t.text for t in self.turns(mem) if t.flags.get("source") == "typed"] == []
 
+    def test_a_forgotten_turn_is_not_imported_again(self, mem, tmp_path):
+        """forget --match rewrites the turns that held the value (their text is gone, so no text finds them); an
+        import of the same transcript again finds them by their place and writes nothing (a review had the value
+        back on disk)."""
+        from bead.core import forget
+
+        said = "The safe in the office opens with combination quokka-wombat-7731."
+        root = self.folder(tmp_path, {"s1.jsonl": self.line(said) + self.line("thanks", ts="2026-01-02T03:04:06Z")})
+        assert history.import_claude_code(mem, read_items, root).turns_added == 2
+        forget.apply(mem, forget.plan_match(mem, "quokka-wombat-7731"))
+        again = history.import_claude_code(mem, read_items, root)
+        assert again.turns_added == 0 and again.turns_present == 2
+        on_disk = b"".join(p.read_bytes() for p in mem.home.root.rglob("*") if p.is_file())
+        assert b"quokka-wombat-7731" not in on_disk and b"quokka" not in on_disk
+
     def test_an_interrupt_notice_an_earlier_bead_kept_as_typed_is_not_imported_again(self, mem, tmp_path):
         root = self.folder(tmp_path, {"s1.jsonl": self.line("[Request interrupted by user]")})
         mem.append_turns("s1", [("user", "[Request interrupted by user]", None, None, {"source": "typed"})])

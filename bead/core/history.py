@@ -386,16 +386,23 @@ class FileState:
 
     present: Counter[tuple[str, str, str]]
     messages: int = 0
+    # Turns a forget or a seal rewrote (their text is gone, so no key finds them): (role, source, message), each as
+    # often as it is there. A turn of the transcript in such a place is the one forgotten: never written again.
+    gone: Counter[tuple[str, str, object]] = field(default_factory=Counter)
 
 
-def present_turns(mem: Memory, session: str) -> Counter[tuple[str, str, str]]:
-    """The turns the session's raw file holds, as ``_key``s, each as often as it is there."""
-    present: Counter[tuple[str, str, str]] = Counter()
+def present_turns(mem: Memory, session: str) -> FileState:
+    """The turns the session's raw file holds, as ``_key``s, each as often as it is there, and the places of those
+    a forget or a seal rewrote."""
+    state = FileState(Counter())
     path = mem.raw.find(session)
     if path is not None:
         for old in mem.raw.read(path):
-            present[_key(old.role, str(old.flags.get("source", "")), old.text)] += 1
-    return present
+            source = str(old.flags.get("source", ""))
+            state.present[_key(old.role, source, old.text)] += 1
+            if old.flags.get("forgotten") is True or old.flags.get("redacted") is True:
+                state.gone[(old.role, source, old.flags.get("message"))] += 1
+    return state
 
 
 def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: Parse, state: FileState | None = None) -> int:
@@ -404,7 +411,7 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
     The batches of one file share ``state`` (made from the raw file at the first when not given), so a text the
     file has twice is written twice. The batch's messages are released once its conversation is built."""
     if state is None:
-        state = FileState(present_turns(mem, t.session))
+        state = present_turns(mem, t.session)
     try:
         conv, times = _conversation(t, parse)
     except (Unreadable, RecursionError):
@@ -429,12 +436,16 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
         # as the raw log stores it (the home's proxy token taken out too): what a re-import compares
         clean = without_token(mem.home, clean)[0]
         key = _key(turn.role, str(turn.flags.get("source", "")), clean)
-        if state.present[key] > 0:
-            state.present[key] -= 1
+        index = int(turn.flags.get("message", 0))
+        place = (turn.role, str(turn.flags.get("source", "")), offset + index)
+        if state.present[key] > 0 or state.gone[place] > 0:
+            if state.present[key] > 0:
+                state.present[key] -= 1
+            else:
+                state.gone[place] -= 1
             counts.turns_present += 1
             continue
         counts.redacted += bool(found)
-        index = int(turn.flags.get("message", 0))
         flags = {**turn.flags, "message": offset + index, "imported": IMPORTED[t.wire]}
         if found:
             flags["redacted"] = sorted(set(found))
@@ -484,7 +495,7 @@ def _import(
                 if want is not None and t.project != want:
                     counts.skipped_project += 1
                     break
-                state = state or FileState(present_turns(mem, t.session))
+                state = state or present_turns(mem, t.session)
                 import_transcript(mem, t, counts, parse, state)
                 sessions.add(t.session)
         except (FileNotFoundError, IsADirectoryError) as exc:
