@@ -77,6 +77,17 @@ def visible(text: str, multiline: bool = False, tab: str = "    ") -> str:
 _SPACING = re.compile(r"(?:[ \t\n]|\r\n)+")
 
 
+def cut_at_word(text: str, limit: int, mark: str = "") -> str:
+    """``text`` cut to at most ``limit`` characters (``mark`` included, after the cut) at the last space before the
+    limit, not inside a word: a cut token (`QK7-ZEBRA-PLINTH-`) is part of a value no forget could find again. A
+    text with no space in its first ``limit`` characters is cut where it must be."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - len(mark)]
+    space = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    return (head[:space].rstrip() if space > 0 else head) + mark
+
+
 def one_line(text: str, width: int | None = None) -> str:
     """``text`` on one terminal line: runs of spaces, tabs and line breaks as one space, every other control and
     invisible format character (a lone carriage return, U+2028 included) as its escape (``visible``), cut to

@@ -298,6 +298,24 @@ def test_cue_is_redacted_before_it_is_cut():
     assert "sk-ant" not in cue_excerpt(text) and len(cue_excerpt(text)) <= CUE_CHARS
 
 
+def test_an_excerpt_cut_in_a_block_or_a_trace_leaves_no_part_of_a_word_to_forget(mem):
+    """An excerpt longer than the block takes, and a trace's cue, are cut at a space: a value cut in two
+    (`QK7-ZEBRA-PLINTH-`) would sit in the conversation's state, re-added on every request, where no forget of the
+    whole value finds it."""
+    from bead.core.trace import CUE_CHARS, cue_excerpt
+    from bead.recall import render
+
+    value = "QK7-ZEBRA-PLINTH-4471-MOSSGATE"
+    for limit, cut in (
+        (render.RAW_EXCERPT_CHARS, lambda t: render.raw_line({"session": "s", "at": "2026-01-01T00:00", "role": "user"}, t)),
+        (CUE_CHARS, cue_excerpt),
+    ):
+        text = "orchard " * ((limit - 20) // 8) + f" token {value} for the pipeline"
+        out = cut(text)
+        assert "QK7" not in out and "orchard orchard" in out, out[-80:]
+    assert cue_excerpt("x" * 500).startswith("x" * (CUE_CHARS - 1)), "a text of one word is cut where it must be"
+
+
 class TestWhatTheAdversarialReviewFound:
     """Each way a forgotten value survived, as the adversarial review reproduced it."""
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..display import visible
+from ..display import cut_at_word, visible
 from ..errors import InvalidArgument, InvalidKey, NotFound, Sealed
 from ..recall import render, standing
 from ..recall.rank import search_facts, search_raw
@@ -230,7 +230,7 @@ def recall(
 
 def _excerpt(text: str) -> str:
     flat = visible(" ".join(str(text).split()))  # captured text: no control a terminal acts on (render.raw_line)
-    return flat if len(flat) <= render.RAW_EXCERPT_CHARS else flat[: render.RAW_EXCERPT_CHARS - 1] + "…"
+    return cut_at_word(flat, render.RAW_EXCERPT_CHARS, "…")
 
 
 def search_memory(mem: Memory, query: str, limit: int = 10, viewer: Viewer = LOCAL) -> list[FactItem]:

@@ -20,7 +20,7 @@ from typing import Any
 from .. import files as safe
 from ..capture.secrets import redact
 from ..config import Config
-from ..display import json_text
+from ..display import cut_at_word, json_text
 from ..paths import Home
 
 CUE_CHARS = 200
@@ -78,7 +78,7 @@ def cue_excerpt(text: str) -> str:
     redacts to its end, not the whole cue: this runs before forwarding, and
     a cue can be a megabyte of tool output.
     """
-    return redact(text[: CUE_CHARS + SCAN_MARGIN])[0][:CUE_CHARS]
+    return cut_at_word(redact(text[: CUE_CHARS + SCAN_MARGIN])[0], CUE_CHARS)
 
 
 class Trace:

@@ -8,7 +8,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from ..display import escaped_char, plain_words, visible
+from ..display import cut_at_word, escaped_char, plain_words, visible
 from ..textform import fold
 
 CHARS_PER_TOKEN = 4
@@ -291,9 +291,7 @@ def raw_line(row: dict, text: str) -> str:
     """A raw turn's excerpt as one line of a block: captured text as it came (a tool's colours, an OSC 52
     clipboard write, a bidi override), so every control and invisible format character shows as its escape
     (bead.display.visible): the block, and the `recall` tool's answer built from it, carry none a terminal acts on."""
-    excerpt = flattened(text)
-    if len(excerpt) > RAW_EXCERPT_CHARS:
-        excerpt = excerpt[: RAW_EXCERPT_CHARS - 1] + "…"
+    excerpt = cut_at_word(flattened(text), RAW_EXCERPT_CHARS, "…")
     excerpt = visible(escape(excerpt))  # the tag check sees an invisible character as itself, not as its escape
     older = ""
     if row.get("newer_at"):
