@@ -109,6 +109,37 @@ class TestPass:
         # Nothing new: the next run calls nothing.
         assert Dream(mem).run().calls == 0
 
+    def test_a_forget_while_the_model_answers_is_not_undone_by_its_answer(self, make, model, bead_home):
+        """forget --match runs while the model reads the session (a real call takes seconds to minutes): what it
+        proposes from the turns it read (in its own words, which no tombstone refuses) and its episode are not
+        written, and the next run reads the session again without the forgotten value."""
+        from bead.core import forget
+
+        mem = make("openai")
+        session(mem, "s1", ["the office safe opens with quokka-wombat-7731", "noted"])
+
+        def forgotten_meanwhile(_request):
+            with make("openai") as other:  # the person's `bead forget`, in its own process's memory
+                forget.apply(other, forget.plan_match(other, "quokka-wombat-7731"))
+            return answer(
+                {"key": "project/shop/office-safe", "type": "project", "value": "The safe combination is quokka-wombat-7731."},
+                episode={
+                    "situation": "The person shared the combination quokka-wombat-7731.",
+                    "action": "a",
+                    "outcome": "o",
+                    "lesson": "l",
+                },
+            )
+
+        model.answers.append(forgotten_meanwhile)
+        rep = Dream(mem).run()
+        assert "s1" in rep.failed and mem.current("project/shop/office-safe") is None
+        on_disk = b"".join(p.read_bytes() for p in bead_home.rglob("*") if p.is_file())
+        assert b"quokka" not in on_disk
+        model.answers.append(answer())
+        again = Dream(mem).run()
+        assert again.calls >= 1 and "quokka" not in json.dumps(model.requests[-1][2] if model.requests else "")
+
     def test_the_report_and_the_episode_hold_no_control_of_the_models(self, make, model):
         """A person opens the report and the episode file in a terminal: a key the model made up with an OSC 52
         clipboard write, a screen clear, a bidi override and a line break, and an episode holding them, come out

@@ -277,6 +277,11 @@ class Dream:
                 log.warning("dream: session %s: %s", sid, exc)
                 rep.failed[sid] = str(exc)
                 break
+            if not dry_run and not self._unchanged(chunk):
+                # A forget or a seal rewrote a turn while the model read it: nothing it said of them is written,
+                # and the session is read again next run, without what was forgotten.
+                rep.failed[sid] = "its turns changed while the model read them (a forget or a seal); read again next run"
+                break
             by_n = {t.n: t for t in chunk}
             if len(proposals) > MAX_PROPOSALS:
                 # A chunk of a conversation holds a few facts; an answer of hundreds is a model gone wrong, and each
@@ -293,6 +298,9 @@ class Dream:
         if episode and not dry_run and read_upto > self.state.read(sid):
             read = [t for t in turns if t.n <= read_upto and t.text != FORGOTTEN]
             ev = self._evaluate(sid, read, episode, rep, budget)
+            if not self._unchanged(read):
+                rep.failed[sid] = "its turns changed while the model read them (a forget or a seal); read again next run"
+                return
             session["evaluation"] = ev.line()
             session["episode"] = self._episode(sid, episode, turns[0], ev)
         if not dry_run and read_upto > self.state.read(sid):
@@ -300,6 +308,18 @@ class Dream:
             # Saved now, not at the run's end: a run stopped later (a crash, a kill) must not read this session
             # again (its episode and its judge's call would be made twice).
             self.state.save()
+
+    def _unchanged(self, turns: list[Turn]) -> bool:
+        """Whether the raw log still holds ``turns`` as they were read: a forget or a seal rewrites the turns that
+        held its value, and a model's answer about them must not bring it back (its words differ from the value,
+        so no tombstone would refuse them)."""
+        if not turns or turns[0].path is None:
+            return True
+        try:
+            now = {t.n: t.text for t in self.mem.raw.read(turns[0].path)}
+        except FileNotFoundError:
+            return False
+        return all(now.get(t.n) == t.text for t in turns)
 
     def _context(self, chunk: list[Turn]) -> str:
         projects = {str(t.flags["project"]) for t in chunk if t.flags.get("project")}
