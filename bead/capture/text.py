@@ -172,8 +172,12 @@ _OUTPUT_TAGS = (
     "task-notification",
 )
 # A block that opens with one of these is the harness's to its end: Claude Code puts its own line after a task's
-# notification ("Read the output file to retrieve the result: ...").
-_WHOLE_BLOCK_TAGS = ("<task-notification>",)
+# notification ("Read the output file to retrieve the result: ..."), and around another agent's message in an agent
+# team ("Another Claude session sent a message:\n<teammate-message teammate_id=...>...</teammate-message>\n\nIMPORTANT:
+# This is NOT from your user ..."): that agent's words, which its own inputs (a page, a file) may have written.
+_WHOLE_BLOCK_TAGS = ("<task-notification>", "<teammate-message", "Another Claude session sent a message:")
+# Output elements that carry attributes (``<teammate-message teammate_id="..." color="...">``): found by their name.
+_OUTPUT_WITH_ATTRIBUTES = ("teammate-message",)
 _PASTE_MARK = compile_linear(r"\[Pasted text #\d{1,6}(?: \+(\d{1,7}) lines?)?\]")
 
 
@@ -185,10 +189,11 @@ def _output_spans(text: str) -> list[tuple[int, int]]:
     if text.lstrip().startswith(_WHOLE_BLOCK_TAGS):
         return [(0, len(text))]
     firsts = [i for tag in _OUTPUT_TAGS if (i := text.find(f"<{tag}>")) != -1]
+    firsts += [i for tag in _OUTPUT_WITH_ATTRIBUTES if (i := text.find(f"<{tag}")) != -1]
     if not firsts:
         return []
     first = min(firsts)
-    ends = [i + len(f"</{tag}>") for tag in _OUTPUT_TAGS if (i := text.rfind(f"</{tag}>")) != -1]
+    ends = [i + len(f"</{tag}>") for tag in (*_OUTPUT_TAGS, *_OUTPUT_WITH_ATTRIBUTES) if (i := text.rfind(f"</{tag}>")) != -1]
     last = max(ends, default=-1)
     # An output opened after the last closing tag and never closed (a block cut short) runs to the end.
     if last <= first or any(text.find(f"<{tag}>", last) != -1 for tag in _OUTPUT_TAGS):
@@ -324,6 +329,8 @@ def segments(text: str) -> list[tuple[str, str]]:
         and "<local-command-std" not in text
         and "<user-prompt-submit-hook>" not in text
         and "<task-notification>" not in text
+        and "<teammate-message" not in text
+        and "Another Claude session sent a message:" not in text
         and not _MAY_PASTE.search(text)
     ):
         return [(TYPED, text.strip())] if text.strip() else []
@@ -367,9 +374,17 @@ def is_compaction(text: str) -> bool:
 HOOK_FEEDBACK_PREFIXES = ("Stop hook feedback:", "SubagentStop hook feedback:")
 
 
-def is_hook_feedback(text: str) -> bool:
-    """Whether ``text`` opens as a hook's feedback that the harness sent as the person's message."""
-    return "hook feedback:" in text and clean(text).startswith(HOOK_FEEDBACK_PREFIXES)
+# What a harness relays as a user message of its own that no person wrote: a hook's feedback, and another agent's
+# message in a Claude Code agent team (``_WHOLE_BLOCK_TAGS``).
+RELAYED_PREFIXES = (*HOOK_FEEDBACK_PREFIXES, "<teammate-message", "Another Claude session sent a message:")
+
+
+def is_relayed(text: str) -> bool:
+    """Whether ``text`` opens as what the harness relays as the person's message (a hook's feedback, another agent's
+    message): a tool's output to its end, never the person's words."""
+    return ("hook feedback:" in text or "teammate-message" in text or "Another Claude session" in text) and clean(
+        text
+    ).startswith(RELAYED_PREFIXES)
 
 
 # What Claude Code writes as the person's message when they interrupt it (Esc): its notice, not their words.

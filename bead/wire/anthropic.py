@@ -21,7 +21,7 @@ from ..capture.text import (
     clean,
     harness_element,
     is_compaction,
-    is_hook_feedback,
+    is_relayed,
     own_blocks,
     own_tail,
     reminders,
@@ -277,8 +277,9 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
             if i in expansions:
                 out += text_parts(text, Source.PASTED)
                 continue
-            if is_hook_feedback(text):
-                # A Stop hook's stderr, which Claude Code sends as a user message: a tool's output, to its end.
+            if is_relayed(text):
+                # A Stop hook's stderr, or another agent's message in an agent team, which Claude Code sends as a user
+                # message: a tool's output, to its end.
                 out += text_parts(text, Source.TOOL_OUTPUT)
                 continue
             if _attached_or_summary(text):
