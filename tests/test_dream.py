@@ -109,36 +109,50 @@ class TestPass:
         # Nothing new: the next run calls nothing.
         assert Dream(mem).run().calls == 0
 
-    def test_a_forget_while_the_model_answers_is_not_undone_by_its_answer(self, make, model, bead_home):
-        """forget --match runs while the model reads the session (a real call takes seconds to minutes): what it
-        proposes from the turns it read (in its own words, which no tombstone refuses) and its episode are not
-        written, and the next run reads the session again without the forgotten value."""
+    @pytest.mark.parametrize("during", ["extraction", "second opinion", "judge"])
+    def test_a_forget_while_the_model_answers_is_not_undone_by_its_answer(self, make, model, bead_home, during):
+        """forget --match runs while the model reads the session (a real call takes seconds to minutes): during the
+        extraction, a proposal's second opinion or the outcome gate's judge. Nothing the model made of the turns it
+        read (a fact, a lesson, an episode, in its own words, which no tombstone refuses) is written, and the next
+        run reads the session again without the forgotten value."""
         from bead.core import forget
 
         mem = make("openai")
         session(mem, "s1", ["the office safe opens with quokka-wombat-7731", "noted"])
 
-        def forgotten_meanwhile(_request):
-            with make("openai") as other:  # the person's `bead forget`, in its own process's memory
-                forget.apply(other, forget.plan_match(other, "quokka-wombat-7731"))
-            return answer(
-                {"key": "project/shop/office-safe", "type": "project", "value": "The safe combination is quokka-wombat-7731."},
-                episode={
-                    "situation": "The person shared the combination quokka-wombat-7731.",
-                    "action": "a",
-                    "outcome": "o",
-                    "lesson": "l",
-                },
-            )
+        def forgotten_meanwhile(said):
+            def reply(_request):
+                with make("openai") as other:  # the person's `bead forget`, in its own process's memory
+                    forget.apply(other, forget.plan_match(other, "quokka-wombat-7731"))
+                return said
 
-        model.answers.append(forgotten_meanwhile)
+            return reply
+
+        extraction = answer(
+            {"key": "project/shop/office-safe", "type": "project", "value": "The safe combination is quokka-wombat-7731."},
+            episode={
+                "situation": "The person shared the combination quokka-wombat-7731.",
+                "action": "a",
+                "outcome": "o",
+                "lesson": "Always open the office safe with quokka wombat 7731.",
+            },
+        )
+        model.by_system[evaluate.SYSTEM[:80]] = SUCCEEDED  # the lesson would be queued
+        if during == "extraction":
+            model.answers.append(forgotten_meanwhile(extraction))
+        else:
+            model.answers.append(extraction)
+            system = second.SYSTEM if during == "second opinion" else evaluate.SYSTEM
+            model.by_system[system[:80]] = forgotten_meanwhile(model.by_system[system[:80]])
         rep = Dream(mem).run()
         assert "s1" in rep.failed and mem.current("project/shop/office-safe") is None
         on_disk = b"".join(p.read_bytes() for p in bead_home.rglob("*") if p.is_file())
-        assert b"quokka" not in on_disk
+        assert b"quokka" not in on_disk and b"wombat" not in on_disk
+        model.by_system[second.SYSTEM[:80]], model.by_system[evaluate.SYSTEM[:80]] = FACT, FAILED
         model.answers.append(answer())
         again = Dream(mem).run()
-        assert again.calls >= 1 and "quokka" not in json.dumps(model.requests[-1][2] if model.requests else "")
+        assert again.calls >= 1 and "s1" not in again.failed
+        assert "quokka" not in json.dumps([body for _, _, body in model.requests[-again.calls :]])
 
     def test_the_report_and_the_episode_hold_no_control_of_the_models(self, make, model):
         """A person opens the report and the episode file in a terminal: a key the model made up with an OSC 52

@@ -37,7 +37,7 @@ from ..store.rawlog import FORGOTTEN, Turn
 from ..store.rawlog import label as label_of
 from ..store.reports import DreamState, Reports
 from . import evaluate, second
-from .decide import Proposal, SecondOpinion, decide
+from .decide import Decision, Proposal, SecondOpinion, decide
 from .evaluate import Evaluation
 from .second import Opinion
 
@@ -206,6 +206,10 @@ class Dream:
         self.config = mem.config
         self.model = model
         self.queue = Queue(mem)
+        # Each raw file's inode when its turns were read: a forget or a seal rewrites a file whole (a new inode); an
+        # append keeps it. ``_rewritten``: a write was dropped because its turns were rewritten meanwhile.
+        self._read_as: dict[Path, int | None] = {}
+        self._rewritten = False
         self.state = DreamState(mem.home.dream_state, mem.home.root)
         self._values: dict[str, str] | None = None  # normalised current value -> key, for duplicates
 
@@ -236,6 +240,7 @@ class Dream:
                 return rep
             budget = self.config.dream.max_tokens_per_run
             for sid, path in self._sessions():
+                self._read_as[path] = _inode(path)  # before the read: a rewrite after it changes the inode
                 turns = [t for t in self.mem.raw.read(path) if t.n > self.state.read(sid)]
                 if not turns:
                     continue
@@ -290,19 +295,24 @@ class Dream:
                 proposals = proposals[:MAX_PROPOSALS]
             # Every proposal of a chunk whose call was made is decided, past the budget too (at most MAX_PROPOSALS
             # second opinions): a chunk cut halfway would be asked again next run and answered in other words.
+            self._rewritten = False
             for p in proposals:
                 self._propose(p, by_n, session, rep, dry_run)
+            if self._rewritten:
+                rep.failed[sid] = "its turns changed while the model read them (a forget or a seal); read again next run"
+                break
             episode = ep or episode
             read_upto = max(t.n for t in chunk)
             session["turns"] += len(chunk)
         if episode and not dry_run and read_upto > self.state.read(sid):
             read = [t for t in turns if t.n <= read_upto and t.text != FORGOTTEN]
             ev = self._evaluate(sid, read, episode, rep, budget)
-            if not self._unchanged(read):
-                rep.failed[sid] = "its turns changed while the model read them (a forget or a seal); read again next run"
-                return
-            session["evaluation"] = ev.line()
-            session["episode"] = self._episode(sid, episode, turns[0], ev)
+            with self._as_read(read) as same:
+                if not same or self._rewritten:
+                    rep.failed[sid] = "its turns changed while the model read them (a forget or a seal); read again next run"
+                    return
+                session["evaluation"] = ev.line()
+                session["episode"] = self._episode(sid, episode, turns[0], ev)
         if not dry_run and read_upto > self.state.read(sid):
             self.state.mark(sid, read_upto)
             # Saved now, not at the run's end: a run stopped later (a crash, a kill) must not read this session
@@ -312,14 +322,29 @@ class Dream:
     def _unchanged(self, turns: list[Turn]) -> bool:
         """Whether the raw log still holds ``turns`` as they were read: a forget or a seal rewrites the turns that
         held its value, and a model's answer about them must not bring it back (its words differ from the value,
-        so no tombstone would refuse them)."""
+        so no tombstone would refuse them). A file with the inode it had when read was not rewritten (an append
+        keeps it): no read again."""
         if not turns or turns[0].path is None:
             return True
+        path = turns[0].path
+        inode = _inode(path)
+        if inode is not None and inode == self._read_as.get(path):
+            return True
         try:
-            now = {t.n: t.text for t in self.mem.raw.read(turns[0].path)}
+            now = {t.n: t.text for t in self.mem.raw.read(path)}
         except FileNotFoundError:
             return False
-        return all(now.get(t.n) == t.text for t in turns)
+        same = all(now.get(t.n) == t.text for t in turns)
+        if same:
+            self._read_as[path] = inode  # another turn was rewritten: these stand as read
+        return same
+
+    @contextlib.contextmanager
+    def _as_read(self, turns: list[Turn]) -> Iterator[bool]:
+        """Whether ``turns`` are as they were read, held true while the caller writes what it made of them: under
+        the review queue's lock, which a forget or a seal holds for the whole of its run."""
+        with self.queue.deciding():
+            yield self._unchanged(turns)
 
     def _context(self, chunk: list[Turn]) -> str:
         projects = {str(t.flags["project"]) for t in chunk if t.flags.get("project")}
@@ -342,9 +367,23 @@ class Dream:
 
     def _propose_one(self, answer: dict, turns: dict[int, Turn], session: SessionReport, rep: Report, dry_run: bool) -> None:
         proposal = Proposal.of(answer)
-        key, value = proposal.key, proposal.value
         cited = [turns[n] for n in proposal.turns if n in turns]
         d = decide(self.mem, proposal, cited, self._value_owner, self._second_opinion(rep))
+        if dry_run or d.action in ("reject", "skip"):
+            self._act(d, proposal, session, rep, dry_run)
+            return
+        # decide may have asked a second opinion (seconds): whatever the proposal writes, it writes only if the turns
+        # it came from still hold what the model read, under the lock a forget holds.
+        with self._as_read(list(turns.values())) as same:
+            if not same:
+                self._rewritten = True
+                session["rejected"].append("(a proposal about turns forgotten meanwhile)")
+                return
+            self._act(d, proposal, session, rep, dry_run)
+
+    def _act(self, d: Decision, proposal: Proposal, session: SessionReport, rep: Report, dry_run: bool) -> None:
+        """Do what ``decide`` said of ``proposal``."""
+        key, value = proposal.key, proposal.value
         if d.action == "reject":
             session["rejected"].append(f"{key or '(empty key)'} ({d.detail})")
         elif d.action == "skip":
@@ -475,18 +514,23 @@ class Dream:
         except RefusedWrite:
             ev.promoted, ev.reason = False, "the lesson holds a credential or this home's token"
             return ev
-        item, _added = self.queue.add(
-            "lesson",
-            key,
-            "feedback",
-            lesson,
-            [t.anchor for t in turns],
-            detail,
-            "dream",
-            title=lesson_title(lesson),
-            session=sid,
-            evaluation=ev.as_dict(),
-        )
+        with self._as_read(turns) as same:  # the judge's call took seconds: a forget meanwhile drops the lesson
+            if not same:
+                self._rewritten = True
+                ev.promoted, ev.reason = False, "its turns were forgotten while the model judged them"
+                return ev
+            item, _added = self.queue.add(
+                "lesson",
+                key,
+                "feedback",
+                lesson,
+                [t.anchor for t in turns],
+                detail,
+                "dream",
+                title=lesson_title(lesson),
+                session=sid,
+                evaluation=ev.as_dict(),
+            )
         ev.item = item.id
         rep.queued.append((item.id, "lesson", key))
         return ev
@@ -556,6 +600,13 @@ class Dream:
 
     def _write_report(self, rep: Report) -> None:
         rep.path = Reports(self.mem.home).append(rep.started.astimezone(UTC), rep.render())
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
 
 
 def judged_transcript(turns: list[Turn]) -> str:
