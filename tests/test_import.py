@@ -521,6 +521,30 @@ class TestHostileTranscripts:
         on_disk = b"".join(p.read_bytes() for p in mem.home.root.rglob("*") if p.is_file())
         assert b"quokka-wombat-7731" not in on_disk and b"quokka" not in on_disk
 
+    def test_a_forgotten_turns_place_takes_no_other_turn(self, mem, tmp_path):
+        """A forgotten turn is known by its role, source, time and message number, and only among the turns an import
+        wrote: a new message that a --since run numbers as the forgotten one was, and a transcript's message in a
+        session whose proxy-captured turn at that number was forgotten, are both written."""
+        from datetime import UTC, datetime
+
+        from bead.core import forget
+
+        said = "the office safe opens with quokka-wombat-7731"
+        first = self.line(said, ts="2026-01-01T00:00:00Z")
+        root = self.folder(tmp_path, {"s1.jsonl": first})
+        assert history.import_claude_code(mem, read_items, root).turns_added == 1
+        forget.apply(mem, forget.plan_match(mem, "quokka-wombat-7731"))
+        (next(root.rglob("s1.jsonl"))).write_text(
+            first + self.line("please deploy the billing service tonight", ts="2026-02-01T00:00:00Z")
+        )
+        later = history.import_claude_code(mem, read_items, root, since=datetime(2026, 1, 15, tzinfo=UTC))
+        assert later.turns_added == 1 and "please deploy the billing service tonight" in [t.text for t in self.turns(mem)]
+
+        mem.append_turns("s2", [("user", said, None, None, {"source": "typed", "message": 0})])  # as the proxy captures
+        forget.apply(mem, forget.plan_match(mem, "quokka-wombat-7731"))
+        other = self.folder(tmp_path / "other", {"s2.jsonl": self.line("a first message the proxy never saw", sid="s2")})
+        assert history.import_claude_code(mem, read_items, other).turns_added == 1
+
     def test_an_interrupt_notice_an_earlier_bead_kept_as_typed_is_not_imported_again(self, mem, tmp_path):
         root = self.folder(tmp_path, {"s1.jsonl": self.line("[Request interrupted by user]")})
         mem.append_turns("s1", [("user", "[Request interrupted by user]", None, None, {"source": "typed"})])

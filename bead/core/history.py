@@ -50,6 +50,7 @@ from ..capture.secrets import redact_runs
 from ..capture.text import HARNESS_NOTICES
 from ..conversation import MAX_MESSAGE_PARTS, Conversation, Identity, Unreadable, _h, project_from_cwd, project_slug, safe_name
 from ..errors import BeadError
+from ..store.audit import iso
 from ..store.rawlog import by_message
 from ..textform import readable_json
 from ..token import without_token
@@ -386,9 +387,11 @@ class FileState:
 
     present: Counter[tuple[str, str, str]]
     messages: int = 0
-    # Turns a forget or a seal rewrote (their text is gone, so no key finds them): (role, source, message), each as
-    # often as it is there. A turn of the transcript in such a place is the one forgotten: never written again.
-    gone: Counter[tuple[str, str, object]] = field(default_factory=Counter)
+    # Turns an import wrote that a forget or a seal rewrote since (their text is gone, so no key finds them): (role,
+    # source, time, message), each as often as it is there. A turn of the transcript in such a place is the one
+    # forgotten: never written again. The message number counts the messages a run reads, so a run that reads
+    # other lines (another --since, a long line now read) numbers them otherwise and finds none of these places.
+    gone: Counter[tuple[str, str, str, object]] = field(default_factory=Counter)
 
 
 def present_turns(mem: Memory, session: str) -> FileState:
@@ -400,8 +403,9 @@ def present_turns(mem: Memory, session: str) -> FileState:
         for old in mem.raw.read(path):
             source = str(old.flags.get("source", ""))
             state.present[_key(old.role, source, old.text)] += 1
-            if old.flags.get("forgotten") is True or old.flags.get("redacted") is True:
-                state.gone[(old.role, source, old.flags.get("message"))] += 1
+            rewritten = old.flags.get("forgotten") is True or old.flags.get("redacted") is True
+            if rewritten and old.flags.get("imported"):
+                state.gone[(old.role, source, old.at, old.flags.get("message"))] += 1
     return state
 
 
@@ -437,7 +441,8 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
         clean = without_token(mem.home, clean)[0]
         key = _key(turn.role, str(turn.flags.get("source", "")), clean)
         index = int(turn.flags.get("message", 0))
-        place = (turn.role, str(turn.flags.get("source", "")), offset + index)
+        at = times[index]
+        place = (turn.role, str(turn.flags.get("source", "")), iso(at) if at is not None else "", offset + index)
         if state.present[key] > 0 or state.gone[place] > 0:
             if state.present[key] > 0:
                 state.present[key] -= 1
