@@ -906,6 +906,8 @@ def test_a_provider_key_in_a_quoted_string_takes_only_itself():
 
 
 def test_a_redacted_text_scanned_again_is_left_as_it_is():
+    pat = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"
+    assert redact(f"[REDACTED:{pat}]")[0] == "[REDACTED:[REDACTED:github-pat]]", "a key in marker-like brackets is a key"
     for text in [
         'export API_KEY="Qx7vLr2TnW4xPk9sZz81"',
         "REDIS_PASSWORD='Tr0ub4dor3xQ9zz'",

@@ -240,12 +240,21 @@ MARKER = "[REDACTED:"
 
 
 def _in_marker(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` lies within a ``[REDACTED:rule]`` marker (``dsn-password]`` read as a value)."""
+    """Whether ``text[start:end]`` lies within a ``[REDACTED:rule]`` marker that a scan wrote (``dsn-password]``
+    read as a value): the brackets must hold a rule's id, so a key someone put in such brackets is still found."""
     lo = text.rfind(MARKER, max(0, start - 80), start + len(MARKER))
     if lo == -1 or lo > start:
         return False
     close = text.find("]", lo + len(MARKER), lo + 80)
-    return close != -1 and end <= close + 1
+    if close == -1 or end > close + 1:
+        return False
+    rule = text[lo + len(MARKER) : close]
+    return rule.removeprefix("base64-") in _rule_ids() or rule == "bead-token"
+
+
+@lru_cache(maxsize=1)
+def _rule_ids() -> frozenset[str]:
+    return frozenset(r.id for r in ruleset().rules)
 
 
 def _finding(rs: Ruleset, rule: Rule, text: str, m: Any) -> Finding | None:
