@@ -1214,6 +1214,9 @@ def test_a_password_in_json_within_a_string_is_redacted_and_refused(text):
         # HTML entities, decimal, hex and named
         "password&#61;SECRET",
         "password&#x3D;&quot;SECRET&quot;",
+        # escaped twice: a URL encoded again inside a redirect's, an entity inside an escaped page
+        "next=https%253A%252F%252Fapp%252Fcb%253Fclient_secret%253DSECRET",
+        "password&amp;#61;SECRET",
     ],
 )
 def test_a_value_behind_an_escape_is_redacted_and_refused(text):

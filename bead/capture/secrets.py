@@ -430,7 +430,7 @@ def _unescaped(m: re.Match[str]) -> str | None:
     return chr(code)
 
 
-def _in_escaped(text: str) -> list[Finding]:
+def _in_escaped(text: str, depth: int = 2) -> list[Finding]:
     """The findings in ``text`` with its escapes read (``_ESCAPE``: ``{\\"password\\": \\"...\\"}`` as
     ``{"password": "..."}``, ``\\nJWT_SECRET=...`` with a line break, ``pass\\u0077ord``, ``postgres%3A%2F%2F...``,
     ``password&#61;...``), written as it is or in its normal form, each placed on the characters of ``text`` it came
@@ -455,7 +455,10 @@ def _in_escaped(text: str) -> list[Finding]:
         return []
     pieces.append(text[last:])
     view = "".join(pieces)
-    return _placed([f for f in [*scan(view), *_in_fold(view)] if f.end > f.start], edits)
+    # Escaped twice (`%253D`, `&amp;#61;`: a URL encoded again in a redirect's, an entity in an escaped page), read
+    # once more: the view's own escapes, a bounded depth.
+    again = _in_escaped(view, depth - 1) if depth > 1 else []
+    return _placed([f for f in [*scan(view), *_in_fold(view), *again] if f.end > f.start], edits)
 
 
 # How a model restates a .env file when asked what it holds: a Markdown table whose value column the header names
