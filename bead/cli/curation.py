@@ -250,18 +250,23 @@ def dashboard(listen, trace_file):
     Counts, the latest dream report, recent injections and why, the review
     queue, the last `bead eval` figures and a plot of memory growth. Only the
     home's owner sees it: on Linux the kernel says who connects; elsewhere
-    open the address with the home's token that this prints.
+    open the address with this run's secret that this prints.
     """
     from ..config import load
     from ..errors import BeadError
     from ..log import setup_logging
+    from ..mcp.listen import parse_listen
     from ..paths import resolve_home
-    from ..proxy.access import loopback_host
 
-    host, sep, port = listen.rpartition(":")
-    if not sep or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536 or not loopback_host(listen):
+    try:
+        # `localhost` is 127.0.0.1 here and in the address printed: a browser given `localhost` tries ::1 first, where
+        # another user may listen.
+        host, port, loopback = parse_listen(listen)
+    except BeadError:
+        loopback = False
+    if not loopback:
         raise BeadError(
-            f"--listen {listen} is not a loopback host:port (a port from 1 to 65535)",
+            f"--listen {listen} is not a loopback address:port (a port from 1 to 65535)",
             "the dashboard serves only on loopback, e.g. --listen 127.0.0.1:7079",
         )
     from ..dashboard.app import create_app, serve  # Quart: only for an address it will serve on
@@ -270,13 +275,16 @@ def dashboard(listen, trace_file):
     home = resolve_home().ensure()
     app = create_app(home, load(home), trace_file)
     token = app.extensions["bead.dashboard.token"]
-    where = f"http://{listen}"
+    where = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
 
     def listening() -> None:
         echo(f"bead dashboard on {where}/ (yours: the kernel says who connects on Linux)", err=True)
-        echo(f"  from anywhere else, or another OS: {where}/{token}/ (the home's token: keep the address to yourself)", err=True)
+        echo(
+            f"  from anywhere else, or another OS: {where}/{token}/ (a secret of this run only: keep the address to yourself)",
+            err=True,
+        )
 
-    serve(app, host.strip("[]"), int(port), listening)
+    serve(app, host, port, listening)
 
 
 COMMANDS = [review, candidate, curate, skills, dashboard]

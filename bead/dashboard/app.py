@@ -6,6 +6,7 @@ import asyncio
 import hmac
 import json
 import logging
+import secrets
 import sys
 import threading
 from collections.abc import Callable
@@ -20,7 +21,6 @@ from ..core.overview import overview
 from ..display import visible_data
 from ..paths import Home
 from ..proxy import access
-from ..token import load_token
 
 HERE = Path(__file__).resolve().parent
 log = logging.getLogger("bead.dashboard")
@@ -55,6 +55,21 @@ def _refused(status: int, why: str) -> Response:
     return Response(why + "\n", status=status, content_type="text/plain; charset=utf-8", headers=HEADERS)
 
 
+def _host_refusal(host: str, scope: Any) -> str | None:
+    """Why the Host names another address than the one this serves on, or None. ``localhost`` is refused: a browser
+    tries ::1 first, where another user may serve a page that then reads this one as its own origin; only the literal
+    address (and port) the socket is bound to is the dashboard's own."""
+    name, _, port = host.rpartition(":") if not host.endswith("]") else (host, "", "")
+    name = name.strip("[]").lower()
+    server = scope.get("server")
+    if name == "localhost" or name.endswith(".localhost"):
+        where = f"{server[0]}:{server[1]}" if server and len(server) >= 2 else "the address it printed"
+        return f"bead dashboard answers only at its literal address: open http://{where}/ (`localhost` may reach another server)"
+    if server and len(server) >= 2 and server[0] is not None and (name != str(server[0]).lower() or port != str(server[1])):
+        return "bead dashboard answers only to the address it serves on (the Host header names another)"
+    return None
+
+
 def create_app(
     home: Home,
     config: Config,
@@ -63,10 +78,12 @@ def create_app(
     owner_uid: int | None = None,
     peer_uid: Callable[[tuple[str, int], tuple[str, int]], int | None] = access.peer_uid,
 ) -> Quart:
-    """The dashboard for ``home``. ``token`` (default: the home's proxy token) and ``owner_uid`` (default: the
-    home's owner) decide who is the owner, as in the proxy."""
+    """The dashboard for ``home``. ``token`` (default: a secret of this app's own, new each run) and ``owner_uid``
+    (default: the home's owner) decide who is the owner, as in the proxy. Never the home's proxy token: the
+    dashboard's address holds it, and a page that held the port before (another user's, a service worker it left in
+    the browser) can read an address; what it reads is one read-only run, not the proxy's or MCP's credential."""
     app = DashboardApp("bead.dashboard", template_folder=str(HERE / "templates"), static_folder=None)
-    token = load_token(home) if token is None else token
+    token = secrets.token_urlsafe(24) if token is None else token
     owner_uid = access.home_owner(home) if owner_uid is None else owner_uid
     local = threading.local()
 
@@ -92,7 +109,7 @@ def create_app(
         headers = dict(raw)
         if sum(1 for k, _ in raw if k == "host") > 1:
             return _refused(403, "bead dashboard refuses a request with two Host headers")
-        why = access.browser_refusal(headers, same_origin=True)
+        why = access.browser_refusal(headers, same_origin=True) or _host_refusal(headers.get("host", ""), request.scope)
         if why:
             return _refused(403, why)
         if request.method not in ("GET", "HEAD"):
