@@ -1325,6 +1325,9 @@ def test_markup_costs_linear_time():
     assert_linear(redact, lambda n: "x\u2192" * (n // 2), 256 * 1024, limit=0.5, what="arrows on one line")
     assert_linear(redact, lambda n: "const f=(a)=>a+1;" * (n // 17), 256 * 1024, limit=0.5, what="minified JS")
     assert_linear(redact, lambda n: "| `A` | " * (n // 8), 256 * 1024, limit=0.5, what="cells on one line")
+    # a delimiter row that fails at its end: every split of its spaces between two columns was tried once (2^n)
+    row = lambda n: "| a | b |\n| " + " ".join(["-"] * (n // 2)) + " x\n| `DB_PASSWORD` | `v` |"  # noqa: E731
+    assert_linear(redact, row, 64 * 1024, limit=0.5, what="a delimiter row that fails at its end")
 
     assert_linear(redact, lambda n: "| `A` | `b` |\n" * (n // 14), 256 * 1024, limit=0.5, what="table rows")
     assert_linear(redact, lambda n: "\x1b[1m`x` -> |" * (n // 16), 256 * 1024, limit=0.5, what="marks")

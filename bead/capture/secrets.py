@@ -467,7 +467,7 @@ def _in_escaped(text: str, depth: int = 2) -> list[Finding]:
 # in it (a command: JWT_SECRET=`openssl rand -base64 48`) keeps its marks. Python's engine: every repeat is bounded,
 # and a line is read once.
 _ROW = re.compile(r"(?m)^[ \t]{0,16}\|[ \t]{0,16}")
-_DELIMITER_ROW = re.compile(r"[ \t]{0,16}\|?(?:[ \t]{0,16}:?-{1,64}:?[ \t]{0,16}\|?){1,64}[ \t]{0,16}")
+_DELIMITER_CHARS = frozenset("|:- \t")  # a header's delimiter row (`|---|:--:|`): these only, and a `-`
 _ONE_WORD = re.compile(r"\x60{1,3}([^\x60\s]{1,256})\x60{1,3}|\*\*([^*\s]{1,256})\*\*")
 _ARROW = re.compile(
     r"(?m)^[ \t]{0,16}(?:[-*+][ \t]{1,4})?(?:\x60{1,3}|\*\*)?[A-Z][A-Z0-9_]{1,80}(?:\x60{1,3}|\*\*)?"
@@ -519,7 +519,8 @@ def _table_changes(text: str) -> list[tuple[int, int, str]]:
     changes: list[tuple[int, int, str]] = []
     for block in rows:
         data, values = block, None  # values: what the header says of the second column (None: no header)
-        if len(block) > 1 and _DELIMITER_ROW.fullmatch(text, block[1][0], block[1][2]):
+        delimiter = text[block[1][0] : block[1][2]] if len(block) > 1 else ""
+        if "-" in delimiter and set(delimiter) <= _DELIMITER_CHARS:
             head = block[0]
             seps = _separators(text, head[1], head[2])
             second = text[seps[0][1] : seps[1][0] if len(seps) > 1 else head[2]] if seps else ""
