@@ -1333,6 +1333,18 @@ def test_markup_costs_linear_time():
     assert_linear(redact, lambda n: "\x1b[1m`x` -> |" * (n // 16), 256 * 1024, limit=0.5, what="marks")
 
 
+def test_many_distinct_characters_that_fold_cost_linear_time():
+    """The fold's map back found each changed character with a class of them all, which Python's engine searches
+    one by one above U+FFFF: distinct private-use characters (they fold to nothing) and a key cost their count
+    times the text's length (3.8 s for 65,536 of them)."""
+    from linear import assert_linear
+
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
+    many = lambda n: "".join(chr(0xF0000 + i) for i in range(n)) + " token: " + token  # noqa: E731
+    assert redact(many(3))[1] == ["github-pat"]
+    assert_linear(redact, many, 64 * 1024, limit=0.3, what="distinct characters above U+FFFF that fold")
+
+
 def test_a_character_beyond_the_bmp_written_as_a_surrogate_pair_is_read():
     """JSON writes a character beyond the BMP as two \\u escapes (json.dumps' default): an invisible one splitting a
     key is read, as written plainly it is."""

@@ -342,6 +342,10 @@ def credential_rules(text: str) -> list[str]:
 
 
 _PLAIN = frozenset(chr(c) for c in range(0x20, 0x7F)) | frozenset("\t\n\r")
+# Any other character: a class of a few ranges. Not a class of the changed characters themselves: Python's engine
+# looks a character above U+FFFF up in a list, one by one, so a text of many distinct such characters (private-use
+# planes fold to nothing) cost its length times their number.
+_NOT_PLAIN = re.compile(r"[^\t\n\r\x20-\x7e]")
 
 
 def _in_fold(text: str) -> list[Finding]:
@@ -365,9 +369,10 @@ def _in_fold(text: str) -> list[Finding]:
     # Each changed character of ``text``: where it stands, and where and how long its fold is.
     edits: list[tuple[int, int, int, int]] = []
     shift = 0
-    changed = re.compile("[" + "".join(re.escape(chr(c)) for c in table) + "]")  # a class: linear time
-    for m in changed.finditer(text):
-        into = table[ord(m.group())]
+    for m in _NOT_PLAIN.finditer(text):
+        into = table.get(ord(m.group()))
+        if into is None:
+            continue
         edits.append((m.start(), 1, m.start() + shift, len(into)))
         shift += len(into) - 1
     return _placed(found, edits)
