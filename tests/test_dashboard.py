@@ -216,6 +216,14 @@ def test_a_failure_to_read_the_home_is_said_with_the_pages_headers_and_no_token_
         (f"/{TOKEN}/", {"sec-fetch-site": "cross-site"}, "GET", 403),
         (f"/{TOKEN}/", {"sec-fetch-site": "same-site"}, "GET", 403),
         (f"/{TOKEN}/", {"sec-fetch-site": "none"}, "GET", 200),  # typed into the address bar
+        (f"/{TOKEN}/", {"sec-fetch-site": "none", "sec-fetch-dest": "document", "sec-fetch-mode": "navigate"}, "GET", 200),
+        # A page of this origin (another user's, served on the port before: a tab left open) reads it with fetch,
+        # navigates to it, or a service worker it left passes the person's navigation on: none is the person's
+        (f"/{TOKEN}/", {"sec-fetch-site": "same-origin", "sec-fetch-dest": "empty", "sec-fetch-mode": "cors"}, "GET", 403),
+        (f"/{TOKEN}/", {"sec-fetch-site": "same-origin", "sec-fetch-dest": "document", "sec-fetch-mode": "navigate"}, "GET", 403),
+        (f"/{TOKEN}/", {"sec-fetch-site": "same-origin", "sec-fetch-dest": "empty", "sec-fetch-mode": "navigate"}, "GET", 403),
+        (f"/{TOKEN}/", {"sec-fetch-site": "none", "sec-fetch-dest": "iframe", "sec-fetch-mode": "navigate"}, "GET", 403),
+        (f"/{TOKEN}/static/dashboard.js", {"sec-fetch-site": "same-origin", "sec-fetch-dest": "script"}, "GET", 200),
         (f"/{TOKEN}/static/dashboard.js", {"sec-fetch-site": "same-origin", "origin": "http://127.0.0.1:7079"}, "GET", 200),
         (f"/{TOKEN}/", {}, "POST", 405),
         (f"/{TOKEN}/static/../../config.yaml", {}, "GET", 404),

@@ -9,8 +9,10 @@ never markup) and draws one plot with uPlot, vendored as a static file
 Who may see it is decided by the proxy's own checks (bead.proxy.access),
 imported rather than copied: a literal loopback Host only; what another site
 starts is refused (an Origin other than the page's own, a cross-site
-``Sec-Fetch-Site``); and memory only for its owner: on Linux the kernel says
-the connecting socket is the home owner's, anywhere the home's token leads
+``Sec-Fetch-Site``), and the page itself only to a navigation the person starts
+(``Sec-Fetch-Site: none``: a page of the same origin, another user's served on
+the port before, may be left in the browser); and memory only for its owner: on Linux the kernel says
+the connecting socket is the home owner's, anywhere the run's secret leads
 the path (``http://127.0.0.1:7079/<token>/``) or comes in ``X-Bead-Token``.
 Only GET and HEAD are answered; nothing on the page changes memory.
 """

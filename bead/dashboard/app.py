@@ -70,6 +70,21 @@ def _host_refusal(host: str, scope: Any) -> str | None:
     return None
 
 
+def _page_refusal(headers: dict[str, str]) -> str | None:
+    """Why a browser's request for the page itself (what holds the memory) was not the person opening it, or None.
+    Its files may come from the page (``same-origin``); the page only from the address bar, a bookmark or a reload
+    (``Sec-Fetch-Site: none``, a document, a navigation). The origin http://127.0.0.1:PORT is whoever held the port
+    last: a tab another user's page left open there, or a service worker it left in the browser, is same-origin with
+    the dashboard and would read it with ``fetch``. A client that sends no such header (curl) is judged by the rest."""
+    site, dest, mode = (headers.get(h, "").strip().lower() for h in ("sec-fetch-site", "sec-fetch-dest", "sec-fetch-mode"))
+    if (site and site != "none") or (dest and dest != "document") or (mode and mode != "navigate"):
+        return (
+            "bead dashboard opens only from the address bar: type or paste the address `bead dashboard` printed "
+            "(a page, a script or a service worker asked for it)"
+        )
+    return None
+
+
 def create_app(
     home: Home,
     config: Config,
@@ -128,6 +143,9 @@ def create_app(
             return Response("", status=308, headers={**HEADERS, "Location": target + "/"})
         if rest != "/":
             return _refused(404, "nothing here: the dashboard is one page")
+        why = _page_refusal(headers)
+        if why:
+            return _refused(403, why)
         # Every stored string as a terminal would show it (escaped controls, bidi and invisible characters): Jinja
         # escapes markup, not a U+202E that reverses how a queued value reads.
         try:
