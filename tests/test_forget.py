@@ -780,3 +780,61 @@ def test_a_reports_dormant_line_naming_a_key_made_of_the_value_goes(mem):
     forget.apply(mem, forget.plan_target(mem, "user/client"))
     report = "".join(p.read_text() for p in Reports(mem.home).files())
     assert "wombatica" not in report.lower() and "- user/editor@v1" in report
+
+
+@pytest.mark.parametrize("forgotten_before", ["the answer ends", "the request's own capture"])
+def test_what_a_request_brought_before_a_forget_is_not_captured_in_clear_after_it(bead_home, tmp_path, forgotten_before):
+    """A forget runs while a request is in flight: the model still streaming an answer that repeats the value, or
+    the request's own capture still queued. What is captured after it began goes to the raw log as [forgotten] (the
+    forget could not see it), with no inject record and no trace line; a request that comes after the forget is
+    captured as ever. (The person's own message, captured before, is the forget's to find: it is.)"""
+    from fakes import message_events, sse
+
+    from bead.config import parse
+    from bead.core.memory import Memory
+    from bead.paths import Home
+    from bead.proxy.engine import Engine
+
+    home = Home(bead_home).ensure()
+    trace = tmp_path / "trace.jsonl"
+    engine = Engine(home, parse("owner: t\n"), trace_path=str(trace))
+    key = "user/zorblax-quintessence"
+    with Memory(home, engine.config) as m:
+        m.write(key, SENTENCE, "user")
+
+    def request(text: str, answered: str | None = None, forget_between: bool = False) -> None:
+        messages = [{"role": "user", "content": "what is the vault code word?"}]
+        if answered is not None:
+            messages += [{"role": "assistant", "content": answered}, {"role": "user", "content": text}]
+        data = json.dumps({"model": "m", "max_tokens": 5, "system": "You help.", "messages": messages}).encode()
+        prep = engine.prepare(data, {"x-bead-session": "sess-live"})
+        if forgotten_before == "the request's own capture" and forget_between:
+            run_forget()
+        done = engine.forwarded(prep)
+        assert done is not None
+        done.result(timeout=30)
+        if forgotten_before == "the answer ends" and forget_between:
+            run_forget()
+        engine.finished(prep, sse(message_events(f"It is {VALUE}, kept in the vault.")), "text/event-stream", None, False)
+        engine.drain(timeout=30)
+
+    def run_forget() -> None:
+        with Memory(home, engine.config) as m:
+            forget.apply(m, forget.plan_target(m, key))
+
+    request("", forget_between=True)
+    files = {**all_bytes_under(home.root), trace: trace.read_bytes() if trace.exists() else b""}
+    forms = {VALUE.lower().encode()} | {w.lower().encode() for w in VALUE.split("-")}  # the key is made of its words
+    assert [str(p) for p, data in files.items() if any(f in data.lower() for f in forms)] == []
+    with Memory(home, engine.config) as m:
+        turns = [t for p in m.raw.files() for t in m.raw.read(p)]
+    assert [t.role for t in turns if t.text == FORGOTTEN] == (
+        ["assistant"] if forgotten_before == "the answer ends" else ["user", "assistant"]
+    )
+    assert engine.counters["forget_during_request"] == (forgotten_before == "the request's own capture")
+
+    # After the forget the person says the value again: that is new, and captured as said.
+    request(f"no, it is {VALUE} now", answered="I no longer know it.")
+    with Memory(home, engine.config) as m:
+        said = [t.text for p in m.raw.files() for t in m.raw.read(p) if VALUE in t.text]
+    assert said == [f"no, it is {VALUE} now", f"It is {VALUE}, kept in the vault."]

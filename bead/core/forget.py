@@ -729,6 +729,9 @@ def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event
     # The index's write lock first: if another process holds it past the
     # busy timeout, forget stops here, before it has changed anything.
     with mem.together(), mem.facts.lock():
+        # Before the look at what was written since: a capture of text that came before this point (an answer the
+        # model is still streaming) is either in a file written since or goes to the log as [forgotten].
+        mem.raw.new_forget_epoch()
         if plan.remake is not None:
             changed = [p for p in mem.raw.files() if _written_since(p, since)]
             inner = plan.remake(changed, plan.tokens)

@@ -101,6 +101,9 @@ class Prepared:
     # A Responses chain's previous step that another worker answered: its conversation id and message count,
     # whose answer goes into the raw log before this request's turns.
     after: tuple[str, int] | None = None
+    # The raw log's forget epoch when the request arrived: its turns and its answer, captured after a forget or seal
+    # began, are written as [forgotten] (they may hold what it took; RawLog.append_many).
+    epoch: str | None = None
 
 
 def _turns_digest(turns: list[capture.Turn]) -> str:
@@ -218,6 +221,7 @@ class Engine:
         t0 = time.perf_counter()
         deadline = time.monotonic() + self.deadline_s if deadline is None else deadline
         self.counters["requests"] += 1
+        epoch = self._forget_epoch()
         if len(body) > MAX_BODY_BYTES or body.count(b'"role"') + body.count(b'"call_id"') > MAX_MESSAGES:
             self.count("too_large")
             return Prepared(body)
@@ -238,6 +242,7 @@ class Engine:
             return Prepared(body)
         try:
             prep = self._prepare(conv, headers, deadline, t0)
+            prep.epoch = epoch
             # No deadline check past this point: the conversation's state now
             # says these blocks were sent, so they must be, or the next request
             # would re-add bytes the model never saw (and break the cache).
@@ -556,7 +561,12 @@ class Engine:
             with self.conversations.capture_lock(ident.id):
                 st = self.conversations.load(ident.id)
                 self._catch_up(mem, ident, st, conv, trace)
-                self._capture_messages(mem, ident, st, conv, len(conv.messages), trace, prep.plans)
+                self._capture_messages(mem, ident, st, conv, len(conv.messages), trace, prep.plans, epoch=prep.epoch)
+            if prep.epoch is not None and mem.raw.forget_epoch() != prep.epoch:
+                # A forget or seal began since the request came: what it injected may name a key that is gone, and
+                # its trace holds the turn's words (its turns went to the log as [forgotten]). Neither is written.
+                self.count("forget_during_request")
+                return
             now = self.clock()
             # Pinned facts count as injected: decay must not put to sleep the
             # facts that every conversation starts with.
@@ -580,6 +590,7 @@ class Engine:
         plans: list[remembering.Plan] | None = None,
         answer: list[capture.Turn] | None = None,
         partial: bool = False,
+        epoch: str | None = None,
     ) -> None:
         """Capture the conversation's messages from ``st.captured`` on (and ``answer``, the turns of message
         ``upto - 1``, when given), then "remember" for the newest user message among them, under the capture lock.
@@ -595,7 +606,7 @@ class Engine:
         ):
             # The capture has passed this index and this message is not the one logged there: a new message where
             # another was (a rewind, a side request on the same session), which is logged on its own.
-            self._aside(mem, ident, st, conv, newest, trace, plans)
+            self._aside(mem, ident, st, conv, newest, trace, plans, epoch)
             return
         if start < len(conv.messages) and conv.messages[start].role == "assistant" and start in st.aside_answers:
             # An aside's answer stands at the capture's place (a rewind or an interrupt made the aside the line):
@@ -610,7 +621,7 @@ class Engine:
         logged = [(m.index, m.hash) for m in conv.messages[start:upto] if m.role == "user"]
         batch = self._begin(st, turns, upto, partial, remember_at, logged)
         # The slow part (secret scan, append, "remember") holds no lock the next request takes.
-        captured = self._capture(mem, ident, turns, batch) if turns else []
+        captured = self._capture(mem, ident, turns, batch, epoch) if turns else []
         if remember_at is not None:
             # Remembered facts and queued items cite the typed turns they come from.
             typed = [t.anchor for t in captured if t.flags.get("message") == remember_at and t.flags.get("source") == "typed"]
@@ -629,13 +640,14 @@ class Engine:
         at: int,
         trace: dict[str, Any],
         plans: list[remembering.Plan] | None,
+        epoch: str | None = None,
     ) -> None:
         """Log message ``at`` on its own, and its "remember": a new message at an index the capture has passed
         (an earlier prompt edited after a rewind, a side request that shares the conversation's first messages).
         The conversation's place (``captured``) stays where its line is; the answer follows it (``_capture_answer``).
         """
         turns = [t for t in capture.request_turns(conv, ident, at) if t.flags.get("message") == at]
-        logged = self._capture(mem, ident, turns) if turns else []
+        logged = self._capture(mem, ident, turns, epoch=epoch) if turns else []
         typed = [t.anchor for t in logged if t.flags.get("source") == "typed"]
         self._remember(mem, conv, at, ident, trace, typed, plans)
         st.set_aside(at, conv.messages[at].hash)
@@ -741,7 +753,7 @@ class Engine:
                     # The answer to a message logged on its own (``_aside``): logged after it, once; the
                     # conversation's line is not moved.
                     if turns and not st.asides[aside]:
-                        self._capture(mem, ident, turns)
+                        self._capture(mem, ident, turns, epoch=prep.epoch)
                         st.set_aside(*aside, answered=True, answer_at=n, answer=_turns_digest(turns))
                     return
                 self._catch_up(mem, ident, st, prep.conv, prep.trace)
@@ -749,7 +761,7 @@ class Engine:
                     # Nothing of the answer to log, but its place is taken: the request's turns are in the log and
                     # the conversation captured up to the answer (a chain's next step in another worker waits for it).
                     if st.captured <= n:
-                        self._capture_messages(mem, ident, st, prep.conv, n + 1, prep.trace)
+                        self._capture_messages(mem, ident, st, prep.conv, n + 1, prep.trace, epoch=prep.epoch)
                     return
                 if st.captured > n + 1 or (st.captured == n + 1 and not st.captured_partial):
                     return  # this answer, or a later message, is in the log already (a retry, a late stream end)
@@ -757,7 +769,15 @@ class Engine:
                     st.captured = n  # a partial answer logged before: the whole one follows it
                 # The request's own turns first if its capture never got them into the log.
                 self._capture_messages(
-                    mem, ident, st, prep.conv, n + 1, prep.trace, answer=turns, partial=bool(flags.get("partial"))
+                    mem,
+                    ident,
+                    st,
+                    prep.conv,
+                    n + 1,
+                    prep.trace,
+                    answer=turns,
+                    partial=bool(flags.get("partial")),
+                    epoch=prep.epoch,
                 )
         except Exception as exc:
             self.error("capture", exc)
@@ -782,11 +802,22 @@ class Engine:
         st.set_capturing(batch, upto, partial, remember, logged)
         return batch
 
-    def _capture(self, mem: Memory, ident: Identity, turns: list[capture.Turn], batch: str = "") -> list[RawTurn]:
-        """Append turns to the raw log (the first carries ``batch``); the indexer indexes them."""
+    def _capture(
+        self, mem: Memory, ident: Identity, turns: list[capture.Turn], batch: str = "", epoch: str | None = None
+    ) -> list[RawTurn]:
+        """Append turns to the raw log (the first carries ``batch``); the indexer indexes them. ``epoch``: the
+        request's (Prepared.epoch)."""
         if turns and batch:
             turns[0].flags["batch"] = batch
-        return capture.capture(mem, ident, turns)
+        return capture.capture(mem, ident, turns, epoch)
+
+    def _forget_epoch(self) -> str | None:
+        """The raw log's forget epoch now; None where it cannot be read (a capture then checks nothing)."""
+        try:
+            return self.memory().raw.forget_epoch()
+        except Exception as exc:  # noqa: BLE001 - the request goes on; it is read again at its capture
+            self.error("capture", exc)
+            return None
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait for every pending job (shutdown, tests)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -237,10 +238,31 @@ class RawLog:
     ) -> Turn:
         return self.append_many(session, [(role, text, at, ref, flags)])[0]
 
-    def append_many(self, session: str, items: Iterable[TurnItem], scanned: bool = False) -> list[Turn]:
+    @property
+    def epoch_path(self) -> Path:
+        return self.root / ".forget-epoch"
+
+    def forget_epoch(self) -> str:
+        """What the latest forget or seal wrote (``new_forget_epoch``); "" before any, or unreadable."""
+        try:
+            return safe.read_bytes(self.epoch_path, root=self.home.root)[:64].decode("ascii", "replace")
+        except OSError:
+            return ""
+
+    def new_forget_epoch(self) -> None:
+        """A forget or seal starts changing the store: a capture whose text came before it (``append_many``'s
+        ``epoch``) is not written in clear after it. Under the raw lock, so a capture's check and its append come
+        wholly before this (the forget then reads the file it wrote: written since it began) or wholly after."""
+        with flocked(self.lock_path, root=self.home.root):
+            safe.atomic_write(self.epoch_path, uuid.uuid4().hex.encode(), root=self.home.root)
+
+    def append_many(self, session: str, items: Iterable[TurnItem], scanned: bool = False, epoch: str | None = None) -> list[Turn]:
         """Append turns ``(role, text, at, ref[, flags])`` in order, under the raw lock. ``scanned``: their texts
         were redacted by the caller (``redact_runs`` over whole messages, as ``bead import`` must to know which
-        turns the log holds): a redacted text is not scanned again, which could read a marker as a value."""
+        turns the log holds): a redacted text is not scanned again, which could read a marker as a value.
+        ``epoch``: ``forget_epoch()`` when the texts arrived (the proxy's request); if a forget or seal began since,
+        each text is written as ``[forgotten]``: it may hold what that forget took (an answer the model streamed
+        while it ran), which it could not see."""
         check_session(session)
         items = list(items)
         if not items:
@@ -265,6 +287,8 @@ class RawLog:
             flags.setdefault("owner", self.owner)
             ready.append((role, clean, iso(at or self.clock()), ref, flags))
         with flocked(self.lock_path, root=self.home.root):
+            if epoch is not None and self.forget_epoch() != epoch:
+                ready = [(role, FORGOTTEN, at_text, ref, {**flags, "forgotten": True}) for role, _, at_text, ref, flags in ready]
             path = self._path_for(session, first_at.astimezone(UTC))
             fd = safe.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, root=self.home.root)
             try:
