@@ -782,59 +782,147 @@ def test_a_reports_dormant_line_naming_a_key_made_of_the_value_goes(mem):
     assert "wombatica" not in report.lower() and "- user/editor@v1" in report
 
 
+class Live:
+    """A proxy engine in-process on a home that holds the vault's code word, and a forget of it to run at any point."""
+
+    KEY = "user/zorblax-quintessence"
+
+    def __init__(self, bead_home, tmp_path):
+        from bead.config import parse
+        from bead.core.memory import Memory
+        from bead.paths import Home
+        from bead.proxy.engine import Engine
+
+        self.Memory = Memory
+        self.home = Home(bead_home).ensure()
+        self.trace = tmp_path / "trace.jsonl"
+        self.engine = Engine(self.home, parse("owner: t\n"), trace_path=str(self.trace))
+        with Memory(self.home, self.engine.config) as m:
+            m.write(self.KEY, SENTENCE, "user")
+
+    def forget(self, match: str | None = None) -> None:
+        with self.Memory(self.home, self.engine.config) as m:
+            forget.apply(m, forget.plan_match(m, match) if match else forget.plan_target(m, self.KEY))
+
+    @staticmethod
+    def body(messages: list[dict]) -> bytes:
+        return json.dumps({"model": "m", "max_tokens": 5, "system": "You help.", "messages": messages}).encode()
+
+    def answer(self, prep, text: str) -> None:
+        from fakes import message_events, sse
+
+        self.engine.finished(prep, sse(message_events(text)), "text/event-stream", None, False)
+        self.engine.drain(timeout=30)
+
+    def turns(self) -> list:
+        with self.Memory(self.home, self.engine.config) as m:
+            return [t for p in m.raw.files() for t in m.raw.read(p)]
+
+    def leftovers(self) -> list[str]:
+        """Files under the home, and the trace, that hold the value or a word of it (the key is made of its words)."""
+        files = {**all_bytes_under(self.home.root), self.trace: self.trace.read_bytes() if self.trace.exists() else b""}
+        forms = {VALUE.lower().encode()} | {w.lower().encode() for w in VALUE.split("-")}
+        return [str(p) for p, data in files.items() if any(f in data.lower() for f in forms)]
+
+
+@pytest.fixture
+def live(bead_home, tmp_path) -> Live:
+    return Live(bead_home, tmp_path)
+
+
 @pytest.mark.parametrize("forgotten_before", ["the answer ends", "the request's own capture"])
-def test_what_a_request_brought_before_a_forget_is_not_captured_in_clear_after_it(bead_home, tmp_path, forgotten_before):
+def test_what_a_request_brought_before_a_forget_is_not_captured_in_clear_after_it(live, forgotten_before):
     """A forget runs while a request is in flight: the model still streaming an answer that repeats the value, or
     the request's own capture still queued. What is captured after it began goes to the raw log as [forgotten] (the
     forget could not see it), with no inject record and no trace line; a request that comes after the forget is
     captured as ever. (The person's own message, captured before, is the forget's to find: it is.)"""
-    from fakes import message_events, sse
+    engine = live.engine
+    question = [{"role": "user", "content": "what is the vault code word?"}]
+    prep = engine.prepare(live.body(question), {"x-bead-session": "sess-live"})
+    if forgotten_before == "the request's own capture":
+        live.forget()
+    done = engine.forwarded(prep)
+    assert done is not None
+    done.result(timeout=30)
+    if forgotten_before == "the answer ends":
+        live.forget()
+    live.answer(prep, f"It is {VALUE}, kept in the vault.")
 
-    from bead.config import parse
-    from bead.core.memory import Memory
-    from bead.paths import Home
-    from bead.proxy.engine import Engine
-
-    home = Home(bead_home).ensure()
-    trace = tmp_path / "trace.jsonl"
-    engine = Engine(home, parse("owner: t\n"), trace_path=str(trace))
-    key = "user/zorblax-quintessence"
-    with Memory(home, engine.config) as m:
-        m.write(key, SENTENCE, "user")
-
-    def request(text: str, answered: str | None = None, forget_between: bool = False) -> None:
-        messages = [{"role": "user", "content": "what is the vault code word?"}]
-        if answered is not None:
-            messages += [{"role": "assistant", "content": answered}, {"role": "user", "content": text}]
-        data = json.dumps({"model": "m", "max_tokens": 5, "system": "You help.", "messages": messages}).encode()
-        prep = engine.prepare(data, {"x-bead-session": "sess-live"})
-        if forgotten_before == "the request's own capture" and forget_between:
-            run_forget()
-        done = engine.forwarded(prep)
-        assert done is not None
-        done.result(timeout=30)
-        if forgotten_before == "the answer ends" and forget_between:
-            run_forget()
-        engine.finished(prep, sse(message_events(f"It is {VALUE}, kept in the vault.")), "text/event-stream", None, False)
-        engine.drain(timeout=30)
-
-    def run_forget() -> None:
-        with Memory(home, engine.config) as m:
-            forget.apply(m, forget.plan_target(m, key))
-
-    request("", forget_between=True)
-    files = {**all_bytes_under(home.root), trace: trace.read_bytes() if trace.exists() else b""}
-    forms = {VALUE.lower().encode()} | {w.lower().encode() for w in VALUE.split("-")}  # the key is made of its words
-    assert [str(p) for p, data in files.items() if any(f in data.lower() for f in forms)] == []
-    with Memory(home, engine.config) as m:
-        turns = [t for p in m.raw.files() for t in m.raw.read(p)]
-    assert [t.role for t in turns if t.text == FORGOTTEN] == (
+    assert live.leftovers() == []
+    assert [t.role for t in live.turns() if t.text == FORGOTTEN] == (
         ["assistant"] if forgotten_before == "the answer ends" else ["user", "assistant"]
     )
     assert engine.counters["forget_during_request"] == (forgotten_before == "the request's own capture")
 
     # After the forget the person says the value again: that is new, and captured as said.
-    request(f"no, it is {VALUE} now", answered="I no longer know it.")
-    with Memory(home, engine.config) as m:
-        said = [t.text for p in m.raw.files() for t in m.raw.read(p) if VALUE in t.text]
-    assert said == [f"no, it is {VALUE} now", f"It is {VALUE}, kept in the vault."]
+    again = [
+        *question,
+        {"role": "assistant", "content": "I no longer know it."},
+        {"role": "user", "content": f"no, it is {VALUE} now"},
+    ]
+    prep = engine.prepare(live.body(again), {"x-bead-session": "sess-live"})
+    done = engine.forwarded(prep)
+    assert done is not None
+    done.result(timeout=30)
+    live.answer(prep, f"It is {VALUE}, kept in the vault.")
+    assert [t.text for t in live.turns() if VALUE in t.text] == [f"no, it is {VALUE} now", f"It is {VALUE}, kept in the vault."]
+
+
+def test_a_remember_typed_before_a_forget_is_not_acted_on_after_it(live):
+    """The person typed "remember: ..." with the value, then forgot it (`forget --match`) before the capture ran: the
+    turn is [forgotten] and no fact is written from it."""
+    engine = live.engine
+    prep = engine.prepare(live.body([{"role": "user", "content": f"remember: the vault code word is {VALUE}"}]), {})
+    assert [p.action for p in prep.plans or []] == ["write"]
+    live.forget(match=VALUE)
+    done = engine.forwarded(prep)
+    assert done is not None
+    done.result(timeout=30)
+    live.answer(prep, "Noted.")
+    assert live.leftovers() == []
+    with live.Memory(live.home, engine.config) as m:
+        assert [k for k in m.facts.keys() if k != live.KEY] == []
+
+
+def test_a_request_that_comes_while_a_forget_runs_goes_out_unchanged_and_records_nothing(live):
+    """While a forget runs (it holds its flock), the index may still hold the value: a request that comes then goes
+    upstream as it came, with no pinned block, and nothing of it is recorded (the conversation's next request
+    builds its blocks from what is left)."""
+    engine = live.engine
+    data = live.body([{"role": "user", "content": "what is the vault code word?"}])
+    with live.Memory(live.home, engine.config) as m, m.raw.forgetting():
+        prep = engine.prepare(data, {"x-bead-session": "sess-mid"})
+    assert prep.body == data and prep.ident is None
+    assert engine.counters["forget_during_request"] == 1
+    records = [json.loads(line) for p in live.home.sessions.glob("sess-mid*.jsonl") for line in p.read_text().splitlines()]
+    assert [r for r in records if r.get("kind") in ("pinned", "cue", "capturing", "captured")] == []
+    # Once it ended, the next request is prepared as ever.
+    prep = engine.prepare(data, {"x-bead-session": "sess-mid"})
+    assert VALUE.encode() in prep.body
+
+
+def test_the_trace_of_a_later_request_does_not_quote_the_answer_a_forget_took(live):
+    """The conversation re-sends the earlier answer with every request; the raw log has it as [forgotten]: the
+    trace line of the next request names its source and length, not its words."""
+    engine = live.engine
+    question = [{"role": "user", "content": "what is the vault code word?"}]
+    prep = engine.prepare(live.body(question), {"x-bead-session": "sess-q"})
+    done = engine.forwarded(prep)
+    assert done is not None
+    done.result(timeout=30)
+    answer = f"It is {VALUE}, kept in the vault."
+    live.answer(prep, answer)
+    live.forget()
+    assert live.leftovers() == []
+    later = [*question, {"role": "assistant", "content": answer}, {"role": "user", "content": "thanks"}]
+    prep = engine.prepare(live.body(later), {"x-bead-session": "sess-q"})
+    done = engine.forwarded(prep)
+    assert done is not None
+    done.result(timeout=30)
+    engine.drain(timeout=30)
+    assert live.leftovers() == []
+    cues = json.loads(live.trace.read_text().splitlines()[-1])["cues"]
+    assert cues == [
+        {"source": "user", "text": "thanks"},
+        {"source": "assistant", "text": "(the previous answer's, 52 characters)"},
+    ]

@@ -728,10 +728,10 @@ def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event
         plan = plan.remake(None, None)
     # The index's write lock first: if another process holds it past the
     # busy timeout, forget stops here, before it has changed anything.
-    with mem.together(), mem.facts.lock():
-        # Before the look at what was written since: a capture of text that came before this point (an answer the
-        # model is still streaming) is either in a file written since or goes to the log as [forgotten].
-        mem.raw.new_forget_epoch()
+    # A capture of text that came before the end of this block (an answer the model is still streaming) is either
+    # in a raw file before the look at what was written since, or goes to the log as [forgotten]; what a proxy
+    # writes beside it (a conversation's state, the trace, inject records) is here before step 4 or not written.
+    with mem.raw.forgetting(), mem.together(), mem.facts.lock():
         if plan.remake is not None:
             changed = [p for p in mem.raw.files() if _written_since(p, since)]
             inner = plan.remake(changed, plan.tokens)
@@ -777,9 +777,15 @@ def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)
     line_matches = _line_matcher(plan.needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens))
-    Conversations(mem.home).scrub(list(plan.session_lines), line_matches)
-    for p in plan.trace_lines:
-        Trace(p).scrub(line_matches)
+    # Every state file and trace, not only those the plan found: a request that came before the forget may have
+    # written one since (each is read under its conversation's lock, which a proxy holds while it writes).
+    conversations = Conversations(mem.home)
+    conversations.scrub(sorted(set(plan.session_lines) | set(conversations.files())), line_matches)
+    for p in dict.fromkeys([*plan.trace_lines, *configured_paths(mem.config, home=mem.home)]):
+        try:
+            Trace(p).scrub(line_matches)
+        except (OSError, safe.UnsafePath):
+            continue  # as the plan passed it over
     mem.audit.forget_keys(plan.whole | plan.named)
     mem.tombstones.forget_keys(plan.whole | plan.named)
     reports = Reports(mem.home)

@@ -40,6 +40,9 @@ class CueBlock:
     pointer_tokens: int = 0  # what the pointers add (the how-to line included)
 
 
+PREVIOUS_ANSWER = ("assistant", "tool_input")  # cue sources of the assistant message before the newest user one
+
+
 class Recaller:
     def __init__(self, config: Config, on_error: ErrorSink | None = None):
         self.config = config
@@ -106,7 +109,15 @@ class Recaller:
         cues: list[Cue] = extract(conv)
         trace: dict[str, Any] = {"errors": []}
         if self.trace_cues:
-            trace["cues"] = [{"source": c.source, "text": cue_excerpt(without_token(mem.home, c.text)[0])} for c in cues]
+            # The previous answer's words are the raw log's (captured with it, where a forget finds them); the
+            # conversation re-sends them with every request, so a trace line quoting them would put back what a
+            # forget took from the log. Their length only.
+            trace["cues"] = [
+                {"source": c.source, "text": cue_excerpt(without_token(mem.home, c.text)[0])}
+                if c.source not in PREVIOUS_ANSWER
+                else {"source": c.source, "text": f"(the previous answer's, {len(c.text)} characters)"}
+                for c in cues
+            ]
         index = mem.index
         # bead[semantic]: the turn's own words as a vector, computed beside the search, for the pointers' order.
         said = pointers.question(cues)

@@ -192,6 +192,8 @@ class ConversationState:
             elif kind == "capturing":
                 batch, upto = str(r.get("batch", "")), int(r.get("upto", 0))
                 self.capturing = {"batch": batch, "upto": upto, "partial": bool(r.get("partial")), "remember": r.get("remember")}
+                if isinstance(r.get("epoch"), str):
+                    self.capturing["epoch"] = r["epoch"]
                 if r.get("logged"):
                     self.capturing["logged"] = [list(k) for k in logged_pairs(r["logged"])]
             elif kind == "remembered" and self.capturing and r.get("batch") == self.capturing["batch"]:
@@ -285,11 +287,15 @@ class ConversationState:
         partial: bool = False,
         remember: int | None = None,
         logged: list[tuple[int, str]] | None = None,
+        epoch: str | None = None,
     ) -> None:
         """A capture of the turns up to message ``upto`` is about to be appended with this batch id; ``remember``:
         the message whose "remember" runs after the append (done: ``set_remembered``); ``logged``: the person's
-        messages among them (``set_captured``), for a capture that stops in between (``_catch_up``)."""
+        messages among them (``set_captured``), for a capture that stops in between (``_catch_up``); ``epoch``: the
+        raw log's forget epoch when its request came (RawLog.settled)."""
         record: dict[str, Any] = {"kind": "capturing", "batch": batch, "upto": upto, "partial": partial, "remember": remember}
+        if epoch is not None:
+            record["epoch"] = epoch
         if logged:
             record["logged"] = [list(k) for k in logged]
         self.append(record)

@@ -54,6 +54,7 @@ from ..core.state import Conversations, ConversationState, logged_pairs
 from ..core.trace import Trace, record_proxy_trace
 from ..paths import Home
 from ..store.locks import LockBusy
+from ..store.rawlog import FORGOTTEN
 from ..store.rawlog import Turn as RawTurn
 from ..wire import Wire, anthropic
 from ..wire.splice import TooLarge
@@ -82,6 +83,15 @@ PAGE_CACHE_KIB = 512
 
 class DeadlineExceeded(Exception):
     """bead's work on a request passed ``proxy.recall_deadline_ms``."""
+
+
+class ForgetBegan(Exception):
+    """A forget or seal began while a request was being prepared: the request goes out unchanged, nothing recorded."""
+
+
+def _forgotten(turns: list[RawTurn]) -> bool:
+    """Whether the raw log took these turns as [forgotten] (a forget began since their request came)."""
+    return any(t.text == FORGOTTEN and t.flags.get("forgotten") for t in turns)
 
 
 @dataclass
@@ -241,7 +251,7 @@ class Engine:
             self.count("auxiliary")
             return Prepared(body)
         try:
-            prep = self._prepare(conv, headers, deadline, t0)
+            prep = self._prepare(conv, headers, deadline, t0, epoch)
             prep.epoch = epoch
             # No deadline check past this point: the conversation's state now
             # says these blocks were sent, so they must be, or the next request
@@ -249,6 +259,9 @@ class Engine:
             prep.body = wire.splice(req, prep.pinned_text, prep.blocks)
             prep.wire = wire
             return prep
+        except ForgetBegan:  # fail open, as on any failure: nothing of this request was recorded
+            self.count("forget_during_request")
+            return Prepared(body)
         except Exception as exc:  # fail open: the harness must never see bead's failure
             self.error("deadline" if isinstance(exc, DeadlineExceeded) else "inject", exc)
             return Prepared(body)
@@ -300,7 +313,7 @@ class Engine:
         with self._responses_lock:
             return self._responses.get(response_id)
 
-    def _prepare(self, conv: Conversation, headers: dict[str, str], deadline: float, t0: float) -> Prepared:
+    def _prepare(self, conv: Conversation, headers: dict[str, str], deadline: float, t0: float, epoch: str | None) -> Prepared:
         t_wait = time.perf_counter()
         if delegated(headers):
             conv = conv.delegated()  # a sub-agent's prompt is the main model's words, never the person's
@@ -384,6 +397,10 @@ class Engine:
                     bare_names=bare,
                 )
                 self._left(deadline, "pinned block")
+                if not mem.raw.settled(epoch):
+                    # A forget or seal began since the request came: the block may hold what it took. Under the
+                    # conversation's lock, which the forget's scrub of every state file takes after it began.
+                    raise ForgetBegan
                 st.set_pinned(text, ids)
                 trace["pinned"] = pinned_new = ids
             hash_of = functools.cache(lambda i: conv.messages[i].hash)  # each message hashed once, if asked
@@ -429,6 +446,8 @@ class Engine:
                 if not cue.failed and time.monotonic() > deadline:
                     self.error("deadline")  # decided too late: neither recorded nor sent
                     trace["errors"].append("deadline")
+                elif not cue.failed and not mem.raw.settled(epoch):
+                    self.count("forget_during_request")  # the block may hold what it took: neither recorded nor sent
                 elif not cue.failed:
                     st.add_cue(newest, conv.messages[newest].hash, cue.text, cue.ids, cue.pointers)
                     if cue.text:
@@ -562,22 +581,32 @@ class Engine:
                 st = self.conversations.load(ident.id)
                 self._catch_up(mem, ident, st, conv, trace)
                 self._capture_messages(mem, ident, st, conv, len(conv.messages), trace, prep.plans, epoch=prep.epoch)
-            if prep.epoch is not None and mem.raw.forget_epoch() != prep.epoch:
-                # A forget or seal began since the request came: what it injected may name a key that is gone, and
-                # its trace holds the turn's words (its turns went to the log as [forgotten]). Neither is written.
-                self.count("forget_during_request")
-                return
-            now = self.clock()
-            # Pinned facts count as injected: decay must not put to sleep the
-            # facts that every conversation starts with.
-            for fid in prep.pinned_new:
-                mem.audit.record(now, "inject", id=fid, session=ident.session, block="pinned")
-            for fid in prep.injected:
-                mem.audit.record(now, "inject", id=fid, session=ident.session)
+            captured = True
         except Exception as exc:
             self.error("capture", exc)
             trace["errors"].append("capture")
-        self._trace(trace)
+            captured = False
+        try:
+            mem = self.memory()
+            # Under the raw log's lock, which a forget takes as it begins: these lines land before it (and it scrubs
+            # them) or are not written. A forget or seal that began since the request came: what it injected may
+            # name a key that is gone, and the trace holds the turn's words (its turns went to the log as
+            # [forgotten]).
+            with mem.raw.locked():
+                if not mem.raw.settled(prep.epoch):
+                    self.count("forget_during_request")
+                    return
+                if captured:
+                    now = self.clock()
+                    # Pinned facts count as injected: decay must not put to sleep the
+                    # facts that every conversation starts with.
+                    for fid in prep.pinned_new:
+                        mem.audit.record(now, "inject", id=fid, session=ident.session, block="pinned")
+                    for fid in prep.injected:
+                        mem.audit.record(now, "inject", id=fid, session=ident.session)
+                self._trace(trace)
+        except Exception as exc:
+            self.error("capture", exc)
 
     def _capture_messages(
         self,
@@ -619,10 +648,15 @@ class Engine:
         turns += answer or []
         remember_at = newest if newest is not None and start <= newest < upto else None
         logged = [(m.index, m.hash) for m in conv.messages[start:upto] if m.role == "user"]
-        batch = self._begin(st, turns, upto, partial, remember_at, logged)
+        batch = self._begin(st, turns, upto, partial, remember_at, logged, epoch)
         # The slow part (secret scan, append, "remember") holds no lock the next request takes.
         captured = self._capture(mem, ident, turns, batch, epoch) if turns else []
-        if remember_at is not None:
+        if remember_at is not None and _forgotten(captured):
+            # Written as [forgotten]: a forget began since the request came. Its "remember" is not acted on.
+            trace["errors"].append("remember: a forget ran meanwhile")
+            if batch:
+                st.set_remembered(batch)
+        elif remember_at is not None:
             # Remembered facts and queued items cite the typed turns they come from.
             typed = [t.anchor for t in captured if t.flags.get("message") == remember_at and t.flags.get("source") == "typed"]
             self._remember(mem, conv, remember_at, ident, trace, typed, plans)
@@ -649,7 +683,10 @@ class Engine:
         turns = [t for t in capture.request_turns(conv, ident, at) if t.flags.get("message") == at]
         logged = self._capture(mem, ident, turns, epoch=epoch) if turns else []
         typed = [t.anchor for t in logged if t.flags.get("source") == "typed"]
-        self._remember(mem, conv, at, ident, trace, typed, plans)
+        if _forgotten(logged):
+            trace["errors"].append("remember: a forget ran meanwhile")
+        else:
+            self._remember(mem, conv, at, ident, trace, typed, plans)
         st.set_aside(at, conv.messages[at].hash)
         trace["aside"] = at
 
@@ -663,7 +700,10 @@ class Engine:
             return
         at = left.get("remember")
         if isinstance(at, int) and 0 <= at < len(conv.messages):
-            self._remember(mem, conv, at, ident, trace, [], None)
+            if mem.raw.settled(left.get("epoch")):
+                self._remember(mem, conv, at, ident, trace, [], None)
+            else:  # a forget began since its request came: its words may be what the forget took
+                trace["errors"].append("remember: a forget ran meanwhile")
             st.set_remembered(left["batch"])
         st.set_captured(left["upto"], left["partial"], logged_pairs(left.get("logged")))
 
@@ -790,6 +830,7 @@ class Engine:
         partial: bool = False,
         remember: int | None = None,
         logged: list[tuple[int, str]] | None = None,
+        epoch: str | None = None,
     ) -> str:
         """Record that ``turns`` are about to be appended with a new batch id (which the first of them carries into
         the raw log; ``remember``: the message whose "remember" follows); none to append: captured at once, after a
@@ -799,7 +840,7 @@ class Engine:
                 st.set_captured(upto, partial, logged)
             return ""
         batch = uuid.uuid4().hex[:16]
-        st.set_capturing(batch, upto, partial, remember, logged)
+        st.set_capturing(batch, upto, partial, remember, logged, epoch)
         return batch
 
     def _capture(

@@ -14,6 +14,7 @@ written.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -31,7 +32,7 @@ from ..paths import Home
 from ..textform import fold
 from ..token import without_token
 from .audit import iso
-from .locks import flocked
+from .locks import LockBusy, flocked
 
 MARKER_PREFIX = "<!-- bead:turn "
 _MARKER = re.compile(r"^<!-- bead:turn (\{.*\}) -->$")
@@ -242,27 +243,59 @@ class RawLog:
     def epoch_path(self) -> Path:
         return self.root / ".forget-epoch"
 
+    @property
+    def forgetting_path(self) -> Path:
+        return self.root / ".forget-running"
+
     def forget_epoch(self) -> str:
-        """What the latest forget or seal wrote (``new_forget_epoch``); "" before any, or unreadable."""
+        """A random id each forget or seal writes as it begins and as it ends (``forgetting``); "" before any."""
         try:
             return safe.read_bytes(self.epoch_path, root=self.home.root)[:64].decode("ascii", "replace")
         except OSError:
             return ""
 
-    def new_forget_epoch(self) -> None:
-        """A forget or seal starts changing the store: a capture whose text came before it (``append_many``'s
-        ``epoch``) is not written in clear after it. Under the raw lock, so a capture's check and its append come
-        wholly before this (the forget then reads the file it wrote: written since it began) or wholly after."""
+    def settled(self, epoch: str | None) -> bool:
+        """Whether no forget or seal began since ``epoch`` was read (``forget_epoch``) and none runs now: what text
+        that came at ``epoch`` brought may be written in clear. None (the epoch could not be read): yes."""
+        if epoch is None:
+            return True
+        if self.forget_epoch() != epoch:
+            return False
+        try:
+            with flocked(self.forgetting_path, exclusive=False, blocking=False, root=self.home.root):
+                return True
+        except LockBusy:
+            return False
+
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """The raw log's lock (appends and redactions hold it; a forget takes it as it begins)."""
+        return flocked(self.lock_path, root=self.home.root)
+
+    def _new_epoch(self) -> None:
         with flocked(self.lock_path, root=self.home.root):
             safe.atomic_write(self.epoch_path, uuid.uuid4().hex.encode(), root=self.home.root)
+
+    @contextlib.contextmanager
+    def forgetting(self) -> Iterator[None]:
+        """Held by a forget or seal for its whole run: a new epoch as it begins (under the raw lock, so an append
+        that checked ``settled`` before it is in the file before the forget looks) and as it ends, and its flock
+        meanwhile (a crashed forget lets go of it). A capture of text that came before the end, appended after the
+        beginning, is written as [forgotten] (``append_many``): it may hold what the forget took, where it could not
+        look (an answer the model was still streaming)."""
+        with flocked(self.forgetting_path, root=self.home.root):
+            self._new_epoch()
+            try:
+                yield
+            finally:
+                self._new_epoch()
 
     def append_many(self, session: str, items: Iterable[TurnItem], scanned: bool = False, epoch: str | None = None) -> list[Turn]:
         """Append turns ``(role, text, at, ref[, flags])`` in order, under the raw lock. ``scanned``: their texts
         were redacted by the caller (``redact_runs`` over whole messages, as ``bead import`` must to know which
         turns the log holds): a redacted text is not scanned again, which could read a marker as a value.
-        ``epoch``: ``forget_epoch()`` when the texts arrived (the proxy's request); if a forget or seal began since,
-        each text is written as ``[forgotten]``: it may hold what that forget took (an answer the model streamed
-        while it ran), which it could not see."""
+        ``epoch``: ``forget_epoch()`` when the texts arrived (the proxy's request); unless ``settled`` (a forget or
+        seal began since, or runs), each text is written as ``[forgotten]``: it may hold what that forget took (an
+        answer the model streamed while it ran), which it could not see."""
         check_session(session)
         items = list(items)
         if not items:
@@ -287,7 +320,7 @@ class RawLog:
             flags.setdefault("owner", self.owner)
             ready.append((role, clean, iso(at or self.clock()), ref, flags))
         with flocked(self.lock_path, root=self.home.root):
-            if epoch is not None and self.forget_epoch() != epoch:
+            if not self.settled(epoch):
                 ready = [(role, FORGOTTEN, at_text, ref, {**flags, "forgotten": True}) for role, _, at_text, ref, flags in ready]
             path = self._path_for(session, first_at.astimezone(UTC))
             fd = safe.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, root=self.home.root)
