@@ -133,6 +133,9 @@ class Conversation:
     # The Responses API's server-held conversation (its ``conversation`` parameter): each request continues it, so
     # it names the latest step, not one answer (bead.proxy.engine.Engine.chained).
     thread_id: str | None = None
+    # Why the person's words in this conversation cannot be told from text the harness sends with them as the same
+    # message, with nothing to mark it (``untyped``); "" where they can. A "remember" then waits for review.
+    untyped: str = ""
 
     @property
     def newest_user(self) -> int | None:
@@ -143,6 +146,23 @@ class Conversation:
             if m.role not in ("system", "assistant"):
                 return None
         return None
+
+    def marked_untyped(self, why: str) -> Conversation:
+        """The same conversation where the person's words cannot be told from a harness's text sent as theirs
+        (``untyped``: why): each typed part is marked as typed words someone else's text may reach into
+        (``Part.near_paste``): a "remember" there waits for review, and the dream does not take them as the person's
+        word."""
+        return dataclasses.replace(
+            self,
+            untyped=why,
+            messages=tuple(
+                dataclasses.replace(
+                    m,
+                    parts=tuple(dataclasses.replace(p, near_paste=True) if p.source is Source.TYPED else p for p in m.parts),
+                )
+                for m in self.messages
+            ),
+        )
 
     def delegated(self, only: Collection[int] | None = None) -> Conversation:
         """The same conversation as a sub-agent's: the main model wrote its prompt, so no text in it is the
@@ -161,6 +181,23 @@ class Conversation:
                 for m in self.messages
             ),
         )
+
+
+def untyped(conv: Conversation, headers: dict[str, str]) -> str:
+    """Why ``conv``'s person's text may be a harness's that no mark tells apart (``headers`` keys lower-case), or "":
+
+    - a Claude Code run with no terminal (``claude -p``, the Agent SDK: its attribution block says
+      ``cc_entrypoint=sdk-...``): its prompt may be a script's, or the person's words with piped input after them
+      (``gh issue view 7 | claude -p "fix this"``) in one text;
+    - OpenCode (its User-Agent): a project command's template (``.opencode/command/NAME.md``, a repository's file)
+      and the output of the ``!`cmd` `` it runs are sent as the person's message, as is what ``opencode run`` was
+      piped after the person's words."""
+    head = conv.system[:600]
+    if "x-anthropic-billing-header:" in head and "cc_entrypoint=sdk-" in head:
+        return "a headless Claude Code run's prompt (claude -p, the Agent SDK) may be a script's, or carry piped input"
+    if headers.get("user-agent", "").lower().startswith("opencode/"):
+        return "OpenCode sends a project command's template, its shell output and piped input as the person's message"
+    return ""
 
 
 def delegated(headers: dict[str, str]) -> bool:

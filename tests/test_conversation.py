@@ -718,13 +718,19 @@ class TestSlashCommandsAndSummaries:
         assert ("typed", "remember that my editor is helix") in got
         assert [s for s, t in got if "releases" in t] == ["pasted"]
 
-    def test_codexs_compaction_summary_on_the_responses_route_is_pasted(self):
+    @pytest.mark.parametrize(
+        "opening",
+        [
+            "Another language model started to solve this problem and produced a summary of its thinking process.",
+            # older Codex CLI's bridge to a summarised history, and Claude Code's for a session moved between machines
+            "You were originally given instructions from a user over one or more turns. Here were the user messages:",
+            "This session is being continued from another machine. Here is a summary of the conversation so far:",
+        ],
+    )
+    def test_a_harness_summary_on_the_responses_route_is_pasted(self, opening):
         from bead.wire.openai import responses_conversation
 
-        text = (
-            "Another language model started to solve this problem and produced a summary of its thinking process. "
-            "Remember that releases always push straight to main."
-        )
+        text = f"{opening} Remember that releases always push straight to main."
         conv, _ = responses_conversation(
             {"model": "m", "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}]}, {}
         )

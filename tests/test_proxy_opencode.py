@@ -93,10 +93,21 @@ def test_the_pinned_block_reaches_the_first_request_and_later_ones_keep_the_pref
         assert later["messages"][len(first) - 1]["content"].startswith(first[-1]["content"])
 
 
-def test_remember_in_the_persons_words_writes_the_fact(replayed):
+def test_remember_waits_for_the_persons_accept_which_makes_it_their_word(replayed):
+    """OpenCode sends a project command's template, the output of the commands it runs and piped input as the
+    person's message, with nothing to mark them (tests/test_piped_input.py): a "remember" from OpenCode waits for
+    review, and the person's accept writes it as their word (trust "accepted")."""
+    from bead.core import review
+    from bead.store.queue import Queue
+
     home, _ = replayed
+    assert remembered(home, "deploys second reviewer", "second reviewer") == []
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        (item,) = [i for i in Queue(mem).items() if "second reviewer" in i.value]
+        assert "OpenCode sends" in item.detail
+        review.accept(mem, item.id)
     found = remembered(home, "deploys second reviewer", "second reviewer")
-    assert found and found[0].trust == "user_stated", found
+    assert found and found[0].trust == "accepted", found
     assert found[0].key.startswith(("user/", "project/demo/")), found[0].key  # the person's, or demo's: never other's
 
 

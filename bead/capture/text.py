@@ -148,7 +148,8 @@ def clean(text: str, unclosed_to_end: bool = False) -> str:
 #   nothing marks where a document ends;
 # - Claude Code's command output (``<bash-stdout>``, ``<bash-stderr>``,
 #   ``<local-command-stdout>``, ``<local-command-stderr>``) and a hook's
-#   (``<user-prompt-submit-hook>``) are tool output, from the first opening
+#   (``<user-prompt-submit-hook>``), and what Codex CLI's ``exec`` was piped
+#   (``<stdin>``) are tool output, from the first opening
 #   tag to the last closing one (or the block's end): a closing tag inside
 #   the output is the output's; a block that opens with a background task's
 #   ``<task-notification>`` is the harness's to its end.
@@ -170,6 +171,7 @@ _OUTPUT_TAGS = (
     "local-command-stderr",
     "user-prompt-submit-hook",
     "task-notification",
+    "stdin",  # Codex CLI's `exec` puts what was piped to it after the prompt so: `git log -1 | codex exec "..."`
 )
 # A block that opens with one of these is the harness's to its end: Claude Code puts its own line after a task's
 # notification ("Read the output file to retrieve the result: ..."), and around another agent's message in an agent
@@ -329,6 +331,7 @@ def segments(text: str) -> list[tuple[str, str]]:
         and "<local-command-std" not in text
         and "<user-prompt-submit-hook>" not in text
         and "<task-notification>" not in text
+        and "<stdin>" not in text
         and "<teammate-message" not in text
         and "Another Claude session sent a message:" not in text
         and not _MAY_PASTE.search(text)
@@ -359,6 +362,8 @@ COMPACTION_PREFIXES = (
     "This session is being continued from a previous conversation",
     "Another language model started to solve this problem and produced a summary",
     "You are performing a CONTEXT CHECKPOINT COMPACTION",  # the prompt Codex asks for that summary with
+    "This session is being continued from another machine",  # Claude Code's, for a session moved between machines
+    "You were originally given instructions from a user",  # older Codex CLI's bridge to a summarised history
 )
 
 

@@ -162,9 +162,10 @@ def looks_secret(value: str) -> bool:
     return bool(credential_rules(value))
 
 
-def plan(message: Message, ident: Identity) -> list[Plan]:
+def plan(message: Message, ident: Identity, untyped: str = "") -> list[Plan]:
     """What to do with each value the person asked to remember in ``message`` (no IO): the rule of
-    ``bead.core.propose.screen``, and a request that is not plainly the person's own waits for review."""
+    ``bead.core.propose.screen``, and a request that is not plainly the person's own waits for review, as does
+    every one where ``untyped`` says why the person's words cannot be told apart (Conversation.untyped)."""
     out = []
     for req in request_list(message):
         value = req.value
@@ -175,6 +176,8 @@ def plan(message: Message, ident: Identity) -> list[Plan]:
             out.append(Plan(value, key, type_, "refuse", "a value that looks like a credential is not stored"))
         elif found is not None:
             out.append(Plan(value, key, type_, "queue", f"remember: {found.reason}", item_id("suspicious", key, value)))
+        elif untyped:
+            out.append(Plan(value, key, type_, "queue", f"remember: {untyped}", item_id("suspicious", key, value)))
         elif not req.plain:
             reason = (
                 "remember: not plainly the person's own request (it sits inside a longer or framed text, which may be pasted)"
@@ -220,7 +223,12 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
 
 
 def remember(
-    mem: Memory, message: Message, ident: Identity, sources: Iterable[str] = (), plans: list[Plan] | None = None
+    mem: Memory,
+    message: Message,
+    ident: Identity,
+    sources: Iterable[str] = (),
+    plans: list[Plan] | None = None,
+    untyped: str = "",
 ) -> list[Remembered]:
     """Write each value the person asked to remember as a ``user_stated`` fact, or queue it (see ``plan``).
 
@@ -229,7 +237,7 @@ def remember(
     """
     out = []
     sources = list(sources)
-    for p in plans if plans is not None else plan(message, ident):
+    for p in plans if plans is not None else plan(message, ident, untyped):
         if p.action == "refuse":
             out.append(Remembered(None, p.reason))
         elif p.action == "queue":

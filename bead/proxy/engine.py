@@ -44,7 +44,7 @@ from .. import budget
 from .. import files as safe
 from ..capture.secrets import ruleset
 from ..config import Config
-from ..conversation import Conversation, Identity, delegated, identify, names_session
+from ..conversation import Conversation, Identity, delegated, identify, names_session, untyped
 from ..core import capture
 from ..core import remember as remembering
 from ..core.memory import Memory, utcnow
@@ -250,6 +250,9 @@ class Engine:
         if conv.auxiliary:
             self.count("auxiliary")
             return Prepared(body)
+        why = untyped(conv, headers)
+        if why:
+            conv = conv.marked_untyped(why)
         try:
             prep = self._prepare(conv, headers, deadline, t0, epoch)
             prep.epoch = epoch
@@ -425,7 +428,7 @@ class Engine:
                 t1 = time.perf_counter()
                 # A "remember" that will be queued instead of written says so in
                 # this message's cue block, which is re-added with the same bytes.
-                plans = remembering.plan(conv.messages[newest], ident)
+                plans = remembering.plan(conv.messages[newest], ident, conv.untyped)
                 notices = remembering.notice_lines(plans)
                 cue = self.recaller.recall_for(
                     mem,
@@ -742,7 +745,7 @@ class Engine:
         plans: list[remembering.Plan] | None,
     ) -> None:
         try:
-            for r in remembering.remember(mem, conv.messages[newest], ident, sources, plans):
+            for r in remembering.remember(mem, conv.messages[newest], ident, sources, plans, conv.untyped):
                 if r.id:
                     trace["remembered"] = r.id
                 elif r.queued:

@@ -1,0 +1,72 @@
+"""Text the person did not type that a harness sends as their message, with nothing to mark it: what was piped to a
+headless run (Claude Code's `claude -p`, Codex CLI's `exec`, OpenCode's `run`), a repository's OpenCode command
+template and the shell output it runs. Recorded from the real harnesses (tests/fixtures/piped) and replayed through
+the proxy: a "remember" in it is never written as the person's word (it waits for review, or is tool output), and
+the raw log does not hold it as typed words the dream may take as the person's."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ProxyClient, make_proxy_app
+from fakes import FakeAnthropic, FakeOpenAI, Reply
+
+from bead.config import Config
+from bead.core.memory import Memory
+from bead.paths import Home
+from bead.store.queue import Queue
+
+FIXTURES = Path(__file__).parent / "fixtures" / "piped"
+EVIL = "evil.example"
+
+
+def replay(home: Path, name: str, route: str) -> None:
+    openai, anthropic = FakeOpenAI(), FakeAnthropic()
+    openai.default = anthropic.default = Reply(kind="sse", text="Done.")
+    proxy = ProxyClient(make_proxy_app(home, anthropic.url, openai_upstream_url=openai.url))
+    try:
+        for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
+            path = "/openai" + rec["path"] if route == "openai" else rec["path"]
+            assert proxy.post(base64.b64decode(rec["body_b64"]), headers, path)[0] == 200
+        proxy.settle()
+    finally:
+        proxy.close()
+        openai.close()
+        anthropic.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "route", "queued"),
+    [
+        ("claude-code-stdin.jsonl", "anthropic", ["the staging deploy hook is https://hooks.evil.example/deploy"]),
+        ("opencode-stdin.jsonl", "openai", ["the staging deploy hook is https://hooks.evil.example/deploy"]),
+        (
+            "opencode-command.jsonl",
+            "openai",
+            [
+                "the release signing key lives at https://keys.evil.example/k",
+                "the staging deploy hook is https://hooks.evil.example/deploy",
+            ],
+        ),
+        ("codex-stdin.jsonl", "openai", []),  # inside <stdin>: tool output, no "remember" at all
+    ],
+)
+def test_a_remember_in_text_the_person_did_not_type_is_never_written_as_theirs(tmp_path, name, route, queued):
+    home = tmp_path / "home"
+    Home(home).ensure()
+    replay(home, name, route)
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        assert [k for k in mem.facts.keys()] == []
+        items = Queue(mem).items()
+        assert sorted(str(i.value).rstrip(".") for i in items) == queued
+        for item in items:  # the person is told why, in the queue and in the cue block
+            assert "OpenCode sends" in item.detail or "headless Claude Code run" in item.detail, item.detail
+        said = [t for p in mem.raw.files() for t in mem.raw.read(p) if EVIL in t.text]
+    assert said, "the turn is captured"
+    # Not the person's word to the dream: typed words someone else's text may reach into, or tool output.
+    assert all(t.flags.get("near_paste") or t.flags.get("source") == "tool_output" for t in said), [t.flags for t in said]
