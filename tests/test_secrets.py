@@ -1333,6 +1333,23 @@ def test_markup_costs_linear_time():
     assert_linear(redact, lambda n: "\x1b[1m`x` -> |" * (n // 16), 256 * 1024, limit=0.5, what="marks")
 
 
+@pytest.mark.parametrize(
+    "unit",
+    [
+        # an alternative's unbounded loop kept alive to the text's end while another alternative of the same rule
+        # matched a few characters on: every match scanned the rest of the text (session-cookie, oracle-passwords,
+        # db-client-passwords; 18-33 s on a megabyte)
+        "cookies={document.cookie='a=AAAAAAAAAAAAAAAA';",
+        " a=/sqlplus catalog=u/pwd1@",
+        " -o a/redis-cli -o set=password('abcd')",
+    ],
+)
+def test_a_rules_short_match_beside_another_alternatives_long_loop_costs_linear_time(unit):
+    from linear import assert_linear
+
+    assert_linear(redact, lambda n: unit * (n // len(unit)), 256 * 1024, limit=0.5, what=unit)
+
+
 def test_many_distinct_characters_that_fold_cost_linear_time():
     """The fold's map back found each changed character with a class of them all, which Python's engine searches
     one by one above U+FFFF: distinct private-use characters (they fold to nothing) and a key cost their count

@@ -725,7 +725,8 @@ def redact_runs(texts: list[str]) -> list[tuple[str, list[str]]]:
     for t in texts:
         end = at + len(t)
         inside = []
-        for f in joined[bisect.bisect_right(ends, at) :]:
+        for k in range(bisect.bisect_right(ends, at), len(joined)):  # not a slice: a copy per run costs quadratic time
+            f = joined[k]
             if f.start >= end:
                 break
             inside.append(Finding(f.rule, max(f.start, at) - at, min(f.end, end) - at))
