@@ -194,10 +194,13 @@ def untyped(conv: Conversation, headers: dict[str, str]) -> str:
       piped after the person's words."""
     head = conv.system[:600]
     if "x-anthropic-billing-header:" in head and "cc_entrypoint=sdk-" in head:
-        return "a headless Claude Code run's prompt (claude -p, the Agent SDK) may be a script's, or carry piped input"
+        return HEADLESS_CLAUDE_CODE
     if headers.get("user-agent", "").lower().startswith("opencode/"):
         return "OpenCode sends a project command's template, its shell output and piped input as the person's message"
     return ""
+
+
+HEADLESS_CLAUDE_CODE = "a headless Claude Code run's prompt (claude -p, the Agent SDK) may be a script's, or carry piped input"
 
 
 def delegated(headers: dict[str, str]) -> bool:

@@ -48,7 +48,17 @@ from typing import Any
 
 from ..capture.secrets import redact_runs
 from ..capture.text import HARNESS_NOTICES
-from ..conversation import MAX_MESSAGE_PARTS, Conversation, Identity, Unreadable, _h, project_from_cwd, project_slug, safe_name
+from ..conversation import (
+    HEADLESS_CLAUDE_CODE,
+    MAX_MESSAGE_PARTS,
+    Conversation,
+    Identity,
+    Unreadable,
+    _h,
+    project_from_cwd,
+    project_slug,
+    safe_name,
+)
 from ..errors import BeadError
 from ..store.audit import iso
 from ..store.rawlog import by_message
@@ -83,6 +93,7 @@ class Transcript:
     times: list[datetime] = field(default_factory=list)  # one per message (or item)
     first: datetime | None = None
     wire: str = "anthropic"  # anthropic | responses (Codex CLI)
+    untyped: str = ""  # why its person's words cannot be told from piped text (Conversation.untyped), or ""
 
 
 @dataclass
@@ -233,6 +244,7 @@ class _Batches:
         self.session_id: Any = None
         self.agent_id: Any = None
         self.cwd: Any = None
+        self.entrypoint: Any = None  # Claude Code's: cli, or sdk-cli for a run with no terminal (claude -p)
         self.ident: tuple[str, str, str | None] | None = None
         self._begin()
 
@@ -266,7 +278,16 @@ class _Batches:
             base = safe_name(str(self.session_id))
             session = f"{base}-{_h(str(self.agent_id), 8)}" if self.agent_id else base
             self.ident = (session, base, project_from_cwd(str(self.cwd)) if self.cwd else None)
-        t = Transcript(self.path, *self.ident, self.messages, self.times, self.times[0], wire=self.wire)
+        headless = isinstance(self.entrypoint, str) and self.entrypoint.startswith("sdk-")
+        t = Transcript(
+            self.path,
+            *self.ident,
+            self.messages,
+            self.times,
+            self.times[0],
+            wire=self.wire,
+            untyped=HEADLESS_CLAUDE_CODE if headless else "",
+        )
         self._begin()
         return t
 
@@ -296,6 +317,7 @@ def read_transcript(
         b.session_id = b.session_id or d.get("sessionId")
         b.agent_id = b.agent_id or (d.get("agentId") if d.get("isSidechain") else None)
         b.cwd = b.cwd or d.get("cwd")
+        b.entrypoint = b.entrypoint or d.get("entrypoint")
         at = _time(d.get("timestamp"))
         if at is None:
             counts.skipped_lines += 1
@@ -377,6 +399,8 @@ def _conversation(t: Transcript, parse: Parse) -> tuple[Conversation, list[datet
         conv = conv.delegated()  # a subagent's: the main model wrote its prompt, as the proxy reads it
     elif t.wire == "anthropic" and any(m.get(SIDECHAIN) for m in t.messages):
         conv = conv.delegated(only={i for i, m in enumerate(t.messages) if m.get(SIDECHAIN)})
+    if t.untyped:
+        conv = conv.marked_untyped(t.untyped)  # as the proxy reads a headless run's requests
     return conv, [t.times[i] for i in first] if t.wire != "anthropic" else t.times
 
 
