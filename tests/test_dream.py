@@ -154,6 +154,35 @@ class TestPass:
         assert again.calls >= 1 and "s1" not in again.failed
         assert "quokka" not in json.dumps([body for _, _, body in model.requests[-again.calls :]])
 
+    def test_a_key_forgotten_during_a_run_is_not_named_by_its_report(self, make, model, bead_home):
+        """The run writes a fact from one session; the person forgets it while the model reads the next one: the
+        report, written at the run's end, after the forget scrubbed the reports, counts what it did and names no
+        key (the key is made of the value's words)."""
+        from bead.core import forget
+
+        mem = make("openai")
+        key = "project/shop/zorblax-quintessence"
+        session(mem, "s1", ["the vault code word is zorblax-quintessence", "noted"])
+        session(mem, "s2", ["we moved postgres to port 5433", "noted"])
+        model.answers.append(answer({"key": key, "type": "project", "value": "The vault code word is zorblax-quintessence."}))
+
+        def forgotten_meanwhile(_request):
+            with make("openai") as other:  # the person's `bead forget`, in its own process's memory
+                forget.apply(other, forget.plan_target(other, key))
+            return answer()
+
+        model.answers.append(forgotten_meanwhile)
+        rep = Dream(mem).run()
+        report = rep.path.read_text()
+        assert "zorblax" not in report and "quintessence" not in report
+        assert "written: 1 (not listed: a forget or seal ran during this run)" in report
+        on_disk = b"".join(p.read_bytes() for p in bead_home.rglob("*") if p.is_file())
+        assert b"zorblax" not in on_disk
+        # The next run, with no forget meanwhile, names its keys again.
+        session(mem, "s3", ["the cache runs on port 6380", "noted"])
+        model.answers.append(answer({"key": "project/shop/cache-port", "type": "project", "value": "The cache port is 6380."}))
+        assert "project/shop/cache-port@v1" in Dream(mem).run().path.read_text()
+
     def test_the_report_and_the_episode_hold_no_control_of_the_models(self, make, model):
         """A person opens the report and the episode file in a terminal: a key the model made up with an OSC 52
         clipboard write, a screen clear, a bidi override and a line break, and an episode holding them, come out

@@ -926,3 +926,35 @@ def test_the_trace_of_a_later_request_does_not_quote_the_answer_a_forget_took(li
         {"source": "user", "text": "thanks"},
         {"source": "assistant", "text": "(the previous answer's, 52 characters)"},
     ]
+
+
+def test_a_use_noted_after_a_forget_or_during_one_names_no_forgotten_key(live):
+    """A search found the fact, a forget took it, then the agent's recall notes its use (MCP `recall`, `get_memory`,
+    the dream's reinforce): audit.log and the index's uses never name the key again; while a forget runs, no use is
+    noted at all."""
+    with live.Memory(live.home, live.engine.config) as m:
+        m.write("user/editor", "The person edits in Helix.", "user")
+        live.forget()
+        m.note_use([live.KEY, "user/editor"], "recall")
+        with m.raw.forgetting():
+            m.note_use(["user/editor"], "open")
+        assert live.leftovers() == []
+        audit = [json.loads(line) for line in (live.home.root / "audit.log").read_text().splitlines()]
+        uses = [(e["event"], e.get("key"), e.get("keys")) for e in audit if e["event"] in ("recall", "open")]
+        assert uses == [("recall", "user/editor", None)]
+
+
+def test_a_turn_captured_after_a_seal_was_planned_is_not_left_in_clear(live):
+    """A seal plans again inside its locks, as forget does: the model's answer repeating the value, captured between
+    the plan and the seal's run, is redacted with the rest (the vault's own step, encrypting the versions, is
+    the vault tests'; here the plaintext side alone, as `bead seal` runs it)."""
+    engine = live.engine
+    prep = engine.prepare(live.body([{"role": "user", "content": "what is the vault code word?"}]), {"x-bead-session": "s"})
+    done = engine.forwarded(prep)
+    assert done is not None
+    done.result(timeout=30)
+    with live.Memory(live.home, engine.config) as m:
+        plan = forget.plan_seal(m, live.KEY)
+        live.answer(prep, f"It is {VALUE}, kept in the vault.")  # the proxy, another process, meanwhile
+        forget.apply(m, plan, event="seal", tombstones=False)
+    assert live.leftovers() == []

@@ -174,6 +174,27 @@ def test_async_judge_runs_after_forwarding_and_its_pick_joins_the_next_request(b
     assert all("global/money" not in json.dumps(r[2]) for r in model.requests[1:])
 
 
+def test_a_pick_the_judge_made_while_a_forget_ran_is_not_kept(bead_home, model, monkeypatch):
+    """The person forgets the fact while the judge (a model call after forwarding) decides on it: its pick is not
+    written to the conversation's state after the forget scrubbed it, so no file names the forgotten key."""
+    from bead.core import forget
+
+    monkeypatch.setenv("BEAD_TEST_KEY", "k")
+    eng = async_engine(bead_home, model)
+
+    def forgotten_meanwhile(req):
+        with Memory(Home(bead_home), eng.config) as m:  # the person's `bead forget`, in its own memory
+            forget.apply(m, forget.plan_target(m, "global/money"))
+        return pick_money(req)
+
+    model.answers.append(forgotten_meanwhile)
+    first = eng.prepare(body(), {"x-bead-session": "ahead-forgotten"})
+    eng.forwarded(first).result(timeout=30)
+    assert first.trace["judged"] == ["global/money@v1"]
+    states = b"".join(p.read_bytes() for p in Home(bead_home).sessions.glob("*.jsonl"))
+    assert b"global/money" not in states and b'"ahead"' not in states
+
+
 def test_a_slow_judges_pick_still_joins_the_next_request(bead_home, model, monkeypatch):
     """The next request no longer waits for the previous capture, but it does wait (within its deadline) for the
     previous request's judge: a pick that takes a quarter of a second still joins it."""

@@ -666,15 +666,19 @@ def plan_match(mem: Memory, text: str, raw: list[Path] | None = None, tokens: se
     return plan
 
 
-def plan_seal(mem: Memory, key: str, new_value: str | None = None) -> Plan:
+def plan_seal(
+    mem: Memory, key: str, new_value: str | None = None, raw: list[Path] | None = None, tokens: set[str] | None = None
+) -> Plan:
     """Plan the plaintext side of sealing ``key``: every plaintext version goes as in forget, and so does
-    what holds their values or ``new_value`` (a secret being written), so no copy stays in clear."""
+    what holds their values or ``new_value`` (a secret being written), so no copy stays in clear. Planned again
+    when it runs, inside its locks, as forget's plans are (``remake``): a turn captured meanwhile goes too."""
     plan = Plan()
     validate_key(key)
     _add_key(mem, plan, key)
     if new_value:
         plan.values.setdefault(key, []).append(new_value)
-    _scan_files(mem, plan)
+    _scan_files(mem, plan, raw, tokens)
+    plan.remake = lambda files, found=None: plan_seal(mem, key, new_value, files, found)
     return plan
 
 
@@ -717,21 +721,37 @@ def apply(
 
 def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event: str, tombstones: bool) -> dict[str, Any]:
     now = mem.clock()
-    kept: list[Path] = []
-    redacted = in_part = 0
+    since = time.time() - CLOCK_SLACK_S
     if plan.remake is not None:
         # Planned again: the preview may be minutes old (the person read it), and a forget must not leave what
         # arrived meanwhile. The whole history is read outside the locks (captures go on meanwhile); inside them,
         # the facts again and only the raw files written since. A key forgotten meanwhile by another forget
         # raises, before anything changed.
-        since = time.time() - CLOCK_SLACK_S
         plan = plan.remake(None, None)
+    # A capture of text that came before the forget ends (an answer the model is still streaming) is either in a
+    # raw file before the look at what was written since, or goes to the log as [forgotten]; what a proxy writes
+    # beside it (a conversation's state, the trace, inject records) is here before the scrubs of step 4, or not
+    # written.
+    with mem.raw.forgetting():
+        return _apply_forgetting(mem, plan, under_lock, event, tombstones, now, since)
+
+
+def _apply_forgetting(
+    mem: Memory,
+    plan: Plan,
+    under_lock: Callable[[], None] | None,
+    event: str,
+    tombstones: bool,
+    now: Any,
+    since: float,
+) -> dict[str, Any]:
+    """``_apply``'s part while the forget is seen to run (RawLog.forgetting): a proxy writes nothing of a request
+    that came before it, from its first lock to its last scrub."""
+    kept: list[Path] = []
+    redacted = in_part = 0
     # The index's write lock first: if another process holds it past the
     # busy timeout, forget stops here, before it has changed anything.
-    # A capture of text that came before the end of this block (an answer the model is still streaming) is either
-    # in a raw file before the look at what was written since, or goes to the log as [forgotten]; what a proxy
-    # writes beside it (a conversation's state, the trace, inject records) is here before step 4 or not written.
-    with mem.raw.forgetting(), mem.together(), mem.facts.lock():
+    with mem.together(), mem.facts.lock():
         if plan.remake is not None:
             changed = [p for p in mem.raw.files() if _written_since(p, since)]
             inner = plan.remake(changed, plan.tokens)

@@ -324,17 +324,26 @@ class Memory:
         keys = list(dict.fromkeys(keys))
         if not keys:
             return
-        now = self.clock()
-        if len(keys) == 1:
-            self.audit.record(now, kind, key=keys[0], **fields)
-        else:
-            self.audit.record(now, kind, keys=keys, **fields)
-        try:
-            idx = self.index
-            with idx.busy_timeout(USE_INDEX_MS):
-                idx.record_uses(keys, kind, iso(now))
-        except (IndexBusy, *database_errors()):  # type: ignore[misc]
-            log.info("the index was busy; %d %s row(s) wait for the next reindex", len(keys), kind)
+        # A key forgotten since it was found (a search, then a forget, then this) would be named again after the
+        # forget scrubbed audit.log and the index: only keys that still have a version, and none while a forget
+        # runs. Under the raw log's lock, which a forget takes as it begins: these lines come before it or see it.
+        with self.raw.locked():
+            if self.raw.forget_running():
+                return
+            keys = [k for k in keys if self.facts.versions(k).numbers or self.sealed.has(k)]
+            if not keys:
+                return
+            now = self.clock()
+            if len(keys) == 1:
+                self.audit.record(now, kind, key=keys[0], **fields)
+            else:
+                self.audit.record(now, kind, keys=keys, **fields)
+            try:
+                idx = self.index
+                with idx.busy_timeout(USE_INDEX_MS):
+                    idx.record_uses(keys, kind, iso(now))
+            except (IndexBusy, *database_errors()):  # type: ignore[misc]
+                log.info("the index was busy; %d %s row(s) wait for the next reindex", len(keys), kind)
 
     def recent_uses(self) -> dict[str, int]:
         """Recalls and reinforcements per key over the last USE_WINDOW_DAYS days."""

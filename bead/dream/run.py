@@ -114,8 +114,8 @@ class Report:
             SessionReport(turns=0, written=[], unchanged=[], rejected=[], skipped=[], queued=[], episode=None, evaluation=None),
         )
 
-    def render(self) -> str:
-        """Keys and version ids, never values."""
+    def render(self, names: bool = True) -> str:
+        """Keys and version ids, never values; without ``names``, how many of each per session only."""
         lines = [f"## Dream run {iso(self.started)}{' (dry run: nothing changed)' if self.dry_run else ''}", ""]
         if self.no_model:
             lines += [f"- No run: {self.no_model}", ""]
@@ -130,8 +130,10 @@ class Report:
         for sid, s in self.sessions.items():
             lines += ["", f"### session {sid} ({s['turns']} new turns)"]
             for label in ("written", "unchanged", "rejected", "skipped", "queued"):
-                if s[label]:
+                if s[label] and names:
                     lines.append(f"- {label}: " + ", ".join(s[label]))
+                elif s[label]:
+                    lines.append(f"- {label}: {len(s[label])} (not listed: a forget or seal ran during this run)")
             if s["episode"]:
                 lines.append(f"- episode: {s['episode']}")
             if s.get("evaluation"):
@@ -139,9 +141,9 @@ class Report:
         if self.failed:
             lines += ["", "### sessions left unread (retried next run)"]
             lines += [f"- {sid}: {why}" for sid, why in self.failed.items()]
-        if self.dormant:
+        if self.dormant and names:
             lines += ["", "### decayed to dormant", *[f"- {i}" for i in self.dormant]]
-        if self.queued:
+        if self.queued and names:
             lines += ["", "### review queue additions (`bead queue`)", *[f"- {i} {k} {key}" for i, k, key in self.queued]]
         # A rejected key, a session id or a failure is the model's or a transcript's: each line stays one line, with
         # no control of theirs (a person reads the report in a terminal; `bead review` reads its lines).
@@ -212,12 +214,14 @@ class Dream:
         self._rewritten = False
         self.state = DreamState(mem.home.dream_state, mem.home.root)
         self._values: dict[str, str] | None = None  # normalised current value -> key, for duplicates
+        self._epoch: str | None = None  # the raw log's forget epoch when the run began
 
     # ----- the pass ----------------------------------------------------------
     def run(self, dry_run: bool = False) -> Report:
         """One pass. ``dry_run`` (in process only) calls the model and changes nothing; `bead dream run --dry-run`
         calls no model at all: it is ``estimate``."""
         rep = Report(self.mem.clock(), dry_run)
+        self._epoch = self.mem.raw.forget_epoch()  # a forget during the run: the report names no key (_write_report)
         with _run_lock(self.mem.home):
             t0 = time.perf_counter()
             if self.model is None:
@@ -599,7 +603,12 @@ class Dream:
         return out
 
     def _write_report(self, rep: Report) -> None:
-        rep.path = Reports(self.mem.home).append(rep.started.astimezone(UTC), rep.render())
+        """The run's report. Under the lock a forget or seal holds for its whole run: if one ran since this run
+        began, it has scrubbed the reports already and this one could name what it took (a written id, a key made
+        of the value's words): its sessions are counted, not listed."""
+        with self.queue.deciding():
+            names = self._epoch is None or self.mem.raw.forget_epoch() == self._epoch
+            rep.path = Reports(self.mem.home).append(rep.started.astimezone(UTC), rep.render(names=names))
 
 
 def _inode(path: Path) -> int | None:

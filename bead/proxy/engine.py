@@ -376,6 +376,8 @@ class Engine:
             trace["pending_ms"] = round((time.perf_counter() - t_wait) * 1000, 2)
             st = self.conversations.load(ident.id)
             if prev is not None and not st.carried_from:
+                if not mem.raw.settled(epoch):
+                    raise ForgetBegan  # what the chain's steps were shown may name what it took
                 before = self.conversations.load(prev.id)
                 st.carry(prev.id, sorted(before.injected), sorted(before.pointer_ids))
                 st.inherit_names(before)
@@ -574,7 +576,7 @@ class Engine:
             if prep.judge is not None:
                 # First: the conversation's next request waits for the pick (within its deadline), not for capture.
                 try:
-                    self._judge(ident, prep.judge, trace)
+                    self._judge(ident, prep.judge, trace, prep.epoch)
                 finally:
                     self._judged(ident.id)
             if prep.after is not None:
@@ -724,15 +726,18 @@ class Engine:
         if done is not None:
             done.set()
 
-    def _judge(self, ident: Identity, cue: Any, trace: dict[str, Any]) -> None:
+    def _judge(self, ident: Identity, cue: Any, trace: dict[str, Any], epoch: str | None = None) -> None:
         """rerank.mode async: the chat model judges this turn's candidates off the request path; its picks
-        wait in the conversation's state and join the cue block of the conversation's next request."""
+        wait in the conversation's state and join the cue block of the conversation's next request. Not if a
+        forget or seal began since the request came (``epoch``): a pick may be what it took."""
         picked = self.recaller.judge(cue.pool, cue.cues, trace)
         if picked is None:
             return
         trace["judged"] = [c.id for c in picked]
         with self.conversations.lock(ident.id):
-            self.conversations.load(ident.id).set_ahead([c.id for c in picked])
+            # Under the conversation's lock, which the forget's scrub of every state file takes after it began.
+            if self.memory().raw.settled(epoch):
+                self.conversations.load(ident.id).set_ahead([c.id for c in picked])
 
     def _remember(
         self,

@@ -259,13 +259,15 @@ class RawLog:
         that came at ``epoch`` brought may be written in clear. None (the epoch could not be read): yes."""
         if epoch is None:
             return True
-        if self.forget_epoch() != epoch:
-            return False
+        return self.forget_epoch() == epoch and not self.forget_running()
+
+    def forget_running(self) -> bool:
+        """Whether a forget or seal runs now (it holds ``forgetting``'s flock)."""
         try:
             with flocked(self.forgetting_path, exclusive=False, blocking=False, root=self.home.root):
-                return True
+                return False
         except LockBusy:
-            return False
+            return True
 
     def locked(self) -> contextlib.AbstractContextManager[None]:
         """The raw log's lock (appends and redactions hold it; a forget takes it as it begins)."""
