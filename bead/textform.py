@@ -86,6 +86,22 @@ def emoji_selector(prev: str, ch: str) -> bool:
     return ch in "\ufe0e\ufe0f" and bool(prev) and (prev in "0123456789#*" or unicodedata.category(prev)[0] == "S")
 
 
+# The three tag-sequence flags Unicode names (England's, Scotland's, Wales's): U+1F3F4, gbeng, gbsct or gbwls in tag
+# letters, the cancel tag. Any other run of tag characters, flag-shaped or not, is hidden text a model reads.
+TAG_FLAGS = re.compile(
+    "\U0001f3f4\U000e0067\U000e0062(?:\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074"
+    "|\U000e0077\U000e006c\U000e0073)\U000e007f"
+)
+# What joins letters or emoji, or styles an emoji: part of what the person sees (Persian spells words with U+200C).
+_JOINERS = frozenset({"U+200C", "U+200D", "U+FE0E", "U+FE0F"})
+
+
+def hidden(text: str) -> list[str]:
+    """The characters of ``text`` a reader does not see but a model reads (tag characters outside the three flags,
+    bidi overrides, zero-width spaces), as ``U+XXXX`` names; joiners that shape what the reader sees are not."""
+    return [c for c in invisible(TAG_FLAGS.sub("", text)) if c not in _JOINERS]
+
+
 def invisible(text: str) -> list[str]:
     """The invisible or reordering characters ``text`` holds, as ``U+XXXX`` names (empty when none)."""
     seen: dict[str, None] = {}

@@ -528,3 +528,27 @@ def test_a_subject_form_the_operator_lists_shares_its_projects(tmp_path, jwks):
         s.close()
         served.close()
         rt.close()
+
+
+def test_project_names_the_owners_http_servers_project_and_is_refused_with_signed_jwts(bead, bead_home, jwks, monkeypatch):
+    """`bead mcp --http --project webshop` serves the home owner with webshop as its project (a pointer's bare name
+    is webshop's fact); with JWT settings each member's projects are mcp.projects', so --project is refused."""
+    from bead.mcp import http
+
+    served = []
+    monkeypatch.setattr(http, "serve", lambda app, host, port: served.append(app))
+    real_create = http.create_app
+    runtimes = []
+
+    def create(rt, *a, **k):
+        runtimes.append(rt)
+        return real_create(rt, *a, **k)
+
+    monkeypatch.setattr(http, "create_app", create)
+    res = bead("mcp", "--http", "--listen", f"127.0.0.1:{free_port()}", "--project", "webshop")
+    assert res.code == 0, res.err
+    assert served and [rt.project for rt in runtimes] == ["webshop"]
+
+    (bead_home / "config.yaml").write_text(config_text(jwks, {ANA: ["shop"]}))
+    res = bead("mcp", "--http", "--listen", f"127.0.0.1:{free_port()}", "--project", "webshop")
+    assert res.code == 1 and "--project does not go with signed JWTs" in res.err and len(served) == 1

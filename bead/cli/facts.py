@@ -52,6 +52,8 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
         # Read one character past the limit at most: the store's check then names the limit.
         text = sys.stdin.read(mem.config.store.max_fact_bytes + 1)
     _refuse_control(key, text)
+    if sensitivity != "secret":
+        _refuse_hidden(key, text)
     from ..core.seal import write_fact
 
     result = write_fact(mem, key, text, type_, trust=trust, sensitivity=sensitivity, pinned=pin, title=title)
@@ -92,6 +94,22 @@ def _refuse_control(key: str, text: str) -> None:
             f"refusing to write {key}: the value holds control characters (a NUL, a terminal "
             f"escape: {visible(found.group())} at character {found.start() + 1}); nothing was written",
             "write plain text: tabs and line breaks are fine",
+        )
+
+
+def _refuse_hidden(key: str, text: str) -> None:
+    """Refuse a value holding characters the person does not see but a model reads (tag characters spelling words,
+    a bidi override, a zero-width space: text pasted from a page carries them unseen), as an accept from the review
+    queue does: as the person's word it would reach every conversation's pinned block."""
+    from ..errors import InvalidArgument
+    from ..textform import hidden
+
+    unseen = hidden(text)
+    if unseen:
+        raise InvalidArgument(
+            f"refusing to write {key}: the value holds invisible or reordering characters ({', '.join(unseen[:5])}); "
+            "nothing was written",
+            "write the text you see (retype it, or paste it through a plain-text editor)",
         )
 
 

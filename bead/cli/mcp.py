@@ -63,6 +63,11 @@ def mcp(admin, http_, listen, project):
                 "set all three of mcp.jwks_url, mcp.issuer and mcp.audience, or none",
             )
         signed = configured(settings)
+        if signed and project is not None:
+            raise BeadError(
+                "--project does not go with signed JWTs: each member's projects are mcp.projects'",
+                "leave --project out, or serve the home owner alone (no JWT settings)",
+            )
         host, port, loopback = parse_listen(listen or settings.http_listen)
         check_bind(loopback, signed, f"{host}:{port}")
         # The SDK only now (half a second to import): a setting or an address it refuses is said at once.
@@ -71,7 +76,8 @@ def mcp(admin, http_, listen, project):
         from ..mcp.server import Runtime
 
         auth = JwtAuth(settings) if signed else None
-        rt = Runtime(home, config, None, http.viewer_of(settings.projects) if auth else None)
+        # The home owner's server names its project only when told (--project): it serves whatever harness connects.
+        rt = Runtime(home, config, None if auth else project, http.viewer_of(settings.projects) if auth else None)
         echo(f"bead mcp on http://{host}:{port}/mcp ({'signed JWTs' if auth else 'no JWT: the home owner only'})", err=True)
         if auth is None:
             echo(

@@ -36,7 +36,7 @@ from ..store.keys import TYPES, parse_id, validate_key
 from ..store.queue import Item, Queue, fingerprint
 from ..store.rawlog import label
 from ..store.reports import Reports
-from ..textform import invisible
+from ..textform import hidden
 from . import forget
 from . import seal as ops
 from .curate import set_pinned
@@ -283,13 +283,6 @@ def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None =
         return _accept(mem, queue, item_id, reason, value, shown)
 
 
-# What joins letters or emoji, or styles an emoji: part of what the person sees (Persian spells words with U+200C).
-_JOINERS = frozenset({"U+200C", "U+200D", "U+FE0E", "U+FE0F"})
-# A subdivision flag (England's, Scotland's): a black flag, two to six tag letters, the cancel tag. Any other tag
-# character is hidden text.
-_FLAG = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2,6}\U000e007f")
-
-
 def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | None, shown: str | None) -> Item:
     item = queue.open_item(item_id)
     _as_shown(item, shown)
@@ -303,12 +296,12 @@ def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | N
             f"review item {item_id} holds control characters (a terminal escape, a NUL); nothing was written",
             "edit it into plain text (`bead review`, e), or reject it",
         )
-    hidden = [c for c in invisible(_FLAG.sub("", text)) if c not in _JOINERS]
-    if hidden:
+    unseen = hidden(text)
+    if unseen:
         # Tag characters, bidi overrides, zero-width spaces: text a model reads and the person does not see. As the
         # person's word it would reach every conversation's pinned block unseen (the card shows them escaped).
         raise InvalidArgument(
-            f"review item {item_id} holds invisible or reordering characters ({', '.join(hidden[:5])}); nothing was written",
+            f"review item {item_id} holds invisible or reordering characters ({', '.join(unseen[:5])}); nothing was written",
             "edit it into the text you see (`bead review`, e), or reject it",
         )
     if credential_rules(text):

@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from ..display import cut_at_word, escaped_char, plain_words, visible
-from ..textform import fold
+from ..textform import TAG_FLAGS, fold
 
 CHARS_PER_TOKEN = 4
 RAW_EXCERPT_CHARS = 600
@@ -199,9 +199,10 @@ def fact_line(row: dict, project: str | None = None) -> str:
 # What a value may not carry into a block as itself: control characters, the bidi controls (which reorder what
 # follows: "trojan source"), zero-width spaces and joiners that split a word (not the ZWJ and ZWNJ that Persian,
 # Indic scripts and emoji sequences need), the BOM, interlinear annotation, and the invisible tag characters that
-# can spell out hidden text (except in a flag's tag sequence after U+1F3F4).
+# can spell out hidden text (except in the three flags Unicode names, England's, Scotland's and Wales's: U+1F3F4 and
+# gbeng, gbsct or gbwls in tags; any other run of tags, flag-shaped or not, may spell words a model reads).
 _HIDES = re.compile(
-    "(\U0001f3f4[\U000e0020-\U000e007e]{1,16}\U000e007f)|[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b\u200e\u200f"
+    f"({TAG_FLAGS.pattern})|[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b\u200e\u200f"
     "\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
 )
 
