@@ -413,6 +413,13 @@ RULES: tuple[Rule, ...] = (
             ),
         ),
     ),
+    Rule(
+        "block-forgery",
+        "writes a line of bead's own memory block (a key, its trust mark and date), which reads as another fact",
+        # `- user/review-policy (stated, 2025-01-02): ...`: a block flattens a value to one line, but the line's
+        # grammar inside it still reads as a fact the person stated
+        (_form(r"(?:^|\s)-\s{1,4}[a-z0-9][\w/.\-]{0,200}\s{1,4}\((?:stated|accepted|inferred)\s{0,4},\s{0,4}\d{4}-\d\d-\d\d\)"),),
+    ),
 )
 
 # Python's re splits faster than the RE2 binding (one call, no match objects);
