@@ -727,6 +727,18 @@ class TestChoosing:
         wide = sum(len(ln) - len(ln.encode("ascii", "ignore")) for ln in lines)
         assert wide + sum(len(ln.encode("ascii", "ignore")) for ln in lines) / 4 <= 80
         assert render.tokens("部署前に") == 5 and render.tokens("abcdefgh") == 3
+        # beyond the Basic Multilingual Plane, four UTF-8 bytes each: an emoji, a hieroglyph count three
+        assert render.tokens("🚀𓀀") == 2 * render.ASTRAL_TOKENS + 1
+
+    def test_a_title_of_four_byte_characters_is_not_counted_as_a_quarter_of_its_cost(self):
+        """Four pointers whose titles were 45 hieroglyphs each passed for 80 tokens at one a character: each such
+        character now counts three, so fewer of them fit."""
+        rows = [
+            {"key": f"project/x/k{i}", "trust": "user_stated", "body": "\U00013000\U00013001\U00013002 " * 15} for i in range(4)
+        ]
+        lines, used = render.pointers(rows, 80, True, "x")
+        astral = sum(1 for c in "\n".join(lines) if c > "\uffff")
+        assert lines and used <= 80 and 0 < 3 * astral <= 80
 
     def test_the_conversations_project_is_left_off_its_keys_only(self):
         assert render.pointer_key("project/proj-x/celery-eta", "proj-x") == "celery-eta"

@@ -251,10 +251,16 @@ def pointer_line(row: dict, max_chars: int = TITLE_CHARS, project: str | None = 
 
 
 def tokens(line: str) -> int:
-    """What one line costs in a block: about four ASCII characters a token, and a token for each other character
-    (a CJK character is one or two tokens, an emoji two or three; four of them are not one)."""
+    """What one line costs in a block: about four ASCII characters a token, a token for each other character of the
+    Basic Multilingual Plane (a CJK character is one or two tokens; four of them are not one), and ASTRAL_TOKENS
+    for each beyond it (an emoji, a rare CJK character or a hieroglyph is four UTF-8 bytes, which a byte-level
+    tokenizer may spend a token each on: a title of them must not pass for a quarter of what it costs)."""
     wide = len(line) - len(line.encode("ascii", "ignore"))
-    return (len(line) - wide) // CHARS_PER_TOKEN + wide + 1
+    astral = sum(1 for c in line if c > "\uffff") if wide else 0
+    return (len(line) - wide) // CHARS_PER_TOKEN + wide + (ASTRAL_TOKENS - 1) * astral + 1
+
+
+ASTRAL_TOKENS = 3
 
 
 def pointers(rows: list[dict], budget_tokens: int, alone: bool = False, project: str | None = None) -> tuple[list[str], int]:
