@@ -24,10 +24,30 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
+class TerminalFormatter(logging.Formatter):
+    """A line for a person's terminal: every control or invisible character in it shown as an escape
+    (bead.display.visible). A logged name may be a file's another program chose, or a session's a request
+    named: an escape sequence in it must reach the terminal as text, not act on it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from .display import visible
+
+        return visible(super().format(record), multiline=True)
+
+
+def fallback_to_stderr() -> None:
+    """A command that sets up no logging of its own (`bead dream run`, `bead import`) still says its warnings on
+    stderr, as Python's last-resort handler would, but escaped (TerminalFormatter)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(TerminalFormatter("%(message)s"))
+    logging.lastResort = handler
+
+
 def setup_logging(service: str, level: int = logging.INFO) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if sys.stderr.isatty():
-        handler.setFormatter(logging.Formatter(f"%(asctime)s {service} %(levelname)s %(message)s"))
+        handler.setFormatter(TerminalFormatter(f"%(asctime)s {service} %(levelname)s %(message)s"))
     else:
         handler.setFormatter(JsonFormatter())
     root = logging.getLogger()

@@ -329,3 +329,41 @@ def test_an_emojis_presentation_selector_shows_and_text_hidden_in_selectors_does
     assert one_line("pay\xadpal") == "pay\\xadpal"  # a soft hyphen shows as nothing: paypal
     # what the rules' normal form drops as ignorable: Mongolian selectors, Khmer inherent vowels, unassigned ones
     assert visible("a\u180bb\u17b4c\u2065d\ufff0e\U000e0080f") == "a\\u180bb\\u17b4c\\u2065d\\ufff0e\\U000e0080f"
+
+
+def test_a_warning_that_names_a_hostile_file_reaches_stderr_escaped(bead_process, bead_home, monkeypatch):
+    """`bead dream run` and `bead import` set up no logging of their own: their warnings went through Python's
+    last-resort handler as written, so a raw file's name (a restored or synced home's, another program's) drove the
+    terminal. A real process: pytest's own log capture would hide the handler. (The services' terminal formatter is
+    the same one: test below.)"""
+    from fakes import FakeModel
+
+    from bead.config import parse
+    from bead.core.memory import Memory
+    from bead.paths import Home
+
+    model = FakeModel()
+    model.default = "not json at all"
+    try:
+        cfg = f"owner: t\ndream:\n  provider: openai\n  model: t\n  base_url: {model.url}/v1\n  api_key_env: BEAD_TEST_KEY\n"
+        Home(bead_home).ensure()
+        (bead_home / "config.yaml").write_text(cfg)
+        with Memory(Home(bead_home), parse(cfg), lambda: T0) as mem:
+            mem.append_turns("s1", [("user", "we deploy with make ship", T0, None, {"project": "shop", "source": "typed"})])
+        raw = next((bead_home / "store" / "raw").rglob("s1.md"))
+        raw.rename(raw.with_name("s1" + ESCAPES["OSC 0 with BEL: retitle"] + "\u202e.md"))
+        r = bead_process("dream", "run", env={"BEAD_TEST_KEY": "sk"})
+    finally:
+        model.close()
+    assert "dream: session s1" in r.err and "\\x1b]0;pwned\\x07" in r.err, r.err
+    assert "\x1b" not in r.err + r.out and "\u202e" not in r.err + r.out and "\x07" not in r.err
+
+
+def test_the_terminal_log_formatter_escapes_what_it_is_given():
+    import logging
+
+    from bead.log import TerminalFormatter
+
+    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "skipped %s", ("note" + "".join(ESCAPES.values()),), None)
+    line = TerminalFormatter("%(levelname)s %(message)s").format(record)
+    assert line.startswith("WARNING skipped note") and not any(ch in line for ch in "\x1b\x9b\x9d\x07\x08\r\u202e\u200b")

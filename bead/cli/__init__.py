@@ -26,7 +26,10 @@ class BeadGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         from ..errors import BeadError
+        from ..log import fallback_to_stderr
         from .common import echo
+
+        fallback_to_stderr()
 
         try:
             return super().invoke(ctx)
