@@ -573,3 +573,63 @@ def test_a_long_project_folder_is_one_project_in_any_case_and_a_shorter_one_keep
     assert len(project_slug(name)) <= 100
     shorter = "acme-platform-monorepo-customer-billing-and-invoicing-service-v2-backend"
     assert project_slug(shorter) == shorter, "names a key could hold before are kept"
+
+
+def test_an_import_indexed_after_a_forget_does_not_index_the_value_again(mem, tmp_path, monkeypatch):
+    """`bead import` appends a transcript's turns, then indexes them; a forget that runs between the two (the index
+    was busy: another writer held it) rewrote the raw file and its rows. The import's index step reads the file as
+    it is then, not the texts it appended, so the value's words are in no file under the home."""
+    from bead.core import forget
+
+    value = "quokkavault 4417 pelicanmoss"
+    d = tmp_path / "p" / "-w-proj"
+    d.mkdir(parents=True)
+    (d / "s1.jsonl").write_bytes(_line("hello there") + _line(f"my locker combo is {value}"))
+    real, ran = Memory._catch_up, []
+
+    def forget_first(self, apply, what):
+        if not ran:  # the person's `bead forget --match`, in its own process, before the import's index step
+            ran.append(1)
+            with Memory(mem.home, mem.config) as other:
+                forget.apply(other, forget.plan_match(other, value))
+        return real(self, apply, what)
+
+    monkeypatch.setattr(Memory, "_catch_up", forget_first)
+    history.import_claude_code(mem, read_items, tmp_path / "p")
+    assert ran
+    mem.checkpoint()
+    held = [
+        p for p in mem.home.root.rglob("*") if p.is_file() and any(w in p.read_bytes() for w in (b"quokkavault", b"pelicanmoss"))
+    ]
+    assert held == []
+    assert [t.text for p in mem.raw.files() for t in mem.raw.read(p)] == ["hello there", "[forgotten]"]
+
+
+def test_an_import_that_read_a_transcript_before_a_forget_began_writes_its_turns_as_forgotten(mem, tmp_path, monkeypatch):
+    """The import read the transcript; the person's forget of a value bead holds ran before the import appended (a
+    large transcript's later batch): what it read may hold the value, so its turns go to the raw log as [forgotten],
+    as a proxy's capture across a forget does."""
+    from bead.core import forget
+    from bead.store.rawlog import RawLog
+
+    value = "quokkavault 4417 pelicanmoss"
+    mem.write("user/locker", f"The locker combo is {value}.", "user")
+    d = tmp_path / "p" / "-w-proj"
+    d.mkdir(parents=True)
+    (d / "s1.jsonl").write_bytes(_line(f"my locker combo is {value}"))
+    real, ran = RawLog.append_many, []
+
+    def forget_first(self, *a, **k):
+        if not ran:
+            ran.append(1)
+            with Memory(mem.home, mem.config) as other:
+                forget.apply(other, forget.plan_match(other, value))
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(RawLog, "append_many", forget_first)
+    history.import_claude_code(mem, read_items, tmp_path / "p")
+    assert ran
+    mem.checkpoint()
+    held = [p for p in mem.home.root.rglob("*") if p.is_file() and b"quokkavault" in p.read_bytes()]
+    assert held == []
+    assert [t.text for p in mem.raw.files() for t in mem.raw.read(p)] == ["[forgotten]"]

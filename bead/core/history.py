@@ -433,7 +433,9 @@ def present_turns(mem: Memory, session: str) -> FileState:
     return state
 
 
-def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: Parse, state: FileState | None = None) -> int:
+def import_transcript(
+    mem: Memory, t: Transcript, counts: ImportCounts, parse: Parse, state: FileState | None = None, epoch: str | None = None
+) -> int:
     """Append the transcript's turns that the session's raw file does not hold yet; how many were added.
 
     The batches of one file share ``state`` (made from the raw file at the first when not given), so a text the
@@ -483,7 +485,7 @@ def import_transcript(mem: Memory, t: Transcript, counts: ImportCounts, parse: P
         items.append((turn.role, clean, times[index], None, flags))
     del turns
     if items:
-        mem.append_turns(t.session, items, scanned=True)
+        mem.append_turns(t.session, items, scanned=True, epoch=epoch)
     counts.turns_added += len(items)
     return len(items)
 
@@ -519,13 +521,16 @@ def _import(
     for path in files:
         counts.files += 1
         state: FileState | None = None
+        # Before the file is read: a forget or seal that begins while it is (its value in the transcript, which is
+        # by design) cannot see these turns, which go to the raw log as [forgotten] (RawLog.append_many).
+        epoch = mem.raw.forget_epoch()
         try:
             for t in read(path, since, counts, limit):
                 if want is not None and t.project != want:
                     counts.skipped_project += 1
                     break
                 state = state or present_turns(mem, t.session)
-                import_transcript(mem, t, counts, parse, state)
+                import_transcript(mem, t, counts, parse, state, epoch)
                 sessions.add(t.session)
         except (FileNotFoundError, IsADirectoryError) as exc:
             if exc.filename is not None and Path(exc.filename) != path:

@@ -360,12 +360,27 @@ class Memory:
         return self.versions(key).current
 
     # ----- raw --------------------------------------------------------------
-    def append_turns(self, session: str, items: Iterable[TurnItem], scanned: bool = False) -> list[Turn]:
+    def append_turns(
+        self, session: str, items: Iterable[TurnItem], scanned: bool = False, epoch: str | None = None
+    ) -> list[Turn]:
         """Append turns to the raw log, then index them; IndexBehind when only the first happened. ``scanned``: the
-        texts are already redacted (``bead.store.rawlog.RawLog.append_many``)."""
-        turns = self.raw.append_many(session, items, scanned=scanned)
+        texts are already redacted; ``epoch``: the forget epoch when they were read (both
+        ``bead.store.rawlog.RawLog.append_many``)."""
+        turns = self.raw.append_many(session, items, scanned=scanned, epoch=epoch)
         what = f"{len(turns)} turn(s) of session {session}"
-        if turns and not self._catch_up(lambda idx: idx.add_turns(turns), what):
+
+        def index(idx: Index) -> None:
+            # Inside the write transaction, which a forget's own index update waits for: the texts as appended only
+            # if the file still holds them so; a forget or seal that rewrote it meanwhile (`bead import` running
+            # beside `bead forget`) is read from the file instead, or its value would be indexed again.
+            with idx.write_tx():
+                if self.raw.as_appended(turns):
+                    idx.add_turns(turns)
+                else:
+                    for path in dict.fromkeys(t.path for t in turns if t.path is not None):
+                        sync_raw(idx, self.raw, path)
+
+        if turns and not self._catch_up(index, what):
             raise IndexBehind(what)
         return turns
 

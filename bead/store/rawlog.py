@@ -344,6 +344,28 @@ class RawLog:
                 os.close(fd)
         return turns
 
+    def as_appended(self, turns: list[Turn]) -> bool:
+        """Whether each of ``turns`` (as ``append_many`` gave them back) still stands in its file where and as it was
+        written: no forget or seal rewrote the file since (it would have moved or changed them)."""
+        by_path: dict[Path, list[Turn]] = {}
+        for t in turns:
+            if t.path is None or t.offset < 0:
+                return False
+            by_path.setdefault(t.path, []).append(t)
+        for path, mine in by_path.items():
+            try:
+                fd = safe.open_file(path, os.O_RDONLY, root=self.home.root)
+            except OSError:
+                return False
+            try:
+                for t in mine:
+                    want = escape(t.text).encode("utf-8")
+                    if len(want) != t.size or os.pread(fd, t.size, t.offset) != want:
+                        return False
+            finally:
+                os.close(fd)
+        return True
+
     def read(self, path: Path) -> list[Turn]:
         return parse_bytes(safe.read_bytes(path, root=self.home.root), path)
 
