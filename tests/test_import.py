@@ -559,6 +559,29 @@ class TestHostileTranscripts:
         other = self.folder(tmp_path / "other", {"s2.jsonl": self.line("a first message the proxy never saw", sid="s2")})
         assert history.import_claude_code(mem, read_items, other).turns_added == 1
 
+    @pytest.mark.parametrize("how", ["forget --match", "seal's plaintext side"])
+    def test_a_turn_the_proxy_captured_and_a_forget_rewrote_is_not_imported_again(self, mem, tmp_path, how):
+        """The proxy captured the person's message; a forget (or a seal) rewrote the value out of it; the
+        transcript still holds the message: the import finds the rewritten turn by the turn before it, its role and
+        source, and its time (the proxy numbers messages otherwise), and writes nothing of it."""
+        from datetime import UTC, datetime
+
+        from bead.core import forget
+
+        said = "the office safe opens with combination K7#mQ2@zR9 remember it"
+        at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+        mem.append_turns("s1", [("user", said, at, None, {"source": "typed", "message": 0})])  # as the proxy captures
+        if how == "forget --match":
+            forget.apply(mem, forget.plan_match(mem, "K7#mQ2@zR9"))
+        else:
+            mem.write("user/safe-code", "Office safe combination K7#mQ2@zR9", "user")
+            forget.apply(mem, forget.plan_seal(mem, "user/safe-code"), event="seal", tombstones=False)
+        root = self.folder(tmp_path, {"s1.jsonl": self.line(said, ts="2026-01-02T03:04:06Z")})
+        counts = history.import_claude_code(mem, read_items, root)
+        assert counts.turns_added == 0 and counts.turns_present == 1
+        mem.checkpoint()
+        assert [p for p in mem.home.root.rglob("*") if p.is_file() and b"zR9" in p.read_bytes()] == []
+
     def test_an_interrupt_notice_an_earlier_bead_kept_as_typed_is_not_imported_again(self, mem, tmp_path):
         root = self.folder(tmp_path, {"s1.jsonl": self.line("[Request interrupted by user]")})
         mem.append_turns("s1", [("user", "[Request interrupted by user]", None, None, {"source": "typed"})])

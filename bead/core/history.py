@@ -416,6 +416,15 @@ class FileState:
     # forgotten: never written again. The message number counts the messages a run reads, so a run that reads
     # other lines (another --since, a long line now read) numbers them otherwise and finds none of these places.
     gone: Counter[tuple[str, str, str, object]] = field(default_factory=Counter)
+    # The same for turns a proxy captured (their places are numbered otherwise): a rewritten turn by the turn before
+    # it (its ``_key``; None at the file's start), its role and source, with the time it was captured. A transcript's
+    # turn not in the log whose turn before it is that one, of that role and source, written within NEAR_S of it,
+    # is the one forgotten or sealed: never written again.
+    gone_after: dict[tuple[object, str, str], list[datetime]] = field(default_factory=dict)
+    last: object = None  # the ``_key`` of the transcript's turn before the next one (across the file's batches)
+
+
+NEAR_S = 600  # how far a proxy's capture of a turn and the transcript's time of it may lie apart (FileState.gone_after)
 
 
 def present_turns(mem: Memory, session: str) -> FileState:
@@ -424,12 +433,17 @@ def present_turns(mem: Memory, session: str) -> FileState:
     state = FileState(Counter())
     path = mem.raw.find(session)
     if path is not None:
+        before: object = None
         for old in mem.raw.read(path):
             source = str(old.flags.get("source", ""))
-            state.present[_key(old.role, source, old.text)] += 1
+            key = _key(old.role, source, old.text)
+            state.present[key] += 1
             rewritten = old.flags.get("forgotten") is True or old.flags.get("redacted") is True
             if rewritten and old.flags.get("imported"):
                 state.gone[(old.role, source, old.at, old.flags.get("message"))] += 1
+            elif rewritten and (at := _time(old.at)) is not None:
+                state.gone_after.setdefault((before, old.role, source), []).append(at)
+            before = key
     return state
 
 
@@ -469,11 +483,18 @@ def import_transcript(
         index = int(turn.flags.get("message", 0))
         at = times[index]
         place = (turn.role, str(turn.flags.get("source", "")), iso(at) if at is not None else "", offset + index)
-        if state.present[key] > 0 or state.gone[place] > 0:
+        after = (state.last, turn.role, str(turn.flags.get("source", "")))
+        state.last = key
+        near = [
+            i for i, g in enumerate(state.gone_after.get(after, ())) if at is not None and abs((g - at).total_seconds()) <= NEAR_S
+        ]
+        if state.present[key] > 0 or state.gone[place] > 0 or near:
             if state.present[key] > 0:
                 state.present[key] -= 1
-            else:
+            elif state.gone[place] > 0:
                 state.gone[place] -= 1
+            else:
+                del state.gone_after[after][near[0]]
             counts.turns_present += 1
             continue
         counts.redacted += bool(found)
