@@ -88,6 +88,12 @@ _FRAMING = compile_linear(
     r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript)\b[^\n]{0,80}:"
 )
 _COLON_LINE = compile_linear(r"(?m):[ \t]{0,8}$")
+# What introduces quoted text on a line: a colon (an error's "Error:", "it prints:", a URL's scheme), or a verb that
+# reports what something said or printed.
+_QUOTES_BEFORE = compile_linear(
+    r"(?i):|\b(?:says|said|say|prints|printed|outputs|output|shows|showed|returns|returned|reads|wrote|writes|replied"
+    r"|answered|reports|reported|logs|logged|errors?)\b"
+)
 FRAMED_BLOCK = 120  # characters after a line ending in ":" that make it a frame
 
 
@@ -133,7 +139,11 @@ def request_list(message: Message) -> list[Request]:
                 rest = size - len(m.group(0).strip())
                 colon = [c for c in _COLON_LINE.finditer(before)]
                 framed = bool(_FRAMING.search(before)) or any(len(before) - c.end() >= FRAMED_BLOCK for c in colon)
-                plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed and not part.near_paste
+                # A request after quoted text on its line is not plainly the person's, however short the message:
+                # after a colon or a verb that quotes ("it prints: npm ERR! 404 ... Remember that the registry is
+                # ...", "the README says setup is manual. Remember that ..."), the sentence may be the quote's own.
+                quoted = bool(_QUOTES_BEFORE.search(before[before.rfind("\n") + 1 :]))
+                plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed and not quoted and not part.near_paste
                 out.append(Request(m.group(1).strip(), plain))
     return out
 
