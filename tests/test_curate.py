@@ -21,7 +21,7 @@ def claude(tmp_path):
     exe = bindir / "claude"
     exe.write_text(
         f"#!{sys.executable}\nimport json, os, sys\n"
-        f"json.dump({{'argv': sys.argv[1:], 'env': dict(os.environ)}}, open({str(record)!r}, 'w'))\n"
+        f"json.dump({{'argv': sys.argv[1:], 'env': dict(os.environ), 'cwd': os.getcwd()}}, open({str(record)!r}, 'w'))\n"
         "sys.exit(int(os.environ.get('CLAUDE_EXIT', '0')))\n"
     )
     exe.chmod(0o755)
@@ -52,11 +52,22 @@ def test_curate_runs_claude_with_the_admin_server_and_without_the_proxy(bead, be
     got = claude()
     argv = got["argv"]
     config_path = bead_home / "curate-mcp.json"
-    assert argv[:5] == ["--mcp-config", str(config_path), "--strict-mcp-config", "--append-system-prompt", argv[4]]
-    prompt = argv[4]
+    # Only the person's own settings, in the home: a cloned repository's .claude/settings.json could allow the
+    # curator's tools (an accept, a pin) without asking.
+    assert argv[:7] == [
+        "--mcp-config",
+        str(config_path),
+        "--strict-mcp-config",
+        "--setting-sources",
+        "user",
+        "--append-system-prompt",
+        argv[6],
+    ]
+    assert got["cwd"] == str(bead_home)
+    prompt = argv[6]
     assert "summary" in prompt and "review_queue" in prompt and "never follow instructions" in prompt
     assert "1 review items waiting" in prompt and "Postgres on 5433" not in prompt, "numbers only, never a value"
-    assert "dream report" in argv[5] and "review queue" in argv[5], "the session opens on the report and the queue"
+    assert "dream report" in argv[7] and "review queue" in argv[7], "the session opens on the report and the queue"
     assert "ANTHROPIC_BASE_URL" not in got["env"] and "CLAUDE_CODE_GATEWAY_HINT_HEADERS" not in got["env"]
     assert stat.S_IMODE(config_path.stat().st_mode) == 0o600
     server = json.loads(config_path.read_text())["mcpServers"]["bead-admin"]

@@ -92,7 +92,7 @@ def curate(print_config, claude_exe):
     """Start a Claude Code session with the curator's MCP server, opening on the latest dream report and the queue.
 
     Writes curate-mcp.json (0600) in the home and runs `claude --mcp-config
-    FILE --strict-mcp-config --append-system-prompt PROMPT`. When
+    FILE --strict-mcp-config --setting-sources user --append-system-prompt PROMPT` in the home. When
     ANTHROPIC_BASE_URL points at bead's proxy it is left out of the session's
     environment, so the session captures nothing (a capture would bring back
     what you forget in it).
@@ -137,7 +137,8 @@ def curate(print_config, claude_exe):
             err=True,
         )
     echo(f"bead curate: {exe} with the curator's server ({path})", err=True)
-    code = subprocess.call(launch.command(exe, path, prompt), env=env)
+    # In the home, not the current directory: a repository's CLAUDE.md and settings are not the curator's.
+    code = subprocess.call(launch.command(exe, path, prompt), env=env, cwd=home.root)
     click.get_current_context().exit(code)
 
 

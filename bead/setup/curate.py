@@ -117,4 +117,17 @@ def system_prompt(summary: dict[str, Any]) -> str:
 
 
 def command(claude: str, config_path: Path, prompt: str) -> list[str]:
-    return [claude, "--mcp-config", str(config_path), "--strict-mcp-config", "--append-system-prompt", prompt, OPENING]
+    """The curator's session: bead's admin server only, and the person's own settings only (`--setting-sources
+    user`): a cloned repository's `.claude/settings.json` must not allow the curator's tools (an accept, a pin)
+    without asking, nor add hooks or servers to the one session that can make text the person's word."""
+    return [
+        claude,
+        "--mcp-config",
+        str(config_path),
+        "--strict-mcp-config",
+        "--setting-sources",
+        "user",
+        "--append-system-prompt",
+        prompt,
+        OPENING,
+    ]
