@@ -958,3 +958,26 @@ def test_a_turn_captured_after_a_seal_was_planned_is_not_left_in_clear(live):
         live.answer(prep, f"It is {VALUE}, kept in the vault.")  # the proxy, another process, meanwhile
         forget.apply(m, plan, event="seal", tombstones=False)
     assert live.leftovers() == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "GET https://bank.example/reset?code=K7%23mQ2%40zR9&x=1",
+        'tool: {"code": "' + "".join(f"\\u{ord(c):04x}" for c in "K7#mQ2@zR9") + '"}',
+        "<td>" + "".join(f"&#{ord(c)};" for c in "K7#mQ2@zR9") + "</td>",
+    ],
+    ids=["percent-encoded", "json-escaped", "html-entities"],
+)
+def test_a_code_said_escaped_in_another_turn_is_forgotten_too(mem, said):
+    """A forgotten value's code, said in a turn escaped as a URL, JSON or a web page writes it: read decoded, and the
+    turn (whose escapes no redaction can cut around) goes whole."""
+    for i in range(3):
+        mem.append_turns(f"f{i}", [("user", f"filler turn {i} about the editor", T0, None)])
+    mem.append_turns("s1", [("user", said, T0, None)])
+    mem.write("user/bank-code", "Recovery code K7#mQ2@zR9", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/bank-code"))
+    assert [t.text for p in mem.raw.files() for t in mem.raw.read(p) if "filler" not in t.text] == [FORGOTTEN]
+    mem.checkpoint()
+    forms = (b"K7%23mQ2", b"zR9", b"\\u004b\\u0037", b"&#75;&#55;")
+    assert [p for p in mem.home.root.rglob("*") if p.is_file() and any(f in p.read_bytes() for f in forms)] == []

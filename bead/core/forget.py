@@ -267,8 +267,15 @@ def _views(text: str) -> list[str]:
 
 def _token_in(tokens: Any, text: str) -> bool:
     """Whether the pattern ``tokens`` (``token_pattern``) finds a token in ``text``, as written or without markup,
-    in its normal form."""
-    return tokens is not None and any(tokens.search(fold(view)) for view in _views(text))
+    in its normal form, and with its escapes undone (``_decoded``: `?code=K7%23mQ2`, `&#75;&#55;`, `\\u004b`)."""
+    if tokens is None:
+        return False
+    for view in _views(text):
+        if tokens.search(fold(view)):
+            return True
+        if ("\\" in view or "%" in view or "&" in view) and tokens.search(fold(_decoded(view))):
+            return True
+    return False
 
 
 _JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
@@ -790,7 +797,7 @@ def _apply_forgetting(
         pattern = token_pattern(plan.tokens)
         for path, turn_numbers in plan.token_turns.items():
             try:
-                in_part += mem.redact_tokens(path, turn_numbers, pattern)
+                in_part += mem.redact_tokens(path, turn_numbers, pattern, still=lambda t: _token_in(pattern, t))
             except FileNotFoundError:
                 continue
     # 4. Episodes, review items, per-conversation state, the trace, and what names a gone key.

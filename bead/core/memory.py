@@ -390,9 +390,10 @@ class Memory:
         sync_raw(self.index, self.raw, path)
         return len(changed)
 
-    def redact_tokens(self, path: Path, numbers: set[int], pattern: Any) -> int:
-        """Replace a forgotten value's distinctive tokens in turns of one raw file, in the file and the index."""
-        changed = self.raw.redact_tokens(path, numbers, pattern)
+    def redact_tokens(self, path: Path, numbers: set[int], pattern: Any, still: Callable[[str], bool] | None = None) -> int:
+        """Replace a forgotten value's distinctive tokens in turns of one raw file, in the file and the index (a turn
+        that ``still`` holds one after, escaped, goes whole: RawLog.redact_tokens)."""
+        changed = self.raw.redact_tokens(path, numbers, pattern, still)
         sync_raw(self.index, self.raw, path)
         return len(changed)
 

@@ -391,10 +391,13 @@ class RawLog:
         """Replace the text of turns ``numbers`` with ``[forgotten]``; markers stay."""
         return self._rewrite(path, numbers, lambda text: FORGOTTEN, "forgotten")
 
-    def redact_tokens(self, path: Path, numbers: set[int], pattern: Any) -> list[Turn]:
+    def redact_tokens(
+        self, path: Path, numbers: set[int], pattern: Any, still: Callable[[str], bool] | None = None
+    ) -> list[Turn]:
         """In turns ``numbers``, replace what ``pattern``'s first group finds (a forgotten value's codes and
-        rare words, said in other words) with ``[forgotten]``, read in the text's normal form; markers stay."""
-        return self._rewrite(path, numbers, lambda text: _redact_tokens(text, pattern), "redacted")
+        rare words, said in other words) with ``[forgotten]``, read in the text's normal form; markers stay. A
+        turn that ``still`` holds one after (escaped: the caller reads it decoded) goes whole."""
+        return self._rewrite(path, numbers, lambda text: _redact_tokens(text, pattern, still), "redacted")
 
     def _rewrite(self, path: Path, numbers: set[int], change: Callable[[str], str], flag: str) -> list[Turn]:
         """Apply ``change`` to the text of turns ``numbers`` (not already forgotten) under the raw log's lock,
@@ -430,7 +433,7 @@ def by_message(items: list[TurnItem]) -> list[list[TurnItem]]:
     return out
 
 
-def _redact_tokens(text: str, pattern: Any) -> str:
+def _redact_tokens(text: str, pattern: Any, still: Callable[[str], bool] | None = None) -> str:
     """``text`` with every token ``pattern`` finds (read in the text's normal form) replaced. Each character is
     folded on its own, so every match maps back to the characters it came from; if a token can still be read
     in the result (one the per-character fold split, such as a ligature's half), the whole text goes."""
@@ -463,7 +466,7 @@ def _redact_tokens(text: str, pattern: Any) -> str:
         out += [text[last:start], FORGOTTEN]
         last = end
     new = "".join(out) + text[last:]
-    return FORGOTTEN if pattern.search(fold(new)) else new
+    return FORGOTTEN if pattern.search(fold(new)) or (still is not None and still(new)) else new
 
 
 def _last_turn_number(fd: int) -> int:
