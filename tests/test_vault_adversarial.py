@@ -238,3 +238,20 @@ def test_secret_writes_from_two_processes_at_once_get_contiguous_versions(mem, v
     assert all(any(f"pin {tag} number {i} tok{tag}{i}q" in b for b in bodies) for tag, i in ok), "no write was lost"
     assert leftovers(vault.root, "pin plain number 0 tokplainq", *(f"pin {t} number {i} tok{t}{i}q" for t, i in ok)) == []
     assert TOKEN not in "".join(bodies) and SECRET not in "".join(bodies)
+
+
+def test_a_recipient_file_swapped_for_another_key_is_said_at_the_next_unlock(mem, vault):
+    """Sealing needs no passphrase, so it reads only recipient.txt: another program running as the person can put
+    its own key there, and every secret sealed after goes to that key. The next unlock compares the file with the
+    identity's own public key and says so, naming the right one; put back, it unlocks as before."""
+    mod = vault_keys.pyrage()
+    own = vault.vault_recipient.read_text()
+    theirs = str(mod.x25519.Identity.generate().to_public())
+    safe.atomic_write(vault.vault_recipient, (theirs + "\n").encode(), root=vault.root)
+    with pytest.raises(Exception) as err:
+        vault_keys.unlock(vault, PASSPHRASE)
+    assert "names another key" in str(err.value) and theirs[:24] in str(err.value)
+    right = next(ln.strip() for ln in own.splitlines() if ln.strip() and not ln.startswith("#"))
+    assert right in str(err.value.hint)
+    safe.atomic_write(vault.vault_recipient, own.encode(), root=vault.root)
+    assert vault_keys.unlock(vault, PASSPHRASE)

@@ -436,8 +436,11 @@ def unlock(home: Home, passphrase: str) -> list[Any]:
     except (mod.DecryptError, UnicodeDecodeError):
         raise WrongPassphrase() from None
     identities: list[Any] = []
+    public = ""
     for line in text.splitlines():
         line = line.strip()
+        if line.lower().startswith("# public key:"):
+            public = line.split(":", 1)[1].strip()
         if not line or line.startswith("#"):
             continue
         upper = line.upper()
@@ -458,6 +461,17 @@ def unlock(home: Home, passphrase: str) -> list[Any]:
     del text
     if not identities:
         raise BeadError("the vault's identity holds no age key", "restore vault/identity.age from a backup")
+    if not public and len(identities) == 1 and isinstance(identities[0], mod.x25519.Identity):
+        public = str(identities[0].to_public())
+    named = info(home).recipient
+    if public and named and named != public:
+        # Sealing needs no passphrase, so it reads only recipient.txt: one put there by someone else (any program
+        # running as the person) has every secret sealed since go to their key. Said at the first unlock after.
+        raise BeadError(
+            f"{home.vault_recipient} names another key ({named[:24]}...) than the vault's identity "
+            f"({public}): secrets sealed since it changed are sealed to that key, not to yours",
+            f"write {public} into {home.vault_recipient}, then run `bead vault status`; seal those secrets again",
+        )
     return identities
 
 
