@@ -219,6 +219,13 @@ class TestSeal:
         assert fact_files(vault.root, "user/bank-pin") == []
         assert sealed_files(vault.root, "user/bank-pin") == ["v1.md.age", "v2.md.age"]
         assert leftovers(vault.root, SECRET, SECRET2) == []
+        assert "on the command line" not in res.err  # piped in: nothing to say
+
+    def test_a_secret_given_on_the_command_line_is_written_and_the_person_told_to_pipe_it(self, bead, vault):
+        """An argument is in the process list (/proc/PID/cmdline) and the shell's history while the command runs."""
+        res = bead("write", "user/pin", SECRET, "--type", "user", "--sensitivity", "secret")
+        assert res.code == 0, res.err
+        assert "was on the command line" in res.err and "`bead write KEY - --sensitivity secret`" in res.err
 
     def test_a_secret_write_needs_no_passphrase_and_numbers_from_file_names(self, mem, vault):
         write_secret(mem, "user/pin", SECRET, "user")

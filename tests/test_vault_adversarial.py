@@ -255,3 +255,32 @@ def test_a_recipient_file_swapped_for_another_key_is_said_at_the_next_unlock(mem
     assert right in str(err.value.hint)
     safe.atomic_write(vault.vault_recipient, own.encode(), root=vault.root)
     assert vault_keys.unlock(vault, PASSPHRASE)
+
+
+def test_a_process_that_unlocked_the_vault_writes_no_core_dump(vault):
+    """A core dump of a process holding the decrypted identity (a `bead sealed show` stopped by SIGQUIT) held the
+    AGE-SECRET-KEY: after an unlock the process's core size limit is 0, and on Linux it is not dumpable."""
+    import ctypes
+    import resource
+    import sys
+
+    assert vault_keys.unlock(vault, PASSPHRASE)
+    assert resource.getrlimit(resource.RLIMIT_CORE) == (0, 0)
+    if sys.platform.startswith("linux"):
+        assert ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE
+
+
+def test_a_passphrase_descriptor_that_is_a_terminal_is_refused(bead, mem, vault):
+    """`--passphrase-fd 0` at a terminal: the terminal echoes what is typed to a descriptor read raw, so the
+    passphrase stood on screen. Refused, saying to leave the option out and be asked without echo."""
+    import os
+
+    write_secret(mem, "user/pin", SECRET, "user")
+    main, tty = os.openpty()
+    os.write(main, b"typed at the terminal\n")  # what the person types (and the terminal shows)
+    try:
+        r = bead("sealed", "show", "user/pin", "--passphrase-fd", str(tty))
+    finally:
+        os.close(main)
+        os.close(tty)
+    assert r.code == 1 and "is a terminal" in r.err and "without echo" in r.err

@@ -44,6 +44,12 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
     needed). Pass a secret as `-` so it stays out of the shell's history.
     """
     mem = open_memory()
+    if sensitivity == "secret" and text != "-":
+        echo(
+            "note: the secret was on the command line, where other processes (ps, /proc) and your shell's history "
+            "can read it; next time pipe it in: `bead write KEY - --sensitivity secret`",
+            err=True,
+        )
     if text == "-":
         if sys.stdin is None:
             from ..errors import BeadError

@@ -69,6 +69,12 @@ def read_passphrase(fd: int | None, env: str | None, *, confirm: bool) -> str:
     if fd is not None and env:
         raise BeadError("give --passphrase-fd or --passphrase-env, not both", "pick one way to pass the passphrase")
     if fd is not None:
+        if os.isatty(fd):
+            # A terminal echoes what is typed to a descriptor bead reads raw: the passphrase would stand on screen.
+            raise BeadError(
+                f"file descriptor {fd} is a terminal, where the passphrase would be shown as it is typed",
+                "leave --passphrase-fd out to be asked without echo, or give a descriptor of a file or a pipe",
+            )
         return _read_fd(fd)
     if env:
         # Taken out of the environment as it is read: every process bead starts from here on (age-keygen,

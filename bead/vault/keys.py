@@ -35,6 +35,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -425,8 +426,28 @@ def read_identity(home: Home) -> bytes:
     return data
 
 
+def _no_core_dump() -> None:
+    """From here on this process writes no core dump, and on Linux no other process of the person may read its
+    memory (ptrace, /proc/PID/mem): it is about to hold the decrypted identity, which Python cannot wipe."""
+    import resource
+
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ValueError, OSError):
+        pass
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+        except (OSError, AttributeError):
+            pass
+
+
 def unlock(home: Home, passphrase: str) -> list[Any]:
-    """The vault's identities (pyrage objects) for reading sealed versions: needs the passphrase."""
+    """The vault's identities (pyrage objects) for reading sealed versions: needs the passphrase. The process writes
+    no core dump from here on (``_no_core_dump``)."""
+    _no_core_dump()
     if recipient_kind_of(home) == "pq" and shutil.which(PQ_PLUGIN) is None:
         raise _plugin_missing("pq")  # said before the passphrase's second of scrypt, not after
     data = read_identity(home)
