@@ -981,3 +981,18 @@ def test_a_code_said_escaped_in_another_turn_is_forgotten_too(mem, said):
     mem.checkpoint()
     forms = (b"K7%23mQ2", b"zR9", b"\\u004b\\u0037", b"&#75;&#55;")
     assert [p for p in mem.home.root.rglob("*") if p.is_file() and any(f in p.read_bytes() for f in forms)] == []
+
+
+def test_a_passphrase_of_joined_words_said_with_spaces_is_forgotten(mem):
+    """A value's passphrase written as one token of words (`maple-quartz-lantern-orbit-river-candle`) and said in a
+    turn with spaces between its words: its words in order are found, however they are parted. Short parts
+    (`end-to-end`) are not looked for apart."""
+    mem.append_turns("s1", [("user", "ok the wallet words are maple quartz lantern orbit river candle, in that order", T0, None)])
+    mem.append_turns("s2", [("user", "we test end to end before a release", T0, None)])
+    mem.write("user/wallet", "Wallet recovery words: maple-quartz-lantern-orbit-river-candle (end-to-end)", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/wallet"))
+    texts = [t.text for p in mem.raw.files() for t in mem.raw.read(p)]
+    assert "ok the wallet words are [forgotten], in that order" in texts
+    assert "we test end to end before a release" in texts
+    mem.checkpoint()
+    assert [p for p in mem.home.root.rglob("*") if p.is_file() and b"quartz lantern" in p.read_bytes()] == []

@@ -411,6 +411,8 @@ MIN_TOKEN = 3
 RARE_TURNS = 2
 CODE_TURNS = 5  # a code said in more raw turns than this is the history's (a year, a common port)
 LONG_CODE = 8  # letters and digits: a code this long is the value's however often it was said
+PHRASE_PARTS = 3  # words joined into one token (a passphrase) that are looked for apart too: at least this many,
+PHRASE_PART_CHARS = 4  # each at least this long
 RARE_HISTORY = 20
 RARE_MIN_LETTERS = 6
 
@@ -476,7 +478,8 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
 def token_pattern(tokens: AbstractSet[str]) -> Any:
     """One linear-time pattern that finds any of ``tokens`` as a whole token (case-insensitive), or None. A
     token with a digit in it is found however it is written apart (``QX-88``, ``QX 88``, ``qx88``): its letters
-    and digits in order, up to two other characters between each two."""
+    and digits in order, up to two other characters between each two; so are the words of a passphrase joined
+    into one token (PHRASE_PARTS words of PHRASE_PART_CHARS letters at least)."""
     if not tokens:
         return None
 
@@ -484,6 +487,11 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
         alnum = [c for c in tok if c.isalnum()]
         if any(c.isdigit() for c in tok) and len(alnum) >= MIN_TOKEN:
             return r"[\W_]{0,2}".join(re.escape(c) for c in alnum)
+        parts = [p for p in re.split(r"[\W_]+", tok) if p]
+        if len(parts) >= PHRASE_PARTS and all(len(p) >= PHRASE_PART_CHARS for p in parts):
+            # A passphrase of words joined (`maple-quartz-lantern-orbit`) is said with spaces too: its words in
+            # order, up to two other characters between each two. Short parts (`end-to-end`) stay as written.
+            return r"[\W_]{0,2}".join(re.escape(p) for p in parts)
         return re.escape(tok)
 
     alts = "|".join(sorted({form(t) for t in tokens}, key=len, reverse=True))
