@@ -284,3 +284,35 @@ def test_a_passphrase_descriptor_that_is_a_terminal_is_refused(bead, mem, vault)
         os.close(main)
         os.close(tty)
     assert r.code == 1 and "is a terminal" in r.err and "without echo" in r.err
+
+
+def test_a_reader_that_keeps_the_wal_from_emptying_is_reported_by_seal_too(bead, mem, vault):
+    """As forget does: another program's read of index.db keeps the checkpoint, and the sealed plaintext with it,
+    in index.db; seal says so and what to do, not "the plaintext deleted" alone."""
+    import subprocess
+    import sys
+
+    mem.write("user/wifi", "the guest network hint is heron-quokka-lantern", "user")
+    mem.close()
+    (vault.root / "config.yaml").write_text("owner: tester\nstore:\n  busy_timeout_ms: 200\n")
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('BEGIN'); c.execute('SELECT count(*) FROM facts').fetchone()\n"
+            "print('reading', flush=True); sys.stdin.readline()",
+            str(vault.index_db),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert reader.stdout.readline().strip() == "reading"
+        r = bead("seal", "user/wifi", "--yes")
+    finally:
+        reader.communicate("\n", timeout=30)
+    assert r.code == 0, r.err
+    assert "index.db open for reading" in r.err and "bead reindex" in r.err

@@ -233,6 +233,8 @@ def seal(key, yes, as_json):
         )
 
     common.also_in_clear(summary.get("also_in", []))
+    if summary.get("index_emptied") is False:  # another program's read of index.db kept its WAL from emptying
+        echo(f"warning: {forget_mod.INDEX_BUSY}", err=True)
 
     def human(d):
         echo(
