@@ -11,6 +11,7 @@ signals, races between processes, the console entry, service logs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import os
@@ -717,3 +718,29 @@ def replay_openai(home: Path, records: list[dict], reply_of, headers_of=None, wh
         fake.close()
         anthropic.close()
     return sent
+
+
+@contextlib.contextmanager
+def reading_index(index_db: Path):
+    """Another process holding a read transaction on ``index_db`` (a backup, an sqlite3 shell) for the block: it
+    keeps a checkpoint from emptying the WAL. A process of its own: SQLite's locks do not stop connections of one
+    process."""
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('BEGIN'); c.execute('SELECT count(*) FROM facts').fetchone()\n"
+            "print('reading', flush=True); sys.stdin.readline()",
+            str(index_db),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "reading"
+        yield
+    finally:
+        reader.communicate("\n", timeout=30)

@@ -8,7 +8,7 @@ import subprocess
 from datetime import UTC, datetime
 
 import pytest
-from conftest import all_bytes_under, plaintext_secret
+from conftest import all_bytes_under, plaintext_secret, reading_index
 
 from bead.core import forget
 from bead.errors import BeadError
@@ -656,31 +656,11 @@ def test_a_reader_that_keeps_the_wal_from_emptying_is_reported(mem, bead):
     """Another program's read transaction on index.db (a backup, an sqlite3 shell) keeps the checkpoint from
     finishing, and with it the forgotten text in index.db: forget says so and what to do, instead of success
     alone. The reader is a process of its own: SQLite's locks do not stop connections of one process."""
-    import subprocess
-    import sys
-
     mem.write("user/wifi", f"the hint is {VALUE}", "user")
     mem.close()
     (mem.home.root / "config.yaml").write_text("owner: tester\nstore:\n  busy_timeout_ms: 200\n")
-    reader = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sqlite3, sys\n"
-            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-            "c.execute('BEGIN'); c.execute('SELECT count(*) FROM facts').fetchone()\n"
-            "print('reading', flush=True); sys.stdin.readline()",
-            str(mem.home.index_db),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert reader.stdout.readline().strip() == "reading"
+    with reading_index(mem.home.index_db):
         r = bead("forget", "user/wifi")
-    finally:
-        reader.communicate("\n", timeout=30)
     assert r.code == 0, r.err
     assert "index.db open for reading" in r.err and "bead reindex" in r.err
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import test_vault
-from conftest import REPO, all_bytes_under
+from conftest import REPO, all_bytes_under, reading_index
 from test_vault import PASSPHRASE, PP, PP_ENV, SECRET, SECRET2, TOKEN, leftovers, sealed_files
 
 from bead import files as safe
@@ -289,30 +289,10 @@ def test_a_passphrase_descriptor_that_is_a_terminal_is_refused(bead, mem, vault)
 def test_a_reader_that_keeps_the_wal_from_emptying_is_reported_by_seal_too(bead, mem, vault):
     """As forget does: another program's read of index.db keeps the checkpoint, and the sealed plaintext with it,
     in index.db; seal says so and what to do, not "the plaintext deleted" alone."""
-    import subprocess
-    import sys
-
     mem.write("user/wifi", "the guest network hint is heron-quokka-lantern", "user")
     mem.close()
     (vault.root / "config.yaml").write_text("owner: tester\nstore:\n  busy_timeout_ms: 200\n")
-    reader = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sqlite3, sys\n"
-            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-            "c.execute('BEGIN'); c.execute('SELECT count(*) FROM facts').fetchone()\n"
-            "print('reading', flush=True); sys.stdin.readline()",
-            str(vault.index_db),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert reader.stdout.readline().strip() == "reading"
+    with reading_index(vault.index_db):
         r = bead("seal", "user/wifi", "--yes")
-    finally:
-        reader.communicate("\n", timeout=30)
     assert r.code == 0, r.err
     assert "index.db open for reading" in r.err and "bead reindex" in r.err
