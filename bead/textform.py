@@ -92,14 +92,18 @@ TAG_FLAGS = re.compile(
     "\U0001f3f4\U000e0067\U000e0062(?:\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074"
     "|\U000e0077\U000e006c\U000e0073)\U000e007f"
 )
-# What joins letters or emoji, or styles an emoji: part of what the person sees (Persian spells words with U+200C).
-_JOINERS = frozenset({"U+200C", "U+200D", "U+FE0E", "U+FE0F"})
+# What joins letters or emoji, or styles an emoji: part of what the person sees (Persian spells words with U+200C);
+# the direction marks right-to-left text needs (LRM, RLM, Arabic's ALM: no override, they reorder nothing past a
+# run), a soft hyphen (a web page's word break), the combining grapheme joiner and the Mongolian vowel separator
+# (parts of the scripts that use them).
+_JOINERS = frozenset({"U+200C", "U+200D", "U+FE0E", "U+FE0F", "U+200E", "U+200F", "U+061C", "U+00AD", "U+034F", "U+180E"})
 
 
 def hidden(text: str) -> list[str]:
     """The characters of ``text`` a reader does not see but a model reads (tag characters outside the three flags,
-    bidi overrides, zero-width spaces), as ``U+XXXX`` names; joiners that shape what the reader sees are not."""
-    return [c for c in invisible(TAG_FLAGS.sub("", text)) if c not in _JOINERS]
+    bidi overrides and isolates, zero-width spaces), as ``U+XXXX`` names; joiners, direction marks and the
+    ideographic variation selectors (U+E0100-E01EF: a CJK glyph's form) that shape what the reader sees are not."""
+    return [c for c in invisible(TAG_FLAGS.sub("", text)) if c not in _JOINERS and not "U+E0100" <= c <= "U+E01EF"]
 
 
 def invisible(text: str) -> list[str]:

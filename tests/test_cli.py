@@ -167,8 +167,10 @@ def test_console_script_is_declared():
             "می\u200cخواهم and 👨\u200d👩\u200d👧 and \U0001f3f4\U000e0067\U000e0062\U000e0077\U000e006c\U000e0073\U000e007f",
             False,
         ),
+        # right-to-left text's direction marks, a web page's soft hyphen, a CJK glyph's variation selector
+        ("\u05e9\u05dc\u05d5\u05dd\u200f v2 and Donau\u00addampf and \u845b\U000e0100", False),
     ],
-    ids=["tags", "bidi", "zero-width", "scripts-and-flags"],
+    ids=["tags", "bidi", "zero-width", "scripts-and-flags", "marks-and-soft-hyphen"],
 )
 def test_write_refuses_characters_the_person_does_not_see(bead, text, refused):
     """Text pasted from a page may carry characters a reader does not see and a model reads; as the person's word it
@@ -180,3 +182,10 @@ def test_write_refuses_characters_the_person_does_not_see(bead, text, refused):
         assert "user/team-flag" not in bead("list").out
     else:
         assert res.code == 0, res.err
+
+
+def test_a_value_piped_in_from_a_file_with_a_byte_order_mark_is_written_without_it(bead):
+    res = bead("write", "user/editor", "-", "--type", "user", input="\ufeffThe person edits in Helix.")
+    assert res.code == 0, res.err
+    shown = bead("show", "user/editor").out
+    assert "\ufeff" not in shown and "The person edits in Helix." in shown

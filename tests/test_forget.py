@@ -976,3 +976,13 @@ def test_a_passphrase_of_joined_words_said_with_spaces_is_forgotten(mem):
     assert "we test end to end before a release" in texts
     mem.checkpoint()
     assert [p for p in mem.home.root.rglob("*") if p.is_file() and b"quartz lantern" in p.read_bytes()] == []
+
+
+def test_a_home_no_forget_ran_in_runs_none_and_the_check_creates_no_file(live):
+    """The proxy asks whether a forget runs before each write: reading only (a raw folder bead may not write to
+    still captures), and no file is made for the asking."""
+    with live.Memory(live.home, live.engine.config) as m:
+        assert m.raw.forget_running() is False and not m.raw.forgetting_path.exists()
+        with m.raw.forgetting():
+            assert m.raw.forget_running() is True
+        assert m.raw.forget_running() is False

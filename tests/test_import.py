@@ -582,6 +582,26 @@ class TestHostileTranscripts:
         mem.checkpoint()
         assert [p for p in mem.home.root.rglob("*") if p.is_file() and b"zR9" in p.read_bytes()] == []
 
+    def test_a_turn_blanked_because_a_forget_ran_while_it_was_in_flight_is_brought_back_by_an_import(self, mem, tmp_path):
+        """The proxy writes a request's turns as [forgotten] when any forget began while it was in flight (it
+        cannot tell what that forget took); flagged apart from what a forget rewrote, so an import of the
+        transcript brings an unrelated turn back."""
+        from datetime import UTC, datetime
+
+        from bead.core import forget
+        from bead.store.rawlog import UNSCREENED
+
+        came = mem.raw.forget_epoch()  # the request came
+        mem.write("user/old-ci", "CI used Travis until 2024", "user")
+        forget.apply(mem, forget.plan_target(mem, "user/old-ci"))  # an unrelated forget, meanwhile
+        said = "run make itest before pushing"
+        at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+        (turn,) = mem.append_turns("s1", [("user", said, at, None, {"source": "typed", "message": 0})], epoch=came)
+        assert turn.text == "[forgotten]" and turn.flags[UNSCREENED] is True
+        root = self.folder(tmp_path, {"s1.jsonl": self.line(said, ts="2026-01-02T03:04:05Z")})
+        assert history.import_claude_code(mem, read_items, root).turns_added == 1
+        assert said in [t.text for t in self.turns(mem)]
+
     def test_an_interrupt_notice_an_earlier_bead_kept_as_typed_is_not_imported_again(self, mem, tmp_path):
         root = self.folder(tmp_path, {"s1.jsonl": self.line("[Request interrupted by user]")})
         mem.append_turns("s1", [("user", "[Request interrupted by user]", None, None, {"source": "typed"})])

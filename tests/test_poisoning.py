@@ -200,6 +200,23 @@ class TestProxy:
             assert list(m.facts.keys()) == []
             assert [i.kind for i in Queue(m).items()] == ["suspicious"]
 
+    @pytest.mark.parametrize(
+        "said",
+        [
+            "Fixed at 10:30. Remember that line items round half-up to cents.",
+            "See https://wiki.acme.dev/setup. Remember that we use pnpm, not npm.",
+            "The API returns 404 for deleted invoices. Remember that it is on purpose.",
+            "Error handling lives in the middleware. Remember that errors are logged once.",
+        ],
+    )
+    def test_an_ordinary_remember_after_a_time_a_url_or_a_word_like_error_still_writes(
+        self, proxy_client, upstream, bead_home, said
+    ):
+        proxy = proxy_client()
+        send(proxy, [{"role": "user", "content": said}], "ordinary")
+        with memory(bead_home) as m:
+            assert len(list(m.facts.keys())) == 1 and Queue(m).items() == []
+
     def test_instruction_typed_is_queued_announced_and_written_on_accept(self, proxy_client, upstream, bead_home, bead):
         """A typed "remember" that reads like an instruction is queued, not written; the cue block says so in one
         line, re-added with the same bytes; `bead queue accept` writes it as `accepted`."""

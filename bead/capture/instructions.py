@@ -417,8 +417,9 @@ RULES: tuple[Rule, ...] = (
         "block-forgery",
         "writes a line of bead's own memory block (a key, its trust mark and date), which reads as another fact",
         # `- user/review-policy (stated, 2025-01-02): ...`: a block flattens a value to one line, but the line's
-        # grammar inside it still reads as a fact the person stated
-        (_form(r"(?:^|\s)-\s{1,4}[a-z0-9][\w/.\-]{0,200}\s{1,4}\((?:stated|accepted|inferred)\s{0,4},\s{0,4}\d{4}-\d\d-\d\d\)"),),
+        # grammar inside it still reads as a fact the person stated. Not "accepted": an ADR or PEP index says it
+        # (`- adr-0007 (accepted, 2024-03-12): ...`).
+        (_form(r"(?:^|\s)-\s{1,4}[a-z0-9][\w/.\-]{0,200}\s{1,4}\((?:stated|inferred)\s{0,4},\s{0,4}\d{4}-\d\d-\d\d\)"),),
     ),
 )
 

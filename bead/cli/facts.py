@@ -57,6 +57,7 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
             raise BeadError("TEXT is - but there is no standard input to read it from", "pipe the value in, or give it")
         # Read one character past the limit at most: the store's check then names the limit.
         text = sys.stdin.read(mem.config.store.max_fact_bytes + 1)
+        text = text.removeprefix("\ufeff")  # a file saved with a byte-order mark: not part of the value
     _refuse_control(key, text)
     if sensitivity != "secret":
         _refuse_hidden(key, text)

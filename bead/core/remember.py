@@ -88,11 +88,12 @@ _FRAMING = compile_linear(
     r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript)\b[^\n]{0,80}:"
 )
 _COLON_LINE = compile_linear(r"(?m):[ \t]{0,8}$")
-# What introduces quoted text on a line: a colon (an error's "Error:", "it prints:", a URL's scheme), or a verb that
-# reports what something said or printed.
+# What introduces quoted text on a line: a colon with text after it ("it prints: npm ERR! 404 ..."; not a time's
+# "10:30", a URL's "https://" nor an "ok:" right before the request), a verb that reports what someone wrote
+# ("the README says ..."), or a tool's own mark of its output ("npm ERR!", "ERROR", "Traceback").
 _QUOTES_BEFORE = compile_linear(
-    r"(?i):|\b(?:says|said|say|prints|printed|outputs|output|shows|showed|returns|returned|reads|wrote|writes|replied"
-    r"|answered|reports|reported|logs|logged|errors?)\b"
+    r":[ \t]+\S|(?i:\b(?:says|said|prints|printed|wrote|writes|replied|answered)\b)"
+    r"|\b(?:ERR!|ERROR\b|FATAL\b|WARN(?:ING)?\b|Traceback\b)"  # a tool's output, as it marks itself
 )
 FRAMED_BLOCK = 120  # characters after a line ending in ":" that make it a frame
 
@@ -101,6 +102,10 @@ FRAMED_BLOCK = 120  # characters after a line ending in ":" that make it a frame
 class Request:
     value: str
     plain: bool  # plainly the person's own request (see SHORT_MESSAGE, _FRAMING)
+    why: str = ""  # why not, where it is not the usual (``QUOTED``)
+
+
+QUOTED = "it follows quoted text on its line: after a colon, or what something says or printed"
 
 
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb"}
@@ -144,6 +149,9 @@ def request_list(message: Message) -> list[Request]:
                 # ...", "the README says setup is manual. Remember that ..."), the sentence may be the quote's own.
                 quoted = bool(_QUOTES_BEFORE.search(before[before.rfind("\n") + 1 :]))
                 plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed and not quoted and not part.near_paste
+                if quoted and not framed and not part.near_paste:
+                    out.append(Request(m.group(1).strip(), False, QUOTED))
+                    continue
                 out.append(Request(m.group(1).strip(), plain))
     return out
 
@@ -189,9 +197,8 @@ def plan(message: Message, ident: Identity, untyped: str = "") -> list[Plan]:
         elif untyped:
             out.append(Plan(value, key, type_, "queue", f"remember: {untyped}", item_id("suspicious", key, value)))
         elif not req.plain:
-            reason = (
-                "remember: not plainly the person's own request (it sits inside a longer or framed text, which may be pasted)"
-            )
+            why = req.why or "it sits inside a longer or framed text, which may be pasted"
+            reason = f"remember: not plainly the person's own request ({why})"
             out.append(Plan(value, key, type_, "queue", reason, item_id("suspicious", key, value)))
         else:
             out.append(Plan(value, key, type_, "write"))
@@ -220,8 +227,12 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
         why = (
             "it holds invisible or reordering characters"
             if "invisible" in p.reason
+            else f"it may not be the user's own words ({QUOTED})"
+            if QUOTED in p.reason
             else "it may not be the user's own words (it sits inside a longer or framed text)"
             if "not plainly" in p.reason
+            else f"it may not be the user's own words: {p.reason.removeprefix('remember: ')}"
+            if p.reason.startswith("remember: ") and ("headless" in p.reason or "OpenCode" in p.reason)
             else "it reads like an instruction to an AI agent"
         )
         out.append(

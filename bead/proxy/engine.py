@@ -54,7 +54,7 @@ from ..core.state import Conversations, ConversationState, logged_pairs
 from ..core.trace import Trace, record_proxy_trace
 from ..paths import Home
 from ..store.locks import LockBusy
-from ..store.rawlog import FORGOTTEN
+from ..store.rawlog import FORGOTTEN, UNSCREENED
 from ..store.rawlog import Turn as RawTurn
 from ..wire import Wire, anthropic
 from ..wire.splice import TooLarge
@@ -91,7 +91,7 @@ class ForgetBegan(Exception):
 
 def _forgotten(turns: list[RawTurn]) -> bool:
     """Whether the raw log took these turns as [forgotten] (a forget began since their request came)."""
-    return any(t.text == FORGOTTEN and t.flags.get("forgotten") for t in turns)
+    return any(t.text == FORGOTTEN and t.flags.get(UNSCREENED) for t in turns)
 
 
 @dataclass
@@ -657,8 +657,10 @@ class Engine:
         # The slow part (secret scan, append, "remember") holds no lock the next request takes.
         captured = self._capture(mem, ident, turns, batch, epoch) if turns else []
         if remember_at is not None and _forgotten(captured):
-            # Written as [forgotten]: a forget began since the request came. Its "remember" is not acted on.
+            # Written as [forgotten]: a forget began since the request came. Its "remember" is not acted on (it may
+            # be what the forget took): said in the log, for the person to say it again.
             trace["errors"].append("remember: a forget ran meanwhile")
+            log.warning("a remember was not acted on: bead forget ran while its request was in flight; say it again")
             if batch:
                 st.set_remembered(batch)
         elif remember_at is not None:

@@ -15,6 +15,7 @@ written.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -32,7 +33,7 @@ from ..paths import Home
 from ..textform import fold
 from ..token import without_token
 from .audit import iso
-from .locks import LockBusy, flocked
+from .locks import flocked
 
 MARKER_PREFIX = "<!-- bead:turn "
 _MARKER = re.compile(r"^<!-- bead:turn (\{.*\}) -->$")
@@ -51,6 +52,7 @@ _FORGED = re.compile(r"^(\\*)(<!-- bead:turn )", re.M)
 _UNESCAPE = re.compile(r"^\\(\\*<!-- bead:turn )", re.M)
 _SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fullmatch: `$` allows a final newline
 FORGOTTEN = "[forgotten]"
+UNSCREENED = "unscreened"  # the flag of a turn captured across a forget, written as FORGOTTEN (RawLog.append_many)
 
 
 @dataclass
@@ -262,12 +264,21 @@ class RawLog:
         return self.forget_epoch() == epoch and not self.forget_running()
 
     def forget_running(self) -> bool:
-        """Whether a forget or seal runs now (it holds ``forgetting``'s flock)."""
+        """Whether a forget or seal runs now (it holds ``forgetting``'s flock). Opened to read only: a raw folder
+        bead may not write to (or a home no forget ever ran in) runs none."""
         try:
-            with flocked(self.forgetting_path, exclusive=False, blocking=False, root=self.home.root):
-                return False
-        except LockBusy:
+            fd = safe.open_file(self.forgetting_path, os.O_RDONLY, root=self.home.root)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
             return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
     def locked(self) -> contextlib.AbstractContextManager[None]:
         """The raw log's lock (appends and redactions hold it; a forget takes it as it begins)."""
@@ -323,7 +334,9 @@ class RawLog:
             ready.append((role, clean, iso(at or self.clock()), ref, flags))
         with flocked(self.lock_path, root=self.home.root):
             if not self.settled(epoch):
-                ready = [(role, FORGOTTEN, at_text, ref, {**flags, "forgotten": True}) for role, _, at_text, ref, flags in ready]
+                # Flagged apart from what a forget rewrote: a forget of something else blanks it too, and an import
+                # of the harness's transcript may bring it back (bead.core.history reads only a forget's flags).
+                ready = [(role, FORGOTTEN, at_text, ref, {**flags, UNSCREENED: True}) for role, _, at_text, ref, flags in ready]
             path = self._path_for(session, first_at.astimezone(UTC))
             fd = safe.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, root=self.home.root)
             try:
