@@ -278,6 +278,12 @@ class TestSeal:
         safe.atomic_write(vault.vault_identity, b"not an age file at all", root=vault.root)
         res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
         assert res.code == 1 and "is not an age-encrypted identity" in res.err and "wrong passphrase" not in res.err
+        # An age file cut short, or changed after its header: damaged, whatever the passphrase (it read as "wrong
+        # passphrase", so the person may have thought the passphrase lost)
+        for damaged in (kept[: len(kept) // 2], kept[:-5] + bytes([kept[-5] ^ 1]) + kept[-4:]):
+            safe.atomic_write(vault.vault_identity, damaged, root=vault.root, mode=0o600)
+            res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
+            assert res.code == 1 and "is damaged" in res.err and "wrong passphrase" not in res.err, res.err
         os.unlink(vault.vault_identity)
         os.mkdir(vault.vault_identity, 0o700)
         res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)

@@ -454,8 +454,20 @@ def unlock(home: Home, passphrase: str) -> list[Any]:
     mod = pyrage()
     try:
         text = bytes(mod.passphrase.decrypt(data, passphrase)).decode("utf-8")
-    except (mod.DecryptError, UnicodeDecodeError):
-        raise WrongPassphrase() from None
+    except mod.DecryptError as exc:
+        # age checks the passphrase against the header's MAC ("Decryption failed"); a file cut short or changed
+        # after its header ("Incomplete header", "decryption error") is damaged whatever the passphrase.
+        if str(exc) == "Decryption failed":
+            raise WrongPassphrase() from None
+        raise BeadError(
+            f"{home.vault_identity} is damaged ({exc}); the passphrase is not what failed: sealed facts cannot be read",
+            "restore it from a backup; without it the sealed facts are lost",
+        ) from None
+    except UnicodeDecodeError:
+        raise BeadError(
+            f"{home.vault_identity} decrypted to no identity text (damaged, or replaced): sealed facts cannot be read",
+            "restore it from a backup; without it the sealed facts are lost",
+        ) from None
     identities: list[Any] = []
     public = ""
     for line in text.splitlines():
