@@ -255,7 +255,6 @@ class Engine:
             conv = conv.marked_untyped(why)
         try:
             prep = self._prepare(conv, headers, deadline, t0, epoch)
-            prep.epoch = epoch
             # No deadline check past this point: the conversation's state now
             # says these blocks were sent, so they must be, or the next request
             # would re-add bytes the model never saw (and break the cache).
@@ -479,6 +478,7 @@ class Engine:
             judge=judge,
             plans=plans,
             after=elsewhere,
+            epoch=epoch,
         )
 
     def _ahead(self, mem: Memory, st: Any, shown: set[str]) -> list[dict[str, Any]]:

@@ -285,7 +285,7 @@ class RawLog:
         return flocked(self.lock_path, root=self.home.root)
 
     def _new_epoch(self) -> None:
-        with flocked(self.lock_path, root=self.home.root):
+        with self.locked():
             safe.atomic_write(self.epoch_path, uuid.uuid4().hex.encode(), root=self.home.root)
 
     @contextlib.contextmanager
