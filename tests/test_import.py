@@ -569,16 +569,26 @@ class TestHostileTranscripts:
         from bead.core import forget
 
         said = "the office safe opens with combination K7#mQ2@zR9 remember it"
+        answered = "Noted: K7#mQ2@zR9 opens the office safe."
         at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-        mem.append_turns("s1", [("user", said, at, None, {"source": "typed", "message": 0})])  # as the proxy captures
+        mem.append_turns(  # as the proxy captures: the question, then the answer that repeats the value
+            "s1",
+            [
+                ("user", said, at, None, {"source": "typed", "message": 0}),
+                ("assistant", answered, at, None, {"source": "assistant", "message": 1}),
+            ],
+        )
         if how == "forget --match":
             forget.apply(mem, forget.plan_match(mem, "K7#mQ2@zR9"))
         else:
             mem.write("user/safe-code", "Office safe combination K7#mQ2@zR9", "user")
             forget.apply(mem, forget.plan_seal(mem, "user/safe-code"), event="seal", tombstones=False)
-        root = self.folder(tmp_path, {"s1.jsonl": self.line(said, ts="2026-01-02T03:04:06Z")})
+        transcript = self.line(said, ts="2026-01-02T03:04:06Z") + self.line(
+            [{"type": "text", "text": answered}], kind="assistant", ts="2026-01-02T03:04:08Z"
+        )
+        root = self.folder(tmp_path, {"s1.jsonl": transcript})
         counts = history.import_claude_code(mem, read_items, root)
-        assert counts.turns_added == 0 and counts.turns_present == 1
+        assert counts.turns_added == 0 and counts.turns_present == 2
         mem.checkpoint()
         assert [p for p in mem.home.root.rglob("*") if p.is_file() and b"zR9" in p.read_bytes()] == []
 

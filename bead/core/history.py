@@ -424,6 +424,7 @@ class FileState:
     last: object = None  # the ``_key`` of the transcript's turn before the next one (across the file's batches)
 
 
+GONE = "gone"  # the turn before was one a forget or a seal rewrote (FileState.gone_after)
 NEAR_S = 600  # how far a proxy's capture of a turn and the transcript's time of it may lie apart (FileState.gone_after)
 
 
@@ -443,7 +444,9 @@ def present_turns(mem: Memory, session: str) -> FileState:
                 state.gone[(old.role, source, old.at, old.flags.get("message"))] += 1
             elif rewritten and (at := _time(old.at)) is not None:
                 state.gone_after.setdefault((before, old.role, source), []).append(at)
-            before = key
+            # A rewritten turn's text is gone: the one after it is known by following a rewritten turn (GONE), as
+            # the transcript's turn after a forgotten one is (import_transcript).
+            before = GONE if rewritten else key
     return state
 
 
@@ -493,8 +496,10 @@ def import_transcript(
                 state.present[key] -= 1
             elif state.gone[place] > 0:
                 state.gone[place] -= 1
+                state.last = GONE
             else:
                 del state.gone_after[after][near[0]]
+                state.last = GONE
             counts.turns_present += 1
             continue
         counts.redacted += bool(found)
