@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 class McpSession:
     """An open official MCP client, driven from synchronous tests."""
 
-    def __init__(self, transport_factory, timeout: float = 60.0):
+    def __init__(self, transport_factory, timeout: float = 60.0, elicitation=None, mode: str = "auto"):
         from mcp import Client
 
         self.loop = asyncio.new_event_loop()
@@ -50,7 +50,10 @@ class McpSession:
         async def hold() -> None:
             self._stop = asyncio.Event()
             try:
-                async with Client(transport_factory(), read_timeout_seconds=timeout) as client:
+                extra: dict[str, Any] = {"mode": mode}
+                if elicitation is not None:
+                    extra["elicitation_callback"] = elicitation
+                async with Client(transport_factory(), read_timeout_seconds=timeout, **extra) as client:
                     self.client = client
                     self._ready.set_result(True)
                     await self._stop.wait()
@@ -103,8 +106,18 @@ class McpSession:
         self.thread.join(30)
 
 
-def stdio_session(home: Path, *args: str, errlog=None, env: dict | None = None, cwd: Path | None = None) -> McpSession:
-    """`python -m bead mcp ARGS` as a real subprocess, its home ``home``, driven by the official client."""
+def stdio_session(
+    home: Path,
+    *args: str,
+    errlog=None,
+    env: dict | None = None,
+    cwd: Path | None = None,
+    elicitation=None,
+    mode: str = "auto",
+) -> McpSession:
+    """`python -m bead mcp ARGS` as a real subprocess, its home ``home``, driven by the official client (with
+    ``elicitation``, an async callback the client answers the server's questions to its user with; ``mode``
+    "legacy": the initialize handshake of protocol revisions before 2026-07-28, as Claude Code speaks it)."""
     from mcp import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
@@ -113,7 +126,27 @@ def stdio_session(home: Path, *args: str, errlog=None, env: dict | None = None, 
         env={"BEAD_HOME": str(home), "PYTHONPATH": str(REPO), "BEAD_SEMANTIC": "0", **(env or {})},
         cwd=str(cwd) if cwd else None,
     )
-    return McpSession(lambda: stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params))
+    return McpSession(
+        lambda: stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params),
+        elicitation=elicitation,
+        mode=mode,
+    )
+
+
+class Person:
+    """The person at an MCP client's dialogs: answers each question the server asks its user with ``answer``
+    (accept, decline or cancel; a callable gets the question first), and keeps every question it was shown."""
+
+    def __init__(self, answer="accept"):
+        self.answer = answer
+        self.asked: list[str] = []
+
+    async def __call__(self, context, params):
+        from mcp import types
+
+        self.asked.append(params.message)
+        action = self.answer(params.message) if callable(self.answer) else self.answer
+        return types.ElicitResult(action=action, content={} if action == "accept" else None)
 
 
 def http_session(url: str, token: str | None = None) -> McpSession:

@@ -189,3 +189,25 @@ def test_a_value_piped_in_from_a_file_with_a_byte_order_mark_is_written_without_
     assert res.code == 0, res.err
     shown = bead("show", "user/editor").out
     assert "\ufeff" not in shown and "The person edits in Helix." in shown
+
+
+def test_pin_and_unpin_at_a_terminal_what_the_curators_client_cannot_ask_about(bead, bead_home):
+    """`bead pin KEY@vN` is what the curator's server names where the client cannot ask the person: it pins only the
+    version named while it is current, as the curator's pin does."""
+    from bead.config import Config
+    from bead.core.memory import Memory
+    from bead.paths import Home
+
+    assert bead("write", "project/shop/cache", "The cache is Redis 7", "--type", "project").code == 0
+    assert bead("write", "project/shop/cache", "The cache is Valkey 8", "--type", "project").code == 0
+    stale = bead("pin", "project/shop/cache@v1")
+    assert stale.code != 0 and "changed since it was shown" in stale.err
+    assert bead("pin", "project/shop/cache@vx").code != 0
+    assert bead("pin", "project/shop/cache@v2").out.strip() == "pinned project/shop/cache@v2"
+    assert bead("pin", "project/shop/cache").out.startswith("unchanged")
+    with Memory(Home(bead_home), Config(owner="t")) as mem:
+        assert mem.current("project/shop/cache").pinned
+    assert bead("unpin", "project/shop/cache").out.strip() == "unpinned project/shop/cache@v2"
+    with Memory(Home(bead_home), Config(owner="t")) as mem:
+        assert not mem.current("project/shop/cache").pinned
+    assert "no fact under" in bead("pin", "project/shop/nothing").err

@@ -161,4 +161,35 @@ def reinforce(key, as_json):
     emit({"id": fid}, as_json, lambda d: echo(f"reinforced {d['id']}"))
 
 
-COMMANDS = [dream, queue, reinforce]
+@click.command()
+@click.argument("key")
+@json_option
+def pin(key, as_json):
+    """Pin KEY (or KEY@vN: only while that version is current): it goes first into every conversation's pinned
+    block and never decays. `bead unpin KEY` undoes it."""
+    _pin(key, True, as_json)
+
+
+@click.command()
+@click.argument("key")
+@json_option
+def unpin(key, as_json):
+    """Unpin KEY: it is chosen for the pinned block as any other fact again."""
+    _pin(key, False, as_json)
+
+
+def _pin(given: str, pinned: bool, as_json: bool) -> None:
+    from ..core.curate import set_pinned
+
+    key, _, version = given.partition("@v")
+    expected = f"{key}@v{version}" if version else None
+    if version and not version.isdigit():
+        from ..errors import InvalidArgument
+
+        raise InvalidArgument(f"{given} is not KEY or KEY@vN", "give the key, or the key and a version: user/editor@v2")
+    out = set_pinned(open_memory(), key, pinned, expected)
+    word = "pinned" if pinned else "unpinned"
+    emit(out, as_json, lambda d: echo(f"{word} {d['id']}" if d["changed"] else f"unchanged: {d['id']} was {word} already"))
+
+
+COMMANDS = [dream, queue, reinforce, pin, unpin]

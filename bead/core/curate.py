@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import files as safe
 from ..errors import BeadError, NotFound, Sealed
+from ..store.facts import Fact
 from ..store.keys import validate_key
 from ..store.queue import Queue
 from ..store.reports import DreamState, Reports
@@ -46,9 +47,9 @@ def summary(mem: Memory) -> dict[str, Any]:
     }
 
 
-def set_pinned(mem: Memory, key: str, pinned: bool, expected_id: str | None = None) -> dict[str, Any]:
-    """Pin (kept first in the pinned block, never decays) or unpin the current version of ``key``; with
-    ``expected_id``, only if that version (the one the person was shown) is still the current one."""
+def pin_target(mem: Memory, key: str, pinned: bool = True, expected_id: str | None = None) -> Fact:
+    """The current version of ``key`` that a pin (or unpin) would change; with ``expected_id``, only if that
+    version (the one the person was shown) is still the current one."""
     validate_key(key)
     cur = mem.current(key)
     if cur is None:
@@ -60,6 +61,13 @@ def set_pinned(mem: Memory, key: str, pinned: bool, expected_id: str | None = No
             f"not {'pinned' if pinned else 'unpinned'}: {key} changed since it was shown ({expected_id} then, {cur.id} now)",
             "look at the key again and decide on what it says now",
         )
+    return cur
+
+
+def set_pinned(mem: Memory, key: str, pinned: bool, expected_id: str | None = None) -> dict[str, Any]:
+    """Pin (kept first in the pinned block, never decays) or unpin the current version of ``key``; with
+    ``expected_id``, only if that version (the one the person was shown) is still the current one."""
+    cur = pin_target(mem, key, pinned, expected_id)
     changed = cur.pinned != pinned
     if changed:
         mem.set_pinned(cur, pinned)

@@ -305,6 +305,50 @@ def remember_fact(
     person's. ``expected_version`` makes the write a compare-and-swap (0: the key must be new), checked
     under the store's lock: VersionConflict when the key moved on. ``viewer`` decides the stored key and
     the ``owner`` written; ``source`` goes into a review item (who backs the value)."""
+    shown, stored, value, found = vet(mem, value, type, key, trust, expected_version, viewer, project)
+    owner = viewer.owner or ""
+    if found is not None:
+        reason = f"remember: {found.reason}"
+        queued = propose.queue(mem, "suspicious", stored, type, value, reason, source=source, owner=owner)
+        return Saved("queued", shown, item=queued.item.id if queued.item else None, reason=reason)
+
+    def cas(cur: Fact | None) -> None:
+        if expected_version is not None:
+            now = cur.version if cur is not None else 0
+            if now != expected_version:
+                raise VersionConflict(shown, expected_version, now or None)
+
+    done = propose.write_or_queue(
+        mem, stored, value, type, trust, source=source, owner=viewer.owner, check=cas, shown=viewer.shown_id
+    )
+    if done.status == "queued":
+        return Saved("queued", shown, item=done.item.id if done.item else None, reason=done.reason)
+    if done.current is not None:  # the person's version says the same
+        return Saved("unchanged", shown, viewer.shown_id(done.current.id), done.current.version)
+    assert done.result is not None
+    res, fact = done.result, done.result.fact
+    return Saved(
+        "written" if res.written else "unchanged",
+        shown,
+        viewer.shown_id(fact.id),
+        fact.version,
+        viewer.shown_id(res.superseded.id) if res.written and res.superseded else None,
+        indexed=res.indexed,
+    )
+
+
+def vet(
+    mem: Memory,
+    value: str,
+    type: str,
+    key: str | None = None,
+    trust: str = "agent_observed",
+    expected_version: int | None = None,
+    viewer: Viewer = LOCAL,
+    project: str | None = None,
+) -> tuple[str, str, str, propose.Finding | None]:
+    """What remember_fact would do before it writes: (the key as shown, as stored, the value as it would be
+    written, the screen's finding: not None when it would be queued), or the error it would raise."""
     if type not in TYPES:
         raise InvalidArgument(f"type {type!r} is not one of {', '.join(TYPES)}", f"use one of: {', '.join(TYPES)}")
     if trust not in TRUSTS:
@@ -337,32 +381,4 @@ def remember_fact(
         )
     if mem.is_sealed(stored):
         raise KeySealed(shown)
-    owner = viewer.owner or ""
-    if found is not None:
-        reason = f"remember: {found.reason}"
-        queued = propose.queue(mem, "suspicious", stored, type, value, reason, source=source, owner=owner)
-        return Saved("queued", shown, item=queued.item.id if queued.item else None, reason=reason)
-
-    def cas(cur: Fact | None) -> None:
-        if expected_version is not None:
-            now = cur.version if cur is not None else 0
-            if now != expected_version:
-                raise VersionConflict(shown, expected_version, now or None)
-
-    done = propose.write_or_queue(
-        mem, stored, value, type, trust, source=source, owner=viewer.owner, check=cas, shown=viewer.shown_id
-    )
-    if done.status == "queued":
-        return Saved("queued", shown, item=done.item.id if done.item else None, reason=done.reason)
-    if done.current is not None:  # the person's version says the same
-        return Saved("unchanged", shown, viewer.shown_id(done.current.id), done.current.version)
-    assert done.result is not None
-    res, fact = done.result, done.result.fact
-    return Saved(
-        "written" if res.written else "unchanged",
-        shown,
-        viewer.shown_id(fact.id),
-        fact.version,
-        viewer.shown_id(res.superseded.id) if res.written and res.superseded else None,
-        indexed=res.indexed,
-    )
+    return shown, stored, value, found

@@ -263,6 +263,11 @@ def items(mem: Memory, status: str | None = "open") -> list[Item]:
     return Queue(mem).items(status)
 
 
+def open_item(mem: Memory, item_id: str) -> Item:
+    """Review item ``item_id``, which must still be open and hold what it was queued with (Queue.open_item)."""
+    return Queue(mem).open_item(item_id)
+
+
 def _as_shown(item: Item, shown: str | None) -> None:
     if shown and fingerprint(item) != shown:
         raise BeadError(
@@ -287,6 +292,18 @@ def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | N
     item = queue.open_item(item_id)
     _as_shown(item, shown)
     text = item.value if value is None else value.strip()
+    acceptable(item_id, text)
+    sources = [] if item.kind == "lesson" else item.sources
+    res = mem.write(item.key, text, item.type, trust="accepted", sources=sources, owner=item.owner or None)
+    entry = {"action": "accepted", "reason": reason, "id": res.fact.id}
+    if text != item.value:
+        entry["value"] = text
+    return queue.decided(item, "accepted", entry)
+
+
+def acceptable(item_id: str, text: str) -> None:
+    """Raise unless ``text`` (review item ``item_id``'s value, or the person's edit of it) may be written as the
+    person's word; the curator's server asks the person only about text that passes."""
     if not text:
         raise BeadError("the edited value is empty", "accept the item as it is, or reject it")
     # Accepting makes the text the person's word: the same checks as any other way in. A proposal (or an
@@ -310,12 +327,6 @@ def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | N
             "one in plain text; nothing was written",
             "leave the secret out (edit it), or seal it: `bead write KEY - --sensitivity secret`",
         )
-    sources = [] if item.kind == "lesson" else item.sources
-    res = mem.write(item.key, text, item.type, trust="accepted", sources=sources, owner=item.owner or None)
-    entry = {"action": "accepted", "reason": reason, "id": res.fact.id}
-    if text != item.value:
-        entry["value"] = text
-    return queue.decided(item, "accepted", entry)
 
 
 def reject_item(mem: Memory, item_id: str, reason: str = "", shown: str | None = None) -> Item:

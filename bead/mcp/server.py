@@ -16,11 +16,13 @@ import asyncio
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.elicitation import ElicitationResult
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -36,6 +38,7 @@ from ..core.review import wake as reinforce_fact
 from ..core.viewer import LOCAL, Viewer
 from ..display import json_text, visible, visible_data
 from ..paths import Home
+from . import consent
 from .confirm import ConfirmTokens
 from .errors import ToolFailure, failure
 from .errors import result as error_result
@@ -70,7 +73,9 @@ LABELLED = frozenset(
 ADMIN_INSTRUCTIONS = (
     "bead's curation tools for the person who owns this memory. Start with summary and "
     "review_queue. forget, forget_matching and seal take two calls: a preview with a confirm "
-    "token, then the call with the token; show the person the preview before the second call."
+    "token, then the call with the token; show the person the preview before the second call. "
+    "queue_accept, pin and remember write the person's word: bead asks the person itself in a dialog "
+    "and writes nothing without their accept."
 )
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -125,6 +130,14 @@ class Runtime:
                 self._memories.append(mem)
         return mem
 
+    async def question(self, text_of: Callable[[Memory], str], instead: str) -> consent.Question:
+        """What a tool would ask the person (bead.mcp.consent), read in a worker thread."""
+        try:
+            text = await asyncio.wrap_future(self.pool.submit(lambda: text_of(self.memory())))
+        except Exception:  # the tool's work reads it again and reports the error as its own
+            return consent.Question(instead=instead, failed=True)
+        return consent.Question(text, instead)
+
     def close(self) -> None:
         self.pool.shutdown(wait=True)
         with self._mem_lock:
@@ -132,11 +145,22 @@ class Runtime:
                 mem.close()
             self._memories.clear()
 
-    async def call(self, tool: str, ctx: Context, work: Callable[[Memory, Viewer], Any], *, write: bool) -> CallToolResult:
+    async def call(
+        self,
+        tool: str,
+        ctx: Context,
+        work: Callable[[Memory, Viewer], Any],
+        *,
+        write: bool,
+        asked: tuple[Callable[[Memory], str], consent.Question, Any] | None = None,
+    ) -> CallToolResult:
         """Run ``work(mem, viewer)`` in a worker thread; its answer becomes the result.
 
         The answer is a dict (the structured result, and as JSON the text the
-        model reads) or a pair (the structured result, the text)."""
+        model reads) or a pair (the structured result, the text). ``asked``:
+        (the question's function, the question the person was asked, their
+        answer) from the tool's resolvers (bead.mcp.consent): the work runs
+        only on their accept, and only if the question still reads the same."""
         start = time.perf_counter()
         if self.in_flight >= self.max_in_flight:
             log.warning("mcp %s refused: %d calls in flight (mcp.max_concurrent)", tool, self.in_flight)
@@ -150,12 +174,22 @@ class Runtime:
         timing = {"ms": 0.0, "wait": 0.0}
         try:
             viewer = self.viewer_of(ctx)
+            if asked is not None:
+                consent.verdict(asked[1], asked[2])
             queued = time.perf_counter()
 
             def run() -> Any:
                 t0 = time.perf_counter()
                 timing["wait"] = (t0 - queued) * 1000
                 try:
+                    # A question that could not be read raises its error here; one that reads otherwise now (the
+                    # fact or the item changed while the person read it) is not what they accepted.
+                    if asked is not None and asked[0](self.memory()) != asked[1].text:
+                        raise ToolFailure(
+                            "preview_stale",
+                            "what the person accepted changed before it was written; nothing was changed",
+                            "call again: the person is asked about what it says now",
+                        )
                     return work(self.memory(), viewer)
                 finally:
                     timing["ms"] = (time.perf_counter() - t0) * 1000
@@ -225,10 +259,155 @@ def build(rt: Runtime, admin: bool = False) -> MCPServer:
     )
     # What the curator's server writes is the person's word; what the agent's writes is not.
     trust, source = ("user_stated", "curator") if admin else ("agent_observed", "untrusted")
+    _RUNTIMES[mcp] = rt
     _agent_tools(mcp, rt, trust, source)
     if admin:
         _admin_tools(mcp, rt)
     return mcp
+
+
+REMEMBER = (
+    "Save a fact for future sessions (a decision, convention, fix or preference) as one short statement. Give "
+    "key (user/<name> or project/<project>/<name>) to update a fact; with expected_version (from get_memory) "
+    "the write fails if the fact changed meanwhile. A value that reads like an instruction waits for the "
+    "person's review instead."
+)
+Value = Annotated[str, Field(description="the fact, stated plainly", max_length=70000)]
+TypeArg = Annotated[
+    FactType, Field(description="user (about the person), feedback (how they want you to work), project, or reference")
+]
+KeyArg = Annotated[str | None, Field(description="the fact's key; left out, bead proposes one", max_length=300)]
+Expected = Annotated[int | None, Field(ge=0, description="compare-and-swap: the version you read (0: the key must be new)")]
+
+
+def _remembering(
+    rt: Runtime, value: str, type: str, key: str | None, expected_version: int | None, trust: str, source: str
+) -> Callable[[Memory, Viewer], dict[str, Any]]:
+    def work(mem: Memory, viewer: Viewer) -> dict[str, Any]:
+        saved = remembering.remember_fact(
+            mem,
+            value,
+            type,
+            key,
+            trust=trust,
+            expected_version=expected_version,
+            viewer=viewer,
+            project=rt.project if not viewer.team else None,
+            source=source,
+        )
+        out = {"status": saved.status, "key": saved.key, "id": saved.id, "version": saved.version, "superseded": saved.superseded}
+        if saved.status == "queued":
+            out |= {
+                "review_item": saved.item,
+                "reason": saved.reason,
+                "next": "nothing was stored; the person decides in the review queue",
+            }
+        if not saved.indexed:
+            out["note"] = "written; search shows it once the index catches up"
+        return out
+
+    return work
+
+
+# ----- the person's own yes (bead.mcp.consent): each tool's question, read from the store, and its asking ------
+# Resolvers are module functions (the SDK reads their annotations): they find the tool's Runtime by its server.
+
+_RUNTIMES: weakref.WeakKeyDictionary[MCPServer, Runtime] = weakref.WeakKeyDictionary()
+
+
+def _runtime(ctx: Context) -> Runtime:
+    return _RUNTIMES[ctx.mcp_server]
+
+
+def _accept_text(mem: Memory, item_id: str) -> str:
+    item = review.open_item(mem, item_id)
+    review.acceptable(item.id, item.value)
+    why = f"It was queued because: {visible(item.detail[:300])}\n" if item.detail else ""
+    return (
+        f"bead: accept review item {item.id} as your word? It writes {visible(item.key)} ({item.type}, trust accepted); "
+        f"your agents will read it as what you said. The proposal, as it would be written:\n\n"
+        f"{consent.quoted(item.value, _accept_instead(item_id))}\n\n{why}Decline and it stays in the queue."
+    )
+
+
+def _accept_instead(item_id: str) -> str:
+    return f"the person accepts it at a terminal: `bead queue accept {item_id}`, or in `bead review`"
+
+
+async def _accept_question(ctx: Context, id: str) -> consent.Question:  # noqa: A002 - the tool's argument
+    return await _runtime(ctx).question(lambda m: _accept_text(m, id), _accept_instead(id))
+
+
+AcceptQuestion = Annotated[consent.Question, Resolve(_accept_question)]
+
+
+async def _accept_asked(ctx: Context, q: AcceptQuestion) -> Elicit[consent.Consent] | consent.Question:
+    return consent.ask(ctx, q)
+
+
+AcceptAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_accept_asked)]
+
+
+def _pin_text(mem: Memory, key: str, version: int) -> str:
+    want = f"{key}@v{version}"
+    cur = curate.pin_target(mem, key, True, want)
+    vouched = "" if cur.trust in ("user_stated", "accepted") else f"You did not say it: its trust is {cur.trust}. "
+    return (
+        f"bead: pin {visible(want)}? A pinned fact goes into every conversation's pinned block and never decays. "
+        f"Its text:\n\n{consent.quoted(cur.body, _pin_instead(key, version))}\n\n{vouched}Decline and nothing changes."
+    )
+
+
+def _pin_instead(key: str, version: int) -> str:
+    return f"the person pins it at a terminal: `bead pin {key}@v{version}`"
+
+
+async def _pin_question(ctx: Context, key: str, version: int) -> consent.Question:
+    return await _runtime(ctx).question(lambda m: _pin_text(m, key, version), _pin_instead(key, version))
+
+
+PinQuestion = Annotated[consent.Question, Resolve(_pin_question)]
+
+
+async def _pin_asked(ctx: Context, q: PinQuestion) -> Elicit[consent.Consent] | consent.Question:
+    return consent.ask(ctx, q)
+
+
+PinAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_pin_asked)]
+
+
+def _remember_text(mem: Memory, project: str | None, value: str, type: str, key: str | None, expected_version: int | None) -> str:
+    _shown, _stored, text, found = remembering.vet(mem, value, type, key, "user_stated", expected_version, project=project)
+    if found is not None:  # it goes to the review queue, not into memory as the person's word: nothing to ask
+        return ""
+    where = f"under {visible(key)}" if key else "under a key bead proposes"
+    return (
+        f"bead: remember this as your word ({type}, {where})? Your agents will read it as what you said.\n\n"
+        f"{consent.quoted(text, _remember_instead(key, type))}\n\nDecline and nothing is written."
+    )
+
+
+def _remember_instead(key: str | None, type: str) -> str:
+    return f"the person writes it at a terminal: `bead write {key or 'KEY'} - --type {type}` (the text on standard input)"
+
+
+async def _remember_question(
+    ctx: Context, value: str, type: str, key: str | None, expected_version: int | None
+) -> consent.Question:
+    project = _runtime(ctx).project
+    return await _runtime(ctx).question(
+        lambda m: _remember_text(m, project, value, type, key, expected_version), _remember_instead(key, type)
+    )
+
+
+RememberQuestion = Annotated[consent.Question, Resolve(_remember_question)]
+
+
+async def _remember_asked(ctx: Context, q: RememberQuestion) -> Elicit[consent.Consent] | consent.Question:
+    return consent.ask(ctx, q)
+
+
+RememberAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_remember_asked)]
 
 
 def _agent_tools(mcp: MCPServer, rt: Runtime, trust: str, source: str) -> None:
@@ -256,56 +435,30 @@ def _agent_tools(mcp: MCPServer, rt: Runtime, trust: str, source: str) -> None:
 
         return await rt.call("recall", ctx, work, write=False)
 
-    @mcp.tool(
-        annotations=WRITE,
-        description=(
-            "Save a fact for future sessions (a decision, convention, fix or preference) as one short statement. Give "
-            "key (user/<name> or project/<project>/<name>) to update a fact; with expected_version (from get_memory) "
-            "the write fails if the fact changed meanwhile. A value that reads like an instruction waits for the "
-            "person's review instead."
-        ),
-    )
-    async def remember(
-        value: Annotated[str, Field(description="the fact, stated plainly", max_length=70000)],
-        type: Annotated[
-            FactType, Field(description="user (about the person), feedback (how they want you to work), project, or reference")
-        ],
-        ctx: Context,
-        key: Annotated[str | None, Field(description="the fact's key; left out, bead proposes one", max_length=300)] = None,
-        expected_version: Annotated[
-            int | None, Field(ge=0, description="compare-and-swap: the version you read (0: the key must be new)")
-        ] = None,
-    ) -> CallToolResult:
-        def work(mem: Memory, viewer: Viewer) -> dict[str, Any]:
-            saved = remembering.remember_fact(
-                mem,
-                value,
-                type,
-                key,
-                trust=trust,
-                expected_version=expected_version,
-                viewer=viewer,
-                project=rt.project if not viewer.team else None,
-                source=source,
-            )
-            out = {
-                "status": saved.status,
-                "key": saved.key,
-                "id": saved.id,
-                "version": saved.version,
-                "superseded": saved.superseded,
-            }
-            if saved.status == "queued":
-                out |= {
-                    "review_item": saved.item,
-                    "reason": saved.reason,
-                    "next": "nothing was stored; the person decides in the review queue",
-                }
-            if not saved.indexed:
-                out["note"] = "written; search shows it once the index catches up"
-            return out
+    if trust != "user_stated":
 
-        return await rt.call("remember", ctx, work, write=True)
+        @mcp.tool(annotations=WRITE, description=REMEMBER)
+        async def remember(
+            value: Value, type: TypeArg, ctx: Context, key: KeyArg = None, expected_version: Expected = None
+        ) -> CallToolResult:
+            work = _remembering(rt, value, type, key, expected_version, trust, source)
+            return await rt.call("remember", ctx, work, write=True)
+
+    else:  # the curator's: the person's word, written on their own yes (bead.mcp.consent)
+
+        @mcp.tool(name="remember", annotations=WRITE, description=REMEMBER)
+        async def remember_as_person(
+            value: Value,
+            type: TypeArg,
+            ctx: Context,
+            question: RememberQuestion,
+            agreed: RememberAsked,
+            key: KeyArg = None,
+            expected_version: Expected = None,
+        ) -> CallToolResult:
+            work = _remembering(rt, value, type, key, expected_version, trust, source)
+            text_of = lambda m: _remember_text(m, rt.project, value, type, key, expected_version)  # noqa: E731
+            return await rt.call("remember", ctx, work, write=True, asked=(text_of, question, agreed))
 
     @mcp.tool(
         annotations=READ,
@@ -396,17 +549,27 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
 
     @mcp.tool(
         annotations=WRITE,
-        description="Pin a fact: it stays first in the standing memory and never decays. Give the version you were "
-        "shown (history shows them): if another is current now (written meanwhile), nothing is pinned.",
+        description="Pin a fact: it stays first in the standing memory and never decays, once the person says yes in "
+        "the dialog bead shows them. Give the version you were shown (history shows them): if another is current now "
+        "(written meanwhile), nothing is pinned.",
     )
     async def pin(
         key: Key,
         ctx: Context,
         version: Annotated[int, Field(description="the version you decided on (history shows them)", ge=1)],
+        question: PinQuestion,
+        agreed: PinAsked,
     ) -> CallToolResult:
         # Required: without it the pin would land on whatever is current when it arrives, which an agent may have
         # written after the curator read the fact (the version shown is the one decided on).
-        return await rt.call("pin", ctx, lambda m, v: curate.set_pinned(m, key, True, f"{key}@v{version}"), write=True)
+        want = f"{key}@v{version}"
+        return await rt.call(
+            "pin",
+            ctx,
+            lambda m, v: curate.set_pinned(m, key, True, want),
+            write=True,
+            asked=(lambda m: _pin_text(m, key, version), question, agreed),
+        )
 
     @mcp.tool(annotations=WRITE, description="Unpin a fact.")
     async def unpin(key: Key, ctx: Context) -> CallToolResult:
@@ -521,9 +684,24 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
             write=False,
         )
 
-    @mcp.tool(annotations=WRITE, description="Accept a review item: its value is written with trust accepted.")
-    async def queue_accept(id: Annotated[str, Field(max_length=40)], ctx: Context) -> CallToolResult:  # noqa: A002
-        return await rt.call("queue_accept", ctx, lambda m, v: review.accept_item(m, id).as_dict(), write=True)
+    @mcp.tool(
+        annotations=WRITE,
+        description="Accept a review item: its value is written with trust accepted, once the person says yes in the "
+        "dialog bead shows them.",
+    )
+    async def queue_accept(
+        id: Annotated[str, Field(max_length=40)],  # noqa: A002
+        ctx: Context,
+        question: AcceptQuestion,
+        agreed: AcceptAsked,
+    ) -> CallToolResult:
+        return await rt.call(
+            "queue_accept",
+            ctx,
+            lambda m, v: review.accept_item(m, id).as_dict(),
+            write=True,
+            asked=(lambda m: _accept_text(m, id), question, agreed),
+        )
 
     @mcp.tool(annotations=WRITE, description="Reject a review item: its value is tombstoned and never proposed again.")
     async def queue_reject(

@@ -112,7 +112,8 @@ def system_prompt(summary: dict[str, Any]) -> str:
         "Decide nothing on your own: suggest, and act (queue_accept, queue_reject, pin, unpin, reinforce, forget, "
         "forget_matching, seal) only when the person says so. forget, forget_matching and seal take two calls: show "
         "the person the preview of the first before making the second. remember here writes what the person "
-        "states, as their own word. " + state
+        "states, as their own word; it, queue_accept and pin ask the person in a dialog of their own before they "
+        "write (a decline writes nothing: do not ask again unless the person says so). " + state
     )
 
 

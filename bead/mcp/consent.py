@@ -1,0 +1,111 @@
+"""The person's own yes, asked by the curator's server before text becomes their word.
+
+An accept from the review queue, a pin, and the curator's ``remember`` put
+text into every conversation's pinned block as the person's word. The model
+that calls the tool may be steered by the very text it is asked to accept (a
+queued proposal, a web page in the session), and a harness may approve tool
+calls without asking. So the server asks the person itself, through MCP
+elicitation: the client shows bead's question, with the text it would write,
+in a dialog the person answers; the model sees neither the question nor a
+token it could repeat. A client that cannot ask (no form elicitation, or no
+channel back) gets a refusal naming the terminal command the person runs
+instead. Nothing is written without an accept, and only while the question
+would still read the same (the tool checks again just before it writes).
+
+The SDK asks through resolvers (``mcp.server.mcpserver.Resolve``): a tool's
+question resolver reads the store, its ask resolver turns the question into
+an ``Elicit`` marker, and the SDK carries it the way the negotiated protocol
+wants (a request to the client mid-call before 2026-07-28, an
+``InputRequiredResult`` and the client's retry from then on; a retry whose
+question reads differently is asked again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server.elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation
+from mcp.server.mcpserver import Context, Elicit
+from mcp_types.version import is_version_at_least
+from pydantic import BaseModel, ConfigDict
+
+from ..display import visible
+from .errors import ToolFailure
+
+# Longer text is not put in a dialog: the person would accept what they did not read.
+SHOW_CHARS = 4000
+# From this protocol revision on, a question rides an InputRequiredResult and needs no channel back.
+INPUT_REQUIRED = "2026-07-28"
+
+
+class Consent(BaseModel):
+    """An empty form: the person's accept or decline is the whole answer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a tool would ask the person: ``text`` (empty: the call writes nothing as the person's word, so
+    nothing is asked), or ``failed`` (reading what to ask raised: the tool's work raises the same, asked
+    nothing); ``instead``: what the person runs at a terminal where the client cannot ask."""
+
+    text: str = ""
+    instead: str = ""
+    failed: bool = False
+
+
+def can_ask(ctx: Context) -> bool:
+    """The client shows forms to its user (``elicitation: {}`` is form mode, the spec's first form), and the
+    question can reach it: an InputRequiredResult, or a request on a channel back."""
+    try:
+        caps = ctx.client_capabilities
+        el = caps.elicitation if caps is not None else None
+        if el is None or (el.form is None and el.url is not None):
+            return False
+        version = ctx.protocol_version
+        if version is not None and is_version_at_least(version, INPUT_REQUIRED):
+            return True
+        return bool(ctx.session.can_send_request)
+    except Exception:  # outside a request, or a session without the attribute: no one to ask
+        return False
+
+
+def ask(ctx: Context, q: Question) -> Elicit[Consent] | Question:
+    """The ask resolver's body: a question for the client to show, or ``q`` itself when there is nothing to
+    ask or no one to ask it of (the tool then refuses or acts, ``verdict``)."""
+    if q.text and not q.failed and can_ask(ctx):
+        return Elicit(q.text, Consent)
+    return q
+
+
+def quoted(text: str, instead: str) -> str:
+    """``text`` as the question shows it: every control and invisible character as an escape, indented under
+    the question so no line of it reads as bead's; refused when too long to read in a dialog."""
+    if len(text) > SHOW_CHARS:
+        raise ToolFailure(
+            "needs_person",
+            f"the text is {len(text):,} characters, too long to ask about in a dialog; nothing was changed",
+            instead,
+        )
+    return "\n".join("    " + line for line in visible(text, multiline=True).split("\n"))
+
+
+def verdict(q: Question, outcome: Any) -> None:
+    """Return when the tool may act on ``q``: nothing to ask, or the person accepted it; raise ToolFailure
+    (nothing was changed) when they did not, or could not be asked."""
+    if q.failed or not q.text:
+        return  # the work raises what the question could not be read for, or writes nothing of the person's
+    if isinstance(outcome, AcceptedElicitation) and isinstance(outcome.data, Consent):
+        return
+    if isinstance(outcome, DeclinedElicitation | CancelledElicitation):
+        raise ToolFailure(
+            "declined", "the person did not accept; nothing was changed", "leave it as it is unless the person asks again"
+        )
+    raise ToolFailure(
+        "needs_person",
+        "only the person can make this their word, and this client cannot ask them (it has no MCP elicitation "
+        "form); nothing was changed",
+        q.instead,
+    )
