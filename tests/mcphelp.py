@@ -135,7 +135,8 @@ def stdio_session(
 
 class Person:
     """The person at an MCP client's dialogs: answers each question the server asks its user with ``answer``
-    (accept, decline or cancel; a callable gets the question first), and keeps every question it was shown."""
+    (accept, decline or cancel; "error": the client fails the question; "bare-accept": an accept without the
+    form's content; a callable gets the question first), and keeps every question it was shown."""
 
     def __init__(self, answer="accept"):
         self.answer = answer
@@ -146,6 +147,10 @@ class Person:
 
         self.asked.append(params.message)
         action = self.answer(params.message) if callable(self.answer) else self.answer
+        if action == "error":  # the client fails the question (a JSON-RPC error instead of an answer)
+            return types.ErrorData(code=types.INTERNAL_ERROR, message="the dialog could not be shown")
+        if action == "bare-accept":  # an accept without the form's content
+            return types.ElicitResult(action="accept", content=None)
         return types.ElicitResult(action=action, content={} if action == "accept" else None)
 
 

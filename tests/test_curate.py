@@ -53,21 +53,23 @@ def test_curate_runs_claude_with_the_admin_server_and_without_the_proxy(bead, be
     argv = got["argv"]
     config_path = bead_home / "curate-mcp.json"
     # Only the person's own settings, in the home: a cloned repository's .claude/settings.json could allow the
-    # curator's tools (an accept, a pin) without asking.
-    assert argv[:7] == [
+    # curator's tools (an accept, a pin) without asking. No built-in tool: a shell could run `bead queue accept`.
+    assert argv[:9] == [
         "--mcp-config",
         str(config_path),
         "--strict-mcp-config",
         "--setting-sources",
         "user",
+        "--tools",
+        "",
         "--append-system-prompt",
-        argv[6],
+        argv[8],
     ]
     assert got["cwd"] == str(bead_home)
-    prompt = argv[6]
+    prompt = argv[8]
     assert "summary" in prompt and "review_queue" in prompt and "never follow instructions" in prompt
     assert "1 review items waiting" in prompt and "Postgres on 5433" not in prompt, "numbers only, never a value"
-    assert "dream report" in argv[7] and "review queue" in argv[7], "the session opens on the report and the queue"
+    assert "dream report" in argv[9] and "review queue" in argv[9], "the session opens on the report and the queue"
     assert "ANTHROPIC_BASE_URL" not in got["env"] and "CLAUDE_CODE_GATEWAY_HINT_HEADERS" not in got["env"]
     assert stat.S_IMODE(config_path.stat().st_mode) == 0o600
     server = json.loads(config_path.read_text())["mcpServers"]["bead-admin"]

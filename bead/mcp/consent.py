@@ -25,8 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp.server.elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation
 from mcp.server.mcpserver import Context, Elicit
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, ConfigDict
 
@@ -37,6 +39,9 @@ from .errors import ToolFailure
 SHOW_CHARS = 4000
 # From this protocol revision on, a question rides an InputRequiredResult and needs no channel back.
 INPUT_REQUIRED = "2026-07-28"
+# How long a question asked in the middle of a call waits for the person (before 2026-07-28; from then on the
+# SDK's request state expires after as long): the call is not held open for good by a client that never answers.
+WAIT_S = 600.0
 
 
 class Consent(BaseModel):
@@ -64,32 +69,53 @@ def can_ask(ctx: Context) -> bool:
         el = caps.elicitation if caps is not None else None
         if el is None or (el.form is None and el.url is not None):
             return False
-        version = ctx.protocol_version
-        if version is not None and is_version_at_least(version, INPUT_REQUIRED):
-            return True
-        return bool(ctx.session.can_send_request)
+        return _input_required(ctx) or bool(ctx.session.can_send_request)
     except Exception:  # outside a request, or a session without the attribute: no one to ask
         return False
 
 
-def ask(ctx: Context, q: Question) -> Elicit[Consent] | Question:
-    """The ask resolver's body: a question for the client to show, or ``q`` itself when there is nothing to
-    ask or no one to ask it of (the tool then refuses or acts, ``verdict``)."""
-    if q.text and not q.failed and can_ask(ctx):
+def _input_required(ctx: Context) -> bool:
+    version = ctx.protocol_version
+    return version is not None and is_version_at_least(version, INPUT_REQUIRED)
+
+
+@dataclass(frozen=True)
+class Answered:
+    """The person's answer to a question asked in the middle of the call (before 2026-07-28): ``accept``,
+    ``decline`` or ``cancel``, or "" when no clear answer came (an error from the client, no answer in time)."""
+
+    action: str = ""
+
+
+async def ask(ctx: Context, q: Question) -> Elicit[Consent] | Question | Answered:
+    """The ask resolver's body: ``q`` itself when there is nothing to ask or no one to ask it of (the tool then
+    acts or refuses, ``verdict``); else the question, for the SDK to carry as an InputRequiredResult
+    (2026-07-28 on), or asked here, on the channel back, so that a client's error or silence is a refusal of
+    bead's own shape rather than a protocol error or a call held open for good."""
+    if not q.text or q.failed or not can_ask(ctx):
+        return q
+    if _input_required(ctx):
         return Elicit(q.text, Consent)
-    return q
+    try:
+        with anyio.fail_after(WAIT_S):
+            answer = await ctx.elicit(q.text, Consent)
+    except (MCPError, ValueError, TimeoutError):
+        return Answered()
+    return Answered(answer.action)
 
 
 def quoted(text: str, instead: str) -> str:
-    """``text`` as the question shows it: every control and invisible character as an escape, indented under
-    the question so no line of it reads as bead's; refused when too long to read in a dialog."""
-    if len(text) > SHOW_CHARS:
+    """``text`` as the question shows it: as a block gives it to the model (one line: each line break and run of
+    blank space one space, so no padding pushes a part of it out of the dialog's view), every control and invisible
+    character as an escape, indented under the question; refused when too long to read in a dialog."""
+    flat = " ".join(text.split())
+    if len(flat) > SHOW_CHARS:
         raise ToolFailure(
             "needs_person",
-            f"the text is {len(text):,} characters, too long to ask about in a dialog; nothing was changed",
+            f"the text is {len(flat):,} characters, too long to ask about in a dialog; nothing was changed",
             instead,
         )
-    return "\n".join("    " + line for line in visible(text, multiline=True).split("\n"))
+    return "    " + visible(flat)
 
 
 def verdict(q: Question, outcome: Any) -> None:
@@ -97,11 +123,14 @@ def verdict(q: Question, outcome: Any) -> None:
     (nothing was changed) when they did not, or could not be asked."""
     if q.failed or not q.text:
         return  # the work raises what the question could not be read for, or writes nothing of the person's
-    if isinstance(outcome, AcceptedElicitation) and isinstance(outcome.data, Consent):
+    data = outcome.data if isinstance(outcome, AcceptedElicitation) else None
+    if isinstance(data, Consent) or (isinstance(data, Answered) and data.action == "accept"):
         return
-    if isinstance(outcome, DeclinedElicitation | CancelledElicitation):
+    if isinstance(outcome, DeclinedElicitation | CancelledElicitation) or isinstance(data, Answered):
         raise ToolFailure(
-            "declined", "the person did not accept; nothing was changed", "leave it as it is unless the person asks again"
+            "declined",
+            "the person did not accept (declined, closed the dialog, or no answer came); nothing was changed",
+            "leave it as it is unless the person asks again",
         )
     raise ToolFailure(
         "needs_person",

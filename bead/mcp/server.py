@@ -14,6 +14,7 @@ time, never an argument or a value.
 
 import asyncio
 import logging
+import re
 import threading
 import time
 import weakref
@@ -236,6 +237,17 @@ async def structured_errors(ctx: Any, call_next: Any) -> Any:
     if ctx.method == "tools/call" and isinstance(out, dict) and out.get("isError") and not out.get("structuredContent"):
         said = " ".join(c.get("text", "") for c in out.get("content") or [] if isinstance(c, dict))[:2000]
         unknown = said.startswith("Unknown tool")
+        if re.match(r"(?:Error executing tool \w{1,64}: )?Resolver 'bead\.mcp\.server:", said):
+            # The SDK's words for an answer to bead's question it could not read (an accept without the form's
+            # content): not a clear yes, so nothing was written (bead.mcp.consent).
+            body = {
+                "error": "the answer to bead's question was not a clear yes; nothing was changed",
+                "code": "declined",
+                "retryable": False,
+                "outcome_unknown": False,
+                "next": "leave it as it is unless the person asks again",
+            }
+            return {**out, "content": [{"type": "text", "text": json_text(body)}], "structuredContent": visible_data(body)}
         body = {
             "error": said or "the call was refused",
             "code": "unknown_tool" if unknown else "invalid_argument",
@@ -322,16 +334,27 @@ def _runtime(ctx: Context) -> Runtime:
 def _accept_text(mem: Memory, item_id: str) -> str:
     item = review.open_item(mem, item_id)
     review.acceptable(item.id, item.value)
-    why = f"It was queued because: {visible(item.detail[:300])}\n" if item.detail else ""
+    instead = _accept_instead(item_id)
+    why = f"\n\nWhy it was queued (it may quote the proposal):\n{consent.quoted(item.detail[:300], instead)}"
     return (
         f"bead: accept review item {item.id} as your word? It writes {visible(item.key)} ({item.type}, trust accepted); "
-        f"your agents will read it as what you said. The proposal, as it would be written:\n\n"
-        f"{consent.quoted(item.value, _accept_instead(item_id))}\n\n{why}Decline and it stays in the queue."
+        f"your agents will read it as what you said. The proposal, as they would read it:\n\n"
+        f"{consent.quoted(item.value, instead)}{_replacing(mem, item.key, instead)}"
+        f"{why if item.detail else ''}\n\nDecline and it stays in the queue."
     )
 
 
+def _replacing(mem: Memory, key: str, instead: str) -> str:
+    """What the question says of the version a write would replace: its value, and that a pin stays."""
+    cur = mem.current(key)
+    if cur is None:
+        return ""
+    kept = " It is pinned, and the new version stays pinned." if cur.pinned else ""
+    return f"\n\nIt replaces v{cur.version} ({cur.trust}), which says:{kept}\n{consent.quoted(cur.body, instead)}"
+
+
 def _accept_instead(item_id: str) -> str:
-    return f"the person accepts it at a terminal: `bead queue accept {item_id}`, or in `bead review`"
+    return f"ask the person to accept it at their own terminal: `bead queue accept {item_id}`, or in `bead review`"
 
 
 async def _accept_question(ctx: Context, id: str) -> consent.Question:  # noqa: A002 - the tool's argument
@@ -341,8 +364,8 @@ async def _accept_question(ctx: Context, id: str) -> consent.Question:  # noqa: 
 AcceptQuestion = Annotated[consent.Question, Resolve(_accept_question)]
 
 
-async def _accept_asked(ctx: Context, q: AcceptQuestion) -> Elicit[consent.Consent] | consent.Question:
-    return consent.ask(ctx, q)
+async def _accept_asked(ctx: Context, q: AcceptQuestion) -> Elicit[consent.Consent] | consent.Question | consent.Answered:
+    return await consent.ask(ctx, q)
 
 
 AcceptAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_accept_asked)]
@@ -359,7 +382,7 @@ def _pin_text(mem: Memory, key: str, version: int) -> str:
 
 
 def _pin_instead(key: str, version: int) -> str:
-    return f"the person pins it at a terminal: `bead pin {key}@v{version}`"
+    return f"ask the person to pin it at their own terminal: `bead pin {key}@v{version}`"
 
 
 async def _pin_question(ctx: Context, key: str, version: int) -> consent.Question:
@@ -369,26 +392,29 @@ async def _pin_question(ctx: Context, key: str, version: int) -> consent.Questio
 PinQuestion = Annotated[consent.Question, Resolve(_pin_question)]
 
 
-async def _pin_asked(ctx: Context, q: PinQuestion) -> Elicit[consent.Consent] | consent.Question:
-    return consent.ask(ctx, q)
+async def _pin_asked(ctx: Context, q: PinQuestion) -> Elicit[consent.Consent] | consent.Question | consent.Answered:
+    return await consent.ask(ctx, q)
 
 
 PinAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_pin_asked)]
 
 
 def _remember_text(mem: Memory, project: str | None, value: str, type: str, key: str | None, expected_version: int | None) -> str:
-    _shown, _stored, text, found = remembering.vet(mem, value, type, key, "user_stated", expected_version, project=project)
+    shown, stored, text, found = remembering.vet(mem, value, type, key, "user_stated", expected_version, project=project)
     if found is not None:  # it goes to the review queue, not into memory as the person's word: nothing to ask
         return ""
-    where = f"under {visible(key)}" if key else "under a key bead proposes"
+    instead = _remember_instead(key, type)
     return (
-        f"bead: remember this as your word ({type}, {where})? Your agents will read it as what you said.\n\n"
-        f"{consent.quoted(text, _remember_instead(key, type))}\n\nDecline and nothing is written."
+        f"bead: remember this as your word, under {visible(shown)} ({type})? Your agents will read it as what you "
+        f"said.\n\n{consent.quoted(text, instead)}{_replacing(mem, stored, instead)}\n\nDecline and nothing is written."
     )
 
 
 def _remember_instead(key: str | None, type: str) -> str:
-    return f"the person writes it at a terminal: `bead write {key or 'KEY'} - --type {type}` (the text on standard input)"
+    return (
+        f"ask the person to write it at their own terminal: `bead write {key or 'KEY'} - --type {type}` (the text on "
+        "standard input)"
+    )
 
 
 async def _remember_question(
@@ -403,8 +429,8 @@ async def _remember_question(
 RememberQuestion = Annotated[consent.Question, Resolve(_remember_question)]
 
 
-async def _remember_asked(ctx: Context, q: RememberQuestion) -> Elicit[consent.Consent] | consent.Question:
-    return consent.ask(ctx, q)
+async def _remember_asked(ctx: Context, q: RememberQuestion) -> Elicit[consent.Consent] | consent.Question | consent.Answered:
+    return await consent.ask(ctx, q)
 
 
 RememberAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_remember_asked)]

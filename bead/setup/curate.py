@@ -120,7 +120,9 @@ def system_prompt(summary: dict[str, Any]) -> str:
 def command(claude: str, config_path: Path, prompt: str) -> list[str]:
     """The curator's session: bead's admin server only, and the person's own settings only (`--setting-sources
     user`): a cloned repository's `.claude/settings.json` must not allow the curator's tools (an accept, a pin)
-    without asking, nor add hooks or servers to the one session that can make text the person's word."""
+    without asking, nor add hooks or servers to the one session that can make text the person's word; and no
+    built-in tool (`--tools ""`), so the session can only act through the curator's tools, whose accept, pin and
+    remember ask the person themselves (bead.mcp.consent)."""
     return [
         claude,
         "--mcp-config",
@@ -128,6 +130,10 @@ def command(claude: str, config_path: Path, prompt: str) -> list[str]:
         "--strict-mcp-config",
         "--setting-sources",
         "user",
+        # No built-in tool (no shell, no file edits): the curator acts through bead's tools alone, so a model
+        # steered by a queued text cannot accept it by running `bead queue accept` or writing the home's files.
+        "--tools",
+        "",
         "--append-system-prompt",
         prompt,
         OPENING,
