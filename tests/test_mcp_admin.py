@@ -507,3 +507,32 @@ def test_a_question_nobody_answers_ends_the_call_without_a_write(home, monkeypat
     assert result.is_error and result.structured_content["code"] == "declined"
     with Memory(Home(home), Config(owner="tester")) as m:
         assert m.current("user/nap") is None
+
+
+def test_forget_and_seal_ask_the_person_before_they_act_where_the_client_can(curator, mem, person, asked):
+    """The confirm token is the model's to repeat; where the client can ask, the person's own yes is needed too
+    before a forget or a seal takes anything (never a value in the question: keys and counts)."""
+    curator, run = curator
+    key = f"project/shop/vpn-{run}"
+    mem.write(key, "The VPN endpoint is vpn-heron-west", "project")
+    token = curator.ok("forget", {"key": key})["confirm"]
+    assert asked() == []  # the preview changes nothing and asks nothing
+    person.answer = "decline"
+    assert curator.err("forget", {"key": key, "confirm": token})["code"] == "declined"
+    assert mem.current(key) is not None
+    assert f"forget {key} for good? It takes {key}: 1 version(s)" in asked()[-1] and "heron" not in asked()[-1]
+    person.answer = "accept"
+    token = curator.ok("forget", {"key": key})["confirm"]
+    assert curator.ok("forget", {"key": key, "confirm": token})["done"] and mem.current(key) is None
+    secret = f"project/shop/pin-{run}"
+    mem.write(secret, "The door code is 4821", "project")
+    token = curator.ok("seal", {"key": secret})["confirm"]
+    assert curator.ok("seal", {"key": secret, "confirm": token})["done"]
+    assert f"seal {secret}" in asked()[-1] and "4821" not in asked()[-1]
+
+
+def test_forget_under_a_client_that_cannot_ask_stands_on_its_confirm_token(cannot_ask, mem):
+    mem.write("project/shop/old-host", "The old host is db-ancient-1", "project")
+    token = cannot_ask.ok("forget", {"key": "project/shop/old-host"})["confirm"]
+    assert cannot_ask.ok("forget", {"key": "project/shop/old-host", "confirm": token})["done"]
+    assert mem.current("project/shop/old-host") is None

@@ -54,11 +54,13 @@ class Consent(BaseModel):
 class Question:
     """What a tool would ask the person: ``text`` (empty: the call writes nothing as the person's word, so
     nothing is asked), or ``failed`` (reading what to ask raised: the tool's work raises the same, asked
-    nothing); ``instead``: what the person runs at a terminal where the client cannot ask."""
+    nothing); ``instead``: what the person runs at a terminal where the client cannot ask; ``required``: whether
+    only the person's yes lets it act (else, where the client cannot ask, it acts without)."""
 
     text: str = ""
     instead: str = ""
     failed: bool = False
+    required: bool = True  # False: a client that cannot ask still acts (forget and seal: their confirm token stands)
 
 
 def can_ask(ctx: Context) -> bool:
@@ -126,6 +128,8 @@ def verdict(q: Question, outcome: Any) -> None:
     data = outcome.data if isinstance(outcome, AcceptedElicitation) else None
     if isinstance(data, Consent) or (isinstance(data, Answered) and data.action == "accept"):
         return
+    if isinstance(data, Question) and not q.required:
+        return  # the client cannot ask, and the tool's own confirmation stands alone (forget, seal)
     if isinstance(outcome, DeclinedElicitation | CancelledElicitation) or isinstance(data, Answered):
         raise ToolFailure(
             "declined",

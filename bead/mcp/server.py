@@ -131,13 +131,13 @@ class Runtime:
                 self._memories.append(mem)
         return mem
 
-    async def question(self, text_of: Callable[[Memory], str], instead: str) -> consent.Question:
+    async def question(self, text_of: Callable[[Memory], str], instead: str, required: bool = True) -> consent.Question:
         """What a tool would ask the person (bead.mcp.consent), read in a worker thread."""
         try:
             text = await asyncio.wrap_future(self.pool.submit(lambda: text_of(self.memory())))
         except Exception:  # the tool's work reads it again and reports the error as its own
-            return consent.Question(instead=instead, failed=True)
-        return consent.Question(text, instead)
+            return consent.Question(instead=instead, failed=True, required=required)
+        return consent.Question(text, instead, required=required)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -154,6 +154,7 @@ class Runtime:
         *,
         write: bool,
         asked: tuple[Callable[[Memory], str], consent.Question, Any] | None = None,
+        recheck: bool = True,
     ) -> CallToolResult:
         """Run ``work(mem, viewer)`` in a worker thread; its answer becomes the result.
 
@@ -161,7 +162,8 @@ class Runtime:
         model reads) or a pair (the structured result, the text). ``asked``:
         (the question's function, the question the person was asked, their
         answer) from the tool's resolvers (bead.mcp.consent): the work runs
-        only on their accept, and only if the question still reads the same."""
+        only on their accept, and only if the question still reads the same
+        (read again here, or, without ``recheck``, by the work itself)."""
         start = time.perf_counter()
         if self.in_flight >= self.max_in_flight:
             log.warning("mcp %s refused: %d calls in flight (mcp.max_concurrent)", tool, self.in_flight)
@@ -185,12 +187,8 @@ class Runtime:
                 try:
                     # A question that could not be read raises its error here; one that reads otherwise now (the
                     # fact or the item changed while the person read it) is not what they accepted.
-                    if asked is not None and asked[0](self.memory()) != asked[1].text:
-                        raise ToolFailure(
-                            "preview_stale",
-                            "what the person accepted changed before it was written; nothing was changed",
-                            "call again: the person is asked about what it says now",
-                        )
+                    if asked is not None and recheck:
+                        _still(asked[1], asked[0](self.memory()))
                     return work(self.memory(), viewer)
                 finally:
                     timing["ms"] = (time.perf_counter() - t0) * 1000
@@ -436,6 +434,91 @@ async def _remember_asked(ctx: Context, q: RememberQuestion) -> Elicit[consent.C
 RememberAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_remember_asked)]
 
 
+def _unread(mem: Memory) -> str:
+    """A two-call tool's question is read again by its work, after its token (``_two_calls``), not before."""
+    return ""
+
+
+def _loss_text(plan: forgetting.Plan, store: Any, what: str) -> str:
+    """The question before a forget or a seal acts: what it takes, in counts and keys (never a value)."""
+    s = plan.summary(store)
+    keys = s["keys"][:20]
+    more = f" and {len(s['keys']) - 20} more" if len(s["keys"]) > 20 else ""
+    named = ", ".join(visible(k) for k in keys) + more if keys else "no fact"
+    return (
+        f"bead: {what}? It takes {named}: {s['versions']} version(s), {len(s['raw_turns'])} raw turn(s) whole and "
+        f"{s['raw_turns_in_part']} in part, {s['episodes']} episode(s), {s['review_items']} review item(s). "
+        "Nothing brings it back. Decline and nothing changes."
+    )
+
+
+def _forget_text(mem: Memory, key: str) -> str:
+    forgetting.refuse_git(mem)
+    return _loss_text(forgetting.plan_target(mem, key), mem.home.store, f"forget {visible(key)} for good")
+
+
+async def _forget_question(ctx: Context, key: str, confirm: str | None) -> consent.Question:
+    if confirm is None:  # the preview call changes nothing: nothing to ask
+        return consent.Question()
+    return await _runtime(ctx).question(lambda m: _forget_text(m, key), "", required=False)
+
+
+ForgetQuestion = Annotated[consent.Question, Resolve(_forget_question)]
+
+
+async def _forget_asked(ctx: Context, q: ForgetQuestion) -> Elicit[consent.Consent] | consent.Question | consent.Answered:
+    return await consent.ask(ctx, q)
+
+
+ForgetAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_forget_asked)]
+
+
+def _forget_matching_text(mem: Memory, text: str) -> str:
+    forgetting.refuse_git(mem)
+    return _loss_text(
+        forgetting.plan_match(mem, text), mem.home.store, f"forget everything that holds {visible(text[:80])!r} for good"
+    )
+
+
+async def _forget_matching_question(ctx: Context, text: str, confirm: str | None) -> consent.Question:
+    if confirm is None:
+        return consent.Question()
+    return await _runtime(ctx).question(lambda m: _forget_matching_text(m, text), "", required=False)
+
+
+ForgetMatchingQuestion = Annotated[consent.Question, Resolve(_forget_matching_question)]
+
+
+async def _forget_matching_asked(
+    ctx: Context, q: ForgetMatchingQuestion
+) -> Elicit[consent.Consent] | consent.Question | consent.Answered:
+    return await consent.ask(ctx, q)
+
+
+ForgetMatchingAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_forget_matching_asked)]
+
+
+def _seal_text(mem: Memory, key: str) -> str:
+    plan = vault_ops.preview_seal(mem, key)
+    return _loss_text(plan, mem.home.store, f"seal {visible(key)} (its plaintext leaves every file; only you read it back)")
+
+
+async def _seal_question(ctx: Context, key: str, confirm: str | None) -> consent.Question:
+    if confirm is None:
+        return consent.Question()
+    return await _runtime(ctx).question(lambda m: _seal_text(m, key), "", required=False)
+
+
+SealQuestion = Annotated[consent.Question, Resolve(_seal_question)]
+
+
+async def _seal_asked(ctx: Context, q: SealQuestion) -> Elicit[consent.Consent] | consent.Question | consent.Answered:
+    return await consent.ask(ctx, q)
+
+
+SealAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_seal_asked)]
+
+
 def _agent_tools(mcp: MCPServer, rt: Runtime, trust: str, source: str) -> None:
     """recall, remember (with ``trust`` and, for a queued value, ``source``), search_memory, get_memory and
     get_memory_context: each translates its arguments and calls the core."""
@@ -535,6 +618,16 @@ def _agent_tools(mcp: MCPServer, rt: Runtime, trust: str, source: str) -> None:
         return await rt.call("get_memory_context", ctx, work, write=False)
 
 
+def _still(q: consent.Question, now: str) -> None:
+    """Raise unless the question the person answered still reads ``now`` (what would be written or taken)."""
+    if now != q.text:
+        raise ToolFailure(
+            "preview_stale",
+            "what the person was asked about changed before it was done; nothing was changed",
+            "call again: the person is asked about what it is now",
+        )
+
+
 def _two_calls(
     rt: Runtime,
     action: str,
@@ -543,8 +636,10 @@ def _two_calls(
     preview: Callable[[], Any],
     act: Callable[[], dict[str, Any]],
     again: str,
+    asked: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
-    """The first call previews and issues a token; the second redeems it and acts (bead.mcp.confirm)."""
+    """The first call previews and issues a token; the second redeems it and, when ``asked`` (the person's answer
+    to the question about it, read again: bead.mcp.consent) does not raise, acts (bead.mcp.confirm)."""
     if confirm is None:
         shown = preview()
         token = rt.tokens.issue(action, args, shown)
@@ -556,6 +651,7 @@ def _two_calls(
             f"with the same arguments and confirm={token!r} (once, within {rt.tokens.ttl_s:.0f} s)",
         }
     held = rt.tokens.take(confirm, action, args, again)  # spent, whatever follows
+    asked()
     rt.tokens.check_preview(held, preview(), again)
     return {"done": True, **act()}
 
@@ -614,7 +710,11 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
         ),
     )
     async def forget(
-        key: Annotated[str, Field(description="key or key@vN", max_length=320)], ctx: Context, confirm: Confirm = None
+        key: Annotated[str, Field(description="key or key@vN", max_length=320)],
+        ctx: Context,
+        question: ForgetQuestion,
+        agreed: ForgetAsked,
+        confirm: Confirm = None,
     ) -> CallToolResult:
         def work(mem: Memory, _v: Viewer) -> dict[str, Any]:
             def plan() -> forgetting.Plan:
@@ -629,9 +729,10 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
                 lambda: plan().summary(mem.home.store),
                 lambda: forgetting.apply(mem, plan()),
                 f"forget(key={key!r})",
+                lambda: _still(question, _forget_text(mem, key)),
             )
 
-        return await rt.call("forget", ctx, work, write=True)
+        return await rt.call("forget", ctx, work, write=True, asked=(_unread, question, agreed), recheck=False)
 
     @mcp.tool(
         annotations=DESTROY,
@@ -641,7 +742,11 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
         ),
     )
     async def forget_matching(
-        text: Annotated[str, Field(max_length=2000)], ctx: Context, confirm: Confirm = None
+        text: Annotated[str, Field(max_length=2000)],
+        ctx: Context,
+        question: ForgetMatchingQuestion,
+        agreed: ForgetMatchingAsked,
+        confirm: Confirm = None,
     ) -> CallToolResult:
         def work(mem: Memory, _v: Viewer) -> dict[str, Any]:
             def plan() -> forgetting.Plan:
@@ -664,9 +769,10 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
                 preview,
                 lambda: forgetting.apply(mem, plan()),
                 "forget_matching(text=...)",
+                lambda: _still(question, _forget_matching_text(mem, text)),
             )
 
-        return await rt.call("forget_matching", ctx, work, write=True)
+        return await rt.call("forget_matching", ctx, work, write=True, asked=(_unread, question, agreed), recheck=False)
 
     @mcp.tool(
         annotations=DESTROY,
@@ -677,7 +783,7 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
             "names them, to seal or forget too. Two calls, as forget."
         ),
     )
-    async def seal(key: Key, ctx: Context, confirm: Confirm = None) -> CallToolResult:
+    async def seal(key: Key, ctx: Context, question: SealQuestion, agreed: SealAsked, confirm: Confirm = None) -> CallToolResult:
         def work(mem: Memory, _v: Viewer) -> dict[str, Any]:
             return _two_calls(
                 rt,
@@ -687,9 +793,10 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
                 lambda: vault_ops.preview_seal(mem, key).summary(mem.home.store),
                 lambda: vault_ops.seal(mem, key),
                 f"seal(key={key!r})",
+                lambda: _still(question, _seal_text(mem, key)),
             )
 
-        return await rt.call("seal", ctx, work, write=True)
+        return await rt.call("seal", ctx, work, write=True, asked=(_unread, question, agreed), recheck=False)
 
     @mcp.tool(annotations=READ, description="Sealed keys and their version counts (never a value).")
     async def list_sealed(ctx: Context) -> CallToolResult:
