@@ -450,7 +450,7 @@ def test_the_question_shows_what_the_model_will_read_and_what_it_replaces(curato
     curator.ok("remember", {"value": "Review is optional for bot PRs", "type": "user", "key": f"user/merges-{run}"})
     question = asked()[-1]
     assert f"under user/merges-{run}" in question and "It replaces v1 (user_stated)" in question
-    assert "the new version stays pinned" in question and "    Review every PR, bots' too" in question
+    assert "    Review every PR, bots' too\nThat version is pinned; the new one stays pinned." in question
     # Without a key: the key bead proposes is named, and what it would replace is shown.
     proposed = curator.ok("remember", {"value": f"Review is optional for {run} PRs", "type": "user"})["key"]
     assert f"under {proposed} (user)" in asked()[-1]
@@ -522,13 +522,20 @@ def test_forget_and_seal_ask_the_person_before_they_act_where_the_client_can(cur
     assert mem.current(key) is not None
     assert f"forget {key} for good? It takes {key}: 1 version(s)" in asked()[-1] and "heron" not in asked()[-1]
     person.answer = "accept"
+    # A no spends the token, and a token that would be refused opens no dialog: the model cannot ask until yes.
+    for spent in (token, "made-up"):
+        assert curator.err("forget", {"key": key, "confirm": spent})["code"] == "confirm_invalid"
+    assert len(asked()) == 1 and mem.current(key) is not None
     token = curator.ok("forget", {"key": key})["confirm"]
     assert curator.ok("forget", {"key": key, "confirm": token})["done"] and mem.current(key) is None
     secret = f"project/shop/pin-{run}"
-    mem.write(secret, "The door code is 4821", "project")
+    mem.write(secret, f"The door code is 4821 at {run}", "project")
+    mem.write(f"project/shop/door-{run}", f"Sam said: The door code is 4821 at {run}", "project")
     token = curator.ok("seal", {"key": secret})["confirm"]
     assert curator.ok("seal", {"key": secret, "confirm": token})["done"]
-    assert f"seal {secret}" in asked()[-1] and "4821" not in asked()[-1]
+    question = asked()[-1]
+    assert f"seal {secret}?" in question and "4821" not in question
+    assert f"Other facts that hold the value keep it: project/shop/door-{run}" in question
 
 
 def test_forget_under_a_client_that_cannot_ask_stands_on_its_confirm_token(cannot_ask, mem):

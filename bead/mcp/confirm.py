@@ -42,6 +42,20 @@ class ConfirmTokens:
             self._open[token] = (action, digest(args), now + self.ttl_s, digest(preview))
         return token
 
+    def peek(self, token: str, action: str, args: dict[str, Any]) -> str | None:
+        """The digest of the preview ``token`` was issued with, if ``take`` would accept it for ``action(args)``
+        now; None otherwise. Nothing is spent."""
+        with self._lock:
+            held = self._open.get(token)
+        if held is None or held[0] != action or held[1] != digest(args) or self.clock() >= held[2]:
+            return None
+        return held[3]
+
+    def discard(self, token: str) -> None:
+        """Spend ``token`` without acting."""
+        with self._lock:
+            self._open.pop(token, None)
+
     def take(self, token: str, action: str, args: dict[str, Any], again: str) -> str:
         """Spend ``token`` for ``action(args)``: the digest of the preview it was issued with, or ToolFailure.
         ``again`` is the call that gets a new preview. The caller compares the digest with the preview now."""

@@ -120,6 +120,14 @@ def quoted(text: str, instead: str) -> str:
     return "    " + visible(flat)
 
 
+def said_no(outcome: Any) -> bool:
+    """The person was asked and did not say yes (declined, closed the dialog, a client error, no answer)."""
+    if isinstance(outcome, DeclinedElicitation | CancelledElicitation):
+        return True
+    data = outcome.data if isinstance(outcome, AcceptedElicitation) else None
+    return isinstance(data, Answered) and data.action != "accept"
+
+
 def verdict(q: Question, outcome: Any) -> None:
     """Return when the tool may act on ``q``: nothing to ask, or the person accepted it; raise ToolFailure
     (nothing was changed) when they did not, or could not be asked."""
@@ -138,7 +146,7 @@ def verdict(q: Question, outcome: Any) -> None:
         )
     raise ToolFailure(
         "needs_person",
-        "only the person can make this their word, and this client cannot ask them (it has no MCP elicitation "
-        "form); nothing was changed",
+        "only the person can make this their word, and they cannot be asked through this client here (no MCP "
+        "elicitation form, or no channel back on this connection); nothing was changed",
         q.instead,
     )

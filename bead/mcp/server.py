@@ -40,7 +40,7 @@ from ..core.viewer import LOCAL, Viewer
 from ..display import json_text, visible, visible_data
 from ..paths import Home
 from . import consent
-from .confirm import ConfirmTokens
+from .confirm import ConfirmTokens, digest
 from .errors import ToolFailure, failure
 from .errors import result as error_result
 
@@ -347,8 +347,8 @@ def _replacing(mem: Memory, key: str, instead: str) -> str:
     cur = mem.current(key)
     if cur is None:
         return ""
-    kept = " It is pinned, and the new version stays pinned." if cur.pinned else ""
-    return f"\n\nIt replaces v{cur.version} ({cur.trust}), which says:{kept}\n{consent.quoted(cur.body, instead)}"
+    kept = "\nThat version is pinned; the new one stays pinned." if cur.pinned else ""
+    return f"\n\nIt replaces v{cur.version} ({cur.trust}), which says:\n{consent.quoted(cur.body, instead)}{kept}"
 
 
 def _accept_instead(item_id: str) -> str:
@@ -439,28 +439,82 @@ def _unread(mem: Memory) -> str:
     return ""
 
 
-def _loss_text(plan: forgetting.Plan, store: Any, what: str) -> str:
-    """The question before a forget or a seal acts: what it takes, in counts and keys (never a value)."""
-    s = plan.summary(store)
+def _forget_preview(mem: Memory, key: str) -> dict[str, Any]:
+    forgetting.refuse_git(mem)
+    return forgetting.plan_target(mem, key).summary(mem.home.store)
+
+
+def _forget_matching_preview(mem: Memory, text: str) -> dict[str, Any]:
+    forgetting.refuse_git(mem)
+    p = forgetting.plan_match(mem, text)
+    if p.empty:
+        raise ToolFailure("not_found", "nothing matches that text; nothing would change", "check the words with search_memory")
+    return {**p.summary(mem.home.store), "sealed_not_searched": p.sealed_not_searched}
+
+
+def _seal_preview(mem: Memory, key: str) -> dict[str, Any]:
+    return vault_ops.preview_seal(mem, key).summary(mem.home.store)
+
+
+def _taken(s: dict[str, Any]) -> str:
+    """What a forget or a seal takes, in keys and counts (never a value), for the question before it acts."""
     keys = s["keys"][:20]
     more = f" and {len(s['keys']) - 20} more" if len(s["keys"]) > 20 else ""
     named = ", ".join(visible(k) for k in keys) + more if keys else "no fact"
     return (
-        f"bead: {what}? It takes {named}: {s['versions']} version(s), {len(s['raw_turns'])} raw turn(s) whole and "
-        f"{s['raw_turns_in_part']} in part, {s['episodes']} episode(s), {s['review_items']} review item(s). "
-        "Nothing brings it back. Decline and nothing changes."
+        f"{named}: {s['versions']} version(s), {len(s['raw_turns'])} raw turn(s) whole and {s['raw_turns_in_part']} in "
+        f"part, {s['episodes']} episode(s), {s['review_items']} review item(s)"
     )
 
 
-def _forget_text(mem: Memory, key: str) -> str:
-    forgetting.refuse_git(mem)
-    return _loss_text(forgetting.plan_target(mem, key), mem.home.store, f"forget {visible(key)} for good")
+def _also_in(s: dict[str, Any]) -> str:
+    also = [visible(str(k)) for k in s.get("also_in") or []]
+    return f" Other facts that hold the value keep it: {', '.join(also[:20])} (forget or seal them too)." if also else ""
+
+
+def _forget_words(key: str, s: dict[str, Any]) -> str:
+    return (
+        f"bead: forget {visible(key)} for good? It takes {_taken(s)}. Nothing brings it back.{_also_in(s)} "
+        "Decline and nothing changes."
+    )
+
+
+def _forget_matching_words(text: str, s: dict[str, Any]) -> str:
+    shown = visible(" ".join(text.split()))
+    shown = shown if len(shown) <= 80 else shown[:79] + "…"
+    skipped = s.get("sealed_not_searched") or 0
+    sealed = f" {skipped} sealed key(s) were not searched (their values are encrypted)." if skipped else ""
+    return (
+        f"bead: forget everything that holds this text, for good?\n    {shown}\nIt takes {_taken(s)}. Nothing brings "
+        f"it back.{sealed} Decline and nothing changes."
+    )
+
+
+def _seal_words(key: str, s: dict[str, Any]) -> str:
+    return (
+        f"bead: seal {visible(key)}? Every version goes into the vault and its plaintext leaves what bead keeps: "
+        f"{_taken(s)}. Only you read it back, at a terminal, with the passphrase.{_also_in(s)} Decline and nothing "
+        "changes."
+    )
+
+
+def _token_question(rt: Runtime, confirm: str, action: str, args: dict[str, Any], preview: dict[str, Any], words: str) -> str:
+    """The question a two-call tool's second call asks: none when its token would be refused anyway (unknown,
+    spent, expired, another action's, or issued for another preview), so no dialog opens for nothing."""
+    held = rt.tokens.peek(confirm, action, args)
+    return words if held is not None and held == digest(preview) else ""
 
 
 async def _forget_question(ctx: Context, key: str, confirm: str | None) -> consent.Question:
     if confirm is None:  # the preview call changes nothing: nothing to ask
         return consent.Question()
-    return await _runtime(ctx).question(lambda m: _forget_text(m, key), "", required=False)
+    rt = _runtime(ctx)
+
+    def text(m: Memory) -> str:
+        preview = _forget_preview(m, key)
+        return _token_question(rt, confirm, "forget", {"key": key}, preview, _forget_words(key, preview))
+
+    return await rt.question(text, "", required=False)
 
 
 ForgetQuestion = Annotated[consent.Question, Resolve(_forget_question)]
@@ -473,17 +527,16 @@ async def _forget_asked(ctx: Context, q: ForgetQuestion) -> Elicit[consent.Conse
 ForgetAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_forget_asked)]
 
 
-def _forget_matching_text(mem: Memory, text: str) -> str:
-    forgetting.refuse_git(mem)
-    return _loss_text(
-        forgetting.plan_match(mem, text), mem.home.store, f"forget everything that holds {visible(text[:80])!r} for good"
-    )
-
-
 async def _forget_matching_question(ctx: Context, text: str, confirm: str | None) -> consent.Question:
     if confirm is None:
         return consent.Question()
-    return await _runtime(ctx).question(lambda m: _forget_matching_text(m, text), "", required=False)
+    rt = _runtime(ctx)
+
+    def words(m: Memory) -> str:
+        preview = _forget_matching_preview(m, text)
+        return _token_question(rt, confirm, "forget_matching", {"text": text}, preview, _forget_matching_words(text, preview))
+
+    return await rt.question(words, "", required=False)
 
 
 ForgetMatchingQuestion = Annotated[consent.Question, Resolve(_forget_matching_question)]
@@ -498,15 +551,16 @@ async def _forget_matching_asked(
 ForgetMatchingAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_forget_matching_asked)]
 
 
-def _seal_text(mem: Memory, key: str) -> str:
-    plan = vault_ops.preview_seal(mem, key)
-    return _loss_text(plan, mem.home.store, f"seal {visible(key)} (its plaintext leaves every file; only you read it back)")
-
-
 async def _seal_question(ctx: Context, key: str, confirm: str | None) -> consent.Question:
     if confirm is None:
         return consent.Question()
-    return await _runtime(ctx).question(lambda m: _seal_text(m, key), "", required=False)
+    rt = _runtime(ctx)
+
+    def text(m: Memory) -> str:
+        preview = _seal_preview(m, key)
+        return _token_question(rt, confirm, "seal", {"key": key}, preview, _seal_words(key, preview))
+
+    return await rt.question(text, "", required=False)
 
 
 SealQuestion = Annotated[consent.Question, Resolve(_seal_question)]
@@ -517,6 +571,12 @@ async def _seal_asked(ctx: Context, q: SealQuestion) -> Elicit[consent.Consent] 
 
 
 SealAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_seal_asked)]
+
+
+def _declined_spends(rt: Runtime, confirm: str | None, agreed: Any) -> None:
+    """A no to a two-call tool's question spends its token, as any use does: the model cannot ask again with it."""
+    if confirm is not None and consent.said_no(agreed):
+        rt.tokens.discard(confirm)
 
 
 def _agent_tools(mcp: MCPServer, rt: Runtime, trust: str, source: str) -> None:
@@ -726,11 +786,13 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
                 "forget",
                 {"key": key},
                 confirm,
-                lambda: plan().summary(mem.home.store),
+                lambda: _forget_preview(mem, key),
                 lambda: forgetting.apply(mem, plan()),
                 f"forget(key={key!r})",
-                lambda: _still(question, _forget_text(mem, key)),
+                lambda: _still(question, _forget_words(key, _forget_preview(mem, key))),
             )
+
+        _declined_spends(rt, confirm, agreed)
 
         return await rt.call("forget", ctx, work, write=True, asked=(_unread, question, agreed), recheck=False)
 
@@ -753,24 +815,18 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
                 forgetting.refuse_git(mem)
                 return forgetting.plan_match(mem, text)
 
-            def preview() -> dict[str, Any]:
-                p = plan()
-                if p.empty:
-                    raise ToolFailure(
-                        "not_found", "nothing matches that text; nothing would change", "check the words with search_memory"
-                    )
-                return {**p.summary(mem.home.store), "sealed_not_searched": p.sealed_not_searched}
-
             return _two_calls(
                 rt,
                 "forget_matching",
                 {"text": text},
                 confirm,
-                preview,
+                lambda: _forget_matching_preview(mem, text),
                 lambda: forgetting.apply(mem, plan()),
                 "forget_matching(text=...)",
-                lambda: _still(question, _forget_matching_text(mem, text)),
+                lambda: _still(question, _forget_matching_words(text, _forget_matching_preview(mem, text))),
             )
+
+        _declined_spends(rt, confirm, agreed)
 
         return await rt.call("forget_matching", ctx, work, write=True, asked=(_unread, question, agreed), recheck=False)
 
@@ -790,11 +846,13 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
                 "seal",
                 {"key": key},
                 confirm,
-                lambda: vault_ops.preview_seal(mem, key).summary(mem.home.store),
+                lambda: _seal_preview(mem, key),
                 lambda: vault_ops.seal(mem, key),
                 f"seal(key={key!r})",
-                lambda: _still(question, _seal_text(mem, key)),
+                lambda: _still(question, _seal_words(key, _seal_preview(mem, key))),
             )
+
+        _declined_spends(rt, confirm, agreed)
 
         return await rt.call("seal", ctx, work, write=True, asked=(_unread, question, agreed), recheck=False)
 
