@@ -986,3 +986,28 @@ def test_a_home_no_forget_ran_in_runs_none_and_the_check_creates_no_file(live):
         with m.raw.forgetting():
             assert m.raw.forget_running() is True
         assert m.raw.forget_running() is False
+
+
+def test_a_forget_stopped_before_its_last_step_is_finished_by_forgetting_the_key_again(full_store, monkeypatch, tmp_path):
+    """A forget killed (or stopped by a busy index) part way leaves the key's version files, deleted last: the
+    person forgets the key again and every copy goes. Deleted first, they left a stopped forget's state and trace
+    lines holding the value with no version to find them by (`bead forget KEY`: nothing to forget)."""
+    from bead.core.trace import Trace
+
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(json.dumps({"cues": [{"source": "user", "text": f"my code is {VALUE}"}]}) + "\n")
+    monkeypatch.setenv("BEAD_TRACE", str(trace))
+    mem = full_store
+
+    def stopped(self, matches):
+        raise KeyboardInterrupt  # the process dies here: nothing after this line of forget runs
+
+    with monkeypatch.context() as m:
+        m.setattr(Trace, "scrub", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            forget.apply(mem, forget.plan_target(mem, "user/code-word"))
+    assert mem.facts.versions("user/code-word").numbers, "the versions are the last thing forget deletes"
+    assert VALUE in trace.read_text()
+    forget.apply(mem, forget.plan_target(mem, "user/code-word"))
+    assert leftovers(mem.home.root, VALUE) == [] and VALUE not in trace.read_text()
+    assert mem.current("user/editor") is not None

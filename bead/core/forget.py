@@ -745,7 +745,7 @@ def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event
         plan = plan.remake(None, None)
     # A capture of text that came before the forget ends (an answer the model is still streaming) is either in a
     # raw file before the look at what was written since, or goes to the log as [forgotten]; what a proxy writes
-    # beside it (a conversation's state, the trace, inject records) is here before the scrubs of step 4, or not
+    # beside it (a conversation's state, the trace, inject records) is here before the scrubs of step 3, or not
     # written.
     with mem.raw.forgetting():
         return _apply_forgetting(mem, plan, under_lock, event, tombstones, now, since)
@@ -789,13 +789,7 @@ def _apply_forgetting(
                 digest = mem.tombstones.add(now, key, v, reason=event, hash_key=whole)
                 who = {"key_sha256": key_hash(key)} if whole else {"key": key}
                 mem.audit.record(now, "tombstone", **who, sha256=digest)
-        # 2. Version files, and their index rows.
-        for key, numbers in plan.keys.items():
-            kept += mem.delete_versions(key, numbers)[1]
-        # 2b. Sealed versions: ciphertext only, deleted as they are (no decryption, no tombstone).
-        for key, numbers in plan.sealed.items():
-            mem.sealed.delete(key, numbers)
-        # 3. Raw turns: the marker stays, the text becomes [forgotten]; where only the value's distinctive
+        # 2. Raw turns: the marker stays, the text becomes [forgotten]; where only the value's distinctive
         # tokens were said, those become [forgotten] in place.
         for path, turn_numbers in plan.turns.items():
             try:
@@ -808,7 +802,7 @@ def _apply_forgetting(
                 in_part += mem.redact_tokens(path, turn_numbers, pattern, still=lambda t: _token_in(pattern, t))
             except FileNotFoundError:
                 continue
-    # 4. Episodes, review items, per-conversation state, the trace, and what names a gone key.
+    # 3. Episodes, review items, per-conversation state, the trace, and what names a gone key.
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)
     line_matches = _line_matcher(plan.needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens))
@@ -827,6 +821,15 @@ def _apply_forgetting(
     # A key or id a run's line lists that holds the value (one it rejected or queued, made of the value's words).
     reports.scrub(_matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens)))
     reports.forget_keys(plan.whole | plan.named)
+    # 4. Last, the version files and their index rows (sealed versions: ciphertext only, deleted as they are, no
+    # decryption, no tombstone). A forget stopped before here (killed, or the index busy) leaves the key's versions,
+    # so `bead forget KEY` plans it again and finishes; deleted first, they left a stopped forget's raw turns, state
+    # and trace lines naming the value with nothing to find them by.
+    with mem.together(), mem.facts.lock():
+        for key, numbers in plan.keys.items():
+            kept += mem.delete_versions(key, numbers)[1]
+        for key, numbers in plan.sealed.items():
+            mem.sealed.delete(key, numbers)
     # 5. What a killed writer left (a temp file may hold the value), then the WAL.
     mem.remove_orphan_temps()
     checkpointed = mem.checkpoint()
