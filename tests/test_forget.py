@@ -988,10 +988,14 @@ def test_a_home_no_forget_ran_in_runs_none_and_the_check_creates_no_file(live):
         assert m.raw.forget_running() is False
 
 
-def test_a_forget_stopped_before_its_last_step_is_finished_by_forgetting_the_key_again(full_store, monkeypatch, tmp_path):
-    """A forget killed (or stopped by a busy index) part way leaves the key's version files, deleted last: the
-    person forgets the key again and every copy goes. Deleted first, they left a stopped forget's state and trace
-    lines holding the value with no version to find them by (`bead forget KEY`: nothing to forget)."""
+@pytest.mark.parametrize("where", ["the trace's scrub", "the raw turns' redaction"])
+def test_a_forget_stopped_part_way_is_finished_by_forgetting_the_key_again(full_store, monkeypatch, tmp_path, where):
+    """A forget killed part way (or stopped by a busy index) leaves the key's version files, deleted last: the
+    person forgets the key again, from another process, and every copy goes, index.db included. Deleted first,
+    they left the stopped forget's state and trace lines with no version to find them by; and the index kept the
+    words of turns rewritten under a transaction that rolled back, and of rows deleted by a process that died
+    before its checkpoint merged them away."""
+    from bead.core.memory import Memory
     from bead.core.trace import Trace
 
     trace = tmp_path / "trace.jsonl"
@@ -999,15 +1003,27 @@ def test_a_forget_stopped_before_its_last_step_is_finished_by_forgetting_the_key
     monkeypatch.setenv("BEAD_TRACE", str(trace))
     mem = full_store
 
-    def stopped(self, matches):
+    def stopped(*a, **k):
         raise KeyboardInterrupt  # the process dies here: nothing after this line of forget runs
 
     with monkeypatch.context() as m:
-        m.setattr(Trace, "scrub", stopped)
+        if where == "the trace's scrub":
+            m.setattr(Trace, "scrub", stopped)
+        else:  # after a file's turns were rewritten, inside the index transaction that then rolls back
+            real = Memory.redact_turns
+
+            def rewritten_then_stopped(self, *a, **k):
+                real(self, *a, **k)
+                raise KeyboardInterrupt
+
+            m.setattr(Memory, "redact_turns", rewritten_then_stopped)
         with pytest.raises(KeyboardInterrupt):
             forget.apply(mem, forget.plan_target(mem, "user/code-word"))
     assert mem.facts.versions("user/code-word").numbers, "the versions are the last thing forget deletes"
     assert VALUE in trace.read_text()
-    forget.apply(mem, forget.plan_target(mem, "user/code-word"))
-    assert leftovers(mem.home.root, VALUE) == [] and VALUE not in trace.read_text()
-    assert mem.current("user/editor") is not None
+    home, config = mem.home, mem.config
+    mem.close()  # the stopped process is gone, and its connection with it
+    with Memory(home, config) as again:
+        forget.apply(again, forget.plan_target(again, "user/code-word"))
+        assert again.current("user/editor") is not None
+    assert leftovers(home.root, VALUE) == [] and VALUE not in trace.read_text()

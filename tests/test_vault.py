@@ -897,3 +897,39 @@ def test_bead_list_shows_a_sealed_key_and_nothing_of_its_value(bead, mem, vault)
     assert rows["user/bank-pin"]["status"] == "sealed" and rows["user/bank-pin"]["id"] is None
     assert rows["user/editor"]["status"] == "current"
     assert "4711" not in r.out and "sealed" in bead("list").out
+
+
+def test_an_unseal_during_a_seal_waits_for_it_and_the_value_is_never_lost(mem, vault, monkeypatch):
+    """A seal deletes the plaintext last; an unseal that ran before that brought the plaintext back and deleted the
+    sealed copies, and the seal then deleted the plaintext: the value was in neither place. An unseal waits for a
+    whole forget or seal (the review queue's lock), then restores what the seal sealed."""
+    import threading
+
+    from bead.core import forget
+
+    mem.write("user/door", "The door code is 7301 east", "user")
+    ops.seal(mem, "user/door")  # sealed once, so the unseal below has something to restore
+    ops.unseal(mem, "user/door", PASSPHRASE)
+    paused, go = threading.Event(), threading.Event()
+    real = forget._delete_last
+
+    def last_step(m, plan):
+        paused.set()  # the seal is between its scrubs and its deletion of the plaintext
+        go.wait(30)
+        return real(m, plan)
+
+    monkeypatch.setattr(forget, "_delete_last", last_step)
+    unsealed: list[object] = []
+    seal = threading.Thread(target=lambda: ops.seal(mem, "user/door"))
+    seal.start()
+    assert paused.wait(30)
+    other = Memory(mem.home, mem.config)
+    unseal = threading.Thread(target=lambda: unsealed.append(ops.unseal(other, "user/door", PASSPHRASE)))
+    unseal.start()
+    unseal.join(1.0)  # without the lock it finishes here, inside the seal's run
+    go.set()
+    seal.join(30)
+    unseal.join(30)
+    other.close()
+    assert unsealed, "the unseal ran once the seal was done"
+    assert mem.current("user/door") is not None and mem.current("user/door").body == "The door code is 7301 east"

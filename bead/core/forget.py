@@ -47,7 +47,7 @@ from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN, Turn
 from ..store.reports import Reports
 from ..textform import TERMINAL_ESCAPES, fold, strings_in
-from .memory import Memory
+from .memory import Memory, busy_errors
 from .state import Conversations
 from .trace import Trace, configured_paths
 
@@ -825,13 +825,18 @@ def _apply_forgetting(
     # decryption, no tombstone). A forget stopped before here (killed, or the index busy) leaves the key's versions,
     # so `bead forget KEY` plans it again and finishes; deleted first, they left a stopped forget's raw turns, state
     # and trace lines naming the value with nothing to find them by.
-    with mem.together(), mem.facts.lock():
-        for key, numbers in plan.keys.items():
-            kept += mem.delete_versions(key, numbers)[1]
-        for key, numbers in plan.sealed.items():
-            mem.sealed.delete(key, numbers)
-    # 5. What a killed writer left (a temp file may hold the value), then the WAL.
+    try:
+        kept += _delete_last(mem, plan)
+    except busy_errors() as exc:
+        raise BeadError(
+            f"{event} did all but its last step: the index stayed busy (another bead process), so the version files "
+            f"of {', '.join(sorted(plan.keys)) or 'the key'} are still there",
+            "run the same command again to finish it",
+        ) from exc
+    # 5. What a killed writer left (a temp file may hold the value: its temp file; rows of a raw file a stopped
+    # forget rewrote while its index change rolled back: the index brought up to the files), then the WAL.
     mem.remove_orphan_temps()
+    mem.catch_up_index()
     checkpointed = mem.checkpoint()
     summary = plan.summary(mem.home.store)
     summary["index_emptied"] = checkpointed
@@ -850,3 +855,19 @@ def _apply_forgetting(
         match=bool(plan.match_text),
     )
     return summary
+
+
+def _delete_last(mem: Memory, plan: Plan) -> list[Path]:
+    """Forget's last step: the version files and their index rows, and sealed versions, where they are still as
+    planned (the files it would not delete come back). An unseal waits for the whole forget or seal (the review
+    queue's lock), so a seal's sealed copies are there when its plaintext goes."""
+    kept: list[Path] = []
+    with mem.together(), mem.facts.lock():
+        for key, numbers in plan.keys.items():
+            if not set(numbers) <= set(mem.facts.versions(key).numbers):
+                raise BeadError(f"{key} changed while it was being forgotten", f"run the command again for {key}")
+        for key, numbers in plan.keys.items():
+            kept += mem.delete_versions(key, numbers)[1]
+        for key, numbers in plan.sealed.items():
+            mem.sealed.delete(key, numbers)
+    return kept

@@ -34,7 +34,7 @@ from ..capture.secrets import credential_rules
 from ..errors import BeadError, InvalidKey, RefusedWrite
 from ..index import semantic
 from ..index.db import Index, IndexBusy, database_errors
-from ..index.rebuild import rebuild, sync_key, sync_raw
+from ..index.rebuild import rebuild, reconcile, sync_key, sync_raw
 from ..paths import Home, resolve_home
 from ..store.audit import AuditLog, Tombstones, iso
 from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
@@ -396,6 +396,11 @@ class Memory:
         changed = self.raw.redact_tokens(path, numbers, pattern, still)
         sync_raw(self.index, self.raw, path)
         return len(changed)
+
+    def catch_up_index(self) -> None:
+        """Re-read every file the index has not seen as it is now (bead.index.rebuild.reconcile)."""
+        for p in reconcile(self.index, self.facts, self.raw)[1]:
+            log.debug("skipped %s: %s", p.path, p.reason)
 
     def checkpoint(self) -> bool:
         """Empty the index's WAL, so deleted text leaves the -wal file too (False: a reader kept it from it)."""

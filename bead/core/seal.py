@@ -29,6 +29,7 @@ from ..errors import BeadError, RefusedWrite
 from ..store.audit import iso
 from ..store.facts import Fact, WriteResult, is_version_of, parse_fact
 from ..store.keys import TRUSTS, TYPES, check_choice, validate_key
+from ..store.queue import Queue
 from ..vault import keys as vault_keys
 from . import forget
 
@@ -155,7 +156,11 @@ def unseal(mem: Memory, key: str, passphrase: str) -> dict[str, Any]:
     if not mem.sealed.has(key):
         raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys")
     identities = vault_keys.unlock(mem.home, passphrase)
-    with mem.together(), mem.facts.lock():
+    # The lock a forget and a seal hold for their whole run (forget.apply): an unseal inside one would bring the
+    # plaintext back for its last step to delete, with the sealed copies it had just deleted.
+    with Queue(mem).deciding(), mem.together(), mem.facts.lock():
+        if not mem.sealed.has(key):
+            raise BeadError(f"{key} is not sealed", "`bead sealed list` shows the sealed keys")
         numbers = mem.sealed.numbers(key)
         plain = {n: mem.sealed.open(key, n, identities) for n in numbers}
         parsed: dict[int, Fact] = {}

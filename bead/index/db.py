@@ -632,6 +632,9 @@ class Index:
     def _delete_raw_rows(self, where: str, params: list[Any]) -> None:
         # raw_fts deletes by tombstone: the words stay in its segments until they merge (checkpoint does).
         self._raw_deleted = True
+        # Kept in the database too, with the delete: a process that dies before its checkpoint leaves the merge to
+        # the next checkpoint of any process (a forget run again).
+        self._conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('raw_optimize', '1')")
         self._conn.execute(f"DELETE FROM raw_vec WHERE rowid IN (SELECT rowid FROM raw WHERE {where})", params)
         self._conn.execute(f"DELETE FROM raw_fts WHERE rowid IN (SELECT rowid FROM raw WHERE {where})", params)
         self._conn.execute(f"DELETE FROM raw WHERE {where}", params)
@@ -828,9 +831,11 @@ class Index:
         gone) and empty the WAL, so deleted text leaves the -wal file too. False when a reader (a backup, an
         ``sqlite3`` shell) kept it from finishing within the busy timeout: until it has, the database file
         still holds what the WAL's pages overwrite."""
-        if self._raw_deleted:
+        pending = self._conn.execute("SELECT 1 FROM meta WHERE name = 'raw_optimize'").fetchone() is not None
+        if self._raw_deleted or pending:
             with self.write_tx():
                 self._conn.execute("INSERT INTO raw_fts(raw_fts) VALUES('optimize')")
+                self._conn.execute("DELETE FROM meta WHERE name = 'raw_optimize'")
             self._raw_deleted = False
         busy, _log, _done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         return not busy
