@@ -1027,3 +1027,30 @@ def test_a_forget_stopped_part_way_is_finished_by_forgetting_the_key_again(full_
         forget.apply(again, forget.plan_target(again, "user/code-word"))
         assert again.current("user/editor") is not None
     assert leftovers(home.root, VALUE) == [] and VALUE not in trace.read_text()
+
+
+def test_a_forget_stopped_after_its_last_step_leaves_a_merge_that_status_reports_and_fix_does(full_store, monkeypatch):
+    """Stopped after the versions went and before its checkpoint, a forget cannot be run again (nothing to forget),
+    and index.db still holds the deleted turns' words: `bead status` says so, and `--fix` merges them away."""
+    from bead.core import health
+    from bead.core.memory import Memory
+
+    mem = full_store
+
+    def stopped(self):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(Memory, "checkpoint", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            forget.apply(mem, forget.plan_target(mem, "user/code-word"))
+    home, config = mem.home, mem.config
+    mem.close()
+    with Memory(home, config) as again:
+        with pytest.raises(BeadError, match="nothing to forget"):
+            forget.plan_target(again, "user/code-word")
+        problems = [p["problem"] for p in health.collect(again)["problems"]]
+        assert any("index.db still holds the words of deleted raw turns" in p for p in problems), problems
+        assert any("merged the words" in f for f in health.collect(again, fix=True)["fixed"])
+        assert not any("index.db still holds" in p["problem"] for p in health.collect(again)["problems"])
+    assert leftovers(home.root, VALUE) == []

@@ -132,6 +132,18 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         data["index"] = {"path": str(mem.home.index_db), **idx.counts(), "stale_files": d.as_dict(), "fresh": d.clean}
         data["raw"]["turns"] = data["index"]["raw_turns"]
         data["semantic"] = semantic_state(mem)
+        if idx.merge_pending():
+            if fix:
+                mem.checkpoint()
+                fixed.append("merged the words of deleted raw turns out of index.db (a forget had stopped before it)")
+            else:
+                problems.append(
+                    {
+                        "problem": "index.db still holds the words of deleted raw turns (a forget or a seal stopped "
+                        "before it merged them away)",
+                        "fix": "run `bead status --fix` (or `bead reindex`)",
+                    }
+                )
         if not d.clean:
             problems.append(
                 {

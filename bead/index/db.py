@@ -831,14 +831,18 @@ class Index:
         gone) and empty the WAL, so deleted text leaves the -wal file too. False when a reader (a backup, an
         ``sqlite3`` shell) kept it from finishing within the busy timeout: until it has, the database file
         still holds what the WAL's pages overwrite."""
-        pending = self._conn.execute("SELECT 1 FROM meta WHERE name = 'raw_optimize'").fetchone() is not None
-        if self._raw_deleted or pending:
+        if self._raw_deleted or self.merge_pending():
             with self.write_tx():
                 self._conn.execute("INSERT INTO raw_fts(raw_fts) VALUES('optimize')")
                 self._conn.execute("DELETE FROM meta WHERE name = 'raw_optimize'")
             self._raw_deleted = False
         busy, _log, _done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         return not busy
+
+    def merge_pending(self) -> bool:
+        """Raw rows were deleted (here or by a process that died before its checkpoint) and the full-text index
+        still holds their words: a checkpoint merges them away."""
+        return self._conn.execute("SELECT 1 FROM meta WHERE name = 'raw_optimize'").fetchone() is not None
 
     # ----- reads ----------------------------------------------------------
     def counts(self) -> dict:
