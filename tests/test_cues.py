@@ -146,7 +146,8 @@ def test_assistant_text_before_the_user_message_is_an_assistant_cue():
 
 
 def test_tool_input_cue_holds_string_values_without_field_names():
-    """A tool call gives a `tool_input` cue of its input's string values (nested too), without field names."""
+    """A tool call gives a `tool_input` cue of its name and its input's string values (nested too), without field
+    names."""
     call = tool_use(
         "Bash",
         {
@@ -158,15 +159,15 @@ def test_tool_input_cue_holds_string_values_without_field_names():
     )
     cues = cues_of(assistant(call), user(tool_result("ok")))
     (inp,) = by_source(cues, "tool_input")
-    assert inp.split() == ["pytest", "tests/test_pricing.py", "pricing", "suite", "PYTHONHASHSEED"]
+    assert inp.split() == ["Bash", "pytest", "tests/test_pricing.py", "pricing", "suite", "PYTHONHASHSEED"]
     for field_name in ("command", "description", "timeout", "options", "env", "verbose"):
         assert field_name not in inp
 
 
-def test_tool_call_without_string_values_gives_no_cue():
-    """A tool call whose input holds no strings gives no `tool_input` cue."""
+def test_tool_call_without_string_values_gives_its_name_alone():
+    """A tool call whose input holds no strings gives a `tool_input` cue of its name only."""
     cues = cues_of(assistant(tool_use("Counter", {"n": 3, "flag": False})), user(tool_result("3")))
-    assert by_source(cues, "tool_input") == []
+    assert by_source(cues, "tool_input") == ["Counter"]
 
 
 def test_system_messages_between_are_skipped():
@@ -267,3 +268,14 @@ def test_images_and_documents_give_no_cue_text():
         )
     )
     assert [(c.source, c.text) for c in cues] == [("user", "what is on this screenshot?")]
+
+
+def test_a_tool_calls_cue_holds_the_tools_name_beside_its_arguments():
+    """The tool's name is the action a rule may name ("don't edit a migration that is on main"): an Edit call's cue
+    holds "Edit" with the path and strings it was given (evals/grids/tool-name.yaml chose it)."""
+    cues = cues_of(
+        assistant(tool_use("Edit", {"file_path": "migrations/versions/8e2d_credit_notes.py", "old_string": "reson"})),
+        user(tool_result("The file has been updated.")),
+    )
+    (call,) = by_source(cues, "tool_input")
+    assert call.split()[0] == "Edit" and "migrations" in call and "reson" in call

@@ -119,8 +119,8 @@ class TestChatParse:
         assert [(c.source, c.text) for c in extract(conv)] == [
             ("tool_output", "app = Celery('invoicing')"),
             ("tool_output", "1 failed: broker refused"),
-            ("tool_input", "celery.py"),
-            ("tool_input", "pytest -x"),
+            ("tool_input", "read celery.py"),
+            ("tool_input", "bash pytest -x"),
         ]
 
     def test_bead_blocks_leave_tool_call_arguments(self):

@@ -25,6 +25,9 @@ TOOL_RESULT_CHARS = 1500
 TOOL_RESULT_TAIL = 500
 CUT_LINE_CHARS = 200  # how far a cut may move to the nearest line break
 WEIGHTS = {"user": 1.0, "assistant": 0.6, "tool_input": 0.6, "tool_output": 0.3}
+# Whether a tool call's cue holds the tool's name (Edit, Bash, Read) beside its arguments: the action a rule may
+# name ("don't edit a migration that is on main"). Chosen by cross-validation (evals/grids/tool-name.yaml).
+TOOL_NAME = True
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
                 if text:
                     cues.append(Cue("assistant", text))
             elif p.kind == "tool_use":
-                text = words(" ".join(strings_in(p.data)))
+                text = words(" ".join([p.name, *strings_in(p.data)] if TOOL_NAME else strings_in(p.data)))
                 if text.strip():
                     cues.append(Cue("tool_input", text))
     return cues
