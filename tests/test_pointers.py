@@ -604,10 +604,15 @@ class TestTitle:
             "trust": "user_stated",
             "body": "Amounts are Decimal, stored as NUMERIC(12,2); never use float for money.",
         }
-        assert render.title(row) == "Amounts are Decimal, stored as NUMERIC(12,2)"
+        assert render.title(row) == "Amounts are Decimal"  # three words (evals/grids/titles.yaml)
         row["body"] = "one\ntwo\x1b[2J three four five six seven eight nine ten"
         t = render.title(row)
-        assert "\x1b" not in t and "\n" not in t and len(t.split()) <= 8
+        assert "\x1b" not in t and "\n" not in t and len(t.split()) <= 3
+        # A title the person or the dream wrote keeps up to eight words.
+        row["title"] = "Money is Decimal, never float, rounded per line"
+        assert render.title(row) == "Money is Decimal, never float, rounded per line"
+        row["title"] = "one two three four five six seven eight nine ten"
+        assert render.title(row) == "one two three four five six seven eight"
 
     def test_show_counts_as_a_use_and_a_rebuild_keeps_it(self, bead, bead_home):
         from bead.index.rebuild import rebuild
@@ -753,11 +758,13 @@ class TestChoosing:
                 ("celery-serialization", "Celery is JSON-only; pickle is off."),
                 ("soft-delete", "Customers are soft-deleted (deleted_at is set)."),
                 ("api-client", "The admin's TypeScript client is generated from the OpenAPI schema."),
+                ("local-ports", "Local ports: API on 8000, admin on 5173."),
+                ("money", "Amounts are Decimal, stored as NUMERIC(12,2)."),
             )
         ]
         full, _ = render.pointers(rows, 80, alone=True)
         short, used = render.pointers(rows, 80, alone=True, project="invoicing")
-        assert len(short) - 1 == 4 > len(full) - 1 and used <= 80, "80 tokens hold four of the project's pointers"
+        assert len(short) - 1 == 6 > len(full) - 1 == 4 and used <= 80, "80 tokens hold six of the project's pointers"
 
     def test_a_long_first_word_is_cut_not_dropped(self):
         row = {

@@ -346,8 +346,12 @@ class TestConversation:
         names, recorded apart from the pinned block: a forget that drops the pinned block's record (it named the
         forgotten fact) and a pinned block built again for another project change nothing."""
         with mem_of(bead_home) as m:
-            m.write("project/shop/db-port", "Postgres listens on port 5433 for the shop.", "project", trust="agent_observed")
-            m.write("project/blog/db-port", "Postgres listens on port 6543 for the blog.", "project", trust="agent_observed")
+            m.write(
+                "project/shop/db-port", "Port 5433 is where Postgres listens for the shop.", "project", trust="agent_observed"
+            )
+            m.write(
+                "project/blog/db-port", "Port 6543 is where Postgres listens for the blog.", "project", trust="agent_observed"
+            )
             m.write("user/shell", "fish with vi keys.", "user")
         proxy = proxy_client()
         system = [{"type": "text", "text": "You are a test."}]  # no working directory: no project but a header's
