@@ -33,6 +33,7 @@ from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, ConfigDict
 
 from ..display import visible
+from ..recall.render import flattened
 from .errors import ToolFailure
 
 # Longer text is not put in a dialog: the person would accept what they did not read.
@@ -110,7 +111,7 @@ def quoted(text: str, instead: str) -> str:
     """``text`` as the question shows it: as a block gives it to the model (one line: each line break and run of
     blank space one space, so no padding pushes a part of it out of the dialog's view), every control and invisible
     character as an escape, indented under the question; refused when too long to read in a dialog."""
-    flat = " ".join(text.split())
+    flat = flattened(text)
     if len(flat) > SHOW_CHARS:
         raise ToolFailure(
             "needs_person",

@@ -29,7 +29,7 @@ from pydantic import Field
 
 from .. import __version__
 from ..config import Config
-from ..core import curate, review
+from ..core import curate, propose, review
 from ..core import forget as forgetting
 from ..core import query as reads
 from ..core import remember as remembering
@@ -372,7 +372,7 @@ AcceptAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_accept_aske
 def _pin_text(mem: Memory, key: str, version: int) -> str:
     want = f"{key}@v{version}"
     cur = curate.pin_target(mem, key, True, want)
-    vouched = "" if cur.trust in ("user_stated", "accepted") else f"You did not say it: its trust is {cur.trust}. "
+    vouched = "" if propose.persons(cur) else f"You did not say it: its trust is {cur.trust}. "
     return (
         f"bead: pin {visible(want)}? A pinned fact goes into every conversation's pinned block and never decays. "
         f"Its text:\n\n{consent.quoted(cur.body, _pin_instead(key, version))}\n\n{vouched}Decline and nothing changes."
@@ -498,23 +498,33 @@ def _seal_words(key: str, s: dict[str, Any]) -> str:
     )
 
 
-def _token_question(rt: Runtime, confirm: str, action: str, args: dict[str, Any], preview: dict[str, Any], words: str) -> str:
-    """The question a two-call tool's second call asks: none when its token would be refused anyway (unknown,
-    spent, expired, another action's, or issued for another preview), so no dialog opens for nothing."""
-    held = rt.tokens.peek(confirm, action, args)
-    return words if held is not None and held == digest(preview) else ""
-
-
-async def _forget_question(ctx: Context, key: str, confirm: str | None) -> consent.Question:
+async def _token_question(
+    ctx: Context,
+    confirm: str | None,
+    action: str,
+    args: dict[str, Any],
+    preview_of: Callable[[Memory], dict[str, Any]],
+    words_of: Callable[[dict[str, Any]], str],
+) -> consent.Question:
+    """The question a two-call tool's second call asks (its words of the preview now): none on the preview call,
+    nor when its token would be refused anyway (unknown, spent, expired, another action's, or issued for another
+    preview), so no dialog opens for nothing. Where the client cannot ask, the token stands alone."""
     if confirm is None:  # the preview call changes nothing: nothing to ask
         return consent.Question()
     rt = _runtime(ctx)
 
     def text(m: Memory) -> str:
-        preview = _forget_preview(m, key)
-        return _token_question(rt, confirm, "forget", {"key": key}, preview, _forget_words(key, preview))
+        preview = preview_of(m)
+        held = rt.tokens.peek(confirm, action, args)
+        return words_of(preview) if held is not None and held == digest(preview) else ""
 
     return await rt.question(text, "", required=False)
+
+
+async def _forget_question(ctx: Context, key: str, confirm: str | None) -> consent.Question:
+    return await _token_question(
+        ctx, confirm, "forget", {"key": key}, lambda m: _forget_preview(m, key), lambda p: _forget_words(key, p)
+    )
 
 
 ForgetQuestion = Annotated[consent.Question, Resolve(_forget_question)]
@@ -528,15 +538,14 @@ ForgetAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_forget_aske
 
 
 async def _forget_matching_question(ctx: Context, text: str, confirm: str | None) -> consent.Question:
-    if confirm is None:
-        return consent.Question()
-    rt = _runtime(ctx)
-
-    def words(m: Memory) -> str:
-        preview = _forget_matching_preview(m, text)
-        return _token_question(rt, confirm, "forget_matching", {"text": text}, preview, _forget_matching_words(text, preview))
-
-    return await rt.question(words, "", required=False)
+    return await _token_question(
+        ctx,
+        confirm,
+        "forget_matching",
+        {"text": text},
+        lambda m: _forget_matching_preview(m, text),
+        lambda p: _forget_matching_words(text, p),
+    )
 
 
 ForgetMatchingQuestion = Annotated[consent.Question, Resolve(_forget_matching_question)]
@@ -552,15 +561,9 @@ ForgetMatchingAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_for
 
 
 async def _seal_question(ctx: Context, key: str, confirm: str | None) -> consent.Question:
-    if confirm is None:
-        return consent.Question()
-    rt = _runtime(ctx)
-
-    def text(m: Memory) -> str:
-        preview = _seal_preview(m, key)
-        return _token_question(rt, confirm, "seal", {"key": key}, preview, _seal_words(key, preview))
-
-    return await rt.question(text, "", required=False)
+    return await _token_question(
+        ctx, confirm, "seal", {"key": key}, lambda m: _seal_preview(m, key), lambda p: _seal_words(key, p)
+    )
 
 
 SealQuestion = Annotated[consent.Question, Resolve(_seal_question)]
