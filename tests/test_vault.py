@@ -34,7 +34,7 @@ from bead.core import seal as ops
 from bead.core.memory import Memory
 from bead.core.seal import write_secret
 from bead.dream.run import Dream
-from bead.errors import KeySealed, RefusedWrite
+from bead.errors import BeadError, KeySealed, RefusedWrite
 from bead.paths import Home
 from bead.store.audit import value_hash
 from bead.vault import keys as vault_keys
@@ -933,3 +933,28 @@ def test_an_unseal_during_a_seal_waits_for_it_and_the_value_is_never_lost(mem, v
     other.close()
     assert unsealed, "the unseal ran once the seal was done"
     assert mem.current("user/door") is not None and mem.current("user/door").body == "The door code is 7301 east"
+
+
+def test_a_seal_killed_inside_its_last_step_is_finished_by_running_it_again(mem, vault, monkeypatch):
+    """The last step deletes the plaintext files inside one index transaction: a kill there rolls the index's change
+    back and leaves the plaintext body in index.db, with the files gone and the sealed copies written. Running the
+    seal again said "sealed already" and left it there; it now brings the index up to the files first."""
+    from bead.core import forget
+
+    body = "The alarm code is 5150 north"
+    mem.write("user/alarm", body, "user")
+
+    def killed(m, plan):
+        for key, numbers in plan.keys.items():
+            m.facts.delete_versions(key, numbers)  # the files went; the index's transaction never committed
+        raise KeyboardInterrupt  # stands for the SIGKILL: nothing after this line of the seal runs
+
+    monkeypatch.setattr(forget, "_delete_last", killed)
+    with pytest.raises(KeyboardInterrupt):
+        ops.seal(mem, "user/alarm")
+    monkeypatch.undo()
+    assert mem.is_sealed("user/alarm") and "index.db" in " ".join(leftovers(mem.home.root, body))
+    with pytest.raises(BeadError, match="sealed already"):
+        ops.seal(mem, "user/alarm")
+    assert leftovers(mem.home.root, body) == []
+    assert mem.is_sealed("user/alarm") and ops.show(mem, "user/alarm", PASSPHRASE).body == body

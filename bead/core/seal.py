@@ -80,6 +80,10 @@ def _checked(mem: Memory, key: str) -> Any:
     to = vault_keys.recipient(mem.home)
     if not mem.facts.versions(key).numbers:
         if mem.sealed.has(key):
+            # A seal killed inside its last step deleted the plaintext files while the index's change rolled back:
+            # index.db still held the body. Running it again brings the index up to the files and empties the WAL.
+            mem.catch_up_index()
+            mem.checkpoint()
             raise BeadError(f"{key} is sealed already", "`bead sealed list` shows the sealed keys")
         raise BeadError(f"nothing to seal: {key} has no version files", "check the key with `bead search` or `bead history KEY`")
     return to
