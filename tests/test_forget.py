@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import subprocess
@@ -1054,3 +1055,34 @@ def test_a_forget_stopped_after_its_last_step_leaves_a_merge_that_status_reports
         assert any("merged the words" in f for f in health.collect(again, fix=True)["fixed"])
         assert not any("index.db still holds" in p["problem"] for p in health.collect(again)["problems"])
     assert leftovers(home.root, VALUE) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # A config map's value, base64-encoded.
+        "binaryData:\n  recovery.txt: " + base64.b64encode(b"K7#mQ2@zR9x").decode() + "\n  motd.txt: aGk=",
+        # The code inside a longer encoded text: a backup's note, encoded after `codes: `.
+        "$ base64 notes.txt\n" + base64.b64encode(b"bank codes: K7#mQ2@zR9x").decode(),
+        # The same, in the URL-safe alphabet, after two bytes of something else.
+        "next page: /list?cursor=" + base64.urlsafe_b64encode(b"xyK7#mQ2@zR9x?>").decode(),
+        # A hex dump of it, upper-case.
+        "0000: " + b"K7#mQ2@zR9x".hex().upper(),
+    ],
+    ids=["base64", "base64-after-a-prefix", "base64-url-safe", "hex"],
+)
+def test_a_code_said_encoded_in_another_turn_is_forgotten_too(mem, said):
+    """A tool's output shows a secret encoded: base64 at whatever offset it starts inside a longer encoded text, in
+    either alphabet, or hex. The turn goes whole (an encoded form cannot be cut around)."""
+    for i in range(3):
+        mem.append_turns(f"f{i}", [("user", f"filler turn {i} about the editor", T0, None)])
+    mem.append_turns("s1", [("user", said, T0, None)])
+    mem.write("user/bank-code", "Recovery code K7#mQ2@zR9x", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/bank-code"))
+    assert [t.text for p in mem.raw.files() for t in mem.raw.read(p) if "filler" not in t.text] == [FORGOTTEN]
+    mem.checkpoint()
+    encoded = max(said.replace("=", " ").split(), key=len).encode()
+    assert [p for p in mem.home.root.rglob("*") if p.is_file() and encoded in p.read_bytes()] == []
+    assert [t.text for p in mem.raw.files() for t in mem.raw.read(p) if "filler" in t.text] == [
+        f"filler turn {i} about the editor" for i in range(3)
+    ]

@@ -21,6 +21,7 @@ and audit, tombstone and dream-report lines keep only a hash of it.
 
 from __future__ import annotations
 
+import base64
 import functools
 import html
 import json
@@ -102,6 +103,11 @@ class Plan:
                 if n and n not in out:
                     out.append(n)
         return out
+
+    @property
+    def encoded(self) -> Encoded:
+        """The values' codes (and each short value whole) as base64 and hex (``encoded_forms``)."""
+        return encoded_forms(self.texts)
 
     @property
     def shingles(self) -> set[tuple[str, ...]]:
@@ -375,14 +381,74 @@ def _holds_decoded(text: str, folded: list[str], words: list[str]) -> bool:
     return False
 
 
+ENCODED_SOURCE_CHARS = 6  # letters and digits a code needs for its encoded forms to be looked for
+ENCODED_MIN_CHARS = 8  # an encoded form shorter than this could be anything's
+ENCODED_WHOLE_CHARS = 256  # a value up to this long is looked for encoded as a whole too
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A value's codes as a tool's output may show them encoded: base64 (case kept) and hex (lower-cased)."""
+
+    b64: frozenset[str] = frozenset()
+    hexes: frozenset[str] = frozenset()
+
+    def found(self, text: str) -> bool:
+        """Whether ``text`` holds one of the forms (substring tests: linear)."""
+        if self.b64 and any(f in text for f in self.b64):
+            return True
+        if self.hexes:
+            low = text.lower()
+            return any(f in low for f in self.hexes)
+        return False
+
+
+def _base64_cores(data: bytes) -> set[str]:
+    """The characters of ``data``'s base64 that its bytes alone decide, at each of the three offsets it may start at
+    inside a longer encoded text (``user:K7...`` in a Basic header), in the standard and the URL-safe alphabet."""
+    out: set[str] = set()
+    for pad in range(3):
+        enc = base64.b64encode(bytes(pad) + data).decode("ascii")
+        core = enc[4 if pad else 0 : (pad + len(data)) // 3 * 4]  # not the group the padding shares, nor the last
+        out |= {core, core.replace("+", "-").replace("/", "_")}
+    return {c for c in out if len(c) >= ENCODED_MIN_CHARS}
+
+
+@functools.lru_cache(maxsize=32)
+def _encoded_of(text: str) -> Encoded:
+    sources = {text} if len(text) <= ENCODED_WHOLE_CHARS else set()
+    for raw in _TOKEN.findall(text[:20_000]):
+        tok = raw.strip(_EDGE)
+        if sum(c.isalnum() for c in tok) >= ENCODED_SOURCE_CHARS and not tok.isalpha():
+            sources.add(tok)
+    b64: set[str] = set()
+    hexes: set[str] = set()
+    for source in sources:
+        data = source.encode("utf-8", "replace")
+        b64 |= _base64_cores(data)
+        if len(data) * 2 >= ENCODED_MIN_CHARS:
+            hexes.add(data.hex())
+    return Encoded(frozenset(b64), frozenset(hexes))
+
+
+def encoded_forms(texts: list[str]) -> Encoded:
+    """Each value's codes (a token with a digit or a sign, ENCODED_SOURCE_CHARS letters and digits at least) and
+    each value up to ENCODED_WHOLE_CHARS as a whole, base64-encoded (``_base64_cores``) and hex-encoded: a tool's
+    output shows a value so (a config map's data, `base64 notes.txt`, a cursor, a hex dump), where no word of it
+    is left to find. A turn holding one goes whole."""
+    parts = [_encoded_of(t) for t in texts]
+    return Encoded(frozenset().union(*(p.b64 for p in parts)), frozenset().union(*(p.hexes for p in parts)))
+
+
 def _matcher(
     needles: list[str],
     keys: AbstractSet[str] = frozenset(),
     shingles: AbstractSet[tuple[str, ...]] = frozenset(),
     tokens: Any = None,
+    encoded: Encoded | None = None,
 ) -> Callable[[str], bool]:
-    """Raw turns: the whole value (``shingles`` empty). Derived files: also any run of its words, and any of
-    its distinctive tokens (``tokens``: a compiled pattern, or None)."""
+    """Raw turns: the whole value (``shingles`` empty), or its codes encoded (``encoded``). Derived files: also any
+    run of its words, and any of its distinctive tokens (``tokens``: a compiled pattern, or None)."""
 
     words = [w for n in needles if (w := _word_needle(n))]
     folded = [f for n in needles if (f := _plain(n))]
@@ -396,6 +462,7 @@ def _matcher(
             or bool(keys and _names_key(t, keys))
             or _holds_shingle(text, shingles)
             or _token_in(tokens, text)
+            or bool(encoded and (encoded.found(text) or encoded.found(_unescaped(text))))
         )
 
     return matches
@@ -505,7 +572,8 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     needles = plan.needles
     if not needles and not plan.whole:
         return
-    matches = _matcher(needles, plan.whole)
+    encoded = plan.encoded
+    matches = _matcher(needles, plan.whole, encoded=encoded)
     files = list(mem.raw.files() if raw is None else raw)
 
     def turns_of(path: Path, holds: Callable[[str], bool]) -> Iterator[Turn]:
@@ -539,7 +607,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     plan.named = {
         k for k in logged - plan.whole if (in_name(k) or in_name(k.replace("-", " ").replace("_", " "))) and not _live(mem, k)
     }
-    derived = _matcher(needles, plan.whole, plan.shingles, tokens)
+    derived = _matcher(needles, plan.whole, plan.shingles, tokens, encoded)
     if raw is None and plan.keys:
         quoting = _matcher(needles)  # the value itself (not a code or word of it another fact may share)
         plan.also_in = sorted({k for k, body in mem.index.current_bodies() if k not in plan.keys and quoting(body)})
@@ -551,7 +619,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
                 plan.temps.append(p)
         except (OSError, safe.UnsafePath):
             continue
-    line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles, tokens)
+    line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles, tokens, encoded)
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
     for p in configured_paths(mem.config, home=mem.home) if raw is None else ():
         try:
@@ -575,6 +643,7 @@ def _line_matcher(
     keys: AbstractSet[str] = frozenset(),
     shingles: AbstractSet[tuple[str, ...]] = frozenset(),
     tokens: Any = None,
+    encoded: Encoded | None = None,
 ) -> Callable[[str], bool]:
     """A JSON line matches when its text does, or its decoded strings do (values inside JSON are escaped),
     when it names a key that is gone (an injected id, a remembered id), or when it holds a run of the
@@ -598,6 +667,7 @@ def _line_matcher(
             or bool(keys and any(_names_key(t, keys) for t in normalised))
             or any(_holds_shingle(t, shingles) for t in texts)
             or any(_token_in(tokens, t) for t in texts)
+            or bool(encoded and any(encoded.found(t) for t in texts))
         )
 
     return matches
@@ -805,7 +875,7 @@ def _apply_forgetting(
     # 3. Episodes, review items, per-conversation state, the trace, and what names a gone key.
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)
-    line_matches = _line_matcher(plan.needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens))
+    line_matches = _line_matcher(plan.needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens), plan.encoded)
     # Every state file and trace, not only those the plan found: a request that came before the forget may have
     # written one since (each is read under its conversation's lock, which a proxy holds while it writes).
     conversations = Conversations(mem.home)
@@ -819,7 +889,7 @@ def _apply_forgetting(
     mem.tombstones.forget_keys(plan.whole | plan.named)
     reports = Reports(mem.home)
     # A key or id a run's line lists that holds the value (one it rejected or queued, made of the value's words).
-    reports.scrub(_matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens)))
+    reports.scrub(_matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens), plan.encoded))
     reports.forget_keys(plan.whole | plan.named)
     # 4. Last, the version files and their index rows (sealed versions: ciphertext only, deleted as they are, no
     # decryption, no tombstone). A forget stopped before here (killed, or the index busy) leaves the key's versions,
