@@ -849,6 +849,32 @@ def test_what_a_request_brought_before_a_forget_is_not_captured_in_clear_after_i
     assert [t.text for t in live.turns() if VALUE in t.text] == [f"no, it is {VALUE} now", f"It is {VALUE}, kept in the vault."]
 
 
+def test_an_answer_the_proxy_could_not_read_is_not_captured_in_clear_from_history_after_a_forget(live):
+    """The proxy could not read an answer as it ended (a compressed stream): the next request's history carries it,
+    and it is captured from there. A forget ran in between: the answer was said before it (it repeats the value), so
+    it goes to the raw log as [forgotten]; what the person typed after the forget is captured as said."""
+    engine = live.engine
+    question = [{"role": "user", "content": "what is the vault code word?"}]
+    prep = engine.prepare(live.body(question), {"x-bead-session": "sess-unread"})
+    done = engine.forwarded(prep)
+    assert done is not None
+    done.result(timeout=30)  # the request's own turns are in the log; its answer never reached the proxy readable
+    live.forget()
+    later = [
+        *question,
+        {"role": "assistant", "content": f"It is {VALUE}, kept in the vault."},
+        {"role": "user", "content": "thanks, and which editor do I use?"},
+    ]
+    prep = engine.prepare(live.body(later), {"x-bead-session": "sess-unread"})
+    done = engine.forwarded(prep)
+    assert done is not None
+    done.result(timeout=30)
+    assert live.leftovers() == []
+    turns = live.turns()
+    assert [t.role for t in turns if t.text == FORGOTTEN] == ["assistant"]
+    assert turns[-1].text == "thanks, and which editor do I use?"
+
+
 def test_a_remember_typed_before_a_forget_is_not_acted_on_after_it(live):
     """The person typed "remember: ..." with the value, then forgot it (`forget --match`) before the capture ran: the
     turn is [forgotten] and no fact is written from it."""

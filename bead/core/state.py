@@ -65,6 +65,9 @@ class ConversationState:
     cues: dict[tuple[int, str], CueRecord] = field(default_factory=dict)
     captured: int = 0
     captured_partial: bool = False
+    # The raw log's forget epoch when the request that captured up to ``captured`` came: the answer after that
+    # place, where the proxy could not read it as it ended (a compressed stream), is that request's, said then.
+    captured_epoch: str | None = None
     # A capture under way (bead.proxy.engine): its batch id and where it takes ``captured``; cleared by the
     # "captured" record that follows its append. One still set names a capture that stopped in between (a crash):
     # the raw log says whether its append happened (the append is the commit).
@@ -186,7 +189,8 @@ class ConversationState:
                 ids, pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
                 self.carried_from, self.carried_ids, self.carried_pointers = str(r.get("from") or ""), ids, pointers
             elif kind == "captured":
-                self._captured(int(r.get("upto", 0)), bool(r.get("partial", False)), r.get("logged"))
+                epoch = r.get("epoch") if isinstance(r.get("epoch"), str) else None
+                self._captured(int(r.get("upto", 0)), bool(r.get("partial", False)), r.get("logged"), epoch)
             elif kind == "aside":
                 self._aside(r)
             elif kind == "capturing":
@@ -247,18 +251,23 @@ class ConversationState:
         self.append({"kind": "ahead", "ids": ids})
         self.ahead = ids
 
-    def set_captured(self, upto: int, partial: bool = False, logged: list[tuple[int, str]] | None = None) -> None:
+    def set_captured(
+        self, upto: int, partial: bool = False, logged: list[tuple[int, str]] | None = None, epoch: str | None = None
+    ) -> None:
         """The raw log has the conversation's turns up to message ``upto``; ``logged``: the person's messages among
-        the ones this capture appended, by index and hash."""
+        the ones this capture appended, by index and hash; ``epoch``: the raw log's forget epoch when the request
+        whose capture this is came (``captured_epoch``)."""
         record: dict[str, Any] = {"kind": "captured", "upto": upto, "partial": partial}
         if logged:
             record["logged"] = [list(k) for k in logged]
+        if epoch is not None:
+            record["epoch"] = epoch
         self.append(record)
-        self._captured(upto, partial, record.get("logged"))
+        self._captured(upto, partial, record.get("logged"), epoch)
 
-    def _captured(self, upto: int, partial: bool, logged: Any = None) -> None:
+    def _captured(self, upto: int, partial: bool, logged: Any = None, epoch: str | None = None) -> None:
         if upto >= self.captured:  # never backwards (a late record of an earlier answer)
-            self.captured, self.captured_partial = upto, partial
+            self.captured, self.captured_partial, self.captured_epoch = upto, partial, epoch
         self.capturing = None
         self.logged.update(logged_pairs(logged))
 

@@ -54,7 +54,7 @@ from ..core.state import Conversations, ConversationState, logged_pairs
 from ..core.trace import Trace, record_proxy_trace
 from ..paths import Home
 from ..store.locks import LockBusy
-from ..store.rawlog import FORGOTTEN, UNSCREENED
+from ..store.rawlog import FORGOTTEN, SAID_AT_EPOCH, UNSCREENED
 from ..store.rawlog import Turn as RawTurn
 from ..wire import Wire, anthropic
 from ..wire.splice import TooLarge
@@ -650,6 +650,14 @@ class Engine:
         if start >= upto and not answer:
             return  # nothing new (a retry)
         turns = capture.request_turns(conv, ident, start) if start < len(conv.messages) else []
+        unread = start == st.captured and start < len(conv.messages) and conv.messages[start].role == "assistant"
+        if unread and st.captured_epoch is not None:
+            # The answer to the request that captured up to here, which the proxy could not read as it ended (a
+            # compressed stream), carried by this request's history: said when that request came, so judged by its
+            # epoch (a forget since may have taken what it repeats).
+            for t in turns:
+                if t.flags.get("message") == start:
+                    t.flags[SAID_AT_EPOCH] = st.captured_epoch
         turns += answer or []
         remember_at = newest if newest is not None and start <= newest < upto else None
         logged = [(m.index, m.hash) for m in conv.messages[start:upto] if m.role == "user"]
@@ -670,7 +678,7 @@ class Engine:
             if batch:
                 st.set_remembered(batch)
         if batch or st.captured < upto:
-            st.set_captured(upto, partial, logged)
+            st.set_captured(upto, partial, logged, epoch)
 
     def _aside(
         self,
@@ -712,7 +720,7 @@ class Engine:
             else:  # a forget began since its request came: its words may be what the forget took
                 trace["errors"].append("remember: a forget ran meanwhile")
             st.set_remembered(left["batch"])
-        st.set_captured(left["upto"], left["partial"], logged_pairs(left.get("logged")))
+        st.set_captured(left["upto"], left["partial"], logged_pairs(left.get("logged")), left.get("epoch"))
 
     def _wait_for_judge(self, conversation_id: str, deadline: float) -> None:
         """rerank.mode async: the conversation's previous request's judge, whose pick joins the next request, within
@@ -847,7 +855,7 @@ class Engine:
         "remember" of its own if there is one ("" comes back)."""
         if not turns:
             if st.captured < upto and remember is None:
-                st.set_captured(upto, partial, logged)
+                st.set_captured(upto, partial, logged, epoch)
             return ""
         batch = uuid.uuid4().hex[:16]
         st.set_capturing(batch, upto, partial, remember, logged, epoch)

@@ -53,6 +53,9 @@ _UNESCAPE = re.compile(r"^\\(\\*<!-- bead:turn )", re.M)
 _SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fullmatch: `$` allows a final newline
 FORGOTTEN = "[forgotten]"
 UNSCREENED = "unscreened"  # the flag of a turn captured across a forget, written as FORGOTTEN (RawLog.append_many)
+# A turn's own forget epoch (RawLog.append_many), where it was said before the request that brings it (the answer the
+# proxy could not read as it ended, carried by the next request's history); popped, never written.
+SAID_AT_EPOCH = "said_at_epoch"
 
 
 @dataclass
@@ -325,25 +328,33 @@ class RawLog:
         for item, (clean, found) in zip(items, redacted, strict=True):
             role, text, at, ref = item[:4]
             flags = dict(item[4]) if len(item) > 4 and item[4] else {}
+            said_at = flags.pop(SAID_AT_EPOCH, None)
             clean, had_token = without_token(self.home, clean)
             if had_token:
                 found = [*found, "bead-token"]
             if found:
                 flags.setdefault("redacted", sorted(set(found)))
             flags.setdefault("owner", self.owner)
-            ready.append((role, clean, iso(at or self.clock()), ref, flags))
+            ready.append((role, clean, iso(at or self.clock()), ref, flags, said_at if isinstance(said_at, str) else None))
         with flocked(self.lock_path, root=self.home.root):
-            if not self.settled(epoch):
-                # Flagged apart from what a forget rewrote: a forget of something else blanks it too, and an import
-                # of the harness's transcript may bring it back (bead.core.history reads only a forget's flags).
-                ready = [(role, FORGOTTEN, at_text, ref, {**flags, UNSCREENED: True}) for role, _, at_text, ref, flags in ready]
+            whole = self.settled(epoch)
+            said_ok = {said: self.settled(said) for said in {r[5] for r in ready if r[5] is not None}}
+            # Flagged apart from what a forget rewrote: a forget of something else blanks it too, and an import of
+            # the harness's transcript may bring it back (bead.core.history reads only a forget's flags). A turn said
+            # before its request came (``SAID_AT_EPOCH``) is judged by the epoch it was said at.
+            writing = [
+                (role, clean, at_text, ref, flags)
+                if whole and (said is None or said_ok[said])
+                else (role, FORGOTTEN, at_text, ref, {**flags, UNSCREENED: True})
+                for role, clean, at_text, ref, flags, said in ready
+            ]
             path = self._path_for(session, first_at.astimezone(UTC))
             fd = safe.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, root=self.home.root)
             try:
                 n = _last_turn_number(fd)
                 pos = os.fstat(fd).st_size
                 turns, chunks = [], []
-                for role, clean, at_text, ref, flags in ready:
+                for role, clean, at_text, ref, flags in writing:
                     n += 1
                     t = Turn(session, n, role, at_text, clean, ref, path, flags)
                     head = (t.marker() + "\n").encode("utf-8")
