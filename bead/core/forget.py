@@ -384,6 +384,9 @@ def _holds_decoded(text: str, folded: list[str], words: list[str]) -> bool:
 ENCODED_SOURCE_CHARS = 6  # letters and digits a code needs for its encoded forms to be looked for
 ENCODED_MIN_CHARS = 8  # an encoded form shorter than this could be anything's
 ENCODED_WHOLE_CHARS = 256  # a value up to this long is looked for encoded as a whole too
+# Of a long value's codes, the longest this many (each is seven substring tests over every turn read): a pasted
+# page of them costs what a short value costs.
+ENCODED_MAX_SOURCES = 32
 
 
 @dataclass(frozen=True)
@@ -416,11 +419,11 @@ def _base64_cores(data: bytes) -> set[str]:
 
 @functools.lru_cache(maxsize=32)
 def _encoded_of(text: str) -> Encoded:
-    sources = {text} if len(text) <= ENCODED_WHOLE_CHARS else set()
-    for raw in _TOKEN.findall(text[:20_000]):
-        tok = raw.strip(_EDGE)
-        if sum(c.isalnum() for c in tok) >= ENCODED_SOURCE_CHARS and not tok.isalpha():
-            sources.add(tok)
+    tokens = {raw.strip(_EDGE) for raw in _TOKEN.findall(text[:20_000])}
+    codes = {t for t in tokens if sum(c.isalnum() for c in t) >= ENCODED_SOURCE_CHARS and not t.isalpha()}
+    sources = set(sorted(codes, key=lambda t: (-len(t), t))[:ENCODED_MAX_SOURCES])
+    if len(text) <= ENCODED_WHOLE_CHARS:
+        sources.add(text)
     b64: set[str] = set()
     hexes: set[str] = set()
     for source in sources:
