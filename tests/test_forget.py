@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import subprocess
+import textwrap
 from datetime import UTC, datetime
 
 import pytest
@@ -1090,12 +1091,19 @@ def test_a_forget_stopped_after_its_last_step_leaves_a_merge_that_status_reports
         "binaryData:\n  recovery.txt: " + base64.b64encode(b"K7#mQ2@zR9x").decode() + "\n  motd.txt: aGk=",
         # The code inside a longer encoded text: a backup's note, encoded after `codes: `.
         "$ base64 notes.txt\n" + base64.b64encode(b"bank codes: K7#mQ2@zR9x").decode(),
+        # `base64` wraps its output at 76 characters: the code's encoded form runs across the line break.
+        "$ base64 bank-call.txt\n"
+        + "\n".join(
+            textwrap.wrap(base64.b64encode(b"Notes from the bank call; their new recovery code is K7#mQ2@zR9x").decode(), 76)
+        ),
         # The same, in the URL-safe alphabet, after two bytes of something else.
         "next page: /list?cursor=" + base64.urlsafe_b64encode(b"xyK7#mQ2@zR9x?>").decode(),
         # A hex dump of it, upper-case.
         "0000: " + b"K7#mQ2@zR9x".hex().upper(),
+        # `hexdump -C` spaces the bytes.
+        "00000000  " + " ".join(f"{b:02x}" for b in b"K7#mQ2@zR9x") + "  |K7#m...|",
     ],
-    ids=["base64", "base64-after-a-prefix", "base64-url-safe", "hex"],
+    ids=["base64", "base64-after-a-prefix", "base64-wrapped", "base64-url-safe", "hex", "hex-spaced"],
 )
 def test_a_code_said_encoded_in_another_turn_is_forgotten_too(mem, said):
     """A tool's output shows a secret encoded: base64 at whatever offset it starts inside a longer encoded text, in
@@ -1109,6 +1117,7 @@ def test_a_code_said_encoded_in_another_turn_is_forgotten_too(mem, said):
     mem.checkpoint()
     encoded = max(said.replace("=", " ").split(), key=len).encode()
     assert [p for p in mem.home.root.rglob("*") if p.is_file() and encoded in p.read_bytes()] == []
+    assert [p for p in mem.home.root.rglob("*") if p.is_file() and b"6d 51 32 40" in p.read_bytes()] == []
     assert [t.text for p in mem.raw.files() for t in mem.raw.read(p) if "filler" in t.text] == [
         f"filler turn {i} about the editor" for i in range(3)
     ]

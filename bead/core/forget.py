@@ -397,12 +397,21 @@ class Encoded:
     hexes: frozenset[str] = frozenset()
 
     def found(self, text: str) -> bool:
-        """Whether ``text`` holds one of the forms (substring tests: linear)."""
-        if self.b64 and any(f in text for f in self.b64):
-            return True
-        if self.hexes:
-            low = text.lower()
-            return any(f in low for f in self.hexes)
+        """Whether ``text`` holds one of the forms, as written or with its white space taken out (`base64` wraps
+        its output at 76 characters, `hexdump -C` spaces the bytes). Substring tests: linear."""
+        if not self.b64 and not self.hexes:
+            return False
+        views = [text]
+        compact = "".join(text.split())
+        if compact != text:
+            views.append(compact)
+        for view in views:
+            if any(f in view for f in self.b64):
+                return True
+            if self.hexes:
+                low = view.lower()
+                if any(f in low for f in self.hexes):
+                    return True
         return False
 
 
