@@ -124,6 +124,43 @@ def test_cli_runs_a_grid(bead, tmp_path):
     assert missing.code == 1 and "--grid" in missing.err
 
 
+def test_by_suite_leaves_each_suite_out_in_turn(bead, tmp_path, monkeypatch):
+    """Several suites of one project and facts pool their turns; each suite is one fold, scored with the setting the
+    other suites chose. Suites over other facts, or sharing turn ids, are refused with what to do."""
+    import yaml
+
+    whole = tiny_suite()
+    first = {**whole, "name": "one", "turns": whole["turns"][:3]}
+    second = {**whole, "name": "two", "turns": whole["turns"][3:]}
+    pooled, parts = cv.pool([first, second])
+    assert parts == [{"t0", "t1", "t2"}, {"t3", "t4", "t5"}] and len(pooled["turns"]) == 6
+    with pytest.raises(BeadError, match="do not share"):
+        cv.pool([first, {**second, "facts": FACTS[:1]}])
+    with pytest.raises(BeadError, match="repeats turn ids"):
+        cv.pool([first, {**first, "name": "again"}])
+
+    seen: list[list[set[str]]] = []
+    real = cv.run
+    monkeypatch.setattr(cv, "run", lambda *a, **kw: seen.append(kw["parts"]) or real(*a, **kw))
+    paths = []
+    for s in (first, second):
+        paths.append(tmp_path / f"{s['name']}.yaml")
+        paths[-1].write_text(yaml.safe_dump(s))
+    grid = tmp_path / "g.yaml"
+    grid.write_text(
+        'settings:\n  - name: off\n    config: "recall:\\n  evidence_threshold: 50\\n  pointers: 0\\n"\n'
+        '  - name: default\n    config: "recall:\\n  evidence_threshold: 50\\n"\n'
+    )
+    out = bead("eval", *map(str, paths), "--cv", "2", "--by-suite", "--grid", str(grid), "--scale", "0", "--json")
+    assert out.code == 0, out.err
+    r = json.loads(out.out)
+    assert seen == [parts] and r["by_suite"] and r["k"] == 2 and r["name"] == "one+two"
+    table = bead("eval", *map(str, paths), "--cv", "2", "--by-suite", "--grid", str(grid), "--scale", "0")
+    assert "each suite left out in turn" in table.out
+    alone = bead("eval", str(paths[0]), "--by-suite")
+    assert alone.code == 1 and "--cv" in alone.err
+
+
 def test_suite_loads_strictly():
     with pytest.raises(BeadError):
         suite.load("/nonexistent/suite.yaml")

@@ -60,6 +60,13 @@ from .common import echo, echo_json
     "(each a conversation), at each --scale; report fit and cross-validated figures.",
 )
 @click.option(
+    "--by-suite",
+    is_flag=True,
+    help="With --cv and several injection suites of one project and the same facts: pool their turns and leave "
+    "one suite out at a time (each suite a fold, K is their number): a setting chosen on some authors' turns, "
+    "scored on another's.",
+)
+@click.option(
     "--grid",
     "grid_file",
     type=click.Path(exists=True, dir_okay=False),
@@ -67,7 +74,7 @@ from .common import echo, echo_json
     "(each a conversation): choose the raw search's settings by leaving one conversation out at a time "
     "(evals/grids/raw.yaml).",
 )
-def eval_(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file):
+def eval_(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, by_suite, grid_file):
     """Run eval suites (kind: supersession, raw-recall, injection, poisoning) in temporary homes.
 
     A suite never touches your store. With several raw-recall files, a pooled
@@ -76,7 +83,7 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
     from ..errors import BeadError
 
     try:
-        _eval(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file)
+        _eval(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file, by_suite)
     except (TypeError, AttributeError, KeyError, ValueError, UnicodeDecodeError) as exc:
         # A suite, --config or --grid file of another shape than its kind's (a number where a list belongs, text
         # that is not UTF-8): said with the file's names, never a traceback.
@@ -89,8 +96,13 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
         ) from None
 
 
-def _eval(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file):
+def _eval(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file, by_suite=False):
     from ..evals import injection, poisoning, rawrecall, suite, supersession
+
+    if by_suite and not cv_folds:
+        from ..errors import BeadError
+
+        raise BeadError("--by-suite chooses the folds of --cv", "add --cv 2 (or more) and --grid")
 
     if grid_file and not cv_folds:
         loaded = [suite.load(f) for f in files]
@@ -106,6 +118,8 @@ def _eval(files, as_json, details, split, wire, config_file, path, scales, distr
                 "--cv needs --scale: the figures it chooses by are the scaled run's",
                 "add the store sizes to measure at, e.g. --scale 300 --scale 2000 (0: the suite's facts)",
             )
+        if by_suite:
+            return _cv_by_suite(files, as_json, details, grid_file, list(scales), distractors)
         return _cv(files, as_json, details, cv_folds, grid_file, list(scales), distractors)
     if path == "mcp":
         return _mcp_path(files, as_json, details, split, config_file)
@@ -188,6 +202,17 @@ def _cv(files, as_json, details, k, grid_file, scales, distractors) -> None:
             echo_json(r if details else {k2: v for k2, v in r.items() if k2 != "folds"}, indent=None)
         else:
             echo(cv.table(r), multiline=True)
+
+
+def _cv_by_suite(files, as_json, details, grid_file, scales, distractors) -> None:
+    from ..evals import cv, suite
+
+    pooled, parts = cv.pool([suite.load(f) for f in files])
+    r = cv.run(pooled, cv.load_grid(grid_file), scales, len(parts), distractors, parts=parts)
+    if as_json:
+        echo_json(r if details else {k: v for k, v in r.items() if k != "folds"}, indent=None)
+    else:
+        echo(cv.table(r), multiline=True)
 
 
 def _scaled(files, as_json, details, split, config_file, scales, distractors="near-miss") -> None:

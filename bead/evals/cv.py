@@ -88,6 +88,31 @@ def folds(ids: list[str], k: int, seed: int = 7) -> list[set[str]]:
     return [set(order[i::k]) for i in range(k)]
 
 
+def pool(suites: list[dict]) -> tuple[dict, list[set[str]]]:
+    """Injection suites of one project and the same facts as one suite, and each suite's turn ids (its fold)."""
+    if len(suites) < 2 or any(s.get("kind") != "injection" for s in suites):
+        raise BeadError("--by-suite pools two or more injection suites", "give each suite file, e.g. evals/injection*.yaml")
+    first = suites[0]
+    for s in suites[1:]:
+        if s.get("project") != first.get("project") or s.get("facts") != first.get("facts"):
+            raise BeadError(
+                f"{s.get('name')} and {first.get('name')} do not share their project and facts: a pooled store would "
+                "hold neither's",
+                "pool only suites written over the same facts",
+            )
+    parts = [{str(t["id"]) for t in s.get("turns") or []} for s in suites]
+    seen: set[str] = set()
+    for s, ids in zip(suites, parts, strict=True):
+        if seen & ids:
+            raise BeadError(
+                f"{s.get('name')} repeats turn ids of another suite ({', '.join(sorted(seen & ids)[:3])})",
+                "give each turn its own id",
+            )
+        seen |= ids
+    name = "+".join(str(s.get("name")) for s in suites)
+    return {**first, "name": name, "turns": [t for s in suites for t in s.get("turns") or []]}, parts
+
+
 def _runs(suite: dict, settings: list[Setting], scales: list[int], kind: str) -> list[dict[str, Any]]:
     """Per setting: the plain run's rows and each scale's rows (details only)."""
     per: list[dict[str, Any]] = [{"plain": None, "scaled": {}} for _ in settings]
@@ -152,12 +177,20 @@ def _mean_figures(figs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(
-    suite: dict, settings: list[Setting], scales: list[int], k: int, kind: str = "near-miss", seed: int = 7
+    suite: dict,
+    settings: list[Setting],
+    scales: list[int],
+    k: int,
+    kind: str = "near-miss",
+    seed: int = 7,
+    parts: list[set[str]] | None = None,
 ) -> dict[str, Any]:
+    """``parts``: the folds as given (``pool``: one per suite), instead of ``k`` dealt by ``seed``."""
     if suite.get("kind") != "injection":
         raise BeadError(f"{suite.get('name')}: --cv runs injection suites", "give an injection suite")
     ids = [str(t["id"]) for t in suite.get("turns") or []]
-    parts = folds(ids, k, seed)
+    by_suite = parts is not None
+    parts = parts if parts is not None else folds(ids, k, seed)
     runs = _runs(suite, settings, scales, kind)
     fit = [measure(r, lambda row: True) for r in runs]
     best = max(range(len(settings)), key=lambda i: (fit[i]["objective"], -i))
@@ -177,8 +210,9 @@ def run(
     return {
         "kind": "cv",
         "name": suite["name"],
-        "k": k,
-        "seed": seed,
+        "k": len(parts),
+        "seed": None if by_suite else seed,
+        "by_suite": by_suite,
         "distractors": kind,
         "scales": scales,
         "settings": [{"name": s.name, "fit": f} for s, f in zip(settings, fit, strict=True)],
@@ -199,7 +233,9 @@ def table(result: dict[str, Any]) -> str:
     for n in scales:
         head += f" {'@' + str(n) + ' later reach':>16} {'@' + str(n) + ' delivered':>14} {'ptr tok':>7}"
     lines = [
-        f"{result['name']} (cross-validation: {result['k']} folds by conversation, {result['distractors']} distractors)",
+        f"{result['name']} (cross-validation: "
+        + ("each suite left out in turn" if result.get("by_suite") else f"{result['k']} folds by conversation")
+        + f", {result['distractors']} distractors)",
         head,
     ]
 
