@@ -95,6 +95,31 @@ class TestDerived:
         gc.collect()
         assert seen == ["in", "out"] * 4  # opened, and closed by the collector under the lock
 
+    @pytest.mark.parametrize("writer", ["none", "this connection", "another connection"])
+    def test_a_new_index_is_built_once_and_a_reset_after_any_write_drops_it(self, bead_home, monkeypatch, writer):
+        """A new index's rebuild keeps the empty tables the open just created instead of building them a second
+        time; once anything was written to the file, by this connection or another, a reset drops it."""
+        from bead.paths import Home
+
+        home = Home(bead_home).ensure()
+        creates: list[int] = []
+        real_create = dbmod.Index._create
+        monkeypatch.setattr(dbmod.Index, "_create", lambda self: (creates.append(1), real_create(self))[1])
+        index = dbmod.Index(home.index_db, home.store)
+        other = dbmod.Index(home.index_db, home.store)
+        try:
+            assert index.fresh and not other.fresh and len(creates) == 1
+            if writer != "none":
+                w = index if writer == "this connection" else other
+                with w.write_tx():
+                    w._conn.execute("INSERT INTO meta(name, value) VALUES ('left', 'over')")
+            index.reset()
+            assert len(creates) == (1 if writer == "none" else 2)
+            assert index._conn.execute("SELECT value FROM meta WHERE name = 'left'").fetchone() is None
+        finally:
+            other.close()
+            index.close()
+
     def test_wal_and_secure_delete_are_on(self, mem):
         pragmas = mem.index.pragmas()
         assert pragmas["journal_mode"] == "wal"
