@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import getpass
 import os
 import reprlib
@@ -319,6 +320,13 @@ _SHOWN = reprlib.Repr()
 _SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlist, _SHOWN.maxdict = 2, 80, 80, 6, 6
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, worked out once per section: it evaluates every annotation's text again
+    on each call (half of reading a config file's CPU, and the tests and a few commands read one often)."""
+    return typing.get_type_hints(cls)
+
+
 def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
     if isinstance(node, yaml.ScalarNode) and node.value in ("", "~", "null"):
         return cls()
@@ -328,7 +336,7 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
             f"edit {where} so that it holds `key: value` lines",
         )
     fields = {key_of(f): f for f in dataclasses.fields(cls)}
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     values: dict[str, Any] = {}
     for key_node, value_node in node.value:
         line = key_node.start_mark.line + 1
