@@ -1121,3 +1121,57 @@ def test_a_code_said_encoded_in_another_turn_is_forgotten_too(mem, said):
     assert [t.text for p in mem.raw.files() for t in mem.raw.read(p) if "filler" in t.text] == [
         f"filler turn {i} about the editor" for i in range(3)
     ]
+
+
+def _hexdump_c(data: bytes) -> str:
+    """`hexdump -C`'s layout: an offset, 16 bytes in two groups of eight, the text between bars."""
+    rows = []
+    for o in range(0, len(data), 16):
+        row = data[o : o + 16]
+        digits = " ".join(f"{b:02x}" for b in row[:8]) + "  " + " ".join(f"{b:02x}" for b in row[8:])
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in row)
+        rows.append(f"{o:08x}  {digits:<49} |{text}|")
+    return "\n".join(rows)
+
+
+@pytest.mark.parametrize(
+    "fact,said",
+    [
+        # A password's signs (`!`, `?`) cut its plain-text tokens short; its encoded form is of the whole word.
+        ("The alarm panel code is Xy3!Qz7?Lm", "$ base64 alarm.txt\n" + base64.b64encode(b"panel: Xy3!Qz7?Lm\n").decode()),
+        # A six-digit number inside a longer encoded text, at an offset its groups do not start at.
+        ("The gym locker is number 493817", "data:\n  locker: " + base64.b64encode(b"gym 493817").decode()),
+        # A hex dump whose rows the code runs across (the text column splits it too).
+        ("Recovery code K7#mQ2@zR9x", "$ hexdump -C note.txt\n" + _hexdump_c(b"the bank said:K7#mQ2@zR9x\n")),
+        # PowerShell's -EncodedCommand: base64 of UTF-16.
+        (
+            "Recovery code K7#mQ2@zR9x",
+            "powershell -EncodedCommand " + base64.b64encode("echo K7#mQ2@zR9x".encode("utf-16-le")).decode(),
+        ),
+    ],
+    ids=["password-with-signs", "six-digits-at-an-offset", "hexdump-across-rows", "utf-16"],
+)
+def test_an_encoded_code_is_found_whole_wherever_its_bytes_fall(mem, fact, said):
+    for i in range(3):
+        mem.append_turns(f"f{i}", [("user", f"filler turn {i} about the editor", T0, None)])
+    mem.append_turns("s1", [("user", said, T0, None)])
+    mem.write("user/code", fact, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/code"))
+    assert [t.text for p in mem.raw.files() for t in mem.raw.read(p) if "filler" not in t.text] == [FORGOTTEN]
+
+
+def test_an_encoded_text_that_holds_another_code_stays(mem):
+    """Encoded text is read decoded, so a code that differs in a byte is not the forgotten one (a fragment of its
+    base64 would match `ABCD-1299` for `ABCD-1234`), and an unrelated dump or blob stays as it was."""
+    kept = [
+        "$ base64 CHANGES\n" + base64.b64encode(b"fixes ABCD-1299 and ABCD-1200\n").decode(),
+        "$ hexdump -C logo.png\n" + _hexdump_c(bytes(range(40, 120))),
+        "integrity sha512-" + base64.b64encode(hashlib.sha512(b"left-pad").digest()).decode(),
+    ]
+    for i, text in enumerate(kept):
+        mem.append_turns(f"k{i}", [("user", text, T0, None)])
+    mem.append_turns("s1", [("user", "$ base64 t.txt\n" + base64.b64encode(b"blocker: ABCD-1234").decode(), T0, None)])
+    mem.write("project/shop/blocker", "Ticket ABCD-1234 is the blocker", "project")
+    forget.apply(mem, forget.plan_target(mem, "project/shop/blocker"))
+    texts = [t.text for p in mem.raw.files() for t in mem.raw.read(p)]
+    assert all(k in texts for k in kept) and texts.count(FORGOTTEN) == 1

@@ -21,7 +21,7 @@ and audit, tombstone and dream-report lines keep only a hash of it.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import functools
 import html
 import json
@@ -106,8 +106,9 @@ class Plan:
 
     @property
     def encoded(self) -> Encoded:
-        """The values' codes (and each short value whole) as base64 and hex (``encoded_forms``)."""
-        return encoded_forms(self.texts)
+        """The values' distinctive codes (``tokens``) and each short value whole, as a tool's output may show them
+        base64- or hex-encoded (``encoded_forms``)."""
+        return encoded_forms(tuple(self.texts), frozenset(self.tokens))
 
     @property
     def shingles(self) -> set[tuple[str, ...]]:
@@ -381,75 +382,127 @@ def _holds_decoded(text: str, folded: list[str], words: list[str]) -> bool:
     return False
 
 
-ENCODED_SOURCE_CHARS = 6  # letters and digits a code needs for its encoded forms to be looked for
-ENCODED_MIN_CHARS = 8  # an encoded form shorter than this could be anything's
+ENCODED_MIN_BYTES = 6  # a code shorter than this could be in any decoded blob by chance
 ENCODED_WHOLE_CHARS = 256  # a value up to this long is looked for encoded as a whole too
-# Of a long value's codes, the longest this many (each is seven substring tests over every turn read): a pasted
-# page of them costs what a short value costs.
+# Of a plan's codes, the longest this many (and this many whole values): one pattern over every decoded blob, so a
+# pasted page of codes costs what a few do.
 ENCODED_MAX_SOURCES = 32
+# Runs of base64 (either alphabet), across the line breaks `base64` and PEM wrap them with. A hex dump's offset
+# column, its text column (`hexdump -C`'s `|...|`, `xxd`'s after two spaces) and C's `0x4b, ` / `\x4b` spelling,
+# taken out before its digits are read as one run. RE2: linear.
+_B64_RUN = compile_linear(r"[A-Za-z0-9+/_=-]{8,}(?:\r?\n[A-Za-z0-9+/_=-]{4,})*")
+_HEX_OFFSET = compile_linear(r"(?m)^[ \t]*[0-9A-Fa-f]{4,16}:?[ \t]+")
+_HEX_TEXT_COLUMN = compile_linear(r"(?m)(?:[ \t]+\|[^|\n]{1,16}\|[ \t]*$|[ \t]{2,}[^ \t\n][^\n]{0,15}$)")
+_HEX_ESCAPED = compile_linear(r"(?:0[xX]|\\x)([0-9A-Fa-f]{2})(?:, ?)?")
+_B64_URL = str.maketrans("-_", "+/", "\r\n=")
+_HEX_SPACING = str.maketrans("", "", " \t\r\n:")
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+_WORD_JOINS = str.maketrans("", "", "_-")
+
+
+def _base64_blobs(text: str) -> Iterator[str]:
+    """What ``text`` says in base64, decoded at each of the four offsets a run may start at (inside a longer
+    encoded text), its bytes lower-cased (ASCII) and read as Latin-1 (one character a byte). A run of hex digits
+    alone, or of a word's letters (snake_case, kebab-case), is passed over: eight characters or more of base64
+    almost never read so, and a tool's output is full of both. Linear in ``text``."""
+    for m in _B64_RUN.finditer(text):
+        run = m.group(0)
+        if not run.strip(_HEX_DIGITS):
+            continue
+        letters = run.translate(_WORD_JOINS)
+        if letters.isalpha() and (letters.islower() or letters[1:].islower()):
+            continue
+        run = run.translate(_B64_URL)
+        for off in range(4):
+            chunk = run[off:]
+            if len(chunk) % 4 == 1:
+                chunk = chunk[:-1]  # no byte ends there
+            chunk += "=" * (-len(chunk) % 4)  # the last group's bytes count (its padding was taken out above)
+            if len(chunk) >= 8:
+                try:
+                    yield binascii.a2b_base64(chunk).lower().decode("latin-1")
+                except binascii.Error:
+                    continue
+
+
+def _hex_view(text: str) -> str:
+    """``text``'s hex digits as one lower-case run: a hex dump's offsets and text column taken out, C's
+    ``0x``/``\\x`` spellings undone, spaces, line breaks and colons between bytes dropped (a code across two rows
+    of a dump is one run). Linear."""
+    view = _HEX_TEXT_COLUMN.sub("", _HEX_OFFSET.sub("", text))
+    if "0x" in view or "0X" in view or "\\x" in view:
+        view = _HEX_ESCAPED.sub(r"\1", view)
+    return view.translate(_HEX_SPACING).lower()
+
+
+def _literal(text: str) -> str:
+    """``text`` as an RE2 pattern that matches it alone."""
+    return "".join(c if c.isascii() and c.isalnum() else f"\\x{{{ord(c):x}}}" for c in text)
 
 
 @dataclass(frozen=True)
 class Encoded:
-    """A value's codes as a tool's output may show them encoded: base64 (case kept) and hex (lower-cased)."""
+    """A plan's codes as a tool's output may show them encoded: base64 read decoded (``_base64_blobs``), so a
+    code is found whole at any offset and nothing but the code matches; hex by the codes' own hex digits in the
+    text's hex (``_hex_view``)."""
 
-    b64: frozenset[str] = frozenset()
-    hexes: frozenset[str] = frozenset()
+    pattern: Any = None  # RE2 over the sources' lower-cased bytes read as Latin-1, or None (nothing to find)
+    hexes: Any = None  # RE2 over the sources' bytes in lower-case hex
 
     def found(self, text: str) -> bool:
-        """Whether ``text`` holds one of the forms, as written or with its white space taken out (`base64` wraps
-        its output at 76 characters, `hexdump -C` spaces the bytes). Substring tests: linear."""
-        if not self.b64 and not self.hexes:
+        if self.pattern is None or len(text) < 8:
             return False
         views = [text]
-        compact = "".join(text.split())
-        if compact != text:
-            views.append(compact)
+        if "%" in text or "\\" in text or "&" in text:
+            views.append(_decoded(text))  # percent-encoded base64, JSON's `\/`
         for view in views:
-            if any(f in view for f in self.b64):
+            # One search a view: the blobs (Latin-1, every character below U+0100) joined by one no code holds.
+            if self.pattern.search("\u0100".join(_base64_blobs(view))) or self.hexes.search(_hex_view(view)):
                 return True
-            if self.hexes:
-                low = view.lower()
-                if any(f in low for f in self.hexes):
-                    return True
         return False
 
 
-def _base64_cores(data: bytes) -> set[str]:
-    """The characters of ``data``'s base64 that its bytes alone decide, at each of the three offsets it may start at
-    inside a longer encoded text (``user:K7...`` in a Basic header), in the standard and the URL-safe alphabet."""
-    out: set[str] = set()
-    for pad in range(3):
-        enc = base64.b64encode(bytes(pad) + data).decode("ascii")
-        core = enc[4 if pad else 0 : (pad + len(data)) // 3 * 4]  # not the group the padding shares, nor the last
-        out |= {core, core.replace("+", "-").replace("/", "_")}
-    return {c for c in out if len(c) >= ENCODED_MIN_CHARS}
+def _code_sources(text: str, tokens: AbstractSet[str]) -> set[str]:
+    """The words of ``text`` (and their parts between ``= : / , ;``), without the quotes and brackets around
+    them, that hold one of ``tokens`` (the plan's distinctive ones: the rarity rule of the plain search holds
+    here too), at least ENCODED_MIN_BYTES long; and the tokens themselves. A password keeps its signs
+    (``Xy3!Qz7?Lm``), which the plain search's tokens are cut at."""
+    out = {t for t in tokens if len(t.encode("utf-8")) >= ENCODED_MIN_BYTES}
+    if not tokens:
+        return out
+    for word in text[:20_000].split():
+        parts = {word}
+        for sep in "=:/,;":
+            parts |= {p for w in list(parts) for p in w.split(sep)}
+        for part in parts:
+            part = part.strip("'\"`()[]{}<>.,;:")
+            if len(part.encode("utf-8")) >= ENCODED_MIN_BYTES and any(t in fold(part).lower() for t in tokens):
+                out.add(part)
+    return out
 
 
-@functools.lru_cache(maxsize=32)
-def _encoded_of(text: str) -> Encoded:
-    tokens = {raw.strip(_EDGE) for raw in _TOKEN.findall(text[:20_000])}
-    codes = {t for t in tokens if sum(c.isalnum() for c in t) >= ENCODED_SOURCE_CHARS and not t.isalpha()}
-    sources = set(sorted(codes, key=lambda t: (-len(t), t))[:ENCODED_MAX_SOURCES])
-    if len(text) <= ENCODED_WHOLE_CHARS:
-        sources.add(text)
-    b64: set[str] = set()
-    hexes: set[str] = set()
-    for source in sources:
-        data = source.encode("utf-8", "replace")
-        b64 |= _base64_cores(data)
-        if len(data) * 2 >= ENCODED_MIN_CHARS:
-            hexes.add(data.hex())
-    return Encoded(frozenset(b64), frozenset(hexes))
+@functools.lru_cache(maxsize=16)
+def encoded_forms(texts: tuple[str, ...], tokens: frozenset[str]) -> Encoded:
+    """The plan's values' codes (``_code_sources``: the ENCODED_MAX_SOURCES longest) and its values of up to
+    ENCODED_WHOLE_CHARS as a whole, as ``Encoded`` finds them: a tool's output shows a value so (a config map's
+    data, `base64` of a note, a hex dump), where no word of it is left to find. A turn holding one goes whole."""
+    codes = set().union(*(_code_sources(t, tokens) for t in texts)) if texts else set()
+    wholes = sorted({t for t in texts if len(t) <= ENCODED_WHOLE_CHARS}, key=lambda t: (-len(t), t))
+    chosen = sorted(codes, key=lambda t: (-len(t), t))[:ENCODED_MAX_SOURCES] + wholes[:ENCODED_MAX_SOURCES]
+    # UTF-8, and UTF-16 as Windows encodes text (PowerShell's -EncodedCommand).
+    raw = sorted({c.encode(codec).lower() for c in chosen for codec in ("utf-8", "utf-16-le")}, key=len, reverse=True)
+    if not raw:
+        return Encoded()
+    return Encoded(
+        compile_linear("|".join(_literal(b.decode("latin-1")) for b in raw)),
+        compile_linear("|".join(_hex_either_case(b) for b in raw)),
+    )
 
 
-def encoded_forms(texts: list[str]) -> Encoded:
-    """Each value's codes (a token with a digit or a sign, ENCODED_SOURCE_CHARS letters and digits at least) and
-    each value up to ENCODED_WHOLE_CHARS as a whole, base64-encoded (``_base64_cores``) and hex-encoded: a tool's
-    output shows a value so (a config map's data, `base64 notes.txt`, a cursor, a hex dump), where no word of it
-    is left to find. A turn holding one goes whole."""
-    parts = [_encoded_of(t) for t in texts]
-    return Encoded(frozenset().union(*(p.b64 for p in parts)), frozenset().union(*(p.hexes for p in parts)))
+def _hex_either_case(data: bytes) -> str:
+    """An RE2 pattern of ``data``'s bytes in lower-case hex, each ASCII letter in either case (its bytes were
+    lower-cased; the hex of the text's bytes is not)."""
+    return "".join(f"(?:{b:02x}|{ord(chr(b).upper()):02x})" if 0x61 <= b <= 0x7A else f"{b:02x}" for b in data)
 
 
 def _matcher(
@@ -474,7 +527,7 @@ def _matcher(
             or bool(keys and _names_key(t, keys))
             or _holds_shingle(text, shingles)
             or _token_in(tokens, text)
-            or bool(encoded and (encoded.found(text) or encoded.found(_unescaped(text))))
+            or bool(encoded and encoded.found(text))
         )
 
     return matches
@@ -584,8 +637,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     needles = plan.needles
     if not needles and not plan.whole:
         return
-    encoded = plan.encoded
-    matches = _matcher(needles, plan.whole, encoded=encoded)
+    matches = _matcher(needles, plan.whole)
     files = list(mem.raw.files() if raw is None else raw)
 
     def turns_of(path: Path, holds: Callable[[str], bool]) -> Iterator[Turn]:
@@ -609,11 +661,15 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
                 held.update(wanted & _held_forms(t.text))
     plan.tokens = distinctive_tokens(mem, plan.texts, held) if tokens_found is None else set(tokens_found)
     tokens = token_pattern(plan.tokens)
-    if tokens is not None:
+    encoded = plan.encoded
+    if tokens is not None or encoded.pattern is not None:
         for path in files:
-            for t in turns_of(path, lambda text: _token_in(tokens, text)):
-                if t.n not in plan.turns.get(path, ()):
-                    plan.token_turns.setdefault(path, set()).add(t.n)
+            for t in turns_of(path, lambda text: _token_in(tokens, text) or encoded.found(text)):
+                if t.n in plan.turns.get(path, ()):
+                    continue
+                # A code said encoded cannot be cut out of its blob: that turn goes whole.
+                where = plan.turns if encoded.found(t.text) else plan.token_turns
+                where.setdefault(path, set()).add(t.n)
     in_name = _matcher(needles, set(), frozenset(), tokens)
     logged = mem.audit.named_keys() | mem.tombstones.named_keys()
     plan.named = {
