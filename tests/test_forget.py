@@ -8,6 +8,7 @@ import json
 import subprocess
 import textwrap
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from conftest import all_bytes_under, plaintext_secret, reading_index
@@ -874,6 +875,28 @@ def test_an_answer_the_proxy_could_not_read_is_not_captured_in_clear_from_histor
     turns = live.turns()
     assert [t.role for t in turns if t.text == FORGOTTEN] == ["assistant"]
     assert turns[-1].text == "thanks, and which editor do I use?"
+
+
+def test_a_retry_after_a_forget_keeps_its_own_answer_though_the_proxy_could_not_read_it(live):
+    """The request before a forget lost its answer (the proxy could not read it); the harness retried it after the
+    forget, and the retry's answer, said after the forget, reaches the log from the next request's history as said:
+    the place it is captured at carries the retry's epoch, not the first request's."""
+    engine = live.engine
+    question = [{"role": "user", "content": "which editor do I use?"}]
+
+    def send(messages: list[dict]) -> Any:
+        prep = engine.prepare(live.body(messages), {"x-bead-session": "sess-retry"})
+        done = engine.forwarded(prep)
+        assert done is not None
+        done.result(timeout=30)
+        return prep
+
+    send(question)  # its answer never reached the proxy readable
+    live.forget()
+    send(question)  # the retry, after the forget; its answer is unreadable too
+    send([*question, {"role": "assistant", "content": "You use Helix."}, {"role": "user", "content": "thanks"}])
+    texts = [t.text for t in live.turns()]
+    assert "You use Helix." in texts and texts[-1] == "thanks"
 
 
 def test_a_remember_typed_before_a_forget_is_not_acted_on_after_it(live):

@@ -648,7 +648,10 @@ class Engine:
             if _turns_digest(capture.message_turns(conv.messages[start], ident)) == st.aside_answers[start]:
                 start += 1
         if start >= upto and not answer:
-            return  # nothing new (a retry)
+            # Nothing new (a retry): the answer at this place will be this request's, said at its epoch.
+            if epoch is not None and start == st.captured and st.captured_epoch not in (None, epoch):
+                st.set_captured(st.captured, st.captured_partial, None, epoch)
+            return
         turns = capture.request_turns(conv, ident, start) if start < len(conv.messages) else []
         unread = start == st.captured and start < len(conv.messages) and conv.messages[start].role == "assistant"
         if unread and st.captured_epoch is not None:
