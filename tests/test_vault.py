@@ -937,9 +937,11 @@ def test_an_unseal_during_a_seal_waits_for_it_and_the_value_is_never_lost(mem, v
 
 def test_a_seal_killed_inside_its_last_step_is_finished_by_running_it_again(mem, vault, monkeypatch):
     """The last step deletes the plaintext files inside one index transaction: a kill there rolls the index's change
-    back and leaves the plaintext body in index.db, with the files gone and the sealed copies written. Running the
-    seal again said "sealed already" and left it there; it now brings the index up to the files first."""
+    back and leaves the plaintext body in index.db, with the files gone and the sealed copies written, and a
+    pinned block may serve it from there meanwhile (a state line). Running the seal again said "sealed already"
+    and left both; it now finishes the seal: the index and every line that holds the value."""
     from bead.core import forget
+    from bead.core.state import Conversations
 
     body = "The alarm code is 5150 north"
     mem.write("user/alarm", body, "user")
@@ -954,7 +956,10 @@ def test_a_seal_killed_inside_its_last_step_is_finished_by_running_it_again(mem,
         ops.seal(mem, "user/alarm")
     monkeypatch.undo()
     assert mem.is_sealed("user/alarm") and "index.db" in " ".join(leftovers(mem.home.root, body))
-    with pytest.raises(BeadError, match="sealed already"):
-        ops.seal(mem, "user/alarm")
+    Conversations(mem.home).load("conv-after-the-kill").set_pinned(f"- alarm (stated): {body}", ["user/alarm@v1"])
+    assert ops.preview_seal(mem, "user/alarm").session_lines  # the preview names what is left; nothing changes
+    assert ops.seal(mem, "user/alarm")["sealed"] == [1]
     assert leftovers(mem.home.root, body) == []
     assert mem.is_sealed("user/alarm") and ops.show(mem, "user/alarm", PASSPHRASE).body == body
+    with pytest.raises(BeadError, match="sealed already"):
+        ops.seal(mem, "user/alarm")

@@ -80,23 +80,41 @@ def _checked(mem: Memory, key: str) -> Any:
     to = vault_keys.recipient(mem.home)
     if not mem.facts.versions(key).numbers:
         if mem.sealed.has(key):
-            # A seal killed inside its last step deleted the plaintext files while the index's change rolled back:
-            # index.db still held the body. Running it again brings the index up to the files and empties the WAL.
-            mem.catch_up_index()
-            mem.checkpoint()
             raise BeadError(f"{key} is sealed already", "`bead sealed list` shows the sealed keys")
         raise BeadError(f"nothing to seal: {key} has no version files", "check the key with `bead search` or `bead history KEY`")
     return to
 
 
+def _stopped(mem: Memory, key: str) -> forget.Plan | None:
+    """The plan that finishes a seal of ``key`` killed inside its last step, or None. That step deletes the
+    plaintext files inside the index's transaction: a kill there leaves the files gone and the sealed copies
+    written, but index.db holding the body, which a pinned block may have served since (a state line, a trace
+    line). Forget's plan of a key with no file takes its values from the index, so the scrub can be done again."""
+    if mem.facts.versions(key).numbers or not mem.sealed.has(key):
+        return None
+    plan = forget.plan_seal(mem, key)
+    return None if plan.empty else plan
+
+
 def preview_seal(mem: Memory, key: str) -> forget.Plan:
     """What ``seal`` would do to ``key`` (its plan), with seal's own checks; nothing changes."""
+    validate_key(key)
+    stopped = _stopped(mem, key)
+    if stopped is not None:
+        return stopped
     _checked(mem, key)
     return forget.plan_seal(mem, key)
 
 
 def seal(mem: Memory, key: str) -> dict[str, Any]:
-    """Encrypt every plaintext version of ``key`` into the vault, delete the plaintext and scrub its copies."""
+    """Encrypt every plaintext version of ``key`` into the vault, delete the plaintext and scrub its copies; or
+    finish a seal of it that was killed inside its last step (``_stopped``)."""
+    validate_key(key)
+    stopped = _stopped(mem, key)
+    if stopped is not None:
+        summary = forget.apply(mem, stopped, event="seal", tombstones=False)
+        summary["sealed"] = mem.sealed.numbers(key)
+        return summary
     to = _checked(mem, key)
     plan = forget.plan_seal(mem, key)
     summary, _ = _seal(mem, key, plan, to)
