@@ -991,6 +991,17 @@ def test_a_turn_captured_after_a_seal_was_planned_is_not_left_in_clear(live):
     assert live.leftovers() == []
 
 
+def _forgotten_after_saying(mem, said: str, key: str, body: str) -> list[str]:
+    """Three filler turns and ``said``, then ``key`` written as ``body`` and forgotten: the texts of the turns
+    that are not filler, as the raw log holds them after."""
+    for i in range(3):
+        mem.append_turns(f"f{i}", [("user", f"filler turn {i} about the editor", T0, None)])
+    mem.append_turns("s1", [("user", said, T0, None)])
+    mem.write(key, body, "user")
+    forget.apply(mem, forget.plan_target(mem, key))
+    return [t.text for p in mem.raw.files() for t in mem.raw.read(p) if "filler" not in t.text]
+
+
 @pytest.mark.parametrize(
     "said",
     [
@@ -1003,12 +1014,7 @@ def test_a_turn_captured_after_a_seal_was_planned_is_not_left_in_clear(live):
 def test_a_code_said_escaped_in_another_turn_is_forgotten_too(mem, said):
     """A forgotten value's code, said in a turn escaped as a URL, JSON or a web page writes it: read decoded, and the
     turn (whose escapes no redaction can cut around) goes whole."""
-    for i in range(3):
-        mem.append_turns(f"f{i}", [("user", f"filler turn {i} about the editor", T0, None)])
-    mem.append_turns("s1", [("user", said, T0, None)])
-    mem.write("user/bank-code", "Recovery code K7#mQ2@zR9", "user")
-    forget.apply(mem, forget.plan_target(mem, "user/bank-code"))
-    assert [t.text for p in mem.raw.files() for t in mem.raw.read(p) if "filler" not in t.text] == [FORGOTTEN]
+    assert _forgotten_after_saying(mem, said, "user/bank-code", "Recovery code K7#mQ2@zR9") == [FORGOTTEN]
     mem.checkpoint()
     forms = (b"K7%23mQ2", b"zR9", b"\\u004b\\u0037", b"&#75;&#55;")
     assert [p for p in mem.home.root.rglob("*") if p.is_file() and any(f in p.read_bytes() for f in forms)] == []
@@ -1131,12 +1137,7 @@ def test_a_forget_stopped_after_its_last_step_leaves_a_merge_that_status_reports
 def test_a_code_said_encoded_in_another_turn_is_forgotten_too(mem, said):
     """A tool's output shows a secret encoded: base64 at whatever offset it starts inside a longer encoded text, in
     either alphabet, or hex. The turn goes whole (an encoded form cannot be cut around)."""
-    for i in range(3):
-        mem.append_turns(f"f{i}", [("user", f"filler turn {i} about the editor", T0, None)])
-    mem.append_turns("s1", [("user", said, T0, None)])
-    mem.write("user/bank-code", "Recovery code K7#mQ2@zR9x", "user")
-    forget.apply(mem, forget.plan_target(mem, "user/bank-code"))
-    assert [t.text for p in mem.raw.files() for t in mem.raw.read(p) if "filler" not in t.text] == [FORGOTTEN]
+    assert _forgotten_after_saying(mem, said, "user/bank-code", "Recovery code K7#mQ2@zR9x") == [FORGOTTEN]
     mem.checkpoint()
     encoded = max(said.replace("=", " ").split(), key=len).encode()
     assert [p for p in mem.home.root.rglob("*") if p.is_file() and encoded in p.read_bytes()] == []
@@ -1175,12 +1176,7 @@ def _hexdump_c(data: bytes) -> str:
     ids=["password-with-signs", "six-digits-at-an-offset", "hexdump-across-rows", "utf-16"],
 )
 def test_an_encoded_code_is_found_whole_wherever_its_bytes_fall(mem, fact, said):
-    for i in range(3):
-        mem.append_turns(f"f{i}", [("user", f"filler turn {i} about the editor", T0, None)])
-    mem.append_turns("s1", [("user", said, T0, None)])
-    mem.write("user/code", fact, "user")
-    forget.apply(mem, forget.plan_target(mem, "user/code"))
-    assert [t.text for p in mem.raw.files() for t in mem.raw.read(p) if "filler" not in t.text] == [FORGOTTEN]
+    assert _forgotten_after_saying(mem, said, "user/code", fact) == [FORGOTTEN]
 
 
 def test_an_encoded_text_that_holds_another_code_stays(mem):
