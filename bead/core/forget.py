@@ -392,7 +392,7 @@ ENCODED_MAX_SOURCES = 32
 # taken out before its digits are read as one run. RE2: linear.
 _B64_RUN = compile_linear(r"[A-Za-z0-9+/_=-]{8,}(?:\r?\n[A-Za-z0-9+/_=-]{4,})*")
 _HEX_OFFSET = compile_linear(r"(?m)^[ \t]*[0-9A-Fa-f]{4,16}:?[ \t]+")
-_HEX_TEXT_COLUMN = compile_linear(r"(?m)(?:[ \t]+\|[^|\n]{1,16}\|[ \t]*$|[ \t]{2,}[^ \t\n][^\n]{0,15}$)")
+_HEX_TEXT_COLUMN = compile_linear(r"(?m)(?:[ \t]+\|[^|\n]{1,16}\|[ \t]*$|([0-9A-Fa-f])[ \t]{2,}[^ \t\n][^\n]{0,15}$)")
 _HEX_ESCAPED = compile_linear(r"(?:0[xX]|\\x)([0-9A-Fa-f]{2})(?:, ?)?")
 _B64_URL = str.maketrans("-_", "+/", "\r\n=")
 _HEX_SPACING = str.maketrans("", "", " \t\r\n:")
@@ -429,7 +429,7 @@ def _hex_view(text: str) -> str:
     """``text``'s hex digits as one lower-case run: a hex dump's offsets and text column taken out, C's
     ``0x``/``\\x`` spellings undone, spaces, line breaks and colons between bytes dropped (a code across two rows
     of a dump is one run). Linear."""
-    view = _HEX_TEXT_COLUMN.sub("", _HEX_OFFSET.sub("", text))
+    view = _HEX_TEXT_COLUMN.sub(r"\1", _HEX_OFFSET.sub("", text))
     if "0x" in view or "0X" in view or "\\x" in view:
         view = _HEX_ESCAPED.sub(r"\1", view)
     return view.translate(_HEX_SPACING).lower()
