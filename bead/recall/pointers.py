@@ -231,7 +231,7 @@ def choose(
 ) -> list[Candidate]:
     """The candidates to point to, best first: ``first`` (facts that passed the gate but did not fit the
     block), then the search's candidates that the gate did not pass and the conversation was not shown
-    or pointed to (``shown``: keys), with enough evidence, none nearly the same as one before it; with
+    or pointed to (``shown``: keys), with MIN_EVIDENCE at least, none nearly the same as one before it; with
     bead[semantic], the search's candidates by meaning too (``pending``: the turn's vector, being computed), and
     the facts of ``scope`` (the conversation's project) nearest in meaning that the search did not find."""
     if settings.pointers <= 0 or ORDER == "evidence":
