@@ -1125,14 +1125,22 @@ def test_a_forget_stopped_after_its_last_step_leaves_a_merge_that_status_reports
         + "\n".join(
             textwrap.wrap(base64.b64encode(b"Notes from the bank call; their new recovery code is K7#mQ2@zR9x").decode(), 76)
         ),
+        # The same as a file reader shows it: each line numbered (`cat -n`).
+        "\n".join(
+            f"{n:6}\t{line}"
+            for n, line in enumerate(
+                textwrap.wrap(base64.b64encode(b"Notes from the bank call; their new recovery code is K7#mQ2@zR9x").decode(), 76),
+                1,
+            )
+        ),
         # The same, in the URL-safe alphabet, after two bytes of something else.
-        "next page: /list?cursor=" + base64.urlsafe_b64encode(b"xyK7#mQ2@zR9x?>").decode(),
+        "next page: /list?cursor=" + base64.urlsafe_b64encode(b"\x01\xfeK7#mQ2@zR9x?>").decode(),
         # A hex dump of it, upper-case.
         "0000: " + b"K7#mQ2@zR9x".hex().upper(),
         # `hexdump -C` spaces the bytes.
         "00000000  " + " ".join(f"{b:02x}" for b in b"K7#mQ2@zR9x") + "  |K7#m...|",
     ],
-    ids=["base64", "base64-after-a-prefix", "base64-wrapped", "base64-url-safe", "hex", "hex-spaced"],
+    ids=["base64", "base64-after-a-prefix", "base64-wrapped", "base64-numbered-lines", "base64-url-safe", "hex", "hex-spaced"],
 )
 def test_a_code_said_encoded_in_another_turn_is_forgotten_too(mem, said):
     """A tool's output shows a secret encoded: base64 at whatever offset it starts inside a longer encoded text, in
@@ -1186,6 +1194,8 @@ def test_an_encoded_text_that_holds_another_code_stays(mem):
     base64 would match `ABCD-1299` for `ABCD-1234`), and an unrelated dump or blob stays as it was."""
     kept = [
         "$ base64 CHANGES\n" + base64.b64encode(b"fixes ABCD-1299 and ABCD-1200\n").decode(),
+        # A longer code that holds it is another code; a word of the fact is no code.
+        "$ base64 NEXT\n" + base64.b64encode(b"then ABCD-12345, the blocker\n").decode(),
         "$ hexdump -C logo.png\n" + _hexdump_c(bytes(range(40, 120))),
         "integrity sha512-" + base64.b64encode(hashlib.sha512(b"left-pad").digest()).decode(),
     ]

@@ -390,12 +390,16 @@ ENCODED_MAX_SOURCES = 32
 # Runs of base64 (either alphabet), across the line breaks `base64` and PEM wrap them with. A hex dump's offset
 # column, its text column (`hexdump -C`'s `|...|`, `xxd`'s after two spaces) and C's `0x4b, ` / `\x4b` spelling,
 # taken out before its digits are read as one run. RE2: linear.
-_B64_RUN = compile_linear(r"[A-Za-z0-9+/_=-]{8,}(?:\r?\n[A-Za-z0-9+/_=-]{4,})*")
-_HEX_OFFSET = compile_linear(r"(?m)^[ \t]*[0-9A-Fa-f]{4,16}:?[ \t]+")
-_HEX_TEXT_COLUMN = compile_linear(r"(?m)(?:[ \t]+\|[^|\n]{1,16}\|[ \t]*$|([0-9A-Fa-f])[ \t]{2,}[^ \t\n][^\n]{0,15}$)")
+# A wrapped line may be indented (YAML, a plist) or numbered (`cat -n`, an agent's file reader: `12→`).
+_B64_RUN = compile_linear(r"[A-Za-z0-9+/_=-]{8,}(?:\r?\n[ \t]*(?:[0-9]+(?:\t|→))?[A-Za-z0-9+/_=-]{4,})*")
+_B64_LINE_START = compile_linear(r"\r?\n[ \t]*(?:[0-9]+(?:\t|→))?")
+_HEX_OFFSET = compile_linear(r"(?m)^[ \t]*(?:0x)?[0-9A-Fa-f]{4,16}:?[ \t]+")
+_HEX_TEXT_COLUMN = compile_linear(
+    r"(?m)(?:[ \t]+\|[^|\n]{1,16}\|[ \t]*$|[ \t]+>[^<\n]{1,16}<[ \t]*$|([0-9A-Fa-f])[ \t]{2,}[^ \t\n][^\n]{0,15}$)"
+)
 _HEX_ESCAPED = compile_linear(r"(?:0[xX]|\\x)([0-9A-Fa-f]{2})(?:, ?)?")
-_B64_URL = str.maketrans("-_", "+/", "\r\n=")
-_HEX_SPACING = str.maketrans("", "", " \t\r\n:")
+_B64_URL = str.maketrans("-_", "+/", "=")
+_HEX_SPACING = str.maketrans("", "", " \t\r\n:-")  # `-`: .NET's BitConverter spelling (`4B-37-23`)
 _HEX_DIGITS = "0123456789abcdefABCDEF"
 _WORD_JOINS = str.maketrans("", "", "_-")
 
@@ -412,7 +416,7 @@ def _base64_blobs(text: str) -> Iterator[str]:
         letters = run.translate(_WORD_JOINS)
         if letters.isalpha() and (letters.islower() or letters[1:].islower()):
             continue
-        run = run.translate(_B64_URL)
+        run = (_B64_LINE_START.sub("", run) if "\n" in run else run).translate(_B64_URL)
         for off in range(4):
             chunk = run[off:]
             if len(chunk) % 4 == 1:
@@ -462,21 +466,19 @@ class Encoded:
         return False
 
 
-def _code_sources(text: str, tokens: AbstractSet[str]) -> set[str]:
+def _code_sources(text: str, codes: Any) -> set[str]:
     """The words of ``text`` (and their parts between ``= : / , ;``), without the quotes and brackets around
-    them, that hold one of ``tokens`` (the plan's distinctive ones: the rarity rule of the plain search holds
-    here too), at least ENCODED_MIN_BYTES long; and the tokens themselves. A password keeps its signs
-    (``Xy3!Qz7?Lm``), which the plain search's tokens are cut at."""
-    out = {t for t in tokens if len(t.encode("utf-8")) >= ENCODED_MIN_BYTES}
-    if not tokens:
-        return out
+    them, that hold one of the plan's distinctive codes (``codes``: a pattern of them; a word of letters alone is
+    no code here: a rare word of the plain text is common inside decoded files), at least ENCODED_MIN_BYTES
+    long. A password keeps its signs (``Xy3!Qz7?Lm``), which the plain search's tokens are cut at. Linear."""
+    out: set[str] = set()
     for word in text[:20_000].split():
         parts = {word}
         for sep in "=:/,;":
             parts |= {p for w in list(parts) for p in w.split(sep)}
         for part in parts:
             part = part.strip("'\"`()[]{}<>.,;:")
-            if len(part.encode("utf-8")) >= ENCODED_MIN_BYTES and any(t in fold(part).lower() for t in tokens):
+            if len(part.encode("utf-8")) >= ENCODED_MIN_BYTES and codes.search(fold(part).lower()):
                 out.add(part)
     return out
 
@@ -484,18 +486,27 @@ def _code_sources(text: str, tokens: AbstractSet[str]) -> set[str]:
 @functools.lru_cache(maxsize=16)
 def encoded_forms(texts: tuple[str, ...], tokens: frozenset[str]) -> Encoded:
     """The plan's values' codes (``_code_sources``: the ENCODED_MAX_SOURCES longest) and its values of up to
-    ENCODED_WHOLE_CHARS as a whole, as ``Encoded`` finds them: a tool's output shows a value so (a config map's
-    data, `base64` of a note, a hex dump), where no word of it is left to find. A turn holding one goes whole."""
-    codes = set().union(*(_code_sources(t, tokens) for t in texts)) if texts else set()
+    ENCODED_WHOLE_CHARS as a whole, as ``Encoded`` finds them, as whole tokens: a tool's output shows a value so (a
+    config map's data, `base64` of a note, a hex dump), where no word of it is left to find. A turn holding one
+    goes whole."""
+    code_tokens = sorted((t for t in tokens if not t.isalpha()), key=len, reverse=True)
+    codes: set[str] = {t for t in code_tokens if len(t.encode("utf-8")) >= ENCODED_MIN_BYTES}
+    if code_tokens:
+        pattern = compile_linear("|".join(_literal(t) for t in code_tokens))
+        codes |= set().union(*(_code_sources(t, pattern) for t in texts))
     wholes = sorted({t for t in texts if len(t) <= ENCODED_WHOLE_CHARS}, key=lambda t: (-len(t), t))
     chosen = sorted(codes, key=lambda t: (-len(t), t))[:ENCODED_MAX_SOURCES] + wholes[:ENCODED_MAX_SOURCES]
     # UTF-8, and UTF-16 as Windows encodes text (PowerShell's -EncodedCommand).
     raw = sorted({c.encode(codec).lower() for c in chosen for codec in ("utf-8", "utf-16-le")}, key=len, reverse=True)
     if not raw:
         return Encoded()
+    text_alts = "|".join(_literal(b.decode("latin-1")) for b in raw)
+    hex_alts = "|".join(_hex_either_case(b) for b in raw)
     return Encoded(
-        compile_linear("|".join(_literal(b.decode("latin-1")) for b in raw)),
-        compile_linear("|".join(_hex_either_case(b) for b in raw)),
+        # A whole token, as the plain search finds codes: no letter or digit beside it (`v2.10.1` is not `v2.10.15`).
+        compile_linear(f"(?:^|[^a-z0-9])(?:{text_alts})(?:$|[^a-z0-9])"),
+        # Hex as it is: a dump's rows joined, the digits around a code are not always its neighbours' bytes.
+        compile_linear(hex_alts),
     )
 
 
