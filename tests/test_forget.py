@@ -1175,6 +1175,18 @@ def _hexdump_c(data: bytes) -> str:
         ("The gym locker is number 493817", "data:\n  locker: " + base64.b64encode(b"gym 493817").decode()),
         # A hex dump whose rows the code runs across (the text column splits it too).
         ("Recovery code K7#mQ2@zR9x", "$ hexdump -C note.txt\n" + _hexdump_c(b"the bank said:K7#mQ2@zR9x\n")),
+        # `gh api .../contents/FILE`: base64 wrapped with `\n` escapes inside a JSON string.
+        (
+            "Recovery code K7#mQ2@zR9x",
+            json.dumps(
+                {"content": "\n".join(textwrap.wrap(base64.b64encode(b"the bank said the code is K7#mQ2@zR9x").decode(), 60))}
+            ),
+        ),
+        # `tcpdump -X`: `0x0010:` offsets, bytes in pairs, the text column after two spaces.
+        (
+            "Recovery code K7#mQ2@zR9x",
+            "\t0x0000:  4500 0034 " + "4b37 236d 5132  E..4K7#m..\n\t0x0010:  407a 5239 78  @zR9x",
+        ),
         # Hex on an indented line of its own, shorter than a dump's text column.
         ("The gym locker is number 493817", "locker.hex:\n    " + b"493817".hex()),
         # PowerShell's -EncodedCommand: base64 of UTF-16.
@@ -1183,7 +1195,15 @@ def _hexdump_c(data: bytes) -> str:
             "powershell -EncodedCommand " + base64.b64encode("echo K7#mQ2@zR9x".encode("utf-16-le")).decode(),
         ),
     ],
-    ids=["password-with-signs", "six-digits-at-an-offset", "hexdump-across-rows", "indented-hex", "utf-16"],
+    ids=[
+        "password-with-signs",
+        "six-digits-at-an-offset",
+        "hexdump-across-rows",
+        "json-escaped-lines",
+        "tcpdump",
+        "indented-hex",
+        "utf-16",
+    ],
 )
 def test_an_encoded_code_is_found_whole_wherever_its_bytes_fall(mem, fact, said):
     assert _forgotten_after_saying(mem, said, "user/code", fact) == [FORGOTTEN]

@@ -459,6 +459,8 @@ class Encoded:
         views = [text]
         if "%" in text or "\\" in text or "&" in text:
             views.append(_decoded(text))  # percent-encoded base64, JSON's `\/`
+        if "\\n" in text:
+            views.append(text.replace("\\r\\n", "\n").replace("\\n", "\n"))  # wrapped base64 in a JSON string
         for view in views:
             # One search a view: the blobs (Latin-1, every character below U+0100) joined by one no code holds.
             if self.pattern.search("\u0100".join(_base64_blobs(view))) or self.hexes.search(_hex_view(view)):
