@@ -1179,7 +1179,11 @@ def _hexdump_c(data: bytes) -> str:
         (
             "Recovery code K7#mQ2@zR9x",
             json.dumps(
-                {"content": "\n".join(textwrap.wrap(base64.b64encode(b"the bank said the code is K7#mQ2@zR9x").decode(), 60))}
+                {
+                    "content": "\n".join(
+                        textwrap.wrap(base64.b64encode(b"the bank said on the phone that the code is K7#mQ2@zR9x").decode(), 60)
+                    )
+                }
             ),
         ),
         # `tcpdump -X`: `0x0010:` offsets, bytes in pairs, the text column after two spaces.
