@@ -84,6 +84,9 @@ class Plan:
     # ``remake(raw, tokens)``: ``raw`` (a list of raw files) limits the raw log's scan to those and skips the trace's
     # count; ``tokens``: the distinctive tokens to look for there (the whole history's look found them).
     remake: Callable[[list[Path] | None, set[str] | None], Plan] | None = field(default=None, repr=False, compare=False)
+    # ``encoded``'s patterns, for the tokens they were made of (kept with the plan, not in a process-wide cache: they
+    # hold the value, which a long-lived process must not keep after the forget).
+    _encoded: tuple[tuple[tuple[str, ...], frozenset[str]], Encoded] | None = field(default=None, repr=False, compare=False)
 
     @property
     def texts(self) -> list[str]:
@@ -107,8 +110,11 @@ class Plan:
     @property
     def encoded(self) -> Encoded:
         """The values' distinctive codes (``tokens``) and each short value whole, as a tool's output may show them
-        base64- or hex-encoded (``encoded_forms``)."""
-        return encoded_forms(tuple(self.texts), frozenset(self.tokens))
+        base64- or hex-encoded (``encoded_forms``), made once for the plan's values and tokens."""
+        made_of = (tuple(self.texts), frozenset(self.tokens))
+        if self._encoded is None or self._encoded[0] != made_of:
+            self._encoded = (made_of, encoded_forms(*made_of))
+        return self._encoded[1]
 
     @property
     def shingles(self) -> set[tuple[str, ...]]:
@@ -485,7 +491,6 @@ def _code_sources(text: str, codes: Any) -> set[str]:
     return out
 
 
-@functools.lru_cache(maxsize=16)
 def encoded_forms(texts: tuple[str, ...], tokens: frozenset[str]) -> Encoded:
     """The plan's values' codes (``_code_sources``: the ENCODED_MAX_SOURCES longest) and its values of up to
     ENCODED_WHOLE_CHARS as a whole, as ``Encoded`` finds them, as whole tokens: a tool's output shows a value so (a
