@@ -197,18 +197,19 @@ def _cv(files, as_json, details, k, grid_file, scales, distractors) -> None:
         if s["kind"] != "injection":
             echo(f"{s['name']}: skipped (--cv applies to injection suites)", err=True)
             continue
-        r = cv.run(s, settings, scales, k, distractors)
-        if as_json:
-            echo_json(r if details else {k2: v for k2, v in r.items() if k2 != "folds"}, indent=None)
-        else:
-            echo(cv.table(r), multiline=True)
+        _emit_cv(cv.run(s, settings, scales, k, distractors), as_json, details)
 
 
 def _cv_by_suite(files, as_json, details, grid_file, scales, distractors) -> None:
     from ..evals import cv, suite
 
     pooled, parts = cv.pool([suite.load(f) for f in files])
-    r = cv.run(pooled, cv.load_grid(grid_file), scales, len(parts), distractors, parts=parts)
+    _emit_cv(cv.run(pooled, cv.load_grid(grid_file), scales, len(parts), distractors, parts=parts), as_json, details)
+
+
+def _emit_cv(r: dict, as_json: bool, details: bool) -> None:
+    from ..evals import cv
+
     if as_json:
         echo_json(r if details else {k: v for k, v in r.items() if k != "folds"}, indent=None)
     else:
