@@ -238,6 +238,18 @@ def test_another_projects_facts_never_pass(facts):
     assert [c.id for c in run(facts, question, project="other").facts] == ["project/other/kafka-alarm@v1"]
 
 
+def test_another_projects_facts_do_not_crowd_out_this_ones(facts):
+    """Facts of another project that match better than this project's are left out by the search itself, so this
+    project's fact is still among the candidates however many of them there are (the search keeps a few dozen)."""
+    for i in range(80):
+        facts.write(f"project/other/kafka-{i}", f"Kafka consumer lag alarm {i}: the kafka consumer lag pages.", "project")
+    facts.write("project/acme/lag-runbook", "When the consumer lag alarm fires, read the lag runbook first.", "project")
+    out = run(facts, "kafka consumer lag alarm again", project="acme")
+    candidates = [c.id for c in out.facts + out.rejected]
+    assert "project/acme/lag-runbook@v1" in candidates
+    assert not any(i.startswith("project/other/") for i in candidates)
+
+
 def test_global_facts_pass_in_any_project(facts):
     """A global fact is not another project's: it passes on a strong match within a project."""
     facts.write("global/kafka-alarm", "The kafka consumer lag alarm fires at 5000 messages.", "reference")

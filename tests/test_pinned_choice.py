@@ -52,6 +52,20 @@ def filler(mem, n: int, project: str = "shop") -> None:
 
 
 class TestChoice:
+    def test_another_projects_rules_are_never_pinned(self, mem):
+        """A feedback or user fact kept under another project's scope is that project's: the pinned block of this
+        project's conversation leaves it out, on priors alone and when the opening names it; the person's own
+        (user/) rules are pinned everywhere."""
+        mem.write("project/alpha/no-friday-deploys", "Never deploy alpha on Fridays.", "feedback")
+        mem.write("project/alpha/style", "Alpha wants tabs in every file.", "user")
+        mem.write("user/commits", "Write commit messages in the imperative.", "feedback")
+        mem.write("project/beta/port", "beta runs on port 8000.", "project")
+        for conv in (None, opening("can we deploy on friday? and tabs in every file?")):
+            _, ids = pinned_block(mem, "beta", 2000, conv, "opening")
+            assert sorted(ids) == ["project/beta/port@v1", "user/commits@v1"]
+        _, ids = pinned_block(mem, "alpha", 2000, None, "opening")
+        assert "project/alpha/no-friday-deploys@v1" in ids and "project/beta/port@v1" not in ids
+
     def test_the_opening_brings_its_fact_in(self, mem):
         mem.write("project/shop/payments", "Payments go through Stripe; test keys live in .env.test.", "project")
         filler(mem, 120)

@@ -180,6 +180,7 @@ def recall(
         scope=scope or (f"project/{project}" if project else None),
         include_dormant=False,
         visible=viewer.visibility(),
+        in_project=f"project/{project}" if project else None,
     ):
         row = hit.row
         if row["sensitivity"] == "secret" or row["status"] == "dormant" or row["id"] in exclude:

@@ -169,6 +169,11 @@ def _or(words: list[str]) -> str:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:64])
 
 
+# A pinned block's facts: its project's, and the person's rules (user, feedback) kept outside every project; another
+# project's facts never, whatever their type.
+_PINNABLE_SCOPE = "(scope = ? OR (type IN ('user', 'feedback') AND substr(scope, 1, 8) != 'project/'))"
+
+
 def _visible_clause(vis: Visibility, table: str) -> tuple[str, list[Any]]:
     """SQL that keeps the rows of ``table`` one team member may read: their own user facts, their projects'."""
     parts = [f"({table}.scope = 'user' AND {table}.owner = ? AND substr({table}.key, 1, ?) = ?)"]
@@ -944,11 +949,20 @@ class Index:
         }
 
     def fact_candidates(
-        self, query: str, limit: int, current_only: bool = True, include_dormant: bool = True, visible: Visibility | None = None
+        self,
+        query: str,
+        limit: int,
+        current_only: bool = True,
+        include_dormant: bool = True,
+        visible: Visibility | None = None,
+        in_project: str | None = None,
     ) -> list[dict[str, Any]]:
         """Fact rows that match ``query``, best BM25 first, each with its ``bm25`` score (higher is better).
 
-        ``visible`` keeps only the rows one member of a team host may read (None: every row).
+        ``visible`` keeps only the rows one member of a team host may read (None: every row). ``in_project``
+        (``project/<name>``, or "" for a conversation of no project) keeps the rows that conversation may be
+        given: that project's, the person's and global ones, so that another project's facts, which never reach
+        it, do not take the places of the ``limit`` best.
         """
         fts = fts_or_query(query)
         if not fts:
@@ -963,6 +977,9 @@ class Index:
             clause, more = _visible_clause(visible, "f")
             where.append(clause)
             params += more
+        if in_project is not None:
+            where.append("(substr(f.scope, 1, 8) != 'project/' OR f.scope = ?)")
+            params.append(in_project)
         sql = (
             f"SELECT f.*, bm25(facts_fts, {FACT_WEIGHTS[0]}, {FACT_WEIGHTS[1]}) AS rank "
             "FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
@@ -1071,7 +1088,8 @@ class Index:
         return {int(r.pop("rowid")): r for r in rows}
 
     def pinned_candidates(self, project: str | None, limit: int = 400, visible: Visibility | None = None) -> list[dict[str, Any]]:
-        """Current facts for a conversation's pinned block: the person's (user, feedback) and the project's.
+        """Current facts for a conversation's pinned block: the person's (user, feedback) and the project's; never
+        another project's, of any type.
 
         Pinned first, then the newest; never dormant or secret, and only the
         person's word (stated, accepted) or a fact the person pinned: what an
@@ -1083,7 +1101,7 @@ class Index:
         clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
         return self._rows(
             "SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND sensitivity != 'secret' "
-            f"AND (type IN ('user', 'feedback') OR scope = ?) AND {PERSONS_WORD} AND {clause} "
+            f"AND {_PINNABLE_SCOPE} AND {PERSONS_WORD} AND {clause} "
             "ORDER BY pinned DESC, trust NOT IN ('user_stated', 'accepted'), valid_from DESC, key, version DESC LIMIT ?",
             [f"project/{project}" if project else "", *more, limit],
         )
@@ -1094,7 +1112,7 @@ class Index:
         clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
         return self._rows(
             "SELECT id, key, type, trust, pinned, valid_from FROM facts WHERE current = 1 AND status != 'dormant' "
-            f"AND sensitivity != 'secret' AND (type IN ('user', 'feedback') OR scope = ?) AND {PERSONS_WORD} "
+            f"AND sensitivity != 'secret' AND {_PINNABLE_SCOPE} AND {PERSONS_WORD} "
             f"AND {clause} LIMIT ?",
             [f"project/{project}" if project else "", *more, limit],
         )

@@ -37,6 +37,11 @@ version work write yes
 
 RAW_COVERAGE = 0.25
 CANDIDATES = 20
+# The search's factor for the conversation's project's facts over the person's (user/) and global ones; another
+# project's are not searched. bead.recall.rank.SCOPE_BOOST (1.5) was there first. Chosen by cross-validation
+# (evals/grids/scope.yaml, docs/results.md): over the three invoicing suites, each left out in turn, every fold chose
+# none (later turns reach 0.70 / 0.61 at 300 / 2,000 facts, against 0.66 / 0.59); on the first suite alone the two tie.
+SCOPE_BOOST = 1.0
 QUERY_TERMS = 64  # the turn's most telling words the fact search ORs (by cue weight, then rarity)
 # Raw excerpts only for a turn whose typed words ask about something: a question, or a pointer to earlier
 # work. A turn that only carries tool output (most of a coding session) gets none. Bounded: linear time.
@@ -205,7 +210,10 @@ def recall(
     stats = stats.for_request(weights, own)
     query = " ".join(sorted(weights, key=lambda t: (-weights[t], -stats.weight(t), t))[:QUERY_TERMS])
     scope = f"project/{project}" if project else None
-    for hit in search_facts(index, query, limit=CANDIDATES, scope=scope, include_dormant=False):
+    # Another project's facts are left out in the search, not after it, where they would take the candidates' places.
+    for hit in search_facts(
+        index, query, limit=CANDIDATES, scope=scope, include_dormant=False, in_project=scope or "", scope_boost=SCOPE_BOOST
+    ):
         row = {**hit.row, "search_score": hit.score}  # BM25 with the person's-word and scope boosts (the pointers' order)
         if row["sensitivity"] == "secret":
             continue

@@ -64,15 +64,20 @@ def search_facts(
     scope: str | None = None,
     include_dormant: bool = True,
     visible: Visibility | None = None,
+    in_project: str | None = None,
+    scope_boost: float | None = None,
 ) -> list[Hit]:
-    """Facts by BM25 (key words count double), then the boosts (``visible``: one team member's facts only)."""
+    """Facts by BM25 (key words count double), then the boosts (``visible``: one team member's facts only;
+    ``in_project``: only what a conversation of that ``project/<name>`` may be given, Index.fact_candidates;
+    ``scope_boost``: the factor of ``scope``'s own facts, SCOPE_BOOST unless given)."""
+    boost = SCOPE_BOOST if scope_boost is None else scope_boost
     hits = []
-    for row in index.fact_candidates(query, max(limit * 3, 20), current_only, include_dormant, visible):
+    for row in index.fact_candidates(query, max(limit * 3, 20), current_only, include_dormant, visible, in_project):
         score = row["bm25"]
         if row["trust"] in PERSON_TRUSTS:
             score *= USER_STATED_BOOST
         if scope and row["scope"] == scope:
-            score *= SCOPE_BOOST
+            score *= boost
         hits.append(Hit("fact", row["id"], score, row["body"], row))
     hits.sort(key=lambda h: -h.score)
     return hits[:limit]
