@@ -71,6 +71,19 @@ def test_visibility_is_applied_in_sql_so_other_members_cannot_crowd_a_members_re
     assert ctx.pinned == [] and ctx.matches[:1] == ["user/kiwi@v1"]
 
 
+def test_a_scope_or_project_is_applied_in_the_search_so_other_scopes_cannot_crowd_it_out(mem):
+    """``recall`` narrowed to a scope, or given a project, filters in the search: a few hundred better matches of
+    another project do not leave it empty (they used to fill the search's first rows and be dropped after)."""
+    for i in range(300):
+        mem.write(f"project/alpha/lag-{i}", f"kafka consumer lag alarm {i}: the kafka consumer lag pages", "project")
+    mem.write("user/lag", "I read the consumer lag runbook before anything else.", "user")
+    mem.write("project/beta/lag", "Beta's consumer lag dashboard is in Grafana.", "project")
+    assert [f.key for f in query.recall(mem, "kafka consumer lag", scope="user").facts] == ["user/lag"]
+    assert [f.key for f in query.recall(mem, "kafka consumer lag", scope="beta").facts] == ["project/beta/lag"]
+    by_project = [f.key for f in query.recall(mem, "kafka consumer lag", project="beta").facts]
+    assert sorted(by_project) == ["project/beta/lag", "user/lag"]
+
+
 def test_reads_of_missing_forbidden_and_malformed_keys(mem):
     with pytest.raises(NotFound):
         query.get_memory(mem, "user/nothing")

@@ -9,7 +9,7 @@ from linear import assert_linear
 from bead.config import Config
 from bead.conversation import Conversation
 from bead.core.memory import Memory
-from bead.core.pinned import pinned_block
+from bead.core.pinned import pinned_block, standing_memory
 from bead.evals import injection, scaled, suite
 from bead.evals.suite import TickingClock
 from bead.index.rebuild import rebuild
@@ -52,19 +52,28 @@ def filler(mem, n: int, project: str = "shop") -> None:
 
 
 class TestChoice:
-    def test_another_projects_rules_are_never_pinned(self, mem):
+    @pytest.mark.parametrize("policy", ["opening", "recency"])
+    def test_another_projects_rules_are_never_pinned(self, mem, policy):
         """A feedback or user fact kept under another project's scope is that project's: the pinned block of this
-        project's conversation leaves it out, on priors alone and when the opening names it; the person's own
-        (user/) rules are pinned everywhere."""
+        project's conversation, or of one with no project, leaves it out, on priors alone and when the opening
+        names it, and so does the first cue block's inferred fact; the person's own (user/) rules are pinned
+        everywhere."""
         mem.write("project/alpha/no-friday-deploys", "Never deploy alpha on Fridays.", "feedback")
         mem.write("project/alpha/style", "Alpha wants tabs in every file.", "user")
+        mem.write("project/alpha/deploy-check", "Friday deploys need the tabs check.", "feedback", trust="agent_observed")
         mem.write("user/commits", "Write commit messages in the imperative.", "feedback")
         mem.write("project/beta/port", "beta runs on port 8000.", "project")
-        for conv in (None, opening("can we deploy on friday? and tabs in every file?")):
-            _, ids = pinned_block(mem, "beta", 2000, conv, "opening")
-            assert sorted(ids) == ["project/beta/port@v1", "user/commits@v1"]
-        _, ids = pinned_block(mem, "alpha", 2000, None, "opening")
+        for project, want in (("beta", ["project/beta/port@v1", "user/commits@v1"]), (None, ["user/commits@v1"])):
+            for conv in (None, opening("can we deploy on friday? and tabs in every file? the tabs check?")):
+                _, ids, ahead = standing_memory(mem, project, 2000, conv, policy)
+                assert sorted(ids) == want
+                assert not [r["key"] for r in ahead if r["key"].startswith("project/alpha/")]
+        _, ids = pinned_block(mem, "alpha", 2000, None, policy)
         assert "project/alpha/no-friday-deploys@v1" in ids and "project/beta/port@v1" not in ids
+        # The same opening in alpha's own conversation brings the observed rule in as its first cue block's.
+        _, _, ahead = standing_memory(mem, "alpha", 2000, opening("the tabs check for friday deploys?"), "opening")
+        if policy == "opening":
+            assert [r["key"] for r in ahead] == ["project/alpha/deploy-check"]
 
     def test_the_opening_brings_its_fact_in(self, mem):
         mem.write("project/shop/payments", "Payments go through Stripe; test keys live in .env.test.", "project")

@@ -180,7 +180,9 @@ def recall(
         scope=scope or (f"project/{project}" if project else None),
         include_dormant=False,
         visible=viewer.visibility(),
+        # In the search, not after it, where another scope's matches would take the places of the best.
         in_project=f"project/{project}" if project else None,
+        only_scope=scope,
     ):
         row = hit.row
         if row["sensitivity"] == "secret" or row["status"] == "dormant" or row["id"] in exclude:

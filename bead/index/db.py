@@ -956,13 +956,14 @@ class Index:
         include_dormant: bool = True,
         visible: Visibility | None = None,
         in_project: str | None = None,
+        only_scope: str | None = None,
     ) -> list[dict[str, Any]]:
         """Fact rows that match ``query``, best BM25 first, each with its ``bm25`` score (higher is better).
 
         ``visible`` keeps only the rows one member of a team host may read (None: every row). ``in_project``
         (``project/<name>``, or "" for a conversation of no project) keeps the rows that conversation may be
         given: that project's, the person's and global ones, so that another project's facts, which never reach
-        it, do not take the places of the ``limit`` best.
+        it, do not take the places of the ``limit`` best. ``only_scope`` keeps that scope's rows alone.
         """
         fts = fts_or_query(query)
         if not fts:
@@ -980,6 +981,9 @@ class Index:
         if in_project is not None:
             where.append("(substr(f.scope, 1, 8) != 'project/' OR f.scope = ?)")
             params.append(in_project)
+        if only_scope is not None:
+            where.append("f.scope = ?")
+            params.append(only_scope)
         sql = (
             f"SELECT f.*, bm25(facts_fts, {FACT_WEIGHTS[0]}, {FACT_WEIGHTS[1]}) AS rank "
             "FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "

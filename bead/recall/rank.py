@@ -66,13 +66,15 @@ def search_facts(
     visible: Visibility | None = None,
     in_project: str | None = None,
     scope_boost: float | None = None,
+    only_scope: str | None = None,
 ) -> list[Hit]:
     """Facts by BM25 (key words count double), then the boosts (``visible``: one team member's facts only;
     ``in_project``: only what a conversation of that ``project/<name>`` may be given, Index.fact_candidates;
-    ``scope_boost``: the factor of ``scope``'s own facts, SCOPE_BOOST unless given)."""
+    ``scope_boost``: the factor of ``scope``'s own facts, SCOPE_BOOST unless given; ``only_scope``: that scope's
+    facts alone)."""
     boost = SCOPE_BOOST if scope_boost is None else scope_boost
     hits = []
-    for row in index.fact_candidates(query, max(limit * 3, 20), current_only, include_dormant, visible, in_project):
+    for row in index.fact_candidates(query, max(limit * 3, 20), current_only, include_dormant, visible, in_project, only_scope):
         score = row["bm25"]
         if row["trust"] in PERSON_TRUSTS:
             score *= USER_STATED_BOOST
