@@ -174,6 +174,39 @@ def test_async_judge_runs_after_forwarding_and_its_pick_joins_the_next_request(b
     assert all("global/money" not in json.dumps(r[2]) for r in model.requests[1:])
 
 
+def test_a_pick_of_the_projects_fact_is_not_given_once_the_conversation_names_another_project(bead_home, model, monkeypatch):
+    """The judge picks a fact of the project the conversation named; a later request of the same conversation names
+    another project (a header): the pick is that first project's and does not join it."""
+    monkeypatch.setenv("BEAD_TEST_KEY", "k")
+    eng = async_engine(bead_home, model)
+    with Memory(Home(bead_home), eng.config) as m:
+        # Observed, not stated: never pinned, so only the judge can bring it.
+        m.write(
+            "project/alpha/rounding",
+            "Pricing tests: assert each line item rounding in Decimal cents.",
+            "reference",
+            trust="agent_observed",
+        )
+
+    def pick_rounding(req):
+        line = next(x for x in req["messages"][-1]["content"].splitlines() if "alpha/rounding:" in x)
+        return json.dumps({"helpful": [int(line.split(".")[0])]})
+
+    model.answers.append(pick_rounding)
+    first = eng.prepare(body(), {"x-bead-session": "ahead-moved", "x-bead-project": "alpha"})
+    eng.forwarded(first).result(timeout=30)
+    assert first.trace["judged"] == ["project/alpha/rounding@v1"]
+    messages = TURN + [
+        {"role": "assistant", "content": [{"type": "text", "text": "The rounding is off by a cent."}]},
+        {"role": "user", "content": [{"type": "text", "text": "ok, fix it"}]},
+    ]
+    nxt = json.dumps({"model": "m", "max_tokens": 5, "messages": messages}).encode()
+    second = eng.prepare(nxt, {"x-bead-session": "ahead-moved", "x-bead-project": "beta"})
+    assert "project/alpha/rounding@v1" not in second.injected
+    assert "Alpha rounds" not in second.body.decode()
+    eng.forwarded(second).result(timeout=30)
+
+
 def test_a_pick_the_judge_made_while_a_forget_ran_is_not_kept(bead_home, model, monkeypatch):
     """The person forgets the fact while the judge (a model call after forwarding) decides on it: its pick is not
     written to the conversation's state after the forget scrubbed it, so no file names the forgotten key."""
