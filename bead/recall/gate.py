@@ -214,7 +214,7 @@ def recall(
     for hit in search_facts(
         index, query, limit=CANDIDATES, scope=scope, include_dormant=False, in_project=scope or "", scope_boost=SCOPE_BOOST
     ):
-        row = {**hit.row, "search_score": hit.score}  # BM25 with the person's-word and scope boosts (the pointers' order)
+        row = {**hit.row, "search_score": hit.score}  # BM25 with the boosts (the pointers' order)
         if row["sensitivity"] == "secret":
             continue
         if other_project(row["scope"], scope):
