@@ -227,6 +227,14 @@ class TestDeterministic:
         c, d = injection_dev, injection.run(s, split="dev")
         assert [x["pinned"] for x in c["details"]] == [x["pinned"] for x in d["details"]]
 
+    def test_the_figures_do_not_depend_on_the_proxys_deadline(self, injection_dev):
+        """An eval's recall step is not cut by the proxy's deadline: on a busy machine a search past it failed open
+        and the turn counted as given nothing. With a deadline of 1 ms every decision is the same."""
+        s = suite.load(SUITE)
+        tight = injection.run(s, split="dev", config_text="proxy:\n  recall_deadline_ms: 1\n")
+        strip = lambda r: [{k: v for k, v in d.items() if k != "ms"} for d in r["details"]]  # noqa: E731
+        assert strip(tight) == strip(injection_dev)
+
 
 @pytest.fixture(scope="module")
 def scaled_both() -> list[dict]:

@@ -21,7 +21,7 @@ from ..conversation import identify
 from ..core.pinned import pinned_block
 from ..core.recall import Recaller
 from ..wire import formats
-from .suite import embed_store, percentile, temp_memory
+from .suite import RECALL_DEADLINE_S, embed_store, percentile, temp_memory
 from .suite import write as write_suite_fact
 
 WIRES = formats.NAMES
@@ -128,9 +128,7 @@ def run(suite: dict, split: str | None = None, config_text: str = "", wire: str 
             conv = conversation(wire, system, t["messages"])
             # FORMAT.md judges the cue block as if the pinned block were empty; pointers, which the proxy never
             # gives to a fact the conversation was shown, leave out the pinned block's keys.
-            cue = recaller.recall_for(
-                mem, conv, identify({}, conv, project), set(), config.proxy.recall_deadline_ms / 1000, pointed=frozenset(pinned)
-            )
+            cue = recaller.recall_for(mem, conv, identify({}, conv, project), set(), RECALL_DEADLINE_S, pointed=frozenset(pinned))
             ids, trace = cue.ids, cue.trace
             ms = (time.perf_counter() - t0) * 1000
             fact_ids = [i for i in ids if not i.startswith("raw:")]

@@ -45,7 +45,7 @@ from ..recall import render
 from ..wire.anthropic import conversation_of
 from . import generated
 from .injection import pointer_figures
-from .suite import Setting, embed_store, percentile, temp_memory
+from .suite import RECALL_DEADLINE_S, Setting, embed_store, percentile, temp_memory
 from .suite import write as write_suite_fact
 
 
@@ -133,7 +133,7 @@ def _rows(mem: Memory, suite: dict, turns: list[dict], config: Config, policy: s
                 stats=recaller.fact_stats(mem, mem.index.raw_doc_freq),
             )
             pin_ms = (time.perf_counter() - t0) * 1000
-            cue = recaller.recall_for(mem, conv, ident, set(pinned_ids), config.proxy.recall_deadline_ms / 1000, ahead=ahead)
+            cue = recaller.recall_for(mem, conv, ident, set(pinned_ids), RECALL_DEADLINE_S, ahead=ahead)
             row |= {
                 mode + "pinned": [_key(i) for i in pinned_ids],
                 mode + "cue": [_key(i) for i in cue.ids if not i.startswith("raw:")],

@@ -134,6 +134,13 @@ class Setting:
 EVAL_START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 
 
+# The recall step's deadline in an eval. The proxy's (proxy.recall_deadline_ms, 500 ms) would let a busy machine
+# change the figures: a search cut at its deadline fails open and the turn counts as getting nothing. The proxy's
+# fail-open is tested on its own (tests/test_engine.py, tests/test_proxy_behaviour.py); an eval's latencies are
+# measured either way.
+RECALL_DEADLINE_S = 60.0
+
+
 class TickingClock:
     """A clock that moves one second forward at every reading, from a fixed start.
 
