@@ -274,6 +274,10 @@ def stream_safe(text: str) -> str:
     normalisation then reads in linear time. One pass; ASCII text is returned as it is."""
     if text.isascii():
         return text
+    # Only a character of non-starters alone is ever cut: a text with none (most text, any script) is returned as it
+    # is after one look at each of its distinct characters, not one at each character.
+    if not any(_non_starters(ch)[2] for ch in set(text) if ch >= "\x80"):
+        return text
     kept: list[str] = []
     run = 0
     for ch in text:
@@ -301,20 +305,32 @@ def fold(text: str) -> str:
     text = str(text)
     if text.isascii() and not _ASCII_UNSEEN.search(text):
         return text
-    seen = stream_safe("".join(ch for ch in text if " " <= ch < "\x7f" or not _unseen(ch)))
-    base = "".join(c for c in unicodedata.normalize("NFKD", seen) if unicodedata.category(c) not in _MARKS)
-    normal = unicodedata.normalize("NFKC", base)
+    # Each step looks each distinct character up once and rewrites the text in C (``_rewrite``), not with a Python
+    # step per character: a long text costs the set of its characters and a few passes.
+    seen = stream_safe(_rewrite(text, {ch: "" for ch in set(text) if not " " <= ch < "\x7f" and _unseen(ch)}))
+    decomposed = unicodedata.normalize("NFKD", seen)
+    marks = {c: "" for c in set(decomposed) if c >= "\x80" and unicodedata.category(c) in _MARKS}
+    normal = unicodedata.normalize("NFKC", _rewrite(decomposed, marks))
     if normal.isascii():
         return normal
     table = _ascii_lookalikes()
-    out = []
-    for ch in normal:
-        if ord(ch) < 0x80:
-            out.append(ch)
-            continue
-        mapped = table.get(ch)
-        out.append(mapped if mapped is not None else (_by_name(ch) or ch))
-    return "".join(out)
+    ascii_for: dict[str, str] = {}
+    for ch in set(normal):
+        if ch >= "\x80":
+            mapped = table.get(ch)
+            ascii_for[ch] = mapped if mapped is not None else (_by_name(ch) or ch)
+    return _rewrite(normal, {ch: to for ch, to in ascii_for.items() if to != ch})
+
+
+def _rewrite(text: str, table: dict[str, str]) -> str:
+    """``text`` with each character that ``table`` holds replaced by its value (non-ASCII characters only, or
+    deletions: no value holds a character another replacement looks for). A few by str.replace, a pass each; more
+    by one str.translate (a dictionary lookup per character, many times a pass's cost per character)."""
+    if len(table) <= 8:
+        for ch, to in table.items():
+            text = text.replace(ch, to)
+        return text
+    return text.translate({ord(ch): to for ch, to in table.items()})
 
 
 @lru_cache(maxsize=65536)
