@@ -120,6 +120,37 @@ def all_bytes_under(root: Path) -> dict[Path, bytes]:
     return out
 
 
+# The modules that hold the longest tests (2-10 s each on 2 cores), longest first: they start the run, so that none
+# starts last and keeps one worker busy alone while the others have finished (test_recall_quality's two 7 s tests,
+# collected near the end, left one worker running alone for ~8 s). Worksteal hands out the collection in order and
+# the idle workers take the rest of a busy one's queue from its end. Each module's tests keep their order.
+LONG_FIRST = (
+    "test_install",
+    "test_recall_quality",
+    "test_proxy_workers",
+    "test_hostile_text",
+    "test_proxy_behaviour",
+    "test_pinned_choice",
+    "test_proxy_basic",
+    "test_socket_activation",
+    "test_setup",
+    "test_write_contention",
+    "test_mcp_agent",
+    "test_proxy_trust",
+    "test_vault",
+    "test_proxy_openai",
+    "test_services",
+    "test_mcp_http",
+    "test_setup_hostile",
+    "test_mcp_admin",
+)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: the rest keep their order
+
+
 def pytest_collection_finish(session) -> None:
     """The collected tests, modules and libraries live until the end: the garbage collector need not
     walk them again (each worker spent 1-1.6 s in about 2,500 collections)."""
