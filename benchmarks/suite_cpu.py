@@ -63,6 +63,7 @@ def main() -> None:
             "no:cacheprovider",
             "-p",
             "bead_suite_cpu",
+            "-rf",
             *args.pytest_args,
         ]
         run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -93,7 +94,8 @@ def main() -> None:
     for o, c, w, node in sorted(rows, key=lambda r: -(r[0] + r[1]))[: args.top]:
         print(f"{o + c:7.2f} {o:6.2f} {c:6.2f} {w:6.2f}  {node}")
     if run.returncode != 0:
-        sys.exit(f"\nthe suite failed (exit {run.returncode}): {summary[-1] if summary else ''}")
+        failed = "\n".join(line for line in run.stdout.splitlines() if line.startswith(("FAILED", "ERROR")))
+        sys.exit(f"\nthe suite failed (exit {run.returncode}): {summary[-1] if summary else ''}\n{failed}")
 
 
 if __name__ == "__main__":
