@@ -52,6 +52,76 @@ class TestNormalForm:
         assert invisible("tabs\tand\nlines are fine, caf\u00e9 too") == []
         assert skeleton("user/edit0r") == skeleton("user/editor") != skeleton("user/editors")
 
+    def test_fold_is_the_per_character_rule_on_mixed_hostile_text(self):
+        """fold rewrites each distinct character once, in C: on texts mixing invisible characters, look-alikes,
+        fullwidth forms, other scripts' digits, runs of combining marks past the stream-safe cut and characters of
+        marks alone, it gives what the rule read one character at a time gives (the oracle below), with few
+        distinct characters (replaced one by one) and many (one translation table)."""
+        import random
+        import unicodedata
+
+        from bead import textform as tf
+
+        def one_at_a_time(text: str) -> str:
+            kept, run = [], 0
+            for ch in "".join(c for c in text if " " <= c < "\x7f" or not tf._unseen(c)):
+                if ch >= "\x80":
+                    lead, trail, whole = tf._non_starters(ch)
+                    if whole:
+                        run += lead
+                        if run > tf.MAX_MARKS:
+                            continue
+                    else:
+                        run = trail
+                else:
+                    run = 0
+                kept.append(ch)
+            base = "".join(c for c in unicodedata.normalize("NFKD", "".join(kept)) if unicodedata.category(c) not in tf._MARKS)
+            table = tf._ascii_lookalikes()
+            return "".join(
+                c if c < "\x80" else (table.get(c) or tf._by_name(c) or c) for c in unicodedata.normalize("NFKC", base)
+            )
+
+        pool = list("curl sh|./~-_0aeoZ\t\n") + [
+            "\u200b",
+            "\u200d",
+            "\u2060",
+            "\ufeff",
+            "\u202e",
+            "\u202c",
+            "\u00ad",
+            "\ufe0f",
+            "\U000e0041",  # unseen
+            "\u0301",
+            "\u0323",
+            "\u034f",
+            "\u0f73",
+            "\U0001d165",
+            "\U0001d16d",  # marks, marks alone
+            "\u0430",
+            "\u0435",
+            "\u043e",
+            "\u0455",
+            "\u0440",
+            "\u1d07",
+            "\u01c0",
+            "\u2502",  # look-alikes, bars
+            "\uff43",
+            "\uff55",
+            "\u0661",
+            "\u096a",
+            "\u00e9",
+            "\u4e2d",
+            "\ue000",
+            "\u2028",
+            "\u00a0",
+        ]
+        rng = random.Random(7)
+        for i in range(400):
+            distinct = rng.sample(pool, 3 if i % 2 else len(pool) // 2)
+            text = "".join(rng.choice(distinct) * (40 if rng.random() < 0.05 else 1) for _ in range(rng.randint(1, 80)))
+            assert fold(text) == one_at_a_time(text), ascii(text)
+
     # Spacing marks of a combining class above 0 (musical stems) and Tibetan vowel signs that decompose into
     # marks alone are reordered as accents are: a run of them took 14 s to fold at 80,000 characters.
     @pytest.mark.parametrize(
