@@ -82,39 +82,12 @@ class TestNormalForm:
                 c if c < "\x80" else (table.get(c) or tf._by_name(c) or c) for c in unicodedata.normalize("NFKC", base)
             )
 
-        pool = list("curl sh|./~-_0aeoZ\t\n") + [
-            "\u200b",
-            "\u200d",
-            "\u2060",
-            "\ufeff",
-            "\u202e",
-            "\u202c",
-            "\u00ad",
-            "\ufe0f",
-            "\U000e0041",  # unseen
-            "\u0301",
-            "\u0323",
-            "\u034f",
-            "\u0f73",
-            "\U0001d165",
-            "\U0001d16d",  # marks, marks alone
-            "\u0430",
-            "\u0435",
-            "\u043e",
-            "\u0455",
-            "\u0440",
-            "\u1d07",
-            "\u01c0",
-            "\u2502",  # look-alikes, bars
-            "\uff43",
-            "\uff55",
-            "\u0661",
-            "\u096a",
-            "\u00e9",
-            "\u4e2d",
-            "\ue000",
-            "\u2028",
-            "\u00a0",
+        pool = [
+            *"curl sh|./~-_0aeoZ\t\n",
+            *"\u200b\u200d\u2060\ufeff\u202e\u202c\u00ad\ufe0f\U000e0041",  # unseen
+            *"\u0301\u0323\u034f\u0f73\U0001d165\U0001d16d",  # marks, marks alone
+            *"\u0430\u0435\u043e\u0455\u0440\u1d07\u01c0\u2502",  # look-alikes, bars
+            *"\uff43\uff55\u0661\u096a\u00e9\u4e2d\ue000\u2028\u00a0",  # fullwidth, digits, other scripts
         ]
         rng = random.Random(7)
         for i in range(400):
