@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bead.recall.cues import CUT_LINE_CHARS, TOOL_RESULT_CHARS, TOOL_RESULT_TAIL, Cue, clipped, extract
+from bead.recall.cues import CUT_LINE_CHARS, TOOL_RESULT_CHARS, TOOL_RESULT_TAIL, USER_TEXT_CHARS, Cue, clipped, extract
 from bead.wire.anthropic import conversation_of
 
 
@@ -89,6 +89,20 @@ def test_a_long_tool_output_keeps_its_start_and_its_end():
     assert "line 00200 of the build log" not in kept
     assert len(out) <= TOOL_RESULT_CHARS + 1
     assert len("\n".join(tail)) >= TOOL_RESULT_TAIL - CUT_LINE_CHARS
+
+
+def test_a_huge_paste_of_the_persons_keeps_its_start_and_its_end_within_the_bound():
+    """A person's text of megabytes (a pasted log or file) is a cue of its start and its end, at most
+    USER_TEXT_CHARS and the line break between them: the question at either end stays, and the recall step's work
+    no longer grows with the paste (a 30 MB one took it past the proxy's deadline)."""
+    middle = "".join(f"row {i:07d} status=ok\n" for i in range(200_000))  # about 4 MB
+    paste = "why does the ledger export hang?\n" + middle + "and the flower port is wrong too"
+    (out,) = by_source(cues_of(user(paste)), "user")
+    assert len(out) <= USER_TEXT_CHARS + 1
+    assert out.startswith("why does the ledger export hang?") and out.endswith("and the flower port is wrong too")
+    assert "row 0100000 " not in out
+    within = ("why does the ledger export hang? " * 600)[:USER_TEXT_CHARS].strip()
+    assert by_source(cues_of(user(within)), "user") == [within], "a text within the bound is the cue as it is"
 
 
 def test_a_cut_moves_to_a_line_break_only_nearby():

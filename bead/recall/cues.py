@@ -5,7 +5,7 @@ message before it (harness system messages in between are skipped). Harness
 reminders, bead's own blocks and tool field names are already gone from the
 parsed parts; a tool result longer than 1,500 characters keeps its start and
 its end (a traceback, a compiler's or a test runner's output ends with what
-failed). Weights follow the
+failed), and so does a text of the person's longer than 20,000. Weights follow the
 reference design (docs/design.md): the person's text 1, the assistant's text and tool input
 0.6, tool output 0.3.
 """
@@ -23,6 +23,11 @@ TOOL_RESULT_CHARS = 1500
 # with the exception, a test run with its failures' summary, a build with its error. 0: its first TOOL_RESULT_CHARS
 # only (before). Chosen by cross-validation (evals/grids/cues.yaml: 0, 500, 750, 1,000; docs/results.md).
 TOOL_RESULT_TAIL = 500
+# Of the person's message, a text longer than this (a pasted log, a file, a page) keeps its start and its end, half
+# each: what the person asks is at one end of a paste, and every cue word costs the recall step time inside the
+# proxy's deadline (a paste of 16 MB of words took it past the deadline, so that turn got no memory at all). A bound, not a tuned
+# value: no turn of the dev suites comes near it.
+USER_TEXT_CHARS = 20_000
 CUT_LINE_CHARS = 200  # how far a cut may move to the nearest line break
 WEIGHTS = {"user": 1.0, "assistant": 0.6, "tool_input": 0.6, "tool_output": 0.3}
 # Whether a tool call's cue holds the tool's name (Edit, Bash, Read) beside its arguments: the action a rule may
@@ -80,7 +85,7 @@ def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
         # whoever wrote it (provenance decides what may become memory, not what
         # recall looks for): typed, pasted, or text sent beside a tool result.
         if p.kind == "text" and p.source in (Source.TYPED, Source.PASTED, Source.TOOL_OUTPUT) and p.text:
-            text = words(p.text)
+            text = clipped(words(p.text), USER_TEXT_CHARS, USER_TEXT_CHARS // 2)
             if text:
                 cues.append(Cue("user", text, typed=p.source is Source.TYPED))
         elif p.kind == "tool_result":
