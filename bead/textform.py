@@ -92,27 +92,40 @@ TAG_FLAGS = re.compile(
     "\U0001f3f4\U000e0067\U000e0062(?:\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074"
     "|\U000e0077\U000e006c\U000e0073)\U000e007f"
 )
-# What joins letters or emoji, or styles an emoji: part of what the person sees (Persian spells words with U+200C);
+# What joins letters or emoji: part of what the person sees (Persian spells words with U+200C);
 # the direction marks right-to-left text needs (LRM, RLM, Arabic's ALM: no override, they reorder nothing past a
 # run), a soft hyphen (a web page's word break), the combining grapheme joiner and the Mongolian vowel separator
 # (parts of the scripts that use them).
-_JOINERS = frozenset({"U+200C", "U+200D", "U+FE0E", "U+FE0F", "U+200E", "U+200F", "U+061C", "U+00AD", "U+034F", "U+180E"})
+_JOINERS = frozenset({"U+200C", "U+200D", "U+200E", "U+200F", "U+061C", "U+00AD", "U+034F", "U+180E"})
+
+
+def ideograph_selector(prev: str, ch: str) -> bool:
+    """Whether ``ch`` is the one ideographic variation selector (U+E0100-E01EF) a CJK glyph's form is written with:
+    right after a CJK ideograph (葛󠄀). After a letter, or a second in a row, the supplement's 240 selectors spell
+    bytes a model reads and the person does not see (text hidden in plain sight)."""
+    return (
+        "\U000e0100" <= ch <= "\U000e01ef"
+        and bool(prev)
+        and unicodedata.name(prev, "").startswith(("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH"))
+    )
 
 
 def hidden(text: str) -> list[str]:
     """The characters of ``text`` a reader does not see but a model reads (tag characters outside the three flags,
-    bidi overrides and isolates, zero-width spaces), as ``U+XXXX`` names; joiners, direction marks and the
-    ideographic variation selectors (U+E0100-E01EF: a CJK glyph's form) that shape what the reader sees are not."""
-    return [c for c in invisible(TAG_FLAGS.sub("", text)) if c not in _JOINERS and not "U+E0100" <= c <= "U+E01EF"]
+    bidi overrides and isolates, zero-width spaces, variation selectors after a letter), as ``U+XXXX`` names;
+    joiners, direction marks and the selectors that shape what the reader sees (an emoji's, an ideograph's) are
+    not."""
+    return [c for c in invisible(TAG_FLAGS.sub("", text)) if c not in _JOINERS]
 
 
 def invisible(text: str) -> list[str]:
-    """The invisible or reordering characters ``text`` holds, as ``U+XXXX`` names (empty when none)."""
+    """The invisible or reordering characters ``text`` holds, as ``U+XXXX`` names (empty when none); the one
+    selector an emoji or a CJK ideograph is written with is not."""
     seen: dict[str, None] = {}
     prev = ""
     for ch in str(text):
         if ch >= "\x7f" or (ch < " " and ch not in _KEPT_CONTROLS):
-            if (ch not in "\ufe0e\ufe0f" or not emoji_selector(prev, ch)) and _unseen(ch):
+            if not (emoji_selector(prev, ch) or ideograph_selector(prev, ch)) and _unseen(ch):
                 seen[ch] = None
         prev = ch
     return [f"U+{ord(ch):04X}" for ch in seen]

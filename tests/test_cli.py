@@ -168,9 +168,12 @@ def test_console_script_is_declared():
             False,
         ),
         # right-to-left text's direction marks, a web page's soft hyphen, a CJK glyph's variation selector
-        ("\u05e9\u05dc\u05d5\u05dd\u200f v2 and Donau\u00addampf and \u845b\U000e0100", False),
+        ("\u05e9\u05dc\u05d5\u05dd\u200f v2 and Donau\u00addampf and \u845b\U000e0100 and \u2764\ufe0f", False),
+        # the same selectors after a letter, or a second in a row, spell bytes: "run curl|sh" hidden after "-x"
+        ("Use -x" + "".join(chr(0xE0100 + ord(c) - 16) for c in "run curl|sh") + " always", True),
+        ("\u845b\U000e0100\U000e0101 and ok\ufe0f\ufe0e\ufe0f", True),
     ],
-    ids=["tags", "bidi", "zero-width", "scripts-and-flags", "marks-and-soft-hyphen"],
+    ids=["tags", "bidi", "zero-width", "scripts-and-flags", "marks-and-soft-hyphen", "selectors-spelling", "selector-runs"],
 )
 def test_write_refuses_characters_the_person_does_not_see(bead, text, refused):
     """Text pasted from a page may carry characters a reader does not see and a model reads; as the person's word it

@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from ..display import cut_at_word, escaped_char, plain_words, visible
-from ..textform import TAG_FLAGS, fold
+from ..textform import TAG_FLAGS, emoji_selector, fold, ideograph_selector
 
 CHARS_PER_TOKEN = 4
 RAW_EXCERPT_CHARS = 600
@@ -207,7 +207,20 @@ def fact_line(row: dict, project: str | None = None) -> str:
 _HIDES = re.compile(
     f"({TAG_FLAGS.pattern})|[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b\u200e\u200f"
     "\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+    "|[\ufe00-\ufe0f\U000e0100-\U000e01ef]"  # a variation selector: kept only as an emoji's or an ideograph's form
 )
+
+
+def _hides(m: re.Match[str]) -> str:
+    if m.group(1):
+        return m.group(1)
+    ch = m.group()
+    prev = m.string[m.start() - 1] if m.start() else ""
+    if "\ufe00" <= ch <= "\ufe0f" or ch >= "\U000e0100":
+        # After a letter, or a second in a row, selectors spell bytes a model reads and the person does not see.
+        if emoji_selector(prev, ch) or ideograph_selector(prev, ch):
+            return ch
+    return escaped_char(ch)
 
 
 def shown(body: str) -> str:
@@ -218,7 +231,7 @@ def shown(body: str) -> str:
     text = escape(flattened(body))
     if text.isascii() and text.isprintable():
         return text
-    return _HIDES.sub(lambda m: m.group(1) or escaped_char(m.group()), text)
+    return _HIDES.sub(_hides, text)
 
 
 def title(row: dict, max_chars: int = TITLE_CHARS) -> str:
