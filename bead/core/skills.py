@@ -212,7 +212,11 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
             continue
         # Only the dream's lessons passed the outcome gate (the session succeeded); a hand-written one was not judged.
         kind = "lesson-hand" if item.source == "hand" else "lesson"
-        add(cur.key, cur.id, cur.body, kind, cur.trust, item.session, item.id, item.title)
+        # The dream's title is the first sentence of its proposal: it names the lesson only while the text is the
+        # proposal's. Once the person edited it (at the accept or since), a sentence they took out must not come
+        # back as the skill's heading and description: those come from the text they approved.
+        title = item.title if item.source == "hand" or cur.body.strip() == item.value.strip() else ""
+        add(cur.key, cur.id, cur.body, kind, cur.trust, item.session, item.id, title)
     for row in mem.index.pinned_candidates(project):
         if not row.get("pinned") or row["type"] not in ("feedback", "project") or row["trust"] not in PERSON_TRUSTS:
             continue
