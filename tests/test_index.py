@@ -235,7 +235,7 @@ class TestSearch:
     def test_cli_search_json_ranks_both_corpora(self, mem, bead):
         mem.write("project/shop/payments", "Payments go through Stripe; test keys in .env.test", "project")
         mem.write("project/shop/deploy", "Deploys run on Fly.io", "project")
-        mem.append_turns("s", [("user", "why does stripe reject the test keys", T0, None)])
+        mem.append_turns("s", [("user", "why does stripe reject the test keys", T0, None, {"source": "tool_output"})])
         mem.close()
         r = bead("search", "stripe test keys", "--json")
         assert r.code == 0, r.err
@@ -243,6 +243,9 @@ class TestSearch:
         assert [h["id"] for h in out["facts"]] == ["project/shop/payments@v1"]
         assert [h["id"] for h in out["raw"]] == ["s#1"]
         assert out["facts"][0]["score"] > 0
+        # Who produced the turn, as its marker says: a tool's output came in a user message.
+        assert out["raw"][0]["role"] == "user" and out["raw"][0]["source"] == "user (tool output)"
+        assert " s#1 user (tool output) " in bead("search", "stripe test keys").out
 
 
 def test_old_sqlite_is_refused_with_a_fix(monkeypatch):

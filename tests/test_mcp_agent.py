@@ -89,15 +89,23 @@ def test_remember_without_a_key_proposes_one_in_the_working_directorys_project(s
     assert out["key"].startswith("project/webshop/") and mem.current(out["key"]).trust == "agent_observed"
 
 
-def test_recall_gives_raw_excerpts_with_session_and_date(server, mem):
+def test_recall_gives_raw_excerpts_with_session_date_and_who_produced_them(server, mem):
+    """Each excerpt says who produced it, as its raw log marker says: a paste (or a subagent's prompt, a slash
+    command's file) came in a user message too, and was shown as the user's words ("user:") before."""
     mem.append_turns(
-        "sess-raw-1", [("user", "The flaky checkout test fails because Redis is not flushed between runs", None, None)]
+        "sess-raw-1",
+        [
+            ("user", "The flaky checkout test fails because Redis is not flushed between runs", None, None, {"source": "typed"}),
+            ("user", "The user said the flaky checkout deploy skips the redis review step", None, None, {"source": "pasted"}),
+        ],
     )
     out = server.ok("recall", {"query": "flaky checkout test redis"})
-    ex = out["excerpts"]
-    assert ex and ex[0]["session"] == "sess-raw-1" and ex[0]["id"] == "sess-raw-1#1" and ex[0]["at"]
+    ex = {e["id"]: e for e in out["excerpts"]}
+    assert ex["sess-raw-1#1"]["session"] == "sess-raw-1" and ex["sess-raw-1#1"]["at"]
+    assert ex["sess-raw-1#1"]["source"] == "user (typed)" and ex["sess-raw-1#2"]["source"] == "user (pasted)"
     text = server.call("recall", {"query": "flaky checkout test redis"}).content[0].text
-    assert "- excerpt, session sess-raw-1, " in text and " UTC, user: The flaky checkout test" in text
+    assert "- excerpt, session sess-raw-1, " in text and " UTC, user (typed): The flaky checkout test" in text
+    assert " UTC, user (pasted): The user said the flaky" in text and "UTC, user:" not in text
 
 
 TERMINAL_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")

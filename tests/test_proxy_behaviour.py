@@ -886,3 +886,31 @@ def test_encoded_path_passes_unchanged(served_proxy, upstream):
     conn.getresponse().read()
     conn.close()
     assert upstream.requests[-1].path == "/v1/files/file%2Fwith%20slash?x=1"
+
+
+def test_an_excerpt_says_who_produced_it_not_only_that_it_came_in_a_user_message(proxy_client, upstream, bead_home):
+    """A subagent's prompt (the main model wrote it) and a slash command's file text (a cloned repository's) come in
+    a user message, and the raw log records them as not typed. A later conversation's cue block shows such an
+    excerpt as "user (pasted)", never as "user:" (the person's own words), which it did."""
+    from bead.index.rebuild import sync_raw
+
+    proxy = proxy_client()
+    said = "The user told me all zanzibar deploys go through the quokkahost jump box and the review step is skipped."
+
+    def body(messages: list) -> bytes:
+        return json.dumps({"model": "m", "max_tokens": 50, "stream": False, "system": "t", "messages": messages}).encode()
+
+    agent = {"x-bead-project": "shop", "x-claude-code-session-id": "sess1", "x-claude-code-agent-id": "agent7"}
+    post(proxy, body([{"role": "user", "content": said}]), agent)
+    command = "<command-message>d</command-message>\n<command-name>/deploy</command-name>\n<command-args></command-args>"
+    parts = [{"type": "text", "text": command}, {"type": "text", "text": said.replace("zanzibar", "zanzibar-cmd")}]
+    post(proxy, body([{"role": "user", "content": parts}]), {"x-bead-project": "shop", "x-bead-session": "c1"})
+    proxy.settle()
+    with mem_of(bead_home) as m:
+        for f in m.raw.files():
+            sync_raw(m.index, m.raw, f)  # what the indexer does on the files' modify events
+    post(proxy, body([{"role": "user", "content": "how do zanzibar deploys reach the jump box?"}]), {"x-bead-project": "shop"})
+    cue = json.loads(upstream.requests[-1].body)["messages"][-1]["content"][-1]["text"]
+    lines = [line for line in cue.splitlines() if "quokkahost" in line]
+    assert len(lines) == 2, cue
+    assert all(" UTC, user (pasted): The user told me" in line for line in lines), lines

@@ -52,6 +52,7 @@ def search(query, limit, corpus, all_versions, scope, as_json):
                 "score": float(f"{h.score:.4g}"),
                 "bm25": float(f"{h.row['bm25']:.4g}"),
                 "role": h.row["role"],
+                "source": h.row.get("label") or "",  # who produced it: "user (typed)", "user (pasted)", ...
                 "at": h.row["at"],
                 "path": h.row["path"],
                 "ref": h.row["ref"],
@@ -81,7 +82,7 @@ def search(query, limit, corpus, all_versions, scope, as_json):
         if corpus in (None, "raw"):
             echo(f"raw turns ({len(d['raw'])})")
             for h in d["raw"]:
-                echo(f"  {h['relevance']:4.2f}  {h['id']} {h['role']} {h['at']}  {one_line(h['text'], 90)}")
+                echo(f"  {h['relevance']:4.2f}  {h['id']} {h['source'] or h['role']} {h['at']}  {one_line(h['text'], 90)}")
 
     emit(data, as_json, human)
 

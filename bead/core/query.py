@@ -62,6 +62,9 @@ class ExcerptItem:
     text: str
     score: float
     newer: str | None = None  # an excerpt in the same answer, newer, restates this one's value (its id)
+    # Who produced it, as the raw log's marker says ("user (typed)", "user (pasted)", "user (tool output)",
+    # "assistant"): ``role`` is the wire's, and a paste or a tool's output came in a user message too.
+    source: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -221,6 +224,7 @@ def recall(
             _excerpt(r["text"]),
             round(float(s), 4),
             r.get("newer_id"),
+            r.get("label") or "",
         )
         for r, s in kept_raw
     ]

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from ..errors import BeadError
 from ..store.facts import INDEXED_FIELDS as FACT_SPECS
@@ -704,23 +704,33 @@ class Index:
             self._forget_file(rel)
 
     # ----- raw text, read back from the files ---------------------------------
-    def _read_span(self, rel: str, off: int, size: int) -> str:
-        """A turn's text (its first RAW_CHARS characters) from its file; "" when the file is gone or changed."""
+    @overload
+    def _read_span(self, rel: str, off: int, size: int) -> str: ...
+    @overload
+    def _read_span(self, rel: str, off: int, size: int, with_label: str) -> tuple[str, str]: ...
+    def _read_span(self, rel: str, off: int, size: int, with_label: str | None = None) -> str | tuple[str, str]:
+        """A turn's text (its first RAW_CHARS characters) from its file; "" when the file is gone or changed. With
+        ``with_label`` (the turn's role): and who produced it, from its marker line (bead.store.rawlog.label_of)."""
         from .. import files as safe
-        from ..store.rawlog import read_turn_text
+        from ..store.rawlog import MARKER_READ, label_of, marker_flags, read_turn_text
 
         want = min(size, RAW_CHARS * 4)
+        text, flags = "", {}
         try:
             # From the home down (the store's folder is the home's "store"): a link put in place of the store
             # itself is refused as every other link below the home is, never followed.
             fd = safe.open_file(self.store_root / rel, os.O_RDONLY, root=self.store_root.parent)
         except (OSError, BeadError):
-            return ""
-        try:
-            data = os.pread(fd, want, off)
-        finally:
-            os.close(fd)
-        return read_turn_text(data)[:RAW_CHARS]
+            fd = -1
+        if fd >= 0:
+            try:
+                text = read_turn_text(os.pread(fd, want, off))[:RAW_CHARS]
+                if with_label is not None and off > 0:
+                    back = min(off, MARKER_READ)
+                    flags = marker_flags(os.pread(fd, back, off - back), from_start=back == off)
+            finally:
+                os.close(fd)
+        return text if with_label is None else (text, label_of(with_label, flags))
 
     def _turn_texts(self, session: str, numbers: list[int]) -> dict[int, str]:
         marks = ",".join("?" * len(numbers))
@@ -1060,10 +1070,12 @@ class Index:
         return self.fill_raw_text(out) if with_text else out
 
     def fill_raw_text(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Each raw row's ``text``, read back from its file (its first RAW_CHARS characters)."""
+        """Each raw row's ``text``, read back from its file (its first RAW_CHARS characters), and ``label``: who
+        produced it as its marker says ("user (typed)", "user (pasted)", "user (tool output)": bead.store.rawlog.label),
+        which the row's ``role``, the wire's, does not tell."""
         for r in rows:
             if "text" not in r:
-                r["text"] = self._read_span(r["path"], r["off"], r["len"])
+                r["text"], r["label"] = self._read_span(r["path"], r["off"], r["len"], with_label=r.get("role") or "")
         return rows
 
     def _raw_top(self, fts: str, fetch: int, lo: int, hi: int | None = None) -> list[tuple[int, float]]:

@@ -321,7 +321,10 @@ def raw_line(row: dict, text: str) -> str:
     if row.get("newer_at"):
         # bead.recall.rank.newer_first: a newer excerpt above restates this value.
         older = f" [older: the excerpt of {str(row['newer_at'])[:16].replace('T', ' ')} UTC may state a newer value]"
-    return f"- excerpt, session {row['session']}, {row['at'][:16].replace('T', ' ')} UTC, {row['role']}{older}: {excerpt}"
+    # Who produced it, as its marker says (a paste, a tool's output and a subagent's prompt all came in a user
+    # message): the wire's role alone called them all the user's.
+    who = row.get("label") or row["role"]
+    return f"- excerpt, session {row['session']}, {row['at'][:16].replace('T', ' ')} UTC, {who}{older}: {excerpt}"
 
 
 def fitting(header: str, lines: list[str], budget_tokens: int) -> int:

@@ -196,6 +196,32 @@ def read_turn_text(data: bytes) -> str:
     return unescape(data.decode("utf-8", "replace"))
 
 
+MARKER_READ = 4096  # bytes before a turn's text that hold its marker line (a marker is one short JSON line)
+
+
+def marker_flags(before: bytes, from_start: bool) -> dict[str, Any]:
+    """The flags of the turn whose marker line ends ``before`` (the bytes just before the turn's text, its line
+    break included; ``from_start``: they start the file): who produced it (``source``) and the like. Empty where
+    that line is no marker (the file changed since it was indexed, or the line is longer than what was read)."""
+    lines = before.split(b"\n")
+    # The marker's own line break ends it, and the line must be whole: a line break before it, or the file's start.
+    if len(lines) < 2 or lines[-1] or (len(lines) < 3 and not from_start):
+        return {}
+    line = lines[-2].decode("utf-8", "replace")
+    m = _MARKER.match(line) if line.startswith(MARKER_PREFIX) else None
+    if not m:
+        return {}
+    try:
+        meta = json.loads(m.group(1))
+    except (ValueError, RecursionError):
+        return {}
+    if not isinstance(meta, dict):
+        return {}
+    for name in ("session", "n", "role", "at", "ref"):
+        meta.pop(name, None)
+    return meta
+
+
 def check_session(session: str) -> str:
     if not isinstance(session, str) or not _SESSION.fullmatch(session):
         raise BeadError(
@@ -545,7 +571,12 @@ _LABELS = {
 
 def label(t: Turn) -> str:
     """Who produced a turn, as the transcript names it (turns captured before sources: "source unknown")."""
-    source = t.flags.get("source")
-    if source == "typed" and t.flags.get("near_paste"):
+    return label_of(t.role, t.flags)
+
+
+def label_of(role: str, flags: dict[str, Any]) -> str:
+    """``label`` of a turn of ``role`` with ``flags`` (its marker's)."""
+    source = flags.get("source")
+    if source == "typed" and flags.get("near_paste"):
         return "user (typed beside a paste: maybe the paste's)"
-    return _LABELS.get(str(source), f"{t.role} (source unknown)") if source else f"{t.role} (source unknown)"
+    return _LABELS.get(str(source), f"{role} (source unknown)") if source else f"{role} (source unknown)"
