@@ -178,3 +178,58 @@ class TestLinearTime:
             assert last(marker(1) + b"a" * gap + b"\n" + marker(5) + b"b" * 70_000) == 5, gap
         assert last(marker(1) + b"a" * 10 + marker(9)) == 1, "a marker that does not start a line is text"
         assert_linear(lambda body: last(body), lambda n: marker(4) + b"q" * n, 32 << 20)
+
+
+def test_a_marker_whose_ref_is_no_string_is_read_without_one_and_reindex_and_forget_go_on(mem, bead, bead_home):
+    """A hand-edited marker's ``ref`` of another type (an object, a number) crashed the index's insert, so every
+    `bead reindex` and every `bead forget` of the home, and the value could not be forgotten at all."""
+    mem.write("user/pet", "my cat is called Quibblewort", "user")
+    raw = bead_home / "store" / "raw" / "2026" / "11" / "05" / "s1.md"
+    raw.parent.mkdir(parents=True)
+    raw.write_text(
+        '<!-- bead:turn {"session": "s1", "n": 1, "role": "user", "at": "2026-11-05T09:00:00Z", "ref": {"id": 1}} -->\n'
+        "by the way my cat is called Quibblewort\n"
+        '<!-- bead:turn {"session": "s1", "n": 2, "role": "user", "at": "2026-11-05T09:01:00Z", "ref": 7} -->\n'
+        "and the dog is Rex\n"
+    )
+    assert [t.ref for t in parse(raw.read_text())] == [None, None]
+    mem.close()
+    r = bead("reindex")
+    assert r.code == 0 and "2 raw turns" in r.out, r.err
+    r = bead("forget", "user/pet", "--yes")
+    assert r.code == 0, r.err
+    left = [p for p in bead_home.rglob("*") if p.is_file() and b"quibblewort" in p.read_bytes().lower()]
+    assert left == []
+
+
+class TestCutShort:
+    """A raw file that does not end in a line break (cut short by a full disk, a crash or a hand edit)."""
+
+    def test_the_next_turn_is_a_turn_of_its_own_with_the_next_number(self, mem):
+        first = mem.raw.append_many("s1", [("user", "first turn", T0, None), ("assistant", "second turn", T0, None)])
+        path = first[0].path
+        path.write_bytes(path.read_bytes()[:-4])  # "second t" (and its line break) left, no line break
+        mem.raw.append("s1", "user", "remember: the deploy box is quokka-east", at=T0)
+        mem.raw.append("s1", "user", "fourth", at=T0)
+        got = mem.raw.read(path)
+        assert [(t.n, t.role, t.text) for t in got] == [
+            (1, "user", "first turn"),
+            (2, "assistant", "second t"),
+            (3, "user", "remember: the deploy box is quokka-east"),
+            (4, "user", "fourth"),
+        ]
+
+    def test_a_short_write_is_written_on(self, mem, monkeypatch):
+        """os.write may write less than it was given (a signal, a size limit): the rest follows, or it raises;
+        before, the rest was dropped and the next turn's marker glued to a cut turn."""
+        import os
+
+        from bead.store import rawlog
+
+        real = os.write
+        monkeypatch.setattr(rawlog.os, "write", lambda fd, data: real(fd, bytes(data[:7])))
+        turns = mem.raw.append_many(
+            "s1", [("user", "a turn written seven bytes at a time", T0, None), ("assistant", "ok", T0, None)]
+        )
+        monkeypatch.setattr(rawlog.os, "write", real)
+        assert [(t.n, t.text) for t in mem.raw.read(turns[0].path)] == [(1, "a turn written seven bytes at a time"), (2, "ok")]

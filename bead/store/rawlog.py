@@ -125,7 +125,7 @@ def parse(text: str, path: Path | None = None) -> list[Turn]:
                     role=str(meta.pop("role", "")),
                     at=str(meta.pop("at", "")),
                     text="",
-                    ref=meta.pop("ref", None),
+                    ref=_ref(meta.pop("ref", None)),
                     path=path,
                     flags=meta,
                 )
@@ -180,7 +180,7 @@ def parse_bytes(data: bytes, path: Path | None = None) -> list[Turn]:
                         role=str(meta.pop("role", "")),
                         at=str(meta.pop("at", "")),
                         text="",
-                        ref=meta.pop("ref", None),
+                        ref=_ref(meta.pop("ref", None)),
                         path=path,
                         flags=meta,
                     )
@@ -189,6 +189,12 @@ def parse_bytes(data: bytes, path: Path | None = None) -> list[Turn]:
         pos = end + 1
     close(n, last=True)
     return turns
+
+
+def _ref(value: object) -> str | None:
+    """A marker's ``ref`` as a turn's: a string or None. A hand-edited marker's number or object (``{"id": 1}``) is
+    no ref: bound as one it crashed the index's insert, and so every reindex and forget of the home."""
+    return value if isinstance(value, str) else None
 
 
 def read_turn_text(data: bytes) -> str:
@@ -380,6 +386,11 @@ class RawLog:
                 n = _last_turn_number(fd)
                 pos = os.fstat(fd).st_size
                 turns, chunks = [], []
+                if pos and os.pread(fd, 1, pos - 1) != b"\n":
+                    # A file cut short (a full disk, a crash, a hand edit) ends inside a turn: a marker written
+                    # right after it would be that turn's text, not a turn of its own (and its number given again).
+                    chunks.append(b"\n")
+                    pos += 1
                 for role, clean, at_text, ref, flags in writing:
                     n += 1
                     t = Turn(session, n, role, at_text, clean, ref, path, flags)
@@ -389,7 +400,9 @@ class RawLog:
                     pos += len(head) + len(body) + 1
                     chunks += [head, body, b"\n"]
                     turns.append(t)
-                os.write(fd, b"".join(chunks))
+                view = memoryview(b"".join(chunks))
+                while view:  # a short write (a file size limit, a signal) is written on, or raises
+                    view = view[os.write(fd, view) :]
             finally:
                 os.close(fd)
         return turns
