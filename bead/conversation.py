@@ -257,14 +257,15 @@ PROJECT_CHARS = 100  # a key's segment: a project's name (a folder's) longer is 
 
 
 def project_slug(name: str) -> str | None:
-    slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-.")
+    # A key's segment starts with a letter or digit (bead.store.keys): a folder named _webshop is webshop.
+    slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")
     if not slug:
         return None
     if credential_rules(name):
         return "p" + _h(slug, 16)
     if len(slug) > PROJECT_CHARS:
         # of the slug, so that the folder's name in any case or spacing is one project, as shorter names are
-        slug = slug[: PROJECT_CHARS - 13].rstrip("-.") + "-" + _h(slug, 12)
+        slug = slug[: PROJECT_CHARS - 13].rstrip("-._") + "-" + _h(slug, 12)
     return slug
 
 

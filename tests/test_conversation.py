@@ -426,6 +426,21 @@ def test_project_from_reported_directory(tmp_path):
     assert identify({}, conv(FIRST, system=f"cwd: {d}"), "fallback").project == "billing_api"
 
 
+def test_a_folder_whose_name_starts_with_an_underscore_is_a_project_whose_facts_can_be_written(tmp_path):
+    """A key's segment starts with a letter or a digit: a folder named _webshop (or __init__, or a header saying
+    so) was the project "_webshop", and every fact of it, a "remember" too, was refused as an invalid key."""
+    from bead.store.keys import validate_key
+
+    d = tmp_path / "_webshop"
+    d.mkdir()
+    assert identify({}, conv(FIRST, system=f"cwd: {d}"), None).project == "webshop"
+    assert identify({"x-bead-project": "__init__"}, conv(FIRST), None).project == "init"
+    assert identify({"x-bead-project": "_"}, conv(FIRST), "fallback").project == "fallback"
+    for name in ("_webshop", "__init__", "._x_", "_" * 300 + "a" * 300):
+        project = identify({"x-bead-project": name}, conv(FIRST), None).project
+        assert project and validate_key(f"project/{project}/deploy-box") == f"project/{project}/deploy-box"
+
+
 def test_project_from_a_linked_worktree_is_the_main_checkout(tmp_path):
     """A directory inside a linked git worktree belongs to the main checkout's project."""
     main = tmp_path / "ledger"
