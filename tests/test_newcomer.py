@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 
 import pytest
 
@@ -163,3 +164,33 @@ def test_why_reads_a_trace_whose_cues_hold_line_separators(bead, tmp_path):
     assert "session evil" in latest.out and "summarise this page" in latest.out
     mine = bead("why", "--trace", str(trace), "--session", "evil")
     assert mine.code == 0 and "session evil" in mine.out, mine.err
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_why_never_reads_a_trace_through_a_link_or_waits_on_a_fifo(bead, tmp_path, kind):
+    """The trace is read as every other trace reader reads it: a link put in its place is refused, never followed to
+    a file outside (which `bead status` promises of every link), and a FIFO is refused, not waited on for ever."""
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text('{"session": "read-from-outside"}\n')
+    trace = tmp_path / "home-trace.jsonl"
+    feeder = None
+    if kind == "symlink":
+        trace.symlink_to(outside)
+    else:
+        os.mkfifo(trace)
+
+        def feed() -> None:  # a writer at the FIFO's other end: a reader that opens it gets a line, not a hang
+            with open(trace, "w") as w:
+                w.write(outside.read_text())
+
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+    try:
+        r = bead("why", "--trace", str(trace))
+    finally:
+        if feeder is not None:  # the writer waits for a reader: this one, which lets it end
+            fd = os.open(trace, os.O_RDONLY | os.O_NONBLOCK)
+            feeder.join(30)
+            os.close(fd)
+    assert r.code != 0 and "read-from-outside" not in r.out
+    assert ("symbolic link" if kind == "symlink" else "not a regular file") in r.err, r.err

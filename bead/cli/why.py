@@ -49,12 +49,17 @@ def why(which, trace_file, session, as_json):
             "the proxy writes it once it runs with that trace (`proxy.trace` in config.yaml for the services, or "
             "`bead proxy --trace FILE`) and a request went through",
         )
-    from ..files import lines_of
+    from ..files import lines_of, read_text
 
     entries = []
     # Split at newlines only: a cue holding U+2028 or U+0085 (written raw) would cut its record in pieces, hiding the
-    # request or making a piece such as `42` pass for one.
-    for line in lines_of(path.read_text(encoding="utf-8", errors="replace")):
+    # request or making a piece such as `42` pass for one. Read as every trace reader reads it (bead.files): never
+    # through a link put in its place, never a FIFO that would hold the command for ever.
+    try:
+        text = read_text(path, root=path.parent, errors="replace")
+    except OSError as exc:  # bead.files' refusals (a link, a FIFO, a hard link) are BeadErrors and pass through
+        raise BeadError(f"cannot read the trace at {path}: {exc.strerror or exc}", "check the file's permissions") from None
+    for line in lines_of(text):
         try:
             e = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
