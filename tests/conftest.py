@@ -333,8 +333,8 @@ class _CountingExecutor(ThreadPoolExecutor):
     """The app loop's default executor, counting work not yet finished (the proxy prepares
     requests there; its work after forwarding runs on the engine's own threads)."""
 
-    def __init__(self):
-        super().__init__(thread_name_prefix="proxy-app")
+    def __init__(self, max_workers: int | None = None):
+        super().__init__(max_workers=max_workers, thread_name_prefix="proxy-app")
         self._count_lock = threading.Lock()
         self.pending = 0
 
@@ -416,8 +416,14 @@ class ProxyClient:
         self.call(self._startup())
 
     async def _startup(self) -> None:
+        from bead.proxy.app import PREPARE_THREADS
+
         self.test_app = self.app.test_app()
         await self.test_app.startup()
+        # The app's start gives the loop an executor of its own for the preparations: counted here instead, with
+        # the same bound, so that settle() waits for them too (one the guard gave up on goes on after its answer).
+        self.executor = _CountingExecutor(PREPARE_THREADS)
+        asyncio.get_running_loop().set_default_executor(self.executor)
 
     def call(self, coro, timeout: float = 120.0):
         """Run ``coro`` on the app's loop and wait for its result."""

@@ -77,6 +77,8 @@ class ConversationState:
     carried_from: str | None = None
     carried_ids: list[str] = field(default_factory=list)
     carried_pointers: list[str] = field(default_factory=list)
+    # Records this request made and has not written yet (``defer``): None writes each at once.
+    pending: list[dict[str, Any]] | None = field(default=None, repr=False)
     # The person's messages (and tool results) the raw log has, by index and hash: a new one at an index the
     # capture has passed (a rewind, a side request on the same session) is logged on its own, an "aside", with its
     # answer, and the capture's place for the conversation's line stays where it was.
@@ -206,7 +208,22 @@ class ConversationState:
             return
 
     def append(self, record: dict[str, Any]) -> None:
+        if self.pending is not None:
+            self.pending.append(record)
+            return
         safe.append_line(self.path, json.dumps(record, ensure_ascii=False), root=self.root)
+
+    def defer(self) -> None:
+        """Hold the records of what this request sends (``append``) until ``flush``: a request is recorded as sent
+        only once it is sure to go out as prepared (the proxy's guard may give up on it and forward the original)."""
+        if self.pending is None:
+            self.pending = []
+
+    def flush(self) -> None:
+        """Write the held records, in one append (one write: no other line comes between them)."""
+        held, self.pending = self.pending or [], None
+        if held:
+            safe.append_line(self.path, "\n".join(json.dumps(r, ensure_ascii=False) for r in held), root=self.root)
 
     def set_pinned(self, text: str | None, ids: list[str]) -> None:
         self.append({"kind": "pinned", "text": text, "ids": ids})

@@ -46,7 +46,7 @@ from ..token import load_token
 from ..version import build_id
 from ..wire import formats
 from . import access
-from .engine import MAX_RESPONSE_BYTES, Engine, Prepared
+from .engine import MAX_RESPONSE_BYTES, Claim, Engine, Prepared
 
 log = logging.getLogger("bead.proxy")
 
@@ -387,11 +387,11 @@ class Proxy:
         if wire is not None:
             peer, ours = _ends()
 
-            def work(deadline: float) -> Prepared:
+            def work(deadline: float, claim: Claim) -> Prepared:
                 if not self.is_owner(has_token, peer, ours):
                     engine.count("not_owner")
                     return Prepared(body)
-                return engine.prepare(body, headers, deadline, wire)
+                return engine.prepare(body, headers, deadline, wire, claim)
 
             prep = await _prepare(engine, work, body, start)
         # As bytes: httpx sends bytes as they are, where a str value holding a character above 0x7f (a project's
@@ -501,16 +501,35 @@ def _ends() -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
     return end(request.scope.get("client")), end(request.scope.get("server"))
 
 
-async def _prepare(engine: Engine, work: typing.Callable[[float], Prepared], body: bytes, start: float) -> Prepared:
+# How long a preparation that claimed its send (its state is being written: bead.proxy.engine.Claim) is waited for
+# past the guard: such a request must go out as prepared, or the next one would re-add blocks the model never saw.
+CLAIMED_WAIT_S = 5.0
+# Past the request's deadline, how long the guard waits for a preparation stuck where it cannot look at the clock.
+GUARD_S = 1.0
+
+
+async def _prepare(engine: Engine, work: typing.Callable[[float, Claim], Prepared], body: bytes, start: float) -> Prepared:
     """The owner check and the engine's preparation in one worker thread, under the request's
     deadline (counted from its arrival)."""
     deadline = start + engine.deadline_s
+    claim = Claim()
+    task = asyncio.ensure_future(asyncio.to_thread(work, deadline, claim))
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())  # one given up on ends unheard
     try:
         # The engine stops itself at the deadline; the wait here only guards
         # against a thread stuck where it cannot look at the clock.
-        return await asyncio.wait_for(asyncio.to_thread(work, deadline), timeout=engine.deadline_s + 1.0)
-    except BaseException as exc:
-        if isinstance(exc, asyncio.CancelledError):
-            raise
-        engine.error("deadline" if isinstance(exc, TimeoutError) else "inject", exc)
+        done, _ = await asyncio.wait({task}, timeout=engine.deadline_s + GUARD_S)
+        if not done and not claim.abandon():
+            # It claimed the send and is recording what it holds: it goes out as prepared.
+            done, _ = await asyncio.wait({task}, timeout=CLAIMED_WAIT_S)
+        if not done:
+            claim.abandon()
+            engine.error("deadline", TimeoutError("the preparation passed the proxy's guard"))
+            return Prepared(body)
+        return task.result()
+    except asyncio.CancelledError:
+        claim.abandon()  # the request is gone: what the preparation would send is recorded nowhere
+        raise
+    except Exception as exc:
+        engine.error("inject", exc)
         return Prepared(body)

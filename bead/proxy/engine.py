@@ -89,6 +89,36 @@ class ForgetBegan(Exception):
     """A forget or seal began while a request was being prepared: the request goes out unchanged, nothing recorded."""
 
 
+class Abandoned(Exception):
+    """The proxy's guard gave up waiting for this preparation and forwarded the original: nothing is recorded."""
+
+
+class Claim:
+    """Whether a preparation's result is the request that goes out. The proxy's guard (bead.proxy.app) abandons a
+    preparation it stopped waiting for; the preparation records its blocks as sent (the conversation's state, which
+    the next request re-adds byte for byte) only after claiming the send here. Whichever comes first wins: an
+    abandoned preparation records nothing, and a claimed one is waited for and sent as prepared."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "open"
+
+    def claim(self) -> bool:
+        with self._lock:
+            if self._state == "abandoned":
+                return False
+            self._state = "claimed"
+            return True
+
+    def abandon(self) -> bool:
+        """True when the preparation will record nothing; False when it has claimed the send already."""
+        with self._lock:
+            if self._state == "claimed":
+                return False
+            self._state = "abandoned"
+            return True
+
+
 def _forgotten(turns: list[RawTurn]) -> bool:
     """Whether the raw log took these turns as [forgotten] (a forget began since their request came)."""
     return any(t.text == FORGOTTEN and t.flags.get(UNSCREENED) for t in turns)
@@ -221,12 +251,20 @@ class Engine:
         self.counters[what] += 1
 
     # ----- before forwarding -------------------------------------------------
-    def prepare(self, body: bytes, headers: dict[str, str], deadline: float | None = None, wire: Wire = anthropic) -> Prepared:
+    def prepare(
+        self,
+        body: bytes,
+        headers: dict[str, str],
+        deadline: float | None = None,
+        wire: Wire = anthropic,
+        claim: Claim | None = None,
+    ) -> Prepared:
         """The bytes to forward. Never raises: any failure forwards ``body`` unchanged.
 
         ``deadline`` is a ``time.monotonic()`` instant; past it, the work
         stops and ``body`` goes out unchanged. ``wire`` is the request's API
         (the route knows it); every step after parsing is the same for all.
+        ``claim``: the proxy's hold on the send (``Claim``); the blocks are recorded as sent only once it is claimed.
         """
         t0 = time.perf_counter()
         deadline = time.monotonic() + self.deadline_s if deadline is None else deadline
@@ -253,16 +291,23 @@ class Engine:
         why = untyped(conv, headers)
         if why:
             conv = conv.marked_untyped(why)
-        try:
-            prep = self._prepare(conv, headers, deadline, t0, epoch)
-            # No deadline check past this point: the conversation's state now
-            # says these blocks were sent, so they must be, or the next request
-            # would re-add bytes the model never saw (and break the cache).
+
+        def finish(prep: Prepared) -> None:
+            """The body as it goes out, then the claim on sending it; the records of what it holds are written
+            after this (under the conversation's lock), so a splice that fails or a send the guard gave up on
+            records nothing: the next request would re-add bytes the model never saw (and break the cache)."""
             prep.body = wire.splice(req, prep.pinned_text, prep.blocks)
             prep.wire = wire
-            return prep
+            if claim is not None and not claim.claim():
+                raise Abandoned
+
+        try:
+            return self._prepare(conv, headers, deadline, t0, epoch, finish)
         except ForgetBegan:  # fail open, as on any failure: nothing of this request was recorded
             self.count("forget_during_request")
+            return Prepared(body)
+        except Abandoned:  # the original went out already; nothing of this request was recorded
+            self.count("abandoned")
             return Prepared(body)
         except Exception as exc:  # fail open: the harness must never see bead's failure
             self.error("deadline" if isinstance(exc, DeadlineExceeded) else "inject", exc)
@@ -315,7 +360,15 @@ class Engine:
         with self._responses_lock:
             return self._responses.get(response_id)
 
-    def _prepare(self, conv: Conversation, headers: dict[str, str], deadline: float, t0: float, epoch: str | None) -> Prepared:
+    def _prepare(
+        self,
+        conv: Conversation,
+        headers: dict[str, str],
+        deadline: float,
+        t0: float,
+        epoch: str | None,
+        finish: Callable[[Prepared], None] = lambda prep: None,
+    ) -> Prepared:
         t_wait = time.perf_counter()
         if delegated(headers):
             conv = conv.delegated()  # a sub-agent's prompt is the main model's words, never the person's
@@ -374,6 +427,7 @@ class Engine:
             # Time spent waiting before the work: a Responses chain's previous step, a judge's pick, the lock.
             trace["pending_ms"] = round((time.perf_counter() - t_wait) * 1000, 2)
             st = self.conversations.load(ident.id)
+            st.defer()  # written at the end, once the request is sure to go out as prepared (``finish``)
             if prev is not None and not st.carried_from:
                 if not mem.raw.settled(epoch):
                     raise ForgetBegan  # what the chain's steps were shown may name what it took
@@ -459,27 +513,31 @@ class Engine:
                         injected = cue.ids
                     if cue.pool:
                         judge = cue
+            prep = Prepared(
+                b"",
+                ident,
+                conv,
+                len(conv.messages),
+                injected,
+                pinned_new,
+                st.pinned,
+                blocks,
+                trace,
+                judge=judge,
+                plans=plans,
+                after=elsewhere,
+                epoch=epoch,
+            )
+            finish(prep)
+            # No deadline check past this point: the send is claimed, and the state says what it holds.
+            st.flush()
         trace["injected"] = injected
         trace["prepare_ms"] = round((time.perf_counter() - t0) * 1000, 2)
         if injected or st.pinned:
             self.counters["with_memory"] += 1
         if injected:
             self.counters["injections"] += 1
-        return Prepared(
-            b"",
-            ident,
-            conv,
-            len(conv.messages),
-            injected,
-            pinned_new,
-            st.pinned,
-            blocks,
-            trace,
-            judge=judge,
-            plans=plans,
-            after=elsewhere,
-            epoch=epoch,
-        )
+        return prep
 
     def _ahead(self, mem: Memory, st: Any, shown: set[str]) -> list[dict[str, Any]]:
         """The look-ahead judge's picks not yet ``shown`` in this conversation, as current fact rows."""
