@@ -997,3 +997,22 @@ class TestGuard:
         assert b"bead-memory" in sent1, "claimed: it went out with the blocks its state records"
         assert json.loads(sent2)["messages"][0] == json.loads(sent1)["messages"][0]
         assert json.loads(sent2)["system"] == json.loads(sent1)["system"]
+
+
+@pytest.mark.parametrize("system", ["", "\n", " \t "])
+def test_a_blank_system_string_gives_way_to_the_pinned_block_and_is_no_empty_text_block(
+    proxy_client, upstream, bead_home, system
+):
+    """The Messages API refuses a text block without text ("text content blocks must be non-empty"): a blank
+    `system` string is not kept as one beside the pinned block, as a string with words is."""
+    with mem_of(bead_home) as m:
+        m.write("user/editor", "The user edits code in Helix with the default keymap.", "user")  # pinned
+    proxy = proxy_client()
+    for s, session in ((system, "blank"), ("You are a test.", "words")):
+        raw = json.dumps({"model": "m", "max_tokens": 10, "system": s, "messages": [{"role": "user", "content": "hi"}]}).encode()
+        post(proxy, raw, {"x-bead-session": session})
+        out = json.loads(upstream.requests[-1].body)["system"]
+        assert "Helix" in out[-1]["text"], out
+        texts = [b["text"] for b in out if b.get("type") == "text"]
+        assert all(t.strip() for t in texts), out
+        assert len(out) == (1 if s == system else 2)

@@ -219,16 +219,29 @@ def append_to_string(s: str, value: Span, text: str) -> Edit:
     return Edit(close, close, json.dumps("\n\n" + text, ensure_ascii=False)[1:-1])
 
 
+def _blank_literal(raw: str) -> bool:
+    """Whether a JSON string literal holds nothing but blank space (spaces, and tabs and line breaks, which JSON
+    writes escaped): C-speed string operations, linear in its length."""
+    inner = raw[1:-1]
+    for escaped in ("\\n", "\\t", "\\r", "\\u0020", "\\u0009", "\\u000a", "\\u000d", "\\u000A", "\\u000D"):
+        inner = inner.replace(escaped, "")
+    return not inner.strip(" ")
+
+
 def append_blocks(s: str, value: Span, blocks: list[str]) -> Edit:
     """An edit that appends ``blocks`` to a content value (array or string).
 
     A string value becomes ``[{"type":"text","text":<the same string>}, ...]``
     with the original string text kept verbatim, so the same input always
-    gives the same output.
+    gives the same output; an empty or blank one (``"system": ""``) becomes the
+    blocks alone: the Messages API refuses a text block without text, which
+    the string alone was not.
     """
     joined = ",".join(blocks)
     raw = value.of(s)
     if raw.startswith('"'):
+        if _blank_literal(raw):
+            return Edit(value.start, value.end, "[" + joined + "]")
         return Edit(value.start, value.end, '[{"type":"text","text":' + raw + "}," + joined + "]")
     if not raw.startswith("["):
         raise SpliceError("content is neither a string nor an array")
