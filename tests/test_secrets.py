@@ -306,6 +306,14 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("password-pair", '{{\n  "name": "DB_PASSWORD",\n  "value": "{s}"\n}}', "Xk9mQ2vLp7" + r(ALNUM, 6))
     # a seventeenth review's: secrets known by their prefix, SQL, tools' own password options, the IAM console's
     # CSV, config files, a cookie inside JSON
+    # The OpenAI-compatible APIs' keys, pasted bare (named, `OPENROUTER_API_KEY=...` is caught by the assignment rule)
+    add("llm-provider-keys", "here is my openrouter key {s} - wire it in", "sk-or-v1-" + r(HEX, 64))
+    add("llm-provider-keys", "groq: {s}", "gsk_" + r(ALNUM, 52))
+    add("llm-provider-keys", "the xai key {s}.", "xai-" + r(ALNUM, 80))
+    add("llm-provider-keys", "perplexity {s}", "pplx-" + r(ALNUM, 48))
+    add("llm-provider-keys", "cerebras {s}", "csk-" + r(LOWER + DIGITS, 48))
+    add("llm-provider-keys", "deepseek key {s} for the client", "sk-" + r(HEX, 32))
+    add("llm-provider-keys", "an old openai key {s}", "sk-" + r(ALNUM, 48))
     add("provider-secret-prefixes", "STRIPE_WEBHOOK_SECRET={s}", "whsec_" + r(ALNUM, 32))
     add("provider-secret-prefixes", '"client_secret": "{s}"', "GOCSPX-" + r(URLSAFE, 28))
     add("provider-secret-prefixes", "curl -H 'x: {s}'", "ya29." + r(URLSAFE, 150))
@@ -612,6 +620,10 @@ BENIGN = [
     "requirepass yes is needed before masterauth works",
     "see https://developers.google.com/identity/protocols/oauth2 for ya29 tokens",
     "the Stripe docs call it whsec_... in the dashboard",
+    "set OPENROUTER_API_KEY to your sk-or-v1-... key",
+    "the groq docs show gsk_... keys and xai- prefixed ones",
+    "a branch named sk-0123456789abcdef and a task-sk-learn-notes",
+    "uuid sk-00000000000000000000000000000000 is a placeholder",
     "| AccessKeyId | AKIAIOSFODNN7EXAMPLE |",
     'psk="$WIFI_PSK"',
     "password: |\n  {{ vault_db_password }}\n",
