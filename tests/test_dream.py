@@ -684,6 +684,27 @@ class TestFailures:
         assert list(rep.sessions) == ["b2"], "a1 was read again"
         assert mem.current("project/shop/ttl") is not None
 
+    def test_a_turn_cited_a_hundred_thousand_times_counts_once(self, make, model):
+        """A model's answer may cite one turn over and over (4 MB of answer holds a million citations): each citation's
+        text was joined and scanned, which held the dream for minutes and took gigabytes, and every one was written as
+        a source. A turn counts once."""
+        mem = make()
+        session(mem, "s1", ["we deploy the shop with the blue green script on the staging box", "noted"])
+        model.answers.append(
+            answer(
+                {
+                    "key": "project/shop/deploy",
+                    "type": "project",
+                    "value": "We deploy with the blue green script.",
+                    "turns": [1] * 100_000,
+                }
+            )
+        )
+        rep = Dream(mem).run()
+        assert not rep.failed
+        fact = mem.current("project/shop/deploy")
+        assert fact is not None and len(fact.sources) == 1, fact and len(fact.sources)
+
     def test_an_answer_of_hundreds_of_proposals_costs_at_most_twenty_second_opinions(self, make, model):
         mem = make()
         words = [f"w{chr(97 + i)}{chr(97 + j)}" for i in range(26) for j in range(4)]

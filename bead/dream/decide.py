@@ -61,7 +61,10 @@ class Proposal:
         title = stored_title(p.get("title"))
         if title and not _shortens(title, value):
             title = None
-        return cls(p["key"].strip(), p["type"].strip(), value, tuple(p.get("turns") or ()), p.get("replaces"), title)
+        # Each turn once: the same turn cited a million times (4 MB of answer allows that) had each citation's text
+        # joined and scanned, which held the dream for minutes and took gigabytes, and wrote every one as a source.
+        turns = tuple(dict.fromkeys(p.get("turns") or ()))
+        return cls(p["key"].strip(), p["type"].strip(), value, turns, p.get("replaces"), title)
 
 
 @dataclass
