@@ -1016,3 +1016,16 @@ def test_a_blank_system_string_gives_way_to_the_pinned_block_and_is_no_empty_tex
         texts = [b["text"] for b in out if b.get("type") == "text"]
         assert all(t.strip() for t in texts), out
         assert len(out) == (1 if s == system else 2)
+
+
+@pytest.mark.parametrize("text", ["\\nt", "\\tr", "\\nu0020", "\\n", " \\t x"])
+def test_a_system_string_of_backslashes_and_letters_is_kept_beside_the_pinned_block(proxy_client, upstream, bead_home, text):
+    """A backslash and a letter are text, not a line break: such a system prompt is kept as it was sent (a check
+    that took escapes out one after another read `\\nt` as blank and dropped the person's text)."""
+    with mem_of(bead_home) as m:
+        m.write("user/editor", "The user edits code in Helix with the default keymap.", "user")  # pinned
+    proxy = proxy_client()
+    raw = json.dumps({"model": "m", "max_tokens": 10, "system": text, "messages": [{"role": "user", "content": "hi"}]}).encode()
+    post(proxy, raw)
+    out = json.loads(upstream.requests[-1].body)["system"]
+    assert out[0] == {"type": "text", "text": text} and "Helix" in out[-1]["text"], out
