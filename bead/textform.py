@@ -79,11 +79,16 @@ def _unseen(ch: str) -> bool:
     return unicodedata.category(ch) in _HIDDEN_CATEGORIES
 
 
+# The emoji whose base is no symbol (Unicode's emoji-variation-sequences.txt): a keycap's digit, # and *, and
+# ‼ ⁉ ℹ 〰 〽 (punctuation and a letter, written with U+FE0F as emoji).
+_EMOJI_BASES = frozenset("0123456789#*\u203c\u2049\u2139\u3030\u303d")
+
+
 def emoji_selector(prev: str, ch: str) -> bool:
     """Whether ``ch`` is the one presentation selector an emoji is written with: U+FE0E or U+FE0F right after a
-    symbol or a keycap's digit (❤️, 1️⃣). After a letter, or a second in a row, a selector hides text. The one
-    rule for what is shown (bead.display) and what is screened (``invisible``)."""
-    return ch in "\ufe0e\ufe0f" and bool(prev) and (prev in "0123456789#*" or unicodedata.category(prev)[0] == "S")
+    symbol, a keycap's digit or one of the few other emoji bases (❤️, 1️⃣, ‼️). After a letter, or a second in a row,
+    a selector hides text. The one rule for what is shown (bead.display) and what is screened (``invisible``)."""
+    return ch in "\ufe0e\ufe0f" and bool(prev) and (prev in _EMOJI_BASES or unicodedata.category(prev)[0] == "S")
 
 
 # The three tag-sequence flags Unicode names (England's, Scotland's, Wales's): U+1F3F4, gbeng, gbsct or gbwls in tag
@@ -97,6 +102,12 @@ TAG_FLAGS = re.compile(
 # run), a soft hyphen (a web page's word break), the combining grapheme joiner and the Mongolian vowel separator
 # (parts of the scripts that use them).
 _JOINERS = frozenset({"U+200C", "U+200D", "U+200E", "U+200F", "U+061C", "U+00AD", "U+034F", "U+180E"})
+
+
+# Ideographic variation selectors a text may hold: a person's or a place's name in its registered glyph (渡邊󠄁, 葛󠄀城)
+# takes one or two. Each of the 240 can stand for a byte, so one after every ideograph of a sentence spells a hidden
+# command in plain sight: past this many in one text, every one counts as hidden.
+MAX_IDEOGRAPH_SELECTORS = 3
 
 
 def ideograph_selector(prev: str, ch: str) -> bool:
@@ -123,11 +134,16 @@ def invisible(text: str) -> list[str]:
     selector an emoji or a CJK ideograph is written with is not."""
     seen: dict[str, None] = {}
     prev = ""
+    ideographic: list[str] = []  # the selectors kept as ideographs' forms
     for ch in str(text):
         if ch >= "\x7f" or (ch < " " and ch not in _KEPT_CONTROLS):
-            if not (emoji_selector(prev, ch) or ideograph_selector(prev, ch)) and _unseen(ch):
+            if ideograph_selector(prev, ch):
+                ideographic.append(ch)
+            elif not emoji_selector(prev, ch) and _unseen(ch):
                 seen[ch] = None
         prev = ch
+    if len(ideographic) > MAX_IDEOGRAPH_SELECTORS:
+        seen.update(dict.fromkeys(ideographic))
     return [f"U+{ord(ch):04X}" for ch in seen]
 
 

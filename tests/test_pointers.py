@@ -296,9 +296,17 @@ class TestShape:
         """U+FE0F after an emoji and one selector of the supplement after a CJK ideograph are what the person sees;
         after a letter, or a second in a row, selectors spell bytes a model reads (text hidden in plain sight):
         escaped. Before, the supplement's selectors reached the block as themselves after any character."""
-        assert render.shown("\u2764\ufe0f \u845b\U000e0100") == "\u2764\ufe0f \u845b\U000e0100"
+        assert (
+            render.shown("\u2764\ufe0f \u845b\U000e0100 \u203c\ufe0f \u2139\ufe0f")
+            == "\u2764\ufe0f \u845b\U000e0100 \u203c\ufe0f \u2139\ufe0f"
+        )
         smuggled = "Use -x" + "".join(chr(0xE0100 + ord(c) - 16) for c in "run") + " ok\ufe0f \u845b\U000e0100\U000e0101"
         assert render.shown(smuggled) == "Use -x\\U000e0162\\U000e0165\\U000e015e ok\\ufe0f \u845b\U000e0100\\U000e0101"
+        # One after each ideograph of a sentence can stand for a byte each: past MAX_IDEOGRAPH_SELECTORS, all escaped.
+        sentence = "".join(c + chr(0xE0100 + i) for i, c in enumerate("请在部署之前运行完整测试套件"))
+        assert "\U000e0100" not in render.shown(sentence) and "\\U000e010d" in render.shown(sentence)
+        names = "\u6e21\u908a\U000e0101\u3055\u3093 and \u845b\U000e0100\u57ce"  # two names in their registered glyphs
+        assert render.shown(names) == names
 
     def test_a_flag_shaped_run_of_tags_that_spells_words_is_escaped(self):
         """Only the three flags Unicode names keep their tags: a black flag with other tag letters after it (two

@@ -6,10 +6,10 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..display import cut_at_word, escaped_char, plain_words, visible
-from ..textform import TAG_FLAGS, emoji_selector, fold, ideograph_selector
+from ..textform import MAX_IDEOGRAPH_SELECTORS, TAG_FLAGS, emoji_selector, fold, ideograph_selector
 
 CHARS_PER_TOKEN = 4
 RAW_EXCERPT_CHARS = 600
@@ -211,16 +211,26 @@ _HIDES = re.compile(
 )
 
 
-def _hides(m: re.Match[str]) -> str:
-    if m.group(1):
-        return m.group(1)
-    ch = m.group()
-    prev = m.string[m.start() - 1] if m.start() else ""
-    if "\ufe00" <= ch <= "\ufe0f" or ch >= "\U000e0100":
+_IDEOGRAPHIC = re.compile("[\U000e0100-\U000e01ef]")
+
+
+def _hides(keep_ideographic: bool) -> Callable[[re.Match[str]], str]:
+    """The replacement of each ``_HIDES`` match: its escape, but a tag flag, an emoji's selector and (while the text
+    holds no more than MAX_IDEOGRAPH_SELECTORS of them: ``keep_ideographic``) an ideograph's selector as written."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1):
+            return m.group(1)
+        ch = m.group()
+        prev = m.string[m.start() - 1] if m.start() else ""
         # After a letter, or a second in a row, selectors spell bytes a model reads and the person does not see.
-        if emoji_selector(prev, ch) or ideograph_selector(prev, ch):
+        if ("\ufe00" <= ch <= "\ufe0f" and emoji_selector(prev, ch)) or (
+            ch >= "\U000e0100" and keep_ideographic and ideograph_selector(prev, ch)
+        ):
             return ch
-    return escaped_char(ch)
+        return escaped_char(ch)
+
+    return one
 
 
 def shown(body: str) -> str:
@@ -231,7 +241,8 @@ def shown(body: str) -> str:
     text = escape(flattened(body))
     if text.isascii() and text.isprintable():
         return text
-    return _HIDES.sub(_hides, text)
+    ideographic = sum(1 for m in _IDEOGRAPHIC.finditer(text) if ideograph_selector(text[m.start() - 1 : m.start()], m.group()))
+    return _HIDES.sub(_hides(ideographic <= MAX_IDEOGRAPH_SELECTORS), text)
 
 
 def title(row: dict, max_chars: int = TITLE_CHARS) -> str:
