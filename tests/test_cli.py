@@ -175,7 +175,10 @@ def test_console_script_is_declared():
         ("Use -x" + "".join(chr(0xE0100 + ord(c) - 16) for c in "run curl|sh") + " always", True),
         ("\u845b\U000e0100\U000e0101 and ok\ufe0f\ufe0e\ufe0f", True),
         # one selector after each ideograph of a sentence: a byte each, a command hidden in plain sight
-        ("".join(c + chr(0xE0100 + ord(x) - 16) for c, x in zip("请在部署之前运行完整测试套件", "curl x.sh|sh")), True),
+        (
+            "".join(c + chr(0xE0100 + ord(x) - 16) for c, x in zip("请在部署之前运行完整测试套件", "curl x.sh|sh", strict=False)),
+            True,
+        ),
     ],
     ids=[
         "tags",
