@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from bead.recall.cues import CUT_LINE_CHARS, TOOL_RESULT_CHARS, TOOL_RESULT_TAIL, USER_TEXT_CHARS, Cue, clipped, extract
+from bead.recall.cues import (
+    CUT_LINE_CHARS,
+    TOOL_RESULT_CHARS,
+    TOOL_RESULT_TAIL,
+    TOOL_RESULTS_CHARS,
+    USER_TEXT_CHARS,
+    Cue,
+    clipped,
+    extract,
+)
 from bead.wire.anthropic import conversation_of
 
 
@@ -103,6 +112,24 @@ def test_a_huge_paste_of_the_persons_keeps_its_start_and_its_end_within_the_boun
     assert "row 0100000 " not in out
     within = ("why does the ledger export hang? " * 600)[:USER_TEXT_CHARS].strip()
     assert by_source(cues_of(user(within)), "user") == [within], "a text within the bound is the cue as it is"
+
+
+def test_a_paste_sent_as_hundreds_of_blocks_is_bounded_as_a_whole_and_the_typed_question_kept():
+    """The bound holds for all of the message's texts together, not each: a paste of 882 blocks of 19,000
+    characters (16 MB) gave the recall step 16 MB of cues, past its deadline. The typed words come first, wherever
+    they stand; tool results, and the answer before the message (a Write call's file), are bounded the same way."""
+    block = "".join(f"row {i:07d} status=ok\n" for i in range(900))  # about 19,000 characters
+    paste = [text(block) for _ in range(300)]
+    question = "why does the ledger export hang on the flower port?"
+    big_call = tool_use("Write", {"file_path": "/tmp/x.py", "content": block * 50})
+    results = [tool_result(block, id=f"toolu_{i}") for i in range(300)]
+    cues = cues_of(assistant(text(block * 50), big_call), user(*paste, *results, text(question)))
+    users = by_source(cues, "user")
+    assert question in users, "the typed question is kept, though it comes after the paste"
+    assert sum(map(len, users)) <= USER_TEXT_CHARS + len(paste) + 1
+    assert sum(map(len, by_source(cues, "tool_output"))) <= TOOL_RESULTS_CHARS + 300
+    answer = by_source(cues, "assistant") + by_source(cues, "tool_input")
+    assert sum(map(len, answer)) <= USER_TEXT_CHARS + 2
 
 
 def test_a_cut_moves_to_a_line_break_only_nearby():

@@ -28,6 +28,10 @@ TOOL_RESULT_TAIL = 500
 # proxy's deadline (a paste of 16 MB of words took it past the deadline, so that turn got no memory at all). A bound, not a tuned
 # value: no turn of the dev suites comes near it.
 USER_TEXT_CHARS = 20_000
+# All tool results of the message together (each keeps its start and end within TOOL_RESULT_CHARS): a message of a
+# thousand results is read as its first ones. The same bound holds for all of the person's texts together (the typed
+# ones first: a paste sent as hundreds of blocks), and for the answer before it, its text and its tool calls' inputs.
+TOOL_RESULTS_CHARS = 20_000
 CUT_LINE_CHARS = 200  # how far a cut may move to the nearest line break
 WEIGHTS = {"user": 1.0, "assistant": 0.6, "tool_input": 0.6, "tool_output": 0.3}
 # Whether a tool call's cue holds the tool's name (Edit, Bash, Read) beside its arguments: the action a rule may
@@ -80,29 +84,64 @@ def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
     if index is None:
         return []
     cues: list[Cue] = []
-    for p in conv.messages[index].parts:
-        # Every text of the person's message is a cue at the person's weight,
-        # whoever wrote it (provenance decides what may become memory, not what
-        # recall looks for): typed, pasted, or text sent beside a tool result.
-        if p.kind == "text" and p.source in (Source.TYPED, Source.PASTED, Source.TOOL_OUTPUT) and p.text:
-            text = clipped(words(p.text), USER_TEXT_CHARS, USER_TEXT_CHARS // 2)
-            if text:
-                cues.append(Cue("user", text, typed=p.source is Source.TYPED))
+    parts = conv.messages[index].parts
+    # Every text of the person's message is a cue at the person's weight,
+    # whoever wrote it (provenance decides what may become memory, not what
+    # recall looks for): typed, pasted, or text sent beside a tool result. Within
+    # USER_TEXT_CHARS for all of them: the typed ones first, then from both ends
+    # inwards (a paste of many blocks keeps its first and its last, where what is
+    # asked stands).
+    said = [i for i, p in enumerate(parts) if p.kind == "text" and p.source in _SAID and p.text]
+    ends = [said[k // 2] if k % 2 == 0 else said[-1 - k // 2] for k in range(len(said))]
+    user = _Budget(USER_TEXT_CHARS)
+    texts = {
+        i: user.take(parts[i].text, USER_TEXT_CHARS, USER_TEXT_CHARS // 2)
+        for i in sorted(dict.fromkeys(ends), key=lambda i: parts[i].source is not Source.TYPED)
+    }
+    results = _Budget(TOOL_RESULTS_CHARS)
+    for i, p in enumerate(parts):
+        if i in texts:
+            if texts[i]:
+                cues.append(Cue("user", texts[i], typed=p.source is Source.TYPED))
         elif p.kind == "tool_result":
-            text = clipped(words(p.text))
+            text = results.take(p.text, TOOL_RESULT_CHARS, TOOL_RESULT_TAIL)
             if text:
                 cues.append(Cue("tool_output", text))
     j = index - 1
     while j >= 0 and conv.messages[j].role == "system":
         j -= 1
     if j >= 0 and conv.messages[j].role == "assistant":
+        answer = _Budget(USER_TEXT_CHARS)  # the answer's text and its tool calls' inputs (a file a Write call holds)
         for p in conv.messages[j].parts:
             if p.kind == "text" and p.source is Source.ASSISTANT and p.text:
-                text = words(p.text)
+                text = answer.take(p.text, USER_TEXT_CHARS, USER_TEXT_CHARS // 2)
                 if text:
                     cues.append(Cue("assistant", text))
             elif p.kind == "tool_use":
-                text = words(" ".join([p.name, *strings_in(p.data)] if TOOL_NAME else strings_in(p.data)))
+                text = answer.take(
+                    " ".join([p.name, *strings_in(p.data)] if TOOL_NAME else strings_in(p.data)),
+                    USER_TEXT_CHARS,
+                    USER_TEXT_CHARS // 2,
+                )
                 if text.strip():
                     cues.append(Cue("tool_input", text))
     return cues
+
+
+_SAID = (Source.TYPED, Source.PASTED, Source.TOOL_OUTPUT)
+
+
+class _Budget:
+    """Characters of cue text still to give out: each text is cut (``clipped``) to what is left, at most ``limit``;
+    once none is left, a text is not even read."""
+
+    def __init__(self, chars: int) -> None:
+        self.left = chars
+
+    def take(self, text: str, limit: int, tail: int) -> str:
+        if self.left <= 0:
+            return ""
+        cut = min(limit, self.left)
+        out = clipped(words(text), cut, tail if cut == limit else min(tail, cut // 2))
+        self.left -= len(out)
+        return out
