@@ -206,8 +206,13 @@ def test_a_dream_lessons_sentence_the_person_edited_out_is_not_the_skills_headin
     (path,) = (project / ".claude" / "skills").glob("*/SKILL.md")
     heading = next(line for line in path.read_text().splitlines() if line.startswith("# "))
     assert heading == "# Run pytest with -x for a quick first pass."
-    # The key keeps the proposal's first words (a slug shown on the review card before the accept): only the gist.
-    assert front(path)["description"].startswith(
-        "A lesson from an earlier session that succeeded: Run pytest with -x for a quick first pass. Use when"
+    # The key keeps the proposal's first words (a slug shown on the review card before the accept): the skill's
+    # name and description, which a harness chooses skills by, do not.
+    meta = front(path)
+    assert meta["description"] == (
+        "A lesson from an earlier session that succeeded: Run pytest with -x for a quick first pass. "
+        "Use when working in the shop project."
     )
+    assert meta["name"] == path.parent.name == "bead-run-pytest-with-x-for-a-quick-first"
+    assert meta["metadata"]["bead_key"] == key and spec_problems(path) == []
     assert "evil.example" not in path.read_text()

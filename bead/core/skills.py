@@ -45,7 +45,7 @@ from ..store.facts import split_frontmatter
 from ..store.keys import PERSON_TRUSTS
 from ..store.queue import Queue
 from .memory import Memory
-from .review import session_of
+from .review import lesson_key, session_of
 
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
@@ -150,6 +150,11 @@ def _session(sources: tuple[str, ...] | list[str]) -> str:
     return ""
 
 
+def _project_of(key: str) -> str | None:
+    parts = key.split("/")
+    return parts[1] if parts[0] == "project" and len(parts) > 2 else None
+
+
 def _where(key: str) -> str:
     parts = key.split("/")
     return f"the {parts[1]} project" if parts[0] == "project" else "any project"
@@ -166,14 +171,19 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
     taken: set[str] = set()
     seen: set[str] = set()
 
-    def add(key: str, fid: str, text: str, kind: str, trust: str, session: str, item: str = "", title: str = "") -> None:
+    def add(
+        key: str, fid: str, text: str, kind: str, trust: str, session: str, item: str = "", title: str = "", named: str = ""
+    ) -> None:
+        """``named``: the key the skill's name is made from, where the fact's own key holds words the person took out
+        of its text (a dream lesson edited at its accept: its key was made from the proposal's words); the
+        description then names no key."""
         if key in seen or not _in_project(key, project):
             return
         seen.add(key)
         # A harness shows the file and a person cats it: a control character (a value stored before the
         # checks, or through `bead write`) goes in as its visible escape, never as itself.
         text = visible(text, multiline=True, tab="\t")
-        name = skill_name(key, taken)
+        name = skill_name(named or key, taken)
         taken.add(name)
         gist = _plain(title) if title else _cut(_plain(re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]), 200)
         gist = gist if gist.endswith((".", "!", "?", "…")) else gist + "."
@@ -184,7 +194,9 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
             "lesson": "A lesson from an earlier session that succeeded",
             "lesson-hand": "A lesson written by hand from an earlier session",
         }[kind]
-        description = _cut(f"{what}: {gist} {when}; bead memory {key}.", MAX_DESCRIPTION)
+        # The key is in the file (its metadata and how to change it); not here, where it would say the words taken out.
+        ref = "" if named else f"; bead memory {key}"
+        description = _cut(f"{what}: {gist} {when}{ref}.", MAX_DESCRIPTION)
         body = (
             f"# {_plain(title) or gist}\n\n{text.strip()}\n\n---\n\n"
             f"Written by `bead skills install` from {fid} ({trust}"
@@ -215,8 +227,9 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
         # The dream's title is the first sentence of its proposal: it names the lesson only while the text is the
         # proposal's. Once the person edited it (at the accept or since), a sentence they took out must not come
         # back as the skill's heading and description: those come from the text they approved.
-        title = item.title if item.source == "hand" or cur.body.strip() == item.value.strip() else ""
-        add(cur.key, cur.id, cur.body, kind, cur.trust, item.session, item.id, title)
+        edited = item.source != "hand" and cur.body.strip() != item.value.strip()
+        title, named = ("", lesson_key(cur.body, _project_of(cur.key))) if edited else (item.title, "")
+        add(cur.key, cur.id, cur.body, kind, cur.trust, item.session, item.id, title, named)
     for row in mem.index.pinned_candidates(project):
         if not row.get("pinned") or row["type"] not in ("feedback", "project") or row["trust"] not in PERSON_TRUSTS:
             continue
