@@ -262,6 +262,13 @@ def _temp_name(name: str) -> str:
     return f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd``: a short write (a signal, a file size limit) is written on, or raises."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def write_at(
     dir_fd: int, path: Path, data: bytes, mode: int = FILE_MODE, durable: bool = True, sync_dir: bool | None = None
 ) -> None:
@@ -277,9 +284,7 @@ def write_at(
     try:
         try:
             os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             if durable:
                 os.fsync(fd)
         finally:

@@ -751,7 +751,7 @@ class Index:
             "ORDER BY r.rowid DESC LIMIT ?",
             [above, self.raw_size() if upto is None else upto, limit],
         )
-        return self.fill_raw_text(rows)
+        return self.fill_raw_text(rows, labels=False)
 
     def put_vectors(self, vectors: Iterable[tuple[int, bytes]], built_at: str) -> int:
         """Store (rowid, vector) pairs whose turn still has its row (one deleted meanwhile gets none: a rowid is
@@ -1069,13 +1069,17 @@ class Index:
                 break
         return self.fill_raw_text(out) if with_text else out
 
-    def fill_raw_text(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Each raw row's ``text``, read back from its file (its first RAW_CHARS characters), and ``label``: who
-        produced it as its marker says ("user (typed)", "user (pasted)", "user (tool output)": bead.store.rawlog.label),
-        which the row's ``role``, the wire's, does not tell."""
+    def fill_raw_text(self, rows: list[dict[str, Any]], labels: bool = True) -> list[dict[str, Any]]:
+        """Each raw row's ``text``, read back from its file (its first RAW_CHARS characters), and with ``labels``
+        its ``label``: who produced it as its marker says ("user (typed)", "user (pasted)", "user (tool output)":
+        bead.store.rawlog.label), which the row's ``role``, the wire's, does not tell."""
         for r in rows:
-            if "text" not in r:
+            if "text" in r:
+                continue
+            if labels:
                 r["text"], r["label"] = self._read_span(r["path"], r["off"], r["len"], with_label=r.get("role") or "")
+            else:
+                r["text"] = self._read_span(r["path"], r["off"], r["len"])
         return rows
 
     def _raw_top(self, fts: str, fetch: int, lo: int, hi: int | None = None) -> list[tuple[int, float]]:

@@ -472,9 +472,9 @@ class Engine:
             # branch was shown or pointed to was never in front of the model here. (Its capture: ``_aside``.)
             new_message = newest is not None and (newest, hash_of(newest)) not in st.cues
             shown, pointed = st.seen(live)
-            # From here on the pinned block may be recorded as sent: a deadline
-            # missed now skips recall (the next request retries it) instead of
-            # dropping what is already recorded.
+            # From here on a deadline missed skips recall (the next request retries
+            # it) instead of dropping the pinned block built above: both go out,
+            # and are recorded, with the request (``finish``, ``flush`` below).
             left = deadline - time.monotonic()
             if newest is not None and new_message and left <= 0:
                 self.error("deadline")

@@ -108,32 +108,38 @@ def parse(text: str, path: Path | None = None) -> list[Turn]:
             turns[-1].text = unescape(body[:-1] if body.endswith("\n") else body)
 
     for line in text.split("\n"):
-        m = _MARKER.match(line) if line.startswith(MARKER_PREFIX) else None
-        if m:
-            try:
-                meta = json.loads(m.group(1))
-                n = turn_number(meta.pop("n"))
-            except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
-                lines.append(line)
-                continue
-            close()
-            lines = []
-            turns.append(
-                Turn(
-                    session=str(meta.pop("session", "")),
-                    n=n,
-                    role=str(meta.pop("role", "")),
-                    at=str(meta.pop("at", "")),
-                    text="",
-                    ref=_ref(meta.pop("ref", None)),
-                    path=path,
-                    flags=meta,
-                )
-            )
-        else:
+        t = _opened(line, path)
+        if t is None:
             lines.append(line)
+            continue
+        close()
+        lines = []
+        turns.append(t)
     close()
     return turns
+
+
+def _opened(line: str, path: Path | None = None) -> Turn | None:
+    """The turn a marker line opens (its text still empty), or None where the line is text (no marker, or one
+    whose JSON or turn number does not read: a hand edit's)."""
+    m = _MARKER.match(line) if line.startswith(MARKER_PREFIX) else None
+    if not m:
+        return None
+    try:
+        meta = json.loads(m.group(1))
+        n = turn_number(meta.pop("n"))
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
+        return None
+    return Turn(
+        session=str(meta.pop("session", "")),
+        n=n,
+        role=str(meta.pop("role", "")),
+        at=str(meta.pop("at", "")),
+        text="",
+        ref=_ref(meta.pop("ref", None)),
+        path=path,
+        flags=meta,
+    )
 
 
 def parse_bytes(data: bytes, path: Path | None = None) -> list[Turn]:
@@ -162,30 +168,11 @@ def parse_bytes(data: bytes, path: Path | None = None) -> list[Turn]:
     while pos < n:
         nl = data.find(b"\n", pos)
         end = n if nl == -1 else nl
-        if data.startswith(prefix, pos):
-            m = _MARKER.match(data[pos:end].decode("utf-8", "replace"))
-            meta = None
-            if m:
-                try:
-                    meta = json.loads(m.group(1))
-                    num = turn_number(meta.pop("n"))
-                except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
-                    meta = None
-            if meta is not None:
-                close(pos)
-                turns.append(
-                    Turn(
-                        session=str(meta.pop("session", "")),
-                        n=num,
-                        role=str(meta.pop("role", "")),
-                        at=str(meta.pop("at", "")),
-                        text="",
-                        ref=_ref(meta.pop("ref", None)),
-                        path=path,
-                        flags=meta,
-                    )
-                )
-                start = min(end + 1, n)
+        t = _opened(data[pos:end].decode("utf-8", "replace"), path) if data.startswith(prefix, pos) else None
+        if t is not None:
+            close(pos)
+            turns.append(t)
+            start = min(end + 1, n)
         pos = end + 1
     close(n, last=True)
     return turns
@@ -213,19 +200,8 @@ def marker_flags(before: bytes, from_start: bool) -> dict[str, Any]:
     # The marker's own line break ends it, and the line must be whole: a line break before it, or the file's start.
     if len(lines) < 2 or lines[-1] or (len(lines) < 3 and not from_start):
         return {}
-    line = lines[-2].decode("utf-8", "replace")
-    m = _MARKER.match(line) if line.startswith(MARKER_PREFIX) else None
-    if not m:
-        return {}
-    try:
-        meta = json.loads(m.group(1))
-    except (ValueError, RecursionError):
-        return {}
-    if not isinstance(meta, dict):
-        return {}
-    for name in ("session", "n", "role", "at", "ref"):
-        meta.pop(name, None)
-    return meta
+    t = _opened(lines[-2].decode("utf-8", "replace"))
+    return t.flags if t is not None else {}
 
 
 def check_session(session: str) -> str:
@@ -400,9 +376,7 @@ class RawLog:
                     pos += len(head) + len(body) + 1
                     chunks += [head, body, b"\n"]
                     turns.append(t)
-                view = memoryview(b"".join(chunks))
-                while view:  # a short write (a file size limit, a signal) is written on, or raises
-                    view = view[os.write(fd, view) :]
+                safe.write_all(fd, b"".join(chunks))  # a short write is written on (it was dropped)
             finally:
                 os.close(fd)
         return turns
