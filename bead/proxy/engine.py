@@ -103,20 +103,20 @@ class Claim:
         self._lock = threading.Lock()
         self._state = "open"
 
-    def claim(self) -> bool:
+    def _become(self, state: str, unless: str) -> bool:
         with self._lock:
-            if self._state == "abandoned":
+            if self._state == unless:
                 return False
-            self._state = "claimed"
+            self._state = state
             return True
+
+    def claim(self) -> bool:
+        """True when the preparation's result goes out; False when the guard abandoned it already."""
+        return self._become("claimed", unless="abandoned")
 
     def abandon(self) -> bool:
         """True when the preparation will record nothing; False when it has claimed the send already."""
-        with self._lock:
-            if self._state == "claimed":
-                return False
-            self._state = "abandoned"
-            return True
+        return self._become("abandoned", unless="claimed")
 
 
 def _forgotten(turns: list[RawTurn]) -> bool:
