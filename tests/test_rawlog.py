@@ -233,3 +233,34 @@ class TestCutShort:
         )
         monkeypatch.setattr(rawlog.os, "write", real)
         assert [(t.n, t.text) for t in mem.raw.read(turns[0].path)] == [(1, "a turn written seven bytes at a time"), (2, "ok")]
+
+
+@pytest.mark.parametrize("how", ["reindex", "sync"])
+def test_a_turn_appended_while_its_file_is_indexed_is_indexed_by_the_next_reconcile(mem, monkeypatch, how):
+    """The index records the file as it read it, not as it is after: a turn the proxy appended between the read and
+    the record made the file match the record, so no reconcile read it again (never indexed, `bead status` fresh)."""
+    from bead.index.rebuild import diff, rebuild, sync_raw
+    from bead.store.rawlog import RawLog
+
+    first = mem.raw.append_many("s1", [("user", f"turn {i} about nothing", T0, None) for i in range(3)])
+    path = first[0].path
+    assert mem.index is not None  # built now, with the three turns
+    real, done = RawLog.read_seen, []
+
+    def read_seen(self, p):
+        out = real(self, p)
+        if p == path and not done:
+            done.append(1)
+            self.append_many("s1", [("user", "zebrafinch arrived", T0, None)])  # the capture, right after the read
+        return out
+
+    monkeypatch.setattr(RawLog, "read_seen", read_seen)
+    if how == "reindex":
+        rebuild(mem.index, mem.facts, mem.raw)
+    else:
+        sync_raw(mem.index, mem.raw, path)
+    assert done and [t.n for t in mem.raw.read(path)] == [1, 2, 3, 4]
+    assert diff(mem.index, mem.facts, mem.raw).modified, "the index knows the file changed since it read it"
+    mem.catch_up_index()
+    assert [n for (n,) in mem.index._conn.execute("SELECT n FROM raw WHERE session = 's1' ORDER BY n")] == [1, 2, 3, 4]
+    assert [h.id for h in search_raw(mem.index, "zebrafinch")] == ["s1#4"]

@@ -299,6 +299,13 @@ class Index:
                         f"refusing to open {p}: it is a symbolic link",
                         f"delete the link (the index is derived: `bead reindex` builds it again at {path})",
                     )
+                if not stat.S_ISREG(st.st_mode):
+                    # A FIFO (or a socket, a device, a folder): opening it would wait for whoever holds its other end,
+                    # every command and the indexer with it (past SIGTERM: the open is retried).
+                    raise BeadError(
+                        f"refusing to open {p}: it is not a regular file (a FIFO, a socket, a device or a folder)",
+                        f"remove {p} (the index is derived: `bead reindex` builds it again at {path})",
+                    )
                 if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
                     # SQLite writes its WAL and shared memory in place: through a hard link, into the other file.
                     raise BeadError(
@@ -307,7 +314,8 @@ class Index:
                         f"delete {p} (the index is derived: `bead reindex` builds it again at {path}), or run "
                         "`bead status --fix`, which gives every hard-linked file of the home a copy of its own",
                     )
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
+        # Non-blocking: a FIFO put there after the check above is not waited on (SQLite's own open then fails).
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK, 0o600))
         with OPEN_CLOSE:  # the file, its WAL and its shared memory are opened here
             self._conn = sqlite3.connect(
                 str(path),
@@ -497,25 +505,17 @@ class Index:
     def rel(self, path: Path) -> str:
         return path.relative_to(self.store_root).as_posix()
 
-    def _remember_file(self, path: Path, kind: str, sha: str | None = None) -> None:
+    def _remember_file(self, path: Path, kind: str, sha: str | None = None, seen: tuple[int, int, str] | None = None) -> None:
+        """The file's fingerprint as indexed: ``seen`` (size, mtime, sha256 of the bytes that were read), else the file
+        as it is now."""
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             return
         if not stat.S_ISREG(st.st_mode):
             return  # a link is never read (bead status reports it)
-        self._insert(
-            "files",
-            [
-                {
-                    "path": self.rel(path),
-                    "kind": kind,
-                    "size": st.st_size,
-                    "mtime_ns": st.st_mtime_ns,
-                    "sha256": sha or sha256_file(path),
-                }
-            ],
-        )
+        size, mtime_ns, digest = seen if seen is not None else (st.st_size, st.st_mtime_ns, sha or sha256_file(path))
+        self._insert("files", [{"path": self.rel(path), "kind": kind, "size": size, "mtime_ns": mtime_ns, "sha256": digest}])
 
     def _forget_file(self, rel: str) -> None:
         self._conn.execute("DELETE FROM files WHERE path = ?", [rel])
@@ -657,7 +657,7 @@ class Index:
         self._conn.execute(f"DELETE FROM raw_fts WHERE rowid IN (SELECT rowid FROM raw WHERE {where})", params)
         self._conn.execute(f"DELETE FROM raw WHERE {where}", params)
 
-    def sync_raw_file(self, path: Path, turns: list[Turn]) -> None:
+    def sync_raw_file(self, path: Path, turns: list[Turn], seen: tuple[int, int, str] | None = None) -> None:
         """Make the file's rows match ``turns``. A row whose turn indexes the same (its digest) stays, with its rowid
         and vector (its place in the file updated if an edit before it moved it): the indexer re-reads a session's
         file after every append, and only the new turns are new."""
@@ -690,7 +690,7 @@ class Index:
             if new:
                 self._insert_turns(new, texts, replace=False)
             if path.exists():
-                self._remember_file(path, "raw")
+                self._remember_file(path, "raw", seen=seen)
             else:
                 self._conn.execute("DELETE FROM raw_files WHERE path = ?", [rel])
                 self._forget_file(rel)

@@ -107,7 +107,7 @@ def sync_raw(index: Index, raw: RawLog, path: Path) -> None:
     """Make one raw file's rows match it, reading it inside the write transaction (see sync_key)."""
     with index.write_tx():
         if path.exists():
-            index.sync_raw_file(path, raw.read(path))
+            index.sync_raw_file(path, *raw.read_seen(path))
         else:
             index.drop_raw_file(index.rel(path))
 
@@ -147,11 +147,11 @@ def rebuild(
             tick("fact", 1)
         for path in raw_files:
             try:
-                ts = raw.read(path)
+                ts, seen = raw.read_seen(path)
             except (OSError, safe.UnsafePath) as exc:
                 problems.append(Problem(path, exc.message if isinstance(exc, safe.UnsafePath) else str(exc)))
                 continue
-            index.sync_raw_file(path, ts)
+            index.sync_raw_file(path, ts, seen)
             turns += len(ts)
             tick("raw", 1)
         index.record_use_rows(use_rows(facts))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -405,6 +406,13 @@ class RawLog:
 
     def read(self, path: Path) -> list[Turn]:
         return parse_bytes(safe.read_bytes(path, root=self.home.root), path)
+
+    def read_seen(self, path: Path) -> tuple[list[Turn], tuple[int, int, str]]:
+        """``read``, and what was read: (its size, the file's mtime, the sha256 of those bytes). The index records
+        that, not the file as it is after the read: a turn appended meanwhile makes the file differ from it, so the
+        next reconcile reads the file again (before, it matched, and the turn was never indexed)."""
+        data, st = safe.read_with_stat(path, root=self.home.root)
+        return parse_bytes(data, path), (len(data), st.st_mtime_ns, hashlib.sha256(data).hexdigest())
 
     def has_batch(self, session: str, batch: str) -> bool:
         """Whether a turn of ``session`` carries the batch id ``batch`` (its capture's append happened)."""
