@@ -982,6 +982,7 @@ def _apply_forgetting(
     # so `bead forget KEY` plans it again and finishes; deleted first, they left a stopped forget's raw turns, state
     # and trace lines naming the value with nothing to find them by.
     try:
+        mem.index.owe_checkpoint()  # from here until the checkpoint below, index.db may hold the deleted text
         kept += _delete_last(mem, plan)
     except busy_errors() as exc:
         raise BeadError(

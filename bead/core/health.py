@@ -135,12 +135,12 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         if idx.merge_pending():
             if fix:
                 mem.checkpoint()
-                fixed.append("merged the words of deleted raw turns out of index.db (a forget had stopped before it)")
+                fixed.append("cleared deleted text out of index.db (a forget or a seal had stopped before it did)")
             else:
                 problems.append(
                     {
-                        "problem": "index.db still holds the words of deleted raw turns (a forget or a seal stopped "
-                        "before it merged them away)",
+                        "problem": "index.db may still hold text a forget or a seal deleted (it stopped before it "
+                        "cleared it away)",
                         "fix": "run `bead status --fix` (or `bead reindex`)",
                     }
                 )

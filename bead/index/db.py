@@ -865,12 +865,26 @@ class Index:
                 self._conn.execute("DELETE FROM meta WHERE name = 'raw_optimize'")
             self._raw_deleted = False
         busy, _log, _done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy and self._owed():
+            with self.write_tx():
+                self._conn.execute("DELETE FROM meta WHERE name = 'checkpoint_owed'")
         return not busy
+
+    def owe_checkpoint(self) -> None:
+        """A forget or seal is about to delete rows whose text must leave the file: until a checkpoint has emptied the
+        WAL (``checkpoint``), the record says one is owed, for `bead status` to report and `--fix` to finish, if the
+        process stops in between (killed: the text stayed in index.db with nothing saying so)."""
+        with self.write_tx():
+            self._conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('checkpoint_owed', '1')")
+
+    def _owed(self) -> bool:
+        return self._conn.execute("SELECT 1 FROM meta WHERE name = 'checkpoint_owed'").fetchone() is not None
 
     def merge_pending(self) -> bool:
         """Raw rows were deleted (here or by a process that died before its checkpoint) and the full-text index
-        still holds their words: a checkpoint merges them away."""
-        return self._conn.execute("SELECT 1 FROM meta WHERE name = 'raw_optimize'").fetchone() is not None
+        still holds their words, or a forget or seal stopped before its checkpoint (``owe_checkpoint``): a
+        checkpoint clears them away."""
+        return self._conn.execute("SELECT 1 FROM meta WHERE name IN ('raw_optimize', 'checkpoint_owed')").fetchone() is not None
 
     # ----- reads ----------------------------------------------------------
     def counts(self) -> dict:
