@@ -354,8 +354,13 @@ def walk(
         yield from _walk_fd(fd, top, links, skip_hidden_dirs)
 
 
+# How deep ``walk`` goes below its top: bead's own trees are a few folders deep (a key has at most three segments,
+# a raw log's folder is its day's); a tree a thousand folders deep (someone's doing) ran Python out of stack.
+MAX_WALK_DEPTH = 32
+
+
 def _walk_fd(
-    fd: int, here: Path, links: list[Path] | None, skip_hidden_dirs: bool
+    fd: int, here: Path, links: list[Path] | None, skip_hidden_dirs: bool, depth: int = 0
 ) -> Iterator[tuple[Path, list[str], list[str]]]:
     dirs: list[str] = []
     regular: list[str] = []
@@ -375,13 +380,15 @@ def _walk_fd(
     dirs.sort()
     regular.sort()
     yield here, dirs, regular
+    if depth >= MAX_WALK_DEPTH:
+        return
     for name in dirs:
         try:
             sub = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
         except OSError:
             continue  # replaced by a link or removed since the listing
         try:
-            yield from _walk_fd(sub, here / name, links, skip_hidden_dirs)
+            yield from _walk_fd(sub, here / name, links, skip_hidden_dirs, depth + 1)
         finally:
             os.close(sub)
 
