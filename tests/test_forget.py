@@ -1252,3 +1252,18 @@ def test_an_encoded_text_that_holds_another_code_stays(mem):
     forget.apply(mem, forget.plan_target(mem, "project/shop/blocker"))
     texts = [t.text for p in mem.raw.files() for t in mem.raw.read(p)]
     assert all(k in texts for k in kept) and texts.count(FORGOTTEN) == 1
+
+
+def test_a_running_forget_owes_its_checkpoint_without_a_problem_and_fix_leaves_its_flag(mem):
+    """While a forget or seal runs, its owed checkpoint is no problem, and `bead status --fix` in another process
+    must not clear its flag (a kill after that left the value with nothing to say so); once it stopped without
+    its checkpoint, status says so."""
+    from bead.core import health
+
+    mem.write("user/pet", "my cat is called Quibblewort", "user")
+    with mem.raw.forgetting():
+        mem.index.owe_checkpoint()
+        assert not any("may still hold" in p["problem"] for p in health.collect(mem)["problems"])
+        assert not any("cleared deleted text" in f for f in health.collect(mem, fix=True)["fixed"])
+    problems = [p["problem"] for p in health.collect(mem)["problems"]]
+    assert any("index.db may still hold text a forget or a seal deleted" in p for p in problems), problems

@@ -132,7 +132,9 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         data["index"] = {"path": str(mem.home.index_db), **idx.counts(), "stale_files": d.as_dict(), "fresh": d.clean}
         data["raw"]["turns"] = data["index"]["raw_turns"]
         data["semantic"] = semantic_state(mem)
-        if idx.merge_pending():
+        # A forget or seal running now owes its checkpoint until it ends: not a problem yet, and not for --fix to
+        # clear (its flag would go, and a kill after that would leave the value with nothing to say so).
+        if idx.merge_pending() and not mem.raw.forget_running():
             if fix:
                 mem.checkpoint()
                 fixed.append("cleared deleted text out of index.db (a forget or a seal had stopped before it did)")
