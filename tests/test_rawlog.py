@@ -264,3 +264,18 @@ def test_a_turn_appended_while_its_file_is_indexed_is_indexed_by_the_next_reconc
     mem.catch_up_index()
     assert [n for (n,) in mem.index._conn.execute("SELECT n FROM raw WHERE session = 's1' ORDER BY n")] == [1, 2, 3, 4]
     assert [h.id for h in search_raw(mem.index, "zebrafinch")] == ["s1#4"]
+
+
+def test_a_turn_another_writer_appended_before_this_ones_index_step_is_indexed_by_the_next_reconcile(mem):
+    """Process A appends turn 1, process B appends turn 2 to the same session file and dies (or its index step
+    times out) before indexing it; A's index step fingerprinted the file after B's append, so the reconcile found
+    nothing changed and turn 2 was never indexed. The fingerprint is refreshed only for what A appended."""
+    from bead.index.rebuild import reconcile
+
+    assert mem.index is not None  # the index exists before the appends (built empty now)
+    a = mem.raw.append_many("s1", [("user", "first turn from process A", T0, None)])
+    mem.raw.append_many("s1", [("user", "zebrafinch from process B that died before indexing", T0, None)])
+    mem.index.add_turns(a)  # A's index step (Memory.append_turns -> add_turns), after B's append
+    reconcile(mem.index, mem.facts, mem.raw)
+    assert [t.n for t in mem.raw.read(a[0].path)] == [1, 2]
+    assert [n for (n,) in mem.index._conn.execute("SELECT n FROM raw WHERE session = 's1' ORDER BY n")] == [1, 2]

@@ -602,14 +602,24 @@ class Index:
                     before = self._turn_texts(session, [prev])
                     texts.update(before)
                 self._insert_turns(ts, texts)
+            known = self.file_fingerprints()
             for path in {_file(t) for t in turns}:
                 # Hashing the whole file on every append would cost O(size);
                 # with no sha256, a later size or mtime change counts as modified.
                 st = path.stat()
-                self._insert(
-                    "files",
-                    [{"path": self.rel(path), "kind": "raw", "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": ""}],
-                )
+                mine = sorted((t for t in turns if _file(t) == path), key=lambda t: t.offset)
+                start = mine[0].offset - len((mine[0].marker() + "\n").encode("utf-8"))
+                end = mine[-1].offset + mine[-1].size + 1
+                was = known.get(self.rel(path))
+                # Only where these turns are all the file has beyond what the index had (another process's turn,
+                # appended before or after them and not indexed, would be taken for seen): else the next reconcile
+                # reads the file again.
+                after = start in ((0,) if was is None else (was[0], was[0] + 1))  # (+1: a cut file's line break)
+                if after and end == st.st_size:
+                    self._insert(
+                        "files",
+                        [{"path": self.rel(path), "kind": "raw", "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": ""}],
+                    )
 
     def _file_id(self, rel: str) -> int:
         row = self._conn.execute("SELECT id FROM raw_files WHERE path = ?", [rel]).fetchone()
