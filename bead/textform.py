@@ -121,6 +121,25 @@ def ideograph_selector(prev: str, ch: str) -> bool:
     )
 
 
+_SELECTOR = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+
+
+def kept_selectors(text: str) -> frozenset[int]:
+    """Where ``text`` holds a variation selector that draws what the person sees: an emoji's (``emoji_selector``),
+    and an ideograph's (``ideograph_selector``) while the text holds no more than MAX_IDEOGRAPH_SELECTORS of them.
+    The one rule for what is screened (``invisible``) and what a block keeps as written (bead.recall.render)."""
+    emoji: list[int] = []
+    ideographic: list[int] = []
+    for m in _SELECTOR.finditer(text):
+        i = m.start()
+        prev, ch = text[i - 1 : i], m.group()
+        if emoji_selector(prev, ch):
+            emoji.append(i)
+        elif ideograph_selector(prev, ch):
+            ideographic.append(i)
+    return frozenset(emoji + (ideographic if len(ideographic) <= MAX_IDEOGRAPH_SELECTORS else []))
+
+
 def hidden(text: str) -> list[str]:
     """The characters of ``text`` a reader does not see but a model reads (tag characters outside the three flags,
     bidi overrides and isolates, zero-width spaces, variation selectors after a letter), as ``U+XXXX`` names;
@@ -132,18 +151,12 @@ def hidden(text: str) -> list[str]:
 def invisible(text: str) -> list[str]:
     """The invisible or reordering characters ``text`` holds, as ``U+XXXX`` names (empty when none); the one
     selector an emoji or a CJK ideograph is written with is not."""
+    text = str(text)
+    keep = kept_selectors(text)
     seen: dict[str, None] = {}
-    prev = ""
-    ideographic: list[str] = []  # the selectors kept as ideographs' forms
-    for ch in str(text):
-        if ch >= "\x7f" or (ch < " " and ch not in _KEPT_CONTROLS):
-            if ideograph_selector(prev, ch):
-                ideographic.append(ch)
-            elif not emoji_selector(prev, ch) and _unseen(ch):
-                seen[ch] = None
-        prev = ch
-    if len(ideographic) > MAX_IDEOGRAPH_SELECTORS:
-        seen.update(dict.fromkeys(ideographic))
+    for i, ch in enumerate(text):
+        if (ch >= "\x7f" or (ch < " " and ch not in _KEPT_CONTROLS)) and i not in keep and _unseen(ch):
+            seen[ch] = None
     return [f"U+{ord(ch):04X}" for ch in seen]
 
 

@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 
 from ..display import cut_at_word, escaped_char, plain_words, visible
-from ..textform import MAX_IDEOGRAPH_SELECTORS, TAG_FLAGS, emoji_selector, fold, ideograph_selector
+from ..textform import TAG_FLAGS, fold, kept_selectors
 
 CHARS_PER_TOKEN = 4
 RAW_EXCERPT_CHARS = 600
@@ -211,24 +211,14 @@ _HIDES = re.compile(
 )
 
 
-_IDEOGRAPHIC = re.compile("[\U000e0100-\U000e01ef]")
-
-
-def _hides(keep_ideographic: bool) -> Callable[[re.Match[str]], str]:
-    """The replacement of each ``_HIDES`` match: its escape, but a tag flag, an emoji's selector and (while the text
-    holds no more than MAX_IDEOGRAPH_SELECTORS of them: ``keep_ideographic``) an ideograph's selector as written."""
+def _hides(keep: frozenset[int]) -> Callable[[re.Match[str]], str]:
+    """The replacement of each ``_HIDES`` match: its escape, but a tag flag and a selector that draws what the person
+    sees (``keep``: bead.textform.kept_selectors) as written."""
 
     def one(m: re.Match[str]) -> str:
         if m.group(1):
             return m.group(1)
-        ch = m.group()
-        prev = m.string[m.start() - 1] if m.start() else ""
-        # After a letter, or a second in a row, selectors spell bytes a model reads and the person does not see.
-        if ("\ufe00" <= ch <= "\ufe0f" and emoji_selector(prev, ch)) or (
-            ch >= "\U000e0100" and keep_ideographic and ideograph_selector(prev, ch)
-        ):
-            return ch
-        return escaped_char(ch)
+        return m.group() if m.start() in keep else escaped_char(m.group())
 
     return one
 
@@ -241,8 +231,7 @@ def shown(body: str) -> str:
     text = escape(flattened(body))
     if text.isascii() and text.isprintable():
         return text
-    ideographic = sum(1 for m in _IDEOGRAPHIC.finditer(text) if ideograph_selector(text[m.start() - 1 : m.start()], m.group()))
-    return _HIDES.sub(_hides(ideographic <= MAX_IDEOGRAPH_SELECTORS), text)
+    return _HIDES.sub(_hides(kept_selectors(text)), text)
 
 
 def title(row: dict, max_chars: int = TITLE_CHARS) -> str:
