@@ -602,7 +602,6 @@ class Index:
                     before = self._turn_texts(session, [prev])
                     texts.update(before)
                 self._insert_turns(ts, texts)
-            known = self.file_fingerprints()
             for path in {_file(t) for t in turns}:
                 # Hashing the whole file on every append would cost O(size);
                 # with no sha256, a later size or mtime change counts as modified.
@@ -610,11 +609,11 @@ class Index:
                 mine = sorted((t for t in turns if _file(t) == path), key=lambda t: t.offset)
                 start = mine[0].offset - len((mine[0].marker() + "\n").encode("utf-8"))
                 end = mine[-1].offset + mine[-1].size + 1
-                was = known.get(self.rel(path))
+                was = self._conn.execute("SELECT size FROM files WHERE path = ?", [self.rel(path)]).fetchone()
                 # Only where these turns are all the file has beyond what the index had (another process's turn,
                 # appended before or after them and not indexed, would be taken for seen): else the next reconcile
                 # reads the file again.
-                after = start in ((0,) if was is None else (was[0], was[0] + 1))  # (+1: a cut file's line break)
+                after = start in ((0,) if was is None else (int(was[0]), int(was[0]) + 1))  # (+1: a cut file's line break)
                 if after and end == st.st_size:
                     self._insert(
                         "files",
