@@ -55,6 +55,7 @@ def watched(tmp_path_factory):
     try:
         yield home, log_path
         assert p.poll() is None, log_path.read_text()  # it ran through every test
+        assert b"the watch on" not in log_path.read_bytes()  # its probes were heard: it never fell back to polling
     finally:
         p.terminate()
         p.wait(10)
@@ -156,3 +157,91 @@ class TestIndexer:
         (bead_home / "store" / "facts" / "user" / "gone").mkdir()
         indexer()
         assert eventually(lambda: search_ids(bead_home, "zed") == ["user/editor@v1"])
+
+
+def _deep_tree(at, depth):
+    """``depth`` folders one in the other under ``at``, made through descriptors (no path grows long)."""
+    at.mkdir(parents=True, exist_ok=True)
+    fd = os.open(at, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", 0o700, dir_fd=fd)
+            nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    finally:
+        os.close(fd)
+
+
+def _remove_deep(at):
+    """rmtree recurses as deep as the tree (pytest's cleanup of old runs too): take it apart from the bottom."""
+    if not at.exists():
+        return
+    parts = [at]
+    while (parts[-1] / "d").is_dir():
+        parts.append(parts[-1] / "d")
+    for p in reversed(parts[1:]):
+        os.rmdir(p)
+
+
+class TestWithoutAWatch:
+    """The watch can fail: watchdog walks a folder tree recursively to watch it, so one deeper than Python's stack
+    (someone's doing, under the store or moved in later) ended the indexer at its start, or silently stopped its
+    watch while it ran; the user's inotify watches can run out. The indexer then reconciles the store every few
+    seconds, and what the proxy captured or a person edited is still indexed. Shown in-process with a stack limit
+    of 300 and a tree 400 deep (Python's default limit is 1,000; a tree that deep is one rmtree cannot remove)."""
+
+    @pytest.fixture
+    def served(self, bead_home, monkeypatch, caplog):
+        import logging
+        import sys
+        import threading
+
+        from bead.indexer import watch
+
+        monkeypatch.setattr(watch, "POLL_S", 0.2)  # above the debounce: each reconcile starts
+        monkeypatch.setattr(watch, "PROBE_S", 0.5)
+        caplog.set_level(logging.INFO, logger="bead.indexer")
+        mem = Memory(Home(bead_home).ensure(), Config(owner="t"))
+        stop = threading.Event()
+        thread = threading.Thread(target=watch.serve, args=(mem, stop), daemon=True)
+        trees = [bead_home / "store" / "raw" / "deep", bead_home / "outside-tree"]
+        limit = sys.getrecursionlimit()
+
+        def start():
+            sys.setrecursionlimit(300)
+            thread.start()
+
+        try:
+            yield mem, start, caplog
+            assert thread.is_alive()  # it ran through the test
+        finally:
+            stop.set()
+            thread.join(10)
+            sys.setrecursionlimit(limit)
+            for t in trees:
+                _remove_deep(t)
+            mem.close()
+
+    def test_a_store_it_cannot_watch_is_reconciled_every_few_seconds(self, served, bead_home):
+        mem, start, caplog = served
+        _deep_tree(bead_home / "store" / "raw" / "deep", 400)
+        start()
+        assert eventually(lambda: "cannot watch" in caplog.text)
+        assert "deeper than the watch can walk" in caplog.text and "restart the indexer" in caplog.text
+        mem.raw.append("captured", "user", "the zookeeper ensemble needs three nodes")  # the proxy's way: no index
+        assert eventually(lambda: raw_ids(bead_home, "zookeeper ensemble") == ["captured#1"])
+
+    @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # watchdog's thread dies
+    def test_a_watch_that_stops_hearing_gives_way_to_reconciling(self, served, bead_home):
+        mem, start, caplog = served
+        start()
+        assert eventually(lambda: "watching" in caplog.text)
+        mem.raw.append("first", "user", "the kafka brokers need rack awareness")
+        assert eventually(lambda: raw_ids(bead_home, "kafka rack awareness") == ["first#1"])  # heard
+        outside = bead_home / "outside-tree"
+        _deep_tree(outside, 400)
+        os.rename(outside, bead_home / "store" / "raw" / "deep")  # watchdog walks it to watch it, and its thread dies
+        assert eventually(lambda: "stopped; reconciling it every" in caplog.text)
+        mem.raw.append("second", "user", "the zookeeper ensemble needs three nodes")
+        assert eventually(lambda: raw_ids(bead_home, "zookeeper ensemble") == ["second#1"]), caplog.text[-3000:]

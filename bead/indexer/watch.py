@@ -11,9 +11,11 @@ while the indexer was down are picked up.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from ..core.memory import Memory
 from ..errors import BeadError
@@ -27,6 +29,9 @@ DEBOUNCE_S = 0.15
 TEMP_SUFFIXES = (".tmp", ".swp", ".swx", ".part", "~", ".lock")
 EMBED_IDLE_S = 30.0  # with nothing to embed, look again this often (besides after every change it indexes)
 EMBED_RETRY_S = 5.0  # after a batch failed (the index locked by a reindex, say)
+PROBE = ".indexer-probe"  # the hidden file under the store the indexer touches to know its watch still hears
+PROBE_S = 30.0  # how often (and how long it waits for the event)
+POLL_S = 5.0  # where the store cannot be watched, it is reconciled this often (a reconcile compares sizes and times)
 
 
 def ignored(path: Path, store: Path) -> bool:
@@ -50,6 +55,7 @@ class Indexer:
         self._last_event = 0.0
         self._stop = threading.Event()
         self._full = False
+        self._reconciled = False
         self.applied = 0
         self.embed_wake = threading.Event()  # set after each change indexed: new turns may need vectors
 
@@ -76,7 +82,11 @@ class Indexer:
         d, problems = reconcile(self.mem.index, self.mem.facts, self.mem.raw)
         for p in problems:
             log.warning("skipped %s: %s", p.path, p.reason)
-        log.info("reconciled in %.2f s: %s", time.perf_counter() - t0, d.as_dict())
+        counts = d.as_dict()
+        # Polling reconciles every few seconds: one that found nothing is said at debug level, not in the service log.
+        level = logging.INFO if any(counts.values()) or not self._reconciled else logging.DEBUG
+        self._reconciled = True
+        log.log(level, "reconciled in %.2f s: %s", time.perf_counter() - t0, counts)
 
     def apply(self, paths: set[Path]) -> None:
         keys: set[str] = set()
@@ -172,22 +182,46 @@ def serve(mem: Memory, stop: threading.Event) -> None:
 
     idx = Indexer(mem)
 
+    probe = mem.home.store / PROBE
+    heard = threading.Event()
+
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event):
-            if isinstance(event, DirMovedEvent):
+            if not event.is_directory and Path(os.fsdecode(event.src_path)) == probe:
+                heard.set()
+            elif isinstance(event, DirMovedEvent):
                 idx.note_everything()  # a renamed key directory: rare, so diff the whole store
             elif not event.is_directory:
                 idx.note(event.src_path, getattr(event, "dest_path", None))
 
-    observer = Observer()
+    handler = Handler()
     # Only events that change files. Watching opens and reads too would make
     # every read (the reconcile, bead's own readers, this indexer's parsing)
     # an event: enough to overflow inotify's queue on a large store, and a
     # loop where indexing a file triggers indexing it again.
     kinds = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent, DirMovedEvent]
+
+    def watch() -> Any:
+        """The store watched, or None where watchdog could not: a folder tree deeper than Python's stack (watchdog
+        walks it recursively to add its watches), the user's inotify watches used up. The indexer then polls."""
+        observer = Observer()
+        try:
+            observer.schedule(handler, str(mem.home.store), recursive=True, event_filter=kinds)
+            observer.start()
+        except (RecursionError, OSError) as exc:
+            _stop_quietly(observer)
+            log.warning(
+                "cannot watch %s (%s); reconciling it every %g s instead. Remove what is not bead's under it "
+                "(a folder tree hundreds deep), or raise fs.inotify.max_user_watches, then restart the indexer",
+                mem.home.store,
+                _why(exc),
+                POLL_S,
+            )
+            return None
+        return observer
+
     # Watch before reconciling, so an edit during the reconcile is not lost.
-    observer.schedule(Handler(), str(mem.home.store), recursive=True, event_filter=kinds)
-    observer.start()
+    observer = watch()
     worker = threading.Thread(target=idx.run, name="bead-indexer", daemon=True)
     embedder = threading.Thread(target=idx.embed, name="bead-embed", daemon=True)
     try:
@@ -195,12 +229,54 @@ def serve(mem: Memory, stop: threading.Event) -> None:
         worker.start()
         if mem.index.semantic:
             embedder.start()
-        log.info("watching %s", mem.home.store)
-        stop.wait()
+        if observer is not None:
+            log.info("watching %s", mem.home.store)
+        # While the watch runs this looks every PROBE_S seconds that it still hears: it touches a hidden file of its
+        # own and waits for the event. Without a watch (it could not start, or it stopped: watchdog walks a folder
+        # moved in later the same way, and its reading thread dies of a tree too deep) the store is reconciled every
+        # POLL_S seconds.
+        probed = None
+        while not stop.wait(POLL_S):
+            if observer is not None:
+                now = time.monotonic()
+                if probed is not None and now - probed >= PROBE_S and not heard.is_set():
+                    log.warning("the watch on %s stopped; reconciling it every %g s instead", mem.home.store, POLL_S)
+                    _stop_quietly(observer)
+                    observer = None
+                elif probed is None or now - probed >= PROBE_S:
+                    heard.clear()
+                    probed = now if _touch(probe) else None
+            if observer is None:
+                idx.note_everything()
     finally:
         idx.stop()
-        observer.stop()
-        observer.join(timeout=5)
+        if observer is not None:
+            _stop_quietly(observer)
         for t in (worker, embedder):
             if t.is_alive():
                 t.join(timeout=5)
+
+
+def _stop_quietly(observer: Any) -> None:
+    try:
+        observer.stop()
+        observer.join(timeout=5)
+    except (RuntimeError, OSError):  # never started, or its emitter died starting
+        pass
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "a folder tree in it is deeper than the watch can walk"
+    return str(exc) or type(exc).__name__
+
+
+def _touch(path: Path) -> bool:
+    """Open ``path`` for writing and close it, writing nothing (created empty if missing; never through a link, never
+    truncated, a FIFO never waited on): a close-after-write event the watch hears."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False  # not a file bead may touch: no probe this time (the watch is not judged by it)
+    os.close(fd)
+    return True
