@@ -170,6 +170,8 @@ def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
     except OSError as exc:
         if exc.errno in _LINK_ERRNOS:
             raise _refuse(path, "a symbolic link") from None
+        if writing and exc.errno == errno.ENXIO:  # a FIFO no one reads (or a socket): "No such device or address"
+            raise _not_writable(path) from None
         raise
     st = os.fstat(fd)
     if not writing and stat.S_ISDIR(st.st_mode):
@@ -200,11 +202,22 @@ def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
                 f"refusing to write {path}: it is another user's file (uid {st.st_uid})",
                 "remove it, or choose a path of your own",
             )
+        if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+            # What bead appends it reads back (the audit log, a trace, a raw log): lines sent to whoever holds a
+            # FIFO's other end would be lost to bead, and its reads refuse the FIFO anyway.
+            os.close(fd)
+            raise _not_writable(path)
         if flags & os.O_CREAT and stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
             os.fchmod(fd, mode)
         if flags & os.O_TRUNC and stat.S_ISREG(st.st_mode):
             os.ftruncate(fd, 0)
     return fd
+
+
+def _not_writable(path: Path) -> NotAFile:
+    return NotAFile(
+        f"refusing to write {path}: it is a FIFO or a socket, not a regular file", f"remove {path}; bead makes it again"
+    )
 
 
 def open_file(path: Path, flags: int, mode: int = FILE_MODE, *, root: Path) -> int:

@@ -541,3 +541,28 @@ def test_a_folder_tree_deeper_than_the_stack_allows_is_no_traceback(bead_home):
         sys.setrecursionlimit(limit)
     for command, r in results.items():
         assert r.exit_code == 0 and "RecursionError" not in r.output, (command, r.output)
+
+
+@pytest.mark.parametrize("reader", [False, True], ids=["no-reader", "a-reader"])
+def test_a_fifo_at_the_audit_log_refuses_a_write_before_it_is_made(bead_home, reader):
+    """A FIFO at audit.log made `bead write` write the version and then fail ("No such device or address"): a
+    write reported as failed that had happened. It is refused before anything is written, with what to remove, and
+    with someone reading the FIFO's other end no audit line goes to them."""
+    assert run_cli("write", "user/editor", "helix", "--type", "user").exit_code == 0
+    audit = bead_home / "audit.log"
+    audit.unlink()
+    os.mkfifo(audit)
+    held = os.open(audit, os.O_RDONLY | os.O_NONBLOCK) if reader else None
+    try:
+        r = run_cli("write", "user/editor", "kakoune", "--type", "user")
+        assert r.exit_code == 1 and f"refusing to write {audit}: it is a FIFO" in r.output, r.output
+        assert f"remove {audit}" in r.output
+        assert not (bead_home / "store" / "facts" / "user" / "editor" / "v2.md").exists()
+        if held is not None:
+            assert os.read(held, 1 << 16) == b""  # nothing was sent to the reader (and no writer holds it)
+    finally:
+        if held is not None:
+            os.close(held)
+    audit.unlink()
+    r = run_cli("write", "user/editor", "kakoune", "--type", "user")
+    assert r.exit_code == 0 and "user/editor@v2" in r.output, r.output

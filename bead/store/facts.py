@@ -589,6 +589,7 @@ class FactStore:
             title=title if title is not None else (cur.title if cur is not None and cur.body == body and not upgrade else None),
             path=self.home.fact_file(key, version),
         )
+        self.audit.ready()  # a FIFO or a link at audit.log refuses here, before the version is written
         safe.write_at(fd, _path(fact), fact.render())
         self.audit.record(now, "write", key=key, id=fact.id, trust=trust, type=type)
         # Step two. A crash before it leaves the old file saying `current`;
