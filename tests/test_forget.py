@@ -1267,3 +1267,24 @@ def test_a_running_forget_owes_its_checkpoint_without_a_problem_and_fix_leaves_i
         assert not any("cleared deleted text" in f for f in health.collect(mem, fix=True)["fixed"])
     problems = [p["problem"] for p in health.collect(mem)["problems"]]
     assert any("index.db may still hold text a forget or a seal deleted" in p for p in problems), problems
+
+
+def test_a_reindex_during_a_forget_keeps_the_forgets_owed_checkpoint(mem, bead_home):
+    """`bead reindex` rebuilt every table, the flag of a forget running in another process with them, and its
+    checkpoint cleared the rest: a kill of the forget after that left the value with nothing to say so. The flag
+    stays while the forget runs; a reindex with none running clears it, as `bead status` says it does."""
+    from click.testing import CliRunner
+
+    from bead.cli import cli
+    from bead.core import health
+
+    mem.write("user/pet", "my cat is called Quibblewort", "user")
+    with mem.raw.forgetting():
+        mem.index.owe_checkpoint()
+        r = CliRunner().invoke(cli, ["reindex"], env={"BEAD_HOME": str(bead_home)})
+        assert r.exit_code == 0, r.output
+    problems = [p["problem"] for p in health.collect(mem)["problems"]]
+    assert any("index.db may still hold text a forget or a seal deleted" in p for p in problems), problems
+    r = CliRunner().invoke(cli, ["reindex"], env={"BEAD_HOME": str(bead_home)})
+    assert r.exit_code == 0, r.output
+    assert not any("may still hold" in p["problem"] for p in health.collect(mem)["problems"])

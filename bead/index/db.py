@@ -485,8 +485,11 @@ class Index:
                 # and creating every table again would build the same empty index, at ~2 ms of CPU.
                 return
             self._pristine = None
+            owed = self._owed()  # a forget or seal running now (or stopped) still owes its checkpoint after a rebuild
             self._drop_all()
             self._create()
+            if owed:
+                self._conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('checkpoint_owed', '1')")
 
     # ----- writes ---------------------------------------------------------
     def _insert(self, table: str, rows: Iterable[dict]) -> None:
@@ -863,18 +866,19 @@ class Index:
         """How often each key was used (recalled, reinforced) at or after ``since``."""
         return {k: int(n) for k, n in self._conn.execute("SELECT key, count(*) FROM uses WHERE at >= ? GROUP BY key", [since])}
 
-    def checkpoint(self) -> bool:
+    def checkpoint(self, keep_owed: bool = False) -> bool:
         """Merge raw_fts after deletes (its segments keep a deleted row's words until merged; forget needs them
         gone) and empty the WAL, so deleted text leaves the -wal file too. False when a reader (a backup, an
         ``sqlite3`` shell) kept it from finishing within the busy timeout: until it has, the database file
-        still holds what the WAL's pages overwrite."""
+        still holds what the WAL's pages overwrite. ``keep_owed``: a forget or seal runs in another process, and
+        may delete more before its own checkpoint; its flag (``owe_checkpoint``) stays."""
         if self._raw_deleted or self.merge_pending():
             with self.write_tx():
                 self._conn.execute("INSERT INTO raw_fts(raw_fts) VALUES('optimize')")
                 self._conn.execute("DELETE FROM meta WHERE name = 'raw_optimize'")
             self._raw_deleted = False
         busy, _log, _done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        if not busy and self._owed():
+        if not busy and not keep_owed and self._owed():
             with self.write_tx():
                 self._conn.execute("DELETE FROM meta WHERE name = 'checkpoint_owed'")
         return not busy
