@@ -20,7 +20,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, overload
 
@@ -866,21 +866,23 @@ class Index:
         """How often each key was used (recalled, reinforced) at or after ``since``."""
         return {k: int(n) for k, n in self._conn.execute("SELECT key, count(*) FROM uses WHERE at >= ? GROUP BY key", [since])}
 
-    def checkpoint(self, keep_owed: bool = False) -> bool:
+    def checkpoint(self, keep_owed: Callable[[], bool] | None = None) -> bool:
         """Merge raw_fts after deletes (its segments keep a deleted row's words until merged; forget needs them
         gone) and empty the WAL, so deleted text leaves the -wal file too. False when a reader (a backup, an
         ``sqlite3`` shell) kept it from finishing within the busy timeout: until it has, the database file
-        still holds what the WAL's pages overwrite. ``keep_owed``: a forget or seal runs in another process, and
-        may delete more before its own checkpoint; its flag (``owe_checkpoint``) stays."""
+        still holds what the WAL's pages overwrite. ``keep_owed``: whether a forget or seal runs in another process
+        (it may delete more before its own checkpoint: its flag, ``owe_checkpoint``, stays); asked inside the write
+        lock, so a forget that sets its flag after the answer sets it after the flag is cleared."""
         if self._raw_deleted or self.merge_pending():
             with self.write_tx():
                 self._conn.execute("INSERT INTO raw_fts(raw_fts) VALUES('optimize')")
                 self._conn.execute("DELETE FROM meta WHERE name = 'raw_optimize'")
             self._raw_deleted = False
         busy, _log, _done = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        if not busy and not keep_owed and self._owed():
+        if not busy and self._owed():
             with self.write_tx():
-                self._conn.execute("DELETE FROM meta WHERE name = 'checkpoint_owed'")
+                if keep_owed is None or not keep_owed():
+                    self._conn.execute("DELETE FROM meta WHERE name = 'checkpoint_owed'")
         return not busy
 
     def owe_checkpoint(self) -> None:

@@ -156,7 +156,7 @@ def rebuild(
             tick("raw", 1)
         index.record_use_rows(use_rows(facts))
     # A forget running in another process may delete more after this; its flag stays until its own checkpoint.
-    index.checkpoint(keep_owed=raw.forget_running())
+    index.checkpoint(keep_owed=raw.forget_running)
     counts = {
         "keys": len(kvs),
         "fact_versions": versions,
