@@ -245,3 +245,38 @@ class TestWithoutAWatch:
         assert eventually(lambda: "stopped; reconciling it every" in caplog.text)
         mem.raw.append("second", "user", "the zookeeper ensemble needs three nodes")
         assert eventually(lambda: raw_ids(bead_home, "zookeeper ensemble") == ["second#1"]), caplog.text[-3000:]
+
+    @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # watchdog's thread dies
+    def test_a_probe_it_cannot_touch_is_said_once_and_the_store_is_reconciled(self, served, bead_home):
+        """A folder at the probe's name defeated the check: the watch then died unnoticed and nothing more was
+        indexed. A probe that cannot be touched is said once, and the store is reconciled as well as watched."""
+        mem, start, caplog = served
+        (bead_home / "store" / ".indexer-probe").mkdir(parents=True)
+        start()
+        assert eventually(lambda: "cannot check the watch" in caplog.text)
+        outside = bead_home / "outside-tree"
+        _deep_tree(outside, 400)
+        os.rename(outside, bead_home / "store" / "raw" / "deep")  # the watch dies; no probe can tell
+        mem.raw.append("after", "user", "the zookeeper ensemble needs three nodes")
+        assert eventually(lambda: raw_ids(bead_home, "zookeeper ensemble") == ["after#1"])
+        assert caplog.text.count("cannot check the watch") == 1
+
+    def test_polling_says_a_file_it_cannot_index_once_not_at_every_reconcile(self, served, bead_home):
+        import logging
+
+        mem, start, caplog = served
+        caplog.set_level(logging.DEBUG, logger="bead.indexer")
+        _deep_tree(bead_home / "store" / "raw" / "deep", 400)
+        start()
+        assert eventually(lambda: "cannot watch" in caplog.text)
+        f = mem.write("user/lang", "English", "user").fact
+        odd = bead_home / "store" / "facts" / "Notes" / "x"  # no key: "Notes" is not lower-case; every diff lists it
+        odd.mkdir(parents=True)
+        (odd / "v1.md").write_text(f.path.read_text())
+        assert eventually(lambda: "skipped " in caplog.text)
+        seen = caplog.text.count("reconciled in")
+        assert eventually(lambda: caplog.text.count("reconciled in") >= seen + 3)  # three more polls
+        assert caplog.text.count("skipped ") == 1, caplog.text
+        # A diff the reconcile cannot settle (the broken file stays "new" to it) is said once too, at its change.
+        said = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and "reconciled in" in r.getMessage()]
+        assert len(said) <= 2 and len(set(m.split(": ", 1)[1] for m in said)) == len(said), said

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .. import files as safe
 from ..core.memory import Memory
 from ..errors import BeadError
 from ..index import semantic
@@ -55,7 +56,9 @@ class Indexer:
         self._last_event = 0.0
         self._stop = threading.Event()
         self._full = False
-        self._reconciled = False
+        self._said: set[str] = set()  # the problems the last reconcile logged
+        self._counts: dict | None = None  # and its counts
+        self._failed = ""  # why the last reconcile failed ("": it did not)
         self.applied = 0
         self.embed_wake = threading.Event()  # set after each change indexed: new turns may need vectors
 
@@ -80,12 +83,15 @@ class Indexer:
     def reconcile(self) -> None:
         t0 = time.perf_counter()
         d, problems = reconcile(self.mem.index, self.mem.facts, self.mem.raw)
-        for p in problems:
-            log.warning("skipped %s: %s", p.path, p.reason)
+        # Polling reconciles every few seconds: a file that stays broken (or a diff it cannot settle) is said once,
+        # until it changes, not twice a poll in the service log.
+        said = {f"skipped {p.path}: {p.reason}" for p in problems}
+        for line in sorted(said - self._said):
+            log.warning("%s", line)
+        self._said = said
         counts = d.as_dict()
-        # Polling reconciles every few seconds: one that found nothing is said at debug level, not in the service log.
-        level = logging.INFO if any(counts.values()) or not self._reconciled else logging.DEBUG
-        self._reconciled = True
+        level = logging.INFO if counts != self._counts and (any(counts.values()) or self._counts is None) else logging.DEBUG
+        self._counts = counts
         log.log(level, "reconciled in %.2f s: %s", time.perf_counter() - t0, counts)
 
     def apply(self, paths: set[Path]) -> None:
@@ -124,8 +130,12 @@ class Indexer:
             if full:
                 try:
                     self.reconcile()
-                except Exception:
-                    log.exception("reconcile after a directory move failed; it runs again on the next start")
+                    self._failed = ""
+                except Exception as exc:
+                    why = f"{type(exc).__name__}: {exc}"
+                    if why != self._failed:  # polling tries every few seconds: said once until it changes
+                        log.exception("reconciling the store failed; it is tried again")
+                    self._failed = why
             if batch:
                 try:
                     self.apply(batch)
@@ -235,7 +245,8 @@ def serve(mem: Memory, stop: threading.Event) -> None:
         # own and waits for the event. Without a watch (it could not start, or it stopped: watchdog walks a folder
         # moved in later the same way, and its reading thread dies of a tree too deep) the store is reconciled every
         # POLL_S seconds.
-        probed = None
+        probed: float | None = None
+        unprobed = False  # said that the probe cannot be touched
         while not stop.wait(POLL_S):
             if observer is not None:
                 now = time.monotonic()
@@ -245,8 +256,18 @@ def serve(mem: Memory, stop: threading.Event) -> None:
                     observer = None
                 elif probed is None or now - probed >= PROBE_S:
                     heard.clear()
-                    probed = now if _touch(probe) else None
-            if observer is None:
+                    probed = now if _touch(probe, mem.home.root) else None
+                    if probed is None and not unprobed:
+                        log.warning(
+                            "cannot check the watch on %s (%s is not a file bead can open: remove it); reconciling the "
+                            "store every %g s as well",
+                            mem.home.store,
+                            probe,
+                            POLL_S,
+                        )
+                    unprobed = probed is None
+            # Without a watch, or one that cannot be checked, the store is reconciled.
+            if observer is None or probed is None:
                 idx.note_everything()
     finally:
         idx.stop()
@@ -271,12 +292,13 @@ def _why(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _touch(path: Path) -> bool:
-    """Open ``path`` for writing and close it, writing nothing (created empty if missing; never through a link, never
-    truncated, a FIFO never waited on): a close-after-write event the watch hears."""
+def _touch(path: Path, root: Path) -> bool:
+    """Open ``path`` for writing and close it, writing nothing (created empty if missing; never through a link at any
+    step below ``root``, never truncated; a FIFO, a hard link or another user's file refused): a close-after-write
+    event the watch hears."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return False  # not a file bead may touch: no probe this time (the watch is not judged by it)
+        fd = safe.open_file(path, os.O_WRONLY | os.O_CREAT, root=root)
+    except (OSError, safe.UnsafePath):
+        return False
     os.close(fd)
     return True
