@@ -161,7 +161,8 @@ def open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
     return _open_at(dir_fd, path, flags, mode)
 
 
-def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
+def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE, pipe_ok: bool = False) -> int:
+    """``pipe_ok``: a FIFO someone reads may be written (a trace path the person chose: their own named pipe)."""
     writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
     try:
         # Until it is known what file it is: non-blocking (a FIFO left there would block the open) and not
@@ -202,7 +203,7 @@ def _open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
                 f"refusing to write {path}: it is another user's file (uid {st.st_uid})",
                 "remove it, or choose a path of your own",
             )
-        if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+        if (stat.S_ISFIFO(st.st_mode) and not pipe_ok) or stat.S_ISSOCK(st.st_mode):
             # What bead appends it reads back (the audit log, a trace, a raw log): lines sent to whoever holds a
             # FIFO's other end would be lost to bead, and its reads refuse the FIFO anyway.
             os.close(fd)
@@ -407,7 +408,7 @@ def _walk_fd(
 
 
 # ----- append-only files that forget may rewrite ------------------------------
-def append_line(path: Path, line: str, mode: int = FILE_MODE, *, root: Path) -> None:
+def append_line(path: Path, line: str, mode: int = FILE_MODE, *, root: Path, pipe_ok: bool = False) -> None:
     """Append one line with O_APPEND (one write, so lines never interleave).
 
     The append holds a shared flock on the file; ``rewrite_lines`` holds it
@@ -417,7 +418,7 @@ def append_line(path: Path, line: str, mode: int = FILE_MODE, *, root: Path) -> 
     data = (line.rstrip("\n") + "\n").encode("utf-8")
     with opened_dir(root, path.parent, create=True) as d:
         while True:
-            fd = _open_at(d, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+            fd = _open_at(d, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode, pipe_ok)
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH)
                 try:

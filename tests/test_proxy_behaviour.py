@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import subprocess
 import threading
@@ -1029,3 +1030,19 @@ def test_a_system_string_of_backslashes_and_letters_is_kept_beside_the_pinned_bl
     post(proxy, raw)
     out = json.loads(upstream.requests[-1].body)["system"]
     assert out[0] == {"type": "text", "text": text} and "Helix" in out[-1]["text"], out
+
+
+def test_a_trace_at_a_fifo_no_one_reads_is_the_traces_error_and_the_turn_is_still_captured(
+    proxy_client, upstream, bead_home, tmp_path
+):
+    """The trace's refusal (a FIFO with no reader) is a BeadError, not an OSError: it escaped the trace's handler and
+    counted as the capture's error. It is the trace's; the request goes through and its turn is captured."""
+    trace = tmp_path / "trace.pipe"
+    os.mkfifo(trace, 0o600)
+    proxy = proxy_client(trace=trace)
+    status, _, _ = post(proxy, *req("a turn beside a broken trace", session="tp"))
+    assert status == 200
+    kinds = proxy.health()["error_kinds"]
+    assert kinds == {"trace": 1}, kinds
+    with Memory(Home(bead_home), Config(owner="t")) as m:
+        assert any("a turn beside a broken trace" in t.text for t in m.raw.read(m.raw.find("tp")))

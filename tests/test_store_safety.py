@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -566,3 +567,60 @@ def test_a_fifo_at_the_audit_log_refuses_a_write_before_it_is_made(bead_home, re
     audit.unlink()
     r = run_cli("write", "user/editor", "kakoune", "--type", "user")
     assert r.exit_code == 0 and "user/editor@v2" in r.output, r.output
+
+
+def _audit_fifo(home: Path) -> Path:
+    audit = home / "audit.log"
+    audit.unlink(missing_ok=True)
+    os.mkfifo(audit)
+    return audit
+
+
+def _tree_bytes(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and not p.is_symlink()
+        and stat.S_ISREG(p.lstat().st_mode)
+        and not p.name.startswith("index.db")
+        and p.name not in ("config.yaml", ".lock")  # the first command writes the config; a lock file is empty
+    }
+
+
+@pytest.mark.parametrize("change", ["pin", "forget", "reject"])
+def test_a_fifo_at_the_audit_log_refuses_every_change_before_it_is_made(bead_home, change):
+    """Not only a write: a pin changed the version file, a review's reject wrote its tombstone, a forget its
+    tombstones, and each then failed on the audit log. Each is refused before anything changes, and `bead status`
+    names the FIFO with what to do."""
+    with Memory(Home(bead_home), Config(owner="t")) as m:
+        m.write("project/shop/db", "Postgres on 5433", "project")
+        item, _ = Queue(m).add("untrusted-source", "project/shop/cache", "project", "Redis on 6380", [], "no typed words", "u")
+    _audit_fifo(bead_home)
+    before = _tree_bytes(bead_home)
+    args = {
+        "pin": ["pin", "project/shop/db"],
+        "forget": ["forget", "project/shop/db", "--yes"],
+        "reject": ["queue", "reject", item.id],
+    }[change]
+    r = run_cli(*args)
+    assert r.exit_code == 1 and "FIFO" in r.output and f"remove {bead_home / 'audit.log'}" in r.output, r.output
+    assert _tree_bytes(bead_home) == before
+    status = run_cli("status")
+    assert f"{bead_home / 'audit.log'} is not a regular file" in status.output, status.output
+    assert f"remove {bead_home / 'audit.log'}" in status.output
+
+
+def test_a_trace_may_be_the_persons_own_named_pipe_and_one_no_one_reads_is_a_trace_error(tmp_path):
+    """The trace goes where the person chose: their own FIFO, read as it is written, gets the line. One no one reads
+    is refused at once (never waited on), and the proxy counts it as the trace's error."""
+    fifo = tmp_path / "trace.pipe"
+    os.mkfifo(fifo, 0o600)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        Trace(fifo).record({"note": "hello"})
+        assert json.loads(os.read(reader, 1 << 16))["note"] == "hello"
+    finally:
+        os.close(reader)
+    with pytest.raises(UnsafePath, match="it is a FIFO"):
+        Trace(fifo).record({"note": "again"})

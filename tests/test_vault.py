@@ -264,6 +264,18 @@ class TestSeal:
         assert kv.current.body == SECRET
         assert [r["id"] for r in mem.index.fact_candidates(TOKEN, 10)] == ["user/pin@v2"]
 
+    def test_unseal_with_a_fifo_at_the_audit_log_brings_nothing_back(self, bead, mem, vault):
+        """It restored the plaintext and deleted the sealed copies, then failed on the audit log: a command reported
+        as failed that had put the secret back in clear. It is refused before anything changes."""
+        write_secret(mem, "user/pin", SECRET, "user")
+        audit = vault.audit_log
+        audit.unlink()
+        os.mkfifo(audit)
+        res = bead("unseal", "user/pin", *PP, env=PP_ENV)
+        assert res.code == 1 and f"refusing to write {audit}: it is a FIFO" in res.err, res.err
+        assert sealed_files(vault.root, "user/pin") == ["v1.md.age"] and fact_files(vault.root, "user/pin") == []
+        assert leftovers(vault.root, SECRET) == []
+
     def test_a_damaged_identity_or_a_folder_in_the_vault_is_said_as_such_not_a_wrong_passphrase(self, bead, mem, vault):
         """A vault file that is not what it should be: the person is told which file, not to retype the passphrase,
         and never sees a traceback (a folder where a sealed version was is passed over)."""

@@ -70,6 +70,7 @@ def set_pinned(mem: Memory, key: str, pinned: bool, expected_id: str | None = No
     cur = pin_target(mem, key, pinned, expected_id)
     changed = cur.pinned != pinned
     if changed:
+        mem.audit.ready()  # a FIFO at audit.log refuses before the version changes, not after
         mem.set_pinned(cur, pinned)
         mem.audit.record(mem.clock(), "pin" if pinned else "unpin", key=key, id=cur.id)
     return {"id": cur.id, "pinned": pinned, "changed": changed}

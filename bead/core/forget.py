@@ -937,6 +937,10 @@ def _apply_forgetting(
                 raise BeadError(f"{key} changed while it was being forgotten; nothing was changed", "run the command again")
         if under_lock is not None:
             under_lock()
+        # A FIFO or a link at either log refuses here, before anything is changed: not with the tombstones written and
+        # the value still everywhere else.
+        mem.tombstones.ready()
+        mem.audit.ready()
         # 1. Tombstones first: a crash after this cannot lose them. A key that
         # loses every version is part of the value: its lines keep a hash.
         for key, values in plan.values.items() if tombstones else ():

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -95,6 +96,18 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         problems.append(_link_problem(link))
     for hl in safe.hard_links(mem.home.root, root=mem.home.root):
         problems.append(_hard_link_problem(hl))
+    for log_path in (mem.home.audit_log, mem.home.tombstones_log):
+        try:
+            kind = os.lstat(log_path).st_mode
+        except OSError:
+            continue  # none yet: the first write makes it
+        if not stat.S_ISREG(kind) and not stat.S_ISLNK(kind):  # a link is listed above
+            problems.append(
+                {
+                    "problem": f"{log_path} is not a regular file (a FIFO, a socket or a folder): every write refuses it",
+                    "fix": f"remove {log_path}; bead makes it again at the next write",
+                }
+            )
     if fix:
         fixed += [f"removed {t} (a temp file a killed writer left)" for t in mem.remove_orphan_temps()]
     for temp in mem.orphan_temps():

@@ -335,6 +335,7 @@ def reject_item(mem: Memory, item_id: str, reason: str = "", shown: str | None =
     with queue.deciding():
         item = queue.open_item(item_id)
         _as_shown(item, shown)
+        mem.audit.ready()  # refused before the tombstone is written, not after
         digest = mem.tombstones.add(mem.clock(), item.key, item.value, reason="review-reject")
         mem.audit.record(mem.clock(), "tombstone", key=item.key, sha256=digest)
         return queue.decided(item, "rejected", {"action": "rejected", "reason": reason})

@@ -208,6 +208,7 @@ def unseal(mem: Memory, key: str, passphrase: str) -> dict[str, Any]:
             )
             for n, data in plain.items()
         }
+        mem.audit.ready()  # refused before the plaintext comes back, not after
         mem.restore_versions(key, files)
         mem.sealed.delete(key, numbers)
         mem.audit.record(mem.clock(), "unseal", key=key, versions=len(numbers))

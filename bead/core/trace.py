@@ -86,8 +86,9 @@ class Trace:
         self.path = path
 
     def record(self, entry: dict[str, Any]) -> None:
-        # The trace may live anywhere the person chose; only the file itself must not be a link.
-        safe.append_line(self.path, json_text(entry), root=self.path.parent)
+        # The trace may live anywhere the person chose, their own named pipe too (read as it is written); only the file
+        # itself must not be a link, nor another user's.
+        safe.append_line(self.path, json_text(entry), root=self.path.parent, pipe_ok=True)
 
     def _text(self) -> str:
         return safe.read_text(self.path, root=self.path.parent, errors="replace")

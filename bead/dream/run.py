@@ -597,6 +597,7 @@ class Dream:
                 continue
             seen = max(cur.valid_from or "", last.get(cur.key, ""))
             if seen and datetime.fromisoformat(seen) < cutoff:
+                self.mem.audit.ready()
                 self.mem.set_status(cur, "dormant")
                 self.mem.audit.record(self.mem.clock(), "decay", key=cur.key, id=cur.id)
                 out.append(cur.id)

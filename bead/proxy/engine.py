@@ -958,7 +958,7 @@ class Engine:
             return
         try:
             self.trace.record(entry)
-        except OSError as exc:
+        except (OSError, safe.UnsafePath) as exc:  # a FIFO no one reads, another user's file: the trace's error
             self.error("trace", exc)
 
     def store_state(self) -> dict[str, Any]:

@@ -174,6 +174,10 @@ def _rewrite(path: Path, root: Path, keys: set[str]) -> int:
     return rewrite_lines(path, edit, root=root)
 
 
+def _ready(path: Path, root: Path) -> None:
+    os.close(open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE, root=root))
+
+
 class AuditLog:
     """Every write, supersede, injection, forget and tombstone, one JSON line each."""
 
@@ -189,7 +193,7 @@ class AuditLog:
     def ready(self) -> None:
         """Raise (UnsafePath: a link, a FIFO, another name of a file) where ``record`` would: called before a change
         is made, so that a change is never made and then reported as failed."""
-        os.close(open_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE, root=self.root))
+        _ready(self.path, self.root)
 
     def entries(self) -> list[dict]:
         try:
@@ -220,6 +224,10 @@ class Tombstones:
         self.path = path
         self.owner = owner
         self.root = root if root is not None else path.parent
+
+    def ready(self) -> None:
+        """Raise where ``add`` would (AuditLog.ready)."""
+        _ready(self.path, self.root)
 
     def add(self, at: datetime, key: str, value: str, reason: str, hash_key: bool = False) -> str:
         """Tombstone ``value`` (refused under any key); ``hash_key`` keeps only the key's hash (forget)."""
