@@ -484,6 +484,55 @@ class TestHostileTranscripts:
         counts = history.import_claude_code(mem, read_items, root)
         assert "hello from b2" in [t.text for t in self.turns(mem)] and counts.files == 2
 
+    @pytest.mark.parametrize(
+        "hostile",
+        [
+            '{"type":"progress","n":' + "9" * 4301 + "}\n",  # json.loads raises a plain ValueError (int()'s digit limit)
+            json.dumps(
+                {
+                    "type": "user",
+                    "sessionId": "a1",
+                    "cwd": "/w/proj",
+                    "timestamp": "0001-01-01T00:00:00+05:00",
+                    "message": {"role": "user", "content": "before year one in UTC"},
+                }
+            )
+            + "\n",
+            json.dumps(
+                {
+                    "type": "user",
+                    "sessionId": "a1",
+                    "cwd": "/w/proj",
+                    "timestamp": "0001-01-01T12:00:00Z",
+                    "message": {"role": "user", "content": "in year one"},
+                }
+            )
+            + "\n",
+        ],
+        ids=["number-of-4301-digits", "time-before-year-one-in-utc", "year-one"],
+    )
+    def test_a_line_no_import_can_read_is_skipped_not_the_files_after_it(self, mem, tmp_path, hostile):
+        """Each ended `bead import` in a traceback, and no file after it was read; a time of year one was stored as
+        `1-01-01…`, a day no reader takes for one. The line is skipped and counted; the rest is imported."""
+        root = self.folder(tmp_path, {"a1.jsonl": hostile, "b2.jsonl": self.line("hello from b2", sid="b2")})
+        counts = history.import_claude_code(mem, read_items, root)
+        texts = [t.text for t in self.turns(mem)]
+        assert texts == ["hello from b2"] and counts.files == 2 and counts.skipped_lines >= 1
+
+    def test_a_byte_order_mark_keeps_the_first_line_and_unreadable_lines_are_said(self, bead, bead_home, tmp_path):
+        root = self.folder(
+            tmp_path,
+            {
+                "a1.jsonl": "\ufeff" + self.line("the first message", sid="a1"),
+                "b2.jsonl": self.line("the second file", sid="b2") + "not json at all\n",
+            },
+        )
+        r = bead("import", "claude-code", "--from", str(root))
+        assert r.code == 0, r.err
+        assert "1 line(s) that are no JSON object" in r.out, r.out
+        with Memory(Home(bead_home), Config(owner="t")) as m:
+            assert sorted(t.text for t in self.turns(m)) == ["the first message", "the second file"]
+
     def test_a_transcript_removed_meanwhile_is_skipped_and_said(self, mem, tmp_path):
         root = self.folder(tmp_path, {n + ".jsonl": self.line(f"the {n} file", sid=n) for n in ("a", "b", "c")})
 

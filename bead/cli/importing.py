@@ -43,6 +43,7 @@ def _run(kind: str, files, run, folder, since, project, as_json) -> None:
             f"{c['skipped_old']} message(s) before --since" if c["skipped_old"] else "",
             f"{c['skipped_long_lines']} line(s) too long" if c["skipped_long_lines"] else "",
             f"{c['skipped_files']} file(s) gone or unreadable by then" if c["skipped_files"] else "",
+            f"{c['unreadable_lines']} line(s) that are no JSON object (damaged, or not UTF-8)" if c["unreadable_lines"] else "",
         ]
         if any(skipped):
             echo("skipped " + ", ".join(s for s in skipped if s))

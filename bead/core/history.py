@@ -104,6 +104,7 @@ class ImportCounts:
     turns_present: int = 0  # already in the raw log (an earlier import, or live capture)
     redacted: int = 0  # added turns the secret scan changed
     skipped_lines: int = 0  # harness bookkeeping and lines that do not parse
+    unreadable_lines: int = 0  # of those, lines that are no JSON object (damaged, another encoding, hostile)
     skipped_long_lines: int = 0  # lines longer than import.max_line_bytes (their bytes were never held)
     skipped_project: int = 0  # files of other projects (--project)
     skipped_old: int = 0  # messages before --since
@@ -138,14 +139,21 @@ def transcript_files(root: Path) -> list[Path]:
     )
 
 
+# The years a message's time may say: a raw log's folder is its day's (four digits of year), and no harness wrote a
+# conversation before 1970. A time outside (0001-01-01+05:00 overflowed as it became UTC) is no time: the line is
+# skipped, not the import.
+YEARS = (1970, 9998)
+
+
 def _time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
         t = datetime.fromisoformat(value)
-    except ValueError:
+        t = (t if t.tzinfo else t.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
+    return t if YEARS[0] <= t.year <= YEARS[1] else None
 
 
 def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes]:
@@ -214,7 +222,7 @@ def _lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[tuple[dict[
     than twice ``limit`` once parsed (4-byte characters throughout, very many small values) is counted with them
     and not parsed."""
     for raw in _raw_lines(path, limit, counts):
-        text = raw.decode("utf-8", errors="replace")
+        text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")  # a file saved with a byte order mark
         if not text or text.isspace():
             continue
         weight = _weight(raw, text, 2 * limit)
@@ -224,9 +232,11 @@ def _lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[tuple[dict[
             continue
         try:
             d = json.loads(readable_json(text))
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # ValueError: not JSON, or a number of over 4,300 digits
             d = None
         del text
+        if not isinstance(d, dict):
+            counts.unreadable_lines += 1
         yield (d if isinstance(d, dict) else None), weight
 
 
