@@ -178,7 +178,7 @@ class FakeAnthropic:
         if kind == "auto":
             try:
                 stream = json.loads(body).get("stream", False)
-            except (json.JSONDecodeError, AttributeError):
+            except (ValueError, AttributeError):  # not JSON, or a number int() refuses
                 stream = False
             kind = "sse" if stream else "json"
         if reply.status >= 400 or kind in ("json", "raw"):

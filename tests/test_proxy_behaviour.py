@@ -1046,3 +1046,53 @@ def test_a_trace_at_a_fifo_no_one_reads_is_the_traces_error_and_the_turn_is_stil
     assert kinds == {"trace": 1}, kinds
     with Memory(Home(bead_home), Config(owner="t")) as m:
         assert any("a turn beside a broken trace" in t.text for t in m.raw.read(m.raw.find("tp")))
+
+
+def test_a_tool_calls_number_of_thousands_of_digits_leaves_memory_and_capture_working(proxy_client, upstream, bead_home):
+    """Python's int() refuses a number of over 4,300 digits (converting it takes quadratic time), and json.loads with
+    it: a model's tool call whose input held one (a factorial, a big prime) made every later request of that
+    conversation fail open, unread, so it got no memory and none of its turns was captured. It is read (as a
+    float: bead never writes it back), and the body goes out with the number as it was sent."""
+    with mem_of(bead_home) as m:
+        m.write("user/editor", "The editor is helix.", "user")
+    digits = "9" * 5000
+    body = {
+        "model": "claude-test",
+        "max_tokens": 100,
+        "system": [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/proj-x"}],
+        "messages": [
+            {"role": "user", "content": "factor this number for me"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "factor", "input": {"n": "N"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "prime"}]},
+            {"role": "user", "content": "which editor do I use"},
+        ],
+    }
+    raw = json.dumps(body).encode().replace(b'"n": "N"', b'"n": ' + digits.encode())
+    proxy = proxy_client()
+    status, _, _ = post(proxy, raw, {"x-bead-session": "big"})
+    assert status == 200
+    assert proxy.health()["error_kinds"] == {}
+    sent = upstream.requests[-1].body
+    assert b'"n": ' + digits.encode() in sent and b"<bead-memory" in sent  # memory went in; the number as it was
+    with mem_of(bead_home) as m:
+        assert any("which editor do I use" in t.text for t in m.raw.read(m.raw.find("big")))
+
+
+def test_the_blocks_never_take_a_body_past_the_apis_limit(proxy_client, upstream, bead_home, monkeypatch):
+    """A body just under the API's 32 MB (a conversation of screenshots) went out 9 KB over it with the pinned block
+    and the cue, and the API would refuse what it took without bead. Such a body goes out as sent, counted as too
+    large, and nothing of it is recorded: the next request that fits gets the blocks. Shown with the limit set just
+    above this body (the same rule, without sending 32 MB)."""
+    from bead.proxy import engine
+
+    with mem_of(bead_home) as m:
+        m.write("user/editor", "The editor is helix.", "user")
+    body, hdr = req("which editor do I use", stream=False, session="near-limit")
+    monkeypatch.setattr(engine, "API_BODY_BYTES", len(body) + 50)
+    proxy = proxy_client()
+    status, _, _ = post(proxy, body, hdr)
+    assert status == 200 and upstream.requests[-1].body == body
+    assert proxy.health()["too_large"] == 1 and proxy.health()["error_kinds"] == {}
+    monkeypatch.setattr(engine, "API_BODY_BYTES", 32_000_000)
+    post(proxy, body, hdr)
+    assert b"<bead-memory" in upstream.requests[-1].body  # with room, the same request gets its blocks

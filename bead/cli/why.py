@@ -62,7 +62,7 @@ def why(which, trace_file, session, as_json):
     for line in lines_of(text):
         try:
             e = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):
             continue
         if isinstance(e, dict) and (session is None or e.get("session") == session):
             entries.append(e)

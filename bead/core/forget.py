@@ -744,7 +744,7 @@ def _line_matcher(
             obj = json.loads(line)
             texts.append(json.dumps(obj, ensure_ascii=False))
             texts.append(" ".join(strings_in(obj)))
-        except (json.JSONDecodeError, TypeError, RecursionError):
+        except (ValueError, TypeError, RecursionError):
             pass
         normalised = [normalise(t) for t in texts]
         return (

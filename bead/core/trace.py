@@ -49,7 +49,7 @@ def recorded_paths(home: Home) -> list[Path]:
     for line in safe.lines_of(text):
         try:
             value = json.loads(line).get("trace")
-        except (json.JSONDecodeError, AttributeError):
+        except (ValueError, AttributeError):
             continue
         if isinstance(value, str) and value and Path(value) not in out:
             out.append(Path(value))
@@ -98,7 +98,7 @@ class Trace:
         for line in safe.lines_of(self._text()):
             try:
                 out.append(json.loads(line))
-            except json.JSONDecodeError:
+            except ValueError:
                 continue
         return out
 

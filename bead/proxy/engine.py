@@ -68,6 +68,9 @@ log = logging.getLogger("bead.proxy")
 # request went out without them, and the prompt cache missed); above it the API refuses the request anyway.
 # Reading one of 28 MiB takes about 80 ms, and splicing as long again.
 MAX_BODY_BYTES = 32 * 1024 * 1024
+# The API's own limit, read as decimal megabytes (the smaller reading): bead's blocks never take a body that was under
+# it over it. Such a request goes out as the harness sent it, since with the blocks the API would refuse it.
+API_BODY_BYTES = 32_000_000
 # Parsing cannot look at the clock, and its cost grows with the number of
 # objects, not bytes: a body of more messages than any real conversation
 # holds goes out unchanged too (a C-speed count finds it before any parsing:
@@ -297,6 +300,8 @@ class Engine:
             after this (under the conversation's lock), so a splice that fails or a send the guard gave up on
             records nothing: the next request would re-add bytes the model never saw (and break the cache)."""
             prep.body = wire.splice(req, prep.pinned_text, prep.blocks)
+            if len(prep.body) > API_BODY_BYTES >= len(body):
+                raise TooLarge(f"the blocks would take the body past the API's {API_BODY_BYTES} bytes")
             prep.wire = wire
             if claim is not None and not claim.claim():
                 raise Abandoned
@@ -308,6 +313,9 @@ class Engine:
             return Prepared(body)
         except Abandoned:  # the original went out already; nothing of this request was recorded
             self.count("abandoned")
+            return Prepared(body)
+        except TooLarge:  # the blocks would take it past the API's limit: as sent, nothing recorded
+            self.count("too_large")
             return Prepared(body)
         except Exception as exc:  # fail open: the harness must never see bead's failure
             self.error("deadline" if isinstance(exc, DeadlineExceeded) else "inject", exc)

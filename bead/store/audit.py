@@ -151,7 +151,7 @@ def _named_in(path: Path, root: Path) -> set[str]:
     for line in lines_of(text):
         try:
             out |= _named(json.loads(line))
-        except json.JSONDecodeError:
+        except ValueError:
             continue
     return out
 
@@ -162,7 +162,7 @@ def _rewrite(path: Path, root: Path, keys: set[str]) -> int:
             return line
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError:
+        except ValueError:
             return None  # a torn line that holds the key's text: it goes
         if not isinstance(entry, dict):
             return None
@@ -204,7 +204,7 @@ class AuditLog:
         for line in lines_of(text):
             try:
                 out.append(json.loads(line))
-            except json.JSONDecodeError:
+            except ValueError:
                 continue
         return out
 
@@ -262,7 +262,7 @@ class Tombstones:
                     folded.add(entry["fold_sha256"])
                 if isinstance(entry.get("words_sha256"), str):
                     words.add(entry["words_sha256"])
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError, AttributeError):
                 continue
         return plain, folded, words
 

@@ -29,7 +29,7 @@ class DreamState:
         self.root = root if root is not None else path.parent
         try:
             self.data = json.loads(safe.read_text(path, root=self.root))
-        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        except (FileNotFoundError, ValueError, UnicodeDecodeError):
             self.data = {}
         self.data.setdefault("sessions", {})
 

@@ -484,7 +484,7 @@ class ResponseCollector:
             elif data:
                 try:
                     self._event(json.loads(b"\n".join(data)))
-                except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                except (ValueError, UnicodeDecodeError, RecursionError):
                     pass
             return
         if line.startswith(b"data:") and not self._skip_event:
@@ -522,7 +522,7 @@ class ResponseCollector:
         if not self.sse:
             try:
                 body = json.loads(self.body.decode("utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            except (ValueError, UnicodeDecodeError, RecursionError):
                 return None
             if not isinstance(body, dict) or body.get("type") != "message":
                 return None
@@ -530,7 +530,7 @@ class ResponseCollector:
         for i, chunks in self.json_chunks.items():
             try:
                 self.blocks[i]["input"] = json.loads("".join(chunks)) if chunks else {}
-            except json.JSONDecodeError:
+            except ValueError:
                 self.blocks[i]["input"] = {"partial_json": "".join(chunks)}
         for i, parts in self.texts.items():
             self.blocks[i]["text"] = self.blocks[i].get("text", "") + "".join(parts)

@@ -69,7 +69,7 @@ def _json_value(text: str) -> Any:
     """A tool call's arguments as data when they are JSON (too deep or not JSON: the text as it is)."""
     try:
         value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError, TypeError):
+    except (ValueError, RecursionError, TypeError):
         return text
     return value if isinstance(value, dict | list) else text
 
@@ -840,7 +840,7 @@ class _Collector(anthropic.ResponseCollector):
     def _json_body(self) -> Any:
         try:
             return json.loads(self.body.decode("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return None
 
     def _flags(self) -> dict[str, Any]:

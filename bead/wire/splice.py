@@ -23,6 +23,17 @@ from ..textform import readable_json
 
 _WS = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
+
+
+def _number(digits: str) -> int | float:
+    """A JSON integer as read where Python's int() refuses it (over 4,300 digits: converting more takes quadratic
+    time): a float (inf past its range). bead never writes such a value back: the splice edits the text as sent."""
+    return int(digits) if len(digits) <= 4000 else float(digits)
+
+
+# Used only after the plain decoder refused a body (a tool call's input can hold any number): calling back into
+# Python for every integer costs about 0.2 s a million.
+_LENIENT = json.JSONDecoder(parse_int=_number)
 _scanstring = json.decoder.scanstring  # type: ignore[attr-defined]  # the C scanner, not in the stubs
 # Each element of ``messages`` / ``input`` costs a step of Python on top of the C
 # scanner (~1 us; the conversation built from it, ~10 us): three million tiny
@@ -73,6 +84,8 @@ def skip_value(s: str, i: int) -> int:
         return _DECODER.raw_decode(s, _ws(s, i))[1]
     except json.JSONDecodeError as exc:
         raise SpliceError(f"invalid JSON at offset {exc.pos}") from None
+    except ValueError:  # an integer of more digits than int() converts
+        return _LENIENT.raw_decode(s, _ws(s, i))[1]
 
 
 @dataclass(frozen=True)
@@ -133,7 +146,9 @@ def elements(s: str, span: Span) -> list[Span]:
         i = _ws(s, i + 1)
 
 
-def _decode_top(s: str, items: str = "messages") -> tuple[dict[str, Any], dict[str, Span], list[Span] | None, int]:
+def _decode_top(
+    s: str, items: str = "messages", decoder: json.JSONDecoder = _DECODER
+) -> tuple[dict[str, Any], dict[str, Span], list[Span] | None, int]:
     """(the decoded object, key -> value span, the spans of the ``items`` array's elements, the closing brace)."""
     i = _ws(s, 0)
     if s[i : i + 1] != "{":
@@ -152,9 +167,9 @@ def _decode_top(s: str, items: str = "messages") -> tuple[dict[str, Any], dict[s
                 raise SpliceError("missing ':' in object")
             vstart = _ws(s, i + 1)
             if key == items and s[vstart : vstart + 1] == "[":
-                value, msgs, vend = _decode_array(s, vstart)
+                value, msgs, vend = _decode_array(s, vstart, decoder)
             else:
-                value, vend = _DECODER.raw_decode(s, vstart)
+                value, vend = decoder.raw_decode(s, vstart)
                 if key == items:
                     msgs = None
             data[key] = value  # the last duplicate wins, as in json.loads
@@ -172,7 +187,7 @@ def _decode_top(s: str, items: str = "messages") -> tuple[dict[str, Any], dict[s
     return data, top, msgs, end
 
 
-def _decode_array(s: str, start: int) -> tuple[list[Any], list[Span], int]:
+def _decode_array(s: str, start: int, decoder: json.JSONDecoder) -> tuple[list[Any], list[Span], int]:
     values: list[Any] = []
     spans: list[Span] = []
     i = _ws(s, start + 1)
@@ -180,7 +195,7 @@ def _decode_array(s: str, start: int) -> tuple[list[Any], list[Span], int]:
         return values, spans, i + 1
     while True:
         begin = _ws(s, i)
-        value, end = _DECODER.raw_decode(s, begin)
+        value, end = decoder.raw_decode(s, begin)
         values.append(value)
         spans.append(Span(begin, end))
         if len(spans) > MAX_ITEMS:
@@ -262,10 +277,16 @@ def decode(body: bytes, items: str) -> tuple[str, dict[str, Any], dict[str, Span
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise SpliceError("body is not UTF-8") from None
+    readable = readable_json(text)
     try:
-        data, top, spans, end = _decode_top(readable_json(text), items)
+        data, top, spans, end = _decode_top(readable, items)
     except json.JSONDecodeError as exc:
         raise SpliceError(f"body is not JSON ({exc.msg} at offset {exc.pos})") from None
+    except ValueError:  # an integer of more digits than int() converts (a tool call's input): read it again
+        try:
+            data, top, spans, end = _decode_top(readable, items, _LENIENT)
+        except json.JSONDecodeError as exc:
+            raise SpliceError(f"body is not JSON ({exc.msg} at offset {exc.pos})") from None
     return text, data, top, spans, end
 
 
