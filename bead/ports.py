@@ -10,6 +10,7 @@ import ipaddress
 import os
 import re
 import secrets
+import stat
 import threading
 from pathlib import Path
 
@@ -215,9 +216,15 @@ def _main(argv: list[str]) -> int:
     if len(argv) != 2:
         return 2
     try:
-        fd = os.open(argv[1], os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, encoding="ascii", errors="replace") as f:
-            token = f.read().strip()
+        # Non-blocking and a regular file only, a few bytes at most: a FIFO left at the token's path held every
+        # `claude` the person started, for ever, before the check's own time limit began.
+        fd = os.open(argv[1], os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return 1
+            token = os.read(fd, TOKEN_MAX_BYTES).decode("ascii", "replace").strip()
+        finally:
+            os.close(fd)
     except OSError:
         return 1
     if not token:
@@ -235,6 +242,7 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
+TOKEN_MAX_BYTES = 4096  # a token is 43 characters
 CHECK_S = 2.0  # the claude wrapper's whole check (a proxy that answers does so in milliseconds)
 
 

@@ -963,3 +963,20 @@ def test_the_wrapper_takes_an_ipv6_address(shell, tmp_path):
         timeout=30,
     )
     assert r.stdout.strip() == "[::1]:7177", r.stderr
+
+
+def test_the_wrappers_check_never_waits_on_a_fifo_at_the_token(tmp_path):
+    """The `claude` wrapper's check (`python -m bead.ports LISTEN TOKEN_FILE`) opened the token file blocking: a FIFO
+    there held every `claude` the person started, for ever. It is refused at once, and claude runs without the
+    proxy."""
+    import threading
+
+    from bead.ports import _main
+
+    fifo = tmp_path / "proxy.token"
+    os.mkfifo(fifo)
+    out: list[int] = []
+    t = threading.Thread(target=lambda: out.append(_main(["127.0.0.1:9", str(fifo)])), daemon=True)
+    t.start()
+    t.join(10)
+    assert out == [1]
