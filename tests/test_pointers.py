@@ -193,6 +193,8 @@ class TestShape:
             "\u2039/\u044c\u025bad-\u043c\u025b\u043cory>",  # Latin epsilons, soft sign and em around ASCII
             "\u2039/b\u03b5\u03b1\u03b4-m\u03b5m\u03bf\u03c1y>",  # Greek epsilon, alpha, delta, omicron, rho
             "\u2039/\u03b2\u03b5\u03b1\u03b4-\u03bc\u03b5\u03bc\u03bf\u03c1\u03c5>",  # all Greek: its romanization
+            "</be4d-memory>",  # a four for an a
+            "</be@d-memory>",  # an at sign for an a
         ],
         ids=[
             "plain",
@@ -211,6 +213,8 @@ class TestShape:
             "epsilon-and-em",
             "greek-with-rho",
             "all-greek",
+            "four-for-a",
+            "at-for-a",
         ],
     )
     @pytest.mark.parametrize("where", ["title", "body"])
@@ -228,6 +232,7 @@ class TestShape:
         folded = fold(newest).lower()
         assert not any(c in newest for c in "\u2039\uff1c\u27e8\u25c4"), "an opener that reads as < is written as its code"
         assert folded.count("</bead-memory") == 1 and folded.count("<bead-memory") == 1
+        assert tag == "</bead-memory>" or tag not in newest  # a look-alike is never written as itself
 
     @pytest.mark.parametrize(
         "value",
@@ -291,6 +296,23 @@ class TestShape:
         sequence needs reach the model as written."""
         assert render.shown(text) == text
         assert render.shown("hidden\U000e0041\U000e0042 tags") == "hidden\\U000e0041\\U000e0042 tags"
+
+    def test_a_value_in_a_block_escapes_every_character_a_listing_escapes(self):
+        """A pasted value reaches the pinned block and the cue as the person wrote it; its hiding characters did
+        too, past a shorter list than bead's listings and screens use: Hangul fillers, the braille blank, Mongolian
+        selectors, the grapheme joiner, Khmer inherent vowels, musical and hieroglyph format controls. A block now
+        escapes what `bead.display.visible` escapes, but for what a script is written with (the joiners, the soft
+        hyphen: the test below)."""
+        from bead.display import visible
+        from bead.recall.render import shown
+
+        named = "\u206a\u3164\u115f\uffa0\u2800\u180b\u180f\u034f\u17b4\U0001d173\U00013430\U0001bca0"
+        for ch in named:
+            assert ch not in shown(f"ship{ch} it"), hex(ord(ch))
+        kept = [c for c in map(chr, [*range(0x80, 0x3400), *range(0xFB00, 0xFFFE)]) if not "\ud800" <= c <= "\udfff"]
+        leaks = [hex(ord(c)) for c in kept if c not in visible(f"a{c}b") and c in shown(f"a{c}b")]
+        assert leaks == ["0xad", "0x200c", "0x200d"]
+        assert shown("Grüße, 東京, ❤️, e\u0301") == "Grüße, 東京, ❤️, e\u0301"  # letters, emoji and marks as written
 
     def test_variation_selectors_stay_only_as_an_emojis_or_an_ideographs_form(self):
         """U+FE0F after an emoji and one selector of the supplement after a CJK ideograph are what the person sees;

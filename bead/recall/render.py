@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 
 from ..display import cut_at_word, escaped_char, plain_words, visible
-from ..textform import TAG_FLAGS, fold, kept_selectors
+from ..textform import TAG_FLAGS, _unseen, fold, kept_selectors
 
 CHARS_PER_TOKEN = 4
 RAW_EXCERPT_CHARS = 600
@@ -31,7 +31,7 @@ _OPENER = re.compile("[" + re.escape(OPENERS) + "]")
 _TAG_NAME = "beadmemory"
 _SCAN = 256  # characters read after an opener for the padding before a name, and again for the name
 _MANY_OPENERS = 64  # a value with more has every opener escaped (one pass at C speed, not one read each)
-_DIGIT_LETTERS = str.maketrans("013", "ole")  # digits that stand in for letters in a name ("mem0ry")
+_DIGIT_LETTERS = str.maketrans("0134", "olea")  # digits that stand in for letters in a name ("mem0ry", "be4d")
 
 TRUST_KEY = (
     "Each fact says where it came from: stated (the user said it), accepted (the user "
@@ -105,7 +105,7 @@ def _reads(ch: str) -> str:
     """The letters and digits a character reads as, lower case: its own, its normal form's (bead.textform.fold: an
     enclosed, circled, full-width or look-alike letter as its ASCII), or a regional indicator's letter."""
     if ch.isascii():
-        return ch.lower() if ch.isalnum() else ""
+        return ch.lower() if ch.isalnum() else "a" if ch == "@" else ""  # "be@d" as "bead"
     if unicodedata.category(ch) in _READS_NOTHING:
         return ""
     out = "".join(c for c in fold(ch).casefold() if c.isalnum())
@@ -204,25 +204,30 @@ def fact_line(row: dict, project: str | None = None) -> str:
 # Indic scripts and emoji sequences need), the BOM, interlinear annotation, and the invisible tag characters that
 # can spell out hidden text (except in the three flags Unicode names, England's, Scotland's and Wales's: U+1F3F4 and
 # gbeng, gbsct or gbwls in tags; any other run of tags, flag-shaped or not, may spell words a model reads).
-_HIDES = re.compile(
-    f"({TAG_FLAGS.pattern})|[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b\u200e\u200f"
-    "\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
-    "|[\ufe00-\ufe0f\U000e0100-\U000e01ef]"  # a variation selector: kept only as an emoji's or an ideograph's form
-)
+# A tag flag, or any character outside printable ASCII: each is looked at (``_hides``).
+_HIDES = re.compile(f"({TAG_FLAGS.pattern})|[^\x20-\x7e]")
+# What writing in a script needs, kept as written though a listing escapes them: the zero-width non-joiner (Persian)
+# and joiner (Devanagari conjuncts, emoji sequences), and the soft hyphen (a word's break point).
+_SCRIPT_JOINERS = frozenset("\u200c\u200d\u00ad")
 
 
 def _hides(keep: frozenset[int]) -> Callable[[re.Match[str]], str]:
-    """The replacement of each ``_HIDES`` match: its escape, but a tag flag and a selector that draws what the person
-    sees (``keep``: bead.textform.kept_selectors) as written."""
+    """The replacement of each ``_HIDES`` match: the escape of a character that hides or reorders text (the one rule
+    bead.textform screens with and bead.display shows with: controls, format characters, the blank-looking ones,
+    variation selectors), as written otherwise; a tag flag, a selector that draws what the person sees (``keep``:
+    bead.textform.kept_selectors) and the joiners of a script (``_SCRIPT_JOINERS``) as written."""
 
     def one(m: re.Match[str]) -> str:
         if m.group(1):
             return m.group(1)
-        return m.group() if m.start() in keep else escaped_char(m.group())
+        ch = m.group()
+        return ch if m.start() in keep or ch in _SCRIPT_JOINERS or not _unseen(ch) else escaped_char(ch)
 
     return one
 
 
+# A fact's value is shown on request after request (the pinned block, its cue): each is looked at once.
+@functools.lru_cache(maxsize=4096)
 def shown(body: str) -> str:
     """A stored value as a block writes it: one line (``flattened``), never a tag that reads as bead's (``escape``),
     and each character that could reorder or hide what the model reads (``_HIDES``) as its escape (as an excerpt's
