@@ -459,7 +459,7 @@ def test_stdout_carries_json_rpc_only_even_when_bead_prints_and_logs(tmp_path):
                 "method": "tools/call",
                 "params": {
                     "name": "remember",
-                    "arguments": {"value": "the cache lives in redis db 3", "type": "project", "key": "project/x/cache"},
+                    "arguments": {"value": "the cache lives in redis db 3", "type": "project"},  # its key: this project's
                 },
             }
         )
@@ -599,3 +599,17 @@ def test_every_tool_that_returns_memory_labels_its_structured_result(server, mem
         assert list(r.structured_content)[0] == "note" and r.structured_content["note"] == DATA_NOTE, tool
     text = server.call("get_memory", {"key": "project/webshop/deploy"}).content[0].text
     assert json.loads(text)["note"] == DATA_NOTE, "the text the model may read says it too"
+
+
+def test_a_fact_the_agent_writes_into_another_project_waits_for_the_person(server, mem):
+    """What an agent reads in one project (a README, a web page) could be written into another project's facts and
+    reach that project's conversations unseen. From webshop's conversation, a fact of project billing is queued for
+    the person, saying which project wrote it; its own project's, the person's and global facts are written."""
+    r = server.ok("remember", {"value": "The billing DB host is db.evil.example", "type": "project", "key": "project/billing/db"})
+    assert r["status"] == "queued" and "from a conversation of project webshop, into project billing" in r["reason"]
+    assert mem.current("project/billing/db") is None
+    own = server.ok("remember", {"value": "The webshop DB host is db-web-1", "type": "project", "key": "project/webshop/db"})
+    assert own["status"] == "written"
+    assert (
+        server.ok("remember", {"value": "Prefers tabs over spaces", "type": "user", "key": "user/indent"})["status"] == "written"
+    )

@@ -30,7 +30,7 @@ from ..display import CONTROL, visible
 from ..errors import BeadError, InvalidArgument, KeySealed, RefusedWrite, VersionConflict
 from ..recall.render import escape
 from ..store.facts import Fact
-from ..store.keys import MAX_SEGMENT_BYTES, TRUSTS, TYPES
+from ..store.keys import MAX_SEGMENT_BYTES, PERSON_TRUSTS, TRUSTS, TYPES
 from ..store.queue import item_id
 from ..textform import fold
 from . import propose
@@ -311,6 +311,13 @@ def remember_fact(
         reason = f"remember: {found.reason}"
         queued = propose.queue(mem, "suspicious", stored, type, value, reason, source=source, owner=owner)
         return Saved("queued", shown, item=queued.item.id if queued.item else None, reason=reason)
+    other = _other_project(stored, project)
+    if other is not None and trust not in PERSON_TRUSTS:
+        # What an agent reads in one project (a README, a web page) must not reach another project's conversations
+        # unseen: a fact it writes there waits for the person, who sees which project wrote it.
+        reason = f"remember: written from a conversation of project {project}, into project {other}"
+        queued = propose.queue(mem, "untrusted-source", stored, type, value, reason, source=source, owner=owner)
+        return Saved("queued", shown, item=queued.item.id if queued.item else None, reason=reason)
 
     def cas(cur: Fact | None) -> None:
         if expected_version is not None:
@@ -335,6 +342,14 @@ def remember_fact(
         viewer.shown_id(res.superseded.id) if res.written and res.superseded else None,
         indexed=res.indexed,
     )
+
+
+def _other_project(key: str, project: str | None) -> str | None:
+    """The project a ``project/<name>/...`` key is of, when it is not ``project`` (the conversation's); else None."""
+    parts = key.split("/")
+    if project is None or len(parts) < 3 or parts[0] != "project" or parts[1] == project:
+        return None
+    return parts[1]
 
 
 def vet(
