@@ -131,6 +131,9 @@ def test_preview_writes_nothing_and_install_keeps_a_changed_file_without_force(b
     assert "unchanged" in bead("skills", "preview", "--dir", str(project)).out
     r = bead("skills", "install", "--dir", str(project), "--force")
     assert r.code == 0 and "imperative" in mine.read_text()
+    # --force replaces every differing file at once: the person's edit is kept beside it, and said where.
+    backup = mine.with_name("SKILL.md.bak")
+    assert backup.read_text().endswith("mine\n") and f"kept as {backup}" in r.out
 
 
 def test_a_hostile_key_gives_a_safe_name_and_names_never_collide(bead, mem, project):

@@ -193,9 +193,14 @@ def _show_skills(rows, verb, folder=None, project=None):
         )
     for d in rows:
         echo(f"{d['status']:<9} {d['path']}  ({d['metadata']['bead_version_id']})")
+        if d.get("backup"):
+            echo(f"{'':<9} what it held before is kept as {d['backup']}")
     kept = [d for d in rows if d["status"] in ("differs", "kept")]
     if kept:
-        echo(f"{len(kept)} file(s) differ from memory and were {verb}; `bead skills install --force` replaces them")
+        echo(
+            f"{len(kept)} file(s) differ from memory and were {verb}; `bead skills install --force` replaces them "
+            "(keeping each as SKILL.md.bak beside it)"
+        )
 
 
 @skills.command("preview")

@@ -65,6 +65,8 @@ class Skill:
     key: str
     status: str = ""  # new | unchanged | differs | written | kept
     path: Path | None = None
+    before: str | None = None  # what the file held when it differs (a person's edit, say)
+    backup: Path | None = None  # where ``install --force`` kept it
     problems: list[str] = field(default_factory=list)
 
     def render(self) -> str:
@@ -79,6 +81,7 @@ class Skill:
             "key": self.key,
             "status": self.status,
             "path": str(self.path) if self.path else None,
+            "backup": str(self.backup) if self.backup else None,
             "content": self.render(),
         }
 
@@ -258,6 +261,7 @@ def plan(mem: Memory, project_dir: Path, project: str | None) -> list[Skill]:
             s.status = "new"
             continue
         s.status = "unchanged" if now == s.render() else "differs"
+        s.before = now if s.status == "differs" else None
     return skills
 
 
@@ -273,6 +277,9 @@ def install(mem: Memory, project_dir: Path, project: str | None, force: bool = F
             s.status = "kept" if s.status == "differs" else s.status
             continue
         assert s.path is not None
+        if s.before is not None:  # --force over a file that differs: what it held (a person's edit) is kept beside it
+            s.backup = s.path.with_name(s.path.name + ".bak")
+            safe.atomic_write(s.backup, s.before.encode("utf-8"), FILE_MODE, root=project_dir)
         safe.atomic_write(s.path, s.render().encode("utf-8"), FILE_MODE, root=project_dir)
         s.status = "written"
     return skills
