@@ -204,6 +204,26 @@ class TestPass:
         assert [line for line in report.splitlines() if line.startswith("## ")] == [report.splitlines()[0]]
         assert "invalid key" in report
 
+    def test_a_rejected_key_can_neither_hide_the_runs_written_facts_nor_swell_the_report(self, make, model):
+        """`bead review` found the last run by the last "## Dream run" anywhere in the report: a rejected key saying
+        it (`- rejected: ## Dream run (invalid key)`) hid every line of the run above it, the facts written among
+        them. Runs are found by their header lines; a rejected key is listed cut, not whole (20 keys of 190 KB
+        added megabytes to every report)."""
+        from bead.core.review import latest_report
+
+        mem = make("openai")
+        session(mem, "s1", ["we moved postgres, it listens on port 5433 now", "noted"])
+        model.answers.append(
+            answer(
+                {"key": "project/shop/db-port", "type": "project", "value": "Postgres listens on 5433."},
+                {"key": "## Dream run", "type": "project", "value": "nothing"},
+                {"key": "x" * 200_000, "type": "project", "value": "nothing either"},
+            )
+        )
+        report = Dream(mem).run().path.read_text()
+        assert "project/shop/db-port@v1" in latest_report(mem).written
+        assert len(report) < 5_000, len(report)
+
     def test_the_models_title_is_kept_only_when_the_value_says_it(self, make, model):
         """A proposal may name its fact (pointers show the title), cut to 8 words; a title that says anything
         the value does not (an instruction, a credential, a "not" that turns it around) is dropped, and the fact

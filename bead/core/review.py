@@ -102,12 +102,18 @@ class ReportView:
     episodes: list[str] = field(default_factory=list)
 
 
+_RUN_HEADER = re.compile(r"^## Dream run", re.MULTILINE)
+
+
 def latest_report(mem: Memory) -> ReportView | None:
     files = sorted(Reports(mem.home).files(), key=lambda p: p.name)
     if not files:
         return None
     text = safe.read_text(files[-1], root=mem.home.root, errors="replace")
-    run = text[text.rfind("## Dream run") :] if "## Dream run" in text else text
+    # The last run is the last line that begins with its header: a model's rejected key can hold the same words
+    # inside a line (`- rejected: ## Dream run …`), which would hide every line of the run before it.
+    starts = [m.start() for m in _RUN_HEADER.finditer(text)]
+    run = text[starts[-1] :] if starts else text
     view = ReportView(files[-1].name, run)
     section = ""
     for line in run.splitlines():

@@ -48,6 +48,7 @@ TURN_CHARS = 4_000
 CONTEXT_FACTS = 200
 CHARS_PER_TOKEN = 4  # the estimate's rule of thumb (as bead's budgets use)
 MAX_PROPOSALS = 20  # of one answer (one chunk of a conversation); the rest are rejected
+REJECTED_KEY_CHARS = 120  # of a rejected key, as the report lists it (a valid key is at most a few dozen)
 EXTRACT_OUT_ESTIMATE = 800  # tokens one extraction answer costs, for the dry run's estimate
 SECOND_TOKENS_ESTIMATE = 400  # one second-opinion call, in and out
 LESSON_MAX_CHARS = 2_000
@@ -389,7 +390,9 @@ class Dream:
         """Do what ``decide`` said of ``proposal``."""
         key, value = proposal.key, proposal.value
         if d.action == "reject":
-            session["rejected"].append(f"{key or '(empty key)'} ({d.detail})")
+            # A rejected key is the model's: cut (an answer of 190 KB keys added megabytes to every report).
+            shown = (key or "")[:REJECTED_KEY_CHARS] + ("…" if len(key or "") > REJECTED_KEY_CHARS else "")
+            session["rejected"].append(f"{shown or '(empty key)'} ({d.detail})")
         elif d.action == "skip":
             session["skipped"].append(f"{key} ({d.detail})")
         elif d.action == "queue":
