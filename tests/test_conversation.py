@@ -140,6 +140,21 @@ def test_code_fence_is_pasted():
     ]
 
 
+def test_indented_code_is_pasted_like_fenced_code():
+    """Markdown's other code block, four spaces or a tab after a blank line, was the person's typed words: a
+    release script pasted that way backed a dream fact as theirs. It is PASTED to the next line that is not
+    indented (blank lines inside it included); an indented line right under a typed one continues it, as Markdown
+    reads it, and a quote marker after tabs or no-break spaces is a quote."""
+    text = "can you check why this fails?\n\n    release: bump 2.4\n\n    tag it\n\tpush\nthanks\n  more\n\t> quoted"
+    assert sources_of(text) == [
+        (Source.TYPED, "can you check why this fails?"),
+        (Source.PASTED, "release: bump 2.4\n\n    tag it\n\tpush"),
+        (Source.TYPED, "thanks\n  more"),
+        (Source.PASTED, "> quoted"),
+    ]
+    assert sources_of("\u00a0\u00a0> a quote behind no-break spaces") == [(Source.PASTED, "> a quote behind no-break spaces")]
+
+
 def test_unclosed_fence_runs_to_the_end():
     """A fence never closed makes the rest of the block PASTED."""
     assert sources_of("look:\n```\nremember that x\nstill code") == [
@@ -238,7 +253,7 @@ def test_plain_lines_are_typed_whole():
 def test_segments_take_linear_time():
     """A quarter megabyte of fence lines, quote lines and paste markers each splits in under a quarter of a second,
     or in linear time (tests/linear.py)."""
-    for unit in ("```\n", "> x\n", "[Pasted text #1 +0 lines]\n", "\n", "a\n# b\n"):
+    for unit in ("```\n", "> x\n", "[Pasted text #1 +0 lines]\n", "\n", "a\n# b\n", "\n    x\n", "\t\u00a0> x\n"):
         assert_linear(segments, lambda n, u=unit: u * (n // len(u)), 256 * 1024, limit=0.25, what=repr(unit))
 
 

@@ -242,6 +242,7 @@ def _starts_document(line: str) -> bool:
 
 
 _LEADS = frozenset("`~#->=")
+_INDENTS = ("    ", "\t")  # what starts a line of an indented code block
 
 
 class _Runs:
@@ -262,6 +263,7 @@ def _line_sources(text: str, out: _Runs) -> None:
     fence = ""
     pasted_left = 0  # lines of an expanded paste still to come
     quoting = False  # after a quote line: Markdown's lazy continuation, to the next blank line
+    indented = False  # inside an indented code block (Markdown's: 4 spaces or a tab, after a blank line)
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if not i & 4095:
@@ -281,12 +283,20 @@ def _line_sources(text: str, out: _Runs) -> None:
             pasted_left -= 1
             out.add(PASTED, line)
             continue
-        body = line.lstrip(" ")
+        if not line.strip():
+            out.add(PASTED if indented else TYPED, line)  # a blank line: an indented block may go on after it
+            continue
+        if line.startswith(_INDENTS) and (indented or i == 0 or not lines[i - 1].strip()):
+            out.add(PASTED, line)  # code indented as Markdown writes it, pasted like a fenced one
+            indented = True
+            continue
+        indented = False
+        body = line.lstrip(" \t\u00a0")  # a quote marker after tabs or no-break spaces is still one
         lead = body[:1]
         if lead not in _LEADS and "[Pasted text" not in line:
             out.add(TYPED, line)  # the common case, decided by one character
             continue
-        if lead == ">" and len(line) - len(body) <= 3:
+        if lead == ">":
             out.add(PASTED, line)  # a quote, and the lines that continue it
             quoting = True
             continue
@@ -315,7 +325,7 @@ def _line_sources(text: str, out: _Runs) -> None:
 
 # A line that may start something pasted; text with none of these (and no
 # marker or output tag) is typed as a whole, without a walk over its lines.
-_MAY_PASTE = compile_linear(r"(?m)^ {0,3}(?:>|#|---|===|```|~~~)")
+_MAY_PASTE = compile_linear("(?m)^(?: {0,3}(?:#|---|===|```|~~~)|[ \t\u00a0]*>| {4}|\t)")
 
 
 def segments(text: str) -> list[tuple[str, str]]:
