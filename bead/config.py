@@ -23,12 +23,15 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .errors import BeadError
 from .paths import Home
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 Check = Callable[[Any], "str | None"]  # returns an error text
 
@@ -467,3 +470,20 @@ def reference() -> str:
             lines += [" ".join(cls.__doc__.split()), ""]
         lines += rows(cls)
     return "\n".join([*lines, "", REFERENCE_END]) + "\n"
+
+
+def schedule_problem(schedule: str, now: datetime) -> str | None:
+    """Why ``schedule`` (``dream.schedule``) can never run a pass: not a cron line, or one with no time to come
+    (the 31st of February); None when it will."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    try:
+        trigger = CronTrigger.from_crontab(schedule, timezone=now.astimezone().tzinfo)
+    except ValueError as exc:
+        return f"dream.schedule {schedule!r} is not a cron line ({exc})"
+    if trigger.get_next_fire_time(None, now.astimezone()) is None:
+        return f"dream.schedule {schedule!r} names no time that comes"
+    return None
+
+
+SCHEDULE_FIX = "set dream.schedule in config.yaml to five fields, minute hour day month weekday (the default: '7 3 * * *')"

@@ -899,6 +899,38 @@ class TestWorker:
         now[0] = datetime(2026, 11, 22, 3, 8, tzinfo=local)
         assert worker.tick() is False and len(tries) == 2, "again at the next fire time"
 
+    def test_a_clock_that_went_back_does_not_stall_the_worker(self, make, model):
+        """A first start with the clock years ahead left `worker_since` there; once the clock was set right, no pass
+        ran until it caught up. A recorded time after now is counted from now, and the next fire time runs."""
+        local = datetime.now().astimezone().tzinfo
+        now = [datetime(2031, 1, 1, 12, 0, tzinfo=local)]
+        mem = make(clock=lambda: now[0])
+        runs = []
+        done = type("R", (), {"calls": 0, "sessions": {}, "failed": {}})()
+        worker = Worker(
+            lambda: type("D", (), {"run": lambda self: runs.append(now[0]) or done})(),
+            "7 3 * * *",
+            mem.home.dream_state,
+            lambda: now[0],
+        )
+        assert worker.tick() is False  # first start, in 2031
+        now[0] = datetime(2026, 11, 20, 23, 0, tzinfo=local)  # set right
+        assert worker.tick() is False
+        now[0] = datetime(2026, 11, 21, 3, 8, tzinfo=local)
+        assert worker.tick() is True and runs == [now[0]]
+
+    def test_a_schedule_that_never_runs_stops_the_worker_at_its_start_and_status_says_so(self, bead, bead_home):
+        """`dream.schedule: banana` loaded, and the worker logged a bare ValueError once a minute, running nothing,
+        while `bead status` said all was well. Both say what is wrong and how to fix it."""
+        bead("status")  # writes the config
+        config = bead_home / "config.yaml"
+        text = config.read_text()
+        assert 'schedule: "7 3 * * *"' in text
+        config.write_text(text.replace('schedule: "7 3 * * *"', "schedule: banana"))
+        r = bead("dream", "worker", "--interval", "1")
+        assert r.code == 1 and "dream.schedule 'banana' is not a cron line" in r.err and "minute hour" in r.err, r.err
+        assert "dream.schedule 'banana' is not a cron line" in bead("status").out
+
     def test_due(self):
         tz = datetime.now().astimezone().tzinfo
         last = datetime(2026, 1, 1, 4, 0, tzinfo=tz)

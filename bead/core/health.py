@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import __version__
 from .. import files as safe
+from ..config import SCHEDULE_FIX, schedule_problem
 from ..errors import BeadError
 from ..index import semantic, sqlite
 from ..index.rebuild import diff
@@ -96,6 +97,9 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         problems.append(_link_problem(link))
     for hl in safe.hard_links(mem.home.root, root=mem.home.root):
         problems.append(_hard_link_problem(hl))
+    bad_schedule = schedule_problem(mem.config.dream.schedule, mem.clock())
+    if bad_schedule is not None:  # the dream worker will not start on it
+        problems.append({"problem": bad_schedule, "fix": SCHEDULE_FIX})
     for log_path in (mem.home.audit_log, mem.home.tombstones_log):
         try:
             kind = os.lstat(log_path).st_mode

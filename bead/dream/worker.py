@@ -20,6 +20,9 @@ from .run import Dream, LockHeld
 log = logging.getLogger("bead.dream")
 
 
+FUTURE_SLACK_S = 300  # a last run this far after the clock's now was written by a clock that ran ahead
+
+
 def due(schedule: str, last_run: datetime, now: datetime) -> bool:
     """True when a fire time of ``schedule`` lies in (last_run, now]."""
     from apscheduler.triggers.cron import CronTrigger
@@ -46,7 +49,17 @@ class Worker:
             st.data["worker_since"] = iso(self.clock())
             st.save()
         value = st.data.get("last_run") or st.data["worker_since"]
-        return datetime.fromisoformat(value)
+        last = datetime.fromisoformat(value)
+        now = self.clock()
+        if (last - now).total_seconds() > FUTURE_SLACK_S:
+            # The clock went back (or a run's clock was ahead): counted from that time, no pass would come until the
+            # clock caught up with it. Count from now.
+            log.warning("dream: the last run is recorded at %s, after now (%s): counting from now", value, iso(now))
+            st.data.pop("last_run", None)
+            st.data["worker_since"] = iso(now)
+            st.save()
+            return now
+        return last
 
     def tick(self) -> bool:
         """One wake: run the pass if a scheduled time has passed. True if it ran."""
