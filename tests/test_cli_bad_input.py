@@ -132,6 +132,26 @@ def test_a_suite_of_another_shape_is_said_not_a_traceback(bead, tmp_path, body):
     assert clean(r) and "suite format" in r.err and str(suite) in r.err, r.err
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        # nine aliases of nine aliases: a few hundred bytes that expand to a tree far too large to check
+        "a: &a [x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+        + "kind: supersession\nname: x\nscenarios: *i\n",
+        "kind: poisoning\nname: x\nproposals: &c [*c]\n",  # a list that holds itself
+    ],
+    ids=["alias-bomb", "self-reference"],
+)
+def test_a_suite_with_anchors_is_refused_at_once_not_expanded(bead, tmp_path, body):
+    """A suite expanded its aliases and was walked whole (minutes for 1.4 KB), or ended in a RecursionError
+    traceback. A suite uses no anchor or alias: one is refused at once, saying so."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(body)
+    r = bead("eval", str(suite))
+    assert clean(r) and "anchors and aliases" in r.err and "no anchor or alias" in r.err, r.err
+
+
 def test_reindex_never_removes_an_index_that_is_only_busy(bead, bead_home, monkeypatch):
     """A locked index (another program mid-write) is no damaged one: reindex says so and removes nothing."""
     from bead.core.memory import Memory

@@ -24,7 +24,9 @@ from .common import echo, echo_json
     "config_file",
     type=click.Path(exists=True, dir_okay=False),
     help="Injection suites: a config.yaml for the recall step (e.g. another gate), instead of the defaults. "
-    "Poisoning suites: a config.yaml whose dream model gives the second opinion.",
+    "Poisoning suites: a config.yaml whose dream model gives the second opinion. It is a whole config: its "
+    "dream model's api_key_command runs and the key goes to its base_url, as in `bead dream run`; use only one "
+    "you would give bead itself.",
 )
 @click.option(
     "--path",

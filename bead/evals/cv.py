@@ -45,11 +45,11 @@ def load_grid(path: str) -> list[Setting]:
     from pathlib import Path
 
     try:
-        data = yamlsafe.load(Path(path).read_text(encoding="utf-8"))
+        data = yamlsafe.load_plain(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BeadError(f"no grid at {path}", "give the path of a grid YAML file (evals/grids/)") from None
     except yamlsafe.Error as exc:
-        raise BeadError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax") from None
+        raise BeadError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax (a grid uses no anchor or alias)") from None
     items = data.get("settings") if isinstance(data, dict) else None
     if not isinstance(items, list) or not items:
         raise BeadError(
