@@ -182,7 +182,15 @@ class DreamSettings(ModelSettings):
     decay_days: int = setting(60, "a fact nothing wrote, injected or reinforced this long becomes dormant", check=_positive)
     timeout_s: float = setting(120, "one model call's limit, the whole answer read", check=_positive)
     max_tokens_per_run: int | None = setting(
-        None, "a run stops once its calls used this many tokens (null: no limit); the rest waits for the next run"
+        None,
+        "a run stops once its calls used this many tokens (null: no limit; a call whose server reports none counts "
+        "a token per 4 characters); the rest waits for the next run",
+    )
+    max_run_minutes: float = setting(
+        60,
+        "a run starts no model call past this long (a slow server's calls each within timeout_s); the rest waits "
+        "for the next run, and a second opinion not asked queues its proposal for the person",
+        check=_positive,
     )
     prices: dict[str, dict[str, float | int]] | None = setting(
         None, "model -> {input, output}: USD per million tokens, for the cost `bead dream run --dry-run` estimates", check=_prices

@@ -41,6 +41,9 @@ class ModelError(Exception):
     """The model call failed: network, status, timeout or an answer of the wrong shape."""
 
 
+CHARS_PER_TOKEN = 4  # a call's token count where its server reports none (``Model.chat``)
+
+
 @dataclass(frozen=True)
 class Answer:
     text: str
@@ -125,7 +128,13 @@ class Model:
         if error is not None:
             raise error
         assert answer is not None
-        return answer
+        # A count the server does not report (a local server may not; a hostile one says 0) is what the characters
+        # say, 4 to a token: such a server still spends dream.max_tokens_per_run.
+        return Answer(
+            answer.text,
+            answer.tokens_in or (len(system) + len(user)) // CHARS_PER_TOKEN,
+            answer.tokens_out or len(answer.text) // CHARS_PER_TOKEN,
+        )
 
     def _chat(self, key: str | None, system: str, user: str, max_tokens: int, json_mode: bool) -> Answer:
         try:

@@ -216,6 +216,7 @@ class Dream:
         self.state = DreamState(mem.home.dream_state, mem.home.root)
         self._values: dict[str, str] | None = None  # normalised current value -> key, for duplicates
         self._epoch: str | None = None  # the raw log's forget epoch when the run began
+        self._ends = float("inf")  # time.monotonic() past which the run starts no model call (dream.max_run_minutes)
 
     # ----- the pass ----------------------------------------------------------
     def run(self, dry_run: bool = False) -> Report:
@@ -244,13 +245,13 @@ class Dream:
                 self._write_report(rep)
                 return rep
             budget = self.config.dream.max_tokens_per_run
+            self._ends = time.monotonic() + 60 * self.config.dream.max_run_minutes
             for sid, path in self._sessions():
                 self._read_as[path] = _inode(path)  # before the read: a rewrite after it changes the inode
                 turns = [t for t in self.mem.raw.read(path) if t.n > self.state.read(sid)]
                 if not turns:
                     continue
-                if budget and rep.tokens_in + rep.tokens_out >= budget:
-                    rep.stopped_early = f"dream.max_tokens_per_run ({budget}) reached"
+                if self._spent(rep, budget):
                     break
                 self._session(sid, turns, rep, dry_run, budget)
             if not dry_run:
@@ -261,6 +262,14 @@ class Dream:
             self._write_report(rep)
             return rep
 
+    def _spent(self, rep: Report, budget: int | None) -> bool:
+        """Whether the run's token budget or its time is used up (said in the report once)."""
+        if budget and rep.tokens_in + rep.tokens_out >= budget:
+            rep.stopped_early = f"dream.max_tokens_per_run ({budget}) reached"
+        elif time.monotonic() >= self._ends:
+            rep.stopped_early = f"dream.max_run_minutes ({self.config.dream.max_run_minutes:g}) reached"
+        return bool(rep.stopped_early)
+
     def _sessions(self):
         for path in self.mem.raw.files():
             yield path.stem, path
@@ -270,8 +279,7 @@ class Dream:
         read_upto = self.state.read(sid)
         episode = None
         for chunk in chunks([t for t in turns if t.text != FORGOTTEN] or turns):
-            if budget and rep.tokens_in + rep.tokens_out >= budget:
-                rep.stopped_early = f"dream.max_tokens_per_run ({budget}) reached"
+            if self._spent(rep, budget):
                 break
             user = self._context(chunk) + "\n\n" + transcript(chunk)
             assert self.model is not None  # run() sets it before any session
@@ -464,6 +472,8 @@ class Dream:
             return None
 
         def ask(key: str, type_: str, value: str) -> Opinion:
+            if time.monotonic() >= self._ends:  # not asked: the proposal waits for the person (decide queues it)
+                return Opinion("failed", f"not asked: dream.max_run_minutes ({self.config.dream.max_run_minutes:g}) reached")
             rep.calls += 1
             op = second.ask(model, key, type_, value)
             rep.tokens_in += op.tokens_in
@@ -484,12 +494,9 @@ class Dream:
         """Judge the session (bead.dream.evaluate); a lesson that passes the gate becomes a review candidate."""
         at = iso(self.mem.clock())
         assert self.model is not None
-        if budget and rep.tokens_in + rep.tokens_out >= budget:
+        if self._spent(rep, budget):
             return Evaluation(
-                "failed",
-                at,
-                f"{self.model.provider}/{self.model.model}",
-                reason=f"not judged: dream.max_tokens_per_run ({budget}) reached",
+                "failed", at, f"{self.model.provider}/{self.model.model}", reason=f"not judged: {rep.stopped_early}"
             )
         rep.calls += 1
         ev = evaluate.judge(self.model, judged_transcript(turns), episode, at)
