@@ -252,24 +252,28 @@ def _read_all(fd: int) -> bytes:
         chunks.append(b)
 
 
-def read_bytes(path: Path, *, root: Path) -> bytes:
+def read_bytes(path: Path, *, root: Path, limit: int | None = None) -> bytes:
+    """``path``'s bytes, never through a link; ``limit``: a larger file is refused (TooLarge) unread."""
     with opened_dir(root, path.parent) as d:
-        return read_at(d, path)
+        return read_at(d, path, limit)
 
 
-def read_with_stat(path: Path, *, root: Path) -> tuple[bytes, os.stat_result]:
+def read_with_stat(path: Path, *, root: Path, limit: int | None = None) -> tuple[bytes, os.stat_result]:
     """The bytes of ``path`` and the stat of the very file they were read from (its mode and owner, for a
-    caller that refuses a file others can read), never through a link."""
+    caller that refuses a file others can read), never through a link; ``limit`` as ``read_at``'s."""
     with opened_dir(root, path.parent) as d:
         fd = _open_at(d, path, os.O_RDONLY)
         try:
-            return _read_all(fd), os.fstat(fd)
+            st = os.fstat(fd)
+            if limit is not None and st.st_size > limit:
+                raise TooLarge(f"{path} is {st.st_size} bytes, more than the {limit} bead reads of such a file")
+            return _read_all(fd), st
         finally:
             os.close(fd)
 
 
-def read_text(path: Path, *, root: Path, errors: str = "strict") -> str:
-    return read_bytes(path, root=root).decode("utf-8", errors=errors)
+def read_text(path: Path, *, root: Path, errors: str = "strict", limit: int | None = None) -> str:
+    return read_bytes(path, root=root, limit=limit).decode("utf-8", errors=errors)
 
 
 def _temp_name(name: str) -> str:

@@ -276,6 +276,26 @@ class TestSeal:
         assert sealed_files(vault.root, "user/pin") == ["v1.md.age"] and fact_files(vault.root, "user/pin") == []
         assert leftovers(vault.root, SECRET) == []
 
+    def test_a_vault_file_of_gigabytes_is_passed_over_unread(self, bead, mem, vault):
+        """A sealed version of 8 GB was read whole (17 GB of memory, in the process that holds the unlocked
+        identity), and a recipient.txt of a gigabyte at every secret write. No file bead wrote is that large: a
+        sealed version past SEALED_MAX_BYTES is passed over, and a key file past KEY_FILE_MAX_BYTES refused, unread
+        (the files here are sparse: no disk is used)."""
+        from bead.vault.keys import KEY_FILE_MAX_BYTES
+        from bead.vault.sealed import SEALED_MAX_BYTES
+
+        write_secret(mem, "user/pin", SECRET, "user")
+        big = vault.sealed_file("user/pin", 2)
+        with open(big, "wb") as f:
+            f.truncate(SEALED_MAX_BYTES + 1)
+        os.chmod(big, 0o600)
+        res = bead("sealed", "show", "user/pin", *PP, env=PP_ENV)
+        assert res.code == 0 and TOKEN in res.out and f"passed over {big}" in res.err, res.err
+        with open(vault.vault_recipient, "r+b") as f:
+            f.truncate(KEY_FILE_MAX_BYTES + 1)
+        res = bead("write", "user/pin2", SECRET2, "--type", "user", "--sensitivity", "secret")
+        assert res.code == 1 and "more than the" in res.err and leftovers(vault.root, SECRET2) == [], res.err
+
     def test_a_damaged_identity_or_a_folder_in_the_vault_is_said_as_such_not_a_wrong_passphrase(self, bead, mem, vault):
         """A vault file that is not what it should be: the person is told which file, not to retype the passphrase,
         and never sees a traceback (a folder where a sealed version was is passed over)."""

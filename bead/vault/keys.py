@@ -138,7 +138,7 @@ def recipient_kind(text: str) -> str:
 def recipient_kind_of(home: Home) -> str:
     """The kind of the vault's key as recipient.txt tells it; none when there is no such file."""
     try:
-        text = safe.read_text(home.vault_recipient, root=home.root, errors="replace")
+        text = safe.read_text(home.vault_recipient, root=home.root, errors="replace", limit=KEY_FILE_MAX_BYTES)
     except (OSError, safe.UnsafePath):
         return "none"
     return recipient_kind(next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), ""))
@@ -168,7 +168,7 @@ def info(home: Home, which: WhichFn = shutil.which) -> VaultInfo:
     problems: list[tuple[str, str]] = []
     has_identity = _exists(home, home.vault_identity)
     try:
-        text = safe.read_text(home.vault_recipient, root=home.root, errors="replace")
+        text = safe.read_text(home.vault_recipient, root=home.root, errors="replace", limit=KEY_FILE_MAX_BYTES)
     except FileNotFoundError:
         if has_identity:
             problems.append(
@@ -208,7 +208,7 @@ def info(home: Home, which: WhichFn = shutil.which) -> VaultInfo:
         )
     else:
         try:
-            _data, st = safe.read_with_stat(home.vault_identity, root=home.root)
+            _data, st = safe.read_with_stat(home.vault_identity, root=home.root, limit=KEY_FILE_MAX_BYTES)
             why = loose_mode(st) if stat.S_ISREG(st.st_mode) else "it is not a regular file"
         except (OSError, safe.UnsafePath) as exc:
             why = str(exc)
@@ -347,7 +347,7 @@ def recipient(home: Home, which: WhichFn = shutil.which) -> Any:
     if vi.recipient is None or vi.kind == "unknown":
         problem, fix = vi.problems[0] if vi.problems else (f"{home.vault_recipient} is unusable", "")
         raise BeadError(problem, fix)
-    data, st = safe.read_with_stat(home.vault_recipient, root=home.root)
+    data, st = safe.read_with_stat(home.vault_recipient, root=home.root, limit=KEY_FILE_MAX_BYTES)
     if stat.S_IMODE(st.st_mode) & 0o022 or st.st_uid != os.getuid():
         raise BeadError(
             f"refusing to seal to {home.vault_recipient}: others can change it (mode "
@@ -393,12 +393,13 @@ def _plugin_identity_string(native: str) -> str:
 
 # How an age file starts: binary (as bead writes the identity), or armored (`age -a`)
 AGE_HEADERS = (b"age-encryption.org/v1\n", b"-----BEGIN AGE ENCRYPTED FILE-----")
+KEY_FILE_MAX_BYTES = 64 * 1024  # recipient.txt and identity.age: a key is a line (a gigabyte there was read whole)
 
 
 def read_identity(home: Home) -> bytes:
     """The encrypted identity's bytes, refused when others can read it or it is not the person's."""
     try:
-        data, st = safe.read_with_stat(home.vault_identity, root=home.root)
+        data, st = safe.read_with_stat(home.vault_identity, root=home.root, limit=KEY_FILE_MAX_BYTES)
     except FileNotFoundError:
         if not _exists(home, home.vault_recipient):
             raise VaultMissing(home) from None

@@ -25,6 +25,8 @@ from ..store.facts import Fact, parse_fact
 from ..store.keys import validate_key
 from . import keys as vault_keys
 
+SEALED_MAX_BYTES = 32 * 1024 * 1024  # far above any fact (store.max_fact_bytes is 64 KB by default)
+
 
 class SealedStore:
     def __init__(self, home: Home):
@@ -58,7 +60,9 @@ class SealedStore:
         return path
 
     def read_bytes(self, key: str, version: int) -> bytes:
-        return safe.read_bytes(self.home.sealed_file(validate_key(key), version), root=self.home.root)
+        # A sealed version is a fact file encrypted: one of gigabytes there is no version bead wrote, and reading it
+        # whole took the memory of the process that holds the unlocked identity.
+        return safe.read_bytes(self.home.sealed_file(validate_key(key), version), root=self.home.root, limit=SEALED_MAX_BYTES)
 
     def open(self, key: str, version: int, identities: list[Any]) -> bytes:
         """The plain bytes of one sealed version (needs the unlocked identities)."""
