@@ -220,3 +220,16 @@ def test_an_ipv6_listen_address_needs_its_brackets():
     assert parse_listen("[::1]:7077") == ("::1", 7077)
     with pytest.raises(BeadError, match="brackets"):
         parse_listen("::1:7077")
+
+
+def test_the_mcp_servers_ipv6_address_takes_brackets_and_no_scope_as_the_proxys_does():
+    """`bead mcp --http --listen ::1:7391` started and printed http://::1:7391/mcp, no URL; `[::1%lo]:7391` passed
+    and failed at the bind with a resolver's error. Each is refused with the form to use."""
+    from bead.errors import BeadError
+    from bead.mcp.listen import parse_listen
+
+    assert parse_listen("[::1]:7078") == ("::1", 7078, True)
+    with pytest.raises(BeadError, match="brackets"):
+        parse_listen("::1:7078")
+    with pytest.raises(BeadError, match="scope"):
+        parse_listen("[::1%lo]:7078")

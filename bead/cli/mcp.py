@@ -78,7 +78,8 @@ def mcp(admin, http_, listen, project):
         auth = JwtAuth(settings) if signed else None
         # The home owner's server names its project only when told (--project): it serves whatever harness connects.
         rt = Runtime(home, config, None if auth else project, http.viewer_of(settings.projects) if auth else None)
-        echo(f"bead mcp on http://{host}:{port}/mcp ({'signed JWTs' if auth else 'no JWT: the home owner only'})", err=True)
+        shown = f"[{host}]" if ":" in host else host  # a URL the person can paste
+        echo(f"bead mcp on http://{shown}:{port}/mcp ({'signed JWTs' if auth else 'no JWT: the home owner only'})", err=True)
         if auth is None:
             echo(
                 "note: without JWT settings only the home's owner is answered: on Linux the kernel says who "

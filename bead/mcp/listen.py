@@ -17,7 +17,12 @@ def parse_listen(listen: str) -> tuple[str, int, bool]:
         raise BeadError(
             f"listen address {listen!r} is not host:port (a port from 1 to 65535)", "use e.g. --listen 127.0.0.1:7078"
         )
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        # ::1:7078 reads two ways (and printed as a URL it is none); the proxy's address takes brackets too
+        raise BeadError(f"listen address {listen!r}: an IPv6 address goes in brackets", "use e.g. [::1]:7078")
     host = host.strip("[]")
+    if "%" in host:  # a scoped IPv6 address (::1%lo) passed here and failed at the bind
+        raise BeadError(f"listen address {listen!r} has a scope", "use [::1]:<port> or 127.0.0.1:<port>")
     if host == "localhost":
         host = "127.0.0.1"
     try:
