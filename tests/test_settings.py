@@ -50,6 +50,7 @@ DOCUMENTED = {
     "dream.decay_days": 60,
     "dream.timeout_s": 120,
     "dream.max_tokens_per_run": None,
+    "dream.max_run_minutes": 60,
     "dream.prices": None,
     "mcp.recall_budget_tokens": 2000,
     "mcp.context_budget_tokens": 3000,
