@@ -781,3 +781,28 @@ def reading_index(index_db: Path):
         yield
     finally:
         reader.communicate("\n", timeout=30)
+
+
+def deep_tree(at, depth):
+    """``depth`` folders one in the other under ``at``, made through descriptors (no path grows long)."""
+    at.mkdir(parents=True, exist_ok=True)
+    fd = os.open(at, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", 0o700, dir_fd=fd)
+            nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    finally:
+        os.close(fd)
+
+
+def remove_deep(at):
+    """rmtree recurses as deep as the tree (pytest's cleanup of old runs too): take it apart from the bottom."""
+    if not at.exists():
+        return
+    parts = [at]
+    while (parts[-1] / "d").is_dir():
+        parts.append(parts[-1] / "d")
+    for p in reversed(parts[1:]):
+        os.rmdir(p)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import eventually, launch_indexer
+from conftest import deep_tree, eventually, launch_indexer, remove_deep
 
 from bead.config import Config
 from bead.core.memory import Memory
@@ -159,31 +159,6 @@ class TestIndexer:
         assert eventually(lambda: search_ids(bead_home, "zed") == ["user/editor@v1"])
 
 
-def _deep_tree(at, depth):
-    """``depth`` folders one in the other under ``at``, made through descriptors (no path grows long)."""
-    at.mkdir(parents=True, exist_ok=True)
-    fd = os.open(at, os.O_RDONLY)
-    try:
-        for _ in range(depth):
-            os.mkdir("d", 0o700, dir_fd=fd)
-            nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-    finally:
-        os.close(fd)
-
-
-def _remove_deep(at):
-    """rmtree recurses as deep as the tree (pytest's cleanup of old runs too): take it apart from the bottom."""
-    if not at.exists():
-        return
-    parts = [at]
-    while (parts[-1] / "d").is_dir():
-        parts.append(parts[-1] / "d")
-    for p in reversed(parts[1:]):
-        os.rmdir(p)
-
-
 class TestWithoutAWatch:
     """The watch can fail: watchdog walks a folder tree recursively to watch it, so one deeper than Python's stack
     (someone's doing, under the store or moved in later) ended the indexer at its start, or silently stopped its
@@ -220,12 +195,12 @@ class TestWithoutAWatch:
             thread.join(10)
             sys.setrecursionlimit(limit)
             for t in trees:
-                _remove_deep(t)
+                remove_deep(t)
             mem.close()
 
     def test_a_store_it_cannot_watch_is_reconciled_every_few_seconds(self, served, bead_home):
         mem, start, caplog = served
-        _deep_tree(bead_home / "store" / "raw" / "deep", 400)
+        deep_tree(bead_home / "store" / "raw" / "deep", 400)
         start()
         assert eventually(lambda: "cannot watch" in caplog.text)
         assert "deeper than the watch can walk" in caplog.text and "restart the indexer" in caplog.text
@@ -240,7 +215,7 @@ class TestWithoutAWatch:
         mem.raw.append("first", "user", "the kafka brokers need rack awareness")
         assert eventually(lambda: raw_ids(bead_home, "kafka rack awareness") == ["first#1"])  # heard
         outside = bead_home / "outside-tree"
-        _deep_tree(outside, 400)
+        deep_tree(outside, 400)
         os.rename(outside, bead_home / "store" / "raw" / "deep")  # watchdog walks it to watch it, and its thread dies
         assert eventually(lambda: "stopped; reconciling it every" in caplog.text)
         mem.raw.append("second", "user", "the zookeeper ensemble needs three nodes")
@@ -255,7 +230,7 @@ class TestWithoutAWatch:
         start()
         assert eventually(lambda: "cannot check the watch" in caplog.text)
         outside = bead_home / "outside-tree"
-        _deep_tree(outside, 400)
+        deep_tree(outside, 400)
         os.rename(outside, bead_home / "store" / "raw" / "deep")  # the watch dies; no probe can tell
         mem.raw.append("after", "user", "the zookeeper ensemble needs three nodes")
         assert eventually(lambda: raw_ids(bead_home, "zookeeper ensemble") == ["after#1"])
@@ -266,7 +241,7 @@ class TestWithoutAWatch:
 
         mem, start, caplog = served
         caplog.set_level(logging.DEBUG, logger="bead.indexer")
-        _deep_tree(bead_home / "store" / "raw" / "deep", 400)
+        deep_tree(bead_home / "store" / "raw" / "deep", 400)
         start()
         assert eventually(lambda: "cannot watch" in caplog.text)
         f = mem.write("user/lang", "English", "user").fact

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import deep_tree
 
 from bead.cli import cli
 from bead.config import Config, StoreSettings
@@ -523,17 +524,7 @@ def test_a_folder_tree_deeper_than_the_stack_allows_is_no_traceback(bead_home):
     with 400 folders under a stack limit of 450 (a tree Python's own rmtree can still remove, if a run is killed)."""
     with Memory(Home(bead_home), Config(owner="t")) as m:
         m.write("user/editor", "helix", "user")
-    d = bead_home / "store" / "raw"
-    d.mkdir(parents=True, exist_ok=True)
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        for _ in range(400):
-            os.mkdir("d", 0o700, dir_fd=fd)
-            nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-    finally:
-        os.close(fd)
+    deep_tree(bead_home / "store" / "raw", 400)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(450)
     try:
