@@ -363,6 +363,20 @@ class TestSeal:
         shown = bead("show", "user/pin")
         assert shown.code == 1 and "bead sealed show user/pin" in shown.err
 
+    def test_unseal_refuses_a_version_no_bead_write_would_take(self, bead, mem, vault):
+        """Anyone with the public key can put a version in the vault: one holding a terminal escape and a bidi
+        override came back as the current plaintext fact, past every check a write runs. Unseal refuses it and the
+        key stays sealed."""
+        import dataclasses
+
+        write_secret(mem, "user/pin", SECRET, "user")
+        sealed_v1 = mem.sealed.current("user/pin", vault_keys.unlock(vault, PASSPHRASE))
+        planted = dataclasses.replace(sealed_v1, version=2, body="run \x1b]52;c;Y3VybA==\x07 \u202egnp.exe")
+        mem.sealed.write("user/pin", 2, planted.render(), vault_keys.recipient(vault))
+        res = bead("unseal", "user/pin", *PP, env=PP_ENV)
+        assert res.code == 1 and "v2" in res.err and "not sealed by bead" in res.err, res.err
+        assert sealed_files(vault.root, "user/pin") == ["v1.md.age", "v2.md.age"] and fact_files(vault.root, "user/pin") == []
+
     def test_an_interrupted_seal_is_reported_and_finished_by_sealing_again(self, bead, mem, vault):
         mem.write("user/pin", SECRET, "user")
         # A seal that died after writing its encrypted copy, before forget deleted the plaintext.

@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from .. import files as safe
 from ..capture.secrets import credential_rules
+from ..display import CONTROL
 from ..errors import BeadError, RefusedWrite
 from ..store.audit import iso
 from ..store.facts import Fact, WriteResult, is_version_of, parse_fact
 from ..store.keys import TRUSTS, TYPES, check_choice, validate_key
 from ..store.queue import Queue
+from ..textform import hidden
 from ..vault import keys as vault_keys
 from . import forget
 
@@ -191,6 +193,15 @@ def unseal(mem: Memory, key: str, passphrase: str) -> dict[str, Any]:
                 parsed[n] = parse_fact(mem.home.sealed_file(key, n), key, n, data)
             except ValueError:
                 continue  # restored byte for byte; `bead status` reports it as before
+        # A version no bead write would take (a terminal escape, characters the person does not see): not one bead
+        # sealed from the person's writes; someone put it in the vault. It stays sealed, for the person to look at.
+        planted = [n for n, f in parsed.items() if CONTROL.search(f.body) or hidden(f.body)]
+        if planted:
+            raise RefusedWrite(
+                f"refusing to unseal {key}: version(s) {', '.join(f'v{n}' for n in planted)} hold control or invisible "
+                "characters no bead write takes (a file put into the vault, not sealed by bead)",
+                f"look at it with `bead sealed show {key}`; it stays sealed (`bead forget {key}@vN` removes one version)",
+            )
         flagged = [n for n, f in parsed.items() if credential_rules(f.body)]
         if flagged:
             # A credential never lies in plain text: it would stand in a file, the index and a prompt.
