@@ -255,3 +255,21 @@ class TestWithoutAWatch:
         # A diff the reconcile cannot settle (the broken file stays "new" to it) is said once too, at its change.
         said = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and "reconciled in" in r.getMessage()]
         assert len(said) <= 2 and len(set(m.split(": ", 1)[1] for m in said)) == len(said), said
+
+    def test_a_backend_that_reports_no_close_hears_the_probe(self, served, bead_home, monkeypatch):
+        """The probe was a file opened and closed unwritten: only inotify reports that. Under macOS's FSEvents, or
+        polling, the indexer took its watch for deaf 30 s after it started and polled from then on. The probe now
+        writes a byte; shown with watchdog's polling backend, whose events come from sizes and times alone."""
+        import watchdog.observers
+        from watchdog.observers.polling import PollingObserver
+
+        from bead.indexer import watch
+
+        monkeypatch.setattr(watchdog.observers, "Observer", lambda: PollingObserver(timeout=0.05))
+        touched = []
+        real = watch._touch
+        monkeypatch.setattr(watch, "_touch", lambda path, root: touched.append(path) or real(path, root))
+        _mem, start, caplog = served
+        start()
+        assert eventually(lambda: len(touched) >= 4)  # three probes judged since the first
+        assert "stopped" not in caplog.text and "watching" in caplog.text

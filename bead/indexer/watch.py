@@ -293,12 +293,17 @@ def _why(exc: BaseException) -> str:
 
 
 def _touch(path: Path, root: Path) -> bool:
-    """Open ``path`` for writing and close it, writing nothing (created empty if missing; never through a link at any
-    step below ``root``, never truncated; a FIFO, a hard link or another user's file refused): a close-after-write
-    event the watch hears."""
+    """Write one byte to ``path`` (created if missing; never through a link at any step below ``root``; a FIFO, a
+    hard link or another user's file refused before it is truncated): a change every watch backend reports (a close
+    without a write is heard by inotify alone, not by macOS's FSEvents nor by polling)."""
     try:
-        fd = safe.open_file(path, os.O_WRONLY | os.O_CREAT, root=root)
+        fd = safe.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, root=root)
     except (OSError, safe.UnsafePath):
         return False
-    os.close(fd)
+    try:
+        safe.write_all(fd, b"\n")
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return True
