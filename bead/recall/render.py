@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 
 from ..display import cut_at_word, escaped_char, plain_words, visible
-from ..textform import TAG_FLAGS, _unseen, fold, kept_selectors
+from ..textform import _IGNORABLE, TAG_FLAGS, _unseen, fold, kept_selectors
 
 CHARS_PER_TOKEN = 4
 RAW_EXCERPT_CHARS = 600
@@ -204,8 +204,12 @@ def fact_line(row: dict, project: str | None = None) -> str:
 # Indic scripts and emoji sequences need), the BOM, interlinear annotation, and the invisible tag characters that
 # can spell out hidden text (except in the three flags Unicode names, England's, Scotland's and Wales's: U+1F3F4 and
 # gbeng, gbsct or gbwls in tags; any other run of tags, flag-shaped or not, may spell words a model reads).
-# A tag flag, or any character outside printable ASCII: each is looked at (``_hides``).
+# A tag flag, or any character outside printable ASCII: each is looked at (``_hides``), in a value that holds one
+# that may hide (``_MAY_HIDE``): the letters of any script alone are passed by two scans at C speed.
 _HIDES = re.compile(f"({TAG_FLAGS.pattern})|[^\x20-\x7e]")
+# What str.isprintable passes though it hides text: the blank-looking letters, the grapheme joiner, variation and
+# Mongolian selectors (bead.textform's ignorable ranges; the format characters are not printable).
+_MAY_HIDE = re.compile("[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in _IGNORABLE) + "]")
 # What writing in a script needs, kept as written though a listing escapes them: the zero-width non-joiner (Persian)
 # and joiner (Devanagari conjuncts, emoji sequences), and the soft hyphen (a word's break point).
 _SCRIPT_JOINERS = frozenset("\u200c\u200d\u00ad")
@@ -226,16 +230,14 @@ def _hides(keep: frozenset[int]) -> Callable[[re.Match[str]], str]:
     return one
 
 
-# A fact's value is shown on request after request (the pinned block, its cue): each is looked at once.
-@functools.lru_cache(maxsize=4096)
 def shown(body: str) -> str:
     """A stored value as a block writes it: one line (``flattened``), never a tag that reads as bead's (``escape``),
     and each character that could reorder or hide what the model reads (``_HIDES``) as its escape (as an excerpt's
     are): a value the person pasted or a file edited by hand may hold a bidi override or a terminal escape. The
     letters of any script, emoji sequences and combining marks stay as written."""
     text = escape(flattened(body))
-    if text.isascii() and text.isprintable():
-        return text
+    if text.isprintable() and not _MAY_HIDE.search(text):
+        return text  # nothing to escape (no control, format, blank-looking or selector character)
     return _HIDES.sub(_hides(kept_selectors(text)), text)
 
 
