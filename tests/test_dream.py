@@ -953,16 +953,32 @@ class TestWorker:
         now[0] = datetime(2026, 11, 21, 3, 8, tzinfo=local)
         assert worker.tick() is True and runs == [now[0]]
 
-    def test_a_schedule_that_never_runs_stops_the_worker_at_its_start_and_status_says_so(self, bead, bead_home):
+    def test_a_schedule_that_never_runs_is_said_once_and_status_reports_it(self, bead, bead_home, caplog):
         """`dream.schedule: banana` loaded, and the worker logged a bare ValueError once a minute, running nothing,
-        while `bead status` said all was well. Both say what is wrong and how to fix it."""
+        while `bead status` said all was well. The worker says what is wrong once and idles until it is stopped
+        (it does not exit: under `bead up` that would stop the proxy and the indexer too), and status says it."""
+        import logging
+        import threading
+
+        from conftest import eventually
+
+        from bead.dream.worker import serve
+
         bead("status")  # writes the config
         config = bead_home / "config.yaml"
         text = config.read_text()
         assert 'schedule: "7 3 * * *"' in text
         config.write_text(text.replace('schedule: "7 3 * * *"', "schedule: banana"))
-        r = bead("dream", "worker", "--interval", "1")
-        assert r.code == 1 and "dream.schedule 'banana' is not a cron line" in r.err and "minute hour" in r.err, r.err
+        caplog.set_level(logging.INFO, logger="bead.dream")
+        stop = threading.Event()
+        worker = Worker(lambda: None, "banana", bead_home / "store" / "dream" / "state.json", lambda: T0)
+        t = threading.Thread(target=serve, args=(worker, stop, 0.01), daemon=True)
+        t.start()
+        assert eventually(lambda: "dream worker idle: dream.schedule 'banana' is not a cron line" in caplog.text)
+        assert "minute hour" in caplog.text and t.is_alive()
+        stop.set()
+        t.join(10)
+        assert not t.is_alive() and worker.runs == 0
         assert "dream.schedule 'banana' is not a cron line" in bead("status").out
 
     def test_due(self):

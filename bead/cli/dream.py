@@ -86,19 +86,14 @@ def dream_run(dry_run, as_json):
 @click.option("--interval", default=60.0, show_default=True, help="Seconds between schedule checks.")
 def dream_worker(interval):
     """Run the dream pass on config dream.schedule (a long-lived service)."""
-    from ..config import SCHEDULE_FIX, schedule_problem
     from ..core.memory import Memory
     from ..dream.run import Dream
     from ..dream.worker import Worker, serve
-    from ..errors import BeadError
     from ..log import setup_logging
     from .services import wait_for_signal
 
     setup_logging("dream")
     mem = Memory.open()
-    problem = schedule_problem(mem.config.dream.schedule, mem.clock())
-    if problem is not None:  # at start, not at every tick (its log said ValueError once a minute, and no pass ran)
-        raise BeadError(problem, SCHEDULE_FIX)
 
     def make():
         return Dream(mem)

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
+from ..config import SCHEDULE_FIX, schedule_problem
 from ..store.audit import iso
 from ..store.reports import DreamState
 from .run import Dream, LockHeld
@@ -85,7 +86,16 @@ class Worker:
 
 
 def serve(worker: Worker, stop, interval_s: float = 60.0) -> None:
+    """Wake every ``interval_s`` until ``stop`` is set. A schedule that can never run a pass is said once, and the
+    worker waits for its stop without waking: it does not exit, which under `bead up` would stop the proxy and the
+    indexer with it (and under a service manager restart it in a loop); `bead status` reports the schedule."""
     from apscheduler.schedulers.background import BackgroundScheduler
+
+    problem = schedule_problem(worker.schedule, worker.clock())
+    if problem is not None:
+        log.error("dream worker idle: %s; %s, then restart the dream worker", problem, SCHEDULE_FIX)
+        stop.wait()
+        return
 
     sched = BackgroundScheduler()
     sched.add_job(
