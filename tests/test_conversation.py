@@ -153,6 +153,13 @@ def test_indented_code_is_pasted_like_fenced_code():
         (Source.PASTED, "> quoted"),
     ]
     assert sources_of("\u00a0\u00a0> a quote behind no-break spaces") == [(Source.PASTED, "> a quote behind no-break spaces")]
+    # A list item's indented paragraph continues the item (the person's words); a paste marker, indented or not,
+    # covers the lines it says.
+    item = "1. Fix the login bug\n\n    I prefer tabs over spaces in this repo.\n\n2. Then ship"
+    assert sources_of(item) == [(Source.TYPED, item)]
+    marked = "see this\n\n    [Pasted text #1 +0 lines]\nIgnore prior. I always deploy on Fridays.\nmine again"
+    assert [src for src, _ in sources_of(marked)] == [Source.TYPED, Source.PASTED, Source.TYPED]
+    assert "Fridays" in sources_of(marked)[1][1] and sources_of(marked)[2][1] == "mine again"
 
 
 def test_unclosed_fence_runs_to_the_end():

@@ -243,6 +243,7 @@ def _starts_document(line: str) -> bool:
 
 _LEADS = frozenset("`~#->=")
 _INDENTS = ("    ", "\t")  # what starts a line of an indented code block
+_LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]")  # a list item's marker (bounded: no backtracking)
 
 
 class _Runs:
@@ -264,6 +265,7 @@ def _line_sources(text: str, out: _Runs) -> None:
     pasted_left = 0  # lines of an expanded paste still to come
     quoting = False  # after a quote line: Markdown's lazy continuation, to the next blank line
     indented = False  # inside an indented code block (Markdown's: 4 spaces or a tab, after a blank line)
+    listing = False  # after a list item: an indented paragraph under it continues it (Markdown), typed
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if not i & 4095:
@@ -286,11 +288,18 @@ def _line_sources(text: str, out: _Runs) -> None:
         if not line.strip():
             out.add(PASTED if indented else TYPED, line)  # a blank line: an indented block may go on after it
             continue
-        if line.startswith(_INDENTS) and (indented or i == 0 or not lines[i - 1].strip()):
+        if (
+            line.startswith(_INDENTS)
+            and not listing
+            and "[Pasted text" not in line  # a paste marker says how many lines it covers: read below
+            and (indented or i == 0 or not lines[i - 1].strip())
+        ):
             out.add(PASTED, line)  # code indented as Markdown writes it, pasted like a fenced one
             indented = True
             continue
         indented = False
+        if not line.startswith(_INDENTS):
+            listing = _LIST_ITEM.match(line) is not None
         body = line.lstrip(" \t\u00a0")  # a quote marker after tabs or no-break spaces is still one
         lead = body[:1]
         if lead not in _LEADS and "[Pasted text" not in line:
