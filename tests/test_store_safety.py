@@ -579,13 +579,14 @@ def _tree_bytes(root: Path) -> dict[str, bytes]:
     }
 
 
-@pytest.mark.parametrize("change", ["pin", "forget", "reject"])
+@pytest.mark.parametrize("change", ["pin", "forget", "reject", "reinforce"])
 def test_a_fifo_at_the_audit_log_refuses_every_change_before_it_is_made(bead_home, change):
     """Not only a write: a pin changed the version file, a review's reject wrote its tombstone, a forget its
     tombstones, and each then failed on the audit log. Each is refused before anything changes, and `bead status`
     names the FIFO with what to do."""
     with Memory(Home(bead_home), Config(owner="t")) as m:
         m.write("project/shop/db", "Postgres on 5433", "project")
+        m.set_status(m.write("project/shop/dormant", "An old note", "project").fact, "dormant")
         item, _ = Queue(m).add("untrusted-source", "project/shop/cache", "project", "Redis on 6380", [], "no typed words", "u")
     _audit_fifo(bead_home)
     before = _tree_bytes(bead_home)
@@ -593,6 +594,7 @@ def test_a_fifo_at_the_audit_log_refuses_every_change_before_it_is_made(bead_hom
         "pin": ["pin", "project/shop/db"],
         "forget": ["forget", "project/shop/db", "--yes"],
         "reject": ["queue", "reject", item.id],
+        "reinforce": ["reinforce", "project/shop/dormant"],
     }[change]
     r = run_cli(*args)
     assert r.exit_code == 1 and "FIFO" in r.output and f"remove {bead_home / 'audit.log'}" in r.output, r.output

@@ -153,7 +153,8 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         # clear (its flag would go, and a kill after that would leave the value with nothing to say so).
         if idx.merge_pending() and not mem.raw.forget_running():
             if fix:
-                mem.checkpoint()
+                # Asked again inside the lock that clears the flag: a forget that began meanwhile keeps its own.
+                idx.checkpoint(keep_owed=mem.raw.forget_running)
                 fixed.append("cleared deleted text out of index.db (a forget or a seal had stopped before it did)")
             else:
                 problems.append(

@@ -457,6 +457,7 @@ def wake(mem: Memory, key: str) -> str:
     kv = mem.versions(key)
     if kv.current is None:
         raise BeadError(f"no fact under {key}", "list the keys with `bead list`")
+    mem.audit.ready()  # the use is recorded there: a FIFO refuses before the status changes, not after
     if kv.current.status != "current":
         mem.set_status(kv.current, "current")
     mem.note_use([key], "reinforce", id=kv.current.id)
