@@ -432,10 +432,30 @@ def append_line(path: Path, line: str, mode: int = FILE_MODE, *, root: Path, pip
                 mine = os.fstat(fd)
                 if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
                     continue  # replaced while we waited: append to the new file
-                os.write(fd, data)
+                # A file cut short (a full disk, a crash mid-write) ends inside a line: this one starts on its own,
+                # or both records would be one unreadable line (a conversation's cue record lost: its cache broken).
+                if stat.S_ISREG(mine.st_mode) and mine.st_size and not _ends_in_newline(d, path, mine):
+                    data = b"\n" + data
+                write_all(fd, data)  # all of it, or an error: a short write was dropped silently
                 return
             finally:
                 os.close(fd)
+
+
+def _ends_in_newline(dir_fd: int, path: Path, st: os.stat_result) -> bool:
+    """Whether the file ``st`` describes (``path.name`` in ``dir_fd``, opened for appending) ends in a line break;
+    read through a descriptor of its own (the append's is write-only), the same file or none."""
+    try:
+        fd = os.open(path.name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return True
+    try:
+        same = os.fstat(fd)
+        if (same.st_dev, same.st_ino) != (st.st_dev, st.st_ino):
+            return True
+        return os.pread(fd, 1, st.st_size - 1) == b"\n"
+    finally:
+        os.close(fd)
 
 
 def lines_of(text: str) -> list[str]:

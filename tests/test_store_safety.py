@@ -617,3 +617,20 @@ def test_a_trace_may_be_the_persons_own_named_pipe_and_one_no_one_reads_is_a_tra
         os.close(reader)
     with pytest.raises(UnsafePath, match="it is a FIFO"):
         Trace(fifo).record({"note": "again"})
+
+
+def test_a_line_appended_after_one_cut_short_starts_on_its_own(tmp_path):
+    """A full disk cut a record of a conversation's state (or the audit log, or a trace) mid-line, and the next
+    record was appended onto the same line: both unreadable, a cue record lost and the prompt cache broken with it.
+    The raw log already began such a line anew; every appended file does now."""
+    import json
+
+    from bead.files import append_line, lines_of
+
+    f = tmp_path / "state.jsonl"
+    f.write_bytes(b'{"kind": "pinned", "text": "a"}\n{"kind": "captured", "up')  # cut short
+    append_line(f, json.dumps({"kind": "cue", "message": 2}), root=tmp_path)
+    lines = lines_of(f.read_text())
+    assert lines[-1] == '{"kind": "cue", "message": 2}' and json.loads(lines[0])["kind"] == "pinned", lines
+    append_line(f, json.dumps({"kind": "ahead"}), root=tmp_path)
+    assert lines_of(f.read_text())[-2:] == ['{"kind": "cue", "message": 2}', '{"kind": "ahead"}']  # no blank line
