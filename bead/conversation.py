@@ -31,6 +31,7 @@ import hashlib
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -258,7 +259,15 @@ PROJECT_CHARS = 100  # a key's segment: a project's name (a folder's) longer is 
 
 def project_slug(name: str) -> str | None:
     # A key's segment starts with a letter or digit (bead.store.keys): a folder named _webshop is webshop.
+    if not name.isascii():
+        name = unicodedata.normalize("NFC", name)  # macOS writes folder names decomposed: one name, one project
     slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")
+    if not name.isascii():
+        # The letters of other scripts become "-": names apart only in them (app-日本 and app-中国, café and cafè,
+        # a Kelvin sign for a k) were one project, each reading the other's memory. A hash of the whole name keeps
+        # them apart; a name of such letters alone is a project too.
+        whole = _h(name.casefold(), 8)
+        slug = f"{slug[: PROJECT_CHARS - 9].rstrip('-._')}-{whole}" if slug else f"p-{whole}"
     if not slug:
         return None
     if credential_rules(name):

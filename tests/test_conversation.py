@@ -779,3 +779,17 @@ def test_an_opencode_child_session_is_a_sub_agents():
 
     assert delegated({"x-session-id": "ses_child", "x-parent-session-id": "ses_parent"})
     assert not delegated({"x-session-id": "ses_main"})
+
+
+def test_folders_apart_only_in_other_scripts_letters_are_two_projects():
+    """Every letter outside a-z0-9 became "-": app-日本 and app-中国 were project `app`, café and cafè `caf`, and
+    each read the other's memory; a name of such letters alone had no project. A name with them keeps a hash of
+    its whole (in its composed form: macOS writes folder names decomposed, and the same folder is one project)."""
+    from bead.conversation import project_slug
+
+    pairs = [("app-日本", "app-中国"), ("café", "cafè"), ("тест-api", "прод-api"), ("项目", "工程")]
+    for a, b in pairs:
+        assert project_slug(a) and project_slug(b) and project_slug(a) != project_slug(b), (a, b)
+    assert project_slug("café") == project_slug("cafe\u0301") == project_slug("CAFÉ")
+    assert project_slug("webshop") == "webshop" and project_slug("My App") == "my-app"  # ASCII names as before
+    assert all(len(project_slug(n * 200) or "") <= 100 for n in ("é", "ab", "日"))
