@@ -169,8 +169,35 @@ def test_error_event_is_flagged():
 
 
 def test_garbage_event_is_skipped():
-    """An event whose data is not JSON is skipped; the events around it still count."""
+    """An event whose data is not JSON is skipped; the events around it still count, and the capture says partial
+    (what the event held is not known: a text delta's, perhaps). A comment line is no event."""
     events = sse(message_events(TEXT, None))
     data = b"".join(events[:5]) + b"event: junk\ndata: {not json\n\n" + b": a comment line\n\n" + b"".join(events[5:])
     result = collect(chunks(data, 3))
-    assert [p.text for p in result[0].parts] == [TEXT] and result[1] == {}
+    assert [p.text for p in result[0].parts] == [TEXT] and result[1] == {"partial": True}
+    commented = b"".join(events[:5]) + b": a comment line\n\n" + b"".join(events[5:])
+    assert collect(chunks(commented, 3))[1] == {}
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        b"data: [1]\n\n",  # valid JSON, no object
+        b'data: {"type": "content_block_start", "content_block": {"type": "text", "text": ""}}\n\n',  # no index
+        b'data: {"type": "content_block_delta", "index": "1", "delta": {"type": "text_delta", "text": "x"}}\n\n',
+        b'data: {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use"}}\n\n',  # index taken
+        b"data: {\xff\xfe not utf-8}\n\n",
+    ],
+    ids=["a-list", "no-index", "string-index", "index-started-twice", "not-utf-8"],
+)
+def test_an_event_of_another_shape_is_passed_over_and_the_capture_says_partial(odd):
+    """An event of an odd shape raised out of the collector and the whole answer was lost; one it passed over
+    (unreadable, too large) left a hole in the text with nothing to say so; a second start at a used index
+    overwrote the text. Each is passed over, the rest of the answer kept, and the capture is marked partial."""
+    events = sse(message_events(TEXT, None))
+    body = b"".join(events)
+    at = body.index(b'"text_delta"')  # after the text block's start: its index is taken
+    at = body.rindex(b"\n\n", 0, at) + 2
+    message, flags = collect([body[:at] + odd + body[at:]])
+    assert flags == {"partial": True}
+    assert [p.text for p in message.parts] == [TEXT]

@@ -485,7 +485,7 @@ class ResponseCollector:
                 try:
                     self._event(json.loads(b"\n".join(data)))
                 except (ValueError, UnicodeDecodeError, RecursionError):
-                    pass
+                    self.skipped_events += 1
             return
         if line.startswith(b"data:") and not self._skip_event:
             self._size += len(line)
@@ -495,21 +495,37 @@ class ResponseCollector:
             else:
                 self._data.append(line[5:].lstrip())
 
-    def _event(self, ev: dict[str, Any]) -> None:
+    def _event(self, ev: Any) -> None:
+        """One event of the stream. One of another shape (no whole-number index, a block started twice at one index,
+        a block or a delta that is no object) is skipped and counted: the capture is then marked partial, never
+        lost whole nor silently missing a piece."""
+        if not isinstance(ev, dict):
+            self.skipped_events += 1
+            return
         kind = ev.get("type")
+        if kind in ("content_block_start", "content_block_delta"):
+            i = ev.get("index")
+            part = ev.get("content_block" if kind == "content_block_start" else "delta")
+            if (
+                not isinstance(i, int)
+                or isinstance(i, bool)
+                or not isinstance(part, dict)
+                or (kind == "content_block_start" and i in self.blocks)
+            ):
+                self.skipped_events += 1
+                return
         if kind == "content_block_start":
-            self.blocks[ev["index"]] = dict(ev.get("content_block") or {})
-            if self.blocks[ev["index"]].get("type") in ("tool_use", "server_tool_use"):
-                self.json_chunks[ev["index"]] = []
+            self.blocks[i] = dict(part)
+            if self.blocks[i].get("type") in ("tool_use", "server_tool_use"):
+                self.json_chunks[i] = []
         elif kind == "content_block_delta":
-            self.blocks.setdefault(ev["index"], {"type": "text", "text": ""})
-            d = ev.get("delta") or {}
-            if d.get("type") == "text_delta":
+            self.blocks.setdefault(i, {"type": "text", "text": ""})
+            if part.get("type") == "text_delta":
                 # Deltas are joined once, at the end: appending to a string
                 # in a dict copies it each time (quadratic in the answer).
-                self.texts.setdefault(ev["index"], []).append(str(d.get("text", "")))
-            elif d.get("type") == "input_json_delta":
-                self.json_chunks.setdefault(ev["index"], []).append(d.get("partial_json", ""))
+                self.texts.setdefault(i, []).append(str(part.get("text", "")))
+            elif part.get("type") == "input_json_delta":
+                self.json_chunks.setdefault(i, []).append(str(part.get("partial_json", "")))
         elif kind == "message_stop":
             self.done = True
         elif kind == "error":
@@ -538,7 +554,7 @@ class ResponseCollector:
         flags: dict[str, Any] = {}
         if self.error:
             flags["error"] = True
-        if not self.done or self.overflow:
-            flags["partial"] = True
+        if not self.done or self.overflow or self.skipped_events:
+            flags["partial"] = True  # cut short, or an event passed over (too large, unreadable, of another shape)
         blocks = [self.blocks[i] for i in sorted(self.blocks)]
         return message_of(index, {"role": "assistant", "content": blocks}), flags
