@@ -503,33 +503,36 @@ class ResponseCollector:
             self.skipped_events += 1
             return
         kind = ev.get("type")
-        if kind in ("content_block_start", "content_block_delta"):
-            i = ev.get("index")
-            part = ev.get("content_block" if kind == "content_block_start" else "delta")
-            if (
-                not isinstance(i, int)
-                or isinstance(i, bool)
-                or not isinstance(part, dict)
-                or (kind == "content_block_start" and i in self.blocks)
-            ):
-                self.skipped_events += 1
-                return
+        if kind == "message_stop":
+            self.done = True
+            return
+        if kind == "error":
+            self.error = True
+            return
+        if kind not in ("content_block_start", "content_block_delta"):
+            return
+        i = ev.get("index")
+        part = ev.get("content_block" if kind == "content_block_start" else "delta")
+        if (
+            not isinstance(i, int)
+            or isinstance(i, bool)
+            or not isinstance(part, dict)
+            or (kind == "content_block_start" and i in self.blocks)
+        ):
+            self.skipped_events += 1
+            return
         if kind == "content_block_start":
             self.blocks[i] = dict(part)
             if self.blocks[i].get("type") in ("tool_use", "server_tool_use"):
                 self.json_chunks[i] = []
-        elif kind == "content_block_delta":
-            self.blocks.setdefault(i, {"type": "text", "text": ""})
-            if part.get("type") == "text_delta":
-                # Deltas are joined once, at the end: appending to a string
-                # in a dict copies it each time (quadratic in the answer).
-                self.texts.setdefault(i, []).append(str(part.get("text", "")))
-            elif part.get("type") == "input_json_delta":
-                self.json_chunks.setdefault(i, []).append(str(part.get("partial_json", "")))
-        elif kind == "message_stop":
-            self.done = True
-        elif kind == "error":
-            self.error = True
+            return
+        self.blocks.setdefault(i, {"type": "text", "text": ""})
+        if part.get("type") == "text_delta":
+            # Deltas are joined once, at the end: appending to a string
+            # in a dict copies it each time (quadratic in the answer).
+            self.texts.setdefault(i, []).append(str(part.get("text", "")))
+        elif part.get("type") == "input_json_delta":
+            self.json_chunks.setdefault(i, []).append(str(part.get("partial_json", "")))
 
     def result(self, index: int) -> tuple[Message, dict[str, Any]] | None:
         """(the assistant message at position ``index``, its flags), or None when nothing usable arrived."""
