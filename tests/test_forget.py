@@ -1288,3 +1288,47 @@ def test_a_reindex_during_a_forget_keeps_the_forgets_owed_checkpoint(mem, bead_h
     r = CliRunner().invoke(cli, ["reindex"], env={"BEAD_HOME": str(bead_home)})
     assert r.exit_code == 0, r.output
     assert not any("may still hold" in p["problem"] for p in health.collect(mem)["problems"])
+
+
+class TestStaysGone:
+    """The tombstone refused a forgotten value whole, however spelt; an agent wrote it back inside a sentence, as a
+    key of its words, or as a title, and after `forget --match` the matched text itself, bare (an adversarial pass,
+    2026-12-06). An agent's or the dream's write that says a forgotten value's words is refused; the person's word
+    can still bring it back."""
+
+    VALUE = "Glimmerwick Obsidianfox 7q3kz9"
+
+    def refused(self, mem, key, body, title=None):
+        from bead.errors import RefusedWrite
+
+        with pytest.raises(RefusedWrite, match="forgotten"):
+            mem.write(key, body, "project", trust="agent_observed", title=title)
+
+    def test_inside_a_sentence_a_key_or_a_title_after_a_forget_by_key(self, mem, bead):
+        mem.write("user/wifi", self.VALUE, "user")
+        assert bead("forget", "user/wifi", "--yes").code == 0
+        self.refused(mem, "project/shop/box", f"The staging box is called {self.VALUE}")
+        self.refused(mem, "project/shop/box", f"{self.VALUE.lower()} is the staging box")
+        self.refused(mem, "project/shop/glimmerwick-obsidianfox-7q3kz9", "x")
+        self.refused(mem, "project/shop/box", "an innocuous value", title=self.VALUE)
+        mem.write("project/shop/box", "The staging box is called Glimmerwick", "project", trust="agent_observed")  # a word
+        mem.write("user/wifi", self.VALUE, "user")  # the person's word brings it back
+
+    def test_the_matched_text_bare_after_a_forget_by_match(self, mem, bead):
+        mem.write("project/shop/vault-phrase", f"The vault phrase is {self.VALUE}.", "project")
+        assert bead("forget", "--match", self.VALUE, "--yes").code == 0
+        self.refused(mem, "project/shop/phrase", self.VALUE)
+        self.refused(mem, "project/shop/phrase", f"Vault phrase: {self.VALUE}")
+
+    def test_a_rejected_proposal_refuses_itself_only_not_a_sentence_around_it(self, mem):
+        """A review's reject tombstones the proposal, not its words: "Deploy on Fridays" rejected must not refuse
+        "We never deploy on Fridays"."""
+        from bead.core.review import reject_item
+        from bead.errors import RefusedWrite
+        from bead.store.queue import Queue
+
+        item, _ = Queue(mem).add("untrusted-source", "project/shop/deploys", "project", "Deploy on Fridays", [], "x", "u")
+        reject_item(mem, item.id)
+        with pytest.raises(RefusedWrite):
+            mem.write("project/shop/deploys", "Deploy on Fridays", "project", trust="agent_observed")
+        mem.write("project/shop/deploys", "We never deploy on Fridays", "project", trust="agent_observed")

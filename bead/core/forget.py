@@ -949,6 +949,11 @@ def _apply_forgetting(
                 digest = mem.tombstones.add(now, key, v, reason=event, hash_key=whole)
                 who = {"key_sha256": key_hash(key)} if whole else {"key": key}
                 mem.audit.record(now, "tombstone", **who, sha256=digest)
+        if tombstones and plan.match_text:
+            # The text the person asked to forget is itself a value that must not come back (an agent wrote it bare
+            # after a --match forget, whose tombstones held only the whole values of the keys it found).
+            digest = mem.tombstones.add(now, "", plan.match_text, reason=event, hash_key=True)
+            mem.audit.record(now, "tombstone", sha256=digest)
         # 2. Raw turns: the marker stays, the text becomes [forgotten]; where only the value's distinctive
         # tokens were said, those become [forgotten] in place.
         for path, turn_numbers in plan.turns.items():

@@ -259,7 +259,7 @@ def decide(
         )
         return Decision("reject", why)
     # 2. a forgotten or rejected value stays gone
-    if mem.tombstones.matches(value):
+    if mem.tombstones.matches(value) or mem.tombstones.contained(value, key):  # said inside a sentence, or as the key
         return Decision("skip", "tombstone")
     source = provenance(value, cited)
 

@@ -75,6 +75,10 @@ def word_form(folded: str) -> str:
     return " " + " ".join(words) + " "
 
 
+CONTAINED_WORDS = 24  # the longest run of a tombstoned value's words ``contained`` looks for inside a text
+CONTAINED_CHARS = 4096  # of a text it looks at (a value is at most 600 characters from the dream; a key, a title less)
+
+
 def words_hash(value: str) -> str | None:
     """The hash of the value's words (``word_form`` of its normal form), or None when its words alone do not say it:
     a tombstoned value said with other punctuation (a full stop added) is the same value."""
@@ -244,16 +248,18 @@ class Tombstones:
         )
         return digest
 
-    def _hashes(self) -> tuple[set[str], set[str], set[str]]:
-        """The values' hashes, their folded forms' and their words' (tombstones from before 2026-12 have only the
-        first; a value its words do not say has no words' hash)."""
+    def _hashes(self) -> tuple[set[str], set[str], set[str], set[str]]:
+        """The values' hashes, their folded forms', their words', and the words' of the values a person forgot (not
+        of a rejected proposal: "deploy on Fridays" rejected must not refuse "never deploy on Fridays"). Tombstones
+        from before 2026-12 have only the first; a value its words do not say has no words' hash."""
         try:
             text = read_text(self.path, root=self.root, errors="replace")
         except FileNotFoundError:
-            return set(), set(), set()
+            return set(), set(), set(), set()
         plain: set[str] = set()
         folded: set[str] = set()
         words: set[str] = set()
+        forgot: set[str] = set()
         for line in lines_of(text):
             try:
                 entry = json.loads(line)
@@ -262,9 +268,11 @@ class Tombstones:
                     folded.add(entry["fold_sha256"])
                 if isinstance(entry.get("words_sha256"), str):
                     words.add(entry["words_sha256"])
+                    if entry.get("reason") == "forget":
+                        forgot.add(entry["words_sha256"])
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue
-        return plain, folded, words
+        return plain, folded, words, forgot
 
     def hashes(self) -> set[str]:
         return self._hashes()[0]
@@ -272,10 +280,31 @@ class Tombstones:
     def matches(self, value: str) -> bool:
         """A tombstoned value is refused under any key, however it is spelt (look-alike letters, other punctuation):
         it must not come back."""
-        plain, folded, words = self._hashes()
+        plain, folded, words, _forgot = self._hashes()
         if value_hash(value) in plain or folded_hash(value) in folded:
             return True
         return bool(words) and words_hash(value) in words
+
+    def contained(self, *texts: str | None) -> bool:
+        """Whether a forgotten value's words are said inside any of ``texts`` (a sentence around it, a key made of
+        its words, a title): a run of 2 to CONTAINED_WORDS of their words has its words' hash. An agent or the dream
+        wrote a forgotten value back that way, inside a sentence. Each run one hash: the texts' words times
+        CONTAINED_WORDS at most."""
+        words = self._hashes()[3]
+        if not words:
+            return False
+        from ..textform import fold
+
+        for text in texts:
+            if not text:
+                continue
+            ws = words_of(fold(text[:CONTAINED_CHARS]))
+            for n in range(2, min(CONTAINED_WORDS, len(ws)) + 1):
+                for i in range(len(ws) - n + 1):
+                    form = " " + " ".join(ws[i : i + n]) + " "
+                    if hashlib.sha256(("words\x00" + form).encode("utf-8")).hexdigest() in words:
+                        return True
+        return False
 
     def count(self) -> int:
         return len(self.hashes())
