@@ -1332,3 +1332,19 @@ class TestStaysGone:
         with pytest.raises(RefusedWrite):
             mem.write("project/shop/deploys", "Deploy on Fridays", "project", trust="agent_observed")
         mem.write("project/shop/deploys", "We never deploy on Fridays", "project", trust="agent_observed")
+
+
+def test_an_ordinary_reindex_of_a_raw_file_is_no_stopped_forget(mem):
+    """Re-indexing a raw file that grew (an import, the proxy's appends, the indexer) owes the full-text index a
+    merge, and `bead status` called that a forget or seal stopped before its checkpoint: a real stopped forget
+    could not be told from it. Only a forget's or a seal's owed checkpoint is reported."""
+    from bead.core import health
+    from bead.index.rebuild import sync_raw
+
+    mem.append_turns("s1", [("user", "the first turn", T0, None, {"source": "typed"})])
+    mem.raw.append("s1", "user", "a second turn, appended by another writer")
+    sync_raw(mem.index, mem.raw, mem.raw.find("s1"))
+    assert mem.index.merge_pending()  # the merge is owed
+    assert not any("may still hold" in p["problem"] for p in health.collect(mem)["problems"])
+    mem.index.owe_checkpoint()  # as a forget that was killed leaves it
+    assert any("may still hold" in p["problem"] for p in health.collect(mem)["problems"])

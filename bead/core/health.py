@@ -151,7 +151,9 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         data["semantic"] = semantic_state(mem)
         # A forget or seal running now owes its checkpoint until it ends: not a problem yet, and not for --fix to
         # clear (its flag would go, and a kill after that would leave the value with nothing to say so).
-        if idx.merge_pending() and not mem.raw.forget_running():
+        # Only a forget's or a seal's owed checkpoint: a merge owed after an ordinary re-index of a raw file (an import,
+        # the proxy's appends) deleted no text that is not still in its file, and was reported as a stopped forget.
+        if idx.owes_checkpoint() and not mem.raw.forget_running():
             if fix:
                 # Asked again inside the lock that clears the flag: a forget that began meanwhile keeps its own.
                 idx.checkpoint(keep_owed=mem.raw.forget_running)

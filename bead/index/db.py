@@ -892,6 +892,10 @@ class Index:
         with self.write_tx():
             self._conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('checkpoint_owed', '1')")
 
+    def owes_checkpoint(self) -> bool:
+        """Whether a forget or seal stopped (or runs) before its checkpoint (``owe_checkpoint``)."""
+        return self._owed()
+
     def _owed(self) -> bool:
         return self._conn.execute("SELECT 1 FROM meta WHERE name = 'checkpoint_owed'").fetchone() is not None
 
