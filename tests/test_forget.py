@@ -1348,3 +1348,22 @@ def test_an_ordinary_reindex_of_a_raw_file_is_no_stopped_forget(mem):
     assert not any("may still hold" in p["problem"] for p in health.collect(mem)["problems"])
     mem.index.owe_checkpoint()  # as a forget that was killed leaves it
     assert any("may still hold" in p["problem"] for p in health.collect(mem)["problems"])
+
+
+def test_a_forget_stopped_after_it_redacted_turns_is_reported(mem, monkeypatch):
+    """The owed checkpoint was recorded only before the last step, while the raw turns' words were deleted from the
+    index (and left in its WAL and full-text segments) two steps earlier: a forget stopped in between left them
+    with nothing to say so, once `bead status` no longer took an ordinary re-index's merge for a stopped forget."""
+    from bead.core import health
+
+    mem.append_turns("s1", [("user", "the code is zorbulax quintessa", T0, None, {"source": "typed"})])
+    mem.checkpoint()
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(forget.Conversations, "scrub", killed)
+    with pytest.raises(KeyboardInterrupt):
+        forget.apply(mem, forget.plan_match(mem, "zorbulax quintessa"))
+    problems = [p["problem"] for p in health.collect(mem)["problems"]]
+    assert any("may still hold text a forget or a seal deleted" in p for p in problems), problems

@@ -941,6 +941,14 @@ def _apply_forgetting(
         # the value still everywhere else.
         mem.tombstones.ready()
         mem.audit.ready()
+        # Owed from the first deletion on (step 2 re-indexes the raw turns it redacts: their words stay in raw_fts and
+        # the WAL until the checkpoint), so a forget stopped anywhere after here is reported by `bead status`.
+        try:
+            mem.index.owe_checkpoint()
+        except busy_errors():
+            raise BeadError(
+                f"{event} changed nothing: the index stayed busy (another bead process)", "run the same command again"
+            ) from None
         # 1. Tombstones first: a crash after this cannot lose them. A key that
         # loses every version is part of the value: its lines keep a hash.
         for key, values in plan.values.items() if tombstones else ():
