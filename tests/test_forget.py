@@ -1314,6 +1314,18 @@ class TestStaysGone:
         mem.write("project/shop/box", "The staging box is called Glimmerwick", "project", trust="agent_observed")  # a word
         mem.write("user/wifi", self.VALUE, "user")  # the person's word brings it back
 
+    def test_two_common_words_forgotten_refuse_themselves_only_and_a_key_with_underscores_is_its_words(self, mem, bead):
+        """A value of two common words is refused whole, not inside every agent fact that says them ("staging
+        server" forgotten must not refuse "The staging server runs Postgres 16"); a distinctive one is refused
+        inside a key written with underscores as with hyphens, and a digits-and-letters word alone too."""
+        mem.write("project/shop/db", "staging server", "project")
+        mem.write("project/shop/box", "quokka-east 7q3kz9x", "project")
+        assert bead("forget", "project/shop/db", "--yes").code == 0 and bead("forget", "project/shop/box", "--yes").code == 0
+        self.refused(mem, "project/shop/db2", "Staging server!")  # the whole value, as before
+        mem.write("project/shop/pg", "The staging server runs Postgres 16", "project", trust="agent_observed")
+        self.refused(mem, "project/shop/quokka_east_7q3kz9x", "x")
+        self.refused(mem, "project/shop/host", "Deploys go to QUOKKA EAST 7q3kz9x now")
+
     def test_the_matched_text_bare_after_a_forget_by_match(self, mem, bead):
         mem.write("project/shop/vault-phrase", f"The vault phrase is {self.VALUE}.", "project")
         assert bead("forget", "--match", self.VALUE, "--yes").code == 0

@@ -511,7 +511,7 @@ class Dream:
             else f"the lesson is over {LESSON_MAX_CHARS} characters"
             if len(lesson) > LESSON_MAX_CHARS
             else "the lesson was forgotten or rejected before (tombstone)"
-            if self.mem.tombstones.matches(lesson)
+            if self.mem.tombstones.matches(lesson) or self.mem.tombstones.contained(lesson)
             else ""
         )
         if why:

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,32 @@ def word_form(folded: str) -> str:
     return " " + " ".join(words) + " "
 
 
-CONTAINED_WORDS = 24  # the longest run of a tombstoned value's words ``contained`` looks for inside a text
-CONTAINED_CHARS = 4096  # of a text it looks at (a value is at most 600 characters from the dream; a key, a title less)
+CONTAINED_CHARS = 65536  # of a text ``contained`` looks at: a fact's whole value (store.max_fact_bytes)
+
+
+def _inside_words(text: str) -> list[str]:
+    """A text's words as ``contained`` compares them: its normal form's, lower case, ``_`` between words too (a key
+    written quokka_east says quokka east)."""
+    from ..textform import fold
+
+    return words_of(fold(text[:CONTAINED_CHARS]).replace("_", " "))
+
+
+def _inside_hash(words: list[str]) -> str:
+    return hashlib.sha256(("inside\x00" + " ".join(words)).encode("utf-8")).hexdigest()
+
+
+def inside_form(value: str) -> tuple[str, int] | None:
+    """(hash, word count) of a forgotten value whose words are distinctive enough to refuse wherever they are said
+    inside another text, or None: three words or more, two with one of digits or of 9 letters or more, or one word
+    of letters and digits (6 characters or more). A value of two common words ("staging server", "use spaces")
+    is refused whole only: inside, it would refuse every agent fact that says them."""
+    ws = _inside_words(value)
+    rare = [w for w in ws if any(c.isdigit() for c in w) or len(w) >= 9]
+    mixed = [w for w in ws if len(w) >= 6 and any(c.isdigit() for c in w) and any(c.isalpha() for c in w)]
+    if len(ws) >= 3 or (len(ws) == 2 and rare) or (len(ws) == 1 and mixed):
+        return _inside_hash(ws), len(ws)
+    return None
 
 
 def words_hash(value: str) -> str | None:
@@ -182,6 +207,21 @@ def _ready(path: Path, root: Path) -> None:
     os.close(open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE, root=root))
 
 
+MAX_INSIDE_WORDS = 200  # of a forgotten value ``contained`` looks for (a longer one is refused whole only)
+
+
+@dataclass
+class _Hashes:
+    plain: set[str] = field(default_factory=set)
+    folded: set[str] = field(default_factory=set)
+    words: set[str] = field(default_factory=set)
+    inside: dict[int, set[str]] = field(default_factory=dict)  # word count -> inside hashes of forgotten values
+
+
+# tombstones.log's hashes by its path, with the file's (path, device, inode, size, time) they were read at.
+_HASHES: dict[str, tuple[tuple[Any, ...], _Hashes]] = {}
+
+
 class AuditLog:
     """Every write, supersede, injection, forget and tombstone, one JSON line each."""
 
@@ -237,9 +277,13 @@ class Tombstones:
         """Tombstone ``value`` (refused under any key); ``hash_key`` keeps only the key's hash (forget)."""
         digest = value_hash(value)
         who: dict[str, str] = {"key_sha256": key_hash(key)} if hash_key else {"key": key}
-        folded = {"fold_sha256": folded_hash(value)}
+        folded: dict[str, Any] = {"fold_sha256": folded_hash(value)}
         if (words := words_hash(value)) is not None:
             folded["words_sha256"] = words
+        if reason == "forget" and (inside := inside_form(value)) is not None:
+            # A forgotten value's words are refused inside another text too (``contained``); a rejected proposal's
+            # are not: "deploy on Fridays" rejected must not refuse "never deploy on Fridays".
+            folded["inside_sha256"], folded["inside_words"] = inside
         append_line(
             self.path,
             json.dumps({"at": iso(at), **who, "sha256": digest, **folded, "reason": reason, "owner": self.owner}),
@@ -248,61 +292,65 @@ class Tombstones:
         )
         return digest
 
-    def _hashes(self) -> tuple[set[str], set[str], set[str], set[str]]:
-        """The values' hashes, their folded forms', their words', and the words' of the values a person forgot (not
-        of a rejected proposal: "deploy on Fridays" rejected must not refuse "never deploy on Fridays"). Tombstones
-        from before 2026-12 have only the first; a value its words do not say has no words' hash."""
+    def _hashes(self) -> _Hashes:
+        """The values' hashes, their folded forms', their words', and the inside forms of the values a person forgot
+        (``inside_form``). Tombstones from before 2026-12 have only the first; a value its words do not say has no
+        words' hash. Read again only when the file changed (its identity, size and time): every non-person write asks."""
+        try:
+            st = os.stat(self.path, follow_symlinks=False)  # a link there is refused by the read below
+        except FileNotFoundError:
+            return _Hashes()
+        stamp = (str(self.path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = _HASHES.get(str(self.path))
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
         try:
             text = read_text(self.path, root=self.root, errors="replace")
         except FileNotFoundError:
-            return set(), set(), set(), set()
-        plain: set[str] = set()
-        folded: set[str] = set()
-        words: set[str] = set()
-        forgot: set[str] = set()
+            return _Hashes()
+        out = _Hashes()
         for line in lines_of(text):
             try:
                 entry = json.loads(line)
-                plain.add(entry["sha256"])
+                out.plain.add(entry["sha256"])
                 if isinstance(entry.get("fold_sha256"), str):
-                    folded.add(entry["fold_sha256"])
+                    out.folded.add(entry["fold_sha256"])
                 if isinstance(entry.get("words_sha256"), str):
-                    words.add(entry["words_sha256"])
-                    if entry.get("reason") == "forget":
-                        forgot.add(entry["words_sha256"])
+                    out.words.add(entry["words_sha256"])
+                n = entry.get("inside_words")
+                if isinstance(entry.get("inside_sha256"), str) and isinstance(n, int) and 0 < n <= MAX_INSIDE_WORDS:
+                    out.inside.setdefault(n, set()).add(entry["inside_sha256"])
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue
-        return plain, folded, words, forgot
+        _HASHES[str(self.path)] = (stamp, out)
+        return out
 
     def hashes(self) -> set[str]:
-        return self._hashes()[0]
+        return self._hashes().plain
 
     def matches(self, value: str) -> bool:
         """A tombstoned value is refused under any key, however it is spelt (look-alike letters, other punctuation):
         it must not come back."""
-        plain, folded, words, _forgot = self._hashes()
+        h = self._hashes()
+        plain, folded, words = h.plain, h.folded, h.words
         if value_hash(value) in plain or folded_hash(value) in folded:
             return True
         return bool(words) and words_hash(value) in words
 
     def contained(self, *texts: str | None) -> bool:
-        """Whether a forgotten value's words are said inside any of ``texts`` (a sentence around it, a key made of
-        its words, a title): a run of 2 to CONTAINED_WORDS of their words has its words' hash. An agent or the dream
-        wrote a forgotten value back that way, inside a sentence. Each run one hash: the texts' words times
-        CONTAINED_WORDS at most."""
-        words = self._hashes()[3]
-        if not words:
+        """Whether a forgotten value's words (``inside_form``) are said inside any of ``texts``: in a sentence around
+        them, as the words of a key, as a title. An agent or the dream wrote a forgotten value back that way. Each
+        run of as many words as a forgotten value has is hashed once: the texts' words times the few lengths."""
+        inside = self._hashes().inside
+        if not inside:
             return False
-        from ..textform import fold
-
         for text in texts:
             if not text:
                 continue
-            ws = words_of(fold(text[:CONTAINED_CHARS]))
-            for n in range(2, min(CONTAINED_WORDS, len(ws)) + 1):
+            ws = _inside_words(text)
+            for n, hashes in inside.items():
                 for i in range(len(ws) - n + 1):
-                    form = " " + " ".join(ws[i : i + n]) + " "
-                    if hashlib.sha256(("words\x00" + form).encode("utf-8")).hexdigest() in words:
+                    if _inside_hash(ws[i : i + n]) in hashes:
                         return True
         return False
 
