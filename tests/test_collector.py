@@ -201,3 +201,13 @@ def test_an_event_of_another_shape_is_passed_over_and_the_capture_says_partial(o
     message, flags = collect([body[:at] + odd + body[at:]])
     assert flags == {"partial": True}
     assert [p.text for p in message.parts] == [TEXT]
+
+
+def test_a_text_block_that_starts_with_text_of_another_type_keeps_its_deltas():
+    """A start whose text is null (or a number) raised when its deltas were joined, and the whole answer was lost."""
+    events = message_events(TEXT, None)
+    for ev in events:
+        if ev.get("type") == "content_block_start" and ev["content_block"].get("type") == "text":
+            ev["content_block"]["text"] = None
+    message, _flags = collect([b"".join(sse(events))])
+    assert [p.text for p in message.parts] == [TEXT]

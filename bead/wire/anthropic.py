@@ -552,7 +552,8 @@ class ResponseCollector:
             except ValueError:
                 self.blocks[i]["input"] = {"partial_json": "".join(chunks)}
         for i, parts in self.texts.items():
-            self.blocks[i]["text"] = self.blocks[i].get("text", "") + "".join(parts)
+            start = self.blocks[i].get("text")  # a block may start with text of another type (null, a number)
+            self.blocks[i]["text"] = (start if isinstance(start, str) else "") + "".join(parts)
         self.texts.clear()
         flags: dict[str, Any] = {}
         if self.error:
