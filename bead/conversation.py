@@ -257,6 +257,15 @@ def safe_name(value: str) -> str:
 PROJECT_CHARS = 100  # a key's segment: a project's name (a folder's) longer is cut, with a hash of the whole after it
 
 
+def _utf8(header: str) -> str:
+    """A header's value as its sender wrote it: HTTP servers decode header bytes as Latin-1, so a UTF-8 name
+    (``app-日本``) arrives as mojibake and would make another project than its folder's."""
+    try:
+        return header.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return header
+
+
 def project_slug(name: str) -> str | None:
     # A key's segment starts with a letter or digit (bead.store.keys): a folder named _webshop is webshop.
     if not name.isascii():
@@ -443,7 +452,7 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
         first = opener
     project = None
     if headers.get("x-bead-project"):
-        project = project_slug(headers["x-bead-project"])
+        project = project_slug(_utf8(headers["x-bead-project"]))
     if not project and conv.cwd:
         project = project_from_cwd(conv.cwd)
     return Identity(

@@ -793,3 +793,18 @@ def test_folders_apart_only_in_other_scripts_letters_are_two_projects():
     assert project_slug("café") == project_slug("cafe\u0301") == project_slug("CAFÉ")
     assert project_slug("webshop") == "webshop" and project_slug("My App") == "my-app"  # ASCII names as before
     assert all(len(project_slug(n * 200) or "") <= 100 for n in ("é", "ab", "日"))
+
+
+def test_a_project_named_in_a_header_or_a_members_list_is_the_project_its_folder_makes():
+    """A UTF-8 `X-Bead-Project` arrives decoded as Latin-1 (HTTP's default), and `mcp.projects` entries were taken
+    as written: `app-日本` by either named another project than the folder `app-日本` makes."""
+    from bead.conversation import identify, project_slug
+    from bead.core.viewer import Viewer
+    from bead.wire import anthropic
+
+    folder = project_slug("app-日本")
+    header = "app-日本".encode().decode("latin-1")  # what the server hands bead
+    conv = anthropic.conversation_of({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}, {})
+    assert identify({"x-bead-project": header}, conv, None).project == folder
+    assert Viewer.member("ana", ["app-日本", "webshop"]).projects == tuple(sorted({folder, "webshop"}))
+    assert Viewer.member("ana", ["*"]).projects is None

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..conversation import project_slug
 from ..errors import InvalidArgument, InvalidKey, NotPermitted
 from ..index.query import Visibility
 from ..store.keys import MAX_SEGMENT_BYTES, parse_id, scope_of, validate_key
@@ -44,7 +45,11 @@ class Viewer:
     def member(cls, owner: str, allowed: Iterable[str]) -> Viewer:
         """A team member and the projects ``mcp.projects`` gives them (``*``: every project)."""
         names = list(allowed)
-        return cls(owner, None if "*" in names else tuple(sorted(set(names))))
+        if "*" in names:
+            return cls(owner, None)
+        # As a folder's name becomes its project (bead.conversation.project_slug): `app-日本` listed is the project
+        # its folder makes, `app-5070b32f`, not another.
+        return cls(owner, tuple(sorted({s for n in names if (s := project_slug(n)) is not None})))
 
     @property
     def team(self) -> bool:
