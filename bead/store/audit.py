@@ -95,7 +95,12 @@ def inside_form(value: str) -> tuple[str, int] | None:
     """(hash, word count) of a forgotten value whose words are distinctive enough to refuse wherever they are said
     inside another text, or None: three words or more, two with one of digits or of 9 letters or more, or one word
     of letters and digits (6 characters or more). A value of two common words ("staging server", "use spaces")
-    is refused whole only: inside, it would refuse every agent fact that says them."""
+    is refused whole only: inside, it would refuse every agent fact that says them. Nor does a value its words alone
+    do not say (``Use C++ 17``: "Use C 17" is another value), as ``word_form`` has it."""
+    from ..textform import fold
+
+    if _hard(fold(value)):
+        return None
     ws = _inside_words(value)
     rare = [w for w in ws if any(c.isdigit() for c in w) or len(w) >= 9]
     mixed = [w for w in ws if len(w) >= 6 and any(c.isdigit() for c in w) and any(c.isalpha() for c in w)]
