@@ -31,6 +31,28 @@ def leftovers(root, needle: str) -> list[str]:
     return [str(p) for p, data in all_bytes_under(root).items() if any(f in data.lower() for f in forms)]
 
 
+STOPPED_FORGET = "index.db may still hold text a forget or a seal deleted"
+
+
+def reports_stopped_forget(mem) -> bool:
+    """Whether `bead status` says a forget or seal stopped before its checkpoint."""
+    from bead.core import health
+
+    return any(STOPPED_FORGET in p["problem"] for p in health.collect(mem)["problems"])
+
+
+def stop_forget_at(monkeypatch, owner, name: str, mem, plan) -> None:
+    """``forget.apply(mem, plan)`` killed (KeyboardInterrupt, as Ctrl-C) where it calls ``owner.name``."""
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(owner, name, killed)
+        with pytest.raises(KeyboardInterrupt):
+            forget.apply(mem, plan)
+
+
 @pytest.fixture
 def full_store(mem):
     """A value everywhere bead keeps text: versions, raw turns, index, episodes, state lines."""
@@ -1093,23 +1115,15 @@ def test_a_forget_stopped_after_its_last_step_leaves_a_merge_that_status_reports
     from bead.core.memory import Memory
 
     mem = full_store
-
-    def stopped(self):
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as m:
-        m.setattr(Memory, "checkpoint", stopped)
-        with pytest.raises(KeyboardInterrupt):
-            forget.apply(mem, forget.plan_target(mem, "user/code-word"))
+    stop_forget_at(monkeypatch, Memory, "checkpoint", mem, forget.plan_target(mem, "user/code-word"))
     home, config = mem.home, mem.config
     mem.close()
     with Memory(home, config) as again:
         with pytest.raises(BeadError, match="nothing to forget"):
             forget.plan_target(again, "user/code-word")
-        problems = [p["problem"] for p in health.collect(again)["problems"]]
-        assert any("index.db may still hold text a forget or a seal deleted" in p for p in problems), problems
+        assert reports_stopped_forget(again)
         assert any("cleared deleted text out of index.db" in f for f in health.collect(again, fix=True)["fixed"])
-        assert not any("index.db may still hold" in p["problem"] for p in health.collect(again)["problems"])
+        assert not reports_stopped_forget(again)
     assert leftovers(home.root, VALUE) == []
 
 
@@ -1121,18 +1135,10 @@ def test_a_forget_of_a_fact_alone_stopped_before_its_checkpoint_is_reported_too(
     from bead.core.memory import Memory
 
     mem.write("user/pet", "my cat is called Quibblewort", "user")
-
-    def stopped(self):
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as m:
-        m.setattr(Memory, "checkpoint", stopped)
-        with pytest.raises(KeyboardInterrupt):
-            forget.apply(mem, forget.plan_target(mem, "user/pet"))
-    problems = [p["problem"] for p in health.collect(mem)["problems"]]
-    assert any("index.db may still hold text a forget or a seal deleted" in p for p in problems), problems
+    stop_forget_at(monkeypatch, Memory, "checkpoint", mem, forget.plan_target(mem, "user/pet"))
+    assert reports_stopped_forget(mem)
     assert any("cleared deleted text out of index.db" in f for f in health.collect(mem, fix=True)["fixed"])
-    assert not any("index.db may still hold" in p["problem"] for p in health.collect(mem)["problems"])
+    assert not reports_stopped_forget(mem)
 
 
 @pytest.mark.parametrize(
@@ -1263,10 +1269,9 @@ def test_a_running_forget_owes_its_checkpoint_without_a_problem_and_fix_leaves_i
     mem.write("user/pet", "my cat is called Quibblewort", "user")
     with mem.raw.forgetting():
         mem.index.owe_checkpoint()
-        assert not any("may still hold" in p["problem"] for p in health.collect(mem)["problems"])
+        assert not reports_stopped_forget(mem)
         assert not any("cleared deleted text" in f for f in health.collect(mem, fix=True)["fixed"])
-    problems = [p["problem"] for p in health.collect(mem)["problems"]]
-    assert any("index.db may still hold text a forget or a seal deleted" in p for p in problems), problems
+    assert reports_stopped_forget(mem)
 
 
 def test_a_reindex_during_a_forget_keeps_the_forgets_owed_checkpoint(mem, bead_home):
@@ -1276,18 +1281,16 @@ def test_a_reindex_during_a_forget_keeps_the_forgets_owed_checkpoint(mem, bead_h
     from click.testing import CliRunner
 
     from bead.cli import cli
-    from bead.core import health
 
     mem.write("user/pet", "my cat is called Quibblewort", "user")
     with mem.raw.forgetting():
         mem.index.owe_checkpoint()
         r = CliRunner().invoke(cli, ["reindex"], env={"BEAD_HOME": str(bead_home)})
         assert r.exit_code == 0, r.output
-    problems = [p["problem"] for p in health.collect(mem)["problems"]]
-    assert any("index.db may still hold text a forget or a seal deleted" in p for p in problems), problems
+    assert reports_stopped_forget(mem)
     r = CliRunner().invoke(cli, ["reindex"], env={"BEAD_HOME": str(bead_home)})
     assert r.exit_code == 0, r.output
-    assert not any("may still hold" in p["problem"] for p in health.collect(mem)["problems"])
+    assert not reports_stopped_forget(mem)
 
 
 class TestStaysGone:
@@ -1350,32 +1353,23 @@ def test_an_ordinary_reindex_of_a_raw_file_is_no_stopped_forget(mem):
     """Re-indexing a raw file that grew (an import, the proxy's appends, the indexer) owes the full-text index a
     merge, and `bead status` called that a forget or seal stopped before its checkpoint: a real stopped forget
     could not be told from it. Only a forget's or a seal's owed checkpoint is reported."""
-    from bead.core import health
     from bead.index.rebuild import sync_raw
 
     mem.append_turns("s1", [("user", "the first turn", T0, None, {"source": "typed"})])
     mem.raw.append("s1", "user", "a second turn, appended by another writer")
     sync_raw(mem.index, mem.raw, mem.raw.find("s1"))
     assert mem.index.merge_pending()  # the merge is owed
-    assert not any("may still hold" in p["problem"] for p in health.collect(mem)["problems"])
+    assert not reports_stopped_forget(mem)
     mem.index.owe_checkpoint()  # as a forget that was killed leaves it
-    assert any("may still hold" in p["problem"] for p in health.collect(mem)["problems"])
+    assert reports_stopped_forget(mem)
 
 
 def test_a_forget_stopped_after_it_redacted_turns_is_reported(mem, monkeypatch):
     """The owed checkpoint was recorded only before the last step, while the raw turns' words were deleted from the
     index (and left in its WAL and full-text segments) two steps earlier: a forget stopped in between left them
     with nothing to say so, once `bead status` no longer took an ordinary re-index's merge for a stopped forget."""
-    from bead.core import health
 
     mem.append_turns("s1", [("user", "the code is zorbulax quintessa", T0, None, {"source": "typed"})])
     mem.checkpoint()
-
-    def killed(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(forget.Conversations, "scrub", killed)
-    with pytest.raises(KeyboardInterrupt):
-        forget.apply(mem, forget.plan_match(mem, "zorbulax quintessa"))
-    problems = [p["problem"] for p in health.collect(mem)["problems"]]
-    assert any("may still hold text a forget or a seal deleted" in p for p in problems), problems
+    stop_forget_at(monkeypatch, forget.Conversations, "scrub", mem, forget.plan_match(mem, "zorbulax quintessa"))
+    assert reports_stopped_forget(mem)
