@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 import time
 
 
@@ -44,6 +45,18 @@ def fallback_to_stderr() -> None:
     logging.lastResort = handler
 
 
+def _thread_ended(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "a thread"
+    logging.getLogger("bead").error(
+        "thread %s ended on %s; the service goes on without it (a restart starts it again)",
+        name,
+        args.exc_type.__name__,
+        exc_info=(args.exc_type, args.exc_value, args.exc_traceback) if args.exc_value is not None else None,
+    )
+
+
 def setup_logging(service: str, level: int = logging.INFO) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if sys.stderr.isatty():
@@ -53,6 +66,10 @@ def setup_logging(service: str, level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # A thread that ends on an exception (watchdog's reader on a tree deeper than the stack, a library's worker)
+    # would print a raw traceback between the log's lines: a service's log is JSON lines that `journalctl` and
+    # `bead status` read one by one, and a traceback may quote captured text. It is one logged line like any other.
+    threading.excepthook = _thread_ended
     # httpx logs every request line at INFO; the proxy logs what matters itself.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)

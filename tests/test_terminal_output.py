@@ -367,3 +367,40 @@ def test_the_terminal_log_formatter_escapes_what_it_is_given():
     record = logging.LogRecord("x", logging.WARNING, __file__, 1, "skipped %s", ("note" + "".join(ESCAPES.values()),), None)
     line = TerminalFormatter("%(levelname)s %(message)s").format(record)
     assert line.startswith("WARNING skipped note") and not any(ch in line for ch in "\x1b\x9b\x9d\x07\x08\r\u202e\u200b")
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["json-log", "terminal"])
+def test_a_thread_that_ends_on_an_exception_is_one_logged_line(monkeypatch, terminal):
+    """watchdog's reader thread dies on a tree deeper than the stack: Python printed its traceback raw between a
+    service's JSON lines (a log `bead status` and journalctl read line by line). It is one line of the log now,
+    JSON where the log is JSON, escaped where it is a terminal, and it says the service goes on."""
+    import io
+    import logging
+    import threading
+
+    from bead import log
+
+    class Err(io.StringIO):
+        def isatty(self) -> bool:
+            return terminal
+
+    err = Err()
+    monkeypatch.setattr("sys.stderr", err)
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
+    monkeypatch.setattr(root, "level", root.level)
+    log.setup_logging("indexer")
+
+    def dies() -> None:
+        raise RecursionError("maximum recursion depth exceeded \x1b]0;pwned\x07")
+
+    t = threading.Thread(target=dies, name="watchdog-reader")
+    t.start()
+    t.join(10)
+    out = err.getvalue()
+    assert "watchdog-reader ended on RecursionError" in out and "the service goes on" in out, out
+    assert "\x1b" not in out and "\x07" not in out
+    if not terminal:
+        lines = out.splitlines()
+        assert len(lines) == 1 and json.loads(lines[0])["level"] == "error" and json.loads(lines[0])["exc"] == "RecursionError"
