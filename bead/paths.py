@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .errors import BeadError
 
+MAX_VERSION = 999_999_999  # the highest number a version's file name may carry (nine digits)
 VERSION_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md")  # fullmatch on a file name
 SEALED_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md\.age")  # a sealed version's file name
 

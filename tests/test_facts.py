@@ -168,6 +168,44 @@ class TestMalformedFiles:
         r = bead("search", "beta", "--json")
         assert '"user/b@v1"' in r.out
 
+    def test_a_state_past_the_highest_version_is_no_hint_and_a_write_past_it_is_refused(self, mem, bead):
+        """A version's file name carries at most nine digits. A .state.json that said its last number was
+        999,999,999 (a hand edit, a damaged file) made every later write v1000000000.md, which no reader takes for
+        a version: `bead write` said written, `bead show` kept the old value, and forget left the new ones on disk.
+        Such a state is no hint (the folder is listed); a version file at the highest number refuses the write."""
+        mem.write("user/x", "one", "user")
+        d = mem.home.facts / "user" / "x"
+        (d / ".state.json").write_text('{"last": 999999999, "settled": 0, "dir_mtime_ns": 0}')
+        assert mem.write("user/x", "two", "user").fact.version == 2
+        assert mem.current("user/x").body == "two"
+        top = d / "v999999999.md"
+        top.write_text((d / "v2.md").read_text().replace("version: 2", "version: 999999999").replace("two", "three"))
+        assert mem.current("user/x").body == "three"
+        r = bead("write", "user/x", "four", "--type", "user")
+        assert r.code == 1 and "every version number" in r.err and "bead forget user/x" in r.err, r.err
+        assert "Traceback" not in r.err
+        assert sorted(p.name for p in d.glob("v*.md")) == ["v1.md", "v2.md", "v999999999.md"]
+        assert mem.current("user/x").body == "three"
+
+    def test_a_file_named_like_a_version_that_no_reader_takes_is_reported_and_named_by_forget(self, mem, bead):
+        """`v02.md` or `v1234567890.md` placed by hand: no reader takes it for a version, and it was said nowhere,
+        while forget of the key left it, and the value in it, on disk with no warning."""
+        mem.write("user/vendor", "Globex Wombatica Holdings", "user")
+        d = mem.home.facts / "user" / "vendor"
+        text = (d / "v1.md").read_text()
+        for name in ("v02.md", "v1234567890.md"):
+            (d / name).write_text(text)
+        kv = mem.versions("user/vendor")
+        assert kv.current.body == "Globex Wombatica Holdings"
+        assert sorted(p.path.name for p in kv.problems) == ["v02.md", "v1234567890.md"]
+        assert all("no reader takes it" in p.reason for p in kv.problems)
+        r = bead("status")
+        assert "v02.md" in r.out + r.err and "v1234567890.md" in r.out + r.err, r.out + r.err
+        r = bead("forget", "user/vendor", "--yes")
+        assert r.code == 0, r.err
+        assert f"kept {d / 'v02.md'}" in r.err and f"kept {d / 'v1234567890.md'}" in r.err, r.err
+        assert not (d / "v1.md").exists()
+
 
 class TestKeys:
     """Keys that could escape the store, or are malformed, are refused."""

@@ -20,6 +20,7 @@ import dataclasses
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,7 +33,7 @@ from .. import files as safe
 from .. import yamlsafe
 from ..display import plain_words
 from ..errors import BeadError, KeySealed, RefusedWrite
-from ..paths import Home, version_number
+from ..paths import MAX_VERSION, Home, sealed_number, version_number
 from ..textform import invisible
 from .audit import AuditLog, Tombstones, iso
 from .keys import PERSON_TRUSTS, SENSITIVITIES, TRUSTS, TYPES, check_choice, check_new_key, scope_of, validate_key
@@ -322,7 +323,10 @@ class _KeyState:
     def load(cls, dir_fd: int, path: Path) -> _KeyState:
         try:
             data = json.loads(safe.read_at(dir_fd, path))
-            return cls(int(data.get("last", 0)), int(data.get("settled", 0)), int(data.get("dir_mtime_ns", 0)))
+            state = cls(int(data.get("last", 0)), int(data.get("settled", 0)), int(data.get("dir_mtime_ns", 0)))
+            # A last number at or past the highest a version's file name carries is no hint bead wrote (a hand edit,
+            # damage): the folder is listed instead. Taken as given, it made every later write a file no reader sees.
+            return state if 0 <= state.settled <= state.last < MAX_VERSION else cls()
         except (OSError, ValueError, TypeError, AttributeError):
             return cls()  # missing or damaged: list and read the folder, as the rule does
 
@@ -411,12 +415,14 @@ class FactStore:
         problems: list[Problem] = []
         try:
             with safe.opened_dir(self.home.root, d) as fd:
-                numbers = sorted(n for name in os.listdir(fd) if (n := version_number(name)) is not None)
+                names = os.listdir(fd)
+                numbers = sorted(n for name in names if (n := version_number(name)) is not None)
                 for n in numbers:
                     try:
                         facts.append(self._read(fd, key, n))
                     except ValueError as exc:
                         problems.append(Problem(self.home.fact_file(key, n), str(exc)))
+                problems += [Problem(d / name, ODD_VERSION_NAME) for name in sorted(names) if _odd_version_name(name)]
         except FileNotFoundError:
             pass
         return KeyVersions(
@@ -571,6 +577,13 @@ class FactStore:
             return WriteResult(cur, written=False)
         now = self.clock()
         version = max(numbers[-1] if numbers else 0, state.last) + 1
+        if version > MAX_VERSION:
+            # A file written past it would be no version to any reader: the write lost, the old value served.
+            raise BeadError(
+                f"{key} has used every version number a file name can carry (v{MAX_VERSION}.md); nothing was written",
+                f"look at {self.key_dir(key)} (a version file placed there by hand?); `bead forget {key}` frees the "
+                "key, or write the value to another key",
+            )
         fact = Fact(
             key=key,
             version=version,
@@ -673,10 +686,35 @@ class FactStore:
                     for name in names:
                         if name == self.home.fact_state(key).name or (name.endswith(".tmp") and safe.is_orphan_temp(name, 0.0)):
                             os.unlink(name, dir_fd=fd)
+                # A file no reader takes for a version (`v02.md`, `v1234567890.md`, notes) may hold the value too:
+                # it stays, as anything not the key's is never deleted, and is named (a child key's folder is not).
+                kept += [d / name for name in sorted(os.listdir(fd)) if _stray(fd, name, self.home.fact_state(key).name)]
         except FileNotFoundError:
             return 0, []
         safe.prune_empty(d, root=self.home.root, stop=self.root)
         return deleted, kept
+
+
+ODD_VERSION_NAME = (
+    "named like a version but no reader takes it for one (a version is v1.md to v999999999.md, no leading zero); "
+    "rename or delete it"
+)
+_VERSION_SHAPE = re.compile(r"v[0-9]+\.md")
+
+
+def _odd_version_name(name: str) -> bool:
+    return _VERSION_SHAPE.fullmatch(name) is not None and version_number(name) is None
+
+
+def _stray(dir_fd: int, name: str, state_name: str) -> bool:
+    """Whether ``name`` in a key's folder is a file that is neither a version (plain or sealed), nor the key's
+    state, nor a write's temp file: something placed there by hand, which forget names and leaves."""
+    if name == state_name or name.endswith(".tmp") or version_number(name) is not None or sealed_number(name) is not None:
+        return False
+    try:
+        return not stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _mark_superseded(dir_fd: int, fact: Fact) -> Fact:
