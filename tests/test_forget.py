@@ -198,15 +198,38 @@ def test_forget_scrubs_the_proxy_trace(mem, monkeypatch, tmp_path):
     """The trace quotes cue text; a forgotten value leaves it too."""
     trace = tmp_path / "trace.jsonl"
     trace.write_text(
-        json.dumps({"cues": [{"source": "user", "text": f"my code is {VALUE}"}]})
+        json.dumps({"session": "s1", "cues": [{"source": "user", "text": f"my code is {VALUE}"}]})
         + "\n"
-        + json.dumps({"cues": [{"source": "user", "text": "unrelated"}]})
+        + json.dumps({"session": "s2", "cues": [{"source": "user", "text": "unrelated"}]})
         + "\n"
+        + '{"at": "2026-12-01T10:00:00+00:00", "session": "s3", "cues": [{"source": "us\n'  # a killed proxy's last line
     )
     monkeypatch.setenv("BEAD_TRACE", str(trace))
     mem.write("user/code", f"my code is {VALUE}", "user")
     forget.apply(mem, forget.plan_target(mem, "user/code"))
     assert VALUE not in trace.read_text() and "unrelated" in trace.read_text()
+
+
+def test_forget_leaves_a_file_named_as_a_trace_that_is_none_as_it_is(mem, bead, tmp_path):
+    """proxy.runtime.jsonl names the traces its proxies wrote, and forget scrubs each. A line planted there named a
+    person's notes (or a --trace given the wrong path) and `bead forget --match` rewrote that file outside the
+    home, new inode, mode 0600. A file with lines that are not the proxy's records is now left, and said."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    notes = outside / "notes.txt"
+    notes.write_text(f"keep line 1\nmy vendor {VALUE} here\nkeep line 3\n")
+    notes.chmod(0o644)
+    transcript = outside / "session.jsonl"  # another program's JSON lines
+    transcript.write_text(json.dumps({"sessionId": "x", "message": f"the code is {VALUE}"}) + "\n")
+    before = {p: (p.read_bytes(), p.stat().st_ino, p.stat().st_mode) for p in (notes, transcript)}
+    lines = [json.dumps({"at": "2026-12-06T00:00:00Z", "pid": 1, "trace": str(p)}) for p in (notes, transcript)]
+    mem.home.proxy_runtime.write_text("\n".join(lines) + "\n")
+    mem.write("user/code", f"my code is {VALUE}", "user")
+    r = bead("forget", "--match", VALUE, "--yes")
+    assert r.code == 0, r.err
+    assert {p: (p.read_bytes(), p.stat().st_ino, p.stat().st_mode) for p in (notes, transcript)} == before
+    assert f"left {notes} as it is" in r.err and f"left {transcript} as it is" in r.err, r.err
+    assert mem.current("user/code") is None
 
 
 class TestRememberedValueLeavesNothing:
@@ -362,9 +385,9 @@ class TestWhatTheAdversarialReviewFound:
         value = "x " * 120 + self.WORDS
         cut = value[: 200 + 40]  # the first words of the value's tail survive the cut, not all of it
         trace.write_text(
-            json.dumps({"cues": [{"source": "user", "text": cut}]})
+            json.dumps({"session": "s", "cues": [{"source": "user", "text": cut}]})
             + "\n"
-            + json.dumps({"cues": [{"source": "user", "text": "unrelated"}]})
+            + json.dumps({"session": "s", "cues": [{"source": "user", "text": "unrelated"}]})
             + "\n"
         )
         state = mem.home.session_state("s-t1")
@@ -1078,7 +1101,7 @@ def test_a_forget_stopped_part_way_is_finished_by_forgetting_the_key_again(full_
     from bead.core.trace import Trace
 
     trace = tmp_path / "trace.jsonl"
-    trace.write_text(json.dumps({"cues": [{"source": "user", "text": f"my code is {VALUE}"}]}) + "\n")
+    trace.write_text(json.dumps({"session": "s", "cues": [{"source": "user", "text": f"my code is {VALUE}"}]}) + "\n")
     monkeypatch.setenv("BEAD_TRACE", str(trace))
     mem = full_store
 

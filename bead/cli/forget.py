@@ -68,6 +68,12 @@ def forget(target, match, yes, as_json):
     summary = forget_mod.apply(mem, plan)
     if not summary["index_emptied"]:
         echo(f"warning: {forget_mod.INDEX_BUSY}", err=True)
+    for path in summary["not_traces"]:
+        echo(
+            f"warning: left {path} as it is: it is named as the proxy's trace (proxy.trace, --trace or "
+            "proxy.runtime.jsonl) but holds lines the proxy did not write; look at it yourself if it holds the value",
+            err=True,
+        )
     for path in summary["kept"]:
         echo(
             f"warning: kept {path}: it is not a version file of the key (forget deletes only those); "

@@ -50,7 +50,7 @@ from ..store.reports import Reports
 from ..textform import TERMINAL_ESCAPES, fold, strings_in
 from .memory import Memory, busy_errors
 from .state import Conversations
-from .trace import Trace, configured_paths
+from .trace import NotATrace, Trace, configured_paths
 
 
 @dataclass
@@ -64,6 +64,7 @@ class Plan:
     episodes: list[Path] = field(default_factory=list)
     session_lines: dict[Path, int] = field(default_factory=dict)  # state file -> lines to drop
     trace_lines: dict[Path, int] = field(default_factory=dict)  # trace file -> lines to drop
+    not_traces: list[Path] = field(default_factory=list)  # named as a trace, holding other lines: left as they are
     queue_items: list[Path] = field(default_factory=list)
     whole: set[str] = field(default_factory=set)  # keys losing every version
     sealed_not_searched: int = 0  # --match: sealed keys it cannot look into
@@ -150,6 +151,7 @@ class Plan:
             "session_lines": sum(self.session_lines.values()) + sum(self.trace_lines.values()),
             "review_items": len(self.queue_items),
             "also_in": list(self.also_in),
+            "not_traces": [str(p) for p in self.not_traces],
         }
 
 
@@ -710,6 +712,9 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     for p in configured_paths(mem.config, home=mem.home) if raw is None else ():
         try:
             n = Trace(p).matching_lines(line_matches)
+        except NotATrace:
+            plan.not_traces.append(p)
+            continue
         except (OSError, safe.UnsafePath):
             continue
         if n:
@@ -872,6 +877,7 @@ def _joined(inner: Plan, outer: Plan, changed: list[Path]) -> Plan:
             if path not in done:
                 mine.setdefault(path, set()).update(numbers)
     inner.trace_lines = outer.trace_lines
+    inner.not_traces = outer.not_traces
     inner.also_in = outer.also_in
     return inner
 
@@ -986,7 +992,7 @@ def _apply_forgetting(
     for p in dict.fromkeys([*plan.trace_lines, *configured_paths(mem.config, home=mem.home)]):
         try:
             Trace(p).scrub(line_matches)
-        except (OSError, safe.UnsafePath):
+        except (OSError, safe.UnsafePath, NotATrace):
             continue  # as the plan passed it over
     mem.audit.forget_keys(plan.whole | plan.named)
     mem.tombstones.forget_keys(plan.whole | plan.named)

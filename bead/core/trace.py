@@ -103,18 +103,53 @@ class Trace:
         return out
 
     def matching_lines(self, matches: Callable[[str], bool]) -> int:
+        """How many lines ``matches``; NotATrace where a line is none of a trace's."""
         try:
             text = self._text()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return 0
-        return sum(1 for line in safe.lines_of(text) if matches(line))
+        lines = safe.lines_of(text)
+        for line in lines:
+            _check_line(self.path, line)
+        return sum(1 for line in lines if matches(line))
 
     def scrub(self, matches: Callable[[str], bool]) -> int:
-        """Drop the lines that ``matches`` (forget); a proxy appending meanwhile waits and loses nothing."""
+        """Drop the lines that ``matches`` (forget); a proxy appending meanwhile waits and loses nothing. A file
+        with a line no trace holds is left as it is (NotATrace, raised before anything is written): the path
+        came from proxy.runtime.jsonl or a setting, and may name any file, a person's notes or another program's log."""
+
+        def edit(line: str) -> str | None:
+            _check_line(self.path, line)
+            return None if matches(line) else line
+
         try:
-            return safe.rewrite_lines(self.path, lambda line: None if matches(line) else line, root=self.path.parent)
+            return safe.rewrite_lines(self.path, edit, root=self.path.parent)
         except (NotADirectoryError, IsADirectoryError):
             return 0
+
+
+class NotATrace(ValueError):
+    """A file named as a trace holds a line that is not one of the proxy's trace records."""
+
+    def __init__(self, path: Path):
+        super().__init__(f"{path} is named as the proxy's trace but holds lines that are not its records")
+        self.path = path
+
+
+def _check_line(path: Path, line: str) -> None:
+    """A trace line is a JSON object that names its session, as the proxy writes every one, or one a killed proxy
+    left cut short (``{"`` and no end); a blank line passes. Another program's JSON lines name no ``session``."""
+    stripped = line.strip()
+    if not stripped:
+        return
+    try:
+        entry = json.loads(stripped)
+    except ValueError:
+        if stripped.startswith('{"'):
+            return
+        raise NotATrace(path) from None
+    if not (isinstance(entry, dict) and "session" in entry):
+        raise NotATrace(path)
 
 
 def listed(entry: dict[str, Any], name: str) -> list[Any]:
