@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import UTC, datetime
 
@@ -138,6 +139,24 @@ class TestDerived:
         assert d.modified == ["facts/user/editor/v1.md"]
         reconcile(mem.index, mem.facts, mem.raw)
         assert [h.id for h in search_facts(mem.index, "kakoune")] == ["user/editor@v1"]
+        assert diff(mem.index, mem.facts, mem.raw).clean
+
+    def test_an_edit_that_keeps_size_and_time_is_seen_by_reconcile_and_status(self, mem, bead):
+        """`cp -p` or `rsync -a` restoring another value of the same length keeps the file's size and modification
+        time: the index kept the old value (search, the pinned block) and `bead status` said fresh."""
+        mem.write("user/editor", "Neovim old", "user")
+        v2 = mem.write("user/editor", "Helix new", "user").fact
+        reconcile(mem.index, mem.facts, mem.raw)  # the indexer's start: everything seen
+        st = v2.path.stat()
+        v2.path.write_text(v2.path.read_text().replace("Helix new", "Emacs new"))
+        os.utime(v2.path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert (v2.path.stat().st_size, v2.path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+        r = bead("status", "--json")
+        assert json.loads(r.out)["index"]["fresh"] is False, r.out
+        d, _ = reconcile(mem.index, mem.facts, mem.raw)
+        assert d.modified == ["facts/user/editor/v2.md"]
+        assert [h.id for h in search_facts(mem.index, "emacs")] == ["user/editor@v2"]
+        assert search_facts(mem.index, "helix") == []
         assert diff(mem.index, mem.facts, mem.raw).clean
 
     def test_deleted_file_seen_by_reconcile(self, mem):

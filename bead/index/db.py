@@ -955,6 +955,18 @@ class Index:
         got = dict(self._conn.execute("SELECT name, value FROM meta WHERE name IN ('built_at', 'facts_generation')"))
         return str(got.get("built_at", "")), int(got.get("facts_generation", 0))
 
+    def reconciled_ns(self) -> int:
+        """When the last reconcile of the whole store began (else when the index was built), in nanoseconds."""
+        got = dict(self._conn.execute("SELECT name, value FROM meta WHERE name IN ('reconciled_ns', 'built_at')"))
+        try:
+            return int(got["reconciled_ns"]) if "reconciled_ns" in got else int(float(got.get("built_at", 0)) * 1e9)
+        except ValueError:
+            return 0
+
+    def set_reconciled_ns(self, ns: int) -> None:
+        with self.write_tx():
+            self._conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('reconciled_ns', ?)", [str(ns)])
+
     def facts_generation(self) -> int:
         """A number that changes with every change to a fact row, whoever made it (triggers keep it)."""
         row = self._conn.execute("SELECT value FROM meta WHERE name = 'facts_generation'").fetchone()

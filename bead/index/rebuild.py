@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +48,12 @@ def diff(index: Index, facts: FactStore, raw: RawLog) -> Diff:
     d = Diff()
     known = index.file_fingerprints()
     on_disk = _store_files(facts, raw)
-    for rel, (path, _kind) in sorted(on_disk.items()):
+    # A fact file changed since the last reconcile began is read again even where its size and time are the ones
+    # the index saw: `cp -p` or `rsync -a` restoring another value of the same length keeps both, and its old value
+    # stayed in search and the pinned block with `bead status` saying fresh. A change sets a file's ctime, which no
+    # tool sets back. (Raw logs grow by appends, which change their size; bead's own rewrites index themselves.)
+    since = index.reconciled_ns()
+    for rel, (path, kind) in sorted(on_disk.items()):
         try:
             st = path.stat()
         except FileNotFoundError:
@@ -56,7 +62,8 @@ def diff(index: Index, facts: FactStore, raw: RawLog) -> Diff:
             d.new.append(rel)
             continue
         size, mtime_ns, sha, _ = known[rel]
-        if (size, mtime_ns) != (st.st_size, st.st_mtime_ns) and (not sha or sha256_file(path) != sha):
+        changed = (size, mtime_ns) != (st.st_size, st.st_mtime_ns) or (kind == "fact" and st.st_ctime_ns > since)
+        if changed and (not sha or sha256_file(path) != sha):
             d.modified.append(rel)
     d.deleted = sorted(rel for rel in known if rel not in on_disk)
     return d
@@ -64,6 +71,7 @@ def diff(index: Index, facts: FactStore, raw: RawLog) -> Diff:
 
 def reconcile(index: Index, facts: FactStore, raw: RawLog) -> tuple[Diff, list[Problem]]:
     """Apply a diff: re-read every changed file, drop rows of deleted ones."""
+    began = time.time_ns()
     d = diff(index, facts, raw)
     problems: list[Problem] = []
     keys = set()
@@ -81,6 +89,7 @@ def reconcile(index: Index, facts: FactStore, raw: RawLog) -> tuple[Diff, list[P
                 problems.append(Problem(path, exc.message if isinstance(exc, safe.UnsafePath) else str(exc)))
     for key in sorted(keys):
         problems.extend(sync_key(index, facts, key))
+    index.set_reconciled_ns(began)
     return d, problems
 
 
