@@ -896,6 +896,34 @@ def test_what_a_request_brought_before_a_forget_is_not_captured_in_clear_after_i
     assert [t.text for t in live.turns() if VALUE in t.text] == [f"no, it is {VALUE} now", f"It is {VALUE}, kept in the vault."]
 
 
+def test_a_conversation_resumed_after_a_forget_does_not_bring_the_value_back(live):
+    """A conversation that said the value, forgotten, then resumed under a new session (`claude --resume`, a
+    conversation begun before the proxy ran): the harness replays its history, which bead sees for the first time
+    and captured in clear. Replayed turns that hold the forgotten value go to the raw log as [forgotten]; what the
+    person says now is captured as said, the value too if they say it again."""
+    engine = live.engine
+    said = [{"role": "user", "content": f"note that {SENTENCE.lower()} Keep it."}]
+    prep = engine.prepare(live.body(said), {"x-bead-session": "s-first"})
+    engine.forwarded(prep).result(timeout=30)
+    live.answer(prep, f"Noted: {SENTENCE}")
+    live.forget()
+    assert live.leftovers() == []
+    resumed = [
+        *said,
+        {"role": "assistant", "content": f"Noted: {SENTENCE}"},
+        {"role": "user", "content": "which editor do I use?"},
+    ]
+    prep = engine.prepare(live.body(resumed), {"x-bead-session": "s-resumed"})
+    engine.forwarded(prep).result(timeout=30)
+    live.answer(prep, "Helix.")
+    assert live.leftovers() == []
+    assert [t.text for t in live.turns()][-4:] == [FORGOTTEN, FORGOTTEN, "which editor do I use?", "Helix."]
+    again = [*resumed, {"role": "assistant", "content": "Helix."}, {"role": "user", "content": f"{SENTENCE} again"}]
+    prep = engine.prepare(live.body(again), {"x-bead-session": "s-resumed"})
+    engine.forwarded(prep).result(timeout=30)
+    assert [t.text for t in live.turns()][-1] == f"{SENTENCE} again"
+
+
 def test_an_answer_the_proxy_could_not_read_is_not_captured_in_clear_from_history_after_a_forget(live):
     """The proxy could not read an answer as it ended (a compressed stream): the next request's history carries it,
     and it is captured from there. A forget ran in between: the answer was said before it (it repeats the value), so

@@ -584,6 +584,28 @@ class TestHostileTranscripts:
         on_disk = b"".join(p.read_bytes() for p in mem.home.root.rglob("*") if p.is_file())
         assert b"quokka-wombat-7731" not in on_disk and b"quokka" not in on_disk
 
+    def test_a_forgotten_value_is_not_brought_back_by_an_import_that_numbers_its_turns_otherwise(self, mem, tmp_path):
+        """A forgotten turn is found again by its place, and another --since numbers the places otherwise: that run
+        wrote the forgotten value back into the raw log. An imported turn is one said before, so one that holds a
+        forgotten value (its words inside other text, as a tombstone keeps them) is written as [forgotten]."""
+        from datetime import UTC, datetime
+
+        from bead.core import forget
+
+        lines = [
+            self.line("an opening line", ts="2026-11-30T12:00:00Z"),
+            self.line("my vendor is Globex Wombatica Holdings, bill them monthly", ts="2026-11-30T12:00:05Z"),
+            self.line("GLOBEX  WOMBATICA-HOLDINGS again", ts="2026-11-30T12:00:20Z"),
+            self.line("and an unrelated line", ts="2026-11-30T12:00:30Z"),
+        ]
+        root = self.folder(tmp_path, {"s1.jsonl": "".join(lines)})
+        assert history.import_claude_code(mem, read_items, root).turns_added == 4
+        forget.apply(mem, forget.plan_match(mem, "Globex Wombatica Holdings"))
+        later = history.import_claude_code(mem, read_items, root, since=datetime(2026, 11, 30, 12, 0, 10, tzinfo=UTC))
+        on_disk = b"".join(p.read_bytes() for p in mem.home.root.rglob("*") if p.is_file()).lower()
+        assert b"wombatica" not in on_disk, later
+        assert "and an unrelated line" in [t.text for t in self.turns(mem)]
+
     def test_a_forgotten_turns_place_takes_no_other_turn(self, mem, tmp_path):
         """A forgotten turn is known by its role, source, time and message number, and only among the turns an import
         wrote: a new message that a --since run numbers as the forgotten one was, and a transcript's message in a

@@ -61,7 +61,7 @@ from ..conversation import (
 )
 from ..errors import BeadError
 from ..store.audit import iso
-from ..store.rawlog import by_message
+from ..store.rawlog import REPLAYED, by_message
 from ..textform import readable_json
 from ..token import without_token
 from .capture import request_turns
@@ -513,7 +513,8 @@ def import_transcript(
             counts.turns_present += 1
             continue
         counts.redacted += bool(found)
-        flags = {**turn.flags, "message": offset + index, "imported": IMPORTED[t.wire]}
+        # Every imported turn was said before: one that holds a forgotten value stays forgotten (RawLog.append_many).
+        flags = {**turn.flags, "message": offset + index, "imported": IMPORTED[t.wire], REPLAYED: True}
         if found:
             flags["redacted"] = sorted(set(found))
         # the text as scanned with its message's other runs: the raw log may be given this run alone (the others

@@ -89,7 +89,7 @@ class Memory:
         self.facts = FactStore(
             home, self.audit, self.tombstones, config.owner, clock, max_bytes=config.store.max_fact_bytes, sealed=self.sealed.has
         )
-        self.raw = RawLog(home, clock, config.owner)
+        self.raw = RawLog(home, clock, config.owner, forgotten_in=self.tombstones.contained)
         self._index: Index | None = None
         self.semantic_wait = True  # bead[semantic]: a search may wait for the model to load (not on the proxy's path)
         self.semantic_socket: Path | None = None  # the proxy: questions' vectors from the indexer (Index.semantic_socket)

@@ -54,7 +54,7 @@ from ..core.state import Conversations, ConversationState, logged_pairs
 from ..core.trace import Trace, record_proxy_trace
 from ..paths import Home
 from ..store.locks import LockBusy
-from ..store.rawlog import FORGOTTEN, SAID_AT_EPOCH, UNSCREENED
+from ..store.rawlog import FORGOTTEN, REPLAYED, SAID_AT_EPOCH, UNSCREENED
 from ..store.rawlog import Turn as RawTurn
 from ..wire import Wire, anthropic
 from ..wire.splice import TooLarge
@@ -727,6 +727,11 @@ class Engine:
             for t in turns:
                 if t.flags.get("message") == start:
                     t.flags[SAID_AT_EPOCH] = st.captured_epoch
+        for t in turns:
+            # Messages before the newest user message, captured only now (a resumed session, a rewind, an answer the
+            # proxy could not read): the harness replays them; what the person says now is the newest one.
+            if newest is not None and int(t.flags.get("message", newest)) < newest:
+                t.flags[REPLAYED] = True
         turns += answer or []
         remember_at = newest if newest is not None and start <= newest < upto else None
         logged = [(m.index, m.hash) for m in conv.messages[start:upto] if m.role == "user"]

@@ -57,6 +57,10 @@ UNSCREENED = "unscreened"  # the flag of a turn captured across a forget, writte
 # A turn's own forget epoch (RawLog.append_many), where it was said before the request that brings it (the answer the
 # proxy could not read as it ended, carried by the next request's history); popped, never written.
 SAID_AT_EPOCH = "said_at_epoch"
+# A turn the harness replays rather than says now (a conversation's earlier messages bead sees for the first time: a
+# resumed session, a rewind; every turn `bead import` reads): one that holds a forgotten value (RawLog.forgotten_in)
+# is written as FORGOTTEN, flagged ``forgotten`` as a forget's rewrite is. Popped, never written.
+REPLAYED = "replayed"
 
 
 @dataclass
@@ -219,10 +223,12 @@ TurnItem = tuple[Any, ...]
 
 
 class RawLog:
-    def __init__(self, home: Home, clock: Callable[[], datetime], owner: str):
+    def __init__(self, home: Home, clock: Callable[[], datetime], owner: str, forgotten_in: Callable[[str], bool] | None = None):
         self.home = home
         self.root = home.raw
         self.owner = owner
+        # Whether a text says a value a forget took (bead.store.audit.Tombstones.contained); asked of REPLAYED turns.
+        self.forgotten_in = forgotten_in
         self.lock_path = home.raw_lock
         self.clock = clock
         self._paths: dict[str, Path] = {}
@@ -338,6 +344,10 @@ class RawLog:
             role, text, at, ref = item[:4]
             flags = dict(item[4]) if len(item) > 4 and item[4] else {}
             said_at = flags.pop(SAID_AT_EPOCH, None)
+            if flags.pop(REPLAYED, False) and self.forgotten_in is not None and self.forgotten_in(clean):
+                # Said before and forgotten since: the harness's history or a transcript brings it back, not the person.
+                clean, found = FORGOTTEN, []
+                flags["forgotten"] = True
             clean, had_token = without_token(self.home, clean)
             if had_token:
                 found = [*found, "bead-token"]
