@@ -14,7 +14,7 @@ import pytest
 from conftest import all_bytes_under, plaintext_secret, reading_index
 
 from bead.core import forget
-from bead.errors import BeadError
+from bead.errors import BeadError, RefusedWrite
 from bead.recall.rank import search_facts
 from bead.store.rawlog import FORGOTTEN
 
@@ -796,6 +796,29 @@ def test_a_one_word_or_signed_value_is_found_however_a_turn_wrote_it(mem, value,
     forget.apply(mem, forget.plan_target(mem, "user/thing"))
     (turn,) = mem.raw.read(mem.raw.find("s1"))
     assert said not in turn.text
+
+
+@pytest.mark.parametrize("how", ["key", "match"])
+def test_a_value_whose_words_are_written_as_one_goes_and_stays_gone(mem, how):
+    """The value's words written as one word (a class's name, an environment variable, words joined by an
+    invisible tag space) were kept by forget and passed its tombstone; snake_case and kebab-case were not."""
+    said = [
+        "class GlobexWombaticaHoldings(Vendor): pass",
+        "export GLOBEXWOMBATICAHOLDINGS=1",
+        "the vendor Globex\U000e0020Wombatica\U000e0020Holdings again",
+        "an unrelated turn about the editor",
+    ]
+    mem.append_turns("s1", [("user", t, T0, None) for t in said])
+    mem.write("user/vendor", "Globex Wombatica Holdings", "user")
+    plan = forget.plan_target(mem, "user/vendor") if how == "key" else forget.plan_match(mem, "Globex Wombatica Holdings")
+    forget.apply(mem, plan)
+    mem.index.checkpoint()
+    on_disk = b"".join(p.read_bytes() for p in mem.home.root.rglob("*") if p.is_file()).lower()
+    assert b"wombatica" not in on_disk
+    assert "an unrelated turn about the editor" in [t.text for t in mem.raw.read(mem.raw.find("s1"))]
+    for spelt in ("GlobexWombaticaHoldings", "globexWombaticaHoldings", "the vendor is GLOBEXWOMBATICAHOLDINGS now"):
+        with pytest.raises(RefusedWrite):
+            mem.write("user/v2", spelt, "user", trust="agent_observed")
 
 
 def test_a_reports_dormant_line_naming_a_key_made_of_the_value_goes(mem):

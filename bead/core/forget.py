@@ -372,6 +372,13 @@ def _word_needle(text: str) -> str:
     return word_form(_folded(text))
 
 
+def _word_needles(text: str) -> list[str]:
+    """``_word_needle`` and the same words written as one whole word (``GlobexWombaticaHoldings``, a class or an
+    environment variable's name; words joined by an invisible character, which the normal form drops)."""
+    form = _word_needle(text)
+    return [form, f" {''.join(form.split())} "] if form else []
+
+
 def _holds_decoded(text: str, folded: list[str], words: list[str]) -> bool:
     """Whether ``text``, decoded and in its normal form (read once), as written or without its markup
     (``_markup_free``), holds one of ``folded`` (values as ``_plain`` writes them) or, as a run of whole words, one
@@ -535,7 +542,7 @@ def _matcher(
     """Raw turns: the whole value (``shingles`` empty), or its codes encoded (``encoded``). Derived files: also any
     run of its words, and any of its distinctive tokens (``tokens``: a compiled pattern, or None)."""
 
-    words = [w for n in needles if (w := _word_needle(n))]
+    words = [w for n in needles for w in _word_needles(n)]
     folded = [f for n in needles if (f := _plain(n))]
 
     def matches(text: str) -> bool:
@@ -740,7 +747,7 @@ def _line_matcher(
     when it names a key that is gone (an injected id, a remembered id), or when it holds a run of the
     value's words (a cue cut at 200 characters, an excerpt cut at 600)."""
 
-    words = [w for n in needles if (w := _word_needle(n))]
+    words = [w for n in needles for w in _word_needles(n)]
     folded = [f for n in needles if (f := _plain(n))]
 
     def matches(line: str) -> bool:
@@ -814,7 +821,7 @@ def plan_match(mem: Memory, text: str, raw: list[Path] | None = None, tokens: se
         raise BeadError("--match needs 3 or more characters", "give a longer piece of the text to forget")
     # Sealed values are encrypted and forget does not decrypt them: it says how many it left unsearched.
     plan = Plan(match_text=text, sealed_not_searched=sum(1 for _ in mem.sealed.keys()))
-    words = _word_needle(text)
+    words = _word_needles(text)
     # A key's name is matched by whole words, and only by a text a key could hold (letters, digits, - and _).
     as_key = _word_form(text) if _KEY_TEXT.fullmatch(needle) else ""
 
@@ -822,7 +829,8 @@ def plan_match(mem: Memory, text: str, raw: list[Path] | None = None, tokens: se
         if needle in normalise(b):
             return True
         once = _folded(b)
-        return plain in _plain(b, once) or bool(words and words in _word_form(b, once))
+        form = _word_form(b, once) if words else ""
+        return plain in _plain(b, once) or any(w in form for w in words)
 
     kvs, _problems = mem.facts.scan()
     for kv in kvs:

@@ -109,6 +109,16 @@ def inside_form(value: str) -> tuple[str, int] | None:
     return None
 
 
+def joined_form(value: str) -> str | None:
+    """The inside hash of a forgotten value's words written as one (``GlobexWombaticaHoldings``, ``GLOBEXWOMBATICA
+    HOLDINGS`` with the spaces gone, words joined by an invisible character), as a one-word run of ``contained``
+    compares it; None where the value has no inside form or is one word."""
+    inside = inside_form(value)
+    if inside is None or inside[1] < 2:
+        return None
+    return _inside_hash(["".join(_inside_words(value))])
+
+
 def words_hash(value: str) -> str | None:
     """The hash of the value's words (``word_form`` of its normal form), or None when its words alone do not say it:
     a tombstoned value said with other punctuation (a full stop added) is the same value."""
@@ -289,6 +299,8 @@ class Tombstones:
             # A forgotten value's words are refused inside another text too (``contained``); a rejected proposal's
             # are not: "deploy on Fridays" rejected must not refuse "never deploy on Fridays".
             folded["inside_sha256"], folded["inside_words"] = inside
+            if (joined := joined_form(value)) is not None:
+                folded["joined_sha256"] = joined
         append_line(
             self.path,
             json.dumps({"at": iso(at), **who, "sha256": digest, **folded, "reason": reason, "owner": self.owner}),
@@ -325,6 +337,8 @@ class Tombstones:
                 n = entry.get("inside_words")
                 if isinstance(entry.get("inside_sha256"), str) and isinstance(n, int) and 0 < n <= MAX_INSIDE_WORDS:
                     out.inside.setdefault(n, set()).add(entry["inside_sha256"])
+                if isinstance(entry.get("joined_sha256"), str):
+                    out.inside.setdefault(1, set()).add(entry["joined_sha256"])
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue
         _HASHES[str(self.path)] = (stamp, out)
