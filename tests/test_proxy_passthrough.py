@@ -114,3 +114,31 @@ def test_a_target_that_cannot_go_upstream_gets_beads_error_not_a_500(served_prox
     status, body = h2_get(proxy.url, path)
     assert status == b"502" and json.loads(body)["type"] == "error", (status, body)
     assert len(up.requests) == 1
+
+
+def test_a_cookie_an_answer_sets_goes_out_on_no_later_request(served_proxy, raw_upstream):
+    """One upstream client serves every harness, session and user: a Set-Cookie in one answer (a CDN's __cf_bm) was
+    kept by it and sent on every later request, other users' too, a header none of them sent. The answer still
+    carries its Set-Cookie to its own harness."""
+    up = raw_upstream(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nset-cookie: __cf_bm=OWNER-SESSION; Path=/\r\n"
+        b"content-length: 2\r\nconnection: close\r\n\r\nok"
+    )
+    url = served_proxy(upstream_url=up.url).url
+    _, headers, _ = head_of(get(url, b"/v1/models"))
+    assert dict(headers).get(b"set-cookie") == b"__cf_bm=OWNER-SESSION; Path=/"
+    get(url, b"/v1/models")
+    assert len(up.requests) == 2
+    assert b"cookie:" not in up.requests[1][0].lower(), up.requests[1][0]
+
+
+def test_an_answer_framed_twice_is_relayed_by_its_chunks(served_proxy, raw_upstream):
+    """Content-Length and chunked framing both (HTTP settles it by the chunks): httpx hands over the unchunked bytes,
+    and the relayed Content-Length announced fewer than came, so the harness's client got nothing."""
+    up = raw_upstream(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n"
+        b"connection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+    )
+    status, headers, body = head_of(get(served_proxy(upstream_url=up.url).url, b"/v1/models"))
+    assert status.split()[1] == b"200" and dict(headers).get(b"content-length") != b"3", headers
+    assert b"hello" in body, body

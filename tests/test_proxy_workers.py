@@ -240,3 +240,74 @@ def test_counters_read_while_other_threads_add_kinds_never_raise(bead_home):
         sys.setswitchinterval(old)
         engine.close()
     assert failures == []
+
+
+def test_workers_that_keep_dying_are_started_again_after_a_wait_and_the_supervisor_holds_on(tmp_path):
+    """A local user could make the workers die again and again (bodies that exhaust memory): after five deaths in a
+    minute the supervisor stopped, its port came free, and whoever bound it next received the harnesses' requests,
+    the token and API keys with them. Past the limit it now waits, longer each time, and starts them again; a stop
+    still ends it at once. Shown with the supervisor alone (the limit 2, the first wait 0.3 s), in a process of its
+    own, since it forks."""
+    import subprocess
+    import textwrap
+
+    starts = tmp_path / "starts"
+    script = textwrap.dedent(f"""
+        import logging, os, signal, sys, time
+        from bead.proxy import workers
+        workers.CRASHES, workers.BACKOFF_S, workers.RESTART_DELAY_S = 2, 0.3, 0.05
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+
+        def run(slot):
+            with open({str(starts)!r}, "a") as f:
+                f.write("start\\n")
+            if sum(1 for _ in open({str(starts)!r})) <= 4:
+                os._exit(1)  # dies at once, four times running
+            signal.pause()
+
+        sys.exit(workers.supervise(run, 1))
+    """)
+    p = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    try:
+        assert eventually(lambda: starts.exists() and len(starts.read_text().splitlines()) >= 5, 30)
+        assert p.poll() is None  # it held on past the limit
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=10) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    err = p.stderr.read() if p.stderr else ""
+    assert "starting worker 0 again in 0 s, the port held meanwhile" in err, err
+    assert "stopping" not in err
+
+
+def test_the_proxy_raises_its_open_file_limit_before_it_serves(bead_home, upstream):
+    """A local user who held about a thousand connections open (headers sent, the body never) filled the usual
+    soft limit of 1,024 files, and the proxy accepted no new connection, the agent's neither. `bead proxy`, started
+    with a soft limit of 256, serves with its soft limit raised to the hard one (its workers inherit it)."""
+    import resource
+    import subprocess
+
+    from conftest import http_answers
+    from fakes import free_port
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 256:
+        pytest.skip(f"the hard limit here is {hard}: nothing to raise")
+    port = free_port()
+    script = (
+        "import os, resource, sys; "
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1])); "
+        f"os.execv(sys.executable, [sys.executable, '-m', 'bead', 'proxy', '--listen', '127.0.0.1:{port}', "
+        f"'--upstream', {upstream.url!r}])"
+    )
+    p = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "BEAD_HOME": str(bead_home)})
+    try:
+        assert eventually(lambda: p.poll() is None and http_answers(f"http://127.0.0.1:{port}/bead/health"), 60)
+        line = next(x for x in open(f"/proc/{p.pid}/limits").read().splitlines() if x.startswith("Max open files"))
+        got_soft, got_hard = line.split()[3:5]
+        assert got_soft == got_hard and got_soft != "256", line
+    finally:
+        p.terminate()
+        p.wait(30)

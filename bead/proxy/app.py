@@ -22,6 +22,7 @@ import asyncio
 import base64
 import functools
 import hmac
+import http.cookiejar
 import json
 import logging
 import os
@@ -220,6 +221,10 @@ class Proxy:
             transport=transport,
             timeout=httpx.Timeout(connect=15.0, read=None, write=None, pool=None),
             follow_redirects=False,
+            # One client serves every harness, session and user of the machine: a cookie an answer set (a CDN's
+            # __cf_bm) would go out on everyone's later requests, a header none of them sent. The answer's
+            # Set-Cookie still reaches its own harness, which keeps what it wants.
+            cookies=_NoCookies(),
         )
         # The request's headers as the harness sent them: none of httpx's own (Accept, Accept-Encoding: gzip,
         # User-Agent), or an upstream could compress an answer for a client that never asked for it.
@@ -416,10 +421,12 @@ class Proxy:
             return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})", api=api)
         engine.forwarded(prep)
         # Each value as its bytes were (latin-1 is one character a byte); _raw_header_bytes writes them back so.
+        # An answer framed by chunks comes out of httpx unchunked, so a Content-Length beside it (two framings, which
+        # HTTP says to settle by the chunks) would announce another length than the bytes relayed, and the harness's
+        # client would drop the answer.
+        drop = RESPONSE_DROP | ({"content-length"} if "transfer-encoding" in up.headers else set())
         resp_headers = [
-            (k.decode("latin-1"), v.decode("latin-1"))
-            for k, v in up.headers.raw
-            if k.decode("latin-1").lower() not in RESPONSE_DROP
+            (k.decode("latin-1"), v.decode("latin-1")) for k, v in up.headers.raw if k.decode("latin-1").lower() not in drop
         ]
         response = _Relayed(self._relay(up, prep), status=up.status_code, headers=Headers(resp_headers))
         response.timeout = None  # a long stream is never cut
@@ -462,6 +469,16 @@ class Proxy:
                 self.engine.finished(
                     prep, chunks, up.headers.get("content-type", ""), up.headers.get("content-encoding"), truncated or broke
                 )
+
+
+class _NoCookies(http.cookiejar.CookieJar):
+    """A cookie jar that keeps nothing: the proxy adds no header a harness did not send."""
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        return None
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
 
 
 def create_app(

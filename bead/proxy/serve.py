@@ -134,6 +134,22 @@ def run_until_signal(app: Any, cfg: Any, parent: int | None = None) -> None:
     asyncio.run(main())
 
 
+def more_open_files() -> tuple[int, int]:
+    """Raise this process's soft limit of open files to its hard one; the (soft, hard) limits now. Each connection
+    is a file: a local user who held about a thousand open (headers sent, the body never) filled the usual soft
+    limit of 1,024, and the proxy accepted no new connection, the agent's neither, until they closed."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        want = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            pass  # a platform that caps it lower (macOS: OPEN_MAX): what it allows stays
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
 def serve(app: Any, host: str, port: int, on_listening: Callable[[], None] | None = None) -> None:
     """Serve until SIGTERM or SIGINT. The port is bound before anything is said: ``on_listening`` runs once it
     is this process's and accepts connections, so a line saying the proxy is up is true when it is read."""
@@ -154,7 +170,8 @@ def serve_workers(
 ) -> int:
     """``serve`` with ``workers`` processes on the one port (bead.proxy.workers): the port is bound here, once,
     and each worker serves ``make_app(slot)`` on it. One worker is ``serve`` itself, in this process. The exit
-    status: 0 after SIGTERM or SIGINT, 1 when the workers kept dying."""
+    status: 0 after SIGTERM or SIGINT."""
+    more_open_files()  # before the fork: the workers inherit it
     if workers <= 1:
         serve(make_app(0), host, port, on_listening)
         return 0

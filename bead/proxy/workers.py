@@ -37,9 +37,11 @@ log = logging.getLogger("bead.proxy")
 MAX_WORKERS = 16
 SLOT = 8192  # bytes of the board per worker: its counters as JSON
 _HEAD = struct.Struct("<QI")  # a slot's sequence number (odd while it is written) and the length of its JSON
-CRASHES = 5  # deaths of workers within CRASH_WINDOW_S that stop the proxy instead of starting them again
+CRASHES = 5  # deaths of workers within CRASH_WINDOW_S after which a worker is started again only after BACKOFF_S
 CRASH_WINDOW_S = 60.0
 RESTART_DELAY_S = 1.0
+BACKOFF_S = 30.0  # the first wait past CRASHES; it doubles at each crash past them, up to BACKOFF_MAX_S
+BACKOFF_MAX_S = 300.0
 STOPS = {signal.SIGTERM, signal.SIGINT}
 
 
@@ -170,9 +172,14 @@ def supervise(
     on_death: Callable[[int], None] | None = None,
 ) -> int:
     """Fork ``n`` workers, each ``run_worker(slot)`` in a process of its own, and keep them running until
-    SIGTERM or SIGINT; the exit status: 0 after a stop asked for, 1 when workers kept dying. ``on_ready`` runs
-    once a stop signal would be handled (so that one sent on what it says stops everything cleanly); ``on_death``
-    with a worker's slot when it died on its own, before it is started again."""
+    SIGTERM or SIGINT (exit status 0). ``on_ready`` runs once a stop signal would be handled (so that one sent on
+    what it says stops everything cleanly); ``on_death`` with a worker's slot when it died on its own, before it is
+    started again.
+
+    Workers that keep dying (CRASHES within CRASH_WINDOW_S) are started again after a growing wait, never given up
+    on: the supervisor holds the listening socket, and a proxy that stopped left its port to whoever binds it next.
+    A local user who made the workers die (bodies that exhaust memory) could then take it and receive the harnesses'
+    requests: the token in their paths and the API keys in their headers."""
     if threading.active_count() > 1:
         # Forking with other threads alive can leave a lock held forever in the child.
         raise RuntimeError(f"bead proxy forks its workers before any thread starts ({threading.active_count()} running)")
@@ -223,7 +230,13 @@ def supervise(
     for slot in range(n):
         if not stopping:
             start(slot)
-    failed = False
+    backoff = BACKOFF_S
+
+    def wait(seconds: float) -> None:
+        until = time.monotonic() + seconds
+        while not stopping and time.monotonic() < until:
+            time.sleep(min(0.2, max(0.0, until - time.monotonic())))
+
     while children:
         try:
             pid, status = os.wait()
@@ -239,13 +252,21 @@ def supervise(
         code = os.waitstatus_to_exitcode(status)
         if len(deaths) >= CRASHES:
             log.error(
-                "proxy workers died %d times within %.0f s (the last: exit %d); stopping", len(deaths), CRASH_WINDOW_S, code
+                "proxy workers died %d times within %.0f s (the last: exit %d); starting worker %d again in %.0f s, "
+                "the port held meanwhile (the log above says why they ended)",
+                len(deaths),
+                CRASH_WINDOW_S,
+                code,
+                slot,
+                backoff,
             )
-            failed = True
-            stop_all(signal.SIGTERM, None)
-            continue
-        log.warning("proxy worker %d (pid %d) ended on its own (exit %d); starting it again", slot, pid, code)
-        time.sleep(RESTART_DELAY_S)
+            wait(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX_S)
+        else:
+            if len(deaths) == 1:
+                backoff = BACKOFF_S  # a quiet window since the last crash: the waits start over
+            log.warning("proxy worker %d (pid %d) ended on its own (exit %d); starting it again", slot, pid, code)
+            wait(RESTART_DELAY_S)
         if not stopping and os.getpid() == me:
             start(slot)
-    return 1 if failed else 0
+    return 0
