@@ -37,6 +37,9 @@ from typing import Any
 
 import httpx
 from quart import Quart, Response, request, websocket
+from quart.asgi import ASGIHTTPConnection
+from quart.wrappers.request import Body as QuartBody
+from quart.wrappers.request import Request as QuartRequest
 from werkzeug.datastructures import Headers
 
 from .. import __version__
@@ -47,7 +50,7 @@ from ..token import load_token
 from ..version import build_id
 from ..wire import formats
 from . import access
-from .engine import MAX_RESPONSE_BYTES, Claim, Engine, Prepared
+from .engine import MAX_BODY_BYTES, MAX_RESPONSE_BYTES, Claim, Engine, Prepared
 
 log = logging.getLogger("bead.proxy")
 
@@ -171,7 +174,63 @@ def prepare() -> None:
     import httpcore  # noqa: F401
 
 
+UNREAD_BYTES = 4 * 1024 * 1024  # of a request body, what may wait unread once the proxy reads it part by part
+STREAM_FROM_BYTES = 1024 * 1024  # a body of a route bead does not read goes upstream as it comes past this
+
+
+class _Body(QuartBody):
+    """Quart's request body, which takes what the connection delivers as fast as it comes: unread, a body of
+    gigabytes sat whole in a worker's memory, sent by anyone on the machine (no token is needed to be forwarded).
+    Once the proxy reads it part by part (``async for``), taking more waits while UNREAD_BYTES are unread
+    (``put``), so the sender waits on the socket instead; awaited whole, it is Quart's."""
+
+    def __init__(self, expected_content_length: int | None, max_content_length: int | None) -> None:
+        super().__init__(expected_content_length, max_content_length)
+        self._read_in_parts = False
+        self._drained = asyncio.Event()
+        self._drained.set()
+
+    async def __anext__(self) -> bytes:
+        self._read_in_parts = True
+        data = await super().__anext__()
+        self._drained.set()
+        return data
+
+    async def put(self, data: bytes) -> None:
+        self.append(data)
+        if self._read_in_parts and len(self._data) >= UNREAD_BYTES and not self._complete.is_set():
+            self._drained.clear()
+            await self._drained.wait()
+
+
+class _Request(QuartRequest):
+    body_class = _Body
+
+
+class _Connection(ASGIHTTPConnection):
+    """Quart's HTTP connection, whose receiving waits for the proxy to read (``_Body.put``). When the answer is
+    sent, Quart cancels the receiving: what the proxy did not read of a body is never taken in."""
+
+    async def handle_messages(self, request: QuartRequest, receive: Any) -> None:
+        body = request.body
+        while True:
+            message = await receive()
+            if message["type"] == "http.request":
+                data = message.get("body", b"")
+                if isinstance(body, _Body):
+                    await body.put(data)
+                else:
+                    body.append(data)
+                if not message.get("more_body", False):
+                    body.set_complete()
+            elif message["type"] == "http.disconnect":
+                return
+
+
 class ProxyApp(Quart):
+    request_class = _Request
+    asgi_http_class = _Connection
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.asgi_app = _raw_header_bytes(self.asgi_app)  # type: ignore[method-assign]
@@ -336,7 +395,6 @@ class Proxy:
         stream the answer back and hand what was captured to the engine."""
         engine = self.engine
         start = time.monotonic()
-        body = typing.cast(bytes, await request.get_data(cache=False, as_text=False))
         raw_headers = _scope_headers()
         headers = {k.lower(): v for k, v in raw_headers}
         # The path as sent (percent-encoding intact), not Quart's decoded one,
@@ -388,7 +446,15 @@ class Proxy:
             )
         api_of, raw_path, fmt = formats.route(request.method, raw_path)
         api, wire = api_of.name, (fmt.wire if fmt is not None else None)
+        # Read part by part, up to what bead would ever read of it (a conversation route's MAX_BODY_BYTES, another
+        # route's first STREAM_FROM_BYTES): the rest (a file upload, or someone's gigabytes) goes upstream as it
+        # comes, never whole in memory (``_Body``).
+        body, rest = await _first_bytes(MAX_BODY_BYTES if wire is not None else STREAM_FROM_BYTES)
         prep = Prepared(body)
+        if rest is not None:
+            if wire is not None:
+                engine.count("too_large")  # as a body bead reads would be: forwarded as sent, nothing recorded
+            wire = None
         if wire is not None:
             peer, ours = _ends()
 
@@ -402,6 +468,10 @@ class Proxy:
         # As bytes: httpx sends bytes as they are, where a str value holding a character above 0x7f (a project's
         # name in X-Bead-Project) would fail to encode and the request would not go out.
         out_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in raw_headers if k.lower() not in REQUEST_DROP]
+        if rest is not None and "content-length" in headers:
+            # Sent on as it comes, unchanged: its length as the harness gave it (httpx would frame it in chunks,
+            # which some upload endpoints refuse).
+            out_headers.append((b"content-length", headers["content-length"].encode("latin-1")))
         query = request.scope.get("query_string") or b""
         # Always the configured scheme, host and port: the request target only names a path.
         up_base = self.bases[api]
@@ -413,7 +483,8 @@ class Proxy:
             # transport's "target" extension sends the bytes as they are); the URL names the upstream. Built inside
             # the try: a target httpx refuses (a control character an HTTP/2 client sent) is bead's 502, not a 500.
             url = up_base.copy_with(raw_path=target)
-            out = client.build_request(request.method, url, headers=out_headers, content=prep.body, extensions={"target": target})
+            content: bytes | typing.AsyncIterator[bytes] = prep.body if rest is None else _then(body, rest)
+            out = client.build_request(request.method, url, headers=out_headers, content=content, extensions={"target": target})
             up = await client.send(out, stream=True)
         except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
             # Unreachable, or a target httpx will not send: bead's one own error, in the API's shape.
@@ -469,6 +540,26 @@ class Proxy:
                 self.engine.finished(
                     prep, chunks, up.headers.get("content-type", ""), up.headers.get("content-encoding"), truncated or broke
                 )
+
+
+async def _first_bytes(limit: int) -> tuple[bytes, typing.AsyncIterator[bytes] | None]:
+    """The request body whole when it is at most ``limit`` bytes, with None; else its first bytes read so far and
+    an iterator over the rest, read as it is sent on."""
+    parts = request.body.__aiter__()
+    got: list[bytes] = []
+    size = 0
+    async for chunk in parts:
+        got.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(got), parts
+    return b"".join(got), None
+
+
+async def _then(first: bytes, rest: typing.AsyncIterator[bytes]) -> typing.AsyncIterator[bytes]:
+    yield first
+    async for chunk in rest:
+        yield chunk
 
 
 class _NoCookies(http.cookiejar.CookieJar):
