@@ -198,7 +198,9 @@ class _Body(QuartBody):
 
     async def put(self, data: bytes) -> None:
         self.append(data)
-        if self._read_in_parts and len(self._data) >= UNREAD_BYTES and not self._complete.is_set():
+        # Quart's own fields (0.20 to 0.22 have them; a Quart without them takes the body as it always did).
+        unread, complete = getattr(self, "_data", b""), getattr(self, "_complete", None)
+        if self._read_in_parts and len(unread) >= UNREAD_BYTES and complete is not None and not complete.is_set():
             self._drained.clear()
             await self._drained.wait()
 
