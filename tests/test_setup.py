@@ -532,9 +532,32 @@ def test_shell_wrapper(shell, tmp_path):
             timeout=30,
         )
         assert leak.stdout.strip() == "[]"
+        # A claude that ends the function early (Ctrl-C aborts it at the command; here an error does, by bash's ERR
+        # trap or zsh's ERR_RETURN) leaves no token in the shell, and none in the environment under `set -a`.
+        echoing = (stand_in / "claude").read_text()
+        (stand_in / "claude").write_text("#!/bin/sh\nexit 130\n")
+        early = (
+            'outer() { set -o errtrace; trap "return 1" ERR; "$@"; }; set -a; outer claude; trap - ERR'
+            if shell == "bash"
+            else 'setopt ERR_RETURN; outer() { "$@"; }; set -a; outer claude || :'
+        )
+        left = subprocess.run(
+            [shell, "-c", f'. "{home / "shell.sh"}"; {early}; echo "[${{__bead_url-}}]"; env | grep -c "{token}" || :'],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert left.stdout.split() == ["[]", "0"], left.stdout + left.stderr
+        (stand_in / "claude").write_text(echoing)
     finally:
         proxy.close()
         upstream.close()
+    # Sourced under `set -e` (a script's `set -e; . ~/.bashrc`, with no alias named claude), it ends no shell.
+    strict = subprocess.run(
+        [shell, "-c", f'set -e; . "{home / "shell.sh"}"; echo sourced'], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert strict.stdout.strip() == "sourced", strict.stderr
     down = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=30)
     assert down.stdout.strip() == "BASE= HINT= KEY= TOKEN= ARGS=-p hello there"
     assert len(down.stderr.strip().splitlines()) == 1 and "not answering" in down.stderr

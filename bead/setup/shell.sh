@@ -7,8 +7,10 @@
 # An alias named claude would shadow (bash) or break (zsh) the function, so it goes. One that runs claude with
 # arguments (alias claude='claude --verbose'), or runs a claude by its path (Claude Code's local install:
 # alias claude="~/.claude/local/claude"), is kept: the function runs that, with those arguments first.
-__bead_alias=$(alias claude 2>/dev/null)
-unalias claude 2>/dev/null
+# Each line that may fail ends in `|| :`: an rc file sourced under `set -e` (a script's `set -e; . ~/.bashrc`)
+# ended the shell at the first, where no alias is defined.
+__bead_alias=$(alias claude 2>/dev/null) || __bead_alias=""
+unalias claude 2>/dev/null || :
 # Kept from an earlier source of this file in this shell (its alias is gone by then), never from the environment: an
 # exported value is someone else's, and the function evals it.
 case "$(export -p 2>/dev/null)" in *__bead_claude_*) unset __bead_claude_cmd __bead_claude_args ;; esac
@@ -30,7 +32,7 @@ fi
 unset __bead_alias __bead_def __bead_first __bead_rest
 # Never exported (a shell under `set -a` exports what it sets): the check above would take the next source's for
 # someone else's.
-if [ -n "${ZSH_VERSION-}" ]; then typeset -g +x __bead_claude_cmd __bead_claude_args; else export -n __bead_claude_cmd __bead_claude_args 2>/dev/null; fi
+if [ -n "${ZSH_VERSION-}" ]; then typeset -g +x __bead_claude_cmd __bead_claude_args; else export -n __bead_claude_cmd __bead_claude_args 2>/dev/null || :; fi
 function __bead_claude {
   # The base URL goes inside the eval: set before a function call, zsh's POSIX_BUILTINS would keep it.
   eval "$1 command $__bead_claude_cmd $__bead_claude_args \"\${@:2}\""
@@ -39,6 +41,9 @@ function claude {
   # The check (`bead check-proxy`, run here by bead's own Python on the standard library alone) answers yes only
   # when the proxy proves it holds this home's token and, on Linux, the kernel says you own the listening socket:
   # another user's program on the port gets nothing, not the token, your API key or a prompt.
+  # Local: a claude ended by Ctrl-C leaves the function before its last line, and a global would keep the token in
+  # the shell (and, under `set -a`, in the environment of every command after it).
+  local __bead_url
   if [ -x @PYTHON@ ] && @PYTHON@ -E -P -m bead.ports @LISTEN_ARG@ @TOKEN@ >/dev/null 2>&1; then
     __bead_url="http://@LISTEN@/$(cat @TOKEN@ 2>/dev/null)"
     __bead_claude 'ANTHROPIC_BASE_URL=$__bead_url CLAUDE_CODE_GATEWAY_HINT_HEADERS=1' "$@"
