@@ -23,9 +23,10 @@ from fakes import FakeAnthropic, FakeModel, free_port
 from bead.config import Config
 from bead.core.memory import Memory
 from bead.dream import second
+from bead.errors import BeadError
 from bead.paths import Home
 from bead.recall.rank import search_facts
-from bead.setup.install import SERVICES, Plan
+from bead.setup.install import SERVICES, Plan, install
 
 BEAD = str(Path(sys.executable).parent / "bead")
 
@@ -372,6 +373,35 @@ class TestUnits:
         assert r.returncode == 0 and r.stderr == "", r.stderr
         unit = (tmp_path / "units" / "bead-proxy.service").read_text()
         assert 'Environment="BEAD_HOME=' in unit and "100%%$x" in unit.split("Environment=", 1)[1].splitlines()[0]
+
+    @pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze is not installed (.ci/run installs it)")
+    def test_an_executable_whose_name_systemd_refuses_is_run_by_env(self, tmp_path):
+        """systemd refuses an executable's name that holds a quote, a backslash or "$": bead installed under a home
+        at /home/o'brien got units that never started, and setup said all was well. Such a path is env(1)'s
+        argument, where systemd takes it ("$" doubled); env then runs that very path."""
+        venv = tmp_path / "o'brien" / 'a "b" \\c $HOME 5%'
+        venv.mkdir(parents=True)
+        exe = venv / "bead"
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+        plan = Plan(platform="systemd", user_home=tmp_path, home=Home(tmp_path / ".bead"), bead=str(exe), listen="127.0.0.1:7077")
+        r = verify_units(plan, tmp_path)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        line = next(x for x in plan.template("proxy").splitlines() if x.startswith("ExecStart="))
+        assert line.startswith("ExecStart=/usr/bin/env ") and line.endswith(" proxy"), line
+        # systemd's own reading of the line gives the path back as written.
+        words = shlex.split(line[len("ExecStart=") :].replace("$$", "$").replace("%%", "%"))
+        assert words == ["/usr/bin/env", str(exe), "proxy"], words
+
+    def test_a_path_that_is_not_utf8_is_refused_before_anything_is_written(self, tmp_path):
+        """systemd ignores a unit line holding bytes that are not UTF-8 (and a plist cannot hold them): the services
+        never started. setup refuses such a path with what to do, and writes nothing."""
+        odd = os.fsdecode(b"/tmp/caf\xe9")
+        plan = Plan(platform="systemd", user_home=tmp_path, home=Home(Path(odd) / ".bead"), bead=BEAD, listen="127.0.0.1:7077")
+        with pytest.raises(BeadError, match="not UTF-8") as err:
+            install(plan, load=False, rc=False)
+        assert "BEAD_HOME" in (err.value.hint or "")
+        assert not (tmp_path / ".config").exists()
 
     def test_plists(self, tmp_path):
         plan = render("launchd", tmp_path)

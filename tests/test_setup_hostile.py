@@ -16,7 +16,7 @@ from rawhttp import Trickle
 
 from bead.errors import BeadError
 from bead.paths import Home
-from bead.setup.install import RC_BEGIN, Plan, _strip_block, install
+from bead.setup.install import RC_BEGIN, Plan, _strip_block, install, uninstall
 
 
 def plan(
@@ -109,3 +109,44 @@ def test_a_shell_that_exports_everything_keeps_the_aliass_arguments_when_it_sour
     script = f"set -a; alias claude='claude --verbose'; . {p.shell_sh}; claude a; . {p.shell_sh}; claude b"
     r = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert r.stdout.split("\n")[:2] == ["ARGS=--verbose a", "ARGS=--verbose b"], (r.stdout, r.stderr)
+
+
+@pytest.mark.parametrize("shell_rc", [".bashrc", ".zshrc"])
+def test_a_named_pipe_at_the_rc_file_is_refused_at_once_and_uninstall_leaves_it(tmp_path, monkeypatch, shell_rc):
+    """setup read the rc file whole, and a named pipe there held it (and `--uninstall`, after it had removed the
+    units). setup now refuses it before writing anything; uninstall says it and removes the rest."""
+    monkeypatch.setenv("SHELL", "/bin/zsh" if shell_rc == ".zshrc" else "/bin/bash")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    os.mkfifo(tmp_path / shell_rc)
+    p = plan(tmp_path)
+    with pytest.raises(BeadError, match="not a regular file") as err:
+        install(p, load=False)
+    assert "--no-rc" in (err.value.hint or "") and not p.unit_dir.exists()
+    install(p, load=False, rc=False)
+    assert (p.unit_dir / "bead-proxy.service").exists()
+    acts = uninstall(plan(tmp_path), runner=lambda cmd: subprocess.CompletedProcess(cmd, 0, "", ""))
+    assert f"left {tmp_path / shell_rc} as it is: not a regular file" in "\n".join(acts)
+    assert not (p.unit_dir / "bead-proxy.service").exists() and not p.shell_sh.exists()
+
+
+def test_an_rc_link_that_leads_nowhere_is_refused_and_no_folder_is_made(tmp_path, monkeypatch):
+    """A dotfiles link into a disk not mounted or a repository not cloned yet: setup made the link's whole missing
+    chain of folders (as root, anywhere) and wrote a new file there."""
+    monkeypatch.setenv("SHELL", "/bin/bash")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    (tmp_path / ".bashrc").symlink_to(tmp_path / "elsewhere" / "a" / "b" / "bashrc")
+    p = plan(tmp_path)
+    with pytest.raises(BeadError, match="which does not exist") as err:
+        install(p, load=False)
+    assert "--no-rc" in (err.value.hint or "")
+    assert not (tmp_path / "elsewhere").exists() and not p.unit_dir.exists()
+
+
+def test_a_relative_xdg_config_home_is_no_place_for_units(tmp_path, monkeypatch):
+    """systemd ignores a relative XDG_CONFIG_HOME (as the XDG spec says); setup wrote the units under the current
+    folder, where systemd never looks and `--uninstall` from another folder never found them."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", "relcfg")
+    monkeypatch.chdir(tmp_path)
+    assert plan(tmp_path / "person").unit_dir == tmp_path / "person" / ".config" / "systemd" / "user"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    assert plan(tmp_path / "person").unit_dir == tmp_path / "cfg" / "systemd" / "user"

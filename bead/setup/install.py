@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -62,8 +63,9 @@ class Plan:
     def unit_dir(self) -> Path:
         if self.platform == "launchd":
             return self.user_home / "Library" / "LaunchAgents"
-        base = os.environ.get("XDG_CONFIG_HOME") or str(self.user_home / ".config")
-        return Path(base) / "systemd" / "user"
+        base = os.environ.get("XDG_CONFIG_HOME") or ""
+        # A relative value is not one (the XDG spec, and systemd, ignore it): it put the units in the current folder.
+        return Path(base if os.path.isabs(base) else self.user_home / ".config") / "systemd" / "user"
 
     def unit_name(self, service: str) -> str:
         return f"com.bead.{service}.plist" if self.platform == "launchd" else f"bead-{service}.service"
@@ -92,7 +94,7 @@ class Plan:
         if self.platform == "systemd":
             # A unit's words: a path with a space, a quote or "%" (a specifier) is quoted and escaped as systemd
             # reads it, or the service would run another path, or none.
-            return text.replace("@BEAD@", _unit_word(self.bead)).replace(
+            return text.replace("@BEAD@", _exec_words(self.bead)).replace(
                 "Environment=BEAD_HOME=@HOME@", "Environment=" + _unit_word(f"BEAD_HOME={self.home.root}")
             )
         # A plist is XML: a path with "&" or "<" is escaped, or it would not parse, or would add its own strings.
@@ -177,6 +179,18 @@ def _unit_word(value: str) -> str:
     return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+ENV = "/usr/bin/env"
+
+
+def _exec_words(path: str) -> str:
+    """An ExecStart= line's command for the executable ``path``. systemd refuses an executable's name that holds a
+    quote, a backslash or "$" (a home at /home/o'brien: the unit would never start), and takes any as an
+    argument's: such a path is run by env(1), as its argument, with "$" doubled (systemd expands it there)."""
+    if not any(c in path for c in "\"'$\\"):
+        return _unit_word(path)
+    return f"{ENV} " + _unit_word(path).replace("$", "$$")
+
+
 def _write_if_changed(path: Path, text: str, mode: int = 0o644, root: Path | None = None) -> bool:
     """Write ``path`` unless it already holds ``text``; ``root`` is the bead home for a file below it. A person's
     file that is not UTF-8 (an rc file in Latin-1) keeps its bytes: read and written with surrogateescape."""
@@ -204,15 +218,58 @@ def _write_if_changed(path: Path, text: str, mode: int = 0o644, root: Path | Non
     return True
 
 
-def _rc_target(path: Path) -> Path:
+NO_RC = "or run `bead setup --no-rc` and source {shell} from your shell's startup yourself"
+
+
+def _rc_target(path: Path, strict: bool = True) -> Path:
     """The file to read and write for the rc file ``path``: a link's target (dotfiles kept with stow or chezmoi
-    stay links), or the path itself."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+    stay links), or the path itself. ``strict``: a link that leads to no file is refused (setup made its whole
+    missing chain of folders, outside anything bead owns: a dotfiles link into a disk not mounted)."""
+    if not path.is_symlink():
+        return path
+    target = Path(os.path.realpath(path))
+    if strict and not target.exists():
+        raise BeadError(
+            f"{path} is a link to {target}, which does not exist (or the link leads in a circle)",
+            "create that file or fix the link, " + NO_RC.format(shell="~/.bead/shell.sh"),
+        )
+    return target
+
+
+class RcNotAFile(BeadError):
+    pass
 
 
 def _rc_text(path: Path) -> str:
-    """An rc file's text, its bytes as they are (CRLF line ends, bytes that are not UTF-8)."""
-    return path.read_bytes().decode("utf-8", "surrogateescape") if path.exists() else ""
+    """An rc file's text, its bytes as they are (CRLF line ends, bytes that are not UTF-8); "" when there is none.
+    Opened without waiting: a named pipe there held setup, and `--uninstall` after it had removed the units."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RcNotAFile(
+                f"{path} is not a regular file (a named pipe, a device or a folder): setup reads and rewrites your "
+                "shell's rc file",
+                "make it a regular file, " + NO_RC.format(shell="~/.bead/shell.sh"),
+            )
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks).decode("utf-8", "surrogateescape")
+    finally:
+        os.close(fd)
+
+
+def _rc_writable(path: Path, shell: Path) -> None:
+    """Refuse, before anything is written, an rc file setup could not write: it is replaced through a new file beside
+    it, so its folder must be writable too (an immutable file, a read-only mount). The error named the temp file."""
+    if (path.exists() and not os.access(path, os.W_OK)) or not os.access(path.parent, os.W_OK | os.X_OK):
+        raise BeadError(
+            f"cannot write {path} (or its folder): nothing was changed",
+            "make it writable, " + NO_RC.format(shell=shell),
+        )
 
 
 def _writable_path(what: str, value: str) -> None:
@@ -224,6 +281,16 @@ def _writable_path(what: str, value: str) -> None:
             "a service file cannot hold",
             "use a path without control characters (move the home with BEAD_HOME, or bead to another folder)",
         )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        # A name's bytes that are not UTF-8 (os.fsdecode keeps them as lone surrogates): systemd ignores the whole
+        # line that holds them and a plist cannot hold them, so the services would not start.
+        raise BeadError(
+            f"refusing to install services for {what} {value.encode('utf-8', 'surrogateescape')!r}: its name holds "
+            "bytes that are not UTF-8, which a service file cannot hold",
+            "use a path whose name is UTF-8 (move the home with BEAD_HOME, or bead to another folder)",
+        ) from None
 
 
 def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run) -> list[str]:
@@ -236,6 +303,8 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
     # The rc file is read before anything is written: one that cannot be read stops setup with nothing half done.
     rcf = _rc_target(plan.rc_file()) if rc else None
     rc_text = _rc_text(rcf) if rcf is not None else ""
+    if rcf is not None and plan.rc_block() not in rc_text:
+        _rc_writable(rcf, plan.shell_sh)
     plan.home.ensure()
     if write_default(plan.home):
         acts.append(f"wrote {plan.home.config} (0600)")
@@ -385,6 +454,14 @@ def _strip_block(text: str) -> str:
 
 def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
     acts = plan.actions
+    # The rc files are read first: one that is not a regular file (a named pipe) is said and left, before any unit goes.
+    rc_texts: list[tuple[Path, str]] = []
+    for rc in (plan.user_home / ".bashrc", plan.user_home / ".zshrc"):
+        rcf = _rc_target(rc, strict=False)
+        try:
+            rc_texts.append((rcf, _rc_text(rcf)))
+        except RcNotAFile:
+            acts.append(f"left {rcf} as it is: not a regular file (remove the bead block from it yourself, if any)")
     units = [(plan.unit_name(svc), f"gui/{os.getuid()}/com.bead.{svc}") for svc in SERVICES]
     if plan.platform == "systemd":
         # The socket first: while it listens, a request would start the proxy again after its service stopped.
@@ -404,8 +481,8 @@ def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
             acts.append(f"removed {path}")
     if plan.platform == "systemd" and any(a.startswith("removed") for a in acts):
         runner(["systemctl", "--user", "daemon-reload"])
-    for rcf in (_rc_target(plan.user_home / ".bashrc"), _rc_target(plan.user_home / ".zshrc")):
-        if rcf.exists() and RC_BEGIN in (text := _rc_text(rcf)):
+    for rcf, text in rc_texts:
+        if RC_BEGIN in text:
             _write_if_changed(rcf, _strip_block(text), mode=rcf.stat().st_mode & 0o777)
             acts.append(f"removed the bead block from {rcf}")
     if plan.shell_sh.exists():
