@@ -6,6 +6,9 @@
 set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
 venv="${BEAD_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/bead/venv}"
+# A relative path (BEAD_VENV=venv) is the current folder's: made absolute, or ~/.local/bin/bead would link to a
+# path that means nothing from anywhere else.
+case "$venv" in /*) ;; *) venv=$(python3 -c 'import os, sys; print(os.path.abspath(sys.argv[1]))' "$venv") ;; esac
 bindir="$HOME/.local/bin"
 
 python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "bead needs Python 3.11 or newer")'

@@ -128,6 +128,9 @@ def installer(tmp_path):
 
 def test_a_second_install_restarts_the_running_services_only_when_bead_changed(installer):
     inst = installer(MANAGER)
+    # BEAD_VENV relative to where the script runs: the link on PATH must name it absolutely (it named the relative
+    # path, which meant nothing from anywhere else, and the install said all was well).
+    inst.env["BEAD_VENV"] = os.path.relpath(inst.venv, inst.home)
     first = inst.run()
     assert first.returncode == 0, first.stderr
     assert f"installed: {inst.home}/.local/bin/bead -> {inst.venv}/bin/bead" in first.stderr
