@@ -200,7 +200,11 @@ def proven_connection(listen: str, token: str, timeout: float = 1.0) -> http.cli
     try:
         conn.request("GET", "/bead/health", headers={"X-Bead-Challenge": challenge})
         r = conn.getresponse()
-        r.read()
+        # A health answer is a few hundred bytes: a listener that announces gigabytes (`bead status` ended in a
+        # MemoryError traceback) is no proxy of bead's.
+        if r.length is not None and r.length > HEALTH_MAX_BYTES or len(r.read(HEALTH_MAX_BYTES + 1)) > HEALTH_MAX_BYTES:
+            conn.close()
+            return None
         answer = r.getheader("X-Bead-Proof") or ""
         if r.status == 200 and hmac.compare_digest(health_proof(token, challenge, address), answer):
             return conn
@@ -229,21 +233,36 @@ def _main(argv: list[str]) -> int:
         return 1
     if not token:
         return 1
-    # The whole check within CHECK_S, whatever the listener does (the connection's timeout is per read: one sending
-    # its answer a byte at a time held `claude` for as long as it liked): past it, claude runs without the proxy.
-    result: list[http.client.HTTPConnection | None] = []
-    check = threading.Thread(target=lambda: result.append(proven_connection(argv[0], token, timeout=CHECK_S)), daemon=True)
-    check.start()
-    check.join(CHECK_S)
-    conn = result[0] if result else None
+    conn = proven_within(argv[0], token, CHECK_S)
     if conn is None:
         return 1
     conn.close()
     return 0
 
 
+def proven_within(listen: str, token: str, seconds: float) -> http.client.HTTPConnection | None:
+    """``proven_connection`` with the whole check within ``seconds``, whatever the listener does (the connection's
+    timeout is per read: one sending its answer a byte at a time held `claude`, `bead status` and `bead
+    check-proxy` for as long as it liked): past it, None."""
+    result: list[http.client.HTTPConnection | None] = []
+    check = threading.Thread(target=lambda: result.append(proven_connection(listen, token, timeout=seconds)), daemon=True)
+    check.start()
+    check.join(seconds)
+    if result:
+        return result[0]
+
+    def close_when_done() -> None:  # the check may still prove it after the deadline: its connection is closed then
+        check.join()
+        if result and result[0] is not None:
+            result[0].close()
+
+    threading.Thread(target=close_when_done, daemon=True).start()
+    return None
+
+
 TOKEN_MAX_BYTES = 4096  # a token is 43 characters
 CHECK_S = 2.0  # the claude wrapper's whole check (a proxy that answers does so in milliseconds)
+HEALTH_MAX_BYTES = 1 << 20  # of a health answer read
 
 
 if __name__ == "__main__":

@@ -150,3 +150,38 @@ def test_a_relative_xdg_config_home_is_no_place_for_units(tmp_path, monkeypatch)
     assert plan(tmp_path / "person").unit_dir == tmp_path / "person" / ".config" / "systemd" / "user"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     assert plan(tmp_path / "person").unit_dir == tmp_path / "cfg" / "systemd" / "user"
+
+
+@pytest.mark.parametrize(
+    "answer, every",
+    [
+        (b"HTTP/1.1 200 OK\r\n" + b"X" * 1000, 0.3),  # a byte every 0.3 s: held `bead status` for minutes
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 100000000000\r\n\r\n" + b"x" * 64, 0.0005),  # a MemoryError traceback
+    ],
+    ids=["trickle", "gigantic"],
+)
+def test_status_and_check_proxy_end_soon_and_cleanly_whatever_listens_on_the_port(tmp_path, answer, every):
+    """Something of the person's own on the proxy's port (the kernel's check passes) that answers the health check a
+    byte at a time, or announces an answer of 100 GB: `bead status` and `bead check-proxy` waited per read, or read
+    it whole. Each now ends within the wrapper's check time, saying the proxy is not this home's."""
+    import threading
+
+    from bead.core.health import proxy_health
+
+    with Trickle(answer, every=every) as listener:
+        got: list[dict] = []
+        t = threading.Thread(target=lambda: got.append(proxy_health(f"127.0.0.1:{listener.port}", "t" * 43)), daemon=True)
+        t.start()
+        t.join(20)
+        assert got and got[0]["running"] is False, got
+        env = {**os.environ, "BEAD_HOME": str(tmp_path / ".bead"), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        (tmp_path / ".bead").mkdir()
+        (tmp_path / ".bead" / "proxy.token").write_text("t" * 43 + "\n")
+        r = subprocess.run(
+            [sys.executable, "-m", "bead", "check-proxy", "--listen", f"127.0.0.1:{listener.port}"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env=env,
+        )
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr

@@ -81,7 +81,7 @@ def check_proxy(listen):
 
     from ..config import load
     from ..paths import resolve_home
-    from ..ports import proven_connection
+    from ..ports import CHECK_S, proven_within
     from ..token import home_token
 
     try:
@@ -90,7 +90,7 @@ def check_proxy(listen):
         token = home_token(home)
     except Exception:  # noqa: BLE001 - any doubt is "no": the wrapper then runs claude without the proxy
         sys.exit(1)
-    conn = proven_connection(address, token) if token else None
+    conn = proven_within(address, token, CHECK_S) if token else None
     if conn is None:
         sys.exit(1)
     conn.close()

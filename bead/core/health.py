@@ -26,7 +26,7 @@ from ..errors import BeadError
 from ..index import semantic, sqlite
 from ..index.rebuild import diff
 from ..paths import Home, enclosing_git
-from ..ports import client_address, held_by_own_service_manager, host_port, listener, proven_connection
+from ..ports import CHECK_S, HEALTH_MAX_BYTES, client_address, held_by_own_service_manager, host_port, listener, proven_within
 from ..store.facts import HARD_LINK_REASON, LINK_REASON
 from ..store.locks import flocked
 from ..store.queue import Queue
@@ -521,7 +521,7 @@ def proxy_health(listen: str, token: str | None = None) -> dict:
     if dial is None:
         return {"running": False, "address": listen}
     if token:
-        conn = proven_connection(listen, token)
+        conn = proven_within(listen, token, CHECK_S)
         if conn is None:
             try:  # something that cannot prove it, or nothing at all?
                 socket.create_connection(dial, timeout=1).close()
@@ -537,7 +537,10 @@ def proxy_health(listen: str, token: str | None = None) -> dict:
     try:
         conn.request("GET", "/bead/health", headers={"X-Bead-Token": token} if token else {})
         r = conn.getresponse()
-        data = json.loads(r.read())
+        raw = r.read(HEALTH_MAX_BYTES + 1)
+        if len(raw) > HEALTH_MAX_BYTES:
+            return {"running": False, "address": listen}
+        data = json.loads(raw)
         return {"running": True, "address": listen, **(data if isinstance(data, dict) else {})}
     except (OSError, http.client.HTTPException, ValueError):
         return {"running": False, "address": listen}
