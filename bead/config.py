@@ -405,9 +405,23 @@ def parse(text: str, where: str = "config.yaml") -> Config:
             f"{where}{line} is not valid YAML: {getattr(exc, 'problem', exc)}",
             "fix the syntax on that line (indentation, a missing colon, an unclosed quote)",
         ) from None
+    except RecursionError:
+        raise _too_deep(where) from None
     if node is None:
         return Config()
-    return typing.cast(Config, _validate(node, Config, "", where))
+    try:
+        return typing.cast(Config, _validate(node, Config, "", where))
+    except RecursionError:
+        raise _too_deep(where) from None
+
+
+def _too_deep(where: str) -> BeadError:
+    """Lists or mappings nested hundreds deep (a kilobyte of brackets): PyYAML's parser recurses, and every command
+    ended in a traceback of thousands of lines."""
+    return BeadError(
+        f"{where} nests lists or mappings too deep to read (hundreds of levels)",
+        "bead's settings are at most three levels deep: remove the nested brackets (docs/configuration.md)",
+    )
 
 
 def write_default(home: Home) -> bool:

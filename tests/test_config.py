@@ -71,6 +71,20 @@ class TestConfigErrors:
             config.parse("owner: ben\nproxy: [unclosed\n")
         assert "line" in e.value.message and "not valid YAML" in e.value.message
 
+    @pytest.mark.parametrize(
+        "text", ["owner: " + "[" * 600 + "]" * 600 + "\n", "owner: x\nproxy: " + "{a: " * 600 + "1" + "}" * 600]
+    )
+    def test_nesting_hundreds_deep_is_a_clear_error_not_a_traceback(self, bead, bead_home, text):
+        """A kilobyte of brackets made PyYAML's parser recurse past Python's stack: every command, setup included,
+        printed a traceback of thousands of lines."""
+        with pytest.raises(BeadError) as e:
+            config.parse(text)
+        assert "too deep" in e.value.message and "three levels" in (e.value.hint or "")
+        bead_home.mkdir(parents=True, exist_ok=True)
+        (bead_home / "config.yaml").write_text(text)
+        r = bead("status")
+        assert r.code == 1 and "too deep" in r.err and "Traceback" not in r.err + r.out, r.err[-500:]
+
     def test_boolean_is_not_a_number(self):
         with pytest.raises(BeadError):
             config.parse("dream:\n  decay_days: yes\n")
