@@ -640,8 +640,8 @@ class Squatter:
 class TestUp:
     """bead up runs all three in the foreground; Ctrl-C stops them; a death is reported."""
 
-    def start(self, tmp_path, *flags: str):
-        home = tmp_path / "home"
+    def start(self, tmp_path, *flags: str, name: str = "home"):
+        home = tmp_path / name
         Home(home).ensure()
         port = free_port()
         (home / "config.yaml").write_text(f"proxy:\n  listen: 127.0.0.1:{port}\n")
@@ -683,7 +683,10 @@ class TestUp:
         assert all(s["state"] != "running under bead up" for s in after["services"].values())
 
     def test_reports_which_service_died(self, tmp_path):
-        p = self.start(tmp_path, "--no-dream")  # the proxy and the indexer are enough to tell which one died
+        """Under a home whose name holds a terminal's escape sequences (BEAD_HOME is the environment's), each line
+        `bead up` prints shows them as escapes: its own line about the proxy printed them raw."""
+        name = "home\x1b]0;PWNED\x07\x1b[31m"
+        p = self.start(tmp_path, "--no-dream", name=name)  # the proxy and the indexer are enough to tell which one died
         children = subprocess.run(
             ["pgrep", "-P", str(p.pid), "-f", "bead indexer"], capture_output=True, text=True
         ).stdout.split()
@@ -691,6 +694,7 @@ class TestUp:
         os.kill(int(children[0]), signal.SIGKILL)
         out = p.communicate(timeout=60)[0].decode()
         assert p.returncode == 1 and "bead up: indexer exited with code -9" in out
+        assert "\x1b" not in out and "\x07" not in out and "home\\x1b]0;PWNED\\x07" in out, out
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import threading
 import time
 
 from .. import files as safe
+from ..display import visible
 from ..paths import Home
 from ..ports import client_address
 
@@ -34,7 +35,9 @@ def run_services(include_dream: bool = True, stream=None, home: Home | None = No
             line = raw.decode("utf-8", "replace").rstrip("\n")
             with lock:
                 tails[name] = (tails[name] + [line])[-5:]
-                print(f"{name:<8}| {line}", file=out, flush=True)
+                # A service's own line (JSON, escaped) or anything else it printed (a library's traceback): what
+                # reaches the terminal shows its control characters as escapes (bead.display.visible).
+                print(f"{name:<8}| {visible(line)}", file=out, flush=True)
 
     stopping = threading.Event()
 
@@ -78,7 +81,7 @@ def run_services(include_dream: bool = True, stream=None, home: Home | None = No
         if died:
             code = procs[died].returncode
             why = " / ".join(tails[died][-3:]) or "no output"
-            print(f"bead up: {died} exited with code {code}: {why}; stopped the others", file=out, flush=True)
+            print(f"bead up: {died} exited with code {code}: {visible(why)}; stopped the others", file=out, flush=True)
             return 1
         print("bead up: stopped", file=out, flush=True)
         return 0
@@ -101,9 +104,12 @@ def _record(home: Home, procs: dict[str, subprocess.Popen]) -> None:
 def _tell(home: Home, listen: str, out) -> None:
     """The one line that points the harnesses at the proxy (the token stays in its file, never on the screen)."""
     token = home.proxy_token
+    # The home's path is the environment's (BEAD_HOME): one holding a terminal's escape sequences is shown escaped.
     print(
-        f"bead up: claude in a new shell uses the proxy (or run `. {shlex.quote(str(home.shell_sh))}` here); Codex and "
-        f"other OpenAI harnesses: base URL http://{client_address(listen)}/$(cat {shlex.quote(str(token))})/openai/v1",
+        visible(
+            f"bead up: claude in a new shell uses the proxy (or run `. {shlex.quote(str(home.shell_sh))}` here); Codex "
+            f"and other OpenAI harnesses: base URL http://{client_address(listen)}/$(cat {shlex.quote(str(token))})/openai/v1"
+        ),
         file=out,
         flush=True,
     )
