@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 
 from . import files as safe
 from .paths import Home
 
+SHAPE = re.compile(r"[A-Za-z0-9_-]{16,128}")  # fullmatch: what a token may be (secrets.token_urlsafe's alphabet)
+
 
 def load_token(home: Home) -> str:
-    """The home's proxy token, created (0600) on first use; never read or written through a link."""
+    """The home's proxy token, created (0600) on first use; never read or written through a link. A file that holds
+    no token of its shape (emptied, a word typed into it) gets a new one: with an empty token the wrapper never
+    used the proxy while `bead status` said all was well, and a short one is guessed."""
     path = home.proxy_token
     try:
         fd = safe.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, root=home.root)
     except FileExistsError:
-        return safe.read_text(path, root=home.root).strip()
+        held = safe.read_text(path, root=home.root).strip()
+        if SHAPE.fullmatch(held):
+            return held
+        token = secrets.token_urlsafe(24)
+        safe.atomic_write(path, (token + "\n").encode("ascii"), mode=0o600, root=home.root)
+        return token
     token = secrets.token_urlsafe(24)
     with os.fdopen(fd, "w", encoding="ascii") as f:
         f.write(token + "\n")

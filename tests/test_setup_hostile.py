@@ -185,3 +185,18 @@ def test_status_and_check_proxy_end_soon_and_cleanly_whatever_listens_on_the_por
             env=env,
         )
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("held", ["", "\n", "abc\n", "has spaces in it, a sentence typed by hand\n"])
+def test_a_token_file_that_holds_no_token_gets_a_new_one(tmp_path, held):
+    """An emptied proxy.token: the proxy ran with an empty token, the wrapper never used it (its check needs one),
+    and `bead status` said all was well. A file without a token of the right shape (a short word is guessed) gets a
+    new one, 0600, which the wrapper's check and the proxy then share."""
+    from bead.token import SHAPE, home_token, load_token
+
+    home = Home(tmp_path / ".bead").ensure()
+    home.proxy_token.write_text(held)
+    token = load_token(home)
+    assert SHAPE.fullmatch(token) and home.proxy_token.read_text() == token + "\n"
+    assert home.proxy_token.stat().st_mode & 0o777 == 0o600
+    assert load_token(home) == token == home_token(home)
