@@ -109,7 +109,16 @@ def parse_listen(listen: str) -> tuple[str, int]:
             f"refusing to listen on {listen}: it is not a loopback address",
             "the proxy sees every prompt and credential; bind it to 127.0.0.1 (e.g. --listen 127.0.0.1:7077)",
         )
-    return host, int(port)
+    # One spelling of each address: the wrapper and `bead status` prove the proxy by the address as written, and the
+    # proxy by the one it bound, so 127.0.0.1:017077 or [127.0.0.1]:7077 made them take bead's own proxy for
+    # someone else's.
+    canonical = f"[{ip.compressed}]:{int(port)}" if ip.version == 6 else f"{ip.compressed}:{int(port)}"
+    if listen != canonical and listen.lower() != f"localhost:{int(port)}":
+        raise BeadError(
+            f"listen address {listen!r} is written otherwise than bead writes it",
+            f"write it as {canonical} (proxy.listen or --listen)",
+        )
+    return ip.compressed, int(port)
 
 
 def _proc_hex(ip: str) -> str:

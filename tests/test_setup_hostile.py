@@ -200,3 +200,17 @@ def test_a_token_file_that_holds_no_token_gets_a_new_one(tmp_path, held):
     assert SHAPE.fullmatch(token) and home.proxy_token.read_text() == token + "\n"
     assert home.proxy_token.stat().st_mode & 0o777 == 0o600
     assert load_token(home) == token == home_token(home)
+
+
+@pytest.mark.parametrize("written", ["127.0.0.1:017077", "[127.0.0.1]:7078", "[0:0:0:0:0:0:0:1]:7079", "[[::1]]:7077"])
+def test_a_listen_address_written_otherwise_than_bead_writes_it_is_refused_with_its_spelling(written):
+    """Accepted before, such an address made the wrapper and `bead status` take bead's own running proxy for someone
+    else's (the proof covers the address as written; the proxy signs the one it bound), and claude ran without
+    memory. Each is refused, naming the spelling to use."""
+    from bead.ports import parse_listen
+
+    with pytest.raises(BeadError, match="written otherwise") as err:
+        parse_listen(written)
+    host, port = written.rsplit(":", 1)
+    assert f":{int(port)}" in (err.value.hint or "") and "0:0:0" not in (err.value.hint or "")
+    assert parse_listen("localhost:7077") == ("127.0.0.1", 7077) and parse_listen("[::1]:7077") == ("::1", 7077)
