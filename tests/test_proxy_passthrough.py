@@ -210,3 +210,128 @@ def test_a_body_past_what_bead_reads_goes_upstream_as_it_comes_never_whole_in_me
     assert digest[0] == hashlib.sha256(block * (size // piece)).digest()
     assert ahead[0] < 40 * 1024 * 1024, ahead[0]
     assert proxy.health()["too_large"] == (path == "/v1/messages")
+
+
+def test_a_request_with_both_framings_and_a_large_body_goes_upstream_by_its_chunks(served_proxy):
+    """Content-Length and chunked framing both on a request (HTTP settles it by the chunks), its body past what
+    bead reads: the Content-Length was put back on the streamed body, h11 refused the longer body, and the harness
+    got an HTML 500. It goes upstream by its chunks, whole."""
+    import threading
+
+    got: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def upstream() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while not data.endswith(b"0\r\n\r\n"):
+                chunk = conn.recv(1 << 20)
+                if not chunk:
+                    break
+                data += chunk
+            got.append(data)
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+
+    threading.Thread(target=upstream, daemon=True).start()
+    proxy = served_proxy(upstream_url=f"http://127.0.0.1:{listener.getsockname()[1]}")
+    body = b"z" * (2 * 1024 * 1024)
+    out = raw_request(
+        proxy.url,
+        b"POST /v1/files HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n"
+        b"Connection: close\r\n\r\n" + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n",
+    )
+    listener.close()
+    assert out.startswith(b"HTTP/1.1 200") and out.endswith(b"ok"), out[:300]
+    head, _, sent = got[0].partition(b"\r\n\r\n")
+    assert b"content-length" not in head.lower() and b"transfer-encoding: chunked" in head.lower(), head
+    assert sent.count(b"z") == len(body)
+
+
+def test_over_http2_a_large_upload_holds_no_other_request_of_its_connection(served_proxy):
+    """Over HTTP/2 Hypercorn reads every stream of a connection in one loop: an upload paced to its upstream (which
+    had not read yet) held the connection's other requests until it did. An HTTP/2 body is taken as it comes."""
+    import select
+    import threading
+    import time
+
+    gate = threading.Event()
+    heads: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def handle(conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            head, _, body = data.partition(b"\r\n\r\n")
+            heads.append(head.split(b"\r\n")[0])
+            if head.startswith(b"POST"):
+                gate.wait(30)  # an upstream that does not read the upload yet
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                while len(body) < length and (chunk := conn.recv(1 << 20)):
+                    body += chunk
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    proxy = served_proxy(upstream_url=f"http://127.0.0.1:{listener.getsockname()[1]}")
+    host, port = proxy.url.rsplit("/", 1)[-1].split(":")
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+    conn.initiate_connection()
+    size = 16 * 1024 * 1024
+    conn.send_headers(
+        1,
+        [
+            (b":method", b"POST"),
+            (b":path", b"/v1/files"),
+            (b":scheme", b"http"),
+            (b":authority", b"127.0.0.1"),
+            (b"content-length", str(size).encode()),
+        ],
+    )
+    answered: dict[int, bytes] = {}
+    left, asked = size, False
+    s = socket.create_connection((host, int(port)), timeout=30)
+    try:
+        s.sendall(conn.data_to_send())
+        deadline = time.monotonic() + 30
+        while 3 not in answered and time.monotonic() < deadline:
+            while left > 0 and (w := min(conn.local_flow_control_window(1), conn.max_outbound_frame_size, left)) > 0:
+                conn.send_data(1, b"a" * w, end_stream=left == w)
+                left -= w
+            # The other request once the upload is under way upstream (its head arrived) and the client has sent
+            # what the connection takes for now.
+            readable, writable, _ = select.select([s], [s], [], 0.5)
+            out = conn.data_to_send()
+            if out:
+                s.sendall(out)
+            if not asked and heads and (left == 0 or not writable):
+                conn.send_headers(
+                    3,
+                    [(b":method", b"GET"), (b":path", b"/v1/models"), (b":scheme", b"http"), (b":authority", b"127.0.0.1")],
+                    end_stream=True,
+                )
+                s.sendall(conn.data_to_send())
+                asked = True
+            if readable:
+                data = s.recv(65536)
+                if not data:
+                    break
+                for ev in conn.receive_data(data):
+                    if isinstance(ev, h2.events.ResponseReceived):
+                        answered[ev.stream_id] = dict(ev.headers).get(b":status", b"")
+                s.sendall(conn.data_to_send())
+        assert answered.get(3) == b"200", (answered, heads, size - left)
+        assert answered.get(1) is None, "the upload's upstream has not read it yet"
+    finally:
+        gate.set()
+        s.close()
+        listener.close()

@@ -215,12 +215,15 @@ class _Connection(ASGIHTTPConnection):
 
     async def handle_messages(self, request: QuartRequest, receive: Any) -> None:
         body = request.body
+        # HTTP/1 only: over HTTP/2 Hypercorn reads every stream of a connection in one loop, and a stream waiting here
+        # held the connection's other requests (their answers too) until its upstream read on.
+        paced = body if isinstance(body, _Body) and self.scope.get("http_version", "1.1").startswith("1") else None
         while True:
             message = await receive()
             if message["type"] == "http.request":
                 data = message.get("body", b"")
-                if isinstance(body, _Body):
-                    await body.put(data)
+                if paced is not None:
+                    await paced.put(data)
                 else:
                     body.append(data)
                 if not message.get("more_body", False):
@@ -470,7 +473,7 @@ class Proxy:
         # As bytes: httpx sends bytes as they are, where a str value holding a character above 0x7f (a project's
         # name in X-Bead-Project) would fail to encode and the request would not go out.
         out_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in raw_headers if k.lower() not in REQUEST_DROP]
-        if rest is not None and "content-length" in headers:
+        if rest is not None and "content-length" in headers and "transfer-encoding" not in headers:
             # Sent on as it comes, unchanged: its length as the harness gave it (httpx would frame it in chunks,
             # which some upload endpoints refuse).
             out_headers.append((b"content-length", headers["content-length"].encode("latin-1")))
@@ -488,7 +491,7 @@ class Proxy:
             content: bytes | typing.AsyncIterator[bytes] = prep.body if rest is None else _then(body, rest)
             out = client.build_request(request.method, url, headers=out_headers, content=content, extensions={"target": target})
             up = await client.send(out, stream=True)
-        except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - h11's own protocol errors pass httpx unwrapped; never a 500
             # Unreachable, or a target httpx will not send: bead's one own error, in the API's shape.
             engine.error("upstream", exc)
             return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})", api=api)
