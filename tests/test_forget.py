@@ -821,6 +821,21 @@ def test_a_value_whose_words_are_written_as_one_goes_and_stays_gone(mem, how):
             mem.write("user/v2", spelt, "user", trust="agent_observed")
 
 
+@pytest.mark.parametrize(
+    "value, joined_elsewhere", [("data base", "database"), ("to get her", "together"), ("Python 3", "python3")]
+)
+def test_a_short_value_written_as_one_word_is_another_word_and_stays(mem, value, joined_elsewhere):
+    """Joined, a value of short or common words is another word ("data base" is database): forget --match took
+    every turn and fact that said it, and the tombstone refused an agent's "we pair together"."""
+    mem.append_turns("s1", [("user", f"please migrate the {joined_elsewhere} schema", T0, None)])
+    mem.write("user/nas", f"we keep sessions in a {joined_elsewhere} on the NAS", "user")
+    mem.write("user/odd", f"the value is {value}", "user")
+    forget.apply(mem, forget.plan_match(mem, value))
+    assert mem.current("user/nas") is not None and mem.current("user/odd") is None
+    assert [t.text for t in mem.raw.read(mem.raw.find("s1"))] == [f"please migrate the {joined_elsewhere} schema"]
+    mem.write("user/pair", f"we pair {joined_elsewhere} on Fridays", "user", trust="agent_observed")
+
+
 def test_a_reports_dormant_line_naming_a_key_made_of_the_value_goes(mem):
     from bead.store.reports import Reports
 

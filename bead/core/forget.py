@@ -40,7 +40,7 @@ from ..capture.secrets import compile_linear, redact
 from ..errors import BeadError
 from ..index.query import STOPWORDS
 from ..paths import enclosing_git, version_number
-from ..store.audit import key_hash, normalise, word_form, words_of
+from ..store.audit import joined_words, key_hash, normalise, word_form, words_of
 from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
@@ -373,10 +373,12 @@ def _word_needle(text: str) -> str:
 
 
 def _word_needles(text: str) -> list[str]:
-    """``_word_needle`` and the same words written as one whole word (``GlobexWombaticaHoldings``, a class or an
-    environment variable's name; words joined by an invisible character, which the normal form drops)."""
+    """``_word_needle`` and, for a distinctive value (bead.store.audit.joined_words: "data base" is not, nor is
+    "Python 3"), the same words written as one whole word (``GlobexWombaticaHoldings``, a class or an environment
+    variable's name; words joined by an invisible character, which the normal form drops)."""
     form = _word_needle(text)
-    return [form, f" {''.join(form.split())} "] if form else []
+    joined = joined_words(_folded(text)) if form else None
+    return [form, f" {joined} "] if form and joined else [form] if form else []
 
 
 def _holds_decoded(text: str, folded: list[str], words: list[str]) -> bool:

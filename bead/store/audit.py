@@ -109,14 +109,24 @@ def inside_form(value: str) -> tuple[str, int] | None:
     return None
 
 
-def joined_form(value: str) -> str | None:
-    """The inside hash of a forgotten value's words written as one (``GlobexWombaticaHoldings``, ``GLOBEXWOMBATICA
-    HOLDINGS`` with the spaces gone, words joined by an invisible character), as a one-word run of ``contained``
-    compares it; None where the value has no inside form or is one word."""
+JOINED_MIN_CHARS = 12  # a value's words written as one are the value only from this long
+
+
+def joined_words(value: str) -> str | None:
+    """A forgotten value's words written as one word (``GlobexWombaticaHoldings``, ``GLOBEXWOMBATICAHOLDINGS``, words
+    joined by an invisible character), lower case; None where the value has no inside form, is one word, or joins
+    into a word too short to be its alone: "Python 3" is python3, "to get her" together, "utf 8" utf8."""
     inside = inside_form(value)
     if inside is None or inside[1] < 2:
         return None
-    return _inside_hash(["".join(_inside_words(value))])
+    joined = "".join(_inside_words(value))
+    return joined if len(joined) >= JOINED_MIN_CHARS else None
+
+
+def joined_form(value: str) -> str | None:
+    """The inside hash of ``joined_words``, as a one-word run of ``contained`` compares it."""
+    joined = joined_words(value)
+    return _inside_hash([joined]) if joined is not None else None
 
 
 def words_hash(value: str) -> str | None:
