@@ -242,34 +242,47 @@ def test_counters_read_while_other_threads_add_kinds_never_raise(bead_home):
     assert failures == []
 
 
-def test_workers_that_keep_dying_are_started_again_after_a_wait_and_the_supervisor_holds_on(tmp_path):
+@pytest.mark.parametrize("how", ["deaths", "forks that fail"])
+def test_workers_that_keep_dying_are_started_again_after_a_wait_and_the_supervisor_holds_on(tmp_path, how):
     """A local user could make the workers die again and again (bodies that exhaust memory): after five deaths in a
     minute the supervisor stopped, its port came free, and whoever bound it next received the harnesses' requests,
-    the token and API keys with them. Past the limit it now waits, longer each time, and starts them again; a stop
-    still ends it at once. Shown with the supervisor alone (the limit 2, the first wait 0.3 s), in a process of its
-    own, since it forks."""
+    the token and API keys with them; a fork that failed (memory exhausted) ended it too. Past the limit it now
+    waits, twice as long each time, and starts the worker again; a stop still ends it at once. Shown with the
+    supervisor alone (the limit 2, the first wait 0.2 s), in a process of its own, since it forks."""
     import subprocess
     import textwrap
 
     starts = tmp_path / "starts"
     script = textwrap.dedent(f"""
-        import logging, os, signal, sys, time
+        import errno, logging, os, signal, sys, time
         from bead.proxy import workers
-        workers.CRASHES, workers.BACKOFF_S, workers.RESTART_DELAY_S = 2, 0.3, 0.05
+        workers.CRASHES, workers.BACKOFF_S, workers.RESTART_DELAY_S = 2, 0.2, 0.05
+        workers.CRASH_WINDOW_S = 0.3  # shorter than the waits: deaths during them still count as the same loop
         logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+        if {how!r} == "forks that fail":
+            real, forks = os.fork, [0]
+            def fork():
+                forks[0] += 1
+                if forks[0] in (2, 3, 4):
+                    raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
+                return real()
+            os.fork = fork
 
         def run(slot):
             with open({str(starts)!r}, "a") as f:
-                f.write("start\\n")
-            if sum(1 for _ in open({str(starts)!r})) <= 4:
-                os._exit(1)  # dies at once, four times running
+                f.write(f"{{time.monotonic()}}\\n")
+            if {how!r} == "deaths" and sum(1 for _ in open({str(starts)!r})) <= 4 or (
+                {how!r} != "deaths" and sum(1 for _ in open({str(starts)!r})) == 1
+            ):
+                os._exit(1)  # dies at once
             signal.pause()
 
         sys.exit(workers.supervise(run, 1))
     """)
     p = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    want = 5 if how == "deaths" else 2
     try:
-        assert eventually(lambda: starts.exists() and len(starts.read_text().splitlines()) >= 5, 30)
+        assert eventually(lambda: starts.exists() and len(starts.read_text().splitlines()) >= want, 30)
         assert p.poll() is None  # it held on past the limit
         p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=10) == 0
@@ -278,7 +291,17 @@ def test_workers_that_keep_dying_are_started_again_after_a_wait_and_the_supervis
             p.kill()
             p.wait()
     err = p.stderr.read() if p.stderr else ""
-    assert "starting worker 0 again in 0 s, the port held meanwhile" in err, err
+    at = [float(x) for x in starts.read_text().split()]
+    if how == "deaths":
+        # One quick start again, then waits of 0.2, 0.4 and 0.8 s: each at least as long as it said.
+        waits = [b - a for a, b in zip(at, at[1:], strict=False)]
+        assert waits[1] >= 0.2 and waits[2] >= 0.4 and waits[3] >= 0.8, waits
+        for said in ("0.2 s", "0.4 s", "0.8 s"):
+            assert f"starting it again in {said}, the port held meanwhile" in err, err
+    else:
+        # The worker died once; three forks failed, each waited for, twice as long as the one before.
+        assert at[1] - at[0] >= 0.2 + 0.4 + 0.8, at
+        assert err.count("could not start proxy worker 0 (Cannot allocate memory)") == 3, err
     assert "stopping" not in err
 
 

@@ -187,30 +187,52 @@ def supervise(
     children: dict[int, int] = {}  # pid -> slot
     stopping = False
     deaths: list[float] = []
+    backoff = BACKOFF_S
+    backed_off_at: float | None = None  # when the last wait past CRASHES ended
+
+    def wait(seconds: float) -> None:
+        until = time.monotonic() + seconds
+        while not stopping and time.monotonic() < until:
+            time.sleep(min(0.2, max(0.0, until - time.monotonic())))
+
+    def back_off(what: str) -> None:
+        nonlocal backoff, backed_off_at
+        log.error("%s; starting it again in %.1f s, the port held meanwhile", what, backoff)
+        wait(backoff)
+        backoff = min(backoff * 2, BACKOFF_MAX_S)
+        backed_off_at = time.monotonic()
 
     def start(slot: int) -> None:
-        # A stop signal that comes during the fork waits until the new worker is in ``children`` (and so gets
-        # the stop too) and until the worker's own handlers are back to the default.
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
-        if stopping:  # a stop came between the caller's look and the block
+        while not stopping:
+            # A stop signal that comes during the fork waits until the new worker is in ``children`` (and so gets
+            # the stop too) and until the worker's own handlers are back to the default.
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+            if stopping:  # a stop came between the caller's look and the block
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+                return
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                # Memory exhausted (what makes workers die, too): no worker now, but the port stays held.
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+                back_off(f"could not start proxy worker {slot} ({exc.strerror or exc})")
+                continue
+            if pid == 0:  # the worker
+                status = 0
+                try:
+                    for sig in STOPS:
+                        signal.signal(sig, signal.SIG_DFL)
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+                    run_worker(slot)
+                except BaseException:  # noqa: BLE001 - a worker's end is its exit status, said in the log
+                    log.exception("proxy worker %d stopped on an error", slot)
+                    status = 1
+                finally:
+                    logging.shutdown()
+                    os._exit(status)
+            children[pid] = slot
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
             return
-        pid = os.fork()
-        if pid == 0:  # the worker
-            status = 0
-            try:
-                for sig in STOPS:
-                    signal.signal(sig, signal.SIG_DFL)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
-                run_worker(slot)
-            except BaseException:  # noqa: BLE001 - a worker's end is its exit status, said in the log
-                log.exception("proxy worker %d stopped on an error", slot)
-                status = 1
-            finally:
-                logging.shutdown()
-                os._exit(status)
-        children[pid] = slot
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
 
     def stop_all(signum: int, _frame: Any) -> None:
         nonlocal stopping
@@ -230,13 +252,6 @@ def supervise(
     for slot in range(n):
         if not stopping:
             start(slot)
-    backoff = BACKOFF_S
-
-    def wait(seconds: float) -> None:
-        until = time.monotonic() + seconds
-        while not stopping and time.monotonic() < until:
-            time.sleep(min(0.2, max(0.0, until - time.monotonic())))
-
     while children:
         try:
             pid, status = os.wait()
@@ -250,21 +265,13 @@ def supervise(
         now = time.monotonic()
         deaths = [t for t in deaths if now - t < CRASH_WINDOW_S] + [now]
         code = os.waitstatus_to_exitcode(status)
-        if len(deaths) >= CRASHES:
-            log.error(
-                "proxy workers died %d times within %.0f s (the last: exit %d); starting worker %d again in %.0f s, "
-                "the port held meanwhile (the log above says why they ended)",
-                len(deaths),
-                CRASH_WINDOW_S,
-                code,
-                slot,
-                backoff,
-            )
-            wait(backoff)
-            backoff = min(backoff * 2, BACKOFF_MAX_S)
+        # Past CRASHES in the window, or soon after such a wait (the workers still die: the wait doubles), a worker
+        # is started again only after the wait; one that lived a whole window since starts the waits over.
+        if len(deaths) >= CRASHES or (backed_off_at is not None and now - backed_off_at < CRASH_WINDOW_S):
+            back_off(f"proxy workers died {len(deaths)} time(s) within {CRASH_WINDOW_S:.0f} s (worker {slot}, exit {code})")
         else:
-            if len(deaths) == 1:
-                backoff = BACKOFF_S  # a quiet window since the last crash: the waits start over
+            backoff = BACKOFF_S
+            backed_off_at = None
             log.warning("proxy worker %d (pid %d) ended on its own (exit %d); starting it again", slot, pid, code)
             wait(RESTART_DELAY_S)
         if not stopping and os.getpid() == me:
