@@ -934,13 +934,14 @@ def test_what_a_request_brought_before_a_forget_is_not_captured_in_clear_after_i
     assert [t.text for t in live.turns() if VALUE in t.text] == [f"no, it is {VALUE} now", f"It is {VALUE}, kept in the vault."]
 
 
-def test_a_conversation_resumed_after_a_forget_does_not_bring_the_value_back(live):
+@pytest.mark.parametrize("before", ["", "x " * 40_000], ids=["short", "after-80-kb"])
+def test_a_conversation_resumed_after_a_forget_does_not_bring_the_value_back(live, before):
     """A conversation that said the value, forgotten, then resumed under a new session (`claude --resume`, a
     conversation begun before the proxy ran): the harness replays its history, which bead sees for the first time
     and captured in clear. Replayed turns that hold the forgotten value go to the raw log as [forgotten]; what the
     person says now is captured as said, the value too if they say it again."""
     engine = live.engine
-    said = [{"role": "user", "content": f"note that {SENTENCE.lower()} Keep it."}]
+    said = [{"role": "user", "content": f"{before}note that {SENTENCE.lower()} Keep it."}]
     prep = engine.prepare(live.body(said), {"x-bead-session": "s-first"})
     engine.forwarded(prep).result(timeout=30)
     live.answer(prep, f"Noted: {SENTENCE}")
@@ -1462,3 +1463,16 @@ def test_a_forget_stopped_after_it_redacted_turns_is_reported(mem, monkeypatch):
     mem.checkpoint()
     stop_forget_at(monkeypatch, forget.Conversations, "scrub", mem, forget.plan_match(mem, "zorbulax quintessa"))
     assert reports_stopped_forget(mem)
+
+
+def test_a_tombstone_from_before_its_letters_were_kept_still_finds_the_value_inside(mem):
+    """Tombstones written before 2026-12-06 keep the inside hash without the value's letters (``inside_chars``),
+    which now spare hashing most runs of words: such a value is still found, by hashing every run."""
+    mem.write("user/vendor", "Globex Wombatica Holdings", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/vendor"))
+    log = mem.home.tombstones_log
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert any("inside_chars" in e for e in lines)
+    log.write_text("".join(json.dumps({k: v for k, v in e.items() if k != "inside_chars"}) + "\n" for e in lines))
+    assert mem.tombstones.contained("our vendor is globex wombatica holdings, billed monthly")
+    assert not mem.tombstones.contained("our vendor is globex, billed monthly")

@@ -89,7 +89,8 @@ class Memory:
         self.facts = FactStore(
             home, self.audit, self.tombstones, config.owner, clock, max_bytes=config.store.max_fact_bytes, sealed=self.sealed.has
         )
-        self.raw = RawLog(home, clock, config.owner, forgotten_in=self.tombstones.contained)
+        # A replayed turn is looked at whole: a forgotten value past its first 64 KiB (a long tool output) came back.
+        self.raw = RawLog(home, clock, config.owner, forgotten_in=lambda text: self.tombstones.contained(text, whole=True))
         self._index: Index | None = None
         self.semantic_wait = True  # bead[semantic]: a search may wait for the model to load (not on the proxy's path)
         self.semantic_socket: Path | None = None  # the proxy: questions' vectors from the indexer (Index.semantic_socket)

@@ -9,6 +9,7 @@ lines already written, and forget writes its own lines that way.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -79,12 +80,12 @@ def word_form(folded: str) -> str:
 CONTAINED_CHARS = 65536  # of a text ``contained`` looks at: a fact's whole value (store.max_fact_bytes)
 
 
-def _inside_words(text: str) -> list[str]:
+def _inside_words(text: str, limit: int | None = CONTAINED_CHARS) -> list[str]:
     """A text's words as ``contained`` compares them: its normal form's, lower case, ``_`` between words too (a key
-    written quokka_east says quokka east)."""
+    written quokka_east says quokka east); of its first ``limit`` characters (None: all)."""
     from ..textform import fold
 
-    return words_of(fold(text[:CONTAINED_CHARS]).replace("_", " "))
+    return words_of(fold(text if limit is None else text[:limit]).replace("_", " "))
 
 
 def _inside_hash(words: list[str]) -> str:
@@ -241,10 +242,24 @@ class _Hashes:
     folded: set[str] = field(default_factory=set)
     words: set[str] = field(default_factory=set)
     inside: dict[int, set[str]] = field(default_factory=dict)  # word count -> inside hashes of forgotten values
+    # word count -> the values' letters (their words' lengths added up), or None where a tombstone (before 2026-12-06)
+    # does not say: only a run of words as long is hashed.
+    inside_chars: dict[int, set[int] | None] = field(default_factory=dict)
 
 
 # tombstones.log's hashes by its path, with the file's (path, device, inode, size, time) they were read at.
 _HASHES: dict[str, tuple[tuple[Any, ...], _Hashes]] = {}
+
+
+def _add_chars(out: _Hashes, n: int, chars: object) -> None:
+    if n in out.inside_chars and out.inside_chars[n] is None:
+        return  # some value of n words does not say: every run of n is hashed
+    if isinstance(chars, int) and not isinstance(chars, bool) and chars > 0:
+        known = out.inside_chars.setdefault(n, set())
+        if known is not None:
+            known.add(chars)
+    else:
+        out.inside_chars[n] = None
 
 
 class AuditLog:
@@ -309,6 +324,7 @@ class Tombstones:
             # A forgotten value's words are refused inside another text too (``contained``); a rejected proposal's
             # are not: "deploy on Fridays" rejected must not refuse "never deploy on Fridays".
             folded["inside_sha256"], folded["inside_words"] = inside
+            folded["inside_chars"] = sum(len(w) for w in _inside_words(value))
             if (joined := joined_form(value)) is not None:
                 folded["joined_sha256"] = joined
         append_line(
@@ -347,8 +363,10 @@ class Tombstones:
                 n = entry.get("inside_words")
                 if isinstance(entry.get("inside_sha256"), str) and isinstance(n, int) and 0 < n <= MAX_INSIDE_WORDS:
                     out.inside.setdefault(n, set()).add(entry["inside_sha256"])
+                    _add_chars(out, n, entry.get("inside_chars"))
                 if isinstance(entry.get("joined_sha256"), str):
                     out.inside.setdefault(1, set()).add(entry["joined_sha256"])
+                    _add_chars(out, 1, entry.get("inside_chars"))
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue
         _HASHES[str(self.path)] = (stamp, out)
@@ -366,19 +384,25 @@ class Tombstones:
             return True
         return bool(words) and words_hash(value) in words
 
-    def contained(self, *texts: str | None) -> bool:
+    def contained(self, *texts: str | None, whole: bool = False) -> bool:
         """Whether a forgotten value's words (``inside_form``) are said inside any of ``texts``: in a sentence around
-        them, as the words of a key, as a title. An agent or the dream wrote a forgotten value back that way. Each
-        run of as many words as a forgotten value has is hashed once: the texts' words times the few lengths."""
-        inside = self._hashes().inside
-        if not inside:
+        them, as the words of a key, as a title. An agent or the dream wrote a forgotten value back that way. Of each
+        text its first CONTAINED_CHARS characters (a fact's whole value), or all of it (``whole``: a turn a harness
+        replays, a tool's output of megabytes). A run of as many words as a forgotten value has is hashed only when
+        its letters add up to as many as the value's: a few integer sums a word, a hash now and then."""
+        h = self._hashes()
+        if not h.inside:
             return False
         for text in texts:
             if not text:
                 continue
-            ws = _inside_words(text)
-            for n, hashes in inside.items():
+            ws = _inside_words(text, None if whole else CONTAINED_CHARS)
+            at = list(itertools.accumulate((len(w) for w in ws), initial=0))
+            for n, hashes in h.inside.items():
+                chars = h.inside_chars.get(n)
                 for i in range(len(ws) - n + 1):
+                    if chars is not None and at[i + n] - at[i] not in chars:
+                        continue
                     if _inside_hash(ws[i : i + n]) in hashes:
                         return True
         return False
