@@ -14,6 +14,9 @@ from ..store.rawlog import RawLog
 from .db import Index, sha256_file
 
 
+CTIME_MARGIN_NS = 2_000_000_000
+
+
 @dataclass
 class Diff:
     """A checksum diff between the files and the index."""
@@ -52,7 +55,9 @@ def diff(index: Index, facts: FactStore, raw: RawLog) -> Diff:
     # the index saw: `cp -p` or `rsync -a` restoring another value of the same length keeps both, and its old value
     # stayed in search and the pinned block with `bead status` saying fresh. A change sets a file's ctime, which no
     # tool sets back. (Raw logs grow by appends, which change their size; bead's own rewrites index themselves.)
-    since = index.reconciled_ns()
+    # Less a margin: a file system's ctime may come from a coarser clock than time.time_ns() (a kernel tick), and a
+    # change made in the tick the reconcile began at could read as older than it.
+    since = index.reconciled_ns() - CTIME_MARGIN_NS
     for rel, (path, kind) in sorted(on_disk.items()):
         try:
             st = path.stat()
