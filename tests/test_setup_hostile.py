@@ -214,3 +214,20 @@ def test_a_listen_address_written_otherwise_than_bead_writes_it_is_refused_with_
     host, port = written.rsplit(":", 1)
     assert f":{int(port)}" in (err.value.hint or "") and "0:0:0" not in (err.value.hint or "")
     assert parse_listen("localhost:7077") == ("127.0.0.1", 7077) and parse_listen("[::1]:7077") == ("::1", 7077)
+
+
+def test_the_wrappers_check_runs_on_the_python_of_the_bead_it_installed(tmp_path):
+    """shell.sh's check ran the Python that ran setup, which the services never use: set up from a throwaway venv
+    (`--executable` naming the real bead), `claude` stopped using the proxy once that venv was gone, while `bead
+    status` said all was well. It runs the Python the installed bead's own #! line names."""
+    python = tmp_path / "venv" / "bin" / "python3"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    exe = tmp_path / "venv" / "bin" / "bead"
+    exe.write_text(f"#!{python}\nimport sys\nfrom bead.cli import main\nsys.exit(main())\n")
+    exe.chmod(0o755)
+    p = plan(tmp_path, bead=str(exe))
+    install(p, load=False, rc=False)
+    shell = p.shell_sh.read_text()
+    assert f"if [ -x {python} ] && {python} -E -P -m bead.ports" in shell, shell
+    assert sys.executable not in shell

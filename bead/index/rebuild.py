@@ -13,7 +13,6 @@ from ..store.facts import FactStore, Problem
 from ..store.rawlog import RawLog
 from .db import Index, sha256_file
 
-
 CTIME_MARGIN_NS = 2_000_000_000
 
 

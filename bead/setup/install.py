@@ -336,7 +336,7 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
         .replace("@LISTEN_ARG@", shlex.quote(client_address(plan.listen)))
         .replace("@LISTEN@", client_address(plan.listen))
         .replace("@TOKEN@", shlex.quote(str(plan.home.proxy_token)))
-        .replace("@PYTHON@", shlex.quote(sys.executable))
+        .replace("@PYTHON@", shlex.quote(python_of(plan.bead)))
     )
     if _write_if_changed(plan.shell_sh, shell, 0o600, root=plan.home.root):
         acts.append(f"wrote {plan.shell_sh}")
@@ -489,6 +489,21 @@ def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
         plan.shell_sh.unlink()
         acts.append(f"removed {plan.shell_sh}")
     return acts
+
+
+def python_of(bead: str) -> str:
+    """The Python the bead executable runs on (its ``#!`` line, as pip writes it), for shell.sh's check: the one
+    that ran setup may be another (a throwaway venv's), and once it was gone `claude` never used the proxy while
+    the services, which run the executable, were fine. This process's own where the line names none."""
+    try:
+        with open(bead, "rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        return sys.executable
+    words = first[2:].decode("utf-8", "surrogateescape").split() if first.startswith(b"#!") else []
+    if len(words) == 1 and os.path.isabs(words[0]) and "python" in os.path.basename(words[0]) and os.access(words[0], os.X_OK):
+        return words[0]
+    return sys.executable
 
 
 def which_bead() -> str:
