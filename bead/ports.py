@@ -47,13 +47,20 @@ def _holders(port: int, proc: Path = Path("/proc")) -> tuple[int | None, list[tu
     out = []
     for pid in pids:
         try:
-            for fd in os.listdir(proc / pid / "fd"):
-                if os.readlink(proc / pid / "fd" / fd) == target:
-                    comm = (proc / pid / "comm").read_text(encoding="utf-8", errors="replace").strip()
-                    out.append((pid, comm))
-                    break
+            fds = os.listdir(proc / pid / "fd")
         except OSError:
             continue
+        for fd in fds:
+            try:
+                # One fd at a time: a busy process closes some between the listing and the look (gone, not a reason
+                # to pass over its others, the listening socket among them).
+                if os.readlink(proc / pid / "fd" / fd) != target:
+                    continue
+                comm = (proc / pid / "comm").read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                continue
+            out.append((pid, comm))
+            break
     return uid, out
 
 

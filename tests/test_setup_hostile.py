@@ -231,3 +231,26 @@ def test_the_wrappers_check_runs_on_the_python_of_the_bead_it_installed(tmp_path
     shell = p.shell_sh.read_text()
     assert f"if [ -x {python} ] && {python} -E -P -m bead.ports" in shell, shell
     assert sys.executable not in shell
+
+
+def test_the_port_holder_is_found_though_the_process_closes_other_files_meanwhile(tmp_path):
+    """`bead status` names who holds the proxy's port by each process's open files. A busy process closes some
+    between the listing and the look, and one gone file made the scan pass over all that process's others, the
+    listening socket among them: the holder went unnamed (a test saw it under load). Shown on a /proc laid out by
+    hand: the process's fd 3 is no link any more, its fd 4 is the socket."""
+    from bead.ports import hex_port, listener
+
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    port = 7077
+    row = f"   0: 0100007F:{hex_port(port)} 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 99999 1"
+    (proc / "net" / "tcp").write_text(
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n" + row + "\n"
+    )
+    (proc / "net" / "tcp6").write_text("header\n")
+    fds = proc / "123" / "fd"
+    fds.mkdir(parents=True)
+    (fds / "3").write_text("")  # readlink fails, as on a file closed meanwhile
+    (fds / "4").symlink_to("socket:[99999]")
+    (proc / "123" / "comm").write_text("python3\n")
+    assert listener(port, proc) == "pid 123 (python3)"
