@@ -20,6 +20,7 @@ from bead.paths import Home
 from bead.recall.rank import search_facts
 from bead.store.queue import Queue
 from bead.store.rawlog import Turn
+from bead.store.reports import Reports
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 
@@ -824,13 +825,24 @@ class TestFailures:
         assert rep.calls == 1 and "max_tokens_per_run" in rep.stopped_early
         assert "tokens in 120" in rep.path.read_text()
 
-    def test_a_server_that_reports_no_usage_still_spends_the_token_budget(self, make, model):
+    @pytest.mark.parametrize("usage", ["none", "one token"])
+    def test_a_server_that_reports_no_usage_still_spends_the_token_budget(self, make, model, usage):
         """A server that leaves usage out (some local ones do; a hostile one says 0) let a run of a 500-token budget
-        read every session, its report saying "tokens in 0, out 0". Such a call counts a token per 4 characters."""
+        read every session, its report saying "tokens in 0, out 0". Such a call counts a token per 4 characters; one
+        that says a call took 1 token is counted at least a token per 8 characters."""
         mem = make(extra="  max_tokens_per_run: 500\n")
         for i in range(4):
             session(mem, f"s{i}", [f"we moved postgres, it listens on port 543{i} now", "noted"])
-        model.envelope = lambda data: json.dumps({k: v for k, v in json.loads(data).items() if k != "usage"}).encode()
+
+        def envelope(data: bytes) -> bytes:
+            d = json.loads(data)
+            if usage == "none":
+                d.pop("usage", None)
+            else:
+                d["usage"] = {k: 1 for k, v in d.get("usage", {}).items() if isinstance(v, int)}
+            return json.dumps(d).encode()
+
+        model.envelope = envelope
         rep = Dream(mem).run()
         assert "max_tokens_per_run" in rep.stopped_early and rep.tokens_in >= 500, (rep.calls, rep.tokens_in)
         assert len(rep.sessions) < 4
@@ -1110,3 +1122,86 @@ def test_queue_listing_shows_control_characters_as_escapes(bead, mem):
     r = bead("queue")
     assert r.code == 0 and "\x1b" not in r.out and "\u202e" not in r.out
     assert "\\x1b[31m" in r.out
+
+
+class TestWhatAHostileAnswerLeaves:
+    """What the model answers is the model's: a dream run's files (its report, a queue item, an episode) say no value
+    the person forgot and no credential, whatever the model puts in a key, a reason or an episode; and a time a person
+    edited into the store ends no run (an adversarial pass, 2026-12-06)."""
+
+    FORGOTTEN = "Globex Wombatica Holdings"
+
+    def forgotten(self, mem) -> None:
+        from bead.core import forget
+
+        mem.write("user/client", self.FORGOTTEN, "user")
+        forget.apply(mem, forget.plan_target(mem, "user/client"))
+
+    def on_disk(self, mem) -> bytes:
+        return b"".join(p.read_bytes() for p in mem.home.store.rglob("*") if p.is_file()).lower()
+
+    def test_a_key_made_of_a_forgotten_value_is_not_named_in_the_report(self, make, model):
+        mem = make()
+        self.forgotten(mem)
+        session(mem, "s1", ["we moved postgres, it listens on port 5433 now", "noted"])
+        model.answers.append(
+            answer(
+                {"key": "user/client-globex-wombatica-holdings", "type": "user", "value": "Postgres listens on 5433."},
+                {"key": "user/globex-wombatica-holdings", "type": "user", "value": self.FORGOTTEN},
+            )
+        )
+        rep = Dream(mem).run()
+        assert len(rep.sessions["s1"]["skipped"]) == 2, rep.sessions["s1"]
+        assert b"wombatica" not in self.on_disk(mem)
+        assert "(a key the report does not name" in "".join(p.read_text() for p in Reports(mem.home).files())
+
+    def test_a_second_opinions_reason_keeps_no_forgotten_value_nor_credential(self, make, model):
+        mem = make()
+        self.forgotten(mem)
+        session(mem, "s1", ["zebra: changes to the ci config go unannounced", "ok"])
+        key = "sk-ant-api03-" + "A" * 90
+        model.by_system[second.SYSTEM[:80]] = json.dumps(
+            {"kind": "instruction", "reason": f"it names {self.FORGOTTEN} and the key {key}"}
+        )
+        model.answers.append(answer({"key": "project/shop/ci", "type": "project", "value": "CI changes go unannounced."}))
+        Dream(mem).run()
+        (item,) = Queue(mem).items()
+        assert "its reason is not kept" in item.detail, item.detail
+        assert b"wombatica" not in self.on_disk(mem) and key.lower().encode() not in self.on_disk(mem)
+        model.by_system[second.SYSTEM[:80]] = json.dumps({"kind": "instruction", "reason": f"the key {key} is inside"})
+        session(mem, "s2", ["zebra: deploys skip review", "ok"])
+        model.answers.append(answer({"key": "project/shop/deploys", "type": "project", "value": "Deploys skip review."}))
+        Dream(mem).run()
+        assert key.lower().encode() not in self.on_disk(mem)
+
+    def test_an_episode_that_says_a_forgotten_value_is_written_forgotten(self, make, model):
+        mem = make()
+        self.forgotten(mem)
+        session(mem, "s1", ["we moved postgres, it listens on port 5433 now", "noted"])
+        model.answers.append(
+            answer(episode={"situation": f"billing {self.FORGOTTEN}", "action": "a", "outcome": "o", "lesson": "l"})
+        )
+        Dream(mem).run()
+        assert b"wombatica" not in self.on_disk(mem)
+
+    def test_a_time_edited_by_hand_ends_no_run(self, make, model):
+        """A raw turn's marker saying "at": "yesterday" ended every run in a traceback, after its model calls, and the
+        session was never marked read; a version's valid_from of "not a date" ended the decay step so."""
+        mem = make()
+        day = mem.home.raw / "2026" / "11" / "20"
+        day.mkdir(parents=True, exist_ok=True)
+        (day / "hx.md").write_text(
+            '<!-- bead:turn {"session": "hx", "n": 1, "role": "user", "at": "yesterday", "source": "typed", '
+            '"project": "shop"} -->\nwe deploy with make ship\n'
+        )
+        f = mem.write("project/shop/old", "The old deploy target is Heroku.", "project").fact
+        f.path.write_text(
+            f.path.read_text()
+            .replace(f"valid_from: '{f.valid_from}'", "valid_from: 'not a date'")
+            .replace(f"valid_from: {f.valid_from}", "valid_from: 'not a date'")
+        )
+        assert "not a date" in f.path.read_text()
+        model.answers.append(answer())
+        rep = Dream(mem).run()
+        assert "hx" in rep.sessions and rep.sessions["hx"]["episode"], rep.sessions
+        assert Dream(mem).run().sessions == {}, "the session was marked read"

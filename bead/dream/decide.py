@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..capture import instructions as rules
-from ..capture.secrets import compile_linear
+from ..capture.secrets import compile_linear, redact
 from ..core.memory import Memory
 from ..core.propose import SECRET, persons, said, screen
 from ..errors import BeadError
@@ -303,9 +303,19 @@ def decide(
     # 6. a second opinion from a call that never read the transcript
     if second is not None:
         op = second(key, ftype, value)
+        why = _screened_reason(mem, op.reason)
         if op.kind == "instruction":
-            return out("queue", f"second opinion: an instruction to an AI agent ({op.reason})", "suspicious", opinion=op)
+            return out("queue", f"second opinion: an instruction to an AI agent ({why})", "suspicious", opinion=op)
         if op.kind != "fact":
-            return out("queue", f"second opinion failed, so it waits for a person ({op.reason})", "suspicious", opinion=op)
+            return out("queue", f"second opinion failed, so it waits for a person ({why})", "suspicious", opinion=op)
         return out("write", opinion=op)
     return out("write")
+
+
+def _screened_reason(mem: Memory, reason: str) -> str:
+    """The second opinion's reason as a queue item keeps it: the model's own words, which may repeat the value it
+    judged (a forgotten one, a credential): credentials redacted, and none of it where it says a forgotten value.
+    Stored unscreened, both reached the queue's file, `bead review` and the dashboard."""
+    if mem.tombstones.matches(reason) or mem.tombstones.contained(reason):
+        return "its reason is not kept: it said a forgotten value"
+    return redact(reason)[0]

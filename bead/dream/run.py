@@ -394,15 +394,29 @@ class Dream:
                 return
             self._act(d, proposal, session, rep, dry_run)
 
+    def _forgotten_in(self, text: str) -> bool:
+        return self.mem.tombstones.matches(text) or self.mem.tombstones.contained(text, whole=True)
+
+    def _nameable(self, key: str, d: Decision) -> str:
+        """A key the model proposed, as the report (and the dashboard, and `bead review`) may name it: not the key of
+        a proposal refused for its tombstone (a key made of the forgotten value's words, or of part of it: the report
+        named it in clear), nor one made of a forgotten value's words, nor one holding a credential."""
+        if not key:
+            return key
+        forgotten = "tombstone" in (d.detail or "")
+        if forgotten or redact(key)[1] or self.mem.tombstones.matches(key) or self.mem.tombstones.contained(key):
+            return "(a key the report does not name: it holds a forgotten value or a credential)"
+        return key
+
     def _act(self, d: Decision, proposal: Proposal, session: SessionReport, rep: Report, dry_run: bool) -> None:
         """Do what ``decide`` said of ``proposal``."""
         key, value = proposal.key, proposal.value
         if d.action == "reject":
             # A rejected key is the model's: cut (an answer of 190 KB keys added megabytes to every report).
             shown = (key or "")[:REJECTED_KEY_CHARS] + ("…" if len(key or "") > REJECTED_KEY_CHARS else "")
-            session["rejected"].append(f"{shown or '(empty key)'} ({d.detail})")
+            session["rejected"].append(f"{self._nameable(shown, d) or '(empty key)'} ({d.detail})")
         elif d.action == "skip":
-            session["skipped"].append(f"{key} ({d.detail})")
+            session["skipped"].append(f"{self._nameable(key, d)} ({d.detail})")
         elif d.action == "queue":
             if dry_run:
                 session["queued"].append(f"{key} ({d.kind}, not queued: dry run)")
@@ -483,7 +497,10 @@ class Dream:
         return ask
 
     def _episode(self, sid: str, ep: dict[str, str], first: Turn, ev: Evaluation | None = None) -> str:
-        day = datetime.fromisoformat(first.at) if first.at else self.mem.clock()
+        day = _when(first.at) or self.mem.clock()  # a marker's time edited by hand ("yesterday") is no time
+        # The model's words about the session may say a value the person forgot (it read turns written before the
+        # forget, or made it up): such a section is written as [forgotten], as a raw turn would be.
+        ep = {k: FORGOTTEN if isinstance(v, str) and self._forgotten_in(v) else v for k, v in ep.items()}
         path = Episodes(self.mem.home).write(
             sid, day, ep, self.mem.config.owner, self.mem.clock(), ev.as_dict() if ev is not None else None
         )
@@ -605,8 +622,9 @@ class Dream:
             cur = kv.current
             if cur is None or cur.pinned or cur.status != "current":
                 continue
-            seen = max(cur.valid_from or "", last.get(cur.key, ""))
-            if seen and datetime.fromisoformat(seen) < cutoff:
+            # Each time as a time: a version's valid_from edited by hand ("not a date") ended every run here.
+            seen = max((t for t in (_when(cur.valid_from), _when(last.get(cur.key))) if t is not None), default=None)
+            if seen is not None and seen < cutoff:
                 self.mem.audit.ready()
                 self.mem.set_status(cur, "dormant")
                 self.mem.audit.record(self.mem.clock(), "decay", key=cur.key, id=cur.id)
@@ -656,3 +674,15 @@ def judged_transcript(turns: list[Turn]) -> str:
         ]
     )
     return f"<transcript>\n{body}\n</transcript>"
+
+
+def _when(text: object) -> datetime | None:
+    """``text`` as an aware time (UTC where it names no zone), or None where it is none: the store's times are
+    files a person may edit."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
