@@ -42,7 +42,7 @@ class ModelError(Exception):
 
 
 CHARS_PER_TOKEN = 4  # a call's token count where its server reports none (``Model.chat``)
-FLOOR_CHARS_PER_TOKEN = 8  # the fewest tokens a reported count may say: one per this many characters
+FLOOR_CHARS_PER_TOKEN = 16  # the fewest tokens a reported count may say: one per this many characters
 
 
 @dataclass(frozen=True)
@@ -132,8 +132,8 @@ class Model:
         # A count the server does not report (a local server may not; a hostile one says 0) is what the characters
         # say, 4 to a token: such a server still spends dream.max_tokens_per_run. A count it reports is taken down to
         # no less than a token per FLOOR_CHARS_PER_TOKEN characters: a server that said 1 token for 8 KB let a run
-        # read past the budget (a tokenizer counts code and CJK text at more tokens than 4 characters each, never at
-        # fewer than 8, so an honest server's count stands).
+        # read past the budget (a tokenizer takes about 4 characters a token of prose, fewer of code and CJK text,
+        # and hardly ever 16, so an honest server's count stands).
         sent, got = len(system) + len(user), len(answer.text)
         return Answer(
             answer.text,

@@ -415,7 +415,8 @@ class TestRules:
         rejected = " ".join(s["rejected"])
         assert "invalid key" in rejected and "invalid type" in rejected and "empty" in rejected
         assert "over 600" in rejected and "secret scan" in rejected
-        assert s["skipped"] == ["global/gone (tombstone)"]
+        # Refused for its tombstone, the proposal's key goes unnamed: it may be made of the forgotten value's words.
+        assert s["skipped"] == ["(a key the report does not name: it holds a forgotten value or a credential) (tombstone)"]
         kinds = {i.kind: i for i in Queue(mem).items()}
         assert set(kinds) == {"suspicious", "key-conflict", "change-user-stated", "untrusted-source"}
         assert kinds["key-conflict"].key == "project/shop/worker-name"
@@ -829,8 +830,8 @@ class TestFailures:
     def test_a_server_that_reports_no_usage_still_spends_the_token_budget(self, make, model, usage):
         """A server that leaves usage out (some local ones do; a hostile one says 0) let a run of a 500-token budget
         read every session, its report saying "tokens in 0, out 0". Such a call counts a token per 4 characters; one
-        that says a call took 1 token is counted at least a token per 8 characters."""
-        mem = make(extra="  max_tokens_per_run: 500\n")
+        that says a call took 1 token is counted at least a token per 16 characters."""
+        mem = make(extra="  max_tokens_per_run: 300\n")
         for i in range(4):
             session(mem, f"s{i}", [f"we moved postgres, it listens on port 543{i} now", "noted"])
 
@@ -844,7 +845,7 @@ class TestFailures:
 
         model.envelope = envelope
         rep = Dream(mem).run()
-        assert "max_tokens_per_run" in rep.stopped_early and rep.tokens_in >= 500, (rep.calls, rep.tokens_in)
+        assert "max_tokens_per_run" in rep.stopped_early and rep.tokens_in >= 300, (rep.calls, rep.tokens_in)
         assert len(rep.sessions) < 4
 
     def test_a_run_stops_at_its_time_and_a_second_opinion_not_asked_waits_for_the_person(self, make, model):
