@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ..capture.instructions import instruction_rule
 from ..capture.secrets import credential_rules
+from ..errors import RefusedWrite
 from ..store.audit import normalise
 from ..store.facts import Fact, WriteResult
 from ..store.keys import PERSON_TRUSTS
@@ -133,8 +134,15 @@ def queue(
     owner: str = "",
 ) -> Proposed:
     """Put the value in the review queue (a proposal seen before, in any status, is not queued again). What no
-    file of the store may hold (the home's token, a credential in the key) is refused: RefusedWrite."""
+    file of the store may hold (the home's token, a credential in the key) is refused: RefusedWrite. So is a value
+    the person forgot or rejected (its tombstone, as written or said inside the value or the key): queued, it was on
+    disk again, shown by the curator's review_queue, and one accept made it the person's word."""
     mem.check_storable(key, value)
+    if mem.tombstones.matches(value) or mem.tombstones.contained(value, key):
+        raise RefusedWrite(
+            f"refusing to queue {key}: that value was forgotten or rejected (tombstone)",
+            "only a person can bring it back: write it again with `bead write` (--trust user_stated)",
+        )
     item, added = Queue(mem).add(kind, key, type, value, list(sources), reason, source=source, owner=owner)
     return Proposed("queued", item=item, added=added, reason=reason)
 

@@ -262,7 +262,11 @@ def remember(
         if p.action == "refuse":
             out.append(Remembered(None, p.reason))
         elif p.action == "queue":
-            queued = propose.queue(mem, "suspicious", p.key, p.type, p.value, p.reason, sources, source="typed")
+            try:
+                queued = propose.queue(mem, "suspicious", p.key, p.type, p.value, p.reason, sources, source="typed")
+            except RefusedWrite as exc:
+                out.append(Remembered(None, exc.message))  # a forgotten value, a credential: said, not queued
+                continue
             out.append(Remembered(None, queued=queued.item.id if queued.item else None))
         else:
             res = mem.write(p.key, p.value, p.type, trust="user_stated", sources=sources)
