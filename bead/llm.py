@@ -130,16 +130,9 @@ class Model:
             raise error
         assert answer is not None
         # A count the server does not report (a local server may not; a hostile one says 0) is what the characters
-        # say, 4 to a token: such a server still spends dream.max_tokens_per_run. A count it reports is taken down to
-        # no less than a token per FLOOR_CHARS_PER_TOKEN characters: a server that said 1 token for 8 KB let a run
-        # read past the budget (a tokenizer takes about 4 characters a token of prose, fewer of code and CJK text,
-        # and hardly ever 16, so an honest server's count stands).
+        # say, 4 to a token: such a server still spends dream.max_tokens_per_run (``_counted``).
         sent, got = len(system) + len(user), len(answer.text)
-        return Answer(
-            answer.text,
-            max(answer.tokens_in, sent // FLOOR_CHARS_PER_TOKEN) if answer.tokens_in else sent // CHARS_PER_TOKEN,
-            max(answer.tokens_out, got // FLOOR_CHARS_PER_TOKEN) if answer.tokens_out else got // CHARS_PER_TOKEN,
-        )
+        return Answer(answer.text, _counted(answer.tokens_in, sent), _counted(answer.tokens_out, got))
 
     def _chat(self, key: str | None, system: str, user: str, max_tokens: int, json_mode: bool) -> Answer:
         try:
@@ -262,3 +255,11 @@ def answer_object(text: str) -> Any:
         return json.loads(text[start : end + 1])
     except RecursionError:
         raise ValueError("the answer's JSON is nested too deep") from None
+
+
+def _counted(reported: int, chars: int) -> int:
+    """A call's tokens: the server's count, unless it says fewer than a token per FLOOR_CHARS_PER_TOKEN characters
+    (none at all, or a hostile server's 1 for 8 KB, which let a run read past its budget): then what the characters
+    say, CHARS_PER_TOKEN to a token, whichever it said. A tokenizer takes about 4 characters a token of prose, fewer
+    of code and CJK text, and hardly ever 16: an honest server's count stands."""
+    return reported if reported > 0 and reported >= chars // FLOOR_CHARS_PER_TOKEN else chars // CHARS_PER_TOKEN

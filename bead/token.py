@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -18,17 +19,27 @@ def load_token(home: Home) -> str:
     used the proxy while `bead status` said all was well, and a short one is guessed."""
     path = home.proxy_token
     try:
-        fd = safe.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, root=home.root)
-    except FileExistsError:
         held = safe.read_text(path, root=home.root).strip()
-        if SHAPE.fullmatch(held):
-            return held
-        token = secrets.token_urlsafe(24)
+    except FileNotFoundError:
+        held = None
+    if held is not None and SHAPE.fullmatch(held):
+        return held
+    token = secrets.token_urlsafe(24)
+    if held is not None:
         safe.atomic_write(path, (token + "\n").encode("ascii"), mode=0o600, root=home.root)
         return token
-    token = secrets.token_urlsafe(24)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(token + "\n")
+    # Created whole, then given its name (a link, which fails if another process named one first): a process that
+    # reads the file never sees it empty, as it could between an exclusive create and its write, and then replaced
+    # it, leaving the proxy and the file with different tokens.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    safe.atomic_write(tmp, (token + "\n").encode("ascii"), mode=0o600, root=home.root)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return load_token(home)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
     return token
 
 

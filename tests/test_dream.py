@@ -830,7 +830,7 @@ class TestFailures:
     def test_a_server_that_reports_no_usage_still_spends_the_token_budget(self, make, model, usage):
         """A server that leaves usage out (some local ones do; a hostile one says 0) let a run of a 500-token budget
         read every session, its report saying "tokens in 0, out 0". Such a call counts a token per 4 characters; one
-        that says a call took 1 token is counted at least a token per 16 characters."""
+        that says a call took 1 token for kilobytes is counted as one that said nothing."""
         mem = make(extra="  max_tokens_per_run: 300\n")
         for i in range(4):
             session(mem, f"s{i}", [f"we moved postgres, it listens on port 543{i} now", "noted"])

@@ -132,6 +132,26 @@ class TestRemember:
         note = newest[-1]["text"] if isinstance(newest, list) else newest
         assert "queued for review" in note and "\\u200b" in note, "the notice shows the hidden characters escaped"
 
+    def test_a_forgotten_value_in_a_remember_that_would_wait_for_review_is_said_refused_not_queued(self, bead_home):
+        """The queue now refuses a forgotten value, but the cue block, decided before it, still told the model the
+        remember "was queued for review" under an item id that never existed. It says it was not queued, and how the
+        person writes it again. (An invisible character makes this remember one that waits for review.)"""
+        from bead.core import forget
+
+        value = "my therapist is Wombatica Globex at Harborview clinic"
+        with Memory(Home(bead_home).ensure(), parse("")) as mem:
+            mem.write("user/therapist", value, "user")
+            forget.apply(mem, forget.plan_target(mem, "user/therapist"))
+        sent = prepare(
+            bead_home, [{"role": "user", "content": "Remember that my therapist is Wombatica Glo\u200bbex at Harborview clinic"}]
+        )
+        keys, queue = facts_and_queue(bead_home)
+        assert keys == [] and queue == []
+        newest = sent["messages"][-1]["content"]
+        note = newest[-1]["text"] if isinstance(newest, list) else newest
+        assert "was not queued for review" in note and "bead write user/" in note, note
+        assert "bead queue accept" not in note
+
     @pytest.mark.parametrize("shell", ["/bin/bash", "sudo -E bash", "tee /tmp/i | sh", "/usr/bin/env sh"])
     def test_a_remember_to_run_fetched_code_is_queued_and_never_pinned(self, bead_home, shell):
         """A short pasted line is the person's word unless the instruction rule stops it: the shell named by its path,

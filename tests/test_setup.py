@@ -393,6 +393,16 @@ class TestUnits:
         words = shlex.split(line[len("ExecStart=") :].replace("$$", "$").replace("%%", "%"))
         assert words == ["/usr/bin/env", str(exe), "proxy"], words
 
+    def test_a_path_env_cannot_run_either_is_refused_before_anything_is_written(self, tmp_path):
+        """A path with a quote and a "=" too: env(1) takes a first argument holding "=" for a variable and would run
+        `proxy`; the unit loaded and then failed. Refused, with what to do."""
+        plan = Plan(
+            platform="systemd", user_home=tmp_path, home=Home(tmp_path / ".bead"), bead="/opt/a=b'c/bead", listen="127.0.0.1:7077"
+        )
+        with pytest.raises(BeadError, match="env"):
+            install(plan, load=False, rc=False)
+        assert not (tmp_path / ".config").exists() and not (tmp_path / ".bead").exists()
+
     def test_a_path_that_is_not_utf8_is_refused_before_anything_is_written(self, tmp_path):
         """systemd ignores a unit line holding bytes that are not UTF-8 (and a plist cannot hold them): the services
         never started. setup refuses such a path with what to do, and writes nothing."""

@@ -254,3 +254,53 @@ def test_the_port_holder_is_found_though_the_process_closes_other_files_meanwhil
     (fds / "4").symlink_to("socket:[99999]")
     (proc / "123" / "comm").write_text("python3\n")
     assert listener(port, proc) == "pid 123 (python3)"
+
+
+def test_uninstall_with_an_rc_link_in_a_circle_removes_the_rest_and_says_so(tmp_path, monkeypatch):
+    """A ~/.zshrc link that leads to itself ended `--uninstall` at once ("Too many levels of symbolic links"), even
+    for a person whose shell is bash: nothing was removed."""
+    monkeypatch.setenv("SHELL", "/bin/bash")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    p = plan(tmp_path)
+    install(p, load=False)
+    (tmp_path / ".zshrc").symlink_to(tmp_path / ".zshrc")
+    acts = uninstall(plan(tmp_path), runner=lambda cmd: subprocess.CompletedProcess(cmd, 0, "", ""))
+    assert any(a.startswith(f"left {tmp_path / '.zshrc'} as it is") for a in acts), acts
+    assert RC_BEGIN not in (tmp_path / ".bashrc").read_text() and not (p.unit_dir / "bead-proxy.service").exists()
+
+
+def test_two_processes_making_the_token_at_once_agree_with_its_file(tmp_path, monkeypatch):
+    """The token file was created empty and then written: a second process reading it in between found no token,
+    made one and replaced the file, and the first (the proxy) went on with a token the file no longer held: `bead
+    status` called bead's own proxy someone else's. Shown by making the second one while the first makes its own."""
+    import secrets as secrets_module
+
+    from bead import token as token_module
+
+    home = Home(tmp_path / ".bead").ensure()
+    real = secrets_module.token_urlsafe
+    others: list[str] = []
+
+    def meanwhile(n: int) -> str:
+        if not others:
+            others.append("")  # once
+            others[0] = token_module.load_token(home)  # the other process, while this one makes its token
+        return real(n)
+
+    monkeypatch.setattr(token_module.secrets, "token_urlsafe", meanwhile)
+    first = token_module.load_token(home)
+    assert first == others[0] == home.proxy_token.read_text().strip()
+
+
+def test_the_wrappers_check_finds_the_python_of_a_bead_pip_wrote_as_a_shell_trampoline(tmp_path):
+    """pip writes a /bin/sh trampoline instead of a #! line where the interpreter's path holds a space or is long:
+    the check fell back to the Python that ran setup. The venv's own python beside the executable is used."""
+    venv = tmp_path / "my venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    exe = venv / "bead"
+    exe.write_text(f"#!/bin/sh\n'''exec' \"{venv / 'python'}\" \"$0\" \"$@\"\n' '''\nimport sys\n")
+    exe.chmod(0o755)
+    p = plan(tmp_path, bead=str(exe))
+    install(p, load=False, rc=False)
+    assert f"if [ -x '{venv / 'python'}' ]" in p.shell_sh.read_text(), p.shell_sh.read_text()

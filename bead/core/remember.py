@@ -21,7 +21,7 @@ writes after forwarding, with the rest of capture.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..capture.secrets import compile_linear, credential_rules, redact
@@ -180,18 +180,26 @@ def looks_secret(value: str) -> bool:
     return bool(credential_rules(value))
 
 
-def plan(message: Message, ident: Identity, untyped: str = "") -> list[Plan]:
+FORGOTTEN_REASON = "a value the person forgot is not queued"
+
+
+def plan(message: Message, ident: Identity, untyped: str = "", forgotten: Callable[[str, str], bool] | None = None) -> list[Plan]:
     """What to do with each value the person asked to remember in ``message`` (no IO): the rule of
     ``bead.core.propose.screen``, and a request that is not plainly the person's own waits for review, as does
-    every one where ``untyped`` says why the person's words cannot be told apart (Conversation.untyped)."""
+    every one where ``untyped`` says why the person's words cannot be told apart (Conversation.untyped).
+    ``forgotten(value, key)``: whether a tombstone holds it; such a value, which would wait for review, is refused as the
+    queue refuses it (bead.core.propose.queue), so that the notice says so rather than "queued"."""
     out = []
     for req in request_list(message):
         value = req.value
         key = propose_key(fold(value), ident.project)
         type_ = "user" if key.startswith("user/") else "project"
         found = screen(value)  # the key is made of the value's words: the value is what the person said
+        waits = found is not None or bool(untyped) or not req.plain
         if found is not None and found.kind == SECRET:
             out.append(Plan(value, key, type_, "refuse", "a value that looks like a credential is not stored"))
+        elif waits and forgotten is not None and forgotten(value, key):
+            out.append(Plan(value, key, type_, "refuse", FORGOTTEN_REASON))
         elif found is not None:
             out.append(Plan(value, key, type_, "queue", f"remember: {found.reason}", item_id("suspicious", key, value)))
         elif untyped:
@@ -217,6 +225,13 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
         value = " ".join(redact(p.value)[0].split())
         if len(value) > NOTICE_VALUE_CHARS:
             value = value[: NOTICE_VALUE_CHARS - 1] + "…"
+        if p.action == "refuse" and p.reason == FORGOTTEN_REASON:
+            out.append(
+                f'- note from bead: the user\'s "remember {visible(escape(value))}" was not queued for review, because '
+                "the user had bead forget that value and these words may not be plainly their own; the user can "
+                f"write it again themselves with `bead write {p.key} - --type {p.type}` (the value on stdin)"
+            )
+            continue
         if p.action == "refuse":
             out.append(
                 f'- note from bead: the user\'s "remember {visible(escape(value))}" was not stored, because it '

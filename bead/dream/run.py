@@ -413,8 +413,9 @@ class Dream:
         key, value = proposal.key, proposal.value
         if d.action == "reject":
             # A rejected key is the model's: cut (an answer of 190 KB keys added megabytes to every report).
-            shown = (key or "")[:REJECTED_KEY_CHARS] + ("…" if len(key or "") > REJECTED_KEY_CHARS else "")
-            session["rejected"].append(f"{self._nameable(shown, d) or '(empty key)'} ({d.detail})")
+            named = self._nameable(key or "", d)  # the whole key judged: a forgotten value may run past the cut
+            shown = named[:REJECTED_KEY_CHARS] + ("…" if len(named) > REJECTED_KEY_CHARS else "")
+            session["rejected"].append(f"{shown or '(empty key)'} ({d.detail})")
         elif d.action == "skip":
             session["skipped"].append(f"{self._nameable(key, d)} ({d.detail})")
         elif d.action == "queue":

@@ -41,6 +41,7 @@ from quart.asgi import ASGIHTTPConnection
 from quart.wrappers.request import Body as QuartBody
 from quart.wrappers.request import Request as QuartRequest
 from werkzeug.datastructures import Headers
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from .. import __version__
 from ..capture.secrets import ruleset
@@ -175,6 +176,7 @@ def prepare() -> None:
 
 
 UNREAD_BYTES = 4 * 1024 * 1024  # of a request body, what may wait unread once the proxy reads it part by part
+UNPACED_UNREAD_BYTES = 64 * 1024 * 1024  # over HTTP/2, where the sender is not held back: past it, the body ends
 STREAM_FROM_BYTES = 1024 * 1024  # a body of a route bead does not read goes upstream as it comes past this
 
 
@@ -196,13 +198,20 @@ class _Body(QuartBody):
         self._drained.set()
         return data
 
-    async def put(self, data: bytes) -> None:
+    async def put(self, data: bytes, paced: bool = True) -> None:
         self.append(data)
         # Quart's own fields (0.20 to 0.22 have them; a Quart without them takes the body as it always did).
         unread, complete = getattr(self, "_data", b""), getattr(self, "_complete", None)
-        if self._read_in_parts and len(unread) >= UNREAD_BYTES and complete is not None and not complete.is_set():
+        if not self._read_in_parts or complete is None or complete.is_set():
+            return
+        if paced and len(unread) >= UNREAD_BYTES:
             self._drained.clear()
             await self._drained.wait()
+        elif not paced and len(unread) > UNPACED_UNREAD_BYTES:
+            # HTTP/2: no waiting (it would hold the connection's other streams), so a body its upstream does not read
+            # fast enough ends, as one too large, past UNPACED_UNREAD_BYTES held: not the whole of it in memory.
+            self._must_raise = RequestEntityTooLarge()
+            self.set_complete()
 
 
 class _Request(QuartRequest):
@@ -217,13 +226,13 @@ class _Connection(ASGIHTTPConnection):
         body = request.body
         # HTTP/1 only: over HTTP/2 Hypercorn reads every stream of a connection in one loop, and a stream waiting here
         # held the connection's other requests (their answers too) until its upstream read on.
-        paced = body if isinstance(body, _Body) and self.scope.get("http_version", "1.1").startswith("1") else None
+        paced = self.scope.get("http_version", "1.1").startswith("1")
         while True:
             message = await receive()
             if message["type"] == "http.request":
                 data = message.get("body", b"")
-                if paced is not None:
-                    await paced.put(data)
+                if isinstance(body, _Body):
+                    await body.put(data, paced)
                 else:
                     body.append(data)
                 if not message.get("more_body", False):
@@ -454,7 +463,10 @@ class Proxy:
         # Read part by part, up to what bead would ever read of it (a conversation route's MAX_BODY_BYTES, another
         # route's first STREAM_FROM_BYTES): the rest (a file upload, or someone's gigabytes) goes upstream as it
         # comes, never whole in memory (``_Body``).
-        body, rest = await _first_bytes(MAX_BODY_BYTES if wire is not None else STREAM_FROM_BYTES)
+        try:
+            body, rest = await _first_bytes(MAX_BODY_BYTES if wire is not None else STREAM_FROM_BYTES)
+        except RequestEntityTooLarge:
+            return _api_error(413, "bead proxy: the request body came faster than it could be sent on", api=api)
         prep = Prepared(body)
         if rest is not None:
             if wire is not None:

@@ -491,7 +491,12 @@ class Engine:
                 t1 = time.perf_counter()
                 # A "remember" that will be queued instead of written says so in
                 # this message's cue block, which is re-added with the same bytes.
-                plans = remembering.plan(conv.messages[newest], ident, conv.untyped)
+                plans = remembering.plan(
+                    conv.messages[newest],
+                    ident,
+                    conv.untyped,
+                    lambda value, key: mem.tombstones.matches(value) or mem.tombstones.contained(value, key),
+                )
                 notices = remembering.notice_lines(plans)
                 cue = self.recaller.recall_for(
                     mem,

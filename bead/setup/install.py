@@ -188,6 +188,13 @@ def _exec_words(path: str) -> str:
     argument's: such a path is run by env(1), as its argument, with "$" doubled (systemd expands it there)."""
     if not any(c in path for c in "\"'$\\"):
         return _unit_word(path)
+    if "=" in path:
+        # env(1) takes a first argument holding "=" for a variable to set, and would run `proxy`.
+        raise BeadError(
+            f"refusing to install services for the executable {path!r}: systemd cannot run a path holding a quote, a "
+            "backslash or $ itself, and one holding = as well cannot go through env(1) either",
+            "install bead under a path without those characters (BEAD_VENV=... sh setup_scripts/install.sh)",
+        )
     return f"{ENV} " + _unit_word(path).replace("$", "$$")
 
 
@@ -299,6 +306,8 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
     _writable_path("the home", str(plan.home.root))
     _writable_path("the executable", plan.bead)
     _writable_path("the home folder", str(plan.user_home))
+    if plan.platform == "systemd":
+        _exec_words(plan.bead)  # a path no unit can run is refused before anything is written
     parse_listen(plan.listen)  # loopback host and port only, on every platform: it goes into shell.sh and the units
     # The rc file is read before anything is written: one that cannot be read stops setup with nothing half done.
     rcf = _rc_target(plan.rc_file()) if rc else None
@@ -457,11 +466,18 @@ def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
     # The rc files are read first: one that is not a regular file (a named pipe) is said and left, before any unit goes.
     rc_texts: list[tuple[Path, str]] = []
     for rc in (plan.user_home / ".bashrc", plan.user_home / ".zshrc"):
-        rcf = _rc_target(rc, strict=False)
+        rcf = rc
         try:
-            rc_texts.append((rcf, _rc_text(rcf)))
+            rcf = _rc_target(rc, strict=False)
+            text = _rc_text(rcf)
+            if RC_BEGIN in text:
+                _rc_writable(rcf, plan.shell_sh)
+            rc_texts.append((rcf, text))
         except RcNotAFile:
             acts.append(f"left {rcf} as it is: not a regular file (remove the bead block from it yourself, if any)")
+        except (BeadError, OSError) as exc:  # not writable, a link in a circle: said, and the rest goes on
+            why = exc.message if isinstance(exc, BeadError) else (exc.strerror or str(exc))
+            acts.append(f"left {rcf} as it is: {why} (remove the bead block from it yourself)")
     units = [(plan.unit_name(svc), f"gui/{os.getuid()}/com.bead.{svc}") for svc in SERVICES]
     if plan.platform == "systemd":
         # The socket first: while it listens, a request would start the proxy again after its service stopped.
@@ -503,6 +519,12 @@ def python_of(bead: str) -> str:
     words = first[2:].decode("utf-8", "surrogateescape").split() if first.startswith(b"#!") else []
     if len(words) == 1 and os.path.isabs(words[0]) and "python" in os.path.basename(words[0]) and os.access(words[0], os.X_OK):
         return words[0]
+    # pip writes a /bin/sh trampoline instead where the interpreter's path holds a space or is long: the venv's own
+    # python beside the executable is the one it names.
+    for name in ("python", "python3"):
+        beside = os.path.join(os.path.dirname(bead), name)
+        if os.access(beside, os.X_OK):
+            return beside
     return sys.executable
 
 
