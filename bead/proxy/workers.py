@@ -185,54 +185,49 @@ def supervise(
         raise RuntimeError(f"bead proxy forks its workers before any thread starts ({threading.active_count()} running)")
     me = os.getpid()
     children: dict[int, int] = {}  # pid -> slot
+    due: dict[int, float] = {}  # slot -> when it is started again (a worker that died, a fork that failed)
     stopping = False
     deaths: list[float] = []
     backoff = BACKOFF_S
-    backed_off_at: float | None = None  # when the last wait past CRASHES ended
+    backed_off_until: float | None = None  # when the last wait past CRASHES ends (or ended)
 
-    def wait(seconds: float) -> None:
-        until = time.monotonic() + seconds
-        while not stopping and time.monotonic() < until:
-            time.sleep(min(0.2, max(0.0, until - time.monotonic())))
-
-    def back_off(what: str) -> None:
-        nonlocal backoff, backed_off_at
+    def back_off(slot: int, what: str) -> None:
+        """Start ``slot`` again after the growing wait (the port stays held; other slots go on meanwhile)."""
+        nonlocal backoff, backed_off_until
         log.error("%s; starting it again in %.1f s, the port held meanwhile", what, backoff)
-        wait(backoff)
+        due[slot] = time.monotonic() + backoff
+        backed_off_until = due[slot]
         backoff = min(backoff * 2, BACKOFF_MAX_S)
-        backed_off_at = time.monotonic()
 
     def start(slot: int) -> None:
-        while not stopping:
-            # A stop signal that comes during the fork waits until the new worker is in ``children`` (and so gets
-            # the stop too) and until the worker's own handlers are back to the default.
-            signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
-            if stopping:  # a stop came between the caller's look and the block
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
-                return
-            try:
-                pid = os.fork()
-            except OSError as exc:
-                # Memory exhausted (what makes workers die, too): no worker now, but the port stays held.
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
-                back_off(f"could not start proxy worker {slot} ({exc.strerror or exc})")
-                continue
-            if pid == 0:  # the worker
-                status = 0
-                try:
-                    for sig in STOPS:
-                        signal.signal(sig, signal.SIG_DFL)
-                    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
-                    run_worker(slot)
-                except BaseException:  # noqa: BLE001 - a worker's end is its exit status, said in the log
-                    log.exception("proxy worker %d stopped on an error", slot)
-                    status = 1
-                finally:
-                    logging.shutdown()
-                    os._exit(status)
-            children[pid] = slot
+        # A stop signal that comes during the fork waits until the new worker is in ``children`` (and so gets
+        # the stop too) and until the worker's own handlers are back to the default.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        if stopping:  # a stop came between the caller's look and the block
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
             return
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            # Memory exhausted (what makes workers die, too): no worker for now, but the port stays held.
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+            back_off(slot, f"could not start proxy worker {slot} ({exc.strerror or exc})")
+            return
+        if pid == 0:  # the worker
+            status = 0
+            try:
+                for sig in STOPS:
+                    signal.signal(sig, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+                run_worker(slot)
+            except BaseException:  # noqa: BLE001 - a worker's end is its exit status, said in the log
+                log.exception("proxy worker %d stopped on an error", slot)
+                status = 1
+            finally:
+                logging.shutdown()
+                os._exit(status)
+        children[pid] = slot
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
 
     def stop_all(signum: int, _frame: Any) -> None:
         nonlocal stopping
@@ -252,11 +247,27 @@ def supervise(
     for slot in range(n):
         if not stopping:
             start(slot)
-    while children:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            break
+    while children or (due and not stopping):
+        if not stopping and os.getpid() == me:
+            now = time.monotonic()
+            for slot in [s for s, at in due.items() if at <= now]:
+                del due[slot]
+                start(slot)
+        if due and not stopping:
+            # A slot waits to start: reap whoever ended meanwhile without blocking, and look again shortly (each
+            # slot on its own time: one slot's wait holds no other's start, nor leaves the dead unreaped).
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = 0, 0
+            if pid == 0:
+                time.sleep(max(0.0, min(0.2, min(due.values()) - time.monotonic())))
+                continue
+        else:
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                break
         slot = children.pop(pid, -1)
         if slot < 0 or stopping:
             continue
@@ -266,14 +277,12 @@ def supervise(
         deaths = [t for t in deaths if now - t < CRASH_WINDOW_S] + [now]
         code = os.waitstatus_to_exitcode(status)
         # Past CRASHES in the window, or soon after such a wait (the workers still die: the wait doubles), a worker
-        # is started again only after the wait; one that lived a whole window since starts the waits over.
-        if len(deaths) >= CRASHES or (backed_off_at is not None and now - backed_off_at < CRASH_WINDOW_S):
-            back_off(f"proxy workers died {len(deaths)} time(s) within {CRASH_WINDOW_S:.0f} s (worker {slot}, exit {code})")
+        # is started again only after the wait; once a window passed since the last wait, the waits start over.
+        if len(deaths) >= CRASHES or (backed_off_until is not None and now - backed_off_until < CRASH_WINDOW_S):
+            back_off(slot, f"proxy workers died {len(deaths)} time(s) within {CRASH_WINDOW_S:.0f} s (worker {slot}, exit {code})")
         else:
             backoff = BACKOFF_S
-            backed_off_at = None
+            backed_off_until = None
             log.warning("proxy worker %d (pid %d) ended on its own (exit %d); starting it again", slot, pid, code)
-            wait(RESTART_DELAY_S)
-        if not stopping and os.getpid() == me:
-            start(slot)
+            due[slot] = now + RESTART_DELAY_S
     return 0
