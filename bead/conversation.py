@@ -389,7 +389,11 @@ def _small_file(path: Path, limit: int = 4096) -> str | None:
 @lru_cache(maxsize=256)
 def project_from_cwd(cwd: str) -> str | None:
     """Cached: every request of a conversation reports the same directory, and the
-    walk up to its repository's .git is stat calls on the proxy's hot path."""
+    walk up to its repository's .git is stat calls on the proxy's hot path. A relative
+    directory (a transcript's or a prompt's text: no harness reports one) is named by its
+    last folder alone: walked, it was resolved against bead's own working directory."""
+    if not os.path.isabs(cwd):
+        return project_slug(Path(cwd).name)
     return project_slug(main_checkout(Path(cwd)).name)
 
 

@@ -808,3 +808,19 @@ def test_a_project_named_in_a_header_or_a_members_list_is_the_project_its_folder
     assert identify({"x-bead-project": header}, conv, None).project == folder
     assert Viewer.member("ana", ["app-日本", "webshop"]).projects == tuple(sorted({folder, "webshop"}))
     assert Viewer.member("ana", ["*"]).projects is None
+
+
+def test_a_relative_working_directory_is_named_by_its_last_folder_and_never_walked(tmp_path, monkeypatch):
+    """A transcript (or a prompt) may say any cwd: a relative one was resolved against bead's own working directory
+    and walked up for a .git, opening files there. It names the project by its last folder alone."""
+    from bead.conversation import project_from_cwd
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").write_text("gitdir: /somewhere/else\n")
+    looked: list[str] = []
+    import bead.conversation as conversation
+
+    real = conversation.main_checkout
+    monkeypatch.setattr(conversation, "main_checkout", lambda p: looked.append(str(p)) or real(p))
+    assert project_from_cwd("../../srv/shop-api") == "shop-api"
+    assert looked == []

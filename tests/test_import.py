@@ -473,6 +473,32 @@ class TestHostileTranscripts:
             (d / name).write_text(text)
         return tmp_path / "projects"
 
+    @pytest.mark.parametrize("swap", ["link to /dev/zero", "fifo", "folder swapped for a link outside"])
+    def test_a_transcript_swapped_after_the_listing_is_skipped_not_followed(self, mem, tmp_path, swap):
+        """The folder is listed first (links and FIFOs left out), each file opened later: one swapped in between for
+        a link to /dev/zero read it for ever, a FIFO held the import, a folder swapped for a link read files outside
+        --from. Each is skipped and said; the other files are imported."""
+        root = self.folder(tmp_path, {"a.jsonl": self.line("first session here", sid="s1")})
+        other = root / "-w-other"
+        other.mkdir()
+        (other / "b.jsonl").write_text(self.line("second session here", sid="s2"))
+        listed = history.transcript_files(root)
+        b = other / "b.jsonl"
+        b.unlink()
+        if swap == "link to /dev/zero":
+            b.symlink_to("/dev/zero")
+        elif swap == "fifo":
+            os.mkfifo(b)
+        else:
+            outside = tmp_path / "outside"
+            outside.mkdir()
+            (outside / "b.jsonl").write_text(self.line("a file outside the folder read", sid="s3"))
+            other.rmdir()
+            other.symlink_to(outside)
+        counts = history._import(mem, read_items, listed, history.read_transcript, None, None, None, root)
+        assert counts.skipped_files == 1 and counts.turns_added == 1, counts
+        assert [t.text for t in self.turns(mem)] == ["first session here"]
+
     def test_a_tool_input_nested_hundreds_deep_skips_its_lines_not_the_import(self, mem, tmp_path):
         deep = "[" * 500 + "]" * 500
         message = {"id": "m1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]}

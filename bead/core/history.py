@@ -33,18 +33,20 @@ message anyway, so the turns are the ones the whole file gives at once.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
 import re
+import stat
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..capture.secrets import redact_runs
 from ..capture.text import HARNESS_NOTICES
@@ -120,6 +122,31 @@ def _harness_root(env: str, default: str, sub: str) -> Path:
     return (Path(base) if base else Path.home() / default) / sub
 
 
+class NotATranscript(OSError):
+    """A path listed as a transcript that is, when opened, a link, a FIFO, a device or outside the folder read."""
+
+
+def _open_transcript(path: Path) -> BinaryIO:
+    """``path`` opened for reading as the regular file it was when the folder was listed: never through a link (a
+    file swapped for one to /dev/zero or outside --from after the listing), never waiting on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotATranscript(errno.ELOOP, "a link, not a transcript", str(path)) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotATranscript(errno.EINVAL, "not a regular file", str(path))
+    return os.fdopen(fd, "rb")
+
+
+def _within(path: Path, root: Path) -> bool:
+    """Whether ``path``'s real place is under ``root``'s (a folder on the way swapped for a link leads elsewhere)."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
 def _session_files(root: Path, pattern: str, missing: str, hint: str) -> list[Path]:
     """Every regular file matching ``pattern`` below ``root`` (never a link), in a stable order."""
     if not root.is_dir():
@@ -160,7 +187,7 @@ def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes]:
     """The file's lines (without their line break), read in binary chunks. A line longer than ``limit`` bytes is
     counted in ``skipped_long_lines`` and its bytes are dropped as they arrive: at most ``limit`` plus one chunk
     is ever held."""
-    with path.open("rb") as f:
+    with _open_transcript(path) as f:
         line = bytearray()
         skipping = False  # inside a line already past the limit
         while chunk := f.read(CHUNK_BYTES):
@@ -539,7 +566,8 @@ def import_claude_code(
     progress: Callable[[Path], None] | None = None,
 ) -> ImportCounts:
     """Import every transcript under ``root`` (default: Claude Code's folder); ``progress`` is told each file."""
-    return _import(mem, parse, transcript_files(root or default_root()), read_transcript, since, project, progress)
+    top = root or default_root()
+    return _import(mem, parse, transcript_files(top), read_transcript, since, project, progress, top)
 
 
 def _import(
@@ -550,7 +578,9 @@ def _import(
     since: datetime | None,
     project: str | None,
     progress: Callable[[Path], None] | None,
+    root: Path | None = None,
 ) -> ImportCounts:
+    """Import ``files`` (listed below ``root``: each is read only if it is still there when opened)."""
     counts = ImportCounts()
     want = project_slug(project) if project else None
     limit = mem.config.import_.max_line_bytes
@@ -562,6 +592,8 @@ def _import(
         # by design) cannot see these turns, which go to the raw log as [forgotten] (RawLog.append_many).
         epoch = mem.raw.forget_epoch()
         try:
+            if root is not None and not _within(path, root):
+                raise NotATranscript(errno.EXDEV, "outside the folder read", str(path))
             for t in read(path, since, counts, limit):
                 if want is not None and t.project != want:
                     counts.skipped_project += 1
@@ -569,7 +601,7 @@ def _import(
                 state = state or present_turns(mem, t.session)
                 import_transcript(mem, t, counts, parse, state, epoch)
                 sessions.add(t.session)
-        except (FileNotFoundError, IsADirectoryError) as exc:
+        except (FileNotFoundError, IsADirectoryError, NotATranscript, PermissionError) as exc:
             if exc.filename is not None and Path(exc.filename) != path:
                 raise  # not the transcript: bead's own store, whose error must be seen
             # A transcript the harness removed meanwhile (Claude Code deletes old ones): that file is skipped and
@@ -682,4 +714,5 @@ def import_codex(
     progress: Callable[[Path], None] | None = None,
 ) -> ImportCounts:
     """Import every Codex CLI session under ``root`` (default: Codex's folder)."""
-    return _import(mem, parse, codex_files(root or codex_root()), read_codex, since, project, progress)
+    top = root or codex_root()
+    return _import(mem, parse, codex_files(top), read_codex, since, project, progress, top)
