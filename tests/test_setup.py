@@ -563,14 +563,15 @@ def test_shell_wrapper(shell, tmp_path):
         no_path = {**env, "PATH": os.environ["PATH"]}
         up4 = subprocess.run([shell, *flags, "-c", by_path], env=no_path, capture_output=True, text=True, timeout=30)
         assert up4.stdout.strip() == f"BASE={url}/{token} HINT=1 KEY= TOKEN= ARGS=--x -p hello there", up4.stderr
+
         # The base URL, with its token, never stays in the shell's environment.
-        leak = subprocess.run(
-            [shell, "-c", f'. "{home / "shell.sh"}"; claude -p x >/dev/null; echo "[$ANTHROPIC_BASE_URL]"'],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        def sourced(then: str) -> subprocess.CompletedProcess:
+            """``then`` run in the shell after shell.sh is sourced."""
+            return subprocess.run(
+                [shell, "-c", f'. "{home / "shell.sh"}"; {then}'], env=env, capture_output=True, text=True, timeout=30
+            )
+
+        leak = sourced('claude -p x >/dev/null; echo "[$ANTHROPIC_BASE_URL]"')
         assert leak.stdout.strip() == "[]"
         # A claude that ends the function early (Ctrl-C aborts it at the command; here an error does, by bash's ERR
         # trap or zsh's ERR_RETURN) leaves no token in the shell, and none in the environment under `set -a`.
@@ -581,13 +582,7 @@ def test_shell_wrapper(shell, tmp_path):
             if shell == "bash"
             else 'setopt ERR_RETURN; outer() { "$@"; }; set -a; outer claude || :'
         )
-        left = subprocess.run(
-            [shell, "-c", f'. "{home / "shell.sh"}"; {early}; echo "[${{__bead_url-}}]"; env | grep -c "{token}" || :'],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        left = sourced(f'{early}; echo "[${{__bead_url-}}]"; env | grep -c "{token}" || :')
         assert left.stdout.split() == ["[]", "0"], left.stdout + left.stderr
         (stand_in / "claude").write_text(echoing)
     finally:
