@@ -871,6 +871,21 @@ class TestFailures:
         assert [(i.key, i.kind) for i in Queue(mem).items()] == [("project/shop/db-port", "suspicious")]
 
 
+class TestStop:
+    def test_a_stop_asked_during_a_run_starts_no_more_model_calls(self, make, model):
+        """SIGTERM waited for the worker's whole run (every session, every call): a service manager's stop timed out
+        under load. The stop is the run's too: after it, no call starts; what was read stays read, the rest unread."""
+        import threading
+
+        mem = make()
+        for i in range(3):
+            session(mem, f"s{i}", [f"we moved postgres, it listens on port 543{i} now", "noted"])
+        stop = threading.Event()
+        model.answers.append(lambda body: stop.set() or answer())
+        rep = Dream(mem, stop=stop).run()
+        assert rep.stopped_early == "the dream worker is stopping" and rep.calls == 1, (rep.calls, rep.stopped_early)
+
+
 class TestDecay:
     """Dormant after decay_days untouched; never injected, still found; reinforce brings it back."""
 

@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -204,10 +205,13 @@ def parse_answer(text: str) -> tuple[list[dict], dict | None]:
 
 
 class Dream:
-    def __init__(self, mem: Memory, model: Model | None = None):
+    def __init__(self, mem: Memory, model: Model | None = None, stop: threading.Event | None = None):
         self.mem = mem
         self.config = mem.config
         self.model = model
+        # The worker's stop (SIGTERM): the run starts no model call after it, as past its time, so the worker ends
+        # within a call's time; it waited for the whole run (a service manager's stop timed out under load).
+        self.stop = stop
         self.queue = Queue(mem)
         # Each raw file's inode when its turns were read: a forget or a seal rewrites a file whole (a new inode); an
         # append keeps it. ``_rewritten``: a write was dropped because its turns were rewritten meanwhile.
@@ -268,6 +272,8 @@ class Dream:
             rep.stopped_early = f"dream.max_tokens_per_run ({budget}) reached"
         elif time.monotonic() >= self._ends:
             rep.stopped_early = f"dream.max_run_minutes ({self.config.dream.max_run_minutes:g}) reached"
+        elif self.stop is not None and self.stop.is_set():
+            rep.stopped_early = "the dream worker is stopping"
         return bool(rep.stopped_early)
 
     def _sessions(self):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from ..config import SCHEDULE_FIX, schedule_problem
 from ..store.audit import iso
@@ -42,6 +43,7 @@ class Worker:
         self.clock = clock
         self.runs = 0
         self.failed_at: datetime | None = None  # a pass that raised: the next is not before the next fire time
+        self.stop: Any = None  # serve's stop event, handed to each run
 
     def last_run(self) -> datetime:
         st = DreamState(self.state_path, self.root)
@@ -71,7 +73,9 @@ class Worker:
         if not due(self.schedule, since, now):
             return False
         try:
-            rep = self.make_dream().run()
+            dream = self.make_dream()
+            dream.stop = dream.stop or self.stop
+            rep = dream.run()
         except LockHeld:
             log.info("dream: another run holds the lock; skipping this wake")
             return False
@@ -97,6 +101,7 @@ def serve(worker: Worker, stop, interval_s: float = 60.0) -> None:
         stop.wait()
         return
 
+    worker.stop = stop  # a run in progress starts no model call after it (bead.dream.run.Dream.stop)
     sched = BackgroundScheduler()
     sched.add_job(
         worker.tick,
