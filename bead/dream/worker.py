@@ -74,7 +74,8 @@ class Worker:
             return False
         try:
             dream = self.make_dream()
-            dream.stop = dream.stop or self.stop
+            if self.stop is not None and getattr(dream, "stop", None) is None:
+                dream.stop = self.stop
             rep = dream.run()
         except LockHeld:
             log.info("dream: another run holds the lock; skipping this wake")
