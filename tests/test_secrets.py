@@ -9,6 +9,7 @@ Every fake is made here from a seeded generator in its provider's format
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 
@@ -1519,3 +1520,28 @@ def test_base64_runs_read_together_find_what_each_alone_finds():
     cut = b64("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + r(B64, 40))
     clean, found = redact(f"ca.key: {cut}\n" + "".join(f"note{i}: {n}\n" for i, n in enumerate(notes)))
     assert cut not in clean and all(n in clean for n in notes), found
+
+
+def test_a_key_in_powershells_encoded_command_or_in_hex_is_redacted():
+    """Two encodings a tool's output shows a key in went through whole: PowerShell's -EncodedCommand (base64 of
+    UTF-16LE, read as UTF-8 it was NULs between letters) and hex (`xxd -p .env`, wrapped at 60 digits a line). Both
+    are read as the text they spell; a hash, which spells no text, stays."""
+    tok = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    encoded = base64.b64encode(f"$env:GITHUB_TOKEN='{tok}'".encode("utf-16-le")).decode()
+    out, found = redact(f"$ powershell -EncodedCommand {encoded}")
+    assert encoded not in out and found == ["base64-github-pat"], (out, found)
+    hexed = f"PATH=/usr/bin\nGITHUB_TOKEN={tok}\nDEBUG=1\n".encode().hex()
+    wrapped = "\n".join(hexed[i : i + 60] for i in range(0, len(hexed), 60))
+    out, found = redact(f"$ xxd -p .env\n{wrapped}\n$ echo done")
+    assert out == "$ xxd -p .env\n[REDACTED:hex-github-pat]\n$ echo done" and found == ["hex-github-pat"], (out, found)
+    out, found = redact(f"inline {hexed} there")
+    assert hexed not in out and found == ["hex-github-pat"]
+    plain = "commit 3f2a9c1e5b7d8f0a1c3e5b7d9f1a3c5e7b9d1f3a, sha256 " + "ab" * 32
+    assert redact(plain) == (plain, [])
+
+
+def test_hex_lines_cost_linear_time():
+    from linear import assert_linear
+
+    assert_linear(redact, lambda n: ("ab" * 30 + "\n") * (n // 61), 256 * 1024, limit=0.5, what="xxd -p lines")
+    assert_linear(redact, lambda n: ("4142" * 20 + " ") * (n // 81), 256 * 1024, limit=0.5, what="hex runs that spell text")

@@ -20,6 +20,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -249,7 +250,7 @@ def _in_marker(text: str, start: int, end: int) -> bool:
     if close == -1 or end > close + 1:
         return False
     rule = text[lo + len(MARKER) : close]
-    return rule.removeprefix("base64-") in _rule_ids() or rule == "bead-token"
+    return rule.removeprefix("base64-").removeprefix("hex-") in _rule_ids() or rule == "bead-token"
 
 
 @lru_cache(maxsize=1)
@@ -627,40 +628,110 @@ def _given_name(text: str, end: int) -> str | None:
 _BETWEEN = "\n\x00\n"
 
 
+def _printable(plain: str) -> bool:
+    """Text, invisible characters included (a key split by a zero-width space is found in its normal form)."""
+    return all(c.isprintable() or c in "\n\r\t" or unicodedata.category(c) == "Cf" for c in plain)
+
+
+def _text_of_bytes(raw: bytes) -> str | None:
+    """``raw`` as text: UTF-8, or UTF-16LE where every other byte is NUL (PowerShell's -EncodedCommand is base64 of
+    UTF-16LE: read as UTF-8 it was NULs between letters, no text, and a key in it went through whole)."""
+    try:
+        plain = raw.decode("utf-8")
+        if _printable(plain):
+            return plain
+    except UnicodeDecodeError:
+        pass
+    if len(raw) >= 8 and len(raw) % 2 == 0 and raw[1::2].count(0) * 10 >= len(raw) // 2 * 9:
+        try:
+            plain = raw.decode("utf-16-le")
+        except UnicodeDecodeError:
+            return None
+        return plain if _printable(plain) else None
+    return None
+
+
+def _base64_text(run: str) -> str | None:
+    run = run.replace("\n", "").replace("\r", "")
+    if len(run) % 4 == 1:
+        return None
+    try:  # unpadded too (a JWT's parts, `base64 -w0 | tr -d =`)
+        raw = base64.b64decode(run + "=" * (-len(run) % 4), validate=True)
+    except binascii.Error:
+        return None
+    plain = _text_of_bytes(raw)
+    inner = _BASE64.fullmatch(plain.strip()) if plain is not None else None
+    if inner is not None:  # base64 in base64 (a Secret's data that holds an encoded value)
+        run = inner.group()
+        if len(run) % 4 != 1:
+            try:
+                plain = _text_of_bytes(base64.b64decode(run + "=" * (-len(run) % 4), validate=True)) or plain
+            except binascii.Error:
+                pass
+    return plain
+
+
+# A run of hex digits long enough to hide a key (`xxd -p .env`, a value stored hex-encoded): read as the bytes it
+# spells, when they are text. A hash (a commit's, a file's) spells no text and is passed over. Linear: a run is
+# taken whole, and never starts inside another.
+_HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){20,}(?![0-9A-Fa-f])")
+# A line of hex digits alone (`xxd -p` wraps at 60): consecutive ones are read as one run. Disjoint classes, anchored
+# at each line: linear.
+_HEX_LINE = re.compile(r"(?m)^[ \t]*[0-9A-Fa-f]{16,}[ \t]*\r?$")
+
+
+def _hex_runs(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of hex runs: consecutive lines of hex digits alone as one, and a long run inside a line."""
+    blocks: list[list[int]] = []
+    for m in _HEX_LINE.finditer(text):
+        if blocks and m.start() <= blocks[-1][1] + 1:  # the line right after the last one
+            blocks[-1][1] = m.end()
+        else:
+            blocks.append([m.start(), m.end()])
+    i = 0
+    for m in _HEX_RUN.finditer(text):
+        while i < len(blocks) and blocks[i][1] <= m.start():
+            yield blocks[i][0], blocks[i][1]
+            i += 1
+        if i < len(blocks) and blocks[i][0] <= m.start() < blocks[i][1]:
+            continue  # inside a block, read with it
+        yield m.span()
+    for b in blocks[i:]:
+        yield b[0], b[1]
+
+
+def _hex_text(run: str) -> str | None:
+    try:
+        return _text_of_bytes(bytes.fromhex(run))  # whitespace between the digits (line breaks) is skipped
+    except ValueError:
+        return None
+
+
 def _in_base64(text: str) -> list[Finding]:
-    """Findings in the text that base64 runs of ``text`` decode to (printable UTF-8 only), each the whole run.
-    Every run that decodes to text is read, however many (a dump of a namespace's Secrets holds thousands, and the
-    one with the database URL may come last): they are scanned together, as one text, so a run costs what its
-    characters cost, not a scan of its own. A finding across two runs' join marks both."""
+    """Findings in the text that base64 runs of ``text`` decode to (printable UTF-8, or UTF-16LE), each the whole
+    run, and in the text hex runs spell (``hex-`` rules)."""
+    base64_runs = (m.span() for m in _BASE64_BLOCK.finditer(text))
+    return [*_in_encoded(text, base64_runs, _base64_text, "base64-"), *_in_encoded(text, _hex_runs(text), _hex_text, "hex-")]
 
-    def text_of(run: str) -> str | None:
-        run = run.replace("\n", "").replace("\r", "")
-        if len(run) % 4 == 1:
-            return None
-        try:  # unpadded too (a JWT's parts, `base64 -w0 | tr -d =`)
-            plain = base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        # Text, invisible characters included (a key split by a zero-width space is found in its normal form).
-        ok = all(c.isprintable() or c in "\n\r\t" or unicodedata.category(c) == "Cf" for c in plain)
-        return plain if ok else None
 
+def _in_encoded(text: str, spans: Iterable[tuple[int, int]], decoded: Any, prefix: str) -> list[Finding]:
+    """Findings in the text that runs of ``text`` (``spans``) decode to (``decoded``: the text, or None), each the
+    whole run. Every run that decodes to text is read, however many (a dump of a namespace's Secrets holds
+    thousands, and the one with the database URL may come last): they are scanned together, as one text, so a run
+    costs what its characters cost, not a scan of its own. A finding across two runs' join marks both."""
     views: list[str] = []
     starts: list[int] = []  # where each view begins in the joined text
     runs: list[tuple[int, int]] = []  # the run of ``text`` each view came from
     at = 0
-    for m in _BASE64_BLOCK.finditer(text):
-        plain = text_of(m.group())
+    for start, end in spans:
+        plain = decoded(text[start:end])
         if plain is None:
             continue
-        inner = _BASE64.fullmatch(plain.strip())
-        if inner is not None:  # base64 in base64 (a Secret's data that holds an encoded value)
-            plain = text_of(inner.group()) or plain
-        named = _given_name(text, m.start())
+        named = _given_name(text, start)
         view = f"{named}={plain}" if named else plain
         views.append(view)
         starts.append(at)
-        runs.append(m.span())
+        runs.append((start, end))
         at += len(view) + len(_BETWEEN)
     if not views:
         return []
@@ -681,7 +752,7 @@ def _in_base64(text: str) -> list[Finding]:
         found = findings(views[i])
         if found:
             rule_of[i] = found[0].rule
-    return [Finding(f"base64-{rule_of[i]}", *runs[i]) for i in sorted(rule_of)]
+    return [Finding(f"{prefix}{rule_of[i]}", *runs[i]) for i in sorted(rule_of)]
 
 
 def _readable(text: str) -> str:
