@@ -146,6 +146,15 @@ def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
         proxy.close()
         for p in procs:
             p.terminate()
-            p.wait(10)
+        slow = []
+        for p, log_name in zip(procs, ("indexer.log", "dream.log"), strict=True):
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(10)
+                slow.append(f"{log_name}: " + (tmp_path / log_name).read_text()[-3000:])
+        # A service that outlives its SIGTERM by 30 s is a stop a service manager would time out: said with its log.
+        assert not slow, slow
         model.close()
         upstream.close()
