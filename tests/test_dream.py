@@ -884,6 +884,8 @@ class TestStop:
         model.answers.append(lambda body: stop.set() or answer())
         rep = Dream(mem, stop=stop).run()
         assert rep.stopped_early == "the dream worker is stopping" and rep.calls == 1, (rep.calls, rep.stopped_early)
+        # No pass recorded: the worker started again runs the rest, not the schedule's next night.
+        assert "last_run" not in json.loads(mem.home.dream_state.read_text())
 
 
 class TestDecay:

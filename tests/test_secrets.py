@@ -1534,6 +1534,10 @@ def test_a_key_in_powershells_encoded_command_or_in_hex_is_redacted():
     wrapped = "\n".join(hexed[i : i + 60] for i in range(0, len(hexed), 60))
     out, found = redact(f"$ xxd -p .env\n{wrapped}\n$ echo done")
     assert out == "$ xxd -p .env\n[REDACTED:hex-github-pat]\n$ echo done" and found == ["hex-github-pat"], (out, found)
+    # A file whose last line is short (`xxd -p` of 30k+1 to 30k+7 bytes): that line is read with the block.
+    short_end = ("A" * 9 + "\nGITHUB_TOKEN=" + tok).encode().hex()
+    out, found = redact("\n".join(short_end[i : i + 60] for i in range(0, len(short_end), 60)))
+    assert out == "[REDACTED:hex-github-pat]", (out, found)
     out, found = redact(f"inline {hexed} there")
     assert hexed not in out and found == ["hex-github-pat"]
     plain = "commit 3f2a9c1e5b7d8f0a1c3e5b7d9f1a3c5e7b9d1f3a, sha256 " + "ab" * 32

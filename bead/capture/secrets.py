@@ -678,6 +678,8 @@ _HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){20,}(?![0-9A-Fa-f])")
 # A line of hex digits alone (`xxd -p` wraps at 60): consecutive ones are read as one run. Disjoint classes, anchored
 # at each line: linear.
 _HEX_LINE = re.compile(r"(?m)^[ \t]*[0-9A-Fa-f]{16,}[ \t]*\r?$")
+# A block's last line may be short (`xxd -p` of a file of 30k+1 to 30k+7 bytes): read with it, once a block.
+_HEX_LAST_LINE = re.compile(r"(?m)^[ \t]*(?:[0-9A-Fa-f]{2})+[ \t]*\r?$")
 
 
 def _hex_runs(text: str) -> Iterator[tuple[int, int]]:
@@ -688,6 +690,9 @@ def _hex_runs(text: str) -> Iterator[tuple[int, int]]:
             blocks[-1][1] = m.end()
         else:
             blocks.append([m.start(), m.end()])
+    for b in blocks:
+        if (last := _HEX_LAST_LINE.match(text, b[1] + 1)) is not None:
+            b[1] = last.end()
     i = 0
     for m in _HEX_RUN.finditer(text):
         while i < len(blocks) and blocks[i][1] <= m.start():

@@ -260,7 +260,10 @@ class Dream:
                 self._session(sid, turns, rep, dry_run, budget)
             if not dry_run:
                 rep.dormant = self._decay()
-                self.state.data["last_run"] = iso(self.mem.clock())
+                if not (self.stop is not None and self.stop.is_set()):
+                    # A run its worker's stop cut short is no pass: the worker started again runs it, its sessions
+                    # read so far kept as read (the state says), rather than at the schedule's next time.
+                    self.state.data["last_run"] = iso(self.mem.clock())
                 self.state.save()
             rep.seconds = time.perf_counter() - t0
             self._write_report(rep)

@@ -66,6 +66,8 @@ class Worker:
 
     def tick(self) -> bool:
         """One wake: run the pass if a scheduled time has passed. True if it ran."""
+        if self.stop is not None and self.stop.is_set():
+            return False  # stopping: a wake between the stop and the scheduler's shutdown starts nothing
         now = self.clock()
         since = self.last_run()
         if self.failed_at is not None and self.failed_at > since:
