@@ -151,9 +151,20 @@ def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
             try:
                 p.wait(30)
             except subprocess.TimeoutExpired:
+                # Where it is: its signal masks (SigBlk, SigPnd, SigCgt) and each thread's state and kernel wait.
+                where = []
+                for name in ("status", *(f"task/{t}/wchan" for t in sorted(os.listdir(f"/proc/{p.pid}/task")))):
+                    try:
+                        text = open(f"/proc/{p.pid}/{name}").read()
+                    except OSError:
+                        continue
+                    where.append(
+                        f"{name}: "
+                        + (" ".join(x for x in text.splitlines() if x.startswith(("Sig", "Shd", "State", "Threads"))) or text)
+                    )
                 p.kill()
                 p.wait(10)
-                slow.append(f"{log_name}: " + (tmp_path / log_name).read_text()[-3000:])
+                slow.append(f"{log_name}: " + (tmp_path / log_name).read_text()[-3000:] + "\n" + "\n".join(where))
         # A service that outlives its SIGTERM by 30 s is a stop a service manager would time out: said with its log.
         assert not slow, slow
         model.close()
