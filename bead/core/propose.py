@@ -138,7 +138,7 @@ def queue(
     the person forgot or rejected (its tombstone, as written or said inside the value or the key): queued, it was on
     disk again, shown by the curator's review_queue, and one accept made it the person's word."""
     mem.check_storable(key, value)
-    if mem.tombstones.matches(value) or mem.tombstones.contained(value, key):
+    if mem.tombstones.refuses(value, key):
         raise RefusedWrite(
             f"refusing to queue {key}: that value was forgotten or rejected (tombstone)",
             "only a person can bring it back: write it again with `bead write` (--trust user_stated)",

@@ -259,7 +259,7 @@ def decide(
         )
         return Decision("reject", why)
     # 2. a forgotten or rejected value stays gone
-    if mem.tombstones.matches(value) or mem.tombstones.contained(value, key):  # said inside a sentence, or as the key
+    if mem.tombstones.refuses(value, key):  # said inside a sentence, or as the key
         return Decision("skip", "tombstone")
     source = provenance(value, cited)
 
@@ -316,6 +316,6 @@ def _screened_reason(mem: Memory, reason: str) -> str:
     """The second opinion's reason as a queue item keeps it: the model's own words, which may repeat the value it
     judged (a forgotten one, a credential): credentials redacted, and none of it where it says a forgotten value.
     Stored unscreened, both reached the queue's file, `bead review` and the dashboard."""
-    if mem.tombstones.matches(reason) or mem.tombstones.contained(reason):
+    if mem.tombstones.refuses(reason):
         return "its reason is not kept: it said a forgotten value"
     return redact(reason)[0]

@@ -403,9 +403,6 @@ class Dream:
                 return
             self._act(d, proposal, session, rep, dry_run)
 
-    def _forgotten_in(self, text: str) -> bool:
-        return self.mem.tombstones.matches(text) or self.mem.tombstones.contained(text, whole=True)
-
     def _nameable(self, key: str, d: Decision) -> str:
         """A key the model proposed, as the report (and the dashboard, and `bead review`) may name it: not the key of
         a proposal refused for its tombstone (a key made of the forgotten value's words, or of part of it: the report
@@ -413,7 +410,7 @@ class Dream:
         if not key:
             return key
         forgotten = "tombstone" in (d.detail or "")
-        if forgotten or redact(key)[1] or self.mem.tombstones.matches(key) or self.mem.tombstones.contained(key):
+        if forgotten or redact(key)[1] or self.mem.tombstones.refuses(key):
             return "(a key the report does not name: it holds a forgotten value or a credential)"
         return key
 
@@ -510,7 +507,7 @@ class Dream:
         day = _when(first.at) or self.mem.clock()  # a marker's time edited by hand ("yesterday") is no time
         # The model's words about the session may say a value the person forgot (it read turns written before the
         # forget, or made it up): such a section is written as [forgotten], as a raw turn would be.
-        ep = {k: FORGOTTEN if isinstance(v, str) and self._forgotten_in(v) else v for k, v in ep.items()}
+        ep = {k: FORGOTTEN if isinstance(v, str) and self.mem.tombstones.refuses(v, whole=True) else v for k, v in ep.items()}
         path = Episodes(self.mem.home).write(
             sid, day, ep, self.mem.config.owner, self.mem.clock(), ev.as_dict() if ev is not None else None
         )
@@ -538,7 +535,7 @@ class Dream:
             else f"the lesson is over {LESSON_MAX_CHARS} characters"
             if len(lesson) > LESSON_MAX_CHARS
             else "the lesson was forgotten or rejected before (tombstone)"
-            if self.mem.tombstones.matches(lesson) or self.mem.tombstones.contained(lesson)
+            if self.mem.tombstones.refuses(lesson)
             else ""
         )
         if why:

@@ -495,7 +495,7 @@ class Engine:
                     conv.messages[newest],
                     ident,
                     conv.untyped,
-                    lambda value, key: mem.tombstones.matches(value) or mem.tombstones.contained(value, key),
+                    mem.tombstones.refuses,
                 )
                 notices = remembering.notice_lines(plans)
                 cue = self.recaller.recall_for(

@@ -384,6 +384,12 @@ class Tombstones:
             return True
         return bool(words) and words_hash(value) in words
 
+    def refuses(self, value: str, *around: str | None, whole: bool = False) -> bool:
+        """Whether a tombstone stands against ``value``: it is a forgotten or rejected value in any spelling
+        (``matches``), or a forgotten value's words are said inside it or inside ``around`` (a key, a title:
+        ``contained``). The one rule every path that writes, queues or reports text the person did not type asks."""
+        return self.matches(value) or self.contained(value, *around, whole=whole)
+
     def contained(self, *texts: str | None, whole: bool = False) -> bool:
         """Whether a forgotten value's words (``inside_form``) are said inside any of ``texts``: in a sentence around
         them, as the words of a key, as a title. An agent or the dream wrote a forgotten value back that way. Of each

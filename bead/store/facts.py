@@ -509,7 +509,7 @@ class FactStore:
         with self.lock():
             if self.sealed is not None and self.sealed(key):
                 raise KeySealed(key)
-            if trust not in PERSON_TRUSTS and (self.tombstones.matches(body) or self.tombstones.contained(body, key, title)):
+            if trust not in PERSON_TRUSTS and self.tombstones.refuses(body, key, title):
                 raise RefusedWrite(
                     f"refusing to write {key}: that value was forgotten or rejected (tombstone)",
                     "only a person can bring it back: write it again with --trust user_stated",
