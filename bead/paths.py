@@ -117,6 +117,11 @@ class Home:
         return self.root / "eval-results.json"
 
     @property
+    def skills_log(self) -> Path:
+        """Every skill file `bead skills install` wrote, one JSON line per write (forget reads it)."""
+        return self.root / "skills.jsonl"
+
+    @property
     def proxy_runtime(self) -> Path:
         """Every trace file a proxy of this home was started with, one JSON line per start (forget reads it)."""
         return self.root / "proxy.runtime.jsonl"

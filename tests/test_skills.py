@@ -219,3 +219,74 @@ def test_a_dream_lessons_sentence_the_person_edited_out_is_not_the_skills_headin
     assert meta["name"] == path.parent.name == "bead-run-pytest-with-x-for-a-quick-first"
     assert meta["metadata"]["bead_key"] == key and spec_problems(path) == []
     assert "evil.example" not in path.read_text()
+
+
+DEPLOY = ".claude/skills/bead-deploy-day/SKILL.md"
+
+
+def _no_bytes_of(value: bytes, folder) -> list:
+    return [p for p in folder.rglob("*") if p.is_file() and value in p.read_bytes()]
+
+
+@pytest.mark.parametrize("how", ["key", "match"])
+def test_forget_removes_the_skill_file_install_wrote_from_the_fact(bead, mem, seeded, project, how):
+    """A skill file holds its fact's text in the project, outside bead's home: a forget of the fact removes it (and its
+    folder), says so, and leaves the other skills; bead's log of what it installed keeps no line for the key."""
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    assert (project / DEPLOY).exists()
+    args = ["project/shop/deploy-day"] if how == "key" else ["--match", "Tuesdays only", "--yes"]
+    r = bead("forget", *args)
+    assert r.code == 0, r.err
+    assert not (project / DEPLOY).parent.exists()
+    assert f"removed {project / DEPLOY}" in r.err and "git's history" in r.err
+    assert _no_bytes_of(b"Tuesdays", project) == []
+    assert (project / ".claude/skills/bead-commit-style/SKILL.md").exists(), "the other skills stay"
+    assert b"deploy-day" not in (mem.home.root / "skills.jsonl").read_bytes()
+    assert b"commit-style" in (mem.home.root / "skills.jsonl").read_bytes()
+
+
+def test_a_skill_file_changed_since_install_is_named_and_left(bead, mem, seeded, project):
+    """A file the person edited after install (or a --force's backup of their edit) is theirs: forget names it and
+    leaves it, rather than deleting their words or leaving the value unsaid."""
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    mine = project / DEPLOY
+    mine.write_text(mine.read_text() + "\nMy own note: Tuesdays only, really.\n")
+    r = bead("forget", "project/shop/deploy-day")
+    assert r.code == 0, r.err
+    assert mine.exists() and "My own note" in mine.read_text()
+    assert f"warning: left {mine}" in r.err and "remove the value from it yourself" in r.err
+
+
+def test_a_planted_line_in_the_skills_log_never_makes_forget_remove_another_file(bead, mem, seeded, project, tmp_path):
+    """The log names paths outside the home: a line bead did not write (another file that holds the value, at a
+    skill's place with another digest, or anywhere with its own digest) removes nothing."""
+    import hashlib
+
+    notes = tmp_path / "notes"
+    other = notes / ".claude/skills/x/SKILL.md"
+    other.parent.mkdir(parents=True)
+    other.write_text("Deploys happen on Tuesdays only; never on a Friday. (the person's own notes)\n")
+    loose = notes / "deploys.md"
+    loose.write_text("Deploys happen on Tuesdays only; never on a Friday.\n")
+    log = mem.home.root / "skills.jsonl"
+    lines = [
+        {"path": str(other), "root": str(notes), "key": "project/shop/deploy-day", "sha256": "0" * 64},
+        {
+            "path": str(loose),
+            "root": str(notes),
+            "key": "project/shop/deploy-day",
+            "sha256": hashlib.sha256(loose.read_bytes()).hexdigest(),
+        },
+        {
+            "path": str(notes / "a/../.claude/skills/x/SKILL.md"),
+            "root": str(notes),
+            "key": "project/shop/deploy-day",
+            "sha256": hashlib.sha256(other.read_bytes()).hexdigest(),
+        },
+    ]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines) + "not json\n")
+    r = bead("forget", "project/shop/deploy-day")
+    assert r.code == 0, r.err
+    assert other.exists() and loose.exists()
+    assert f"warning: left {other}" in r.err, "a file that holds the value and is not bead's own is named"
+    assert str(loose) not in r.err

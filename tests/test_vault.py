@@ -1009,3 +1009,17 @@ def test_a_seal_killed_inside_its_last_step_is_finished_by_running_it_again(mem,
     assert mem.is_sealed("user/alarm") and ops.show(mem, "user/alarm", PASSPHRASE).body == body
     with pytest.raises(BeadError, match="sealed already"):
         ops.seal(mem, "user/alarm")
+
+
+def test_seal_removes_the_skill_file_install_wrote_from_the_fact(bead, mem, vault, tmp_path):
+    """A sealed value leaves every clear copy, the skill file `bead skills install` wrote into a project too."""
+    project = tmp_path / "shop"
+    (project / ".git").mkdir(parents=True)
+    mem.write("project/shop/door", "The back door code is 4471 and changes monthly.", "project", pinned=True)
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    skill = project / ".claude/skills/bead-door/SKILL.md"
+    assert b"4471" in skill.read_bytes()
+    res = bead("seal", "project/shop/door")
+    assert res.code == 0, res.err
+    assert not skill.exists() and f"removed {skill}" in res.err
+    assert [p for p in project.rglob("*") if p.is_file() and b"4471" in p.read_bytes()] == []

@@ -66,6 +66,22 @@ def also_in_clear(keys: list[str]) -> None:
         )
 
 
+def skill_files_said(summary: dict) -> None:
+    """Say which skill files in the person's projects a forget or seal removed, and which it left."""
+    for path in summary.get("skill_files") or []:
+        echo(
+            f"removed {path}: `bead skills install` wrote it from this memory (if it was committed, "
+            "git's history still holds it)",
+            err=True,
+        )
+    for path in summary.get("skill_files_left") or []:
+        echo(
+            f"warning: left {path}: it holds the value but is not as `bead skills install` wrote it (an "
+            "edit, or a --force's backup); remove the value from it yourself",
+            err=True,
+        )
+
+
 def project_name(value: str) -> str:
     """A project named on the command line, as bead names projects (a folder's name, lower-cased); BeadError for
     one that names none (``../..``)."""

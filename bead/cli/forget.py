@@ -64,6 +64,8 @@ def forget(target, match, yes, as_json):
             echo(f"  {preview['episodes']} episode file(s)", err=True)
         if preview["session_lines"]:
             echo(f"  {preview['session_lines']} conversation state line(s)", err=True)
+        for path in preview["skill_files"]:
+            echo(f"  skill file {path} (`bead skills install` wrote it)", err=True)
         click.confirm("Forget all of these?", abort=True, err=True)
     summary = forget_mod.apply(mem, plan)
     if not summary["index_emptied"]:
@@ -82,6 +84,7 @@ def forget(target, match, yes, as_json):
         )
 
     common.also_in_clear(summary["also_in"])
+    common.skill_files_said(summary)
 
     def human(d):
         sealed = f"{d['sealed_versions']} sealed version(s), " if d["sealed_versions"] else ""

@@ -220,7 +220,9 @@ def seal(key, yes, as_json):
             f"This will seal {key} ({p['versions']} plaintext version(s)) and redact {len(p['raw_turns'])} raw "
             f"turn(s) whole, {p['raw_turns_in_part']} in part (its codes and rare words said in other words), "
             f"{p['episodes']} episode(s), {p['review_items']} review item(s) and {p['session_lines']} state "
-            "line(s)." + (f" {', '.join(p['also_in'])} also hold(s) the value in clear and stay(s)." if p["also_in"] else ""),
+            "line(s)."
+            + (f" It removes {len(p['skill_files'])} skill file(s) from your projects." if p["skill_files"] else "")
+            + (f" {', '.join(p['also_in'])} also hold(s) the value in clear and stay(s)." if p["also_in"] else ""),
             err=True,
         )
         click.confirm("Seal it?", abort=True, err=True)
@@ -233,6 +235,7 @@ def seal(key, yes, as_json):
         )
 
     common.also_in_clear(summary.get("also_in", []))
+    common.skill_files_said(summary)
     if summary.get("index_emptied") is False:  # another program's read of index.db kept its WAL from emptying
         echo(f"warning: {forget_mod.INDEX_BUSY}", err=True)
 

@@ -48,6 +48,7 @@ from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN, Turn
 from ..store.reports import Reports
 from ..textform import TERMINAL_ESCAPES, fold, strings_in
+from . import skill_files
 from .memory import Memory, busy_errors
 from .state import Conversations
 from .trace import NotATrace, Trace, configured_paths
@@ -79,6 +80,10 @@ class Plan:
     # other keys whose current version holds the value in clear: a forget or seal of one key leaves them (they are
     # the person's other facts), so the preview names them
     also_in: list[str] = field(default_factory=list)
+    # skill files `bead skills install` wrote that hold the value (or name a key that goes): removed, in the project
+    skills: list[skill_files.Installed] = field(default_factory=list)
+    # skill files that hold it but are not as install wrote them (the person's edit, a --force's .bak): named, left
+    skills_left: list[Path] = field(default_factory=list)
     # How the plan was made (the key or the text): ``apply`` makes it again (the history outside its locks, what was
     # written since inside them), so what reached the store between the preview and the person's yes (a turn the
     # proxy captured, a fact written) goes too.
@@ -135,6 +140,7 @@ class Plan:
             or self.queue_items
             or self.temps
             or self.sealed
+            or self.skills
         )
 
     def summary(self, home_store: Path) -> dict[str, Any]:
@@ -152,6 +158,8 @@ class Plan:
             "review_items": len(self.queue_items),
             "also_in": list(self.also_in),
             "not_traces": [str(p) for p in self.not_traces],
+            "skill_files": [str(r.path) for r in self.skills],
+            "skill_files_left": [str(p) for p in self.skills_left],
         }
 
 
@@ -716,6 +724,8 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
                 plan.temps.append(p)
         except (OSError, safe.UnsafePath):
             continue
+    if raw is None:
+        _scan_skills(mem, plan, derived)
     line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles, tokens, encoded)
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
     for p in configured_paths(mem.config, home=mem.home) if raw is None else ():
@@ -728,6 +738,22 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
             continue
         if n:
             plan.trace_lines[p] = n
+
+
+def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
+    """The skill files install wrote (bead.core.skill_files) that hold the value or name a key that goes: those still
+    as bead wrote them are removed; the rest, and a ``--force``'s backup beside one, are named."""
+    for rec in skill_files.installed(mem):
+        text = skill_files.read_installed(rec)
+        if text is not None and holds(text):
+            if skill_files.as_written(rec, text):
+                plan.skills.append(rec)
+            else:
+                plan.skills_left.append(rec.path)
+        backup = rec.path.with_name(rec.path.name + ".bak")
+        kept = skill_files.read_installed(skill_files.Installed(backup, rec.root, rec.key, ""))
+        if kept is not None and holds(kept):
+            plan.skills_left.append(backup)
 
 
 def _live(mem: Memory, key: str) -> bool:
@@ -889,6 +915,7 @@ def _joined(inner: Plan, outer: Plan, changed: list[Path]) -> Plan:
     inner.trace_lines = outer.trace_lines
     inner.not_traces = outer.not_traces
     inner.also_in = outer.also_in
+    inner.skills, inner.skills_left = outer.skills, outer.skills_left
     return inner
 
 
@@ -1006,6 +1033,8 @@ def _apply_forgetting(
             continue  # as the plan passed it over
     mem.audit.forget_keys(plan.whole | plan.named)
     mem.tombstones.forget_keys(plan.whole | plan.named)
+    # The skill files in the person's projects that bead wrote from it (each checked again before it goes).
+    skills_gone = skill_files.remove_installed(mem, plan.skills, plan.whole | plan.named)
     reports = Reports(mem.home)
     # A key or id a run's line lists that holds the value (one it rejected or queued, made of the value's words).
     reports.scrub(_matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens), plan.encoded))
@@ -1033,6 +1062,7 @@ def _apply_forgetting(
     summary["raw_turns_redacted"] = redacted
     summary["raw_turns_redacted_in_part"] = in_part
     summary["kept"] = [str(p) for p in kept]
+    summary["skill_files"] = [str(p) for p in skills_gone]
     mem.audit.record(
         now,
         event,

@@ -44,15 +44,16 @@ from ..errors import BeadError
 from ..store.facts import split_frontmatter
 from ..store.keys import PERSON_TRUSTS
 from ..store.queue import Queue
+from . import skill_files
 from .memory import Memory
 from .review import lesson_key, session_of
+from .skill_files import skills_dir
 
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 ALLOWED_FIELDS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools"})
 NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 RESERVED = ("anthropic", "claude")  # words a skill's name may not hold (Claude's skill rules)
-SKILLS_DIR = (".claude", "skills")
 FILE_MODE = 0o644  # a project file, meant to be committed and read by the harness
 
 
@@ -245,10 +246,6 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
     return out
 
 
-def skills_dir(project_dir: Path) -> Path:
-    return project_dir.joinpath(*SKILLS_DIR)
-
-
 def plan(mem: Memory, project_dir: Path, project: str | None) -> list[Skill]:
     """``collect`` with each skill's file and whether it is new, unchanged or differs from what is there."""
     skills = collect(mem, project)
@@ -280,6 +277,8 @@ def install(mem: Memory, project_dir: Path, project: str | None, force: bool = F
         if s.before is not None:  # --force over a file that differs: what it held (a person's edit) is kept beside it
             s.backup = s.path.with_name(s.path.name + ".bak")
             safe.atomic_write(s.backup, s.before.encode("utf-8"), FILE_MODE, root=project_dir)
-        safe.atomic_write(s.path, s.render().encode("utf-8"), FILE_MODE, root=project_dir)
+        data = s.render().encode("utf-8")
+        safe.atomic_write(s.path, data, FILE_MODE, root=project_dir)
         s.status = "written"
+        skill_files.record(mem, s.path, project_dir, s.key, data)
     return skills

@@ -464,6 +464,7 @@ def _taken(s: dict[str, Any]) -> str:
     return (
         f"{named}: {s['versions']} version(s), {len(s['raw_turns'])} raw turn(s) whole and {s['raw_turns_in_part']} in "
         f"part, {s['episodes']} episode(s), {s['review_items']} review item(s)"
+        + (f", {len(s['skill_files'])} skill file(s) in your projects" if s.get("skill_files") else "")
     )
 
 
