@@ -409,10 +409,11 @@ def test_the_server_logs_on_stderr_without_values(server):
 
 
 NOISY = """
-import logging, sys
+import logging, os, sys
 import bead.core.query as q
 orig = q.recall
 def noisy(*a, **k):
+    print("stdin inside a tool reads", repr(os.read(0, 100)))
     print("a stray print from inside a tool")
     sys.stdout.write("another stray write\\n")
     logging.getLogger("bead.test").warning("a log line from inside a tool")
@@ -425,7 +426,9 @@ main(["mcp"])
 
 def test_stdout_carries_json_rpc_only_even_when_bead_prints_and_logs(tmp_path):
     """Driven by hand, so every byte on stdout is seen: each line is one JSON-RPC message, and what bead's code
-    prints or logs inside a tool lands on stderr."""
+    prints or logs inside a tool lands on stderr (and it reads nothing of the wire from fd 0). A lone surrogate
+    escape in a call (a JavaScript client's string cut inside an emoji) is answered, not dropped; a line that is not
+    JSON is named on stderr."""
     env = {**os.environ, "BEAD_HOME": str(tmp_path / "h"), "PYTHONPATH": str(REPO)}
     err = open(tmp_path / "stderr", "w+")  # noqa: SIM115 - closed below
     p = subprocess.Popen(
@@ -472,6 +475,17 @@ def test_stdout_carries_json_rpc_only_even_when_bead_prints_and_logs(tmp_path):
             }
         )
         ask({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "get_memory", "arguments": {"key": "../x"}}})
+        cut = {"value": "the deploy bell is \ud83d", "type": "project"}
+        ask({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "remember", "arguments": cut}})
+        p.stdin.write("this is not json {\n")
+        ask(
+            {
+                "jsonrpc": "2.0",
+                "id": 6,
+                "method": "tools/call",
+                "params": {"name": "recall", "arguments": {"query": "deploy bell"}},
+            }
+        )
         p.stdin.close()
         rest = p.stdout.read()
         assert p.wait(60) == 0
@@ -483,7 +497,11 @@ def test_stdout_carries_json_rpc_only_even_when_bead_prints_and_logs(tmp_path):
         err.close()
     assert rest == ""
     parsed = [json.loads(ln) for ln in lines]
-    assert all(m.get("jsonrpc") == "2.0" for m in parsed) and [m["id"] for m in parsed] == [1, 2, 3, 4]
+    assert all(m.get("jsonrpc") == "2.0" for m in parsed) and [m["id"] for m in parsed] == [1, 2, 3, 4, 5, 6]
+    assert not parsed[4]["result"]["isError"], parsed[4]
+    assert "the deploy bell is \ufffd" in parsed[5]["result"]["content"][0]["text"]
+    assert "a line on stdin is not JSON, so it gets no answer: this is not json {" in stderr
+    assert "stdin inside a tool reads b''" in stderr
     assert "redis db 3" in recalled["result"]["content"][0]["text"]
     assert parsed[3]["result"]["isError"] and parsed[3]["result"]["structuredContent"]["code"] == "invalid_argument"
     assert "a stray print from inside a tool" in stderr and "another stray write" in stderr

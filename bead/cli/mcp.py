@@ -95,10 +95,12 @@ def mcp(admin, http_, listen, project):
     import anyio
 
     from ..mcp.server import Runtime, build
+    from ..mcp.stdio import read_lines
 
     rt = Runtime(home, config, project)
     try:
-        anyio.run(build(rt, admin=admin).run_stdio_async)
+        with read_lines():
+            anyio.run(build(rt, admin=admin).run_stdio_async)
     finally:
         rt.close()
 

@@ -1,0 +1,106 @@
+"""What `bead mcp` reads on stdin before the MCP SDK's stdio transport does.
+
+The SDK parses each line as a JSON-RPC message and silently drops one it cannot parse: the client's call then waits
+for an answer that never comes. Two cases, handled here line by line:
+
+- A lone UTF-16 surrogate escape (``"\\ud800"``), which JSON's grammar allows and a JavaScript client writes when it
+  cuts a string inside an emoji: the SDK's parser refuses the whole line. It is read as U+FFFD instead
+  (bead.textform.readable_json, as the proxy reads bodies), so the call goes through.
+- A line that is not JSON at all: the SDK still drops it (stdout is its own), but bead says so on stderr, which MCP
+  clients show in their server log, so the hang has a cause one can find.
+
+stdin is claimed as the SDK claims it: fd 0 then reads the null device (a handler or child process that reads stdin
+gets end of file) and the wire is read through a private descriptor, which is never closed (a worker thread may still
+be reading it when the transport ends).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator
+
+from ..display import visible
+from ..textform import readable_json
+
+log = logging.getLogger("bead.mcp")
+
+CHUNK = 64 * 1024
+SHOWN_CHARS = 80  # of a line that is not JSON, in the warning
+
+
+def _line(raw: bytes) -> bytes:
+    """One line of the wire (with its line break), as the SDK should read it."""
+    if b"\\ud" in raw or b"\\uD" in raw:
+        raw = readable_json(raw.decode("utf-8", errors="replace")).encode("utf-8")
+    if raw.strip():
+        try:
+            json.loads(raw)
+        except (ValueError, RecursionError):
+            shown = visible(raw[: SHOWN_CHARS * 4].decode("utf-8", errors="replace")[:SHOWN_CHARS])
+            log.warning("a line on stdin is not JSON, so it gets no answer: %s", shown)
+    return raw
+
+
+class _Lines(io.RawIOBase):
+    """The wire's bytes, a whole line at a time through ``_line``. Linear in what arrives: a line's chunks are joined
+    once, when its line break comes, and what is handed on is read through a view, never copied again."""
+
+    def __init__(self, fd: int):
+        self._fd = fd
+        self._parts: list[bytes] = []  # the line being received
+        self._out = memoryview(b"")
+        self._eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        while not len(self._out):
+            if self._eof:
+                return 0
+            chunk = os.read(self._fd, CHUNK)
+            if not chunk:
+                self._eof = True
+                rest, self._parts = b"".join(self._parts), []
+                self._out = memoryview(_line(rest) if rest else b"")
+                continue
+            if b"\n" not in chunk:
+                self._parts.append(chunk)
+                continue
+            head, _, tail = chunk.rpartition(b"\n")
+            lines = b"".join([*self._parts, head]).split(b"\n")
+            self._parts = [tail] if tail else []
+            self._out = memoryview(b"".join(_line(one + b"\n") for one in lines))
+        n = min(len(buffer), len(self._out))
+        buffer[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+
+@contextlib.contextmanager
+def read_lines() -> Iterator[None]:
+    """While it lasts, ``sys.stdin`` reads the wire through ``_Lines`` and fd 0 reads the null device."""
+    saved = sys.stdin
+    try:
+        wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+        null = os.open(os.devnull, os.O_RDONLY)
+    except OSError:
+        yield  # no stdin to claim (closed): the SDK reads what there is, as before
+        return
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(_Lines(wire)), encoding="utf-8", errors="replace")
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+        with contextlib.suppress(OSError):
+            os.dup2(wire, 0)
