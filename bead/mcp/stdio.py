@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 from ..display import visible
 from ..textform import readable_json
@@ -60,7 +61,7 @@ class _Lines(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer: Any) -> int:
         while not len(self._out):
             if self._eof:
                 return 0
