@@ -254,7 +254,7 @@ def test_a_skill_file_changed_since_install_is_named_and_left(bead, mem, seeded,
     r = bead("forget", "project/shop/deploy-day")
     assert r.code == 0, r.err
     assert mine.exists() and "My own note" in mine.read_text()
-    assert f"warning: left {mine}" in r.err and "remove the value from it yourself" in r.err
+    assert f"warning: left {mine}" in r.err and "remove the value yourself" in r.err
 
 
 def test_a_planted_line_in_the_skills_log_never_makes_forget_remove_another_file(bead, mem, seeded, project, tmp_path):
@@ -290,3 +290,46 @@ def test_a_planted_line_in_the_skills_log_never_makes_forget_remove_another_file
     assert other.exists() and loose.exists()
     assert f"warning: left {other}" in r.err, "a file that holds the value and is not bead's own is named"
     assert str(loose) not in r.err
+
+
+def test_forget_removes_only_skill_files_that_hold_the_value_itself(bead, mem, project):
+    """Another fact's skill that shares four of the value's words, and the skill of the version a `KEY@vN` forget
+    keeps, stay: only a file that says the value (or whose key goes whole) is removed."""
+    key = "project/shop/deploy-day"
+    mem.write(key, "Deploys happen on Tuesdays only; run the smoke tests first.", "project", pinned=True)
+    mem.write("project/shop/release", "Before a release, run the smoke tests first and tag it.", "project", pinned=True)
+    mem.write(key, "Deploys happen on Wednesdays only; run the smoke tests first.", "project", pinned=True)
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    r = bead("forget", f"{key}@v1")
+    assert r.code == 0, r.err
+    assert (project / DEPLOY).exists() and (project / ".claude/skills/bead-release/SKILL.md").exists()
+    assert "removed" not in r.err
+    r = bead("forget", key)  # the key goes whole: its skill goes, the other stays
+    assert not (project / DEPLOY).exists() and (project / ".claude/skills/bead-release/SKILL.md").exists()
+
+
+def test_a_second_checkout_of_committed_skills_is_found_by_forget(bead, mem, seeded, project, tmp_path):
+    """Skills are meant to be committed: in another checkout install finds each file as it would write it and writes
+    nothing, but notes it, so a forget removes it there too."""
+    import shutil
+
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    clone = tmp_path / "clone" / "shop"
+    shutil.copytree(project, clone)
+    assert "unchanged" in bead("skills", "install", "--dir", str(clone)).out
+    r = bead("forget", "project/shop/deploy-day")
+    assert r.code == 0, r.err
+    assert not (clone / DEPLOY).exists() and not (project / DEPLOY).exists()
+
+
+def test_odd_lines_and_files_never_stop_a_forget_and_a_file_it_cannot_read_is_named(bead, mem, seeded, project):
+    """A log line whose path holds a NUL or a lone surrogate is skipped (every forget ended in a traceback), and a
+    skill file of the key that cannot be read (a hard link) is named rather than passed over in silence."""
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    with (mem.home.root / "skills.jsonl").open("a") as f:
+        for bad in ("/x\u0000", "/x\ud800"):
+            f.write(json.dumps({"path": f"{bad}/.claude/skills/a/SKILL.md", "root": bad, "key": "k", "sha256": "0"}) + "\n")
+    (project / "elsewhere").hardlink_to(project / DEPLOY)
+    r = bead("forget", "project/shop/deploy-day")
+    assert r.code == 0, r.err
+    assert f"warning: left {project / DEPLOY}" in r.err

@@ -77,7 +77,13 @@ def skill_files_said(summary: dict) -> None:
     for path in summary.get("skill_files_left") or []:
         echo(
             f"warning: left {path}: it holds the value but is not as `bead skills install` wrote it (an "
-            "edit, or a --force's backup); remove the value from it yourself",
+            "edit, or a --force's backup), or could not be read; look at it and remove the value yourself",
+            err=True,
+        )
+    if summary.get("skill_files_unread"):
+        echo(
+            f"warning: {summary['skill_files_unread']}: skill files `bead skills install` wrote were not looked at; "
+            "look in your projects' .claude/skills folders for the value",
             err=True,
         )
 

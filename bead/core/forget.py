@@ -84,6 +84,7 @@ class Plan:
     skills: list[skill_files.Installed] = field(default_factory=list)
     # skill files that hold it but are not as install wrote them (the person's edit, a --force's .bak): named, left
     skills_left: list[Path] = field(default_factory=list)
+    skills_unread: str | None = None  # why the log of installed skill files could not be read
     # How the plan was made (the key or the text): ``apply`` makes it again (the history outside its locks, what was
     # written since inside them), so what reached the store between the preview and the person's yes (a turn the
     # proxy captured, a fact written) goes too.
@@ -160,6 +161,7 @@ class Plan:
             "not_traces": [str(p) for p in self.not_traces],
             "skill_files": [str(r.path) for r in self.skills],
             "skill_files_left": [str(p) for p in self.skills_left],
+            "skill_files_unread": self.skills_unread,
         }
 
 
@@ -725,7 +727,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
         except (OSError, safe.UnsafePath):
             continue
     if raw is None:
-        _scan_skills(mem, plan, derived)
+        _scan_skills(mem, plan, _matcher(needles))
     line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles, tokens, encoded)
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
     for p in configured_paths(mem.config, home=mem.home) if raw is None else ():
@@ -741,18 +743,24 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
 
 
 def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
-    """The skill files install wrote (bead.core.skill_files) that hold the value or name a key that goes: those still
-    as bead wrote them are removed; the rest, and a ``--force``'s backup beside one, are named."""
-    for rec in skill_files.installed(mem):
-        text = skill_files.read_installed(rec)
-        if text is not None and holds(text):
-            if skill_files.as_written(rec, text):
-                plan.skills.append(rec)
-            else:
+    """The skill files install wrote (bead.core.skill_files) that hold the value itself (``holds``), or that were made
+    from a key that goes whole: those still as bead wrote them are removed; one that holds the value but was changed
+    since, a ``--force``'s backup that holds it, and a file of the key that cannot be read are named."""
+    recs, plan.skills_unread = skill_files.installed(mem)
+    for rec in recs:
+        data, problem = skill_files.read_installed(rec)
+        if data is None:
+            if problem and rec.key in plan.keys:
                 plan.skills_left.append(rec.path)
+            continue
+        text = data.decode("utf-8", errors="replace")
+        if skill_files.as_written(rec, data) and (rec.key in plan.whole or holds(text)):
+            plan.skills.append(rec)
+        elif holds(text):
+            plan.skills_left.append(rec.path)
         backup = rec.path.with_name(rec.path.name + ".bak")
-        kept = skill_files.read_installed(skill_files.Installed(backup, rec.root, rec.key, ""))
-        if kept is not None and holds(kept):
+        kept, _ = skill_files.read_installed(skill_files.Installed(backup, rec.root, rec.key, ""))
+        if kept is not None and holds(kept.decode("utf-8", errors="replace")):
             plan.skills_left.append(backup)
 
 
@@ -915,7 +923,7 @@ def _joined(inner: Plan, outer: Plan, changed: list[Path]) -> Plan:
     inner.trace_lines = outer.trace_lines
     inner.not_traces = outer.not_traces
     inner.also_in = outer.also_in
-    inner.skills, inner.skills_left = outer.skills, outer.skills_left
+    inner.skills, inner.skills_left, inner.skills_unread = outer.skills, outer.skills_left, outer.skills_unread
     return inner
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from .. import files as safe
 from .memory import Memory
 
 SKILLS_DIR = (".claude", "skills")
-MAX_LOG_BYTES = 4 * 1024 * 1024  # of the log, and of a skill file read back
+MAX_LOG_BYTES = 16 * 1024 * 1024  # of the log, and of a skill file read back
 
 
 def skills_dir(project_dir: Path) -> Path:
@@ -32,54 +33,105 @@ class Installed:
     path: Path  # .../.claude/skills/<name>/SKILL.md
     root: Path  # the project folder install wrote it under (the link-safe helpers' root)
     key: str
-    sha256: str
+    sha256: str  # of what install wrote (or found there as it would write it)
 
 
-def record(mem: Memory, path: Path, root: Path, key: str, data: bytes) -> None:
-    line = json.dumps({"path": str(path), "root": str(root), "key": key, "sha256": hashlib.sha256(data).hexdigest()})
-    safe.append_line(mem.home.skills_log, line, 0o600, root=mem.home.root)
+_READ_ERRORS = (OSError, ValueError, safe.UnsafePath)
+
+
+def _usable(text: str) -> bool:
+    """A path bead can name to the system: no NUL, and every character encodable (a lone surrogate is not)."""
+    try:
+        os.fsencode(text)
+    except UnicodeError:
+        return False
+    return "\x00" not in text
 
 
 def _parsed(line: str) -> Installed | None:
     try:
         obj = json.loads(line)
-        path, root = Path(obj["path"]), Path(obj["root"])
-        key, digest = obj["key"], obj["sha256"]
+        path_text, root_text, key, digest = obj["path"], obj["root"], obj["key"], obj["sha256"]
     except (ValueError, TypeError, KeyError, RecursionError):
         return None
-    if not (isinstance(key, str) and isinstance(digest, str) and path.is_absolute() and root.is_absolute()):
+    if not all(isinstance(v, str) for v in (path_text, root_text, key, digest)):
         return None
-    # Only where install writes: <root>/.claude/skills/<name>/SKILL.md, no `..` anywhere.
-    if ".." in path.parts or ".." in root.parts or path.name != "SKILL.md" or path.parent.parent != skills_dir(root):
+    if not (_usable(path_text) and _usable(root_text)):
+        return None
+    path, root = Path(path_text), Path(root_text)
+    # Only where install writes: <root>/.claude/skills/<name>/SKILL.md, absolute, no `..` anywhere.
+    if not (path.is_absolute() and root.is_absolute()) or ".." in path.parts or ".." in root.parts:
+        return None
+    if path.name != "SKILL.md" or path.parent.parent != skills_dir(root):
         return None
     return Installed(path, root, key, digest)
 
 
-def installed(mem: Memory) -> list[Installed]:
-    """The skill files the log names, the last write of each path; lines that are not install's are skipped."""
+def installed(mem: Memory) -> tuple[list[Installed], str | None]:
+    """The skill files the log names (the last line of each path; lines that are not install's are skipped), and why
+    the log could not be read, if it could not."""
     try:
         text = safe.read_text(mem.home.skills_log, root=mem.home.root, errors="replace", limit=MAX_LOG_BYTES)
     except FileNotFoundError:
-        return []
-    except (OSError, safe.UnsafePath):
-        return []
+        return [], None
+    except _READ_ERRORS as exc:
+        return [], f"{mem.home.skills_log} could not be read ({exc})"
     last: dict[Path, Installed] = {}
     for line in safe.lines_of(text):
         if (rec := _parsed(line)) is not None:
             last[rec.path] = rec
-    return list(last.values())
+    return list(last.values()), None
 
 
-def read_installed(rec: Installed) -> str | None:
-    """What ``rec``'s file holds now (None: gone, unreadable, a link on the way, not a regular file, too large)."""
+def record(mem: Memory, skills: list[tuple[Path, Path, str, bytes]]) -> None:
+    """Note each (path, project folder, key, content) install writes or finds as it would write it, before it
+    writes (a log it cannot append to stops install with no file written); a path whose last line says the same
+    is not noted again."""
+    last = {(r.path, r.key, r.sha256) for r in installed(mem)[0]}
+    for path, root, key, data in skills:
+        digest = hashlib.sha256(data).hexdigest()
+        if (path, key, digest) not in last:
+            line = json.dumps({"path": str(path), "root": str(root), "key": key, "sha256": digest})
+            safe.append_line(mem.home.skills_log, line, 0o600, root=mem.home.root)
+
+
+def read_installed(rec: Installed) -> tuple[bytes | None, str | None]:
+    """What ``rec``'s file holds now, or None and why (None and None: it is gone)."""
     try:
-        return safe.read_text(rec.path, root=rec.root, errors="replace", limit=MAX_LOG_BYTES)
-    except (OSError, safe.UnsafePath):
-        return None
+        return safe.read_bytes(rec.path, root=rec.root, limit=MAX_LOG_BYTES), None
+    except FileNotFoundError:
+        return None, None
+    except _READ_ERRORS as exc:
+        return None, str(exc) or type(exc).__name__
 
 
-def as_written(rec: Installed, text: str) -> bool:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() == rec.sha256
+def as_written(rec: Installed, data: bytes) -> bool:
+    return hashlib.sha256(data).hexdigest() == rec.sha256
+
+
+def _remove(rec: Installed) -> bool:
+    """Unlink ``rec``'s file if it is still what install wrote: read, checked and unlinked in one folder descriptor,
+    and only if the name still leads to the file that was read (an editor's save in between keeps the edit)."""
+    with safe.opened_dir(rec.root, rec.path.parent) as d:
+        fd = safe.open_at(d, rec.path, os.O_RDONLY)
+        try:
+            before = os.fstat(fd)
+            if before.st_size > MAX_LOG_BYTES or not as_written(rec, _read_all(fd)):
+                return False
+        finally:
+            os.close(fd)
+        now = os.stat(rec.path.name, dir_fd=d, follow_symlinks=False)
+        if (now.st_ino, now.st_dev) != (before.st_ino, before.st_dev):
+            return False
+        os.unlink(rec.path.name, dir_fd=d)
+        return True
+
+
+def _read_all(fd: int) -> bytes:
+    parts = []
+    while chunk := os.read(fd, 1 << 16):
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def remove_installed(mem: Memory, recs: list[Installed], keys: set[str]) -> list[Path]:
@@ -87,14 +139,11 @@ def remove_installed(mem: Memory, recs: list[Installed], keys: set[str]) -> list
     for them and for ``keys`` (a key's name may hold a forgotten value); the paths removed."""
     gone: list[Path] = []
     for rec in recs:
-        text = read_installed(rec)
-        if text is None or not as_written(rec, text):
-            continue
         try:
-            if safe.unlink(rec.path, root=rec.root):
+            if _remove(rec):
                 gone.append(rec.path)
-            safe.prune_empty(rec.path.parent, root=rec.root, stop=skills_dir(rec.root))
-        except (OSError, safe.UnsafePath):
+                safe.prune_empty(rec.path.parent, root=rec.root, stop=skills_dir(rec.root))
+        except _READ_ERRORS:
             continue
     removed = {str(p) for p in gone}
 
@@ -104,6 +153,6 @@ def remove_installed(mem: Memory, recs: list[Installed], keys: set[str]) -> list
 
     try:
         safe.rewrite_lines(mem.home.skills_log, edit, root=mem.home.root)
-    except (OSError, safe.UnsafePath):
+    except _READ_ERRORS:
         pass
     return gone

@@ -263,13 +263,17 @@ def plan(mem: Memory, project_dir: Path, project: str | None) -> list[Skill]:
 
 
 def install(mem: Memory, project_dir: Path, project: str | None, force: bool = False) -> list[Skill]:
-    """Write the skills' files; one that exists with other content is kept unless ``force``."""
+    """Write the skills' files; one that exists with other content is kept unless ``force``. Every file is noted in
+    the home's skills log first (bead.core.skill_files), one found as install would write it too (a second checkout
+    of a project that committed its skills), so that forget and seal find it."""
     skills = plan(mem, project_dir, project)
     for s in skills:
         if s.problems:
             raise BeadError(
                 f"skill {s.name} would not be valid: {'; '.join(s.problems)}", "report this: bead builds every field itself"
             )
+    skill_files.record(mem, [(s.path, project_dir, s.key, s.render().encode("utf-8")) for s in skills if s.path])
+    for s in skills:
         if s.status == "unchanged" or (s.status == "differs" and not force):
             s.status = "kept" if s.status == "differs" else s.status
             continue
@@ -277,8 +281,6 @@ def install(mem: Memory, project_dir: Path, project: str | None, force: bool = F
         if s.before is not None:  # --force over a file that differs: what it held (a person's edit) is kept beside it
             s.backup = s.path.with_name(s.path.name + ".bak")
             safe.atomic_write(s.backup, s.before.encode("utf-8"), FILE_MODE, root=project_dir)
-        data = s.render().encode("utf-8")
-        safe.atomic_write(s.path, data, FILE_MODE, root=project_dir)
+        safe.atomic_write(s.path, s.render().encode("utf-8"), FILE_MODE, root=project_dir)
         s.status = "written"
-        skill_files.record(mem, s.path, project_dir, s.key, data)
     return skills
