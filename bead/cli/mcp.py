@@ -95,7 +95,7 @@ def mcp(admin, http_, listen, project):
     import anyio
 
     from ..mcp.server import Runtime, build
-    from ..mcp.stdio import read_lines
+    from .mcp_stdin import read_lines
 
     rt = Runtime(home, config, project)
     try:

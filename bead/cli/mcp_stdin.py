@@ -1,4 +1,4 @@
-"""What `bead mcp` reads on stdin before the MCP SDK's stdio transport does.
+"""What `bead mcp` reads on stdin before the MCP SDK's stdio transport does (the CLI's: bead/mcp does no file or fd work).
 
 The SDK parses each line as a JSON-RPC message and silently drops one it cannot parse: the client's call then waits
 for an answer that never comes. Two cases, handled here line by line:
