@@ -259,26 +259,66 @@ class _Runs:
             self.runs.append((source, [text]))
 
 
+def _columns(line: str) -> int:
+    """How far in a line's text starts: its leading spaces, a tab to the next multiple of 4 (Markdown's)."""
+    col = 0
+    for ch in line:
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col += 4 - col % 4
+        else:
+            break
+    return col
+
+
+def _dedent(line: str, n: int) -> str:
+    """``line`` without its first ``n`` columns of leading blanks (a tab that spans past ``n`` leaves its rest)."""
+    col = i = 0
+    while col < n and i < len(line) and line[i] in " \t":
+        col += 1 if line[i] == " " else 4 - col % 4
+        i += 1
+    return " " * (col - n) + line[i:]
+
+
+def _item(view: str) -> int:
+    """Where a list item's content starts in ``view`` (after its marker and up to four spaces), or -1: not an item."""
+    m = _LIST_ITEM.match(view)
+    if m is None:
+        return -1
+    j = m.end()
+    while j < len(view) and view[j] == " " and j - m.end() < 3:
+        j += 1
+    return j
+
+
 def _line_sources(text: str, out: _Runs) -> None:
-    """Each line of ``text`` (outside command-output tags) into ``out`` with its source."""
+    """Each line of ``text`` (outside command-output tags) into ``out`` with its source.
+
+    A list item is a container, as in Markdown: a fence, a quote or an indented code block inside an item (at its
+    content's column) is pasted as it is outside one; the item's own text, and a paragraph indented under it, typed.
+    """
     fence = ""
     pasted_left = 0  # lines of an expanded paste still to come
     quoting = False  # after a quote line: Markdown's lazy continuation, to the next blank line
     indented = False  # inside an indented code block (Markdown's: 4 spaces or a tab, after a blank line)
-    listing = False  # after a list item: an indented paragraph under it continues it (Markdown), typed
+    item = -1  # the column where the open list item's content starts (-1: none)
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if not i & 4095:
             budget.check()  # a request's read stops at its deadline (bead.budget), however many lines were pasted
+        # The line as its container reads it: under an open list item, without the item's indent.
+        inside = item >= 0 and bool(line.strip()) and _columns(line) >= item
+        view = _dedent(line, item) if inside else line
         if quoting:
-            if not line.strip() or _fence(line):
+            if not line.strip() or _fence(view):
                 quoting = False  # a blank line or a fence ends the quote
-            elif "[Pasted text" not in line and line.lstrip(" ")[:1] != ">":
+            elif "[Pasted text" not in line and view.lstrip(" ")[:1] != ">":
                 out.add(LAZY, line)
                 continue
         if fence:
             out.add(PASTED, line)
-            if _closes(line, fence):
+            if _closes(view, fence) or _closes(line, fence):
                 fence = ""
             continue
         if pasted_left > 0:
@@ -289,8 +329,7 @@ def _line_sources(text: str, out: _Runs) -> None:
             out.add(PASTED if indented else TYPED, line)  # a blank line: an indented block may go on after it
             continue
         if (
-            line.startswith(_INDENTS)
-            and not listing
+            view.startswith(_INDENTS)
             and "[Pasted text" not in line  # a paste marker says how many lines it covers: read below
             and (indented or i == 0 or not lines[i - 1].strip())
         ):
@@ -298,9 +337,12 @@ def _line_sources(text: str, out: _Runs) -> None:
             indented = True
             continue
         indented = False
-        if not line.startswith(_INDENTS):
-            listing = _LIST_ITEM.match(line) is not None
-        body = line.lstrip(" \t\u00a0")  # a quote marker after tabs or no-break spaces is still one
+        if not inside:
+            item = -1  # a line not indented under the open item ends it (a lazy paragraph line reads the same)
+        if (at := _item(view)) >= 0:  # a list item (nested in the open one when ``inside``): its content
+            item = (item if inside else 0) + at
+            view = view[at:]
+        body = view.lstrip(" \t\u00a0")  # a quote marker after tabs or no-break spaces is still one
         lead = body[:1]
         if lead not in _LEADS and "[Pasted text" not in line:
             out.add(TYPED, line)  # the common case, decided by one character
@@ -320,11 +362,11 @@ def _line_sources(text: str, out: _Runs) -> None:
                 return
             pasted_left = int(mark.group(1)) + 1
             continue
-        opened = _fence(line)
+        opened = _fence(view)
         if opened:
             fence = opened
             out.add(PASTED, line)
-        elif _starts_document(line):
+        elif _starts_document(view):
             # Nothing marks where a document ends: the rest of the block, at once.
             out.add(PASTED, "\n".join(lines[i:]))
             return
@@ -334,7 +376,9 @@ def _line_sources(text: str, out: _Runs) -> None:
 
 # A line that may start something pasted; text with none of these (and no
 # marker or output tag) is typed as a whole, without a walk over its lines.
-_MAY_PASTE = compile_linear("(?m)^(?: {0,3}(?:#|---|===|```|~~~)|[ \t\u00a0]*>| {4}|\t)")
+_MAY_PASTE = compile_linear(
+    "(?m)^(?: {0,3}(?:#|---|===|```|~~~)|[ \t\u00a0]*>| {4}|\t| {0,3}(?:[-*+]|[0-9]{1,9}[.)])[ \t]+(?:>|```|~~~))"
+)
 
 
 def segments(text: str) -> list[tuple[str, str]]:
