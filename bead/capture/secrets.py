@@ -20,7 +20,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -358,7 +358,10 @@ def _in_fold(text: str) -> list[Finding]:
     only when the fold finds something the text as written did not have."""
     # A replacement character (a lone surrogate's, or a decoding error's) is dropped too: a key split by one is whole.
     table: dict[int, str] = {0xFFFD: ""} if "\ufffd" in text else {}
-    for ch in set(text) - _PLAIN - {"\ufffd"}:
+    chars: set[str] = set()
+    for i in range(0, len(text), SCAN_CHUNK):  # a chunk at a time: set() of megabytes holds the GIL throughout
+        chars.update(text[i : i + SCAN_CHUNK])
+    for ch in chars - _PLAIN - {"\ufffd"}:
         folded = fold_char(ch)
         if folded != ch:
             table[ord(ch)] = folded
@@ -594,6 +597,43 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _NAME_STARTS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
 
+# Python's engine holds the GIL for a whole scan (1.3 s for 30 MB, the proxy's other requests waiting): the text is
+# scanned a chunk at a time, each ending at a line break no run can cross.
+SCAN_CHUNK = 256 * 1024
+_BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _wrapped(text: str, nl: int) -> bool:
+    """Whether the line that ends at ``text[nl]`` (a line break) is one of GNU base64's wrapped lines (76 of its
+    characters), which a block goes on after."""
+    start = nl - 76 - (nl > 0 and text[nl - 1] == "\r")
+    line = text[start:nl].rstrip("\r")
+    return start >= 0 and (start == 0 or text[start - 1] == "\n") and len(line) == 76 and set(line) <= _BASE64_CHARS
+
+
+def _chunks(text: str, crossed: Callable[[str, int], bool] | None = None) -> Iterator[tuple[int, int]]:
+    """(pos, endpos) spans that cover ``text``, each about SCAN_CHUNK long and ending just after a line break that
+    no match crosses (``crossed``: one that a match may go on after). Scanned apart, they find what one scan of the
+    whole finds: the patterns chunked are of one line, or say when they go on (a look-behind still sees the line
+    break before a span, and ``^`` matches after it)."""
+    pos, n = 0, len(text)
+    while n - pos > SCAN_CHUNK:
+        nl = text.find("\n", pos + SCAN_CHUNK)
+        while nl != -1 and crossed is not None and crossed(text, nl):
+            nl = text.find("\n", nl + 1)
+        if nl == -1:
+            break
+        yield pos, nl + 1
+        pos = nl + 1
+    yield pos, n
+
+
+def _chunked(pattern: re.Pattern[str], text: str, crossed: Callable[[str, int], bool] | None = None) -> Iterator[Any]:
+    """``pattern.finditer(text)``, a chunk at a time (``_chunks``)."""
+    for pos, end in _chunks(text, crossed):
+        yield from pattern.finditer(text, pos, end)
+
+
 def _given_name(text: str, end: int) -> str | None:
     """The name ``text`` gives the value that begins at ``end``, within the 100 characters before it: ``NAME: value``,
     ``"NAME": "value"`` (a name of at most 81 letters, digits and ``_.-`` that starts with a letter or ``_``; spaces
@@ -685,7 +725,7 @@ _HEX_LAST_LINE = re.compile(r"(?m)^[ \t]*(?:[0-9A-Fa-f]{2})+[ \t]*\r?$")
 def _hex_runs(text: str) -> Iterator[tuple[int, int]]:
     """Spans of hex runs: consecutive lines of hex digits alone as one, and a long run inside a line."""
     blocks: list[list[int]] = []
-    for m in _HEX_LINE.finditer(text):
+    for m in _chunked(_HEX_LINE, text):
         if blocks and m.start() <= blocks[-1][1] + 1:  # the line right after the last one
             blocks[-1][1] = m.end()
         else:
@@ -694,7 +734,7 @@ def _hex_runs(text: str) -> Iterator[tuple[int, int]]:
         if (last := _HEX_LAST_LINE.match(text, b[1] + 1)) is not None:
             b[1] = last.end()
     i = 0
-    for m in _HEX_RUN.finditer(text):
+    for m in _chunked(_HEX_RUN, text):
         while i < len(blocks) and blocks[i][1] <= m.start():
             yield blocks[i][0], blocks[i][1]
             i += 1
@@ -715,7 +755,7 @@ def _hex_text(run: str) -> str | None:
 def _in_base64(text: str) -> list[Finding]:
     """Findings in the text that base64 runs of ``text`` decode to (printable UTF-8, or UTF-16LE), each the whole
     run, and in the text hex runs spell (``hex-`` rules)."""
-    base64_runs = (m.span() for m in _BASE64_BLOCK.finditer(text))
+    base64_runs = (m.span() for m in _chunked(_BASE64_BLOCK, text, _wrapped))
     return [*_in_encoded(text, base64_runs, _base64_text, "base64-"), *_in_encoded(text, _hex_runs(text), _hex_text, "hex-")]
 
 
@@ -762,7 +802,10 @@ def _in_encoded(text: str, spans: Iterable[tuple[int, int]], decoded: Any, prefi
 
 def _readable(text: str) -> str:
     """``text`` with a lone surrogate (valid in JSON, no character: RE2 cannot read it) as U+FFFD, one for one."""
-    return LONE_SURROGATE.sub("\ufffd", text) if LONE_SURROGATE.search(text) else text
+    if text.isascii():  # known without a scan: most captured text
+        return text
+    held = any(LONE_SURROGATE.search(text, i, i + SCAN_CHUNK) for i in range(0, len(text), SCAN_CHUNK))
+    return LONE_SURROGATE.sub("\ufffd", text) if held else text
 
 
 def _findings(text: str) -> list[Finding]:
