@@ -840,6 +840,7 @@ _LF_PROMPTS = {
     "fence-in-nested-bullet": f"- build\n  - the log:\n    ```\n    {_LF_LOG_LINE}\n    ```\n",
     # a quote in a list item
     "quote-in-bullet": f"- the bot replied\n- > {_LF_LOG_LINE}\n",
+    "four-spaces-under-item": f"1. the build fails, here is the log:\n\n    {_LF_LOG_LINE}\n",
 }
 
 

@@ -4,6 +4,7 @@ server's home (real files, real SQLite) from this process, as the proxy or the C
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -500,7 +501,8 @@ def test_stdout_carries_json_rpc_only_even_when_bead_prints_and_logs(tmp_path):
     assert all(m.get("jsonrpc") == "2.0" for m in parsed) and [m["id"] for m in parsed] == [1, 2, 3, 4, 5, 6]
     assert not parsed[4]["result"]["isError"], parsed[4]
     assert "the deploy bell is \ufffd" in parsed[5]["result"]["content"][0]["text"]
-    assert "a line on stdin is not JSON, so it gets no answer: this is not json {" in stderr
+    assert "1 line(s) on stdin were not JSON, so they get no answer (the last one 19 bytes)" in stderr
+    assert "this is not json" not in stderr and "deploy bell" not in stderr, "a request's text is never logged"
     assert "stdin inside a tool reads b''" in stderr
     assert "redis db 3" in recalled["result"]["content"][0]["text"]
     assert parsed[3]["result"]["isError"] and parsed[3]["result"]["structuredContent"]["code"] == "invalid_argument"
@@ -651,3 +653,29 @@ def test_a_forgotten_value_cannot_come_back_through_the_review_queue(server, mem
         assert "forgotten" in err["error"], err
     assert not any("wombatica" in (i.value or "").lower() for i in Queue(mem).items())
     assert not [p for p in mem.home.store.rglob("*") if p.is_file() and b"wombatica" in p.read_bytes().lower()]
+
+
+def test_the_stdin_filter_passes_lines_on_and_names_what_is_not_json_by_size_once_a_second(caplog):
+    """In front of the SDK's stdio transport: ordinary lines go on byte for byte (a non-UTF-8 byte too, which the SDK
+    reads as U+FFFD and answers: not named); a lone surrogate escape is read as U+FFFD; fifty lines of a JSON
+    request written over several lines are named at most once a second (and what is left at the end), by count and
+    size, never by their text."""
+    import logging
+
+    from bead.cli import mcp_stdin
+
+    plain = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"a": "\\ud83d\\ude00 \xff"}}\n'
+    cut = b'{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"a": "\\ud83d"}}\n'
+    pretty = b"".join(b'  "value": "The back door code is 4471",\n' for _ in range(50))
+    r, w = os.pipe()
+    os.write(w, plain + cut + pretty + b'{"id": 3}')
+    os.close(w)
+    caplog.set_level(logging.WARNING, logger="bead.mcp")
+    with io.BufferedReader(mcp_stdin._Lines(r)) as f:
+        out = f.read()
+    os.close(r)
+    assert out == plain + cut.replace(b"\\ud83d", b"\\ufffd") + pretty + b'{"id": 3}'
+    said = [rec.getMessage() for rec in caplog.records]
+    assert len(said) == 2 and said[0].startswith("1 line(s) on stdin were not JSON"), said
+    assert said[1].startswith("49 line(s) on stdin were not JSON, so they get no answer (the last one 41 bytes)")
+    assert "4471" not in " ".join(said)

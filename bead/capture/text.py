@@ -243,7 +243,7 @@ def _starts_document(line: str) -> bool:
 
 _LEADS = frozenset("`~#->=")
 _INDENTS = ("    ", "\t")  # what starts a line of an indented code block
-_LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]")  # a list item's marker (bounded: no backtracking)
+_LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|[0-9]{1,9}[.)])[ \t]")  # a list item's marker (bounded: no backtracking)
 
 
 class _Runs:
@@ -295,8 +295,9 @@ def _item(view: str) -> int:
 def _line_sources(text: str, out: _Runs) -> None:
     """Each line of ``text`` (outside command-output tags) into ``out`` with its source.
 
-    A list item is a container, as in Markdown: a fence, a quote or an indented code block inside an item (at its
-    content's column) is pasted as it is outside one; the item's own text, and a paragraph indented under it, typed.
+    A list item is a container, as in Markdown: a fence or a quote inside an item (at its content's column) is
+    pasted as it is outside one, and so is a block indented four columns after a blank line, in an item or not;
+    the item's own text, and a line that continues it, typed.
     """
     fence = ""
     pasted_left = 0  # lines of an expanded paste still to come
@@ -311,8 +312,8 @@ def _line_sources(text: str, out: _Runs) -> None:
         inside = item >= 0 and bool(line.strip()) and _columns(line) >= item
         view = _dedent(line, item) if inside else line
         if quoting:
-            if not line.strip() or _fence(view):
-                quoting = False  # a blank line or a fence ends the quote
+            if not line.strip() or _fence(view) or _item(line) >= 0 or _item(view) >= 0:
+                quoting = False  # a blank line, a fence or a list item ends the quote
             elif "[Pasted text" not in line and view.lstrip(" ")[:1] != ">":
                 out.add(LAZY, line)
                 continue
@@ -329,11 +330,14 @@ def _line_sources(text: str, out: _Runs) -> None:
             out.add(PASTED if indented else TYPED, line)  # a blank line: an indented block may go on after it
             continue
         if (
-            view.startswith(_INDENTS)
+            _columns(line) >= 4
             and "[Pasted text" not in line  # a paste marker says how many lines it covers: read below
             and (indented or i == 0 or not lines[i - 1].strip())
         ):
-            out.add(PASTED, line)  # code indented as Markdown writes it, pasted like a fenced one
+            # Code indented as Markdown writes it, pasted like a fenced one; under a list item too, where Markdown
+            # may read four spaces as the item's paragraph: a log pasted there is what an attacker writes, and a
+            # person's own indented paragraph loses only this (a `remember` in it waits for review).
+            out.add(PASTED, line)
             indented = True
             continue
         indented = False
@@ -366,7 +370,7 @@ def _line_sources(text: str, out: _Runs) -> None:
         if opened:
             fence = opened
             out.add(PASTED, line)
-        elif _starts_document(view):
+        elif _starts_document(line):  # at the line's start only: "- # of workers is 4" is a list item, typed
             # Nothing marks where a document ends: the rest of the block, at once.
             out.add(PASTED, "\n".join(lines[i:]))
             return
@@ -377,7 +381,7 @@ def _line_sources(text: str, out: _Runs) -> None:
 # A line that may start something pasted; text with none of these (and no
 # marker or output tag) is typed as a whole, without a walk over its lines.
 _MAY_PASTE = compile_linear(
-    "(?m)^(?: {0,3}(?:#|---|===|```|~~~)|[ \t\u00a0]*>| {4}|\t| {0,3}(?:[-*+]|[0-9]{1,9}[.)])[ \t]+(?:>|```|~~~))"
+    "(?m)^(?: {0,3}(?:#|---|===|```|~~~)|[ \t\u00a0]*>| {4}|\t| {0,3}(?:[-*+]|[0-9]{1,9}[.)])[ \t\u00a0]+(?:>|```|~~~))"
 )
 
 

@@ -7,7 +7,9 @@ for an answer that never comes. Two cases, handled here line by line:
   cuts a string inside an emoji: the SDK's parser refuses the whole line. It is read as U+FFFD instead
   (bead.textform.readable_json, as the proxy reads bodies), so the call goes through.
 - A line that is not JSON at all: the SDK still drops it (stdout is its own), but bead says so on stderr, which MCP
-  clients show in their server log, so the hang has a cause one can find.
+  clients show in their server log, so the hang has a cause one can find. Its length only, never its text (a
+  request holds values, and a client's log is a file forget does not reach), and at most once a second (a client
+  that writes JSON over several lines sends many such lines).
 
 stdin is claimed as the SDK claims it: fd 0 then reads the null device (a handler or child process that reads stdin
 gets end of file) and the wire is read through a private descriptor, which is never closed (a worker thread may still
@@ -23,28 +25,56 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..display import visible
 from ..textform import readable_json
 
 log = logging.getLogger("bead.mcp")
 
 CHUNK = 64 * 1024
-SHOWN_CHARS = 80  # of a line that is not JSON, in the warning
+SAY_EVERY_S = 1.0  # the warning about lines that are not JSON, at most this often
 
 
-def _line(raw: bytes) -> bytes:
+class _NotJson:
+    """Counts the lines that are not JSON and says so, at most once every SAY_EVERY_S."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.size = 0
+        self.said = -SAY_EVERY_S
+
+    def saw(self, size: int) -> None:
+        """One more such line, ``size`` bytes long."""
+        self.count, self.size = self.count + 1, size
+        self._say(time.monotonic() - self.said >= SAY_EVERY_S)
+
+    def end(self) -> None:
+        """No more lines: say what is counted and not said yet."""
+        self._say(True)
+
+    def _say(self, now: bool) -> None:
+        if self.count and now:
+            log.warning(
+                "%d line(s) on stdin were not JSON, so they get no answer (the last one %d bytes); an MCP client "
+                "sends one JSON-RPC message a line",
+                self.count,
+                self.size,
+            )
+            self.count, self.said = 0, time.monotonic()
+
+
+def _line(raw: bytes, bad: _NotJson) -> bytes:
     """One line of the wire (with its line break), as the SDK should read it."""
-    if b"\\ud" in raw or b"\\uD" in raw:
-        raw = readable_json(raw.decode("utf-8", errors="replace")).encode("utf-8")
-    if raw.strip():
+    text = raw.decode("utf-8", errors="replace")  # as the SDK reads it
+    if ("\\ud" in text or "\\uD" in text) and (fixed := readable_json(text)) != text:
+        raw, text = fixed.encode("utf-8"), fixed
+    if text.strip():
         try:
-            json.loads(raw)
+            json.loads(text)
         except (ValueError, RecursionError):
-            shown = visible(raw[: SHOWN_CHARS * 4].decode("utf-8", errors="replace")[:SHOWN_CHARS])
-            log.warning("a line on stdin is not JSON, so it gets no answer: %s", shown)
+            bad.saw(len(raw))
     return raw
 
 
@@ -57,6 +87,7 @@ class _Lines(io.RawIOBase):
         self._parts: list[bytes] = []  # the line being received
         self._out = memoryview(b"")
         self._eof = False
+        self._bad = _NotJson()
 
     def readable(self) -> bool:
         return True
@@ -69,7 +100,8 @@ class _Lines(io.RawIOBase):
             if not chunk:
                 self._eof = True
                 rest, self._parts = b"".join(self._parts), []
-                self._out = memoryview(_line(rest) if rest else b"")
+                self._out = memoryview(_line(rest, self._bad) if rest else b"")
+                self._bad.end()
                 continue
             if b"\n" not in chunk:
                 self._parts.append(chunk)
@@ -77,7 +109,7 @@ class _Lines(io.RawIOBase):
             head, _, tail = chunk.rpartition(b"\n")
             lines = b"".join([*self._parts, head]).split(b"\n")
             self._parts = [tail] if tail else []
-            self._out = memoryview(b"".join(_line(one + b"\n") for one in lines))
+            self._out = memoryview(b"".join(_line(one + b"\n", self._bad) for one in lines))
         n = min(len(buffer), len(self._out))
         buffer[:n] = self._out[:n]
         self._out = self._out[n:]
@@ -89,15 +121,26 @@ def read_lines() -> Iterator[None]:
     """While it lasts, ``sys.stdin`` reads the wire through ``_Lines`` and fd 0 reads the null device."""
     saved = sys.stdin
     try:
-        wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
         null = os.open(os.devnull, os.O_RDONLY)
     except OSError:
+        yield  # nothing to put in stdin's place: the SDK reads it as before
+        return
+    try:
+        wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        os.close(null)
         yield  # no stdin to claim (closed): the SDK reads what there is, as before
         return
     try:
         os.dup2(null, 0)
-    finally:
-        os.close(null)
+        moved = True
+    except OSError:
+        moved = False
+    os.close(null)
+    if not moved:
+        os.close(wire)
+        yield
+        return
     sys.stdin = io.TextIOWrapper(io.BufferedReader(_Lines(wire)), encoding="utf-8", errors="replace")
     try:
         yield
