@@ -305,6 +305,7 @@ def test_forget_removes_only_skill_files_that_hold_the_value_itself(bead, mem, p
     assert (project / DEPLOY).exists() and (project / ".claude/skills/bead-release/SKILL.md").exists()
     assert "removed" not in r.err
     r = bead("forget", key)  # the key goes whole: its skill goes, the other stays
+    assert r.code == 0, r.err
     assert not (project / DEPLOY).exists() and (project / ".claude/skills/bead-release/SKILL.md").exists()
 
 
@@ -332,4 +333,36 @@ def test_odd_lines_and_files_never_stop_a_forget_and_a_file_it_cannot_read_is_na
     (project / "elsewhere").hardlink_to(project / DEPLOY)
     r = bead("forget", "project/shop/deploy-day")
     assert r.code == 0, r.err
+    assert f"warning: left {project / DEPLOY}" in r.err
+
+
+def test_an_install_that_keeps_a_file_leaves_beads_own_earlier_write_removable(bead, mem, project):
+    """Install, a new value, install again without --force (the file is kept as bead wrote it first): forget still
+    knows the file as bead's own and removes it, instead of naming it as the person's edit."""
+    key = "project/shop/deploy-day"
+    mem.write(key, "Deploys happen on Tuesdays only.", "project", pinned=True)
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    mem.write(key, "Deploys happen on Wednesdays only.", "project", pinned=True)
+    (project / DEPLOY).write_text((project / DEPLOY).read_text())  # the same bytes, a new mtime
+    assert "kept" in bead("skills", "install", "--dir", str(project)).out
+    r = bead("forget", key)
+    assert r.code == 0, r.err
+    assert not (project / DEPLOY).exists() and "warning: left" not in r.err
+
+
+def test_a_file_changed_between_the_plan_and_the_removal_is_named_not_lost(bead, mem, seeded, project, monkeypatch):
+    """An editor's save after forget read the file: it stays, and forget says so."""
+    from bead.core import skill_files
+
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    real = skill_files._remove
+
+    def edited_first(rec):
+        rec.path.write_text(rec.path.read_text() + "\nmy note\n")
+        return real(rec)
+
+    monkeypatch.setattr(skill_files, "_remove", edited_first)
+    r = bead("forget", "project/shop/deploy-day")
+    assert r.code == 0, r.err
+    assert (project / DEPLOY).read_text().endswith("my note\n")
     assert f"warning: left {project / DEPLOY}" in r.err

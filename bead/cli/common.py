@@ -82,8 +82,7 @@ def skill_files_said(summary: dict) -> None:
         )
     if summary.get("skill_files_unread"):
         echo(
-            f"warning: {summary['skill_files_unread']}: skill files `bead skills install` wrote were not looked at; "
-            "look in your projects' .claude/skills folders for the value",
+            f"warning: {summary['skill_files_unread']}: look in your projects' .claude/skills folders for the value",
             err=True,
         )
 

@@ -1042,7 +1042,7 @@ def _apply_forgetting(
     mem.audit.forget_keys(plan.whole | plan.named)
     mem.tombstones.forget_keys(plan.whole | plan.named)
     # The skill files in the person's projects that bead wrote from it (each checked again before it goes).
-    skills_gone = skill_files.remove_installed(mem, plan.skills, plan.whole | plan.named)
+    skills_gone, skills_left, log_problem = skill_files.remove_installed(mem, plan.skills, plan.whole | plan.named)
     reports = Reports(mem.home)
     # A key or id a run's line lists that holds the value (one it rejected or queued, made of the value's words).
     reports.scrub(_matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens), plan.encoded))
@@ -1071,6 +1071,8 @@ def _apply_forgetting(
     summary["raw_turns_redacted_in_part"] = in_part
     summary["kept"] = [str(p) for p in kept]
     summary["skill_files"] = [str(p) for p in skills_gone]
+    summary["skill_files_left"] = [*summary["skill_files_left"], *map(str, skills_left)]
+    summary["skill_files_unread"] = summary["skill_files_unread"] or log_problem
     mem.audit.record(
         now,
         event,

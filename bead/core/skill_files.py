@@ -75,7 +75,7 @@ def installed(mem: Memory) -> tuple[list[Installed], str | None]:
     except FileNotFoundError:
         return [], None
     except _READ_ERRORS as exc:
-        return [], f"{mem.home.skills_log} could not be read ({exc})"
+        return [], f"{mem.home.skills_log} could not be read ({exc}), so the skill files install wrote were not looked at"
     last: dict[Path, Installed] = {}
     for line in safe.lines_of(text):
         if (rec := _parsed(line)) is not None:
@@ -110,41 +110,38 @@ def as_written(rec: Installed, data: bytes) -> bool:
 
 
 def _remove(rec: Installed) -> bool:
-    """Unlink ``rec``'s file if it is still what install wrote: read, checked and unlinked in one folder descriptor,
-    and only if the name still leads to the file that was read (an editor's save in between keeps the edit)."""
+    """Unlink ``rec``'s file if it is still what install wrote: checked and unlinked in one folder descriptor, and
+    only if the name leads to the same file before and after it was read (an editor's save in between keeps the
+    edit)."""
     with safe.opened_dir(rec.root, rec.path.parent) as d:
-        fd = safe.open_at(d, rec.path, os.O_RDONLY)
-        try:
-            before = os.fstat(fd)
-            if before.st_size > MAX_LOG_BYTES or not as_written(rec, _read_all(fd)):
-                return False
-        finally:
-            os.close(fd)
+        before = os.stat(rec.path.name, dir_fd=d, follow_symlinks=False)
+        if not as_written(rec, safe.read_at(d, rec.path, MAX_LOG_BYTES)):
+            return False
         now = os.stat(rec.path.name, dir_fd=d, follow_symlinks=False)
-        if (now.st_ino, now.st_dev) != (before.st_ino, before.st_dev):
+        if (now.st_ino, now.st_dev, now.st_mtime_ns) != (before.st_ino, before.st_dev, before.st_mtime_ns):
             return False
         os.unlink(rec.path.name, dir_fd=d)
         return True
 
 
-def _read_all(fd: int) -> bytes:
-    parts = []
-    while chunk := os.read(fd, 1 << 16):
-        parts.append(chunk)
-    return b"".join(parts)
-
-
-def remove_installed(mem: Memory, recs: list[Installed], keys: set[str]) -> list[Path]:
+def remove_installed(mem: Memory, recs: list[Installed], keys: set[str]) -> tuple[list[Path], list[Path], str | None]:
     """Delete ``recs``' files (each checked again: still as bead wrote it), their empty folders, and the log's lines
-    for them and for ``keys`` (a key's name may hold a forgotten value); the paths removed."""
+    for them and for ``keys`` (a key's name may hold a forgotten value); the paths removed, and those left (changed
+    since the plan read them, or no longer readable), which the person is told of, and why the log could not be
+    rewritten, if it could not (a forget goes on: the rest of it matters more than the log)."""
     gone: list[Path] = []
+    left: list[Path] = []
     for rec in recs:
         try:
             if _remove(rec):
                 gone.append(rec.path)
                 safe.prune_empty(rec.path.parent, root=rec.root, stop=skills_dir(rec.root))
+            else:
+                left.append(rec.path)
+        except FileNotFoundError:
+            continue  # removed meanwhile: nothing of it is left
         except _READ_ERRORS:
-            continue
+            left.append(rec.path)
     removed = {str(p) for p in gone}
 
     def edit(line: str) -> str | None:
@@ -153,6 +150,6 @@ def remove_installed(mem: Memory, recs: list[Installed], keys: set[str]) -> list
 
     try:
         safe.rewrite_lines(mem.home.skills_log, edit, root=mem.home.root)
-    except _READ_ERRORS:
-        pass
-    return gone
+    except _READ_ERRORS as exc:
+        return gone, left, f"{mem.home.skills_log} could not be rewritten ({exc}); remove its lines for these keys"
+    return gone, left, None

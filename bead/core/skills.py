@@ -272,7 +272,10 @@ def install(mem: Memory, project_dir: Path, project: str | None, force: bool = F
             raise BeadError(
                 f"skill {s.name} would not be valid: {'; '.join(s.problems)}", "report this: bead builds every field itself"
             )
-    skill_files.record(mem, [(s.path, project_dir, s.key, s.render().encode("utf-8")) for s in skills if s.path])
+    # Noted: what install writes, and what it finds as it would write it; not a file it keeps as it is (a changed
+    # file without --force), whose earlier line (bead's own write, if any) stands.
+    written = [s for s in skills if s.path and (s.status != "differs" or force)]
+    skill_files.record(mem, [(s.path, project_dir, s.key, s.render().encode("utf-8")) for s in written if s.path])
     for s in skills:
         if s.status == "unchanged" or (s.status == "differs" and not force):
             s.status = "kept" if s.status == "differs" else s.status
