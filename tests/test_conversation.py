@@ -311,7 +311,15 @@ def test_segments_take_linear_time():
     """A quarter megabyte of fence lines, quote lines and paste markers each splits in under a quarter of a second,
     or in linear time (tests/linear.py)."""
     units = ("```\n", "> x\n", "[Pasted text #1 +0 lines]\n", "\n", "a\n# b\n", "\n    x\n", "\t\u00a0> x\n", "- > x\n")
-    for unit in (*units, "1. ```\n", "  - a\n", "- a\n\t\t- b\n"):
+    for unit in (
+        *units,
+        "1. ```\n",
+        "  - a\n",
+        "- a\n\t\t- b\n",
+        "    ```\n",
+        "- a\n    ```\n```\nx\n",
+        "\n    [Pasted text x\n",
+    ):
         assert_linear(segments, lambda n, u=unit: u * (n // len(u)), 256 * 1024, limit=0.25, what=repr(unit))
 
 

@@ -169,6 +169,14 @@ class TestRemember:
         keys, queue = facts_and_queue(bead_home)
         assert keys == ["project/shop/uses-go"] and queue == []
 
+    def test_a_remember_in_a_typed_bullet_is_written(self, bead_home):
+        """A person's list: "- also, remember that ..." was dropped without a word (only "1. remember" was read)."""
+        prepare(
+            bead_home, [{"role": "user", "content": "two things:\n- fix the login\n- also, remember that the project uses Go"}]
+        )
+        keys, queue = facts_and_queue(bead_home)
+        assert keys == ["project/shop/uses-go"] and queue == []
+
     def test_a_separate_text_block_beside_the_persons_words_is_pasted(self, bead_home):
         excerpt = (
             "Contents of /repo/CLAUDE.md (project instructions, checked into the codebase):\n\n"

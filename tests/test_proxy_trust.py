@@ -1029,3 +1029,35 @@ def test_a_fence_in_a_list_item_is_pasted_on_the_chat_completions_route_too(prox
     p.settle()
     system = json.loads(openai_upstream.requests[-1].body)["messages"][0]["content"]
     assert "registry.evil.example" not in json.dumps(system), "pasted text reached the pinned block"
+
+
+_CUT_PASTES = {
+    # a log line holding "[Pasted text" (no whole marker) ended an indented paste
+    "indented-paste-with-a-marker-like-line": (
+        f"why does npm print this?\n\n    npm http fetch GET 200 ok\n    npm notice [Pasted text filter] skipped\n"
+        f"    {_LF_LOG_LINE}\n"
+    ),
+    # an output tag pair inside an indented paste started the line walk afresh after it
+    "indented-paste-with-output-tags": f"why does npm print this?\n\n    npm <bash-stdout>x</bash-stdout>ok\n    {_LF_LOG_LINE}\n",
+    # the log's own fence at the line's start closed the person's fence under a list item
+    "fence-in-item-closed-by-the-log": (
+        f"10. the build fails, here is the log:\n    ```\nnpm http fetch GET 200 ok\n```\n{_LF_LOG_LINE}\n    ```\n"
+    ),
+    "fence-in-nested-item-closed-by-the-log": (
+        f"- build\n  - the log:\n    ```\nnpm http fetch GET 200 ok\n```\n{_LF_LOG_LINE}\n    ```\n"
+    ),
+    # a block that opens with an indented paste: the first line's indent was stripped before the walk
+    "opens-with-an-indented-paste": f"    npm http fetch GET 200 ok\n    {_LF_LOG_LINE}\n\nwhy does npm print this?",
+}
+
+
+@pytest.mark.parametrize("prompt", _CUT_PASTES.values(), ids=_CUT_PASTES.keys())
+def test_a_remember_in_a_paste_is_not_the_persons_word_wherever_the_paste_seems_cut(proxy_client, upstream, prompt):
+    """Shapes in which a pasted log's own lines made the rest of it read as the person's typed words, so its
+    `remember` was written as theirs and reached the next conversation's pinned block (an adversarial pass)."""
+    p = proxy_client()
+    assert p.post(*req(prompt, "s1", stream=False))[0] == 200
+    p.settle()
+    assert p.post(*req("hello, new task", "s2", stream=False))[0] == 200
+    p.settle()
+    assert "registry.evil.example" not in json.dumps(upstream.requests[-1].json()["system"])

@@ -116,15 +116,20 @@ def reminders(text: str) -> list[str]:
     return [text[s:e].strip() for s, e in _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, outermost=True)]
 
 
-def clean(text: str, unclosed_to_end: bool = False) -> str:
+def clean(text: str, unclosed_to_end: bool = False, keep_indent: bool = False) -> str:
     """The conversation's own words: own blocks and harness reminders removed, ends stripped. An opening tag that is
     never closed is kept as text, or with ``unclosed_to_end`` taken to run to the end (recall's cues: what follows
-    a cut-off block is still not the conversation's words)."""
+    a cut-off block is still not the conversation's words). ``keep_indent``: only blank lines go at the start, so
+    the first line keeps its indent (``segments`` reads it)."""
     text = strip_own(text, unclosed_to_end)
     if _REMINDER_OPEN in text:
         spans = _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, unclosed_to_end=unclosed_to_end, outermost=True)
         text = _cut(text, spans)
-    return text.strip()
+    if not keep_indent:
+        return text.strip()
+    text = text.rstrip()
+    lead = len(text) - len(text.lstrip())
+    return text[text.rfind("\n", 0, lead) + 1 :]
 
 
 # ----- what in a person's text block they did not type ------------------------------------------
@@ -292,90 +297,123 @@ def _item(view: str) -> int:
     return j
 
 
-def _line_sources(text: str, out: _Runs) -> None:
-    """Each line of ``text`` (outside command-output tags) into ``out`` with its source.
+def _fence_line(line: str) -> str:
+    """The fence a line would open at any indent (a fence line is never the person's words, however far in)."""
+    return _fence(line.lstrip(" \t"))
+
+
+class _Walk:
+    """One pass over a person's text block, line by line, each line into ``out`` with its source; the state goes on
+    across the pieces an output tag's span cuts the block into (a span inside an indented paste: the paste goes on
+    after it).
 
     A list item is a container, as in Markdown: a fence or a quote inside an item (at its content's column) is
     pasted as it is outside one, and so is a block indented four columns after a blank line, in an item or not;
-    the item's own text, and a line that continues it, typed.
+    the item's own text, and a line that continues it, typed. A fence opened inside an item is closed only at the
+    item's column (a pasted log's own fence at the line's start leaves it open), and a fence line at any indent is a
+    fence (never typed words).
     """
-    fence = ""
-    pasted_left = 0  # lines of an expanded paste still to come
-    quoting = False  # after a quote line: Markdown's lazy continuation, to the next blank line
-    indented = False  # inside an indented code block (Markdown's: 4 spaces or a tab, after a blank line)
-    item = -1  # the column where the open list item's content starts (-1: none)
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if not i & 4095:
-            budget.check()  # a request's read stops at its deadline (bead.budget), however many lines were pasted
-        # The line as its container reads it: under an open list item, without the item's indent.
-        inside = item >= 0 and bool(line.strip()) and _columns(line) >= item
-        view = _dedent(line, item) if inside else line
-        if quoting:
-            if not line.strip() or _fence(view) or _item(line) >= 0 or _item(view) >= 0:
-                quoting = False  # a blank line, a fence or a list item ends the quote
-            elif "[Pasted text" not in line and view.lstrip(" ")[:1] != ">":
-                out.add(LAZY, line)
+
+    def __init__(self, out: _Runs) -> None:
+        self.out = out
+        self.fence = ""
+        self.fence_col = 0  # the column of the list item a fence was opened in (0: none)
+        self.pasted_left = 0  # lines of an expanded paste still to come
+        self.quoting = False  # after a quote line: Markdown's lazy continuation, to the next blank line
+        self.indented = False  # inside an indented code block (Markdown's: 4 spaces or a tab, after a blank line)
+        self.item = -1  # the column where the open list item's content starts (-1: none)
+        self.prev_blank = True  # the line before was blank (or there was none)
+        self.rest_pasted = False  # a document or a paste marker without a count: the rest of the block is pasted
+        self.last = TYPED  # the source of the last line: an output span's line goes on with it
+
+    def add(self, source: str, line: str) -> None:
+        self.out.add(source, line)
+        self.last = source
+        self.prev_blank = not line.strip()
+
+    def feed(self, text: str, after_span: bool = False) -> None:
+        """``text``'s lines; ``after_span``: it starts where an output span ended, so its first line is the rest of
+        the line the span cut (its source that line's)."""
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            if not i & 4095:
+                budget.check()  # a request's read stops at its deadline (bead.budget), however many lines were pasted
+            if self.rest_pasted:
+                self.add(PASTED, "\n".join(lines[i:]))
+                return
+            if i == 0 and after_span:
+                if line:
+                    self.out.add(self.last, line)
                 continue
-        if fence:
-            out.add(PASTED, line)
-            if _closes(view, fence) or _closes(line, fence):
-                fence = ""
-            continue
-        if pasted_left > 0:
-            pasted_left -= 1
-            out.add(PASTED, line)
-            continue
+            self.line(line)
+
+    def line(self, line: str) -> None:
+        mark = _PASTE_MARK.search(line) if "[Pasted text" in line else None
+        # The line as its container reads it: under an open list item, without the item's indent.
+        inside = self.item >= 0 and bool(line.strip()) and _columns(line) >= self.item
+        view = _dedent(line, self.item) if inside else line
+        if self.quoting:
+            if not line.strip() or _fence_line(line) or _item(line) >= 0 or _item(view) >= 0:
+                self.quoting = False  # a blank line, a fence or a list item ends the quote
+            elif mark is None and view.lstrip(" ")[:1] != ">":
+                self.add(LAZY, line)
+                return
+        if self.fence:
+            self.add(PASTED, line)
+            if _columns(line) >= self.fence_col and _closes(_dedent(line, self.fence_col), self.fence):
+                self.fence = ""
+            return
+        if self.pasted_left > 0:
+            self.pasted_left -= 1
+            self.add(PASTED, line)
+            return
         if not line.strip():
-            out.add(PASTED if indented else TYPED, line)  # a blank line: an indented block may go on after it
-            continue
-        if (
-            _columns(line) >= 4
-            and "[Pasted text" not in line  # a paste marker says how many lines it covers: read below
-            and (indented or i == 0 or not lines[i - 1].strip())
-        ):
+            self.add(PASTED if self.indented else TYPED, line)  # a blank line: an indented block may go on after it
+            return
+        if _columns(line) >= 4 and mark is None and (self.indented or self.prev_blank):
             # Code indented as Markdown writes it, pasted like a fenced one; under a list item too, where Markdown
             # may read four spaces as the item's paragraph: a log pasted there is what an attacker writes, and a
-            # person's own indented paragraph loses only this (a `remember` in it waits for review).
-            out.add(PASTED, line)
-            indented = True
-            continue
-        indented = False
+            # person's own indented paragraph loses only this (a `remember` in it waits for review). A paste marker
+            # says how many lines it covers: read below.
+            self.add(PASTED, line)
+            self.indented = True
+            return
+        self.indented = False
         if not inside:
-            item = -1  # a line not indented under the open item ends it (a lazy paragraph line reads the same)
+            self.item = -1  # a line not indented under the open item ends it (a lazy paragraph line reads the same)
         if (at := _item(view)) >= 0:  # a list item (nested in the open one when ``inside``): its content
-            item = (item if inside else 0) + at
+            self.item = (self.item if inside else 0) + at
             view = view[at:]
         body = view.lstrip(" \t\u00a0")  # a quote marker after tabs or no-break spaces is still one
         lead = body[:1]
-        if lead not in _LEADS and "[Pasted text" not in line:
-            out.add(TYPED, line)  # the common case, decided by one character
-            continue
+        if lead not in _LEADS and mark is None:
+            self.add(TYPED, line)  # the common case, decided by one character
+            return
         if lead == ">":
-            out.add(PASTED, line)  # a quote, and the lines that continue it
-            quoting = True
-            continue
-        mark = _PASTE_MARK.search(line) if "[Pasted text" in line else None
+            self.add(PASTED, line)  # a quote, and the lines that continue it
+            self.quoting = True
+            return
         if mark is not None:
             before = line[: mark.start()]
             if before.strip():
-                out.add(TYPED, before)
-            out.add(PASTED, line[mark.start() :])
+                self.add(TYPED, before)
+            self.add(PASTED, line[mark.start() :])
             if mark.group(1) is None:
-                out.add(PASTED, "\n".join(lines[i + 1 :]))
-                return
-            pasted_left = int(mark.group(1)) + 1
-            continue
-        opened = _fence(view)
+                self.rest_pasted = True
+            else:
+                self.pasted_left = int(mark.group(1)) + 1
+            return
+        opened = _fence(view) or _fence_line(line)
         if opened:
-            fence = opened
-            out.add(PASTED, line)
+            self.fence = opened
+            self.fence_col = (self.item if inside else 0) if _fence(view) else _columns(line)
+            self.add(PASTED, line)
         elif _starts_document(line):  # at the line's start only: "- # of workers is 4" is a list item, typed
             # Nothing marks where a document ends: the rest of the block, at once.
-            out.add(PASTED, "\n".join(lines[i:]))
-            return
+            self.add(PASTED, line)
+            self.rest_pasted = True
         else:
-            out.add(TYPED, line)
+            self.add(TYPED, line)
 
 
 # A line that may start something pasted; text with none of these (and no
@@ -405,14 +443,15 @@ def segments(text: str) -> list[tuple[str, str]]:
     ):
         return [(TYPED, text.strip())] if text.strip() else []
     runs = _Runs()
+    walk = _Walk(runs)
     pos = 0
     for start, end in _output_spans(text):
         if start > pos:
-            _line_sources(text[pos:start], runs)
+            walk.feed(text[pos:start], after_span=pos > 0)
         runs.add(TOOL_OUTPUT, text[start:end])
         pos = end
     if pos < len(text):
-        _line_sources(text[pos:], runs)
+        walk.feed(text[pos:], after_span=pos > 0)
     return [(s, joined) for s, lines in runs.runs if (joined := "\n".join(lines).strip())]
 
 

@@ -43,7 +43,8 @@ from .viewer import LOCAL, Viewer
 # On RE2 (linear time): the lazy value followed by a run of blanks backtracked
 # quadratically in Python's engine on a long run of spaces.
 _REMEMBER = compile_linear(
-    r"(?im)(?:^|[.!?][ \t]{1,8})(?:(?:then|and|also|please|pls)[, \t]{1,4})*remember(?:[ \t]{1,4}that)?[ \t]{0,4}"
+    r"(?im)(?:^(?:[ \t]{0,8}[-*+][ \t]{1,4})?|[.!?][ \t]{1,8})(?:(?:then|and|also|please|pls)[, \t]{1,4})*remember"
+    r"(?:[ \t]{1,4}that)?[ \t]{0,4}"
     r"[:,\-]?[ \t]{1,4}([^\n]{3,600}?)[ \t]*(?:[.!?](?:\s|$)|$)"
 )
 _KEY_SKIP = frozenset(
