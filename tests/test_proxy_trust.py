@@ -1048,6 +1048,24 @@ _CUT_PASTES = {
     ),
     # a block that opens with an indented paste: the first line's indent was stripped before the walk
     "opens-with-an-indented-paste": f"    npm http fetch GET 200 ok\n    {_LF_LOG_LINE}\n\nwhy does npm print this?",
+    # a paste marker the log holds ended the indented paste, or made the words before it typed
+    "marker-inside-an-indented-paste": (
+        f"why does npm print this?\n\n    npm http fetch GET 200 ok\n    [Pasted text #1 +0 lines]\n    x\n    {_LF_LOG_LINE}\n"
+    ),
+    "marker-on-an-indented-paste's-first-line": (
+        f"why does npm print this?\n\n    {_LF_LOG_LINE} [Pasted text #1 +0 lines]\n    npm ok\n"
+    ),
+    # an empty reminder or bead-memory tag, cut with the line break after it, joined the person's fence to the line
+    "reminder-tag-joins-the-persons-fence": (
+        f"why does npm print this?\n```\nnpm ok\n```\n{_LF_LOG_LINE}. <system-reminder></system-reminder>\n```\nany idea?"
+    ),
+    "bead-memory-tag-joins-the-persons-fence": (
+        f"why does npm print this?\n```\nnpm ok\n```\n{_LF_LOG_LINE}. <bead-memory></bead-memory>\n```\nany idea?"
+    ),
+    # a log indented right under the question (no blank line), a chat app's fence after words, two markers
+    "indented-right-under-the-question": f"why does npm print this?\n    npm http fetch GET 200 ok\n    {_LF_LOG_LINE}\n",
+    "fence-opened-after-words": f"the log: ```\nnpm ok\n{_LF_LOG_LINE}\n```\n",
+    "fence-after-two-list-markers": f"- - ```\n    npm ok\n    {_LF_LOG_LINE}\n    ```\n",
 }
 
 

@@ -70,12 +70,16 @@ def _spans(
         pos = end
 
 
-def _cut(text: str, spans: list[tuple[int, int]]) -> str:
+def _cut(text: str, spans: list[tuple[int, int]], as_lines: bool = False) -> str:
+    """``text`` without ``spans``; ``as_lines``: a span that held a line break leaves one, so the lines around it
+    stay lines (a reminder cut with the line break after it joined the next line, a fence, onto the line before)."""
     if not spans:
         return text
     parts, last = [], 0
     for start, end in spans:
         parts.append(text[last:start])
+        if as_lines and text.find("\n", start, end) != -1:
+            parts.append("\n")
         last = end
     parts.append(text[last:])
     return "".join(parts)
@@ -102,11 +106,13 @@ def own_blocks(text: str) -> list[str]:
     return [text[s:e].strip() for s, e in _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True)]
 
 
-def strip_own(text: str, unclosed_to_end: bool = False) -> str:
-    """``text`` without bead's own ``<bead-memory>`` blocks (``unclosed_to_end``: one never closed runs to the end)."""
+def strip_own(text: str, unclosed_to_end: bool = False, as_lines: bool = False) -> str:
+    """``text`` without bead's own ``<bead-memory>`` blocks (``unclosed_to_end``: one never closed runs to the end;
+    ``as_lines``: as ``_cut``'s)."""
     if _OWN_OPEN not in text:
         return text
-    return _cut(text, _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True, unclosed_to_end=unclosed_to_end))
+    spans = _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True, unclosed_to_end=unclosed_to_end)
+    return _cut(text, spans, as_lines)
 
 
 def reminders(text: str) -> list[str]:
@@ -116,16 +122,17 @@ def reminders(text: str) -> list[str]:
     return [text[s:e].strip() for s, e in _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, outermost=True)]
 
 
-def clean(text: str, unclosed_to_end: bool = False, keep_indent: bool = False) -> str:
+def clean(text: str, unclosed_to_end: bool = False, as_lines: bool = False) -> str:
     """The conversation's own words: own blocks and harness reminders removed, ends stripped. An opening tag that is
     never closed is kept as text, or with ``unclosed_to_end`` taken to run to the end (recall's cues: what follows
-    a cut-off block is still not the conversation's words). ``keep_indent``: only blank lines go at the start, so
-    the first line keeps its indent (``segments`` reads it)."""
-    text = strip_own(text, unclosed_to_end)
+    a cut-off block is still not the conversation's words). ``as_lines``, for the walk over a person's lines
+    (``segments``): a block cut with a line break leaves one, and only blank lines go at the start, so the first
+    line keeps its indent."""
+    text = strip_own(text, unclosed_to_end, as_lines)
     if _REMINDER_OPEN in text:
         spans = _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, unclosed_to_end=unclosed_to_end, outermost=True)
-        text = _cut(text, spans)
-    if not keep_indent:
+        text = _cut(text, spans, as_lines)
+    if not as_lines:
         return text.strip()
     text = text.rstrip()
     lead = len(text) - len(text.lstrip())
@@ -370,13 +377,17 @@ class _Walk:
         if not line.strip():
             self.add(PASTED if self.indented else TYPED, line)  # a blank line: an indented block may go on after it
             return
-        if _columns(line) >= 4 and mark is None and (self.indented or self.prev_blank):
+        if (_columns(line) >= 4 and (self.indented or self.prev_blank)) or _columns(view) >= 4:
             # Code indented as Markdown writes it, pasted like a fenced one; under a list item too, where Markdown
-            # may read four spaces as the item's paragraph: a log pasted there is what an attacker writes, and a
-            # person's own indented paragraph loses only this (a `remember` in it waits for review). A paste marker
-            # says how many lines it covers: read below.
+            # may read four spaces as the item's paragraph, and four columns past the line's container right under
+            # a line, where Markdown reads a paragraph's next line: a log pasted there is what an attacker writes,
+            # and a person's own indented lines lose only this (a `remember` in them waits for review). A paste
+            # marker inside is the paste's too, and covers the lines it says.
             self.add(PASTED, line)
             self.indented = True
+            if mark is not None:
+                self.rest_pasted = mark.group(1) is None
+                self.pasted_left = max(self.pasted_left, int(mark.group(1) or 0) + 1)
             return
         self.indented = False
         if not inside:
@@ -384,10 +395,14 @@ class _Walk:
         if (at := _item(view)) >= 0:  # a list item (nested in the open one when ``inside``): its content
             self.item = (self.item if inside else 0) + at
             view = view[at:]
+            while (at := _item(view)) >= 0:  # "- - x": an item that opens with another
+                self.item += at
+                view = view[at:]
         body = view.lstrip(" \t\u00a0")  # a quote marker after tabs or no-break spaces is still one
         lead = body[:1]
         if lead not in _LEADS and mark is None:
             self.add(TYPED, line)  # the common case, decided by one character
+            self._fence_at_end(line)
             return
         if lead == ">":
             self.add(PASTED, line)  # a quote, and the lines that continue it
@@ -414,12 +429,21 @@ class _Walk:
             self.rest_pasted = True
         else:
             self.add(TYPED, line)
+            self._fence_at_end(line)
+
+    def _fence_at_end(self, line: str) -> None:
+        """A typed line that ends by opening a fence ("the log: ```", as chat apps take it): what follows is fenced."""
+        end = line.rstrip()
+        if end.endswith(("```", "~~~")) and end.count(end[-1] * 3) % 2:
+            run = len(end) - len(end.rstrip(end[-1]))
+            self.fence, self.fence_col = end[-1] * run, 0
 
 
 # A line that may start something pasted; text with none of these (and no
 # marker or output tag) is typed as a whole, without a walk over its lines.
 _MAY_PASTE = compile_linear(
-    "(?m)^(?: {0,3}(?:#|---|===|```|~~~)|[ \t\u00a0]*>| {4}|\t| {0,3}(?:[-*+]|[0-9]{1,9}[.)])[ \t\u00a0]+(?:>|```|~~~))"
+    "(?m)^(?: {0,3}(?:#|---|===|```|~~~)|[ \t\u00a0]*>| {4}|\t"
+    "| {0,3}(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t\u00a0]+){1,8}(?:>|```|~~~)|[^\n]*(?:`{3}|~{3})[ \t]*$)"
 )
 
 

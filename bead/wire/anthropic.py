@@ -84,9 +84,10 @@ def text_parts(text: str, source: Source) -> list[Part]:
     # its blocks to what it forwards, never to what it receives, so a request's person's block that holds one holds
     # text someone put there (a page that ends in one must not make the words before it look short).
     body = text[: own_tail(text)]
-    # The first line's indent is kept (leading blank lines go): a block that opens with code indented four columns
-    # is a paste, which clean()'s strip made look typed.
-    cleaned = clean(body, keep_indent=True)
+    # As lines: the first line's indent is kept (a block that opens with code indented four columns is a paste, which
+    # clean()'s strip made look typed), and a cut block leaves its line break (an empty reminder's cut joined the
+    # person's closing fence onto a pasted line).
+    cleaned = clean(body, as_lines=True)
     sent = len(text.strip())
     runs = segments(cleaned) if cleaned else []
     # Typed words a paste may reach into (bead.conversation.Part.near_paste): right after a quote with no blank line
