@@ -15,6 +15,7 @@ from .. import budget
 from .secrets import compile_linear
 
 _WS = re.compile(r"\s*")
+_LINE_WS = re.compile(r"[ \t]*")  # the whitespace after a block on its own line (``trailing_space="line"``)
 _OWN_OPEN = "<bead-memory"
 _OWN_CLOSE = "</bead-memory>"
 _REMINDER_OPEN = "<system-reminder>"
@@ -27,16 +28,16 @@ def _spans(
     closing: str,
     need_boundary: bool = False,
     unclosed_to_end: bool = False,
-    trailing_space: bool = True,
+    trailing_space: bool | str = True,
     outermost: bool = False,
 ) -> list[tuple[int, int]]:
-    """(start, end) of each ``opening ... closing`` block (plus the whitespace after it when
-    ``trailing_space``). An opening never closed ends the scan, or with ``unclosed_to_end`` runs to
-    the end of the text. With ``outermost``, one block from the first opening to the last closing tag: the
-    harness quotes text it does not write inside its reminders (an attached file, CLAUDE.md, commit subjects),
-    and a closing tag in that text must not end the reminder and make the rest read as the person's words (a
-    person's words between two reminders of one block go with them: Claude Code sends each reminder as a block of
-    its own). One pass of ``str.find``: linear however the tags are arranged."""
+    """(start, end) of each ``opening ... closing`` block (plus the whitespace after it when ``trailing_space``;
+    "line": the spaces and tabs after it on its line only). An opening never closed ends the scan, or with
+    ``unclosed_to_end`` runs to the end of the text. With ``outermost``, one block from the first opening to the
+    last closing tag: the harness quotes text it does not write inside its reminders (an attached file, CLAUDE.md,
+    commit subjects), and a closing tag in that text must not end the reminder and make the rest read as the
+    person's words (a person's words between two reminders of one block go with them: Claude Code sends each
+    reminder as a block of its own). One pass of ``str.find``: linear however the tags are arranged."""
     if outermost:
         first = text.find(opening)
         last = text.rfind(closing)
@@ -44,7 +45,7 @@ def _spans(
             return [(first, len(text))] if first != -1 and unclosed_to_end else []
         end = last + len(closing)
         if trailing_space:
-            m = _WS.match(text, end)
+            m = (_LINE_WS if trailing_space == "line" else _WS).match(text, end)
             end = m.end() if m else end
         return [(first, end)]
     out: list[tuple[int, int]] = []
@@ -64,21 +65,23 @@ def _spans(
             return out  # no closing tag anywhere after: nothing further can match
         end = close + len(closing)
         if trailing_space:
-            m = _WS.match(text, end)
+            m = (_LINE_WS if trailing_space == "line" else _WS).match(text, end)
             end = m.end() if m else end
         out.append((start, end))
         pos = end
 
 
 def _cut(text: str, spans: list[tuple[int, int]], as_lines: bool = False) -> str:
-    """``text`` without ``spans``; ``as_lines``: a span that held a line break leaves one, so the lines around it
-    stay lines (a reminder cut with the line break after it joined the next line, a fence, onto the line before)."""
+    """``text`` without ``spans``; ``as_lines``: a span that held a line break leaves one where none is beside it, so
+    the lines around it stay lines (a reminder cut with the line break after it joined the next line, a fence, onto
+    the line before)."""
     if not spans:
         return text
     parts, last = [], 0
     for start, end in spans:
         parts.append(text[last:start])
-        if as_lines and text.find("\n", start, end) != -1:
+        broken = text[start - 1 : start] == "\n" or text[end : end + 1] in ("\n", "")
+        if as_lines and not broken and text.find("\n", start, end) != -1:
             parts.append("\n")
         last = end
     parts.append(text[last:])
@@ -108,10 +111,11 @@ def own_blocks(text: str) -> list[str]:
 
 def strip_own(text: str, unclosed_to_end: bool = False, as_lines: bool = False) -> str:
     """``text`` without bead's own ``<bead-memory>`` blocks (``unclosed_to_end``: one never closed runs to the end;
-    ``as_lines``: as ``_cut``'s)."""
+    ``as_lines``: as ``_cut``'s, and the whitespace after a block stays, the next line's indent with it)."""
     if _OWN_OPEN not in text:
         return text
-    spans = _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True, unclosed_to_end=unclosed_to_end)
+    after: bool | str = "line" if as_lines else True
+    spans = _spans(text, _OWN_OPEN, _OWN_CLOSE, need_boundary=True, unclosed_to_end=unclosed_to_end, trailing_space=after)
     return _cut(text, spans, as_lines)
 
 
@@ -126,11 +130,19 @@ def clean(text: str, unclosed_to_end: bool = False, as_lines: bool = False) -> s
     """The conversation's own words: own blocks and harness reminders removed, ends stripped. An opening tag that is
     never closed is kept as text, or with ``unclosed_to_end`` taken to run to the end (recall's cues: what follows
     a cut-off block is still not the conversation's words). ``as_lines``, for the walk over a person's lines
-    (``segments``): a block cut with a line break leaves one, and only blank lines go at the start, so the first
+    (``segments``): a block cut with a line break leaves one, the whitespace after a block stays (the next line's
+    indent: a cut took it, and a pasted line read as typed), and only blank lines go at the start, so the first
     line keeps its indent."""
     text = strip_own(text, unclosed_to_end, as_lines)
     if _REMINDER_OPEN in text:
-        spans = _spans(text, _REMINDER_OPEN, _REMINDER_CLOSE, unclosed_to_end=unclosed_to_end, outermost=True)
+        spans = _spans(
+            text,
+            _REMINDER_OPEN,
+            _REMINDER_CLOSE,
+            unclosed_to_end=unclosed_to_end,
+            outermost=True,
+            trailing_space="line" if as_lines else True,
+        )
         text = _cut(text, spans, as_lines)
     if not as_lines:
         return text.strip()
@@ -325,6 +337,7 @@ class _Walk:
         self.out = out
         self.fence = ""
         self.fence_col = 0  # the column of the list item a fence was opened in (0: none)
+        self.inline = False  # the fence was opened inside a typed line: a line holding its run anywhere closes it
         self.pasted_left = 0  # lines of an expanded paste still to come
         self.quoting = False  # after a quote line: Markdown's lazy continuation, to the next blank line
         self.indented = False  # inside an indented code block (Markdown's: 4 spaces or a tab, after a blank line)
@@ -367,7 +380,10 @@ class _Walk:
                 return
         if self.fence:
             self.add(PASTED, line)
-            if _columns(line) >= self.fence_col and _closes(_dedent(line, self.fence_col), self.fence):
+            if self.inline:
+                if self.fence in line:
+                    self.fence, self.inline = "", False
+            elif _columns(line) >= self.fence_col and _closes(_dedent(line, self.fence_col), self.fence):
                 self.fence = ""
             return
         if self.pasted_left > 0:
@@ -401,8 +417,7 @@ class _Walk:
         body = view.lstrip(" \t\u00a0")  # a quote marker after tabs or no-break spaces is still one
         lead = body[:1]
         if lead not in _LEADS and mark is None:
-            self.add(TYPED, line)  # the common case, decided by one character
-            self._fence_at_end(line)
+            self._typed(line)  # the common case, decided by one character
             return
         if lead == ">":
             self.add(PASTED, line)  # a quote, and the lines that continue it
@@ -428,21 +443,33 @@ class _Walk:
             self.add(PASTED, line)
             self.rest_pasted = True
         else:
+            self._typed(line)
+
+    def _typed(self, line: str) -> None:
+        """A typed line; one that opens a fence and leaves it open (a chat app's "the log: ```npm ok") is typed up to
+        its last fence run, and the rest of it, and what follows, pasted."""
+        self._fence_at_end(line)
+        if not self.fence:
             self.add(TYPED, line)
-            self._fence_at_end(line)
+            return
+        at = line.rfind(self.fence)
+        if line[:at].strip():
+            self.add(TYPED, line[:at])
+        self.add(PASTED, line[at:])
 
     def _fence_at_end(self, line: str) -> None:
-        """A typed line that ends by opening a fence ("the log: ```", as chat apps take it): what follows is fenced."""
-        end = line.rstrip()
-        if end.endswith(("```", "~~~")) and end.count(end[-1] * 3) % 2:
-            run = len(end) - len(end.rstrip(end[-1]))
-            self.fence, self.fence_col = end[-1] * run, 0
+        """A typed line that opens a fence and leaves it open (as chat apps take "the log: ```npm ok"): what follows
+        it is fenced, to a line that holds a closing run anywhere in it."""
+        for ch in "`~":
+            if line.count(ch * 3) % 2:
+                self.fence, self.fence_col, self.inline = ch * 3, 0, True
+                return
 
 
 # A line that may start something pasted; text with none of these (and no
 # marker or output tag) is typed as a whole, without a walk over its lines.
 _MAY_PASTE = compile_linear(
-    "(?m)^(?: {0,3}(?:#|---|===|```|~~~)|[ \t\u00a0]*>| {4}|\t"
+    "(?m)^(?: {0,3}(?:#|---|===|```|~~~)|[ \t\u00a0]*>| {4}| {0,3}\t"
     "| {0,3}(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t\u00a0]+){1,8}(?:>|```|~~~)|[^\n]*(?:`{3}|~{3})[ \t]*$)"
 )
 

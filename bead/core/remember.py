@@ -83,6 +83,9 @@ class Remembered:
 # Else it may be a pasted document's sentence that looks typed: it waits for review, and the cue block says so.
 SHORT_MESSAGE = 300
 OWN_REST = 150
+# Of a remember's own length, what counts as the request when the rest of a long message is weighed: a pasted mail
+# whose "remember" is most of it made the rest look short.
+OWN_REQUEST = 300
 _FRAMING = compile_linear(
     r"(?im)^[ \t]{0,8}(?:from|subject|to|cc|date|quote)[ \t]{0,4}:|^[ \t]{0,8}contents?[ \t]of\b"
     r"|\bcontents?[ \t]of\b[^\n]{0,200}:"
@@ -142,7 +145,7 @@ def request_list(message: Message) -> list[Request]:
                 # Measured on the block as the harness sent it: a pasted page closing its own code fence, or
                 # wrapped in a reminder or bead's tags, leaves a short typed part but is still the block's.
                 size = max(part.sent, len(text.strip()))
-                rest = size - len(m.group(0).strip())
+                rest = size - min(len(m.group(0).strip()), OWN_REQUEST)
                 colon = [c for c in _COLON_LINE.finditer(before)]
                 framed = bool(_FRAMING.search(before)) or any(len(before) - c.end() >= FRAMED_BLOCK for c in colon)
                 # A request after quoted text on its line is not plainly the person's, however short the message:
