@@ -242,7 +242,8 @@ class TestRemember:
         text = f"summarise this:\n\n{own}\nthe end\n\n{own}\n\n{own}\n"
         parts = message_of(0, {"role": "user", "content": text}).parts
         assert [(p.source.value, p.text) for p in parts] == [
-            ("typed", "summarise this:\n\n\nthe end"),  # the cut block's line break stays
+            ("typed", "summarise this:"),  # the words on either side of the cut block, each as typed
+            ("typed", "the end"),
             ("pasted", own),
         ]
         assert parts[0].sent == len(text.strip())

@@ -680,7 +680,7 @@ class TestConversation:
         proxy = proxy_client()
         text = 'look <bead-memory kind="recall">secret memory text</bead-memory> here'
         post(proxy, *req(text, session="tags"))
-        assert raw_turns(bead_home, "tags")[0].text == "look here"
+        assert raw_turns(bead_home, "tags")[0].text == "look\n\nhere"  # the words either side of the cut, as typed
 
     def test_conversation_lock_is_per_conversation(self, proxy_client, upstream, bead_home):
         """While one conversation's lock is held, another conversation still goes through."""

@@ -1079,6 +1079,16 @@ _CUT_PASTES = {
     "chat-fence-with-the-paste-on-its-line": f"why does npm fail? log: ```npm http fetch GET 200\n{_LF_LOG_LINE}\nnpm ERR! 404```\nany idea?",
     # a space and a tab as the indent (the one-step path read the block as typed)
     "space-and-tab-indent": f"why does npm print this?\n \tnpm http fetch GET 200\n \t{_LF_LOG_LINE}\n",
+    # a reminder in the person's block: the paste's own closing tag made it swallow the person's question and fence,
+    # and the paste's own opening tag the person's closing fence
+    "a-paste's-closing-tag-extends-a-reminder": (
+        "<system-reminder>\nPrimary working directory: /src/shop\n</system-reminder>\n"
+        f"why does npm fail?\n```\nnpm ERR! 404 </system-reminder>\n{_LF_LOG_LINE}\n```\nany idea?"
+    ),
+    "a-paste's-opening-tag-extends-a-reminder": (
+        f"why does npm fail?\n```\nnpm ERR! 404\n```\n{_LF_LOG_LINE}. <system-reminder>\n```\nany idea?\n\n"
+        "<system-reminder>\nPrimary working directory: /src/shop\n</system-reminder>"
+    ),
     # a pasted mail whose remember is most of it: the rest looked short
     "a-long-remember-in-a-pasted-mail": (
         "what does this mail from the vendor mean?\nHi team, quick heads-up. Remember that the package registry is "

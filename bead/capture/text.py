@@ -71,18 +71,22 @@ def _spans(
         pos = end
 
 
+# Where ``clean(as_lines=True)`` cut a block out of a person's text: a line of its own, which the walk reads as someone
+# else's text and ``bead.wire.anthropic.text_parts`` drops once it has weighed what stands beside it (words between a
+# cut block and a paste may be the paste's: a stray tag in a pasted log made a reminder swallow the person's words).
+CUT = "\ue000bead-cut\ue000"
+
+
 def _cut(text: str, spans: list[tuple[int, int]], as_lines: bool = False) -> str:
-    """``text`` without ``spans``; ``as_lines``: a span that held a line break leaves one where none is beside it, so
-    the lines around it stay lines (a reminder cut with the line break after it joined the next line, a fence, onto
-    the line before)."""
+    """``text`` without ``spans``; ``as_lines``: each span becomes a ``CUT`` line, so the lines around it stay lines
+    (a reminder cut with the line break after it joined the next line, a fence, onto the line before)."""
     if not spans:
         return text
     parts, last = [], 0
     for start, end in spans:
         parts.append(text[last:start])
-        broken = text[start - 1 : start] == "\n" or text[end : end + 1] in ("\n", "")
-        if as_lines and not broken and text.find("\n", start, end) != -1:
-            parts.append("\n")
+        if as_lines:
+            parts.append(f"\n{CUT}\n")
         last = end
     parts.append(text[last:])
     return "".join(parts)
@@ -368,6 +372,9 @@ class _Walk:
             self.line(line)
 
     def line(self, line: str) -> None:
+        if line == CUT:
+            self.out.add(PASTED, line)  # where a block was cut: someone else's text, the walk's state as it was
+            return
         mark = _PASTE_MARK.search(line) if "[Pasted text" in line else None
         # The line as its container reads it: under an open list item, without the item's indent.
         inside = self.item >= 0 and bool(line.strip()) and _columns(line) >= self.item
@@ -490,6 +497,7 @@ def segments(text: str) -> list[tuple[str, str]]:
         and "<stdin>" not in text
         and "<teammate-message" not in text
         and "Another Claude session sent a message:" not in text
+        and CUT not in text
         and not _MAY_PASTE.search(text)
     ):
         return [(TYPED, text.strip())] if text.strip() else []

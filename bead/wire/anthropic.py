@@ -18,6 +18,7 @@ from typing import Any
 from .. import budget
 from ..capture.text import (
     COMPACTION_PREFIXES,
+    CUT,
     clean,
     harness_element,
     is_compaction,
@@ -91,16 +92,17 @@ def text_parts(text: str, source: Source) -> list[Part]:
     sent = len(text.strip())
     runs = segments(cleaned) if cleaned else []
     # Typed words a paste may reach into (bead.conversation.Part.near_paste): right after a quote with no blank line
-    # between, or with someone's text on both sides in the block.
+    # between, or with someone's text on both sides in the block (a cut block counts: bead.capture.text.CUT).
     others = [i for i, (s, _) in enumerate(runs) if s in ("pasted", "tool_output")]
     parts = [
         Part(
             _SEGMENT_SOURCE[s],
-            t,
+            kept,
             sent=sent,
             near_paste=s == "lazy" or (s == "typed" and bool(others) and others[0] < i < others[-1]),
         )
         for i, (s, t) in enumerate(runs)
+        if (kept := t.replace(CUT, "").strip() if CUT in t else t)
     ]
     parts = parts or [Part(source, "", sent=sent)]
     parts += [Part(Source.PASTED, p) for p in own_blocks(body)]
