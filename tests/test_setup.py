@@ -583,7 +583,7 @@ def test_shell_wrapper(shell, tmp_path):
             else 'setopt ERR_RETURN; outer() { "$@"; }; set -a; outer claude || :'
         )
         left = sourced(f'{early}; echo "[${{__bead_url-}}]"; env | grep -c "{token}" || :')
-        assert left.stdout.split() == ["[]", "0"], left.stdout + left.stderr
+        assert left.stdout.split() == ["[]", "0"], repr(left.stdout + left.stderr)  # one line in pytest's summary
         (stand_in / "claude").write_text(echoing)
     finally:
         proxy.close()
