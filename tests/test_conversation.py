@@ -307,6 +307,20 @@ def test_plain_lines_are_typed_whole():
     ]
 
 
+def test_a_long_line_of_list_markers_after_a_cut_block_takes_linear_time():
+    """A line of thousands of list markers read one by one (each copied the rest of the line: 12 s for 1.2 MB) after a
+    block that sends the text to the line walk."""
+    from linear import assert_linear
+
+    from bead.conversation import Source
+    from bead.wire.anthropic import text_parts
+
+    def make(n: int) -> str:
+        return "<bead-memory></bead-memory>\n" + "- " * (n // 2) + "x"
+
+    assert_linear(lambda t: text_parts(t, Source.TYPED), make, 256 * 1024, limit=0.25, what="list markers")
+
+
 def test_segments_take_linear_time():
     """A quarter megabyte of fence lines, quote lines and paste markers each splits in under a quarter of a second,
     or in linear time (tests/linear.py)."""

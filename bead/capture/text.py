@@ -10,6 +10,7 @@ a ``.*?`` regex to a missing closing tag would.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .. import budget
 from .secrets import compile_linear
@@ -77,16 +78,19 @@ def _spans(
 CUT = "\ue000bead-cut\ue000"
 
 
-def _cut(text: str, spans: list[tuple[int, int]], as_lines: bool = False) -> str:
-    """``text`` without ``spans``; ``as_lines``: each span becomes a ``CUT`` line, so the lines around it stay lines
-    (a reminder cut with the line break after it joined the next line, a fence, onto the line before)."""
+def _cut(
+    text: str, spans: list[tuple[int, int]], as_lines: bool = False, marked: Callable[[int, int], bool] | None = None
+) -> str:
+    """``text`` without ``spans``; ``as_lines``: each span becomes a line break, so the lines around it stay lines (a
+    reminder cut with the line break after it joined the next line, a fence, onto the line before), and a ``CUT``
+    line where ``marked`` says so (every span when it is None)."""
     if not spans:
         return text
     parts, last = [], 0
     for start, end in spans:
         parts.append(text[last:start])
         if as_lines:
-            parts.append(f"\n{CUT}\n")
+            parts.append(f"\n{CUT}\n" if marked is None or marked(start, end) else "\n")
         last = end
     parts.append(text[last:])
     return "".join(parts)
@@ -147,7 +151,14 @@ def clean(text: str, unclosed_to_end: bool = False, as_lines: bool = False) -> s
             outermost=True,
             trailing_space="line" if as_lines else True,
         )
-        text = _cut(text, spans, as_lines)
+
+        def stray(start: int, end: int) -> bool:
+            """A reminder span with more than one opening or closing tag: a pasted text's stray tag joined a harness
+            reminder, and the span may hold the person's words (marked, so that words beside it weigh as near
+            someone else's text); one reminder alone is the harness's and is only cut."""
+            return text.count(_REMINDER_OPEN, start, end) > 1 or text.count(_REMINDER_CLOSE, start, end) > 1
+
+        text = _cut(text, spans, as_lines, stray)
     if not as_lines:
         return text.strip()
     text = text.rstrip()
@@ -270,7 +281,6 @@ def _starts_document(line: str) -> bool:
 
 
 _LEADS = frozenset("`~#->=")
-_INDENTS = ("    ", "\t")  # what starts a line of an indented code block
 _LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|[0-9]{1,9}[.)])[ \t]")  # a list item's marker (bounded: no backtracking)
 
 
@@ -309,9 +319,10 @@ def _dedent(line: str, n: int) -> str:
     return " " * (col - n) + line[i:]
 
 
-def _item(view: str) -> int:
-    """Where a list item's content starts in ``view`` (after its marker and up to four spaces), or -1: not an item."""
-    m = _LIST_ITEM.match(view)
+def _item(view: str, pos: int = 0) -> int:
+    """Where a list item's content starts in ``view`` (its marker at ``pos``, then up to four spaces), or -1: not an
+    item there."""
+    m = _LIST_ITEM.match(view, pos)
     if m is None:
         return -1
     j = m.end()
@@ -416,11 +427,10 @@ class _Walk:
         if not inside:
             self.item = -1  # a line not indented under the open item ends it (a lazy paragraph line reads the same)
         if (at := _item(view)) >= 0:  # a list item (nested in the open one when ``inside``): its content
+            while (more := _item(view, at)) >= 0:  # "- - x": an item that opens with another (no copy per marker)
+                at = more
             self.item = (self.item if inside else 0) + at
             view = view[at:]
-            while (at := _item(view)) >= 0:  # "- - x": an item that opens with another
-                self.item += at
-                view = view[at:]
         body = view.lstrip(" \t\u00a0")  # a quote marker after tabs or no-break spaces is still one
         lead = body[:1]
         if lead not in _LEADS and mark is None:
@@ -465,12 +475,19 @@ class _Walk:
         self.add(PASTED, line[at:])
 
     def _fence_at_end(self, line: str) -> None:
-        """A typed line that opens a fence and leaves it open (as chat apps take "the log: ```npm ok"): what follows
-        it is fenced, to a line that holds a closing run anywhere in it."""
+        """A typed line that opens a fence and leaves it open (as chat apps take "the log: ```npm ok", or a line that
+        ends in the run): what follows it is fenced, to a line that holds a closing run anywhere in it. A run in the
+        words' middle, before a space or a sign ("type ``` then the language", "```?") is the person's prose."""
         for ch in "`~":
-            if line.count(ch * 3) % 2:
-                self.fence, self.fence_col, self.inline = ch * 3, 0, True
-                return
+            run = ch * 3
+            if line.count(run) % 2:
+                at = line.rfind(run) + 3
+                while at < len(line) and line[at] == ch:
+                    at += 1
+                rest = line[at:]
+                if not rest.strip() or rest[0].isalnum():
+                    self.fence, self.fence_col, self.inline = run, 0, True
+                    return
 
 
 # A line that may start something pasted; text with none of these (and no
@@ -498,6 +515,8 @@ def segments(text: str) -> list[tuple[str, str]]:
         and "<teammate-message" not in text
         and "Another Claude session sent a message:" not in text
         and CUT not in text
+        and "```" not in text
+        and "~~~" not in text
         and not _MAY_PASTE.search(text)
     ):
         return [(TYPED, text.strip())] if text.strip() else []

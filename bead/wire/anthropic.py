@@ -102,7 +102,7 @@ def text_parts(text: str, source: Source) -> list[Part]:
             near_paste=s == "lazy" or (s == "typed" and bool(others) and others[0] < i < others[-1]),
         )
         for i, (s, t) in enumerate(runs)
-        if (kept := t.replace(CUT, "").strip() if CUT in t else t)
+        if (kept := "\n".join(line for line in t.split("\n") if line != CUT).strip() if CUT in t else t)
     ]
     parts = parts or [Part(source, "", sent=sent)]
     parts += [Part(Source.PASTED, p) for p in own_blocks(body)]
