@@ -360,6 +360,8 @@ class _Walk:
         self.prev_blank = True  # the line before was blank (or there was none)
         self.rest_pasted = False  # a document or a paste marker without a count: the rest of the block is pasted
         self.last = TYPED  # the source of the last line: an output span's line goes on with it
+        self._runs_after: dict[str, list[bool]] = {"`": [], "~": []}  # feed's: a later line holds a fence run
+        self._at = 0  # the line of the piece being read
 
     def add(self, source: str, line: str) -> None:
         self.out.add(source, line)
@@ -370,7 +372,17 @@ class _Walk:
         """``text``'s lines; ``after_span``: it starts where an output span ended, so its first line is the rest of
         the line the span cut (its source that line's)."""
         lines = text.split("\n")
+        # For each line, whether a line after it (in this piece) holds a fence run of ` or of ~: a run a chat app
+        # opens inside a line before a space or a sign is a fence when a later line closes it (_fence_at_end).
+        self._runs_after = {}
+        for ch in "`~":
+            after, seen = [False] * len(lines), False
+            for j in range(len(lines) - 1, -1, -1):
+                after[j] = seen
+                seen = seen or ch * 3 in lines[j]
+            self._runs_after[ch] = after
         for i, line in enumerate(lines):
+            self._at = i
             if not i & 4095:
                 budget.check()  # a request's read stops at its deadline (bead.budget), however many lines were pasted
             if self.rest_pasted:
@@ -475,19 +487,23 @@ class _Walk:
         self.add(PASTED, line[at:])
 
     def _fence_at_end(self, line: str) -> None:
-        """A typed line that opens a fence and leaves it open (as chat apps take "the log: ```npm ok", or a line that
-        ends in the run): what follows it is fenced, to a line that holds a closing run anywhere in it. A run in the
-        words' middle, before a space or a sign ("type ``` then the language", "```?") is the person's prose."""
+        """A typed line that opens a fence and leaves it open (as chat apps take "the log: ```npm ok", "the log: ```"
+        and the paste below): what follows it is fenced, to a line that holds a closing run anywhere in it. It opens
+        when a later line holds a run (the person closes what they open), or when the run ends the line or stands
+        right before a word (a paste that starts on the fence's line); a run before a space or a sign that no later
+        line closes is the person's prose ("type ``` then the language", "```?"). Where it cannot be told, it is a
+        fence: a person's words after "use ```js blocks" are not read as theirs, never an attacker's as theirs."""
         for ch in "`~":
             run = ch * 3
-            if line.count(run) % 2:
-                at = line.rfind(run) + 3
-                while at < len(line) and line[at] == ch:
-                    at += 1
-                rest = line[at:]
-                if not rest.strip() or rest[0].isalnum():
-                    self.fence, self.fence_col, self.inline = run, 0, True
-                    return
+            if not line.count(run) % 2:
+                continue
+            at = line.rfind(run) + 3
+            while at < len(line) and line[at] == ch:
+                at += 1
+            rest = line[at:]
+            if self._runs_after[ch][self._at] or not rest.strip() or rest[0].isalnum():
+                self.fence, self.fence_col, self.inline = run, 0, True
+                return
 
 
 # A line that may start something pasted; text with none of these (and no
