@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -169,3 +170,30 @@ def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
         assert not slow, slow
         model.close()
         upstream.close()
+
+
+def test_a_sigterm_the_kernel_hands_to_another_thread_stops_the_dream_worker(bead_home, tmp_path):
+    """A process's SIGTERM may go to any of its threads. One that went to the scheduler's thread left the worker's
+    main thread in an untimed wait, never running Python's handler, and the worker outlived its stop (seen under
+    load in CI). Sent here to a thread other than the main one (tgkill), it stops the worker all the same."""
+    import ctypes
+
+    bead_home.mkdir(parents=True, exist_ok=True)
+    (bead_home / "config.yaml").write_text(
+        "dream:\n  provider: ollama\n  model: tiny\n  base_url: http://127.0.0.1:9\n  schedule: '7 3 * * *'\n"
+    )
+    (bead_home / "store" / "dream").mkdir(parents=True, exist_ok=True)
+    (bead_home / "store" / "dream" / "state.json").write_text(json.dumps({"sessions": {}, "last_run": "2099-01-01T00:00:00Z"}))
+    log = tmp_path / "dream.log"
+    p = spawn(bead_home, log, "dream", "worker", "--interval", "60")
+    try:
+        assert eventually(lambda: "dream worker up" in log.read_text(), timeout=60), log.read_text()
+        others = [int(t) for t in os.listdir(f"/proc/{p.pid}/task") if int(t) != p.pid]
+        assert others, "the scheduler runs a thread of its own"
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.tgkill(p.pid, others[0], signal.SIGTERM) == 0, ctypes.get_errno()
+        assert p.wait(20) == 0, log.read_text()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)

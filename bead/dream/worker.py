@@ -101,7 +101,7 @@ def serve(worker: Worker, stop, interval_s: float = 60.0) -> None:
     problem = schedule_problem(worker.schedule, worker.clock())
     if problem is not None:
         log.error("dream worker idle: %s; %s, then restart the dream worker", problem, SCHEDULE_FIX)
-        stop.wait()
+        _wait(stop)
         return
 
     worker.stop = stop  # a run in progress starts no model call after it (bead.dream.run.Dream.stop)
@@ -118,6 +118,17 @@ def serve(worker: Worker, stop, interval_s: float = 60.0) -> None:
     sched.start()
     log.info("dream worker up: schedule %r, checking every %g s", worker.schedule, interval_s)
     try:
-        stop.wait()
+        _wait(stop)
     finally:
         sched.shutdown(wait=True)
+
+
+STOP_CHECK_S = 0.5
+
+
+def _wait(stop) -> None:
+    """Until ``stop`` is set, waking every STOP_CHECK_S: a SIGTERM the kernel hands to another of the process's threads
+    (the scheduler's) only marks Python's handler as due, and the main thread runs it when it next wakes; blocked in
+    an untimed wait, it never did, and the worker outlived its stop (a service manager's timeout, then SIGKILL)."""
+    while not stop.wait(STOP_CHECK_S):
+        pass
