@@ -1095,6 +1095,18 @@ _CUT_PASTES = {
     "chat-fence-then-a-space": f"why does npm fail? ``` npm ERR! 404 not found\n{_LF_LOG_LINE}\n```",
     "chat-fence-then-a-bracket": f"the log: ```[err] npm ERR! 404\n{_LF_LOG_LINE}```",
     "chat-fence-of-tildes": f"the log: ~~~ npm ERR! 404\n{_LF_LOG_LINE}\n~~~",
+    # a typed line's runs decided by parity: the paste's own fence beside the person's cancelled it out, or a log line
+    # holding a run closed the person's fence and the text after it was read as theirs
+    "the-paste's-fence-beside-the-person's": (
+        f"why does npm ci fail here? ``````\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/x\n{_LF_LOG_LINE}\n```\n```"
+    ),
+    "a-slack-message-wrapped-in-fences": f"why does npm ci fail? ``````npm ERR! 404 Not Found @shop/ui\n{_LF_LOG_LINE}``````",
+    "a-log-line-closes-the-fence-and-the-person-closes-on-the-last-line": (
+        f"why does npm fail? ```npm ERR! 404 not found\nnpm ERR! wrap the log in ``` when filing\n{_LF_LOG_LINE}\n"
+        "npm ERR! paste ``` the log```"
+    ),
+    "text-before-the-last-run-of-the-first-line": f"why does npm fail? ```{_LF_LOG_LINE}. Run ```npm ci``` first\nnpm ERR! 404\n```",
+    "a-banner-of-tildes-closes-the-fence": f"why does it fail? ~~~\n~~~~~~~~ build ~~~~~~~~\n{_LF_LOG_LINE}\n",
     # a pasted mail whose remember is most of it: the rest looked short
     "a-long-remember-in-a-pasted-mail": (
         "what does this mail from the vendor mean?\nHi team, quick heads-up. Remember that the package registry is "
@@ -1116,9 +1128,7 @@ def test_a_remember_in_a_paste_is_not_the_persons_word_wherever_the_paste_seems_
 
 
 _OWN_WORDS = {
-    "a-typed-mention-of-a-fence": "Wrap it in ``` please. Remember that the build runs on ci.shop.example",
-    "a-fence-sign-in-a-question": "Is ~~~ the same as ```? Remember that the build runs on ci.shop.example",
-    "a-fence-run-before-a-space": "type ``` then the language name. Remember that the build runs on ci.shop.example",
+    "before-a-fence-sign": "Remember that the build runs on ci.shop.example. Is ~~~ the same as ```?",
     "beside-a-snippet-and-a-reminder": (
         "Fix this:\n```py\nprint(1)\n```\n\nRemember that the build runs on ci.shop.example\n\n"
         "<system-reminder>\nPrimary working directory: /tmp/proj-x\n</system-reminder>"

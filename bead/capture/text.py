@@ -353,6 +353,7 @@ class _Walk:
         self.fence = ""
         self.fence_col = 0  # the column of the list item a fence was opened in (0: none)
         self.inline = False  # the fence was opened inside a typed line: a line holding its run anywhere closes it
+        self.after_inline = False  # such a fence was closed by a line of other text: lines to the next blank are lazy
         self.pasted_left = 0  # lines of an expanded paste still to come
         self.quoting = False  # after a quote line: Markdown's lazy continuation, to the next blank line
         self.indented = False  # inside an indented code block (Markdown's: 4 spaces or a tab, after a blank line)
@@ -372,8 +373,8 @@ class _Walk:
         """``text``'s lines; ``after_span``: it starts where an output span ended, so its first line is the rest of
         the line the span cut (its source that line's)."""
         lines = text.split("\n")
-        # For each line, whether a line after it (in this piece) holds a fence run of ` or of ~: a run a chat app
-        # opens inside a line before a space or a sign is a fence when a later line closes it (_fence_at_end).
+        # For each line, whether a line after it (in this piece) holds a fence run of ` or of ~: a typed line's runs
+        # that pair up are inline code unless a later line holds one (_typed).
         self._runs_after = {}
         for ch in "`~":
             after, seen = [False] * len(lines), False
@@ -412,6 +413,9 @@ class _Walk:
             self.add(PASTED, line)
             if self.inline:
                 if self.fence in line:
+                    # Closed by a line of other text ("npm ERR! wrap it in ``` ..."): it may be the paste's own run,
+                    # so the lines after it, to a blank line, are near someone else's text.
+                    self.after_inline = bool(line.strip().strip(self.fence[0]).strip())
                     self.fence, self.inline = "", False
             elif _columns(line) >= self.fence_col and _closes(_dedent(line, self.fence_col), self.fence):
                 self.fence = ""
@@ -421,6 +425,7 @@ class _Walk:
             self.add(PASTED, line)
             return
         if not line.strip():
+            self.after_inline = False
             self.add(PASTED if self.indented else TYPED, line)  # a blank line: an indented block may go on after it
             return
         if (_columns(line) >= 4 and (self.indented or self.prev_blank)) or _columns(view) >= 4:
@@ -475,35 +480,25 @@ class _Walk:
             self._typed(line)
 
     def _typed(self, line: str) -> None:
-        """A typed line; one that opens a fence and leaves it open (a chat app's "the log: ```npm ok") is typed up to
-        its last fence run, and the rest of it, and what follows, pasted."""
-        self._fence_at_end(line)
-        if not self.fence:
+        """A typed line; one that holds a fence run (``` or ~~~) anywhere is typed only up to its first run, and the
+        rest of it pasted: chat apps open a fence inside a line ("the log: ```npm ERR!"), and a paste's own runs on
+        the same line must not decide for the person. The run opens a fence to a later line that holds a run (the
+        person closes what they open), unless the line's runs pair up and no later line holds one (inline code).
+        A person's words after a run on their own line ("wrap it in ``` please. remember ...") are not read as
+        theirs: never an attacker's as theirs."""
+        if self.after_inline and line.strip():
+            self.add(LAZY, line)  # after a fence that a line of other text closed: maybe the paste's still
+            return
+        found = [(at, ch) for ch in "`~" if (at := line.find(ch * 3)) != -1]
+        if not found:
             self.add(TYPED, line)
             return
-        at = line.rfind(self.fence)
+        at, ch = min(found)
         if line[:at].strip():
             self.add(TYPED, line[:at])
         self.add(PASTED, line[at:])
-
-    def _fence_at_end(self, line: str) -> None:
-        """A typed line that opens a fence and leaves it open (as chat apps take "the log: ```npm ok", "the log: ```"
-        and the paste below): what follows it is fenced, to a line that holds a closing run anywhere in it. It opens
-        when a later line holds a run (the person closes what they open), or when the run ends the line or stands
-        right before a word (a paste that starts on the fence's line); a run before a space or a sign that no later
-        line closes is the person's prose ("type ``` then the language", "```?"). Where it cannot be told, it is a
-        fence: a person's words after "use ```js blocks" are not read as theirs, never an attacker's as theirs."""
-        for ch in "`~":
-            run = ch * 3
-            if not line.count(run) % 2:
-                continue
-            at = line.rfind(run) + 3
-            while at < len(line) and line[at] == ch:
-                at += 1
-            rest = line[at:]
-            if self._runs_after[ch][self._at] or not rest.strip() or rest[0].isalnum():
-                self.fence, self.fence_col, self.inline = run, 0, True
-                return
+        if line.count(ch * 3) % 2 or self._runs_after[ch][self._at]:
+            self.fence, self.fence_col, self.inline = ch * 3, 0, True
 
 
 # A line that may start something pasted; text with none of these (and no
