@@ -1107,6 +1107,11 @@ _CUT_PASTES = {
     ),
     "text-before-the-last-run-of-the-first-line": f"why does npm fail? ```{_LF_LOG_LINE}. Run ```npm ci``` first\nnpm ERR! 404\n```",
     "a-banner-of-tildes-closes-the-fence": f"why does it fail? ~~~\n~~~~~~~~ build ~~~~~~~~\n{_LF_LOG_LINE}\n",
+    # the paste's first line pairs its runs, so no fence opens; or a blank line right after an early close
+    "the-paste's-first-line-pairs-its-runs": f"the log: ```npm ERR! wrap logs in ``` when filing\n{_LF_LOG_LINE}\n",
+    "six-backticks-count-as-two-runs": f"why does npm fail? ``````npm ERR! 404\n{_LF_LOG_LINE}\n",
+    "a-blank-line-after-an-early-close": f"why does npm fail? ```npm ERR! 404\nnpm ERR! see ``` docs\n\n{_LF_LOG_LINE}\n",
+    "a-blank-line-after-a-banner-of-tildes": f"why does it fail? ~~~\n~~~~~~~~ build ~~~~~~~~\n\n{_LF_LOG_LINE}\n",
     # a pasted mail whose remember is most of it: the rest looked short
     "a-long-remember-in-a-pasted-mail": (
         "what does this mail from the vendor mean?\nHi team, quick heads-up. Remember that the package registry is "

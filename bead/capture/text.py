@@ -353,7 +353,8 @@ class _Walk:
         self.fence = ""
         self.fence_col = 0  # the column of the list item a fence was opened in (0: none)
         self.inline = False  # the fence was opened inside a typed line: a line holding its run anywhere closes it
-        self.after_inline = False  # such a fence was closed by a line of other text: lines to the next blank are lazy
+        self.after_inline = False  # such a fence was closed by a line of other text, or a typed line's runs paired up:
+        # the rest of the block is lazy (near someone else's text)
         self.pasted_left = 0  # lines of an expanded paste still to come
         self.quoting = False  # after a quote line: Markdown's lazy continuation, to the next blank line
         self.indented = False  # inside an indented code block (Markdown's: 4 spaces or a tab, after a blank line)
@@ -414,7 +415,8 @@ class _Walk:
             if self.inline:
                 if self.fence in line:
                     # Closed by a line of other text ("npm ERR! wrap it in ``` ..."): it may be the paste's own run,
-                    # so the lines after it, to a blank line, are near someone else's text.
+                    # so the lines after it, to the block's end, are near someone else's text (a person's closing
+                    # fence on a line of its own ends that).
                     self.after_inline = bool(line.strip().strip(self.fence[0]).strip())
                     self.fence, self.inline = "", False
             elif _columns(line) >= self.fence_col and _closes(_dedent(line, self.fence_col), self.fence):
@@ -425,7 +427,6 @@ class _Walk:
             self.add(PASTED, line)
             return
         if not line.strip():
-            self.after_inline = False
             self.add(PASTED if self.indented else TYPED, line)  # a blank line: an indented block may go on after it
             return
         if (_columns(line) >= 4 and (self.indented or self.prev_blank)) or _columns(view) >= 4:
@@ -485,7 +486,8 @@ class _Walk:
         the same line must not decide for the person. The run opens a fence to a later line that holds a run (the
         person closes what they open), unless the line's runs pair up and no later line holds one (inline code).
         A person's words after a run on their own line ("wrap it in ``` please. remember ...") are not read as
-        theirs: never an attacker's as theirs."""
+        theirs, and the lines after a run that opened no fence, or after a fence closed by a line of other text, are
+        near someone else's text to the block's end: never an attacker's as theirs."""
         if self.after_inline and line.strip():
             self.add(LAZY, line)  # after a fence that a line of other text closed: maybe the paste's still
             return
@@ -499,6 +501,8 @@ class _Walk:
         self.add(PASTED, line[at:])
         if line.count(ch * 3) % 2 or self._runs_after[ch][self._at]:
             self.fence, self.fence_col, self.inline = ch * 3, 0, True
+        else:
+            self.after_inline = True  # its runs pair up: inline code, or a paste's own pair; what follows may be its
 
 
 # A line that may start something pasted; text with none of these (and no
