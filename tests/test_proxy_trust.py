@@ -1112,6 +1112,12 @@ _CUT_PASTES = {
     "six-backticks-count-as-two-runs": f"why does npm fail? ``````npm ERR! 404\n{_LF_LOG_LINE}\n",
     "a-blank-line-after-an-early-close": f"why does npm fail? ```npm ERR! 404\nnpm ERR! see ``` docs\n\n{_LF_LOG_LINE}\n",
     "a-blank-line-after-a-banner-of-tildes": f"why does it fail? ~~~\n~~~~~~~~ build ~~~~~~~~\n\n{_LF_LOG_LINE}\n",
+    # the paste's own last line right under it, no blank line between: a stack trace's, a list item under a quote
+    "a-stack-trace's-flush-left-last-line": (
+        "why does node crash?\n\n    at Object.<anonymous> (/app/index.js:1:7)\n    at Module._compile (node:x:1:14)\n"
+        f"Node.js v20.11.0. {_LF_LOG_LINE}\n"
+    ),
+    "a-list-item-under-a-quote": f"why does npm fail?\n> npm ERR! 404\n- {_LF_LOG_LINE}\n",
     # a pasted mail whose remember is most of it: the rest looked short
     "a-long-remember-in-a-pasted-mail": (
         "what does this mail from the vendor mean?\nHi team, quick heads-up. Remember that the package registry is "

@@ -353,6 +353,8 @@ class _Walk:
         self.fence = ""
         self.fence_col = 0  # the column of the list item a fence was opened in (0: none)
         self.inline = False  # the fence was opened inside a typed line: a line holding its run anywhere closes it
+        self.after_paste = False  # lines right under a paste, to a blank line: lazy
+        self.closed_at = -2  # the line where a fence line last closed a fence (the paste's end is known there)
         self.after_inline = False  # such a fence was closed by a line of other text, or a typed line's runs paired up:
         # the rest of the block is lazy (near someone else's text)
         self.pasted_left = 0  # lines of an expanded paste still to come
@@ -421,12 +423,14 @@ class _Walk:
                     self.fence, self.inline = "", False
             elif _columns(line) >= self.fence_col and _closes(_dedent(line, self.fence_col), self.fence):
                 self.fence = ""
+                self.closed_at = self._at  # a fence line closed it: the next line is the person's again
             return
         if self.pasted_left > 0:
             self.pasted_left -= 1
             self.add(PASTED, line)
             return
         if not line.strip():
+            self.after_paste = False
             self.add(PASTED if self.indented else TYPED, line)  # a blank line: an indented block may go on after it
             return
         if (_columns(line) >= 4 and (self.indented or self.prev_blank)) or _columns(view) >= 4:
@@ -488,8 +492,12 @@ class _Walk:
         A person's words after a run on their own line ("wrap it in ``` please. remember ...") are not read as
         theirs, and the lines after a run that opened no fence, or after a fence closed by a line of other text, are
         near someone else's text to the block's end: never an attacker's as theirs."""
-        if self.after_inline and line.strip():
-            self.add(LAZY, line)  # after a fence that a line of other text closed: maybe the paste's still
+        under_paste = self.last == PASTED and not self.prev_blank and self.closed_at != self._at - 1
+        if (self.after_inline or self.after_paste or under_paste) and line.strip():
+            # After a fence that a line of other text closed, or right under a paste with no blank line between (a
+            # stack trace's flush-left last line, a list item under a quote): maybe the paste's still, to a blank line.
+            self.after_paste = not self.after_inline
+            self.add(LAZY, line)
             return
         found = [(at, ch) for ch in "`~" if (at := line.find(ch * 3)) != -1]
         if not found:
