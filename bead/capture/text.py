@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from .. import budget
 from .secrets import compile_linear
@@ -442,8 +443,7 @@ class _Walk:
             self.add(PASTED, line)
             self.indented = True
             if mark is not None:
-                self.rest_pasted = mark.group(1) is None
-                self.pasted_left = max(self.pasted_left, int(mark.group(1) or 0) + 1)
+                self._covers(mark)
             return
         self.indented = False
         if not inside:
@@ -467,10 +467,7 @@ class _Walk:
             if before.strip():
                 self.add(TYPED, before)
             self.add(PASTED, line[mark.start() :])
-            if mark.group(1) is None:
-                self.rest_pasted = True
-            else:
-                self.pasted_left = int(mark.group(1)) + 1
+            self._covers(mark)
             return
         opened = _fence(view) or _fence_line(line)
         if opened:
@@ -483,6 +480,14 @@ class _Walk:
             self.rest_pasted = True
         else:
             self._typed(line)
+
+    def _covers(self, mark: Any) -> None:
+        """A paste marker's lines: the count it says and the line after it (Claude Code's), or without a count the
+        rest of the block."""
+        if mark.group(1) is None:
+            self.rest_pasted = True
+        else:
+            self.pasted_left = max(self.pasted_left, int(mark.group(1)) + 1)
 
     def _typed(self, line: str) -> None:
         """A typed line; one that holds a fence run (``` or ~~~) anywhere is typed only up to its first run, and the
@@ -516,8 +521,7 @@ class _Walk:
 # A line that may start something pasted; text with none of these (and no
 # marker or output tag) is typed as a whole, without a walk over its lines.
 _MAY_PASTE = compile_linear(
-    "(?m)^(?: {0,3}(?:#|---|===|```|~~~)|[ \t\u00a0]*>| {4}| {0,3}\t"
-    "| {0,3}(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t\u00a0]+){1,8}(?:>|```|~~~)|[^\n]*(?:`{3}|~{3})[ \t]*$)"
+    "(?m)^(?: {0,3}(?:#|---|===)|[ \t\u00a0]*>| {4}| {0,3}\t| {0,3}(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t\u00a0]+){1,8}>)"
 )
 
 
