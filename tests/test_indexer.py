@@ -178,8 +178,11 @@ class TestWithoutAWatch:
         monkeypatch.setattr(watch, "PROBE_S", 0.5)
         caplog.set_level(logging.INFO, logger="bead.indexer")
         mem = Memory(Home(bead_home).ensure(), Config(owner="t"))
+        # The indexer's own Memory, as in its own process: a connection shared with the test's writes raced the
+        # indexer's first reconcile ("cannot start a transaction within a transaction").
+        served_mem = Memory(Home(bead_home), Config(owner="t"))
         stop = threading.Event()
-        thread = threading.Thread(target=watch.serve, args=(mem, stop), daemon=True)
+        thread = threading.Thread(target=watch.serve, args=(served_mem, stop), daemon=True)
         trees = [bead_home / "store" / "raw" / "deep", bead_home / "outside-tree"]
         limit = sys.getrecursionlimit()
 
@@ -197,6 +200,7 @@ class TestWithoutAWatch:
             for t in trees:
                 remove_deep(t)
             mem.close()
+            served_mem.close()
 
     def test_a_store_it_cannot_watch_is_reconciled_every_few_seconds(self, served, bead_home):
         mem, start, caplog = served
