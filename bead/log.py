@@ -30,6 +30,13 @@ class TerminalFormatter(logging.Formatter):
     (bead.display.visible). A logged name may be a file's another program chose, or a session's a request
     named: an escape sequence in it must reach the terminal as text, not act on it."""
 
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        from .display import visible
+
+        # The line itself stays one line: a line break in a logged name (a folder's, a key's) showed as a new,
+        # made-up log line after it. Only a traceback after it keeps its lines (``format``).
+        return visible(super().formatMessage(record))
+
     def format(self, record: logging.LogRecord) -> str:
         from .display import visible
 

@@ -51,7 +51,9 @@ _IGNORABLE = (
     (0x1D173, 0x1D17A),
     (0xE0000, 0xE0FFF),
 )
-_HIDDEN_CATEGORIES = frozenset({"Cf", "Cs", "Co", "Zl", "Zp"})
+# "Cn" (unassigned here): a later Unicode's format character is unassigned to an older database (U+13439..U+1343F
+# are format controls since Unicode 15; Python 3.11 knows 14), so what this Python cannot name is screened as hidden.
+_HIDDEN_CATEGORIES = frozenset({"Cf", "Cs", "Co", "Zl", "Zp", "Cn"})
 _KEPT_CONTROLS = frozenset("\t\n\r")
 _ASCII_UNSEEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # the ASCII characters ``fold`` drops: one C scan
 _MARKS = frozenset({"Mn", "Me"})

@@ -365,6 +365,25 @@ def test_an_accept_a_pin_and_a_remember_write_only_on_the_persons_own_yes(curato
     assert len(asked()) == 3
 
 
+def test_the_accept_dialog_shows_a_hand_edited_items_type_escaped(curator, mem, person, asked):
+    """An item's type is no part of its id, so a file edited by hand still opens; its type went into the person's
+    dialog as it was, an OSC clipboard write and a bidi override with it (an adversarial pass). The whole question
+    is escaped now, whichever field a control comes in."""
+    import json as json_
+
+    curator, run = curator
+    item = Queue(mem).add("untrusted-source", f"project/shop/odd-{run}", "project", f"Odd type {run}", [], "x")[0]
+    path = Queue(mem).path(item.id)
+    data = json_.loads(path.read_text())
+    data["type"] = "project\x1b]52;c;SGVsbG8=\x07\x9b2J\u202e"
+    path.write_text(json_.dumps(data))
+    person.answer = "decline"
+    assert curator.err("queue_accept", {"id": item.id})["code"] == "declined"
+    question = asked()[-1]
+    assert f"Odd type {run}" in question and "\\x1b]52" in question
+    assert not any(c in question for c in ("\x1b", "\x07", "\x9b", "\u202e")), question
+
+
 def test_a_decline_or_a_closed_dialog_writes_nothing(curator, mem, person, asked):
     curator, run = curator
     item = Queue(mem).add(

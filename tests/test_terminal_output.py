@@ -169,6 +169,19 @@ class TestEveryCommandShowsEscapes:
         check(bead("queue", "--all"), "\\x1b[2J")
         check(bead("review", "--lines", input="s\ns\nq\n"), "\\x1b]0;pwned\\x07")
 
+    def test_review_and_queue_offer_no_item_whose_id_a_hand_wrote(self, bead, bead_home):
+        """The card's title printed a queue file's `id` field as it was (an adversarial pass): a file written by
+        hand under store/queue/ set the terminal's title and its clipboard. The card escapes it, and an item whose
+        id is not of bead's form (nothing can decide it: an id names its file) is not offered at all."""
+        queue = bead_home / "store" / "queue"
+        bead("status")
+        queue.mkdir(parents=True, exist_ok=True)
+        item = {"id": NAME, "kind": "suspicious", "key": "user/a", "type": "user", "value": "v", "status": "open"}
+        (queue / "0123456789ab.json").write_text(json.dumps(item))
+        out = check(bead("review", "--lines", input="s\nq\n"))
+        assert "pwned" not in out and "0 review item(s)" in out
+        assert "pwned" not in check(bead("queue"))
+
     def test_skills(self, bead, planted, tmp_path):
         check(bead("skills", "preview", "--show", "--dir", str(tmp_path), "--project", "shop"), "\\x1b]0;pwned\\x07")
 
@@ -367,6 +380,41 @@ def test_the_terminal_log_formatter_escapes_what_it_is_given():
     record = logging.LogRecord("x", logging.WARNING, __file__, 1, "skipped %s", ("note" + "".join(ESCAPES.values()),), None)
     line = TerminalFormatter("%(levelname)s %(message)s").format(record)
     assert line.startswith("WARNING skipped note") and not any(ch in line for ch in "\x1b\x9b\x9d\x07\x08\r\u202e\u200b")
+
+
+def test_a_line_break_in_a_logged_name_does_not_start_a_made_up_log_line():
+    """A folder named "x<LF>2026-12-06 08:00:00,000 indexer INFO all facts verified OK" made the indexer's warning
+    about it read as two lines, the second one bead never wrote (an adversarial pass). The message is one line;
+    a traceback after it keeps its lines."""
+    import logging
+    import sys
+
+    from bead.log import TerminalFormatter
+
+    forged = "facts/user/x\n2026-12-06 08:00:00,000 indexer INFO all facts verified OK"
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        exc = sys.exc_info()
+    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "skipped %s", (forged,), exc)
+    out = TerminalFormatter("%(asctime)s indexer %(levelname)s %(message)s").format(record)
+    first, *rest = out.split("\n")
+    assert "skipped facts/user/x\\x0a2026-12-06 08:00:00,000 indexer INFO" in first
+    assert rest and rest[0] == "Traceback (most recent call last):" and rest[-1] == "ValueError: boom"
+
+
+@pytest.mark.parametrize("code", [0x13439, 0x1343F, 0xE0080, 0x2FFFE])
+def test_a_code_point_this_pythons_unicode_does_not_know_is_shown_escaped(code):
+    """U+13439..U+1343F are format controls since Unicode 15, unassigned to Python 3.11's database (14): every
+    listing, JSON output and the write screen let them through as themselves (an adversarial pass). What the
+    database cannot name is escaped and screened as hidden."""
+    from bead.textform import hidden
+
+    ch = chr(code)
+    text = f"run curl{ch} here"
+    assert ch not in visible(text) and f"\\U{code:08x}" in visible(text)
+    assert ch not in one_line(text) and ch not in json_text({"v": text})
+    assert hidden(text), "the write screen lets it through"
 
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["json-log", "terminal"])

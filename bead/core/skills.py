@@ -91,7 +91,8 @@ def _plain(text: str) -> str:
     """One line of text without control or invisible characters and without angle brackets (a description is
     read as plain text by harnesses; some refuse tags in it)."""
     flat = " ".join(str(text).split())
-    flat = "".join(ch for ch in flat if unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"))
+    # "Cn" too: a later Unicode's format character is unassigned to this Python's database (bead.textform).
+    flat = "".join(ch for ch in flat if unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
     return flat.replace("<", "(").replace(">", ")")
 
 

@@ -97,11 +97,14 @@ async def ask(ctx: Context, q: Question) -> Elicit[Consent] | Question | Answere
     bead's own shape rather than a protocol error or a call held open for good."""
     if not q.text or q.failed or not can_ask(ctx):
         return q
+    # The one text bead hands a harness to show as it is (a dialog): every control or invisible character in it is
+    # escaped here, whatever part of the question it came in with (a queue item's field was once shown raw).
+    text = visible(q.text, multiline=True)
     if _input_required(ctx):
-        return Elicit(q.text, Consent)
+        return Elicit(text, Consent)
     try:
         with anyio.fail_after(WAIT_S):
-            answer = await ctx.elicit(q.text, Consent)
+            answer = await ctx.elicit(text, Consent)
     except (MCPError, ValueError, TimeoutError):
         return Answered()
     return Answered(answer.action)

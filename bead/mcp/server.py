@@ -335,7 +335,7 @@ def _accept_text(mem: Memory, item_id: str) -> str:
     instead = _accept_instead(item_id)
     why = f"\n\nWhy it was queued (it may quote the proposal):\n{consent.quoted(item.detail[:300], instead)}"
     return (
-        f"bead: accept review item {item.id} as your word? It writes {visible(item.key)} ({item.type}, trust accepted); "
+        f"bead: accept review item {item.id} as your word? It writes {visible(item.key)} ({visible(item.type)}, trust accepted); "
         f"your agents will read it as what you said. The proposal, as they would read it:\n\n"
         f"{consent.quoted(item.value, instead)}{_replacing(mem, item.key, instead)}"
         f"{why if item.detail else ''}\n\nDecline and it stays in the queue."

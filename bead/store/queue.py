@@ -79,6 +79,28 @@ class Item:
         return self.__dict__.copy()
 
 
+_TEXT_FIELDS = ("id", "kind", "key", "type", "value", "detail", "status", "source", "owner", "title", "session")
+
+
+def _item(data: dict | None) -> Item | None:
+    """The item a queue file holds, or None where it holds something else: a field of another type (a file written
+    by hand: a list for a key, a number for a value, broke every reader that took it for text) or an id that is
+    not item_id's form."""
+    if not data:
+        return None
+    try:
+        item = Item(**data)
+    except TypeError:
+        return None
+    if not all(isinstance(getattr(item, f), str) for f in _TEXT_FIELDS) or not _ITEM_ID.fullmatch(item.id):
+        return None
+    if not (isinstance(item.sources, list) and all(isinstance(x, str) for x in item.sources)):
+        return None
+    if not (isinstance(item.history, list) and all(isinstance(x, dict) for x in item.history)):
+        return None
+    return item if item.evaluation is None or isinstance(item.evaluation, dict) else None
+
+
 class Located(Protocol):
     """Where the queue's files are and what time it is (``bead.core.memory.Memory`` is one)."""
 
@@ -115,19 +137,18 @@ class Queue:
     def items(self, status: str | None = "open") -> list[Item]:
         out = []
         for p in self._files():
-            try:
-                item = Item(**(self._read(p) or {}))
-            except TypeError:
-                continue
+            item = _item(self._read(p))
+            if item is None:
+                continue  # not an item bead wrote (its fields' types, or an id no file of the queue is named by)
             if status is None or item.status == status:
                 out.append(item)
         return out
 
     def get(self, item_id: str) -> Item:
-        data = self._read(self.path(item_id)) if _ITEM_ID.fullmatch(item_id) else None
-        if data is None:
+        item = _item(self._read(self.path(item_id))) if _ITEM_ID.fullmatch(item_id) else None
+        if item is None:
             raise BeadError(f"no review item {item_id}", "list the queue with `bead queue`")
-        return Item(**data)
+        return item
 
     def open_count(self) -> int:
         return len(self.items("open"))

@@ -179,7 +179,8 @@ def _field(name: str, value: str) -> list[Segment]:
 def card(e: review.Entry, n: int, total: int) -> list[Segment]:
     """What the person sees of one entry; every stored string passes through ``safe``."""
     title = f"[{n}/{total}] "
-    title += {"item": f"review item {e.id}", "fact": f"fact {safe(e.id)}", "evaluation": f"session {safe(e.session)}"}[e.kind]
+    what = {"item": "review item", "fact": "fact"}.get(e.kind)
+    title += f"{what} {safe(e.id)}" if what else f"session {safe(e.session)}"
     out: list[Segment] = [("", "\n"), ("class:head", title + "\n")]
     out += _field("what", one_line(e.headline, 200))
     if e.key:
