@@ -366,3 +366,152 @@ def test_a_file_changed_between_the_plan_and_the_removal_is_named_not_lost(bead,
     assert r.code == 0, r.err
     assert (project / DEPLOY).read_text().endswith("my note\n")
     assert f"warning: left {project / DEPLOY}" in r.err
+
+
+def test_a_planted_line_naming_a_persons_own_skill_with_its_digest_removes_nothing(bead, mem, seeded, tmp_path):
+    """A digest is no secret (anyone who can read a file can take it): a planted line naming the person's own skill in
+    another project, with its digest and a key the forget takes whole, removed it. Only a file of bead's making (a
+    `bead-` folder whose frontmatter carries the key) is removed; the person's is named."""
+    import hashlib
+
+    other = tmp_path / "other"
+    mine = other / ".claude/skills/deploy/SKILL.md"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("---\nname: deploy\ndescription: mine\n---\nRun make deploy.\n")
+    line = {
+        "path": str(mine),
+        "root": str(other),
+        "key": "project/shop/deploy-day",
+        "sha256": hashlib.sha256(mine.read_bytes()).hexdigest(),
+    }
+    (mem.home.root / "skills.jsonl").write_text(json.dumps(line) + "\n")
+    r = bead("forget", "project/shop/deploy-day")
+    assert r.code == 0, r.err
+    assert mine.exists() and f"removed {mine}" not in r.err
+    assert f"warning: left {mine}" in r.err
+
+
+def test_an_edited_skill_of_a_key_that_goes_whole_is_named_though_the_value_is_not_in_it_whole(bead, mem, project):
+    """The person edited the file and kept part of the value (the token, not the sentence): forget passed it by in
+    silence and dropped the log's line, so no later forget found it either."""
+    key = "user/deploy"
+    mem.write(key, "Deploy from main only. The staging token is ZQX-4471.", "feedback", pinned=True)
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    f = project / ".claude/skills/bead-deploy/SKILL.md"
+    f.write_text(f.read_text().replace("Deploy from main only. ", "").replace("Deploy from main only.", "Deploy rules"))
+    r = bead("forget", key)
+    assert r.code == 0, r.err
+    assert f.exists() and f"warning: left {f}" in r.err
+
+
+def test_a_refresh_keeps_no_backup_of_beads_own_write_and_never_writes_over_a_persons(bead, mem, project):
+    """`install --force` after the value changed (what the file itself says to do) kept bead's own earlier output
+    as SKILL.md.bak, and a forget of the old version found the value there; a second --force wrote over the backup
+    that held the person's edit."""
+    key = "user/s"
+    f = project / ".claude/skills/bead-s/SKILL.md"
+    mem.write(key, "token ZQX-4471 for staging.", "feedback", pinned=True)
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    mem.write(key, "no token for staging.", "feedback", pinned=True)
+    assert bead("skills", "install", "--dir", str(project), "--force").code == 0
+    assert not f.with_name("SKILL.md.bak").exists(), "bead's own earlier write is no edit to keep"
+    r = bead("forget", f"{key}@v1")
+    assert r.code == 0, r.err
+    assert _no_bytes_of(b"ZQX-4471", project) == []
+    f.write_text(f.read_text() + "PRECIOUS\n")  # the person's edit, then two refreshes
+    assert bead("skills", "install", "--dir", str(project), "--force").code == 0
+    mem.write(key, "still no token for staging.", "feedback", pinned=True)
+    f.write_text(f.read_text() + "SECOND EDIT\n")
+    assert bead("skills", "install", "--dir", str(project), "--force").code == 0
+    kept = [p.read_text() for p in sorted(f.parent.glob("SKILL.md.bak*"))]
+    assert any("PRECIOUS" in t and "SECOND EDIT" not in t for t in kept) and any("SECOND EDIT" in t for t in kept)
+
+
+def test_a_key_holding_a_reserved_word_in_a_longer_word_gets_a_name_and_stops_no_install(bead, mem, project):
+    mem.write("user/claudes-rules", "Keep functions short.", "feedback", pinned=True)
+    mem.write("user/anthropics3", "Say why in commit messages.", "feedback", pinned=True)
+    r = bead("skills", "install", "--dir", str(project))
+    assert r.code == 0, r.err
+    names = sorted(p.name for p in (project / ".claude/skills").iterdir())
+    assert names == ["bead", "bead-rules"], names
+
+
+def test_a_key_named_as_anothers_tagged_name_gets_a_third(bead, mem, project):
+    """The name given on a clash (the key's hash) was not checked against those taken: a key named so made two skills
+    one file, the second written over the first."""
+    import hashlib
+
+    tag = hashlib.sha256(b"user/foo").hexdigest()[:8]
+    mem.write("project/shop/foo", "A.", "project", pinned=True)
+    mem.write("user/foo", "B.", "feedback", pinned=True)
+    mem.write(f"project/shop/foo-{tag}", "C.", "project", pinned=True)
+    assert bead("skills", "install", "--dir", str(project), "--project", "shop").code == 0
+    bodies = [p.read_text() for p in (project / ".claude/skills").glob("*/SKILL.md")]
+    assert len(bodies) == 3 and all(any(f"\n{v}\n" in b for b in bodies) for v in ("A.", "B.", "C."))
+
+
+def test_install_waits_for_a_forget_in_progress(bead, mem, project, monkeypatch):
+    """A forget removes the skill files, then the versions: an install between the two wrote the value back, and
+    the forget's log edit dropped the line that would have found it. Install takes the lock forget holds."""
+    import threading
+
+    from bead.core import forget, skill_files, skills
+
+    key = "user/deploy"
+    mem.write(key, "Deploy with token ZQX-4471 only from main.", "feedback", pinned=True)
+    skills.install(mem, project, None)
+    real = skill_files.remove_installed
+    installed = threading.Event()
+    done: list = []
+
+    def then_install(*a, **kw):
+        out = real(*a, **kw)
+        t = threading.Thread(target=lambda: (done.append(skills.install(mem, project, None)), installed.set()))
+        t.start()
+        installed.wait(0.5)  # time for an install that does not wait to write the file back (before: it did)
+        return out
+
+    monkeypatch.setattr(skill_files, "remove_installed", then_install)
+    forget.apply(mem, forget.plan_target(mem, key))
+    assert installed.wait(20)
+    assert _no_bytes_of(b"ZQX-4471", project) == []
+
+
+def test_forget_and_seal_in_the_review_walk_say_what_they_did_to_skill_files(bead, mem, project):
+    """The review walk's forget (and seal) removed a skill file without a word and left an edited one unnamed: the
+    preview lists both, and the line after the decision says what was removed and what was left."""
+    from bead.store.reports import Reports
+
+    key = "project/shop/door"
+    mem.write(key, "The back door code is 4471 and changes monthly.", "project", pinned=True)
+    second = project.parent / "second"
+    (second / ".git").mkdir(parents=True)
+    assert bead("skills", "install", "--dir", str(project), "--project", "shop").code == 0
+    assert bead("skills", "install", "--dir", str(second), "--project", "shop").code == 0
+    edited = second / ".claude/skills/bead-door/SKILL.md"
+    edited.write_text(edited.read_text() + "\nmy note\n")
+    Reports(mem.home).append(T0, f"## Dream run 2026-11-20T10:00:00Z\n\n- written: {key}@v1\n")
+    r = bead("review", "--lines", input="f\ny\nq\n")
+    assert r.code == 0, r.err
+    ours = project / ".claude/skills/bead-door/SKILL.md"
+    assert not ours.exists() and edited.exists()
+    assert f"skill file {ours} (`bead skills install` wrote it: removed)" in r.out
+    assert f"removed skill file {ours}" in r.out and f"left skill file {edited}" in r.out
+
+
+def test_a_queue_file_with_fields_of_other_types_breaks_no_skills_command(bead, mem, project):
+    """A queue file written by hand with a list for a key or a number for a value stopped `skills preview` and
+    `install` with a traceback; such a file is no item now."""
+    queue = mem.home.store / "queue"
+    queue.mkdir(parents=True, exist_ok=True)
+    odd = [
+        {"id": "0123456789ab", "kind": "lesson", "key": ["x"], "type": "feedback", "value": "v", "status": "accepted"},
+        {"id": "0123456789ac", "kind": "lesson", "key": "user/a", "type": "feedback", "value": 7, "status": "accepted"},
+    ]
+    for item in odd:
+        (queue / f"{item['id']}.json").write_text(json.dumps(item))
+    mem.write("user/commit-style", "Say why in commit messages.", "feedback", pinned=True)
+    for args in (["preview"], ["install"]):
+        r = bead("skills", *args, "--dir", str(project))
+        assert r.code == 0 and "Traceback" not in r.err, r.err
+    assert (project / ".claude/skills/bead-commit-style/SKILL.md").exists()

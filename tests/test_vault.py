@@ -1023,3 +1023,21 @@ def test_seal_removes_the_skill_file_install_wrote_from_the_fact(bead, mem, vaul
     assert res.code == 0, res.err
     assert not skill.exists() and f"removed {skill}" in res.err
     assert [p for p in project.rglob("*") if p.is_file() and b"4471" in p.read_bytes()] == []
+
+
+def test_a_secret_write_says_which_skill_files_it_removed_and_which_it_left(bead, mem, vault, tmp_path):
+    """`bead write KEY - --sensitivity secret` seals the old value: it removed the skill file made from it without a
+    word, and left an edited copy in another checkout unnamed (an adversarial pass)."""
+    key = "user/deploy"
+    mem.write(key, "Deploy with token ZQX-4471 only from main.", "feedback", pinned=True)
+    first, second = tmp_path / "first", tmp_path / "second"
+    for d in (first, second):
+        (d / ".git").mkdir(parents=True)
+        assert bead("skills", "install", "--dir", str(d)).code == 0
+    edited = second / ".claude/skills/bead-deploy/SKILL.md"
+    edited.write_text(edited.read_text() + "\nmy note\n")
+    r = bead("write", key, "-", "--type", "feedback", "--sensitivity", "secret", input="a new secret\n")
+    assert r.code == 0, r.err
+    ours = first / ".claude/skills/bead-deploy/SKILL.md"
+    assert not ours.exists() and f"removed {ours}" in r.err
+    assert f"warning: left {edited}" in r.err

@@ -72,11 +72,20 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
         "path": str(result.fact.path),
         "indexed": result.indexed,
         "sealed": result.sealed,
+        "skill_files": list(result.skill_files),
+        "skill_files_left": list(result.skill_files_left),
     }
     if not result.indexed:
         echo(INDEX_LATER, err=True)
     if result.redacted:
         echo(f"note: redacted {result.redacted} raw turn(s) that held the secret, as forget does", err=True)
+    common.skill_files_said(
+        {
+            "skill_files": result.skill_files,
+            "skill_files_left": result.skill_files_left,
+            "skill_files_unread": result.skill_files_unread,
+        }
+    )
 
     def human(d):
         if d["written"]:

@@ -744,8 +744,8 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
 
 def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
     """The skill files install wrote (bead.core.skill_files) that hold the value itself (``holds``), or that were made
-    from a key that goes whole: those still as bead wrote them are removed; one that holds the value but was changed
-    since, a ``--force``'s backup that holds it, and a file of the key that cannot be read are named."""
+    from a key that goes whole: those still as bead wrote them are removed; one changed since, a ``--force``'s backup
+    (that holds the value, or of a key that goes whole) and a file of the key that cannot be read are named."""
     recs, plan.skills_unread = skill_files.installed(mem)
     for rec in recs:
         data, problem = skill_files.read_installed(rec)
@@ -754,14 +754,19 @@ def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
                 plan.skills_left.append(rec.path)
             continue
         text = data.decode("utf-8", errors="replace")
-        if skill_files.as_written(rec, data) and (rec.key in plan.whole or holds(text)):
+        whole = rec.key in plan.whole
+        if skill_files.as_written(rec, data) and skill_files.made_by_bead(rec, data) and (whole or holds(text)):
             plan.skills.append(rec)
-        elif holds(text):
+        elif whole or holds(text):
+            # Changed since install (the person's edit), or not bead's: named, never touched. Of a key that goes
+            # whole it is named even where the value itself is not found in it (an edit that kept part of it).
             plan.skills_left.append(rec.path)
-        backup = rec.path.with_name(rec.path.name + ".bak")
-        kept, _ = skill_files.read_installed(skill_files.Installed(backup, rec.root, rec.key, ""))
-        if kept is not None and holds(kept.decode("utf-8", errors="replace")):
-            plan.skills_left.append(backup)
+        for backup in skill_files.backup_names(rec.path):
+            kept, _ = skill_files.read_installed(skill_files.Installed(backup, rec.root, rec.key, ""))
+            if kept is None:
+                break
+            if whole or holds(kept.decode("utf-8", errors="replace")):
+                plan.skills_left.append(backup)
 
 
 def _live(mem: Memory, key: str) -> bool:

@@ -171,7 +171,15 @@ def write_secret(
 
     summary, fact = _seal(mem, key, plan, to, new)
     assert fact is not None
-    return WriteResult(fact, written=True, sealed=True, redacted=summary["raw_turns_redacted"])
+    return WriteResult(
+        fact,
+        written=True,
+        sealed=True,
+        redacted=summary["raw_turns_redacted"],
+        skill_files=tuple(summary.get("skill_files") or ()),
+        skill_files_left=tuple(summary.get("skill_files_left") or ()),
+        skill_files_unread=summary.get("skill_files_unread"),
+    )
 
 
 def unseal(mem: Memory, key: str, passphrase: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import files as safe
+from ..store.facts import split_frontmatter
 from .memory import Memory
 
 SKILLS_DIR = (".claude", "skills")
@@ -65,6 +66,51 @@ def _parsed(line: str) -> Installed | None:
     if path.name != "SKILL.md" or path.parent.parent != skills_dir(root):
         return None
     return Installed(path, root, key, digest)
+
+
+def _bead_name(folder: str) -> bool:
+    """Every skill install writes is named ``bead`` or ``bead-...`` (bead.core.skills.skill_name)."""
+    return folder == "bead" or folder.startswith("bead-")
+
+
+MAX_SKILL_BYTES = 1024 * 1024  # of a skill file bead wrote: its fact's value (at most max_fact_bytes) and a few lines
+
+
+def made_by_bead(rec: Installed, data: bytes) -> bool:
+    """Whether ``data`` is a skill install wrote from ``rec.key``: its frontmatter names the folder and carries the
+    key in bead's metadata. A log line anyone can write (its digest is of a file they can read) then names only a
+    file of bead's own making, never a person's own skill elsewhere."""
+    if len(data) > MAX_SKILL_BYTES or not _bead_name(rec.path.parent.name):
+        return False
+    try:
+        meta, _body = split_frontmatter(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    md = meta.get("metadata")
+    return meta.get("name") == rec.path.parent.name and isinstance(md, dict) and md.get("bead_key") == rec.key
+
+
+def digests(mem: Memory) -> dict[Path, set[str]]:
+    """Every digest the log has for each path: what bead wrote there at one time or another (a file that is one of
+    them holds no edit of the person's)."""
+    try:
+        text = safe.read_text(mem.home.skills_log, root=mem.home.root, errors="replace", limit=MAX_LOG_BYTES)
+    except _READ_ERRORS:
+        return {}
+    out: dict[Path, set[str]] = {}
+    for line in safe.lines_of(text):
+        if (rec := _parsed(line)) is not None:
+            out.setdefault(rec.path, set()).add(rec.sha256)
+    return out
+
+
+MAX_BACKUPS = 100
+
+
+def backup_names(path: Path) -> list[Path]:
+    """Where ``install --force`` keeps what a skill file held, in the order it uses them: ``SKILL.md.bak``, then
+    ``SKILL.md.bak.2`` and on (an earlier backup, a person's edit, is never written over)."""
+    return [path.with_name(path.name + ".bak"), *(path.with_name(f"{path.name}.bak.{n}") for n in range(2, MAX_BACKUPS + 1))]
 
 
 def installed(mem: Memory) -> tuple[list[Installed], str | None]:
@@ -115,6 +161,8 @@ def _remove(rec: Installed) -> bool:
     edit)."""
     with safe.opened_dir(rec.root, rec.path.parent) as d:
         before = os.stat(rec.path.name, dir_fd=d, follow_symlinks=False)
+        if before.st_uid != os.getuid():
+            return False  # not this user's file: bead wrote none such
         if not as_written(rec, safe.read_at(d, rec.path, MAX_LOG_BYTES)):
             return False
         now = os.stat(rec.path.name, dir_fd=d, follow_symlinks=False)

@@ -103,12 +103,15 @@ def _cut(text: str, n: int) -> str:
 def skill_name(key: str, taken: set[str]) -> str:
     """``bead-<the key's last segment>`` in the specification's alphabet, unique among ``taken``."""
     last = key.rsplit("/", 1)[-1].removeprefix("lesson-")
-    words = [w for w in re.findall(r"[a-z0-9]+", last.lower()) if w not in RESERVED]
+    # A word that holds a reserved one anywhere ("claudes", "anthropics") is left out too: the rule is on the name's
+    # letters, and one such key stopped every install.
+    words = [w for w in re.findall(r"[a-z0-9]+", last.lower()) if not any(r in w for r in RESERVED)]
     base = "-".join(["bead", *words])[:MAX_NAME].strip("-") or "bead"
-    name = base
-    if name in taken:
-        tag = hashlib.sha256(key.encode()).hexdigest()[:8]
+    name, n = base, 0
+    while name in taken:  # the tagged name may be taken too (a key named so): counted on until it is not
+        tag = hashlib.sha256(f"{key}\x00{n}".encode() if n else key.encode()).hexdigest()[:8]
         name = f"{base[: MAX_NAME - 9].strip('-')}-{tag}"
+        n += 1
     return name
 
 
@@ -205,7 +208,7 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
         body = (
             f"# {_plain(title) or gist}\n\n{text.strip()}\n\n---\n\n"
             f"Written by `bead skills install` from {fid} ({trust}"
-            + (f", from session {session}" if session else "")
+            + (f", from session {visible(session)}" if session else "")
             + "). The memory is the source: change it with "
             f"`bead write {key} ...`, then run `bead skills install --force` to refresh this file.\n"
         )
@@ -267,6 +270,13 @@ def install(mem: Memory, project_dir: Path, project: str | None, force: bool = F
     """Write the skills' files; one that exists with other content is kept unless ``force``. Every file is noted in
     the home's skills log first (bead.core.skill_files), one found as install would write it too (a second checkout
     of a project that committed its skills), so that forget and seal find it."""
+    # The queue's lock, which a forget holds for the whole of its run: a skill collected before the forget and
+    # written after it removed the files would bring the value back.
+    with Queue(mem).deciding():
+        return _install(mem, project_dir, project, force)
+
+
+def _install(mem: Memory, project_dir: Path, project: str | None, force: bool) -> list[Skill]:
     skills = plan(mem, project_dir, project)
     for s in skills:
         if s.problems:
@@ -276,15 +286,40 @@ def install(mem: Memory, project_dir: Path, project: str | None, force: bool = F
     # Noted: what install writes, and what it finds as it would write it; not a file it keeps as it is (a changed
     # file without --force), whose earlier line (bead's own write, if any) stands.
     written = [s for s in skills if s.path and (s.status != "differs" or force)]
+    ours = skill_files.digests(mem)  # before this install's lines: what bead wrote at each path until now
     skill_files.record(mem, [(s.path, project_dir, s.key, s.render().encode("utf-8")) for s in written if s.path])
     for s in skills:
         if s.status == "unchanged" or (s.status == "differs" and not force):
             s.status = "kept" if s.status == "differs" else s.status
             continue
         assert s.path is not None
-        if s.before is not None:  # --force over a file that differs: what it held (a person's edit) is kept beside it
-            s.backup = s.path.with_name(s.path.name + ".bak")
-            safe.atomic_write(s.backup, s.before.encode("utf-8"), FILE_MODE, root=project_dir)
+        if s.before is not None and _sha(s.before) not in ours.get(s.path, set()):
+            # --force over a file that differs: what it held (a person's edit) is kept beside it, in a backup of its
+            # own; bead's own earlier write (a refresh after the value changed) is no edit, and not kept.
+            s.backup = _free_backup(s.path, project_dir, s.before)
+            if s.backup is not None:
+                safe.atomic_write(s.backup, s.before.encode("utf-8"), FILE_MODE, root=project_dir)
         safe.atomic_write(s.path, s.render().encode("utf-8"), FILE_MODE, root=project_dir)
         s.status = "written"
     return skills
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _free_backup(path: Path, root: Path, before: str) -> Path | None:
+    """The first backup name that is free, or None where one already holds ``before``; refused (nothing written)
+    when every name is taken."""
+    for name in skill_files.backup_names(path):
+        try:
+            if safe.read_text(name, root=root, errors="replace", limit=skill_files.MAX_SKILL_BYTES) == before:
+                return None
+        except FileNotFoundError:
+            return name
+        except (OSError, ValueError, safe.UnsafePath):
+            continue  # a name bead cannot read (a link, a folder): not written over either
+    raise BeadError(
+        f"{path.parent} holds {skill_files.MAX_BACKUPS} backups already; nothing was written",
+        f"remove the {path.name}.bak* files you do not need from {path.parent}, then run install again",
+    )

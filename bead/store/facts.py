@@ -296,6 +296,11 @@ class WriteResult:
     indexed: bool = True  # False: the file is written, the index catches up later
     sealed: bool = False  # the version went to the vault, encrypted (a secret write)
     redacted: int = 0  # a secret write: raw turns that held the value, now [forgotten]
+    # A secret write: the skill files `bead skills install` wrote from the old value that it removed, and those it
+    # left (changed since, or unreadable), and why the install log could not be read (bead.core.skill_files).
+    skill_files: tuple[str, ...] = ()
+    skill_files_left: tuple[str, ...] = ()
+    skill_files_unread: str | None = None
 
 
 @dataclass

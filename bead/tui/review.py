@@ -240,7 +240,22 @@ def _preview(p: dict[str, Any], what: str) -> list[Segment]:
     ):
         if p.get(name):
             out.append(("", f"  {p[name]} {label}\n"))
+    for path in p.get("skill_files", []):
+        out.append(("", f"  skill file {one_line(path)} (`bead skills install` wrote it: removed)\n"))
+    for path in p.get("skill_files_left", []):
+        out.append(("class:warn", f"  skill file {one_line(path)} holds it but was changed since install: left to you\n"))
     return out
+
+
+def _skills_done(s: dict[str, Any]) -> str:
+    """What a forget or seal did to the skill files install wrote, for the line after it ("" when nothing)."""
+    said = [f"; removed skill file {one_line(p)}" for p in s.get("skill_files", [])]
+    said += [
+        f"; warning: left skill file {one_line(p)}: it holds the value, remove it yourself" for p in s.get("skill_files_left", [])
+    ]
+    if s.get("skill_files_unread"):
+        said.append(f"; warning: {one_line(s['skill_files_unread'])}")
+    return "".join(said)
 
 
 # ----- the walk -----------------------------------------------------------------------------------------------
@@ -352,6 +367,7 @@ def _forget(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:
         return None
     s = review.forget_apply(mem, plan)
     done = f"forgot {len(s['keys'])} key(s), {s['versions']} version file(s), redacted {s['raw_turns_redacted']} raw turn(s)"
+    done += _skills_done(s)
     return done if s["index_emptied"] else f"{done}; warning: {review.INDEX_BUSY}"
 
 
@@ -362,7 +378,7 @@ def _seal(mem: Memory, io: LineIO | TermIO, e: review.Entry) -> str | None:
         io.show([("", "  nothing was changed\n")])
         return None
     s = review.seal_apply(mem, e.key)
-    return f"sealed {safe(e.key)}: {len(s.get('sealed', []))} version(s) in the vault"
+    return f"sealed {safe(e.key)}: {len(s.get('sealed', []))} version(s) in the vault" + _skills_done(s)
 
 
 def _candidate(mem: Memory, e: review.Entry) -> str:
