@@ -230,8 +230,9 @@ class Home:
         """What a file under the store is: ("fact", its key), ("raw", "") or None."""
         try:
             parts = path.relative_to(self.store).parts
-        except ValueError:
-            return None
+            str(path).encode("utf-8")
+        except (ValueError, UnicodeEncodeError):
+            return None  # not under the store, or a name that is not UTF-8 (none of bead's: the index cannot hold it)
         if len(parts) >= 3 and Path(*parts[:1]) == self.facts.relative_to(self.store):
             return "fact", "/".join(parts[1:-1])
         if len(parts) >= 2 and Path(*parts[:1]) == self.raw.relative_to(self.store):

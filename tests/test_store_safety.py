@@ -635,3 +635,22 @@ def test_a_line_appended_after_one_cut_short_starts_on_its_own(tmp_path):
     assert lines[-1] == '{"kind": "cue", "message": 2}' and json.loads(lines[0])["kind"] == "pinned", lines
     append_line(f, json.dumps({"kind": "ahead"}), root=tmp_path)
     assert lines_of(f.read_text())[-2:] == ['{"kind": "cue", "message": 2}', '{"kind": "ahead"}']  # no blank line
+
+
+def test_a_raw_file_whose_name_is_not_utf8_stops_neither_reindex_nor_forget(bead, mem):
+    """A file under store/raw/ named with bytes that are not UTF-8 (not bead's: it names none so) ended `bead reindex`
+    and a forget half way with a traceback (the index cannot hold the path), and the forget left index.db behind.
+    It is left out and named by `bead status`, with what to do."""
+    mem.write("user/editor", "uses vim", "user")
+    day = mem.home.store / "raw" / "2026" / "01" / "01"
+    day.mkdir(parents=True)
+    odd = os.fsencode(str(day)) + b"/s\x9b.md"
+    with open(odd, "wb") as f:
+        f.write(b"x")
+    r = bead("reindex")
+    assert r.code == 0 and "Traceback" not in r.err, r.err
+    r = bead("forget", "user/editor", "--yes")
+    assert r.code == 0 and "Traceback" not in r.err, r.err
+    out = bead("status").out
+    assert "may still hold text" not in out and "behind the files" not in out, out
+    assert "its name is not UTF-8" in out and "s\\udc9b.md" in out

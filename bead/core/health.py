@@ -97,6 +97,14 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         problems.append(_link_problem(link))
     for hl in safe.hard_links(mem.home.root, root=mem.home.root):
         problems.append(_hard_link_problem(hl))
+    for odd in mem.raw.odd_names():
+        problems.append(
+            {
+                "problem": f"{odd}: its name is not UTF-8 (bead never names a file so): it is not indexed, searched or "
+                "forgotten in",
+                "fix": f"remove {odd}, or rename it to a UTF-8 name ending in .md",
+            }
+        )
     bad_schedule = schedule_problem(mem.config.dream.schedule, mem.clock())
     if bad_schedule is not None:  # the dream worker will not start on it
         problems.append({"problem": bad_schedule, "fix": SCHEDULE_FIX})

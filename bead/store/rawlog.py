@@ -437,10 +437,21 @@ class RawLog:
         return any(t.flags.get("batch") == batch for t in parse_bytes(data, path))
 
     def files(self) -> Iterator[Path]:
+        """The raw log's files; not one whose name is not UTF-8 (``odd_names``): bead never names one so, and the
+        index cannot hold its path (it stopped `bead reindex` and a forget half way)."""
         for folder, _dirs, names in safe.walk(self.root, root=self.home.root):
             for name in names:
-                if name.endswith(".md") and not name.startswith("."):
+                if name.endswith(".md") and not name.startswith(".") and _utf8(str(folder / name)):
                     yield folder / name
+
+    def odd_names(self) -> list[Path]:
+        """Files of the raw log whose names are not UTF-8, which ``files`` leaves out (`bead status` names them)."""
+        return [
+            folder / name
+            for folder, _dirs, names in safe.walk(self.root, root=self.home.root)
+            for name in names
+            if not _utf8(str(folder / name))
+        ]
 
     def redact_turns(self, path: Path, numbers: set[int]) -> list[Turn]:
         """Replace the text of turns ``numbers`` with ``[forgotten]``; markers stay."""
@@ -585,3 +596,11 @@ def label_of(role: str, flags: dict[str, Any]) -> str:
     if source == "typed" and flags.get("near_paste"):
         return "user (typed beside a paste: maybe the paste's)"
     return _LABELS.get(str(source), f"{role} (source unknown)") if source else f"{role} (source unknown)"
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a name's undecodable bytes, as the file system handed them over
+        return False
+    return True
