@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import textwrap
 
 import pytest
 
@@ -483,6 +484,28 @@ def _fakes() -> list[tuple[str, str, str]]:
     )
     add("cloud-secret-commands", "mysqladmin -u root password {s}", "My3" + r(ALNUM, 11))
     add("cloud-secret-commands", "http -a admin:{s} POST api.example.com/deploy", "Ht4" + r(ALNUM, 11))
+    # an adversarial pass's shapes: curl -u with a password gitleaks' rule stops in, a 32-hex api_key, a token flag
+    # with a space, IAM's text output, other Authorization schemes, CRLF, Spring XML, an implicit grant's redirect,
+    # .netrc's default, a Markdown table in an edit tool's JSON input
+    add("cli-user-password", "curl -u admin:{s} https://grafana.internal/api/health", "S3cr3t!" + r(ALNUM, 8) + "%x")
+    add("cli-user-password", "curl --user 'deploy:{s}' -X POST https://ci/api", "Pw9+" + r(ALNUM, 10))
+    add("secret-in-prose", "site: datadoghq.eu\napi_key: {s}\n", r(HEX, 32))
+    add("secret-in-prose", "APIKEY={s}", r(ALNUM, 24))
+    add("cli-token-flag", "vercel deploy --prod --token {s}", r(ALNUM, 24))
+    add("cli-token-flag", "argocd login cd.example.com --auth-token={s}", r(ALNUM, 32))
+    add("cli-token-flag", "ngrok config add-authtoken {s}", r(ALNUM, 27) + "_" + r(ALNUM, 21))
+    add("aws-iam-text", "ACCESSKEY\tAKIAQX3MPLE7KD2ZXNWA\t2024-05-01T10:00:00+00:00\t{s}\tActive\tbob", r(ALNUM + "/+", 40))
+    add("authorization-scheme", "curl -H 'Authorization: ApiKey {s}' https://es:9200", r(ALNUM, 40) + "==")
+    add("authorization-scheme", '{{"Authorization": "Bot {s}"}}', r(ALNUM, 24) + "." + r(ALNUM, 6) + "." + r(ALNUM, 27))
+    add("authorization-scheme", "Authorization: SSWS {s}", r(ALNUM, 42))
+    add("authorization-scheme", "Authorization: key={s}", "AAAA" + r(URLSAFE, 36))
+    add("api-key-header", "Ocp-Apim-Subscription-Key: {s}", r(HEX, 32))
+    add("pgpass-line", "db.internal:5432:shop:app:{s}\r\n", "Kx9" + r(ALNUM, 10))
+    add("password-property", '<property name="password" value="{s}"/>', "Kx9" + r(ALNUM, 10) + "!")
+    add("password-property", '<entry key="db.password">{s}</entry>', "Kx8" + r(ALNUM, 10))
+    add("query-secret", "http://localhost:8888/callback#access_token={s}&token_type=bearer", r(ALNUM, 40))
+    add("netrc-password", "default login deploy password {s}", "Kx7" + r(ALNUM, 10) + "!")
+    add("netrc-password", "machine api.example.com password {s} login ann", "Kx6" + r(ALNUM, 10))
     return out
 
 
@@ -491,6 +514,20 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # look-alikes of the shapes above: a variable, a placeholder, a command's output, a name, an expression
+    "curl -u $USER:$PASS https://ci.example.com/api",
+    "curl -u admin:changeme http://localhost:8080",
+    "kubectl --token $(cat /var/run/secrets/token) get pods",
+    "vercel --token <your-token> deploy",
+    "gh run --secret my-secret-name-here",
+    "netlify deploy --auth $NETLIFY_AUTH_TOKEN",
+    "Authorization: Required for every endpoint listed below",
+    "The Authorization header carries the scheme and the credentials.",
+    '<property name="password" value="${db.password}"/>',
+    "api_key: ${DATADOG_API_KEY}",
+    "api_key=os.environ['DATADOG_API_KEY']",
+    "see the #access_token section of the guide",
+    "ACCESSKEY\tStatus\tUserName",
     # a twenty-first review's look-alikes: URLs with `@` that hold no password, isql in prose, session ids
     "smtp://me@gmail.com:587/x",
     "https://user@host/p?email=a@b.com&x=c@d",
@@ -1580,3 +1617,34 @@ def test_a_scan_a_chunk_at_a_time_finds_what_one_scan_of_the_whole_finds(monkeyp
     assert {f.rule.split("-")[0] for f in whole} >= {"base64", "hex"}, whole
     for pattern in (secrets._BASE64_BLOCK, secrets._HEX_RUN, secrets._HEX_LINE):
         assert [m.span() for m in secrets._chunked(pattern, text, secrets._wrapped)] == [m.span() for m in pattern.finditer(text)]
+
+
+def test_a_table_or_base64_inside_a_tools_json_input_is_read():
+    """An edit tool's input holds its edits as JSON (MultiEdit's `edits`): the escapes were read, but a Markdown
+    table or wrapped base64 inside them was not read as the text's own are, and the password reached the raw log."""
+    from bead.core.capture import tool_input_text
+
+    table = "| Variable | Value |\n|---|---|\n| DB_PASSWORD | Kx9#mQ2vL7pZ4w |\n"
+    text = "[tool_use MultiEdit]" + tool_input_text({"file_path": "d.md", "edits": [{"old_string": "x", "new_string": table}]})
+    assert "Kx9#mQ2vL7pZ4w" not in redact(text)[0]
+    env = base64.b64encode(b"NODE_ENV=production\nDB_PASSWORD=Tr0ub4dor&3xQY78Su\n").decode()
+    text = "[tool_use Write]" + tool_input_text({"file_path": "e.b64", "content": env})
+    assert env not in redact(text)[0]
+
+
+def test_openssls_base64_lines_of_64_are_read_as_one_block():
+    """`openssl base64` wraps at 64 columns (GNU's base64 at 76): each line was decoded alone, and a line holding
+    the middle of a key with no name before it was left."""
+    env = b"NODE_ENV=production\nANTHROPIC_API_KEY=sk-ant-api03-" + b"Zq8" * 31 + b"AA\n"
+    out = redact("\n".join(textwrap.wrap(base64.b64encode(env).decode(), 64)))[0]
+    dec = b"".join(base64.b64decode(line) for line in out.splitlines() if "REDACTED" not in line)
+    assert b"Zq8Zq8" not in dec
+
+
+@pytest.mark.parametrize("end", ["\r\n", "\r"])
+def test_a_carriage_return_ends_a_line_for_every_rule(end):
+    """RE2's `$` does not match before a carriage return: a .pgpass or ini file with Windows line endings kept its
+    passwords."""
+    text = f"db.internal:5432:shop:app:Kx9mQ2vL7pZ4w{end}[client]{end}pass = Tr0ub4dorX3q{end}"
+    clean = redact(text)[0]
+    assert "Kx9mQ2vL7pZ4w" not in clean and "Tr0ub4dorX3q" not in clean and clean.count(end) == 3

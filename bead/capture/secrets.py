@@ -300,6 +300,10 @@ def candidates(text: str) -> list[Finding]:
     rs = ruleset()
     if not text:
         return []
+    if "\r" in text:
+        # A carriage return ends a line as a line feed does (a Windows file's CRLF, a lone CR): RE2's `$` and the
+        # rules' one-line classes see it as one. One for one, so every span stays where it is.
+        text = text.replace("\r", "\n")
     # gitleaks' prefilter: a rule's regex runs only when one of its keywords
     # occurs. One RE2 set pass over the text finds every keyword at once.
     woken = set(rs.keywordless)
@@ -439,7 +443,7 @@ def _unescaped(m: re.Match[str]) -> str | None:
     return chr(code)
 
 
-def _in_escaped(text: str, depth: int = 2) -> list[Finding]:
+def _in_escaped(text: str, depth: int = 2, deep: bool = True) -> list[Finding]:
     """The findings in ``text`` with its escapes read (``_ESCAPE``: ``{\\"password\\": \\"...\\"}`` as
     ``{"password": "..."}``, ``\\nJWT_SECRET=...`` with a line break, ``pass\\u0077ord``, ``postgres%3A%2F%2F...``,
     ``password&#61;...``), written as it is or in its normal form, each placed on the characters of ``text`` it came
@@ -466,8 +470,11 @@ def _in_escaped(text: str, depth: int = 2) -> list[Finding]:
     view = "".join(pieces)
     # Escaped twice (`%253D`, `&amp;#61;`: a URL encoded again in a redirect's, an entity in an escaped page), read
     # once more: the view's own escapes, a bounded depth.
-    again = _in_escaped(view, depth - 1) if depth > 1 else []
-    return _placed([f for f in [*scan(view), *_in_fold(view), *again] if f.end > f.start], edits)
+    again = _in_escaped(view, depth - 1, deep) if depth > 1 else []
+    # A tool's input as JSON (an edit's new text inside a list of edits): the view's tables and base64 are read as
+    # the text's own are (``deep``: not again inside base64 this was decoded from).
+    inner = [*_in_markup(view), *_in_base64(view)] if deep else []
+    return _placed([f for f in [*scan(view), *_in_fold(view), *again, *inner] if f.end > f.start], edits)
 
 
 # How a model restates a .env file when asked what it holds: a Markdown table whose value column the header names
@@ -588,11 +595,14 @@ def _in_markup(text: str) -> list[Finding]:
 # basic-auth header): decoded, and if it reads as text, scanned as that text under the name it is given (`NAME:` or
 # `"NAME": "` just before it). Python's engine: one pass, no backtracking across runs.
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=_\-])")
-# A run, or GNU base64's lines of 76 joined (its default wrapping) with the last, shorter one.
+# A run, or GNU base64's lines of 76 (its default wrapping) or OpenSSL's and PEM's of 64 joined with the last, shorter
+# one.
 _BASE64_BLOCK = re.compile(
-    r"(?<![A-Za-z0-9+/=_\-])(?:(?:[A-Za-z0-9+/]{76}\r?\n)+[A-Za-z0-9+/]{1,76}={0,2}|[A-Za-z0-9+/]{12,}={0,2})"
+    r"(?<![A-Za-z0-9+/=_\-])(?:(?:[A-Za-z0-9+/]{76}\r?\n)+[A-Za-z0-9+/]{1,76}={0,2}"
+    r"|(?:[A-Za-z0-9+/]{64}\r?\n)+[A-Za-z0-9+/]{1,64}={0,2}|[A-Za-z0-9+/]{12,}={0,2})"
     r"(?![A-Za-z0-9+/=_\-])"
 )
+_WRAP_WIDTHS = (64, 76)
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _NAME_STARTS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
@@ -604,11 +614,14 @@ _BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 
 
 def _wrapped(text: str, nl: int) -> bool:
-    """Whether the line that ends at ``text[nl]`` (a line break) is one of GNU base64's wrapped lines (76 of its
-    characters), which a block goes on after."""
-    start = nl - 76 - (nl > 0 and text[nl - 1] == "\r")
-    line = text[start:nl].rstrip("\r")
-    return start >= 0 and (start == 0 or text[start - 1] == "\n") and len(line) == 76 and set(line) <= _BASE64_CHARS
+    """Whether the line that ends at ``text[nl]`` (a line break) is one of base64's wrapped lines (76 of its characters,
+    GNU's, or 64, OpenSSL's), which a block goes on after."""
+    for width in _WRAP_WIDTHS:
+        start = nl - width - (nl > 0 and text[nl - 1] == "\r")
+        line = text[start:nl].rstrip("\r")
+        if start >= 0 and (start == 0 or text[start - 1] == "\n") and len(line) == width and set(line) <= _BASE64_CHARS:
+            return True
+    return False
 
 
 def _chunks(text: str, crossed: Callable[[str, int], bool] | None = None) -> Iterator[tuple[int, int]]:
@@ -782,7 +795,7 @@ def _in_encoded(text: str, spans: Iterable[tuple[int, int]], decoded: Any, prefi
         return []
 
     def findings(view: str) -> list[Finding]:
-        return sorted([*scan(view), *_in_fold(view), *_in_escaped(view)], key=lambda f: f.start)
+        return sorted([*scan(view), *_in_fold(view), *_in_escaped(view, deep=False)], key=lambda f: f.start)
 
     rule_of: dict[int, str] = {}
     alone: set[int] = set()  # runs a finding ran across: read again each on its own
