@@ -1648,3 +1648,47 @@ def test_a_carriage_return_ends_a_line_for_every_rule(end):
     text = f"db.internal:5432:shop:app:Kx9mQ2vL7pZ4w{end}[client]{end}pass = Tr0ub4dorX3q{end}"
     clean = redact(text)[0]
     assert "Kx9mQ2vL7pZ4w" not in clean and "Tr0ub4dorX3q" not in clean and clean.count(end) == 3
+
+
+def _xxd(data: bytes) -> str:
+    """`xxd`'s output: an offset, eight groups of two bytes, the characters."""
+    lines = []
+    for at in range(0, len(data), 16):
+        row = data[at : at + 16]
+        groups = " ".join(row[i : i + 2].hex() for i in range(0, len(row), 2))
+        chars = "".join(chr(b) if 32 <= b < 127 else "." for b in row)
+        lines.append(f"{at:08x}: {groups:<39}  {chars}")
+    return "\n".join(lines) + "\n"
+
+
+def _hexdump_c(data: bytes) -> str:
+    """`hexdump -C`'s output: an offset, sixteen bytes one by one (two spaces after the eighth), |the characters|."""
+    lines = []
+    for at in range(0, len(data), 16):
+        row = data[at : at + 16]
+        left = " ".join(f"{b:02x}" for b in row[:8])
+        right = " ".join(f"{b:02x}" for b in row[8:])
+        chars = "".join(chr(b) if 32 <= b < 127 else "." for b in row)
+        lines.append(f"{at:08x}  {left:<23}  {right:<23}  |{chars}|")
+    return "\n".join([*lines, f"{len(data):08x}"]) + "\n"
+
+
+@pytest.mark.parametrize("dump", [_xxd, _hexdump_c], ids=["xxd", "hexdump-C"])
+def test_a_password_in_a_hex_dump_is_redacted_though_its_characters_are_split_across_lines(dump):
+    """`xxd .env` to look for a stray CR: the password's characters ran across two lines' character columns, and
+    only the first line's part was redacted. A dump is read as the bytes its hex spells."""
+    data = b"NODE_ENV=production\nDB_PASSWORD=Tr0ub4dor&3xQY78Su\r\nPORT=8080\n"
+    clean = redact(dump(data))[0]
+    assert "3xQY" not in clean and "Tr0u" not in clean and "b4do" not in clean, clean
+    plain = dump(b"NODE_ENV=production\nPORT=8080\nLOG_LEVEL=debug, nothing secret here\n")
+    assert redact(plain) == (plain, [])
+
+
+def test_hex_dump_lines_cost_linear_time():
+    from linear import assert_linear
+
+    def dump(n: int) -> str:
+        return _xxd(((b"DB_PASS" + bytes(range(256))) * (n // 1000 + 1))[: n // 4])
+
+    assert_linear(redact, dump, 256 * 1024, limit=0.5, what="xxd lines")
+    assert_linear(redact, lambda n: ("00000000: 4142 " * 4 + "|\n") * (n // 61), 256 * 1024, limit=0.5, what="near dumps")

@@ -765,11 +765,56 @@ def _hex_text(run: str) -> str | None:
         return None
 
 
+# A line of a hex dump (`xxd`, `hexdump -C`): an offset, then up to 16 bytes as hex (xxd's pairs in groups of two,
+# hexdump's one by one), then the bytes as characters. A secret there is split across the lines' character columns,
+# so the dump's lines are read as the bytes their hex spells. Each line is matched from its start and its repeat is
+# bounded (16): linear.
+_DUMP_LINE = re.compile(r"(?m)^[0-9A-Fa-f]{7,8}:?[ \t]{1,2}((?:[0-9A-Fa-f]{2}[ ]{0,2}){1,16})(?:[ \t]+[|]?[^\n]*)?$")
+
+
+def _dump_line(text: str, nl: int) -> bool:
+    start = text.rfind("\n", 0, nl) + 1
+    return _DUMP_LINE.match(text[start:nl]) is not None
+
+
+def _dump_blocks(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of consecutive hex dump lines."""
+    if ":" not in text and "|" not in text:
+        return
+    block: list[int] | None = None
+    for m in _chunked(_DUMP_LINE, text, _dump_line):
+        if block is not None and m.start() <= block[1] + 1:
+            block[1] = m.end()
+            continue
+        if block is not None:
+            yield block[0], block[1]
+        block = [m.start(), m.end()]
+    if block is not None:
+        yield block[0], block[1]
+
+
+def _dump_text(run: str) -> str | None:
+    """The text a hex dump's lines spell (their hex columns read as bytes), or None."""
+    digits = []
+    for line in run.split("\n"):
+        m = _DUMP_LINE.match(line.rstrip("\r"))
+        if m is not None:
+            digits.append(m.group(1))
+    try:
+        return _text_of_bytes(bytes.fromhex("".join(digits)))
+    except ValueError:
+        return None
+
+
 def _in_base64(text: str) -> list[Finding]:
     """Findings in the text that base64 runs of ``text`` decode to (printable UTF-8, or UTF-16LE), each the whole
-    run, and in the text hex runs spell (``hex-`` rules)."""
+    run, and in the text hex runs and hex dumps spell (``hex-`` rules)."""
     base64_runs = (m.span() for m in _chunked(_BASE64_BLOCK, text, _wrapped))
-    return [*_in_encoded(text, base64_runs, _base64_text, "base64-"), *_in_encoded(text, _hex_runs(text), _hex_text, "hex-")]
+    return [
+        *_in_encoded(text, base64_runs, _base64_text, "base64-"),
+        *_in_encoded(text, _hex_runs(text), _hex_text, "hex-"),
+        *_in_encoded(text, _dump_blocks(text), _dump_text, "hex-"),
+    ]
 
 
 def _in_encoded(text: str, spans: Iterable[tuple[int, int]], decoded: Any, prefix: str) -> list[Finding]:
