@@ -525,6 +525,30 @@ _MAY_PASTE = compile_linear(
 )
 
 
+# What a keyboard in a chat box does not type but a pasted document carries, which the line walk does not read as a
+# paste of its own (an adversarial pass): an HTML element or comment opening a line, a Markdown table's row or
+# delimiter row, a heading's `===` or `---` underline, line breaks other than LF and CRLF (a lone CR, a vertical tab,
+# a form feed, NEL, Unicode's line and paragraph separators: each a line break to some reader, none to the walk),
+# three look-alike backticks or tildes, and a line indented with a space other than the ASCII space or tab. A
+# "remember" in a block that holds one waits for review (``untyped_shape``). RE2: linear.
+_UNTYPED_SHAPE = compile_linear(
+    r"(?m)^[ \t]{0,3}<(?:[A-Za-z][A-Za-z0-9-]{0,63}(?:[ \t/>]|$)|/[A-Za-z]|!--)"
+    r"|<!--"
+    r"|^[ \t]*\|[^\n]*\|[ \t]*$"
+    r"|^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*\|"
+    r"|^[ \t]{0,3}(?:={3,}|-{3,})[ \t]*$"
+    r"|\r[^\n]|\r\z|[\x0b\x0c\x{85}\x{2028}\x{2029}]"
+    r"|[\x{ff40}\x{2cb}\x{2018}\x{b4}\x{2bb}\x{ff5e}\x{223c}\x{301c}]{3}"
+    r"|^[ \t]*[\x{a0}\x{2000}-\x{200a}\x{202f}\x{205f}\x{3000}]"
+)
+
+
+def untyped_shape(text: str) -> bool:
+    """Whether ``text`` (a person's block, cleaned) holds something a pasted document carries that the line walk does
+    not read as pasted (``_UNTYPED_SHAPE``)."""
+    return bool(_UNTYPED_SHAPE.search(text))
+
+
 def segments(text: str) -> list[tuple[str, str]]:
     """``text`` (already cleaned) as runs of (source, text): typed, lazy (typed right after a quote), pasted or
     tool_output.

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 from typing import Any
@@ -28,6 +29,7 @@ from ..capture.text import (
     reminders,
     segments,
     strip_own,
+    untyped_shape,
 )
 from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
 from .splice import Request, append_blocks, check_parts, text_block
@@ -94,12 +96,15 @@ def text_parts(text: str, source: Source) -> list[Part]:
     # Typed words a paste may reach into (bead.conversation.Part.near_paste): right after a quote with no blank line
     # between, or with someone's text on both sides in the block (a cut block counts: bead.capture.text.CUT).
     others = [i for i, (s, _) in enumerate(runs) if s in ("pasted", "tool_output")]
+    # A block holding what a pasted document carries and the walk does not read as pasted (HTML, a table, a
+    # heading's underline, an odd line break: bead.capture.text.untyped_shape): its typed words are near a paste too.
+    odd = untyped_shape(cleaned)
     parts = [
         Part(
             _SEGMENT_SOURCE[s],
             kept,
             sent=sent,
-            near_paste=s == "lazy" or (s == "typed" and bool(others) and others[0] < i < others[-1]),
+            near_paste=s == "lazy" or (s == "typed" and (odd or (bool(others) and others[0] < i < others[-1]))),
         )
         for i, (s, t) in enumerate(runs)
         if (kept := "\n".join(line for line in t.split("\n") if line != CUT).strip() if CUT in t else t)
@@ -271,6 +276,9 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
     own = own_block([None if i in skip else b for i, b in enumerate(blocks)]) if text_source is Source.TYPED else None
     for i, b in enumerate(blocks):
         source = Source.PASTED if own is not None and i != own and text_source is Source.TYPED else text_source
+        # Of several blocks with words, the last is read as the person's; the block before it may be theirs and
+        # this one a paste the harness sent apart (a mail, a fence's second half): its words are near a paste.
+        beside = own is not None and i == own
         if i in reads:
             out.append(read_part(reads[i], texts[i] or ""))
             continue
@@ -292,15 +300,14 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
                 # blocks have words (as own_block reads it beside two), or a compaction summary: pasted.
                 out += text_parts(text, Source.PASTED)
                 continue
-        if isinstance(b, str):
-            out += text_parts(b, source)
+        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text"):
+            got = text_parts(b if isinstance(b, str) else str(b.get("text", "")), source)
+            out += [dataclasses.replace(p, near_paste=True) if beside and p.source is Source.TYPED else p for p in got]
             continue
         if not isinstance(b, dict):
             continue
         kind = b.get("type")
-        if kind == "text":
-            out += text_parts(str(b.get("text", "")), source)
-        elif kind == "tool_result":
+        if kind == "tool_result":
             out.append(Part(Source.TOOL_OUTPUT, clean(_tool_result_text(b)), kind="tool_result", error=bool(b.get("is_error"))))
         elif kind in ("image", "document"):
             out.append(Part(Source.PASTED, "", kind=kind))

@@ -28,6 +28,7 @@ Reasoning is skipped everywhere.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -119,7 +120,10 @@ def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]
             parts += anthropic.text_parts(text, Source.PASTED)  # Codex's summary of a compacted conversation
         else:
             # Of several text parts of a person's message, only their own words (the last) are typed.
-            parts += anthropic.text_parts(text, Source.PASTED if own is not None and i != own else source)
+            got = anthropic.text_parts(text, Source.PASTED if own is not None and i != own else source)
+            if own is not None and i == own:  # the last of several: the one before may be the person's (anthropic)
+                got = [dataclasses.replace(p, near_paste=True) if p.source is Source.TYPED else p for p in got]
+            parts += got
     return parts, raw
 
 
