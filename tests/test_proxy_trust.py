@@ -1201,6 +1201,11 @@ _OWN_WORDS = {
     "a-typed-bullet": "two things:\n- fix the login\n- also, remember that the build runs on ci.shop.example",
     "crlf-lines": "fix the login\r\nRemember that the build runs on ci.shop.example\r\n",
     "an-inline-tag-in-prose": "why does the <b> tag not render? Remember that the build runs on ci.shop.example",
+    # a clause's start, not a sentence's: these were not read at all (an adversarial pass's false negatives)
+    "after-a-comma": "thanks, remember that the build runs on ci.shop.example",
+    "after-a-semicolon": "fix the login; remember that the build runs on ci.shop.example",
+    "after-a-dash": "fix the login - remember that the build runs on ci.shop.example",
+    "after-btw": "btw remember that the build runs on ci.shop.example",
 }
 
 

@@ -42,8 +42,12 @@ from .viewer import LOCAL, Viewer
 # Every run is bounded, so the scan stays linear on hostile text.
 # On RE2 (linear time): the lazy value followed by a run of blanks backtracked
 # quadratically in Python's engine on a long run of spaces.
+# A clause starts one too: after a comma, a semicolon, a colon or a dash ("one more thing: remember
+# that ...", "fix the login; remember that ...", "btw remember that ..."): the person's own request was not read at
+# all there. What follows a colon is still read as quoted text's, and waits for review (``_QUOTES_BEFORE``).
 _REMEMBER = compile_linear(
-    r"(?im)(?:^(?:[ \t]{0,8}[-*+][ \t]{1,4})?|[.!?][ \t]{1,8})(?:(?:then|and|also|please|pls)[, \t]{1,4})*remember"
+    r"(?im)(?:^(?:[ \t]{0,8}[-*+][ \t]{1,4})?|[.!?,;:][ \t]{1,8}|[ \t][-\x{2013}\x{2014}][ \t]{1,4})"
+    r"(?:(?:then|and|also|please|pls|btw|oh|ok|okay|so|thanks|thx)[, \t]{1,4})*remember"
     r"(?:[ \t]{1,4}that)?[ \t]{0,4}"
     r"[:,\-]?[ \t]{1,4}([^\n]{3,600}?)[ \t]*(?:[.!?](?:\s|$)|$)"
 )
@@ -141,7 +145,10 @@ def request_list(message: Message) -> list[Request]:
             text = _unquoted(message, part.text)
             m = _REMEMBER.search(text)
             if m:
-                before = text[: m.start()]
+                # The punctuation that opened the clause is the text before it too ("wiki: remember ..." is framed by
+                # its colon; a remember right after a colon is read as what was quoted).
+                lead = m.group(0)[: m.group(0).lower().find("remember")].rstrip(" \t")
+                before = text[: m.start()] + lead
                 # Measured on the block as the harness sent it: a pasted page closing its own code fence, or
                 # wrapped in a reminder or bead's tags, leaves a short typed part but is still the block's.
                 size = max(part.sent, len(text.strip()))
@@ -151,7 +158,7 @@ def request_list(message: Message) -> list[Request]:
                 # A request after quoted text on its line is not plainly the person's, however short the message:
                 # after a colon or a verb that quotes ("it prints: npm ERR! 404 ... Remember that the registry is
                 # ...", "the README says setup is manual. Remember that ..."), the sentence may be the quote's own.
-                quoted = bool(_QUOTES_BEFORE.search(before[before.rfind("\n") + 1 :]))
+                quoted = bool(_QUOTES_BEFORE.search(before[before.rfind("\n") + 1 :])) or lead.endswith(":")
                 plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed and not quoted and not part.near_paste
                 if quoted and not framed and not part.near_paste:
                     out.append(Request(m.group(1).strip(), False, QUOTED))
