@@ -1,7 +1,8 @@
 """ "remember X": the person asks for a fact to be kept, in their own words.
 
 Only the person's typed text counts: the phrase must open the typed text or
-one of its sentences (after ``. ! ?`` or at the start of a typed line), so
+one of its sentences or clauses (after ``. ! ?``, a comma, a semicolon or a
+dash, or at the start of a typed line), so
 nothing in a code fence, a quote, an expanded paste, a pasted document,
 command output, a tool result, the assistant's text, the system prompt or a
 harness reminder can ask for it (the parser sets those apart:
