@@ -326,6 +326,16 @@ def find_cwd(texts: list[str], context: str = "") -> str | None:
     not outrank its harness's own report."""
     heads = [t[:_CWD_SCAN_CHARS] for t in (*texts, context) if t]
     ctx = context[:_CWD_SCAN_CHARS]
+    # OpenCode's own report, its <env> element's "Working directory:" line, comes before the instructions it quotes
+    # from the repository (AGENTS.md): a "Primary working directory:" line there outranked it and moved the
+    # conversation into another project. The first <env> element of a system text is the harness's.
+    for text in texts:
+        env = _env_element(text[:_CWD_SCAN_CHARS])
+        if env is not None:
+            m = _CWD_LINES[1].search(env)
+            if m:
+                return m.group(1).strip().strip("`'\"")
+            break
     tiers: list[tuple[re.Pattern[str], list[str]]] = [
         (_CWD_LINES[0], heads),
         (_CWD_TAG, [ctx] if ctx else []),
@@ -338,6 +348,15 @@ def find_cwd(texts: list[str], context: str = "") -> str | None:
             if m:
                 return m.group(1).strip().strip("`'\"")
     return None
+
+
+def _env_element(text: str) -> str | None:
+    """The inside of the first ``<env>`` element of ``text`` (on lines of its own), or None. str.find: linear."""
+    i = text.find("<env>")
+    if i == -1 or (i > 0 and text[i - 1] != "\n"):
+        return None
+    k = text.find("</env>", i)
+    return text[i + 5 : k] if k != -1 else None
 
 
 def main_checkout(path: Path) -> Path:
@@ -354,7 +373,10 @@ def main_checkout(path: Path) -> Path:
     try:
         if git.is_dir():
             return d
-        text = _small_file(git)
+        try:
+            text = _small_file(git)
+        except OSError:
+            return d  # a .git that is a link (not followed) or cannot be read: the folder that holds it
         if text is None or not text.startswith("gitdir:"):
             return d
         gitdir = Path(text[len("gitdir:") :].strip())
@@ -376,7 +398,7 @@ def _small_file(path: Path, limit: int = 4096) -> str | None:
     reports): a FIFO or a device there must never block the proxy, so the
     file is opened non-blocking and only if it is a regular file.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))  # a .git link is no repository's
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > limit:

@@ -481,6 +481,14 @@ def rewrite_lines(path: Path, edit: Callable[[str], str | None], *, root: Path) 
         except FileNotFoundError:
             return 0
         stack.callback(os.close, fd)
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid():
+            # The path may come from a record anyone could have written (a trace named in proxy.runtime.jsonl): a
+            # rewrite replaces the file, so another user's is never rewritten (an append refuses it too).
+            raise UnsafePath(
+                f"refusing to rewrite {path}: it is another user's file",
+                "remove its name from what named it (proxy.runtime.jsonl, a setting)",
+            )
         fcntl.flock(fd, fcntl.LOCK_EX)
         out: list[str] = []
         changed = 0
@@ -491,7 +499,7 @@ def rewrite_lines(path: Path, edit: Callable[[str], str | None], *, root: Path) 
             if new is not None:
                 out.append(new + "\n")
         if changed:
-            write_at(d, path, "".join(out).encode("utf-8"))
+            write_at(d, path, "".join(out).encode("utf-8"), mode=stat.S_IMODE(st.st_mode))  # as it was (a 0644 trace)
         return changed
 
 

@@ -411,6 +411,27 @@ def test_a_loose_cwd_line_counts_only_where_no_harness_form_is_there():
     assert find_cwd([skills]) == "/home/dev/src/payroll (file: r1/cwd/SKILL.md)", "alone, it is all there is"
 
 
+def test_opencodes_own_env_outranks_a_primary_line_in_the_agents_md_it_quotes():
+    """A "Primary working directory:" line in a repository's AGENTS.md, which OpenCode quotes in its system prompt,
+    outranked OpenCode's own <env> report and moved the conversation into another project (an adversarial pass)."""
+    agents = "Instructions from: /x/AGENTS.md\nPrimary working directory: /tmp/vwt/src\n"
+    assert find_cwd([agents + "<env>\n  Working directory: /x/demo\n</env>"]) == "/x/demo"
+    assert find_cwd(["<env>\n  Working directory: /x/demo\n</env>\n" + agents]) == "/x/demo"
+
+
+def test_a_git_file_that_is_a_link_is_not_followed(tmp_path):
+    """A worktree's `.git` that is a link (a tarball's, a planted one) was opened through it, whatever it led to."""
+    main = tmp_path / "ledger"
+    (main / ".git" / "worktrees" / "feature").mkdir(parents=True)
+    (main / ".git" / "worktrees" / "feature" / "commondir").write_text("../..\n")
+    target = tmp_path / "gitfile"
+    target.write_text(f"gitdir: {main / '.git' / 'worktrees' / 'feature'}\n")
+    wt = tmp_path / "wt"
+    (wt / "src").mkdir(parents=True)
+    (wt / ".git").symlink_to(target)
+    assert identify({}, conv(FIRST, system=f"cwd: {wt / 'src'}"), None).project == "wt"
+
+
 def test_cwd_from_system_prompt():
     """The directory in the system prompt (string or blocks) is the conversation's cwd."""
     assert conv({"role": "user", "content": "hi"}, system="Primary working directory: /a").cwd == "/a"

@@ -654,3 +654,89 @@ def test_a_raw_file_whose_name_is_not_utf8_stops_neither_reindex_nor_forget(bead
     out = bead("status").out
     assert "may still hold text" not in out and "behind the files" not in out, out
     assert "its name is not UTF-8" in out and "s\\udc9b.md" in out
+
+
+def test_forget_never_rewrites_or_reads_another_users_file_named_as_a_trace(bead, mem, tmp_path, second_os_user):
+    """A line planted in proxy.runtime.jsonl names any file as a trace: forget replaced another user's JSONL file
+    with one of its own (root's, mode 0600, the matching line gone), and forget's plan and the dashboard read
+    whatever the line named. Another user's file is neither rewritten nor read; the person's own trace keeps its
+    mode."""
+    import pwd
+
+    if os.getuid() != 0:
+        pytest.skip("needs root to give a file to another user")
+    theirs = tmp_path / "app.jsonl"
+    theirs.write_text('{"session":"a","n":"keep"}\n{"session":"b","n":"zebra-falcon-4411"}\n')
+    theirs.chmod(0o644)
+    os.chown(theirs, pwd.getpwnam(second_os_user).pw_uid, -1)
+    ours = tmp_path / "trace.jsonl"
+    ours.write_text('{"session":"c","n":"zebra-falcon-4411"}\n{"session":"d","n":"keep"}\n')
+    ours.chmod(0o644)
+    runtime = mem.home.root / "proxy.runtime.jsonl"
+    runtime.write_text(
+        "".join(json.dumps({"at": "2026-01-01T00:00:00Z", "pid": 1, "trace": str(p)}) + "\n" for p in (theirs, ours))
+    )
+    mem.write("user/pet", "zebra-falcon-4411", "user")
+    before = os.stat(theirs)
+    r = bead("forget", "user/pet", "--yes")
+    assert r.code == 0, r.err
+    after = os.stat(theirs)
+    assert (after.st_ino, after.st_uid, after.st_mode) == (before.st_ino, before.st_uid, before.st_mode)
+    assert "zebra-falcon-4411" in theirs.read_text()
+    assert "zebra-falcon-4411" not in ours.read_text() and stat.S_IMODE(os.stat(ours).st_mode) == 0o644
+    from bead.core.trace import NotATrace, Trace
+
+    with pytest.raises(NotATrace):
+        Trace(theirs).entries()
+
+
+def test_the_dashboards_trace_hint_never_waits_on_a_config_that_became_a_link(mem, tmp_path):
+    """config.yaml replaced by a link to a FIFO after the home was opened: each dashboard page's trace hint waited on
+    it for good (a thread per page), and a link to a file outside the home was read."""
+    import threading
+
+    from bead.core.health import trace_hint
+
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    mem.home.config.unlink(missing_ok=True)
+    mem.home.config.symlink_to(fifo)
+    done = threading.Event()
+    threading.Thread(target=lambda: (trace_hint(mem.home), done.set()), daemon=True).start()
+    assert done.wait(20), "the hint waited on the FIFO behind the link"
+
+
+def test_a_hard_linked_fact_file_is_not_read_to_check_the_index(bead, mem, tmp_path):
+    """`bead status` said of a hard-linked version file that bead neither reads nor writes it, while the index's
+    check read it whole (its digest), wherever its other name lives."""
+    from bead.index.db import sha256_file
+
+    mem.write("user/editor", "Helix", "user")
+    f = mem.home.store / "facts" / "user" / "editor" / "v1.md"
+    outside = tmp_path / "big"
+    outside.write_bytes(b"x" * 1000)
+    f.unlink()
+    os.link(outside, f)
+    from bead.files import HardLink
+
+    with pytest.raises(HardLink):
+        sha256_file(f)
+    r = bead("status")
+    assert "hard link" in r.out and "Traceback" not in r.err, r.out + r.err
+
+
+def test_finding_a_sessions_raw_file_never_lists_a_folder_a_link_leads_to(mem, tmp_path, monkeypatch):
+    """A link planted under store/raw/: a new session's first turn listed the folders it led to (glob follows
+    folder links) on the proxy's path."""
+    outside = tmp_path / "o3" / "01" / "01"
+    outside.mkdir(parents=True)
+    (mem.home.store / "raw").mkdir(parents=True, exist_ok=True)
+    (mem.home.store / "raw" / "2020").symlink_to(tmp_path / "o3")
+    listed: list[str] = []
+    real = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda p=".": listed.append(str(p)) or real(p))
+    real_scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda p=".": listed.append(str(p)) or real_scandir(p))
+    assert mem.raw.find("s1") is None
+    turn = mem.raw.append("s1", "user", "hi")
+    assert turn and not any("2020" in p for p in listed), listed

@@ -477,9 +477,9 @@ def trace_hint(home: Home) -> str:
     config.yaml, where it goes, and the restart that makes the running proxy read it."""
     line = f"trace: {home.root / 'trace.jsonl'}"
     try:
-        lines = home.config.read_text(encoding="utf-8").splitlines()
+        lines = safe.read_text(home.config, root=home.root, limit=1024 * 1024).splitlines()  # never through a link
         has_proxy = any(raw.split("#", 1)[0].rstrip() == "proxy:" for raw in lines)  # `proxy:  # the proxy` too
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError, safe.UnsafePath):
         has_proxy = False
     where = f"under its `proxy:` line add `  {line}`" if has_proxy else f"add the two lines `proxy:` and `  {line}`"
     st = services_state(home).get("proxy") or {}

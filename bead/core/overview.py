@@ -24,7 +24,7 @@ from ..store.queue import Queue
 from . import health
 from .memory import Memory
 from .review import latest_report
-from .trace import Trace, configured_paths, listed
+from .trace import NotATrace, Trace, configured_paths, listed
 
 RECENT_REQUESTS = 40
 PREVIEW = 300
@@ -108,7 +108,7 @@ def injections(mem: Memory, trace: str | None = None) -> list[dict[str, Any]]:
     for p in configured_paths(mem.config, trace, home=mem.home):
         try:
             entries += Trace(p).entries()
-        except (OSError, safe.UnsafePath):
+        except (OSError, safe.UnsafePath, NotATrace):
             continue
     entries = [e for e in entries if isinstance(e, dict) and (e.get("injected") or e.get("rejected") or e.get("pinned"))]
     entries.sort(key=lambda e: str(e.get("at", "")))

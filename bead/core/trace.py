@@ -91,7 +91,12 @@ class Trace:
         safe.append_line(self.path, json_text(entry), root=self.path.parent, pipe_ok=True)
 
     def _text(self) -> str:
-        return safe.read_text(self.path, root=self.path.parent, errors="replace")
+        # The path may come from proxy.runtime.jsonl, which anyone who can write the home can add a line to: another
+        # user's file (/etc/passwd) is no trace of this person's proxy, and is not read.
+        data, st = safe.read_with_stat(self.path, root=self.path.parent)
+        if st.st_uid != os.getuid():
+            raise NotATrace(self.path)
+        return data.decode("utf-8", errors="replace")
 
     def entries(self) -> list[dict[str, Any]]:
         out = []

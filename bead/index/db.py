@@ -59,8 +59,18 @@ def key_text(key: str) -> str:
 
 
 def sha256_file(path: Path) -> str:
+    """The digest of a file of the store: never through a link, and never of a FIFO (the open would wait) or of a
+    hard link (another name of a file outside the home, which bead neither reads nor writes): UnsafePath."""
+    from ..files import HardLink, NotAFile
+
     h = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+        os.close(fd)
+        what = "not a regular file" if not stat.S_ISREG(st.st_mode) else "a hard link"
+        raise (NotAFile if what.startswith("not") else HardLink)(f"refusing to read {path}: it is {what}", f"remove {path}")
+    os.set_blocking(fd, True)
     with os.fdopen(fd, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)

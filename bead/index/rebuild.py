@@ -67,10 +67,19 @@ def diff(index: Index, facts: FactStore, raw: RawLog) -> Diff:
             continue
         size, mtime_ns, sha, _ = known[rel]
         changed = (size, mtime_ns) != (st.st_size, st.st_mtime_ns) or (kind == "fact" and st.st_ctime_ns > since)
-        if changed and (not sha or sha256_file(path) != sha):
+        if changed and (not sha or _digest(path) != sha):
             d.modified.append(rel)
     d.deleted = sorted(rel for rel in known if rel not in on_disk)
     return d
+
+
+def _digest(path: Path) -> str | None:
+    """The file's digest, or None where bead will not read it (a hard link, a FIFO): changed, so the sync that reads
+    it says why."""
+    try:
+        return sha256_file(path)
+    except (OSError, safe.UnsafePath):
+        return None
 
 
 def reconcile(index: Index, facts: FactStore, raw: RawLog) -> tuple[Diff, list[Problem]]:

@@ -239,11 +239,16 @@ class RawLog:
         cached = self._paths.get(session)
         if cached is not None and cached.exists():
             return cached
-        for p in sorted(self.root.glob(self.home.raw_glob(session))):
-            # glob may pass through a link; the file is only ever opened from the home down.
-            safe.check(p, root=self.home.root)
-            self._paths[session] = p
-            return p
+        # Folder by folder, never through a link (glob followed one planted under raw/ and listed what it led to).
+        name = f"{session}.md"
+        for year in sorted(safe.listdir(self.root, root=self.home.root)):
+            for month in sorted(_names(self.root / year, self.home.root)):
+                for day in sorted(_names(self.root / year / month, self.home.root)):
+                    folder = self.root / year / month / day
+                    if name in _names(folder, self.home.root):
+                        p = folder / name
+                        self._paths[session] = p
+                        return p
         return None
 
     def _path_for(self, session: str, at: datetime) -> Path:
@@ -604,3 +609,11 @@ def _utf8(text: str) -> bool:
     except UnicodeEncodeError:  # a name's undecodable bytes, as the file system handed them over
         return False
     return True
+
+
+def _names(folder: Path, root: Path) -> list[str]:
+    """The names in ``folder``, never through a link ([] for a link, a file or nothing there)."""
+    try:
+        return safe.listdir(folder, root=root)
+    except (OSError, safe.UnsafePath):
+        return []
