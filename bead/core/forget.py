@@ -757,9 +757,10 @@ def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
         whole = rec.key in plan.whole
         if skill_files.as_written(rec, data) and skill_files.made_by_bead(rec, data) and (whole or holds(text)):
             plan.skills.append(rec)
-        elif whole or holds(text):
-            # Changed since install (the person's edit), or not bead's: named, never touched. Of a key that goes
-            # whole it is named even where the value itself is not found in it (an edit that kept part of it).
+        elif holds(text) or (whole and skill_files.made_by_bead(rec, data)):
+            # Changed since install (the person's edit), or not bead's: named, never touched. A skill bead made from
+            # a key that goes whole is named even where the value itself is not found in it (an edit that kept part
+            # of it); another file a log line names only if it holds the value.
             plan.skills_left.append(rec.path)
         for backup in skill_files.backup_names(rec.path):
             kept, _ = skill_files.read_installed(skill_files.Installed(backup, rec.root, rec.key, ""))
