@@ -258,7 +258,10 @@ def _rule_ids() -> frozenset[str]:
     return frozenset(r.id for r in ruleset().rules)
 
 
-def _finding(rs: Ruleset, rule: Rule, text: str, m: Any) -> Finding | None:
+_Asked = dict[tuple[str, str, str, str], bool]  # (rule, value, match, line) -> whether an allowlist lets it be
+
+
+def _finding(rs: Ruleset, rule: Rule, text: str, m: Any, seen: _Asked | None = None) -> Finding | None:
     span = _span(rule, m)
     if span is None:
         return None
@@ -272,13 +275,21 @@ def _finding(rs: Ruleset, rule: Rule, text: str, m: Any) -> Finding | None:
         return None
     if rule.classes and _classes(secret) < rule.classes:
         return None
-    if not rule.container and (_PLACEHOLDER.match(secret) or _FILLER.search(secret)):
-        return None
     match = m.group(0)
     line = _line(text, m.start(), m.end())
-    if not rule.container and rs.allow.accepts(secret, match, line):
-        return None
-    if any(a.accepts(secret, match, line) for a in rule.allow):
+    # The same value in the same line, found again by the same rule (a log that repeats a line thousands of times):
+    # its allowlists answered once (each a few regex searches of the line: most of a finding's cost).
+    asked = (rule.id, secret, match, line)
+    allowed = seen.get(asked) if seen is not None else None
+    if allowed is None:
+        allowed = (
+            (not rule.container and (bool(_PLACEHOLDER.match(secret)) or bool(_FILLER.search(secret))))
+            or (not rule.container and rs.allow.accepts(secret, match, line))
+            or any(a.accepts(secret, match, line) for a in rule.allow)
+        )
+        if seen is not None:
+            seen[asked] = allowed
+    if allowed:
         return None
     if rule.generic and start and text[start - 1] in "'\"" and text[start - 2 : start - 1] != "\\" and end < len(text):
         # A quoted value runs to its closing quote on the line, whatever a rule's value class stops at (a password's
@@ -310,10 +321,11 @@ def candidates(text: str) -> list[Finding]:
     for i in rs.keywords.Match(text.lower()) or ():
         woken.update(rs.by_keyword[rs.keyword_list[i]])
     found: list[tuple[int, int, int, Finding]] = []
+    seen: _Asked = {}
     for order in sorted(woken):
         rule = rs.rules[order]
         for m in rule.pattern.finditer(text):
-            f = _finding(rs, rule, text, m)
+            f = _finding(rs, rule, text, m, seen)
             if f is not None:
                 found.append((f.start, -(f.end - f.start), rule.generic * len(rs.rules) + order, f))
     found.sort(key=lambda t: t[:3])
