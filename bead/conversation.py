@@ -327,15 +327,20 @@ def find_cwd(texts: list[str], context: str = "") -> str | None:
     heads = [t[:_CWD_SCAN_CHARS] for t in (*texts, context) if t]
     ctx = context[:_CWD_SCAN_CHARS]
     # OpenCode's own report, its <env> element's "Working directory:" line, comes before the instructions it quotes
-    # from the repository (AGENTS.md): a "Primary working directory:" line there outranked it and moved the
-    # conversation into another project. The first <env> element of a system text is the harness's.
+    # from the repository ("Instructions from: .../AGENTS.md"): a "Primary working directory:" line there outranked it
+    # and moved the conversation into another project. So in OpenCode's system prompt (it says so first) an <env>
+    # element before any quoted instructions is the harness's report; anywhere else an <env> is text like any.
     for text in texts:
-        env = _env_element(text[:_CWD_SCAN_CHARS])
-        if env is not None:
+        head = text[:_CWD_SCAN_CHARS]
+        if not head.lstrip().lower().startswith("you are opencode"):
+            continue
+        env = _env_element(head)
+        quoted = head.find("Instructions from:")
+        if env is not None and (quoted == -1 or head.find("<env>") < quoted):
             m = _CWD_LINES[1].search(env)
             if m:
                 return m.group(1).strip().strip("`'\"")
-            break
+        break
     tiers: list[tuple[re.Pattern[str], list[str]]] = [
         (_CWD_LINES[0], heads),
         (_CWD_TAG, [ctx] if ctx else []),

@@ -26,9 +26,7 @@ from .textform import _ignorable, emoji_selector, stream_safe
 
 # C0 controls but tab, line feed and carriage return; DEL; C1 controls.
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-# "Cn": a code point this Python's Unicode database does not know may be a format character of a later version
-# (U+13439..U+1343F became format controls in Unicode 15; Python 3.11 knows 14): shown escaped, not as itself.
-_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co"})
 
 
 def escaped_char(ch: str) -> str:

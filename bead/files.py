@@ -468,7 +468,7 @@ def lines_of(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def rewrite_lines(path: Path, edit: Callable[[str], str | None], *, root: Path) -> int:
+def rewrite_lines(path: Path, edit: Callable[[str], str | None], *, root: Path, keep_mode: bool = False) -> int:
     """Rewrite a line file through ``edit`` (a new line, or None to drop it); the number of lines changed.
 
     Holds the file's flock exclusively, so concurrent ``append_line`` calls
@@ -499,7 +499,9 @@ def rewrite_lines(path: Path, edit: Callable[[str], str | None], *, root: Path) 
             if new is not None:
                 out.append(new + "\n")
         if changed:
-            write_at(d, path, "".join(out).encode("utf-8"), mode=stat.S_IMODE(st.st_mode))  # as it was (a 0644 trace)
+            # ``keep_mode``: a file the person made (a trace, 0644) keeps its permissions, and no more than rw; bead's
+            # own files go back to FILE_MODE.
+            write_at(d, path, "".join(out).encode("utf-8"), mode=stat.S_IMODE(st.st_mode) & 0o666 if keep_mode else FILE_MODE)
         return changed
 
 

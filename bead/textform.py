@@ -35,7 +35,8 @@ from typing import Any
 # Characters that show as nothing or as blank space without being a format or control character: Unicode's
 # Default_Ignorable_Code_Point ranges that are not format characters already (the combining grapheme joiner,
 # Khmer inherent vowels, Mongolian variation selectors, Hangul fillers, reserved noncharacter-like ranges,
-# musical formatting, tags and variation selectors supplement), and the braille blank.
+# musical formatting, tags and variation selectors supplement), the braille blank, and format characters of a Unicode
+# later than this Python's.
 _IGNORABLE = (
     (0x034F, 0x034F),
     (0x115F, 0x1160),
@@ -47,13 +48,14 @@ _IGNORABLE = (
     (0xFE00, 0xFE0F),
     (0xFFA0, 0xFFA0),
     (0xFFF0, 0xFFF8),
+    # Egyptian hieroglyph format controls: U+13430..U+13438 since Unicode 12, U+13439..U+1343F since Unicode 15,
+    # which Python 3.11 (Unicode 14) does not know: by range, so an older Python screens them too.
+    (0x13430, 0x1343F),
     (0x1BCA0, 0x1BCA3),
     (0x1D173, 0x1D17A),
     (0xE0000, 0xE0FFF),
 )
-# "Cn" (unassigned here): a later Unicode's format character is unassigned to an older database (U+13439..U+1343F
-# are format controls since Unicode 15; Python 3.11 knows 14), so what this Python cannot name is screened as hidden.
-_HIDDEN_CATEGORIES = frozenset({"Cf", "Cs", "Co", "Zl", "Zp", "Cn"})
+_HIDDEN_CATEGORIES = frozenset({"Cf", "Cs", "Co", "Zl", "Zp"})
 _KEPT_CONTROLS = frozenset("\t\n\r")
 _ASCII_UNSEEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # the ASCII characters ``fold`` drops: one C scan
 _MARKS = frozenset({"Mn", "Me"})

@@ -1169,13 +1169,20 @@ _UNTYPED_SHAPES = {
 
 
 @pytest.mark.parametrize("prompt", _UNTYPED_SHAPES.values(), ids=_UNTYPED_SHAPES.keys())
-def test_a_remember_in_a_block_with_a_documents_markup_is_not_the_persons_word(proxy_client, upstream, prompt):
+def test_a_remember_in_a_block_with_a_documents_markup_is_not_the_persons_word(proxy_client, upstream, bead_home, prompt):
+    """...and it waits for the person's review, rather than being lost."""
+    from bead.core.memory import Memory
+    from bead.paths import Home
+    from bead.store.queue import Queue
+
     p = proxy_client()
     assert p.post(*req(prompt, "s1", stream=False))[0] == 200
     p.settle()
     assert p.post(*req("hello, new task", "s2", stream=False))[0] == 200
     p.settle()
     assert "registry.evil.example" not in json.dumps(upstream.requests[-1].json()["system"])
+    with Memory.open(Home(bead_home)) as mem:
+        assert any("registry.evil.example" in i.value for i in Queue(mem).items()), "queued for review"
 
 
 def test_a_remember_in_a_later_text_part_waits_on_the_chat_completions_route_too(proxy_client, openai_upstream):

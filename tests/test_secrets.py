@@ -528,6 +528,9 @@ BENIGN = [
     "api_key=os.environ['DATADOG_API_KEY']",
     "see the #access_token section of the guide",
     "ACCESSKEY\tStatus\tUserName",
+    "by default password authentication is disabled and should stay so",
+    "  apiKey: process.env.OPENAI_API_KEY,",
+    "const client = new OpenAI({ apiKey: import.meta.env.VITE_KEY });",
     # a twenty-first review's look-alikes: URLs with `@` that hold no password, isql in prose, session ids
     "smtp://me@gmail.com:587/x",
     "https://user@host/p?email=a@b.com&x=c@d",

@@ -452,7 +452,8 @@ def test_a_key_named_as_anothers_tagged_name_gets_a_third(bead, mem, project):
 
 def test_install_waits_for_a_forget_in_progress(bead, mem, project, monkeypatch):
     """A forget removes the skill files, then the versions: an install between the two wrote the value back, and
-    the forget's log edit dropped the line that would have found it. Install takes the lock forget holds."""
+    the forget's log edit dropped the line that would have found it. Install asks for the queue's lock, which the
+    forget holds for the whole of its run, and so runs after it."""
     import threading
 
     from bead.core import forget, skill_files, skills
@@ -460,15 +461,22 @@ def test_install_waits_for_a_forget_in_progress(bead, mem, project, monkeypatch)
     key = "user/deploy"
     mem.write(key, "Deploy with token ZQX-4471 only from main.", "feedback", pinned=True)
     skills.install(mem, project, None)
+    asking, installed = threading.Event(), threading.Event()
+    real_deciding = skills.Queue.deciding
+
+    def deciding(q):
+        if threading.current_thread().name == "installer":
+            asking.set()
+        return real_deciding(q)
+
+    monkeypatch.setattr(skills.Queue, "deciding", deciding)
     real = skill_files.remove_installed
-    installed = threading.Event()
-    done: list = []
 
     def then_install(*a, **kw):
         out = real(*a, **kw)
-        t = threading.Thread(target=lambda: (done.append(skills.install(mem, project, None)), installed.set()))
+        t = threading.Thread(target=lambda: (skills.install(mem, project, None), installed.set()), name="installer")
         t.start()
-        installed.wait(0.5)  # time for an install that does not wait to write the file back (before: it did)
+        assert asking.wait(20), "install did not ask for the lock the forget holds"
         return out
 
     monkeypatch.setattr(skill_files, "remove_installed", then_install)
@@ -515,3 +523,40 @@ def test_a_queue_file_with_fields_of_other_types_breaks_no_skills_command(bead, 
         r = bead("skills", *args, "--dir", str(project))
         assert r.code == 0 and "Traceback" not in r.err, r.err
     assert (project / ".claude/skills/bead-commit-style/SKILL.md").exists()
+
+
+def test_forget_names_every_backup_past_a_gap(bead, mem, project):
+    """Forget stopped at the first backup name it could not read: with SKILL.md.bak removed, SKILL.md.bak.2 kept
+    the value unnamed (a review found it)."""
+    key = "user/deploy"
+    f = project / ".claude/skills/bead-deploy/SKILL.md"
+    mem.write(key, "Deploy with token ZQX-4471 only from main.", "feedback", pinned=True)
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    for n in range(2):
+        f.write_text(f.read_text() + f"edit {n}\n")
+        assert bead("skills", "install", "--dir", str(project), "--force").code == 0
+    assert f.with_name("SKILL.md.bak.2").exists()
+    f.with_name("SKILL.md.bak").unlink()
+    r = bead("forget", key)
+    assert r.code == 0, r.err
+    assert f"warning: left {f.with_name('SKILL.md.bak.2')}" in r.err
+
+
+def test_an_install_refused_for_too_many_backups_writes_and_notes_nothing(bead, mem, project):
+    """The refusal came after other skills were written and the refused file was noted (a review found it)."""
+    from bead.core import skill_files
+
+    mem.write("user/a", "Alpha rule.", "feedback", pinned=True)
+    mem.write("user/b", "Beta rule.", "feedback", pinned=True)
+    assert bead("skills", "install", "--dir", str(project)).code == 0
+    mem.write("user/a", "Alpha rule, changed.", "feedback", pinned=True)
+    b = project / ".claude/skills/bead-b/SKILL.md"
+    b.write_text("the person's own text\n")
+    for n in skill_files.backup_names(b):
+        n.write_text(f"an old backup {n.name}\n")
+    log = (mem.home.root / "skills.jsonl").read_bytes()
+    a_before = (project / ".claude/skills/bead-a/SKILL.md").read_bytes()
+    r = bead("skills", "install", "--dir", str(project), "--force")
+    assert r.code != 0 and "backups already" in r.err
+    assert (project / ".claude/skills/bead-a/SKILL.md").read_bytes() == a_before
+    assert (mem.home.root / "skills.jsonl").read_bytes() == log

@@ -419,7 +419,19 @@ RULES: tuple[Rule, ...] = (
         # `- user/review-policy (stated, 2025-01-02): ...`: a block flattens a value to one line, but the line's
         # grammar inside it still reads as a fact the person stated. Not "accepted": an ADR or PEP index says it
         # (`- adr-0007 (accepted, 2024-03-12): ...`).
-        (_form(r"(?:^|\s)-\s{1,4}[a-z0-9][\w/.\-]{0,200}\s{1,4}\((?:stated|inferred)\s{0,4},\s{0,4}\d{4}-\d\d-\d\d\)"),),
+        # Any bullet or none, a loose date or none where a colon follows (the pointers' `KEY (stated):`), and a full
+        # key (it has a `/`) with any trust word: an adversarial pass wrote each past the first form.
+        (
+            _form(
+                r"(?:^|\s)[-*+\x{2022}]?\s{0,4}[a-z0-9][\w/.\-]{0,200}\s{1,4}\((?:stated|inferred)(?:\s{0,4},?\s{0,4}"
+                r"\d{4}-\d{1,2}-\d{1,2})(?:\s{0,4},\s{0,4}pinned)?\s{0,4}\)"
+            ),
+            _form(r"(?:^|\s)[-*+\x{2022}]?\s{0,4}[a-z0-9][\w/.\-]{0,200}\s{1,4}\((?:stated|inferred)\s{0,4}\)\s{0,4}:"),
+            _form(
+                r"(?:^|\s)[-*+\x{2022}]?\s{0,4}[a-z0-9][\w.\-]{0,100}/[\w/.\-]{1,200}\s{1,4}\((?:stated|inferred|accepted"
+                r"|pinned|observed)(?:\s{0,4},?\s{0,4}\d{4}-\d{1,2}-\d{1,2})?(?:\s{0,4},\s{0,4}pinned)?\s{0,4}\)"
+            ),
+        ),
     ),
 )
 

@@ -76,8 +76,9 @@ def skill_files_said(summary: dict) -> None:
         )
     for path in summary.get("skill_files_left") or []:
         echo(
-            f"warning: left {path}: `bead skills install` made it from this memory, but it was changed since (an "
-            "edit, or a --force's backup) or could not be read; look at it and remove the value yourself",
+            f"warning: left {path}: it holds the value, or `bead skills install` made it from this memory, and it is "
+            "not as install wrote it (an edit, a --force's backup) or could not be read; look at it and remove the "
+            "value yourself",
             err=True,
         )
     if summary.get("skill_files_unread"):

@@ -748,13 +748,14 @@ def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
     (that holds the value, or of a key that goes whole) and a file of the key that cannot be read are named."""
     recs, plan.skills_unread = skill_files.installed(mem)
     for rec in recs:
+        whole = rec.key in plan.whole
+        _scan_backups(rec, plan, holds, whole)
         data, problem = skill_files.read_installed(rec)
         if data is None:
             if problem and rec.key in plan.keys:
                 plan.skills_left.append(rec.path)
             continue
         text = data.decode("utf-8", errors="replace")
-        whole = rec.key in plan.whole
         if skill_files.as_written(rec, data) and skill_files.made_by_bead(rec, data) and (whole or holds(text)):
             plan.skills.append(rec)
         elif holds(text) or (whole and skill_files.made_by_bead(rec, data)):
@@ -762,12 +763,20 @@ def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
             # a key that goes whole is named even where the value itself is not found in it (an edit that kept part
             # of it); another file a log line names only if it holds the value.
             plan.skills_left.append(rec.path)
-        for backup in skill_files.backup_names(rec.path):
-            kept, _ = skill_files.read_installed(skill_files.Installed(backup, rec.root, rec.key, ""))
-            if kept is None:
-                break
-            if whole or holds(kept.decode("utf-8", errors="replace")):
+
+
+def _scan_backups(rec: skill_files.Installed, plan: Plan, holds: Callable[[str], bool], whole: bool) -> None:
+    """``install --force``'s backups of ``rec``'s file (every name, past a gap a person's removal left, and with the
+    file itself gone): one that holds the value, or any of a key that goes whole, and one that cannot be read, are
+    named."""
+    for backup in skill_files.backup_names(rec.path):
+        kept, problem = skill_files.read_installed(skill_files.Installed(backup, rec.root, rec.key, ""))
+        if kept is None:
+            if problem and (whole or rec.key in plan.keys):
                 plan.skills_left.append(backup)
+            continue
+        if whole or holds(kept.decode("utf-8", errors="replace")):
+            plan.skills_left.append(backup)
 
 
 def _live(mem: Memory, key: str) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ..capture.secrets import compile_linear, credential_rules, redact
 from ..conversation import Identity, Message, Source
@@ -137,6 +138,23 @@ def _unquoted(message: Message, text: str) -> str:
     return text
 
 
+_CLAUSE_LEAD = re.compile(r"(?i)(?:[,;:\-\u2013\u2014]|\b(?:btw|oh|ok|okay|so|thanks|thx))[, \t]*$")
+
+
+def _asked_for(m: Any) -> bool:
+    """Whether a match is a request: not a question ("do you remember that build?"), and, at a clause's start
+    rather than a sentence's, said as one ("thanks, remember that ..." or "...: remember: ..."), not "hmm, remember
+    when it broke?" or "if it fails, remember to run make clean" (a recollection, a condition)."""
+    whole = m.group(0)
+    if whole.rstrip().endswith("?"):
+        return False
+    k = whole.lower().find("remember")
+    lead, rest = whole[:k], whole[k + len("remember") :].lstrip(" \t")
+    if _CLAUSE_LEAD.search(lead.rstrip(" \t")):
+        return rest[:4].lower() == "that" or rest.startswith(":")
+    return True
+
+
 def request_list(message: Message) -> list[Request]:
     """The values "remember ..." asks for in the person's typed text of ``message``, and whether each is
     plainly the person's own request."""
@@ -144,7 +162,7 @@ def request_list(message: Message) -> list[Request]:
     for part in message.parts:
         if part.source is Source.TYPED and part.kind == "text":
             text = _unquoted(message, part.text)
-            m = _REMEMBER.search(text)
+            m = next((x for x in _REMEMBER.finditer(text) if _asked_for(x)), None)
             if m:
                 # The punctuation that opened the clause is the text before it too ("wiki: remember ..." is framed by
                 # its colon; a remember right after a colon is read as what was quoted).

@@ -3,9 +3,10 @@
 A skill file holds its fact's text in the person's project, outside bead's
 home. The log (``Home.skills_log``) has a line per write: the file's path,
 the project folder, the key and the content's digest. Forget and seal remove
-a file only while it is byte for byte what bead wrote: a planted line naming
-someone else's file fails the digest, and the path must be
-``<folder>/.claude/skills/<name>/SKILL.md`` of the folder it names. A file
+a file only while it is byte for byte what bead wrote, is this user's, and is
+one bead made (a ``bead-`` folder whose frontmatter carries the key: a digest
+is no secret, so a planted line naming someone else's file must fail that),
+at ``<folder>/.claude/skills/<name>/SKILL.md`` of the folder it names. A file
 changed since (the person's edit) is named, never touched.
 """
 

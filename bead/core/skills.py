@@ -44,6 +44,7 @@ from ..errors import BeadError
 from ..store.facts import split_frontmatter
 from ..store.keys import PERSON_TRUSTS
 from ..store.queue import Queue
+from ..textform import _ignorable
 from . import skill_files
 from .memory import Memory
 from .review import lesson_key, session_of
@@ -91,8 +92,8 @@ def _plain(text: str) -> str:
     """One line of text without control or invisible characters and without angle brackets (a description is
     read as plain text by harnesses; some refuse tags in it)."""
     flat = " ".join(str(text).split())
-    # "Cn" too: a later Unicode's format character is unassigned to this Python's database (bead.textform).
-    flat = "".join(ch for ch in flat if unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
+    flat = "".join(ch for ch in flat if unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"))
+    flat = "".join(ch for ch in flat if ord(ch) < 0x34F or not _ignorable(ord(ch)))  # a later Unicode's format controls
     return flat.replace("<", "(").replace(">", ")")
 
 
@@ -287,18 +288,23 @@ def _install(mem: Memory, project_dir: Path, project: str | None, force: bool) -
     # file without --force), whose earlier line (bead's own write, if any) stands.
     written = [s for s in skills if s.path and (s.status != "differs" or force)]
     ours = skill_files.digests(mem)  # before this install's lines: what bead wrote at each path until now
+    keep: dict[str, Path] = {}  # each --force's backup, decided before anything is noted or written (one may refuse)
+    for s in written:
+        if s.path is not None and s.before is not None and _sha(s.before) not in ours.get(s.path, set()):
+            # --force over a file that differs: what it held (a person's edit) is kept beside it, in a backup of its
+            # own; bead's own earlier write (a refresh after the value changed) is no edit, and not kept.
+            backup = _free_backup(s.path, project_dir, s.before)
+            if backup is not None:
+                keep[s.name] = backup
     skill_files.record(mem, [(s.path, project_dir, s.key, s.render().encode("utf-8")) for s in written if s.path])
     for s in skills:
         if s.status == "unchanged" or (s.status == "differs" and not force):
             s.status = "kept" if s.status == "differs" else s.status
             continue
         assert s.path is not None
-        if s.before is not None and _sha(s.before) not in ours.get(s.path, set()):
-            # --force over a file that differs: what it held (a person's edit) is kept beside it, in a backup of its
-            # own; bead's own earlier write (a refresh after the value changed) is no edit, and not kept.
-            s.backup = _free_backup(s.path, project_dir, s.before)
-            if s.backup is not None:
-                safe.atomic_write(s.backup, s.before.encode("utf-8"), FILE_MODE, root=project_dir)
+        if s.name in keep and s.before is not None:
+            s.backup = keep[s.name]
+            safe.atomic_write(s.backup, s.before.encode("utf-8"), FILE_MODE, root=project_dir)
         safe.atomic_write(s.path, s.render().encode("utf-8"), FILE_MODE, root=project_dir)
         s.status = "written"
     return skills

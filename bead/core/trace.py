@@ -128,7 +128,7 @@ class Trace:
             return None if matches(line) else line
 
         try:
-            return safe.rewrite_lines(self.path, edit, root=self.path.parent)
+            return safe.rewrite_lines(self.path, edit, root=self.path.parent, keep_mode=True)
         except (NotADirectoryError, IsADirectoryError):
             return 0
 

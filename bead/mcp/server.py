@@ -199,8 +199,11 @@ class Runtime:
             else:
                 body, content = answer, None
             if tool in LABELLED and isinstance(body, dict):
-                # First, and never overwritten by a field of the body.
-                body = {"note": DATA_NOTE, **{("body_note" if k == "note" else k): v for k, v in body.items()}}
+                # First, and never overwritten by a field of the body. Every stored string in it has bead's tag and
+                # a harness's escaped, as a block writes them (bead.recall.render.escape): harnesses hand the model
+                # the structured result, where a value closing <bead-memory> or opening <system-reminder> read as
+                # bead's or the harness's own.
+                body = {"note": DATA_NOTE, **{("body_note" if k == "note" else k): _tags_escaped(v) for k, v in body.items()}}
             # The harness may show the answer in the person's terminal: no control or invisible format character
             # of a stored value or a captured turn reaches it as itself (bead.display), in the text or the JSON.
             content = json_text(body) if content is None else visible(content, multiline=True, tab="\t")
@@ -226,6 +229,21 @@ def _recall_text(r: reads.Recalled) -> str:
         return "Nothing in memory matches that query."
     more = f"\n({r.left_out} more matches did not fit the budget; narrow the query or the scope.)" if r.left_out else ""
     return r.text + more
+
+
+def _tags_escaped(value: Any, depth: int = 0) -> Any:
+    """``value`` with every string's tag openers escaped where they name bead's or a harness's tag (render.escape)."""
+    from ..recall.render import escape
+
+    if isinstance(value, str):
+        return escape(value)
+    if depth > 32:
+        return value
+    if isinstance(value, dict):
+        return {k: _tags_escaped(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_tags_escaped(v, depth + 1) for v in value]
+    return value
 
 
 async def structured_errors(ctx: Any, call_next: Any) -> Any:

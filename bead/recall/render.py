@@ -85,10 +85,20 @@ def escape(text: str) -> str:
     out: list[str] = []
     last = 0
     for i in found:
-        if _names_a_tag(text, i + 1):
+        if _names_a_tag(text, i + 1) or (text[i] == "<" and _HARNESS_TAG.match(text, i + 1)):
             out += [text[last:i], _escaped_opener(text[i])]
             last = i + 1
     return "".join(out) + text[last:] if out else text
+
+
+# A harness's own elements (Claude Code's reminders, hook and command output, a teammate's message; Codex's context):
+# a stored value that opens or closes one would read, inside bead's block, as the harness talking. Anchored, bounded.
+_HARNESS_TAG = re.compile(
+    r"[ \t]{0,4}/?[ \t]{0,4}(?:system-reminder|user-prompt-submit-hook|command-(?:name|message|args)|bash-std(?:out|err)"
+    r"|local-command-std(?:out|err)|task-notification|teammate-message|environment_context|user_instructions"
+    r"|ide_(?:opened_file|selection))\b",
+    re.IGNORECASE,
+)
 
 
 def _escaped_opener(ch: str) -> str:

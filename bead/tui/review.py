@@ -243,7 +243,7 @@ def _preview(p: dict[str, Any], what: str) -> list[Segment]:
     for path in p.get("skill_files", []):
         out.append(("", f"  skill file {one_line(path)} (`bead skills install` wrote it: removed)\n"))
     for path in p.get("skill_files_left", []):
-        out.append(("class:warn", f"  skill file {one_line(path)} holds it but was changed since install: left to you\n"))
+        out.append(("class:warn", f"  skill file {one_line(path)} holds it or was made from it, changed since: left to you\n"))
     return out
 
 
