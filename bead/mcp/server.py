@@ -415,6 +415,64 @@ async def _pin_asked(ctx: Context, q: PinQuestion) -> Elicit[consent.Consent] | 
 PinAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_pin_asked)]
 
 
+def _unpin_text(mem: Memory, key: str) -> str:
+    cur = curate.pin_target(mem, key, False)
+    said = (
+        ""
+        if propose.persons(cur)
+        else (f"Its trust is {cur.trust}: unpinned, it is no longer your word, and an agent's write may replace it. ")
+    )
+    return (
+        f"bead: unpin {visible(cur.id)}? It leaves the pinned block of every conversation that opens from now on. "
+        f"Its text:\n\n{consent.quoted(cur.body, _unpin_instead(key))}\n\n{said}Decline and nothing changes."
+    )
+
+
+def _unpin_instead(key: str) -> str:
+    return f"ask the person to unpin it at their own terminal: `bead unpin {key}`"
+
+
+async def _unpin_question(ctx: Context, key: str) -> consent.Question:
+    return await _runtime(ctx).question(lambda m: _unpin_text(m, key), _unpin_instead(key))
+
+
+UnpinQuestion = Annotated[consent.Question, Resolve(_unpin_question)]
+
+
+async def _unpin_asked(ctx: Context, q: UnpinQuestion) -> Elicit[consent.Consent] | consent.Question | consent.Answered:
+    return await consent.ask(ctx, q)
+
+
+UnpinAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_unpin_asked)]
+
+
+def _reject_text(mem: Memory, item_id: str) -> str:
+    item = review.open_item(mem, item_id)
+    return (
+        f"bead: reject review item {visible(item.id)} ({visible(item.key)})? Its value is tombstoned: bead refuses it "
+        f"from then on, also when you say it. The proposal:\n\n{consent.quoted(item.value, _reject_instead(item_id))}"
+        "\n\nDecline and it stays in the queue."
+    )
+
+
+def _reject_instead(item_id: str) -> str:
+    return f"ask the person to reject it at their own terminal: `bead queue reject {item_id}`, or in `bead review`"
+
+
+async def _reject_question(ctx: Context, id: str) -> consent.Question:  # noqa: A002 - the tool's argument
+    return await _runtime(ctx).question(lambda m: _reject_text(m, id), _reject_instead(id))
+
+
+RejectQuestion = Annotated[consent.Question, Resolve(_reject_question)]
+
+
+async def _reject_asked(ctx: Context, q: RejectQuestion) -> Elicit[consent.Consent] | consent.Question | consent.Answered:
+    return await consent.ask(ctx, q)
+
+
+RejectAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_reject_asked)]
+
+
 def _remember_text(mem: Memory, project: str | None, value: str, type: str, key: str | None, expected_version: int | None) -> str:
     shown, stored, text, found = remembering.vet(mem, value, type, key, "user_stated", expected_version, project=project)
     if found is not None:  # it goes to the review queue, not into memory as the person's word: nothing to ask
@@ -775,9 +833,19 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
             asked=(lambda m: _pin_text(m, key, version), question, agreed),
         )
 
-    @mcp.tool(annotations=WRITE, description="Unpin a fact.")
-    async def unpin(key: Key, ctx: Context) -> CallToolResult:
-        return await rt.call("unpin", ctx, lambda m, v: curate.set_pinned(m, key, False), write=True)
+    @mcp.tool(
+        annotations=WRITE,
+        description="Unpin a fact, once the person says yes in the dialog bead shows them (a fact the person pinned "
+        "leaves every conversation's pinned block).",
+    )
+    async def unpin(key: Key, ctx: Context, question: UnpinQuestion, agreed: UnpinAsked) -> CallToolResult:
+        return await rt.call(
+            "unpin",
+            ctx,
+            lambda m, v: curate.set_pinned(m, key, False),
+            write=True,
+            asked=(lambda m: _unpin_text(m, key), question, agreed),
+        )
 
     @mcp.tool(annotations=WRITE, description="Make a dormant fact current again (its decay starts over).")
     async def reinforce(key: Key, ctx: Context) -> CallToolResult:
@@ -916,10 +984,22 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
             asked=(lambda m: _accept_text(m, id), question, agreed),
         )
 
-    @mcp.tool(annotations=WRITE, description="Reject a review item: its value is tombstoned and never proposed again.")
+    @mcp.tool(
+        annotations=WRITE,
+        description="Reject a review item: its value is tombstoned and never proposed again, once the person says yes "
+        "in the dialog bead shows them.",
+    )
     async def queue_reject(
-        id: Annotated[str, Field(max_length=40)],
-        ctx: Context,  # noqa: A002
+        id: Annotated[str, Field(max_length=40)],  # noqa: A002
+        ctx: Context,
+        question: RejectQuestion,
+        agreed: RejectAsked,
         reason: Annotated[str, Field(max_length=500)] = "",
     ) -> CallToolResult:
-        return await rt.call("queue_reject", ctx, lambda m, v: review.reject_item(m, id, reason).as_dict(), write=True)
+        return await rt.call(
+            "queue_reject",
+            ctx,
+            lambda m, v: review.reject_item(m, id, reason).as_dict(),
+            write=True,
+            asked=(lambda m: _reject_text(m, id), question, agreed),
+        )
