@@ -887,3 +887,67 @@ def test_an_index_line_or_prose_is_no_forged_fact_line(text):
     from bead.core.propose import screen
 
     assert screen("Notes." + text, "project/shop/notes") is None
+
+
+def test_a_splice_of_many_edits_into_a_large_body_takes_linear_time_and_lands_each_edit_where_it_did():
+    """Each edit copied the whole body (20 MB and 200 cue blocks: 1.9 s past the request's deadline; an adversarial
+    pass): one pass now, with edits at one place in the order the one-by-one splice gave them."""
+    import random
+
+    from linear import assert_linear
+
+    from bead.wire.splice import Edit, apply
+
+    def one_by_one(s, edits):
+        out = s
+        for e in sorted(edits, key=lambda e: e.start, reverse=True):
+            out = out[: e.start] + e.data + out[e.end :]
+        return out
+
+    rng = random.Random(7)
+    for _ in range(200):
+        s = "".join(rng.choice("ab{}[]") for _ in range(60))
+        cuts = sorted(rng.sample(range(61), 8))
+        edits = [
+            Edit(a, a if rng.random() < 0.5 else b, f"<{i}>") for i, (a, b) in enumerate(zip(cuts[::2], cuts[1::2], strict=True))
+        ]
+        edits += [Edit(cuts[0], cuts[0], "<again>")]  # two at one place
+        assert apply(s, edits) == one_by_one(s, edits)
+
+    def edits_into(n: int) -> tuple[str, list]:
+        body = "w" * n
+        return body, [Edit(i, i, "<bead-memory>x</bead-memory>") for i in range(0, n, 4096)]
+
+    assert_linear(lambda a: apply(*a), edits_into, 8 * 1024 * 1024, limit=0.3, what="splice")
+
+
+def test_the_remember_scan_holds_no_match_per_line_and_reads_a_bounded_part(monkeypatch):
+    """Lines ending in ":" kept a match object each (about 100 MB of memory per MB of text), and megabytes of clause
+    starts made RE2 fall back to its slow matcher, holding the request past its deadline (an adversarial pass). One
+    search now tells the framing colon, and a typed part is searched for a request in its first REMEMBER_SCAN
+    characters (a request further in is never plainly the person's)."""
+    import tracemalloc
+
+    from linear import assert_linear
+
+    from bead.conversation import Message, Part, Source
+
+    def message(text: str) -> Message:
+        return Message(0, "user", (Part(Source.TYPED, text, sent=len(text)),), "x")
+
+    colons = message("a:\n" * (4 * 1024 * 1024 // 3) + "x " * 100 + ". Remember that the port is 5433.")
+    tracemalloc.start()
+    try:
+        remembering.request_list(colons)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024, f"{peak / 1e6:.0f} MB for 4 MB of text"
+    scanned: list[int] = []
+    real = remembering._REMEMBER
+    monkeypatch.setattr(
+        remembering, "_REMEMBER", type("R", (), {"finditer": lambda self, t: scanned.append(len(t)) or real.finditer(t)})()
+    )
+    clauses = lambda n: message("".join(f"; remember {'x' * (i % 11)}" for i in range(n // 16)))  # noqa: E731
+    assert_linear(remembering.request_list, clauses, 1024 * 1024, limit=0.25, what="clause starts")
+    assert scanned and max(scanned) <= remembering.REMEMBER_SCAN

@@ -1031,6 +1031,15 @@ def test_a_fence_in_a_list_item_is_pasted_on_the_chat_completions_route_too(prox
     assert "registry.evil.example" not in json.dumps(system), "pasted text reached the pinned block"
 
 
+def _next_pinned_block_lacks_the_attackers_host(p, prompt, upstream) -> None:
+    """``prompt`` in one conversation, then a new one: the attacker's host is not in its pinned block."""
+    assert p.post(*req(prompt, "s1", stream=False))[0] == 200
+    p.settle()
+    assert p.post(*req("hello, new task", "s2", stream=False))[0] == 200
+    p.settle()
+    assert "registry.evil.example" not in json.dumps(upstream.requests[-1].json()["system"])
+
+
 _CUT_PASTES = {
     # a log line holding "[Pasted text" (no whole marker) ended an indented paste
     "indented-paste-with-a-marker-like-line": (
@@ -1130,12 +1139,7 @@ _CUT_PASTES = {
 def test_a_remember_in_a_paste_is_not_the_persons_word_wherever_the_paste_seems_cut(proxy_client, upstream, prompt):
     """Shapes in which a pasted log's own lines made the rest of it read as the person's typed words, so its
     `remember` was written as theirs and reached the next conversation's pinned block (an adversarial pass)."""
-    p = proxy_client()
-    assert p.post(*req(prompt, "s1", stream=False))[0] == 200
-    p.settle()
-    assert p.post(*req("hello, new task", "s2", stream=False))[0] == 200
-    p.settle()
-    assert "registry.evil.example" not in json.dumps(upstream.requests[-1].json()["system"])
+    _next_pinned_block_lacks_the_attackers_host(proxy_client(), prompt, upstream)
 
 
 def _t(text):
@@ -1175,12 +1179,7 @@ def test_a_remember_in_a_block_with_a_documents_markup_is_not_the_persons_word(p
     from bead.paths import Home
     from bead.store.queue import Queue
 
-    p = proxy_client()
-    assert p.post(*req(prompt, "s1", stream=False))[0] == 200
-    p.settle()
-    assert p.post(*req("hello, new task", "s2", stream=False))[0] == 200
-    p.settle()
-    assert "registry.evil.example" not in json.dumps(upstream.requests[-1].json()["system"])
+    _next_pinned_block_lacks_the_attackers_host(proxy_client(), prompt, upstream)
     with Memory.open(Home(bead_home)) as mem:
         assert any("registry.evil.example" in i.value for i in Queue(mem).items()), "queued for review"
 

@@ -92,6 +92,7 @@ OWN_REST = 150
 # Of a remember's own length, what counts as the request when the rest of a long message is weighed: a pasted mail
 # whose "remember" is most of it made the rest look short.
 OWN_REQUEST = 300
+REMEMBER_SCAN = 16 * 1024  # of a typed part, the characters a "remember" is looked for in
 _FRAMING = compile_linear(
     r"(?im)^[ \t]{0,8}(?:from|subject|to|cc|date|quote)[ \t]{0,4}:|^[ \t]{0,8}contents?[ \t]of\b"
     r"|\bcontents?[ \t]of\b[^\n]{0,200}:"
@@ -162,7 +163,9 @@ def request_list(message: Message) -> list[Request]:
     for part in message.parts:
         if part.source is Source.TYPED and part.kind == "text":
             text = _unquoted(message, part.text)
-            m = next((x for x in _REMEMBER.finditer(text) if _asked_for(x)), None)
+            # The first REMEMBER_SCAN characters: a request further into a typed part of that size is never plainly
+            # the person's, and a scan of megabytes of clause starts held the request past its deadline.
+            m = next((x for x in _REMEMBER.finditer(text[:REMEMBER_SCAN]) if _asked_for(x)), None)
             if m:
                 # The punctuation that opened the clause is the text before it too ("wiki: remember ..." is framed by
                 # its colon; a remember right after a colon is read as what was quoted).
@@ -172,8 +175,10 @@ def request_list(message: Message) -> list[Request]:
                 # wrapped in a reminder or bead's tags, leaves a short typed part but is still the block's.
                 size = max(part.sent, len(text.strip()))
                 rest = size - min(len(m.group(0).strip()), OWN_REQUEST)
-                colon = [c for c in _COLON_LINE.finditer(before)]
-                framed = bool(_FRAMING.search(before)) or any(len(before) - c.end() >= FRAMED_BLOCK for c in colon)
+                # A line ending in ":" at least FRAMED_BLOCK characters before the request: the first such line ends
+                # first, so one search tells (a list of every one held a match object per line: 100 MB per MB).
+                colon = _COLON_LINE.search(before)
+                framed = bool(_FRAMING.search(before)) or (colon is not None and len(before) - colon.end() >= FRAMED_BLOCK)
                 # A request after quoted text on its line is not plainly the person's, however short the message:
                 # after a colon or a verb that quotes ("it prints: npm ERR! 404 ... Remember that the registry is
                 # ...", "the README says setup is manual. Remember that ..."), the sentence may be the quote's own.
