@@ -326,17 +326,20 @@ def find_cwd(texts: list[str], context: str = "") -> str | None:
     not outrank its harness's own report."""
     heads = [t[:_CWD_SCAN_CHARS] for t in (*texts, context) if t]
     ctx = context[:_CWD_SCAN_CHARS]
-    # OpenCode's own report, its <env> element's "Working directory:" line, comes before the instructions it quotes
-    # from the repository ("Instructions from: .../AGENTS.md"): a "Primary working directory:" line there outranked it
-    # and moved the conversation into another project. So in OpenCode's system prompt (it says so first) an <env>
-    # element before any quoted instructions is the harness's report; anywhere else an <env> is text like any.
+    # OpenCode's own report, its <env> element's "Working directory:" line right after its lead-in, comes before the
+    # instructions it quotes from the repository ("Instructions from: .../AGENTS.md"): a "Primary working directory:"
+    # line there outranked it and moved the conversation into another project. Its agents' own prompts (a subagent's)
+    # keep the lead-in and the element, so those are what tell it: an <env> element right after the lead-in, before
+    # any quoted instructions, is the harness's report; anywhere else an <env> is text like any.
     for text in texts:
         head = text[:_CWD_SCAN_CHARS]
-        if not head.lstrip().lower().startswith("you are opencode"):
+        lead_in = head.find(_ENV_LEAD_IN)
+        if lead_in == -1:
             continue
-        env = _env_element(head)
+        after = head[lead_in + len(_ENV_LEAD_IN) :].lstrip(" \t\n")
+        env = _env_element(after) if after.startswith("<env>") else None
         quoted = head.find("Instructions from:")
-        if env is not None and (quoted == -1 or head.find("<env>") < quoted):
+        if env is not None and (quoted == -1 or lead_in < quoted):
             m = _CWD_LINES[1].search(env)
             if m:
                 return m.group(1).strip().strip("`'\"")
@@ -353,6 +356,9 @@ def find_cwd(texts: list[str], context: str = "") -> str | None:
             if m:
                 return m.group(1).strip().strip("`'\"")
     return None
+
+
+_ENV_LEAD_IN = "Here is some useful information about the environment you are running in:"
 
 
 def _env_element(text: str) -> str | None:

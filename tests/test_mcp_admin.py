@@ -446,6 +446,12 @@ def test_an_unpin_and_a_reject_happen_only_on_the_persons_yes(curator, mem, pers
     person.answer = "accept"
     assert curator.ok("unpin", {"key": key})["changed"] and not mem.current(key).pinned
     assert curator.ok("queue_reject", {"id": item.id})["status"] == "rejected"
+    # Nothing to unpin asks nothing; a long proposal's question shows its start (the dialog takes 4,000 characters).
+    n = len(asked())
+    assert not curator.ok("unpin", {"key": key})["changed"] and len(asked()) == n
+    long = Queue(mem).add("untrusted-source", f"project/shop/long-{run}", "project", "junk " * 2000 + run, [], "x")[0]
+    assert curator.ok("queue_reject", {"id": long.id})["status"] == "rejected"
+    assert asked()[-1].count("junk") < 300 and "…" in asked()[-1]
 
 
 def test_the_question_shows_hostile_text_as_escapes_and_never_as_bead_s_own_lines(admin, mem, asked):

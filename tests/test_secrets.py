@@ -506,6 +506,9 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("query-secret", "http://localhost:8888/callback#access_token={s}&token_type=bearer", r(ALNUM, 40))
     add("netrc-password", "default login deploy password {s}", "Kx7" + r(ALNUM, 10) + "!")
     add("netrc-password", "machine api.example.com password {s} login ann", "Kx6" + r(ALNUM, 10))
+    add("netrc-password", "machine a login b password c0ffee1x default login x password {s}", "Kx5" + r(ALNUM, 10))
+    # a dotted token followed by a comma in prose is a token, not code (a review found it left by an allow rule)
+    add("secret-in-prose", "the bot token is {s}, keep it safe", r(ALNUM, 24) + "." + r(ALNUM, 6) + "." + r(ALNUM, 27))
     return out
 
 

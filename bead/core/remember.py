@@ -139,21 +139,25 @@ def _unquoted(message: Message, text: str) -> str:
     return text
 
 
-_CLAUSE_LEAD = re.compile(r"(?i)(?:[,;:\-\u2013\u2014]|\b(?:btw|oh|ok|okay|so|thanks|thx))[, \t]*$")
+_FILLER_AT_END = re.compile(r"(?i)(?:^|[^A-Za-z])(then|and|also|please|pls|btw|oh|ok|okay|so|thanks|thx)[, \t]*$")
+_ASKS = re.compile(r"(?i)(?:when|what|how|where|why|which|who|whom|whose|if|whether|the one)\b")
 
 
 def _asked_for(m: Any) -> bool:
-    """Whether a match is a request: not a question ("do you remember that build?"), and, at a clause's start
-    rather than a sentence's, said as one ("thanks, remember that ..." or "...: remember: ..."), not "hmm, remember
-    when it broke?" or "if it fails, remember to run make clean" (a recollection, a condition)."""
+    """Whether a match is a request. Where the sentence starts (its filler words aside: "Also, remember we use
+    tabs"), as before, unless it asks ("thanks, remember when it broke?"). Where a clause starts (after a comma,
+    a semicolon, a colon or a dash), only said as one ("..., remember that ..." or "...: remember: ...") and not as
+    a question: "hmm, remember when it broke?" and "if it fails, remember to run make clean" are a recollection and
+    a condition."""
     whole = m.group(0)
-    if whole.rstrip().endswith("?"):
-        return False
     k = whole.lower().find("remember")
-    lead, rest = whole[:k], whole[k + len("remember") :].lstrip(" \t")
-    if _CLAUSE_LEAD.search(lead.rstrip(" \t")):
-        return rest[:4].lower() == "that" or rest.startswith(":")
-    return True
+    lead, rest = whole[:k].rstrip(" \t"), whole[k + len("remember") :].lstrip(" \t")
+    while (f := _FILLER_AT_END.search(lead)) is not None:
+        lead = lead[: f.start(1)].rstrip(" \t")
+    question = whole.rstrip().endswith("?")
+    if lead.endswith((",", ";", ":", "-", "\u2013", "\u2014")):
+        return not question and (rest[:4].lower() == "that" or rest.startswith(":"))
+    return not (question and _ASKS.match(rest))
 
 
 def request_list(message: Message) -> list[Request]:
@@ -163,14 +167,18 @@ def request_list(message: Message) -> list[Request]:
     for part in message.parts:
         if part.source is Source.TYPED and part.kind == "text":
             text = _unquoted(message, part.text)
-            # The first REMEMBER_SCAN characters: a request further into a typed part of that size is never plainly
-            # the person's, and a scan of megabytes of clause starts held the request past its deadline.
-            m = next((x for x in _REMEMBER.finditer(text[:REMEMBER_SCAN]) if _asked_for(x)), None)
+            # The first and the last REMEMBER_SCAN characters: a scan of megabytes of clause starts held the request
+            # past its deadline. A request in the last of a part that long waits for review (it is never plainly the
+            # person's); one in between is not looked for.
+            at, m = 0, next((x for x in _REMEMBER.finditer(text[:REMEMBER_SCAN]) if _asked_for(x)), None)
+            if m is None and len(text) > REMEMBER_SCAN:
+                at = len(text) - REMEMBER_SCAN
+                m = next((x for x in _REMEMBER.finditer(text[at:]) if _asked_for(x)), None)
             if m:
                 # The punctuation that opened the clause is the text before it too ("wiki: remember ..." is framed by
                 # its colon; a remember right after a colon is read as what was quoted).
                 lead = m.group(0)[: m.group(0).lower().find("remember")].rstrip(" \t")
-                before = text[: m.start()] + lead
+                before = text[: at + m.start()] + lead
                 # Measured on the block as the harness sent it: a pasted page closing its own code fence, or
                 # wrapped in a reminder or bead's tags, leaves a short typed part but is still the block's.
                 size = max(part.sent, len(text.strip()))
@@ -184,6 +192,7 @@ def request_list(message: Message) -> list[Request]:
                 # ...", "the README says setup is manual. Remember that ..."), the sentence may be the quote's own.
                 quoted = bool(_QUOTES_BEFORE.search(before[before.rfind("\n") + 1 :])) or lead.endswith(":")
                 plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed and not quoted and not part.near_paste
+                plain = plain and at == 0
                 if quoted and not framed and not part.near_paste:
                     out.append(Request(m.group(1).strip(), False, QUOTED))
                     continue

@@ -71,12 +71,16 @@ LABELLED = frozenset(
         "summary",
     }
 )
+# The tools whose answers list many stored values, which a model reads through (a value that closes bead's tag or
+# opens a harness's reads there as bead or the harness talking): their strings have those tags escaped. A single
+# fact's read (get_memory, history) gives the value as stored: an agent may edit it and write it back.
+LISTINGS = frozenset({"recall", "search_memory", "get_memory_context", "review_queue"})
 ADMIN_INSTRUCTIONS = (
     "bead's curation tools for the person who owns this memory. Start with summary and "
     "review_queue. forget, forget_matching and seal take two calls: a preview with a confirm "
     "token, then the call with the token; show the person the preview before the second call. "
-    "queue_accept, pin and remember write the person's word: bead asks the person itself in a dialog "
-    "and writes nothing without their accept."
+    "queue_accept, pin and remember write the person's word, unpin takes a fact out of the pinned block and "
+    "queue_reject tombstones a value: bead asks the person itself in a dialog and changes nothing without their accept."
 )
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -203,7 +207,11 @@ class Runtime:
                 # a harness's escaped, as a block writes them (bead.recall.render.escape): harnesses hand the model
                 # the structured result, where a value closing <bead-memory> or opening <system-reminder> read as
                 # bead's or the harness's own.
-                body = {"note": DATA_NOTE, **{("body_note" if k == "note" else k): _tags_escaped(v) for k, v in body.items()}}
+                tagged = tool in LISTINGS
+                body = {
+                    "note": DATA_NOTE,
+                    **{("body_note" if k == "note" else k): _tags_escaped(v) if tagged else v for k, v in body.items()},
+                }
             # The harness may show the answer in the person's terminal: no control or invisible format character
             # of a stored value or a captured turn reaches it as itself (bead.display), in the text or the JSON.
             content = json_text(body) if content is None else visible(content, multiline=True, tab="\t")
@@ -231,12 +239,19 @@ def _recall_text(r: reads.Recalled) -> str:
     return r.text + more
 
 
-def _tags_escaped(value: Any, depth: int = 0) -> Any:
-    """``value`` with every string's tag openers escaped where they name bead's or a harness's tag (render.escape)."""
-    from ..recall.render import escape
+_TAG_OPENER = re.compile(
+    r"<(?=[ \t]{0,4}/?[ \t]{0,4}(?:bead-memory|system-reminder|user-prompt-submit-hook"
+    r"|command-(?:name|message|args)|bash-std(?:out|err)|local-command-std(?:out|err)|task-notification"
+    r"|teammate-message|environment_context|user_instructions|ide_(?:opened_file|selection))\b)",
+    re.IGNORECASE,
+)
 
+
+def _tags_escaped(value: Any, depth: int = 0) -> Any:
+    """``value`` with each "<" that opens bead's or a harness's tag as "&lt;", in every string (one bounded look-ahead
+    a "<": linear); every other character as stored."""
     if isinstance(value, str):
-        return escape(value)
+        return _TAG_OPENER.sub("&lt;", value) if "<" in value else value
     if depth > 32:
         return value
     if isinstance(value, dict):
@@ -415,8 +430,17 @@ async def _pin_asked(ctx: Context, q: PinQuestion) -> Elicit[consent.Consent] | 
 PinAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_pin_asked)]
 
 
+QUESTION_PREVIEW = 1000  # characters of a long value a reject's or an unpin's question shows (the dialog's limit is 4,000)
+
+
+def _preview(text: str) -> str:
+    return text if len(text) <= QUESTION_PREVIEW else text[:QUESTION_PREVIEW].rstrip() + " …"
+
+
 def _unpin_text(mem: Memory, key: str) -> str:
     cur = curate.pin_target(mem, key, False)
+    if not cur.pinned:
+        return ""  # nothing would change: nothing to ask
     said = (
         ""
         if propose.persons(cur)
@@ -424,7 +448,7 @@ def _unpin_text(mem: Memory, key: str) -> str:
     )
     return (
         f"bead: unpin {visible(cur.id)}? It leaves the pinned block of every conversation that opens from now on. "
-        f"Its text:\n\n{consent.quoted(cur.body, _unpin_instead(key))}\n\n{said}Decline and nothing changes."
+        f"Its text:\n\n{consent.quoted(_preview(cur.body), _unpin_instead(key))}\n\n{said}Decline and nothing changes."
     )
 
 
@@ -450,7 +474,7 @@ def _reject_text(mem: Memory, item_id: str) -> str:
     item = review.open_item(mem, item_id)
     return (
         f"bead: reject review item {visible(item.id)} ({visible(item.key)})? Its value is tombstoned: bead refuses it "
-        f"from then on, also when you say it. The proposal:\n\n{consent.quoted(item.value, _reject_instead(item_id))}"
+        f"from then on, also when you say it. The proposal:\n\n{consent.quoted(_preview(item.value), _reject_instead(item_id))}"
         "\n\nDecline and it stays in the queue."
     )
 
