@@ -1476,3 +1476,38 @@ def test_a_tombstone_from_before_its_letters_were_kept_still_finds_the_value_ins
     log.write_text("".join(json.dumps({k: v for k, v in e.items() if k != "inside_chars"}) + "\n" for e in lines))
     assert mem.tombstones.contained("our vendor is globex wombatica holdings, billed monthly")
     assert not mem.tombstones.contained("our vendor is globex, billed monthly")
+
+
+def test_a_forgotten_address_replayed_by_a_resumed_conversation_or_written_by_an_agent_stays_gone(bead_home):
+    """A value holding `@` or `/` (an address, a URL) got no form to refuse inside another text: a resumed
+    conversation brought the turn the forget had blanked back in clear, and an agent wrote it again (an
+    adversarial pass). Said in the same words, it is refused now; one of few words (`Use C++ 17`) still only whole."""
+    from bead.config import parse
+    from bead.core.memory import Memory
+    from bead.errors import RefusedWrite
+    from bead.paths import Home
+    from bead.proxy.engine import Engine
+    from bead.store.audit import inside_form
+
+    fact = "Ops pager email is quokka.wombat@globex-intra.example"
+    home = Home(bead_home).ensure()
+    engine = Engine(home, parse("owner: t\n"))
+
+    def send(messages, session):
+        body = json.dumps({"model": "m", "max_tokens": 5, "system": "x", "messages": messages}).encode()
+        engine.forwarded(engine.prepare(body, {"x-bead-session": session})).result(timeout=30)
+        engine.drain(timeout=30)
+
+    with Memory(home, engine.config) as mem:
+        mem.write("user/pager", fact, "user")
+    first = [{"role": "user", "content": f"note: {fact}"}]
+    send(first, "s-first")
+    with Memory(home, engine.config) as mem:
+        forget.apply(mem, forget.plan_target(mem, "user/pager"))
+    assert leftovers(bead_home, "quokka") == []
+    send([*first, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "which editor?"}], "s-resumed")
+    assert leftovers(bead_home, "quokka") == []
+    with Memory(home, engine.config) as mem, pytest.raises(RefusedWrite):
+        mem.write("user/pager-again", f"FYI: {fact}.", "user", trust="agent_observed")
+    engine.close()
+    assert inside_form("Use C++ 17") is None

@@ -100,11 +100,16 @@ def inside_form(value: str) -> tuple[str, int] | None:
     do not say (``Use C++ 17``: "Use C 17" is another value), as ``word_form`` has it."""
     from ..textform import fold
 
-    if _hard(fold(value)):
-        return None
     ws = _inside_words(value)
     rare = [w for w in ws if any(c.isdigit() for c in w) or len(w) >= 9]
     mixed = [w for w in ws if len(w) >= 6 and any(c.isdigit() for c in w) and any(c.isalpha() for c in w)]
+    if _hard(fold(value)):
+        # Its words alone may say another value (``Use C++ 17`` is "use c 17"), unless there are many of them or
+        # they hold a rare one (an address: ``quokka.wombat@globex-intra.example``, a URL): a forgotten address
+        # said again in the same words came back in a replayed turn and through an agent's write.
+        if len(ws) >= 4 and (rare or len(ws) >= 6):
+            return _inside_hash(ws), len(ws)
+        return None
     if len(ws) >= 3 or (len(ws) == 2 and rare) or (len(ws) == 1 and mixed):
         return _inside_hash(ws), len(ws)
     return None
