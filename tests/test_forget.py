@@ -1511,3 +1511,38 @@ def test_a_forgotten_address_replayed_by_a_resumed_conversation_or_written_by_an
         mem.write("user/pager-again", f"FYI: {fact}.", "user", trust="agent_observed")
     engine.close()
     assert inside_form("Use C++ 17") is None
+
+
+def test_a_forgotten_code_said_in_other_words_is_refused_and_not_captured_again(bead_home):
+    """The forgotten sentence's other words were what kept it out: an agent wrote the code back in another sentence
+    ("vault code word Zorblax-Quintessence-77q41", the code alone), and a resumed conversation replayed a turn that
+    said the code beside other words in clear (an adversarial pass). The value's core, its words from the first
+    rare one to the last, is refused inside other text too."""
+    from bead.config import parse
+    from bead.core.memory import Memory
+    from bead.errors import RefusedWrite
+    from bead.paths import Home
+    from bead.proxy.engine import Engine
+
+    home = Home(bead_home).ensure()
+    engine = Engine(home, parse("owner: t\n"))
+
+    def send(messages, session):
+        body = json.dumps({"model": "m", "max_tokens": 5, "system": "x", "messages": messages}).encode()
+        engine.forwarded(engine.prepare(body, {"x-bead-session": session})).result(timeout=30)
+        engine.drain(timeout=30)
+
+    first = [{"role": "user", "content": f"the combo of my locker, {VALUE}, is private"}]
+    with Memory(home, engine.config) as mem:
+        mem.write("user/vault-code", SENTENCE, "user")
+    send(first, "s-first")
+    with Memory(home, engine.config) as mem:
+        forget.apply(mem, forget.plan_target(mem, "user/vault-code"))
+        for text in (f"vault code word {VALUE}", VALUE):
+            with pytest.raises(RefusedWrite):
+                mem.write("user/again", text, "user", trust="agent_observed")
+        mem.write("user/other", "The vault is in the basement; the code changes monthly.", "user", trust="agent_observed")
+    assert leftovers(bead_home, "77q41") == []
+    send([*first, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "which editor?"}], "s-resumed")
+    assert leftovers(bead_home, "77q41") == []
+    engine.close()

@@ -115,6 +115,33 @@ def inside_form(value: str) -> tuple[str, int] | None:
     return None
 
 
+CORE_MIN_CHARS = 8  # letters and digits in a value's core (``core_form``)
+
+
+def _rare(word: str) -> bool:
+    """A word few texts say: one with a digit, four characters or more (a code's part, a port), or of 9 letters."""
+    return (len(word) >= 4 and any(c.isdigit() for c in word)) or len(word) >= 9
+
+
+def core_form(value: str) -> tuple[str, int, int] | None:
+    """(hash, word count, letters) of a forgotten value's core: its words from the first rare one to the last
+    (``_rare``), where that is shorter than the value, two words or more (or one of letters and digits, 6 or more)
+    and CORE_MIN_CHARS letters or more: "The vault code word is Zorblax-Quintessence-77q41" has "quintessence 77q41".
+    A sentence that says the code in other words ("vault code word Zorblax-Quintessence-77q41", a line that names
+    it beside other text) came back through an agent's write and a replayed turn; the value's other words were
+    what kept it out."""
+    ws = _inside_words(value)
+    rare = [i for i, w in enumerate(ws) if _rare(w)]
+    if not rare:
+        return None
+    core = ws[rare[0] : rare[-1] + 1]
+    chars = sum(len(w) for w in core)
+    one = len(core) == 1 and len(core[0]) >= 6 and any(c.isalpha() for c in core[0]) and any(c.isdigit() for c in core[0])
+    if len(core) == len(ws) or chars < CORE_MIN_CHARS or not (len(core) >= 2 or one):
+        return None
+    return _inside_hash(core), len(core), chars
+
+
 JOINED_MIN_CHARS = 12  # a value's words written as one are the value only from this long
 
 
@@ -332,6 +359,8 @@ class Tombstones:
             folded["inside_chars"] = sum(len(w) for w in _inside_words(value))
             if (joined := joined_form(value)) is not None:
                 folded["joined_sha256"] = joined
+        if reason == "forget" and (core := core_form(value)) is not None:
+            folded["core_sha256"], folded["core_words"], folded["core_chars"] = core
         append_line(
             self.path,
             json.dumps({"at": iso(at), **who, "sha256": digest, **folded, "reason": reason, "owner": self.owner}),
@@ -372,6 +401,10 @@ class Tombstones:
                 if isinstance(entry.get("joined_sha256"), str):
                     out.inside.setdefault(1, set()).add(entry["joined_sha256"])
                     _add_chars(out, 1, entry.get("inside_chars"))
+                k = entry.get("core_words")
+                if isinstance(entry.get("core_sha256"), str) and isinstance(k, int) and 0 < k <= MAX_INSIDE_WORDS:
+                    out.inside.setdefault(k, set()).add(entry["core_sha256"])
+                    _add_chars(out, k, entry.get("core_chars"))
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue
         _HASHES[str(self.path)] = (stamp, out)
