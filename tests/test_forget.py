@@ -1478,6 +1478,17 @@ def test_a_tombstone_from_before_its_letters_were_kept_still_finds_the_value_ins
     assert not mem.tombstones.contained("our vendor is globex, billed monthly")
 
 
+def _sender(engine):
+    """Send one request's messages through ``engine`` as a harness would, and wait for its capture."""
+
+    def send(messages, session):
+        body = json.dumps({"model": "m", "max_tokens": 5, "system": "x", "messages": messages}).encode()
+        engine.forwarded(engine.prepare(body, {"x-bead-session": session})).result(timeout=30)
+        engine.drain(timeout=30)
+
+    return send
+
+
 def test_a_forgotten_address_replayed_by_a_resumed_conversation_or_written_by_an_agent_stays_gone(bead_home):
     """A value holding `@` or `/` (an address, a URL) got no form to refuse inside another text: a resumed
     conversation brought the turn the forget had blanked back in clear, and an agent wrote it again (an
@@ -1492,11 +1503,7 @@ def test_a_forgotten_address_replayed_by_a_resumed_conversation_or_written_by_an
     fact = "Ops pager email is quokka.wombat@globex-intra.example"
     home = Home(bead_home).ensure()
     engine = Engine(home, parse("owner: t\n"))
-
-    def send(messages, session):
-        body = json.dumps({"model": "m", "max_tokens": 5, "system": "x", "messages": messages}).encode()
-        engine.forwarded(engine.prepare(body, {"x-bead-session": session})).result(timeout=30)
-        engine.drain(timeout=30)
+    send = _sender(engine)
 
     with Memory(home, engine.config) as mem:
         mem.write("user/pager", fact, "user")
@@ -1526,11 +1533,7 @@ def test_a_forgotten_code_said_in_other_words_is_refused_and_not_captured_again(
 
     home = Home(bead_home).ensure()
     engine = Engine(home, parse("owner: t\n"))
-
-    def send(messages, session):
-        body = json.dumps({"model": "m", "max_tokens": 5, "system": "x", "messages": messages}).encode()
-        engine.forwarded(engine.prepare(body, {"x-bead-session": session})).result(timeout=30)
-        engine.drain(timeout=30)
+    send = _sender(engine)
 
     first = [{"role": "user", "content": f"the combo of my locker, {VALUE}, is private"}]
     with Memory(home, engine.config) as mem:
