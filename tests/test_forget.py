@@ -1549,3 +1549,16 @@ def test_a_forgotten_code_said_in_other_words_is_refused_and_not_captured_again(
     send([*first, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "which editor?"}], "s-resumed")
     assert leftovers(bead_home, "77q41") == []
     engine.close()
+
+
+@pytest.mark.parametrize(
+    "said", ["the bank gave me recovery code QX - 88", "recovery code is QX \u2013 88", 'recovery code "QX"-"88"']
+)
+def test_a_forgotten_code_written_with_spaced_separators_goes_too(mem, said):
+    """A code's parts were found with up to two characters between them: "QX - 88" (three) stayed in the raw log
+    and the index (an adversarial pass)."""
+    mem.append_turns("s-code", [("user", said, T0, None)])
+    mem.write("user/bank-pin", "4711, recovery code QX-88", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/bank-pin"))
+    text = [t.text for t in mem.raw.read(mem.raw.find("s-code"))][0]
+    assert "88" not in text and "[forgotten]" in text, text

@@ -649,7 +649,7 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
 def token_pattern(tokens: AbstractSet[str]) -> Any:
     """One linear-time pattern that finds any of ``tokens`` as a whole token (case-insensitive), or None. A
     token with a digit in it is found however it is written apart (``QX-88``, ``QX 88``, ``qx88``): its letters
-    and digits in order, up to two other characters between each two; so are the words of a passphrase joined
+    and digits in order, up to three other characters between each two (`QX - 88`); so are the words of a passphrase joined
     into one token (PHRASE_PARTS words of PHRASE_PART_CHARS letters at least)."""
     if not tokens:
         return None
@@ -657,12 +657,12 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
     def form(tok: str) -> str:
         alnum = [c for c in tok if c.isalnum()]
         if any(c.isdigit() for c in tok) and len(alnum) >= MIN_TOKEN:
-            return r"[\W_]{0,2}".join(re.escape(c) for c in alnum)
+            return r"[\W_]{0,3}".join(re.escape(c) for c in alnum)
         parts = [p for p in re.split(r"[\W_]+", tok) if p]
         if len(parts) >= PHRASE_PARTS and all(len(p) >= PHRASE_PART_CHARS for p in parts):
             # A passphrase of words joined (`maple-quartz-lantern-orbit`) is said with spaces too: its words in
-            # order, up to two other characters between each two. Short parts (`end-to-end`) stay as written.
-            return r"[\W_]{0,2}".join(re.escape(p) for p in parts)
+            # order, up to three other characters between each two. Short parts (`end-to-end`) stay as written.
+            return r"[\W_]{0,3}".join(re.escape(p) for p in parts)
         return re.escape(tok)
 
     alts = "|".join(sorted({form(t) for t in tokens}, key=len, reverse=True))
