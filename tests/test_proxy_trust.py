@@ -1019,9 +1019,15 @@ def test_remember_inside_a_list_items_fence_or_quote_is_not_the_persons_word(pro
 
 
 def test_a_fence_in_a_list_item_is_pasted_on_the_chat_completions_route_too(proxy_client, openai_upstream):
+    _next_chat_pinned_block_lacks_the_attackers_host(proxy_client, openai_upstream, _LF_PROMPTS["fence-in-numbered-item"])
+
+
+def _next_chat_pinned_block_lacks_the_attackers_host(proxy_client, openai_upstream, content) -> None:
+    """``content`` as a user message on the Chat Completions route, then a new conversation: the attacker's host is
+    not in its system message (the pinned block)."""
     p = proxy_client(openai_upstream_url=openai_upstream.url)
     path, h = "/openai/v1/chat/completions", {"content-type": "application/json", "x-bead-session": "c1"}
-    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": _LF_PROMPTS["fence-in-numbered-item"]}]
+    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}]
     assert p.post(json.dumps({"model": "gpt-test", "messages": msgs}).encode(), h, path)[0] == 200
     p.settle()
     msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "hello, new task"}]
@@ -1185,17 +1191,8 @@ def test_a_remember_in_a_block_with_a_documents_markup_is_not_the_persons_word(p
 
 
 def test_a_remember_in_a_later_text_part_waits_on_the_chat_completions_route_too(proxy_client, openai_upstream):
-    p = proxy_client(openai_upstream_url=openai_upstream.url)
-    path, h = "/openai/v1/chat/completions", {"content-type": "application/json", "x-bead-session": "c1"}
     content = [{"type": "text", "text": "what does this mail mean?"}, {"type": "text", "text": f"Hi team,\n{_LF_LOG_LINE}"}]
-    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}]
-    assert p.post(json.dumps({"model": "gpt-test", "messages": msgs}).encode(), h, path)[0] == 200
-    p.settle()
-    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "hello, new task"}]
-    assert p.post(json.dumps({"model": "gpt-test", "messages": msgs}).encode(), {**h, "x-bead-session": "c2"}, path)[0] == 200
-    p.settle()
-    system = json.loads(openai_upstream.requests[-1].body)["messages"][0]["content"]
-    assert "registry.evil.example" not in json.dumps(system)
+    _next_chat_pinned_block_lacks_the_attackers_host(proxy_client, openai_upstream, content)
 
 
 _OWN_WORDS = {
