@@ -66,10 +66,12 @@ def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        what = "not a regular file" if not stat.S_ISREG(st.st_mode) else "a hard link"
-        raise (NotAFile if what.startswith("not") else HardLink)(f"refusing to read {path}: it is {what}", f"remove {path}")
+        raise NotAFile(f"refusing to read {path}: it is not a regular file", f"remove {path}")
+    if st.st_nlink > 1:
+        os.close(fd)
+        raise HardLink(f"refusing to read {path}: it is a hard link", f"remove {path}, or run `bead status --fix`")
     os.set_blocking(fd, True)
     with os.fdopen(fd, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

@@ -203,10 +203,9 @@ class Runtime:
             else:
                 body, content = answer, None
             if tool in LABELLED and isinstance(body, dict):
-                # First, and never overwritten by a field of the body. Every stored string in it has bead's tag and
-                # a harness's escaped, as a block writes them (bead.recall.render.escape): harnesses hand the model
-                # the structured result, where a value closing <bead-memory> or opening <system-reminder> read as
-                # bead's or the harness's own.
+                # First, and never overwritten by a field of the body. A listing's stored strings have bead's tag
+                # and a harness's escaped: harnesses hand the model the structured result, where a value closing
+                # <bead-memory> or opening <system-reminder> read as bead's or the harness's own.
                 tagged = tool in LISTINGS
                 body = {
                     "note": DATA_NOTE,
@@ -239,19 +238,13 @@ def _recall_text(r: reads.Recalled) -> str:
     return r.text + more
 
 
-_TAG_OPENER = re.compile(
-    r"<(?=[ \t]{0,4}/?[ \t]{0,4}(?:bead-memory|system-reminder|user-prompt-submit-hook"
-    r"|command-(?:name|message|args)|bash-std(?:out|err)|local-command-std(?:out|err)|task-notification"
-    r"|teammate-message|environment_context|user_instructions|ide_(?:opened_file|selection))\b)",
-    re.IGNORECASE,
-)
-
-
 def _tags_escaped(value: Any, depth: int = 0) -> Any:
-    """``value`` with each "<" that opens bead's or a harness's tag as "&lt;", in every string (one bounded look-ahead
-    a "<": linear); every other character as stored."""
+    """``value`` with each "<" that opens bead's or a harness's tag as "&lt;", in every string
+    (bead.recall.render.tag_openers_escaped); every other character as stored."""
+    from ..recall.render import tag_openers_escaped
+
     if isinstance(value, str):
-        return _TAG_OPENER.sub("&lt;", value) if "<" in value else value
+        return tag_openers_escaped(value)
     if depth > 32:
         return value
     if isinstance(value, dict):

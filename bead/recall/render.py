@@ -93,12 +93,20 @@ def escape(text: str) -> str:
 
 # A harness's own elements (Claude Code's reminders, hook and command output, a teammate's message; Codex's context):
 # a stored value that opens or closes one would read, inside bead's block, as the harness talking. Anchored, bounded.
-_HARNESS_TAG = re.compile(
-    r"[ \t]{0,4}/?[ \t]{0,4}(?:system-reminder|user-prompt-submit-hook|command-(?:name|message|args)|bash-std(?:out|err)"
+_HARNESS_NAMES = (
+    r"system-reminder|user-prompt-submit-hook|command-(?:name|message|args)|bash-std(?:out|err)"
     r"|local-command-std(?:out|err)|task-notification|teammate-message|environment_context|user_instructions"
-    r"|ide_(?:opened_file|selection))\b",
-    re.IGNORECASE,
+    r"|ide_(?:opened_file|selection)"
 )
+_HARNESS_TAG = re.compile(rf"[ \t]{{0,4}}/?[ \t]{{0,4}}(?:{_HARNESS_NAMES})\b", re.IGNORECASE)
+# The same, and bead's own tag as written (no look-alike reading): for text a model reads as data outside a block.
+_TAG_OPENER = re.compile(rf"<(?=[ \t]{{0,4}}/?[ \t]{{0,4}}(?:bead-memory|{_HARNESS_NAMES})\b)", re.IGNORECASE)
+
+
+def tag_openers_escaped(text: str) -> str:
+    """``text`` with each "<" that opens bead's tag or a harness's as "&lt;", every other character as stored (a
+    memory tool's listing: one bounded look-ahead a "<", linear)."""
+    return _TAG_OPENER.sub("&lt;", text) if "<" in text else text
 
 
 def _escaped_opener(ch: str) -> str:

@@ -241,7 +241,7 @@ class RawLog:
             return cached
         # Folder by folder, never through a link (glob followed one planted under raw/ and listed what it led to).
         name = f"{session}.md"
-        for year in sorted(safe.listdir(self.root, root=self.home.root)):
+        for year in sorted(_names(self.root, self.home.root)):
             for month in sorted(_names(self.root / year, self.home.root)):
                 for day in sorted(_names(self.root / year / month, self.home.root)):
                     folder = self.root / year / month / day
