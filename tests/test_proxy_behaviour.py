@@ -1000,12 +1000,13 @@ class TestGuard:
         assert json.loads(sent2)["system"] == json.loads(sent1)["system"]
 
 
-@pytest.mark.parametrize("system", ["", "\n", " \t "])
+@pytest.mark.parametrize("system", ["", "\n", " \t ", None])
 def test_a_blank_system_string_gives_way_to_the_pinned_block_and_is_no_empty_text_block(
     proxy_client, upstream, bead_home, system
 ):
     """The Messages API refuses a text block without text ("text content blocks must be non-empty"): a blank
-    `system` string is not kept as one beside the pinned block, as a string with words is."""
+    `system` string is not kept as one beside the pinned block, as a string with words is. A `null` one (a client
+    that writes every field) stands for none: it became no pinned block at all, the conversation no memory."""
     with mem_of(bead_home) as m:
         m.write("user/editor", "The user edits code in Helix with the default keymap.", "user")  # pinned
     proxy = proxy_client()

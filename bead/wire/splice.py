@@ -338,7 +338,9 @@ class Request:
         return mm["content"]
 
     def system_edit(self, block: str) -> Edit:
-        """Append ``block`` at the end of ``system`` (created when absent)."""
+        """Append ``block`` at the end of ``system`` (created when absent or ``null``, which stands for none)."""
+        if "system" in self.top and self.data.get("system") is None:
+            return Edit(self.top["system"].start, self.top["system"].end, "[" + block + "]")
         if "system" in self.top:
             return append_blocks(self.text, self.top["system"], [block])
         return Edit(self.end, self.end, ("," if self.top else "") + '"system":[' + block + "]")
