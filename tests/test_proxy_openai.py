@@ -390,6 +390,19 @@ def app(proxy_client, openai_upstream, seeded):
     return proxy_client(openai_upstream_url=openai_upstream.url)
 
 
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("tag", ["task", "question"])
+def test_words_wrapped_in_a_tag_are_captured_and_recalled_for(app, openai_upstream, bead_home, path, tag):
+    """Cline and Roo Code send the person's words as `<task>...</task>` on an OpenAI-compatible provider: such a part
+    went uncaptured and got no memory, as if it were the harness's own context (Codex's <environment_context>)."""
+    words = "why is the checkout discount test flaky under xdist?"
+    status, _ = app.post(body_for(path, f"<{tag}>\n{words}\n</{tag}>"), {"x-bead-session": f"tag-{tag}"}, path)[:2]
+    assert status == 200
+    assert "flaky-checkout" in json.dumps(openai_upstream.requests[-1].json())
+    app.settle()
+    assert any(t.role == "user" and words in t.text for t in raw_turns(bead_home, f"tag-{tag}"))
+
+
 class TestFailOpen:
     """The bad-input cases of the Anthropic route, on both OpenAI routes."""
 

@@ -186,6 +186,23 @@ class TestResponsesParse:
         )
         assert sources(conv.messages[2]) == [("typed", "text", "What files are in this folder?")]
 
+    @pytest.mark.parametrize("name", sorted(openai.HARNESS_ELEMENTS))
+    def test_each_harness_element_is_the_harness_s_text(self, name):
+        _, conv = openai.RESPONSES.parse(responses([msg("user", f"<{name}>\ncontext of {name}\n</{name}>", "hi")]), {})
+        assert [p.source for p in conv.messages[0].parts][0] is Source.HARNESS
+
+    @pytest.mark.parametrize("name", ["task", "question", "environment_details", "user_query"])
+    def test_another_tag_around_a_part_is_read_as_the_anthropic_route_reads_it(self, name):
+        """Cline and Roo Code wrap the person's words in <task> on an OpenAI-compatible provider: a part that was one
+        element of any name was taken for the harness's, so the turn went uncaptured and asked nothing."""
+        text = f"<{name}>\nwhy is the checkout test flaky?\n</{name}>"
+        _, conv = openai.RESPONSES.parse(responses([msg("user", text)]), {})
+        from bead.wire.anthropic import conversation_of
+
+        same = conversation_of({"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": text}]}, {})
+        assert sources(conv.messages[0]) == sources(same.messages[0])
+        assert Source.HARNESS not in [p.source for p in conv.messages[0].parts]
+
     def test_a_later_developer_message_is_not_the_system_prompt_the_conversation_opened_with(self):
         """``lead_system`` (what keys a conversation that names no session) is the instructions and the system
         items before the first other item; one the harness adds later joins ``system`` only."""

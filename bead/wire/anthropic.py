@@ -190,7 +190,7 @@ def is_command(text: str) -> bool:
     return "<command-" in text and clean(text).startswith(("<command-name>", "<command-message>"))
 
 
-def _attached_or_summary(text: str) -> bool:
+def attached_or_summary(text: str) -> bool:
     """Whether a person's block is a harness element (an <ide_selection>, an attachment marker; not command output,
     which segments reads as a tool's) or a compaction summary: never typed. Plain finds first, then one clean."""
     if "<" not in text and "[" not in text and not any(p in text for p in COMPACTION_PREFIXES):
@@ -295,7 +295,7 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
                 # message: a tool's output, to its end.
                 out += text_parts(text, Source.TOOL_OUTPUT)
                 continue
-            if _attached_or_summary(text):
+            if attached_or_summary(text):
                 # An <ide_selection> (lines of a file) or <ide_opened_file> beside the prompt, however many
                 # blocks have words (as own_block reads it beside two), or a compaction summary: pasted.
                 out += text_parts(text, Source.PASTED)

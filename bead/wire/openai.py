@@ -19,8 +19,8 @@ Each satisfies ``bead.wire.Wire``, as the anthropic module does:
 
 A person's text goes through the same typed/pasted split as on the Anthropic
 route (``anthropic.text_parts``). A user text part that is one tagged
-element from start to end (Codex CLI's ``<environment_context>``,
-``<user_instructions>``, ``<turn_aborted>``) or Codex's ``# AGENTS.md
+element from start to end (``HARNESS_ELEMENTS``: Codex CLI's ``<environment_context>``,
+``<user_instructions>``, ``<turn_aborted>`` and the like) or Codex's ``# AGENTS.md
 instructions for ...`` block is the harness's context, as Claude Code's
 ``<system-reminder>`` is: never typed, never captured, never a cue.
 Reasoning is skipped everywhere.
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import budget
-from ..capture.text import clean, harness_element, is_compaction, strip_own
+from ..capture.text import clean, harness_element, strip_own
 from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
 from . import anthropic
 from .splice import (
@@ -57,13 +57,33 @@ _OPEN_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9_-]{0,63})(?:[ \t][^>\n]{0,512})?>"
 _AGENTS_MD = "# AGENTS.md instructions for "
 
 
+# The elements a harness writes into a user message as its own context, from start to end: Codex CLI's (its
+# contextual user fragments: codex-rs model_visible_context.rs) and Claude Code's, which OpenCode also writes.
+# Only these: any other tag is a harness's wrapper of the person's words (Cline's and Roo Code's <task>) or the
+# person's own, and a part that was one whole element of any name went uncaptured and asked nothing.
+HARNESS_ELEMENTS = frozenset(
+    {
+        "environment_context",
+        "user_instructions",
+        "user_shell_command",
+        "turn_aborted",
+        "skill",
+        "plugins",
+        "subagents",
+        "subagent_notification",
+        "system-reminder",
+    }
+)
+
+
 def harness_context(text: str) -> bool:
-    """Whether a user text part is the harness's own context rather than the person's words."""
+    """Whether a user text part is the harness's own context rather than the person's words: Codex's AGENTS.md
+    block, or one of HARNESS_ELEMENTS from start to end."""
     t = text.strip()
     if t.startswith(_AGENTS_MD):
         return True
     m = _OPEN_TAG.match(t)
-    return m is not None and t.endswith(f"</{m.group(1)}>")
+    return m is not None and m.group(1).lower() in HARNESS_ELEMENTS and t.lower().endswith(f"</{m.group(1).lower()}>")
 
 
 def _json_value(text: str) -> Any:
@@ -116,8 +136,10 @@ def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]
             parts.append(anthropic.read_part(reads[i], text))
         elif source is Source.TYPED and harness_context(text):
             parts.append(Part(Source.HARNESS, text.strip()))
-        elif source is Source.TYPED and is_compaction(clean(text)):
-            parts += anthropic.text_parts(text, Source.PASTED)  # Codex's summary of a compacted conversation
+        elif source is Source.TYPED and anthropic.attached_or_summary(text):
+            # Codex's summary of a compacted conversation, or one element of another name (Cline's <task>): pasted,
+            # as on the Anthropic route
+            parts += anthropic.text_parts(text, Source.PASTED)
         else:
             # Of several text parts of a person's message, only their own words (the last) are typed.
             got = anthropic.text_parts(text, Source.PASTED if own is not None and i != own else source)
