@@ -225,10 +225,13 @@ def test_system_messages_between_are_skipped():
 
 
 def test_only_the_assistant_message_right_before_counts():
-    """An assistant message separated from the newest user message by another user message gives no cues."""
-    cues = cues_of(assistant(text("An old remark about nginx.")), user("first"), user("second"))
-    assert by_source(cues, "assistant") == []
+    """An assistant message before an earlier turn gives no cues; the newest turn's user messages in a row do."""
+    cues = cues_of(assistant(text("An old remark about nginx.")), user("first"), assistant(text("ok")), user("second"))
+    assert by_source(cues, "assistant") == ["ok"]
     assert by_source(cues, "user") == ["second"]
+    cues = cues_of(assistant(text("An old remark about nginx.")), user("first"), user("second"))
+    assert by_source(cues, "assistant") == ["An old remark about nginx."]
+    assert by_source(cues, "user") == ["first", "second"]
 
 
 def test_system_reminder_never_becomes_a_cue():
@@ -320,3 +323,19 @@ def test_a_tool_calls_cue_holds_the_tools_name_beside_its_arguments():
     )
     (call,) = by_source(cues, "tool_input")
     assert call.split()[0] == "Edit" and "migrations" in call and "reson" in call
+
+
+def test_user_messages_in_a_row_are_one_turn():
+    """The APIs read consecutive user messages as one turn: the person's words, then an image or the harness's reminder
+    in a message of its own, are the newest turn's cues, and the answer before the first of them too (only the last
+    message was read, so such a turn asked recall nothing)."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    for after in (user(image), user("<system-reminder>\nThe user opened src/app.py.\n</system-reminder>")):
+        cues = cues_of(
+            user("older question"),
+            assistant(text("Earlier remark on grafana.")),
+            user("why is the checkout discount test flaky under xdist?"),
+            after,
+        )
+        assert by_source(cues, "user") == ["why is the checkout discount test flaky under xdist?"]
+        assert by_source(cues, "assistant") == ["Earlier remark on grafana."]

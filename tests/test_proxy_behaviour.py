@@ -424,6 +424,21 @@ class TestConversation:
         content = json.loads(upstream.requests[-1].body)["messages"][0]["content"]
         assert "was not stored, because it holds a secret" in content[-1]["text"]
 
+    def test_the_persons_words_then_an_image_in_a_message_of_its_own_get_the_cue_block(self, proxy_client, upstream, bead_home):
+        """The API reads user messages in a row as one turn: the person's words, then a screenshot sent as the next
+        message, got no cue block (only the last message was read for the turn's cues)."""
+        seed_flaky(bead_home)
+        proxy = proxy_client()
+        image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+        conv = [
+            {"role": "user", "content": "why is the checkout discount test flaky under xdist?"},
+            {"role": "user", "content": [image]},
+        ]
+        body = json.dumps({"model": "m", "max_tokens": 10, "messages": conv, "system": "Working directory: /tmp/proj-x"})
+        post(proxy, body.encode(), {"x-bead-session": "split", "x-bead-project": "proj-x"})
+        cue = json.loads(upstream.requests[-1].body)["messages"][-1]["content"][-1]["text"]
+        assert cue.startswith('<bead-memory kind="recall">') and "flaky-checkout" in cue
+
     def test_cue_block_readded_and_forget_takes_effect(self, proxy_client, upstream, bead_home, bead):
         seed_flaky(bead_home)  # active-project facts sit in the pinned block; a global reference fact is cued
         proxy = proxy_client()

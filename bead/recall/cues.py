@@ -79,12 +79,18 @@ def clipped(text: str, limit: int | None = None, tail: int | None = None) -> str
 
 
 def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
-    """The cues of message ``index`` (default: the newest user message)."""
+    """The cues of message ``index`` (default: the newest user message, with the user messages right before it)."""
+    newest = index is None
     index = conv.newest_user if index is None else index
     if index is None:
         return []
     cues: list[Cue] = []
-    parts = conv.messages[index].parts
+    # The newest user message with the user messages right before it: the APIs read consecutive user messages as
+    # one turn, and a harness may send the person's words and then an image, or its own reminder, as another.
+    first = index
+    while newest and first > 0 and conv.messages[first - 1].role == "user":
+        first -= 1
+    parts = tuple(p for m in conv.messages[first : index + 1] for p in m.parts)
     # Every text of the person's message is a cue at the person's weight,
     # whoever wrote it (provenance decides what may become memory, not what
     # recall looks for): typed, pasted, or text sent beside a tool result. Within
@@ -107,7 +113,7 @@ def extract(conv: Conversation, index: int | None = None) -> list[Cue]:
             text = results.take(p.text, TOOL_RESULT_CHARS, TOOL_RESULT_TAIL)
             if text:
                 cues.append(Cue("tool_output", text))
-    j = index - 1
+    j = first - 1
     while j >= 0 and conv.messages[j].role == "system":
         j -= 1
     if j >= 0 and conv.messages[j].role == "assistant":
