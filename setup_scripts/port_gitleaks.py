@@ -40,6 +40,9 @@ PROSE_BOUNDARY = r"""(?:[\x60'"\s;.,:!?)\]}>]|\\[nr]|$)"""
 ADAPT = {
     "stripe-access-token": ("[a-zA-Z0-9]{10,99})", "[a-zA-Z0-9]{10,})",
                             "no upper length: a longer live key was not redacted at all"),
+    "hashicorp-tf-password": (r"""|\?=|,)[\x60'"\s=]{0,5}("[a-z0-9=_\-]{8,20}")""",
+                              r"""|\?=)[\x60'"\s=]{0,5}("[a-z0-9=_\-]{8,20}")""",
+                              "no comma before the value, which took the next string of a list of names"),
 }
 # The global allowlist's regexes that do not say what they mean, and what bead reads instead.
 GLOBAL_ADAPT = {"(?i)^true|false|null$": "(?i)^(?:true|false|null)$"}

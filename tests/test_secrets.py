@@ -509,6 +509,26 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("netrc-password", "machine a login b password c0ffee1x default login x password {s}", "Kx5" + r(ALNUM, 10))
     # a dotted token followed by a comma in prose is a token, not code (a review found it left by an allow rule)
     add("secret-in-prose", "the bot token is {s}, keep it safe", r(ALNUM, 24) + "." + r(ALNUM, 6) + "." + r(ALNUM, 27))
+    # a twenty-fourth review's leaks: a value with an escaped quote in it (a generated password holds `"` about one
+    # time in six), a value that starts with `$` or `/` or holds `{x}`, a token as a URL's user, an AWS secret after
+    # its id and a space or colon, a signed URL's signature, tokens known by their prefix
+    add("password-assignment", '{{"password": "{s}"}}', "Xk9" + r(ALNUM, 4) + '\\"' + r(ALNUM, 8))
+    add("password-assignment", '{{"client_secret": "{s}"}}', r(ALNUM, 6) + '\\"' + r(ALNUM, 10))
+    add("env-secret-assignment", 'DB_PASSWORD="{s}"', "Ab1" + '\\"' + r(ALNUM, 9))
+    add("password-assignment", '{{"password": "{s}"}}', "$Xk9" + r(ALNUM, 10))
+    add("env-secret-assignment", "DB_PASSWORD='{s}'", "$Xk9" + r(ALNUM, 10))
+    add("password-assignment", '{{"password": "{s}"}}', "/UNJZ3>O5" + r(ALNUM, 6))
+    add("password-assignment", '{{"password": "{s}"}}', "Xk9{{vQ2}}" + r(ALNUM, 6))
+    add("url-token-user", "git clone https://{s}@dev.azure.com/org/proj/_git/repo", r(LOWER + DIGITS, 52))
+    add("url-token-user", "https://{s}@github.com/org/repo.git", r(HEX, 40))
+    akia = "AKIA" + r("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)
+    add("aws-secret-beside-id", "mc alias set s3 https://s3.amazonaws.com " + akia + " {s}", r(ALNUM + "/+", 40))
+    add("aws-secret-beside-id", akia + ":{s}", r(ALNUM + "/+", 40))
+    add("query-secret", "https://b.s3.amazonaws.com/k?X-Amz-Security-Token=IQoJb3JpZ2lu" + r(ALNUM, 20) + "&X-Amz-Signature={s}", r(HEX, 64))
+    add("query-secret", "https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Signature={s}", r(HEX, 64))
+    add("provider-secret-prefixes", "my token is {s}", "nfp_" + r(ALNUM, 36))
+    add("provider-secret-prefixes", "export DOPPLER_TOKEN={s}", "dp.st.dev." + r(ALNUM, 40))
+    add("cli-token-flag", "tailscale up --auth-key {s}", "tskey-auth-" + r(ALNUM, 12) + "-" + r(ALNUM, 30))
     return out
 
 
@@ -517,6 +537,20 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # a twenty-fourth review's look-alikes: a list of field names, messages about a password, a tokenizer's setting,
+    # an identifier that starts like a prefixed token, a variable that starts with `$`
+    'fields = ["password", "username"]',
+    'sensitive_attributes = ["password", "master_password"]',
+    'INVALID_PASSWORD = "The password you entered is incorrect."',
+    'errors = {"password": "Password must be at least 8 characters"}',
+    'ERR_INVALID_TOKEN = "Token is invalid or expired, please log in again"',
+    "CREATE VIRTUAL TABLE x USING fts5(body, tokenize='porter unicode61')",
+    'tokenizer_name = "bert-base-uncased"',
+    '"tokenizer": "meta-llama/Llama-2-7b-hf"',
+    "phx_component_renderer_for_layouts = render",
+    '{"password": "$DB_PASSWORD"}',
+    "DB_PASSWORD='${DB_PASSWORD}'",
+    "https://git@github.com/org/repo.git",
     # look-alikes of the shapes above: a variable, a placeholder, a command's output, a name, an expression
     "curl -u $USER:$PASS https://ci.example.com/api",
     "curl -u admin:changeme http://localhost:8080",

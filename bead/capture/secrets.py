@@ -40,7 +40,9 @@ _OPTIONS.max_mem = 64 << 20
 
 # Values that look like assignments of a secret but name one instead.
 _PLACEHOLDER = re2.compile(
-    r"(?i)^(?:x{4,}|\*{3,}|<[^>]*>|\$\{?[A-Z_][A-Z0-9_]*\}?|changeme|redacted.*|example.*|your[_\-].*|dummy.*"
+    # a variable's name in one case (`$DB_PASSWORD`, `${db_pass}`), not a value that starts with `$` (`$Xk9vQ2mZp`)
+    r"(?i)^(?:x{4,}|\*{3,}|<[^>]*>|(?-i:\$\{?(?:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*)\}?)|changeme|redacted.*|example.*"
+    r"|your[_\-].*|dummy.*"
     r"|placeholder.*|null|none|true|false)$",
     _OPTIONS,
 )
