@@ -18,6 +18,7 @@ import difflib
 import functools
 import getpass
 import os
+import re
 import reprlib
 import types
 import typing
@@ -55,6 +56,27 @@ def _positive(v: Any) -> str | None:
     return None if v > 0 else "must be greater than 0"
 
 
+def _env_name(v: Any) -> str | None:
+    """A variable's name, never the key itself (which the dream's report and `bead status` would then show)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", v):
+        return "must be the NAME of an environment variable (letters, digits and _), not the key: put the key in that variable"
+    if len(v) >= 20 and any(c.islower() for c in v) and any(c.isupper() for c in v) and any(c.isdigit() for c in v):
+        return "looks like a key, not the NAME of a variable: put the key in a variable and name that variable here"
+    return None
+
+
+def _proxy_listen(v: Any) -> str | None:
+    """The proxy's address as `bead proxy` will take it (bead.ports.parse_listen): a loopback host:port."""
+    from .errors import BeadError
+    from .ports import parse_listen
+
+    try:
+        parse_listen(v)
+    except BeadError as exc:
+        return f"is not an address the proxy can listen on: {exc.message} ({(exc.hint or '').replace('--listen ', '')})"
+    return None
+
+
 def _owner(v: Any) -> str | None:
     """A name on every record: one line, short (a megabyte of it made every fact larger than bead reads)."""
     if len(v) > 200 or any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c in "\u2028\u2029" for c in v):
@@ -78,7 +100,7 @@ PROVIDERS = ("ollama", "anthropic", "openai")
 
 @dataclass(frozen=True)
 class ProxySettings:
-    listen: str = setting("127.0.0.1:7077", "loopback address of the proxy")
+    listen: str = setting("127.0.0.1:7077", "loopback address of the proxy", check=_proxy_listen)
     upstream: str = setting("https://api.anthropic.com", "the real API")
     openai_upstream: str = setting(
         "https://api.openai.com",
@@ -146,7 +168,7 @@ class ModelSettings:
         check=lambda v: None if v is None or v.strip() else "is blank: give the model's name, or null for none",
     )
     base_url: str | None = setting(None, "the provider's API base URL (default: the provider's own)")
-    api_key_env: str | None = setting(None, "the NAME of a variable holding the key")
+    api_key_env: str | None = setting(None, "the NAME of a variable holding the key", check=_env_name)
     api_key_command: str | None = setting(None, "a command that prints the key")
 
 

@@ -121,6 +121,30 @@ class TestConfigErrors:
         assert "line 1" in e.value.message and "must be a string" in e.value.message
         assert len(e.value.message) < 1000
 
+    @pytest.mark.parametrize(
+        "key", ["sk-ant-api03-" + "Ab9" * 20 + "AA", "ghp_" + "Ab12Cd34Ef56Gh78Ij90Kl12", "my key", "$ANTHROPIC_API_KEY"]
+    )
+    def test_a_key_where_a_variables_name_goes_is_refused_and_never_shown(self, bead, bead_home, key):
+        """`api_key_env` names the variable: a key written there reached the dream's report and the curator's
+        `summary` tool in clear ("no API key: set sk-ant-..."). Refused on its line, and the message holds no part
+        of it."""
+        bead_home.mkdir(parents=True)
+        (bead_home / "config.yaml").write_text(f"dream:\n  provider: anthropic\n  api_key_env: '{key}'\n")
+        r = bead("dream", "run")
+        assert r.code == 1 and "line 3" in r.err and "dream.api_key_env" in r.err, r.err
+        assert key not in r.out + r.err and key[:12] not in r.out + r.err
+        assert config.parse("rerank:\n  api_key_env: ANTHROPIC_API_KEY\n").rerank.api_key_env == "ANTHROPIC_API_KEY"
+
+    @pytest.mark.parametrize("listen", ["127.0.0.1:99999", "[::1%lo]:7077", "0.0.0.0:7077", "127.0.0.1:017077"])
+    def test_a_listen_address_the_proxy_would_refuse_is_refused_by_the_file(self, bead, bead_home, listen):
+        """The proxy refused these when it started while the file was read without a word, so `bead status` said
+        nothing was wrong; now the file's line says so, for every command."""
+        bead_home.mkdir(parents=True)
+        (bead_home / "config.yaml").write_text(f'proxy:\n  listen: "{listen}"\n')
+        r = bead("status")
+        assert r.code == 1 and "line 2" in r.err and "proxy.listen" in r.err, r.err
+        assert config.parse('proxy:\n  listen: "localhost:7077"\n').proxy.listen == "localhost:7077"
+
     def test_cli_reports_config_error_and_exit_1(self, bead, bead_home):
         bead_home.mkdir(parents=True)
         (bead_home / "config.yaml").write_text("ownr: ben\n")

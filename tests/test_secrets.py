@@ -524,7 +524,11 @@ def _fakes() -> list[tuple[str, str, str]]:
     akia = "AKIA" + r("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)
     add("aws-secret-beside-id", "mc alias set s3 https://s3.amazonaws.com " + akia + " {s}", r(ALNUM + "/+", 40))
     add("aws-secret-beside-id", akia + ":{s}", r(ALNUM + "/+", 40))
-    add("query-secret", "https://b.s3.amazonaws.com/k?X-Amz-Security-Token=IQoJb3JpZ2lu" + r(ALNUM, 20) + "&X-Amz-Signature={s}", r(HEX, 64))
+    add(
+        "query-secret",
+        "https://b.s3.amazonaws.com/k?X-Amz-Security-Token=IQoJb3JpZ2lu" + r(ALNUM, 20) + "&X-Amz-Signature={s}",
+        r(HEX, 64),
+    )
     add("query-secret", "https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Signature={s}", r(HEX, 64))
     add("provider-secret-prefixes", "my token is {s}", "nfp_" + r(ALNUM, 36))
     add("provider-secret-prefixes", "export DOPPLER_TOKEN={s}", "dp.st.dev." + r(ALNUM, 40))
