@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 from conftest import all_bytes_under, plaintext_secret, reading_index
 
+from bead.config import Config
 from bead.core import forget
+from bead.core.memory import Memory
 from bead.errors import BeadError, RefusedWrite
+from bead.paths import Home
 from bead.recall.rank import search_facts
 from bead.store.rawlog import FORGOTTEN
 
@@ -668,6 +671,52 @@ class TestTheValueWrittenOtherwise:
         mem.close()
         assert "".join(p.read_text() for p in mem.home.raw.rglob("*.md")).count("kubernetes dashboard") == 4
         assert leftovers(mem.home.root, "Featherstonehaugh") == []
+
+    def test_match_takes_the_versions_that_hold_the_text_and_leaves_a_current_value_that_does_not(self, mem, bead):
+        """`--match secret-abc-123` with the secret in an old version took the key whole, its current value (which
+        does not hold it) too, and tombstoned that value; now the old version goes and the current one stays."""
+        mem.write("user/k", "old value secret-abc-123 here", "user")
+        mem.write("user/k", "nothing here", "user")
+        mem.write("user/lang", "rust", "user")
+        mem.write("user/lang", "python", "user")
+        mem.close()
+        r = bead("forget", "--match", "secret-abc-123", input="y\n")
+        assert r.code == 0, r.err
+        assert "user/k: version(s) v1; its current value does not hold the text and stays" in r.err
+        with Memory(Home(mem.home.root), Config(owner="t")) as m:
+            assert m.current("user/k").body == "nothing here"
+            assert [f.version for f in m.facts.versions("user/k").facts] == [2]
+            assert m.current("user/lang").body == "python"
+        assert leftovers(mem.home.root, "secret-abc-123") == []
+        assert bead("write", "user/k", "nothing here again", "--type", "user").code == 0
+
+    def test_match_in_the_current_value_takes_the_key_whole(self, mem, bead):
+        """An older value must not come back as the current one once the current is forgotten."""
+        mem.write("user/k", "older value", "user")
+        mem.write("user/k", "now secret-abc-123", "user")
+        mem.close()
+        r = bead("forget", "--match", "secret-abc-123", input="y\n")
+        assert r.code == 0 and "user/k: all 2 version file(s), its current value too" in r.err, r.err
+        with Memory(Home(mem.home.root), Config(owner="t")) as m:
+            assert m.current("user/k") is None
+
+    def test_a_key_at_a_terminal_shows_the_raw_turns_it_takes_and_asks(self, mem, bead, monkeypatch):
+        """`bead forget KEY` took every raw turn that holds a short or common value (`pytest`) without a word; at a
+        terminal it now lists them and asks, as --match and seal do. No, and nothing changes; a script (no terminal)
+        or --yes goes on as before."""
+        from bead.cli import common as cli_common
+
+        mem.write("project/demo/test-cmd", "pytest", "project")
+        mem.raw.append("s1", "user", "the tests run with pytest -q")
+        mem.close()
+        monkeypatch.setattr(cli_common, "at_terminal", lambda: True)
+        r = bead("forget", "project/demo/test-cmd", input="n\n")
+        assert r.code == 1 and "This will forget:" in r.err and "raw turn " in r.err and "Forget all of these?" in r.err
+        with Memory(Home(mem.home.root), Config(owner="t")) as m:
+            assert m.current("project/demo/test-cmd").body == "pytest"
+        assert bead("forget", "project/demo/test-cmd", "--yes").code == 0
+        with Memory(Home(mem.home.root), Config(owner="t")) as m:
+            assert m.current("project/demo/test-cmd") is None
 
     def test_match_forgets_a_key_named_by_the_text(self, mem):
         """`--match globexcorp` forgets the key whose name holds it, though its body does not."""

@@ -11,7 +11,7 @@ from .common import echo, emit, json_option, open_memory
 @click.command()
 @click.argument("target", required=False)
 @click.option("--match", "match", metavar="TEXT", help="Forget every fact and raw turn containing TEXT (3+ characters).")
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (scripts).")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (--match asks always, a KEY at a terminal).")
 @json_option
 def forget(target, match, yes, as_json):
     """Forget a fact (KEY, or one version KEY@vN) everywhere, for good.
@@ -21,7 +21,8 @@ def forget(target, match, yes, as_json):
     state lines, and truncates the index's WAL. Where a raw turn says the
     value's codes, numbers or rare words in other words, those are redacted
     in place. A sealed KEY's encrypted files are deleted as they are (no
-    passphrase, no tombstone).
+    passphrase, no tombstone). At a terminal it shows what it will change
+    first and asks; --match always asks (--yes for scripts).
     """
     from ..core import forget as forget_mod
     from ..errors import BeadError
@@ -48,10 +49,20 @@ def forget(target, match, yes, as_json):
             lambda d: echo("nothing matches; nothing changed"),
         )
         return
-    if match and not yes:
+    # --match always asks (a script says --yes); a KEY at a terminal too, as seal does: a short or common value takes
+    # every raw turn that holds it, which the person should see before it goes.
+    if not yes and (match or (not as_json and common.at_terminal())):
         echo("This will forget:", err=True)
         for key in preview["keys"]:
-            echo(f"  key {key} ({len(plan.keys[key])} version files)", err=True)
+            if key in plan.sealed:
+                echo(f"  key {key}: {len(plan.sealed[key])} sealed version file(s), deleted as they are", err=True)
+            if key not in plan.keys:
+                continue
+            if key in plan.whole:
+                echo(f"  key {key}: all {len(plan.keys[key])} version file(s), its current value too", err=True)
+            else:
+                said = ", ".join(f"v{n}" for n in plan.keys[key])
+                echo(f"  key {key}: version(s) {said}; its current value does not hold the text and stays", err=True)
         for t in preview["raw_turns"]:
             echo(f"  raw turn {t}", err=True)
         if preview["raw_turns_in_part"]:

@@ -188,9 +188,12 @@ def _version_value(mem: Memory, key: str, path: Path) -> str | None:
         return None
 
 
-def _add_key(mem: Memory, plan: Plan, key: str, only_version: int | None = None) -> None:
+def _add_key(
+    mem: Memory, plan: Plan, key: str, only_version: int | None = None, versions: AbstractSet[int] | None = None
+) -> None:
+    """Plan forgetting ``key``: every version, or ``only_version``, or those of ``versions``."""
     kv = mem.facts.versions(key)
-    numbers = [n for n in kv.numbers if only_version is None or n == only_version]
+    numbers = [n for n in kv.numbers if (only_version is None or n == only_version) and (versions is None or n in versions)]
     if not numbers and only_version is None and not kv.numbers:
         # No file left, but the index may still hold the key (a forget killed after deleting the
         # files and before its index transaction committed): forget the rows and their values.
@@ -890,8 +893,17 @@ def plan_match(mem: Memory, text: str, raw: list[Path] | None = None, tokens: se
         # A key is part of its value ("remember" and the dream make keys from its words): its name, not its
         # scope (``--match user`` is not every user/ key), word by word (``--match ship`` is not relationship).
         named = bool(as_key.strip()) and as_key in _word_form(kv.key[len(scope_of(kv.key)) + 1 :].replace("_", " "))
-        if named or any(holds(b) for b in bodies):
+        if not (named or any(holds(b) for b in bodies)):
+            continue
+        # The versions that hold the text go; the key goes whole when its current value holds it (an older value
+        # must not come back as the current one), when its name is the text, or when a version file bead cannot
+        # read holds it. Before, a text in an old version took the current value, which does not hold it, too.
+        holding = {f.version for f in kv.facts if holds(f.body) or (f.title and holds(f.title))}
+        unread = any(holds(v) for p in kv.problems if (v := _version_value(mem, kv.key, p.path)))
+        if named or unread or not kv.numbers or max(kv.numbers) in holding:
             _add_key(mem, plan, kv.key)
+        else:
+            _add_key(mem, plan, kv.key, versions=holding)
     # Rows whose files are gone (an interrupted forget) hold values too.
     for key, body in mem.index.all_fact_bodies():
         if key not in plan.keys and holds(body):
