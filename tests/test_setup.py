@@ -677,6 +677,11 @@ class TestUp:
         data = json.loads(invoke_cli(["status", "--json"], env=env).out)
         assert {n: s["state"] for n, s in data["services"].items()} == {n: "running under bead up" for n in SERVICES}
         assert "running under `bead up` (pid " in invoke_cli(["status"], env=env).out
+        # A second `bead up` on the same home refuses at once: it ran a second indexer and dream worker, and its
+        # record replaced the first one's, so `bead status` said nothing was running.
+        second = invoke_cli(["up"], env=env)
+        assert second.code == 1 and "already running for this home" in second.err, second.err
+        assert json.loads((home / "up.json").read_text())["pid"] == p.pid
         p.send_signal(signal.SIGINT)
         out = p.communicate(timeout=60)[0].decode()
         assert p.returncode == 0 and "bead up: stopped" in out

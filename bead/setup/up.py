@@ -13,8 +13,10 @@ import time
 
 from .. import files as safe
 from ..display import visible
+from ..errors import BeadError
 from ..paths import Home
 from ..ports import client_address
+from ..store.locks import LockBusy, flocked
 
 COMMANDS = {"proxy": ["proxy"], "indexer": ["indexer"], "dream": ["dream", "worker"]}
 
@@ -23,6 +25,21 @@ def run_services(include_dream: bool = True, stream=None, home: Home | None = No
     """Start the services, prefix their output, stop all on Ctrl-C or when one dies. With ``home``, say first
     how to point the harnesses at the proxy (``listen``), and keep the services' pids in ``home.up_file`` while
     they run, so `bead status` knows them."""
+    if home is None:
+        return _run(include_dream, stream, None, listen)
+    # One `bead up` a home: a second one ran a second indexer and dream worker on the same store until its proxy
+    # found the port taken, and its record replaced the first one's, so `bead status` said nothing was running.
+    try:
+        with flocked(home.root / "up.lock", blocking=False, root=home.root):
+            return _run(include_dream, stream, home, listen)
+    except LockBusy:
+        raise BeadError(
+            "`bead up` is already running for this home",
+            "`bead status` shows its services; stop it with Ctrl-C in its terminal before starting another",
+        ) from None
+
+
+def _run(include_dream: bool, stream, home: Home | None, listen: str) -> int:
     out = stream or sys.stderr
     names = [n for n in COMMANDS if include_dream or n != "dream"]
     procs: dict[str, subprocess.Popen] = {}
