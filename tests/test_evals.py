@@ -38,6 +38,30 @@ class TestStrictFormat:
         with pytest.raises(BeadError):
             suite.load(write_suite(tmp_path, {"kind": "vibes", "name": "x"}))
 
+    def test_a_missing_kind_says_what_to_add_and_where_the_format_is(self, tmp_path):
+        """The hint named shared/evals/FORMAT.md, which is not in the repository, and said to delete a key that is
+        missing."""
+        for data in ({}, {"kind": "injection"}):
+            with pytest.raises(BeadError) as e:
+                suite.load(write_suite(tmp_path, data))
+            assert "`kind:`" in e.value.hint and "docs/evals.md" in e.value.hint and "delete" not in e.value.hint
+            assert (REPO / "docs" / "evals.md").exists()
+
+
+def test_the_examples_in_the_suite_format_page_run(tmp_path, bead):
+    """Each suite docs/evals.md shows loads and runs as written (a page a newcomer copies from must stay true)."""
+    import re
+
+    page = (REPO / "docs" / "evals.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", page, re.S)
+    assert len(blocks) == len(suite.SHAPES)
+    for i, block in enumerate(blocks):
+        path = tmp_path / f"example-{i}.yaml"
+        path.write_text(block)
+        r = bead("eval", str(path), "--json")
+        assert r.code == 0, (block, r.err)
+        assert json.loads(r.out.splitlines()[0])["name"].startswith("my-")
+
 
 class TestSupersession:
     """The rule never serves a stale value; a plain retriever does."""

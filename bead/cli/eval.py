@@ -79,6 +79,8 @@ from .common import echo, echo_json
 def eval_(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, by_suite, grid_file):
     """Run eval suites (kind: supersession, raw-recall, injection, poisoning) in temporary homes.
 
+    The suite format is in docs/evals.md; the repository's evals/ holds examples.
+
     A suite never touches your store. With several raw-recall files, a pooled
     row follows the per-suite ones.
     """

@@ -1,1 +1,1 @@
-"""The eval harness: suites in ../shared/evals/FORMAT.md's format."""
+"""The eval harness: suites in the format docs/evals.md describes."""

@@ -21,7 +21,11 @@ from ..errors import BeadError
 from ..index import semantic
 from ..store.facts import WriteResult
 
-FORMAT_HINT = "see the suite format in shared/evals/FORMAT.md; fix or delete that key"
+FORMAT_HINT = "fix or delete that key; the suite format is in docs/evals.md, with examples in the repository's evals/"
+MISSING_HINT = (
+    "put `kind:` (supersession, injection, raw-recall or poisoning) and `name:` at the top; "
+    "the suite format is in docs/evals.md, with examples in the repository's evals/"
+)
 
 # Allowed keys per place in a suite; `None` marks a mapping whose keys are
 # free (the Messages API's own fields inside `messages`).
@@ -82,7 +86,7 @@ def load(path: str | Path) -> dict:
     except yamlsafe.Error as exc:
         raise BeadError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax (a suite uses no anchor or alias)") from None
     if not isinstance(data, dict) or "kind" not in data or "name" not in data:
-        raise BeadError(f"{path}: a suite needs `kind` and `name` at the top level", FORMAT_HINT)
+        raise BeadError(f"{path}: a suite needs `kind` and `name` at the top level", MISSING_HINT)
     kind = data["kind"]
     if kind not in SHAPES:
         raise BeadError(f"{path}: kind {kind!r} is not supported", f"use one of: {', '.join(SHAPES)}")
