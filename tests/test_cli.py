@@ -112,6 +112,25 @@ class TestFlow:
         assert r.code == 1 and "project/billing/ci-image" in r.err and "project/webshop/ci-image" in r.err
         assert "full key" in r.err
 
+    def test_a_version_id_is_read_where_forget_and_pin_write_one(self, bead, bead_home):
+        """`bead show KEY@vN` said the key was not lower-case; `bead pin KEY@v7` of a version that never was said the
+        key had changed since it was shown; `bead status` after a dream run that did nothing printed `None`."""
+        bead("write", "user/k", "first", "--type", "user")
+        bead("write", "user/k", "second", "--type", "user")
+        assert bead("show", "user/k@v1").out.strip() == "first"
+        r = bead("show", "user/k@v9")
+        assert r.code == 1 and "has no version v9 (it has v1, v2)" in r.err and "bead history user/k" in r.err
+        assert "v1" in bead("history", "user/k@v1").out
+        r = bead("pin", "user/k@v7")
+        assert r.code == 1 and "user/k@v7 is no version of user/k" in r.err and "changed since" not in r.err
+        r = bead("unpin", "user/nope")
+        assert r.code == 1 and "`bead search`" in r.err
+        reports = bead_home / "store" / "reports"
+        reports.mkdir(parents=True, exist_ok=True)
+        (reports / "2026-12-06.md").write_text("# dream\nnothing done: no model\n")
+        out = bead("status").out
+        assert "None" not in out and "last dream  none that groomed the store" in out
+
     def test_errors_exit_1_on_stderr_with_hint(self, bead, bead_process):
         r = bead("show", "user/missing")
         assert (r.code, r.out) == (1, "") and "hint:" in r.err

@@ -147,7 +147,7 @@ def _print_problems(problems) -> None:
 @click.option("--project", help="The project a bare KEY is of (default: the working directory's).")
 @json_option
 def show(key, all_versions, project, as_json):
-    """Print the current value of KEY.
+    """Print the current value of KEY (KEY@vN: that version).
 
     KEY may be a bare name, as a pointer in the cue block writes a fact of the conversation's project: that
     project's fact of the name (the working directory's project, or --project); the key it stands for goes
@@ -160,7 +160,14 @@ def show(key, all_versions, project, as_json):
     from ..core.query import resolve_key
     from ..errors import BeadError
 
+    from ..store.keys import parse_id
+
     mem = open_memory()
+    parsed = parse_id(key)
+    version = None
+    if parsed is not None:  # KEY@vN, as forget, pin and the audit log write a version: that version
+        key, version = parsed
+        all_versions = False
     given = key
     if "/" not in key:
         try:
@@ -175,9 +182,15 @@ def show(key, all_versions, project, as_json):
     if not kv.facts:
         _refuse_sealed(mem, key)
         raise BeadError(f"no fact under {key}", "list keys with `bead list` or write one with `bead write`")
-    facts = list(kv.facts) if all_versions else [kv.current]
+    if version is not None:
+        facts = [f for f in kv.facts if f.version == version]
+        if not facts:
+            numbers = ", ".join(f"v{f.version}" for f in kv.facts)
+            raise BeadError(f"{key} has no version v{version} (it has {numbers})", f"run `bead history {key}` to list them")
+    else:
+        facts = list(kv.facts) if all_versions else [kv.current]
     data = [f.as_dict() | {"current": f is kv.current} for f in facts]
-    if not all_versions and kv.current is not None:
+    if version is None and not all_versions and kv.current is not None:
         mem.note_use([kv.current.key], "open")
 
     def human(rows):
@@ -200,7 +213,10 @@ def history(key, as_json):
     """List every version of KEY in order, with status, trust and time."""
     from ..errors import BeadError
 
+    from ..store.keys import parse_id
+
     mem = open_memory()
+    key = parse_id(key)[0] if parse_id(key) else key  # KEY@vN: the key's history, that version among them
     kv = mem.versions(key)
     _print_problems(kv.problems)
     if not kv.facts:

@@ -66,8 +66,10 @@ def status(fix, wait, as_json):
             echo(f"semantic    {sem['state']} ({sem['hint']})")
         for name, st in d["services"].items():
             echo(f"{'service':<12}{name}: {st.get('summary') or st['state']}")
-        if d["last_dream"]:
+        if d["last_dream"] and d["last_dream"]["last_run"]:
             echo(f"last dream  {d['last_dream']['last_run']} (report {d['last_dream']['report']})")
+        elif d["last_dream"]:  # a run that did nothing (no model set) wrote its report and no time of a run
+            echo(f"last dream  none that groomed the store (report {d['last_dream']['report']})")
         else:
             echo("last dream  never (`bead dream run`, or the dream worker at dream.schedule)")
         echo(f"review      {d['review_queue']} item(s) waiting (`bead queue`)")

@@ -55,8 +55,13 @@ def pin_target(mem: Memory, key: str, pinned: bool = True, expected_id: str | No
     if cur is None:
         if mem.is_sealed(key):
             raise Sealed(key)
-        raise NotFound(f"no fact under {key}", "look for the right key with search_memory")
+        raise NotFound(f"no fact under {key}", "look for the right key with `bead search` (search_memory over MCP)")
     if expected_id is not None and cur.id != expected_id:
+        if expected_id not in {f.id for f in mem.versions(key).facts}:
+            raise NotFound(
+                f"{expected_id} is no version of {key} (its current one is {cur.id})",
+                f"give {key} or {cur.id}; `bead history {key}` lists its versions",
+            )
         raise BeadError(
             f"not {'pinned' if pinned else 'unpinned'}: {key} changed since it was shown ({expected_id} then, {cur.id} now)",
             "look at the key again and decide on what it says now",

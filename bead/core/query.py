@@ -260,11 +260,11 @@ def _versions(mem: Memory, key: str, viewer: Viewer):
     if not kv.facts:
         if mem.is_sealed(stored):
             raise Sealed(key)
-        raise NotFound(f"no fact under {key}", "look for the right key with search_memory or recall")
+        raise NotFound(f"no fact under {key}", "look for the right key with `bead search` (search_memory or recall over MCP)")
     cur = kv.current
     assert cur is not None
     if not viewer.sees(cur.key, cur.owner):
-        raise NotFound(f"no fact under {key}", "look for the right key with search_memory or recall")
+        raise NotFound(f"no fact under {key}", "look for the right key with `bead search` (search_memory or recall over MCP)")
     return kv
 
 
