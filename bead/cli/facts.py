@@ -159,7 +159,6 @@ def show(key, all_versions, project, as_json):
     from ..conversation import project_from_cwd
     from ..core.query import resolve_key
     from ..errors import BeadError
-
     from ..store.keys import parse_id
 
     mem = open_memory()
@@ -212,11 +211,11 @@ def show(key, all_versions, project, as_json):
 def history(key, as_json):
     """List every version of KEY in order, with status, trust and time."""
     from ..errors import BeadError
-
     from ..store.keys import parse_id
 
     mem = open_memory()
-    key = parse_id(key)[0] if parse_id(key) else key  # KEY@vN: the key's history, that version among them
+    parsed = parse_id(key)
+    key = parsed[0] if parsed else key  # KEY@vN: the key's history, that version among them
     kv = mem.versions(key)
     _print_problems(kv.problems)
     if not kv.facts:
