@@ -533,6 +533,17 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("provider-secret-prefixes", "my token is {s}", "nfp_" + r(ALNUM, 36))
     add("provider-secret-prefixes", "export DOPPLER_TOKEN={s}", "dp.st.dev." + r(ALNUM, 40))
     add("cli-token-flag", "tailscale up --auth-key {s}", "tskey-auth-" + r(ALNUM, 12) + "-" + r(ALNUM, 30))
+    # a secret's name and value as columns or fields apart: `vault kv get`, tab-separated, box-drawn, az's app
+    # settings, SSM's parameter, Terraform's outputs; a YAML anchor or tag before a password
+    add("secret-table-row", "Key                Value\n---                -----\npassword           {s}", "Xk9" + r(ALNUM, 12))
+    add("secret-table-row", "DB_PASSWORD\t{s}\t2024-01-01T00:00:00Z", "Xk8" + r(ALNUM, 12))
+    add("secret-table-row", "│ DB_PASSWORD │ {s} │", "Xk7" + r(ALNUM, 12))
+    add("password-pair", '[{{"name": "DB_PASSWORD", "slotSetting": false, "value": "{s}"}}]', "Xk6" + r(ALNUM, 12))
+    add("password-pair", '{{"Parameter": {{"Name": "/prod/db/password", "Type": "SecureString", "Value": "{s}"}}}}', "Xk5" + r(ALNUM, 12))
+    add("password-pair", '{{"db_password": {{"sensitive": true, "type": "string", "value": "{s}"}}}}', "Xk4" + r(ALNUM, 12))
+    add("password-value", "password: &pw {s}", "Xk3" + r(ALNUM, 12))
+    add("password-value", "password: !!str {s}", "Xk2" + r(ALNUM, 12))
+    add("token-value", "users:\n- name: admin\n  user:\n    token: {s}", r(LOWER + DIGITS, 12) + "sync" + r(LOWER + DIGITS, 24))
     return out
 
 
@@ -555,6 +566,13 @@ BENIGN = [
     '{"password": "$DB_PASSWORD"}',
     "DB_PASSWORD='${DB_PASSWORD}'",
     "https://git@github.com/org/repo.git",
+    "password_hash       varchar(255)",
+    "token_expires_at   timestamp",
+    "Key                Value\n---                -----\ntoken_ttl          768h",
+    "password           ********",
+    "  token: ${{ secrets.NPM_TOKEN }}",
+    "next_page_token: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    '[{"name":"APP_MODE","slotSetting":false,"value":"production"}]',
     # look-alikes of the shapes above: a variable, a placeholder, a command's output, a name, an expression
     "curl -u $USER:$PASS https://ci.example.com/api",
     "curl -u admin:changeme http://localhost:8080",
