@@ -72,6 +72,9 @@ SHAPED = {
     "mcp.jwks_url": "https://id.example.com/jwks.json",
     "mcp.projects": {"ana@example.com": ["shop", "billing"]},
     "dream.prices": {"claude-haiku-4-5": {"input": 1.0, "output": 5}},
+    "proxy.listen": "127.0.0.1:7099",
+    "dream.api_key_env": "DREAM_KEY_VARIABLE",
+    "rerank.api_key_env": "RERANK_KEY_VARIABLE",
 }
 
 
