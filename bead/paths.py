@@ -103,6 +103,11 @@ class Home:
         return self.root / "up.json"
 
     @property
+    def up_lock(self) -> Path:
+        """Held (flock) by the `bead up` that runs for this home: one at a time."""
+        return self.root / "up.lock"
+
+    @property
     def shell_sh(self) -> Path:
         return self.root / "shell.sh"
 

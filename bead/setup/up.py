@@ -30,7 +30,7 @@ def run_services(include_dream: bool = True, stream=None, home: Home | None = No
     # One `bead up` a home: a second one ran a second indexer and dream worker on the same store until its proxy
     # found the port taken, and its record replaced the first one's, so `bead status` said nothing was running.
     try:
-        with flocked(home.root / "up.lock", blocking=False, root=home.root):
+        with flocked(home.up_lock, blocking=False, root=home.root):
             return _run(include_dream, stream, home, listen)
     except LockBusy:
         raise BeadError(
