@@ -38,11 +38,20 @@ import yaml
 BOUNDARY = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
 PROSE_BOUNDARY = r"""(?:[\x60'"\s;.,:!?)\]}>]|\\[nr]|$)"""
 ADAPT = {
-    "stripe-access-token": ("[a-zA-Z0-9]{10,99})", "[a-zA-Z0-9]{10,})",
-                            "no upper length: a longer live key was not redacted at all"),
-    "hashicorp-tf-password": (r"""|\?=|,)[\x60'"\s=]{0,5}("[a-z0-9=_\-]{8,20}")""",
-                              r"""|\?=)[\x60'"\s=]{0,5}("[a-z0-9=_\-]{8,20}")""",
-                              "no comma before the value, which took the next string of a list of names"),
+    "stripe-access-token": (
+        "[a-zA-Z0-9]{10,99})",
+        "[a-zA-Z0-9]{10,})",
+        "no upper length: a longer live key was not redacted at all",
+    ),
+}
+# Allowlists bead adds to a rule (regexes, their target, why): what the rule takes in conversation text and is none.
+ALLOW_ADD = {
+    "hashicorp-tf-password": (
+        [r"""(?i)password["']?[ \t]*,[ \t]*["'][a-z_]+["']""", r"""(?i)password["']?[ \t]*:[ \t]*["']password["']"""],
+        "match",
+        "a name of letters alone after a comma is the next item of a list of names, and a label that says"
+        " Password is a form's, not a value",
+    ),
 }
 # The global allowlist's regexes that do not say what they mean, and what bead reads instead.
 GLOBAL_ADAPT = {"(?i)^true|false|null$": "(?i)^(?:true|false|null)$"}
@@ -83,6 +92,12 @@ def port(toml: dict) -> dict:
                 entry["stopwords"] = [w.lower() for w in a["stopwords"]]
             if entry:
                 allow.append(entry)
+        if r["id"] in ALLOW_ADD:
+            regexes, target, why = ALLOW_ADD[r["id"]]
+            for rx in regexes:
+                re2.compile(rx)
+            allow.append({"regexes": regexes, "target": target})
+            notes.append(why)
         if allow:
             rule["allow"] = allow
         if notes:
@@ -90,8 +105,7 @@ def port(toml: dict) -> dict:
         out_rules.append(rule)
     glob = toml.get("allowlist", {})
     regexes = [GLOBAL_ADAPT.get(rx, rx) for rx in glob.get("regexes", [])]
-    return {"allow": {"regexes": regexes, "stopwords": [w.lower() for w in glob.get("stopwords", [])]},
-            "rules": out_rules}
+    return {"allow": {"regexes": regexes, "stopwords": [w.lower() for w in glob.get("stopwords", [])]}, "rules": out_rules}
 
 
 def main() -> None:

@@ -718,6 +718,41 @@ class TestTheValueWrittenOtherwise:
         with Memory(Home(mem.home.root), Config(owner="t")) as m:
             assert m.current("project/demo/test-cmd") is None
 
+    def test_match_in_the_current_value_takes_the_key_whole_beside_a_version_file_that_does_not_parse(self, mem, bead):
+        """The current value is the newest version that parses: a broken v3 beside it made the forget take v2 alone,
+        so v1 came back as the current value (found by a review)."""
+        mem.write("user/k", "old value plain", "user")
+        mem.write("user/k", "now secret-abc-123 here", "user")
+        mem.home.fact_file("user/k", 3).write_text("garbage, not a version file\n")
+        mem.close()
+        r = bead("forget", "--match", "secret-abc-123", input="y\n")
+        assert r.code == 0 and "its current value too" in r.err, r.err
+        with Memory(Home(mem.home.root), Config(owner="t")) as m:
+            assert m.current("user/k") is None
+
+    def test_a_partial_match_leaves_the_words_the_kept_value_says(self, mem, bead):
+        """Of a key whose old version goes, the words its kept version also says (the host the deploy moved to) are
+        no part of the forgotten value: a turn that says them stays (found by a review)."""
+        mem.write("project/demo/deploy", "deploy with token qzv-secret-881 to host build-7731 via rsync", "project")
+        mem.write("project/demo/deploy", "deploy to host build-7731 via rsync", "project")
+        mem.raw.append("s1", "user", "our deploys go to build-7731 now")
+        mem.raw.append("s1", "user", "the old token qzv-secret-881 is gone")
+        mem.close()
+        assert bead("forget", "--match", "qzv-secret-881", input="y\n").code == 0
+        raw = "".join(p.read_text() for p in mem.home.raw.rglob("*.md"))
+        assert "our deploys go to build-7731 now" in raw
+        assert leftovers(mem.home.root, "qzv-secret-881") == []
+
+    def test_a_version_by_its_id_at_a_terminal_is_not_said_in_matchs_words(self, mem, bead, monkeypatch):
+        from bead.cli import common as cli_common
+
+        mem.write("user/k", "first value", "user")
+        mem.write("user/k", "second value", "user")
+        mem.close()
+        monkeypatch.setattr(cli_common, "at_terminal", lambda: True)
+        r = bead("forget", "user/k@v2", input="n\n")
+        assert "key user/k: version(s) v2" in r.err and "does not hold the text" not in r.err, r.err
+
     def test_match_forgets_a_key_named_by_the_text(self, mem):
         """`--match globexcorp` forgets the key whose name holds it, though its body does not."""
         mem.write("project/acme/layoffs-march-globexcorp", "Announce on the 14th", "project")

@@ -539,10 +539,25 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("secret-table-row", "DB_PASSWORD\t{s}\t2024-01-01T00:00:00Z", "Xk8" + r(ALNUM, 12))
     add("secret-table-row", "│ DB_PASSWORD │ {s} │", "Xk7" + r(ALNUM, 12))
     add("password-pair", '[{{"name": "DB_PASSWORD", "slotSetting": false, "value": "{s}"}}]', "Xk6" + r(ALNUM, 12))
-    add("password-pair", '{{"Parameter": {{"Name": "/prod/db/password", "Type": "SecureString", "Value": "{s}"}}}}', "Xk5" + r(ALNUM, 12))
+    add(
+        "password-pair",
+        '{{"Parameter": {{"Name": "/prod/db/password", "Type": "SecureString", "Value": "{s}"}}}}',
+        "Xk5" + r(ALNUM, 12),
+    )
     add("password-pair", '{{"db_password": {{"sensitive": true, "type": "string", "value": "{s}"}}}}', "Xk4" + r(ALNUM, 12))
     add("password-value", "password: &pw {s}", "Xk3" + r(ALNUM, 12))
     add("password-value", "password: !!str {s}", "Xk2" + r(ALNUM, 12))
+    # a review's: passphrases of words, a default or a setter's argument after a comma, a name that holds "tokeniz",
+    # a value that starts with `[\`, a `$` before a password that reads as a variable up to a sign, a Neon key
+    add("env-secret-assignment", 'WIFI_PASSWORD="{s}"', "Purple Monkey Dishwasher " + r(UPPER, 1) + r(LOWER, 5))
+    add("password-assignment", '{{"password": "{s}"}}', "Blue sky over the harbor " + r(DIGITS, 2))
+    add("hashicorp-tf-password", 'DB_PASSWORD = os.environ.get("POSTGRES_PASSWORD", "{s}")', "Sup3r" + r(LOWER + DIGITS, 9))
+    add("hashicorp-tf-password", 'viper.SetDefault("database.password", "{s}")', "Sup3r" + r(LOWER + DIGITS, 9))
+    add("password-assignment", '{{"tokenization_secret": "{s}"}}', "Xk9!" + r(ALNUM, 9))
+    add("password-assignment", 'password = "{s}"', "[\\\\Xk9" + r(ALNUM, 8))
+    add("password-assignment", '{{"password": "{s}"}}', "$Summer" + r(DIGITS, 4) + "!")
+    add("secret-table-row", "DB_PASSWORD\t{s}\t2024-01-01", "$Xk9" + r(ALNUM, 9))
+    add("provider-secret-prefixes", "NEON_API_KEY is {s}", "napi_" + r(LOWER + DIGITS, 64))
     add("token-value", "users:\n- name: admin\n  user:\n    token: {s}", r(LOWER + DIGITS, 12) + "sync" + r(LOWER + DIGITS, 24))
     return out
 
@@ -570,6 +585,22 @@ BENIGN = [
     "token_expires_at   timestamp",
     "Key                Value\n---                -----\ntoken_ttl          768h",
     "password           ********",
+    # a review's look-alikes: columns of SQL and Go, a file listing, a URL beside a name, Node-API calls,
+    # CloudFormation's tags, long user names in URLs, a form's label
+    "    password_hash  varchar(255),",
+    "    api_token      varchar(64),",
+    "\taccessToken  *oauth2.Token",
+    "\ttokenSource  oauth2.TokenSource",
+    "    Secrets      map[string]string",
+    "token_policies      [default]",
+    "secrets.py        docker-compose.yml",
+    "token_endpoint     https://oauth2.googleapis.com/token",
+    "napi_create_string_utf8(env, str, len, &result)",
+    "MasterUserPassword: !Ref DBPassword",
+    "MasterUserPassword: !ImportValue shared-db-password-v2",
+    "https://fabrikam-fiber-engineering@dev.azure.com/org/proj/_git/repo",
+    "postgresql://analytics_service_account@db.internal:5432/analytics",
+    '{"auth": {"password": "Password", "passwordTooShort": "Password is too short"}}',
     "  token: ${{ secrets.NPM_TOKEN }}",
     "next_page_token: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
     '[{"name":"APP_MODE","slotSetting":false,"value":"production"}]',

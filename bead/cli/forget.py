@@ -62,7 +62,8 @@ def forget(target, match, yes, as_json):
                 echo(f"  key {key}: all {len(plan.keys[key])} version file(s), its current value too", err=True)
             else:
                 said = ", ".join(f"v{n}" for n in plan.keys[key])
-                echo(f"  key {key}: version(s) {said}; its current value does not hold the text and stays", err=True)
+                stays = "; its current value does not hold the text and stays" if match else ""
+                echo(f"  key {key}: version(s) {said}{stays}", err=True)
         for t in preview["raw_turns"]:
             echo(f"  raw turn {t}", err=True)
         if preview["raw_turns_in_part"]:

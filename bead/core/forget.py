@@ -68,6 +68,9 @@ class Plan:
     not_traces: list[Path] = field(default_factory=list)  # named as a trace, holding other lines: left as they are
     queue_items: list[Path] = field(default_factory=list)
     whole: set[str] = field(default_factory=set)  # keys losing every version
+    # the values of the versions that stay of a key that loses some (--match): their words and runs of words are
+    # not the forgotten value's, so a turn or line that says them stays
+    kept: list[str] = field(default_factory=list)
     sealed_not_searched: int = 0  # --match: sealed keys it cannot look into
     temps: list[Path] = field(default_factory=list)  # a killed writer's temp files holding it
     sealed: dict[str, list[int]] = field(default_factory=dict)  # key -> sealed versions to delete (no decrypt)
@@ -127,7 +130,7 @@ class Plan:
     def shingles(self) -> set[tuple[str, ...]]:
         """Every run of SHINGLE words of each value (at least two of them not stopwords): a derived
         line (trace, state, episode, queue item) holding any of them holds part of the value."""
-        return _shingles(self.texts)
+        return _shingles(self.texts) - _shingles(self.kept) if self.kept else _shingles(self.texts)
 
     @property
     def empty(self) -> bool:
@@ -214,6 +217,7 @@ def _add_key(
                 values.append(v)
     plan.keys[key] = numbers
     plan.values[key] = values
+    plan.kept += [f.body for f in kv.facts if f.version not in numbers]
     # A state or trace line that names a forgotten version (its body injected, its key and title pointed to)
     # goes too: a pointer holds the title, which may be the value's first words or the person's own.
     plan.ids.update(f"{key}@v{n}" for n in numbers)
@@ -702,6 +706,8 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
             if wanted and tokens_found is None:
                 held.update(wanted & _held_forms(t.text))
     plan.tokens = distinctive_tokens(mem, plan.texts, held) if tokens_found is None else set(tokens_found)
+    if plan.kept:  # a word the kept versions say is theirs too (the host a value moved to stays)
+        plan.tokens -= set().union(*map(_held_forms, plan.kept))
     tokens = token_pattern(plan.tokens)
     encoded = plan.encoded
     if tokens is not None or encoded.pattern is not None:
@@ -900,7 +906,7 @@ def plan_match(mem: Memory, text: str, raw: list[Path] | None = None, tokens: se
         # read holds it. Before, a text in an old version took the current value, which does not hold it, too.
         holding = {f.version for f in kv.facts if holds(f.body) or (f.title and holds(f.title))}
         unread = any(holds(v) for p in kv.problems if (v := _version_value(mem, kv.key, p.path)))
-        if named or unread or not kv.numbers or max(kv.numbers) in holding:
+        if named or unread or kv.current is None or kv.current.version in holding:
             _add_key(mem, plan, kv.key)
         else:
             _add_key(mem, plan, kv.key, versions=holding)
