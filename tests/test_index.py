@@ -343,3 +343,28 @@ class TestRawAtScale:
         hits = search_raw(mem.index, "quokkaflux common build", limit=10)
         assert "old" in {h.row["session"] for h in hits}  # a rare word reaches back
         assert all(h.text for h in hits)
+
+
+@pytest.mark.parametrize(
+    "body, part",
+    [
+        ("日本語のテキスト、絵文字👍🏽も", "日本語"),
+        ("日本語のテキスト、絵文字👍🏽も", "テキスト"),
+        ("数据库在端口6543上运行", "端口"),
+        ("데이터베이스는 포트 6543에서 실행됩니다", "데이터베이스"),
+        ("Deploys go through ステージング first", "ステージング"),
+    ],
+)
+def test_a_part_of_a_cjk_run_finds_its_fact_and_turn(mem, body, part):
+    """Chinese, Japanese and Korean are written without spaces between words, and FTS5 read a whole run as one
+    word: a search for a part of it ("日本語" in "日本語のテキスト") found nothing (found by a newcomer's walkthrough).
+    Each character is its own word in the index and a query's run is the phrase of them, so the part is found, in
+    order only, in facts, in the new version of one and in raw turns."""
+    mem.write("user/note", body, "user")
+    mem.write("user/other", "Something else entirely, in English.", "user")
+    assert [h.row["key"] for h in search_facts(mem.index, part)] == ["user/note"]
+    assert search_facts(mem.index, part[::-1]) == [] or part == part[::-1]
+    mem.write("user/note", "新しい値です", "user")
+    assert search_facts(mem.index, part) == [] and [h.row["key"] for h in search_facts(mem.index, "新しい")] == ["user/note"]
+    mem.append_turns("s1", [("user", body, T0, None)])
+    assert [h.row["session"] for h in search_raw(mem.index, part)] == ["s1"]

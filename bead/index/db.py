@@ -31,7 +31,7 @@ from ..store.keys import PERSON_TRUSTS
 from ..store.rawlog import Turn
 from ..textform import skeleton
 from . import sqlite as sqlite_check
-from .query import RAW_QUERY_STOPWORDS, Visibility, fts_or_query, terms
+from .query import RAW_QUERY_STOPWORDS, Visibility, cjk_spaced, fts_or_query, fts_term, terms
 
 SCHEMA_VERSION = 13  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice. 13: fact_vec
 RAW_CHARS = 4000  # of a turn's text read back for an excerpt
@@ -178,7 +178,7 @@ def _file(record: Fact | Turn) -> Path:
 
 
 def _or(words: list[str]) -> str:
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:64])
+    return " OR ".join(fts_term(w) for w in words[:64])
 
 
 # A pinned block's facts: its project's, and the person's rules (user, feedback) kept outside every project; another
@@ -234,13 +234,17 @@ _SCHEMA = (
     # The facts' words: an external-content FTS5 table that triggers keep current (content="facts" as
     # sqlite-utils writes it, so its detect_fts() finds the table).
     """CREATE VIRTUAL TABLE facts_fts USING fts5(key_text, body, tokenize='porter', content="facts")""",
+    # Its words are the columns' with each CJK character apart (bead_fts: bead.index.query.cjk_spaced, a function
+    # every connection of Index has), the same in the 'delete' as in the insert.
     "CREATE TRIGGER facts_ai AFTER INSERT ON facts BEGIN "
-    "INSERT INTO facts_fts (rowid, key_text, body) VALUES (new.rowid, new.key_text, new.body); END",
+    "INSERT INTO facts_fts (rowid, key_text, body) VALUES (new.rowid, bead_fts(new.key_text), bead_fts(new.body)); END",
     "CREATE TRIGGER facts_ad AFTER DELETE ON facts BEGIN "
-    "INSERT INTO facts_fts (facts_fts, rowid, key_text, body) VALUES ('delete', old.rowid, old.key_text, old.body); END",
+    "INSERT INTO facts_fts (facts_fts, rowid, key_text, body) "
+    "VALUES ('delete', old.rowid, bead_fts(old.key_text), bead_fts(old.body)); END",
     "CREATE TRIGGER facts_au AFTER UPDATE ON facts BEGIN "
-    "INSERT INTO facts_fts (facts_fts, rowid, key_text, body) VALUES ('delete', old.rowid, old.key_text, old.body); "
-    "INSERT INTO facts_fts (rowid, key_text, body) VALUES (new.rowid, new.key_text, new.body); END",
+    "INSERT INTO facts_fts (facts_fts, rowid, key_text, body) "
+    "VALUES ('delete', old.rowid, bead_fts(old.key_text), bead_fts(old.body)); "
+    "INSERT INTO facts_fts (rowid, key_text, body) VALUES (new.rowid, bead_fts(new.key_text), bead_fts(new.body)); END",
     # Any change to a fact row counts: readers that cache what they derive from the facts (the recall
     # gate's IDF, the pinned block's scored candidates) compare this number, not the rows.
     f"CREATE TRIGGER facts_generation_insert AFTER INSERT ON facts {_GENERATION}",
@@ -336,6 +340,7 @@ class Index:
                 check_same_thread=False,
                 factory=_connection_class(sqlite3),
             )
+            self._conn.create_function("bead_fts", 1, cjk_spaced, deterministic=True)  # the facts' triggers
             self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             # Zero freed pages so deleted text does not linger in the file.
             self._conn.execute("PRAGMA secure_delete=ON")
@@ -659,7 +664,7 @@ class Index:
             rowid += 1
             text, context = t.text[:INDEXED_CHARS], _context(texts, t.n)
             rows.append((rowid, t.session, t.n, t.role, t.at, t.ref, files[path], t.offset, t.size, _digest(t, text, context)))
-            fts.append((rowid, text, context))
+            fts.append((rowid, cjk_spaced(text), cjk_spaced(context)))
         try:
             self._conn.executemany(
                 "INSERT INTO raw(rowid, session, n, role, at, ref, file, off, len, digest) VALUES (?,?,?,?,?,?,?,?,?,?)", rows

@@ -35,6 +35,27 @@ RAW_QUERY_STOPWORDS: frozenset[str] = frozenset()
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 
+# Scripts written without spaces between words: Han, kana and Hangul syllables. FTS5's unicode61 tokenizer reads a
+# run of them as one word ("日本語のテキスト"), so a search for a part of it ("日本語") found nothing. The index gets
+# each such character as a word of its own (``cjk_spaced``) and a query term holding them is the phrase of those
+# characters, in order: a search finds any part of a run. One character class, so linear time.
+_CJK = re.compile(
+    "([\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f])"
+)
+
+
+def cjk_spaced(text: str | None) -> str | None:
+    """``text`` with each CJK character set apart by spaces (what the index's words are made of; None stays None)."""
+    if text is None or text.isascii():
+        return text
+    return _CJK.sub(r" \1 ", text)
+
+
+def fts_term(word: str) -> str:
+    """A query term as FTS5 reads it, quoted: a word, or the phrase of a CJK run's characters."""
+    spaced = cjk_spaced(word) or ""
+    return '"' + " ".join(spaced.split()).replace('"', '""') + '"'
+
 
 def terms(text: str, keep_stopwords: bool = False, extra: frozenset[str] = frozenset()) -> list[str]:
     """Lower-cased word terms, stopwords (and ``extra``) dropped, first occurrence order."""
@@ -49,7 +70,7 @@ def fts_or_query(text: str, extra_stopwords: frozenset[str] = frozenset()) -> st
     """``"a" OR "b" OR ...``; empty when the text has no usable term (``extra_stopwords`` go too, unless
     nothing else is left)."""
     words = terms(text, extra=extra_stopwords) or terms(text) or terms(text, keep_stopwords=True)
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:64])
+    return " OR ".join(fts_term(w) for w in words[:64])
 
 
 @dataclass(frozen=True)
