@@ -558,6 +558,13 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("password-assignment", '{{"password": "{s}"}}', "$Summer" + r(DIGITS, 4) + "!")
     add("secret-table-row", "DB_PASSWORD\t{s}\t2024-01-01", "$Xk9" + r(ALNUM, 9))
     add("provider-secret-prefixes", "NEON_API_KEY is {s}", "napi_" + r(LOWER + DIGITS, 64))
+    # XML that names the secret in an attribute or a plist key; a variable set with a space
+    add("named-element-secret", '<property name="hibernate.connection.password">{s}</property>', "Xk1" + r(ALNUM, 12))
+    add("named-element-secret", '<string name="stripe_secret_key">{s}</string>', "Xk0" + r(ALNUM, 16))
+    add("named-element-secret", "<key>API_SECRET</key>\n<string>{s}</string>", "Xj9" + r(ALNUM, 16))
+    add("env-secret-space", "ENV DB_PASSWORD {s}", "Xj8" + r(ALNUM, 10))
+    add("env-secret-space", "set -x DB_PASSWORD {s}", "Xj7" + r(ALNUM, 10))
+    add("env-secret-space", "setenv DB_PASSWORD {s}", "Xj6" + r(ALNUM, 10))
     add("token-value", "users:\n- name: admin\n  user:\n    token: {s}", r(LOWER + DIGITS, 12) + "sync" + r(LOWER + DIGITS, 24))
     return out
 
@@ -588,6 +595,11 @@ BENIGN = [
     # a review's look-alikes: columns of SQL and Go, a file listing, a URL beside a name, Node-API calls,
     # CloudFormation's tags, long user names in URLs, a form's label
     "    password_hash  varchar(255),",
+    '<string name="password_hint">@string/hint</string>',
+    '<property name="db.password">${DB_PASSWORD}</property>',
+    "ENV DB_PASSWORD_FILE /run/secrets/db_password",
+    "set -x GITHUB_TOKEN $GITHUB_TOKEN",
+    "<key>NSFaceIDUsageDescription</key>\n<string>Unlock with Face ID</string>",
     "    api_token      varchar(64),",
     "\taccessToken  *oauth2.Token",
     "\ttokenSource  oauth2.TokenSource",
