@@ -148,23 +148,6 @@ class Conversation:
                 return None
         return None
 
-    def turn(self, newest: int, since: int = 0) -> Message:
-        """Message ``newest`` with the user messages right before it (from ``since`` on: those not yet captured) as
-        one message, theirs first: the APIs read user messages in a row as one turn (the person's words, then an
-        image or a reminder sent apart). Their typed parts are near a paste (``Part.near_paste``): only the last
-        message is read as the person's own, so a "remember" in one before it waits for review."""
-        first = newest
-        while first > since and self.messages[first - 1].role == "user":
-            first -= 1
-        if first == newest:
-            return self.messages[newest]
-        earlier = tuple(
-            dataclasses.replace(p, near_paste=True) if p.source is Source.TYPED else p
-            for m in self.messages[first:newest]
-            for p in m.parts
-        )
-        return dataclasses.replace(self.messages[newest], parts=earlier + self.messages[newest].parts)
-
     def marked_untyped(self, why: str) -> Conversation:
         """The same conversation where the person's words cannot be told from a harness's text sent as theirs
         (``untyped``: why): each typed part is marked as typed words someone else's text may reach into

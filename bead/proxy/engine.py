@@ -492,7 +492,7 @@ class Engine:
                 # A "remember" that will be queued instead of written says so in
                 # this message's cue block, which is re-added with the same bytes.
                 plans = remembering.plan(
-                    conv.turn(newest, st.captured),
+                    conv.messages[newest],
                     ident,
                     conv.untyped,
                     mem.tombstones.refuses,
@@ -752,12 +752,8 @@ class Engine:
                 st.set_remembered(batch)
         elif remember_at is not None:
             # Remembered facts and queued items cite the typed turns they come from.
-            typed = [
-                t.anchor
-                for t in captured
-                if start <= int(t.flags.get("message", -1)) <= remember_at and t.flags.get("source") == "typed"
-            ]
-            self._remember(mem, conv, remember_at, ident, trace, typed, plans, since=start)
+            typed = [t.anchor for t in captured if t.flags.get("message") == remember_at and t.flags.get("source") == "typed"]
+            self._remember(mem, conv, remember_at, ident, trace, typed, plans)
             if batch:
                 st.set_remembered(batch)
         if batch or st.captured < upto:
@@ -841,13 +837,9 @@ class Engine:
         trace: dict[str, Any],
         sources: list[str],
         plans: list[remembering.Plan] | None,
-        since: int | None = None,
     ) -> None:
-        """ "remember" for message ``newest``, with the user messages right before it from ``since`` on (Conversation.turn;
-        None: that message alone)."""
-        message = conv.messages[newest] if since is None else conv.turn(newest, since)
         try:
-            for r in remembering.remember(mem, message, ident, sources, plans, conv.untyped):
+            for r in remembering.remember(mem, conv.messages[newest], ident, sources, plans, conv.untyped):
                 if r.id:
                     trace["remembered"] = r.id
                 elif r.queued:
