@@ -368,3 +368,20 @@ def test_a_part_of_a_cjk_run_finds_its_fact_and_turn(mem, body, part):
     assert search_facts(mem.index, part) == [] and [h.row["key"] for h in search_facts(mem.index, "新しい")] == ["user/note"]
     mem.append_turns("s1", [("user", body, T0, None)])
     assert [h.row["session"] for h in search_raw(mem.index, part)] == ["s1"]
+
+
+def test_a_long_cjk_run_asks_a_bounded_number_of_pairs(mem):
+    """A run is searched by the pairs of its neighbouring characters, at most MAX_TERMS of them in a query: one phrase
+    of a tool output's 200,000-character run took minutes to search (found by a review)."""
+    from bead.index.query import MAX_TERMS, cjk_spaced, fts_or, fts_terms
+
+    run = "日本語のテキスト" + "漢字" * 100_000
+    assert fts_terms("日本語") == ['"日 本"', '"本 語"'] and len(fts_terms(run)) == 10  # pairs, each once
+    assert fts_or([run, run, "staging"]).endswith(' OR "staging"')
+    many = "".join(chr(0x4E00 + k) for k in range(100_000))  # no pair twice
+    assert len(fts_terms(many)) == MAX_TERMS and fts_or([many, "staging"]).count(" OR ") == MAX_TERMS - 1
+    mem.write("user/note", "日本語のテキストです", "user")
+    mem.write("user/other", "The staging host is stage-2.", "user")
+    assert [h.row["key"] for h in search_facts(mem.index, run)] == ["user/note"]
+    assert cjk_spaced("plain ascii") == "plain ascii" and cjk_spaced("a日b") == "a 日 b"
+    assert fts_terms("abc日本def") == ['"abc"', '"日 本"', '"def"'] and fts_terms("x日") == ['"x"', '"日"']

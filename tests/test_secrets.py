@@ -565,6 +565,18 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("env-secret-space", "ENV DB_PASSWORD {s}", "Xj8" + r(ALNUM, 10))
     add("env-secret-space", "set -x DB_PASSWORD {s}", "Xj7" + r(ALNUM, 10))
     add("env-secret-space", "setenv DB_PASSWORD {s}", "Xj6" + r(ALNUM, 10))
+    # a second review's: Ansible's !unsafe, a table row's value with a comma or a sign first, a URL-safe token as a
+    # URL's user, a passphrase in a sentence's shape, defaults of any kind beside a secret's name
+    add("password-value", "ansible_become_password: !unsafe {s}", "p4ss!w0rd" + r(ALNUM, 6))
+    add("secret-table-row", "password    {s}", "Xk9," + r(ALNUM, 9) + "!")
+    add("secret-table-row", "password    {s}", "&Xk9" + r(ALNUM, 10))
+    add("url-token-user-mixed", "git clone https://{s}@git.example.com/org/repo.git", r(ALNUM, 12) + "_" + r(ALNUM, 13))
+    add("env-secret-assignment", 'WIFI_PASSWORD="{s}"', "I love my dog " + r(DIGITS, 2) + "!")
+    add("env-secret-assignment", 'DB_PASSWORD="{s}"', "Welcome to the jungle " + r(DIGITS, 4))
+    add("password-assignment", 'passphrase = "{s}"', "The quick brown fox jumps over the lazy " + r(LOWER, 5))
+    add("secret-default", 'os.environ.get("POSTGRES_PASSWORD", "{s}")', "supersecret" + r(LOWER, 8))
+    add("secret-default", 'os.getenv("DB_PASSWORD", "{s}")', "S3cr3t!Pass#" + r(DIGITS, 4))
+    add("secret-default", "config.set('redis', 'password', '{s}')", "Tr0ub4dor&" + r(DIGITS, 2))
     add("token-value", "users:\n- name: admin\n  user:\n    token: {s}", r(LOWER + DIGITS, 12) + "sync" + r(LOWER + DIGITS, 24))
     return out
 
@@ -595,6 +607,20 @@ BENIGN = [
     # a review's look-alikes: columns of SQL and Go, a file listing, a URL beside a name, Node-API calls,
     # CloudFormation's tags, long user names in URLs, a form's label
     "    password_hash  varchar(255),",
+    # a second review's look-alikes: Django's field lists, messages that name the secret's kind, calls with no
+    # secret beside the name, a Go field, a list in a table
+    'fields = ("username", "password1", "password2")',
+    'fields = ("old_password", "new_password1", "new_password2")',
+    'check_password("password", "pbkdf2_sha256")',
+    '{"invalidPassword": "Incorrect username or password"}',
+    '{"wrongPassword": "Wrong password, try again"}',
+    'PASSWORD_LABEL = "Choose a strong password"',
+    '{"token_help": "Paste your personal access token below"}',
+    'os.getenv("DB_PASSWORD", "")',
+    'os.environ.get("API_TOKEN", "changeme")',
+    'request.form.get("password", "default")',
+    "ssh://jenkins-deploy-user-2024@build.example.com/repo.git",
+    "MasterUserPassword: !Ref DBPassword",
     '<string name="password_hint">@string/hint</string>',
     '<property name="db.password">${DB_PASSWORD}</property>',
     "ENV DB_PASSWORD_FILE /run/secrets/db_password",

@@ -31,7 +31,7 @@ from ..store.keys import PERSON_TRUSTS
 from ..store.rawlog import Turn
 from ..textform import skeleton
 from . import sqlite as sqlite_check
-from .query import RAW_QUERY_STOPWORDS, Visibility, cjk_spaced, fts_or_query, fts_term, terms
+from .query import CJK_CHARS, RAW_QUERY_STOPWORDS, Visibility, cjk_spaced, fts_or, fts_or_query, terms
 
 SCHEMA_VERSION = 13  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice. 13: fact_vec
 RAW_CHARS = 4000  # of a turn's text read back for an excerpt
@@ -178,7 +178,7 @@ def _file(record: Fact | Turn) -> Path:
 
 
 def _or(words: list[str]) -> str:
-    return " OR ".join(fts_term(w) for w in words[:64])
+    return fts_or(words[:64])
 
 
 # A pinned block's facts: its project's, and the person's rules (user, feedback) kept outside every project; another
@@ -235,7 +235,8 @@ _SCHEMA = (
     # sqlite-utils writes it, so its detect_fts() finds the table).
     """CREATE VIRTUAL TABLE facts_fts USING fts5(key_text, body, tokenize='porter', content="facts")""",
     # Its words are the columns' with each CJK character apart (bead_fts: bead.index.query.cjk_spaced, a function
-    # every connection of Index has), the same in the 'delete' as in the insert.
+    # every connection of Index has), the same in the 'delete' as in the insert. So FTS5's own 'rebuild' (which reads
+    # the columns as they are) and its 'integrity-check' against them do not apply; `bead reindex` rebuilds.
     "CREATE TRIGGER facts_ai AFTER INSERT ON facts BEGIN "
     "INSERT INTO facts_fts (rowid, key_text, body) VALUES (new.rowid, bead_fts(new.key_text), bead_fts(new.body)); END",
     "CREATE TRIGGER facts_ad AFTER DELETE ON facts BEGIN "
@@ -294,7 +295,9 @@ def schema_statements() -> tuple[str, ...]:
     return tuple(s.replace("{context_weight}", repr(float(CONTEXT_WEIGHT))) for s in _SCHEMA)
 
 
-SCHEMA_DIGEST = hashlib.sha256("\n".join(schema_statements()).encode()).hexdigest()[:16]
+# The characters bead_fts sets apart are part of what the facts' words are: a change to them rebuilds the index (its
+# triggers' 'delete' must give FTS5 the words its insert gave).
+SCHEMA_DIGEST = hashlib.sha256("\n".join([*schema_statements(), CJK_CHARS]).encode()).hexdigest()[:16]
 
 
 class Index:

@@ -37,24 +37,57 @@ _TERM = re.compile(r"\w+", re.UNICODE)
 
 # Scripts written without spaces between words: Han, kana and Hangul syllables. FTS5's unicode61 tokenizer reads a
 # run of them as one word ("日本語のテキスト"), so a search for a part of it ("日本語") found nothing. The index gets
-# each such character as a word of its own (``cjk_spaced``) and a query term holding them is the phrase of those
-# characters, in order: a search finds any part of a run. One character class, so linear time.
-_CJK = re.compile(
-    "([\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f])"
-)
+# each such character as a word of its own (``cjk_spaced``) and a query's run is the pairs of its neighbouring
+# characters, each a phrase (``fts_terms``): a search finds a part of a run. One character class, so linear time.
+CJK_CHARS = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
+_CJK = re.compile(f"[{CJK_CHARS}]+")
 
 
 def cjk_spaced(text: str | None) -> str | None:
     """``text`` with each CJK character set apart by spaces (what the index's words are made of; None stays None)."""
     if text is None or text.isascii():
         return text
-    return _CJK.sub(r" \1 ", text)
+    return _CJK.sub(lambda m: " " + " ".join(m.group()) + " ", text)  # a run at a time: the join is C
 
 
-def fts_term(word: str) -> str:
-    """A query term as FTS5 reads it, quoted: a word, or the phrase of a CJK run's characters."""
-    spaced = cjk_spaced(word) or ""
-    return '"' + " ".join(spaced.split()).replace('"', '""') + '"'
+# At most this many quoted terms in one query: FTS5's work grows with them (a CJK run gives a term for each pair of
+# its characters, and a tool output's run may be hundreds of thousands of them).
+MAX_TERMS = 64
+# Of a long run, the pairs of its first characters (a run of a few distinct pairs repeated would be read whole).
+PAIRS_READ = 4 * MAX_TERMS
+
+
+def fts_terms(word: str) -> list[str]:
+    """A query word as FTS5 reads it, quoted: the word, or, where it holds CJK characters, its other letters as a word
+    and each pair of neighbouring CJK characters as a phrase (one character alone as itself), each once, at most
+    MAX_TERMS. Pairs are how CJK text is searched without a dictionary: a part of a run shares its pairs with it."""
+    if word.isascii() or not _CJK.search(word):
+        return ['"' + word.replace('"', '""') + '"']
+    out: dict[str, None] = {}
+    last = 0
+    for m in _CJK.finditer(word):
+        if m.start() > last:
+            out['"' + word[last : m.start()].replace('"', '""') + '"'] = None
+        run = m.group()[: PAIRS_READ + 1]
+        for k in range(max(len(run) - 1, 1)):
+            out[f'"{run[k]} {run[k + 1]}"' if len(run) > 1 else f'"{run}"'] = None
+            if len(out) >= MAX_TERMS:
+                return list(out)
+        last = m.end()
+    if last < len(word):
+        out['"' + word[last:].replace('"', '""') + '"'] = None
+    return list(out)[:MAX_TERMS]
+
+
+def fts_or(words: list[str]) -> str:
+    """``"a" OR "b" OR ...`` of ``words`` (``fts_terms`` each), each term once, at most MAX_TERMS."""
+    out: dict[str, None] = {}
+    for w in words:
+        for t in fts_terms(w):
+            out[t] = None
+            if len(out) >= MAX_TERMS:
+                return " OR ".join(out)
+    return " OR ".join(out)
 
 
 def terms(text: str, keep_stopwords: bool = False, extra: frozenset[str] = frozenset()) -> list[str]:
@@ -70,7 +103,7 @@ def fts_or_query(text: str, extra_stopwords: frozenset[str] = frozenset()) -> st
     """``"a" OR "b" OR ...``; empty when the text has no usable term (``extra_stopwords`` go too, unless
     nothing else is left)."""
     words = terms(text, extra=extra_stopwords) or terms(text) or terms(text, keep_stopwords=True)
-    return " OR ".join(fts_term(w) for w in words[:64])
+    return fts_or(words[:64])
 
 
 @dataclass(frozen=True)
