@@ -582,7 +582,7 @@ def test_shell_wrapper(shell, tmp_path):
             if shell == "bash"
             else 'setopt ERR_RETURN; outer() { "$@"; }; set -a; outer claude || :'
         )
-        left = sourced(f'{early}; echo "[${{__bead_url-}}]"; env | grep -c "{token}" || :')
+        left = sourced(f'{early}; echo "[${{__bead_url-}}]"; env | grep -c -e "{token}" || :')
         assert left.stdout.split() == ["[]", "0"], repr(left.stdout + left.stderr)  # one line in pytest's summary
         (stand_in / "claude").write_text(echoing)
     finally:
