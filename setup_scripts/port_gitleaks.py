@@ -47,10 +47,10 @@ ADAPT = {
 # Allowlists bead adds to a rule (regexes, their target, why): what the rule takes in conversation text and is none.
 ALLOW_ADD = {
     "hashicorp-tf-password": (
-        [r"""(?i)password\w*["']?[ \t]*,[ \t]*["'](?:[a-z_]+[0-9]?|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|\w*password\w*)["']""", r"""(?i)password["']?[ \t]*:[ \t]*["']password["']"""],
+        [r"""(?i:password)\w*["']?[ \t]*,[ \t]*["'](?:(?:[a-z]+_)+[a-z]+|(?:[a-z]+_)*password[0-9]?|username|email|login|name)["']""", r"""(?i)password["']?[ \t]*:[ \t]*["']password["']"""],
         "match",
-        "a name of letters alone after a comma is the next item of a list of names, and a label that says"
-        " Password is a form's, not a value",
+        "a field's name after a comma (snake_case, password2, username) is the next item of a list of names, and a"
+        " label that says Password is a form's, not a value",
     ),
 }
 # The global allowlist's regexes that do not say what they mean, and what bead reads instead.

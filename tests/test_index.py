@@ -371,15 +371,18 @@ def test_a_part_of_a_cjk_run_finds_its_fact_and_turn(mem, body, part):
 
 
 def test_a_long_cjk_run_asks_a_bounded_number_of_pairs(mem):
-    """A run is searched by the pairs of its neighbouring characters, at most MAX_TERMS of them in a query: one phrase
-    of a tool output's 200,000-character run took minutes to search (found by a review)."""
-    from bead.index.query import MAX_TERMS, cjk_spaced, fts_or, fts_terms
+    """A run is searched by the pairs of its neighbouring characters, at most RUN_TERMS of a run and MAX_TERMS of a
+    query: one phrase of a tool output's 200,000-character run took minutes to search, and a run of many pairs took
+    every place from the query's other words (both found by reviews)."""
+    from bead.index.query import MAX_TERMS, RUN_TERMS, cjk_spaced, fts_or, fts_terms
 
     run = "日本語のテキスト" + "漢字" * 100_000
     assert fts_terms("日本語") == ['"日 本"', '"本 語"'] and len(fts_terms(run)) == 10  # pairs, each once
     assert fts_or([run, run, "staging"]).endswith(' OR "staging"')
-    many = "".join(chr(0x4E00 + k) for k in range(100_000))  # no pair twice
-    assert len(fts_terms(many)) == MAX_TERMS and fts_or([many, "staging"]).count(" OR ") == MAX_TERMS - 1
+    many = "".join(chr(0x4E00 + k) for k in range(5000))  # one run, no pair twice
+    assert len(fts_terms(many)) == RUN_TERMS and fts_or([many, "staging"]).endswith(' OR "staging"')
+    runs = "，".join(many[k * 100 : k * 100 + 100] for k in range(10))  # ten runs: the query stops at MAX_TERMS
+    assert fts_or([runs, "staging"]).count(" OR ") == MAX_TERMS - 1
     mem.write("user/note", "日本語のテキストです", "user")
     mem.write("user/other", "The staging host is stage-2.", "user")
     assert [h.row["key"] for h in search_facts(mem.index, run)] == ["user/note"]

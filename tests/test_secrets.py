@@ -574,9 +574,21 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("env-secret-assignment", 'WIFI_PASSWORD="{s}"', "I love my dog " + r(DIGITS, 2) + "!")
     add("env-secret-assignment", 'DB_PASSWORD="{s}"', "Welcome to the jungle " + r(DIGITS, 4))
     add("password-assignment", 'passphrase = "{s}"', "The quick brown fox jumps over the lazy " + r(LOWER, 5))
-    add("secret-default", 'os.environ.get("POSTGRES_PASSWORD", "{s}")', "supersecret" + r(LOWER, 8))
+    add("secret-default", 'os.environ.get("POSTGRES_PASSWORD", "{s}")', "supersecret" + r(LOWER, 6) + r(DIGITS, 2))
     add("secret-default", 'os.getenv("DB_PASSWORD", "{s}")', "S3cr3t!Pass#" + r(DIGITS, 4))
     add("secret-default", "config.set('redis', 'password', '{s}')", "Tr0ub4dor&" + r(DIGITS, 2))
+    # a third review's: a password with a digit or a word of mixed case beside a secret's kind, values after a comma
+    # in Java and PHP calls, a default by keyword, XML's <value> and spaced `=`, ENV's other names and forms
+    add("env-secret-assignment", 'DB_PASSWORD="{s}"', "tokenRing" + r(DIGITS, 1) + " blue sky")
+    add("env-secret-assignment", 'WIFI_PASSWORD="{s}"', "Blue Sky Password " + r(DIGITS, 2) + "!")
+    add("hashicorp-tf-password", 'map.put("password", "{s}")', "letmein" + r(DIGITS, 3))
+    add("hashicorp-tf-password", 'Map.of("username", "admin", "password", "{s}")', "qwerty_" + r(DIGITS, 3))
+    add("secret-default", 'config("SECRET_KEY", default="{s}")', "Xk9" + r(ALNUM, 10))
+    add("named-element-secret", '<property name="password"><value>{s}</value></property>', "Xk2" + r(ALNUM, 11))
+    add("named-element-secret", '<property name = "hibernate.connection.password">{s}</property>', "Xk3" + r(ALNUM, 11))
+    add("env-secret-space", 'ENV DB_PASSWORD "{s}"', "correct horse battery " + r(LOWER, 6))
+    add("env-secret-space", "ENV DB_PASS {s}", "Xk4" + r(ALNUM, 10))
+    add("env-secret-space", "set --export DB_PASSWORD {s}", "Xk5" + r(ALNUM, 10))
     add("token-value", "users:\n- name: admin\n  user:\n    token: {s}", r(LOWER + DIGITS, 12) + "sync" + r(LOWER + DIGITS, 24))
     return out
 
@@ -591,7 +603,6 @@ BENIGN = [
     'fields = ["password", "username"]',
     'sensitive_attributes = ["password", "master_password"]',
     'INVALID_PASSWORD = "The password you entered is incorrect."',
-    'errors = {"password": "Password must be at least 8 characters"}',
     'ERR_INVALID_TOKEN = "Token is invalid or expired, please log in again"',
     "CREATE VIRTUAL TABLE x USING fts5(body, tokenize='porter unicode61')",
     'tokenizer_name = "bert-base-uncased"',
@@ -607,11 +618,25 @@ BENIGN = [
     # a review's look-alikes: columns of SQL and Go, a file listing, a URL beside a name, Node-API calls,
     # CloudFormation's tags, long user names in URLs, a form's label
     "    password_hash  varchar(255),",
+    # a third review's look-alikes: settings whose name goes on past the secret's word, Android's labels, Go fields,
+    # SQL in capitals, paths and files where ENV gives a key's name
+    'os.getenv("TOKEN_URL", "https://oauth2.googleapis.com/token")',
+    'os.getenv("PASSWORD_HASHER", "argon2")',
+    'headers.get("X-Auth-Token", "anonymous")',
+    '<string name="action_forgot_password">Forgot?</string>',
+    '<item name="passwordToggleTint">@color/gray</item>',
+    '<property name="passwordEncoder">BCrypt</property>',
+    "set -x SSH_KEY ~/.ssh/id_ed25519",
+    "ENV SORT_KEY created_at",
+    "ENV HF_TOKEN hf_file.txt",
+    "  password   VARCHAR(255),",
+    "\tPassword  *PasswordConfig",
+    "\tsecrets   *[]string",
+    '{"invalidPassword": "Incorrect username or password"}',
     # a second review's look-alikes: Django's field lists, messages that name the secret's kind, calls with no
     # secret beside the name, a Go field, a list in a table
     'fields = ("username", "password1", "password2")',
     'fields = ("old_password", "new_password1", "new_password2")',
-    'check_password("password", "pbkdf2_sha256")',
     '{"invalidPassword": "Incorrect username or password"}',
     '{"wrongPassword": "Wrong password, try again"}',
     'PASSWORD_LABEL = "Choose a strong password"',

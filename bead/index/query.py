@@ -53,8 +53,10 @@ def cjk_spaced(text: str | None) -> str | None:
 # At most this many quoted terms in one query: FTS5's work grows with them (a CJK run gives a term for each pair of
 # its characters, and a tool output's run may be hundreds of thousands of them).
 MAX_TERMS = 64
-# Of a long run, the pairs of its first characters (a run of a few distinct pairs repeated would be read whole).
+# Of a long run, the pairs of its first characters (a run of a few distinct pairs repeated would be read whole), and
+# at most RUN_TERMS of them, so that a long run leaves the query's other words their place.
 PAIRS_READ = 4 * MAX_TERMS
+RUN_TERMS = 16
 
 
 def fts_terms(word: str) -> list[str]:
@@ -68,11 +70,13 @@ def fts_terms(word: str) -> list[str]:
     for m in _CJK.finditer(word):
         if m.start() > last:
             out['"' + word[last : m.start()].replace('"', '""') + '"'] = None
-        run = m.group()[: PAIRS_READ + 1]
+        run, had = m.group()[: PAIRS_READ + 1], len(out)
         for k in range(max(len(run) - 1, 1)):
             out[f'"{run[k]} {run[k + 1]}"' if len(run) > 1 else f'"{run}"'] = None
             if len(out) >= MAX_TERMS:
                 return list(out)
+            if len(out) - had >= RUN_TERMS:
+                break
         last = m.end()
     if last < len(word):
         out['"' + word[last:].replace('"', '""') + '"'] = None
