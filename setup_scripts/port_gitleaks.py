@@ -47,7 +47,11 @@ ADAPT = {
 # Allowlists bead adds to a rule (regexes, their target, why): what the rule takes in conversation text and is none.
 ALLOW_ADD = {
     "hashicorp-tf-password": (
-        [r"""(?i:password)\w*["']?[ \t]*,[ \t]*["'](?:(?:[a-z]+_)+[a-z]+|(?:[a-z]+_)*password[0-9]?|username|email|login|name)["']""", r"""(?i)password["']?[ \t]*:[ \t]*["']password["']"""],
+        [
+            r"""(?i:password)\w*["']?[ \t]*,[ \t]*["']"""
+            r"""(?:(?:[a-z]+_)+[a-z]+|(?:[a-z]+_)*password[0-9]?|username|email|login|name)["']""",
+            r"""(?i)password["']?[ \t]*:[ \t]*["']password["']""",
+        ],
         "match",
         "a field's name after a comma (snake_case, password2, username) is the next item of a list of names, and a"
         " label that says Password is a form's, not a value",
