@@ -4,6 +4,9 @@ Two measures, printed; nothing is asserted (``tests/test_secrets.py`` holds the 
 
 - random 16-character passwords of letters, digits and punctuation (400 a context, a fixed seed) under a
   password's name: how many ``redact`` leaves unredacted;
+- random 16-character passwords of all printable ASCII (1,000 a form) in quoted forms, escaped as each form
+  escapes (JSON, a double-quoted .env or YAML value, a Python string, a getenv default): how many leave six
+  characters or more in clear;
 - a grid of 36 names a secret goes by (``DB_PASSWORD``, ``JWT_SECRET``, ``API_KEY``, ``DB_PASS``, ...) × 42 weak
   or common values (``postgres``, ``letmein``, ``Welcome1``, ``P@ssw0rd``, pwgen's ``ahb3Eeph``) × 9 ways of
   writing them (``.env``, spaced, YAML, YAML with a comment, a compose list item, quoted, ``:=``, Terraform, JSON):
@@ -15,6 +18,7 @@ Two measures, printed; nothing is asserted (``tests/test_secrets.py`` holds the 
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import re
 import string
@@ -56,6 +60,15 @@ FORMS = {
     "json": '"{n}": "{v}"',
 }
 _MARK = re.compile(r"\[REDACTED:[^\]]*\]")
+# Quoted forms, the password escaped as each writes its quote and backslash: a password of all printable ASCII holds
+# `"` about one time in six, and a value that stopped at the escaped quote left the rest in clear.
+QUOTED = {
+    "JSON": lambda p: json.dumps({"password": p}),
+    '.env, "..."': lambda p: 'DB_PASSWORD="' + p.replace("\\", "\\\\").replace('"', '\\"') + '"',
+    'YAML, "..."': lambda p: 'password: "' + p.replace("\\", "\\\\").replace('"', '\\"') + '"',
+    "Python": lambda p: "PASSWORD = " + json.dumps(p),
+    "getenv default": lambda p: 'os.getenv("DB_PASSWORD", ' + json.dumps(p) + ")",
+}
 
 
 def main() -> None:
@@ -68,6 +81,15 @@ def main() -> None:
             pw = "".join(rng.choice(chars) for _ in range(16))
             left += pw in redact(context.format(pw))[0]
         print(f"  {context:38s} {left:4d}")
+    printable = [chr(c) for c in range(33, 127)]
+    print("random 16-character passwords of all printable ASCII, escaped in quoted forms, in clear (of 1,000):")
+    for form, write in QUOTED.items():
+        left = 0
+        for _ in range(1000):
+            pw = "".join(rng.choice(printable) for _ in range(16))
+            out = redact(write(pw))[0]
+            left += any(pw[i : i + 6] in out for i in range(11))  # six characters of it or more
+        print(f"  {form:38s} {left:4d}")
     print(f"weak and common values left in clear ({len(NAMES)} names x {len(VALUES)} values a form):")
     total = 0
     for form, template in FORMS.items():

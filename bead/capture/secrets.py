@@ -48,9 +48,9 @@ _PLACEHOLDER = re2.compile(
 )
 # Filler that marks an example, not a key: sk_live_xxxxxxxx, ********, <your key> or a type (`<string>]}`; or the
 # part of it a value class takes, `<your`, `key>`, `<50+ random chars>`), a closing tag (`...</code>`). Only words
-# in the brackets: a password may start with `<` or end with `>` (about one in fifty that a generator draws from all
-# printable ASCII).
-_FILLER = re2.compile(r"(?i)x{6,}|\*{4,}|\.{4,}|^<[a-z0-9_\- .|+:]*(?:>|$)|(?:^|<)/?[a-z0-9_\- .|+:]*>$", _OPTIONS)
+# in the brackets, and no digit in brackets at the end: a password may start with `<` or end with `>` (about one in
+# fifty that a generator draws from all printable ASCII; `...<4v>` ended one).
+_FILLER = re2.compile(r"(?i)x{6,}|\*{4,}|\.{4,}|^<[a-z0-9_\- .|+:]*(?:>|$)|(?:^|<)/?[a-z_\- .|+:]*>$", _OPTIONS)
 # A redaction ends where the token ends: a rule that matches a fixed length
 # must not leave the tail of a longer key in the text.
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
