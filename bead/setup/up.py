@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -29,14 +30,15 @@ def run_services(include_dream: bool = True, stream=None, home: Home | None = No
         return _run(include_dream, stream, None, listen)
     # One `bead up` a home: a second one ran a second indexer and dream worker on the same store until its proxy
     # found the port taken, and its record replaced the first one's, so `bead status` said nothing was running.
-    try:
-        with flocked(home.up_lock, blocking=False, root=home.root):
-            return _run(include_dream, stream, home, listen)
-    except LockBusy:
-        raise BeadError(
-            "`bead up` is already running for this home",
-            "`bead status` shows its services; stop it with Ctrl-C in its terminal before starting another",
-        ) from None
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(flocked(home.up_lock, blocking=False, root=home.root))
+        except LockBusy:
+            raise BeadError(
+                "`bead up` is already running for this home",
+                "`bead status` shows its services; stop it with Ctrl-C in its terminal before starting another",
+            ) from None
+        return _run(include_dream, stream, home, listen)
 
 
 def _run(include_dream: bool, stream, home: Home | None, listen: str) -> int:
