@@ -589,6 +589,10 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("env-secret-space", 'ENV DB_PASSWORD "{s}"', "correct horse battery " + r(LOWER, 6))
     add("env-secret-space", "ENV DB_PASS {s}", "Xk4" + r(ALNUM, 10))
     add("env-secret-space", "set --export DB_PASSWORD {s}", "Xk5" + r(ALNUM, 10))
+    # a Discord bot's token alone in code; a JSON Web Key's private parts
+    add("discord-bot-token", "client.run('{s}')", "MTA5ODc2NTQzMjEwOTg3NjU0Mw." + r(URLSAFE, 6) + "." + r(ALNUM, 38))
+    add("jwk-private-key", '{{"kty": "OKP", "crv": "Ed25519", "x": "' + r(URLSAFE, 43) + '", "d": "{s}"}}', r(URLSAFE, 43))
+    add("jwk-private-key", '{{"kty": "oct", "k": "{s}", "alg": "HS256"}}', r(URLSAFE, 43))
     add("token-value", "users:\n- name: admin\n  user:\n    token: {s}", r(LOWER + DIGITS, 12) + "sync" + r(LOWER + DIGITS, 24))
     return out
 
@@ -618,6 +622,8 @@ BENIGN = [
     # a review's look-alikes: columns of SQL and Go, a file listing, a URL beside a name, Node-API calls,
     # CloudFormation's tags, long user names in URLs, a form's label
     "    password_hash  varchar(255),",
+    '{"kty": "RSA", "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw", "e": "AQAB"}',
+    "Microsoft.Extensions.DependencyInjection.Abstractions.ServiceCollection",
     # a third review's look-alikes: settings whose name goes on past the secret's word, Android's labels, Go fields,
     # SQL in capitals, paths and files where ENV gives a key's name
     'os.getenv("TOKEN_URL", "https://oauth2.googleapis.com/token")',
