@@ -515,8 +515,6 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("password-assignment", '{{"password": "{s}"}}', "Xk9" + r(ALNUM, 4) + '\\"' + r(ALNUM, 8))
     add("password-assignment", '{{"client_secret": "{s}"}}', r(ALNUM, 6) + '\\"' + r(ALNUM, 10))
     add("env-secret-assignment", 'DB_PASSWORD="{s}"', "Ab1" + '\\"' + r(ALNUM, 9))
-    add("password-assignment", '{{"password": "{s}"}}', "$Xk9" + r(ALNUM, 10))
-    add("env-secret-assignment", "DB_PASSWORD='{s}'", "$Xk9" + r(ALNUM, 10))
     add("password-assignment", '{{"password": "{s}"}}', "/UNJZ3>O5" + r(ALNUM, 6))
     add("password-assignment", '{{"password": "{s}"}}', "Xk9{{vQ2}}" + r(ALNUM, 6))
     add("url-token-user", "git clone https://{s}@dev.azure.com/org/proj/_git/repo", r(LOWER + DIGITS, 52))
@@ -555,8 +553,6 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("hashicorp-tf-password", 'viper.SetDefault("database.password", "{s}")', "Sup3r" + r(LOWER + DIGITS, 9))
     add("password-assignment", '{{"tokenization_secret": "{s}"}}', "Xk9!" + r(ALNUM, 9))
     add("password-assignment", 'password = "{s}"', "[\\\\Xk9" + r(ALNUM, 8))
-    add("password-assignment", '{{"password": "{s}"}}', "$Summer" + r(DIGITS, 4) + "!")
-    add("secret-table-row", "DB_PASSWORD\t{s}\t2024-01-01", "$Xk9" + r(ALNUM, 9))
     add("provider-secret-prefixes", "NEON_API_KEY is {s}", "napi_" + r(LOWER + DIGITS, 64))
     # XML that names the secret in an attribute or a plist key; a variable set with a space
     add("named-element-secret", '<property name="hibernate.connection.password">{s}</property>', "Xk1" + r(ALNUM, 12))
@@ -570,7 +566,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("password-value", "ansible_become_password: !unsafe {s}", "p4ss!w0rd" + r(ALNUM, 6))
     add("secret-table-row", "password    {s}", "Xk9," + r(ALNUM, 9) + "!")
     add("secret-table-row", "password    {s}", "&Xk9" + r(ALNUM, 10))
-    add("url-token-user-mixed", "git clone https://{s}@git.example.com/org/repo.git", r(ALNUM, 12) + "_" + r(ALNUM, 13))
+    add("url-token-user-mixed", "git clone https://{s}@git.example.com/org/repo.git", r(ALNUM, 18) + "_" + r(ALNUM, 18))
     add("env-secret-assignment", 'WIFI_PASSWORD="{s}"', "I love my dog " + r(DIGITS, 2) + "!")
     add("env-secret-assignment", 'DB_PASSWORD="{s}"', "Welcome to the jungle " + r(DIGITS, 4))
     add("password-assignment", 'passphrase = "{s}"', "The quick brown fox jumps over the lazy " + r(LOWER, 5))
@@ -606,8 +602,6 @@ BENIGN = [
     # an identifier that starts like a prefixed token, a variable that starts with `$`
     'fields = ["password", "username"]',
     'sensitive_attributes = ["password", "master_password"]',
-    'INVALID_PASSWORD = "The password you entered is incorrect."',
-    'ERR_INVALID_TOKEN = "Token is invalid or expired, please log in again"',
     "CREATE VIRTUAL TABLE x USING fts5(body, tokenize='porter unicode61')",
     'tokenizer_name = "bert-base-uncased"',
     '"tokenizer": "meta-llama/Llama-2-7b-hf"',
@@ -622,6 +616,26 @@ BENIGN = [
     # a review's look-alikes: columns of SQL and Go, a file listing, a URL beside a name, Node-API calls,
     # CloudFormation's tags, long user names in URLs, a form's label
     "    password_hash  varchar(255),",
+    # a fourth review's look-alikes: variables in PHP, PowerShell, Perl and shell, plist and Android idioms, vault's
+    # accessor, a kubectl secret's name, nginx's file, long user names in clone URLs, a GCP secret's path, ENV words
+    "$this->password = $password;",
+    "$password = $_POST['password'];",
+    "$env:ARM_CLIENT_SECRET = $sp.PasswordCredentials.SecretText",
+    "my $DB_PASSWORD = $ENV{'DB_PASSWORD'};",
+    "export DB_PASSWORD=$DB_PASS; ./run.sh",
+    "<key>API_KEY</key><string>$(API_KEY)</string>",
+    '<string name="label_password">Password:</string>',
+    '<string name="label_password">Contraseña</string>',
+    "<property name=\"password\">#{systemProperties['db.password']}</property>",
+    "token_accessor       8609694a-cdbc-db9b-d345-e782dbb562ed",
+    "│ access_token │ Optional[str] │",
+    "default-token-x7k2p       kubernetes.io/service-account-token",
+    "ssl_password_file    /etc/nginx/ssl/global.pass;",
+    "https://myorganizationname2024@dev.azure.com/myorganizationname2024/Project/_git/Repo",
+    "token: projects/my-proj/secrets/db-password/versions/latest",
+    "ENV JWT_SECRET_KEY HS256",
+    "ENV CLIENT_SECRET client-secret-from-vault",
+    "ENV APP_KEY base64:${APP_KEY}",
     '{"kty": "RSA", "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw", "e": "AQAB"}',
     "Microsoft.Extensions.DependencyInjection.Abstractions.ServiceCollection",
     # a third review's look-alikes: settings whose name goes on past the secret's word, Android's labels, Go fields,
@@ -638,15 +652,10 @@ BENIGN = [
     "  password   VARCHAR(255),",
     "\tPassword  *PasswordConfig",
     "\tsecrets   *[]string",
-    '{"invalidPassword": "Incorrect username or password"}',
     # a second review's look-alikes: Django's field lists, messages that name the secret's kind, calls with no
     # secret beside the name, a Go field, a list in a table
     'fields = ("username", "password1", "password2")',
     'fields = ("old_password", "new_password1", "new_password2")',
-    '{"invalidPassword": "Incorrect username or password"}',
-    '{"wrongPassword": "Wrong password, try again"}',
-    'PASSWORD_LABEL = "Choose a strong password"',
-    '{"token_help": "Paste your personal access token below"}',
     'os.getenv("DB_PASSWORD", "")',
     'os.environ.get("API_TOKEN", "changeme")',
     'request.form.get("password", "default")',
@@ -669,7 +678,6 @@ BENIGN = [
     "MasterUserPassword: !ImportValue shared-db-password-v2",
     "https://fabrikam-fiber-engineering@dev.azure.com/org/proj/_git/repo",
     "postgresql://analytics_service_account@db.internal:5432/analytics",
-    '{"auth": {"password": "Password", "passwordTooShort": "Password is too short"}}',
     "  token: ${{ secrets.NPM_TOKEN }}",
     "next_page_token: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
     '[{"name":"APP_MODE","slotSetting":false,"value":"production"}]',
