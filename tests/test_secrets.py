@@ -634,6 +634,7 @@ BENIGN = [
     "https://myorganizationname2024@dev.azure.com/myorganizationname2024/Project/_git/Repo",
     "token: projects/my-proj/secrets/db-password/versions/latest",
     "ENV JWT_SECRET_KEY HS256",
+    'os.getenv("API_TOKEN", "default_value")',
     "ENV CLIENT_SECRET client-secret-from-vault",
     "ENV APP_KEY base64:${APP_KEY}",
     '{"kty": "RSA", "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw", "e": "AQAB"}',
