@@ -645,6 +645,21 @@ class Squatter:
 class TestUp:
     """bead up runs all three in the foreground; Ctrl-C stops them; a death is reported."""
 
+    @pytest.fixture(autouse=True)
+    def stopped_after(self):
+        """Every `bead up` a test started is stopped at its end, whatever the test asserted: a failed assertion left
+        one running with its services (found after a run that checked a test fails on the old code)."""
+        self.started: list[subprocess.Popen] = []
+        yield
+        for p in self.started:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)  # bead up stops its services on Ctrl-C
+                try:
+                    p.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
     def start(self, tmp_path, *flags: str, name: str = "home"):
         home = tmp_path / name
         Home(home).ensure()
@@ -656,6 +671,7 @@ class TestUp:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
+        self.started.append(p)
         url = f"http://127.0.0.1:{port}/bead/health"
 
         def up() -> bool:
