@@ -177,10 +177,6 @@ def _file(record: Fact | Turn) -> Path:
     return record.path
 
 
-def _or(words: list[str]) -> str:
-    return fts_or(words[:64])
-
-
 # A pinned block's facts: its project's, and the person's rules (user, feedback) kept outside every project; another
 # project's facts never, whatever their type.
 _PINNABLE_SCOPE = "(scope = ? OR (type IN ('user', 'feedback') AND substr(scope, 1, 8) != 'project/'))"
@@ -1084,7 +1080,7 @@ class Index:
         words = terms(query, extra=RAW_QUERY_STOPWORDS) or terms(query) or terms(query, keep_stopwords=True)
         # One token each ("key_text" is two), so that every quoted term is a single word.
         words = list(dict.fromkeys(p for w in words for p in w.split("_") if p))
-        fts = _or(words)
+        fts = fts_or(words)
         if not fts:
             return []
         exclude = set(exclude_sessions)
@@ -1107,7 +1103,7 @@ class Index:
                 rare.append(w)
                 spent += df[w]
             if rare and lo > 0:
-                scored += self._raw_top(_or(rare), fetch, 0, lo)
+                scored += self._raw_top(fts_or(rare), fetch, 0, lo)
                 scored.sort(key=lambda r: r[1])
         if exclude and len(scored) >= fetch:
             # The excluded sessions may fill the over-fetch (a long current session): ask again without them.

@@ -59,17 +59,21 @@ PAIRS_READ = 4 * MAX_TERMS
 RUN_TERMS = 16
 
 
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
 def fts_terms(word: str) -> list[str]:
     """A query word as FTS5 reads it, quoted: the word, or, where it holds CJK characters, its other letters as a word
     and each pair of neighbouring CJK characters as a phrase (one character alone as itself), each once, at most
     MAX_TERMS. Pairs are how CJK text is searched without a dictionary: a part of a run shares its pairs with it."""
     if word.isascii() or not _CJK.search(word):
-        return ['"' + word.replace('"', '""') + '"']
+        return [_quoted(word)]
     out: dict[str, None] = {}
     last = 0
     for m in _CJK.finditer(word):
         if m.start() > last:
-            out['"' + word[last : m.start()].replace('"', '""') + '"'] = None
+            out[_quoted(word[last : m.start()])] = None
         run, had = m.group()[: PAIRS_READ + 1], len(out)
         for k in range(max(len(run) - 1, 1)):
             out[f'"{run[k]} {run[k + 1]}"' if len(run) > 1 else f'"{run}"'] = None
@@ -79,7 +83,7 @@ def fts_terms(word: str) -> list[str]:
                 break
         last = m.end()
     if last < len(word):
-        out['"' + word[last:].replace('"', '""') + '"'] = None
+        out[_quoted(word[last:])] = None
     return list(out)[:MAX_TERMS]
 
 
