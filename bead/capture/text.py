@@ -584,6 +584,21 @@ def segments(text: str) -> list[tuple[str, str]]:
     return [(s, joined) for s, lines in runs.runs if (joined := "\n".join(lines).strip())]
 
 
+# Codex CLI's contextual user fragments (codex-rs core/src/contextual_user_message.rs, model_visible_context.rs): the
+# harness's state sent as a user message part, one element from start to end, never the person's words; read as the
+# harness's on the OpenAI routes, and escaped where a stored value would open or close one inside bead's block.
+CODEX_CONTEXT_ELEMENTS = (
+    "environment_context",
+    "user_instructions",
+    "user_shell_command",
+    "turn_aborted",
+    "skill",
+    "plugins",
+    "subagents",
+    "subagent_notification",
+)
+
+
 # One element of a harness's own markup that a harness puts in a block of its own beside the person's words
 # (Claude Code's <ide_opened_file>, <ide_selection>, an "[Image #1]" marker): never the person's prompt.
 _OPEN = re.compile(r"<([A-Za-z][A-Za-z0-9_-]{0,63})(?:[ \t][^>\n]{0,512})?>")

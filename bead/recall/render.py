@@ -8,6 +8,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 
+from ..capture.text import CODEX_CONTEXT_ELEMENTS
 from ..display import cut_at_word, escaped_char, plain_words, visible
 from ..textform import _IGNORABLE, TAG_FLAGS, _unseen, fold, kept_selectors
 
@@ -95,8 +96,8 @@ def escape(text: str) -> str:
 # a stored value that opens or closes one would read, inside bead's block, as the harness talking. Anchored, bounded.
 _HARNESS_NAMES = (
     r"system-reminder|user-prompt-submit-hook|command-(?:name|message|args)|bash-std(?:out|err)"
-    r"|local-command-std(?:out|err)|task-notification|teammate-message|environment_context|user_instructions"
-    r"|ide_(?:opened_file|selection)"
+    r"|local-command-std(?:out|err)|task-notification|teammate-message|ide_(?:opened_file|selection)|"
+    + "|".join(CODEX_CONTEXT_ELEMENTS)
 )
 _HARNESS_TAG = re.compile(rf"[ \t]{{0,4}}/?[ \t]{{0,4}}(?:{_HARNESS_NAMES})\b", re.IGNORECASE)
 # The same, and bead's own tag as written (no look-alike reading): for text a model reads as data outside a block.

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import budget
-from ..capture.text import clean, harness_element, strip_own
+from ..capture.text import CODEX_CONTEXT_ELEMENTS, clean, harness_element, strip_own
 from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
 from . import anthropic
 from .splice import (
@@ -61,19 +61,7 @@ _AGENTS_MD = "# AGENTS.md instructions for "
 # contextual user fragments: codex-rs model_visible_context.rs) and Claude Code's, which OpenCode also writes.
 # Only these: any other tag is a harness's wrapper of the person's words (Cline's and Roo Code's <task>) or the
 # person's own, and a part that was one whole element of any name went uncaptured and asked nothing.
-HARNESS_ELEMENTS = frozenset(
-    {
-        "environment_context",
-        "user_instructions",
-        "user_shell_command",
-        "turn_aborted",
-        "skill",
-        "plugins",
-        "subagents",
-        "subagent_notification",
-        "system-reminder",
-    }
-)
+HARNESS_ELEMENTS = frozenset({*CODEX_CONTEXT_ELEMENTS, "system-reminder"})
 
 
 def harness_context(text: str) -> bool:
