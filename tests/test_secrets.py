@@ -590,6 +590,20 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("jwk-private-key", '{{"kty": "OKP", "crv": "Ed25519", "x": "' + r(URLSAFE, 43) + '", "d": "{s}"}}', r(URLSAFE, 43))
     add("jwk-private-key", '{{"kty": "oct", "k": "{s}", "alg": "HS256"}}', r(URLSAFE, 43))
     add("token-value", "users:\n- name: admin\n  user:\n    token: {s}", r(LOWER + DIGITS, 12) + "sync" + r(LOWER + DIGITS, 24))
+    # a secret as a call's positional argument where the call names it, or piped to a command that stores it
+    add("credential-call-argument", 'server.login("me@gmail.com", "{s}")', " ".join(r(LOWER, 4) for _ in range(4)))
+    add("credential-call-argument", "smtp.login(EMAIL_USER, '{s}')", "Xk6" + r(ALNUM, 10))
+    add("credential-call-argument", 'requests.get(url, auth=HTTPBasicAuth("admin", "{s}"))', "Xk7" + r(ALNUM, 10))
+    add("credential-call-argument", 'new PasswordAuthentication("svc", "{s}".toCharArray())', "Xk8" + r(ALNUM, 10))
+    add("credential-call-argument", 'new NetworkCredential("svc", "{s}", "CORP")', "Xk9" + r(ALNUM, 10))
+    add("credential-call-argument", 'jwt.encode(payload, "{s}", algorithm="HS256")', "Xk1" + r(ALNUM, 20))
+    add("credential-call-argument", 'ClientSecretCredential(tenant_id, client_id, "{s}")', "Xk2~" + r(ALNUM, 30))
+    add("credential-call-argument", 'keyring.set_password("deploy", "me", "{s}")', "Xk3" + r(ALNUM, 10))
+    add("credential-call-argument", 'user.set_password("{s}")', "Tr0ub4dor&" + r(DIGITS, 3))
+    add("shell-secret-forms", 'echo "{s}" | gh secret set API_KEY', "Xk4" + r(ALNUM, 20))
+    add("shell-secret-forms", "printf %s {s} | wrangler secret put STRIPE_KEY", "Xk5" + r(ALNUM, 20))
+    add("shell-secret-forms", "echo {s} | skopeo login -u me --password-stdin quay.io", "Xk6" + r(ALNUM, 20))
+    add("shell-secret-forms", "net user svc_backup {s} /add", "Xk7" + r(ALNUM, 10))
     return out
 
 
@@ -1063,6 +1077,19 @@ BENIGN = [
     "gh secret set JWT_SECRET < jwt.txt",
     "http -a $API_USER:$API_PASS api.example.com",
     "see http://example.com -a note",
+    # calls that name a secret but pass a variable or a placeholder, and commands that set one from a variable
+    'client.login("admin", "password")',
+    'jwt.encode(payload, "secret")',
+    'jwt.encode(payload, settings.SECRET_KEY, algorithm="HS256")',
+    "login(request, user)",
+    "HTTPBasicAuth(user, pw)",
+    'user.set_password(form.cleaned_data["password1"])',
+    'auth.login(request, "${NEXT}")',
+    'HTTPBasicAuth("admin", "<your-password>")',
+    'echo "$API_KEY" | gh secret set API_KEY',
+    "net user admin * /add",
+    "net user admin /active:yes",
+    "net user bob %PW% /add",
 ]
 
 
