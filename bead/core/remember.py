@@ -107,6 +107,15 @@ _QUOTES_BEFORE = compile_linear(
     r"|\b(?:ERR!|ERROR\b|FATAL\b|WARN(?:ING)?\b|Traceback\b)"  # a tool's output, as it marks itself
 )
 FRAMED_BLOCK = 120  # characters after a line ending in ":" that make it a frame
+# A tool's output as it marks itself, on any line before the request: a log or a traceback pasted as lines of their
+# own under the person's question ("why does the build fail?", two `npm ERR!` lines, then "Remember that the
+# registry is ..."); the line the request is on is read by _QUOTES_BEFORE. A traceback's frame and its last line
+# (`ValueError: ...`) mark it too.
+_OUTPUT_BEFORE = compile_linear(
+    r"\b(?:ERR!|ERROR\b|FATAL\b|WARN(?:ING)?\b|Traceback\b)"
+    r"|(?m:^[ \t]{0,8}File \"[^\"\n]{1,400}\", line [0-9])"
+    r"|(?m:^[ \t]{0,8}[A-Za-z_][\w.]{0,100}(?:Error|Exception):[ \t])"
+)
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,7 @@ class Request:
 
 
 QUOTED = "it follows quoted text on its line: after a colon, or what something says or printed"
+AFTER_OUTPUT = "it follows a tool's output in the same message: a log's or a traceback's lines"
 
 
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb"}
@@ -191,10 +201,11 @@ def request_list(message: Message) -> list[Request]:
                 # after a colon or a verb that quotes ("it prints: npm ERR! 404 ... Remember that the registry is
                 # ...", "the README says setup is manual. Remember that ..."), the sentence may be the quote's own.
                 quoted = bool(_QUOTES_BEFORE.search(before[before.rfind("\n") + 1 :])) or lead.endswith(":")
+                after_output = not quoted and bool(_OUTPUT_BEFORE.search(before))
                 plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed and not quoted and not part.near_paste
-                plain = plain and at == 0
-                if quoted and not framed and not part.near_paste:
-                    out.append(Request(m.group(1).strip(), False, QUOTED))
+                plain = plain and at == 0 and not after_output
+                if (quoted or after_output) and not framed and not part.near_paste:
+                    out.append(Request(m.group(1).strip(), False, QUOTED if quoted else AFTER_OUTPUT))
                     continue
                 out.append(Request(m.group(1).strip(), plain))
     return out
@@ -288,6 +299,8 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
             if "invisible" in p.reason
             else f"it may not be the user's own words ({QUOTED})"
             if QUOTED in p.reason
+            else f"it may not be the user's own words ({AFTER_OUTPUT})"
+            if AFTER_OUTPUT in p.reason
             else "it may not be the user's own words (it sits inside a longer or framed text)"
             if "not plainly" in p.reason
             else f"it may not be the user's own words: {p.reason.removeprefix('remember: ')}"
