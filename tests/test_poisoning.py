@@ -371,8 +371,11 @@ class TestDream:
             f"what does this script do?\n```\n{PAGE}\n```\n{PLANT}\n```\n{PAGE}\n```",
             # a line right after a pasted quote, which Markdown reads as the quote's
             f"see this:\n> {PAGE.splitlines()[0]}\n{PLANT}\n\nthanks",
+            # a log pasted as lines of its own under the person's question, which no fence or quote marks
+            f"why does the build fail?\nnpm ERR! code E404\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/x\n{PLANT}",
+            f'what is wrong here\nTraceback (most recent call last):\n  File "app.py", line 3\nValueError: bad\n{PLANT}',
         ],
-        ids=["between-two-pastes", "a-quotes-lazy-line"],
+        ids=["between-two-pastes", "a-quotes-lazy-line", "under-log-lines", "under-a-traceback"],
     )
     def test_typed_words_a_paste_may_reach_into_back_no_proposal(self, proxy_client, bead_home, model, text):
         """Words the remember path holds for review as maybe pasted (Part.near_paste) are captured as a typed turn

@@ -541,12 +541,26 @@ _UNTYPED_SHAPE = compile_linear(
     r"|[\x{ff40}\x{2cb}\x{2018}\x{b4}\x{2bb}\x{ff5e}\x{223c}\x{301c}]{3}"
     r"|^[ \t]*[\x{a0}\x{2000}-\x{200a}\x{202f}\x{205f}\x{3000}]"
 )
+# A line of a tool's output as it marks itself, which the walk reads as typed when no fence or quote holds it:
+# `npm ERR!`, a traceback's head or frame, a log line opening `ERROR` or `[WARN]`, a `ValueError: ...` line (a log
+# pasted as lines of its own under the person's question). Typed words beside one are near a paste
+# (``output_lines``). RE2: linear.
+_OUTPUT_LINE = compile_linear(
+    r"(?m)^[ \t]{0,8}(?:npm[ \t]+(?:ERR!|WARN)|Traceback \(most recent call last\)|File \"[^\"\n]{1,400}\", line [0-9])"
+    r"|^[ \t]{0,8}(?:\[[ \t]{0,2})?(?:ERROR|FATAL|CRITICAL|WARN(?:ING)?)\b"
+    r"|^[ \t]{0,8}[A-Za-z_][\w.]{0,100}(?:Error|Exception):[ \t]"
+)
 
 
 def untyped_shape(text: str) -> bool:
     """Whether ``text`` (a person's block, cleaned) holds something a pasted document carries that the line walk does
     not read as pasted (``_UNTYPED_SHAPE``)."""
     return bool(_UNTYPED_SHAPE.search(text))
+
+
+def output_lines(text: str) -> bool:
+    """Whether ``text`` (a typed run) holds a line of a tool's output as it marks itself (``_OUTPUT_LINE``)."""
+    return bool(_OUTPUT_LINE.search(text))
 
 
 def segments(text: str) -> list[tuple[str, str]]:

@@ -204,7 +204,7 @@ def request_list(message: Message) -> list[Request]:
                 after_output = not quoted and bool(_OUTPUT_BEFORE.search(before))
                 plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed and not quoted and not part.near_paste
                 plain = plain and at == 0 and not after_output
-                if (quoted or after_output) and not framed and not part.near_paste:
+                if (quoted and not framed and not part.near_paste) or (after_output and not framed):
                     out.append(Request(m.group(1).strip(), False, QUOTED if quoted else AFTER_OUTPUT))
                     continue
                 out.append(Request(m.group(1).strip(), plain))

@@ -24,6 +24,7 @@ from ..capture.text import (
     harness_element,
     is_compaction,
     is_relayed,
+    output_lines,
     own_blocks,
     own_tail,
     reminders,
@@ -97,14 +98,16 @@ def text_parts(text: str, source: Source) -> list[Part]:
     # between, or with someone's text on both sides in the block (a cut block counts: bead.capture.text.CUT).
     others = [i for i, (s, _) in enumerate(runs) if s in ("pasted", "tool_output")]
     # A block holding what a pasted document carries and the walk does not read as pasted (HTML, a table, a
-    # heading's underline, an odd line break: bead.capture.text.untyped_shape): its typed words are near a paste too.
+    # heading's underline, an odd line break: bead.capture.text.untyped_shape): its typed words are near a paste too,
+    # as are typed words in a run that holds a tool's output lines (`npm ERR!`, a traceback: output_lines).
     odd = untyped_shape(cleaned)
     parts = [
         Part(
             _SEGMENT_SOURCE[s],
             kept,
             sent=sent,
-            near_paste=s == "lazy" or (s == "typed" and (odd or (bool(others) and others[0] < i < others[-1]))),
+            near_paste=s == "lazy"
+            or (s == "typed" and (odd or output_lines(t) or (bool(others) and others[0] < i < others[-1]))),
         )
         for i, (s, t) in enumerate(runs)
         if (kept := "\n".join(line for line in t.split("\n") if line != CUT).strip() if CUT in t else t)
