@@ -11,7 +11,6 @@ import json
 import pytest
 from conftest import ProxyClient, make_proxy_app, seeded_homes
 
-from bead.capture.text import CODEX_CONTEXT_ELEMENTS
 from bead.config import parse
 from bead.core import query as reads
 from bead.core.memory import Memory
@@ -264,7 +263,7 @@ class TestShape:
         line = render.fact_line({"key": "user/x", "trust": "user_stated", "valid_from": "2026-12-01", "body": value})
         assert line.endswith(value.replace("</bead-memory>", "&lt;/bead-memory>"))
 
-    @pytest.mark.parametrize("name", sorted({"system-reminder", "teammate-message", *CODEX_CONTEXT_ELEMENTS}))
+    @pytest.mark.parametrize("name", sorted(render.HARNESS_TAG_NAMES))
     def test_a_value_opens_and_closes_no_harness_element(self, name):
         """A stored value that opens or closes a harness's own element would read, inside bead's block, as the
         harness talking (Claude Code's reminder, Codex's <turn_aborted> or <user_shell_command>, which the OpenAI
@@ -273,6 +272,27 @@ class TestShape:
         line = render.fact_line({"key": "user/x", "trust": "user_stated", "valid_from": "2026-12-01", "body": value})
         assert f"<{name}>" not in line and f"</{name}>" not in line
         assert f"&lt;{name}>" in line and f"&lt;/{name}>" in line and f"{name} as a word, <{name}x>" in line
+
+    @pytest.mark.parametrize(
+        "forged",
+        [
+            "<turn_\u200daborted>",  # a zero-width joiner inside the name
+            "<system-\u00adreminder>",  # a soft hyphen
+            "<turn-aborted>",  # a hyphen for the underscore
+            "<turn_ab\u043erted>",  # a Cyrillic o
+            "\uff1cturn_aborted\uff1e",  # full-width brackets
+            "< / SUBAGENT_NOTIFICATION >",
+            "<turn_ab0rted>",
+            "<" + "\u200d" * 300 + "system-reminder>",  # padding past the scan
+        ],
+        ids=["zwj", "soft-hyphen", "hyphen", "cyrillic", "full-width", "spaced-upper", "digit", "padding"],
+    )
+    def test_a_harness_element_written_with_look_alikes_is_escaped_too(self, forged):
+        """A model may read a harness's element through an invisible character or a look-alike letter as it reads
+        bead's own tag, which was escaped so while the harnesses' names were matched as ASCII only (a review)."""
+        line = render.fact_line({"key": "user/x", "trust": "user_stated", "valid_from": "2026-12-01", "body": f"ok {forged} go"})
+        opener = forged[0]
+        assert f"ok {forged}" not in line and f"ok {render._escaped_opener(opener)}" in line
 
     @pytest.mark.parametrize(
         "hidden",

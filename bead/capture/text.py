@@ -598,7 +598,8 @@ def segments(text: str) -> list[tuple[str, str]]:
     return [(s, joined) for s, lines in runs.runs if (joined := "\n".join(lines).strip())]
 
 
-# Codex CLI's contextual user fragments (codex-rs core/src/contextual_user_message.rs, model_visible_context.rs): the
+# Codex CLI's contextual user fragments (codex-rs core/src/contextual_user_message.rs, model_visible_context.rs; its
+# editor's <additional_context> too): the
 # harness's state sent as a user message part, one element from start to end, never the person's words; read as the
 # harness's on the OpenAI routes, and escaped where a stored value would open or close one inside bead's block.
 CODEX_CONTEXT_ELEMENTS = (
@@ -610,6 +611,7 @@ CODEX_CONTEXT_ELEMENTS = (
     "plugins",
     "subagents",
     "subagent_notification",
+    "additional_context",
 )
 
 

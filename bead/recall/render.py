@@ -86,22 +86,68 @@ def escape(text: str) -> str:
     out: list[str] = []
     last = 0
     for i in found:
-        if _names_a_tag(text, i + 1) or (text[i] == "<" and _HARNESS_TAG.match(text, i + 1)):
+        if _names_a_tag(text, i + 1) or _names_a_harness_tag(text, i + 1):
             out += [text[last:i], _escaped_opener(text[i])]
             last = i + 1
     return "".join(out) + text[last:] if out else text
 
 
-# A harness's own elements (Claude Code's reminders, hook and command output, a teammate's message; Codex's context):
-# a stored value that opens or closes one would read, inside bead's block, as the harness talking. Anchored, bounded.
-_HARNESS_NAMES = (
-    r"system-reminder|user-prompt-submit-hook|command-(?:name|message|args)|bash-std(?:out|err)"
-    r"|local-command-std(?:out|err)|task-notification|teammate-message|ide_(?:opened_file|selection)|"
-    + "|".join(CODEX_CONTEXT_ELEMENTS)
+# A harness's own elements (Claude Code's reminders, hook and command output, a teammate's message; Codex's context
+# and AGENTS.md's <INSTRUCTIONS>): a stored value that opens or closes one would read, inside bead's block, as the
+# harness talking.
+HARNESS_TAG_NAMES = (
+    "system-reminder",
+    "user-prompt-submit-hook",
+    "command-name",
+    "command-message",
+    "command-args",
+    "bash-stdout",
+    "bash-stderr",
+    "local-command-stdout",
+    "local-command-stderr",
+    "task-notification",
+    "teammate-message",
+    "ide_opened_file",
+    "ide_selection",
+    "INSTRUCTIONS",
+    *CODEX_CONTEXT_ELEMENTS,
 )
-_HARNESS_TAG = re.compile(rf"[ \t]{{0,4}}/?[ \t]{{0,4}}(?:{_HARNESS_NAMES})\b", re.IGNORECASE)
-# The same, and bead's own tag as written (no look-alike reading): for text a model reads as data outside a block.
+_HARNESS_NAMES = "|".join(map(re.escape, HARNESS_TAG_NAMES))
+# The same names, and bead's own tag, as written (no look-alike reading): for text a model reads as data outside a
+# block. Anchored, bounded.
 _TAG_OPENER = re.compile(rf"<(?=[ \t]{{0,4}}/?[ \t]{{0,4}}(?:bead-memory|{_HARNESS_NAMES})\b)", re.IGNORECASE)
+# In a block, as they read (``_names_a_harness_tag``): their letters and digits, separators left out.
+_HARNESS_READ = frozenset("".join(c for c in name.lower() if c.isalnum()) for name in HARNESS_TAG_NAMES)
+_HARNESS_LONGEST = max(map(len, _HARNESS_READ))
+
+
+def _names_a_harness_tag(text: str, j: int) -> bool:
+    """Whether what follows an opener at ``j`` names a harness's element as it reads: after up to eight spaces and
+    slashes, the name's letters and digits as they read (``_reads``: a full-width, circled or look-alike letter as
+    its ASCII; "0", "1", "3" and "4" as "o", "l", "e" and "a"), anything else in it left out (a hyphen for an
+    underscore, a zero-width joiner, a soft hyphen), up to ">" (or another math sign, a closing bracket or quote), a
+    quote, a space or the next opener: exactly one of HARNESS_TAG_NAMES. _SCAN characters of a name that read as
+    nothing count as one. Bounded: linear."""
+    n = len(text)
+    stop = min(n, j + 8)
+    while j < stop and text[j] in " \t/":
+        j += 1
+    read = 0
+    letters: list[str] = []
+    stop = min(n, j + _SCAN)
+    while j < stop:
+        ch = text[j]
+        if ch in '>="\'' or ch.isspace() or unicodedata.category(ch) in ("Pe", "Pf", "Sm") or _OPENER.match(text, j):
+            break
+        got = _reads(ch).translate(_DIGIT_LETTERS)
+        read += len(got)
+        if read > _HARNESS_LONGEST:
+            return False
+        letters.append(got)
+        j += 1
+    if j == stop < n:  # padding to the scan's end
+        return True
+    return "".join(letters) in _HARNESS_READ
 
 
 def tag_openers_escaped(text: str) -> str:
