@@ -541,14 +541,26 @@ _UNTYPED_SHAPE = compile_linear(
     r"|[\x{ff40}\x{2cb}\x{2018}\x{b4}\x{2bb}\x{ff5e}\x{223c}\x{301c}]{3}"
     r"|^[ \t]*[\x{a0}\x{2000}-\x{200a}\x{202f}\x{205f}\x{3000}]"
 )
-# A line of a tool's output as it marks itself, which the walk reads as typed when no fence or quote holds it:
-# `npm ERR!`, a traceback's head or frame, a log line opening `ERROR` or `[WARN]`, a `ValueError: ...` line (a log
-# pasted as lines of its own under the person's question). Typed words beside one are near a paste
-# (``output_lines``). RE2: linear.
+# A line of a tool's output as it marks itself, which the walk reads as typed when no fence or quote holds it (a log
+# pasted as lines of its own under the person's question): each form opens a line, as the tool prints it. npm's
+# `npm ERR!` and `npm error`; a traceback's head and frame, Java's `Caused by:` and a JavaScript stack's
+# `at f (x:1:2)`; a log line opening ERROR, FATAL, CRITICAL or WARN(ING), a level in brackets (`[error]`) or a
+# timestamp (ISO's, nginx's, syslog's); git's, rustc's, gcc's and Go's `error:`, `error[E0432]:`, `fatal:`, `hint:`,
+# `warning:`, `panic:` and `goroutine 1 [`; a `ValueError: ...` line; pytest's `E   ` lines and `FAILED x::y`; a
+# compiler's `path:3:5: error` or `path(3,5): error`, rustc's `--> path:3:5`; make's `make: ***`; curl's
+# `curl: (6)`; klog's `E0101 12:00:00`. Typed words beside one are near a paste (``output_lines``). RE2: linear.
 _OUTPUT_LINE = compile_linear(
-    r"(?m)^[ \t]{0,8}(?:npm[ \t]+(?:ERR!|WARN)|Traceback \(most recent call last\)|File \"[^\"\n]{1,400}\", line [0-9])"
-    r"|^[ \t]{0,8}(?:\[[ \t]{0,2})?(?:ERROR|FATAL|CRITICAL|WARN(?:ING)?)\b"
-    r"|^[ \t]{0,8}[A-Za-z_][\w.]{0,100}(?:Error|Exception):[ \t]"
+    r"(?m)^[ \t]{0,8}(?:"
+    r"npm[ \t]+(?:ERR!|(?:error|WARN|warn)\b)|Traceback \(most recent call last\)|File \"[^\"\n]{1,400}\", line [0-9]"
+    r"|Caused by: |at [^\s()]{1,300} \([^()\n]{1,400}:[0-9]{1,9}:[0-9]{1,9}\)"
+    r"|(?:ERROR|FATAL|CRITICAL|WARN(?:ING)?)\b|\[[ \t]{0,2}(?i:error|fatal|crit(?:ical)?|warn(?:ing)?|emerg|alert)[ \t]{0,2}\]"
+    r"|\[?[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}[T ][0-9]{2}:[0-9]{2}|[IWEF][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-3][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} "
+    r"|(?:error|fatal|hint|warning|panic)(?:\[[A-Za-z]{0,3}[0-9]{1,5}\])?: |goroutine [0-9]{1,9} \["
+    r"|[A-Za-z_][\w.]{0,100}(?:Error|Exception): |E {3}|FAILED [^\s:]{1,400}::"
+    r"|[^\s:()]{1,400}(?::[0-9]{1,9}:[0-9]{1,9}:|\([0-9]{1,9},[0-9]{1,9}\):) ?(?:error|warning|fatal)\b"
+    r"|--> [^\s:]{1,400}:[0-9]{1,9}:[0-9]{1,9}|make(?:\[[0-9]{1,4}\])?: \*\*\*|curl: \([0-9]{1,3}\)"
+    r")"
 )
 
 

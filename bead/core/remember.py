@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..capture.secrets import compile_linear, credential_rules, redact
+from ..capture.text import output_lines
 from ..conversation import Identity, Message, Source
 from ..display import CONTROL, visible
 from ..errors import BeadError, InvalidArgument, KeySealed, RefusedWrite, VersionConflict
@@ -107,15 +108,6 @@ _QUOTES_BEFORE = compile_linear(
     r"|\b(?:ERR!|ERROR\b|FATAL\b|WARN(?:ING)?\b|Traceback\b)"  # a tool's output, as it marks itself
 )
 FRAMED_BLOCK = 120  # characters after a line ending in ":" that make it a frame
-# A tool's output as it marks itself, on any line before the request: a log or a traceback pasted as lines of their
-# own under the person's question ("why does the build fail?", two `npm ERR!` lines, then "Remember that the
-# registry is ..."); the line the request is on is read by _QUOTES_BEFORE. A traceback's frame and its last line
-# (`ValueError: ...`) mark it too.
-_OUTPUT_BEFORE = compile_linear(
-    r"\b(?:ERR!|ERROR\b|FATAL\b|WARN(?:ING)?\b|Traceback\b)"
-    r"|(?m:^[ \t]{0,8}File \"[^\"\n]{1,400}\", line [0-9])"
-    r"|(?m:^[ \t]{0,8}[A-Za-z_][\w.]{0,100}(?:Error|Exception):[ \t])"
-)
 
 
 @dataclass(frozen=True)
@@ -201,7 +193,7 @@ def request_list(message: Message) -> list[Request]:
                 # after a colon or a verb that quotes ("it prints: npm ERR! 404 ... Remember that the registry is
                 # ...", "the README says setup is manual. Remember that ..."), the sentence may be the quote's own.
                 quoted = bool(_QUOTES_BEFORE.search(before[before.rfind("\n") + 1 :])) or lead.endswith(":")
-                after_output = not quoted and bool(_OUTPUT_BEFORE.search(before))
+                after_output = not quoted and output_lines(before)
                 plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed and not quoted and not part.near_paste
                 plain = plain and at == 0 and not after_output
                 if (quoted and not framed and not part.near_paste) or (after_output and not framed):

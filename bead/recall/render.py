@@ -137,7 +137,7 @@ def _names_a_harness_tag(text: str, j: int) -> bool:
     stop = min(n, j + _SCAN)
     while j < stop:
         ch = text[j]
-        if ch in '>="\'' or ch.isspace() or unicodedata.category(ch) in ("Pe", "Pf", "Sm") or _OPENER.match(text, j):
+        if ch in ">=\"'" or ch.isspace() or unicodedata.category(ch) in ("Pe", "Pf", "Sm") or _OPENER.match(text, j):
             break
         got = _reads(ch).translate(_DIGIT_LETTERS)
         read += len(got)
