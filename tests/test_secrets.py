@@ -604,6 +604,18 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("shell-secret-forms", "printf %s {s} | wrangler secret put STRIPE_KEY", "Xk5" + r(ALNUM, 20))
     add("shell-secret-forms", "echo {s} | skopeo login -u me --password-stdin quay.io", "Xk6" + r(ALNUM, 20))
     add("shell-secret-forms", "net user svc_backup {s} /add", "Xk7" + r(ALNUM, 10))
+    # a review's: a test helper's third argument, arguments on lines of their own, other languages' calls, sudo and
+    # npx before the command, printf's own string, a here-string, a quoted password with a space
+    add("credential-call-argument", "await login(page, 'admin', '{s}')", "Adm1n" + r(ALNUM, 9) + "!")
+    add("credential-call-argument", 'server.login(\n    "me@gmail.com",\n    "{s}",\n)', " ".join(r(LOWER, 4) for _ in range(4)))
+    add("credential-call-argument", 'auth := smtp.PlainAuth("", "me@x.com", "{s}", host)', "Xk1" + r(ALNUM, 10))
+    add("credential-call-argument", 'req.SetBasicAuth("svc", "{s}")', "Xk2" + r(ALNUM, 10))
+    add("credential-call-argument", 'jwt.sign(payload, "{s}")', "Xk3" + r(ALNUM, 20))
+    add("credential-call-argument", '$mail->login($user, "{s}")', "Xk4" + r(ALNUM, 10))
+    add("shell-secret-forms", "echo {s} | sudo -E gh -R acme/shop secret set API_KEY", "Xk5" + r(ALNUM, 20))
+    add("shell-secret-forms", "printf '{s}' | npx wrangler secret put API_KEY", "Xk6" + r(ALNUM, 20))
+    add("shell-secret-forms", 'gh secret set API_KEY <<< "{s}"', "Xk7" + r(ALNUM, 20))
+    add("shell-secret-forms", 'net user alice "{s}" /add', "Sup3r " + r(ALNUM, 8))
     return out
 
 
@@ -1090,6 +1102,21 @@ BENIGN = [
     "net user admin * /add",
     "net user admin /active:yes",
     "net user bob %PW% /add",
+    # a review's: a helper's page and user, a view's redirect, ftp's anonymous login, an algorithm's name, a
+    # placeholder, net user in prose
+    'login(request, "home")',
+    "auth.login(req, 'next')",
+    'self.login(user, "dashboard")',
+    'ftp.login("anonymous", "anonymous@")',
+    'login(u, "test")',
+    'jwt.encode(payload, "HS256")',
+    'set_password(s, u, f"{prefix}")',
+    "await login(page, 'standard_user')",
+    "login(page, 'alice@example.com')",
+    "login(u, `${pw}`)",
+    "I ran net user admin twice",
+    "run net user joe smith",
+    "printf '%s' \"$X\" | gh secret set K",
 ]
 
 
