@@ -194,7 +194,8 @@ class TestLinearTime:
         assert instruction_rule(over) is OVERSIZE
         judged = instruction_rule(over[:MAX_JUDGED])
         assert judged is not None and judged is not OVERSIZE
-        assert all(isinstance(p, re2._Regexp) for r in RULES for f in r.forms for p in f.patterns)
+        # compiled on first use (bead.capture.instructions._Lazy), and what a search runs is RE2's
+        assert all(isinstance(p.compiled, re2._Regexp) for r in RULES for f in r.forms for p in f.patterns)
         counted = tuple(
             dataclasses.replace(
                 r, forms=tuple(dataclasses.replace(f, patterns=tuple(map(Counting, f.patterns))) for f in r.forms)

@@ -38,8 +38,29 @@ from .secrets import compile_linear
 MAX_CHARS = 600
 
 
+class _Lazy:
+    """An RE2 pattern compiled on its first search. Every process that imports this module (the proxy, `bead mcp`,
+    most commands) would otherwise compile all the rules' patterns, ~35 ms of CPU at each start, and most judge
+    nothing. ``compiled`` compiles it now (what a test of the rules asks of every pattern)."""
+
+    __slots__ = ("source", "_compiled")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._compiled: Any = None
+
+    @property
+    def compiled(self) -> Any:
+        if self._compiled is None:
+            self._compiled = compile_linear(self.source)  # two threads at once compile it twice: the same pattern
+        return self._compiled
+
+    def search(self, text: str, pos: int | None = None, endpos: int | None = None) -> Any:
+        return self.compiled.search(text, pos, endpos)
+
+
 def _p(pattern: str) -> Any:
-    return compile_linear("(?is)" + pattern)
+    return _Lazy("(?is)" + pattern)
 
 
 # ----- shared vocabulary ---------------------------------------------------------------------------

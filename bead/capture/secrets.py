@@ -374,6 +374,8 @@ def _in_fold(text: str) -> list[Finding]:
     redacts. Each distinct character is looked up once and the fold is one ``str.translate``, so a text no
     character of which changes (the usual case, any script) costs a set of its characters; the map back is built
     only when the fold finds something the text as written did not have."""
+    if _NOT_PLAIN.search(text) is None:  # printable ASCII, tabs and line breaks alone: nothing folds (a C loop)
+        return []
     # A replacement character (a lone surrogate's, or a decoding error's) is dropped too: a key split by one is whole.
     table: dict[int, str] = {0xFFFD: ""} if "\ufffd" in text else {}
     chars: set[str] = set()
@@ -428,9 +430,11 @@ def _placed(found: list[Finding], edits: list[tuple[int, int, int, int]]) -> lis
 # ASCII only: a byte of a longer UTF-8 character is no character alone) or as an HTML entity (`&#61;`, `&#x3d;`,
 # `&quot;`, `&amp;`). Python's engine, as RE2's finditer costs microseconds a match in Python; the lookbehind starts a
 # backslash match only where a run starts, so a long run of backslashes is walked once, and every other branch is
-# fixed-length: linear time.
+# fixed-length: linear time. Every branch starts with its character (the lookbehind comes after the first backslash,
+# where it asks the same: no backslash before the run), so the engine skips to a `\`, `%` or `&` in C instead of
+# trying each position of the text.
 _ESCAPE = re.compile(
-    r"""(?<!\\)\\+(?:(["'/])|([ntr])|u([dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|[0-9a-fA-F]{4})"""
+    r"""\\(?<!\\\\)\\*(?:(["'/])|([ntr])|u([dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|[0-9a-fA-F]{4})"""
     r"""|x([0-9a-fA-F]{2}))"""
     r"|%([2-7][0-9a-fA-F])|&#(?:([0-9]{2,5})|[xX]([0-9a-fA-F]{2,4}));?|&(quot|amp|lt|gt|apos);"
 )
@@ -498,7 +502,9 @@ def _in_escaped(text: str, depth: int = 2, deep: bool = True) -> list[Finding]:
 # and a line is read once.
 _ROW = re.compile(r"(?m)^[ \t]{0,16}\|[ \t]{0,16}")
 _DELIMITER_CHARS = frozenset("|:- \t")  # a header's delimiter row (`|---|:--:|`): these only, and a `-`
-_ONE_WORD = re.compile(r"\x60{1,3}([^\x60\s]{1,256})\x60{1,3}|\*\*([^*\s]{1,256})\*\*")
+# (The first backquote apart from the others: a pattern whose branches start with a character lets the engine skip
+# to a backquote or an asterisk in C.)
+_ONE_WORD = re.compile(r"\x60\x60{0,2}([^\x60\s]{1,256})\x60{1,3}|\*\*([^*\s]{1,256})\*\*")
 _ARROW = re.compile(
     r"(?m)^[ \t]{0,16}(?:[-*+][ \t]{1,4})?(?:\x60{1,3}|\*\*)?[A-Z][A-Z0-9_]{1,80}(?:\x60{1,3}|\*\*)?"
     r"([ \t]{0,16}(?:\u2192|->|=>)[ \t]{0,16})"
@@ -611,9 +617,12 @@ def _in_markup(text: str) -> list[Finding]:
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=_\-])")
 # A run, or GNU base64's lines of 76 (its default wrapping) or OpenSSL's and PEM's of 64 joined with the last, shorter
 # one.
+# Its first character is matched before the lookbehind (which then asks the same: no such character before the run),
+# so the engine skips what no run starts with in C; each branch takes one character fewer after it.
 _BASE64_BLOCK = re.compile(
-    r"(?<![A-Za-z0-9+/=_\-])(?:(?:[A-Za-z0-9+/]{76}\r?\n)+[A-Za-z0-9+/]{1,76}={0,2}"
-    r"|(?:[A-Za-z0-9+/]{64}\r?\n)+[A-Za-z0-9+/]{1,64}={0,2}|[A-Za-z0-9+/]{12,}={0,2})"
+    r"[A-Za-z0-9+/](?<![A-Za-z0-9+/=_\-][A-Za-z0-9+/])"
+    r"(?:[A-Za-z0-9+/]{75}\r?\n(?:[A-Za-z0-9+/]{76}\r?\n)*[A-Za-z0-9+/]{1,76}={0,2}"
+    r"|[A-Za-z0-9+/]{63}\r?\n(?:[A-Za-z0-9+/]{64}\r?\n)*[A-Za-z0-9+/]{1,64}={0,2}|[A-Za-z0-9+/]{11,}={0,2})"
     r"(?![A-Za-z0-9+/=_\-])"
 )
 _WRAP_WIDTHS = (64, 76)
@@ -749,8 +758,23 @@ _HEX_LINE = re.compile(r"(?m)^[ \t]*[0-9A-Fa-f]{16,}[ \t]*\r?$")
 _HEX_LAST_LINE = re.compile(r"(?m)^[ \t]*(?:[0-9A-Fa-f]{2})+[ \t]*\r?$")
 
 
+# Either kind of run holds 16 hex digits in a row: a text without them (nearly every one) has none, found in one RE2
+# pass (a DFA, no per-position work in Python's engine; Python's where RE2 cannot read the text, a lone surrogate).
+_HEX_16 = re2.compile(r"[0-9A-Fa-f]{16}", _OPTIONS)
+_HEX_16_PY = re.compile(r"[0-9A-Fa-f]{16}")
+
+
+def _has_hex_16(text: str) -> bool:
+    try:
+        return _HEX_16.search(text) is not None
+    except UnicodeEncodeError:
+        return _HEX_16_PY.search(text) is not None
+
+
 def _hex_runs(text: str) -> Iterator[tuple[int, int]]:
     """Spans of hex runs: consecutive lines of hex digits alone as one, and a long run inside a line."""
+    if not _has_hex_16(text):
+        return
     blocks: list[list[int]] = []
     for m in _chunked(_HEX_LINE, text):
         if blocks and m.start() <= blocks[-1][1] + 1:  # the line right after the last one
