@@ -390,8 +390,10 @@ class TestDream:
             f"why does the build fail?\nnpm ERR! code E404\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/x\n{PLANT}",
             f'what is wrong here\nTraceback (most recent call last):\n  File "app.py", line 3\nValueError: bad\n{PLANT}',
             f"push fails\nerror: failed to push some refs to 'origin'\nhint: Updates were rejected\n{PLANT}",
+            # a mail pasted with its headers, whose body reads as typed
+            f"see this mail\nFrom: Bob Smith <bob@acme.com>\nSubject: deploys\n\nHi all, {PLANT}\nThanks, Bob",
         ],
-        ids=["between-two-pastes", "a-quotes-lazy-line", "under-log-lines", "under-a-traceback", "under-a-git-log"],
+        ids=["between-two-pastes", "a-quotes-lazy-line", "under-log-lines", "under-a-traceback", "under-a-git-log", "a-mail"],
     )
     def test_typed_words_a_paste_may_reach_into_back_no_proposal(self, proxy_client, bead_home, model, text):
         """Words the remember path holds for review as maybe pasted (Part.near_paste) are captured as a typed turn
