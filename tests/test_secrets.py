@@ -1318,6 +1318,91 @@ def test_secrets_written_through_a_tool_call_never_reach_the_raw_file(mem):
     assert b"[REDACTED:" in raw
 
 
+PRINTED_PASSWORD = "Qz8vLr2TnW4xPk9s"
+
+
+def _printed_requests(command: str, output: str) -> dict[str, tuple[str, bytes]]:
+    """One conversation in each wire: the person asks, the agent runs ``command``, the tool answers ``output``."""
+    ask = "what is the staging db password set to?"
+    anthropic_body = {
+        "messages": [
+            {"role": "user", "content": ask},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": command}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": output}]},
+        ]
+    }
+    call = {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": json.dumps({"command": command})}}
+    chat_body = {
+        "model": "gpt-test",
+        "messages": [
+            {"role": "user", "content": ask},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": output},
+        ],
+    }
+    codex_call = json.dumps({"command": ["bash", "-lc", command]})
+    responses_body = {
+        "model": "gpt-test",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": ask}]},
+            {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": codex_call},
+            {"type": "function_call_output", "call_id": "c1", "output": output},
+        ],
+    }
+    return {
+        "anthropic": ("anthropic", json.dumps(anthropic_body).encode()),
+        "chat": ("chat", json.dumps(chat_body).encode()),
+        "responses": ("responses", json.dumps(responses_body).encode()),
+    }
+
+
+def _captured(mem, wire: str, body: bytes, session: str) -> bytes:
+    from bead.conversation import identify
+    from bead.core import capture
+    from bead.wire import openai
+    from bead.wire.anthropic import conversation_of
+
+    if wire == "anthropic":
+        conv = conversation_of(json.loads(body), {})
+    else:
+        conv = (openai.CHAT if wire == "chat" else openai.RESPONSES).parse(body, {})[1]
+    ident = identify({"x-bead-session": session}, conv, None)
+    capture.capture(mem, ident, capture.request_turns(conv, ident, 0))
+    return b"".join(p.read_bytes() for p in mem.raw.files() if session in p.name)
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "chat", "responses"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "printenv DB_PASSWORD",
+        'echo "$STAGING_DB_PASSWORD"',
+        "aws configure get aws_secret_access_key --profile staging",
+        "vault kv get -field=password secret/staging/db",
+        "kubectl get secret db -o jsonpath='{.data.password}' | base64 -d",
+        "security find-generic-password -s staging-db -w",
+    ],
+)
+def test_a_secret_a_command_prints_alone_never_reaches_the_raw_file(mem, wire, command):
+    """The agent runs a command whose output is the bare secret (`printenv DB_PASSWORD`): no rule finds a value with
+    no name beside it, so the tool's output was captured in clear. A tool result after a call that prints a secret is
+    redacted word by word, on every wire."""
+    name, body = _printed_requests(command, PRINTED_PASSWORD + "\n")[wire]
+    raw = _captured(mem, name, body, f"printed-{wire}")
+    assert PRINTED_PASSWORD.encode() not in raw and b"[REDACTED:printed-secret]" in raw
+    assert b"what is the staging db password set to?" in raw, "the rest of the conversation is captured as it was"
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "chat", "responses"])
+def test_the_output_of_an_ordinary_command_is_captured_as_it_was(mem, wire):
+    """Only a command that prints a secret makes its output read so: `echo $PWD` and `ls` print paths and names."""
+    output = "/home/dev/src/shop\nreport_2024Q3.pdf  invoices_v2.csv"
+    for command in ("echo $PWD", "ls -la reports/", "printenv PATH"):
+        name, body = _printed_requests(command, output)[wire]
+        raw = _captured(mem, name, body, f"plain-{wire}")
+        assert b"report_2024Q3.pdf" in raw and b"printed-secret" not in raw, command
+
+
 def test_a_key_split_by_an_invisible_character_or_in_full_width_letters_never_reaches_the_raw_file(
     proxy_client, bead_home, upstream
 ):

@@ -252,7 +252,7 @@ def _in_marker(text: str, start: int, end: int) -> bool:
     if close == -1 or end > close + 1:
         return False
     rule = text[lo + len(MARKER) : close]
-    return rule.removeprefix("base64-").removeprefix("hex-") in _rule_ids() or rule == "bead-token"
+    return rule.removeprefix("base64-").removeprefix("hex-") in _rule_ids() or rule in ("bead-token", PRINTED)
 
 
 @lru_cache(maxsize=1)
@@ -920,6 +920,52 @@ def redact(text: str) -> tuple[str, list[str]]:
     string), the first where they overlap."""
     text = _readable(text)
     return _replaced(text, _findings(text))
+
+
+# A command whose output is a secret alone, with no name beside it in the output for a rule to find it by: a
+# variable that names a secret printed (`printenv DB_PASSWORD`, `echo "$API_TOKEN"`), or a secret store's or a CLI's
+# read of one (`gh auth token`, `aws configure get aws_secret_access_key`, `vault kv get -field=password`, `op read`,
+# `pass show`, `security find-generic-password -w`, `kubectl get secret ... -o jsonpath=...`). RE2: linear.
+_PRINTS_SECRET = compile_linear(
+    r"(?i)(?:\b(?:echo|printf)\b[^\n|;&]{0,200}?\$\{?|\bprintenv(?:[ \t]+-0)?(?:[ \t]+[A-Za-z0-9_]{1,60}){0,8}?[ \t]+)"
+    r"[A-Za-z0-9_]{0,60}(?:SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|_PWD|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|CREDENTIALS?)"
+    r"|\b(?:gh|glab)[ \t]+auth[ \t]+token\b|\baws[ \t]+configure[ \t]+get[ \t]+[\w.]{0,60}(?:secret|token)"
+    r"|\baws[ \t]+secretsmanager[ \t]+get-secret-value\b|\baws[ \t]+ssm[ \t]+get-parameters?\b[^\n]{0,300}--with-decryption"
+    r"|\bgcloud[ \t]+(?:auth[ \t]+(?:application-default[ \t]+)?print-(?:access|identity)-token"
+    r"|secrets[ \t]+versions[ \t]+access)"
+    r"|\baz[ \t]+(?:account[ \t]+get-access-token|keyvault[ \t]+secret[ \t]+show)\b"
+    r"|\bvault[ \t]+(?:kv[ \t]+get|read)\b[^\n]{0,200}-field|\bop[ \t]+read\b|\bpass[ \t]+show\b|\bbw[ \t]+get[ \t]+password\b"
+    r"|\bsecurity[ \t]+find-(?:generic|internet)-password\b[^\n]{0,200}[ \t]-w\b|\bsecret-tool[ \t]+lookup\b"
+    r"|\bdoppler[ \t]+secrets[ \t]+get\b|\bheroku[ \t]+config:get\b"
+    r"|\bkubectl\b[^\n]{0,200}\bsecrets?\b[^\n]{0,300}(?:jsonpath|go-template|base64[ \t]+(?:-d|--decode))"
+)
+PRINTED = "printed-secret"  # the rule id a word of such an output is redacted as
+_WORD = re.compile(r"\S{8,}")
+PRINTED_SCAN = 64 * 1024  # of a command, the characters looked at
+
+
+def prints_secret(command: str) -> bool:
+    """Whether ``command`` (a tool call's input, as text) prints a secret on its own (``_PRINTS_SECRET``)."""
+    return bool(_PRINTS_SECRET.search(command[:PRINTED_SCAN]))
+
+
+def redact_printed(text: str) -> tuple[str, bool]:
+    """The output of a command that prints a secret (``prints_secret``) with each word of 8 characters or more
+    that is no plain word (two kinds of character at least, or 16 characters or more: ``_classes``) as
+    [REDACTED:printed-secret]; and whether it redacted one. A word of one kind, shorter (`ECONNREFUSED`), stays: an
+    error's words, as a lower-case password stays everywhere in the rules."""
+    hit = False
+
+    def one(m: Any) -> str:
+        nonlocal hit
+        word = m.group(0)
+        if word.startswith(MARKER) or (len(word) < 16 and _classes(word) < 2):
+            return word
+        hit = True
+        return f"[REDACTED:{PRINTED}]"
+
+    out = _WORD.sub(one, text)
+    return out, hit
 
 
 # How the runs of one message are read as one text: as a line break joined them where the harness sent them.

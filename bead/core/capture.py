@@ -12,8 +12,10 @@ then runs the secret scan and takes its lock; the indexer indexes what it append
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+from ..capture.secrets import prints_secret, redact_printed
 from ..conversation import Conversation, Identity, Message, Part, Source, Turn
 from ..store.rawlog import Turn as RawTurn
 from .memory import Memory
@@ -96,12 +98,43 @@ def message_turns(message: Message, ident: Identity, flags: dict[str, object] | 
 
 
 def request_turns(conv: Conversation, ident: Identity, start: int) -> list[Turn]:
-    """The turns of messages ``start``.. that have text (harness system messages are context, not turns)."""
+    """The turns of messages ``start``.. that have text (harness system messages are context, not turns); a tool's
+    output that is a printed secret redacted (``_printed_redacted``)."""
     out = []
-    for m in conv.messages[start:]:
+    for i in range(start, len(conv.messages)):
+        m = conv.messages[i]
         if m.role in ("user", "assistant"):
-            out += message_turns(m, ident)
+            out += message_turns(_printed_redacted(conv.messages, i), ident)
     return out
+
+
+def _only_results(m: Message) -> bool:
+    return m.role == "user" and bool(m.parts) and all(p.kind == "tool_result" for p in m.parts)
+
+
+def _printed_redacted(messages: tuple[Message, ...], i: int) -> Message:
+    """Message ``i`` with its tool results redacted word by word (bead.capture.secrets.redact_printed) where a tool
+    call of the assistant's message before it prints a secret on its own (``prints_secret``: `printenv
+    DB_PASSWORD`, `gh auth token`): such an output is the bare value, which no rule finds by a name or a shape. The
+    calls and the results are not paired by id: where one call of several prints a secret, every result of the
+    message is read so (the safe side). Messages of tool results alone in a row (OpenAI's `tool` messages) look back
+    to the same assistant message."""
+    m = messages[i]
+    if m.role != "user" or not any(p.kind == "tool_result" for p in m.parts):
+        return m
+    j = i - 1
+    while j >= 0 and _only_results(messages[j]):
+        j -= 1
+    if j < 0 or messages[j].role != "assistant":
+        return m
+    if not any(p.kind == "tool_use" and prints_secret(f"{p.name} {tool_input_text(p.data)}") for p in messages[j].parts):
+        return m
+    parts = []
+    for p in m.parts:
+        if p.kind == "tool_result":
+            p = dataclasses.replace(p, text=redact_printed(p.text)[0])
+        parts.append(p)
+    return dataclasses.replace(m, parts=tuple(parts))
 
 
 def _project(ident: Identity) -> dict[str, str]:
