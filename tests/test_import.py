@@ -473,6 +473,18 @@ class TestHostileTranscripts:
             (d / name).write_text(text)
         return tmp_path / "projects"
 
+    def test_a_secret_a_command_printed_alone_is_imported_redacted(self, mem, tmp_path):
+        """A transcript where the agent ran `printenv DB_PASSWORD`: its tool result is the bare value, which no rule
+        finds; `bead import` reads it as the proxy does and redacts it."""
+        secret = "Qz8vLr2TnW4xPk9s"
+        call = [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "printenv DB_PASSWORD"}}]
+        result = [{"type": "tool_result", "tool_use_id": "t1", "content": secret + "\n"}]
+        text = self.line("what is the db password?") + self.line(call, kind="assistant") + self.line(result)
+        root = self.folder(tmp_path, {"s1.jsonl": text})
+        history.import_claude_code(mem, read_items, root)
+        raw = b"".join(p.read_bytes() for p in mem.raw.files())
+        assert b"what is the db password?" in raw and b"[REDACTED:printed-secret]" in raw and secret.encode() not in raw
+
     @pytest.mark.parametrize("swap", ["link to /dev/zero", "fifo", "folder swapped for a link outside"])
     def test_a_transcript_swapped_after_the_listing_is_skipped_not_followed(self, mem, tmp_path, swap):
         """The folder is listed first (links and FIFOs left out), each file opened later: one swapped in between for
