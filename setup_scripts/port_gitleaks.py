@@ -49,12 +49,15 @@ ALLOW_ADD = {
     "hashicorp-tf-password": (
         [
             r"""(?i:password)\w*["']?[ \t]*,[ \t]*["']"""
-            r"""(?:(?:[a-z]+_)+[a-z]+|(?:[a-z]+_)*password[0-9]?|username|email|login|name)["']""",
+            r"""(?:(?:[a-z]+_)+[a-z]+|(?:[a-z]+_)*password[0-9]?|username|email|login|name"""
+            r"""|(?:pbkdf2|bcrypt|argon2|scrypt|sha[0-9]{0,3}|md5|crypt|unsalted)"""
+            r"""(?:_(?:pbkdf2|bcrypt|argon2|scrypt|sha[0-9]{0,3}|md5|crypt|unsalted|id|i|d))*)["']""",
             r"""(?i)password["']?[ \t]*:[ \t]*["']password["']""",
         ],
         "match",
-        "a field's name after a comma (snake_case, password2, username) is the next item of a list of names, and a"
-        " label that says Password is a form's, not a value",
+        "a field's name after a comma (snake_case, password2, username) is the next item of a list of names, a"
+        ' password hasher\'s name (Django\'s check_password("password", "pbkdf2_sha256")) is none, and a label that'
+        " says Password is a form's, not a value",
     ),
 }
 # The global allowlist's regexes that do not say what they mean, and what bead reads instead.

@@ -616,6 +616,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("shell-secret-forms", "printf '{s}' | npx wrangler secret put API_KEY", "Xk6" + r(ALNUM, 20))
     add("shell-secret-forms", 'gh secret set API_KEY <<< "{s}"', "Xk7" + r(ALNUM, 20))
     add("shell-secret-forms", 'net user alice "{s}" /add', "Sup3r " + r(ALNUM, 8))
+    add("hashicorp-tf-password", 'Map.of("password", "{s}")', "sha256" + r(LOWER + DIGITS, 8))
     return out
 
 
@@ -1117,6 +1118,9 @@ BENIGN = [
     "I ran net user admin twice",
     "run net user joe smith",
     "printf '%s' \"$X\" | gh secret set K",
+    # a password hasher's name beside "password" (Django)
+    'check_password("password", "pbkdf2_sha256")',
+    'make_password("password", None, "argon2")',
 ]
 
 
