@@ -121,33 +121,43 @@ _HARNESS_READ = frozenset("".join(c for c in name.lower() if c.isalnum()) for na
 _HARNESS_LONGEST = max(map(len, _HARNESS_READ))
 
 
+@functools.lru_cache(maxsize=4096)
+def _closes(ch: str) -> bool:
+    """Whether a character ends a tag's name as ">" or "=" would: a closing bracket or quote, or one that reads as
+    either (full-width ">")."""
+    return unicodedata.category(ch) in ("Pe", "Pf") or fold(ch) in (">", "=")
+
+
 def _names_a_harness_tag(text: str, j: int) -> bool:
-    """Whether what follows an opener at ``j`` names a harness's element as it reads: after up to eight spaces and
-    slashes, the name's letters and digits as they read (``_reads``: a full-width, circled or look-alike letter as
-    its ASCII; "0", "1", "3" and "4" as "o", "l", "e" and "a"), anything else in it left out (a hyphen for an
-    underscore, a zero-width joiner, a soft hyphen), up to ">" (or another math sign, a closing bracket or quote), a
-    quote, a space or the next opener: exactly one of HARNESS_TAG_NAMES. _SCAN characters of a name that read as
-    nothing count as one. Bounded: linear."""
+    """Whether what follows an opener at ``j`` names a harness's element as it reads, as ``_names_a_tag`` reads
+    bead's own: after any spaces, slashes, punctuation or invisible characters, the name's letters and digits as they
+    read (``_reads``: a full-width, circled or look-alike letter as its ASCII; "0", "1", "3" and "4" as "o", "l", "e"
+    and "a"), anything else in it left out (a hyphen or a minus sign for an underscore, a zero-width joiner, a soft
+    hyphen), up to ">", "=", a quote, a space, a closing bracket, what reads as one of those, or the next opener:
+    one of HARNESS_TAG_NAMES, or one of them and a separator after it (`<system-reminder:urgent>`, as the pattern
+    before this reading took it). _SCAN characters of padding count as a name. Bounded: linear."""
     n = len(text)
-    stop = min(n, j + 8)
-    while j < stop and text[j] in " \t/":
+    stop = min(n, j + _SCAN)
+    while j < stop and not _alnum(text[j]) and text[j] not in ">=\"'" and not _closes(text[j]) and not _OPENER.match(text, j):
         j += 1
-    read = 0
-    letters: list[str] = []
+    if j == stop:
+        return stop < n
+    read = ""
     stop = min(n, j + _SCAN)
     while j < stop:
         ch = text[j]
-        if ch in ">=\"'" or ch.isspace() or unicodedata.category(ch) in ("Pe", "Pf", "Sm") or _OPENER.match(text, j):
+        if ch in ">=\"'" or ch.isspace() or _closes(ch) or _OPENER.match(text, j):
             break
         got = _reads(ch).translate(_DIGIT_LETTERS)
-        read += len(got)
-        if read > _HARNESS_LONGEST:
+        if not got and read in _HARNESS_READ:
+            return True  # a name, then a separator
+        read += got
+        if len(read) > _HARNESS_LONGEST:
             return False
-        letters.append(got)
         j += 1
     if j == stop < n:  # padding to the scan's end
         return True
-    return "".join(letters) in _HARNESS_READ
+    return read in _HARNESS_READ
 
 
 def tag_openers_escaped(text: str) -> str:
