@@ -543,27 +543,53 @@ _UNTYPED_SHAPE = compile_linear(
     r"|^[ \t]*[\x{a0}\x{2000}-\x{200a}\x{202f}\x{205f}\x{3000}]"
     r"|^[ \t]{0,3}(?:From|To|Cc|Bcc|Reply-To|Author):[ \t][^\n]{0,200}@|^[ \t]{0,3}(?:Subject|Sent):[ \t]\S"
 )
-# A line of a tool's output as it marks itself, which the walk reads as typed when no fence or quote holds it (a log
-# pasted as lines of its own under the person's question): each form opens a line, as the tool prints it. npm's
-# `npm ERR!` and `npm error`; a traceback's head and frame, Java's `Caused by:` and a JavaScript stack's
-# `at f (x:1:2)`; a log line opening ERROR, FATAL, CRITICAL or WARN(ING), a level in brackets (`[error]`) or a
-# timestamp (ISO's, nginx's, syslog's); git's, rustc's, gcc's and Go's `error:`, `error[E0432]:`, `fatal:`, `hint:`,
-# `warning:`, `panic:` and `goroutine 1 [`; a `ValueError: ...` line; pytest's `E   ` lines and `FAILED x::y`; a
-# compiler's `path:3:5: error` or `path(3,5): error`, rustc's `--> path:3:5`; make's `make: ***`; curl's
-# `curl: (6)`; klog's `E0101 12:00:00`. Typed words beside one are near a paste (``output_lines``). RE2: linear.
-_OUTPUT_LINE = compile_linear(
-    r"(?m)^[ \t]{0,8}(?:"
-    r"npm[ \t]+(?:ERR!|(?:error|WARN|warn)\b)|Traceback \(most recent call last\)|File \"[^\"\n]{1,400}\", line [0-9]"
-    r"|Caused by: |at [^\s()]{1,300} \([^()\n]{1,400}:[0-9]{1,9}:[0-9]{1,9}\)"
-    r"|(?:ERROR|FATAL|CRITICAL|WARN(?:ING)?)\b|\[[ \t]{0,2}(?i:error|fatal|crit(?:ical)?|warn(?:ing)?|emerg|alert)[ \t]{0,2}\]"
-    r"|\[?[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}[T ][0-9]{2}:[0-9]{2}|[IWEF][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}"
+# A line of a tool's output as the tool prints it, which the walk reads as typed when no fence or quote holds it (a
+# log pasted as lines of its own under the person's question). Each form opens a line (after up to eight spaces or
+# tabs, or a box-drawing bar). Two kinds:
+# - a form no person types as their own words (_OUTPUT_SURE): npm's `npm ERR!`; a traceback's head and frames;
+#   a Java, .NET or JavaScript stack frame; a compiler's `path:3:5: error`, `path(3,5): error`, `path:12: error`
+#   (gcc, tsc, mypy, pyright); rustc's `error[E0432]` and `--> path:3:5`; a Rust panic; Go's `goroutine 1 [`;
+#   make's `make: ***`; curl's `curl: (6)`; klog's `E0101 12:00:00`; a timestamp followed by a level, or syslog's;
+#   pytest's `E   ` and `FAILED x::y`; jest's `FAIL  x.test.js`; eslint's `1:10  error  `; GitHub Actions'
+#   `##[error]`; Terraform's `│ Error:`; Docker's and kubectl's errors; PHP's and .NET's fatal lines; pnpm's
+#   `ERR_PNPM_`; yarn's `error Command failed`; gradle's `FAILURE:`; a shell's `command not found`; a segfault;
+#   git's ` ! [rejected]`;
+# - a form a person may also open a line with (_OUTPUT_MAYBE): a level word (`ERROR`, `WARNING:`, `[warn]`, `INFO`),
+#   `error:`, `hint:`, `fatal:`, `panic:`, `warning:`, `npm error`, `Error: `, `ValueError: `, `Caused by: `, an ISO
+#   timestamp: two such lines (or one beside a sure one) make a run a tool's output, one alone ("WARNING: don't run
+#   the seed script against prod.") does not.
+# Typed words beside them are near a paste (``output_lines``). RE2: linear.
+_LINE_START = r"(?m)^[ \t]{0,8}(?:[\x{2502}|][ \t]{1,4})?"
+_OUTPUT_SURE = compile_linear(
+    _LINE_START + r"(?:"
+    r"npm[ \t]+ERR!|Traceback \(most recent call last\)|File \"[^\"\n]{1,400}\", line [0-9]"
+    r"|at [^\s()]{1,300} \([^()\n]{1,400}:[0-9]{1,9}:[0-9]{1,9}\)"
+    r"|at [\w$.<>]{1,300}\((?:[\w$.\-]{1,200}\.(?:java|kt|scala|groovy|clj):[0-9]{1,9}|Native Method|Unknown Source)\)"
+    r"|at [^\n]{1,400} in [^\n]{1,400}:line [0-9]"
+    r"|[^\s:()]{1,400}(?::[0-9]{1,9}(?::[0-9]{1,9})?:?|\([0-9]{1,9},[0-9]{1,9}\):?)[ \t]{1,2}(?:-[ \t]{1,2})?"
+    r"(?:error|warning|fatal error)\b"
+    r"|[^\s:()]{1,400}:[0-9]{1,9}:(?:[0-9]{1,9}:)?(?:error|warning|fatal error)\b"
+    r"|error\[E[0-9]{4}\]|--> [^\s:]{1,400}:[0-9]{1,9}:[0-9]{1,9}|thread '[^'\n]{1,200}' panicked at"
+    r"|goroutine [0-9]{1,9} \[|make(?:\[[0-9]{1,4}\])?: \*\*\*|curl: \([0-9]{1,3}\)"
+    r"|[IWEF][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}"
+    r"|\[?[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}[T ][0-9:.,]{5,15}[^\n]{0,40}?\b(?i:error|warn(?:ing)?|info|debug|fatal|critical)\b"
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-3][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} "
-    r"|(?:error|fatal|hint|warning|panic)(?:\[[A-Za-z]{0,3}[0-9]{1,5}\])?: |goroutine [0-9]{1,9} \["
-    r"|[A-Za-z_][\w.]{0,100}(?:Error|Exception): |E {3}|FAILED [^\s:]{1,400}::"
-    r"|[^\s:()]{1,400}(?::[0-9]{1,9}:[0-9]{1,9}:|\([0-9]{1,9},[0-9]{1,9}\):) ?(?:error|warning|fatal)\b"
-    r"|--> [^\s:]{1,400}:[0-9]{1,9}:[0-9]{1,9}|make(?:\[[0-9]{1,4}\])?: \*\*\*|curl: \([0-9]{1,3}\)"
+    r"|E {3}|FAILED [^\s:]{1,400}::|(?:FAIL|PASS) {1,2}[^\s]{1,400}\.[jt]sx?\b"
+    r"|[0-9]{1,6}:[0-9]{1,6}[ \t]{2,}(?:error|warning)[ \t]{2,}|##\[(?:error|warning)\]|(?:Error|Warning): [^\n]{0,400}\bat\b"
+    r"|Error response from daemon: |Error from server \(|PHP (?:Fatal error|Parse error|Warning|Notice): "
+    r"|Unhandled exception\. |ERR_PNPM_|error Command failed with exit code|FAILURE: Build failed"
+    r"|Segmentation fault \(core dumped\)|[a-z]{1,20}: [^\s:]{1,200}: command not found| ?! \[(?:remote )?rejected\]"
+    r")|^[ \t]{0,8}\x{2502}[ \t]{1,4}(?:Error|Warning): "
+)
+_OUTPUT_MAYBE = compile_linear(
+    _LINE_START + r"(?:"
+    r"(?:ERROR|FATAL|CRITICAL|WARN(?:ING)?|INFO|DEBUG)\b"
+    r"|\[[ \t]{0,2}(?i:error|fatal|crit(?:ical)?|warn(?:ing)?|info|debug)[ \t]{0,2}\]"
+    r"|(?:error|fatal|hint|warning|panic|note)(?:\[[A-Za-z]{0,3}[0-9]{1,5}\])?: |npm[ \t]+(?:error|warn|WARN)\b|Error: "
+    r"|[A-Za-z_][\w.]{0,100}(?:Error|Exception): |Caused by: |[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}"
     r")"
 )
+OUTPUT_MAYBE_LINES = 2  # lines of a form a person may also type that make a run a tool's output
 
 
 def untyped_shape(text: str) -> bool:
@@ -573,8 +599,17 @@ def untyped_shape(text: str) -> bool:
 
 
 def output_lines(text: str) -> bool:
-    """Whether ``text`` (a typed run) holds a line of a tool's output as it marks itself (``_OUTPUT_LINE``)."""
-    return bool(_OUTPUT_LINE.search(text))
+    """Whether ``text`` (a typed run) holds a tool's output as the tool prints it: one line of a form no person
+    types (``_OUTPUT_SURE``), or OUTPUT_MAYBE_LINES lines of a form a person may also open a line with
+    (``_OUTPUT_MAYBE``; a sure one counts as one)."""
+    if _OUTPUT_SURE.search(text):
+        return True
+    found = 0
+    for _ in _OUTPUT_MAYBE.finditer(text):
+        found += 1
+        if found >= OUTPUT_MAYBE_LINES:
+            return True
+    return False
 
 
 def segments(text: str) -> list[tuple[str, str]]:
