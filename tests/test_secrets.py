@@ -596,7 +596,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("credential-call-argument", 'requests.get(url, auth=HTTPBasicAuth("admin", "{s}"))', "Xk7" + r(ALNUM, 10))
     add("credential-call-argument", 'new PasswordAuthentication("svc", "{s}".toCharArray())', "Xk8" + r(ALNUM, 10))
     add("credential-call-argument", 'new NetworkCredential("svc", "{s}", "CORP")', "Xk9" + r(ALNUM, 10))
-    add("credential-call-argument", 'jwt.encode(payload, "{s}", algorithm="HS256")', "Xk1" + r(ALNUM, 20))
+    add("jwt-key-argument", 'jwt.encode(payload, "{s}", algorithm="HS256")', "Xk1" + r(ALNUM, 20))
     add("credential-call-argument", 'ClientSecretCredential(tenant_id, client_id, "{s}")', "Xk2~" + r(ALNUM, 30))
     add("credential-call-argument", 'keyring.set_password("deploy", "me", "{s}")', "Xk3" + r(ALNUM, 10))
     add("credential-call-argument", 'user.set_password("{s}")', "Tr0ub4dor&" + r(DIGITS, 3))
@@ -610,13 +610,21 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("credential-call-argument", 'server.login(\n    "me@gmail.com",\n    "{s}",\n)', " ".join(r(LOWER, 4) for _ in range(4)))
     add("credential-call-argument", 'auth := smtp.PlainAuth("", "me@x.com", "{s}", host)', "Xk1" + r(ALNUM, 10))
     add("credential-call-argument", 'req.SetBasicAuth("svc", "{s}")', "Xk2" + r(ALNUM, 10))
-    add("credential-call-argument", 'jwt.sign(payload, "{s}")', "Xk3" + r(ALNUM, 20))
+    add("jwt-key-argument", 'jwt.sign(payload, "{s}")', "Xk3" + r(ALNUM, 20))
     add("credential-call-argument", '$mail->login($user, "{s}")', "Xk4" + r(ALNUM, 10))
     add("shell-secret-forms", "echo {s} | sudo -E gh -R acme/shop secret set API_KEY", "Xk5" + r(ALNUM, 20))
     add("shell-secret-forms", "printf '{s}' | npx wrangler secret put API_KEY", "Xk6" + r(ALNUM, 20))
     add("shell-secret-forms", 'gh secret set API_KEY <<< "{s}"', "Xk7" + r(ALNUM, 20))
     add("shell-secret-forms", 'net user alice "{s}" /add', "Sup3r " + r(ALNUM, 8))
     add("hashicorp-tf-password", 'Map.of("password", "{s}")', "sha256" + r(LOWER + DIGITS, 8))
+    # a second review's: an object before the key, a key of words, a passphrase of hyphenated words, reqwest's
+    # Some(...), ftplib's FTP(host, user, password), vercel env add
+    add("jwt-key-argument", 'jwt.sign({{ id: user.id }}, "{s}")', "Tr0ub4dor" + r(DIGITS, 3))
+    add("jwt-key-argument", 'jwt.encode({{"sub": 1}}, "{s}")', "my_super_secret_" + r(LOWER, 6))
+    add("credential-call-argument", 'smtp.login(user, "{s}")', "-".join(r(LOWER, 5) for _ in range(4)))
+    add("credential-call-argument", '.basic_auth("admin", Some("{s}"))', "Tr0ub4dor" + r(DIGITS, 3))
+    add("credential-call-argument", 'ftp = FTP("ftp.example.com", "alice", "{s}")', "Tr0ub4dor" + r(DIGITS, 3))
+    add("shell-secret-forms", "echo {s} | vercel env add DB_PASSWORD production", "Tr0ub4dor" + r(DIGITS, 3))
     return out
 
 
@@ -1121,6 +1129,10 @@ BENIGN = [
     # a password hasher's name beside "password" (Django)
     'check_password("password", "pbkdf2_sha256")',
     'make_password("password", None, "argon2")',
+    # a message beside a login (a second review)
+    'login(req, res, "Invalid credentials")',
+    'auth.login(user, "Welcome back!")',
+    'cy.login(user.username, "INVALID")',
 ]
 
 
