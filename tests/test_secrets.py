@@ -1409,6 +1409,76 @@ def test_a_secret_a_command_prints_alone_never_reaches_the_raw_file(mem, wire, c
     assert b"what is the staging db password set to?" in raw, "the rest of the conversation is captured as it was"
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"type": "local_shell_call", "call_id": "c1", "action": {"type": "exec", "command": ["printenv", "DB_PASSWORD"]}},
+        {
+            "type": "function_call",
+            "call_id": "c1",
+            "name": "shell",
+            "arguments": json.dumps({"command": ["gh", "auth", "token"]}),
+        },
+    ],
+    ids=["local-shell-call", "argument-vector"],
+)
+def test_a_command_given_as_an_argument_vector_is_read_as_a_shell_reads_it(mem, call):
+    """Codex's local shell call and a `shell` call given a list: the command's words were read as JSON
+    (`printenv", "DB_PASSWORD`), so the printed secret went through (a review)."""
+    output_type = "local_shell_call_output" if call["type"] == "local_shell_call" else "function_call_output"
+    body = {
+        "model": "gpt-test",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "what is it set to?"}]},
+            call,
+            {"type": output_type, "call_id": "c1", "output": PRINTED_PASSWORD},
+        ],
+    }
+    raw = _captured(mem, "responses", json.dumps(body).encode(), "vector")
+    assert PRINTED_PASSWORD.encode() not in raw and b"[REDACTED:printed-secret]" in raw
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'echo "max tokens: $MAX_TOKENS"',
+        "echo $TOKENIZERS_PARALLELISM",
+        'echo "token set: ${API_TOKEN:+yes}"',
+        'echo "Using $OAUTH_TOKEN_URL" && pytest -q',
+        "kubectl get secrets -o jsonpath='{.items[*].metadata.name}'",
+        'echo "set API_KEY in your .env"',
+        "grep -r TOKEN src/",
+        "printenv | sort",
+    ],
+)
+def test_a_command_that_only_names_a_secret_prints_none(command):
+    """A variable whose name goes on past the secret's word, a parameter expansion that prints "yes", a listing of
+    names, a search: none prints a secret, so its output is captured as it was (a review found these redacted)."""
+    from bead.capture.secrets import prints_secret
+
+    assert not prints_secret(command)
+
+
+def test_a_call_read_in_a_long_run_of_tool_results_is_read_once(mem):
+    """One assistant call and thousands of messages of tool results after it (OpenAI's `tool` messages, one a
+    result): each message looked back over all those before it, 17 s for 9,000 (a review). One pass, linear."""
+    from linear import assert_linear
+
+    from bead.conversation import identify
+    from bead.core import capture
+    from bead.wire.anthropic import conversation_of
+
+    def make(n: int):
+        call = [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "printenv DB_PASSWORD"}}]
+        results = [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}] * n
+        return conversation_of(
+            {"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": call}, *results]}, {}
+        )
+
+    ident = identify({"x-bead-session": "long"}, make(1), None)
+    assert_linear(lambda conv: capture.request_turns(conv, ident, 0), make, 8000, what="tool results after one call")
+
+
 @pytest.mark.parametrize("wire", ["anthropic", "chat", "responses"])
 def test_the_output_of_an_ordinary_command_is_captured_as_it_was(mem, wire):
     """Only a command that prints a secret makes its output read so: `echo $PWD` and `ls` print paths and names."""

@@ -926,18 +926,38 @@ def redact(text: str) -> tuple[str, list[str]]:
 # variable that names a secret printed (`printenv DB_PASSWORD`, `echo "$API_TOKEN"`), or a secret store's or a CLI's
 # read of one (`gh auth token`, `aws configure get aws_secret_access_key`, `vault kv get -field=password`, `op read`,
 # `pass show`, `security find-generic-password -w`, `kubectl get secret ... -o jsonpath=...`). RE2: linear.
+# Where a command starts: a line's start, after `;`, `&`, `|`, `(`, a backquote, a quote, `$(`, or a shell's `-c`
+# (`bash -lc gh auth token`, an argument vector joined), sudo and its options before it.
+_CMD = r"(?:^|[;&|(\x60\n'\"]|\$\(|[ \t]-[a-z]{0,3}c[ \t])[ \t]*(?:sudo(?:[ \t]+-\S+)*[ \t]+)?"
+_SECRET_VAR = (
+    r"[A-Za-z0-9_]{0,60}(?:SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|_PWD|_PASS|API_?KEY|_KEY|CREDENTIAL)"
+    r"(?:[^A-Za-z0-9_:]|$)"  # the name ends there (`$MAX_TOKENS`, `$TOKEN_FILE`, `${X_TOKEN:+set}` print no secret)
+)
 _PRINTS_SECRET = compile_linear(
-    r"(?i)(?:\b(?:echo|printf)\b[^\n|;&]{0,200}?\$\{?|\bprintenv(?:[ \t]+-0)?(?:[ \t]+[A-Za-z0-9_]{1,60}){0,8}?[ \t]+)"
-    r"[A-Za-z0-9_]{0,60}(?:SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|_PWD|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|CREDENTIALS?)"
-    r"|\b(?:gh|glab)[ \t]+auth[ \t]+token\b|\baws[ \t]+configure[ \t]+get[ \t]+[\w.]{0,60}(?:secret|token)"
-    r"|\baws[ \t]+secretsmanager[ \t]+get-secret-value\b|\baws[ \t]+ssm[ \t]+get-parameters?\b[^\n]{0,300}--with-decryption"
-    r"|\bgcloud[ \t]+(?:auth[ \t]+(?:application-default[ \t]+)?print-(?:access|identity)-token"
-    r"|secrets[ \t]+versions[ \t]+access)"
-    r"|\baz[ \t]+(?:account[ \t]+get-access-token|keyvault[ \t]+secret[ \t]+show)\b"
-    r"|\bvault[ \t]+(?:kv[ \t]+get|read)\b[^\n]{0,200}-field|\bop[ \t]+read\b|\bpass[ \t]+show\b|\bbw[ \t]+get[ \t]+password\b"
-    r"|\bsecurity[ \t]+find-(?:generic|internet)-password\b[^\n]{0,200}[ \t]-w\b|\bsecret-tool[ \t]+lookup\b"
-    r"|\bdoppler[ \t]+secrets[ \t]+get\b|\bheroku[ \t]+config:get\b"
-    r"|\bkubectl\b[^\n]{0,200}\bsecrets?\b[^\n]{0,300}(?:jsonpath|go-template|base64[ \t]+(?:-d|--decode))"
+    r"(?i)(?:\b(?:echo|printf|print)\b[^\n|;&]{0,200}?\$\{?"
+    r"|\bprintenv(?:[ \t]+--?[0A-Za-z]{0,8})*(?:[ \t]+[A-Za-z0-9_]{1,60}){0,8}?[ \t]+)"
+    + _SECRET_VAR
+    + r"|(?i)\b(?:os\.environ|os\.getenv|process\.env|ENV\[|getenv\()[^\n]{0,80}?"
+    + _SECRET_VAR
+    + r"|(?i)"
+    + _CMD
+    + r"(?:"
+    r"(?:gh|glab)[ \t]+auth[ \t]+token\b|aws[ \t]+configure[ \t]+get[ \t]+[\w.]{0,60}(?:secret|token)"
+    r"|aws[ \t]+secretsmanager[ \t]+get-secret-value\b|aws[ \t]+ssm[ \t]+get-parameters?\b[^\n]{0,300}--with-decryption"
+    r"|gcloud[ \t]+(?:auth[ \t]+(?:application-default[ \t]+)?print-(?:access|identity)-token"
+    r"|secrets[ \t]+versions[ \t]+access)|az[ \t]+(?:account[ \t]+get-access-token|keyvault[ \t]+secret[ \t]+show)\b"
+    r"|vault[ \t]+(?:kv[ \t]+get|read)\b[^\n]{0,200}-field|op[ \t]+read\b"
+    r"|op[ \t]+item[ \t]+get\b[^\n]{0,200}(?:--reveal|password)"
+    r"|(?:go)?pass[ \t]+show\b|lpass[ \t]+show\b[^\n]{0,200}--password|bw[ \t]+get[ \t]+password\b|keyring[ \t]+get\b"
+    r"|security[ \t]+find-(?:generic|internet)-password\b[^\n]{0,200}[ \t]-[a-z]{0,3}w\b|secret-tool[ \t]+lookup\b"
+    r"|doppler[ \t]+secrets[ \t]+get\b|heroku[ \t]+config:get\b|terraform[ \t]+output\b[^\n]{0,200}(?:-raw|-json)"
+    r"|pulumi[ \t]+config[ \t]+get\b|sops[ \t]+(?:-d|--decrypt)\b|gpg2?[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decrypt)\b"
+    r"|openssl[ \t]+rand\b|cat[ \t]+[^\n|;&]{0,200}(?:/run/secrets/|\.pgpass|\.netrc|credentials|secret|token|password)"
+    r"|kubectl\b[^\n]{0,200}\bsecrets?[ \t]+[^\s-][^\n]{0,300}(?:\.data|base64[ \t]+(?:-d|--decode)|template)"
+    r")"
+    + r"|(?i)\b(?:jq|yq)\b[^\n|;&]{0,200}-r[^\n|;&]{0,200}(?:password|secret|token|api_?key)"
+    + r"|(?i)\b(?:cut|awk)\b[^\n]{0,200}(?:-d[ \t]*['\"]?=|-F[ \t]*['\"]?=)[^\n]{0,200}"
+    + r"|(?i)(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,100}\|[ \t]*(?:cut|awk)\b"
 )
 PRINTED = "printed-secret"  # the rule id a word of such an output is redacted as
 _WORD = re.compile(r"\S{8,}")
@@ -949,17 +969,27 @@ def prints_secret(command: str) -> bool:
     return bool(_PRINTS_SECRET.search(command[:PRINTED_SCAN]))
 
 
+def _printed_like(word: str) -> bool:
+    """Whether a word of a printed secret's output reads as a secret: 8 characters or more once the quotes and
+    brackets around it are left out, of two kinds of letter or digit at least (lower case, upper case, digits), or of
+    16 or more; never a path or a URL (`/home/dev`, `https://...`), a date or a name in capitals (`DATABASE_URL`)."""
+    core = word.strip("\"'`()[]{}<>,.;:!?")
+    if len(core) < 8 or core.startswith(("/", "./", "~/")) or "://" in core:
+        return False
+    kinds = any(c.islower() for c in core) + any(c.isupper() for c in core) + any(c.isdigit() for c in core)
+    return kinds >= 2 or (kinds == 1 and len(core) >= 16 and not core.isdigit() and not core.isupper())
+
+
 def redact_printed(text: str) -> tuple[str, bool]:
-    """The output of a command that prints a secret (``prints_secret``) with each word of 8 characters or more
-    that is no plain word (two kinds of character at least, or 16 characters or more: ``_classes``) as
-    [REDACTED:printed-secret]; and whether it redacted one. A word of one kind, shorter (`ECONNREFUSED`), stays: an
-    error's words, as a lower-case password stays everywhere in the rules."""
+    """The output of a command that prints a secret (``prints_secret``) with each word that reads as one
+    (``_printed_like``) as [REDACTED:printed-secret]; and whether it redacted one. A lower-case word shorter than 16
+    (`ECONNREFUSED`, `goreleaser`) stays: an error's words, as a lower-case password stays everywhere in the rules."""
     hit = False
 
     def one(m: Any) -> str:
         nonlocal hit
         word = m.group(0)
-        if word.startswith(MARKER) or (len(word) < 16 and _classes(word) < 2):
+        if word.startswith(MARKER) or not _printed_like(word):
             return word
         hit = True
         return f"[REDACTED:{PRINTED}]"

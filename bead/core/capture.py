@@ -101,34 +101,59 @@ def request_turns(conv: Conversation, ident: Identity, start: int) -> list[Turn]
     """The turns of messages ``start``.. that have text (harness system messages are context, not turns); a tool's
     output that is a printed secret redacted (``_printed_redacted``)."""
     out = []
+    printed = _printed_secrets(conv.messages)
     for i in range(start, len(conv.messages)):
         m = conv.messages[i]
         if m.role in ("user", "assistant"):
-            out += message_turns(_printed_redacted(conv.messages, i), ident)
+            out += message_turns(_printed_redacted(m) if i in printed else m, ident)
     return out
 
 
-def _only_results(m: Message) -> bool:
-    return m.role == "user" and bool(m.parts) and all(p.kind == "tool_result" for p in m.parts)
+# The fields of a tool call's input that hold a command to run: Claude Code's Bash `command`, Codex's `shell`
+# `command` (a list) and `exec_command` `cmd`, a local shell call's `action`, a script tool's `script` or `code`. Other
+# fields (a Grep pattern, a file's content, a sub-agent's prompt) may mention such a command without running it.
+COMMAND_FIELDS = frozenset({"command", "cmd", "script", "code", "args", "argv", "action"})
+COMMAND_CHARS = 64 * 1024  # of one call's command, what is looked at
 
 
-def _printed_redacted(messages: tuple[Message, ...], i: int) -> Message:
-    """Message ``i`` with its tool results redacted word by word (bead.capture.secrets.redact_printed) where a tool
-    call of the assistant's message before it prints a secret on its own (``prints_secret``: `printenv
-    DB_PASSWORD`, `gh auth token`): such an output is the bare value, which no rule finds by a name or a shape. The
-    calls and the results are not paired by id: where one call of several prints a secret, every result of the
-    message is read so (the safe side). Messages of tool results alone in a row (OpenAI's `tool` messages) look back
-    to the same assistant message."""
-    m = messages[i]
-    if m.role != "user" or not any(p.kind == "tool_result" for p in m.parts):
-        return m
-    j = i - 1
-    while j >= 0 and _only_results(messages[j]):
-        j -= 1
-    if j < 0 or messages[j].role != "assistant":
-        return m
-    if not any(p.kind == "tool_use" and prints_secret(f"{p.name} {tool_input_text(p.data)}") for p in messages[j].parts):
-        return m
+def command_text(data: object, depth: int = 0) -> str:
+    """The commands a tool call's input runs, as a shell reads them: a string as written, a list of strings (an
+    argument vector) joined by spaces, a nested input (a local shell call's ``action``) looked into; at most
+    COMMAND_CHARS characters."""
+    if isinstance(data, str):
+        return data[:COMMAND_CHARS]
+    if isinstance(data, list):
+        return " ".join(x for x in data[:1000] if isinstance(x, str))[:COMMAND_CHARS]
+    if isinstance(data, dict) and depth < 3:
+        return "\n".join(command_text(v, depth + 1) for k, v in list(data.items())[:100] if k in COMMAND_FIELDS)[:COMMAND_CHARS]
+    return ""
+
+
+def _printed_secrets(messages: tuple[Message, ...]) -> set[int]:
+    """The positions of the user messages whose tool results are the output of a call that prints a secret on its
+    own (``prints_secret``: `printenv DB_PASSWORD`, `gh auth token`): such an output is the bare value, which no rule
+    finds by a name or a shape. The calls are those of the assistant's message before; messages of tool results alone
+    in a row (OpenAI's `tool` messages) look back to the same one. One pass, each call read once."""
+    out: set[int] = set()
+    prints = False  # whether the last assistant message, with only tool results since, has such a call
+    for i, m in enumerate(messages):
+        if m.role == "assistant":
+            prints = any(
+                p.kind == "tool_use" and prints_secret(command_text(p.data) if isinstance(p.data, dict | list) else "")
+                for p in m.parts
+            )
+            continue
+        if m.role == "user" and prints and any(p.kind == "tool_result" for p in m.parts):
+            out.add(i)
+        if not (m.role == "user" and m.parts and all(p.kind == "tool_result" for p in m.parts)):
+            prints = False
+    return out
+
+
+def _printed_redacted(m: Message) -> Message:
+    """Message ``m`` with its tool results redacted word by word (bead.capture.secrets.redact_printed). The calls and
+    the results are not paired by id: where one call of several prints a secret, every result of the message is
+    read so (the safe side)."""
     parts = []
     for p in m.parts:
         if p.kind == "tool_result":
