@@ -1438,6 +1438,32 @@ def test_a_command_given_as_an_argument_vector_is_read_as_a_shell_reads_it(mem, 
     assert PRINTED_PASSWORD.encode() not in raw and b"[REDACTED:printed-secret]" in raw
 
 
+@pytest.mark.parametrize("split", [True, False], ids=["two-messages", "one-message"])
+def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(mem, split):
+    """The person runs `! printenv DB_PASSWORD` in Claude Code: the harness sends the command and its output as the
+    person's message, with no tool call for the output to follow (a review). What `<bash-stdout>` holds is redacted;
+    an ordinary command's output is not."""
+    secret_run = [
+        "<bash-input>printenv DB_PASSWORD</bash-input>",
+        f"<bash-stdout>{PRINTED_PASSWORD}</bash-stdout><bash-stderr></bash-stderr>",
+    ]
+    plain_run = [
+        "<bash-input>ls reports/</bash-input>",
+        "<bash-stdout>report_2024Q3.pdf</bash-stdout><bash-stderr></bash-stderr>",
+    ]
+    for name, run in (("secret", secret_run), ("plain", plain_run)):
+        if split:
+            messages = [{"role": "user", "content": text} for text in run]
+        else:
+            messages = [{"role": "user", "content": [{"type": "text", "text": text} for text in run]}]
+        messages += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "thanks"}]
+        raw = _captured(mem, "anthropic", json.dumps({"messages": messages}).encode(), f"bash-{name}-{split}")
+        if name == "secret":
+            assert PRINTED_PASSWORD.encode() not in raw and b"<bash-stdout>[REDACTED:printed-secret]</bash-stdout>" in raw
+        else:
+            assert b"report_2024Q3.pdf" in raw
+
+
 @pytest.mark.parametrize(
     "command",
     [

@@ -102,10 +102,15 @@ def request_turns(conv: Conversation, ident: Identity, start: int) -> list[Turn]
     output that is a printed secret redacted (``_printed_redacted``)."""
     out = []
     printed = _printed_secrets(conv.messages)
+    bash_mode = _bash_mode_prints(conv.messages)
     for i in range(start, len(conv.messages)):
         m = conv.messages[i]
         if m.role in ("user", "assistant"):
-            out += message_turns(_printed_redacted(m) if i in printed else m, ident)
+            if i in printed:
+                m = _printed_redacted(m)
+            if i in bash_mode:
+                m = _bash_stdout_redacted(m)
+            out += message_turns(m, ident)
     return out
 
 
@@ -158,6 +163,49 @@ def _printed_redacted(m: Message) -> Message:
     for p in m.parts:
         if p.kind == "tool_result":
             p = dataclasses.replace(p, text=redact_printed(p.text)[0])
+        parts.append(p)
+    return dataclasses.replace(m, parts=tuple(parts))
+
+
+# Claude Code's bash mode: the person runs `! printenv DB_PASSWORD`, and the harness sends the command and its output
+# as the person's message (or two): `<bash-input>...</bash-input>`, then `<bash-stdout>...</bash-stdout>`.
+BASH_INPUT, BASH_INPUT_END = "<bash-input>", "</bash-input>"
+BASH_STDOUT, BASH_STDOUT_END = "<bash-stdout>", "</bash-stdout>"
+
+
+def _bash_mode_prints(messages: tuple[Message, ...]) -> set[int]:
+    """The positions of the user messages holding the output of a bash-mode command that prints a secret
+    (``prints_secret``): the message of the command and the user messages right after it, up to the assistant's."""
+    out: set[int] = set()
+    prints = False
+    for i, m in enumerate(messages):
+        if m.role != "user":
+            prints = False
+            continue
+        for p in m.parts:
+            at = p.text.find(BASH_INPUT)
+            if at != -1:
+                end = p.text.find(BASH_INPUT_END, at)
+                prints = prints_secret(p.text[at + len(BASH_INPUT) : end if end != -1 else at + COMMAND_CHARS])
+        if prints:
+            out.add(i)
+    return out
+
+
+def _bash_stdout_redacted(m: Message) -> Message:
+    """Message ``m`` with what each ``<bash-stdout>`` element holds redacted word by word (redact_printed); the tags
+    and the rest as they were. One walk with ``str.find``: linear."""
+    parts = []
+    for p in m.parts:
+        text, pieces, pos = p.text, [], 0
+        while (at := text.find(BASH_STDOUT, pos)) != -1:
+            inner = at + len(BASH_STDOUT)
+            end = text.find(BASH_STDOUT_END, inner)
+            end = len(text) if end == -1 else end
+            pieces += [text[pos:inner], redact_printed(text[inner:end])[0]]
+            pos = end
+        if pieces:
+            p = dataclasses.replace(p, text="".join(pieces) + text[pos:])
         parts.append(p)
     return dataclasses.replace(m, parts=tuple(parts))
 
