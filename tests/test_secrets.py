@@ -1515,6 +1515,21 @@ def test_the_output_of_an_ordinary_command_is_captured_as_it_was(mem, wire):
         assert b"report_2024Q3.pdf" in raw and b"printed-secret" not in raw, command
 
 
+def test_a_printed_secret_reaches_no_file_of_the_home_through_the_proxy_with_tracing_on(proxy_client, bead_home, upstream):
+    """Through the proxy, with the trace on: the raw log was clean, but the trace's cues quoted the tool's output
+    as the secret scan left it, the bare value (a review)."""
+    from conftest import all_bytes_under
+
+    name, body = _printed_requests("printenv DB_PASSWORD", PRINTED_PASSWORD)["anthropic"]
+    data = {"model": "claude-test", "max_tokens": 64, **json.loads(body)}
+    proxy = proxy_client(trace=bead_home / "trace.jsonl")
+    assert proxy.post(json.dumps(data).encode(), headers={"X-Bead-Session": "printed"})[0] == 200
+    proxy.settle()
+    files = all_bytes_under(bead_home)
+    assert any("trace" in str(p) and b"printed-secret" in d for p, d in files.items()), "the trace quotes the output"
+    assert not [p for p, d in files.items() if PRINTED_PASSWORD.encode() in d]
+
+
 def test_a_key_split_by_an_invisible_character_or_in_full_width_letters_never_reaches_the_raw_file(
     proxy_client, bead_home, upstream
 ):

@@ -210,6 +210,13 @@ def _bash_stdout_redacted(m: Message) -> Message:
     return dataclasses.replace(m, parts=tuple(parts))
 
 
+def newest_prints_secret(conv: Conversation) -> bool:
+    """Whether the tool output of the conversation's newest user message is a printed secret (``_printed_secrets``,
+    ``_bash_mode_prints``): what quotes it elsewhere (a trace's cues) redacts it word by word too."""
+    n = conv.newest_user
+    return n is not None and (n in _printed_secrets(conv.messages) or n in _bash_mode_prints(conv.messages))
+
+
 def _project(ident: Identity) -> dict[str, str]:
     return {"project": ident.project} if ident.project else {}
 

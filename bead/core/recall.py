@@ -15,12 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..capture.secrets import redact_printed
 from ..config import Config
 from ..conversation import Conversation, Identity
 from ..llm import Model
 from ..recall import gate, pointers, rank, render, rerank
 from ..recall.cues import Cue, extract
 from ..token import without_token
+from .capture import newest_prints_secret
 from .memory import Memory
 from .trace import cue_excerpt
 
@@ -112,8 +114,16 @@ class Recaller:
             # The previous answer's words are the raw log's (captured with it, where a forget finds them); the
             # conversation re-sends them with every request, so a trace line quoting them would put back what a
             # forget took from the log. Their length only.
+            # A tool's output that is a secret printed alone (`printenv DB_PASSWORD`) is redacted as capture
+            # redacts it: the scan alone finds no name beside the value.
+            printed = newest_prints_secret(conv)
+
+            def traced(c: Cue) -> str:
+                text = without_token(mem.home, c.text)[0]
+                return cue_excerpt(redact_printed(text)[0] if printed and c.source == "tool_output" else text)
+
             trace["cues"] = [
-                {"source": c.source, "text": cue_excerpt(without_token(mem.home, c.text)[0])}
+                {"source": c.source, "text": traced(c)}
                 if c.source not in PREVIOUS_ANSWER
                 else {"source": c.source, "text": f"(the previous answer's, {len(c.text)} characters)"}
                 for c in cues
