@@ -292,6 +292,33 @@ class TestResponses:
         texts = [t.text for t in Memory(Home(bead_home), Config(owner="t")).raw.read(files[0])]
         assert [t for t in texts if t.startswith(ask)] == [f"{ask} ({i})" for i in range(3)]
 
+    @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+    def test_a_secret_printed_by_the_previous_answers_call_is_redacted_in_the_continuing_request(
+        self, served, openai_upstream, bead_home, stream
+    ):
+        """A chain by previous_response_id: the answer calls `printenv DB_PASSWORD`, and the next request carries only
+        the call's output, the bare value; its call is in the answer this one continues, not in the request (a
+        review found it written in clear). What that answer called is carried along the chain."""
+        from bead.token import load_token
+
+        secret = "Qz8vLr2TnW4xPk9s"
+        sdk = openai_sdk.OpenAI(
+            base_url=f"{served.url}/{load_token(served.engine.home)}/openai/v1", api_key=KEY, max_retries=0, timeout=60
+        )
+        call = {"name": "shell", "input": {"command": ["bash", "-lc", "printenv DB_PASSWORD"]}, "id": "call_1"}
+        openai_upstream.replies.append(Reply(text="Checking.", tool=call))
+        openai_upstream.replies.append(Reply(text="It is set."))
+        ask = [{"role": "user", "content": "what is the staging db password set to?"}]
+        if stream:
+            with sdk.responses.stream(model="gpt-test", input=ask) as s:
+                first = s.get_final_response().id
+        else:
+            first = sdk.responses.create(model="gpt-test", input=ask).id
+        output = [{"type": "function_call_output", "call_id": "call_1", "output": secret + "\n"}]
+        sdk.responses.create(model="gpt-test", input=output, previous_response_id=first)
+        assert eventually(lambda: any(b"printed-secret" in d for p, d in all_bytes_under(bead_home).items() if "raw" in str(p)))
+        assert not [p for p, d in all_bytes_under(bead_home).items() if secret.encode() in d]
+
     def test_a_conversations_api_conversation_is_shown_a_fact_once(self, app, openai_upstream, bead_home):
         """Each request of a Conversations API conversation (``conversation``: the server holds its turns) continues
         the one before it: a fact an earlier request was shown is neither shown nor pointed to again (each was shown

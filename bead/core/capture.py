@@ -97,11 +97,13 @@ def message_turns(message: Message, ident: Identity, flags: dict[str, object] | 
     ]
 
 
-def request_turns(conv: Conversation, ident: Identity, start: int) -> list[Turn]:
+def request_turns(conv: Conversation, ident: Identity, start: int, prints_before: bool = False) -> list[Turn]:
     """The turns of messages ``start``.. that have text (harness system messages are context, not turns); a tool's
-    output that is a printed secret redacted (``_printed_redacted``)."""
+    output that is a printed secret redacted (``_printed_redacted``). ``prints_before``: the answer this request
+    continues (a Responses ``previous_response_id``, which the request does not repeat) called a command that
+    prints a secret, so the tool results that open the request are its output."""
     out = []
-    printed = _printed_secrets(conv.messages)
+    printed = _printed_secrets(conv.messages, prints_before)
     bash_mode = _bash_mode_prints(conv.messages)
     for i in range(start, len(conv.messages)):
         m = conv.messages[i]
@@ -134,19 +136,23 @@ def command_text(data: object, depth: int = 0) -> str:
     return ""
 
 
-def _printed_secrets(messages: tuple[Message, ...]) -> set[int]:
+def calls_print_secret(m: Message) -> bool:
+    """Whether an assistant message calls a command that prints a secret on its own (``prints_secret``)."""
+    return any(
+        p.kind == "tool_use" and prints_secret(command_text(p.data) if isinstance(p.data, dict | list) else "") for p in m.parts
+    )
+
+
+def _printed_secrets(messages: tuple[Message, ...], prints_before: bool = False) -> set[int]:
     """The positions of the user messages whose tool results are the output of a call that prints a secret on its
     own (``prints_secret``: `printenv DB_PASSWORD`, `gh auth token`): such an output is the bare value, which no rule
     finds by a name or a shape. The calls are those of the assistant's message before; messages of tool results alone
     in a row (OpenAI's `tool` messages) look back to the same one. One pass, each call read once."""
     out: set[int] = set()
-    prints = False  # whether the last assistant message, with only tool results since, has such a call
+    prints = prints_before  # whether the last assistant message, with only tool results since, has such a call
     for i, m in enumerate(messages):
         if m.role == "assistant":
-            prints = any(
-                p.kind == "tool_use" and prints_secret(command_text(p.data) if isinstance(p.data, dict | list) else "")
-                for p in m.parts
-            )
+            prints = calls_print_secret(m)
             continue
         if m.role == "user" and prints and any(p.kind == "tool_result" for p in m.parts):
             out.add(i)

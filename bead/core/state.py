@@ -77,6 +77,10 @@ class ConversationState:
     carried_from: str | None = None
     carried_ids: list[str] = field(default_factory=list)
     carried_pointers: list[str] = field(default_factory=list)
+    # Whether the last answer captured here called a command that prints a secret on its own (`printenv X`): a
+    # request continuing it (previous_response_id) carries only the call's output, redacted so (bead.core.capture).
+    answer_prints: bool = False
+    carried_prints: bool = False
     # Records this request made and has not written yet (``defer``): None writes each at once.
     pending: list[dict[str, Any]] | None = field(default=None, repr=False)
     # The person's messages (and tool results) the raw log has, by index and hash: a new one at an index the
@@ -190,6 +194,9 @@ class ConversationState:
             elif kind == "carried":
                 ids, pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
                 self.carried_from, self.carried_ids, self.carried_pointers = str(r.get("from") or ""), ids, pointers
+                self.carried_prints = r.get("prints") is True
+            elif kind == "answer_prints":
+                self.answer_prints = r.get("prints") is True
             elif kind == "captured":
                 epoch = r.get("epoch") if isinstance(r.get("epoch"), str) else None
                 self._captured(int(r.get("upto", 0)), bool(r.get("partial", False)), r.get("logged"), epoch)
@@ -258,10 +265,19 @@ class ConversationState:
         self.append(record)
         self.cues[(message, hash_)] = CueRecord(message, hash_, text, ids, list(pointers or []))
 
-    def carry(self, from_id: str, ids: list[str], pointers: list[str]) -> None:
-        """This conversation continues ``from_id`` (a Responses chain): what that one was shown counts as shown."""
-        self.append({"kind": "carried", "from": from_id, "ids": ids, "pointers": pointers})
-        self.carried_from, self.carried_ids, self.carried_pointers = from_id, ids, pointers
+    def carry(self, from_id: str, ids: list[str], pointers: list[str], prints: bool = False) -> None:
+        """This conversation continues ``from_id`` (a Responses chain): what that one was shown counts as shown, and
+        ``prints``: its last answer called a command that prints a secret (``answer_prints``)."""
+        self.append(
+            {"kind": "carried", "from": from_id, "ids": ids, "pointers": pointers, **({"prints": True} if prints else {})}
+        )
+        self.carried_from, self.carried_ids, self.carried_pointers, self.carried_prints = from_id, ids, pointers, prints
+
+    def set_answer_prints(self, prints: bool) -> None:
+        """Whether the answer just captured called a command that prints a secret on its own."""
+        if prints != self.answer_prints:
+            self.append({"kind": "answer_prints", "prints": prints})
+            self.answer_prints = prints
 
     def set_ahead(self, ids: list[str]) -> None:
         """The look-ahead judge's picks (fact ids), injected with the conversation's next request."""

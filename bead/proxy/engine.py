@@ -440,7 +440,7 @@ class Engine:
                 if not mem.raw.settled(epoch):
                     raise ForgetBegan  # what the chain's steps were shown may name what it took
                 before = self.conversations.load(prev.id)
-                st.carry(prev.id, sorted(before.injected), sorted(before.pointer_ids))
+                st.carry(prev.id, sorted(before.injected), sorted(before.pointer_ids), before.answer_prints)
                 st.inherit_names(before)
                 if before.ahead:  # the look-ahead judge's picks after the previous step
                     st.set_ahead(before.ahead)
@@ -723,7 +723,7 @@ class Engine:
             if epoch is not None and start == st.captured and st.captured_epoch not in (None, epoch):
                 st.set_captured(st.captured, st.captured_partial, None, epoch)
             return
-        turns = capture.request_turns(conv, ident, start) if start < len(conv.messages) else []
+        turns = capture.request_turns(conv, ident, start, st.carried_prints) if start < len(conv.messages) else []
         unread = start == st.captured and start < len(conv.messages) and conv.messages[start].role == "assistant"
         if unread and st.captured_epoch is not None:
             # The answer to the request that captured up to here, which the proxy could not read as it ended (a
@@ -774,7 +774,7 @@ class Engine:
         (an earlier prompt edited after a rewind, a side request that shares the conversation's first messages).
         The conversation's place (``captured``) stays where its line is; the answer follows it (``_capture_answer``).
         """
-        turns = [t for t in capture.request_turns(conv, ident, at) if t.flags.get("message") == at]
+        turns = [t for t in capture.request_turns(conv, ident, at, st.carried_prints) if t.flags.get("message") == at]
         logged = self._capture(mem, ident, turns, epoch=epoch) if turns else []
         typed = [t.anchor for t in logged if t.flags.get("source") == "typed"]
         if _forgotten(logged):
@@ -880,10 +880,12 @@ class Engine:
             if truncated:
                 flags["partial"] = True
             turns = capture.assistant_turns(message, ident, flags)
+            prints = capture.calls_print_secret(message)
             mem = self.memory()
             n = prep.n_messages
             with self.conversations.capture_lock(ident.id):
                 st = self.conversations.load(ident.id)
+                st.set_answer_prints(prints)
                 newest = prep.conv.newest_user
                 aside = (newest, prep.conv.messages[newest].hash) if newest is not None else None
                 if aside in st.asides:
