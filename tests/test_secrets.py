@@ -1467,6 +1467,97 @@ def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(m
 @pytest.mark.parametrize(
     "command",
     [
+        'echo "${GITHUB_TOKEN:-unset}"',
+        "echo $SECRET_KEY_BASE",
+        "printenv GITHUB_TOKEN_CI",
+        "GH_HOST=github.com gh auth token",
+        "timeout 5 op read op://vault/db/password",
+        'kubectl get secret -n prod db -o jsonpath="{.data.password}" | base64 -d',
+        "cat token.txt",
+    ],
+)
+def test_a_command_printing_a_secret_behind_a_prefix_or_a_variant_name_is_read_so(command):
+    """A default's expansion prints the value, a variant's suffix names the same secret, a variable set before the
+    command or `timeout` runs it, and options may stand before a kubectl secret's name (the last review found each
+    missed)."""
+    from bead.capture.secrets import prints_secret
+
+    assert prints_secret(command)
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [
+        {"type": "tool_use", "id": "t1", "name": "run", "input": "printenv DB_PASSWORD"},
+        {"type": "tool_use", "id": "t1", "name": "write_stdin", "input": {"session_id": 3, "chars": "gh auth token\n"}},
+    ],
+    ids=["string-input", "write-stdin"],
+)
+def test_a_call_whose_command_is_a_string_or_typed_into_a_shell_is_read(mem, tool):
+    data = {
+        "messages": [
+            {"role": "user", "content": "what is it?"},
+            {"role": "assistant", "content": [tool]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": PRINTED_PASSWORD}]},
+        ]
+    }
+    raw = _captured(mem, "anthropic", json.dumps(data).encode(), "string-call")
+    assert PRINTED_PASSWORD.encode() not in raw
+
+
+def test_the_trace_redacts_a_printed_secret_wherever_a_cue_quotes_it():
+    """The trace's cues quoted the bare value where capture redacted it: bash mode's output (a cue of the person's),
+    Chat `tool` messages followed by a message of the person's, and a Responses request continuing an answer it does
+    not repeat (the last review)."""
+    from bead.core.capture import printed_redactor
+    from bead.recall.cues import extract
+    from bead.wire import openai
+    from bead.wire.anthropic import conversation_of
+
+    bash = conversation_of(
+        {
+            "messages": [
+                {"role": "user", "content": "<bash-input>printenv DB_PASSWORD</bash-input>"},
+                {"role": "user", "content": f"<bash-stdout>{PRINTED_PASSWORD}</bash-stdout><bash-stderr></bash-stderr>"},
+            ]
+        },
+        {},
+    )
+    chat = json.loads(_printed_requests("printenv DB_PASSWORD", PRINTED_PASSWORD)["chat"][1])
+    chat["messages"].append({"role": "user", "content": "and now?"})
+    chat_conv = openai.CHAT.parse(json.dumps(chat).encode(), {})[1]
+    chained = {
+        "model": "gpt-test",
+        "previous_response_id": "resp_1",
+        "input": [{"type": "function_call_output", "call_id": "c1", "output": PRINTED_PASSWORD}],
+    }
+    chained_conv = openai.RESPONSES.parse(json.dumps(chained).encode(), {})[1]
+    for name, conv in (("bash", bash), ("chat", chat_conv), ("chained", chained_conv)):
+        cues = extract(conv)
+        assert any(PRINTED_PASSWORD in c.text for c in cues), name
+        redact = printed_redactor(conv)
+        assert redact is not None, name
+        assert not any(PRINTED_PASSWORD in redact(c.source, c.text) for c in cues), name
+
+
+def test_a_message_of_several_bash_mode_commands_is_redacted_where_any_prints_a_secret(mem):
+    """`! gh auth token` then `! ls` in one message: the last command decided for the message, so the token's
+    output was kept (the last review)."""
+    blocks = [
+        "<bash-input>printenv DB_PASSWORD</bash-input>",
+        f"<bash-stdout>{PRINTED_PASSWORD}</bash-stdout>",
+        "<bash-input>ls</bash-input>",
+        "<bash-stdout>README.md</bash-stdout>",
+        "what now?",
+    ]
+    messages = [{"role": "user", "content": [{"type": "text", "text": t} for t in blocks]}]
+    raw = _captured(mem, "anthropic", json.dumps({"messages": messages}).encode(), "bash-several")
+    assert PRINTED_PASSWORD.encode() not in raw and b"what now?" in raw
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
         'echo "max tokens: $MAX_TOKENS"',
         "echo $TOKENIZERS_PARALLELISM",
         'echo "token set: ${API_TOKEN:+yes}"',
@@ -1475,6 +1566,10 @@ def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(m
         'echo "set API_KEY in your .env"',
         "grep -r TOKEN src/",
         "printenv | sort",
+        # the last review's: a file named like a secret's kind, a split on "=" of a diff
+        "cat src/tokenizer.py",
+        "cat docs/password-reset.md",
+        "git diff --stat | awk -F= '{print $1}'",
     ],
 )
 def test_a_command_that_only_names_a_secret_prints_none(command):

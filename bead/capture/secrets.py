@@ -928,10 +928,18 @@ def redact(text: str) -> tuple[str, list[str]]:
 # `pass show`, `security find-generic-password -w`, `kubectl get secret ... -o jsonpath=...`). RE2: linear.
 # Where a command starts: a line's start, after `;`, `&`, `|`, `(`, a backquote, a quote, `$(`, or a shell's `-c`
 # (`bash -lc gh auth token`, an argument vector joined), sudo and its options before it.
-_CMD = r"(?:^|[;&|(\x60\n'\"]|\$\(|[ \t]-[a-z]{0,3}c[ \t])[ \t]*(?:sudo(?:[ \t]+-\S+)*[ \t]+)?"
+_CMD = (
+    r"(?:^|[;&|(\x60\n'\"]|\$\(|[ \t]-[a-z]{0,3}c[ \t])[ \t]*(?:sudo(?:[ \t]+-\S+)*[ \t]+)?"
+    # what may stand before the command: a variable set for it, env, time, timeout N, command, exec, nice, nohup
+    r"(?:(?:[A-Za-z_][A-Za-z0-9_]{0,60}=\S{0,200}|env|time|command|exec|nice|nohup|timeout[ \t]+\S{1,20})[ \t]+){0,4}"
+)
 _SECRET_VAR = (
     r"[A-Za-z0-9_]{0,60}(?:SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|_PWD|_PASS|API_?KEY|_KEY|CREDENTIAL)"
-    r"(?:[^A-Za-z0-9_:]|$)"  # the name ends there (`$MAX_TOKENS`, `$TOKEN_FILE`, `${X_TOKEN:+set}` print no secret)
+    # a suffix of a variant (`SECRET_KEY_BASE`, `OPENAI_API_KEY_2`, `DB_PASSWORD_DEV`), then the name's end; a default
+    # (`${X_TOKEN:-unset}`) prints the value, an alternative (`${X_TOKEN:+set}`) does not, nor does a name that goes
+    # on (`$MAX_TOKENS`, `$TOKEN_FILE`, `$OAUTH_TOKEN_URL`)
+    r"(?:_(?:[0-9]{1,4}|BASE|DEV|PROD|PRODUCTION|STAGING|STAGE|TEST|CI|LOCAL|QA|V[0-9]{1,3}|[A-Z0-9]{1,2}))*"
+    r"(?:[^A-Za-z0-9_:]|:[-=?]|$)"
 )
 _PRINTS_SECRET = compile_linear(
     r"(?i)(?:\b(?:echo|printf|print)\b[^\n|;&]{0,200}?\$\{?"
@@ -952,11 +960,13 @@ _PRINTS_SECRET = compile_linear(
     r"|security[ \t]+find-(?:generic|internet)-password\b[^\n]{0,200}[ \t]-[a-z]{0,3}w\b|secret-tool[ \t]+lookup\b"
     r"|doppler[ \t]+secrets[ \t]+get\b|heroku[ \t]+config:get\b|terraform[ \t]+output\b[^\n]{0,200}(?:-raw|-json)"
     r"|pulumi[ \t]+config[ \t]+get\b|sops[ \t]+(?:-d|--decrypt)\b|gpg2?[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decrypt)\b"
-    r"|openssl[ \t]+rand\b|cat[ \t]+[^\n|;&]{0,200}(?:/run/secrets/|\.pgpass|\.netrc|credentials|secret|token|password)"
-    r"|kubectl\b[^\n]{0,200}\bsecrets?[ \t]+[^\s-][^\n]{0,300}(?:\.data|base64[ \t]+(?:-d|--decode)|template)"
+    r"|openssl[ \t]+rand\b|cat[ \t]+[^\n|;&]{0,200}(?:/run/secrets/|\.pgpass|\.netrc|\.git-credentials"
+    r"|(?:token|secret|password|passwd|credentials)s?(?:\.(?:txt|json))?(?:[\s;|&)]|$))"
+    r"|kubectl\b[^\n]{0,200}\bsecrets?\b[^\n]{0,300}(?:\.data\b|base64[ \t]+(?:-d|--decode))"
     r")"
     + r"|(?i)\b(?:jq|yq)\b[^\n|;&]{0,200}-r[^\n|;&]{0,200}(?:password|secret|token|api_?key)"
-    + r"|(?i)\b(?:cut|awk)\b[^\n]{0,200}(?:-d[ \t]*['\"]?=|-F[ \t]*['\"]?=)[^\n]{0,200}"
+    + r"|(?i)\b(?:cut|awk)\b[^\n]{0,200}(?:-d|-F)[ \t]*['\"]?=[^\n]{0,200}(?:\.env|\.netrc|credentials|secrets?)\b"
+    + r"|(?i)(?:\.env|credentials)\b[^\n]{0,200}\|[^\n]{0,100}\b(?:cut|awk)\b[^\n]{0,100}(?:-d|-F)[ \t]*['\"]?="
     + r"|(?i)(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,100}\|[ \t]*(?:cut|awk)\b"
 )
 PRINTED = "printed-secret"  # the rule id a word of such an output is redacted as

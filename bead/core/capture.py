@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 
 from ..capture.secrets import prints_secret, redact_printed
 from ..conversation import Conversation, Identity, Message, Part, Source, Turn
@@ -119,7 +120,7 @@ def request_turns(conv: Conversation, ident: Identity, start: int, prints_before
 # The fields of a tool call's input that hold a command to run: Claude Code's Bash `command`, Codex's `shell`
 # `command` (a list) and `exec_command` `cmd`, a local shell call's `action`, a script tool's `script` or `code`. Other
 # fields (a Grep pattern, a file's content, a sub-agent's prompt) may mention such a command without running it.
-COMMAND_FIELDS = frozenset({"command", "cmd", "script", "code", "args", "argv", "action"})
+COMMAND_FIELDS = frozenset({"command", "cmd", "script", "code", "args", "argv", "action", "chars"})
 COMMAND_CHARS = 64 * 1024  # of one call's command, what is looked at
 
 
@@ -137,10 +138,9 @@ def command_text(data: object, depth: int = 0) -> str:
 
 
 def calls_print_secret(m: Message) -> bool:
-    """Whether an assistant message calls a command that prints a secret on its own (``prints_secret``)."""
-    return any(
-        p.kind == "tool_use" and prints_secret(command_text(p.data) if isinstance(p.data, dict | list) else "") for p in m.parts
-    )
+    """Whether an assistant message calls a command that prints a secret on its own (``prints_secret``); a call
+    whose input is a string (a freeform tool, arguments that are no JSON) is read as its command."""
+    return any(p.kind == "tool_use" and prints_secret(command_text(p.data)) for p in m.parts)
 
 
 def _printed_secrets(messages: tuple[Message, ...], prints_before: bool = False) -> set[int]:
@@ -188,39 +188,56 @@ def _bash_mode_prints(messages: tuple[Message, ...]) -> set[int]:
         if m.role != "user":
             prints = False
             continue
-        for p in m.parts:
-            at = p.text.find(BASH_INPUT)
-            if at != -1:
-                end = p.text.find(BASH_INPUT_END, at)
-                prints = prints_secret(p.text[at + len(BASH_INPUT) : end if end != -1 else at + COMMAND_CHARS])
+        commands = [
+            p.text[at + len(BASH_INPUT) : end if (end := p.text.find(BASH_INPUT_END, at)) != -1 else at + COMMAND_CHARS]
+            for p in m.parts
+            if (at := p.text.find(BASH_INPUT)) != -1
+        ]
+        if commands:  # the message's own commands decide for it: any one that prints a secret (the safe side)
+            prints = any(prints_secret(c) for c in commands)
         if prints:
             out.add(i)
     return out
 
 
+def _bash_stdout_text(text: str) -> str:
+    """``text`` with what each ``<bash-stdout>`` element holds redacted word by word (redact_printed); the tags and
+    the rest as they were. One walk with ``str.find``: linear."""
+    pieces: list[str] = []
+    pos = 0
+    while (at := text.find(BASH_STDOUT, pos)) != -1:
+        inner = at + len(BASH_STDOUT)
+        end = text.find(BASH_STDOUT_END, inner)
+        end = len(text) if end == -1 else end
+        pieces += [text[pos:inner], redact_printed(text[inner:end])[0]]
+        pos = end
+    return "".join(pieces) + text[pos:] if pieces else text
+
+
 def _bash_stdout_redacted(m: Message) -> Message:
-    """Message ``m`` with what each ``<bash-stdout>`` element holds redacted word by word (redact_printed); the tags
-    and the rest as they were. One walk with ``str.find``: linear."""
-    parts = []
-    for p in m.parts:
-        text, pieces, pos = p.text, [], 0
-        while (at := text.find(BASH_STDOUT, pos)) != -1:
-            inner = at + len(BASH_STDOUT)
-            end = text.find(BASH_STDOUT_END, inner)
-            end = len(text) if end == -1 else end
-            pieces += [text[pos:inner], redact_printed(text[inner:end])[0]]
-            pos = end
-        if pieces:
-            p = dataclasses.replace(p, text="".join(pieces) + text[pos:])
-        parts.append(p)
-    return dataclasses.replace(m, parts=tuple(parts))
+    """Message ``m`` with its ``<bash-stdout>`` elements redacted (``_bash_stdout_text``)."""
+    return dataclasses.replace(m, parts=tuple(dataclasses.replace(p, text=_bash_stdout_text(p.text)) for p in m.parts))
 
 
-def newest_prints_secret(conv: Conversation) -> bool:
-    """Whether the tool output of the conversation's newest user message is a printed secret (``_printed_secrets``,
-    ``_bash_mode_prints``): what quotes it elsewhere (a trace's cues) redacts it word by word too."""
-    n = conv.newest_user
-    return n is not None and (n in _printed_secrets(conv.messages) or n in _bash_mode_prints(conv.messages))
+def printed_redactor(conv: Conversation) -> Callable[[str, str], str] | None:
+    """For what quotes a request's text elsewhere (a trace's cues, by their source): a function that redacts a
+    printed secret as capture does, or None where the request holds none. On the safe side, as a trace is for
+    reading: every tool output where any tool result of the request is a printed secret's, or where the request
+    continues an answer it does not repeat (a Responses chain); every `<bash-stdout>` where a bash-mode command
+    prints one."""
+    results = bool(_printed_secrets(conv.messages, conv.continues is not None))
+    bash = bool(_bash_mode_prints(conv.messages))
+    if not results and not bash:
+        return None
+
+    def redact(source: str, text: str) -> str:
+        if bash and BASH_STDOUT in text:
+            text = _bash_stdout_text(text)
+        if results and source == "tool_output":
+            text = redact_printed(text)[0]
+        return text
+
+    return redact
 
 
 def _project(ident: Identity) -> dict[str, str]:

@@ -15,14 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..capture.secrets import redact_printed
 from ..config import Config
 from ..conversation import Conversation, Identity
 from ..llm import Model
 from ..recall import gate, pointers, rank, render, rerank
 from ..recall.cues import Cue, extract
 from ..token import without_token
-from .capture import newest_prints_secret
+from .capture import printed_redactor
 from .memory import Memory
 from .trace import cue_excerpt
 
@@ -116,11 +115,11 @@ class Recaller:
             # forget took from the log. Their length only.
             # A tool's output that is a secret printed alone (`printenv DB_PASSWORD`) is redacted as capture
             # redacts it: the scan alone finds no name beside the value.
-            printed = newest_prints_secret(conv)
+            printed = printed_redactor(conv)
 
             def traced(c: Cue) -> str:
                 text = without_token(mem.home, c.text)[0]
-                return cue_excerpt(redact_printed(text)[0] if printed and c.source == "tool_output" else text)
+                return cue_excerpt(printed(c.source, text) if printed is not None else text)
 
             trace["cues"] = [
                 {"source": c.source, "text": traced(c)}
