@@ -1568,7 +1568,7 @@ def test_a_message_of_several_bash_mode_commands_is_redacted_where_any_prints_a_
         "printenv | sort",
         # the last review's: a file named like a secret's kind, a split on "=" of a diff
         "cat src/tokenizer.py",
-        "cat docs/password-reset.md",
+        "cat notes/password-reset.md",
         "git diff --stat | awk -F= '{print $1}'",
     ],
 )
