@@ -1580,6 +1580,19 @@ def test_a_command_that_only_names_a_secret_prints_none(command):
     assert not prints_secret(command)
 
 
+def test_a_result_captured_after_its_call_was_captured_is_still_redacted():
+    """The proxy captures from where it stopped: the answer with the call was logged with the request before, and
+    this request's capture starts at the tool result. The walk starts at the last assistant message before it."""
+    from bead.conversation import identify
+    from bead.core import capture
+    from bead.wire.anthropic import conversation_of
+
+    conv = conversation_of(json.loads(_printed_requests("printenv DB_PASSWORD", PRINTED_PASSWORD)["anthropic"][1]), {})
+    ident = identify({"x-bead-session": "later"}, conv, None)
+    (turn,) = capture.request_turns(conv, ident, 2)
+    assert PRINTED_PASSWORD not in turn.text and "[REDACTED:printed-secret]" in turn.text
+
+
 def test_a_call_read_in_a_long_run_of_tool_results_is_read_once(mem):
     """One assistant call and thousands of messages of tool results after it (OpenAI's `tool` messages, one a
     result): each message looked back over all those before it, 17 s for 9,000 (a review). One pass, linear."""

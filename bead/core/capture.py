@@ -104,8 +104,15 @@ def request_turns(conv: Conversation, ident: Identity, start: int, prints_before
     continues (a Responses ``previous_response_id``, which the request does not repeat) called a command that
     prints a secret, so the tool results that open the request are its output."""
     out = []
-    printed = _printed_secrets(conv.messages, prints_before)
-    bash_mode = _bash_mode_prints(conv.messages)
+    # Both readings start over at an assistant message: the walk begins at the last one before ``start``, so a
+    # request pays for the messages it captures, not for the conversation's whole history.
+    since = min(start, len(conv.messages) - 1)
+    while since > 0 and conv.messages[since].role != "assistant":
+        since -= 1
+    since = max(since, 0)
+    window = conv.messages[since:]
+    printed = {since + i for i in _printed_secrets(window, prints_before)}
+    bash_mode = {since + i for i in _bash_mode_prints(window)}
     for i in range(start, len(conv.messages)):
         m = conv.messages[i]
         if m.role in ("user", "assistant"):
