@@ -575,7 +575,7 @@ _OUTPUT_SURE = compile_linear(
     r"|\[?[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}[T ][0-9:.,]{5,15}[^\n]{0,40}?\b(?i:error|warn(?:ing)?|info|debug|fatal|critical)\b"
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-3][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} "
     r"|E {3}|FAILED [^\s:]{1,400}::|(?:FAIL|PASS) {1,2}[^\s]{1,400}\.[jt]sx?\b"
-    r"|[0-9]{1,6}:[0-9]{1,6}[ \t]{2,}(?:error|warning)[ \t]{2,}|##\[(?:error|warning)\]|(?:Error|Warning): [^\n]{0,400}\bat\b"
+    r"|[0-9]{1,6}:[0-9]{1,6}[ \t]{2,}(?:error|warning)[ \t]{2,}|##\[(?:error|warning)\]"
     r"|Error response from daemon: |Error from server \(|PHP (?:Fatal error|Parse error|Warning|Notice): "
     r"|Unhandled exception\. |ERR_PNPM_|error Command failed with exit code|FAILURE: Build failed"
     r"|Segmentation fault \(core dumped\)|[a-z]{1,20}: [^\s:]{1,200}: command not found| ?! \[(?:remote )?rejected\]"
@@ -648,9 +648,9 @@ def segments(text: str) -> list[tuple[str, str]]:
 
 
 # Codex CLI's contextual user fragments (codex-rs core/src/contextual_user_message.rs, model_visible_context.rs; its
-# editor's <additional_context> too): the
-# harness's state sent as a user message part, one element from start to end, never the person's words; read as the
-# harness's on the OpenAI routes, and escaped where a stored value would open or close one inside bead's block.
+# editor's <additional_context> too): the harness's state sent as a user message part, one element from start to end,
+# never the person's words; read as the harness's on the OpenAI routes, and escaped where a stored value would open
+# or close one inside bead's block.
 CODEX_CONTEXT_ELEMENTS = (
     "environment_context",
     "user_instructions",
