@@ -101,6 +101,17 @@ class Part:
     # closed the person's code fence and opened one again, so that its own lines read as typed), or right after a
     # quote with no blank line between (Markdown reads them as the quote's). A "remember" there waits for review.
     near_paste: bool = False
+    # The id the harness pairs a tool call and its result by (Anthropic's tool_use id and tool_use_id, OpenAI's
+    # tool_call_id and call_id); "" where the wire gave none.
+    call: str = ""
+
+
+CALL_ID_CHARS = 256  # of a call's id, what is kept: the ids harnesses send are under 64 characters
+
+
+def call_id(value: Any) -> str:
+    """A tool call's id as a wire gives it (``Part.call``): a string, else ""."""
+    return value[:CALL_ID_CHARS] if isinstance(value, str) else ""
 
 
 @dataclass(frozen=True)

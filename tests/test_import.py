@@ -485,6 +485,51 @@ class TestHostileTranscripts:
         raw = b"".join(p.read_bytes() for p in mem.raw.files())
         assert b"what is the db password?" in raw and b"[REDACTED:printed-secret]" in raw and secret.encode() not in raw
 
+    @pytest.mark.parametrize("which", ["claude-code", "codex"])
+    def test_a_printed_secret_is_redacted_where_a_batch_ends_between_the_call_and_its_result(
+        self, mem, tmp_path, monkeypatch, which
+    ):
+        """A file is imported in batches, cut where a new message starts; a batch that ended with the answer calling
+        `printenv DB_PASSWORD` left the next one opening with its result and nothing before it to say what printed
+        it, so the bare value was imported in clear. Whether the batch before ended so is carried to the next."""
+        monkeypatch.setattr(history, "BATCH_BYTES", 1)  # every batch as small as it can be
+        secret = "Qz8vLr2TnW4xPk9s"
+        if which == "claude-code":
+            call = [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "printenv DB_PASSWORD"}}]
+            result = [{"type": "tool_result", "tool_use_id": "t1", "content": secret + "\n"}]
+            text = self.line("what is the db password?") + self.line(call, kind="assistant") + self.line(result)
+            history.import_claude_code(mem, read_items, self.folder(tmp_path, {"s1.jsonl": text}))
+        else:
+            items = [
+                {"type": "session_meta", "payload": {"id": "0a0a0a0a-0000-7000-8000-000000000001", "cwd": "/w/proj"}},
+                {
+                    "type": "response_item",
+                    "payload": {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": "what is the db password?"}],
+                    },
+                },
+                {
+                    "type": "response_item",
+                    "payload": {
+                        "type": "function_call",
+                        "name": "exec_command",
+                        "arguments": json.dumps({"cmd": "printenv DB_PASSWORD"}),
+                        "call_id": "c1",
+                    },
+                },
+                {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": secret}},
+            ]
+            d = tmp_path / "sessions" / "2026" / "01" / "02"
+            d.mkdir(parents=True)
+            (d / "rollout-2026-01-02T03-04-05-0a0a0a0a-0000-7000-8000-000000000001.jsonl").write_text(
+                "".join(json.dumps({"timestamp": self.TS, **i}) + "\n" for i in items)
+            )
+            history.import_codex(mem, read_items, tmp_path / "sessions")
+        raw = b"".join(p.read_bytes() for p in mem.raw.files())
+        assert b"what is the db password?" in raw and b"[REDACTED:printed-secret]" in raw and secret.encode() not in raw
+
     @pytest.mark.parametrize("swap", ["link to /dev/zero", "fifo", "folder swapped for a link outside"])
     def test_a_transcript_swapped_after_the_listing_is_skipped_not_followed(self, mem, tmp_path, swap):
         """The folder is listed first (links and FIFOs left out), each file opened later: one swapped in between for

@@ -1409,6 +1409,88 @@ def test_a_secret_a_command_prints_alone_never_reaches_the_raw_file(mem, wire, c
     assert b"what is the staging db password set to?" in raw, "the rest of the conversation is captured as it was"
 
 
+def _two_calls_requests(ids: tuple[str | None, str | None]) -> dict[str, bytes]:
+    """One answer with two calls, `printenv DB_PASSWORD` and `cat README.md`, and their results, in each wire; the
+    calls' ids as given (None: the wire's item has none)."""
+    printing, reading = "printenv DB_PASSWORD", "cat README.md"
+    outputs = (PRINTED_PASSWORD, "Run BuildTools.sh first; see CONTRIBUTING.md for TestMatrix2024 setup")
+    ask = "what is the staging db password set to, and how do I build?"
+
+    def keep(d: dict, **kv: object) -> dict:
+        return {**d, **{k: v for k, v in kv.items() if v is not None}}
+
+    anthropic_body = {
+        "messages": [
+            {"role": "user", "content": ask},
+            {
+                "role": "assistant",
+                "content": [
+                    keep({"type": "tool_use", "name": "Bash", "input": {"command": c}}, id=i)
+                    for c, i in zip((printing, reading), ids, strict=True)
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    keep({"type": "tool_result", "content": o}, tool_use_id=i) for o, i in zip(outputs, ids, strict=True)
+                ],
+            },
+        ]
+    }
+    chat_body = {
+        "model": "gpt-test",
+        "messages": [
+            {"role": "user", "content": ask},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    keep({"type": "function", "function": {"name": "shell", "arguments": json.dumps({"command": c})}}, id=i)
+                    for c, i in zip((printing, reading), ids, strict=True)
+                ],
+            },
+            *(keep({"role": "tool", "content": o}, tool_call_id=i) for o, i in zip(outputs, ids, strict=True)),
+        ],
+    }
+    responses_body = {
+        "model": "gpt-test",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": ask}]},
+            *(
+                keep({"type": "function_call", "name": "shell", "arguments": json.dumps({"command": c})}, call_id=i)
+                for c, i in zip((printing, reading), ids, strict=True)
+            ),
+            *(keep({"type": "function_call_output", "output": o}, call_id=i) for o, i in zip(outputs, ids, strict=True)),
+        ],
+    }
+    return {
+        "anthropic": json.dumps(anthropic_body).encode(),
+        "chat": json.dumps(chat_body).encode(),
+        "responses": json.dumps(responses_body).encode(),
+    }
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "chat", "responses"])
+def test_a_result_paired_by_its_id_with_a_call_that_prints_nothing_is_captured_as_it_was(mem, wire):
+    """One answer runs `printenv DB_PASSWORD` and `cat README.md`: every result of the message was redacted word by
+    word, so the README's `BuildTools.sh` and `TestMatrix2024` were lost. The harness pairs each result with its call
+    by an id; the README's result, paired with a call that prints nothing, is now captured as it was, the printed
+    secret still redacted."""
+    raw = _captured(mem, wire, _two_calls_requests(("call_a", "call_b"))[wire], f"paired-{wire}")
+    assert PRINTED_PASSWORD.encode() not in raw and b"[REDACTED:printed-secret]" in raw
+    assert b"BuildTools.sh first; see CONTRIBUTING.md for TestMatrix2024 setup" in raw
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "chat", "responses"])
+@pytest.mark.parametrize("ids", [(None, None), ("same", "same")], ids=["no-ids", "a-shared-id"])
+def test_a_result_not_surely_paired_is_read_as_a_printed_secrets(mem, wire, ids):
+    """Without ids, or with one id for both calls, nothing tells which result is which call's: every result of the
+    message is redacted word by word (the safe side), so the secret never reaches the file."""
+    raw = _captured(mem, wire, _two_calls_requests(ids)[wire], f"unpaired-{wire}-{ids[0]}")
+    assert PRINTED_PASSWORD.encode() not in raw
+    assert b"TestMatrix2024" not in raw and b"[REDACTED:printed-secret]" in raw
+
+
 @pytest.mark.parametrize(
     "call",
     [

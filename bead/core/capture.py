@@ -12,6 +12,7 @@ then runs the secret scan and takes its lock; the indexer indexes what it append
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 from collections.abc import Callable
@@ -111,13 +112,13 @@ def request_turns(conv: Conversation, ident: Identity, start: int, prints_before
         since -= 1
     since = max(since, 0)
     window = conv.messages[since:]
-    printed = {since + i for i in _printed_secrets(window, prints_before)}
+    printed = {since + i: quiet for i, quiet in _printed_secrets(window, prints_before).items()}
     bash_mode = {since + i for i in _bash_mode_prints(window)}
     for i in range(start, len(conv.messages)):
         m = conv.messages[i]
         if m.role in ("user", "assistant"):
             if i in printed:
-                m = _printed_redacted(m)
+                m = _printed_redacted(m, printed[i])
             if i in bash_mode:
                 m = _bash_stdout_redacted(m)
             out += message_turns(m, ident)
@@ -150,31 +151,52 @@ def calls_print_secret(m: Message) -> bool:
     return any(p.kind == "tool_use" and prints_secret(command_text(p.data)) for p in m.parts)
 
 
-def _printed_secrets(messages: tuple[Message, ...], prints_before: bool = False) -> set[int]:
+def _printed_secrets(messages: tuple[Message, ...], prints_before: bool = False) -> dict[int, frozenset[str]]:
     """The positions of the user messages whose tool results are the output of a call that prints a secret on its
     own (``prints_secret``: `printenv DB_PASSWORD`, `gh auth token`): such an output is the bare value, which no rule
     finds by a name or a shape. The calls are those of the assistant's message before; messages of tool results alone
-    in a row (OpenAI's `tool` messages) look back to the same one. One pass, each call read once."""
-    out: set[int] = set()
+    in a row (OpenAI's `tool` messages) look back to the same one. One pass, each call read once.
+
+    Each position maps to the ids of that message's calls that print nothing: a result paired with one of them by
+    its id is its own call's output, not a secret's (``_printed_redacted``)."""
+    out: dict[int, frozenset[str]] = {}
     prints = prints_before  # whether the last assistant message, with only tool results since, has such a call
+    quiet: frozenset[str] = frozenset()  # of its calls, the ids of those that print none
     for i, m in enumerate(messages):
         if m.role == "assistant":
-            prints = calls_print_secret(m)
+            calls = [(p.call, prints_secret(command_text(p.data))) for p in m.parts if p.kind == "tool_use"]
+            prints = any(printing for _, printing in calls)
+            # An id that two calls share is no proof of which one a result is: its results are read as a print's.
+            count = collections.Counter(c for c, _ in calls)
+            quiet = frozenset(c for c, printing in calls if c and not printing and count[c] == 1)
             continue
         if m.role == "user" and prints and any(p.kind == "tool_result" for p in m.parts):
-            out.add(i)
+            out[i] = quiet
         if not (m.role == "user" and m.parts and all(p.kind == "tool_result" for p in m.parts)):
-            prints = False
+            prints, quiet = False, frozenset()
     return out
 
 
-def _printed_redacted(m: Message) -> Message:
-    """Message ``m`` with its tool results redacted word by word (bead.capture.secrets.redact_printed). The calls and
-    the results are not paired by id: where one call of several prints a secret, every result of the message is
-    read so (the safe side)."""
+def prints_at_end(messages: tuple[Message, ...], prints_before: bool = False) -> bool:
+    """Whether tool results that come after ``messages`` (in a later batch of an imported file) are the output of a
+    call that prints a secret: the last assistant message calls one, with only tool results since (``prints_before``
+    where ``messages`` hold tool results alone). Walks back from the end only."""
+    for m in reversed(messages):
+        if m.role == "assistant":
+            return calls_print_secret(m)
+        if not (m.role == "user" and m.parts and all(p.kind == "tool_result" for p in m.parts)):
+            return False
+    return prints_before
+
+
+def _printed_redacted(m: Message, quiet: frozenset[str] = frozenset()) -> Message:
+    """Message ``m`` with its tool results redacted word by word (bead.capture.secrets.redact_printed), but for a
+    result paired by its id with a call in ``quiet`` (one that prints no secret): a result with no id, or with an id
+    no call of the answer before has (a chain's, whose answer the request does not repeat), is read so (the safe
+    side)."""
     parts = []
     for p in m.parts:
-        if p.kind == "tool_result":
+        if p.kind == "tool_result" and not (p.call and p.call in quiet):
             p = dataclasses.replace(p, text=redact_printed(p.text)[0])
         parts.append(p)
     return dataclasses.replace(m, parts=tuple(parts))

@@ -66,7 +66,7 @@ from ..store.audit import iso
 from ..store.rawlog import REPLAYED, by_message
 from ..textform import readable_json
 from ..token import without_token
-from .capture import request_turns
+from .capture import prints_at_end, request_turns
 from .memory import Memory
 
 IMPORTED = {"anthropic": "claude-code", "responses": "codex"}
@@ -459,6 +459,9 @@ class FileState:
     # is the one forgotten or sealed: never written again.
     gone_after: dict[tuple[object, str, str], list[datetime]] = field(default_factory=dict)
     last: object = None  # the ``_key`` of the transcript's turn before the next one (across the file's batches)
+    # The batch before ended with an answer calling a command that prints a secret (capture.prints_at_end): the tool
+    # results opening the next batch are its output.
+    prints: bool = False
 
 
 GONE = "gone"  # the turn before was one a forget or a seal rewrote (FileState.gone_after)
@@ -506,7 +509,8 @@ def import_transcript(
         return 0
     t.messages.clear()
     ident = Identity(session=t.session, base_session=t.base_session, thread="", project=t.project)
-    turns = request_turns(conv, ident, 0)
+    turns = request_turns(conv, ident, 0, state.prints)
+    state.prints = prints_at_end(conv.messages, state.prints)
     offset, state.messages = state.messages, state.messages + len(conv.messages)
     del conv
     items = []

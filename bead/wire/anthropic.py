@@ -32,7 +32,7 @@ from ..capture.text import (
     strip_own,
     untyped_shape,
 )
-from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
+from ..conversation import Conversation, Message, Part, Source, call_id, context_elements, find_cwd
 from .splice import Request, append_blocks, check_parts, text_block
 
 
@@ -311,7 +311,15 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
             continue
         kind = b.get("type")
         if kind == "tool_result":
-            out.append(Part(Source.TOOL_OUTPUT, clean(_tool_result_text(b)), kind="tool_result", error=bool(b.get("is_error"))))
+            out.append(
+                Part(
+                    Source.TOOL_OUTPUT,
+                    clean(_tool_result_text(b)),
+                    kind="tool_result",
+                    error=bool(b.get("is_error")),
+                    call=call_id(b.get("tool_use_id")),
+                )
+            )
         elif kind in ("image", "document"):
             out.append(Part(Source.PASTED, "", kind=kind))
         elif kind in ("tool_use", "server_tool_use"):
@@ -325,6 +333,7 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
                     kind="tool_use",
                     name=str(b.get("name", "")),
                     data=data,
+                    call=call_id(b.get("id")),
                 )
             )
     return out

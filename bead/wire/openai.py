@@ -36,7 +36,7 @@ from typing import Any
 
 from .. import budget
 from ..capture.text import CODEX_CONTEXT_ELEMENTS, clean, harness_element, strip_own
-from ..conversation import Conversation, Message, Part, Source, context_elements, find_cwd
+from ..conversation import Conversation, Message, Part, Source, call_id, context_elements, find_cwd
 from . import anthropic
 from .splice import (
     MAX_MESSAGE_PARTS,
@@ -83,12 +83,12 @@ def _json_value(text: str) -> Any:
     return value if isinstance(value, dict | list) else text
 
 
-def _call_part(name: str, data: Any) -> Part:
+def _call_part(name: str, data: Any, call: Any = None) -> Part:
     # The assistant may copy injected memory into a tool call (a note it writes):
     # bead's own blocks leave its input too.
     data = anthropic.strip_own_deep(data)
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-    return Part(Source.TOOL_CALL, text, kind="tool_use", name=name, data=data)
+    return Part(Source.TOOL_CALL, text, kind="tool_use", name=name, data=data, call=call_id(call))
 
 
 def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]:
@@ -284,7 +284,8 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
             lead = len(system)
         if role in ("tool", "function"):
             text = _output_text(m.get("content"))
-            b.run("tools", i, [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result")], [text])
+            part = Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result", call=call_id(m.get("tool_call_id")))
+            b.run("tools", i, [part], [text])
         elif role == "assistant":
             parts, texts = _content_parts(m.get("content"), Source.ASSISTANT)
             if isinstance(m.get("refusal"), str) and m["refusal"]:
@@ -298,7 +299,7 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
                 if isinstance(fn, dict):
                     args = fn.get("arguments")
                     args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-                    parts.append(_call_part(str(fn.get("name", "")), _json_value(args)))
+                    parts.append(_call_part(str(fn.get("name", "")), _json_value(args), c.get("id")))
                     texts.append(f"{fn.get('name', '')} {args}")
             b.add("assistant", i, parts, texts)
         else:
@@ -685,7 +686,15 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
             b.run(
                 "tools",
                 i,
-                [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result", error=item.get("status") == "failed")],
+                [
+                    Part(
+                        Source.TOOL_OUTPUT,
+                        clean(text),
+                        kind="tool_result",
+                        error=item.get("status") == "failed",
+                        call=call_id(item.get("call_id")),
+                    )
+                ],
                 [text],
             )
         elif kind in _CALL_DATA or kind in ("reasoning", "mcp_list_tools", "mcp_approval_request"):
@@ -701,7 +710,8 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
             )
             name = str(item.get("name") or kind.removesuffix("_call"))
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
-            b.run("assistant", i, [_call_part(name, data_ if data_ is not None else {})], [f"{name} {text}"])
+            part = _call_part(name, data_ if data_ is not None else {}, item.get("call_id"))
+            b.run("assistant", i, [part], [f"{name} {text}"])
         else:  # compaction, item references, approvals: context the harness keeps, not turns
             b.add("system", i, [], [json.dumps(item, ensure_ascii=False, sort_keys=True)[:4096]], kind="other")
     messages, groups = b.done()
