@@ -1587,6 +1587,25 @@ def test_a_call_whose_command_is_a_string_or_typed_into_a_shell_is_read(mem, too
     assert PRINTED_PASSWORD.encode() not in raw
 
 
+@pytest.mark.parametrize("value", ["sunshinesky", "48213977", "hunter2", "'pa55'", "Xk9\\$vQ"])
+def test_an_output_that_is_one_word_alone_is_the_value_whatever_its_shape(mem, value):
+    """`printenv DB_PASSWORD` printing a password of lower-case letters, of digits only or of fewer than 8 characters:
+    a word of a printed secret's output had to read as a secret (8 characters or more, two kinds), so these went to
+    the raw file in clear. An output that is one word alone is the value itself, and is redacted whatever its shape."""
+    name, body = _printed_requests("printenv DB_PASSWORD", value + "\n")["anthropic"]
+    raw = _captured(mem, name, body, "one-word")
+    assert value.strip("'").encode() not in raw and b"[REDACTED:printed-secret]" in raw
+
+
+@pytest.mark.parametrize("output", ["/run/secrets/db_password", "https://vault.example.com/v1/db", "ok", "(No content)"])
+def test_a_path_a_url_or_a_short_word_printed_alone_stays(mem, output):
+    """What a printing command prints that is no value (a path, a URL, a word of three letters or fewer, more than
+    one word) is captured as it was."""
+    name, body = _printed_requests("printenv DB_PASSWORD", output + "\n")["anthropic"]
+    raw = _captured(mem, name, body, "one-word-kept")
+    assert output.encode() in raw and b"[REDACTED:printed-secret]" not in raw
+
+
 def test_the_trace_redacts_a_printed_secret_wherever_a_cue_quotes_it():
     """The trace's cues quoted the bare value where capture redacted it: bash mode's output (a cue of the person's),
     Chat `tool` messages followed by a message of the person's, and a Responses request continuing an answer it does

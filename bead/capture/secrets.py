@@ -990,10 +990,28 @@ def _printed_like(word: str) -> bool:
     return kinds >= 2 or (kinds == 1 and len(core) >= 16 and not core.isdigit() and not core.isupper())
 
 
+PRINTED_ALONE_MIN = 4  # an output that is one word alone of at least this many characters (quotes aside) is the value
+
+
 def redact_printed(text: str) -> tuple[str, bool]:
     """The output of a command that prints a secret (``prints_secret``) with each word that reads as one
     (``_printed_like``) as [REDACTED:printed-secret]; and whether it redacted one. A lower-case word shorter than 16
-    (`ECONNREFUSED`, `goreleaser`) stays: an error's words, as a lower-case password stays everywhere in the rules."""
+    (`ECONNREFUSED`, `goreleaser`) stays: an error's words, as a lower-case password stays everywhere in the rules.
+    An output that is one word alone (`printenv DB_PASSWORD` printing `sunshinesky`, `48213977`, `hunter2`) is the
+    value itself, whatever its shape: it goes whole, unless it is a path or a URL, a redaction already, or shorter
+    than PRINTED_ALONE_MIN."""
+    alone = text.strip()
+    core = alone.strip("\"'`")
+    if (
+        alone
+        and len(core) >= PRINTED_ALONE_MIN
+        and len(alone.split(None, 1)) == 1
+        and not alone.startswith(MARKER)
+        and not core.startswith(("/", "./", "~/"))
+        and "://" not in core
+    ):
+        start = len(text) - len(text.lstrip())
+        return f"{text[:start]}[REDACTED:{PRINTED}]{text[start + len(alone) :]}", True
     hit = False
 
     def one(m: Any) -> str:
