@@ -165,6 +165,9 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("pgpass-line", "db.internal:5432:shop:app:{s}", "Pg9" + r(ALNUM, 13))
     add("password-in-prose", "ssh in as deploy, the password is {s}", "Tr0ub4dor&3")
     add("password-in-prose", "wifi passphrase: {s}", "Kettle-" + r(DIGITS, 4))
+    # a variable's name in an answer's prose (after `printenv`), bare or as code
+    add("password-in-prose", "DB_PASSWORD is {s}", "Qz8" + r(ALNUM, 13))
+    add("password-in-prose", "`STAGING_DB_PASSWORD` is `{s}` on the box", "Vt2" + r(ALNUM, 11))
     add("pin-in-prose", "remember my bank PIN is {s}", r(DIGITS, 4))
     add("pin-in-prose", "the unlock code for the office door is {s}.", r(DIGITS, 6))
     add("recovery-code-in-prose", "GitHub recovery codes: {s}", r(ALNUM, 5).lower() + "-" + r(DIGITS, 5))
@@ -933,6 +936,8 @@ BENIGN = [
     "  API_KEY: apiKey,",
     "settings.configure(SECRET_KEY=secret, DEBUG=True)",
     "DB_PASSWORD: *default_password",
+    "if DB_PASSWORD is None: raise SystemExit('set it')",
+    "STAGING_DB_PASSWORD was required_for_staging in the old settings",
     "TLS_PRIVATE_KEY=certs/tls.key",
     'sed -i "s/^DB_PASSWORD=.*/DB_PASSWORD=$NEW_PASS/" .env',
     'grep -q "^SECRET_KEY=" .env || echo "SECRET_KEY=$(openssl rand -hex 32)" >> .env',
