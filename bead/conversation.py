@@ -203,16 +203,24 @@ def untyped(conv: Conversation, headers: dict[str, str]) -> str:
       (``gh issue view 7 | claude -p "fix this"``) in one text;
     - OpenCode (its User-Agent): a project command's template (``.opencode/command/NAME.md``, a repository's file)
       and the output of the ``!`cmd` `` it runs are sent as the person's message, as is what ``opencode run`` was
-      piped after the person's words."""
+      piped after the person's words;
+    - a ``codex exec`` run (its ``originator`` header, or its User-Agent): with ``-`` or no prompt its whole prompt
+      is what was piped to it (``gh issue view 7 --json body -q .body | codex exec -``), sent with no mark, and
+      a script's prompt is no one's word either, as for ``claude -p``."""
     head = conv.system[:600]
     if "x-anthropic-billing-header:" in head and "cc_entrypoint=sdk-" in head:
         return HEADLESS_CLAUDE_CODE
+    if headers.get("originator", "").strip().lower() == "codex_exec" or headers.get("user-agent", "").lower().startswith(
+        "codex_exec/"
+    ):
+        return CODEX_EXEC
     if headers.get("user-agent", "").lower().startswith("opencode/"):
         return "OpenCode sends a project command's template, its shell output and piped input as the person's message"
     return ""
 
 
 HEADLESS_CLAUDE_CODE = "a headless Claude Code run's prompt (claude -p, the Agent SDK) may be a script's, or carry piped input"
+CODEX_EXEC = "a codex exec run's prompt may be a script's, or what was piped to it (codex exec -)"
 
 
 def delegated(headers: dict[str, str]) -> bool:

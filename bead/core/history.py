@@ -51,6 +51,7 @@ from typing import Any, BinaryIO
 from ..capture.secrets import redact_runs
 from ..capture.text import HARNESS_NOTICES
 from ..conversation import (
+    CODEX_EXEC,
     HEADLESS_CLAUDE_CODE,
     MAX_MESSAGE_PARTS,
     Conversation,
@@ -282,6 +283,7 @@ class _Batches:
         self.agent_id: Any = None
         self.cwd: Any = None
         self.entrypoint: Any = None  # Claude Code's: cli, or sdk-cli for a run with no terminal (claude -p)
+        self.untyped = ""  # why the person's words cannot be told from piped text, where the file says so (codex exec)
         self.ident: tuple[str, str, str | None] | None = None
         self._begin()
 
@@ -323,7 +325,7 @@ class _Batches:
             self.times,
             self.times[0],
             wire=self.wire,
-            untyped=HEADLESS_CLAUDE_CODE if headless else "",
+            untyped=HEADLESS_CLAUDE_CODE if headless else self.untyped,
         )
         self._begin()
         return t
@@ -670,6 +672,8 @@ def read_codex(
         if kind == "session_meta":
             b.session_id = b.session_id or payload.get("session_id") or payload.get("id")
             b.cwd = b.cwd or payload.get("cwd")
+            if payload.get("originator") == "codex_exec" or payload.get("source") == "exec":
+                b.untyped = CODEX_EXEC  # as the proxy reads a codex exec run's requests (conversation.untyped)
             continue
         if kind == "turn_context":
             b.cwd = b.cwd or payload.get("cwd")
