@@ -969,3 +969,20 @@ def test_the_remember_scan_holds_no_match_per_line_and_reads_a_bounded_part(monk
     clauses = lambda n: message("".join(f"; remember {'x' * (i % 11)}" for i in range(n // 16)))  # noqa: E731
     assert_linear(remembering.request_list, clauses, 1024 * 1024, limit=0.25, what="clause starts")
     assert scanned and max(scanned) <= remembering.REMEMBER_SCAN
+
+
+def test_filler_words_before_a_remember_cost_linear_time():
+    """ ". so so so ... remember that ...": the filler words before "remember" had no bound, and each was stripped from
+    the end of them by a search over all that were left, so 16 KB of them held a request's prepare for 3.7 s of CPU,
+    again on every request of the turn (an outside review). At most eight are read; the strip is over those."""
+    from linear import assert_linear
+
+    from bead.conversation import Message, Part, Source
+
+    def message(n: int) -> Message:
+        text = ". " + "so " * (n // 3) + "remember that the build uses make."
+        return Message(0, "user", (Part(Source.TYPED, text, sent=len(text)),), "x")
+
+    assert_linear(remembering.request_list, message, remembering.REMEMBER_SCAN, limit=0.05, what="filler words")
+    said = remembering.request_list(message(12))
+    assert [r.value for r in said] == ["the build uses make"], "four of them are still read"

@@ -45,12 +45,13 @@ from .viewer import LOCAL, Viewer
 # Every run is bounded, so the scan stays linear on hostile text.
 # On RE2 (linear time): the lazy value followed by a run of blanks backtracked
 # quadratically in Python's engine on a long run of spaces.
+# At most eight filler words before "remember" (``_asked_for`` strips them one by one: a run of thousands was quadratic).
 # A clause starts one too: after a comma, a semicolon, a colon or a dash ("one more thing: remember
 # that ...", "fix the login; remember that ...", "btw remember that ..."): the person's own request was not read at
 # all there. What follows a colon is still read as quoted text's, and waits for review (``_QUOTES_BEFORE``).
 _REMEMBER = compile_linear(
     r"(?im)(?:^(?:[ \t]{0,8}[-*+][ \t]{1,4})?|[.!?,;:][ \t]{1,8}|[ \t][-\x{2013}\x{2014}][ \t]{1,4})"
-    r"(?:(?:then|and|also|please|pls|btw|oh|ok|okay|so|thanks|thx)[, \t]{1,4})*remember"
+    r"(?:(?:then|and|also|please|pls|btw|oh|ok|okay|so|thanks|thx)[, \t]{1,4}){0,8}remember"
     r"(?:[ \t]{1,4}that)?[ \t]{0,4}"
     r"[:,\-]?[ \t]{1,4}([^\n]{3,600}?)[ \t]*(?:[.!?](?:\s|$)|$)"
 )
