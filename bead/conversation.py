@@ -215,12 +215,14 @@ def untyped(conv: Conversation, headers: dict[str, str]) -> str:
     ):
         return CODEX_EXEC
     if headers.get("user-agent", "").lower().startswith("opencode/"):
-        return "OpenCode sends a project command's template, its shell output and piped input as the person's message"
+        return OPENCODE
     return ""
 
 
 HEADLESS_CLAUDE_CODE = "a headless Claude Code run's prompt (claude -p, the Agent SDK) may be a script's, or carry piped input"
 CODEX_EXEC = "a codex exec run's prompt may be a script's, or what was piped to it (codex exec -)"
+OPENCODE = "OpenCode sends a project command's template, its shell output and piped input as the person's message"
+UNTYPED_REASONS = (HEADLESS_CLAUDE_CODE, CODEX_EXEC, OPENCODE)  # every reason ``untyped`` gives
 
 
 def delegated(headers: dict[str, str]) -> bool:

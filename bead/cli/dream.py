@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from . import common
 from .common import echo, emit, json_option, open_memory
 
 
@@ -129,13 +130,27 @@ def queue(ctx, show_all, as_json):
 
 @queue.command("accept")
 @click.argument("item_id")
+@click.option("--yes", "-y", is_flag=True, help="Do not show the value and ask first at a terminal.")
 @json_option
-def queue_accept(item_id, as_json):
-    """Write the item's value (trust: accepted, a person's decision)."""
+def queue_accept(item_id, yes, as_json):
+    """Write the item's value (trust: accepted, a person's decision). At a terminal it shows the whole value first,
+    on one line as the model will read it, and asks (--yes for scripts)."""
     from ..core.review import accept_item
+    from ..display import one_line
+    from ..store.queue import Queue, fingerprint
 
-    item = accept_item(open_memory(), item_id)
-    emit(item.as_dict(), as_json, lambda d: echo(f"accepted {d['id']}: wrote {d['history'][-1]['id']}"))
+    mem = open_memory()
+    shown = None
+    if not yes and not as_json and common.at_terminal():
+        # What a notice or a list cut short (a proposal's first 160 characters) is read whole before it is written:
+        # one line, blank padding collapsed, so that nothing of it is off the screen or hidden by line breaks.
+        item = Queue(mem).get(item_id)
+        echo(f"This will write {item.key} ({item.type}, trust accepted: the pinned block may carry it):", err=True)
+        echo(f"  {one_line(item.value)}", err=True)
+        click.confirm("Write it?", abort=True, err=True)
+        shown = fingerprint(item)
+    item = accept_item(mem, item_id, value=None, shown=shown)
+    emit(item.as_dict(), as_json, lambda d: echo(f"accepted {d['id']}: wrote {d['history'][-1]['id']}: {one_line(d['value'])}"))
 
 
 @queue.command("reject")

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..capture.secrets import compile_linear, credential_rules, redact
 from ..capture.text import output_lines
-from ..conversation import Identity, Message, Source
+from ..conversation import UNTYPED_REASONS, Identity, Message, Source
 from ..display import CONTROL, visible
 from ..errors import BeadError, InvalidArgument, KeySealed, RefusedWrite, VersionConflict
 from ..recall.render import escape
@@ -271,18 +271,19 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
         if p.action not in ("queue", "refuse"):
             continue
         value = " ".join(redact(p.value)[0].split())
-        if len(value) > NOTICE_VALUE_CHARS:
+        cut = len(value) > NOTICE_VALUE_CHARS
+        if cut:
             value = value[: NOTICE_VALUE_CHARS - 1] + "…"
         if p.action == "refuse" and p.reason == FORGOTTEN_REASON:
             out.append(
-                f'- note from bead: the user\'s "remember {visible(escape(value))}" was not queued for review, because '
-                "the user had bead forget that value and these words may not be plainly their own; the user can "
+                f'- note from bead: a "remember {visible(escape(value))}" in the user\'s message was not queued for review, '
+                "because the user had bead forget that value and these words may not be plainly their own; the user can "
                 f"write it again themselves with `bead write {p.key} - --type {p.type}` (the value on stdin)"
             )
             continue
         if p.action == "refuse":
             out.append(
-                f'- note from bead: the user\'s "remember {visible(escape(value))}" was not stored, because it '
+                f'- note from bead: a "remember {visible(escape(value))}" in the user\'s message was not stored, because it '
                 f"holds a secret, which bead keeps only sealed; the user can seal it under a neutral key "
                 f"with `bead write user/secret-1 - --type user --sensitivity secret` (the value on stdin)"
             )
@@ -297,13 +298,14 @@ def notice_lines(plans: Iterable[Plan]) -> list[str]:
             else "it may not be the user's own words (it sits inside a longer or framed text)"
             if "not plainly" in p.reason
             else f"it may not be the user's own words: {p.reason.removeprefix('remember: ')}"
-            if p.reason.startswith("remember: ") and ("headless" in p.reason or "OpenCode" in p.reason)
+            if p.reason.removeprefix("remember: ") in UNTYPED_REASONS
             else "it reads like an instruction to an AI agent"
         )
         out.append(
-            f'- note from bead: the user\'s "remember {visible(escape(value))}" was queued for review, not '
+            f'- note from bead: a "remember {visible(escape(value))}" in the user\'s message was queued for review, not '
             f"stored, because {why}; the user can keep it by running `bead queue accept {p.item}` themselves (an "
             "agent does not run it for them: accepting makes it their word)"
+            + ("; it is longer than shown here, and that command shows all of it before it writes" if cut else "")
         )
     return out
 

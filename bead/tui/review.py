@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from ..core import review
 from ..core.memory import Memory
+from ..display import one_line as flat
 from ..errors import BeadError
 from .text import one_line, safe
 
@@ -188,7 +189,12 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
     if e.reason:
         out += _field("reason", one_line(e.reason, 400))
     if e.proposed is not None:
-        out += _field("lesson" if e.kind == "evaluation" else "proposed", safe(e.proposed, multiline=True))
+        # What would be written is shown as bead's blocks give it to the model (bead.recall.render.fact_line): one
+        # line, every run of blanks and line breaks one space. Its own line breaks could push its first lines off the
+        # screen and leave an innocent last line beside the current value (an outside review); an evaluation's
+        # lesson, which nothing writes from here, keeps its lines.
+        shown = safe(e.proposed, multiline=True) if e.kind == "evaluation" else flat(e.proposed)
+        out += _field("lesson" if e.kind == "evaluation" else "proposed", shown)
     if e.kind != "evaluation":
         cur = e.current
         if cur is None:
@@ -197,7 +203,7 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
             shown = "sealed in the vault (never shown here)"
         else:
             flags = ", pinned" if cur.pinned else ""
-            shown = f"{safe(cur.value, multiline=True)}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
+            shown = f"{flat(cur.value)}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
         out += _field("current", shown)
     if e.evaluation:
         ev = e.evaluation
