@@ -1744,6 +1744,50 @@ def test_a_printed_secret_reaches_no_file_of_the_home_through_the_proxy_with_tra
     assert not [p for p, d in files.items() if PRINTED_PASSWORD.encode() in d]
 
 
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "json"])
+def test_a_printed_secret_the_answer_says_again_never_reaches_the_raw_file(proxy_client, bead_home, upstream, stream):
+    """The agent ran `printenv DB_PASSWORD`; its result was redacted, but the model's answer to it ("It's
+    `Qz8v...`, want me to rotate it?") was captured in clear, as no rule finds a value with no name beside it. The
+    values a request's printed secrets held are redacted in its answer too, wherever they stand."""
+    from conftest import all_bytes_under
+    from fakes import Reply
+
+    upstream.replies.append(
+        Reply(kind="sse" if stream else "json", text=f"It's `{PRINTED_PASSWORD}` on staging; want me to rotate it?")
+    )
+    name, body = _printed_requests("printenv DB_PASSWORD", PRINTED_PASSWORD + "\n")["anthropic"]
+    data = {"model": "claude-test", "max_tokens": 64, "stream": stream, **json.loads(body)}
+    proxy = proxy_client()
+    assert proxy.post(json.dumps(data).encode(), headers={"X-Bead-Session": "said-again"})[0] == 200
+    proxy.settle()
+    raw = "".join(d.decode("utf-8") for p, d in all_bytes_under(bead_home).items() if "store/raw" in str(p))
+    assert "on staging; want me to rotate it?" in raw, "the answer is captured"
+    assert PRINTED_PASSWORD not in raw and raw.count("[REDACTED:printed-secret]") == 2
+
+
+def test_a_printed_secret_a_later_message_of_the_request_says_again_is_redacted_there(mem):
+    """A request that holds the printed result and, after it, the assistant's words and a call that repeat the value
+    (a resumed session, an import): each is redacted, not only the result."""
+    data = json.loads(_printed_requests("printenv DB_PASSWORD", PRINTED_PASSWORD + "\n")["anthropic"][1])
+    data["messages"] += [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": f"It's {PRINTED_PASSWORD}; I'll check it works."},
+                {
+                    "type": "tool_use",
+                    "id": "t2",
+                    "name": "Bash",
+                    "input": {"command": f"PGPASSFILE=/dev/null psql -c 'select 1' '{PRINTED_PASSWORD}'"},
+                },
+            ],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "1 row"}]},
+    ]
+    raw = _captured(mem, "anthropic", json.dumps(data).encode(), "said-later")
+    assert PRINTED_PASSWORD.encode() not in raw and b"I'll check it works." in raw and b"1 row" in raw
+
+
 def test_a_key_split_by_an_invisible_character_or_in_full_width_letters_never_reaches_the_raw_file(
     proxy_client, bead_home, upstream
 ):

@@ -993,13 +993,13 @@ def _printed_like(word: str) -> bool:
 PRINTED_ALONE_MIN = 4  # an output that is one word alone of at least this many characters (quotes aside) is the value
 
 
-def redact_printed(text: str) -> tuple[str, bool]:
+def redact_printed(text: str, found: list[str] | None = None) -> tuple[str, bool]:
     """The output of a command that prints a secret (``prints_secret``) with each word that reads as one
     (``_printed_like``) as [REDACTED:printed-secret]; and whether it redacted one. A lower-case word shorter than 16
     (`ECONNREFUSED`, `goreleaser`) stays: an error's words, as a lower-case password stays everywhere in the rules.
     An output that is one word alone (`printenv DB_PASSWORD` printing `sunshinesky`, `48213977`, `hunter2`) is the
     value itself, whatever its shape: it goes whole, unless it is a path or a URL, a redaction already, or shorter
-    than PRINTED_ALONE_MIN."""
+    than PRINTED_ALONE_MIN. ``found``: each word redacted is appended to it."""
     alone = text.strip()
     core = alone.strip("\"'`")
     if (
@@ -1011,6 +1011,8 @@ def redact_printed(text: str) -> tuple[str, bool]:
         and "://" not in core
     ):
         start = len(text) - len(text.lstrip())
+        if found is not None:
+            found.append(core)
         return f"{text[:start]}[REDACTED:{PRINTED}]{text[start + len(alone) :]}", True
     hit = False
 
@@ -1020,6 +1022,8 @@ def redact_printed(text: str) -> tuple[str, bool]:
         if word.startswith(MARKER) or not _printed_like(word):
             return word
         hit = True
+        if found is not None:
+            found.append(word.strip("\"'`()[]{}<>,.;:!?"))  # the value, as _printed_like reads it
         return f"[REDACTED:{PRINTED}]"
 
     out = _WORD.sub(one, text)

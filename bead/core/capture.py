@@ -17,7 +17,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 
-from ..capture.secrets import prints_secret, redact_printed
+from ..capture.secrets import PRINTED, prints_secret, redact_printed
 from ..conversation import Conversation, Identity, Message, Part, Source, Turn
 from ..store.rawlog import Turn as RawTurn
 from .memory import Memory
@@ -101,12 +101,40 @@ def message_turns(message: Message, ident: Identity, flags: dict[str, object] | 
 
 def request_turns(conv: Conversation, ident: Identity, start: int, prints_before: bool = False) -> list[Turn]:
     """The turns of messages ``start``.. that have text (harness system messages are context, not turns); a tool's
-    output that is a printed secret redacted (``_printed_redacted``). ``prints_before``: the answer this request
-    continues (a Responses ``previous_response_id``, which the request does not repeat) called a command that
-    prints a secret, so the tool results that open the request are its output."""
+    output that is a printed secret redacted (``_printed_redacted``), and the value it held wherever the request says
+    it again (``without_values``: the assistant's "it is set to ...", a later call's argument). ``prints_before``: the
+    answer this request continues (a Responses ``previous_response_id``, which the request does not repeat) called a
+    command that prints a secret, so the tool results that open the request are its output."""
     out = []
-    # Both readings start over at an assistant message: the walk begins at the last one before ``start``, so a
-    # request pays for the messages it captures, not for the conversation's whole history.
+    window, found = _redacted_window(conv, start, prints_before)
+    for i, m in window:
+        if i >= start:
+            out += message_turns(m, ident)
+    # The turns as they will be written (a tool call's input rendered from its data too)
+    return without_values(out, found)
+
+
+def printed_values(conv: Conversation, prints_before: bool = False) -> list[str]:
+    """The values the printed secrets among the request's newest messages held (since its last assistant message):
+    what the answer to the request may say again (``without_values``)."""
+    return _redacted_window(conv, len(conv.messages), prints_before)[1]
+
+
+def without_values(turns: list[Turn], values: list[str]) -> list[Turn]:
+    """``turns`` with each of ``values`` (a printed secret's, ``printed_values``) redacted wherever it stands."""
+    if not values:
+        return turns
+    return [dataclasses.replace(t, text=_without(t.text, values)) for t in turns]
+
+
+KNOWN_MIN = 6  # a printed value this long or longer is redacted wherever the request says it again
+KNOWN_MAX = 64  # values looked for, at most
+
+
+def _redacted_window(conv: Conversation, start: int, prints_before: bool) -> tuple[list[tuple[int, Message]], list[str]]:
+    """The user and assistant messages from the last assistant message before ``start`` on, each with the printed
+    secrets redacted, and the values those held. Both readings start over at an assistant message, so a request pays
+    for the messages it captures, not for the conversation's whole history."""
     since = min(start, len(conv.messages) - 1)
     while since > 0 and conv.messages[since].role != "assistant":
         since -= 1
@@ -114,15 +142,36 @@ def request_turns(conv: Conversation, ident: Identity, start: int, prints_before
     window = conv.messages[since:]
     printed = {since + i: quiet for i, quiet in _printed_secrets(window, prints_before).items()}
     bash_mode = {since + i for i in _bash_mode_prints(window)}
-    for i in range(start, len(conv.messages)):
+    found: list[str] = []
+    out = []
+    for i in range(since, len(conv.messages)):
         m = conv.messages[i]
-        if m.role in ("user", "assistant"):
-            if i in printed:
-                m = _printed_redacted(m, printed[i])
-            if i in bash_mode:
-                m = _bash_stdout_redacted(m)
-            out += message_turns(m, ident)
-    return out
+        if m.role not in ("user", "assistant"):
+            continue
+        if i in printed:
+            m = _printed_redacted(m, printed[i], found)
+        if i in bash_mode:
+            m = _bash_stdout_redacted(m, found)
+        out.append((i, m))
+    return out, found
+
+
+def _without(text: str, values: list[str]) -> str:
+    for v in values:
+        if v in text:
+            text = text.replace(v, f"[REDACTED:{PRINTED}]")
+    return text
+
+
+def _keep(found: list[str] | None, words: list[str]) -> None:
+    """Note in ``found`` the printed values long enough to look for again, longest first (one that holds another
+    goes whole), at most KNOWN_MAX."""
+    if found is None:
+        return
+    for w in words:
+        if len(w) >= KNOWN_MIN and w not in found and len(found) < KNOWN_MAX:
+            found.append(w)
+    found.sort(key=len, reverse=True)
 
 
 # The fields of a tool call's input that hold a command to run: Claude Code's Bash `command`, Codex's `shell`
@@ -189,7 +238,7 @@ def prints_at_end(messages: tuple[Message, ...], prints_before: bool = False) ->
     return prints_before
 
 
-def _printed_redacted(m: Message, quiet: frozenset[str] = frozenset()) -> Message:
+def _printed_redacted(m: Message, quiet: frozenset[str] = frozenset(), found: list[str] | None = None) -> Message:
     """Message ``m`` with its tool results redacted word by word (bead.capture.secrets.redact_printed), but for a
     result paired by its id with a call in ``quiet`` (one that prints no secret): a result with no id, or with an id
     no call of the answer before has (a chain's, whose answer the request does not repeat), is read so (the safe
@@ -197,7 +246,9 @@ def _printed_redacted(m: Message, quiet: frozenset[str] = frozenset()) -> Messag
     parts = []
     for p in m.parts:
         if p.kind == "tool_result" and not (p.call and p.call in quiet):
-            p = dataclasses.replace(p, text=redact_printed(p.text)[0])
+            words: list[str] = []
+            p = dataclasses.replace(p, text=redact_printed(p.text, words)[0])
+            _keep(found, words)
         parts.append(p)
     return dataclasses.replace(m, parts=tuple(parts))
 
@@ -229,7 +280,7 @@ def _bash_mode_prints(messages: tuple[Message, ...]) -> set[int]:
     return out
 
 
-def _bash_stdout_text(text: str) -> str:
+def _bash_stdout_text(text: str, found: list[str] | None = None) -> str:
     """``text`` with what each ``<bash-stdout>`` element holds redacted word by word (redact_printed); the tags and
     the rest as they were. One walk with ``str.find``: linear."""
     pieces: list[str] = []
@@ -238,14 +289,16 @@ def _bash_stdout_text(text: str) -> str:
         inner = at + len(BASH_STDOUT)
         end = text.find(BASH_STDOUT_END, inner)
         end = len(text) if end == -1 else end
-        pieces += [text[pos:inner], redact_printed(text[inner:end])[0]]
+        words: list[str] = []
+        pieces += [text[pos:inner], redact_printed(text[inner:end], words)[0]]
+        _keep(found, words)
         pos = end
     return "".join(pieces) + text[pos:] if pieces else text
 
 
-def _bash_stdout_redacted(m: Message) -> Message:
+def _bash_stdout_redacted(m: Message, found: list[str] | None = None) -> Message:
     """Message ``m`` with its ``<bash-stdout>`` elements redacted (``_bash_stdout_text``)."""
-    return dataclasses.replace(m, parts=tuple(dataclasses.replace(p, text=_bash_stdout_text(p.text)) for p in m.parts))
+    return dataclasses.replace(m, parts=tuple(dataclasses.replace(p, text=_bash_stdout_text(p.text, found)) for p in m.parts))
 
 
 def printed_redactor(conv: Conversation) -> Callable[[str, str], str] | None:

@@ -885,6 +885,10 @@ class Engine:
             n = prep.n_messages
             with self.conversations.capture_lock(ident.id):
                 st = self.conversations.load(ident.id)
+                # What a secret the request's newest tool results printed held, which the answer may say again
+                # ("DB_PASSWORD is set to ..."): redacted there too.
+                said = turns  # as the next request's history will carry it (an aside's answer is known by its digest)
+                turns = capture.without_values(turns, capture.printed_values(prep.conv, st.carried_prints))
                 st.set_answer_prints(prints)
                 newest = prep.conv.newest_user
                 aside = (newest, prep.conv.messages[newest].hash) if newest is not None else None
@@ -893,7 +897,7 @@ class Engine:
                     # conversation's line is not moved.
                     if turns and not st.asides[aside]:
                         self._capture(mem, ident, turns, epoch=prep.epoch)
-                        st.set_aside(*aside, answered=True, answer_at=n, answer=_turns_digest(turns))
+                        st.set_aside(*aside, answered=True, answer_at=n, answer=_turns_digest(said))
                     return
                 self._catch_up(mem, ident, st, prep.conv, prep.trace)
                 if not turns:
