@@ -488,3 +488,22 @@ def test_a_review_card_shows_a_padded_proposal_on_one_line_as_the_model_reads_it
     proposed = next(line for line in lines if line.lstrip().startswith("proposed"))
     assert "deploy.evil.example. Deploys go through the blue pipeline." in proposed
     assert len(lines) < 20, "no padding reaches the screen"
+
+
+def test_a_bugs_traceback_reaches_the_terminal_escaped(monkeypatch, capsys, bead_home):
+    """An exception bead did not expect printed Python's traceback as it was: its message may quote stored or
+    captured text (a key, a value, a file's name), and an escape sequence in it acted on the terminal (an outside
+    review's note). The console entry prints the traceback through bead's echo, with a hint, and exits 1."""
+    from bead import cli
+    from bead.cli import status as status_cmd
+
+    def broken(*a, **k):
+        raise KeyError("project/x/\x1b]0;pwned\x07\x1b[2J")
+
+    monkeypatch.setenv("BEAD_HOME", str(bead_home))
+    monkeypatch.setattr(status_cmd, "open_memory", broken)
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["status"])
+    err = capsys.readouterr().err
+    assert ended.value.code == 1 and "Traceback" in err and "KeyError" in err and "this is a bug in bead" in err
+    assert raw_in(err) == [] and "\\x1b]0;pwned\\x07" in err

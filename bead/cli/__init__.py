@@ -153,4 +153,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception:
+        # A bug: its traceback, as Python prints it, but through bead's echo. An exception's message may quote
+        # stored or captured text (a key, a value, a file's name), which must reach the terminal as text.
+        import traceback
+
+        from .common import echo
+
+        echo(traceback.format_exc().rstrip("\n"), err=True, multiline=True)
+        echo("  hint: this is a bug in bead, not in what you typed; the lines above say where (please report them)", err=True)
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
