@@ -1649,3 +1649,36 @@ def test_a_forgotten_code_written_with_spaced_separators_goes_too(mem, said):
     forget.apply(mem, forget.plan_target(mem, "user/bank-pin"))
     text = [t.text for t in mem.raw.read(mem.raw.find("s-code"))][0]
     assert "88" not in text and "[forgotten]" in text, text
+
+
+def test_a_forget_leaves_a_conversations_pinned_block_that_only_shares_a_code_with_the_value(
+    proxy_client, upstream, bead_home, bead
+):
+    """A forget of "the staging cache answered on 5433 once" took conversation A's pinned block, which held only
+    another fact, "Postgres listens on port 5433": the line matcher found the value's code in it. The block was built
+    again in the middle of the conversation (with a fact written since), and the prompt cache was lost from the end of
+    `system` on (an outside review). A code another current fact says is that fact's too: its lines and turns stay;
+    the forgotten fact's own do not."""
+    with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
+        m.write("project/shop/db-port", "Postgres listens on port 5433.", type="project")
+
+    def body(msgs):
+        system = [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/shop"}]
+        return json.dumps({"model": "claude-test", "max_tokens": 100, "system": system, "messages": msgs}).encode()
+
+    proxy = proxy_client()
+    h = {"content-type": "application/json", "x-api-key": "k", "x-bead-session": "conv-a"}
+    first = [{"role": "user", "content": "hello there"}]
+    proxy.post(body(first), h)
+    proxy.settle()
+    before = upstream.requests[-1].json()["system"]
+    assert "Postgres listens on port 5433." in json.dumps(before)
+    assert bead("write", "user/shell", "fish with vi keys", "--type", "user").code == 0
+    assert bead("write", "project/shop/cache-port", "the staging cache answered on 5433 once", "--type", "project").code == 0
+    assert bead("forget", "project/shop/cache-port", "--yes").code == 0
+    second = [*first, {"role": "assistant", "content": "Hello from the fake."}, {"role": "user", "content": "and now?"}]
+    proxy.post(body(second), h)
+    proxy.settle()
+    assert upstream.requests[-1].json()["system"] == before, "the pinned block stays as it was"
+    with Memory(Home(bead_home), Config(owner="t")) as m:
+        assert m.current("project/shop/cache-port") is None and m.current("project/shop/db-port") is not None

@@ -627,6 +627,26 @@ def _held_forms(text: str) -> set[str]:
     return _terms(words, parts) | set(parts)
 
 
+def _said_by_other_facts(mem: Memory, plan: Plan) -> set[str]:
+    """Of the plan's distinctive tokens, those a current fact it does not take says too: that fact's word or code
+    (`5433` of "Postgres listens on port 5433"), which stays in the turns and in bead's blocks that say it. Before, a
+    forget of "the cache answered on 5433 once" took every conversation's pinned block that held the Postgres fact,
+    so each was built again in the middle of its conversation and its prompt cache was lost (an outside review)."""
+    out: set[str] = set()
+    try:
+        bodies = mem.index.current_bodies()
+    except Exception:  # noqa: BLE001 - the index is derived: without it no token is spared
+        return out
+    for key, body in bodies:
+        if key in plan.keys or key in plan.whole:
+            continue
+        lower = body.lower()
+        maybe = {t for t in plan.tokens - out if t in lower}
+        if maybe:
+            out |= maybe & _held_forms(body)
+    return out
+
+
 def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | None = None) -> set[str]:
     """The distinctive tokens of ``texts``, lower-cased, in their normal form (bead.textform.fold). Once the
     history has RARE_HISTORY turns to judge by, a short code or number that more than CODE_TURNS raw turns
@@ -708,6 +728,8 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     plan.tokens = distinctive_tokens(mem, plan.texts, held) if tokens_found is None else set(tokens_found)
     if plan.kept:  # a word the kept versions say is theirs too (the host a value moved to stays)
         plan.tokens -= set().union(*map(_held_forms, plan.kept))
+    if plan.tokens and tokens_found is None:
+        plan.tokens -= _said_by_other_facts(mem, plan)
     tokens = token_pattern(plan.tokens)
     encoded = plan.encoded
     if tokens is not None or encoded.pattern is not None:
