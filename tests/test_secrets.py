@@ -2236,6 +2236,34 @@ def test_base64_unpadded_wrapped_or_nested_is_read_too():
         assert found and not any(part in clean for part in (once.rstrip("="), encoded[:76])), clean
 
 
+@pytest.mark.parametrize(
+    "form",
+    [
+        "DATABASE_URL_B64={}",
+        "export DEPLOY_KEY_B64={}",
+        "kubectl create secret generic db --from-literal=url={}",
+        "GCP_SA_JSON_B64={}\n",
+    ],
+)
+def test_base64_right_after_an_equals_sign_is_read(form):
+    """`NAME_B64=<base64>` in a `.env` file: a run right after "=" was never decoded (the run's start may not follow
+    a base64 character or "="), so a base64 URL with its password, a PEM key or a service account's JSON went to
+    the raw log in clear, where the same run after `creds: ` was redacted (an outside review)."""
+    import base64
+
+    pem = (
+        "-----BEGIN PRIVATE KEY-----\n" + "\n".join(("Ab3+Zq8vK2pLm9Xw" * 4) for _ in range(8)) + "\n-----END PRIVATE KEY-----\n"
+    )
+    values = [
+        base64.b64encode(b"postgres://admin:Zq8pLm2Rt7vXk9@db:5432/app").decode(),
+        base64.b64encode(pem.encode()).decode(),
+        base64.b64encode(json.dumps({"type": "service_account", "private_key": pem}).encode()).decode(),
+    ]
+    for value in values:
+        clean, found = redact(form.format(value))
+        assert found and value[10:50] not in clean, (form, clean)
+
+
 def test_base64_runs_read_together_find_what_each_alone_finds():
     """The decoded runs of a text are scanned as one text: a match may not run from one into the next (a value
     that ends in `password:` before a run that holds `key=...` kept that key in clear), and a private key cut off

@@ -616,11 +616,11 @@ def _in_markup(text: str) -> list[Finding]:
 # `"NAME": "` just before it). Python's engine: one pass, no backtracking across runs.
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=_\-])")
 # A run, or GNU base64's lines of 76 (its default wrapping) or OpenSSL's and PEM's of 64 joined with the last, shorter
-# one.
+# one. A run may follow "=": a variable's value (`DATABASE_URL_B64=...`, `--from-literal=url=...`) was never read.
 # Its first character is matched before the lookbehind (which then asks the same: no such character before the run),
 # so the engine skips what no run starts with in C; each branch takes one character fewer after it.
 _BASE64_BLOCK = re.compile(
-    r"[A-Za-z0-9+/](?<![A-Za-z0-9+/=_\-][A-Za-z0-9+/])"
+    r"[A-Za-z0-9+/](?<![A-Za-z0-9+/_\-][A-Za-z0-9+/])"
     r"(?:[A-Za-z0-9+/]{75}\r?\n(?:[A-Za-z0-9+/]{76}\r?\n)*[A-Za-z0-9+/]{1,76}={0,2}"
     r"|[A-Za-z0-9+/]{63}\r?\n(?:[A-Za-z0-9+/]{64}\r?\n)*[A-Za-z0-9+/]{1,64}={0,2}|[A-Za-z0-9+/]{11,}={0,2})"
     r"(?![A-Za-z0-9+/=_\-])"
