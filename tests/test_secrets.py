@@ -165,6 +165,24 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("pgpass-line", "db.internal:5432:shop:app:{s}", "Pg9" + r(ALNUM, 13))
     add("password-in-prose", "ssh in as deploy, the password is {s}", "Tr0ub4dor&3")
     add("password-in-prose", "wifi passphrase: {s}", "Kettle-" + r(DIGITS, 4))
+    # shapes an outside review found missing (2026-12-06)
+    add("mailgun-key-bare", "mailgun key-{s}", r(HEX, 32))
+    add("twilio-client-auth-token", "client = Client('AC" + r(HEX, 32) + "', '{s}')", r(HEX, 32))
+    add(
+        "multipart-secret-field",
+        '--xyz\r\nContent-Disposition: form-data; name="api_key"\r\n\r\n{s}\r\n--xyz--\r\n',
+        r(ALNUM, 40),
+    )
+    add(
+        "multipart-secret-field",
+        '--b\nContent-Disposition: form-data; name="password"\nContent-Type: text/plain\n\n{s}\n--b--\n',
+        "Zq8p" + r(ALNUM, 10),
+    )
+    add("password-stdin-heredoc", "docker login ghcr.io -u bob --password-stdin <<'EOF'\n{s}\nEOF", r(ALNUM, 22))
+    add("provider-secret-prefixes", "my bitbucket creds: bob / {s}", "ATBB" + r(ALNUM, 32))
+    add("provider-secret-prefixes", "use {s} for the together calls", "tgp_v1_" + r(ALNUM, 43))
+    add("provider-secret-prefixes", "fireworks is {s}", "fw_Zq8" + r(ALNUM, 21))
+    add("config-file-secrets", "database:\n  db_pass: >-\n    {s}\n", "Xm4" + r(ALNUM, 15))
     # a variable's name in an answer's prose (after `printenv`), bare or as code
     add("password-in-prose", "DB_PASSWORD is {s}", "Qz8" + r(ALNUM, 13))
     add("password-in-prose", "`STAGING_DB_PASSWORD` is `{s}` on the box", "Vt2" + r(ALNUM, 11))
@@ -937,6 +955,12 @@ BENIGN = [
     "settings.configure(SECRET_KEY=secret, DEBUG=True)",
     "DB_PASSWORD: *default_password",
     "if DB_PASSWORD is None: raise SystemExit('set it')",
+    "bypass: >-\n   some_long_text_here\n",
+    '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nhello world data\r\n--xyz--\r\n',
+    '--xyz\r\nContent-Disposition: form-data; name="password"\r\n\r\n{{password}}\r\n--xyz--\r\n',
+    "self.fw_downloadfirmwareversions = True",
+    "pip/_vendor/platformdirs/version.py,sha256=qaN-fw_htIgKUVXoAuAEVgKxQu3tZ9qE2eiKkWIS7LA,160",
+    "cache hit for key-d41d8cd98f00b204e9800998ecf8427e",
     "STAGING_DB_PASSWORD was required_for_staging in the old settings",
     "TLS_PRIVATE_KEY=certs/tls.key",
     'sed -i "s/^DB_PASSWORD=.*/DB_PASSWORD=$NEW_PASS/" .env',
