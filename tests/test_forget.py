@@ -1682,3 +1682,30 @@ def test_a_forget_leaves_a_conversations_pinned_block_that_only_shares_a_code_wi
     assert upstream.requests[-1].json()["system"] == before, "the pinned block stays as it was"
     with Memory(Home(bead_home), Config(owner="t")) as m:
         assert m.current("project/shop/cache-port") is None and m.current("project/shop/db-port") is not None
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "'\\x51uibble-\\x46rost-5521'",
+        "printf '\\121uibble-\\106rost-5521'",
+        "Subject: =?UTF-8?Q?Quibble=2DFrost=2D5521?=",
+        "Content-Transfer-Encoding: quoted-printable\n\ncode=3D Quibble=2DFrost=2D5521",
+        "'Quibble-Fr' + 'ost-5521'",
+        'key = ("Quibble-Fr"\n       "ost-5521")',
+    ],
+    ids=["x-escapes", "octal-escapes", "mime-q-word", "quoted-printable", "joined-literals", "implicit-concatenation"],
+)
+@pytest.mark.parametrize("how", ["key", "match"])
+def test_forget_reaches_a_value_written_in_byte_escapes_quoted_printable_or_joined_literals(mem, said, how):
+    """A turn that wrote the value as a string literal's byte escapes, in quoted-printable (a mail's body, a MIME
+    Q-word) or as two literals joined kept it after `bead forget` (an outside review): grep for `rost-5521` still
+    found it. Forget's matcher undoes these too."""
+    value = "Quibble-Frost-5521"
+    mem.append_turns("s-enc", [("user", f"note: {said} end", T0, None)])
+    mem.write("user/locker", f"The locker code is {value}", "user")
+    plan = forget.plan_match(mem, value) if how == "match" else forget.plan_target(mem, "user/locker")
+    forget.apply(mem, plan)
+    raw = b"".join(p.read_bytes() for p in mem.raw.files())
+    assert b"note:" in raw or b"[forgotten]" in raw
+    assert not any(w in raw.lower() for w in (b"rost-5521", b"rost=2d5521", b"uibble", b"\\x51uibble", b"ost-5521")), raw

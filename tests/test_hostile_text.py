@@ -869,7 +869,7 @@ class TestLinearBeyondCapture:
 
     UNITS = (
         "won't ", "1,000,", "1.", "\\u00", "\\", "<b ", "](x ", "\x1b[", "\x1b]", "project/a-", "--a ", "a://",
-        "<\u27e8", "a. ", "|" + " " * 64 + "\n", "| a | b |\n",
+        "<\u27e8", "a. ", "|" + " " * 64 + "\n", "| a | b |\n", "\\x4", "=3", "' + '", "\\12",
     )  # fmt: skip
 
     @staticmethod
@@ -885,6 +885,7 @@ class TestLinearBeyondCapture:
             "a proposal's anchors": decide._anchors,
             "forget's markup": forget._markup_free.__wrapped__,  # not its cache: each run reads the text
             "forget's escapes": forget._unescaped,
+            "forget's decoding": forget._decoded,  # byte escapes, quoted-printable, joined literals too
             "forget's token forms": lambda s: forget._token_forms([s]),
             "a review card's fact ids": _FACT_ID.findall,
             "a lesson's title": lesson_title,

@@ -305,7 +305,7 @@ def _token_in(tokens: Any, text: str) -> bool:
     for view in _views(text):
         if tokens.search(fold(view)):
             return True
-        if ("\\" in view or "%" in view or "&" in view) and tokens.search(fold(_decoded(view))):
+        if _encoded_somehow(view) and tokens.search(fold(_decoded(view))):
             return True
     return False
 
@@ -324,18 +324,43 @@ def _unescaped(text: str) -> str:
 
 
 DECODE_ROUNDS = 2  # JSON in a JSON string, a percent sign encoded again, an entity's & escaped once more
+# A string literal's byte escapes (`'\x51uibble'`, printf's and C's `\121`), a run at a time as UTF-8 bytes.
+_BYTE_ESCAPES = re.compile(r"(?:\\x[0-9a-fA-F]{2})+|(?:\\[0-7]{3})+")
+_QUOTED_PRINTABLE = re.compile(r"=(?:[0-9A-F]{2}|\r?\n)")  # a mail's body or a MIME Q-word (`=2D`, a soft break)
+# One string literal closed and the next opened: `'Quibble-Fr' + 'ost-5521'`, Python's `"a" "b"`, across a line too.
+_JOINED_LITERALS = re.compile(r"""(['"])[ \t]*\+?[ \t]*(?:\r?\n[ \t]*)?\+?[ \t]*\1""")
+
+
+def _encoded_somehow(text: str) -> bool:
+    """Whether ``text`` may hold something ``_decoded`` undoes (else the text is its own decoding)."""
+    return any(c in text for c in "\\%&=\"'")
+
+
+def _bytes_of(m: re.Match[str]) -> str:
+    run = m.group(0)
+    if run[1] == "x":
+        data = bytes(int(run[i + 2 : i + 4], 16) for i in range(0, len(run), 4))
+    else:
+        data = bytes(int(run[i + 1 : i + 4], 8) & 0xFF for i in range(0, len(run), 4))
+    return data.decode("utf-8", "replace")
 
 
 def _decoded(text: str) -> str:
-    """``text`` with its JSON escapes, percent-encoding and HTML entities undone, each where it has any, up to
-    DECODE_ROUNDS times (each round is linear)."""
+    """``text`` with its JSON escapes, byte escapes, percent-encoding, quoted-printable, HTML entities and string
+    literals joined by ``+`` undone, each where it has any, up to DECODE_ROUNDS times (each round is linear)."""
     for _ in range(DECODE_ROUNDS):
         before = text
         text = _unescaped(text)
+        if "\\" in text:
+            text = _BYTE_ESCAPES.sub(_bytes_of, text)
         if "%" in text:
             text = urllib.parse.unquote(text)
+        if "=" in text and _QUOTED_PRINTABLE.search(text):
+            text = binascii.a2b_qp(text.encode("utf-8", "surrogatepass")).decode("utf-8", "replace")
         if "&" in text:
             text = html.unescape(text)
+        if "'" in text or '"' in text:
+            text = _JOINED_LITERALS.sub("", text)
         if text == before:
             break
     return text
