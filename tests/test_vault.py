@@ -195,6 +195,33 @@ class TestSeal:
         assert all("status: sealed" in p and "sensitivity: secret" in p for p in plain.values())
         assert leftovers(vault.root, SECRET, "Bank PIN 1000 recovery oldoldold") == []
 
+    def test_seal_as_another_key_leaves_no_word_of_the_value_in_a_name(self, bead, mem, vault):
+        """ "Remember that the vault phrase is maple quartz lantern" makes the key `vault-phrase-maple-quartz`; sealed,
+        the key's name stayed on disk as the vault's folder, with two of the phrase's words (an outside review).
+        `bead seal` says so, and `--as NEWKEY` seals the versions under another name: the old name goes from the
+        store and the logs, the value decrypts under the new one."""
+        key, value = "project/shop/vault-phrase-maple-quartz", "the vault phrase is maple quartz lantern"
+        mem.write(key, "the vault phrase was birch", "project")
+        mem.write(key, value, "project")
+        warned = bead("seal", key, "--yes")
+        assert warned.code == 0 and "name holds words of its value (maple, quartz)" in warned.err and "--as" in warned.err
+        assert bead("unseal", key, *PP, env=PP_ENV).code == 0
+        res = bead("seal", key, "--as", "project/shop/secret-1", "--yes")
+        assert res.code == 0, res.err
+        assert "sealed project/shop/secret-1: 2 version(s)" in res.out and "name holds words" not in res.err
+        assert sealed_files(vault.root, "project/shop/secret-1") == ["v1.md.age", "v2.md.age"]
+        names = [str(p.relative_to(vault.root)) for p in vault.root.rglob("*")]
+        assert not [n for n in names if "maple" in n or "quartz" in n], names
+        assert [p for p, data in all_bytes_under(vault.root).items() if b"maple" in data or b"quartz" in data] == []
+        plain = decrypt_all(vault, "project/shop/secret-1")
+        assert (
+            "key: project/shop/secret-1" in plain[2] and value in plain[2] and "supersedes: project/shop/secret-1@v1" in plain[2]
+        )
+        shown = bead("sealed", "show", "project/shop/secret-1", *PP, env=PP_ENV)
+        assert shown.code == 0 and shown.out.strip() == value
+        taken = bead("seal", "user/other-thing", "--as", "project/shop/secret-1", "--yes")
+        assert taken.code == 1 and "has versions already" in taken.err
+
     def test_another_fact_quoting_the_value_is_named_not_changed(self, bead, mem, vault):
         """A seal seals its key; another fact that quotes the value is the person's own and stays, so the result
         (and the curator's preview) names it, to seal or forget too."""

@@ -198,26 +198,37 @@ def vault_status(as_json):
 
 @click.command()
 @click.argument("key")
+@click.option("--as", "as_key", metavar="NEWKEY", help="Seal the versions under NEWKEY, a new key (KEY's name goes).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation at a terminal.")
 @json_option
-def seal(key, yes, as_json):
+def seal(key, as_key, yes, as_json):
     """Move KEY into the vault: encrypt every version, delete the plaintext (no tombstone: a hash gives a PIN away).
 
     Needs no passphrase (sealing uses the public key). Like forget, it also
     redacts raw turns, episodes, review items and state lines that hold a
     value, the value's codes and rare words where a turn says them in other
     words, and removes the index rows with nothing left in the index's files.
-    At a terminal it shows what it will change first and asks.
+    At a terminal it shows what it will change first and asks. A key's name
+    stays on disk as the vault's folder: where it holds words of the value
+    (a key "remember" made of them), --as NEWKEY seals it under another name.
     """
     from ..core import forget as forget_mod
     from ..core import seal as ops
     from . import common
 
     mem = open_memory()
+    words = ops.name_words(mem, key) if not as_key else []
+    named = (
+        f"{key}'s name holds words of its value ({', '.join(words)}), which stay on disk as the vault's folder name; "
+        f"`bead seal {key} --as user/secret-1` (or another neutral key) seals it under a name of your choosing"
+    )
     if not yes and not as_json and common.at_terminal():
         p = forget_mod.plan_seal(mem, key).summary(mem.home.store)
+        if words:
+            echo(f"note: {named}", err=True)
         echo(
-            f"This will seal {key} ({p['versions']} plaintext version(s)) and redact {len(p['raw_turns'])} raw "
+            f"This will seal {key}{f' under {as_key}' if as_key else ''} ({p['versions']} plaintext version(s)) and "
+            f"redact {len(p['raw_turns'])} raw "
             f"turn(s) whole, {p['raw_turns_in_part']} in part (its codes and rare words said in other words), "
             f"{p['episodes']} episode(s), {p['review_items']} review item(s) and {p['session_lines']} state "
             "line(s)."
@@ -226,7 +237,9 @@ def seal(key, yes, as_json):
             err=True,
         )
         click.confirm("Seal it?", abort=True, err=True)
-    summary = ops.seal(mem, key)
+    summary = ops.seal(mem, key, as_key)
+    if words and (yes or as_json or not common.at_terminal()):
+        echo(f"warning: {named} (unseal it first: `bead unseal {key}`)", err=True)
     for path in summary["kept"]:
         echo(
             f"warning: kept {path}: it is not a version file of the key, so it was neither sealed nor "
@@ -241,7 +254,7 @@ def seal(key, yes, as_json):
 
     def human(d):
         echo(
-            f"sealed {key}: {len(d['sealed'])} version(s) encrypted in the vault, the plaintext deleted "
+            f"sealed {d['key']}: {len(d['sealed'])} version(s) encrypted in the vault, the plaintext deleted "
             f"(redacted {d['raw_turns_redacted']} raw turn(s) and {d['raw_turns_redacted_in_part']} in part, "
             f"removed {d['episodes']} episode(s) and {d['session_lines']} state line(s))"
         )

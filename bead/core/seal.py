@@ -20,6 +20,7 @@ version.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,26 +36,39 @@ from ..textform import hidden
 from ..vault import keys as vault_keys
 from . import forget
 
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
 if TYPE_CHECKING:
     from .memory import Memory
 
 
-def _seal(mem: Memory, key: str, plan: forget.Plan, to: Any, new: Any = None) -> tuple[dict[str, Any], Fact | None]:
+def _seal(
+    mem: Memory, key: str, plan: forget.Plan, to: Any, new: Any = None, target: str | None = None
+) -> tuple[dict[str, Any], Fact | None]:
     """Write the encrypted copies of the plan's versions of ``key`` (and ``new()``'s version) inside forget's
-    locks, then let forget delete the plaintext and scrub every copy of the values."""
+    locks, then let forget delete the plaintext and scrub every copy of the values. ``target``: the key the copies
+    are sealed under (``seal``'s ``as_key``), the plaintext key's name going as a forgotten one's does."""
     expected = plan.keys.get(key, [])
     written: list[Fact] = []
+    into = target or key
 
     def copy() -> None:
         kv = mem.facts.versions(key)
         if list(kv.numbers) != expected:
             raise BeadError(f"{key} changed while it was being sealed; nothing was changed", "run the command again")
-        before = set(mem.sealed.numbers(key))
+        if target is not None and (mem.facts.versions(target).numbers or mem.sealed.has(target)):
+            raise BeadError(f"{target} was written meanwhile; nothing was changed", "choose another key for --as")
+        before = set(mem.sealed.numbers(into))
         try:
             facts = {f.version: f for f in kv.facts}
             for n, path in zip(kv.numbers, kv.files, strict=True):
                 if n in facts:
-                    plain = dataclasses.replace(facts[n], status="sealed", sensitivity="secret").render()
+                    fact = dataclasses.replace(facts[n], status="sealed", sensitivity="secret")
+                    if target is not None:
+                        fact = dataclasses.replace(fact, key=target, supersedes=f"{target}@v{n - 1}" if n > 1 else None)
+                    plain = fact.render()
+                elif target is not None:
+                    continue  # a file bead cannot read is not rewritten under another key: forget keeps it, and says so
                 else:
                     try:
                         plain = safe.read_bytes(path, root=mem.home.root)
@@ -62,12 +76,12 @@ def _seal(mem: Memory, key: str, plan: forget.Plan, to: Any, new: Any = None) ->
                         continue  # forget keeps it too, and says so
                     if not is_version_of(plain, key, n):
                         continue
-                mem.sealed.write(key, n, plain, to)
+                mem.sealed.write(into, n, plain, to)
             if new is not None:
                 written.append(new())
         except BaseException:
             # Nothing is deleted yet: take back the copies this call added, so the key stays as it was.
-            mem.sealed.delete(key, sorted(set(mem.sealed.numbers(key)) - before))
+            mem.sealed.delete(into, sorted(set(mem.sealed.numbers(into)) - before))
             raise
 
     # No tombstones: a value's hash is the value to anyone who can enumerate it (a PIN, a short code), so
@@ -108,20 +122,48 @@ def preview_seal(mem: Memory, key: str) -> forget.Plan:
     return forget.plan_seal(mem, key)
 
 
-def seal(mem: Memory, key: str) -> dict[str, Any]:
+def seal(mem: Memory, key: str, as_key: str | None = None) -> dict[str, Any]:
     """Encrypt every plaintext version of ``key`` into the vault, delete the plaintext and scrub its copies; or
-    finish a seal of it that was killed inside its last step (``_stopped``)."""
+    finish a seal of it that was killed inside its last step (``_stopped``). ``as_key``: seal the versions under
+    that key instead, a new one (a key's name stays on disk as the vault's folder, and a name bead made of the
+    value's words, as "remember" does, would keep them); the plaintext key's name goes as a forgotten key's."""
     validate_key(key)
-    stopped = _stopped(mem, key)
+    if as_key is not None:
+        validate_key(as_key)
+        mem.check_lookalike(as_key)
+        if as_key == key:
+            as_key = None
+        elif mem.facts.versions(as_key).numbers or mem.sealed.has(as_key):
+            raise BeadError(f"{as_key} has versions already", "choose a key nothing has used for --as")
+    stopped = _stopped(mem, key) if as_key is None else None
     if stopped is not None:
         summary = forget.apply(mem, stopped, event="seal", tombstones=False)
         summary["sealed"] = mem.sealed.numbers(key)
+        summary["key"] = key
         return summary
     to = _checked(mem, key)
     plan = forget.plan_seal(mem, key)
-    summary, _ = _seal(mem, key, plan, to)
-    summary["sealed"] = mem.sealed.numbers(key)
+    summary, _ = _seal(mem, key, plan, to, target=as_key)
+    summary["sealed"] = mem.sealed.numbers(as_key or key)
+    summary["key"] = as_key or key
     return summary
+
+
+_SAID_TO_BE = re.compile(r"(?i)\b(?:is|are|was|were)\b|[:=]")  # "the vault phrase is maple ...": what follows is the value
+
+
+def name_words(mem: Memory, key: str) -> list[str]:
+    """The words of ``key``'s name (its last part), four letters or more, that its current value says as the value
+    itself (after its first "is", ":" or "=", else anywhere: "the vault phrase is maple quartz lantern" says maple
+    and quartz, not vault): what sealing it leaves on disk as the vault's folder name (``seal``'s ``as_key`` moves
+    it under another)."""
+    fact = mem.current(key)
+    if fact is None:
+        return []
+    body = fact.body
+    cut = _SAID_TO_BE.search(body)
+    said = {w.lower() for w in _WORD.findall(body[cut.end() :] if cut else body)}
+    return [w for w in _WORD.findall(key.rsplit("/", 1)[-1]) if len(w) >= 4 and w.lower() in said]
 
 
 def write_secret(
