@@ -1661,6 +1661,7 @@ def test_a_forget_leaves_a_conversations_pinned_block_that_only_shares_a_code_wi
     the forgotten fact's own do not."""
     with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
         m.write("project/shop/db-port", "Postgres listens on port 5433.", type="project")
+        said = m.append_turns("other", [("user", "the staging cache said 5433 when I looked", T0, None)])[0]
 
     def body(msgs):
         system = [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/shop"}]
@@ -1682,6 +1683,8 @@ def test_a_forget_leaves_a_conversations_pinned_block_that_only_shares_a_code_wi
     assert upstream.requests[-1].json()["system"] == before, "the pinned block stays as it was"
     with Memory(Home(bead_home), Config(owner="t")) as m:
         assert m.current("project/shop/cache-port") is None and m.current("project/shop/db-port") is not None
+        # A raw turn still loses the code wherever it says it: a fact anyone wrote must not keep it in the history.
+        assert "5433" not in m.raw.read(said.path)[0].text
 
 
 @pytest.mark.parametrize(

@@ -76,6 +76,9 @@ class Plan:
     sealed: dict[str, list[int]] = field(default_factory=dict)  # key -> sealed versions to delete (no decrypt)
     ids: set[str] = field(default_factory=set)  # the plaintext versions' ids (key@vN)
     tokens: set[str] = field(default_factory=set)  # the values' distinctive tokens (codes, PINs)
+    # of those, the ones a current fact the forget does not take says too (``_said_by_other_facts``): a state or
+    # trace line (bead's own blocks) that holds one is that fact's, and stays; a raw turn that says one still loses it
+    spared: set[str] = field(default_factory=set)
     token_turns: dict[Path, set[int]] = field(default_factory=dict)  # raw turns holding a token, not the whole value
     # keys the audit and tombstone logs name whose name holds the value (a rejected proposal's key made of its
     # words): they keep only their hash there, like the keys that lose every version
@@ -654,9 +657,11 @@ def _held_forms(text: str) -> set[str]:
 
 def _said_by_other_facts(mem: Memory, plan: Plan) -> set[str]:
     """Of the plan's distinctive tokens, those a current fact it does not take says too: that fact's word or code
-    (`5433` of "Postgres listens on port 5433"), which stays in the turns and in bead's blocks that say it. Before, a
-    forget of "the cache answered on 5433 once" took every conversation's pinned block that held the Postgres fact,
-    so each was built again in the middle of its conversation and its prompt cache was lost (an outside review)."""
+    (`5433` of "Postgres listens on port 5433"), which stays in bead's blocks that hold that fact (``Plan.spared``).
+    Before, a forget of "the cache answered on 5433 once" took every conversation's pinned block that held the
+    Postgres fact, so each was built again in the middle of its conversation and its prompt cache was lost (an
+    outside review). Raw turns still lose the token wherever they say it: a fact anyone wrote (an agent's) that
+    says a secret's code must not keep it in the person's history."""
     out: set[str] = set()
     try:
         bodies = mem.index.current_bodies()
@@ -753,8 +758,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     plan.tokens = distinctive_tokens(mem, plan.texts, held) if tokens_found is None else set(tokens_found)
     if plan.kept:  # a word the kept versions say is theirs too (the host a value moved to stays)
         plan.tokens -= set().union(*map(_held_forms, plan.kept))
-    if plan.tokens and tokens_found is None:
-        plan.tokens -= _said_by_other_facts(mem, plan)
+    plan.spared = _said_by_other_facts(mem, plan) if plan.tokens else set()
     tokens = token_pattern(plan.tokens)
     encoded = plan.encoded
     if tokens is not None or encoded.pattern is not None:
@@ -784,7 +788,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
             continue
     if raw is None:
         _scan_skills(mem, plan, _matcher(needles))
-    line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles, tokens, encoded)
+    line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens - plan.spared), encoded)
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
     for p in configured_paths(mem.config, home=mem.home) if raw is None else ():
         try:
@@ -1109,7 +1113,8 @@ def _apply_forgetting(
     # 3. Episodes, review items, per-conversation state, the trace, and what names a gone key.
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)
-    line_matches = _line_matcher(plan.needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens), plan.encoded)
+    lines_tokens = token_pattern(plan.tokens - plan.spared)
+    line_matches = _line_matcher(plan.needles, plan.whole | plan.ids, plan.shingles, lines_tokens, plan.encoded)
     # Every state file and trace, not only those the plan found: a request that came before the forget may have
     # written one since (each is read under its conversation's lock, which a proxy holds while it writes).
     conversations = Conversations(mem.home)
