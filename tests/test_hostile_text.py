@@ -1022,3 +1022,16 @@ def test_filler_words_before_a_remember_cost_linear_time():
     assert_linear(remembering.request_list, message, remembering.REMEMBER_SCAN, limit=0.05, what="filler words")
     said = remembering.request_list(message(12))
     assert [r.value for r in said] == ["the build uses make"], "four of them are still read"
+
+
+@pytest.mark.parametrize("quote", ["'", '"'])
+def test_forgets_decoding_of_a_quote_before_blanks_is_linear(quote):
+    """A captured tool output holding a quote and then thousands of blanks (a padded report): the pattern that joins
+    string literals had three runs of blanks side by side and backtracked in cubic time, 111 s at 4,000 blanks, in
+    every forget's plan over the raw log (a review). Each run of blanks is now closed by what must follow it."""
+    from linear import assert_linear
+
+    from bead.core import forget
+
+    assert_linear(forget._decoded, lambda n: f"name,notes\n{quote}" + " " * n + "x", 250_000, limit=0.25, what="quote, blanks")
+    assert_linear(forget._decoded, lambda n: (f"{quote} \t " * 8 + "\n") * (n // 49), 250_000, limit=0.25, what="quotes, blanks")

@@ -331,7 +331,9 @@ DECODE_ROUNDS = 2  # JSON in a JSON string, a percent sign encoded again, an ent
 _BYTE_ESCAPES = re.compile(r"(?:\\x[0-9a-fA-F]{2})+|(?:\\[0-7]{3})+")
 _QUOTED_PRINTABLE = re.compile(r"=(?:[0-9A-F]{2}|\r?\n)")  # a mail's body or a MIME Q-word (`=2D`, a soft break)
 # One string literal closed and the next opened: `'Quibble-Fr' + 'ost-5521'`, Python's `"a" "b"`, across a line too.
-_JOINED_LITERALS = re.compile(r"""(['"])[ \t]*\+?[ \t]*(?:\r?\n[ \t]*)?\+?[ \t]*\1""")
+# No two runs of blanks side by side (a quote before thousands of blanks backtracked in cubic time): each run is
+# closed by the `+`, the line break or the quote that must follow it.
+_JOINED_LITERALS = re.compile(r"""(['"])[ \t]*(?:\+[ \t]*)?(?:\r?\n[ \t]*(?:\+[ \t]*)?)?\1""")
 
 
 def _encoded_somehow(text: str) -> bool:
