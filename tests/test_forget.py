@@ -1712,3 +1712,14 @@ def test_forget_reaches_a_value_written_in_byte_escapes_quoted_printable_or_join
     raw = b"".join(p.read_bytes() for p in mem.raw.files())
     assert b"note:" in raw or b"[forgotten]" in raw
     assert not any(w in raw.lower() for w in (b"rost-5521", b"rost=2d5521", b"uibble", b"\\x51uibble", b"ost-5521")), raw
+
+
+def test_a_code_another_fact_says_still_goes_from_the_raw_turns(mem):
+    """Another current fact that says a forgotten secret's code (a build number, or a note an agent planted) spares
+    it in bead's own blocks only: a raw turn that says the code in other words still loses it (a review)."""
+    turn = mem.append_turns("s-pin", [("user", "I changed the garage door to 48213977 today", T0, None)])[0]
+    mem.write("user/garage", "the garage door code is 48213977", "user")
+    mem.write("project/shop/ci-build", "CI build 48213977 was the last green one", "project")
+    forget.apply(mem, forget.plan_target(mem, "user/garage"))
+    assert "48213977" not in mem.raw.read(turn.path)[0].text
+    assert mem.current("project/shop/ci-build").body == "CI build 48213977 was the last green one"
