@@ -530,6 +530,26 @@ class TestHostileTranscripts:
         raw = b"".join(p.read_bytes() for p in mem.raw.files())
         assert b"what is the db password?" in raw and b"[REDACTED:printed-secret]" in raw and secret.encode() not in raw
 
+    @pytest.mark.parametrize("cut", [True, False], ids=["batch-cut", "one-batch"])
+    def test_an_answer_repeating_a_printed_secret_is_imported_redacted(self, mem, tmp_path, monkeypatch, cut):
+        """The answer after `printenv DB_PASSWORD` says the value again ("It is ... on staging"): redacted, also where
+        the file's batches are cut between the result and the answer (the values are carried, in memory)."""
+        if cut:
+            monkeypatch.setattr(history, "BATCH_BYTES", 1)
+        secret = "Qz8vLr2TnW4xPk9s"
+        call = [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "printenv DB_PASSWORD"}}]
+        result = [{"type": "tool_result", "tool_use_id": "t1", "content": secret + "\n"}]
+        answer = [{"type": "text", "text": f"It is {secret} on staging."}]
+        text = (
+            self.line("what is the db password?")
+            + self.line(call, kind="assistant")
+            + self.line(result)
+            + self.line(answer, kind="assistant")
+        )
+        history.import_claude_code(mem, read_items, self.folder(tmp_path, {"s1.jsonl": text}))
+        raw = b"".join(p.read_bytes() for p in mem.raw.files())
+        assert b"on staging" in raw and secret.encode() not in raw
+
     @pytest.mark.parametrize("originator", ["codex_exec", "codex_cli_rs"])
     def test_a_codex_exec_rollouts_prompt_is_not_imported_as_typed(self, mem, tmp_path, originator):
         """A rollout of a `codex exec` run (`originator: codex_exec`, `source: exec`): its prompt may be a script's or

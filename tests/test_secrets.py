@@ -2439,3 +2439,54 @@ def test_hex_dump_lines_cost_linear_time():
 
     assert_linear(redact, dump, 256 * 1024, limit=0.5, what="xxd lines")
     assert_linear(redact, lambda n: ("00000000: 4142 " * 4 + "|\n") * (n // 61), 256 * 1024, limit=0.5, what="near dumps")
+
+
+def _raw_of(bead_home) -> str:
+    from conftest import all_bytes_under
+
+    return "".join(d.decode("utf-8", "replace") for p, d in all_bytes_under(bead_home).items() if "store/raw" in str(p))
+
+
+@pytest.mark.parametrize("unread", [True, False], ids=["unread-answer", "a-later-answer"])
+def test_a_printed_secret_is_redacted_in_an_answer_the_proxy_could_not_read_and_in_a_later_one(
+    proxy_client, bead_home, upstream, unread
+):
+    """Two paths a review found the model's repeat of a printed value captured in clear: an answer the proxy cannot
+    read (compressed), which the next request's history brings, and an answer one turn later ("what was it
+    again?"). The capture of an unread answer reads the prints before it, and the values a conversation's prints
+    held are looked for in its later turns (in the proxy's memory, never on disk)."""
+    from fakes import Reply
+
+    said = f"It's {PRINTED_PASSWORD} on staging."
+    if unread:
+        answer = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [{"type": "text", "text": said}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+        upstream.replies.append(Reply(kind="raw", body=json.dumps(answer).encode(), headers=[("content-encoding", "br")]))
+        upstream.replies.append(Reply(kind="json", text="ok"))
+    else:
+        upstream.replies.append(Reply(kind="json", text=said))
+        upstream.replies.append(Reply(kind="json", text=f"Again: {PRINTED_PASSWORD}."))
+    data = {
+        "model": "claude-test",
+        "max_tokens": 64,
+        **json.loads(_printed_requests("printenv DB_PASSWORD", PRINTED_PASSWORD + "\n")["anthropic"][1]),
+    }
+    proxy = proxy_client()
+    assert proxy.post(json.dumps(data).encode(), headers={"X-Bead-Session": "repeat"})[0] == 200
+    proxy.settle()
+    data["messages"] += [
+        {"role": "assistant", "content": [{"type": "text", "text": said}]},
+        {"role": "user", "content": "what was it again?"},
+    ]
+    assert proxy.post(json.dumps(data).encode(), headers={"X-Bead-Session": "repeat"})[0] == 200
+    proxy.settle()
+    raw = _raw_of(bead_home)
+    assert "on staging" in raw and ("Again:" in raw or unread)
+    assert PRINTED_PASSWORD not in raw

@@ -99,25 +99,43 @@ def message_turns(message: Message, ident: Identity, flags: dict[str, object] | 
     ]
 
 
-def request_turns(conv: Conversation, ident: Identity, start: int, prints_before: bool = False) -> list[Turn]:
+def request_turns(
+    conv: Conversation, ident: Identity, start: int, prints_before: bool = False, known: list[str] | None = None
+) -> list[Turn]:
     """The turns of messages ``start``.. that have text (harness system messages are context, not turns); a tool's
     output that is a printed secret redacted (``_printed_redacted``), and the value it held wherever the request says
     it again (``without_values``: the assistant's "it is set to ...", a later call's argument). ``prints_before``: the
     answer this request continues (a Responses ``previous_response_id``, which the request does not repeat) called a
-    command that prints a secret, so the tool results that open the request are its output."""
+    command that prints a secret, so the tool results that open the request are its output. ``known``: the values
+    earlier requests of the conversation found printed (a later answer says one again: "Again: ..."), redacted too;
+    this request's are added to it (``remember_values``)."""
     out = []
     window, found = _redacted_window(conv, start, prints_before)
     for i, m in window:
         if i >= start:
             out += message_turns(m, ident)
     # The turns as they will be written (a tool call's input rendered from its data too)
-    return without_values(out, found)
+    return without_values(out, remember_values(known, found))
 
 
-def printed_values(conv: Conversation, prints_before: bool = False) -> list[str]:
-    """The values the printed secrets among the request's newest messages held (since its last assistant message):
-    what the answer to the request may say again (``without_values``)."""
-    return _redacted_window(conv, len(conv.messages), prints_before)[1]
+def printed_values(conv: Conversation, prints_before: bool = False, known: list[str] | None = None) -> list[str]:
+    """The values the printed secrets among the request's newest messages held (since its last assistant message),
+    and ``known`` (the conversation's, ``request_turns``): what the answer to the request may say again
+    (``without_values``)."""
+    return remember_values(known, _redacted_window(conv, len(conv.messages), prints_before)[1])
+
+
+def remember_values(known: list[str] | None, found: list[str]) -> list[str]:
+    """``found`` added to ``known`` (in place; the newest KNOWN_MAX kept), and the values to look for: both, longest
+    first (one that holds another goes whole)."""
+    if known is None:
+        return found
+    for v in found:
+        if v in known:
+            known.remove(v)
+        known.append(v)
+    del known[:-KNOWN_MAX]
+    return sorted(known, key=len, reverse=True)
 
 
 def without_values(turns: list[Turn], values: list[str]) -> list[Turn]:
@@ -134,8 +152,9 @@ KNOWN_MAX = 64  # values looked for, at most
 def _redacted_window(conv: Conversation, start: int, prints_before: bool) -> tuple[list[tuple[int, Message]], list[str]]:
     """The user and assistant messages from the last assistant message before ``start`` on, each with the printed
     secrets redacted, and the values those held. Both readings start over at an assistant message, so a request pays
-    for the messages it captures, not for the conversation's whole history."""
-    since = min(start, len(conv.messages) - 1)
+    for the messages it captures, not for the conversation's whole history. (Where ``start`` is an assistant message,
+    an answer the proxy could not read, the window opens at the one before it: the prints it may repeat.)"""
+    since = min(start, len(conv.messages)) - 1
     while since > 0 and conv.messages[since].role != "assistant":
         since -= 1
     since = max(since, 0)

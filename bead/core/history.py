@@ -464,6 +464,9 @@ class FileState:
     # The batch before ended with an answer calling a command that prints a secret (capture.prints_at_end): the tool
     # results opening the next batch are its output.
     prints: bool = False
+    # The values the file's printed secrets held so far (capture.request_turns' ``known``): a later batch's answer
+    # that says one again is redacted too. In memory only, for this import.
+    known: list[str] = field(default_factory=list)
 
 
 GONE = "gone"  # the turn before was one a forget or a seal rewrote (FileState.gone_after)
@@ -511,7 +514,7 @@ def import_transcript(
         return 0
     t.messages.clear()
     ident = Identity(session=t.session, base_session=t.base_session, thread="", project=t.project)
-    turns = request_turns(conv, ident, 0, state.prints)
+    turns = request_turns(conv, ident, 0, state.prints, state.known)
     state.prints = prints_at_end(conv.messages, state.prints)
     offset, state.messages = state.messages, state.messages + len(conv.messages)
     del conv

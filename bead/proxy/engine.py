@@ -78,6 +78,7 @@ API_BODY_BYTES = 32_000_000
 MAX_MESSAGES = 10_000
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # response bytes kept for capturing the assistant turn
 MAX_CHAINS = 4096  # Responses ids remembered for previous_response_id
+MAX_PRINTED_CONVERSATIONS = 1024  # conversations whose printed secrets' values are looked for again (in memory)
 CHAIN_ANSWER_WAIT_S = 5.0  # a chain step's capture waits this long at most for the previous answer in another worker
 # SQLite's page cache of each of the proxy's connections (one a thread, in every worker): 512 KiB instead of SQLite's
 # 2,000 took about 7 MB off a worker at 10,000 facts and 200,000 turns (docs/results.md); the OS caches the file.
@@ -205,6 +206,11 @@ class Engine:
         self._responses: OrderedDict[str, Identity | None] = OrderedDict()  # None: an id two answers claimed
         self._answers: dict[str, threading.Event] = {}  # a chained answer's conversation -> set once its capture is queued
         self._responses_lock = threading.Lock()
+        # The values a conversation's printed secrets held (``capture.request_turns``' ``known``), so that a later
+        # answer that says one again is redacted too. In this process's memory only, never on disk; the newest
+        # MAX_PRINTED_CONVERSATIONS conversations. A conversation's captures run one after another (``_chain``).
+        self._printed: OrderedDict[str, list[str]] = OrderedDict()
+        self._printed_lock = threading.Lock()
         # Build the index now if it is missing, so no request pays for a rebuild.
         with Memory(home, config, clock) as mem:
             mem.index  # noqa: B018 - opening it builds it
@@ -360,6 +366,17 @@ class Engine:
                     self.conversations.record_chain(thread, prep.ident, prep.n_messages, latest=True)
             except (OSError, safe.UnsafePath) as exc:
                 self.error("chain", exc)
+
+    def _known_prints(self, conversation_id: str) -> list[str]:
+        """The list of values the conversation's printed secrets held (``_printed``), made on first use."""
+        with self._printed_lock:
+            known = self._printed.get(conversation_id)
+            if known is None:
+                known = self._printed[conversation_id] = []
+                while len(self._printed) > MAX_PRINTED_CONVERSATIONS:
+                    self._printed.popitem(last=False)
+            self._printed.move_to_end(conversation_id)
+            return known
 
     def _chain_of(self, conv: Conversation) -> Identity | None:
         return self._chain_of_id(conv.continues) if conv.continues else None
@@ -723,7 +740,8 @@ class Engine:
             if epoch is not None and start == st.captured and st.captured_epoch not in (None, epoch):
                 st.set_captured(st.captured, st.captured_partial, None, epoch)
             return
-        turns = capture.request_turns(conv, ident, start, st.carried_prints) if start < len(conv.messages) else []
+        known = self._known_prints(ident.id)
+        turns = capture.request_turns(conv, ident, start, st.carried_prints, known) if start < len(conv.messages) else []
         unread = start == st.captured and start < len(conv.messages) and conv.messages[start].role == "assistant"
         if unread and st.captured_epoch is not None:
             # The answer to the request that captured up to here, which the proxy could not read as it ended (a
@@ -774,7 +792,8 @@ class Engine:
         (an earlier prompt edited after a rewind, a side request that shares the conversation's first messages).
         The conversation's place (``captured``) stays where its line is; the answer follows it (``_capture_answer``).
         """
-        turns = [t for t in capture.request_turns(conv, ident, at, st.carried_prints) if t.flags.get("message") == at]
+        known = self._known_prints(ident.id)
+        turns = [t for t in capture.request_turns(conv, ident, at, st.carried_prints, known) if t.flags.get("message") == at]
         logged = self._capture(mem, ident, turns, epoch=epoch) if turns else []
         typed = [t.anchor for t in logged if t.flags.get("source") == "typed"]
         if _forgotten(logged):
@@ -888,7 +907,8 @@ class Engine:
                 # What a secret the request's newest tool results printed held, which the answer may say again
                 # ("DB_PASSWORD is set to ..."): redacted there too.
                 said = turns  # as the next request's history will carry it (an aside's answer is known by its digest)
-                turns = capture.without_values(turns, capture.printed_values(prep.conv, st.carried_prints))
+                known = self._known_prints(ident.id)
+                turns = capture.without_values(turns, capture.printed_values(prep.conv, st.carried_prints, known))
                 st.set_answer_prints(prints)
                 newest = prep.conv.newest_user
                 aside = (newest, prep.conv.messages[newest].hash) if newest is not None else None
