@@ -2490,3 +2490,31 @@ def test_a_printed_secret_is_redacted_in_an_answer_the_proxy_could_not_read_and_
     raw = _raw_of(bead_home)
     assert "on staging" in raw and ("Again:" in raw or unread)
     assert PRINTED_PASSWORD not in raw
+
+
+@pytest.mark.parametrize("value", ["sunshinesky", "48213977", "Qz8vLr2TnW4xPk9s"])
+def test_a_value_printed_alone_under_codexs_output_header_is_redacted_and_the_header_kept(mem, value):
+    """Codex's exec_command gives the output under a header of its own (`Chunk ID: ...`, `Wall time: ...`, `Process
+    exited with code 0`, `Original token count: 3`, `Output:`), as the recorded rollouts have it: the one-word rule
+    read the whole text, so the value went through, and the header's `Original` was taken for a printed value and
+    redacted in the assistant's words too (a review). The header is left as it is, the output read alone."""
+    output = (
+        f"Chunk ID: cd5a91\nWall time: 0.4512 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\n{value}\n"
+    )
+    body = {
+        "model": "gpt-test",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "what is the db password?"}]},
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "name": "exec_command",
+                "arguments": json.dumps({"cmd": "printenv DB_PASSWORD"}),
+            },
+            {"type": "function_call_output", "call_id": "c1", "output": output},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "The Original value is set."}]},
+        ],
+    }
+    raw = _captured(mem, "responses", json.dumps(body).encode(), "codex-one")
+    assert value.encode() not in raw and b"[REDACTED:printed-secret]" in raw
+    assert b"Original token count: 3\nOutput:" in raw and b"The Original value is set." in raw

@@ -986,11 +986,17 @@ def _printed_like(word: str) -> bool:
     core = word.strip("\"'`()[]{}<>,.;:!?")
     if len(core) < 8 or core.startswith(("/", "./", "~/")) or "://" in core:
         return False
+    if core[0].isupper() and core[1:].isalpha() and core[1:].islower():
+        return False  # a capitalised word (`Original`, `Metadata`): a table's or a harness's, not a value
     kinds = any(c.islower() for c in core) + any(c.isupper() for c in core) + any(c.isdigit() for c in core)
     return kinds >= 2 or (kinds == 1 and len(core) >= 16 and not core.isdigit() and not core.isupper())
 
 
 PRINTED_ALONE_MIN = 4  # an output that is one word alone of at least this many characters (quotes aside) is the value
+# Lines of `Name: value` a harness writes before a command's output, ending in `Output:` alone on its line (Codex's
+# exec_command: `Chunk ID`, `Wall time`, `Process exited with code 0`, `Original token count`), at most eight.
+_HARNESS_OUTPUT_HEADER = re.compile(r"(?:[A-Z][A-Za-z ]{1,40}(?::[^\n]{0,80}| [^\n:]{0,80})\r?\n){1,8}Output:[ \t]*\r?\n")
+PRINTED_HEADER_CHARS = 1024
 
 
 def redact_printed(text: str, found: list[str] | None = None) -> tuple[str, bool]:
@@ -999,7 +1005,13 @@ def redact_printed(text: str, found: list[str] | None = None) -> tuple[str, bool
     (`ECONNREFUSED`, `goreleaser`) stays: an error's words, as a lower-case password stays everywhere in the rules.
     An output that is one word alone (`printenv DB_PASSWORD` printing `sunshinesky`, `48213977`, `hunter2`) is the
     value itself, whatever its shape: it goes whole, unless it is a path or a URL, a redaction already, or shorter
-    than PRINTED_ALONE_MIN. ``found``: each word redacted is appended to it."""
+    than PRINTED_ALONE_MIN. ``found``: each word redacted is appended to it. A harness's header before the output
+    (Codex's `Chunk ID: ...`, `Process exited with code 0`, ... `Output:` lines) is left as it is, and the output
+    after it read as the whole output."""
+    header = _HARNESS_OUTPUT_HEADER.match(text[:PRINTED_HEADER_CHARS])
+    if header is not None:
+        body, hit = redact_printed(text[header.end() :], found)
+        return text[: header.end()] + body, hit
     alone = text.strip()
     core = alone.strip("\"'`")
     if (
