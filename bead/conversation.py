@@ -204,15 +204,16 @@ def untyped(conv: Conversation, headers: dict[str, str]) -> str:
     - OpenCode (its User-Agent): a project command's template (``.opencode/command/NAME.md``, a repository's file)
       and the output of the ``!`cmd` `` it runs are sent as the person's message, as is what ``opencode run`` was
       piped after the person's words;
-    - a ``codex exec`` run (its ``originator`` header, or its User-Agent): with ``-`` or no prompt its whole prompt
-      is what was piped to it (``gh issue view 7 --json body -q .body | codex exec -``), sent with no mark, and
-      a script's prompt is no one's word either, as for ``claude -p``."""
+    - a ``codex exec`` run (its ``originator`` header, or its User-Agent), the Codex SDK's too (which runs ``codex
+      exec`` as ``codex_sdk_ts``): with ``-`` or no prompt its whole prompt is what was piped to it (``gh issue view
+      7 --json body -q .body | codex exec -``), sent with no mark, and a script's prompt is no one's word either, as
+      for ``claude -p``. An interactive session (``codex_cli_rs``, ``codex_vscode``) is the person's."""
     head = conv.system[:600]
     if "x-anthropic-billing-header:" in head and "cc_entrypoint=sdk-" in head:
         return HEADLESS_CLAUDE_CODE
-    if headers.get("originator", "").strip().lower() == "codex_exec" or headers.get("user-agent", "").lower().startswith(
-        "codex_exec/"
-    ):
+    originator = headers.get("originator", "").strip().lower()
+    agent = headers.get("user-agent", "").lower()
+    if originator == "codex_exec" or originator.startswith("codex_sdk") or agent.startswith(("codex_exec/", "codex_sdk")):
         return CODEX_EXEC
     if headers.get("user-agent", "").lower().startswith("opencode/"):
         return OPENCODE

@@ -23,23 +23,24 @@ FIXTURES = Path(__file__).parent / "fixtures" / "piped"
 EVIL = "evil.example"
 
 
-def replay(home: Path, name: str, route: str, text: str | None = None) -> None:
+def replay(home: Path, name: str, route: str, text: str | None = None, headers: dict[str, str] | None = None) -> None:
     """Send the recorded requests of ``name`` through the proxy; ``text``: the newest input item's text instead of
-    the recorded one (a Responses request)."""
+    the recorded one (a Responses request); ``headers``: recorded headers replaced."""
     openai, anthropic = FakeOpenAI(), FakeAnthropic()
     openai.default = anthropic.default = Reply(kind="sse", text="Done.")
     proxy = ProxyClient(make_proxy_app(home, anthropic.url, openai_upstream_url=openai.url))
     try:
         for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines():
             rec = json.loads(line)
-            headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
+            sent = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
+            sent.update(headers or {})
             path = "/openai" + rec["path"] if route == "openai" else rec["path"]
             body = base64.b64decode(rec["body_b64"])
             if text is not None:
                 data = json.loads(body)
                 data["input"][-1]["content"][0]["text"] = text
                 body = json.dumps(data).encode()
-            assert proxy.post(body, headers, path)[0] == 200
+            assert proxy.post(body, sent, path)[0] == 200
         proxy.settle()
     finally:
         proxy.close()
@@ -94,3 +95,33 @@ def test_a_codex_exec_prompt_read_whole_from_stdin_is_not_the_persons_word(tmp_p
         assert "codex exec" in items[0].detail
         said = [t for p in mem.raw.files() for t in mem.raw.read(p) if EVIL in t.text]
     assert said and all(t.flags.get("near_paste") or t.flags.get("source") != "typed" for t in said), [t.flags for t in said]
+
+
+@pytest.mark.parametrize(
+    ("originator", "untyped"),
+    [("codex_exec", True), ("codex_sdk_ts", True), ("codex_cli_rs", False), ("codex_vscode", False), ("", False)],
+)
+def test_a_codex_run_without_a_terminal_is_untyped_and_an_interactive_one_is_the_persons(originator, untyped):
+    """The Codex SDK runs `codex exec` with its own originator (`codex_sdk_ts`), which was read as typed while `bead
+    import` marked the same runs (a review); an interactive session stays the person's."""
+    from bead.conversation import CODEX_EXEC
+    from bead.conversation import untyped as why
+    from bead.wire import openai
+
+    rec = json.loads((FIXTURES / "codex-stdin.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    conv = openai.RESPONSES.parse(base64.b64decode(rec["body_b64"]), {})[1]
+    headers = {"originator": originator} if originator else {}
+    assert why(conv, headers) == (CODEX_EXEC if untyped else "")
+
+
+def test_an_interactive_codex_sessions_remember_is_the_persons_word(tmp_path):
+    """The same request as an interactive Codex session sends it (`originator: codex_cli_rs`): the person typed it,
+    so "Remember that ..." is written as their word at once, under the project Codex reported."""
+    home = tmp_path / "home"
+    Home(home).ensure()
+    interactive = {"originator": "codex_cli_rs", "user-agent": "codex_cli_rs/0.171.0 (Debian 12.0.0; x86_64) xterm"}
+    replay(home, "codex-stdin.jsonl", "openai", text="Remember that the project uses Go.", headers=interactive)
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        facts = [mem.current(k) for k in mem.facts.keys()]
+        assert [(f.body, f.trust) for f in facts] == [("the project uses Go", "user_stated")]
+        assert Queue(mem).items() == []
