@@ -219,8 +219,10 @@ class TestSeal:
         )
         shown = bead("sealed", "show", "project/shop/secret-1", *PP, env=PP_ENV)
         assert shown.code == 0 and shown.out.strip() == value
+        mem.write("user/other-thing", "something else entirely", "user")
         taken = bead("seal", "user/other-thing", "--as", "project/shop/secret-1", "--yes")
         assert taken.code == 1 and "has versions already" in taken.err
+        assert mem.current("user/other-thing") is not None, "nothing was changed"
 
     def test_another_fact_quoting_the_value_is_named_not_changed(self, bead, mem, vault):
         """A seal seals its key; another fact that quotes the value is the person's own and stays, so the result
@@ -1036,6 +1038,31 @@ def test_a_seal_killed_inside_its_last_step_is_finished_by_running_it_again(mem,
     assert mem.is_sealed("user/alarm") and ops.show(mem, "user/alarm", PASSPHRASE).body == body
     with pytest.raises(BeadError, match="sealed already"):
         ops.seal(mem, "user/alarm")
+
+
+def test_a_seal_as_another_key_killed_inside_its_last_step_is_finished_by_running_it_again(mem, vault, monkeypatch):
+    """The same kill under `--as NEWKEY`: running it again said "NEWKEY has versions already", and a plain seal of
+    the key "nothing to seal", with the body left in index.db (a review). The same command finishes it now."""
+    from bead.core import forget
+
+    body = "The alarm code is 5150 north"
+    mem.write("user/alarm-5150-north", body, "user")
+
+    def killed(m, plan):
+        for key, numbers in plan.keys.items():
+            m.facts.delete_versions(key, numbers)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(forget, "_delete_last", killed)
+    with pytest.raises(KeyboardInterrupt):
+        ops.seal(mem, "user/alarm-5150-north", as_key="user/secret-1")
+    monkeypatch.undo()
+    assert "index.db" in " ".join(leftovers(mem.home.root, body))
+    assert ops.seal(mem, "user/alarm-5150-north", as_key="user/secret-1")["sealed"] == [1]
+    assert leftovers(mem.home.root, body) == [] and ops.show(mem, "user/secret-1", PASSPHRASE).body == body
+    with pytest.raises(BeadError, match="has versions already"):
+        mem.write("user/other-thing", "something else", "user")
+        ops.seal(mem, "user/other-thing", as_key="user/secret-1")
 
 
 def test_seal_removes_the_skill_file_install_wrote_from_the_fact(bead, mem, vault, tmp_path):

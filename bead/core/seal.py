@@ -101,12 +101,13 @@ def _checked(mem: Memory, key: str) -> Any:
     return to
 
 
-def _stopped(mem: Memory, key: str) -> forget.Plan | None:
-    """The plan that finishes a seal of ``key`` killed inside its last step, or None. That step deletes the
-    plaintext files inside the index's transaction: a kill there leaves the files gone and the sealed copies
-    written, but index.db holding the body, which a pinned block may have served since (a state line, a trace
-    line). Forget's plan of a key with no file takes its values from the index, so the scrub can be done again."""
-    if mem.facts.versions(key).numbers or not mem.sealed.has(key):
+def _stopped(mem: Memory, key: str, into: str | None = None) -> forget.Plan | None:
+    """The plan that finishes a seal of ``key`` (under ``into``: ``seal``'s ``as_key``) killed inside its last step,
+    or None. That step deletes the plaintext files inside the index's transaction: a kill there leaves the files
+    gone and the sealed copies written, but index.db holding the body, which a pinned block may have served since (a
+    state line, a trace line). Forget's plan of a key with no file takes its values from the index, so the scrub can
+    be done again."""
+    if mem.facts.versions(key).numbers or not mem.sealed.has(into or key):
         return None
     plan = forget.plan_seal(mem, key)
     return None if plan.empty else plan
@@ -130,17 +131,18 @@ def seal(mem: Memory, key: str, as_key: str | None = None) -> dict[str, Any]:
     validate_key(key)
     if as_key is not None:
         validate_key(as_key)
-        mem.check_lookalike(as_key)
-        if as_key == key:
-            as_key = None
-        elif mem.facts.versions(as_key).numbers or mem.sealed.has(as_key):
-            raise BeadError(f"{as_key} has versions already", "choose a key nothing has used for --as")
-    stopped = _stopped(mem, key) if as_key is None else None
+        as_key = None if as_key == key else as_key
+    # A seal killed in its last step is finished by running the same command again (under ``as_key`` too).
+    stopped = _stopped(mem, key, as_key)
     if stopped is not None:
         summary = forget.apply(mem, stopped, event="seal", tombstones=False)
-        summary["sealed"] = mem.sealed.numbers(key)
-        summary["key"] = key
+        summary["sealed"] = mem.sealed.numbers(as_key or key)
+        summary["key"] = as_key or key
         return summary
+    if as_key is not None:
+        mem.check_lookalike(as_key)
+        if mem.facts.versions(as_key).numbers or mem.sealed.has(as_key):
+            raise BeadError(f"{as_key} has versions already", "choose a key nothing has used for --as")
     to = _checked(mem, key)
     plan = forget.plan_seal(mem, key)
     summary, _ = _seal(mem, key, plan, to, target=as_key)
