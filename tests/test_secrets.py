@@ -183,6 +183,20 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("provider-secret-prefixes", "use {s} for the together calls", "tgp_v1_" + r(ALNUM, 43))
     add("provider-secret-prefixes", "fireworks is {s}", "fw_Zq8" + r(ALNUM, 21))
     add("config-file-secrets", "database:\n  db_pass: >-\n    {s}\n", "Xm4" + r(ALNUM, 15))
+    # their variants a review found (2026-12-06)
+    add("provider-secret-prefixes", "TOGETHER={s}", "tgp_v1_" + r(ALNUM, 43))
+    add("provider-secret-prefixes", "export FW={s}", "fw_Zq8" + r(ALNUM, 21))
+    add("password-stdin-heredoc", "docker login --password-stdin <<< {s}", "Zq8" + r(ALNUM, 14))
+    add("password-stdin-heredoc", "cat <<EOF | docker login ghcr.io -u bob --password-stdin\n{s}\nEOF", "Zq8" + r(ALNUM, 14))
+    add("config-file-secrets", "db:\n  passphrase: |\n    {s}\n", "Zq8" + r(ALNUM, 14))
+    add("config-file-secrets", "db:\n  api-key: |\n    {s}\n", "Zq8" + r(ALNUM, 14))
+    add("password-in-prose", "`DB_PASSWORD` is set to {s}", "Zq8" + r(ALNUM, 14))
+    add("multipart-secret-field", "--b\r\nContent-Disposition: form-data; name=api_key\r\n\r\n{s}\r\n--b--", "Zq8" + r(ALNUM, 14))
+    add(
+        "multipart-secret-field",
+        "--b\r\nContent-Disposition: form-data; name='password'\r\n\r\n{s}\r\n--b--",
+        "Zq8" + r(ALNUM, 14),
+    )
     # a variable's name in an answer's prose (after `printenv`), bare or as code
     add("password-in-prose", "DB_PASSWORD is {s}", "Qz8" + r(ALNUM, 13))
     add("password-in-prose", "`STAGING_DB_PASSWORD` is `{s}` on the box", "Vt2" + r(ALNUM, 11))
@@ -961,6 +975,14 @@ BENIGN = [
     "self.fw_downloadfirmwareversions = True",
     "pip/_vendor/platformdirs/version.py,sha256=qaN-fw_htIgKUVXoAuAEVgKxQu3tZ9qE2eiKkWIS7LA,160",
     "cache hit for key-d41d8cd98f00b204e9800998ecf8427e",
+    'return self.post(url, {"username": username, "password": password})',
+    '"password": auth[1]}',
+    "`npm profile set password`: Change your password",
+    "fw_cdev_get_cycle_timer2(fd, &t)",
+    '--b\r\nContent-Disposition: form-data; name="max_tokens"\r\n\r\n128000\r\n--b--',
+    '--b\r\nContent-Disposition: form-data; name="tokenizer"\r\n\r\ncl100k_base\r\n--b--',
+    '--b\r\nContent-Disposition: form-data; name="secret_santa"\r\n\r\nAlice and Bob\r\n--b--',
+    "mailgun is set up elsewhere\nkey-0123456789abcdef0123456789abcdef",
     "STAGING_DB_PASSWORD was required_for_staging in the old settings",
     "TLS_PRIVATE_KEY=certs/tls.key",
     'sed -i "s/^DB_PASSWORD=.*/DB_PASSWORD=$NEW_PASS/" .env',
