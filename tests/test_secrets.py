@@ -1648,6 +1648,25 @@ def test_an_output_that_is_one_word_alone_is_the_value_whatever_its_shape(mem, v
     assert value.strip("'").encode() not in raw and b"[REDACTED:printed-secret]" in raw
 
 
+@pytest.mark.parametrize("value", ["correct horse battery staple", "maple-quartz-lantern-orbit", "Sunshine Sky"])
+def test_a_passphrase_printed_alone_is_the_value(mem, value):
+    """`pass show wifi` printing a passphrase of words: no word of it reads as a secret alone, so it went to the raw
+    log in clear (a review). One line of two to twelve words and nothing else is the value, whole."""
+    name, body = _printed_requests("pass show personal/wifi", value + "\n")["anthropic"]
+    raw = _captured(mem, name, body, "passphrase")
+    words = value.replace("-", " ").split()
+    assert b"[REDACTED:printed-secret]" in raw and not [w for w in words if w.encode() in raw]
+
+
+@pytest.mark.parametrize(
+    "output", ["secret not found", "Permission denied", "bash: DB_PASSWORD: unbound variable", "No such file or directory"]
+)
+def test_an_error_a_printing_command_gives_instead_stays(mem, output):
+    name, body = _printed_requests("pass show personal/wifi", output + "\n")["anthropic"]
+    raw = _captured(mem, name, body, "printed-error")
+    assert output.encode() in raw and b"[REDACTED:printed-secret]" not in raw
+
+
 @pytest.mark.parametrize("output", ["/run/secrets/db_password", "https://vault.example.com/v1/db", "ok", "(No content)"])
 def test_a_path_a_url_or_a_short_word_printed_alone_stays(mem, output):
     """What a printing command prints that is no value (a path, a URL, a word of three letters or fewer, more than

@@ -993,6 +993,16 @@ def _printed_like(word: str) -> bool:
 
 
 PRINTED_ALONE_MIN = 4  # an output that is one word alone of at least this many characters (quotes aside) is the value
+# An output that is one line of two to twelve words of letters, joined by a space or a hyphen each: a passphrase
+# (diceware, a seed phrase), unless a word of it is one an error says.
+_PASSPHRASE = re.compile(r"[A-Za-z]{3,20}(?:[ -][A-Za-z]{3,20}){1,11}")
+PASSPHRASE_CHARS = 256
+ERROR_WORDS = frozenset(
+    """not found no such denied permission error errors unbound variable command file directory invalid usage
+    failed fail cannot unable missing unknown unset undefined null none empty option options argument arguments
+    required refused timeout timed out exist exists does supported allowed access forbidden unauthorized expired
+    warning fatal abort aborted nothing help try see set bad""".split()
+)
 # Lines of `Name: value` a harness writes before a command's output, ending in `Output:` alone on its line (Codex's
 # exec_command: `Chunk ID`, `Wall time`, `Process exited with code 0`, `Original token count`), at most eight.
 _HARNESS_OUTPUT_HEADER = re.compile(r"(?:[A-Z][A-Za-z ]{1,40}(?::[^\n]{0,80}| [^\n:]{0,80})\r?\n){1,8}Output:[ \t]*\r?\n")
@@ -1022,6 +1032,13 @@ def redact_printed(text: str, found: list[str] | None = None) -> tuple[str, bool
         and not core.startswith(("/", "./", "~/"))
         and "://" not in core
     ):
+        start = len(text) - len(text.lstrip())
+        if found is not None:
+            found.append(core)
+        return f"{text[:start]}[REDACTED:{PRINTED}]{text[start + len(alone) :]}", True
+    if len(alone) <= PASSPHRASE_CHARS and _PASSPHRASE.fullmatch(core) and not set(core.lower().split()) & ERROR_WORDS:
+        # A passphrase printed alone (`pass show wifi`: "correct horse battery staple"): one line of words and
+        # nothing else, none of them an error's ("secret not found", "Permission denied" stay).
         start = len(text) - len(text.lstrip())
         if found is not None:
             found.append(core)
