@@ -2559,3 +2559,30 @@ def test_a_value_printed_alone_under_codexs_output_header_is_redacted_and_the_he
     raw = _captured(mem, "responses", json.dumps(body).encode(), "codex-one")
     assert value.encode() not in raw and b"[REDACTED:printed-secret]" in raw
     assert b"Original token count: 3\nOutput:" in raw and b"The Original value is set." in raw
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "const key = 'sk-proj-' +\n  '{a}' +\n  '{b}';",
+        'key = ("sk-proj-{a}"\n       "{b}")',
+        'OPENAI_API_KEY = "sk-proj-{a}" + "{b}"',
+    ],
+    ids=["js-plus", "python-implicit", "one-line-plus"],
+)
+def test_a_key_split_across_joined_string_literals_goes_whole(form):
+    """A key split in two string literals for a line's length: its first half was redacted and the second left in
+    clear (an outside review). The literals are read joined, and the redaction covers both halves and the join."""
+    a, b = "Zq8vK2pLm9Xw4Rt7" * 3, "Hn3bV6cX9zQ1wE5r" * 4
+    text = form.format(a=a, b=b)
+    clean, found = redact(text)
+    assert found and a[-12:] not in clean and b[:12] not in clean and b[-12:] not in clean, clean
+
+
+def test_joined_literals_cost_linear_time_and_leave_ordinary_code():
+    from linear import assert_linear
+
+    for code in ('x = "" + y', 'print("a" "b")', 'greeting = "Hello " + name + " world"', "s = 'ab' + 'cd'"):
+        assert redact(code) == (code, [])
+    assert_linear(redact, lambda n: "'" + " " * n + "x", 250_000, limit=0.25, what="a quote before blanks")
+    assert_linear(redact, lambda n: "'ab' + " * (n // 7), 250_000, limit=0.25, what="joins")

@@ -904,11 +904,41 @@ def _readable(text: str) -> str:
     return LONE_SURROGATE.sub("\ufffd", text) if held else text
 
 
+# One string literal closed and the next opened, to be read as one: `'sk-proj-' + '...'`, Python's `"..." "..."`
+# (across a line break too). No two runs of blanks side by side: each is closed by the `+`, the line break or the
+# quote that must follow it, so a quote before a long run of blanks is read once (Python's engine, linear).
+_JOINED_LITERALS = re.compile(r"""(['"])[ \t]*(?:\+[ \t]*)?(?:\r?\n[ \t]*(?:\+[ \t]*)?)?\1""")
+
+
+def _in_joined(text: str) -> list[Finding]:
+    """The findings in ``text`` with its string literals joined where one closes and the next opens (a key split
+    in two for a line's length: the first half was redacted, the second left), each placed on the characters of
+    ``text`` it came from, the joins inside it too. Nothing is scanned again unless the text has such a join."""
+    if "'" not in text and '"' not in text:
+        return []
+    pieces: list[str] = []
+    edits: list[tuple[int, int, int, int]] = []
+    last = gone = 0
+    for m in _JOINED_LITERALS.finditer(text):
+        size = m.end() - m.start()
+        if size == 2:
+            continue  # an empty string ("" or ''), not a join
+        pieces.append(text[last : m.start()])
+        edits.append((m.start(), size, m.start() - gone, 0))
+        gone += size
+        last = m.end()
+    if not edits:
+        return []
+    pieces.append(text[last:])
+    view = "".join(pieces)
+    return _placed([f for f in [*scan(view), *_in_fold(view)] if f.end > f.start], edits)
+
+
 def _findings(text: str) -> list[Finding]:
     """What ``redact`` replaces in ``text`` (``_readable``): found as written, in its normal form, with its escapes
-    read, or base64-decoded; spans that do not overlap."""
+    read, its string literals joined, or base64-decoded; spans that do not overlap."""
     findings = scan(text)
-    other = [*_in_fold(text), *_in_escaped(text), *_in_markup(text), *_in_base64(text)]
+    other = [*_in_fold(text), *_in_escaped(text), *_in_joined(text), *_in_markup(text), *_in_base64(text)]
     if other:
         findings = _merged(sorted([*findings, *other], key=lambda f: (f.start, -(f.end - f.start))))
     return findings
