@@ -2586,3 +2586,13 @@ def test_joined_literals_cost_linear_time_and_leave_ordinary_code():
         assert redact(code) == (code, [])
     assert_linear(redact, lambda n: "'" + " " * n + "x", 250_000, limit=0.25, what="a quote before blanks")
     assert_linear(redact, lambda n: "'ab' + " * (n // 7), 250_000, limit=0.25, what="joins")
+
+
+def test_a_word_printed_where_there_is_no_value_is_not_looked_for_in_the_rest_of_the_conversation(mem):
+    """`node -e 'console.log(process.env.API_TOKEN)'` printing `undefined`: the one word is redacted where it was
+    printed, but it is no value to look for again: the assistant's "the variable is undefined in this shell" and a
+    stack trace's `undefined` stay."""
+    data = json.loads(_printed_requests("echo $API_TOKEN", "undefined\n")["anthropic"][1])
+    data["messages"].append({"role": "assistant", "content": "The variable is undefined in this shell; set it first."})
+    raw = _captured(mem, "anthropic", json.dumps(data).encode(), "no-value")
+    assert b"The variable is undefined in this shell" in raw

@@ -17,7 +17,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 
-from ..capture.secrets import PRINTED, prints_secret, redact_printed
+from ..capture.secrets import ERROR_WORDS, PRINTED, prints_secret, redact_printed
 from ..conversation import Conversation, Identity, Message, Part, Source, Turn
 from ..store.rawlog import Turn as RawTurn
 from .memory import Memory
@@ -188,9 +188,21 @@ def _keep(found: list[str] | None, words: list[str]) -> None:
     if found is None:
         return
     for w in words:
-        if len(w) >= KNOWN_MIN and w not in found and len(found) < KNOWN_MAX:
+        if len(w) >= KNOWN_MIN and w.lower() not in NO_VALUE and w not in found and len(found) < KNOWN_MAX:
             found.append(w)
     found.sort(key=len, reverse=True)
+
+
+# What a printing command prints where there is no value (an unset variable in JavaScript, Python, Ruby, a shell), or
+# an environment's name: redacted where it was printed, never looked for in the rest of the conversation, where the
+# word is everyone's (`undefined` in a stack trace).
+NO_VALUE = (
+    frozenset(
+        """undefined (null) (none) <none> (empty) <empty> unset missing default changeme placeholder
+    production development staging localhost""".split()
+    )
+    | ERROR_WORDS
+)
 
 
 # The fields of a tool call's input that hold a command to run: Claude Code's Bash `command`, Codex's `shell`
