@@ -197,6 +197,23 @@ def _fakes() -> list[tuple[str, str, str]]:
         "--b\r\nContent-Disposition: form-data; name='password'\r\n\r\n{s}\r\n--b--",
         "Zq8" + r(ALNUM, 14),
     )
+    add(
+        "multipart-secret-field",
+        '--b\r\nContent-Disposition: form-data; name="clientSecret"\r\n\r\n{s}\r\n--b--',
+        "Zq8" + r(ALNUM, 14),
+    )
+    add(
+        "multipart-secret-field",
+        '--b\r\nContent-Disposition: form-data; name="session[password]"\r\n\r\n{s}\r\n--b--',
+        "hunterhunter",
+    )
+    add(
+        "multipart-secret-field",
+        '--b\r\nContent-Disposition: form-data; name="db_password_2"\r\n\r\n{s}\r\n--b--',
+        "Zq8" + r(ALNUM, 14),
+    )
+    add("password-in-prose", "the 'password' is {s}", "Tr0ub4dor&3x")
+    add("mailgun-key-bare", "# Mailgun\n{s}", "key-" + r(HEX, 32))
     # a variable's name in an answer's prose (after `printenv`), bare or as code
     add("password-in-prose", "DB_PASSWORD is {s}", "Qz8" + r(ALNUM, 13))
     add("password-in-prose", "`STAGING_DB_PASSWORD` is `{s}` on the box", "Vt2" + r(ALNUM, 11))
@@ -982,7 +999,6 @@ BENIGN = [
     '--b\r\nContent-Disposition: form-data; name="max_tokens"\r\n\r\n128000\r\n--b--',
     '--b\r\nContent-Disposition: form-data; name="tokenizer"\r\n\r\ncl100k_base\r\n--b--',
     '--b\r\nContent-Disposition: form-data; name="secret_santa"\r\n\r\nAlice and Bob\r\n--b--',
-    "mailgun is set up elsewhere\nkey-0123456789abcdef0123456789abcdef",
     "STAGING_DB_PASSWORD was required_for_staging in the old settings",
     "TLS_PRIVATE_KEY=certs/tls.key",
     'sed -i "s/^DB_PASSWORD=.*/DB_PASSWORD=$NEW_PASS/" .env',
@@ -2596,3 +2612,49 @@ def test_a_word_printed_where_there_is_no_value_is_not_looked_for_in_the_rest_of
     data["messages"].append({"role": "assistant", "content": "The variable is undefined in this shell; set it first."})
     raw = _captured(mem, "anthropic", json.dumps(data).encode(), "no-value")
     assert b"The variable is undefined in this shell" in raw
+
+
+def test_a_printing_commands_output_costs_linear_time_whatever_its_lines():
+    """The pattern for a harness's header before the output could split a line at any space, so eight lines of prose
+    under a printing command held capture for 7 to 16 s, and a crafted output for hours; and each `Output:` header
+    recursed, so thousands of them ended every capture of the conversation in a RecursionError (a review). The
+    header is found with one look at the text's start, once."""
+    from linear import assert_linear
+
+    from bead.capture.secrets import redact_printed
+
+    assert_linear(redact_printed, lambda n: ("A" + " a" * 19 + "\n") * (n // 40) + "X", 250_000, limit=0.25, what="prose lines")
+    stacked = "Ab c\nOutput:\n" * 8000 + PRINTED_PASSWORD + "\n"
+    clean, hit = redact_printed(stacked)
+    assert hit and PRINTED_PASSWORD not in clean
+
+
+@pytest.mark.parametrize("output", ["admin\nSummertime\n", "localhost\n5432\nappuser\nMonkeybusiness\n"])
+def test_a_capitalised_password_among_other_printed_words_is_redacted(output):
+    """`printenv DB_USER DB_PASSWORD` printing `admin` and `Summertime`: a capitalised word had been taken for a
+    harness's and kept (a review); Codex's header is now skipped as such instead, and an error's words stay."""
+    from bead.capture.secrets import redact_printed
+
+    password = output.split()[-1]
+    assert password not in redact_printed(output)[0]
+    assert redact_printed("Permission denied\nNo such file or directory\n")[1] is False
+
+
+@pytest.mark.parametrize("printed", ["string", "production", "postgres", "configured", "Summertime"])
+def test_a_common_word_printed_alone_is_not_looked_for_in_the_persons_later_words(mem, printed):
+    """`node -e "console.log(typeof process.env.STRIPE_SECRET_KEY)"` printing `string`, `jq -r .environment` printing
+    `production`: redacted where printed, but looked for again they took everyone's words from the person's next
+    message (a review). Only a value shaped as no common word is looked for again."""
+    data = json.loads(_printed_requests("echo $POSTGRES_PASSWORD", printed + "\n")["anthropic"][1])
+    said = f"the {printed} setting looks right, and TypeError: Cannot read properties of undefined"
+    data["messages"] += [{"role": "assistant", "content": "Done."}, {"role": "user", "content": said}]
+    raw = _captured(mem, "anthropic", json.dumps(data).encode(), "common-word")
+    assert said.encode() in raw
+
+
+def test_a_long_printed_output_is_not_held_to_look_for_again():
+    """A printing command's whole output of megabytes (a minified secrets file) was held in the proxy's memory as one
+    value to look for (a review): a value is held only up to KNOWN_VALUE_CHARS."""
+    from bead.core.capture import KNOWN_VALUE_CHARS, _spreadable
+
+    assert not _spreadable("Zq8" * KNOWN_VALUE_CHARS) and _spreadable(PRINTED_PASSWORD)

@@ -1014,10 +1014,8 @@ def _printed_like(word: str) -> bool:
     brackets around it are left out, of two kinds of letter or digit at least (lower case, upper case, digits), or of
     16 or more; never a path or a URL (`/home/dev`, `https://...`), a date or a name in capitals (`DATABASE_URL`)."""
     core = word.strip("\"'`()[]{}<>,.;:!?")
-    if len(core) < 8 or core.startswith(("/", "./", "~/")) or "://" in core:
+    if len(core) < 8 or core.startswith(("/", "./", "~/")) or "://" in core or core.lower() in ERROR_WORDS:
         return False
-    if core[0].isupper() and core[1:].isalpha() and core[1:].islower():
-        return False  # a capitalised word (`Original`, `Metadata`): a table's or a harness's, not a value
     kinds = any(c.islower() for c in core) + any(c.isupper() for c in core) + any(c.isdigit() for c in core)
     return kinds >= 2 or (kinds == 1 and len(core) >= 16 and not core.isdigit() and not core.isupper())
 
@@ -1033,10 +1031,10 @@ ERROR_WORDS = frozenset(
     required refused timeout timed out exist exists does supported allowed access forbidden unauthorized expired
     warning fatal abort aborted nothing help try see set bad""".split()
 )
-# Lines of `Name: value` a harness writes before a command's output, ending in `Output:` alone on its line (Codex's
-# exec_command: `Chunk ID`, `Wall time`, `Process exited with code 0`, `Original token count`), at most eight.
-_HARNESS_OUTPUT_HEADER = re.compile(r"(?:[A-Z][A-Za-z ]{1,40}(?::[^\n]{0,80}| [^\n:]{0,80})\r?\n){1,8}Output:[ \t]*\r?\n")
+# A harness's lines before a command's output, ending in `Output:` alone on its line (Codex's exec_command: `Chunk
+# ID`, `Wall time`, `Process exited with code 0`, `Original token count`): ``_harness_header``.
 PRINTED_HEADER_CHARS = 1024
+PRINTED_HEADER_LINE = 120
 
 
 def redact_printed(text: str, found: list[str] | None = None) -> tuple[str, bool]:
@@ -1048,10 +1046,31 @@ def redact_printed(text: str, found: list[str] | None = None) -> tuple[str, bool
     than PRINTED_ALONE_MIN. ``found``: each word redacted is appended to it. A harness's header before the output
     (Codex's `Chunk ID: ...`, `Process exited with code 0`, ... `Output:` lines) is left as it is, and the output
     after it read as the whole output."""
-    header = _HARNESS_OUTPUT_HEADER.match(text[:PRINTED_HEADER_CHARS])
-    if header is not None:
-        body, hit = redact_printed(text[header.end() :], found)
-        return text[: header.end()] + body, hit
+    head = _harness_header(text)
+    if head:
+        body, hit = _printed_body(text[head:], found)
+        return text[:head] + body, hit
+    return _printed_body(text, found)
+
+
+def _harness_header(text: str) -> int:
+    """Where a harness's header before a command's output ends (after its `Output:` line), or 0: at most eight
+    lines of at most PRINTED_HEADER_LINE characters, each starting with a capital letter, then `Output:` alone on
+    its line. One look at the text's start, no pattern: linear, and one header only."""
+    at = text.find("\nOutput:", 0, PRINTED_HEADER_CHARS)
+    if at <= 0:
+        return 0
+    end = text.find("\n", at + 1)
+    if text[at + 8 : len(text) if end == -1 else end].strip() != "":
+        return 0
+    lines = text[:at].split("\n")
+    if len(lines) > 8 or not all(line[:1].isupper() and len(line) <= PRINTED_HEADER_LINE for line in lines):
+        return 0
+    return len(text) if end == -1 else end + 1
+
+
+def _printed_body(text: str, found: list[str] | None) -> tuple[str, bool]:
+    """``redact_printed`` of a command's output itself (no harness header before it)."""
     alone = text.strip()
     core = alone.strip("\"'`")
     if (

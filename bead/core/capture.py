@@ -188,9 +188,31 @@ def _keep(found: list[str] | None, words: list[str]) -> None:
     if found is None:
         return
     for w in words:
-        if len(w) >= KNOWN_MIN and w.lower() not in NO_VALUE and w not in found and len(found) < KNOWN_MAX:
+        if _spreadable(w) and w not in found and len(found) < KNOWN_MAX:
             found.append(w)
     found.sort(key=len, reverse=True)
+
+
+KNOWN_VALUE_CHARS = 256  # a longer output (a file's whole text) is redacted where it was printed, not looked for again
+
+
+def _spreadable(value: str) -> bool:
+    """Whether a printed value is looked for in the rest of the conversation: of KNOWN_MIN to KNOWN_VALUE_CHARS
+    characters, no word a printing command prints where there is no value (NO_VALUE), and shaped as no common word
+    is: letters and digits mixed, a capital inside, a sign, eight digits or more, 16 characters or more, or three
+    words or more. `string`,
+    `production`, `postgres` or `Summertime` printed alone are redacted there, but looked for again they would take
+    everyone's words (`Cannot read properties of undefined`) from the person's own turns."""
+    if not KNOWN_MIN <= len(value) <= KNOWN_VALUE_CHARS or value.lower() in NO_VALUE:
+        return False
+    if len(value.split()) >= 3 or len(value) >= 16 or (value.isdigit() and len(value) >= 8):
+        return True
+    letters = any(c.isalpha() for c in value)
+    return (
+        (letters and any(c.isdigit() for c in value))
+        or any(c.isupper() for c in value[1:])
+        or any(not c.isalnum() for c in value)
+    )
 
 
 # What a printing command prints where there is no value (an unset variable in JavaScript, Python, Ruby, a shell), or
