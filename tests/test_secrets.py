@@ -2658,3 +2658,23 @@ def test_a_long_printed_output_is_not_held_to_look_for_again():
     from bead.core.capture import KNOWN_VALUE_CHARS, _spreadable
 
     assert not _spreadable("Zq8" * KNOWN_VALUE_CHARS) and _spreadable(PRINTED_PASSWORD)
+
+
+def test_a_key_a_terminal_wrapped_onto_the_next_line_goes_whole():
+    """A key pasted from a terminal or a mail that wrapped it (`sk-ant-api03-...` and its rest on the next line): the
+    rule found the first line's part and the rest stayed in clear (an outside review). A secret that ends its line is
+    taken on through the next lines of a key's characters alone; a `NAME=value` line, a word of one kind of letter,
+    or a line with a space is text of its own."""
+    first, rest = "sk-ant-api03-" + "Zq8vK2pLm9Xw4Rt7" * 3, "Hn3bV6cX9zQ1wE5rHn3bV6cX9zQ1wE5rHn3bV6cX9zQ1wE5AA"
+    clean, found = redact(f"here it is:\n{first}\n{rest}\n\nthanks")
+    assert found and rest[:20] not in clean and clean.endswith("\n\nthanks")
+    kept = f"ANTHROPIC_API_KEY={first}\nALLOWED_HOSTS\nREADME.md is here\n"
+    assert redact(kept)[0] == "ANTHROPIC_API_KEY=[REDACTED:anthropic-key]\nALLOWED_HOSTS\nREADME.md is here\n"
+    assert redact(f"{first}\nDEBUG=1\n")[0] == "[REDACTED:anthropic-key]\nDEBUG=1\n"
+
+
+def test_wrapped_keys_cost_linear_time():
+    from linear import assert_linear
+
+    line = "sk-ant-api03-" + "Zq8vK2pLm9Xw4Rt7" * 3 + "\n" + "Hn3bV6cX9zQ1wE5r" * 4 + "\n"
+    assert_linear(redact, lambda n: line * (n // len(line)), 250_000, limit=0.25, what="wrapped keys")

@@ -941,7 +941,37 @@ def _findings(text: str) -> list[Finding]:
     other = [*_in_fold(text), *_in_escaped(text), *_in_joined(text), *_in_markup(text), *_in_base64(text)]
     if other:
         findings = _merged(sorted([*findings, *other], key=lambda f: (f.start, -(f.end - f.start))))
-    return findings
+    return _wrapped_on(text, findings) if "\n" in text else findings
+
+
+WRAPPED_LINES = 4  # of a secret that ends its line, the next lines that are its rest, at most
+_TOKEN_LINE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _wrapped_on(text: str, findings: list[Finding]) -> list[Finding]:
+    """``findings`` with a secret that runs to its line's end taken on through the next lines that hold nothing but
+    a key's characters (8 to 200 of them): a key a terminal or a mail wrapped (`sk-ant-api03-...` and its rest on
+    the next line), whose rest no rule finds alone. A line with a space or another sign in it (`NAME=value`), or of
+    one kind of letter or digit alone (`ALLOWED_HOSTS`), is text of its own."""
+    out = []
+    for f in findings:
+        end = f.end
+        for _ in range(WRAPPED_LINES):
+            if f.end - f.start < 16 or text[end : end + 1] not in ("\n", "\r"):
+                break
+            start = end + (2 if text[end : end + 2] == "\r\n" else 1)
+            stop = text.find("\n", start, start + 202)
+            stop = len(text) if stop == -1 and len(text) - start <= 201 else stop
+            if stop == -1:
+                break
+            line = text[start:stop].rstrip("\r")
+            body = line.rstrip("=")  # base64's padding ends a key's last line
+            kinds = any(c.islower() for c in body) + any(c.isupper() for c in body) + any(c.isdigit() for c in body)
+            if not 8 <= len(line) <= 200 or not set(body) <= _TOKEN_LINE or kinds < 2:
+                break
+            end = start + len(line)
+        out.append(f if end == f.end else Finding(f.rule, f.start, end))
+    return _merged(out) if len(out) > 1 else out
 
 
 def redact(text: str) -> tuple[str, list[str]]:
