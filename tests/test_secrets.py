@@ -2640,11 +2640,11 @@ def test_a_capitalised_password_among_other_printed_words_is_redacted(output):
     assert redact_printed("Permission denied\nNo such file or directory\n")[1] is False
 
 
-@pytest.mark.parametrize("printed", ["string", "production", "postgres", "configured", "Summertime"])
+@pytest.mark.parametrize("printed", ["string", "production", "configured", "undefined"])
 def test_a_common_word_printed_alone_is_not_looked_for_in_the_persons_later_words(mem, printed):
     """`node -e "console.log(typeof process.env.STRIPE_SECRET_KEY)"` printing `string`, `jq -r .environment` printing
     `production`: redacted where printed, but looked for again they took everyone's words from the person's next
-    message (a review). Only a value shaped as no common word is looked for again."""
+    message (a review). Such words are not looked for again."""
     data = json.loads(_printed_requests("echo $POSTGRES_PASSWORD", printed + "\n")["anthropic"][1])
     said = f"the {printed} setting looks right, and TypeError: Cannot read properties of undefined"
     data["messages"] += [{"role": "assistant", "content": "Done."}, {"role": "user", "content": said}]
@@ -2678,3 +2678,60 @@ def test_wrapped_keys_cost_linear_time():
 
     line = "sk-ant-api03-" + "Zq8vK2pLm9Xw4Rt7" * 3 + "\n" + "Hn3bV6cX9zQ1wE5r" * 4 + "\n"
     assert_linear(redact, lambda n: line * (n // len(line)), 250_000, limit=0.25, what="wrapped keys")
+
+
+@pytest.mark.parametrize("value", ["sunshinesky", "Summertime", "postgres", "482913"])
+def test_a_plain_printed_password_is_redacted_where_the_answer_and_the_person_say_it_again(mem, value):
+    """A lower-case, capitalised or digits-only password printed alone, said again by the answer and the person: a
+    review found a stricter rule for what is looked for again let these through (no rule finds them by their shape),
+    the very values the printed-secret reading is for. Every value printed alone is looked for again, but for what
+    prints where there is no value and everyone's code words (`undefined`, `string`, `production`)."""
+    data = json.loads(_printed_requests("printenv STAGING_DB_PASSWORD", value + "\n")["anthropic"][1])
+    data["messages"] += [
+        {"role": "assistant", "content": f"STAGING_DB_PASSWORD is set to `{value}`."},
+        {"role": "user", "content": f"ok, use {value} in docker-compose.yml"},
+    ]
+    raw = _captured(mem, "anthropic", json.dumps(data).encode(), "plain-again")
+    assert value.encode() not in raw and b"in docker-compose.yml" in raw
+
+
+def test_an_errors_words_among_printed_words_are_not_looked_for_again(mem):
+    """`kubectl get secret ... | base64 -d` printing `Error from server (NotFound): secrets "db" not found`: the
+    error's `NotFound` was looked for in the person's later words. Among other printed words only a value no word is
+    shaped as (letters and digits mixed, or a sign) is."""
+    data = json.loads(
+        _printed_requests(
+            "kubectl get secret db -o jsonpath={.data.password} | base64 -d",
+            'Error from server (NotFound): secrets "db" not found\n',
+        )["anthropic"][1]
+    )
+    data["messages"] += [
+        {"role": "assistant", "content": "It is not there."},
+        {"role": "user", "content": "why NotFound? Segmentation fault earlier too"},
+    ]
+    raw = _captured(mem, "anthropic", json.dumps(data).encode(), "error-words")
+    assert b"why NotFound? Segmentation fault earlier too" in raw
+
+
+def test_a_wrapped_keys_next_lines_of_ordinary_words_stay():
+    """The rest of a wrapped key has lower-case and capital letters and digits; a heading, a UUID, a hash, a host's
+    name or `S3_BUCKET=` after a key at a line's end is text of its own (a review)."""
+    key = "ghp_" + "Zq8vK2pLm9Xw4Rt7Hn3bV6cX9zQ1wE5rAbCd"
+    for after in (
+        "Installation",
+        "S3_BUCKET=",
+        "MainActivity",
+        "DESKTOP-AB12CD3",
+        "123e4567-e89b-12d3-a456-426614174000",
+        "da39a3ee5e6b4b0d3255bfef95601890afd80709",
+    ):
+        assert redact(f"Token: {key}\n{after}\nmore")[0] == f"Token: [REDACTED:github-pat]\n{after}\nmore", after
+
+
+def test_a_header_of_lines_that_are_no_harnesss_does_not_hide_printed_values():
+    """Any capitalised lines above `Output:` were taken for a harness's header and left as they were (a review): a
+    header line is `Name: value` or `Process ...`."""
+    from bead.capture.secrets import redact_printed
+
+    clean, hit = redact_printed("Xk9Fj2LmQp7Rt\nHunter2Secret99\nOutput:\nfoo\n")
+    assert hit and "Xk9Fj2LmQp7Rt" not in clean and "Hunter2Secret99" not in clean

@@ -951,8 +951,9 @@ _TOKEN_LINE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 def _wrapped_on(text: str, findings: list[Finding]) -> list[Finding]:
     """``findings`` with a secret that runs to its line's end taken on through the next lines that hold nothing but
     a key's characters (8 to 200 of them): a key a terminal or a mail wrapped (`sk-ant-api03-...` and its rest on
-    the next line), whose rest no rule finds alone. A line with a space or another sign in it (`NAME=value`), or of
-    one kind of letter or digit alone (`ALLOWED_HOSTS`), is text of its own."""
+    the next line), whose rest no rule finds alone. A line with a space or another sign in it (`NAME=value`), or
+    without lower-case and capital letters and digits all three (`Installation`, `ALLOWED_HOSTS`, a UUID, a hash), is
+    text of its own."""
     out = []
     for f in findings:
         end = f.end
@@ -965,9 +966,9 @@ def _wrapped_on(text: str, findings: list[Finding]) -> list[Finding]:
             if stop == -1:
                 break
             line = text[start:stop].rstrip("\r")
-            body = line.rstrip("=")  # base64's padding ends a key's last line
+            body = line[: len(line) - min(2, len(line) - len(line.rstrip("=")))]  # base64's padding: two at most
             kinds = any(c.islower() for c in body) + any(c.isupper() for c in body) + any(c.isdigit() for c in body)
-            if not 8 <= len(line) <= 200 or not set(body) <= _TOKEN_LINE or kinds < 2:
+            if not 8 <= len(line) <= 200 or not set(body) <= _TOKEN_LINE or kinds < 3:
                 break
             end = start + len(line)
         out.append(f if end == f.end else Finding(f.rule, f.start, end))
@@ -1059,12 +1060,19 @@ ERROR_WORDS = frozenset(
     """not found no such denied permission error errors unbound variable command file directory invalid usage
     failed fail cannot unable missing unknown unset undefined null none empty option options argument arguments
     required refused timeout timed out exist exists does supported allowed access forbidden unauthorized expired
-    warning fatal abort aborted nothing help try see set bad""".split()
+    warning fatal abort aborted nothing help try see set bad fault segmentation killed core dumped terminated exited
+    exception traceback panic unauthenticated notfound""".split()
 )
 # A harness's lines before a command's output, ending in `Output:` alone on its line (Codex's exec_command: `Chunk
 # ID`, `Wall time`, `Process exited with code 0`, `Original token count`): ``_harness_header``.
 PRINTED_HEADER_CHARS = 1024
-PRINTED_HEADER_LINE = 120
+PRINTED_HEADER_LINE = 200
+
+
+def _shaped_as_no_word(value: str) -> bool:
+    """Letters and digits mixed, or a sign among them (`Qz8vLr2T`, `Tr0ub4dor&3`): no word of any language is so."""
+    letters = any(c.isalpha() for c in value)
+    return (letters and any(c.isdigit() for c in value)) or any(not c.isalnum() for c in value)
 
 
 def redact_printed(text: str, found: list[str] | None = None) -> tuple[str, bool]:
@@ -1093,10 +1101,19 @@ def _harness_header(text: str) -> int:
     end = text.find("\n", at + 1)
     if text[at + 8 : len(text) if end == -1 else end].strip() != "":
         return 0
-    lines = text[:at].split("\n")
-    if len(lines) > 8 or not all(line[:1].isupper() and len(line) <= PRINTED_HEADER_LINE for line in lines):
+    lines = [line.rstrip("\r") for line in text[:at].split("\n")]
+    if len(lines) > 8 or not all(_header_line(line) for line in lines):
         return 0
     return len(text) if end == -1 else end + 1
+
+
+def _header_line(line: str) -> bool:
+    """A harness's line about the command, not its output: `Name: value` (`Chunk ID: cd5a91`, `Wall time: 0.45
+    seconds`, `Exit code: 0`) or `Process exited with code 0`, `Process running with session ID 3`."""
+    if not line[:1].isupper() or len(line) > PRINTED_HEADER_LINE:
+        return False
+    name, colon, _ = line.partition(": ")
+    return (bool(colon) and len(name) <= 40 and all(c.isalpha() or c == " " for c in name)) or line.startswith("Process ")
 
 
 def _printed_body(text: str, found: list[str] | None) -> tuple[str, bool]:
@@ -1130,8 +1147,11 @@ def _printed_body(text: str, found: list[str] | None) -> tuple[str, bool]:
         if word.startswith(MARKER) or not _printed_like(word):
             return word
         hit = True
-        if found is not None:
-            found.append(word.strip("\"'`()[]{}<>,.;:!?"))  # the value, as _printed_like reads it
+        core = word.strip("\"'`()[]{}<>,.;:!?")  # the value, as _printed_like reads it
+        if found is not None and _shaped_as_no_word(core):
+            # Among other words only a value no word is shaped as is looked for again (an error's `NotFound`,
+            # `AccessDeniedException` or SSM's `SecureString` would take the person's words)
+            found.append(core)
         return f"[REDACTED:{PRINTED}]"
 
     out = _WORD.sub(one, text)

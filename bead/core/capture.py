@@ -198,21 +198,11 @@ KNOWN_VALUE_CHARS = 256  # a longer output (a file's whole text) is redacted whe
 
 def _spreadable(value: str) -> bool:
     """Whether a printed value is looked for in the rest of the conversation: of KNOWN_MIN to KNOWN_VALUE_CHARS
-    characters, no word a printing command prints where there is no value (NO_VALUE), and shaped as no common word
-    is: letters and digits mixed, a capital inside, a sign, eight digits or more, 16 characters or more, or three
-    words or more. `string`,
-    `production`, `postgres` or `Summertime` printed alone are redacted there, but looked for again they would take
-    everyone's words (`Cannot read properties of undefined`) from the person's own turns."""
-    if not KNOWN_MIN <= len(value) <= KNOWN_VALUE_CHARS or value.lower() in NO_VALUE:
-        return False
-    if len(value.split()) >= 3 or len(value) >= 16 or (value.isdigit() and len(value) >= 8):
-        return True
-    letters = any(c.isalpha() for c in value)
-    return (
-        (letters and any(c.isdigit() for c in value))
-        or any(c.isupper() for c in value[1:])
-        or any(not c.isalnum() for c in value)
-    )
+    characters, and no word a printing command prints where there is no value or a word everyone's code says
+    (NO_VALUE: `undefined`, `string`, `production`), which looked for again would take the person's own words
+    (`Cannot read properties of undefined`). Among other printed words only a value no word is shaped as is noted at
+    all (bead.capture.secrets: `NotFound` in an error is not)."""
+    return KNOWN_MIN <= len(value) <= KNOWN_VALUE_CHARS and value.lower() not in NO_VALUE
 
 
 # What a printing command prints where there is no value (an unset variable in JavaScript, Python, Ruby, a shell), or
@@ -221,7 +211,8 @@ def _spreadable(value: str) -> bool:
 NO_VALUE = (
     frozenset(
         """undefined (null) (none) <none> (empty) <empty> unset missing default changeme placeholder
-    production development staging localhost""".split()
+    production development staging testing localhost string number boolean object function symbol bigint
+    enabled disabled configured success succeeded""".split()
     )
     | ERROR_WORDS
 )
