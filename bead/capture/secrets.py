@@ -907,7 +907,7 @@ def _readable(text: str) -> str:
 # One string literal closed and the next opened, to be read as one: `'sk-proj-' + '...'`, Python's `"..." "..."`
 # (across a line break too). No two runs of blanks side by side: each is closed by the `+`, the line break or the
 # quote that must follow it, so a quote before a long run of blanks is read once (Python's engine, linear).
-_JOINED_LITERALS = re.compile(r"""(['"])[ \t]*(?:\+[ \t]*)?(?:\r?\n[ \t]*(?:\+[ \t]*)?)?\1""")
+JOINED_LITERALS = re.compile(r"""(['"])[ \t]*(?:\+[ \t]*)?(?:\r?\n[ \t]*(?:\+[ \t]*)?)?\1""")
 
 
 def _in_joined(text: str) -> list[Finding]:
@@ -919,7 +919,7 @@ def _in_joined(text: str) -> list[Finding]:
     pieces: list[str] = []
     edits: list[tuple[int, int, int, int]] = []
     last = gone = 0
-    for m in _JOINED_LITERALS.finditer(text):
+    for m in JOINED_LITERALS.finditer(text):
         size = m.end() - m.start()
         if size == 2:
             continue  # an empty string ("" or ''), not a join

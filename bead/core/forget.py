@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import files as safe
-from ..capture.secrets import compile_linear, redact
+from ..capture.secrets import JOINED_LITERALS, compile_linear, redact
 from ..errors import BeadError
 from ..index.query import STOPWORDS
 from ..paths import enclosing_git, version_number
@@ -330,10 +330,6 @@ DECODE_ROUNDS = 2  # JSON in a JSON string, a percent sign encoded again, an ent
 # A string literal's byte escapes (`'\x51uibble'`, printf's and C's `\121`), a run at a time as UTF-8 bytes.
 _BYTE_ESCAPES = re.compile(r"(?:\\x[0-9a-fA-F]{2})+|(?:\\[0-7]{3})+")
 _QUOTED_PRINTABLE = re.compile(r"=(?:[0-9A-F]{2}|\r?\n)")  # a mail's body or a MIME Q-word (`=2D`, a soft break)
-# One string literal closed and the next opened: `'Quibble-Fr' + 'ost-5521'`, Python's `"a" "b"`, across a line too.
-# No two runs of blanks side by side (a quote before thousands of blanks backtracked in cubic time): each run is
-# closed by the `+`, the line break or the quote that must follow it.
-_JOINED_LITERALS = re.compile(r"""(['"])[ \t]*(?:\+[ \t]*)?(?:\r?\n[ \t]*(?:\+[ \t]*)?)?\1""")
 
 
 def _encoded_somehow(text: str) -> bool:
@@ -364,8 +360,8 @@ def _decoded(text: str) -> str:
             text = binascii.a2b_qp(text.encode("utf-8", "surrogatepass")).decode("utf-8", "replace")
         if "&" in text:
             text = html.unescape(text)
-        if "'" in text or '"' in text:
-            text = _JOINED_LITERALS.sub("", text)
+        if "'" in text or '"' in text:  # `'Quibble-Fr' + 'ost-5521'`: the capture's pattern for such joins
+            text = JOINED_LITERALS.sub("", text)
         if text == before:
             break
     return text
