@@ -1093,8 +1093,8 @@ def redact_printed(text: str, found: list[str] | None = None) -> tuple[str, bool
 
 def _harness_header(text: str) -> int:
     """Where a harness's header before a command's output ends (after its `Output:` line), or 0: at most eight
-    lines of at most PRINTED_HEADER_LINE characters, each starting with a capital letter, then `Output:` alone on
-    its line. One look at the text's start, no pattern: linear, and one header only."""
+    lines of the harness's (``_header_line``), then `Output:` alone on its line. One look at the text's start, no
+    pattern: linear, and one header only."""
     at = text.find("\nOutput:", 0, PRINTED_HEADER_CHARS)
     if at <= 0:
         return 0
@@ -1120,21 +1120,23 @@ def _printed_body(text: str, found: list[str] | None) -> tuple[str, bool]:
     """``redact_printed`` of a command's output itself (no harness header before it)."""
     alone = text.strip()
     core = alone.strip("\"'`")
-    if (
-        alone
+    one_word = (
+        bool(alone)
         and len(core) >= PRINTED_ALONE_MIN
         and len(alone.split(None, 1)) == 1
         and not alone.startswith(MARKER)
         and not core.startswith(("/", "./", "~/"))
         and "://" not in core
-    ):
-        start = len(text) - len(text.lstrip())
-        if found is not None:
-            found.append(core)
-        return f"{text[:start]}[REDACTED:{PRINTED}]{text[start + len(alone) :]}", True
-    if len(alone) <= PASSPHRASE_CHARS and _PASSPHRASE.fullmatch(core) and not set(core.lower().split()) & ERROR_WORDS:
-        # A passphrase printed alone (`pass show wifi`: "correct horse battery staple"): one line of words and
-        # nothing else, none of them an error's ("secret not found", "Permission denied" stay).
+    )
+    # A passphrase printed alone (`pass show wifi`: "correct horse battery staple"): one line of words and nothing
+    # else, none of them an error's ("secret not found", "Permission denied" stay).
+    passphrase = (
+        not one_word
+        and len(alone) <= PASSPHRASE_CHARS
+        and _PASSPHRASE.fullmatch(core) is not None
+        and not set(core.lower().split()) & ERROR_WORDS
+    )
+    if one_word or passphrase:
         start = len(text) - len(text.lstrip())
         if found is not None:
             found.append(core)
