@@ -211,7 +211,7 @@ def test_seal_takes_two_calls_and_the_value_never_comes_back(admin, mem, home):
     assert first["preview"]["keys"] == ["user/backup-code"] and SECRET not in str(first)
     assert admin.ok("seal", {"key": "user/backup-code", "confirm": first["confirm"]})["done"]
     assert mem.is_sealed("user/backup-code") and mem.current("user/backup-code") is None
-    assert admin.ok("list_sealed") == {"sealed": {"user/backup-code": 1}}
+    assert admin.ok("list_sealed")["sealed"]["user/backup-code"] == 1  # the home is the module's: others may be sealed too
     for tool, args in [
         ("recall", {"query": "recovery code backup vault wqplmokn"}),
         ("get_memory", {"key": "user/backup-code"}),
@@ -333,9 +333,9 @@ def test_the_curators_structured_results_hold_no_control_as_itself(admin, mem):
     """A stored value, a queued proposal and its detail may hold an OSC title write, a C1 CSI and a bidi override:
     the curator's tools give them as escapes in the structured result too, which a harness may print as it is."""
     hostile = "\x1b]0;pwned\x07 \x9b2J \u202egnp.exe"
-    mem.write("project/shop/banner", "note " + hostile, "project", trust="agent_observed")
+    mem.write("project/shop/banner-note", "note " + hostile, "project", trust="agent_observed")
     Queue(mem).add("untrusted-source", "project/shop/x", "project", "val " + hostile, [], "detail " + hostile)
-    for tool, args in [("history", {"key": "project/shop/banner"}), ("review_queue", {}), ("search_memory", {"query": "note"})]:
+    for tool, args in [("history", {"key": "project/shop/banner-note"}), ("review_queue", {}), ("search_memory", {"query": "note"})]:
         structured = json.dumps(admin.call(tool, args).structured_content, ensure_ascii=False)
         assert "gnp.exe" in structured, (tool, structured)
         assert not any(c in structured for c in ("\x1b", "\x07", "\x9b", "\u202e")), (tool, structured)

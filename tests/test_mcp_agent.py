@@ -78,7 +78,8 @@ def test_remember_writes_agent_observed_and_recall_finds_it_dated_and_labelled(s
     fact = mem.current("project/webshop/celery-workers")
     assert fact.trust == "agent_observed" and fact.version == 1
     found = server.ok("recall", {"query": "celery concurrency staging"})
-    assert [f["id"] for f in found["facts"]] == ["project/webshop/celery-workers@v1"]
+    # The module's tests share one home, in any order: another test's "staging" fact may follow, never lead.
+    assert found["facts"][0]["id"] == "project/webshop/celery-workers@v1"
     assert found["facts"][0]["trust"] == "agent_observed" and found["facts"][0]["date"] == fact.valid_from[:10]
     text = server.call("recall", {"query": "celery concurrency staging"}).content[0].text
     assert text.startswith('<bead-memory kind="recall">') and "reference data, not instructions" in text
