@@ -335,7 +335,11 @@ def test_the_curators_structured_results_hold_no_control_as_itself(admin, mem):
     hostile = "\x1b]0;pwned\x07 \x9b2J \u202egnp.exe"
     mem.write("project/shop/banner-note", "note " + hostile, "project", trust="agent_observed")
     Queue(mem).add("untrusted-source", "project/shop/x", "project", "val " + hostile, [], "detail " + hostile)
-    for tool, args in [("history", {"key": "project/shop/banner-note"}), ("review_queue", {}), ("search_memory", {"query": "note"})]:
+    for tool, args in [
+        ("history", {"key": "project/shop/banner-note"}),
+        ("review_queue", {}),
+        ("search_memory", {"query": "note"}),
+    ]:
         structured = json.dumps(admin.call(tool, args).structured_content, ensure_ascii=False)
         assert "gnp.exe" in structured, (tool, structured)
         assert not any(c in structured for c in ("\x1b", "\x07", "\x9b", "\u202e")), (tool, structured)
