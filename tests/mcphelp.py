@@ -154,8 +154,9 @@ class Person:
         return types.ElicitResult(action=action, content={} if action == "accept" else None)
 
 
-def http_session(url: str, token: str | None = None) -> McpSession:
-    """The official client over Streamable HTTP at ``url`` (a bearer token when given)."""
+def http_session(url: str, token: str | None = None, elicitation=None) -> McpSession:
+    """The official client over Streamable HTTP at ``url`` (a bearer token when given; ``elicitation`` as for
+    ``stdio_session``)."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
@@ -175,7 +176,7 @@ def http_session(url: str, token: str | None = None) -> McpSession:
             finally:
                 await self.http.aclose()
 
-    return McpSession(Transport)
+    return McpSession(Transport, elicitation=elicitation)
 
 
 def post_mcp(url: str, token: str | None = None, body: dict | None = None) -> tuple[int, dict, dict]:

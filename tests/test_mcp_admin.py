@@ -291,12 +291,12 @@ class Clock:
 @pytest.fixture(scope="module")
 def over_http(tmp_path_factory):
     """The same admin server, served over Streamable HTTP in this process so a test owns its clock, on a home of its
-    own without a vault: (home, clock, session)."""
+    own without a vault, its client's person saying yes to each question: (home, clock, session)."""
     home = Home(tmp_path_factory.mktemp("mcp-admin-http") / "h").ensure()
     clock = Clock()
     rt = mcp_server.Runtime(home, Config(owner="t"), confirm_clock=clock)
     served = ServedAsgi(mcp_http.create_app(rt, admin=True))
-    s = http_session(served.url + "/mcp")
+    s = http_session(served.url + "/mcp", elicitation=Person("accept"))
     try:
         yield home, clock, s
     finally:
@@ -591,8 +591,22 @@ def test_forget_and_seal_ask_the_person_before_they_act_where_the_client_can(cur
     assert f"Other facts that hold the value keep it: project/shop/door-{run}" in question
 
 
-def test_forget_under_a_client_that_cannot_ask_stands_on_its_confirm_token(cannot_ask, mem):
+def test_forget_and_seal_under_a_client_that_cannot_ask_change_nothing_and_name_the_command(cannot_ask, mem):
+    """The confirm token is the model's to repeat: a model steered by a queued text (which the curator reads by
+    design) could finish both calls itself and destroy what the person said. Where no dialog can ask the person,
+    forget and seal do nothing and name the command the person runs (an adversarial pass: they acted)."""
     mem.write("project/shop/old-host", "The old host is db-ancient-1", "project")
     token = cannot_ask.ok("forget", {"key": "project/shop/old-host"})["confirm"]
-    assert cannot_ask.ok("forget", {"key": "project/shop/old-host", "confirm": token})["done"]
-    assert mem.current("project/shop/old-host") is None
+    err = cannot_ask.err("forget", {"key": "project/shop/old-host", "confirm": token})
+    assert err["code"] == "needs_person" and "only the person can forget what bead keeps" in err["error"]
+    assert "nothing was changed" in err["error"] and err["next"].endswith("`bead forget project/shop/old-host`")
+    assert mem.current("project/shop/old-host").body == "The old host is db-ancient-1"
+    token = cannot_ask.ok("forget_matching", {"text": "db-ancient-1"})["confirm"]
+    err = cannot_ask.err("forget_matching", {"text": "db-ancient-1", "confirm": token})
+    assert err["code"] == "needs_person" and "`bead forget --match`" in err["next"]
+    assert "db-ancient-1" not in err["next"], "the model's text is never put in a command to paste"
+    assert mem.current("project/shop/old-host") is not None
+    token = cannot_ask.ok("seal", {"key": "project/shop/old-host"})["confirm"]
+    err = cannot_ask.err("seal", {"key": "project/shop/old-host", "confirm": token})
+    assert err["code"] == "needs_person" and err["next"].endswith("`bead seal project/shop/old-host`")
+    assert not mem.is_sealed("project/shop/old-host") and mem.current("project/shop/old-host") is not None

@@ -55,13 +55,13 @@ class Consent(BaseModel):
 class Question:
     """What a tool would ask the person: ``text`` (empty: the call writes nothing as the person's word, so
     nothing is asked), or ``failed`` (reading what to ask raised: the tool's work raises the same, asked
-    nothing); ``instead``: what the person runs at a terminal where the client cannot ask; ``required``: whether
-    only the person's yes lets it act (else, where the client cannot ask, it acts without)."""
+    nothing); ``instead``: what the person runs at a terminal where the client cannot ask; ``act``: what only the
+    person can do, for the refusal."""
 
     text: str = ""
     instead: str = ""
     failed: bool = False
-    required: bool = True  # False: a client that cannot ask still acts (forget and seal: their confirm token stands)
+    act: str = "make this their word"
 
 
 def can_ask(ctx: Context) -> bool:
@@ -140,8 +140,6 @@ def verdict(q: Question, outcome: Any) -> None:
     data = outcome.data if isinstance(outcome, AcceptedElicitation) else None
     if isinstance(data, Consent) or (isinstance(data, Answered) and data.action == "accept"):
         return
-    if isinstance(data, Question) and not q.required:
-        return  # the client cannot ask, and the tool's own confirmation stands alone (forget, seal)
     if isinstance(outcome, DeclinedElicitation | CancelledElicitation) or isinstance(data, Answered):
         raise ToolFailure(
             "declined",
@@ -150,7 +148,7 @@ def verdict(q: Question, outcome: Any) -> None:
         )
     raise ToolFailure(
         "needs_person",
-        "only the person can make this their word, and they cannot be asked through this client here (no MCP "
+        f"only the person can {q.act}, and they cannot be asked through this client here (no MCP "
         "elicitation form, or no channel back on this connection); nothing was changed",
         q.instead,
     )

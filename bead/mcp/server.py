@@ -15,6 +15,7 @@ time, never an argument or a value.
 import asyncio
 import logging
 import re
+import shlex
 import threading
 import time
 import weakref
@@ -135,13 +136,14 @@ class Runtime:
                 self._memories.append(mem)
         return mem
 
-    async def question(self, text_of: Callable[[Memory], str], instead: str, required: bool = True) -> consent.Question:
+    async def question(self, text_of: Callable[[Memory], str], instead: str, act: str = "") -> consent.Question:
         """What a tool would ask the person (bead.mcp.consent), read in a worker thread."""
+        how = {"act": act} if act else {}
         try:
             text = await asyncio.wrap_future(self.pool.submit(lambda: text_of(self.memory())))
         except Exception:  # the tool's work reads it again and reports the error as its own
-            return consent.Question(instead=instead, failed=True, required=required)
-        return consent.Question(text, instead, required=required)
+            return consent.Question(instead=instead, failed=True, **how)
+        return consent.Question(text, instead, **how)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -599,10 +601,13 @@ async def _token_question(
     args: dict[str, Any],
     preview_of: Callable[[Memory], dict[str, Any]],
     words_of: Callable[[dict[str, Any]], str],
+    instead: str,
 ) -> consent.Question:
     """The question a two-call tool's second call asks (its words of the preview now): none on the preview call,
     nor when its token would be refused anyway (unknown, spent, expired, another action's, or issued for another
-    preview), so no dialog opens for nothing. Where the client cannot ask, the token stands alone."""
+    preview), so no dialog opens for nothing. Where the client cannot ask, nothing is done and ``instead`` names
+    the command the person runs: the token is the model's to repeat, and a model steered by a queued text (the
+    curator reads them by design) could finish both calls itself, destroying what the person said."""
     if confirm is None:  # the preview call changes nothing: nothing to ask
         return consent.Question()
     rt = _runtime(ctx)
@@ -612,12 +617,26 @@ async def _token_question(
         held = rt.tokens.peek(confirm, action, args)
         return words_of(preview) if held is not None and held == digest(preview) else ""
 
-    return await rt.question(text, "", required=False)
+    return await rt.question(text, instead, f"{action.replace('_matching', '')} what bead keeps")
+
+
+def _forget_instead(key: str) -> str:
+    return f"ask the person to forget it at their own terminal: `bead forget {shlex.quote(key)}`"
+
+
+def _seal_instead(key: str) -> str:
+    return f"ask the person to seal it at their own terminal: `bead seal {shlex.quote(key)}`"
 
 
 async def _forget_question(ctx: Context, key: str, confirm: str | None) -> consent.Question:
     return await _token_question(
-        ctx, confirm, "forget", {"key": key}, lambda m: _forget_preview(m, key), lambda p: _forget_words(key, p)
+        ctx,
+        confirm,
+        "forget",
+        {"key": key},
+        lambda m: _forget_preview(m, key),
+        lambda p: _forget_words(key, p),
+        _forget_instead(key),
     )
 
 
@@ -639,6 +658,9 @@ async def _forget_matching_question(ctx: Context, text: str, confirm: str | None
         {"text": text},
         lambda m: _forget_matching_preview(m, text),
         lambda p: _forget_matching_words(text, p),
+        # The text is the model's: it is not put in a command the person may paste into a shell.
+        "ask the person to run `bead forget --match` with that text at their own terminal (it shows what it takes "
+        "and asks first)",
     )
 
 
@@ -656,7 +678,13 @@ ForgetMatchingAsked = Annotated[ElicitationResult[consent.Consent], Resolve(_for
 
 async def _seal_question(ctx: Context, key: str, confirm: str | None) -> consent.Question:
     return await _token_question(
-        ctx, confirm, "seal", {"key": key}, lambda m: _seal_preview(m, key), lambda p: _seal_words(key, p)
+        ctx,
+        confirm,
+        "seal",
+        {"key": key},
+        lambda m: _seal_preview(m, key),
+        lambda p: _seal_words(key, p),
+        _seal_instead(key),
     )
 
 
