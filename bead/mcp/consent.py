@@ -61,7 +61,7 @@ class Question:
     text: str = ""
     instead: str = ""
     failed: bool = False
-    act: str = "make this their word"
+    act: str = ""  # what only the person can do, for the refusal ("" : make this their word)
 
 
 def can_ask(ctx: Context) -> bool:
@@ -148,7 +148,7 @@ def verdict(q: Question, outcome: Any) -> None:
         )
     raise ToolFailure(
         "needs_person",
-        f"only the person can {q.act}, and they cannot be asked through this client here (no MCP "
+        f"only the person can {q.act or 'make this their word'}, and they cannot be asked through this client here (no MCP "
         "elicitation form, or no channel back on this connection); nothing was changed",
         q.instead,
     )

@@ -138,12 +138,11 @@ class Runtime:
 
     async def question(self, text_of: Callable[[Memory], str], instead: str, act: str = "") -> consent.Question:
         """What a tool would ask the person (bead.mcp.consent), read in a worker thread."""
-        how = {"act": act} if act else {}
         try:
             text = await asyncio.wrap_future(self.pool.submit(lambda: text_of(self.memory())))
         except Exception:  # the tool's work reads it again and reports the error as its own
-            return consent.Question(instead=instead, failed=True, **how)
-        return consent.Question(text, instead, **how)
+            return consent.Question(instead=instead, failed=True, act=act)
+        return consent.Question(text, instead, act=act)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
