@@ -368,6 +368,16 @@ def fold(text: str) -> str:
     return _rewrite(normal, {ch: to for ch, to in ascii_for.items() if to != ch})
 
 
+def unseen_as_space(text: str) -> str:
+    """``text`` with each character ``fold`` drops as unseen (a zero-width space, a soft hyphen, a control) read as a
+    space instead: where such a character stands between words, the words stay apart ("quokka\u200bwombat" is two
+    words here, one after ``fold``). One rewrite in C, as ``fold``'s first step."""
+    text = str(text)
+    if text.isascii() and not _ASCII_UNSEEN.search(text):
+        return text
+    return _rewrite(text, {ch: " " for ch in set(text) if not " " <= ch < "\x7f" and _unseen(ch)})
+
+
 def _rewrite(text: str, table: dict[str, str]) -> str:
     """``text`` with each character that ``table`` holds replaced by its value (non-ASCII characters only, or
     deletions: no value holds a character another replacement looks for). A few by str.replace, a pass each; more

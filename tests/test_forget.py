@@ -909,6 +909,29 @@ def test_a_value_whose_words_are_written_as_one_goes_and_stays_gone(mem, how):
 
 
 @pytest.mark.parametrize(
+    "spelt",
+    [
+        "The office safe code is quokka\u200bwombat 7731",  # an invisible break between two of the three words
+        "The office safe code is quokka\u00adwombat 7731",  # a soft hyphen
+        "The office safe code is q-u-o-k-k-a wombat 7731",  # one word spelt out
+        "safe: q u o k k a w o m b a t 7 7 3 1",  # every letter apart
+        "The office safe code is wombat quokka 7731",  # another order
+        "7731 wombat, quokka: the safe",
+    ],
+)
+def test_a_forgotten_value_spelt_apart_or_in_another_order_stays_gone(mem, spelt):
+    """A dream's proposal (an adversarial pass) wrote a forgotten value back with an invisible character or a
+    hyphen joining two of its words, its letters spelt out, or its words in another order: the tombstone held
+    only the value's words in its order, or all of them joined."""
+    mem.write("project/shop/safe", "quokka wombat 7731", "project")
+    forget.apply(mem, forget.plan_target(mem, "project/shop/safe"))
+    with pytest.raises(RefusedWrite):
+        mem.write("project/shop/safe-code", spelt, "project", trust="dream_inferred")
+    # Two of its three words, or its letters beside other words, are not the value.
+    mem.write("project/shop/zoo", "The zoo keeps a quokka and a wombat: q u o k k a", "project", trust="dream_inferred")
+
+
+@pytest.mark.parametrize(
     "value, joined_elsewhere", [("data base", "database"), ("to get her", "together"), ("Python 3", "python3")]
 )
 def test_a_short_value_written_as_one_word_is_another_word_and_stays(mem, value, joined_elsewhere):

@@ -92,6 +92,52 @@ def _inside_hash(words: list[str]) -> str:
     return hashlib.sha256(("inside\x00" + " ".join(words)).encode("utf-8")).hexdigest()
 
 
+def _bag_hash(words: list[str]) -> str:
+    """The inside hash of ``words`` in any order: a forgotten value's words said in another order are the value."""
+    return hashlib.sha256(("bag\x00" + " ".join(sorted(words))).encode("utf-8")).hexdigest()
+
+
+LETTERS_RUN = 3  # single characters in a row that ``_letters_joined`` reads as one word
+
+
+def _letters_joined(words: list[str]) -> list[str]:
+    """``words`` with each run of LETTERS_RUN or more one-character words read as one word: a value spelt out letter
+    by letter ("q u o k k a", "q-u-o-k-k-a", "7 7 3 1") says that word."""
+    out: list[str] = []
+    run: list[str] = []
+    for w in [*words, ""]:
+        if len(w) == 1:
+            run.append(w)
+            continue
+        if len(run) >= LETTERS_RUN:
+            out.append("".join(run))
+        else:
+            out.extend(run)
+        run = []
+        if w:
+            out.append(w)
+    return out
+
+
+def _readings(text: str, limit: int | None) -> list[list[str]]:
+    """The word lists ``contained`` compares a text by: its words (``_inside_words``), its words with every unseen
+    character a break instead of nothing (a zero-width space or soft hyphen between two of a value's words, not all:
+    "quokka\u200bwombat 7731"), and each of those with spelt-out letters joined (``_letters_joined``). The same list
+    is compared once."""
+    from ..textform import unseen_as_space
+
+    cut = text if limit is None else text[:limit]
+    out = [_inside_words(cut, None)]
+    spaced = unseen_as_space(cut)
+    if spaced != cut:
+        out.append(_inside_words(spaced, None))
+    for ws in list(out):
+        joined = _letters_joined(ws)
+        if joined != ws:
+            out.append(joined)
+    return out
+
+
 def inside_form(value: str) -> tuple[str, int] | None:
     """(hash, word count) of a forgotten value whose words are distinctive enough to refuse wherever they are said
     inside another text, or None: three words or more, two with one of digits or of 9 letters or more, or one word
@@ -277,6 +323,8 @@ class _Hashes:
     # word count -> the values' letters (their words' lengths added up), or None where a tombstone (before 2026-12-06)
     # does not say: only a run of words as long is hashed.
     inside_chars: dict[int, set[int] | None] = field(default_factory=dict)
+    # word count -> {letters: the hashes of forgotten values' words in any order} (tombstones from 2026-12-06 on)
+    bags: dict[int, dict[int, set[str]]] = field(default_factory=dict)
 
 
 # tombstones.log's hashes by its path, with the file's (path, device, inode, size, time) they were read at.
@@ -333,6 +381,25 @@ class AuditLog:
         return _named_in(self.path, self.root)
 
 
+def _said_in(ws: list[str], h: _Hashes) -> bool:
+    """Whether a run of ``ws`` is a forgotten value's words, in its order or (``bags``) in any: a run is hashed only
+    where its letters add up to a value's of as many words."""
+    at = list(itertools.accumulate((len(w) for w in ws), initial=0))
+    for n, hashes in h.inside.items():
+        chars = h.inside_chars.get(n)
+        bags = h.bags.get(n, {})
+        for i in range(len(ws) - n + 1):
+            letters = at[i + n] - at[i]
+            bag = bags.get(letters)
+            if bag is not None and _bag_hash(ws[i : i + n]) in bag:
+                return True
+            if chars is not None and letters not in chars:
+                continue
+            if _inside_hash(ws[i : i + n]) in hashes:
+                return True
+    return False
+
+
 class Tombstones:
     """SHA-256 of the normalised value (and of the key); the value and the key's text never."""
 
@@ -353,9 +420,11 @@ class Tombstones:
         if (words := words_hash(value)) is not None:
             folded["words_sha256"] = words
         if reason == "forget" and (inside := inside_form(value)) is not None:
-            # A forgotten value's words are refused inside another text too (``contained``); a rejected proposal's
-            # are not: "deploy on Fridays" rejected must not refuse "never deploy on Fridays".
+            # A forgotten value's words are refused inside another text too (``contained``), in any order; a rejected
+            # proposal's are not: "deploy on Fridays" rejected must not refuse "never deploy on Fridays".
             folded["inside_sha256"], folded["inside_words"] = inside
+            if inside[1] >= 2:
+                folded["bag_sha256"] = _bag_hash(_inside_words(value))
             folded["inside_chars"] = sum(len(w) for w in _inside_words(value))
             if (joined := joined_form(value)) is not None:
                 folded["joined_sha256"] = joined
@@ -398,6 +467,10 @@ class Tombstones:
                 if isinstance(entry.get("inside_sha256"), str) and isinstance(n, int) and 0 < n <= MAX_INSIDE_WORDS:
                     out.inside.setdefault(n, set()).add(entry["inside_sha256"])
                     _add_chars(out, n, entry.get("inside_chars"))
+                c = entry.get("inside_chars")
+                if isinstance(entry.get("bag_sha256"), str) and isinstance(n, int) and 1 < n <= MAX_INSIDE_WORDS:
+                    if isinstance(c, int) and not isinstance(c, bool) and c > 0:
+                        out.bags.setdefault(n, {}).setdefault(c, set()).add(entry["bag_sha256"])
                 if isinstance(entry.get("joined_sha256"), str):
                     out.inside.setdefault(1, set()).add(entry["joined_sha256"])
                     _add_chars(out, 1, entry.get("inside_chars"))
@@ -440,15 +513,9 @@ class Tombstones:
         for text in texts:
             if not text:
                 continue
-            ws = _inside_words(text, None if whole else CONTAINED_CHARS)
-            at = list(itertools.accumulate((len(w) for w in ws), initial=0))
-            for n, hashes in h.inside.items():
-                chars = h.inside_chars.get(n)
-                for i in range(len(ws) - n + 1):
-                    if chars is not None and at[i + n] - at[i] not in chars:
-                        continue
-                    if _inside_hash(ws[i : i + n]) in hashes:
-                        return True
+            for ws in _readings(text, None if whole else CONTAINED_CHARS):
+                if _said_in(ws, h):
+                    return True
         return False
 
     def count(self) -> int:
