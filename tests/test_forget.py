@@ -931,6 +931,18 @@ def test_a_forgotten_value_spelt_apart_or_in_another_order_stays_gone(mem, spelt
     mem.write("project/shop/zoo", "The zoo keeps a quokka and a wombat: q u o k k a", "project", trust="dream_inferred")
 
 
+def test_a_tombstones_readings_of_a_long_text_take_linear_time(mem):
+    """Each reading of a replayed turn (invisible characters as breaks, letters joined, words in any order) is one
+    pass; a text made of nothing but windows as long as the forgotten values' still costs a pass per reading."""
+    from linear import assert_linear
+
+    for i, value in enumerate(["quokka wombat 7731", "ab cd 9 ef gh ij kl mn op qr"]):
+        mem.write(f"project/shop/v{i}", value, "project")
+        forget.apply(mem, forget.plan_target(mem, f"project/shop/v{i}"))
+    unit = "ab\u200bcd 9 q u o k k a ef gh ij kl mn op qr x\u00ady "
+    assert_linear(lambda t: mem.tombstones.contained(t, whole=True), lambda n: unit * (n // len(unit)), 256 * 1024, limit=0.25)
+
+
 @pytest.mark.parametrize(
     "value, joined_elsewhere", [("data base", "database"), ("to get her", "together"), ("Python 3", "python3")]
 )
