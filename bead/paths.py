@@ -282,8 +282,15 @@ def resolve_home(env: dict[str, str] | None = None) -> Home:
     return Home(Path.home() / ".bead")
 
 
+PATH_MAX = 4096  # bytes of a path Linux and macOS resolve: a longer one names no folder to walk
+
+
 def enclosing_git(path: Path) -> Path | None:
-    """The nearest folder at or above ``path`` that holds a ``.git`` (dir or file)."""
+    """The nearest folder at or above ``path`` that holds a ``.git`` (dir or file). ``path`` may come from a
+    transcript's text: one longer than PATH_MAX names no folder, and walking its parents (each a copy of its parts)
+    took time and memory quadratic in its length (16 GB for a 128 KB ``cwd``)."""
+    if len(str(path)) > PATH_MAX:  # characters: at least as many bytes
+        return None
     for d in (path, *path.parents):
         try:
             if (d / ".git").exists():

@@ -485,6 +485,26 @@ class TestHostileTranscripts:
         raw = b"".join(p.read_bytes() for p in mem.raw.files())
         assert b"what is the db password?" in raw and b"[REDACTED:printed-secret]" in raw and secret.encode() not in raw
 
+    def test_a_cwd_longer_than_any_path_is_not_walked(self, mem, tmp_path):
+        """A transcript's ``cwd`` of 128 KB (far under a line's limit) made the walk up to its repository copy every
+        parent's parts: 61 s and 16 GB for one line (an adversarial pass). A path longer than any a system resolves
+        names no folder: its last part names the project and nothing is walked."""
+        import tracemalloc
+
+        from bead.conversation import project_from_cwd
+
+        project_from_cwd.cache_clear()
+        tracemalloc.start()
+        try:
+            assert project_from_cwd("/a" * 8000 + "/webshop") == "webshop"
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 5_000_000, f"{peak:,} bytes to name one directory's project"  # the walk took 250 MB at this size
+        root = self.folder(tmp_path, {"s1.jsonl": self.line("hello there", cwd="/a" * 64_000 + "/webshop")})
+        history.import_claude_code(mem, read_items, root)
+        assert [t.text for t in self.turns(mem)] == ["hello there"]
+
     @pytest.mark.parametrize("which", ["claude-code", "codex"])
     def test_a_printed_secret_is_redacted_where_a_batch_ends_between_the_call_and_its_result(
         self, mem, tmp_path, monkeypatch, which
