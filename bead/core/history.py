@@ -97,6 +97,9 @@ class Transcript:
     first: datetime | None = None
     wire: str = "anthropic"  # anthropic | responses (Codex CLI)
     untyped: str = ""  # why its person's words cannot be told from piped text (Conversation.untyped), or ""
+    # Lines that may have held a message were not read right before the batch's first one (--since, a line too long
+    # or unreadable): the calls its opening tool results answer are unknown, so they are read as a printed secret's.
+    gap: bool = False
 
 
 @dataclass
@@ -184,10 +187,10 @@ def _time(value: Any) -> datetime | None:
     return t if YEARS[0] <= t.year <= YEARS[1] else None
 
 
-def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes]:
+def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes | None]:
     """The file's lines (without their line break), read in binary chunks. A line longer than ``limit`` bytes is
-    counted in ``skipped_long_lines`` and its bytes are dropped as they arrive: at most ``limit`` plus one chunk
-    is ever held."""
+    counted in ``skipped_long_lines`` and its bytes are dropped as they arrive (None in its place: a line was not
+    read): at most ``limit`` plus one chunk is ever held."""
     with _open_transcript(path) as f:
         line = bytearray()
         skipping = False  # inside a line already past the limit
@@ -205,6 +208,7 @@ def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes]:
                 if skipping:
                     counts.skipped_long_lines += 1
                     skipping = False
+                    yield None
                 else:
                     yield bytes(line)
                     line = bytearray()
@@ -212,6 +216,7 @@ def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes]:
             del view
         if skipping:
             counts.skipped_long_lines += 1
+            yield None
         elif line:
             yield bytes(line)
 
@@ -248,8 +253,11 @@ def _lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[tuple[dict[
 
     A line longer than ``limit`` bytes is dropped unread (``_raw_lines``); one that is not but would take more
     than twice ``limit`` once parsed (4-byte characters throughout, very many small values) is counted with them
-    and not parsed."""
+    and not parsed. Either is (None, LONG): already counted, but a line the reader did not read."""
     for raw in _raw_lines(path, limit, counts):
+        if raw is None:
+            yield None, LONG
+            continue
         text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")  # a file saved with a byte order mark
         if not text or text.isspace():
             continue
@@ -257,6 +265,7 @@ def _lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[tuple[dict[
         del raw
         if weight > 2 * limit:
             counts.skipped_long_lines += 1
+            yield None, LONG
             continue
         try:
             d = json.loads(readable_json(text))
@@ -269,6 +278,12 @@ def _lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[tuple[dict[
 
 
 SIDECHAIN = "bead_sidechain"  # marks a message read from an isSidechain line (read_transcript)
+LONG = -1  # the weight ``_lines`` gives a line too long to read (counted in skipped_long_lines already)
+
+
+def _headless(entrypoint: object) -> bool:
+    """Claude Code's entry point for a run with no terminal (``claude -p``: sdk-cli, sdk-ts, ...)."""
+    return isinstance(entrypoint, str) and entrypoint.startswith("sdk-")
 
 
 class _Batches:
@@ -282,9 +297,12 @@ class _Batches:
         self.session_id: Any = None
         self.agent_id: Any = None
         self.cwd: Any = None
-        self.entrypoint: Any = None  # Claude Code's: cli, or sdk-cli for a run with no terminal (claude -p)
+        # Claude Code's, of the batch's lines: cli, or sdk-cli for a run with no terminal (claude -p). Each line says
+        # its own, and a batch ends where it changes: `claude -p --continue` appends a headless run to a session.
+        self.entrypoint: Any = None
         self.untyped = ""  # why the person's words cannot be told from piped text, where the file says so (codex exec)
         self.ident: tuple[str, str, str | None] | None = None
+        self.pending_gap = False  # lines that may have held a message were not read since the last one added
         self._begin()
 
     def _begin(self) -> None:
@@ -292,8 +310,21 @@ class _Batches:
         self.times: list[datetime] = []
         self.weight = 0
         self.parts = 0
+        self.opens_gap = False  # its first message came right after such lines (Transcript.gap)
+
+    def skipped(self) -> None:
+        """A line that may have held a message (a call whose output follows) was not read."""
+        self.pending_gap = True
+
+    def at_gap(self, counts: ImportCounts) -> Transcript | None:
+        """The batch so far, where lines were skipped since its last message: the next batch opens at the gap, so
+        that the tool results after it are known to answer calls no one read (``Transcript.gap``)."""
+        return self.take(counts) if self.pending_gap and self.messages else None
 
     def add(self, message: dict[str, Any], at: datetime, weight: int, parts: int) -> None:
+        if not self.messages:
+            self.opens_gap = self.pending_gap
+        self.pending_gap = False
         self.messages.append(message)
         self.times.append(at)
         self.weight += weight
@@ -317,7 +348,7 @@ class _Batches:
             base = safe_name(str(self.session_id))
             session = f"{base}-{_h(str(self.agent_id), 8)}" if self.agent_id else base
             self.ident = (session, base, project_from_cwd(str(self.cwd)) if self.cwd else None)
-        headless = isinstance(self.entrypoint, str) and self.entrypoint.startswith("sdk-")
+        headless = _headless(self.entrypoint)
         t = Transcript(
             self.path,
             *self.ident,
@@ -326,6 +357,7 @@ class _Batches:
             self.times[0],
             wire=self.wire,
             untyped=HEADLESS_CLAUDE_CODE if headless else self.untyped,
+            gap=self.opens_gap,
         )
         self._begin()
         return t
@@ -340,7 +372,8 @@ def read_transcript(
     last_weight = 0  # of the last message (an answer written one block per line grows)
     for d, weight in _lines(path, max_line_bytes, counts):
         if d is None:
-            counts.skipped_lines += 1
+            counts.skipped_lines += weight != LONG
+            b.skipped()
             continue
         kind = d.get("type")
         msg = d.get("message")
@@ -356,15 +389,22 @@ def read_transcript(
         b.session_id = b.session_id or d.get("sessionId")
         b.agent_id = b.agent_id or (d.get("agentId") if d.get("isSidechain") else None)
         b.cwd = b.cwd or d.get("cwd")
-        b.entrypoint = b.entrypoint or d.get("entrypoint")
         at = _time(d.get("timestamp"))
         if at is None:
             counts.skipped_lines += 1
+            b.skipped()
             continue
         if since is not None and at < since:
             counts.skipped_old += 1
             last_id = None
+            b.skipped()
             continue
+        if (t := b.at_gap(counts)) is not None:
+            yield t
+        if isinstance(ep := d.get("entrypoint"), str):
+            if b.messages and _headless(ep) != _headless(b.entrypoint) and (t := b.take(counts)) is not None:
+                yield t
+            b.entrypoint = ep
         content = msg.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
         mid = msg.get("id") if kind == "assistant" else None
@@ -514,8 +554,9 @@ def import_transcript(
         return 0
     t.messages.clear()
     ident = Identity(session=t.session, base_session=t.base_session, thread="", project=t.project)
-    turns = request_turns(conv, ident, 0, state.prints, state.known)
-    state.prints = prints_at_end(conv.messages, state.prints)
+    prints = state.prints or t.gap
+    turns = request_turns(conv, ident, 0, prints, state.known)
+    state.prints = prints_at_end(conv.messages, prints)
     offset, state.messages = state.messages, state.messages + len(conv.messages)
     del conv
     items = []
@@ -657,6 +698,17 @@ def _own_message(item: dict[str, Any]) -> bool:
     return item.get("type", "message" if "role" in item else "") == "message" and item.get("role") != "assistant"
 
 
+def _codex_subagent(meta: dict[str, Any]) -> bool:
+    """Whether a rollout's ``session_meta`` is a sub-agent's thread: ``source: {"subagent": ...}``,
+    ``thread_source: "subagent"`` or a ``parent_thread_id``."""
+    source = meta.get("source")
+    return (
+        (isinstance(source, dict) and "subagent" in source)
+        or meta.get("thread_source") == "subagent"
+        or bool(meta.get("parent_thread_id"))
+    )
+
+
 def read_codex(
     path: Path, since: datetime | None, counts: ImportCounts, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 ) -> Iterator[Transcript]:
@@ -669,12 +721,17 @@ def read_codex(
     for d, weight in _lines(path, max_line_bytes, counts):
         payload = d.get("payload") if d is not None else None
         if d is None or not isinstance(payload, dict):
-            counts.skipped_lines += 1
+            counts.skipped_lines += weight != LONG
+            b.skipped()
             continue
         kind = d.get("type")
         if kind == "session_meta":
-            b.session_id = b.session_id or payload.get("session_id") or payload.get("id")
+            b.session_id = b.session_id or payload.get("session_id") or payload.get("parent_thread_id") or payload.get("id")
             b.cwd = b.cwd or payload.get("cwd")
+            if _codex_subagent(payload):
+                # A sub-agent's thread: the main model wrote its prompt, never the person. A session of its own
+                # under the parent's, read as delegated, as the proxy reads a thread other than its session's.
+                b.agent_id = b.agent_id or payload.get("id") or "subagent"
             if payload.get("originator") == "codex_exec" or payload.get("source") == "exec":
                 b.untyped = CODEX_EXEC  # as the proxy reads a codex exec run's requests (conversation.untyped)
             continue
@@ -687,14 +744,20 @@ def read_codex(
         at = _time(d.get("timestamp"))
         if at is None:
             counts.skipped_lines += 1
+            b.skipped()
             continue
         if since is not None and at < since:
             counts.skipped_old += 1
+            b.skipped()
             continue
+        if (t := b.at_gap(counts)) is not None:
+            yield t
+            run = run_parts = 0
         item = {k: v for k, v in payload.items() if k != "internal_chat_message_metadata_passthrough"}
         parts = max(1, sum(len(v) for k in ("content", "output") if isinstance(v := item.get(k), list)))
         if parts > MAX_MESSAGE_PARTS:
             counts.skipped_lines += 1  # the parser takes no message of more parts
+            b.skipped()
             continue
         prev = b.messages[-1] if b.messages else None
         new_run = prev is None or _own_message(item) or _own_message(prev) or _output(item) != _output(prev)
