@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import plistlib
+import shlex
 import shutil
 import subprocess
 import sys
@@ -304,3 +305,41 @@ def test_the_wrappers_check_finds_the_python_of_a_bead_pip_wrote_as_a_shell_tram
     p = plan(tmp_path, bead=str(exe))
     install(p, load=False, rc=False)
     assert f"if [ -x '{venv / 'python'}' ]" in p.shell_sh.read_text(), p.shell_sh.read_text()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("planted", ["fifo", "link to a fifo", "link to /dev/zero"])
+@pytest.mark.parametrize("unit", ["bead-proxy.service", "bead-proxy.socket"])
+def test_a_fifo_or_a_device_at_a_unit_file_is_replaced_never_read(tmp_path, planted, unit):
+    """setup compared an existing unit file with what it writes by reading it whole: a named pipe there held setup
+    for good, a link to /dev/zero filled memory (an adversarial pass). It reads only a regular file, and writes its
+    own in that place."""
+    p = plan(tmp_path)
+    p.unit_dir.mkdir(parents=True)
+    where = p.unit_dir / unit
+    fifo = tmp_path / "fifo"
+    if planted == "link to /dev/zero":
+        where.symlink_to("/dev/zero")
+    else:
+        os.mkfifo(fifo)
+        if planted == "fifo":
+            os.rename(fifo, where)
+        else:
+            where.symlink_to(fifo)
+    install(p, load=False, rc=False)
+    assert where.is_file() and not where.is_symlink() and "bead" in where.read_text()
+
+
+def test_a_placeholders_word_in_the_homes_path_is_not_filled_in_again(tmp_path):
+    """The wrapper's placeholders were filled in one after another: a home whose path holds `@PYTHON@` had the
+    Python path spliced inside its quoted token path, where a `$(...)` in that path would run (an adversarial
+    pass). Each value goes in once, as written."""
+    exe = tmp_path / "venv" / "bin" / "bead"
+    exe.parent.mkdir(parents=True)
+    exe.write_text(f"#!{sys.executable}\n")
+    exe.chmod(0o755)
+    p = plan(tmp_path, home=tmp_path / "h @PYTHON@x", bead=str(exe))
+    install(p, load=False, rc=False)
+    shell = p.shell_sh.read_text()
+    assert shlex.quote(str(p.home.proxy_token)) in shell, shell
+    assert shell.count(sys.executable) == 2, "the Python path in its own two places only"

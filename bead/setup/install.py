@@ -94,14 +94,16 @@ class Plan:
         if self.platform == "systemd":
             # A unit's words: a path with a space, a quote or "%" (a specifier) is quoted and escaped as systemd
             # reads it, or the service would run another path, or none.
-            return text.replace("@BEAD@", _exec_words(self.bead)).replace(
-                "Environment=BEAD_HOME=@HOME@", "Environment=" + _unit_word(f"BEAD_HOME={self.home.root}")
-            )
+            text = text.replace("Environment=BEAD_HOME=@HOME@", "Environment=@ENV_HOME@")
+            return _filled(text, {"@BEAD@": _exec_words(self.bead), "@ENV_HOME@": _unit_word(f"BEAD_HOME={self.home.root}")})
         # A plist is XML: a path with "&" or "<" is escaped, or it would not parse, or would add its own strings.
-        return (
-            text.replace("@BEAD@", xml_escape(self.bead))
-            .replace("@HOME@", xml_escape(str(self.home.root)))
-            .replace("@LOG@", xml_escape(str(launchd_log(service, self.user_home))))
+        return _filled(
+            text,
+            {
+                "@BEAD@": xml_escape(self.bead),
+                "@HOME@": xml_escape(str(self.home.root)),
+                "@LOG@": xml_escape(str(launchd_log(service, self.user_home))),
+            },
         )
 
     @property
@@ -198,6 +200,39 @@ def _exec_words(path: str) -> str:
     return f"{ENV} " + _unit_word(path).replace("$", "$$")
 
 
+_PLACEHOLDER = re.compile(r"@[A-Z_]+@")
+
+
+def _filled(template: str, values: dict[str, str]) -> str:
+    """``template`` (bead's own file) with each placeholder replaced by its value in one pass: a value is never read
+    again for another placeholder (a home named `h @PYTHON@x` had the Python path spliced inside its quotes)."""
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(0), m.group(0)), template)
+
+
+UNIT_MAX_BYTES = 1 << 20  # a file setup compares with what it would write: larger, it is none setup wrote
+
+
+def _file_bytes(path: Path, limit: int = UNIT_MAX_BYTES) -> bytes | None:
+    """The bytes of the regular file at ``path`` (through a link: the person's layout), or None where there is none,
+    it is no regular file (a named pipe or a device there, never waited on nor read: /dev/zero filled memory, a FIFO
+    held setup) or it is longer than ``limit``. None reads as "differs": setup writes its file in that place."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        chunks, held = [], 0
+        while held <= limit and (chunk := os.read(fd, 1 << 16)):
+            chunks.append(chunk)
+            held += len(chunk)
+        return b"".join(chunks) if held <= limit else None
+    finally:
+        os.close(fd)
+
+
 def _write_if_changed(path: Path, text: str, mode: int = 0o644, root: Path | None = None) -> bool:
     """Write ``path`` unless it already holds ``text``; ``root`` is the bead home for a file below it. A person's
     file that is not UTF-8 (an rc file in Latin-1) keeps its bytes: read and written with surrogateescape."""
@@ -210,7 +245,7 @@ def _write_if_changed(path: Path, text: str, mode: int = 0o644, root: Path | Non
                 return False
         except (FileNotFoundError, UnsafePath):
             pass
-    elif path.exists() and path.read_bytes() == data:
+    elif _file_bytes(path) == data:
         return False
     if root is None:
         # Outside the home (unit files, rc files): a person's own layout, links included. A folder made here is
@@ -321,7 +356,8 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
     socket_changed = moved = False
     if plan.socket_unit is not None:
         path = plan.unit_dir / plan.socket_unit
-        before = _listen_stream(path.read_text(encoding="utf-8", errors="replace")) if path.exists() else None
+        held = _file_bytes(path)
+        before = _listen_stream(held.decode("utf-8", "replace")) if held is not None else None
         text = plan.socket_template()
         if _write_if_changed(path, text):
             acts.append(f"wrote {path}")
@@ -338,14 +374,14 @@ def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run
             # launchd opens the log file but does not create its folder.
             launchd_log(svc, plan.user_home).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     load_token(plan.home)
-    shell = (
-        resources.files("bead.setup")
-        .joinpath("shell.sh")
-        .read_text(encoding="utf-8")
-        .replace("@LISTEN_ARG@", shlex.quote(client_address(plan.listen)))
-        .replace("@LISTEN@", client_address(plan.listen))
-        .replace("@TOKEN@", shlex.quote(str(plan.home.proxy_token)))
-        .replace("@PYTHON@", shlex.quote(python_of(plan.bead)))
+    shell = _filled(
+        resources.files("bead.setup").joinpath("shell.sh").read_text(encoding="utf-8"),
+        {
+            "@LISTEN_ARG@": shlex.quote(client_address(plan.listen)),
+            "@LISTEN@": client_address(plan.listen),
+            "@TOKEN@": shlex.quote(str(plan.home.proxy_token)),
+            "@PYTHON@": shlex.quote(python_of(plan.bead)),
+        },
     )
     if _write_if_changed(plan.shell_sh, shell, 0o600, root=plan.home.root):
         acts.append(f"wrote {plan.shell_sh}")
