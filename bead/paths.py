@@ -178,6 +178,11 @@ class Home:
         return self.raw / ".lock"
 
     @property
+    def import_lock(self) -> Path:
+        """Held by `bead import` for its whole run: two at once each read which turns were there before either wrote."""
+        return self.raw / ".import.lock"
+
+    @property
     def queue_lock(self) -> Path:
         """Held while a review item is decided, so two decisions of one item cannot both act."""
         return self.queue / ".lock"

@@ -1015,3 +1015,24 @@ def test_an_import_that_read_a_transcript_before_a_forget_began_writes_its_turns
     held = [p for p in mem.home.root.rglob("*") if p.is_file() and b"quokkavault" in p.read_bytes()]
     assert held == []
     assert [t.text for p in mem.raw.files() for t in mem.raw.read(p)] == ["[forgotten]"]
+
+
+def test_two_imports_at_once_write_each_turn_once(bead_home, tmp_path):
+    """Two `bead import` processes started together each read which turns a session held before either wrote, and
+    both wrote them: a session doubled, which no later run takes away (an adversarial pass). One import runs at a
+    time in a home; the second adds nothing."""
+    d = tmp_path / "projects" / "-w-proj"
+    d.mkdir(parents=True)
+    for s in range(3):
+        (d / f"s{s}.jsonl").write_bytes(b"".join(_line(f"message {i} of session {s}", sessionId=f"s{s}") for i in range(800)))
+    Home(bead_home).ensure()
+    env = {**os.environ, "BEAD_HOME": str(bead_home)}
+    cmd = [sys.executable, "-m", "bead", "import", "claude-code", "--from", str(tmp_path / "projects"), "--json"]
+    runs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in runs]
+    assert [p.returncode for p in runs] == [0, 0], outs
+    added = sorted(json.loads(out)["turns_added"] for out, _err in outs)
+    assert added == [0, 2400], outs
+    with Memory(Home(bead_home), Config(owner="tester")) as mem:
+        texts = [t.text for p in mem.raw.files() for t in mem.raw.read(p)]
+    assert len(texts) == len(set(texts)) == 2400

@@ -64,6 +64,7 @@ from ..conversation import (
 )
 from ..errors import BeadError
 from ..store.audit import iso
+from ..store.locks import flocked
 from ..store.rawlog import REPLAYED, by_message
 from ..textform import readable_json
 from ..token import without_token
@@ -630,7 +631,23 @@ def _import(
     progress: Callable[[Path], None] | None,
     root: Path | None = None,
 ) -> ImportCounts:
-    """Import ``files`` (listed below ``root``: each is read only if it is still there when opened)."""
+    """Import ``files`` (listed below ``root``: each is read only if it is still there when opened), one import at a
+    time in a home: two at once each read the turns a session held before either wrote, and wrote them all (a
+    session doubled, which no later run takes away). A second waits for the first (and says so after a second)."""
+    with flocked(mem.home.import_lock, root=mem.home.root):
+        return _import_files(mem, parse, files, read, since, project, progress, root)
+
+
+def _import_files(
+    mem: Memory,
+    parse: Parse,
+    files: list[Path],
+    read: Reader,
+    since: datetime | None,
+    project: str | None,
+    progress: Callable[[Path], None] | None,
+    root: Path | None,
+) -> ImportCounts:
     counts = ImportCounts()
     want = project_slug(project) if project else None
     limit = mem.config.import_.max_line_bytes
