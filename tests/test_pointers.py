@@ -599,6 +599,51 @@ class TestOpenAIRoutes:
         keys = keys_of(pointer_block(text))
         assert keys and set(keys) <= {k for k, _ in INFERRED}
 
+    @pytest.mark.parametrize("lost", ["restart", "evicted"])
+    def test_a_responses_chain_is_not_pointed_again_once_the_proxy_lost_its_answer_ids(
+        self, proxy, openai_upstream, monkeypatch, lost
+    ):
+        """A chain by previous_response_id with no session header: one proxy (one worker) held its answers' ids in
+        memory only, so after a restart, or once 4,096 other answers had come, the next step started a conversation
+        of its own and was pointed again to what the chain had been (an adversarial pass). The store's record of
+        each answer is read where memory has none."""
+        from fakes import Reply
+
+        from bead.proxy import engine
+
+        def step(p, text, prev=None):
+            data = {
+                "model": "gpt-test",
+                "instructions": f"cwd: {CWD}",
+                "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}],
+                **({"previous_response_id": prev} if prev else {}),
+            }
+            openai_upstream.replies.append(Reply(text="ok"))
+            status, _, out = p.post(
+                json.dumps(data).encode(),
+                {"content-type": "application/json", "authorization": "Bearer sk-test"},
+                "/openai/v1/responses",
+            )
+            assert status == 200, out[:300]
+            p.settle()
+            sent = "\n".join(c.get("text", "") for c in openai_upstream.requests[-1].json()["input"][-1]["content"])
+            return json.loads(out)["id"], keys_of(pointer_block(sent)) if "<bead-memory" in sent else []
+
+        config = NO_BODIES + "  pointers: 8\n  pointer_budget_tokens: 400\n"
+        p = proxy(config, openai_url=openai_upstream.url)
+        ask = "the celery queue workers seem stuck, check beat"
+        first, pointed = step(p, ask)
+        assert pointed
+        if lost == "restart":
+            p.close()
+            p = proxy(config, openai_url=openai_upstream.url)
+        else:
+            monkeypatch.setattr(engine, "MAX_CHAINS", 2)
+            for i in range(3):
+                step(p, f"unrelated question {i} about the weather")
+        _, again = step(p, ask + " again, please", first)
+        assert not set(again) & set(pointed), (pointed, again)
+
 
 class TestOpening:
     def test_get_memory_on_a_pointed_key_returns_its_body_and_counts_a_use(self, proxy, upstream, bead_home):

@@ -201,8 +201,8 @@ class Engine:
         self._judging: dict[str, threading.Event] = {}  # a conversation whose judge (rerank.mode async) is under way
         self.warmed = threading.Event()  # set once warm_up() has finished (or given up)
         # Responses API chains: a response's id -> the conversation it answered, so that the request continuing
-        # it (previous_response_id, no session header) is the same conversation. In memory, the newest ones: after
-        # a restart a chain's next step starts a conversation of its own, as before.
+        # it (previous_response_id, no session header) is the same conversation. In memory, the newest ones; each is
+        # also recorded in the store (``chained``), which a step continuing an answer no longer held here reads.
         self._responses: OrderedDict[str, Identity | None] = OrderedDict()  # None: an id two answers claimed
         self._answers: dict[str, threading.Event] = {}  # a chained answer's conversation -> set once its capture is queued
         self._responses_lock = threading.Lock()
@@ -356,16 +356,17 @@ class Engine:
             if thread:
                 self._responses[thread] = prep.ident
                 self._responses.move_to_end(thread)
-        if self.board is not None:
-            # Several workers: the request that continues this answer may come to another one. (On the event loop:
-            # one small file; the occasional prune of old ones goes to a thread.)
-            try:
-                if self.conversations.record_chain(response_id, shared, prep.n_messages):
-                    self._after.submit(self.conversations.prune_chains)
-                if thread:
-                    self.conversations.record_chain(thread, prep.ident, prep.n_messages, latest=True)
-            except (OSError, safe.UnsafePath) as exc:
-                self.error("chain", exc)
+        # The request that continues this answer may come to another worker, or to this proxy after a restart
+        # or once the answer left ``_responses``: without the record it started a conversation of its own, shown
+        # and pointed to again what the chain had been. (On the event loop: one small file; the occasional prune
+        # of old ones goes to a thread.)
+        try:
+            if self.conversations.record_chain(response_id, shared, prep.n_messages):
+                self._after.submit(self.conversations.prune_chains)
+            if thread:
+                self.conversations.record_chain(thread, prep.ident, prep.n_messages, latest=True)
+        except (OSError, safe.UnsafePath) as exc:
+            self.error("chain", exc)
 
     def _known_prints(self, conversation_id: str) -> list[str]:
         """The list of values the conversation's printed secrets held (``_printed``), made on first use."""
@@ -400,9 +401,10 @@ class Engine:
         ident = identify(headers, conv, self.default_project)
         prev = self._chain_of(conv)
         elsewhere: tuple[str, int] | None = None  # the previous step's conversation and size, in another worker
-        if conv.continues and self.board is not None:
+        if conv.continues and (self.board is not None or prev is None):
             # Several workers: the store's record of the answer decides (another worker may have seen the same id
-            # given to another conversation's answer: then it is neither's).
+            # given to another conversation's answer: then it is neither's). One worker reads it for an answer it
+            # does not hold (given before a restart, or one of more than MAX_CHAINS since).
             found = self.conversations.chain(conv.continues)
             if found is not None and found[0] is None:
                 prev = None
