@@ -40,6 +40,7 @@ from ..core.review import wake as reinforce_fact
 from ..core.viewer import LOCAL, Viewer
 from ..display import json_text, visible, visible_data
 from ..paths import Home
+from ..store.keys import PERSON_TRUSTS
 from . import consent
 from .confirm import ConfirmTokens, digest
 from .errors import ToolFailure, failure
@@ -237,6 +238,16 @@ def _recall_text(r: reads.Recalled) -> str:
         return "Nothing in memory matches that query."
     more = f"\n({r.left_out} more matches did not fit the budget; narrow the query or the scope.)" if r.left_out else ""
     return r.text + more
+
+
+def _opened(view: dict[str, Any]) -> dict[str, Any]:
+    """get_memory's answer: the value as stored (an agent may edit it and write it back), but for a fact the person
+    did not state, whose bead or harness tags are escaped as a listing's are (``LISTINGS``). A pointer asks the model
+    to open an agent's or the dream's fact with this tool, and a raw `<system-reminder>` in a tool's result reads as
+    the harness's own (an adversarial pass)."""
+    if view.get("trust") in PERSON_TRUSTS:
+        return view
+    return {**view, "value": _tags_escaped(view.get("value"))}
 
 
 def _tags_escaped(value: Any, depth: int = 0) -> Any:
@@ -777,7 +788,10 @@ def _agent_tools(mcp: MCPServer, rt: Runtime, trust: str, source: str) -> None:
     )
     async def get_memory(key: OpenKey, ctx: Context) -> CallToolResult:
         return await rt.call(
-            "get_memory", ctx, lambda m, v: reads.get_memory(m, key, v, note=True, project=rt.project).as_dict(), write=False
+            "get_memory",
+            ctx,
+            lambda m, v: _opened(reads.get_memory(m, key, v, note=True, project=rt.project).as_dict()),
+            write=False,
         )
 
     @mcp.tool(
