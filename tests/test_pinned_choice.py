@@ -298,3 +298,19 @@ def test_pointers_off_is_the_old_cue_block(injection_dev):
     assert on["splits"]["dev"]["pointers_per_turn"] > 0.5
     # Pointers never change which fact bodies pass the gate.
     assert [d["injected"] for d in on["details"]] == [d["injected"] for d in off["details"]]
+
+
+def test_a_store_of_long_facts_renders_only_what_the_block_can_hold(mem, monkeypatch):
+    """Every candidate was rendered (its escape pass reads each character) before the budget cut: 300 of the
+    person's facts of 64 KB held the proxy's first request past its deadline (an adversarial pass). A row is
+    rendered only while the block has room, and a body whose characters alone pass the room is not rendered."""
+    for i in range(40):
+        mem.write(f"user/short-{i}", f"Short fact number {i} about the deploy", "user")
+    for i in range(40):
+        mem.write(f"user/long-{i}", f"Long fact {i} about the deploy " + "word " * 4000, "user")
+    read: list[int] = []
+    real = render.shown
+    monkeypatch.setattr(render, "shown", lambda body: read.append(len(body)) or real(body))
+    text, ids, _ = standing_memory(mem, None, 2000, opening("the deploy"), "opening")
+    assert text is not None and ids and all("/short-" in i for i in ids)
+    assert len(read) == len(ids) and max(read) < 100, "no long body is rendered"

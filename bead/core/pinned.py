@@ -46,7 +46,8 @@ def standing_memory(
         deadline=deadline,
     )
     names = project if bare_names else None
-    text, n = render.block("pinned", render.PINNED_HEADER, [render.fact_line(r, names) for r in choice.rows], budget_tokens)
+    lines = render.lines_within(render.PINNED_HEADER, choice.rows, lambda r: render.fact_line(r, names), budget_tokens)
+    text, n = render.block("pinned", render.PINNED_HEADER, lines, budget_tokens)
     return text, [r["id"] for r in choice.rows[:n]], choice.inferred
 
 

@@ -409,6 +409,26 @@ def raw_line(row: dict, text: str) -> str:
     return f"- excerpt, session {row['session']}, {row['at'][:16].replace('T', ' ')} UTC, {who}{older}: {excerpt}"
 
 
+def lines_within(header: str, rows: Sequence[dict], line_of: Callable[[dict], str], budget_tokens: int) -> list[str]:
+    """The lines of ``rows`` (``line_of`` each) that a block of ``header`` keeps within ``budget_tokens``, as
+    ``fitting`` counts them, each rendered only while there is room: the first that does not fit ends them. A row whose
+    body's visible characters alone cost more than the room left is not rendered at all (a line holds each of them:
+    its whitespace runs become one space, nothing else goes), so a store of long facts costs the block a few short
+    reads, not an escape pass over every candidate (300 facts of 64 KB held the proxy's first request past its
+    deadline)."""
+    used, out = len(header) // CHARS_PER_TOKEN + 10, []
+    for row in rows:
+        room = budget_tokens - used
+        if len("".join(str(row.get("body") or "").split())) > (room + 1) * CHARS_PER_TOKEN:  # one pass in C
+            break
+        line = line_of(row)
+        used += tokens(line)
+        if used > budget_tokens:
+            break
+        out.append(line)
+    return out
+
+
 def fitting(header: str, lines: list[str], budget_tokens: int) -> int:
     """How many of ``lines`` fit a block of ``header`` within ``budget_tokens``."""
     used, n = len(header) // CHARS_PER_TOKEN + 10, 0
