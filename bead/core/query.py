@@ -23,7 +23,7 @@ from ..display import cut_at_word, visible
 from ..errors import InvalidArgument, InvalidKey, NotFound, Sealed
 from ..recall import render, standing
 from ..recall.rank import search_facts, search_raw
-from ..store.keys import validate_key
+from ..store.keys import PERSON_TRUSTS, validate_key
 from .memory import Memory
 from .viewer import LOCAL, Viewer
 
@@ -104,6 +104,12 @@ class FactView:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def persons_word(self) -> bool:
+        """Whether the person stated or accepted it (else an agent's, the dream's or a tool's: text anyone may have
+        written)."""
+        return self.trust in PERSON_TRUSTS
 
 
 @dataclass

@@ -40,7 +40,6 @@ from ..core.review import wake as reinforce_fact
 from ..core.viewer import LOCAL, Viewer
 from ..display import json_text, visible, visible_data
 from ..paths import Home
-from ..store.keys import PERSON_TRUSTS
 from . import consent
 from .confirm import ConfirmTokens, digest
 from .errors import ToolFailure, failure
@@ -240,14 +239,13 @@ def _recall_text(r: reads.Recalled) -> str:
     return r.text + more
 
 
-def _opened(view: dict[str, Any]) -> dict[str, Any]:
+def _opened(view: reads.FactView) -> dict[str, Any]:
     """get_memory's answer: the value as stored (an agent may edit it and write it back), but for a fact the person
     did not state, whose bead or harness tags are escaped as a listing's are (``LISTINGS``). A pointer asks the model
     to open an agent's or the dream's fact with this tool, and a raw `<system-reminder>` in a tool's result reads as
     the harness's own (an adversarial pass)."""
-    if view.get("trust") in PERSON_TRUSTS:
-        return view
-    return {**view, "value": _tags_escaped(view.get("value"))}
+    out = view.as_dict()
+    return out if view.persons_word else {**out, "value": _tags_escaped(view.value)}
 
 
 def _tags_escaped(value: Any, depth: int = 0) -> Any:
@@ -790,7 +788,7 @@ def _agent_tools(mcp: MCPServer, rt: Runtime, trust: str, source: str) -> None:
         return await rt.call(
             "get_memory",
             ctx,
-            lambda m, v: _opened(reads.get_memory(m, key, v, note=True, project=rt.project).as_dict()),
+            lambda m, v: _opened(reads.get_memory(m, key, v, note=True, project=rt.project)),
             write=False,
         )
 
