@@ -931,6 +931,24 @@ def test_a_forgotten_value_spelt_apart_or_in_another_order_stays_gone(mem, spelt
     mem.write("project/shop/zoo", "The zoo keeps a quokka and a wombat: q u o k k a", "project", trust="dream_inferred")
 
 
+@pytest.mark.parametrize(
+    "value, reversed_",
+    [
+        ("use tabs not spaces", "use spaces not tabs"),
+        ("Alice reports to Bob", "Bob reports to Alice"),
+        ("migrate from mysql to postgres", "migrate from postgres to mysql"),
+    ],
+)
+def test_common_words_of_a_forgotten_value_in_another_order_say_another_thing(mem, value, reversed_):
+    """A review: the words in any order refused the correction of a forgotten value, and blanked a turn that said
+    it. Only a value with a word few texts say (a code's part, a long name) is refused in any order."""
+    mem.write("user/style", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/style"))
+    mem.write("user/style-now", reversed_, "user", trust="dream_inferred")
+    mem.append_turns("s9", [("user", f"correction: {reversed_} in this repo", T0, None, {"replayed": True})])
+    assert reversed_ in [t.text for t in mem.raw.read(mem.raw.find("s9"))][0]
+
+
 def test_a_tombstones_readings_of_a_long_text_take_linear_time(mem):
     """Each reading of a replayed turn (invisible characters as breaks, letters joined, words in any order) is one
     pass; a text made of nothing but windows as long as the forgotten values' still costs a pass per reading."""

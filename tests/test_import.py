@@ -16,7 +16,7 @@ from conftest import REPO
 
 from bead.config import Config, parse
 from bead.conversation import identify
-from bead.core import capture, history
+from bead.core import capture, forget, history
 from bead.core.memory import Memory
 from bead.paths import Home
 from bead.wire.anthropic import conversation_of
@@ -361,8 +361,7 @@ def test_many_small_values_in_one_line_count_as_weight(mem, tmp_path):
 
 
 def test_lines_are_cut_the_same_whatever_the_chunks(monkeypatch, tmp_path):
-    """The binary reader gives each line once, whole, wherever the chunks end; a long one only as a count and a
-    None in its place."""
+    """The binary reader gives each line once, whole, wherever the chunks end; a long one only as a count."""
     rng = random.Random(7)
     for case in range(60):
         lines = [bytes(rng.choice(b'ab \r{}"') for _ in range(rng.choice([0, 1, 5, 17, 40]))) for _ in range(8)]
@@ -375,7 +374,7 @@ def test_lines_are_cut_the_same_whatever_the_chunks(monkeypatch, tmp_path):
         want = data.split(b"\n")
         if want and want[-1] == b"":
             want.pop()
-        assert got == [x if len(x) <= limit else None for x in want], case
+        assert got == [x for x in want if len(x) <= limit], case
         assert counts.skipped_long_lines == sum(len(x) > limit for x in want), case
 
 
@@ -619,6 +618,72 @@ class TestHostileTranscripts:
         assert (counts.skipped_old if gap == "since" else counts.skipped_long_lines) >= 1
         raw = b"".join(p.read_bytes() for p in mem.raw.files())
         assert b"[REDACTED:printed-secret]" in raw and secret.encode() not in raw
+
+    def asst(self, blocks, mid, ts=TS):
+        d = {"type": "assistant", "sessionId": "s1", "cwd": "/w/proj", "timestamp": ts}
+        return json.dumps({**d, "message": {"role": "assistant", "id": mid, "content": blocks}}) + "\n"
+
+    def test_a_line_too_long_inside_an_answer_brings_no_forgotten_turn_back(self, mem, tmp_path):
+        """An answer written over lines of one message id, one of them too long: the import must number the messages
+        after it as every run does, or a forgotten turn (known by its place) is written back (a review of a batch
+        cut at such lines)."""
+        long = [{"type": "tool_use", "id": "w1", "name": "Write", "input": {"content": "x" * 80_000}}]
+        text = (
+            self.line("write the file")
+            + self.asst([{"type": "text", "text": "Writing it now."}], "m1")
+            + self.asst(long, "m1")
+            + self.asst([{"type": "text", "text": "Done writing."}], "m1")
+            + self.line("ok next")
+            + self.line("purple")
+            + self.asst([{"type": "text", "text": "noted"}], "m2")
+        )
+        root = self.folder(tmp_path, {"s1.jsonl": text})
+        _limit(mem.home.root)
+        with Memory(mem.home, parse(mem.home.config.read_text())) as limited:
+            history.import_claude_code(limited, read_items, root)
+            forget.apply(limited, forget.plan_match(limited, "purple"))
+            assert history.import_claude_code(limited, read_items, root).turns_added == 0
+        with Memory(mem.home, parse("")) as whole:  # the long line read now
+            history.import_claude_code(whole, read_items, root)
+        assert b"purple" not in b"".join(p.read_bytes() for p in mem.raw.files())
+
+    def test_a_result_of_a_call_that_was_read_stays_as_it_is_beside_one_too_long(self, mem, tmp_path):
+        """Two calls read, the first one's output too long to read: the second one's output is its own call's, not a
+        printed secret's, and neither it nor the words that say it again later are redacted (a review)."""
+        calls = [
+            {"type": "tool_use", "id": "t0", "name": "Bash", "input": {"command": "cat big.log"}},
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "git branch --show-current"}},
+        ]
+        results = [
+            self.line([{"type": "tool_result", "tool_use_id": "t0", "content": "y" * 120_000}]),
+            self.line([{"type": "tool_result", "tool_use_id": "t1", "content": "feature/loginRedesign"}]),
+        ]
+        text = (
+            self.line("which branch?")
+            + self.asst(calls, "m1")
+            + "".join(results)
+            + self.asst([{"type": "text", "text": "You are on feature/loginRedesign"}], "m2")
+            + self.line("merge feature/loginRedesign into main")
+        )
+        root = self.folder(tmp_path, {"s1.jsonl": text})
+        _limit(mem.home.root)
+        with Memory(mem.home, parse(mem.home.config.read_text())) as limited:
+            history.import_claude_code(limited, read_items, root)
+        raw = b"".join(p.read_bytes() for p in mem.raw.files())
+        assert raw.count(b"feature/loginRedesign") == 3 and b"REDACTED" not in raw
+
+    def test_a_run_from_since_adds_nothing_a_whole_run_wrote(self, mem, tmp_path):
+        """`--since` between a call that prints no secret and its output: the output is read as a whole run reads it,
+        so a later run from that time finds every turn already there (a review: it was redacted there and written
+        twice)."""
+        late = "2026-01-02T03:04:07Z"
+        call = [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "git log -1"}}]
+        result = [{"type": "tool_result", "tool_use_id": "t1", "content": "commit 9f3aB7c21dE4 by Alice"}]
+        text = self.line("last commit?") + self.asst(call, "m1") + self.line(result, ts=late) + self.line("thanks", ts=late)
+        root = self.folder(tmp_path, {"s1.jsonl": text})
+        assert history.import_claude_code(mem, read_items, root).turns_added == 4
+        since = datetime(2026, 1, 2, 3, 4, 6, tzinfo=UTC)
+        assert history.import_claude_code(mem, read_items, root, since).turns_added == 0
 
     def test_a_codex_sub_agents_prompt_is_not_imported_as_typed(self, mem, tmp_path):
         """A Codex sub-agent's rollout (its `session_meta` names a parent thread): its prompt is the main model's, as

@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..capture.secrets import redact_runs
+from ..capture.secrets import prints_secret, redact_printed, redact_runs
 from ..capture.text import HARNESS_NOTICES
 from ..conversation import (
     CODEX_EXEC,
@@ -68,7 +68,7 @@ from ..store.locks import flocked
 from ..store.rawlog import REPLAYED, by_message
 from ..textform import readable_json
 from ..token import without_token
-from .capture import prints_at_end, request_turns
+from .capture import command_text, prints_at_end, remember_values, request_turns
 from .memory import Memory
 
 IMPORTED = {"anthropic": "claude-code", "responses": "codex"}
@@ -98,9 +98,9 @@ class Transcript:
     first: datetime | None = None
     wire: str = "anthropic"  # anthropic | responses (Codex CLI)
     untyped: str = ""  # why its person's words cannot be told from piped text (Conversation.untyped), or ""
-    # Lines that may have held a message were not read right before the batch's first one (--since, a line too long
-    # or unreadable): the calls its opening tool results answer are unknown, so they are read as a printed secret's.
-    gap: bool = False
+    # The values the tool results of calls the import did not read held (``_Batches.unread_results``): a later
+    # answer that says one again is redacted too (FileState.known).
+    printed: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -188,10 +188,10 @@ def _time(value: Any) -> datetime | None:
     return t if YEARS[0] <= t.year <= YEARS[1] else None
 
 
-def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes | None]:
+def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes]:
     """The file's lines (without their line break), read in binary chunks. A line longer than ``limit`` bytes is
-    counted in ``skipped_long_lines`` and its bytes are dropped as they arrive (None in its place: a line was not
-    read): at most ``limit`` plus one chunk is ever held."""
+    counted in ``skipped_long_lines`` and its bytes are dropped as they arrive: at most ``limit`` plus one chunk
+    is ever held."""
     with _open_transcript(path) as f:
         line = bytearray()
         skipping = False  # inside a line already past the limit
@@ -209,7 +209,6 @@ def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes |
                 if skipping:
                     counts.skipped_long_lines += 1
                     skipping = False
-                    yield None
                 else:
                     yield bytes(line)
                     line = bytearray()
@@ -217,7 +216,6 @@ def _raw_lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[bytes |
             del view
         if skipping:
             counts.skipped_long_lines += 1
-            yield None
         elif line:
             yield bytes(line)
 
@@ -254,11 +252,8 @@ def _lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[tuple[dict[
 
     A line longer than ``limit`` bytes is dropped unread (``_raw_lines``); one that is not but would take more
     than twice ``limit`` once parsed (4-byte characters throughout, very many small values) is counted with them
-    and not parsed. Either is (None, LONG): already counted, but a line the reader did not read."""
+    and not parsed."""
     for raw in _raw_lines(path, limit, counts):
-        if raw is None:
-            yield None, LONG
-            continue
         text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")  # a file saved with a byte order mark
         if not text or text.isspace():
             continue
@@ -266,7 +261,6 @@ def _lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[tuple[dict[
         del raw
         if weight > 2 * limit:
             counts.skipped_long_lines += 1
-            yield None, LONG
             continue
         try:
             d = json.loads(readable_json(text))
@@ -279,7 +273,7 @@ def _lines(path: Path, limit: int, counts: ImportCounts) -> Iterator[tuple[dict[
 
 
 SIDECHAIN = "bead_sidechain"  # marks a message read from an isSidechain line (read_transcript)
-LONG = -1  # the weight ``_lines`` gives a line too long to read (counted in skipped_long_lines already)
+MAX_CALLS = 200_000  # call ids a file's reader keeps (``_Batches.calls``); past it, every later result is read as unread
 
 
 def _headless(entrypoint: object) -> bool:
@@ -303,7 +297,9 @@ class _Batches:
         self.entrypoint: Any = None
         self.untyped = ""  # why the person's words cannot be told from piped text, where the file says so (codex exec)
         self.ident: tuple[str, str, str | None] | None = None
-        self.pending_gap = False  # lines that may have held a message were not read since the last one added
+        # The file's tool calls read so far, by id: True for one read into a batch, else (a line before --since)
+        # whether it prints a secret. A result whose call is not here answers a line the import could not read.
+        self.calls: dict[str, bool] = {}
         self._begin()
 
     def _begin(self) -> None:
@@ -311,21 +307,36 @@ class _Batches:
         self.times: list[datetime] = []
         self.weight = 0
         self.parts = 0
-        self.opens_gap = False  # its first message came right after such lines (Transcript.gap)
+        self.printed: list[str] = []
 
-    def skipped(self) -> None:
-        """A line that may have held a message (a call whose output follows) was not read."""
-        self.pending_gap = True
+    def called(self, call_id: object, command: object, read: bool) -> None:
+        """A tool call the file holds: ``read`` into a batch, or (a line before --since) not, and then whether its
+        ``command`` (its input) prints a secret."""
+        if isinstance(call_id, str) and call_id and len(self.calls) < MAX_CALLS:
+            self.calls[call_id] = True if read else not prints_secret(command_text(command))
 
-    def at_gap(self, counts: ImportCounts) -> Transcript | None:
-        """The batch so far, where lines were skipped since its last message: the next batch opens at the gap, so
-        that the tool results after it are known to answer calls no one read (``Transcript.gap``)."""
-        return self.take(counts) if self.pending_gap and self.messages else None
+    def unread(self, call_id: object) -> bool:
+        """Whether a tool result answers a call the import did not read: a line too long or unreadable, or one before
+        --since that prints a secret. Its output is then read as a printed secret's (the safe side); with a call
+        read, or one before --since that prints none, the conversation reads it as a whole run would."""
+        return isinstance(call_id, str) and bool(call_id) and not self.calls.get(call_id, False)
+
+    def unread_output(self, output: Any, counts: ImportCounts) -> Any:
+        """A result's output (a string, or a list of text blocks) redacted as a printed secret's."""
+        if isinstance(output, str):
+            text, hit = redact_printed(output, self.printed)
+            counts.redacted += hit
+            return text
+        if isinstance(output, list):
+            out = []
+            for part in output:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    part = {**part, "text": self.unread_output(part["text"], counts)}
+                out.append(part)
+            return out
+        return output
 
     def add(self, message: dict[str, Any], at: datetime, weight: int, parts: int) -> None:
-        if not self.messages:
-            self.opens_gap = self.pending_gap
-        self.pending_gap = False
         self.messages.append(message)
         self.times.append(at)
         self.weight += weight
@@ -358,7 +369,7 @@ class _Batches:
             self.times[0],
             wire=self.wire,
             untyped=HEADLESS_CLAUDE_CODE if headless else self.untyped,
-            gap=self.opens_gap,
+            printed=self.printed,
         )
         self._begin()
         return t
@@ -373,8 +384,7 @@ def read_transcript(
     last_weight = 0  # of the last message (an answer written one block per line grows)
     for d, weight in _lines(path, max_line_bytes, counts):
         if d is None:
-            counts.skipped_lines += weight != LONG
-            b.skipped()
+            counts.skipped_lines += 1
             continue
         kind = d.get("type")
         msg = d.get("message")
@@ -391,23 +401,33 @@ def read_transcript(
         b.agent_id = b.agent_id or (d.get("agentId") if d.get("isSidechain") else None)
         b.cwd = b.cwd or d.get("cwd")
         at = _time(d.get("timestamp"))
-        if at is None:
-            counts.skipped_lines += 1
-            b.skipped()
+        content = msg.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
+        old = since is not None and at is not None and at < since
+        if at is None or old:
+            counts.skipped_old += old
+            counts.skipped_lines += not old
+            if old:
+                last_id = None
+                for blk in blocks:
+                    if isinstance(blk, dict) and blk.get("type") == "tool_use":
+                        b.called(blk.get("id"), blk.get("input"), read=False)
             continue
-        if since is not None and at < since:
-            counts.skipped_old += 1
-            last_id = None
-            b.skipped()
-            continue
-        if (t := b.at_gap(counts)) is not None:
-            yield t
+        if kind == "assistant":
+            for blk in blocks:
+                if isinstance(blk, dict) and blk.get("type") == "tool_use":
+                    b.called(blk.get("id"), None, read=True)
+        elif any(isinstance(blk, dict) and blk.get("type") == "tool_result" for blk in blocks):
+            blocks = [
+                {**blk, "content": b.unread_output(blk.get("content"), counts)}
+                if isinstance(blk, dict) and blk.get("type") == "tool_result" and b.unread(blk.get("tool_use_id"))
+                else blk
+                for blk in blocks
+            ]
         if isinstance(ep := d.get("entrypoint"), str):
             if b.messages and _headless(ep) != _headless(b.entrypoint) and (t := b.take(counts)) is not None:
                 yield t
             b.entrypoint = ep
-        content = msg.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
         mid = msg.get("id") if kind == "assistant" else None
         if (
             mid
@@ -555,9 +575,9 @@ def import_transcript(
         return 0
     t.messages.clear()
     ident = Identity(session=t.session, base_session=t.base_session, thread="", project=t.project)
-    prints = state.prints or t.gap
-    turns = request_turns(conv, ident, 0, prints, state.known)
-    state.prints = prints_at_end(conv.messages, prints)
+    remember_values(state.known, t.printed)
+    turns = request_turns(conv, ident, 0, state.prints, state.known)
+    state.prints = prints_at_end(conv.messages, state.prints)
     offset, state.messages = state.messages, state.messages + len(conv.messages)
     del conv
     items = []
@@ -710,6 +730,27 @@ def _output(item: dict[str, Any]) -> bool:
     return isinstance(kind, str) and (kind.endswith("_call_output") or kind == "tool_search_output")
 
 
+def _call(item: dict[str, Any]) -> bool:
+    """Whether a Responses item is a tool call (``function_call``, ``custom_tool_call``, ``local_shell_call``, ...)."""
+    kind = item.get("type")
+    return isinstance(kind, str) and kind.endswith("_call")
+
+
+def _arguments(item: dict[str, Any]) -> object:
+    """A tool call item's input, as ``command_text`` reads it: a function's JSON arguments parsed (else as written),
+    a custom tool's input, a local shell call's action."""
+    args = item.get("arguments")
+    if isinstance(args, str):
+        try:
+            return json.loads(args[:COMMAND_JSON_CHARS])
+        except (ValueError, RecursionError):
+            return args
+    return item.get("input", item.get("action"))
+
+
+COMMAND_JSON_CHARS = 65536  # of a skipped call's arguments read for its command
+
+
 def _own_message(item: dict[str, Any]) -> bool:
     """Whether the parser always starts a new message at this item (a user, system or developer message)."""
     return item.get("type", "message" if "role" in item else "") == "message" and item.get("role") != "assistant"
@@ -738,8 +779,7 @@ def read_codex(
     for d, weight in _lines(path, max_line_bytes, counts):
         payload = d.get("payload") if d is not None else None
         if d is None or not isinstance(payload, dict):
-            counts.skipped_lines += weight != LONG
-            b.skipped()
+            counts.skipped_lines += 1
             continue
         kind = d.get("type")
         if kind == "session_meta":
@@ -761,21 +801,21 @@ def read_codex(
         at = _time(d.get("timestamp"))
         if at is None:
             counts.skipped_lines += 1
-            b.skipped()
             continue
+        item = {k: v for k, v in payload.items() if k != "internal_chat_message_metadata_passthrough"}
         if since is not None and at < since:
             counts.skipped_old += 1
-            b.skipped()
+            if _call(item):
+                b.called(item.get("call_id"), _arguments(item), read=False)
             continue
-        if (t := b.at_gap(counts)) is not None:
-            yield t
-            run = run_parts = 0
-        item = {k: v for k, v in payload.items() if k != "internal_chat_message_metadata_passthrough"}
         parts = max(1, sum(len(v) for k in ("content", "output") if isinstance(v := item.get(k), list)))
         if parts > MAX_MESSAGE_PARTS:
             counts.skipped_lines += 1  # the parser takes no message of more parts
-            b.skipped()
             continue
+        if _call(item):
+            b.called(item.get("call_id"), None, read=True)
+        elif _output(item) and b.unread(item.get("call_id")):
+            item["output"] = b.unread_output(item.get("output"), counts)
         prev = b.messages[-1] if b.messages else None
         new_run = prev is None or _own_message(item) or _own_message(prev) or _output(item) != _output(prev)
         if new_run:

@@ -249,12 +249,13 @@ def _opened(view: reads.FactView) -> dict[str, Any]:
 
 
 def _tags_escaped(value: Any, depth: int = 0) -> Any:
-    """``value`` with each "<" that opens bead's or a harness's tag as "&lt;", in every string
-    (bead.recall.render.tag_openers_escaped); every other character as stored."""
-    from ..recall.render import tag_openers_escaped
+    """``value`` with each opener of bead's tag or a harness's escaped in every string as a block escapes it
+    (bead.recall.render.escape: "<" as "&lt;", a look-alike opener as its code, a line break or an invisible
+    character between "<" and the name read through); every other character as stored."""
+    from ..recall.render import escape
 
     if isinstance(value, str):
-        return tag_openers_escaped(value)
+        return escape(value)
     if depth > 32:
         return value
     if isinstance(value, dict):

@@ -423,8 +423,11 @@ class Tombstones:
             # A forgotten value's words are refused inside another text too (``contained``), in any order; a rejected
             # proposal's are not: "deploy on Fridays" rejected must not refuse "never deploy on Fridays".
             folded["inside_sha256"], folded["inside_words"] = inside
-            if inside[1] >= 2:
-                folded["bag_sha256"] = _bag_hash(_inside_words(value))
+            said = _inside_words(value)
+            if inside[1] >= 2 and any(_rare(w) for w in said):
+                # In any order only with a word few texts say (a code's part, a long name): common words in another
+                # order say another thing ("use spaces not tabs" is no forgotten "use tabs not spaces"; a review).
+                folded["bag_sha256"] = _bag_hash(said)
             folded["inside_chars"] = sum(len(w) for w in _inside_words(value))
             if (joined := joined_form(value)) is not None:
                 folded["joined_sha256"] = joined
