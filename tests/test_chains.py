@@ -184,8 +184,9 @@ def test_chain_records_are_pruned_after_a_day(bead_home):
     from bead.core.state import CHAIN_KEEP_S, Conversations
 
     conversations = Conversations(Home(bead_home).ensure())
-    conversations.record_chain("resp_old", Identity("s", "s", "t", None), 3)
-    conversations.record_chain("resp_two", None, 1)
+    # A process's first record asks for a prune (a proxy restarted before its 256th record pruned none; a review).
+    assert conversations.record_chain("resp_old", Identity("s", "s", "t", None), 3)
+    assert not conversations.record_chain("resp_two", None, 1)
     assert conversations.chain("resp_old") == (Identity("s", "s", "t", None), 3)
     assert conversations.chain("resp_two") == (None, 1) and conversations.chain("resp_none") is None
     assert conversations.prune_chains(now=time.time() + CHAIN_KEEP_S + 60) == 2

@@ -396,7 +396,7 @@ class Conversations:
         data = {"n": n_messages, **({"ident": dataclasses.asdict(ident)} if ident is not None else {})}
         safe.atomic_write(path, json.dumps(data).encode(), root=self.home.root, durable=False)
         self._chain_writes += 1
-        return self._chain_writes % CHAIN_PRUNE_EVERY == 0
+        return self._chain_writes % CHAIN_PRUNE_EVERY == 1  # a process's first record too: one that restarts often
 
     def chain(self, response_id: str) -> tuple[Identity | None, int] | None:
         """The conversation an answer belongs to and its request's message count, as ``record_chain`` left them
