@@ -17,11 +17,13 @@ import dataclasses
 import difflib
 import functools
 import getpass
+import ipaddress
 import os
 import re
 import reprlib
 import types
 import typing
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -224,8 +226,29 @@ def _listen(v: Any) -> str | None:
     return None if sep and host and port.isdigit() else "must be host:port, e.g. 127.0.0.1:7078"
 
 
-def _http_url(v: Any) -> str | None:
-    return None if v.startswith(("https://", "http://")) else "must be an http(s) URL"
+def _this_machine(url: str) -> bool:
+    """Whether an http URL's host is this machine's loopback (a name, or an address in 127.0.0.0/8 or ::1)."""
+    host = (urllib.parse.urlsplit(url).hostname or "").rstrip(".")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _key_set_url(v: Any) -> str | None:
+    """The provider's key set: https, or http to this machine only (a local gateway, a test's provider). Over plain
+    http anyone on the path (or who answers the name) serves their own keys and signs a token for any member."""
+    if v.startswith("https://") or (v.startswith("http://") and _this_machine(v)):
+        return None
+    return "must be an https URL (http only to this machine: over the network anyone on the path could serve their own keys)"
+
+
+def _issuer_url(v: Any) -> str | None:
+    """An issuer with a scheme (https://id.example/): a token whose email is not verified names its member
+    `<sub>@<issuer>`, which must never read as a member's address (`ana@example.com` from issuer `example.com`)."""
+    return None if "://" in v else "must be the provider's URL (https://...), as its tokens' `iss` says it"
 
 
 @dataclass(frozen=True)
@@ -239,8 +262,8 @@ class McpSettings:
     http_listen: str = setting(
         "127.0.0.1:7078", "where `bead mcp --http` listens; a non-loopback address needs the JWT settings below", check=_listen
     )
-    jwks_url: str | None = setting(None, "the identity provider's JWKS URL (signing keys)", check=_http_url)
-    issuer: str | None = setting(None, "the `iss` every token must carry")
+    jwks_url: str | None = setting(None, "the identity provider's JWKS URL (signing keys; https)", check=_key_set_url)
+    issuer: str | None = setting(None, "the `iss` every token must carry (a URL)", check=_issuer_url)
     audience: str | None = setting(None, "the `aud` every token must carry")
     actor_claim: str = setting(
         "email",

@@ -115,6 +115,13 @@ def test_mcp_settings_are_checked_like_every_other(tmp_path):
         "mcp:\n  http_listen: 7078\n",
         "mcp:\n  jwks_url: file:///etc/passwd\n",
         "mcp:\n  max_concurrent: 0\n",
+        # Plain http to another host: anyone on the path serves their own keys (an adversarial pass).
+        "mcp:\n  jwks_url: http://idp.example.com/jwks\n",
+        "mcp:\n  jwks_url: http://127.0.0.1.evil.example/jwks\n",
+        # An issuer that is no URL: `<sub>@<issuer>` would read as a member's address (ana@example.com).
+        "mcp:\n  issuer: example.com\n",
     ):
         with pytest.raises(BeadError):
             parse(bad)
+    for good in ("https://idp.example.com/jwks", "http://127.0.0.1:9000/jwks", "http://localhost/jwks", "http://[::1]/k"):
+        assert parse(f"mcp:\n  jwks_url: {good}\n").mcp.jwks_url == good

@@ -177,7 +177,10 @@ def test_bad_tokens_are_refused_with_401(team, jwks, stranger, case):
     assert status == 401 and body == {"error": "Unauthorized"}, case
 
 
-def test_a_key_set_that_cannot_be_fetched_is_503_and_health_still_answers(tmp_path):
+def test_a_key_set_that_cannot_be_fetched_is_503_and_health_still_answers(tmp_path, monkeypatch):
+    from bead.mcp import auth
+
+    monkeypatch.setattr(auth, "FAILED_WAIT_S", 0)  # each case below fetches
     jwks = Provider()
     home = Home(tmp_path / "team").ensure()
     cfg = parse(config_text(jwks, {ANA: ["shop"]}))
@@ -193,6 +196,26 @@ def test_a_key_set_that_cannot_be_fetched_is_503_and_health_still_answers(tmp_pa
         jwks.down()
         assert post_mcp(served.url + "/mcp", token)[0] == 503
         assert served.health()["status"] == "ok"
+    finally:
+        served.close()
+        rt.close()
+        jwks.close()
+
+
+def test_a_provider_that_is_down_is_not_asked_again_by_every_request(tmp_path, stranger):
+    """With the key set unreachable, each anonymous request (a token of the attacker's own key and a new key id)
+    fetched it again, up to the timeout each, holding a thread (an adversarial pass): after a failed fetch, requests
+    are refused (503) without one for a few seconds."""
+    jwks = Provider()
+    home = Home(tmp_path / "team").ensure()
+    cfg = parse(config_text(jwks, {ANA: ["shop"]}))
+    rt = mcp_server.Runtime(home, cfg, None, mcp_http.viewer_of(cfg.mcp.projects))
+    served = ServedAsgi(mcp_http.create_app(rt, auth=JwtAuth(cfg.mcp)))  # a fresh verifier: nothing cached
+    try:
+        jwks.mode = "error"
+        for i in range(10):
+            assert post_mcp(served.url + "/mcp", jwks.mint(ANA, key=stranger, kid=f"k{i}"))[0] == 503
+        assert jwks.fetches == 1
     finally:
         served.close()
         rt.close()

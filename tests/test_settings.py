@@ -70,6 +70,7 @@ DOCUMENTED = {
 SHAPED = {
     "mcp.http_listen": "0.0.0.0:9000",
     "mcp.jwks_url": "https://id.example.com/jwks.json",
+    "mcp.issuer": "https://id.example.com/",
     "mcp.projects": {"ana@example.com": ["shop", "billing"]},
     "dream.prices": {"claude-haiku-4-5": {"input": 1.0, "output": 5}},
     "proxy.listen": "127.0.0.1:7099",

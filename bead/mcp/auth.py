@@ -38,6 +38,7 @@ from .listen import configured
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 LEEWAY_S = 30  # clock skew allowed on exp / nbf / iat
 REFRESH_COOLDOWN_S = 30  # an unknown key id refetches the set at most this often
+FAILED_WAIT_S = 5  # after a failed fetch, a request that would fetch again is refused (503) this long without one
 MAX_ACTOR_CHARS = 256
 MAX_TOKEN_CHARS = 16384
 
@@ -61,12 +62,21 @@ class JwtAuth:
             settings.jwks_url, cache_jwk_set=True, lifespan=300, timeout=settings.jwks_timeout_s, cooldown_duration=0
         )
         self._refreshed = 0.0
+        self._failed: float = -float(FAILED_WAIT_S)  # when a fetch last failed (time.monotonic())
         self._lock = threading.Lock()
 
     def _keys(self, refresh: bool = False) -> list[PyJWK]:
+        """The key set's signing keys, cached; fetched when the cache is empty or old, or on ``refresh``. Right after a
+        failed fetch no request fetches again for FAILED_WAIT_S: with the provider down, each anonymous request
+        (a token of any key id) fetched once more, up to the timeout each, holding a thread (an adversarial pass)."""
+        cache = self.client.jwk_set_cache
+        fetches = refresh or cache is None or cache.get() is None
+        if fetches and time.monotonic() - self._failed < FAILED_WAIT_S:
+            raise AuthFailed(503, "jwks:recently_failed")
         try:
             keys = self.client.get_signing_keys(refresh=refresh)
         except (PyJWKClientError, PyJWKSetError, PyJWKError, json.JSONDecodeError, OSError, ValueError) as exc:
+            self._failed = time.monotonic()
             raise AuthFailed(503, f"jwks:{type(exc).__name__}") from None
         return [k for k in keys if k.algorithm_name in ALGORITHMS]
 
