@@ -744,3 +744,60 @@ def test_finding_a_sessions_raw_file_never_lists_a_folder_a_link_leads_to(mem, t
     assert mem.raw.find("s1") is None
     turn = mem.raw.append("s1", "user", "hi")
     assert listed and turn and not any("o3" in p for p in listed), listed
+
+
+class TestHandEditedFiles:
+    """What a person's hand edit or another program may leave in the home's files (an adversarial pass, 2026-12-06):
+    each is a problem `bead status` names, never a crash that stops forget, reindex or the indexer."""
+
+    def edit(self, bead_home, key: str, old: str, new: str) -> Path:
+        path = Home(bead_home).store / "facts" / key / "v1.md"
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, new, 1))
+        return path
+
+    @pytest.mark.parametrize("when", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:30:00-01:00"])
+    def test_a_time_out_of_range_is_a_problem_and_forget_still_runs(self, bead, bead_home, when):
+        assert bead("write", "user/editor", "Neovim with lazy.nvim", "--type", "user").code == 0
+        assert bead("write", "user/shell", "fish", "--type", "user").code == 0
+        path = Home(bead_home).store / "facts" / "user" / "editor" / "v1.md"
+        path.write_text(
+            "\n".join(f"valid_from: {when}" if ln.startswith("valid_from:") else ln for ln in path.read_text().split("\n"))
+        )
+        for args in (("status",), ("reindex",), ("show", "user/shell")):
+            r = bead(*args)
+            assert "Traceback" not in r.err and "bug in bead" not in r.err, (args, r.err)
+        assert "out of range" in bead("status").out + bead("status").err
+        r = bead("forget", "user/editor", "--yes")
+        assert r.code == 0 and "Traceback" not in r.err, r.err
+        assert not path.exists()
+
+    @pytest.mark.parametrize("log", ["audit.log", "tombstones.log"])
+    def test_a_line_nested_past_what_json_reads_in_a_log_stops_nothing(self, bead, bead_home, log):
+        assert bead("write", "user/editor", "Helix quokkavim 4411", "--type", "user").code == 0
+        with open(Home(bead_home).root / log, "a") as f:
+            f.write("[" * 200_000 + "]" * 200_000 + "\n")
+        r = bead("forget", "user/editor", "--yes")
+        assert r.code == 0 and "Traceback" not in r.err, r.err
+        assert b"quokkavim" not in b"".join(p.read_bytes() for p in (Home(bead_home).store / "facts").rglob("*") if p.is_file())
+        r = bead("write", "project/shop/x", "an agent's note", "--type", "project", "--trust", "agent_observed")
+        assert r.code == 0 and "Traceback" not in r.err, r.err
+        for args in (("status",), ("reindex",)):
+            r = bead(*args)
+            assert "Traceback" not in r.err and "bug in bead" not in r.err, (args, r.err)
+
+    @pytest.mark.parametrize("written", ['"false"', "no", "[false]", "0"])
+    def test_pinned_that_is_not_true_or_false_pins_nothing(self, bead, bead_home, written):
+        """`pinned: "false"` read as true (a non-empty string): the fact went into every pinned block."""
+        assert bead("write", "user/editor", "Helix", "--type", "user").code == 0
+        self.edit(bead_home, "user/editor", "pinned: false", f"pinned: {written}")
+        out = bead("show", "user/editor", "--json")
+        assert not (out.code == 0 and json.loads(out.out).get("pinned") is True), out.out
+        assert "pinned" in bead("status").out
+
+    @pytest.mark.parametrize("written", ["true", "1.0"])
+    def test_a_version_that_is_no_whole_number_matches_no_file(self, bead, bead_home, written):
+        assert bead("write", "user/editor", "Helix", "--type", "user").code == 0
+        self.edit(bead_home, "user/editor", "version: 1", f"version: {written}")
+        assert "does not match its file name" in bead("status").out

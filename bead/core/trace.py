@@ -49,7 +49,7 @@ def recorded_paths(home: Home) -> list[Path]:
     for line in safe.lines_of(text):
         try:
             value = json.loads(line).get("trace")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             continue
         if isinstance(value, str) and value and Path(value) not in out:
             out.append(Path(value))
@@ -103,7 +103,7 @@ class Trace:
         for line in safe.lines_of(self._text()):
             try:
                 out.append(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
         return out
 

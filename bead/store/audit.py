@@ -284,7 +284,7 @@ def _named_in(path: Path, root: Path) -> set[str]:
     for line in lines_of(text):
         try:
             out |= _named(json.loads(line))
-        except ValueError:
+        except (ValueError, RecursionError):  # a damaged line, or one nested past what json reads
             continue
     return out
 
@@ -295,8 +295,8 @@ def _rewrite(path: Path, root: Path, keys: set[str]) -> int:
             return line
         try:
             entry = json.loads(line)
-        except ValueError:
-            return None  # a torn line that holds the key's text: it goes
+        except (ValueError, RecursionError):
+            return None  # a torn (or hostile, nested) line that holds the key's text: it goes
         if not isinstance(entry, dict):
             return None
         if not _hash_keys(entry, keys) and not _mentions(entry, keys):
@@ -368,7 +368,7 @@ class AuditLog:
         for line in lines_of(text):
             try:
                 out.append(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):  # a damaged line, or one nested past what json reads
                 continue
         return out
 
@@ -481,7 +481,7 @@ class Tombstones:
                 if isinstance(entry.get("core_sha256"), str) and isinstance(k, int) and 0 < k <= MAX_INSIDE_WORDS:
                     out.inside.setdefault(k, set()).add(entry["core_sha256"])
                     _add_chars(out, k, entry.get("core_chars"))
-            except (ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
                 continue
         _HASHES[str(self.path)] = (stamp, out)
         return out

@@ -135,7 +135,10 @@ def _text(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, datetime):
-        return iso(value)
+        try:
+            return iso(value)
+        except OverflowError:  # year 1 an hour east of UTC, year 9999 an hour west: no UTC time to write
+            raise ValueError(f"the time {value.isoformat()} is out of range") from None
     return str(value)
 
 
@@ -174,8 +177,11 @@ def parse_fact(path: Path, key: str, version: int, data: bytes | None = None) ->
     meta, body = split_frontmatter(text)
     if meta.get("key") != key:
         raise ValueError(f"frontmatter key {meta.get('key')!r} does not match its directory ({key})")
-    if meta.get("version") != version:
+    if type(meta.get("version")) is not int or meta.get("version") != version:  # true and 1.0 are no version 1
         raise ValueError(f"frontmatter version {meta.get('version')!r} does not match its file name (v{version})")
+    pinned = meta.get("pinned", False)
+    if not isinstance(pinned, bool):  # "false" or "no" would read as true: pinned into every conversation
+        raise ValueError(f"pinned {pinned!r} is not true or false")
     ftype = meta.get("type")
     if ftype not in TYPES:
         raise ValueError(f"type {ftype!r} is not one of {', '.join(TYPES)}")
@@ -204,7 +210,7 @@ def parse_fact(path: Path, key: str, version: int, data: bytes | None = None) ->
         sensitivity=sensitivity,
         sources=tuple(str(s) for s in sources),
         last_injected=_text(meta.get("last_injected")),
-        pinned=bool(meta.get("pinned", False)),
+        pinned=pinned,
         title=stored_title(meta.get("title")),
         path=path,
     )
