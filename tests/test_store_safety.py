@@ -801,3 +801,18 @@ class TestHandEditedFiles:
         assert bead("write", "user/editor", "Helix", "--type", "user").code == 0
         self.edit(bead_home, "user/editor", "version: 1", f"version: {written}")
         assert "does not match its file name" in bead("status").out
+
+    def test_an_index_whose_first_build_failed_is_built_again_at_the_next_open(self, bead, bead_home, tmp_path):
+        """A first rebuild that failed (here a hard link the store refuses) left an empty index that read as current:
+        once the cause was fixed, every search found nothing until `bead reindex` (an adversarial pass)."""
+        assert bead("write", "user/pet", "The narwhal is called Nils", "--type", "user").code == 0
+        assert bead("write", "user/shell", "fish", "--type", "user").code == 0
+        home = Home(bead_home)
+        outside = tmp_path / "outside.md"
+        os.link(home.store / "facts" / "user" / "shell" / "v1.md", outside)
+        for p in home.root.glob("index.db*"):
+            p.unlink()
+        assert bead("search", "narwhal").code != 0
+        outside.unlink()  # the cause fixed: the version file has one link again
+        r = bead("search", "narwhal")
+        assert r.code == 0 and "user/pet" in r.out, r.out + r.err

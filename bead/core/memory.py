@@ -112,8 +112,15 @@ class Memory:
             if self.cache_kib:
                 idx.small_cache(self.cache_kib)
             if idx.fresh:
-                # Deleted, never built, or built by another schema: derive it again.
-                rebuild(idx, self.facts, self.raw)
+                # Deleted, never built, or built by another schema: derive it again. One that fails stays unbuilt,
+                # for the next open to build again (never an empty index that reads as current).
+                try:
+                    rebuild(idx, self.facts, self.raw)
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        idx.unbuilt()
+                    idx.close()
+                    raise
             self._index = idx
         return self._index
 

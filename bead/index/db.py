@@ -441,6 +441,13 @@ class Index:
         row = self._conn.execute("SELECT value FROM meta WHERE name='schema_digest'").fetchone()
         return bool(row) and row[0] == SCHEMA_DIGEST
 
+    def unbuilt(self) -> None:
+        """Mark the index as not built by this schema, so the next open creates it again and rebuilds it: a first
+        rebuild that failed (a file it could not read) left it empty but current, and every search after found
+        nothing until `bead reindex` (an adversarial pass)."""
+        with self.write_tx():
+            self._conn.execute("DELETE FROM meta WHERE name='schema_digest'")
+
     def _ensure_schema(self) -> bool:
         """Create the schema; True when this call (re)created the index empty."""
         if self._current():
