@@ -234,7 +234,10 @@ def read_at(dir_fd: int, path: Path, limit: int | None = None) -> bytes:
     try:
         if limit is not None and (size := os.fstat(fd).st_size) > limit:
             raise TooLarge(f"{path} is {size} bytes, more than the {limit} bead reads of such a file")
-        return _read_all(fd)
+        data = _read_all(fd, limit)
+        if limit is not None and len(data) > limit:  # it grew while read: never more than the limit held
+            raise TooLarge(f"{path} grew past the {limit} bytes bead reads of such a file while it was read")
+        return data
     finally:
         os.close(fd)
 
@@ -243,13 +246,17 @@ class TooLarge(OSError):
     """A file larger than its reader takes."""
 
 
-def _read_all(fd: int) -> bytes:
+def _read_all(fd: int, limit: int | None = None) -> bytes:
+    """Every byte to the end, or (``limit``) up to one byte past it, so a file that grows while read is known to."""
     chunks: list[bytes] = []
-    while True:
-        b = os.read(fd, 1 << 20)
+    held = 0
+    while limit is None or held <= limit:
+        b = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit + 1 - held))
         if not b:
-            return b"".join(chunks)
+            break
         chunks.append(b)
+        held += len(b)
+    return b"".join(chunks)
 
 
 def read_bytes(path: Path, *, root: Path, limit: int | None = None) -> bytes:
@@ -267,7 +274,10 @@ def read_with_stat(path: Path, *, root: Path, limit: int | None = None) -> tuple
             st = os.fstat(fd)
             if limit is not None and st.st_size > limit:
                 raise TooLarge(f"{path} is {st.st_size} bytes, more than the {limit} bead reads of such a file")
-            return _read_all(fd), st
+            data = _read_all(fd, limit)
+            if limit is not None and len(data) > limit:
+                raise TooLarge(f"{path} grew past the {limit} bytes bead reads of such a file while it was read")
+            return data, st
         finally:
             os.close(fd)
 

@@ -226,6 +226,25 @@ class TestWithoutAWatch:
         assert eventually(lambda: raw_ids(bead_home, "zookeeper ensemble") == ["second#1"]), caplog.text[-3000:]
 
     @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # watchdog's thread dies
+    def test_a_watch_lost_once_is_set_up_again_once_it_can_be(self, served, bead_home, monkeypatch):
+        """A watch lost once left the indexer reconciling every few seconds for good, a tenth of a core on a large
+        store (an adversarial pass): it tries to watch again now and then, and watches once it can."""
+        from bead.indexer import watch
+
+        monkeypatch.setattr(watch, "REWATCH_S", 0.5, raising=False)
+        mem, start, caplog = served
+        start()
+        assert eventually(lambda: "watching" in caplog.text)
+        outside = bead_home / "outside-tree"
+        deep_tree(outside, 400)
+        os.rename(outside, bead_home / "store" / "raw" / "deep")
+        assert eventually(lambda: "stopped; reconciling it every" in caplog.text)
+        remove_deep(bead_home / "store" / "raw" / "deep")
+        assert eventually(lambda: "again" in caplog.text), caplog.text[-2000:]
+        mem.raw.append("third", "user", "the flink checkpoints go to object storage")
+        assert eventually(lambda: raw_ids(bead_home, "flink checkpoints") == ["third#1"])
+
+    @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # watchdog's thread dies
     def test_a_probe_it_cannot_touch_is_said_once_and_the_store_is_reconciled(self, served, bead_home):
         """A folder at the probe's name defeated the check: the watch then died unnoticed and nothing more was
         indexed. A probe that cannot be touched is said once, and the store is reconciled as well as watched."""
@@ -277,3 +296,50 @@ class TestWithoutAWatch:
         start()
         assert eventually(lambda: len(touched) >= 4)  # three probes judged since the first
         assert "stopped" not in caplog.text and "watching" in caplog.text
+
+
+def test_an_edit_the_index_was_too_busy_to_take_is_tried_again(bead_home):
+    """A long forget or reindex held the index past the indexer's wait: the edit was logged as skipped and never
+    indexed, and its key went on serving the old value (an adversarial pass). It goes back in line."""
+    from bead.config import parse
+    from bead.index.sqlite import module
+    from bead.indexer.watch import Indexer
+
+    home = Home(bead_home).ensure()
+    with Memory(home, parse("store:\n  busy_timeout_ms: 100\n")) as m:
+        m.write("user/pet", "The walrus is called Wally", "user")
+        idx = Indexer(m)
+        path = home.store / "facts" / "user" / "pet" / "v1.md"
+        path.write_text(path.read_text().replace("walrus is called Wally", "platypus is called Pip"))
+        holder = module().connect(str(home.index_db), isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            idx.apply({path})
+            assert path in idx._dirty, "back in line"
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        batch, idx._dirty = idx._dirty, set()
+        idx.apply(batch)
+        assert [h.id for h in search_facts(m.index, "platypus")] == ["user/pet@v1"]
+
+
+def test_a_memory_whose_index_file_was_deleted_and_built_again_writes_to_the_new_one(bead_home, monkeypatch):
+    """`rm index.db*` while the indexer ran, then any bead command built a new one: the indexer kept writing into
+    the deleted file (its edits never searchable) and held a forgotten value's bytes in its WAL until it exited (an
+    adversarial pass). A long-lived Memory looks that its index file is still the one at its path."""
+    from bead.core import memory
+
+    monkeypatch.setattr(memory, "INDEX_CHECK_S", 0.0, raising=False)
+    home = Home(bead_home).ensure()
+    with Memory(home, Config(owner="t")) as long_lived:
+        long_lived.write("user/pet", "The walrus is called Wally", "user")
+        for p in home.root.glob("index.db*"):
+            p.unlink()
+        with Memory(home, Config(owner="t")) as cli:
+            assert [h.id for h in search_facts(cli.index, "walrus")] == ["user/pet@v1"]  # built again from the files
+        long_lived.write("user/boat", "The platypus sails the boat", "user")
+        with Memory(home, Config(owner="t")) as cli:
+            assert [h.id for h in search_facts(cli.index, "platypus")] == ["user/boat@v1"]
+        held = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")]
+        assert not [t for t in held if "index.db" in t and t.endswith("(deleted)")], held

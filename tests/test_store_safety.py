@@ -816,3 +816,25 @@ class TestHandEditedFiles:
         outside.unlink()  # the cause fixed: the version file has one link again
         r = bead("search", "narwhal")
         assert r.code == 0 and "user/pet" in r.out, r.out + r.err
+
+
+def test_a_file_that_grows_while_read_is_never_held_past_the_limit(tmp_path, monkeypatch):
+    """The size was checked once, then the file read to its end: one that grew meanwhile was held whole, however
+    large (an adversarial pass). The read stops a byte past the limit and refuses it."""
+    from bead import files
+
+    path = tmp_path / "grows.md"
+    path.write_bytes(b"x" * 100)
+    real_read = os.read
+    grown = []
+
+    def read(fd, n):  # another process appends while bead reads
+        if not grown:
+            grown.append(True)
+            with open(path, "ab") as f:
+                f.write(b"y" * 10_000)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(files.os, "read", read)
+    with pytest.raises(files.TooLarge, match="grew past"):
+        files.read_bytes(path, root=tmp_path, limit=1000)

@@ -75,6 +75,9 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+INDEX_CHECK_S = 1.0  # how often a Memory looks that its index file was not deleted or replaced (one stat)
+
+
 class Memory:
     def __init__(
         self, home: Home, config: config_mod.Config, clock: Callable[[], datetime] = utcnow, busy_timeout_ms: int | None = None
@@ -92,6 +95,7 @@ class Memory:
         # A replayed turn is looked at whole: a forgotten value past its first 64 KiB (a long tool output) came back.
         self.raw = RawLog(home, clock, config.owner, forgotten_in=lambda text: self.tombstones.contained(text, whole=True))
         self._index: Index | None = None
+        self._index_checked = 0.0  # when ``index`` last looked that its file is still the one at its path
         self.semantic_wait = True  # bead[semantic]: a search may wait for the model to load (not on the proxy's path)
         self.semantic_socket: Path | None = None  # the proxy: questions' vectors from the indexer (Index.semantic_socket)
         self.cache_kib: int | None = None  # the proxy: a smaller SQLite page cache (Index.small_cache)
@@ -104,6 +108,14 @@ class Memory:
     # ----- the index --------------------------------------------------------
     @property
     def index(self) -> Index:
+        if self._index is not None and (now := time.monotonic()) - self._index_checked >= INDEX_CHECK_S:
+            self._index_checked = now
+            if self._index.replaced():
+                # index.db deleted (and perhaps built again by another process) under this long-lived Memory: the
+                # indexer kept writing into the deleted file, where no search reads, holding a forgotten value's
+                # bytes in its WAL (an adversarial pass). The connection goes; the next open takes the file there.
+                self._index.close()
+                self._index = None
         if self._index is None:
             idx = Index(self.home.index_db, self.home.store, self.busy_timeout_ms)
             idx.semantic = self.config.recall.semantic and semantic.available()

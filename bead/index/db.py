@@ -128,6 +128,15 @@ def forget_derived() -> None:
         memo.clear()
 
 
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path``, not through a link; None where there is none."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class IndexBusy(BeadError):
     """Another process held the index's write lock for longer than this one waits."""
 
@@ -345,6 +354,7 @@ class Index:
             self._conn.execute("PRAGMA secure_delete=ON")
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
+        self.identity = _file_identity(path)  # the file opened: another one there later is another index (replaced)
         self._raw_deleted = False
         self._raw_high = 0  # the highest raw rowid of the index _drop_all dropped (carried over by _create)
         # bead[semantic]: whether the raw search rescores its candidates with the turns' vectors (Memory sets it
@@ -370,6 +380,12 @@ class Index:
 
     def close(self) -> None:
         self._conn.close()  # under OPEN_CLOSE (_connection_class)
+
+    def replaced(self) -> bool:
+        """Whether the index file this connection opened is no longer the one at its path (deleted, or another built
+        in its place): a connection kept on a deleted file writes where no one reads, and holds its bytes (a
+        forgotten value in its WAL) until it closes."""
+        return _file_identity(self.path) != self.identity
 
     @contextlib.contextmanager
     def _savepoint(self) -> Iterator[None]:

@@ -21,7 +21,7 @@ from .. import files as safe
 from ..core.memory import Memory
 from ..errors import BeadError
 from ..index import semantic
-from ..index.db import Index
+from ..index.db import Index, IndexBusy
 from ..index.rebuild import reconcile, sync_key, sync_raw
 
 log = logging.getLogger("bead.indexer")
@@ -33,6 +33,9 @@ EMBED_RETRY_S = 5.0  # after a batch failed (the index locked by a reindex, say)
 PROBE = ".indexer-probe"  # the hidden file under the store the indexer touches to know its watch still hears
 PROBE_S = 30.0  # how often (and how long it waits for the event)
 POLL_S = 5.0  # where the store cannot be watched, it is reconciled this often (a reconcile compares sizes and times)
+# Without a watch, how often the indexer tries to watch again: a watch lost once (its queue overflowed, a folder too
+# deep moved in and out) left it reconciling every POLL_S for good, a tenth of a core on a large store.
+REWATCH_S = 300.0
 
 
 def ignored(path: Path, store: Path) -> bool:
@@ -95,23 +98,34 @@ class Indexer:
         log.log(level, "reconciled in %.2f s: %s", time.perf_counter() - t0, counts)
 
     def apply(self, paths: set[Path]) -> None:
-        keys: set[str] = set()
+        keys: dict[str, list[Path]] = {}
+        again: set[Path] = set()  # what the index, held by another process past its wait, did not take: retried
         for path in sorted(paths):
             kind = self.mem.home.classify(path)
             if kind and kind[0] == "fact":
-                keys.add(kind[1])
+                keys.setdefault(kind[1], []).append(path)
             elif kind and kind[0] == "raw":
                 try:
                     sync_raw(self.mem.index, self.mem.raw, path)
+                except IndexBusy as exc:
+                    log.warning("%s: %s; tried again", path, exc.message)
+                    again.add(path)
                 except (OSError, BeadError) as exc:  # a file bead will not read (a hard link): that file only
                     log.warning("skipped %s: %s", path, exc.message if isinstance(exc, BeadError) else exc)
         for key in sorted(keys):
             try:
                 for p in sync_key(self.mem.index, self.mem.facts, key):
                     log.warning("skipped %s: %s", p.path, p.reason)
+            except IndexBusy as exc:
+                # A long forget or reindex held the index past the wait: the edit was dropped for good, and its key
+                # served its old value (an adversarial pass). It goes back in line.
+                log.warning("%s: %s; tried again", key, exc.message)
+                again.update(keys[key])
             except BeadError as exc:
                 log.warning("skipped %s: %s", key, exc.message)
-        self.applied += len(paths)
+        self.applied += len(paths) - len(again)
+        if again:
+            self.note(*map(str, again))
 
     def run(self) -> None:
         """Apply dirty paths after each quiet period until stop()."""
@@ -159,6 +173,10 @@ class Indexer:
             while not self._stop.is_set():
                 self.embed_wake.clear()
                 try:
+                    if index.replaced():  # index.db deleted or built again: the vectors go to the file there
+                        index.close()
+                        index = Index(self.mem.home.index_db, self.mem.home.store, self.mem.busy_timeout_ms)
+                        fill = semantic.Backfill(index, model)
                     n = fill.step()
                 except Exception as exc:  # noqa: BLE001 - a locked index (a long reindex), a damaged one: try again later
                     log.warning("computing vectors paused for %.0f s: %s", EMBED_RETRY_S, getattr(exc, "message", exc))
@@ -211,15 +229,18 @@ def serve(mem: Memory, stop: threading.Event) -> None:
     # loop where indexing a file triggers indexing it again.
     kinds = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent, DirMovedEvent]
 
-    def watch() -> Any:
+    def watch(again: bool = False) -> Any:
         """The store watched, or None where watchdog could not: a folder tree deeper than Python's stack (watchdog
-        walks it recursively to add its watches), the user's inotify watches used up. The indexer then polls."""
+        walks it recursively to add its watches), the user's inotify watches used up. The indexer then polls (and
+        tries ``again`` every REWATCH_S, said only when it works)."""
         observer = Observer()
         try:
             observer.schedule(handler, str(mem.home.store), recursive=True, event_filter=kinds)
             observer.start()
         except (RecursionError, OSError) as exc:
             _stop_quietly(observer)
+            if again:
+                return None
             log.warning(
                 "cannot watch %s (%s); reconciling it every %g s instead. Remove what is not bead's under it "
                 "(a folder tree hundreds deep), or raise fs.inotify.max_user_watches, then restart the indexer",
@@ -247,13 +268,22 @@ def serve(mem: Memory, stop: threading.Event) -> None:
         # POLL_S seconds.
         probed: float | None = None
         unprobed = False  # said that the probe cannot be touched
+        unwatched = time.monotonic()  # since when (or when it last tried) the store has no watch
         while not stop.wait(POLL_S):
+            if observer is None and time.monotonic() - unwatched >= REWATCH_S:
+                unwatched = time.monotonic()
+                observer = watch(again=True)
+                if observer is not None:
+                    log.info("watching %s again", mem.home.store)
+                    probed = None
+                    idx.note_everything()  # what changed while the watch was being set up
             if observer is not None:
                 now = time.monotonic()
                 if probed is not None and now - probed >= PROBE_S and not heard.is_set():
                     log.warning("the watch on %s stopped; reconciling it every %g s instead", mem.home.store, POLL_S)
                     _stop_quietly(observer)
                     observer = None
+                    unwatched = now
                 elif probed is None or now - probed >= PROBE_S:
                     heard.clear()
                     probed = now if _touch(probe, mem.home.root) else None
