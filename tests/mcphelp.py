@@ -276,6 +276,8 @@ class Jwks:
         self.kid = "key-1"
         self.mode = "ok"  # ok | error | garbage
         self.fetches = 0
+        self.answered = threading.Event()  # cleared: a fetch waits for it before it answers (a provider that hangs)
+        self.answered.set()
         jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
         self.document = {"keys": [{**jwk, "kid": self.kid, "use": "sig", "alg": "RS256"}]}
         provider = self
@@ -283,6 +285,7 @@ class Jwks:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - http.server's name
                 provider.fetches += 1
+                provider.answered.wait(30)
                 if provider.mode == "error":
                     self.send_response(500)
                     self.end_headers()

@@ -672,6 +672,33 @@ class TestHostileTranscripts:
         raw = b"".join(p.read_bytes() for p in mem.raw.files())
         assert raw.count(b"feature/loginRedesign") == 3 and b"REDACTED" not in raw
 
+    def test_a_codex_output_naming_its_call_by_the_calls_id_is_its_own(self, mem, tmp_path):
+        """A local shell call with no call_id: its output names it by the call's id, so it is a call that was read,
+        and its output stays as it is (a review)."""
+        items = [
+            {"type": "session_meta", "payload": {"id": "0a0a0a0a-0000-7000-8000-000000000004", "cwd": "/w/proj"}},
+            {
+                "type": "response_item",
+                "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "branch?"}]},
+            },
+            {
+                "type": "response_item",
+                "payload": {"type": "local_shell_call", "id": "lsh_1", "call_id": None, "action": {"command": ["git", "branch"]}},
+            },
+            {
+                "type": "response_item",
+                "payload": {"type": "local_shell_call_output", "call_id": "lsh_1", "output": "feature/loginRedesign"},
+            },
+        ]
+        d = tmp_path / "sessions" / "2026" / "01" / "02"
+        d.mkdir(parents=True)
+        (d / "rollout-2026-01-02T03-04-05-0a0a0a0a-0000-7000-8000-000000000004.jsonl").write_text(
+            "".join(json.dumps({"timestamp": self.TS, **i}) + "\n" for i in items)
+        )
+        history.import_codex(mem, read_items, tmp_path / "sessions")
+        raw = b"".join(p.read_bytes() for p in mem.raw.files())
+        assert b"feature/loginRedesign" in raw and b"REDACTED" not in raw
+
     def test_a_run_from_since_adds_nothing_a_whole_run_wrote(self, mem, tmp_path):
         """`--since` between a call that prints no secret and its output: the output is read as a whole run reads it,
         so a later run from that time finds every turn already there (a review: it was redacted there and written

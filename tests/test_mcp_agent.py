@@ -648,6 +648,10 @@ def test_a_stored_value_closes_no_block_and_opens_no_reminder_in_a_structured_re
     # The person's own fact read by its key gives the value as stored: an agent may edit it and write it back (a
     # review found `&lt;` stored for good so); its note labels it as data.
     assert server.ok("get_memory", {"key": "project/webshop/release-checklist"})["value"] == forged
+    # An agent's code keeps every "<" that opens no tag, however many (a review: a block's escape took them all).
+    code = "fn f(a: Vec<u8>) -> Option<i32> " * 40 + " «bonjour» x <= y"
+    mem.write("project/webshop/parser-sig", code, "project", trust="agent_observed")
+    assert server.ok("get_memory", {"key": "project/webshop/parser-sig"})["value"] == code
     for tool, args in calls.items():
         r = server.call(tool, args)
         structured = json.dumps(r.structured_content)

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import jwt
 import pytest
@@ -210,11 +211,23 @@ def test_a_provider_that_is_down_is_not_asked_again_by_every_request(tmp_path, s
     home = Home(tmp_path / "team").ensure()
     cfg = parse(config_text(jwks, {ANA: ["shop"]}))
     rt = mcp_server.Runtime(home, cfg, None, mcp_http.viewer_of(cfg.mcp.projects))
-    served = ServedAsgi(mcp_http.create_app(rt, auth=JwtAuth(cfg.mcp)))  # a fresh verifier: nothing cached
+    verifier = JwtAuth(cfg.mcp)  # a fresh one: nothing cached
+    served = ServedAsgi(mcp_http.create_app(rt, auth=verifier))
     try:
         jwks.mode = "error"
         for i in range(10):
             assert post_mcp(served.url + "/mcp", jwks.mint(ANA, key=stranger, kid=f"k{i}"))[0] == 503
+        assert jwks.fetches == 1
+        # At once, too (a review: the wait began only after a fetch failed, and a burst each fetched meanwhile).
+        jwks.fetches = 0
+        verifier._failed = float("-inf")  # as when the wait above has run out: the next request may fetch again
+        jwks.answered.clear()  # the provider hangs: the first fetch waits, the burst arrives meanwhile
+        tokens = [jwks.mint(ANA, key=stranger, kid=f"burst-{i}") for i in range(6)]
+        with ThreadPoolExecutor(6) as pool:
+            sent = [pool.submit(post_mcp, served.url + "/mcp", t) for t in tokens]
+            assert eventually(lambda: jwks.fetches >= 1)
+            jwks.answered.set()
+            assert {f.result()[0] for f in sent} == {503}
         assert jwks.fetches == 1
     finally:
         served.close()

@@ -721,3 +721,33 @@ def test_a_hung_indexer_costs_a_first_request_one_wait_and_no_memory(mem, model)
         for c in asked:
             c.close()
         engine.close()
+
+
+def test_the_embedder_never_leaves_an_empty_index_that_reads_as_built(bead_home):
+    """index.db deleted under the indexer: its vector thread opened the path again, which made an empty index whose
+    schema read as built, so no process rebuilt it and every search found nothing (a review). It lets the worker's
+    Memory build it, and opens it only once built."""
+    import threading
+
+    from bead.indexer.watch import Indexer
+
+    home = Home(bead_home).ensure()
+    with Memory(home, Config(owner="t")) as writer:
+        writer.write("user/pet", "The walrus is called Wally", "user")
+        turns(writer, [BUS, COFFEE])
+    served = Memory(home, Config(owner="t"))
+    idx = Indexer(served)
+    thread = threading.Thread(target=idx.embed, daemon=True)
+    thread.start()
+    try:
+        assert eventually(lambda: served.index.vector_count() == 2, 60)
+        for p in home.root.glob("index.db*"):
+            p.unlink()
+        idx.embed_wake.set()
+        assert eventually(lambda: idx._full, 30), "the embedder asks the worker to take the new file"
+        with Memory(home, Config(owner="t")) as cli:
+            assert [h.id for h in rank.search_facts(cli.index, "walrus")] == ["user/pet@v1"]
+    finally:
+        idx.stop()
+        thread.join(10)
+        served.close()

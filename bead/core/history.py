@@ -807,6 +807,7 @@ def read_codex(
             counts.skipped_old += 1
             if _call(item):
                 b.called(item.get("call_id"), _arguments(item), read=False)
+                b.called(item.get("id"), _arguments(item), read=False)
             continue
         parts = max(1, sum(len(v) for k in ("content", "output") if isinstance(v := item.get(k), list)))
         if parts > MAX_MESSAGE_PARTS:
@@ -814,6 +815,7 @@ def read_codex(
             continue
         if _call(item):
             b.called(item.get("call_id"), None, read=True)
+            b.called(item.get("id"), None, read=True)  # a local shell call's output may name it by its id
         elif _output(item) and b.unread(item.get("call_id")):
             item["output"] = b.unread_output(item.get("output"), counts)
         prev = b.messages[-1] if b.messages else None

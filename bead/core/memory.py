@@ -108,7 +108,11 @@ class Memory:
     # ----- the index --------------------------------------------------------
     @property
     def index(self) -> Index:
-        if self._index is not None and (now := time.monotonic()) - self._index_checked >= INDEX_CHECK_S:
+        if (
+            self._index is not None
+            and (now := time.monotonic()) - self._index_checked >= INDEX_CHECK_S
+            and not self._index.in_transaction  # a forget's or a seal's write in progress ends on its connection
+        ):
             self._index_checked = now
             if self._index.replaced():
                 # index.db deleted (and perhaps built again by another process) under this long-lived Memory: the
@@ -141,6 +145,12 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def index_replaced(self) -> bool:
+        """Whether the index this Memory holds open is no longer the file at its path (``Index.replaced``); False when
+        it holds none. Opens nothing (another thread may be using the connection)."""
+        idx = self._index
+        return idx is not None and idx.replaced()
 
     def close(self) -> None:
         if self._index is not None:

@@ -381,6 +381,11 @@ class Index:
     def close(self) -> None:
         self._conn.close()  # under OPEN_CLOSE (_connection_class)
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether this connection is inside a transaction (``write_tx``): it is not let go then."""
+        return bool(self._conn.in_transaction)
+
     def replaced(self) -> bool:
         """Whether the index file this connection opened is no longer the one at its path (deleted, or another built
         in its place): a connection kept on a deleted file writes where no one reads, and holds its bytes (a

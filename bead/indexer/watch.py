@@ -36,6 +36,7 @@ POLL_S = 5.0  # where the store cannot be watched, it is reconciled this often (
 # Without a watch, how often the indexer tries to watch again: a watch lost once (its queue overflowed, a folder too
 # deep moved in and out) left it reconciling every POLL_S for good, a tenth of a core on a large store.
 REWATCH_S = 300.0
+MAX_REWATCH_S = 6 * 3600.0
 
 
 def ignored(path: Path, store: Path) -> bool:
@@ -175,8 +176,14 @@ class Indexer:
                 try:
                     if index.replaced():  # index.db deleted or built again: the vectors go to the file there
                         index.close()
-                        index = Index(self.mem.home.index_db, self.mem.home.store, self.mem.busy_timeout_ms)
-                        fill = semantic.Backfill(index, model)
+                        self.note_everything()  # the indexer's own connection lets go and builds it (Memory.index)
+                        there = Index(self.mem.home.index_db, self.mem.home.store, self.mem.busy_timeout_ms)
+                        if there.fresh:  # none there, or not built yet: never an empty one that reads as built
+                            there.unbuilt()
+                            there.close()
+                            self._stop.wait(EMBED_RETRY_S)
+                            continue
+                        index, fill = there, semantic.Backfill(there, model)
                     n = fill.step()
                 except Exception as exc:  # noqa: BLE001 - a locked index (a long reindex), a damaged one: try again later
                     log.warning("computing vectors paused for %.0f s: %s", EMBED_RETRY_S, getattr(exc, "message", exc))
@@ -269,18 +276,24 @@ def serve(mem: Memory, stop: threading.Event) -> None:
         probed: float | None = None
         unprobed = False  # said that the probe cannot be touched
         unwatched = time.monotonic()  # since when (or when it last tried) the store has no watch
+        rewatch = REWATCH_S  # doubled each time a watch set up again stops hearing (a mount that sends no events)
+        again = False  # the watch running is one set up again
         while not stop.wait(POLL_S):
-            if observer is None and time.monotonic() - unwatched >= REWATCH_S:
+            if observer is None and time.monotonic() - unwatched >= rewatch:
                 unwatched = time.monotonic()
                 observer = watch(again=True)
                 if observer is not None:
                     log.info("watching %s again", mem.home.store)
-                    probed = None
+                    probed, again = None, True
                     idx.note_everything()  # what changed while the watch was being set up
             if observer is not None:
                 now = time.monotonic()
                 if probed is not None and now - probed >= PROBE_S and not heard.is_set():
-                    log.warning("the watch on %s stopped; reconciling it every %g s instead", mem.home.store, POLL_S)
+                    if again:
+                        rewatch = min(rewatch * 2, MAX_REWATCH_S)
+                        log.info("the watch on %s hears nothing again; trying once more in %g s", mem.home.store, rewatch)
+                    else:
+                        log.warning("the watch on %s stopped; reconciling it every %g s instead", mem.home.store, POLL_S)
                     _stop_quietly(observer)
                     observer = None
                     unwatched = now
@@ -296,8 +309,9 @@ def serve(mem: Memory, stop: threading.Event) -> None:
                             POLL_S,
                         )
                     unprobed = probed is None
-            # Without a watch, or one that cannot be checked, the store is reconciled.
-            if observer is None or probed is None:
+            # Without a watch, or one that cannot be checked, the store is reconciled; and where index.db was
+            # deleted or built again, the worker's next pass takes the file there (Memory.index), with no event.
+            if observer is None or probed is None or mem.index_replaced():
                 idx.note_everything()
     finally:
         idx.stop()

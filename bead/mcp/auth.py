@@ -64,19 +64,32 @@ class JwtAuth:
         self._refreshed = 0.0
         self._failed: float = -float(FAILED_WAIT_S)  # when a fetch last failed (time.monotonic())
         self._lock = threading.Lock()
+        self._fetching = threading.Lock()  # held by the one request that fetches the key set
 
     def _keys(self, refresh: bool = False) -> list[PyJWK]:
         """The key set's signing keys, cached; fetched when the cache is empty or old, or on ``refresh``. Right after a
         failed fetch no request fetches again for FAILED_WAIT_S: with the provider down, each anonymous request
         (a token of any key id) fetched once more, up to the timeout each, holding a thread (an adversarial pass)."""
         cache = self.client.jwk_set_cache
-        fetches = refresh or cache is None or cache.get() is None
-        if fetches and time.monotonic() - self._failed < FAILED_WAIT_S:
-            raise AuthFailed(503, "jwks:recently_failed")
+        if not (refresh or cache is None or cache.get() is None):
+            return self._signing(refresh=False)
+        # One fetch at a time: a burst of requests with the cache empty each fetched, each holding a thread for the
+        # timeout (a review). The others wait for it, then use what it cached or its failure.
+        with self._fetching:
+            if not refresh and cache is not None and cache.get() is not None:
+                return self._signing(refresh=False)
+            if time.monotonic() - self._failed < FAILED_WAIT_S:
+                raise AuthFailed(503, "jwks:recently_failed")
+            try:
+                return self._signing(refresh=refresh)
+            except AuthFailed:
+                self._failed = time.monotonic()
+                raise
+
+    def _signing(self, refresh: bool) -> list[PyJWK]:
         try:
             keys = self.client.get_signing_keys(refresh=refresh)
         except (PyJWKClientError, PyJWKSetError, PyJWKError, json.JSONDecodeError, OSError, ValueError) as exc:
-            self._failed = time.monotonic()
             raise AuthFailed(503, f"jwks:{type(exc).__name__}") from None
         return [k for k in keys if k.algorithm_name in ALGORITHMS]
 

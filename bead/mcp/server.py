@@ -249,13 +249,13 @@ def _opened(view: reads.FactView) -> dict[str, Any]:
 
 
 def _tags_escaped(value: Any, depth: int = 0) -> Any:
-    """``value`` with each opener of bead's tag or a harness's escaped in every string as a block escapes it
-    (bead.recall.render.escape: "<" as "&lt;", a look-alike opener as its code, a line break or an invisible
-    character between "<" and the name read through); every other character as stored."""
-    from ..recall.render import escape
+    """``value`` with each "<" (or its full-width or small form) that opens bead's tag or a harness's as "&lt;", in
+    every string (bead.recall.render.tag_openers_escaped: blanks, line breaks and invisible characters after it read
+    through); every other character as stored, so code full of "<" reads as written."""
+    from ..recall.render import tag_openers_escaped
 
     if isinstance(value, str):
-        return escape(value)
+        return tag_openers_escaped(value)
     if depth > 32:
         return value
     if isinstance(value, dict):

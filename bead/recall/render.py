@@ -113,9 +113,13 @@ HARNESS_TAG_NAMES = (
     *CODEX_CONTEXT_ELEMENTS,
 )
 _HARNESS_NAMES = "|".join(map(re.escape, HARNESS_TAG_NAMES))
-# The same names, and bead's own tag, as written (no look-alike reading): for text a model reads as data outside a
-# block. Anchored, bounded.
-_TAG_OPENER = re.compile(rf"<(?=[ \t]{{0,4}}/?[ \t]{{0,4}}(?:bead-memory|{_HARNESS_NAMES})\b)", re.IGNORECASE)
+# The same names, and bead's own tag, as written (no look-alike letters): for text a model reads as data outside a
+# block. "<" or its full-width and small forms, then at most four blanks, line breaks or invisible characters around
+# an optional "/" (a review wrote `<\n/system-reminder>`, `<\u200b/...`, `\uff1csystem-reminder\uff1e` past the
+# ASCII-only form). Anchored, bounded.
+_TAG_BLANK = r"[\s\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]{0,4}"
+_TAG_OPENERS = "<\uff1c\ufe64"
+_TAG_OPENER = re.compile(rf"[{_TAG_OPENERS}](?={_TAG_BLANK}/?{_TAG_BLANK}(?:bead-memory|{_HARNESS_NAMES})\b)", re.IGNORECASE)
 # In a block, as they read (``_names_a_harness_tag``): their letters and digits, separators left out.
 _HARNESS_READ = frozenset("".join(c for c in name.lower() if c.isalnum()) for name in HARNESS_TAG_NAMES)
 _HARNESS_LONGEST = max(map(len, _HARNESS_READ))
@@ -163,7 +167,7 @@ def _names_a_harness_tag(text: str, j: int) -> bool:
 def tag_openers_escaped(text: str) -> str:
     """``text`` with each "<" that opens bead's tag or a harness's as "&lt;", every other character as stored (a
     memory tool's listing: one bounded look-ahead a "<", linear)."""
-    return _TAG_OPENER.sub("&lt;", text) if "<" in text else text
+    return _TAG_OPENER.sub("&lt;", text) if any(c in text for c in _TAG_OPENERS) else text
 
 
 def _escaped_opener(ch: str) -> str:

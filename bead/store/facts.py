@@ -180,6 +180,8 @@ def parse_fact(path: Path, key: str, version: int, data: bytes | None = None) ->
     if type(meta.get("version")) is not int or meta.get("version") != version:  # true and 1.0 are no version 1
         raise ValueError(f"frontmatter version {meta.get('version')!r} does not match its file name (v{version})")
     pinned = meta.get("pinned", False)
+    if pinned is None or (type(pinned) is int and pinned in (0, 1)):
+        pinned = bool(pinned)  # an empty value, 0 or 1: as a person means them
     if not isinstance(pinned, bool):  # "false" or "no" would read as true: pinned into every conversation
         raise ValueError(f"pinned {pinned!r} is not true or false")
     ftype = meta.get("type")
