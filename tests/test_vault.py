@@ -11,6 +11,7 @@ and light.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pty
@@ -415,6 +416,32 @@ class TestSeal:
         assert bead("seal", "user/pin").code == 0
         assert fact_files(vault.root, "user/pin") == [] and sealed_files(vault.root, "user/pin") == ["v1.md.age"]
         assert not any("both sealed" in p["problem"] for p in json.loads(bead("status", "--json").out)["problems"])
+
+    def test_an_interrupted_secret_write_is_finished_by_writing_it_again_as_status_says(self, bead, mem, vault):
+        """A `bead write --sensitivity secret` killed after its encrypted copies: status said to run `bead seal
+        KEY`, which seals the plaintext versions and never looks for the new value, so a turn that said it kept it in
+        clear (an adversarial pass). Status names the write, and running it again takes the value out."""
+        new = "zebra 9090 quasarkey"
+        mem.write("user/pin", SECRET, "user")
+        mem.append_turns("s1", [("user", f"the next pin is {new}", None, None)])
+        recipient = vault_keys.recipient(vault)
+        mem.sealed.write("user/pin", 1, mem.current("user/pin").render(), recipient)  # the copies, then the kill
+        v2 = dataclasses.replace(mem.current("user/pin"), version=2, body=new)
+        mem.sealed.write("user/pin", 2, v2.render(), recipient)
+        problems = json.loads(bead("status", "--json").out)["problems"]
+        (said,) = [p for p in problems if "both sealed and plaintext" in p["problem"]]
+        assert "--sensitivity secret" in said["fix"], said
+        assert bead("write", "user/pin", "-", "--type", "user", "--sensitivity", "secret", input=new).code == 0
+        assert not leftovers(vault.root, new) and fact_files(vault.root, "user/pin") == []
+        assert not any("both sealed" in p["problem"] for p in json.loads(bead("status", "--json").out)["problems"])
+
+    def test_a_secret_written_to_a_new_key_names_another_fact_that_holds_it_in_clear(self, bead, mem, vault):
+        """`bead seal` names another fact that quotes the value (an ops note); a secret written to a key with no
+        version yet said nothing, and the note went on carrying it in clear (an adversarial pass)."""
+        mem.write("project/shop/ops", "Ops note: office wifi uses sunflower-7731-kappa, rotate monthly", "project")
+        res = bead("write", "user/wifi", "-", "--type", "user", "--sensitivity", "secret", "--json", input="sunflower-7731-kappa")
+        assert res.code == 0 and json.loads(res.out)["also_in"] == ["project/shop/ops"]
+        assert "project/shop/ops still hold(s) the value in clear" in res.err
 
 
 # ----- never on disk in clear ---------------------------------------------------------

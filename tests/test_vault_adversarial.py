@@ -296,3 +296,18 @@ def test_a_reader_that_keeps_the_wal_from_emptying_is_reported_by_seal_too(bead,
         r = bead("seal", "user/wifi", "--yes")
     assert r.code == 0, r.err
     assert "index.db open for reading" in r.err and "bead reindex" in r.err
+
+
+@pytest.mark.parametrize("how", ["env not utf-8", "fd past any"])
+def test_a_passphrase_that_cannot_be_read_is_a_clear_error_not_a_traceback(bead, mem, vault, how):
+    """A variable holding bytes that are no UTF-8, or a descriptor number past any there can be, ended in a traceback
+    and "this is a bug in bead" (an adversarial pass); the passphrase is never printed either way."""
+    write_secret(mem, "user/pin", SECRET, "user")
+    if how == "env not utf-8":
+        r = bead("sealed", "show", "user/pin", "--passphrase-env", "PP", env={"PP": "MARKERZZ\udcff\udcfe-more"})
+        said = "is not UTF-8 text"
+    else:
+        r = bead("sealed", "show", "user/pin", "--passphrase-fd", "99999999999")
+        said = "is no file descriptor"
+    assert r.code == 1 and said in r.err and "Traceback" not in r.err and "bug in bead" not in r.err, r.err
+    assert "MARKERZZ" not in r.out + r.err

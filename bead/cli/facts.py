@@ -74,7 +74,9 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
         "sealed": result.sealed,
         "skill_files": list(result.skill_files),
         "skill_files_left": list(result.skill_files_left),
+        **({"also_in": list(result.also_in)} if result.sealed else {}),
     }
+    common.also_in_clear(list(result.also_in))  # as `bead seal` says it: another fact quotes the secret in clear
     if not result.indexed:
         echo(INDEX_LATER, err=True)
     if result.redacted:

@@ -69,6 +69,10 @@ def read_passphrase(fd: int | None, env: str | None, *, confirm: bool) -> str:
     if fd is not None and env:
         raise BeadError("give --passphrase-fd or --passphrase-env, not both", "pick one way to pass the passphrase")
     if fd is not None:
+        if not 0 <= fd < 1 << 20:  # os.isatty of a number past what a descriptor can be raised OverflowError
+            raise BeadError(
+                f"{fd} is no file descriptor", "give the number of a descriptor open for reading, e.g. 3 with `3<file`"
+            )
         if os.isatty(fd):
             # A terminal echoes what is typed to a descriptor bead reads raw: the passphrase would stand on screen.
             raise BeadError(
@@ -84,6 +88,10 @@ def read_passphrase(fd: int | None, env: str | None, *, confirm: bool) -> str:
             raise BeadError(
                 f"the environment variable {env} is not set", f"export {env} with the passphrase, or use --passphrase-fd"
             )
+        try:
+            value.encode("utf-8")  # bytes that are no UTF-8 come as lone surrogates, which age cannot take
+        except UnicodeEncodeError:
+            raise BeadError(f"the passphrase in {env} is not UTF-8 text", "set it as UTF-8, or use --passphrase-fd") from None
         return value
     if not common.at_terminal():
         raise BeadError(

@@ -773,7 +773,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
         k for k in logged - plan.whole if (in_name(k) or in_name(k.replace("-", " ").replace("_", " "))) and not _live(mem, k)
     }
     derived = _matcher(needles, plan.whole, plan.shingles, tokens, encoded)
-    if raw is None and plan.keys:
+    if raw is None and (plan.keys or plan.values):  # a secret written to a new key has a value and no version yet
         quoting = _matcher(needles)  # the value itself (not a code or word of it another fact may share)
         plan.also_in = sorted({k for k, body in mem.index.current_bodies() if k not in plan.keys and quoting(body)})
     plan.episodes = Episodes(mem.home).holding(derived)

@@ -304,6 +304,21 @@ def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> 
     counts = mem.sealed.counts()
     problems += [{"problem": p, "fix": f} for p, f in vi.problems]
     for key in sorted(plaintext_keys & set(counts)):
+        sealed = mem.sealed.numbers(key)
+        plain = mem.facts.versions(key).numbers
+        if sealed and plain and max(sealed) > max(plain):
+            # A secret write stopped after its encrypted copies: its new value is in the vault alone, so a seal of
+            # the plaintext versions would not look for it in the turns that still say it (an adversarial pass).
+            problems.append(
+                {
+                    "problem": f"{key} is both sealed and plaintext, and its newest version is sealed only (a "
+                    "`bead write --sensitivity secret` was interrupted)",
+                    "fix": f"run that `bead write {key} - --sensitivity secret` again with the same value: it takes "
+                    "that value out of the turns that say it and finishes sealing the key (the value is written once "
+                    "more, as a version of its own)",
+                }
+            )
+            continue
         problems.append(
             {
                 "problem": f"{key} is both sealed and plaintext (a seal or unseal was interrupted)",

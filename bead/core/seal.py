@@ -223,6 +223,7 @@ def write_secret(
         skill_files=tuple(summary.get("skill_files") or ()),
         skill_files_left=tuple(summary.get("skill_files_left") or ()),
         skill_files_unread=summary.get("skill_files_unread"),
+        also_in=tuple(summary.get("also_in") or ()),
     )
 
 

@@ -309,6 +309,7 @@ class WriteResult:
     skill_files: tuple[str, ...] = ()
     skill_files_left: tuple[str, ...] = ()
     skill_files_unread: str | None = None
+    also_in: tuple[str, ...] = ()  # a secret write: other facts that hold the value in clear (left as they are)
 
 
 @dataclass
