@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -488,6 +489,15 @@ class TestHostileTranscripts:
             (d / name).write_text(text)
         return tmp_path / "projects"
 
+    def rollout(self, tmp_path, session: str, items) -> Path:
+        """A Codex rollout file of ``items`` (each line stamped TS) for ``session``; the sessions folder."""
+        d = tmp_path / "sessions" / "2026" / "01" / "02"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"rollout-2026-01-02T03-04-05-{session}.jsonl").write_text(
+            "".join(json.dumps({"timestamp": self.TS, **i}) + "\n" for i in items)
+        )
+        return tmp_path / "sessions"
+
     def test_a_secret_a_command_printed_alone_is_imported_redacted(self, mem, tmp_path):
         """A transcript where the agent ran `printenv DB_PASSWORD`: its tool result is the bare value, which no rule
         finds; `bead import` reads it as the proxy does and redacts it."""
@@ -690,12 +700,7 @@ class TestHostileTranscripts:
                 "payload": {"type": "local_shell_call_output", "call_id": "lsh_1", "output": "feature/loginRedesign"},
             },
         ]
-        d = tmp_path / "sessions" / "2026" / "01" / "02"
-        d.mkdir(parents=True)
-        (d / "rollout-2026-01-02T03-04-05-0a0a0a0a-0000-7000-8000-000000000004.jsonl").write_text(
-            "".join(json.dumps({"timestamp": self.TS, **i}) + "\n" for i in items)
-        )
-        history.import_codex(mem, read_items, tmp_path / "sessions")
+        history.import_codex(mem, read_items, self.rollout(tmp_path, "0a0a0a0a-0000-7000-8000-000000000004", items))
         raw = b"".join(p.read_bytes() for p in mem.raw.files())
         assert b"feature/loginRedesign" in raw and b"REDACTED" not in raw
 

@@ -655,50 +655,37 @@ def _import(
     time in a home: two at once each read the turns a session held before either wrote, and wrote them all (a
     session doubled, which no later run takes away). A second waits for the first (and says so after a second)."""
     with flocked(mem.home.import_lock, root=mem.home.root):
-        return _import_files(mem, parse, files, read, since, project, progress, root)
-
-
-def _import_files(
-    mem: Memory,
-    parse: Parse,
-    files: list[Path],
-    read: Reader,
-    since: datetime | None,
-    project: str | None,
-    progress: Callable[[Path], None] | None,
-    root: Path | None,
-) -> ImportCounts:
-    counts = ImportCounts()
-    want = project_slug(project) if project else None
-    limit = mem.config.import_.max_line_bytes
-    sessions: set[str] = set()
-    for path in files:
-        counts.files += 1
-        state: FileState | None = None
-        # Before the file is read: a forget or seal that begins while it is (its value in the transcript, which is
-        # by design) cannot see these turns, which go to the raw log as [forgotten] (RawLog.append_many).
-        epoch = mem.raw.forget_epoch()
-        try:
-            if root is not None and not _within(path, root):
-                raise NotATranscript(errno.EXDEV, "outside the folder read", str(path))
-            for t in read(path, since, counts, limit):
-                if want is not None and t.project != want:
-                    counts.skipped_project += 1
-                    break
-                state = state or present_turns(mem, t.session)
-                import_transcript(mem, t, counts, parse, state, epoch)
-                sessions.add(t.session)
-        except (FileNotFoundError, IsADirectoryError, NotATranscript, PermissionError) as exc:
-            if exc.filename is not None and Path(exc.filename) != path:
-                raise  # not the transcript: bead's own store, whose error must be seen
-            # A transcript the harness removed meanwhile (Claude Code deletes old ones): that file is skipped and
-            # said, the others are imported.
-            counts.skipped_files += 1
-            log.warning("import: skipped %s: %s", path, exc.strerror or type(exc).__name__)
-        if progress is not None:
-            progress(path)
-    counts.sessions = len(sessions)
-    return counts
+        counts = ImportCounts()
+        want = project_slug(project) if project else None
+        limit = mem.config.import_.max_line_bytes
+        sessions: set[str] = set()
+        for path in files:
+            counts.files += 1
+            state: FileState | None = None
+            # Before the file is read: a forget or seal that begins while it is (its value in the transcript, which is
+            # by design) cannot see these turns, which go to the raw log as [forgotten] (RawLog.append_many).
+            epoch = mem.raw.forget_epoch()
+            try:
+                if root is not None and not _within(path, root):
+                    raise NotATranscript(errno.EXDEV, "outside the folder read", str(path))
+                for t in read(path, since, counts, limit):
+                    if want is not None and t.project != want:
+                        counts.skipped_project += 1
+                        break
+                    state = state or present_turns(mem, t.session)
+                    import_transcript(mem, t, counts, parse, state, epoch)
+                    sessions.add(t.session)
+            except (FileNotFoundError, IsADirectoryError, NotATranscript, PermissionError) as exc:
+                if exc.filename is not None and Path(exc.filename) != path:
+                    raise  # not the transcript: bead's own store, whose error must be seen
+                # A transcript the harness removed meanwhile (Claude Code deletes old ones): that file is skipped and
+                # said, the others are imported.
+                counts.skipped_files += 1
+                log.warning("import: skipped %s: %s", path, exc.strerror or type(exc).__name__)
+            if progress is not None:
+                progress(path)
+        counts.sessions = len(sessions)
+        return counts
 
 
 # ----- Codex CLI ----------------------------------------------------------------------------------
