@@ -870,6 +870,7 @@ class TestLinearBeyondCapture:
     UNITS = (
         "won't ", "1,000,", "1.", "\\u00", "\\", "<b ", "](x ", "\x1b[", "\x1b]", "project/a-", "--a ", "a://",
         "<\u27e8", "a. ", "|" + " " * 64 + "\n", "| a | b |\n", "\\x4", "=3", "' + '", "\\12",
+        "<    /    ", "\u2039\u200b",
     )  # fmt: skip
 
     @staticmethod
@@ -891,6 +892,8 @@ class TestLinearBeyondCapture:
             "a lesson's title": lesson_title,
             "the prefilter's joined lines": _joined,
             "recall's escaping": render.escape,
+            "a memory tool's escaping, each opener read": lambda s: render.escape(s, each=True),
+            "a memory tool's listing pattern": render.tag_openers_escaped,
         }
 
     def test_each_step_is_linear(self):

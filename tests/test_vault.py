@@ -417,23 +417,39 @@ class TestSeal:
         assert fact_files(vault.root, "user/pin") == [] and sealed_files(vault.root, "user/pin") == ["v1.md.age"]
         assert not any("both sealed" in p["problem"] for p in json.loads(bead("status", "--json").out)["problems"])
 
-    def test_an_interrupted_secret_write_is_finished_by_writing_it_again_as_status_says(self, bead, mem, vault):
+    def test_an_interrupted_secret_write_is_finished_by_writing_it_again_as_status_says(self, bead, mem, vault, monkeypatch):
         """A `bead write --sensitivity secret` killed after its encrypted copies: status said to run `bead seal
         KEY`, which seals the plaintext versions and never looks for the new value, so a turn that said it kept it in
         clear (an adversarial pass). Status names the write, and running it again takes the value out."""
         new = "zebra 9090 quasarkey"
         mem.write("user/pin", SECRET, "user")
         mem.append_turns("s1", [("user", f"the next pin is {new}", None, None)])
-        recipient = vault_keys.recipient(vault)
-        mem.sealed.write("user/pin", 1, mem.current("user/pin").render(), recipient)  # the copies, then the kill
-        v2 = dataclasses.replace(mem.current("user/pin"), version=2, body=new)
-        mem.sealed.write("user/pin", 2, v2.render(), recipient)
+
+        def killed(*a, **k):  # asked right after the copies are written: the process dies there
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as m, pytest.raises(KeyboardInterrupt):
+            m.setattr(type(mem.tombstones), "ready", killed)
+            write_secret(mem, "user/pin", new, "user")
+        assert sealed_files(vault.root, "user/pin") == ["v1.md.age", "v2.md.age"] and leftovers(vault.root, new)
         problems = json.loads(bead("status", "--json").out)["problems"]
         (said,) = [p for p in problems if "both sealed and plaintext" in p["problem"]]
         assert "--sensitivity secret" in said["fix"], said
         assert bead("write", "user/pin", "-", "--type", "user", "--sensitivity", "secret", input=new).code == 0
         assert not leftovers(vault.root, new) and fact_files(vault.root, "user/pin") == []
         assert not any("both sealed" in p["problem"] for p in json.loads(bead("status", "--json").out)["problems"])
+
+    def test_an_interrupted_unseal_is_not_taken_for_an_interrupted_secret_write(self, bead, mem, vault):
+        """An unseal writes the versions back oldest first: one stopped half-way leaves fewer plaintext versions than
+        sealed ones, as a stopped secret write does; status said to run a secret write again (a review)."""
+        mem.write("user/pin", SECRET, "user")
+        mem.write("user/pin", SECRET + " two", "user")
+        write_secret(mem, "user/pin", SECRET + " three", "user")
+        sealed_v1 = mem.sealed.current("user/pin", vault_keys.unlock(vault, PASSPHRASE))
+        plain_v1 = dataclasses.replace(sealed_v1, version=1, sensitivity="private", status="superseded")
+        mem.restore_versions("user/pin", {1: plain_v1.render()})  # the unseal's first file, then the kill
+        (said,) = [p for p in json.loads(bead("status", "--json").out)["problems"] if "both sealed" in p["problem"]]
+        assert "--sensitivity secret" not in said["fix"] and "bead unseal user/pin" in said["fix"], said
 
     def test_a_secret_written_to_a_new_key_names_another_fact_that_holds_it_in_clear(self, bead, mem, vault):
         """`bead seal` names another fact that quotes the value (an ops note); a secret written to a key with no

@@ -27,6 +27,7 @@ from ..index import semantic, sqlite
 from ..index.rebuild import diff
 from ..paths import Home, enclosing_git
 from ..ports import CHECK_S, HEALTH_MAX_BYTES, client_address, held_by_own_service_manager, host_port, listener, proven_within
+from ..store.audit import key_hash
 from ..store.facts import HARD_LINK_REASON, LINK_REASON
 from ..store.locks import flocked
 from ..store.queue import Queue
@@ -298,15 +299,26 @@ def semantic_state(mem: Memory) -> dict[str, Any]:
     return {"state": "on", "model": semantic.MODEL_ID, "vectors": vectors, "turns": turns}
 
 
+def _secret_write_stopped(mem: Memory, key: str) -> bool:
+    """Whether the last thing the audit log says of ``key`` is a sealed write: a `bead write --sensitivity secret`
+    stopped after its encrypted copies, before its seal's scrub was recorded (an unseal stopped half-way leaves the
+    same files, fewer plaintext versions than sealed ones, and is finished otherwise; a review)."""
+    hashed = key_hash(key)
+    last: dict | None = None
+    for e in mem.audit.entries():
+        keys = e.get("keys") if isinstance(e, dict) else None
+        if isinstance(e, dict) and (e.get("key") == key or (isinstance(keys, list) and (key in keys or hashed in keys))):
+            last = e
+    return last is not None and last.get("event") == "write" and last.get("sealed") is True
+
+
 def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> dict:
     """The vault's kind and sealed key count; its problems, and keys caught both sealed and plaintext."""
     vi = vault_keys.info(mem.home)
     counts = mem.sealed.counts()
     problems += [{"problem": p, "fix": f} for p, f in vi.problems]
     for key in sorted(plaintext_keys & set(counts)):
-        sealed = mem.sealed.numbers(key)
-        plain = mem.facts.versions(key).numbers
-        if sealed and plain and max(sealed) > max(plain):
+        if _secret_write_stopped(mem, key):
             # A secret write stopped after its encrypted copies: its new value is in the vault alone, so a seal of
             # the plaintext versions would not look for it in the turns that still say it (an adversarial pass).
             problems.append(

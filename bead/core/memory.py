@@ -146,6 +146,12 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def holds_current_index(self) -> bool:
+        """Whether this Memory holds an index open and it is the file at the path (built: Memory.index builds what it
+        opens). Opens nothing."""
+        idx = self._index
+        return idx is not None and not idx.replaced()
+
     def index_replaced(self) -> bool:
         """Whether the index this Memory holds open is no longer the file at its path (``Index.replaced``); False when
         it holds none. Opens nothing (another thread may be using the connection)."""

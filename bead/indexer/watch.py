@@ -176,14 +176,15 @@ class Indexer:
                 try:
                     if index.replaced():  # index.db deleted or built again: the vectors go to the file there
                         index.close()
-                        self.note_everything()  # the indexer's own connection lets go and builds it (Memory.index)
-                        there = Index(self.mem.home.index_db, self.mem.home.store, self.mem.busy_timeout_ms)
-                        if there.fresh:  # none there, or not built yet: never an empty one that reads as built
-                            there.unbuilt()
-                            there.close()
+                        if not self.mem.holds_current_index():
+                            # The worker's Memory lets go and builds the file there (Memory.index); this thread never
+                            # opens a path that may hold no index yet, which would make it an empty one that reads as
+                            # built (a review).
+                            self.note_everything()
                             self._stop.wait(EMBED_RETRY_S)
                             continue
-                        index, fill = there, semantic.Backfill(there, model)
+                        index = Index(self.mem.home.index_db, self.mem.home.store, self.mem.busy_timeout_ms)
+                        fill = semantic.Backfill(index, model)
                     n = fill.step()
                 except Exception as exc:  # noqa: BLE001 - a locked index (a long reindex), a damaged one: try again later
                     log.warning("computing vectors paused for %.0f s: %s", EMBED_RETRY_S, getattr(exc, "message", exc))
@@ -298,6 +299,8 @@ def serve(mem: Memory, stop: threading.Event) -> None:
                     observer = None
                     unwatched = now
                 elif probed is None or now - probed >= PROBE_S:
+                    if probed is not None and heard.is_set():
+                        rewatch, again = REWATCH_S, False  # the watch hears: a later loss waits the first time again
                     heard.clear()
                     probed = now if _touch(probe, mem.home.root) else None
                     if probed is None and not unprobed:

@@ -249,13 +249,14 @@ def _opened(view: reads.FactView) -> dict[str, Any]:
 
 
 def _tags_escaped(value: Any, depth: int = 0) -> Any:
-    """``value`` with each "<" (or its full-width or small form) that opens bead's tag or a harness's as "&lt;", in
-    every string (bead.recall.render.tag_openers_escaped: blanks, line breaks and invisible characters after it read
-    through); every other character as stored, so code full of "<" reads as written."""
-    from ..recall.render import tag_openers_escaped
+    """``value`` with each opener of bead's tag or a harness's escaped in every string as a block reads them
+    (bead.recall.render.escape: look-alike openers and letters, blanks and invisible characters read through; a
+    review found get_memory's look-alike `‹ѕystem-reminder>` passed by the listings' narrower pattern), each opener
+    read on its own however many there are (``each``), so code full of "<" reads as written."""
+    from ..recall.render import escape
 
     if isinstance(value, str):
-        return tag_openers_escaped(value)
+        return escape(value, each=True)
     if depth > 32:
         return value
     if isinstance(value, dict):

@@ -70,18 +70,20 @@ MIN_TITLE_WORDS = 1  # a pointer whose title would be shorter waits for a turn w
 _CLAUSE = re.compile(r"(?<=[^\s.]{2})(?:[.;!?](?=\s)|\s[-\u2013\u2014]\s)")
 
 
-def escape(text: str) -> str:
+def escape(text: str, each: bool = False) -> str:
     """A stored value can never open or close bead's own tag, nor write one that reads as it. An opener
     (``OPENERS``: "<" and every character that reads as it) before a name that reads as bead's tag
     (``_names_a_tag``) is escaped: "<" as "&lt;", any other opener as its code ("\\u27e8"). The rest of the value
     stays as written, and so does an opener before anything else ("Vec<u8>", "a <b> tag", "« bonjour »"). One
-    search at C speed finds the openers; a value with more than _MANY_OPENERS has every one escaped."""
+    search at C speed finds the openers; a value with more than _MANY_OPENERS has every one escaped, unless ``each``
+    (a memory tool's answer, which an agent may edit and write back: code full of "<" reads as written), where each is
+    read as any other (at most 2 × _SCAN characters each: linear all the same)."""
     if text.isascii() and "<" not in text:  # most values: two passes in C over the bytes
         return text
     found = [m.start() for m in _OPENER.finditer(text)]
     if not found:
         return text
-    if len(found) > _MANY_OPENERS:
+    if len(found) > _MANY_OPENERS and not each:
         return text.translate(_ALL_OPENERS)
     out: list[str] = []
     last = 0
