@@ -98,7 +98,7 @@ class Transcript:
     first: datetime | None = None
     wire: str = "anthropic"  # anthropic | responses (Codex CLI)
     untyped: str = ""  # why its person's words cannot be told from piped text (Conversation.untyped), or ""
-    # The values the tool results of calls the import did not read held (``_Batches.unread_results``): a later
+    # The values the tool results of calls the import did not read held (``_Batches.unread_output``): a later
     # answer that says one again is redacted too (FileState.known).
     printed: list[str] = field(default_factory=list)
 
