@@ -48,6 +48,21 @@ class NotFound(BeadError):
     """Nothing under that key (or nothing the asker may see there: the two look the same)."""
 
 
+class Unreadable(BeadError):
+    """A key whose newest version file bead cannot read: no value is served until it is mended or written again
+    (the version below it is one the person replaced, so it is not served in its place)."""
+
+    def __init__(self, key: str, version: int, path: object, reason: str):
+        super().__init__(
+            f"{key}: its newest version, v{version}, cannot be read ({reason}), so no value is served; "
+            "the version below it was replaced and is not served in its place",
+            f"mend or remove {path} (`bead doctor` lists such files), or write the value again: it becomes "
+            f"v{version + 1}; `bead history {key}` lists the versions bead can read",
+        )
+        self.key = key
+        self.version = version
+
+
 class NotPermitted(BeadError):
     """A scope the asker may not read or write (a team member and another project, say)."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -128,18 +129,56 @@ class TestCrash:
 class TestMalformedFiles:
     """A file that does not parse is reported and skipped, never rewritten."""
 
-    def test_broken_highest_version_is_skipped(self, mem):
+    def test_broken_highest_version_is_reported_never_rewritten_and_the_next_write_goes_above_it(self, mem):
         mem.write("user/lang", "English", "user")
         bad = mem.home.facts / "user" / "lang" / "v2.md"
         bad.write_text("---\nkey: user/lang\nversion: [oops\n---\nGerman\n")
         kv = mem.versions("user/lang")
-        assert kv.current.body == "English"
+        assert kv.current.body == "English", "a write still checks against the newest version it can read"
+        assert kv.served is None and kv.unreadable.path == bad
         assert len(kv.problems) == 1 and kv.problems[0].path == bad
         assert "YAML" in kv.problems[0].reason
         before = bad.read_bytes()
         res = mem.write("user/lang", "French", "user")
         assert res.fact.version == 3, "never reuse the number of a file that exists"
         assert bad.read_bytes() == before
+        assert mem.served("user/lang").body == "French"
+
+    def test_a_newest_version_that_cannot_be_read_withholds_the_key_instead_of_serving_the_one_it_replaced(self, mem, bead):
+        """The rule picks the highest number. Serving the version below an unreadable one serves a value the
+        person replaced: the key is served nowhere until the file is mended or the value written again."""
+        from bead.core.pinned import pinned_block
+        from bead.core.query import get_memory, list_keys
+        from bead.errors import Unreadable
+
+        old_value = "The staging database is db-old.internal, port 5432."
+        mem.write("project/shop/staging-db", old_value, "project", pinned=True)
+        assert "db-old" in pinned_block(mem, "shop", 2000, None, "opening")[0]
+        bad = mem.home.facts / "project" / "shop" / "staging-db" / "v2.md"
+        bad.write_text("---\nkey: project/shop/staging-db\nversion: [oops\n---\nThe staging database is db-new.\n")
+        mem.sync_key("project/shop/staging-db")  # what the indexer does when it sees the file
+        assert not [h for h in search_facts(mem.index, "staging database") if h.row["key"] == "project/shop/staging-db"]
+        assert "db-old" not in (pinned_block(mem, "shop", 2000, None, "opening")[0] or "")
+        with pytest.raises(Unreadable) as err:
+            get_memory(mem, "project/shop/staging-db")
+        assert "v2" in err.value.message and "db-old" not in str(err.value)
+        [listed] = list_keys(mem, "project/shop")
+        assert (listed.status, listed.id) == ("unreadable", "project/shop/staging-db@v2")
+        r = bead("show", "project/shop/staging-db")
+        assert r.code == 1 and "db-old" not in r.out + r.err
+        assert "v2, cannot be read" in r.err and str(bad) in r.err and "bead write" not in r.out
+        assert "unreadable" in bead("list", "project/shop").out
+        status = bead("status", "--json")
+        problems = " ".join(p["problem"] for p in json.loads(status.out)["problems"])
+        assert "no value of project/shop/staging-db is served" in problems
+        # The older version stays readable on purpose, marked as not current.
+        shown = json.loads(bead("show", "project/shop/staging-db", "--all", "--json").out)
+        assert [(v["version"], v["current"]) for v in shown] == [(1, False)]
+        # Writing the same value again mends it (no "unchanged"): v3 is above the broken file.
+        again = mem.write("project/shop/staging-db", old_value, "project")
+        assert again.written and again.fact.version == 3
+        assert get_memory(mem, "project/shop/staging-db").value == old_value
+        assert "db-old" in pinned_block(mem, "shop", 2000, None, "opening")[0], "the pin carried over"
 
     @pytest.mark.parametrize(
         "text,reason",

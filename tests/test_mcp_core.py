@@ -125,3 +125,18 @@ def test_mcp_settings_are_checked_like_every_other(tmp_path):
             parse(bad)
     for good in ("https://idp.example.com/jwks", "http://127.0.0.1:9000/jwks", "http://localhost/jwks", "http://[::1]/k"):
         assert parse(f"mcp:\n  jwks_url: {good}\n").mcp.jwks_url == good
+
+
+def test_get_memory_of_a_key_whose_newest_file_cannot_be_read_is_an_unreadable_error_naming_no_path(mem):
+    from bead.mcp.errors import failure
+
+    mem.write("project/shop/region", "eu-west-1", "project")
+    bad = mem.home.facts / "project" / "shop" / "region" / "v2.md"
+    bad.write_text("---\nkey: [\n---\nus-east-1\n")
+    with pytest.raises(BeadError) as err:
+        query.get_memory(mem, "project/shop/region", note=True)
+    res, code = failure(err.value, write=False)
+    body = res.structured_content
+    assert code == body["code"] == "unreadable" and res.is_error
+    assert "eu-west-1" not in str(body) and str(mem.home.root) not in str(body), "no older value, no path to the agent"
+    assert "v2" in body["error"] and "person" in body["next"]

@@ -159,7 +159,7 @@ def show(key, all_versions, project, as_json):
     import os
 
     from ..conversation import project_from_cwd
-    from ..core.query import resolve_key
+    from ..core.query import resolve_key, unreadable
     from ..errors import BeadError
     from ..store.keys import parse_id
 
@@ -188,11 +188,15 @@ def show(key, all_versions, project, as_json):
         if not facts:
             numbers = ", ".join(f"v{f.version}" for f in kv.facts)
             raise BeadError(f"{key} has no version v{version} (it has {numbers})", f"run `bead history {key}` to list them")
+    elif all_versions:
+        facts = list(kv.facts)
+    elif kv.served is None:
+        raise unreadable(kv)
     else:
-        facts = list(kv.facts) if all_versions else [kv.current]
-    data = [f.as_dict() | {"current": f is kv.current} for f in facts]
-    if version is None and not all_versions and kv.current is not None:
-        mem.note_use([kv.current.key], "open")
+        facts = [kv.served]
+    data = [f.as_dict() | {"current": f is kv.served} for f in facts]
+    if version is None and not all_versions and kv.served is not None:
+        mem.note_use([kv.served.key], "open")
 
     def human(rows):
         for r in rows:
@@ -227,7 +231,7 @@ def history(key, as_json):
         {
             "id": f.id,
             "version": f.version,
-            "current": f is kv.current,
+            "current": f is kv.served,
             "status": f.status,
             "valid_from": f.valid_from,
             "trust": f.trust,
@@ -267,6 +271,9 @@ def list_(prefix, type_, trust, as_json):
         for r in rows:
             if r["status"] == "sealed":
                 echo(f"  {r['key']}  sealed ({r['versions']} version(s))")
+                continue
+            if r["status"] == "unreadable":
+                echo(f"  {r['id']:<48} unreadable: no value served (`bead show {r['key']}` says why)")
                 continue
             pin = " pinned" if r["pinned"] else ""
             state = "" if r["status"] == "current" else f" {r['status']}"

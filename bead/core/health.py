@@ -91,9 +91,21 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
     problems: list[dict] = []
     fixed: list[str] = []
     kvs, file_problems = mem.facts.scan()
+    withheld = {kv.unreadable.path: kv for kv in kvs if kv.unreadable is not None}
     for p in file_problems:
-        if p.reason not in (LINK_REASON, HARD_LINK_REASON):  # links are listed once, below
+        if p.reason in (LINK_REASON, HARD_LINK_REASON):  # links are listed once, below
+            continue
+        kv = withheld.get(p.path)
+        if kv is None:
             problems.append({"problem": f"{p.path}: {p.reason}", "fix": "edit the file so it parses (bead skips it until then)"})
+        else:  # the key's newest version: no version of it is served meanwhile
+            problems.append(
+                {
+                    "problem": f"{p.path}: {p.reason}; it is {kv.key}'s newest version, so no value of {kv.key} is "
+                    "served (the one below it was replaced)",
+                    "fix": f"edit the file so it parses, or write the value again (`bead write {kv.key} ...`)",
+                }
+            )
     for link in mem.links():
         problems.append(_link_problem(link))
     for hl in safe.hard_links(mem.home.root, root=mem.home.root):

@@ -395,6 +395,10 @@ class Memory:
     def current(self, key: str) -> Fact | None:
         return self.versions(key).current
 
+    def served(self, key: str) -> Fact | None:
+        """The version a read serves: the current one, or none while the newest file cannot be read."""
+        return self.versions(key).served
+
     # ----- raw --------------------------------------------------------------
     def append_turns(
         self, session: str, items: Iterable[TurnItem], scanned: bool = False, epoch: str | None = None

@@ -20,9 +20,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..display import cut_at_word, visible
-from ..errors import InvalidArgument, InvalidKey, NotFound, Sealed
+from ..errors import InvalidArgument, InvalidKey, NotFound, Sealed, Unreadable
 from ..recall import render, standing
 from ..recall.rank import search_facts, search_raw
+from ..store.facts import KeyVersions
 from ..store.keys import PERSON_TRUSTS, validate_key
 from .memory import Memory
 from .viewer import LOCAL, Viewer
@@ -274,6 +275,13 @@ def _versions(mem: Memory, key: str, viewer: Viewer):
     return kv
 
 
+def unreadable(kv: KeyVersions) -> Unreadable:
+    """The error of a key whose newest version file cannot be read (``kv.unreadable`` is set)."""
+    problem = kv.unreadable
+    assert problem is not None
+    return Unreadable(kv.key, kv.numbers[-1], problem.path, problem.reason)
+
+
 def resolve_key(mem: Memory, key: str, project: str | None = None) -> str:
     """``key`` itself, or the key a bare name stands for. A pointer in the cue block names a fact of the
     conversation's own project without its ``project/<project>/``, so a bare name is
@@ -326,8 +334,9 @@ def get_memory(mem: Memory, key: str, viewer: Viewer = LOCAL, note: bool = False
     if viewer.owner is None:
         key = resolve_key(mem, key, project)
     kv = _versions(mem, key, viewer)
-    cur = kv.current
-    assert cur is not None
+    cur = kv.served
+    if cur is None:
+        raise unreadable(kv)
     if note:
         mem.note_use([cur.key], "open")
     return FactView(
@@ -349,7 +358,7 @@ def get_memory(mem: Memory, key: str, viewer: Viewer = LOCAL, note: bool = False
 def history(mem: Memory, key: str, viewer: Viewer = LOCAL) -> list[dict[str, Any]]:
     """Every readable version of ``key``, oldest first; ``current`` marks the one the rule picks."""
     kv = _versions(mem, key, viewer)
-    cur = kv.current
+    cur = kv.served  # none marked while the newest file cannot be read
     return [
         {
             "id": viewer.shown_id(f.id),
@@ -424,7 +433,7 @@ class Listed:
     id: str | None  # the current version (None: sealed, so no plaintext version)
     type: str
     trust: str
-    status: str  # current | dormant | sealed
+    status: str  # current | dormant | sealed | unreadable (the newest version file: `bead doctor` names it)
     pinned: bool
     versions: int
     title: str | None = None
@@ -444,8 +453,12 @@ def list_keys(mem: Memory, prefix: str = "", type: str | None = None, trust: str
         return not base or key == base or key.startswith(base + "/")
 
     for kv in kvs:
-        cur = kv.current
-        if cur is None or not under(kv.key):
+        cur = kv.served
+        if not under(kv.key):
+            continue
+        if cur is None:  # its newest version file cannot be read: listed, with nothing of an older value
+            if kv.numbers:
+                out.append(Listed(kv.key, f"{kv.key}@v{kv.numbers[-1]}", "", "", "unreadable", False, len(kv.facts)))
             continue
         out.append(Listed(kv.key, cur.id, cur.type, cur.trust, cur.status, cur.pinned, len(kv.facts), cur.title))
     listed = {item.key for item in out}

@@ -228,7 +228,7 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
     for item in sorted(Queue(mem).items("accepted"), key=lambda i: i.key):
         if item.kind != "lesson":
             continue
-        cur = mem.current(item.key) if not mem.is_sealed(item.key) else None
+        cur = mem.served(item.key) if not mem.is_sealed(item.key) else None
         if cur is None or cur.trust not in PERSON_TRUSTS or cur.status not in ("current", "dormant"):
             continue
         # Only the dream's lessons passed the outcome gate (the session succeeded); a hand-written one was not judged.
@@ -244,7 +244,7 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
             continue
         if row["sensitivity"] == "secret":
             continue
-        cur = mem.current(row["key"])
+        cur = mem.served(row["key"])
         if cur is None or cur.id != row["id"]:
             continue
         add(cur.key, cur.id, cur.body, cur.type, cur.trust, _session(cur.sources))

@@ -626,7 +626,7 @@ class Dream:
         out = []
         kvs, _ = self.mem.facts.scan()
         for kv in kvs:
-            cur = kv.current
+            cur = kv.served  # a key withheld (its newest file unreadable) is not groomed
             if cur is None or cur.pinned or cur.status != "current":
                 continue
             # Each time as a time: a version's valid_from edited by hand ("not a date") ended every run here.

@@ -590,7 +590,7 @@ class Index:
             prefix = self.rel(key_dir) + "/"
             # A primary-key range, not LIKE: it uses the index.
             self._conn.execute("DELETE FROM files WHERE path >= ? AND path < ?", [prefix, prefix[:-1] + "0"])
-            cur = kv.current
+            cur = kv.served  # none while the newest file cannot be read: no row of the key is current
             if not kv.numbers:
                 self._conn.execute("DELETE FROM uses WHERE key = ?", [kv.key])
             rows = [self._fact_row(f, f is cur, self.rel(_file(f))) for f in kv.facts if f.sensitivity != "secret"]

@@ -23,6 +23,7 @@ from ..errors import (
     NotPermitted,
     RefusedWrite,
     Sealed,
+    Unreadable,
     VersionConflict,
 )
 
@@ -65,6 +66,12 @@ def failure(exc: BaseException, *, write: bool) -> tuple[CallToolResult, str]:
             exc.message,
             next_call="none: a sealed value is only for the person, at their terminal (`bead sealed show KEY`)",
         ), "sealed"
+    if isinstance(exc, Unreadable):
+        return result(
+            "unreadable",
+            exc.message,
+            next_call="none: the person mends the file (`bead doctor` names it) or writes the value again",
+        ), "unreadable"
     if isinstance(exc, NotFound):
         return result("not_found", exc.message, next_call=exc.hint or "search_memory"), "not_found"
     if isinstance(exc, NotPermitted):

@@ -288,7 +288,27 @@ class KeyVersions:
 
     @property
     def current(self) -> Fact | None:
+        """The newest version bead can read: what a write checks against (a person's word, a compare-and-swap).
+        What is served is ``served``."""
         return self.facts[-1] if self.facts else None
+
+    @property
+    def unreadable(self) -> Problem | None:
+        """The problem of the highest-numbered version file, when bead cannot read it (hand-edited into YAML
+        that does not parse, a link, a file too large)."""
+        if not self.numbers or (self.facts and self.facts[-1].version == self.numbers[-1]):
+            return None
+        top = self.files[-1] if self.files else None
+        found = next((p for p in self.problems if p.path == top), None)
+        return found or Problem(top or Path(self.key), "cannot be read")
+
+    @property
+    def served(self) -> Fact | None:
+        """The version every read serves: the highest-numbered one, or none while that file cannot be read.
+        The supersession rule picks the highest number; serving the version below it would serve a value the
+        person replaced, so the key is withheld (from the index's current rows, recall, the pinned block and
+        reads) until the file is mended or a new version is written above it."""
+        return None if self.unreadable is not None else self.current
 
     @property
     def next_version(self) -> int:
@@ -587,7 +607,10 @@ class FactStore:
         # The person's word on a value bead inferred is news even when the value is the same: it becomes theirs
         # (stated, no longer weighed less, and guarded against an agent's or the dream's replacement).
         upgrade = trust in PERSON_TRUSTS and cur is not None and cur.trust not in PERSON_TRUSTS
-        if cur is not None and cur.body == body and cur.type == type and (title is None or title == cur.title) and not upgrade:
+        # The same value again writes nothing, unless a version above ``cur`` cannot be read: then nothing of the
+        # key is served (KeyVersions.served), and writing it again is how the person mends that.
+        same = cur is not None and cur.body == body and cur.type == type and (title is None or title == cur.title)
+        if same and not upgrade and cur is not None and cur.version == numbers[-1]:
             return WriteResult(cur, written=False)
         now = self.clock()
         version = max(numbers[-1] if numbers else 0, state.last) + 1
