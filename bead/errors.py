@@ -56,8 +56,8 @@ class Unreadable(BeadError):
         super().__init__(
             f"{key}: its newest version, v{version}, cannot be read ({reason}), so no value is served; "
             "the version below it was replaced and is not served in its place",
-            f"mend or remove {path} (`bead doctor` lists such files), or write the value again: it becomes "
-            f"v{version + 1}; `bead history {key}` lists the versions bead can read",
+            f"mend or remove {path} (`bead status` lists such files), or write the value again (a version above "
+            f"it); `bead history {key}` lists the versions bead can read",
         )
         self.key = key
         self.version = version

@@ -363,12 +363,18 @@ def listdir(folder: Path, *, root: Path) -> list[str]:
 
 
 def walk(
-    top: Path, *, root: Path, links: list[Path] | None = None, skip_hidden_dirs: bool = True
+    top: Path,
+    *,
+    root: Path,
+    links: list[Path] | None = None,
+    skip_hidden_dirs: bool = True,
+    others: list[Path] | None = None,
 ) -> Iterator[tuple[Path, list[str], list[str]]]:
     """(folder, sub-folders, regular files) below ``top``, sorted, never through a link.
 
     Links found on the way (and ``top`` itself, if it or a folder above it is
-    one) are appended to ``links`` when given, and skipped.
+    one) are appended to ``links`` when given, and skipped; so are entries
+    that are none of the three (a FIFO, a socket, a device) to ``others``.
     """
     with contextlib.ExitStack() as stack:
         try:
@@ -379,7 +385,7 @@ def walk(
             if links is not None:
                 links.append(top)
             return
-        yield from _walk_fd(fd, top, links, skip_hidden_dirs)
+        yield from _walk_fd(fd, top, links, skip_hidden_dirs, others=others)
 
 
 # How deep ``walk`` goes below its top: bead's own trees are a few folders deep (a key has at most three segments,
@@ -388,7 +394,7 @@ MAX_WALK_DEPTH = 32
 
 
 def _walk_fd(
-    fd: int, here: Path, links: list[Path] | None, skip_hidden_dirs: bool, depth: int = 0
+    fd: int, here: Path, links: list[Path] | None, skip_hidden_dirs: bool, depth: int = 0, others: list[Path] | None = None
 ) -> Iterator[tuple[Path, list[str], list[str]]]:
     dirs: list[str] = []
     regular: list[str] = []
@@ -403,6 +409,8 @@ def _walk_fd(
                         dirs.append(entry.name)
                 elif entry.is_file(follow_symlinks=False):
                     regular.append(entry.name)
+                elif others is not None:
+                    others.append(here / entry.name)
             except OSError:
                 continue
     dirs.sort()
@@ -416,7 +424,7 @@ def _walk_fd(
         except OSError:
             continue  # replaced by a link or removed since the listing
         try:
-            yield from _walk_fd(sub, here / name, links, skip_hidden_dirs, depth + 1)
+            yield from _walk_fd(sub, here / name, links, skip_hidden_dirs, depth + 1, others)
         finally:
             os.close(sub)
 

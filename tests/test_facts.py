@@ -166,7 +166,7 @@ class TestMalformedFiles:
         assert (listed.status, listed.id) == ("unreadable", "project/shop/staging-db@v2")
         r = bead("show", "project/shop/staging-db")
         assert r.code == 1 and "db-old" not in r.out + r.err
-        assert "v2, cannot be read" in r.err and str(bad) in r.err and "bead write" not in r.out
+        assert "v2, cannot be read" in r.err and str(bad) in r.err and r.out == ""
         assert "unreadable" in bead("list", "project/shop").out
         status = bead("status", "--json")
         problems = " ".join(p["problem"] for p in json.loads(status.out)["problems"])
@@ -174,11 +174,65 @@ class TestMalformedFiles:
         # The older version stays readable on purpose, marked as not current.
         shown = json.loads(bead("show", "project/shop/staging-db", "--all", "--json").out)
         assert [(v["version"], v["current"]) for v in shown] == [(1, False)]
+        # An agent or the dream does not write over it: the broken file is most likely the person's hand edit.
+        with pytest.raises(RefusedWrite, match="v2, cannot be read"):
+            mem.write("project/shop/staging-db", "db-agent.internal", "project", trust="agent_observed")
+        assert not (bad.parent / "v3.md").exists()
         # Writing the same value again mends it (no "unchanged"): v3 is above the broken file.
         again = mem.write("project/shop/staging-db", old_value, "project")
         assert again.written and again.fact.version == 3
         assert get_memory(mem, "project/shop/staging-db").value == old_value
         assert "db-old" in pinned_block(mem, "shop", 2000, None, "opening")[0], "the pin carried over"
+
+    @pytest.mark.parametrize("kind", ["link", "fifo", "folder"])
+    def test_reconcile_sees_a_newest_version_name_that_is_no_file_come_and_go(self, mem, kind):
+        """The indexer's catch-up (at start, when it polls, after a forget) finds the key withheld while its newest
+        version name is a link, a FIFO or a folder, and served again once that is gone."""
+        from bead.core.health import collect
+        from bead.index.rebuild import reconcile
+
+        mem.write("project/shop/staging-db", "The staging database is db-old.internal.", "project")
+        odd = mem.home.facts / "project" / "shop" / "staging-db" / "v2.md"
+        {"link": lambda: odd.symlink_to(mem.home.root / "config.yaml"), "fifo": lambda: os.mkfifo(odd), "folder": odd.mkdir}[
+            kind
+        ]()
+
+        def served():
+            return [h.id for h in search_facts(mem.index, "staging database")]
+
+        assert served() == ["project/shop/staging-db@v1"], "not yet reconciled"
+        reconcile(mem.index, mem.facts, mem.raw)
+        assert served() == []
+        problems = [p["problem"] for p in collect(mem)["problems"]]
+        assert any("no value of project/shop/staging-db is served" in p for p in problems), problems
+        reconcile(mem.index, mem.facts, mem.raw)
+        assert served() == [], "unchanged: not synced again as if new"
+        odd.rmdir() if kind == "folder" else odd.unlink()
+        reconcile(mem.index, mem.facts, mem.raw)
+        assert served() == ["project/shop/staging-db@v1"]
+
+    def test_a_version_removed_between_the_listing_and_its_read_is_no_problem(self, mem, monkeypatch):
+        """A forget of the newest version between a reader's listing and its read: that version is gone, not
+        unreadable (a reader was told to mend a file a forget had just removed)."""
+        import bead.store.facts as facts_mod
+
+        mem.write("user/lang", "English", "user")
+        listdir = os.listdir
+        monkeypatch.setattr(facts_mod.os, "listdir", lambda fd: [*listdir(fd), "v2.md"])  # listed, then removed
+        kv = mem.versions("user/lang")
+        assert kv.numbers == (1,) and not kv.problems and kv.served.body == "English"
+
+    def test_a_key_whose_only_version_cannot_be_read_is_unreadable_not_missing(self, mem, bead):
+        from bead.core.query import get_memory
+        from bead.errors import Unreadable
+
+        d = mem.home.facts / "user" / "shell"
+        d.mkdir(parents=True)
+        (d / "v1.md").write_text("---\nkey: [\n---\nzsh\n")
+        with pytest.raises(Unreadable):
+            get_memory(mem, "user/shell")
+        r = bead("show", "user/shell")
+        assert r.code == 1 and "v1, cannot be read" in r.err
 
     @pytest.mark.parametrize(
         "text,reason",

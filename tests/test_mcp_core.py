@@ -127,12 +127,16 @@ def test_mcp_settings_are_checked_like_every_other(tmp_path):
         assert parse(f"mcp:\n  jwks_url: {good}\n").mcp.jwks_url == good
 
 
-def test_get_memory_of_a_key_whose_newest_file_cannot_be_read_is_an_unreadable_error_naming_no_path(mem):
+@pytest.mark.parametrize("broken", ["yaml", "too large"])
+def test_get_memory_of_a_key_whose_newest_file_cannot_be_read_is_an_unreadable_error_naming_no_path(mem, broken):
     from bead.mcp.errors import failure
 
     mem.write("project/shop/region", "eu-west-1", "project")
     bad = mem.home.facts / "project" / "shop" / "region" / "v2.md"
-    bad.write_text("---\nkey: [\n---\nus-east-1\n")
+    if broken == "yaml":
+        bad.write_text("---\nkey: [\n---\nus-east-1\n")
+    else:
+        bad.write_bytes(b"---\nkey: project/shop/region\n---\n" + b"x" * (3 << 20))
     with pytest.raises(BeadError) as err:
         query.get_memory(mem, "project/shop/region", note=True)
     res, code = failure(err.value, write=False)

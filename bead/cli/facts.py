@@ -182,6 +182,8 @@ def show(key, all_versions, project, as_json):
     _print_problems(kv.problems)
     if not kv.facts:
         _refuse_sealed(mem, key)
+        if kv.numbers:
+            raise unreadable(kv)
         raise BeadError(f"no fact under {key}", "list keys with `bead list` or write one with `bead write`")
     if version is not None:
         facts = [f for f in kv.facts if f.version == version]

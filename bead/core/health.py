@@ -93,11 +93,12 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
     kvs, file_problems = mem.facts.scan()
     withheld = {kv.unreadable.path: kv for kv in kvs if kv.unreadable is not None}
     for p in file_problems:
-        if p.reason in (LINK_REASON, HARD_LINK_REASON):  # links are listed once, below
-            continue
         kv = withheld.get(p.path)
         if kv is None:
-            problems.append({"problem": f"{p.path}: {p.reason}", "fix": "edit the file so it parses (bead skips it until then)"})
+            if p.reason not in (LINK_REASON, HARD_LINK_REASON):  # links are listed once, below
+                problems.append(
+                    {"problem": f"{p.path}: {p.reason}", "fix": "edit the file so it parses (bead skips it until then)"}
+                )
         else:  # the key's newest version: no version of it is served meanwhile
             problems.append(
                 {

@@ -267,6 +267,8 @@ def _versions(mem: Memory, key: str, viewer: Viewer):
     if not kv.facts:
         if mem.is_sealed(stored):
             raise Sealed(key)
+        if kv.numbers and viewer.owner is None:  # its one version cannot be read (a member sees no such file)
+            raise unreadable(kv)
         raise NotFound(f"no fact under {key}", "look for the right key with `bead search` (search_memory or recall over MCP)")
     cur = kv.current
     assert cur is not None
@@ -433,7 +435,7 @@ class Listed:
     id: str | None  # the current version (None: sealed, so no plaintext version)
     type: str
     trust: str
-    status: str  # current | dormant | sealed | unreadable (the newest version file: `bead doctor` names it)
+    status: str  # current | dormant | sealed | unreadable (the newest version file: `bead status` names it)
     pinned: bool
     versions: int
     title: str | None = None

@@ -41,6 +41,7 @@ from . import forget
 from . import seal as ops
 from .curate import set_pinned
 from .memory import Memory
+from .query import unreadable
 
 EXCERPTS = 5
 EXCERPT_CHARS = 240
@@ -455,6 +456,8 @@ def session_of(anchor: str) -> str | None:
 def wake(mem: Memory, key: str) -> str:
     """Make a dormant fact current again (and record it, so decay starts over)."""
     kv = mem.versions(key)
+    if kv.unreadable is not None:
+        raise unreadable(kv)
     if kv.current is None:
         raise BeadError(f"no fact under {key}", "list the keys with `bead list`")
     mem.audit.ready()  # the use is recorded there: a FIFO refuses before the status changes, not after

@@ -34,6 +34,8 @@ from . import sqlite as sqlite_check
 from .query import CJK_CHARS, RAW_QUERY_STOPWORDS, Visibility, cjk_spaced, fts_or, fts_or_query, terms
 
 SCHEMA_VERSION = 13  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice. 13: fact_vec
+# The sha256 recorded for a version name that is no regular file (a link, a FIFO, a folder): never a digest.
+ODD_ENTRY = "not-a-file"
 RAW_CHARS = 4000  # of a turn's text read back for an excerpt
 # Of a turn's text, what is indexed: BM25 ranks a long turn by its length as much as by its words, and the
 # start of a turn says what it is about. Chosen by cross-validation over conversations (evals/grids/raw.yaml,
@@ -560,7 +562,11 @@ class Index:
         except FileNotFoundError:
             return
         if not stat.S_ISREG(st.st_mode):
-            return  # a link is never read (bead status reports it)
+            # A link is never read (bead status reports it). A version name that is one is remembered as such: it
+            # withholds its key while it is the newest, and reconcile must see it go (bead.index.rebuild.diff).
+            if kind == "fact":
+                self._insert("files", [{"path": self.rel(path), "kind": kind, "size": -1, "mtime_ns": -1, "sha256": ODD_ENTRY}])
+            return
         size, mtime_ns, digest = seen if seen is not None else (st.st_size, st.st_mtime_ns, sha or sha256_file(path))
         self._insert("files", [{"path": self.rel(path), "kind": kind, "size": size, "mtime_ns": mtime_ns, "sha256": digest}])
 

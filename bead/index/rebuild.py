@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from .. import files as safe
 from ..paths import version_number
 from ..store.facts import FactStore, Problem
 from ..store.rawlog import RawLog
-from .db import Index, sha256_file
+from .db import ODD_ENTRY, Index, sha256_file
 
 CTIME_MARGIN_NS = 2_000_000_000
 
@@ -33,13 +34,21 @@ class Diff:
 
 
 def _store_files(facts: FactStore, raw: RawLog) -> dict[str, tuple[Path, str]]:
+    """Every version file and raw log under the store. A version name that is not a regular file (a link, a FIFO, a
+    folder) is listed too: no key's value is read from it, but when it is a key's newest it withholds the key
+    (KeyVersions.served), so its coming and going must reach the index as a file's does."""
     out: dict[str, tuple[Path, str]] = {}
     store_root = facts.home.store
-    for folder, _dirs, names in safe.walk(facts.root, root=facts.home.root):
+    odd: list[Path] = []
+    for folder, dirs, names in safe.walk(facts.root, root=facts.home.root, links=odd, others=odd):
         for name in names:
             if version_number(name) is not None:
                 p = folder / name
                 out[p.relative_to(store_root).as_posix()] = (p, "fact")
+        odd += [folder / name for name in dirs if version_number(name) is not None]
+    for p in odd:
+        if version_number(p.name) is not None and p.parent != facts.root:
+            out[p.relative_to(store_root).as_posix()] = (p, "fact")
     for p in raw.files():
         out[p.relative_to(store_root).as_posix()] = (p, "raw")
     return out
@@ -59,13 +68,17 @@ def diff(index: Index, facts: FactStore, raw: RawLog) -> Diff:
     since = index.reconciled_ns() - CTIME_MARGIN_NS
     for rel, (path, kind) in sorted(on_disk.items()):
         try:
-            st = path.stat()
+            st = path.lstat()
         except FileNotFoundError:
             continue
         if rel not in known:
             d.new.append(rel)
             continue
         size, mtime_ns, sha, _ = known[rel]
+        if not stat.S_ISREG(st.st_mode):  # a version name that is no file: changed only if the index saw a file
+            if sha != ODD_ENTRY:
+                d.modified.append(rel)
+            continue
         changed = (size, mtime_ns) != (st.st_size, st.st_mtime_ns) or (kind == "fact" and st.st_ctime_ns > since)
         if changed and (not sha or _digest(path) != sha):
             d.modified.append(rel)

@@ -70,7 +70,7 @@ def failure(exc: BaseException, *, write: bool) -> tuple[CallToolResult, str]:
         return result(
             "unreadable",
             exc.message,
-            next_call="none: the person mends the file (`bead doctor` names it) or writes the value again",
+            next_call="none: the person mends the file (`bead status` names it) or writes the value again",
         ), "unreadable"
     if isinstance(exc, NotFound):
         return result("not_found", exc.message, next_call=exc.hint or "search_memory"), "not_found"

@@ -382,7 +382,10 @@ def _accept_text(mem: Memory, item_id: str) -> str:
 
 def _replacing(mem: Memory, key: str, instead: str) -> str:
     """What the question says of the version a write would replace: its value, and that a pin stays."""
-    cur = mem.current(key)
+    kv = mem.versions(key)
+    if kv.unreadable is not None:  # the version below it was replaced: not what the write replaces
+        return f"\n\nIt goes above v{kv.numbers[-1]}, which cannot be read (`bead status` names the file)."
+    cur = kv.current
     if cur is None:
         return ""
     kept = "\nThat version is pinned; the new one stays pinned." if cur.pinned else ""

@@ -433,11 +433,17 @@ class FactStore:
         try:
             # A version file is a value of at most max_bytes and its frontmatter: one far larger (a hand-placed
             # 100 MB file) is not read into memory, and is a problem, never the current value.
-            data = safe.read_at(dir_fd, path, limit=max(4 * self.max_bytes, 1 << 20) + MAX_FRONTMATTER_BYTES)
+            limit = max(4 * self.max_bytes, 1 << 20) + MAX_FRONTMATTER_BYTES
+            data = safe.read_at(dir_fd, path, limit=limit)
         except safe.UnsafePath as exc:
             if isinstance(exc, safe.NotAFile):
                 raise ValueError(NOT_A_FILE_REASON) from None
             raise ValueError(HARD_LINK_REASON if isinstance(exc, safe.HardLink) else LINK_REASON) from None
+        except safe.TooLarge:
+            # Its size only: the reason reaches an agent (get_memory's error), and the home's path is not its business.
+            raise ValueError(f"more than the {limit:,} bytes bead reads of a version file") from None
+        except FileNotFoundError:
+            raise
         except OSError as exc:
             raise ValueError(exc.strerror or str(exc)) from None
         return parse_fact(path, key, n, data)
@@ -450,12 +456,15 @@ class FactStore:
         try:
             with safe.opened_dir(self.home.root, d) as fd:
                 names = os.listdir(fd)
-                numbers = sorted(n for name in names if (n := version_number(name)) is not None)
-                for n in numbers:
+                listed = sorted(n for name in names if (n := version_number(name)) is not None)
+                for n in listed:
                     try:
                         facts.append(self._read(fd, key, n))
+                    except FileNotFoundError:
+                        continue  # removed since the listing (a forget of that version): no version, no problem
                     except ValueError as exc:
                         problems.append(Problem(self.home.fact_file(key, n), str(exc)))
+                    numbers.append(n)
                 problems += [Problem(d / name, ODD_VERSION_NAME) for name in sorted(names) if _odd_version_name(name)]
         except FileNotFoundError:
             pass
@@ -572,7 +581,7 @@ class FactStore:
             try:
                 parsed[n] = self._read(fd, key, n)
                 return parsed[n]
-            except ValueError:
+            except (ValueError, FileNotFoundError):
                 continue
         return None
 
@@ -604,6 +613,12 @@ class FactStore:
             cur = self._current(fd, key, numbers, parsed)
         if check is not None:
             check(cur)
+        if trust not in PERSON_TRUSTS and numbers and (cur is None or cur.version != numbers[-1]):
+            # The newest file cannot be read: most likely the person's hand edit, so only their word goes above it.
+            raise RefusedWrite(
+                f"refusing to write {key}: its newest version, v{numbers[-1]}, cannot be read and may be the person's",
+                "the person mends that file (`bead status` names it) or writes the value themselves",
+            )
         # The person's word on a value bead inferred is news even when the value is the same: it becomes theirs
         # (stated, no longer weighed less, and guarded against an agent's or the dream's replacement).
         upgrade = trust in PERSON_TRUSTS and cur is not None and cur.trust not in PERSON_TRUSTS
@@ -651,7 +666,7 @@ class FactStore:
                 continue
             try:
                 old = parsed.get(n) or self._read(fd, key, n)
-            except ValueError:
+            except (ValueError, FileNotFoundError):
                 continue  # never rewritten
             if old.status == "current":
                 marked.append(_mark_superseded(fd, old))
