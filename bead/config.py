@@ -437,12 +437,19 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
     return cls(**values)
 
 
+@functools.lru_cache(maxsize=4)
+def _compose(text: str) -> Any:
+    """The YAML node tree of ``text``. PyYAML's own parser, not libyaml's: it reads what bead always accepted
+    (`{a:[b]}`, tabs are errors) and its messages say which character is wrong. It costs about 2 ms for the
+    default file, paid once per text: a process that opens its home again (each test, the dashboard's requests)
+    validates the same tree into a new Config; the tree itself is only read."""
+    return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
 def parse(text: str, where: str = "config.yaml") -> Config:
     """Parse and validate config text; raise BeadError naming the line."""
     try:
-        # PyYAML's own parser, not libyaml's: it reads what bead always accepted (`{a:[b]}`, tabs are
-        # errors) and its messages say which character is wrong; the file is a few lines.
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = _compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""
