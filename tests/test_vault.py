@@ -1138,3 +1138,36 @@ def test_a_secret_write_says_which_skill_files_it_removed_and_which_it_left(bead
     ours = first / ".claude/skills/bead-deploy/SKILL.md"
     assert not ours.exists() and f"removed {ours}" in r.err
     assert f"warning: left {edited}" in r.err
+
+
+def test_a_seal_as_another_key_killed_after_its_copies_is_named_and_finished_by_running_it_again(bead, mem, vault, monkeypatch):
+    """Killed after the encrypted copies under NEWKEY and before the plaintext went: running the same command again
+    said "NEWKEY has versions already" and `bead status` said nothing (an adversarial pass). The seal's beginning is
+    now an audit line (the old key by its hash only); the same command takes its own copies back and seals again."""
+    body, key = "The alarm code is 5150 north", "user/alarm-5150-north"
+    mem.write(key, body, "user")
+
+    def killed(self):
+        raise KeyboardInterrupt  # stands for the SIGKILL right after the copies
+
+    monkeypatch.setattr(type(mem.tombstones), "ready", killed)
+    with pytest.raises(KeyboardInterrupt):
+        ops.seal(mem, key, as_key="user/secret-1")
+    monkeypatch.undo()
+    assert sealed_files(vault.root, "user/secret-1") == ["v1.md.age"] and mem.current(key).body == body
+
+    def problems() -> str:
+        return " ".join(p["problem"] for p in json.loads(bead("status", "--json").out)["problems"])
+
+    assert f"`bead seal {key} --as user/secret-1` was interrupted" in problems()
+    other = "user/other-thing"
+    mem.write(other, "something else entirely", "user")
+    with pytest.raises(BeadError, match="has versions already"):
+        ops.seal(mem, other, as_key="user/secret-1")  # another key's seal never takes those copies
+    assert ops.seal(mem, key, as_key="user/secret-1")["sealed"] == [1]
+    assert leftovers(mem.home.root, body) == [] and ops.show(mem, "user/secret-1", PASSPHRASE).body == body
+    assert "was interrupted" not in problems()
+    mem.write(key, "a new value under the old name", "user")
+    with pytest.raises(BeadError, match="has versions already"):
+        ops.seal(mem, key, as_key="user/secret-1")  # a seal that finished: its copies are the secret now
+    assert ops.show(mem, "user/secret-1", PASSPHRASE).body == body

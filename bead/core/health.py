@@ -35,6 +35,7 @@ from ..store.reports import DreamState, Reports
 from ..token import load_token
 from ..vault import keys as vault_keys
 from ..version import build_id
+from . import seal as seal_ops
 from .memory import Memory
 
 UNSHARE_MAX_BYTES = 256 * 1024 * 1024  # larger files are reported, not copied (a copy is the person's call)
@@ -330,6 +331,19 @@ def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> 
     vi = vault_keys.info(mem.home)
     counts = mem.sealed.counts()
     problems += [{"problem": p, "fix": f} for p, f in vi.problems]
+    sealed_only = set(counts) - plaintext_keys
+    moves = seal_ops.stopped_moves(mem, sealed_only) if sealed_only else {}
+    by_hash = {key_hash(k): k for k in plaintext_keys} if moves else {}
+    for into, (from_hash, _at) in sorted(moves.items()):
+        if from_hash in by_hash:  # the key it was moving is still plaintext: the seal stopped before it went
+            key = by_hash[from_hash]
+            problems.append(
+                {
+                    "problem": f"`bead seal {key} --as {into}` was interrupted: {key} is still plaintext, and "
+                    f"{into} holds some or all of its sealed copies",
+                    "fix": f"run `bead seal {key} --as {into}` again: it takes those copies back and seals the key again",
+                }
+            )
     for key in sorted(plaintext_keys & set(counts)):
         if _secret_write_stopped(mem, key):
             # A secret write stopped after its encrypted copies: its new value is in the vault alone, so a seal of

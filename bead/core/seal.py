@@ -28,7 +28,7 @@ from .. import files as safe
 from ..capture.secrets import credential_rules
 from ..display import CONTROL
 from ..errors import BeadError, RefusedWrite
-from ..store.audit import iso
+from ..store.audit import iso, key_hash
 from ..store.facts import Fact, WriteResult, is_version_of, parse_fact
 from ..store.keys import TRUSTS, TYPES, check_choice, validate_key
 from ..store.queue import Queue
@@ -136,19 +136,68 @@ def seal(mem: Memory, key: str, as_key: str | None = None) -> dict[str, Any]:
     stopped = _stopped(mem, key, as_key)
     if stopped is not None:
         summary = forget.apply(mem, stopped, event="seal", tombstones=False)
+        if as_key is not None:
+            _moved(mem, key, as_key, "done")
         summary["sealed"] = mem.sealed.numbers(as_key or key)
         summary["key"] = as_key or key
         return summary
     if as_key is not None:
         mem.check_lookalike(as_key)
+        if _resumes(mem, key, as_key):
+            # The same command, killed after some or all of its copies and before the plaintext went: those copies
+            # are its own (the audit log's last word on ``as_key``), so they are taken back and the seal starts over.
+            mem.sealed.delete(as_key, mem.sealed.numbers(as_key))
         if mem.facts.versions(as_key).numbers or mem.sealed.has(as_key):
             raise BeadError(f"{as_key} has versions already", "choose a key nothing has used for --as")
     to = _checked(mem, key)
     plan = forget.plan_seal(mem, key)
+    if as_key is not None:
+        _moved(mem, key, as_key, "begin")
     summary, _ = _seal(mem, key, plan, to, target=as_key)
+    if as_key is not None:
+        _moved(mem, key, as_key, "done")
     summary["sealed"] = mem.sealed.numbers(as_key or key)
     summary["key"] = as_key or key
     return summary
+
+
+def _moved(mem: Memory, key: str, as_key: str, phase: str) -> None:
+    """The audit line of a ``seal --as`` beginning or done: ``as_key`` by name, ``key`` by its hash only (its name
+    may be made of the value's words, which the seal takes off the disk)."""
+    mem.audit.ready()
+    mem.audit.record(mem.clock(), "seal_as", key=as_key, from_sha256=key_hash(key), phase=phase)
+
+
+def stopped_moves(mem: Memory, into: set[str]) -> dict[str, tuple[str, str]]:
+    """For each key of ``into`` that a ``bead seal KEY --as`` stopped while moving KEY into: (KEY's hash, the time
+    it began). That is when the audit log's last line naming it is that seal's beginning (any later write, seal or
+    forget of it names it after). One read of the log."""
+    last: dict[str, dict] = {}
+    for e in mem.audit.entries():
+        if not isinstance(e, dict):
+            continue
+        keys = e.get("keys")
+        for k in [e.get("key"), *(keys if isinstance(keys, list) else [])]:
+            if isinstance(k, str) and k in into:
+                last[k] = e
+    out = {}
+    for k, e in last.items():
+        found, at = e.get("from_sha256"), e.get("at")
+        if e.get("event") == "seal_as" and e.get("phase") == "begin" and isinstance(found, str) and isinstance(at, str):
+            out[k] = (found, at)
+    return out
+
+
+def _resumes(mem: Memory, key: str, as_key: str) -> bool:
+    """Whether ``as_key``'s sealed versions are the copies of a ``seal key --as as_key`` that stopped before the
+    plaintext went: its beginning is the audit log's last word on ``as_key``, ``as_key`` has no plaintext, and
+    every plaintext version of ``key`` is older than that beginning (a key written after a seal that finished is
+    another value, and ``as_key``'s versions are the secret it sealed)."""
+    moving = stopped_moves(mem, {as_key}).get(as_key)
+    if moving is None or moving[0] != key_hash(key) or mem.facts.versions(as_key).numbers:
+        return False
+    kv = mem.facts.versions(key)
+    return bool(kv.facts) and len(kv.facts) == len(kv.numbers) and all(f.valid_from <= moving[1] for f in kv.facts)
 
 
 _SAID_TO_BE = re.compile(r"(?i)\b(?:is|are|was|were)\b|[:=]")  # "the vault phrase is maple ...": what follows is the value
