@@ -439,6 +439,35 @@ class TestSeal:
         assert not leftovers(vault.root, new) and fact_files(vault.root, "user/pin") == []
         assert not any("both sealed" in p["problem"] for p in json.loads(bead("status", "--json").out)["problems"])
 
+    @pytest.mark.parametrize("sealed_before", [False, True])
+    def test_an_interrupted_secret_write_to_a_key_with_no_plaintext_is_named_too(
+        self, bead, mem, vault, monkeypatch, sealed_before
+    ):
+        """A brand-new key (or one sealed already) has no plaintext to be caught beside its sealed copies: a write
+        killed after its copy left the value in clear in the turns that said it, and status said nothing."""
+        new = "zebra 9090 quasarkey"
+        if sealed_before:
+            write_secret(mem, "user/pin", SECRET, "user")
+        mem.append_turns("s1", [("user", f"the next pin is {new}", None, None)])
+
+        def problems() -> list[str]:
+            return [p["problem"] for p in json.loads(bead("status", "--json").out)["problems"]]
+
+        assert not any("interrupted" in p for p in problems()), problems()
+
+        def killed(*a, **k):
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as m, pytest.raises(KeyboardInterrupt):
+            m.setattr(type(mem.tombstones), "ready", killed)
+            write_secret(mem, "user/pin", new, "user")
+        assert any("/raw/" in f"/{p}" for p in leftovers(mem.home.root, new)), "the turn still says it"
+        (said,) = [p for p in problems() if "interrupted" in p]
+        assert "`bead write user/pin --sensitivity secret` was interrupted" in said
+        assert bead("write", "user/pin", "-", "--type", "user", "--sensitivity", "secret", input=new).code == 0
+        assert not leftovers(mem.home.root, new)
+        assert not any("interrupted" in p for p in problems())
+
     def test_an_interrupted_unseal_is_not_taken_for_an_interrupted_secret_write(self, bead, mem, vault):
         """An unseal writes the versions back oldest first: one stopped half-way leaves fewer plaintext versions than
         sealed ones, as a stopped secret write does; status said to run a secret write again (a review)."""

@@ -1010,20 +1010,30 @@ def _joined(inner: Plan, outer: Plan, changed: list[Path]) -> Plan:
 
 
 def apply(
-    mem: Memory, plan: Plan, *, under_lock: Callable[[], None] | None = None, event: str = "forget", tombstones: bool = True
+    mem: Memory,
+    plan: Plan,
+    *,
+    under_lock: Callable[[], None] | None = None,
+    event: str = "forget",
+    tombstones: bool = True,
+    sealed: str | None = None,
 ) -> dict[str, Any]:
     """Carry a plan out. ``under_lock`` runs first, inside the index transaction and the store lock (a seal
     writes its encrypted copies there); if it raises, nothing has changed. ``event`` names the audit line
     and the tombstones' reason. ``tombstones=False`` (a seal) writes no value hash anywhere: a SHA-256 of a
-    value is a plaintext copy of it to anyone who can guess it, and a sealed value may be a 4-digit PIN."""
+    value is a plaintext copy of it to anyone who can guess it, and a sealed value may be a 4-digit PIN. ``sealed``: the key a
+    seal or a secret write sealed into, named by the audit line that says it finished (`bead status` tells a
+    finished secret write from one stopped before its scrub by it)."""
     refuse_git(mem)
     # The review queue's lock for the whole of it: an accept of an item that holds the value either finishes first
     # (and its fact is planned again below) or finds the item gone, never writes the value back after it.
     with Queue(mem).deciding():
-        return _apply(mem, plan, under_lock, event, tombstones)
+        return _apply(mem, plan, under_lock, event, tombstones, sealed)
 
 
-def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event: str, tombstones: bool) -> dict[str, Any]:
+def _apply(
+    mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event: str, tombstones: bool, sealed: str | None = None
+) -> dict[str, Any]:
     now = mem.clock()
     since = time.time() - CLOCK_SLACK_S
     if plan.remake is not None:
@@ -1037,7 +1047,7 @@ def _apply(mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event
     # beside it (a conversation's state, the trace, inject records) is here before the scrubs of step 3, or not
     # written.
     with mem.raw.forgetting():
-        return _apply_forgetting(mem, plan, under_lock, event, tombstones, now, since)
+        return _apply_forgetting(mem, plan, under_lock, event, tombstones, now, since, sealed)
 
 
 def _apply_forgetting(
@@ -1048,6 +1058,7 @@ def _apply_forgetting(
     tombstones: bool,
     now: Any,
     since: float,
+    sealed: str | None = None,
 ) -> dict[str, Any]:
     """``_apply``'s part while the forget is seen to run (RawLog.forgetting): a proxy writes nothing of a request
     that came before it, from its first lock to its last scrub."""
@@ -1166,6 +1177,7 @@ def _apply_forgetting(
         episodes=summary["episodes"],
         session_lines=summary["session_lines"],
         match=bool(plan.match_text),
+        **({"key": sealed} if sealed is not None else {}),
     )
     return summary
 

@@ -313,17 +313,23 @@ def semantic_state(mem: Memory) -> dict[str, Any]:
     return {"state": "on", "model": semantic.MODEL_ID, "vectors": vectors, "turns": turns}
 
 
-def _secret_write_stopped(mem: Memory, key: str) -> bool:
-    """Whether the last thing the audit log says of ``key`` is a sealed write: a `bead write --sensitivity secret`
+def _secret_writes_stopped(mem: Memory, keys: set[str]) -> set[str]:
+    """The keys of ``keys`` whose last line in the audit log is a sealed write: a `bead write --sensitivity secret`
     stopped after its encrypted copies, before its seal's scrub was recorded (an unseal stopped half-way leaves the
-    same files, fewer plaintext versions than sealed ones, and is finished otherwise; a review)."""
-    hashed = key_hash(key)
-    last: dict | None = None
+    same files, fewer plaintext versions than sealed ones, and is finished otherwise; a review). One read of the
+    log."""
+    if not keys:
+        return set()
+    by_hash = {key_hash(k): k for k in keys}
+    last: dict[str, dict] = {}
     for e in mem.audit.entries():
-        keys = e.get("keys") if isinstance(e, dict) else None
-        if isinstance(e, dict) and (e.get("key") == key or (isinstance(keys, list) and (key in keys or hashed in keys))):
-            last = e
-    return last is not None and last.get("event") == "write" and last.get("sealed") is True
+        if not isinstance(e, dict):
+            continue
+        named = e.get("keys")
+        for k in [e.get("key"), *(named if isinstance(named, list) else [])]:
+            if isinstance(k, str) and (k in keys or k in by_hash):
+                last[by_hash.get(k, k)] = e
+    return {k for k, e in last.items() if e.get("event") == "write" and e.get("sealed") is True}
 
 
 def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> dict:
@@ -344,8 +350,20 @@ def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> 
                     "fix": f"run `bead seal {key} --as {into}` again: it takes those copies back and seals the key again",
                 }
             )
+    stopped = _secret_writes_stopped(mem, set(counts))
+    for key in sorted(sealed_only & stopped):
+        # A secret write stopped after its copy, to a key with no plaintext (a new key, or one sealed already): the
+        # vault is as it should be, but the turns that said the value may still say it in clear.
+        problems.append(
+            {
+                "problem": f"a `bead write {key} --sensitivity secret` was interrupted before it took the value out of "
+                "the turns that say it",
+                "fix": f"run that `bead write {key} - --sensitivity secret` again with the same value: it takes that "
+                "value out of the turns (the value is written once more, as a version of its own)",
+            }
+        )
     for key in sorted(plaintext_keys & set(counts)):
-        if _secret_write_stopped(mem, key):
+        if key in stopped:
             # A secret write stopped after its encrypted copies: its new value is in the vault alone, so a seal of
             # the plaintext versions would not look for it in the turns that still say it (an adversarial pass).
             problems.append(

@@ -86,7 +86,7 @@ def _seal(
 
     # No tombstones: a value's hash is the value to anyone who can enumerate it (a PIN, a short code), so
     # a sealed value leaves no hash on disk. The raw turns, episodes and lines that hold it are scrubbed.
-    summary = forget.apply(mem, plan, under_lock=copy, event="seal", tombstones=False)
+    summary = forget.apply(mem, plan, under_lock=copy, event="seal", tombstones=False, sealed=into)
     return summary, (written[0] if written else None)
 
 
@@ -135,7 +135,7 @@ def seal(mem: Memory, key: str, as_key: str | None = None) -> dict[str, Any]:
     # A seal killed in its last step is finished by running the same command again (under ``as_key`` too).
     stopped = _stopped(mem, key, as_key)
     if stopped is not None:
-        summary = forget.apply(mem, stopped, event="seal", tombstones=False)
+        summary = forget.apply(mem, stopped, event="seal", tombstones=False, sealed=as_key or key)
         if as_key is not None:
             _moved(mem, key, as_key, "done")
         summary["sealed"] = mem.sealed.numbers(as_key or key)
