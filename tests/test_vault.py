@@ -1200,3 +1200,14 @@ def test_a_seal_as_another_key_killed_after_its_copies_is_named_and_finished_by_
     with pytest.raises(BeadError, match="has versions already"):
         ops.seal(mem, key, as_key="user/secret-1")  # a seal that finished: its copies are the secret now
     assert ops.show(mem, "user/secret-1", PASSPHRASE).body == body
+
+
+def test_a_secret_write_finished_before_seal_lines_named_their_key_is_not_called_interrupted(bead, mem, vault):
+    """Homes written before a finished seal's audit line named its key: their secret writes to new keys end in a
+    seal line naming none, which is how status tells them from one stopped before its scrub."""
+    write_secret(mem, "user/pin", SECRET, "user")
+    log = mem.home.root / "audit.log"
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert lines[-1]["event"] == "seal" and lines[-1].pop("key") == "user/pin"
+    log.write_text("".join(json.dumps(e) + "\n" for e in lines))  # as the older bead wrote it
+    assert not [p for p in json.loads(bead("status", "--json").out)["problems"] if "interrupted" in p["problem"]]

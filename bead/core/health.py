@@ -321,15 +321,18 @@ def _secret_writes_stopped(mem: Memory, keys: set[str]) -> set[str]:
     if not keys:
         return set()
     by_hash = {key_hash(k): k for k in keys}
-    last: dict[str, dict] = {}
-    for e in mem.audit.entries():
+    last: dict[str, tuple[int, dict]] = {}
+    anonymous = -1  # the last seal line that names no key: how a finished one was written before it named its key
+    for i, e in enumerate(mem.audit.entries()):
         if not isinstance(e, dict):
             continue
         named = e.get("keys")
+        if e.get("event") == "seal" and named == [] and "key" not in e:
+            anonymous = i
         for k in [e.get("key"), *(named if isinstance(named, list) else [])]:
             if isinstance(k, str) and (k in keys or k in by_hash):
-                last[by_hash.get(k, k)] = e
-    return {k for k, e in last.items() if e.get("event") == "write" and e.get("sealed") is True}
+                last[by_hash.get(k, k)] = (i, e)
+    return {k for k, (i, e) in last.items() if e.get("event") == "write" and e.get("sealed") is True and anonymous < i}
 
 
 def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> dict:
