@@ -70,15 +70,15 @@ def test_the_next_request_does_not_wait_for_the_previous_capture(engine, monkeyp
     second request of the same conversation is prepared meanwhile, with its memory, not failed open past its
     deadline; then both captures land in order."""
     entered, release = threading.Event(), threading.Event()
-    real = rawlog.redact_runs
+    real = rawlog.redact_messages
 
-    def slow_scan(texts: list[str]):
-        if any("SLOWSCAN" in t for t in texts):
+    def slow_scan(groups: list[list[str]], known=None):
+        if any("SLOWSCAN" in t for texts in groups for t in texts):
             entered.set()
             release.wait(60)
-        return real(texts)
+        return real(groups, known)
 
-    monkeypatch.setattr(rawlog, "redact_runs", slow_scan)
+    monkeypatch.setattr(rawlog, "redact_messages", slow_scan)
     first = [user("SLOWSCAN which database does the shop use?")]
     p1 = engine.prepare(body(first), HEADERS)
     job = engine.forwarded(p1)
@@ -144,15 +144,15 @@ def test_two_proxies_on_one_home_never_capture_a_turn_twice(bead_home, monkeypat
     home = Home(bead_home).ensure()
     a, b = Engine(home, parse("owner: t\n")), Engine(home, parse("owner: t\n"))
     entered, release, b_waits = threading.Event(), threading.Event(), threading.Event()
-    real = rawlog.redact_runs
+    real = rawlog.redact_messages
 
-    def slow_scan(texts: list[str]):
-        if any("SLOWSCAN" in t for t in texts) and not release.is_set():
+    def slow_scan(groups: list[list[str]], known=None):
+        if any("SLOWSCAN" in t for texts in groups for t in texts) and not release.is_set():
             entered.set()
             release.wait(60)
-        return real(texts)
+        return real(groups, known)
 
-    monkeypatch.setattr(rawlog, "redact_runs", slow_scan)
+    monkeypatch.setattr(rawlog, "redact_messages", slow_scan)
     real_lock = b.conversations.capture_lock
 
     def b_lock(conversation_id: str):

@@ -510,6 +510,18 @@ class TestHostileTranscripts:
         raw = b"".join(p.read_bytes() for p in mem.raw.files())
         assert b"what is the db password?" in raw and b"[REDACTED:printed-secret]" in raw and secret.encode() not in raw
 
+    def test_a_secret_a_rule_found_is_redacted_where_a_later_turn_says_it_again(self, mem, tmp_path):
+        """As through the proxy: the `.env` the person pasted is redacted by its name, and the answer that says the
+        password bare is redacted too (it was imported in clear)."""
+        secret = "Zq8vLr2TmX4pWn7Ks9Dj"
+        text = self.line(f"my .env:\nDB_PASSWORD={secret}\nwhy is login refused?") + self.line(
+            [{"type": "text", "text": f"Paste `{secret}` at the prompt."}], kind="assistant"
+        )
+        root = self.folder(tmp_path, {"s1.jsonl": text})
+        history.import_claude_code(mem, read_items, root)
+        raw = b"".join(p.read_bytes() for p in mem.raw.files())
+        assert b"at the prompt" in raw and secret.encode() not in raw
+
     def test_a_cwd_longer_than_any_path_is_not_walked(self, mem, tmp_path):
         """A transcript's ``cwd`` of 128 KB (far under a line's limit) made the walk up to its repository copy every
         parent's parts: 61 s and 16 GB for one line (an adversarial pass). A path longer than any a system resolves

@@ -2735,3 +2735,58 @@ def test_a_header_of_lines_that_are_no_harnesss_does_not_hide_printed_values():
 
     clean, hit = redact_printed("Xk9Fj2LmQp7Rt\nHunter2Secret99\nOutput:\nfoo\n")
     assert hit and "Xk9Fj2LmQp7Rt" not in clean and "Hunter2Secret99" not in clean
+
+
+FOUND_PASSWORD = "Zq8vLr2TmX4pWn7Ks9Dj"
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "json"])
+def test_a_secret_a_rule_found_is_redacted_wherever_the_conversation_says_it_again(proxy_client, bead_home, upstream, stream):
+    """The person pastes a `.env` (the password found by its name) and the model's answer says it bare ("paste
+    `...` when asked"): the answer was captured in clear, indexed, and served to a later conversation as an excerpt
+    (an adversarial pass). A value a rule found is now redacted wherever the conversation says it again: in the same
+    message, in the answer, and in a later request's turns."""
+    from conftest import all_bytes_under
+    from fakes import Reply
+
+    def post(session: str, messages: list[dict]) -> None:
+        body = {"model": "claude-test", "max_tokens": 64, "stream": stream, "messages": messages}
+        assert proxy.post(json.dumps(body).encode(), headers={"X-Bead-Session": session})[0] == 200
+        proxy.settle()
+
+    upstream.replies.append(Reply(kind="sse" if stream else "json", text=f"Run `\\password app` and paste `{FOUND_PASSWORD}`."))
+    proxy = proxy_client(trace=bead_home / "trace.jsonl")  # the trace quotes the turn's words
+    pasted = f"my .env:\n\nDB_HOST=db\nDB_PASSWORD={FOUND_PASSWORD}\n\nand at the prompt I typed\n    {FOUND_PASSWORD}\n"
+    first = [{"role": "user", "content": pasted + "why can't the app log in?"}]
+    post("env", first)
+    upstream.replies.append(Reply(kind="sse" if stream else "json", text="Done."))
+    answer = {"role": "assistant", "content": f"Run `\\password app` and paste `{FOUND_PASSWORD}`."}
+    post("env", [*first, answer, {"role": "user", "content": f"I pasted {FOUND_PASSWORD}, still refused"}])
+    files = all_bytes_under(bead_home)
+    raw = "".join(d.decode("utf-8") for p, d in files.items() if "store/raw" in str(p))
+    assert "and paste `" in raw and "still refused" in raw, "the turns are captured"
+    assert not [p for p, d in files.items() if FOUND_PASSWORD.encode() in d or FOUND_PASSWORD.lower().encode() in d]
+
+
+def test_a_found_value_shaped_as_a_word_is_not_looked_for_again():
+    """`postgres://postgres:postgres@db` finds the password `postgres`: looked for again, every turn naming the
+    database would lose the word."""
+    from bead.capture.secrets import redact_messages
+
+    known: dict[str, str] = {}
+    [(first, _), (second, _)] = redact_messages(
+        [["DATABASE_URL=postgres://postgres:postgres@db/app"], ["we run postgres 16 and redis"]], known
+    )
+    assert "[REDACTED:" in first and second == "we run postgres 16 and redis" and known == {}
+
+
+def test_looking_for_found_values_again_stays_linear():
+    from bead.capture.secrets import redact_messages
+    from linear import assert_linear
+
+    values = "".join(f"TOKEN_{i}=Zq8vLr2TmX{i:04d}pWn7Ks9Dj\n" for i in range(80))
+
+    def make(n: int) -> list[list[str]]:
+        return [[values], ["x Zq8vLr2TmX0001pWn7Ks9 " * (n // 24)]] * 4
+
+    assert_linear(lambda groups: redact_messages(groups, {}), make, 400_000, what="redact_messages")

@@ -1164,14 +1164,19 @@ def _printed_body(text: str, found: list[str] | None) -> tuple[str, bool]:
 RUN_JOIN = "\n"
 
 
-def redact_runs(texts: list[str]) -> list[tuple[str, list[str]]]:
+def redact_runs(texts: list[str], values: dict[str, str] | None = None) -> list[tuple[str, list[str]]]:
     """``redact`` for each run of one message (its typed words, a paste, a tool's output, in order), which the raw
     log keeps apart: each is redacted as it reads alone, and also where a finding in the runs read as one text
     reaches into it. A secret named in the person's words ("the webhook signing secret for staging:") and pasted
-    below them in a code fence is a value with no name once the runs are apart."""
+    below them in a code fence is a value with no name once the runs are apart. ``values``: each finding's text is
+    added to it, with its rule (``redact_messages``)."""
     texts = [_readable(t) for t in texts]
     if len(texts) < 2:
-        return [_replaced(t, _findings(t)) for t in texts]
+        found = [(t, _findings(t)) for t in texts]
+        if values is not None:
+            for t, fs in found:
+                values.update((t[f.start : f.end], f.rule) for f in fs if f.end > f.start)
+        return [_replaced(t, fs) for t, fs in found]
     joined = _findings(RUN_JOIN.join(texts))  # spans in order that do not overlap: their ends are in order too
     ends = [f.end for f in joined]
     out, at = [], 0
@@ -1186,8 +1191,53 @@ def redact_runs(texts: list[str]) -> list[tuple[str, list[str]]]:
         own = _findings(t)
         if inside:
             own = _merged(sorted([*own, *inside], key=lambda f: (f.start, -(f.end - f.start))))
-        out.append(_replaced(t, [f for f in own if f.end > f.start]))
+        own = [f for f in own if f.end > f.start]
+        if values is not None:
+            values.update((t[f.start : f.end], f.rule) for f in own)
+        out.append(_replaced(t, own))
         at = end + len(RUN_JOIN)
+    return out
+
+
+REPEAT_MIN = 8  # a value a rule found this long or longer is redacted wherever the conversation says it again
+REPEAT_MAX = 256  # a longer finding (a private key's block) is redacted where it stands, not looked for again
+REPEATS_KEPT = 64  # values looked for, at most (the newest)
+
+
+def repeatable(value: str) -> bool:
+    """Whether a value a rule found is looked for again in the rest of the conversation: REPEAT_MIN to REPEAT_MAX
+    characters on one line, shaped as no word is (two of lower-case, capitals and digits, or a sign among letters
+    or digits, or 20 characters or more). `postgres://postgres:postgres@db` finds the password `postgres`, which
+    looked for again would take the word from every turn that names the database."""
+    if not REPEAT_MIN <= len(value) <= REPEAT_MAX or "\n" in value or value.strip() != value:
+        return False
+    kinds = any(c.islower() for c in value) + any(c.isupper() for c in value) + any(c.isdigit() for c in value)
+    return kinds >= 2 or len(value) >= 20 or not value.isalnum()
+
+
+def redact_messages(groups: list[list[str]], known: dict[str, str] | None = None) -> list[tuple[str, list[str]]]:
+    """``redact_runs`` for each message's runs, in order, and each value a rule found (``repeatable``) redacted
+    wherever a later run, or another run of the same message, says it again: a password the person pasted in a
+    `.env` that the model's answer repeats ("paste `...` when asked"), or the same message saying it twice.
+    ``known``: values found before (the conversation's earlier requests; value to rule), looked for too; the values
+    found here are added to it, the newest REPEATS_KEPT kept. Linear: each text is searched once per value."""
+    carried = known if known is not None else {}
+    out: list[tuple[str, list[str]]] = []
+    for texts in groups:
+        found: dict[str, str] = {}
+        done = redact_runs(texts, found)
+        for value, rule in found.items():
+            if repeatable(value):
+                carried.pop(value, None)
+                carried[value] = rule
+        while len(carried) > REPEATS_KEPT:
+            carried.pop(next(iter(carried)))
+        looked = sorted(carried, key=len, reverse=True)  # one that holds another goes whole
+        for text, rules in done:
+            again = [v for v in looked if v in text]
+            for v in again:
+                text = text.replace(v, f"[REDACTED:{carried[v]}]")
+            out.append((text, [*rules, *(carried[v] for v in again)]))
     return out
 
 

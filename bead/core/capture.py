@@ -370,12 +370,17 @@ def _project(ident: Identity) -> dict[str, str]:
     return {"project": ident.project} if ident.project else {}
 
 
-def capture(mem: Memory, ident: Identity, turns: list[Turn], epoch: str | None = None) -> list[RawTurn]:
+def capture(
+    mem: Memory, ident: Identity, turns: list[Turn], epoch: str | None = None, found: dict[str, str] | None = None
+) -> list[RawTurn]:
     """Append ``turns`` to the conversation's raw log (secret scan, lock) at the memory's clock. The proxy only
     appends: the indexer, which watches the raw log, indexes them (and gives them their vectors), in its own
-    process. ``epoch``: the raw log's forget epoch when the turns arrived (RawLog.append_many)."""
+    process. ``epoch``: the raw log's forget epoch when the turns arrived; ``found``: the values the secret scan
+    found in the conversation so far, redacted wherever these turns say them again, and added to (both
+    RawLog.append_many)."""
     now = mem.clock()
-    return mem.raw.append_many(ident.session, [(t.role, t.text, now, None, t.flags) for t in turns], epoch=epoch)
+    items = [(t.role, t.text, now, None, t.flags) for t in turns]
+    return mem.raw.append_many(ident.session, items, epoch=epoch, known=found)
 
 
 def assistant_turns(message: Message, ident: Identity, flags: dict[str, object]) -> list[Turn]:

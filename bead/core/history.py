@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..capture.secrets import prints_secret, redact_printed, redact_runs
+from ..capture.secrets import prints_secret, redact_messages, redact_printed
 from ..capture.text import HARNESS_NOTICES
 from ..conversation import (
     CODEX_EXEC,
@@ -528,6 +528,9 @@ class FileState:
     # The values the file's printed secrets held so far (capture.request_turns' ``known``): a later batch's answer
     # that says one again is redacted too. In memory only, for this import.
     known: list[str] = field(default_factory=list)
+    # The values the secret scan found in the file's turns so far (value to rule): redacted wherever a later turn says
+    # one again (bead.capture.secrets.redact_messages). Kept in memory only.
+    found: dict[str, str] = field(default_factory=dict)
 
 
 GONE = "gone"  # the turn before was one a forget or a seal rewrote (FileState.gone_after)
@@ -581,12 +584,9 @@ def import_transcript(
     offset, state.messages = state.messages, state.messages + len(conv.messages)
     del conv
     items = []
-    # as the raw log scans them: a message's runs together (redact_runs)
-    redacted = [
-        r
-        for group in by_message([(t.role, t.text, None, None, t.flags) for t in turns])
-        for r in redact_runs([i[1] for i in group])
-    ]
+    # as the raw log scans them: a message's runs together, a value found redacted wherever the session says it again
+    groups = by_message([(t.role, t.text, None, None, t.flags) for t in turns])
+    redacted = redact_messages([[i[1] for i in group] for group in groups], state.found)
     for turn, (clean, found) in zip(turns, redacted, strict=True):
         # as the raw log stores it (the home's proxy token taken out too): what a re-import compares
         clean = without_token(mem.home, clean)[0]

@@ -42,7 +42,7 @@ from typing import Any
 
 from .. import budget
 from .. import files as safe
-from ..capture.secrets import ruleset
+from ..capture.secrets import PRINTED, ruleset
 from ..config import Config
 from ..conversation import Conversation, Identity, delegated, identify, names_session, untyped
 from ..core import capture
@@ -150,6 +150,24 @@ class Prepared:
     epoch: str | None = None
 
 
+def _scrubbed(value: Any, values: dict[str, str]) -> Any:
+    """``value`` (a trace entry) with each of ``values`` (a secret the conversation's capture found or a command
+    printed, to its rule) redacted in every string: the trace quotes the turn's words, which its cues redact by the
+    rules alone (a password the person pasted by name, then said bare)."""
+    if not values:
+        return value
+    if isinstance(value, str):
+        for v in sorted(values, key=len, reverse=True):
+            if v in value:
+                value = value.replace(v, f"[REDACTED:{values[v]}]")
+        return value
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, values) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrubbed(v, values) for v in value]
+    return value
+
+
 def _turns_digest(turns: list[capture.Turn]) -> str:
     """What an answer's turns say, for telling it again in the conversation the harness sends back."""
     return hashlib.blake2b("\x00".join(f"{t.role}\x01{t.text}" for t in turns).encode(), digest_size=12).hexdigest()
@@ -210,6 +228,9 @@ class Engine:
         # answer that says one again is redacted too. In this process's memory only, never on disk; the newest
         # MAX_PRINTED_CONVERSATIONS conversations. A conversation's captures run one after another (``_chain``).
         self._printed: OrderedDict[str, list[str]] = OrderedDict()
+        # Beside them, the values the secret scan found in what the conversation captured (value to rule), redacted
+        # wherever a later turn says one again (the model repeating a password the person pasted in a `.env`).
+        self._found: dict[str, dict[str, str]] = {}
         self._printed_lock = threading.Lock()
         # Build the index now if it is missing, so no request pays for a rebuild.
         with Memory(home, config, clock) as mem:
@@ -370,14 +391,23 @@ class Engine:
 
     def _known_prints(self, conversation_id: str) -> list[str]:
         """The list of values the conversation's printed secrets held (``_printed``), made on first use."""
+        return self._known(conversation_id)[0]
+
+    def _known_found(self, conversation_id: str) -> dict[str, str]:
+        """The values the secret scan found in the conversation's captured turns (``_found``), made on first use."""
+        return self._known(conversation_id)[1]
+
+    def _known(self, conversation_id: str) -> tuple[list[str], dict[str, str]]:
         with self._printed_lock:
             known = self._printed.get(conversation_id)
             if known is None:
                 known = self._printed[conversation_id] = []
+                self._found[conversation_id] = {}
                 while len(self._printed) > MAX_PRINTED_CONVERSATIONS:
-                    self._printed.popitem(last=False)
+                    gone, _ = self._printed.popitem(last=False)
+                    self._found.pop(gone, None)
             self._printed.move_to_end(conversation_id)
-            return known
+            return known, self._found[conversation_id]
 
     def _chain_of(self, conv: Conversation) -> Identity | None:
         return self._chain_of_id(conv.continues) if conv.continues else None
@@ -699,7 +729,8 @@ class Engine:
                         mem.audit.record(now, "inject", id=fid, session=ident.session, block="pinned")
                     for fid in prep.injected:
                         mem.audit.record(now, "inject", id=fid, session=ident.session)
-                self._trace(trace)
+                printed, found = self._known(ident.id)
+                self._trace(_scrubbed(trace, {**dict.fromkeys(printed, PRINTED), **found}))
         except Exception as exc:
             self.error("capture", exc)
 
@@ -975,7 +1006,7 @@ class Engine:
         request's (Prepared.epoch)."""
         if turns and batch:
             turns[0].flags["batch"] = batch
-        return capture.capture(mem, ident, turns, epoch)
+        return capture.capture(mem, ident, turns, epoch, self._known_found(ident.id))
 
     def _forget_epoch(self) -> str | None:
         """The raw log's forget epoch now; None where it cannot be read (a capture then checks nothing)."""

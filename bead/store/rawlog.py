@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import files as safe
-from ..capture.secrets import redact_runs
+from ..capture.secrets import redact_messages
 from ..errors import BeadError
 from ..paths import Home
 from ..textform import fold
@@ -325,25 +325,35 @@ class RawLog:
             finally:
                 self._new_epoch()
 
-    def append_many(self, session: str, items: Iterable[TurnItem], scanned: bool = False, epoch: str | None = None) -> list[Turn]:
+    def append_many(
+        self,
+        session: str,
+        items: Iterable[TurnItem],
+        scanned: bool = False,
+        epoch: str | None = None,
+        known: dict[str, str] | None = None,
+    ) -> list[Turn]:
         """Append turns ``(role, text, at, ref[, flags])`` in order, under the raw lock. ``scanned``: their texts
         were redacted by the caller (``redact_runs`` over whole messages, as ``bead import`` must to know which
         turns the log holds): a redacted text is not scanned again, which could read a marker as a value.
         ``epoch``: ``forget_epoch()`` when the texts arrived (the proxy's request); unless ``settled`` (a forget or
         seal began since, or runs), each text is written as ``[forgotten]``: it may hold what that forget took (an
-        answer the model streamed while it ran), which it could not see."""
+        answer the model streamed while it ran), which it could not see. ``known``: the values the secret scan found
+        in the conversation before (value to rule), redacted wherever these turns say them again; those it finds
+        here are added (``redact_messages``)."""
         check_session(session)
         items = list(items)
         if not items:
             return []
         first_at = items[0][2] or self.clock()
         # The scan runs before the lock: a large turn never holds up other writers. The turns of one message (its
-        # runs: typed words, a paste, a tool's output) are scanned together too (redact_runs).
+        # runs: typed words, a paste, a tool's output) are scanned together too, and a value found in one is redacted
+        # wherever another says it again (redact_messages).
         redacted: list[tuple[str, list[str]]]
         if scanned:
             redacted = [(item[1] or "", []) for item in items]
         else:
-            redacted = [r for group in by_message(items) for r in redact_runs([item[1] or "" for item in group])]
+            redacted = redact_messages([[item[1] or "" for item in group] for group in by_message(items)], known)
         ready = []
         for item, (clean, found) in zip(items, redacted, strict=True):
             role, text, at, ref = item[:4]
