@@ -2790,3 +2790,44 @@ def test_looking_for_found_values_again_stays_linear():
         return [[values], ["x Zq8vLr2TmX0001pWn7Ks9 " * (n // 24)]] * 4
 
     assert_linear(lambda groups: redact_messages(groups, {}), make, 400_000, what="redact_messages")
+
+
+@pytest.mark.parametrize(
+    "tool_input",
+    [
+        {"element": "Password textbox", "ref": "e12", "text": FOUND_PASSWORD},  # Playwright MCP's browser_type
+        {"fields": [{"name": "Password", "type": "textbox", "ref": "e3", "value": FOUND_PASSWORD}]},  # a form fill
+        {"key": "STRIPE_SECRET_KEY", "value": FOUND_PASSWORD, "target": ["production"]},  # a settings API's variable
+        {"selector": "#apiKey", "value": FOUND_PASSWORD},
+        {"command": ["redis-cli", "-a", FOUND_PASSWORD, "ping"]},  # an argument vector (Codex's shell)
+        {"command": ["sshpass", "-p", FOUND_PASSWORD, "ssh", "deploy@web1"]},
+        {"cmd": ["mysql", "-uroot", f"-p{FOUND_PASSWORD}", "app"]},
+    ],
+    ids=["browser-type", "form-fill", "env-var-api", "selector", "redis-cli", "sshpass", "mysql"],
+)
+def test_a_secret_in_a_tool_calls_input_is_redacted_however_the_input_is_shaped(proxy_client, bead_home, tool_input):
+    """A tool's input kept the password a browser tool typed into a password field, a settings API set under a
+    secret's name, or an argument vector passed to a command (the same command as one string was redacted): no rule
+    reads two fields apart, and a list was written as JSON (an adversarial pass)."""
+    from conftest import all_bytes_under
+
+    messages = [
+        {"role": "user", "content": "log in to the admin page"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "do_it", "input": tool_input}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]},
+    ]
+    proxy = proxy_client()
+    body = {"model": "claude-test", "max_tokens": 64, "messages": messages}
+    assert proxy.post(json.dumps(body).encode(), headers={"X-Bead-Session": "tool-input"})[0] == 200
+    proxy.settle()
+    files = all_bytes_under(bead_home)
+    raw = "".join(d.decode("utf-8") for p, d in files.items() if "store/raw" in str(p))
+    assert "[tool_use do_it]" in raw and "[REDACTED:" in raw
+    assert not [p for p, d in files.items() if FOUND_PASSWORD.encode() in d]
+
+
+def test_a_field_that_only_mentions_tokens_keeps_its_value():
+    from bead.core.capture import tool_input_text
+
+    assert tool_input_text({"key": "max_tokens", "value": "2048"}).endswith("value: 2048")
+    assert tool_input_text({"element": "Search box", "text": "tokenizer settings"}).endswith("text: tokenizer settings")

@@ -15,6 +15,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import re
+import shlex
 from collections.abc import Callable
 
 from ..capture.secrets import ERROR_WORDS, PRINTED, prints_secret, redact_printed
@@ -38,16 +40,70 @@ def tool_input_text(data: object) -> str:
 
     Not JSON: an escaped string (``\"`` for a quote, ``\n`` for a line
     break) hides a credential from the secret scan's patterns and a value
-    from forget's matching. Nested values stay compact JSON.
+    from forget's matching. Nested values stay compact JSON. A command given
+    as an argument vector (``["redis-cli", "-a", "..."]``) is written as a
+    shell reads it, so the scan reads `redis-cli -a ...` as it does in a
+    string; a value typed into a field a sibling field names as a secret (a
+    browser tool's ``{"element": "Password textbox", "text": "..."}``, a
+    settings API's ``{"key": "STRIPE_SECRET_KEY", "value": "..."}``) is
+    redacted here, as no rule reads two fields apart.
     """
+    data = _typed_secrets_masked(data)
     if isinstance(data, dict):
         if not data:
             return ""
-        lines = [f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in data.items()]
+        lines = [f"{k}: {_field_text(k, v)}" for k, v in data.items()]
         return "\n" + "\n".join(lines)
     if data is None:
         return ""
     return " " + (data if isinstance(data, str) else json.dumps(data, ensure_ascii=False))
+
+
+def _field_text(name: object, value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if name in COMMAND_FIELDS and isinstance(value, list) and value and all(isinstance(x, str) for x in value):
+        return shlex.join(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+# A field that says what another field of the same object is (a form field's label, a variable's name), and the field
+# that holds what is typed or set there; a label naming one of SECRET_LABELS makes that value a secret.
+LABEL_FIELDS = ("element", "selector", "name", "key", "label", "field", "placeholder", "locator", "target", "id")
+VALUE_FIELDS = ("text", "value", "keys", "input")
+# The words of a label that make the value set beside it a secret (its words read apart: `STRIPE_SECRET_KEY`,
+# `Password textbox`, `apiKey`; not `max_tokens` or `tokenizer`).
+SECRET_WORDS = frozenset("password passwd passphrase passcode pwd secret token apikey otp credential credentials".split())
+SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"), ("one", "time")})
+_HUMP = re.compile(r"([a-z0-9])([A-Z])")
+_NOT_WORD = re.compile(r"[^a-z0-9]+")
+TYPED_SECRET = "[REDACTED:typed-secret]"
+_MASK_DEPTH = 16  # of nested objects looked into (a tool's input nested deeper is rendered as it is)
+
+
+def _names_a_secret(label: str) -> bool:
+    """Whether a label (its first 200 characters) names a secret: one of SECRET_WORDS, or two words of SECRET_PAIRS in
+    a row, its words read apart at signs and camel-case humps. Linear: two passes of one character class each."""
+    words = _NOT_WORD.split(_HUMP.sub(r"\1 \2", label[:200]).lower())
+    return any(w in SECRET_WORDS for w in words) or any(pair in SECRET_PAIRS for pair in zip(words, words[1:], strict=False))
+
+
+def _typed_secrets_masked(data: object, depth: int = 0) -> object:
+    """``data`` with each value typed into a field named as a secret (``LABEL_FIELDS``, ``SECRET_LABELS``) replaced
+    by TYPED_SECRET, in objects nested in lists and objects too; the same object where nothing is."""
+    if depth > _MASK_DEPTH:
+        return data
+    if isinstance(data, list):
+        items = [_typed_secrets_masked(x, depth + 1) for x in data]
+        return items if any(a is not b for a, b in zip(items, data, strict=True)) else data
+    if not isinstance(data, dict):
+        return data
+    out = {k: _typed_secrets_masked(v, depth + 1) for k, v in data.items()}
+    if any(_names_a_secret(v) for k, v in data.items() if k in LABEL_FIELDS and isinstance(v, str)):
+        for k in VALUE_FIELDS:
+            if isinstance(out.get(k), str) and out[k]:
+                out[k] = TYPED_SECRET
+    return out if any(out[k] is not data[k] for k in data) else data
 
 
 def _runs(message: Message) -> list[tuple[Source, bool, str]]:
