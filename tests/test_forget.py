@@ -1776,3 +1776,25 @@ def test_a_code_another_fact_says_still_goes_from_the_raw_turns(mem):
     forget.apply(mem, forget.plan_target(mem, "user/garage"))
     assert "48213977" not in mem.raw.read(turn.path)[0].text
     assert mem.current("project/shop/ci-build").body == "CI build 48213977 was the last green one"
+
+
+def test_a_value_its_hash_would_give_away_leaves_no_tombstone(mem, bead):
+    """A tombstone of "PIN 4821" or of `--match 9307` is the value to anyone who tries every string of its shape (a
+    second for SHA-256; an adversarial pass recovered both): such a value is forgotten with no hash left, as a
+    sealed one is. A value with more to guess keeps its tombstone."""
+    from bead.store.audit import value_hash
+
+    mem.write("user/pin", "PIN 4821", "user")
+    mem.write("user/alarm", "the alarm is 9307", "user")
+    mem.write("project/shop/safe", "quokka wombat 7731", "project")
+    forget.apply(mem, forget.plan_target(mem, "user/pin"))
+    assert bead("forget", "--match", "9307", "--yes").code == 0
+    forget.apply(mem, forget.plan_target(mem, "project/shop/safe"))
+    log = (mem.home.root / "tombstones.log").read_text()
+    lines = [json.loads(line) for line in log.splitlines()]
+    hashes = {v for e in lines for k, v in e.items() if k.endswith("sha256")}
+    for guessed in ("PIN 4821", "pin 4821", "9307", "4821"):
+        assert value_hash(guessed) not in hashes
+    assert not [e for e in lines if e.get("key") == "user/pin" or e.get("key_sha256") == hashlib.sha256(b"user/pin").hexdigest()]
+    assert len([e for e in lines if e.get("key_sha256") == hashlib.sha256(b"project/shop/safe").hexdigest()]) == 1
+    assert not [p for p, d in all_bytes_under(mem.home.root).items() if b"4821" in d or b"9307" in d]

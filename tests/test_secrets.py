@@ -2781,8 +2781,9 @@ def test_a_found_value_shaped_as_a_word_is_not_looked_for_again():
 
 
 def test_looking_for_found_values_again_stays_linear():
-    from bead.capture.secrets import redact_messages
     from linear import assert_linear
+
+    from bead.capture.secrets import redact_messages
 
     values = "".join(f"TOKEN_{i}=Zq8vLr2TmX{i:04d}pWn7Ks9Dj\n" for i in range(80))
 

@@ -40,7 +40,7 @@ from ..capture.secrets import JOINED_LITERALS, compile_linear, redact
 from ..errors import BeadError
 from ..index.query import STOPWORDS
 from ..paths import enclosing_git, version_number
-from ..store.audit import joined_words, key_hash, normalise, word_form, words_of
+from ..store.audit import guessable, joined_words, key_hash, normalise, word_form, words_of
 from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
@@ -1095,13 +1095,17 @@ def _apply_forgetting(
             ) from None
         # 1. Tombstones first: a crash after this cannot lose them. A key that
         # loses every version is part of the value: its lines keep a hash.
+        # A value whose hashes would give it away (a door code: every number tried in a second) gets none, as a
+        # sealed one gets none: it is gone, but nothing refuses it if it is said again.
         for key, values in plan.values.items() if tombstones else ():
             whole = key in plan.whole
             for v in dict.fromkeys(values):
+                if guessable(v):
+                    continue
                 digest = mem.tombstones.add(now, key, v, reason=event, hash_key=whole)
                 who = {"key_sha256": key_hash(key)} if whole else {"key": key}
                 mem.audit.record(now, "tombstone", **who, sha256=digest)
-        if tombstones and plan.match_text:
+        if tombstones and plan.match_text and not guessable(plan.match_text):
             # The text the person asked to forget is itself a value that must not come back (an agent wrote it bare
             # after a --match forget, whose tombstones held only the whole values of the keys it found).
             digest = mem.tombstones.add(now, "", plan.match_text, reason=event, hash_key=True)

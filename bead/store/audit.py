@@ -162,6 +162,24 @@ def inside_form(value: str) -> tuple[str, int] | None:
 
 
 CORE_MIN_CHARS = 8  # letters and digits in a value's core (``core_form``)
+GUESS_BITS = 40  # a value found by trying fewer strings of its shape than 2 ** this gets no tombstone
+
+
+def guessable(value: str) -> bool:
+    """Whether a tombstone's hashes would give ``value`` away to someone trying every string of its shape: its
+    words' characters hold fewer than GUESS_BITS bits (a digit 3.3, a letter 4.7, a character of a word of letters
+    and digits 5.2). `--match 9307`, "PIN 4821" or "tabs" is found from its SHA-256 in a second; a sealed value has
+    no tombstone for the same reason (bead.core.seal). No dictionary is assumed: a code inside a sentence of common
+    words ("the gate code is 4821") is found faster by someone who guesses the sentence."""
+    bits = 0.0
+    for w in _inside_words(value):
+        if w.isdigit():
+            bits += 3.33 * len(w)
+        elif w.isalpha():
+            bits += 4.7 * len(w)
+        else:
+            bits += 5.17 * len(w)
+    return bits < GUESS_BITS
 
 
 def _rare(word: str) -> bool:
