@@ -1798,3 +1798,16 @@ def test_a_value_its_hash_would_give_away_leaves_no_tombstone(mem, bead):
     assert not [e for e in lines if e.get("key") == "user/pin" or e.get("key_sha256") == hashlib.sha256(b"user/pin").hexdigest()]
     assert len([e for e in lines if e.get("key_sha256") == hashlib.sha256(b"project/shop/safe").hexdigest()]) == 1
     assert not [p for p, d in all_bytes_under(mem.home.root).items() if b"4821" in d or b"9307" in d]
+
+
+@pytest.mark.parametrize(
+    "joined",
+    [b"Zanzibarqux-Velotrine", b"ZANZIBARQUX_VELOTRINE", b"Zanzibarqux\nVelotrine\n", b"zanzibarqux.velotrine"],
+    ids=["hyphen", "underscore-capitals", "lines", "dot"],
+)
+@pytest.mark.parametrize("how", ["base64", "hex"])
+def test_a_value_encoded_with_its_words_joined_otherwise_is_forgotten_too(mem, joined, how):
+    """`echo Zanzibarqux-Velotrine | base64`: the plain text is found however its words are joined, but its encoded
+    form only as written with blanks (an adversarial pass kept eight of eight such turns)."""
+    said = base64.b64encode(joined).decode() if how == "base64" else joined.hex()
+    assert _forgotten_after_saying(mem, f"$ {how} name.txt\n{said}", "user/boat", "Zanzibarqux Velotrine") == [FORGOTTEN]

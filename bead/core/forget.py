@@ -555,8 +555,11 @@ def encoded_forms(texts: tuple[str, ...], tokens: frozenset[str]) -> Encoded:
     if code_tokens:
         pattern = compile_linear("|".join(_literal(t) for t in code_tokens))
         codes |= set().union(*(_code_sources(t, pattern) for t in texts))
-    wholes = sorted({t for t in texts if len(t) <= ENCODED_WHOLE_CHARS}, key=lambda t: (-len(t), t))
-    chosen = sorted(codes, key=lambda t: (-len(t), t))[:ENCODED_MAX_SOURCES] + wholes[:ENCODED_MAX_SOURCES]
+    # Each value as written, and its words joined as a name, a path or a list would join them: `echo
+    # Zanzibarqux-Velotrine | base64` holds no value as written (the plain search reads punctuation as a break).
+    short = sorted({t for t in texts if len(t) <= ENCODED_WHOLE_CHARS}, key=lambda t: (-len(t), t))[:ENCODED_MAX_SOURCES]
+    wholes = list(dict.fromkeys(v for t in short for v in (t, *_joined_variants(t))))
+    chosen = sorted(codes, key=lambda t: (-len(t), t))[:ENCODED_MAX_SOURCES] + wholes
     # UTF-8, and UTF-16 as Windows encodes text (PowerShell's -EncodedCommand).
     raw = sorted({c.encode(codec).lower() for c in chosen for codec in ("utf-8", "utf-16-le")}, key=len, reverse=True)
     if not raw:
@@ -569,6 +572,15 @@ def encoded_forms(texts: tuple[str, ...], tokens: frozenset[str]) -> Encoded:
         # Hex as it is: a dump's rows joined, the digits around a code are not always its neighbours' bytes.
         compile_linear(hex_alts),
     )
+
+
+WORD_JOINS = ("-", "_", ".", "", "\n", "\r\n", "/")
+
+
+def _joined_variants(text: str) -> list[str]:
+    """``text``'s words (2 to 12 of them) joined by each of WORD_JOINS instead of its blanks."""
+    words = text.split()
+    return [j.join(words) for j in WORD_JOINS] if 2 <= len(words) <= 12 else []
 
 
 def _hex_either_case(data: bytes) -> str:
