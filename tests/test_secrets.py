@@ -2832,3 +2832,10 @@ def test_a_field_that_only_mentions_tokens_keeps_its_value():
 
     assert tool_input_text({"key": "max_tokens", "value": "2048"}).endswith("value: 2048")
     assert tool_input_text({"element": "Search box", "text": "tokenizer settings"}).endswith("text: tokenizer settings")
+
+
+def test_a_secret_a_shell_line_continuation_splits_goes_whole():
+    """`export DB_PASSWORD=Zq8v...\\` with the rest on the next line: the rest was kept (an adversarial pass)."""
+    text = f"export DB_PASSWORD={FOUND_PASSWORD[:10]}\\\n    {FOUND_PASSWORD[10:]}\necho done"
+    out, _ = redact(text)
+    assert FOUND_PASSWORD[10:] not in out and FOUND_PASSWORD[:10] not in out and out.endswith("\necho done")

@@ -958,7 +958,9 @@ def _wrapped_on(text: str, findings: list[Finding]) -> list[Finding]:
     for f in findings:
         end = f.end
         for _ in range(WRAPPED_LINES):
-            if f.end - f.start < 16 or text[end : end + 1] not in ("\n", "\r"):
+            # A shell's line continuation (`export DB_PASSWORD=Zq8v\` and the rest below) goes on whatever its length.
+            continued = text[end - 1 : end] == "\\" and end > f.start + 1
+            if (f.end - f.start < 16 and not continued) or text[end : end + 1] not in ("\n", "\r"):
                 break
             start = end + (2 if text[end : end + 2] == "\r\n" else 1)
             stop = text.find("\n", start, start + 202)
@@ -966,6 +968,13 @@ def _wrapped_on(text: str, findings: list[Finding]) -> list[Finding]:
             if stop == -1:
                 break
             line = text[start:stop].rstrip("\r")
+            if continued:
+                rest = len(line) - len(line.lstrip(" \t"))
+                token = line[rest:].split(" ", 1)[0].split("\t", 1)[0]
+                if not 1 <= len(token) <= 200:
+                    break
+                end = start + rest + len(token)
+                continue
             body = line[: len(line) - min(2, len(line) - len(line.rstrip("=")))]  # base64's padding: two at most
             kinds = any(c.islower() for c in body) + any(c.isupper() for c in body) + any(c.isdigit() for c in body)
             if not 8 <= len(line) <= 200 or not set(body) <= _TOKEN_LINE or kinds < 3:
