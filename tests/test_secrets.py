@@ -2839,3 +2839,13 @@ def test_a_secret_a_shell_line_continuation_splits_goes_whole():
     text = f"export DB_PASSWORD={FOUND_PASSWORD[:10]}\\\n    {FOUND_PASSWORD[10:]}\necho done"
     out, _ = redact(text)
     assert FOUND_PASSWORD[10:] not in out and FOUND_PASSWORD[:10] not in out and out.endswith("\necho done")
+
+
+def test_a_table_whose_header_names_a_secret_column_has_its_cells_redacted():
+    """`| user | password |` and `| admin | ... |` below it: the first cell is a user's name, not a secret's, so the
+    row read as `admin=...` and the password was kept (an adversarial pass)."""
+    table = f"| user | password |\n|---|---|\n| admin | {FOUND_PASSWORD} |\n| ops | Hx9!kLm2Qp |"
+    out, _ = redact(table)
+    assert FOUND_PASSWORD not in out and "Hx9!kLm2Qp" not in out and "| admin |" in out and "| ops |" in out
+    described = "| setting | description |\n|---|---|\n| token | the token used for auth |"
+    assert redact(described)[0] == described

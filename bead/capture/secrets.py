@@ -512,6 +512,10 @@ _ARROW = re.compile(
 _NAME_CELL = re.compile(r"(?:\x60{1,3}|\*\*)?[A-Za-z_][\w.\-]{0,80}(?:\x60{1,3}|\*\*)?")
 # A header's second cell that names the values below it.
 _VALUE_HEADER = re.compile(r"(?i)\b(?:values?|defaults?|examples?|secrets?|passwords?|tokens?|keys?|contents?|current|set to)\b")
+# A header cell past the first that says its column holds a secret (`| user | password |`, `| service | API key |`).
+_SECRET_HEADER = re.compile(
+    r"(?i)^[ \t*\x60]{0,8}(?:[\w\- ]{0,40}[ _\-])?(?:passwords?|passwd|passphrases?|secrets?|tokens?|api[ _\-]?keys?|private[ _\-]?keys?)[ \t*\x60]{0,8}$"
+)
 
 
 def _value_like(cell: str) -> bool:
@@ -561,6 +565,17 @@ def _table_changes(text: str) -> list[tuple[int, int, str]]:
             seps = _separators(text, head[1], head[2])
             second = text[seps[0][1] : seps[1][0] if len(seps) > 1 else head[2]] if seps else ""
             values, data = bool(_VALUE_HEADER.search(second)), block[2:]
+            cells = [text[a:b] for a, b in zip([head[1], *(b for _, b in seps)], [a for a, _ in seps], strict=False)]
+            secret = [i for i, cell in enumerate(cells) if i >= 1 and _SECRET_HEADER.match(cell)]
+            if secret:
+                # Each row's cell in that column reads as `password=cell`, whatever its first cell says.
+                for start, inner, end in data:
+                    seps = _separators(text, inner, end)
+                    if len(seps) < secret[0]:
+                        continue
+                    changes.append((start, inner - start, ""))
+                    changes += [(a, b - a, " password=" if k + 1 in secret else " ") for k, (a, b) in enumerate(seps)]
+                continue
         for start, inner, end in data:
             seps = _separators(text, inner, end)
             if not seps or not _NAME_CELL.fullmatch(text, inner, seps[0][0]):
