@@ -514,7 +514,8 @@ _NAME_CELL = re.compile(r"(?:\x60{1,3}|\*\*)?[A-Za-z_][\w.\-]{0,80}(?:\x60{1,3}|
 _VALUE_HEADER = re.compile(r"(?i)\b(?:values?|defaults?|examples?|secrets?|passwords?|tokens?|keys?|contents?|current|set to)\b")
 # A header cell past the first that says its column holds a secret (`| user | password |`, `| service | API key |`).
 _SECRET_HEADER = re.compile(
-    r"(?i)^[ \t*\x60]{0,8}(?:[\w\- ]{0,40}[ _\-])?(?:passwords?|passwd|passphrases?|secrets?|tokens?|api[ _\-]?keys?|private[ _\-]?keys?)[ \t*\x60]{0,8}$"
+    r"(?i)^[ \t*\x60]{0,8}(?:[\w\- ]{0,40}[ _\-])?"
+    r"(?:passwords?|passwd|passphrases?|secrets?|tokens?|api[ _\-]?keys?|private[ _\-]?keys?)[ \t*\x60]{0,8}$"
 )
 
 
