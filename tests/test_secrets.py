@@ -2849,3 +2849,13 @@ def test_a_table_whose_header_names_a_secret_column_has_its_cells_redacted():
     assert FOUND_PASSWORD not in out and "Hx9!kLm2Qp" not in out and "| admin |" in out and "| ops |" in out
     described = "| setting | description |\n|---|---|\n| token | the token used for auth |"
     assert redact(described)[0] == described
+
+
+def test_a_key_split_across_literals_of_either_quote_goes_whole():
+    """`'sk-ant-...' + "..."`: literals joined only where both used the same quote, so the second half of a key in
+    JavaScript with mixed quotes was kept (an adversarial pass)."""
+    out, _ = redact(f"const key = '{KEY_MIXED[:60]}' + \"{KEY_MIXED[60:]}\";")
+    assert KEY_MIXED[60:] not in out and KEY_MIXED[20:60] not in out
+
+
+KEY_MIXED = "sk-ant-api03-" + "Qw7Lm2Rt5Yp8Vb4Nc6Hd1Jk0Fs7Ga2TuZ3x9" * 2 + "AA"

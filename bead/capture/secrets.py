@@ -923,7 +923,8 @@ def _readable(text: str) -> str:
 # One string literal closed and the next opened, to be read as one: `'sk-proj-' + '...'`, Python's `"..." "..."`
 # (across a line break too). No two runs of blanks side by side: each is closed by the `+`, the line break or the
 # quote that must follow it, so a quote before a long run of blanks is read once (Python's engine, linear).
-JOINED_LITERALS = re.compile(r"""(['"])[ \t]*(?:\+[ \t]*)?(?:\r?\n[ \t]*(?:\+[ \t]*)?)?\1""")
+# One literal's closing quote and the next one's opening, either quote each (`'sk-ant-...' + "..."` in JavaScript).
+JOINED_LITERALS = re.compile(r"""['"][ \t]*(?:\+[ \t]*)?(?:\r?\n[ \t]*(?:\+[ \t]*)?)?['"]""")
 
 
 def _in_joined(text: str) -> list[Finding]:
