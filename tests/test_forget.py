@@ -1811,3 +1811,15 @@ def test_a_value_encoded_with_its_words_joined_otherwise_is_forgotten_too(mem, j
     form only as written with blanks (an adversarial pass kept eight of eight such turns)."""
     said = base64.b64encode(joined).decode() if how == "base64" else joined.hex()
     assert _forgotten_after_saying(mem, f"$ {how} name.txt\n{said}", "user/boat", "Zanzibarqux Velotrine") == [FORGOTTEN]
+
+
+def test_a_guessable_code_inside_a_longer_value_leaves_no_hash_of_its_own(mem):
+    """The tombstone of "the gate code is 4821 7731" kept the hash of its core, `4821 7731`, beside its word count and
+    letters: 10^8 tries (a review). A core that guessable gets no hash; the whole value's stays."""
+    from bead.store.audit import _inside_hash
+
+    mem.write("user/gate", "the gate code is 4821 7731", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/gate"))
+    [entry] = [json.loads(line) for line in (mem.home.root / "tombstones.log").read_text().splitlines()]
+    assert "core_sha256" not in entry and _inside_hash(["4821", "7731"]) not in entry.values()
+    assert "inside_sha256" in entry

@@ -2768,16 +2768,37 @@ def test_a_secret_a_rule_found_is_redacted_wherever_the_conversation_says_it_aga
     assert not [p for p, d in files.items() if FOUND_PASSWORD.encode() in d or FOUND_PASSWORD.lower().encode() in d]
 
 
-def test_a_found_value_shaped_as_a_word_is_not_looked_for_again():
-    """`postgres://postgres:postgres@db` finds the password `postgres`: looked for again, every turn naming the
-    database would lose the word."""
+@pytest.mark.parametrize(
+    "setting,later",
+    [
+        ("DATABASE_URL=postgres://postgres:postgres@db/app", "we run postgres 16 and redis"),
+        ("pwd = os.path.dirname(os.path.abspath(__file__))", "root = os.path.dirname(os.path.abspath(__file__))"),
+        ("PASSWORD_HASHER=argon2id", "switch the hasher to argon2id"),
+        ("SECRET_MANAGER_PROJECT=my-gcp-project-123", "deploy to my-gcp-project-123"),
+        ("AWS_SECRET_NAME=prod/myapp/Database1", "read prod/myapp/Database1"),
+        ("OPENAI_API_KEY=gpt-4o-mini", "use gpt-4o-mini for the summary"),
+        ("SECRET=127.0.0.1:8080", "it listens on 127.0.0.1:8080"),
+    ],
+)
+def test_a_found_value_made_of_words_is_not_looked_for_again(setting, later):
+    """A rule that reads a setting as a secret finds words, a path or an address; looked for again, every later
+    turn would lose them (a review found sixty such values in a package folder)."""
     from bead.capture.secrets import redact_messages
 
     known: dict[str, str] = {}
-    [(first, _), (second, _)] = redact_messages(
-        [["DATABASE_URL=postgres://postgres:postgres@db/app"], ["we run postgres 16 and redis"]], known
+    [(_, _), (second, _)] = redact_messages([[setting], [later]], known)
+    assert second == later and known == {}
+
+
+def test_a_found_value_is_taken_from_an_earlier_message_of_the_batch_and_only_as_a_whole_token():
+    """A resumed session's history or a whole imported file: the value is found in its third message and said in
+    its first. A value inside a longer token is another one."""
+    from bead.capture.secrets import redact_messages
+
+    out = redact_messages(
+        [[f"log in with {FOUND_PASSWORD} please"], ["which file?"], [f"DB_PASSWORD={FOUND_PASSWORD}"], [f"x{FOUND_PASSWORD}9"]]
     )
-    assert "[REDACTED:" in first and second == "we run postgres 16 and redis" and known == {}
+    assert FOUND_PASSWORD not in out[0][0] and out[1][0] == "which file?" and out[3][0] == f"x{FOUND_PASSWORD}9"
 
 
 def test_looking_for_found_values_again_stays_linear():
@@ -2787,8 +2808,8 @@ def test_looking_for_found_values_again_stays_linear():
 
     values = "".join(f"TOKEN_{i}=Zq8vLr2TmX{i:04d}pWn7Ks9Dj\n" for i in range(80))
 
-    def make(n: int) -> list[list[str]]:
-        return [[values], ["x Zq8vLr2TmX0001pWn7Ks9 " * (n // 24)]] * 4
+    def make(n: int) -> list[list[str]]:  # each value said again many times, and near misses of them
+        return [[values], ["x Zq8vLr2TmX0001pWn7Ks9Dj Zq8vLr2TmX0002pWn7Ks9 " * (n // 50)]] * 4
 
     assert_linear(lambda groups: redact_messages(groups, {}), make, 400_000, what="redact_messages")
 
@@ -2803,8 +2824,24 @@ def test_looking_for_found_values_again_stays_linear():
         {"command": ["redis-cli", "-a", FOUND_PASSWORD, "ping"]},  # an argument vector (Codex's shell)
         {"command": ["sshpass", "-p", FOUND_PASSWORD, "ssh", "deploy@web1"]},
         {"cmd": ["mysql", "-uroot", f"-p{FOUND_PASSWORD}", "app"]},
+        {"Name": "/prod/db/password", "Value": FOUND_PASSWORD, "Type": "SecureString"},  # AWS's parameter store
+        {"label": "API token", "content": FOUND_PASSWORD},
+        {"element": "input#pw", "text": FOUND_PASSWORD},
+        {"command": ["redis-cli", "-a", FOUND_PASSWORD, 6379]},  # an argument that is a number
     ],
-    ids=["browser-type", "form-fill", "env-var-api", "selector", "redis-cli", "sshpass", "mysql"],
+    ids=[
+        "browser-type",
+        "form-fill",
+        "env-var-api",
+        "selector",
+        "redis-cli",
+        "sshpass",
+        "mysql",
+        "parameter-store",
+        "label-content",
+        "pw",
+        "argv-with-a-number",
+    ],
 )
 def test_a_secret_in_a_tool_calls_input_is_redacted_however_the_input_is_shaped(proxy_client, bead_home, tool_input):
     """A tool's input kept the password a browser tool typed into a password field, a settings API set under a
@@ -2831,6 +2868,8 @@ def test_a_field_that_only_mentions_tokens_keeps_its_value():
     from bead.core.capture import tool_input_text
 
     assert tool_input_text({"key": "max_tokens", "value": "2048"}).endswith("value: 2048")
+    assert tool_input_text({"key": "PASSWORD_MIN_LENGTH", "value": "12"}).endswith("value: 12")
+    assert tool_input_text({"element": "Forgot password? link", "text": "x"}).endswith("text: x")
     assert tool_input_text({"element": "Search box", "text": "tokenizer settings"}).endswith("text: tokenizer settings")
 
 
@@ -2859,3 +2898,44 @@ def test_a_key_split_across_literals_of_either_quote_goes_whole():
 
 
 KEY_MIXED = "sk-ant-api03-" + "Qw7Lm2Rt5Yp8Vb4Nc6Hd1Jk0Fs7Ga2TuZ3x9" * 2 + "AA"
+
+
+def test_remember_of_a_value_holding_a_secret_the_conversation_found_writes_nothing(proxy_client, bead_home, upstream):
+    """The raw log was clean, but "remember that staging logs in with ..." after a `.env` that named the password
+    wrote it in clear to a fact, served to every later session (a review)."""
+    from conftest import all_bytes_under
+
+    proxy = proxy_client()
+
+    def post(messages: list[dict]) -> None:
+        body = {"model": "claude-test", "max_tokens": 64, "messages": messages}
+        assert proxy.post(json.dumps(body).encode(), headers={"X-Bead-Session": "rem-secret"})[0] == 200
+        proxy.settle()
+
+    first = [{"role": "user", "content": f"my .env:\nDB_PASSWORD={FOUND_PASSWORD}\nwhy is login refused?"}]
+    post(first)
+    later = {"role": "user", "content": f"remember that staging logs in with {FOUND_PASSWORD}"}
+    post([*first, {"role": "assistant", "content": "Check the role."}, later])
+    assert not [p for p, d in all_bytes_under(bead_home).items() if FOUND_PASSWORD.encode() in d]
+    assert not list((bead_home / "store" / "facts").rglob("v1.md"))
+
+
+def test_a_restarted_proxy_still_redacts_a_value_found_before_it_started(proxy_client, bead_home, upstream):
+    """The values a conversation's scan found were held by the proxy that captured them: after a restart (or in
+    another worker) the bare repeat went to the log in clear (a review). The first capture of a conversation in a
+    process reads its earlier messages for them once."""
+    from conftest import all_bytes_under
+
+    def post(proxy, messages: list[dict]) -> None:
+        body = {"model": "claude-test", "max_tokens": 64, "messages": messages}
+        assert proxy.post(json.dumps(body).encode(), headers={"X-Bead-Session": "restart"})[0] == 200
+        proxy.settle()
+
+    first = [{"role": "user", "content": f"my .env:\nDB_PASSWORD={FOUND_PASSWORD}\nwhy is login refused?"}]
+    post(proxy_client(), first)
+    post(
+        proxy_client(),
+        [*first, {"role": "assistant", "content": "Check the role."}, {"role": "user", "content": f"I typed {FOUND_PASSWORD}"}],
+    )
+    raw = "".join(d.decode("utf-8") for p, d in all_bytes_under(bead_home).items() if "store/raw" in str(p))
+    assert "I typed [REDACTED:" in raw and FOUND_PASSWORD not in raw

@@ -1232,13 +1232,36 @@ REPEATS_KEPT = 64  # values looked for, at most (the newest)
 
 def repeatable(value: str) -> bool:
     """Whether a value a rule found is looked for again in the rest of the conversation: REPEAT_MIN to REPEAT_MAX
-    characters on one line, shaped as no word is (two of lower-case, capitals and digits, or a sign among letters
-    or digits, or 20 characters or more). `postgres://postgres:postgres@db` finds the password `postgres`, which
-    looked for again would take the word from every turn that names the database."""
-    if not REPEAT_MIN <= len(value) <= REPEAT_MAX or "\n" in value or value.strip() != value:
+    characters with no blank, letters and digits or both cases, no sign a path, a call or an address is made of, and
+    random in its letters: at most WORDY of its length in runs of four or more letters of one case. A rule that
+    reads a setting as a secret (`pwd = os.path.dirname(...)`, `PASSWORD_HASHER=argon2id`,
+    `SECRET_MANAGER_PROJECT=my-gcp-project-123`, `postgres://postgres:postgres@db`) finds words, which looked for
+    again would take them from every later turn; a key or a password is not made of words."""
+    if not REPEAT_MIN <= len(value) <= REPEAT_MAX or any(c.isspace() or c in _NOT_IN_REPEATS for c in value):
         return False
-    kinds = any(c.islower() for c in value) + any(c.isupper() for c in value) + any(c.isdigit() for c in value)
-    return kinds >= 2 or len(value) >= 20 or not value.isalnum()
+    lower, upper, digit = (any(f(c) for c in value) for f in (str.islower, str.isupper, str.isdigit))
+    if not ((lower or upper) and (digit or (lower and upper))):
+        return False
+    wordy = sum(len(run) for run in _CASE_RUN.findall(value))
+    return wordy <= WORDY * len(value)
+
+
+WORDY = 0.3  # of a value looked for again, the share in runs of 4+ letters of one case (a random key: about a tenth)
+_CASE_RUN = re.compile(r"[a-z]{4,}|[A-Z]{4,}")
+_NOT_IN_REPEATS = frozenset("()[]{}<>,;:.'\"`\\|")
+
+
+def _replace_whole(text: str, value: str, marker: str) -> tuple[str, bool]:
+    """``text`` with each occurrence of ``value`` that no letter or digit stands beside replaced by ``marker`` (a
+    found `app-dev-2024` is not cut out of `app-dev-2024-backup`'s neighbour `s3://app-dev-20245`). Linear."""
+    out, last, at, hit = [], 0, text.find(value), False
+    while at != -1:
+        after = at + len(value)
+        if not (at and text[at - 1].isalnum()) and not (after < len(text) and text[after].isalnum()):
+            out += [text[last:at], marker]
+            last, hit = after, True
+        at = text.find(value, at + 1)
+    return ("".join(out) + text[last:], True) if hit else (text, False)
 
 
 def redact_messages(groups: list[list[str]], known: dict[str, str] | None = None) -> list[tuple[str, list[str]]]:
@@ -1248,22 +1271,27 @@ def redact_messages(groups: list[list[str]], known: dict[str, str] | None = None
     ``known``: values found before (the conversation's earlier requests; value to rule), looked for too; the values
     found here are added to it, the newest REPEATS_KEPT kept. Linear: each text is searched once per value."""
     carried = known if known is not None else {}
-    out: list[tuple[str, list[str]]] = []
+    # First every message's own findings, then the values looked for in all of them: a value found in a later
+    # message of the batch (a resumed session's history, a whole file imported) is taken from the earlier ones too.
+    done = []
     for texts in groups:
         found: dict[str, str] = {}
-        done = redact_runs(texts, found)
+        done += redact_runs(texts, found)
         for value, rule in found.items():
             if repeatable(value):
                 carried.pop(value, None)
                 carried[value] = rule
-        while len(carried) > REPEATS_KEPT:
-            carried.pop(next(iter(carried)))
-        looked = sorted(carried, key=len, reverse=True)  # one that holds another goes whole
-        for text, rules in done:
-            again = [v for v in looked if v in text]
-            for v in again:
-                text = text.replace(v, f"[REDACTED:{carried[v]}]")
-            out.append((text, [*rules, *(carried[v] for v in again)]))
+                while len(carried) > REPEATS_KEPT:
+                    carried.pop(next(iter(carried)))
+    looked = sorted(carried, key=len, reverse=True)  # one that holds another goes whole
+    out: list[tuple[str, list[str]]] = []
+    for text, rules in done:
+        again = []
+        for v in looked:
+            if v in text:
+                text, hit = _replace_whole(text, v, f"[REDACTED:{carried[v]}]")
+                again += [carried[v]] if hit else []
+        out.append((text, [*rules, *again]))
     return out
 
 

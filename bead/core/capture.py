@@ -16,7 +16,6 @@ import collections
 import dataclasses
 import json
 import re
-import shlex
 from collections.abc import Callable
 
 from ..capture.secrets import ERROR_WORDS, PRINTED, prints_secret, redact_printed
@@ -62,18 +61,27 @@ def tool_input_text(data: object) -> str:
 def _field_text(name: object, value: object) -> str:
     if isinstance(value, str):
         return value
-    if name in COMMAND_FIELDS and isinstance(value, list) and value and all(isinstance(x, str) for x in value):
-        return shlex.join(value)
+    if name in COMMAND_FIELDS and isinstance(value, list) and value and all(isinstance(x, str | int) for x in value):
+        # Joined by blanks, as ``command_text`` reads it: a shell's quoting would split an argument holding a quote.
+        return " ".join(str(x) for x in value)
     return json.dumps(value, ensure_ascii=False)
 
 
 # A field that says what another field of the same object is (a form field's label, a variable's name), and the field
 # that holds what is typed or set there; a label naming one of SECRET_LABELS makes that value a secret.
-LABEL_FIELDS = ("element", "selector", "name", "key", "label", "field", "placeholder", "locator", "target", "id")
-VALUE_FIELDS = ("text", "value", "keys", "input")
+LABEL_FIELDS = frozenset(
+    "element selector name key label field placeholder locator target id title parameter param setting variable var".split()
+)
+VALUE_FIELDS = ("text", "value", "keys", "input", "content", "data", "newvalue", "new_value", "val", "string")
 # The words of a label that make the value set beside it a secret (its words read apart: `STRIPE_SECRET_KEY`,
 # `Password textbox`, `apiKey`; not `max_tokens` or `tokenizer`).
-SECRET_WORDS = frozenset("password passwd passphrase passcode pwd secret token apikey otp credential credentials".split())
+SECRET_WORDS = frozenset("password passwd passphrase passcode pwd pw secret token apikey otp credential credentials".split())
+# Words that make a label a secret's setting, not the secret (`PASSWORD_MIN_LENGTH`, `TOKEN_EXPIRY_SECONDS`, a "Forgot
+# password?" link).
+NOT_THE_SECRET = frozenset(
+    "length min max minimum maximum expiry expires expiration ttl timeout seconds policy reset forgot hint strength "
+    "rotation count age size refresh link button".split()
+)
 SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"), ("one", "time")})
 _HUMP = re.compile(r"([a-z0-9])([A-Z])")
 _NOT_WORD = re.compile(r"[^a-z0-9]+")
@@ -85,6 +93,8 @@ def _names_a_secret(label: str) -> bool:
     """Whether a label (its first 200 characters) names a secret: one of SECRET_WORDS, or two words of SECRET_PAIRS in
     a row, its words read apart at signs and camel-case humps. Linear: two passes of one character class each."""
     words = _NOT_WORD.split(_HUMP.sub(r"\1 \2", label[:200]).lower())
+    if any(w in NOT_THE_SECRET for w in words):
+        return False
     return any(w in SECRET_WORDS for w in words) or any(pair in SECRET_PAIRS for pair in zip(words, words[1:], strict=False))
 
 
@@ -99,9 +109,11 @@ def _typed_secrets_masked(data: object, depth: int = 0) -> object:
     if not isinstance(data, dict):
         return data
     out = {k: _typed_secrets_masked(v, depth + 1) for k, v in data.items()}
-    if any(_names_a_secret(v) for k, v in data.items() if k in LABEL_FIELDS and isinstance(v, str)):
-        for k in VALUE_FIELDS:
-            if isinstance(out.get(k), str) and out[k]:
+    fields = {k.lower(): k for k in data if isinstance(k, str)}  # `Name` and `Value` (AWS's parameter store) too
+    if any(_names_a_secret(data[k]) for f, k in fields.items() if f in LABEL_FIELDS and isinstance(data[k], str)):
+        for f in VALUE_FIELDS:
+            k = fields.get(f)
+            if k is not None and isinstance(out.get(k), str) and out[k]:
                 out[k] = TYPED_SECRET
     return out if any(out[k] is not data[k] for k in data) else data
 

@@ -21,6 +21,7 @@ writes after forwarding, with the rest of capture.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -317,15 +318,21 @@ def remember(
     sources: Iterable[str] = (),
     plans: list[Plan] | None = None,
     untyped: str = "",
+    secrets: Iterable[str] = (),
 ) -> list[Remembered]:
     """Write each value the person asked to remember as a ``user_stated`` fact, or queue it (see ``plan``).
 
     ``sources`` are the raw-log anchors of the message's typed turns; ``plans``, ``plan``'s answer when
-    the caller has it already (the proxy decides before forwarding, to say so in the cue block).
+    the caller has it already (the proxy decides before forwarding, to say so in the cue block). ``secrets``: values
+    the conversation's secret scan found or a command printed ("remember that staging logs in with ..." after a
+    `.env` named it): a value or key holding one is refused as a credential is.
     """
     out = []
     sources = list(sources)
+    secrets = [v for v in secrets if v]
     for p in plans if plans is not None else plan(message, ident, untyped):
+        if p.action != "refuse" and any(v in p.value or v in p.key for v in secrets):
+            p = dataclasses.replace(p, action="refuse", reason="a value that looks like a credential is not stored")
         if p.action == "refuse":
             out.append(Remembered(None, p.reason))
         elif p.action == "queue":

@@ -42,7 +42,7 @@ from typing import Any
 
 from .. import budget
 from .. import files as safe
-from ..capture.secrets import PRINTED, ruleset
+from ..capture.secrets import PRINTED, redact_messages, ruleset
 from ..config import Config
 from ..conversation import Conversation, Identity, delegated, identify, names_session, untyped
 from ..core import capture
@@ -231,6 +231,9 @@ class Engine:
         # Beside them, the values the secret scan found in what the conversation captured (value to rule), redacted
         # wherever a later turn says one again (the model repeating a password the person pasted in a `.env`).
         self._found: dict[str, dict[str, str]] = {}
+        # Conversations whose earlier messages (captured by another process, or before a restart) were not yet read
+        # for such values: read once, at their first capture here (``_seed_found``).
+        self._unseeded: set[str] = set()
         self._printed_lock = threading.Lock()
         # Build the index now if it is missing, so no request pays for a rebuild.
         with Memory(home, config, clock) as mem:
@@ -397,15 +400,29 @@ class Engine:
         """The values the secret scan found in the conversation's captured turns (``_found``), made on first use."""
         return self._known(conversation_id)[1]
 
+    def _seed_found(self, ident: Identity, conv: Conversation, before: int) -> None:
+        """Read the conversation's messages before ``before`` for the values the secret scan finds, once per
+        conversation in this process: a proxy restarted (or another worker) has not seen the `.env` the person
+        pasted before, and the answer's bare repeat of its password would go to the log in clear."""
+        found = self._known_found(ident.id)
+        with self._printed_lock:
+            if ident.id not in self._unseeded:
+                return
+            self._unseeded.discard(ident.id)
+        groups = [[t.text for t in capture.message_turns(m, ident)] for m in conv.messages[:before]]
+        redact_messages([g for g in groups if g], found)
+
     def _known(self, conversation_id: str) -> tuple[list[str], dict[str, str]]:
         with self._printed_lock:
             known = self._printed.get(conversation_id)
             if known is None:
                 known = self._printed[conversation_id] = []
                 self._found[conversation_id] = {}
+                self._unseeded.add(conversation_id)
                 while len(self._printed) > MAX_PRINTED_CONVERSATIONS:
                     gone, _ = self._printed.popitem(last=False)
                     self._found.pop(gone, None)
+                    self._unseeded.discard(gone)
             self._printed.move_to_end(conversation_id)
             return known, self._found[conversation_id]
 
@@ -773,6 +790,7 @@ class Engine:
             if epoch is not None and start == st.captured and st.captured_epoch not in (None, epoch):
                 st.set_captured(st.captured, st.captured_partial, None, epoch)
             return
+        self._seed_found(ident, conv, start)
         known = self._known_prints(ident.id)
         turns = capture.request_turns(conv, ident, start, st.carried_prints, known) if start < len(conv.messages) else []
         unread = start == st.captured and start < len(conv.messages) and conv.messages[start].role == "assistant"
@@ -825,6 +843,7 @@ class Engine:
         (an earlier prompt edited after a rewind, a side request that shares the conversation's first messages).
         The conversation's place (``captured``) stays where its line is; the answer follows it (``_capture_answer``).
         """
+        self._seed_found(ident, conv, at)
         known = self._known_prints(ident.id)
         turns = [t for t in capture.request_turns(conv, ident, at, st.carried_prints, known) if t.flags.get("message") == at]
         logged = self._capture(mem, ident, turns, epoch=epoch) if turns else []
@@ -891,7 +910,9 @@ class Engine:
         plans: list[remembering.Plan] | None,
     ) -> None:
         try:
-            for r in remembering.remember(mem, conv.messages[newest], ident, sources, plans, conv.untyped):
+            printed, found = self._known(ident.id)
+            secrets = [*printed, *found]
+            for r in remembering.remember(mem, conv.messages[newest], ident, sources, plans, conv.untyped, secrets):
                 if r.id:
                     trace["remembered"] = r.id
                 elif r.queued:

@@ -203,6 +203,9 @@ def core_form(value: str) -> tuple[str, int, int] | None:
     one = len(core) == 1 and len(core[0]) >= 6 and any(c.isalpha() for c in core[0]) and any(c.isdigit() for c in core[0])
     if len(core) == len(ws) or chars < CORE_MIN_CHARS or not (len(core) >= 2 or one):
         return None
+    if guessable(" ".join(core)):
+        # Its hash, beside its word count and letters, is the code to anyone who tries every number of that shape.
+        return None
     return _inside_hash(core), len(core), chars
 
 
