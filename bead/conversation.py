@@ -132,6 +132,10 @@ class Conversation:
     messages: tuple[Message, ...]
     system: str = ""  # the harness's system prompt text
     cwd: str | None = None  # the working directory the harness reports
+    # Whether ``cwd`` is in a harness's own form (Claude Code's "Primary working directory:", Codex's <cwd>,
+    # OpenCode's <env>): only then is its folder looked at (a worktree's .git). A free "cwd:" or "Working directory:"
+    # line in a system text (an SDK app's prompt holding a retrieved page) names the project by its last folder alone.
+    cwd_reported: bool = True
     auxiliary: bool = False  # a harness side request (titles, summaries): not conversation
     # The server-held state this request builds on (a Responses API previous_response_id or
     # conversation): its earlier turns are on the server, not in this request.
@@ -340,12 +344,18 @@ def context_elements(texts: list[str]) -> str:
 
 
 def find_cwd(texts: list[str], context: str = "") -> str | None:
+    """``reported_cwd``'s directory."""
+    return reported_cwd(texts, context)[0]
+
+
+def reported_cwd(texts: list[str], context: str = "") -> tuple[str | None, bool]:
     """The working directory a request reports, by the harness whose own form is there: Claude Code's "Primary
     working directory:" line (in ``texts``, the system texts, or ``context``, the first user message's context
     elements); else Codex's ``<cwd>`` in ``context`` (its <environment_context>, which opens a user message);
     else a "Working directory:" line (OpenCode's, in its system prompt), then a bare "cwd:" line, the first text
     first. A ``<cwd>`` in a system text (a repository's AGENTS.md quoted there) or a skill's description line does
-    not outrank its harness's own report."""
+    not outrank its harness's own report. The second value: whether the directory is in a harness's own form (the
+    first two, OpenCode's <env> element), not a free line of text."""
     heads = [t[:_CWD_SCAN_CHARS] for t in (*texts, context) if t]
     ctx = context[:_CWD_SCAN_CHARS]
     # OpenCode's own report, its <env> element's "Working directory:" line right after its lead-in, comes before the
@@ -364,20 +374,20 @@ def find_cwd(texts: list[str], context: str = "") -> str | None:
         if env is not None and (quoted == -1 or lead_in < quoted):
             m = _CWD_LINES[1].search(env)
             if m:
-                return m.group(1).strip().strip("`'\"")
+                return m.group(1).strip().strip("`'\""), True
         break
-    tiers: list[tuple[re.Pattern[str], list[str]]] = [
-        (_CWD_LINES[0], heads),
-        (_CWD_TAG, [ctx] if ctx else []),
-        (_CWD_LINES[1], heads),
-        (_CWD_LINES[2], heads),
+    tiers: list[tuple[re.Pattern[str], list[str], bool]] = [
+        (_CWD_LINES[0], heads, True),
+        (_CWD_TAG, [ctx] if ctx else [], True),
+        (_CWD_LINES[1], heads, False),
+        (_CWD_LINES[2], heads, False),
     ]
-    for pattern, where in tiers:
+    for pattern, where, reported in tiers:
         for text in where:
             m = pattern.search(text)
             if m:
-                return m.group(1).strip().strip("`'\"")
-    return None
+                return m.group(1).strip().strip("`'\""), reported
+    return None, False
 
 
 _ENV_LEAD_IN = "Here is some useful information about the environment you are running in:"
@@ -513,7 +523,8 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
     if headers.get("x-bead-project"):
         project = project_slug(_utf8(headers["x-bead-project"]))
     if not project and conv.cwd:
-        project = project_from_cwd(conv.cwd)
+        # A free line's directory is named by its last folder: no folder outside bead's home is looked at for it.
+        project = project_from_cwd(conv.cwd) if conv.cwd_reported else project_slug(Path(conv.cwd).name)
     return Identity(
         session=session,
         base_session=base,

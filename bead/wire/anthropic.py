@@ -32,7 +32,7 @@ from ..capture.text import (
     strip_own,
     untyped_shape,
 )
-from ..conversation import Conversation, Message, Part, Source, call_id, context_elements, find_cwd
+from ..conversation import Conversation, Message, Part, Source, call_id, context_elements, reported_cwd
 from .splice import Request, append_blocks, check_parts, text_block
 
 
@@ -409,7 +409,8 @@ def conversation_of(data: dict[str, Any], headers: dict[str, str]) -> Conversati
     ]
     first_user = next((m for m in raw if isinstance(m, dict) and m.get("role") == "user"), None)
     context = context_elements([block_text(b) for b in content_blocks(first_user)]) if first_user else ""
-    return Conversation(messages, system=system, cwd=find_cwd(places, context), auxiliary=is_auxiliary(headers, data))
+    cwd, reported = reported_cwd(places, context)
+    return Conversation(messages, system=system, cwd=cwd, cwd_reported=reported, auxiliary=is_auxiliary(headers, data))
 
 
 def splice(req: Request, pinned: str | None, blocks: dict[int, list[str]]) -> bytes:

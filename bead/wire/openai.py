@@ -36,7 +36,7 @@ from typing import Any
 
 from .. import budget
 from ..capture.text import CODEX_CONTEXT_ELEMENTS, clean, harness_element, strip_own
-from ..conversation import Conversation, Message, Part, Source, call_id, context_elements, find_cwd
+from ..conversation import Conversation, Message, Part, Source, call_id, context_elements, reported_cwd
 from . import anthropic
 from .splice import (
     MAX_MESSAGE_PARTS,
@@ -322,10 +322,12 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     context = context_elements(first_user or [])
     no_tools = not data.get("tools") and not data.get("functions")
     auxiliary = no_tools and (_structured(data.get("response_format")) or _side_request("\n".join(system), messages))
+    cwd, reported = reported_cwd(system if lead is None else system[:lead], context)
     conv = Conversation(
         messages,
         system="\n".join(system),
-        cwd=find_cwd(system if lead is None else system[:lead], context),
+        cwd=cwd,
+        cwd_reported=reported,
         auxiliary=auxiliary,
         opener=opener,
         lead_system="\n".join(system if lead is None else system[:lead]),
@@ -719,10 +721,12 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
     context = context_elements(first_user or [])
     text_cfg = data.get("text")
     auxiliary = isinstance(text_cfg, dict) and _structured(text_cfg.get("format")) and not data.get("tools")
+    cwd, reported = reported_cwd(system if lead is None else system[:lead], context)
     return Conversation(
         messages,
         system="\n".join(system),
-        cwd=find_cwd(system if lead is None else system[:lead], context),
+        cwd=cwd,
+        cwd_reported=reported,
         auxiliary=auxiliary,
         continues=_continues(data),
         lead_system="\n".join(system if lead is None else system[:lead]),
