@@ -2939,3 +2939,28 @@ def test_a_restarted_proxy_still_redacts_a_value_found_before_it_started(proxy_c
     )
     raw = "".join(d.decode("utf-8") for p, d in all_bytes_under(bead_home).items() if "store/raw" in str(p))
     assert "I typed [REDACTED:" in raw and FOUND_PASSWORD not in raw
+
+
+def test_a_password_a_tool_typed_is_redacted_where_the_answer_says_it_again(proxy_client, bead_home, upstream):
+    """The call's input was redacted, but the model's answer "I typed ... into the password field" was captured in
+    clear (a review): the typed value joins the conversation's found values."""
+    from conftest import all_bytes_under
+    from fakes import Reply
+
+    upstream.replies.append(Reply(text=f"I typed {FOUND_PASSWORD} into the password field and logged in."))
+    proxy = proxy_client()
+    messages = [
+        {"role": "user", "content": "log in to the admin page"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "browser_type", "input": {"element": "Password", "text": FOUND_PASSWORD}}
+            ],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "typed"}]},
+    ]
+    body = {"model": "claude-test", "max_tokens": 64, "messages": messages}
+    assert proxy.post(json.dumps(body).encode(), headers={"X-Bead-Session": "typed"})[0] == 200
+    proxy.settle()
+    raw = "".join(d.decode("utf-8") for p, d in all_bytes_under(bead_home).items() if "store/raw" in str(p))
+    assert "into the password field" in raw and FOUND_PASSWORD not in raw

@@ -98,22 +98,35 @@ def _names_a_secret(label: str) -> bool:
     return any(w in SECRET_WORDS for w in words) or any(pair in SECRET_PAIRS for pair in zip(words, words[1:], strict=False))
 
 
-def _typed_secrets_masked(data: object, depth: int = 0) -> object:
+def typed_secrets(message: Message) -> list[str]:
+    """The values a message's tool calls type or set beside a field named as a secret (``_typed_secrets_masked``):
+    the model's answer that says one again ("I typed ... into the password field") is redacted there too."""
+    out: list[str] = []
+    for p in message.parts:
+        if p.kind == "tool_use":
+            _typed_secrets_masked(p.data, found=out)
+    return out
+
+
+def _typed_secrets_masked(data: object, depth: int = 0, found: list[str] | None = None) -> object:
     """``data`` with each value typed into a field named as a secret (``LABEL_FIELDS``, ``SECRET_LABELS``) replaced
     by TYPED_SECRET, in objects nested in lists and objects too; the same object where nothing is."""
     if depth > _MASK_DEPTH:
         return data
     if isinstance(data, list):
-        items = [_typed_secrets_masked(x, depth + 1) for x in data]
+        items = [_typed_secrets_masked(x, depth + 1, found) for x in data]
         return items if any(a is not b for a, b in zip(items, data, strict=True)) else data
     if not isinstance(data, dict):
         return data
-    out = {k: _typed_secrets_masked(v, depth + 1) for k, v in data.items()}
+    out = {k: _typed_secrets_masked(v, depth + 1, found) for k, v in data.items()}
     fields = {k.lower(): k for k in data if isinstance(k, str)}  # `Name` and `Value` (AWS's parameter store) too
     if any(_names_a_secret(data[k]) for f, k in fields.items() if f in LABEL_FIELDS and isinstance(data[k], str)):
         for f in VALUE_FIELDS:
             k = fields.get(f)
-            if k is not None and isinstance(out.get(k), str) and out[k]:
+            value = out.get(k) if k is not None else None
+            if k is not None and isinstance(value, str) and value:
+                if found is not None:
+                    found.append(value)
                 out[k] = TYPED_SECRET
     return out if any(out[k] is not data[k] for k in data) else data
 
