@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .capture.secrets import credential_rules
-from .paths import enclosing_git
+from .paths import PATH_MAX, enclosing_git
 
 
 # Parts read in one request (content blocks and parts, tool calls, parts of a tool output), and in one
@@ -452,6 +452,23 @@ def _small_file(path: Path, limit: int = 4096) -> str | None:
 
 
 @lru_cache(maxsize=256)
+def project_by_name(cwd: str) -> str | None:
+    """The project of a directory a free line of text names (not a harness's own report): the nearest folder at or
+    above it where a ``.git`` entry stands, found by its name alone (lstat: no file read, no link followed, no
+    worktree's ``gitdir:`` to another checkout), else its last folder. `billing/src` stays `billing`."""
+    path = Path(cwd)
+    if not path.is_absolute() or len(cwd) > PATH_MAX:
+        return project_slug(path.name)
+    for d in (path, *path.parents):
+        try:
+            if os.path.lexists(d / ".git"):
+                return project_slug(d.name)
+        except (OSError, ValueError):
+            break
+    return project_slug(path.name)
+
+
+@lru_cache(maxsize=256)
 def project_from_cwd(cwd: str) -> str | None:
     """Cached: every request of a conversation reports the same directory, and the
     walk up to its repository's .git is stat calls on the proxy's hot path. A relative
@@ -523,8 +540,7 @@ def identify(headers: dict[str, str], conv: Conversation, default_project: str |
     if headers.get("x-bead-project"):
         project = project_slug(_utf8(headers["x-bead-project"]))
     if not project and conv.cwd:
-        # A free line's directory is named by its last folder: no folder outside bead's home is looked at for it.
-        project = project_from_cwd(conv.cwd) if conv.cwd_reported else project_slug(Path(conv.cwd).name)
+        project = project_from_cwd(conv.cwd) if conv.cwd_reported else project_by_name(conv.cwd)
     return Identity(
         session=session,
         base_session=base,

@@ -1190,18 +1190,20 @@ def _printed_body(text: str, found: list[str] | None) -> tuple[str, bool]:
 RUN_JOIN = "\n"
 
 
-def redact_runs(texts: list[str], values: dict[str, str] | None = None) -> list[tuple[str, list[str]]]:
+def redact_runs(
+    texts: list[str], values: dict[str, str] | None = None, named: set[str] | None = None
+) -> list[tuple[str, list[str]]]:
     """``redact`` for each run of one message (its typed words, a paste, a tool's output, in order), which the raw
     log keeps apart: each is redacted as it reads alone, and also where a finding in the runs read as one text
     reaches into it. A secret named in the person's words ("the webhook signing secret for staging:") and pasted
     below them in a code fence is a value with no name once the runs are apart. ``values``: each finding's text is
-    added to it, with its rule (``redact_messages``)."""
+    added to it, with its rule; ``named``: those a secret's name stands right before (``redact_messages``)."""
     texts = [_readable(t) for t in texts]
     if len(texts) < 2:
         found = [(t, _findings(t)) for t in texts]
         if values is not None:
             for t, fs in found:
-                values.update((t[f.start : f.end], f.rule) for f in fs if f.end > f.start)
+                _note(t, [f for f in fs if f.end > f.start], values, named)
         return [_replaced(t, fs) for t, fs in found]
     joined = _findings(RUN_JOIN.join(texts))  # spans in order that do not overlap: their ends are in order too
     ends = [f.end for f in joined]
@@ -1219,49 +1221,105 @@ def redact_runs(texts: list[str], values: dict[str, str] | None = None) -> list[
             own = _merged(sorted([*own, *inside], key=lambda f: (f.start, -(f.end - f.start))))
         own = [f for f in own if f.end > f.start]
         if values is not None:
-            values.update((t[f.start : f.end], f.rule) for f in own)
+            _note(t, own, values, named)
         out.append(_replaced(t, own))
         at = end + len(RUN_JOIN)
     return out
 
 
 REPEAT_MIN = 8  # a value a rule found this long or longer is redacted wherever the conversation says it again
+NAMED_MIN = 6  # the same for a value a secret's name stands right before (`DB_PASSWORD=...`)
 REPEAT_MAX = 256  # a longer finding (a private key's block) is redacted where it stands, not looked for again
 REPEATS_KEPT = 64  # values looked for, at most (the newest)
 
 
-def repeatable(value: str) -> bool:
-    """Whether a value a rule found is looked for again in the rest of the conversation: REPEAT_MIN to REPEAT_MAX
-    characters with no blank, letters and digits or both cases, no sign a path, a call or an address is made of, and
-    random in its letters: at most WORDY of its length in runs of four or more letters of one case. A rule that
-    reads a setting as a secret (`pwd = os.path.dirname(...)`, `PASSWORD_HASHER=argon2id`,
-    `SECRET_MANAGER_PROJECT=my-gcp-project-123`, `postgres://postgres:postgres@db`) finds words, which looked for
-    again would take them from every later turn; a key or a password is not made of words."""
-    if not REPEAT_MIN <= len(value) <= REPEAT_MAX or any(c.isspace() or c in _NOT_IN_REPEATS for c in value):
+def _note(text: str, findings: list[Finding], values: dict[str, str], named: set[str] | None) -> None:
+    for f in findings:
+        value = text[f.start : f.end]
+        values[value] = f.rule
+        if named is not None and _named_before(text, f.start):
+            named.add(value)
+
+
+# A name and its `=` or `:` right before a value (`DB_PASSWORD=`, `"api_key": "`, `password: `), or a flag (`-p `,
+# `--password=`). Python's engine on at most 80 characters, every repeat bounded.
+_NAME_BEFORE = re.compile(r"(?:([A-Za-z][\w.\-]{0,60})[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?|--?(password|pass|p)[ =]?)$")
+_NAME_HUMP = re.compile(r"([a-z0-9])([A-Z])")
+SECRET_NOUNS = frozenset(
+    "password passwd pwd pw pass passphrase passcode secret token key apikey credential credentials auth".split()
+)
+
+
+def _named_before(text: str, start: int) -> bool:
+    """Whether the name right before ``text[start:]`` ends in one of SECRET_NOUNS (`DB_PASSWORD`, `client_secret`,
+    `apiKey`, `-p`): the value is that secret's, not a setting a rule misread (`PASSWORD_HASHER`, `AWS_SECRET_NAME`)."""
+    m = _NAME_BEFORE.search(text, max(0, start - 80), start)
+    if m is None:
+        return False
+    if m.group(2):
+        return True
+    words = [w for w in re.split(r"[_.\-]+", _NAME_HUMP.sub(r"\1_\2", m.group(1)).lower()) if w]
+    return bool(words) and words[-1] in SECRET_NOUNS
+
+
+def repeatable(value: str, named: bool = False) -> bool:
+    """Whether a value a rule found is looked for again in the rest of the conversation. Of REPEAT_MAX characters at
+    most, with no blank, quote or backslash. A value a secret's name stands right before (``named``: `DB_PASSWORD=`,
+    a field labelled as a password) from NAMED_MIN characters, with a digit or a sign, no `/` (a file's path), no
+    call (`dirname(`) and at most NAMED_WORDY of it in runs of four or more letters of one case: `Summer2024!`,
+    `hunter22`, `Xk9.mP2#vL7q`. Any other from REPEAT_MIN characters, with letters and digits or both cases, no `/`
+    or `(`, and random in its letters (at most WORDY in such runs). A rule that reads a setting as a secret
+    (`PASSWORD_HASHER=argon2id`, `SECRET_MANAGER_PROJECT=my-gcp-project-123`, `postgres://postgres:postgres@db`,
+    `SPAN_KEY = "current-span"`) finds words, which looked for again would take them from every later turn."""
+    if len(value) > REPEAT_MAX or any(c.isspace() or c in _NOT_IN_REPEATS for c in value) or "/" in value:
+        return False
+    wordy = sum(len(run) for run in _CASE_RUN.findall(value)) / max(len(value), 1)
+    if named:
+        if set(value) <= _ADDRESS_CHARS and "." in value:
+            return False  # an address or a version (`SECRET=127.0.0.1:8080`): what a rule misread
+        signs = any(c.isdigit() or not c.isalnum() for c in value)
+        return len(value) >= NAMED_MIN and signs and wordy <= NAMED_WORDY and not _CALL.search(value)
+    if len(value) < REPEAT_MIN or "(" in value:
         return False
     lower, upper, digit = (any(f(c) for c in value) for f in (str.islower, str.isupper, str.isdigit))
-    if not ((lower or upper) and (digit or (lower and upper))):
-        return False
-    wordy = sum(len(run) for run in _CASE_RUN.findall(value))
-    return wordy <= WORDY * len(value)
+    return (lower or upper) and (digit or (lower and upper)) and wordy <= WORDY
 
 
 WORDY = 0.3  # of a value looked for again, the share in runs of 4+ letters of one case (a random key: about a tenth)
+NAMED_WORDY = 0.8  # the same for a named one (`hunter22`: 0.75; `current-span`: 0.92)
 _CASE_RUN = re.compile(r"[a-z]{4,}|[A-Z]{4,}")
-_NOT_IN_REPEATS = frozenset("()[]{}<>,;:.'\"`\\|")
+_ADDRESS_CHARS = frozenset("0123456789.:")
+_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,60}\(")
+_NOT_IN_REPEATS = frozenset("'\"`\\")
 
 
 def _replace_whole(text: str, value: str, marker: str) -> tuple[str, bool]:
-    """``text`` with each occurrence of ``value`` that no letter or digit stands beside replaced by ``marker`` (a
-    found `app-dev-2024` is not cut out of `app-dev-2024-backup`'s neighbour `s3://app-dev-20245`). Linear."""
+    """``text`` with each occurrence of ``value`` that no ASCII letter or digit stands beside replaced by ``marker``
+    (a found `app-dev-2024` is not cut out of `s3://app-dev-20245`; beside a word of another script, as Japanese
+    writes one, it goes). Past REPEATS_CHECKED occurrences (a text made of the value), every one goes, at C's
+    speed: linear, and no Python step per occurrence."""
+    if text.count(value) > REPEATS_CHECKED:
+        return text.replace(value, marker), True
     out, last, at, hit = [], 0, text.find(value), False
     while at != -1:
         after = at + len(value)
-        if not (at and text[at - 1].isalnum()) and not (after < len(text) and text[after].isalnum()):
+        if not (at and _ascii_word(text[at - 1])) and not (after < len(text) and _ascii_word(text[after])):
             out += [text[last:at], marker]
             last, hit = after, True
         at = text.find(value, at + 1)
     return ("".join(out) + text[last:], True) if hit else (text, False)
+
+
+REPEATS_CHECKED = 1000  # occurrences of one value in one text checked for their neighbours
+
+
+def _ascii_word(c: str) -> bool:
+    return c.isascii() and c.isalnum()
+
+
+def holds_whole(text: str, value: str) -> bool:
+    """Whether ``text`` says ``value`` as a whole token (``_replace_whole``'s test)."""
+    return _replace_whole(text, value, "")[1] if value in text else False
 
 
 def redact_messages(groups: list[list[str]], known: dict[str, str] | None = None) -> list[tuple[str, list[str]]]:
@@ -1276,9 +1334,10 @@ def redact_messages(groups: list[list[str]], known: dict[str, str] | None = None
     done = []
     for texts in groups:
         found: dict[str, str] = {}
-        done += redact_runs(texts, found)
+        named: set[str] = set()
+        done += redact_runs(texts, found, named)
         for value, rule in found.items():
-            if repeatable(value):
+            if repeatable(value, value in named):
                 carried.pop(value, None)
                 carried[value] = rule
                 while len(carried) > REPEATS_KEPT:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..capture.secrets import compile_linear, credential_rules, redact
+from ..capture.secrets import compile_linear, credential_rules, holds_whole, redact
 from ..capture.text import output_lines
 from ..conversation import UNTYPED_REASONS, Identity, Message, Source
 from ..display import CONTROL, visible
@@ -331,7 +331,7 @@ def remember(
     sources = list(sources)
     secrets = [v for v in secrets if v]
     for p in plans if plans is not None else plan(message, ident, untyped):
-        if p.action != "refuse" and any(v in p.value or v in p.key for v in secrets):
+        if p.action != "refuse" and any(holds_whole(p.value, v) or holds_whole(p.key, v) for v in secrets):
             p = dataclasses.replace(p, action="refuse", reason="a value that looks like a credential is not stored")
         if p.action == "refuse":
             out.append(Remembered(None, p.reason))

@@ -231,9 +231,9 @@ class Engine:
         # Beside them, the values the secret scan found in what the conversation captured (value to rule), redacted
         # wherever a later turn says one again (the model repeating a password the person pasted in a `.env`).
         self._found: dict[str, dict[str, str]] = {}
-        # Conversations whose earlier messages (captured by another process, or before a restart) were not yet read
-        # for such values: read once, at their first capture here (``_seed_found``).
-        self._unseeded: set[str] = set()
+        # How many of a conversation's messages this process has read for such values: the messages before it
+        # captures (another worker's, or before a restart) are read at its next capture (``_seed_found``).
+        self._seeded: dict[str, int] = {}
         self._printed_lock = threading.Lock()
         # Build the index now if it is missing, so no request pays for a rebuild.
         with Memory(home, config, clock) as mem:
@@ -400,18 +400,21 @@ class Engine:
         """The values the secret scan found in the conversation's captured turns (``_found``), made on first use."""
         return self._known(conversation_id)[1]
 
-    def _seed_found(self, ident: Identity, conv: Conversation, before: int) -> None:
-        """Read the conversation's messages before ``before`` for the values the secret scan finds, once per
-        conversation in this process: a proxy restarted (or another worker) has not seen the `.env` the person
-        pasted before, and the answer's bare repeat of its password would go to the log in clear."""
+    def _seed_found(self, ident: Identity, conv: Conversation, before: int, upto: int | None = None) -> None:
+        """Read the conversation's messages before ``before`` that this process has not read for the values the
+        secret scan finds (a proxy restarted, or another worker captured them: the `.env` the person pasted there,
+        whose password the answer says bare), each message once; then count those up to ``upto`` as read (this
+        capture's own, whose values its append adds)."""
         found = self._known_found(ident.id)
         with self._printed_lock:
-            if ident.id not in self._unseeded:
-                return
-            self._unseeded.discard(ident.id)
-        groups = [[t.text for t in capture.message_turns(m, ident)] for m in conv.messages[:before]]
-        redact_messages([g for g in groups if g], found)
-        self._typed_found(ident, conv.messages[:before])
+            read = self._seeded.get(ident.id, 0)
+            if read > len(conv.messages):
+                read = 0  # a rewind: the conversation is another line now
+            self._seeded[ident.id] = max(read, before, upto or 0)
+        if before > read:
+            groups = [[t.text for t in capture.message_turns(m, ident)] for m in conv.messages[read:before]]
+            redact_messages([g for g in groups if g], found)
+            self._typed_found(ident, conv.messages[read:before])
 
     def _typed_found(self, ident: Identity, messages: Iterable[Message]) -> None:
         """The values the messages' tool calls typed into a field named as a secret, added to the conversation's
@@ -420,7 +423,7 @@ class Engine:
         for m in messages:
             if m.role == "assistant":
                 for value in capture.typed_secrets(m):
-                    if repeatable(value):
+                    if repeatable(value, named=True):  # its field's label names it a secret
                         found.setdefault(value, "typed-secret")
 
     def _known(self, conversation_id: str) -> tuple[list[str], dict[str, str]]:
@@ -429,11 +432,10 @@ class Engine:
             if known is None:
                 known = self._printed[conversation_id] = []
                 self._found[conversation_id] = {}
-                self._unseeded.add(conversation_id)
                 while len(self._printed) > MAX_PRINTED_CONVERSATIONS:
                     gone, _ = self._printed.popitem(last=False)
                     self._found.pop(gone, None)
-                    self._unseeded.discard(gone)
+                    self._seeded.pop(gone, None)
             self._printed.move_to_end(conversation_id)
             return known, self._found[conversation_id]
 
@@ -801,7 +803,7 @@ class Engine:
             if epoch is not None and start == st.captured and st.captured_epoch not in (None, epoch):
                 st.set_captured(st.captured, st.captured_partial, None, epoch)
             return
-        self._seed_found(ident, conv, start)
+        self._seed_found(ident, conv, start, upto)
         self._typed_found(ident, conv.messages[start:upto])
         known = self._known_prints(ident.id)
         turns = capture.request_turns(conv, ident, start, st.carried_prints, known) if start < len(conv.messages) else []
@@ -855,7 +857,7 @@ class Engine:
         (an earlier prompt edited after a rewind, a side request that shares the conversation's first messages).
         The conversation's place (``captured``) stays where its line is; the answer follows it (``_capture_answer``).
         """
-        self._seed_found(ident, conv, at)
+        self._seed_found(ident, conv, at, at + 1)
         known = self._known_prints(ident.id)
         turns = [t for t in capture.request_turns(conv, ident, at, st.carried_prints, known) if t.flags.get("message") == at]
         logged = self._capture(mem, ident, turns, epoch=epoch) if turns else []
