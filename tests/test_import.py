@@ -522,6 +522,36 @@ class TestHostileTranscripts:
         raw = b"".join(p.read_bytes() for p in mem.raw.files())
         assert b"at the prompt" in raw and secret.encode() not in raw
 
+    def test_a_secret_said_before_since_is_redacted_where_a_later_turn_says_it_again(self, mem, tmp_path):
+        """`bead import --since` read nothing before --since, so the answer after it that said the `.env`'s password
+        bare went in clear (a review). The lines before it are read for such values once a line after it comes."""
+        secret = "Zq8vLr2TmX4pWn7Ks9Dj"
+        text = self.line(f"my .env:\nDB_PASSWORD={secret}", ts="2026-01-01T10:00:00Z") + self.line(
+            [{"type": "text", "text": f"Paste `{secret}` at the prompt."}], kind="assistant", ts="2026-01-03T10:00:00Z"
+        )
+        root = self.folder(tmp_path, {"s1.jsonl": text})
+        history.import_claude_code(mem, read_items, root, since=datetime(2026, 1, 2, tzinfo=UTC))
+        raw = b"".join(p.read_bytes() for p in mem.raw.files())
+        assert b"at the prompt" in raw and secret.encode() not in raw
+
+    def test_a_secret_said_before_since_in_a_codex_rollout_is_redacted_after_it(self, mem, tmp_path):
+        secret = "Zq8vLr2TmX4pWn7Ks9Dj"
+
+        def item(ts: str, role: str, text: str) -> dict:
+            kind = "input_text" if role == "user" else "output_text"
+            content = [{"type": kind, "text": text}]
+            return {"timestamp": ts, "type": "response_item", "payload": {"type": "message", "role": role, "content": content}}
+
+        meta = {"timestamp": "2026-01-01T09:00:00Z", "type": "session_meta", "payload": {"id": "c1", "cwd": "/w/proj"}}
+        lines = [meta, item("2026-01-01T10:00:00Z", "user", f"DB_PASSWORD={secret}")]
+        lines.append(item("2026-01-03T10:00:00Z", "assistant", f"Paste `{secret}` at the prompt."))
+        d = tmp_path / "sessions" / "2026" / "01" / "01"
+        d.mkdir(parents=True)
+        (d / "rollout-2026-01-01T09-00-00-c1.jsonl").write_text("".join(json.dumps(i) + "\n" for i in lines))
+        history.import_codex(mem, read_items, tmp_path / "sessions", since=datetime(2026, 1, 2, tzinfo=UTC))
+        raw = b"".join(p.read_bytes() for p in mem.raw.files())
+        assert b"at the prompt" in raw and secret.encode() not in raw
+
     def test_a_cwd_longer_than_any_path_is_not_walked(self, mem, tmp_path):
         """A transcript's ``cwd`` of 128 KB (far under a line's limit) made the walk up to its repository copy every
         parent's parts: 61 s and 16 GB for one line (an adversarial pass). A path longer than any a system resolves

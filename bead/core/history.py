@@ -33,6 +33,7 @@ message anyway, so the turns are the ones the whole file gives at once.
 
 from __future__ import annotations
 
+import collections
 import errno
 import hashlib
 import json
@@ -101,6 +102,9 @@ class Transcript:
     # The values the tool results of calls the import did not read held (``_Batches.unread_output``): a later
     # answer that says one again is redacted too (FileState.known).
     printed: list[str] = field(default_factory=list)
+    # The values the secret scan found in the file's lines before --since (value to rule): a later turn that says one
+    # again is redacted (FileState.found).
+    found: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -300,7 +304,28 @@ class _Batches:
         # The file's tool calls read so far, by id: True for one read into a batch, else (a line before --since)
         # whether it prints a secret. A result whose call is not here answers a line the import could not read.
         self.calls: dict[str, bool] = {}
+        # The texts of the lines before --since, read for the values the secret scan finds once a line after it
+        # comes (``seed``): a `.env` pasted there, whose password a later answer says bare. At most BEFORE_CHARS of
+        # them, the newest kept: a file with no line after --since costs no scan.
+        self.before: collections.deque[str] = collections.deque()
+        self.before_chars = 0
+        self.found: dict[str, str] = {}
         self._begin()
+
+    def saw_before(self, data: object) -> None:
+        """A line before --since: its strings kept for ``seed``."""
+        for text in _strings(data):
+            self.before.append(text)
+            self.before_chars += len(text)
+        while self.before_chars > BEFORE_CHARS and self.before:
+            self.before_chars -= len(self.before.popleft())
+
+    def seed(self) -> None:
+        """At the first line after --since: the kept texts read for the values the secret scan finds."""
+        if self.before:
+            redact_messages([[t] for t in self.before], self.found)
+            self.before.clear()
+            self.before_chars = 0
 
     def _begin(self) -> None:
         self.messages: list[dict[str, Any]] = []
@@ -370,6 +395,7 @@ class _Batches:
             wire=self.wire,
             untyped=HEADLESS_CLAUDE_CODE if headless else self.untyped,
             printed=self.printed,
+            found=dict(self.found),
         )
         self._begin()
         return t
@@ -412,7 +438,9 @@ def read_transcript(
                 for blk in blocks:
                     if isinstance(blk, dict) and blk.get("type") == "tool_use":
                         b.called(blk.get("id"), blk.get("input"), read=False)
+                b.saw_before(blocks)
             continue
+        b.seed()
         if kind == "assistant":
             for blk in blocks:
                 if isinstance(blk, dict) and blk.get("type") == "tool_use":
@@ -579,6 +607,8 @@ def import_transcript(
     t.messages.clear()
     ident = Identity(session=t.session, base_session=t.base_session, thread="", project=t.project)
     remember_values(state.known, t.printed)
+    for value, rule in t.found.items():
+        state.found.setdefault(value, rule)
     turns = request_turns(conv, ident, 0, state.prints, state.known)
     state.prints = prints_at_end(conv.messages, state.prints)
     offset, state.messages = state.messages, state.messages + len(conv.messages)
@@ -717,6 +747,27 @@ def _output(item: dict[str, Any]) -> bool:
     return isinstance(kind, str) and (kind.endswith("_call_output") or kind == "tool_search_output")
 
 
+BEFORE_CHARS = 4 << 20  # of the lines before --since, the text kept to read for found values (the newest)
+
+
+def _strings(data: object) -> list[str]:
+    """The strings of a line's content (text blocks, tool inputs and outputs), no key's, at most 32 levels down; a
+    string of JSON (a function call's arguments) as written."""
+    out: list[str] = []
+    stack: list[tuple[object, int]] = [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if len(item) >= 6:
+                out.append(item)
+        elif depth < 32 and isinstance(item, dict):
+            stack += [(v, depth + 1) for k, v in item.items() if k not in ("type", "id", "signature", "call_id")]
+        elif depth < 32 and isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+    out.reverse()
+    return out
+
+
 def _call(item: dict[str, Any]) -> bool:
     """Whether a Responses item is a tool call (``function_call``, ``custom_tool_call``, ``local_shell_call``, ...)."""
     kind = item.get("type")
@@ -795,7 +846,9 @@ def read_codex(
             if _call(item):
                 b.called(item.get("call_id"), _arguments(item), read=False)
                 b.called(item.get("id"), _arguments(item), read=False)
+            b.saw_before(item)
             continue
+        b.seed()
         parts = max(1, sum(len(v) for k in ("content", "output") if isinstance(v := item.get(k), list)))
         if parts > MAX_MESSAGE_PARTS:
             counts.skipped_lines += 1  # the parser takes no message of more parts
