@@ -440,3 +440,18 @@ class TestWhatAKeyAndBodyMayNotHold:
             mem.write("user/proxy", body, "user", title=title)
         assert "proxy token" in e.value.message
         assert mem.current("user/proxy") is None
+
+
+def test_a_version_is_never_dated_before_the_one_it_replaces(mem):
+    """v1 written by a process whose clock ran a day ahead: v2 was dated before it, and a block showing both told the
+    model the replaced value was the newer (an adversarial pass)."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+    mem.facts.clock = lambda: now + timedelta(days=1)
+    mem.write("project/shop/db-port", "Postgres listens on 5432.", "project")
+    mem.facts.clock = lambda: now
+    v2 = mem.write("project/shop/db-port", "Postgres listens on 6543.", "project").fact
+    assert v2.valid_from == "2026-12-07T12:00:00Z"
+    kv = mem.versions("project/shop/db-port")
+    assert kv.facts[1].valid_from >= kv.facts[0].valid_from

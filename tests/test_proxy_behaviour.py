@@ -332,6 +332,34 @@ class TestConversation:
         assert "project/blog/db-port" in cue, cue
         assert not [ln for ln in cue.splitlines() if ln.startswith("- db-port ")], cue
 
+    def test_a_pinned_fact_replaced_mid_conversation_comes_in_the_next_cue_block_marked_as_replacing(
+        self, proxy_client, upstream, bead_home
+    ):
+        """The pinned block is frozen for the prompt cache: a port changed mid-conversation stayed 5432 there, the
+        next turn's words did not match it, and the model never learned (an adversarial pass). The current version
+        comes in the next cue block whatever the turn says, marked as replacing what was shown, once."""
+        with mem_of(bead_home) as m:
+            m.write("project/proj-x/db-port", "Postgres listens on 5432.", "project")
+        proxy = proxy_client()
+        talk = [{"role": "user", "content": "hello there, start"}]
+        post(proxy, *req("", session="moved", messages=talk))
+        pinned = json.loads(upstream.requests[-1].body)["system"][-1]["text"]
+        assert "5432" in pinned
+        with mem_of(bead_home) as m:
+            m.write("project/proj-x/db-port", "Postgres listens on 6543.", "project")
+        talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "run the tests please"}]
+        post(proxy, *req("", session="moved", messages=talk))
+        sent = json.loads(upstream.requests[-1].body)
+        assert sent["system"][-1]["text"] == pinned, "the pinned block keeps its bytes"
+        cue = sent["messages"][-1]["content"][-1]["text"]
+        [line] = [ln for ln in cue.splitlines() if ln.startswith("- db-port ")]
+        assert "replaces the value shown earlier" in line and "6543" in line
+        talk += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "and the linter"}]
+        post(proxy, *req("", session="moved", messages=talk))
+        later = json.loads(upstream.requests[-1].body)["messages"]
+        assert later[-3]["content"][-1]["text"] == cue, "the cue block is re-added with its bytes"
+        assert "replaces the value shown earlier" not in str(later[-1]["content"]), "once"
+
     @staticmethod
     def _db_port_lines(sent: dict) -> list[str]:
         texts = [b["text"] for b in sent.get("system", []) if isinstance(b, dict)]

@@ -164,8 +164,21 @@ class Recaller:
         if ahead:
             trace["ahead"] = [r["id"] for r in ahead]
         chosen = {c.id for c in result.facts}
-        lines = [render.fact_line(r, names) for r in ahead if r["id"] not in chosen]
-        ids = [r["id"] for r in ahead if r["id"] not in chosen]
+        # A fact the conversation was shown (its pinned block, an earlier cue block) and that was replaced since comes
+        # first, whatever this turn says, and says that it replaces what was shown: the frozen line stays in front of
+        # the model for the rest of the conversation.
+        try:
+            replaced = [r for r in index.superseded_shown(injected | set(pinned)) if r["id"] not in chosen]
+        except Exception as exc:  # noqa: BLE001 - a busy index: this turn goes without them, the next one tries again
+            self.on_error("recall", exc)
+            replaced = []
+        if replaced:
+            trace["replaced"] = [r["id"] for r in replaced]
+        lines = [render.replacing_line(r, names) for r in replaced]
+        ids = [r["id"] for r in replaced]
+        chosen |= set(ids)
+        lines += [render.fact_line(r, names) for r in ahead if r["id"] not in chosen]
+        ids += [r["id"] for r in ahead if r["id"] not in chosen]
         lines += [render.fact_line(c.row, names) for c in result.facts]
         ids += [c.id for c in result.facts]
         for c in result.raw:

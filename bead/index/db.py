@@ -1241,6 +1241,21 @@ class Index:
                 found[r["id"]] = r
         return [found[i] for i in ids if i in found]
 
+    def superseded_shown(self, ids: Iterable[str]) -> list[dict[str, Any]]:
+        """The current rows of the keys of ``ids`` (fact ids, ``key@vN``) whose current version is not the one named
+        there: what a conversation was shown and has since been replaced. Awake, not secret; one indexed lookup."""
+        shown = {i for i in ids if "@v" in i and not i.startswith("raw:")}
+        keys = sorted({i.rsplit("@v", 1)[0] for i in shown})
+        out: list[dict[str, Any]] = []
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            out += self._rows(
+                f"SELECT * FROM facts WHERE current = 1 AND key IN ({','.join('?' * len(chunk))}) "
+                "AND status != 'dormant' AND sensitivity != 'secret'",
+                chunk,
+            )
+        return [r for r in out if r["id"] not in shown]
+
     def fact_counts(self) -> dict[str, int]:
         """Current facts by status, and how many of them are pinned (bead's summary)."""
         out = {

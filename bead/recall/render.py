@@ -270,6 +270,17 @@ def text_id(text: str) -> str:
     return "raw:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+REPLACES = "replaces the value shown earlier"  # the mark of a fact whose newer version this block carries
+
+
+def replacing_line(row: dict, project: str | None = None) -> str:
+    """``fact_line`` of a fact the conversation was shown an older version of, saying so: the pinned block is frozen
+    for the prompt cache, and two lines of one key, a day apart or the same day, do not say which one is current."""
+    line = fact_line(row, project)
+    head, sep, body = line.partition("): ")
+    return f"{head}, {REPLACES}){sep}{body}"
+
+
 def fact_line(row: dict, project: str | None = None) -> str:
     """A fact as one line of a block: its key (a fact of the conversation's ``project`` by its bare name), trust
     mark, date and body. The body's line breaks (U+2028, U+0085 and the like too) and runs of spaces become one

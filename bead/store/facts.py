@@ -75,6 +75,7 @@ FIELDS = tuple(f.name for f in FACT_FIELDS)
 OPTIONAL_FIELDS = frozenset(f.name for f in FACT_FIELDS if f.optional)
 INDEXED_FIELDS = tuple(sorted((f for f in FACT_FIELDS if f.index is not None), key=lambda f: f.index or 0))
 TITLE_MAX_WORDS = 8
+_ISO_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # iso()'s form, as bead writes valid_from
 TITLE_MAX_CHARS = 80
 
 
@@ -628,6 +629,11 @@ class FactStore:
         if same and not upgrade and cur is not None and cur.version == numbers[-1]:
             return WriteResult(cur, written=False)
         now = self.clock()
+        stamp = iso(now)
+        if cur is not None and _ISO_STAMP.fullmatch(cur.valid_from) and cur.valid_from > stamp:
+            # A version written by a process whose clock ran ahead: the new one is never dated before it, or a block
+            # showing both (dated) would call the replaced one the newer.
+            stamp = cur.valid_from
         version = max(numbers[-1] if numbers else 0, state.last) + 1
         if version > MAX_VERSION:
             # A file written past it would be no version to any reader: the write lost, the old value served.
@@ -644,7 +650,7 @@ class FactStore:
             owner=owner,
             status="current",
             supersedes=cur.id if cur else None,
-            valid_from=iso(now),
+            valid_from=stamp,
             trust=trust,
             sensitivity=sensitivity,
             sources=tuple(sources),
