@@ -359,3 +359,22 @@ class TestTheItemDecidedIsTheItemShown:
         forgetting.join(30)
         assert mem.current("user/editor") is None and mem.current("user/helix-note") is None
         assert not Queue(mem).path(item.id).exists()
+
+
+def test_an_accept_refuses_when_the_value_it_would_replace_changed_since_the_card(mem):
+    """The card said the proposal replaces v1 (5432); the person then wrote v2 (6543) at another terminal, and the
+    accept wrote the older proposal over it as current (an adversarial pass). A card's fingerprint holds the id it
+    would replace, checked under the store's lock as the accept writes."""
+    from bead.core import propose, review
+    from bead.errors import BeadError
+
+    mem.write("project/shop/db-port", "Postgres listens on 5432.", "project")
+    item = propose.queue(mem, "suspicious", "project/shop/db-port", "project", "Postgres listens on 5433.", "test").item
+    [card] = [e for e in review.entries(mem) if e.id == item.id]
+    mem.write("project/shop/db-port", "Postgres listens on 6543 since the migration.", "project")
+    with pytest.raises(BeadError, match="the value it would replace did"):
+        review.accept(mem, item.id, shown=card.shown)
+    assert "6543" in mem.current("project/shop/db-port").body
+    [again] = [e for e in review.entries(mem) if e.id == item.id]
+    review.accept(mem, item.id, shown=again.shown)  # looked at again: the card now says what it replaces
+    assert "5433" in mem.current("project/shop/db-port").body

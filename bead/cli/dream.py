@@ -135,9 +135,9 @@ def queue(ctx, show_all, as_json):
 def queue_accept(item_id, yes, as_json):
     """Write the item's value (trust: accepted, a person's decision). At a terminal it shows the whole value first,
     on one line as the model will read it, and asks (--yes for scripts)."""
-    from ..core.review import accept_item
+    from ..core.review import accept_item, card_fingerprint, replaced_id
     from ..display import one_line
-    from ..store.queue import Queue, fingerprint
+    from ..store.queue import Queue
 
     mem = open_memory()
     shown = None
@@ -148,7 +148,7 @@ def queue_accept(item_id, yes, as_json):
         echo(f"This will write {item.key} ({item.type}, trust accepted: the pinned block may carry it):", err=True)
         echo(f"  {one_line(item.value)}", err=True)
         click.confirm("Write it?", abort=True, err=True)
-        shown = fingerprint(item)
+        shown = card_fingerprint(item, replaced_id(mem, item.key))
     item = accept_item(mem, item_id, value=None, shown=shown)
     emit(item.as_dict(), as_json, lambda d: echo(f"accepted {d['id']}: wrote {d['history'][-1]['id']}: {one_line(d['value'])}"))
 

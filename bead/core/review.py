@@ -32,6 +32,7 @@ from ..capture.secrets import credential_rules
 from ..display import CONTROL
 from ..errors import BeadError, InvalidArgument, RefusedWrite
 from ..store.episodes import Episodes
+from ..store.facts import Fact
 from ..store.keys import TYPES, parse_id, validate_key
 from ..store.queue import Item, Queue, fingerprint
 from ..store.rawlog import label
@@ -194,7 +195,7 @@ def entries(mem: Memory) -> list[Entry]:
                 item.evaluation,
                 item.session,
                 ("accept", "edit", "reject", *_fact_actions(cur)),
-                fingerprint(item),
+                card_fingerprint(item, cur.id if cur is not None and not cur.sealed else None),
             )
         )
     rep = latest_report(mem)
@@ -275,10 +276,24 @@ def open_item(mem: Memory, item_id: str) -> Item:
     return Queue(mem).open_item(item_id)
 
 
-def _as_shown(item: Item, shown: str | None) -> None:
-    if shown and fingerprint(item) != shown:
+def card_fingerprint(item: Item, replaces: str | None) -> str:
+    """What a card shows a decision on, as one hash: the item (``fingerprint``) and the id of the version its value
+    would replace (``replaces``; None where the key has none). A decision made on a card is refused when either
+    changed since: an accept must not write an older proposal over a value the person wrote after the card."""
+    return hashlib.sha256(f"{fingerprint(item)}\x00{replaces or ''}".encode()).hexdigest()
+
+
+def replaced_id(mem: Memory, key: str) -> str | None:
+    """The id of the version a write of ``key`` would replace now (None: none, or a sealed key's)."""
+    cur = current(mem, key)
+    return cur.id if cur is not None and not cur.sealed else None
+
+
+def _as_shown(item: Item, shown: str | None, replaces: str | None) -> None:
+    if shown and card_fingerprint(item, replaces) != shown:
         raise BeadError(
-            f"review item {item.id} changed since it was shown (its type, owner, sources or title); nothing was decided",
+            f"review item {item.id} changed since it was shown (its type, owner, sources or title), or the value it "
+            "would replace did; nothing was decided",
             "look at it again: `bead review` or `bead queue`",
         )
 
@@ -297,11 +312,14 @@ def accept_item(mem: Memory, item_id: str, reason: str = "", value: str | None =
 
 def _accept(mem: Memory, queue: Queue, item_id: str, reason: str, value: str | None, shown: str | None) -> Item:
     item = queue.open_item(item_id)
-    _as_shown(item, shown)
     text = item.value if value is None else value.strip()
     acceptable(item_id, text)
     sources = [] if item.kind == "lesson" else item.sources
-    res = mem.write(item.key, text, item.type, trust="accepted", sources=sources, owner=item.owner or None)
+
+    def as_shown(cur: Fact | None) -> None:  # under the store's lock: nothing writes the key between it and the write
+        _as_shown(item, shown, cur.id if cur is not None else None)
+
+    res = mem.write(item.key, text, item.type, trust="accepted", sources=sources, owner=item.owner or None, check=as_shown)
     entry = {"action": "accepted", "reason": reason, "id": res.fact.id}
     if text != item.value:
         entry["value"] = text
@@ -341,7 +359,7 @@ def reject_item(mem: Memory, item_id: str, reason: str = "", shown: str | None =
     queue = Queue(mem)
     with queue.deciding():
         item = queue.open_item(item_id)
-        _as_shown(item, shown)
+        _as_shown(item, shown, replaced_id(mem, item.key))
         mem.audit.ready()  # refused before the tombstone is written, not after
         digest = mem.tombstones.add(mem.clock(), item.key, item.value, reason="review-reject")
         mem.audit.record(mem.clock(), "tombstone", key=item.key, sha256=digest)
