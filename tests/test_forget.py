@@ -137,6 +137,10 @@ class TestForgetKey:
         forget.apply(mem, forget.plan_target(mem, "user/shell@v2"))
         assert mem.current("user/shell").body == "bash is the login shell"
         assert [h.id for h in search_facts(mem.index, "login shell")] == ["user/shell@v1"]
+        # The version served again says so (it said `superseded`, and readers labelled the current value so).
+        assert mem.current("user/shell").status == "current"
+        [row] = mem.index.facts_by_id(["user/shell@v1"])
+        assert row["status"] == "current" and row["current"] == 1
 
     def test_unknown_key(self, mem):
         with pytest.raises(BeadError):

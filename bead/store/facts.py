@@ -711,6 +711,20 @@ class FactStore:
                 out.append(path)
         return out
 
+    def _mark_newest_current(self, fd: int, key: str) -> None:
+        """After a forget of a key's newest versions: the version now served says `current` (it said `superseded`,
+        and readers showed the current value so labelled). Only a readable, superseded newest is rewritten."""
+        numbers = sorted(n for name in os.listdir(fd) if (n := version_number(name)) is not None)
+        if not numbers:
+            return
+        try:
+            newest = self._read(fd, key, numbers[-1])
+        except (ValueError, FileNotFoundError):
+            return
+        if newest.status == "superseded":
+            path = _path(newest)
+            safe.write_at(fd, path, _with_status(safe.read_at(fd, path), "current"), sync_dir=False)
+
     def delete_versions(self, key: str, numbers: list[int]) -> tuple[int, list[Path]]:
         """Unlink the version files ``v<N>.md`` of ``key`` (forget only; the caller holds the lock).
 
@@ -739,6 +753,8 @@ class FactStore:
                         continue
                     os.unlink(path.name, dir_fd=fd)
                     deleted += 1
+                if deleted:
+                    self._mark_newest_current(fd, key)
                 names = os.listdir(fd)
                 if not any(version_number(name) is not None for name in names):
                     for name in names:
