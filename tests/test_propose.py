@@ -8,6 +8,8 @@ not the person's word never replaces one that is.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from bead.conversation import Identity, Message, Part, Source
@@ -124,3 +126,26 @@ def test_the_guard_runs_the_callers_check_first(mem):
     with pytest.raises(Moved):
         propose.write_or_queue(mem, "project/shop/db", "other", "project", "agent_observed", check=cas)
     assert Queue(mem).items() == []
+
+
+def test_the_dream_does_not_write_what_older_turns_said_over_a_newer_inferred_value(mem):
+    """The stored value an agent observed today; a proposal from a session of January (one `bead import` brought in)
+    said another: it was written over the newer one (an adversarial pass). It waits for the person."""
+    mem.write("project/shop/db-port", "Postgres listens on 6543.", "project", trust="agent_observed")
+    old = Turn(
+        session="s0",
+        n=1,
+        role="user",
+        at="2026-01-10T09:00:00Z",
+        text="remember that Postgres listens on 5432.",
+        flags={"source": "typed", "project": "shop"},
+    )
+    d = decide(mem, Proposal("project/shop/db-port", "project", "Postgres listens on 5432.", (1,)), [old], lambda v: None)
+    assert d.action == "queue" and "older than it" in d.detail
+    newer = dataclasses.replace(old, at="2099-01-01T00:00:00Z")
+    assert (
+        decide(
+            mem, Proposal("project/shop/db-port", "project", "Postgres listens on 5432.", (1,)), [newer], lambda v: None
+        ).action
+        == "write"
+    )

@@ -284,6 +284,11 @@ def decide(
     # 4. nothing new: reinforce what is stored
     if current and normalise(current.body) == normalise(value):
         return out("unchanged", other=current.id)
+    if current and cited and all(t.at and t.at < current.valid_from for t in cited):
+        # Every turn that backs it is older than the value it would replace (a session brought in by `bead import`,
+        # a dream run over old turns): the stored value may be the newer word on it. A person says which.
+        when = min(t.at for t in cited)[:10]
+        return out("queue", f"would change {current.id} with what turns from {when} said, older than it", "untrusted-source")
     other = value_owner(value)
     if other and other != key:
         return out("duplicate", other=other)
