@@ -455,3 +455,8 @@ def test_a_version_is_never_dated_before_the_one_it_replaces(mem):
     assert v2.valid_from == "2026-12-07T12:00:00Z"
     kv = mem.versions("project/shop/db-port")
     assert kv.facts[1].valid_from >= kv.facts[0].valid_from
+    # A date far ahead is a hand edit's, not a clock's: it is not carried on to every later version.
+    mem.facts.clock = lambda: now + timedelta(days=30)
+    mem.write("project/shop/db-port", "Postgres listens on 7000.", "project")
+    mem.facts.clock = lambda: now
+    assert mem.write("project/shop/db-port", "Postgres listens on 7001.", "project").fact.valid_from == "2026-12-06T12:00:00Z"

@@ -23,7 +23,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,7 @@ FIELDS = tuple(f.name for f in FACT_FIELDS)
 OPTIONAL_FIELDS = frozenset(f.name for f in FACT_FIELDS if f.optional)
 INDEXED_FIELDS = tuple(sorted((f for f in FACT_FIELDS if f.index is not None), key=lambda f: f.index or 0))
 TITLE_MAX_WORDS = 8
+CLOCK_AHEAD = timedelta(days=1)  # how far ahead of this one another writer's clock may have run
 _ISO_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # iso()'s form, as bead writes valid_from
 TITLE_MAX_CHARS = 80
 
@@ -630,9 +631,10 @@ class FactStore:
             return WriteResult(cur, written=False)
         now = self.clock()
         stamp = iso(now)
-        if cur is not None and _ISO_STAMP.fullmatch(cur.valid_from) and cur.valid_from > stamp:
+        if cur is not None and _ISO_STAMP.fullmatch(cur.valid_from) and stamp < cur.valid_from <= iso(now + CLOCK_AHEAD):
             # A version written by a process whose clock ran ahead: the new one is never dated before it, or a block
-            # showing both (dated) would call the replaced one the newer.
+            # showing both (dated) would call the replaced one the newer. A date further ahead is a hand edit's, not
+            # a clock's, and is not carried on.
             stamp = cur.valid_from
         version = max(numbers[-1] if numbers else 0, state.last) + 1
         if version > MAX_VERSION:
