@@ -44,6 +44,9 @@ class CueBlock:
 PREVIOUS_ANSWER = ("assistant", "tool_input")  # cue sources of the assistant message before the newest user one
 
 
+REPLACED_MAX = 3  # replaced facts a cue block carries, at most (the rest come with the next turns)
+
+
 class Recaller:
     def __init__(self, config: Config, on_error: ErrorSink | None = None):
         self.config = config
@@ -146,6 +149,9 @@ class Recaller:
                     {i for i in injected if i.startswith("raw:")},
                     self.config.recall,
                 )
+                # A fact the conversation was shown (its pinned block, an earlier cue block) and that was replaced
+                # since: the frozen line stays in front of the model for the rest of the conversation.
+                replaced = index.superseded_shown(injected | set(pinned), ident.project)[:REPLACED_MAX]
         except Exception as exc:
             kind = "recall_deadline" if time.monotonic() - start > deadline_s else "recall"
             rank.forget_vector(pending)
@@ -163,24 +169,17 @@ class Recaller:
         trace["rejected"] = [{"id": c.id, "score": c.score, "reason": c.reason} for c in result.rejected[:20]]
         if ahead:
             trace["ahead"] = [r["id"] for r in ahead]
-        chosen = {c.id for c in result.facts}
-        # A fact the conversation was shown (its pinned block, an earlier cue block) and that was replaced since comes
-        # first, whatever this turn says, and says that it replaces what was shown: the frozen line stays in front of
-        # the model for the rest of the conversation.
-        try:
-            replaced = [r for r in index.superseded_shown(injected | set(pinned)) if r["id"] not in chosen]
-        except Exception as exc:  # noqa: BLE001 - a busy index: this turn goes without them, the next one tries again
-            self.on_error("recall", exc)
-            replaced = []
+        # Replaced facts first, whatever this turn says (chosen by it too or not), each saying that it replaces what
+        # was shown; then the look-ahead's picks and the gate's.
         if replaced:
             trace["replaced"] = [r["id"] for r in replaced]
         lines = [render.replacing_line(r, names) for r in replaced]
         ids = [r["id"] for r in replaced]
-        chosen |= set(ids)
+        chosen = {c.id for c in result.facts} | set(ids)
         lines += [render.fact_line(r, names) for r in ahead if r["id"] not in chosen]
         ids += [r["id"] for r in ahead if r["id"] not in chosen]
-        lines += [render.fact_line(c.row, names) for c in result.facts]
-        ids += [c.id for c in result.facts]
+        lines += [render.fact_line(c.row, names) for c in result.facts if c.id not in ids]
+        ids += [c.id for c in result.facts if c.id not in ids]
         for c in result.raw:
             lines.append(render.raw_line(c.row, c.body))
             ids.append(render.text_id(c.body))

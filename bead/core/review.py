@@ -277,10 +277,11 @@ def open_item(mem: Memory, item_id: str) -> Item:
 
 
 def card_fingerprint(item: Item, replaces: str | None) -> str:
-    """What a card shows a decision on, as one hash: the item (``fingerprint``) and the id of the version its value
-    would replace (``replaces``; None where the key has none). A decision made on a card is refused when either
-    changed since: an accept must not write an older proposal over a value the person wrote after the card."""
-    return hashlib.sha256(f"{fingerprint(item)}\x00{replaces or ''}".encode()).hexdigest()
+    """What a card shows a decision on: the item (``fingerprint``) and the id of the version its value would replace
+    (``replaces``; empty where the key has none). An accept made on a card is refused when either changed since (it
+    must not write an older proposal over a value the person wrote after the card); a reject, which writes nothing
+    over the value, when the item did."""
+    return f"{fingerprint(item)}:{replaces or ''}"
 
 
 def replaced_id(mem: Memory, key: str) -> str | None:
@@ -289,8 +290,8 @@ def replaced_id(mem: Memory, key: str) -> str | None:
     return cur.id if cur is not None and not cur.sealed else None
 
 
-def _as_shown(item: Item, shown: str | None, replaces: str | None) -> None:
-    if shown and card_fingerprint(item, replaces) != shown:
+def _as_shown(item: Item, shown: str | None, replaces: str | None, whole: bool = True) -> None:
+    if shown and (card_fingerprint(item, replaces) != shown if whole else shown.split(":", 1)[0] != fingerprint(item)):
         raise BeadError(
             f"review item {item.id} changed since it was shown (its type, owner, sources or title), or the value it "
             "would replace did; nothing was decided",
@@ -359,7 +360,7 @@ def reject_item(mem: Memory, item_id: str, reason: str = "", shown: str | None =
     queue = Queue(mem)
     with queue.deciding():
         item = queue.open_item(item_id)
-        _as_shown(item, shown, replaced_id(mem, item.key))
+        _as_shown(item, shown, None, whole=False)
         mem.audit.ready()  # refused before the tombstone is written, not after
         digest = mem.tombstones.add(mem.clock(), item.key, item.value, reason="review-reject")
         mem.audit.record(mem.clock(), "tombstone", key=item.key, sha256=digest)

@@ -26,8 +26,8 @@ from ..core.memory import Memory
 from ..core.propose import SECRET, persons, said, screen
 from ..errors import BeadError
 from ..index.query import terms
-from ..store.audit import normalise
-from ..store.facts import stored_title
+from ..store.audit import iso, normalise
+from ..store.facts import CLOCK_AHEAD, stored_title
 from ..store.keys import TYPES, check_new_key, validate_key
 from ..store.rawlog import Turn
 from ..textform import fold
@@ -284,7 +284,12 @@ def decide(
     # 4. nothing new: reinforce what is stored
     if current and normalise(current.body) == normalise(value):
         return out("unchanged", other=current.id)
-    if current and cited and all(t.at and t.at < current.valid_from for t in cited):
+    if (
+        current
+        and cited
+        and current.valid_from <= iso(mem.clock() + CLOCK_AHEAD)
+        and all(t.at and t.at < current.valid_from for t in cited)
+    ):
         # Every turn that backs it is older than the value it would replace (a session brought in by `bead import`,
         # a dream run over old turns): the stored value may be the newer word on it. A person says which.
         when = min(t.at for t in cited)[:10]

@@ -1241,9 +1241,10 @@ class Index:
                 found[r["id"]] = r
         return [found[i] for i in ids if i in found]
 
-    def superseded_shown(self, ids: Iterable[str]) -> list[dict[str, Any]]:
+    def superseded_shown(self, ids: Iterable[str], project: str | None = None) -> list[dict[str, Any]]:
         """The current rows of the keys of ``ids`` (fact ids, ``key@vN``) whose current version is not the one named
-        there: what a conversation was shown and has since been replaced. Awake, not secret; one indexed lookup."""
+        there: what a conversation was shown and has since been replaced. Awake, not secret, not another project's
+        than ``project``; one indexed lookup."""
         shown = {i for i in ids if "@v" in i and not i.startswith("raw:")}
         keys = sorted({i.rsplit("@v", 1)[0] for i in shown})
         out: list[dict[str, Any]] = []
@@ -1254,7 +1255,9 @@ class Index:
                 "AND status != 'dormant' AND sensitivity != 'secret'",
                 chunk,
             )
-        return [r for r in out if r["id"] not in shown]
+        own = f"project/{project}" if project else None
+        keep = [r for r in out if r["id"] not in shown and (not r["scope"].startswith("project/") or r["scope"] == own)]
+        return sorted(keep, key=lambda r: r["key"])
 
     def fact_counts(self) -> dict[str, int]:
         """Current facts by status, and how many of them are pinned (bead's summary)."""

@@ -278,7 +278,7 @@ def replacing_line(row: dict, project: str | None = None) -> str:
     for the prompt cache, and two lines of one key, a day apart or the same day, do not say which one is current."""
     line = fact_line(row, project)
     head, sep, body = line.partition("): ")
-    return f"{head}, {REPLACES}){sep}{body}"
+    return f"{head}, {REPLACES}{sep}{body}"
 
 
 def fact_line(row: dict, project: str | None = None) -> str:
