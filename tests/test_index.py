@@ -388,3 +388,16 @@ def test_a_long_cjk_run_asks_a_bounded_number_of_pairs(mem):
     assert [h.row["key"] for h in search_facts(mem.index, run)] == ["user/note"]
     assert cjk_spaced("plain ascii") == "plain ascii" and cjk_spaced("a日b") == "a 日 b"
     assert fts_terms("abc日本def") == ['"abc"', '"日 本"', '"def"'] and fts_terms("x日") == ['"x"', '"日"']
+
+
+def test_a_version_indexed_after_a_newer_one_is_indexed_as_superseded(mem):
+    """Two writers whose index updates commit in the other order: the older version's row kept `current` as its
+    status while its file said `superseded` (the current flag itself was right; an adversarial pass)."""
+    from bead.store.facts import Fact
+
+    v1 = mem.write("user/shell", "bash is the login shell", "user").fact
+    v2 = mem.facts.write("user/shell", "zsh is the login shell", "user").fact  # the file only, as a slow writer's
+    v3 = mem.write("user/shell", "fish is the login shell", "user").fact  # its update commits first
+    assert isinstance(v1, Fact) and mem.index.add_version(v2)
+    rows = {r["id"]: r for r in mem.index.facts_by_id([v1.id, v2.id, v3.id])}
+    assert rows[v2.id]["status"] == "superseded" and rows[v2.id]["current"] == 0 and rows[v3.id]["current"] == 1

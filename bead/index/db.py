@@ -622,7 +622,10 @@ class Index:
             ]
             newest = top is None or fact.version > top
             if fact.sensitivity != "secret":
-                self._insert("facts", [self._fact_row(fact, newest, self.rel(path))])
+                row = self._fact_row(fact, newest, self.rel(path))
+                if not newest and row["status"] == "current":
+                    row["status"] = "superseded"  # a newer version's write, committed first, marked its file so
+                self._insert("facts", [row])
             self._remember_file(path, "fact")
             for old in marked:
                 self._conn.execute("UPDATE facts SET status = ? WHERE id = ? AND status != ?", [old.status, old.id, old.status])
