@@ -4,7 +4,10 @@ files and the dream make of it (each case from an adversarial review of the fixe
 from __future__ import annotations
 
 import json
+import os
+from datetime import UTC
 
+import pytest
 from test_proxy_behaviour import mem_of, post, req
 
 from bead.core import forget
@@ -48,17 +51,23 @@ def test_a_hand_edited_future_date_is_not_copied_onto_every_later_version(mem):
     assert not mem.current("project/shop/db-port").valid_from.startswith("2099"), mem.current("project/shop/db-port")
 
 
-def test_a_future_dated_value_does_not_queue_every_dream_change_for_ever(mem):
-    """A value dated far ahead does not make every later dream change to the key wait for the person."""
+def test_a_future_dated_value_does_not_queue_every_dream_change_for_ever(mem, monkeypatch):
+    """A value dated far ahead (a clock that ran ahead, a hand edit) does not make every dream change to the key
+    wait for the person: the check for changes backed only by older turns ignores a date past a day ahead."""
+    from datetime import datetime
+
+    when = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
+    monkeypatch.setattr(mem.facts, "clock", lambda: when)
+    monkeypatch.setattr(mem, "clock", lambda: when)
     _write_dated(
-        mem, "2099-01-01T00:00:00Z", "project/shop/db-port", "Postgres listens on 5432.", "project", trust="agent_observed"
+        mem, "2099-01-01T00:00:00Z", "project/shop/db-port", "Postgres listens on 6000.", "project", trust="agent_observed"
     )
-    mem.write("project/shop/db-port", "Postgres listens on 6000.", "project", trust="agent_observed")  # 2099 again
+    assert mem.current("project/shop/db-port").valid_from.startswith("2099")
     today = Turn(
         session="s0",
         n=1,
         role="user",
-        at="2026-12-06T20:00:00Z",
+        at="2026-12-07T08:00:00Z",
         text="remember that Postgres listens on 6543.",
         flags={"source": "typed", "project": "shop"},
     )
@@ -171,3 +180,163 @@ def test_a_replaced_fact_of_another_project_stays_out_of_this_projects_cue_block
     post(proxy, json.dumps(data).encode(), headers)
     sent = json.loads(upstream.requests[-1].body)
     assert "6543" not in json.dumps(sent["messages"][-1]), sent["messages"][-1]
+
+
+# ---- a second review of these fixes
+def _three(mem):
+    for v in ("bash", "zsh", "fish"):
+        mem.write("user/shell", f"{v} is the login shell", "user")
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_forget_of_newest_with_a_linked_or_fifo_state_does_not_raise(mem, tmp_path, kind):
+    """A key's state file that is a link or a FIFO is only a hint: a forget of the newest version goes through."""
+    _three(mem)
+    state = mem.home.fact_state("user/shell")
+    state.unlink()
+    if kind == "symlink":
+        target = tmp_path / "elsewhere.json"
+        target.write_text(json.dumps({"last": 3, "settled": 2, "dir_mtime_ns": 0}))
+        state.symlink_to(target)
+    else:
+        os.mkfifo(state)
+    forget.apply(mem, forget.plan_target(mem, "user/shell@v3"))
+    assert mem.current("user/shell").id == "user/shell@v2"
+
+
+def test_forget_with_a_linked_state_leaves_no_row_of_the_forgotten_value(mem, tmp_path):
+    """Such a forget leaves no row of the forgotten value in the index (a raise half-way left it served)."""
+    _three(mem)
+    state = mem.home.fact_state("user/shell")
+    state.unlink()
+    (tmp_path / "x.json").write_text('{"last": 3, "settled": 2}')
+    state.symlink_to(tmp_path / "x.json")
+    try:
+        forget.apply(mem, forget.plan_target(mem, "user/shell@v3"))
+    except Exception:  # noqa: BLE001, S110 - whether or not it raises, what it leaves is the point
+        pass
+    rows = mem.index.facts_by_id(["user/shell@v3"])
+    assert rows == [], rows
+
+
+def test_a_replaced_fact_past_replaced_max_that_the_turn_chose_is_still_marked_as_replacing(proxy_client, upstream, bead_home):
+    """A replaced fact past the three a turn carries, which the turn asks about, is marked as replacing too."""
+    with mem_of(bead_home) as m:
+        for name, port in (("a-port", 1111), ("b-port", 2222), ("c-port", 3333), ("zeta-port", 5432)):
+            m.write(f"project/proj-x/{name}", f"The {name} service listens on port {port} on the shop host.", "project")
+    proxy = proxy_client()
+    talk = [{"role": "user", "content": "hello there, start"}]
+    post(proxy, *req("", session="max", messages=talk))
+    pinned = json.loads(upstream.requests[-1].body)["system"][-1]["text"]
+    assert all(p in pinned for p in ("1111", "2222", "3333", "5432")), pinned
+    with mem_of(bead_home) as m:
+        for name, port in (("a-port", 1112), ("b-port", 2223), ("c-port", 3334), ("zeta-port", 6543)):
+            m.write(f"project/proj-x/{name}", f"The {name} service listens on port {port} on the shop host.", "project")
+    talk += [
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "which port does the zeta-port service listen on? zeta-port"},
+    ]
+    post(proxy, *req("", session="max", messages=talk))
+    cue = _cue(json.loads(upstream.requests[-1].body))
+    lines = [ln for ln in cue.splitlines() if ln.startswith("- zeta-port ")]
+    assert lines and "6543" in lines[0], cue
+    assert "replaces the value shown earlier" in lines[0], cue
+
+
+def test_one_long_replaced_value_does_not_empty_every_later_cue_block(proxy_client, upstream, bead_home):
+    """A replaced value longer than the cue block's budget is cut and says how to open it whole: it fitted no block,
+    came first again every turn, and every fact after it was cut for the rest of the conversation."""
+    with mem_of(bead_home) as m:
+        m.write("project/proj-x/runbook", "The deploy runbook is short.", "project")
+        m.write("project/proj-x/zebra-cache", "The zebracache daemon listens on port 11311.", "project", trust="agent_observed")
+        m.write("project/proj-x/yak-queue", "The yakqueue broker listens on port 5673.", "project", trust="agent_observed")
+    proxy = proxy_client()
+    talk = [{"role": "user", "content": "hello there, start"}]
+    post(proxy, *req("", session="long", messages=talk))
+    assert "runbook is short" in json.loads(upstream.requests[-1].body)["system"][-1]["text"]
+    with mem_of(bead_home) as m:
+        m.write("project/proj-x/runbook", "The deploy runbook, step by step: " + "run the checks then ship. " * 400, "project")
+    cues = []
+    for q, port in (("which port does the zebracache daemon listen on?", "11311"), ("and the yakqueue broker port?", "5673")):
+        talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": q}]
+        post(proxy, *req("", session="long", messages=talk))
+        cues.append(_cue(json.loads(upstream.requests[-1].body)))
+        assert port in cues[-1], (q, cues[-1][:600])
+    assert "replaces the value shown earlier" in cues[0] and "the rest: get_memory" in cues[0]
+    assert "runbook" not in cues[1], "shown once"
+
+
+def test_a_failing_replaced_lookup_does_not_drop_the_gates_facts(proxy_client, upstream, bead_home, monkeypatch):
+    """The replaced facts' lookup failing (a busy index, the deadline) costs their lines only, not the cue block."""
+    import sqlite3
+
+    from bead.index.db import Index
+
+    with mem_of(bead_home) as m:
+        m.write(
+            "project/proj-x/zebra-cache",
+            "The zebracache daemon listens on port 11311 behind nginx.",
+            "project",
+            trust="agent_observed",
+        )
+    proxy = proxy_client()
+    talk = [{"role": "user", "content": "hello there, start"}]
+    post(proxy, *req("", session="busy", messages=talk))
+
+    def busy(self, ids, project=None):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(Index, "superseded_shown", busy)
+    talk += [
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "which port does the zebracache daemon listen on?"},
+    ]
+    post(proxy, *req("", session="busy", messages=talk))
+    assert "11311" in _cue(json.loads(upstream.requests[-1].body))
+
+
+def _queued(mem):
+    from bead.core import propose
+
+    mem.write("project/shop/db-port", "Postgres listens on 5432.", "project")
+    return propose.queue(mem, "suspicious", "project/shop/db-port", "project", "Postgres listens on 5433.", "t").item
+
+
+def test_cli_queue_accept_refuses_a_value_written_while_the_prompt_waits(bead, bead_home, monkeypatch):
+    """`bead queue accept` at a terminal: a value written while the question is on the screen is not written over
+    (the card is what the question showed)."""
+    import click
+
+    from bead.cli import common
+
+    with mem_of(bead_home) as m:
+        item = _queued(m)
+    monkeypatch.setattr(common, "at_terminal", lambda: True)
+    real = click.confirm
+
+    def confirm_while_someone_writes(*a, **kw):
+        with mem_of(bead_home) as m2:
+            m2.write("project/shop/db-port", "Postgres listens on 6000 (the person, meanwhile).", "project")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(click, "confirm", confirm_while_someone_writes)
+    r = bead("queue", "accept", item.id, input="y\n")
+    assert r.code != 0, (r.out, r.err)
+    with mem_of(bead_home) as m:
+        assert "6000" in m.current("project/shop/db-port").body
+
+
+def test_walk_card_of_an_older_bead_fails_closed(mem):
+    """A card fingerprint of another form (an older bead's: one hash) is refused by accept and by reject."""
+    import hashlib
+
+    from bead.core import review
+    from bead.errors import BeadError
+    from bead.store.queue import fingerprint
+
+    item = _queued(mem)
+    old = hashlib.sha256(f"{fingerprint(item)}\x00{review.replaced_id(mem, item.key)}".encode()).hexdigest()
+    with pytest.raises(BeadError):
+        review.accept(mem, item.id, shown=old)
+    with pytest.raises(BeadError):
+        review.reject(mem, item.id, "no", shown=old)

@@ -145,10 +145,10 @@ def queue_accept(item_id, yes, as_json):
         # What a notice or a list cut short (a proposal's first 160 characters) is read whole before it is written:
         # one line, blank padding collapsed, so that nothing of it is off the screen or hidden by line breaks.
         item = Queue(mem).get(item_id)
+        shown = card_fingerprint(item, replaced_id(mem, item.key))  # as it is when the question is shown
         echo(f"This will write {item.key} ({item.type}, trust accepted: the pinned block may carry it):", err=True)
         echo(f"  {one_line(item.value)}", err=True)
         click.confirm("Write it?", abort=True, err=True)
-        shown = card_fingerprint(item, replaced_id(mem, item.key))
     item = accept_item(mem, item_id, value=None, shown=shown)
     emit(item.as_dict(), as_json, lambda d: echo(f"accepted {d['id']}: wrote {d['history'][-1]['id']}: {one_line(d['value'])}"))
 

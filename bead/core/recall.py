@@ -149,9 +149,7 @@ class Recaller:
                     {i for i in injected if i.startswith("raw:")},
                     self.config.recall,
                 )
-                # A fact the conversation was shown (its pinned block, an earlier cue block) and that was replaced
-                # since: the frozen line stays in front of the model for the rest of the conversation.
-                replaced = index.superseded_shown(injected | set(pinned), ident.project)[:REPLACED_MAX]
+
         except Exception as exc:
             kind = "recall_deadline" if time.monotonic() - start > deadline_s else "recall"
             rank.forget_vector(pending)
@@ -169,8 +167,20 @@ class Recaller:
         trace["rejected"] = [{"id": c.id, "score": c.score, "reason": c.reason} for c in result.rejected[:20]]
         if ahead:
             trace["ahead"] = [r["id"] for r in ahead]
-        # Replaced facts first, whatever this turn says (chosen by it too or not), each saying that it replaces what
-        # was shown; then the look-ahead's picks and the gate's.
+        # A fact the conversation was shown (its pinned block, an earlier cue block) and that was replaced since: the
+        # frozen line stays in front of the model for the rest of the conversation. First, whatever this turn says,
+        # each saying that it replaces what was shown (REPLACED_MAX a turn; one the gate chose too is so marked
+        # wherever it stands); then the look-ahead's picks and the gate's. A lookup that fails costs these lines only.
+        left = deadline_s - (time.monotonic() - start)
+        try:
+            with index.deadline(max(left, 0.001)):
+                every = index.superseded_shown(injected | set(pinned), ident.project)
+        except Exception as exc:  # noqa: BLE001 - the index busy or the deadline passed: the next turn tries again
+            self.on_error("recall", exc)
+            trace["errors"].append("replaced")
+            every = []
+        again = {r["id"] for r in every}
+        replaced = every[:REPLACED_MAX]
         if replaced:
             trace["replaced"] = [r["id"] for r in replaced]
         lines = [render.replacing_line(r, names) for r in replaced]
@@ -178,8 +188,10 @@ class Recaller:
         chosen = {c.id for c in result.facts} | set(ids)
         lines += [render.fact_line(r, names) for r in ahead if r["id"] not in chosen]
         ids += [r["id"] for r in ahead if r["id"] not in chosen]
-        lines += [render.fact_line(c.row, names) for c in result.facts if c.id not in ids]
-        ids += [c.id for c in result.facts if c.id not in ids]
+        for c in result.facts:
+            if c.id not in ids:
+                lines.append(render.replacing_line(c.row, names) if c.id in again else render.fact_line(c.row, names))
+                ids.append(c.id)
         for c in result.raw:
             lines.append(render.raw_line(c.row, c.body))
             ids.append(render.text_id(c.body))

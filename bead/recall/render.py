@@ -273,11 +273,18 @@ def text_id(text: str) -> str:
 REPLACES = "replaces the value shown earlier"  # the mark of a fact whose newer version this block carries
 
 
+REPLACING_CHARS = 1000  # of a replacing fact's value, what its line carries (the rest: open it)
+
+
 def replacing_line(row: dict, project: str | None = None) -> str:
     """``fact_line`` of a fact the conversation was shown an older version of, saying so: the pinned block is frozen
-    for the prompt cache, and two lines of one key, a day apart or the same day, do not say which one is current."""
+    for the prompt cache, and two lines of one key, a day apart or the same day, do not say which one is current. A
+    value longer than REPLACING_CHARS is cut at a word and says how to open it whole, so the line always fits a cue
+    block (a longer one never fitted, came first again every turn and pushed every other fact out)."""
     line = fact_line(row, project)
     head, sep, body = line.partition("): ")
+    if len(body) > REPLACING_CHARS:
+        body = f"{cut_at_word(body, REPLACING_CHARS)} ... (the rest: get_memory or `bead show`)"
     return f"{head}, {REPLACES}{sep}{body}"
 
 

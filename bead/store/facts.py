@@ -728,10 +728,15 @@ class FactStore:
             safe.write_at(fd, path, _with_status(safe.read_at(fd, path), "current"), sync_dir=False)
             # The key's state says the versions up to it are marked: the next write would leave this one saying
             # `current` beside the new one. Its highest number stays (a forgotten version's is never used again).
-            state = _KeyState.load(fd, self.home.fact_state(key))
-            if state.settled >= newest.version:
-                state.settled = newest.version - 1
-                state.save(fd, self.home.fact_state(key))
+            try:
+                state = _KeyState.load(fd, self.home.fact_state(key))
+                if state.settled >= newest.version:
+                    state.settled = newest.version - 1
+                    state.save(fd, self.home.fact_state(key))
+            except (OSError, BeadError):
+                # A state bead will not read or write (a link, a FIFO) is only a hint: the forget goes on, and a write
+                # that cannot vouch for the folder lists it.
+                pass
 
     def delete_versions(self, key: str, numbers: list[int]) -> tuple[int, list[Path]]:
         """Unlink the version files ``v<N>.md`` of ``key`` (forget only; the caller holds the lock).
