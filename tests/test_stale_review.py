@@ -10,9 +10,14 @@ from datetime import UTC
 import pytest
 from test_proxy_behaviour import mem_of, post, req
 
+from bead.config import Config
+from bead.conversation import identify
 from bead.core import forget
+from bead.core.recall import Recaller
 from bead.dream.decide import Proposal, decide
+from bead.recall import render
 from bead.store.rawlog import Turn
+from bead.wire.anthropic import conversation_of
 
 
 # ---- forget back to an older version ------------------------------------------------------------------------------
@@ -340,3 +345,84 @@ def test_walk_card_of_an_older_bead_fails_closed(mem):
         review.accept(mem, item.id, shown=old)
     with pytest.raises(BeadError):
         review.reject(mem, item.id, "no", shown=old)
+
+
+# ---- a third review
+def test_a_replaced_value_of_astral_letters_does_not_empty_every_later_cue_block(proxy_client, upstream, bead_home):
+    """A replaced value of rare letters (three tokens each) is cut by what it costs, not by its characters: cut to a
+    thousand characters it still did not fit, and every later cue block lost its facts."""
+    with mem_of(bead_home) as m:
+        m.write("project/proj-x/runbook", "The deploy runbook is short.", "project")
+        m.write("project/proj-x/zebra-cache", "The zebracache daemon listens on port 11311.", "project", trust="agent_observed")
+        m.write("project/proj-x/yak-queue", "The yakqueue broker listens on port 5673.", "project", trust="agent_observed")
+    proxy = proxy_client()
+    talk = [{"role": "user", "content": "hello there, start"}]
+    post(proxy, *req("", session="astral", messages=talk))
+    assert "runbook is short" in json.loads(upstream.requests[-1].body)["system"][-1]["text"]
+    words = " ".join("".join(chr(0x20000 + (i * 7 + j) % 5000) for j in range(6)) for i in range(400))
+    with mem_of(bead_home) as m:
+        m.write("project/proj-x/runbook", "Runbook: " + words, "project")
+    line = render.replacing_line(
+        {"key": "project/proj-x/runbook", "trust": "user_stated", "valid_from": "2026-12-06", "body": "Runbook: " + words},
+        "proj-x",
+    )
+    assert render.tokens(line) <= render.REPLACING_TOKENS
+    for q, port in (("which port does the zebracache daemon listen on?", "11311"), ("and the yakqueue broker port?", "5673")):
+        talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": q}]
+        post(proxy, *req("", session="astral", messages=talk))
+        cue = _cue(json.loads(upstream.requests[-1].body))
+        assert port in cue, (q, cue[:400])
+
+
+def test_a_look_ahead_pick_past_the_three_replaced_is_marked_as_replacing(mem):
+    """A look-ahead pick (rerank.mode async) that is a replaced key past the three a turn is marked as replacing."""
+    for name, port in (("a-port", 1111), ("b-port", 2222), ("c-port", 3333), ("zeta-port", 5432)):
+        mem.write(f"project/proj-x/{name}", f"The {name} service listens on port {port} on the shop host.", "project")
+    shown = {f"project/proj-x/{n}@v1" for n in ("a-port", "b-port", "c-port", "zeta-port")}
+    for name, port in (("a-port", 1112), ("b-port", 2223), ("c-port", 3334), ("zeta-port", 6543)):
+        mem.write(f"project/proj-x/{name}", f"The {name} service listens on port {port} on the shop host.", "project")
+    row = mem.index.facts_by_id(["project/proj-x/zeta-port@v2"])[0]
+    data = {
+        "model": "m",
+        "max_tokens": 5,
+        "system": "You help.\n - Primary working directory: /home/dev/src/proj-x",
+        "messages": [{"role": "user", "content": "please run the unit tests now"}],
+    }
+    conv = conversation_of(data, {})
+    ident = identify({}, conv, None)
+    cue = Recaller(Config()).recall_for(mem, conv, ident, shown, 5.0, ahead=[row], pinned=frozenset(shown))
+    assert "project/proj-x/zeta-port@v2" in cue.ids, cue.ids
+    lines = [ln for ln in (cue.text or "").splitlines() if "6543" in ln]
+    assert lines and render.REPLACES in lines[0], cue.text
+
+
+def test_a_failing_replaced_lookup_is_not_counted_as_a_request_without_memory(proxy_client, upstream, bead_home, monkeypatch):
+    """The replaced facts' lookup failing is no request without memory (its block went out): `bead status` counted
+    it as failed open."""
+    import sqlite3
+
+    from bead.index.db import Index
+
+    with mem_of(bead_home) as m:
+        m.write(
+            "project/proj-x/zebra-cache",
+            "The zebracache daemon listens on port 11311 behind nginx.",
+            "project",
+            trust="agent_observed",
+        )
+    proxy = proxy_client()
+    talk = [{"role": "user", "content": "hello there, start"}]
+    post(proxy, *req("", session="busy", messages=talk))
+
+    def busy(self, ids, project=None):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(Index, "superseded_shown", busy)
+    talk += [
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "which port does the zebracache daemon listen on?"},
+    ]
+    post(proxy, *req("", session="busy", messages=talk))
+    assert "11311" in _cue(json.loads(upstream.requests[-1].body))  # the turn carried memory
+    counters = proxy.engine.counters
+    assert counters["error.recall"] == 0 and counters["errors"] == 0, dict(counters)

@@ -176,21 +176,25 @@ class Recaller:
             with index.deadline(max(left, 0.001)):
                 every = index.superseded_shown(injected | set(pinned), ident.project)
         except Exception as exc:  # noqa: BLE001 - the index busy or the deadline passed: the next turn tries again
-            self.on_error("recall", exc)
-            trace["errors"].append("replaced")
+            # Not a failure of the turn (its block goes out): said in the trace, not counted as a request without memory.
+            trace["replaced_lookup"] = type(exc).__name__
             every = []
         again = {r["id"] for r in every}
         replaced = every[:REPLACED_MAX]
         if replaced:
             trace["replaced"] = [r["id"] for r in replaced]
-        lines = [render.replacing_line(r, names) for r in replaced]
+        cut = min(render.REPLACING_TOKENS, self.config.proxy.cue_budget_tokens // 3)  # a line always fits the block
+        lines = [render.replacing_line(r, names, cut) for r in replaced]
         ids = [r["id"] for r in replaced]
         chosen = {c.id for c in result.facts} | set(ids)
-        lines += [render.fact_line(r, names) for r in ahead if r["id"] not in chosen]
-        ids += [r["id"] for r in ahead if r["id"] not in chosen]
+        for r in ahead:
+            if r["id"] not in chosen:
+                lines.append(render.replacing_line(r, names, cut) if r["id"] in again else render.fact_line(r, names))
+                ids.append(r["id"])
+                chosen.add(r["id"])
         for c in result.facts:
             if c.id not in ids:
-                lines.append(render.replacing_line(c.row, names) if c.id in again else render.fact_line(c.row, names))
+                lines.append(render.replacing_line(c.row, names, cut) if c.id in again else render.fact_line(c.row, names))
                 ids.append(c.id)
         for c in result.raw:
             lines.append(render.raw_line(c.row, c.body))

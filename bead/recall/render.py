@@ -273,19 +273,27 @@ def text_id(text: str) -> str:
 REPLACES = "replaces the value shown earlier"  # the mark of a fact whose newer version this block carries
 
 
-REPLACING_CHARS = 1000  # of a replacing fact's value, what its line carries (the rest: open it)
+REPLACING_TOKENS = 250  # of a replacing fact's line, what it may cost (the rest of its value: open it)
+_REST = " ... (the rest: get_memory or `bead show`)"
 
 
-def replacing_line(row: dict, project: str | None = None) -> str:
+def replacing_line(row: dict, project: str | None = None, max_tokens: int = REPLACING_TOKENS) -> str:
     """``fact_line`` of a fact the conversation was shown an older version of, saying so: the pinned block is frozen
     for the prompt cache, and two lines of one key, a day apart or the same day, do not say which one is current. A
-    value longer than REPLACING_CHARS is cut at a word and says how to open it whole, so the line always fits a cue
-    block (a longer one never fitted, came first again every turn and pushed every other fact out)."""
-    line = fact_line(row, project)
-    head, sep, body = line.partition("): ")
-    if len(body) > REPLACING_CHARS:
-        body = f"{cut_at_word(body, REPLACING_CHARS)} ... (the rest: get_memory or `bead show`)"
-    return f"{head}, {REPLACES}{sep}{body}"
+    line over ``max_tokens`` (``tokens``: rare letters cost more than ASCII) has its value cut at a word and says how
+    to open it whole, so it fits a cue block (a longer one never fitted, came first again every turn and pushed every
+    other fact out)."""
+    head, sep, body = fact_line(row, project).partition("): ")
+    head = f"{head}, {REPLACES}{sep}"
+    room = max_tokens - tokens(head + _REST)
+    if tokens(head + body) <= max_tokens or room <= 0:
+        return head + body
+    cut = len(body)
+    for _ in range(8):  # each pass cuts in proportion to the excess: a few passes reach the budget
+        cut = max(1, cut * room // max(tokens(body[:cut]), 1))
+        if tokens(body[:cut]) <= room:
+            break
+    return head + cut_at_word(body, cut) + _REST
 
 
 def fact_line(row: dict, project: str | None = None) -> str:
