@@ -149,7 +149,6 @@ class Recaller:
                     {i for i in injected if i.startswith("raw:")},
                     self.config.recall,
                 )
-
         except Exception as exc:
             kind = "recall_deadline" if time.monotonic() - start > deadline_s else "recall"
             rank.forget_vector(pending)
