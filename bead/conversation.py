@@ -133,8 +133,9 @@ class Conversation:
     system: str = ""  # the harness's system prompt text
     cwd: str | None = None  # the working directory the harness reports
     # Whether ``cwd`` is in a harness's own form (Claude Code's "Primary working directory:", Codex's <cwd>,
-    # OpenCode's <env>): only then is its folder looked at (a worktree's .git). A free "cwd:" or "Working directory:"
-    # line in a system text (an SDK app's prompt holding a retrieved page) names the project by its last folder alone.
+    # OpenCode's <env>): only then is a file of its folder read (a worktree's .git). A free "cwd:" or "Working
+    # directory:" line in a system text (an SDK app's prompt holding a retrieved page) names the project by the
+    # nearest folder a .git entry stands in, found by its name alone (``project_by_name``).
     cwd_reported: bool = True
     auxiliary: bool = False  # a harness side request (titles, summaries): not conversation
     # The server-held state this request builds on (a Responses API previous_response_id or
