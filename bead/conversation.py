@@ -65,7 +65,7 @@ def _cwd_line(label: str) -> re.Pattern[str]:
 
 
 # The lines a harness reports its working directory in (and Codex's <cwd>, below), the most particular first
-# (find_cwd's order).
+# (reported_cwd's order).
 _CWD_LINES = tuple(_cwd_line(label) for label in ("primary working directory", "working directory", "cwd"))
 # Codex CLI's <environment_context>: "<cwd>/x</cwd>". The run stops at the
 # next "<" or line end, so each start is scanned once: linear time.
@@ -342,11 +342,6 @@ def context_elements(texts: list[str]) -> str:
             out.append(text[i + len(name) + 2 : k])
             i = k + len(name) + 3
     return "\n".join(out)
-
-
-def find_cwd(texts: list[str], context: str = "") -> str | None:
-    """``reported_cwd``'s directory."""
-    return reported_cwd(texts, context)[0]
 
 
 def reported_cwd(texts: list[str], context: str = "") -> tuple[str | None, bool]:

@@ -10,8 +10,13 @@ import pytest
 from linear import assert_linear
 
 from bead.capture.text import clean, reminders, segments, strip_own
-from bead.conversation import Conversation, Source, find_cwd, identify
+from bead.conversation import Conversation, Source, identify, reported_cwd
 from bead.wire.anthropic import conversation_of, is_auxiliary, message_of, parse
+
+
+def find_cwd(texts: list[str], context: str = "") -> str | None:
+    return reported_cwd(texts, context)[0]
+
 
 REMINDER = "<system-reminder>The TodoWrite tool has not been used recently.</system-reminder>"
 MEMORY = '<bead-memory kind="recall">\nMemory bead retrieved.\n- global/x: value\n</bead-memory>'

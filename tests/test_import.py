@@ -552,6 +552,19 @@ class TestHostileTranscripts:
         raw = b"".join(p.read_bytes() for p in mem.raw.files())
         assert b"at the prompt" in raw and secret.encode() not in raw
 
+    def test_a_password_a_tool_typed_is_redacted_where_a_later_answer_says_it_again(self, mem, tmp_path):
+        """As through the proxy: the call's input is redacted by its field's label, and the answer that says the
+        password bare is redacted too (it was imported in clear; a review)."""
+        secret = "Zq8vLr2TmX4pWn7Ks9Dj"
+        call = [{"type": "tool_use", "id": "t1", "name": "browser_type", "input": {"element": "Password", "text": secret}}]
+        result = [{"type": "tool_result", "tool_use_id": "t1", "content": "typed"}]
+        answer = [{"type": "text", "text": f"I typed {secret} into the password field."}]
+        text = self.line("log in") + self.line(call, kind="assistant") + self.line(result) + self.line(answer, kind="assistant")
+        root = self.folder(tmp_path, {"s1.jsonl": text})
+        history.import_claude_code(mem, read_items, root)
+        raw = b"".join(p.read_bytes() for p in mem.raw.files())
+        assert b"into the password field" in raw and secret.encode() not in raw
+
     def test_a_cwd_longer_than_any_path_is_not_walked(self, mem, tmp_path):
         """A transcript's ``cwd`` of 128 KB (far under a line's limit) made the walk up to its repository copy every
         parent's parts: 61 s and 16 GB for one line (an adversarial pass). A path longer than any a system resolves

@@ -27,7 +27,7 @@ from bead.capture import secrets
 from bead.capture.instructions import MAX_JUDGED, OVERSIZE, RULES, _clauses, instruction_rule
 from bead.capture.text import clean, reminders, segments, strip_own
 from bead.config import Config
-from bead.conversation import Conversation, Message, Part, Source, find_cwd
+from bead.conversation import Conversation, Message, Part, Source, reported_cwd
 from bead.core.memory import Memory
 from bead.core.remember import requests as remember_requests
 from bead.paths import Home
@@ -162,7 +162,7 @@ class TestLinearTime:
             "secret scan": secrets.redact,
             "own tags": strip_own,
             "reminders": lambda t: (reminders(t), clean(t)),
-            "working directory": lambda t: find_cwd([t]),
+            "working directory": lambda t: reported_cwd([t]),
             "remember": lambda t: remember_requests(typed(t)),
             "typed and pasted segments": segments,
             # The prefilter judges at most MAX_JUDGED characters (a longer text is OVERSIZE at once:

@@ -15,7 +15,9 @@ from bead.conversation import identify
 from bead.core import forget
 from bead.core.recall import Recaller
 from bead.dream.decide import Proposal, decide
+from bead.errors import BeadError
 from bead.recall import render
+from bead.store.queue import Queue
 from bead.store.rawlog import Turn
 from bead.wire.anthropic import conversation_of
 
@@ -92,7 +94,11 @@ def test_the_walk_can_reject_the_second_item_on_a_key_after_accepting_the_first(
     b = propose.queue(mem, "suspicious", "project/shop/db-port", "project", "Postgres listens on 5434.", "t").item
     cards = {e.id: e for e in review.entries(mem)}
     review.accept(mem, a.id, shown=cards[a.id].shown)
+    with pytest.raises(BeadError, match="the value it would replace did"):
+        review.accept(mem, b.id, shown=cards[b.id].shown)
     review.reject(mem, b.id, "no", shown=cards[b.id].shown)
+    assert "5433" in mem.current("project/shop/db-port").body
+    assert {i.id for i in Queue(mem).items("rejected")} >= {b.id} and not [i for i in Queue(mem).items("open") if i.id == b.id]
 
 
 # ---- the replaced line in the proxy -------------------------------------------------------------------
@@ -426,3 +432,11 @@ def test_a_failing_replaced_lookup_is_not_counted_as_a_request_without_memory(pr
     assert "11311" in _cue(json.loads(upstream.requests[-1].body))  # the turn carried memory
     counters = proxy.engine.counters
     assert counters["error.recall"] == 0 and counters["errors"] == 0, dict(counters)
+
+
+def test_a_replacing_line_under_a_budget_that_holds_only_its_key_and_mark_says_to_open_it():
+    """A cue budget so small that the key and the mark fill a line's share: the value is not sent whole (it came back
+    uncut and fitted no block), the line says to open it."""
+    row = {"key": "project/p/runbook", "trust": "user_stated", "valid_from": "2026-12-06T00:00:00Z", "body": "step " * 2000}
+    line = render.replacing_line(row, "p", max_tokens=20)
+    assert "step step" not in line and "get_memory" in line and render.tokens(line) < 40

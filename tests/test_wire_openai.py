@@ -11,7 +11,7 @@ import pytest
 from fakes import Reply, chat_events, chat_json, openai_sse, responses_events, responses_json
 from linear import assert_linear
 
-from bead.conversation import Source, find_cwd, identify
+from bead.conversation import Source, identify, reported_cwd
 from bead.core.capture import request_turns
 from bead.recall.cues import extract
 from bead.wire import openai
@@ -499,7 +499,7 @@ class TestLinearTime:
         ],
     )
     def test_one_megabyte(self, text):
-        assert_linear(lambda t: (openai.harness_context(t), find_cwd([t])), lambda n: text[:n], len(text))
+        assert_linear(lambda t: (openai.harness_context(t), reported_cwd([t])), lambda n: text[:n], len(text))
 
     def test_a_4_mb_event_in_1_kb_chunks(self):
         for api, data in (

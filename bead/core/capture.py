@@ -68,7 +68,7 @@ def _field_text(name: object, value: object) -> str:
 
 
 # A field that says what another field of the same object is (a form field's label, a variable's name), and the field
-# that holds what is typed or set there; a label naming one of SECRET_LABELS makes that value a secret.
+# that holds what is typed or set there; a label naming a secret (SECRET_WORDS, SECRET_PAIRS) makes that value one.
 LABEL_FIELDS = frozenset(
     "element selector name key label field placeholder locator target id title parameter param setting variable var".split()
 )
@@ -109,7 +109,7 @@ def typed_secrets(message: Message) -> list[str]:
 
 
 def _typed_secrets_masked(data: object, depth: int = 0, found: list[str] | None = None) -> object:
-    """``data`` with each value typed into a field named as a secret (``LABEL_FIELDS``, ``SECRET_LABELS``) replaced
+    """``data`` with each value typed into a field named as a secret (``LABEL_FIELDS``, ``_names_a_secret``) replaced
     by TYPED_SECRET, in objects nested in lists and objects too; the same object where nothing is."""
     if depth > _MASK_DEPTH:
         return data

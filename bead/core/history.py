@@ -49,7 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..capture.secrets import prints_secret, redact_messages, redact_printed
+from ..capture.secrets import prints_secret, redact_messages, redact_printed, repeatable
 from ..capture.text import HARNESS_NOTICES
 from ..conversation import (
     CODEX_EXEC,
@@ -69,7 +69,7 @@ from ..store.locks import flocked
 from ..store.rawlog import REPLAYED, by_message
 from ..textform import readable_json
 from ..token import without_token
-from .capture import command_text, prints_at_end, remember_values, request_turns
+from .capture import command_text, prints_at_end, remember_values, request_turns, typed_secrets
 from .memory import Memory
 
 IMPORTED = {"anthropic": "claude-code", "responses": "codex"}
@@ -609,6 +609,11 @@ def import_transcript(
     remember_values(state.known, t.printed)
     for value, rule in t.found.items():
         state.found.setdefault(value, rule)
+    for m in conv.messages:  # what a tool typed into a field named as a secret, which a later answer may say again
+        if m.role == "assistant":
+            for value in typed_secrets(m):
+                if repeatable(value, named=True):
+                    state.found.setdefault(value, "typed-secret")
     turns = request_turns(conv, ident, 0, state.prints, state.known)
     state.prints = prints_at_end(conv.messages, state.prints)
     offset, state.messages = state.messages, state.messages + len(conv.messages)

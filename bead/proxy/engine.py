@@ -42,7 +42,7 @@ from typing import Any
 
 from .. import budget
 from .. import files as safe
-from ..capture.secrets import PRINTED, redact_messages, repeatable, ruleset
+from ..capture.secrets import PRINTED, REPEATS_KEPT, redact_messages, repeatable, ruleset
 from ..config import Config
 from ..conversation import Conversation, Identity, Message, delegated, identify, names_session, untyped
 from ..core import capture
@@ -424,7 +424,10 @@ class Engine:
             if m.role == "assistant":
                 for value in capture.typed_secrets(m):
                     if repeatable(value, named=True):  # its field's label names it a secret
-                        found.setdefault(value, "typed-secret")
+                        found.pop(value, None)
+                        found[value] = "typed-secret"
+                        while len(found) > REPEATS_KEPT:  # the newest kept, as redact_messages keeps them
+                            found.pop(next(iter(found)))
 
     def _known(self, conversation_id: str) -> tuple[list[str], dict[str, str]]:
         with self._printed_lock:

@@ -286,8 +286,10 @@ def replacing_line(row: dict, project: str | None = None, max_tokens: int = REPL
     head, sep, body = fact_line(row, project).partition("): ")
     head = f"{head}, {REPLACES}{sep}"
     room = max_tokens - tokens(head + _REST)
-    if tokens(head + body) <= max_tokens or room <= 0:
+    if tokens(head + body) <= max_tokens:
         return head + body
+    if room <= 0:  # a budget that holds the key and the mark alone: the value is only to be opened
+        return head + _REST.lstrip(" .")
     cut = len(body)
     for _ in range(8):  # each pass cuts in proportion to the excess: a few passes reach the budget
         cut = max(1, cut * room // max(tokens(body[:cut]), 1))

@@ -334,7 +334,7 @@ class RawLog:
         known: dict[str, str] | None = None,
     ) -> list[Turn]:
         """Append turns ``(role, text, at, ref[, flags])`` in order, under the raw lock. ``scanned``: their texts
-        were redacted by the caller (``redact_runs`` over whole messages, as ``bead import`` must to know which
+        were redacted by the caller (``redact_messages`` over whole messages, as ``bead import`` must to know which
         turns the log holds): a redacted text is not scanned again, which could read a marker as a value.
         ``epoch``: ``forget_epoch()`` when the texts arrived (the proxy's request); unless ``settled`` (a forget or
         seal began since, or runs), each text is written as ``[forgotten]``: it may hold what that forget took (an
