@@ -140,8 +140,14 @@ def test_all_services_and_the_cli_never_corrupt_the_index(bead_home, tmp_path):
         print(f"\nCLI write under load: max {max(t for _, _, t in writes):.2f} s")
         with Memory(home, Config(owner="t")) as m:
             assert m.index.integrity_check() == "ok"
-            ids = {h.id for h in search_facts(m.index, "concurrent value number", limit=50)}
-            assert ids == {f"project/load/fact-{i}@v1" for i in range(8)}
+            want = {f"project/load/fact-{i}@v1" for i in range(8)}
+
+            def found() -> set[str]:
+                return {h.id for h in search_facts(m.index, "concurrent value number", limit=50)}
+
+            # A write whose index update met the index locked past its busy timeout is on disk, and the running
+            # indexer indexes it (bead.core.memory._catch_up): every write lands, if not always at once.
+            assert eventually(lambda: found() == want), found()
             assert len(list(m.raw.files())) >= 20
     finally:
         proxy.close()

@@ -101,64 +101,6 @@ def test_the_walk_can_reject_the_second_item_on_a_key_after_accepting_the_first(
     assert {i.id for i in Queue(mem).items("rejected")} >= {b.id} and not [i for i in Queue(mem).items("open") if i.id == b.id]
 
 
-# ---- the replaced line in the proxy -------------------------------------------------------------------
-def _cue(sent: dict) -> str:
-    content = sent["messages"][-1]["content"]
-    return content[-1]["text"] if isinstance(content, list) else ""
-
-
-def test_a_replaced_fact_the_turn_also_matches_is_still_marked_as_replacing(proxy_client, upstream, bead_home):
-    """When the turn's words match the new value too, it still says that it replaces the pinned one (a plain line,
-    dated like the pinned one, did not say which of the two is current)."""
-    with mem_of(bead_home) as m:
-        m.write("project/proj-x/db-port", "Postgres listens on port 5432 for the shop database.", "project")
-    proxy = proxy_client()
-    talk = [{"role": "user", "content": "hello there, start"}]
-    post(proxy, *req("", session="both", messages=talk))
-    assert "5432" in json.loads(upstream.requests[-1].body)["system"][-1]["text"]
-    with mem_of(bead_home) as m:
-        m.write("project/proj-x/db-port", "Postgres listens on port 6543 for the shop database.", "project")
-    talk += [
-        {"role": "assistant", "content": "ok"},
-        {"role": "user", "content": "which port does Postgres listen on for the shop database? db-port"},
-    ]
-    post(proxy, *req("", session="both", messages=talk))
-    cue = _cue(json.loads(upstream.requests[-1].body))
-    lines = [ln for ln in cue.splitlines() if ln.startswith("- db-port ")]
-    assert lines and "6543" in lines[0], cue
-    assert "replaces the value shown earlier" in lines[0], cue
-
-
-def test_many_replaced_pinned_facts_do_not_crowd_out_what_the_turn_needs(proxy_client, upstream, bead_home):
-    """A pinned block of 40 facts all rewritten (an import): a cue block carries at most a few replaced lines, so
-    the fact the turn asks about still gets in (the rest come with the next turns)."""
-    filler = "with the staging settings kept as the team agreed in the planning meeting last spring for every service"
-    with mem_of(bead_home) as m:
-        for i in range(40):
-            m.write(f"project/proj-x/svc-{i}", f"Service {i} runs on host alpha-{i} {filler}.", "project")
-        m.write(
-            "project/proj-x/zebra-cache",
-            "The zebracache daemon listens on port 11311 behind nginx.",
-            "project",
-            trust="agent_observed",
-        )
-    proxy = proxy_client()
-    talk = [{"role": "user", "content": "hello there, start"}]
-    post(proxy, *req("", session="crowd", messages=talk))
-    pinned = json.loads(upstream.requests[-1].body)["system"][-1]["text"]
-    with mem_of(bead_home) as m:
-        for i in range(40):
-            if f"svc-{i} " in pinned:
-                m.write(f"project/proj-x/svc-{i}", f"Service {i} runs on host beta-{i} {filler}.", "project")
-    talk += [
-        {"role": "assistant", "content": "ok"},
-        {"role": "user", "content": "which port does the zebracache daemon listen on?"},
-    ]
-    post(proxy, *req("", session="crowd", messages=talk))
-    cue = _cue(json.loads(upstream.requests[-1].body))
-    assert "11311" in cue, cue[:3000]
-
-
 def test_the_replacing_mark_closes_its_parenthesis_once():
     """The replacing mark sits inside the line's one parenthesis."""
     from bead.recall import render
@@ -173,27 +115,146 @@ def test_the_replacing_mark_closes_its_parenthesis_once():
     assert line == "- db-port (stated, 2026-12-06, replaces the value shown earlier): Postgres listens on 6543.", line
 
 
+# ---- the replaced line in the proxy -------------------------------------------------------------------
+class _Talk:
+    """One conversation through the proxy: its opening (``pinned``: the pinned block it got), then a turn at a time,
+    each answering with the turn's cue block."""
+
+    def __init__(self, proxy, upstream, session: str):
+        self.proxy, self.upstream, self.session = proxy, upstream, session
+        self.messages: list[dict] = [{"role": "user", "content": "hello there, start"}]
+        post(proxy, *req("", session=session, messages=self.messages))
+        self.pinned = self.sent()["system"][-1]["text"]
+
+    def sent(self) -> dict:
+        return json.loads(self.upstream.requests[-1].body)
+
+    def say(self, text: str, system: str | None = None) -> str:
+        self.messages += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": text}]
+        body, headers = req("", session=self.session, messages=self.messages)
+        if system is not None:
+            body = json.dumps({**json.loads(body), "system": [{"type": "text", "text": system}]}).encode()
+        post(self.proxy, body, headers)
+        content = self.sent()["messages"][-1]["content"]
+        return content[-1]["text"] if isinstance(content, list) else ""
+
+
+def _write(bead_home, facts: dict[str, str], trust: str = "user_stated") -> None:
+    with mem_of(bead_home) as m:
+        for name, body in facts.items():
+            m.write(f"project/proj-x/{name}", body, "project", trust=trust)
+
+
+def test_a_replaced_fact_the_turn_also_matches_is_still_marked_as_replacing(proxy_client, upstream, bead_home):
+    """When the turn's words match the new value too, it still says that it replaces the pinned one (a plain line,
+    dated like the pinned one, did not say which of the two is current)."""
+    _write(bead_home, {"db-port": "Postgres listens on port 5432 for the shop database."})
+    talk = _Talk(proxy_client(), upstream, "both")
+    assert "5432" in talk.pinned
+    _write(bead_home, {"db-port": "Postgres listens on port 6543 for the shop database."})
+    cue = talk.say("which port does Postgres listen on for the shop database? db-port")
+    lines = [ln for ln in cue.splitlines() if ln.startswith("- db-port ")]
+    assert lines and "6543" in lines[0] and "replaces the value shown earlier" in lines[0], cue
+
+
+def test_many_replaced_pinned_facts_do_not_crowd_out_what_the_turn_needs(proxy_client, upstream, bead_home):
+    """A pinned block of 40 facts all rewritten (an import): a cue block carries at most a few replaced lines, so
+    the fact the turn asks about still gets in (the rest come with the next turns)."""
+    filler = "with the staging settings kept as the team agreed in the planning meeting last spring for every service"
+    _write(bead_home, {f"svc-{i}": f"Service {i} runs on host alpha-{i} {filler}." for i in range(40)})
+    _write(bead_home, {"zebra-cache": "The zebracache daemon listens on port 11311 behind nginx."}, "agent_observed")
+    talk = _Talk(proxy_client(), upstream, "crowd")
+    _write(
+        bead_home, {f"svc-{i}": f"Service {i} runs on host beta-{i} {filler}." for i in range(40) if f"svc-{i} " in talk.pinned}
+    )
+    cue = talk.say("which port does the zebracache daemon listen on?")
+    assert "11311" in cue and cue.count("replaces the value shown earlier") <= 3, cue[:3000]
+
+
 def test_a_replaced_fact_of_another_project_stays_out_of_this_projects_cue_block(proxy_client, upstream, bead_home):
     """A conversation whose requests move from proj-x to proj-y does not get proj-x's new value in proj-y's cue
     block, as the gate leaves another project's facts out."""
-    with mem_of(bead_home) as m:
-        m.write("project/proj-x/db-port", "Postgres listens on 5432.", "project")
+    _write(bead_home, {"db-port": "Postgres listens on 5432."})
+    talk = _Talk(proxy_client(), upstream, "moving")
+    assert "5432" in talk.pinned
+    _write(bead_home, {"db-port": "Postgres listens on 6543."})
+    talk.say("run the tests please", system="You are a test.\n - Primary working directory: /tmp/proj-y")
+    assert "6543" not in json.dumps(talk.sent()["messages"][-1]), talk.sent()["messages"][-1]
+
+
+def test_a_replaced_fact_past_replaced_max_that_the_turn_chose_is_still_marked_as_replacing(proxy_client, upstream, bead_home):
+    """A replaced fact past the three a turn carries, which the turn asks about, is marked as replacing too."""
+    names = ("a-port", "b-port", "c-port", "zeta-port")
+    _write(
+        bead_home,
+        {
+            n: f"The {n} service listens on port {p} on the shop host."
+            for n, p in zip(names, (1111, 2222, 3333, 5432), strict=True)
+        },
+    )
+    talk = _Talk(proxy_client(), upstream, "max")
+    assert all(p in talk.pinned for p in ("1111", "2222", "3333", "5432")), talk.pinned
+    _write(
+        bead_home,
+        {
+            n: f"The {n} service listens on port {p} on the shop host."
+            for n, p in zip(names, (1112, 2223, 3334, 6543), strict=True)
+        },
+    )
+    cue = talk.say("which port does the zeta-port service listen on? zeta-port")
+    lines = [ln for ln in cue.splitlines() if ln.startswith("- zeta-port ")]
+    assert lines and "6543" in lines[0] and "replaces the value shown earlier" in lines[0], cue
+
+
+@pytest.mark.parametrize("letters", ["ascii", "astral"])
+def test_one_long_replaced_value_does_not_empty_every_later_cue_block(proxy_client, upstream, bead_home, letters):
+    """A replaced value longer than the cue block's budget is cut by what it costs (rare letters cost three tokens
+    each) and says how to open it whole: it fitted no block, came first again every turn, and every fact after it
+    was cut for the rest of the conversation."""
+    _write(bead_home, {"runbook": "The deploy runbook is short."})
+    _write(
+        bead_home,
+        {"zebra-cache": "The zebracache daemon listens on port 11311.", "yak-queue": "The yakqueue broker listens on port 5673."},
+        "agent_observed",
+    )
+    talk = _Talk(proxy_client(), upstream, f"long-{letters}")
+    assert "runbook is short" in talk.pinned
+    if letters == "ascii":
+        body = "The deploy runbook, step by step: " + "run the checks then ship. " * 400
+    else:
+        body = "Runbook: " + " ".join("".join(chr(0x20000 + (i * 7 + j) % 5000) for j in range(6)) for i in range(400))
+    _write(bead_home, {"runbook": body})
+    row = {"key": "project/proj-x/runbook", "trust": "user_stated", "valid_from": "2026-12-06", "body": body}
+    assert render.tokens(render.replacing_line(row, "proj-x")) <= render.REPLACING_TOKENS
+    first = talk.say("which port does the zebracache daemon listen on?")
+    second = talk.say("and the yakqueue broker port?")
+    assert "11311" in first and "replaces the value shown earlier" in first and "the rest: get_memory" in first, first[:600]
+    assert "5673" in second and "runbook" not in second, second[:600]
+
+
+def test_a_failing_replaced_lookup_costs_its_lines_only_and_is_no_request_without_memory(
+    proxy_client, upstream, bead_home, monkeypatch
+):
+    """The replaced facts' lookup failing (a busy index, the deadline) costs their lines only, not the cue block, and
+    is not counted as a request that went out without memory (`bead status` said "failed open")."""
+    import sqlite3
+
+    from bead.index.db import Index
+
+    _write(bead_home, {"zebra-cache": "The zebracache daemon listens on port 11311 behind nginx."}, "agent_observed")
     proxy = proxy_client()
-    talk = [{"role": "user", "content": "hello there, start"}]
-    post(proxy, *req("", session="moving", messages=talk))
-    assert "5432" in json.loads(upstream.requests[-1].body)["system"][-1]["text"]
-    with mem_of(bead_home) as m:
-        m.write("project/proj-x/db-port", "Postgres listens on 6543.", "project")
-    talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "run the tests please"}]
-    body, headers = req("", session="moving", messages=talk)
-    data = json.loads(body)
-    data["system"] = [{"type": "text", "text": "You are a test.\n - Primary working directory: /tmp/proj-y"}]
-    post(proxy, json.dumps(data).encode(), headers)
-    sent = json.loads(upstream.requests[-1].body)
-    assert "6543" not in json.dumps(sent["messages"][-1]), sent["messages"][-1]
+    talk = _Talk(proxy, upstream, "busy")
+
+    def busy(self, ids, project=None):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(Index, "superseded_shown", busy)
+    assert "11311" in talk.say("which port does the zebracache daemon listen on?")
+    counters = proxy.engine.counters
+    assert counters["error.recall"] == 0 and counters["errors"] == 0, dict(counters)
 
 
-# ---- a second review of these fixes
+# ---- forget with an odd key state; the terminal's accept; the look-ahead; a tiny budget
 def _three(mem):
     for v in ("bash", "zsh", "fish"):
         mem.write("user/shell", f"{v} is the login shell", "user")
@@ -228,82 +289,6 @@ def test_forget_with_a_linked_state_leaves_no_row_of_the_forgotten_value(mem, tm
         pass
     rows = mem.index.facts_by_id(["user/shell@v3"])
     assert rows == [], rows
-
-
-def test_a_replaced_fact_past_replaced_max_that_the_turn_chose_is_still_marked_as_replacing(proxy_client, upstream, bead_home):
-    """A replaced fact past the three a turn carries, which the turn asks about, is marked as replacing too."""
-    with mem_of(bead_home) as m:
-        for name, port in (("a-port", 1111), ("b-port", 2222), ("c-port", 3333), ("zeta-port", 5432)):
-            m.write(f"project/proj-x/{name}", f"The {name} service listens on port {port} on the shop host.", "project")
-    proxy = proxy_client()
-    talk = [{"role": "user", "content": "hello there, start"}]
-    post(proxy, *req("", session="max", messages=talk))
-    pinned = json.loads(upstream.requests[-1].body)["system"][-1]["text"]
-    assert all(p in pinned for p in ("1111", "2222", "3333", "5432")), pinned
-    with mem_of(bead_home) as m:
-        for name, port in (("a-port", 1112), ("b-port", 2223), ("c-port", 3334), ("zeta-port", 6543)):
-            m.write(f"project/proj-x/{name}", f"The {name} service listens on port {port} on the shop host.", "project")
-    talk += [
-        {"role": "assistant", "content": "ok"},
-        {"role": "user", "content": "which port does the zeta-port service listen on? zeta-port"},
-    ]
-    post(proxy, *req("", session="max", messages=talk))
-    cue = _cue(json.loads(upstream.requests[-1].body))
-    lines = [ln for ln in cue.splitlines() if ln.startswith("- zeta-port ")]
-    assert lines and "6543" in lines[0], cue
-    assert "replaces the value shown earlier" in lines[0], cue
-
-
-def test_one_long_replaced_value_does_not_empty_every_later_cue_block(proxy_client, upstream, bead_home):
-    """A replaced value longer than the cue block's budget is cut and says how to open it whole: it fitted no block,
-    came first again every turn, and every fact after it was cut for the rest of the conversation."""
-    with mem_of(bead_home) as m:
-        m.write("project/proj-x/runbook", "The deploy runbook is short.", "project")
-        m.write("project/proj-x/zebra-cache", "The zebracache daemon listens on port 11311.", "project", trust="agent_observed")
-        m.write("project/proj-x/yak-queue", "The yakqueue broker listens on port 5673.", "project", trust="agent_observed")
-    proxy = proxy_client()
-    talk = [{"role": "user", "content": "hello there, start"}]
-    post(proxy, *req("", session="long", messages=talk))
-    assert "runbook is short" in json.loads(upstream.requests[-1].body)["system"][-1]["text"]
-    with mem_of(bead_home) as m:
-        m.write("project/proj-x/runbook", "The deploy runbook, step by step: " + "run the checks then ship. " * 400, "project")
-    cues = []
-    for q, port in (("which port does the zebracache daemon listen on?", "11311"), ("and the yakqueue broker port?", "5673")):
-        talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": q}]
-        post(proxy, *req("", session="long", messages=talk))
-        cues.append(_cue(json.loads(upstream.requests[-1].body)))
-        assert port in cues[-1], (q, cues[-1][:600])
-    assert "replaces the value shown earlier" in cues[0] and "the rest: get_memory" in cues[0]
-    assert "runbook" not in cues[1], "shown once"
-
-
-def test_a_failing_replaced_lookup_does_not_drop_the_gates_facts(proxy_client, upstream, bead_home, monkeypatch):
-    """The replaced facts' lookup failing (a busy index, the deadline) costs their lines only, not the cue block."""
-    import sqlite3
-
-    from bead.index.db import Index
-
-    with mem_of(bead_home) as m:
-        m.write(
-            "project/proj-x/zebra-cache",
-            "The zebracache daemon listens on port 11311 behind nginx.",
-            "project",
-            trust="agent_observed",
-        )
-    proxy = proxy_client()
-    talk = [{"role": "user", "content": "hello there, start"}]
-    post(proxy, *req("", session="busy", messages=talk))
-
-    def busy(self, ids, project=None):
-        raise sqlite3.OperationalError("database is locked")
-
-    monkeypatch.setattr(Index, "superseded_shown", busy)
-    talk += [
-        {"role": "assistant", "content": "ok"},
-        {"role": "user", "content": "which port does the zebracache daemon listen on?"},
-    ]
-    post(proxy, *req("", session="busy", messages=talk))
-    assert "11311" in _cue(json.loads(upstream.requests[-1].body))
 
 
 def _queued(mem):
@@ -353,33 +338,6 @@ def test_walk_card_of_an_older_bead_fails_closed(mem):
         review.reject(mem, item.id, "no", shown=old)
 
 
-# ---- a third review
-def test_a_replaced_value_of_astral_letters_does_not_empty_every_later_cue_block(proxy_client, upstream, bead_home):
-    """A replaced value of rare letters (three tokens each) is cut by what it costs, not by its characters: cut to a
-    thousand characters it still did not fit, and every later cue block lost its facts."""
-    with mem_of(bead_home) as m:
-        m.write("project/proj-x/runbook", "The deploy runbook is short.", "project")
-        m.write("project/proj-x/zebra-cache", "The zebracache daemon listens on port 11311.", "project", trust="agent_observed")
-        m.write("project/proj-x/yak-queue", "The yakqueue broker listens on port 5673.", "project", trust="agent_observed")
-    proxy = proxy_client()
-    talk = [{"role": "user", "content": "hello there, start"}]
-    post(proxy, *req("", session="astral", messages=talk))
-    assert "runbook is short" in json.loads(upstream.requests[-1].body)["system"][-1]["text"]
-    words = " ".join("".join(chr(0x20000 + (i * 7 + j) % 5000) for j in range(6)) for i in range(400))
-    with mem_of(bead_home) as m:
-        m.write("project/proj-x/runbook", "Runbook: " + words, "project")
-    line = render.replacing_line(
-        {"key": "project/proj-x/runbook", "trust": "user_stated", "valid_from": "2026-12-06", "body": "Runbook: " + words},
-        "proj-x",
-    )
-    assert render.tokens(line) <= render.REPLACING_TOKENS
-    for q, port in (("which port does the zebracache daemon listen on?", "11311"), ("and the yakqueue broker port?", "5673")):
-        talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": q}]
-        post(proxy, *req("", session="astral", messages=talk))
-        cue = _cue(json.loads(upstream.requests[-1].body))
-        assert port in cue, (q, cue[:400])
-
-
 def test_a_look_ahead_pick_past_the_three_replaced_is_marked_as_replacing(mem):
     """A look-ahead pick (rerank.mode async) that is a replaced key past the three a turn is marked as replacing."""
     for name, port in (("a-port", 1111), ("b-port", 2222), ("c-port", 3333), ("zeta-port", 5432)):
@@ -400,38 +358,6 @@ def test_a_look_ahead_pick_past_the_three_replaced_is_marked_as_replacing(mem):
     assert "project/proj-x/zeta-port@v2" in cue.ids, cue.ids
     lines = [ln for ln in (cue.text or "").splitlines() if "6543" in ln]
     assert lines and render.REPLACES in lines[0], cue.text
-
-
-def test_a_failing_replaced_lookup_is_not_counted_as_a_request_without_memory(proxy_client, upstream, bead_home, monkeypatch):
-    """The replaced facts' lookup failing is no request without memory (its block went out): `bead status` counted
-    it as failed open."""
-    import sqlite3
-
-    from bead.index.db import Index
-
-    with mem_of(bead_home) as m:
-        m.write(
-            "project/proj-x/zebra-cache",
-            "The zebracache daemon listens on port 11311 behind nginx.",
-            "project",
-            trust="agent_observed",
-        )
-    proxy = proxy_client()
-    talk = [{"role": "user", "content": "hello there, start"}]
-    post(proxy, *req("", session="busy", messages=talk))
-
-    def busy(self, ids, project=None):
-        raise sqlite3.OperationalError("database is locked")
-
-    monkeypatch.setattr(Index, "superseded_shown", busy)
-    talk += [
-        {"role": "assistant", "content": "ok"},
-        {"role": "user", "content": "which port does the zebracache daemon listen on?"},
-    ]
-    post(proxy, *req("", session="busy", messages=talk))
-    assert "11311" in _cue(json.loads(upstream.requests[-1].body))  # the turn carried memory
-    counters = proxy.engine.counters
-    assert counters["error.recall"] == 0 and counters["errors"] == 0, dict(counters)
 
 
 def test_a_replacing_line_under_a_budget_that_holds_only_its_key_and_mark_says_to_open_it():

@@ -1322,6 +1322,14 @@ def holds_whole(text: str, value: str) -> bool:
     return _replace_whole(text, value, "")[1] if value in text else False
 
 
+def keep_found(known: dict[str, str], value: str, rule: str) -> None:
+    """``value`` noted in ``known`` (value to rule) as the newest; the newest REPEATS_KEPT kept."""
+    known.pop(value, None)
+    known[value] = rule
+    while len(known) > REPEATS_KEPT:
+        known.pop(next(iter(known)))
+
+
 def redact_messages(groups: list[list[str]], known: dict[str, str] | None = None) -> list[tuple[str, list[str]]]:
     """``redact_runs`` for each message's runs, in order, and each value a rule found (``repeatable``) redacted
     wherever a later run, or another run of the same message, says it again: a password the person pasted in a
@@ -1338,10 +1346,7 @@ def redact_messages(groups: list[list[str]], known: dict[str, str] | None = None
         done += redact_runs(texts, found, named)
         for value, rule in found.items():
             if repeatable(value, value in named):
-                carried.pop(value, None)
-                carried[value] = rule
-                while len(carried) > REPEATS_KEPT:
-                    carried.pop(next(iter(carried)))
+                keep_found(carried, value, rule)
     looked = sorted(carried, key=len, reverse=True)  # one that holds another goes whole
     out: list[tuple[str, list[str]]] = []
     for text, rules in done:

@@ -16,9 +16,9 @@ import collections
 import dataclasses
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from ..capture.secrets import ERROR_WORDS, PRINTED, prints_secret, redact_printed
+from ..capture.secrets import ERROR_WORDS, PRINTED, SECRET_NOUNS, keep_found, prints_secret, redact_printed, repeatable
 from ..conversation import Conversation, Identity, Message, Part, Source, Turn
 from ..store.rawlog import Turn as RawTurn
 from .memory import Memory
@@ -74,8 +74,10 @@ LABEL_FIELDS = frozenset(
 )
 VALUE_FIELDS = ("text", "value", "keys", "input", "content", "data", "newvalue", "new_value", "val", "string")
 # The words of a label that make the value set beside it a secret (its words read apart: `STRIPE_SECRET_KEY`,
-# `Password textbox`, `apiKey`; not `max_tokens` or `tokenizer`).
-SECRET_WORDS = frozenset("password passwd passphrase passcode pwd pw secret token apikey otp credential credentials".split())
+# `Password textbox`, `apiKey`; not `max_tokens` or `tokenizer`): the secret scan's nouns that end a secret's name
+# (bead.capture.secrets.SECRET_NOUNS), less those a label says of other things ("Primary key", "Pass rate", "Auth
+# method"), and a one-time code's.
+SECRET_WORDS = (SECRET_NOUNS - {"key", "pass", "auth"}) | {"otp"}
 # Words that make a label a secret's setting, not the secret (`PASSWORD_MIN_LENGTH`, `TOKEN_EXPIRY_SECONDS`, a "Forgot
 # password?" link).
 NOT_THE_SECRET = frozenset(
@@ -106,6 +108,16 @@ def typed_secrets(message: Message) -> list[str]:
         if p.kind == "tool_use":
             _typed_secrets_masked(p.data, found=out)
     return out
+
+
+def note_typed(messages: Iterable[Message], found: dict[str, str]) -> None:
+    """The values the messages' tool calls typed into a field named as a secret (``typed_secrets``), noted in
+    ``found`` (the conversation's found values: redacted wherever a later turn says them again)."""
+    for m in messages:
+        if m.role == "assistant":
+            for value in typed_secrets(m):
+                if repeatable(value, named=True):  # its field's label names it a secret
+                    keep_found(found, value, "typed-secret")
 
 
 def _typed_secrets_masked(data: object, depth: int = 0, found: list[str] | None = None) -> object:

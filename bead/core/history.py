@@ -49,7 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..capture.secrets import prints_secret, redact_messages, redact_printed, repeatable
+from ..capture.secrets import keep_found, prints_secret, redact_messages, redact_printed
 from ..capture.text import HARNESS_NOTICES
 from ..conversation import (
     CODEX_EXEC,
@@ -69,7 +69,7 @@ from ..store.locks import flocked
 from ..store.rawlog import REPLAYED, by_message
 from ..textform import readable_json
 from ..token import without_token
-from .capture import command_text, prints_at_end, remember_values, request_turns, typed_secrets
+from .capture import command_text, note_typed, prints_at_end, remember_values, request_turns
 from .memory import Memory
 
 IMPORTED = {"anthropic": "claude-code", "responses": "codex"}
@@ -608,12 +608,8 @@ def import_transcript(
     ident = Identity(session=t.session, base_session=t.base_session, thread="", project=t.project)
     remember_values(state.known, t.printed)
     for value, rule in t.found.items():
-        state.found.setdefault(value, rule)
-    for m in conv.messages:  # what a tool typed into a field named as a secret, which a later answer may say again
-        if m.role == "assistant":
-            for value in typed_secrets(m):
-                if repeatable(value, named=True):
-                    state.found.setdefault(value, "typed-secret")
+        keep_found(state.found, value, rule)
+    note_typed(conv.messages, state.found)  # what a tool typed into a password field, which an answer may repeat
     turns = request_turns(conv, ident, 0, state.prints, state.known)
     state.prints = prints_at_end(conv.messages, state.prints)
     offset, state.messages = state.messages, state.messages + len(conv.messages)

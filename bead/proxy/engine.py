@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -42,9 +42,9 @@ from typing import Any
 
 from .. import budget
 from .. import files as safe
-from ..capture.secrets import PRINTED, REPEATS_KEPT, redact_messages, repeatable, ruleset
+from ..capture.secrets import PRINTED, redact_messages, ruleset
 from ..config import Config
-from ..conversation import Conversation, Identity, Message, delegated, identify, names_session, untyped
+from ..conversation import Conversation, Identity, delegated, identify, names_session, untyped
 from ..core import capture
 from ..core import remember as remembering
 from ..core.memory import Memory, utcnow
@@ -414,20 +414,7 @@ class Engine:
         if before > read:
             groups = [[t.text for t in capture.message_turns(m, ident)] for m in conv.messages[read:before]]
             redact_messages([g for g in groups if g], found)
-            self._typed_found(ident, conv.messages[read:before])
-
-    def _typed_found(self, ident: Identity, messages: Iterable[Message]) -> None:
-        """The values the messages' tool calls typed into a field named as a secret, added to the conversation's
-        found values (they are redacted in the call already, and wherever a later turn says them again)."""
-        found = self._known_found(ident.id)
-        for m in messages:
-            if m.role == "assistant":
-                for value in capture.typed_secrets(m):
-                    if repeatable(value, named=True):  # its field's label names it a secret
-                        found.pop(value, None)
-                        found[value] = "typed-secret"
-                        while len(found) > REPEATS_KEPT:  # the newest kept, as redact_messages keeps them
-                            found.pop(next(iter(found)))
+            capture.note_typed(conv.messages[read:before], found)
 
     def _known(self, conversation_id: str) -> tuple[list[str], dict[str, str]]:
         with self._printed_lock:
@@ -807,7 +794,7 @@ class Engine:
                 st.set_captured(st.captured, st.captured_partial, None, epoch)
             return
         self._seed_found(ident, conv, start, upto)
-        self._typed_found(ident, conv.messages[start:upto])
+        capture.note_typed(conv.messages[start:upto], self._known_found(ident.id))
         known = self._known_prints(ident.id)
         turns = capture.request_turns(conv, ident, start, st.carried_prints, known) if start < len(conv.messages) else []
         unread = start == st.captured and start < len(conv.messages) and conv.messages[start].role == "assistant"
