@@ -93,6 +93,11 @@ def main() -> None:
     print(f"\n{'CPU s':>7} {'own':>6} {'child':>6} {'wall':>6}  test")
     for o, c, w, node in sorted(rows, key=lambda r: -(r[0] + r[1]))[: args.top]:
         print(f"{o + c:7.2f} {o:6.2f} {c:6.2f} {w:6.2f}  {node}")
+    waits = sum(max(0.0, w - o - c) for o, c, w, _n in rows)
+    print(f"\nwaiting (wall beyond CPU, summed over tests): {waits:.1f} s")
+    print(f"{'wait s':>7} {'CPU s':>6} {'wall':>6}  test")
+    for o, c, w, node in sorted(rows, key=lambda r: -(r[2] - r[0] - r[1]))[: args.top]:
+        print(f"{w - o - c:7.2f} {o + c:6.2f} {w:6.2f}  {node}")
     if run.returncode != 0:
         failed = "\n".join(line for line in run.stdout.splitlines() if line.startswith(("FAILED", "ERROR")))
         sys.exit(f"\nthe suite failed (exit {run.returncode}): {summary[-1] if summary else ''}\n{failed}")

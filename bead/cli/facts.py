@@ -77,6 +77,13 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
         **({"also_in": list(result.also_in)} if result.sealed else {}),
     }
     common.also_in_clear(list(result.also_in))  # as `bead seal` says it: another fact quotes the secret in clear
+    if result.lookalikes:
+        data["lookalikes"] = list(result.lookalikes)
+        echo(
+            f"note: {', '.join(result.lookalikes)} reads like {result.fact.key} and only an agent or the dream "
+            f"wrote it; if it is not yours, `bead forget {result.lookalikes[0]}`",
+            err=True,
+        )
     if not result.indexed:
         echo(INDEX_LATER, err=True)
     if result.redacted:

@@ -38,7 +38,7 @@ from ..index.rebuild import rebuild, reconcile, sync_key, sync_raw
 from ..paths import Home, resolve_home
 from ..store.audit import AuditLog, Tombstones, iso
 from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
-from ..store.keys import validate_key
+from ..store.keys import PERSON_TRUSTS, validate_key
 from ..store.locks import LockBusy
 from ..store.rawlog import RawLog, Turn, TurnItem
 from ..textform import LONE_SURROGATE, skeleton
@@ -196,7 +196,7 @@ class Memory:
                     f"write the {what} again without it",
                 )
         validate_key(key)  # before anything opens a file for it
-        self.check_lookalike(key)
+        agents_lookalikes = self.check_lookalike(key, trust)
         self.check_storable(key, body, title)
         if sensitivity != "secret":
             found = credential_rules(body)
@@ -231,6 +231,8 @@ class Memory:
             done = self._catch_up(lambda idx: idx.add_version(fact, marked), f"write of {fact.id}")
             if not done:
                 result = dataclasses.replace(result, indexed=False)
+            if agents_lookalikes:
+                result = dataclasses.replace(result, lookalikes=agents_lookalikes)
         return result
 
     def check_storable(self, key: str, body: str, title: str | None = None) -> None:
@@ -262,26 +264,35 @@ class Memory:
                 "(the value can be sealed: --sensitivity secret)",
             )
 
-    def check_lookalike(self, key: str) -> None:
+    def check_lookalike(self, key: str, trust: str | None = None) -> tuple[str, ...]:
         """A new key that looks like one already stored, plain or sealed (``user/edit0r`` beside ``user/editor``,
         ``user/rnodel`` beside ``user/model``) is refused: a reader would take one for the other. One indexed
-        lookup of the key's skeleton (bead.textform.skeleton)."""
+        lookup of the key's skeleton (bead.textform.skeleton).
+
+        The guard keeps the person's keys theirs, so a key only an agent or the dream wrote does not stop the
+        person's own word (``trust`` in PERSON_TRUSTS): an agent could otherwise claim ``user/ed1tor`` ahead of the
+        person's ``user/editor`` and have the person's fact filed under its key. Those keys are returned, for the
+        caller to name; every other writer is refused by any look-alike."""
         if not self.home.root.is_dir():
-            return  # a home with no store yet holds no key to look like
+            return ()  # a home with no store yet holds no key to look like
         mine = skeleton(key)
+        person = trust in PERSON_TRUSTS
         try:
             if self.index.has_key(key):
-                return
-            other = self.index.key_like(mine, key)
+                return ()
+            like = self.index.keys_like(mine, key)
         except (IndexBusy, *database_errors()):  # type: ignore[misc]  # derived: a write never waits on it
-            other = None
+            like = []
+        other = next((k for k, persons in like if persons or not person), None)
         if other is None and not self.sealed.has(key):
+            # A sealed key is only ever the person's.
             other = next((k for k in self.sealed.keys() if k != key and skeleton(k) == mine), None)
         if other is not None:
             raise InvalidKey(
                 f"refusing to write {key}: it looks like {other}, which is stored already",
                 f"write to {other} to change that fact, or choose a key that reads differently",
             )
+        return tuple(k for k, _persons in like)
 
     def set_status(self, fact: Fact, status: str) -> bool:
         """Change one version's status (dormant, current, ...) in its file and in the index (False: index later)."""

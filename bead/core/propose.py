@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 from ..capture.instructions import instruction_rule
 from ..capture.secrets import credential_rules
-from ..errors import RefusedWrite
+from ..errors import InvalidKey, RefusedWrite
 from ..store.audit import normalise
 from ..store.facts import Fact, WriteResult
-from ..store.keys import PERSON_TRUSTS
+from ..store.keys import PERSON_TRUSTS, check_new_key
 from ..store.queue import Item, Queue
 from ..textform import invisible, lookalikes
 from .memory import Memory
@@ -138,6 +138,14 @@ def queue(
     the person forgot or rejected (its tombstone, as written or said inside the value or the key): queued, it was on
     disk again, shown by the curator's review_queue, and one accept made it the person's word."""
     mem.check_storable(key, value)
+    if not mem.facts.versions(key).numbers and not mem.sealed.has(key):
+        # A card shows its key to the person, and its accept would create it: the store's rules for a new key
+        # hold here already, so no card reads `user/edit0r` beside the person's `user/editor` (or `user/editor.`).
+        try:
+            check_new_key(key)
+            mem.check_lookalike(key, "accepted")
+        except InvalidKey as exc:
+            raise RefusedWrite(exc.message, exc.hint) from None
     if mem.tombstones.refuses(value, key):
         raise RefusedWrite(
             f"refusing to queue {key}: that value was forgotten or rejected (tombstone)",

@@ -142,7 +142,7 @@ def seal(mem: Memory, key: str, as_key: str | None = None) -> dict[str, Any]:
         summary["key"] = as_key or key
         return summary
     if as_key is not None:
-        mem.check_lookalike(as_key)
+        mem.check_lookalike(as_key, "user_stated")  # only the person seals
         if _resumes(mem, key, as_key):
             # The same command, killed after some or all of its copies and before the plaintext went: those copies
             # are its own (the audit log's last word on ``as_key``), so they are taken back and the seal starts over.
@@ -228,7 +228,7 @@ def write_secret(
 ) -> WriteResult:
     """A new sealed version of ``key``; its plaintext versions are sealed first. No passphrase is needed."""
     validate_key(key)
-    mem.check_lookalike(key)
+    mem.check_lookalike(key, trust)
     check_choice("type", type, TYPES)
     check_choice("trust", trust, TRUSTS)
     body = mem.facts.check_body(key, body)

@@ -1298,10 +1298,15 @@ class Index:
     def has_key(self, key: str) -> bool:
         return self._conn.execute("SELECT 1 FROM facts WHERE key = ? LIMIT 1", [key]).fetchone() is not None
 
-    def key_like(self, skeleton: str, key: str) -> str | None:
-        """A stored key, other than ``key``, whose look-alike skeleton is ``skeleton`` (bead.textform.skeleton)."""
-        row = self._conn.execute("SELECT key FROM facts WHERE skeleton = ? AND key != ? LIMIT 1", [skeleton, key]).fetchone()
-        return str(row[0]) if row else None
+    def keys_like(self, skeleton: str, key: str) -> list[tuple[str, bool]]:
+        """Stored keys, other than ``key``, whose look-alike skeleton is ``skeleton`` (bead.textform.skeleton), each
+        with whether any of its versions is the person's word (``PERSON_TRUSTS``), in key order."""
+        rows = self._conn.execute(
+            f"SELECT key, max(trust IN ({', '.join('?' * len(PERSON_TRUSTS))})) FROM facts "
+            "WHERE skeleton = ? AND key != ? GROUP BY key ORDER BY key LIMIT 50",
+            [*PERSON_TRUSTS, skeleton, key],
+        ).fetchall()
+        return [(str(r[0]), bool(r[1])) for r in rows]
 
     def current_fact_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM facts WHERE current = 1").fetchone()[0])

@@ -332,6 +332,8 @@ class WriteResult:
     skill_files_left: tuple[str, ...] = ()
     skill_files_unread: str | None = None
     also_in: tuple[str, ...] = ()  # a secret write: other facts that hold the value in clear (left as they are)
+    # The person's write of a new key: keys that look like it and that only an agent or the dream wrote.
+    lookalikes: tuple[str, ...] = ()
 
 
 @dataclass
