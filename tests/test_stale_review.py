@@ -36,6 +36,30 @@ def test_after_forget_then_write_only_one_version_file_says_current(mem):
     assert says_current == ["user/shell@v4"], says_current
 
 
+@pytest.mark.parametrize("state", ["torn", "missing", "older"])
+def test_a_forgotten_version_number_is_never_given_to_another_value(mem, state):
+    """A forgotten version's number (its id, which a conversation's record of what it was shown, a trace and the
+    audit log name) was kept only by the key's state file, which a write leaves unsynced: with that state torn,
+    lost, or the one of the write before (the newest write's never reached the disk), the forget left the folder
+    as the only record and the next value got the forgotten number. The forget now writes the number into the
+    state and syncs it."""
+    for v in ("bash", "zsh", "fish"):
+        mem.write("user/shell", f"{v} is the login shell", "user")
+    path = mem.home.fact_state("user/shell")
+    if state == "torn":
+        path.write_bytes(path.read_bytes()[:9])
+    elif state == "missing":
+        path.unlink()
+    else:
+        path.write_bytes(path.read_bytes().replace(b'"last": 3', b'"last": 2').replace(b'"settled": 2', b'"settled": 1'))
+    forget.apply(mem, forget.plan_target(mem, "user/shell@v3"))
+    assert mem.current("user/shell").id == "user/shell@v2"
+    res = mem.write("user/shell", "nu is the login shell", "user")
+    assert res.fact.version == 4, res.fact.id
+    says_current = [f.id for f in mem.versions("user/shell").facts if f.status == "current"]
+    assert says_current == ["user/shell@v4"], says_current
+
+
 # ---- dates ahead -----------------------------------------------------------
 def _write_dated(mem, stamp, *args, **kw):
     """A version written by a process whose clock ran ahead (or hand-dated): valid_from ``stamp``."""

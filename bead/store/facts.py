@@ -368,13 +368,17 @@ class _KeyState:
         except (OSError, ValueError, TypeError, AttributeError):
             return cls()  # missing or damaged: list and read the folder, as the rule does
 
-    def save(self, dir_fd: int, path: Path) -> None:
-        # Not fsynced: losing it costs one slower write, never a wrong answer.
+    def save(self, dir_fd: int, path: Path, sync: bool = False) -> None:
+        # Not fsynced after a write: losing it costs one slower write, never a wrong answer, since the folder still
+        # names the highest number. After a forget of the newest versions (``sync``) it is the only record of their
+        # numbers, so it reaches the disk.
         fd = safe.open_at(dir_fd, path, os.O_RDWR | os.O_CREAT)
         try:
             self.dir_mtime_ns = os.fstat(dir_fd).st_mtime_ns  # after the create above; content writes keep it
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps({"last": self.last, "settled": self.settled, "dir_mtime_ns": self.dir_mtime_ns}).encode(), 0)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
 
@@ -715,30 +719,36 @@ class FactStore:
                 out.append(path)
         return out
 
-    def _mark_newest_current(self, fd: int, key: str) -> None:
-        """After a forget of a key's newest versions: the version now served says `current` (it said `superseded`,
-        and readers showed the current value so labelled). Only a readable, superseded newest is rewritten."""
+    def _after_forget(self, fd: int, key: str, forgotten: int) -> None:
+        """After a forget of some of a key's versions, the highest of them ``forgotten``: the version now served
+        says `current` (it said `superseded`, and readers showed the current value so labelled; only a readable,
+        superseded newest is rewritten), and the key's state keeps the forgotten number, synced, so that it is
+        never given out again (a write takes the folder's highest number or the state's, whichever is higher; a
+        state lost or torn after the forget gave the forgotten version's number, and id, to another value)."""
         numbers = sorted(n for name in os.listdir(fd) if (n := version_number(name)) is not None)
         if not numbers:
             return
         try:
-            newest = self._read(fd, key, numbers[-1])
+            newest: Fact | None = self._read(fd, key, numbers[-1])
         except (ValueError, FileNotFoundError):
-            return
-        if newest.status == "superseded":
+            newest = None
+        if newest is not None and newest.status == "superseded":
             path = _path(newest)
             safe.write_at(fd, path, _with_status(safe.read_at(fd, path), "current"), sync_dir=False)
-            # The key's state says the versions up to it are marked: the next write would leave this one saying
-            # `current` beside the new one. Its highest number stays (a forgotten version's is never used again).
-            try:
-                state = _KeyState.load(fd, self.home.fact_state(key))
-                if state.settled >= newest.version:
-                    state.settled = newest.version - 1
-                    state.save(fd, self.home.fact_state(key))
-            except (OSError, BeadError):
-                # A state bead will not read or write (a link, a FIFO) is only a hint: the forget goes on, and a write
-                # that cannot vouch for the folder lists it.
-                pass
+        else:
+            newest = None
+        try:
+            state = _KeyState.load(fd, self.home.fact_state(key))
+            last = max(state.last, forgotten, numbers[-1])
+            # The state says the versions up to `settled` are marked: the next write would leave the rewritten one
+            # saying `current` beside the new one.
+            settled = min(state.settled, newest.version - 1) if newest is not None else state.settled
+            if (last, settled) != (state.last, state.settled) and last < MAX_VERSION:
+                _KeyState(last, settled).save(fd, self.home.fact_state(key), sync=True)
+        except (OSError, BeadError):
+            # A state bead will not read or write (a link, a FIFO) is only a hint: the forget goes on, and a write
+            # that cannot vouch for the folder lists it.
+            pass
 
     def delete_versions(self, key: str, numbers: list[int]) -> tuple[int, list[Path]]:
         """Unlink the version files ``v<N>.md`` of ``key`` (forget only; the caller holds the lock).
@@ -750,7 +760,7 @@ class FactStore:
         killed writer left (it may hold a value).
         """
         d = self.key_dir(key)
-        deleted = 0
+        deleted = highest = 0
         kept: list[Path] = []
         try:
             with safe.opened_dir(self.home.root, d) as fd:
@@ -768,8 +778,9 @@ class FactStore:
                         continue
                     os.unlink(path.name, dir_fd=fd)
                     deleted += 1
+                    highest = max(highest, n)
                 if deleted:
-                    self._mark_newest_current(fd, key)
+                    self._after_forget(fd, key, highest)
                 names = os.listdir(fd)
                 if not any(version_number(name) is not None for name in names):
                     for name in names:
