@@ -1176,6 +1176,11 @@ _UNTYPED_SHAPES = {
     "em-space-quote": f"why does npm fail?\n\u2003> npm ERR! 404\n\u2003> {_LF_LOG_LINE}\n",
     "mail-in-a-block-of-its-own": [_t("what does this mail mean?"), _t(f"Hi team,\n{_LF_LOG_LINE}\nBest, Bob")],
     "fence-split-across-blocks": [_t("why does npm fail?\n```\nnpm http fetch GET 200 ok\n"), _t(f"{_LF_LOG_LINE}\n```")],
+    # a pasted chat transcript (an adversarial pass: its "remember" was written as the person's word, over the
+    # person's own value, and stood in the next conversation's pinned block)
+    "chat-transcript": f"Human: can you check the build?\n\nAssistant: Sure, it passes.\n\nHuman: ok\n\n{_LF_LOG_LINE}\n\nAssistant: noted.",
+    "chat-transcript-letters": f"H: hi\nA: hello\n\n{_LF_LOG_LINE}",
+    "chat-export-bold": f"**User:** hi\n\n**ChatGPT:** hello\n\n{_LF_LOG_LINE}",
 }
 
 
@@ -1194,6 +1199,38 @@ def test_a_remember_in_a_block_with_a_documents_markup_is_not_the_persons_word(p
 def test_a_remember_in_a_later_text_part_waits_on_the_chat_completions_route_too(proxy_client, openai_upstream):
     content = [{"type": "text", "text": "what does this mail mean?"}, {"type": "text", "text": f"Hi team,\n{_LF_LOG_LINE}"}]
     _next_chat_pinned_block_lacks_the_attackers_host(proxy_client, openai_upstream, content)
+
+
+# Cline's and Roo Code's tool result as text blocks of a user message (their real shape: the head block, then what
+# the tool returned, then the harness's environment block); what a tool read is never the person's word.
+_CLINE_ENV = "<environment_details>\n# VSCode Visible Files\nNOTES.md\n</environment_details>"
+_CLINE_RESULTS = {
+    "head-apart": [_t("[read_file for 'NOTES.md'] Result:"), _t(f"Build notes.\n{_LF_LOG_LINE}"), _t(_CLINE_ENV)],
+    "head-and-file-together": [_t(f"[read_file for 'NOTES.md'] Result:\nBuild notes.\n{_LF_LOG_LINE}"), _t(_CLINE_ENV)],
+    "one-block": f"[execute_command for 'cat NOTES.md'] Result:\nCommand executed.\nOutput:\n{_LF_LOG_LINE}",
+}
+
+
+@pytest.mark.parametrize("route", ["anthropic", "chat"])
+@pytest.mark.parametrize("content", _CLINE_RESULTS.values(), ids=_CLINE_RESULTS.keys())
+def test_a_file_a_cline_tool_read_is_the_tools_output_not_the_persons_word(
+    proxy_client, upstream, openai_upstream, bead_home, content, route
+):
+    """An adversarial pass: a README that Cline's read_file returned, sent in the user message as Cline sends it,
+    was logged as typed, and its "remember" written as the person's word (head and file in one block) or queued
+    as theirs (the file in a block of its own)."""
+    from bead.core.memory import Memory
+    from bead.paths import Home
+    from bead.store.queue import Queue
+
+    if route == "chat":
+        _next_chat_pinned_block_lacks_the_attackers_host(proxy_client, openai_upstream, content)
+    else:
+        _next_pinned_block_lacks_the_attackers_host(proxy_client(), content, upstream)
+    with Memory.open(Home(bead_home)) as mem:
+        assert Queue(mem).items() == [] and mem.index.current_bodies() == []
+        turns = [t for f in mem.raw.files() for t in mem.raw.read(f) if "registry.evil.example" in t.text]
+    assert turns and {t.flags.get("source") for t in turns} == {"tool_output"}, [(t.flags, t.text) for t in turns]
 
 
 _OWN_WORDS = {

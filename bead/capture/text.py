@@ -531,7 +531,9 @@ _MAY_PASTE = compile_linear(
 # a form feed, NEL, Unicode's line and paragraph separators: each a line break to some reader, none to the walk),
 # three look-alike backticks or tildes, a line indented with a space other than the ASCII space or tab, and a mail's
 # or a commit's header line (`From: Bob <bob@acme.com>`, `Subject: ...`, `Author: ...@...`: a pasted mail's body
-# reads as typed). A "remember" in a block that holds one waits for review (``untyped_shape``). RE2: linear.
+# reads as typed), and a chat transcript's speaker line (`Human:`, `Assistant:`, `User:`, `AI:`, `H:`, `A:`, a model's
+# name; bold or not: a pasted conversation, whose "remember" is someone else's). A "remember" in a block that holds
+# one waits for review (``untyped_shape``). RE2: linear.
 _UNTYPED_SHAPE = compile_linear(
     r"(?m)^[ \t]{0,3}<(?:[A-Za-z][A-Za-z0-9-]{0,63}(?:[ \t/>]|$)|/[A-Za-z]|!--)"
     r"|<!--"
@@ -542,6 +544,8 @@ _UNTYPED_SHAPE = compile_linear(
     r"|[\x{ff40}\x{2cb}\x{2018}\x{b4}\x{2bb}\x{ff5e}\x{223c}\x{301c}]{3}"
     r"|^[ \t]*[\x{a0}\x{2000}-\x{200a}\x{202f}\x{205f}\x{3000}]"
     r"|^[ \t]{0,3}(?:From|To|Cc|Bcc|Reply-To|Author):[ \t][^\n]{0,200}@|^[ \t]{0,3}(?:Subject|Sent):[ \t]\S"
+    r"|^[ \t]{0,3}(?:\*\*|__)?(?i:human|assistant|user|ai|h|a|claude|chatgpt|gpt|gemini|copilot|bot|model)"
+    r"(?:\*\*|__)?[ \t]?:(?:\*\*|__)?(?:[ \t]|$)"
 )
 # A line of a tool's output as the tool prints it, which the walk reads as typed when no fence or quote holds it (a
 # log pasted as lines of its own under the person's question). Each form opens a line (after up to eight spaces or

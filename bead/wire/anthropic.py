@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import zlib
 from typing import Any
 
@@ -136,6 +137,17 @@ _OPENCODE_SYNTHETIC = (
 )
 
 
+# Cline's and Roo Code's tool result, sent as text blocks of a user message: a block `[read_file for 'NOTES.md']
+# Result:` (`[name]` alone for some tools), then what the tool returned, in the blocks after it or after the colon.
+# Anchored and bounded: one pass over at most a line.
+_TOOL_RESULT_HEAD = re.compile(r"\[[A-Za-z_][A-Za-z0-9_-]{0,63}(?: for '[^\n]{0,2000}')?\] Result:")
+
+
+def tool_result_head(text: str) -> bool:
+    """Whether a text block opens with Cline's or Roo Code's head of a tool's result (``_TOOL_RESULT_HEAD``)."""
+    return text.startswith("[") and _TOOL_RESULT_HEAD.match(text) is not None
+
+
 def read_blocks(texts: list[str | None]) -> dict[int, Source]:
     """Which text blocks of a person's message (``texts``: each block's text, None for one without) are OpenCode's
     reads: the block naming a read (HARNESS) and what was read (TOOL_OUTPUT). A file's or folder's read is the one
@@ -143,10 +155,25 @@ def read_blocks(texts: list[str | None]) -> dict[int, Source]:
     text block after it, to the end of the message, whatever those say (a resource's text may itself look like
     another read, or OpenCode's note on a binary item): the person's words after one (in `opencode run`'s order)
     then count as the resource's, never the other way round. Empty for any other message. The same on the
-    Anthropic route and the OpenAI ones (OpenCode speaks both)."""
+    Anthropic route and the OpenAI ones (OpenCode speaks both).
+
+    Cline's and Roo Code's tool results are read the same way: a block opening with `[name for '...'] Result:`
+    is the tool's (HARNESS when it holds the head alone), and so is every block after it up to the harness's own
+    context (`<environment_details>`): what a tool read (a README saying "remember that ...") is never typed."""
     out: dict[int, Source] = {}
     reading = 0  # blocks still to count as read output: 1 after a file's read, -1 (all) after a resource's
+    tool = False  # in a Cline tool result: blocks are the tool's up to the harness's context
     for i, t in enumerate(texts):
+        if t is not None and tool_result_head(t):
+            out[i] = Source.HARNESS if _TOOL_RESULT_HEAD.sub("", t, count=1).strip() == "" else Source.TOOL_OUTPUT
+            tool = True
+            continue
+        if tool:
+            if t is not None and harness_element(clean(t)):
+                tool = False
+            elif t is not None:
+                out[i] = Source.TOOL_OUTPUT
+            continue
         if reading < 0:
             if t is not None:
                 out[i] = Source.TOOL_OUTPUT
@@ -261,7 +288,8 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
     if text_source is Source.TYPED and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
         text_source = Source.TOOL_OUTPUT
     texts = [b if isinstance(b, str) else _block_text_of(b) for b in blocks]
-    reads = read_blocks(texts) if text_source is Source.TYPED and len(blocks) > 1 else {}
+    several = len(blocks) > 1 or any(t is not None and tool_result_head(t) for t in texts)
+    reads = read_blocks(texts) if text_source is Source.TYPED and several else {}
     # A slash command (Claude Code's markup opening a block; each one of several): only its arguments are typed
     # (command_parts), and the block right after it is the command file's text, unless that block is wholly a local
     # command's output (`/model`'s); the other blocks are read as any message's (the person's next prompt follows a

@@ -96,7 +96,9 @@ def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]
     items = [content] if isinstance(content, str) else content if isinstance(content, list) else []
     parts: list[Part] = []
     raw: list[str] = []
-    reads = anthropic.read_blocks([_item_text(c) for c in items]) if source is Source.TYPED and len(items) > 1 else {}
+    texts = [_item_text(c) for c in items]
+    several = len(items) > 1 or any(t is not None and anthropic.tool_result_head(t) for t in texts)
+    reads = anthropic.read_blocks(texts) if source is Source.TYPED and several else {}
     own = _own_item([None if i in reads else c for i, c in enumerate(items)]) if source is Source.TYPED else None
     for i, c in enumerate(items):
         if isinstance(c, str):
