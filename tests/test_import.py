@@ -66,6 +66,27 @@ def test_imports_sessions_subagents_and_projects(mem):
     assert all(t.flags["source"] != "typed" for t in files[f"{subagent}.md"])
 
 
+@pytest.mark.parametrize("drop", [("isSidechain",), ("isSidechain", "agentId")], ids=["no-sidechain-flag", "no-agent-id"])
+def test_a_subagents_file_is_the_subagents_by_its_folder(mem, tmp_path, drop):
+    """An adversarial pass: a file under `<session>/subagents/` whose lines lack `isSidechain` was imported into the
+    parent session, its prompt (the main model's words) as typed. The folder says whose it is."""
+    import shutil
+
+    root = tmp_path / "projects"
+    shutil.copytree(FIXTURES / "-home-dev-src-demo" / MAIN / "subagents", root / "-home-dev-src-demo" / MAIN / "subagents")
+    f = root / "-home-dev-src-demo" / MAIN / "subagents" / f"agent-{AGENT}.jsonl"
+    lines = [json.loads(x) for x in f.read_text().splitlines()]
+    f.write_text("".join(json.dumps({k: v for k, v in d.items() if k not in drop}) + "\n" for d in lines))
+    history.import_claude_code(mem, read_items, root)
+    subagent = identify(
+        {"x-claude-code-session-id": MAIN, "x-claude-code-agent-id": AGENT}, conversation_of({"messages": []}, {}), None
+    ).session
+    files = raw_turns(mem)
+    assert set(files) == {f"{subagent}.md"}, set(files)
+    assert [t for t in files[f"{subagent}.md"] if t.role == "user"]
+    assert all(t.flags["source"] != "typed" for t in files[f"{subagent}.md"])
+
+
 def test_secret_scan_runs_as_in_live_capture(mem):
     history.import_claude_code(mem, read_items, FIXTURES)
     texts = [t.text for ts in raw_turns(mem).values() for t in ts]
@@ -823,13 +844,16 @@ class TestHostileTranscripts:
         raw = b"".join(p.read_bytes() for p in mem.raw.files())
         assert b"on staging" in raw and secret.encode() not in raw
 
-    @pytest.mark.parametrize("originator", ["codex_exec", "codex_cli_rs"])
+    @pytest.mark.parametrize("originator", ["codex_exec", "codex_cli_rs", "mcp"])
     def test_a_codex_exec_rollouts_prompt_is_not_imported_as_typed(self, mem, tmp_path, originator):
         """A rollout of a `codex exec` run (`originator: codex_exec`, `source: exec`): its prompt may be a script's or
         what was piped to it, so its words are not imported as typed (the dream would take them as the person's), as
-        the proxy reads that run's requests and as `claude -p` transcripts are imported; an interactive session's are."""
+        the proxy reads that run's requests and as `claude -p` transcripts are imported; an interactive session's are.
+        A `codex mcp-server` session's (`source: mcp`; an adversarial pass) is another agent's prompt: pasted."""
         meta = {"id": "0a0a0a0a-0000-7000-8000-000000000002", "cwd": "/w/proj", "originator": originator}
-        meta["source"] = "exec" if originator == "codex_exec" else "cli"
+        meta["source"] = {"codex_exec": "exec", "mcp": "mcp"}.get(originator, "cli")
+        if originator == "mcp":
+            meta["originator"] = "codex_cli_rs"
         items = [
             {"type": "session_meta", "payload": meta},
             {
@@ -855,7 +879,9 @@ class TestHostileTranscripts:
         said = [t for t in self.turns(mem) if "evil.example" in t.text]
         assert said
         typed = [t for t in said if t.flags.get("source") == "typed" and not t.flags.get("near_paste")]
-        assert bool(typed) == (originator != "codex_exec"), [t.flags for t in said]
+        assert bool(typed) == (originator == "codex_cli_rs"), [t.flags for t in said]
+        if originator == "mcp":
+            assert {t.flags.get("source") for t in said} == {"pasted"}, [t.flags for t in said]
 
     @pytest.mark.parametrize("swap", ["link to /dev/zero", "fifo", "folder swapped for a link outside"])
     def test_a_transcript_swapped_after_the_listing_is_skipped_not_followed(self, mem, tmp_path, swap):

@@ -99,6 +99,7 @@ class Transcript:
     first: datetime | None = None
     wire: str = "anthropic"  # anthropic | responses (Codex CLI)
     untyped: str = ""  # why its person's words cannot be told from piped text (Conversation.untyped), or ""
+    delegated: bool = False  # another agent wrote its prompts (a `codex mcp-server` session's): none is the person's
     # The values the tool results of calls the import did not read held (``_Batches.unread_output``): a later
     # answer that says one again is redacted too (FileState.known).
     printed: list[str] = field(default_factory=list)
@@ -300,6 +301,7 @@ class _Batches:
         # its own, and a batch ends where it changes: `claude -p --continue` appends a headless run to a session.
         self.entrypoint: Any = None
         self.untyped = ""  # why the person's words cannot be told from piped text, where the file says so (codex exec)
+        self.delegated = False  # the file says another agent wrote its prompts (Codex run as an MCP server)
         self.ident: tuple[str, str, str | None] | None = None
         # The file's tool calls read so far, by id: True for one read into a batch, else (a line before --since)
         # whether it prints a secret. A result whose call is not here answers a line the import could not read.
@@ -394,6 +396,7 @@ class _Batches:
             self.times[0],
             wire=self.wire,
             untyped=HEADLESS_CLAUDE_CODE if headless else self.untyped,
+            delegated=self.delegated,
             printed=self.printed,
             found=dict(self.found),
         )
@@ -406,6 +409,9 @@ def read_transcript(
 ) -> Iterator[Transcript]:
     """The conversation one file holds, in batches (none when it holds none)."""
     b = _Batches(path, "anthropic")
+    # Claude Code writes a sub-agent's lines to `<session>/subagents/agent-<id>.jsonl`: the folder says whose they
+    # are, whether or not each line carries `isSidechain` (a file without it was read as the parent's, typed).
+    subagent_file = path.parent.name == "subagents"
     last_id: str | None = None
     last_weight = 0  # of the last message (an answer written one block per line grows)
     for d, weight in _lines(path, max_line_bytes, counts):
@@ -424,7 +430,9 @@ def read_transcript(
             counts.skipped_lines += 1
             continue
         b.session_id = b.session_id or d.get("sessionId")
-        b.agent_id = b.agent_id or (d.get("agentId") if d.get("isSidechain") else None)
+        b.agent_id = b.agent_id or (d.get("agentId") if d.get("isSidechain") or subagent_file else None)
+        if subagent_file and not b.agent_id:
+            b.agent_id = path.stem.removeprefix("agent-")
         b.cwd = b.cwd or d.get("cwd")
         at = _time(d.get("timestamp"))
         content = msg.get("content")
@@ -523,7 +531,7 @@ Parse = Callable[[str, list[dict[str, Any]]], tuple[Conversation, list[int]]]
 def _conversation(t: Transcript, parse: Parse) -> tuple[Conversation, list[datetime]]:
     """The typed conversation of a transcript and each message's time."""
     conv, first = parse(t.wire, t.messages)
-    if t.session != t.base_session:
+    if t.session != t.base_session or t.delegated:
         conv = conv.delegated()  # a subagent's: the main model wrote its prompt, as the proxy reads it
     elif t.wire == "anthropic" and any(m.get(SIDECHAIN) for m in t.messages):
         conv = conv.delegated(only={i for i, m in enumerate(t.messages) if m.get(SIDECHAIN)})
@@ -830,6 +838,9 @@ def read_codex(
                 b.agent_id = b.agent_id or payload.get("id") or "subagent"
             if payload.get("originator") == "codex_exec" or payload.get("source") == "exec":
                 b.untyped = CODEX_EXEC  # as the proxy reads a codex exec run's requests (conversation.untyped)
+            if payload.get("source") == "mcp":
+                # `codex mcp-server`: its MCP client, another agent, wrote each prompt (the `codex` tool's argument).
+                b.delegated = True
             continue
         if kind == "turn_context":
             b.cwd = b.cwd or payload.get("cwd")
