@@ -390,3 +390,39 @@ def test_a_replacing_line_under_a_budget_that_holds_only_its_key_and_mark_says_t
     row = {"key": "project/p/runbook", "trust": "user_stated", "valid_from": "2026-12-06T00:00:00Z", "body": "step " * 2000}
     line = render.replacing_line(row, "p", max_tokens=20)
     assert "step step" not in line and "get_memory" in line and render.tokens(line) < 40
+
+
+# ---- the index behind the files ---------------------------------------------------------------------------------
+def _behind(bead_home, name: str, body: str) -> None:
+    """A new version written as `bead write` writes it, whose index update did not happen (it met a locked index
+    past the busy timeout; or the file was copied in while no indexer ran): the index still calls the old current."""
+    with mem_of(bead_home) as m:
+        m.facts.write(f"project/proj-x/{name}", body, "project", trust="user_stated")
+        assert body not in m.index.fact_bodies(f"project/proj-x/{name}"), "the index did not see it"
+
+
+def test_a_value_the_index_has_not_caught_up_with_is_served_nowhere(proxy_client, upstream, bead_home, bead):
+    """The file is the commit, and the index follows; until it does, the row it calls current holds a value the
+    person replaced. The pinned block, the cue block, the agent's recall and search leave it out, and `bead search`
+    shows it as replaced."""
+    from bead.core import query
+
+    _write(bead_home, {"zebra-cache": "The zebracache daemon listens on port 11311 behind nginx."}, "agent_observed")
+    _write(bead_home, {"yak-queue": "The yakqueue broker listens on port 5673 behind nginx."})
+    talk = _Talk(proxy_client(), upstream, "lag")
+    assert "11311" not in talk.pinned and "5673" in talk.pinned, "an inferred fact is no pinned one"
+    _behind(bead_home, "zebra-cache", "The zebracache daemon listens on port 22422 behind nginx.")
+    _behind(bead_home, "yak-queue", "The yakqueue broker listens on port 7777 behind nginx.")
+    cue = talk.say("which port does the zebracache daemon listen on? zebra-cache")
+    assert "11311" not in cue, cue
+    fresh = _Talk(talk.proxy, upstream, "lag-2")
+    assert "5673" not in fresh.pinned, fresh.pinned
+    with mem_of(bead_home) as m:
+        found = query.recall(m, "zebracache daemon port")
+        assert "11311" not in (found.text or "") and not [f for f in found.facts if f.id.endswith("zebra-cache@v1")], found.text
+        assert [f.id for f in query.search_memory(m, "zebracache daemon")] == []
+        assert "22422" in query.get_memory(m, "project/proj-x/zebra-cache").value, "get_memory reads the files"
+    out = bead("search", "zebracache", "--facts", "--json")
+    assert out.code == 0, out.err
+    (row,) = json.loads(out.out)["facts"]
+    assert row["id"] == "project/proj-x/zebra-cache@v1" and row["current"] is False and row["status"] == "superseded"

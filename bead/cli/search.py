@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from .common import echo, emit, json_option, open_memory
@@ -34,6 +36,10 @@ def search(query, limit, corpus, all_versions, scope, as_json):
         )
     mem = open_memory()
     facts, raw = ranked(mem.index, query, limit=limit, corpus=corpus or "all", current_only=not all_versions, scope=scope)
+    # A row the index calls current whose key has a newer version file (the index behind the files): shown as what
+    # it is, a replaced value, until the index catches up.
+    stale = mem.behind(h.row for h in facts if h.row["current"])
+    facts = [dataclasses.replace(h, row={**h.row, "current": 0, "status": "superseded"}) if h.id in stale else h for h in facts]
     data = {
         "facts": [
             {

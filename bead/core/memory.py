@@ -294,6 +294,13 @@ class Memory:
             )
         return tuple(k for k, _persons in like)
 
+    def behind(self, rows: Iterable[dict[str, Any]]) -> set[str]:
+        """The ids of index rows (``key``, ``version``, ``id``) whose key has a newer version on disk: the index is
+        behind the files there (a write whose index update met a locked index, a hand edit while no indexer ran),
+        and the row's value is one the person replaced. What serves a value leaves these out until the index
+        catches up. One stat a row (FactStore.newer_on_disk)."""
+        return {r["id"] for r in rows if self.facts.newer_on_disk(r["key"], int(r["version"]))}
+
     def set_status(self, fact: Fact, status: str) -> bool:
         """Change one version's status (dormant, current, ...) in its file and in the index (False: index later)."""
         self.facts.set_status(fact, status)

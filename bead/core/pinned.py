@@ -46,9 +46,12 @@ def standing_memory(
         deadline=deadline,
     )
     names = project if bare_names else None
-    lines = render.lines_within(render.PINNED_HEADER, choice.rows, lambda r: render.fact_line(r, names), budget_tokens)
+    # A row whose key has a newer version file (the index behind the files) holds a replaced value: left out.
+    stale = mem.behind([*choice.rows, *choice.inferred])
+    rows = [r for r in choice.rows if r["id"] not in stale]
+    lines = render.lines_within(render.PINNED_HEADER, rows, lambda r: render.fact_line(r, names), budget_tokens)
     text, n = render.block("pinned", render.PINNED_HEADER, lines, budget_tokens)
-    return text, [r["id"] for r in choice.rows[:n]], choice.inferred
+    return text, [r["id"] for r in rows[:n]], [r for r in choice.inferred if r["id"] not in stale]
 
 
 def pinned_block(

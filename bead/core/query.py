@@ -206,6 +206,8 @@ def recall(
         facts.append((row, hit.score))
         if len(facts) >= limit:
             break
+    stale = mem.behind(r for r, _ in facts)  # the index behind the files: a replaced value, not served
+    facts = [(r, s) for r, s in facts if r["id"] not in stale]
     excerpts: list[tuple[dict[str, Any], float]] = []
     if not viewer.team:
         seen: set[str] = set()
@@ -253,8 +255,10 @@ def search_memory(mem: Memory, query: str, limit: int = 10, viewer: Viewer = LOC
     if not q:
         return []
     out = []
-    for hit in search_facts(mem.index, q, limit=limit, include_dormant=True, visible=viewer.visibility()):
-        if hit.row["sensitivity"] == "secret" or not viewer.sees_row(hit.row):
+    hits = search_facts(mem.index, q, limit=limit, include_dormant=True, visible=viewer.visibility())
+    stale = mem.behind(h.row for h in hits)  # the index behind the files: a replaced value, not served
+    for hit in hits:
+        if hit.row["sensitivity"] == "secret" or not viewer.sees_row(hit.row) or hit.id in stale:
             continue
         out.append(_fact_item(hit.row, viewer, hit.score, preview=PREVIEW_CHARS))
     return out

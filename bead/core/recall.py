@@ -178,6 +178,15 @@ class Recaller:
             # Not a failure of the turn (its block goes out): said in the trace, not counted as a request without memory.
             trace["replaced_lookup"] = type(exc).__name__
             every = []
+        # A row the index still calls current whose key has a newer version file (the index behind the files: a
+        # write whose index update met a locked index, a hand edit while no indexer ran) holds a replaced value: it
+        # is not served until the index catches up.
+        stale = mem.behind([*ahead, *every, *(c.row for c in result.facts)])
+        if stale:
+            trace["behind"] = sorted(stale)
+            ahead = [r for r in ahead if r["id"] not in stale]
+            every = [r for r in every if r["id"] not in stale]
+            result.facts = [c for c in result.facts if c.id not in stale]
         again = {r["id"] for r in every}
         replaced = every[:REPLACED_MAX]
         if replaced:

@@ -432,6 +432,22 @@ class FactStore:
     def key_dir(self, key: str) -> Path:
         return self.home.fact_dir(validate_key(key))
 
+    def newer_on_disk(self, key: str, version: int) -> bool:
+        """Whether ``key``'s folder holds a version above ``version``: an index row that says ``version`` is current
+        is behind the files (a write whose index update met a locked index, a file written by hand or copied in
+        while no indexer ran), and serving it would serve a replaced value. One stat of the next number's file; a
+        listing only when the key's state says a higher number was given out (a forgotten one between). A folder
+        reached through a link, or one that cannot be opened, says no (it is no version a reader takes)."""
+        try:
+            with safe.opened_dir(self.home.root, self.key_dir(key)) as fd:
+                if _exists(fd, f"v{version + 1}.md"):
+                    return True
+                if _KeyState.load(fd, self.home.fact_state(key)).last <= version + 1:
+                    return False
+                return any((n := version_number(name)) is not None and n > version for name in os.listdir(fd))
+        except (OSError, BeadError):
+            return False
+
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """The store's lock: every writer of fact files holds it (forget too)."""
         return flocked(self.lock_path, root=self.home.root)
