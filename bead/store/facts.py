@@ -433,18 +433,22 @@ class FactStore:
         return self.home.fact_dir(validate_key(key))
 
     def newer_on_disk(self, key: str, version: int) -> bool:
-        """Whether ``key``'s folder holds a version above ``version``: an index row that says ``version`` is current
-        is behind the files (a write whose index update met a locked index, a file written by hand or copied in
-        while no indexer ran), and serving it would serve a replaced value. One stat of the next number's file; a
-        listing only when the key's state says a higher number was given out (a forgotten one between). A folder
-        reached through a link, or one that cannot be opened, says no (it is no version a reader takes)."""
+        """Whether an index row saying ``key``'s ``version`` is current is behind the files, so that serving it
+        would serve a value the person replaced or removed: the key's folder holds a version above it (a write whose
+        index update met a locked index, a file written by hand or copied in while no indexer ran), or no longer
+        holds ``v<version>.md`` (a forget or seal stopped before its index step). One stat of each of the two
+        names; a listing only when the key's state says a higher number was given out (a forgotten one between).
+        A folder gone, or reached through a link, counts as behind (no reader takes a version there); one that
+        cannot be opened for another reason (too many open files) does not: the index's word stands."""
         try:
             with safe.opened_dir(self.home.root, self.key_dir(key)) as fd:
-                if _exists(fd, f"v{version + 1}.md"):
+                if _exists(fd, f"v{version + 1}.md") or not _exists(fd, f"v{version}.md"):
                     return True
                 if _KeyState.load(fd, self.home.fact_state(key)).last <= version + 1:
                     return False
                 return any((n := version_number(name)) is not None and n > version for name in os.listdir(fd))
+        except (FileNotFoundError, safe.UnsafePath):
+            return True
         except (OSError, BeadError):
             return False
 
