@@ -415,7 +415,7 @@ def test_a_value_the_index_has_not_caught_up_with_is_served_nowhere(proxy_client
     _behind(bead_home, "zebra-cache", "The zebracache daemon listens on port 22422 behind nginx.")
     _behind(bead_home, "yak-queue", "The yakqueue broker listens on port 7777 behind nginx.")
     cue = talk.say("which port does the zebracache daemon listen on? zebra-cache")
-    assert "11311" not in cue, cue
+    assert "11311" not in cue and "zebra-cache" not in cue, cue
     # A version file gone with its row left (a forget or seal stopped before its index step) is not served either.
     with mem_of(bead_home) as m:
         m.home.fact_file("project/proj-x/gnu-mail", 1).unlink()
@@ -430,3 +430,14 @@ def test_a_value_the_index_has_not_caught_up_with_is_served_nowhere(proxy_client
     assert out.code == 0, out.err
     (row,) = json.loads(out.out)["facts"]
     assert row["id"] == "project/proj-x/zebra-cache@v1" and row["current"] is False and row["status"] == "superseded"
+
+
+def test_a_fact_whose_version_file_is_gone_is_not_pointed_to(proxy_client, upstream, bead_home):
+    """A pointer's title is its value's first words: a row whose file a stopped forget or seal removed is not
+    pointed to either."""
+    _write(bead_home, {f"svc-{i}": f"The service number {i} relay runs on host h{i}." for i in range(3)}, "agent_observed")
+    talk = _Talk(proxy_client(), upstream, "pointed")
+    with mem_of(bead_home) as m:
+        m.home.fact_file("project/proj-x/svc-0", 1).unlink()
+    cue = talk.say("how is the relay set up?")
+    assert "- svc-" in cue and "svc-0" not in cue, cue

@@ -222,6 +222,7 @@ class Recaller:
             pending=pending,
             deadline=start + deadline_s,
             scope=f"project/{ident.project}" if ident.project else None,
+            current=lambda row: not mem.behind([row]),  # a title is the value's first words: not of a replaced one
         )
         tail, tail_tokens = render.pointers(
             [c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens, alone=n == 0, project=names

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, cast
@@ -228,12 +228,15 @@ def choose(
     pending: Future[Any] | None = None,
     deadline: float | None = None,
     scope: str | None = None,
+    current: Callable[[dict[str, Any]], bool] | None = None,
 ) -> list[Candidate]:
     """The candidates to point to, best first: ``first`` (facts that passed the gate but did not fit the
     block), then the search's candidates that the gate did not pass and the conversation was not shown
     or pointed to (``shown``: keys), with MIN_EVIDENCE at least, none nearly the same as one before it; with
     bead[semantic], the search's candidates by meaning too (``pending``: the turn's vector, being computed), and
-    the facts of ``scope`` (the conversation's project) nearest in meaning that the search did not find."""
+    the facts of ``scope`` (the conversation's project) nearest in meaning that the search did not find.
+    ``current``: whether a row is still its key's current version on disk (a pointer's title is its value's
+    first words), asked of each row about to be taken."""
     if settings.pointers <= 0 or ORDER == "evidence":
         rank.forget_vector(pending)
     if settings.pointers <= 0:
@@ -252,6 +255,8 @@ def choose(
             continue
         mine = set(terms(c.body))
         if any(len(mine & w) >= SAME * len(mine | w) for w in words):
+            continue
+        if current is not None and not current(c.row):
             continue
         out.append(c)
         words.append(mine)
