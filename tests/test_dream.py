@@ -1140,6 +1140,7 @@ def test_queue_listing_shows_control_characters_as_escapes(bead, mem):
     r = bead("queue")
     assert r.code == 0 and "\x1b" not in r.out and "\u202e" not in r.out
     assert "\\x1b[31m" in r.out
+    assert "user/x (type user)" in r.out, "the listing names the type an accept writes"
 
 
 class TestWhatAHostileAnswerLeaves:

@@ -121,7 +121,8 @@ def queue(ctx, show_all, as_json):
             echo("the review queue is empty")
         for r in rows:  # stored text is attacker-influenced: echo shows each line's controls as escapes
             src = f", source: {r['source']}" if r.get("source") else ""
-            echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {r['key']}")
+            # The type too: accepting writes it, and it may differ from the key's current one (project to user).
+            echo(f"{r['id']}  {r['kind']:<18} {r['status']:<8} {r['key']} (type {r['type']})")
             echo(f"    {r['value']}")
             echo(f"    ({r['detail']}{src})")
 
