@@ -156,6 +156,17 @@ def check(path: Path, *, root: Path) -> None:
         raise _refuse(path, "a symbolic link")
 
 
+def open_dir_at(dir_fd: int, name: str) -> int:
+    """A descriptor of the folder ``name`` in the folder ``dir_fd``, never through a link (UnsafePath: a link or no
+    folder; FileNotFoundError: nothing there)."""
+    try:
+        return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in _LINK_ERRNOS or exc.errno == errno.ENOTDIR:
+            raise _refuse(Path(name), _describe(dir_fd, name)) from None
+        raise
+
+
 def open_at(dir_fd: int, path: Path, flags: int, mode: int = FILE_MODE) -> int:
     """``os.open`` of ``path.name`` in the folder ``dir_fd``, never through a link (0600 when created)."""
     return _open_at(dir_fd, path, flags, mode)

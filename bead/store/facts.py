@@ -21,7 +21,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -391,6 +391,22 @@ def _exists(dir_fd: int, name: str) -> bool:
         return False
 
 
+def _behind_in(parent_fd: int, name: str, version: int) -> bool:
+    """FactStore.behind for one key folder ``name`` of the folder ``parent_fd``."""
+    try:
+        fd = safe.open_dir_at(parent_fd, name)
+    except (FileNotFoundError, safe.UnsafePath):
+        return True
+    except OSError:
+        return False
+    try:
+        return _exists(fd, f"v{version + 1}.md") or not _exists(fd, f"v{version}.md")
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def _folder_exists(root: Path, folder: Path) -> bool:
     try:
         with safe.opened_dir(root, folder):
@@ -432,26 +448,32 @@ class FactStore:
     def key_dir(self, key: str) -> Path:
         return self.home.fact_dir(validate_key(key))
 
-    def newer_on_disk(self, key: str, version: int) -> bool:
-        """Whether an index row saying ``key``'s ``version`` is current is behind the files, so that serving it
-        would serve a value the person replaced or removed: the key's folder holds a version above it (a write whose
-        index update met a locked index, a file written by hand or copied in while no indexer ran), or no longer
-        holds ``v<version>.md`` (a forget or seal stopped before its index step). One stat of each of the two
-        names; a listing only when the key's state says a higher number was given out (a forgotten one between).
-        A folder gone, or reached through a link, counts as behind (no reader takes a version there); one that
-        cannot be opened for another reason (too many open files) does not: the index's word stands."""
-        try:
-            with safe.opened_dir(self.home.root, self.key_dir(key)) as fd:
-                if _exists(fd, f"v{version + 1}.md") or not _exists(fd, f"v{version}.md"):
-                    return True
-                if _KeyState.load(fd, self.home.fact_state(key)).last <= version + 1:
-                    return False
-                return any((n := version_number(name)) is not None and n > version for name in os.listdir(fd))
-        except (FileNotFoundError, safe.UnsafePath):
-            return True
-        except (OSError, BeadError):
-            return False
-
+    def behind(self, rows: Iterable[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Of (key, version) pairs an index calls current, those behind the files, whose value serving would serve
+        one the person replaced or removed: the key's folder holds a version above it (a write whose index update
+        met a locked index, a file written by hand or copied in while no indexer ran), or no longer holds
+        ``v<version>.md`` (a forget or seal stopped before its index step). Each folder holding keys is opened once
+        (without following a link); then, a key, its folder (no link either) and a stat of the two names: a newer
+        version is the next number unless one between was forgotten since. A key folder gone or that is a link
+        counts as behind (no reader takes a version there); one that cannot be opened for another reason (too many
+        open files) does not: the index's word stands."""
+        by_parent: dict[Path, list[tuple[str, int, str]]] = {}
+        for key, version in rows:
+            try:
+                d = self.key_dir(key)
+            except BeadError:
+                continue  # no key's shape: no folder of the store
+            by_parent.setdefault(d.parent, []).append((key, version, d.name))
+        out: set[tuple[str, int]] = set()
+        for parent, named in by_parent.items():
+            try:
+                with safe.opened_dir(self.home.root, parent) as pfd:
+                    out.update((key, version) for key, version, name in named if _behind_in(pfd, name, version))
+            except (FileNotFoundError, safe.UnsafePath):
+                out.update((key, version) for key, version, _name in named)
+            except OSError:
+                pass
+        return out
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """The store's lock: every writer of fact files holds it (forget too)."""
         return flocked(self.lock_path, root=self.home.root)
