@@ -474,6 +474,7 @@ class FactStore:
             except OSError:
                 pass
         return out
+
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """The store's lock: every writer of fact files holds it (forget too)."""
         return flocked(self.lock_path, root=self.home.root)
