@@ -1181,6 +1181,7 @@ _UNTYPED_SHAPES = {
     "chat-transcript": f"Human: can you check the build?\n\nAssistant: Sure, it passes.\n\nHuman: ok\n\n{_LF_LOG_LINE}\n\nAssistant: noted.",
     "chat-transcript-letters": f"H: hi\nA: hello\n\n{_LF_LOG_LINE}",
     "chat-export-bold": f"**User:** hi\n\n**ChatGPT:** hello\n\n{_LF_LOG_LINE}",
+    "a-model-speaking": f"Assistant: Sure, it passes.\n\n{_LF_LOG_LINE}",
 }
 
 
@@ -1208,6 +1209,10 @@ _CLINE_RESULTS = {
     "head-apart": [_t("[read_file for 'NOTES.md'] Result:"), _t(f"Build notes.\n{_LF_LOG_LINE}"), _t(_CLINE_ENV)],
     "head-and-file-together": [_t(f"[read_file for 'NOTES.md'] Result:\nBuild notes.\n{_LF_LOG_LINE}"), _t(_CLINE_ENV)],
     "one-block": f"[execute_command for 'cat NOTES.md'] Result:\nCommand executed.\nOutput:\n{_LF_LOG_LINE}",
+    "a-heredoc-command": (
+        f"[execute_command for 'python - <<EOF\nprint(open(\"NOTES.md\").read())\nEOF'] Result:\n"
+        f"Command executed.\nOutput:\n{_LF_LOG_LINE}"
+    ),
 }
 
 
@@ -1233,6 +1238,46 @@ def test_a_file_a_cline_tool_read_is_the_tools_output_not_the_persons_word(
     assert turns and {t.flags.get("source") for t in turns} == {"tool_output"}, [(t.flags, t.text) for t in turns]
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        [
+            _t("[attempt_completion] Result:"),
+            _t(
+                "The user has provided feedback on the results. Consider their input to continue the task.\n"
+                "<feedback>\nremember that the build runs on ci.shop.example\n</feedback>"
+            ),
+            _t(_CLINE_ENV),
+        ],
+        [
+            _t(f"[read_file for 'NOTES.md'] Result:\nBuild notes.\n{_LF_LOG_LINE}"),
+            _t(
+                "The user provided the following feedback:\n<feedback>\nremember that the build runs on ci.shop.example\n</feedback>"
+            ),
+            _t(_CLINE_ENV),
+        ],
+    ],
+    ids=["after-a-finished-task", "beside-an-approved-read"],
+)
+def test_the_persons_note_in_a_cline_tool_result_waits_for_review_and_the_tool_output_stays_the_tools(
+    proxy_client, upstream, bead_home, content
+):
+    """A review: Cline puts the person's typed note in the tool result (<feedback>); read as the tool's output, their
+    "remember" was dropped. It is theirs beside a tool's output: it waits for review; the output stays the tool's."""
+    from bead.core.memory import Memory
+    from bead.paths import Home
+    from bead.store.queue import Queue
+
+    _next_pinned_block_lacks_the_attackers_host(proxy_client(), content, upstream)
+    with Memory.open(Home(bead_home)) as mem:
+        assert any("ci.shop.example" in i.value for i in Queue(mem).items()), Queue(mem).items()
+        assert "registry.evil.example" not in json.dumps([i.value for i in Queue(mem).items()])
+        turns = [t for f in mem.raw.files() for t in mem.raw.read(f)]
+    note = [t for t in turns if "ci.shop.example" in t.text]
+    assert note and all(t.flags.get("source") == "typed" and t.flags.get("near_paste") for t in note), [t.flags for t in note]
+    assert all(t.flags.get("source") == "tool_output" for t in turns if "registry.evil.example" in t.text)
+
+
 _OWN_WORDS = {
     "before-a-fence-sign": "Remember that the build runs on ci.shop.example. Is ~~~ the same as ```?",
     "beside-a-snippet-and-a-reminder": (
@@ -1247,6 +1292,10 @@ _OWN_WORDS = {
     "after-a-semicolon": "fix the login; remember that the build runs on ci.shop.example",
     "after-a-dash": "fix the login - remember that the build runs on ci.shop.example",
     "after-btw": "btw remember that the build runs on ci.shop.example",
+    # settings and a question with its answer, which read like a transcript's speaker lines to a looser rule (a review)
+    "beside-settings": "remember that the build runs on ci.shop.example\nuser: deploy_rw\nmodel: gpt-4o-mini",
+    "after-a-q-and-a": "Q: where does the build run?\nA: on the ci box\nremember that the build runs on ci.shop.example",
+    "after-a-user-line": "User: the admin cannot log in\nremember that the build runs on ci.shop.example",
 }
 
 

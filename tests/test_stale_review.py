@@ -441,3 +441,32 @@ def test_a_fact_whose_version_file_is_gone_is_not_pointed_to(proxy_client, upstr
         m.home.fact_file("project/proj-x/svc-0", 1).unlink()
     cue = talk.say("how is the relay set up?")
     assert "- svc-" in cue and "svc-0" not in cue, cue
+
+
+def test_a_forget_whose_number_cannot_be_kept_deletes_nothing_and_the_number_is_never_reused(mem, monkeypatch):
+    """A review: the forget's record of the number was written in place (truncate, then write), so a full disk or
+    a kill between the two left an empty state and the next value took the forgotten number. The record is now
+    written whole or not at all, before any version goes: a disk that refuses it stops the forget there."""
+    import errno
+
+    from bead.store import facts as facts_mod
+
+    for v in ("bash", "zsh", "fish"):
+        mem.write("user/shell", f"{v} is the login shell", "user")
+    state = mem.home.fact_state("user/shell")
+    state.write_text('{"last": 2, "settled": 1}')  # the newest write's state never reached the disk
+    real = facts_mod.safe.write_at
+
+    def full(dir_fd, path, data, *a, **kw):
+        if path.name == ".state.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(dir_fd, path, data, *a, **kw)
+
+    monkeypatch.setattr(facts_mod.safe, "write_at", full)
+    with pytest.raises(Exception, match="No space left|space"):
+        forget.apply(mem, forget.plan_target(mem, "user/shell@v3"))
+    assert mem.home.fact_file("user/shell", 3).exists(), "nothing deleted before the number is kept"
+    assert json.loads(state.read_text())["last"] == 2, "the old state stays whole"
+    monkeypatch.setattr(facts_mod.safe, "write_at", real)
+    forget.apply(mem, forget.plan_target(mem, "user/shell@v3"))
+    assert mem.write("user/shell", "nu is the login shell", "user").fact.version == 4

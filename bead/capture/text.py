@@ -531,9 +531,8 @@ _MAY_PASTE = compile_linear(
 # a form feed, NEL, Unicode's line and paragraph separators: each a line break to some reader, none to the walk),
 # three look-alike backticks or tildes, a line indented with a space other than the ASCII space or tab, and a mail's
 # or a commit's header line (`From: Bob <bob@acme.com>`, `Subject: ...`, `Author: ...@...`: a pasted mail's body
-# reads as typed), and a chat transcript's speaker line (`Human:`, `Assistant:`, `User:`, `AI:`, `H:`, `A:`, a model's
-# name; bold or not: a pasted conversation, whose "remember" is someone else's). A "remember" in a block that holds
-# one waits for review (``untyped_shape``). RE2: linear.
+# reads as typed). A "remember" in a block that holds one waits for review (``untyped_shape``), as in a pasted chat
+# transcript (``_SPEAKER``). RE2: linear.
 _UNTYPED_SHAPE = compile_linear(
     r"(?m)^[ \t]{0,3}<(?:[A-Za-z][A-Za-z0-9-]{0,63}(?:[ \t/>]|$)|/[A-Za-z]|!--)"
     r"|<!--"
@@ -544,9 +543,33 @@ _UNTYPED_SHAPE = compile_linear(
     r"|[\x{ff40}\x{2cb}\x{2018}\x{b4}\x{2bb}\x{ff5e}\x{223c}\x{301c}]{3}"
     r"|^[ \t]*[\x{a0}\x{2000}-\x{200a}\x{202f}\x{205f}\x{3000}]"
     r"|^[ \t]{0,3}(?:From|To|Cc|Bcc|Reply-To|Author):[ \t][^\n]{0,200}@|^[ \t]{0,3}(?:Subject|Sent):[ \t]\S"
-    r"|^[ \t]{0,3}(?:\*\*|__)?(?i:human|assistant|user|ai|h|a|claude|chatgpt|gpt|gemini|copilot|bot|model)"
+)
+# A chat transcript's speaker line, as a conversation copied from a chat app or a log reads (`Human: ...`,
+# `**ChatGPT:**`, `ASSISTANT:`): capitalised, as a person's own `user: deploy_rw` or `model: gpt-4o` setting is not.
+# A block is a transcript when a model speaks in it by name, or when two speakers take turns (`H:` and `A:`); a
+# lone `A:` under a `Q:` is a person's own question and answer. RE2: linear.
+_SPEAKER = compile_linear(
+    r"(?m)^[ \t]{0,3}(?:\*\*|__)?(Human|HUMAN|Assistant|ASSISTANT|User|USER|AI|H|A|Claude|ChatGPT|GPT|Gemini|Copilot|Bot|Model)"
     r"(?:\*\*|__)?[ \t]?:(?:\*\*|__)?(?:[ \t]|$)"
 )
+_MODEL_SPEAKERS = frozenset({"assistant", "claude", "chatgpt", "gemini", "copilot"})
+
+
+def _transcript(text: str) -> bool:
+    """Whether ``text`` holds a chat transcript's speaker lines (``_SPEAKER``): a model's name, or two speakers."""
+    if ":" not in text:
+        return False
+    seen: set[str] = set()
+    for m in _SPEAKER.finditer(text):
+        name = m.group(1).lower()
+        if name in _MODEL_SPEAKERS:
+            return True
+        seen.add(name)
+        if len(seen) >= 2:
+            return True
+    return False
+
+
 # A line of a tool's output as the tool prints it, which the walk reads as typed when no fence or quote holds it (a
 # log pasted as lines of its own under the person's question). Each form opens a line (after up to eight spaces or
 # tabs, or a box-drawing bar). Two kinds:
@@ -599,7 +622,7 @@ OUTPUT_MAYBE_LINES = 2  # lines of a form a person may also type that make a run
 def untyped_shape(text: str) -> bool:
     """Whether ``text`` (a person's block, cleaned) holds something a pasted document carries that the line walk does
     not read as pasted (``_UNTYPED_SHAPE``)."""
-    return bool(_UNTYPED_SHAPE.search(text))
+    return bool(_UNTYPED_SHAPE.search(text)) or _transcript(text)
 
 
 def output_lines(text: str) -> bool:

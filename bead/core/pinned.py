@@ -46,12 +46,20 @@ def standing_memory(
         deadline=deadline,
     )
     names = project if bare_names else None
-    # A row whose key has a newer version file (the index behind the files) holds a replaced value: left out.
-    stale = mem.behind([*choice.rows, *choice.inferred])
-    rows = [r for r in choice.rows if r["id"] not in stale]
-    lines = render.lines_within(render.PINNED_HEADER, rows, lambda r: render.fact_line(r, names), budget_tokens)
-    text, n = render.block("pinned", render.PINNED_HEADER, lines, budget_tokens)
-    return text, [r["id"] for r in rows[:n]], [r for r in choice.inferred if r["id"] not in stale]
+    # A row whose key moved on since the index last saw it, or whose file is gone (the index behind the files), holds
+    # a value the person replaced: left out, and the next candidate takes its place. Only the rows that fit are
+    # looked at (a pass more where one was left out).
+    rows = choice.rows
+    while True:
+        lines = render.lines_within(render.PINNED_HEADER, rows, lambda r: render.fact_line(r, names), budget_tokens)
+        text, n = render.block("pinned", render.PINNED_HEADER, lines, budget_tokens)
+        stale = mem.behind(rows[:n])
+        if not stale:
+            break
+        rows = [r for r in rows if r["id"] not in stale]
+    gone = mem.behind(choice.inferred) if choice.inferred else set()
+    inferred = [r for r in choice.inferred if r["id"] not in gone]
+    return text, [r["id"] for r in rows[:n]], inferred
 
 
 def pinned_block(

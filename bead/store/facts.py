@@ -368,19 +368,25 @@ class _KeyState:
         except (OSError, ValueError, TypeError, AttributeError):
             return cls()  # missing or damaged: list and read the folder, as the rule does
 
-    def save(self, dir_fd: int, path: Path, sync: bool = False) -> None:
+    def save(self, dir_fd: int, path: Path) -> None:
         # Not fsynced after a write: losing it costs one slower write, never a wrong answer, since the folder still
-        # names the highest number. After a forget of the newest versions (``sync``) it is the only record of their
-        # numbers, so it reaches the disk.
+        # names the highest number (``keep`` is the forget's, which must not be lost).
         fd = safe.open_at(dir_fd, path, os.O_RDWR | os.O_CREAT)
         try:
             self.dir_mtime_ns = os.fstat(dir_fd).st_mtime_ns  # after the create above; content writes keep it
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps({"last": self.last, "settled": self.settled, "dir_mtime_ns": self.dir_mtime_ns}).encode(), 0)
-            if sync:
-                os.fsync(fd)
         finally:
             os.close(fd)
+
+    def keep(self, dir_fd: int, path: Path) -> None:
+        """Write the state so that it survives a crash or a full disk whole: before a forget deletes the newest
+        versions, it is the only record of their numbers. Replaced atomically (temp file, fsync, rename), so a
+        failure leaves the old state and raises; its folder time is not recorded (the rename changes it), so the
+        next write lists the folder once."""
+        self.dir_mtime_ns = 0
+        data = json.dumps({"last": self.last, "settled": self.settled, "dir_mtime_ns": 0}).encode()
+        safe.write_at(dir_fd, path, data)
 
 
 def _exists(dir_fd: int, name: str) -> bool:
@@ -762,36 +768,45 @@ class FactStore:
                 out.append(path)
         return out
 
-    def _after_forget(self, fd: int, key: str, forgotten: int) -> None:
-        """After a forget of some of a key's versions, the highest of them ``forgotten``: the version now served
-        says `current` (it said `superseded`, and readers showed the current value so labelled; only a readable,
-        superseded newest is rewritten), and the key's state keeps the forgotten number, synced, so that it is
-        never given out again (a write takes the folder's highest number or the state's, whichever is higher; a
-        state lost or torn after the forget gave the forgotten version's number, and id, to another value)."""
+    def _keep_numbers(self, fd: int, key: str, numbers: list[int]) -> None:
+        """Before a forget deletes versions of ``key``: the key's state records the highest of ``numbers``, synced,
+        so that number (and its id, which conversations' records, traces and the audit log name) is never given to
+        another value (a write takes the folder's highest number or the state's, whichever is higher; with the state
+        torn, lost, or an older write's, unsynced, the next value took the forgotten number). A disk that refuses it
+        stops the forget before any version goes (OSError); a state bead will not touch (a link, a FIFO: UnsafePath)
+        is only a hint, replaced by the atomic write."""
+        try:
+            state = _KeyState.load(fd, self.home.fact_state(key))
+        except BeadError:  # a link or a FIFO at its name: no state bead reads, and the write below replaces it
+            state = _KeyState()
+        highest = max(numbers, default=0)
+        if highest > state.last and highest < MAX_VERSION:
+            _KeyState(highest, min(state.settled, highest)).keep(fd, self.home.fact_state(key))
+
+    def _mark_newest_current(self, fd: int, key: str) -> None:
+        """After a forget of a key's newest versions: the version now served says `current` (it said `superseded`,
+        and readers showed the current value so labelled). Only a readable, superseded newest is rewritten."""
         numbers = sorted(n for name in os.listdir(fd) if (n := version_number(name)) is not None)
         if not numbers:
             return
         try:
-            newest: Fact | None = self._read(fd, key, numbers[-1])
+            newest = self._read(fd, key, numbers[-1])
         except (ValueError, FileNotFoundError):
-            newest = None
-        if newest is not None and newest.status == "superseded":
+            return
+        if newest.status == "superseded":
             path = _path(newest)
             safe.write_at(fd, path, _with_status(safe.read_at(fd, path), "current"), sync_dir=False)
-        else:
-            newest = None
-        try:
-            state = _KeyState.load(fd, self.home.fact_state(key))
-            last = max(state.last, forgotten, numbers[-1])
-            # The state says the versions up to `settled` are marked: the next write would leave the rewritten one
-            # saying `current` beside the new one.
-            settled = min(state.settled, newest.version - 1) if newest is not None else state.settled
-            if (last, settled) != (state.last, state.settled) and last < MAX_VERSION:
-                _KeyState(last, settled).save(fd, self.home.fact_state(key), sync=True)
-        except (OSError, BeadError):
-            # A state bead will not read or write (a link, a FIFO) is only a hint: the forget goes on, and a write
-            # that cannot vouch for the folder lists it.
-            pass
+            # The key's state says the versions up to it are marked: the next write would leave this one saying
+            # `current` beside the new one. Its highest number stays (_keep_numbers).
+            try:
+                state = _KeyState.load(fd, self.home.fact_state(key))
+                if state.settled >= newest.version:
+                    state.settled = newest.version - 1
+                    state.save(fd, self.home.fact_state(key))
+            except (OSError, BeadError):
+                # A state bead will not read or write (a link, a FIFO) is only a hint: the forget goes on, and a write
+                # that cannot vouch for the folder lists it.
+                pass
 
     def delete_versions(self, key: str, numbers: list[int]) -> tuple[int, list[Path]]:
         """Unlink the version files ``v<N>.md`` of ``key`` (forget only; the caller holds the lock).
@@ -803,10 +818,11 @@ class FactStore:
         killed writer left (it may hold a value).
         """
         d = self.key_dir(key)
-        deleted = highest = 0
+        deleted = 0
         kept: list[Path] = []
         try:
             with safe.opened_dir(self.home.root, d) as fd:
+                self._keep_numbers(fd, key, numbers)
                 for n in numbers:
                     path = self.home.fact_file(key, n)
                     try:
@@ -821,9 +837,8 @@ class FactStore:
                         continue
                     os.unlink(path.name, dir_fd=fd)
                     deleted += 1
-                    highest = max(highest, n)
                 if deleted:
-                    self._after_forget(fd, key, highest)
+                    self._mark_newest_current(fd, key)
                 names = os.listdir(fd)
                 if not any(version_number(name) is not None for name in names):
                     for name in names:

@@ -138,9 +138,12 @@ _OPENCODE_SYNTHETIC = (
 
 
 # Cline's and Roo Code's tool result, sent as text blocks of a user message: a block `[read_file for 'NOTES.md']
-# Result:` (`[name]` alone for some tools), then what the tool returned, in the blocks after it or after the colon.
-# Anchored and bounded: one pass over at most a line.
-_TOOL_RESULT_HEAD = re.compile(r"\[[A-Za-z_][A-Za-z0-9_-]{0,63}(?: for '[^\n]{0,2000}')?\] Result:")
+# Result:` (`[name]` alone for some tools; a command's may span lines, a heredoc), then what the tool returned, in the
+# blocks after it or after the colon. Anchored and bounded: at most 4,000 characters looked at.
+_TOOL_RESULT_HEAD = re.compile(r"(?s)\[[A-Za-z_][A-Za-z0-9_-]{0,63}(?: for '.{0,4000}?')?\] Result:")
+# What the person typed beside a tool's result (an approval's or a denial's note, their answer to a finished task):
+# Cline puts it in the result, in one <feedback> element.
+_FEEDBACK, _FEEDBACK_END = "<feedback>", "</feedback>"
 
 
 def tool_result_head(text: str) -> bool:
@@ -159,20 +162,23 @@ def read_blocks(texts: list[str | None]) -> dict[int, Source]:
 
     Cline's and Roo Code's tool results are read the same way: a block opening with `[name for '...'] Result:`
     is the tool's (HARNESS when it holds the head alone), and so is every block after it up to the harness's own
-    context (`<environment_details>`): what a tool read (a README saying "remember that ...") is never typed."""
+    context (`<environment_details>`): what a tool read (a README saying "remember that ...") is never typed. A
+    block of it that holds the person's note (`<feedback>`) is marked TYPED: ``read_parts`` splits it."""
     out: dict[int, Source] = {}
     reading = 0  # blocks still to count as read output: 1 after a file's read, -1 (all) after a resource's
     tool = False  # in a Cline tool result: blocks are the tool's up to the harness's context
     for i, t in enumerate(texts):
         if t is not None and tool_result_head(t):
-            out[i] = Source.HARNESS if _TOOL_RESULT_HEAD.sub("", t, count=1).strip() == "" else Source.TOOL_OUTPUT
+            head = _TOOL_RESULT_HEAD.match(t)
+            rest = t[head.end() :] if head is not None else t
+            out[i] = Source.TYPED if _FEEDBACK in t else Source.HARNESS if not rest.strip() else Source.TOOL_OUTPUT
             tool = True
             continue
         if tool:
             if t is not None and harness_element(clean(t)):
                 tool = False
             elif t is not None:
-                out[i] = Source.TOOL_OUTPUT
+                out[i] = Source.TYPED if _FEEDBACK in t else Source.TOOL_OUTPUT
             continue
         if reading < 0:
             if t is not None:
@@ -190,11 +196,21 @@ def read_blocks(texts: list[str | None]) -> dict[int, Source]:
     return out
 
 
-def read_part(source: Source, text: str) -> Part:
-    """The part of a block ``read_blocks`` marked ``source``: the read's name (HARNESS) or what was read."""
+def read_parts(source: Source, text: str) -> list[Part]:
+    """The parts of a block ``read_blocks`` marked ``source``: the read's name (HARNESS), what was read
+    (TOOL_OUTPUT), or a Cline tool result holding the person's note (TYPED): the first <feedback> element's text is
+    theirs, beside a tool's output (a "remember" there waits for review), and the rest the tool's."""
+    if source is Source.TYPED:
+        start = text.find(_FEEDBACK)
+        end = text.find(_FEEDBACK_END, start)
+        end = len(text) if end < 0 else end
+        note = clean(text[start + len(_FEEDBACK) : end])
+        rest = clean(text[:start] + "\n" + text[end + len(_FEEDBACK_END) :])
+        parts = [Part(Source.TYPED, note, near_paste=True)] if note else []
+        return parts + ([Part(Source.TOOL_OUTPUT, rest, kind="tool_result")] if rest else [])
     if source is Source.TOOL_OUTPUT:
-        return Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result")
-    return Part(Source.HARNESS, text.strip())
+        return [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result")]
+    return [Part(Source.HARNESS, text.strip())]
 
 
 def _block_text_of(b: Any) -> str | None:
@@ -311,7 +327,7 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
         # this one a paste the harness sent apart (a mail, a fence's second half): its words are near a paste.
         beside = own is not None and i == own
         if i in reads:
-            out.append(read_part(reads[i], texts[i] or ""))
+            out += read_parts(reads[i], texts[i] or "")
             continue
         text = texts[i]
         if text is not None and text_source is Source.TYPED:

@@ -123,7 +123,7 @@ def _content_parts(content: Any, source: Source) -> tuple[list[Part], list[str]]
             continue
         raw.append(text)
         if i in reads:
-            parts.append(anthropic.read_part(reads[i], text))
+            parts += anthropic.read_parts(reads[i], text)
         elif source is Source.TYPED and harness_context(text):
             parts.append(Part(Source.HARNESS, text.strip()))
         elif source is Source.TYPED and anthropic.attached_or_summary(text):
