@@ -836,6 +836,21 @@ class TestNotThePersonsWords:
         facts, turns = self.post_then_facts(proxy_client, bead_home, body, headers)
         assert facts == [] and turns and all(t.flags.get("source") != "typed" for t in turns)
 
+    @pytest.mark.parametrize(
+        "head", ["", "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\n"], ids=["plain", "critical"]
+    )
+    def test_claude_codes_request_for_a_compact_summary_is_not_the_persons(self, proxy_client, upstream, bead_home, head):
+        """/compact (or Claude Code's own when the context fills) sends its instructions as the person's message: its
+        "wrap your analysis in <analysis> tags" is no wish of theirs, and nothing in it is typed."""
+        prompt = (
+            f"{head}Your task is to create a detailed summary of the conversation so far, paying close attention to "
+            "the user's explicit requests and your previous actions.\nBefore providing your final summary, wrap your "
+            "analysis in <analysis> tags. Remember that the summary must list every file touched."
+        )
+        body, headers = self.messages(prompt)
+        facts, turns = self.post_then_facts(proxy_client, bead_home, body, headers)
+        assert facts == [] and turns and all(t.flags.get("source") != "typed" for t in turns), [t.flags for t in turns]
+
 
 class TestSlashCommandsAndSummaries:
     """The layouts an adversarial review of the first fix found: a local command's output then the person's prompt

@@ -706,6 +706,11 @@ COMPACTION_PREFIXES = (
     "You are performing a CONTEXT CHECKPOINT COMPACTION",  # the prompt Codex asks for that summary with
     "This session is being continued from another machine",  # Claude Code's, for a session moved between machines
     "You were originally given instructions from a user",  # older Codex CLI's bridge to a summarised history
+    # Claude Code's request for that summary (/compact, or its own when the context fills), sent as the person's
+    # message: its instructions, never their words (the dream would take "wrap your analysis in <analysis> tags"
+    # for the person's wish).
+    "Your task is to create a detailed summary of the conversation so far",
+    "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.",
 )
 
 
