@@ -470,3 +470,61 @@ def test_a_forget_whose_number_cannot_be_kept_deletes_nothing_and_the_number_is_
     monkeypatch.setattr(facts_mod.safe, "write_at", real)
     forget.apply(mem, forget.plan_target(mem, "user/shell@v3"))
     assert mem.write("user/shell", "nu is the login shell", "user").fact.version == 4
+
+
+@pytest.mark.parametrize("fault", ["full disk", "killed"])
+def test_a_forget_of_the_newest_version_keeps_its_number_whatever_happens_after(mem, monkeypatch, fault):
+    """A second review: after ordinary writes the state already said `last: 3`, so the forget wrote no record, and
+    then rewrote the state in place (truncate, write) to lower `settled`; a full disk or a kill between the two left
+    it empty and the next value took `user/shell@v3` again. The forget now writes the state whole before it deletes
+    and never rewrites it in place after."""
+    from bead.store import facts as facts_mod
+
+    for v in ("bash", "zsh", "fish"):
+        mem.write("user/shell", f"{v} is the login shell", "user")
+    real = os.pwrite
+
+    def broken(fd, data, offset):
+        if not mem.home.fact_file("user/shell", 3).exists():
+            raise OSError(28, "No space left on device") if fault == "full disk" else KeyboardInterrupt
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(facts_mod.os, "pwrite", broken)
+    try:
+        forget.apply(mem, forget.plan_target(mem, "user/shell@v3"))
+    except (OSError, KeyboardInterrupt):
+        pass
+    monkeypatch.setattr(facts_mod.os, "pwrite", real)
+    assert not mem.home.fact_file("user/shell", 3).exists()
+    assert json.loads(mem.home.fact_state("user/shell").read_text())["last"] == 3
+    res = mem.write("user/shell", "nu is the login shell", "user")
+    assert res.fact.version == 4, res.fact.id
+    assert [f.id for f in mem.versions("user/shell").facts if f.status == "current"] == ["user/shell@v4"]
+
+
+def test_the_pinned_block_checks_only_the_rows_its_budget_holds(mem, monkeypatch):
+    """A review: every candidate of the pinned block was checked against the files (286 at the default budget,
+    about 12 ms at 3,000 facts), not the few dozen that fit; a stale one still gives its place to the next."""
+    from bead.core import pinned
+    from bead.core.memory import Memory
+
+    for i in range(120):
+        mem.write(f"project/shop/rule-{i:03d}", f"Rule {i}: the shop's services keep setting {i} as agreed.", "project")
+    checked: list[int] = []
+    real = Memory.behind
+
+    def counting(self, rows):
+        rows = list(rows)
+        checked.append(len(rows))
+        return real(self, rows)
+
+    monkeypatch.setattr(Memory, "behind", counting)
+    text, ids, _ = pinned.standing_memory(mem, "shop", 400)
+    assert ids and sum(checked) <= len(ids) + 1, (checked, len(ids))
+    mem.facts.write(
+        "project/shop/" + ids[0].split("/")[-1].split("@")[0], "Replaced, not indexed.", "project", trust="user_stated"
+    )
+    checked.clear()
+    text2, ids2, _ = pinned.standing_memory(mem, "shop", 400)
+    assert ids[0] not in ids2 and len(ids2) == len(ids), (ids, ids2)
+    assert set(ids2) - set(ids), "the next candidate took its place"

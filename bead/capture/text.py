@@ -544,15 +544,19 @@ _UNTYPED_SHAPE = compile_linear(
     r"|^[ \t]*[\x{a0}\x{2000}-\x{200a}\x{202f}\x{205f}\x{3000}]"
     r"|^[ \t]{0,3}(?:From|To|Cc|Bcc|Reply-To|Author):[ \t][^\n]{0,200}@|^[ \t]{0,3}(?:Subject|Sent):[ \t]\S"
 )
-# A chat transcript's speaker line, as a conversation copied from a chat app or a log reads (`Human: ...`,
-# `**ChatGPT:**`, `ASSISTANT:`): capitalised, as a person's own `user: deploy_rw` or `model: gpt-4o` setting is not.
-# A block is a transcript when a model speaks in it by name, or when two speakers take turns (`H:` and `A:`); a
-# lone `A:` under a `Q:` is a person's own question and answer. RE2: linear.
+# A chat transcript's speaker line, as a conversation copied from a chat app, an export or a debug print reads
+# (`Human: ...`, `**ChatGPT:**`, `ChatGPT said:`, `### Assistant:`, `assistant: ...`). A block is a transcript when a
+# model speaks in it by name, in any case, or when two speakers take turns (`H:` and `A:`, `User:` and `AI:`): a
+# person-side or short name counts capitalised only (`human` and `ai` in any case), as a person's own `user:
+# deploy_rw` or `model: gpt-4o` setting is not capitalised, and a lone `A:` under a `Q:` is their own question and
+# answer. RE2: linear.
 _SPEAKER = compile_linear(
-    r"(?m)^[ \t]{0,3}(?:\*\*|__)?(Human|HUMAN|Assistant|ASSISTANT|User|USER|AI|H|A|Claude|ChatGPT|GPT|Gemini|Copilot|Bot|Model)"
-    r"(?:\*\*|__)?[ \t]?:(?:\*\*|__)?(?:[ \t]|$)"
+    r"(?m)^[ \t]{0,3}(?:#{1,6}[ \t]+)?(?:\*\*|__)?"
+    r"((?i:human|assistant|user|ai|h|a|claude|chatgpt|gpt|gemini|copilot|bot|model|system))"
+    r"(?: said)?(?:\*\*|__)?[ \t]?:(?:\*\*|__)?(?:[ \t]|$)"
 )
 _MODEL_SPEAKERS = frozenset({"assistant", "claude", "chatgpt", "gemini", "copilot"})
+_ANY_CASE_SPEAKERS = frozenset({"human", "ai"})
 
 
 def _transcript(text: str) -> bool:
@@ -561,12 +565,14 @@ def _transcript(text: str) -> bool:
         return False
     seen: set[str] = set()
     for m in _SPEAKER.finditer(text):
-        name = m.group(1).lower()
-        if name in _MODEL_SPEAKERS:
+        name = m.group(1)
+        low = name.lower()
+        if low in _MODEL_SPEAKERS:
             return True
-        seen.add(name)
-        if len(seen) >= 2:
-            return True
+        if low in _ANY_CASE_SPEAKERS or name[0].isupper():
+            seen.add(low)
+            if len(seen) >= 2:
+                return True
     return False
 
 

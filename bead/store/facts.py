@@ -769,23 +769,29 @@ class FactStore:
         return out
 
     def _keep_numbers(self, fd: int, key: str, numbers: list[int]) -> None:
-        """Before a forget deletes versions of ``key``: the key's state records the highest of ``numbers``, synced,
-        so that number (and its id, which conversations' records, traces and the audit log name) is never given to
-        another value (a write takes the folder's highest number or the state's, whichever is higher; with the state
-        torn, lost, or an older write's, unsynced, the next value took the forgotten number). A disk that refuses it
-        stops the forget before any version goes (OSError); a state bead will not touch (a link, a FIFO: UnsafePath)
-        is only a hint, replaced by the atomic write."""
+        """Before a forget deletes versions ``numbers`` of ``key``: the key's state records, whole and synced, the
+        highest number given out, so that a forgotten number (and its id, which conversations' records, traces and
+        the audit log name) is never given to another value (a write takes the folder's highest number or the
+        state's, whichever is higher; a state torn, lost, or an older write's left only the folder to count), and
+        the version that will be served afterwards as not settled, so that the next write marks it superseded
+        again. Written every time (a forget is rare): the state on disk may be an unsynced write's. A disk that
+        refuses it stops the forget before any version goes (OSError); a state bead will not read (a link, a FIFO)
+        is replaced by the atomic write."""
         try:
             state = _KeyState.load(fd, self.home.fact_state(key))
         except BeadError:  # a link or a FIFO at its name: no state bead reads, and the write below replaces it
             state = _KeyState()
-        highest = max(numbers, default=0)
-        if highest > state.last and highest < MAX_VERSION:
-            _KeyState(highest, min(state.settled, highest)).keep(fd, self.home.fact_state(key))
+        on_disk = {n for name in os.listdir(fd) if (n := version_number(name)) is not None}
+        last = max(state.last, max(on_disk, default=0), max(numbers, default=0))
+        served = max(on_disk - set(numbers), default=0)  # the newest left: said `current` again after the forget
+        settled = min(state.settled, max(served - 1, 0))
+        if last < MAX_VERSION:
+            _KeyState(last, settled).keep(fd, self.home.fact_state(key))
 
     def _mark_newest_current(self, fd: int, key: str) -> None:
         """After a forget of a key's newest versions: the version now served says `current` (it said `superseded`,
-        and readers showed the current value so labelled). Only a readable, superseded newest is rewritten."""
+        and readers showed the current value so labelled). Only a readable, superseded newest is rewritten; the
+        key's state already says it is not settled (_keep_numbers)."""
         numbers = sorted(n for name in os.listdir(fd) if (n := version_number(name)) is not None)
         if not numbers:
             return
@@ -796,17 +802,6 @@ class FactStore:
         if newest.status == "superseded":
             path = _path(newest)
             safe.write_at(fd, path, _with_status(safe.read_at(fd, path), "current"), sync_dir=False)
-            # The key's state says the versions up to it are marked: the next write would leave this one saying
-            # `current` beside the new one. Its highest number stays (_keep_numbers).
-            try:
-                state = _KeyState.load(fd, self.home.fact_state(key))
-                if state.settled >= newest.version:
-                    state.settled = newest.version - 1
-                    state.save(fd, self.home.fact_state(key))
-            except (OSError, BeadError):
-                # A state bead will not read or write (a link, a FIFO) is only a hint: the forget goes on, and a write
-                # that cannot vouch for the folder lists it.
-                pass
 
     def delete_versions(self, key: str, numbers: list[int]) -> tuple[int, list[Path]]:
         """Unlink the version files ``v<N>.md`` of ``key`` (forget only; the caller holds the lock).

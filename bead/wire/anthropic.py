@@ -198,12 +198,19 @@ def read_blocks(texts: list[str | None]) -> dict[int, Source]:
 
 def read_parts(source: Source, text: str) -> list[Part]:
     """The parts of a block ``read_blocks`` marked ``source``: the read's name (HARNESS), what was read
-    (TOOL_OUTPUT), or a Cline tool result holding the person's note (TYPED): the first <feedback> element's text is
-    theirs, beside a tool's output (a "remember" there waits for review), and the rest the tool's."""
+    (TOOL_OUTPUT), or a Cline tool result holding the person's note (TYPED): the last <feedback> element's text, led
+    in by Cline's own sentence, is theirs, beside a tool's output (a "remember" there waits for review), and the
+    rest the tool's."""
     if source is Source.TYPED:
-        start = text.find(_FEEDBACK)
+        # Cline writes the note last, after its own sentence (`The user provided the following feedback:`, `The user
+        # denied this operation and ...`, `The user has provided feedback on the results. ...`) on the line before:
+        # the last <feedback> element, so led in and closed, is the note; a tool's output that writes one of its
+        # own earlier (or without the sentence) stays the tool's.
+        start = text.rfind(_FEEDBACK)
         end = text.find(_FEEDBACK_END, start)
-        end = len(text) if end < 0 else end
+        lead = text[:start].rstrip(" \t\r\n").rsplit("\n", 1)[-1]
+        if end < 0 or not lead.startswith("The user "):
+            return [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result")]
         note = clean(text[start + len(_FEEDBACK) : end])
         rest = clean(text[:start] + "\n" + text[end + len(_FEEDBACK_END) :])
         parts = [Part(Source.TYPED, note, near_paste=True)] if note else []
