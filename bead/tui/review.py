@@ -23,7 +23,11 @@ from ..core import review
 from ..core.memory import Memory
 from ..display import one_line as flat
 from ..errors import BeadError
+from ..recall.render import flattened
 from .text import one_line, safe
+
+# A proposed value longer than this (about eight lines of a terminal) is followed by the card's head again.
+LONG_VALUE = 600
 
 KEYS = {
     "a": "accept",
@@ -193,7 +197,9 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
         # line, every run of blanks and line breaks one space. Its own line breaks could push its first lines off the
         # screen and leave an innocent last line beside the current value (an outside review); an evaluation's
         # lesson, which nothing writes from here, keeps its lines.
-        shown = safe(e.proposed, multiline=True) if e.kind == "evaluation" else flat(e.proposed)
+        # Every run of blanks of any script too (U+3000, no-break spaces): the model reads one space, and thousands
+        # of them filled the screen above the question with nothing (an adversarial pass).
+        shown = safe(e.proposed, multiline=True) if e.kind == "evaluation" else flat(flattened(e.proposed))
         out += _field("lesson" if e.kind == "evaluation" else "proposed", shown)
     if e.kind != "evaluation":
         cur = e.current
@@ -228,6 +234,11 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
         out += _field("sources", "\n".join(lines))
     elif e.kind != "evaluation":
         out += _field("sources", "(no turns cited)" if not e.sources else f"{e.sources} turn(s), none readable now")
+    if e.proposed is not None and e.kind != "evaluation" and len(e.proposed) > LONG_VALUE:
+        # A long value pushes the card's head (what it is, its key, why it waits) off the top of the screen: said
+        # again beside the question.
+        again = " · ".join(x for x in (one_line(e.headline, 120), one_line(e.key or "", 120), one_line(e.reason or "", 200)) if x)
+        out += _field("deciding", again)
     return out
 
 
