@@ -1183,8 +1183,40 @@ _UNTYPED_SHAPES = {
     "chat-export-bold": f"**User:** hi\n\n**ChatGPT:** hello\n\n{_LF_LOG_LINE}",
     "chat-roles-printed": f"user: can you check the build?\n\nassistant: Sure, it passes.\n\n{_LF_LOG_LINE}",
     "chatgpt-copied": f"You said:\ncan you check the build?\n\nChatGPT said:\nSure.\n\n{_LF_LOG_LINE}",
-    "a-model-speaking": f"Assistant: Sure, it passes.\n\n{_LF_LOG_LINE}",
 }
+
+
+_TRANSCRIPTS = {
+    "roles": "user: check the build?\nassistant: it passes.",
+    "anthropic": "Human: check the build?\n\nAssistant: it passes.",
+    "letters": "H: check the build?\nA: it passes.",
+    "chatgpt-copied": "You said:\ncheck the build?\n\nChatGPT said:\nit passes.",
+    "headings": "### Human: check the build?\n### AI: it passes.",
+    "bold": "**User:** check the build?\n**Claude:** it passes.",
+    "capitals": "USER: check the build?\nASSISTANT: it passes.",
+}
+_NOT_TRANSCRIPTS = {
+    "settings": "user: deploy_rw\nmodel: gpt-4o-mini",
+    "indented": "models:\n  User: me\n  Claude: claude-sonnet-4",
+    "q-and-a": "Q: where does it run?\nA: on the ci box",
+    "one-side": "Assistant: the old bot\nClaude: the new one",
+    "lowercase-names": "ai: write it\nhuman: review it",
+    "a-colon-and-no-words": "User:x\nAssistant:y",
+}
+
+
+@pytest.mark.parametrize("text", _TRANSCRIPTS.values(), ids=_TRANSCRIPTS.keys())
+def test_a_chat_transcripts_speaker_lines_make_a_block_untyped(text):
+    from bead.capture.text import untyped_shape
+
+    assert untyped_shape(text)
+
+
+@pytest.mark.parametrize("text", _NOT_TRANSCRIPTS.values(), ids=_NOT_TRANSCRIPTS.keys())
+def test_lines_that_only_look_like_speakers_leave_a_block_typed(text):
+    from bead.capture.text import untyped_shape
+
+    assert not untyped_shape(text)
 
 
 @pytest.mark.parametrize("prompt", _UNTYPED_SHAPES.values(), ids=_UNTYPED_SHAPES.keys())
@@ -1267,8 +1299,17 @@ def test_a_file_a_cline_tool_read_is_the_tools_output_not_the_persons_word(
             ),
             _t(_CLINE_ENV),
         ],
+        [
+            # a third review: the person's note names the element itself
+            _t("[attempt_completion] Result:"),
+            _t(
+                "The user has provided feedback on the results. Consider their input.\n<feedback>\nthe survey page "
+                "should use our <feedback> web component.\nremember that the build runs on ci.shop.example\n</feedback>"
+            ),
+            _t(_CLINE_ENV),
+        ],
     ],
-    ids=["after-a-finished-task", "beside-an-approved-read", "after-an-outputs-own-element"],
+    ids=["after-a-finished-task", "beside-an-approved-read", "after-an-outputs-own-element", "naming-the-element"],
 )
 def test_the_persons_note_in_a_cline_tool_result_waits_for_review_and_the_tool_output_stays_the_tools(
     proxy_client, upstream, bead_home, content
@@ -1332,6 +1373,14 @@ _OWN_WORDS = {
     "beside-settings": "remember that the build runs on ci.shop.example\nuser: deploy_rw\nmodel: gpt-4o-mini",
     "after-a-q-and-a": "Q: where does the build run?\nA: on the ci box\nremember that the build runs on ci.shop.example",
     "after-a-user-line": "User: the admin cannot log in\nremember that the build runs on ci.shop.example",
+    # a third review: settings that name models or roles, which an any-case or indented rule took for a transcript
+    "beside-a-models-config": "remember that the build runs on ci.shop.example\nmodels:\n  claude: claude-sonnet-4\n  gemini: gemini-2.5",
+    "beside-a-compose-file": "remember that the build runs on ci.shop.example\nservices:\n  assistant:\n    image: shop/bot\n  db:\n    image: pg",
+    "beside-a-prompts-file": "remember that the build runs on ci.shop.example\nsystem: You are the shop helper\nassistant: Hi!",
+    "after-a-bug-report": "System: Ubuntu 22.04\nUser: root\nremember that the build runs on ci.shop.example",
+    "after-roles-of-a-plan": "ai: write the migration\nhuman: review it\nremember that the build runs on ci.shop.example",
+    "after-temperatures": "temperatures for evals:\nclaude: 0\ngpt: 0.2\nremember that the build runs on ci.shop.example",
+    "after-a-model-alone": "Assistant: the old bot\nremember that the build runs on ci.shop.example",
 }
 
 

@@ -544,35 +544,39 @@ _UNTYPED_SHAPE = compile_linear(
     r"|^[ \t]*[\x{a0}\x{2000}-\x{200a}\x{202f}\x{205f}\x{3000}]"
     r"|^[ \t]{0,3}(?:From|To|Cc|Bcc|Reply-To|Author):[ \t][^\n]{0,200}@|^[ \t]{0,3}(?:Subject|Sent):[ \t]\S"
 )
-# A chat transcript's speaker line, as a conversation copied from a chat app, an export or a debug print reads
-# (`Human: ...`, `**ChatGPT:**`, `ChatGPT said:`, `### Assistant:`, `assistant: ...`). A block is a transcript when a
-# model speaks in it by name, in any case, or when two speakers take turns (`H:` and `A:`, `User:` and `AI:`): a
-# person-side or short name counts capitalised only (`human` and `ai` in any case), as a person's own `user:
-# deploy_rw` or `model: gpt-4o` setting is not capitalised, and a lone `A:` under a `Q:` is their own question and
-# answer. RE2: linear.
+# A chat transcript's speaker lines, as a conversation copied from a chat app, an export or a debug print reads
+# (`Human: ...`, `**ChatGPT:**`, `ChatGPT said:`, `### Assistant:`, `user: ...` then `assistant: ...`): a block is a
+# transcript when a person's side and a model's side both speak in it, each at a line's start, followed by words or
+# by the line's end. A name counts capitalised (`User:`, `AI:`, `H:`) or as an API's lowercase role (`user`,
+# `assistant`, `human`), so that a person's own settings (`system: ...` then `assistant: Hi!` in a prompts file,
+# `claude: 0` and `gpt: 0.2`, a compose file's indented `assistant:`) and a lone `A:` under their `Q:` stay theirs.
+# An allow-list: a transcript of other names, or with no colon, reads as typed (what the docs say of pasted prose).
+# RE2: linear.
 _SPEAKER = compile_linear(
-    r"(?m)^[ \t]{0,3}(?:#{1,6}[ \t]+)?(?:\*\*|__)?"
-    r"((?i:human|assistant|user|ai|h|a|claude|chatgpt|gpt|gemini|copilot|bot|model|system))"
-    r"(?: said)?(?:\*\*|__)?[ \t]?:(?:\*\*|__)?(?:[ \t]|$)"
+    r"(?m)^(?:#{1,6}[ \t]+)?(?:\*\*|__)?"
+    r"((?i:human|user|you|me|h|assistant|ai|a|claude|chatgpt|gpt|gemini|copilot|bot|model))"
+    r"(?: said)?(?:\*\*|__)?:(?:\*\*|__)?(?:[ \t]+\S|[ \t]*$)"
 )
-_MODEL_SPEAKERS = frozenset({"assistant", "claude", "chatgpt", "gemini", "copilot"})
-_ANY_CASE_SPEAKERS = frozenset({"human", "ai"})
+_PERSON_SIDE = frozenset({"human", "user", "you", "me", "h"})
+_ROLE_NAMES = frozenset({"user", "assistant", "human"})  # an API's roles, printed lowercase
 
 
 def _transcript(text: str) -> bool:
-    """Whether ``text`` holds a chat transcript's speaker lines (``_SPEAKER``): a model's name, or two speakers."""
+    """Whether ``text`` holds a chat transcript's speaker lines (``_SPEAKER``): a person's side and a model's."""
     if ":" not in text:
         return False
-    seen: set[str] = set()
+    person = model = False
     for m in _SPEAKER.finditer(text):
         name = m.group(1)
         low = name.lower()
-        if low in _MODEL_SPEAKERS:
+        if not (name[0].isupper() or low in _ROLE_NAMES):
+            continue
+        if low in _PERSON_SIDE:
+            person = True
+        else:
+            model = True
+        if person and model:
             return True
-        if low in _ANY_CASE_SPEAKERS or name[0].isupper():
-            seen.add(low)
-            if len(seen) >= 2:
-                return True
     return False
 
 

@@ -774,17 +774,21 @@ class FactStore:
         the audit log name) is never given to another value (a write takes the folder's highest number or the
         state's, whichever is higher; a state torn, lost, or an older write's left only the folder to count), and
         the version that will be served afterwards as not settled, so that the next write marks it superseded
-        again. Written every time (a forget is rare): the state on disk may be an unsynced write's. A disk that
-        refuses it stops the forget before any version goes (OSError); a state bead will not read (a link, a FIFO)
-        is replaced by the atomic write."""
+        again. Written whenever the newest version goes and another stays (the state on disk may be an unsynced
+        write's); a forget of the whole key, or of older versions only, needs none. A disk that refuses it stops
+        the forget before any version goes (OSError); a state bead will not read (a link, a FIFO) is replaced by
+        the atomic write."""
         try:
             state = _KeyState.load(fd, self.home.fact_state(key))
         except BeadError:  # a link or a FIFO at its name: no state bead reads, and the write below replaces it
             state = _KeyState()
         on_disk = {n for name in os.listdir(fd) if (n := version_number(name)) is not None}
-        last = max(state.last, max(on_disk, default=0), max(numbers, default=0))
-        served = max(on_disk - set(numbers), default=0)  # the newest left: said `current` again after the forget
-        settled = min(state.settled, max(served - 1, 0))
+        left = on_disk - set(numbers)
+        if not left or max(on_disk, default=0) in left:
+            return  # the whole key goes (its state with it), or its newest stays and keeps the number in the folder
+        last = max(state.last, max(on_disk), max(numbers))
+        served = max(left)  # the newest left: said `current` again after the forget
+        settled = min(state.settled, served - 1)
         if last < MAX_VERSION:
             _KeyState(last, settled).keep(fd, self.home.fact_state(key))
 

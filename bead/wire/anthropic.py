@@ -196,20 +196,29 @@ def read_blocks(texts: list[str | None]) -> dict[int, Source]:
     return out
 
 
+def _led_feedback(text: str) -> int:
+    """Where the last <feedback> element that Cline's own sentence leads in (a line starting "The user " right before
+    it) opens in ``text``, or -1. The person's note may itself name the element; a tool's output may hold one."""
+    at = len(text)
+    while (at := text.rfind("\n" + _FEEDBACK, 0, at)) >= 0:
+        if text[text.rfind("\n", 0, at) + 1 : at].startswith("The user "):
+            return at + 1
+    return -1
+
+
 def read_parts(source: Source, text: str) -> list[Part]:
     """The parts of a block ``read_blocks`` marked ``source``: the read's name (HARNESS), what was read
-    (TOOL_OUTPUT), or a Cline tool result holding the person's note (TYPED): the last <feedback> element's text, led
-    in by Cline's own sentence, is theirs, beside a tool's output (a "remember" there waits for review), and the
-    rest the tool's."""
+    (TOOL_OUTPUT), or a Cline tool result holding the person's note (TYPED): from the last <feedback> that Cline's
+    own sentence leads in to the last </feedback> is theirs, beside a tool's output (a "remember" there waits for
+    review), and the rest the tool's."""
     if source is Source.TYPED:
         # Cline writes the note last, after its own sentence (`The user provided the following feedback:`, `The user
         # denied this operation and ...`, `The user has provided feedback on the results. ...`) on the line before:
         # the last <feedback> element, so led in and closed, is the note; a tool's output that writes one of its
         # own earlier (or without the sentence) stays the tool's.
-        start = text.rfind(_FEEDBACK)
-        end = text.find(_FEEDBACK_END, start)
-        lead = text[:start].rstrip(" \t\r\n").rsplit("\n", 1)[-1]
-        if end < 0 or not lead.startswith("The user "):
+        start = _led_feedback(text)
+        end = text.rfind(_FEEDBACK_END)
+        if start < 0 or end < start:
             return [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result")]
         note = clean(text[start + len(_FEEDBACK) : end])
         rest = clean(text[:start] + "\n" + text[end + len(_FEEDBACK_END) :])
