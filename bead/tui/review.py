@@ -181,6 +181,12 @@ def _field(name: str, value: str) -> list[Segment]:
     return out
 
 
+def _lines_marked(value: str) -> str:
+    """``value`` on one line, its blanks merged as a block's line merges them, each run of line breaks (of any kind
+    str.splitlines knows) shown as ` ↵ `."""
+    return " \u21b5 ".join(line for part in value.splitlines() if (line := flattened(part)))
+
+
 def card(e: review.Entry, n: int, total: int) -> list[Segment]:
     """What the person sees of one entry; every stored string passes through ``safe``."""
     title = f"[{n}/{total}] "
@@ -198,8 +204,10 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
         # screen and leave an innocent last line beside the current value (an outside review); an evaluation's
         # lesson, which nothing writes from here, keeps its lines.
         # Every run of blanks of any script too (U+3000, no-break spaces): the model reads one space, and thousands
-        # of them filled the screen above the question with nothing (an adversarial pass).
-        shown = safe(e.proposed, multiline=True) if e.kind == "evaluation" else flat(flattened(e.proposed))
+        # of them filled the screen above the question with nothing (an adversarial pass). Where the value breaks
+        # its lines, the card says so (`↵`, runs of breaks as one): `get_memory` gives the agent the lines, and a
+        # `# old hook:` line followed by a command reads as one commented line once joined (a review).
+        shown = safe(e.proposed, multiline=True) if e.kind == "evaluation" else flat(_lines_marked(e.proposed))
         out += _field("lesson" if e.kind == "evaluation" else "proposed", shown)
     if e.kind != "evaluation":
         cur = e.current
@@ -209,7 +217,7 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
             shown = "sealed in the vault (never shown here)"
         else:
             flags = ", pinned" if cur.pinned else ""
-            shown = f"{flat(cur.value)}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
+            shown = f"{flat(_lines_marked(cur.value))}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
         out += _field("current", shown)
     if e.evaluation:
         ev = e.evaluation
