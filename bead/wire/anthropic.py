@@ -168,9 +168,9 @@ def read_blocks(texts: list[str | None]) -> dict[int, Source]:
     reading = 0  # blocks still to count as read output: 1 after a file's read, -1 (all) after a resource's
     tool = False  # in a Cline tool result: blocks are the tool's up to the harness's context
     for i, t in enumerate(texts):
-        if t is not None and tool_result_head(t):
-            head = _TOOL_RESULT_HEAD.match(t)
-            rest = t[head.end() :] if head is not None else t
+        head = _TOOL_RESULT_HEAD.match(t) if t is not None and t.startswith("[") else None
+        if t is not None and head is not None:
+            rest = t[head.end() :]
             out[i] = Source.TYPED if _FEEDBACK in t else Source.HARNESS if not rest.strip() else Source.TOOL_OUTPUT
             tool = True
             continue
