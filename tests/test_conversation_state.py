@@ -4,6 +4,7 @@ only from where this process stopped last time, when the bytes before are the sa
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -83,7 +84,7 @@ def test_a_record_holding_a_line_separator_stays_one_record_and_a_forget_removes
     assert got.cues[(0, "h0")].text == "the vault code\u2028is 4471\u2029and\u0085more"
     assert Conversations(home).scrub([home.session_state("c5")], lambda line: "project/x/vault@v1" in line) == 1
     raw = home.session_state("c5").read_bytes()
-    assert b"4471" not in raw and b"vault" not in raw
+    assert not re.search(rb"(?<![0-9a-f])4471(?![0-9a-f])", raw) and b"vault" not in raw  # not inside a hex digest
     assert sorted(ConversationState.load(home, "c5").cues) == [(1, "h1")]
 
 
