@@ -121,6 +121,15 @@ def test_remember_writes_the_persons_word_and_may_change_it(admin, mem):
     assert queued["status"] == "queued" and Queue(mem).get(queued["review_item"]).source == "curator"
 
 
+def test_the_persons_remember_beside_an_agents_look_alike_key_is_written_and_names_it(admin, mem):
+    """The person's word through the curator is not refused by a key an agent claimed first (`user/ed1tor`), and
+    the answer names that key and how to forget it, as `bead write` does."""
+    mem.write("user/ed1tor", "vim", "user", trust="agent_observed")
+    out = admin.ok("remember", {"value": "Helix, default keymap", "type": "user", "key": "user/editor"})
+    assert out["status"] == "written" and out["lookalikes"] == ["user/ed1tor"] and "bead forget user/ed1tor" in out["note"]
+    assert mem.current("user/editor").trust == "user_stated"
+
+
 def test_summary_history_pin_unpin_and_reinforce(admin, mem):
     mem.write("project/shop/queue", "Jobs go through Celery on Redis", "project")
     mem.write("project/shop/queue", "Jobs go through Dramatiq on RabbitMQ", "project")

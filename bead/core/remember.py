@@ -363,6 +363,7 @@ class Saved:
     item: str | None = None  # the review item, when queued
     reason: str = ""  # why it was queued
     indexed: bool = True  # False: written, the index catches up later
+    lookalikes: tuple[str, ...] = ()  # the person's new key: keys that read like it that only an agent or the dream wrote
 
 
 def remember_fact(
@@ -419,6 +420,7 @@ def remember_fact(
         fact.version,
         viewer.shown_id(res.superseded.id) if res.written and res.superseded else None,
         indexed=res.indexed,
+        lookalikes=tuple(viewer.shown_key(k) for k in res.lookalikes),
     )
 
 

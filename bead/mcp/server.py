@@ -343,7 +343,13 @@ def _remembering(
             project=rt.project if not viewer.team else None,
             source=source,
         )
-        out = {"status": saved.status, "key": saved.key, "id": saved.id, "version": saved.version, "superseded": saved.superseded}
+        out: dict[str, Any] = {
+            "status": saved.status,
+            "key": saved.key,
+            "id": saved.id,
+            "version": saved.version,
+            "superseded": saved.superseded,
+        }
         if saved.status == "queued":
             out |= {
                 "review_item": saved.item,
@@ -352,6 +358,12 @@ def _remembering(
             }
         if not saved.indexed:
             out["note"] = "written; search shows it once the index catches up"
+        if saved.lookalikes:
+            out["lookalikes"] = list(saved.lookalikes)
+            out["note"] = (
+                f"{', '.join(saved.lookalikes)} reads like this key and only an agent or the dream wrote it; "
+                f"if it is not the person's, `bead forget {saved.lookalikes[0]}`"
+            )
         return out
 
     return work
