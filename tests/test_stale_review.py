@@ -547,3 +547,22 @@ def test_a_forget_syncs_the_keys_state_only_when_the_newest_version_goes_and_ano
     monkeypatch.setattr(facts_mod._KeyState, "keep", lambda self, *a: (kept.append(self.last), real(self, *a))[1])
     forget.apply(mem, forget.plan_target(mem, target))
     assert len(kept) == writes, kept
+
+
+@pytest.mark.parametrize("state", ["missing", "torn", "older"])
+def test_a_whole_key_forget_that_keeps_a_file_it_cannot_read_still_keeps_the_numbers(mem, state):
+    """A fourth review: `bead forget KEY` of v1-v5 keeps a v2 it cannot take for the key's (a hand-broken file), so
+    the folder's top drops to 2, and with the state missing, torn or an older write's the next value took @v3."""
+    for v in ("sh", "bash", "zsh", "fish", "nu"):
+        mem.write("user/shell", f"{v} is the login shell", "user")
+    mem.home.fact_file("user/shell", 2).write_text("---\nkey: user/shell\nversion: 2\n: broken [yaml\n---\nbash\n")
+    path = mem.home.fact_state("user/shell")
+    if state == "missing":
+        path.unlink()
+    elif state == "torn":
+        path.write_bytes(path.read_bytes()[:7])
+    else:
+        path.write_text('{"last": 4, "settled": 3}')
+    forget.apply(mem, forget.plan_target(mem, "user/shell"))
+    assert mem.home.fact_file("user/shell", 2).exists(), "a file forget cannot take for the key's stays"
+    assert mem.write("user/shell", "fish again", "user").fact.version == 6

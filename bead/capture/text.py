@@ -545,37 +545,48 @@ _UNTYPED_SHAPE = compile_linear(
     r"|^[ \t]{0,3}(?:From|To|Cc|Bcc|Reply-To|Author):[ \t][^\n]{0,200}@|^[ \t]{0,3}(?:Subject|Sent):[ \t]\S"
 )
 # A chat transcript's speaker lines, as a conversation copied from a chat app, an export or a debug print reads
-# (`Human: ...`, `**ChatGPT:**`, `ChatGPT said:`, `### Assistant:`, `user: ...` then `assistant: ...`): a block is a
-# transcript when a person's side and a model's side both speak in it, each at a line's start, followed by words or
-# by the line's end. A name counts capitalised (`User:`, `AI:`, `H:`) or as an API's lowercase role (`user`,
-# `assistant`, `human`), so that a person's own settings (`system: ...` then `assistant: Hi!` in a prompts file,
-# `claude: 0` and `gpt: 0.2`, a compose file's indented `assistant:`) and a lone `A:` under their `Q:` stay theirs.
-# An allow-list: a transcript of other names, or with no colon, reads as typed (what the docs say of pasted prose).
-# RE2: linear.
+# (`Human: ...`, `**ChatGPT:**`, `ChatGPT said:`, `- User:`, `[10:02] Assistant:`, `GPT-4o:`, `GitHub Copilot:`,
+# `User：`, `user: ...` then `assistant: ...`). A block is a transcript when a person's side and a model's side both
+# open lines, or when a model known by name speaks capitalised (`Assistant: Yes, it passes.`). A person's name counts
+# capitalised or as an API's lowercase role (`user`, `human`); a model's capitalised, or in any case once a person's
+# side speaks too (`Human:` then `claude:`) when it is a model's own name, not `ai`, `a`, `bot` or `model`. So a
+# person's settings (`claude: 0` and `gpt: 0.2`, `system: ...` then `assistant: Hi!`, a compose file's indented
+# `assistant:`, `ai: write it` then `human: review it`) and a lone `A:` under their `Q:` stay theirs. An allow-list:
+# a transcript of other names reads as typed (what the docs say of pasted prose). RE2: linear.
+_MODEL_NAMES = "assistant|chatgpt|claude|gemini|copilot|gpt|deepseek|grok|mistral|llama|cursor|codex|response"
 _SPEAKER = compile_linear(
-    r"(?m)^(?:#{1,6}[ \t]+)?(?:\*\*|__)?"
-    r"((?i:human|user|you|me|h|assistant|ai|a|claude|chatgpt|gpt|gemini|copilot|bot|model))"
-    r"(?: said)?(?:\*\*|__)?:(?:\*\*|__)?(?:[ \t]+\S|[ \t]*$)"
+    r"(?m)^(?:[-*+][ \t]+)?(?:\[[0-9:.apmAPM ]{1,12}\][ \t]*)?(?:#{1,6}[ \t]+)?(?:\*\*|__|\*|_)?"
+    r"(?:(?i:github|openai|google|anthropic|microsoft)[ \t]+)?"
+    r"((?i:human|user|you|me|h|prompt|ai|a|bot|model|" + _MODEL_NAMES + r"))"
+    r"((?:[ \t-][A-Za-z0-9.]{1,20}){0,3})(?: said)?(?:\*\*|__|\*|_)?[ \t]?[:\x{ff1a}](?:\*\*|__|\*|_)?"
+    r"(?:[ \t]+\S|[ \t]*$)"
+    r"|(?m)^(Human|User|Assistant|ChatGPT|Claude)[ \t]*$"
 )
-_PERSON_SIDE = frozenset({"human", "user", "you", "me", "h"})
-_ROLE_NAMES = frozenset({"user", "assistant", "human"})  # an API's roles, printed lowercase
+_PERSON_SIDE = frozenset({"human", "user", "you", "me", "h", "prompt"})
+_MODEL_SIDE = frozenset(_MODEL_NAMES.split("|"))  # a model's own name (not ai, a, bot, model)
+_ROLE_NAMES = frozenset({"user", "human"})  # a person's side as an API's role, printed lowercase
 
 
 def _transcript(text: str) -> bool:
-    """Whether ``text`` holds a chat transcript's speaker lines (``_SPEAKER``): a person's side and a model's."""
-    if ":" not in text:
+    """Whether ``text`` holds a chat transcript's speaker lines (``_SPEAKER``)."""
+    if ":" not in text and "\uff1a" not in text and "\n" not in text:
         return False
-    person = model = False
+    person = model = lower_model = False
     for m in _SPEAKER.finditer(text):
-        name = m.group(1)
+        name = m.group(1) or m.group(3)
         low = name.lower()
-        if not (name[0].isupper() or low in _ROLE_NAMES):
-            continue
+        upper = name[0].isupper()
+        if m.group(2) and low not in _MODEL_SIDE:
+            continue  # `Model number:`, `User name:`: words after a name are a version only for a model's own name
         if low in _PERSON_SIDE:
-            person = True
-        else:
+            person = person or upper or low in _ROLE_NAMES
+        elif upper:
+            if low in _MODEL_SIDE and low != "response":
+                return True  # a model known by name speaking
             model = True
-        if person and model:
+        elif low in _MODEL_SIDE:
+            lower_model = True  # counts beside a person's side
+        if person and (model or lower_model):
             return True
     return False
 

@@ -360,10 +360,11 @@ def _remembering(
             out["note"] = "written; search shows it once the index catches up"
         if saved.lookalikes:
             out["lookalikes"] = list(saved.lookalikes)
-            out["note"] = (
+            said = (
                 f"{', '.join(saved.lookalikes)} reads like this key and only an agent or the dream wrote it; "
                 f"if it is not the person's, `bead forget {saved.lookalikes[0]}`"
             )
+            out["note"] = f"{out['note']}; {said}" if out.get("note") else said
         return out
 
     return work

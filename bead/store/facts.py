@@ -821,7 +821,7 @@ class FactStore:
         kept: list[Path] = []
         try:
             with safe.opened_dir(self.home.root, d) as fd:
-                self._keep_numbers(fd, key, numbers)
+                going: list[Path] = []  # checked first, so the state knows what stays (a file kept lowers the top)
                 for n in numbers:
                     path = self.home.fact_file(key, n)
                     try:
@@ -834,6 +834,9 @@ class FactStore:
                     if not is_version_of(data, key, n):
                         kept.append(path)
                         continue
+                    going.append(path)
+                self._keep_numbers(fd, key, [version_number(p.name) or 0 for p in going])
+                for path in going:
                     os.unlink(path.name, dir_fd=fd)
                     deleted += 1
                 if deleted:

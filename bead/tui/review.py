@@ -26,7 +26,8 @@ from ..errors import BeadError
 from ..recall.render import flattened
 from .text import one_line, safe
 
-# A proposed value longer than this (about eight lines of a terminal) is followed by the card's head again.
+# A proposed value wider than this many columns, as shown (about eight lines of a terminal), is followed by the card's
+# head again.
 LONG_VALUE = 600
 
 KEYS = {
@@ -187,6 +188,13 @@ def _lines_marked(value: str) -> str:
     return " \u21b5 ".join(line for part in value.splitlines() if (line := flattened(part)))
 
 
+def _columns(text: str) -> int:
+    """How many terminal columns ``text`` takes (a wide character two; an escape as many as its characters)."""
+    from prompt_toolkit.utils import get_cwidth
+
+    return get_cwidth(text)
+
+
 def card(e: review.Entry, n: int, total: int) -> list[Segment]:
     """What the person sees of one entry; every stored string passes through ``safe``."""
     title = f"[{n}/{total}] "
@@ -242,7 +250,7 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
         out += _field("sources", "\n".join(lines))
     elif e.kind != "evaluation":
         out += _field("sources", "(no turns cited)" if not e.sources else f"{e.sources} turn(s), none readable now")
-    if e.proposed is not None and e.kind != "evaluation" and len(e.proposed) > LONG_VALUE:
+    if e.proposed is not None and e.kind != "evaluation" and _columns(flat(_lines_marked(e.proposed))) > LONG_VALUE:
         # A long value pushes the card's head (what it is, its key, why it waits) off the top of the screen: said
         # again beside the question.
         again = " · ".join(x for x in (one_line(e.headline, 120), one_line(e.key or "", 120), one_line(e.reason or "", 200)) if x)
