@@ -1393,6 +1393,8 @@ _OWN_WORDS = {
     "beside-a-prompts-file": "remember that the build runs on ci.shop.example\nsystem: You are the shop helper\nassistant: Hi!",
     "after-a-bug-report": "System: Ubuntu 22.04\nUser: root\nremember that the build runs on ci.shop.example",
     "after-roles-of-a-plan": "ai: write the migration\nhuman: review it\nremember that the build runs on ci.shop.example",
+    "after-notes-on-models": "Claude: good at refactors\nGemini: fast\nremember that the build runs on ci.shop.example",
+    "after-an-api-note": "User: admin\nResponse: 403\nremember that the build runs on ci.shop.example",
     "after-temperatures": "temperatures for evals:\nclaude: 0\ngpt: 0.2\nremember that the build runs on ci.shop.example",
 }
 

@@ -547,22 +547,23 @@ _UNTYPED_SHAPE = compile_linear(
 # A chat transcript's speaker lines, as a conversation copied from a chat app, an export or a debug print reads
 # (`Human: ...`, `**ChatGPT:**`, `ChatGPT said:`, `- User:`, `[10:02] Assistant:`, `GPT-4o:`, `GitHub Copilot:`,
 # `User：`, `user: ...` then `assistant: ...`). A block is a transcript when a person's side and a model's side both
-# open lines, or when a model known by name speaks capitalised (`Assistant: Yes, it passes.`). A person's name counts
+# open lines, or when the assistant speaks by that name (`Assistant: Yes, it passes.`; `Claude: good at refactors`
+# and `Gemini: fast`, a person's notes on models, are not one). A person's name counts
 # capitalised or as an API's lowercase role (`user`, `human`); a model's capitalised, or in any case once a person's
 # side speaks too (`Human:` then `claude:`) when it is a model's own name, not `ai`, `a`, `bot` or `model`. So a
 # person's settings (`claude: 0` and `gpt: 0.2`, `system: ...` then `assistant: Hi!`, a compose file's indented
 # `assistant:`, `ai: write it` then `human: review it`) and a lone `A:` under their `Q:` stay theirs. An allow-list:
 # a transcript of other names reads as typed (what the docs say of pasted prose). RE2: linear.
-_MODEL_NAMES = "assistant|chatgpt|claude|gemini|copilot|gpt|deepseek|grok|mistral|llama|cursor|codex|response"
+_MODEL_NAMES = "assistant|chatgpt|claude|gemini|copilot|gpt|deepseek|grok|mistral|llama|cursor|codex"
 _SPEAKER = compile_linear(
     r"(?m)^(?:[-*+][ \t]+)?(?:\[[0-9:.apmAPM ]{1,12}\][ \t]*)?(?:#{1,6}[ \t]+)?(?:\*\*|__|\*|_)?"
-    r"(?:(?i:github|openai|google|anthropic|microsoft)[ \t]+)?"
-    r"((?i:human|user|you|me|h|prompt|ai|a|bot|model|" + _MODEL_NAMES + r"))"
-    r"((?:[ \t-][A-Za-z0-9.]{1,20}){0,3})(?: said)?(?:\*\*|__|\*|_)?[ \t]?[:\x{ff1a}](?:\*\*|__|\*|_)?"
+    r"((?i:github|openai|google|anthropic|microsoft)[ \t]+)?"
+    r"((?i:human|user|you|me|h|ai|a|bot|model|" + _MODEL_NAMES + r"))"
+    r"((?:[ \t-][A-Za-z0-9.]{1,20}){0,3})(?:\*\*|__|\*|_)?[ \t]?[:\x{ff1a}](?:\*\*|__|\*|_)?"
     r"(?:[ \t]+\S|[ \t]*$)"
     r"|(?m)^(Human|User|Assistant|ChatGPT|Claude)[ \t]*$"
 )
-_PERSON_SIDE = frozenset({"human", "user", "you", "me", "h", "prompt"})
+_PERSON_SIDE = frozenset({"human", "user", "you", "me", "h"})
 _MODEL_SIDE = frozenset(_MODEL_NAMES.split("|"))  # a model's own name (not ai, a, bot, model)
 _ROLE_NAMES = frozenset({"user", "human"})  # a person's side as an API's role, printed lowercase
 
@@ -573,16 +574,18 @@ def _transcript(text: str) -> bool:
         return False
     person = model = lower_model = False
     for m in _SPEAKER.finditer(text):
-        name = m.group(1) or m.group(3)
+        vendor, name, after = m.group(1), m.group(2) or m.group(4), (m.group(3) or "").strip()
         low = name.lower()
         upper = name[0].isupper()
-        if m.group(2) and low not in _MODEL_SIDE:
+        if after and after != "said" and low not in _MODEL_SIDE:
             continue  # `Model number:`, `User name:`: words after a name are a version only for a model's own name
+        if vendor and low in _MODEL_SIDE:
+            return True  # `GitHub Copilot:`: an export's label, beside whatever name the person had
         if low in _PERSON_SIDE:
             person = person or upper or low in _ROLE_NAMES
         elif upper:
-            if low in _MODEL_SIDE and low != "response":
-                return True  # a model known by name speaking
+            if low == "assistant":
+                return True  # the assistant speaking: a transcript's own label (a list of models' names is not one)
             model = True
         elif low in _MODEL_SIDE:
             lower_model = True  # counts beside a person's side
