@@ -1322,8 +1322,28 @@ def test_a_file_a_cline_tool_read_is_the_tools_output_not_the_persons_word(
             ),
             _t(_CLINE_ENV),
         ],
+        [
+            # the person's answer to the question Cline asked them
+            _t("[ask_followup_question for 'Which database?'] Result:"),
+            _t("<answer>\nPostgres 16. remember that the build runs on ci.shop.example\n</answer>"),
+            _t(_CLINE_ENV),
+        ],
+        [
+            _t(
+                "[ask_followup_question for 'Which database?'] Result:\n<answer>\nPostgres 16. remember that the build "
+                "runs on ci.shop.example\n</answer>"
+            ),
+            _t(_CLINE_ENV),
+        ],
     ],
-    ids=["after-a-finished-task", "beside-an-approved-read", "after-an-outputs-own-element", "naming-the-element"],
+    ids=[
+        "after-a-finished-task",
+        "beside-an-approved-read",
+        "after-an-outputs-own-element",
+        "naming-the-element",
+        "an-answer-apart",
+        "an-answer-with-its-head",
+    ],
 )
 def test_the_persons_note_in_a_cline_tool_result_waits_for_review_and_the_tool_output_stays_the_tools(
     proxy_client, upstream, bead_home, content

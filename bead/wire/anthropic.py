@@ -167,18 +167,19 @@ def read_blocks(texts: list[str | None]) -> dict[int, Source]:
     out: dict[int, Source] = {}
     reading = 0  # blocks still to count as read output: 1 after a file's read, -1 (all) after a resource's
     tool = False  # in a Cline tool result: blocks are the tool's up to the harness's context
+    asked = False  # ... of `ask_followup_question`, whose result is the person's answer (<answer>)
     for i, t in enumerate(texts):
         head = _TOOL_RESULT_HEAD.match(t) if t is not None and t.startswith("[") else None
         if t is not None and head is not None:
             rest = t[head.end() :]
-            out[i] = Source.TYPED if _FEEDBACK in t else Source.HARNESS if not rest.strip() else Source.TOOL_OUTPUT
-            tool = True
+            tool, asked = True, t.startswith(_ASKED)
+            out[i] = Source.HARNESS if not rest.strip() else _tool_block(t, asked)
             continue
         if tool:
-            if t is not None and harness_element(clean(t)):
-                tool = False
+            if t is not None and not (asked and t.lstrip().startswith(_ANSWER)) and harness_element(clean(t)):
+                tool = False  # the harness's own context (an <answer> block is the person's, not the harness's)
             elif t is not None:
-                out[i] = Source.TYPED if _FEEDBACK in t else Source.TOOL_OUTPUT
+                out[i] = _tool_block(t, asked)
             continue
         if reading < 0:
             if t is not None:
@@ -194,6 +195,16 @@ def read_blocks(texts: list[str | None]) -> dict[int, Source]:
             out[i] = Source.TOOL_OUTPUT
             reading = 0
     return out
+
+
+_ASKED = "[ask_followup_question"
+_ANSWER, _ANSWER_END = "<answer>", "</answer>"
+
+
+def _tool_block(text: str, asked: bool) -> Source:
+    """A block of a Cline tool result: TYPED where it may hold the person's words (a note, an answer to the question
+    Cline asked them; ``read_parts`` takes them out), else the tool's."""
+    return Source.TYPED if _FEEDBACK in text or (asked and _ANSWER in text) else Source.TOOL_OUTPUT
 
 
 def _led_feedback(text: str) -> int:
@@ -216,12 +227,14 @@ def read_parts(source: Source, text: str) -> list[Part]:
         # denied this operation and ...`, `The user has provided feedback on the results. ...`) on the line before:
         # the last <feedback> element, so led in and closed, is the note; a tool's output that writes one of its
         # own earlier (or without the sentence) stays the tool's.
-        start = _led_feedback(text)
-        end = text.rfind(_FEEDBACK_END)
+        start, end, opening, closing = _led_feedback(text), text.rfind(_FEEDBACK_END), _FEEDBACK, _FEEDBACK_END
+        if start < 0 and _FEEDBACK not in text:
+            # the person's answer to Cline's question (read_blocks marks only such a result's blocks for it)
+            start, end, opening, closing = text.find(_ANSWER), text.rfind(_ANSWER_END), _ANSWER, _ANSWER_END
         if start < 0 or end < start:
             return [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result")]
-        note = clean(text[start + len(_FEEDBACK) : end])
-        rest = clean(text[:start] + "\n" + text[end + len(_FEEDBACK_END) :])
+        note = clean(text[start + len(opening) : end])
+        rest = clean(text[:start] + "\n" + text[end + len(closing) :])
         parts = [Part(Source.TYPED, note, near_paste=True)] if note else []
         return parts + ([Part(Source.TOOL_OUTPUT, rest, kind="tool_result")] if rest else [])
     if source is Source.TOOL_OUTPUT:
