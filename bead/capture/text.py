@@ -545,23 +545,26 @@ _UNTYPED_SHAPE = compile_linear(
     r"|^[ \t]{0,3}(?:From|To|Cc|Bcc|Reply-To|Author):[ \t][^\n]{0,200}@|^[ \t]{0,3}(?:Subject|Sent):[ \t]\S"
 )
 # A chat transcript's speaker lines, as a conversation copied from a chat app, an export or a debug print reads
-# (`Human: ...`, `**ChatGPT:**`, `ChatGPT said:`, `- User:`, `[10:02] Assistant:`, `GPT-4o:`, `GitHub Copilot:`,
-# `User：`, `user: ...` then `assistant: ...`). A block is a transcript when a person's side and a model's side both
-# open lines, or when the assistant speaks by that name (`Assistant: Yes, it passes.`; `Claude: good at refactors`
-# and `Gemini: fast`, a person's notes on models, are not one). A person's name counts
-# capitalised or as an API's lowercase role (`user`, `human`); a model's capitalised, or in any case once a person's
-# side speaks too (`Human:` then `claude:`) when it is a model's own name, not `ai`, `a`, `bot` or `model`. So a
-# person's settings (`claude: 0` and `gpt: 0.2`, `system: ...` then `assistant: Hi!`, a compose file's indented
-# `assistant:`, `ai: write it` then `human: review it`) and a lone `A:` under their `Q:` stay theirs. An allow-list:
-# a transcript of other names reads as typed (what the docs say of pasted prose). RE2: linear.
+# (`Human: ...`, `**ChatGPT:**`, `ChatGPT said:`, `[10:02] Assistant:`, `GPT-4o:`, `GitHub Copilot:`, `User：`,
+# `user: ...` then `assistant: ...`, `You` and `ChatGPT` on lines of their own). A block is a transcript when a
+# model's own name, capitalised, opens a line with words after it (`Claude: the lockfile is stale.`, whatever name
+# the person had: `alice:`, a quote), a vendor's label does (`GitHub Copilot:`), or a person's side and a model's
+# side both open lines (`Human:` and `AI:`, `H:` and `A:`, an API's roles printed lowercase). A person's name counts
+# capitalised or as a lowercase role (`user`, `human`); words after a name only as a model's version (`Claude 3.5
+# Sonnet`, `GPT-4o`: a digit), so a form's `Model number:` or `Assistant manager:` is no speaker. A person's settings
+# (`claude: 0`, `user: 42` and `cursor: ...`, a compose file's indented `assistant:`, `system:` then `assistant: Hi!`)
+# and their own `Q:` and `A:`, a bug report's `System:` and `User:`, stay theirs. Notes that open lines with models'
+# names (`Claude: good at refactors`) wait for review too: a queued "remember" costs a review, a transcript's taken
+# for the person's costs a fact in every later conversation. An allow-list: a transcript of other names reads as
+# typed (what the docs say of pasted prose). RE2: linear.
 _MODEL_NAMES = "assistant|chatgpt|claude|gemini|copilot|gpt|deepseek|grok|mistral|llama|cursor|codex"
 _SPEAKER = compile_linear(
-    r"(?m)^(?:[-*+][ \t]+)?(?:\[[0-9:.apmAPM ]{1,12}\][ \t]*)?(?:#{1,6}[ \t]+)?(?:\*\*|__|\*|_)?"
+    r"(?m)^(?:\[[0-9:.apmAPM ]{1,12}\][ \t]*)?(?:#{1,6}[ \t]+)?(?:\*\*|__|\*|_)?"
     r"((?i:github|openai|google|anthropic|microsoft)[ \t]+)?"
     r"((?i:human|user|you|me|h|ai|a|bot|model|" + _MODEL_NAMES + r"))"
     r"((?:[ \t-][A-Za-z0-9.]{1,20}){0,3})(?:\*\*|__|\*|_)?[ \t]?[:\x{ff1a}](?:\*\*|__|\*|_)?"
-    r"(?:[ \t]+\S|[ \t]*$)"
-    r"|(?m)^(Human|User|Assistant|ChatGPT|Claude)[ \t]*$"
+    r"([ \t]+\S|[ \t]*$)"
+    r"|(?m)^(?:\*\*|__)?(Human|User|You|Me|Assistant|AI|ChatGPT|Claude|Gemini|Copilot|Cursor)(?:\*\*|__)?[ \t]*$"
 )
 _PERSON_SIDE = frozenset({"human", "user", "you", "me", "h"})
 _MODEL_SIDE = frozenset(_MODEL_NAMES.split("|"))  # a model's own name (not ai, a, bot, model)
@@ -572,24 +575,27 @@ def _transcript(text: str) -> bool:
     """Whether ``text`` holds a chat transcript's speaker lines (``_SPEAKER``)."""
     if ":" not in text and "\uff1a" not in text and "\n" not in text:
         return False
-    person = model = lower_model = False
+    person = model = named = lower = False
     for m in _SPEAKER.finditer(text):
-        vendor, name, after = m.group(1), m.group(2) or m.group(4), (m.group(3) or "").strip()
+        vendor, name, after, words = m.group(1), m.group(2) or m.group(5), (m.group(3) or "").strip(), m.group(4)
         low = name.lower()
         upper = name[0].isupper()
-        if after and after != "said" and low not in _MODEL_SIDE:
-            continue  # `Model number:`, `User name:`: words after a name are a version only for a model's own name
+        if after and after != "said" and (low not in _MODEL_SIDE or not any(c.isdigit() for c in after.split()[0])):
+            continue  # `Model number:`, `Assistant manager:`: words after a name are a model's version only
         if vendor and low in _MODEL_SIDE:
-            return True  # `GitHub Copilot:`: an export's label, beside whatever name the person had
+            return True  # `GitHub Copilot:`: an export's label
         if low in _PERSON_SIDE:
             person = person or upper or low in _ROLE_NAMES
+            named = named or upper
         elif upper:
-            if low == "assistant":
-                return True  # the assistant speaking: a transcript's own label (a list of models' names is not one)
+            if low in _MODEL_SIDE and words and words.strip():
+                return True  # a model speaking by its own name
             model = True
+        elif low == "assistant":
+            model = True  # an API's role printed lowercase: counts beside a person's side
         elif low in _MODEL_SIDE:
-            lower_model = True  # counts beside a person's side
-        if person and (model or lower_model):
+            lower = True  # a model's name in lowercase (`claude:`): counts beside a capitalised person (`Human:`)
+        if (person and model) or (named and lower):
             return True
     return False
 

@@ -172,7 +172,9 @@ def read_blocks(texts: list[str | None]) -> dict[int, Source]:
         head = _TOOL_RESULT_HEAD.match(t) if t is not None and t.startswith("[") else None
         if t is not None and head is not None:
             rest = t[head.end() :]
-            tool, asked = True, t.startswith(_ASKED)
+            # Cline asks one question a message, and only its own head opens the message's first result: a head
+            # inside a result is the tool's output imitating one.
+            tool, asked = True, t.startswith(_ASKED) and not tool
             out[i] = Source.HARNESS if not rest.strip() else _tool_block(t, asked)
             continue
         if tool:
@@ -202,9 +204,11 @@ _ANSWER, _ANSWER_END = "<answer>", "</answer>"
 
 
 def _tool_block(text: str, asked: bool) -> Source:
-    """A block of a Cline tool result: TYPED where it may hold the person's words (a note, an answer to the question
-    Cline asked them; ``read_parts`` takes them out), else the tool's."""
-    return Source.TYPED if _FEEDBACK in text or (asked and _ANSWER in text) else Source.TOOL_OUTPUT
+    """A block of a Cline tool result, as ``read_parts`` reads it: PASTED where it holds the person's answer to the
+    question Cline asked them (<answer>), TYPED where it may hold their note (<feedback>), else TOOL_OUTPUT."""
+    if asked and _ANSWER in text:
+        return Source.PASTED
+    return Source.TYPED if _FEEDBACK in text else Source.TOOL_OUTPUT
 
 
 def _led_feedback(text: str) -> int:
@@ -217,26 +221,36 @@ def _led_feedback(text: str) -> int:
     return -1
 
 
+def _note_parts(text: str, start: int, end: int, opening: str, closing: str) -> list[Part]:
+    """The person's words between ``opening`` at ``start`` and ``closing`` at ``end`` (typed, beside a tool's output:
+    a "remember" there waits for review), and the rest the tool's; all of it the tool's where there is no such span."""
+    if start < 0 or end < start:
+        return [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result")]
+    note = clean(text[start + len(opening) : end])
+    rest = clean(text[:start] + "\n" + text[end + len(closing) :])
+    parts = [Part(Source.TYPED, note, near_paste=True)] if note else []
+    return parts + ([Part(Source.TOOL_OUTPUT, rest, kind="tool_result")] if rest else [])
+
+
 def read_parts(source: Source, text: str) -> list[Part]:
     """The parts of a block ``read_blocks`` marked ``source``: the read's name (HARNESS), what was read
-    (TOOL_OUTPUT), or a Cline tool result holding the person's note (TYPED): from the last <feedback> that Cline's
-    own sentence leads in to the last </feedback> is theirs, beside a tool's output (a "remember" there waits for
-    review), and the rest the tool's."""
+    (TOOL_OUTPUT), or a Cline tool result holding the person's words: their note (TYPED: from the last <feedback>
+    that Cline's own sentence leads in to the last </feedback>) or their answer to its question (PASTED: the
+    <answer> element). Those are theirs, beside a tool's output (a "remember" there waits for review); the rest is
+    the tool's."""
+    if source is Source.PASTED:
+        # The answer Cline writes last, on a line of its own (`<answer>` opening the block, or after the head): the
+        # question before it is the model's and may itself hold the element.
+        lead = len(text) - len(text.lstrip())
+        at = text.rfind("\n" + _ANSWER)
+        start = lead if text.startswith(_ANSWER, lead) else at + 1 if at >= 0 else -1
+        return _note_parts(text, start, text.rfind(_ANSWER_END), _ANSWER, _ANSWER_END)
     if source is Source.TYPED:
         # Cline writes the note last, after its own sentence (`The user provided the following feedback:`, `The user
         # denied this operation and ...`, `The user has provided feedback on the results. ...`) on the line before:
         # the last <feedback> element, so led in and closed, is the note; a tool's output that writes one of its
         # own earlier (or without the sentence) stays the tool's.
-        start, end, opening, closing = _led_feedback(text), text.rfind(_FEEDBACK_END), _FEEDBACK, _FEEDBACK_END
-        if start < 0 and _FEEDBACK not in text:
-            # the person's answer to Cline's question (read_blocks marks only such a result's blocks for it)
-            start, end, opening, closing = text.find(_ANSWER), text.rfind(_ANSWER_END), _ANSWER, _ANSWER_END
-        if start < 0 or end < start:
-            return [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result")]
-        note = clean(text[start + len(opening) : end])
-        rest = clean(text[:start] + "\n" + text[end + len(closing) :])
-        parts = [Part(Source.TYPED, note, near_paste=True)] if note else []
-        return parts + ([Part(Source.TOOL_OUTPUT, rest, kind="tool_result")] if rest else [])
+        return _note_parts(text, _led_feedback(text), text.rfind(_FEEDBACK_END), _FEEDBACK, _FEEDBACK_END)
     if source is Source.TOOL_OUTPUT:
         return [Part(Source.TOOL_OUTPUT, clean(text), kind="tool_result")]
     return [Part(Source.HARNESS, text.strip())]
