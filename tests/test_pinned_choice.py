@@ -75,7 +75,8 @@ class TestChoice:
         if policy == "opening":
             assert [r["key"] for r in ahead] == ["project/alpha/deploy-check"]
 
-    def test_the_opening_brings_its_fact_in(self, mem):
+    def test_the_opening_brings_its_fact_in(self, mem, monkeypatch):
+        monkeypatch.setattr(standing, "LENGTH_POWER", 0.0)  # length apart: a shorter fact stands first (below)
         mem.write("project/shop/payments", "Payments go through Stripe; test keys live in .env.test.", "project")
         filler(mem, 120)
         _, before = pinned_block(mem, "shop", 600, None, "opening")
@@ -143,8 +144,10 @@ class TestChoice:
         )
         assert standing_memory(mem, "shop", 2000, conv)[2] == []
 
-    def test_recent_recall_and_reinforcement_count(self, mem):
+    def test_recent_recall_and_reinforcement_count(self, mem, monkeypatch):
         from bead.core import query
+
+        monkeypatch.setattr(standing, "LENGTH_POWER", 0.0)  # length apart (below)
 
         mem.write("project/shop/old", "Invoices are numbered per tenant.", "project")
         filler(mem, 3)
@@ -157,6 +160,21 @@ class TestChoice:
         # Derived from audit.log: a rebuild keeps it.
         rebuild(mem.index, mem.facts, mem.raw)
         assert mem.recent_uses() == {"project/shop/old": 1}
+
+    def test_a_shorter_fact_stands_first_unless_the_opening_matches_the_longer(self, mem):
+        """Among facts the opening does not match, the block holds more of the short ones (a fact's prior over its
+        line's length to LENGTH_POWER); a fact the opening matches keeps its whole prior, however long."""
+        for i in range(6):
+            mem.write(f"project/shop/short-{i}", f"Service {i} listens on port 80{i}0.", "project")
+        long_body = "Invoices are numbered per tenant, " + "with the tenant's prefix and a running counter, " * 12
+        mem.write("project/shop/long", long_body.strip(), "project")
+        _, ids = pinned_block(mem, "shop", 2000, None, "opening")
+        assert ids[-1] == "project/shop/long@v1", "the newest, but the longest: last"
+        _, budget_ids = pinned_block(mem, "shop", 200, None, "opening")
+        assert "project/shop/long@v1" not in budget_ids and len(budget_ids) >= 3
+        _, ids = pinned_block(mem, "shop", 2000, opening("how are invoices numbered for a tenant?"), "opening")
+        assert ids[0] == "project/shop/long@v1"
+        assert standing.length_factor(10) > standing.length_factor(100) > standing.length_factor(1000)
 
     def test_forget_drops_the_use_rows(self, mem):
         from bead.core import forget, query
@@ -173,7 +191,7 @@ class TestChoice:
         through another connection (another process: the CLI, the dream), makes the next block see it."""
         filler(mem, 5)
         _, first = pinned_block(mem, "shop", 2000, None, "opening")
-        assert ("pinned_priors", "shop", None, 5000, ()) in {k for k in mem.index.memo}
+        assert ("pinned_priors", "shop", None, 5000, (), standing.LENGTH_POWER) in {k for k in mem.index.memo}
         other = Memory(mem.home, Config(owner="tester"), TickingClock())
         try:
             other.write("project/shop/new-rule", "Releases go out on Tuesdays only.", "feedback")

@@ -1226,10 +1226,12 @@ class Index:
 
     def pinned_priors(self, project: str | None, limit: int = 5000, visible: Visibility | None = None) -> list[dict[str, Any]]:
         """The same candidates as ``pinned_candidates``, unsorted, with only what scoring reads (no body):
-        ``id, key, type, trust, pinned, valid_from``. ``facts_by_id`` fetches the chosen ones whole."""
+        ``id, key, type, trust, pinned, valid_from`` and ``chars``, the body's length. ``facts_by_id`` fetches the
+        chosen ones whole."""
         clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
         return self._rows(
-            "SELECT id, key, type, trust, pinned, valid_from FROM facts WHERE current = 1 AND status != 'dormant' "
+            "SELECT id, key, type, trust, pinned, valid_from, length(body) AS chars FROM facts "
+            "WHERE current = 1 AND status != 'dormant' "
             f"AND sensitivity != 'secret' AND {_PINNABLE_SCOPE} AND {PERSONS_WORD} "
             f"AND {clause} LIMIT ?",
             [f"project/{project}" if project else "", *more, limit],

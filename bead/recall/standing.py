@@ -16,7 +16,10 @@ order of weight:
    instead when the opening matches it strongly, ``select``);
 4. recent use: facts the agent recalled through MCP, or that were
    reinforced, lately;
-5. recency, last.
+5. recency, last;
+
+and, among the facts the opening does not match, what a fact's line costs
+the block (LENGTH_POWER).
 
 Every candidate's score is ``prior * (1 + OPENING_WEIGHT * relevance)``,
 where ``prior`` multiplies the type, trust and use weights and adds a small
@@ -68,6 +71,14 @@ INFERRED_WEIGHT = 0.7
 USE_WEIGHT = 0.5  # per recent recall or reinforcement, up to USE_CAP of them
 USE_CAP = 3
 RECENCY_TILT = 0.1
+# What a fact costs the block: a fact the opening does not match is chosen by its prior over its line's length to
+# this power (length(body) + LINE_CHARS, as render.fact_line writes it, over LENGTH_UNIT), so that a block of fixed
+# size holds more of the facts that nothing in the opening tells apart (the knapsack's value per weight); a fact the
+# opening matches keeps its whole prior. 0: length does not count (before). Chosen by cross-validation
+# (evals/grids/pinned-length.yaml, docs/tuning.md).
+LENGTH_POWER = 0.5
+LINE_CHARS = 30  # a line's own part beside the body: "- name (stated, 2026-01-01): "
+LENGTH_UNIT = 150
 MIN_LINE_TOKENS = 7  # "- a (stated, 2026-01-01): b" (a bare name) is never shorter
 # An inferred fact the opening matches at least this share of its best match joins the first
 # request's cue block (at most OPENING_CUE_MAX of them); chosen on the injection suite's dev split.
@@ -221,7 +232,7 @@ def select(
         and not h.row["pinned"]
         and (h.row["type"] in ("user", "feedback") or h.row["scope"] == scope)
     ][:OPENING_CUE_MAX]
-    ranked, position = _ranked_priors(index, project, uses or {}, visible, limit)
+    ranked, position, length = _ranked_priors(index, project, uses or {}, visible, limit)
     if not ranked:
         return Choice([], inferred)
     relevance = {h.id: h.score / top for h in hits if h.id in position} if top > 0 else {}
@@ -233,12 +244,13 @@ def select(
     # first n of the cached order that are not boosted; the boosted ones are rescored.
     if OPENING_COMBINE == "sum":
         boosted = [
-            (e[0], e[1] - OPENING_WEIGHT * relevance[e[3]], e[2], e[3])  # e[1] is -prior
+            (e[0], e[1] / length[e[3]] - OPENING_WEIGHT * relevance[e[3]], e[2], e[3])  # e[1] is -prior x length
             for e in (ranked[position[i]] for i in relevance)
         ]
     else:
         boosted = [
-            (e[0], e[1] * (1 + OPENING_WEIGHT * relevance[e[3]]), e[2], e[3]) for e in (ranked[position[i]] for i in relevance)
+            (e[0], e[1] / length[e[3]] * (1 + OPENING_WEIGHT * relevance[e[3]]), e[2], e[3])
+            for e in (ranked[position[i]] for i in relevance)
         ]
     plain = [e for e in ranked[: n + len(relevance)] if e[3] not in relevance]
     best = heapq.nsmallest(n, boosted + plain)
@@ -267,30 +279,39 @@ def _meaning(index: Index, pending: Future[Any] | None, ids: list[str], deadline
     return {i: (c - mean) / max(spread, MEANING_SPREAD) for i, c in cos.items() if c > mean}
 
 
+def length_factor(chars: int) -> float:
+    """What a fact's length does to its prior where the opening does not match it (LENGTH_POWER): 1 for a body of
+    LENGTH_UNIT - LINE_CHARS characters, more for a shorter one, less for a longer one."""
+    return (LENGTH_UNIT / (max(chars, 0) + LINE_CHARS)) ** LENGTH_POWER if LENGTH_POWER else 1.0
+
+
 def _ranked_priors(
     index: Index, project: str | None, uses: dict[str, int], visible: Visibility | None, limit: int
-) -> tuple[list[tuple[int, float, str, str]], dict[str, int]]:
-    """The candidates as (0 if pinned else 1, -prior, key, id), best first, and each id's position.
+) -> tuple[list[tuple[int, float, str, str]], dict[str, int], dict[str, float]]:
+    """The candidates as (0 if pinned else 1, -prior x length factor, key, id), best first, each id's position, and
+    each id's length factor (``length_factor``: a fact the opening matches is rescored by its prior alone).
 
     Scoring thousands of candidates costs tens of milliseconds at 10,000 facts, and the result
     depends only on the index's rows and ``uses``: kept for the index (every connection of the process) until its
     ``facts_state`` changes, so a new conversation pays only for its opening's search.
     """
-    memo_key = ("pinned_priors", project, visible, limit, tuple(sorted(uses.items())))
+    memo_key = ("pinned_priors", project, visible, limit, tuple(sorted(uses.items())), LENGTH_POWER)
     generation = index.facts_state()
     cached = index.memo.get(memo_key)
     if cached is not None and cached[0] == generation:
-        result: tuple[list[tuple[int, float, str, str]], dict[str, int]] = cached[1]
+        result: tuple[list[tuple[int, float, str, str]], dict[str, int], dict[str, float]] = cached[1]
         return result
     rows = index.pinned_priors(project, limit=limit, visible=visible)
     # Recency as a rank among the candidates: 0 the oldest, 1 the newest.
     by_age = sorted(range(len(rows)), key=lambda i: (rows[i]["valid_from"] or "", rows[i]["key"]))
     age = {i: pos / max(len(rows) - 1, 1) for pos, i in enumerate(by_age)}
+    length = {r["id"]: length_factor(int(r["chars"] or 0)) for r in rows}
     ranked = sorted(
-        (0 if r["pinned"] else 1, -prior(r, uses.get(r["key"], 0), age[i]), r["key"], r["id"]) for i, r in enumerate(rows)
+        (0 if r["pinned"] else 1, -prior(r, uses.get(r["key"], 0), age[i]) * length[r["id"]], r["key"], r["id"])
+        for i, r in enumerate(rows)
     )
     position = {e[3]: pos for pos, e in enumerate(ranked)}
     if len(index.memo) >= MEMO_ENTRIES:
         index.memo.clear()
-    index.memo[memo_key] = (generation, (ranked, position))
-    return ranked, position
+    index.memo[memo_key] = (generation, (ranked, position, length))
+    return ranked, position, length
