@@ -4,6 +4,7 @@ the derived index and removed with the turn (issue #25). The real model runs her
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 from datetime import UTC, datetime
@@ -547,6 +548,34 @@ class TestFactVectors:
             assert semantic.ask(mem.home.embed_socket, QUERY, timeout=10) is not None
         finally:
             first.close()
+
+    def test_a_run_folder_swapped_for_a_link_after_its_check_leads_nowhere(self, mem, model, tmp_path, monkeypatch):
+        """`.run` replaced by a link out of the home right after the server checked it (another process racing
+        it): the socket is made, its mode set and at the end removed in the folder that was checked, and nothing
+        is made or changed where the link points."""
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        run = mem.home.embed_socket.parent
+        moved = run.parent / "run-checked"
+        real_fchmod, swapped = os.fchmod, []
+
+        def fchmod_then_swap(fd, mode):  # the server's check of the folder, then the swap
+            real_fchmod(fd, mode)
+            if not swapped:
+                swapped.append(True)
+                run.rename(moved)
+                run.symlink_to(outside)
+
+        monkeypatch.setattr(os, "fchmod", fchmod_then_swap)
+        server = semantic.QueryServer(model, mem.home.embed_socket)
+        started = server.start()
+        try:
+            assert swapped and list(outside.iterdir()) == []
+            assert started and stat.S_ISSOCK((moved / "embed.sock").lstat().st_mode)
+            assert oct((moved / "embed.sock").lstat().st_mode & 0o777) == "0o600"
+        finally:
+            server.close()
+        assert list(outside.iterdir()) == [] and not (moved / "embed.sock").exists()
 
     def test_a_facts_vector_goes_with_its_row_and_with_a_changed_text(self, mem, model):
         self.facts(mem)

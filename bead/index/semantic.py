@@ -246,6 +246,7 @@ class QueryServer:
         self.root = root if root is not None else path.parent.parent  # the home
         self._server: Any = None
         self._bound: tuple[int, int] | None = None
+        self._dir: int | None = None  # the socket's folder, as checked: where close() removes it
 
     def start(self) -> bool:
         """Listen; False (and logged) where the socket cannot be made (a home path too long for one, a folder
@@ -293,28 +294,33 @@ class QueryServer:
             daemon_threads = True
             request_queue_size = QUERY_BACKLOG
 
+        name = self.path.name
         try:
-            # The folder, reached without following a link, is ours and 0700 whatever it was.
+            # The folder, reached without following a link, is ours and 0700 whatever it was; everything after is
+            # done in it through that descriptor, so a link put in place of the folder meanwhile leads nowhere.
             with safe.opened_dir(self.root, self.path.parent, create=True) as fd:
                 os.fchmod(fd, 0o700)
                 if os.fstat(fd).st_uid != uid:
                     raise OSError(f"{self.path.parent} belongs to another user")
-            try:
-                st = os.lstat(self.path)
-            except FileNotFoundError:
-                st = None
-            if st is not None:
-                if not stat.S_ISSOCK(st.st_mode):
-                    raise OSError(f"{self.path} is there and is no socket")
-                if _answers(self.path):
-                    log.info("another indexer answers questions at %s; this one does not", self.path)
-                    return False
-                os.unlink(self.path)  # a stopped indexer's
-            self._server = Server(str(self.path), Handler)
-            os.chmod(self.path, 0o600)
-            bound = os.lstat(self.path)
-            self._bound = (bound.st_dev, bound.st_ino)
-        except (OSError, ValueError, safe.UnsafePath) as exc:
+                at = _in_folder(fd, self.path)
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    st = None
+                if st is not None:
+                    if not stat.S_ISSOCK(st.st_mode):
+                        raise OSError(f"{self.path} is there and is no socket")
+                    if _answers(at):
+                        log.info("another indexer answers questions at %s; this one does not", self.path)
+                        return False
+                    os.unlink(name, dir_fd=fd)  # a stopped indexer's
+                self._server = Server(at, Handler)
+                # Never through a link: a link in the socket's place is refused (ValueError), not followed.
+                os.chmod(name, 0o600, dir_fd=fd, follow_symlinks=False)
+                bound = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                self._bound = (bound.st_dev, bound.st_ino)
+                self._dir = os.dup(fd)
+        except (OSError, ValueError, NotImplementedError, safe.UnsafePath) as exc:
             if self._server is not None:
                 self._server.server_close()
                 self._server = None
@@ -328,12 +334,25 @@ class QueryServer:
             return
         self._server.shutdown()
         self._server.server_close()
+        if self._dir is None:
+            return
         try:
-            st = os.lstat(self.path)
+            st = os.stat(self.path.name, dir_fd=self._dir, follow_symlinks=False)
             if (st.st_dev, st.st_ino) == self._bound:  # still ours, not a later indexer's
-                os.unlink(self.path)
+                os.unlink(self.path.name, dir_fd=self._dir)
         except OSError:
             pass
+        finally:
+            os.close(self._dir)
+            self._dir = None
+
+
+def _in_folder(fd: int, path: Any) -> str:
+    """The address that binds or reaches ``path``'s name inside the folder open as ``fd``: through the descriptor
+    where the system has /proc (Linux), so the folder is the one opened, whatever its path names by then; elsewhere
+    the path itself (a link put in place of the folder between the check and the bind is followed there)."""
+    proc = f"/proc/self/fd/{fd}"
+    return f"{proc}/{path.name}" if os.path.isdir(proc) else str(path)
 
 
 def _answers(path: Any) -> bool:
