@@ -404,13 +404,15 @@ def fold_char(ch: str) -> str:
 
 # ASCII look-alikes within ASCII (UTS #39 maps these too): what a key reader confuses.
 _KEY_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
-_KEY_SINGLES = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l", "_": "-", ".": "-"})
+_KEY_SINGLES = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l"})
+_KEY_SEPARATORS = str.maketrans("", "", "._-")
 
 
 def skeleton(text: str) -> str:
-    """What two keys that look alike share: the fold, case-folded, with the ASCII look-alikes read as one (0
-    as o; 1, i and | as l; rn as m, vv as w, cl as d) and the separators . _ - as one."""
-    out = fold(text).casefold()
+    """What two keys that look alike share: the fold, case-folded, without the separators . _ - (``deploy-host``,
+    ``deploy--host``, ``deploy_host`` and ``deployhost`` read alike, as ``e-d-i-t-o-r`` and ``editor`` do), with the
+    ASCII look-alikes read as one (0 as o; 1, i and | as l; rn as m, vv as w, cl as d)."""
+    out = fold(text).casefold().translate(_KEY_SEPARATORS)
     for pair, single in _KEY_PAIRS:
         out = out.replace(pair, single)
     return out.translate(_KEY_SINGLES)

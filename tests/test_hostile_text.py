@@ -365,6 +365,26 @@ class TestKeys:
         assert mem.write("user/editor", "Helix, default keymap", "user").written, "the key itself is writable"
         assert mem.write("user/editors", "vim and helix", "user").written, "another word is another key"
 
+    def test_separators_added_doubled_or_left_out_make_no_new_key(self, mem):
+        """An adversarial pass: the dream wrote `user/edit.or`, `project/shop/deploy--host` and
+        `project/shop/deployhost` beside the person's `user/editor` and `project/shop/deploy-host`, each with a value
+        that contradicts the person's, and `bead list` showed them side by side. A key's separators no longer tell
+        it from another."""
+        mem.write("user/editor", "Helix", "user")
+        mem.write("project/shop/deploy-host", "deploy.shop.test", "project")
+        for key, like in (
+            ("user/edit.or", "user/editor"),
+            ("user/edit-or", "user/editor"),
+            ("user/edit_or", "user/editor"),
+            ("user/e-d-i-t-o-r", "user/editor"),
+            ("project/shop/deploy--host", "project/shop/deploy-host"),
+            ("project/shop/deployhost", "project/shop/deploy-host"),
+            ("project/shop/deploy_host", "project/shop/deploy-host"),
+        ):
+            with pytest.raises(InvalidKey, match=f"looks like {like}"):
+                mem.write(key, "vim", "user" if key.startswith("user/") else "project", trust="dream_inferred")
+        assert mem.write("project/shop/deploy-hosts", "two boxes", "project").written, "another word is another key"
+
     def test_a_look_alike_key_an_agent_claimed_first_does_not_stop_the_persons_word(self, mem, bead):
         """An adversarial pass: the agent wrote `user/ed1tor` and `project/shop/deploy_day` before the person
         wrote `user/editor` and `project/shop/deploy-day`, and the person's writes were refused ("write to

@@ -195,7 +195,7 @@ class Memory:
                     f"{half.start()}, a lone surrogate, as an emoji cut in two leaves)",
                     f"write the {what} again without it",
                 )
-        validate_key(key)  # before anything opens a file for it
+        self.facts.check_writable_key(key)  # before anything opens a file for it; a look-alike's refusal after
         agents_lookalikes = self.check_lookalike(key, trust)
         self.check_storable(key, body, title)
         if sensitivity != "secret":

@@ -33,7 +33,8 @@ from ..textform import skeleton
 from . import sqlite as sqlite_check
 from .query import CJK_CHARS, RAW_QUERY_STOPWORDS, Visibility, cjk_spaced, fts_or, fts_or_query, terms
 
-SCHEMA_VERSION = 13  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice. 13: fact_vec
+SCHEMA_VERSION = 14  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice. 13: fact_vec. 14: a key's
+# skeleton without its separators (bead.textform.skeleton)
 # The sha256 recorded for a version name that is no regular file (a link, a FIFO, a folder): never a digest.
 ODD_ENTRY = "not-a-file"
 RAW_CHARS = 4000  # of a turn's text read back for an excerpt

@@ -558,6 +558,14 @@ class FactStore:
                 problems.append(Problem(link, LINK_REASON))
         return result, problems
 
+    def check_writable_key(self, key: str) -> str:
+        """``key`` well formed, and canonical where it is new (``check_new_key``): an old key stays writable
+        whatever it ends with."""
+        validate_key(key)
+        if not _folder_exists(self.home.root, self.home.fact_dir(key)):
+            check_new_key(key)
+        return key
+
     def check_body(self, key: str, body: str) -> str:
         body = (body or "").strip()
         if not body:
@@ -592,9 +600,7 @@ class FactStore:
         raise to refuse the write (a compare-and-swap, a person's word that an
         agent may not change); nothing can change the key between it and the write.
         """
-        validate_key(key)
-        if not _folder_exists(self.home.root, self.home.fact_dir(key)):
-            check_new_key(key)  # a new key is canonical; an old one stays writable whatever it ends with
+        self.check_writable_key(key)
         check_choice("type", type, TYPES)
         check_choice("trust", trust, TRUSTS)
         check_choice("sensitivity", sensitivity, SENSITIVITIES)
