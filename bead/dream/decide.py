@@ -128,6 +128,13 @@ forbid forbids forbidden disable disabled disables""".split()
 )
 _DEGREES = frozenset("always sometimes only must may allowed required optional every any all".split())
 _COMMAND_WORDS = frozenset("sudo rm chmod chown curl wget eval exec bypass skip force".split())
+# What a secret's leaving takes: its name and a word that moves it. A model that adds "push the production
+# credentials to the staging database" to the person's "use the staging database for the integration tests" kept
+# most of their words, and no address or number (an attack helper's proposal, written unreviewed before).
+_SENSITIVE_WORDS = frozenset(
+    """credential credentials password passwords passphrase secret secrets token tokens apikey production prod
+    upload uploads send sends publish publishes share shares export exports forward forwards email mail""".split()
+)
 
 
 def _bounded(text: str, needle: str) -> bool:
@@ -160,7 +167,7 @@ def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
     addresses |= {m.group(1).lower() for m in _FLAG.finditer(text)}
     numbers = {m.group(0).lstrip("0") or "0" for m in _NUMBER.finditer(text)}
     words = {w.lower().replace("\u2019", "'") for w in (m.group(0) for m in _WORDS.finditer(text))}
-    return addresses, numbers, bool(words & _NEGATIONS), words & (_DEGREES | _COMMAND_WORDS)
+    return addresses, numbers, bool(words & _NEGATIONS), words & (_DEGREES | _COMMAND_WORDS | _SENSITIVE_WORDS)
 
 
 def _shortens(title: str, value: str) -> bool:
@@ -202,9 +209,10 @@ def _tokens(text: str) -> list[str]:
 
 
 def unsupported(value: str, cited: list[Turn]) -> list[str]:
-    """What ``value`` states that the person's typed turns among ``cited`` do not: each address, number, degree
-    or command word must be in them, and a negation must be in both or neither (a model that keeps the person's
-    words but swaps the host, adds a "never" or drops one changes what the person said)."""
+    """What ``value`` states that the person's typed turns among ``cited`` do not: each address, number, degree,
+    command word or word of a secret or of sending one away (``_SENSITIVE_WORDS``) must be in them, and a negation
+    must be in both or neither (a model that keeps the person's words but swaps the host, adds a "never" or drops
+    one changes what the person said)."""
     said_text = "\n".join(t.text for t in _typed(cited))
     said_addresses, said_numbers, said_negates, said_words = _anchors(said_text)
     said_folded = fold(said_text).lower()
