@@ -22,10 +22,33 @@ def load(text: str) -> Any:
 
 
 def load_plain(text: str) -> Any:
-    """``load`` of YAML with no anchor and no alias (a file's frontmatter: bead writes none). An alias repeats
-    what its anchor holds, and nine aliases of nine aliases make a few hundred bytes expand to gigabytes when a
-    value is read as text; such a text is refused (``yaml.YAMLError``) before any value is built."""
+    """``load`` of YAML with no anchor, no alias and no key given twice in one mapping (a file's frontmatter: bead
+    writes none of them). An alias repeats what its anchor holds, and nine aliases of nine aliases make a few
+    hundred bytes expand to gigabytes when a value is read as text; a key given twice is read as its last value
+    while a person reading the file sees the first (`trust: agent_observed` above, `trust: user_stated` far
+    below). Such a text is refused (``yaml.YAMLError``) before any value is built."""
+    # One frame per open collection: a mapping's keys seen so far and whether its next node is a key ([] for a
+    # sequence). Linear in the events.
+    frames: list[tuple[set[str], list[bool]] | None] = []
+
+    def took_node() -> None:  # a whole node stood in the open mapping's key or value place
+        if frames and frames[-1] is not None:
+            frames[-1][1][0] = not frames[-1][1][0]
+
     for event in yaml.parse(text, Loader=Loader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise yaml.YAMLError("anchors and aliases are not read here: bead writes none")
+        if isinstance(event, yaml.ScalarEvent):
+            frame = frames[-1] if frames else None
+            if frame is not None and frame[1][0]:
+                if event.value in frame[0]:
+                    line = event.start_mark.line + 1 if event.start_mark else "?"
+                    raise yaml.YAMLError(f"the key {event.value[:80]!r} is given twice (again on line {line})")
+                frame[0].add(event.value)
+            took_node()
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            frames.append((set(), [True]) if isinstance(event, yaml.MappingStartEvent) else None)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            frames.pop()
+            took_node()
     return load(text)

@@ -144,6 +144,20 @@ class TestMalformedFiles:
         assert bad.read_bytes() == before
         assert mem.served("user/lang").body == "French"
 
+    def test_a_key_given_twice_in_the_frontmatter_is_unreadable_not_read_as_its_last_value(self, mem, bead):
+        """YAML reads a key given twice as its last value, while a person reading the file sees the first: a
+        line added at the end of a hand-edited file (`trust: user_stated` below the agent's `trust:`) made an agent's
+        observation the person's word. Such a file is reported and served nowhere, as any other that cannot be read."""
+        v1 = mem.write("project/shop/ci", "CI runs on GitHub Actions.", "project", trust="agent_observed").fact
+        text = v1.path.read_text()
+        head, _, body = text[4:].partition("\n---\n")
+        v1.path.write_text("---\n" + head + "\ntrust: user_stated\n---\n" + body)
+        mem.sync_key("project/shop/ci")
+        kv = mem.versions("project/shop/ci")
+        assert kv.served is None and "given twice" in kv.problems[0].reason and "'trust'" in kv.problems[0].reason
+        r = bead("show", "project/shop/ci")
+        assert r.code == 1 and "cannot be read" in r.err and "given twice" in r.err
+
     def test_a_newest_version_that_cannot_be_read_withholds_the_key_instead_of_serving_the_one_it_replaced(self, mem, bead):
         """The rule picks the highest number. Serving the version below an unreadable one serves a value the
         person replaced: the key is served nowhere until the file is mended or the value written again."""
