@@ -577,6 +577,36 @@ class TestFactVectors:
             server.close()
         assert list(outside.iterdir()) == [] and not (moved / "embed.sock").exists()
 
+    def test_without_a_no_follow_chmod_the_socket_is_still_set_0600_and_served(self, mem, model, monkeypatch):
+        """glibc before 2.32 (Debian 11, Ubuntu 20.04, RHEL 8) has no chmod that refuses a link, and Python says
+        so with a ValueError: the server checks that the name is still the socket it bound and sets it, instead of
+        giving up (a review found the indexer answered no question there)."""
+        real_chmod = os.chmod
+
+        def old_glibc_chmod(path, mode, *, dir_fd=None, follow_symlinks=True):
+            if not follow_symlinks and dir_fd is not None:
+                raise ValueError("chmod: cannot use dir_fd and follow_symlinks together")
+            return real_chmod(path, mode, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+
+        monkeypatch.setattr(os, "chmod", old_glibc_chmod)
+        server = semantic.QueryServer(model, mem.home.embed_socket)
+        assert server.start()
+        try:
+            assert oct(mem.home.embed_socket.lstat().st_mode & 0o777) == "0o600"
+            assert semantic.ask(mem.home.embed_socket, QUERY, timeout=10) is not None
+        finally:
+            server.close()
+
+    def test_a_socket_path_too_long_to_reach_starts_no_server(self, model, tmp_path):
+        """The server binds through its folder's descriptor, which any path fits, but askers connect by the path:
+        a path longer than a socket's address holds starts nothing (and says so) rather than a server no one
+        reaches."""
+        home = tmp_path / ("h" * 120)
+        path = home / ".run" / "embed.sock"
+        server = semantic.QueryServer(model, path, home)
+        assert not server.start()
+        assert not path.exists()
+
     def test_a_facts_vector_goes_with_its_row_and_with_a_changed_text(self, mem, model):
         self.facts(mem)
         semantic.Backfill(mem.index, model).run()

@@ -14,12 +14,14 @@ Without the extra, ``available()`` is False and nothing here loads.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import importlib.resources
 import importlib.util
 import logging
 import os
+import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -296,6 +298,9 @@ class QueryServer:
 
         name = self.path.name
         try:
+            if len(os.fsencode(str(self.path))) > _SUN_PATH_MAX:
+                # The server could bind through its folder's descriptor, but every asker connects by the path.
+                raise OSError(f"AF_UNIX path too long ({self.path})")
             # The folder, reached without following a link, is ours and 0700 whatever it was; everything after is
             # done in it through that descriptor, so a link put in place of the folder meanwhile leads nowhere.
             with safe.opened_dir(self.root, self.path.parent, create=True) as fd:
@@ -315,10 +320,11 @@ class QueryServer:
                         return False
                     os.unlink(name, dir_fd=fd)  # a stopped indexer's
                 self._server = Server(at, Handler)
-                # Never through a link: a link in the socket's place is refused (ValueError), not followed.
-                os.chmod(name, 0o600, dir_fd=fd, follow_symlinks=False)
                 bound = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISSOCK(bound.st_mode):
+                    raise OSError(f"{self.path} is no socket once bound")
                 self._bound = (bound.st_dev, bound.st_ino)
+                _chmod_socket(fd, name, self._bound)
                 self._dir = os.dup(fd)
         except (OSError, ValueError, NotImplementedError, safe.UnsafePath) as exc:
             if self._server is not None:
@@ -345,6 +351,28 @@ class QueryServer:
         finally:
             os.close(self._dir)
             self._dir = None
+
+
+# The longest path a Unix socket's address holds, its NUL aside (Linux 108 bytes, macOS and the BSDs 104).
+_SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
+
+
+def _chmod_socket(fd: int, name: str, bound: tuple[int, int]) -> None:
+    """The socket ``name`` in the folder open as ``fd`` set to 0600, never through a link: with the system's
+    no-follow chmod where it has one (glibc 2.32 and later), else once it is seen to be the socket just bound (a
+    link put there in between, in a folder of this user's alone, is the narrow case left)."""
+    try:
+        os.chmod(name, 0o600, dir_fd=fd, follow_symlinks=False)
+        return
+    except (NotImplementedError, ValueError, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno not in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+    import stat
+
+    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    if not stat.S_ISSOCK(st.st_mode) or (st.st_dev, st.st_ino) != bound:
+        raise OSError(f"{name} changed before its mode was set")
+    os.chmod(name, 0o600, dir_fd=fd)
 
 
 def _in_folder(fd: int, path: Any) -> str:
