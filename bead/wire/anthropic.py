@@ -350,18 +350,23 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
     several = len(blocks) > 1 or any(t is not None and tool_result_head(t) for t in texts)
     reads = read_blocks(texts) if text_source is Source.TYPED and several else {}
     # A slash command (Claude Code's markup opening a block; each one of several): only its arguments are typed
-    # (command_parts), and the block right after it is the command file's text, unless that block is wholly a local
-    # command's output (`/model`'s); the other blocks are read as any message's (the person's next prompt follows a
-    # local command's output).
+    # (command_parts), and every text block after it up to the next command is the command's own text (a command
+    # file's, an MCP server's prompt in several blocks, after an image the person sent with the command), unless
+    # the first of them is wholly a local command's output (`/model`'s): then the blocks after that are read as any
+    # message's (the person's next prompt follows a local command's output).
     commands: set[int] = set()
     expansions: set[int] = set()
     for i, t in enumerate(texts):
         if text_source is not Source.TYPED or t is None or i in expansions or not is_command(t):
             continue
         commands.add(i)
-        after = texts[i + 1] if i + 1 < len(texts) else None
-        if after is not None and not _local_output(after):
-            expansions.add(i + 1)
+        following = [j for j in range(i + 1, len(texts)) if texts[j] is not None]
+        if following and _local_output(texts[following[0]] or ""):
+            continue
+        for j in following:
+            if is_command(texts[j] or ""):
+                break
+            expansions.add(j)
     skip = set(reads) | commands | expansions
     own = own_block([None if i in skip else b for i, b in enumerate(blocks)]) if text_source is Source.TYPED else None
     for i, b in enumerate(blocks):
