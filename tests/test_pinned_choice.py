@@ -176,6 +176,41 @@ class TestChoice:
         assert ids[0] == "project/shop/long@v1"
         assert standing.length_factor(10) > standing.length_factor(100) > standing.length_factor(1000)
 
+    def test_a_weak_match_never_ranks_a_fact_below_where_it_stood_unmatched(self, mem):
+        """A review: a short rule the opening matched weakly (a shared common word, relevance 0.002) scored its prior
+        x 1.02 against x 1.9 unmatched, so "... after the deploy" pushed every short deploy rule out of the block."""
+        for i in range(30):
+            mem.write(f"user/rule-{i}", f"Rulex {i:02d}.", "feedback")
+        for i in range(30):
+            mem.write(f"user/deploy-{i}", f"Deploy {i:02d}.", "feedback")
+        mem.write(
+            "project/shop/invoices",
+            "Invoices are numbered per tenant, with the tenant prefix and a running counter; the invoice export job "
+            "runs nightly and writes csv files to the reports bucket.",
+            "project",
+        )
+        plain = "the invoice export job failed for tenant acme: invoices numbered per tenant are missing from the bucket"
+        counts = []
+        for text in (plain, plain + " after the deploy"):
+            _, ids = pinned_block(mem, "shop", 300, opening(text), "opening")
+            counts.append(sum(1 for i in ids if i.startswith("user/deploy-")))
+        assert counts[0] > 0 and counts[1] >= counts[0], counts
+
+    def test_length_is_counted_in_the_tokens_a_line_costs_not_its_characters(self, mem):
+        """A review: 120 CJK characters cost the block 128 tokens, 60 emoji 188, while 395 ASCII characters cost 107;
+        by characters the wide ones were weighed as the shortest."""
+        mem.write("project/shop/ascii", "Invoices are numbered per tenant. " * 11, "project")
+        mem.write("project/shop/cjk", "\u8acb\u6c42\u66f8\u306f\u30c6\u30ca\u30f3\u30c8\u3054\u3068" * 12, "project")
+        mem.write("project/shop/emoji", "\U0001f680" * 60, "project")
+        rows = {r["key"]: r for r in mem.index.pinned_priors("shop")}
+        tokens = {k: standing.body_tokens(r) for k, r in rows.items()}
+        assert (
+            tokens["project/shop/cjk"] > tokens["project/shop/ascii"]
+            and tokens["project/shop/emoji"] > tokens["project/shop/cjk"]
+        )
+        for key in rows:
+            assert tokens[key] == render.tokens(mem.current(key).body), key
+
     def test_forget_drops_the_use_rows(self, mem):
         from bead.core import forget, query
 
@@ -191,7 +226,9 @@ class TestChoice:
         through another connection (another process: the CLI, the dream), makes the next block see it."""
         filler(mem, 5)
         _, first = pinned_block(mem, "shop", 2000, None, "opening")
-        assert ("pinned_priors", "shop", None, 5000, (), standing.LENGTH_POWER) in {k for k in mem.index.memo}
+        assert ("pinned_priors", "shop", None, 5000, (), standing.LENGTH_POWER, standing.LENGTH_UNIT, standing.LINE_TOKENS) in {
+            k for k in mem.index.memo
+        }
         other = Memory(mem.home, Config(owner="tester"), TickingClock())
         try:
             other.write("project/shop/new-rule", "Releases go out on Tuesdays only.", "feedback")

@@ -1227,11 +1227,13 @@ class Index:
 
     def pinned_priors(self, project: str | None, limit: int = 5000, visible: Visibility | None = None) -> list[dict[str, Any]]:
         """The same candidates as ``pinned_candidates``, unsorted, with only what scoring reads (no body):
-        ``id, key, type, trust, pinned, valid_from`` and ``chars``, the body's length. ``facts_by_id`` fetches the
-        chosen ones whole."""
+        ``id, key, type, trust, pinned, valid_from``, ``chars`` (the body's length in characters) and, where the body is
+        not ASCII, ``wide_body`` (the body, whose tokens its length does not tell). ``facts_by_id`` fetches the chosen
+        ones whole."""
         clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
         return self._rows(
-            "SELECT id, key, type, trust, pinned, valid_from, length(body) AS chars FROM facts "
+            "SELECT id, key, type, trust, pinned, valid_from, length(body) AS chars, "
+            "CASE WHEN length(CAST(body AS BLOB)) != length(body) THEN body END AS wide_body FROM facts "
             "WHERE current = 1 AND status != 'dormant' "
             f"AND sensitivity != 'secret' AND {_PINNABLE_SCOPE} AND {PERSONS_WORD} "
             f"AND {clause} LIMIT ?",

@@ -21,10 +21,13 @@ order of weight:
 and, among the facts the opening does not match, what a fact's line costs
 the block (LENGTH_POWER).
 
-Every candidate's score is ``prior * (1 + OPENING_WEIGHT * relevance)``,
-where ``prior`` multiplies the type, trust and use weights and adds a small
-recency tilt, and ``relevance`` is the fact's BM25 score against the opening
-over the best one's (0 for a fact the opening does not match). Pinned facts
+A candidate the opening does not match scores ``prior * length``, one it
+matches ``prior * max(length, 1 + OPENING_WEIGHT * relevance)`` (so a match
+never ranks a fact below where it stood unmatched), where ``prior``
+multiplies the type, trust and use weights and adds a small recency tilt,
+``length`` is what the fact's line costs (``length_factor``), and
+``relevance`` is the fact's BM25 score against the opening over the best
+one's. Pinned facts
 come first whatever their score. The candidates and the search are two
 index reads (bead/index); the scoring is here, in Python, over at most a few
 thousand rows, well within the proxy's deadline.
@@ -44,7 +47,7 @@ from ..index import semantic
 from ..index.db import Index
 from ..index.query import Visibility, terms
 from ..store.keys import PERSON_TRUSTS
-from . import pointers, rank
+from . import pointers, rank, render
 from .cues import extract
 from .gate import FactStats, cue_weights
 from .rank import search_facts
@@ -71,14 +74,14 @@ INFERRED_WEIGHT = 0.7
 USE_WEIGHT = 0.5  # per recent recall or reinforcement, up to USE_CAP of them
 USE_CAP = 3
 RECENCY_TILT = 0.1
-# What a fact costs the block: a fact the opening does not match is chosen by its prior over its line's length to
-# this power (length(body) + LINE_CHARS, as render.fact_line writes it, over LENGTH_UNIT), so that a block of fixed
-# size holds more of the facts that nothing in the opening tells apart (the knapsack's value per weight); a fact the
-# opening matches keeps its whole prior. 0: length does not count (before). Chosen by cross-validation
-# (evals/grids/pinned-length.yaml, docs/tuning.md).
+# What a fact costs the block: a fact the opening does not match is chosen by its prior over its line's tokens to
+# this power (the body's, as render.tokens counts them, and LINE_TOKENS for the line's own part, over LENGTH_UNIT),
+# so that a block of fixed size holds more of the facts that nothing in the opening tells apart (the knapsack's
+# value per weight); a fact the opening matches keeps at least its whole prior. 0: length does not count (before).
+# Chosen by cross-validation (evals/grids/pinned-length.yaml, docs/tuning.md).
 LENGTH_POWER = 0.5
-LINE_CHARS = 30  # a line's own part beside the body: "- name (stated, 2026-01-01): "
-LENGTH_UNIT = 150
+LINE_TOKENS = 8  # a line's own part beside the body: "- name (stated, 2026-01-01): "
+LENGTH_UNIT = 38  # tokens: a body of about 120 ASCII characters and its line's part weigh 1
 MIN_LINE_TOKENS = 7  # "- a (stated, 2026-01-01): b" (a bare name) is never shorter
 # An inferred fact the opening matches at least this share of its best match joins the first
 # request's cue block (at most OPENING_CUE_MAX of them); chosen on the injection suite's dev split.
@@ -244,12 +247,12 @@ def select(
     # first n of the cached order that are not boosted; the boosted ones are rescored.
     if OPENING_COMBINE == "sum":
         boosted = [
-            (e[0], e[1] / length[e[3]] - OPENING_WEIGHT * relevance[e[3]], e[2], e[3])  # e[1] is -prior x length
+            (e[0], min(e[1], e[1] / length[e[3]] - OPENING_WEIGHT * relevance[e[3]]), e[2], e[3])  # e[1]: -prior x length
             for e in (ranked[position[i]] for i in relevance)
         ]
     else:
         boosted = [
-            (e[0], e[1] / length[e[3]] * (1 + OPENING_WEIGHT * relevance[e[3]]), e[2], e[3])
+            (e[0], min(e[1], e[1] / length[e[3]] * (1 + OPENING_WEIGHT * relevance[e[3]])), e[2], e[3])
             for e in (ranked[position[i]] for i in relevance)
         ]
     plain = [e for e in ranked[: n + len(relevance)] if e[3] not in relevance]
@@ -279,10 +282,17 @@ def _meaning(index: Index, pending: Future[Any] | None, ids: list[str], deadline
     return {i: (c - mean) / max(spread, MEANING_SPREAD) for i, c in cos.items() if c > mean}
 
 
-def length_factor(chars: int) -> float:
-    """What a fact's length does to its prior where the opening does not match it (LENGTH_POWER): 1 for a body of
-    LENGTH_UNIT - LINE_CHARS characters, more for a shorter one, less for a longer one."""
-    return (LENGTH_UNIT / (max(chars, 0) + LINE_CHARS)) ** LENGTH_POWER if LENGTH_POWER else 1.0
+def length_factor(tokens: int) -> float:
+    """What a fact's length does to its prior where the opening does not match it (LENGTH_POWER), by its body's
+    ``tokens``: 1 for LENGTH_UNIT - LINE_TOKENS of them, more for a shorter one, less for a longer one."""
+    return (LENGTH_UNIT / (max(tokens, 0) + LINE_TOKENS)) ** LENGTH_POWER if LENGTH_POWER else 1.0
+
+
+def body_tokens(row: dict[str, Any]) -> int:
+    """A candidate's body's tokens as the block counts them (render.tokens): from its length where it is ASCII
+    (``chars``), from its text where it is not (``wide_body``: a CJK character or an emoji is a token or more)."""
+    wide = row.get("wide_body")
+    return render.tokens(str(wide)) if wide else int(row.get("chars") or 0) // render.CHARS_PER_TOKEN + 1
 
 
 def _ranked_priors(
@@ -295,7 +305,7 @@ def _ranked_priors(
     depends only on the index's rows and ``uses``: kept for the index (every connection of the process) until its
     ``facts_state`` changes, so a new conversation pays only for its opening's search.
     """
-    memo_key = ("pinned_priors", project, visible, limit, tuple(sorted(uses.items())), LENGTH_POWER)
+    memo_key = ("pinned_priors", project, visible, limit, tuple(sorted(uses.items())), LENGTH_POWER, LENGTH_UNIT, LINE_TOKENS)
     generation = index.facts_state()
     cached = index.memo.get(memo_key)
     if cached is not None and cached[0] == generation:
@@ -305,7 +315,7 @@ def _ranked_priors(
     # Recency as a rank among the candidates: 0 the oldest, 1 the newest.
     by_age = sorted(range(len(rows)), key=lambda i: (rows[i]["valid_from"] or "", rows[i]["key"]))
     age = {i: pos / max(len(rows) - 1, 1) for pos, i in enumerate(by_age)}
-    length = {r["id"]: length_factor(int(r["chars"] or 0)) for r in rows}
+    length = {r["id"]: length_factor(body_tokens(r)) for r in rows}
     ranked = sorted(
         (0 if r["pinned"] else 1, -prior(r, uses.get(r["key"], 0), age[i]) * length[r["id"]], r["key"], r["id"])
         for i, r in enumerate(rows)
