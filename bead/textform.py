@@ -405,14 +405,28 @@ def fold_char(ch: str) -> str:
 # ASCII look-alikes within ASCII (UTS #39 maps these too): what a key reader confuses.
 _KEY_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
 _KEY_SINGLES = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l"})
-_KEY_SEPARATORS = str.maketrans("", "", "._-")
+_KEY_SEPARATORS = frozenset("._-")
+SKELETON_FORM = "2"  # what the index's stored skeletons were made by: 2 leaves separators out (bead.index.db)
+
+
+def _without_separators(text: str) -> str:
+    """``text`` without its separators . _ -, but for one between two digits, kept as ``-`` (``release-1.10`` is
+    no ``release-11.0``, nor ``step-1-2`` ``step-12``). One pass: linear."""
+    out = []
+    for i, c in enumerate(text):
+        if c not in _KEY_SEPARATORS:
+            out.append(c)
+        elif 0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit():
+            out.append("-")
+    return "".join(out)
 
 
 def skeleton(text: str) -> str:
     """What two keys that look alike share: the fold, case-folded, without the separators . _ - (``deploy-host``,
-    ``deploy--host``, ``deploy_host`` and ``deployhost`` read alike, as ``e-d-i-t-o-r`` and ``editor`` do), with the
-    ASCII look-alikes read as one (0 as o; 1, i and | as l; rn as m, vv as w, cl as d)."""
-    out = fold(text).casefold().translate(_KEY_SEPARATORS)
+    ``deploy--host``, ``deploy_host`` and ``deployhost`` read alike, as ``e-d-i-t-o-r`` and ``editor`` do; one
+    between two digits stays, as a version's), with the ASCII look-alikes read as one (0 as o; 1, i and | as l; rn
+    as m, vv as w, cl as d)."""
+    out = _without_separators(fold(text).casefold())
     for pair, single in _KEY_PAIRS:
         out = out.replace(pair, single)
     return out.translate(_KEY_SINGLES)

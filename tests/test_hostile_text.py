@@ -385,6 +385,49 @@ class TestKeys:
                 mem.write(key, "vim", "user" if key.startswith("user/") else "project", trust="dream_inferred")
         assert mem.write("project/shop/deploy-hosts", "two boxes", "project").written, "another word is another key"
 
+    def test_a_separator_between_digits_tells_versions_apart(self, mem):
+        """A review: with every separator left out, release-1.10, release-1.1.0 and release-110 read alike (and
+        1 as l), so the person's notes on two releases could not stand side by side."""
+        mem.write("project/shop/release-1.10", "ships the new invoices", "project")
+        for key in ("project/shop/release-1.1.0", "project/shop/release-11.0", "project/shop/step-1-2", "project/shop/step-12"):
+            assert mem.write(key, "notes", "project").written, key
+        with pytest.raises(InvalidKey, match="looks like project/shop/release-1.10"):
+            mem.write("project/shop/release_1.10", "x", "project", trust="agent_observed")
+
+    def test_a_look_alike_written_before_the_rule_takes_no_more_of_an_agents_writes(self, mem):
+        """A review: a look-alike the dream wrote before separators counted (here put in the index as an older bead
+        left it) stayed writable by the dream after the upgrade, and a refusal could name it instead of the
+        person's key. It takes no more writes from an agent or the dream while the person's key stands, and a
+        refusal names the person's key."""
+        mem.write("user/editor", "Helix", "user")
+        mem.facts.write("user/edit.or", "vim", "user", trust="dream_inferred")  # as the store held it then
+        mem.sync_key("user/edit.or")
+        with pytest.raises(InvalidKey, match="looks like user/editor, the person's key"):
+            mem.write("user/edit.or", "vim, and never helix", "user", trust="dream_inferred")
+        with pytest.raises(InvalidKey, match="looks like user/editor,"):
+            mem.write("user/edit-or", "vim", "user", trust="agent_observed")
+        assert mem.write("user/edit.or", "vim, the person's own", "user").written, "the person may still write it"
+
+    def test_an_index_of_the_older_skeletons_is_mended_in_place_keeping_its_vectors(self, mem):
+        """The skeletons are made again once, in place: a rebuild would drop every stored vector (hours of the
+        model's work on a large store)."""
+        from bead.index.db import Index
+
+        mem.write("user/editor", "Helix", "user")
+        with mem.index.write_tx():
+            mem.index._conn.execute("UPDATE facts SET skeleton = 'old-form'")
+            mem.index._conn.execute("UPDATE meta SET value = '1' WHERE name = 'skeleton_form'")
+            mem.index._conn.execute("INSERT INTO fact_vec(id, vec) VALUES ('user/editor@v1', x'00')")
+        again = Index(mem.home.index_db, mem.home.store)
+        try:
+            assert again._conn.execute("SELECT skeleton FROM facts").fetchone()[0] == skeleton("user/editor")
+            assert again._conn.execute("SELECT count(*) FROM fact_vec").fetchone()[0] == 1
+            assert not again.fresh
+        finally:
+            again.close()
+        with pytest.raises(InvalidKey, match="looks like user/editor"):
+            mem.write("user/edit.or", "vim", "user", trust="dream_inferred")
+
     def test_a_look_alike_key_an_agent_claimed_first_does_not_stop_the_persons_word(self, mem, bead):
         """An adversarial pass: the agent wrote `user/ed1tor` and `project/shop/deploy_day` before the person
         wrote `user/editor` and `project/shop/deploy-day`, and the person's writes were refused ("write to

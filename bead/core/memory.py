@@ -278,11 +278,24 @@ class Memory:
         mine = skeleton(key)
         person = trust in PERSON_TRUSTS
         try:
-            if self.index.has_key(key):
+            exists = self.index.has_key(key)
+            if exists and person:
                 return ()
             like = self.index.keys_like(mine, key)
         except (IndexBusy, *database_errors()):  # type: ignore[misc]  # derived: a write never waits on it
             like = []
+        # The person's keys first: a refusal points to the key the person wrote, never to an impostor beside it.
+        like.sort(key=lambda kp: not kp[1])
+        if exists:
+            # A key that is there already (one an agent or the dream wrote before its look-alike was refused, or
+            # beside a key the person wrote after it) takes no more of their writes while the person's stands.
+            other = next((k for k, persons in like if persons), None)
+            if other is not None:
+                raise InvalidKey(
+                    f"refusing to write {key}: it looks like {other}, the person's key",
+                    f"write to {other} to change that fact, or choose a key that reads differently",
+                )
+            return ()
         other = next((k for k, persons in like if persons or not person), None)
         if other is None and not self.sealed.has(key):
             # A sealed key is only ever the person's.

@@ -248,10 +248,11 @@ def decide(
     try:
         validate_key(key)
         if mem.current(key) is None:
-            # A key the write would create: canonical (no segment ending in ".", "-" or "_") and not one that
-            # reads like a stored key (user/edit0r beside user/editor), which the store would refuse.
+            # A key the write would create: canonical (no segment ending in ".", "-" or "_").
             check_new_key(key)
-            mem.check_lookalike(key)
+        # Not one that reads like a stored key (user/edit0r beside user/editor), nor an old key that reads like one
+        # of the person's, which the store would refuse.
+        mem.check_lookalike(key)
     except BeadError:
         return Decision("reject", "invalid key")
     found = screen(value, key, p.title) if value else None

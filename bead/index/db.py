@@ -29,12 +29,11 @@ from ..store.facts import INDEXED_FIELDS as FACT_SPECS
 from ..store.facts import Fact, KeyVersions
 from ..store.keys import PERSON_TRUSTS
 from ..store.rawlog import Turn
-from ..textform import skeleton
+from ..textform import SKELETON_FORM, skeleton
 from . import sqlite as sqlite_check
 from .query import CJK_CHARS, RAW_QUERY_STOPWORDS, Visibility, cjk_spaced, fts_or, fts_or_query, terms
 
-SCHEMA_VERSION = 14  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice. 13: fact_vec. 14: a key's
-# skeleton without its separators (bead.textform.skeleton)
+SCHEMA_VERSION = 13  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice. 13: fact_vec
 # The sha256 recorded for a version name that is no regular file (a link, a FIFO, a folder): never a digest.
 ODD_ENTRY = "not-a-file"
 RAW_CHARS = 4000  # of a turn's text read back for an excerpt
@@ -475,6 +474,7 @@ class Index:
     def _ensure_schema(self) -> bool:
         """Create the schema; True when this call (re)created the index empty."""
         if self._current():
+            self._migrate_skeletons()
             return False
         with self.write_tx():
             # Another process may have built it while we waited for the lock.
@@ -483,6 +483,24 @@ class Index:
             self._drop_all()
             self._create()
         return True
+
+    def _migrate_skeletons(self) -> None:
+        """The stored keys' look-alike skeletons made again where an older bead made them another way
+        (``SKELETON_FORM``): one UPDATE per key, once, in place; the rest of the index (its vectors: hours of a
+        model's work on a large store) stays as it is."""
+        form = "SELECT value FROM meta WHERE name='skeleton_form'"
+        row = self._conn.execute(form).fetchone()
+        if row and row[0] == SKELETON_FORM:
+            return
+        with self.write_tx():
+            row = self._conn.execute(form).fetchone()
+            if row and row[0] == SKELETON_FORM:
+                return
+            keys = [r[0] for r in self._conn.execute("SELECT DISTINCT key FROM facts")]
+            self._conn.executemany(
+                "UPDATE facts SET skeleton = ? WHERE key = ? AND skeleton IS NOT ?", [(skeleton(k), k, skeleton(k)) for k in keys]
+            )
+            self._conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('skeleton_form', ?)", [SKELETON_FORM])
 
     def _drop_all(self) -> None:
         # The highest raw rowid used so far goes on: a vector computed before the rebuild can never be stored
@@ -517,6 +535,7 @@ class Index:
                 ("schema_digest", SCHEMA_DIGEST),
                 ("built_at", str(time.time())),
                 ("facts_generation", "0"),
+                ("skeleton_form", SKELETON_FORM),
             ],
         )
 
