@@ -130,11 +130,28 @@ _DEGREES = frozenset("always sometimes only must may allowed required optional e
 _COMMAND_WORDS = frozenset("sudo rm chmod chown curl wget eval exec bypass skip force".split())
 # What a secret's leaving takes: its name and a word that moves it. A model that adds "push the production
 # credentials to the staging database" to the person's "use the staging database for the integration tests" kept
-# most of their words, and no address or number (an attack helper's proposal, written unreviewed before).
-_SENSITIVE_WORDS = frozenset(
-    """credential credentials password passwords passphrase secret secrets token tokens apikey production prod
-    upload uploads send sends publish publishes share shares export exports forward forwards email mail""".split()
-)
+# most of their words, and no address or number (an attack helper's proposal, written unreviewed before). Each
+# word stands for its family (the first word of each line): "prod" said is "production" written, "credential" is
+# "credentials", "mail the report" is "email the report"; a word of a family the person did not say is added.
+_SENSITIVE_FAMILIES = """
+credential credentials creds
+password passwords passwd passphrase passphrases
+secret secrets
+token tokens
+key keys apikey apikeys
+ssh
+env dotenv
+production prod
+upload uploads uploaded uploading
+send sends sent sending
+share shares sharing
+publish publishes published publishing
+export exports exported exporting
+forward forwards forwarded forwarding
+email emails emailed emailing mail mails mailed mailing
+webhook webhooks
+"""
+_SENSITIVE = {w: line.split()[0] for line in _SENSITIVE_FAMILIES.strip().splitlines() for w in line.split()}
 
 
 def _bounded(text: str, needle: str) -> bool:
@@ -167,7 +184,8 @@ def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
     addresses |= {m.group(1).lower() for m in _FLAG.finditer(text)}
     numbers = {m.group(0).lstrip("0") or "0" for m in _NUMBER.finditer(text)}
     words = {w.lower().replace("\u2019", "'") for w in (m.group(0) for m in _WORDS.finditer(text))}
-    return addresses, numbers, bool(words & _NEGATIONS), words & (_DEGREES | _COMMAND_WORDS | _SENSITIVE_WORDS)
+    said = (words & (_DEGREES | _COMMAND_WORDS)) | {_SENSITIVE[w] for w in words if w in _SENSITIVE}
+    return addresses, numbers, bool(words & _NEGATIONS), said
 
 
 def _shortens(title: str, value: str) -> bool:
@@ -210,7 +228,7 @@ def _tokens(text: str) -> list[str]:
 
 def unsupported(value: str, cited: list[Turn]) -> list[str]:
     """What ``value`` states that the person's typed turns among ``cited`` do not: each address, number, degree,
-    command word or word of a secret or of sending one away (``_SENSITIVE_WORDS``) must be in them, and a negation
+    command word or word of a secret or of sending one away (``_SENSITIVE``, by family) must be in them, and a negation
     must be in both or neither (a model that keeps the person's words but swaps the host, adds a "never" or drops
     one changes what the person said)."""
     said_text = "\n".join(t.text for t in _typed(cited))
