@@ -406,18 +406,31 @@ def fold_char(ch: str) -> str:
 _KEY_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
 _KEY_SINGLES = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l"})
 _KEY_SEPARATORS = frozenset("._-")
-SKELETON_FORM = "2"  # what the index's stored skeletons were made by: 2 leaves separators out (bead.index.db)
+SKELETON_FORM = "3"  # what the index's stored skeletons were made by: 2 leaves separators out (bead.index.db)
+
+
+_DIGIT_LIKE = frozenset("0123456789lio|")  # a digit, or a letter the skeleton reads as one (1 as l, 0 as o)
 
 
 def _without_separators(text: str) -> str:
-    """``text`` without its separators . _ -, but for one between two digits, kept as ``-`` (``release-1.10`` is
-    no ``release-11.0``, nor ``step-1-2`` ``step-12``). One pass: linear."""
-    out = []
-    for i, c in enumerate(text):
-        if c not in _KEY_SEPARATORS:
-            out.append(c)
-        elif 0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit():
+    """``text`` without its separators . _ -, but for a run of them between two digits, kept as one ``-``
+    (``release-1.10`` is no ``release-11.0``, nor ``step-1-2`` ``step-12``; ``release-1..10`` is
+    ``release-1.10``). A letter read as a digit beside a digit counts as one there (``release-l.0`` is
+    ``release-1.0``). One pass: linear."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] not in _KEY_SEPARATORS:
+            out.append(text[i])
+            i += 1
+            continue
+        j = i
+        while j < n and text[j] in _KEY_SEPARATORS:
+            j += 1
+        before, after = (text[i - 1] if i else ""), (text[j] if j < n else "")
+        if before in _DIGIT_LIKE and after in _DIGIT_LIKE and before and after and (before.isdigit() or after.isdigit()):
             out.append("-")
+        i = j
     return "".join(out)
 
 

@@ -277,29 +277,29 @@ class Memory:
             return ()  # a home with no store yet holds no key to look like
         mine = skeleton(key)
         person = trust in PERSON_TRUSTS
+        exists, own, like = False, False, []
         try:
             exists = self.index.has_key(key)
             if exists and person:
                 return ()
             like = self.index.keys_like(mine, key)
+            own = exists and self.index.persons_key(key)
         except (IndexBusy, *database_errors()):  # type: ignore[misc]  # derived: a write never waits on it
-            like = []
-        # The person's keys first: a refusal points to the key the person wrote, never to an impostor beside it.
-        like.sort(key=lambda kp: not kp[1])
+            pass
+        # A sealed key is only ever the person's.
+        sealed = [] if self.sealed.has(key) else [k for k in self.sealed.keys() if k != key and skeleton(k) == mine]
+        # The person's keys first: a refusal points to a key the person wrote, never to an impostor beside it.
+        persons = [k for k, p in like if p] + sealed
         if exists:
-            # A key that is there already (one an agent or the dream wrote before its look-alike was refused, or
-            # beside a key the person wrote after it) takes no more of their writes while the person's stands.
-            other = next((k for k, persons in like if persons), None)
-            if other is not None:
+            # A key that is there already and not the person's (one an agent or the dream wrote before its
+            # look-alike was refused) takes no more of their writes while a key of the person's reads like it.
+            if persons and not own:
                 raise InvalidKey(
-                    f"refusing to write {key}: it looks like {other}, the person's key",
-                    f"write to {other} to change that fact, or choose a key that reads differently",
+                    f"refusing to write {key}: it looks like {persons[0]}, the person's key",
+                    f"write to {persons[0]} to change that fact, or choose a key that reads differently",
                 )
             return ()
-        other = next((k for k, persons in like if persons or not person), None)
-        if other is None and not self.sealed.has(key):
-            # A sealed key is only ever the person's.
-            other = next((k for k in self.sealed.keys() if k != key and skeleton(k) == mine), None)
+        other = persons[0] if persons else None if person else next((k for k, _p in like), None)
         if other is not None:
             raise InvalidKey(
                 f"refusing to write {key}: it looks like {other}, which is stored already",

@@ -132,26 +132,37 @@ _COMMAND_WORDS = frozenset("sudo rm chmod chown curl wget eval exec bypass skip 
 # credentials to the staging database" to the person's "use the staging database for the integration tests" kept
 # most of their words, and no address or number (an attack helper's proposal, written unreviewed before). Each
 # word stands for its family (the first word of each line): "prod" said is "production" written, "credential" is
-# "credentials", "mail the report" is "email the report"; a word of a family the person did not say is added.
+# "credentials", "mail the report" is "email the report"; a word of a family the person did not say is added. The
+# words after a "|" count as the family said, not as an addition ("environment" said is "env" written). A list:
+# what it does not name ("the customer table's rows go to the vendor") the other checks and the review must catch.
 _SENSITIVE_FAMILIES = """
 credential credentials creds
 password passwords passwd passphrase passphrases
 secret secrets
-token tokens
-key keys apikey apikeys
+token tokens bearer
+key keys apikey apikeys rsa | keyed
+certificate certificates cert certs
+cookie cookies
 ssh
-env dotenv
+env dotenv npmrc netrc pgpass kubeconfig | environment environments
 production prod
 upload uploads uploaded uploading
-send sends sent sending
-share shares sharing
+send sends sent sending | notify notifies notified
+share shares shared sharing
 publish publishes published publishing
 export exports exported exporting
 forward forwards forwarded forwarding
 email emails emailed emailing mail mails mailed mailing
+post posts posted posting
+dump dumps dumped dumping
 webhook webhooks
 """
-_SENSITIVE = {w: line.split()[0] for line in _SENSITIVE_FAMILIES.strip().splitlines() for w in line.split()}
+_SENSITIVE: dict[str, str] = {}
+_SAID_AS: dict[str, str] = {}
+for _line in _SENSITIVE_FAMILIES.strip().splitlines():
+    _added, _, _also = _line.partition("|")
+    _SENSITIVE |= {w: _added.split()[0] for w in _added.split()}
+    _SAID_AS |= {w: _added.split()[0] for w in _also.split()}
 
 
 def _bounded(text: str, needle: str) -> bool:
@@ -184,8 +195,14 @@ def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
     addresses |= {m.group(1).lower() for m in _FLAG.finditer(text)}
     numbers = {m.group(0).lstrip("0") or "0" for m in _NUMBER.finditer(text)}
     words = {w.lower().replace("\u2019", "'") for w in (m.group(0) for m in _WORDS.finditer(text))}
+    words |= {w[:-2] for w in words if w.endswith("'s")}  # "the production's" says "production"
     said = (words & (_DEGREES | _COMMAND_WORDS)) | {_SENSITIVE[w] for w in words if w in _SENSITIVE}
     return addresses, numbers, bool(words & _NEGATIONS), said
+
+
+def _said_families(text: str) -> set[str]:
+    """The sensitive families the person's ``text`` names by a word that only counts as said (``_SAID_AS``)."""
+    return {_SAID_AS[w] for w in (m.group(0).lower() for m in _WORDS.finditer(fold(text))) if w in _SAID_AS}
 
 
 def _shortens(title: str, value: str) -> bool:
@@ -233,6 +250,7 @@ def unsupported(value: str, cited: list[Turn]) -> list[str]:
     one changes what the person said)."""
     said_text = "\n".join(t.text for t in _typed(cited))
     said_addresses, said_numbers, said_negates, said_words = _anchors(said_text)
+    said_words |= _said_families(said_text)
     said_folded = fold(said_text).lower()
     addresses, numbers, negates, words = _anchors(value)
     out = [a for a in sorted(addresses) if a not in said_addresses and not _bounded(said_folded, a)]

@@ -487,7 +487,8 @@ class Index:
     def _migrate_skeletons(self) -> None:
         """The stored keys' look-alike skeletons made again where an older bead made them another way
         (``SKELETON_FORM``): one UPDATE per key, once, in place; the rest of the index (its vectors: hours of a
-        model's work on a large store) stays as it is."""
+        model's work on a large store) stays as it is. The full-text trigger of an updated row is set aside
+        meanwhile (a skeleton is no text it indexes), so the lock is held for the skeletons alone."""
         form = "SELECT value FROM meta WHERE name='skeleton_form'"
         row = self._conn.execute(form).fetchone()
         if row and row[0] == SKELETON_FORM:
@@ -497,9 +498,12 @@ class Index:
             if row and row[0] == SKELETON_FORM:
                 return
             keys = [r[0] for r in self._conn.execute("SELECT DISTINCT key FROM facts")]
+            trigger = next(s for s in schema_statements() if s.startswith("CREATE TRIGGER facts_au "))
+            self._conn.execute("DROP TRIGGER IF EXISTS facts_au")
             self._conn.executemany(
                 "UPDATE facts SET skeleton = ? WHERE key = ? AND skeleton IS NOT ?", [(skeleton(k), k, skeleton(k)) for k in keys]
             )
+            self._conn.execute(trigger)
             self._conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('skeleton_form', ?)", [SKELETON_FORM])
 
     def _drop_all(self) -> None:
@@ -1246,13 +1250,12 @@ class Index:
 
     def pinned_priors(self, project: str | None, limit: int = 5000, visible: Visibility | None = None) -> list[dict[str, Any]]:
         """The same candidates as ``pinned_candidates``, unsorted, with only what scoring reads (no body):
-        ``id, key, type, trust, pinned, valid_from``, ``chars`` (the body's length in characters) and, where the body is
-        not ASCII, ``wide_body`` (the body, whose tokens its length does not tell). ``facts_by_id`` fetches the chosen
-        ones whole."""
+        ``id, key, type, trust, pinned, valid_from``, and the body's length in characters (``chars``) and in UTF-8
+        bytes (``bytes``). ``facts_by_id`` fetches the chosen ones whole."""
         clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
         return self._rows(
-            "SELECT id, key, type, trust, pinned, valid_from, length(body) AS chars, "
-            "CASE WHEN length(CAST(body AS BLOB)) != length(body) THEN body END AS wide_body FROM facts "
+            "SELECT id, key, type, trust, pinned, valid_from, length(body) AS chars, length(CAST(body AS BLOB)) AS bytes "
+            "FROM facts "
             "WHERE current = 1 AND status != 'dormant' "
             f"AND sensitivity != 'secret' AND {_PINNABLE_SCOPE} AND {PERSONS_WORD} "
             f"AND {clause} LIMIT ?",
@@ -1331,6 +1334,14 @@ class Index:
             [*PERSON_TRUSTS, skeleton, key],
         ).fetchall()
         return [(str(r[0]), bool(r[1])) for r in rows]
+
+    def persons_key(self, key: str) -> bool:
+        """Whether any version of ``key`` is the person's word (``PERSON_TRUSTS``)."""
+        row = self._conn.execute(
+            f"SELECT 1 FROM facts WHERE key = ? AND trust IN ({', '.join('?' * len(PERSON_TRUSTS))}) LIMIT 1",
+            [key, *PERSON_TRUSTS],
+        ).fetchone()
+        return row is not None
 
     def current_fact_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM facts WHERE current = 1").fetchone()[0])

@@ -289,10 +289,15 @@ def length_factor(tokens: int) -> float:
 
 
 def body_tokens(row: dict[str, Any]) -> int:
-    """A candidate's body's tokens as the block counts them (render.tokens): from its length where it is ASCII
-    (``chars``), from its text where it is not (``wide_body``: a CJK character or an emoji is a token or more)."""
-    wide = row.get("wide_body")
-    return render.tokens(str(wide)) if wide else int(row.get("chars") or 0) // render.CHARS_PER_TOKEN + 1
+    """A candidate's body's tokens, about as the block counts them (render.tokens: four ASCII characters a token,
+    a token for each other), from its length in characters and in UTF-8 bytes alone, so that no body is read here
+    (the candidates are scored again after every write): each character beyond ASCII is taken as a three-byte one
+    (a CJK character, a curly quote, a dash), which is exact for those, and the bytes beyond as four-byte ones (an
+    emoji: render.ASTRAL_TOKENS); an accented letter counts half a token short."""
+    chars, extra = int(row.get("chars") or 0), max(int(row.get("bytes") or 0) - int(row.get("chars") or 0), 0)
+    wide = min(extra // 2, chars)
+    astral = min(extra - 2 * wide, wide)
+    return (chars - wide) // render.CHARS_PER_TOKEN + wide + (render.ASTRAL_TOKENS - 1) * astral + 1
 
 
 def _ranked_priors(

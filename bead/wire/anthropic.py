@@ -273,6 +273,14 @@ def _local_output(text: str) -> bool:
     return cleaned.startswith(_LOCAL_OUTPUT) and harness_element(cleaned)
 
 
+def _mcp_prompt(text: str) -> bool:
+    """Whether a command block runs an MCP server's prompt: its ``<command-name>`` is ``/mcp__...`` (Claude Code's
+    name for a server's prompt). Plain finds: linear."""
+    body = clean(text)
+    start = body.find("<command-name>")
+    return start != -1 and body[start + len("<command-name>") :].lstrip().startswith(("/mcp__", "mcp__"))
+
+
 def is_command(text: str) -> bool:
     """Whether a block runs a slash command: Claude Code's markup opens it (a mention of the tag in prose or
     code further on is not one). Every block of every message is asked, so a plain find comes first."""
@@ -350,10 +358,12 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
     several = len(blocks) > 1 or any(t is not None and tool_result_head(t) for t in texts)
     reads = read_blocks(texts) if text_source is Source.TYPED and several else {}
     # A slash command (Claude Code's markup opening a block; each one of several): only its arguments are typed
-    # (command_parts), and every text block after it up to the next command is the command's own text (a command
-    # file's, an MCP server's prompt in several blocks, after an image the person sent with the command), unless
-    # the first of them is wholly a local command's output (`/model`'s): then the blocks after that are read as any
-    # message's (the person's next prompt follows a local command's output).
+    # (command_parts). A command file's text is the first text block after it (after an image the person sent with
+    # the command, which Claude Code puts first), unless that block is wholly a local command's output (`/model`'s:
+    # the blocks after it are read as any message's, the person's next prompt among them). An MCP server's prompt
+    # (`/mcp__server__prompt`) may come as several blocks, each the server's to write (a local command's output
+    # or a command's markup among them): every block after it is the server's, pasted; a prompt the person sent
+    # after it that Claude Code merged into the same message is pasted with it (its "remember" waits for review).
     commands: set[int] = set()
     expansions: set[int] = set()
     for i, t in enumerate(texts):
@@ -361,12 +371,10 @@ def parts_of(role: str, blocks: list[Any]) -> list[Part]:
             continue
         commands.add(i)
         following = [j for j in range(i + 1, len(texts)) if texts[j] is not None]
-        if following and _local_output(texts[following[0]] or ""):
-            continue
-        for j in following:
-            if is_command(texts[j] or ""):
-                break
-            expansions.add(j)
+        if _mcp_prompt(t):
+            expansions.update(following)
+        elif following and not _local_output(texts[following[0]] or ""):
+            expansions.add(following[0])
     skip = set(reads) | commands | expansions
     own = own_block([None if i in skip else b for i, b in enumerate(blocks)]) if text_source is Source.TYPED else None
     for i, b in enumerate(blocks):
