@@ -406,43 +406,46 @@ def fold_char(ch: str) -> str:
 _KEY_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
 _KEY_SINGLES = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l"})
 _KEY_SEPARATORS = frozenset("._-")
-SKELETON_FORM = "3"  # what the index's stored skeletons were made by: 2 leaves separators out (bead.index.db)
-
-
-_DIGIT_LIKE = frozenset("0123456789lio|")  # a digit, or a letter the skeleton reads as one (1 as l, 0 as o)
-
-
-def _without_separators(text: str) -> str:
-    """``text`` without its separators . _ -, but for a run of them between two digits, kept as one ``-``
-    (``release-1.10`` is no ``release-11.0``, nor ``step-1-2`` ``step-12``; ``release-1..10`` is
-    ``release-1.10``). A letter read as a digit beside a digit counts as one there (``release-l.0`` is
-    ``release-1.0``). One pass: linear."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        if text[i] not in _KEY_SEPARATORS:
-            out.append(text[i])
-            i += 1
-            continue
-        j = i
-        while j < n and text[j] in _KEY_SEPARATORS:
-            j += 1
-        before, after = (text[i - 1] if i else ""), (text[j] if j < n else "")
-        if before in _DIGIT_LIKE and after in _DIGIT_LIKE and before and after and (before.isdigit() or after.isdigit()):
-            out.append("-")
-        i = j
-    return "".join(out)
+_SEPARATORS_OUT = str.maketrans("", "", "._-")
+SKELETON_FORM = "4"  # what the index's stored skeletons were made by: 4 leaves every separator out (bead.index.db)
 
 
 def skeleton(text: str) -> str:
     """What two keys that look alike share: the fold, case-folded, without the separators . _ - (``deploy-host``,
-    ``deploy--host``, ``deploy_host`` and ``deployhost`` read alike, as ``e-d-i-t-o-r`` and ``editor`` do; one
-    between two digits stays, as a version's), with the ASCII look-alikes read as one (0 as o; 1, i and | as l; rn
-    as m, vv as w, cl as d)."""
-    out = _without_separators(fold(text).casefold())
+    ``deploy--host``, ``deploy_host`` and ``deployhost`` read alike, as ``e-d-i-t-o-r`` and ``editor`` do), with the
+    ASCII look-alikes read as one (0 as o; 1, i and | as l; rn as m, vv as w, cl as d). Two keys of one skeleton
+    that ``versions_differ`` are not look-alikes."""
+    out = fold(text).casefold().translate(_SEPARATORS_OUT)
     for pair, single in _KEY_PAIRS:
         out = out.replace(pair, single)
     return out.translate(_KEY_SINGLES)
+
+
+def _digit_gaps(text: str) -> tuple[str, tuple[bool, ...]]:
+    """``text`` case-folded without its separators, and for each place where two digits meet in it whether a
+    separator stood there. One pass: linear."""
+    kept: list[str] = []
+    gaps: list[bool] = []
+    sep = False
+    for c in text.casefold():
+        if c in _KEY_SEPARATORS:
+            sep = True
+            continue
+        if kept and kept[-1].isdigit() and c.isdigit():
+            gaps.append(sep)
+        kept.append(c)
+        sep = False
+    return "".join(kept), tuple(gaps)
+
+
+def versions_differ(a: str, b: str) -> bool:
+    """Whether two keys of one skeleton are the same letters and digits told apart only by where separators stand
+    between two digits: versions (``release-1.10``, ``release-1.1.0``, ``release-11.0``; ``step-1-2`` and
+    ``step-12``), which a reader tells apart. A letter read as a digit (``release-l.0``), a separator beside a
+    letter (``api-2``, ``api2``) or a doubled one (``release-1..10``) is no such difference."""
+    ka, ga = _digit_gaps(a)
+    kb, gb = _digit_gaps(b)
+    return ka == kb and ga != gb
 
 
 def strings_in(value: Any) -> list[str]:

@@ -209,8 +209,12 @@ class TestChoice:
             tokens["project/shop/cjk"] > tokens["project/shop/ascii"]
             and tokens["project/shop/emoji"] > tokens["project/shop/cjk"]
         )
-        for key in ("project/shop/ascii", "project/shop/cjk"):
+        for key in ("project/shop/ascii", "project/shop/cjk", "project/shop/emoji"):
             assert tokens[key] == render.tokens(mem.current(key).body), key
+        # a third review's: a body in a two-byte script was counted a third short
+        mem.write("project/shop/cyrillic", "\u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440 " * 20, "project")
+        row = next(r for r in mem.index.pinned_priors("shop") if r["key"] == "project/shop/cyrillic")
+        assert standing.body_tokens(row) == render.tokens(mem.current("project/shop/cyrillic").body)
 
     def test_forget_drops_the_use_rows(self, mem):
         from bead.core import forget, query

@@ -41,7 +41,7 @@ from ..store.facts import Fact, FactStore, KeyVersions, Problem, WriteResult
 from ..store.keys import PERSON_TRUSTS, validate_key
 from ..store.locks import LockBusy
 from ..store.rawlog import RawLog, Turn, TurnItem
-from ..textform import LONE_SURROGATE, skeleton
+from ..textform import LONE_SURROGATE, skeleton, versions_differ
 from ..token import home_token
 from ..vault.sealed import SealedStore
 
@@ -285,9 +285,19 @@ class Memory:
             like = self.index.keys_like(mine, key)
             own = exists and self.index.persons_key(key)
         except (IndexBusy, *database_errors()):  # type: ignore[misc]  # derived: a write never waits on it
-            pass
+            if not person:
+                # An agent's or the dream's write does not go unchecked while the index is down: the keys on disk,
+                # each taken for the person's (which, the index would say).
+                on_disk = list(self.facts.keys())
+                exists = key in on_disk
+                like = [(k, True) for k in on_disk if k != key and skeleton(k) == mine]
+        like = [(k, p) for k, p in like if not versions_differ(k, key)]
         # A sealed key is only ever the person's.
-        sealed = [] if self.sealed.has(key) else [k for k in self.sealed.keys() if k != key and skeleton(k) == mine]
+        sealed = (
+            []
+            if self.sealed.has(key)
+            else [k for k in self.sealed.keys() if k != key and skeleton(k) == mine and not versions_differ(k, key)]
+        )
         # The person's keys first: a refusal points to a key the person wrote, never to an impostor beside it.
         persons = [k for k, p in like if p] + sealed
         if exists:

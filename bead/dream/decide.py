@@ -139,12 +139,18 @@ _SENSITIVE_FAMILIES = """
 credential credentials creds
 password passwords passwd passphrase passphrases
 secret secrets
-token tokens bearer
-key keys apikey apikeys rsa | keyed
+token tokens bearer jwt jwts
+key keys | keyed
+apikey apikeys
+rsa pem
 certificate certificates cert certs
 cookie cookies
 ssh
-env dotenv npmrc netrc pgpass kubeconfig | environment environments
+env dotenv | environment environments
+npmrc
+netrc
+pgpass
+kubeconfig
 production prod
 upload uploads uploaded uploading
 send sends sent sending | notify notifies notified
@@ -156,6 +162,10 @@ email emails emailed emailing mail mails mailed mailing
 post posts posted posting
 dump dumps dumped dumping
 webhook webhooks
+push pushes pushed pushing
+copy copies copied copying
+sync syncs synced syncing
+paste pastes pasted pasting
 """
 _SENSITIVE: dict[str, str] = {}
 _SAID_AS: dict[str, str] = {}
@@ -179,9 +189,12 @@ def _bounded(text: str, needle: str) -> bool:
     return False
 
 
+_HUMP = compile_linear(r"([a-z])([A-Z])")
+
+
 def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
-    """(addresses, numbers, whether it negates, degree and command words) a text states, lower-cased, in its
-    normal form, thousands separators out."""
+    """(addresses, numbers, whether it negates, degree, command and sensitive words) a text states, lower-cased, in
+    its normal form, thousands separators out; a camel-case name read as its words too (``privateKey``)."""
     text = fold(text)
     for _ in range(2):  # "1,234,567": each pass joins every other group
         text = _THOUSANDS.sub(r"\1\2", text)
@@ -195,13 +208,15 @@ def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
     addresses |= {m.group(1).lower() for m in _FLAG.finditer(text)}
     numbers = {m.group(0).lstrip("0") or "0" for m in _NUMBER.finditer(text)}
     words = {w.lower().replace("\u2019", "'") for w in (m.group(0) for m in _WORDS.finditer(text))}
+    words |= {w.lower() for w in (m.group(0) for m in _WORDS.finditer(_HUMP.sub(r"\1 \2", text)))}
     words |= {w[:-2] for w in words if w.endswith("'s")}  # "the production's" says "production"
     said = (words & (_DEGREES | _COMMAND_WORDS)) | {_SENSITIVE[w] for w in words if w in _SENSITIVE}
     return addresses, numbers, bool(words & _NEGATIONS), said
 
 
 def _said_families(text: str) -> set[str]:
-    """The sensitive families the person's ``text`` names by a word that only counts as said (``_SAID_AS``)."""
+    """The sensitive families the person's ``text`` names by a word that only counts as said (``_SAID_AS``: a
+    family of one or two words, never one that names a secret's file: "environment" says "env", not "kubeconfig")."""
     return {_SAID_AS[w] for w in (m.group(0).lower() for m in _WORDS.finditer(fold(text))) if w in _SAID_AS}
 
 

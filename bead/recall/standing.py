@@ -290,13 +290,18 @@ def length_factor(tokens: int) -> float:
 
 def body_tokens(row: dict[str, Any]) -> int:
     """A candidate's body's tokens, about as the block counts them (render.tokens: four ASCII characters a token,
-    a token for each other), from its length in characters and in UTF-8 bytes alone, so that no body is read here
-    (the candidates are scored again after every write): each character beyond ASCII is taken as a three-byte one
-    (a CJK character, a curly quote, a dash), which is exact for those, and the bytes beyond as four-byte ones (an
-    emoji: render.ASTRAL_TOKENS); an accented letter counts half a token short."""
-    chars, extra = int(row.get("chars") or 0), max(int(row.get("bytes") or 0) - int(row.get("chars") or 0), 0)
-    wide = min(extra // 2, chars)
-    astral = min(extra - 2 * wide, wide)
+    a token for each other, more for one beyond the Basic Multilingual Plane), from its length in characters and in
+    UTF-8 bytes alone, so that no body is read here (the candidates are scored again after every write). The bytes
+    beyond one a character say how many are not ASCII: at most one extra byte a character on average is taken as
+    two-byte letters (Cyrillic, Greek, accented Latin), more as three-byte ones (CJK), and beyond two extra bytes a
+    character the rest as four-byte ones (an emoji). Exact for a body in one of these; a mix counts a few off.
+    A NUL in the body (SQLite's length of a text stops there) is counted as ASCII, by its bytes."""
+    chars, size = int(row.get("chars") or 0), int(row.get("bytes") or 0)
+    if size > 4 * chars:  # a length cut at a NUL
+        chars = size
+    extra = max(size - chars, 0)
+    wide = extra if extra <= chars else min(extra // 2, chars)
+    astral = min(max(extra - 2 * wide, 0), wide)
     return (chars - wide) // render.CHARS_PER_TOKEN + wide + (render.ASTRAL_TOKENS - 1) * astral + 1
 
 

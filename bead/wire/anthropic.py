@@ -275,10 +275,15 @@ def _local_output(text: str) -> bool:
 
 def _mcp_prompt(text: str) -> bool:
     """Whether a command block runs an MCP server's prompt: its ``<command-name>`` is ``/mcp__...`` (Claude Code's
-    name for a server's prompt). Plain finds: linear."""
+    name for a server's prompt) or ends in ``(MCP)`` (its name as the menu shows it, ``/server:prompt (MCP)``), in
+    either case. Plain finds: linear."""
     body = clean(text)
     start = body.find("<command-name>")
-    return start != -1 and body[start + len("<command-name>") :].lstrip().startswith(("/mcp__", "mcp__"))
+    if start == -1:
+        return False
+    end = body.find("</command-name>", start)
+    name = body[start + len("<command-name>") : end if end != -1 else start + 400].strip().casefold()
+    return name.startswith(("/mcp__", "mcp__")) or name.endswith("(mcp)")
 
 
 def is_command(text: str) -> bool:
