@@ -213,8 +213,11 @@ class TestChoice:
             assert tokens[key] == render.tokens(mem.current(key).body), key
         # a third review's: a body in a two-byte script was counted a third short
         mem.write("project/shop/cyrillic", "\u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440 " * 20, "project")
-        row = next(r for r in mem.index.pinned_priors("shop") if r["key"] == "project/shop/cyrillic")
-        assert standing.body_tokens(row) == render.tokens(mem.current("project/shop/cyrillic").body)
+        # a fourth review's: a rule in Chinese with ASCII code in it was counted half again too long
+        mem.write("project/shop/mixed", "\u90e8\u7f72\u524d\u8fd0\u884c make test \u7136\u540e " * 10, "project")
+        rows = {r["key"]: r for r in mem.index.pinned_priors("shop")}
+        for key in ("project/shop/cyrillic", "project/shop/mixed"):
+            assert standing.body_tokens(rows[key]) == render.tokens(mem.current(key).body), key
 
     def test_forget_drops_the_use_rows(self, mem):
         from bead.core import forget, query

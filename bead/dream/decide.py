@@ -137,7 +137,7 @@ _COMMAND_WORDS = frozenset("sudo rm chmod chown curl wget eval exec bypass skip 
 # what it does not name ("the customer table's rows go to the vendor") the other checks and the review must catch.
 _SENSITIVE_FAMILIES = """
 credential credentials creds
-password passwords passwd passphrase passphrases
+password passwords passwd passphrase passphrases passcode passcodes
 secret secrets
 token tokens bearer jwt jwts
 key keys | keyed
@@ -146,12 +146,12 @@ rsa pem
 certificate certificates cert certs
 cookie cookies
 ssh
-env dotenv | environment environments
+env dotenv
 npmrc
 netrc
 pgpass
 kubeconfig
-production prod
+production productions prod
 upload uploads uploaded uploading
 send sends sent sending | notify notifies notified
 share shares shared sharing
@@ -166,6 +166,10 @@ push pushes pushed pushing
 copy copies copied copying
 sync syncs synced syncing
 paste pastes pasted pasting
+rsync scp
+exfiltrate exfiltrates exfiltrated exfiltrating
+transmit transmits transmitted transmitting
+leak leaks leaked leaking
 """
 _SENSITIVE: dict[str, str] = {}
 _SAID_AS: dict[str, str] = {}
@@ -189,12 +193,45 @@ def _bounded(text: str, needle: str) -> bool:
     return False
 
 
-_HUMP = compile_linear(r"([a-z])([A-Z])")
+_CAMEL_NAME = compile_linear(r"[A-Za-z0-9]{2,80}")
 
 
-def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
+def _camel_split(name: str) -> list[str]:
+    """A camel-case name's words: a new one at a capital after a lower-case letter, and at the last capital of a
+    run before a lower-case letter (``privateKey``, ``AWSSecretKey``, ``JWTSecret``, ``SSHKey``); digits apart."""
+    parts, start = [], 0
+    for i in range(1, len(name)):
+        prev, c = name[i - 1], name[i]
+        nxt = name[i + 1] if i + 1 < len(name) else ""
+        if (
+            (prev.islower() and c.isupper())
+            or (prev.isupper() and c.isupper() and nxt.islower())
+            or (prev.isdigit() != c.isdigit())
+        ):
+            parts.append(name[start:i])
+            start = i
+    parts.append(name[start:])
+    return [p for p in parts if p.isalpha()]
+
+
+def _camel_words(text: str, said: set[str]) -> set[str]:
+    """The words of each camel-case name in ``text`` (a proposal's value: MAX_CHARS at most) that the person did not
+    write as one word themselves (``postcss`` said is ``PostCSS`` written, no "post")."""
+    out: set[str] = set()
+    for m in _CAMEL_NAME.finditer(text):
+        name = m.group(0)
+        if name.islower() or name.isupper() or name.lower() in said:
+            continue
+        parts = [w.lower() for w in _camel_split(name)]
+        if len(parts) > 1:
+            out.update(parts)
+    return out
+
+
+def _anchors(text: str, said: set[str] | None = None) -> tuple[set[str], set[str], bool, set[str]]:
     """(addresses, numbers, whether it negates, degree, command and sensitive words) a text states, lower-cased, in
-    its normal form, thousands separators out; a camel-case name read as its words too (``privateKey``)."""
+    its normal form, thousands separators out; with ``said`` (the person's words, lower-cased: ``text`` is then a
+    proposal's value), a camel-case name is read as its words too (``privateKey``)."""
     text = fold(text)
     for _ in range(2):  # "1,234,567": each pass joins every other group
         text = _THOUSANDS.sub(r"\1\2", text)
@@ -208,7 +245,8 @@ def _anchors(text: str) -> tuple[set[str], set[str], bool, set[str]]:
     addresses |= {m.group(1).lower() for m in _FLAG.finditer(text)}
     numbers = {m.group(0).lstrip("0") or "0" for m in _NUMBER.finditer(text)}
     words = {w.lower().replace("\u2019", "'") for w in (m.group(0) for m in _WORDS.finditer(text))}
-    words |= {w.lower() for w in (m.group(0) for m in _WORDS.finditer(_HUMP.sub(r"\1 \2", text)))}
+    if said is not None:
+        words |= _camel_words(text, said)
     words |= {w[:-2] for w in words if w.endswith("'s")}  # "the production's" says "production"
     said = (words & (_DEGREES | _COMMAND_WORDS)) | {_SENSITIVE[w] for w in words if w in _SENSITIVE}
     return addresses, numbers, bool(words & _NEGATIONS), said
@@ -267,7 +305,8 @@ def unsupported(value: str, cited: list[Turn]) -> list[str]:
     said_addresses, said_numbers, said_negates, said_words = _anchors(said_text)
     said_words |= _said_families(said_text)
     said_folded = fold(said_text).lower()
-    addresses, numbers, negates, words = _anchors(value)
+    said_plain = {m.group(0).lower() for m in _CAMEL_NAME.finditer(said_folded)}
+    addresses, numbers, negates, words = _anchors(value, said_plain)
     out = [a for a in sorted(addresses) if a not in said_addresses and not _bounded(said_folded, a)]
     out += [n for n in sorted(numbers) if n not in said_numbers]
     out += [f'"{w}"' for w in sorted(words - said_words)]

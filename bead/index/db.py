@@ -33,6 +33,8 @@ from ..textform import SKELETON_FORM, skeleton
 from . import sqlite as sqlite_check
 from .query import CJK_CHARS, RAW_QUERY_STOPWORDS, Visibility, cjk_spaced, fts_or, fts_or_query, terms
 
+TOKEN_SAMPLE_CHARS = 400  # of a body that is not ASCII, what pinned_priors reads to reckon its tokens by
+KEYS_LIKE_MAX = 500  # keys of one look-alike skeleton a write's check reads at most
 SCHEMA_VERSION = 13  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice. 13: fact_vec
 # The sha256 recorded for a version name that is no regular file (a link, a FIFO, a folder): never a digest.
 ODD_ENTRY = "not-a-file"
@@ -1250,11 +1252,12 @@ class Index:
 
     def pinned_priors(self, project: str | None, limit: int = 5000, visible: Visibility | None = None) -> list[dict[str, Any]]:
         """The same candidates as ``pinned_candidates``, unsorted, with only what scoring reads (no body):
-        ``id, key, type, trust, pinned, valid_from``, and the body's length in characters (``chars``) and in UTF-8
-        bytes (``bytes``). ``facts_by_id`` fetches the chosen ones whole."""
+        ``id, key, type, trust, pinned, valid_from``, the body's length in characters (``chars``) and, where it is not
+        ASCII, its first TOKEN_SAMPLE_CHARS characters (``sample``). ``facts_by_id`` fetches the chosen ones whole."""
         clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
         return self._rows(
-            "SELECT id, key, type, trust, pinned, valid_from, length(body) AS chars, length(CAST(body AS BLOB)) AS bytes "
+            "SELECT id, key, type, trust, pinned, valid_from, length(body) AS chars, "
+            f"CASE WHEN length(CAST(body AS BLOB)) != length(body) THEN substr(body, 1, {TOKEN_SAMPLE_CHARS}) END AS sample "
             "FROM facts "
             "WHERE current = 1 AND status != 'dormant' "
             f"AND sensitivity != 'secret' AND {_PINNABLE_SCOPE} AND {PERSONS_WORD} "
@@ -1327,11 +1330,13 @@ class Index:
 
     def keys_like(self, skeleton: str, key: str) -> list[tuple[str, bool]]:
         """Stored keys, other than ``key``, whose look-alike skeleton is ``skeleton`` (bead.textform.skeleton), each
-        with whether any of its versions is the person's word (``PERSON_TRUSTS``), in key order."""
+        with whether any of its versions is the person's word (``PERSON_TRUSTS``): the person's first, then in key
+        order, at most KEYS_LIKE_MAX (an agent's many keys of one skeleton, versions of one another, cannot push the
+        person's out of sight)."""
         rows = self._conn.execute(
-            f"SELECT key, max(trust IN ({', '.join('?' * len(PERSON_TRUSTS))})) FROM facts "
-            "WHERE skeleton = ? AND key != ? GROUP BY key ORDER BY key LIMIT 50",
-            [*PERSON_TRUSTS, skeleton, key],
+            f"SELECT key, max(trust IN ({', '.join('?' * len(PERSON_TRUSTS))})) AS persons FROM facts "
+            "WHERE skeleton = ? AND key != ? GROUP BY key ORDER BY persons DESC, key LIMIT ?",
+            [*PERSON_TRUSTS, skeleton, key, KEYS_LIKE_MAX],
         ).fetchall()
         return [(str(r[0]), bool(r[1])) for r in rows]
 

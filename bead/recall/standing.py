@@ -282,6 +282,9 @@ def _meaning(index: Index, pending: Future[Any] | None, ids: list[str], deadline
     return {i: (c - mean) / max(spread, MEANING_SPREAD) for i, c in cos.items() if c > mean}
 
 
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
 def length_factor(tokens: int) -> float:
     """What a fact's length does to its prior where the opening does not match it (LENGTH_POWER), by its body's
     ``tokens``: 1 for LENGTH_UNIT - LINE_TOKENS of them, more for a shorter one, less for a longer one."""
@@ -290,19 +293,18 @@ def length_factor(tokens: int) -> float:
 
 def body_tokens(row: dict[str, Any]) -> int:
     """A candidate's body's tokens, about as the block counts them (render.tokens: four ASCII characters a token,
-    a token for each other, more for one beyond the Basic Multilingual Plane), from its length in characters and in
-    UTF-8 bytes alone, so that no body is read here (the candidates are scored again after every write). The bytes
-    beyond one a character say how many are not ASCII: at most one extra byte a character on average is taken as
-    two-byte letters (Cyrillic, Greek, accented Latin), more as three-byte ones (CJK), and beyond two extra bytes a
-    character the rest as four-byte ones (an emoji). Exact for a body in one of these; a mix counts a few off.
-    A NUL in the body (SQLite's length of a text stops there) is counted as ASCII, by its bytes."""
-    chars, size = int(row.get("chars") or 0), int(row.get("bytes") or 0)
-    if size > 4 * chars:  # a length cut at a NUL
-        chars = size
-    extra = max(size - chars, 0)
-    wide = extra if extra <= chars else min(extra // 2, chars)
-    astral = min(max(extra - 2 * wide, 0), wide)
-    return (chars - wide) // render.CHARS_PER_TOKEN + wide + (render.ASTRAL_TOKENS - 1) * astral + 1
+    a token for each other, ASTRAL_TOKENS for one beyond the Basic Multilingual Plane): from its length in
+    characters (``chars``) where it is ASCII, else from its first characters (``sample``), counted at C's speed
+    and scaled to the whole, so that a store of long non-ASCII facts is not read whole each time the candidates are
+    scored again (after every write). Exact for a body of up to TOKEN_SAMPLE_CHARS characters."""
+    chars, sample = int(row.get("chars") or 0), row.get("sample")
+    if not sample:
+        return chars // render.CHARS_PER_TOKEN + 1
+    text = str(sample)
+    ascii_n = len(text.encode("ascii", "ignore"))
+    astral = len(_ASTRAL.findall(text))
+    part = (ascii_n // render.CHARS_PER_TOKEN) + (len(text) - ascii_n) + (render.ASTRAL_TOKENS - 1) * astral
+    return round(part * max(chars, len(text)) / max(len(text), 1)) + 1
 
 
 def _ranked_priors(

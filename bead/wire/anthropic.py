@@ -274,16 +274,16 @@ def _local_output(text: str) -> bool:
 
 
 def _mcp_prompt(text: str) -> bool:
-    """Whether a command block runs an MCP server's prompt: its ``<command-name>`` is ``/mcp__...`` (Claude Code's
-    name for a server's prompt) or ends in ``(MCP)`` (its name as the menu shows it, ``/server:prompt (MCP)``), in
-    either case. Plain finds: linear."""
-    body = clean(text)
-    start = body.find("<command-name>")
-    if start == -1:
-        return False
-    end = body.find("</command-name>", start)
-    name = body[start + len("<command-name>") : end if end != -1 else start + 400].strip().casefold()
-    return name.startswith(("/mcp__", "mcp__")) or name.endswith("(mcp)")
+    """Whether a command block may run an MCP server's prompt: its markup anywhere names one, ``mcp__`` (Claude
+    Code's ``/mcp__server__prompt``) or ``(MCP)`` (the name as its menu shows it, ``/server:prompt (MCP)``), in any
+    case. A server chooses its prompt's name, so no one ``<command-name>`` element is trusted to be the one; a
+    person's command that names one too has the blocks after it read as the server's (the safe side). Plain finds
+    over the block's first MCP_MARKUP_CHARS: linear."""
+    body = clean(text)[:MCP_MARKUP_CHARS].casefold()
+    return "mcp__" in body or "(mcp)" in body
+
+
+MCP_MARKUP_CHARS = 20_000
 
 
 def is_command(text: str) -> bool:
