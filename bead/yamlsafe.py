@@ -27,7 +27,7 @@ def load_plain(text: str) -> Any:
     hundred bytes expand to gigabytes when a value is read as text; a key given twice is read as its last value
     while a person reading the file sees the first (`trust: agent_observed` above, `trust: user_stated` far
     below). Such a text is refused (``yaml.YAMLError``) before any value is built."""
-    # One frame per open collection: a mapping's keys seen so far and whether its next node is a key ([] for a
+    # One frame per open collection: a mapping's keys seen so far and whether its next node is a key (None for a
     # sequence). Linear in the events.
     frames: list[tuple[set[str], list[bool]] | None] = []
 

@@ -272,7 +272,10 @@ class Memory:
         The guard keeps the person's keys theirs, so a key only an agent or the dream wrote does not stop the
         person's own word (``trust`` in PERSON_TRUSTS): an agent could otherwise claim ``user/ed1tor`` ahead of the
         person's ``user/editor`` and have the person's fact filed under its key. Those keys are returned, for the
-        caller to name; every other writer is refused by any look-alike."""
+        caller to name; every other writer is refused by any look-alike, and by a key of the person's when it writes
+        a key that is there already (an impostor stored before). Keys told apart only as versions are
+        (``versions_differ``) are no look-alikes. While the index cannot be read an agent's or the dream's key is
+        checked against the keys on disk."""
         if not self.home.root.is_dir():
             return ()  # a home with no store yet holds no key to look like
         mine = skeleton(key)
@@ -309,7 +312,10 @@ class Memory:
                     f"write to {persons[0]} to change that fact, or choose a key that reads differently",
                 )
             return ()
-        other = persons[0] if persons else None if person else next((k for k, _p in like), None)
+        if persons:
+            other: str | None = persons[0]
+        else:  # only an agent's or the dream's key reads like it: that stops their write, not the person's
+            other = None if person else next((k for k, _p in like), None)
         if other is not None:
             raise InvalidKey(
                 f"refusing to write {key}: it looks like {other}, which is stored already",

@@ -248,8 +248,8 @@ def _anchors(text: str, said: set[str] | None = None) -> tuple[set[str], set[str
     if said is not None:
         words |= _camel_words(text, said)
     words |= {w[:-2] for w in words if w.endswith("'s")}  # "the production's" says "production"
-    said = (words & (_DEGREES | _COMMAND_WORDS)) | {_SENSITIVE[w] for w in words if w in _SENSITIVE}
-    return addresses, numbers, bool(words & _NEGATIONS), said
+    marked = (words & (_DEGREES | _COMMAND_WORDS)) | {_SENSITIVE[w] for w in words if w in _SENSITIVE}
+    return addresses, numbers, bool(words & _NEGATIONS), marked
 
 
 def _said_families(text: str) -> set[str]:

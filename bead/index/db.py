@@ -502,9 +502,8 @@ class Index:
             keys = [r[0] for r in self._conn.execute("SELECT DISTINCT key FROM facts")]
             trigger = next(s for s in schema_statements() if s.startswith("CREATE TRIGGER facts_au "))
             self._conn.execute("DROP TRIGGER IF EXISTS facts_au")
-            self._conn.executemany(
-                "UPDATE facts SET skeleton = ? WHERE key = ? AND skeleton IS NOT ?", [(skeleton(k), k, skeleton(k)) for k in keys]
-            )
+            made = [(skeleton(k), k) for k in keys]
+            self._conn.executemany("UPDATE facts SET skeleton = ?1 WHERE key = ?2 AND skeleton IS NOT ?1", made)
             self._conn.execute(trigger)
             self._conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('skeleton_form', ?)", [SKELETON_FORM])
 
