@@ -441,6 +441,16 @@ class TestShape:
         assert "project/proj-x/celery-flower" in keys_of(pointer_block(text_of(sent["messages"][-1])))
 
 
+def _notes(home, n: int, trust: str = "agent_observed", first: int = 0, said: str = "Celery queue workers") -> None:
+    """``n`` facts that say ``said``, each with words of its own, enough that no two are near duplicates
+    (pointers.SAME) of each other: celery-note-<first> on."""
+    syllables = ["ka", "lo", "mi", "nu", "pe", "ri", "so", "tu", "va", "ze"]
+    with Memory(Home(home).ensure(), parse("")) as mem:
+        for i in range(first, first + n):
+            own = " ".join(syllables[i % 10] + syllables[(i // 10 + j) % 10] + syllables[j] for j in range(8))
+            mem.write(f"project/proj-x/celery-note-{i}", f"{said}: {own}.", "project", trust=trust)
+
+
 class TestOncePerConversation:
     def test_a_key_is_pointed_to_once_and_earlier_blocks_keep_their_bytes(self, proxy, upstream):
         p = proxy()
@@ -470,6 +480,43 @@ class TestOncePerConversation:
         assert out[:3] == first_out[:3], "byte-identical, so the prompt cache holds"
         keys2 = keys_of(pointer_block(text_of(sent2["messages"][-1])))
         assert keys2 and not set(keys2) & set(keys1)
+
+    def test_a_long_conversation_on_one_subject_is_pointed_past_the_searchs_first_candidates(self, bead_home, upstream):
+        """Keys the conversation was pointed to take no place among the search's candidates (gate.CANDIDATES, 20):
+        the pool does not run dry as the conversation goes on, so its seventh turn is pointed to new keys too."""
+        _notes(bead_home, 45)
+        p = app(bead_home, upstream.url)
+        try:
+            send(p, upstream, OPENING)
+            messages = [*OPENING]
+            pointed: list[str] = []
+            for turn in range(7):
+                messages += [
+                    {"role": "assistant", "content": f"Looked, step {turn}."},
+                    {"role": "user", "content": "the celery queue workers are still stuck"},
+                ]
+                keys = keys_of(pointer_block(text_of(send(p, upstream, messages)["messages"][-1])))
+                assert keys, f"turn {turn + 1} was pointed to nothing"
+                assert not set(keys) & set(pointed), "a key is pointed to once"
+                pointed += keys
+            assert len(pointed) > 30, pointed
+        finally:
+            p.close()
+
+    def test_a_first_request_whose_pinned_block_holds_the_best_matches_is_pointed_to_the_next(self, bead_home, upstream):
+        """The pinned block takes the opening's best matches, which then take no place among the search's
+        candidates: the first request is pointed to the next ones rather than to none."""
+        _notes(bead_home, 22, trust="user_stated", said="Celery queue workers stuck")
+        _notes(bead_home, 20, trust="user_stated", first=22, said="Celery")
+        p = app(bead_home, upstream.url, NO_BODIES.replace("recall:", "proxy:\n  pinned_budget_tokens: 900\nrecall:"))
+        try:
+            sent = send(p, upstream, [{"role": "user", "content": "the celery queue workers are stuck"}])
+        finally:
+            p.close()
+        pinned = {ln[2:].split(" (", 1)[0] for ln in sent["system"][-1]["text"].split("\n") if ln.startswith("- celery-note-")}
+        assert pinned >= {f"celery-note-{i}" for i in range(22)}, "the block holds every best match, more than 20"
+        keys = keys_of(pointer_block(text_of(sent["messages"][-1])))
+        assert len(keys) == 5 and not {k.rsplit("/", 1)[1] for k in keys} & pinned
 
     def test_never_a_key_whose_body_the_conversation_was_shown(self, bead_home, upstream, seeded):
         with Memory(Home(bead_home), parse("")) as mem:

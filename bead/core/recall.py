@@ -148,6 +148,7 @@ class Recaller:
                     exclude_sessions,
                     {i for i in injected if i.startswith("raw:")},
                     self.config.recall,
+                    pointed,
                 )
         except Exception as exc:
             kind = "recall_deadline" if time.monotonic() - start > deadline_s else "recall"

@@ -42,6 +42,14 @@ CANDIDATES = 20
 # (evals/grids/scope.yaml, docs/results.md): over the three invoicing suites, each left out in turn, every fold chose
 # none (later turns reach 0.70 / 0.61 at 300 / 2,000 facts, against 0.66 / 0.59); on the first suite alone the two tie.
 SCOPE_BOOST = 1.0
+# The search's CANDIDATES are of facts the conversation does not carry yet: a fact already shown to it (its pinned
+# block, an earlier cue block) or pointed to is searched for as before (the trace says why it is left out) but takes
+# none of the CANDIDATES' places, so that the pointers' pool does not run dry as a conversation goes on, nor on its
+# first request, whose pinned block holds the opening's best matches. The search reads at most SEEN_MAX more rows for
+# them (a pinned block's forty facts and a few turns' pointers; 60 more cost about 1 ms at 8,000 facts). False: the
+# first CANDIDATES hits, whatever was shown (before; the same figures on the dev suites' single turns).
+FRESH_CANDIDATES = True
+SEEN_MAX = 60
 QUERY_TERMS = 64  # the turn's most telling words the fact search ORs (by cue weight, then rarity)
 # Raw excerpts only for a turn whose typed words ask about something: a question, or a pointer to earlier
 # work. A turn that only carries tool output (most of a coding session) gets none. Bounded: linear time.
@@ -196,8 +204,10 @@ def recall(
     exclude_sessions: list[str],
     exclude_raw_texts: set[str],
     settings: RecallSettings,
+    pointed: set[str] | frozenset[str] = frozenset(),
 ) -> Recall:
-    """``exclude_raw_texts`` holds text ids (render.text_id) injected earlier in the conversation.
+    """``exclude_raw_texts`` holds text ids (render.text_id) injected earlier in the conversation; ``pointed`` the
+    keys it was pointed to (their bodies may still pass, but they take no place among the CANDIDATES).
 
     ``settings`` gives the evidence threshold and how many facts and excerpts may pass.
     """
@@ -211,10 +221,22 @@ def recall(
     query = " ".join(sorted(weights, key=lambda t: (-weights[t], -stats.weight(t), t))[:QUERY_TERMS])
     scope = f"project/{project}" if project else None
     # Another project's facts are left out in the search, not after it, where they would take the candidates' places.
+    carried = min(sum(1 for i in exclude_ids if not i.startswith("raw:")) + len(pointed), SEEN_MAX) if FRESH_CANDIDATES else 0
+    fresh = 0
     for hit in search_facts(
-        index, query, limit=CANDIDATES, scope=scope, include_dormant=False, in_project=scope or "", scope_boost=SCOPE_BOOST
+        index,
+        query,
+        limit=CANDIDATES + carried,
+        scope=scope,
+        include_dormant=False,
+        in_project=scope or "",
+        scope_boost=SCOPE_BOOST,
     ):
+        if fresh >= CANDIDATES:
+            break
         row = {**hit.row, "search_score": hit.score}  # BM25 with the boosts (the pointers' order)
+        if not (FRESH_CANDIDATES and (row["id"] in exclude_ids or row["key"] in pointed)):
+            fresh += 1
         if row["sensitivity"] == "secret":
             continue
         if other_project(row["scope"], scope):
