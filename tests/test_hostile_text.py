@@ -132,6 +132,28 @@ class TestRemember:
         note = newest[-1]["text"] if isinstance(newest, list) else newest
         assert "queued for review" in note and "\\u200b" in note, "the notice shows the hidden characters escaped"
 
+    @pytest.mark.parametrize("pasted_before", [True, False], ids=["earlier-message", "same-message"])
+    def test_a_queued_remember_that_says_a_pasted_password_bare_keeps_it_off_the_disk(self, bead_home, pasted_before):
+        """The person pasted a `.env` (its password found by name), then a "remember" that waits for review says
+        the password bare. The notice in the cue block, which the conversation's state file keeps, was redacted by
+        the rules alone (an outside review found it there); it now leaves out what the conversation's scan found."""
+        from conftest import all_bytes_under
+
+        password = "Xq7vLm2pRt9w"
+        env = f"here is my .env\nDB_PASSWORD={password}\nDB_HOST=localhost"
+        typed = f"Deploy notes: remember that the staging box logs in with {password}"
+        if pasted_before:
+            messages = [{"role": "user", "content": env}, {"role": "assistant", "content": "Got it."}]
+            messages.append({"role": "user", "content": typed})
+        else:
+            messages = [{"role": "user", "content": [{"type": "text", "text": env}, {"type": "text", "text": typed}]}]
+        sent = prepare(bead_home, messages)
+        newest = sent["messages"][-1]["content"]
+        note = newest[-1]["text"] if isinstance(newest, list) else newest
+        assert "note from bead" in note and "[REDACTED:" in note and password not in note, note
+        leaks = [p for p, data in all_bytes_under(bead_home).items() if password.encode() in data]
+        assert leaks == [], leaks
+
     def test_a_long_queued_value_is_read_whole_before_the_accept_the_notice_names_writes_it(self, bead_home, monkeypatch):
         """A pasted mail's "Remember that ..." of 330 characters: its notice showed the first 160 and named it "the
         user's", and `bead queue accept ID`, which the notice tells the person to run, wrote all of it unseen, as

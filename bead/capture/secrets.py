@@ -1330,6 +1330,16 @@ def keep_found(known: dict[str, str], value: str, rule: str) -> None:
         known.pop(next(iter(known)))
 
 
+def redact_known(text: str, known: dict[str, str]) -> str:
+    """``text`` with each of ``known`` (a value a rule found elsewhere in the conversation, to its rule) redacted where
+    it stands whole, the longest first (``_replace_whole``): a password the person pasted in a `.env` and then says
+    bare."""
+    for v in sorted(known, key=len, reverse=True):
+        if v in text:
+            text = _replace_whole(text, v, f"[REDACTED:{known[v]}]")[0]
+    return text
+
+
 def redact_messages(groups: list[list[str]], known: dict[str, str] | None = None) -> list[tuple[str, list[str]]]:
     """``redact_runs`` for each message's runs, in order, and each value a rule found (``repeatable``) redacted
     wherever a later run, or another run of the same message, says it again: a password the person pasted in a

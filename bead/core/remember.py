@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..capture.secrets import compile_linear, credential_rules, holds_whole, redact
+from ..capture.secrets import compile_linear, credential_rules, holds_whole, redact, redact_known
 from ..capture.text import output_lines
 from ..conversation import UNTYPED_REASONS, Identity, Message, Source
 from ..display import CONTROL, visible
@@ -262,16 +262,22 @@ def plan(message: Message, ident: Identity, untyped: str = "", forgotten: Callab
     return out
 
 
-def notice_lines(plans: Iterable[Plan]) -> list[str]:
+def needs_notice(plans: Iterable[Plan]) -> bool:
+    """Whether any of ``plans`` gets a line of ``notice_lines``."""
+    return any(p.action in ("queue", "refuse") for p in plans)
+
+
+def notice_lines(plans: Iterable[Plan], known: dict[str, str] | None = None) -> list[str]:
     """One cue-block line per value not written: what happened, and what the person can do.
 
-    A refused value is shown as the secret scan leaves it: the secret itself never reaches the model
-    (or the cue block's bytes, which the conversation's state file keeps)."""
+    A value is shown as the secret scan leaves it, and without any of ``known`` (values the scan found elsewhere in
+    the conversation, to their rules: a password pasted in a `.env` the "remember" says bare): the secret itself
+    never reaches the model (or the cue block's bytes, which the conversation's state file keeps)."""
     out = []
     for p in plans:
         if p.action not in ("queue", "refuse"):
             continue
-        value = " ".join(redact(p.value)[0].split())
+        value = " ".join(redact_known(redact(p.value)[0], known or {}).split())
         cut = len(value) > NOTICE_VALUE_CHARS
         if cut:
             value = value[: NOTICE_VALUE_CHARS - 1] + "…"

@@ -416,6 +416,15 @@ class Engine:
             redact_messages([g for g in groups if g], found)
             capture.note_typed(conv.messages[read:before], found)
 
+    def _notice_known(self, ident: Identity, conv: Conversation, newest: int) -> dict[str, str]:
+        """The values a "remember" notice must not quote (to their rules): those the secret scan finds in the
+        conversation up to its newest message (read here, before the capture, once per message: a notice is rare)
+        and its newest message itself, and those its commands printed."""
+        self._seed_found(ident, conv, newest)
+        known = dict(self._known_found(ident.id))
+        redact_messages([[t.text for t in capture.message_turns(conv.messages[newest], ident)]], known)
+        return {**dict.fromkeys(self._known_prints(ident.id), PRINTED), **known}
+
     def _known(self, conversation_id: str) -> tuple[list[str], dict[str, str]]:
         with self._printed_lock:
             known = self._printed.get(conversation_id)
@@ -566,7 +575,9 @@ class Engine:
                     conv.untyped,
                     mem.tombstones.refuses,
                 )
-                notices = remembering.notice_lines(plans)
+                notices = remembering.notice_lines(
+                    plans, self._notice_known(ident, conv, newest) if remembering.needs_notice(plans) else None
+                )
                 cue = self.recaller.recall_for(
                     mem,
                     conv,
