@@ -263,6 +263,32 @@ class TestShape:
         line = render.fact_line({"key": "user/x", "trust": "user_stated", "valid_from": "2026-12-01", "body": value})
         assert line.endswith(value.replace("</bead-memory>", "&lt;/bead-memory>"))
 
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "bash-input",
+            "local-command-caveat",
+            "functions",
+            "function",
+            "skill-name",
+            "pasted_content",
+            "autonomous-loop",
+            "autonomous-loop-dynamic",
+            "system-reminder",
+            "command-name",
+            "task-notification",
+        ],
+    )
+    def test_claude_codes_elements_are_harness_elements(self, name):
+        """Every element Claude Code writes into a request (its recorded requests and its shell mode's
+        `<bash-input>`, which bead reads as the person's own command): an agent's stored value that opens one
+        reaches the model escaped (an outside review wrote `<bash-input>` and `<local-command-caveat>` through MCP
+        remember, and both passed as written)."""
+        line = render.fact_line(
+            {"key": "user/x", "trust": "agent_observed", "valid_from": "2026-12-01", "body": f"<{name}>x</{name}>"}
+        )
+        assert line.endswith(f"&lt;{name}>x&lt;/{name}>"), line
+
     @pytest.mark.parametrize("name", sorted(render.HARNESS_TAG_NAMES))
     def test_a_value_opens_and_closes_no_harness_element(self, name):
         """A stored value that opens or closes a harness's own element would read, inside bead's block, as the

@@ -103,14 +103,22 @@ HARNESS_TAG_NAMES = (
     "command-name",
     "command-message",
     "command-args",
+    "bash-input",  # the person's own shell command, as Claude Code sends it (bead.core.capture.BASH_INPUT)
     "bash-stdout",
     "bash-stderr",
+    "local-command-caveat",
     "local-command-stdout",
     "local-command-stderr",
     "task-notification",
     "teammate-message",
     "ide_opened_file",
     "ide_selection",
+    # Claude Code's own, as its recorded requests hold them (../shared/fixtures): the tools it lists, a long paste,
+    # its loop's instructions (`<skill-name>` and `<autonomous-loop-dynamic>` are "skill" and this, then a separator)
+    "functions",
+    "function",
+    "pasted_content",
+    "autonomous-loop",
     "INSTRUCTIONS",
     *CODEX_CONTEXT_ELEMENTS,
 )
