@@ -40,6 +40,7 @@ from ..core.review import wake as reinforce_fact
 from ..core.viewer import LOCAL, Viewer
 from ..display import json_text, visible, visible_data
 from ..paths import Home
+from ..store.keys import PERSON_TRUSTS
 from . import consent
 from .confirm import ConfirmTokens, digest
 from .errors import ToolFailure, failure
@@ -73,9 +74,10 @@ LABELLED = frozenset(
     }
 )
 # The tools whose answers list many stored values, which a model reads through (a value that closes bead's tag or
-# opens a harness's reads there as bead or the harness talking): their strings have those tags escaped. A single
-# fact's read (get_memory, history) gives the value as stored: an agent may edit it and write it back.
-LISTINGS = frozenset({"recall", "search_memory", "get_memory_context", "review_queue"})
+# opens a harness's reads there as bead or the harness talking), or give a review item (a model's or a paste's
+# proposal, never the person's word): their strings have those tags escaped. A single fact's read (get_memory,
+# history) gives the person's value as stored (an agent may edit it and write it back), any other escaped too.
+LISTINGS = frozenset({"recall", "search_memory", "get_memory_context", "review_queue", "queue_accept", "queue_reject"})
 ADMIN_INSTRUCTIONS = (
     "bead's curation tools for the person who owns this memory. Start with summary and "
     "review_queue. forget, forget_matching and seal take two calls: a preview with a confirm "
@@ -246,6 +248,13 @@ def _opened(view: reads.FactView) -> dict[str, Any]:
     the harness's own (an adversarial pass)."""
     out = view.as_dict()
     return out if view.persons_word else {**out, "value": _tags_escaped(view.value)}
+
+
+def _version_shown(version: dict[str, Any]) -> dict[str, Any]:
+    """A version of history's answer: as ``_opened`` gives a fact, the person's value as stored, any other with its
+    bead or harness tags escaped (a review found an agent's `<system-reminder>` given whole to the curator, which may
+    pin and accept)."""
+    return version if version["trust"] in PERSON_TRUSTS else {**version, "value": _tags_escaped(version["value"])}
 
 
 def _tags_escaped(value: Any, depth: int = 0) -> Any:
@@ -881,7 +890,9 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
 
     @mcp.tool(annotations=READ, description="Every version of one fact, oldest first, with status and trust.")
     async def history(key: Key, ctx: Context) -> CallToolResult:
-        return await rt.call("history", ctx, lambda m, v: {"versions": reads.history(m, key, v)}, write=False)
+        return await rt.call(
+            "history", ctx, lambda m, v: {"versions": [_version_shown(d) for d in reads.history(m, key, v)]}, write=False
+        )
 
     @mcp.tool(
         annotations=WRITE,
