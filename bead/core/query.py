@@ -110,7 +110,12 @@ class FactView:
     def persons_word(self) -> bool:
         """Whether the person stated or accepted it (else an agent's, the dream's or a tool's: text anyone may have
         written)."""
-        return self.trust in PERSON_TRUSTS
+        return persons_trust(self.trust)
+
+
+def persons_trust(trust: str) -> bool:
+    """Whether a fact of ``trust`` is the person's word (stated or accepted)."""
+    return trust in PERSON_TRUSTS
 
 
 @dataclass

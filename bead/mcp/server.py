@@ -40,7 +40,6 @@ from ..core.review import wake as reinforce_fact
 from ..core.viewer import LOCAL, Viewer
 from ..display import json_text, visible, visible_data
 from ..paths import Home
-from ..store.keys import PERSON_TRUSTS
 from . import consent
 from .confirm import ConfirmTokens, digest
 from .errors import ToolFailure, failure
@@ -254,7 +253,7 @@ def _version_shown(version: dict[str, Any]) -> dict[str, Any]:
     """A version of history's answer: as ``_opened`` gives a fact, the person's value as stored, any other with its
     bead or harness tags escaped (a review found an agent's `<system-reminder>` given whole to the curator, which may
     pin and accept)."""
-    return version if version["trust"] in PERSON_TRUSTS else {**version, "value": _tags_escaped(version["value"])}
+    return version if reads.persons_trust(version["trust"]) else {**version, "value": _tags_escaped(version["value"])}
 
 
 def _tags_escaped(value: Any, depth: int = 0) -> Any:
