@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..llm import Model, ModelError, answer_object
+from ..recall.render import prompt_data
 
 MIN_TASK_SUCCESS = 0.50
 MIN_SCORE = 0.60
@@ -93,7 +94,9 @@ def gate(task_success: float, score: float) -> tuple[bool, str]:
 
 
 def prompt(transcript: str, episode: dict[str, str]) -> str:
-    ep = json.dumps({k: str(episode.get(k, "")) for k in ("situation", "action", "outcome", "lesson")}, ensure_ascii=False)
+    ep = json.dumps(
+        {k: prompt_data(str(episode.get(k, ""))) for k in ("situation", "action", "outcome", "lesson")}, ensure_ascii=False
+    )
     return f"{transcript}\n\n<episode>\n{ep}\n</episode>"
 
 

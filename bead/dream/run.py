@@ -30,6 +30,7 @@ from ..display import one_line
 from ..errors import BeadError, KeySealed, RefusedWrite
 from ..llm import Model, ModelError, answer_object
 from ..paths import Home
+from ..recall.render import flattened, prompt_data
 from ..store.audit import iso, normalise
 from ..store.episodes import Episodes
 from ..store.locks import LockBusy, flocked
@@ -179,7 +180,7 @@ def chunks(turns: list[Turn]) -> list[list[Turn]]:
 
 
 def transcript(turns: list[Turn]) -> str:
-    body = "\n\n".join(f"[{t.n}] {label_of(t)}: {t.text[:TURN_CHARS]}" for t in turns)
+    body = "\n\n".join(f"[{t.n}] {label_of(t)}: {prompt_data(t.text[:TURN_CHARS])}" for t in turns)
     return f"<transcript>\n{body}\n</transcript>"
 
 
@@ -372,7 +373,8 @@ class Dream:
         projects = {str(t.flags["project"]) for t in chunk if t.flags.get("project")}
         scopes = {"user", "global"} | {f"project/{p}" for p in projects}
         rows = self.mem.index.context_facts(sorted(scopes), CONTEXT_FACTS)
-        lines = "\n".join(f"- {r['key']} ({r['type']}): {r['body']}" for r in rows)
+        # One line each: a body's line break would start a line of its own, which may read as another fact.
+        lines = "\n".join(f"- {r['key']} ({r['type']}): {prompt_data(flattened(r['body']))}" for r in rows)
         proj = ", ".join(sorted(projects)) or "unknown"
         return f"Project of this conversation: {proj}\n<memory>\n{lines}\n</memory>"
 
@@ -675,9 +677,9 @@ def judged_transcript(turns: list[Turn]) -> str:
     gap = len(turns) - len(head) - len(tail)
     body = "\n\n".join(
         [
-            *(f"[{t.n}] {label_of(t)}: {t.text[:TURN_CHARS]}" for t in head),
+            *(f"[{t.n}] {label_of(t)}: {prompt_data(t.text[:TURN_CHARS])}" for t in head),
             f"[... {gap} turns left out ...]",
-            *(f"[{t.n}] {label_of(t)}: {t.text[:TURN_CHARS]}" for t in tail),
+            *(f"[{t.n}] {label_of(t)}: {prompt_data(t.text[:TURN_CHARS])}" for t in tail),
         ]
     )
     return f"<transcript>\n{body}\n</transcript>"

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 
 from ..llm import Model, ModelError, answer_object
+from ..recall.render import prompt_data
 
 SYSTEM = """You review one entry before it is saved into the long-term memory of an AI coding agent. Saved entries are shown to the agent at the start of every future session.
 
@@ -37,7 +38,8 @@ class Opinion:
 
 def prompt(key: str, type_: str, value: str) -> str:
     """The only data the call sees: the proposed entry, as JSON."""
-    return "<entry>\n" + json.dumps({"key": key, "type": type_, "value": value}, ensure_ascii=False) + "\n</entry>"
+    entry = {"key": prompt_data(key), "type": prompt_data(type_), "value": prompt_data(value)}
+    return "<entry>\n" + json.dumps(entry, ensure_ascii=False) + "\n</entry>"
 
 
 def parse(text: str) -> tuple[str, str]:

@@ -70,14 +70,15 @@ MIN_TITLE_WORDS = 1  # a pointer whose title would be shorter waits for a turn w
 _CLAUSE = re.compile(r"(?<=[^\s.]{2})(?:[.;!?](?=\s)|\s[-\u2013\u2014]\s)")
 
 
-def escape(text: str, each: bool = False) -> str:
+def escape(text: str, each: bool = False, names: frozenset[str] = frozenset()) -> str:
     """A stored value can never open or close bead's own tag, nor write one that reads as it. An opener
     (``OPENERS``: "<" and every character that reads as it) before a name that reads as bead's tag
     (``_names_a_tag``) is escaped: "<" as "&lt;", any other opener as its code ("\\u27e8"). The rest of the value
     stays as written, and so does an opener before anything else ("Vec<u8>", "a <b> tag", "« bonjour »"). One
     search at C speed finds the openers; a value with more than _MANY_OPENERS has every one escaped, unless ``each``
     (a memory tool's answer, which an agent may edit and write back: code full of "<" reads as written), where each is
-    read as any other (at most 2 × _SCAN characters each: linear all the same)."""
+    read as any other (at most 2 × _SCAN characters each: linear all the same). ``names``: more elements' names, as
+    ``tag_names`` reads them (a prompt's own data wrappers, ``<transcript>``), escaped as a harness's are."""
     if text.isascii() and "<" not in text:  # most values: two passes in C over the bytes
         return text
     found = [m.start() for m in _OPENER.finditer(text)]
@@ -88,7 +89,7 @@ def escape(text: str, each: bool = False) -> str:
     out: list[str] = []
     last = 0
     for i in found:
-        if _names_a_tag(text, i + 1) or _names_a_harness_tag(text, i + 1):
+        if _names_a_tag(text, i + 1) or _names_a_harness_tag(text, i + 1, names):
             out += [text[last:i], _escaped_opener(text[i])]
             last = i + 1
     return "".join(out) + text[last:] if out else text
@@ -142,14 +143,35 @@ def _closes(ch: str) -> bool:
     return unicodedata.category(ch) in ("Pe", "Pf") or fold(ch) in (">", "=")
 
 
-def _names_a_harness_tag(text: str, j: int) -> bool:
+def tag_names(*names: str) -> frozenset[str]:
+    """Elements' names as ``escape`` reads them (letters and digits, lower case), for its ``names``."""
+    return frozenset("".join(c for c in name.lower() if c.isalnum()) for name in names)
+
+
+# The data wrappers of bead's own prompts to a model (the dream's transcript and memory, the evaluation's episode,
+# the second opinion's entry, the look-ahead judge's turn and memories): a captured or stored text that closes one
+# there reads as the prompt's own words after it (an outside review closed the dream's <transcript> from a tool's
+# output and wrote an "instruction from the operator").
+PROMPT_TAGS = tag_names("transcript", "memory", "episode", "entry", "turn", "memories")
+
+
+def prompt_data(text: str) -> str:
+    """Captured or stored ``text`` as one of bead's prompts holds it: every opener of bead's tag, a harness's or a
+    prompt's own wrapper (PROMPT_TAGS) escaped, each read on its own (code full of "<" reads as written)."""
+    return escape(text, each=True, names=PROMPT_TAGS)
+
+
+def _names_a_harness_tag(text: str, j: int, more: frozenset[str] = frozenset()) -> bool:
     """Whether what follows an opener at ``j`` names a harness's element as it reads, as ``_names_a_tag`` reads
     bead's own: after any spaces, slashes, punctuation or invisible characters, the name's letters and digits as they
     read (``_reads``: a full-width, circled or look-alike letter as its ASCII; "0", "1", "3" and "4" as "o", "l", "e"
     and "a"), anything else in it left out (a hyphen or a minus sign for an underscore, a zero-width joiner, a soft
     hyphen), up to ">", "=", a quote, a space, a closing bracket, what reads as one of those, or the next opener:
-    one of HARNESS_TAG_NAMES, or one of them and a separator after it (`<system-reminder:urgent>`, as the pattern
-    before this reading took it). _SCAN characters of padding count as a name. Bounded: linear."""
+    one of HARNESS_TAG_NAMES (or ``more``, ``tag_names``), or one of them and a separator after it
+    (`<system-reminder:urgent>`, as the pattern before this reading took it). _SCAN characters of padding count as a
+    name. Bounded: linear."""
+    known = _HARNESS_READ | more if more else _HARNESS_READ
+    longest = max(_HARNESS_LONGEST, *map(len, more)) if more else _HARNESS_LONGEST
     n = len(text)
     stop = min(n, j + _SCAN)
     while j < stop and not _alnum(text[j]) and text[j] not in ">=\"'" and not _closes(text[j]) and not _OPENER.match(text, j):
@@ -163,15 +185,15 @@ def _names_a_harness_tag(text: str, j: int) -> bool:
         if ch in ">=\"'" or ch.isspace() or _closes(ch) or _OPENER.match(text, j):
             break
         got = _reads(ch).translate(_DIGIT_LETTERS)
-        if not got and read in _HARNESS_READ:
+        if not got and read in known:
             return True  # a name, then a separator
         read += got
-        if len(read) > _HARNESS_LONGEST:
+        if len(read) > longest:
             return False
         j += 1
     if j == stop < n:  # padding to the scan's end
         return True
-    return read in _HARNESS_READ
+    return read in known
 
 
 def tag_openers_escaped(text: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from .cues import Cue, clipped
+from .render import flattened, prompt_data
 
 TOOL_OUTPUT_CHARS = 600
 TOOL_OUTPUT_TAIL = 200  # of them its end: the share of a cue's (bead.recall.cues.TOOL_RESULT_TAIL of 1,500)
@@ -34,8 +35,8 @@ def prompt(cues: list[Cue], candidates: list[dict]) -> str:
         text = text[: max(TURN_CHARS - used, 0)]
         used += len(text)
         if text:
-            parts.append(f"[{_LABEL[c.source]}] {text}")
-    mems = "\n".join(f"{i}. {row['key']}: {row['body']}" for i, row in enumerate(candidates, 1))
+            parts.append(f"[{_LABEL[c.source]}] {prompt_data(text)}")
+    mems = "\n".join(f"{i}. {row['key']}: {prompt_data(flattened(row['body']))}" for i, row in enumerate(candidates, 1))
     return "<turn>\n" + "\n".join(parts) + f"\n</turn>\n<memories>\n{mems}\n</memories>"
 
 
