@@ -466,11 +466,21 @@ def raw_line(row: dict, text: str) -> str:
     older = ""
     if row.get("newer_at"):
         # bead.recall.rank.newer_first: a newer excerpt above restates this value.
-        older = f" [older: the excerpt of {str(row['newer_at'])[:16].replace('T', ' ')} UTC may state a newer value]"
+        newer = _field(str(row["newer_at"])[:16].replace("T", " "), 16)
+        older = f" [older: the excerpt of {newer} UTC may state a newer value]"
     # Who produced it, as its marker says (a paste, a tool's output and a subagent's prompt all came in a user
     # message): the wire's role alone called them all the user's.
     who = row.get("label") or row["role"]
-    return f"- excerpt, session {row['session']}, {row['at'][:16].replace('T', ' ')} UTC, {who}{older}: {excerpt}"
+    # The marker's fields as the index holds them: a raw file written by hand (or planted) may give any string there
+    # (an outside review closed the block with a session id): each on one line, escaped as the excerpt is (the
+    # newer excerpt's time above too).
+    session, at = _field(row["session"], 200), _field(str(row["at"])[:16].replace("T", " "), 16)
+    return f"- excerpt, session {session}, {at} UTC, {_field(who, 60)}{older}: {excerpt}"
+
+
+def _field(value: object, limit: int) -> str:
+    """A marker's field in a line: one line of at most ``limit`` characters, no tag, no control as itself."""
+    return visible(escape(flattened(str(value))[:limit]))
 
 
 def lines_within(header: str, rows: Sequence[dict], line_of: Callable[[dict], str], budget_tokens: int) -> list[str]:
