@@ -212,17 +212,30 @@ def untyped(conv: Conversation, headers: dict[str, str]) -> str:
     - a ``codex exec`` run (its ``originator`` header, or its User-Agent), the Codex SDK's too (which runs ``codex
       exec`` as ``codex_sdk_ts``): with ``-`` or no prompt its whole prompt is what was piped to it (``gh issue view
       7 --json body -q .body | codex exec -``), sent with no mark, and a script's prompt is no one's word either, as
-      for ``claude -p``. An interactive session (``codex_cli_rs``, ``codex_vscode``) is the person's."""
+      for ``claude -p``; so is any other client of Codex's app server, which names itself in that header
+      (``codex-app-server-sdk``, a program's prompt). An interactive session (``codex_cli_rs``, ``codex_vscode``)
+      is the person's."""
     head = conv.system[:600]
     if "x-anthropic-billing-header:" in head and "cc_entrypoint=sdk-" in head:
         return HEADLESS_CLAUDE_CODE
-    originator = headers.get("originator", "").strip().lower()
     agent = headers.get("user-agent", "").lower()
-    if originator == "codex_exec" or originator.startswith("codex_sdk") or agent.startswith(("codex_exec/", "codex_sdk")):
+    if codex_unattended(headers.get("originator", "")) or agent.startswith(("codex_exec/", "codex_sdk")):
         return CODEX_EXEC
     if headers.get("user-agent", "").lower().startswith("opencode/"):
         return OPENCODE
     return ""
+
+
+# The originators of Codex's interactive clients: its terminal UI and its editor extension. Every other (``codex_exec``,
+# ``codex_sdk_ts``, the name any app-server client gives itself) is a program's run.
+CODEX_INTERACTIVE = frozenset({"codex_cli_rs", "codex_vscode"})
+
+
+def codex_unattended(originator: object) -> bool:
+    """Whether a Codex ``originator`` (a request's header, a rollout's field) names a run no person types into:
+    any but CODEX_INTERACTIVE's; none given is not one."""
+    name = originator.strip().lower() if isinstance(originator, str) else ""
+    return bool(name) and name not in CODEX_INTERACTIVE
 
 
 HEADLESS_CLAUDE_CODE = "a headless Claude Code run's prompt (claude -p, the Agent SDK) may be a script's, or carry piped input"

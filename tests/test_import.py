@@ -844,7 +844,7 @@ class TestHostileTranscripts:
         raw = b"".join(p.read_bytes() for p in mem.raw.files())
         assert b"on staging" in raw and secret.encode() not in raw
 
-    @pytest.mark.parametrize("originator", ["codex_exec", "codex_cli_rs", "mcp"])
+    @pytest.mark.parametrize("originator", ["codex_exec", "codex_cli_rs", "mcp", "codex-app-server-sdk"])
     def test_a_codex_exec_rollouts_prompt_is_not_imported_as_typed(self, mem, tmp_path, originator):
         """A rollout of a `codex exec` run (`originator: codex_exec`, `source: exec`): its prompt may be a script's or
         what was piped to it, so its words are not imported as typed (the dream would take them as the person's), as

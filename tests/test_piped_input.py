@@ -99,7 +99,15 @@ def test_a_codex_exec_prompt_read_whole_from_stdin_is_not_the_persons_word(tmp_p
 
 @pytest.mark.parametrize(
     ("originator", "untyped"),
-    [("codex_exec", True), ("codex_sdk_ts", True), ("codex_cli_rs", False), ("codex_vscode", False), ("", False)],
+    [
+        ("codex_exec", True),
+        ("codex_sdk_ts", True),
+        ("codex-app-server-sdk", True),  # Codex's own app-server SDK, a program's prompt (an outside review)
+        ("my-release-bot", True),  # any other app-server client names itself
+        ("codex_cli_rs", False),
+        ("codex_vscode", False),
+        ("", False),
+    ],
 )
 def test_a_codex_run_without_a_terminal_is_untyped_and_an_interactive_one_is_the_persons(originator, untyped):
     """The Codex SDK runs `codex exec` with its own originator (`codex_sdk_ts`), which was read as typed while `bead

@@ -59,6 +59,7 @@ from ..conversation import (
     Identity,
     Unreadable,
     _h,
+    codex_unattended,
     project_from_cwd,
     project_slug,
     safe_name,
@@ -836,7 +837,7 @@ def read_codex(
                 # A sub-agent's thread: the main model wrote its prompt, never the person. A session of its own
                 # under the parent's, read as delegated, as the proxy reads a thread other than its session's.
                 b.agent_id = b.agent_id or payload.get("id") or "subagent"
-            if payload.get("originator") == "codex_exec" or payload.get("source") == "exec":
+            if codex_unattended(payload.get("originator")) or payload.get("source") == "exec":
                 b.untyped = CODEX_EXEC  # as the proxy reads a codex exec run's requests (conversation.untyped)
             if payload.get("source") == "mcp":
                 # `codex mcp-server`: its MCP client, another agent, wrote each prompt (the `codex` tool's argument).
