@@ -334,7 +334,7 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
         opener=opener,
         lead_system="\n".join(system if lead is None else system[:lead]),
     )
-    if opener >= 0 and conv.system.lstrip().startswith(_AIDER_EDITOR):
+    if opener >= 0 and _aider_opens(_aider_system_text(messages, conv.system), _AIDER_EDITOR):
         # Aider's architect mode: the editor model is sent the architect model's answer as its user message.
         conv = conv.delegated()
     return conv, groups
@@ -377,6 +377,9 @@ _AIDER_EDITOR = (
     "Act as an expert software developer and make changes to source code.",
 )
 _AIDER_PREAMBLE_MAX = 16  # the example exchange is a few messages long; the marker further on is not Aider's
+# What Aider puts before its system prompt for some models (its `system_prompt_prefix`: o3, o4-mini, o1-pro, the
+# gpt-5-pro family), which also take the system prompt as a user message.
+_AIDER_PREFIX = "Formatting re-enabled."
 # Characters a user message's end must repeat of the system prompt's to be its reminder (ask mode's is "Reply in
 # English."); whole paragraphs only.
 _REMINDER_MIN = 16
@@ -385,6 +388,28 @@ _REMINDER_MAX = 65536  # and at most this many are compared (Aider's reminders a
 
 def _text_of(m: Message) -> str:
     return "\n\n".join(p.text for p in m.parts if p.kind == "text").strip()
+
+
+def _aider_opens(text: str, opening: str | tuple[str, ...] = _AIDER_SYSTEM) -> bool:
+    """Whether ``text`` opens as Aider's system prompt does (``opening``), after its prefix where it has one."""
+    text = text.lstrip()
+    if text.startswith(_AIDER_PREFIX):
+        text = text[len(_AIDER_PREFIX) :].lstrip()
+    return text.startswith(opening)
+
+
+def _aider_lead(messages: tuple[Message, ...], system: str) -> Message | None:
+    """The user message that is Aider's system prompt (a model it sends none to: o3, o4-mini), or None."""
+    first = next((m for m in messages if m.role != "system"), None)
+    if first is None or first.role != "user" or _aider_opens(system) or not _aider_opens(_text_of(first)[:1000]):
+        return None
+    return first
+
+
+def _aider_system_text(messages: tuple[Message, ...], system: str) -> str:
+    """Aider's system prompt as sent: the system's text, or the user message it came as (``_aider_lead``)."""
+    lead = _aider_lead(messages, system)
+    return _text_of(lead) if lead is not None else system
 
 
 def _harness(m: Message) -> Message:
@@ -401,11 +426,15 @@ def aider_context(
     The messages' hashes are unchanged: this says who wrote what, not what was sent.
 
     Aider is told by its example exchange (ending in the switch message and "Ok."), or, where its examples are in
-    the system prompt or its mode has none (ask, architect), by its system prompt's opening and one of its file
-    messages among the first ones. A file message counts as Aider's only where Aider puts them: before the person's
-    first message, or as the run of (file message, "Ok...") pairs just before the newest question; never the newest
-    message itself, whatever it says."""
-    head = [m for m in messages[:_AIDER_PREAMBLE_MAX] if m.role != "system"]
+    the system prompt or its mode has none (ask, architect), by its system prompt's opening (after its prefix, and
+    in the first user message where the model takes no system prompt: ``_aider_lead``) and one of its file messages
+    before the newest (a restored chat's earlier turns stand before them, however many). A file message counts as
+    Aider's only where Aider puts them: before the person's first message, or as the run of (file message,
+    "Ok...") pairs just before the newest question; never the newest message itself, whatever it says."""
+    lead = _aider_lead(messages, system)
+    skip = -1 if lead is None else lead.index  # read as the system prompt it is, not as a message of the chat
+    system = system if lead is None else _text_of(lead)
+    head = [m for m in messages[:_AIDER_PREAMBLE_MAX] if m.role != "system" and m.index != skip]
     end = next(
         (
             i
@@ -417,11 +446,10 @@ def aider_context(
         ),
         None,
     )
-    if end is None and not (
-        system.startswith(_AIDER_SYSTEM) and any(m.role == "user" and _aider_file_message(m) for m in head[:-1])
-    ):
+    body = [m for m in messages if m.role != "system" and m.index != skip]
+    if end is None and not (_aider_opens(system) and any(m.role == "user" and _aider_file_message(m) for m in body[:-1])):
         return messages, -1
-    harness = {m.index for m in head[: end + 2]} if end is not None else set()
+    harness = ({m.index for m in head[: end + 2]} if end is not None else set()) | ({skip} if skip >= 0 else set())
     newest = next((m.index for m in reversed(messages) if m.role == "user"), -1)
     rest = [m for m in messages if m.role != "system" and m.index not in harness]
     # Before the person's first message: the file messages that open a fresh chat.
