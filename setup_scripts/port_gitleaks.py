@@ -12,7 +12,9 @@ to each adapted rule:
 - gitleaks scans files; bead scans conversation. A key in running text is
   followed by `.`, `,`, `)` and the like, which gitleaks' closing boundary
   `(?:[\x60'"\\s;]|\\\\[nr]|$)` does not accept, so a key at the end of a
-  sentence was missed: the boundary gets those characters too.
+  sentence was missed: the boundary gets those characters too, and a URL's
+  next parameter (`&`), brackets and any character beyond ASCII (a Japanese
+  full stop, French quotes, an em dash: a key's own characters are ASCII).
 - Length caps meant for the usual key length miss a longer key entirely when
   a boundary must follow (a Stripe live key of 107 characters): lifted.
 - File-path allowlists (and rules that match a file name only) do not apply
@@ -36,7 +38,7 @@ import re2
 import yaml
 
 BOUNDARY = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
-PROSE_BOUNDARY = r"""(?:[\x60'"\s;.,:!?)\]}>]|\\[nr]|$)"""
+PROSE_BOUNDARY = r"""(?:[\x60'"\s;.,:!?)\]}>&|(\[{<#*~^]|[^\x00-\x7f]|\\[nr]|$)"""
 ADAPT = {
     "stripe-access-token": (
         "[a-zA-Z0-9]{10,99})",

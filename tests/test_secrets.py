@@ -1275,6 +1275,31 @@ def test_a_redacted_text_scanned_again_is_left_as_it_is():
         assert once != text and redact(once) == (once, [])
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "本番のStripeキーは{k}。テストでは使わないで",
+        "本番のStripeキーは{k}、テストでは使わないで",
+        "la clé est «{k}» en production",
+        "key—{k}—do not share",
+        "https://api.example.com/charge?key={k}&amount=100",
+        "the callback was https://app.example.com/cb?id=7&jwt={j}&state=xyz",
+        "トークンは{j}。",
+        "[{k}](https://dashboard.stripe.com)",
+        "value<{k}> in the template",
+    ],
+)
+def test_a_key_is_redacted_whatever_follows_it_in_running_text(shape):
+    """A key's closing boundary was made for files and English punctuation: a Stripe key or a JWT followed by a
+    Japanese full stop, French quotes, an em dash, a URL's next parameter or a bracket passed whole (an outside
+    review). A key's own characters are ASCII, so any other character ends it, as do `&`, brackets and the like."""
+    stripe = "sk_live_51" + r(ALNUM, 60)
+    jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwiaWF0IjoxNzE2MjM5MDIyfQ." + r(URLSAFE, 43)
+    text = shape.format(k=stripe, j=jwt)
+    clean, found = redact(text)
+    assert stripe[-20:] not in clean and jwt[-20:] not in clean and found, clean
+
+
 def test_a_longer_key_leaves_no_tail():
     """A rule that matches the usual length redacts the whole token, not its first characters."""
     token = "ghp_" + r(ALNUM, 36) + r(ALNUM, 8)
