@@ -134,6 +134,20 @@ def _fakes() -> list[tuple[str, str, str]]:
     )
     add("private-key", "{s}", "-----BEGIN OPENSSH PRIVATE KEY-----\n" + r(B64, 70) + "\n-----END OPENSSH PRIVATE KEY-----")
     add("private-key-block", "here: {s}", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI" + r(B64, 30))
+    # A key's end or middle without its BEGIN line (`tail -n 8 key.pem`, `sed -n 5,20p`, a Read from an offset with
+    # its line numbers): an outside review rebuilt the whole key from a tail's exponents and the public modulus.
+    add(
+        "private-key-tail",
+        "$ tail -n 4 deploy/key.pem\n{s}\n",
+        "\n".join(r(B64, 64) for _ in range(3)) + "\n-----END RSA PRIVATE KEY-----",
+    )
+    add(
+        "private-key-tail",
+        "{s}\n",
+        "".join(f"    {n}\u2192{r(B64, 64)}\n" for n in range(20, 23)) + "    23\u2192-----END PRIVATE KEY-----",
+    )
+    add("private-key-body", "$ sed -n 5,9p deploy/key.pem\n{s}\n$ ", "\n".join(r(B64, 64) for _ in range(5)))
+    add("private-key-body", "{s}\n", "\n".join(f"{n}\t{r(B64, 70)}" for n in range(8, 13)))
     add(
         "private-key",
         '{{"type": "service_account", "private_key": "{s}"}}',
