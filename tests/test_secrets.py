@@ -133,6 +133,15 @@ def _fakes() -> list[tuple[str, str, str]]:
         "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(r(B64, 64) for _ in range(4)) + "\n-----END RSA PRIVATE KEY-----",
     )
     add("private-key", "{s}", "-----BEGIN OPENSSH PRIVATE KEY-----\n" + r(B64, 70) + "\n-----END OPENSSH PRIVATE KEY-----")
+    # The secret near its key id in running text (an outside review found each of these whole in the raw log).
+    for shape in (
+        "here are the CI creds: AKIAZ7Q3W5E2R4T6Y8U1 / {s}",
+        "the ci user's access key AKIAZ7Q3W5E2R4T6Y8U1, secret {s}",
+        "AKIAZ7Q3W5E2R4T6Y8U1/{s}",
+        "AKIAZ7Q3W5E2R4T6Y8U1 - {s}",
+        "use AKIAZ7Q3W5E2R4T6Y8U1 and {s} for the deploy user",
+    ):
+        add("aws-secret-near-id", shape, r(LOWER, 12) + r(UPPER, 12) + r(DIGITS, 8) + r(ALNUM + "/+", 8))
     add("private-key-block", "here: {s}", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI" + r(B64, 30))
     # A key's end or middle without its BEGIN line (`tail -n 8 key.pem`, `sed -n 5,20p`, a Read from an offset with
     # its line numbers): an outside review rebuilt the whole key from a tail's exponents and the public modulus.
@@ -699,6 +708,8 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # a git hash beside a key id is no secret (aws-secret-near-id wants three character classes)
+    "rotated AKIAZ7Q3W5E2R4T6Y8U1 in commit 3f2a9c1e0b7d4a6f8e2c1b0a9d8e7f6c5b4a3f2e yesterday",
     # a twenty-fourth review's look-alikes: a list of field names, messages about a password, a tokenizer's setting,
     # an identifier that starts like a prefixed token, a variable that starts with `$`
     'fields = ["password", "username"]',
