@@ -142,6 +142,19 @@ def _fakes() -> list[tuple[str, str, str]]:
         "use AKIAZ7Q3W5E2R4T6Y8U1 and {s} for the deploy user",
     ):
         add("aws-secret-near-id", shape, r(LOWER, 12) + r(UPPER, 12) + r(DIGITS, 8) + r(ALNUM + "/+", 8))
+    # Passwords in forms an outside review found whole in the raw log.
+    add("password-option", "python manage.py createsuperuser --username admin --password {s} --noinput", "Vb9xQ2mZr7Kt")
+    add("password-option", "./deploy --db-password {s} --env staging", "Hx8!pQ2wzLm")
+    add("password-in-prose-intl", "Das Passwort für die Staging-DB: {s}", "Gr7#kLm2pQ")
+    add("password-in-prose-intl", "パスワード：{s}", "Hk82jdLqP9")
+    add("password-in-prose-intl", "пароль от VPN: {s}", "Zx9!Lp2Qwr")
+    add("password-in-prose-intl", "le mot de passe : {s}", "Fr4nc3Pw!x")
+    add("password-in-prose-intl", "密码：{s}", "Zh8Qw2!xpL")
+    add("mysql-temporary-password", "[Note] [Server] A temporary password is generated for root@localhost: {s}", "hJ7#kq;Lp2>w")
+    add("markup-named-secret", '<php><env name="DB_PASSWORD" value="{s}"/></php>', "Lv8qXz2!Pw")
+    add("markup-named-secret", '<input type="password" name="pw" value="{s}">', "Fm4!xQz8Lp")
+    add("password-piped-to-setter", "echo 'root:{s}' | sudo chpasswd", "Ch8pw!Xz2q")
+    add("password-piped-to-setter", "echo '{s}' | passwd --stdin deploy", "Ps8!dQz2Lx")
     add("private-key-block", "here: {s}", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI" + r(B64, 30))
     # A key's end or middle without its BEGIN line (`tail -n 8 key.pem`, `sed -n 5,20p`, a Read from an offset with
     # its line numbers): an outside review rebuilt the whole key from a tail's exponents and the public modulus.
@@ -708,6 +721,15 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # options that name no value, labels with none, markup naming no secret
+    "docker login --password-stdin < token.txt",
+    "gpg --batch --passphrase-file key.txt --decrypt a.gpg",
+    "the --password option is required; pass it as --password",
+    "rsync --pass-through mode is off",
+    "contraseña: requerida",
+    "Passwort: siehe 1Password",
+    '<env name="APP_ENV" value="testing"/>',
+    '<input type="password" name="pw" value="">',
     # a git hash beside a key id is no secret (aws-secret-near-id wants three character classes)
     "rotated AKIAZ7Q3W5E2R4T6Y8U1 in commit 3f2a9c1e0b7d4a6f8e2c1b0a9d8e7f6c5b4a3f2e yesterday",
     # a twenty-fourth review's look-alikes: a list of field names, messages about a password, a tokenizer's setting,
