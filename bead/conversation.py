@@ -213,8 +213,8 @@ def untyped(conv: Conversation, headers: dict[str, str]) -> str:
       exec`` as ``codex_sdk_ts``): with ``-`` or no prompt its whole prompt is what was piped to it (``gh issue view
       7 --json body -q .body | codex exec -``), sent with no mark, and a script's prompt is no one's word either, as
       for ``claude -p``; so is any other client of Codex's app server, which names itself in that header
-      (``codex-app-server-sdk``, a program's prompt). An interactive session (``codex_cli_rs``, ``codex_vscode``)
-      is the person's."""
+      (``codex-app-server-sdk``, a program's prompt). A session of Codex's own interactive clients (``codex_cli_rs``,
+      ``codex-tui``, ``codex_vscode``, "Codex Desktop") is the person's."""
     head = conv.system[:600]
     if "x-anthropic-billing-header:" in head and "cc_entrypoint=sdk-" in head:
         return HEADLESS_CLAUDE_CODE
@@ -226,16 +226,18 @@ def untyped(conv: Conversation, headers: dict[str, str]) -> str:
     return ""
 
 
-# The originators of Codex's interactive clients: its terminal UI and its editor extension. Every other (``codex_exec``,
-# ``codex_sdk_ts``, the name any app-server client gives itself) is a program's run.
-CODEX_INTERACTIVE = frozenset({"codex_cli_rs", "codex_vscode"})
+# The originators of Codex's own interactive clients, as Codex tells its first-party ones (openai/codex
+# login/src/auth/default_client.rs is_first_party_originator): its terminal UI (``codex_cli_rs``, ``codex-tui``), its
+# editor extension and any named "Codex ..." (Codex Desktop). Every other (``codex_exec``, ``codex_sdk_ts``, the name
+# any other app-server client gives itself: the app server's own SDK, a program) is read as a program's run.
+CODEX_INTERACTIVE = frozenset({"codex_cli_rs", "codex-tui", "codex_vscode"})
 
 
 def codex_unattended(originator: object) -> bool:
     """Whether a Codex ``originator`` (a request's header, a rollout's field) names a run no person types into:
-    any but CODEX_INTERACTIVE's; none given is not one."""
-    name = originator.strip().lower() if isinstance(originator, str) else ""
-    return bool(name) and name not in CODEX_INTERACTIVE
+    any but Codex's own interactive clients' (CODEX_INTERACTIVE, "Codex ..."); none given is not one."""
+    name = originator.strip() if isinstance(originator, str) else ""
+    return bool(name) and name.lower() not in CODEX_INTERACTIVE and not name.startswith("Codex ")
 
 
 HEADLESS_CLAUDE_CODE = "a headless Claude Code run's prompt (claude -p, the Agent SDK) may be a script's, or carry piped input"

@@ -105,6 +105,8 @@ def test_a_codex_exec_prompt_read_whole_from_stdin_is_not_the_persons_word(tmp_p
         ("codex-app-server-sdk", True),  # Codex's own app-server SDK, a program's prompt (an outside review)
         ("my-release-bot", True),  # any other app-server client names itself
         ("codex_cli_rs", False),
+        ("codex-tui", False),  # the current terminal UI names itself so (a review)
+        ("Codex Desktop", False),
         ("codex_vscode", False),
         ("", False),
     ],

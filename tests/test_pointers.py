@@ -269,7 +269,6 @@ class TestShape:
             "bash-input",
             "local-command-caveat",
             "functions",
-            "function",
             "skill-name",
             "pasted_content",
             "autonomous-loop",
@@ -288,6 +287,13 @@ class TestShape:
             {"key": "user/x", "trust": "agent_observed", "valid_from": "2026-12-01", "body": f"<{name}>x</{name}>"}
         )
         assert line.endswith(f"&lt;{name}>x&lt;/{name}>"), line
+
+    def test_a_generic_type_named_like_an_element_stays_as_written(self):
+        """`Array<Function>` is TypeScript, not Claude Code's `<function>` (a review found it escaped)."""
+        line = render.fact_line(
+            {"key": "user/x", "trust": "user_stated", "valid_from": "2026-12-01", "body": "Array<Function> ok"}
+        )
+        assert line.endswith("Array<Function> ok"), line
 
     @pytest.mark.parametrize("name", sorted(render.HARNESS_TAG_NAMES))
     def test_a_value_opens_and_closes_no_harness_element(self, name):

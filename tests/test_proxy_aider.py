@@ -367,6 +367,15 @@ def test_aiders_system_prompt_sent_as_a_user_message_behind_its_prefix_is_aiders
     conv, _ = chat_conversation(data, {})
     assert _sources_holding(conv, "hooks.example.invalid") == {"tool_output"}
     assert _sources_holding(conv, "Act as an expert code analyst") == {"harness"}
+    # With `use_system_prompt: false` (o1-mini) Aider answers its own system prompt with "Ok." (format_chat_chunks):
+    # that answer is Aider's too, and the chat is keyed by the person's first words, the same on every turn.
+    asked = "what does the parser do?"
+    ok = [data["messages"][0], {"role": "assistant", "content": "Ok."}, *data["messages"][1:3]]
+    first, _ = chat_conversation(dict(data, messages=[*ok, {"role": "user", "content": asked}]), {})
+    later = [*ok, {"role": "user", "content": asked}, {"role": "assistant", "content": "It parses."}]
+    second, _ = chat_conversation(dict(data, messages=[*later, {"role": "user", "content": "and the lexer?"}]), {})
+    assert _sources_holding(first, "I am not sharing") == {"harness"} and _sources_holding(first, asked) == {"typed"}
+    assert first.opener == second.opener == 4
     editor = dict(data, messages=[{"role": "user", "content": "Formatting re-enabled. \n" + _EDITOR}, *data["messages"][1:3]])
     editor["messages"].append({"role": "user", "content": f"Here is how to change README.md:\n\n{REMEMBER}"})
     conv, _ = chat_conversation(editor, {})

@@ -155,6 +155,19 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("markup-named-secret", '<input type="password" name="pw" value="{s}">', "Fm4!xQz8Lp")
     add("password-piped-to-setter", "echo 'root:{s}' | sudo chpasswd", "Ch8pw!Xz2q")
     add("password-piped-to-setter", "echo '{s}' | passwd --stdin deploy", "Ps8!dQz2Lx")
+    # A review's cases: CRLF lines (the scan reads each carriage return as a line end), verbs for the colon, more
+    # forms of a password piped to passwd, the attributes in the other order.
+    add(
+        "private-key-tail",
+        "$ tail -n 4 k.pem\r\n{s}\r\n",
+        "\r\n".join(r(B64, 64) for _ in range(3)) + "\r\n-----END RSA PRIVATE KEY-----",
+    )
+    add("private-key-body", "{s}\r\n", "\r\n".join(r(B64, 64) for _ in range(5)))
+    add("password-in-prose-intl", "Das Passwort ist {s}", "Gr7#kLm2pQ")
+    add("password-in-prose-intl", "비밀번호는 {s}", "Ko8!pwQz2x")
+    add("password-piped-to-setter", 'echo -e "{s}" | passwd deploy', "Deb8!pwQz\\nDeb8!pwQz")
+    add("password-piped-to-setter", "chpasswd <<< 'root:{s}'", "Her8!pwQz")
+    add("markup-named-secret", '<input value="{s}" type="password">', "Fm4!xQz8Lp")
     add("private-key-block", "here: {s}", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI" + r(B64, 30))
     # A key's end or middle without its BEGIN line (`tail -n 8 key.pem`, `sed -n 5,20p`, a Read from an offset with
     # its line numbers): an outside review rebuilt the whole key from a tail's exponents and the public modulus.
@@ -721,6 +734,20 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # public blocks printed whole, help texts, templates, and what a label in another language points to
+    "-----BEGIN CERTIFICATE-----\n" + "\n".join(r(B64, 64) for _ in range(6)) + "\nQQ==\n-----END CERTIFICATE-----\n",
+    "gpgsig -----BEGIN PGP SIGNATURE-----\n \n " + "\n ".join(r(B64, 64) for _ in range(5)) + "\n -----END PGP SIGNATURE-----",
+    "  --db-password DB_PASSWORD\n                        database password",
+    "  --password Password   Password for authentication",
+    'cmd = f"pg_dump --password {db_password} --host {host}"',
+    "Das Passwort ist: user.password_hash",
+    "密码：getPassword()",
+    "Passwort: (leer)",
+    "パスワードはdocker-compose.ymlに記載されています",
+    "密码：见README.md",
+    "Das Passwort steht in der Datei: config/secrets.yml",
+    '<param name="maxToken" value="2048"/>',
+    '<input name="next_page_token" value="CAoQAA">',
     # options that name no value, labels with none, markup naming no secret
     "docker login --password-stdin < token.txt",
     "gpg --batch --passphrase-file key.txt --decrypt a.gpg",

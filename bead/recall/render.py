@@ -116,8 +116,7 @@ HARNESS_TAG_NAMES = (
     "ide_selection",
     # Claude Code's own, as its recorded requests hold them (../shared/fixtures): the tools it lists, a long paste,
     # its loop's instructions (`<skill-name>` and `<autonomous-loop-dynamic>` are "skill" and this, then a separator)
-    "functions",
-    "function",
+    "functions",  # not "function": `Array<Function>` is a type
     "pasted_content",
     "autonomous-loop",
     "INSTRUCTIONS",
@@ -156,8 +155,9 @@ PROMPT_TAGS = tag_names("transcript", "memory", "episode", "entry", "turn", "mem
 
 
 def prompt_data(text: str) -> str:
-    """Captured or stored ``text`` as one of bead's prompts holds it: every opener of bead's tag, a harness's or a
-    prompt's own wrapper (PROMPT_TAGS) escaped, each read on its own (code full of "<" reads as written)."""
+    """Captured or stored ``text`` as one of bead's prompts holds it: every opener of bead's tag or a harness's, and
+    of a prompt's own wrapper's closing tag (PROMPT_TAGS), escaped, each read on its own (code full of "<" reads as
+    written, `Vec<Turn>` too)."""
     return escape(text, each=True, names=PROMPT_TAGS)
 
 
@@ -167,17 +167,20 @@ def _names_a_harness_tag(text: str, j: int, more: frozenset[str] = frozenset()) 
     read (``_reads``: a full-width, circled or look-alike letter as its ASCII; "0", "1", "3" and "4" as "o", "l", "e"
     and "a"), anything else in it left out (a hyphen or a minus sign for an underscore, a zero-width joiner, a soft
     hyphen), up to ">", "=", a quote, a space, a closing bracket, what reads as one of those, or the next opener:
-    one of HARNESS_TAG_NAMES (or ``more``, ``tag_names``), or one of them and a separator after it
-    (`<system-reminder:urgent>`, as the pattern before this reading took it). _SCAN characters of padding count as a
-    name. Bounded: linear."""
-    known = _HARNESS_READ | more if more else _HARNESS_READ
-    longest = max(_HARNESS_LONGEST, *map(len, more)) if more else _HARNESS_LONGEST
+    one of HARNESS_TAG_NAMES, or one of them and a separator after it (`<system-reminder:urgent>`, as the pattern
+    before this reading took it); or one of ``more`` (``tag_names``) after a slash: a closing tag only (a prompt's
+    wrapper is left by its closing tag, and `Vec<Turn>` or `Arc<Memory>` is a type). _SCAN characters of padding
+    count as a name. Bounded: linear."""
     n = len(text)
     stop = min(n, j + _SCAN)
+    start = j
     while j < stop and not _alnum(text[j]) and text[j] not in ">=\"'" and not _closes(text[j]) and not _OPENER.match(text, j):
         j += 1
     if j == stop:
         return stop < n
+    closing = bool(more) and any(c == "/" or fold(c) == "/" for c in text[start:j])
+    known = _HARNESS_READ | more if closing else _HARNESS_READ
+    longest = max(_HARNESS_LONGEST, *map(len, more)) if closing else _HARNESS_LONGEST
     read = ""
     stop = min(n, j + _SCAN)
     while j < stop:

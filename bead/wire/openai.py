@@ -432,9 +432,16 @@ def aider_context(
     Aider's only where Aider puts them: before the person's first message, or as the run of (file message,
     "Ok...") pairs just before the newest question; never the newest message itself, whatever it says."""
     lead = _aider_lead(messages, system)
-    skip = -1 if lead is None else lead.index  # read as the system prompt it is, not as a message of the chat
-    system = system if lead is None else _text_of(lead)
-    head = [m for m in messages[:_AIDER_PREAMBLE_MAX] if m.role != "system" and m.index != skip]
+    # Read as the system prompt it is, not as messages of the chat: the lead and the "Ok." Aider answers it with
+    # (aider/coders/base_coder.py format_chat_chunks, for a model that takes no system prompt).
+    skip: set[int] = set()
+    if lead is not None:
+        system = _text_of(lead)
+        skip.add(lead.index)
+        after = lead.index + 1
+        if after < len(messages) and messages[after].role == "assistant" and _text_of(messages[after]) == "Ok.":
+            skip.add(after)
+    head = [m for m in messages[:_AIDER_PREAMBLE_MAX] if m.role != "system" and m.index not in skip]
     end = next(
         (
             i
@@ -446,10 +453,10 @@ def aider_context(
         ),
         None,
     )
-    body = [m for m in messages if m.role != "system" and m.index != skip]
+    body = [m for m in messages if m.role != "system" and m.index not in skip]
     if end is None and not (_aider_opens(system) and any(m.role == "user" and _aider_file_message(m) for m in body[:-1])):
         return messages, -1
-    harness = ({m.index for m in head[: end + 2]} if end is not None else set()) | ({skip} if skip >= 0 else set())
+    harness = ({m.index for m in head[: end + 2]} if end is not None else set()) | skip
     newest = next((m.index for m in reversed(messages) if m.role == "user"), -1)
     rest = [m for m in messages if m.role != "system" and m.index not in harness]
     # Before the person's first message: the file messages that open a fresh chat.
