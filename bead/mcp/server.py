@@ -245,14 +245,13 @@ def _opened(view: reads.FactView) -> dict[str, Any]:
     did not state, whose bead or harness tags are escaped as a listing's are (``LISTINGS``). A pointer asks the model
     to open an agent's or the dream's fact with this tool, and a raw `<system-reminder>` in a tool's result reads as
     the harness's own (an adversarial pass)."""
-    out = view.as_dict()
-    return out if view.persons_word else {**out, "value": _tags_escaped(view.value)}
+    return _version_shown(view.as_dict())
 
 
 def _version_shown(version: dict[str, Any]) -> dict[str, Any]:
-    """A version of history's answer: as ``_opened`` gives a fact, the person's value as stored, any other with its
-    bead or harness tags escaped (a review found an agent's `<system-reminder>` given whole to the curator, which may
-    pin and accept)."""
+    """A fact's version as get_memory and history give it (its ``trust`` and ``value``): the person's value as
+    stored, any other with its bead or harness tags escaped (a review found an agent's `<system-reminder>` given
+    whole to the curator by history, which may pin and accept)."""
     return version if reads.persons_trust(version["trust"]) else {**version, "value": _tags_escaped(version["value"])}
 
 
