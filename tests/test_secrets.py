@@ -168,6 +168,15 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("password-piped-to-setter", 'echo -e "{s}" | passwd deploy', "Deb8!pwQz\\nDeb8!pwQz")
     add("password-piped-to-setter", "chpasswd <<< 'root:{s}'", "Her8!pwQz")
     add("markup-named-secret", '<input value="{s}" type="password">', "Fm4!xQz8Lp")
+    # Forms the previous sessions' notes listed as still kept whole: a URL query's pass=, a Wi-Fi key's name, a
+    # password handed to sudo -S as a here-string, wpa_passphrase's argument.
+    add("query-password", "curl 'https://api.example.com/login?user=ben&pass={s}'", "Qp8mLqv9zX")
+    add("query-password", "Server=db;Uid=ben;Pwd={s};", "Cs7!kLq2zP")
+    add("env-secret-assignment", "WIFI_PSK={s}", "Wf9kLq2zPx")
+    add("env-secret-assignment", "export WIFI_PSK='{s}'", "correct horse battery")
+    add("sudo-password-here-string", "sudo -S apt update <<< '{s}'", "Su8!dQz2Lx")
+    add("sudo-password-here-string", "sudo -k -S systemctl restart nginx <<< {s}", "Su9dQz2Lxw")
+    add("wifi-passphrase-command", "wpa_passphrase HomeNet {s} > /etc/wpa_supplicant.conf", "Wp8kLq2zPxq")
     add("private-key-block", "here: {s}", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI" + r(B64, 30))
     # A key's end or middle without its BEGIN line (`tail -n 8 key.pem`, `sed -n 5,20p`, a Read from an offset with
     # its line numbers): an outside review rebuilt the whole key from a tail's exponents and the public modulus.
@@ -734,6 +743,14 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # Look-alikes of the query's pass=, sudo's here-string and wpa_passphrase's argument.
+    "sudo pacman -S vim <<< y",
+    "sudo -S apt update <<< $PASS",
+    'sudo -S cmd <<< "$(cat pw.txt)"',
+    "wpa_passphrase HomeNet < pw.txt",
+    "?page=2&pass=true and ?mode=pass&psk=required",
+    "https://x/?a=1&pass=%PASSWORD%",
+    "WIFI_PSK=${WIFI_PSK}",
     # public blocks printed whole, help texts, templates, and what a label in another language points to
     "-----BEGIN CERTIFICATE-----\n" + "\n".join(r(B64, 64) for _ in range(6)) + "\nQQ==\n-----END CERTIFICATE-----\n",
     "gpgsig -----BEGIN PGP SIGNATURE-----\n \n " + "\n ".join(r(B64, 64) for _ in range(5)) + "\n -----END PGP SIGNATURE-----",

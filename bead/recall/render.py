@@ -133,6 +133,7 @@ _TAG_OPENER = re.compile(rf"[{_TAG_OPENERS}](?={_TAG_BLANK}/?{_TAG_BLANK}(?:bead
 # In a block, as they read (``_names_a_harness_tag``): their letters and digits, separators left out.
 _HARNESS_READ = frozenset("".join(c for c in name.lower() if c.isalnum()) for name in HARNESS_TAG_NAMES)
 _HARNESS_LONGEST = max(map(len, _HARNESS_READ))
+_HARNESS_PREFIXES = frozenset(name[:k] for name in _HARNESS_READ for k in range(1, len(name)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -185,6 +186,9 @@ def _names_a_harness_tag(text: str, j: int, more: frozenset[str] = frozenset()) 
     stop = min(n, j + _SCAN)
     while j < stop:
         ch = text[j]
+        if ch.isspace() and read and read not in known and _begins_a_name(read, known):
+            j += 1  # `<system reminder>` reads as the harness's element too: a blank inside a name goes on
+            continue
         if ch in ">=\"'" or ch.isspace() or _closes(ch) or _OPENER.match(text, j):
             break
         got = _reads(ch).translate(_DIGIT_LETTERS)
@@ -197,6 +201,11 @@ def _names_a_harness_tag(text: str, j: int, more: frozenset[str] = frozenset()) 
     if j == stop < n:  # padding to the scan's end
         return True
     return read in known
+
+
+def _begins_a_name(read: str, known: frozenset[str]) -> bool:
+    """Whether ``read`` is how one of ``known`` begins (a name cut by a blank, ``_names_a_harness_tag``)."""
+    return read in _HARNESS_PREFIXES or any(name.startswith(read) for name in known - _HARNESS_READ)
 
 
 def tag_openers_escaped(text: str) -> str:
