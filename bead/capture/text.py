@@ -753,7 +753,11 @@ def is_compaction(text: str) -> bool:
 # SubagentStop hook that exits 2, or answers {"decision": "block"}): "Stop hook feedback:\n[<command>]: <stderr>".
 # The hook's output (a test run's, a linter's, a fetched page's), never the person's words; the transcript marks the
 # line isMeta, which the API request does not carry.
+# Every hook event's name before it, not only those known here: TaskCompleted, TeammateIdle and TaskCreated hooks
+# send their feedback the same way (an outside review had a TaskCompleted hook's "Remember that ..." pinned as the
+# person's word). Anchored, bounded: linear.
 HOOK_FEEDBACK_PREFIXES = ("Stop hook feedback:", "SubagentStop hook feedback:")
+_HOOK_FEEDBACK = re.compile(r"[A-Z][A-Za-z]{1,40} hook feedback:")
 
 
 # What a harness relays as a user message of its own that no person wrote: a hook's feedback, and another agent's
@@ -762,11 +766,12 @@ RELAYED_PREFIXES = (*HOOK_FEEDBACK_PREFIXES, "<teammate-message", "Another Claud
 
 
 def is_relayed(text: str) -> bool:
-    """Whether ``text`` opens as what the harness relays as the person's message (a hook's feedback, another agent's
-    message): a tool's output to its end, never the person's words."""
-    return ("hook feedback:" in text or "teammate-message" in text or "Another Claude session" in text) and clean(
-        text
-    ).startswith(RELAYED_PREFIXES)
+    """Whether ``text`` opens as what the harness relays as the person's message (any hook's feedback, another
+    agent's message): a tool's output to its end, never the person's words."""
+    if not ("hook feedback:" in text or "teammate-message" in text or "Another Claude session" in text):
+        return False
+    opening = clean(text).lstrip()
+    return opening.startswith(RELAYED_PREFIXES) or _HOOK_FEEDBACK.match(opening) is not None
 
 
 # What Claude Code writes as the person's message when they interrupt it (Esc): its notice, not their words.
