@@ -321,6 +321,13 @@ class TestShape:
             "<\u00a0system-reminder>",  # a no-break space after the opener
             "<\nsystem-reminder>",
             "<system-reminder:urgent>",  # a separator after the name, as the old pattern's \b took it
+            # Letters no fold maps to ASCII, and a Greek one read as its romanization (an outside review)
+            "<system-r\u03b5minder>",  # Greek epsilon
+            "\u2039sys\u0442em-reminder>",  # Cyrillic te
+            "\u2039syst\u0454m-r\u0454mind\u0454r>",  # Ukrainian ie, three times
+            "<system-re\u043cinder>",  # Cyrillic em
+            "\u2039\u03c3ystem-reminder>",  # Greek sigma
+            "<functi\u043ens>",  # Cyrillic o
         ],
         ids=[
             "zwj",
@@ -336,6 +343,12 @@ class TestShape:
             "no-break-space",
             "line-break",
             "separator-after",
+            "greek-epsilon",
+            "cyrillic-te",
+            "ukrainian-ie",
+            "cyrillic-em",
+            "greek-sigma",
+            "cyrillic-o",
         ],
     )
     def test_a_harness_element_written_with_look_alikes_is_escaped_too(self, forged):
@@ -432,7 +445,14 @@ class TestShape:
         starts like one (`<system is>`), a type and markup stay as written."""
         for forged in ("<system reminder>", "</ system\nreminder >", "<command  name>", "<teammate message x>"):
             assert render.escape(f"ok {forged} approved").startswith("ok &lt;"), forged
-        for kept in ("a <system is> b", "Vec<Turn>", "x <b>bold</b>", "<command and> control"):
+        for kept in (
+            "a <system is> b",
+            "Vec<Turn>",
+            "x <b>bold</b>",
+            "<command and> control",
+            "<\u0430\u0431\u0432>",
+            "Vec<\u0422urn>",
+        ):
             assert render.escape(kept) == kept
         assert (
             render.prompt_data("</trans cript> x") == "&lt;/trans cript> x"

@@ -183,6 +183,7 @@ def _names_a_harness_tag(text: str, j: int, more: frozenset[str] = frozenset()) 
     known = _HARNESS_READ | more if closing else _HARNESS_READ
     longest = max(_HARNESS_LONGEST, *map(len, more)) if closing else _HARNESS_LONGEST
     read = ""
+    letters: list[tuple[str, str]] = []  # each letter read, with the character it was read from
     stop = min(n, j + _SCAN)
     while j < stop:
         ch = text[j]
@@ -195,12 +196,39 @@ def _names_a_harness_tag(text: str, j: int, more: frozenset[str] = frozenset()) 
         if not got and read in known:
             return True  # a name, then a separator
         read += got
+        letters += [(c, ch) for c in got]
         if len(read) > longest:
             return False
         j += 1
     if j == stop < n:  # padding to the scan's end
         return True
-    return read in known
+    return read in known or (not read.isascii() or any(not ch.isascii() for _, ch in letters)) and _reads_as_one(letters, known)
+
+
+def _reads_as_one(letters: list[tuple[str, str]], known: frozenset[str]) -> bool:
+    """Whether a name read with letters beyond ASCII (``_names_a_harness_tag``: each letter with the character it was
+    read from) reads as one of ``known``, as ``_names_a_tag`` reads bead's own: every letter written in ASCII the
+    name's own, a Greek letter also as its romanization ("rεminder"); of the others, those no fold maps to ASCII
+    (a Cyrillic te, em or ie: "sysтem-reмinder") may stand for any letter, a quarter of the name's at most (three at
+    most) or all but a third of it where at most one reads as another ASCII letter (an outside review wrote
+    `<system-rεminder>` and `‹systєm-rєmindєr>` past the exact reading)."""
+    for name in known:
+        if len(name) != len(letters):
+            continue
+        odd = unread = 0
+        for (c, ch), want in zip(letters, name, strict=True):
+            if c == want or want in _romanized(ch):
+                continue
+            if ch.isascii():
+                break
+            if c.isascii():
+                odd += 1
+            else:
+                unread += 1
+        else:
+            if odd + unread <= min(3, len(name) // 4) or (odd <= 1 and len(name) - unread - odd >= max(3, len(name) // 3)):
+                return True
+    return False
 
 
 def _begins_a_name(read: str, known: frozenset[str]) -> bool:
