@@ -300,6 +300,26 @@ class lazy_import:  # noqa: N801 - stands in for a module name
 TEST_DEADLINE_S = 10.0
 
 
+def _patient_engines() -> None:
+    """Every Engine a test makes in-process gets TEST_DEADLINE_S before it fails open, not the default 500 ms of wall
+    time, unless its config chose a deadline: the test machines are shared and busy (three workers and their bead
+    processes on two cores), and a test whose request failed open under load saw no memory and failed. Tests about
+    the deadline set one (the config, ``engine.deadline_s`` or ``prepare``'s ``deadline``)."""
+    from bead.proxy.engine import Engine
+
+    made = Engine.__init__
+
+    def patient(self, home, config, *args, **kwargs) -> None:
+        made(self, home, config, *args, **kwargs)
+        if config.proxy.recall_deadline_ms == Config().proxy.recall_deadline_ms:
+            self.deadline_s = TEST_DEADLINE_S
+
+    Engine.__init__ = patient  # type: ignore[method-assign]
+
+
+_patient_engines()
+
+
 def make_proxy_app(
     home: Path,
     upstream_url: str,
@@ -321,11 +341,6 @@ def make_proxy_app(
     h = Home(Path(home)).ensure()
     cfg = config if config is not None else load(h)
     engine = Engine(h, cfg, default_project=project, trace_path=str(trace) if trace is not None else None)
-    if cfg.proxy.recall_deadline_ms == Config().proxy.recall_deadline_ms:
-        # The test machines are shared and busy (three workers and their bead processes on two cores):
-        # a request's work gets TEST_DEADLINE_S before it fails open, not 500 ms of wall time, unless the
-        # test chose a deadline. Tests about the deadline set one (config or ``engine.deadline_s``).
-        engine.deadline_s = TEST_DEADLINE_S
     return create_app(engine, upstream_url, openai_upstream=openai_upstream_url)
 
 
