@@ -4,7 +4,8 @@ For every turn of ``evals/injection.yaml`` that needs a fact, run the later-turn
 N`` does (the pinned block by the priors alone, then the recall step with its pointers), and print for each needed
 key: its rank among the fact search's candidates (the gate's BM25 order), its rank after the pointers' reordering
 by meaning (with bead[semantic]), its rank by BM25 alone among every fact that matches the turn's query, and what
-the turn was pointed to. Turns whose needs all reached the model print with ``ok``. No figure is asserted::
+the turn was pointed to. Turns whose needs all reached the model print with ``ok``; the last line says how many needs
+any order of the pointers' pool could reach (the ceiling of a better reordering). No figure is asserted::
 
     .venv-test/bin/python benchmarks/later_misses.py --scale 2000 [--turns t08,t28]
 """
@@ -57,6 +58,7 @@ def main() -> None:
         for f in generated.interleave(real, made):
             write_fact(mem, f)
         embed_store(mem)
+        needs = reached_n = ceiling = 0
         for t in suite["turns"]:
             if not t.get("needs") or (want and t["id"] not in want):
                 continue
@@ -77,10 +79,19 @@ def main() -> None:
                     return str(keys.index(need) + 1) if need in keys else "-"
 
                 state = "ok" if need in reached else "MISSED"
+                needs += 1
+                reached_n += need in reached
+                ceiling += need in reached or need in seen.get("final", []) or need in seen.get("search", [])
                 print(
                     f"{t['id']} {state:6} {need}: search {rank(seen.get('search', []))}, after meaning "
                     f"{rank(seen.get('final', []))}, BM25 of all {rank(every)} of {len(every)}; pointed to {pointed}"
                 )
+        # The ceiling: what any order of the pointers' pool could reach (the needs delivered, or among the candidates
+        # the pointers choose from: the search's and the meaning's), against what the five reach.
+        print(
+            f"{needs} needs: {reached_n} reached ({reached_n / max(needs, 1):.2f}); in the pool or delivered {ceiling} "
+            f"({ceiling / max(needs, 1):.2f}), the most any order of the pool could reach"
+        )
 
 
 if __name__ == "__main__":
