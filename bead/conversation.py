@@ -337,10 +337,11 @@ def project_slug(name: str) -> str | None:
 _CONTEXT_ELEMENTS = ("system-reminder", "environment_context")
 
 
-def context_elements(texts: list[str]) -> str:
-    """The insides of the harness's context elements that open each of ``texts`` (the first message's blocks),
-    one after another, one a line; empty when none does. An element counts only where its block starts with it
-    or with the elements before it: one further on sits in the person's text or a paste. Linear time."""
+def context_elements(texts: list[str], names: tuple[str, ...] = ("environment_context",)) -> str:
+    """The insides of the harness's context elements (``_CONTEXT_ELEMENTS``) that open each of ``texts`` (the first
+    message's blocks), those of ``names`` (Codex's <environment_context>, by default), one after another, one a line;
+    empty when none does. An element counts only where its block starts with it or with the elements before it: one
+    further on sits in the person's text or a paste. Linear time."""
     out: list[str] = []
     for text in texts:
         text = text[:_CWD_SCAN_CHARS]
@@ -354,21 +355,25 @@ def context_elements(texts: list[str]) -> str:
             k = text.find(f"</{name}>", i)
             if k == -1:
                 break
-            out.append(text[i + len(name) + 2 : k])
+            if name in names:
+                out.append(text[i + len(name) + 2 : k])
             i = k + len(name) + 3
     return "\n".join(out)
 
 
-def reported_cwd(texts: list[str], context: str = "") -> tuple[str | None, bool]:
+def reported_cwd(texts: list[str], context: str = "", reminders: str = "") -> tuple[str | None, bool]:
     """The working directory a request reports, by the harness whose own form is there: Claude Code's "Primary
-    working directory:" line (in ``texts``, the system texts, or ``context``, the first user message's context
-    elements); else Codex's ``<cwd>`` in ``context`` (its <environment_context>, which opens a user message);
-    else a "Working directory:" line (OpenCode's, in its system prompt), then a bare "cwd:" line, the first text
-    first. A ``<cwd>`` in a system text (a repository's AGENTS.md quoted there) or a skill's description line does
-    not outrank its harness's own report. The second value: whether the directory is in a harness's own form (the
-    first two, OpenCode's <env> element), not a free line of text."""
-    heads = [t[:_CWD_SCAN_CHARS] for t in (*texts, context) if t]
+    working directory:" line in ``texts``, the system texts; else Codex's ``<cwd>`` in ``context`` (its
+    <environment_context>, which opens a user message); else a "Primary working directory:" line in ``reminders``
+    (the <system-reminder> elements that open the first user message: Claude Code quotes a repository's CLAUDE.md
+    there, so such a line is free text), a "Working directory:" line (OpenCode's, in its system prompt), then a bare
+    "cwd:" line, the first text first. A ``<cwd>`` in a system text (a repository's AGENTS.md quoted there) or a
+    skill's description line does not outrank its harness's own report. The second value: whether the directory is
+    in a harness's own form (the first two, OpenCode's <env> element), not a free line of text: only then is a file
+    of its folder read."""
+    heads = [t[:_CWD_SCAN_CHARS] for t in (*texts, context, reminders) if t]
     ctx = context[:_CWD_SCAN_CHARS]
+    systems = [t[:_CWD_SCAN_CHARS] for t in texts if t]
     # OpenCode's own report, its <env> element's "Working directory:" line right after its lead-in, comes before the
     # instructions it quotes from the repository ("Instructions from: .../AGENTS.md"): a "Primary working directory:"
     # line there outranked it and moved the conversation into another project. Its agents' own prompts (a subagent's)
@@ -388,8 +393,9 @@ def reported_cwd(texts: list[str], context: str = "") -> tuple[str | None, bool]
                 return m.group(1).strip().strip("`'\""), True
         break
     tiers: list[tuple[re.Pattern[str], list[str], bool]] = [
-        (_CWD_LINES[0], heads, True),
+        (_CWD_LINES[0], systems, True),
         (_CWD_TAG, [ctx] if ctx else [], True),
+        (_CWD_LINES[0], [reminders[:_CWD_SCAN_CHARS]] if reminders else [], False),
         (_CWD_LINES[1], heads, False),
         (_CWD_LINES[2], heads, False),
     ]

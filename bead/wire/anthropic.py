@@ -513,8 +513,8 @@ def conversation_of(data: dict[str, Any], headers: dict[str, str]) -> Conversati
         "\n".join(block_text(b) for b in content_blocks(m)) for m in raw if isinstance(m, dict) and m.get("role") == "system"
     ]
     first_user = next((m for m in raw if isinstance(m, dict) and m.get("role") == "user"), None)
-    context = context_elements([block_text(b) for b in content_blocks(first_user)]) if first_user else ""
-    cwd, reported = reported_cwd(places, context)
+    opening = [block_text(b) for b in content_blocks(first_user)] if first_user else []
+    cwd, reported = reported_cwd(places, context_elements(opening), context_elements(opening, ("system-reminder",)))
     return Conversation(messages, system=system, cwd=cwd, cwd_reported=reported, auxiliary=is_auxiliary(headers, data))
 
 

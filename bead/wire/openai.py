@@ -322,9 +322,10 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     _check_messages(messages)
     messages, opener = aider_context(messages, groups, raw, "\n".join(system))
     context = context_elements(first_user or [])
+    reminders = context_elements(first_user or [], ("system-reminder",))
     no_tools = not data.get("tools") and not data.get("functions")
     auxiliary = no_tools and (_structured(data.get("response_format")) or _side_request("\n".join(system), messages))
-    cwd, reported = reported_cwd(system if lead is None else system[:lead], context)
+    cwd, reported = reported_cwd(system if lead is None else system[:lead], context, reminders)
     conv = Conversation(
         messages,
         system="\n".join(system),
@@ -756,9 +757,10 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
     messages, groups = b.done()
     _check_messages(messages)
     context = context_elements(first_user or [])
+    reminders = context_elements(first_user or [], ("system-reminder",))
     text_cfg = data.get("text")
     auxiliary = isinstance(text_cfg, dict) and _structured(text_cfg.get("format")) and not data.get("tools")
-    cwd, reported = reported_cwd(system if lead is None else system[:lead], context)
+    cwd, reported = reported_cwd(system if lead is None else system[:lead], context, reminders)
     return Conversation(
         messages,
         system="\n".join(system),
