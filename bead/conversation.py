@@ -200,6 +200,41 @@ class Conversation:
         )
 
 
+def one_turn_each(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """A request's ``messages`` with each run of user messages side by side that all hold typed words read as the one
+    turn the APIs make of it: the last one's typed words are the person's, near a paste (``Part.near_paste``), and
+    the others' pasted, as of several text blocks in one message (bead.wire.anthropic.own_block). An SDK app sends a
+    retrieved page or another agent's output as a user message of its own: its "Remember that ..." was written as
+    the person's word (an outside attack). A message of the run with no typed words (a named agent's, a tool's
+    output) ends it: what stands on either side of it was told apart. For a request the proxy forwards
+    (bead.proxy.engine), not a transcript's lines (bead.core.history), which are turns apart in time."""
+    out = list(messages)
+
+    def typed(k: int) -> bool:
+        return out[k].role == "user" and any(p.source is Source.TYPED for p in out[k].parts)
+
+    i = 0
+    while i < len(out):
+        j = i
+        while typed(i) and j + 1 < len(out) and typed(j + 1):
+            j += 1
+        typed_ones = list(range(i, j + 1)) if j > i else []
+        for k in typed_ones[:-1]:
+            out[k] = dataclasses.replace(
+                out[k],
+                parts=tuple(
+                    dataclasses.replace(p, source=Source.PASTED) if p.source is Source.TYPED else p for p in out[k].parts
+                ),
+            )
+        if typed_ones:
+            last = out[typed_ones[-1]]
+            out[typed_ones[-1]] = dataclasses.replace(
+                last, parts=tuple(dataclasses.replace(p, near_paste=True) if p.source is Source.TYPED else p for p in last.parts)
+            )
+        i = j + 1
+    return tuple(out)
+
+
 def untyped(conv: Conversation, headers: dict[str, str]) -> str:
     """Why ``conv``'s person's text may be a harness's that no mark tells apart (``headers`` keys lower-case), or "":
 

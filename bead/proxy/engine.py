@@ -24,6 +24,7 @@ this module only orders it for a proxied conversation and fails open.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -44,7 +45,7 @@ from .. import budget
 from .. import files as safe
 from ..capture.secrets import PRINTED, redact_messages, ruleset
 from ..config import Config
-from ..conversation import Conversation, Identity, delegated, identify, names_session, untyped
+from ..conversation import Conversation, Identity, delegated, identify, names_session, one_turn_each, untyped
 from ..core import capture
 from ..core import remember as remembering
 from ..core.memory import Memory, utcnow
@@ -324,6 +325,7 @@ class Engine:
         why = untyped(conv, headers)
         if why:
             conv = conv.marked_untyped(why)
+        conv = dataclasses.replace(conv, messages=one_turn_each(conv.messages))
 
         def finish(prep: Prepared) -> None:
             """The body as it goes out, then the claim on sending it; the records of what it holds are written
