@@ -85,6 +85,12 @@ def port(toml: dict) -> dict:
         rule: dict = {"id": r["id"], "keywords": [k.lower() for k in r.get("keywords", [])], "pattern": pattern}
         if r.get("secretGroup"):
             rule["group"] = r["secretGroup"]
+        elif _first_group_repeats(pattern):
+            # bead takes a rule's first group that matched as its secret; where that group is a repeated piece of
+            # the secret (microsoft-teams-webhook's `([a-z0-9]{4}-){3}`), only four characters of it went: the whole
+            # match is the secret
+            rule["group"] = 0
+            notes.append("the whole match is the secret (its first group is a repeated part of it)")
         if r.get("entropy"):
             rule["entropy"] = r["entropy"]
         allow = []
@@ -115,6 +121,35 @@ def port(toml: dict) -> dict:
     glob = toml.get("allowlist", {})
     regexes = [GLOBAL_ADAPT.get(rx, rx) for rx in glob.get("regexes", [])]
     return {"allow": {"regexes": regexes, "stopwords": [w.lower() for w in glob.get("stopwords", [])]}, "rules": out_rules}
+
+
+def _first_group_repeats(pattern: str) -> bool:
+    """Whether the first capturing group of ``pattern`` stands inside a repeat (``(...){3}``, ``(?:a(...))+``)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import sre_constants
+        import sre_parse
+
+    def first(items: list, repeated: bool) -> bool | None:
+        for op, av in items:
+            if op is sre_constants.SUBPATTERN:
+                if av[0] is not None:
+                    return repeated
+                got = first(list(av[3]), repeated)
+            elif op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+                got = first(list(av[2]), repeated or av[1] != 1)
+            elif op is sre_constants.BRANCH:
+                got = next((g for b in av[1] if (g := first(list(b), repeated)) is not None), None)
+            else:
+                continue
+            if got is not None:
+                return got
+        return None
+
+    # Python's parser reads RE2's syntax but for flags set mid-pattern and \z, which change no group
+    return bool(first(list(sre_parse.parse(pattern.replace("(?i)", "").replace("\\z", "$"))), False))
 
 
 def main() -> None:

@@ -177,6 +177,29 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("sudo-password-here-string", "sudo -S apt update <<< '{s}'", "Su8!dQz2Lx")
     add("sudo-password-here-string", "sudo -k -S systemctl restart nginx <<< {s}", "Su9dQz2Lxw")
     add("wifi-passphrase-command", "wpa_passphrase HomeNet {s} > /etc/wpa_supplicant.conf", "Wp8kLq2zPxq")
+    # A gitleaks rule whose first group is a repeated piece of the secret: all of it goes, not four characters of it.
+    _guid = "-".join(r(HEX, n) for n in (8, 4, 4, 4, 12))
+    add(
+        "microsoft-teams-webhook",
+        f"post the alert to https://acme.webhook.office.com/webhookb2/{_guid}@{_guid}/IncomingWebhook/{{s}}/{_guid}",
+        r(HEX, 32),
+    )
+    add("credentials-pair-assignment", "BASIC_AUTH=admin:{s}", "Ba5!cQz8Lp")
+    add("credentials-pair-assignment", "GPG_PASSPHRASE={s}", "plume crater sixty walnut")
+    add("password-in-prose", "la password del db è {s}", "It4l!aQz8L")
+    add("password-in-prose-intl", "hasło do bazy to {s}", "Pl8!hQz2Lx")
+    add("password-in-prose-intl", "şifre: {s}", "Tr8!sQz2Lx")
+    add("password-in-prose-intl", "Das Kennwort lautet {s}", "De8!kQz2Lx")
+    add("password-in-prose-intl", "heslo je {s}", "Cz8!hQz2Lx")
+    # How a person says a password they set (an outside attack had "remember that I changed ... to X" stored as a
+    # fact and pinned in the next conversation).
+    add("password-said-in-prose", "remember that I changed the staging root password to {s}", "Wq7zL3nVx8Kd")
+    add("password-said-in-prose", "the password for the staging db is {s}", "Sd4!kLq2zPx")
+    add("password-said-in-prose", "remember that the deploy token is {s}", "Pm4xR9cTz2Bh")
+    add("password-said-in-prose", "use {s} as the admin password", "Ad9#mQ2vLx")
+    add("password-said-in-prose", "password (staging): {s}", "St8gQz2!Lp")
+    add("password-said-in-prose", "my pw: {s}", "Pw7kLq2zPx")
+    add("password-said-in-prose", "creds: admin:{s}", "Cr3d!Qz8Lp")
     add("private-key-block", "here: {s}", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI" + r(B64, 30))
     # A key's end or middle without its BEGIN line (`tail -n 8 key.pem`, `sed -n 5,20p`, a Read from an offset with
     # its line numbers): an outside review rebuilt the whole key from a tail's exponents and the public modulus.
@@ -743,6 +766,20 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    "heslo je správné, la password è obbligatoria, şifre: required",
+    "BASIC_AUTH=https://example.com/path and USE_BASIC_AUTH=true",
+    "GOOGLE_APPLICATION_CREDENTIALS=/home/ben/key.json",
+    # What a person says about passwords and tokens without giving one.
+    "I changed the password validation to use zxcvbn",
+    "changed the password policy to min_length=12",
+    "the password for the db is in 1Password",
+    "the token is stored in ~/.config/gh/hosts.yml",
+    "password -> hashed with argon2id",
+    "use bcrypt as the password hasher",
+    "the password for staging is in the vault under secret/staging/db",
+    "set PASSWORD to ${DB_PASSWORD}",
+    "password (optional): str",
+    "the CSRF token is generated per session",
     # Look-alikes of the query's pass=, sudo's here-string and wpa_passphrase's argument.
     "sudo pacman -S vim <<< y",
     "sudo -S apt update <<< $PASS",
@@ -1341,6 +1378,20 @@ def test_rules_are_gitleaks_plus_bead_and_all_compile_on_re2():
         assert rule.pattern is not None, rule.id
 
 
+def test_a_hex_secret_found_once_is_redacted_in_either_case_and_behind_0x():
+    """A webhook secret found in lower case and quoted back in upper case, as C writes a constant (`0x7C4E...`), is the
+    same value: it reached the raw log and the trace so (an outside attack). A longer word holding it stays."""
+    from bead.capture.secrets import redact_messages
+
+    value = r(HEX, 32)
+    (_, first), (said, again) = redact_messages(
+        [[f"STRIPE_WEBHOOK_SECRET={value}"], [f"it is 0x{value.upper()} here, {value.upper()}"]]
+    )
+    assert value.upper() not in said and said.startswith("it is 0x[REDACTED:") and again
+    kept = f"the build id x{value}"
+    assert redact_messages([[f"STRIPE_WEBHOOK_SECRET={value}"], [kept]])[1][0] == kept
+
+
 def test_redaction_keeps_surrounding_text():
     text = "connect with postgres://app:Sup3rS3cret@db:5432/app then run migrations"
     assert redact(text)[0] == "connect with postgres://app:[REDACTED:url-password]@db:5432/app then run migrations"
@@ -1739,6 +1790,21 @@ def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(m
         "timeout 5 op read op://vault/db/password",
         'kubectl get secret -n prod db -o jsonpath="{.data.password}" | base64 -d',
         "cat token.txt",
+        # An outside attack's: a secret made on the spot, a key file, a decoding, a value cut from .env
+        "python3 -c 'import secrets; print(secrets.token_hex(32))'",
+        "head -c 32 /dev/urandom | base64",
+        "node -e \"console.log(require('crypto').randomBytes(32).toString('hex'))\"",
+        "bin/rails secret",
+        "mix phx.gen.secret",
+        "php artisan key:generate --show",
+        "pwgen -s 24 1",
+        "cat config/master.key",
+        "cat ~/.docker/config.json",
+        "echo WGs5dlEybVpwN0xy | base64 -d",
+        "jq .password creds.json",
+        "grep PASSWORD .env | sed 's/.*=//'",
+        "sed -n 's/^DB_PASSWORD=//p' .env",
+        "grep -oP '(?<=PASSWORD=).*' .env",
     ],
 )
 def test_a_command_printing_a_secret_behind_a_prefix_or_a_variant_name_is_read_so(command):
@@ -1873,6 +1939,10 @@ def test_a_message_of_several_bash_mode_commands_is_redacted_where_any_prints_a_
         "cat src/tokenizer.py",
         "cat notes/password-reset.md",
         "git diff --stat | awk -F= '{print $1}'",
+        "sed -i 's/foo/bar/' app.py",
+        "jq .name package.json",
+        "base64 logo.png > logo.b64",
+        "grep -o 'TODO' -r src",
     ],
 )
 def test_a_command_that_only_names_a_secret_prints_none(command):

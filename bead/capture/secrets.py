@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import functools
 import math
 import re
 import unicodedata
@@ -1047,14 +1048,23 @@ _PRINTS_SECRET = compile_linear(
     r"|security[ \t]+find-(?:generic|internet)-password\b[^\n]{0,200}[ \t]-[a-z]{0,3}w\b|secret-tool[ \t]+lookup\b"
     r"|doppler[ \t]+secrets[ \t]+get\b|heroku[ \t]+config:get\b|terraform[ \t]+output\b[^\n]{0,200}(?:-raw|-json)"
     r"|pulumi[ \t]+config[ \t]+get\b|sops[ \t]+(?:-d|--decrypt)\b|gpg2?[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decrypt)\b"
-    r"|openssl[ \t]+rand\b|cat[ \t]+[^\n|;&]{0,200}(?:/run/secrets/|\.pgpass|\.netrc|\.git-credentials"
+    r"|openssl[ \t]+rand\b|(?:bin/)?rails[ \t]+secret\b|mix[ \t]+phx\.gen\.secret\b|pwgen\b"
+    r"|(?:php[ \t]+)?artisan[ \t]+key:generate\b[^\n|;&]{0,100}--show"
+    r"|cat[ \t]+[^\n|;&]{0,200}(?:/run/secrets/|\.pgpass|\.netrc|\.git-credentials|master\.key|\.docker/config\.json"
     r"|(?:token|secret|password|passwd|credentials)s?(?:\.(?:txt|json))?(?:[\s;|&)]|$))"
     r"|kubectl\b[^\n]{0,200}\bsecrets?\b[^\n]{0,300}(?:\.data\b|base64[ \t]+(?:-d|--decode))"
     r")"
-    + r"|(?i)\b(?:jq|yq)\b[^\n|;&]{0,200}-r[^\n|;&]{0,200}(?:password|secret|token|api_?key)"
+    # a secret made up on the spot: Python's secrets module, Django's key maker, Node's randomBytes, bytes of
+    # /dev/urandom, a base64 decoding (a Kubernetes secret's value, copied from one call into the next)
+    + r"|(?i)\bsecrets\.token_(?:hex|urlsafe|bytes)\b|\bget_random_secret_key\b|\brandomBytes\b|/dev/u?random\b"
+    + r"|(?i)\bbase64[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decode|-D)\b"
+    + r"|(?i)\b(?:jq|yq)\b[^\n|;&]{0,200}(?:password|secret|token|api_?key)"
+    # a secret's line of .env cut to its value (sed's substitution, grep -o, cut or awk after it)
+    + r"|(?i)\bsed\b[^\n]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,200}(?:\.env|credentials|secrets?)\b"
+    + r"|(?i)\bgrep[ \t]+-[A-Za-z]*o[A-Za-z]*\b[^\n]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)"
     + r"|(?i)\b(?:cut|awk)\b[^\n]{0,200}(?:-d|-F)[ \t]*['\"]?=[^\n]{0,200}(?:\.env|\.netrc|credentials|secrets?)\b"
     + r"|(?i)(?:\.env|credentials)\b[^\n]{0,200}\|[^\n]{0,100}\b(?:cut|awk)\b[^\n]{0,100}(?:-d|-F)[ \t]*['\"]?="
-    + r"|(?i)(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,100}\|[ \t]*(?:cut|awk)\b"
+    + r"|(?i)(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,100}\|[ \t]*(?:cut|awk|sed)\b"
 )
 PRINTED = "printed-secret"  # the rule id a word of such an output is redacted as
 _WORD = re.compile(r"\S{8,}")
@@ -1296,18 +1306,48 @@ _NOT_IN_REPEATS = frozenset("'\"`\\")
 def _replace_whole(text: str, value: str, marker: str) -> tuple[str, bool]:
     """``text`` with each occurrence of ``value`` that no ASCII letter or digit stands beside replaced by ``marker``
     (a found `app-dev-2024` is not cut out of `s3://app-dev-20245`; beside a word of another script, as Japanese
-    writes one, it goes). Past REPEATS_CHECKED occurrences (a text made of the value), every one goes, at C's
-    speed: linear, and no Python step per occurrence."""
-    if text.count(value) > REPEATS_CHECKED:
-        return text.replace(value, marker), True
-    out, last, at, hit = [], 0, text.find(value), False
-    while at != -1:
+    writes one, it goes). A value of hex digits is the same value in either case (a webhook secret found in lower
+    case, quoted back as `0x7C4E...`): it is found in any. Past REPEATS_CHECKED occurrences (a text made of the
+    value), every one goes, at C's speed: linear, and no Python step per occurrence."""
+    anycase = _hex_value(value)
+    if anycase is not None:
+        if len(anycase.findall(text, 0, len(text))) > REPEATS_CHECKED:
+            return anycase.sub(marker.replace("\\", "\\\\"), text), True
+        starts = [m.start() for m in anycase.finditer(text)]
+    else:
+        if text.count(value) > REPEATS_CHECKED:
+            return text.replace(value, marker), True
+        starts, at = [], text.find(value)
+        while at != -1:
+            starts.append(at)
+            at = text.find(value, at + 1)
+    out, last, hit = [], 0, False
+    for at in starts:
         after = at + len(value)
-        if not (at and _ascii_word(text[at - 1])) and not (after < len(text) and _ascii_word(text[after])):
+        # a hex value may stand behind C's 0x
+        before = at and _ascii_word(text[at - 1]) and not (anycase is not None and text[at - 2 : at] in ("0x", "0X"))
+        if at >= last and not before and not (after < len(text) and _ascii_word(text[after])):
             out += [text[last:at], marker]
             last, hit = after, True
-        at = text.find(value, at + 1)
     return ("".join(out) + text[last:], True) if hit else (text, False)
+
+
+_HEX_VALUE = re.compile(r"(?=[0-9]*[a-fA-F])[0-9a-fA-F]{16,}")
+
+
+def _says(text: str, value: str) -> bool:
+    """Whether ``value`` stands in ``text``: as written, or in any case where it is hex digits (``_hex_value``)."""
+    if value in text:
+        return True
+    anycase = _hex_value(value)
+    return anycase is not None and anycase.search(text) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _hex_value(value: str) -> re.Pattern[str] | None:
+    """A pattern finding ``value`` in any case where it is 16 or more hex digits with a letter, else None (a literal:
+    linear)."""
+    return re.compile(re.escape(value), re.IGNORECASE) if _HEX_VALUE.fullmatch(value) else None
 
 
 REPEATS_CHECKED = 1000  # occurrences of one value in one text checked for their neighbours
@@ -1319,7 +1359,7 @@ def _ascii_word(c: str) -> bool:
 
 def holds_whole(text: str, value: str) -> bool:
     """Whether ``text`` says ``value`` as a whole token (``_replace_whole``'s test)."""
-    return _replace_whole(text, value, "")[1] if value in text else False
+    return _replace_whole(text, value, "")[1] if _says(text, value) else False
 
 
 def keep_found(known: dict[str, str], value: str, rule: str) -> None:
@@ -1335,7 +1375,7 @@ def redact_known(text: str, known: dict[str, str]) -> str:
     it stands whole, the longest first (``_replace_whole``): a password the person pasted in a `.env` and then says
     bare."""
     for v in sorted(known, key=len, reverse=True):
-        if v in text:
+        if _says(text, v):
             text = _replace_whole(text, v, f"[REDACTED:{known[v]}]")[0]
     return text
 
@@ -1362,7 +1402,7 @@ def redact_messages(groups: list[list[str]], known: dict[str, str] | None = None
     for text, rules in done:
         again = []
         for v in looked:
-            if v in text:
+            if _says(text, v):
                 text, hit = _replace_whole(text, v, f"[REDACTED:{carried[v]}]")
                 again += [carried[v]] if hit else []
         out.append((text, [*rules, *again]))
