@@ -918,6 +918,14 @@ class TestChoosing:
         ]
         assert [c.key for c in pointers.choose(Recall(rejected=rows), set(), RecallSettings())] == ["p/x/ok"]
 
+    def test_a_long_key_first_in_the_order_does_not_crowd_out_the_others(self):
+        """An agent may write keys of three 100-byte segments: first in the pointers' order, such a key took the whole
+        budget and no other pointer fitted. It is passed over, and the short keys after it are pointed to."""
+        long = {"key": "project/" + "a" * 100 + "/" + "b" * 100, "trust": "agent_observed", "body": "celery beat schedule"}
+        short = [{"key": f"user/celery-beat-{i}", "trust": "user_stated", "body": "beat runs once"} for i in range(3)]
+        lines, used = render.pointers([long, *short], 80)
+        assert len(lines) == 4 and not any("a" * 100 in ln for ln in lines) and used <= 80
+
     def test_the_budget_holds_for_any_rows_and_titles_keep_three_words(self):
         import random
 
@@ -953,7 +961,11 @@ class TestChoosing:
                 continue
             assert used <= budget and used == sum(render.tokens(ln) for ln in lines)
             assert lines[0] == (render.POINTER_ALONE if alone else render.POINTER_HEAD)
-            for ln, row in zip(lines[1:], rows, strict=False):
+            named = [r for r in rows if any(ln.startswith(f"- {render.pointer_key(r['key'], project)} (") for ln in lines[1:])]
+            # the best rows in order, but for one whose key alone would take half of what the how-to line leaves
+            fit = [r for r in rows if 2 * render.tokens(render.pointer_line(r, 0, project)) <= budget - render.tokens(lines[0])]
+            assert len(named) == len(lines) - 1 and named == fit[: len(named)]
+            for ln, row in zip(lines[1:], named, strict=True):
                 assert ln.startswith(f"- {render.pointer_key(row['key'], project)} (")
                 title = ln.split("): ", 1)[1] if "): " in ln else ""
                 full = render.title(row, 10_000).split()

@@ -468,7 +468,8 @@ ASTRAL_TOKENS = 3
 
 def pointers(rows: list[dict], budget_tokens: int, alone: bool = False, project: str | None = None) -> tuple[list[str], int]:
     """The how-to line and a line for each of the first rows of ``rows`` (best first) that fit
-    ``budget_tokens`` (the how-to line counts), and the tokens they take; ([], 0) when none fits.
+    ``budget_tokens`` (the how-to line counts), and the tokens they take; ([], 0) when none fits. A row whose key
+    alone costs more than half the budget is passed over.
     ``alone``: no fact or excerpt shares the block, so the how-to line is POINTER_ALONE, which labels it.
     ``project``: the conversation's, whose keys the lines write by their bare names (``pointer_key``).
 
@@ -478,6 +479,9 @@ def pointers(rows: list[dict], budget_tokens: int, alone: bool = False, project:
     """
     how = POINTER_ALONE if alone else POINTER_HEAD
     head = tokens(how)
+    # A row whose key alone would take more than half of what the how-to line leaves is passed over: a key of three
+    # 100-byte segments, first in the order, took the whole budget and no other pointer fitted (an outside review).
+    rows = [r for r in rows if 2 * tokens(pointer_line(r, 0, project)) <= budget_tokens - head]
     for n in range(len(rows), 0, -1):
         used, out = head, []
         for i, row in enumerate(rows[:n]):
