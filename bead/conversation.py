@@ -381,11 +381,14 @@ def context_elements(texts: list[str], names: tuple[str, ...] = ("environment_co
     for text in texts:
         text = text[:_CWD_SCAN_CHARS]
         i = 0
+        first = True
         while True:
             while i < len(text) and text[i].isspace():
                 i += 1
             name = next((n for n in _CONTEXT_ELEMENTS if text.startswith(f"<{n}>", i)), None)
-            if name is None:
+            if name is None or (name == "environment_context" and not first):
+                # Codex sends its <environment_context> as a block of its own: one after a <system-reminder> in the
+                # same block is text Claude Code quoted there (a repository's CLAUDE.md closing the reminder)
                 break
             k = text.find(f"</{name}>", i)
             if k == -1:
@@ -393,6 +396,7 @@ def context_elements(texts: list[str], names: tuple[str, ...] = ("environment_co
             if name in names:
                 out.append(text[i + len(name) + 2 : k])
             i = k + len(name) + 3
+            first = False
     return "\n".join(out)
 
 

@@ -1166,7 +1166,7 @@ class TestLinearBeyondCapture:
     UNITS = (
         "won't ", "1,000,", "1.", "\\u00", "\\", "<b ", "](x ", "\x1b[", "\x1b]", "project/a-", "--a ", "a://",
         "<\u27e8", "a. ", "|" + " " * 64 + "\n", "| a | b |\n", "\\x4", "=3", "' + '", "\\12",
-        "<    /    ", "\u2039\u200b", "<system ",
+        "<    /    ", "\u2039\u200b", "<system ", "<syste\u043c ",
     )  # fmt: skip
 
     @staticmethod

@@ -328,6 +328,9 @@ class TestShape:
             "<system-re\u043cinder>",  # Cyrillic em
             "\u2039\u03c3ystem-reminder>",  # Greek sigma
             "<functi\u043ens>",  # Cyrillic o
+            "\u2039syste\u043c reminder>",  # a look-alike letter and a blank (a review)
+            "\u2039teammat\u03b5 message>",
+            "<system-reminders>",  # the plural
         ],
         ids=[
             "zwj",
@@ -349,6 +352,9 @@ class TestShape:
             "cyrillic-em",
             "greek-sigma",
             "cyrillic-o",
+            "look-alike-and-blank",
+            "greek-epsilon-and-blank",
+            "plural",
         ],
     )
     def test_a_harness_element_written_with_look_alikes_is_escaped_too(self, forged):

@@ -187,6 +187,9 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("credentials-pair-assignment", "BASIC_AUTH=admin:{s}", "Ba5!cQz8Lp")
     add("credentials-pair-assignment", "GPG_PASSPHRASE={s}", "plume crater sixty walnut")
     add("password-in-prose", "la password del db è {s}", "It4l!aQz8L")
+    add("password-in-prose", "La password è: {s}", "It4l!aQz8L")
+    add("password-in-prose", "La password dell'admin è {s}", "It4l!aQz8L")
+    add("query-password", "(see https://x/?a=1&pass={s}).", "Qp8mLqv9zX")
     add("password-in-prose-intl", "hasło do bazy to {s}", "Pl8!hQz2Lx")
     add("password-in-prose-intl", "şifre: {s}", "Tr8!sQz2Lx")
     add("password-in-prose-intl", "Das Kennwort lautet {s}", "De8!kQz2Lx")
@@ -766,6 +769,23 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # A review's: what the new prose, query, pair and Wi-Fi rules took that holds no secret
+    "The default token is GITHUB_TOKEN, provided by Actions.",
+    "the CSRF token is X-CSRF-Token; This token is HMAC-SHA256 signed.",
+    "the session token is UUIDv4-based",
+    "use argon2id as the password hashing algorithm",
+    "password (env): POSTGRES_PASSWORD",
+    "password -> POSTGRES_PASSWORD and PASSWORD -> PBKDF2-SHA256",
+    "Rotate the password to v2-format",
+    "let pw = Password::new(&input)?;",
+    "img.png?pw=1280&ph=720",
+    "DOCKER_CREDS=registry.example.com:5000/v2/token",
+    "HTTP_AUTH: basic:realm=staging",
+    "CREDENTIALS_PROVIDER=aws:sts-assume-role",
+    "?next=/&pass=reset_flow",
+    "usage: wpa_passphrase <ssid> [passphrase]",
+    "La parola chiave è `async_await`",
+    'Translate "parola" to English: geslo to Slovenian: NotSure',
     "heslo je správné, la password è obbligatoria, şifre: required",
     "BASIC_AUTH=https://example.com/path and USE_BASIC_AUTH=true",
     "GOOGLE_APPLICATION_CREDENTIALS=/home/ben/key.json",
@@ -1392,6 +1412,18 @@ def test_a_hex_secret_found_once_is_redacted_in_either_case_and_behind_0x():
     assert redact_messages([[f"STRIPE_WEBHOOK_SECRET={value}"], [kept]])[1][0] == kept
 
 
+def test_known_hex_values_are_looked_for_in_linear_time():
+    """Hex values are looked for in either case: as a case-blind regular expression that took text length times the
+    value's (18 s for a megabyte against 64 values, a review); the text's hex letters in lower case and a plain find
+    take linear time, and no more per value than before."""
+    from linear import assert_linear
+
+    from bead.capture.secrets import redact_known
+
+    known = {"a1" * (60 + i) + f"b{i % 10}": "x" for i in range(64)}
+    assert_linear(lambda text: redact_known(text, known), lambda n: "a1" * (n // 2), 256 * 1024, limit=0.25)
+
+
 def test_redaction_keeps_surrounding_text():
     text = "connect with postgres://app:Sup3rS3cret@db:5432/app then run migrations"
     assert redact(text)[0] == "connect with postgres://app:[REDACTED:url-password]@db:5432/app then run migrations"
@@ -1792,6 +1824,8 @@ def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(m
         "cat token.txt",
         # An outside attack's: a secret made on the spot, a key file, a decoding, a value cut from .env
         "python3 -c 'import secrets; print(secrets.token_hex(32))'",
+        "ruby -e 'require \"securerandom\"; puts SecureRandom.hex(32)'",
+        "jq -r .token x.json",
         "head -c 32 /dev/urandom | base64",
         "node -e \"console.log(require('crypto').randomBytes(32).toString('hex'))\"",
         "bin/rails secret",
@@ -1943,6 +1977,13 @@ def test_a_message_of_several_bash_mode_commands_is_redacted_where_any_prints_a_
         "jq .name package.json",
         "base64 logo.png > logo.b64",
         "grep -o 'TODO' -r src",
+        # a review's: reading files and searching for the words, as Codex does all day
+        "rg -n 'token' src | sed -n '1,80p'",
+        "sed -n '1,120p' app/auth/tokens.py app/config/credentials.py",
+        "grep -rn /dev/urandom src/",
+        "rg get_random_secret_key",
+        "jq '.usage.output_tokens' run.json",
+        "grep -rn PASSWORD docs/ | sed 's/^/  /'",
     ],
 )
 def test_a_command_that_only_names_a_secret_prints_none(command):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-import functools
 import math
 import re
 import unicodedata
@@ -1056,15 +1055,20 @@ _PRINTS_SECRET = compile_linear(
     r")"
     # a secret made up on the spot: Python's secrets module, Django's key maker, Node's randomBytes, bytes of
     # /dev/urandom, a base64 decoding (a Kubernetes secret's value, copied from one call into the next)
-    + r"|(?i)\bsecrets\.token_(?:hex|urlsafe|bytes)\b|\bget_random_secret_key\b|\brandomBytes\b|/dev/u?random\b"
-    + r"|(?i)\bbase64[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decode|-D)\b"
-    + r"|(?i)\b(?:jq|yq)\b[^\n|;&]{0,200}(?:password|secret|token|api_?key)"
-    # a secret's line of .env cut to its value (sed's substitution, grep -o, cut or awk after it)
-    + r"|(?i)\bsed\b[^\n]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,200}(?:\.env|credentials|secrets?)\b"
-    + r"|(?i)\bgrep[ \t]+-[A-Za-z]*o[A-Za-z]*\b[^\n]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)"
+    # (each where a command starts: a search for these words, `rg get_random_secret_key`, prints none)
+     + r"|(?i)" + _CMD + r"(?:(?:python3?|node|ruby|php|perl|deno|bun)\b[^\n]{0,40}[ \t]-[A-Za-z]*[ceE][ \t][^\n]{0,300}"
+    r"(?:secrets\.token_(?:hex|urlsafe|bytes)\b|get_random_secret_key\b|randomBytes\b|SecureRandom\b)"
+    r"|(?:head|dd|tr|od|xxd|hexdump|base64|cat)\b[^\n|;&]{0,200}/dev/u?random\b"
+    r"|base64[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decode|-D)\b"
+    r"|(?:jq|yq)\b[^\n|;&]{0,200}-r[^\n|;&]{0,200}(?:password|secret|token|api_?key)"
+    r"|(?:jq|yq)\b[^\n|;&]{0,200}\.(?:password|passwd|secret|token|api_?key|access_?key)(?:[\"'\s]|$)"
+    # a secret's line of .env cut to its value: sed's substitution of NAME=, grep -o of NAME=, sed after a grep of it
+    r"|sed\b[^\n|;&]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)=[^\n|;&]{0,200}\.env\b"
+    r"|grep[ \t]+-[A-Za-z]*o[A-Za-z]*\b[^\n|;&]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)="
+    r"|grep\b[^\n|;&]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n|;&]{0,200}\.env\b[^\n|;&]{0,50}\|[ \t]*sed\b)"
     + r"|(?i)\b(?:cut|awk)\b[^\n]{0,200}(?:-d|-F)[ \t]*['\"]?=[^\n]{0,200}(?:\.env|\.netrc|credentials|secrets?)\b"
     + r"|(?i)(?:\.env|credentials)\b[^\n]{0,200}\|[^\n]{0,100}\b(?:cut|awk)\b[^\n]{0,100}(?:-d|-F)[ \t]*['\"]?="
-    + r"|(?i)(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,100}\|[ \t]*(?:cut|awk|sed)\b"
+    + r"|(?i)(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,100}\|[ \t]*(?:cut|awk)\b"
 )
 PRINTED = "printed-secret"  # the rule id a word of such an output is redacted as
 _WORD = re.compile(r"\S{8,}")
@@ -1307,47 +1311,45 @@ def _replace_whole(text: str, value: str, marker: str) -> tuple[str, bool]:
     """``text`` with each occurrence of ``value`` that no ASCII letter or digit stands beside replaced by ``marker``
     (a found `app-dev-2024` is not cut out of `s3://app-dev-20245`; beside a word of another script, as Japanese
     writes one, it goes). A value of hex digits is the same value in either case (a webhook secret found in lower
-    case, quoted back as `0x7C4E...`): it is found in any. Past REPEATS_CHECKED occurrences (a text made of the
-    value), every one goes, at C's speed: linear, and no Python step per occurrence."""
-    anycase = _hex_value(value)
-    if anycase is not None:
-        if len(anycase.findall(text, 0, len(text))) > REPEATS_CHECKED:
-            return anycase.sub(marker.replace("\\", "\\\\"), text), True
-        starts = [m.start() for m in anycase.finditer(text)]
-    else:
-        if text.count(value) > REPEATS_CHECKED:
+    case, quoted back as `0x7C4E...`): it is looked for in the text with its hex letters in lower case (one
+    translation, then str.find: linear), and may stand behind C's `0x`. Past REPEATS_CHECKED occurrences (a text
+    made of the value), every one goes with no look at its neighbours."""
+    hex_value = _HEX_VALUE.fullmatch(value) is not None
+    hay, needle = (_hex_lower(text), value.translate(_HEX_LOWER)) if hex_value else (text, value)
+    if hay.count(needle) > REPEATS_CHECKED:
+        if not hex_value:
             return text.replace(value, marker), True
-        starts, at = [], text.find(value)
-        while at != -1:
-            starts.append(at)
-            at = text.find(value, at + 1)
-    out, last, hit = [], 0, False
-    for at in starts:
+        out, last = [], 0
+        for piece in hay.split(needle)[:-1]:  # the text's own characters between the occurrences
+            out += [text[last : last + len(piece)], marker]
+            last += len(piece) + len(needle)
+        return "".join(out) + text[last:], True
+    out, last, at, hit = [], 0, hay.find(needle), False
+    while at != -1:
         after = at + len(value)
-        # a hex value may stand behind C's 0x
-        before = at and _ascii_word(text[at - 1]) and not (anycase is not None and text[at - 2 : at] in ("0x", "0X"))
-        if at >= last and not before and not (after < len(text) and _ascii_word(text[after])):
+        before = at and _ascii_word(text[at - 1]) and not (hex_value and text[at - 2 : at] in ("0x", "0X"))
+        if not before and not (after < len(text) and _ascii_word(text[after])):
             out += [text[last:at], marker]
             last, hit = after, True
+        at = hay.find(needle, max(at + 1, last))
     return ("".join(out) + text[last:], True) if hit else (text, False)
 
 
+# A value of 16 or more hex digits with a letter among them: found in either case (``_replace_whole``).
 _HEX_VALUE = re.compile(r"(?=[0-9]*[a-fA-F])[0-9a-fA-F]{16,}")
+_HEX_LOWER = str.maketrans("ABCDEF", "abcdef")
+
+
+def _hex_lower(text: str) -> str:
+    """``text`` with A-F as a-f and every other character as it is (the same length: positions carry over)."""
+    return text.lower() if text.isascii() else text.translate(_HEX_LOWER)
 
 
 def _says(text: str, value: str) -> bool:
-    """Whether ``value`` stands in ``text``: as written, or in any case where it is hex digits (``_hex_value``)."""
+    """Whether ``value`` stands in ``text``: as written, or in any case where it is hex digits (``_HEX_VALUE``)."""
     if value in text:
         return True
-    anycase = _hex_value(value)
-    return anycase is not None and anycase.search(text) is not None
-
-
-@functools.lru_cache(maxsize=256)
-def _hex_value(value: str) -> re.Pattern[str] | None:
-    """A pattern finding ``value`` in any case where it is 16 or more hex digits with a letter, else None (a literal:
-    linear)."""
-    return re.compile(re.escape(value), re.IGNORECASE) if _HEX_VALUE.fullmatch(value) else None
+    return _HEX_VALUE.fullmatch(value) is not None and value.translate(_HEX_LOWER) in _hex_lower(text)
 
 
 REPEATS_CHECKED = 1000  # occurrences of one value in one text checked for their neighbours

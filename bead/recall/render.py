@@ -187,7 +187,7 @@ def _names_a_harness_tag(text: str, j: int, more: frozenset[str] = frozenset()) 
     stop = min(n, j + _SCAN)
     while j < stop:
         ch = text[j]
-        if ch.isspace() and read and read not in known and _begins_a_name(read, known):
+        if ch.isspace() and read and read not in known and _begins_a_name(read, known, letters):
             j += 1  # `<system reminder>` reads as the harness's element too: a blank inside a name goes on
             continue
         if ch in ">=\"'" or ch.isspace() or _closes(ch) or _OPENER.match(text, j):
@@ -202,10 +202,12 @@ def _names_a_harness_tag(text: str, j: int, more: frozenset[str] = frozenset()) 
         j += 1
     if j == stop < n:  # padding to the scan's end
         return True
-    return read in known or (not read.isascii() or any(not ch.isascii() for _, ch in letters)) and _reads_as_one(letters, known)
+    if read in known or (read.endswith("s") and read[:-1] in known):  # `<system-reminders>` reads as one too
+        return True
+    return (not read.isascii() or any(not ch.isascii() for _, ch in letters)) and _reads_as_one(letters, known)
 
 
-def _reads_as_one(letters: list[tuple[str, str]], known: frozenset[str]) -> bool:
+def _reads_as_one(letters: list[tuple[str, str]], known: frozenset[str], prefix: bool = False) -> bool:
     """Whether a name read with letters beyond ASCII (``_names_a_harness_tag``: each letter with the character it was
     read from) reads as one of ``known``, as ``_names_a_tag`` reads bead's own: every letter written in ASCII the
     name's own, a Greek letter also as its romanization ("rεminder"); of the others, those no fold maps to ASCII
@@ -213,10 +215,10 @@ def _reads_as_one(letters: list[tuple[str, str]], known: frozenset[str]) -> bool
     most) or all but a third of it where at most one reads as another ASCII letter (an outside review wrote
     `<system-rεminder>` and `‹systєm-rєmindєr>` past the exact reading)."""
     for name in known:
-        if len(name) != len(letters):
+        if len(name) != len(letters) and not (prefix and len(name) > len(letters)):
             continue
         odd = unread = 0
-        for (c, ch), want in zip(letters, name, strict=True):
+        for (c, ch), want in zip(letters, name[: len(letters)], strict=True):
             if c == want or want in _romanized(ch):
                 continue
             if ch.isascii():
@@ -231,9 +233,13 @@ def _reads_as_one(letters: list[tuple[str, str]], known: frozenset[str]) -> bool
     return False
 
 
-def _begins_a_name(read: str, known: frozenset[str]) -> bool:
-    """Whether ``read`` is how one of ``known`` begins (a name cut by a blank, ``_names_a_harness_tag``)."""
-    return read in _HARNESS_PREFIXES or any(name.startswith(read) for name in known - _HARNESS_READ)
+def _begins_a_name(read: str, known: frozenset[str], letters: list[tuple[str, str]] | None = None) -> bool:
+    """Whether ``read`` is how one of ``known`` begins (a name cut by a blank, ``_names_a_harness_tag``); where a
+    letter of it was written beyond ASCII (``letters``: each letter read, with its character), as ``_reads_as_one``
+    reads a whole name (`‹systeм reminder>`)."""
+    if read in _HARNESS_PREFIXES or any(name.startswith(read) for name in known - _HARNESS_READ):
+        return True
+    return letters is not None and any(not ch.isascii() for _, ch in letters) and _reads_as_one(letters, known, prefix=True)
 
 
 def tag_openers_escaped(text: str) -> str:
