@@ -2096,6 +2096,33 @@ def test_a_printed_secret_a_later_message_of_the_request_says_again_is_redacted_
     assert PRINTED_PASSWORD.encode() not in raw and b"I'll check it works." in raw and b"1 row" in raw
 
 
+def test_a_password_found_in_one_conversation_is_redacted_when_another_says_it_bare(proxy_client, bead_home, upstream):
+    """The person pastes a `.env` in one session and, in the next, says its password bare ("I typed X at the
+    prompt"): a value the scan found was looked for only in its own conversation, so the second session's raw log
+    held it (an outside attack). The proxy now looks for the newest values found in any conversation."""
+    import json
+
+    from conftest import all_bytes_under
+    from fakes import Reply
+
+    password = "Qz8vLr2TnW4k"
+    trace = bead_home / "trace.jsonl"  # the trace quotes each turn's cues: it must not hold the value either
+    proxy = proxy_client(trace=trace)
+    for session, said in (
+        ("envpaste", f"here is my .env\nDB_PASSWORD={password}\nDB_HOST=db"),
+        ("later", f"I typed {password} at the psql prompt and it worked"),
+    ):
+        upstream.replies.append(Reply(text=f"Noted: {password}." if session == "later" else "ok"))
+        body = json.dumps({"model": "m", "max_tokens": 16, "messages": [{"role": "user", "content": said}]}).encode()
+        assert proxy.post(body, headers={"X-Bead-Session": session})[0] == 200
+        proxy.settle()
+    raw = {str(p): d for p, d in all_bytes_under(bead_home).items() if "store/raw" in str(p)}
+    later = b"".join(d for p, d in raw.items() if "later" in p)
+    assert b"at the psql prompt" in later and b"[REDACTED:" in later
+    assert trace.exists() and b"psql prompt" in trace.read_bytes()
+    assert [p for p, d in all_bytes_under(bead_home).items() if password.encode() in d] == []
+
+
 def test_a_key_split_by_an_invisible_character_or_in_full_width_letters_never_reaches_the_raw_file(
     proxy_client, bead_home, upstream
 ):

@@ -43,7 +43,7 @@ from typing import Any
 
 from .. import budget
 from .. import files as safe
-from ..capture.secrets import PRINTED, redact_messages, ruleset
+from ..capture.secrets import PRINTED, keep_found, redact_messages, ruleset
 from ..config import Config
 from ..conversation import Conversation, Identity, delegated, identify, names_session, one_turn_each, untyped
 from ..core import capture
@@ -235,6 +235,9 @@ class Engine:
         # How many of a conversation's messages this process has read for such values: the messages before it
         # captures (another worker's, or before a restart) are read at its next capture (``_seed_found``).
         self._seeded: dict[str, int] = {}
+        # The newest values found in any conversation (REPEATS_KEPT of them), looked for in every other one's
+        # captures too: the password the person pasted in one session and says bare in the next. In memory only.
+        self._found_all: dict[str, str] = {}
         self._printed_lock = threading.Lock()
         # Build the index now if it is missing, so no request pays for a rebuild.
         with Memory(home, config, clock) as mem:
@@ -763,7 +766,9 @@ class Engine:
                     for fid in prep.injected:
                         mem.audit.record(now, "inject", id=fid, session=ident.session)
                 printed, found = self._known(ident.id)
-                self._trace(_scrubbed(trace, {**dict.fromkeys(printed, PRINTED), **found}))
+                with self._printed_lock:
+                    others = dict(self._found_all)  # what any conversation's capture found (the trace quotes cues)
+                self._trace(_scrubbed(trace, {**others, **dict.fromkeys(printed, PRINTED), **found}))
         except Exception as exc:
             self.error("capture", exc)
 
@@ -1044,7 +1049,20 @@ class Engine:
         request's (Prepared.epoch)."""
         if turns and batch:
             turns[0].flags["batch"] = batch
-        return capture.capture(mem, ident, turns, epoch, self._known_found(ident.id))
+        own = self._known_found(ident.id)
+        with self._printed_lock:
+            others = {v: r for v, r in self._found_all.items() if v not in own}
+        known = {**others, **own}
+        before = set(known)
+        out = capture.capture(mem, ident, turns, epoch, known)
+        with self._printed_lock:
+            for value, rule in known.items():
+                if value not in before:  # found in these turns: this conversation's, and every other's to look for
+                    keep_found(own, value, rule)
+                    keep_found(self._found_all, value, rule)
+            for value in own.keys() - self._found_all.keys():
+                keep_found(self._found_all, value, own[value])
+        return out
 
     def _forget_epoch(self) -> str | None:
         """The raw log's forget epoch now; None where it cannot be read (a capture then checks nothing)."""
