@@ -378,3 +378,17 @@ def test_an_accept_refuses_when_the_value_it_would_replace_changed_since_the_car
     [again] = [e for e in review.entries(mem) if e.id == item.id]
     review.accept(mem, item.id, shown=again.shown)  # looked at again: the card now says what it replaces
     assert "5433" in mem.current("project/shop/db-port").body
+
+
+def test_the_card_shows_the_type_accepting_writes_and_says_when_it_changes_the_current_one(mem, bead):
+    """Accepting writes the item's type: a proposal typed `reference` for the person's pinned `feedback` turned it into
+    a reference, and the card never showed a type (an outside review; `bead queue` did). The card now says the type,
+    and that accepting changes the current version's."""
+    from bead.core import propose
+
+    mem.write("project/shop/deploy", "Deploys happen on Tuesdays only.", "feedback", pinned=True)
+    propose.queue(mem, "suspicious", "project/shop/deploy", "reference", "Deploys happen on Tuesdays and Thursdays.", "test")
+    mem.close()
+    r = bead("review", "--lines", input="s\n")
+    assert r.code == 0, r.err
+    assert "reference (the current version is feedback: accepting changes it)" in r.out

@@ -37,7 +37,7 @@ from ..store.keys import TYPES, parse_id, validate_key
 from ..store.queue import Item, Queue, fingerprint
 from ..store.rawlog import label
 from ..store.reports import Reports
-from ..textform import hidden
+from ..textform import hidden, lookalikes
 from . import forget
 from . import seal as ops
 from .curate import set_pinned
@@ -71,6 +71,7 @@ class Current:
     status: str = ""
     pinned: bool = False
     sealed: bool = False
+    type: str = ""
 
 
 @dataclass
@@ -88,6 +89,7 @@ class Entry:
     session: str = ""
     actions: tuple[str, ...] = ()
     shown: str = ""  # an item's fingerprint when the walk read it (bead.store.queue.fingerprint): what is decided
+    type: str = ""  # an item's type, which accepting writes (it may differ from the current version's)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -166,7 +168,7 @@ def current(mem: Memory, key: str) -> Current | None:
     cur = mem.current(key)
     if cur is None:
         return None
-    return Current(key, cur.id, cur.body, cur.trust, cur.status, cur.pinned)
+    return Current(key, cur.id, cur.body, cur.trust, cur.status, cur.pinned, type=cur.type)
 
 
 def _fact_actions(cur: Current | None) -> tuple[str, ...]:
@@ -196,6 +198,7 @@ def entries(mem: Memory) -> list[Entry]:
                 item.session,
                 ("accept", "edit", "reject", *_fact_actions(cur)),
                 card_fingerprint(item, cur.id if cur is not None and not cur.sealed else None),
+                item.type,
             )
         )
     rep = latest_report(mem)
@@ -346,6 +349,15 @@ def acceptable(item_id: str, text: str) -> None:
         raise InvalidArgument(
             f"review item {item_id} holds invisible or reordering characters ({', '.join(unseen[:5])}); nothing was written",
             "edit it into the text you see (`bead review`, e), or reject it",
+        )
+    mixed = lookalikes(text)
+    if mixed:
+        # A letter of another script inside an ASCII word (`pypi.оrg` with a Cyrillic о) reads as the word it
+        # imitates: as the person's word, or a skill installed from a lesson, it would point the agent elsewhere.
+        shown = ", ".join(ascii(w[:40]) for w in mixed[:3])
+        raise InvalidArgument(
+            f"review item {item_id} holds letters of another script that read as ASCII ({shown}); nothing was written",
+            "edit it into the plain letters you mean (`bead review`, e), or reject it",
         )
     if credential_rules(text):
         raise RefusedWrite(

@@ -549,6 +549,12 @@ class Dream:
         detail = "an episode's lesson that passed the outcome gate (" + ev.line() + ")"
         if rule is not None:
             detail += f"; note: it reads like an instruction to a model ({rule.name}: {rule.why})"
+        # What the fact proposals' screen finds besides (hidden characters, look-alike letters: `pypi.оrg` with a
+        # Cyrillic о reads as pypi.org), said on the card the person decides on: an outside attack had such a
+        # lesson accepted with no word of it and installed as a skill
+        found = propose.screen(lesson, key, lesson_title(lesson))
+        if found is not None and found.kind != propose.INSTRUCTION:
+            detail += f"; note: it {found.reason}"
         try:
             self.mem.check_storable(key, lesson, lesson_title(lesson))
         except RefusedWrite:

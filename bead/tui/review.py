@@ -204,6 +204,15 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
     out += _field("what", one_line(e.headline, 200))
     if e.key:
         out += _field("key", one_line(e.key))
+    if e.type:
+        # What accepting writes, beside the current version's type where it differs: an accept of a proposal typed
+        # otherwise turned the person's pinned feedback into a reference, unseen (an outside review).
+        was = e.current.type if e.current is not None and not e.current.sealed else ""
+        out += _field(
+            "type",
+            one_line(e.type)
+            + (f" (the current version is {one_line(was)}: accepting changes it)" if was and was != e.type else ""),
+        )
     if e.reason:
         out += _field("reason", one_line(e.reason, 400))
     if e.proposed is not None:
