@@ -93,6 +93,29 @@ def login_name() -> str:
     return name if _owner(name) is None and name.strip() and name.isprintable() else "owner"
 
 
+def upstream_problem(v: Any) -> str | None:
+    """What is wrong with an upstream base URL, or None: an http(s) URL with a host, and no user name or password in
+    it (httpx would send them as Basic auth in place of the harness's own key, and bead prints the URL in its log
+    and `bead status`), nor a query or fragment (the request's path goes after the base's)."""
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(str(v))
+        u.port  # noqa: B018 - a port that is no number raises here
+    except ValueError:
+        return "is not a URL (for example https://api.anthropic.com)"
+    if u.scheme not in ("http", "https") or not u.hostname:
+        return "must be an http:// or https:// URL with a host (for example https://api.anthropic.com)"
+    if u.username is not None or u.password is not None:
+        return (
+            "holds a user name or password: bead forwards the harness's own credentials and never keeps one; "
+            "take it out of the URL and give the key to the harness"
+        )
+    if u.query or u.fragment or "?" in str(v) or "#" in str(v):
+        return "holds a query or fragment: give the base URL alone"
+    return None
+
+
 def _workers(v: Any) -> str | None:
     return None if v is None or 1 <= v <= 16 else "must be from 1 to 16 (or none: the number of cores, at most 4)"
 
@@ -103,10 +126,11 @@ PROVIDERS = ("ollama", "anthropic", "openai")
 @dataclass(frozen=True)
 class ProxySettings:
     listen: str = setting("127.0.0.1:7077", "loopback address of the proxy", check=_proxy_listen)
-    upstream: str = setting("https://api.anthropic.com", "the real API")
+    upstream: str = setting("https://api.anthropic.com", "the real API", check=upstream_problem)
     openai_upstream: str = setting(
         "https://api.openai.com",
         "where requests under /openai go (any OpenAI-compatible server: the part of its base URL before /v1)",
+        check=upstream_problem,
     )
     project: str | None = setting(None, "project when the harness reports none")
     trace: str | None = setting(None, "append one JSON line per request to this file")

@@ -335,3 +335,16 @@ def test_over_http2_a_large_upload_holds_no_other_request_of_its_connection(serv
         gate.set()
         s.close()
         listener.close()
+
+
+def test_a_header_the_connection_header_names_does_not_go_upstream(served_proxy, raw_upstream):
+    """A header the client's Connection header names is hop-by-hop, as Connection is (RFC 9110, 7.6.1): it went
+    upstream (an outside review). The other headers go as sent."""
+    up = raw_upstream()
+    request = (
+        b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close, X-Secret-Hop\r\nX-Secret-Hop: 1\r\nX-Kept: 2\r\n\r\n"
+    )
+    out = raw_request(served_proxy(upstream_url=up.url).url, request)
+    assert out.startswith(b"HTTP/1.1 200"), out
+    sent = up.requests[0][0].lower()
+    assert b"x-kept: 2" in sent and b"x-secret-hop" not in sent

@@ -74,6 +74,8 @@ SHAPED = {
     "mcp.projects": {"ana@example.com": ["shop", "billing"]},
     "dream.prices": {"claude-haiku-4-5": {"input": 1.0, "output": 5}},
     "proxy.listen": "127.0.0.1:7099",
+    "proxy.upstream": "https://gateway.example.com/anthropic",
+    "proxy.openai_upstream": "http://127.0.0.1:11434",
     "dream.api_key_env": "DREAM_KEY_VARIABLE",
     "rerank.api_key_env": "RERANK_KEY_VARIABLE",
 }

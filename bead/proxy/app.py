@@ -77,6 +77,14 @@ RESPONSE_DROP = HOP_BY_HOP | {"date"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
+def _connection_named(headers: list[tuple[str, str]]) -> frozenset[str]:
+    """The headers a request's Connection header names: hop-by-hop like Connection itself (RFC 9110, 7.6.1), so a
+    proxy removes them (a client's `Connection: close, X-Secret-Hop` went upstream with its X-Secret-Hop)."""
+    return frozenset(
+        name.strip().lower() for k, v in headers if k.lower() == "connection" for name in v.split(",") if name.strip()
+    )
+
+
 _TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,128}")
 
 
@@ -484,7 +492,8 @@ class Proxy:
             prep = await _prepare(engine, work, body, start)
         # As bytes: httpx sends bytes as they are, where a str value holding a character above 0x7f (a project's
         # name in X-Bead-Project) would fail to encode and the request would not go out.
-        out_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in raw_headers if k.lower() not in REQUEST_DROP]
+        hop = REQUEST_DROP | _connection_named(raw_headers)
+        out_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in raw_headers if k.lower() not in hop]
         if rest is not None and "content-length" in headers and "transfer-encoding" not in headers:
             # Sent on as it comes, unchanged: its length as the harness gave it (httpx would frame it in chunks,
             # which some upload endpoints refuse).
