@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import functools
 import hmac
 import http.cookiejar
@@ -559,6 +560,8 @@ class Proxy:
             # as it would without bead, and retry as it would then.
             raise UpstreamBroke(type(exc).__name__) from None
         finally:
+            if up.status_code in NO_BODY or up.request.method == "HEAD":
+                await _drop_connection(up)
             await up.aclose()
             if sniff is not None and not sniff.found and not broke and (rid := sniff.end()):
                 self.engine.chained(prep, rid)  # a whole JSON answer (no stream) names its id only at its end
@@ -566,6 +569,21 @@ class Proxy:
                 self.engine.finished(
                     prep, chunks, up.headers.get("content-type", ""), up.headers.get("content-encoding"), truncated or broke
                 )
+
+
+# Answers that carry no body, whatever their headers say: bytes an upstream sent after one (a 204 with a
+# Content-Length) stayed on the pooled connection and were read as the next request's answer, so one harness's odd
+# answer failed another's request with a 502 (an outside review). Such a connection is not used again.
+NO_BODY = frozenset({204, 304})
+
+
+async def _drop_connection(up: httpx.Response) -> None:
+    """Close the connection ``up`` came on, so the pool does not hand it to another request (httpcore takes a closed
+    socket for one the server closed)."""
+    stream = up.extensions.get("network_stream")
+    if stream is not None:
+        with contextlib.suppress(Exception):
+            await stream.aclose()
 
 
 async def _first_bytes(limit: int) -> tuple[bytes, typing.AsyncIterator[bytes] | None]:
