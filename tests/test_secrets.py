@@ -2123,6 +2123,39 @@ def test_a_password_found_in_one_conversation_is_redacted_when_another_says_it_b
     assert [p for p, d in all_bytes_under(bead_home).items() if password.encode() in d] == []
 
 
+def test_what_one_conversation_shares_with_the_others_is_a_secret_not_a_word_and_stays_looked_for(proxy_client, bead_home):
+    """A README the agent read says `DB_PASSWORD=x86_64`: that conversation redacts the word as it found it, but
+    shared with every other one it took "x86_64" from the person's words there (a review). Only a value no common
+    word is (random letters and digits) is shared; and one shared is still looked for when the other conversation's
+    capture finds a value of its own, however many values are shared (it pushed them out before the search)."""
+    import json
+
+    from conftest import all_bytes_under
+
+    password = "Qz8vLr2TnW4k"
+    planted = "\n".join(f"SERVICE_{i}_PASSWORD=Pw{i:02d}x{r(ALNUM, 10)}" for i in range(63))  # 64 with the password
+    read = [
+        {"role": "user", "content": "read the README"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Read", "input": {"file_path": "README.md"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "DB_PASSWORD=x86_64"}]},
+    ]
+    said = {
+        "readme": read,
+        "builder": [{"role": "user", "content": "build the x86_64 image please"}],
+        "envpaste": [{"role": "user", "content": f"my .env:\n{planted}\nDB_PASSWORD={password}"}],
+        "victim": [{"role": "user", "content": f"NEW_PASSWORD=Zx9cVb8nMm77, and before I typed {password}"}],
+    }
+    proxy = proxy_client()
+    for session, messages in said.items():
+        body = json.dumps({"model": "m", "max_tokens": 16, "messages": messages}).encode()
+        assert proxy.post(body, headers={"X-Bead-Session": session})[0] == 200
+        proxy.settle()
+    raw = {str(p): d for p, d in all_bytes_under(bead_home).items() if "store/raw" in str(p)}
+    assert b"build the x86_64 image please" in b"".join(d for p, d in raw.items() if "builder" in p)
+    victim = b"".join(d for p, d in raw.items() if "victim" in p)
+    assert b"and before I typed" in victim and password.encode() not in victim and b"Zx9cVb8nMm77" not in victim
+
+
 def test_a_key_split_by_an_invisible_character_or_in_full_width_letters_never_reaches_the_raw_file(
     proxy_client, bead_home, upstream
 ):

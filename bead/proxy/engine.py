@@ -43,7 +43,7 @@ from typing import Any
 
 from .. import budget
 from .. import files as safe
-from ..capture.secrets import PRINTED, keep_found, redact_messages, ruleset
+from ..capture.secrets import PRINTED, keep_found, redact_known, redact_messages, repeatable, ruleset
 from ..config import Config
 from ..conversation import Conversation, Identity, delegated, identify, names_session, one_turn_each, untyped
 from ..core import capture
@@ -1052,16 +1052,19 @@ class Engine:
         own = self._known_found(ident.id)
         with self._printed_lock:
             others = {v: r for v, r in self._found_all.items() if v not in own}
-        known = {**others, **own}
-        before = set(known)
-        out = capture.capture(mem, ident, turns, epoch, known)
+        if others:
+            # Redacted before the capture's own scan, so that a value this capture finds does not push them out of
+            # what is looked for (the conversation's own values are kept apart, REPEATS_KEPT of them).
+            turns = [dataclasses.replace(t, text=redact_known(t.text, others)) for t in turns]
+        before = set(own)
+        out = capture.capture(mem, ident, turns, epoch, own)
         with self._printed_lock:
-            for value, rule in known.items():
-                if value not in before:  # found in these turns: this conversation's, and every other's to look for
-                    keep_found(own, value, rule)
+            for value, rule in own.items():
+                # Found in these turns, and a value no common word is (`repeatable` as for a value no name stands
+                # before): every other conversation looks for it too. Not `x86_64` after `DB_PASSWORD=` in a README the
+                # agent read, which would then be taken from every conversation's log (a review).
+                if value not in before and repeatable(value):
                     keep_found(self._found_all, value, rule)
-            for value in own.keys() - self._found_all.keys():
-                keep_found(self._found_all, value, own[value])
         return out
 
     def _forget_epoch(self) -> str | None:
