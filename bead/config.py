@@ -93,27 +93,18 @@ def login_name() -> str:
     return name if _owner(name) is None and name.strip() and name.isprintable() else "owner"
 
 
-def upstream_problem(v: Any) -> str | None:
-    """What is wrong with an upstream base URL, or None: an http(s) URL with a host, and no user name or password in
-    it (httpx would send them as Basic auth in place of the harness's own key, and bead prints the URL in its log
-    and `bead status`), nor a query or fragment (the request's path goes after the base's)."""
-    from urllib.parse import urlsplit
+def shown_url(url: str) -> str:
+    """``url`` as bead prints it (its log line, `GET /bead/health`, `bead status`): a user name and password in it (a
+    gateway's Basic auth, which httpx sends upstream) as `***`, never themselves."""
+    from urllib.parse import urlsplit, urlunsplit
 
     try:
-        u = urlsplit(str(v))
-        u.port  # noqa: B018 - a port that is no number raises here
+        u = urlsplit(str(url))
     except ValueError:
-        return "is not a URL (for example https://api.anthropic.com)"
-    if u.scheme not in ("http", "https") or not u.hostname:
-        return "must be an http:// or https:// URL with a host (for example https://api.anthropic.com)"
-    if u.username is not None or u.password is not None:
-        return (
-            "holds a user name or password: bead forwards the harness's own credentials and never keeps one; "
-            "take it out of the URL and give the key to the harness"
-        )
-    if u.query or u.fragment or "?" in str(v) or "#" in str(v):
-        return "holds a query or fragment: give the base URL alone"
-    return None
+        return "(a URL bead cannot read)"
+    if "@" not in u.netloc:
+        return str(url)
+    return urlunsplit((u.scheme, "***@" + u.netloc.rsplit("@", 1)[1], u.path, u.query, u.fragment))
 
 
 def _workers(v: Any) -> str | None:
@@ -126,11 +117,10 @@ PROVIDERS = ("ollama", "anthropic", "openai")
 @dataclass(frozen=True)
 class ProxySettings:
     listen: str = setting("127.0.0.1:7077", "loopback address of the proxy", check=_proxy_listen)
-    upstream: str = setting("https://api.anthropic.com", "the real API", check=upstream_problem)
+    upstream: str = setting("https://api.anthropic.com", "the real API")
     openai_upstream: str = setting(
         "https://api.openai.com",
         "where requests under /openai go (any OpenAI-compatible server: the part of its base URL before /v1)",
-        check=upstream_problem,
     )
     project: str | None = setting(None, "project when the harness reports none")
     trace: str | None = setting(None, "append one JSON line per request to this file")

@@ -93,3 +93,16 @@ def test_health(start_proxy):
         data = json.loads(r.read())
     assert data["ok"] is True and "version" in data and data["errors"] == 0
     assert data["index"] == "ok" and data["current_facts"] == 0 and "uptime_s" in data
+
+
+def test_an_upstreams_user_name_and_password_are_never_shown(start_proxy, upstream):
+    """A gateway's Basic auth in the upstream URL (`http://gw:PASSWORD@host`, which httpx sends upstream) was
+    printed whole in the service log's first line and in `GET /bead/health`, which `bead status` shows (an outside
+    attack): both show `***` in its place."""
+    host = upstream.url.split("://", 1)[1]
+    url = start_proxy(upstream_url=f"http://gw:GATEWAYSECRET@{host}")
+    with urllib.request.urlopen(url + "/bead/health") as r:
+        data = json.loads(r.read())
+    assert data["upstream"] == f"http://***@{host}" and "GATEWAYSECRET" not in json.dumps(data)
+    log = start_proxy.logs[-1].read_text()
+    assert f"-> http://***@{host}" in log and "GATEWAYSECRET" not in log

@@ -31,9 +31,8 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
     """
     import sys
 
-    from ..config import upstream_problem
+    from ..config import shown_url
     from ..core.memory import Memory
-    from ..errors import InvalidArgument
     from ..log import setup_logging
     from ..proxy.app import create_app, prepare
     from ..proxy.engine import Engine
@@ -47,9 +46,6 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
     host, port = parse_listen(listen or config.proxy.listen)
     upstream = upstream or config.proxy.upstream
     openai_upstream = openai_upstream or config.proxy.openai_upstream
-    for option, url in (("--upstream", upstream), ("--openai-upstream", openai_upstream)):
-        if (problem := upstream_problem(url)) is not None:
-            raise InvalidArgument(f"{option} {problem}", f"give {option} a base URL such as https://api.anthropic.com")
     n = workers or config.proxy.workers or default_workers()
     mem.index  # noqa: B018 - built here if missing, once, not by each worker
     mem.close()
@@ -61,7 +57,7 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
         if semantic.available():
             import numpy  # noqa: F401 - the workers' rescoring needs it: imported once, shared after the fork
     shown = f"[{host}]" if ":" in host else host
-    line = f"bead proxy on http://{shown}:{port} -> {upstream} (/openai -> {openai_upstream})"
+    line = f"bead proxy on http://{shown}:{port} -> {shown_url(upstream)} (/openai -> {shown_url(openai_upstream)})"
     if n > 1:
         line += f", {n} workers"
 

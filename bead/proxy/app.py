@@ -46,6 +46,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from .. import __version__
 from ..capture.secrets import ruleset
+from ..config import shown_url
 from ..errors import BeadError
 from ..ports import CHALLENGE, bound_address, health_proof
 from ..token import load_token
@@ -369,8 +370,8 @@ class Proxy:
                     "ok": True,
                     "version": __version__,
                     "build": build_id(),
-                    "upstream": str(self.bases["anthropic"]),
-                    "openai_upstream": str(self.bases["openai"]),
+                    "upstream": shown_url(str(self.bases["anthropic"])),
+                    "openai_upstream": shown_url(str(self.bases["openai"])),
                     "home": str(self.engine.home.root),
                     **self.engine.health(),
                     **state_,
