@@ -394,3 +394,14 @@ def test_an_answer_that_may_carry_no_body_but_sends_one_fails_no_other_request(s
         assert served == [b"GET /v1/odd HTTP/1.1", b"GET /v1/models HTTP/1.1"]
     finally:
         server.close()
+
+
+def test_a_header_the_answers_connection_header_names_does_not_reach_the_harness(served_proxy, raw_upstream):
+    """The same rule for an answer (a review): the upstream's `Connection: close, X-Up-Hop` named a header that is
+    its hop's, not the harness's."""
+    up = raw_upstream(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close, x-up-hop\r\nx-up-hop: 1\r\n"
+        b"x-kept: 2\r\ncontent-length: 2\r\n\r\nok"
+    )
+    out = get(served_proxy(upstream_url=up.url).url, b"/v1/models").lower()
+    assert out.startswith(b"http/1.1 200") and b"x-kept: 2" in out and b"x-up-hop" not in out

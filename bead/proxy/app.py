@@ -80,8 +80,9 @@ METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
 def _connection_named(headers: list[tuple[str, str]]) -> frozenset[str]:
-    """The headers a request's Connection header names: hop-by-hop like Connection itself (RFC 9110, 7.6.1), so a
-    proxy removes them (a client's `Connection: close, X-Secret-Hop` went upstream with its X-Secret-Hop)."""
+    """The headers a message's Connection header names: hop-by-hop like Connection itself (RFC 9110, 7.6.1), so a
+    proxy removes them, from a request and an answer (a client's `Connection: close, X-Secret-Hop` went upstream with
+    its X-Secret-Hop)."""
     return frozenset(
         name.strip().lower() for k, v in headers if k.lower() == "connection" for name in v.split(",") if name.strip()
     )
@@ -524,6 +525,7 @@ class Proxy:
         # HTTP says to settle by the chunks) would announce another length than the bytes relayed, and the harness's
         # client would drop the answer.
         drop = RESPONSE_DROP | ({"content-length"} if "transfer-encoding" in up.headers else set())
+        drop |= _connection_named([(k.decode("latin-1"), v.decode("latin-1")) for k, v in up.headers.raw])
         resp_headers = [
             (k.decode("latin-1"), v.decode("latin-1")) for k, v in up.headers.raw if k.decode("latin-1").lower() not in drop
         ]
