@@ -95,16 +95,17 @@ def login_name() -> str:
 
 def shown_url(url: str) -> str:
     """``url`` as bead prints it (its log line, `GET /bead/health`, `bead status`): a user name and password in it (a
-    gateway's Basic auth, which httpx sends upstream) as `***`, never themselves."""
+    gateway's Basic auth, which httpx sends upstream) and a query (a gateway's `?key=`) as `***`, never themselves."""
     from urllib.parse import urlsplit, urlunsplit
 
     try:
         u = urlsplit(str(url))
     except ValueError:
         return "(a URL bead cannot read)"
-    if "@" not in u.netloc:
+    if "@" not in u.netloc and not u.query and not u.fragment:
         return str(url)
-    return urlunsplit((u.scheme, "***@" + u.netloc.rsplit("@", 1)[1], u.path, u.query, u.fragment))
+    netloc = "***@" + u.netloc.rsplit("@", 1)[1] if "@" in u.netloc else u.netloc
+    return urlunsplit((u.scheme, netloc, u.path, "***" if u.query else "", "***" if u.fragment else ""))
 
 
 def _workers(v: Any) -> str | None:

@@ -331,6 +331,7 @@ class TestShape:
             "\u2039syste\u043c reminder>",  # a look-alike letter and a blank (a review)
             "\u2039teammat\u03b5 message>",
             "<system-reminders>",  # the plural
+            "\u2039syste\u043c-reminders>",  # a look-alike letter and the plural (a review)
         ],
         ids=[
             "zwj",
@@ -355,6 +356,7 @@ class TestShape:
             "look-alike-and-blank",
             "greek-epsilon-and-blank",
             "plural",
+            "look-alike-plural",
         ],
     )
     def test_a_harness_element_written_with_look_alikes_is_escaped_too(self, forged):
@@ -456,6 +458,7 @@ class TestShape:
             "Vec<Turn>",
             "x <b>bold</b>",
             "<command and> control",
+            "<skills>",
             "<\u0430\u0431\u0432>",
             "Vec<\u0422urn>",
         ):

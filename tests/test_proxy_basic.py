@@ -98,11 +98,12 @@ def test_health(start_proxy):
 def test_an_upstreams_user_name_and_password_are_never_shown(start_proxy, upstream):
     """A gateway's Basic auth in the upstream URL (`http://gw:PASSWORD@host`, which httpx sends upstream) was
     printed whole in the service log's first line and in `GET /bead/health`, which `bead status` shows (an outside
-    attack): both show `***` in its place."""
+    attack), and so was a gateway's key in a query (a review): both show `***` in their place."""
     host = upstream.url.split("://", 1)[1]
-    url = start_proxy(upstream_url=f"http://gw:GATEWAYSECRET@{host}")
+    url = start_proxy("--openai-upstream", f"http://{host}/?key=QUERYSECRET", upstream_url=f"http://gw:GATEWAYSECRET@{host}")
     with urllib.request.urlopen(url + "/bead/health") as r:
         data = json.loads(r.read())
-    assert data["upstream"] == f"http://***@{host}" and "GATEWAYSECRET" not in json.dumps(data)
+    assert data["upstream"] == f"http://***@{host}" and data["openai_upstream"] == f"http://{host}/?***"
+    assert "SECRET" not in json.dumps(data)
     log = start_proxy.logs[-1].read_text()
-    assert f"-> http://***@{host}" in log and "GATEWAYSECRET" not in log
+    assert f"-> http://***@{host}" in log and "SECRET" not in log

@@ -185,6 +185,15 @@ def _fakes() -> list[tuple[str, str, str]]:
         r(HEX, 32),
     )
     add("credentials-pair-assignment", "BASIC_AUTH=admin:{s}", "Ba5!cQz8Lp")
+    # a review's: what the first mends let through again
+    add("credentials-pair-assignment", "BASIC_AUTH=admin:{s}", "Xk9/mQ2zLp+7w")
+    add("credentials-pair-assignment", "BASIC_AUTH=admin:{s}", "maple-quartz-lantern-orbit")
+    add("password-said-in-prose", "the wifi pw={s}", "Xk9mQ2zLp")
+    add("password-said-in-prose", "my pw: {s}", "Summer2024-Blue")
+    add("password-said-in-prose", "the password for staging db is {s}", "Welcome1-Staging")
+    add("password-in-prose-intl", "Wi-Fi parolası: {s}", "Xk9mQ2zLp7")
+    add("password-in-prose", "la password dell'utente admin è {s}", "Xk9mQ2zLp7")
+    add("password-in-prose", "la password è : {s}", "Xk9mQ2zLp7")
     add("credentials-pair-assignment", "GPG_PASSPHRASE={s}", "plume crater sixty walnut")
     add("password-in-prose", "la password del db è {s}", "It4l!aQz8L")
     add("password-in-prose", "La password è: {s}", "It4l!aQz8L")
@@ -769,6 +778,8 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    "The password format is base64-encoded; The password offset is 0x1F4A2B",
+    "The password form is React-hook-form-based",
     # A review's: what the new prose, query, pair and Wi-Fi rules took that holds no secret
     "The default token is GITHUB_TOKEN, provided by Actions.",
     "the CSRF token is X-CSRF-Token; This token is HMAC-SHA256 signed.",
@@ -1826,6 +1837,15 @@ def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(m
         "python3 -c 'import secrets; print(secrets.token_hex(32))'",
         "ruby -e 'require \"securerandom\"; puts SecureRandom.hex(32)'",
         "jq -r .token x.json",
+        # a review's: the interpreter reached another way, a heredoc, sed scripts holding | or ;
+        "python3 - <<'EOF'\nimport secrets\nprint(secrets.token_hex(32))\nEOF",
+        "uv run python -c 'import secrets; print(secrets.token_urlsafe(32))'",
+        "cd app && .venv/bin/python -c 'import secrets; print(secrets.token_hex(32))'",
+        "node -p \"require('crypto').randomBytes(32).toString('hex')\"",
+        "< /dev/urandom tr -dc A-Za-z0-9 | head -c 32",
+        "cat .env | grep PASSWORD | sed 's/.*=//'",
+        "sed -n 's|^DB_PASSWORD=||p' .env",
+        "sed -e 's/^DB_PASSWORD=//;t;d' .env",
         "head -c 32 /dev/urandom | base64",
         "node -e \"console.log(require('crypto').randomBytes(32).toString('hex'))\"",
         "bin/rails secret",
@@ -1984,6 +2004,10 @@ def test_a_message_of_several_bash_mode_commands_is_redacted_where_any_prints_a_
         "rg get_random_secret_key",
         "jq '.usage.output_tokens' run.json",
         "grep -rn PASSWORD docs/ | sed 's/^/  /'",
+        "jq -r '.max_tokens' c.json",
+        "jq .name my-repo/tokens.json",
+        "rg -n token src | awk -F: '{print $1}'",
+        "rg 'secrets.token_hex' src",
     ],
 )
 def test_a_command_that_only_names_a_secret_prints_none(command):
@@ -2096,16 +2120,17 @@ def test_a_printed_secret_a_later_message_of_the_request_says_again_is_redacted_
     assert PRINTED_PASSWORD.encode() not in raw and b"I'll check it works." in raw and b"1 row" in raw
 
 
-def test_a_password_found_in_one_conversation_is_redacted_when_another_says_it_bare(proxy_client, bead_home, upstream):
+@pytest.mark.parametrize("password", ["Qz8vLr2TnW4k", "Summer2024!"])
+def test_a_password_found_in_one_conversation_is_redacted_when_another_says_it_bare(proxy_client, bead_home, upstream, password):
     """The person pastes a `.env` in one session and, in the next, says its password bare ("I typed X at the
     prompt"): a value the scan found was looked for only in its own conversation, so the second session's raw log
-    held it (an outside attack). The proxy now looks for the newest values found in any conversation."""
+    held it (an outside attack). The proxy now looks for the newest values found in any conversation, a password
+    made of words too (`Summer2024!`, which a review found no longer shared)."""
     import json
 
     from conftest import all_bytes_under
     from fakes import Reply
 
-    password = "Qz8vLr2TnW4k"
     trace = bead_home / "trace.jsonl"  # the trace quotes each turn's cues: it must not hold the value either
     proxy = proxy_client(trace=trace)
     for session, said in (
@@ -2142,7 +2167,8 @@ def test_what_one_conversation_shares_with_the_others_is_a_secret_not_a_word_and
     said = {
         "readme": read,
         "builder": [{"role": "user", "content": "build the x86_64 image please"}],
-        "envpaste": [{"role": "user", "content": f"my .env:\n{planted}\nDB_PASSWORD={password}"}],
+        # the password first, so that it is the oldest of the 64 values shared: the one a new value pushed out
+        "envpaste": [{"role": "user", "content": f"my .env:\nDB_PASSWORD={password}\n{planted}"}],
         "victim": [{"role": "user", "content": f"NEW_PASSWORD=Zx9cVb8nMm77, and before I typed {password}"}],
     }
     proxy = proxy_client()

@@ -1053,22 +1053,30 @@ _PRINTS_SECRET = compile_linear(
     r"|(?:token|secret|password|passwd|credentials)s?(?:\.(?:txt|json))?(?:[\s;|&)]|$))"
     r"|kubectl\b[^\n]{0,200}\bsecrets?\b[^\n]{0,300}(?:\.data\b|base64[ \t]+(?:-d|--decode))"
     r")"
-    # a secret made up on the spot: Python's secrets module, Django's key maker, Node's randomBytes, bytes of
-    # /dev/urandom, a base64 decoding (a Kubernetes secret's value, copied from one call into the next)
-    # (each where a command starts: a search for these words, `rg get_random_secret_key`, prints none)
-     + r"|(?i)" + _CMD + r"(?:(?:python3?|node|ruby|php|perl|deno|bun)\b[^\n]{0,40}[ \t]-[A-Za-z]*[ceE][ \t][^\n]{0,300}"
-    r"(?:secrets\.token_(?:hex|urlsafe|bytes)\b|get_random_secret_key\b|randomBytes\b|SecureRandom\b)"
-    r"|(?:head|dd|tr|od|xxd|hexdump|base64|cat)\b[^\n|;&]{0,200}/dev/u?random\b"
-    r"|base64[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decode|-D)\b"
-    r"|(?:jq|yq)\b[^\n|;&]{0,200}-r[^\n|;&]{0,200}(?:password|secret|token|api_?key)"
-    r"|(?:jq|yq)\b[^\n|;&]{0,200}\.(?:password|passwd|secret|token|api_?key|access_?key)(?:[\"'\s]|$)"
-    # a secret's line of .env cut to its value: sed's substitution of NAME=, grep -o of NAME=, sed after a grep of it
-    r"|sed\b[^\n|;&]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)=[^\n|;&]{0,200}\.env\b"
-    r"|grep[ \t]+-[A-Za-z]*o[A-Za-z]*\b[^\n|;&]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)="
-    r"|grep\b[^\n|;&]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n|;&]{0,200}\.env\b[^\n|;&]{0,50}\|[ \t]*sed\b)"
+    # a secret made up on the spot, by its call (a search for the word, `rg get_random_secret_key`, holds no call):
+    # Python's secrets module and Django's key maker, Node's randomBytes, Ruby's SecureRandom, however the
+    # interpreter is reached (`uv run python -c`, `.venv/bin/python`, a heredoc, `node -p`)
+     + r"|\bsecrets\.token_(?:hex|urlsafe|bytes)\([^\n)]{0,40}\)|\bget_random_secret_key\(\)"
+    r"|\brandomBytes\([ \t]*\d{1,4}[ \t]*\)|\bSecureRandom\.(?:hex|base64|urlsafe_base64|alphanumeric|random_bytes)\b"
+    # bytes of /dev/urandom made into text (`head -c 32 /dev/urandom | base64`, `< /dev/urandom tr -dc A-Za-z0-9`)
+     + r"|\b(?:head|dd|tr|od|xxd|hexdump|base64|openssl)\b[^\n|;&]{0,200}/dev/u?random\b"
+    r"|/dev/u?random\b[^\n]{0,40}(?:\|[ \t]*|[ \t])(?:head|tr|base64|xxd|od|hexdump)\b"
+    # a base64 decoding where a command starts (a Kubernetes secret's value, copied from one call into the next)
+    + r"|(?i)"
+    + _CMD
+    + r"base64[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decode|-D)\b"
+    # jq or yq reading a key path that ends in a secret's word (`.password`, `.data.token`, `.auth_token`; not
+    # `.max_tokens`, not a file named tokens.json)
+    + r"|(?i)\b(?:jq|yq)\b[^\n|;&]{0,200}\.(?:[A-Za-z0-9-]*_)?(?:password|passwd|secret|token|api_?key|access_?key)"
+    r"(?:[\]\"'\s|,}]|$)"
+    # a secret's line of .env cut to its value: sed's substitution of NAME= (its script may hold | or ;), grep -o of
+    # NAME=, a sed that strips what stands before the `=` after a grep of the name
+     + r"|(?i)\bsed\b[^\n]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)=[^\n]{0,200}\.env\b"
+    r"|\bgrep[ \t]+-[A-Za-z]*o[A-Za-z]*\b[^\n|;&]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)="
+    r"|(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,100}\|[ \t]*sed\b[^\n|]{0,60}s[/|#,:]\^?(?:\.\*|\[\^=\]\*)="
     + r"|(?i)\b(?:cut|awk)\b[^\n]{0,200}(?:-d|-F)[ \t]*['\"]?=[^\n]{0,200}(?:\.env|\.netrc|credentials|secrets?)\b"
     + r"|(?i)(?:\.env|credentials)\b[^\n]{0,200}\|[^\n]{0,100}\b(?:cut|awk)\b[^\n]{0,100}(?:-d|-F)[ \t]*['\"]?="
-    + r"|(?i)(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,100}\|[ \t]*(?:cut|awk)\b"
+    + r"|(?i)(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,100}\|[ \t]*(?:cut|awk)\b[^\n|]{0,40}(?:-d|-F)[ \t]*['\"]?="
 )
 PRINTED = "printed-secret"  # the rule id a word of such an output is redacted as
 _WORD = re.compile(r"\S{8,}")

@@ -151,6 +151,15 @@ class Prepared:
     epoch: str | None = None
 
 
+def _shared(value: str) -> bool:
+    """Whether a value one conversation's capture found is looked for in every other's: one no common word is
+    (``repeatable`` as for a value no name stands before: random letters and digits), or one a secret's name stood
+    before that has a capital letter among its letters (`Summer2024!`, `Welcome1-Staging`). Not `x86_64`,
+    `gpt-4o-mini` or `localhost:5432` after `DB_PASSWORD=` in a README the agent read, which would then be taken from
+    every conversation's log (a review); nor `hunter22`, which reads as they do."""
+    return repeatable(value) or (repeatable(value, named=True) and any(c.isupper() for c in value))
+
+
 def _scrubbed(value: Any, values: dict[str, str]) -> Any:
     """``value`` (a trace entry) with each of ``values`` (a secret the conversation's capture found or a command
     printed, to its rule) redacted in every string: the trace quotes the turn's words, which its cues redact by the
@@ -1051,19 +1060,19 @@ class Engine:
             turns[0].flags["batch"] = batch
         own = self._known_found(ident.id)
         with self._printed_lock:
-            others = {v: r for v, r in self._found_all.items() if v not in own}
+            known = dict(own)  # the capture adds what it finds to a copy: another request's thread reads ``own``
+            others = {v: r for v, r in self._found_all.items() if v not in known}
         if others:
             # Redacted before the capture's own scan, so that a value this capture finds does not push them out of
             # what is looked for (the conversation's own values are kept apart, REPEATS_KEPT of them).
             turns = [dataclasses.replace(t, text=redact_known(t.text, others)) for t in turns]
-        before = set(own)
-        out = capture.capture(mem, ident, turns, epoch, own)
+        out = capture.capture(mem, ident, turns, epoch, known)
         with self._printed_lock:
-            for value, rule in own.items():
-                # Found in these turns, and a value no common word is (`repeatable` as for a value no name stands
-                # before): every other conversation looks for it too. Not `x86_64` after `DB_PASSWORD=` in a README the
-                # agent read, which would then be taken from every conversation's log (a review).
-                if value not in before and repeatable(value):
+            for value, rule in known.items():
+                if value in own:
+                    continue
+                keep_found(own, value, rule)
+                if _shared(value):
                     keep_found(self._found_all, value, rule)
         return out
 

@@ -202,9 +202,13 @@ def _names_a_harness_tag(text: str, j: int, more: frozenset[str] = frozenset()) 
         j += 1
     if j == stop < n:  # padding to the scan's end
         return True
-    if read in known or (read.endswith("s") and read[:-1] in known):  # `<system-reminders>` reads as one too
+    # `<system-reminders>` reads as one too (a name of eight letters or more: `<skills>` is prose's)
+    plural = len(read) > 8 and read.endswith("s")
+    if read in known or (plural and read[:-1] in known):
         return True
-    return (not read.isascii() or any(not ch.isascii() for _, ch in letters)) and _reads_as_one(letters, known)
+    if read.isascii() and all(ch.isascii() for _, ch in letters):
+        return False
+    return _reads_as_one(letters, known) or (plural and _reads_as_one(letters[:-1], known))
 
 
 def _reads_as_one(letters: list[tuple[str, str]], known: frozenset[str], prefix: bool = False) -> bool:
