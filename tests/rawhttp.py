@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 
 
 class RawUpstream:
     """A TCP server on 127.0.0.1: records each request (its head's bytes, its body by Content-Length) and answers
-    ``response`` as it is, then closes the connection."""
+    ``response`` as it is (or what ``response`` answers the request's head, where it is a function), then closes the
+    connection; with ``keep_alive``, reads the next request on the same connection instead."""
 
-    def __init__(self, response: bytes):
+    def __init__(self, response: bytes | Callable[[bytes], bytes], keep_alive: bool = False):
         self.response = response
+        self.keep_alive = keep_alive
         self.requests: list[tuple[bytes, bytes]] = []
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
@@ -29,24 +32,28 @@ class RawUpstream:
     def _handle(self, conn: socket.socket) -> None:
         with conn:
             buf = b""
-            while b"\r\n\r\n" not in buf:
-                chunk = conn.recv(65536)
-                if not chunk:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                while len(buf) < length:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+                body, buf = buf[:length], buf[length:]
+                self.requests.append((head, body))
+                conn.sendall(self.response(head) if callable(self.response) else self.response)
+                if not self.keep_alive:
                     return
-                buf += chunk
-            head, _, body = buf.partition(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            while len(body) < length:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                body += chunk
-            self.requests.append((head, body))
-            conn.sendall(self.response)
 
     def close(self) -> None:
         self.sock.close()

@@ -354,46 +354,21 @@ def test_an_answer_that_may_carry_no_body_but_sends_one_fails_no_other_request(s
     """An upstream's 204 with a body (a Content-Length, then bytes) left the bytes on the pooled connection, and the
     next request, any harness's, read them as its answer's status line: bead's 502, after the request had gone
     upstream (an outside review). The connection of an answer that carries no body is not used again."""
-    import threading
 
-    server = socket.create_server(("127.0.0.1", 0))
-    served: list[bytes] = []
+    def answer(head: bytes) -> bytes:
+        if head.startswith(b"GET /v1/odd "):
+            return b"HTTP/1.1 204 No Content\r\ncontent-length: 5\r\n\r\nhello"
+        return b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\nok"
 
-    def keep_alive(conn: socket.socket) -> None:
-        buf = b""
-        with conn:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    buf += chunk
-                head, _, buf = buf.partition(b"\r\n\r\n")
-                served.append(head.split(b"\r\n")[0])
-                odd = head.startswith(b"GET /v1/odd ")
-                conn.sendall(
-                    b"HTTP/1.1 204 No Content\r\ncontent-length: 5\r\n\r\nhello"
-                    if odd
-                    else b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\nok"
-                )
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            threading.Thread(target=keep_alive, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
+    up = RawUpstream(answer, keep_alive=True)
     try:
-        url = served_proxy(upstream_url=f"http://127.0.0.1:{server.getsockname()[1]}").url
+        url = served_proxy(upstream_url=up.url).url
         assert get(url, b"/v1/odd").startswith(b"HTTP/1.1 204")
         after = get(url, b"/v1/models")
         assert after.startswith(b"HTTP/1.1 200") and after.endswith(b"ok"), after
-        assert served == [b"GET /v1/odd HTTP/1.1", b"GET /v1/models HTTP/1.1"]
+        assert [head.split(b"\r\n")[0] for head, _ in up.requests] == [b"GET /v1/odd HTTP/1.1", b"GET /v1/models HTTP/1.1"]
     finally:
-        server.close()
+        up.close()
 
 
 def test_a_header_the_answers_connection_header_names_does_not_reach_the_harness(served_proxy, raw_upstream):
