@@ -194,6 +194,12 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("password-in-prose-intl", "Wi-Fi parolası: {s}", "Xk9mQ2zLp7")
     add("password-in-prose", "la password dell'utente admin è {s}", "Xk9mQ2zLp7")
     add("password-in-prose", "la password è : {s}", "Xk9mQ2zLp7")
+    # the third review's: longer names, a paren, more Italian
+    add("credentials-pair-assignment", "REGISTRY_CREDENTIALS_B64=admin:{s}", "Xk9mQ2zLp7")
+    add("credentials-pair-assignment", "TRAEFIK_BASIC_AUTH_USERS=admin:{s}", "Xk9mQ2zLp7")
+    add("password-said-in-prose", "(pw={s})", "Xk9mQ2zLp7")
+    add("password-in-prose", "la password dell'account di staging è {s}", "Xk9mQ2zLp7")
+    add("password-in-prose", "La password per il db è {s}", "Xk9mQ2zLp7")
     add("credentials-pair-assignment", "GPG_PASSPHRASE={s}", "plume crater sixty walnut")
     add("password-in-prose", "la password del db è {s}", "It4l!aQz8L")
     add("password-in-prose", "La password è: {s}", "It4l!aQz8L")
@@ -778,6 +784,7 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    "pw: Base64-encoded; pw → Argon2id-hashed; pw: Python3-compatible; pw: Node18-alpine; pw: OAuth2-only",
     "The password format is base64-encoded; The password offset is 0x1F4A2B",
     "The password form is React-hook-form-based",
     # A review's: what the new prose, query, pair and Wi-Fi rules took that holds no secret
@@ -792,7 +799,6 @@ BENIGN = [
     "img.png?pw=1280&ph=720",
     "DOCKER_CREDS=registry.example.com:5000/v2/token",
     "HTTP_AUTH: basic:realm=staging",
-    "CREDENTIALS_PROVIDER=aws:sts-assume-role",
     "?next=/&pass=reset_flow",
     "usage: wpa_passphrase <ssid> [passphrase]",
     "La parola chiave è `async_await`",
@@ -1846,6 +1852,20 @@ def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(m
         "cat .env | grep PASSWORD | sed 's/.*=//'",
         "sed -n 's|^DB_PASSWORD=||p' .env",
         "sed -e 's/^DB_PASSWORD=//;t;d' .env",
+        # the third review's: a grep of .env cut by sed or awk, camelCase, bracketed and quoted keys, calls with
+        # other arguments, other generators, grep -E -o and rg -o
+        "grep DB_PASSWORD .env | sed 's/DB_PASSWORD=//'",
+        "grep DB_PASSWORD .env | awk '{split($0,a,\"=\"); print a[2]}'",
+        "jq -r .accessToken ~/.aws/sso/cache/x.json",
+        "jq -r '.data[\"db-password\"] | @base64d' s.json",
+        "jq -r '.data.\"db-password\"' s.json",
+        "node -e \"console.log(require('crypto').randomBytes(n).toString('hex'))\"",
+        "ruby -e 'puts SecureRandom.base58(24)'",
+        "python -c 'from secrets import token_urlsafe; print(token_urlsafe(32))'",
+        "python3 -c 'import os; print(os.urandom(32).hex())'",
+        "python3 -m base64 -d <<< c2VjcmV0",
+        "grep -E -o 'DB_PASSWORD=.*' .env",
+        "rg -o 'DB_PASSWORD=(.*)' -r '$1' .env",
         "head -c 32 /dev/urandom | base64",
         "node -e \"console.log(require('crypto').randomBytes(32).toString('hex'))\"",
         "bin/rails secret",
@@ -2008,6 +2028,11 @@ def test_a_message_of_several_bash_mode_commands_is_redacted_where_any_prints_a_
         "jq .name my-repo/tokens.json",
         "rg -n token src | awk -F: '{print $1}'",
         "rg 'secrets.token_hex' src",
+        'grep -rn "randomBytes(32)" src/',
+        "git grep -n 'SecureRandom.hex'",
+        "git log -S 'get_random_secret_key()'",
+        "jq '.data.next_token' x.json",
+        "cat tokenizer_config.json | jq .bos_token",
     ],
 )
 def test_a_command_that_only_names_a_secret_prints_none(command):
@@ -3323,3 +3348,29 @@ def test_a_password_a_tool_typed_is_redacted_where_the_answer_says_it_again(prox
     proxy.settle()
     raw = "".join(d.decode("utf-8") for p, d in all_bytes_under(bead_home).items() if "store/raw" in str(p))
     assert "into the password field" in raw and FOUND_PASSWORD not in raw
+
+
+@pytest.mark.parametrize(
+    "value, shared",
+    [
+        ("Qz8vLr2TnW4k", True),
+        ("Summer2024!", True),
+        ("Welcome1-Staging", True),
+        ("7c4e9a1b2c3d4e5f60718293a4b5c6d7", True),
+        ("x86_64", False),
+        ("gpt-4o-mini", False),
+        ("GPT-4o", False),
+        ("Llama-3.1-8B", False),
+        ("localhost:5432", False),
+        ("Django-Insecure-Key", False),
+        ("hunter22", False),
+    ],
+)
+def test_only_a_value_no_common_word_is_is_looked_for_in_other_conversations(value, shared):
+    """What a conversation's capture found after a secret's name (a README's `DB_PASSWORD=x86_64`, an `.env`'s model
+    name under `*_KEY`) is looked for in every other conversation only where no common word or name reads so: a
+    password of capitals, small letters and digits, or random letters and digits (reviews found common words taken
+    from every conversation's log)."""
+    from bead.proxy.engine import _shared
+
+    assert _shared(value) is shared

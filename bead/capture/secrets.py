@@ -1053,26 +1053,30 @@ _PRINTS_SECRET = compile_linear(
     r"|(?:token|secret|password|passwd|credentials)s?(?:\.(?:txt|json))?(?:[\s;|&)]|$))"
     r"|kubectl\b[^\n]{0,200}\bsecrets?\b[^\n]{0,300}(?:\.data\b|base64[ \t]+(?:-d|--decode))"
     r")"
-    # a secret made up on the spot, by its call (a search for the word, `rg get_random_secret_key`, holds no call):
-    # Python's secrets module and Django's key maker, Node's randomBytes, Ruby's SecureRandom, however the
-    # interpreter is reached (`uv run python -c`, `.venv/bin/python`, a heredoc, `node -p`)
-     + r"|\bsecrets\.token_(?:hex|urlsafe|bytes)\([^\n)]{0,40}\)|\bget_random_secret_key\(\)"
-    r"|\brandomBytes\([ \t]*\d{1,4}[ \t]*\)|\bSecureRandom\.(?:hex|base64|urlsafe_base64|alphanumeric|random_bytes)\b"
+    # a secret made up on the spot: a generator's call run by an interpreter, however it is reached (`uv run
+    # python -c`, `.venv/bin/python`, a heredoc, `node -p`, `ruby -e`); a search for the call (`grep -rn
+    # "randomBytes(32)"`, `git log -S`) runs none
+     + r"|(?i)\b(?:python[0-9.]*|node|ruby|php|perl|deno|bun|irb)\b(?s:.){0,300}?"
+    r"(?:\btoken_(?:hex|urlsafe|bytes)\(|\bget_random_secret_key\b|\bos\.urandom\(|\brandomBytes\(|\brandom_bytes\("
+    r"|\bSecureRandom\.\w+|\bsecrets\.(?:choice|randbelow|randbits)\()"
     # bytes of /dev/urandom made into text (`head -c 32 /dev/urandom | base64`, `< /dev/urandom tr -dc A-Za-z0-9`)
      + r"|\b(?:head|dd|tr|od|xxd|hexdump|base64|openssl)\b[^\n|;&]{0,200}/dev/u?random\b"
     r"|/dev/u?random\b[^\n]{0,40}(?:\|[ \t]*|[ \t])(?:head|tr|base64|xxd|od|hexdump)\b"
     # a base64 decoding where a command starts (a Kubernetes secret's value, copied from one call into the next)
     + r"|(?i)"
     + _CMD
-    + r"base64[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decode|-D)\b"
-    # jq or yq reading a key path that ends in a secret's word (`.password`, `.data.token`, `.auth_token`; not
-    # `.max_tokens`, not a file named tokens.json)
-    + r"|(?i)\b(?:jq|yq)\b[^\n|;&]{0,200}\.(?:[A-Za-z0-9-]*_)?(?:password|passwd|secret|token|api_?key|access_?key)"
-    r"(?:[\]\"'\s|,}]|$)"
-    # a secret's line of .env cut to its value: sed's substitution of NAME= (its script may hold | or ;), grep -o of
-    # NAME=, a sed that strips what stands before the `=` after a grep of the name
+    + r"(?:base64[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decode|-D)\b|python[0-9.]*[ \t]+-m[ \t]+base64[ \t]+-d\b)"
+    # jq or yq reading a key that names a secret (`.password`, `.data.token`, `.accessToken`, `.clientSecret`,
+    # `.data["db-password"]`; not `.max_tokens`, `.next_token` or a tokenizer's `.eos_token`)
+    + r"|(?i)\b(?:jq|yq)\b[^\n|;&]{0,200}(?:\.|\[[\"'])[\"']?"
+    r"(?:access|refresh|id|auth|api|bearer|session|client|bot|app|secret|private|db|admin|root|user|master|github|gh"
+    r"|gitlab|slack|npm|pypi|aws|stripe|openai|anthropic|vault|deploy|service)?[_-]?"
+    r"(?:password|passwd|secret|token|api_?key|access_?key|secret_?key|private_?key)(?:[\]\"'\s|,}.]|$)"
+    # a secret's line of .env cut to its value: sed's substitution of NAME= (its script may hold | or ;), grep -o or
+    # rg -o of NAME=, and a sed, cut or awk after a grep of the name in .env
      + r"|(?i)\bsed\b[^\n]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)=[^\n]{0,200}\.env\b"
-    r"|\bgrep[ \t]+-[A-Za-z]*o[A-Za-z]*\b[^\n|;&]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)="
+    r"|\b(?:grep|rg)\b(?:[ \t]+-[A-Za-z]+)*[ \t]+-[A-Za-z]*o[A-Za-z]*\b[^\n|;&]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)="
+    r"|(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n|]{0,100}(?:\.env|credentials|secrets?)\b[^\n]{0,50}\|[ \t]*(?:sed|cut|awk)\b"
     r"|(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,100}\|[ \t]*sed\b[^\n|]{0,60}s[/|#,:]\^?(?:\.\*|\[\^=\]\*)="
     + r"|(?i)\b(?:cut|awk)\b[^\n]{0,200}(?:-d|-F)[ \t]*['\"]?=[^\n]{0,200}(?:\.env|\.netrc|credentials|secrets?)\b"
     + r"|(?i)(?:\.env|credentials)\b[^\n]{0,200}\|[^\n]{0,100}\b(?:cut|awk)\b[^\n]{0,100}(?:-d|-F)[ \t]*['\"]?="

@@ -154,10 +154,14 @@ class Prepared:
 def _shared(value: str) -> bool:
     """Whether a value one conversation's capture found is looked for in every other's: one no common word is
     (``repeatable`` as for a value no name stands before: random letters and digits), or one a secret's name stood
-    before that has a capital letter among its letters (`Summer2024!`, `Welcome1-Staging`). Not `x86_64`,
-    `gpt-4o-mini` or `localhost:5432` after `DB_PASSWORD=` in a README the agent read, which would then be taken from
-    every conversation's log (a review); nor `hunter22`, which reads as they do."""
-    return repeatable(value) or (repeatable(value, named=True) and any(c.isupper() for c in value))
+    before of eight characters or more with capitals, small letters and digits and no dot (`Summer2024!`,
+    `Welcome1-Staging`). Not `x86_64`, `gpt-4o-mini`, `GPT-4o`, `Llama-3.1-8B` or `localhost:5432` after
+    `DB_PASSWORD=` in a README the agent read, which would then be taken from every conversation's log (reviews); nor
+    `hunter22`, which reads as they do."""
+    if repeatable(value):
+        return True
+    kinds = all(any(f(c) for c in value) for f in (str.isupper, str.islower, str.isdigit))
+    return repeatable(value, named=True) and len(value) >= 8 and kinds and "." not in value
 
 
 def _scrubbed(value: Any, values: dict[str, str]) -> Any:
@@ -425,10 +429,15 @@ class Engine:
             if read > len(conv.messages):
                 read = 0  # a rewind: the conversation is another line now
             self._seeded[ident.id] = max(read, before, upto or 0)
+            work = dict(found)  # read and added to apart: a capture's thread adds to ``found`` under the lock
         if before > read:
             groups = [[t.text for t in capture.message_turns(m, ident)] for m in conv.messages[read:before]]
-            redact_messages([g for g in groups if g], found)
-            capture.note_typed(conv.messages[read:before], found)
+            redact_messages([g for g in groups if g], work)
+            capture.note_typed(conv.messages[read:before], work)
+            with self._printed_lock:
+                for value, rule in work.items():
+                    if value not in found:
+                        keep_found(found, value, rule)
 
     def _notice_known(self, ident: Identity, conv: Conversation, newest: int) -> dict[str, str]:
         """The values a "remember" notice must not quote (to their rules): those the secret scan finds in the
