@@ -199,7 +199,10 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("credentials-pair-assignment", "TRAEFIK_BASIC_AUTH_USERS=admin:{s}", "Xk9mQ2zLp7")
     add("password-said-in-prose", "(pw={s})", "Xk9mQ2zLp7")
     add("password-in-prose", "la password dell'account di staging è {s}", "Xk9mQ2zLp7")
-    add("password-in-prose", "La password per il db è {s}", "Xk9mQ2zLp7")
+    # the fourth review's: a password with a small word after a year, a colon after it, parentheses in it
+    add("password-said-in-prose", "I changed the password to {s}", "Summer2024-blue")
+    add("password-said-in-prose", "I reset the password to {s}: please update your .env", "Xk9mQ2zLp7")
+    add("password-said-in-prose", "pw: {s}", "Tr0ub(4)dor&3")
     add("credentials-pair-assignment", "GPG_PASSPHRASE={s}", "plume crater sixty walnut")
     add("password-in-prose", "la password del db è {s}", "It4l!aQz8L")
     add("password-in-prose", "La password è: {s}", "It4l!aQz8L")
@@ -784,6 +787,9 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    "CREDENTIALS_HOST=db.internal:5432 CREDENTIALS_SERVER=vault:8200 HTTP_AUTH_TYPE=basic:digest",
+    "CREDS_IMAGE=ghcr.io/acme/creds:latest",
+    "Rate limit: 5 attempts per password per IP: 10/min",
     "pw: Base64-encoded; pw → Argon2id-hashed; pw: Python3-compatible; pw: Node18-alpine; pw: OAuth2-only",
     "The password format is base64-encoded; The password offset is 0x1F4A2B",
     "The password form is React-hook-form-based",
@@ -1866,6 +1872,16 @@ def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(m
         "python3 -m base64 -d <<< c2VjcmV0",
         "grep -E -o 'DB_PASSWORD=.*' .env",
         "rg -o 'DB_PASSWORD=(.*)' -r '$1' .env",
+        # the fourth review's: other runners, code piped into an interpreter, a long heredoc, more secret keys
+        "./manage.py shell -c 'from django.core.management.utils import get_random_secret_key; print(get_random_secret_key())'",
+        "bin/rails runner 'puts SecureRandom.hex(64)'",
+        "npx tsx -e \"console.log(require('crypto').randomBytes(32).toString('hex'))\"",
+        "echo 'import secrets; print(secrets.token_hex(32))' | python3",
+        "python3 - <<'EOF'\n" + "# a comment line\n" * 30 + "import secrets\nprint(secrets.token_urlsafe(48))\nEOF",
+        "jq -r .data.GEMINI_API_KEY s.json",
+        "jq -r .webhook_secret x.json",
+        "yq e '.services.db.environment.POSTGRES_PASSWORD' docker-compose.yml",
+        "grep DB_PASSWORD .env | sed -E 's/^[^=]+=//'",
         "head -c 32 /dev/urandom | base64",
         "node -e \"console.log(require('crypto').randomBytes(32).toString('hex'))\"",
         "bin/rails secret",
@@ -2033,6 +2049,16 @@ def test_a_message_of_several_bash_mode_commands_is_redacted_where_any_prints_a_
         "git log -S 'get_random_secret_key()'",
         "jq '.data.next_token' x.json",
         "cat tokenizer_config.json | jq .bos_token",
+        # the fourth review's: searches and tests that name a generator, greps of secrets files, jq paths past a key
+        "grep -rn token src/secrets.py | awk -F: '{print $1}'",
+        "grep -rn TOKEN .env.example | awk '{print $1}'",
+        "grep -c PASSWORD .env | awk '{print $1}'",
+        "python3 --version && grep -rn 'token_urlsafe(' app/",
+        "python -m pytest tests/ -k get_random_secret_key -q",
+        "ruby -e 'require \"securerandom\"; puts SecureRandom.uuid'",
+        "jq '.token.expires_at' resp.json",
+        "jq '.password.minLength' schema.json",
+        "jq . config/app.secret.json",
     ],
 )
 def test_a_command_that_only_names_a_secret_prints_none(command):
@@ -3364,6 +3390,8 @@ def test_a_password_a_tool_typed_is_redacted_where_the_answer_says_it_again(prox
         ("localhost:5432", False),
         ("Django-Insecure-Key", False),
         ("hunter22", False),
+        ("CorrectHorse#Battery", True),
+        ("S3cret!", True),
     ],
 )
 def test_only_a_value_no_common_word_is_is_looked_for_in_other_conversations(value, shared):

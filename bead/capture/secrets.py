@@ -1053,12 +1053,18 @@ _PRINTS_SECRET = compile_linear(
     r"|(?:token|secret|password|passwd|credentials)s?(?:\.(?:txt|json))?(?:[\s;|&)]|$))"
     r"|kubectl\b[^\n]{0,200}\bsecrets?\b[^\n]{0,300}(?:\.data\b|base64[ \t]+(?:-d|--decode))"
     r")"
-    # a secret made up on the spot: a generator's call run by an interpreter, however it is reached (`uv run
-    # python -c`, `.venv/bin/python`, a heredoc, `node -p`, `ruby -e`); a search for the call (`grep -rn
-    # "randomBytes(32)"`, `git log -S`) runs none
-     + r"|(?i)\b(?:python[0-9.]*|node|ruby|php|perl|deno|bun|irb)\b(?s:.){0,300}?"
+    # a secret made up on the spot: a generator's call in code that runs (a quoted argument after -c, -e, -p,
+    # `runner` or `shell -c`; a heredoc; code piped into an interpreter; a code field that opens with it), however
+    # the interpreter is reached (`uv run python -c`, `./manage.py shell -c`, `bin/rails runner`, `npx tsx -e`). A
+    # search for the call (`grep -rn "randomBytes(32)" src/`, `git log -S`) runs none
+     + r"|(?:[ \t]-[A-Za-z]*[ceEp]|\brunner|\bshell[ \t]+-c|<<-?[ \t]*['\"]?\w+['\"]?\n"
+    r"|^(?:import|from|require|const|puts|print)\b)"
+    r"(?s:.){0,1000}?"
     r"(?:\btoken_(?:hex|urlsafe|bytes)\(|\bget_random_secret_key\b|\bos\.urandom\(|\brandomBytes\(|\brandom_bytes\("
-    r"|\bSecureRandom\.\w+|\bsecrets\.(?:choice|randbelow|randbits)\()"
+    r"|\bSecureRandom\.(?:hex|base64|urlsafe_base64|alphanumeric|random_bytes|base58|base36)\b)"
+    r"|(?:\btoken_(?:hex|urlsafe|bytes)\(|\bget_random_secret_key\b|\brandomBytes\(|\bSecureRandom\.(?:hex|base64"
+    r"|urlsafe_base64|alphanumeric|base58))[^\n]{0,200}['\"][ \t]*\|[ \t]*(?:python[0-9.]*|pypy3?|ipython|node|nodejs|irb"
+    r"|ruby|php|perl)\b"
     # bytes of /dev/urandom made into text (`head -c 32 /dev/urandom | base64`, `< /dev/urandom tr -dc A-Za-z0-9`)
      + r"|\b(?:head|dd|tr|od|xxd|hexdump|base64|openssl)\b[^\n|;&]{0,200}/dev/u?random\b"
     r"|/dev/u?random\b[^\n]{0,40}(?:\|[ \t]*|[ \t])(?:head|tr|base64|xxd|od|hexdump)\b"
@@ -1066,17 +1072,19 @@ _PRINTS_SECRET = compile_linear(
     + r"|(?i)"
     + _CMD
     + r"(?:base64[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decode|-D)\b|python[0-9.]*[ \t]+-m[ \t]+base64[ \t]+-d\b)"
-    # jq or yq reading a key that names a secret (`.password`, `.data.token`, `.accessToken`, `.clientSecret`,
-    # `.data["db-password"]`; not `.max_tokens`, `.next_token` or a tokenizer's `.eos_token`)
-    + r"|(?i)\b(?:jq|yq)\b[^\n|;&]{0,200}(?:\.|\[[\"'])[\"']?"
-    r"(?:access|refresh|id|auth|api|bearer|session|client|bot|app|secret|private|db|admin|root|user|master|github|gh"
-    r"|gitlab|slack|npm|pypi|aws|stripe|openai|anthropic|vault|deploy|service)?[_-]?"
-    r"(?:password|passwd|secret|token|api_?key|access_?key|secret_?key|private_?key)(?:[\]\"'\s|,}.]|$)"
+    # jq or yq reading a key that names a secret (`.password`, `.data.GEMINI_API_KEY`, `.clientSecret`,
+    # `.data["db-password"]`, `.accessToken`, `.oauth_token`; not `.max_tokens`, `.next_token`, a tokenizer's
+    # `.eos_token`, `.token.expires_at`, `.password.minLength` or a file named app.secret.json)
+    + r"|(?i)\b(?:jq|yq)\b[^\n|;&]{0,200}(?:\.|\[[\"'])[\"']?(?:[A-Za-z0-9_-]*"
+    r"(?:password|passwd|secret|api_?key|access_?key|secret_?key|private_?key)"
+    r"|(?:access|refresh|id|auth|api|bearer|session|client|bot|app|oauth|hf|csrf|jwt|github|gh|gitlab|slack|npm|pypi"
+    r"|deploy|service|vault)?[_-]?token)(?:[\]\"'\s|,}]|$)"
     # a secret's line of .env cut to its value: sed's substitution of NAME= (its script may hold | or ;), grep -o or
     # rg -o of NAME=, and a sed, cut or awk after a grep of the name in .env
      + r"|(?i)\bsed\b[^\n]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)=[^\n]{0,200}\.env\b"
     r"|\b(?:grep|rg)\b(?:[ \t]+-[A-Za-z]+)*[ \t]+-[A-Za-z]*o[A-Za-z]*\b[^\n|;&]{0,200}(?:PASSWORD|SECRET|TOKEN|_KEY)="
-    r"|(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n|]{0,100}(?:\.env|credentials|secrets?)\b[^\n]{0,50}\|[ \t]*(?:sed|cut|awk)\b"
+    r"|(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n|]{0,100}\.env\b[^\n|]{0,50}\|[ \t]*(?:sed[ \t]+(?:-[A-Za-z]+[ \t]+)*['\"]?s"
+    r"|awk\b[^\n|]{0,80}(?:split\(|-F[ \t]*['\"]?=))"
     r"|(?:PASSWORD|SECRET|TOKEN|_KEY)[^\n]{0,100}\|[ \t]*sed\b[^\n|]{0,60}s[/|#,:]\^?(?:\.\*|\[\^=\]\*)="
     + r"|(?i)\b(?:cut|awk)\b[^\n]{0,200}(?:-d|-F)[ \t]*['\"]?=[^\n]{0,200}(?:\.env|\.netrc|credentials|secrets?)\b"
     + r"|(?i)(?:\.env|credentials)\b[^\n]{0,200}\|[^\n]{0,100}\b(?:cut|awk)\b[^\n]{0,100}(?:-d|-F)[ \t]*['\"]?="

@@ -154,14 +154,16 @@ class Prepared:
 def _shared(value: str) -> bool:
     """Whether a value one conversation's capture found is looked for in every other's: one no common word is
     (``repeatable`` as for a value no name stands before: random letters and digits), or one a secret's name stood
-    before of eight characters or more with capitals, small letters and digits and no dot (`Summer2024!`,
-    `Welcome1-Staging`). Not `x86_64`, `gpt-4o-mini`, `GPT-4o`, `Llama-3.1-8B` or `localhost:5432` after
-    `DB_PASSWORD=` in a README the agent read, which would then be taken from every conversation's log (reviews); nor
-    `hunter22`, which reads as they do."""
+    before that holds a sign no name or version holds (`S3cret!`, `Spring#Rain`), or of eight characters or more
+    with capitals, small letters and digits and no dot (`Welcome1-Staging`). Not `x86_64`, `gpt-4o-mini`, `GPT-4o`,
+    `Llama-3.1-8B` or `localhost:5432` after `DB_PASSWORD=` in a README the agent read, which would then be taken
+    from every conversation's log (reviews); nor `hunter22`, which reads as they do."""
     if repeatable(value):
         return True
+    if not repeatable(value, named=True):
+        return False
     kinds = all(any(f(c) for c in value) for f in (str.isupper, str.islower, str.isdigit))
-    return repeatable(value, named=True) and len(value) >= 8 and kinds and "." not in value
+    return any(c in "!#$%&*+=?@^~" for c in value) or (len(value) >= 8 and kinds and "." not in value)
 
 
 def _scrubbed(value: Any, values: dict[str, str]) -> Any:
