@@ -172,13 +172,7 @@ class Conversation:
         return dataclasses.replace(
             self,
             untyped=why,
-            messages=tuple(
-                dataclasses.replace(
-                    m,
-                    parts=tuple(dataclasses.replace(p, near_paste=True) if p.source is Source.TYPED else p for p in m.parts),
-                )
-                for m in self.messages
-            ),
+            messages=tuple(_typed_as(m, near_paste=True) for m in self.messages),
         )
 
     def delegated(self, only: Collection[int] | None = None) -> Conversation:
@@ -188,16 +182,15 @@ class Conversation:
         its parent's transcript)."""
         return dataclasses.replace(
             self,
-            messages=tuple(
-                dataclasses.replace(
-                    m,
-                    parts=tuple(dataclasses.replace(p, source=Source.PASTED) if p.source is Source.TYPED else p for p in m.parts),
-                )
-                if only is None or m.index in only
-                else m
-                for m in self.messages
-            ),
+            messages=tuple(_typed_as(m, source=Source.PASTED) if only is None or m.index in only else m for m in self.messages),
         )
+
+
+def _typed_as(m: Message, **change: Any) -> Message:
+    """``m`` with ``change`` made to each of its typed parts (the person's words), its other parts as they are."""
+    return dataclasses.replace(
+        m, parts=tuple(dataclasses.replace(p, **change) if p.source is Source.TYPED else p for p in m.parts)
+    )
 
 
 def one_turn_each(messages: tuple[Message, ...]) -> tuple[Message, ...]:
@@ -220,17 +213,9 @@ def one_turn_each(messages: tuple[Message, ...]) -> tuple[Message, ...]:
             j += 1
         typed_ones = list(range(i, j + 1)) if j > i else []
         for k in typed_ones[:-1]:
-            out[k] = dataclasses.replace(
-                out[k],
-                parts=tuple(
-                    dataclasses.replace(p, source=Source.PASTED) if p.source is Source.TYPED else p for p in out[k].parts
-                ),
-            )
+            out[k] = _typed_as(out[k], source=Source.PASTED)
         if typed_ones:
-            last = out[typed_ones[-1]]
-            out[typed_ones[-1]] = dataclasses.replace(
-                last, parts=tuple(dataclasses.replace(p, near_paste=True) if p.source is Source.TYPED else p for p in last.parts)
-            )
+            out[typed_ones[-1]] = _typed_as(out[typed_ones[-1]], near_paste=True)
         i = j + 1
     return tuple(out)
 

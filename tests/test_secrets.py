@@ -3399,6 +3399,6 @@ def test_only_a_value_no_common_word_is_is_looked_for_in_other_conversations(val
     name under `*_KEY`) is looked for in every other conversation only where no common word or name reads so: a
     password of capitals, small letters and digits, or random letters and digits (reviews found common words taken
     from every conversation's log)."""
-    from bead.proxy.engine import _shared
+    from bead.capture.secrets import shared_across
 
-    assert _shared(value) is shared
+    assert shared_across(value) is shared

@@ -1319,6 +1319,21 @@ def repeatable(value: str, named: bool = False) -> bool:
     return (lower or upper) and (digit or (lower and upper)) and wordy <= WORDY
 
 
+def shared_across(value: str) -> bool:
+    """Whether a value one conversation's capture found is looked for in every other's: one no common word is
+    (``repeatable`` as for a value no name stands before: random letters and digits), or one a secret's name stood
+    before that holds a sign no name or version holds (`S3cret!`, `Spring#Rain`), or of eight characters or more
+    with capitals, small letters and digits and no dot (`Welcome1-Staging`). Not `x86_64`, `gpt-4o-mini`, `GPT-4o`,
+    `Llama-3.1-8B` or `localhost:5432` after `DB_PASSWORD=` in a README the agent read, which would then be taken
+    from every conversation's log (reviews); nor `hunter22`, which reads as they do."""
+    if repeatable(value):
+        return True
+    if not repeatable(value, named=True):
+        return False
+    kinds = all(any(f(c) for c in value) for f in (str.isupper, str.islower, str.isdigit))
+    return any(c in "!#$%&*+=?@^~" for c in value) or (len(value) >= 8 and kinds and "." not in value)
+
+
 WORDY = 0.3  # of a value looked for again, the share in runs of 4+ letters of one case (a random key: about a tenth)
 NAMED_WORDY = 0.8  # the same for a named one (`hunter22`: 0.75; `current-span`: 0.92)
 _CASE_RUN = re.compile(r"[a-z]{4,}|[A-Z]{4,}")

@@ -43,7 +43,7 @@ from typing import Any
 
 from .. import budget
 from .. import files as safe
-from ..capture.secrets import PRINTED, keep_found, redact_known, redact_messages, repeatable, ruleset
+from ..capture.secrets import PRINTED, keep_found, redact_known, redact_messages, ruleset, shared_across
 from ..config import Config
 from ..conversation import Conversation, Identity, delegated, identify, names_session, one_turn_each, untyped
 from ..core import capture
@@ -149,21 +149,6 @@ class Prepared:
     # The raw log's forget epoch when the request arrived: its turns and its answer, captured after a forget or seal
     # began, are written as [forgotten] (they may hold what it took; RawLog.append_many).
     epoch: str | None = None
-
-
-def _shared(value: str) -> bool:
-    """Whether a value one conversation's capture found is looked for in every other's: one no common word is
-    (``repeatable`` as for a value no name stands before: random letters and digits), or one a secret's name stood
-    before that holds a sign no name or version holds (`S3cret!`, `Spring#Rain`), or of eight characters or more
-    with capitals, small letters and digits and no dot (`Welcome1-Staging`). Not `x86_64`, `gpt-4o-mini`, `GPT-4o`,
-    `Llama-3.1-8B` or `localhost:5432` after `DB_PASSWORD=` in a README the agent read, which would then be taken
-    from every conversation's log (reviews); nor `hunter22`, which reads as they do."""
-    if repeatable(value):
-        return True
-    if not repeatable(value, named=True):
-        return False
-    kinds = all(any(f(c) for c in value) for f in (str.isupper, str.islower, str.isdigit))
-    return any(c in "!#$%&*+=?@^~" for c in value) or (len(value) >= 8 and kinds and "." not in value)
 
 
 def _scrubbed(value: Any, values: dict[str, str]) -> Any:
@@ -436,10 +421,7 @@ class Engine:
             groups = [[t.text for t in capture.message_turns(m, ident)] for m in conv.messages[read:before]]
             redact_messages([g for g in groups if g], work)
             capture.note_typed(conv.messages[read:before], work)
-            with self._printed_lock:
-                for value, rule in work.items():
-                    if value not in found:
-                        keep_found(found, value, rule)
+            self._keep_new(found, work)
 
     def _notice_known(self, ident: Identity, conv: Conversation, newest: int) -> dict[str, str]:
         """The values a "remember" notice must not quote (to their rules): those the secret scan finds in the
@@ -1078,14 +1060,19 @@ class Engine:
             # what is looked for (the conversation's own values are kept apart, REPEATS_KEPT of them).
             turns = [dataclasses.replace(t, text=redact_known(t.text, others)) for t in turns]
         out = capture.capture(mem, ident, turns, epoch, known)
+        self._keep_new(own, known, share=True)
+        return out
+
+    def _keep_new(self, own: dict[str, str], work: dict[str, str], share: bool = False) -> None:
+        """The values in ``work`` (a copy of a conversation's ``own`` found values that a scan added to) that ``own``
+        lacks, added to it under the lock; with ``share``, those ``shared_across`` also to every conversation's."""
         with self._printed_lock:
-            for value, rule in known.items():
+            for value, rule in work.items():
                 if value in own:
                     continue
                 keep_found(own, value, rule)
-                if _shared(value):
+                if share and shared_across(value):
                     keep_found(self._found_all, value, rule)
-        return out
 
     def _forget_epoch(self) -> str | None:
         """The raw log's forget epoch now; None where it cannot be read (a capture then checks nothing)."""
