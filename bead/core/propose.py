@@ -58,23 +58,35 @@ def screen(value: str, key: str = "", title: str | None = None) -> Finding | Non
     value may be written."""
     if credential_rules(value) or (title and credential_rules(title)):
         return Finding(SECRET, "looks like a credential, and bead never stores one in plain text")
-    hidden = invisible(value)
-    if hidden:
-        return Finding(
-            HIDDEN, f"holds invisible or reordering characters ({', '.join(hidden[:4])}), so what it shows is not what it says"
-        )
+    if (hidden := hidden_note(value)) is not None:
+        return Finding(HIDDEN, hidden)
     rule = instruction_rule(instruction_text(value, key, title))
     if rule is not None:
         return Finding(INSTRUCTION, f"reads like an instruction to an AI agent ({rule.name}: {rule.why})")
-    mixed = lookalikes(value) + lookalikes(title or "")
-    if mixed:
-        shown = ", ".join(repr(w[:40]) for w in mixed[:3])
-        return Finding(
-            LOOKALIKE,
-            f"holds look-alike characters that read as ASCII without being it ({ascii(shown)[1:-1]}), so it may not "
-            "say what it shows",
-        )
+    if (mixed := lookalike_note(value, title or "")) is not None:
+        return Finding(LOOKALIKE, mixed)
     return None
+
+
+def hidden_note(value: str) -> str | None:
+    """What ``screen`` says of a value with invisible or reordering characters, or None when it has none."""
+    hidden = invisible(value)
+    return (
+        f"holds invisible or reordering characters ({', '.join(hidden[:4])}), so what it shows is not what it says"
+        if hidden
+        else None
+    )
+
+
+def lookalike_note(value: str, title: str = "") -> str | None:
+    """What ``screen`` says of a value (or title) with look-alike characters (``textform.lookalikes``), or None."""
+    mixed = lookalikes(value) + lookalikes(title)
+    if not mixed:
+        return None
+    shown = ", ".join(repr(w[:40]) for w in mixed[:3])
+    return (
+        f"holds look-alike characters that read as ASCII without being it ({ascii(shown)[1:-1]}), so it may not say what it shows"
+    )
 
 
 def persons(fact: Fact | None) -> bool:

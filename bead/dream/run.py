@@ -38,7 +38,6 @@ from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN, Turn
 from ..store.rawlog import label as label_of
 from ..store.reports import DreamState, Reports
-from ..textform import invisible, lookalikes
 from . import evaluate, second
 from .decide import Decision, Proposal, SecondOpinion, decide
 from .evaluate import Evaluation
@@ -553,12 +552,9 @@ class Dream:
         # What the fact proposals' screen finds besides, whatever else it finds (hidden characters, look-alike
         # letters: `pypi.оrg` with a Cyrillic о reads as pypi.org), said on the card the person decides on: an
         # outside attack had such a lesson accepted with no word of it and installed as a skill
-        hidden_chars, mixed = invisible(lesson), lookalikes(lesson)
-        if hidden_chars:
-            detail += f"; note: it holds invisible or reordering characters ({', '.join(hidden_chars[:4])})"
-        if mixed:
-            shown = ", ".join(ascii(w[:40]) for w in mixed[:3])
-            detail += f"; note: it holds look-alike characters that read as ASCII without being it ({shown})"
+        for note in (propose.hidden_note(lesson), propose.lookalike_note(lesson)):
+            if note is not None:
+                detail += f"; note: it {note}"
         try:
             self.mem.check_storable(key, lesson, lesson_title(lesson))
         except RefusedWrite:
