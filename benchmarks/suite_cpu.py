@@ -2,6 +2,7 @@
 
     python benchmarks/suite_cpu.py               # the whole suite, as setup_scripts/test.sh runs it
     python benchmarks/suite_cpu.py --top 40      # more rows
+    python benchmarks/suite_cpu.py --rows F      # every test's row into F, tab-separated
     python benchmarks/suite_cpu.py -- tests/test_setup.py -n 0   # arguments after -- go to pytest
 
 On two cores the suite is bound by CPU, not by waits: its wall time is about half of the total printed here.
@@ -44,6 +45,7 @@ def pytest_runtest_protocol(item, nextitem):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--top", type=int, default=20, help="rows of files and of tests to print")
+    ap.add_argument("--rows", help="also write every test's row (own, children, wall, test) to this file")
     ap.add_argument("pytest_args", nargs="*", help="after --: passed to setup_scripts/test.sh (pytest)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -73,6 +75,8 @@ def main() -> None:
             for line in f.read_text().splitlines():
                 own, children, wall, node = line.split("\t", 3)
                 rows.append((float(own), float(children), float(wall), node))
+    if args.rows:
+        Path(args.rows).write_text("".join(f"{o:.3f}\t{c:.3f}\t{w:.3f}\t{n}\n" for o, c, w, n in rows))
     if not rows:
         sys.exit(run.stdout[-2000:] + run.stderr[-2000:])
     own = sum(r[0] for r in rows)

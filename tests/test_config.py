@@ -172,3 +172,32 @@ class TestOwner:
 def test_home_dataclass_paths(tmp_path):
     h = Home(tmp_path)
     assert h.index_db == tmp_path / "index.db" and h.raw_lock == tmp_path / "store" / "raw" / ".lock"
+
+
+KEY_IN_PATH = "sk-ant-api03-" + "Zq7" * 30
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://gw.example/v1;key=PARAMSECRET", "http://gw.example/v1;***"),
+        ("http://gw.example/a;x=PARAMSECRET/v1", "http://gw.example/a;***/v1"),
+        (f"http://gw.example/{KEY_IN_PATH}/v1", "http://gw.example/***/v1"),
+    ],
+)
+def test_an_upstreams_key_in_its_path_is_never_shown(url, shown):
+    """A gateway's key in a path segment's parameters (`/v1;key=...`) or as a path segment of its own was shown
+    whole in the proxy's log line and health, which `bead status` prints (a review): `***` in its place."""
+    assert config.shown_url(url) == shown
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.anthropic.com",
+        "http://127.0.0.1:11434/v1",
+        "https://gateway.ai.cloudflare.com/v1/0123456789abcdef0123456789abcdef/my-gateway/anthropic",
+    ],
+)
+def test_an_upstream_path_with_no_credential_is_shown_as_it_is(url):
+    assert config.shown_url(url) == url
