@@ -69,6 +69,12 @@ def plaintext_secret(mem: Memory, key: str, body: str, type_: str, **kw) -> None
     mem.sync_key(key)
 
 
+def trace_line(session: str, **fields) -> dict:
+    """A trace record as the proxy writes one (bead.proxy.engine: the fields every line holds), with ``fields``."""
+    base = {"at": "2026-12-01T10:00:00+00:00", "session": session, "thread": "t", "project": None, "roles": ["user"]}
+    return {**base, "newest_user": 0, "errors": [], "pid": 1, **fields}
+
+
 def eventually(cond, timeout: float = 30.0, step: float = 0.02) -> bool:
     """Poll ``cond`` until it holds or ``timeout`` passes: the suite's one way to wait.
 

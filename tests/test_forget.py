@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from conftest import all_bytes_under, plaintext_secret, reading_index
+from conftest import all_bytes_under, plaintext_secret, reading_index, trace_line
 
 from bead.config import Config
 from bead.core import forget
@@ -212,9 +212,9 @@ def test_forget_scrubs_the_proxy_trace(mem, monkeypatch, tmp_path):
     """The trace quotes cue text; a forgotten value leaves it too."""
     trace = tmp_path / "trace.jsonl"
     trace.write_text(
-        json.dumps({"session": "s1", "cues": [{"source": "user", "text": f"my code is {VALUE}"}]})
+        json.dumps(trace_line("s1", cues=[{"source": "user", "text": f"my code is {VALUE}"}]))
         + "\n"
-        + json.dumps({"session": "s2", "cues": [{"source": "user", "text": "unrelated"}]})
+        + json.dumps(trace_line("s2", cues=[{"source": "user", "text": "unrelated"}]))
         + "\n"
         + '{"at": "2026-12-01T10:00:00+00:00", "session": "s3", "cues": [{"source": "us\n'  # a killed proxy's last line
     )
@@ -244,6 +244,31 @@ def test_forget_leaves_a_file_named_as_a_trace_that_is_none_as_it_is(mem, bead, 
     assert {p: (p.read_bytes(), p.stat().st_ino, p.stat().st_mode) for p in (notes, transcript)} == before
     assert f"left {notes} as it is" in r.err and f"left {transcript} as it is" in r.err, r.err
     assert mem.current("user/code") is None
+
+
+def test_a_planted_trace_line_names_no_app_log_and_no_file_where_forget_runs(mem, bead, tmp_path, monkeypatch):
+    """A line planted in proxy.runtime.jsonl named an app's event log (JSON lines, each with a "session") and forget
+    rewrote it outside the home, the line that said the value gone; a relative path named such a file in whatever
+    folder forget ran from, and the dashboard read it (an outside attack). A trace is a file of the proxy's records,
+    each with the fields every one holds, and a proxy records an absolute path."""
+    from bead.core import overview
+
+    project = tmp_path / "myproject"
+    project.mkdir()
+    app_log = [{"session": "a", "event": "build ok"}, {"session": "b", "event": f"deployed to {VALUE}", "injected": ["x"]}]
+    for name in ("events.jsonl", "absolute.jsonl"):
+        (project / name).write_text("".join(json.dumps(e) + "\n" for e in app_log))
+    before = {p: p.read_bytes() for p in project.iterdir()}
+    planted = [{"trace": "events.jsonl"}, {"trace": str(project / "absolute.jsonl")}]
+    mem.home.proxy_runtime.write_text("".join(json.dumps(p) + "\n" for p in planted))
+    monkeypatch.chdir(project)
+    assert overview.injections(mem) == []
+    mem.write("user/buildhost", f"my build server is {VALUE}", "user")
+    r = bead("forget", "user/buildhost", "--yes")
+    assert r.code == 0, r.err
+    assert {p: p.read_bytes() for p in project.iterdir()} == before
+    assert f"left {project / 'absolute.jsonl'} as it is" in r.err, r.err
+    assert mem.current("user/buildhost") is None
 
 
 class TestRememberedValueLeavesNothing:
@@ -278,20 +303,20 @@ class TestRememberedValueLeavesNothing:
         convs = Conversations(mem.home)
         convs.load(ident.id).set_captured(1)
         cue = {"source": "user", "text": cue_excerpt(conv.messages[0].parts[0].text)}
-        Trace(trace).record({"session": ident.session, "cues": [cue], "remembered": written.id, "injected": []})
+        Trace(trace).record(trace_line(ident.session, cues=[cue], remembered=written.id, injected=[]))
         conv2, ident2 = self.conversation("which port does the shop use", "s-later")
         st = convs.load(ident2.id)
         st.set_pinned(f"<bead-memory>\n- {self.VALUE}\n</bead-memory>", [written.id])
         st.add_cue(0, "h", "<bead-memory>nothing</bead-memory>", [written.id])
         mem.audit.record(mem.clock(), "inject", id=written.id, session=ident2.session, block="pinned")
         Trace(trace).record(
-            {
-                "session": ident2.session,
-                "cues": [{"source": "user", "text": "which port does the shop use"}],
-                "pinned": [written.id],
-                "injected": [written.id],
-                "rejected": [{"id": written.id, "score": 0.1, "reason": "already injected"}],
-            }
+            trace_line(
+                ident2.session,
+                cues=[{"source": "user", "text": "which port does the shop use"}],
+                pinned=[written.id],
+                injected=[written.id],
+                rejected=[{"id": written.id, "score": 0.1, "reason": "already injected"}],
+            )
         )
         Reports(mem.home).append(T0, f"## Dream run\n- written: {written.id}, user/editor@v1\n")
         item, _ = Queue(mem).add("change-user-stated", written.id.split("@")[0], "project", "an older box name", [])
@@ -399,9 +424,9 @@ class TestWhatTheAdversarialReviewFound:
         value = "x " * 120 + self.WORDS
         cut = value[: 200 + 40]  # the first words of the value's tail survive the cut, not all of it
         trace.write_text(
-            json.dumps({"session": "s", "cues": [{"source": "user", "text": cut}]})
+            json.dumps(trace_line("s", cues=[{"source": "user", "text": cut}]))
             + "\n"
-            + json.dumps({"session": "s", "cues": [{"source": "user", "text": "unrelated"}]})
+            + json.dumps(trace_line("s", cues=[{"source": "user", "text": "unrelated"}]))
             + "\n"
         )
         state = mem.home.session_state("s-t1")
@@ -1316,7 +1341,7 @@ def test_a_forget_stopped_part_way_is_finished_by_forgetting_the_key_again(full_
     from bead.core.trace import Trace
 
     trace = tmp_path / "trace.jsonl"
-    trace.write_text(json.dumps({"session": "s", "cues": [{"source": "user", "text": f"my code is {VALUE}"}]}) + "\n")
+    trace.write_text(json.dumps(trace_line("s", cues=[{"source": "user", "text": f"my code is {VALUE}"}])) + "\n")
     monkeypatch.setenv("BEAD_TRACE", str(trace))
     mem = full_store
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import deep_tree
+from conftest import deep_tree, trace_line
 
 from bead.cli import cli
 from bead.config import Config, StoreSettings
@@ -666,11 +666,11 @@ def test_forget_never_rewrites_or_reads_another_users_file_named_as_a_trace(bead
     if os.getuid() != 0:
         pytest.skip("needs root to give a file to another user")
     theirs = tmp_path / "app.jsonl"
-    theirs.write_text('{"session":"a","n":"keep"}\n{"session":"b","n":"zebra-falcon-4411"}\n')
+    theirs.write_text("".join(json.dumps(trace_line(s, n=n)) + "\n" for s, n in (("a", "keep"), ("b", "zebra-falcon-4411"))))
     theirs.chmod(0o644)
     os.chown(theirs, pwd.getpwnam(second_os_user).pw_uid, -1)
     ours = tmp_path / "trace.jsonl"
-    ours.write_text('{"session":"c","n":"zebra-falcon-4411"}\n{"session":"d","n":"keep"}\n')
+    ours.write_text("".join(json.dumps(trace_line(s, n=n)) + "\n" for s, n in (("c", "zebra-falcon-4411"), ("d", "keep"))))
     ours.chmod(0o644)
     runtime = mem.home.root / "proxy.runtime.jsonl"
     runtime.write_text(

@@ -51,7 +51,9 @@ def recorded_paths(home: Home) -> list[Path]:
             value = json.loads(line).get("trace")
         except (ValueError, AttributeError, RecursionError):
             continue
-        if isinstance(value, str) and value and Path(value) not in out:
+        # A proxy records its trace's absolute path; a relative one is no line of bead's, and would name a file in
+        # whatever folder a command runs from.
+        if isinstance(value, str) and Path(value).is_absolute() and Path(value) not in out:
             out.append(Path(value))
     return out
 
@@ -99,8 +101,10 @@ class Trace:
         return data.decode("utf-8", errors="replace")
 
     def entries(self) -> list[dict[str, Any]]:
+        """The file's records; NotATrace where a line is none of a trace's (another program's JSON lines)."""
         out = []
         for line in safe.lines_of(self._text()):
+            _check_line(self.path, line)
             try:
                 out.append(json.loads(line))
             except (ValueError, RecursionError):
@@ -141,9 +145,14 @@ class NotATrace(ValueError):
         self.path = path
 
 
+# The fields every trace line the proxy has written holds (each from bead's first proxy on): another program's JSON
+# lines with a "session" (an app's event log a planted line named) are not a trace's.
+_TRACE_FIELDS = frozenset({"at", "session", "roles", "errors"})
+
+
 def _check_line(path: Path, line: str) -> None:
-    """A trace line is a JSON object that names its session, as the proxy writes every one, or one a killed proxy
-    left cut short (``{"`` and no end); a blank line passes. Another program's JSON lines name no ``session``."""
+    """A trace line is a JSON object with the fields the proxy writes in every one (``_TRACE_FIELDS``), or one a
+    killed proxy left cut short (``{"`` and no end); a blank line passes."""
     stripped = line.strip()
     if not stripped:
         return
@@ -153,7 +162,7 @@ def _check_line(path: Path, line: str) -> None:
         if stripped.startswith('{"'):
             return
         raise NotATrace(path) from None
-    if not (isinstance(entry, dict) and "session" in entry):
+    if not (isinstance(entry, dict) and _TRACE_FIELDS <= entry.keys()):
         raise NotATrace(path)
 
 
