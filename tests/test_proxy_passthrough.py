@@ -5,6 +5,7 @@ with bead's own error in the API's shape, never a 500 (an adversarial review fou
 from __future__ import annotations
 
 import json
+import os
 import socket
 
 import h2.config
@@ -380,3 +381,95 @@ def test_a_header_the_answers_connection_header_names_does_not_reach_the_harness
     )
     out = get(served_proxy(upstream_url=up.url).url, b"/v1/models").lower()
     assert out.startswith(b"http/1.1 200") and b"x-kept: 2" in out and b"x-up-hop" not in out
+
+
+def _upstream_reading(received: list[int], answer: bytes = OK_JSON):
+    """A loopback upstream that counts the body bytes of its one request as they come (``received``) and answers
+    once the body is whole (or the proxy gives up on it). Returns its listener."""
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            head, _, got = data.partition(b"\r\n\r\n")
+            want = int(dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:]).get(b"content-length", b"0"))
+            received[0] = len(got)
+            while received[0] < want:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                received[0] += len(chunk)
+            conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener
+
+
+def test_another_users_conversation_request_goes_upstream_as_it_comes_not_held_first(bead_home, upstream):
+    """Whose request it is was decided after its body was read: another user on the machine could make the proxy
+    hold up to 32 MiB per connection, forever with a body that never ends (an outside attack: 40 connections took
+    two workers from 60 MB to 730 MB). Another user's request to /v1/messages is now forwarded as it comes, as a
+    route bead does not read: the upstream gets the start of its body while the rest is still unsent."""
+    from conftest import ServedProxy, eventually, make_proxy_app
+
+    from bead.proxy.app import create_app
+
+    received = [0]
+    listener = _upstream_reading(received)
+    engine_app = make_proxy_app(bead_home, upstream.url)
+    engine = engine_app.extensions["bead.engine"]
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    proxy = ServedProxy(create_app(engine, url, owner_uid=os.getuid() + 1))  # this test's connections: another user's
+    try:
+        port = int(proxy.url.rsplit(":", 1)[1])
+        size, first = 8 * 1024 * 1024, 2 * 1024 * 1024
+        body = json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x" * size}]})
+        data = body.encode()[:size]
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+            head = f"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n"
+            c.sendall(head.encode() + data[:first])
+            assert eventually(lambda: received[0] >= 1024 * 1024, timeout=15), received
+            c.sendall(data[first:])
+            status, _, _ = head_of(_read_all(c))
+        assert status.split()[1] == b"200" and received[0] == size
+        assert engine.health()["not_owner"] == 1
+    finally:
+        proxy.close()
+        listener.close()
+
+
+def _read_all(c: socket.socket) -> bytes:
+    out = b""
+    while chunk := c.recv(65536):
+        out += chunk
+    return out
+
+
+@pytest.mark.parametrize("path", ["/v1/messages", "/v1/files"])
+def test_a_body_that_stops_coming_ends_with_a_408_and_its_connection(served_proxy, upstream, monkeypatch, path):
+    """A body whose headers came and then nothing (or half of it, then nothing) held its connection for good: a
+    local user holding thousands so used up the proxy's file descriptors, and the owner's harness timed out (an
+    outside attack). After BODY_IDLE_S with no byte the request ends with a 408 in the API's shape and the
+    connection closes. /v1/files: past what bead reads, the body was already on its way upstream."""
+    from bead.proxy import app as proxy_app
+
+    monkeypatch.setattr(proxy_app, "BODY_IDLE_S", 0.5)
+    received = [0]
+    listener = _upstream_reading(received)
+    proxy = served_proxy(upstream_url=f"http://127.0.0.1:{listener.getsockname()[1]}")
+    port = int(proxy.url.rsplit(":", 1)[1])
+    sent = 2 * 1024 * 1024 if path == "/v1/files" else 10
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+            head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {sent * 2}\r\n\r\n"
+            c.sendall(head.encode() + b"x" * sent)
+            status, headers, answer = head_of(_read_all(c))  # the proxy closes it: this returns
+        assert status.split()[1] == b"408", (status, answer)
+        assert b"sent nothing" in answer and json.loads(answer)["type"] == "error"
+    finally:
+        listener.close()

@@ -146,6 +146,13 @@ def _api_error(status: int, message: str, kind: str = "api_error", api: str = "a
     return Response(formats.APIS[api].error(message, kind), status=status, content_type="application/json")
 
 
+def _stalled(api: str) -> Response:
+    """The answer to a request whose body stopped coming (BODY_IDLE_S); its connection is not kept."""
+    response = _api_error(408, f"bead proxy: the request body sent nothing for {BODY_IDLE_S:.0f} s", api=api)
+    response.headers["Connection"] = "close"
+    return response
+
+
 def _api_behind_a_segment(raw_path: str) -> formats.Api | None:
     """The API with a path prefix whose name is the path's second segment (``/<x>/openai/...``): a request
     of that API behind a token that is not the home's (None when there is none)."""
@@ -188,6 +195,17 @@ def prepare() -> None:
 
 UNREAD_BYTES = 4 * 1024 * 1024  # of a request body, what may wait unread once the proxy reads it part by part
 UNPACED_UNREAD_BYTES = 64 * 1024 * 1024  # over HTTP/2, where the sender is not held back: past it, the body ends
+# A request body that sends nothing for this long ends with a 408: a sender that stops half way (another user on the
+# machine, headers and then nothing) held its connection, and up to 32 MiB of what it sent, for good; holding
+# thousands so left no file descriptor for the owner's harness (an outside attack). A harness on loopback sends its
+# body at once.
+BODY_IDLE_S = 30.0
+
+
+class BodyStalled(Exception):
+    """A request body sent nothing for BODY_IDLE_S."""
+
+
 STREAM_FROM_BYTES = 1024 * 1024  # a body of a route bead does not read goes upstream as it comes past this
 
 
@@ -205,7 +223,10 @@ class _Body(QuartBody):
 
     async def __anext__(self) -> bytes:
         self._read_in_parts = True
-        data = await super().__anext__()
+        try:
+            data = await asyncio.wait_for(super().__anext__(), BODY_IDLE_S)
+        except TimeoutError:
+            raise BodyStalled from None
         self._drained.set()
         return data
 
@@ -471,6 +492,14 @@ class Proxy:
             )
         api_of, raw_path, fmt = formats.route(request.method, raw_path)
         api, wire = api_of.name, (fmt.wire if fmt is not None else None)
+        if wire is not None and not has_token:
+            # Whose request it is, before its body is read: another user's is forwarded as it comes, as any route
+            # bead does not read, not held in memory up to MAX_BODY_BYTES first (an outside attack held 33 MB a
+            # connection so).
+            peer, ours = _ends()
+            if not await asyncio.to_thread(self.is_owner, has_token, peer, ours):
+                engine.count("not_owner")
+                wire = None
         # Read part by part, up to what bead would ever read of it (a conversation route's MAX_BODY_BYTES, another
         # route's first STREAM_FROM_BYTES): the rest (a file upload, or someone's gigabytes) goes upstream as it
         # comes, never whole in memory (``_Body``).
@@ -478,18 +507,16 @@ class Proxy:
             body, rest = await _first_bytes(MAX_BODY_BYTES if wire is not None else STREAM_FROM_BYTES)
         except RequestEntityTooLarge:
             return _api_error(413, "bead proxy: the request body came faster than it could be sent on", api=api)
+        except BodyStalled:
+            return _stalled(api)
         prep = Prepared(body)
         if rest is not None:
             if wire is not None:
                 engine.count("too_large")  # as a body bead reads would be: forwarded as sent, nothing recorded
             wire = None
         if wire is not None:
-            peer, ours = _ends()
 
             def work(deadline: float, claim: Claim) -> Prepared:
-                if not self.is_owner(has_token, peer, ours):
-                    engine.count("not_owner")
-                    return Prepared(body)
                 return engine.prepare(body, headers, deadline, wire, claim)
 
             prep = await _prepare(engine, work, body, start)
@@ -516,6 +543,8 @@ class Proxy:
             out = client.build_request(request.method, url, headers=out_headers, content=content, extensions={"target": target})
             up = await client.send(out, stream=True)
         except Exception as exc:  # noqa: BLE001 - h11's own protocol errors pass httpx unwrapped; never a 500
+            if isinstance(exc, BodyStalled) or isinstance(exc.__cause__ or exc.__context__, BodyStalled):
+                return _stalled(api)  # the rest of a body sent on as it came stopped coming
             # Unreachable, or a target httpx will not send: bead's one own error, in the API's shape.
             engine.error("upstream", exc)
             return _api_error(502, f"bead proxy could not reach the upstream API ({type(exc).__name__})", api=api)
