@@ -31,9 +31,9 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
     """
     import sys
 
-    from ..config import shown_url
     from ..core.memory import Memory
     from ..log import setup_logging
+    from ..proxy.access import shown_url
     from ..proxy.app import create_app, prepare
     from ..proxy.engine import Engine
     from ..proxy.serve import parse_listen, serve_workers

@@ -192,3 +192,36 @@ def _proc_uid(client: tuple[str, int], server: tuple[str, int], proc: Path) -> i
 
 def home_owner(home: Home) -> int:
     return home.root.stat().st_uid
+
+
+def shown_url(url: str) -> str:
+    """``url`` as bead prints it (its log line, `GET /bead/health`, `bead status`): a user name and password in it (a
+    gateway's Basic auth, which httpx sends upstream), a query (a gateway's `?key=`), a path segment's parameters
+    (`/v1;key=...`) and a path segment that holds a credential bead's secret rules know (a gateway that takes its
+    key in the path) as `***`, never themselves."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        u = urlsplit(str(url))
+    except ValueError:
+        return "(a URL bead cannot read)"
+    path = _shown_path(u.path)
+    if "@" not in u.netloc and not u.query and not u.fragment and path == u.path:
+        return str(url)
+    netloc = "***@" + u.netloc.rsplit("@", 1)[1] if "@" in u.netloc else u.netloc
+    return urlunsplit((u.scheme, netloc, path, "***" if u.query else "", "***" if u.fragment else ""))
+
+
+def _shown_path(path: str) -> str:
+    """A URL's path with each segment's parameters (after `;`) and each segment the secret rules flag as `***`."""
+    if not path.strip("/"):
+        return path
+    from ..capture.secrets import scan
+
+    shown = []
+    for segment in path.split("/"):
+        name, params, _ = segment.partition(";")
+        if name and scan(name):
+            name = "***"
+        shown.append(name + (";***" if params else ""))
+    return "/".join(shown)

@@ -46,13 +46,13 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from .. import __version__
 from ..capture.secrets import ruleset
-from ..config import shown_url
 from ..errors import BeadError
 from ..ports import CHALLENGE, bound_address, health_proof
 from ..token import load_token
 from ..version import build_id
 from ..wire import formats
 from . import access
+from .access import shown_url
 from .engine import MAX_BODY_BYTES, MAX_RESPONSE_BYTES, Claim, Engine, Prepared
 
 log = logging.getLogger("bead.proxy")
