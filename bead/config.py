@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from . import yamlsafe
 from .errors import BeadError
 from .paths import Home
 
@@ -410,7 +411,7 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
             values[spec.name] = _validate(value_node, typing.cast(type, hint), dotted, where)
             continue
         try:
-            value = yaml.constructor.SafeConstructor().construct_document(value_node)
+            value = yamlsafe.Constructor().construct_document(value_node)
         except (yaml.YAMLError, ValueError, KeyError, TypeError) as exc:  # `!foo x`, `!!int abc`, `!!bool maybe`
             raise BeadError(
                 f"{where} line {line}: `{dotted}` has a value YAML cannot build: "
@@ -443,7 +444,7 @@ def _compose(text: str) -> Any:
     (`{a:[b]}`, tabs are errors) and its messages say which character is wrong. It costs about 2 ms for the
     default file, paid once per text: a process that opens its home again (each test, the dashboard's requests)
     validates the same tree into a new Config; the tree itself is only read."""
-    return yaml.compose(text, Loader=yaml.SafeLoader)
+    return yaml.compose(text, Loader=yamlsafe.PyLoader)
 
 
 def parse(text: str, where: str = "config.yaml") -> Config:

@@ -152,6 +152,32 @@ def test_a_suite_with_anchors_is_refused_at_once_not_expanded(bead, tmp_path, bo
     assert clean(r) and "anchors and aliases" in r.err and "no anchor or alias" in r.err, r.err
 
 
+def test_a_base_60_number_is_read_in_linear_time_as_the_text_it_is():
+    """PyYAML builds a YAML 1.1 base-60 number (`1:0:0:...`) by multiplying a growing integer once per part: an
+    800 KB one-line eval suite took 20 s of CPU before its error, 4 MB minutes (an outside attack); config.yaml's and
+    a fact's frontmatter's values are read the same way. Such a scalar is text now, its tag given outright is a YAML
+    error, and so is a decimal Python will not build (a ValueError before)."""
+    from linear import assert_linear
+
+    from bead import config, yamlsafe
+    from bead.errors import BeadError
+
+    assert_linear(yamlsafe.load, lambda n: "x: [1" + ":0" * (n // 2) + "]", 400_000, limit=0.4, what="load")
+    assert_linear(yamlsafe.load_plain, lambda n: "x: 1" + ":0" * (n // 2), 400_000, limit=0.4, what="load_plain")
+
+    def parsed(text: str) -> None:
+        with pytest.raises(BeadError, match="whole number"):  # the text it is, which no number setting takes
+            config.parse(text)
+
+    assert_linear(parsed, lambda n: "proxy:\n  workers: 1" + ":0" * (n // 2), 400_000, limit=0.4, what="config")
+    assert yamlsafe.load("at: 1:30\nn: 12\nf: 1.5\nh: 0x1F") == {"at": "1:30", "n": 12, "f": 1.5, "h": 31}
+    for text in ("a: !!int 1:0:0", "a: !!float 1:0.5", "a: " + "9" * 5000):
+        with pytest.raises(yamlsafe.Error):
+            yamlsafe.load(text)
+    with pytest.raises(BeadError, match="workers"):
+        config.parse("proxy:\n  workers: !!int 1:30\n")
+
+
 def test_reindex_never_removes_an_index_that_is_only_busy(bead, bead_home, monkeypatch):
     """A locked index (another program mid-write) is no damaged one: reindex says so and removes nothing."""
     from bead.core.memory import Memory
