@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import REPO
 
 from bead.errors import BeadError
 from bead.evals import cv, suite
@@ -91,6 +92,30 @@ def test_a_grid_file_is_read_strictly(tmp_path):
         good.write_text(text)
         with pytest.raises(BeadError):
             cv.load_grid(str(good))
+
+
+@pytest.mark.parametrize("section", ["rerank", "dream"])
+def test_a_grid_candidate_that_would_run_a_command_is_refused_before_anything_runs(bead, tmp_path, section):
+    """A candidate's config set `api_key_command`, and the eval ran it when the recall step called the model (an
+    outside attack: a grid is a file a person may copy from anywhere). It is refused, saying where the command goes."""
+    ran = tmp_path / "ran"
+    grid = tmp_path / "g.yaml"
+    rerank = "  enabled: true\n" if section == "rerank" else ""
+    config = (
+        f"{section}:\n{rerank}  provider: openai\n  model: m\n  base_url: http://127.0.0.1:9/v1\n  api_key_command: touch {ran}\n"
+    )
+    grid.write_text("settings:\n  - name: plain\n  - name: tuned\n    config: " + json.dumps(config) + "\n")
+    r = bead("eval", str(REPO / "evals" / "injection.yaml"), "--cv", "2", "--grid", str(grid), "--scale", "0")
+    assert r.code != 0 and f"{section}.api_key_command" in r.err and "config.yaml" in r.err, r.err
+    assert not ran.exists()
+
+
+@pytest.mark.parametrize("dotted", ["bead.paths.STATE_DIR", "bead.llm.TIMEOUT_S", "os.sep"])
+def test_a_setting_changes_only_the_rankings_constants(dotted):
+    """A grid's constants could set any upper-case name of any bead module (a path's, a command's) while an eval
+    ran; only bead.recall's and bead.index's are the ranking's."""
+    with pytest.raises(BeadError, match="bead.recall or bead.index"), Setting("x", "", ((dotted, 1),)).applied():
+        pass
 
 
 def test_a_setting_restores_the_constants_it_changed():

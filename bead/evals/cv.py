@@ -30,6 +30,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import yamlsafe
+from ..config import Config
+from ..config import parse as parse_config
 from ..errors import BeadError
 from ..index import semantic
 from . import injection, scaled
@@ -65,7 +67,9 @@ def load_grid(path: str) -> list[Setting]:
         constants = item.get("constants") or {}
         if not isinstance(constants, dict):
             raise BeadError(f"{path}: settings[{i}].constants must be a mapping", "write `constants: {NAME: value}`")
-        out.append(Setting(str(item["name"]), str(item.get("config") or ""), tuple(sorted(constants.items()))))
+        text = str(item.get("config") or "")
+        _runs_no_command(parse_config(text, where=f"{path}: settings[{i}].config"), path, i)
+        out.append(Setting(str(item["name"]), text, tuple(sorted(constants.items()))))
     names = [s.name for s in out]
     if len(set(names)) != len(names):
         raise BeadError(f"{path}: two settings share a name", "give each candidate its own name")
@@ -77,6 +81,18 @@ def load_grid(path: str) -> list[Setting]:
             "install it (pip install 'bead[semantic]') and unset BEAD_SEMANTIC, or leave those candidates out",
         )
     return out
+
+
+def _runs_no_command(config: Config, path: str, i: int) -> None:
+    """A grid's candidate may change settings, never run a command: an `api_key_command` (the rerank's or the
+    dream's) would run when the recall step called the model, from a file a person may have copied from anywhere."""
+    for section in ("rerank", "dream"):
+        if getattr(config, section).api_key_command:
+            raise BeadError(
+                f"{path}: settings[{i}].config sets {section}.api_key_command, which runs a command: a grid's "
+                "candidates change settings only",
+                "set the key's command in config.yaml (or a file given to --config) and take it out of the grid",
+            )
 
 
 def folds(ids: list[str], k: int, seed: int = 7) -> list[set[str]]:

@@ -94,6 +94,11 @@ def load(path: str | Path) -> dict:
     return data
 
 
+# The modules whose constants a candidate setting may change: the ranking's. A grid file is data a person may copy
+# from anywhere; a constant of another module (a path's, a command's) could make an eval touch what it must not.
+TUNABLE_MODULES = ("bead.recall.", "bead.index.")
+
+
 @dataclass(frozen=True)
 class Setting:
     """One candidate setting of a tuning run (bead.evals.cv): a config.yaml text and module constants that
@@ -116,10 +121,10 @@ class Setting:
         try:
             for dotted, value in self.constants:
                 module_name, _, attr = dotted.rpartition(".")
-                if not (module_name == "bead" or module_name.startswith("bead.")) or not attr.isupper():
+                if not module_name.startswith(TUNABLE_MODULES) or not attr.isupper():
                     raise BeadError(
                         f"setting {self.name}: {dotted} is not a constant bead has",
-                        "name a module-level constant, e.g. bead.recall.standing.OPENING_WEIGHT",
+                        "name a module-level constant of bead.recall or bead.index, e.g. bead.recall.standing.OPENING_WEIGHT",
                     )
                 module = sys.modules.get(module_name) or importlib.import_module(module_name)
                 if not hasattr(module, attr):
