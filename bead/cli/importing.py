@@ -49,6 +49,13 @@ def _run(kind: str, files, run, folder, since, project, as_json) -> None:
             echo("skipped " + ", ".join(s for s in skipped if s))
 
     emit(counts.as_dict(), as_json, human)
+    if counts.unverified:
+        echo(
+            f"note: {counts.unverified} turn(s) came from a folder that is not the harness's own ({folder}): what "
+            "the person typed there is not taken as your word, so what the dream learns from it waits for "
+            "`bead review` (a transcript from elsewhere may be anyone's)",
+            err=True,
+        )
     if counts.skipped_long_lines:
         limit = mem.config.import_.max_line_bytes
         echo(

@@ -67,7 +67,7 @@ from ..conversation import (
 from ..errors import BeadError
 from ..store.audit import iso
 from ..store.locks import flocked
-from ..store.rawlog import REPLAYED, by_message
+from ..store.rawlog import REPLAYED, UNVERIFIED, by_message
 from ..textform import readable_json
 from ..token import without_token
 from .capture import command_text, note_typed, prints_at_end, remember_values, request_turns
@@ -122,9 +122,18 @@ class ImportCounts:
     skipped_project: int = 0  # files of other projects (--project)
     skipped_old: int = 0  # messages before --since
     skipped_files: int = 0  # transcripts gone or unreadable by the time they were read
+    unverified: int = 0  # added turns read from a folder other than the harness's own (rawlog.UNVERIFIED)
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one folder (links resolved; False where either cannot be resolved)."""
+    try:
+        return a.resolve(strict=True) == b.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return False
 
 
 def _harness_root(env: str, default: str, sub: str) -> Path:
@@ -597,7 +606,13 @@ def present_turns(mem: Memory, session: str) -> FileState:
 
 
 def import_transcript(
-    mem: Memory, t: Transcript, counts: ImportCounts, parse: Parse, state: FileState | None = None, epoch: str | None = None
+    mem: Memory,
+    t: Transcript,
+    counts: ImportCounts,
+    parse: Parse,
+    state: FileState | None = None,
+    epoch: str | None = None,
+    own: bool = True,
 ) -> int:
     """Append the transcript's turns that the session's raw file does not hold yet; how many were added.
 
@@ -653,6 +668,8 @@ def import_transcript(
         counts.redacted += bool(found)
         # Every imported turn was said before: one that holds a forgotten value stays forgotten (RawLog.append_many).
         flags = {**turn.flags, "message": offset + index, "imported": IMPORTED[t.wire], REPLAYED: True}
+        if not own:  # a folder other than the harness's own: its typed words may be anyone's
+            flags[UNVERIFIED] = True
         if found:
             flags["redacted"] = sorted(set(found))
         # the text as scanned with its message's other runs: the raw log may be given this run alone (the others
@@ -662,6 +679,7 @@ def import_transcript(
     if items:
         mem.append_turns(t.session, items, scanned=True, epoch=epoch)
     counts.turns_added += len(items)
+    counts.unverified += 0 if own else len(items)
     return len(items)
 
 
@@ -678,7 +696,8 @@ def import_claude_code(
 ) -> ImportCounts:
     """Import every transcript under ``root`` (default: Claude Code's folder); ``progress`` is told each file."""
     top = root or default_root()
-    return _import(mem, parse, transcript_files(top), read_transcript, since, project, progress, top)
+    own = _same_folder(top, default_root())
+    return _import(mem, parse, transcript_files(top), read_transcript, since, project, progress, top, own)
 
 
 def _import(
@@ -690,6 +709,7 @@ def _import(
     project: str | None,
     progress: Callable[[Path], None] | None,
     root: Path | None = None,
+    own: bool = True,
 ) -> ImportCounts:
     """Import ``files`` (listed below ``root``: each is read only if it is still there when opened), one import at a
     time in a home: two at once each read the turns a session held before either wrote, and wrote them all (a
@@ -713,7 +733,7 @@ def _import(
                         counts.skipped_project += 1
                         break
                     state = state or present_turns(mem, t.session)
-                    import_transcript(mem, t, counts, parse, state, epoch)
+                    import_transcript(mem, t, counts, parse, state, epoch, own)
                     sessions.add(t.session)
             except (FileNotFoundError, IsADirectoryError, NotATranscript, PermissionError) as exc:
                 if exc.filename is not None and Path(exc.filename) != path:
@@ -901,4 +921,5 @@ def import_codex(
 ) -> ImportCounts:
     """Import every Codex CLI session under ``root`` (default: Codex's folder)."""
     top = root or codex_root()
-    return _import(mem, parse, codex_files(top), read_codex, since, project, progress, top)
+    own = _same_folder(top, codex_root())
+    return _import(mem, parse, codex_files(top), read_codex, since, project, progress, top, own)

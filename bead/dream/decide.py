@@ -29,7 +29,7 @@ from ..index.query import terms
 from ..store.audit import iso, normalise
 from ..store.facts import CLOCK_AHEAD, stored_title
 from ..store.keys import TYPES, check_new_key, validate_key
-from ..store.rawlog import Turn
+from ..store.rawlog import UNVERIFIED, Turn
 from ..textform import fold
 from .second import Opinion
 
@@ -91,8 +91,13 @@ def content_words(text: str) -> set[str]:
 
 def _typed(cited: list[Turn]) -> list[Turn]:
     """The person's typed turns among ``cited``; not typed words a paste may reach into (``near_paste``: between two
-    pastes, or a quote's lazy continuation), which may be the paste's own lines."""
-    return [t for t in cited if t.role == "user" and t.flags.get("source") == TRUSTED and not t.flags.get("near_paste")]
+    pastes, or a quote's lazy continuation), which may be the paste's own lines, nor a transcript's that `bead import`
+    read from a folder other than the harness's own (``UNVERIFIED``: a file that may have come from anyone)."""
+    return [
+        t
+        for t in cited
+        if t.role == "user" and t.flags.get("source") == TRUSTED and not t.flags.get("near_paste") and not t.flags.get(UNVERIFIED)
+    ]
 
 
 def provenance(value: str, cited: list[Turn]) -> str:

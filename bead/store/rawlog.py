@@ -61,6 +61,9 @@ SAID_AT_EPOCH = "said_at_epoch"
 # resumed session, a rewind; every turn `bead import` reads): one that holds a forgotten value (RawLog.forgotten_in)
 # is written as FORGOTTEN, flagged ``forgotten`` as a forget's rewrite is. Popped, never written.
 REPLAYED = "replayed"
+# A turn `bead import` read from a folder that is not the harness's own (`--from`): a transcript that may have come
+# from anywhere, whose typed words are not taken as the person's (the dream's facts from them wait for review).
+UNVERIFIED = "unverified"
 
 
 @dataclass
