@@ -757,7 +757,8 @@ def is_compaction(text: str) -> bool:
 # send their feedback the same way (an outside review had a TaskCompleted hook's "Remember that ..." pinned as the
 # person's word). Anchored, bounded: linear.
 HOOK_FEEDBACK_PREFIXES = ("Stop hook feedback:", "SubagentStop hook feedback:")
-_HOOK_FEEDBACK = re.compile(r"[A-Z][A-Za-z]{1,40} hook feedback:")
+# With a matcher's name after the event, as a tool hook's says which tool (`PreToolUse:Bash hook feedback:`).
+_HOOK_FEEDBACK = re.compile(r"[A-Z][A-Za-z]{1,40}(?::[A-Za-z0-9_.*|-]{1,80})? hook feedback:")
 
 
 # What a harness relays as a user message of its own that no person wrote: a hook's feedback, and another agent's
