@@ -450,15 +450,22 @@ def _read_all(c: socket.socket) -> bytes:
     return out
 
 
-@pytest.mark.parametrize("path", ["/v1/messages", "/v1/files"])
-def test_a_body_that_stops_coming_ends_with_a_408_and_its_connection(served_proxy, upstream, monkeypatch, path):
-    """A body whose headers came and then nothing (or half of it, then nothing) held its connection for good: a
-    local user holding thousands so used up the proxy's file descriptors, and the owner's harness timed out (an
-    outside attack). After BODY_IDLE_S with no byte the request ends with a 408 in the API's shape and the
+@pytest.mark.parametrize(
+    ("path", "how"),
+    [("/v1/messages", "stops"), ("/v1/files", "stops"), ("/v1/messages", "trickles")],
+    ids=["stops", "stops-past-what-bead-reads", "a-byte-now-and-then"],
+)
+def test_a_body_that_keeps_the_proxy_waiting_ends_with_a_408_and_its_connection(served_proxy, upstream, monkeypatch, path, how):
+    """A body whose headers came and then nothing, or half of it and then nothing, or a byte now and then, held its
+    connection for good: a local user holding thousands so used up the proxy's file descriptors, and the owner's
+    harness timed out (an outside attack, then a review of its first mend, which a byte every 29 s passed). Once a
+    body has kept the proxy waiting BODY_WAIT_S in all, the request ends with a 408 in the API's shape and the
     connection closes. /v1/files: past what bead reads, the body was already on its way upstream."""
+    import time
+
     from bead.proxy import app as proxy_app
 
-    monkeypatch.setattr(proxy_app, "BODY_IDLE_S", 0.5)
+    monkeypatch.setattr(proxy_app, "BODY_WAIT_S", 1.0)
     received = [0]
     listener = _upstream_reading(received)
     proxy = served_proxy(upstream_url=f"http://127.0.0.1:{listener.getsockname()[1]}")
@@ -466,10 +473,67 @@ def test_a_body_that_stops_coming_ends_with_a_408_and_its_connection(served_prox
     sent = 2 * 1024 * 1024 if path == "/v1/files" else 10
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
-            head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {sent * 2}\r\n\r\n"
+            head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {sent * 1000}\r\n\r\n"
             c.sendall(head.encode() + b"x" * sent)
-            status, headers, answer = head_of(_read_all(c))  # the proxy closes it: this returns
-        assert status.split()[1] == b"408", (status, answer)
-        assert b"sent nothing" in answer and json.loads(answer)["type"] == "error"
+            if how == "trickles":  # each byte well inside the wait, until the proxy answers
+                c.setblocking(False)
+                out = b""
+                while not out:
+                    c.sendall(b"x")
+                    time.sleep(0.2)
+                    try:
+                        out = c.recv(65536)
+                    except BlockingIOError:
+                        continue
+                c.setblocking(True)
+                answer = out + _read_all(c)
+            else:
+                answer = _read_all(c)  # the proxy closes it: this returns
+        status, _, body = head_of(answer)
+        assert status.split()[1] == b"408", (status, body)
+        assert b"kept the proxy waiting" in body and json.loads(body)["type"] == "error"
     finally:
         listener.close()
+
+
+def test_a_request_without_the_token_is_not_held_by_preparations_stuck_past_their_guard(served_proxy, upstream, monkeypatch):
+    """The owner check ran on the preparations' threads before the body was read: with each of them held by a
+    preparation stuck where it cannot look at the clock (the case the guard is for), a request without the token
+    (the owner's harness on a plain base URL, on Linux) waited for good, where the guard forwards it after its
+    deadline (a review). The check has threads of its own."""
+    import threading
+
+    from bead.proxy import app as proxy_app
+    from bead.proxy import engine as engine_mod
+
+    release = threading.Event()
+    real = engine_mod.Engine.prepare
+
+    def stuck(self, *a, **kw):
+        release.wait(60)
+        return real(self, *a, **kw)
+
+    proxy = served_proxy()
+    proxy.engine.deadline_s = 0.5
+    token = proxy_app.load_token(proxy.engine.home)
+    monkeypatch.setattr(engine_mod.Engine, "prepare", stuck)
+    body = json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}).encode()
+    try:
+        held = []
+        for _ in range(proxy_app.PREPARE_THREADS):  # every preparation thread held
+            t = threading.Thread(target=_post, args=(proxy.url + f"/{token}/v1/messages", body), daemon=True)
+            t.start()
+            held.append(t)
+        for t in held:
+            t.join(30)
+        assert _post(proxy.url + "/v1/messages", body) == 200
+    finally:
+        release.set()
+
+
+def _post(url: str, body: bytes) -> int:
+    import urllib.request
+
+    r = urllib.request.Request(url, data=body, method="POST", headers={"content-type": "application/json"})
+    with urllib.request.urlopen(r, timeout=20) as answer:
+        return answer.status

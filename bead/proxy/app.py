@@ -147,8 +147,8 @@ def _api_error(status: int, message: str, kind: str = "api_error", api: str = "a
 
 
 def _stalled(api: str) -> Response:
-    """The answer to a request whose body stopped coming (BODY_IDLE_S); its connection is not kept."""
-    response = _api_error(408, f"bead proxy: the request body sent nothing for {BODY_IDLE_S:.0f} s", api=api)
+    """The answer to a request whose body kept the proxy waiting too long (BODY_WAIT_S); its connection is not kept."""
+    response = _api_error(408, f"bead proxy: the request body kept the proxy waiting {BODY_WAIT_S:.0f} s", api=api)
     response.headers["Connection"] = "close"
     return response
 
@@ -195,15 +195,16 @@ def prepare() -> None:
 
 UNREAD_BYTES = 4 * 1024 * 1024  # of a request body, what may wait unread once the proxy reads it part by part
 UNPACED_UNREAD_BYTES = 64 * 1024 * 1024  # over HTTP/2, where the sender is not held back: past it, the body ends
-# A request body that sends nothing for this long ends with a 408: a sender that stops half way (another user on the
-# machine, headers and then nothing) held its connection, and up to 32 MiB of what it sent, for good; holding
-# thousands so left no file descriptor for the owner's harness (an outside attack). A harness on loopback sends its
-# body at once.
-BODY_IDLE_S = 30.0
+# How long, in all, a request body may keep the proxy waiting for its bytes; past it the request ends with a 408. A
+# sender that stops half way (another user on the machine: headers, then nothing, or a byte now and then) held its
+# connection, and up to 32 MiB of what it sent, for good; holding thousands so left no file descriptor for the
+# owner's harness (an outside attack). A harness on loopback sends its body at once; the time the proxy itself does
+# not read (an upstream that takes a large upload slowly) is not counted.
+BODY_WAIT_S = 30.0
 
 
 class BodyStalled(Exception):
-    """A request body sent nothing for BODY_IDLE_S."""
+    """A request body kept the proxy waiting for its bytes for BODY_WAIT_S in all."""
 
 
 STREAM_FROM_BYTES = 1024 * 1024  # a body of a route bead does not read goes upstream as it comes past this
@@ -220,13 +221,20 @@ class _Body(QuartBody):
         self._read_in_parts = False
         self._drained = asyncio.Event()
         self._drained.set()
+        self._waited = 0.0  # seconds spent waiting in __anext__ for the sender's bytes
 
     async def __anext__(self) -> bytes:
         self._read_in_parts = True
+        left = BODY_WAIT_S - self._waited
+        if left <= 0:
+            raise BodyStalled
+        start = time.monotonic()
         try:
-            data = await asyncio.wait_for(super().__anext__(), BODY_IDLE_S)
+            data = await asyncio.wait_for(super().__anext__(), left)
         except TimeoutError:
             raise BodyStalled from None
+        finally:
+            self._waited += time.monotonic() - start
         self._drained.set()
         return data
 
@@ -307,6 +315,10 @@ class Proxy:
         }
         self.client: httpx.AsyncClient | None = None
         self.health_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bead-health")
+        # The kernel's word on whose a connection is, asked before a body is read: threads of its own, not the
+        # preparations' (a preparation stuck past its guard holds one of those, and every request without the token
+        # would wait behind it), and within the request's deadline.
+        self.owner_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bead-owner")
         build_id()  # read the package's files now, not on the first health request
 
     async def start(self) -> None:
@@ -425,6 +437,20 @@ class Proxy:
             return False
         return access.peer_uid(client, server) == self.owner_uid
 
+    async def _owner(self, peer_and_ours: tuple[tuple[str, int] | None, tuple[str, int] | None]) -> bool:
+        """Whether a request without the token comes from the home's owner, as the kernel says (Linux); past the
+        engine's deadline the answer is no (its request goes on unprepared, as any that fails open)."""
+        peer, ours = peer_and_ours
+        if not sys.platform.startswith("linux") or peer is None or ours is None:
+            return False
+        loop = asyncio.get_running_loop()
+        asked = loop.run_in_executor(self.owner_pool, self.is_owner, False, peer, ours)
+        try:
+            return bool(await asyncio.wait_for(asked, self.engine.deadline_s))
+        except TimeoutError:
+            self.engine.error("deadline", TimeoutError("the owner check passed the deadline"))
+            return False
+
     async def no_websocket(self, path: str) -> Response:
         """bead relays HTTP only. Codex CLI's built-in OpenAI provider tries a WebSocket first: a 426 makes
         it fall back to HTTP at once (a 400 stops it, a 404 costs it seconds of retries)."""
@@ -496,8 +522,7 @@ class Proxy:
             # Whose request it is, before its body is read: another user's is forwarded as it comes, as any route
             # bead does not read, not held in memory up to MAX_BODY_BYTES first (an outside attack held 33 MB a
             # connection so).
-            peer, ours = _ends()
-            if not await asyncio.to_thread(self.is_owner, has_token, peer, ours):
+            if not await self._owner(peer_and_ours=_ends()):
                 engine.count("not_owner")
                 wire = None
         # Read part by part, up to what bead would ever read of it (a conversation route's MAX_BODY_BYTES, another
