@@ -71,6 +71,8 @@ def seed(root: Path, trace: Path) -> dict:
                 "session": "s2",
                 "thread": "t1",
                 "project": "shop",
+                "roles": ["user"],
+                "errors": [],
                 "injected": ["project/shop/db@v1"],
                 "pinned": ["user/editor@v1"],
                 "rejected": [{"id": "project/shop/tests@v1", "score": 0.8, "reason": f"weak {PAYLOAD}"}],
@@ -163,9 +165,10 @@ def test_no_control_bidi_or_invisible_character_reaches_the_page_as_itself(bead_
 @pytest.mark.parametrize(
     "line",
     [
-        '{"at": "2026-01-01T00:00:00Z", "pinned": 5}',
-        '{"at": "2026-01-01T00:00:00Z", "rejected": {"a": 1}}',
-        '{"at": "2026-01-01T00:00:00Z", "injected": ["x@v1"], "cues": 7}',
+        '{"at": "2026-01-01T00:00:00Z", "session": "s", "roles": [], "errors": [], "pinned": 5}',
+        '{"at": "2026-01-01T00:00:00Z", "session": "s", "roles": [], "errors": [], "rejected": {"a": 1}}',
+        '{"at": "2026-01-01T00:00:00Z", "session": "s", "roles": [], "errors": [], "injected": ["x@v1"], "cues": 7}',
+        '{"at": "2026-01-01T00:00:00Z", "injected": ["a line no proxy wrote@v1"]}',
     ],
 )
 def test_an_odd_trace_or_audit_line_is_skipped_not_a_500(bead_home, tmp_path, line, caplog):

@@ -101,14 +101,16 @@ class Trace:
         return data.decode("utf-8", errors="replace")
 
     def entries(self) -> list[dict[str, Any]]:
-        """The file's records; NotATrace where a line is none of a trace's (another program's JSON lines)."""
+        """The file's records: its lines with the fields every trace record holds (another program's JSON lines, or
+        a line someone added, are left out)."""
         out = []
         for line in safe.lines_of(self._text()):
-            _check_line(self.path, line)
             try:
-                out.append(json.loads(line))
+                entry = json.loads(line)
             except (ValueError, RecursionError):
                 continue
+            if isinstance(entry, dict) and _TRACE_FIELDS <= entry.keys():
+                out.append(entry)
         return out
 
     def matching_lines(self, matches: Callable[[str], bool]) -> int:
