@@ -736,3 +736,21 @@ def test_the_stdin_filter_passes_lines_on_and_names_what_is_not_json_by_size_onc
     assert len(said) == 2 and said[0].startswith("1 line(s) on stdin were not JSON"), said
     assert said[1].startswith("49 line(s) on stdin were not JSON, so they get no answer (the last one 41 bytes)")
     assert "4471" not in " ".join(said)
+
+
+def test_a_server_with_no_project_of_its_own_writes_no_projects_fact_unseen(home, mem):
+    """The rule that an agent's fact for another project waits for the person held only where the server knew its
+    own project: one started in `/` (as some harnesses start their servers) wrote `project/billing/...` at once, and
+    billing's conversations were given it (an outside attack). With no project of its own, every project is
+    another's."""
+    server = stdio_session(home, cwd=Path("/"))
+    try:
+        out = server.ok(
+            "remember",
+            {"value": "Billing deploys go to staging-b.example.net", "type": "project", "key": "project/billing/deploy-target"},
+        )
+        assert out["status"] == "queued" and "no project of its own" in out["reason"], out
+        assert mem.current("project/billing/deploy-target") is None
+        assert server.ok("remember", {"value": "I use fish", "type": "user", "key": "user/shell-x"})["status"] == "written"
+    finally:
+        server.close()

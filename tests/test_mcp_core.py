@@ -23,7 +23,9 @@ def test_compare_and_swap_lets_exactly_one_of_two_racing_writers_win(mem):
         barrier.wait()
         try:
             with mem.__class__(mem.home, mem.config) as own:  # each thread its own connection, as servers do
-                saved = remember_fact(own, f"value from writer {i}", "project", "project/shop/counter", expected_version=1)
+                saved = remember_fact(
+                    own, f"value from writer {i}", "project", "project/shop/counter", expected_version=1, project="shop"
+                )
             results.append(saved.status)
         except VersionConflict:
             results.append("lost")

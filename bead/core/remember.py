@@ -382,6 +382,7 @@ def remember_fact(
     viewer: Viewer = LOCAL,
     project: str | None = None,
     source: str = "untrusted",
+    any_project: bool = False,
 ) -> Saved:
     """Write ``value`` under ``key`` (proposed from the value when None), with the checks "remember" and the
     dream apply: a value the secret scan flags is refused; one that reads like an instruction to an AI agent
@@ -396,11 +397,14 @@ def remember_fact(
         reason = f"remember: {found.reason}"
         queued = propose.queue(mem, "suspicious", stored, type, value, reason, source=source, owner=owner)
         return Saved("queued", shown, item=queued.item.id if queued.item else None, reason=reason)
-    other = _other_project(stored, project)
+    other = _other_project(stored, project, any_project)
     if other is not None and trust not in PERSON_TRUSTS:
         # What an agent reads in one project (a README, a web page) must not reach another project's conversations
-        # unseen: a fact it writes there waits for the person, who sees which project wrote it.
-        reason = f"remember: written from a conversation of project {project}, into project {other}"
+        # unseen: a fact it writes there waits for the person, who sees which project wrote it. A server that knows
+        # no project of its own (started in `/`, or `bead mcp --http` without --project) is no project's: every
+        # project's facts wait so.
+        where = f"a conversation of project {project}" if project else "a server with no project of its own"
+        reason = f"remember: written from {where}, into project {other}"
         queued = propose.queue(mem, "untrusted-source", stored, type, value, reason, source=source, owner=owner)
         return Saved("queued", shown, item=queued.item.id if queued.item else None, reason=reason)
 
@@ -430,10 +434,12 @@ def remember_fact(
     )
 
 
-def _other_project(key: str, project: str | None) -> str | None:
-    """The project a ``project/<name>/...`` key is of, when it is not ``project`` (the conversation's); else None."""
+def _other_project(key: str, project: str | None, any_project: bool = False) -> str | None:
+    """The project a ``project/<name>/...`` key is of, when it is not ``project`` (the conversation's); else None.
+    With no ``project`` every project is another's, unless ``any_project`` (a team member, whose projects the host
+    lists)."""
     parts = key.split("/")
-    if project is None or len(parts) < 3 or parts[0] != "project" or parts[1] == project:
+    if len(parts) < 3 or parts[0] != "project" or parts[1] == project or (project is None and any_project):
         return None
     return parts[1]
 

@@ -349,6 +349,7 @@ def _remembering(
             viewer=viewer,
             project=rt.project if not viewer.team else None,
             source=source,
+            any_project=viewer.team,  # a member writes the projects the host lists for them
         )
         out: dict[str, Any] = {
             "status": saved.status,
