@@ -280,9 +280,19 @@ def _ascii_lookalikes() -> dict[str, str]:
             if target and all(ord(x) < 0x80 for x in target):
                 out[ch] = target
                 break
+            if target in _THROUGH:  # Greek kappa and Cyrillic ka: the table's target is kra, not k (an outside attack)
+                out[ch] = _THROUGH[target]
+                break
+    out.update(_THROUGH)
     for ch in _BARS:
         out[ch] = "|"
     return out
+
+
+# Letters the confusables table gives as the look-alike of others, which read as an ASCII letter themselves: its
+# kra (U+0138) is its target for Greek kappa, Cyrillic ka and a small capital K, which read as k. A value spelt with
+# one (`kestrel` with a kappa) escaped forget, seal and the tombstones.
+_THROUGH = {"\u0138": "k"}
 
 
 def _by_name(ch: str) -> str | None:

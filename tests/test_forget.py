@@ -271,6 +271,29 @@ def test_a_planted_trace_line_names_no_app_log_and_no_file_where_forget_runs(mem
     assert mem.current("user/buildhost") is None
 
 
+@pytest.mark.parametrize("how", ["key", "match"])
+def test_a_value_spelt_with_a_kappa_or_a_cyrillic_ka_is_forgotten_too(mem, how):
+    """Greek kappa and Cyrillic ka read as k, but the confusables table gives them kra (U+0138), not k, so the one
+    normal form left them: `zqx-PLUTO-7731-\u03baestrel` stayed in the raw log and the index after forget by key,
+    by --match and seal, and a tombstoned value came back so spelt (an outside attack)."""
+    value = "zqx-PLUTO-7731-kestrel"
+    mem.append_turns(
+        "s",
+        [
+            ("user", f"remember that the probe code is {value}", T0, None),
+            ("user", "my old notes spell it zqx-PLUTO-7731-\u03baestrel", T0, None),
+            ("user", "and the wiki has zqx-PLUTO-7731-\u043aestrel", T0, None),
+        ],
+    )
+    mem.write("project/shop/probe-code", f"The probe code is {value}", "project")
+    mem.index.checkpoint()
+    target = "project/shop/probe-code" if how == "key" else value
+    forget.apply(mem, forget.plan_target(mem, target) if how == "key" else forget.plan_match(mem, target))
+    assert leftovers(mem.home.root, "PLUTO-7731") == [] and leftovers(mem.home.root, "zqx-pluto") == []
+    with pytest.raises(RefusedWrite):
+        mem.write("project/shop/probe", "The probe code is zqx-PLUTO-7731-\u03baestrel", "project", trust="agent_observed")
+
+
 class TestRememberedValueLeavesNothing:
     """A key made from the value's words is part of the value: after forget no file holds those words."""
 
