@@ -604,8 +604,11 @@ def unshare(path: Path, *, root: Path) -> bool:
     return True
 
 
-def orphan_temps(top: Path, *, root: Path) -> list[Path]:
-    """Temp files below ``top`` whose writer is gone (they may hold a value: report and remove them)."""
+def orphan_temps(top: Path, *, root: Path, any_writer: bool = False) -> list[Path]:
+    """Temp files below ``top`` whose writer is gone (they may hold a value: report and remove them). With
+    ``any_writer`` (the caller holds the lock every writer below ``top`` holds while its temp file exists), every
+    temp file of ours: its writer's pid may be alive again as another process (a reboot, a pid namespace), and the
+    file was kept for good (an outside attack)."""
     out = []
     now = time.time()
     for folder, _dirs, names in walk(top, root=root, skip_hidden_dirs=False):
@@ -617,6 +620,6 @@ def orphan_temps(top: Path, *, root: Path) -> list[Path]:
                 mtime = os.lstat(p).st_mtime
             except OSError:
                 continue
-            if is_orphan_temp(name, mtime, now):
+            if (any_writer and _TEMP.fullmatch(name)) or is_orphan_temp(name, mtime, now):
                 out.append(p)
     return out

@@ -269,7 +269,7 @@ class TestOrphanedTemps:
         from bead.core.health import collect
 
         tmp = self.kill_writer(bead_home)
-        live = mem.home.facts / f".v9.md.{os.getpid()}-0badc0de.tmp"  # a write in flight in this process
+        live = mem.home.sessions / f".s.jsonl.{os.getpid()}-0badc0de.tmp"  # a write in flight in this process
         live.write_text("in flight")
         assert mem.orphan_temps() == [tmp]
         assert any(str(tmp) in p["problem"] and "--fix" in p["fix"] for p in collect(mem)["problems"])
@@ -286,6 +286,24 @@ class TestOrphanedTemps:
         mem.write("user/orphan", "Wobbleplank-7731", "user")
         forget.apply(mem, forget.plan_target(mem, "user/orphan"))
         assert not tmp.exists() and not mem.home.fact_dir("user/orphan").exists()
+
+    @pytest.mark.parametrize("how", ["forget", "fix"])
+    def test_a_fact_files_temp_whose_pid_lives_again_is_removed_too(self, mem, bead_home, how):
+        """A temp file was judged by its writer's pid alone: one whose pid belongs to a living process again (after
+        a reboot, or a writer in a pid namespace killed as pid 2) was kept for good, the value in it, by forget,
+        seal, `status --fix` and reindex (an outside attack). Under the store's lock, which every writer of fact
+        files holds while its temp file exists, a fact file's temp is a killed write's whoever holds its pid."""
+        from bead.core.health import collect
+
+        tmp = self.kill_writer(bead_home)
+        reused = tmp.with_name(tmp.name.replace(tmp.name.split(".")[3].split("-")[0], "1", 1))  # pid 1 lives
+        tmp.rename(reused)
+        mem.write("user/orphan", "Wobbleplank-7731", "user")
+        if how == "forget":
+            forget.apply(mem, forget.plan_target(mem, "user/orphan"))
+        else:
+            collect(mem, fix=True)
+        assert not reused.exists()
 
 
 class TestBodyLimit:

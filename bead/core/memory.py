@@ -510,5 +510,9 @@ class Memory:
     def remove_orphan_temps(self) -> list[Path]:
         """Remove the temp files of killed writers (`bead status --fix`, `bead reindex`, forget)."""
         with self.facts.lock():
-            gone = [p for p in self.orphan_temps() if safe.unlink(p, root=self.home.root)]
+            # Under the store's lock no fact file is being written: a version's temp file is a killed write's,
+            # whoever holds its pid now.
+            facts = safe.orphan_temps(self.home.facts, root=self.home.root, any_writer=True)
+            found = dict.fromkeys([*self.orphan_temps(), *facts])
+            gone = [p for p in found if safe.unlink(p, root=self.home.root)]
         return gone
