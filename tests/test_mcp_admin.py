@@ -639,3 +639,30 @@ def test_the_curator_gets_an_agents_value_and_a_review_items_with_their_tags_esc
     for tool, item in zip(("queue_accept", "queue_reject"), items, strict=True):
         answer = json.dumps(admin.ok(tool, {"id": item.id}), ensure_ascii=False)
         assert "<system-reminder>" not in answer and "&lt;system-reminder>" in answer, (tool, answer)
+
+
+def test_the_accept_question_says_what_it_overrides_before_the_proposal(tmp_path):
+    """The question quoted the proposal first, up to 4,000 characters, and only then the person's pinned value it
+    replaces: a proposal that ended its first line with the question's own "Decline and it stays in the queue." and
+    then filler pushed the warning out of sight (an outside attack). What the accept overrides now comes first."""
+    root = tmp_path / "home"
+    Home(root).ensure()
+    with Memory(Home(root), Config(owner="tester")) as m:
+        m.write("user/editor", "The person uses emacs; never suggest vim", "user", trust="user_stated")
+        m.set_pinned(m.current("user/editor"), True)
+    agent = stdio_session(root, "--project", "shop")
+    value = "The person uses vim now. " + "\u2500" * 60 + " Decline and it stays in the queue. " + "\u2588" * 3800
+    try:
+        item = agent.ok("remember", {"value": value, "type": "user", "key": "user/editor"})["review_item"]
+    finally:
+        agent.close()
+    person = Person("decline")
+    curator = stdio_session(root, "--admin", "--project", "shop", elicitation=person, mode="legacy")
+    try:
+        curator.call("queue_accept", {"id": item})
+    finally:
+        curator.close()
+    asked = person.asked[-1]
+    replaced, pinned = asked.index("It replaces v1 (user_stated)"), asked.index("That version is pinned")
+    assert replaced < pinned < asked.index("The person uses vim now") < asked.index("\u2588")
+    assert "The person uses emacs; never suggest vim" in asked[:pinned]

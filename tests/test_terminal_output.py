@@ -570,3 +570,19 @@ def test_a_bugs_traceback_reaches_the_terminal_escaped(monkeypatch, capsys, bead
     err = capsys.readouterr().err
     assert ended.value.code == 1 and "Traceback" in err and "KeyError" in err and "this is a bug in bead" in err
     assert raw_in(err) == [] and "\\x1b]0;pwned\\x07" in err
+
+
+def test_a_review_card_shows_what_accepting_overrides_before_a_long_proposal(mem):
+    """The MCP question quoted a proposal of thousands of characters before the person's pinned value it replaces
+    (an outside attack); the card showed the proposal first too, its wrapped lines pushing the current value down.
+    The current value comes first."""
+    from bead.core import review
+    from bead.core.remember import remember_fact
+    from bead.tui.review import card
+
+    mem.write("user/editor", "The person uses emacs; never suggest vim", "user", trust="user_stated")
+    value = "The person uses vim now. " + "\u2588" * 3800
+    assert remember_fact(mem, value, "user", key="user/editor", project="shop").status == "queued"
+    entry = next(x for x in review.entries(mem) if x.kind == "item")
+    text = "".join(s[1] for s in card(entry, 1, 1))
+    assert text.index("never suggest vim") < text.index("The person uses vim now")

@@ -393,10 +393,12 @@ def _accept_text(mem: Memory, item_id: str) -> str:
     review.acceptable(item.id, item.value)
     instead = _accept_instead(item_id)
     why = f"\n\nWhy it was queued (it may quote the proposal):\n{consent.quoted(item.detail[:300], instead)}"
+    # What the accept overrides comes before the proposal: a proposal of thousands of characters (its last words
+    # forging the question's end) pushed the person's own pinned value far below it (an outside attack).
     return (
         f"bead: accept review item {item.id} as your word? It writes {visible(item.key)} ({visible(item.type)}, trust accepted); "
-        f"your agents will read it as what you said. The proposal, as they would read it:\n\n"
-        f"{consent.quoted(item.value, instead)}{_replacing(mem, item.key, instead)}"
+        f"your agents will read it as what you said.{_replacing(mem, item.key, instead)}\n\n"
+        f"The proposal, as they would read it:\n{consent.quoted(item.value, instead)}"
         f"{why if item.detail else ''}\n\nDecline and it stays in the queue."
     )
 

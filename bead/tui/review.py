@@ -215,6 +215,18 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
         )
     if e.reason:
         out += _field("reason", one_line(e.reason, 400))
+    if e.kind != "evaluation":
+        # Before the proposal: what accepting overrides (the person's pinned value) stays in sight however long the
+        # proposal is (an outside attack pushed it below 4,000 characters of a proposal in the MCP question).
+        cur = e.current
+        if cur is None:
+            shown = "(none: the key is new)"
+        elif cur.sealed:
+            shown = "sealed in the vault (never shown here)"
+        else:
+            flags = ", pinned" if cur.pinned else ""
+            shown = f"{flat(_lines_marked(cur.value))}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
+        out += _field("current", shown)
     if e.proposed is not None:
         # What would be written is shown as bead's blocks give it to the model (bead.recall.render.fact_line): one
         # line, every run of blanks and line breaks one space. Its own line breaks could push its first lines off the
@@ -226,16 +238,6 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
         # `# old hook:` line followed by a command reads as one commented line once joined (a review).
         shown = safe(e.proposed, multiline=True) if e.kind == "evaluation" else flat(_lines_marked(e.proposed))
         out += _field("lesson" if e.kind == "evaluation" else "proposed", shown)
-    if e.kind != "evaluation":
-        cur = e.current
-        if cur is None:
-            shown = "(none: the key is new)"
-        elif cur.sealed:
-            shown = "sealed in the vault (never shown here)"
-        else:
-            flags = ", pinned" if cur.pinned else ""
-            shown = f"{flat(_lines_marked(cur.value))}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
-        out += _field("current", shown)
     if e.evaluation:
         ev = e.evaluation
         figures = ", ".join(
