@@ -547,6 +547,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def temp_of(name: str) -> str | None:
+    """The file a temp file of ours named ``name`` was to become (``.SKILL.md.123-0badc0de.tmp``: ``SKILL.md``)."""
+    m = _TEMP.fullmatch(name)
+    return m.group(1) if m else None
+
+
 def is_orphan_temp(name: str, mtime: float, now: float | None = None) -> bool:
     """A temp file of ours whose writer is gone (or, for an older name without a pid, older than a minute)."""
     m = _TEMP.fullmatch(name)

@@ -560,3 +560,35 @@ def test_an_install_refused_for_too_many_backups_writes_and_notes_nothing(bead, 
     assert r.code != 0 and "backups already" in r.err
     assert (project / ".claude/skills/bead-a/SKILL.md").read_bytes() == a_before
     assert (mem.home.root / "skills.jsonl").read_bytes() == log
+
+
+@pytest.mark.parametrize("how", ["key", "match"])
+def test_a_killed_installs_temp_file_in_the_project_goes_with_the_value(bead, mem, seeded, project, how):
+    """`bead skills install` killed before its rename left `.SKILL.md.<pid>-<hex>.tmp` in the project, the fact's
+    text in it; forget looked for temp files only under the home, and the log named a SKILL.md that was not there,
+    so the value stayed (an outside forensic attack). A temp file beside a logged skill file goes with the value."""
+    import subprocess
+    import sys
+
+    # Killed between the deploy skill's temp file's write and its rename (os._exit: no cleanup runs), as kill -9
+    # leaves it.
+    script = f"""
+import os, sys
+real = os.replace
+def replace(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
+    with open(os.open(src, os.O_RDONLY, dir_fd=src_dir_fd), "rb") as f:
+        if b"Tuesdays" in f.read():
+            os._exit(9)
+    real(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+os.replace = replace
+from bead.cli import main
+sys.argv = ["bead", "skills", "install", "--dir", {str(project)!r}]
+main()
+"""
+    assert subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60).returncode == 9
+    temps = [p for p in project.rglob("*.tmp") if b"Tuesdays" in p.read_bytes()]
+    assert temps and not (project / DEPLOY).exists()
+    args = ["project/shop/deploy-day"] if how == "key" else ["--match", "Tuesdays only", "--yes"]
+    r = bead("forget", *args)
+    assert r.code == 0, r.err
+    assert _no_bytes_of(b"Tuesdays", project) == [], r.err

@@ -91,6 +91,9 @@ class Plan:
     # skill files that hold it but are not as install wrote them (the person's edit, a --force's .bak): named, left
     skills_left: list[Path] = field(default_factory=list)
     skills_unread: str | None = None  # why the log of installed skill files could not be read
+    # a killed install's temp files beside a logged skill file that hold the value (or of a key that goes whole):
+    # (the project folder, the temp file), removed
+    skill_temps: list[tuple[Path, Path]] = field(default_factory=list)
     # How the plan was made (the key or the text): ``apply`` makes it again (the history outside its locks, what was
     # written since inside them), so what reached the store between the preview and the person's yes (a turn the
     # proxy captured, a fact written) goes too.
@@ -148,6 +151,7 @@ class Plan:
             or self.temps
             or self.sealed
             or self.skills
+            or self.skill_temps
         )
 
     def summary(self, home_store: Path) -> dict[str, Any]:
@@ -165,7 +169,7 @@ class Plan:
             "review_items": len(self.queue_items),
             "also_in": list(self.also_in),
             "not_traces": [str(p) for p in self.not_traces],
-            "skill_files": [str(r.path) for r in self.skills],
+            "skill_files": [str(r.path) for r in self.skills] + [str(p) for _, p in self.skill_temps],
             "skill_files_left": [str(p) for p in self.skills_left],
             "skill_files_unread": self.skills_unread,
         }
@@ -820,6 +824,10 @@ def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
     for rec in recs:
         whole = rec.key in plan.whole
         _scan_backups(rec, plan, holds, whole)
+        for temp in skill_files.temps_beside(rec):
+            kept, _ = skill_files.read_installed(skill_files.Installed(temp, rec.root, rec.key, ""))
+            if kept is not None and (whole or holds(kept.decode("utf-8", errors="replace"))):
+                plan.skill_temps.append((rec.root, temp))
         data, problem = skill_files.read_installed(rec)
         if data is None:
             if problem and rec.key in plan.keys:
@@ -1018,6 +1026,7 @@ def _joined(inner: Plan, outer: Plan, changed: list[Path]) -> Plan:
     inner.not_traces = outer.not_traces
     inner.also_in = outer.also_in
     inner.skills, inner.skills_left, inner.skills_unread = outer.skills, outer.skills_left, outer.skills_unread
+    inner.skill_temps = outer.skill_temps
     return inner
 
 
@@ -1153,6 +1162,12 @@ def _apply_forgetting(
     mem.tombstones.forget_keys(plan.whole | plan.named)
     # The skill files in the person's projects that bead wrote from it (each checked again before it goes).
     skills_gone, skills_left, log_problem = skill_files.remove_installed(mem, plan.skills, plan.whole | plan.named)
+    for project_root, temp in plan.skill_temps:  # a killed install's, in the project: what it held goes too
+        try:
+            if safe.unlink(temp, root=project_root):
+                skills_gone.append(temp)
+        except (OSError, safe.UnsafePath):
+            skills_left.append(temp)
     reports = Reports(mem.home)
     # A key or id a run's line lists that holds the value (one it rejected or queued, made of the value's words).
     reports.scrub(_matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens), plan.encoded))

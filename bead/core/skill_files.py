@@ -152,6 +152,17 @@ def read_installed(rec: Installed) -> tuple[bytes | None, str | None]:
         return None, str(exc) or type(exc).__name__
 
 
+def temps_beside(rec: Installed) -> list[Path]:
+    """Temp files of an install of ``rec``'s file that never got to its rename (a killed `bead skills install`):
+    each holds what the file was to hold."""
+    try:
+        with safe.opened_dir(rec.root, rec.path.parent) as d:
+            names = os.listdir(d)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [rec.path.with_name(n) for n in sorted(names) if safe.temp_of(n) == rec.path.name]
+
+
 def as_written(rec: Installed, data: bytes) -> bool:
     return hashlib.sha256(data).hexdigest() == rec.sha256
 
