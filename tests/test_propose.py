@@ -78,7 +78,7 @@ def test_the_three_ways_in_agree_on_each_value(mem, name):
     }[kind]
     [p] = plan(_typed(f"remember that {value}"), Identity(session="s1", base_session="s1", thread="", project="shop"))
     try:
-        tool = remember_fact(mem, value, "project", key="project/shop/agent-note").status
+        tool = remember_fact(mem, value, "project", key="project/shop/agent-note", project="shop").status
     except Exception:  # a refusal: InvalidArgument (hidden text the agent can fix) or RefusedWrite (a credential)
         tool = "refused"
     d = decide(mem, Proposal("project/shop/dream-note", "project", value, (1,)), [_turn(f"remember {value}")], lambda v: None)
