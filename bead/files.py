@@ -548,9 +548,10 @@ def _alive(pid: int) -> bool:
 
 
 def temp_of(name: str) -> str | None:
-    """The file a temp file of ours named ``name`` was to become (``.SKILL.md.123-0badc0de.tmp``: ``SKILL.md``)."""
+    """The file a temp file of ours named ``name`` (with its writer's pid: ``.SKILL.md.123-0badc0de.tmp``) was to
+    become (``SKILL.md``); None for any other name."""
     m = _TEMP.fullmatch(name)
-    return m.group(1) if m else None
+    return m.group(1) if m and m.group(2) else None
 
 
 def is_orphan_temp(name: str, mtime: float, now: float | None = None) -> bool:

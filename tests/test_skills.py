@@ -592,3 +592,21 @@ main()
     r = bead("forget", *args)
     assert r.code == 0, r.err
     assert _no_bytes_of(b"Tuesdays", project) == [], r.err
+
+
+@pytest.mark.parametrize("name", [".SKILL.md.draft_v2.tmp", ".SKILL.md.4242-0badc0de.tmp"])
+def test_a_planted_log_line_never_makes_forget_remove_a_persons_file_beside_their_own_skill(bead, mem, seeded, project, name):
+    """A review of the temp-file mend: a line added to the log named the person's own skill, and forget removed the
+    file they kept beside it whose name had a temp file's shape. Only a temp file of bead's own making (its
+    writer's pid in its name, install's frontmatter with the key in it, in a `bead-` folder) goes."""
+    own = project / ".claude/skills/deploy"
+    own.mkdir(parents=True)
+    (own / "SKILL.md").write_text("---\nname: deploy\n---\nMy deploy notes\n")
+    draft = own / name
+    draft.write_text("my half-written draft of the deploy skill\n")
+    line = {"path": str(own / "SKILL.md"), "root": str(project), "key": "project/shop/unpinned", "sha256": "0" * 64}
+    with open(mem.home.root / "skills.jsonl", "a") as f:
+        f.write(json.dumps(line) + "\n")
+    r = bead("forget", "project/shop/unpinned")
+    assert r.code == 0, r.err
+    assert (own / "SKILL.md").exists() and draft.exists(), r.err

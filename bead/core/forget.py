@@ -826,7 +826,11 @@ def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
         _scan_backups(rec, plan, holds, whole)
         for temp in skill_files.temps_beside(rec):
             kept, _ = skill_files.read_installed(skill_files.Installed(temp, rec.root, rec.key, ""))
-            if kept is not None and (whole or holds(kept.decode("utf-8", errors="replace"))):
+            # Only bead's own making (the frontmatter install writes, in a `bead-` folder): a line anyone can add to
+            # the log names a skill folder, and a person's own file beside their own skill is theirs (a review).
+            if kept is None or not skill_files.made_by_bead(rec, kept):
+                continue
+            if whole or holds(kept.decode("utf-8", errors="replace")):
                 plan.skill_temps.append((rec.root, temp))
         data, problem = skill_files.read_installed(rec)
         if data is None:
