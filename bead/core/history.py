@@ -128,10 +128,10 @@ class ImportCounts:
         return dict(self.__dict__)
 
 
-def _same_folder(a: Path, b: Path) -> bool:
-    """Whether ``a`` and ``b`` name one folder (links resolved; False where either cannot be resolved)."""
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is inside ``folder`` (links resolved; False where either cannot be resolved)."""
     try:
-        return a.resolve(strict=True) == b.resolve(strict=True)
+        return path.resolve(strict=True).is_relative_to(folder.resolve(strict=True))
     except (OSError, RuntimeError):
         return False
 
@@ -696,8 +696,7 @@ def import_claude_code(
 ) -> ImportCounts:
     """Import every transcript under ``root`` (default: Claude Code's folder); ``progress`` is told each file."""
     top = root or default_root()
-    own = _same_folder(top, default_root())
-    return _import(mem, parse, transcript_files(top), read_transcript, since, project, progress, top, own)
+    return _import(mem, parse, transcript_files(top), read_transcript, since, project, progress, top, default_root())
 
 
 def _import(
@@ -709,7 +708,7 @@ def _import(
     project: str | None,
     progress: Callable[[Path], None] | None,
     root: Path | None = None,
-    own: bool = True,
+    harness_root: Path | None = None,
 ) -> ImportCounts:
     """Import ``files`` (listed below ``root``: each is read only if it is still there when opened), one import at a
     time in a home: two at once each read the turns a session held before either wrote, and wrote them all (a
@@ -728,6 +727,9 @@ def _import(
             try:
                 if root is not None and not _within(path, root):
                     raise NotATranscript(errno.EXDEV, "outside the folder read", str(path))
+                # The harness's own folder (a file inside it, however the folder was named) holds the person's
+                # history; a transcript from anywhere else may be anyone's.
+                own = harness_root is None or _inside(path, harness_root)
                 for t in read(path, since, counts, limit):
                     if want is not None and t.project != want:
                         counts.skipped_project += 1
@@ -921,5 +923,4 @@ def import_codex(
 ) -> ImportCounts:
     """Import every Codex CLI session under ``root`` (default: Codex's folder)."""
     top = root or codex_root()
-    own = _same_folder(top, codex_root())
-    return _import(mem, parse, codex_files(top), read_codex, since, project, progress, top, own)
+    return _import(mem, parse, codex_files(top), read_codex, since, project, progress, top, codex_root())
