@@ -754,3 +754,13 @@ def test_a_server_with_no_project_of_its_own_writes_no_projects_fact_unseen(home
         assert server.ok("remember", {"value": "I use fish", "type": "user", "key": "user/shell-x"})["status"] == "written"
     finally:
         server.close()
+
+
+def test_an_agents_global_fact_waits_for_the_person(server, mem):
+    """A review of the no-project mend: an agent in one project wrote `global/...` at once, and every other project's
+    conversations were given it. A global fact from an agent waits for review, as the dream's does."""
+    out = server.ok(
+        "remember", {"value": "Deploys go to staging-b.example.net", "type": "project", "key": "global/deploy-target"}
+    )
+    assert out["status"] == "queued" and "every project" in out["reason"], out
+    assert mem.current("global/deploy-target") is None

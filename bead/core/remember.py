@@ -397,6 +397,12 @@ def remember_fact(
         reason = f"remember: {found.reason}"
         queued = propose.queue(mem, "suspicious", stored, type, value, reason, source=source, owner=owner)
         return Saved("queued", shown, item=queued.item.id if queued.item else None, reason=reason)
+    if stored.startswith("global/") and trust not in PERSON_TRUSTS:
+        # A global fact is given to every project's conversations: an agent's waits for the person, as the dream's
+        # does (a review: an agent in one project wrote `global/deploy-target` and billing's conversations got it).
+        reason = "remember: a fact for every project, written by an agent"
+        queued = propose.queue(mem, "untrusted-source", stored, type, value, reason, source=source, owner=owner)
+        return Saved("queued", shown, item=queued.item.id if queued.item else None, reason=reason)
     other = _other_project(stored, project, any_project)
     if other is not None and trust not in PERSON_TRUSTS:
         # What an agent reads in one project (a README, a web page) must not reach another project's conversations
