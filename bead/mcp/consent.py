@@ -124,6 +124,19 @@ def quoted(text: str, instead: str) -> str:
     return "    " + visible(flat)
 
 
+EXCERPT_CHARS = 300  # of a value a question names beside the one it asks about (the version an accept replaces)
+
+
+def excerpt(text: str, key: str) -> str:
+    """``text`` as ``quoted`` shows it, cut at EXCERPT_CHARS with how much more there is and where to read it: the
+    version an accept replaces comes before the proposal, and an agent may have written it, thousands of characters
+    that pushed the proposal out of the dialog's view (a review)."""
+    flat = flattened(text)
+    if len(flat) > EXCERPT_CHARS:
+        flat = f"{flat[:EXCERPT_CHARS]} … ({len(flat) - EXCERPT_CHARS:,} more characters: `bead show {key}`)"
+    return "    " + visible(flat)
+
+
 def said_no(outcome: Any) -> bool:
     """The person was asked and did not say yes (declined, closed the dialog, a client error, no answer)."""
     if isinstance(outcome, DeclinedElicitation | CancelledElicitation):

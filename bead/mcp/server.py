@@ -412,7 +412,7 @@ def _replacing(mem: Memory, key: str, instead: str) -> str:
     if cur is None:
         return ""
     kept = "\nThat version is pinned; the new one stays pinned." if cur.pinned else ""
-    return f"\n\nIt replaces v{cur.version} ({cur.trust}), which says:\n{consent.quoted(cur.body, instead)}{kept}"
+    return f"\n\nIt replaces v{cur.version} ({cur.trust}), which says:\n{consent.excerpt(cur.body, key)}{kept}"
 
 
 def _accept_instead(item_id: str) -> str:
@@ -535,7 +535,8 @@ def _remember_text(mem: Memory, project: str | None, value: str, type: str, key:
     instead = _remember_instead(key, type)
     return (
         f"bead: remember this as your word, under {visible(shown)} ({type})? Your agents will read it as what you "
-        f"said.\n\n{consent.quoted(text, instead)}{_replacing(mem, stored, instead)}\n\nDecline and nothing is written."
+        f"said.{_replacing(mem, stored, instead)}\n\nThe text:\n{consent.quoted(text, instead)}\n\nDecline and nothing is "
+        "written."
     )
 
 

@@ -195,6 +195,9 @@ def _columns(text: str) -> int:
     return get_cwidth(text)
 
 
+CURRENT_CHARS = 300  # of the current value a card shows before the proposal
+
+
 def card(e: review.Entry, n: int, total: int) -> list[Segment]:
     """What the person sees of one entry; every stored string passes through ``safe``."""
     title = f"[{n}/{total}] "
@@ -225,7 +228,12 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
             shown = "sealed in the vault (never shown here)"
         else:
             flags = ", pinned" if cur.pinned else ""
-            shown = f"{flat(_lines_marked(cur.value))}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
+            # Cut, with where to read the rest: shown before the proposal, a current value an agent wrote long
+            # would push the proposal out of sight as a proposal once pushed it (a review).
+            value = flat(_lines_marked(cur.value))
+            if e.proposed is not None and len(value) > CURRENT_CHARS:
+                value = f"{value[:CURRENT_CHARS]} … ({len(value) - CURRENT_CHARS:,} more characters: bead show {safe(e.key)})"
+            shown = f"{value}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
         out += _field("current", shown)
     if e.proposed is not None:
         # What would be written is shown as bead's blocks give it to the model (bead.recall.render.fact_line): one
