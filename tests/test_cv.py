@@ -94,20 +94,46 @@ def test_a_grid_file_is_read_strictly(tmp_path):
             cv.load_grid(str(good))
 
 
-@pytest.mark.parametrize("section", ["rerank", "dream"])
-def test_a_grid_candidate_that_would_run_a_command_is_refused_before_anything_runs(bead, tmp_path, section):
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        (
+            "rerank:\n  enabled: true\n  provider: openai\n  model: m\n  base_url: {url}\n  api_key_command: touch {ran}\n",
+            "rerank.",
+        ),
+        ("dream:\n  provider: openai\n  model: m\n  base_url: {url}\n  api_key_command: touch {ran}\n", "dream."),
+        # No command, but the suite and a key from any variable sent to an address the grid chose (a review)
+        (
+            "rerank:\n  enabled: true\n  provider: openai\n  model: m\n  base_url: {url}\n  api_key_env: BEAD_GRID_KEY\n",
+            "rerank.",
+        ),
+        ("proxy:\n  trace: {ran}\n", "proxy.trace"),
+    ],
+    ids=["rerank-command", "dream-command", "rerank-key-to-any-address", "a-trace-anywhere"],
+)
+def test_a_grid_candidate_sets_the_rankings_settings_only(bead, tmp_path, monkeypatch, config, named):
     """A candidate's config set `api_key_command`, and the eval ran it when the recall step called the model (an
-    outside attack: a grid is a file a person may copy from anywhere). It is refused, saying where the command goes."""
+    outside attack: a grid is a file a person may copy from anywhere); with `api_key_env` instead, the suite and
+    the variable's value went to the grid's address (a review of the first mend). A candidate may set the recall
+    step's settings and the pinned block's size and choice; anything else is refused before anything runs."""
+    import socket
+
     ran = tmp_path / "ran"
+    listener = socket.create_server(("127.0.0.1", 0))  # the grid's address: nothing may reach it
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    monkeypatch.setenv("BEAD_GRID_KEY", "ghp_not_for_a_grid")
     grid = tmp_path / "g.yaml"
-    rerank = "  enabled: true\n" if section == "rerank" else ""
-    config = (
-        f"{section}:\n{rerank}  provider: openai\n  model: m\n  base_url: http://127.0.0.1:9/v1\n  api_key_command: touch {ran}\n"
-    )
-    grid.write_text("settings:\n  - name: plain\n  - name: tuned\n    config: " + json.dumps(config) + "\n")
-    r = bead("eval", str(REPO / "evals" / "injection.yaml"), "--cv", "2", "--grid", str(grid), "--scale", "0")
-    assert r.code != 0 and f"{section}.api_key_command" in r.err and "config.yaml" in r.err, r.err
-    assert not ran.exists()
+    text = config.format(url=url, ran=ran)
+    grid.write_text("settings:\n  - name: plain\n  - name: tuned\n    config: " + json.dumps(text) + "\n")
+    try:
+        r = bead("eval", str(REPO / "evals" / "injection.yaml"), "--cv", "2", "--grid", str(grid), "--scale", "0")
+        assert r.code != 0 and named in r.err and "recall settings" in r.err, r.err
+        assert not ran.exists()
+        listener.settimeout(0)
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # no connection is waiting: the eval never reached the address
+    finally:
+        listener.close()
 
 
 @pytest.mark.parametrize("dotted", ["bead.paths.STATE_DIR", "bead.llm.TIMEOUT_S", "os.sep"])

@@ -72,8 +72,8 @@ from .common import echo, echo_json
     "--grid",
     "grid_file",
     type=click.Path(exists=True, dir_okay=False),
-    help="With --cv: the candidate settings (evals/grids/*.yaml), simplest first; a candidate may not set an "
-    "api_key_command. With raw-recall suites alone "
+    help="With --cv: the candidate settings (evals/grids/*.yaml), simplest first; a candidate sets recall.* and "
+    "proxy.pinned_budget_tokens or pinned_select only. With raw-recall suites alone "
     "(each a conversation): choose the raw search's settings by leaving one conversation out at a time "
     "(evals/grids/raw.yaml).",
 )

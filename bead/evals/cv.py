@@ -25,6 +25,7 @@ turns' at scale, whichever is higher.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable
 from typing import Any
@@ -68,7 +69,7 @@ def load_grid(path: str) -> list[Setting]:
         if not isinstance(constants, dict):
             raise BeadError(f"{path}: settings[{i}].constants must be a mapping", "write `constants: {NAME: value}`")
         text = str(item.get("config") or "")
-        _runs_no_command(parse_config(text, where=f"{path}: settings[{i}].config"), path, i)
+        _sets_only_rankings(parse_config(text, where=f"{path}: settings[{i}].config"), path, i)
         out.append(Setting(str(item["name"]), text, tuple(sorted(constants.items()))))
     names = [s.name for s in out]
     if len(set(names)) != len(names):
@@ -83,15 +84,29 @@ def load_grid(path: str) -> list[Setting]:
     return out
 
 
-def _runs_no_command(config: Config, path: str, i: int) -> None:
-    """A grid's candidate may change settings, never run a command: an `api_key_command` (the rerank's or the
-    dream's) would run when the recall step called the model, from a file a person may have copied from anywhere."""
-    for section in ("rerank", "dream"):
-        if getattr(config, section).api_key_command:
+# What a grid's candidate may set: the recall step's settings and the pinned block's size and choice. A grid is a
+# file a person may copy from anywhere: a model's settings would make the eval send the suite, with a key from any
+# variable, to any address, or run a command for the key (two reviews).
+GRID_SETTINGS = {"recall": None, "proxy": {"pinned_budget_tokens", "pinned_select"}}
+
+
+def _sets_only_rankings(config: Config, path: str, i: int) -> None:
+    """Refuse a candidate whose config sets anything but GRID_SETTINGS."""
+    default = Config(owner=config.owner)
+    for f in dataclasses.fields(Config):
+        allowed = GRID_SETTINGS.get(f.name, set())
+        if allowed is None:
+            continue
+        mine, theirs = getattr(config, f.name), getattr(default, f.name)
+        if not dataclasses.is_dataclass(mine):
+            continue
+        changed = [g.name for g in dataclasses.fields(mine) if getattr(mine, g.name) != getattr(theirs, g.name)]
+        changed = [name for name in changed if name not in allowed]
+        if changed:
             raise BeadError(
-                f"{path}: settings[{i}].config sets {section}.api_key_command, which runs a command: a grid's "
-                "candidates change settings only",
-                "set the key's command in config.yaml (or a file given to --config) and take it out of the grid",
+                f"{path}: settings[{i}].config sets {f.name}.{changed[0]}: a grid's candidates set recall settings "
+                "and proxy.pinned_budget_tokens or pinned_select only",
+                "set the rest in config.yaml (or a file given to --config) and take it out of the grid",
             )
 
 
