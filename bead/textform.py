@@ -173,6 +173,8 @@ def _disguised(ch: str) -> bool:
         return False
     if ch in _BARS:  # a letter that reads as l (ǀ, 〡), which the rules read as a shell's pipe
         return unicodedata.category(ch)[0] in "LN"
+    if ch in _chained():
+        return False  # read as its letter by fold (forget, tombstones), not judged a disguise: a Russian word is one
     mapped = _ascii_lookalikes().get(ch)
     if mapped is not None:
         return len(mapped) == 1 and mapped.isalnum()
@@ -280,8 +282,8 @@ def _ascii_lookalikes() -> dict[str, str]:
             if target and all(ord(x) < 0x80 for x in target):
                 out[ch] = target
                 break
-            if target in _THROUGH:  # Greek kappa and Cyrillic ka: the table's target is kra, not k (an outside attack)
-                out[ch] = _THROUGH[target]
+            if _chained_to(ch, target) is not None:
+                out[ch] = _chained_to(ch, target) or ""
                 break
     out.update(_THROUGH)
     for ch in _BARS:
@@ -293,6 +295,42 @@ def _ascii_lookalikes() -> dict[str, str]:
 # kra (U+0138) is its target for Greek kappa, Cyrillic ka and a small capital K, which read as k. A value spelt with
 # one (`kestrel` with a kappa) escaped forget, seal and the tombstones.
 _THROUGH = {"\u0138": "k"}
+
+
+def _chained_to(ch: str, target: str) -> str | None:
+    """The ASCII letter ``ch`` reads as where the confusables table gives a non-ASCII letter as its look-alike: kra
+    for Greek kappa and Cyrillic ka (k; an outside attack), a Latin small capital for Cyrillic te and ve and Greek
+    tau (a review after it). None for any other."""
+    if target in _THROUGH:
+        return _THROUGH[target]
+    if len(target) == 1 and unicodedata.category(ch).startswith("L"):
+        return _small_capital(target)
+    return None
+
+
+@lru_cache(maxsize=1)
+def _chained() -> frozenset[str]:
+    """The characters fold reads through such a chain (``_chained_to``). Whole words of them are ordinary words of
+    their script (`Москва`): the look-alike screen (``_disguised``) judges them as before."""
+    from confusable_homoglyphs import confusables
+
+    out = set(_THROUGH)
+    for ch, entries in confusables.confusables_data.items():
+        if len(ch) != 1 or ord(ch) < 0x80:
+            continue
+        for e in entries:
+            target = e.get("c", "")
+            if target and all(ord(x) < 0x80 for x in target):
+                break
+            if _chained_to(ch, target) is not None:
+                out.add(ch)
+                break
+    return frozenset(out)
+
+
+def _small_capital(ch: str) -> str | None:
+    """The letter a Latin small capital is (``ᴛ``: t); None for any other character."""
+    return _by_name(ch) if unicodedata.name(ch, "").startswith("LATIN LETTER SMALL CAPITAL ") else None
 
 
 def _by_name(ch: str) -> str | None:

@@ -283,6 +283,9 @@ def test_a_value_spelt_with_a_kappa_or_a_cyrillic_ka_is_forgotten_too(mem, how):
             ("user", f"remember that the probe code is {value}", T0, None),
             ("user", "my old notes spell it zqx-PLUTO-7731-\u03baestrel", T0, None),
             ("user", "and the wiki has zqx-PLUTO-7731-\u043aestrel", T0, None),
+            # a review: Cyrillic te and Greek tau, whose look-alike the table gives as a small capital T
+            ("user", "the runbook says zqx-PLUTO-7731-kes\u0442rel", T0, None),
+            ("user", "the chat says zqx-PLUTO-7731-kes\u03c4rel", T0, None),
         ],
     )
     mem.write("project/shop/probe-code", f"The probe code is {value}", "project")
@@ -290,8 +293,9 @@ def test_a_value_spelt_with_a_kappa_or_a_cyrillic_ka_is_forgotten_too(mem, how):
     target = "project/shop/probe-code" if how == "key" else value
     forget.apply(mem, forget.plan_target(mem, target) if how == "key" else forget.plan_match(mem, target))
     assert leftovers(mem.home.root, "PLUTO-7731") == [] and leftovers(mem.home.root, "zqx-pluto") == []
-    with pytest.raises(RefusedWrite):
-        mem.write("project/shop/probe", "The probe code is zqx-PLUTO-7731-\u03baestrel", "project", trust="agent_observed")
+    for spelt in ("\u03baestrel", "kes\u0442rel", "kes\u03c4rel"):
+        with pytest.raises(RefusedWrite):
+            mem.write("project/shop/probe", f"The probe code is zqx-PLUTO-7731-{spelt}", "project", trust="agent_observed")
 
 
 class TestRememberedValueLeavesNothing:
