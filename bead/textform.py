@@ -174,7 +174,7 @@ def _disguised(ch: str) -> bool:
     if ch in _BARS:  # a letter that reads as l (ǀ, 〡), which the rules read as a shell's pipe
         return unicodedata.category(ch)[0] in "LN"
     if ch in _chained():
-        return False  # read as its letter by fold (forget, tombstones), not judged a disguise: a Russian word is one
+        return False  # judged by the run it stands in (``_runs``)
     mapped = _ascii_lookalikes().get(ch)
     if mapped is not None:
         return len(mapped) == 1 and mapped.isalnum()
@@ -233,6 +233,7 @@ class _Run:
     ascii_digits: int = 0
     disguised: int = 0
     disguised_digits: int = 0
+    chained: int = 0  # letters fold reads through a chain (``_chained``)
     wide: int = 0
     sep_after: str = ""
 
@@ -253,6 +254,8 @@ def _runs(word: str) -> list[_Run]:
                     cur.ascii_digits += 1
             elif "\uff10" <= ch <= "\uff5a":
                 cur.wide += 1  # full-width letters count only wholly, in an address: beside Latin, a CJK writer's
+            elif ch in _chained():
+                cur.chained += 1  # a disguise only beside ASCII letters (`кraken`), never in a word of its own script
             elif _disguised(ch):
                 cur.disguised += 1
                 if ch.isdigit() or (_ascii_lookalikes().get(ch) or "x").isdigit():
@@ -263,6 +266,9 @@ def _runs(word: str) -> list[_Run]:
         cur, chars = _Run(), []
     cur.text = "".join(chars)
     runs.append(cur)
+    for r in runs:
+        if r.ascii_letters:
+            r.disguised += r.chained
     return runs
 
 
@@ -297,14 +303,33 @@ def _ascii_lookalikes() -> dict[str, str]:
 _THROUGH = {"\u0138": "k"}
 
 
+_CHAIN_SCRIPTS = ("LATIN ", "GREEK ", "CYRILLIC ", "COPTIC ", "CHEROKEE ", "MATHEMATICAL ")
+
+
 def _chained_to(ch: str, target: str) -> str | None:
-    """The ASCII letter ``ch`` reads as where the confusables table gives a non-ASCII letter as its look-alike: kra
-    for Greek kappa and Cyrillic ka (k; an outside attack), a Latin small capital for Cyrillic te and ve and Greek
-    tau (a review after it). None for any other."""
-    if target in _THROUGH:
-        return _THROUGH[target]
-    if len(target) == 1 and unicodedata.category(ch).startswith("L"):
-        return _small_capital(target)
+    """The ASCII letter a letter ``ch`` reads as where the confusables table gives another non-ASCII letter as its
+    look-alike, followed through the table (three steps at most; a target's combining marks aside) to kra (k: Greek
+    kappa, Cyrillic ka; an outside attack), a Latin small capital (Cyrillic te and ve, Greek tau) or an ASCII letter
+    (Cyrillic em, through turned w and small capital M; Greek eta, n with a mark): two reviews after it. None for any
+    other, and for a character of another script (Tamil letters the table gives as digits)."""
+    if not unicodedata.category(ch).startswith("L") or not unicodedata.name(ch, "").startswith(_CHAIN_SCRIPTS):
+        return None
+    if _by_name(ch) is not None:
+        return None  # its name says its letter (a small capital): read so already, and judged a disguise as before
+    from confusable_homoglyphs import confusables
+
+    for _ in range(3):
+        if not target or any(unicodedata.category(c) not in _MARKS for c in target[1:]):
+            return None
+        base = target[0]
+        if base in _THROUGH:
+            return _THROUGH[base]
+        if base < "\x80":
+            return base.lower() if base.isalpha() else None
+        if (letter := _small_capital(base)) is not None:
+            return letter
+        entries = confusables.confusables_data.get(base) or [{}]
+        target = entries[0].get("c", "")
     return None
 
 
@@ -402,18 +427,55 @@ def fold(text: str) -> str:
     # Each step looks each distinct character up once and rewrites the text in C (``_rewrite``), not with a Python
     # step per character: a long text costs the set of its characters and a few passes.
     seen = stream_safe(_rewrite(text, {ch: "" for ch in set(text) if not " " <= ch < "\x7f" and _unseen(ch)}))
+    # A look-alike that normalisation would turn into a letter that is none (Greek lunate sigma, c to the table,
+    # becomes final sigma): read as the table says first (a review).
+    early = _before_normalising()
+    seen = _rewrite(seen, {ch: early[ch] for ch in set(seen) if ch in early})
     decomposed = unicodedata.normalize("NFKD", seen)
     marks = {c: "" for c in set(decomposed) if c >= "\x80" and unicodedata.category(c) in _MARKS}
     normal = unicodedata.normalize("NFKC", _rewrite(decomposed, marks))
     if normal.isascii():
         return normal
     table = _ascii_lookalikes()
+    chained = _chained()
     ascii_for: dict[str, str] = {}
+    through: dict[str, str] = {}
     for ch in set(normal):
         if ch >= "\x80":
             mapped = table.get(ch)
+            if ch in chained and mapped is not None:
+                through[ch] = mapped
+                continue
             ascii_for[ch] = mapped if mapped is not None else (_by_name(ch) or ch)
+    if through:
+        # A letter read through a chain (Cyrillic te, Greek kappa) is its ASCII letter only in a word that holds
+        # ASCII letters (`kesтrel`): a word of its own script stays as it is, so that `вот` is no `bot` for a
+        # forget of "bot" (a review). Each word once: linear.
+        def word(m: re.Match[str]) -> str:
+            w = m.group(0)
+            if w.isascii() or through.keys().isdisjoint(w) or _ASCII_LETTER.search(w) is None:
+                return w
+            return _rewrite(w, through)
+
+        normal = _WORD.sub(word, normal)
     return _rewrite(normal, {ch: to for ch, to in ascii_for.items() if to != ch})
+
+
+@lru_cache(maxsize=1)
+def _before_normalising() -> dict[str, str]:
+    """The characters the confusables table reads as one ASCII letter whose compatibility form reads as none."""
+    out = {}
+    for ch, to in _ascii_lookalikes().items():
+        if len(to) == 1 and to.isascii() and to.isalpha():
+            normal = unicodedata.normalize("NFKC", ch)
+            single = len(normal) == 1
+            if single and normal != ch and normal >= "\x80" and normal not in _ascii_lookalikes() and _by_name(normal) is None:
+                out[ch] = to
+    return out
+
+
+_WORD = re.compile(r"[^\W_]+")
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
 
 
 def unseen_as_space(text: str) -> str:

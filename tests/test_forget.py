@@ -286,6 +286,9 @@ def test_a_value_spelt_with_a_kappa_or_a_cyrillic_ka_is_forgotten_too(mem, how):
             # a review: Cyrillic te and Greek tau, whose look-alike the table gives as a small capital T
             ("user", "the runbook says zqx-PLUTO-7731-kes\u0442rel", T0, None),
             ("user", "the chat says zqx-PLUTO-7731-kes\u03c4rel", T0, None),
+            # a third review: Cyrillic em (through turned w and small capital M) and Greek lunate sigma (c to the
+            # table, final sigma after normalisation)
+            ("user", "the ticket says zqx-PLUTO-7731-\u03baes\u0442rel and zqx-PLUTO-7731-co\u043cet-\u03f2", T0, None),
         ],
     )
     mem.write("project/shop/probe-code", f"The probe code is {value}", "project")
@@ -296,6 +299,23 @@ def test_a_value_spelt_with_a_kappa_or_a_cyrillic_ka_is_forgotten_too(mem, how):
     for spelt in ("\u03baestrel", "kes\u0442rel", "kes\u03c4rel"):
         with pytest.raises(RefusedWrite):
             mem.write("project/shop/probe", f"The probe code is zqx-PLUTO-7731-{spelt}", "project", trust="agent_observed")
+
+
+@pytest.mark.parametrize(
+    ("needle", "russian"),
+    [
+        ("bot", "\u0432\u043e\u0442 \u0442\u0430\u043a"),
+        ("cobet", "\u0445\u043e\u0440\u043e\u0448\u0438\u0439 \u0441\u043e\u0432\u0435\u0442"),
+    ],
+)
+def test_forget_match_of_an_english_word_spares_a_russian_word_that_reads_like_it(mem, needle, russian):
+    """A review of the chained letters: with Cyrillic ve and te read as b and t everywhere, `forget --match bot`
+    took a Russian turn saying "\u0432\u043e\u0442 \u0442\u0430\u043a" (that's it). A letter read through a chain is its ASCII letter
+    only in a word that holds ASCII letters (`kes\u0442rel`), never in a word of its own script."""
+    mem.append_turns("s", [("user", f"my {needle} notes: delete these", T0, None), ("user", russian, T0, None)])
+    mem.index.checkpoint()
+    forget.apply(mem, forget.plan_match(mem, needle))
+    assert russian.encode() in b"".join(all_bytes_under(mem.home.root).values())
 
 
 class TestRememberedValueLeavesNothing:

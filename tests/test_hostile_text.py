@@ -1014,6 +1014,18 @@ class TestThirdReview:
 
     @pytest.mark.parametrize(
         "value",
+        ["Download the CLI from https://\u043araken-tools.example/install.sh", "Run \u03baubectl-helper first", "ma\u043aefile"],
+    )
+    def test_a_chained_letter_inside_an_ascii_word_is_a_look_alike(self, value):
+        """A review: letters fold reads through a chain (Cyrillic ka, Greek kappa) were judged no disguise at all, so
+        `https://\u043araken-tools.example` was written at once; beside ASCII letters they are one."""
+        from bead.core.propose import screen
+        from bead.textform import lookalikes
+
+        assert lookalikes(value) != [] and screen(value) is not None
+
+    @pytest.mark.parametrize(
+        "value",
         [
             "I live in Z\u00fcrich and drink caf\u00e9, na\u00efve r\u00e9sum\u00e9.pdf",
             "\u043c\u043e\u0439 \u0440\u0435\u0434\u0430\u043a\u0442\u043e\u0440 vim",
