@@ -33,7 +33,7 @@ from ..display import CONTROL
 from ..errors import BeadError, InvalidArgument, RefusedWrite
 from ..store.episodes import Episodes
 from ..store.facts import Fact
-from ..store.keys import TYPES, parse_id, validate_key
+from ..store.keys import PERSON_TRUSTS, TYPES, parse_id, validate_key
 from ..store.queue import Item, Queue, fingerprint
 from ..store.rawlog import label
 from ..store.reports import Reports
@@ -72,6 +72,11 @@ class Current:
     pinned: bool = False
     sealed: bool = False
     type: str = ""
+
+    @property
+    def persons(self) -> bool:
+        """The person's word: stated or accepted by them, or pinned."""
+        return self.trust in PERSON_TRUSTS or self.pinned
 
 
 @dataclass

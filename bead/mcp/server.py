@@ -40,6 +40,7 @@ from ..core.review import wake as reinforce_fact
 from ..core.viewer import LOCAL, Viewer
 from ..display import json_text, visible, visible_data
 from ..paths import Home
+from ..store.keys import PERSON_TRUSTS
 from . import consent
 from .confirm import ConfirmTokens, digest
 from .errors import ToolFailure, failure
@@ -412,7 +413,11 @@ def _replacing(mem: Memory, key: str, instead: str) -> str:
     if cur is None:
         return ""
     kept = "\nThat version is pinned; the new one stays pinned." if cur.pinned else ""
-    return f"\n\nIt replaces v{cur.version} ({cur.trust}), which says:\n{consent.excerpt(cur.body, key)}{kept}"
+    # The person's word, or a pinned version, whole (what the accept overrides must be seen, as before); a version an
+    # agent or the dream wrote is cut, since an agent can write one long enough to push the proposal away (a review).
+    theirs = cur.trust in PERSON_TRUSTS or cur.pinned
+    said = consent.quoted(cur.body, instead) if theirs else consent.excerpt(cur.body, key)
+    return f"\n\nIt replaces v{cur.version} ({cur.trust}), which says:\n{said}{kept}"
 
 
 def _accept_instead(item_id: str) -> str:

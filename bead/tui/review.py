@@ -231,7 +231,9 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
             # Cut, with where to read the rest: shown before the proposal, a current value an agent wrote long
             # would push the proposal out of sight as a proposal once pushed it (a review).
             value = flat(_lines_marked(cur.value))
-            if e.proposed is not None and len(value) > CURRENT_CHARS:
+            # The person's word is shown whole (what the accept overrides must be seen, a review); a version an agent
+            # or the dream wrote is cut.
+            if e.proposed is not None and not cur.persons and len(value) > CURRENT_CHARS:
                 value = f"{value[:CURRENT_CHARS]} … ({len(value) - CURRENT_CHARS:,} more characters: bead show {safe(e.key)})"
             shown = f"{value}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
         out += _field("current", shown)
