@@ -40,7 +40,6 @@ from ..core.review import wake as reinforce_fact
 from ..core.viewer import LOCAL, Viewer
 from ..display import json_text, visible, visible_data
 from ..paths import Home
-from ..store.keys import PERSON_TRUSTS
 from . import consent
 from .confirm import ConfirmTokens, digest
 from .errors import ToolFailure, failure
@@ -415,7 +414,7 @@ def _replacing(mem: Memory, key: str, instead: str) -> str:
     kept = "\nThat version is pinned; the new one stays pinned." if cur.pinned else ""
     # The person's word, or a pinned version, whole (what the accept overrides must be seen, as before); a version an
     # agent or the dream wrote is cut, since an agent can write one long enough to push the proposal away (a review).
-    theirs = cur.trust in PERSON_TRUSTS or cur.pinned
+    theirs = propose.persons(cur)
     said = consent.quoted(cur.body, instead) if theirs else consent.excerpt(cur.body, key)
     return f"\n\nIt replaces v{cur.version} ({cur.trust}), which says:\n{said}{kept}"
 
