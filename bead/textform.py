@@ -272,14 +272,26 @@ def _runs(word: str) -> list[_Run]:
     return runs
 
 
-@lru_cache(maxsize=1)
 def _ascii_lookalikes() -> dict[str, str]:
     """Each non-ASCII character Unicode's confusables table maps to an ASCII look-alike, and that look-alike;
     then letters whose Unicode name says which Latin letter they are (small capitals, turned and modifier
     forms the table leaves out), and decimal digits of every script."""
+    return _tables()[0]
+
+
+def _chained() -> frozenset[str]:
+    """The characters the table gives another non-ASCII letter for, read through it (``_chained_to``): their ASCII
+    letter only beside ASCII letters (``fold``, ``_runs``), never in a word of their own script (`Москва`)."""
+    return _tables()[1]
+
+
+@lru_cache(maxsize=1)
+def _tables() -> tuple[dict[str, str], frozenset[str]]:
+    """``_ascii_lookalikes`` and ``_chained``, read from the table in one pass."""
     from confusable_homoglyphs import confusables
 
     out: dict[str, str] = {}
+    chained = set(_THROUGH)
     for ch, entries in confusables.confusables_data.items():
         if len(ch) != 1 or ord(ch) < 0x80:
             continue
@@ -288,13 +300,14 @@ def _ascii_lookalikes() -> dict[str, str]:
             if target and all(ord(x) < 0x80 for x in target):
                 out[ch] = target
                 break
-            if _chained_to(ch, target) is not None:
-                out[ch] = _chained_to(ch, target) or ""
+            if (letter := _chained_to(ch, target)) is not None:
+                out[ch] = letter
+                chained.add(ch)
                 break
     out.update(_THROUGH)
     for ch in _BARS:
         out[ch] = "|"
-    return out
+    return out, frozenset(chained)
 
 
 # Letters the confusables table gives as the look-alike of others, which read as an ASCII letter themselves: its
@@ -331,26 +344,6 @@ def _chained_to(ch: str, target: str) -> str | None:
         entries = confusables.confusables_data.get(base) or [{}]
         target = entries[0].get("c", "")
     return None
-
-
-@lru_cache(maxsize=1)
-def _chained() -> frozenset[str]:
-    """The characters fold reads through such a chain (``_chained_to``). Whole words of them are ordinary words of
-    their script (`Москва`): the look-alike screen (``_disguised``) judges them as before."""
-    from confusable_homoglyphs import confusables
-
-    out = set(_THROUGH)
-    for ch, entries in confusables.confusables_data.items():
-        if len(ch) != 1 or ord(ch) < 0x80:
-            continue
-        for e in entries:
-            target = e.get("c", "")
-            if target and all(ord(x) < 0x80 for x in target):
-                break
-            if _chained_to(ch, target) is not None:
-                out.add(ch)
-                break
-    return frozenset(out)
 
 
 def _small_capital(ch: str) -> str | None:
