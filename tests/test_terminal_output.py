@@ -606,7 +606,7 @@ def test_a_long_current_value_an_agent_wrote_does_not_push_the_proposal_away(mem
     text = "".join(s[1] for s in card(entry, 1, 1))
     assert text.index("evil.example") < 1000 and "more characters: bead show project/shop/installs" in text
     asked = _accept_text(mem, saved.item)
-    assert asked.index("evil.example") < 1000 and "more characters: `bead show project/shop/installs`" in asked
+    assert asked.index("evil.example") < 1000 and "more characters: bead show project/shop/installs" in asked
 
 
 def test_the_persons_own_long_value_is_shown_whole_beside_a_proposal_that_changes_it(mem):

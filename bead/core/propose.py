@@ -27,7 +27,7 @@ from ..capture.secrets import credential_rules
 from ..errors import InvalidKey, RefusedWrite
 from ..store.audit import normalise
 from ..store.facts import Fact, WriteResult
-from ..store.keys import PERSON_TRUSTS, check_new_key
+from ..store.keys import PERSON_TRUSTS, check_new_key, persons_word
 from ..store.queue import Item, Queue
 from ..textform import invisible, lookalikes
 from .memory import Memory
@@ -92,7 +92,7 @@ def lookalike_note(value: str, title: str = "") -> str | None:
 def persons(fact: Fact | None) -> bool:
     """Whether ``fact`` is the person's word: stated or accepted by them, or pinned (their decision, whoever
     wrote it; a new version would keep the pin)."""
-    return fact is not None and (fact.trust in PERSON_TRUSTS or fact.pinned)
+    return fact is not None and persons_word(fact.trust, fact.pinned)
 
 
 def said(fact: Fact) -> str:

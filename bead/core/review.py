@@ -33,7 +33,7 @@ from ..display import CONTROL
 from ..errors import BeadError, InvalidArgument, RefusedWrite
 from ..store.episodes import Episodes
 from ..store.facts import Fact
-from ..store.keys import PERSON_TRUSTS, TYPES, parse_id, validate_key
+from ..store.keys import TYPES, parse_id, persons_word, validate_key
 from ..store.queue import Item, Queue, fingerprint
 from ..store.rawlog import label
 from ..store.reports import Reports
@@ -60,6 +60,19 @@ class Excerpt:
     text: str
 
 
+# Of a current version an agent or the dream wrote, what a question or a card shows before the proposal that would
+# replace it: an agent can write one long enough to push the proposal out of sight (a review). The person's word is
+# shown whole.
+CURRENT_CHARS = 300
+
+
+def cut_current(text: str, key: str) -> str:
+    """``text`` (one line, as shown) cut at CURRENT_CHARS, saying how much more there is and where to read it."""
+    if len(text) <= CURRENT_CHARS:
+        return text
+    return f"{text[:CURRENT_CHARS]} … ({len(text) - CURRENT_CHARS:,} more characters: bead show {key})"
+
+
 @dataclass
 class Current:
     """The value a decision would change: a fact's current version, or a sealed key (never its value)."""
@@ -75,8 +88,8 @@ class Current:
 
     @property
     def persons(self) -> bool:
-        """The person's word: stated or accepted by them, or pinned."""
-        return self.trust in PERSON_TRUSTS or self.pinned
+        """The person's word (``persons_word``)."""
+        return persons_word(self.trust, self.pinned)
 
 
 @dataclass

@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, ConfigDict
 
+from ..core import review
 from ..display import visible
 from ..recall.render import flattened
 from .errors import ToolFailure
@@ -124,17 +125,9 @@ def quoted(text: str, instead: str) -> str:
     return "    " + visible(flat)
 
 
-EXCERPT_CHARS = 300  # of a value a question names beside the one it asks about (the version an accept replaces)
-
-
 def excerpt(text: str, key: str) -> str:
-    """``text`` as ``quoted`` shows it, cut at EXCERPT_CHARS with how much more there is and where to read it: the
-    version an accept replaces comes before the proposal, and an agent may have written it, thousands of characters
-    that pushed the proposal out of the dialog's view (a review)."""
-    flat = flattened(text)
-    if len(flat) > EXCERPT_CHARS:
-        flat = f"{flat[:EXCERPT_CHARS]} … ({len(flat) - EXCERPT_CHARS:,} more characters: `bead show {key}`)"
-    return "    " + visible(flat)
+    """``text`` as ``quoted`` shows it, cut as a current version before a proposal is (bead.core.review.cut_current)."""
+    return "    " + visible(review.cut_current(flattened(text), key))
 
 
 def said_no(outcome: Any) -> bool:

@@ -11,6 +11,14 @@ TRUSTS = ("user_stated", "accepted", "agent_observed", "dream_inferred")
 # A person's word: said by them, or accepted by them from the review queue.
 # Tombstones do not block it, and recall ranks it first.
 PERSON_TRUSTS = ("user_stated", "accepted")
+
+
+def persons_word(trust: str, pinned: bool) -> bool:
+    """Whether a version is the person's word: stated or accepted by them, or pinned (their decision, whoever wrote
+    it; a new version would keep the pin)."""
+    return trust in PERSON_TRUSTS or pinned
+
+
 SENSITIVITIES = ("public", "private", "secret")
 STATUSES = ("current", "superseded", "dormant", "sealed")
 

@@ -195,9 +195,6 @@ def _columns(text: str) -> int:
     return get_cwidth(text)
 
 
-CURRENT_CHARS = 300  # of the current value a card shows before the proposal
-
-
 def card(e: review.Entry, n: int, total: int) -> list[Segment]:
     """What the person sees of one entry; every stored string passes through ``safe``."""
     title = f"[{n}/{total}] "
@@ -228,13 +225,10 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
             shown = "sealed in the vault (never shown here)"
         else:
             flags = ", pinned" if cur.pinned else ""
-            # Cut, with where to read the rest: shown before the proposal, a current value an agent wrote long
-            # would push the proposal out of sight as a proposal once pushed it (a review).
+            # The person's word is shown whole; a version an agent or the dream wrote is cut (review.cut_current).
             value = flat(_lines_marked(cur.value))
-            # The person's word is shown whole (what the accept overrides must be seen, a review); a version an agent
-            # or the dream wrote is cut.
-            if e.proposed is not None and not cur.persons and len(value) > CURRENT_CHARS:
-                value = f"{value[:CURRENT_CHARS]} … ({len(value) - CURRENT_CHARS:,} more characters: bead show {safe(e.key)})"
+            if e.proposed is not None and not cur.persons:
+                value = review.cut_current(value, safe(e.key))
             shown = f"{value}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
         out += _field("current", shown)
     if e.proposed is not None:
