@@ -422,8 +422,7 @@ def fold(text: str) -> str:
     seen = stream_safe(_rewrite(text, {ch: "" for ch in set(text) if not " " <= ch < "\x7f" and _unseen(ch)}))
     # A look-alike that normalisation would turn into a letter that is none (Greek lunate sigma, c to the table,
     # becomes final sigma): read as the table says first (a review).
-    early = _before_normalising()
-    seen = _rewrite(seen, {ch: early[ch] for ch in set(seen) if ch in early})
+    seen = _rewrite(seen, _before_normalising())  # two characters: a str.replace each, in C
     decomposed = unicodedata.normalize("NFKD", seen)
     marks = {c: "" for c in set(decomposed) if c >= "\x80" and unicodedata.category(c) in _MARKS}
     normal = unicodedata.normalize("NFKC", _rewrite(decomposed, marks))
