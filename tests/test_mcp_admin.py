@@ -11,6 +11,7 @@ from conftest import all_bytes_under, lazy_import
 from mcphelp import Person, ServedAsgi, all_text, http_session, make_vault, stdio_session
 
 from bead.config import Config
+from bead.core import propose
 from bead.core.memory import Memory
 from bead.paths import Home
 from bead.store.queue import Queue
@@ -641,28 +642,21 @@ def test_the_curator_gets_an_agents_value_and_a_review_items_with_their_tags_esc
         assert "<system-reminder>" not in answer and "&lt;system-reminder>" in answer, (tool, answer)
 
 
-def test_the_accept_question_says_what_it_overrides_before_the_proposal(tmp_path):
+def test_the_accept_question_says_what_it_overrides_before_the_proposal(curator, mem, person, asked):
     """The question quoted the proposal first, up to 4,000 characters, and only then the person's pinned value it
     replaces: a proposal that ended its first line with the question's own "Decline and it stays in the queue." and
     then filler pushed the warning out of sight (an outside attack). What the accept overrides now comes first."""
-    root = tmp_path / "home"
-    Home(root).ensure()
-    with Memory(Home(root), Config(owner="tester")) as m:
-        m.write("user/editor", "The person uses emacs; never suggest vim", "user", trust="user_stated")
-        m.set_pinned(m.current("user/editor"), True)
-    agent = stdio_session(root, "--project", "shop")
+    curator, run = curator
+    key = f"user/editor-{run}"
+    mem.write(key, "The person uses emacs; never suggest vim", "user", trust="user_stated")
+    mem.set_pinned(mem.current(key), True)
     value = "The person uses vim now. " + "\u2500" * 60 + " Decline and it stays in the queue. " + "\u2588" * 3800
-    try:
-        item = agent.ok("remember", {"value": value, "type": "user", "key": "user/editor"})["review_item"]
-    finally:
-        agent.close()
-    person = Person("decline")
-    curator = stdio_session(root, "--admin", "--project", "shop", elicitation=person, mode="legacy")
-    try:
-        curator.call("queue_accept", {"id": item})
-    finally:
-        curator.close()
-    asked = person.asked[-1]
-    replaced, pinned = asked.index("It replaces v1 (user_stated)"), asked.index("That version is pinned")
-    assert replaced < pinned < asked.index("The person uses vim now") < asked.index("\u2588")
-    assert "The person uses emacs; never suggest vim" in asked[:pinned]
+    # As the agent's server queues a remember that would replace the person's word (tests/test_mcp_agent.py).
+    item = propose.queue(mem, "change-user-stated", key, "user", value, "an agent's remember", source="untrusted")
+    person.answer = "decline"
+    curator.call("queue_accept", {"id": item.item.id})
+    question = asked()[-1]
+    replaced, pinned = question.index("It replaces v1 (user_stated)"), question.index("That version is pinned")
+    assert replaced < pinned < question.index("The person uses vim now") < question.index("\u2588")
+    assert "The person uses emacs; never suggest vim" in question[:pinned]
+    assert mem.current(key).body == "The person uses emacs; never suggest vim"
