@@ -360,6 +360,35 @@ class TestConversation:
         assert later[-3]["content"][-1]["text"] == cue, "the cue block is re-added with its bytes"
         assert "replaces the value shown earlier" not in str(later[-1]["content"]), "once"
 
+    def test_a_fact_pointed_to_and_replaced_mid_conversation_is_said_to_be_replaced(self, proxy_client, upstream, bead_home):
+        """A pointer quotes its value's first words (`- replica-port (inferred): Replica 5432 serves`) and is re-added
+        with its bytes on every later request; a key is pointed to once. The value replaced since stood there
+        unremarked (an outside attack): the next cue block says the current one replaces it, as for a shown fact."""
+        with mem_of(bead_home) as m:
+            m.write("user/shell", "fish with vi keys", "user")
+            for key, value in (
+                ("replica-port", "Replica 5432 serves reads for the staging database"),
+                ("cache-host", "Redis cache for staging runs on cachebox"),
+                ("queue-host", "The staging queue is RabbitMQ on mqbox"),
+            ):
+                m.write(f"project/proj-x/{key}", value, "project", trust="agent_observed")
+        proxy = proxy_client()
+        talk = [{"role": "user", "content": "hello there, start"}]
+        post(proxy, *req("", session="pointed", messages=talk))
+        talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "the staging environment is slow today, any idea why?"}]
+        post(proxy, *req("", session="pointed", messages=talk))
+        pointed = json.loads(upstream.requests[-1].body)["messages"][-1]["content"][-1]["text"]
+        assert "- replica-port (inferred): Replica 5432 serves" in pointed, pointed
+        with mem_of(bead_home) as m:
+            m.write("project/proj-x/replica-port", "Replica 6543 serves reads for the staging database", "project")
+        talk += [{"role": "assistant", "content": "looking"}, {"role": "user", "content": "ok run the tests please"}]
+        post(proxy, *req("", session="pointed", messages=talk))
+        sent = json.loads(upstream.requests[-1].body)["messages"]
+        assert sent[-3]["content"][-1]["text"] == pointed, "the pointer's block is re-added with its bytes"
+        newest = sent[-1]["content"] if isinstance(sent[-1]["content"], str) else sent[-1]["content"][-1]["text"]
+        lines = [ln for ln in newest.splitlines() if ln.startswith("- replica-port ")]
+        assert len(lines) == 1 and "replaces the value shown earlier" in lines[0] and "6543" in lines[0], newest
+
     @staticmethod
     def _db_port_lines(sent: dict) -> list[str]:
         texts = [b["text"] for b in sent.get("system", []) if isinstance(b, dict)]

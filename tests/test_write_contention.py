@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from bead.cli import cli
 from bead.config import Config
-from bead.core import forget
+from bead.core import forget, pinned, query
 from bead.core.memory import Memory
 from bead.errors import BeadError
 from bead.index import sqlite as sqlite_mod
@@ -54,6 +54,32 @@ class TestLockedIndex:
         reconcile(mem.index, mem.facts, mem.raw)  # what `bead indexer` does on its next pass
         assert [h.id for h in search_facts(mem.index, "helix keymap")] == ["user/editor@v1"]
         mem.close()
+
+    def test_a_write_above_a_forgotten_version_is_never_served_as_the_old_value(self, bead_home):
+        """After `forget KEY@v2` the next write is v3 (a forgotten number is not given out again). Where that write
+        met a locked index, the index still called v1 current, and the check that a row is behind the files looked
+        for v2 alone: every reader of the index served the replaced value (an outside attack)."""
+        Home(bead_home).ensure()
+        (bead_home / "config.yaml").write_text("store:\n  busy_timeout_ms: 150\n")
+        with Memory.open(Home(bead_home)) as mem:
+            mem.write("project/shop/editor", "The team edits with Neovim and lazy.nvim", "project")
+            mem.write("project/shop/editor", "The team edits with Emacs and evil-mode", "project")
+            forget.apply(mem, forget.plan_target(mem, "project/shop/editor@v2"))
+            conn = sqlite_mod.module().connect(str(bead_home / "index.db"), isolation_level=None)
+            conn.execute("BEGIN IMMEDIATE")
+            res = mem.write("project/shop/editor", "The team edits with Helix and its default keymap", "project")
+            conn.rollback()
+            conn.close()
+            assert res.fact.version == 3 and not res.indexed
+            assert [h.id for h in search_facts(mem.index, "team edits")] == ["project/shop/editor@v1"], "the index lags"
+            served = [
+                " ".join(item.value for item in query.search_memory(mem, "team edits")),
+                query.recall(mem, "which editor does the team use", project="shop").text or "",
+                query.memory_context(mem, "set up the team's editor", "shop").text,
+                pinned.pinned_block(mem, "shop", 2000)[0] or "",
+            ]
+        for text in served:
+            assert "Neovim" not in text, text
 
     def test_cli_exits_0_with_one_line_on_stderr(self, bead_home, held_index):
         (bead_home / "config.yaml").write_text("store:\n  busy_timeout_ms: 150\n")

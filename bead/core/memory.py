@@ -327,7 +327,7 @@ class Memory:
         """The ids of index rows (``key``, ``version``, ``id``) whose key has a newer version on disk: the index is
         behind the files there (a write whose index update met a locked index, a hand edit while no indexer ran),
         and the row's value is one the person replaced. What serves a value leaves these out until the index
-        catches up. Two stats a row (FactStore.behind)."""
+        catches up. A stat and a listing of the key's folder a row (FactStore.behind)."""
         rows = list(rows)
         stale = self.facts.behind((r["key"], int(r["version"])) for r in rows)
         return {r["id"] for r in rows if (r["key"], int(r["version"])) in stale} if stale else set()

@@ -413,9 +413,16 @@ def memory_context(
         if viewer.sees_row(r)
     ]
     pin_budget = min(pinned_budget_tokens, budget_tokens * 2 // 3)
-    pinned_text, n = render.block(
-        "pinned", render.PINNED_HEADER, [render.fact_line(_shown_row(r, viewer)) for r in rows], pin_budget
-    )
+    while True:
+        pinned_text, n = render.block(
+            "pinned", render.PINNED_HEADER, [render.fact_line(_shown_row(r, viewer)) for r in rows], pin_budget
+        )
+        # The index behind the files (a write that met a locked index, a version added by hand while no indexer
+        # ran): a row there holds a value the person replaced, left out as the proxy's pinned block leaves it out.
+        stale = mem.behind(rows[:n])
+        if not stale:
+            break
+        rows = [r for r in rows if r["id"] not in stale]
     pinned = rows[:n]
     found = recall(
         mem,

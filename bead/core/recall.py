@@ -90,6 +90,7 @@ class Recaller:
         pointed: set[str] | frozenset[str] = frozenset(),
         pinned: set[str] | frozenset[str] = frozenset(),
         bare_names: bool = True,
+        pointed_ids: set[str] | frozenset[str] = frozenset(),
     ) -> CueBlock:
         """The cue block for the newest user message of ``conv``.
 
@@ -102,7 +103,8 @@ class Recaller:
         look-ahead judge picked after the conversation's previous request
         (``rerank.mode: async``): they come first among the facts. ``pointed``
         holds the keys this conversation was already pointed to
-        (bead.recall.pointers): never again. ``pinned`` holds the fact ids of the conversation's pinned block
+        (bead.recall.pointers): never again; ``pointed_ids`` the fact ids so pointed to (a pointer's title quotes its
+        value's first words: one replaced since is said to be, as a shown fact is). ``pinned`` holds the fact ids of the conversation's pinned block
         (the trace says a candidate was left out because it is there, not "already injected"). ``bare_names``:
         the block names the conversation's project's facts by their bare names (off where the conversation's
         first request named another project, or none: bead.core.state.ConversationState.claim_names).
@@ -174,7 +176,7 @@ class Recaller:
         left = deadline_s - (time.monotonic() - start)
         try:
             with index.deadline(max(left, 0.001)):
-                every = index.superseded_shown(injected | set(pinned), ident.project)
+                every = index.superseded_shown(injected | set(pinned) | set(pointed_ids), ident.project)
         except Exception as exc:  # noqa: BLE001 - the index busy or the deadline passed: the next turn tries again
             # Not a failure of the turn (its block goes out): said in the trace, not counted as a request without memory.
             trace["replaced_lookup"] = type(exc).__name__

@@ -111,13 +111,13 @@ class ConversationState:
 
     def seen(self, live: set[tuple[int, str]]) -> tuple[set[str], set[str]]:
         """The fact ids this request's model has been shown (the pinned block, a chain's earlier steps, the cue
-        records of ``live``) and the keys it was pointed to there."""
+        records of ``live``) and the fact ids it was pointed to there."""
         shown = set(self.pinned_ids) | set(self.carried_ids)
         pointers = set(self.carried_pointers)
         for k in live:
             shown.update(self.cues[k].ids)
             pointers.update(self.cues[k].pointers)
-        return shown, {k.rsplit("@v", 1)[0] for k in pointers}
+        return shown, pointers
 
     @classmethod
     def load(cls, home: Home, conversation_id: str) -> ConversationState:

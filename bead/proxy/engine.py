@@ -594,7 +594,8 @@ class Engine:
                     raw_df=lambda terms: self.memory().index.raw_doc_freq(terms),
                     notices=notices,
                     ahead=opening + self._ahead(mem, st, shown),
-                    pointed=pointed,
+                    pointed={i.rsplit("@v", 1)[0] for i in pointed},
+                    pointed_ids=pointed,
                     pinned=frozenset(st.pinned_ids),
                     bare_names=bare,
                 )
