@@ -551,14 +551,20 @@ def versions_differ(a: str, b: str) -> bool:
 
 
 def strings_in(value: Any) -> list[str]:
-    """Every string in a decoded JSON value, in order (an object's values, not its keys)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in strings_in(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in strings_in(v)]
-    return []
+    """Every string in a decoded JSON value, in order (an object's values, not its keys). A walk with a stack of its
+    own, not Python's: a tool call nested 500 deep, which the JSON parser reads, ended a recursive walk in a
+    RecursionError, and the conversation's request went out without its memory (an outside attack)."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+    return out
 
 
 # A lone surrogate as a decoded string holds it (from JSON's "\\ud83d", or a non-UTF-8 argument): no character, so

@@ -159,6 +159,28 @@ class TestFailOpen:
         assert status == 400 and b"invalid_request_error" in data
         assert proxy.health()["error_kinds"].get("parse") == 1
 
+    def test_a_tool_call_nested_as_deep_as_the_parser_reads_keeps_the_conversations_memory(self, proxy_client, upstream, bead_home):
+        """A tool call's input nested 600 deep is JSON the parser reads; a recursive walk over it (the strings of a
+        message) then ended in a RecursionError, the request failed open, and every later request of the
+        conversation went without its pinned block (an outside attack). Each request keeps its memory now."""
+        with mem_of(bead_home) as m:
+            m.write("user/editor", "Helix with the default keymap", "user")
+        proxy = proxy_client()
+        deep = json.loads("[" * 600 + '"leaf"' + "]" * 600)
+        first = [{"role": "user", "content": "which editor do I use?"}]
+        talk = [
+            *first,
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "write_json", "input": {"doc": deep}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "written"}]},
+        ]
+        for messages in (first, talk):
+            body, hdr = req("", stream=False, session="deep", messages=messages)
+            status, _, _ = post(proxy, body, hdr)
+            assert status == 200
+            sent = json.loads(upstream.requests[-1].body)
+            assert "Helix with the default keymap" in sent["system"][-1]["text"], "the pinned block went out"
+        assert not proxy.health().get("error_kinds"), proxy.health()
+
     def test_30_mb_body(self, proxy_client, upstream):
         proxy = proxy_client()
         big = "x" * (30 * 1024 * 1024)

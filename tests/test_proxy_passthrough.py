@@ -43,6 +43,24 @@ def test_the_request_target_goes_upstream_as_sent(served_proxy, raw_upstream, ta
 
 
 @pytest.mark.parametrize(
+    "base,target,sent",
+    [
+        ("/gw?key=GWKEY", b"/v1/messages?beta=true", b"/gw/v1/messages?key=GWKEY&beta=true"),
+        ("/?key=GWKEY", b"/v1/models", b"/v1/models?key=GWKEY"),
+        ("/openai/?api-version=2024-10-21", b"/v1/chat/completions", b"/openai/v1/chat/completions?api-version=2024-10-21"),
+    ],
+)
+def test_an_upstream_urls_own_query_goes_after_the_requests_path(served_proxy, raw_upstream, base, target, sent):
+    """A gateway's upstream URL with a query (`?key=`, `?api-version=`): the request's path was glued on after the
+    query, inside it, so every request reached the wrong route (an outside attack). The path goes after the
+    upstream's path, the upstream's query and then the request's after it."""
+    up = raw_upstream()
+    out = get(served_proxy(upstream_url=up.url + base).url, target)
+    assert out.startswith(b"HTTP/1.1 200"), out
+    assert up.requests[0][0].split(b"\r\n")[0] == b"GET " + sent + b" HTTP/1.1"
+
+
+@pytest.mark.parametrize(
     "answer,method",
     [
         (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok", b"GET"),

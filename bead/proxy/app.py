@@ -556,7 +556,11 @@ class Proxy:
         query = request.scope.get("query_string") or b""
         # Always the configured scheme, host and port: the request target only names a path.
         up_base = self.bases[api]
-        target = up_base.raw_path.rstrip(b"/") + raw_path.encode("latin-1") + (b"?" + query if query else b"")
+        # An upstream's own query (a gateway's `?key=`, Azure's `?api-version=`) goes after the path, before the
+        # request's own: glued on as a path, the request's path went inside the upstream's query (an outside attack).
+        base_path, _, base_query = up_base.raw_path.partition(b"?")
+        queries = [q for q in (base_query, query) if q]
+        target = base_path.rstrip(b"/") + raw_path.encode("latin-1") + (b"?" + b"&".join(queries) if queries else b"")
         client = self.client
         assert client is not None, "the app started serving"
         try:
