@@ -159,7 +159,9 @@ class TestFailOpen:
         assert status == 400 and b"invalid_request_error" in data
         assert proxy.health()["error_kinds"].get("parse") == 1
 
-    def test_a_tool_call_nested_as_deep_as_the_parser_reads_keeps_the_conversations_memory(self, proxy_client, upstream, bead_home):
+    def test_a_tool_call_nested_as_deep_as_the_parser_reads_keeps_the_conversations_memory(
+        self, proxy_client, upstream, bead_home
+    ):
         """A tool call's input nested 600 deep is JSON the parser reads; a recursive walk over it (the strings of a
         message) then ended in a RecursionError, the request failed open, and every later request of the
         conversation went without its pinned block (an outside attack). Each request keeps its memory now."""
@@ -397,7 +399,10 @@ class TestConversation:
         proxy = proxy_client()
         talk = [{"role": "user", "content": "hello there, start"}]
         post(proxy, *req("", session="pointed", messages=talk))
-        talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "the staging environment is slow today, any idea why?"}]
+        talk += [
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "the staging environment is slow today, any idea why?"},
+        ]
         post(proxy, *req("", session="pointed", messages=talk))
         pointed = json.loads(upstream.requests[-1].body)["messages"][-1]["content"][-1]["text"]
         assert "- replica-port (inferred): Replica 5432 serves" in pointed, pointed

@@ -104,7 +104,8 @@ class Recaller:
         (``rerank.mode: async``): they come first among the facts. ``pointed``
         holds the keys this conversation was already pointed to
         (bead.recall.pointers): never again; ``pointed_ids`` the fact ids so pointed to (a pointer's title quotes its
-        value's first words: one replaced since is said to be, as a shown fact is). ``pinned`` holds the fact ids of the conversation's pinned block
+        value's first words: one replaced since is said to be, as a shown fact is). ``pinned`` holds the fact ids
+        of the conversation's pinned block
         (the trace says a candidate was left out because it is there, not "already injected"). ``bare_names``:
         the block names the conversation's project's facts by their bare names (off where the conversation's
         first request named another project, or none: bead.core.state.ConversationState.claim_names).

@@ -408,7 +408,9 @@ def _behind_in(parent_fd: int, name: str, version: int) -> bool:
     try:
         # Any higher number, not only the next: forgotten numbers are never given out again, so after `forget KEY@v2`
         # the next write is v3 and a v1 the index still calls current sits below a gap (an outside attack).
-        return not _exists(fd, f"v{version}.md") or any((n := version_number(name)) is not None and n > version for name in os.listdir(fd))
+        if not _exists(fd, f"v{version}.md"):
+            return True
+        return any((n := version_number(name)) is not None and n > version for name in os.listdir(fd))
     except OSError:
         return False
     finally:
