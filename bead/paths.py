@@ -21,6 +21,9 @@ VERSION_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md")  # fullmatch on a file name
 SEALED_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md\.age")  # a sealed version's file name
 
 
+FACT_STATE = ".state.json"  # a key's write state, in its folder (Home.fact_state)
+
+
 def version_number(name: str) -> int | None:
     """N for a file named ``v<N>.md``; None for anything else."""
     m = VERSION_FILE.fullmatch(name)
@@ -196,7 +199,7 @@ class Home:
 
     def fact_state(self, key: str) -> Path:
         """A key's small write state (last version number given out, versions already settled)."""
-        return self.fact_dir(key) / ".state.json"
+        return self.fact_dir(key) / FACT_STATE
 
     def raw_file(self, session: str, day: datetime) -> Path:
         """``store/raw/YYYY/MM/DD/<session>.md`` (the day of the session's first turn)."""

@@ -416,6 +416,42 @@ class TestConversation:
         lines = [ln for ln in newest.splitlines() if ln.startswith("- replica-port ")]
         assert len(lines) == 1 and "replaces the value shown earlier" in lines[0] and "6543" in lines[0], newest
 
+    def test_a_replaced_fact_the_model_read_whole_comes_before_replaced_pointers(self, proxy_client, upstream, bead_home):
+        """A turn says at most three replacements; pointed facts' took those places by key order (`project/...` before
+        `user/...`) and the pinned block's replaced fact waited a turn, unremarked (a review). What the model read whole
+        goes first."""
+        with mem_of(bead_home) as m:
+            m.write("user/shell", "fish with vi keys", "user")
+            for key, value in (
+                ("replica-port", "Replica 5432 serves reads for the staging database"),
+                ("cache-host", "Redis cache for staging runs on cachebox"),
+                ("queue-host", "The staging queue is RabbitMQ on mqbox"),
+            ):
+                m.write(f"project/proj-x/{key}", value, "project", trust="agent_observed")
+        proxy = proxy_client()
+        talk = [{"role": "user", "content": "hello there, start"}]
+        post(proxy, *req("", session="crowd", messages=talk))
+        talk += [
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "the staging environment is slow today, any idea why?"},
+        ]
+        post(proxy, *req("", session="crowd", messages=talk))
+        sent = json.loads(upstream.requests[-1].body)
+        assert "fish with vi keys" in sent["system"][-1]["text"]
+        pointed = sent["messages"][-1]["content"][-1]["text"]
+        assert all(f"- {k} (inferred)" in pointed for k in ("replica-port", "cache-host", "queue-host")), pointed
+        with mem_of(bead_home) as m:
+            m.write("user/shell", "zsh with emacs keys", "user")
+            m.write("project/proj-x/replica-port", "Replica 6543 serves reads for the staging database", "project")
+            m.write("project/proj-x/cache-host", "Redis cache for staging runs on cachebox2", "project")
+            m.write("project/proj-x/queue-host", "The staging queue is RabbitMQ on mqbox2", "project")
+        talk += [{"role": "assistant", "content": "looking"}, {"role": "user", "content": "ok run the tests please"}]
+        post(proxy, *req("", session="crowd", messages=talk))
+        last = json.loads(upstream.requests[-1].body)["messages"][-1]
+        newest = last["content"] if isinstance(last["content"], str) else last["content"][-1]["text"]
+        replaced = [ln for ln in newest.splitlines() if "replaces the value shown earlier" in ln]
+        assert len(replaced) == 3 and "zsh with emacs keys" in replaced[0], newest
+
     @staticmethod
     def _db_port_lines(sent: dict) -> list[str]:
         texts = [b["text"] for b in sent.get("system", []) if isinstance(b, dict)]

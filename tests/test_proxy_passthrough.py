@@ -47,6 +47,7 @@ def test_the_request_target_goes_upstream_as_sent(served_proxy, raw_upstream, ta
     [
         ("/gw?key=GWKEY", b"/v1/messages?beta=true", b"/gw/v1/messages?key=GWKEY&beta=true"),
         ("/?key=GWKEY", b"/v1/models", b"/v1/models?key=GWKEY"),
+        ("/gw/?key=a/b/", b"/v1/models", b"/gw/v1/models?key=a/b/"),
         ("/openai/?api-version=2024-10-21", b"/v1/chat/completions", b"/openai/v1/chat/completions?api-version=2024-10-21"),
     ],
 )

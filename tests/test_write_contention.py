@@ -161,6 +161,26 @@ class TestFlatCost:
         assert res.fact.version == 302 and reads == [301] and lists == []
         assert [f.version for f in mem.versions("user/busy").facts if f.status == "current"] == [302]
 
+    def test_the_check_that_the_index_is_behind_lists_no_folder_bead_left_as_it_was(self, mem, monkeypatch):
+        """Every served row is checked against its key's folder (FactStore.behind); listing a folder of 300
+        versions for each row of each request cost the proxy's path milliseconds a row (a review). Where the key's
+        state says bead's last write left the folder as it is, no listing; after a forget it lists, and finds v3
+        above the forgotten v2."""
+        self.seed(mem, "user/busy", 300)
+        mem.write("user/busy", "the write that records the key's state", "user")
+        lists: list[tuple] = []
+        real_listdir = os.listdir
+        monkeypatch.setattr(os, "listdir", lambda *a: lists.append(a) or real_listdir(*a))
+        assert mem.facts.behind([("user/busy", 301)]) == set() and lists == []
+        assert mem.facts.behind([("user/busy", 300)]) == {("user/busy", 300)}
+        monkeypatch.setattr(os, "listdir", real_listdir)
+        mem.write("user/gap", "one", "user")
+        mem.write("user/gap", "two", "user")
+        forget.apply(mem, forget.plan_target(mem, "user/gap@v2"))
+        mem.write("user/gap", "three", "user")
+        assert mem.current("user/gap").version == 3
+        assert mem.facts.behind([("user/gap", 1), ("user/gap", 3)]) == {("user/gap", 1)}
+
     def test_a_file_added_by_hand_is_seen(self, mem, tmp_path):
         """A version dropped into the folder by hand changes its time: the next write lists and goes above it."""
         mem.write("user/shell", "bash", "user")

@@ -192,6 +192,10 @@ class Recaller:
             every = [r for r in every if r["id"] not in stale]
             result.facts = [c for c in result.facts if c.id not in stale]
         again = {r["id"] for r in every}
+        # What the model read whole (its pinned block, an earlier cue block) before what it was pointed to, whose
+        # line quoted a few words: a pointed fact's replacement never takes a shown fact's place among the few.
+        seen_whole = {i.rsplit("@v", 1)[0] for i in injected | set(pinned)}
+        every.sort(key=lambda r: r["key"] not in seen_whole)  # stable: by key within each
         replaced = every[:REPLACED_MAX]
         if replaced:
             trace["replaced"] = [r["id"] for r in replaced]

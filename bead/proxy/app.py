@@ -298,6 +298,12 @@ class ProxyApp(Quart):
 PREPARE_THREADS = 4
 
 
+def _no_trailing_slash(url: str) -> str:
+    """An upstream URL without the slashes that end it; one with a query as given (`?key=a/b/` keeps its slash; the
+    forward strips the path's own)."""
+    return url if "?" in url else url.rstrip("/")
+
+
 class Proxy:
     """The proxy's parts, each one job: the upstream client's life (``start``, ``stop``), the request guard, the
     health endpoint, the owner check, the WebSocket refusal and the forwarding of one request."""
@@ -310,7 +316,7 @@ class Proxy:
         # Each API's upstream: its setting (bead.wire.formats.Api.upstream) as given here (the command line's),
         # else as config.yaml has it.
         self.bases = {
-            api.name: httpx.URL((upstreams.get(api.upstream) or getattr(engine.config.proxy, api.upstream)).rstrip("/"))
+            api.name: httpx.URL(_no_trailing_slash(upstreams.get(api.upstream) or getattr(engine.config.proxy, api.upstream)))
             for api in formats.APIS.values()
         }
         self.client: httpx.AsyncClient | None = None

@@ -33,7 +33,7 @@ from .. import files as safe
 from .. import yamlsafe
 from ..display import plain_words
 from ..errors import BeadError, KeySealed, RefusedWrite
-from ..paths import MAX_VERSION, Home, sealed_number, version_number
+from ..paths import FACT_STATE, MAX_VERSION, Home, sealed_number, version_number
 from ..textform import invisible
 from .audit import AuditLog, Tombstones, iso
 from .keys import PERSON_TRUSTS, SENSITIVITIES, TRUSTS, TYPES, check_choice, check_new_key, scope_of, validate_key
@@ -397,6 +397,9 @@ def _exists(dir_fd: int, name: str) -> bool:
         return False
 
 
+_STATE = Path(FACT_STATE)
+
+
 def _behind_in(parent_fd: int, name: str, version: int) -> bool:
     """FactStore.behind for one key folder ``name`` of the folder ``parent_fd``."""
     try:
@@ -406,10 +409,15 @@ def _behind_in(parent_fd: int, name: str, version: int) -> bool:
     except OSError:
         return False
     try:
-        # Any higher number, not only the next: forgotten numbers are never given out again, so after `forget KEY@v2`
-        # the next write is v3 and a v1 the index still calls current sits below a gap (an outside attack).
-        if not _exists(fd, f"v{version}.md"):
+        if not _exists(fd, f"v{version}.md") or _exists(fd, f"v{version + 1}.md"):
             return True
+        # Any higher number, not only the next: forgotten numbers are never given out again, so after `forget KEY@v2`
+        # the next write is v3 and a v1 the index still calls current sits below a gap (an outside attack). The
+        # key's state answers without a listing where the folder is as bead's last write left it (a key of 10,000
+        # versions is not listed on every request); else (a forget, a file added by hand, no state) the folder is.
+        state = _KeyState.load(fd, _STATE)
+        if state.dir_mtime_ns and state.dir_mtime_ns == os.fstat(fd).st_mtime_ns and state.last <= version:
+            return False
         return any((n := version_number(name)) is not None and n > version for name in os.listdir(fd))
     except OSError:
         return False
