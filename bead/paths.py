@@ -7,9 +7,11 @@ platformdirs.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -271,8 +273,21 @@ class Home:
                 "use a home of your own: point BEAD_HOME at a folder you create (mkdir -m 700); if this is your home "
                 'and a command run as another user (sudo) made it, give it back: sudo chown -R "$USER" ' + str(self.root),
             )
+        if not created and not self.config.exists() and not self.store.exists() and any(self.root.iterdir()):
+            # Made private and filled with bead's folders, a folder of other files lost its mode for good (`/`,
+            # `/etc`, a shared folder's setgid bit), by any command, a read one too (an outside attack).
+            raise BeadError(
+                f"BEAD_HOME is {self.root}, a folder that holds other files and no bead home: bead changed nothing",
+                "point BEAD_HOME at a new or empty folder (bead makes it private, mode 0700) or at your bead home",
+            )
         # mkdir's mode is masked by the umask; the home holds private memory.
-        os.chmod(self.root, 0o700)
+        if stat.S_IMODE(self.root.stat().st_mode) != 0o700:
+            try:
+                os.chmod(self.root, 0o700)
+            except OSError as exc:
+                if exc.errno != errno.EROFS:
+                    raise
+                # A home on a read-only mount is still read (show, list, search); what writes says why it cannot.
         for d in (self.store, self.facts, self.raw, self.episodes, self.sessions):
             try:
                 ensure_dir(d, root=self.root)

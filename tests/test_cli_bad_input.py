@@ -61,6 +61,23 @@ def test_a_full_disk_is_said_with_what_to_do_and_the_old_value_stays(bead, monke
     assert bead("show", "user/editor").out.strip().endswith("helix")
 
 
+def test_a_write_whose_last_steps_fail_says_it_is_written_and_status_names_what_to_mend(bead, bead_home):
+    """The version's file is the commit. A step after it that failed (a full disk; a folder where the key's state
+    should be) ended the command in `error: Is a directory: .state.json`, exit 1, for a value written and served (an
+    outside attack): the person would write it again, or take it for lost. Now it says the value is written and what
+    was left, and `bead status` names the folder and how to remove it."""
+    assert bead("write", "user/editor", "helix", "--type", "user").code == 0
+    state = bead_home / "store" / "facts" / "user" / "editor" / ".state.json"
+    state.unlink()
+    state.mkdir()
+    r = bead("write", "user/editor", "kakoune", "--type", "user")
+    assert r.code == 0 and r.out.strip() == "wrote user/editor@v2 (supersedes user/editor@v1)", r.out
+    assert "the value is written, but Is a directory" in r.err and "bead status" in r.err, r.err
+    assert bead("show", "user/editor").out.strip().endswith("kakoune")
+    status = bead("status").out
+    assert f"{state}: is not a file" in status and f"rm -r {state}" in status, status
+
+
 def test_a_damaged_index_is_said_and_reindex_builds_it_again(bead, bead_home):
     assert bead("write", "user/editor", "helix", "--type", "user").code == 0
     (bead_home / "index.db").write_bytes(b"this is not a database" * 100)
@@ -98,6 +115,45 @@ def test_an_owner_of_a_megabyte_is_refused_before_a_fact_no_one_can_read_is_writ
     (bead_home / "config.yaml").write_text("owner: " + "x" * 1_200_000 + "\n")
     r = bead("write", "user/o", "val", "--type", "user")
     assert clean(r) and "owner" in r.err and not (bead_home / "store" / "facts" / "user" / "o").exists()
+
+
+def test_a_ctrl_c_during_a_forget_says_it_may_have_stopped_part_way_and_one_at_its_question_that_nothing_changed(
+    bead, bead_home, monkeypatch, capsys
+):
+    """A Ctrl-C while forget rewrote raw files printed "aborted: nothing was changed" (an outside attack: 22 files
+    were already rewritten). One while the command works says it may have stopped part way and to run it again; one
+    at its question still says nothing was changed, which is true there."""
+    import click
+
+    from bead.cli import main
+    from bead.core import forget as forget_mod
+
+    assert bead("write", "user/pet", "a cat named Biscotti", "--type", "user").code == 0
+    monkeypatch.setenv("BEAD_HOME", str(bead_home))
+    real_apply = forget_mod.apply
+
+    def part_way(mem, plan, *a, **k):
+        mem.write("user/other", "written before the Ctrl-C", "user")  # a change made before it came
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(forget_mod, "apply", part_way)
+    with pytest.raises(SystemExit) as code:
+        main(["forget", "user/pet", "--yes"])
+    err = capsys.readouterr().err
+    assert code.value.code == 130 and "may have stopped part way" in err and "run it again" in err, err
+    assert "nothing was changed" not in err
+    monkeypatch.setattr(forget_mod, "apply", real_apply)
+
+    def ctrl_c(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(click, "confirm", ctrl_c)
+    monkeypatch.setattr("bead.cli.common.at_terminal", lambda: True)  # the question is asked at a terminal
+    with pytest.raises(SystemExit) as code:
+        main(["forget", "user/pet"])
+    err = capsys.readouterr().err
+    assert code.value.code == 1 and "aborted: nothing was changed" in err, err
+    assert bead("show", "user/pet").out.strip().endswith("a cat named Biscotti")
 
 
 def test_a_value_from_a_closed_stdin_is_refused_plainly(bead_process):

@@ -348,6 +348,25 @@ def test_a_home_another_user_made_is_refused(tmp_path, bead):
     assert (mine.stat().st_mode & 0o777) == 0o700
 
 
+def test_a_folder_of_other_files_is_no_home_and_keeps_its_mode(tmp_path, bead):
+    """`BEAD_HOME=/etc bead list` made `/etc` mode 0700 and wrote config.yaml and store/ into it (an outside attack on
+    a shared folder: its mode and setgid bit were gone, by a read command). A folder that holds other files and no
+    bead home is refused, and nothing in it changes; a new or empty folder, or a bead home, is taken as before."""
+    shared = tmp_path / "shared"
+    (shared / "docs").mkdir(parents=True)
+    os.chmod(shared, 0o2775)
+    for args in (["list"], ["show", "user/editor"], ["write", "user/editor", "helix", "--type", "user"]):
+        r = bead(*args, env={"BEAD_HOME": str(shared)})
+        assert r.code == 1 and "holds other files and no bead home" in r.err and "new or empty folder" in r.err, r.err
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o2775 and sorted(p.name for p in shared.iterdir()) == ["docs"]
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o755)
+    assert bead("write", "user/editor", "helix", "--type", "user", env={"BEAD_HOME": str(empty)}).code == 0
+    assert stat.S_IMODE(empty.stat().st_mode) == 0o700
+    (empty / "notes.txt").write_text("the person's own file beside bead's\n")
+    assert bead("show", "user/editor", env={"BEAD_HOME": str(empty)}).out.strip().endswith("helix"), "a bead home"
+
+
 @pytest.mark.skipif(os.getuid() != 0, reason="making a file another user's takes root")
 def test_bead_writes_into_no_file_another_user_made(tmp_path):
     """A trace at a shared path that another user created first (0666, empty) would receive the person's cues:

@@ -27,7 +27,7 @@ class BeadGroup(click.Group):
     def invoke(self, ctx: click.Context):
         from ..errors import BeadError
         from ..log import fallback_to_stderr
-        from .common import echo
+        from .common import INTERRUPTED, echo, interrupted_at_work
 
         fallback_to_stderr()
 
@@ -39,7 +39,11 @@ class BeadGroup(click.Group):
             if exc.hint:
                 echo(f"  hint: {exc.hint}", err=True)
             ctx.exit(1)
-        except click.exceptions.Abort:
+        except click.exceptions.Abort as exc:
+            if interrupted_at_work(exc):
+                # A Ctrl-C while the command worked (a forget rewriting raw files): "nothing was changed" was untrue.
+                echo(INTERRUPTED, err=True)
+                ctx.exit(130)
             click.echo("aborted: nothing was changed", err=True)
             if sys.stdin is None or not sys.stdin.isatty():
                 echo("  hint: no one could answer the question here (no terminal); pass --yes to go ahead", err=True)
@@ -138,7 +142,12 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors go to stderr with exit code 1 and a next step."""
     try:
         code = cli.main(args=argv, prog_name="bead", standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        from .common import INTERRUPTED, interrupted_at_work
+
+        if interrupted_at_work(exc):
+            click.echo(INTERRUPTED, err=True)
+            sys.exit(130)
         click.echo("aborted: nothing was changed", err=True)
         sys.exit(1)
     except click.ClickException as exc:

@@ -33,6 +33,35 @@ INDEX_LATER = (
 )
 
 
+def confirm(text: str, **kwargs: Any) -> bool:
+    """click.confirm, where a Ctrl-C is an answer: nothing was changed yet (the root group says so), where one during
+    the work may have stopped it part way (``interrupted_at_work``)."""
+    try:
+        return bool(click.confirm(text, **kwargs))
+    except KeyboardInterrupt:
+        raise click.Abort() from None
+
+
+def prompt(text: str, **kwargs: Any) -> Any:
+    """click.prompt, where a Ctrl-C is an answer (``confirm``)."""
+    try:
+        return click.prompt(text, **kwargs)
+    except KeyboardInterrupt:
+        raise click.Abort() from None
+
+
+def interrupted_at_work(exc: BaseException) -> bool:
+    """Whether click's Abort ``exc`` is a Ctrl-C that came while the command worked: click raises it from the
+    KeyboardInterrupt, where a question's (``confirm``, ``prompt``) is raised from none."""
+    return isinstance(exc.__cause__, KeyboardInterrupt)
+
+
+INTERRUPTED = (
+    "interrupted: the command may have stopped part way; what it did stays and nothing is lost: run it again to "
+    "finish (`bead status` says what is left)"
+)
+
+
 def echo(text: object = "", err: bool = False, multiline: bool = False) -> None:
     """Print ``text`` for a person: every control and invisible format character as its escape
     (bead.display.visible), line breaks too unless ``multiline`` (one call, one line: a value cannot forge

@@ -149,7 +149,7 @@ def queue_accept(item_id, yes, as_json):
         shown = card_fingerprint(item, replaced_id(mem, item.key))  # as it is when the question is shown
         echo(f"This will write {item.key} ({item.type}, trust accepted: the pinned block may carry it):", err=True)
         echo(f"  {one_line(item.value)}", err=True)
-        click.confirm("Write it?", abort=True, err=True)
+        common.confirm("Write it?", abort=True, err=True)
     item = accept_item(mem, item_id, value=None, shown=shown)
     emit(item.as_dict(), as_json, lambda d: echo(f"accepted {d['id']}: wrote {d['history'][-1]['id']}: {one_line(d['value'])}"))
 

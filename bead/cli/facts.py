@@ -84,6 +84,9 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
             f"wrote it; if it is not yours, `bead forget {result.lookalikes[0]}`",
             err=True,
         )
+    if result.undone:
+        data["undone"] = result.undone
+        echo(f"warning: the value is written, but {result.undone}; `bead status` says what to mend", err=True)
     if not result.indexed:
         echo(INDEX_LATER, err=True)
     if result.redacted:

@@ -78,7 +78,7 @@ def forget(target, match, yes, as_json):
             echo(f"  {preview['session_lines']} conversation state line(s)", err=True)
         for path in preview["skill_files"]:
             echo(f"  skill file {path} (`bead skills install` wrote it)", err=True)
-        click.confirm("Forget all of these?", abort=True, err=True)
+        common.confirm("Forget all of these?", abort=True, err=True)
     summary = forget_mod.apply(mem, plan)
     if not summary["index_emptied"]:
         echo(f"warning: {forget_mod.INDEX_BUSY}", err=True)

@@ -148,7 +148,7 @@ def offer_vault(home) -> None:
             err=True,
         )
         return
-    if not click.confirm("Create the encrypted vault for secrets (PINs, recovery codes) now?", default=True, err=True):
+    if not common.confirm("Create the encrypted vault for secrets (PINs, recovery codes) now?", default=True, err=True):
         echo("vault: not created; `bead vault init` creates it later", err=True)
         return
     from .vault import init_vault, show_created
@@ -173,7 +173,7 @@ def offer_mcp(bead: str, home: str) -> list[str]:
         )
         return []
     try:
-        yes = click.confirm(f"Register bead's MCP server with Claude Code ({command})?", default=True, err=True)
+        yes = common.confirm(f"Register bead's MCP server with Claude Code ({command})?", default=True, err=True)
     except click.exceptions.Abort:
         yes = False
     if not yes:

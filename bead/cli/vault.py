@@ -100,14 +100,14 @@ def read_passphrase(fd: int | None, env: str | None, *, confirm: bool) -> str:
         )
     if confirm:
         return str(
-            click.prompt(
+            common.prompt(
                 "Passphrase for the vault (12 or more characters; not shown)",
                 hide_input=True,
                 confirmation_prompt="Repeat the passphrase",
                 err=True,
             )
         )
-    return str(click.prompt("The vault's passphrase", hide_input=True, err=True))
+    return str(common.prompt("The vault's passphrase", hide_input=True, err=True))
 
 
 def init_vault(home, fd: int | None, env: str | None, kind: str) -> dict:
@@ -244,7 +244,7 @@ def seal(key, as_key, yes, as_json):
             + (f" {', '.join(p['also_in'])} also hold(s) the value in clear and stay(s)." if p["also_in"] else ""),
             err=True,
         )
-        click.confirm("Seal it?", abort=True, err=True)
+        common.confirm("Seal it?", abort=True, err=True)
     summary = ops.seal(mem, key, as_key)
     if words and (yes or as_json or not common.at_terminal()):
         echo(f"warning: {named} (unseal it first: `bead unseal {key}`)", err=True)

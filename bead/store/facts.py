@@ -334,6 +334,8 @@ class WriteResult:
     also_in: tuple[str, ...] = ()  # a secret write: other facts that hold the value in clear (left as they are)
     # The person's write of a new key: keys that look like it and that only an agent or the dream wrote.
     lookalikes: tuple[str, ...] = ()
+    # What went wrong after the version's file was in place (the write happened; what it left is said, not hidden).
+    undone: str = ""
 
 
 @dataclass
@@ -398,6 +400,8 @@ def _exists(dir_fd: int, name: str) -> bool:
 
 
 _STATE = Path(FACT_STATE)
+# A key's state that is no file (a folder, a link, a FIFO placed there): every write of the key ends with a step left.
+STATE_NOT_A_FILE = "is not a file: it should be bead's small state of the key; remove it, bead writes it again"
 
 
 def _behind_in(parent_fd: int, name: str, version: int) -> bool:
@@ -535,6 +539,8 @@ class FactStore:
                         problems.append(Problem(self.home.fact_file(key, n), str(exc)))
                     numbers.append(n)
                 problems += [Problem(d / name, ODD_VERSION_NAME) for name in sorted(names) if _odd_version_name(name)]
+                if FACT_STATE in names and not stat.S_ISREG(os.stat(FACT_STATE, dir_fd=fd, follow_symlinks=False).st_mode):
+                    problems.append(Problem(d / FACT_STATE, STATE_NOT_A_FILE))
         except FileNotFoundError:
             pass
         return KeyVersions(
@@ -737,22 +743,30 @@ class FactStore:
         )
         self.audit.ready()  # a FIFO or a link at audit.log refuses here, before the version is written
         safe.write_at(fd, _path(fact), fact.render())
-        self.audit.record(now, "write", key=key, id=fact.id, trust=trust, type=type)
-        # Step two. A crash before it leaves the old file saying `current`;
-        # the rule still picks the new one by its number, and the next write
-        # (which starts from `settled`) marks it.
-        marked = []
-        for n in numbers:
-            if n <= state.settled:
-                continue
-            try:
-                old = parsed.get(n) or self._read(fd, key, n)
-            except (ValueError, FileNotFoundError):
-                continue  # never rewritten
-            if old.status == "current":
-                marked.append(_mark_superseded(fd, old))
-                self.audit.record(now, "supersede", key=key, id=old.id, by=fact.id)
-        _KeyState(last=version, settled=version - 1).save(fd, state_path)
+        # The file is the commit: what follows failing (a full disk, a folder where the key's state should be) is a
+        # write that happened with a step left, as a crash here leaves it, said as such (it was an error, exit 1, for
+        # a value written and served: an outside attack).
+        marked: list[Fact] = []
+        try:
+            self.audit.record(now, "write", key=key, id=fact.id, trust=trust, type=type)
+            # Step two. A crash before it leaves the old file saying `current`;
+            # the rule still picks the new one by its number, and the next write
+            # (which starts from `settled`) marks it.
+            for n in numbers:
+                if n <= state.settled:
+                    continue
+                try:
+                    old = parsed.get(n) or self._read(fd, key, n)
+                except (ValueError, FileNotFoundError):
+                    continue  # never rewritten
+                if old.status == "current":
+                    marked.append(_mark_superseded(fd, old))
+                    self.audit.record(now, "supersede", key=key, id=old.id, by=fact.id)
+            _KeyState(last=version, settled=version - 1).save(fd, state_path)
+        except (OSError, BeadError) as exc:
+            why = exc.message if isinstance(exc, BeadError) else (exc.strerror or exc.__class__.__name__)
+            undone = f"{why}, finishing the write in {self.key_dir(key)} (the audit line, the older version's status)"
+            return WriteResult(fact, written=True, superseded=cur, marked=tuple(marked), undone=undone)
         return WriteResult(fact, written=True, superseded=cur, marked=tuple(marked))
 
     def set_status(self, fact: Fact, status: str) -> None:
