@@ -305,6 +305,23 @@ class TestOrphanedTemps:
             collect(mem, fix=True)
         assert not reused.exists()
 
+    @pytest.mark.parametrize("how", ["forget", "fix"])
+    def test_a_raw_files_temp_whose_pid_lives_again_is_removed_too(self, mem, bead_home, how):
+        """The same for the raw log's folder (an outside attack: a redaction's temp file beside a raw file, its pid
+        alive again, kept the turn's text after forget). Every temp file there is made under the raw log's lock."""
+        from bead.core.health import collect
+
+        mem.raw.append("s-temp", "user", "the deploy box is quokka-east-7731")
+        path = mem.raw.find("s-temp")
+        reused = path.with_name(f".{path.name}.1-deadbeef.tmp")  # pid 1 lives
+        reused.write_bytes(path.read_bytes())
+        mem.write("project/s/deploy-box", "The deploy box is quokka-east-7731", "project")
+        if how == "forget":
+            forget.apply(mem, forget.plan_target(mem, "project/s/deploy-box"))
+        else:
+            collect(mem, fix=True)
+        assert not reused.exists()
+
 
 class TestBodyLimit:
     """A fact body has a size limit (store.max_fact_bytes, 64 KB by default) with a clear error."""

@@ -515,4 +515,9 @@ class Memory:
             facts = safe.orphan_temps(self.home.facts, root=self.home.root, any_writer=True)
             found = dict.fromkeys([*self.orphan_temps(), *facts])
             gone = [p for p in found if safe.unlink(p, root=self.home.root)]
+        with self.raw.locked():
+            # So under the raw log's lock for its folder: a redaction's or the epoch's temp file is made only under
+            # it (one whose pid was alive again as another process kept a turn's text for good: an outside attack).
+            raw = safe.orphan_temps(self.home.raw, root=self.home.root, any_writer=True)
+            gone += [p for p in raw if safe.unlink(p, root=self.home.root)]
         return gone
