@@ -1905,3 +1905,20 @@ def test_a_guessable_code_inside_a_longer_value_leaves_no_hash_of_its_own(mem):
     [entry] = [json.loads(line) for line in (mem.home.root / "tombstones.log").read_text().splitlines()]
     assert "core_sha256" not in entry and _inside_hash(["4821", "7731"]) not in entry.values()
     assert "inside_sha256" in entry
+
+
+def test_a_value_written_before_a_raw_files_first_turn_is_forgotten_too(mem, bead_home, bead):
+    """Text before a raw file's first marker (a hand edit's, or a first marker damaged) is no turn: forget --match
+    found no turn holding the value and left it in the file (an outside attack). Forget finds it in the file's text
+    and the file is written again from its turns."""
+    mem.raw.append("s-pre", "user", "the staging box is reachable over the bastion")
+    mem.raw.append("s-pre", "assistant", "noted")
+    path = mem.raw.find("s-pre")
+    path.write_text("Stray text wombat-secret-99173 pasted here\n" + path.read_text())
+    mem.catch_up_index()
+    r = bead("forget", "--match", "wombat-secret-99173", "--yes")
+    assert r.code == 0, r.err
+    assert "text before the first turn of 1 raw file(s)" in r.out, r.out
+    text = path.read_text()
+    assert "wombat" not in text and "the staging box is reachable over the bastion" in text
+    assert [t.text for t in mem.raw.read(path)] == ["the staging box is reachable over the bastion", "noted"]

@@ -66,6 +66,8 @@ def forget(target, match, yes, as_json):
                 echo(f"  key {key}: version(s) {said}{stays}", err=True)
         for t in preview["raw_turns"]:
             echo(f"  raw turn {t}", err=True)
+        for f in preview["raw_text_outside_turns"]:
+            echo(f"  raw file {f}: the text before its first turn (no turn bead wrote; it goes)", err=True)
         if preview["raw_turns_in_part"]:
             echo(
                 f"  {preview['raw_turns_in_part']} raw turn(s) that say its codes or rare words in other words: "
@@ -104,6 +106,11 @@ def forget(target, match, yes, as_json):
             f"forgot {len(d['keys'])} key(s), {d['versions']} version file(s), {sealed}"
             f"redacted {d['raw_turns_redacted']} raw turn(s) and {d['raw_turns_redacted_in_part']} in part, "
             f"removed {d['episodes']} episode(s) and {d['session_lines']} state line(s)"
+            + (
+                f", and the text before the first turn of {len(outside)} raw file(s)"
+                if (outside := d["raw_text_outside_turns"])
+                else ""
+            )
         )
 
     emit({"forgotten": True, **summary, "sealed_not_searched": plan.sealed_not_searched}, as_json, human)

@@ -45,7 +45,7 @@ from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
-from ..store.rawlog import FORGOTTEN, Turn
+from ..store.rawlog import FORGOTTEN, Turn, preamble
 from ..store.reports import Reports
 from ..textform import TERMINAL_ESCAPES, fold, strings_in
 from . import skill_files
@@ -62,6 +62,9 @@ class Plan:
     values: dict[str, list[str]] = field(default_factory=dict)  # key -> values (for tombstones)
     match_text: str | None = None
     turns: dict[Path, set[int]] = field(default_factory=dict)  # raw file -> turn numbers
+    # raw files whose text before the first turn's marker holds it (a hand edit's, or a damaged first marker: no
+    # turn of bead's, so no turn found it): that text goes
+    preambles: list[Path] = field(default_factory=list)
     episodes: list[Path] = field(default_factory=list)
     session_lines: dict[Path, int] = field(default_factory=dict)  # state file -> lines to drop
     trace_lines: dict[Path, int] = field(default_factory=dict)  # trace file -> lines to drop
@@ -144,6 +147,7 @@ class Plan:
             self.keys
             or self.turns
             or self.token_turns
+            or self.preambles
             or self.episodes
             or self.session_lines
             or self.trace_lines
@@ -163,6 +167,8 @@ class Plan:
             # Turns where the value's codes, PINs and rare words were said in other words: those are
             # redacted in place (never listed here: a token is part of the secret).
             "raw_turns_in_part": sum(len(ns) for ns in self.token_turns.values()),
+            # Raw files whose text before their first turn (no turn's: a hand edit's, a damaged marker) holds it.
+            "raw_text_outside_turns": sorted(p.relative_to(home_store).as_posix() for p in self.preambles),
             "distinctive_tokens": len(self.tokens),
             "episodes": len(self.episodes),
             "session_lines": sum(self.session_lines.values()) + sum(self.trace_lines.values()),
@@ -756,6 +762,8 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
         except (OSError, safe.UnsafePath):
             return
         if holds(text):
+            if holds is matches and holds(preamble(text)):
+                plan.preambles.append(path)
             yield from (t for t in mem.raw.read(path) if t.text != FORGOTTEN and holds(t.text))
 
     # First the turns that hold the value itself; then its distinctive words and codes, each judged rare among the
@@ -1140,6 +1148,11 @@ def _apply_forgetting(
         for path, turn_numbers in plan.turns.items():
             try:
                 redacted += mem.redact_turns(path, turn_numbers)
+            except FileNotFoundError:
+                continue
+        for path in plan.preambles:  # text before a file's first turn: no turn's, so no marker to keep
+            try:
+                mem.drop_preamble(path)
             except FileNotFoundError:
                 continue
         pattern = token_pattern(plan.tokens)

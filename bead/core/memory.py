@@ -479,6 +479,13 @@ class Memory:
         sync_raw(self.index, self.raw, path)
         return len(changed)
 
+    def drop_preamble(self, path: Path) -> bool:
+        """Drop the text before a raw file's first turn (RawLog.drop_preamble), in the file and the index."""
+        dropped = self.raw.drop_preamble(path)
+        if dropped:
+            sync_raw(self.index, self.raw, path)
+        return dropped
+
     def redact_tokens(self, path: Path, numbers: set[int], pattern: Any, still: Callable[[str], bool] | None = None) -> int:
         """Replace a forgotten value's distinctive tokens in turns of one raw file, in the file and the index (a turn
         that ``still`` holds one after, escaped, goes whole: RawLog.redact_tokens)."""

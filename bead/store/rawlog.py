@@ -127,6 +127,17 @@ def parse(text: str, path: Path | None = None) -> list[Turn]:
     return turns
 
 
+def preamble(text: str) -> str:
+    """The text of a raw file before its first turn's marker (``parse`` reads none of it: a hand edit's, or damage
+    to the first marker), all of it where no marker reads."""
+    at = 0
+    for line in text.split("\n"):
+        if _opened(line) is not None:
+            return text[:at]
+        at += len(line) + 1
+    return text
+
+
 def _opened(line: str, path: Path | None = None) -> Turn | None:
     """The turn a marker line opens (its text still empty), or None where the line is text (no marker, or one
     whose JSON or turn number does not read: a hand edit's)."""
@@ -474,6 +485,16 @@ class RawLog:
     def redact_turns(self, path: Path, numbers: set[int]) -> list[Turn]:
         """Replace the text of turns ``numbers`` with ``[forgotten]``; markers stay."""
         return self._rewrite(path, numbers, lambda text: FORGOTTEN, "forgotten")
+
+    def drop_preamble(self, path: Path) -> bool:
+        """Write the file again from its turns, without the text before the first marker (``preamble``), under the
+        raw log's lock; whether there was any. What a redaction's rewrite of the file does too."""
+        with flocked(self.lock_path, root=self.home.root):
+            text = safe.read_text(path, root=self.home.root, errors="replace")
+            if not preamble(text):
+                return False
+            safe.atomic_write(path, render(parse(text, path)).encode("utf-8"), root=self.home.root)
+            return True
 
     def redact_tokens(
         self, path: Path, numbers: set[int], pattern: Any, still: Callable[[str], bool] | None = None
