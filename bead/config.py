@@ -478,15 +478,29 @@ def _too_deep(where: str) -> BeadError:
 
 
 def write_default(home: Home) -> bool:
-    """Create config.yaml (0600) if it does not exist. Never rewrites one."""
-    text = DEFAULT_TEXT.format(owner=login_name())
-    try:
-        fd = os.open(home.config, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
+    """Create config.yaml (0600) if it does not exist, whole or not at all (a full disk left an empty one for good:
+    an outside attack): written to a temp file, then linked to its name, which never replaces one. Never rewrites
+    one."""
+    from .files import _temp_name, write_all
+
+    if home.config.exists() or home.config.is_symlink():
         return False
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    return True
+    text = DEFAULT_TEXT.format(owner=login_name()).encode("utf-8")
+    tmp = home.config.with_name(_temp_name(home.config.name))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            write_all(fd, text)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, home.config, follow_symlinks=False)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def load(home: Home) -> Config:

@@ -78,6 +78,23 @@ def test_a_write_whose_last_steps_fail_says_it_is_written_and_status_names_what_
     assert f"{state}: is not a file" in status and f"rm -r {state}" in status, status
 
 
+def test_a_full_disk_on_the_first_run_leaves_no_empty_config(bead, bead_home, monkeypatch):
+    """config.yaml was created, then written: a full disk left it empty, and it was never written again (an outside
+    attack). It is written whole, then linked to its name, or not at all."""
+    from bead import files
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files, "write_all", full)
+    r = bead("list")
+    assert r.code == 1 and "No space left on device" in r.err, r.err
+    assert not (bead_home / "config.yaml").exists() and not [p for p in bead_home.iterdir() if p.name.endswith(".tmp")]
+    monkeypatch.undo()
+    assert bead("list").code == 0
+    assert "owner:" in (bead_home / "config.yaml").read_text()
+
+
 def test_a_damaged_index_is_said_and_reindex_builds_it_again(bead, bead_home):
     assert bead("write", "user/editor", "helix", "--type", "user").code == 0
     (bead_home / "index.db").write_bytes(b"this is not a database" * 100)
