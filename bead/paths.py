@@ -24,6 +24,12 @@ SEALED_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md\.age")  # a sealed version's f
 
 
 FACT_STATE = ".state.json"  # a key's write state, in its folder (Home.fact_state)
+# What bead keeps at the top of a home (Home's paths): a folder holding one of them is a bead home, one holding other
+# files alone is not (Home.ensure refuses it).
+HOME_NAMES = frozenset(
+    """.run audit.log config.yaml curate-mcp.json eval-results.json index.db proxy.runtime.jsonl proxy.token sessions
+    shell.sh skills.jsonl store tombstones.log up.json up.lock vault""".split()
+)
 
 
 def version_number(name: str) -> int | None:
@@ -273,7 +279,7 @@ class Home:
                 "use a home of your own: point BEAD_HOME at a folder you create (mkdir -m 700); if this is your home "
                 'and a command run as another user (sudo) made it, give it back: sudo chown -R "$USER" ' + str(self.root),
             )
-        if not created and not self.config.exists() and not self.store.exists() and any(self.root.iterdir()):
+        if not created and not any(p.name in HOME_NAMES for p in self.root.iterdir()) and any(self.root.iterdir()):
             # Made private and filled with bead's folders, a folder of other files lost its mode for good (`/`,
             # `/etc`, a shared folder's setgid bit), by any command, a read one too (an outside attack).
             raise BeadError(

@@ -384,6 +384,25 @@ def test_a_folder_of_other_files_is_no_home_and_keeps_its_mode(tmp_path, bead):
     assert bead("show", "user/editor", env={"BEAD_HOME": str(empty)}).out.strip().endswith("helix"), "a bead home"
 
 
+def test_every_name_bead_keeps_at_the_top_of_a_home_marks_it_as_one(tmp_path):
+    """A home holding only what bead wrote there before its folders (the proxy's token) is a bead home: each path
+    of Home directly under its root is one of HOME_NAMES, which Home.ensure reads."""
+    from bead.paths import HOME_NAMES
+
+    home = Home(tmp_path / "h")
+    top = set()
+    for name in dir(Home):
+        if isinstance(getattr(Home, name), property):
+            value = getattr(home, name)
+            if isinstance(value, Path) and value.parent == home.root:
+                top.add(value.name)
+    assert top and top <= HOME_NAMES, top - HOME_NAMES
+    home.root.mkdir()
+    (home.root / "proxy.token").write_text("t" * 40 + "\n")
+    home.ensure()
+    assert home.store.is_dir()
+
+
 @pytest.mark.skipif(os.getuid() != 0, reason="making a file another user's takes root")
 def test_bead_writes_into_no_file_another_user_made(tmp_path):
     """A trace at a shared path that another user created first (0666, empty) would receive the person's cues:
