@@ -95,6 +95,17 @@ def test_a_full_disk_on_the_first_run_leaves_no_empty_config(bead, bead_home, mo
     assert "owner:" in (bead_home / "config.yaml").read_text()
 
 
+def test_a_value_that_is_not_utf8_and_a_version_that_does_not_read_are_said_as_such(bead):
+    """`bead write user/b "caf\\xe9"` said the value held invisible characters (U+DCE9), and `bead show user/a@v0`
+    that the segment 'a@v0' was not lower-case (an outside attack on the errors): each says what is wrong now."""
+    r = bead("write", "user/b", "caf\udce9", "--type", "user")
+    assert r.code == 1 and "not UTF-8 text (byte 0xe9)" in r.err and "invisible" not in r.err, r.err
+    assert bead("write", "user/a", "one", "--type", "user").code == 0
+    for wrong in ("user/a@v0", "user/a@v01", "user/a@V1"):
+        r = bead("show", wrong)
+        assert r.code == 1 and "names no version" in r.err and "bead history" in r.err, (wrong, r.err)
+
+
 def test_a_damaged_index_is_said_and_reindex_builds_it_again(bead, bead_home):
     assert bead("write", "user/editor", "helix", "--type", "user").code == 0
     (bead_home / "index.db").write_bytes(b"this is not a database" * 100)

@@ -132,6 +132,15 @@ def _refuse_hidden(key: str, text: str) -> None:
     from ..errors import InvalidArgument
     from ..textform import hidden
 
+    undecoded = [c for c in text if "\udc80" <= c <= "\udcff"]
+    if undecoded:
+        # A byte the terminal's or the file's text was not UTF-8 for (Python reads it as a lone surrogate): said as
+        # such, where "invisible characters (U+DCE9)" sent the person looking for a character they never typed.
+        raise InvalidArgument(
+            f"refusing to write {key}: the value is not UTF-8 text (byte 0x{ord(undecoded[0]) - 0xDC00:02x}); "
+            "nothing was written",
+            "save or type it as UTF-8 (`iconv -f latin1 -t utf-8` converts a Latin-1 file)",
+        )
     unseen = hidden(text)
     if unseen:
         raise InvalidArgument(

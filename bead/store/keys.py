@@ -64,6 +64,12 @@ def validate_key(key: str) -> str:
         if part in (".", ".."):
             raise InvalidKey(f"key {key!r} would escape the store ({part!r} segment)", KEY_HELP)
         if not _SEGMENT.fullmatch(part):
+            if "@v" in part.lower() and part is parts[-1]:
+                # `user/a@v0`, `@v01`, `@V1`: a version that does not read, not a key's letters.
+                raise InvalidKey(
+                    f"{key!r} names no version: a version is @v and its number, 1 or more, without leading zeros",
+                    "write KEY@vN (`bead history KEY` lists the versions), or the key alone for its current one",
+                )
             raise InvalidKey(
                 f"key {key!r}: segment {part!r} is not lower-case [a-z0-9._-] (or starts with a dot or dash)", KEY_HELP
             )
