@@ -44,7 +44,7 @@ _LINK_ERRNOS = {errno.ELOOP, errno.EMLINK}
 LINK_FIX = (
     "bead never reads, writes or deletes through a symbolic link below its home: replace the link "
     "with the real folder or file (move the target's contents into place), or remove the link; "
-    "`bead status` lists every link"
+    "then `bead status` lists any other"
 )
 # .<name>.<pid>-<8 hex>.tmp (ours); .<name>.<8 chars>.tmp (tempfile.mkstemp, older bead)
 _TEMP = re.compile(r"\.(.+)\.(?:(\d{1,10})-[0-9a-f]{8}|[a-z0-9_]{8})\.tmp")
