@@ -380,12 +380,14 @@ def walk(
     links: list[Path] | None = None,
     skip_hidden_dirs: bool = True,
     others: list[Path] | None = None,
+    unreadable: list[Path] | None = None,
 ) -> Iterator[tuple[Path, list[str], list[str]]]:
     """(folder, sub-folders, regular files) below ``top``, sorted, never through a link.
 
     Links found on the way (and ``top`` itself, if it or a folder above it is
     one) are appended to ``links`` when given, and skipped; so are entries
-    that are none of the three (a FIFO, a socket, a device) to ``others``.
+    that are none of the three (a FIFO, a socket, a device) to ``others``, and
+    folders the process may not open or list (their mode) to ``unreadable``.
     """
     with contextlib.ExitStack() as stack:
         try:
@@ -396,7 +398,7 @@ def walk(
             if links is not None:
                 links.append(top)
             return
-        yield from _walk_fd(fd, top, links, skip_hidden_dirs, others=others)
+        yield from _walk_fd(fd, top, links, skip_hidden_dirs, others=others, unreadable=unreadable)
 
 
 # How deep ``walk`` goes below its top: bead's own trees are a few folders deep (a key has at most three segments,
@@ -405,11 +407,23 @@ MAX_WALK_DEPTH = 32
 
 
 def _walk_fd(
-    fd: int, here: Path, links: list[Path] | None, skip_hidden_dirs: bool, depth: int = 0, others: list[Path] | None = None
+    fd: int,
+    here: Path,
+    links: list[Path] | None,
+    skip_hidden_dirs: bool,
+    depth: int = 0,
+    others: list[Path] | None = None,
+    unreadable: list[Path] | None = None,
 ) -> Iterator[tuple[Path, list[str], list[str]]]:
     dirs: list[str] = []
     regular: list[str] = []
-    with os.scandir(fd) as it:
+    try:
+        it = os.scandir(fd)
+    except PermissionError:
+        if unreadable is not None:
+            unreadable.append(here)
+        return
+    with it:
         for entry in it:
             try:
                 if entry.is_symlink():
@@ -432,10 +446,14 @@ def _walk_fd(
     for name in dirs:
         try:
             sub = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+        except PermissionError:
+            if unreadable is not None:
+                unreadable.append(here / name)  # its mode: said, never passed over in silence
+            continue
         except OSError:
             continue  # replaced by a link or removed since the listing
         try:
-            yield from _walk_fd(sub, here / name, links, skip_hidden_dirs, depth + 1, others)
+            yield from _walk_fd(sub, here / name, links, skip_hidden_dirs, depth + 1, others, unreadable)
         finally:
             os.close(sub)
 

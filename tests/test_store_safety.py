@@ -384,6 +384,27 @@ def test_a_folder_of_other_files_is_no_home_and_keeps_its_mode(tmp_path, bead):
     assert bead("show", "user/editor", env={"BEAD_HOME": str(empty)}).out.strip().endswith("helix"), "a bead home"
 
 
+def test_a_key_folder_bead_may_not_read_is_named_by_status_not_passed_over(mem, monkeypatch):
+    """A key folder whose mode shuts bead out held facts that `bead list` and `bead status` passed over in silence
+    ("0 keys", "problems none"; an outside attack with the capabilities dropped). Status names it and the fix. (Root
+    reads any folder, so the folder's refusal is the kernel's answer as an unprivileged process gets it.)"""
+    from bead import files
+    from bead.core.health import collect
+
+    mem.write("user/locked-away", "a value in a folder bead cannot open", "user")
+    real_open = os.open
+
+    def refusing(path, flags, *a, **k):
+        if path == "locked-away" and k.get("dir_fd") is not None:
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *a, **k)
+
+    monkeypatch.setattr(files.os, "open", refusing)
+    problems = collect(mem)["problems"]
+    folder = mem.home.fact_dir("user/locked-away")
+    assert any(p["problem"].startswith(f"{folder}: cannot be read") and "chmod u+rwx" in p["fix"] for p in problems), problems
+
+
 def test_every_name_bead_keeps_at_the_top_of_a_home_marks_it_as_one(tmp_path):
     """A home holding only what bead wrote there before its folders (the proxy's token) is a bead home: each path
     of Home directly under its root is one of HOME_NAMES, which Home.ensure reads."""

@@ -29,7 +29,7 @@ from ..index.rebuild import diff
 from ..paths import Home, enclosing_git
 from ..ports import CHECK_S, HEALTH_MAX_BYTES, client_address, held_by_own_service_manager, host_port, listener, proven_within
 from ..store.audit import key_hash
-from ..store.facts import HARD_LINK_REASON, LINK_REASON, STATE_NOT_A_FILE
+from ..store.facts import HARD_LINK_REASON, LINK_REASON, STATE_NOT_A_FILE, UNREADABLE_FOLDER
 from ..store.locks import flocked
 from ..store.queue import Queue
 from ..store.reports import DreamState, Reports
@@ -99,6 +99,9 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         if kv is None:
             if p.reason == STATE_NOT_A_FILE:
                 problems.append({"problem": f"{p.path}: {p.reason}", "fix": f"remove it: rm -r {shlex.quote(str(p.path))}"})
+            elif p.reason == UNREADABLE_FOLDER:
+                quoted = shlex.quote(str(p.path))
+                problems.append({"problem": f"{p.path}: {p.reason}", "fix": f"chmod u+rwx {quoted}, then `bead reindex`"})
             elif p.reason not in (LINK_REASON, HARD_LINK_REASON):  # links are listed once, below
                 problems.append(
                     {"problem": f"{p.path}: {p.reason}", "fix": "edit the file so it parses (bead skips it until then)"}

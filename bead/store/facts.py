@@ -400,6 +400,9 @@ def _exists(dir_fd: int, name: str) -> bool:
 
 
 _STATE = Path(FACT_STATE)
+# A folder of store/facts the process may not open or list (its mode): the facts in it are not served, and were
+# passed over without a word (an outside attack).
+UNREADABLE_FOLDER = "cannot be read (its mode): no fact in it is served or searched until it can be"
 # A key's state that is no file (a folder, a link, a FIFO placed there): every write of the key ends with a step left.
 STATE_NOT_A_FILE = "is not a file: it should be bead's small state of the key; remove it, bead writes it again"
 
@@ -550,10 +553,11 @@ class FactStore:
     def current(self, key: str) -> Fact | None:
         return self.versions(key).current
 
-    def keys(self, links: list[Path] | None = None) -> Iterator[str]:
-        """Every key with a version file under store/facts (sorted); links found are added to ``links``."""
+    def keys(self, links: list[Path] | None = None, unreadable: list[Path] | None = None) -> Iterator[str]:
+        """Every key with a version file under store/facts (sorted); links found are added to ``links``, folders
+        the process may not read to ``unreadable``."""
         out = []
-        for folder, _dirs, names in safe.walk(self.root, root=self.home.root, links=links):
+        for folder, _dirs, names in safe.walk(self.root, root=self.home.root, links=links, unreadable=unreadable):
             if any(version_number(f) is not None for f in names):
                 out.append(folder.relative_to(self.root).as_posix())
         return iter(sorted(out))
@@ -563,7 +567,8 @@ class FactStore:
         result: list[KeyVersions] = []
         problems: list[Problem] = []
         links: list[Path] = []
-        for key in self.keys(links):
+        unreadable: list[Path] = []
+        for key in self.keys(links, unreadable):
             try:
                 kv = self.versions(key)
             except BeadError as exc:
@@ -574,6 +579,7 @@ class FactStore:
         for link in links:
             if version_number(link.name) is None:  # a linked version file is already a problem of its key
                 problems.append(Problem(link, LINK_REASON))
+        problems += [Problem(folder, UNREADABLE_FOLDER) for folder in unreadable]
         return result, problems
 
     def check_writable_key(self, key: str) -> str:
