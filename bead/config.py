@@ -507,6 +507,7 @@ def load(home: Home) -> Config:
     """Read the home's config.yaml, creating the default one first if missing."""
     from .files import read_text
 
+    home.refuse_foreign()  # a folder of other files gets no config.yaml (commands that load before Home.ensure)
     write_default(home)
     try:
         text = read_text(home.config, root=home.root)

@@ -24,12 +24,15 @@ SEALED_FILE = re.compile(r"v([1-9][0-9]{0,8})\.md\.age")  # a sealed version's f
 
 
 FACT_STATE = ".state.json"  # a key's write state, in its folder (Home.fact_state)
-# What bead keeps at the top of a home (Home's paths): a folder holding one of them is a bead home, one holding other
-# files alone is not (Home.ensure refuses it).
+# What bead keeps at the top of a home (Home's paths).
 HOME_NAMES = frozenset(
     """.run audit.log config.yaml curate-mcp.json eval-results.json index.db proxy.runtime.jsonl proxy.token sessions
     shell.sh skills.jsonl store tombstones.log up.json up.lock vault""".split()
 )
+# Of those, the names no other program's folder holds: one of them (or store/facts) marks a folder as a bead home.
+# Not config.yaml, store, sessions or vault: a project's folder may hold any of those (a review: a config.yaml of
+# its own let `BEAD_HOME=~/src/app` through, made 0700 and filled).
+HOME_MARKS = HOME_NAMES - {".run", "config.yaml", "sessions", "store", "vault"}
 
 
 def version_number(name: str) -> int | None:
@@ -260,6 +263,25 @@ class Home:
             return "raw", ""
         return None
 
+    def refuse_foreign(self) -> None:
+        """Refuse a folder that holds other files and no bead home, before anything in it changes: made private and
+        filled with bead's folders, it lost its mode for good (`/`, `/etc`, a shared folder's setgid bit), by any
+        command, a read one too (an outside attack). A folder holding only hidden files, `lost+found` or a
+        config.yaml (bead's, written first) is taken as empty; one holding a name only bead writes is a home."""
+        try:
+            names = [p.name for p in self.root.iterdir()]
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        if any(n in HOME_MARKS for n in names) or self.facts.is_dir():
+            return
+        others = sorted(n for n in names if not n.startswith(".") and n not in ("lost+found", "config.yaml"))
+        if others:
+            raise BeadError(
+                f"BEAD_HOME is {self.root}, a folder that holds other files ({', '.join(others[:3])}"
+                f"{', ...' if len(others) > 3 else ''}) and no bead home: bead changed nothing",
+                "point BEAD_HOME at a new or empty folder (bead makes it private, mode 0700) or at your bead home",
+            )
+
     def ensure(self) -> Home:
         """Create the home (mode 0700) and its folders (0700) if missing.
 
@@ -279,13 +301,8 @@ class Home:
                 "use a home of your own: point BEAD_HOME at a folder you create (mkdir -m 700); if this is your home "
                 'and a command run as another user (sudo) made it, give it back: sudo chown -R "$USER" ' + str(self.root),
             )
-        if not created and not any(p.name in HOME_NAMES for p in self.root.iterdir()) and any(self.root.iterdir()):
-            # Made private and filled with bead's folders, a folder of other files lost its mode for good (`/`,
-            # `/etc`, a shared folder's setgid bit), by any command, a read one too (an outside attack).
-            raise BeadError(
-                f"BEAD_HOME is {self.root}, a folder that holds other files and no bead home: bead changed nothing",
-                "point BEAD_HOME at a new or empty folder (bead makes it private, mode 0700) or at your bead home",
-            )
+        if not created:
+            self.refuse_foreign()
         # mkdir's mode is masked by the umask; the home holds private memory.
         if stat.S_IMODE(self.root.stat().st_mode) != 0o700:
             try:

@@ -76,6 +76,19 @@ def test_a_write_whose_last_steps_fail_says_it_is_written_and_status_names_what_
     assert bead("show", "user/editor").out.strip().endswith("kakoune")
     status = bead("status").out
     assert f"{state}: is not a file" in status and f"rm -r {state}" in status, status
+    # An agent's remember through MCP (remember_fact) is told so too, without the home's path.
+    from bead.config import Config
+    from bead.core.memory import Memory
+    from bead.core.remember import remember_fact
+    from bead.paths import Home
+
+    with Memory(Home(bead_home), Config(owner="t")) as mem:
+        saved = remember_fact(mem, "The team uses helix", "user", key="user/team-editor")
+        assert saved.status == "written" and not saved.undone  # a new key: its state is a file
+        (mem.home.fact_dir("user/team-editor") / ".state.json").unlink()
+        (mem.home.fact_dir("user/team-editor") / ".state.json").mkdir()
+        saved = remember_fact(mem, "The team uses kakoune", "user", key="user/team-editor")
+        assert saved.status == "written" and saved.undone
 
 
 def test_a_full_disk_on_the_first_run_leaves_no_empty_config(bead, bead_home, monkeypatch):

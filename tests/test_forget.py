@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 import subprocess
 import textwrap
@@ -1915,10 +1916,24 @@ def test_a_value_written_before_a_raw_files_first_turn_is_forgotten_too(mem, bea
     mem.raw.append("s-pre", "assistant", "noted")
     path = mem.raw.find("s-pre")
     path.write_text("Stray text wombat-secret-99173 pasted here\n" + path.read_text())
-    mem.catch_up_index()
+    os.utime(path, (1_600_000_000, 1_600_000_000))  # written long before: forget's second look, inside its locks,
+    mem.catch_up_index()  # reads only the files written since its first (a review found the text kept so)
     r = bead("forget", "--match", "wombat-secret-99173", "--yes")
     assert r.code == 0, r.err
     assert "text before the first turn of 1 raw file(s)" in r.out, r.out
     text = path.read_text()
     assert "wombat" not in text and "the staging box is reachable over the bastion" in text
     assert [t.text for t in mem.raw.read(path)] == ["the staging box is reachable over the bastion", "noted"]
+
+
+def test_a_code_of_the_value_before_a_raw_files_first_turn_is_forgotten_too(mem, bead):
+    """Its distinctive code alone, said before the first turn, stayed while the same code in a turn was redacted (a
+    review): the text before the first turn is looked at for the value's codes and rare words too."""
+    mem.write("project/s/deploy-box", "The deploy box is quokka-east-7731", "project")
+    mem.raw.append("s-code", "user", "ssh into quokka-east-7731 and restart the worker")
+    path = mem.raw.find("s-code")
+    path.write_text("scratch: quokka-east-7731\n" + path.read_text())
+    os.utime(path, (1_600_000_000, 1_600_000_000))
+    mem.catch_up_index()
+    assert bead("forget", "project/s/deploy-box", "--yes").code == 0
+    assert "quokka" not in path.read_text()

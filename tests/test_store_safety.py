@@ -371,11 +371,22 @@ def test_a_folder_of_other_files_is_no_home_and_keeps_its_mode(tmp_path, bead):
     bead home is refused, and nothing in it changes; a new or empty folder, or a bead home, is taken as before."""
     shared = tmp_path / "shared"
     (shared / "docs").mkdir(parents=True)
+    (shared / "config.yaml").write_text("name: myapp\n")  # a project's own: no mark of a bead home (a review)
+    (shared / "notes.txt").write_text("x\n")
+    os.link(shared / "notes.txt", shared / "notes-link.txt")  # what `status --fix` would copy
     os.chmod(shared, 0o2775)
-    for args in (["list"], ["show", "user/editor"], ["write", "user/editor", "helix", "--type", "user"]):
+    commands = (["list"], ["show", "user/editor"], ["write", "user/editor", "helix", "--type", "user"])
+    for args in (*commands, ["status", "--fix"]):
         r = bead(*args, env={"BEAD_HOME": str(shared)})
-        assert r.code == 1 and "holds other files and no bead home" in r.err and "new or empty folder" in r.err, r.err
-    assert stat.S_IMODE(shared.stat().st_mode) == 0o2775 and sorted(p.name for p in shared.iterdir()) == ["docs"]
+        assert r.code == 1 and "holds other files (docs, notes-link.txt, notes.txt) and no bead home" in r.err, (args, r.err)
+    assert bead("check-proxy", env={"BEAD_HOME": str(shared)}).code == 1  # silent by design: "no proxy here"
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o2775
+    assert sorted(p.name for p in shared.iterdir()) == ["config.yaml", "docs", "notes-link.txt", "notes.txt"]
+    assert (shared / "notes.txt").stat().st_nlink == 2 and (shared / "config.yaml").read_text() == "name: myapp\n"
+    for looks_empty in (".DS_Store", "lost+found", ".git"):  # taken as empty, as the hint says
+        folder = tmp_path / f"looks-empty-{looks_empty.strip('.')}"
+        (folder / looks_empty).mkdir(parents=True)
+        assert bead("list", env={"BEAD_HOME": str(folder)}).code == 0, looks_empty
     empty = tmp_path / "empty"
     empty.mkdir(mode=0o755)
     assert bead("write", "user/editor", "helix", "--type", "user", env={"BEAD_HOME": str(empty)}).code == 0

@@ -29,7 +29,9 @@ def status(fix, wait, as_json):
     unshared: tuple[list[str], list[dict]] = ([], [])
     if fix:
         # Before the home is opened: its config and token may be hard links too (a `cp -al` backup).
-        unshared = unshare_home(resolve_home())
+        home = resolve_home()
+        home.refuse_foreign()  # before a copy of a hard-linked file in a folder that is no bead home
+        unshared = unshare_home(home)
     mem = open_memory()
     if wait:
         wait_for_proxy(mem, wait)

@@ -762,7 +762,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
         except (OSError, safe.UnsafePath):
             return
         if holds(text):
-            if holds is matches and holds(preamble(text)):
+            if path not in plan.preambles and holds(preamble(text)):  # the value, or its codes and rare words
                 plan.preambles.append(path)
             yield from (t for t in mem.raw.read(path) if t.text != FORGOTTEN and holds(t.text))
 
@@ -1034,6 +1034,7 @@ def _joined(inner: Plan, outer: Plan, changed: list[Path]) -> Plan:
         for path, numbers in theirs.items():
             if path not in done:
                 mine.setdefault(path, set()).update(numbers)
+    inner.preambles += [p for p in outer.preambles if p not in done and p not in inner.preambles]
     inner.trace_lines = outer.trace_lines
     inner.not_traces = outer.not_traces
     inner.also_in = outer.also_in

@@ -80,9 +80,16 @@ def unshare_home(home: Home) -> tuple[list[str], list[dict[str, str]]]:
     for p in rest:
         if p.name.endswith(".lock"):
             unshare(p)
+    # A raw file's under the raw log's lock as well, which every maker of a temp file in its folder holds (removal
+    # of killed writers' temps there takes it: Memory.remove_orphan_temps). One lock at a time, as everywhere.
+    raw = [p for p in rest if not p.name.endswith(".lock") and p.is_relative_to(home.raw)]
     with flocked(home.store_lock, root=home.root):
         for p in rest:
-            if not p.name.endswith(".lock"):
+            if not p.name.endswith(".lock") and p not in raw:
+                unshare(p)
+    if raw:
+        with flocked(home.raw_lock, root=home.root):
+            for p in raw:
                 unshare(p)
     return fixed, problems
 

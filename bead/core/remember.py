@@ -370,6 +370,7 @@ class Saved:
     reason: str = ""  # why it was queued
     indexed: bool = True  # False: written, the index catches up later
     lookalikes: tuple[str, ...] = ()  # the person's new key: keys that read like it that only an agent or the dream wrote
+    undone: bool = False  # written, with a step after the version's file left (WriteResult.undone; no path here)
 
 
 def remember_fact(
@@ -437,6 +438,7 @@ def remember_fact(
         viewer.shown_id(res.superseded.id) if res.written and res.superseded else None,
         indexed=res.indexed,
         lookalikes=tuple(viewer.shown_key(k) for k in res.lookalikes),
+        undone=bool(res.undone),
     )
 
 

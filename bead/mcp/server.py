@@ -366,6 +366,8 @@ def _remembering(
             }
         if not saved.indexed:
             out["note"] = "written; search shows it once the index catches up"
+        if saved.undone:
+            out["note"] = "written, but a step after the write failed (a full disk?); `bead status` says what to mend"
         if saved.lookalikes:
             out["lookalikes"] = list(saved.lookalikes)
             said = (
