@@ -1310,3 +1310,22 @@ def test_typed_words_of_a_transcript_from_elsewhere_are_not_the_persons_word(mak
     else:
         assert mem.current("project/shop/staging-api") is None
         assert [i.key for i in Queue(mem).items()] == ["project/shop/staging-api"]
+
+
+def test_a_negation_one_cited_turn_says_of_something_else_does_not_back_a_value_it_turns_around(make, model):
+    """The gate read every cited turn together: citing a second typed turn for its "don't" (about the lockfile)
+    made a "never" the model added to the first look said, and the reversed value was written unseen (an outside
+    attack). One typed turn must say all of a value; put together from several, it waits for the person."""
+    mem = make()
+    session(mem, "s1", ["run the migrations before the integration tests", "ok", "don't touch the lockfile", "ok"])
+    reversed_ = "Never run the migrations before the integration tests"
+    model.answers.append(
+        answer(
+            {"key": "project/shop/migrations", "type": "project", "value": reversed_, "turns": [1, 3]},
+            {"key": "project/shop/lockfile", "type": "project", "value": "Don't touch the lockfile", "turns": [1, 3]},
+        )
+    )
+    rep = Dream(mem).run()
+    assert mem.current("project/shop/migrations") is None, "queued for the person"
+    assert any("project/shop/migrations" in q for q in rep.sessions["s1"]["queued"]), rep.sessions["s1"]
+    assert mem.current("project/shop/lockfile").body == "Don't touch the lockfile", "one cited turn says it all"

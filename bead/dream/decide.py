@@ -305,8 +305,31 @@ def unsupported(value: str, cited: list[Turn]) -> list[str]:
     """What ``value`` states that the person's typed turns among ``cited`` do not: each address, number, degree,
     command word or word of a secret or of sending one away (``_SENSITIVE``, by family) must be in them, and a negation
     must be in both or neither (a model that keeps the person's words but swaps the host, adds a "never" or drops
-    one changes what the person said)."""
-    said_text = "\n".join(t.text for t in _typed(cited))
+    one changes what the person said). One typed turn must say all of it: read together, a second turn cited for its
+    "don't" (about the lockfile) made a "never" the model added to the first look said (an outside attack), and so
+    would a host or a number from a turn about something else. A value put together from several turns waits for
+    the person."""
+    typed = _typed(cited)
+    if len(typed) < 2:
+        return _unsupported_by(value, typed)
+    # The turns the value is about: those that share the most of its words (a turn about the lockfile shares none of
+    # a value about the migrations, whatever its "don't").
+    mine = _content_words(value)
+    shared = [len(mine & _content_words(t.text)) for t in typed]
+    about = [t for t, n in zip(typed, shared, strict=True) if n == max(shared)]
+    if any(not _unsupported_by(value, [t]) for t in about):
+        return []
+    together = _unsupported_by(value, typed)
+    return together or ["what it says from several of the person's turns at once"]
+
+
+def _content_words(text: str) -> set[str]:
+    """A text's words in their normal form, lower case, stopwords out."""
+    return set(terms(fold(text)))
+
+
+def _unsupported_by(value: str, typed: list[Turn]) -> list[str]:
+    said_text = "\n".join(t.text for t in typed)
     said_addresses, said_numbers, said_negates, said_words = _anchors(said_text)
     said_words |= _said_families(said_text)
     said_folded = fold(said_text).lower()
