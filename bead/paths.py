@@ -29,10 +29,13 @@ HOME_NAMES = frozenset(
     """.run audit.log config.yaml curate-mcp.json eval-results.json index.db proxy.runtime.jsonl proxy.token sessions
     shell.sh skills.jsonl store tombstones.log up.json up.lock vault""".split()
 )
-# Of those, the names no other program's folder holds: one of them (or store/facts) marks a folder as a bead home.
-# Not config.yaml, store, sessions or vault: a project's folder may hold any of those (a review: a config.yaml of
-# its own let `BEAD_HOME=~/src/app` through, made 0700 and filled).
-HOME_MARKS = HOME_NAMES - {".run", "config.yaml", "sessions", "store", "vault"}
+# Of those, the names no other program's folder holds: one of them (or store/facts, which every bead home has) marks
+# a folder as a bead home. Not config.yaml, store, sessions, vault, shell.sh, audit.log, index.db, up.json: a
+# project's folder may hold any of those (reviews: a config.yaml, a shell.sh or auditd's audit.log let a folder
+# through, made 0700 and filled, and `bead setup --uninstall` removed the project's shell.sh).
+HOME_MARKS = frozenset({"proxy.token", "tombstones.log", "proxy.runtime.jsonl", "curate-mcp.json", "skills.jsonl"})
+# What a folder may hold and still count as empty: a desktop's and a file system's own clutter.
+EMPTY_CLUTTER = frozenset({".DS_Store", ".localized", "lost+found", ".directory", "Thumbs.db", "desktop.ini"})
 
 
 def version_number(name: str) -> int | None:
@@ -266,21 +269,33 @@ class Home:
     def refuse_foreign(self) -> None:
         """Refuse a folder that holds other files and no bead home, before anything in it changes: made private and
         filled with bead's folders, it lost its mode for good (`/`, `/etc`, a shared folder's setgid bit), by any
-        command, a read one too (an outside attack). A folder holding only hidden files, `lost+found` or a
-        config.yaml (bead's, written first) is taken as empty; one holding a name only bead writes is a home."""
+        command, a read one too (an outside attack). A folder holding only a file system's clutter (EMPTY_CLUTTER)
+        and a config.yaml that reads as bead's (the person's, written before the first run) is taken as empty; one
+        holding store/facts or a name only bead writes (HOME_MARKS) is a home."""
         try:
             names = [p.name for p in self.root.iterdir()]
         except (FileNotFoundError, NotADirectoryError):
             return
         if any(n in HOME_MARKS for n in names) or self.facts.is_dir():
             return
-        others = sorted(n for n in names if not n.startswith(".") and n not in ("lost+found", "config.yaml"))
+        others = sorted(n for n in names if n not in EMPTY_CLUTTER and not (n == "config.yaml" and self._config_is_beads()))
         if others:
             raise BeadError(
-                f"BEAD_HOME is {self.root}, a folder that holds other files ({', '.join(others[:3])}"
-                f"{', ...' if len(others) > 3 else ''}) and no bead home: bead changed nothing",
+                f"the bead home {self.root} (BEAD_HOME, else ~/.bead) is a folder that holds other files "
+                f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}) and no bead home: bead changed nothing",
                 "point BEAD_HOME at a new or empty folder (bead makes it private, mode 0700) or at your bead home",
             )
+
+    def _config_is_beads(self) -> bool:
+        """Whether the home's config.yaml reads as bead's settings (a project's own does not: unknown keys)."""
+        from .config import parse
+        from .files import read_text
+
+        try:
+            parse(read_text(self.config, root=self.root), where=str(self.config))
+        except (BeadError, OSError, ValueError):
+            return False
+        return True
 
     def ensure(self) -> Home:
         """Create the home (mode 0700) and its folders (0700) if missing.

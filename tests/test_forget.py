@@ -1930,7 +1930,7 @@ def test_a_code_of_the_value_before_a_raw_files_first_turn_is_forgotten_too(mem,
     """Its distinctive code alone, said before the first turn, stayed while the same code in a turn was redacted (a
     review): the text before the first turn is looked at for the value's codes and rare words too."""
     mem.write("project/s/deploy-box", "The deploy box is quokka-east-7731", "project")
-    mem.raw.append("s-code", "user", "ssh into quokka-east-7731 and restart the worker")
+    mem.raw.append("s-code", "user", "restart the worker")  # the code said before the first turn alone (a review)
     path = mem.raw.find("s-code")
     path.write_text("scratch: quokka-east-7731\n" + path.read_text())
     os.utime(path, (1_600_000_000, 1_600_000_000))

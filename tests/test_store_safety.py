@@ -378,15 +378,39 @@ def test_a_folder_of_other_files_is_no_home_and_keeps_its_mode(tmp_path, bead):
     commands = (["list"], ["show", "user/editor"], ["write", "user/editor", "helix", "--type", "user"])
     for args in (*commands, ["status", "--fix"]):
         r = bead(*args, env={"BEAD_HOME": str(shared)})
-        assert r.code == 1 and "holds other files (docs, notes-link.txt, notes.txt) and no bead home" in r.err, (args, r.err)
-    assert bead("check-proxy", env={"BEAD_HOME": str(shared)}).code == 1  # silent by design: "no proxy here"
+        assert r.code == 1 and "holds other files (config.yaml, docs, notes-link.txt, ...) and no bead home" in r.err, (
+            args,
+            r.err,
+        )
     assert stat.S_IMODE(shared.stat().st_mode) == 0o2775
     assert sorted(p.name for p in shared.iterdir()) == ["config.yaml", "docs", "notes-link.txt", "notes.txt"]
     assert (shared / "notes.txt").stat().st_nlink == 2 and (shared / "config.yaml").read_text() == "name: myapp\n"
-    for looks_empty in (".DS_Store", "lost+found", ".git"):  # taken as empty, as the hint says
+    # Names other programs use too are no mark of a home (a review: a project's shell.sh, auditd's audit.log), a
+    # project's config.yaml alone is not bead's, and a folder of dotfiles (a new account's $HOME) is not empty.
+    for name, text in (
+        ("shell.sh", "echo mine\n"),
+        ("audit.log", "type=LOGIN\n"),
+        ("config.yaml", "name: myapp\n"),
+        (".bashrc", ""),
+    ):
+        folder = tmp_path / f"other-{name}"
+        folder.mkdir()
+        (folder / name).write_text(text)
+        os.chmod(folder, 0o2775)
+        assert bead("list", env={"BEAD_HOME": str(folder)}).code == 1, name
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o2775 and [p.name for p in folder.iterdir()] == [name]
+    docs_only = tmp_path / "docs-only"
+    (docs_only / "docs").mkdir(parents=True)
+    assert bead("check-proxy", env={"BEAD_HOME": str(docs_only)}).code == 1  # silent by design: "no proxy here"
+    assert [p.name for p in docs_only.iterdir()] == ["docs"], "no config.yaml written into it"
+    for looks_empty in (".DS_Store", "lost+found"):  # taken as empty, as the hint says
         folder = tmp_path / f"looks-empty-{looks_empty.strip('.')}"
         (folder / looks_empty).mkdir(parents=True)
         assert bead("list", env={"BEAD_HOME": str(folder)}).code == 0, looks_empty
+    persons = tmp_path / "persons-config"  # bead's settings written before the first run
+    persons.mkdir()
+    (persons / "config.yaml").write_text("owner: tester\n")
+    assert bead("list", env={"BEAD_HOME": str(persons)}).code == 0
     empty = tmp_path / "empty"
     empty.mkdir(mode=0o755)
     assert bead("write", "user/editor", "helix", "--type", "user", env={"BEAD_HOME": str(empty)}).code == 0
