@@ -1234,3 +1234,42 @@ def test_the_blocks_never_take_a_body_past_the_apis_limit(proxy_client, upstream
     monkeypatch.setattr(engine, "API_BODY_BYTES", 32_000_000)
     post(proxy, body, hdr)
     assert b"<bead-memory" in upstream.requests[-1].body  # with room, the same request gets its blocks
+
+
+@pytest.mark.parametrize(
+    "question,reply,kept",
+    [
+        ("I need sudo to install docker. What's the sudo password?", "Summer2024!x", False),
+        ("Which PIN unlocks the keystore?", "804613", False),
+        ("Paste the deploy token:", "dpl-7Hq2Kx9Lm4Pz", False),
+        ("Should I run the migrations now?", "yes", True),  # no secret asked for: a reply is a reply
+        ("What's the sudo password?", "skip", True),  # a reply of one word that is no value
+    ],
+)
+def test_a_one_word_reply_to_a_question_for_a_secret_is_redacted_before_capture(
+    proxy_client, upstream, bead_home, question, reply, kept
+):
+    """The assistant asks "What's the sudo password?" and the person answers with the value alone: no rule finds a
+    bare word by a name or a shape, and the password reached the raw log, the index and the trace (an outside
+    attack). A reply of one word to a question that names a secret is redacted, and wherever the conversation
+    says the value again."""
+    from conftest import all_bytes_under
+
+    proxy = proxy_client(trace=bead_home / "trace.jsonl")
+    talk = [
+        {"role": "user", "content": "set up the build box"},
+        {"role": "assistant", "content": question},
+        {"role": "user", "content": reply},
+    ]
+    post(proxy, *req("", session="asked", messages=talk))
+    talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": f"(it was {reply} if you need it again)"}]
+    post(proxy, *req("", session="asked", messages=talk))
+    with mem_of(bead_home) as m:
+        m.catch_up_index()
+    stored = all_bytes_under(bead_home)
+    holding = sorted(str(p.relative_to(bead_home)) for p, data in stored.items() if reply.encode() in data)
+    if kept:
+        assert any(p.startswith("store/raw/") for p in holding), holding
+    else:
+        assert holding == [], holding
+        assert any(b"[REDACTED:answered-secret]" in data for p, data in stored.items() if "store/raw" in str(p))

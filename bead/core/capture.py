@@ -264,8 +264,53 @@ def _redacted_window(conv: Conversation, start: int, prints_before: bool) -> tup
             m = _printed_redacted(m, printed[i], found)
         if i in bash_mode:
             m = _bash_stdout_redacted(m, found)
+        if m.role == "user" and i > 0 and conv.messages[i - 1].role == "assistant" and asks_for_secret(conv.messages[i - 1]):
+            m = _answer_redacted(m, found)
         out.append((i, m))
     return out, found
+
+
+# The assistant asked for a secret by name at the end of its answer ("What's the sudo password?", "Which PIN?",
+# "Paste the API token:"): the person's reply of one word is its value, which no rule finds by a name or a shape (an
+# outside attack: `Summer2024!x` and `804613` were kept in the raw log, the index and the trace). Bounded: linear.
+_ASKS_SECRET = re.compile(
+    r"(?i)\b(?:password|passphrase|passcode|passwd|pin|otp|token|secret|api[ -]?key|access key|private key"
+    r"|(?:2fa|mfa|totp|sms|verification|one[ -]time|auth(?:entication)?|security|recovery|backup) code)s?\b"
+    r"[^.!?\n]{0,80}[?:][ \t\"'`)*_]*$"
+)
+ASKED_TAIL = 300  # of the answer's text, the end read for the question
+ANSWERED = "answered-secret"  # the rule id such a reply is redacted as
+_ONE_WORD = re.compile(r"\S{4,256}")
+# Replies of one word that are no secret ("no", "skip"): kept.
+_NOT_A_SECRET = frozenset("yes no ok okay sure cancel skip later none nope nah stop wait why what done thanks n/a".split())
+
+
+def asks_for_secret(m: Message) -> bool:
+    """Whether an assistant message ends by asking for a secret by name (``_ASKS_SECRET``)."""
+    text = "\n".join(p.text for p in m.parts if p.source is Source.ASSISTANT and p.text).rstrip()
+    return bool(text) and _ASKS_SECRET.search(text[-ASKED_TAIL:]) is not None
+
+
+def _answer_word(p: Part) -> str:
+    """The person's typed text ``p`` when it is one word that may be a secret's value, else ""."""
+    word = p.text.strip() if p.source is Source.TYPED and p.kind == "text" and p.text else ""
+    return word if word and _ONE_WORD.fullmatch(word) and word.lower().rstrip(".!") not in _NOT_A_SECRET else ""
+
+
+def _answer_words(m: Message) -> list[str]:
+    return [w for p in m.parts if (w := _answer_word(p))]
+
+
+def _answer_redacted(m: Message, found: list[str] | None) -> Message:
+    """Message ``m`` with each of the person's typed texts that is one word (a reply to a question for a secret)
+    redacted, its value noted in ``found`` to be redacted wherever the conversation says it again."""
+    parts = []
+    for p in m.parts:
+        if word := _answer_word(p):
+            _keep(found, [word])
+            p = dataclasses.replace(p, text=p.text.replace(word, f"[REDACTED:{ANSWERED}]"))
+        parts.append(p)
+    return dataclasses.replace(m, parts=tuple(parts))
 
 
 def _without(text: str, values: list[str]) -> str:
@@ -446,7 +491,13 @@ def printed_redactor(conv: Conversation) -> Callable[[str, str], str] | None:
     prints one."""
     results = bool(_printed_secrets(conv.messages, conv.continues is not None))
     bash = bool(_bash_mode_prints(conv.messages))
-    if not results and not bash:
+    answered = [  # the person's replies of one word to a question for a secret (``_answer_redacted``)
+        w
+        for i, m in enumerate(conv.messages)
+        if m.role == "user" and i > 0 and conv.messages[i - 1].role == "assistant" and asks_for_secret(conv.messages[i - 1])
+        for w in _answer_words(m)
+    ]
+    if not results and not bash and not answered:
         return None
 
     def redact(source: str, text: str) -> str:
@@ -454,7 +505,7 @@ def printed_redactor(conv: Conversation) -> Callable[[str, str], str] | None:
             text = _bash_stdout_text(text)
         if results and source == "tool_output":
             text = redact_printed(text)[0]
-        return text
+        return _without(text, answered) if answered else text
 
     return redact
 
