@@ -779,6 +779,20 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("credential-call-argument", '.basic_auth("admin", Some("{s}"))', "Tr0ub4dor" + r(DIGITS, 3))
     add("credential-call-argument", 'ftp = FTP("ftp.example.com", "alice", "{s}")', "Tr0ub4dor" + r(DIGITS, 3))
     add("shell-secret-forms", "echo {s} | vercel env add DB_PASSWORD production", "Tr0ub4dor" + r(DIGITS, 3))
+    # An outside attack's everyday forms (2026-12-07)
+    add("pass-key-quoted", "auth: {{ user: 'me@gmail.com', pass: '{s}' }}", r(ALNUM, 6) + "7Qx" + r(ALNUM, 3))
+    add("pass-name-assignment", '{{"SMTP_HOST": "smtp.acme.io", "SMTP_PASS": "{s}"}}', "Rg7mV2" + r(ALNUM, 9))
+    add("dotted-password-property", "db.user=app\ndb.pwd={s}\n", "Wm4x" + r(ALNUM, 8))
+    add("password-word-value", "ssh to root@10.0.0.5 with password {s} and restart nginx", "Hq3v" + r(ALNUM, 8))
+    add("password-word-value", "log in (password {s}) please", "Kd8f" + r(ALNUM, 8))
+    add(
+        "jenkins-initial-admin-password",
+        "Please use the following password to proceed to installation:\n\n{s}\n\nThis may also be found at: x",
+        r("0123456789abcdef", 32),
+    )
+    add("app-password-in-prose", "my gmail app password is {s}, set up SMTP with it", r("abcdefghijklmnopqrstuvwxyz", 16))
+    add("login-pair-in-prose", "remember the staging login is admin / {s}", "Kd8fQ" + r(ALNUM, 7))
+    add("login-pair-in-prose", "username and password are root/{s}", "Zq4" + r(ALNUM, 9))
     return out
 
 
@@ -787,6 +801,17 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    "log in with password authentication enabled",
+    "use the pass: true flag",
+    "send them password reset links with password expiry",
+    "(password required)",
+    "db.pass=${DB_PASS}",
+    "the render pass: 'shadow'",
+    "the app password is required",
+    "using the pw manager",
+    "the login page is /auth/login and the logout is /auth/logout",
+    "login: user/settings, then credentials: see docs/auth.md",
+    "my bank login page is https://paypal.com/login",
     "CREDENTIALS_HOST=db.internal:5432 CREDENTIALS_SERVER=vault:8200 HTTP_AUTH_TYPE=basic:digest",
     "CREDS_IMAGE=ghcr.io/acme/creds:latest",
     "Rate limit: 5 attempts per password per IP: 10/min",
