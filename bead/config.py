@@ -503,6 +503,20 @@ def write_default(home: Home) -> bool:
         tmp.unlink(missing_ok=True)
 
 
+def check_existing(home: Home) -> None:
+    """Read a config.yaml already in the home's folder before anything there changes: a folder whose config.yaml is no
+    bead's (a project's `name: myapp`) or has a mistake is said so, and left as it was (it was made 0700 and filled,
+    then refused: a review)."""
+    from .files import read_text
+
+    if home.config.is_file() and not home.config.is_symlink():
+        try:
+            text = read_text(home.config, root=home.root)
+        except UnicodeDecodeError:
+            raise BeadError(f"{home.config} is not UTF-8 text", "save the file as UTF-8") from None
+        parse(text, where=str(home.config))
+
+
 def load(home: Home) -> Config:
     """Read the home's config.yaml, creating the default one first if missing."""
     from .files import read_text

@@ -269,33 +269,24 @@ class Home:
     def refuse_foreign(self) -> None:
         """Refuse a folder that holds other files and no bead home, before anything in it changes: made private and
         filled with bead's folders, it lost its mode for good (`/`, `/etc`, a shared folder's setgid bit), by any
-        command, a read one too (an outside attack). A folder holding only a file system's clutter (EMPTY_CLUTTER)
-        and a config.yaml that reads as bead's (the person's, written before the first run) is taken as empty; one
-        holding store/facts or a name only bead writes (HOME_MARKS) is a home."""
+        command, a read one too (an outside attack). A folder holding store/facts or a name only bead writes
+        (HOME_MARKS) is a home; one holding nothing but names bead keeps there (HOME_NAMES: a config.yaml written
+        before the first run, a store folder) and a file system's clutter (EMPTY_CLUTTER) is taken as one; any other
+        name in a folder with no mark of a home (a project's `src`, a dotfile of a person's $HOME) is refused.
+        (A config.yaml there is read before the folder changes: ``bead.config.check_existing``.)"""
         try:
             names = [p.name for p in self.root.iterdir()]
         except (FileNotFoundError, NotADirectoryError):
             return
         if any(n in HOME_MARKS for n in names) or self.facts.is_dir():
             return
-        others = sorted(n for n in names if n not in EMPTY_CLUTTER and not (n == "config.yaml" and self._config_is_beads()))
+        others = sorted(n for n in names if n not in HOME_NAMES and n not in EMPTY_CLUTTER)
         if others:
             raise BeadError(
                 f"the bead home {self.root} (BEAD_HOME, else ~/.bead) is a folder that holds other files "
                 f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}) and no bead home: bead changed nothing",
                 "point BEAD_HOME at a new or empty folder (bead makes it private, mode 0700) or at your bead home",
             )
-
-    def _config_is_beads(self) -> bool:
-        """Whether the home's config.yaml reads as bead's settings (a project's own does not: unknown keys)."""
-        from .config import parse
-        from .files import read_text
-
-        try:
-            parse(read_text(self.config, root=self.root), where=str(self.config))
-        except (BeadError, OSError, ValueError):
-            return False
-        return True
 
     def ensure(self) -> Home:
         """Create the home (mode 0700) and its folders (0700) if missing.

@@ -810,7 +810,7 @@ BENIGN = [
     "the app password is required",
     "using the pw manager",
     "the login page is /auth/login and the logout is /auth/logout",
-    "login: user/settings, then credentials: see docs/auth.md",
+    "login: user/settings, then credentials: see the auth page",
     "my bank login page is https://paypal.com/login",
     "CREDENTIALS_HOST=db.internal:5432 CREDENTIALS_SERVER=vault:8200 HTTP_AUTH_TYPE=basic:digest",
     "CREDS_IMAGE=ghcr.io/acme/creds:latest",

@@ -378,27 +378,29 @@ def test_a_folder_of_other_files_is_no_home_and_keeps_its_mode(tmp_path, bead):
     commands = (["list"], ["show", "user/editor"], ["write", "user/editor", "helix", "--type", "user"])
     for args in (*commands, ["status", "--fix"]):
         r = bead(*args, env={"BEAD_HOME": str(shared)})
-        assert r.code == 1 and "holds other files (config.yaml, docs, notes-link.txt, ...) and no bead home" in r.err, (
+        assert r.code == 1 and "holds other files (docs, notes-link.txt, notes.txt) and no bead home" in r.err, (
             args,
             r.err,
         )
     assert stat.S_IMODE(shared.stat().st_mode) == 0o2775
     assert sorted(p.name for p in shared.iterdir()) == ["config.yaml", "docs", "notes-link.txt", "notes.txt"]
     assert (shared / "notes.txt").stat().st_nlink == 2 and (shared / "config.yaml").read_text() == "name: myapp\n"
-    # Names other programs use too are no mark of a home (a review: a project's shell.sh, auditd's audit.log), a
-    # project's config.yaml alone is not bead's, and a folder of dotfiles (a new account's $HOME) is not empty.
-    for name, text in (
-        ("shell.sh", "echo mine\n"),
-        ("audit.log", "type=LOGIN\n"),
-        ("config.yaml", "name: myapp\n"),
-        (".bashrc", ""),
+    # Names other programs use too are no mark of a home (a review: a project's shell.sh beside its README, auditd's
+    # audit.log beside its rotated one), a project's config.yaml alone is read (and is not bead's) before anything
+    # changes, and a folder of dotfiles (a new account's $HOME) is not empty.
+    for files in (
+        {"shell.sh": "echo mine\n", "README.md": "app\n"},
+        {"audit.log": "type=LOGIN\n", "audit.log.1": "type=LOGIN\n"},
+        {"config.yaml": "name: myapp\n"},
+        {".bashrc": ""},
     ):
-        folder = tmp_path / f"other-{name}"
+        folder = tmp_path / ("other-" + "-".join(files).strip("."))
         folder.mkdir()
-        (folder / name).write_text(text)
+        for name, text in files.items():
+            (folder / name).write_text(text)
         os.chmod(folder, 0o2775)
-        assert bead("list", env={"BEAD_HOME": str(folder)}).code == 1, name
-        assert stat.S_IMODE(folder.stat().st_mode) == 0o2775 and [p.name for p in folder.iterdir()] == [name]
+        assert bead("list", env={"BEAD_HOME": str(folder)}).code == 1, files
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o2775 and sorted(p.name for p in folder.iterdir()) == sorted(files)
     docs_only = tmp_path / "docs-only"
     (docs_only / "docs").mkdir(parents=True)
     assert bead("check-proxy", env={"BEAD_HOME": str(docs_only)}).code == 1  # silent by design: "no proxy here"

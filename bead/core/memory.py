@@ -102,7 +102,10 @@ class Memory:
 
     @classmethod
     def open(cls, home: Home | None = None, clock: Callable[[], datetime] = utcnow) -> Memory:
-        home = (home or resolve_home()).ensure()
+        home = home or resolve_home()
+        home.refuse_foreign()
+        config_mod.check_existing(home)  # before Home.ensure changes the folder
+        home = home.ensure()
         return cls(home, config_mod.load(home), clock)
 
     # ----- the index --------------------------------------------------------
