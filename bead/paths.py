@@ -36,6 +36,9 @@ HOME_NAMES = frozenset(
 HOME_MARKS = frozenset({"proxy.token", "tombstones.log", "proxy.runtime.jsonl", "curate-mcp.json", "skills.jsonl"})
 # What a folder may hold and still count as empty: a desktop's and a file system's own clutter.
 EMPTY_CLUTTER = frozenset({".DS_Store", ".localized", "lost+found", ".directory", "Thumbs.db", "desktop.ini"})
+# config.yaml's top-level keys (bead.config.Config; tests/test_store_safety.py checks they agree): a folder holding only
+# a config.yaml of these (bead's settings, written before the first run) is a home to be; a project's is not.
+CONFIG_KEYS = frozenset({"owner", "proxy", "store", "recall", "rerank", "dream", "mcp", "import"})
 
 
 def version_number(name: str) -> int | None:
@@ -270,23 +273,56 @@ class Home:
         """Refuse a folder that holds other files and no bead home, before anything in it changes: made private and
         filled with bead's folders, it lost its mode for good (`/`, `/etc`, a shared folder's setgid bit), by any
         command, a read one too (an outside attack). A folder holding store/facts or a name only bead writes
-        (HOME_MARKS) is a home; one holding nothing but names bead keeps there (HOME_NAMES: a config.yaml written
-        before the first run, a store folder) and a file system's clutter (EMPTY_CLUTTER) is taken as one; any other
-        name in a folder with no mark of a home (a project's `src`, a dotfile of a person's $HOME) is refused.
-        (A config.yaml there is read before the folder changes: ``bead.config.check_existing``.)"""
+        (HOME_MARKS) is a home; one holding nothing but a file system's clutter (EMPTY_CLUTTER) and a config.yaml of
+        bead's settings (its keys, CONFIG_KEYS) is taken as one to be; anything else (a project's `src`, its own
+        config.yaml or shell.sh, auditd's audit.log, a person's dotfiles) is refused."""
         try:
             names = [p.name for p in self.root.iterdir()]
         except (FileNotFoundError, NotADirectoryError):
             return
         if any(n in HOME_MARKS for n in names) or self.facts.is_dir():
             return
-        others = sorted(n for n in names if n not in HOME_NAMES and n not in EMPTY_CLUTTER)
+        # bead's own folders, made before a home's first command by a test or a hand: no mark, and no other file
+        folders = {
+            n for n in ("store", "sessions") if n in names and not (self.root / n).is_symlink() and (self.root / n).is_dir()
+        }
+        others = sorted(n for n in names if n not in EMPTY_CLUTTER and n not in folders and n != "config.yaml")
+        if not others and "config.yaml" in names:
+            self._refuse_foreign_config()  # the folder is bead's to be only if its settings are
+        elif others and "config.yaml" in names:
+            others = sorted([*others, "config.yaml"])
         if others:
             raise BeadError(
                 f"the bead home {self.root} (BEAD_HOME, else ~/.bead) is a folder that holds other files "
                 f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}) and no bead home: bead changed nothing",
                 "point BEAD_HOME at a new or empty folder (bead makes it private, mode 0700) or at your bead home",
             )
+
+    def _refuse_foreign_config(self) -> None:
+        """Refuse a config.yaml that is no mapping of bead's settings' keys (CONFIG_KEYS), read as YAML alone, naming
+        its first other key and line (a project's `name: myapp`, or a typo of bead's `ownr:`); mistakes in its values
+        are bead.config's to say, once the folder is a home."""
+        import difflib
+
+        from . import yamlsafe
+        from .files import read_text
+
+        try:
+            text = read_text(self.config, root=self.root)
+            data = yamlsafe.load(text)
+        except Exception:  # noqa: BLE001 - unreadable, not YAML, a link: bead.config says which, on a home
+            data, text = {"": None}, ""
+        if data is None or (isinstance(data, dict) and set(map(str, data)) <= CONFIG_KEYS):
+            return
+        key = next((str(k) for k in data if str(k) not in CONFIG_KEYS), "") if isinstance(data, dict) else ""
+        line = next((i for i, ln in enumerate(text.splitlines(), 1) if key and ln.startswith(key)), 1)
+        near = difflib.get_close_matches(key, sorted(CONFIG_KEYS), n=1)
+        raise BeadError(
+            f"{self.config} line {line}: `{key}` is none of bead's settings ({', '.join(sorted(CONFIG_KEYS))}), so "
+            f"{self.root} is no bead home yet: bead changed nothing",
+            (f"did you mean `{near[0]}`? " if near else "")
+            + "fix or delete that line; if the folder is a project's, point BEAD_HOME at a new or empty folder",
+        )
 
     def ensure(self) -> Home:
         """Create the home (mode 0700) and its folders (0700) if missing.

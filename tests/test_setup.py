@@ -223,7 +223,7 @@ class TestSetupCommand:
         """A link planted at ~/.bead/shell.sh to a FIFO outside the home: setup neither blocks on it nor reads through
         it; it writes a file of its own in the link's place."""
         home, log, env = fake_home
-        (home / ".bead").mkdir(mode=0o700)
+        Home(home / ".bead").ensure()  # a bead home (a folder of a planted link alone is no home: refused)
         fifo = tmp_path / "fifo"
         os.mkfifo(fifo)
         (home / ".bead" / "shell.sh").symlink_to(fifo)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -378,7 +379,7 @@ def test_a_folder_of_other_files_is_no_home_and_keeps_its_mode(tmp_path, bead):
     commands = (["list"], ["show", "user/editor"], ["write", "user/editor", "helix", "--type", "user"])
     for args in (*commands, ["status", "--fix"]):
         r = bead(*args, env={"BEAD_HOME": str(shared)})
-        assert r.code == 1 and "holds other files (docs, notes-link.txt, notes.txt) and no bead home" in r.err, (
+        assert r.code == 1 and "holds other files (config.yaml, docs, notes-link.txt, ...) and no bead home" in r.err, (
             args,
             r.err,
         )
@@ -389,7 +390,9 @@ def test_a_folder_of_other_files_is_no_home_and_keeps_its_mode(tmp_path, bead):
     # audit.log beside its rotated one), a project's config.yaml alone is read (and is not bead's) before anything
     # changes, and a folder of dotfiles (a new account's $HOME) is not empty.
     for files in (
+        {"shell.sh": "echo mine\n"},
         {"shell.sh": "echo mine\n", "README.md": "app\n"},
+        {"audit.log": "type=LOGIN\n"},
         {"audit.log": "type=LOGIN\n", "audit.log.1": "type=LOGIN\n"},
         {"config.yaml": "name: myapp\n"},
         {".bashrc": ""},
@@ -413,6 +416,10 @@ def test_a_folder_of_other_files_is_no_home_and_keeps_its_mode(tmp_path, bead):
     persons.mkdir()
     (persons / "config.yaml").write_text("owner: tester\n")
     assert bead("list", env={"BEAD_HOME": str(persons)}).code == 0
+    # The keys a config.yaml of bead's may hold, as the folder check reads them, are Config's.
+    from bead.paths import CONFIG_KEYS
+
+    assert CONFIG_KEYS == {(f.metadata or {}).get("key", f.name) for f in dataclasses.fields(Config)}
     empty = tmp_path / "empty"
     empty.mkdir(mode=0o755)
     assert bead("write", "user/editor", "helix", "--type", "user", env={"BEAD_HOME": str(empty)}).code == 0
