@@ -1319,13 +1319,16 @@ def test_a_negation_one_cited_turn_says_of_something_else_does_not_back_a_value_
     mem = make()
     session(mem, "s1", ["run the migrations before the integration tests", "ok", "don't touch the lockfile", "ok"])
     reversed_ = "Never run the migrations before the integration tests"
+    padded = "Never run the migrations; don't touch the lockfile"  # a tie on shared words (a review)
     model.answers.append(
         answer(
             {"key": "project/shop/migrations", "type": "project", "value": reversed_, "turns": [1, 3]},
+            {"key": "project/shop/migrations-padded", "type": "project", "value": padded, "turns": [1, 3]},
             {"key": "project/shop/lockfile", "type": "project", "value": "Don't touch the lockfile", "turns": [1, 3]},
         )
     )
     rep = Dream(mem).run()
     assert mem.current("project/shop/migrations") is None, "queued for the person"
+    assert mem.current("project/shop/migrations-padded") is None, "queued too"
     assert any("project/shop/migrations" in q for q in rep.sessions["s1"]["queued"]), rep.sessions["s1"]
     assert mem.current("project/shop/lockfile").body == "Don't touch the lockfile", "one cited turn says it all"

@@ -312,13 +312,16 @@ def unsupported(value: str, cited: list[Turn]) -> list[str]:
     typed = _typed(cited)
     if len(typed) < 2:
         return _unsupported_by(value, typed)
-    # The turns the value is about: those that share the most of its words (a turn about the lockfile shares none of
-    # a value about the migrations, whatever its "don't").
+    # A turn backs the value alone when it says all the value's anchors and the value takes no word from another
+    # cited turn that this one does not say: padded with the lockfile turn's words ("Never run the migrations; don't
+    # touch the lockfile"), the value borrows "run" and "migrations" from the first turn, which does not negate (a
+    # review found a tie on shared words let the padding through).
     mine = _content_words(value)
-    shared = [len(mine & _content_words(t.text)) for t in typed]
-    about = [t for t, n in zip(typed, shared, strict=True) if n == max(shared)]
-    if any(not _unsupported_by(value, [t]) for t in about):
-        return []
+    words = [_content_words(t.text) for t in typed]
+    for i, t in enumerate(typed):
+        borrowed = (mine - words[i]) & set().union(*(w for j, w in enumerate(words) if j != i))
+        if not borrowed and not _unsupported_by(value, [t]):
+            return []
     together = _unsupported_by(value, typed)
     return together or ["what it says from several of the person's turns at once"]
 
