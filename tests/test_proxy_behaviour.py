@@ -1240,10 +1240,14 @@ def test_the_blocks_never_take_a_body_past_the_apis_limit(proxy_client, upstream
     "question,reply,kept",
     [
         ("I need sudo to install docker. What's the sudo password?", "Summer2024!x", False),
-        ("Which PIN unlocks the keystore?", "804613", False),
+        ("The keystore is locked. Which PIN?", "804613", False),
         ("Paste the deploy token:", "dpl-7Hq2Kx9Lm4Pz", False),
         ("Should I run the migrations now?", "yes", True),  # no secret asked for: a reply is a reply
         ("What's the sudo password?", "skip", True),  # a reply of one word that is no value
+        # Questions about a secret that ask for no value (a review): their answers are kept, and not looked for again
+        ("Which token type do you want?", "bearer", True),
+        ("What's the name of the PIN field?", "pinCode", True),
+        ("How should the token be stored: cookie or localStorage?", "localStorage", True),
     ],
 )
 def test_a_one_word_reply_to_a_question_for_a_secret_is_redacted_before_capture(

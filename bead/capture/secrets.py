@@ -1130,7 +1130,7 @@ PRINTED_HEADER_CHARS = 1024
 PRINTED_HEADER_LINE = 200
 
 
-def _shaped_as_no_word(value: str) -> bool:
+def shaped_as_no_word(value: str) -> bool:
     """Letters and digits mixed, or a sign among them (`Qz8vLr2T`, `Tr0ub4dor&3`): no word of any language is so."""
     letters = any(c.isalpha() for c in value)
     return (letters and any(c.isdigit() for c in value)) or any(not c.isalnum() for c in value)
@@ -1211,7 +1211,7 @@ def _printed_body(text: str, found: list[str] | None) -> tuple[str, bool]:
             return word
         hit = True
         core = word.strip("\"'`()[]{}<>,.;:!?")  # the value, as _printed_like reads it
-        if found is not None and _shaped_as_no_word(core):
+        if found is not None and shaped_as_no_word(core):
             # Among other words only a value no word is shaped as is looked for again (an error's `NotFound`,
             # `AccessDeniedException` or SSM's `SecureString` would take the person's words)
             found.append(core)

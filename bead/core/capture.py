@@ -18,7 +18,16 @@ import json
 import re
 from collections.abc import Callable, Iterable
 
-from ..capture.secrets import ERROR_WORDS, PRINTED, SECRET_NOUNS, keep_found, prints_secret, redact_printed, repeatable
+from ..capture.secrets import (
+    ERROR_WORDS,
+    PRINTED,
+    SECRET_NOUNS,
+    keep_found,
+    prints_secret,
+    redact_printed,
+    repeatable,
+    shaped_as_no_word,
+)
 from ..conversation import Conversation, Identity, Message, Part, Source, Turn
 from ..store.rawlog import Turn as RawTurn
 from .memory import Memory
@@ -273,10 +282,21 @@ def _redacted_window(conv: Conversation, start: int, prints_before: bool) -> tup
 # The assistant asked for a secret by name at the end of its answer ("What's the sudo password?", "Which PIN?",
 # "Paste the API token:"): the person's reply of one word is its value, which no rule finds by a name or a shape (an
 # outside attack: `Summer2024!x` and `804613` were kept in the raw log, the index and the trace). Bounded: linear.
+_NOUN = (
+    r"(?:password|passphrase|passcode|passwd|pin|otp|token|secret|api[ -]?key|access key|private key"
+    r"|(?:2fa|mfa|totp|sms|verification|one[ -]time|auth(?:entication)?|security|recovery|backup) code)s?"
+)
+# A question for the value itself (a review: "Which token type do you want?", "What's the name of the PIN field?"
+# and "How should the token be stored?" ask for no secret): a verb that asks for it and the secret's name, a word or
+# two between ("What's the sudo password?", "Enter your PIN:", "Paste the deploy token:"), or "Which PIN?" alone;
+# the question's mark or colon right after the name, a short remark after it ("(I'll use it once.)").
 _ASKS_SECRET = re.compile(
-    r"(?i)\b(?:password|passphrase|passcode|passwd|pin|otp|token|secret|api[ -]?key|access key|private key"
-    r"|(?:2fa|mfa|totp|sms|verification|one[ -]time|auth(?:entication)?|security|recovery|backup) code)s?\b"
-    r"[^.!?\n]{0,80}[?:][ \t\"'`)*_]*$"
+    r"(?i)(?:\b(?:what(?:'s|\u2019s|[ \t]+is|[ \t]+are)|enter|paste|type[ \t]+in|send|give[ \t]+me|provide|share|tell[ \t]+me)"
+    r"[ \t]+(?:(?:the|your|a|an|my|its)[ \t]+)?(?:[\w\-]{1,20}[ \t]+){0,2}"
+    + _NOUN
+    + r"|\bwhich[ \t]+"
+    + _NOUN
+    + r")[ \t]*(?:for[ \t]+[\w.\-@]{1,40}[ \t]*)?[?:][ \t\"'`)*_]*(?:\([^)\n]{0,60}\)[ \t.]*)?$"
 )
 ASKED_TAIL = 300  # of the answer's text, the end read for the question
 ANSWERED = "answered-secret"  # the rule id such a reply is redacted as
@@ -303,14 +323,21 @@ def _answer_words(m: Message) -> list[str]:
 
 def _answer_redacted(m: Message, found: list[str] | None) -> Message:
     """Message ``m`` with each of the person's typed texts that is one word (a reply to a question for a secret)
-    redacted, its value noted in ``found`` to be redacted wherever the conversation says it again."""
+    redacted; one shaped as no word of any language (letters and digits, a sign among them) is noted in ``found`` to
+    be redacted wherever the conversation says it again (a plain word, `bearer`, is not looked for: a review)."""
     parts = []
     for p in m.parts:
         if word := _answer_word(p):
-            _keep(found, [word])
+            if _looked_for_again(word):
+                _keep(found, [word])
             p = dataclasses.replace(p, text=p.text.replace(word, f"[REDACTED:{ANSWERED}]"))
         parts.append(p)
     return dataclasses.replace(m, parts=tuple(parts))
+
+
+def _looked_for_again(word: str) -> bool:
+    """Whether a reply's value is looked for again: shaped as no word of any language, or six digits or more."""
+    return _spreadable(word) and (shaped_as_no_word(word) or word.isdigit())
 
 
 def _without(text: str, values: list[str]) -> str:
@@ -491,13 +518,14 @@ def printed_redactor(conv: Conversation) -> Callable[[str, str], str] | None:
     prints one."""
     results = bool(_printed_secrets(conv.messages, conv.continues is not None))
     bash = bool(_bash_mode_prints(conv.messages))
-    answered = [  # the person's replies of one word to a question for a secret (``_answer_redacted``)
+    replies = [  # the person's replies of one word to a question for a secret (``_answer_redacted``)
         w
         for i, m in enumerate(conv.messages)
         if m.role == "user" and i > 0 and conv.messages[i - 1].role == "assistant" and asks_for_secret(conv.messages[i - 1])
         for w in _answer_words(m)
     ]
-    if not results and not bash and not answered:
+    answered = [w for w in replies if _looked_for_again(w)]  # those looked for wherever the conversation says them
+    if not results and not bash and not replies:
         return None
 
     def redact(source: str, text: str) -> str:
@@ -505,6 +533,8 @@ def printed_redactor(conv: Conversation) -> Callable[[str, str], str] | None:
             text = _bash_stdout_text(text)
         if results and source == "tool_output":
             text = redact_printed(text)[0]
+        if text.strip() in replies:  # the reply itself, whatever its shape
+            return text.replace(text.strip(), f"[REDACTED:{ANSWERED}]")
         return _without(text, answered) if answered else text
 
     return redact
