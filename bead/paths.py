@@ -310,11 +310,17 @@ class Home:
         try:
             text = read_text(self.config, root=self.root)
             data = yamlsafe.load(text)
-        except Exception:  # noqa: BLE001 - unreadable, not YAML, a link: bead.config says which, on a home
-            data, text = {"": None}, ""
+        except Exception:  # noqa: BLE001 - unreadable, not YAML, a link: bead.config says which and where
+            return
         if data is None or (isinstance(data, dict) and set(map(str, data)) <= CONFIG_KEYS):
             return
-        key = next((str(k) for k in data if str(k) not in CONFIG_KEYS), "") if isinstance(data, dict) else ""
+        if not isinstance(data, dict):
+            raise BeadError(
+                f"{self.config} is not bead's settings (a mapping of {', '.join(sorted(CONFIG_KEYS))}), so {self.root} "
+                "is no bead home yet: bead changed nothing",
+                "fix the file or delete it; if the folder is a project's, point BEAD_HOME at a new or empty folder",
+            )
+        key = next(str(k) for k in data if str(k) not in CONFIG_KEYS)
         line = next((i for i, ln in enumerate(text.splitlines(), 1) if key and ln.startswith(key)), 1)
         near = difflib.get_close_matches(key, sorted(CONFIG_KEYS), n=1)
         raise BeadError(
