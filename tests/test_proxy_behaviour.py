@@ -384,10 +384,10 @@ class TestConversation:
         assert later[-3]["content"][-1]["text"] == cue, "the cue block is re-added with its bytes"
         assert "replaces the value shown earlier" not in str(later[-1]["content"]), "once"
 
-    def test_a_fact_pointed_to_and_replaced_mid_conversation_is_said_to_be_replaced(self, proxy_client, upstream, bead_home):
-        """A pointer quotes its value's first words (`- replica-port (inferred): Replica 5432 serves`) and is re-added
-        with its bytes on every later request; a key is pointed to once. The value replaced since stood there
-        unremarked (an outside attack): the next cue block says the current one replaces it, as for a shown fact."""
+    @staticmethod
+    def _pointed_to_three(proxy_client, bead_home, session: str):
+        """A conversation whose pinned block holds the person's shell and whose second turn points to three inferred
+        facts of the staging environment: (the proxy, the messages so far)."""
         with mem_of(bead_home) as m:
             m.write("user/shell", "fish with vi keys", "user")
             for key, value in (
@@ -398,12 +398,19 @@ class TestConversation:
                 m.write(f"project/proj-x/{key}", value, "project", trust="agent_observed")
         proxy = proxy_client()
         talk = [{"role": "user", "content": "hello there, start"}]
-        post(proxy, *req("", session="pointed", messages=talk))
+        post(proxy, *req("", session=session, messages=talk))
         talk += [
             {"role": "assistant", "content": "ok"},
             {"role": "user", "content": "the staging environment is slow today, any idea why?"},
         ]
-        post(proxy, *req("", session="pointed", messages=talk))
+        post(proxy, *req("", session=session, messages=talk))
+        return proxy, talk
+
+    def test_a_fact_pointed_to_and_replaced_mid_conversation_is_said_to_be_replaced(self, proxy_client, upstream, bead_home):
+        """A pointer quotes its value's first words (`- replica-port (inferred): Replica 5432 serves`) and is re-added
+        with its bytes on every later request; a key is pointed to once. The value replaced since stood there
+        unremarked (an outside attack): the next cue block says the current one replaces it, as for a shown fact."""
+        proxy, talk = self._pointed_to_three(proxy_client, bead_home, "pointed")
         pointed = json.loads(upstream.requests[-1].body)["messages"][-1]["content"][-1]["text"]
         assert "- replica-port (inferred): Replica 5432 serves" in pointed, pointed
         with mem_of(bead_home) as m:
@@ -420,22 +427,7 @@ class TestConversation:
         """A turn says at most three replacements; pointed facts' took those places by key order (`project/...` before
         `user/...`) and the pinned block's replaced fact waited a turn, unremarked (a review). What the model read whole
         goes first."""
-        with mem_of(bead_home) as m:
-            m.write("user/shell", "fish with vi keys", "user")
-            for key, value in (
-                ("replica-port", "Replica 5432 serves reads for the staging database"),
-                ("cache-host", "Redis cache for staging runs on cachebox"),
-                ("queue-host", "The staging queue is RabbitMQ on mqbox"),
-            ):
-                m.write(f"project/proj-x/{key}", value, "project", trust="agent_observed")
-        proxy = proxy_client()
-        talk = [{"role": "user", "content": "hello there, start"}]
-        post(proxy, *req("", session="crowd", messages=talk))
-        talk += [
-            {"role": "assistant", "content": "ok"},
-            {"role": "user", "content": "the staging environment is slow today, any idea why?"},
-        ]
-        post(proxy, *req("", session="crowd", messages=talk))
+        proxy, talk = self._pointed_to_three(proxy_client, bead_home, "crowd")
         sent = json.loads(upstream.requests[-1].body)
         assert "fish with vi keys" in sent["system"][-1]["text"]
         pointed = sent["messages"][-1]["content"][-1]["text"]
