@@ -481,12 +481,12 @@ def write_default(home: Home) -> bool:
     """Create config.yaml (0600) if it does not exist, whole or not at all (a full disk left an empty one for good:
     an outside attack): written to a temp file, then linked to its name, which never replaces one. Never rewrites
     one."""
-    from .files import _temp_name, write_all
+    from .files import temp_name, write_all
 
     if home.config.exists() or home.config.is_symlink():
         return False
     text = DEFAULT_TEXT.format(owner=login_name()).encode("utf-8")
-    tmp = home.config.with_name(_temp_name(home.config.name))
+    tmp = home.config.with_name(temp_name(home.config.name))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         try:
@@ -501,20 +501,6 @@ def write_default(home: Home) -> bool:
         return True
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def check_existing(home: Home) -> None:
-    """Read a config.yaml already in the home's folder before anything there changes: a folder whose config.yaml is no
-    bead's (a project's `name: myapp`) or has a mistake is said so, and left as it was (it was made 0700 and filled,
-    then refused: a review)."""
-    from .files import read_text
-
-    if home.config.is_file() and not home.config.is_symlink():
-        try:
-            text = read_text(home.config, root=home.root)
-        except UnicodeDecodeError:
-            raise BeadError(f"{home.config} is not UTF-8 text", "save the file as UTF-8") from None
-        parse(text, where=str(home.config))
 
 
 def load(home: Home) -> Config:

@@ -297,7 +297,8 @@ def read_text(path: Path, *, root: Path, errors: str = "strict", limit: int | No
     return read_bytes(path, root=root, limit=limit).decode("utf-8", errors=errors)
 
 
-def _temp_name(name: str) -> str:
+def temp_name(name: str) -> str:
+    """The name of a temp file that becomes ``name`` (``.NAME.PID-HEX.tmp``, as ``orphan_temps`` reads it)."""
     return f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
 
 
@@ -318,7 +319,7 @@ def write_at(
     crash the file is the old one or the new one, whole, and the rename may
     not have happened (for changes a later write repairs anyway).
     """
-    tmp = _temp_name(path.name)
+    tmp = temp_name(path.name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dir_fd)
     try:
         try:
@@ -607,7 +608,7 @@ def unshare(path: Path, *, root: Path) -> bool:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2 or st.st_uid != os.getuid():
                 return False
-            tmp = _temp_name(path.name)
+            tmp = temp_name(path.name)
             out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, stat.S_IMODE(st.st_mode), dir_fd=d)
             try:
                 offset = 0

@@ -266,6 +266,16 @@ class TestOrphanedTemps:
         assert b"Wobbleplank-7731" in tmp.read_bytes()
         return tmp
 
+    @staticmethod
+    def forget_or_fix(mem, key: str, how: str) -> None:
+        """`bead forget KEY`, or `bead status --fix`."""
+        from bead.core.health import collect
+
+        if how == "forget":
+            forget.apply(mem, forget.plan_target(mem, key))
+        else:
+            collect(mem, fix=True)
+
     def test_status_reports_and_fix_removes(self, mem, bead_home):
         from bead.core.health import collect
 
@@ -294,33 +304,25 @@ class TestOrphanedTemps:
         a reboot, or a writer in a pid namespace killed as pid 2) was kept for good, the value in it, by forget,
         seal, `status --fix` and reindex (an outside attack). Under the store's lock, which every writer of fact
         files holds while its temp file exists, a fact file's temp is a killed write's whoever holds its pid."""
-        from bead.core.health import collect
 
         tmp = self.kill_writer(bead_home)
         reused = tmp.with_name(tmp.name.replace(tmp.name.split(".")[3].split("-")[0], "1", 1))  # pid 1 lives
         tmp.rename(reused)
         mem.write("user/orphan", "Wobbleplank-7731", "user")
-        if how == "forget":
-            forget.apply(mem, forget.plan_target(mem, "user/orphan"))
-        else:
-            collect(mem, fix=True)
+        self.forget_or_fix(mem, "user/orphan", how)
         assert not reused.exists()
 
     @pytest.mark.parametrize("how", ["forget", "fix"])
     def test_a_raw_files_temp_whose_pid_lives_again_is_removed_too(self, mem, bead_home, how):
         """The same for the raw log's folder (an outside attack: a redaction's temp file beside a raw file, its pid
         alive again, kept the turn's text after forget). Every temp file there is made under the raw log's lock."""
-        from bead.core.health import collect
 
         mem.raw.append("s-temp", "user", "the deploy box is quokka-east-7731")
         path = mem.raw.find("s-temp")
         reused = path.with_name(f".{path.name}.1-deadbeef.tmp")  # pid 1 lives
         reused.write_bytes(path.read_bytes())
         mem.write("project/s/deploy-box", "The deploy box is quokka-east-7731", "project")
-        if how == "forget":
-            forget.apply(mem, forget.plan_target(mem, "project/s/deploy-box"))
-        else:
-            collect(mem, fix=True)
+        self.forget_or_fix(mem, "project/s/deploy-box", how)
         assert not reused.exists()
 
 

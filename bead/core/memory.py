@@ -102,10 +102,7 @@ class Memory:
 
     @classmethod
     def open(cls, home: Home | None = None, clock: Callable[[], datetime] = utcnow) -> Memory:
-        home = home or resolve_home()
-        home.refuse_foreign()
-        config_mod.check_existing(home)  # before Home.ensure changes the folder
-        home = home.ensure()
+        home = (home or resolve_home()).ensure()  # a folder of other files, or of another config.yaml, is refused
         return cls(home, config_mod.load(home), clock)
 
     # ----- the index --------------------------------------------------------
@@ -330,7 +327,7 @@ class Memory:
         """The ids of index rows (``key``, ``version``, ``id``) whose key has a newer version on disk: the index is
         behind the files there (a write whose index update met a locked index, a hand edit while no indexer ran),
         and the row's value is one the person replaced. What serves a value leaves these out until the index
-        catches up. A stat and a listing of the key's folder a row (FactStore.behind)."""
+        catches up. A stat or two a row, and the key's state or a listing of its folder (FactStore.behind)."""
         rows = list(rows)
         stale = self.facts.behind((r["key"], int(r["version"])) for r in rows)
         return {r["id"] for r in rows if (r["key"], int(r["version"])) in stale} if stale else set()

@@ -316,19 +316,14 @@ def unsupported(value: str, cited: list[Turn]) -> list[str]:
     # cited turn that this one does not say: padded with the lockfile turn's words ("Never run the migrations; don't
     # touch the lockfile"), the value borrows "run" and "migrations" from the first turn, which does not negate (a
     # review found a tie on shared words let the padding through).
-    mine = _content_words(value)
-    words = [_content_words(t.text) for t in typed]
+    mine = content_words(value)
+    words = [content_words(t.text) for t in typed]
     for i, t in enumerate(typed):
         borrowed = (mine - words[i]) & set().union(*(w for j, w in enumerate(words) if j != i))
         if not borrowed and not _unsupported_by(value, [t]):
             return []
     together = _unsupported_by(value, typed)
     return together or ["what it says from several of the person's turns at once"]
-
-
-def _content_words(text: str) -> set[str]:
-    """A text's words in their normal form, lower case, stopwords out."""
-    return set(terms(fold(text)))
 
 
 def _unsupported_by(value: str, typed: list[Turn]) -> list[str]:

@@ -131,10 +131,12 @@ def preamble(text: str) -> str:
     """The text of a raw file before its first turn's marker (``parse`` reads none of it: a hand edit's, or damage
     to the first marker), all of it where no marker reads."""
     at = 0
-    for line in text.split("\n"):
-        if _opened(line) is not None:
+    while at <= len(text):  # line by line from the start: a file that opens with a marker (every file bead writes)
+        end = text.find("\n", at)  # costs its first line, not a split of the whole text
+        end = len(text) if end < 0 else end
+        if _opened(text[at:end]) is not None:
             return text[:at]
-        at += len(line) + 1
+        at = end + 1
     return text
 
 
