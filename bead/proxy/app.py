@@ -298,6 +298,11 @@ class ProxyApp(Quart):
 PREPARE_THREADS = 4
 
 
+def _kernel_says(client: tuple[str, int] | None, server: tuple[str, int] | None) -> bool:
+    """Whether the kernel can say whose a connection is (Linux, both ends known: bead.proxy.access.peer_uid)."""
+    return sys.platform.startswith("linux") and client is not None and server is not None
+
+
 def _no_trailing_slash(url: str) -> str:
     """An upstream URL without the slashes that end it; one with a query as given (`?key=a/b/` keeps its slash; the
     forward strips the path's own)."""
@@ -439,7 +444,7 @@ class Proxy:
     def is_owner(self, has_token: bool, client: tuple[str, int] | None, server: tuple[str, int] | None) -> bool:
         if has_token:
             return True
-        if not sys.platform.startswith("linux") or client is None or server is None:
+        if not _kernel_says(client, server) or client is None or server is None:  # the None checks: for mypy
             return False
         return access.peer_uid(client, server) == self.owner_uid
 
@@ -447,8 +452,8 @@ class Proxy:
         """Whether a request without the token comes from the home's owner, as the kernel says (Linux); past the
         engine's deadline the answer is no (its request goes on unprepared, as any that fails open)."""
         peer, ours = peer_and_ours
-        if not sys.platform.startswith("linux") or peer is None or ours is None:
-            return False
+        if not _kernel_says(peer, ours):
+            return False  # no thread asked where the kernel has no word
         loop = asyncio.get_running_loop()
         asked = loop.run_in_executor(self.owner_pool, self.is_owner, False, peer, ours)
         try:
