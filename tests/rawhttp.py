@@ -3,6 +3,7 @@ client: for what an HTTP library would tidy up on either side (a request target'
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Callable
@@ -30,7 +31,7 @@ class RawUpstream:
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn: socket.socket) -> None:
-        with conn:
+        with conn, contextlib.suppress(OSError):  # a client that went away (bead closing a connection it drops)
             buf = b""
             while True:
                 while b"\r\n\r\n" not in buf:

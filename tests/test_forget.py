@@ -1937,3 +1937,42 @@ def test_a_code_of_the_value_before_a_raw_files_first_turn_is_forgotten_too(mem,
     mem.catch_up_index()
     assert bead("forget", "project/s/deploy-box", "--yes").code == 0
     assert "quokka" not in path.read_text()
+
+
+def test_a_value_in_a_raw_turns_marker_field_is_forgotten_too(mem, bead):
+    """A field a hand edit (or another tool) added to a turn's marker line stayed after `bead forget --match`: the
+    turn's text went, its marker with the value stayed (an outside attack). The marker's fields that hold the value
+    go; bead's own fields and the other turns stay as they were."""
+    mem.raw.append("s-mark", "user", "the staging box is reachable over the bastion")
+    mem.raw.append("s-mark", "assistant", "noted")
+    path = mem.raw.find("s-mark")
+    text = path.read_text()
+    first = text.split("\n", 1)[0]
+    meta = json.loads(first[len("<!-- bead:turn ") : -len(" -->")])
+    edited = {**meta, "note": {"said": ["kept aside: wombat-secret-99173"]}, "ok": "plain"}
+    path.write_text(text.replace(first, "<!-- bead:turn " + json.dumps(edited) + " -->", 1))
+    os.utime(path, (1_600_000_000, 1_600_000_000))
+    mem.catch_up_index()
+    r = bead("forget", "--match", "wombat-secret-99173", "--yes")
+    assert r.code == 0, r.err
+    assert "fields of 1 raw turn marker(s)" in r.out, r.out
+    assert "wombat" not in path.read_text()
+    first_turn, second = mem.raw.read(path)
+    assert first_turn.text == "the staging box is reachable over the bastion" and second.text == "noted"
+    assert "note" not in first_turn.flags and first_turn.flags["ok"] == "plain"
+    assert {k: v for k, v in first_turn.flags.items() if k != "ok"} == {
+        k: meta[k] for k in meta if k not in {"session", "n", "role", "at"}
+    }
+    assert (first_turn.role, first_turn.at) == (meta["role"], meta["at"])
+
+
+def test_a_forgotten_code_that_a_markers_time_or_role_happens_to_hold_leaves_them(mem, bead):
+    """bead's own fields of a marker are no value's: forgetting a fact whose code is a number found in every turn's
+    time keeps the times (and the roles) of the turns."""
+    mem.raw.append("s-time", "user", "the room on the left, door code 7 7 say nothing")
+    at = mem.raw.read(mem.raw.find("s-time"))[0].at
+    year = at[:4]
+    mem.write("user/door", f"door code {year}", "user")
+    assert bead("forget", "user/door", "--yes").code == 0
+    [t] = mem.raw.read(mem.raw.find("s-time"))
+    assert (t.at, t.role) == (at, "user")

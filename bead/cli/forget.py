@@ -68,6 +68,8 @@ def forget(target, match, yes, as_json):
             echo(f"  raw turn {t}", err=True)
         for f in preview["raw_text_outside_turns"]:
             echo(f"  raw file {f}: the text before its first turn (no turn bead wrote; it goes)", err=True)
+        for t in preview["raw_turn_markers"]:
+            echo(f"  raw turn {t}: the fields of its marker line that hold it (not bead's; they go)", err=True)
         if preview["raw_turns_in_part"]:
             echo(
                 f"  {preview['raw_turns_in_part']} raw turn(s) that say its codes or rare words in other words: "
@@ -111,6 +113,7 @@ def forget(target, match, yes, as_json):
                 if (outside := d["raw_text_outside_turns"])
                 else ""
             )
+            + (f", and fields of {len(marked)} raw turn marker(s)" if (marked := d["raw_turn_markers"]) else "")
         )
 
     emit({"forgotten": True, **summary, "sealed_not_searched": plan.sealed_not_searched}, as_json, human)

@@ -45,7 +45,7 @@ from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
-from ..store.rawlog import FORGOTTEN, Turn, preamble
+from ..store.rawlog import FORGOTTEN, Turn, marker_strings, preamble
 from ..store.reports import Reports
 from ..textform import TERMINAL_ESCAPES, fold, strings_in
 from . import skill_files
@@ -65,6 +65,9 @@ class Plan:
     # raw files whose text before the first turn's marker holds it (a hand edit's, or a damaged first marker: no
     # turn of bead's, so no turn found it): that text goes
     preambles: list[Path] = field(default_factory=list)
+    # raw file -> turns whose marker line holds it (a hand edit's extra field; the marker stays when the text goes):
+    # those fields go
+    markers: dict[Path, set[int]] = field(default_factory=dict)
     episodes: list[Path] = field(default_factory=list)
     session_lines: dict[Path, int] = field(default_factory=dict)  # state file -> lines to drop
     trace_lines: dict[Path, int] = field(default_factory=dict)  # trace file -> lines to drop
@@ -148,6 +151,7 @@ class Plan:
             or self.turns
             or self.token_turns
             or self.preambles
+            or self.markers
             or self.episodes
             or self.session_lines
             or self.trace_lines
@@ -169,6 +173,10 @@ class Plan:
             "raw_turns_in_part": sum(len(ns) for ns in self.token_turns.values()),
             # Raw files whose text before their first turn (no turn's: a hand edit's, a damaged marker) holds it.
             "raw_text_outside_turns": sorted(p.relative_to(home_store).as_posix() for p in self.preambles),
+            # Turns whose marker line (not their text) holds it: a field a hand edit or another tool added.
+            "raw_turn_markers": sorted(
+                f"{p.relative_to(home_store).as_posix()}#turn-{n}" for p, ns in self.markers.items() for n in ns
+            ),
             "distinctive_tokens": len(self.tokens),
             "episodes": len(self.episodes),
             "session_lines": sum(self.session_lines.values()) + sum(self.trace_lines.values()),
@@ -764,7 +772,11 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
         if holds(text):
             if path not in plan.preambles and holds(preamble(text)):  # the value, or its codes and rare words
                 plan.preambles.append(path)
-            yield from (t for t in mem.raw.read(path) if t.text != FORGOTTEN and holds(t.text))
+            for t in mem.raw.read(path):
+                if any(map(holds, marker_strings(t))):
+                    plan.markers.setdefault(path, set()).add(t.n)
+                if t.text != FORGOTTEN and holds(t.text):
+                    yield t
 
     # First the turns that hold the value itself; then its distinctive words and codes, each judged rare among the
     # turns that do not hold the value (a turn that says it goes anyway: three such turns made its words look
@@ -1035,6 +1047,9 @@ def _joined(inner: Plan, outer: Plan, changed: list[Path]) -> Plan:
             if path not in done:
                 mine.setdefault(path, set()).update(numbers)
     inner.preambles += [p for p in outer.preambles if p not in done and p not in inner.preambles]
+    for path, numbers in outer.markers.items():
+        if path not in done:
+            inner.markers.setdefault(path, set()).update(numbers)
     inner.trace_lines = outer.trace_lines
     inner.not_traces = outer.not_traces
     inner.also_in = outer.also_in
@@ -1157,6 +1172,13 @@ def _apply_forgetting(
             except FileNotFoundError:
                 continue
         pattern = token_pattern(plan.tokens)
+        if plan.markers:  # the fields of a turn's marker that hold the value, or its codes and rare words
+            in_marker = _matcher(plan.needles, plan.whole, frozenset(), pattern, plan.encoded)
+            for path, turn_numbers in plan.markers.items():
+                try:
+                    mem.scrub_markers(path, turn_numbers, in_marker)
+                except FileNotFoundError:
+                    continue
         for path, turn_numbers in plan.token_turns.items():
             try:
                 in_part += mem.redact_tokens(path, turn_numbers, pattern, still=lambda t: _token_in(pattern, t))

@@ -486,6 +486,14 @@ class Memory:
             sync_raw(self.index, self.raw, path)
         return dropped
 
+    def scrub_markers(self, path: Path, numbers: set[int], held: Callable[[str], bool]) -> int:
+        """Drop the fields of turns' markers in one raw file that hold a forgotten value (RawLog.scrub_markers), in
+        the file and the index."""
+        changed = self.raw.scrub_markers(path, numbers, held)
+        if changed:
+            sync_raw(self.index, self.raw, path)
+        return len(changed)
+
     def redact_tokens(self, path: Path, numbers: set[int], pattern: Any, still: Callable[[str], bool] | None = None) -> int:
         """Replace a forgotten value's distinctive tokens in turns of one raw file, in the file and the index (a turn
         that ``still`` holds one after, escaped, goes whole: RawLog.redact_tokens)."""

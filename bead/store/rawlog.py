@@ -31,7 +31,7 @@ from .. import files as safe
 from ..capture.secrets import redact_messages
 from ..errors import BeadError
 from ..paths import Home
-from ..textform import fold
+from ..textform import fold, strings_in
 from ..token import without_token
 from .audit import iso
 from .locks import flocked
@@ -91,6 +91,42 @@ class Turn:
             meta["ref"] = self.ref
         meta.update(self.flags)
         return MARKER_PREFIX + json.dumps(meta, ensure_ascii=False) + " -->"
+
+
+_ROLES = frozenset({"user", "assistant", "system", "tool"})
+_ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # audit.iso's form, the one bead writes
+
+
+def marker_strings(t: Turn) -> list[str]:
+    """The strings a turn's marker line holds besides its session and number: its role, time and ref, and each
+    flag's name and every string (or number) in its value. A forget looks in them: a hand edit, or a tool that
+    wrote the file, may have put anything there, and the marker stays when the turn's text goes."""
+    out = [t.ref or ""]
+    out += [t.role] if t.role not in _ROLES else []  # bead's own roles and times are no value's
+    out += [t.at] if not _ISO_TIME.fullmatch(t.at) else []
+    for name, value in t.flags.items():
+        out.append(str(name))
+        out += strings_in(value) if isinstance(value, (dict, list)) else [str(value)]
+    return [s for s in out if s]
+
+
+def _scrub_marker(t: Turn, held: Callable[[str], bool]) -> bool:
+    """Drop the fields of ``t``'s marker that ``held`` finds the value in (``marker_strings``); whether any went.
+    The role and time are emptied rather than dropped: every marker has them."""
+    gone = False
+    for name in list(t.flags):
+        value = t.flags[name]
+        strings = [str(name), *(strings_in(value) if isinstance(value, (dict, list)) else [str(value)])]
+        if any(held(s) for s in strings if s):
+            del t.flags[name]
+            gone = True
+    if t.ref is not None and held(t.ref):
+        t.ref, gone = None, True
+    if t.role and t.role not in _ROLES and held(t.role):
+        t.role, gone = "", True
+    if t.at and not _ISO_TIME.fullmatch(t.at) and held(t.at):
+        t.at, gone = "", True
+    return gone
 
 
 def escape(text: str) -> str:
@@ -497,6 +533,17 @@ class RawLog:
                 return False
             safe.atomic_write(path, render(parse(text, path)).encode("utf-8"), root=self.home.root)
             return True
+
+    def scrub_markers(self, path: Path, numbers: set[int], held: Callable[[str], bool]) -> list[Turn]:
+        """Drop from the markers of turns ``numbers`` every field a string of which ``held`` finds a forgotten value
+        in (``marker_strings``: a hand edit's extra field, a ref), under the raw log's lock; the turns changed. Their
+        text is left as it is (a turn whose text holds the value is ``redact_turns``'s)."""
+        with flocked(self.lock_path, root=self.home.root):
+            turns = self.read(path)
+            changed = [t for t in turns if t.n in numbers and _scrub_marker(t, held)]
+            if changed:
+                safe.atomic_write(path, render(turns).encode("utf-8"), root=self.home.root)
+            return changed
 
     def redact_tokens(
         self, path: Path, numbers: set[int], pattern: Any, still: Callable[[str], bool] | None = None
