@@ -793,6 +793,16 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("app-password-in-prose", "my gmail app password is {s}, set up SMTP with it", r("abcdefghijklmnopqrstuvwxyz", 16))
     add("login-pair-in-prose", "remember the staging login is admin / {s}", "Kd8fQ" + r(ALNUM, 7))
     add("login-pair-in-prose", "username and password are root/{s}", "Zq4" + r(ALNUM, 9))
+    # The same attack's forms left over (2026-12-07, the sixteenth session)
+    add("personal-access-token-assignment", "GH_PAT={s}", r(ALNUM, 40))
+    add("personal-access-token-assignment", "ADO_PAT: '{s}'", r(LOWER + DIGITS, 52))
+    add("env-secret-assignment", "APP_SALT={s}", r(ALNUM, 16))
+    add("env-secret-assignment", 'export BW_SESSION="{s}"', r(B64, 86) + "==")
+    add("env-secret-assignment", 'MNEMONIC="{s}"', " ".join(r(LOWER, 5) for _ in range(12)))
+    add("env-secret-assignment", "SEED_PHRASE='{s}'", " ".join(r(LOWER, 6) for _ in range(12)))
+    add("credential-call-argument", "db.auth('admin', '{s}')", "Mg0" + r(ALNUM, 10))
+    add("wallet-private-key-in-prose", "my metamask private key is 0x{s}, import it", r(HEX, 64))
+    add("wallet-private-key-in-prose", "the private key for the hot wallet is {s}", "K" + r("123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", 51))
     return out
 
 
@@ -801,6 +811,22 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # look-alikes of the sixteenth session's forms
+    "the private key is stored in ~/.ssh/id_ed25519",
+    "private_key: ${PRIVATE_KEY}",
+    "private key = load_pem_private_key(data, None)",
+    "PASSWORD_SALT=bcrypt",
+    "TMUX_SESSION=work1",
+    "USE_PAT=true",
+    "PR_PAT=${{ secrets.PR_PAT }}",
+    "private_key_path: /etc/ssl/private/site.key",
+    "db.auth(user, pwd)",
+    "db.auth('admin', passwordPrompt())",
+    "the private key is the one in 1password",
+    '_INIT_FACTORY_PAT = "__attr_factory_%s"',
+    "URL_PAT = r'^https?://[a-z0-9.-]+/[a-z_]+$'",
+    "    private_key: PKCS7PrivateKeyTypes,",
+    "the private key's sha256 is 3f5a8c0e9d1b2a4c6e8f0a1b3c5d7e9f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d in the audit log",
     "log in with password authentication enabled",
     "use the pass: true flag",
     "send them password reset links with password expiry",
