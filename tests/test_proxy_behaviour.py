@@ -384,6 +384,35 @@ class TestConversation:
         assert later[-3]["content"][-1]["text"] == cue, "the cue block is re-added with its bytes"
         assert "replaces the value shown earlier" not in str(later[-1]["content"]), "once"
 
+    def test_a_pinned_fact_edited_in_place_mid_conversation_is_said_to_be_replaced(self, proxy_client, upstream, bead_home):
+        """A version file edited in place (same number, new text: a person's hand edit) keeps its id, so a
+        conversation shown the old value was never told of the new one, once the index had it (the pinned block is
+        frozen). The conversation's state keeps what it was shown of each fact; the next cue block says the value
+        changed, once."""
+        with mem_of(bead_home) as m:
+            m.write("project/proj-x/db-port", "Postgres listens on 5432.", "project")
+            path = m.facts.current("project/proj-x/db-port").path
+        proxy = proxy_client()
+        talk = [{"role": "user", "content": "hello there, start"}]
+        post(proxy, *req("", session="edited", messages=talk))
+        pinned = json.loads(upstream.requests[-1].body)["system"][-1]["text"]
+        assert "5432" in pinned
+        path.write_text(path.read_text().replace("5432", "6543"))
+        with mem_of(bead_home) as m:
+            m.catch_up_index()
+        talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "run the tests please"}]
+        post(proxy, *req("", session="edited", messages=talk))
+        sent = json.loads(upstream.requests[-1].body)
+        assert sent["system"][-1]["text"] == pinned, "the pinned block keeps its bytes"
+        cue = sent["messages"][-1]["content"][-1]["text"]
+        [line] = [ln for ln in cue.splitlines() if ln.startswith("- db-port ")]
+        assert "replaces the value shown earlier" in line and "6543" in line
+        talk += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "and the linter"}]
+        post(proxy, *req("", session="edited", messages=talk))
+        later = json.loads(upstream.requests[-1].body)["messages"]
+        assert later[-3]["content"][-1]["text"] == cue, "the cue block is re-added with its bytes"
+        assert "replaces the value shown earlier" not in str(later[-1]["content"]), "once"
+
     @staticmethod
     def _pointed_to_three(proxy_client, bead_home, session: str):
         """A conversation whose pinned block holds the person's shell and whose second turn points to three inferred

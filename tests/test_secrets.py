@@ -802,7 +802,11 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("env-secret-assignment", "SEED_PHRASE='{s}'", " ".join(r(LOWER, 6) for _ in range(12)))
     add("credential-call-argument", "db.auth('admin', '{s}')", "Mg0" + r(ALNUM, 10))
     add("wallet-private-key-in-prose", "my metamask private key is 0x{s}, import it", r(HEX, 64))
-    add("wallet-private-key-in-prose", "the private key for the hot wallet is {s}", "K" + r("123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", 51))
+    add(
+        "wallet-private-key-in-prose",
+        "the private key for the hot wallet is {s}",
+        "K" + r("123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", 51),
+    )
     return out
 
 

@@ -29,12 +29,14 @@ def standing_memory(
     stats: FactStats | None = None,
     deadline: float | None = None,
     bare_names: bool = True,
+    digests: dict[str, str] | None = None,
 ) -> tuple[str | None, list[str], list[dict[str, Any]]]:
     """(the rendered pinned block or None when nothing fits, the ids it holds, the inferred facts the
     opening matches strongly, for the first request's cue block); ``conv`` is the conversation's first
     request, whose opening steers the choice; ``deadline`` (``time.monotonic()``) bounds the wait for the
     opening's vector (bead[semantic]) on the proxy's path. The block names ``project``'s facts by their bare
-    names unless ``bare_names`` is off (bead.core.state.ConversationState.claim_names)."""
+    names unless ``bare_names`` is off (bead.core.state.ConversationState.claim_names). ``digests``, where given, is
+    filled with what the block shows of each fact (render.shown_digest), for the conversation's state."""
     policy = policy or mem.config.proxy.pinned_select
     choice = standing.select(
         mem.index,
@@ -59,6 +61,8 @@ def standing_memory(
         rows = [r for r in rows if r["id"] not in stale]
     gone = mem.behind(choice.inferred) if choice.inferred else set()
     inferred = [r for r in choice.inferred if r["id"] not in gone]
+    if digests is not None:
+        digests.update((r["id"], render.shown_digest(r)) for r in rows[:n])
     return text, [r["id"] for r in rows[:n]], inferred
 
 

@@ -39,6 +39,7 @@ class CueBlock:
     cues: list[Cue] = field(default_factory=list)
     pointers: list[str] = field(default_factory=list)  # the fact ids the block points to (not shown)
     pointer_tokens: int = 0  # what the pointers add (the how-to line included)
+    digests: dict[str, str] = field(default_factory=dict)  # fact id -> what the block showed of it (shown_digest)
 
 
 PREVIOUS_ANSWER = ("assistant", "tool_input")  # cue sources of the assistant message before the newest user one
@@ -91,6 +92,7 @@ class Recaller:
         pinned: set[str] | frozenset[str] = frozenset(),
         bare_names: bool = True,
         pointed_ids: set[str] | frozenset[str] = frozenset(),
+        shown_digests: dict[str, str] | None = None,
     ) -> CueBlock:
         """The cue block for the newest user message of ``conv``.
 
@@ -104,7 +106,9 @@ class Recaller:
         (``rerank.mode: async``): they come first among the facts. ``pointed``
         holds the keys this conversation was already pointed to
         (bead.recall.pointers): never again; ``pointed_ids`` the fact ids so pointed to (a pointer's title quotes its
-        value's first words: one replaced since is said to be, as a shown fact is). ``pinned`` holds the fact ids
+        value's first words: one replaced since is said to be, as a shown fact is). ``shown_digests``: what the
+        conversation was shown of each of those (render.shown_digest): one whose value changed in place since (its
+        version file edited, its id the same) is said to be replaced too. ``pinned`` holds the fact ids
         of the conversation's pinned block
         (the trace says a candidate was left out because it is there, not "already injected"). ``bare_names``:
         the block names the conversation's project's facts by their bare names (off where the conversation's
@@ -177,7 +181,12 @@ class Recaller:
         left = deadline_s - (time.monotonic() - start)
         try:
             with index.deadline(max(left, 0.001)):
-                every = index.superseded_shown(injected | set(pinned) | set(pointed_ids), ident.project)
+                digests = shown_digests or {}
+                every = index.superseded_shown(
+                    injected | set(pinned) | set(pointed_ids),
+                    ident.project,
+                    changed=lambda r: r["id"] in digests and digests[r["id"]] != render.shown_digest(r),
+                )
         except Exception as exc:  # noqa: BLE001 - the index busy or the deadline passed: the next turn tries again
             # Not a failure of the turn (its block goes out): said in the trace, not counted as a request without memory.
             trace["replaced_lookup"] = type(exc).__name__
@@ -239,7 +248,18 @@ class Recaller:
         if named:
             trace["pointers"] = [c.id for c in named]
         text, n = render.block("recall", render.CUE_HEADER, notices + lines, budget, tail)
-        return CueBlock(text, fitted, trace, pool=pool, cues=cues, pointers=[c.id for c in named], pointer_tokens=tail_tokens)
+        rows = {r["id"]: r for r in [*replaced, *ahead]} | {c.id: c.row for c in [*result.facts, *named]}
+        digests = {i: render.shown_digest(rows[i]) for i in [*fitted, *(c.id for c in named)] if i in rows}
+        return CueBlock(
+            text,
+            fitted,
+            trace,
+            pool=pool,
+            cues=cues,
+            pointers=[c.id for c in named],
+            pointer_tokens=tail_tokens,
+            digests=digests,
+        )
 
     def judge_pool(self, result: gate.Recall) -> list[gate.Candidate]:
         """The candidates the chat model judges: facts with some evidence, strongest first."""

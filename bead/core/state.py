@@ -45,6 +45,7 @@ class CueRecord:
     text: str | None
     ids: list[str] = field(default_factory=list)
     pointers: list[str] = field(default_factory=list)  # fact ids the block points to, not shown
+    digests: dict[str, str] = field(default_factory=dict)  # fact id -> what was shown of it (render.shown_digest)
 
 
 @dataclass
@@ -56,6 +57,7 @@ class ConversationState:
     pinned: str | None = None
     pinned_ids: list[str] = field(default_factory=list)
     has_pinned: bool = False
+    pinned_digests: dict[str, str] = field(default_factory=dict)  # fact id -> what the block showed of it
     # The project whose facts this conversation's blocks name by their bare names (bead.recall.render.pointer_key):
     # its first request's, recorded once in a record of its own (``claim_names``).
     names_project: str | None = None
@@ -77,6 +79,7 @@ class ConversationState:
     carried_from: str | None = None
     carried_ids: list[str] = field(default_factory=list)
     carried_pointers: list[str] = field(default_factory=list)
+    carried_digests: dict[str, str] = field(default_factory=dict)
     # Whether the last answer captured here called a command that prints a secret on its own (`printenv X`): a
     # request continuing it (previous_response_id) carries only the call's output, redacted so (bead.core.capture).
     answer_prints: bool = False
@@ -118,6 +121,16 @@ class ConversationState:
             shown.update(self.cues[k].ids)
             pointers.update(self.cues[k].pointers)
         return shown, pointers
+
+    def shown_digests(self, live: set[tuple[int, str]] | None = None) -> dict[str, str]:
+        """What this request's model was shown of each fact it was shown or pointed to (render.shown_digest), the
+        latest block's where several showed one: the pinned block's, a chain's earlier steps', then the cue records
+        of ``live`` (all of them where None) in their messages' order. A fact whose value changed in place since (a
+        version file edited, its id the same) is told to the conversation as a replaced one is."""
+        out = {**self.pinned_digests, **self.carried_digests}
+        for k in sorted(self.cues if live is None else live):
+            out.update(self.cues[k].digests)
+        return out
 
     @classmethod
     def load(cls, home: Home, conversation_id: str) -> ConversationState:
@@ -176,6 +189,7 @@ class ConversationState:
             kind = r.get("kind")
             if kind == "pinned":
                 self.has_pinned, self.pinned, self.pinned_ids = True, r.get("text"), list(r.get("ids") or [])
+                self.pinned_digests = _digests(r.get("digests"))
             elif kind == "names":
                 if not self.names_known:  # the first one holds
                     project = r.get("project")
@@ -187,6 +201,7 @@ class ConversationState:
                     r.get("text"),
                     list(r.get("ids") or []),
                     list(r.get("pointers") or []),
+                    _digests(r.get("digests")),
                 )
                 self.cues[(rec.message, rec.hash)] = rec
             elif kind == "ahead":
@@ -195,6 +210,7 @@ class ConversationState:
                 ids, pointers = list(r.get("ids") or []), list(r.get("pointers") or [])
                 self.carried_from, self.carried_ids, self.carried_pointers = str(r.get("from") or ""), ids, pointers
                 self.carried_prints = r.get("prints") is True
+                self.carried_digests = _digests(r.get("digests"))
             elif kind == "answer_prints":
                 self.answer_prints = r.get("prints") is True
             elif kind == "captured":
@@ -232,9 +248,10 @@ class ConversationState:
         if held:
             safe.append_line(self.path, "\n".join(json.dumps(r, ensure_ascii=False) for r in held), root=self.root)
 
-    def set_pinned(self, text: str | None, ids: list[str]) -> None:
-        self.append({"kind": "pinned", "text": text, "ids": ids})
+    def set_pinned(self, text: str | None, ids: list[str], digests: dict[str, str] | None = None) -> None:
+        self.append({"kind": "pinned", "text": text, "ids": ids, **({"digests": digests} if digests else {})})
         self.has_pinned, self.pinned, self.pinned_ids = True, text, ids
+        self.pinned_digests = dict(digests or {})
 
     def inherit_names(self, before: ConversationState) -> None:
         """A Responses chain's step names what the step before it named (its blocks are in the same context)."""
@@ -258,20 +275,41 @@ class ConversationState:
             self.names_project, self.names_known = named, True
         return project is not None and self.names_project == project
 
-    def add_cue(self, message: int, hash_: str, text: str | None, ids: list[str], pointers: list[str] | None = None) -> None:
+    def add_cue(
+        self,
+        message: int,
+        hash_: str,
+        text: str | None,
+        ids: list[str],
+        pointers: list[str] | None = None,
+        digests: dict[str, str] | None = None,
+    ) -> None:
         record: dict[str, Any] = {"kind": "cue", "message": message, "hash": hash_, "text": text, "ids": ids}
         if pointers:
             record["pointers"] = pointers
+        if digests:
+            record["digests"] = digests
         self.append(record)
-        self.cues[(message, hash_)] = CueRecord(message, hash_, text, ids, list(pointers or []))
+        self.cues[(message, hash_)] = CueRecord(message, hash_, text, ids, list(pointers or []), dict(digests or {}))
 
-    def carry(self, from_id: str, ids: list[str], pointers: list[str], prints: bool = False) -> None:
-        """This conversation continues ``from_id`` (a Responses chain): what that one was shown counts as shown, and
-        ``prints``: its last answer called a command that prints a secret (``answer_prints``)."""
+    def carry(
+        self, from_id: str, ids: list[str], pointers: list[str], prints: bool = False, digests: dict[str, str] | None = None
+    ) -> None:
+        """This conversation continues ``from_id`` (a Responses chain): what that one was shown counts as shown (and
+        ``digests``, what it was shown of each), and ``prints``: its last answer called a command that prints a secret
+        (``answer_prints``)."""
         self.append(
-            {"kind": "carried", "from": from_id, "ids": ids, "pointers": pointers, **({"prints": True} if prints else {})}
+            {
+                "kind": "carried",
+                "from": from_id,
+                "ids": ids,
+                "pointers": pointers,
+                **({"prints": True} if prints else {}),
+                **({"digests": digests} if digests else {}),
+            }
         )
         self.carried_from, self.carried_ids, self.carried_pointers, self.carried_prints = from_id, ids, pointers, prints
+        self.carried_digests = dict(digests or {})
 
     def set_answer_prints(self, prints: bool) -> None:
         """Whether the answer just captured called a command that prints a secret on its own."""
@@ -347,6 +385,13 @@ class ConversationState:
         self.append({"kind": "remembered", "batch": batch})
         if self.capturing and self.capturing["batch"] == batch:
             self.capturing["remember"] = None
+
+
+def _digests(value: Any) -> dict[str, str]:
+    """A record's ``digests`` as written (fact id -> hex); anything else (an older record, a hand edit) is none."""
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def logged_pairs(value: Any) -> list[tuple[int, str]]:

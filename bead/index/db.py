@@ -1273,10 +1273,13 @@ class Index:
                 found[r["id"]] = r
         return [found[i] for i in ids if i in found]
 
-    def superseded_shown(self, ids: Iterable[str], project: str | None = None) -> list[dict[str, Any]]:
+    def superseded_shown(
+        self, ids: Iterable[str], project: str | None = None, changed: Callable[[dict[str, Any]], bool] | None = None
+    ) -> list[dict[str, Any]]:
         """The current rows of the keys of ``ids`` (fact ids, ``key@vN``) whose current version is not the one named
-        there: what a conversation was shown and has since been replaced. Awake, not secret, not another project's
-        than ``project``; one indexed lookup."""
+        there, or is but ``changed`` says its value is not what was shown (a version file edited in place): what a
+        conversation was shown and has since been replaced. Awake, not secret, not another project's than
+        ``project``; one indexed lookup."""
         shown = {i for i in ids if "@v" in i and not i.startswith("raw:")}
         keys = sorted({i.rsplit("@v", 1)[0] for i in shown})
         out: list[dict[str, Any]] = []
@@ -1288,7 +1291,12 @@ class Index:
                 chunk,
             )
         own = f"project/{project}" if project else None
-        keep = [r for r in out if r["id"] not in shown and (not r["scope"].startswith("project/") or r["scope"] == own)]
+        keep = [
+            r
+            for r in out
+            if (r["id"] not in shown or (changed is not None and changed(r)))
+            and (not r["scope"].startswith("project/") or r["scope"] == own)
+        ]
         return sorted(keep, key=lambda r: r["key"])
 
     def fact_counts(self) -> dict[str, int]:

@@ -525,7 +525,9 @@ class Engine:
                 if not mem.raw.settled(epoch):
                     raise ForgetBegan  # what the chain's steps were shown may name what it took
                 before = self.conversations.load(prev.id)
-                st.carry(prev.id, sorted(before.injected), sorted(before.pointer_ids), before.answer_prints)
+                st.carry(
+                    prev.id, sorted(before.injected), sorted(before.pointer_ids), before.answer_prints, before.shown_digests()
+                )
                 st.inherit_names(before)
                 if before.ahead:  # the look-ahead judge's picks after the previous step
                     st.set_ahead(before.ahead)
@@ -538,6 +540,7 @@ class Engine:
             # messages at all is no conversation: a block would make it one.
             if not st.has_pinned and not conv.continues and conv.messages:
                 stats = self.recaller.fact_stats(mem, lambda terms: self.memory().index.raw_doc_freq(terms))
+                pinned_digests: dict[str, str] = {}
                 text, ids, opening = standing_memory(
                     mem,
                     ident.project,
@@ -546,13 +549,14 @@ class Engine:
                     stats=stats,
                     deadline=deadline,
                     bare_names=bare,
+                    digests=pinned_digests,
                 )
                 self._left(deadline, "pinned block")
                 if not mem.raw.settled(epoch):
                     # A forget or seal began since the request came: the block may hold what it took. Under the
                     # conversation's lock, which the forget's scrub of every state file takes after it began.
                     raise ForgetBegan
-                st.set_pinned(text, ids)
+                st.set_pinned(text, ids, pinned_digests)
                 trace["pinned"] = pinned_new = ids
             hash_of = functools.cache(lambda i: conv.messages[i].hash)  # each message hashed once, if asked
             live = st.live(len(conv.messages), hash_of)
@@ -598,6 +602,7 @@ class Engine:
                     pointed_ids=pointed,
                     pinned=frozenset(st.pinned_ids),
                     bare_names=bare,
+                    shown_digests=st.shown_digests(live),
                 )
                 trace["recall_ms"] = round((time.perf_counter() - t1) * 1000, 2)
                 trace["errors"] += cue.trace.pop("errors", [])
@@ -608,7 +613,7 @@ class Engine:
                 elif not cue.failed and not mem.raw.settled(epoch):
                     self.count("forget_during_request")  # the block may hold what it took: neither recorded nor sent
                 elif not cue.failed:
-                    st.add_cue(newest, conv.messages[newest].hash, cue.text, cue.ids, cue.pointers)
+                    st.add_cue(newest, conv.messages[newest].hash, cue.text, cue.ids, cue.pointers, cue.digests)
                     if cue.text:
                         blocks.setdefault(newest, []).append(cue.text)
                         injected = cue.ids

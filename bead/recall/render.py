@@ -378,6 +378,14 @@ def replacing_line(row: dict, project: str | None = None, max_tokens: int = REPL
     return head + cut_at_word(body, cut) + _REST
 
 
+def shown_digest(row: dict) -> str:
+    """What a conversation was shown of a fact, in a few bytes: its line as a block renders it (the key, the trust
+    mark, the date, the value) and its title (a pointer's words). A conversation state keeps it beside the fact's id:
+    a version file edited in place keeps its id, and only this tells that the conversation saw another value."""
+    seen = f"{fact_line(row)}\0{row.get('title') or ''}"
+    return hashlib.blake2b(seen.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
 def fact_line(row: dict, project: str | None = None) -> str:
     """A fact as one line of a block: its key (a fact of the conversation's ``project`` by its bare name), trust
     mark, date and body. The body's line breaks (U+2028, U+0085 and the like too) and runs of spaces become one
