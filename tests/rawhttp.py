@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
 from collections.abc import Callable
 
@@ -14,12 +15,19 @@ class RawUpstream:
     ``response`` as it is (or what ``response`` answers the request's head, where it is a function), then closes the
     connection; with ``keep_alive``, reads the next request on the same connection instead."""
 
-    def __init__(self, response: bytes | Callable[[bytes], bytes], keep_alive: bool = False):
+    def __init__(
+        self,
+        response: bytes | Callable[[bytes], bytes | list[bytes]],
+        keep_alive: bool = False,
+        tls: ssl.SSLContext | None = None,
+    ):
         self.response = response
         self.keep_alive = keep_alive
+        self.tls = tls  # a server context: each connection speaks TLS, and each part of an answer is its own record
         self.requests: list[tuple[bytes, bytes]] = []
+        self.connections = 0  # accepted so far
         self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.sock.getsockname()[1]}"
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -28,9 +36,16 @@ class RawUpstream:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
+            self.connections += 1
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn: socket.socket) -> None:
+        if self.tls is not None:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except OSError:
+                conn.close()
+                return
         with conn, contextlib.suppress(OSError):  # a client that went away (bead closing a connection it drops)
             buf = b""
             while True:
@@ -52,7 +67,9 @@ class RawUpstream:
                     buf += chunk
                 body, buf = buf[:length], buf[length:]
                 self.requests.append((head, body))
-                conn.sendall(self.response(head) if callable(self.response) else self.response)
+                answer = self.response(head) if callable(self.response) else self.response
+                for part in answer if isinstance(answer, list) else [answer]:
+                    conn.sendall(part)
                 if not self.keep_alive:
                     return
 

@@ -10,11 +10,13 @@ import re
 import subprocess
 import textwrap
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import all_bytes_under, plaintext_secret, reading_index, trace_line
 
+import bead as bead_pkg
 from bead.config import Config
 from bead.core import forget
 from bead.core.memory import Memory
@@ -1939,40 +1941,96 @@ def test_a_code_of_the_value_before_a_raw_files_first_turn_is_forgotten_too(mem,
     assert "quokka" not in path.read_text()
 
 
-def test_a_value_in_a_raw_turns_marker_field_is_forgotten_too(mem, bead):
-    """A field a hand edit (or another tool) added to a turn's marker line stayed after `bead forget --match`: the
-    turn's text went, its marker with the value stayed (an outside attack). The marker's fields that hold the value
-    go; bead's own fields and the other turns stay as they were."""
-    mem.raw.append("s-mark", "user", "the staging box is reachable over the bastion")
-    mem.raw.append("s-mark", "assistant", "noted")
-    path = mem.raw.find("s-mark")
+def _hand_edited_marker(mem, session: str, edit) -> Path:
+    """A session of two turns whose first marker line ``edit`` rewrote (its JSON text in, the new JSON text out),
+    written long before (forget's second look reads only files written since its first) and indexed."""
+    mem.raw.append(session, "user", "the staging box is reachable over the bastion", source="typed")
+    mem.raw.append(session, "assistant", "noted")
+    path = mem.raw.find(session)
     text = path.read_text()
     first = text.split("\n", 1)[0]
-    meta = json.loads(first[len("<!-- bead:turn ") : -len(" -->")])
-    edited = {**meta, "note": {"said": ["kept aside: wombat-secret-99173"]}, "ok": "plain"}
-    path.write_text(text.replace(first, "<!-- bead:turn " + json.dumps(edited) + " -->", 1))
+    meta = first[len("<!-- bead:turn ") : -len(" -->")]
+    path.write_text(text.replace(first, "<!-- bead:turn " + edit(meta) + " -->", 1))
     os.utime(path, (1_600_000_000, 1_600_000_000))
     mem.catch_up_index()
+    return path
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m: m[:-1] + ', "note": {"said": ["kept aside: wombat-secret-99173"]}, "ok": "plain"}',
+        lambda m: m[:-1] + ', "note": {"wombat-secret-99173": 1}, "ok": "plain"}',  # an object's key
+        lambda m: m[:-1] + ', "ok": "wombat-secret-99173", "ok": "plain"}',  # a duplicate key, the last one read
+        lambda m: m.replace('"role": "user"', '"role": "wombat-secret-99173", "role": "user"'),
+        lambda m: m[:-1] + ', "ok": "plain", "ref": {"x": "wombat-secret-99173"}}',  # a ref that is not text
+        lambda m: m.replace('"session": "s-mark"', '"session": "wombat-secret-99173"'),
+    ],
+    ids=["nested", "object-key", "duplicate", "duplicate-role", "odd-ref", "session"],
+)
+def test_a_value_in_a_raw_turns_marker_line_is_forgotten_too(mem, bead, edit):
+    """A field a hand edit (or another tool) put on a turn's marker line stayed after `bead forget --match`: the
+    turn's text went, its marker with the value stayed (an outside attack), and so did forms the parsed marker reads
+    past (an object's key, a duplicate key, a ref that is not text: a review). The marker is written again as bead
+    writes it, without what holds the value; bead's own fields and the turns' text stay."""
+    path = _hand_edited_marker(mem, "s-mark", edit)
+    assert b"wombat" in path.read_bytes()
     r = bead("forget", "--match", "wombat-secret-99173", "--yes")
     assert r.code == 0, r.err
     assert "fields of 1 raw turn marker(s)" in r.out, r.out
-    assert "wombat" not in path.read_text()
+    assert [p for p in mem.home.root.rglob("*") if p.is_file() and b"wombat" in p.read_bytes()] == []
     first_turn, second = mem.raw.read(path)
     assert first_turn.text == "the staging box is reachable over the bastion" and second.text == "noted"
-    assert "note" not in first_turn.flags and first_turn.flags["ok"] == "plain"
-    assert {k: v for k, v in first_turn.flags.items() if k != "ok"} == {
-        k: meta[k] for k in meta if k not in {"session", "n", "role", "at"}
-    }
-    assert (first_turn.role, first_turn.at) == (meta["role"], meta["at"])
+    assert (first_turn.session, first_turn.role, first_turn.flags["source"]) == ("s-mark", "user", "typed")
+    assert first_turn.flags.get("ok", "plain") == "plain"
 
 
-def test_a_forgotten_code_that_a_markers_time_or_role_happens_to_hold_leaves_them(mem, bead):
-    """bead's own fields of a marker are no value's: forgetting a fact whose code is a number found in every turn's
-    time keeps the times (and the roles) of the turns."""
-    mem.raw.append("s-time", "user", "the room on the left, door code 7 7 say nothing")
-    at = mem.raw.read(mem.raw.find("s-time"))[0].at
-    year = at[:4]
-    mem.write("user/door", f"door code {year}", "user")
-    assert bead("forget", "user/door", "--yes").code == 0
-    [t] = mem.raw.read(mem.raw.find("s-time"))
-    assert (t.at, t.role) == (at, "user")
+def test_a_forgotten_value_that_beads_own_marker_fields_hold_leaves_them(mem, bead):
+    """bead's own fields of a marker are no value's (a review): forgetting a fact whose words are a turn's source, its
+    project and a number in its time, or `--match` of a role, took them from every turn of the files that held the
+    value, and an imported turn that lost `imported` and `unverified` read as the person's typed words."""
+    mem.raw.append("s-own", "user", "lunch at noon", source="typed", project="globex-portal", message=7, unverified=True)
+    mem.raw.append("s-own", "user", "and coffee after", source="typed", project="globex-portal", message=8, imported="codex")
+    mem.raw.append("s-own", "assistant", "sounds good", source="assistant", message=9)
+    before = [(t.role, t.at, t.flags) for t in mem.raw.read(mem.raw.find("s-own"))]
+    year = before[0][1][:4]
+    mem.write("project/globex-portal/mirror", f"The globex-portal source mirror is git.internal/zq since {year} 7", "project")
+    mem.catch_up_index()
+    assert bead("forget", "project/globex-portal/mirror", "--yes").code == 0
+    assert bead("forget", "--match", "assistant", "--yes").code == 0
+    assert [(t.role, t.at, t.flags) for t in mem.raw.read(mem.raw.find("s-own"))] == before
+
+
+def test_a_marker_holding_a_lone_surrogate_is_written_again_as_its_escape(mem, bead):
+    """A marker's field holding a lone surrogate (`"\\ud800"`, which JSON reads) stopped a forget's rewrite of its
+    file with a traceback, the value left on disk (a review): a marker is written with it as its escape."""
+    path = _hand_edited_marker(mem, "s-sur", lambda m: m[:-1] + ', "odd": "\\ud800 zz"}')
+    mem.raw.append("s-sur", "user", "the code is wombat-secret-99173", source="typed")
+    r = bead("forget", "--match", "wombat-secret-99173", "--yes")
+    assert r.code == 0, r.err
+    assert b"wombat" not in path.read_bytes()
+    assert mem.raw.read(path)[0].flags["odd"] == "\ud800 zz"
+
+
+def test_every_flag_bead_writes_on_a_turn_is_its_own():
+    """What a forget leaves of a marker (OWN_FLAGS) holds every flag bead's code sets on a turn by name (a
+    `flags["name"] = ...`, a `flags.setdefault("name", ...)`); capture's own, set as a dict's keys, are in
+    test_a_forgotten_value_that_beads_own_marker_fields_hold_leaves_them."""
+    import ast
+
+    from bead.store.rawlog import OWN_FLAGS
+
+    written: set[str] = set()
+    for src in Path(bead_pkg.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(src.read_text())):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.slice, ast.Constant):
+                owner = node.value
+                name = owner.attr if isinstance(owner, ast.Attribute) else owner.id if isinstance(owner, ast.Name) else ""
+                if name == "flags":
+                    written.add(node.slice.value)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault":
+                owner = node.func.value
+                if isinstance(owner, ast.Name) and owner.id == "flags" and isinstance(node.args[0], ast.Constant):
+                    written.add(node.args[0].value)
+    assert {"forgotten", "redacted", "owner", "batch", "partial", "error"} <= written, written
+    assert written <= OWN_FLAGS, written - OWN_FLAGS

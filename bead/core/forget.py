@@ -45,7 +45,7 @@ from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
-from ..store.rawlog import FORGOTTEN, Turn, marker_strings, preamble
+from ..store.rawlog import FORGOTTEN, Turn, marker_holds, marker_lines, preamble
 from ..store.reports import Reports
 from ..textform import TERMINAL_ESCAPES, fold, strings_in
 from . import skill_files
@@ -772,8 +772,9 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
         if holds(text):
             if path not in plan.preambles and holds(preamble(text)):  # the value, or its codes and rare words
                 plan.preambles.append(path)
+            lines = marker_lines(text)
             for t in mem.raw.read(path):
-                if any(map(holds, marker_strings(t))):
+                if marker_holds(lines.get(t.n, []), t, holds):  # a field a hand edit or another tool put there
                     plan.markers.setdefault(path, set()).add(t.n)
                 if t.text != FORGOTTEN and holds(t.text):
                     yield t

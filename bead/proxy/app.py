@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import functools
 import hmac
 import http.cookiejar
@@ -29,6 +28,7 @@ import logging
 import os
 import re
 import socket
+import ssl
 import sys
 import time
 import typing
@@ -340,6 +340,7 @@ class Proxy:
         )
         # TCP_NODELAY: headers and body leave in separate writes, and Nagle's
         # algorithm against the server's delayed ACK would add ~40 ms to each.
+        close_connections_left_with_bytes()
         transport = httpx.AsyncHTTPTransport(
             verify=tls_context(),
             socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
@@ -632,8 +633,6 @@ class Proxy:
             # as it would without bead, and retry as it would then.
             raise UpstreamBroke(type(exc).__name__) from None
         finally:
-            if up.status_code in NO_BODY or up.request.method == "HEAD" or _bytes_left_over(up):
-                await _drop_connection(up)
             await up.aclose()
             if sniff is not None and not sniff.found and not broke and (rid := sniff.end()):
                 self.engine.chained(prep, rid)  # a whole JSON answer (no stream) names its id only at its end
@@ -643,38 +642,59 @@ class Proxy:
                 )
 
 
-# Answers that carry no body, whatever their headers say: bytes an upstream sent after one (a 204 with a
-# Content-Length) stayed on the pooled connection and were read as the next request's answer, so one harness's odd
-# answer failed another's request with a 502 (an outside review). Such a connection is not used again.
-NO_BODY = frozenset({204, 304})
-
-
-def _bytes_left_over(up: httpx.Response) -> bool:
-    """Whether the upstream sent bytes past the end of its answer (more than its Content-Length) that wait in the
-    connection's HTTP/1.1 parser: reused, the connection gave them to the next request, maybe another harness's, as
-    its answer (an outside attack). httpcore exposes no public way to them: its parser is reached through its
-    response stream; where that path is gone (another httpcore), the connection is kept as before (a test of this
-    behaviour fails then)."""
-    stream: object = up.stream  # httpx's bound stream, its transport's, httpcore's pool's, the connection's
-    for _ in range(6):
-        if stream is None or hasattr(stream, "_connection"):
-            break
-        stream = getattr(stream, "_stream", None) or getattr(stream, "_httpcore_stream", None)
-    state = getattr(getattr(stream, "_connection", None), "_h11_state", None)
+def close_connections_left_with_bytes() -> None:
+    """Make httpcore close an upstream connection whose answer is followed by bytes the upstream should not have sent
+    (more than its Content-Length, a body after a 204 or a HEAD's answer), instead of putting it back in the pool:
+    reused, it handed those bytes to the next request on it, maybe another harness's, as that request's answer (an
+    outside attack and its review). Checked where httpcore decides, under the connection's lock, before the
+    connection is idle (a check after the answer ended raced the next request for it), in the HTTP/1.1 parser's
+    buffer and, over TLS, in the records already read (a second record was missed). Bytes that come later make the
+    socket readable, which httpcore already takes for a closed connection. httpcore has no public hook for this; where
+    its connection class has changed, nothing is patched (tests/test_proxy_passthrough.py fails then). Idempotent."""
     try:
-        data, _closed = state.trailing_data  # type: ignore[union-attr]
+        from httpcore._async.http11 import AsyncHTTP11Connection
+    except ImportError:  # pragma: no cover - another httpcore
+        return
+    original = getattr(AsyncHTTP11Connection, "_response_closed", None)
+    if original is None or getattr(original, "_bead_checks_leftovers", False):
+        return
+
+    async def _response_closed(self: Any) -> None:
+        if _bytes_left(self):
+            await self.aclose()  # sets the connection closed before it awaits: the pool never hands it out again
+        else:
+            await original(self)
+
+    _response_closed._bead_checks_leftovers = True  # type: ignore[attr-defined]
+    AsyncHTTP11Connection._response_closed = _response_closed  # type: ignore[method-assign]
+
+
+def _bytes_left(conn: Any) -> bool:
+    """Whether bytes wait on ``conn`` (an httpcore HTTP/1.1 connection whose answer just ended): in h11's buffer, or in
+    the TLS layer's (anyio's TLS stream: decrypted, or records read and not yet decrypted)."""
+    try:
+        data, _closed = conn._h11_state.trailing_data
     except (AttributeError, TypeError, ValueError):
         return False
-    return bool(data)
-
-
-async def _drop_connection(up: httpx.Response) -> None:
-    """Close the connection ``up`` came on, so the pool does not hand it to another request (httpcore takes a closed
-    socket for one the server closed)."""
-    stream = up.extensions.get("network_stream")
-    if stream is not None:
-        with contextlib.suppress(Exception):
-            await stream.aclose()
+    if data:
+        return True
+    tls = getattr(getattr(conn, "_network_stream", None), "_stream", None)
+    ssl_object, bio = getattr(tls, "_ssl_object", None), getattr(tls, "_read_bio", None)
+    if ssl_object is None:
+        return False
+    try:
+        if ssl_object.pending():
+            return True
+        if bio is None or not bio.pending:
+            return False
+        # Records read past the answer: a session ticket is no data (SSLWantReadError), anything else (the upstream's
+        # extra bytes, or its close) ends the connection.
+        ssl_object.read(1)
+        return True
+    except ssl.SSLWantReadError:
+        return False
+    except (ssl.SSLError, OSError, ValueError):
+        return True
 
 
 async def _first_bytes(limit: int) -> tuple[bytes, typing.AsyncIterator[bytes] | None]:

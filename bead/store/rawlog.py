@@ -31,7 +31,7 @@ from .. import files as safe
 from ..capture.secrets import redact_messages
 from ..errors import BeadError
 from ..paths import Home
-from ..textform import fold, strings_in
+from ..textform import LONE_SURROGATE, fold
 from ..token import without_token
 from .audit import iso
 from .locks import flocked
@@ -90,34 +90,85 @@ class Turn:
         if self.ref is not None:
             meta["ref"] = self.ref
         meta.update(self.flags)
-        return MARKER_PREFIX + json.dumps(meta, ensure_ascii=False) + " -->"
+        # A lone surrogate (a hand edit's "\\ud800", read back as such) written as its JSON escape: UTF-8 cannot
+        # write it as itself, and a forget's rewrite of the file stopped at it (an outside review).
+        return MARKER_PREFIX + LONE_SURROGATE.sub(_json_escape, json.dumps(meta, ensure_ascii=False)) + " -->"
 
 
 _ROLES = frozenset({"user", "assistant", "system", "tool"})
 _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # audit.iso's form, the one bead writes
+# The flags bead itself writes on a turn's marker (bead.core.capture, bead.wire, bead.core.history, RawLog.append_many
+# and a forget's rewrite): bead's own account of where the turn came from, which a forget leaves as it is. Forgetting
+# a value that one of them holds ("typed", a project's name, a turn's number) took it from every turn of the files
+# that held the value (an outside review): an imported turn that lost `imported` and `unverified` read as the
+# person's typed words. tests/test_forget.py checks that every flag a captured and an imported turn carry is here.
+OWN_FLAGS = frozenset(
+    {
+        "message",
+        "source",
+        "near_paste",
+        "project",
+        "partial",
+        "error",
+        "batch",
+        "redacted",
+        "forgotten",
+        "owner",
+        "imported",
+        UNSCREENED,
+        UNVERIFIED,
+    }
+)
 
 
-def marker_strings(t: Turn) -> list[str]:
-    """The strings a turn's marker line holds besides its session and number: its role, time and ref, and each
-    flag's name and every string (or number) in its value. A forget looks in them: a hand edit, or a tool that
-    wrote the file, may have put anything there, and the marker stays when the turn's text goes."""
-    out = [t.ref or ""]
-    out += [t.role] if t.role not in _ROLES else []  # bead's own roles and times are no value's
-    out += [t.at] if not _ISO_TIME.fullmatch(t.at) else []
-    for name, value in t.flags.items():
-        out.append(str(name))
-        out += strings_in(value) if isinstance(value, (dict, list)) else [str(value)]
-    return [s for s in out if s]
+def marker_lines(text: str) -> dict[int, list[str]]:
+    """Each turn's marker line as a raw file's ``text`` has it, by the turn's number (a hand edit may have given
+    two turns one number)."""
+    out: dict[int, list[str]] = {}
+    for line in text.split("\n"):
+        if line.startswith(MARKER_PREFIX) and (t := _opened(line)) is not None:
+            out.setdefault(t.n, []).append(line)
+    return out
+
+
+def own_marker(t: Turn) -> str:
+    """The marker line of ``t`` with bead's own fields alone: its session (its file's), number, a role and time of
+    the forms bead writes, and bead's flags (OWN_FLAGS). What a forget leaves of a marker, so what it looks past."""
+    session = t.path.stem if t.path is not None else t.session
+    kept = Turn(session, t.n, t.role if t.role in _ROLES else "", t.at if _ISO_TIME.fullmatch(t.at) else "", "")
+    kept.flags = {k: v for k, v in t.flags.items() if k in OWN_FLAGS}
+    return kept.marker()
+
+
+def marker_holds(lines: list[str], t: Turn, held: Callable[[str], bool]) -> bool:
+    """Whether ``t``'s marker ``lines`` as its file has them (``marker_lines``) hold what ``held`` finds, where bead's
+    own fields (``own_marker``) do not: a field a hand edit or another tool put there (an extra flag, a ref, a
+    duplicate key the parser reads past, an object's key), which the marker keeps when the turn's text goes."""
+    return any(held(line) for line in lines) and not held(own_marker(t))
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    """Every key and scalar of a decoded JSON value, as text (a walk with a stack of its own)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, inner in v.items():
+                yield str(k)
+                stack.append(inner)
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif v is not None:
+            yield str(v)
 
 
 def _scrub_marker(t: Turn, held: Callable[[str], bool]) -> bool:
-    """Drop the fields of ``t``'s marker that ``held`` finds the value in (``marker_strings``); whether any went.
-    The role and time are emptied rather than dropped: every marker has them."""
+    """Drop from ``t``'s marker what ``held`` finds a value in, bead's own fields apart (``own_marker``): a flag not
+    bead's whose name, keys or values hold it; a ref; a role or time not of bead's forms (emptied: every marker has
+    them); a session other than its file's (its file's). Whether any went."""
     gone = False
-    for name in list(t.flags):
-        value = t.flags[name]
-        strings = [str(name), *(strings_in(value) if isinstance(value, (dict, list)) else [str(value)])]
-        if any(held(s) for s in strings if s):
+    for name in [k for k in t.flags if k not in OWN_FLAGS]:
+        if held(str(name)) or any(held(s) for s in _leaves(t.flags[name])):
             del t.flags[name]
             gone = True
     if t.ref is not None and held(t.ref):
@@ -126,7 +177,13 @@ def _scrub_marker(t: Turn, held: Callable[[str], bool]) -> bool:
         t.role, gone = "", True
     if t.at and not _ISO_TIME.fullmatch(t.at) and held(t.at):
         t.at, gone = "", True
+    if t.path is not None and t.session != t.path.stem and held(t.session):
+        t.session, gone = t.path.stem, True
     return gone
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
 
 
 def escape(text: str) -> str:
@@ -539,8 +596,12 @@ class RawLog:
         in (``marker_strings``: a hand edit's extra field, a ref), under the raw log's lock; the turns changed. Their
         text is left as it is (a turn whose text holds the value is ``redact_turns``'s)."""
         with flocked(self.lock_path, root=self.home.root):
-            turns = self.read(path)
-            changed = [t for t in turns if t.n in numbers and _scrub_marker(t, held)]
+            data = safe.read_bytes(path, root=self.home.root)
+            turns = parse_bytes(data, path)
+            lines = marker_lines(data.decode("utf-8", "replace"))
+            # Written again from its turns where a marker's line is not as bead writes it, too: a duplicate key, an
+            # object's key or a ref that is not text hold the value where the parsed turn does not.
+            changed = [t for t in turns if t.n in numbers and (_scrub_marker(t, held) or lines.get(t.n, []) != [t.marker()])]
             if changed:
                 safe.atomic_write(path, render(turns).encode("utf-8"), root=self.home.root)
             return changed
