@@ -793,19 +793,36 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("app-password-in-prose", "my gmail app password is {s}, set up SMTP with it", r("abcdefghijklmnopqrstuvwxyz", 16))
     add("login-pair-in-prose", "remember the staging login is admin / {s}", "Kd8fQ" + r(ALNUM, 7))
     add("login-pair-in-prose", "username and password are root/{s}", "Zq4" + r(ALNUM, 9))
-    # The same attack's forms left over (2026-12-07, the sixteenth session)
-    add("personal-access-token-assignment", "GH_PAT={s}", r(ALNUM, 40))
-    add("personal-access-token-assignment", "ADO_PAT: '{s}'", r(LOWER + DIGITS, 52))
-    add("env-secret-assignment", "APP_SALT={s}", r(ALNUM, 16))
-    add("env-secret-assignment", 'export BW_SESSION="{s}"', r(B64, 86) + "==")
-    add("env-secret-assignment", 'MNEMONIC="{s}"', " ".join(r(LOWER, 5) for _ in range(12)))
-    add("env-secret-assignment", "SEED_PHRASE='{s}'", " ".join(r(LOWER, 6) for _ in range(12)))
-    add("credential-call-argument", "db.auth('admin', '{s}')", "Mg0" + r(ALNUM, 10))
+    # The same attack's forms left over, and a review's (2026-12-07, the sixteenth session)
+    add("token-name-assignment", "GH_PAT={s}", r(ALNUM, 40))
+    add("token-name-assignment", "ADO_PAT: '{s}'", r(LOWER + DIGITS, 52))
+    add("token-name-assignment", '"containerEnv": {{ "GH_PAT": "{s}" }}', r(ALNUM, 36))
+    add("token-name-assignment", "JIRA_PAT={s}", r(B64, 40))
+    add("token-name-assignment", "ADO_PAT ?= {s}", r(ALNUM, 36))
+    add("token-name-assignment", "APP_SALT={s}", r(ALNUM, 16) + "Q7")
+    add("token-name-assignment", 'export BW_SESSION="{s}"', r(B64, 86) + "==")
+    add("seed-phrase", "MNEMONIC={s}", "legal winner thank year wave sausage worth useful legal winner thank yellow")
+    add(
+        "seed-phrase",
+        'const mnemonic = "{s}";',
+        "letter advice cage absurd amount doctor acoustic avoid letter advice cage above",
+    )
+    add("seed-phrase", "my seed phrase is {s}. Store it offline", "zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo wrong")
+    add("mongo-auth-password", "db.auth('admin', '{s}')", "Mg0" + r(ALNUM, 10))
+    add("mongo-auth-password", 'db.getSiblingDB("admin").auth("root", "{s}")', "correct" + r(LOWER, 5))
+    add("mongo-auth-password", 'client.admin.authenticate("u", "{s}")', "Mg1" + r(ALNUM, 9))
     add("wallet-private-key-in-prose", "my metamask private key is 0x{s}, import it", r(HEX, 64))
+    add("wallet-private-key-in-prose", "the private key for my new hot wallet is now {s}", r(HEX, 64))
+    add("wallet-private-key-in-prose", "use this private key 0x{s} for the deploy", r(HEX, 64))
     add(
         "wallet-private-key-in-prose",
         "the private key for the hot wallet is {s}",
         "K" + r("123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", 51),
+    )
+    add(
+        "bip32-extended-private-key",
+        "restore from {s}",
+        "xprv9s21" + r("123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", 103),
     )
     return out
 
@@ -815,7 +832,7 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
-    # look-alikes of the sixteenth session's forms
+    # look-alikes of the sixteenth session's forms, and a review's
     "the private key is stored in ~/.ssh/id_ed25519",
     "private_key: ${PRIVATE_KEY}",
     "private key = load_pem_private_key(data, None)",
@@ -826,7 +843,26 @@ BENIGN = [
     "private_key_path: /etc/ssl/private/site.key",
     "db.auth(user, pwd)",
     "db.auth('admin', passwordPrompt())",
+    'db.auth("reportUser", "SCRAM-SHA-256")',
     "the private key is the one in 1password",
+    "the ed25519 public key for this private key is d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+    "the Taproot x-only pubkey of the private key is 79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798",
+    "the SHA-256 hash of the private key is 3f5a8c0e9d1b2a4c6e8f0a1b3c5d7e9f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d",
+    'private_key: "0000000000000000000000000000000000000000000000000000000000000001"',
+    "DEFAULT_PAT = DEFAULT_FILENAME_PATTERN",
+    "_CAMEL_PAT = CamelCaseIdentifierPattern",
+    'IDENT_PAT = "identifier_pattern_value"',
+    'HEX_PAT = "0123456789abcdefABCDEF"',
+    "GH_PAT=YourPersonalAccessTokenHere",
+    "ADO_PAT=REPLACE_WITH_YOUR_PAT_TOKEN_123",
+    "HASH_SALT=sha512crypt",
+    "CACHE_SALT=release-2024.06.01",
+    "ASSET_SALT=build20240601",
+    'public static final String MNEMONIC = "invokevirtual";',
+    'MNEMONIC = "dup_x1"',
+    "MNEMONIC_PATH=\"m/44'/60'/0'/0\"",
+    "The zoo has a lion, a tiger and an elephant; we walk past the river every day in summer.",
+    "word list: abandon ability able about above absent absorb abstract absurd abuse (ten of them)",
     '_INIT_FACTORY_PAT = "__attr_factory_%s"',
     "URL_PAT = r'^https?://[a-z0-9.-]+/[a-z_]+$'",
     "    private_key: PKCS7PrivateKeyTypes,",
@@ -1457,7 +1493,7 @@ def _redacted(text: str, secret: str) -> bool:
 def test_credential_is_redacted(rule, text, secret):
     clean, found = redact(text)
     assert secret not in clean and found, clean
-    assert rule in {f.rule for f in candidates(text)}, (clean, found)
+    assert rule in {f.rule for f in candidates(text)} | set(found), (clean, found)
 
 
 @pytest.mark.parametrize("text", BENIGN)
@@ -1920,6 +1956,12 @@ def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(m
         'kubectl get secret -n prod db -o jsonpath="{.data.password}" | base64 -d',
         "cat token.txt",
         "argocd admin initial-password -n argocd",  # an outside attack (2026-12-07)
+        # a review's: the names of this session's rules, and Bitwarden's documented way to its session key
+        "printenv GH_PAT",
+        "echo $BW_SESSION",
+        "bw unlock --raw",
+        "printenv MNEMONIC",
+        "echo ${APP_SALT}",
         # An outside attack's: a secret made on the spot, a key file, a decoding, a value cut from .env
         "python3 -c 'import secrets; print(secrets.token_hex(32))'",
         "ruby -e 'require \"securerandom\"; puts SecureRandom.hex(32)'",
