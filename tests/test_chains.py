@@ -258,3 +258,29 @@ def test_a_chain_step_that_names_another_project_names_its_facts_in_full(bead_ho
     assert any(ln.startswith("- db-port (") for ln in lines(p1.body)), lines(p1.body)
     later = lines(p2.body)
     assert any("project/blog/db-port" in ln for ln in later) and not any(ln.startswith("- db-port ") for ln in later), later
+
+
+def test_a_chains_next_step_is_told_of_a_fact_edited_in_place_since_the_first(bead_home):
+    """A Responses chain's next step carries what the steps before it were shown, and what they were shown of each
+    fact (a review: without it, a value edited in place after the first step was never told to the chain)."""
+    home = Home(bead_home).ensure()
+    with Memory(home, parse("owner: t\n")) as m:
+        m.write("project/proj-x/db-port", "Postgres listens on 5432.", "project")
+        path = m.facts.current("project/proj-x/db-port").path
+    engine = Engine(home, parse("owner: t\n"))
+    responses = formats.by_name("responses").wire
+    first = step("hello there, start")
+    p1 = engine.prepare(first, {}, wire=responses)
+    assert "5432" in p1.body.decode()
+    engine.forwarded(p1).result(30)
+    rid, chunks = answer(first, "ok")
+    engine.chained(p1, rid)
+    engine.finished(p1, chunks, "text/event-stream", None, False)
+    engine.drain(30)
+    path.write_text(path.read_text().replace("5432", "6543"))
+    with Memory(home, parse("owner: t\n")) as m:
+        m.catch_up_index()
+    p2 = engine.prepare(step("run the tests please", rid), {}, wire=responses)
+    told = [ln for ln in p2.body.decode().split("\\n") if "replaces the value shown earlier" in ln]
+    assert len(told) == 1 and "6543" in told[0], p2.body.decode()[-2000:]
+    engine.close()

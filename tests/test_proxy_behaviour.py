@@ -414,6 +414,57 @@ class TestConversation:
         assert "replaces the value shown earlier" not in str(later[-1]["content"]), "once"
 
     @staticmethod
+    def _edit_in_place(bead_home, key: str, old: str, new: str) -> None:
+        with mem_of(bead_home) as m:
+            path = m.facts.current(key).path
+            path.write_text(path.read_text().replace(old, new))
+            m.catch_up_index()
+
+    @staticmethod
+    def _newest_text(upstream) -> str:
+        last = json.loads(upstream.requests[-1].body)["messages"][-1]
+        return last["content"] if isinstance(last["content"], str) else last["content"][-1]["text"]
+
+    def test_a_pointed_fact_edited_in_place_is_said_to_be_replaced_and_a_title_edit_of_a_shown_one_is_not(
+        self, proxy_client, upstream, bead_home
+    ):
+        """What a pointer showed (its title) and what a shown fact's line showed (its value) are kept apart: a value
+        edited in place under a pointer's title is told; a title alone edited on a fact the conversation read whole
+        is no new value (a review: it was told as one, the same value again)."""
+        proxy, talk = self._pointed_to_three(proxy_client, bead_home, "pointed-edit")
+        assert "- replica-port (inferred): Replica 5432 serves" in self._newest_text(upstream)
+        self._edit_in_place(bead_home, "project/proj-x/replica-port", "Replica 5432", "Replica 6543")
+        with mem_of(bead_home) as m:  # the pinned shell fact gets a title of its own; its value stays
+            path = m.facts.current("user/shell").path
+            text = path.read_text()
+            head, _, body = text.partition("\n---\n")
+            path.write_text(head + "\ntitle: the shell I use\n---\n" + body)
+            m.catch_up_index()
+            assert m.facts.current("user/shell").title == "the shell I use"
+        talk += [{"role": "assistant", "content": "looking"}, {"role": "user", "content": "ok run the tests please"}]
+        post(proxy, *req("", session="pointed-edit", messages=talk))
+        newest = self._newest_text(upstream)
+        replaced = [ln for ln in newest.splitlines() if "replaces the value shown earlier" in ln]
+        assert len(replaced) == 1 and replaced[0].startswith("- replica-port ") and "6543" in replaced[0], newest
+
+    def test_a_notice_of_an_edit_in_place_comes_again_after_a_rewind_past_it(self, proxy_client, upstream, bead_home):
+        """The conversation's record of what it was shown is of the messages it still has: after a rewind past the
+        turn that told of an edit in place, the next turn tells it again (that branch never saw it)."""
+        with mem_of(bead_home) as m:
+            m.write("project/proj-x/db-port", "Postgres listens on 5432.", "project")
+        proxy = proxy_client()
+        talk = [{"role": "user", "content": "hello there, start"}]
+        post(proxy, *req("", session="rewound", messages=talk))
+        self._edit_in_place(bead_home, "project/proj-x/db-port", "5432", "6543")
+        told = [*talk, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "run the tests please"}]
+        post(proxy, *req("", session="rewound", messages=told))
+        assert "replaces the value shown earlier" in self._newest_text(upstream)
+        other = [*talk, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "no, lint it instead"}]
+        post(proxy, *req("", session="rewound", messages=other))
+        newest = self._newest_text(upstream)
+        assert [ln for ln in newest.splitlines() if "replaces the value shown earlier" in ln and "6543" in ln], newest
+
+    @staticmethod
     def _pointed_to_three(proxy_client, bead_home, session: str):
         """A conversation whose pinned block holds the person's shell and whose second turn points to three inferred
         facts of the staging environment: (the proxy, the messages so far)."""

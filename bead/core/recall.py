@@ -185,7 +185,9 @@ class Recaller:
                 every = index.superseded_shown(
                     injected | set(pinned) | set(pointed_ids),
                     ident.project,
-                    changed=lambda r: r["id"] in digests and digests[r["id"]] != render.shown_digest(r),
+                    changed=lambda r: (
+                        r["id"] in digests and digests[r["id"]] not in (render.shown_digest(r), render.pointed_digest(r))
+                    ),
                 )
         except Exception as exc:  # noqa: BLE001 - the index busy or the deadline passed: the next turn tries again
             # Not a failure of the turn (its block goes out): said in the trace, not counted as a request without memory.
@@ -249,7 +251,8 @@ class Recaller:
             trace["pointers"] = [c.id for c in named]
         text, n = render.block("recall", render.CUE_HEADER, notices + lines, budget, tail)
         rows = {r["id"]: r for r in [*replaced, *ahead]} | {c.id: c.row for c in [*result.facts, *named]}
-        digests = {i: render.shown_digest(rows[i]) for i in [*fitted, *(c.id for c in named)] if i in rows}
+        digests = {i: render.shown_digest(rows[i]) for i in fitted if i in rows}
+        digests |= {c.id: render.pointed_digest(c.row) for c in named}
         return CueBlock(
             text,
             fitted,

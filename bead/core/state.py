@@ -170,7 +170,12 @@ class ConversationState:
         return dataclasses.replace(
             self,
             pinned_ids=list(self.pinned_ids),
-            cues={k: dataclasses.replace(c, ids=list(c.ids), pointers=list(c.pointers)) for k, c in self.cues.items()},
+            cues={
+                k: dataclasses.replace(c, ids=list(c.ids), pointers=list(c.pointers), digests=dict(c.digests))
+                for k, c in self.cues.items()
+            },
+            pinned_digests=dict(self.pinned_digests),
+            carried_digests=dict(self.carried_digests),
             logged=set(self.logged),
             asides=dict(self.asides),
             aside_answers=dict(self.aside_answers),

@@ -380,9 +380,19 @@ def replacing_line(row: dict, project: str | None = None, max_tokens: int = REPL
 
 def shown_digest(row: dict) -> str:
     """What a conversation was shown of a fact, in a few bytes: its line as a block renders it (the key, the trust
-    mark, the date, the value) and its title (a pointer's words). A conversation state keeps it beside the fact's id:
-    a version file edited in place keeps its id, and only this tells that the conversation saw another value."""
-    seen = f"{fact_line(row)}\0{row.get('title') or ''}"
+    mark, the date, the value). A conversation state keeps it beside the fact's id: a version file edited in place
+    keeps its id, and only this tells that the conversation saw another value."""
+    return _digest(f"line\0{fact_line(row)}")
+
+
+def pointed_digest(row: dict) -> str:
+    """``shown_digest`` of a fact a block pointed to: what its pointer line shows (the trust mark and the title), so
+    an edit of the value past the title's words is no change to what the conversation saw, nor a new title of a fact
+    shown whole."""
+    return _digest(f"pointer\0{TRUST_MARK.get(row['trust'], 'inferred')}\0{title(row, 10_000)}")
+
+
+def _digest(seen: str) -> str:
     return hashlib.blake2b(seen.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
