@@ -1126,6 +1126,32 @@ def test_an_excerpt_says_who_produced_it_not_only_that_it_came_in_a_user_message
     assert all(" UTC, user (pasted): The user told me" in line for line in lines), lines
 
 
+def test_another_projects_words_never_come_as_an_excerpt(proxy_client, upstream, bead_home):
+    """A raw excerpt came from any project's sessions: one client's SFTP host, said in its project, reached another
+    client's conversation that asked about the same export (an outside attack). Excerpts come from the conversation's
+    own project and from turns said in none, as its facts do."""
+    from bead.index.rebuild import sync_raw
+
+    proxy = proxy_client()
+
+    def body(messages: list) -> bytes:
+        return json.dumps({"model": "m", "max_tokens": 50, "stream": False, "system": "t", "messages": messages}).encode()
+
+    said = "For the payroll export we agreed the SFTP host is sftp.zanzibar-clienta.example, rotated every sprint."
+    post(proxy, body([{"role": "user", "content": said}]), {"x-bead-project": "clienta", "x-bead-session": "sa"})
+    own = said.replace("clienta", "clientb")
+    post(proxy, body([{"role": "user", "content": own}]), {"x-bead-project": "clientb", "x-bead-session": "sb"})
+    proxy.settle()
+    with mem_of(bead_home) as m:
+        for f in m.raw.files():
+            sync_raw(m.index, m.raw, f)  # what the indexer does on the files' modify events
+    ask = [{"role": "user", "content": "how did we set up the payroll export SFTP host last time?"}]
+    post(proxy, body(ask), {"x-bead-project": "clientb", "x-bead-session": "sb2"})
+    cue = json.loads(upstream.requests[-1].body)["messages"][-1]["content"][-1]["text"]
+    assert "sftp.zanzibar-clientb.example" in cue, cue
+    assert "clienta" not in cue, cue
+
+
 class TestGuard:
     """The app's guard (deadline + GUARD_S) forwards the original when a preparation is stuck where it cannot look at
     the clock. What that preparation would have sent is then recorded nowhere: the next request re-adds only blocks

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..display import cut_at_word, visible
 from ..errors import InvalidArgument, InvalidKey, NotFound, Sealed, Unreadable
+from ..index.db import ANY_PROJECT
 from ..recall import render, standing
 from ..recall.rank import search_facts, search_raw
 from ..store.facts import KeyVersions
@@ -174,7 +175,7 @@ def recall(
     """Ranked current facts and raw excerpts for ``query``, within ``budget_tokens``.
 
     ``scope`` (``user``, ``global``, ``project/<p>`` or a project name)
-    narrows the facts to that scope; ``project`` keeps other projects' facts
+    narrows the facts to that scope; ``project`` keeps other projects' facts and raw turns
     out (the bundle's rule, as in the proxy). Never dormant, sealed or pending
     facts; a team member gets no raw excerpts (turns carry no owner).
     ``exclude`` holds fact ids (as stored) already given elsewhere. ``note`` records the facts returned as
@@ -216,7 +217,7 @@ def recall(
     excerpts: list[tuple[dict[str, Any], float]] = []
     if not viewer.team:
         seen: set[str] = set()
-        for hit in search_raw(index, q, limit=limit):
+        for hit in search_raw(index, q, limit=limit, project=project if project else ANY_PROJECT):
             tid = render.text_id(hit.text)
             if tid in seen:
                 continue

@@ -35,7 +35,15 @@ from .query import CJK_CHARS, RAW_QUERY_STOPWORDS, Visibility, cjk_spaced, fts_o
 
 TOKEN_SAMPLE_CHARS = 400  # of a body that is not ASCII, what pinned_priors reads to reckon its tokens by
 KEYS_LIKE_MAX = 500  # keys of one look-alike skeleton a write's check reads at most
-SCHEMA_VERSION = 13  # 12: raw_vec (bead[semantic]); a raw rowid is never used twice. 13: fact_vec
+# 12: raw_vec (bead[semantic]); a raw rowid is never used twice. 13: fact_vec. 14: a raw turn's project (its marker's)
+SCHEMA_VERSION = 14
+
+
+class AnyProject:
+    """``raw_candidates``' default: turns of every project."""
+
+
+ANY_PROJECT = AnyProject()
 # The sha256 recorded for a version name that is no regular file (a link, a FIFO, a folder): never a digest.
 ODD_ENTRY = "not-a-file"
 RAW_CHARS = 4000  # of a turn's text read back for an excerpt
@@ -214,10 +222,16 @@ def _context(texts: dict[int, str], n: int) -> str:
     return texts[n - 1][:CONTEXT_CHARS] if n - 1 in texts else ""
 
 
+def _project(t: Turn) -> str | None:
+    """The project a raw turn was said in, as its marker names it (bead.core.capture); None where it names none."""
+    project = t.flags.get("project")
+    return project if isinstance(project, str) and project else None
+
+
 def _digest(t: Turn, text: str, context: str) -> bytes:
     """8 bytes that change when anything a raw row holds or indexes changes (not the text: a hash of it)."""
     h = hashlib.blake2b(digest_size=8)
-    for part in (t.role, t.at, t.ref or "", text, context):
+    for part in (t.role, t.at, t.ref or "", _project(t) or "", text, context):
         h.update(str(part).encode("utf-8", "surrogatepass") + b"\0")
     return h.digest()
 
@@ -273,8 +287,10 @@ _SCHEMA = (
     # forget then replaced can never be taken for the new row's); a rebuild carries the sequence over. ``digest``
     # (8 bytes of a hash of what the row indexes) lets a file's re-read keep the rows it did not change.
     "CREATE TABLE raw (rowid INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, n INTEGER NOT NULL, "
-    "role TEXT, at TEXT, ref TEXT, file INTEGER NOT NULL, off INTEGER, len INTEGER, digest BLOB)",
+    "role TEXT, at TEXT, ref TEXT, file INTEGER NOT NULL, off INTEGER, len INTEGER, digest BLOB, project TEXT)",
     "CREATE UNIQUE INDEX raw_session_n ON raw(session, n)",
+    # A conversation's excerpts come from its own project's turns and from turns of none (raw_candidates).
+    "CREATE INDEX raw_project ON raw(project)",
     "CREATE INDEX raw_file ON raw(file)",
     # A turn is found by its own words and, at half weight, by the start of the turn before it (the
     # answer to "when did X" is often the turn after X).
@@ -724,11 +740,14 @@ class Index:
                 self._delete_raw_rows("session = ? AND n = ?", [t.session, t.n])
             rowid += 1
             text, context = t.text[:INDEXED_CHARS], _context(texts, t.n)
-            rows.append((rowid, t.session, t.n, t.role, t.at, t.ref, files[path], t.offset, t.size, _digest(t, text, context)))
+            digest = _digest(t, text, context)
+            rows.append((rowid, t.session, t.n, t.role, t.at, t.ref, files[path], t.offset, t.size, digest, _project(t)))
             fts.append((rowid, cjk_spaced(text), cjk_spaced(context)))
         try:
             self._conn.executemany(
-                "INSERT INTO raw(rowid, session, n, role, at, ref, file, off, len, digest) VALUES (?,?,?,?,?,?,?,?,?,?)", rows
+                "INSERT INTO raw(rowid, session, n, role, at, ref, file, off, len, digest, project) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                rows,
             )
         except self._integrity:
             if replace:
@@ -1125,10 +1144,17 @@ class Index:
         return self._scored(sql, [*params, limit])
 
     def raw_candidates(
-        self, query: str, limit: int, exclude_sessions: Iterable[str] = (), with_text: bool = True
+        self,
+        query: str,
+        limit: int,
+        exclude_sessions: Iterable[str] = (),
+        with_text: bool = True,
+        project: str | None | AnyProject = ANY_PROJECT,
     ) -> list[dict[str, Any]]:
         """Raw turn rows that match ``query``, best BM25 first, each with its ``bm25`` score and its ``text``
         (read back from its file; ``with_text=False`` leaves that to ``fill_raw_text``, for the rows kept).
+        ``project``: only turns said in that project or in none (a conversation's, as its facts are: one client's
+        words never reach another's conversation); ANY_PROJECT, every turn (the person's own search).
 
         FTS5 scores every row that holds a query word before it can take the
         top k, so the work grows with the history. Scoring is capped at about
@@ -1146,9 +1172,14 @@ class Index:
         if not fts:
             return []
         exclude = set(exclude_sessions)
-        # Excluded sessions are filtered from an over-fetch: rank inside FTS5 first, then fetch only the top
-        # rows (joining before the LIMIT reads every matching row of `raw`).
-        fetch = limit + (limit + 40 if exclude else 0)
+        own = project is not ANY_PROJECT
+
+        def theirs(row: dict[str, Any]) -> bool:
+            return own and row["project"] is not None and row["project"] != project
+
+        # Excluded sessions and other projects' turns are filtered from an over-fetch: rank inside FTS5 first, then
+        # fetch only the top rows (joining before the LIMIT reads every matching row of `raw`).
+        fetch = limit + (limit + 40 if exclude or own else 0)
         n = self.raw_size()
         df = self.raw_doc_freq(words) if n > RAW_POSTINGS_BUDGET else {}
         total = sum(df.values())
@@ -1167,23 +1198,28 @@ class Index:
             if rare and lo > 0:
                 scored += self._raw_top(fts_or(rare), fetch, 0, lo)
                 scored.sort(key=lambda r: r[1])
-        if exclude and len(scored) >= fetch:
-            # The excluded sessions may fill the over-fetch (a long current session): ask again without them.
+        rows = self._raw_rows([rid for rid, _ in scored])
+        left_out = sum(1 for r in rows.values() if r["session"] in exclude or theirs(r))
+        if left_out and len(scored) >= fetch and len(scored) - left_out < limit:
+            # The excluded sessions or other projects' turns may fill the over-fetch (a long current session, a
+            # busier project): ask again without them.
             marks = ",".join("?" * len(exclude))
+            sessions = f"session IN ({marks})" if exclude else "0"
+            others = "(project IS NOT NULL AND project != ?)" if own else "0"
             kept = [
                 (int(rid), float(k))
                 for rid, k in self._conn.execute(
                     "SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? AND rowid > ? AND rowid NOT IN "
-                    f"(SELECT rowid FROM raw WHERE session IN ({marks})) ORDER BY rank LIMIT ?",
-                    [fts, lo, *exclude, fetch],
+                    f"(SELECT rowid FROM raw WHERE {sessions} OR {others}) ORDER BY rank LIMIT ?",
+                    [fts, lo, *exclude, *([project] if own else []), fetch],
                 )
             ]
             scored = sorted(dict(scored + kept).items(), key=lambda r: r[1])
-        rows = self._raw_rows([rid for rid, _ in scored])
+            rows = self._raw_rows([rid for rid, _ in scored])
         out = []
         for rid, rank in scored:
             row = rows.get(rid)
-            if row is None or row["session"] in exclude:
+            if row is None or row["session"] in exclude or theirs(row):
                 continue
             row["bm25"] = -rank
             row["rowid"] = rid
@@ -1224,7 +1260,7 @@ class Index:
             return {}
         marks = ",".join("?" * len(rowids))
         rows = self._rows(
-            "SELECT r.rowid AS rowid, r.session || '#' || r.n AS id, r.session, r.n, r.role, r.at, r.ref, "
+            "SELECT r.rowid AS rowid, r.session || '#' || r.n AS id, r.session, r.n, r.role, r.at, r.ref, r.project, "
             f"f.path AS path, r.off, r.len FROM raw r JOIN raw_files f ON f.id = r.file WHERE r.rowid IN ({marks})",
             rowids,
         )

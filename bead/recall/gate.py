@@ -258,7 +258,12 @@ def recall(
     if strong and asks_about_past_work(cues):
         seen = set(exclude_raw_texts)
         # The cue's strong terms, sorted, are no sentence: BM25 alone (the rescoring by meaning was chosen on questions).
-        for hit in search_raw(index, " ".join(sorted(strong)), limit=10, exclude_sessions=exclude_sessions, by_meaning=False):
+        # The conversation's project's turns and turns of none: another project's words never reach it (an outside
+        # attack: one client's SFTP host in another client's conversation), as another project's facts do not.
+        found = search_raw(
+            index, " ".join(sorted(strong)), limit=10, exclude_sessions=exclude_sessions, by_meaning=False, project=project
+        )
+        for hit in found:
             cov = coverage(strong, hit.text)
             cand = Candidate(hit.id, "", hit.text, round(cov, 3), [], row=hit.row)
             tid = text_id(hit.text)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..index import semantic
-from ..index.db import RAW_CHARS, Index, stem
+from ..index.db import ANY_PROJECT, RAW_CHARS, AnyProject, Index, stem
 from ..index.query import RAW_QUERY_STOPWORDS, Visibility, terms
 from ..store.keys import PERSON_TRUSTS
 
@@ -92,8 +92,10 @@ def search_raw(
     exclude_sessions: Iterable[str] = (),
     recency: float | None = None,
     by_meaning: bool = True,
+    project: str | None | AnyProject = ANY_PROJECT,
 ) -> list[Hit]:
-    """Raw turns by BM25, then a recency tilt among the strongest candidates.
+    """Raw turns by BM25, then a recency tilt among the strongest candidates; ``project``: only turns said in it
+    or in none (Index.raw_candidates).
 
     A turn that states a changed value usually shares the old turn's words;
     among candidates of comparable BM25 score the newer one should win, so
@@ -104,7 +106,7 @@ def search_raw(
     # On another core while BM25 runs. ``by_meaning=False``: a query that is no question (the cue gate's bag of
     # terms), where the rescoring was never measured.
     pending = embed_query(index, query) if SEMANTIC_ALPHA and by_meaning else None
-    kept = index.raw_candidates(query, max(limit * RECENCY_POOL, limit), exclude_sessions, with_text=False)
+    kept = index.raw_candidates(query, max(limit * RECENCY_POOL, limit), exclude_sessions, with_text=False, project=project)
     if recency and len(kept) > 1:
         # Rank of (time, turn number) among the candidates: 0 oldest, 1 newest.
         order = sorted(range(len(kept)), key=lambda i: (kept[i]["at"], kept[i]["session"], kept[i]["n"]))
