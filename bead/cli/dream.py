@@ -136,20 +136,34 @@ def queue(ctx, show_all, as_json):
 def queue_accept(item_id, yes, as_json):
     """Write the item's value (trust: accepted, a person's decision). At a terminal it shows the whole value first,
     on one line as the model will read it, and asks (--yes for scripts)."""
-    from ..core.review import accept_item, card_fingerprint, replaced_id
+    from ..core.review import accept_item, card_fingerprint, current, current_shown, lines_marked
     from ..display import one_line
     from ..store.queue import Queue
 
     mem = open_memory()
     shown = None
     if not yes and not as_json and common.at_terminal():
-        # What a notice or a list cut short (a proposal's first 160 characters) is read whole before it is written:
-        # one line, blank padding collapsed, so that nothing of it is off the screen or hidden by line breaks.
+        # What a notice or a list cut short (a proposal's first 160 characters) is read whole before it is written,
+        # as `bead review`'s card shows it: one line, every run of blanks of any script merged (thousands of U+3000
+        # pushed the key and the start of a `curl ... | sh` off the screen: an outside attack), each line break a
+        # ` ↵ `, and first what it overrides (the person's pinned value); the question names the key and what it
+        # replaces again, beside the answer.
         item = Queue(mem).get(item_id)
-        shown = card_fingerprint(item, replaced_id(mem, item.key))  # as it is when the question is shown
-        echo(f"This will write {item.key} ({item.type}, trust accepted: the pinned block may carry it):", err=True)
-        echo(f"  {one_line(item.value)}", err=True)
-        common.confirm("Write it?", abort=True, err=True)
+        cur = current(mem, item.key)
+        replaces = cur.id if cur is not None and not cur.sealed else None
+        shown = card_fingerprint(item, replaces)  # as it is when the question is shown
+        changes = ""
+        if cur is not None and cur.type and cur.type != item.type:
+            changes = f"; the current version is {one_line(cur.type)}: accepting changes it"
+        what = f"{one_line(item.key)} ({one_line(item.type)}, trust accepted: the pinned block may carry it{changes})"
+        echo(f"This will write {what}.", err=True)
+        if item.detail:
+            echo(f"  queued:   {one_line(item.detail, 400)}", err=True)
+        echo(f"  current:  {one_line(current_shown(cur, item.key))}", err=True)
+        echo(f"  proposed: {one_line(lines_marked(item.value))}", err=True)
+        pinned = " (pinned: it stays pinned)" if cur is not None and cur.pinned and not cur.sealed else ""
+        over = f", replacing {one_line(replaces)}{pinned}" if replaces else ""
+        common.confirm(f"Write the proposal to {one_line(item.key)}{over}?", abort=True, err=True)
     item = accept_item(mem, item_id, value=None, shown=shown)
     emit(item.as_dict(), as_json, lambda d: echo(f"accepted {d['id']}: wrote {d['history'][-1]['id']}: {one_line(d['value'])}"))
 

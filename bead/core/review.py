@@ -31,6 +31,7 @@ from .. import files as safe
 from ..capture.secrets import credential_rules
 from ..display import CONTROL
 from ..errors import BeadError, InvalidArgument, RefusedWrite
+from ..recall.render import flattened
 from ..store.episodes import Episodes
 from ..store.facts import Fact
 from ..store.keys import TYPES, parse_id, persons_word, validate_key
@@ -64,6 +65,29 @@ class Excerpt:
 # replace it: an agent can write one long enough to push the proposal out of sight (a review). The person's word is
 # shown whole.
 CURRENT_CHARS = 300
+
+
+def lines_marked(value: str) -> str:
+    """``value`` on one line, its blanks merged as a block's line merges them (every run of blanks of any script:
+    U+3000, no-break spaces), each run of line breaks (of any kind str.splitlines knows) shown as ` ↵ `: what a
+    question about a value shows, so that padding cannot push its first words off the screen and a `# old hook:`
+    line and the command after it do not read as one commented line."""
+    return " \u21b5 ".join(line for part in value.splitlines() if (line := flattened(part)))
+
+
+def current_shown(cur: Current | None, key: str, cut: bool = True) -> str:
+    """What accepting a proposal for ``key`` overrides, as a question shows it: none, a sealed key (never its value),
+    or the current value (``lines_marked``; one an agent or the dream wrote cut at CURRENT_CHARS where ``cut``) with
+    its id, trust, status and whether it is pinned (it stays pinned)."""
+    if cur is None:
+        return "(none: the key is new)"
+    if cur.sealed:
+        return "sealed in the vault (never shown here)"
+    value = lines_marked(cur.value)
+    if cut and not cur.persons:
+        value = cut_current(value, key)
+    flags = ", pinned: stays pinned" if cur.pinned else ""
+    return f"{value} ({cur.id}, {cur.trust}, {cur.status}{flags})"
 
 
 def cut_current(text: str, key: str) -> str:

@@ -112,10 +112,11 @@ async def ask(ctx: Context, q: Question) -> Elicit[Consent] | Question | Answere
 
 
 def quoted(text: str, instead: str) -> str:
-    """``text`` as the question shows it: as a block gives it to the model (one line: each line break and run of
-    blank space one space, so no padding pushes a part of it out of the dialog's view), every control and invisible
-    character as an escape, indented under the question; refused when too long to read in a dialog."""
-    flat = flattened(text)
+    """``text`` as the question shows it: on one line, each run of blank space one space, so no padding pushes a part
+    of it out of the dialog's view, and each run of line breaks a ` ↵ ` (joined silently, a `# old hook:` line and the
+    command after it read as one commented line: a review), every control and invisible character as an escape,
+    indented under the question; refused when too long to read in a dialog."""
+    flat = review.lines_marked(text)
     if len(flat) > SHOW_CHARS:
         raise ToolFailure(
             "needs_person",

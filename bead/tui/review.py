@@ -23,7 +23,6 @@ from ..core import review
 from ..core.memory import Memory
 from ..display import one_line as flat
 from ..errors import BeadError
-from ..recall.render import flattened
 from .text import one_line, safe
 
 # A proposed value wider than this many columns, as shown (about eight lines of a terminal), is followed by the card's
@@ -182,12 +181,6 @@ def _field(name: str, value: str) -> list[Segment]:
     return out
 
 
-def _lines_marked(value: str) -> str:
-    """``value`` on one line, its blanks merged as a block's line merges them, each run of line breaks (of any kind
-    str.splitlines knows) shown as ` ↵ `."""
-    return " \u21b5 ".join(line for part in value.splitlines() if (line := flattened(part)))
-
-
 def _columns(text: str) -> int:
     """How many terminal columns ``text`` takes (a wide character two; an escape as many as its characters)."""
     from prompt_toolkit.utils import get_cwidth
@@ -226,7 +219,7 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
         else:
             flags = ", pinned" if cur.pinned else ""
             # The person's word is shown whole; a version an agent or the dream wrote is cut (review.cut_current).
-            value = flat(_lines_marked(cur.value))
+            value = flat(review.lines_marked(cur.value))
             if e.proposed is not None and not cur.persons:
                 value = review.cut_current(value, safe(e.key))
             shown = f"{value}\n({safe(cur.id)}, {safe(cur.trust)}, {safe(cur.status)}{flags})"
@@ -240,7 +233,7 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
         # of them filled the screen above the question with nothing (an adversarial pass). Where the value breaks
         # its lines, the card says so (`↵`, runs of breaks as one): `get_memory` gives the agent the lines, and a
         # `# old hook:` line followed by a command reads as one commented line once joined (a review).
-        shown = safe(e.proposed, multiline=True) if e.kind == "evaluation" else flat(_lines_marked(e.proposed))
+        shown = safe(e.proposed, multiline=True) if e.kind == "evaluation" else flat(review.lines_marked(e.proposed))
         out += _field("lesson" if e.kind == "evaluation" else "proposed", shown)
     if e.evaluation:
         ev = e.evaluation
@@ -265,7 +258,7 @@ def card(e: review.Entry, n: int, total: int) -> list[Segment]:
         out += _field("sources", "\n".join(lines))
     elif e.kind != "evaluation":
         out += _field("sources", "(no turns cited)" if not e.sources else f"{e.sources} turn(s), none readable now")
-    if e.proposed is not None and e.kind != "evaluation" and _columns(flat(_lines_marked(e.proposed))) > LONG_VALUE:
+    if e.proposed is not None and e.kind != "evaluation" and _columns(flat(review.lines_marked(e.proposed))) > LONG_VALUE:
         # A long value pushes the card's head (what it is, its key, why it waits) off the top of the screen: said
         # again beside the question.
         again = " · ".join(x for x in (one_line(e.headline, 120), one_line(e.key or "", 120), one_line(e.reason or "", 200)) if x)
