@@ -1110,3 +1110,34 @@ def test_a_relative_working_directory_is_named_by_its_last_folder_and_never_walk
     monkeypatch.setattr(conversation, "main_checkout", lambda p: looked.append(str(p)) or real(p))
     assert project_from_cwd("../../srv/shop-api") == "shop-api"
     assert looked == []
+
+
+def test_a_long_block_sent_again_is_not_split_again_and_the_kept_ones_are_bounded(monkeypatch):
+    """A conversation sends every earlier message again with each request: a 1.7 MB pasted JSON, split anew each
+    time (about 0.35 s a megabyte), made every later request miss the proxy's deadline and go out without its blocks
+    (an outside attack). A long block's parts are kept by a digest of its text; what is kept is bounded."""
+    from bead.capture import text as capture_text
+    from bead.wire import anthropic
+
+    calls: list[int] = []
+    real = capture_text.segments
+
+    def counted(text: str) -> list[tuple[str, str]]:
+        calls.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(anthropic, "segments", counted)
+    monkeypatch.setattr(anthropic, "_parts_cache", type(anthropic._parts_cache)())
+    monkeypatch.setattr(anthropic, "_parts_cache_chars", 0)
+    paste = "why is item 7 missing?\n" + json.dumps([{"id": i, "tags": ["a", "b"]} for i in range(800)], indent=2)
+    talk = [{"role": "user", "content": paste}]
+    first = conversation_of({"messages": talk}, {})
+    talk += [{"role": "assistant", "content": "looking"}, {"role": "user", "content": "and item 9?"}]
+    again = conversation_of({"messages": talk}, {})
+    assert [len(paste) > n for n in calls] == [False, True], calls  # the paste once, then only the short new message
+    assert again.messages[0].parts == first.messages[0].parts
+    assert any(p.source is Source.PASTED for p in again.messages[0].parts)  # the JSON is a paste either way
+    monkeypatch.setattr(anthropic, "PARTS_CACHE_CHARS", 3 * len(paste))
+    for i in range(6):
+        conversation_of({"messages": [{"role": "user", "content": paste + f"\n{i}"}]}, {})
+    assert anthropic._parts_cache_chars <= 3 * len(paste) + 10 and len(anthropic._parts_cache) <= 3

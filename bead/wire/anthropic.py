@@ -11,9 +11,12 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import hashlib
 import json
 import re
+import threading
 import zlib
 from typing import Any
 
@@ -74,7 +77,42 @@ def _tool_result_text(block: dict[str, Any]) -> str:
 _SEGMENT_SOURCE = {"typed": Source.TYPED, "lazy": Source.TYPED, "pasted": Source.PASTED, "tool_output": Source.TOOL_OUTPUT}
 
 
+# A conversation sends every earlier message again with each request, and the walk that splits a person's block
+# (``segments``) costs about 0.35 s a megabyte of pasted JSON or a traceback: one large paste made every later request
+# of its conversation miss the proxy's deadline and go out without its blocks (an outside attack). A block's parts
+# depend on its text alone, so those of a long one are kept, by a digest of it, the most recently asked first, up to
+# PARTS_CACHE_CHARS characters of blocks in all; a short block is split again (cheaper than its digest's upkeep).
+PARTS_CACHE_MIN_CHARS = 8_192
+PARTS_CACHE_CHARS = 32_000_000
+_parts_cache: collections.OrderedDict[tuple[bytes, Source], tuple[int, tuple[Part, ...]]] = collections.OrderedDict()
+_parts_cache_chars = 0
+_parts_lock = threading.Lock()
+
+
 def text_parts(text: str, source: Source) -> list[Part]:
+    """``_text_parts``, kept for a long block (``PARTS_CACHE_MIN_CHARS``): a later request of the conversation sends
+    it again."""
+    global _parts_cache_chars
+    if len(text) < PARTS_CACHE_MIN_CHARS:
+        return _text_parts(text, source)
+    key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), source)
+    with _parts_lock:
+        hit = _parts_cache.get(key)
+        if hit is not None:
+            _parts_cache.move_to_end(key)
+            return list(hit[1])
+    parts = tuple(_text_parts(text, source))
+    with _parts_lock:
+        if key not in _parts_cache:
+            _parts_cache[key] = (len(text), parts)
+            _parts_cache_chars += len(text)
+            while _parts_cache_chars > PARTS_CACHE_CHARS and len(_parts_cache) > 1:
+                _, (size, _gone) = _parts_cache.popitem(last=False)
+                _parts_cache_chars -= size
+    return list(parts)
+
+
+def _text_parts(text: str, source: Source) -> list[Part]:
     """One text block's parts: its own words, then the harness's reminders.
 
     A person's block is split further (``bead.capture.text.segments``): what
