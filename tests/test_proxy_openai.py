@@ -789,6 +789,23 @@ class TestHardening:
             sdk.models.list()
         assert upstream.requests == [] and openai_upstream.requests == []
 
+    def test_azures_client_with_the_proxy_as_its_endpoint_reaches_the_upstream(self, served, openai_upstream, upstream):
+        """Azure's SDK, given `http://127.0.0.1:PORT/TOKEN/openai` as its endpoint, asks
+        `/TOKEN/openai/openai/deployments/...`: the second `openai` read as a stale token's (a 403, nothing sent). It
+        goes to the OpenAI upstream as `/openai/deployments/...`, as Azure's own endpoint has it."""
+        from bead.token import load_token
+
+        sdk = openai_sdk.AzureOpenAI(
+            azure_endpoint=f"{served.url}/{load_token(served.engine.home)}/openai",
+            api_key=KEY,
+            api_version="2024-10-21",
+            max_retries=0,
+        )
+        sdk.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        [sent] = openai_upstream.requests
+        assert sent.path == "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21", sent.path
+        assert upstream.requests == []
+
     @pytest.mark.parametrize("target", ["/openai/v1/models?#x", "/v1/models?a#b", "/openai/v1/chat/completions?x=#@127.0.0.1:1"])
     def test_a_fragment_in_the_query_is_a_400_not_a_500(self, served, openai_upstream, upstream, target):
         """The query is apart from the path in ASGI: a "#" there passed the check, and httpx then refused to

@@ -155,9 +155,14 @@ def _stalled(api: str) -> Response:
 
 def _api_behind_a_segment(raw_path: str) -> formats.Api | None:
     """The API with a path prefix whose name is the path's second segment (``/<x>/openai/...``): a request
-    of that API behind a token that is not the home's (None when there is none)."""
-    second = raw_path.split("?", 1)[0].split("/")[2:3]
-    return next((a for a in formats.APIS.values() if a.prefix and second == [a.prefix[1:]]), None)
+    of that API behind a token that is not the home's (None when there is none). Not where the first segment is an
+    API's prefix itself: Azure's client, given ``.../TOKEN/openai`` as its endpoint, asks
+    ``/TOKEN/openai/openai/deployments/...`` (an outside attack found it refused as a stale token)."""
+    segments = raw_path.split("?", 1)[0].split("/")
+    prefixes = [a for a in formats.APIS.values() if a.prefix]
+    if any(segments[1:2] == [a.prefix[1:]] for a in prefixes):
+        return None
+    return next((a for a in prefixes if segments[2:3] == [a.prefix[1:]]), None)
 
 
 def _scope_headers() -> list[tuple[str, str]]:
