@@ -807,7 +807,11 @@ def _fakes() -> list[tuple[str, str, str]]:
         'const mnemonic = "{s}";',
         "letter advice cage absurd amount doctor acoustic avoid letter advice cage above",
     )
-    add("seed-phrase", "my seed phrase is {s}. Store it offline", "zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo wrong")
+    add(
+        "seed-phrase",
+        "my seed phrase is {s}. Store it offline",
+        "gallery rain budget orphan velvet lunar ripple cousin tent anchor mystery fold",
+    )
     add("mongo-auth-password", "db.auth('admin', '{s}')", "Mg0" + r(ALNUM, 10))
     add("mongo-auth-password", 'db.getSiblingDB("admin").auth("root", "{s}")', "correct" + r(LOWER, 5))
     add("mongo-auth-password", 'client.admin.authenticate("u", "{s}")', "Mg1" + r(ALNUM, 9))
@@ -863,6 +867,8 @@ BENIGN = [
     "MNEMONIC_PATH=\"m/44'/60'/0'/0\"",
     "The zoo has a lion, a tiger and an elephant; we walk past the river every day in summer.",
     "word list: abandon ability able about above absent absorb abstract absurd abuse (ten of them)",
+    "orchard orchard orchard orchard orchard orchard orchard orchard orchard orchard orchard orchard orchard",
+    "build test run build test run build test run build test run build test run",
     '_INIT_FACTORY_PAT = "__attr_factory_%s"',
     "URL_PAT = r'^https?://[a-z0-9.-]+/[a-z_]+$'",
     "    private_key: PKCS7PrivateKeyTypes,",

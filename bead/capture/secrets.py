@@ -953,6 +953,7 @@ def _in_joined(text: str) -> list[Finding]:
 
 SEED = "seed-phrase"  # the rule id of a wallet's recovery phrase (``_in_seed_phrase``)
 SEED_WORDS = 12  # BIP39's shortest phrase
+SEED_DISTINCT = 9  # of each twelve words of a phrase, how many different ones at least
 _WORD_RUN = re.compile(r"[A-Za-z]+")
 # What may stand between two words of a phrase: blanks and a comma, or a line break and a list's number ("1. legal").
 _SEED_GAP = re.compile(r"[ \t]{0,3},?[ \t]{0,3}(?:\r?\n[ \t]{0,8}(?:\d{1,2}[.)][ \t]{1,3})?)?")
@@ -969,26 +970,33 @@ def _bip39() -> frozenset[str]:
 def _in_seed_phrase(text: str) -> list[Finding]:
     """A wallet's recovery phrase however it is given (a .env line quoted or not, a JavaScript config, JSON, a
     call's argument, prose, one word a line): SEED_WORDS or more words in a row, each in BIP39's English list and in
-    lower case, apart by blanks, a comma or a line break alone. No name is needed, so `MNEMONIC = "invokevirtual"`
-    (a CPU's or a JVM's instruction) is no secret. Twelve such words in a row occur in no text of 11,000 files
-    looked at (site-packages, /usr/share/doc, the LoCoMo and BEAM conversations): the list holds no "the", "and",
-    "is", "to", "of" or "a". One pass over the words: linear."""
+    lower case, apart by blanks, a comma or a line break alone, and not mostly the same few (SEED_DISTINCT). No name
+    is needed, so `MNEMONIC = "invokevirtual"` (a CPU's or a JVM's instruction) is no secret. Twelve such words in a
+    row occur in no text of 11,000 files looked at (site-packages, /usr/share/doc, the LoCoMo and BEAM
+    conversations): the list holds no "the", "and", "is", "to", "of" or "a". One pass over the words: linear."""
     if len(text) < SEED_WORDS * 4:
         return []
     words = _bip39()
     out: list[Finding] = []
-    count, start, prev = 0, 0, 0
+    run: list[str] = []
+    start = prev = 0
+
+    def seed() -> bool:
+        # A phrase's words are drawn at random from 2,048: twelve hold eleven or twelve different ones. A run of
+        # one word or a few said again ("word word word", a test's filler) is no phrase.
+        return len(run) >= SEED_WORDS and len(set(run)) >= SEED_DISTINCT * min(len(run), 24) // SEED_WORDS
+
     for m in _WORD_RUN.finditer(text):
         word = m.group()
         listed = word in words
-        if listed and count and _SEED_GAP.fullmatch(text, prev, m.start()) is not None:
-            count += 1
+        if listed and run and _SEED_GAP.fullmatch(text, prev, m.start()) is not None:
+            run.append(word)
         else:
-            if count >= SEED_WORDS:
+            if seed():
                 out.append(Finding(SEED, start, prev))
-            count, start = (1, m.start()) if listed else (0, 0)
+            run, start = ([word], m.start()) if listed else ([], 0)
         prev = m.end()
-    if count >= SEED_WORDS:
+    if seed():
         out.append(Finding(SEED, start, prev))
     return out
 
