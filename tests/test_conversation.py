@@ -1137,7 +1137,19 @@ def test_a_long_block_sent_again_is_not_split_again_and_the_kept_ones_are_bounde
     assert [len(paste) > n for n in calls] == [False, True], calls  # the paste once, then only the short new message
     assert again.messages[0].parts == first.messages[0].parts
     assert any(p.source is Source.PASTED for p in again.messages[0].parts)  # the JSON is a paste either way
-    monkeypatch.setattr(anthropic, "PARTS_CACHE_CHARS", 3 * len(paste))
+    one = anthropic._footprint(tuple(again.messages[0].parts))
+    monkeypatch.setattr(anthropic, "PARTS_CACHE_BYTES", 4 * one + 4000)
     for i in range(6):
         conversation_of({"messages": [{"role": "user", "content": paste + f"\n{i}"}]}, {})
-    assert anthropic._parts_cache_chars <= 3 * len(paste) + 10 and len(anthropic._parts_cache) <= 3
+    assert anthropic._parts_cache_chars <= anthropic.PARTS_CACHE_BYTES and len(anthropic._parts_cache) <= 4
+
+
+def test_a_json_pasted_without_a_fence_is_one_paste_not_thousands_of_runs():
+    """A pretty-printed JSON pasted without a fence: its objects' two-space lines (`  },`, `  {`) read as typed
+    between its deeper, pasted lines, and 1.8 MB came apart into 32,001 runs, each a raw turn marked typed (a
+    review). A line of no letter or digit goes with the run it is in."""
+    paste = "why is item 7 missing?\n" + json.dumps([{"id": i, "tags": ["a", "b"]} for i in range(300)], indent=2)
+    runs = segments(paste)
+    assert len(runs) == 2 and runs[0][0] == "typed" and runs[0][1].startswith("why is item 7 missing?"), runs[:3]
+    assert runs[1][0] == "pasted" and '"id": 299' in runs[1][1]
+    assert segments("run the tests\n:)\nthen lint") == [("typed", "run the tests\n:)\nthen lint")]

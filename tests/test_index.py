@@ -401,3 +401,20 @@ def test_a_version_indexed_after_a_newer_one_is_indexed_as_superseded(mem):
     assert isinstance(v1, Fact) and mem.index.add_version(v2)
     rows = {r["id"]: r for r in mem.index.facts_by_id([v1.id, v2.id, v3.id])}
     assert rows[v2.id]["status"] == "superseded" and rows[v2.id]["current"] == 0 and rows[v3.id]["current"] == 1
+
+
+@pytest.mark.parametrize("project", [None, "clientb"])
+def test_a_conversations_raw_search_finds_turns_of_no_project_past_another_projects_many(mem, project):
+    """A conversation's raw search keeps to its project's turns and those of none. Where another project's turns
+    filled the over-fetch, the search asked again without them; for a conversation of no project that second search
+    still held them (SQL's `project != NULL`) and the turns of none were never found (a review)."""
+    from bead.recall.rank import search_raw
+
+    mem.raw.append("shared", "user", "The deploy key for the staging box lives in the vault under ops/staging.")
+    for i in range(120):
+        mem.raw.append(f"a{i}", "user", f"deploy key staging: step {i}", project="clienta")
+    mem.catch_up_index()
+    found = [h.row["session"] for h in search_raw(mem.index, "deploy key staging", limit=10, by_meaning=False, project=project)]
+    assert found == ["shared"], found
+    every = search_raw(mem.index, "deploy key staging", limit=10, by_meaning=False)
+    assert len(every) == 10 and "shared" not in [h.row["session"] for h in every]  # the person's own search: all

@@ -110,6 +110,37 @@ def test_recall_gives_raw_excerpts_with_session_date_and_who_produced_them(serve
     assert " UTC, user (pasted): The user said the flaky" in text and "UTC, user:" not in text
 
 
+def test_recall_in_one_project_gives_no_excerpt_of_another_projects_turns(server, mem):
+    """The server in webshop read another project's conversations into its recall (one client's host in another's
+    work: a review); its excerpts are of webshop's turns and of turns of no project."""
+    mem.append_turns(
+        "sess-other-project",
+        [
+            (
+                "user",
+                "The payroll quoll export goes to sftp.quoll-clienta.example nightly",
+                None,
+                None,
+                {"source": "typed", "project": "clienta"},
+            )
+        ],
+    )
+    mem.append_turns(
+        "sess-own-project",
+        [
+            (
+                "user",
+                "The payroll quoll export of webshop goes to sftp.quoll-webshop.example",
+                None,
+                None,
+                {"source": "typed", "project": "webshop"},
+            )
+        ],
+    )
+    text = server.call("recall", {"query": "payroll quoll export sftp"}).content[0].text
+    assert "sftp.quoll-webshop.example" in text and "clienta" not in text, text
+
+
 TERMINAL_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")
 
 

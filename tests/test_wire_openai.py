@@ -565,6 +565,27 @@ class TestLimits:
         with pytest.raises(TooLarge):
             openai.CHAT.parse(json.dumps({"messages": [{"role": "assistant", "tool_calls": calls}]}).encode(), {})
 
+    def test_a_long_text_read_into_many_runs_is_no_message_of_too_many_parts(self):
+        """The parts bead reads out of a person's text are not what the client sent: a text alternating typed lines
+        and indented ones (or a JSON pasted without a fence) came apart into over MAX_MESSAGE_PARTS runs, and every
+        request of its conversation went on without memory or capture (a review). The limit counts what was sent:
+        a message's content items, a run's tool outputs."""
+        from bead.wire import splice
+        from bead.wire.splice import TooLarge
+
+        text = "\n\n".join(f"note {i} here\n\n    code line {i}" for i in range(splice.MAX_MESSAGE_PARTS))
+        for wire, field in ((openai.CHAT, "messages"), (openai.RESPONSES, "input")):
+            conv = wire.parse(json.dumps({field: [{"role": "user", "content": text}]}).encode(), {})[1]
+            assert len(conv.messages[0].parts) > splice.MAX_MESSAGE_PARTS
+        many = [{"type": "text", "text": "a"}] * (splice.MAX_MESSAGE_PARTS + 1)
+        with pytest.raises(TooLarge):
+            openai.CHAT.parse(json.dumps({"messages": [{"role": "user", "content": many}]}).encode(), {})
+        outputs = [
+            {"type": "function_call_output", "call_id": f"c{i}", "output": "x"} for i in range(splice.MAX_MESSAGE_PARTS + 1)
+        ]
+        with pytest.raises(TooLarge):
+            openai.RESPONSES.parse(json.dumps({"input": outputs}).encode(), {})
+
     def test_anthropic_blocks_past_the_limits_stop_the_read(self):
         from bead.wire import anthropic, splice
         from bead.wire.splice import TooLarge

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..display import cut_at_word, visible
 from ..errors import InvalidArgument, InvalidKey, NotFound, Sealed, Unreadable
-from ..index.db import ANY_PROJECT
+from ..index.db import ANY_PROJECT, AnyProject
 from ..recall import render, standing
 from ..recall.rank import search_facts, search_raw
 from ..store.facts import KeyVersions
@@ -171,6 +171,7 @@ def recall(
     project: str | None = None,
     exclude: frozenset[str] = frozenset(),
     note: bool = False,
+    raw_project: str | None | AnyProject = ANY_PROJECT,
 ) -> Recalled:
     """Ranked current facts and raw excerpts for ``query``, within ``budget_tokens``.
 
@@ -178,6 +179,8 @@ def recall(
     narrows the facts to that scope; ``project`` keeps other projects' facts and raw turns
     out (the bundle's rule, as in the proxy). Never dormant, sealed or pending
     facts; a team member gets no raw excerpts (turns carry no owner).
+    ``raw_project``: the raw excerpts of that project's turns and of turns of none only (``project`` sets it too):
+    an agent's server in one project never reads another project's conversations.
     ``exclude`` holds fact ids (as stored) already given elsewhere. ``note`` records the facts returned as
     recalled by the agent (the MCP tool's call): the pinned block counts recent recalls.
     """
@@ -217,7 +220,8 @@ def recall(
     excerpts: list[tuple[dict[str, Any], float]] = []
     if not viewer.team:
         seen: set[str] = set()
-        for hit in search_raw(index, q, limit=limit, project=project if project else ANY_PROJECT):
+        turns_of = project if project else raw_project
+        for hit in search_raw(index, q, limit=limit, project=turns_of):
             tid = render.text_id(hit.text)
             if tid in seen:
                 continue

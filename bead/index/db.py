@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, overload
 
@@ -1184,12 +1185,13 @@ class Index:
         df = self.raw_doc_freq(words) if n > RAW_POSTINGS_BUDGET else {}
         total = sum(df.values())
         lo = 0
+        rare: list[str] = []
         if total <= RAW_POSTINGS_BUDGET:
             scored = self._raw_top(fts, fetch, 0)
         else:
             lo = max(n - max(int(RAW_POSTINGS_BUDGET * n / total), RAW_MIN_WINDOW), 0)
             scored = self._raw_top(fts, fetch, lo)
-            rare, spent = [], 0
+            spent = 0
             for w in sorted(words, key=lambda w: df.get(w, 0)):
                 if df.get(w, 0) == 0 or spent + df[w] > RAW_POSTINGS_BUDGET // 2:
                     continue
@@ -1202,18 +1204,11 @@ class Index:
         left_out = sum(1 for r in rows.values() if r["session"] in exclude or theirs(r))
         if left_out and len(scored) >= fetch and len(scored) - left_out < limit:
             # The excluded sessions or other projects' turns may fill the over-fetch (a long current session, a
-            # busier project): ask again without them.
-            marks = ",".join("?" * len(exclude))
-            sessions = f"session IN ({marks})" if exclude else "0"
-            others = "(project IS NOT NULL AND project != ?)" if own else "0"
-            kept = [
-                (int(rid), float(k))
-                for rid, k in self._conn.execute(
-                    "SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? AND rowid > ? AND rowid NOT IN "
-                    f"(SELECT rowid FROM raw WHERE {sessions} OR {others}) ORDER BY rank LIMIT ?",
-                    [fts, lo, *exclude, *([project] if own else []), fetch],
-                )
-            ]
+            # busier project): ask again without them, in the window and among the older turns' rare words alike
+            # (a review: a project whose turns are all old was found by the rare words' search alone, unfiltered).
+            kept = self._raw_top(fts, fetch, lo, exclude=exclude, project=project)
+            if rare and lo > 0:
+                kept += self._raw_top(fts_or(rare), fetch, 0, lo, exclude=exclude, project=project)
             scored = sorted(dict(scored + kept).items(), key=lambda r: r[1])
             rows = self._raw_rows([rid for rid, _ in scored])
         out = []
@@ -1241,18 +1236,41 @@ class Index:
                 r["text"] = self._read_span(r["path"], r["off"], r["len"])
         return rows
 
-    def _raw_top(self, fts: str, fetch: int, lo: int, hi: int | None = None) -> list[tuple[int, float]]:
-        """(rowid, rank) of the best ``fetch`` matches with ``lo < rowid <= hi``."""
+    def _raw_top(
+        self,
+        fts: str,
+        fetch: int,
+        lo: int,
+        hi: int | None = None,
+        exclude: AbstractSet[str] = frozenset(),
+        project: str | None | AnyProject = ANY_PROJECT,
+    ) -> list[tuple[int, float]]:
+        """(rowid, rank) of the best ``fetch`` matches with ``lo < rowid <= hi``; with ``exclude`` or a ``project``
+        (raw_candidates), not the turns of those sessions or of another project, read through each match's row (a
+        lookup a match, within the postings budget)."""
+        params: list[Any]
         if hi is None:
-            sql, params = "rowid > ?", [lo]
+            sql, params = "raw_fts.rowid > ?", [lo]
         else:
-            sql, params = "rowid > ? AND rowid <= ?", [lo, hi]
-        return [
-            (int(r), float(k))
-            for r, k in self._conn.execute(
-                f"SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? AND {sql} ORDER BY rank LIMIT ?", [fts, *params, fetch]
-            )
-        ]
+            sql, params = "raw_fts.rowid > ? AND raw_fts.rowid <= ?", [lo, hi]
+        if not exclude and project is ANY_PROJECT:
+            query = f"SELECT raw_fts.rowid, rank FROM raw_fts WHERE raw_fts MATCH ? AND {sql} ORDER BY rank LIMIT ?"
+            return [(int(r), float(k)) for r, k in self._conn.execute(query, [fts, *params, fetch])]
+        if exclude:
+            sql += f" AND r.session NOT IN ({','.join('?' * len(exclude))})"
+            params += sorted(exclude)
+        if project is not ANY_PROJECT:
+            # A conversation of no project sees the turns of none (SQL's `project != NULL` is no answer: a review).
+            if isinstance(project, str):
+                sql += " AND (r.project IS NULL OR r.project = ?)"
+                params.append(project)
+            else:
+                sql += " AND r.project IS NULL"
+        query = (
+            "SELECT raw_fts.rowid, rank FROM raw_fts JOIN raw r ON r.rowid = raw_fts.rowid "
+            f"WHERE raw_fts MATCH ? AND {sql} ORDER BY rank LIMIT ?"
+        )
+        return [(int(r), float(k)) for r, k in self._conn.execute(query, [fts, *params, fetch])]
 
     def _raw_rows(self, rowids: list[int]) -> dict[int, dict[str, Any]]:
         """Raw rows by rowid, each with its ``id``, ``path`` and place in the file (``off``, ``len``)."""

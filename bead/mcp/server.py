@@ -767,7 +767,10 @@ def _agent_tools(mcp: MCPServer, rt: Runtime, trust: str, source: str) -> None:
         limit: Annotated[int, Field(ge=1, le=50)] = 10,
     ) -> CallToolResult:
         def work(mem: Memory, viewer: Viewer) -> tuple[dict[str, Any], str]:
-            found = reads.recall(mem, query, scope, limit, budget.recall_budget_tokens, viewer, note=True)
+            # The raw excerpts of this server's project's turns and of turns of none (another project's
+            # conversations are never read into this one's: an outside review); its facts as before.
+            turns_of = rt.project if rt.project else reads.ANY_PROJECT
+            found = reads.recall(mem, query, scope, limit, budget.recall_budget_tokens, viewer, note=True, raw_project=turns_of)
             return found.as_dict(), _recall_text(found)
 
         return await rt.call("recall", ctx, work, write=False)

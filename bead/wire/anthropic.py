@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import sys
 import threading
 import zlib
 from typing import Any
@@ -79,14 +80,21 @@ _SEGMENT_SOURCE = {"typed": Source.TYPED, "lazy": Source.TYPED, "pasted": Source
 
 # A conversation sends every earlier message again with each request, and the walk that splits a person's block
 # (``segments``) costs about 0.35 s a megabyte of pasted JSON or a traceback: one large paste made every later request
-# of its conversation miss the proxy's deadline and go out without its blocks (an outside attack). A block's parts
-# depend on its text alone, so those of a long one are kept, by a digest of it, the most recently asked first, up to
-# PARTS_CACHE_CHARS characters of blocks in all; a short block is split again (cheaper than its digest's upkeep).
-PARTS_CACHE_MIN_CHARS = 8_192
-PARTS_CACHE_CHARS = 32_000_000
+# of its conversation miss the proxy's deadline and go out without its blocks (an outside attack), and so did 220
+# pastes of 8 KB (a review). A block's parts depend on its text alone, so those of any but a short one are kept, by a
+# digest of it, the most recently asked first, up to PARTS_CACHE_BYTES of memory in all (as ``_footprint`` reckons it:
+# a character of a JSON paste cost about nine bytes in Part objects); a short block is split again (cheaper than its
+# digest's upkeep), and one whose parts alone pass a quarter of the room is not kept.
+PARTS_CACHE_MIN_CHARS = 512
+PARTS_CACHE_BYTES = 64_000_000
+PART_OVERHEAD_BYTES = 200  # a Part object and its tuple slot, about
 _parts_cache: collections.OrderedDict[tuple[bytes, Source], tuple[int, tuple[Part, ...]]] = collections.OrderedDict()
-_parts_cache_chars = 0
+_parts_cache_chars = 0  # the bytes the kept parts take, as ``_footprint`` reckons them
 _parts_lock = threading.Lock()
+
+
+def _footprint(parts: tuple[Part, ...]) -> int:
+    return sum(sys.getsizeof(p.text) + PART_OVERHEAD_BYTES for p in parts)
 
 
 def text_parts(text: str, source: Source) -> list[Part]:
@@ -102,13 +110,14 @@ def text_parts(text: str, source: Source) -> list[Part]:
             _parts_cache.move_to_end(key)
             return list(hit[1])
     parts = tuple(_text_parts(text, source))
+    size = _footprint(parts)
     with _parts_lock:
-        if key not in _parts_cache:
-            _parts_cache[key] = (len(text), parts)
-            _parts_cache_chars += len(text)
-            while _parts_cache_chars > PARTS_CACHE_CHARS and len(_parts_cache) > 1:
-                _, (size, _gone) = _parts_cache.popitem(last=False)
-                _parts_cache_chars -= size
+        if key not in _parts_cache and size <= PARTS_CACHE_BYTES // 4:
+            _parts_cache[key] = (size, parts)
+            _parts_cache_chars += size
+            while _parts_cache_chars > PARTS_CACHE_BYTES:
+                _, (gone, _parts) = _parts_cache.popitem(last=False)
+                _parts_cache_chars -= gone
     return list(parts)
 
 

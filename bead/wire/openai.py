@@ -183,9 +183,13 @@ def _output_text(value: Any) -> str:
     return "\n".join(out)
 
 
-def _check_messages(messages: tuple[Message, ...]) -> None:
-    """TooLarge when one conversation message (a run of tool outputs included) has over MAX_MESSAGE_PARTS parts."""
-    if any(len(m.parts) > MAX_MESSAGE_PARTS for m in messages):
+def _check_groups(groups: tuple[Group, ...]) -> None:
+    """TooLarge when one conversation message is a run of over MAX_MESSAGE_PARTS wire items (tool outputs, an
+    assistant's calls). What is counted is what the client sent, as the Anthropic wire counts a message's blocks
+    (with check_parts' count of each item's content): the parts bead reads out of a text are no measure of the
+    request's size (a 28 KB JSON pasted without a fence came apart into thousands of them, and every request of its
+    conversation was sent on without memory or capture: a review)."""
+    if any(len(g.items) > MAX_MESSAGE_PARTS for g in groups):
         raise TooLarge(f"a message of more than {MAX_MESSAGE_PARTS} parts")
 
 
@@ -274,7 +278,7 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
     """The typed conversation of a decoded Chat Completions request, and each message's wire items."""
     b = _Builder()
     raw = data.get("messages") or []
-    check_parts(raw, ("content", "tool_calls"))
+    check_parts(raw, ("content", "tool_calls"), per_item=True)
     system: list[str] = []
     lead: int | None = None  # how many of them come before the conversation's first other message
     first_user: list[str] | None = None
@@ -319,7 +323,7 @@ def chat_conversation(data: dict[str, Any], headers: dict[str, str]) -> tuple[Co
                 first_user = texts
             b.add(conv_role, i, parts, texts)
     messages, groups = b.done()
-    _check_messages(messages)
+    _check_groups(groups)
     messages, opener = aider_context(messages, groups, raw, "\n".join(system))
     context = context_elements(first_user or [])
     reminders = context_elements(first_user or [], ("system-reminder",))
@@ -692,7 +696,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
         system.append(data["instructions"])
     first_user: list[str] | None = None
     raw = data.get("input")
-    check_parts(raw, ("content", "output"))
+    check_parts(raw, ("content", "output"), per_item=True)
     lead: int | None = None  # how many of them come before the conversation's first other item
     if isinstance(raw, str) and raw:
         parts, texts = _content_parts(raw, Source.TYPED)
@@ -755,7 +759,7 @@ def responses_conversation(data: dict[str, Any], headers: dict[str, str]) -> tup
         else:  # compaction, item references, approvals: context the harness keeps, not turns
             b.add("system", i, [], [json.dumps(item, ensure_ascii=False, sort_keys=True)[:4096]], kind="other")
     messages, groups = b.done()
-    _check_messages(messages)
+    _check_groups(groups)
     context = context_elements(first_user or [])
     reminders = context_elements(first_user or [], ("system-reminder",))
     text_cfg = data.get("text")
