@@ -2034,3 +2034,15 @@ def test_every_flag_bead_writes_on_a_turn_is_its_own():
                     written.add(node.args[0].value)
     assert {"forgotten", "redacted", "owner", "batch", "partial", "error"} <= written, written
     assert written <= OWN_FLAGS, written - OWN_FLAGS
+
+
+def test_a_value_in_a_foreign_marker_field_goes_though_a_field_of_beads_holds_it_too(mem, bead):
+    """Where one of bead's own fields held the value too (a batch id), the turn's marker was passed over and a field a
+    hand edit added beside it kept the value (a review). The foreign field goes; bead's own stays."""
+    path = _hand_edited_marker(
+        mem, "s-both", lambda m: m[:-1] + ', "batch": "b-wombat-secret-99173", "note": "wombat-secret-99173"}'
+    )
+    r = bead("forget", "--match", "wombat-secret-99173", "--yes")
+    assert r.code == 0, r.err
+    first_turn = mem.raw.read(path)[0]
+    assert "note" not in first_turn.flags and first_turn.flags["batch"] == "b-wombat-secret-99173"

@@ -801,16 +801,46 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("token-name-assignment", "ADO_PAT ?= {s}", r(ALNUM, 36))
     add("token-name-assignment", "APP_SALT={s}", r(ALNUM, 16) + "Q7")
     add("token-name-assignment", 'export BW_SESSION="{s}"', r(B64, 86) + "==")
-    add("seed-phrase", "MNEMONIC={s}", "legal winner thank year wave sausage worth useful legal winner thank yellow")
     add(
         "seed-phrase",
-        'const mnemonic = "{s}";',
+        'new HDWalletProvider("{s}", url)',
+        "legal winner thank year wave sausage worth useful legal winner thank yellow",
+    )
+    add(
+        "seed-phrase",
+        'const words = "{s}";',
         "letter advice cage absurd amount doctor acoustic avoid letter advice cage above",
     )
     add(
         "seed-phrase",
         "my seed phrase is {s}. Store it offline",
         "gallery rain budget orphan velvet lunar ripple cousin tent anchor mystery fold",
+    )
+    # a second review's
+    add(
+        "wallet-private-key-in-prose",
+        "my wallet address is 0x2c7536E3605D9C16a7a3D7b1898e529396a65c23 and the private key is 0x{s}",
+        r(HEX, 64),
+    )
+    add("wallet-private-key-in-prose", "private key (hex): 0x{s}. Its hash is irrelevant.", r(HEX, 64))
+    add("token-name-hex", "APP_SALT={s}", r(HEX, 16) + "a1")
+    add("token-name-assignment", "GH_PAT_2={s}", r(ALNUM, 36))
+    add("bitwarden-session-flag", "$ bw list items --session {s}", r(B64, 86) + "==")
+    add("mongo-auth-password", 'db.auth(username, "{s}")', "Mg2" + r(ALNUM, 10))
+    add("mongo-auth-password", 'db.auth("admin", "{s}")', "Xk9m'" + r(ALNUM, 8))
+    add("seed-phrase", "my wallet words: {s}", "LEGAL WINNER THANK YEAR WAVE SAUSAGE WORTH USEFUL LEGAL WINNER THANK YELLOW")
+    add(
+        "seed-phrase",
+        "{s}",
+        '["gallery", "rain", "budget", "orphan", "velvet", "lunar", "ripple", "cousin", "tent", "anchor", "mystery", "fold"]',
+    )
+    add(
+        "seed-phrase",
+        "restore it with {s} tonight",
+        "gallery-rain-budget-orphan-velvet-lunar-ripple-cousin-tent-anchor-mystery-fold",
+    )
+    add(
+        "mnemonic-assignment", 'MNEMONIC="{s}"', "gallerry rain budget orphan velvet lunar ripple cousin tent anchor mystery fold"
     )
     add("mongo-auth-password", "db.auth('admin', '{s}')", "Mg0" + r(ALNUM, 10))
     add("mongo-auth-password", 'db.getSiblingDB("admin").auth("root", "{s}")', "correct" + r(LOWER, 5))
@@ -866,6 +896,12 @@ BENIGN = [
     'MNEMONIC = "dup_x1"',
     "MNEMONIC_PATH=\"m/44'/60'/0'/0\"",
     "The zoo has a lion, a tiger and an elephant; we walk past the river every day in summer.",
+    "Animals: cat, dog, horse, lion, tiger, zebra, monkey, rabbit, mouse, snake, eagle, whale.",
+    "EXCLUDE_PAT=node_modules/some-package/dist",
+    "ROUTE_PAT=/api/v1/users/profile-image",
+    "BRANCH_PAT=release/2024-q3-hotfix-branch",
+    'MNEMONIC: "mov rax, qword ptr [rbp-8]"',
+    "the SHA-256 hash of the private key is 3f5a8c0e9d1b2a4c6e8f0a1b3c5d7e9f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d and nothing else",
     "word list: abandon ability able about above absent absorb abstract absurd abuse (ten of them)",
     "orchard orchard orchard orchard orchard orchard orchard orchard orchard orchard orchard orchard orchard",
     "build test run build test run build test run build test run build test run",

@@ -955,8 +955,16 @@ SEED = "seed-phrase"  # the rule id of a wallet's recovery phrase (``_in_seed_ph
 SEED_WORDS = 12  # BIP39's shortest phrase
 SEED_DISTINCT = 9  # of each twelve words of a phrase, how many different ones at least
 _WORD_RUN = re.compile(r"[A-Za-z]+")
-# What may stand between two words of a phrase: blanks and a comma, or a line break and a list's number ("1. legal").
-_SEED_GAP = re.compile(r"[ \t]{0,3},?[ \t]{0,3}(?:\r?\n[ \t]{0,8}(?:\d{1,2}[.)][ \t]{1,3})?)?")
+# What may stand between two words of a phrase: blanks (a no-break or ideographic space too), then maybe a list's
+# number ("1. legal 2. winner"); a line break, then maybe a number or a bullet ("1: legal", "- legal"); a hyphen
+# ("legal-winner-..."); or a list's quotes and comma (`["legal", "winner", ...]`, cardano-wallet's form). Not a bare
+# comma: a list of twelve common nouns in prose ("cat, dog, horse, ...") is no phrase (a review).
+_SEED_GAP = re.compile(
+    r"[ \t\u00a0\u3000]{1,3}(?:\d{1,2}[.):][ \t]{1,3})?"
+    r"|[ \t]{0,3}\r?\n[ \t]{0,8}(?:(?:\d{1,2}[.):]?|[-*\u2022])[ \t]{1,3})?"
+    r"|-"
+    r"|[\"'][ \t]{0,2},[ \t\r\n]{0,8}[\"']"
+)
 
 
 @lru_cache(maxsize=1)
@@ -970,7 +978,7 @@ def _bip39() -> frozenset[str]:
 def _in_seed_phrase(text: str) -> list[Finding]:
     """A wallet's recovery phrase however it is given (a .env line quoted or not, a JavaScript config, JSON, a
     call's argument, prose, one word a line): SEED_WORDS or more words in a row, each in BIP39's English list and in
-    lower case, apart by blanks, a comma or a line break alone, and not mostly the same few (SEED_DISTINCT). No name
+    any case, apart as ``_SEED_GAP`` allows, and not mostly the same few (SEED_DISTINCT). No name
     is needed, so `MNEMONIC = "invokevirtual"` (a CPU's or a JVM's instruction) is no secret. Twelve such words in a
     row occur in no text of 11,000 files looked at (site-packages, /usr/share/doc, the LoCoMo and BEAM
     conversations): the list holds no "the", "and", "is", "to", "of" or "a". One pass over the words: linear."""
@@ -987,7 +995,7 @@ def _in_seed_phrase(text: str) -> list[Finding]:
         return len(run) >= SEED_WORDS and len(set(run)) >= SEED_DISTINCT * min(len(run), 24) // SEED_WORDS
 
     for m in _WORD_RUN.finditer(text):
-        word = m.group()
+        word = m.group().lower()  # as written: "Legal Winner ...", "LEGAL WINNER ..." (a review)
         listed = word in words
         if listed and run and _SEED_GAP.fullmatch(text, prev, m.start()) is not None:
             run.append(word)

@@ -151,6 +151,11 @@ def queue_accept(item_id, yes, as_json):
         item = Queue(mem).get(item_id)
         cur = current(mem, item.key)
         replaces = cur.id if cur is not None and not cur.sealed else None
+        kv = mem.versions(item.key)
+        if kv.unreadable is not None:
+            # The newest version cannot be read: the write goes above it, not above the older one shown (a review).
+            replaces = f"{item.key}@v{kv.numbers[-1]}"
+            cur = None
         shown = card_fingerprint(item, replaces)  # as it is when the question is shown
         changes = ""
         if cur is not None and cur.type and cur.type != item.type:
@@ -158,12 +163,20 @@ def queue_accept(item_id, yes, as_json):
         what = f"{one_line(item.key)} ({one_line(item.type)}, trust accepted: the pinned block may carry it{changes})"
         echo(f"This will write {what}.", err=True)
         if item.detail:
-            echo(f"  queued:   {one_line(item.detail, 400)}", err=True)
-        echo(f"  current:  {one_line(current_shown(cur, item.key))}", err=True)
+            echo(f"  queued:   {one_line(lines_marked(item.detail), 400)}", err=True)
+        shown_cur = (
+            current_shown(cur, item.key)
+            if kv.unreadable is None
+            else f"v{kv.numbers[-1]}, which cannot be read (`bead status` names the file)"
+        )
+        echo(f"  current:  {one_line(shown_cur)}", err=True)
         echo(f"  proposed: {one_line(lines_marked(item.value))}", err=True)
         pinned = " (pinned: it stays pinned)" if cur is not None and cur.pinned and not cur.sealed else ""
         over = f", replacing {one_line(replaces)}{pinned}" if replaces else ""
-        common.confirm(f"Write the proposal to {one_line(item.key)}{over}?", abort=True, err=True)
+        # What the accept changes beside the value, again at the question: a long proposal scrolls the lines above
+        # away (a type made `feedback` becomes a skill `bead skills install` writes: a review).
+        retyped = f", as {one_line(item.type)} (it is {one_line(cur.type)} now)" if changes and cur is not None else ""
+        common.confirm(f"Write the proposal to {one_line(item.key)}{over}{retyped}?", abort=True, err=True)
     item = accept_item(mem, item_id, value=None, shown=shown)
     emit(item.as_dict(), as_json, lambda d: echo(f"accepted {d['id']}: wrote {d['history'][-1]['id']}: {one_line(d['value'])}"))
 

@@ -34,7 +34,6 @@ from pydantic import BaseModel, ConfigDict
 
 from ..core import review
 from ..display import visible
-from ..recall.render import flattened
 from .errors import ToolFailure
 
 # Longer text is not put in a dialog: the person would accept what they did not read.
@@ -128,7 +127,7 @@ def quoted(text: str, instead: str) -> str:
 
 def excerpt(text: str, key: str) -> str:
     """``text`` as ``quoted`` shows it, cut as a current version before a proposal is (bead.core.review.cut_current)."""
-    return "    " + visible(review.cut_current(flattened(text), key))
+    return "    " + visible(review.cut_current(review.lines_marked(text), key))
 
 
 def said_no(outcome: Any) -> bool:

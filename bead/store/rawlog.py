@@ -144,7 +144,27 @@ def marker_holds(lines: list[str], t: Turn, held: Callable[[str], bool]) -> bool
     """Whether ``t``'s marker ``lines`` as its file has them (``marker_lines``) hold what ``held`` finds, where bead's
     own fields (``own_marker``) do not: a field a hand edit or another tool put there (an extra flag, a ref, a
     duplicate key the parser reads past, an object's key), which the marker keeps when the turn's text goes."""
-    return any(held(line) for line in lines) and not held(own_marker(t))
+    if not any(held(line) for line in lines):
+        return False
+    # Where bead's own fields hold it too (a batch id, a project's name), a field of another's may as well: each is
+    # looked at (a review: a note beside a batch id that held the value stayed).
+    return not held(own_marker(t)) or any(held(s) for s in _foreign_strings(t))
+
+
+def _foreign_strings(t: Turn) -> Iterator[str]:
+    """The strings of ``t``'s marker that are not bead's own (``_scrub_marker`` drops those that hold a value)."""
+    for name in t.flags:
+        if name not in OWN_FLAGS:
+            yield str(name)
+            yield from _leaves(t.flags[name])
+    if t.ref is not None:
+        yield t.ref
+    if t.role and t.role not in _ROLES:
+        yield t.role
+    if t.at and not _ISO_TIME.fullmatch(t.at):
+        yield t.at
+    if t.path is not None and t.session != t.path.stem:
+        yield t.session
 
 
 def _leaves(value: Any) -> Iterator[str]:
