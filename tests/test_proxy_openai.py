@@ -785,6 +785,9 @@ class TestHardening:
         with pytest.raises(openai_sdk.PermissionDeniedError) as e:
             sdk.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hi"}])
         assert "not this home's token" in e.value.message
+        # Refused before its body was read, the connection is not kept: the SDK's next request went out on it and got
+        # no answer now and then ("Server disconnected without sending a response").
+        assert e.value.response.headers.get("connection") == "close"
         with pytest.raises(openai_sdk.PermissionDeniedError):
             sdk.models.list()
         assert upstream.requests == [] and openai_upstream.requests == []

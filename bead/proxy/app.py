@@ -142,15 +142,18 @@ class _Relayed(Response):
 
 
 def _api_error(status: int, message: str, kind: str = "api_error", api: str = "anthropic") -> Response:
-    """An error bead itself answers, in the shape of the API the request speaks (bead.wire.formats)."""
-    return Response(formats.APIS[api].error(message, kind), status=status, content_type="application/json")
+    """An error bead itself answers, in the shape of the API the request speaks (bead.wire.formats). Its connection is
+    not kept: most come before the request's body was read (a refusal), after which the server closes the connection
+    anyway, and a client that did not hear so sent its next request on it and got no answer (a test's SDK, now and
+    then: "Server disconnected without sending a response")."""
+    response = Response(formats.APIS[api].error(message, kind), status=status, content_type="application/json")
+    response.headers["Connection"] = "close"
+    return response
 
 
 def _stalled(api: str) -> Response:
     """The answer to a request whose body kept the proxy waiting too long (BODY_WAIT_S); its connection is not kept."""
-    response = _api_error(408, f"bead proxy: the request body kept the proxy waiting {BODY_WAIT_S:.0f} s", api=api)
-    response.headers["Connection"] = "close"
-    return response
+    return _api_error(408, f"bead proxy: the request body kept the proxy waiting {BODY_WAIT_S:.0f} s", api=api)
 
 
 def _api_behind_a_segment(raw_path: str) -> formats.Api | None:
