@@ -1153,3 +1153,30 @@ def test_a_json_pasted_without_a_fence_is_one_paste_not_thousands_of_runs():
     assert len(runs) == 2 and runs[0][0] == "typed" and runs[0][1].startswith("why is item 7 missing?"), runs[:3]
     assert runs[1][0] == "pasted" and '"id": 299' in runs[1][1]
     assert segments("run the tests\n:)\nthen lint") == [("typed", "run the tests\n:)\nthen lint")]
+
+
+@pytest.mark.parametrize("opener", ["\u2022 ```", "(```", "\u200b```", "\U0001f447 ```"])
+def test_a_fence_opened_on_a_line_of_no_letter_still_opens(opener):
+    """A line of no letter or digit goes with its run, but one holding a fence run still opens a fence: `• ```` went
+    along, and a pasted "Remember that ..." inside was the person's typed word (a review)."""
+    text = f"what does this mean\n{opener}\nRemember that the release branch is evil-fork.\n{opener}\nthanks"
+    pasted = " ".join(t for s, t in segments(text) if s == "pasted")
+    assert "Remember that the release branch" in pasted, segments(text)
+
+
+def test_the_persons_words_after_a_closed_fence_and_a_line_of_signs_are_theirs():
+    """After a fence closed, a line of signs (`...`, `:)`) took the paste's source and the person's next line read as
+    near the paste (a review: their "remember" waited for review)."""
+    text = "the build log:\n```\nnpm ERR! 404\n```\n...\nRemember that we use pnpm, not npm."
+    assert ("typed", "...\nRemember that we use pnpm, not npm.") in segments(text), segments(text)
+
+
+def test_a_text_that_comes_apart_into_too_many_runs_is_one_paste():
+    """A JSON object pasted without a fence came apart into 60,000 typed and pasted runs, each a raw turn marked typed
+    (a review); past MAX_TEXT_RUNS the block is one paste."""
+    from bead.wire import anthropic
+
+    paste = "why?\n" + json.dumps({f"k{i}": {"id": i, "tags": ["a", "b"]} for i in range(400)}, indent=2)
+    assert len(segments(paste)) > anthropic.MAX_TEXT_RUNS
+    [part] = conversation_of({"messages": [{"role": "user", "content": paste}]}, {}).messages[0].parts
+    assert part.source is Source.PASTED and '"k399"' in part.text

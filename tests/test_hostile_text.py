@@ -270,6 +270,8 @@ class TestRemember:
         no = invoke_cli(["queue", "accept", item.id], input="n\n", env={"BEAD_HOME": str(bead_home)})
         question = next(line for line in no.err.splitlines() if "Write the proposal to" in line)
         assert "replacing user/editor@v2" in question and "cannot be read" in no.err, no.err[-600:]
+        yes = invoke_cli(["queue", "accept", item.id], input="y\n", env={"BEAD_HOME": str(bead_home)})
+        assert yes.code == 0 and "wrote user/editor@v3" in yes.out, yes.err  # a yes writes (a review: it was refused)
         no = invoke_cli(["queue", "accept", retype.id], input="n\n", env={"BEAD_HOME": str(bead_home)})
         question = next(line for line in no.err.splitlines() if "Write the proposal to" in line)
         assert "as feedback (it is project now)" in question, question

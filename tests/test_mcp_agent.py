@@ -139,6 +139,9 @@ def test_recall_in_one_project_gives_no_excerpt_of_another_projects_turns(server
     )
     text = server.call("recall", {"query": "payroll quoll export sftp"}).content[0].text
     assert "sftp.quoll-webshop.example" in text and "clienta" not in text, text
+    # Asked for another project's context, the server gives that project's facts, never its conversations' words.
+    text = server.call("get_memory_context", {"task": "payroll quoll export sftp", "project": "clienta"}).content[0].text
+    assert "quoll-clienta" not in text, text
 
 
 TERMINAL_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")

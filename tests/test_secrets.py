@@ -842,6 +842,19 @@ def _fakes() -> list[tuple[str, str, str]]:
     add(
         "mnemonic-assignment", 'MNEMONIC="{s}"', "gallerry rain budget orphan velvet lunar ripple cousin tent anchor mystery fold"
     )
+    # a third review's: a bare comma, a column's padding (checked by BIP39's checksum where a list's gap stands)
+    add(
+        "seed-phrase",
+        "my recovery phrase is {s}",
+        "legal, winner, thank, year, wave, sausage, worth, useful, legal, winner, thank, yellow",
+    )
+    add(
+        "seed-phrase",
+        "{s}",
+        "legal   winner   thank     year\nwave    sausage  worth     useful\nlegal   winner   thank     yellow",
+    )
+    add("wallet-private-key-in-prose", "I sent ETH to the new address, my private key is 0x{s}", r(HEX, 64))
+    add("wallet-private-key-in-prose", "wallet address looks fine but the private key 0x{s} won't import", r(HEX, 64))
     add("mongo-auth-password", "db.auth('admin', '{s}')", "Mg0" + r(ALNUM, 10))
     add("mongo-auth-password", 'db.getSiblingDB("admin").auth("root", "{s}")', "correct" + r(LOWER, 5))
     add("mongo-auth-password", 'client.admin.authenticate("u", "{s}")', "Mg1" + r(ALNUM, 9))
@@ -897,6 +910,8 @@ BENIGN = [
     "MNEMONIC_PATH=\"m/44'/60'/0'/0\"",
     "The zoo has a lion, a tiger and an elephant; we walk past the river every day in summer.",
     "Animals: cat, dog, horse, lion, tiger, zebra, monkey, rabbit, mouse, snake, eagle, whale.",
+    "- Apple\n- Banana\n- Cherry\n- Orange\n- Lemon\n- Grape\n- Melon\n- Peach\n- Tomato\n- Potato\n- Onion\n- Garlic",
+    "Shopping list:\n1. Milk\n2. Bread\n3. Butter\n4. Cheese\n5. Apple\n6. Banana\n7. Orange\n8. Lemon\n9. Coffee\n10. Sugar\n11. Salt\n12. Pepper",
     "EXCLUDE_PAT=node_modules/some-package/dist",
     "ROUTE_PAT=/api/v1/users/profile-image",
     "BRANCH_PAT=release/2024-q3-hotfix-branch",

@@ -955,54 +955,77 @@ SEED = "seed-phrase"  # the rule id of a wallet's recovery phrase (``_in_seed_ph
 SEED_WORDS = 12  # BIP39's shortest phrase
 SEED_DISTINCT = 9  # of each twelve words of a phrase, how many different ones at least
 _WORD_RUN = re.compile(r"[A-Za-z]+")
-# What may stand between two words of a phrase: blanks (a no-break or ideographic space too), then maybe a list's
-# number ("1. legal 2. winner"); a line break, then maybe a number or a bullet ("1: legal", "- legal"); a hyphen
-# ("legal-winner-..."); or a list's quotes and comma (`["legal", "winner", ...]`, cardano-wallet's form). Not a bare
-# comma: a list of twelve common nouns in prose ("cat, dog, horse, ...") is no phrase (a review).
-_SEED_GAP = re.compile(
-    r"[ \t\u00a0\u3000]{1,3}(?:\d{1,2}[.):][ \t]{1,3})?"
-    r"|[ \t]{0,3}\r?\n[ \t]{0,8}(?:(?:\d{1,2}[.):]?|[-*\u2022])[ \t]{1,3})?"
-    r"|-"
-    r"|[\"'][ \t]{0,2},[ \t\r\n]{0,8}[\"']"
-)
+# What may stand between two words of a phrase as it is written down: blanks (a no-break or ideographic space too, a
+# column's padding), a line break, a hyphen ("legal-winner-..."), or a list's quotes and comma (`["legal", "winner"]`,
+# cardano-wallet's form).
+_SEED_GAP = re.compile(r"[ \t\u00a0\u3000]{1,12}|[ \t]{0,12}\r?\n[ \t]{0,12}|-|[\"'][ \t]{0,2},[ \t\r\n]{0,8}[\"']")
+# Any other short run of signs and digits, a line break among them: a list's numbers or bullets ("1. legal 2. winner",
+# "- legal"), a bare comma, `;` or `/`. A list of twelve common nouns is written so too ("cat, dog, horse, ...",
+# "1. Milk 2. Bread ..."), so a run with such a gap, or in Title Case, counts only where its words carry BIP39's
+# checksum (a review found both the lists and the phrases).
+_SEED_MARKED_GAP = re.compile(r"[^A-Za-z\n]{0,12}(?:\n[^A-Za-z\n]{0,12})?")
+SEED_LENGTHS = (24, 21, 18, 15, 12)  # BIP39's phrases, in words
 
 
 @lru_cache(maxsize=1)
-def _bip39() -> frozenset[str]:
-    """BIP39's English word list (trezor's `mnemonic` package, which wallets' own tooling uses)."""
+def _bip39() -> Any:
+    """BIP39's English word list and checksum (trezor's `mnemonic` package, which wallets' own tooling uses)."""
     from mnemonic import Mnemonic
 
-    return frozenset(Mnemonic("english").wordlist)
+    return Mnemonic("english")
+
+
+def _checksummed(run: list[str]) -> bool:
+    """Whether a phrase of BIP39's lengths in ``run`` carries its checksum (a window of each length at each place)."""
+    checker = _bip39()
+    for n in SEED_LENGTHS:
+        for i in range(0, len(run) - n + 1):
+            try:
+                if checker.check(" ".join(run[i : i + n])):
+                    return True
+            except (ValueError, LookupError):
+                continue
+    return False
 
 
 def _in_seed_phrase(text: str) -> list[Finding]:
     """A wallet's recovery phrase however it is given (a .env line quoted or not, a JavaScript config, JSON, a
-    call's argument, prose, one word a line): SEED_WORDS or more words in a row, each in BIP39's English list and in
-    any case, apart as ``_SEED_GAP`` allows, and not mostly the same few (SEED_DISTINCT). No name
-    is needed, so `MNEMONIC = "invokevirtual"` (a CPU's or a JVM's instruction) is no secret. Twelve such words in a
-    row occur in no text of 11,000 files looked at (site-packages, /usr/share/doc, the LoCoMo and BEAM
-    conversations): the list holds no "the", "and", "is", "to", "of" or "a". One pass over the words: linear."""
+    call's argument, prose, one word a line, a numbered list): SEED_WORDS or more words in a row, each in BIP39's
+    English list, not mostly the same few (SEED_DISTINCT). Written as a phrase is (``_SEED_GAP``, the words in lower
+    or in upper case) it needs nothing more: twelve such words in a row occur in no text of 12,500 files looked at
+    (site-packages, /usr/share/doc, /usr/lib/python3, the LoCoMo and BEAM conversations), as the list holds no "the",
+    "and", "is", "to", "of" or "a". Written as a list may be (``_SEED_MARKED_GAP``, or in Title Case) its words must
+    carry BIP39's checksum. No name is needed, so `MNEMONIC = "invokevirtual"` (a CPU's or a JVM's instruction) is no
+    secret. One pass over the words, a few checksums a word at most: linear."""
     if len(text) < SEED_WORDS * 4:
         return []
-    words = _bip39()
+    words = frozenset(_bip39().wordlist)
     out: list[Finding] = []
     run: list[str] = []
     start = prev = 0
+    plain = True  # every gap of the run a phrase's, its words in one case
 
     def seed() -> bool:
         # A phrase's words are drawn at random from 2,048: twelve hold eleven or twelve different ones. A run of
         # one word or a few said again ("word word word", a test's filler) is no phrase.
-        return len(run) >= SEED_WORDS and len(set(run)) >= SEED_DISTINCT * min(len(run), 24) // SEED_WORDS
+        if len(run) < SEED_WORDS or len(set(run)) < SEED_DISTINCT * min(len(run), 24) // SEED_WORDS:
+            return False
+        return plain or _checksummed(run)
 
     for m in _WORD_RUN.finditer(text):
-        word = m.group().lower()  # as written: "Legal Winner ...", "LEGAL WINNER ..." (a review)
+        written = m.group()
+        word = written.lower()
         listed = word in words
-        if listed and run and _SEED_GAP.fullmatch(text, prev, m.start()) is not None:
+        one_case = written.islower() or written.isupper()
+        phrase_gap = bool(listed and run) and _SEED_GAP.fullmatch(text, prev, m.start()) is not None
+        list_gap = bool(listed and run) and not phrase_gap and _SEED_MARKED_GAP.fullmatch(text, prev, m.start()) is not None
+        if phrase_gap or list_gap:
+            plain = plain and phrase_gap and one_case
             run.append(word)
         else:
             if seed():
                 out.append(Finding(SEED, start, prev))
-            run, start = ([word], m.start()) if listed else ([], 0)
+            run, start, plain = ([word], m.start(), one_case) if listed else ([], 0, True)
         prev = m.end()
     if seed():
         out.append(Finding(SEED, start, prev))

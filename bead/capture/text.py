@@ -485,7 +485,10 @@ class _Walk:
         """``_typed``, but a line of no letter or digit (`  },`, `]`, `---`) goes with the run it is in: it says
         nothing of its own, and a JSON pasted without a fence, its objects' two-space lines read as typed between its
         deeper pasted ones, came apart into thousands of runs (32,001 for 1.8 MB: a review), each a turn."""
-        if not any(c.isalnum() for c in line):
+        # Not a line that holds a fence run (`• ````, `(````: a fence opens there, a review), nor the line right after a
+        # fence closed (the person's again: their words after it are theirs).
+        along = not any(c.isalnum() for c in line) and "```" not in line and "~~~" not in line
+        if along and self.closed_at != self._at - 1:
             self.add(self.last, line)
         else:
             self._typed(line)

@@ -151,12 +151,12 @@ def queue_accept(item_id, yes, as_json):
         item = Queue(mem).get(item_id)
         cur = current(mem, item.key)
         replaces = cur.id if cur is not None and not cur.sealed else None
+        shown = card_fingerprint(item, replaces)  # as it is when the question is shown (what the accept checks)
         kv = mem.versions(item.key)
         if kv.unreadable is not None:
             # The newest version cannot be read: the write goes above it, not above the older one shown (a review).
             replaces = f"{item.key}@v{kv.numbers[-1]}"
             cur = None
-        shown = card_fingerprint(item, replaces)  # as it is when the question is shown
         changes = ""
         if cur is not None and cur.type and cur.type != item.type:
             changes = f"; the current version is {one_line(cur.type)}: accepting changes it"

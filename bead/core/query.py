@@ -179,8 +179,8 @@ def recall(
     narrows the facts to that scope; ``project`` keeps other projects' facts and raw turns
     out (the bundle's rule, as in the proxy). Never dormant, sealed or pending
     facts; a team member gets no raw excerpts (turns carry no owner).
-    ``raw_project``: the raw excerpts of that project's turns and of turns of none only (``project`` sets it too):
-    an agent's server in one project never reads another project's conversations.
+    ``raw_project``: the raw excerpts of that project's turns and of turns of none only (``project`` where it is not
+    given): an agent's server in one project never reads another project's conversations, whatever project it asks.
     ``exclude`` holds fact ids (as stored) already given elsewhere. ``note`` records the facts returned as
     recalled by the agent (the MCP tool's call): the pinned block counts recent recalls.
     """
@@ -220,7 +220,7 @@ def recall(
     excerpts: list[tuple[dict[str, Any], float]] = []
     if not viewer.team:
         seen: set[str] = set()
-        turns_of = project if project else raw_project
+        turns_of = raw_project if raw_project is not ANY_PROJECT else (project if project else ANY_PROJECT)
         for hit in search_raw(index, q, limit=limit, project=turns_of):
             tid = render.text_id(hit.text)
             if tid in seen:
@@ -399,9 +399,11 @@ def memory_context(
     budget_tokens: int = 3000,
     pinned_budget_tokens: int = 2000,
     viewer: Viewer = LOCAL,
+    raw_project: str | None | AnyProject = ANY_PROJECT,
 ) -> Bundle:
     """The pinned block of ``project`` (the person's and the project's standing facts) and the best matches
-    for ``task``, together within ``budget_tokens``: the pinned block takes at most two thirds."""
+    for ``task``, together within ``budget_tokens``: the pinned block takes at most two thirds. ``raw_project``: the
+    raw excerpts' (``recall``), the asking server's own project whatever ``project`` it asks for."""
     project = viewer.check_project(project)
     policy = mem.config.proxy.pinned_select
     rows = [
@@ -438,6 +440,7 @@ def memory_context(
         viewer=viewer,
         project=project,
         exclude=frozenset(r["id"] for r in pinned),
+        raw_project=raw_project,
     )
     text = "\n".join(t for t in (pinned_text, found.text) if t) or "bead has no memory for this task yet."
     return Bundle(

@@ -1267,7 +1267,10 @@ class Index:
             else:
                 sql += " AND r.project IS NULL"
         query = (
-            "SELECT raw_fts.rowid, rank FROM raw_fts JOIN raw r ON r.rowid = raw_fts.rowid "
+            # CROSS JOIN: SQLite takes the full-text matches first and looks each one's row up by its rowid. Without
+            # statistics (bead runs no ANALYZE) it chose to walk the project's rows and ask FTS5 once for each: 11 s
+            # instead of 0.1 s at 40,000 turns (a review).
+            "SELECT raw_fts.rowid, rank FROM raw_fts CROSS JOIN raw r ON r.rowid = raw_fts.rowid "
             f"WHERE raw_fts MATCH ? AND {sql} ORDER BY rank LIMIT ?"
         )
         return [(int(r), float(k)) for r, k in self._conn.execute(query, [fts, *params, fetch])]

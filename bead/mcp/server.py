@@ -844,8 +844,10 @@ def _agent_tools(mcp: MCPServer, rt: Runtime, trust: str, source: str) -> None:
     ) -> CallToolResult:
         def work(mem: Memory, viewer: Viewer) -> tuple[dict[str, Any], str]:
             proj = project if project is not None else (None if viewer.team else rt.project)
+            # Another project's facts when asked for; never its conversations' words (an outside review).
+            turns_of = rt.project if rt.project else reads.ANY_PROJECT
             bundle = reads.memory_context(
-                mem, task, proj, budget.context_budget_tokens, rt.config.proxy.pinned_budget_tokens, viewer
+                mem, task, proj, budget.context_budget_tokens, rt.config.proxy.pinned_budget_tokens, viewer, turns_of
             )
             return bundle.as_dict(), bundle.text
 

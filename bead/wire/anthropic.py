@@ -97,6 +97,9 @@ def _footprint(parts: tuple[Part, ...]) -> int:
     return sum(sys.getsizeof(p.text) + PART_OVERHEAD_BYTES for p in parts)
 
 
+MAX_TEXT_RUNS = 200  # typed and pasted runs of one text block, at most (more: the block is one paste)
+
+
 def text_parts(text: str, source: Source) -> list[Part]:
     """``_text_parts``, kept for a long block (``PARTS_CACHE_MIN_CHARS``): a later request of the conversation sends
     it again."""
@@ -142,6 +145,11 @@ def _text_parts(text: str, source: Source) -> list[Part]:
     cleaned = clean(body, as_lines=True)
     sent = len(text.strip())
     runs = segments(cleaned) if cleaned else []
+    if len(runs) > MAX_TEXT_RUNS:
+        # A block that comes apart into this many typed and pasted runs is someone else's text, a structure whose
+        # lines only look typed by turns (a JSON object or a YAML file pasted without a fence: 60,000 runs, each a
+        # raw turn marked typed: a review). One paste: a "remember" in it waits for review.
+        runs = [("pasted", cleaned.strip())]
     # Typed words a paste may reach into (bead.conversation.Part.near_paste): right after a quote with no blank line
     # between, or with someone's text on both sides in the block (a cut block counts: bead.capture.text.CUT).
     others = [i for i, (s, _) in enumerate(runs) if s in ("pasted", "tool_output")]
