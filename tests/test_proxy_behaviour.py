@@ -362,24 +362,35 @@ class TestConversation:
         """The pinned block is frozen for the prompt cache: a port changed mid-conversation stayed 5432 there, the
         next turn's words did not match it, and the model never learned (an adversarial pass). The current version
         comes in the next cue block whatever the turn says, marked as replacing what was shown, once."""
+
+        def change() -> None:
+            with mem_of(bead_home) as m:
+                m.write("project/proj-x/db-port", "Postgres listens on 6543.", "project")
+
+        self._told_once_of_6543(proxy_client, upstream, bead_home, "moved", change)
+
+    @staticmethod
+    def _told_once_of_6543(proxy_client, upstream, bead_home, session: str, change) -> None:
+        """A conversation whose pinned block shows `db-port` at 5432; ``change`` changes it to 6543; the next turn's
+        cue block says the new value replaces the one shown, the pinned block and that cue block keep their bytes,
+        and the turn after says it no more."""
         with mem_of(bead_home) as m:
             m.write("project/proj-x/db-port", "Postgres listens on 5432.", "project")
         proxy = proxy_client()
         talk = [{"role": "user", "content": "hello there, start"}]
-        post(proxy, *req("", session="moved", messages=talk))
+        post(proxy, *req("", session=session, messages=talk))
         pinned = json.loads(upstream.requests[-1].body)["system"][-1]["text"]
         assert "5432" in pinned
-        with mem_of(bead_home) as m:
-            m.write("project/proj-x/db-port", "Postgres listens on 6543.", "project")
+        change()
         talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "run the tests please"}]
-        post(proxy, *req("", session="moved", messages=talk))
+        post(proxy, *req("", session=session, messages=talk))
         sent = json.loads(upstream.requests[-1].body)
         assert sent["system"][-1]["text"] == pinned, "the pinned block keeps its bytes"
         cue = sent["messages"][-1]["content"][-1]["text"]
         [line] = [ln for ln in cue.splitlines() if ln.startswith("- db-port ")]
         assert "replaces the value shown earlier" in line and "6543" in line
         talk += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "and the linter"}]
-        post(proxy, *req("", session="moved", messages=talk))
+        post(proxy, *req("", session=session, messages=talk))
         later = json.loads(upstream.requests[-1].body)["messages"]
         assert later[-3]["content"][-1]["text"] == cue, "the cue block is re-added with its bytes"
         assert "replaces the value shown earlier" not in str(later[-1]["content"]), "once"
@@ -389,29 +400,13 @@ class TestConversation:
         conversation shown the old value was never told of the new one, once the index had it (the pinned block is
         frozen). The conversation's state keeps what it was shown of each fact; the next cue block says the value
         changed, once."""
-        with mem_of(bead_home) as m:
-            m.write("project/proj-x/db-port", "Postgres listens on 5432.", "project")
-            path = m.facts.current("project/proj-x/db-port").path
-        proxy = proxy_client()
-        talk = [{"role": "user", "content": "hello there, start"}]
-        post(proxy, *req("", session="edited", messages=talk))
-        pinned = json.loads(upstream.requests[-1].body)["system"][-1]["text"]
-        assert "5432" in pinned
-        path.write_text(path.read_text().replace("5432", "6543"))
-        with mem_of(bead_home) as m:
-            m.catch_up_index()
-        talk += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "run the tests please"}]
-        post(proxy, *req("", session="edited", messages=talk))
-        sent = json.loads(upstream.requests[-1].body)
-        assert sent["system"][-1]["text"] == pinned, "the pinned block keeps its bytes"
-        cue = sent["messages"][-1]["content"][-1]["text"]
-        [line] = [ln for ln in cue.splitlines() if ln.startswith("- db-port ")]
-        assert "replaces the value shown earlier" in line and "6543" in line
-        talk += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "and the linter"}]
-        post(proxy, *req("", session="edited", messages=talk))
-        later = json.loads(upstream.requests[-1].body)["messages"]
-        assert later[-3]["content"][-1]["text"] == cue, "the cue block is re-added with its bytes"
-        assert "replaces the value shown earlier" not in str(later[-1]["content"]), "once"
+        self._told_once_of_6543(
+            proxy_client,
+            upstream,
+            bead_home,
+            "edited",
+            lambda: self._edit_in_place(bead_home, "project/proj-x/db-port", "5432", "6543"),
+        )
 
     @staticmethod
     def _edit_in_place(bead_home, key: str, old: str, new: str) -> None:

@@ -566,27 +566,33 @@ def _post(url: str, body: bytes) -> int:
         return answer.status
 
 
+def _tls_upstream(monkeypatch):
+    """A TLS server context for a raw upstream on 127.0.0.1, its certificate from a throwaway CA (trustme) that the
+    proxy is made to trust (its TLS roots, ``tls_context``, for this test)."""
+    import ssl
+
+    import trustme
+
+    from bead.proxy import app as proxy_app
+
+    ca = trustme.CA()
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server)
+    client = ssl.create_default_context()
+    ca.configure_trust(client)
+    monkeypatch.setattr(proxy_app, "tls_context", lambda: client)
+    return server
+
+
 @pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
 def test_bytes_an_upstream_sends_past_its_answer_never_reach_the_next_request(served_proxy, monkeypatch, tmp_path, tls):
     """An upstream that sends more than its Content-Length (a misframed answer, or junk after it) left those bytes on
     the pooled connection, and the next request on it, maybe another harness's, got them as its answer (an outside
     attack); over TLS, junk in a record of its own too (a review). A connection with bytes left over is closed
     instead of being reused."""
-    import ssl
-
-    import trustme
     from rawhttp import RawUpstream
 
-    from bead.proxy import app as proxy_app
-
-    context = None
-    if tls:
-        ca = trustme.CA()
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ca.issue_cert("127.0.0.1").configure_cert(context)
-        client = ssl.create_default_context()
-        ca.configure_trust(client)
-        monkeypatch.setattr(proxy_app, "tls_context", lambda: client)
+    context = _tls_upstream(monkeypatch) if tls else None
     answers = iter(
         [
             [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", b"HTTP/1.1 418 junk\r\ncontent-length: 4\r\n\r\nJUNK"],
@@ -608,20 +614,9 @@ def test_bytes_an_upstream_sends_past_its_answer_never_reach_the_next_request(se
 def test_an_upstream_connection_over_tls_with_nothing_left_over_is_used_again(served_proxy, monkeypatch):
     """The check for bytes left over reads past a TLS session ticket (TLS 1.3 sends them after the handshake, maybe
     after an answer): a connection that answered as it should serves the next request, no new handshake."""
-    import ssl
-
-    import trustme
     from rawhttp import RawUpstream
 
-    from bead.proxy import app as proxy_app
-
-    ca = trustme.CA()
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1").configure_cert(context)
-    client = ssl.create_default_context()
-    ca.configure_trust(client)
-    monkeypatch.setattr(proxy_app, "tls_context", lambda: client)
-    up = RawUpstream(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", keep_alive=True, tls=context)
+    up = RawUpstream(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", keep_alive=True, tls=_tls_upstream(monkeypatch))
     try:
         url = served_proxy(upstream_url=up.url).url
         for _ in range(3):
