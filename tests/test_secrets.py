@@ -910,6 +910,11 @@ BENIGN = [
     "MNEMONIC_PATH=\"m/44'/60'/0'/0\"",
     "The zoo has a lion, a tiger and an elephant; we walk past the river every day in summer.",
     "Animals: cat, dog, horse, lion, tiger, zebra, monkey, rabbit, mouse, snake, eagle, whale.",
+    # a long list of the word list's own words: some window of it carries the checksum by chance (a reread)
+    ", ".join(
+        ["abandon", "ability", "able", "about", "above", "absent", "absorb", "abstract", "absurd", "abuse"] * 2
+        + ["access", "accident", "account", "accuse", "achieve", "acid", "acoustic", "acquire", "across", "act"] * 2
+    ),
     "- Apple\n- Banana\n- Cherry\n- Orange\n- Lemon\n- Grape\n- Melon\n- Peach\n- Tomato\n- Potato\n- Onion\n- Garlic",
     "Shopping list:\n1. Milk\n2. Bread\n3. Butter\n4. Cheese\n5. Apple\n6. Banana\n7. Orange\n8. Lemon\n9. Coffee\n10. Sugar\n11. Salt\n12. Pepper",
     "EXCLUDE_PAT=node_modules/some-package/dist",

@@ -1010,7 +1010,9 @@ def _in_seed_phrase(text: str) -> list[Finding]:
         # one word or a few said again ("word word word", a test's filler) is no phrase.
         if len(run) < SEED_WORDS or len(set(run)) < SEED_DISTINCT * min(len(run), 24) // SEED_WORDS:
             return False
-        return plain or _checksummed(run)
+        # Written as a list: a phrase is at most 24 words (a word or two of the text around it may join), and its
+        # words carry the checksum. A longer list of nouns held a window that did, by chance, one in sixteen.
+        return plain or (len(run) <= SEED_LENGTHS[0] + 2 and _checksummed(run))
 
     for m in _WORD_RUN.finditer(text):
         written = m.group()
