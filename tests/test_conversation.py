@@ -1128,7 +1128,7 @@ def test_a_long_block_sent_again_is_not_split_again_and_the_kept_ones_are_bounde
 
     monkeypatch.setattr(anthropic, "segments", counted)
     monkeypatch.setattr(anthropic, "_parts_cache", type(anthropic._parts_cache)())
-    monkeypatch.setattr(anthropic, "_parts_cache_chars", 0)
+    monkeypatch.setattr(anthropic, "_parts_cache_bytes", 0)
     paste = "why is item 7 missing?\n" + json.dumps([{"id": i, "tags": ["a", "b"]} for i in range(800)], indent=2)
     talk = [{"role": "user", "content": paste}]
     first = conversation_of({"messages": talk}, {})
@@ -1141,7 +1141,7 @@ def test_a_long_block_sent_again_is_not_split_again_and_the_kept_ones_are_bounde
     monkeypatch.setattr(anthropic, "PARTS_CACHE_BYTES", 4 * one + 4000)
     for i in range(6):
         conversation_of({"messages": [{"role": "user", "content": paste + f"\n{i}"}]}, {})
-    assert anthropic._parts_cache_chars <= anthropic.PARTS_CACHE_BYTES and len(anthropic._parts_cache) <= 4
+    assert anthropic._parts_cache_bytes <= anthropic.PARTS_CACHE_BYTES and len(anthropic._parts_cache) <= 4
 
 
 def test_a_json_pasted_without_a_fence_is_one_paste_not_thousands_of_runs():

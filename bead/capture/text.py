@@ -482,7 +482,7 @@ class _Walk:
             self._typed_or_along(line)
 
     def _typed_or_along(self, line: str) -> None:
-        """``_typed``, but a line of no letter or digit (`  },`, `]`, `---`) goes with the run it is in: it says
+        """``_typed``, but a line of no letter or digit (`  },`, `]`, `...`) goes with the run it is in: it says
         nothing of its own, and a JSON pasted without a fence, its objects' two-space lines read as typed between its
         deeper pasted ones, came apart into thousands of runs (32,001 for 1.8 MB: a review), each a turn."""
         # Not a line that holds a fence run (`• ````, `(````: a fence opens there, a review), nor the line right after a

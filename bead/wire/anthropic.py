@@ -89,7 +89,7 @@ PARTS_CACHE_MIN_CHARS = 512
 PARTS_CACHE_BYTES = 64_000_000
 PART_OVERHEAD_BYTES = 200  # a Part object and its tuple slot, about
 _parts_cache: collections.OrderedDict[tuple[bytes, Source], tuple[int, tuple[Part, ...]]] = collections.OrderedDict()
-_parts_cache_chars = 0  # the bytes the kept parts take, as ``_footprint`` reckons them
+_parts_cache_bytes = 0  # the bytes the kept parts take, as ``_footprint`` reckons them
 _parts_lock = threading.Lock()
 
 
@@ -101,11 +101,11 @@ MAX_TEXT_RUNS = 200  # typed and pasted runs of one text block, at most (more: t
 
 
 def text_parts(text: str, source: Source) -> list[Part]:
-    """``_text_parts``, kept for a long block (``PARTS_CACHE_MIN_CHARS``): a later request of the conversation sends
-    it again."""
-    global _parts_cache_chars
-    if len(text) < PARTS_CACHE_MIN_CHARS:
-        return _text_parts(text, source)
+    """``_text_parts``, kept for a long block of the person's (``PARTS_CACHE_MIN_CHARS``): a later request of the
+    conversation sends it again."""
+    global _parts_cache_bytes
+    if source is not Source.TYPED or len(text) < PARTS_CACHE_MIN_CHARS:
+        return _text_parts(text, source)  # another's text is not walked: nothing to keep
     key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), source)
     with _parts_lock:
         hit = _parts_cache.get(key)
@@ -117,10 +117,10 @@ def text_parts(text: str, source: Source) -> list[Part]:
     with _parts_lock:
         if key not in _parts_cache and size <= PARTS_CACHE_BYTES // 4:
             _parts_cache[key] = (size, parts)
-            _parts_cache_chars += size
-            while _parts_cache_chars > PARTS_CACHE_BYTES:
+            _parts_cache_bytes += size
+            while _parts_cache_bytes > PARTS_CACHE_BYTES:
                 _, (gone, _parts) = _parts_cache.popitem(last=False)
-                _parts_cache_chars -= gone
+                _parts_cache_bytes -= gone
     return list(parts)
 
 
