@@ -2046,3 +2046,32 @@ def test_a_value_in_a_foreign_marker_field_goes_though_a_field_of_beads_holds_it
     assert r.code == 0, r.err
     first_turn = mem.raw.read(path)[0]
     assert "note" not in first_turn.flags and first_turn.flags["batch"] == "b-wombat-secret-99173"
+
+
+def test_a_forget_leaves_every_other_turns_bytes_as_they_were(mem, bead):
+    """A forget's rewrite of a raw file wrote every turn again from its parsed form: a text's own last line break went
+    from each earlier turn (the reader took it for the one bead writes), invalid UTF-8 became U+FFFD and a hand edit's
+    marker was written bead's way. Only the turns that held the value change now."""
+    mem.raw.append("s-keep", "user", "the log ends here\n", source="typed")
+    mem.raw.append("s-keep", "user", "the code is wombat-secret-99173", source="typed")
+    mem.raw.append("s-keep", "assistant", "two breaks\n\n", source="assistant")
+    mem.raw.append("s-keep", "user", "last one", source="typed")
+    path = mem.raw.find("s-keep")
+    data = path.read_bytes()
+    # By hand: bytes that are no UTF-8 in a text, and a marker line in JSON's compact spacing.
+    data = data.replace(b"two breaks", b"two \xff\xfe breaks")
+    third = data.index(b'<!-- bead:turn {"session": "s-keep", "n": 3')
+    end = data.index(b"\n", third)
+    compact = b'<!-- bead:turn {"session":"s-keep","n":3,"role":"assistant","at":"2026-01-01T00:00:00Z"} -->'
+    data = data[:third] + compact + data[end:]
+    path.write_bytes(data)
+    assert [t.text for t in mem.raw.read(path)][0] == "the log ends here\n"
+    mem.catch_up_index()
+    r = bead("forget", "--match", "wombat-secret-99173", "--yes")
+    assert r.code == 0, r.err
+    after = path.read_bytes()
+    second = mem.raw.read(path)[1]
+    assert b"wombat" not in after and second.text == FORGOTTEN
+    first, rest = data.split(b"the code is wombat-secret-99173\n")
+    head = first[: first.rindex(b"<!-- bead:turn ")]
+    assert after == head + f"{second.marker()}\n{FORGOTTEN}\n".encode() + rest

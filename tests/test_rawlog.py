@@ -45,6 +45,16 @@ class TestAppend:
         assert len(turns) == 1 and turns[0].text == evil
         assert mem.raw.append("s", "assistant", "next").n == 2
 
+    def test_a_texts_own_last_line_breaks_read_back_wherever_the_turn_stands(self, mem):
+        """The reader took a text's own last line break for the one bead writes after it, on every turn but the last:
+        the same text read back one way at the end of its file and another once a turn followed it."""
+        texts = ["ends in a break\n", "two\n\n", "none", "last\n"]
+        for text in texts:
+            mem.raw.append("s", "user", text, at=T0)
+        path = mem.raw.find("s")
+        assert [t.text for t in mem.raw.read(path)] == texts
+        assert [t.text for t in parse(path.read_text(), path)] == texts
+
     def test_new_process_continues_numbering(self, mem, bead_home):
         mem.raw.append("s", "user", "x" * 200_000, at=T0)  # longer than one backwards read
         mem.raw.append("s", "assistant", "short", at=T0)

@@ -78,6 +78,7 @@ class Turn:
     flags: dict[str, Any] = field(default_factory=dict)
     offset: int = -1  # where the text starts in its file (bytes; -1: not known)
     size: int = 0  # its length on disk (bytes, escaped as written)
+    head: int = -1  # where its marker line starts in its file (bytes; -1: not known)
 
     @property
     def anchor(self) -> str:
@@ -218,15 +219,33 @@ def render(turns: Iterable[Turn]) -> str:
     return "".join(f"{t.marker()}\n{escape(t.text)}\n" for t in turns)
 
 
+def spliced(data: bytes, turns: list[Turn], changed: list[Turn]) -> bytes:
+    """A raw file's bytes ``data``, whose turns ``parse_bytes`` read as ``turns``, with the turns ``changed`` written
+    again (``render``) and every other turn's bytes kept as they were: its text's invalid UTF-8 and a hand edit's
+    marker line are not the forget's to change (a rewrite from the parsed turns wrote U+FFFD for them). The text
+    before the first marker (``preamble``) is left out, as ``render`` leaves it."""
+    again = {id(t) for t in changed}
+    out: list[bytes] = []
+    for i, t in enumerate(turns):
+        if id(t) in again or t.head < 0:
+            out.append(render([t]).encode("utf-8"))
+        else:
+            out.append(data[t.head : turns[i + 1].head if i + 1 < len(turns) else len(data)])
+    return b"".join(out)
+
+
 def parse(text: str, path: Path | None = None) -> list[Turn]:
     """Every turn in a raw file's text; text before the first marker is ignored."""
     turns: list[Turn] = []
     lines: list[str] = []
 
-    def close() -> None:
+    def close(last: bool = False) -> None:
         if turns:
             body = "\n".join(lines)
-            turns[-1].text = unescape(body[:-1] if body.endswith("\n") else body)
+            # The line break bead writes after a turn's text is the one before the next marker, which the split takes;
+            # only at the end of the file is it left on the text. A text of its own ending in a line break keeps it
+            # (it was dropped, and a forget's rewrite of the file took it from every earlier turn).
+            turns[-1].text = unescape(body[:-1] if last and body.endswith("\n") else body)
 
     for line in text.split("\n"):
         t = _opened(line, path)
@@ -236,7 +255,7 @@ def parse(text: str, path: Path | None = None) -> list[Turn]:
         close()
         lines = []
         turns.append(t)
-    close()
+    close(last=True)
     return turns
 
 
@@ -287,14 +306,13 @@ def parse_bytes(data: bytes, path: Path | None = None) -> list[Turn]:
     pos = 0
     start = -1
 
-    def close(end: int, last: bool = False) -> None:
+    def close(end: int) -> None:
         if turns and start >= 0:
             size = max(end - start, 0)
-            # The newline that ends the text before the next marker, then one more (as ``parse`` reads it;
-            # at the end of the file, only the last newline).
-            for _ in range(1 if last else 2):
-                if size and data[start + size - 1 : start + size] == b"\n":
-                    size -= 1
+            # The line break bead writes after the text (``render``), before the next marker or at the end of the
+            # file; a text's own last line break is its own (``parse`` reads it so).
+            if size and data[start + size - 1 : start + size] == b"\n":
+                size -= 1
             turns[-1].offset, turns[-1].size = start, size
             turns[-1].text = unescape(data[start : start + size].decode("utf-8", "replace"))
 
@@ -305,10 +323,11 @@ def parse_bytes(data: bytes, path: Path | None = None) -> list[Turn]:
         t = _opened(data[pos:end].decode("utf-8", "replace"), path) if data.startswith(prefix, pos) else None
         if t is not None:
             close(pos)
+            t.head = pos
             turns.append(t)
             start = min(end + 1, n)
         pos = end + 1
-    close(n, last=True)
+    close(n)
     return turns
 
 
@@ -605,10 +624,11 @@ class RawLog:
         """Write the file again from its turns, without the text before the first marker (``preamble``), under the
         raw log's lock; whether there was any. What a redaction's rewrite of the file does too."""
         with flocked(self.lock_path, root=self.home.root):
-            text = safe.read_text(path, root=self.home.root, errors="replace")
-            if not preamble(text):
+            data = safe.read_bytes(path, root=self.home.root)
+            turns = parse_bytes(data, path)
+            if not (turns[0].head if turns else len(data)):
                 return False
-            safe.atomic_write(path, render(parse(text, path)).encode("utf-8"), root=self.home.root)
+            safe.atomic_write(path, spliced(data, turns, []), root=self.home.root)
             return True
 
     def scrub_markers(self, path: Path, numbers: set[int], held: Callable[[str], bool]) -> list[Turn]:
@@ -623,7 +643,7 @@ class RawLog:
             # object's key or a ref that is not text hold the value where the parsed turn does not.
             changed = [t for t in turns if t.n in numbers and (_scrub_marker(t, held) or lines.get(t.n, []) != [t.marker()])]
             if changed:
-                safe.atomic_write(path, render(turns).encode("utf-8"), root=self.home.root)
+                safe.atomic_write(path, spliced(data, turns, changed), root=self.home.root)
             return changed
 
     def redact_tokens(
@@ -638,7 +658,8 @@ class RawLog:
         """Apply ``change`` to the text of turns ``numbers`` (not already forgotten) under the raw log's lock,
         mark each changed turn with ``flag`` and write the file once; the turns changed."""
         with flocked(self.lock_path, root=self.home.root):
-            turns = self.read(path)
+            data = safe.read_bytes(path, root=self.home.root)
+            turns = parse_bytes(data, path)
             changed = []
             for t in turns:
                 if t.n in numbers and t.text != FORGOTTEN:
@@ -648,7 +669,7 @@ class RawLog:
                         t.flags[flag] = True
                         changed.append(t)
             if changed:
-                safe.atomic_write(path, render(turns).encode("utf-8"), root=self.home.root)
+                safe.atomic_write(path, spliced(data, turns, changed), root=self.home.root)
             return changed
 
 
