@@ -550,13 +550,22 @@ def test_forget_keeps_the_names_of_live_facts_in_the_logs(mem, bead):
     assert "project/demo/read-only-mirror" in audit and "project/demo/friday-policy" not in audit
 
 
+def _aged(plan: forget.Plan) -> forget.Plan:
+    """``plan`` as a preview the person read for minutes: ``apply`` looks over the whole history again first."""
+    plan.started -= forget.FRESH_PLAN_S + 60
+    return plan
+
+
 class TestBetweenThePreviewAndTheYes:
     """The preview may be minutes old when the person says yes, and the proxy captures meanwhile: forget plans
     again inside its locks, so what arrived in between goes too."""
 
-    def test_a_turn_and_a_fact_that_arrived_after_the_match_preview_are_forgotten(self, mem):
+    @pytest.mark.parametrize("age", ["just made", "read for minutes"])
+    def test_a_turn_and_a_fact_that_arrived_after_the_match_preview_are_forgotten(self, mem, age):
         mem.write("user/door", f"The storage unit code is {VALUE}", "user")
         plan = forget.plan_match(mem, VALUE)
+        if age != "just made":
+            _aged(plan)
         assert list(plan.keys) == ["user/door"]
         mem.append_turns("s-late", [("user", f"reminder: storage unit code is {VALUE}", T0, None)])
         mem.write("user/storage", f"Storage unit code: {VALUE}", "user", trust="agent_observed")
@@ -576,7 +585,7 @@ class TestBetweenThePreviewAndTheYes:
     def test_a_turn_captured_while_forget_reads_the_history_goes_too(self, mem):
         """The history is read again outside the locks; a turn captured right after that read is found inside them."""
         mem.write("user/door", f"The storage unit code is {VALUE}", "user")
-        plan = forget.plan_match(mem, VALUE)
+        plan = _aged(forget.plan_match(mem, VALUE))
         real = plan.remake
 
         def remake(files, tokens=None):
@@ -604,9 +613,34 @@ class TestBetweenThePreviewAndTheYes:
         monkeypatch.setattr(
             forget, "_scan_files", lambda m, p, raw=None, tokens=None: (seen.append(raw), real(m, p, raw, tokens))[1]
         )
-        forget.apply(mem, forget.plan_target(mem, "user/door"))
+        forget.apply(mem, _aged(forget.plan_target(mem, "user/door")))
         assert seen[0] is None and seen[1] is None and old not in seen[2]
         assert len(seen) == 3, "the second look found what the first did: no whole history read inside the locks"
+        mem.close()
+        assert leftovers(mem.home.root, VALUE) == []
+
+    def test_a_plan_just_made_is_not_made_again_over_the_whole_history(self, mem, monkeypatch):
+        """`forget --yes` and a seal apply the plan they just made: a second look over the whole history outside the
+        locks found what the first had (a session of 20,000 turns took three looks). Inside the locks the raw files
+        written since the plan's look began are read, so a turn captured meanwhile, in an old file, goes too."""
+        import os
+
+        mem.append_turns("old", [("user", f"the code is {VALUE}", T0, None)])
+        mem.append_turns("older", [("user", "nothing to see", T0, None)])
+        for name in ("old", "older"):
+            os.utime(mem.raw.find(name), (0, 0))
+        mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+        seen: list = []
+        real = forget._scan_files
+        monkeypatch.setattr(
+            forget, "_scan_files", lambda m, p, raw=None, tokens=None: (seen.append(raw), real(m, p, raw, tokens))[1]
+        )
+        plan = forget.plan_target(mem, "user/door")
+        plan.started -= 10  # a look that took ten seconds, and a capture in the middle of it
+        mem.append_turns("older", [("user", f"again: {VALUE}", T0, None)])
+        os.utime(mem.raw.find("older"), (plan.started + 1, plan.started + 1))
+        forget.apply(mem, plan)
+        assert seen[0] is None and seen[1] == [mem.raw.find("older")], seen
         mem.close()
         assert leftovers(mem.home.root, VALUE) == []
 
@@ -618,7 +652,7 @@ class TestBetweenThePreviewAndTheYes:
         mem.append_turns("old", [("user", "the new code is Quibble-Frost-5521", T0, None)])
         os.utime(mem.raw.find("old"), (0, 0))
         mem.write("user/door", f"The storage unit code is {VALUE}", "user")
-        plan = forget.plan_target(mem, "user/door")
+        plan = _aged(forget.plan_target(mem, "user/door"))
         real = plan.remake
 
         def remake(files, tokens=None):

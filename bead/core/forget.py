@@ -45,7 +45,7 @@ from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
-from ..store.rawlog import FORGOTTEN, Turn, marker_holds, marker_lines, preamble
+from ..store.rawlog import FORGOTTEN, Turn, marker_holds, marker_lines, own_marker, parse_bytes, preamble
 from ..store.reports import Reports
 from ..textform import TERMINAL_ESCAPES, fold, strings_in
 from . import skill_files
@@ -106,6 +106,8 @@ class Plan:
     # ``remake(raw, tokens)``: ``raw`` (a list of raw files) limits the raw log's scan to those and skips the trace's
     # count; ``tokens``: the distinctive tokens to look for there (the whole history's look found them).
     remake: Callable[[list[Path] | None, set[str] | None], Plan] | None = field(default=None, repr=False, compare=False)
+    # When its look began (time.time()): ``apply`` takes a plan this fresh as the history's look (``FRESH_PLAN_S``).
+    started: float = field(default_factory=time.time, repr=False, compare=False)
     # ``encoded``'s patterns, for the tokens they were made of (kept with the plan, not in a process-wide cache: they
     # hold the value, which a long-lived process must not keep after the forget).
     _encoded: tuple[tuple[tuple[str, ...], frozenset[str]], Encoded] | None = field(default=None, repr=False, compare=False)
@@ -764,20 +766,42 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     matches = _matcher(needles, plan.whole)
     files = list(mem.raw.files() if raw is None else raw)
 
-    def turns_of(path: Path, holds: Callable[[str], bool]) -> Iterator[Turn]:
+    # Each file read is parsed once for both looks below while its bytes stay the same: its turns, and the numbers
+    # of those whose marker line is not as bead writes it (``own_marker``; only those can hold a value in it).
+    parsed: dict[Path, tuple[bytes, list[Turn], dict[int, list[str]]]] = {}
+
+    def turns_of(path: Path, *parts: Callable[[str], bool]) -> Iterator[Turn]:
+        """The turns of ``path`` whose text one of ``parts`` finds the value in (and its markers and text before the
+        first turn, noted in the plan). A part that finds nothing in the whole file is not asked of its turns: each
+        of them is in the file (the look at the whole file passed over every turn of a file it found nothing in)."""
         try:
-            text = safe.read_text(path, root=mem.home.root, errors="replace")
+            data = safe.read_bytes(path, root=mem.home.root)
         except (OSError, safe.UnsafePath):
             return
-        if holds(text):
-            if path not in plan.preambles and holds(preamble(text)):  # the value, or its codes and rare words
-                plan.preambles.append(path)
+        text = data.decode("utf-8", "replace")
+        live = [part for part in parts if part(text)]
+        if not live:
+            return
+
+        def holds(s: str) -> bool:
+            return any(part(s) for part in live)
+
+        if path not in plan.preambles and holds(preamble(text)):  # the value, or its codes and rare words
+            plan.preambles.append(path)
+        known = parsed.get(path)
+        if known is None or known[0] != data:
             lines = marker_lines(text)
-            for t in mem.raw.read(path):
-                if marker_holds(lines.get(t.n, []), t, holds):  # a field a hand edit or another tool put there
-                    plan.markers.setdefault(path, set()).add(t.n)
-                if t.text != FORGOTTEN and holds(t.text):
-                    yield t
+            turns = parse_bytes(data, path)
+            # A marker as bead writes it holds nothing but bead's own fields, which a forget leaves: its line is not
+            # looked at (a look a turn, 40,000 in a long session's two looks, took a forget seconds).
+            odd = {t.n: lines.get(t.n, []) for t in turns if lines.get(t.n, []) != [own_marker(t)]}
+            known = parsed[path] = (data, turns, odd)
+        _, turns, odd = known
+        for t in turns:
+            if t.n in odd and marker_holds(odd[t.n], t, holds):  # a field a hand edit or another tool put there
+                plan.markers.setdefault(path, set()).add(t.n)
+            if t.text != FORGOTTEN and holds(t.text):
+                yield t
 
     # First the turns that hold the value itself; then its distinctive words and codes, each judged rare among the
     # turns that do not hold the value (a turn that says it goes anyway: three such turns made its words look
@@ -798,7 +822,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     encoded = plan.encoded
     if tokens is not None or encoded.pattern is not None:
         for path in files:
-            for t in turns_of(path, lambda text: _token_in(tokens, text) or encoded.found(text)):
+            for t in turns_of(path, lambda text: _token_in(tokens, text), encoded.found):
                 if t.n in plan.turns.get(path, ()):
                     continue
                 # A code said encoded cannot be cut out of its blob: that turn goes whole.
@@ -1030,6 +1054,11 @@ def plan_seal(
 
 
 CLOCK_SLACK_S = 2.0  # a raw file's mtime may lag the clock by a file system's granularity
+# A plan whose look began at most this long before ``apply`` (`forget --yes`, a seal) is not made again over the whole
+# history outside the locks: inside them, the raw files written since its look began are (a session of 20,000 turns
+# took three looks, 12 s). An older one (a preview the person read) is made again first, so the look inside the locks
+# stays short.
+FRESH_PLAN_S = 30.0
 
 
 def _written_since(path: Path, since: float) -> bool:
@@ -1085,8 +1114,10 @@ def _apply(
     mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event: str, tombstones: bool, sealed: str | None = None
 ) -> dict[str, Any]:
     now = mem.clock()
-    since = time.time() - CLOCK_SLACK_S
-    if plan.remake is not None:
+    started = time.time()
+    fresh = started - FRESH_PLAN_S <= plan.started <= started
+    since = (plan.started if fresh else started) - CLOCK_SLACK_S
+    if plan.remake is not None and not fresh:
         # Planned again: the preview may be minutes old (the person read it), and a forget must not leave what
         # arrived meanwhile. The whole history is read outside the locks (captures go on meanwhile); inside them,
         # the facts again and only the raw files written since. A key forgotten meanwhile by another forget
