@@ -3342,6 +3342,24 @@ def test_a_person_made_password_its_name_stands_before_is_looked_for_again(passw
     assert password not in out[1][0] and out[1][0].endswith(" for you")
 
 
+@pytest.mark.parametrize(
+    "first",
+    [
+        "AWS_SECRET_ACCESS_KEY={key}",
+        "aws_secret_access_key = {key}",
+        'export AWS_SECRET_ACCESS_KEY="{key}"',
+    ],
+)
+def test_a_base64_key_holding_a_slash_is_looked_for_again(first):
+    """A `/` read as a path's, so a value holding one was never looked for again: an AWS secret key redacted where its
+    name stood was kept where the next message said it bare. One that reads as base64 is looked for again."""
+    from bead.capture.secrets import redact_messages
+
+    key = "Zq8vLr2/TmX9pWn7Ks9Dj+Hq3LmN0bVc1XyZ4aBc"
+    out = redact_messages([[first.format(key=key)], [f"the key {key} still fails"], ["read prod/myapp/Database1"]])
+    assert key not in out[1][0] and out[1][0].endswith(" still fails") and out[2][0] == "read prod/myapp/Database1"
+
+
 def test_a_found_value_beside_another_script_goes_too():
     """No ASCII letter or digit beside it is a whole token: Japanese or Chinese write no blank between words."""
     from bead.capture.secrets import redact_messages

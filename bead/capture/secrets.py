@@ -1356,6 +1356,8 @@ def redact_runs(
 
 REPEAT_MIN = 8  # a value a rule found this long or longer is redacted wherever the conversation says it again
 NAMED_MIN = 6  # the same for a value a secret's name stands right before (`DB_PASSWORD=...`)
+BASE64_REPEAT_MIN = 20  # a value holding `/` is looked for again from this long, where it reads as base64 (``repeatable``)
+_BASE64_VALUE = re.compile(r"[A-Za-z0-9+/]+=*")
 REPEAT_MAX = 256  # a longer finding (a private key's block) is redacted where it stands, not looked for again
 REPEATS_KEPT = 64  # values looked for, at most (the newest)
 
@@ -1398,9 +1400,22 @@ def repeatable(value: str, named: bool = False) -> bool:
     or `(`, and random in its letters (at most WORDY in such runs). A rule that reads a setting as a secret
     (`PASSWORD_HASHER=argon2id`, `SECRET_MANAGER_PROJECT=my-gcp-project-123`, `postgres://postgres:postgres@db`,
     `SPAN_KEY = "current-span"`) finds words, which looked for again would take them from every later turn."""
-    if len(value) > REPEAT_MAX or any(c.isspace() or c in _NOT_IN_REPEATS for c in value) or "/" in value:
+    if len(value) > REPEAT_MAX or any(c.isspace() or c in _NOT_IN_REPEATS for c in value):
         return False
     wordy = sum(len(run) for run in _CASE_RUN.findall(value)) / max(len(value), 1)
+    if "/" in value:
+        # A path's `/`, unless the value reads as base64 does: long, of its alphabet alone, not from the root, random
+        # in its letters and with digits (an AWS secret key, `wJalrXUtnFEMI/K7MDENG/...`, was redacted where its name
+        # stood and kept where the conversation said it again). `prod/myapp/Database1` is words.
+        return (
+            len(value) >= BASE64_REPEAT_MIN
+            and _BASE64_VALUE.fullmatch(value) is not None
+            and not value.startswith("/")
+            and "//" not in value
+            and any(c.isdigit() for c in value)
+            and any(c.isalpha() for c in value)
+            and wordy <= WORDY
+        )
     if named:
         if set(value) <= _ADDRESS_CHARS and "." in value:
             return False  # an address or a version (`SECRET=127.0.0.1:8080`): what a rule misread
