@@ -2030,9 +2030,15 @@ def test_a_forgotten_value_that_beads_own_marker_fields_hold_leaves_them(mem, be
     year = before[0][1][:4]
     mem.write("project/globex-portal/mirror", f"The globex-portal source mirror is git.internal/zq since {year} 7", "project")
     mem.catch_up_index()
-    assert bead("forget", "project/globex-portal/mirror", "--yes").code == 0
-    assert bead("forget", "--match", "assistant", "--yes").code == 0
+    r = bead("forget", "project/globex-portal/mirror", "--yes")
+    assert r.code == 0, r.err
+    # Kept, and said: two turns' `project` holds the key's words, and every turn's time the year.
+    assert "; 3 raw turn marker(s) keep it in bead's own fields" in r.out, r.out
+    r = bead("forget", "--match", "assistant", "--yes")
+    assert r.code == 0 and "(1 raw turn marker(s) hold it in bead's own fields" in r.out, r.out
     assert [(t.role, t.at, t.flags) for t in mem.raw.read(mem.raw.find("s-own"))] == before
+    r = bead("forget", "--match", "sounds good", "--yes", "--json")
+    assert json.loads(r.out)["raw_turn_markers_kept"] == 0, "a value no marker holds is said of none"
 
 
 def test_a_marker_holding_a_lone_surrogate_is_written_again_as_its_escape(mem, bead):

@@ -46,7 +46,14 @@ def forget(target, match, yes, as_json):
         emit(
             {"forgotten": False, **preview, "sealed_not_searched": plan.sealed_not_searched},
             as_json,
-            lambda d: echo("nothing matches; nothing changed"),
+            lambda d: echo(
+                "nothing matches; nothing changed"
+                + (
+                    f" ({kept} raw turn marker(s) hold it in bead's own fields, where each turn came from: those stay)"
+                    if (kept := d["raw_turn_markers_kept"])
+                    else ""
+                )
+            ),
         )
         return
     # --match always asks (a script says --yes); a KEY at a terminal too, as seal does: a short or common value takes
@@ -70,6 +77,12 @@ def forget(target, match, yes, as_json):
             echo(f"  raw file {f}: the text before its first turn (no turn bead wrote; it goes)", err=True)
         for t in preview["raw_turn_markers"]:
             echo(f"  raw turn {t}: the fields of its marker line that hold it (not bead's; they go)", err=True)
+        if kept := preview["raw_turn_markers_kept"]:
+            echo(
+                f"  {kept} raw turn marker(s) hold it in bead's own fields (the turn's project, source or batch): "
+                "those stay, as bead's record of where each turn came from",
+                err=True,
+            )
         if preview["raw_turns_in_part"]:
             echo(
                 f"  {preview['raw_turns_in_part']} raw turn(s) that say its codes or rare words in other words: "
@@ -114,6 +127,11 @@ def forget(target, match, yes, as_json):
                 else ""
             )
             + (f", and fields of {len(marked)} raw turn marker(s)" if (marked := d["raw_turn_markers"]) else "")
+            + (
+                f"; {kept} raw turn marker(s) keep it in bead's own fields (where each turn came from)"
+                if (kept := d["raw_turn_markers_kept"])
+                else ""
+            )
         )
 
     emit({"forgotten": True, **summary, "sealed_not_searched": plan.sealed_not_searched}, as_json, human)

@@ -68,6 +68,9 @@ class Plan:
     # raw file -> turns whose marker line holds it (a hand edit's extra field; the marker stays when the text goes):
     # those fields go
     markers: dict[Path, set[int]] = field(default_factory=dict)
+    # raw file -> turns whose marker holds it in bead's own fields (its project, a batch id: ``rawlog.OWN_FLAGS``),
+    # which a forget keeps as bead's record of where the turn came from: said, not changed
+    own_markers: dict[Path, set[int]] = field(default_factory=dict)
     episodes: list[Path] = field(default_factory=list)
     session_lines: dict[Path, int] = field(default_factory=dict)  # state file -> lines to drop
     trace_lines: dict[Path, int] = field(default_factory=dict)  # trace file -> lines to drop
@@ -179,6 +182,8 @@ class Plan:
             "raw_turn_markers": sorted(
                 f"{p.relative_to(home_store).as_posix()}#turn-{n}" for p, ns in self.markers.items() for n in ns
             ),
+            # Turns whose marker holds it in bead's own fields (its project, a batch id), which stay.
+            "raw_turn_markers_kept": sum(len(ns) for ns in self.own_markers.values()),
             "distinctive_tokens": len(self.tokens),
             "episodes": len(self.episodes),
             "session_lines": sum(self.session_lines.values()) + sum(self.trace_lines.values()),
@@ -768,7 +773,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
 
     # Each file read is parsed once for both looks below while its bytes stay the same: its turns, and the numbers
     # of those whose marker line is not as bead writes it (``own_marker``; only those can hold a value in it).
-    parsed: dict[Path, tuple[bytes, list[Turn], dict[int, list[str]]]] = {}
+    parsed: dict[Path, tuple[bytes, list[Turn], dict[int, list[str]], dict[int, str]]] = {}
 
     def turns_of(path: Path, *parts: Callable[[str], bool]) -> Iterator[Turn]:
         """The turns of ``path`` whose text one of ``parts`` finds the value in (and its markers and text before the
@@ -794,9 +799,15 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
             turns = parse_bytes(data, path)
             # A marker as bead writes it holds nothing but bead's own fields, which a forget leaves: its line is not
             # looked at (a look a turn, 40,000 in a long session's two looks, took a forget seconds).
-            odd = {t.n: lines.get(t.n, []) for t in turns if lines.get(t.n, []) != [own_marker(t)]}
-            known = parsed[path] = (data, turns, odd)
-        _, turns, odd = known
+            own = {t.n: own_marker(t) for t in turns}
+            odd = {t.n: lines.get(t.n, []) for t in turns if lines.get(t.n, []) != [own[t.n]]}
+            known = parsed[path] = (data, turns, odd, own)
+        _, turns, odd, own = known
+        # bead's own fields that hold it stay: counted for the person (one look at them all, then turn by turn).
+        if holds("\n".join(own.values())):
+            kept = {n for n, line in own.items() if holds(line)}
+            if kept:
+                plan.own_markers.setdefault(path, set()).update(kept)
         for t in turns:
             if t.n in odd and marker_holds(odd[t.n], t, holds):  # a field a hand edit or another tool put there
                 plan.markers.setdefault(path, set()).add(t.n)
@@ -1077,9 +1088,10 @@ def _joined(inner: Plan, outer: Plan, changed: list[Path]) -> Plan:
             if path not in done:
                 mine.setdefault(path, set()).update(numbers)
     inner.preambles += [p for p in outer.preambles if p not in done and p not in inner.preambles]
-    for path, numbers in outer.markers.items():
-        if path not in done:
-            inner.markers.setdefault(path, set()).update(numbers)
+    for held, theirs in ((inner.markers, outer.markers), (inner.own_markers, outer.own_markers)):
+        for path, numbers in theirs.items():
+            if path not in done:
+                held.setdefault(path, set()).update(numbers)
     inner.trace_lines = outer.trace_lines
     inner.not_traces = outer.not_traces
     inner.also_in = outer.also_in
