@@ -2115,3 +2115,146 @@ def test_a_forget_leaves_every_other_turns_bytes_as_they_were(mem, bead):
     first, rest = data.split(b"the code is wombat-secret-99173\n")
     head = first[: first.rindex(b"<!-- bead:turn ")]
     assert after == head + f"{second.marker()}\n{FORGOTTEN}\n".encode() + rest
+
+
+class TestEachTurnOnItsOwn:
+    """A look at a raw file's whole text first, to pass over a file (or a part of the matcher) that held nothing, missed
+    what a turn holds where the turns around it change how a part reads the text (an outside review)."""
+
+    def test_a_coloured_value_after_an_unterminated_terminal_escape_goes(self, mem):
+        """A tool's output cut inside a terminal title (OSC, no terminator) ate, in the whole file's view without
+        markup, the next turn's marker and the start of its text: a value `grep --color` printed there stayed."""
+        mem.write("user/pet", "Quarrelsome Wombat", "user")
+        mem.append_turns(
+            "s-osc",
+            [
+                ("user", "$ ls\n\x1b]8;;file:///home/me/notes", T0, None),
+                ("user", "notes.txt: Quarrelsome \x1b[01;31mWombat\x1b[m", T0, None),
+            ],
+        )
+        path = mem.raw.find("s-osc")
+        forget.apply(mem, forget.plan_target(mem, "user/pet"))
+        assert mem.raw.read(path)[1].text == FORGOTTEN
+
+    def test_a_code_beside_a_turn_that_reads_as_quoted_printable_goes(self, mem):
+        """A base64 turn's padding before the next marker (`=\\n`) made the whole file read as quoted-printable, which
+        turned the `=4a` after a code in another turn into a letter: the code was no token there, and stayed."""
+        mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+        b64 = base64.b64encode(VALUE.encode()).decode()
+        assert b64.endswith("=")
+        mem.append_turns(
+            "s-qp",
+            [
+                ("user", "GET /unlock?c=" + VALUE.replace("-", "%2D") + "=4a", T0, None),
+                ("user", "data:\n  code: " + b64, T0, None),
+            ],
+        )
+        path = mem.raw.find("s-qp")
+        forget.apply(mem, forget.plan_target(mem, "user/door"))
+        texts = [t.text for t in mem.raw.read(path)]
+        assert texts[1] == FORGOTTEN and "Zorblax" not in texts[0], texts
+
+    def test_a_code_in_colour_beside_its_base64_goes(self, mem):
+        """One part of the matcher (the code's base64) found the file, another (the code's tokens) missed the whole
+        text after an unterminated escape, and was not asked of the turn that held them."""
+        mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+        z, q, rest = VALUE.split("-")
+        mem.append_turns(
+            "s-both",
+            [
+                ("user", "$ make\nbuilding...\x1b]0;make: building", T0, None),
+                ("user", f"{z}-\x1b[01;31m\x1b[K{q}\x1b[m\x1b[K-{rest}", T0, None),
+                ("user", "data:\n  code: " + base64.b64encode(VALUE.encode()).decode(), T0, None),
+            ],
+        )
+        path = mem.raw.find("s-both")
+        forget.apply(mem, forget.plan_target(mem, "user/door"))
+        assert [t.text for t in mem.raw.read(path)][1:] == [FORGOTTEN, FORGOTTEN]
+        mem.close()
+        assert leftovers(mem.home.root, VALUE) == []
+
+
+class TestWhatChangedSinceThePlan:
+    """Inside its locks a forget reads again the raw files that are not as its plan's look read them: judged by what
+    each file is (inode, size, mtime, ctime), not by the clock (an outside review)."""
+
+    def _old_file_and_a_plan(self, mem):
+        import os
+
+        mem.append_turns("old", [("user", "nothing to see", T0, None)])
+        path = mem.raw.find("old")
+        os.utime(path, (0, 0))
+        mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+        return path, forget.plan_target(mem, "user/door")
+
+    def test_a_turn_written_with_an_older_mtime_after_the_plan_goes(self, mem):
+        """A sync tool or a restore that keeps mtimes, an NFS server whose clock is behind: the file's mtime says it
+        was written before the plan's look, and the turn stayed."""
+        import os
+
+        path, plan = self._old_file_and_a_plan(mem)
+        mem.append_turns("old", [("user", f"again: {VALUE}", T0, None)])
+        os.utime(path, (plan.started - 5, plan.started - 5))
+        forget.apply(mem, plan)
+        assert mem.raw.read(path)[1].text == f"again: {FORGOTTEN}"
+
+    def test_a_turn_written_after_the_clock_stepped_back_goes(self, mem, monkeypatch):
+        """The clock read ten seconds ahead while the plan was made, then stepped back: a capture's honest mtime is
+        before the plan's start, and the turn stayed (the person said yes once the clock had passed it again)."""
+        import time as real_time
+        from types import SimpleNamespace
+
+        path, plan = self._old_file_and_a_plan(mem)
+        plan.started += 10
+        mem.append_turns("old", [("user", f"again: {VALUE}", T0, None)])
+        monkeypatch.setattr(forget, "time", SimpleNamespace(time=lambda: real_time.time() + 12))
+        forget.apply(mem, plan)
+        assert mem.raw.read(path)[1].text == f"again: {FORGOTTEN}"
+
+    def test_a_file_the_look_could_not_read_is_read_inside_the_locks_or_named(self, mem, bead, monkeypatch):
+        """A file the plan's look could not read (too many open files in a long-lived MCP server, an I/O error) was
+        passed over without a word and, its mtime unchanged, not read again: its value stayed. It is read again inside
+        the locks; one that still cannot be read is named."""
+        import os
+
+        from bead import files as safe
+
+        mem.append_turns("old", [("user", f"the code is {VALUE}", T0, None)])
+        path = mem.raw.find("old")
+        os.utime(path, (0, 0))
+        mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+        real = safe.read_with_stat
+        failing = {"on": True}
+
+        def flaky(p, *a, **kw):
+            if failing["on"] and p == path:
+                raise OSError(24, "Too many open files")
+            return real(p, *a, **kw)
+
+        monkeypatch.setattr(safe, "read_with_stat", flaky)
+        plan = forget.plan_target(mem, "user/door")
+        assert not plan.turns and plan.raw_unread == {path}
+        failing["on"] = False
+        summary = forget.apply(mem, plan)
+        assert mem.raw.read(path)[0].text == f"the code is {FORGOTTEN}" and summary["raw_files_unread"] == []
+        mem.append_turns("old2", [("user", f"and again {VALUE}", T0, None)])
+        path2 = mem.raw.find("old2")
+        mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+        failing["on"], path = True, path2
+        r = bead("forget", "user/door", "--yes")
+        assert r.code == 0, r.err
+        assert f"warning: could not read raw file {path2.relative_to(mem.home.store).as_posix()}" in r.err, r.err
+
+
+def test_a_raw_file_saved_with_crlf_line_ends_keeps_its_other_turns(mem):
+    """A raw file an editor saved with CRLF line ends had no marker bead read (`-->\\r`): the whole file was text
+    before the first turn, and a forget of a value one turn held emptied it (an outside review)."""
+    mem.append_turns("w", [("user", "keep me: the build passed", T0, None), ("user", f"the code is {VALUE}", T0, None)])
+    path = mem.raw.find("w")
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    assert [t.n for t in mem.raw.read(path)] == [1, 2]
+    mem.write("user/door", f"The storage unit code is {VALUE}", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/door"))
+    turns = mem.raw.read(path)
+    assert turns[0].text == "keep me: the build passed\r" and turns[1].text == f"the code is {FORGOTTEN}\r"
+    assert VALUE.encode() not in path.read_bytes()

@@ -105,6 +105,12 @@ def forget(target, match, yes, as_json):
             "proxy.runtime.jsonl) but holds lines the proxy did not write; look at it yourself if it holds the value",
             err=True,
         )
+    for path in summary["raw_files_unread"]:
+        echo(
+            f"warning: could not read raw file {path} (it may still hold the value); "
+            "check that bead can read it and run the same forget again",
+            err=True,
+        )
     for path in summary["kept"]:
         echo(
             f"warning: kept {path}: it is not a version file of the key (forget deletes only those); "

@@ -25,6 +25,7 @@ import binascii
 import functools
 import html
 import json
+import os
 import re
 import time
 import urllib.parse
@@ -111,6 +112,12 @@ class Plan:
     remake: Callable[[list[Path] | None, set[str] | None], Plan] | None = field(default=None, repr=False, compare=False)
     # When its look began (time.time()): ``apply`` takes a plan this fresh as the history's look (``FRESH_PLAN_S``).
     started: float = field(default_factory=time.time, repr=False, compare=False)
+    # raw file -> what it was when the look read it (``_stamp``), None where it could not be read: ``apply`` reads
+    # again inside its locks every raw file not as it was (no clock or mtime trusted: a file a sync tool wrote with
+    # an older mtime, a clock stepped back)
+    raw_seen: dict[Path, tuple[int, int, int, int] | None] = field(default_factory=dict, repr=False, compare=False)
+    # raw files the look could not read (EMFILE, EIO): named by the forget if they still cannot be read inside its locks
+    raw_unread: set[Path] = field(default_factory=set, repr=False, compare=False)
     # ``encoded``'s patterns, for the tokens they were made of (kept with the plan, not in a process-wide cache: they
     # hold the value, which a long-lived process must not keep after the forget).
     _encoded: tuple[tuple[tuple[str, ...], frozenset[str]], Encoded] | None = field(default=None, repr=False, compare=False)
@@ -184,6 +191,8 @@ class Plan:
             ),
             # Turns whose marker holds it in bead's own fields (its project, a batch id), which stay.
             "raw_turn_markers_kept": sum(len(ns) for ns in self.own_markers.values()),
+            # Raw files it could not read (a forget names them: they may still hold it).
+            "raw_files_unread": sorted(p.relative_to(home_store).as_posix() for p in self.raw_unread),
             "distinctive_tokens": len(self.tokens),
             "episodes": len(self.episodes),
             "session_lines": sum(self.session_lines.values()) + sum(self.trace_lines.values()),
@@ -771,45 +780,41 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     matches = _matcher(needles, plan.whole)
     files = list(mem.raw.files() if raw is None else raw)
 
-    # Each file read is parsed once for both looks below while its bytes stay the same: its turns, and the numbers
-    # of those whose marker line is not as bead writes it (``own_marker``; only those can hold a value in it).
-    parsed: dict[Path, tuple[bytes, list[Turn], dict[int, list[str]], dict[int, str]]] = {}
-
     def turns_of(path: Path, *parts: Callable[[str], bool]) -> Iterator[Turn]:
         """The turns of ``path`` whose text one of ``parts`` finds the value in (and its markers and text before the
-        first turn, noted in the plan). A part that finds nothing in the whole file is not asked of its turns: each
-        of them is in the file (the look at the whole file passed over every turn of a file it found nothing in)."""
+        first turn, noted in the plan). Each turn is looked at on its own: a look at the whole file first, to pass
+        over a file or a part, missed what a turn holds where its neighbours change how a part reads it (an
+        unterminated terminal escape in one turn ate the next one's coloured code; a quoted-printable `=\\n` in one
+        turn made the whole file read as quoted-printable: an outside review), and cost as much. What the file was
+        when read is noted (``raw_seen``), so that ``apply`` reads again what changed since; a file that could not be
+        read is noted too, read again inside the locks, and named if it still cannot be."""
         try:
-            data = safe.read_bytes(path, root=mem.home.root)
+            data, st = safe.read_with_stat(path, root=mem.home.root)
         except (OSError, safe.UnsafePath):
+            plan.raw_seen[path] = None
+            plan.raw_unread.add(path)
             return
-        text = data.decode("utf-8", "replace")
-        live = [part for part in parts if part(text)]
-        if not live:
-            return
+        plan.raw_seen.setdefault(path, _stamp(st))
 
         def holds(s: str) -> bool:
-            return any(part(s) for part in live)
+            return any(part(s) for part in parts)
 
-        if path not in plan.preambles and holds(preamble(text)):  # the value, or its codes and rare words
+        text = data.decode("utf-8", "replace")
+        if path not in plan.preambles and (before := preamble(text)) and holds(before):  # the value, or its codes
             plan.preambles.append(path)
-        known = parsed.get(path)
-        if known is None or known[0] != data:
-            lines = marker_lines(text)
-            turns = parse_bytes(data, path)
-            # A marker as bead writes it holds nothing but bead's own fields, which a forget leaves: its line is not
-            # looked at (a look a turn, 40,000 in a long session's two looks, took a forget seconds).
-            own = {t.n: own_marker(t) for t in turns}
-            odd = {t.n: lines.get(t.n, []) for t in turns if lines.get(t.n, []) != [own[t.n]]}
-            known = parsed[path] = (data, turns, odd, own)
-        _, turns, odd, own = known
+        lines = marker_lines(text)
+        turns = parse_bytes(data, path)
+        own = {t.n: own_marker(t) for t in turns}
         # bead's own fields that hold it stay: counted for the person (one look at them all, then turn by turn).
-        if holds("\n".join(own.values())):
+        if own and holds("\n".join(own.values())):
             kept = {n for n, line in own.items() if holds(line)}
             if kept:
                 plan.own_markers.setdefault(path, set()).update(kept)
         for t in turns:
-            if t.n in odd and marker_holds(odd[t.n], t, holds):  # a field a hand edit or another tool put there
+            written = lines.get(t.n, [])
+            # A marker as bead writes it holds nothing but bead's own fields, which a forget leaves: its line is not
+            # looked at again.
+            if written != [own[t.n]] and marker_holds(written, t, holds):  # a field a hand edit or another tool put
                 plan.markers.setdefault(path, set()).add(t.n)
             if t.text != FORGOTTEN and holds(t.text):
                 yield t
@@ -1064,17 +1069,23 @@ def plan_seal(
     return plan
 
 
-CLOCK_SLACK_S = 2.0  # a raw file's mtime may lag the clock by a file system's granularity
 # A plan whose look began at most this long before ``apply`` (`forget --yes`, a seal) is not made again over the whole
-# history outside the locks: inside them, the raw files written since its look began are (a session of 20,000 turns
-# took three looks, 12 s). An older one (a preview the person read) is made again first, so the look inside the locks
-# stays short.
+# history outside the locks: inside them, the raw files not as its look read them are (a session of 20,000 turns took
+# three looks, 12 s). An older one (a preview the person read) is made again first, so that few files have changed
+# since and the look inside the locks stays short.
 FRESH_PLAN_S = 30.0
 
 
-def _written_since(path: Path, since: float) -> bool:
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What a file is, as far as a look needs to know it is unchanged: a rewrite is a new inode, an append a new size,
+    and any write a new ctime, which no tool can set."""
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _not_as_seen(path: Path, seen: Mapping[Path, tuple[int, int, int, int] | None]) -> bool:
+    """Whether raw file ``path`` is not as the plan's look read it (or the look did not read it)."""
     try:
-        return path.stat().st_mtime >= since
+        return _stamp(os.lstat(path)) != seen.get(path)
     except OSError:
         return False  # gone meanwhile: nothing to redact in it
 
@@ -1128,7 +1139,6 @@ def _apply(
     now = mem.clock()
     started = time.time()
     fresh = started - FRESH_PLAN_S <= plan.started <= started
-    since = (plan.started if fresh else started) - CLOCK_SLACK_S
     if plan.remake is not None and not fresh:
         # Planned again: the preview may be minutes old (the person read it), and a forget must not leave what
         # arrived meanwhile. The whole history is read outside the locks (captures go on meanwhile); inside them,
@@ -1140,7 +1150,7 @@ def _apply(
     # beside it (a conversation's state, the trace, inject records) is here before the scrubs of step 3, or not
     # written.
     with mem.raw.forgetting():
-        return _apply_forgetting(mem, plan, under_lock, event, tombstones, now, since, sealed)
+        return _apply_forgetting(mem, plan, under_lock, event, tombstones, now, sealed)
 
 
 def _apply_forgetting(
@@ -1150,7 +1160,6 @@ def _apply_forgetting(
     event: str,
     tombstones: bool,
     now: Any,
-    since: float,
     sealed: str | None = None,
 ) -> dict[str, Any]:
     """``_apply``'s part while the forget is seen to run (RawLog.forgetting): a proxy writes nothing of a request
@@ -1161,7 +1170,7 @@ def _apply_forgetting(
     # busy timeout, forget stops here, before it has changed anything.
     with mem.together(), mem.facts.lock():
         if plan.remake is not None:
-            changed = [p for p in mem.raw.files() if _written_since(p, since)]
+            changed = [p for p in mem.raw.files() if _not_as_seen(p, plan.raw_seen)]
             inner = plan.remake(changed, plan.tokens)
             if set(inner.needles) != set(plan.needles) or inner.whole != plan.whole:
                 # A version written meanwhile holds a value the look outside did not look for: any turn may hold it.

@@ -275,6 +275,8 @@ def preamble(text: str) -> str:
 def _opened(line: str, path: Path | None = None) -> Turn | None:
     """The turn a marker line opens (its text still empty), or None where the line is text (no marker, or one
     whose JSON or turn number does not read: a hand edit's)."""
+    if line.endswith("\r"):  # a file an editor saved with CRLF line ends: its markers are still markers
+        line = line[:-1]
     m = _MARKER.match(line) if line.startswith(MARKER_PREFIX) else None
     if not m:
         return None
