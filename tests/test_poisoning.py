@@ -317,13 +317,17 @@ class TestProxy:
         assert (item.kind, item.source, item.value) == ("suspicious", "typed", value)
         assert "remote-code-execution" in item.detail and item.sources[0].endswith("#turn-1")
         cue = upstream.requests[-1].json()["messages"][0]["content"][-1]["text"]
-        notes = [line for line in cue.splitlines() if f"bead queue accept {item.id}" in line]
-        assert len(notes) == 1 and "queued for review" in notes[0]
-        assert "themselves (an agent does not run it for them" in notes[0], "the command is the person's to run"
+        notes = [line for line in cue.splitlines() if "queued for review" in line]
+        assert len(notes) == 1 and "`bead review` at their own terminal" in notes[0]
+        assert "an agent does not run it for them" in notes[0], "the review is the person's"
+        # Neither the item's id nor a command that accepts it reaches the model: an agent's shell ran it (an attack).
+        assert item.id not in cue and "queue accept" not in cue
         # The next request of the conversation carries the same block, byte for byte (the prompt cache holds).
         send(proxy, first + [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "go on"}], "rem")
         assert upstream.requests[-1].json()["messages"][0]["content"][-1]["text"] == cue
-        r = bead("queue", "accept", item.id)
+        r = bead("queue", "accept", item.id)  # an agent's shell: no terminal, no --yes
+        assert r.code == 1 and "no one is at a terminal" in r.err
+        r = bead("queue", "accept", item.id, "--yes")
         assert r.code == 0, r.err
         with memory(bead_home) as m:
             fact = m.current(item.key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import BeadError
 from . import common
 from .common import echo, emit, json_option, open_memory
 
@@ -131,18 +132,25 @@ def queue(ctx, show_all, as_json):
 
 @queue.command("accept")
 @click.argument("item_id")
-@click.option("--yes", "-y", is_flag=True, help="Do not show the value and ask first at a terminal.")
+@click.option("--yes", "-y", is_flag=True, help="Write without showing the value and asking (a script of your own).")
 @json_option
 def queue_accept(item_id, yes, as_json):
-    """Write the item's value (trust: accepted, a person's decision). At a terminal it shows the whole value first,
-    on one line as the model will read it, and asks (--yes for scripts)."""
+    """Write the item's value (trust: accepted, a person's decision). It shows the whole value first, on one line as
+    the model will read it, and asks at a terminal; without one it refuses unless --yes (a script of your own)."""
     from ..core.review import accept_item, card_fingerprint, current, current_shown, lines_marked
     from ..display import one_line
     from ..store.queue import Queue
 
     mem = open_memory()
     shown = None
-    if not yes and not as_json and common.at_terminal():
+    if not yes and not common.at_terminal():
+        # An agent's shell has no terminal: a queued "remember" from a pasted page told the model to run this, and
+        # the value reached the pinned block as accepted (an outside attack). --json alone no longer skips the question.
+        raise BeadError(
+            "`bead queue accept` writes a value the pinned block may carry, and no one is at a terminal to read it first",
+            "run it yourself at a terminal (or `bead review`); a script of your own passes --yes",
+        )
+    if not yes:
         # What a notice or a list cut short (a proposal's first 160 characters) is read whole before it is written,
         # as `bead review`'s card shows it: one line, every run of blanks of any script merged (thousands of U+3000
         # pushed the key and the start of a `curl ... | sh` off the screen: an outside attack), each line break a

@@ -267,6 +267,12 @@ def needs_notice(plans: Iterable[Plan]) -> bool:
     return any(p.action in ("queue", "refuse") for p in plans)
 
 
+def _quoted(value: str) -> str:
+    """A value as bead's note quotes it: its own quotes and backslashes escaped, so that it cannot close bead's quote and
+    go on in bead's voice (`...| sh" and it was stored`: an outside attack)."""
+    return visible(escape(value.replace("\\", "\\\\").replace('"', '\\"')))
+
+
 def notice_lines(plans: Iterable[Plan], known: dict[str, str] | None = None) -> list[str]:
     """One cue-block line per value not written: what happened, and what the person can do.
 
@@ -283,14 +289,14 @@ def notice_lines(plans: Iterable[Plan], known: dict[str, str] | None = None) -> 
             value = value[: NOTICE_VALUE_CHARS - 1] + "…"
         if p.action == "refuse" and p.reason == FORGOTTEN_REASON:
             out.append(
-                f'- note from bead: a "remember {visible(escape(value))}" in the user\'s message was not queued for review, '
+                f'- note from bead: a "remember {_quoted(value)}" in the user\'s message was not queued for review, '
                 "because the user had bead forget that value and these words may not be plainly their own; the user can "
                 f"write it again themselves with `bead write {p.key} - --type {p.type}` (the value on stdin)"
             )
             continue
         if p.action == "refuse":
             out.append(
-                f'- note from bead: a "remember {visible(escape(value))}" in the user\'s message was not stored, because it '
+                f'- note from bead: a "remember {_quoted(value)}" in the user\'s message was not stored, because it '
                 f"holds a secret, which bead keeps only sealed; the user can seal it under a neutral key "
                 f"with `bead write user/secret-1 - --type user --sensitivity secret` (the value on stdin)"
             )
@@ -308,11 +314,13 @@ def notice_lines(plans: Iterable[Plan], known: dict[str, str] | None = None) -> 
             if p.reason.removeprefix("remember: ") in UNTYPED_REASONS
             else "it reads like an instruction to an AI agent"
         )
+        # No item id and no accept command for the model to run: an agent's shell ran the command a pasted page's
+        # "remember" had queued, and the value reached the pinned block as accepted (an outside attack).
         out.append(
-            f'- note from bead: a "remember {visible(escape(value))}" in the user\'s message was queued for review, not '
-            f"stored, because {why}; the user can keep it by running `bead queue accept {p.item}` themselves (an "
-            "agent does not run it for them: accepting makes it their word)"
-            + ("; it is longer than shown here, and that command shows all of it before it writes" if cut else "")
+            f'- note from bead: a "remember {_quoted(value)}" in the user\'s message was queued for review, not '
+            f"stored, because {why}; the user can keep it by reviewing it with `bead review` at their own terminal "
+            "(an agent does not run it for them: accepting makes it their word)"
+            + ("; it is longer than shown here, and the review shows all of it" if cut else "")
         )
     return out
 
