@@ -207,7 +207,28 @@ RULES: tuple[Rule, ...] = (
             _form(
                 r"(?:--(?:extra-)?index-url|--registry|\bregistry\s*=)\s*=?\s*http://|--trusted-host\b"
                 r"|\bnpx\s+(?:-y\s+|--yes\s+)?(?:github:|https?://|git\+)"
-                r"|\b(?:pip3?|uv pip|npm|yarn|pnpm|gem|cargo)\s+(?:install|add)\s+(?:-\S+\s+){0,3}(?:git\+)?https?://",
+                r"|\b(?:pip3?|uv pip|npm|yarn|pnpm|gem|cargo)\s+(?:install|add)\s+(?:-\S+\s+){0,3}(?:-[\w-]{1,30}=)?"
+                r"(?:git\+)?https?://",
+                negatable=True,
+            ),
+        ),
+    ),
+    Rule(
+        "tls-verification-off",
+        "turns off the checks of TLS certificates",
+        (
+            # A package manager or client told to trust any certificate: what lets a man in the middle serve the
+            # packages and read the tokens (an outside attack: `NODE_TLS_REJECT_UNAUTHORIZED=0 before npm install`).
+            _form(
+                r"\bNODE_TLS_REJECT_UNAUTHORIZED\s*[=:]\s*[\"']?0\b|\bPYTHONHTTPSVERIFY\s*[=:]\s*[\"']?0\b"
+                r"|\bGIT_SSL_NO_VERIFY\s*[=:]\s*[\"']?(?:1|true)\b|\bverify\s*=\s*False\b"
+                r"|\b(?:strict-ssl|sslverify|ssl_verify|ssl-verify|verify_ssl|verify-ssl)\s*(?:[=:]\s*|\s+)[\"']?(?:false|0|no)\b"
+                r"|--no-check-certificate\b|--insecure\b|--disable-tls\b|\bInsecureSkipVerify\s*:\s*true\b",
+                negatable=True,
+            ),
+            _form(
+                r"\b(?:disable|turn off|skip|ignore|bypass|switch off)\b[^.;\n]{0,30}\b(?:ssl|tls|https|certificate|cert)s?"
+                r"\b[^.;\n]{0,20}\b(?:verification|verifying|checks?|checking|validation|errors?)\b",
                 negatable=True,
             ),
         ),

@@ -99,7 +99,8 @@ REMEMBER_SCAN = 16 * 1024  # of a typed part, the characters a "remember" is loo
 _FRAMING = compile_linear(
     r"(?im)^[ \t]{0,8}(?:from|subject|to|cc|date|quote)[ \t]{0,4}:|^[ \t]{0,8}contents?[ \t]of\b"
     r"|\bcontents?[ \t]of\b[^\n]{0,200}:"
-    r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript)\b[^\n]{0,80}:"
+    r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript|prints|printed|replied|answered"
+    r"|outputs?|returned|returns)\b[^\n]{0,80}:"
 )
 _COLON_LINE = compile_linear(r"(?m):[ \t]{0,8}$")
 # What introduces quoted text on a line: a colon with text after it ("it prints: npm ERR! 404 ..."; not a time's
@@ -168,7 +169,16 @@ def request_list(message: Message) -> list[Request]:
     """The values "remember ..." asks for in the person's typed text of ``message``, and whether each is
     plainly the person's own request."""
     out = []
+    # The text of the block's parts before this one (typed and pasted alike): a framing line stops counting nowhere
+    # in its block ("Bob wrote:", a fence, then "Remember that ...": the request's own part began after the fence, and
+    # was written as the person's word: an outside attack). The parts of one block share ``sent`` (0: a block alone).
+    block_before, block = "", -1
     for part in message.parts:
+        if part.kind != "text" or not part.sent or part.sent != block:
+            block_before, block = "", part.sent if part.kind == "text" else -1
+        earlier = block_before
+        if part.kind == "text":
+            block_before = (block_before + part.text + "\n")[-REMEMBER_SCAN:]  # a part ends its line
         if part.source is Source.TYPED and part.kind == "text":
             text = _unquoted(message, part.text)
             # The first and the last REMEMBER_SCAN characters: a scan of megabytes of clause starts held the request
@@ -182,7 +192,7 @@ def request_list(message: Message) -> list[Request]:
                 # The punctuation that opened the clause is the text before it too ("wiki: remember ..." is framed by
                 # its colon; a remember right after a colon is read as what was quoted).
                 lead = m.group(0)[: m.group(0).lower().find("remember")].rstrip(" \t")
-                before = text[: at + m.start()] + lead
+                before = (earlier if at == 0 else "") + text[: at + m.start()] + lead
                 # Measured on the block as the harness sent it: a pasted page closing its own code fence, or
                 # wrapped in a reminder or bead's tags, leaves a short typed part but is still the block's.
                 size = max(part.sent, len(text.strip()))
