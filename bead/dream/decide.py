@@ -140,6 +140,9 @@ _COMMAND_WORDS = frozenset("sudo rm chmod chown curl wget eval exec bypass skip 
 # "credentials", "mail the report" is "email the report"; a word of a family the person did not say is added. The
 # words after a "|" count as the family said, not as an addition ("environment" said is "env" written). A list:
 # what it does not name ("the customer table's rows go to the vendor") the other checks and the review must catch.
+# Also what destroys or turns off, and a fork: "the integration tests need the staging database" became "... the
+# staging database dropped and recreated first" and "deploy from main" "deploy from the contributor fork's main",
+# written unreviewed from a tool's output (an outside attack).
 _SENSITIVE_FAMILIES = """
 credential credentials creds
 password passwords passwd passphrase passphrases passcode passcodes
@@ -175,6 +178,18 @@ rsync scp
 exfiltrate exfiltrates exfiltrated exfiltrating
 transmit transmits transmitted transmitting
 leak leaks leaked leaking
+drop drops dropped dropping
+delete deletes deleted deleting deletion
+wipe wipes wiped wiping
+truncate truncates truncated truncating
+purge purges purged purging
+destroy destroys destroyed destroying
+erase erases erased erasing
+overwrite overwrites overwrote overwritten overwriting
+reset resets resetting
+recreate recreates recreated recreating
+disable disables disabled disabling
+fork forks forked forking
 """
 _SENSITIVE: dict[str, str] = {}
 _SAID_AS: dict[str, str] = {}
