@@ -80,6 +80,25 @@ def _proxy_listen(v: Any) -> str | None:
     return None
 
 
+def upstream_problem(v: Any) -> str | None:
+    """What is wrong with an upstream base URL (``proxy.upstream``, ``--upstream``), or None: an http(s) URL with a
+    host and nothing a terminal or a request line acts on (one holding an escape went through, and the proxy's
+    first request ended in httpx's InvalidURL and a traceback: an outside review)."""
+    from urllib.parse import urlsplit
+
+    text = str(v)
+    if any(not c.isprintable() or c.isspace() for c in text):
+        return "holds a blank or a control character: give the base URL alone (https://host[:port][/path])"
+    try:
+        url = urlsplit(text)
+        url.port  # noqa: B018 - a port out of range or not a number raises here
+    except ValueError as exc:
+        return f"is not a URL ({exc})"
+    if url.scheme not in ("http", "https") or not url.hostname:
+        return "must be an http:// or https:// URL with a host (https://api.anthropic.com)"
+    return None
+
+
 def _owner(v: Any) -> str | None:
     """A name on every record: one line, short (a megabyte of it made every fact larger than bead reads)."""
     if len(v) > 200 or any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c in "\u2028\u2029" for c in v):
@@ -104,10 +123,11 @@ PROVIDERS = ("ollama", "anthropic", "openai")
 @dataclass(frozen=True)
 class ProxySettings:
     listen: str = setting("127.0.0.1:7077", "loopback address of the proxy", check=_proxy_listen)
-    upstream: str = setting("https://api.anthropic.com", "the real API")
+    upstream: str = setting("https://api.anthropic.com", "the real API", check=upstream_problem)
     openai_upstream: str = setting(
         "https://api.openai.com",
         "where requests under /openai go (any OpenAI-compatible server: the part of its base URL before /v1)",
+        check=upstream_problem,
     )
     project: str | None = setting(None, "project when the harness reports none")
     trace: str | None = setting(None, "append one JSON line per request to this file")

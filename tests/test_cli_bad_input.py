@@ -356,3 +356,19 @@ def test_the_mcp_servers_ipv6_address_takes_brackets_and_no_scope_as_the_proxys_
         parse_listen("::1:7078")
     with pytest.raises(BeadError, match="scope"):
         parse_listen("[::1%lo]:7078")
+
+
+@pytest.mark.parametrize("url", ["http://x/\x1bfoo", "http://x:99999/", "ftp://mirror.example/", "api.anthropic.com"])
+def test_an_upstream_that_is_no_http_url_is_named_before_the_proxy_serves(bead, url):
+    """A `--upstream` holding an escape went through, and the proxy's first request ended in httpx's InvalidURL and a
+    traceback labelled a bug in bead (an outside review). It is refused at once, with what to give instead."""
+    r = bead("proxy", "--upstream", url, "--listen", "127.0.0.1:1")
+    assert r.code == 1 and "--upstream" in r.err and "hint: give --upstream the API's base URL" in r.err, r.err
+    assert "Traceback" not in r.err
+
+
+def test_a_config_upstream_that_is_no_http_url_names_its_line(bead, bead_home):
+    bead_home.mkdir(parents=True, exist_ok=True)
+    (bead_home / "config.yaml").write_text('owner: t\nproxy:\n  upstream: "http://x/\\e[2Jy"\n')  # YAML's \\e: ESC
+    r = bead("list")
+    assert r.code == 1 and "line 3" in r.err and "proxy.upstream" in r.err, r.err

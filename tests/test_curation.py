@@ -118,6 +118,25 @@ class TestOutcomeGate:
         assert "evaluation of session bad: not promoted" in r.out and "task_success 0.20 is below 0.50" in r.out
         assert BAD_LESSON in r.out and "lesson candidate: Run the database migrations" in r.out
 
+    def test_a_lessons_key_takes_its_project_as_a_projects_name(self, dmem, model):
+        """A marker's project is text a hand edit may have written: `../../tmp/x` made a card whose key named a path
+        (an outside attack). It is read as the capture makes a project's name; and the queue refuses a key the store
+        would (every reader of a card's key need not check it again)."""
+        from bead.errors import InvalidKey
+
+        session(
+            dmem,
+            "good",
+            "the integration tests fail with a missing column",
+            "ran the migrations first; all 112 tests pass",
+            project="../../tmp/x",
+        )
+        Dream(dmem).run()
+        (item,) = Queue(dmem).items()
+        assert item.key.startswith("project/tmp-x/lesson-"), item.key
+        with pytest.raises(InvalidKey):
+            Queue(dmem).add("lesson", "project/../../tmp/x/lesson-a", "feedback", "a lesson", [], "x")
+
     def test_the_score_gate_and_a_malformed_answer(self, dmem, model):
         session(dmem, "meh", "refactor the billing module", "half done, the rest tomorrow")
         session(dmem, "odd", "rename the helper", "renamed it")

@@ -249,6 +249,51 @@ def test_forget_leaves_a_file_named_as_a_trace_that_is_none_as_it_is(mem, bead, 
     assert mem.current("user/code") is None
 
 
+def test_a_planted_trace_line_names_no_json_notes_with_comments_and_no_large_file(mem, bead, tmp_path):
+    """Lines a person's notes hold (a JSON record and a comment after it, a Windows path's backslashes) do not parse,
+    and any such line starting `{"` passed as a trace line a killed proxy cut short: forget rewrote the notes outside
+    the home (CRLF gone, bytes replaced). And a planted line naming a gigabyte's file had it read whole, twice. Only a
+    record's own start passes cut short, and a file whose first line is no record is not read further."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    journal = outside / "journal.log"
+    journal.write_bytes(
+        f'{{"ts": "2026-01-05", "note": "vault word {VALUE}"}} # from phone\r\n'.encode()
+        + b'{"ts": "2026-01-06", "path": "C:\\Users\\me\\caf\xe9.txt"}\r\n'
+    )
+    image = outside / "disk.img"
+    with image.open("wb") as f:
+        f.truncate(64 << 20)  # sparse: 64 MB of zeros, no line break
+    before = {p: (p.read_bytes(), p.stat().st_ino) for p in (journal,)}
+    lines = [json.dumps({"at": "2026-12-06T00:00:00Z", "pid": 1, "trace": str(p)}) for p in (journal, image)]
+    mem.home.proxy_runtime.write_text("\n".join(lines) + "\n")
+    mem.write("user/code", f"my code is {VALUE}", "user")
+    import tracemalloc
+
+    tracemalloc.start()
+    r = bead("forget", "--match", VALUE, "--yes")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert r.code == 0, r.err
+    assert {p: (p.read_bytes(), p.stat().st_ino) for p in (journal,)} == before
+    assert f"left {journal} as it is" in r.err and f"left {image} as it is" in r.err, r.err
+    assert peak < 16 << 20, f"the image was read: {peak} bytes at the peak"
+
+
+def test_the_dashboard_shows_no_records_of_a_file_that_is_no_trace(mem, tmp_path):
+    """The dashboard read any file a planted line named and showed its lines that looked like records."""
+    from bead.core.overview import injections
+
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text(
+        "my private notes line\n"
+        + json.dumps({"at": "2026-01-01", "session": "s", "roles": [], "errors": [], "injected": ["from-a-foreign-file"]})
+        + "\n"
+    )
+    mem.home.proxy_runtime.write_text(json.dumps({"at": "2026-12-06T00:00:00Z", "pid": 1, "trace": str(notes)}) + "\n")
+    assert injections(mem) == []
+
+
 def test_a_planted_trace_line_names_no_app_log_and_no_file_where_forget_runs(mem, bead, tmp_path, monkeypatch):
     """A line planted in proxy.runtime.jsonl named an app's event log (JSON lines, each with a "session") and forget
     rewrote it outside the home, the line that said the value gone; a relative path named such a file in whatever

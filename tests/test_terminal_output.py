@@ -626,3 +626,22 @@ def test_the_persons_own_long_value_is_shown_whole_beside_a_proposal_that_change
     assert tail in _accept_text(mem, saved.item)
     entry = next(x for x in review.entries(mem) if x.kind == "item")
     assert tail in "".join(s[1] for s in card(entry, 1, 1))
+
+
+def test_a_question_bead_asks_shows_a_bidi_override_as_its_escape():
+    """`bead setup`'s question quoted the home it registers as it was: a home named with U+202E turned the rest of
+    the question around on screen (an outside attack). A question is shown as `echo` shows text."""
+    import click
+    from click.testing import CliRunner
+
+    from bead.cli import common
+
+    @click.command()
+    def ask():
+        common.confirm("Register (claude mcp add --home '/tmp/sh\u202egnp.exe\u200b' mcp)?", default=True)
+        common.prompt("Name for /tmp/a\x1b]0;x\x07b", default="n")
+
+    r = CliRunner().invoke(ask, input="y\n\n")
+    assert r.exit_code == 0, r.output
+    assert "\u202e" not in r.output and "\u200b" not in r.output and "\x1b" not in r.output and "\x07" not in r.output
+    assert "\\u202e" in r.output and "\\x1b" in r.output

@@ -316,3 +316,17 @@ def test_a_passphrase_that_cannot_be_read_is_a_clear_error_not_a_traceback(bead,
         said = "is no file descriptor"
     assert r.code == 1 and said in r.err and "Traceback" not in r.err and "bug in bead" not in r.err, r.err
     assert "MARKERZZ" not in r.out + r.err
+
+
+def test_a_sealed_folder_named_as_no_key_is_left_out_and_named_by_status(bead, bead_home):
+    """One folder under vault/sealed whose name is no key (`project/BAD`, by hand or another tool) took `bead status`,
+    `bead list` and `bead sealed list` down with an invalid key error (an outside attack): it is left out and named."""
+    assert bead("status").code == 0
+    odd = bead_home / "vault" / "sealed" / "project" / "BAD"
+    odd.mkdir(parents=True)
+    (odd / "v1.md.age").write_bytes(b"x")
+    for args in (("list",), ("sealed", "list"), ("vault", "status")):
+        r = bead(*args)
+        assert r.code == 0 and "segment" not in r.err, (args, r.err)
+    r = bead("status")
+    assert r.code == 0 and "vault/sealed/project/BAD holds sealed files but its name is no key" in r.out, r.out

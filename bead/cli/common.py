@@ -37,7 +37,11 @@ def confirm(text: str, **kwargs: Any) -> bool:
     """click.confirm, where a Ctrl-C is an answer: nothing was changed yet (the root group says so), where one during
     the work may have stopped it part way (``interrupted_at_work``)."""
     try:
-        return bool(click.confirm(text, **kwargs))
+        # Shown as `echo` shows text: a question that quotes a path or a value (the home `bead setup` registers)
+        # printed a bidi override raw, which turned the rest of the question around (an outside attack).
+        from ..display import visible
+
+        return bool(click.confirm(visible(text, multiline=True), **kwargs))
     except KeyboardInterrupt:
         raise click.Abort() from None
 
@@ -45,7 +49,9 @@ def confirm(text: str, **kwargs: Any) -> bool:
 def prompt(text: str, **kwargs: Any) -> Any:
     """click.prompt, where a Ctrl-C is an answer (``confirm``)."""
     try:
-        return click.prompt(text, **kwargs)
+        from ..display import visible
+
+        return click.prompt(visible(text, multiline=True), **kwargs)
     except KeyboardInterrupt:
         raise click.Abort() from None
 

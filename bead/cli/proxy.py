@@ -46,6 +46,12 @@ def proxy(listen, upstream, openai_upstream, project, trace, workers):
     host, port = parse_listen(listen or config.proxy.listen)
     upstream = upstream or config.proxy.upstream
     openai_upstream = openai_upstream or config.proxy.openai_upstream
+    from ..config import upstream_problem
+    from ..errors import BeadError
+
+    for name, value in (("--upstream", upstream), ("--openai-upstream", openai_upstream)):
+        if (problem := upstream_problem(value)) is not None:
+            raise BeadError(f"{name} {problem}", f"give {name} the API's base URL, such as https://api.anthropic.com")
     n = workers or config.proxy.workers or default_workers()
     mem.index  # noqa: B018 - built here if missing, once, not by each worker
     mem.close()

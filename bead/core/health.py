@@ -353,6 +353,16 @@ def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> 
     vi = vault_keys.info(mem.home)
     counts = mem.sealed.counts()
     problems += [{"problem": p, "fix": f} for p, f in vi.problems]
+    odd: list[str] = []
+    for _ in mem.sealed.keys(odd=odd):
+        pass
+    problems += [
+        {
+            "problem": f"vault/sealed/{name} holds sealed files but its name is no key bead writes; bead leaves it out",
+            "fix": f"move vault/sealed/{name} out of the home, or rename it to a key (lower case, `scope/name`)",
+        }
+        for name in odd
+    ]
     sealed_only = set(counts) - plaintext_keys
     moves = seal_ops.stopped_moves(mem, sealed_only) if sealed_only else {}
     by_hash = {key_hash(k): k for k in plaintext_keys} if moves else {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,23 +93,48 @@ class Trace:
         # itself must not be a link, nor another user's.
         safe.append_line(self.path, json_text(entry), root=self.path.parent, pipe_ok=True)
 
+    def _head(self) -> None:
+        """Refuse (NotATrace) a file whose first line is no trace record, before more of it is read: the path may come
+        from proxy.runtime.jsonl, where a planted line can name any file (a disk image of a gigabyte was read whole,
+        twice a forget, and at every dashboard page: an outside attack), or another user's file (/etc/passwd)."""
+        with safe.opened_dir(self.path.parent, self.path.parent) as d:
+            fd = safe.open_at(d, self.path, os.O_RDONLY)
+            try:
+                st = os.fstat(fd)
+                head = os.pread(fd, HEAD_BYTES, 0) if stat.S_ISREG(st.st_mode) else b""
+            finally:
+                os.close(fd)
+        if st.st_uid != os.getuid() or not stat.S_ISREG(st.st_mode):
+            raise NotATrace(self.path)
+        if not head:
+            return
+        line, ends, _ = head.partition(b"\n")
+        try:
+            first = line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise NotATrace(self.path) from None
+        if ends or len(head) == HEAD_BYTES:
+            _check_line(self.path, first, whole=True)
+        else:
+            _check_line(self.path, first)  # the one line, which a killed proxy may have left cut short
+
     def _text(self) -> str:
-        # The path may come from proxy.runtime.jsonl, which anyone who can write the home can add a line to: another
-        # user's file (/etc/passwd) is no trace of this person's proxy, and is not read.
+        self._head()
         data, st = safe.read_with_stat(self.path, root=self.path.parent)
         if st.st_uid != os.getuid():
             raise NotATrace(self.path)
         return data.decode("utf-8", errors="replace")
 
     def entries(self) -> list[dict[str, Any]]:
-        """The file's records: its lines with the fields every trace record holds (another program's JSON lines, or
-        a line someone added, are left out)."""
+        """The file's records; NotATrace where a line is none of a trace's (the dashboard read any file a planted line
+        named, and showed its lines that looked like records: an outside attack)."""
         out = []
         for line in safe.lines_of(self._text()):
+            _check_line(self.path, line)
             try:
                 entry = json.loads(line)
             except (ValueError, RecursionError):
-                continue
+                continue  # a killed proxy's last line, cut short
             if isinstance(entry, dict) and _TRACE_FIELDS <= entry.keys():
                 out.append(entry)
         return out
@@ -134,8 +160,9 @@ class Trace:
             return None if matches(line) else line
 
         try:
+            self._head()
             return safe.rewrite_lines(self.path, edit, root=self.path.parent, keep_mode=True)
-        except (NotADirectoryError, IsADirectoryError):
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return 0
 
 
@@ -152,17 +179,30 @@ class NotATrace(ValueError):
 _TRACE_FIELDS = frozenset({"at", "session", "roles", "errors"})
 
 
-def _check_line(path: Path, line: str) -> None:
-    """A trace line is a JSON object with the fields the proxy writes in every one (``_TRACE_FIELDS``), or one a
-    killed proxy left cut short (``{"`` and no end); a blank line passes."""
+# Of a file named as a trace, what is read before the rest: its first line must be a record (``Trace._head``).
+HEAD_BYTES = 1 << 20
+# How every record the proxy writes begins (its first field, as ``json_text`` writes it): a line cut short by a killed
+# proxy begins so too.
+_RECORD_START = '{"at": "'
+
+
+def _check_line(path: Path, line: str, whole: bool = False) -> None:
+    """A trace line is a JSON object with the fields the proxy writes in every one (``_TRACE_FIELDS``), or, unless
+    ``whole``, one a killed proxy left cut short: a record's start and no end (not `{"ts": ...} # a comment`, nor a
+    Windows path's backslashes in a person's JSON notes, which a forget rewrote as a trace: an outside attack); a
+    blank line passes."""
     stripped = line.strip()
     if not stripped:
+        if whole:
+            raise NotATrace(path)
         return
     try:
         entry = json.loads(stripped)
-    except ValueError:
-        if stripped.startswith('{"'):
+    except json.JSONDecodeError as exc:
+        if not whole and stripped.startswith(_RECORD_START) and exc.msg != "Extra data" and "\r" not in line:
             return
+        raise NotATrace(path) from None
+    except (ValueError, RecursionError):
         raise NotATrace(path) from None
     if not (isinstance(entry, dict) and _TRACE_FIELDS <= entry.keys()):
         raise NotATrace(path)

@@ -23,6 +23,7 @@ from typing import TypedDict
 
 from ..capture import instructions as rules
 from ..capture.secrets import redact
+from ..conversation import project_slug
 from ..core import propose
 from ..core.memory import Memory
 from ..core.review import lesson_key, lesson_title
@@ -543,7 +544,9 @@ class Dream:
         if why:
             ev.promoted, ev.reason = False, why
             return ev
-        projects = sorted({str(t.flags["project"]) for t in turns if t.flags.get("project")})
+        # A marker's project is text a hand edit or another tool may have written ("../../tmp/x" made a card whose key
+        # named a path: an outside attack); read as the capture makes a project's name.
+        projects = sorted({slug for t in turns if t.flags.get("project") and (slug := project_slug(str(t.flags["project"])))})
         key = lesson_key(lesson, projects[0] if len(projects) == 1 else None)
         rule = rules.instruction_rule(lesson)
         detail = "an episode's lesson that passed the outcome gate (" + ev.line() + ")"

@@ -36,6 +36,7 @@ from ..errors import BeadError
 from ..paths import Home
 from ..textform import strings_in
 from .audit import iso, normalise
+from .keys import validate_key
 from .locks import flocked
 
 KINDS = ("suspicious", "key-conflict", "change-user-stated", "untrusted-source", "lesson")
@@ -193,7 +194,9 @@ class Queue:
         session: str = "",
         evaluation: dict | None = None,
     ) -> tuple[Item, bool]:
-        """(item, added): a proposal seen before (in any status) is not queued again."""
+        """(item, added): a proposal seen before (in any status) is not queued again. A key the store would refuse is
+        refused here too (InvalidKey): every reader of a card's key need not check it again."""
+        validate_key(key)
         iid = item_id(kind, key, value)
         if self._read(self.path(iid)) is not None:
             return self.get(iid), False

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import files as safe
+from ..errors import InvalidKey
 from ..paths import Home, sealed_number
 from ..store.facts import Fact, parse_fact
 from ..store.keys import validate_key
@@ -41,12 +42,19 @@ class SealedStore:
     def has(self, key: str) -> bool:
         return bool(self.numbers(key))
 
-    def keys(self, links: list[Path] | None = None) -> Iterator[str]:
-        """Every key with a sealed version (sorted)."""
+    def keys(self, links: list[Path] | None = None, odd: list[str] | None = None) -> Iterator[str]:
+        """Every key with a sealed version (sorted). A folder whose name is no key (made by hand, or by another
+        tool: `project/BAD`) is left out, and named in ``odd``: one such folder took `bead status`, `list` and `sealed
+        list` down with an invalid key error (an outside attack)."""
         out = []
         for folder, _dirs, names in safe.walk(self.root, root=self.home.root, links=links):
             if any(sealed_number(n) is not None for n in names):
-                out.append(folder.relative_to(self.root).as_posix())
+                name = folder.relative_to(self.root).as_posix()
+                try:
+                    out.append(validate_key(name))
+                except InvalidKey:
+                    if odd is not None:
+                        odd.append(name)
         return iter(sorted(out))
 
     def counts(self) -> dict[str, int]:
