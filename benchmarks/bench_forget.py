@@ -7,7 +7,10 @@ person forgets something from the conversation they are in: its file is among th
 which apply reads again inside its locks). Figures are seconds from the plan to the end of apply, median and p95
 over the rounds, and the ratio to the baseline's median. Figures only, nothing asserted::
 
-    .venv-test/bin/python benchmarks/bench_forget.py [--turns 20000] [--rounds 3]
+    .venv-test/bin/python benchmarks/bench_forget.py [--turns 20000] [--rounds 3] [--sessions 1]
+
+``--sessions N`` spreads the turns over N sessions (files) of equal length, the value in two of them, the turn before
+the second forget appended to the last: a long history of short conversations rather than one long one.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from bead.paths import Home
 WORDS = "the build failed again on the staging box so I restarted the worker and checked the logs for errors".split()
 
 
-def one_round(turns: int, seed: int) -> tuple[float, float]:
+def one_round(turns: int, seed: int, sessions: int = 1) -> tuple[float, float]:
     """Seconds for a forget in an old session's file, then in the session being written."""
     tmp = "/dev/shm" if os.path.isdir("/dev/shm") else None
     mem = Memory(Home(Path(tempfile.mkdtemp(dir=tmp)) / "home"), Config(owner="bench"))
@@ -40,16 +43,21 @@ def one_round(turns: int, seed: int) -> tuple[float, float]:
             text += f" the code is wombat-{seed}-99173"
         role, source = ("user", "typed") if i % 2 == 0 else ("assistant", "assistant")
         items.append((role, text, None, None, {"source": source}))
-    for start in range(0, turns, 500):
-        mem.raw.append_many("long", items[start : start + 500])
+    each = max(1, turns // sessions)
+    names = [f"long-{i}" for i in range(sessions)] if sessions > 1 else ["long"]
+    for i, name in enumerate(names):
+        part = items[i * each : (i + 1) * each] if sessions > 1 else items
+        for start in range(0, len(part), 500):
+            mem.raw.append_many(name, part[start : start + 500])
     mem.catch_up_index()
-    path = mem.raw.find("long")
-    assert path is not None
-    os.utime(path, (0, 0))  # last written long ago
+    for name in names:
+        found = mem.raw.find(name)
+        assert found is not None
+        os.utime(found, (0, 0))  # last written long ago
     took = []
     for value, write in ((f"wombat-{seed}-99173", False), (f"zebra-{seed}-77102", True)):
         if write:
-            mem.raw.append("long", "user", f"and the other code is {value}")
+            mem.raw.append(names[-1], "user", f"and the other code is {value}")
         t0 = time.perf_counter()
         summary = forget.apply(mem, forget.plan_match(mem, value))
         took.append(time.perf_counter() - t0)
@@ -62,17 +70,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--sessions", type=int, default=1)
     args = ap.parse_args()
     rows = {}
     for turns in (200, args.turns):
-        runs = [one_round(turns, seed) for seed in range(args.rounds)]
+        runs = [one_round(turns, seed, args.sessions if turns == args.turns else 1) for seed in range(args.rounds)]
         rows[turns] = ([r[0] for r in runs], [r[1] for r in runs])
     base = statistics.median(rows[200][0])
 
     def p95(xs: list[float]) -> float:
         return sorted(xs)[max(0, round(0.95 * len(xs)) - 1)]
 
-    print(f"forget --match --yes, {args.rounds} rounds (seconds)")
+    print(f"forget --match --yes, {args.rounds} rounds (seconds); {args.turns} turns in {args.sessions} session(s)")
     print(f"{'session':<36} {'median':>8} {'p95':>8} {'x baseline':>11}")
     for turns, (old, active) in rows.items():
         for label, xs in (("file written long ago", old), ("file being written", active)):

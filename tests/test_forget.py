@@ -2149,6 +2149,7 @@ def test_a_forget_leaves_every_other_turns_bytes_as_they_were(mem, bead):
     end = data.index(b"\n", third)
     compact = b'<!-- bead:turn {"session":"s-keep","n":3,"role":"assistant","at":"2026-01-01T00:00:00Z"} -->'
     data = data[:third] + compact + data[end:]
+    data = b"my own note before the log\n" + data  # text before the first turn that holds no value stays too
     path.write_bytes(data)
     assert [t.text for t in mem.raw.read(path)][0] == "the log ends here\n"
     mem.catch_up_index()
@@ -2303,3 +2304,21 @@ def test_a_raw_file_saved_with_crlf_line_ends_keeps_its_other_turns(mem):
     turns = mem.raw.read(path)
     assert turns[0].text == "keep me: the build passed\r" and turns[1].text == f"the code is {FORGOTTEN}\r"
     assert VALUE.encode() not in path.read_bytes()
+
+
+def test_a_forget_that_could_not_read_a_raw_file_never_says_nothing_matches(mem, bead, tmp_path):
+    """A hard-linked raw file holding the value is refused (it may be a file outside the home): forget said "nothing
+    matches; nothing changed" and exited 0 (a review). It names the file and how to give it a copy of its own."""
+    import os
+
+    mem.append_turns("s-hl", [("user", f"the code is {VALUE}", T0, None)])
+    path = mem.raw.find("s-hl")
+    os.link(path, tmp_path / "backup.md")
+    r = bead("forget", "--match", VALUE, "--yes")
+    assert "nothing matches" not in r.out, r.out
+    rel = path.relative_to(mem.home.store).as_posix()
+    assert f"warning: could not read raw file {rel}" in r.err and "bead status --fix" in r.err, r.err
+    assert bead("status", "--fix").code == 0
+    r = bead("forget", "--match", VALUE, "--yes")
+    assert r.code == 0 and "could not read" not in r.err, r.err
+    assert VALUE.encode() not in path.read_bytes() and VALUE.encode() in (tmp_path / "backup.md").read_bytes()

@@ -3320,6 +3320,10 @@ def test_a_secret_a_rule_found_is_redacted_wherever_the_conversation_says_it_aga
         ("SECRET_MANAGER_PROJECT=my-gcp-project-123", "deploy to my-gcp-project-123"),
         ("AWS_SECRET_NAME=prod/myapp/Database1", "read prod/myapp/Database1"),
         ("SECRET=127.0.0.1:8080", "it listens on 127.0.0.1:8080"),
+        # Paths of words and ids a rule may take for a key (a review: they were erased from every later turn)
+        ("secret name: prod/db/2f9c81b7e4a5d6c3", "aws secretsmanager get-secret-value --secret-id prod/db/2f9c81b7e4a5d6c3"),
+        ("api: v2/2f9c81b7e4a5d6c3/items", "GET /api/v2/2f9c81b7e4a5d6c3/items returns 404"),
+        ("token path: kv/prod/7f3a9c2e1b4d5f6a", "vault kv get kv/prod/7f3a9c2e1b4d5f6a"),
     ],
 )
 def test_a_found_value_made_of_words_is_not_looked_for_again(setting, later):

@@ -208,7 +208,14 @@ RULES: tuple[Rule, ...] = (
                 r"(?:--(?:extra-)?index-url|--registry|\bregistry\s*=)\s*=?\s*http://|--trusted-host\b"
                 r"|\bnpx\s+(?:-y\s+|--yes\s+)?(?:github:|https?://|git\+)"
                 r"|\b(?:pip3?|uv pip|npm|yarn|pnpm|gem|cargo)\s+(?:install|add)\s+(?:-\S+\s+){0,3}(?:-[\w-]{1,30}=)?"
-                r"(?:git\+)?https?://",
+                r"(?:git\+)?https?://"
+                # a registry or index given anywhere on the install's line, by a setting or in the environment (a review
+                # found the flag after the package, `PIP_INDEX_URL=` and `npm config set registry` went through)
+                r"|\b(?:pip3?|uv pip|npm|yarn|pnpm|gem|cargo|uv)\s+(?:install|add|i|sync)\b[^\n;|&]{0,200}?"
+                r"(?:--registry|--(?:extra-)?index-url|--index)(?:=|\s+)https?://"
+                r"|\b(?:PIP_(?:EXTRA_)?INDEX_URL|UV_(?:EXTRA_)?INDEX_URL|UV_DEFAULT_INDEX|NPM_CONFIG_REGISTRY|YARN_REGISTRY"
+                r"|npm_config_registry)\s*[=:]\s*[\"']?https?://"
+                r"|\bconfig\s+set\s+(?:global\.)?(?:registry|index-url|extra-index-url|npmRegistryServer)\b",
                 negatable=True,
             ),
         ),
@@ -221,7 +228,7 @@ RULES: tuple[Rule, ...] = (
             # packages and read the tokens (an outside attack: `NODE_TLS_REJECT_UNAUTHORIZED=0 before npm install`).
             _form(
                 r"\bNODE_TLS_REJECT_UNAUTHORIZED\s*[=:]\s*[\"']?0\b|\bPYTHONHTTPSVERIFY\s*[=:]\s*[\"']?0\b"
-                r"|\bGIT_SSL_NO_VERIFY\s*[=:]\s*[\"']?(?:1|true)\b|\bverify\s*=\s*False\b"
+                r"|\bGIT_SSL_NO_VERIFY\s*[=:]\s*[\"']?\w|\bverify\s*=\s*False\b|\bcurl\b[^\n|;&]{0,100}\s-k\b"
                 r"|\b(?:strict-ssl|sslverify|ssl_verify|ssl-verify|verify_ssl|verify-ssl)\s*(?:[=:]\s*|\s+)[\"']?(?:false|0|no)\b"
                 r"|--no-check-certificate\b|--insecure\b|--disable-tls\b|\bInsecureSkipVerify\s*:\s*true\b",
                 negatable=True,

@@ -1358,6 +1358,7 @@ REPEAT_MIN = 8  # a value a rule found this long or longer is redacted wherever 
 NAMED_MIN = 6  # the same for a value a secret's name stands right before (`DB_PASSWORD=...`)
 BASE64_REPEAT_MIN = 20  # a value holding `/` is looked for again from this long, where it reads as base64 (``repeatable``)
 _BASE64_VALUE = re.compile(r"[A-Za-z0-9+/]+=*")
+_HEX_CHARS = frozenset("0123456789abcdef")
 REPEAT_MAX = 256  # a longer finding (a private key's block) is redacted where it stands, not looked for again
 REPEATS_KEPT = 64  # values looked for, at most (the newest)
 
@@ -1407,13 +1408,17 @@ def repeatable(value: str, named: bool = False) -> bool:
         # A path's `/`, unless the value reads as base64 does: long, of its alphabet alone, not from the root, random
         # in its letters and with digits (an AWS secret key, `wJalrXUtnFEMI/K7MDENG/...`, was redacted where its name
         # stood and kept where the conversation said it again). `prod/myapp/Database1` is words.
+        # A path of words and ids ("prod/db/2f9c81b7e4a5d6c3", "v2/<id>/items", a Vault path) is not base64: each
+        # part between `/` of random base64 has capitals, small letters or digits mixed, never a word or hex alone (a
+        # review found such paths erased from later turns and every other conversation).
+        pieces = value.rstrip("=").split("/")
         return (
             len(value) >= BASE64_REPEAT_MIN
             and _BASE64_VALUE.fullmatch(value) is not None
             and not value.startswith("/")
             and "//" not in value
-            and any(c.isdigit() for c in value)
-            and any(c.isalpha() for c in value)
+            and all(any(f(c) for c in value) for f in (str.isdigit, str.islower, str.isupper))
+            and not any(not p or p.isalpha() and p.islower() or all(c in _HEX_CHARS for c in p.lower()) for p in pieces)
             and wordy <= WORDY
         )
     if named:

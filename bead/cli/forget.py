@@ -73,6 +73,8 @@ def forget(target, match, yes, as_json):
                 echo(f"  key {key}: version(s) {said}{stays}", err=True)
         for t in preview["raw_turns"]:
             echo(f"  raw turn {t}", err=True)
+        for f in preview["raw_files_unread"]:
+            echo(f"  raw file {f}: could not be read, so it may hold it too (forget reads it again as it runs)", err=True)
         for f in preview["raw_text_outside_turns"]:
             echo(f"  raw file {f}: the text before its first turn (no turn bead wrote; it goes)", err=True)
         for t in preview["raw_turn_markers"]:
@@ -107,8 +109,9 @@ def forget(target, match, yes, as_json):
         )
     for path in summary["raw_files_unread"]:
         echo(
-            f"warning: could not read raw file {path} (it may still hold the value); "
-            "check that bead can read it and run the same forget again",
+            f"warning: could not read raw file {path} (it may still hold the value); if `bead status` calls it a hard "
+            "link, `bead status --fix` gives it a copy of its own, else check that bead can read it; then run the "
+            "same forget again",
             err=True,
         )
     for path in summary["kept"]:

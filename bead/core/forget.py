@@ -46,7 +46,7 @@ from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
-from ..store.rawlog import FORGOTTEN, Turn, marker_holds, marker_lines, own_marker, parse_bytes, preamble
+from ..store.rawlog import FORGOTTEN, Turn, marker_holds, own_marker, parse_bytes
 from ..store.reports import Reports
 from ..textform import TERMINAL_ESCAPES, fold, strings_in
 from . import skill_files
@@ -172,6 +172,8 @@ class Plan:
             or self.sealed
             or self.skills
             or self.skill_temps
+            # A raw file it could not read may hold it: "nothing matches" would be a claim it cannot make (a review).
+            or self.raw_unread
         )
 
     def summary(self, home_store: Path) -> dict[str, Any]:
@@ -780,6 +782,8 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     matches = _matcher(needles, plan.whole)
     files = list(mem.raw.files() if raw is None else raw)
 
+    markers_seen: dict[Path, tuple[tuple[int, int, int, int], dict[int, list[str]], str]] = {}
+
     def turns_of(path: Path, *parts: Callable[[str], bool]) -> Iterator[Turn]:
         """The turns of ``path`` whose text one of ``parts`` finds the value in (and its markers and text before the
         first turn, noted in the plan). Each turn is looked at on its own: a look at the whole file first, to pass
@@ -799,22 +803,37 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
         def holds(s: str) -> bool:
             return any(part(s) for part in parts)
 
-        text = data.decode("utf-8", "replace")
-        if path not in plan.preambles and (before := preamble(text)) and holds(before):  # the value, or its codes
-            plan.preambles.append(path)
-        lines = marker_lines(text)
         turns = parse_bytes(data, path)
-        own = {t.n: own_marker(t) for t in turns}
+        if turns and turns[0].head > 0 and path not in plan.preambles:
+            if holds(data[: turns[0].head].decode("utf-8", "replace")):  # the value, or its codes and rare words
+                plan.preambles.append(path)
+        elif not turns and data and path not in plan.preambles and holds(data.decode("utf-8", "replace")):
+            plan.preambles.append(path)
+        known = markers_seen.get(path)
+        if known is None or known[0] != _stamp(st):
+            # Each turn's marker line as written (its bytes before its text), and bead's own fields of each as one
+            # text: noted once a file for both looks (a look a turn at them cost the preview of a long history as
+            # much as its text did: a review).
+            odd: dict[int, list[str]] = {}
+            own_lines = []
+            for t in turns:
+                nl = data.find(b"\n", t.head, t.offset)
+                line = data[t.head : nl if nl >= 0 else t.offset].decode("utf-8", "replace")
+                mine = own_marker(t)
+                own_lines.append(mine)
+                if line != mine:
+                    odd.setdefault(t.n, []).append(line)
+            known = markers_seen[path] = (_stamp(st), odd, "\n".join(own_lines))
+        _, odd, own_text = known
         # bead's own fields that hold it stay: counted for the person (one look at them all, then turn by turn).
-        if own and holds("\n".join(own.values())):
-            kept = {n for n, line in own.items() if holds(line)}
+        if own_text and holds(own_text):
+            kept = {t.n for t in turns if holds(own_marker(t))}
             if kept:
                 plan.own_markers.setdefault(path, set()).update(kept)
         for t in turns:
-            written = lines.get(t.n, [])
             # A marker as bead writes it holds nothing but bead's own fields, which a forget leaves: its line is not
             # looked at again.
-            if written != [own[t.n]] and marker_holds(written, t, holds):  # a field a hand edit or another tool put
+            if t.n in odd and marker_holds(odd[t.n], t, holds):  # a field a hand edit or another tool put there
                 plan.markers.setdefault(path, set()).add(t.n)
             if t.text != FORGOTTEN and holds(t.text):
                 yield t

@@ -99,8 +99,10 @@ REMEMBER_SCAN = 16 * 1024  # of a typed part, the characters a "remember" is loo
 _FRAMING = compile_linear(
     r"(?im)^[ \t]{0,8}(?:from|subject|to|cc|date|quote)[ \t]{0,4}:|^[ \t]{0,8}contents?[ \t]of\b"
     r"|\bcontents?[ \t]of\b[^\n]{0,200}:"
-    r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript|prints|printed|replied|answered"
-    r"|outputs?|returned|returns)\b[^\n]{0,80}:"
+    r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript)\b[^\n]{0,80}:"
+    # What a tool or someone else answered, its colon ending the line: not a time's "10:30", a URL's "https:" nor a
+    # person's own "pytest prints: 3 failed" (a review).
+    r"|\b(?:prints|printed|replied|answered)\b[^\n]{0,80}:[ \t]*$"
 )
 _COLON_LINE = compile_linear(r"(?m):[ \t]{0,8}$")
 # What introduces quoted text on a line: a colon with text after it ("it prints: npm ERR! 404 ..."; not a time's
@@ -192,7 +194,7 @@ def request_list(message: Message) -> list[Request]:
                 # The punctuation that opened the clause is the text before it too ("wiki: remember ..." is framed by
                 # its colon; a remember right after a colon is read as what was quoted).
                 lead = m.group(0)[: m.group(0).lower().find("remember")].rstrip(" \t")
-                before = (earlier if at == 0 else "") + text[: at + m.start()] + lead
+                before = text[: at + m.start()] + lead
                 # Measured on the block as the harness sent it: a pasted page closing its own code fence, or
                 # wrapped in a reminder or bead's tags, leaves a short typed part but is still the block's.
                 size = max(part.sent, len(text.strip()))
@@ -200,7 +202,14 @@ def request_list(message: Message) -> list[Request]:
                 # A line ending in ":" at least FRAMED_BLOCK characters before the request: the first such line ends
                 # first, so one search tells (a list of every one held a match object per line: 100 MB per MB).
                 colon = _COLON_LINE.search(before)
-                framed = bool(_FRAMING.search(before)) or (colon is not None and len(before) - colon.end() >= FRAMED_BLOCK)
+                # The block's earlier parts frame it through a frame's own words alone ("Bob wrote:", "Contents of
+                # X:"), not a colon over a long paste nor output lines: a person's own "getting this:", a traceback and
+                # their "remember" is theirs (a review).
+                framed = (
+                    bool(_FRAMING.search(before))
+                    or (at == 0 and bool(_FRAMING.search(earlier)))
+                    or (colon is not None and len(before) - colon.end() >= FRAMED_BLOCK)
+                )
                 # A request after quoted text on its line is not plainly the person's, however short the message:
                 # after a colon or a verb that quotes ("it prints: npm ERR! 404 ... Remember that the registry is
                 # ...", "the README says setup is manual. Remember that ..."), the sentence may be the quote's own.
@@ -280,7 +289,14 @@ def needs_notice(plans: Iterable[Plan]) -> bool:
 def _quoted(value: str) -> str:
     """A value as bead's note quotes it: its own quotes and backslashes escaped, so that it cannot close bead's quote and
     go on in bead's voice (`...| sh" and it was stored`: an outside attack)."""
-    return visible(escape(value.replace("\\", "\\\\").replace('"', '\\"')))
+    value = value.replace("\\", "\\\\").replace('"', '\\"')
+    # Quotes of other kinds a model may read as closing bead's, and the backtick bead's own commands stand in, as
+    # their escapes (a review).
+    value = "".join(f"\\u{ord(c):04x}" if c in _QUOTE_LIKE else c for c in value)
+    return visible(escape(value))
+
+
+_QUOTE_LIKE = frozenset("`\u201c\u201d\u201e\u201f\u2033\u2036\uff02\u02ba\u02dd\u275d\u275e\u301d\u301e\u301f")
 
 
 def notice_lines(plans: Iterable[Plan], known: dict[str, str] | None = None) -> list[str]:

@@ -190,6 +190,17 @@ reset resets resetting
 recreate recreates recreated recreating
 disable disables disabled disabling
 fork forks forked forking
+remove removes removed removing removal
+rebuild rebuilds rebuilt rebuilding
+nuke nukes nuked nuking
+tear tears tore torn tearing teardown
+uninstall uninstalls uninstalled uninstalling
+kill kills killed killing
+terminate terminates terminated terminating
+clean cleans cleaned cleaning cleanup
+off
+revoke revokes revoked revoking
+mirror mirrors mirrored mirroring
 """
 _SENSITIVE: dict[str, str] = {}
 _SAID_AS: dict[str, str] = {}

@@ -223,9 +223,10 @@ def spliced(data: bytes, turns: list[Turn], changed: list[Turn]) -> bytes:
     """A raw file's bytes ``data``, whose turns ``parse_bytes`` read as ``turns``, with the turns ``changed`` written
     again (``render``) and every other turn's bytes kept as they were: its text's invalid UTF-8 and a hand edit's
     marker line are not the forget's to change (a rewrite from the parsed turns wrote U+FFFD for them). The text
-    before the first marker (``preamble``) is left out, as ``render`` leaves it."""
+    before the first marker (``preamble``) stays too: a forget drops it where it holds the value (``drop_preamble``;
+    a review found a person's own note there gone after a forget of something else)."""
     again = {id(t) for t in changed}
-    out: list[bytes] = []
+    out: list[bytes] = [data[: turns[0].head]] if turns and turns[0].head > 0 else []
     for i, t in enumerate(turns):
         if id(t) in again or t.head < 0:
             out.append(render([t]).encode("utf-8"))
@@ -623,14 +624,15 @@ class RawLog:
         return self._rewrite(path, numbers, lambda text: FORGOTTEN, "forgotten")
 
     def drop_preamble(self, path: Path) -> bool:
-        """Write the file again from its turns, without the text before the first marker (``preamble``), under the
-        raw log's lock; whether there was any. What a redaction's rewrite of the file does too."""
+        """Write the file again without the text before the first marker (``preamble``), under the raw log's lock;
+        whether there was any."""
         with flocked(self.lock_path, root=self.home.root):
             data = safe.read_bytes(path, root=self.home.root)
             turns = parse_bytes(data, path)
-            if not (turns[0].head if turns else len(data)):
+            start = turns[0].head if turns else len(data)
+            if start <= 0:
                 return False
-            safe.atomic_write(path, spliced(data, turns, []), root=self.home.root)
+            safe.atomic_write(path, data[start:], root=self.home.root)
             return True
 
     def scrub_markers(self, path: Path, numbers: set[int], held: Callable[[str], bool]) -> list[Turn]:
