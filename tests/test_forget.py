@@ -2322,3 +2322,25 @@ def test_a_forget_that_could_not_read_a_raw_file_never_says_nothing_matches(mem,
     r = bead("forget", "--match", VALUE, "--yes")
     assert r.code == 0 and "could not read" not in r.err, r.err
     assert VALUE.encode() not in path.read_bytes() and VALUE.encode() in (tmp_path / "backup.md").read_bytes()
+
+
+def test_a_raw_file_whose_turn_numbers_repeat_is_indexed_and_forgotten_in_both_copies(mem, bead):
+    """A sync tool merged two copies of a session's file, so its turn numbers repeat: the index's rebuild stopped at a
+    UNIQUE error, and with it every forget of the home (a review). The later copy is indexed; forget takes the value
+    from both."""
+    mem.append_turns("s-dup", [("user", "first turn", T0, None), ("user", f"the code is {VALUE}", T0, None)])
+    path = mem.raw.find("s-dup")
+    data = path.read_bytes()
+    path.write_bytes(data + data.replace(b"first turn", b"first turn, the other copy"))
+    mem.catch_up_index()
+    assert bead("reindex").code == 0
+    r = bead("forget", "--match", VALUE, "--yes")
+    assert r.code == 0, r.err
+    assert [(t.n, t.text) for t in mem.raw.read(path)] == [
+        (1, "first turn"),
+        (2, FORGOTTEN),
+        (1, "first turn, the other copy"),
+        (2, FORGOTTEN),
+    ]
+    mem.close()
+    assert leftovers(mem.home.root, VALUE) == []

@@ -727,6 +727,11 @@ class Index:
     def _insert_turns(self, turns: list[Turn], texts: dict[int, str], replace: bool = True) -> None:
         """Rows for ``turns`` (their texts by number in ``texts``, for the context column). ``replace``
         first drops rows a turn's (session, n) already has; a file's rows that were just deleted need not."""
+        # Two turns of one number (a sync tool merged two copies of a file, a hand edit): the later one is indexed, as
+        # a (session, n) another file holds too is below; both in one batch stopped every reindex and forget of the home
+        # with a UNIQUE error (a review).
+        if len({(t.session, t.n) for t in turns}) < len(turns):
+            turns = list({(t.session, t.n): t for t in turns}.values())
         files: dict[Path, int] = {}
         rows, fts = [], []
         # The highest rowid ever used (sqlite_sequence: AUTOINCREMENT's record), not the highest now.
