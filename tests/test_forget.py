@@ -2344,3 +2344,16 @@ def test_a_raw_file_whose_turn_numbers_repeat_is_indexed_and_forgotten_in_both_c
     ]
     mem.close()
     assert leftovers(mem.home.root, VALUE) == []
+
+
+def test_a_trace_whose_first_line_a_killed_proxy_cut_short_is_still_scrubbed(mem, bead, tmp_path):
+    """A trace is read only where its first line is a record, or one a killed proxy left cut short: its own first line,
+    written again after it. Such a trace is still a trace, and forget takes the value from it."""
+    trace = tmp_path / "trace.jsonl"
+    whole = json.dumps(trace_line("s", cues=[f"the code is {VALUE}"]))
+    trace.write_text(whole[:40] + "\n" + whole + "\n" + json.dumps(trace_line("s", cues=["fine"])) + "\n")
+    mem.home.proxy_runtime.write_text(json.dumps({"at": "2026-12-06T00:00:00Z", "pid": 1, "trace": str(trace)}) + "\n")
+    mem.write("user/code", f"my code is {VALUE}", "user")
+    r = bead("forget", "--match", VALUE, "--yes")
+    assert r.code == 0 and "as it is" not in r.err, r.err
+    assert VALUE not in trace.read_text() and '"fine"' in trace.read_text()

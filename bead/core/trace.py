@@ -113,10 +113,10 @@ class Trace:
             first = line.decode("utf-8")
         except UnicodeDecodeError:
             raise NotATrace(self.path) from None
-        if ends or len(head) == HEAD_BYTES:
-            _check_line(self.path, first, whole=True)
-        else:
-            _check_line(self.path, first)  # the one line, which a killed proxy may have left cut short
+        if not ends and len(head) == HEAD_BYTES:
+            raise NotATrace(self.path)  # no record is a megabyte long
+        # A record, or one a killed proxy left cut short (its first, written again after it on the next line).
+        _check_line(self.path, first, whole=not first.strip())
 
     def _text(self) -> str:
         self._head()
