@@ -94,6 +94,8 @@ def upstream_problem(v: Any) -> str | None:
         url.port  # noqa: B018 - a port out of range or not a number raises here
     except ValueError as exc:
         return f"is not a URL ({exc})"
+    if url.port == 0:
+        return "names port 0: give the port the API listens on"
     if url.scheme not in ("http", "https") or not url.hostname:
         return "must be an http:// or https:// URL with a host (https://api.anthropic.com)"
     return None

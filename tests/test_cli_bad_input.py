@@ -358,7 +358,9 @@ def test_the_mcp_servers_ipv6_address_takes_brackets_and_no_scope_as_the_proxys_
         parse_listen("[::1%lo]:7078")
 
 
-@pytest.mark.parametrize("url", ["http://x/\x1bfoo", "http://x:99999/", "ftp://mirror.example/", "api.anthropic.com"])
+@pytest.mark.parametrize(
+    "url", ["http://x/\x1bfoo", "http://x:99999/", "http://x:0/", "ftp://mirror.example/", "api.anthropic.com"]
+)
 def test_an_upstream_that_is_no_http_url_is_named_before_the_proxy_serves(bead, url):
     """A `--upstream` holding an escape went through, and the proxy's first request ended in httpx's InvalidURL and a
     traceback labelled a bug in bead (an outside review). It is refused at once, with what to give instead."""

@@ -2346,12 +2346,24 @@ def test_a_raw_file_whose_turn_numbers_repeat_is_indexed_and_forgotten_in_both_c
     assert leftovers(mem.home.root, VALUE) == []
 
 
-def test_a_trace_whose_first_line_a_killed_proxy_cut_short_is_still_scrubbed(mem, bead, tmp_path):
-    """A trace is read only where its first line is a record, or one a killed proxy left cut short: its own first line,
-    written again after it. Such a trace is still a trace, and forget takes the value from it."""
+@pytest.mark.parametrize("start", ["cut short", "a blank line", "records run together", "a character cut in two"])
+def test_a_trace_whose_first_line_a_killed_proxy_cut_short_is_still_scrubbed(mem, bead, tmp_path, start):
+    """A trace is read only where its first line is a record, or what a proxy leaves: a record a killed proxy cut
+    short (then the next proxy's line break and records), a blank line (`echo > trace.jsonl`), records an older bead
+    wrote one after the other on one line. Such a trace is still a trace, and forget takes the value from it (a review
+    found the first form of the check refused them, and left the value in the trace)."""
     trace = tmp_path / "trace.jsonl"
     whole = json.dumps(trace_line("s", cues=[f"the code is {VALUE}"]))
-    trace.write_text(whole[:40] + "\n" + whole + "\n" + json.dumps(trace_line("s", cues=["fine"])) + "\n")
+    first = {
+        "cut short": whole[:40] + "\n",
+        "a blank line": "\n",
+        "records run together": json.dumps(trace_line("s", cues=["a"])) + whole[:40],
+        "a character cut in two": "",
+    }[start].encode()
+    if start == "a character cut in two":
+        line = json.dumps(trace_line("s", cues=["caf\u00e9 au lait"]), ensure_ascii=False)
+        first = line[: line.index("\u00e9")].encode() + "\u00e9".encode()[:1] + b"\n"
+    trace.write_bytes(first + (whole + "\n" + json.dumps(trace_line("s", cues=["fine"])) + "\n").encode())
     mem.home.proxy_runtime.write_text(json.dumps({"at": "2026-12-06T00:00:00Z", "pid": 1, "trace": str(trace)}) + "\n")
     mem.write("user/code", f"my code is {VALUE}", "user")
     r = bead("forget", "--match", VALUE, "--yes")

@@ -358,7 +358,7 @@ class TestRemember:
         text = newest[-1]["text"] if isinstance(newest, list) else newest
         assert "may not be the user's own words" in text
 
-    @pytest.mark.parametrize("frame", ["Bob wrote:", "Contents of NOTES.md:", "the README says:", "it prints:"])
+    @pytest.mark.parametrize("frame", ["Bob wrote:", "Contents of NOTES.md:", "the README says:", "he replied:"])
     def test_a_framing_line_counts_across_a_code_fence_in_its_block(self, bead_home, frame):
         """A framing line kept a "remember" right under it from counting as the person's word, but not once a code
         fence stood between them: the request's own typed part began after the fence, and was written `user_stated`
@@ -388,6 +388,9 @@ class TestRemember:
             "The build output is at https://ci.example.com/runs/42 now.\nRemember that CI caches node_modules between runs.",
             "The health check returns 503 since 10:30 today.\nRemember that staging restarts nightly at 02:00.",
             "pytest prints: 3 failed\nremember that the flaky test is test_io",
+            "make test printed:\n  3 failed\nI fixed it.\nRemember that we deploy from main.",
+            'curl printed:\n```\n{"ok":true}\n```\nremember that the health endpoint is /healthz',
+            "I asked Sam, he answered:\nyes\nRemember that staging uses port 5433.",
         ],
     )
     def test_the_persons_own_remember_after_their_paste_or_words_is_written(self, bead_home, message):

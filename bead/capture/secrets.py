@@ -1418,7 +1418,14 @@ def repeatable(value: str, named: bool = False) -> bool:
             and not value.startswith("/")
             and "//" not in value
             and all(any(f(c) for c in value) for f in (str.isdigit, str.islower, str.isupper))
-            and not any(not p or p.isalpha() and p.islower() or all(c in _HEX_CHARS for c in p.lower()) for p in pieces)
+            # (a part of random base64 is often short, `et` or `9f`: only a word of 4 letters or more, or hex of 8
+            # digits or more, reads as a path's)
+            and not any(
+                not p
+                or (len(p) >= 4 and p.isalpha() and p.islower())
+                or (len(p) >= 8 and all(c in _HEX_CHARS for c in p.lower()))
+                for p in pieces
+            )
             and wordy <= WORDY
         )
     if named:

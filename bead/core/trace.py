@@ -106,17 +106,15 @@ class Trace:
                 os.close(fd)
         if st.st_uid != os.getuid() or not stat.S_ISREG(st.st_mode):
             raise NotATrace(self.path)
-        if not head:
+        rest = head.lstrip()  # a file cleared with `echo > trace.jsonl` starts with a blank line
+        if not rest:
             return
-        line, ends, _ = head.partition(b"\n")
-        try:
-            first = line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise NotATrace(self.path) from None
+        line, ends, _ = rest.partition(b"\n")
         if not ends and len(head) == HEAD_BYTES:
             raise NotATrace(self.path)  # no record is a megabyte long
-        # A record, or one a killed proxy left cut short (its first, written again after it on the next line).
-        _check_line(self.path, first, whole=not first.strip())
+        # A record, or one a killed proxy left cut short (then a line break the next proxy wrote first, and its
+        # records; a multi-byte character cut in two reads as U+FFFD).
+        _check_line(self.path, line.decode("utf-8", "replace"))
 
     def _text(self) -> str:
         self._head()
@@ -186,26 +184,36 @@ HEAD_BYTES = 1 << 20
 _RECORD_START = '{"at": "'
 
 
-def _check_line(path: Path, line: str, whole: bool = False) -> None:
-    """A trace line is a JSON object with the fields the proxy writes in every one (``_TRACE_FIELDS``), or, unless
-    ``whole``, one a killed proxy left cut short: a record's start and no end (not `{"ts": ...} # a comment`, nor a
-    Windows path's backslashes in a person's JSON notes, which a forget rewrote as a trace: an outside attack); a
-    blank line passes."""
+def _check_line(path: Path, line: str) -> None:
+    """A trace line is a JSON object with the fields the proxy writes in every one (``_TRACE_FIELDS``), or one a killed
+    proxy left cut short: a record's start and no end (not `{"ts": ...} # a comment`, nor a Windows path's backslashes
+    in a person's JSON notes, which a forget rewrote as a trace: an outside attack), or such records run together on
+    one line (a bead before 2026-12-06 wrote the next record right after a cut one); a blank line passes."""
     stripped = line.strip()
     if not stripped:
-        if whole:
-            raise NotATrace(path)
         return
     try:
         entry = json.loads(stripped)
     except json.JSONDecodeError as exc:
-        if not whole and stripped.startswith(_RECORD_START) and exc.msg != "Extra data" and "\r" not in line:
-            return
+        if stripped.startswith(_RECORD_START) and "\r" not in line:
+            if exc.msg != "Extra data":
+                return
+            pieces = stripped.replace('}{"at": "', '}\n{"at": "').split("\n")
+            if len(pieces) > 1 and all(_parses(piece) for piece in pieces[:-1]):
+                return  # records run together, the last maybe cut short as well
         raise NotATrace(path) from None
     except (ValueError, RecursionError):
         raise NotATrace(path) from None
     if not (isinstance(entry, dict) and _TRACE_FIELDS <= entry.keys()):
         raise NotATrace(path)
+
+
+def _parses(text: str) -> bool:
+    """Whether ``text`` is one JSON object."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def listed(entry: dict[str, Any], name: str) -> list[Any]:
