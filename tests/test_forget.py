@@ -261,11 +261,15 @@ def test_a_planted_trace_line_names_no_json_notes_with_comments_and_no_large_fil
         f'{{"ts": "2026-01-05", "note": "vault word {VALUE}"}} # from phone\r\n'.encode()
         + b'{"ts": "2026-01-06", "path": "C:\\Users\\me\\caf\xe9.txt"}\r\n'
     )
+    notes = outside / "notes.jsonl"  # a person's JSON lines that start as a record does, a Windows path in them
+    notes.write_text(
+        f'{{"at": "C:\\Users\\me\\vpn.txt", "note": "vault word {VALUE}"}}\n{{"at": "D:\\work\\todo.txt", "note": "call"}}\n'
+    )
     image = outside / "disk.img"
     with image.open("wb") as f:
         f.truncate(64 << 20)  # sparse: 64 MB of zeros, no line break
-    before = {p: (p.read_bytes(), p.stat().st_ino) for p in (journal,)}
-    lines = [json.dumps({"at": "2026-12-06T00:00:00Z", "pid": 1, "trace": str(p)}) for p in (journal, image)]
+    before = {p: (p.read_bytes(), p.stat().st_ino) for p in (journal, notes)}
+    lines = [json.dumps({"at": "2026-12-06T00:00:00Z", "pid": 1, "trace": str(p)}) for p in (journal, notes, image)]
     mem.home.proxy_runtime.write_text("\n".join(lines) + "\n")
     mem.write("user/code", f"my code is {VALUE}", "user")
     import tracemalloc
@@ -275,8 +279,8 @@ def test_a_planted_trace_line_names_no_json_notes_with_comments_and_no_large_fil
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert r.code == 0, r.err
-    assert {p: (p.read_bytes(), p.stat().st_ino) for p in (journal,)} == before
-    assert f"left {journal} as it is" in r.err and f"left {image} as it is" in r.err, r.err
+    assert {p: (p.read_bytes(), p.stat().st_ino) for p in (journal, notes)} == before
+    assert all(f"left {p} as it is" in r.err for p in (journal, notes, image)), r.err
     assert peak < 16 << 20, f"the image was read: {peak} bytes at the peak"
 
 
@@ -2346,7 +2350,9 @@ def test_a_raw_file_whose_turn_numbers_repeat_is_indexed_and_forgotten_in_both_c
     assert leftovers(mem.home.root, VALUE) == []
 
 
-@pytest.mark.parametrize("start", ["cut short", "a blank line", "records run together", "a character cut in two"])
+@pytest.mark.parametrize(
+    "start", ["cut short", "cut in its first bytes", "a blank line", "records run together", "a character cut in two", "a BOM"]
+)
 def test_a_trace_whose_first_line_a_killed_proxy_cut_short_is_still_scrubbed(mem, bead, tmp_path, start):
     """A trace is read only where its first line is a record, or what a proxy leaves: a record a killed proxy cut
     short (then the next proxy's line break and records), a blank line (`echo > trace.jsonl`), records an older bead
@@ -2356,7 +2362,9 @@ def test_a_trace_whose_first_line_a_killed_proxy_cut_short_is_still_scrubbed(mem
     whole = json.dumps(trace_line("s", cues=[f"the code is {VALUE}"]))
     first = {
         "cut short": whole[:40] + "\n",
+        "cut in its first bytes": '{"at\n',
         "a blank line": "\n",
+        "a BOM": "\ufeff",
         "records run together": json.dumps(trace_line("s", cues=["a"])) + whole[:40],
         "a character cut in two": "",
     }[start].encode()

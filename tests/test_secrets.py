@@ -3603,3 +3603,20 @@ def test_only_a_value_no_common_word_is_is_looked_for_in_other_conversations(val
     from bead.capture.secrets import shared_across
 
     assert shared_across(value) is shared
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "/Zq8vLr2TmX9pWn7Ks9Dj+Hq3LmN0bVc1XyZ4aBc",
+        "Zq8v//Lr2TmX9pWn7Ks9Dj+Hq3LmN0bVc1XyZ4aB",
+        "Zq8vLr2TmX9pWn7Ks9Dj+Hq3LmN0bVc1Xy/abcd",
+    ],
+)
+def test_a_named_base64_key_of_any_slash_shape_is_looked_for_again(key):
+    """After a secret's name a key is one whatever its `/` parts look like: about one AWS key in thirteen starts or ends
+    with `/`, holds `//` or a part of small letters alone, and was kept where the conversation said it again (a review)."""
+    from bead.capture.secrets import redact_messages
+
+    out = redact_messages([[f"aws_secret_access_key = {key}"], [f"the key {key} still fails"]])
+    assert key not in out[1][0] and out[1][0].endswith(" still fails"), out

@@ -1412,12 +1412,15 @@ def repeatable(value: str, named: bool = False) -> bool:
         # part between `/` of random base64 has capitals, small letters or digits mixed, never a word or hex alone (a
         # review found such paths erased from later turns and every other conversation).
         pieces = value.rstrip("=").split("/")
+        mixed = all(any(f(c) for c in value) for f in (str.isdigit, str.islower, str.isupper))
+        if named and mixed and len(value) >= BASE64_REPEAT_MIN and _BASE64_VALUE.fullmatch(value) and wordy <= WORDY:
+            return True  # after a secret's name: a key whatever its parts look like (`/` first, `//`: a review)
         return (
             len(value) >= BASE64_REPEAT_MIN
             and _BASE64_VALUE.fullmatch(value) is not None
             and not value.startswith("/")
             and "//" not in value
-            and all(any(f(c) for c in value) for f in (str.isdigit, str.islower, str.isupper))
+            and mixed
             # (a part of random base64 is often short, `et` or `9f`: only a word of 4 letters or more, or hex of 8
             # digits or more, reads as a path's)
             and not any(

@@ -100,11 +100,10 @@ _FRAMING = compile_linear(
     r"(?im)^[ \t]{0,8}(?:from|subject|to|cc|date|quote)[ \t]{0,4}:|^[ \t]{0,8}contents?[ \t]of\b"
     r"|\bcontents?[ \t]of\b[^\n]{0,200}:"
     r"|\b(?:wrote|writes|said|says|posted|forwarded|excerpt|copied|pasted|transcript)\b[^\n]{0,80}:"
+    # What someone answered, its colon ending its line ("Bob replied:", then their words); a tool's output the person
+    # pasted under their own colon is theirs ("make test printed:", "got this:": reviews).
+    r"|\b(?:replied|answered)\b[^\n]{0,80}:[ \t]*$"
 )
-# The same in the block's parts before the request's own, and what someone answered there, its colon ending its line
-# ("he replied:", a fence, "Remember that ..."); a tool's output the person pasted under their own colon is theirs
-# ("make test printed:", "got this:": reviews).
-_FRAMING_BEFORE = compile_linear(_FRAMING.pattern + r"|\b(?:replied|answered)\b[^\n]{0,80}:[ \t]*$")
 _COLON_LINE = compile_linear(r"(?m):[ \t]{0,8}$")
 # What introduces quoted text on a line: a colon with text after it ("it prints: npm ERR! 404 ..."; not a time's
 # "10:30", a URL's "https://" nor an "ok:" right before the request), a verb that reports what someone wrote
@@ -208,7 +207,7 @@ def request_list(message: Message) -> list[Request]:
                 # their "remember" is theirs (a review).
                 framed = (
                     bool(_FRAMING.search(before))
-                    or (at == 0 and bool(_FRAMING_BEFORE.search(earlier)))
+                    or (at == 0 and bool(_FRAMING.search(earlier)))
                     or (colon is not None and len(before) - colon.end() >= FRAMED_BLOCK)
                 )
                 # A request after quoted text on its line is not plainly the person's, however short the message:

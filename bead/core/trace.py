@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import files as safe
-from ..capture.secrets import redact
+from ..capture.secrets import compile_linear, redact
 from ..config import Config
 from ..display import cut_at_word, json_text
 from ..paths import Home
@@ -106,15 +106,18 @@ class Trace:
                 os.close(fd)
         if st.st_uid != os.getuid() or not stat.S_ISREG(st.st_mode):
             raise NotATrace(self.path)
-        rest = head.lstrip()  # a file cleared with `echo > trace.jsonl` starts with a blank line
+        # A file cleared with `echo > trace.jsonl` starts with a blank line; one an editor saved, with a BOM.
+        rest = head.removeprefix(b"\xef\xbb\xbf").lstrip()
         if not rest:
+            if len(head) == HEAD_BYTES:
+                raise NotATrace(self.path)  # a megabyte of blanks: no trace's start
             return
         line, ends, _ = rest.partition(b"\n")
         if not ends and len(head) == HEAD_BYTES:
             raise NotATrace(self.path)  # no record is a megabyte long
         # A record, or one a killed proxy left cut short (then a line break the next proxy wrote first, and its
         # records; a multi-byte character cut in two reads as U+FFFD).
-        _check_line(self.path, line.decode("utf-8", "replace"))
+        _check_line(self.path, line.removesuffix(b"\r").decode("utf-8", "replace"))
 
     def _text(self) -> str:
         self._head()
@@ -189,31 +192,58 @@ def _check_line(path: Path, line: str) -> None:
     proxy left cut short: a record's start and no end (not `{"ts": ...} # a comment`, nor a Windows path's backslashes
     in a person's JSON notes, which a forget rewrote as a trace: an outside attack), or such records run together on
     one line (a bead before 2026-12-06 wrote the next record right after a cut one); a blank line passes."""
-    stripped = line.strip()
+    stripped = line.removeprefix("\ufeff").strip()
     if not stripped:
         return
-    try:
-        entry = json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        if stripped.startswith(_RECORD_START) and "\r" not in line:
-            if exc.msg != "Extra data":
-                return
-            pieces = stripped.replace('}{"at": "', '}\n{"at": "').split("\n")
-            if len(pieces) > 1 and all(_parses(piece) for piece in pieces[:-1]):
-                return  # records run together, the last maybe cut short as well
-        raise NotATrace(path) from None
-    except (ValueError, RecursionError):
-        raise NotATrace(path) from None
-    if not (isinstance(entry, dict) and _TRACE_FIELDS <= entry.keys()):
+    if "\r" in line or not _trace_line(stripped):
         raise NotATrace(path)
 
 
-def _parses(text: str) -> bool:
-    """Whether ``text`` is one JSON object."""
+def _trace_line(text: str) -> bool:
+    """Whether ``text`` (a non-blank line) is a trace record, one cut short (a prefix of a record: a review found a mere
+    record's start let a person's notes through, `{"at": "C:\\Users\\me", ...}` with a Windows path's backslashes,
+    which forget rewrote), or such records and cut ones run together (a bead before 2026-12-06 wrote the next record
+    right after a cut one, on its line)."""
+    if _record_or_cut(text):
+        return True
+    if not text.startswith(_RECORD_START):
+        return False
+    pieces = [_RECORD_START + p for p in text[len(_RECORD_START) :].split(_RECORD_START)]
+    return len(pieces) > 1 and all(_record_or_cut(p) for p in pieces)
+
+
+def _record_or_cut(text: str) -> bool:
     try:
-        return isinstance(json.loads(text), dict)
+        entry = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.msg != "Extra data" and _cut_short(text, exc)
     except (ValueError, RecursionError):
         return False
+    return isinstance(entry, dict) and _TRACE_FIELDS <= entry.keys()
+
+
+# What may be left of a token where a line was cut: part of a literal, a number's sign or its exponent, a `\uXXXX`.
+_CUT_TOKEN = compile_linear(
+    r"t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?"
+    r"|-|-?\d+(?:\.\d*)?(?:[eE][+-]?\d*)?|\.\d*(?:[eE][+-]?\d*)?|[eE][+-]?\d*"
+)
+
+
+def _cut_short(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether ``text``, which JSON could not read (``exc``), is the start of a record that a crash or a full disk cut
+    off: a prefix of ``_RECORD_START``, or it begins so and JSON found nothing wrong until its end (a string, an escape,
+    a literal or a number unfinished there), never an error in its middle."""
+    if len(text) <= len(_RECORD_START):
+        return _RECORD_START.startswith(text)
+    if not text.startswith(_RECORD_START):
+        return False
+    if exc.pos >= len(text) or exc.msg.startswith("Unterminated string"):
+        return True
+    rest = text[exc.pos :]
+    return bool(_CUT_TOKEN.fullmatch(rest)) or (exc.msg.startswith("Invalid \\uXXXX") and _U_ESCAPE.fullmatch(rest) is not None)
+
+
+_U_ESCAPE = compile_linear(r"\\?u[0-9a-fA-F]{0,4}")
 
 
 def listed(entry: dict[str, Any], name: str) -> list[Any]:
