@@ -268,8 +268,10 @@ def test_a_planted_trace_line_names_no_json_notes_with_comments_and_no_large_fil
     image = outside / "disk.img"
     with image.open("wb") as f:
         f.truncate(64 << 20)  # sparse: 64 MB of zeros, no line break
+    dump = outside / "dump.json"  # a pretty-printed JSON file: its first line, `{`, is a record's start
+    dump.write_text("{\n" + '  "name": "x",\n' * (4 << 20))
     before = {p: (p.read_bytes(), p.stat().st_ino) for p in (journal, notes)}
-    lines = [json.dumps({"at": "2026-12-06T00:00:00Z", "pid": 1, "trace": str(p)}) for p in (journal, notes, image)]
+    lines = [json.dumps({"at": "2026-12-06T00:00:00Z", "pid": 1, "trace": str(p)}) for p in (journal, notes, image, dump)]
     mem.home.proxy_runtime.write_text("\n".join(lines) + "\n")
     mem.write("user/code", f"my code is {VALUE}", "user")
     import tracemalloc
@@ -280,7 +282,7 @@ def test_a_planted_trace_line_names_no_json_notes_with_comments_and_no_large_fil
     tracemalloc.stop()
     assert r.code == 0, r.err
     assert {p: (p.read_bytes(), p.stat().st_ino) for p in (journal, notes)} == before
-    assert all(f"left {p} as it is" in r.err for p in (journal, notes, image)), r.err
+    assert all(f"left {p} as it is" in r.err for p in (journal, notes, image, dump)), r.err
     assert peak < 16 << 20, f"the image was read: {peak} bytes at the peak"
 
 
@@ -2351,7 +2353,16 @@ def test_a_raw_file_whose_turn_numbers_repeat_is_indexed_and_forgotten_in_both_c
 
 
 @pytest.mark.parametrize(
-    "start", ["cut short", "cut in its first bytes", "a blank line", "records run together", "a character cut in two", "a BOM"]
+    "start",
+    [
+        "cut short",
+        "cut in its first bytes",
+        "a blank line",
+        "records run together",
+        "a record cut in its first bytes run together with the next",
+        "a character cut in two",
+        "a BOM",
+    ],
 )
 def test_a_trace_whose_first_line_a_killed_proxy_cut_short_is_still_scrubbed(mem, bead, tmp_path, start):
     """A trace is read only where its first line is a record, or what a proxy leaves: a record a killed proxy cut
@@ -2366,6 +2377,7 @@ def test_a_trace_whose_first_line_a_killed_proxy_cut_short_is_still_scrubbed(mem
         "a blank line": "\n",
         "a BOM": "\ufeff",
         "records run together": json.dumps(trace_line("s", cues=["a"])) + whole[:40],
+        "a record cut in its first bytes run together with the next": '{"a',
         "a character cut in two": "",
     }[start].encode()
     if start == "a character cut in two":

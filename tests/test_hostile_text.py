@@ -359,7 +359,20 @@ class TestRemember:
         assert "may not be the user's own words" in text
 
     @pytest.mark.parametrize("fence", [True, False])
-    @pytest.mark.parametrize("frame", ["Bob wrote:", "Contents of NOTES.md:", "the README says:", "he replied:"])
+    @pytest.mark.parametrize(
+        "frame",
+        [
+            "Bob wrote:",
+            "Contents of NOTES.md:",
+            "the README says:",
+            "he replied:",
+            "he replied:\r",
+            "Bob answered:\u00a0",
+            "Bob answered:\u200b",
+            "Bob responded:",
+            "Bob's reply:",
+        ],
+    )
     def test_a_framing_line_counts_across_a_code_fence_in_its_block(self, bead_home, frame, fence):
         """A framing line kept a "remember" right under it from counting as the person's word, but not once a code
         fence stood between them: the request's own typed part began after the fence, and was written `user_stated`

@@ -1413,24 +1413,27 @@ def repeatable(value: str, named: bool = False) -> bool:
         # review found such paths erased from later turns and every other conversation).
         pieces = value.rstrip("=").split("/")
         mixed = all(any(f(c) for c in value) for f in (str.isdigit, str.islower, str.isupper))
-        if named and mixed and len(value) >= BASE64_REPEAT_MIN and _BASE64_VALUE.fullmatch(value) and wordy <= WORDY:
-            return True  # after a secret's name: a key whatever its parts look like (`/` first, `//`: a review)
-        return (
-            len(value) >= BASE64_REPEAT_MIN
-            and _BASE64_VALUE.fullmatch(value) is not None
-            and not value.startswith("/")
-            and "//" not in value
-            and mixed
-            # (a part of random base64 is often short, `et` or `9f`: only a word of 4 letters or more, or hex of 8
-            # digits or more, reads as a path's)
-            and not any(
-                not p
-                or (len(p) >= 4 and p.isalpha() and p.islower())
-                or (len(p) >= 8 and all(c in _HEX_CHARS for c in p.lower()))
+        # (a part of random base64 is often short, `et` or `9f`: only a word of 4 letters or more, or hex of 8 digits or
+        # more, reads as a path's)
+        if (
+            len(value) < BASE64_REPEAT_MIN
+            or _BASE64_VALUE.fullmatch(value) is None
+            or not mixed
+            or wordy > WORDY
+            or any(
+                (len(p) >= 4 and p.isalpha() and p.islower()) or (len(p) >= 8 and all(c in _HEX_CHARS for c in p.lower()))
                 for p in pieces
             )
-            and wordy <= WORDY
-        )
+        ):
+            return False
+        if named:
+            # After a secret's name a key may start with `/` or hold `//` (a review: one AWS key in thirteen), but a
+            # path's parts are short or words (`/mnt/Vol2/Backup/Keys`): one part of 16 characters or more mixes
+            # capitals, small letters and digits as random base64 does.
+            return any(
+                len(p) >= 16 and all(any(f(c) for c in p) for f in (str.isdigit, str.islower, str.isupper)) for p in pieces
+            )
+        return not value.startswith("/") and "//" not in value and all(pieces)
     if named:
         if set(value) <= _ADDRESS_CHARS and "." in value:
             return False  # an address or a version (`SECRET=127.0.0.1:8080`): what a rule misread

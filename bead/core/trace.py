@@ -112,12 +112,15 @@ class Trace:
             if len(head) == HEAD_BYTES:
                 raise NotATrace(self.path)  # a megabyte of blanks: no trace's start
             return
-        line, ends, _ = rest.partition(b"\n")
-        if not ends and len(head) == HEAD_BYTES:
+        lines = rest.split(b"\n")
+        if len(lines) == 1 and len(head) == HEAD_BYTES:
             raise NotATrace(self.path)  # no record is a megabyte long
-        # A record, or one a killed proxy left cut short (then a line break the next proxy wrote first, and its
-        # records; a multi-byte character cut in two reads as U+FFFD).
-        _check_line(self.path, line.removesuffix(b"\r").decode("utf-8", "replace"))
+        # Every line of the first megabyte, the last one as far as it was read (a record cut there is a record's
+        # start): a record, or one a killed proxy left cut short (then a line break the next proxy wrote first, and
+        # its records; a multi-byte character cut in two reads as U+FFFD). Only the first was looked at, and a JSON
+        # file of gigabytes whose first line is `{` was read whole (a review).
+        for line in lines:
+            _check_line(self.path, line.removesuffix(b"\r").decode("utf-8", "replace"))
 
     def _text(self) -> str:
         self._head()
@@ -203,13 +206,23 @@ def _trace_line(text: str) -> bool:
     """Whether ``text`` (a non-blank line) is a trace record, one cut short (a prefix of a record: a review found a mere
     record's start let a person's notes through, `{"at": "C:\\Users\\me", ...}` with a Windows path's backslashes,
     which forget rewrote), or such records and cut ones run together (a bead before 2026-12-06 wrote the next record
-    right after a cut one, on its line)."""
+    right after a cut one, on its line; a cut may be a record's first bytes alone)."""
     if _record_or_cut(text):
         return True
-    if not text.startswith(_RECORD_START):
+    starts = []
+    at = text.find(_RECORD_START)
+    while at >= 0:
+        starts.append(at)
+        at = text.find(_RECORD_START, at + len(_RECORD_START))
+    if not starts or not _RECORD_START.startswith(text[: starts[0]]):
         return False
-    pieces = [_RECORD_START + p for p in text[len(_RECORD_START) :].split(_RECORD_START)]
-    return len(pieces) > 1 and all(_record_or_cut(p) for p in pieces)
+    pieces = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+    return all(_record_or_cut(p) or _ends_in_a_cut_start(p) for p in pieces[:-1]) and _record_or_cut(pieces[-1])
+
+
+def _ends_in_a_cut_start(piece: str) -> bool:
+    """Whether ``piece`` is a record, or one cut short, followed by the first bytes of another record's start."""
+    return any(piece.endswith(_RECORD_START[:k]) and _record_or_cut(piece[:-k]) for k in range(1, len(_RECORD_START)))
 
 
 def _record_or_cut(text: str) -> bool:
