@@ -2389,3 +2389,29 @@ def test_a_trace_whose_first_line_a_killed_proxy_cut_short_is_still_scrubbed(mem
     r = bead("forget", "--match", VALUE, "--yes")
     assert r.code == 0 and "as it is" not in r.err, r.err
     assert VALUE not in trace.read_text() and '"fine"' in trace.read_text()
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_a_trace_whose_first_megabyte_ends_inside_a_record_run_together_with_a_cut_one_is_a_trace(tmp_path, k):
+    """The first megabyte of a trace is checked line by line before more is read; its last line, cut by the megabyte's
+    end within the first bytes of a record an older bead wrote right after a cut one, was refused, and forget left the
+    value in the trace (a review)."""
+    from bead.core.trace import HEAD_BYTES, Trace
+
+    secret = json.dumps(trace_line("s", cues=[f"the code is {VALUE}"])) + "\n"
+    glued = json.dumps(trace_line("s", cues=["cut"]))[:30] + json.dumps(trace_line("s", cues=["next"]))
+    fill = HEAD_BYTES - len(secret) - 30 - k
+    one = json.dumps(trace_line("s", cues=[""]))
+    lines = []
+    while fill > 0:
+        pad = min(max(fill - len(one) - 1, 0), 50_000)
+        line = json.dumps(trace_line("s", cues=["x" * pad]))
+        if len(line) + 1 > fill:
+            line = json.dumps(trace_line("s", cues=["x" * (pad - (len(line) + 1 - fill))]))
+        lines.append(line)
+        fill -= len(line) + 1
+    assert fill == 0
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(secret + "".join(f"{line}\n" for line in lines) + glued + "\n")
+    assert trace.read_bytes()[:HEAD_BYTES].endswith(b'{"at": "'[:k])
+    assert Trace(trace).matching_lines(lambda line: VALUE in line) == 1

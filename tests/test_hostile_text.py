@@ -370,7 +370,6 @@ class TestRemember:
             "Bob answered:\u00a0",
             "Bob answered:\u200b",
             "Bob responded:",
-            "Bob's reply:",
         ],
     )
     def test_a_framing_line_counts_across_a_code_fence_in_its_block(self, bead_home, frame, fence):
@@ -406,6 +405,8 @@ class TestRemember:
             "pytest prints: 3 failed\nremember that the flaky test is test_io",
             "make test printed:\n  3 failed\nI fixed it.\nRemember that we deploy from main.",
             'curl printed:\n```\n{"ok":true}\n```\nremember that the health endpoint is /healthz',
+            "My response:\nRemember that we deploy on Fridays",
+            "Reply from the server:\n```\nHTTP/1.1 200 OK\n```\nRemember that the health endpoint is /healthz",
         ],
     )
     def test_the_persons_own_remember_after_their_paste_or_words_is_written(self, bead_home, message):

@@ -1426,14 +1426,14 @@ def repeatable(value: str, named: bool = False) -> bool:
             )
         ):
             return False
-        if named:
-            # After a secret's name a key may start with `/` or hold `//` (a review: one AWS key in thirteen), but a
-            # path's parts are short or words (`/mnt/Vol2/Backup/Keys`): one part of 16 characters or more mixes
-            # capitals, small letters and digits as random base64 does.
-            return any(
-                len(p) >= 16 and all(any(f(c) for c in p) for f in (str.isdigit, str.islower, str.isupper)) for p in pieces
-            )
-        return not value.startswith("/") and "//" not in value and all(pieces)
+        if not value.startswith("/") and "//" not in value and all(pieces):
+            return True
+        # After a secret's name a key may also start with `/` or hold `//` (a review: one AWS key in thirteen), where a
+        # path's parts are short or words (`/mnt/Vol2/Backup/Keys`): one part of 16 characters or more mixes capitals,
+        # small letters and digits, as random base64 does.
+        return named and any(
+            len(p) >= 16 and all(any(f(c) for c in p) for f in (str.isdigit, str.islower, str.isupper)) for p in pieces
+        )
     if named:
         if set(value) <= _ADDRESS_CHARS and "." in value:
             return False  # an address or a version (`SECRET=127.0.0.1:8080`): what a rule misread

@@ -103,7 +103,7 @@ _FRAMING = compile_linear(
     # What someone answered, its colon ending its line ("Bob replied:", then their words); a tool's output the person
     # pasted under their own colon is theirs ("make test printed:", "got this:": reviews).
     # (its line's end: any blank, CR or invisible character after the colon, which a review found let it through)
-    r"|\b(?:replied|answered|responded|reply|response)\b[^\n]{0,80}:[^\n\w]{0,8}$"
+    r"|\b(?:replied|answered|responded)\b[^\n]{0,80}:[^\n\w]{0,8}$"
 )
 _COLON_LINE = compile_linear(r"(?m):[ \t]{0,8}$")
 # What introduces quoted text on a line: a colon with text after it ("it prints: npm ERR! 404 ..."; not a time's

@@ -217,7 +217,7 @@ def _trace_line(text: str) -> bool:
     if not starts or not _RECORD_START.startswith(text[: starts[0]]):
         return False
     pieces = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
-    return all(_record_or_cut(p) or _ends_in_a_cut_start(p) for p in pieces[:-1]) and _record_or_cut(pieces[-1])
+    return all(_record_or_cut(p) or _ends_in_a_cut_start(p) for p in pieces)
 
 
 def _ends_in_a_cut_start(piece: str) -> bool:
