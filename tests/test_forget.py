@@ -2360,6 +2360,7 @@ def test_a_raw_file_whose_turn_numbers_repeat_is_indexed_and_forgotten_in_both_c
         "a blank line",
         "records run together",
         "a record cut in its first bytes run together with the next",
+        "two records cut in their first bytes, one after the other",
         "a character cut in two",
         "a BOM",
     ],
@@ -2378,6 +2379,7 @@ def test_a_trace_whose_first_line_a_killed_proxy_cut_short_is_still_scrubbed(mem
         "a BOM": "\ufeff",
         "records run together": json.dumps(trace_line("s", cues=["a"])) + whole[:40],
         "a record cut in its first bytes run together with the next": '{"a',
+        "two records cut in their first bytes, one after the other": '{"a{"at\n',
         "a character cut in two": "",
     }[start].encode()
     if start == "a character cut in two":

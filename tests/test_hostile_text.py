@@ -370,6 +370,9 @@ class TestRemember:
             "Bob answered:\u00a0",
             "Bob answered:\u200b",
             "Bob responded:",
+            "Bob's reply:",
+            "His response:",
+            "Claude's answer:",
         ],
     )
     def test_a_framing_line_counts_across_a_code_fence_in_its_block(self, bead_home, frame, fence):

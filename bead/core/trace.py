@@ -214,15 +214,29 @@ def _trace_line(text: str) -> bool:
     while at >= 0:
         starts.append(at)
         at = text.find(_RECORD_START, at + len(_RECORD_START))
-    if not starts or not _RECORD_START.startswith(text[: starts[0]]):
+    lead = text[: starts[0]] if starts else text
+    if lead and not _cut_starts(lead):
         return False
+    if not starts:
+        return True  # cut starts alone
     pieces = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
-    return all(_record_or_cut(p) or _ends_in_a_cut_start(p) for p in pieces)
+    return all(_record_or_cut(p) or _ends_in_cut_starts(p) for p in pieces)
 
 
-def _ends_in_a_cut_start(piece: str) -> bool:
-    """Whether ``piece`` is a record, or one cut short, followed by the first bytes of another record's start."""
-    return any(piece.endswith(_RECORD_START[:k]) and _record_or_cut(piece[:-k]) for k in range(1, len(_RECORD_START)))
+def _cut_starts(text: str) -> bool:
+    """Whether ``text`` is records' starts cut in their first bytes, one after the other (`{"a{"at`: records a crash
+    cut there, each written right after the one before by an older bead)."""
+    return text.startswith("{") and all(_RECORD_START.startswith("{" + part) for part in text[1:].split("{"))
+
+
+def _ends_in_cut_starts(piece: str) -> bool:
+    """Whether ``piece`` is a record, or one cut short, followed by records' starts cut in their first bytes."""
+    tail = piece.rfind("{", max(0, len(piece) - 3 * len(_RECORD_START)))
+    while tail > 0:
+        if _cut_starts(piece[tail:]) and _record_or_cut(piece[:tail]):
+            return True
+        tail = piece.rfind("{", max(0, len(piece) - 3 * len(_RECORD_START)), tail)
+    return False
 
 
 def _record_or_cut(text: str) -> bool:
