@@ -370,9 +370,6 @@ class TestRemember:
             "Bob answered:\u00a0",
             "Bob answered:\u200b",
             "Bob responded:",
-            "Bob's reply:",
-            "His response:",
-            "Claude's answer:",
         ],
     )
     def test_a_framing_line_counts_across_a_code_fence_in_its_block(self, bead_home, frame, fence):
@@ -409,6 +406,7 @@ class TestRemember:
             "make test printed:\n  3 failed\nI fixed it.\nRemember that we deploy from main.",
             'curl printed:\n```\n{"ok":true}\n```\nremember that the health endpoint is /healthz',
             "My response:\nRemember that we deploy on Fridays",
+            "The server's response:\n```\n503\n```\nremember that staging needs the VPN",
             "Reply from the server:\n```\nHTTP/1.1 200 OK\n```\nRemember that the health endpoint is /healthz",
         ],
     )

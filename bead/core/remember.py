@@ -104,8 +104,6 @@ _FRAMING = compile_linear(
     # pasted under their own colon is theirs ("make test printed:", "got this:": reviews).
     # (its line's end: any blank, CR or invisible character after the colon, which a review found let it through)
     r"|\b(?:replied|answered|responded)\b[^\n]{0,80}:[^\n\w]{0,8}$"
-    # someone else's reply by its noun ("Bob's reply:", "His response:"; not "My response:", "Reply from the server:")
-    r"|\b(?:[\w-]+'s|his|her|their)[ \t]+(?:reply|response|answer)\b[^\n]{0,40}:[^\n\w]{0,8}$"
 )
 _COLON_LINE = compile_linear(r"(?m):[ \t]{0,8}$")
 # What introduces quoted text on a line: a colon with text after it ("it prints: npm ERR! 404 ..."; not a time's
