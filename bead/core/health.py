@@ -353,9 +353,8 @@ def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> 
     vi = vault_keys.info(mem.home)
     counts = mem.sealed.counts()
     problems += [{"problem": p, "fix": f} for p, f in vi.problems]
-    odd: list[str] = []
-    for _ in mem.sealed.keys(odd=odd):
-        pass
+    odd: list[str] = []  # sealed folders whose name is no key, which keys() leaves out
+    list(mem.sealed.keys(odd=odd))
     problems += [
         {
             "problem": f"vault/sealed/{name} holds sealed files but its name is no key bead writes; bead leaves it out",
