@@ -134,13 +134,14 @@ class Trace:
         named, and showed its lines that looked like records: an outside attack)."""
         out = []
         for line in safe.lines_of(self._text()):
-            _check_line(self.path, line)
             try:
                 entry = json.loads(line)
             except (ValueError, RecursionError):
-                continue  # a killed proxy's last line, cut short
-            if isinstance(entry, dict) and _TRACE_FIELDS <= entry.keys():
+                entry = None
+            if isinstance(entry, dict) and _TRACE_FIELDS <= entry.keys() and "\r" not in line:
                 out.append(entry)
+            else:
+                _check_line(self.path, line)  # a blank line, or one a killed proxy cut short; else NotATrace
         return out
 
     def matching_lines(self, matches: Callable[[str], bool]) -> int:

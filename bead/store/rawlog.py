@@ -223,7 +223,7 @@ def spliced(data: bytes, turns: list[Turn], changed: list[Turn]) -> bytes:
     """A raw file's bytes ``data``, whose turns ``parse_bytes`` read as ``turns``, with the turns ``changed`` written
     again (``render``) and every other turn's bytes kept as they were: its text's invalid UTF-8 and a hand edit's
     marker line are not the forget's to change (a rewrite from the parsed turns wrote U+FFFD for them). The text
-    before the first marker (``preamble``) stays too: a forget drops it where it holds the value (``drop_preamble``;
+    before the first marker stays too: a forget drops it where it holds the value (``drop_preamble``;
     a review found a person's own note there gone after a forget of something else)."""
     again = {id(t) for t in changed}
     out: list[bytes] = [data[: turns[0].head]] if turns and turns[0].head > 0 else []
@@ -258,19 +258,6 @@ def parse(text: str, path: Path | None = None) -> list[Turn]:
         turns.append(t)
     close(last=True)
     return turns
-
-
-def preamble(text: str) -> str:
-    """The text of a raw file before its first turn's marker (``parse`` reads none of it: a hand edit's, or damage
-    to the first marker), all of it where no marker reads."""
-    at = 0
-    while at <= len(text):  # line by line from the start: a file that opens with a marker (every file bead writes)
-        end = text.find("\n", at)  # costs its first line, not a split of the whole text
-        end = len(text) if end < 0 else end
-        if _opened(text[at:end]) is not None:
-            return text[:at]
-        at = end + 1
-    return text
 
 
 def _opened(line: str, path: Path | None = None) -> Turn | None:
@@ -624,8 +611,8 @@ class RawLog:
         return self._rewrite(path, numbers, lambda text: FORGOTTEN, "forgotten")
 
     def drop_preamble(self, path: Path) -> bool:
-        """Write the file again without the text before the first marker (``preamble``), under the raw log's lock;
-        whether there was any."""
+        """Write the file again without the text before the first marker, under the raw log's lock; whether there was
+        any."""
         with flocked(self.lock_path, root=self.home.root):
             data = safe.read_bytes(path, root=self.home.root)
             turns = parse_bytes(data, path)
