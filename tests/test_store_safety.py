@@ -629,7 +629,7 @@ class TestFourthReview:
         mem.append_turns("s1", [("user", "second turn", T0, None, {"source": "typed"})])
         assert [t.n for t in mem.raw.read(raw)] == [1, 2]
 
-    @pytest.mark.parametrize("tail", ["", "-wal", "-shm"])
+    @pytest.mark.parametrize("tail", ["", "-wal", "-shm", "-journal"])
     def test_a_fifo_at_the_index_is_refused_not_waited_on(self, bead_home, tail):
         """A FIFO at index.db (or its WAL or shared memory) held every command and the indexer for ever (past
         SIGTERM); now the index is refused at once, and `bead status` says what to remove."""
@@ -643,10 +643,11 @@ class TestFourthReview:
         status = run_cli("status")
         assert "not a regular file" in status.output, status.output
 
-    @pytest.mark.parametrize("tail", ["-wal", "-shm", ""])
+    @pytest.mark.parametrize("tail", ["-wal", "-shm", "", "-journal"])
     def test_sqlite_never_writes_through_a_hard_link_at_the_index(self, bead_home, tmp_path, tail):
-        """SQLite opens its own files: a hard link at index.db-wal or -shm (or index.db) is refused before it does,
-        and the file it names outside the home keeps its bytes."""
+        """SQLite opens its own files: a hard link at index.db-wal or -shm (or index.db, or the rollback journal a
+        crash can leave, which SQLite reads back) is refused before it does, and the file it names outside the home
+        keeps its bytes."""
         with Memory(Home(bead_home), Config(owner="t")) as m:
             m.write("user/editor", "helix", "user")
         victim = tmp_path / "victim"

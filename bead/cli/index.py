@@ -16,7 +16,7 @@ def reindex(as_json):
 
     The index is derived: deleting index.db loses nothing.
     """
-    from ..index.db import database_errors
+    from ..index.db import database_errors, index_files
     from ..index.rebuild import rebuild
     from ..index.sqlite import module as sqlite_module
 
@@ -29,7 +29,7 @@ def reindex(as_json):
         # Not a database any more (a disk error, a file written over): it is derived, so it goes, and is built anew.
         mem.close()
         db = mem.home.index_db
-        for p in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        for p in index_files(db):
             p.unlink(missing_ok=True)
         echo(f"warning: {db} could not be read ({exc}): removed it; it is built again from the files", err=True)
         mem = open_memory()

@@ -25,6 +25,7 @@ from .. import files as safe
 from ..config import SCHEDULE_FIX, schedule_problem
 from ..errors import BeadError
 from ..index import semantic, sqlite
+from ..index.db import index_files as index_files_of
 from ..index.rebuild import diff
 from ..paths import Home, enclosing_git
 from ..ports import CHECK_S, HEALTH_MAX_BYTES, client_address, held_by_own_service_manager, host_port, listener, proven_within
@@ -60,9 +61,9 @@ def unshare_home(home: Home) -> tuple[list[str], list[dict[str, str]]]:
     linked = safe.hard_links(home.root, root=home.root)
     if not linked:
         return fixed, problems
-    index_files = [home.index_db.with_name(home.index_db.name + tail) for tail in ("", "-wal", "-shm")]
+    index_files = index_files_of(home.index_db)
     if any(p in index_files for p in linked):
-        for p in index_files:  # all three: a WAL beside a database it does not belong to would be replayed into it
+        for p in index_files:  # all of them: a WAL or journal beside a database it is not of would be replayed into it
             if safe.unlink(p, root=home.root):
                 fixed.append(f"removed {p} (the index is built again from the files)")
     rest = [p for p in linked if p not in index_files]

@@ -326,6 +326,12 @@ def schema_statements() -> tuple[str, ...]:
 SCHEMA_DIGEST = hashlib.sha256("\n".join([*schema_statements(), CJK_CHARS]).encode()).hexdigest()[:16]
 
 
+def index_files(path: Path) -> tuple[Path, ...]:
+    """The index and the files SQLite keeps beside it: its WAL, its shared memory, and the rollback journal a
+    crash before WAL mode (or a journal_mode change) can leave, which SQLite reads back at the next open."""
+    return tuple(path.with_name(path.name + end) for end in ("", "-wal", "-shm", "-journal"))
+
+
 class Index:
     def __init__(self, path: Path, store_root: Path, busy_timeout_ms: int = 30000):
         sqlite_check.check()
@@ -336,7 +342,7 @@ class Index:
         self._integrity = sqlite3.IntegrityError
         # SQLite creates files with the umask's mode; the index holds memory text.
         # It follows links, so none of its files may be one.
-        for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        for p in index_files(path):
             with contextlib.suppress(FileNotFoundError):
                 st = os.lstat(p)
                 if stat.S_ISLNK(st.st_mode):
