@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import budget
+from ..textform import fold
 from .secrets import compile_linear
 
 _WS = re.compile(r"\s*")
@@ -663,14 +664,24 @@ OUTPUT_MAYBE_LINES = 2  # lines of a form a person may also type that make a run
 
 def untyped_shape(text: str) -> bool:
     """Whether ``text`` (a person's block, cleaned) holds something a pasted document carries that the line walk does
-    not read as pasted (``_UNTYPED_SHAPE``)."""
-    return bool(_UNTYPED_SHAPE.search(text)) or _transcript(text)
+    not read as pasted (``_UNTYPED_SHAPE``), as it stands or as the rules read it (``fold``: `Claudе:` with a
+    Cyrillic letter, `Subject：` with a full-width colon, a zero-width space in `Fr\u200bom:` are a transcript's and a
+    mail's lines too; an outside attack)."""
+    if _UNTYPED_SHAPE.search(text) or _transcript(text):
+        return True
+    folded = fold(text)
+    return folded != text and (bool(_UNTYPED_SHAPE.search(folded)) or _transcript(folded))
 
 
 def output_lines(text: str) -> bool:
     """Whether ``text`` (a typed run) holds a tool's output as the tool prints it: one line of a form no person
     types (``_OUTPUT_SURE``), or OUTPUT_MAYBE_LINES lines of a form a person may also open a line with
-    (``_OUTPUT_MAYBE``; a sure one counts as one)."""
+    (``_OUTPUT_MAYBE``; a sure one counts as one); as it stands or as the rules read it (``fold``: `npm ЕRR!`)."""
+    folded = fold(text)
+    return _output_lines(text) or (folded != text and _output_lines(folded))
+
+
+def _output_lines(text: str) -> bool:
     if _OUTPUT_SURE.search(text):
         return True
     found = 0

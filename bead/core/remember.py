@@ -168,6 +168,12 @@ def _asked_for(m: Any) -> bool:
     return not (question and _ASKS.match(rest))
 
 
+def _views(text: str) -> tuple[str, ...]:
+    """``text`` as it stands, and as the rules read it (``fold``) where that differs."""
+    folded = fold(text)
+    return (text,) if folded == text else (text, folded)
+
+
 def request_list(message: Message) -> list[Request]:
     """The values "remember ..." asks for in the person's typed text of ``message``, and whether each is
     plainly the person's own request."""
@@ -200,21 +206,25 @@ def request_list(message: Message) -> list[Request]:
                 # wrapped in a reminder or bead's tags, leaves a short typed part but is still the block's.
                 size = max(part.sent, len(text.strip()))
                 rest = size - min(len(m.group(0).strip()), OWN_REQUEST)
+                # Every frame is looked for in the text as it stands and as the rules read it (``fold``): one
+                # look-alike letter, a zero-width space or a full-width colon ("Bob wrоte:", "Subject：") hid a frame,
+                # and a pasted mail's "remember" was written as the person's word (an outside attack).
+                views = _views(before)
                 # A line ending in ":" at least FRAMED_BLOCK characters before the request: the first such line ends
                 # first, so one search tells (a list of every one held a match object per line: 100 MB per MB).
-                colon = _COLON_LINE.search(before)
+                long_colon = any((c := _COLON_LINE.search(v)) is not None and len(v) - c.end() >= FRAMED_BLOCK for v in views)
                 # The block's earlier parts frame it through a frame's own words alone ("Bob wrote:", "Contents of
                 # X:"), not a colon over a long paste nor output lines: a person's own "getting this:", a traceback and
                 # their "remember" is theirs (a review).
                 framed = (
-                    bool(_FRAMING.search(before))
-                    or (at == 0 and bool(_FRAMING.search(earlier)))
-                    or (colon is not None and len(before) - colon.end() >= FRAMED_BLOCK)
+                    any(_FRAMING.search(v) for v in views)
+                    or (at == 0 and any(_FRAMING.search(v) for v in _views(earlier)))
+                    or long_colon
                 )
                 # A request after quoted text on its line is not plainly the person's, however short the message:
                 # after a colon or a verb that quotes ("it prints: npm ERR! 404 ... Remember that the registry is
                 # ...", "the README says setup is manual. Remember that ..."), the sentence may be the quote's own.
-                quoted = bool(_QUOTES_BEFORE.search(before[before.rfind("\n") + 1 :])) or lead.endswith(":")
+                quoted = any(_QUOTES_BEFORE.search(v[v.rfind("\n") + 1 :]) for v in views) or fold(lead).endswith(":")
                 after_output = not quoted and output_lines(before)
                 plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed and not quoted and not part.near_paste
                 plain = plain and at == 0 and not after_output
