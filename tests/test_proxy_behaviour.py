@@ -147,6 +147,9 @@ class TestFailOpen:
             b'\xff\xfe{"model": "x"}',  # invalid UTF-8
             b'["not", "an", "object"]',  # JSON of the wrong shape
             b"",  # empty
+            # NaN, which Python's decoder reads and JSON has not: spliced and recorded as sent (an outside review)
+            b'{"model":"m","max_tokens":5,"temperature":NaN,"messages":[{"role":"user","content":"which editor?"}]}',
+            b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"which editor?"}],"top_p":Infinity}',
         ],
     )
     def test_bad_body_forwarded_as_is(self, proxy_client, upstream, body):
@@ -738,6 +741,49 @@ class TestConversation:
         assert sent[-1]["messages"][2] == sent[1]["messages"][2], "the bytes sent at message 2 are sent again"
         prompts = [t.text for t in raw_turns(bead_home, "side") if t.role == "user"]
         assert len(prompts) == len(set(prompts)) and "follow-up 2" in prompts and "Suggest the next prompt" in " ".join(prompts)
+
+    @pytest.mark.parametrize("session", [True, False], ids=["one-session", "two-conversations-alike"])
+    def test_a_side_request_ending_at_a_message_sent_without_a_block_adds_none_there(
+        self, proxy_client, upstream, bead_home, session
+    ):
+        """A message an earlier request sent without a block (not its newest: two user messages in a row) took one
+        when a side request ended there, or another conversation bead takes for this one (no session header, the
+        same system prompt and first message): every later request of the first re-added it there, and its cached
+        prefix changed at message 0 (an outside review)."""
+        with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
+            m.write(
+                "project/shop/deploy-steps",
+                "Deploy the shop with make deploy after running the migration script.",
+                "project",
+                trust="agent_observed",
+            )
+            m.write(
+                "project/shop/migration-tool",
+                "Migrations for the shop use alembic with autogenerate disabled.",
+                "project",
+                trust="agent_observed",
+            )
+        proxy = proxy_client()
+        hdr = {"x-bead-project": "shop", **({"x-bead-session": "page"} if session else {})}
+
+        def send(messages: list[dict]) -> list[dict]:
+            body = {"model": "m", "max_tokens": 10, "system": "You are a helpful assistant.", "messages": messages}
+            post(proxy, json.dumps(body).encode(), hdr)
+            return json.loads(upstream.requests[-1].body)["messages"]
+
+        page = {"role": "user", "content": "how do we deploy the shop and run the migration with alembic?"}
+        first = send([page, {"role": "user", "content": "which step comes first?"}])
+        assert "bead-memory" not in json.dumps(first[0]) and "bead-memory" in json.dumps(first[1])
+        send([page])
+        later = send(
+            [
+                page,
+                {"role": "user", "content": "which step comes first?"},
+                {"role": "assistant", "content": "The migration."},
+                {"role": "user", "content": "thanks"},
+            ]
+        )
+        assert later[:2] == first[:2]
 
     def test_a_rewind_to_a_prompt_whose_recall_failed_still_logs_the_edited_one(
         self, proxy_client, upstream, bead_home, monkeypatch

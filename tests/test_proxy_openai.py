@@ -430,6 +430,35 @@ def test_words_wrapped_in_a_tag_are_captured_and_recalled_for(app, openai_upstre
     assert any(t.role == "user" and words in t.text for t in raw_turns(bead_home, f"tag-{tag}"))
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_the_pinned_block_stays_where_it_went_when_a_later_request_adds_a_system_message(app, openai_upstream, api):
+    """A conversation that opens without a system or developer message gets the pinned block in a first message of
+    its own; a later request that adds one further down (a harness's note that the approval mode changed) moved the
+    block into it, and the cached prefix was lost from message 0 (an outside review)."""
+    chat = api == "chat"
+    path, key = ("/openai/v1/chat/completions", "messages") if chat else ("/openai/v1/responses", "input")
+
+    def msg(role: str, text: str) -> dict:
+        if chat:
+            return {"role": role, "content": text}
+        kind = "output_text" if role == "assistant" else "input_text"
+        return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+    def send(items: list[dict]) -> list:
+        body = {"model": "gpt-test", key: items, **({} if chat else {"instructions": "You are a coding agent.", "store": False})}
+        app.post(json.dumps(body).encode(), {"x-bead-session": f"moved-{api}"}, path)
+        app.settle()
+        return openai_upstream.requests[-1].json()[key]
+
+    u0 = msg("user", "which editor do I use?")
+    first = send([u0])
+    assert "Helix" in json.dumps(first[0]) and len(first) == 2
+    later = send(
+        [u0, msg("assistant", "Helix."), msg("system" if chat else "developer", "Keep answers short."), msg("user", "thanks")]
+    )
+    assert later[: len(first)] == first
+
+
 class TestFailOpen:
     """The bad-input cases of the Anthropic route, on both OpenAI routes."""
 
@@ -442,6 +471,11 @@ class TestFailOpen:
             b'["not", "an", "object"]',
             b"",
             b'{"model":"m","messages":{"role":"user"},"input":5}',
+            # NaN and Infinity, which Python's decoder reads and JSON has not (an outside review: spliced, recorded)
+            b'{"model":"m","temperature":NaN,"messages":[{"role":"user","content":"which editor?"}],'
+            b'"input":[{"role":"user","content":"which editor?"}]}',
+            b'{"model":"m","messages":[{"role":"user","content":"which editor?"}],"top_p":-Infinity,'
+            b'"input":[{"role":"user","content":"which editor?"}]}',
         ],
     )
     def test_bad_body_forwarded_as_is(self, app, openai_upstream, path, body):

@@ -567,9 +567,14 @@ class Engine:
             # A rewind (an earlier prompt edited) or a side request on the same conversation puts a new message
             # where another had its record: it is given recall as any new message is, and what only the other
             # branch was shown or pointed to was never in front of the model here. (Its capture: ``_aside``.)
+            # A message an earlier request sent without a block (one that was not its newest, or whose recall
+            # failed open) and the capture logged is no new one: a block recorded for it now (a side request that
+            # ends there) would be re-added into every later request that holds it, and the prefix the model cached
+            # would change there (an outside review).
             new_message = newest is not None and (newest, hash_of(newest)) not in st.cues
+            new_message = new_message and (newest, hash_of(newest)) not in st.logged
             shown, pointed = st.seen(live)
-            # From here on a deadline missed skips recall (the next request retries
+            # From here on a deadline missed skips recall (the next new message has
             # it) instead of dropping the pinned block built above: both go out,
             # and are recorded, with the request (``finish``, ``flush`` below).
             left = deadline - time.monotonic()

@@ -857,17 +857,20 @@ def _append_to_content(req: Request, span: Span, texts: list[str]) -> Edit | Non
 
 
 def _pinned_edit(req: Request, pinned: str, roles: tuple[str, ...], new_message: str) -> Edit:
-    """The pinned block at the end of the first system/developer message's content; a message of its own
-    right after it when that content cannot take text; the first message when there is none."""
+    """The pinned block at the end of the first message's content where that is a system/developer message; a
+    message of its own right after it when that content cannot take text; a first message of its own when the
+    conversation opens with another. Only the first: a system or developer message a later request adds further
+    down (a harness's note that the approval mode changed) took the block, so it moved and the cached prefix went
+    with it (an outside review)."""
     assert req.items is not None
-    for j in range(len(req.items)):
-        item = req.item(j)
+    if req.items:
+        item = req.item(0)
         if item.get("role") in roles and item.get("type", "message") == "message":
-            content = req.member(j, "content")
+            content = req.member(0, "content")
             edit = _append_to_content(req, content, [pinned]) if content is not None else None
             if edit is not None:
                 return edit
-            return Edit(req.items[j].end, req.items[j].end, "," + new_message)
+            return Edit(req.items[0].end, req.items[0].end, "," + new_message)
     key = "messages" if req.api == "chat" else "input"
     start = req.top[key].start + 1  # just inside the array's [
     return Edit(start, start, new_message + ("," if req.items else ""))

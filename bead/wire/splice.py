@@ -22,7 +22,15 @@ from ..conversation import MAX_MESSAGE_PARTS, MAX_PARTS, Unreadable
 from ..textform import readable_json
 
 _WS = re.compile(r"[ \t\r\n]*")
-_DECODER = json.JSONDecoder()
+
+
+def _no_constant(name: str) -> Any:
+    """NaN, Infinity and -Infinity, which Python's decoder reads and JSON has not: a body holding one is not JSON, so
+    it goes out as it came (an API refuses it anyway), not spliced and recorded as a request the model saw."""
+    raise SpliceError(f"body is not JSON ({name} is no JSON value)")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def _number(digits: str) -> int | float:
@@ -33,7 +41,7 @@ def _number(digits: str) -> int | float:
 
 # Used only after the plain decoder refused a body (a tool call's input can hold any number): calling back into
 # Python for every integer costs about 0.2 s a million.
-_LENIENT = json.JSONDecoder(parse_int=_number)
+_LENIENT = json.JSONDecoder(parse_int=_number, parse_constant=_no_constant)
 _scanstring = json.decoder.scanstring  # type: ignore[attr-defined]  # the C scanner, not in the stubs
 # Each element of ``messages`` / ``input`` costs a step of Python on top of the C
 # scanner (~1 us; the conversation built from it, ~10 us): three million tiny
