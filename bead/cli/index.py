@@ -29,8 +29,8 @@ def reindex(as_json):
         # Not a database any more (a disk error, a file written over): it is derived, so it goes, and is built anew.
         mem.close()
         db = mem.home.index_db
-        for p in index_files(db):
-            p.unlink(missing_ok=True)
+        for f in index_files(db):
+            f.unlink(missing_ok=True)
         echo(f"warning: {db} could not be read ({exc}): removed it; it is built again from the files", err=True)
         mem = open_memory()
     kvs_count = sum(1 for _ in mem.facts.keys())
