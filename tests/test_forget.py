@@ -2294,8 +2294,14 @@ class TestWhatChangedSinceThePlan:
         mem.write("user/door", f"The storage unit code is {VALUE}", "user")
         failing["on"], path = True, path2
         r = bead("forget", "user/door", "--yes")
-        assert r.code == 0, r.err
-        assert f"warning: could not read raw file {path2.relative_to(mem.home.store).as_posix()}" in r.err, r.err
+        # A KEY's forget that still cannot read one changes nothing: its versions are what the value is looked for
+        # by, so once they went, the same forget again found nothing to forget and the file kept it (a review).
+        assert r.code == 1 and "changed nothing" in r.err, r.err
+        assert f"could not read raw file(s) {path2.relative_to(mem.home.store).as_posix()}" in r.err, r.err
+        assert mem.current("user/door") is not None and VALUE in mem.raw.read(path2)[0].text
+        failing["on"] = False
+        assert bead("forget", "user/door", "--yes").code == 0
+        assert mem.current("user/door") is None and mem.raw.read(path2)[0].text == f"and again {FORGOTTEN}"
 
 
 def test_a_raw_file_saved_with_crlf_line_ends_keeps_its_other_turns(mem):
@@ -2328,6 +2334,43 @@ def test_a_forget_that_could_not_read_a_raw_file_never_says_nothing_matches(mem,
     r = bead("forget", "--match", VALUE, "--yes")
     assert r.code == 0 and "could not read" not in r.err, r.err
     assert VALUE.encode() not in path.read_bytes() and VALUE.encode() in (tmp_path / "backup.md").read_bytes()
+
+
+def test_a_keys_forget_that_cannot_read_a_raw_file_changes_nothing_so_it_can_be_run_again(mem, bead, tmp_path):
+    """A hard-linked raw file (a `cp -al` backup) made a KEY's forget delete the versions and warn "then run the same
+    forget again", which then found nothing to forget: the raw file kept the value with nothing left to find it by
+    (an outside review). The forget changes nothing until the file can be read; after `bead status --fix` it runs."""
+    import os
+
+    mem.append_turns("sess-a", [("user", f"remember: the vault code word is {VALUE}", T0, None)])
+    mem.write("user/code-word", f"The vault code word is {VALUE}.", "user")
+    raw = mem.raw.find("sess-a")
+    os.link(raw, tmp_path / "elsewhere.md")
+    first = bead("forget", "user/code-word", "--yes")
+    assert first.code == 1 and "changed nothing" in first.err and "bead status --fix" in first.err, first.err
+    assert mem.current("user/code-word") is not None
+    assert bead("status", "--fix").code == 0
+    again = bead("forget", "user/code-word", "--yes")
+    assert again.code == 0, again.err
+    assert VALUE.encode() not in raw.read_bytes() and mem.current("user/code-word") is None
+
+
+def test_a_match_that_only_the_logs_and_dream_reports_hold_is_forgotten_not_nothing(mem, bead):
+    """`forget --match` said "nothing matches; nothing changed" where only the audit and tombstone logs named a key
+    made of the text and a dream report listed it, and left them (a forget that took a raw turn too took them: an
+    outside review)."""
+    from bead.store.reports import Reports
+
+    key = "project/shop/deploy-box-quokka-east"
+    digest = mem.tombstones.add(mem.clock(), key, "The deploy box is quokka-east", reason="review-reject")
+    mem.audit.record(mem.clock(), "tombstone", key=key, sha256=digest)
+    Reports(mem.home).append(
+        T0, f"## Dream run 2026-11-05T03:00:00Z\n\n### session s1 (3 new turns)\n- rejected: {key}- (invalid key)\n"
+    )
+    r = bead("forget", "--match", "quokka-east", "--yes", "--json")
+    assert r.code == 0 and '"forgotten": false' not in r.out, r.out
+    held = sorted(p.name for p in mem.home.root.rglob("*") if p.is_file() and b"quokka-east" in p.read_bytes())
+    assert held == [], held
 
 
 def test_a_raw_file_whose_turn_numbers_repeat_is_indexed_and_forgotten_in_both_copies(mem, bead):
@@ -2417,3 +2460,77 @@ def test_a_trace_whose_first_megabyte_ends_inside_a_record_run_together_with_a_c
     trace.write_text(secret + "".join(f"{line}\n" for line in lines) + glued + "\n")
     assert trace.read_bytes()[:HEAD_BYTES].endswith(b'{"at": "'[:k])
     assert Trace(trace).matching_lines(lambda line: VALUE in line) == 1
+
+
+def test_a_rare_word_is_judged_by_its_own_form_not_by_its_stems_turns(mem):
+    """The index counts a word's turns by its Porter stem: "Providence" was counted as every turn that says
+    provided, provider or provides, judged common, and stayed in the turns that said it in other words (an outside
+    review; `bead seal` judged it so too). A word that shares no stem is the control."""
+    hist = [("user", f"filler turn number {i} about the build", T0, None) for i in range(20)]
+    hist += [
+        ("user", "the API provided a token", T0, None),
+        ("assistant", "which provider is that", T0, None),
+        ("user", "it provides retries", T0, None),
+    ]
+    mem.append_turns("hist", hist)
+    mem.append_turns("s", [("user", "if the alarm goes off, tell the operator Providence and Marigoldia", T0, None)])
+    mem.write("user/alarm-word", "The alarm safe words are Providence and Marigoldia", "user")
+    plan = forget.plan_target(mem, "user/alarm-word")
+    assert {"providence", "marigoldia"} <= plan.tokens
+    forget.apply(mem, plan)
+    said = mem.raw.read(mem.raw.find("s"))[0].text
+    assert "Providence" not in said and "Marigoldia" not in said, said
+    assert [t.text for t in mem.raw.read(mem.raw.find("hist"))][-3:] == [
+        "the API provided a token",
+        "which provider is that",
+        "it provides retries",
+    ]
+
+
+def test_a_code_past_the_first_20000_characters_of_a_long_value_is_looked_for(mem):
+    """Codes and rare words were read from a value's first 20,000 characters: the side gate's code at the end of a
+    25,000-character runbook stayed in every turn that said it in other words (an outside review)."""
+    filler = ("line of the runbook that says nothing much " * 700)[:25_000]
+    mem.append_turns("s", [("user", "btw the side gate takes QX-88471-ZB now", T0, None)])
+    mem.write("project/shop/runbook", filler + "\nThe side gate code is QX-88471-ZB.", "project")
+    forget.apply(mem, forget.plan_target(mem, "project/shop/runbook"))
+    assert "QX-88471-ZB" not in mem.raw.read(mem.raw.find("s"))[0].text
+
+
+def test_a_value_dense_with_codes_is_looked_for_in_patterns_re2_can_compile(mem, monkeypatch):
+    """A long value dense with codes (a list of thousands) made one RE2 pattern past RE2's memory budget, and the
+    forget ended in an error (an outside review, once values were read whole). The codes are looked for through
+    several patterns, which find what their one alternation finds: shown with two codes a pattern."""
+    import random
+
+    from bead.store.rawlog import _redact_tokens
+
+    monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 2)
+    codes = ["QX-88471-ZB", "K7-2201", "8841-aa", "ZZ-1", "PIN-4711", "qx88", "77-41"]
+    assert isinstance(forget.token_pattern(set(codes)), forget._Patterns)
+    rnd = random.Random(7)
+    for _ in range(200):
+        text = " ".join(rnd.choice([*codes, "word", "x", "QX", "88471", "-", "K7 2201", "pin 4711"]) for _ in range(12))
+        monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 2)
+        chunked = _redact_tokens(text, forget.token_pattern(set(codes)))
+        monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 500)
+        assert chunked == _redact_tokens(text, forget.token_pattern(set(codes))), text
+    monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 2)
+    mem.append_turns("s", [("user", "gate QX-88471-ZB, locker K7-2201, pin PIN-4711; the build passed", T0, None)])
+    mem.write("user/codes", "Codes: QX-88471-ZB K7-2201 PIN-4711 8841-aa", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/codes"))
+    said = mem.raw.read(mem.raw.find("s"))[0].text
+    assert all(c not in said for c in codes) and "the build passed" in said, said
+
+
+def test_forgetting_an_old_version_the_current_one_repeats_says_the_current_one_keeps_it(mem, bead):
+    """A forget of KEY@v1 whose value the current v3 says again left it current without a word (and agents' writes
+    of it are refused by the tombstone since): it names the key as still holding the value (an outside review)."""
+    a = "The staging database lives on host quokka-east-7 behind the bastion."
+    for v in (a, "moved to wombat-west-2", a):
+        mem.write("project/shop/staging-db", v, "project")
+    r = bead("forget", "project/shop/staging-db@v1", "--yes")
+    assert r.code == 0 and "project/shop/staging-db still hold(s) the value in clear" in r.err, r.err
+    assert mem.current("project/shop/staging-db").body == a
+    r = bead("forget", "project/shop/staging-db@v2", "--yes")
+    assert r.code == 0 and "still hold" not in r.err, r.err

@@ -93,6 +93,10 @@ def forget(target, match, yes, as_json):
             )
         if preview["episodes"]:
             echo(f"  {preview['episodes']} episode file(s)", err=True)
+        if preview["logged_keys"]:
+            echo(f"  {preview['logged_keys']} key name(s) made of it in the audit and tombstone logs: hashed", err=True)
+        if preview["report_items"]:
+            echo(f"  {preview['report_items']} item(s) of dream reports that hold it: they become [forgotten]", err=True)
         if preview["session_lines"]:
             echo(f"  {preview['session_lines']} conversation state line(s)", err=True)
         for path in preview["skill_files"]:

@@ -93,6 +93,7 @@ class Plan:
     # keys the audit and tombstone logs name whose name holds the value (a rejected proposal's key made of its
     # words): they keep only their hash there, like the keys that lose every version
     named: set[str] = field(default_factory=set)
+    report_items: int = 0  # the keys and ids dream reports list that hold the value (made of its words)
     # other keys whose current version holds the value in clear: a forget or seal of one key leaves them (they are
     # the person's other facts), so the preview names them
     also_in: list[str] = field(default_factory=list)
@@ -174,6 +175,10 @@ class Plan:
             or self.skill_temps
             # A raw file it could not read may hold it: "nothing matches" would be a claim it cannot make (a review).
             or self.raw_unread
+            # The audit and tombstone logs' lines that name a key made of it, and the dream reports' items that hold
+            # it: "nothing matches; nothing changed" left them where a forget that took a raw turn too took them.
+            or self.named
+            or self.report_items
         )
 
     def summary(self, home_store: Path) -> dict[str, Any]:
@@ -199,6 +204,8 @@ class Plan:
             "episodes": len(self.episodes),
             "session_lines": sum(self.session_lines.values()) + sum(self.trace_lines.values()),
             "review_items": len(self.queue_items),
+            "logged_keys": len(self.named),
+            "report_items": self.report_items,
             "also_in": list(self.also_in),
             "not_traces": [str(p) for p in self.not_traces],
             "skill_files": [str(r.path) for r in self.skills] + [str(p) for _, p in self.skill_temps],
@@ -570,7 +577,7 @@ def _code_sources(text: str, codes: Any) -> set[str]:
     no code here: a rare word of the plain text is common inside decoded files), at least ENCODED_MIN_BYTES
     long. A password keeps its signs (``Xy3!Qz7?Lm``), which the plain search's tokens are cut at. Linear."""
     out: set[str] = set()
-    for word in text[:20_000].split():
+    for word in text[:VALUE_CHARS].split():
         parts = {word}
         for sep in "=:/,;":
             parts |= {p for w in list(parts) for p in w.split(sep)}
@@ -667,9 +674,17 @@ PHRASE_PARTS = 3  # words joined into one token (a passphrase) that are looked f
 PHRASE_PART_CHARS = 4  # each at least this long
 RARE_HISTORY = 20
 RARE_MIN_LETTERS = 6
+# The index counts a word's turns by its Porter stem ("providence" by every turn that says provided, provider or
+# provides). A word its stem makes look common is counted again by its own form in the turns its stem finds, where
+# those are at most STEM_TURNS; at most STEM_BUDGET turns are read so for one forget (a long value's many words).
+STEM_TURNS = 200
+STEM_BUDGET = 2_000
 
 
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+# Of a value, the characters its codes and words are read from: all a version file holds (bead.store.facts' 64 KB; a
+# code past the first 20,000 characters of a long runbook stayed in every turn that said it: an outside review).
+VALUE_CHARS = 65_536
 
 
 def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
@@ -678,7 +693,7 @@ def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
     codes: set[str] = set()
     words: set[str] = set()
     for text in texts:
-        for raw in _TOKEN.findall(fold(text[:20_000])):
+        for raw in _TOKEN.findall(fold(text[:VALUE_CHARS])):
             tok = raw.strip(_EDGE).lower()
             if len(tok) < MIN_TOKEN:
                 continue
@@ -742,11 +757,35 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
         return df.get(w, 0) - had.get(w, 0)
 
     out = {w for w in words if judged and others(w) <= RARE_TURNS}
+    budget = STEM_BUDGET
+    for w in sorted(words - out, key=lambda w: (df.get(w, 0), w)) if judged else ():
+        if df.get(w, 0) > min(STEM_TURNS, budget):
+            break  # the rest are commoner still: judged by their stems
+        budget -= df[w]
+        if _turns_saying(mem, w, RARE_TURNS + had.get(w, 0) + 1) - had.get(w, 0) <= RARE_TURNS:
+            out.add(w)  # rare by its own form: "Providence" beside turns that say "provided" (an outside review)
     for tok, ps in parts.items():
         long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
         if long_code or not judged or min((others(p) for p in ps), default=0) <= CODE_TURNS:
             out.add(tok)
     return out
+
+
+def _turns_saying(mem: Memory, word: str, enough: int) -> int:
+    """How many raw turns say ``word`` in its own form (``_held_forms``) among the STEM_TURNS its stem finds, counted
+    up to ``enough``. A turn's first RAW_CHARS characters are read: a word said only past them is not counted, so a
+    word may be judged rarer than it is (its turns lose it), never commoner."""
+    try:
+        rows = mem.index.raw_candidates(word, STEM_TURNS, with_text=False)
+    except Exception:  # noqa: BLE001 - the index is derived: without it the stem's count stands
+        return enough
+    n = 0
+    for row in rows:
+        if word in _held_forms(mem.index.fill_raw_text([row], labels=False)[0]["text"]):
+            n += 1
+            if n >= enough:
+                break
+    return n
 
 
 def token_pattern(tokens: AbstractSet[str]) -> Any:
@@ -768,8 +807,42 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
             return r"[\W_]{0,3}".join(re.escape(p) for p in parts)
         return re.escape(tok)
 
-    alts = "|".join(sorted({form(t) for t in tokens}, key=len, reverse=True))
-    return compile_linear(rf"(?i)(?:^|[^A-Za-z0-9])({alts})(?:$|[^A-Za-z0-9])")
+    forms = sorted({form(t) for t in tokens}, key=len, reverse=True)
+    chunks = [forms[i : i + TOKENS_A_PATTERN] for i in range(0, len(forms), TOKENS_A_PATTERN)]
+    patterns = [compile_linear(rf"(?i)(?:^|[^A-Za-z0-9])({'|'.join(c)})(?:$|[^A-Za-z0-9])") for c in chunks]
+    return patterns[0] if len(patterns) == 1 else _Patterns(patterns)
+
+
+# Tokens in one RE2 pattern: a long value dense with codes (a 64 KB list of them) made one pattern RE2 cannot compile
+# in its memory budget, and the forget ended in an error.
+TOKENS_A_PATTERN = 500
+
+
+class _Patterns:
+    """Several patterns of the form ``token_pattern`` builds, searched as their one alternation would be: the leftmost
+    match, the longest token where two begin at one place. A pattern's match is kept for the next search of the same
+    text from a later position it does not pass (the redaction's walk searches on from each match), so a walk over a
+    text stays linear in each pattern."""
+
+    def __init__(self, patterns: list[Any]):
+        self.patterns = patterns
+        self._text: Any = None
+        self._found: list[tuple[int, Any]] = []  # each pattern's: the position searched from, and its match or None
+
+    def search(self, text: Any, pos: int = 0) -> Any:
+        if text is not self._text:
+            self._text, self._found = text, [(-1, None)] * len(self.patterns)
+        best = None
+        for i, p in enumerate(self.patterns):
+            since, m = self._found[i]
+            if not (0 <= since <= pos and (m is None or m.start() >= pos)):
+                m = p.search(text, pos)
+                self._found[i] = (pos, m)
+            if m is not None and (
+                best is None or (m.start(), -(m.end(1) - m.start(1))) < (best.start(), -(best.end(1) - best.start(1)))
+            ):
+                best = m
+        return best
 
 
 def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_found: set[str] | None = None) -> None:
@@ -871,7 +944,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     derived = _matcher(needles, plan.whole, plan.shingles, tokens, encoded)
     if raw is None and (plan.keys or plan.values):  # a secret written to a new key has a value and no version yet
         quoting = _matcher(needles)  # the value itself (not a code or word of it another fact may share)
-        plan.also_in = sorted({k for k, body in mem.index.current_bodies() if k not in plan.keys and quoting(body)})
+        plan.also_in = sorted({k for k, body in mem.index.current_bodies() if _stays(mem, plan, k) and quoting(body)})
     plan.episodes = Episodes(mem.home).holding(derived)
     plan.queue_items = Queue(mem).holding(set(plan.keys), derived)
     for p in mem.orphan_temps():
@@ -882,6 +955,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
             continue
     if raw is None:
         _scan_skills(mem, plan, _matcher(needles))
+        plan.report_items = Reports(mem.home).scrub(_report_matcher(plan), write=False)
     line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens - plan.spared), encoded)
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
     for p in configured_paths(mem.config, home=mem.home) if raw is None else ():
@@ -894,6 +968,20 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
             continue
         if n:
             plan.trace_lines[p] = n
+
+
+def _stays(mem: Memory, plan: Plan, key: str) -> bool:
+    """Whether ``key``'s current version stays after the plan: another key's, or the key's own where only older
+    versions go (`KEY@v1` whose value the current v3 says again stayed current without a word: an outside review)."""
+    if key not in plan.keys:
+        return True
+    current = mem.current(key) if key not in plan.whole else None
+    return current is not None and current.version not in plan.keys[key]
+
+
+def _report_matcher(plan: Plan) -> Callable[[str], bool]:
+    """What a dream report's listed key or id is scrubbed for: the value, its runs of words, codes and encodings."""
+    return _matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens), plan.encoded)
 
 
 def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
@@ -1200,6 +1288,16 @@ def _apply_forgetting(
             now_sealed = set(mem.sealed.numbers(key))
             if not set(numbers) <= now_sealed or (key in plan.whole and now_sealed != set(numbers)):
                 raise BeadError(f"{key} changed while it was being forgotten; nothing was changed", "run the command again")
+        if plan.raw_unread and not plan.match_text:
+            # The value is looked for by the versions it deletes: once they are gone, running the same forget again
+            # finds nothing to forget, and a raw file it could not read kept the value with no way to find it (an
+            # outside review). `--match` is given the text again, so it takes what it can and names the rest.
+            unread = ", ".join(sorted(p.relative_to(mem.home.store).as_posix() for p in plan.raw_unread))
+            raise BeadError(
+                f"{event} changed nothing: bead could not read raw file(s) {unread}, which may hold the value",
+                "if `bead status` calls one a hard link, `bead status --fix` gives it a copy of its own; else check "
+                "that bead can read it; then run the same command again",
+            )
         if under_lock is not None:
             under_lock()
         # A FIFO or a link at either log refuses here, before anything is changed: not with the tombstones written and
@@ -1282,7 +1380,7 @@ def _apply_forgetting(
             skills_left.append(temp)
     reports = Reports(mem.home)
     # A key or id a run's line lists that holds the value (one it rejected or queued, made of the value's words).
-    reports.scrub(_matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens), plan.encoded))
+    reports.scrub(_report_matcher(plan))
     reports.forget_keys(plan.whole | plan.named)
     # 4. Last, the version files and their index rows (sealed versions: ciphertext only, deleted as they are, no
     # decryption, no tombstone). A forget stopped before here (killed, or the index busy) leaves the key's versions,

@@ -66,11 +66,11 @@ class Reports:
             if n.endswith(".md") and not n.startswith(".")
         ]
 
-    def scrub(self, matches: Callable[[str], bool]) -> int:
+    def scrub(self, matches: Callable[[str], bool], write: bool = True) -> int:
         """Each key or id a run's line lists (``- written: a, b``, ``- rejected: KEY (why)``, a review queue
         addition's ``- <id> <kind> KEY``) that ``matches`` (holds a forgotten value: a proposal's key made of its
         words) becomes ``[forgotten]`` (forget). Headings and a run's other lines (its model, times, episode) are
-        never touched. The number of items changed."""
+        never touched. The number of items changed (``write=False``: that would be, nothing written)."""
         changed = 0
         for path in self.files():
             text = safe.read_text(path, root=self.home.root, errors="replace")
@@ -89,9 +89,9 @@ class Reports:
                 elif (m := _ALONE.match(line)) and matches(m.group(1)):
                     hits += 1
                     lines[i] = "- [forgotten]"
-            if hits:
+            if hits and write:
                 safe.atomic_write(path, "\n".join(lines).encode(), root=self.home.root)
-                changed += hits
+            changed += hits
         return changed
 
     def forget_keys(self, keys: set[str]) -> int:
