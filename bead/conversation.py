@@ -41,6 +41,7 @@ from typing import Any
 
 from .capture.secrets import credential_rules
 from .paths import PATH_MAX, enclosing_git
+from .textform import stream_safe
 
 
 # Parts read in one request (content blocks and parts, tool calls, parts of a tool output), and in one
@@ -331,7 +332,9 @@ def _utf8(header: str) -> str:
 def project_slug(name: str) -> str | None:
     # A key's segment starts with a letter or digit (bead.store.keys): a folder named _webshop is webshop.
     if not name.isascii():
-        name = unicodedata.normalize("NFC", name)  # macOS writes folder names decomposed: one name, one project
+        # macOS writes folder names decomposed: one name, one project. Runs of combining marks cut first (Unicode's
+        # reordering of a run is quadratic: an imported transcript's `cwd` of 128k marks took 16 s, an outside review).
+        name = unicodedata.normalize("NFC", stream_safe(name))
     slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")
     if not name.isascii():
         # The letters of other scripts become "-": names apart only in them (app-日本 and app-中国, café and cafè,

@@ -1180,3 +1180,13 @@ def test_a_text_that_comes_apart_into_too_many_runs_is_one_paste():
     assert len(segments(paste)) > anthropic.MAX_TEXT_RUNS
     [part] = conversation_of({"messages": [{"role": "user", "content": paste}]}, {}).messages[0].parts
     assert part.source is Source.PASTED and '"k399"' in part.text
+
+
+def test_a_project_name_of_combining_marks_takes_linear_time():
+    """A folder's name is normalised (macOS writes names decomposed); an imported transcript's `cwd` whose last
+    folder is a run of combining marks took quadratic time in Unicode's reordering (128k marks: 16 s; the import's
+    line limit allows millions: an outside review). Runs are cut first, as every other normalisation of bead's is."""
+    from bead.conversation import project_slug
+
+    assert_linear(project_slug, lambda n: "a" + "\u0301\u0316" * (n // 2), 64_000, limit=0.1, what="project_slug")
+    assert project_slug("cafe\u0301") == project_slug("caf\u00e9")

@@ -281,6 +281,27 @@ class TestReadUnderTheDeadline:
         with budget.until(time.monotonic() - 1), pytest.raises(budget.OutOfTime):
             openai.RESPONSES.parse(json.dumps({"model": "m", "input": data["messages"]}).encode(), {})
 
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "a:\n" * 3_000,  # a transcript's speaker lines, one match each (an outside review: 5 us a byte)
+            "\u6f22\u5b57 \u0435" * 30_000,  # another script's letters, read as the rules read them (``fold``)
+        ],
+        ids=["speaker-lines", "other-scripts"],
+    )
+    def test_the_shape_of_a_persons_block_is_read_under_the_deadline_too(self, text):
+        """The look for a pasted document's or transcript's shape in a person's block ran to its end past the request's
+        deadline: four pastes of megabytes of `a:` lines held every preparation thread for minutes."""
+        import time
+
+        from bead import budget
+        from bead.capture.text import output_lines, untyped_shape
+
+        untyped_shape(text), output_lines(text)  # outside a deadline it runs to its end
+        with budget.until(time.monotonic() - 1), pytest.raises(budget.OutOfTime):
+            untyped_shape(text)
+            output_lines(text)
+
     def test_a_body_read_past_the_deadline_goes_out_unchanged_and_records_nothing(self, engine):
         import time
 

@@ -589,7 +589,9 @@ def _transcript(text: str) -> bool:
     if ":" not in text and "\uff1a" not in text and "\n" not in text:
         return False
     person = model = named = lower = False
-    for m in _SPEAKER.finditer(text):
+    for n, m in enumerate(_SPEAKER.finditer(text)):
+        if not n & 1023:
+            budget.check()  # a paste of megabytes of short `a:` lines is read to its end, not past the deadline
         vendor, name, after, words = m.group(1), m.group(2) or m.group(5), (m.group(3) or "").strip(), m.group(4)
         low = name.lower()
         upper = name[0].isupper()
@@ -669,7 +671,7 @@ def untyped_shape(text: str) -> bool:
     mail's lines too; an outside attack)."""
     if _UNTYPED_SHAPE.search(text) or _transcript(text):
         return True
-    folded = fold(text)
+    folded = _folded(text)
     return folded != text and (bool(_UNTYPED_SHAPE.search(folded)) or _transcript(folded))
 
 
@@ -677,8 +679,30 @@ def output_lines(text: str) -> bool:
     """Whether ``text`` (a typed run) holds a tool's output as the tool prints it: one line of a form no person
     types (``_OUTPUT_SURE``), or OUTPUT_MAYBE_LINES lines of a form a person may also open a line with
     (``_OUTPUT_MAYBE``; a sure one counts as one); as it stands or as the rules read it (``fold``: `npm ЕRR!`)."""
-    folded = fold(text)
-    return _output_lines(text) or (folded != text and _output_lines(folded))
+    if _output_lines(text):
+        return True
+    folded = _folded(text)
+    return folded != text and _output_lines(folded)
+
+
+FOLD_CHUNK = 1 << 16  # characters folded between two looks at the request's deadline
+
+
+def _folded(text: str) -> str:
+    """``fold(text)``, FOLD_CHUNK characters at a time (cut after a line break where one is near), the request's
+    deadline looked at between (bead.budget): a block of megabytes of other scripts' letters is read in seconds.
+    A cut elsewhere than a line break may part a letter from the marks after it, which the fold drops anyway."""
+    if len(text) <= FOLD_CHUNK:
+        return fold(text)
+    out, i = [], 0
+    while i < len(text):
+        j = min(i + FOLD_CHUNK, len(text))
+        nl = text.rfind("\n", i + FOLD_CHUNK // 2, j)
+        j = nl + 1 if nl >= 0 and j < len(text) else j
+        out.append(fold(text[i:j]))
+        budget.check()
+        i = j
+    return "".join(out)
 
 
 def _output_lines(text: str) -> bool:
