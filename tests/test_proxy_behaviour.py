@@ -785,6 +785,96 @@ class TestConversation:
         )
         assert later[:2] == first[:2]
 
+    @pytest.mark.parametrize("status", [429, 529])
+    def test_a_retry_after_an_upstream_error_of_a_request_whose_recall_failed_open_gets_memory(
+        self, proxy_client, upstream, bead_home, monkeypatch, status
+    ):
+        """The upstream refused a request whose recall had failed open (a locked index; one decided past the deadline
+        is recorded no more than it); the client's
+        retry of the same bytes is given recall, as before: the model never saw the first, so no cached prefix holds
+        it (a review of the change that took a message the capture logged for one sent before)."""
+        from bead.core.recall import CueBlock, Recaller
+
+        with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
+            m.write(
+                "project/shop/deploy-steps",
+                "Deploy the shop with make deploy after the migration.",
+                "project",
+                trust="agent_observed",
+            )
+            m.write(
+                "project/shop/migration-tool",
+                "Migrations for the shop use alembic with autogenerate disabled.",
+                "project",
+                trust="agent_observed",
+            )
+        proxy = proxy_client()
+        hdr = {"x-bead-session": f"retry{status}", "x-bead-project": "shop"}
+        failing = {"on": True}
+        original = Recaller.recall_for
+
+        def recall_for(self, *a, **k):
+            return CueBlock(None, [], failed=True) if failing["on"] else original(self, *a, **k)
+
+        monkeypatch.setattr(Recaller, "recall_for", recall_for)
+        messages = [{"role": "user", "content": "how do we run the migration with alembic?"}]
+        body = json.dumps({"model": "m", "max_tokens": 10, "system": "You are a helpful assistant.", "messages": messages})
+        upstream.replies.append(Reply(status=status))
+        assert post(proxy, body.encode(), hdr)[0] == status
+        assert "bead-memory" not in json.dumps(json.loads(upstream.requests[-1].body)["messages"])
+        failing["on"] = False
+        assert post(proxy, body.encode(), hdr)[0] == 200
+        assert "migration-tool" in json.dumps(json.loads(upstream.requests[-1].body)["messages"])
+
+    def test_a_side_request_while_the_first_is_answered_adds_no_block_to_its_earlier_message(self, bead_home):
+        """The side request comes while the upstream still answers the first request, before its capture: the first's
+        earlier message, sent without a block, still gets none (a review: the capture's log of it came too late)."""
+        from bead.config import parse
+        from bead.proxy.engine import Engine
+
+        with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
+            m.write(
+                "project/shop/deploy-steps",
+                "Deploy the shop with make deploy after the migration.",
+                "project",
+                trust="agent_observed",
+            )
+            m.write(
+                "project/shop/migration-tool",
+                "Migrations for the shop use alembic with autogenerate disabled.",
+                "project",
+                trust="agent_observed",
+            )
+        engine = Engine(Home(bead_home).ensure(), parse("owner: t\n"))
+        hdr = {"x-bead-project": "shop"}
+
+        def body(messages: list[dict]) -> bytes:
+            return json.dumps(
+                {"model": "m", "max_tokens": 10, "system": "You are a helpful assistant.", "messages": messages}
+            ).encode()
+
+        page = {"role": "user", "content": "how do we run the migration with alembic?"}
+        try:
+            first = engine.prepare(body([page, {"role": "user", "content": "which step comes first?"}]), hdr)
+            side = engine.prepare(body([page]), hdr)  # before the first's answer: forwarded() not called yet
+            engine.forwarded(first)
+            engine.forwarded(side)
+            engine.drain(30)
+            later = engine.prepare(
+                body(
+                    [
+                        page,
+                        {"role": "user", "content": "which step comes first?"},
+                        {"role": "assistant", "content": "Run it."},
+                        {"role": "user", "content": "thanks"},
+                    ]
+                ),
+                hdr,
+            )
+            assert json.loads(later.body)["messages"][:2] == json.loads(first.body)["messages"][:2]
+        finally:
+            engine.close()
+
     def test_a_rewind_to_a_prompt_whose_recall_failed_still_logs_the_edited_one(
         self, proxy_client, upstream, bead_home, monkeypatch
     ):

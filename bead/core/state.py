@@ -65,6 +65,11 @@ class ConversationState:
     # Each cue record by the message it went into and that message's hash: a rewind or a side request puts
     # another message at an index, whose record is its own; the block re-added is the one of the message there now.
     cues: dict[tuple[int, str], CueRecord] = field(default_factory=dict)
+    last_cue: int = 0  # the message the newest cue record went into: where the next request's look at ``plain`` starts
+    # The person's messages (by index and hash) a request sent without a block before its newest one (two user
+    # messages in a row, a request whose recall failed open, a resumed history): none is ever given one later, which
+    # every request that holds it would re-add, its cached prefix changed there (a side request ending at one).
+    plain: set[tuple[int, str]] = field(default_factory=set)
     captured: int = 0
     captured_partial: bool = False
     # The raw log's forget epoch when the request that captured up to ``captured`` came: the answer after that
@@ -177,6 +182,7 @@ class ConversationState:
             pinned_digests=dict(self.pinned_digests),
             carried_digests=dict(self.carried_digests),
             logged=set(self.logged),
+            plain=set(self.plain),
             asides=dict(self.asides),
             aside_answers=dict(self.aside_answers),
             capturing=dict(self.capturing) if self.capturing is not None else None,
@@ -209,6 +215,9 @@ class ConversationState:
                     _digests(r.get("digests")),
                 )
                 self.cues[(rec.message, rec.hash)] = rec
+                self.last_cue = rec.message
+            elif kind == "plain":
+                self.plain.update(logged_pairs(r.get("messages")))
             elif kind == "ahead":
                 self.ahead = list(r.get("ids") or [])
             elif kind == "carried":
@@ -296,6 +305,14 @@ class ConversationState:
             record["digests"] = digests
         self.append(record)
         self.cues[(message, hash_)] = CueRecord(message, hash_, text, ids, list(pointers or []), dict(digests or {}))
+        self.last_cue = message
+
+    def add_plain(self, messages: list[tuple[int, str]]) -> None:
+        """These messages went out without a block, before the request's newest one (``plain``)."""
+        new = [k for k in messages if k not in self.plain]
+        if new:
+            self.append({"kind": "plain", "messages": [list(k) for k in new]})
+            self.plain.update(new)
 
     def carry(
         self, from_id: str, ids: list[str], pointers: list[str], prints: bool = False, digests: dict[str, str] | None = None

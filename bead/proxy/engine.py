@@ -567,12 +567,24 @@ class Engine:
             # A rewind (an earlier prompt edited) or a side request on the same conversation puts a new message
             # where another had its record: it is given recall as any new message is, and what only the other
             # branch was shown or pointed to was never in front of the model here. (Its capture: ``_aside``.)
-            # A message an earlier request sent without a block (one that was not its newest, or whose recall
-            # failed open) and the capture logged is no new one: a block recorded for it now (a side request that
-            # ends there) would be re-added into every later request that holds it, and the prefix the model cached
-            # would change there (an outside review).
+            # A message an earlier request sent without a block before its newest one is no new one: a block
+            # recorded for it now (a side request that ends there, another conversation taken for this one) would be
+            # re-added into every later request that holds it, and the prefix the model cached would change there (an
+            # outside review). Recorded as the request is prepared, not when its capture ends (a side request may come
+            # while the first is answered). The same message as a request's newest, sent again (a client's retry
+            # after a 529 whose recall had failed open), is given recall: the upstream refused the first.
             new_message = newest is not None and (newest, hash_of(newest)) not in st.cues
-            new_message = new_message and (newest, hash_of(newest)) not in st.logged
+            new_message = new_message and (newest, hash_of(newest)) not in st.plain
+            if newest is not None:
+                # The person's messages before this newest one from where the last cue went (a conversation that
+                # grows looks at what it added since), each without a block of its own here.
+                st.add_plain(
+                    [
+                        (i, hash_of(i))
+                        for i in range(min(st.last_cue, newest), newest)
+                        if conv.messages[i].role == "user" and (i, hash_of(i)) not in live
+                    ]
+                )
             shown, pointed = st.seen(live)
             # From here on a deadline missed skips recall (the next new message has
             # it) instead of dropping the pinned block built above: both go out,
