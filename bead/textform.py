@@ -480,6 +480,47 @@ def unseen_as_space(text: str) -> str:
     return _rewrite(text, {ch: " " for ch in set(text) if not " " <= ch < "\x7f" and _unseen(ch)})
 
 
+# What shows as a blank but ``fold`` drops as unseen (a braille blank, Hangul fillers): a space to the frame rules,
+# where a frame's words stand apart (`Claude:\u2800the lockfile ...`).
+_BLANK_LOOKING = frozenset("\u2800\u3164\u115f\u1160\uffa0")
+# A colon's look-alikes (UTS #39's, and the colons of scripts a frame may be spoofed in); not another script's full
+# stop or word space (Armenian U+0589, a Devanagari visarga, Ethiopic U+1361), which end a person's own sentences.
+_COLON_LOOKING = frozenset("\u02d0\u02f8\u05c3\u0703\u1804\u2236\u2982\ua6f4\ua789\ufe13\ufe55")
+
+
+@lru_cache(maxsize=8192)
+def _frame_char(ch: str) -> str:
+    if ch in _BLANK_LOOKING or unicodedata.category(ch) == "Zs":
+        return " "
+    if _unseen(ch):
+        return ""
+    code = ord(ch)
+    if 0xFF01 <= code <= 0xFF5E:
+        return chr(code - 0xFEE0)  # full-width ASCII
+    if ch in _COLON_LOOKING:
+        return ":"
+    if unicodedata.category(ch)[0] == "L":
+        mapped = _ascii_lookalikes().get(ch)
+        if mapped is not None and mapped.isascii() and mapped.isalpha():
+            return mapped
+    return ch
+
+
+def frame_form(text: str) -> str:
+    """``text`` as the rules that tell a frame or a pasted document's shape read it (bead.core.remember,
+    bead.capture.text): a character ``fold`` drops as unseen removed (a zero-width space), a blank that shows as one
+    a space, full-width ASCII as ASCII, a letter that looks like an ASCII letter as that letter (`wrоte` with a
+    Cyrillic o), a colon's look-alike as a colon; nothing else. ``fold`` whole read another script's punctuation and
+    dashes as ASCII (an Armenian full stop, a Devanagari visarga as ':', an en dash as '-'), so a person's own words
+    looked quoted, and took seconds on a paste of megabytes of Cyrillic (a review). One character at a time (a text
+    cut anywhere reads as its parts do), each distinct one looked up once, the text rewritten in C."""
+    text = str(text)
+    if text.isascii() and not _ASCII_UNSEEN.search(text):
+        return text
+    table = {ch: to for ch in set(text) if not " " <= ch < "\x7f" and (to := _frame_char(ch)) != ch}
+    return _rewrite(text, table) if table else text
+
+
 def _rewrite(text: str, table: dict[str, str]) -> str:
     """``text`` with each character that ``table`` holds replaced by its value (non-ASCII characters only, or
     deletions: no value holds a character another replacement looks for). A few by str.replace, a pass each; more

@@ -2534,3 +2534,65 @@ def test_forgetting_an_old_version_the_current_one_repeats_says_the_current_one_
     assert mem.current("project/shop/staging-db").body == a
     r = bead("forget", "project/shop/staging-db@v2", "--yes")
     assert r.code == 0 and "still hold" not in r.err, r.err
+
+
+def test_a_word_long_turns_say_is_counted_even_where_its_stem_fills_the_context_column(mem):
+    """The first count by a word's own form ranked the turns its stem found over the turn before each too, and long
+    turns came last: four turns that say "Providence" fell outside the 200 read, the word was judged rare and cut
+    from them (a review). Every turn whose own text holds the stem is read."""
+    hist = []
+    for i in range(150):
+        hist.append(("user", f"the API provided token {i}", T0, None))
+        hist.append(("assistant", f"ok {i}", T0, None))
+    notes = "".join(f"line {j} of the meeting notes about the quarterly planning and staffing\n" for j in range(18))
+    hist += [("user", notes + f"the office in Providence opens at nine (week {i})", T0, None) for i in range(4)]
+    mem.append_turns("hist", hist)
+    mem.write("user/alarm-word", "The alarm safe words are Providence and Marigoldia", "user")
+    plan = forget.plan_target(mem, "user/alarm-word")
+    assert "providence" not in plan.tokens and "marigoldia" in plan.tokens
+    forget.apply(mem, plan)
+    assert sum("Providence" in t.text for t in mem.raw.read(mem.raw.find("hist"))) == 4
+
+
+def test_forgetting_the_current_version_an_older_one_repeats_says_the_key_still_holds_it(mem, bead):
+    """Forgetting KEY@v3 where v1 says the same serves v1 again: the forget says the key still holds the value (a
+    review of the KEY@v1 case)."""
+    a = "The staging database lives on host quokka-east-7 behind the bastion."
+    for v in (a, "moved to wombat-west-2", a):
+        mem.write("project/shop/staging-db", v, "project")
+    assert bead("forget", "project/shop/staging-db@v2", "--yes").code == 0
+    r = bead("forget", "project/shop/staging-db@v3", "--yes", "--json")
+    assert r.code == 0 and json.loads(r.out)["also_in"] == ["project/shop/staging-db"], r.out
+
+
+def test_a_match_forget_says_what_it_did_to_the_logs_and_dream_reports(mem, bead):
+    """After the forget, its summary counted 0 dream report items and named neither the logs nor the reports, as if
+    it had done nothing (a review)."""
+    from bead.store.reports import Reports
+
+    key = "project/shop/deploy-box-quokka-east"
+    digest = mem.tombstones.add(mem.clock(), key, "The deploy box is quokka-east", reason="review-reject")
+    mem.audit.record(mem.clock(), "tombstone", key=key, sha256=digest)
+    Reports(mem.home).append(T0, f"## Dream run 2026-11-05T03:00:00Z\n\n### s1 (3 new turns)\n- rejected: {key}- (invalid key)\n")
+    Reports(mem.home).append(
+        T0, "## Dream run 2026-11-06T03:00:00Z\n\n### s2 (3 new turns)\n- rejected: user/quokka-east-notes (x)\n"
+    )
+    r = bead("forget", "--match", "quokka-east", "--yes", "--json")
+    assert json.loads(r.out)["report_items"] == 2 and json.loads(r.out)["logged_keys"] == 1, r.out
+    r = bead("forget", "--match", "quokka", "--yes")
+    assert "nothing matches" in r.out, r.out
+
+
+def test_several_token_patterns_find_what_one_alternation_finds_where_two_begin_at_one_place(monkeypatch):
+    """At one place the one alternation takes its earlier alternative, not the longer match: several patterns took
+    the longer and left a code's digits (a review)."""
+    from bead.store.rawlog import _redact_tokens
+
+    for tokens, text in (
+        ({"maple-quartz-lantern", "maple-quartz-lantern-x", "x-2201"}, "the phrase maple-quartz-lantern-x-2201 opens it"),
+        ({"$foo.bar", "foo.bar.baz"}, "it is $foo.bar.baz now"),
+    ):
+        one = _redact_tokens(text, forget.token_pattern(tokens))
+        monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 1)
+        assert _redact_tokens(text, forget.token_pattern(tokens)) == one, one
+        monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 500)

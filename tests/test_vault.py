@@ -251,6 +251,16 @@ class TestSeal:
         assert leftovers(vault.root, SECRET, SECRET2) == []
         assert "on the command line" not in res.err  # piped in: nothing to say
 
+    def test_a_secret_written_to_a_new_key_is_not_refused_for_a_raw_file_it_cannot_read(self, bead, mem, vault, tmp_path):
+        """A hard-linked raw file refused a secret write to a new key ("seal changed nothing"): the refusal is for a
+        forget whose versions are what the value is looked for by, and a new key has none (a review). It writes,
+        and names the file it could not read."""
+        mem.append_turns("sess-a", [("user", "the build passed on the staging box", None, None)])
+        os.link(mem.raw.find("sess-a"), tmp_path / "elsewhere.md")
+        res = bead("write", "user/bank-pin", "-", "--type", "user", "--sensitivity", "secret", input=SECRET2)
+        assert res.code == 0, res.err
+        assert sealed_files(vault.root, "user/bank-pin") == ["v1.md.age"]
+
     def test_a_secret_given_on_the_command_line_is_written_and_the_person_told_to_pipe_it(self, bead, vault):
         """An argument is in the process list (/proc/PID/cmdline) and the shell's history while the command runs."""
         res = bead("write", "user/pin", SECRET, "--type", "user", "--sensitivity", "secret")

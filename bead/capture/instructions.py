@@ -74,7 +74,7 @@ _SECRET = (
     r"|(?-i:\b[A-Z][A-Z0-9]*_[A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD)\b)"
     r"|~/\.(?:ssh|aws|kube|gnupg|docker|config/gh|config/gcloud)\b|\.(?:npmrc|netrc|pypirc|git-credentials|bash_history|zsh_history)\b"
     r"|/etc/(?:shadow|passwd)\b|gh/hosts\.yml|(?:^|[\s`'\"(])\.env(?:$|[\s`'\",;:)])|`env`|`printenv`|\bprintenv\b"
-    r"|/proc/[\w*]{1,12}/environ\b|\bexport[ \t]+-p\b)"
+    r"|/proc/[^/\s]{1,16}/environ\b|\bexport[ \t]+-p\b|\$\((?:[ \t]*(?:/usr)?/bin/)?(?:env|export)[ \t]*\))"
 )
 _EXTERNAL = (
     r"(?:\b(?:https?|s?ftp|s3|gs|wss?)://|\b[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}\b"
@@ -114,7 +114,7 @@ _SECRET_STORE = (
     r"|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|~/\.(?:ssh|aws|kube|gnupg|docker|config/gh|config/gcloud)\b"
     r"|\.(?:npmrc|netrc|pypirc|git-credentials|bash_history|zsh_history)\b|/etc/(?:shadow|passwd)\b|gh/hosts\.yml"
     r"|(?:^|[\s`'\"(])\.env(?:$|[\s`'\",;:)])|`env`|`printenv`|\bprintenv\b"
-    r"|/proc/[\w*]{1,12}/environ\b|\bexport[ \t]+-p\b)"
+    r"|/proc/[^/\s]{1,16}/environ\b|\bexport[ \t]+-p\b|\$\((?:[ \t]*(?:/usr)?/bin/)?(?:env|export)[ \t]*\))"
 )
 _AGENT_3P = (
     r"\b(?:agents?|the assistant|assistants|ai|ai agents?|ai tools|ai assistants?|claude|copilot|llms?"
@@ -170,9 +170,13 @@ RULES: tuple[Rule, ...] = (
                 negatable=True,
             ),
             _form(_SECRET + r"[^\n]{0,60}\|\s*(?:curl|nc|wget)\b", negatable=True),
-            # the environment dumped by `env` as a command (a word too common in prose to be a secret on its own:
-            # "the staging env") and piped to a sender ("run env | curl -d @- https://...": an outside attack)
-            _form(r"(?:^|[\s;&(`$|])env(?:[ \t]+-0)?[ \t]*\|\s*(?:curl|nc|wget)\b", negatable=True),
+            # the environment dumped by `env` (or a bare `export`) as a command (a word too common in prose to be a
+            # secret on its own: "the staging env") and piped to a sender, through other filters too ("run env |
+            # base64 | curl -d @- https://...": an outside attack and its review)
+            _form(
+                r"(?:^|[\s;&(`$|/])(?:env(?:[ \t]+-0)?|export)[ \t]*\|[^\n]{0,60}?\|?\s*\b(?:curl|nc|ncat|wget)\b",
+                negatable=True,
+            ),
         ),
     ),
     Rule(

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import budget
-from ..textform import fold
+from ..textform import frame_form
 from .secrets import compile_linear
 
 _WS = re.compile(r"\s*")
@@ -666,7 +666,7 @@ OUTPUT_MAYBE_LINES = 2  # lines of a form a person may also type that make a run
 
 def untyped_shape(text: str) -> bool:
     """Whether ``text`` (a person's block, cleaned) holds something a pasted document carries that the line walk does
-    not read as pasted (``_UNTYPED_SHAPE``), as it stands or as the rules read it (``fold``: `Claudе:` with a
+    not read as pasted (``_UNTYPED_SHAPE``), as it stands or in its frame form (``frame_form``: `Claudе:` with a
     Cyrillic letter, `Subject：` with a full-width colon, a zero-width space in `Fr\u200bom:` are a transcript's and a
     mail's lines too; an outside attack)."""
     if _UNTYPED_SHAPE.search(text) or _transcript(text):
@@ -675,34 +675,28 @@ def untyped_shape(text: str) -> bool:
     return folded != text and (bool(_UNTYPED_SHAPE.search(folded)) or _transcript(folded))
 
 
-def output_lines(text: str) -> bool:
+def output_lines(text: str, folded: bool = True) -> bool:
     """Whether ``text`` (a typed run) holds a tool's output as the tool prints it: one line of a form no person
     types (``_OUTPUT_SURE``), or OUTPUT_MAYBE_LINES lines of a form a person may also open a line with
-    (``_OUTPUT_MAYBE``; a sure one counts as one); as it stands or as the rules read it (``fold``: `npm ЕRR!`)."""
+    (``_OUTPUT_MAYBE``; a sure one counts as one); as it stands or (``folded``) in its frame form (`npm ЕRR!`)."""
     if _output_lines(text):
         return True
-    folded = _folded(text)
-    return folded != text and _output_lines(folded)
+    if not folded:
+        return False
+    form = _folded(text)
+    return form != text and _output_lines(form)
 
 
-FOLD_CHUNK = 1 << 16  # characters folded between two looks at the request's deadline
+FOLD_MAX = 1 << 16  # characters of a block or run read in their frame form too; a longer one is read as it stands
 
 
 def _folded(text: str) -> str:
-    """``fold(text)``, FOLD_CHUNK characters at a time (cut after a line break where one is near), the request's
-    deadline looked at between (bead.budget): a block of megabytes of other scripts' letters is read in seconds.
-    A cut elsewhere than a line break may part a letter from the marks after it, which the fold drops anyway."""
-    if len(text) <= FOLD_CHUNK:
-        return fold(text)
-    out, i = [], 0
-    while i < len(text):
-        j = min(i + FOLD_CHUNK, len(text))
-        nl = text.rfind("\n", i + FOLD_CHUNK // 2, j)
-        j = nl + 1 if nl >= 0 and j < len(text) else j
-        out.append(fold(text[i:j]))
-        budget.check()
-        i = j
-    return "".join(out)
+    """``frame_form(text)``, for a text of at most FOLD_MAX characters; a longer one as it is. The form reads each
+    distinct character once, about ten times a raw look's cost a character: on a paste of megabytes of another
+    script it held the request past its deadline, and the conversation went without memory and capture (a review).
+    A block that long is someone else's text to the person's "remember" anyway (bead.core.remember.SHORT_MESSAGE),
+    and one that shows no pasted shape as it stands is as much typed as long pasted prose is (docs/proxy.md)."""
+    return frame_form(text) if len(text) <= FOLD_MAX else text
 
 
 def _output_lines(text: str) -> bool:

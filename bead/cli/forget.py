@@ -140,6 +140,8 @@ def forget(target, match, yes, as_json):
                 else ""
             )
             + (f", and fields of {len(marked)} raw turn marker(s)" if (marked := d["raw_turn_markers"]) else "")
+            + (f", hashed {n} key name(s) in the audit and tombstone logs" if (n := d.get("logged_keys")) else "")
+            + (f", scrubbed {n} item(s) of dream reports" if (n := d.get("report_items")) else "")
             + (
                 f"; {kept} raw turn marker(s) keep it in bead's own fields (where each turn came from)"
                 if (kept := d["raw_turn_markers_kept"])

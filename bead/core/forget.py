@@ -772,11 +772,14 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
 
 
 def _turns_saying(mem: Memory, word: str, enough: int) -> int:
-    """How many raw turns say ``word`` in its own form (``_held_forms``) among the STEM_TURNS its stem finds, counted
+    """How many raw turns say ``word`` in its own form (``_held_forms``) among those its stem finds, counted
     up to ``enough``. A turn's first RAW_CHARS characters are read: a word said only past them is not counted, so a
     word may be judged rarer than it is (its turns lose it), never commoner."""
     try:
-        rows = mem.index.raw_candidates(word, STEM_TURNS, with_text=False)
+        # Every turn whose own text holds the stem (at most STEM_TURNS, what its count was checked against): a
+        # ranked search over the turn before it too left turns that say the word out, and the word was judged rare
+        # and cut from them (a review).
+        rows = mem.index.raw_rows_saying(word, STEM_TURNS)
     except Exception:  # noqa: BLE001 - the index is derived: without it the stem's count stands
         return enough
     n = 0
@@ -820,9 +823,9 @@ TOKENS_A_PATTERN = 500
 
 class _Patterns:
     """Several patterns of the form ``token_pattern`` builds, searched as their one alternation would be: the leftmost
-    match, the longest token where two begin at one place. A pattern's match is kept for the next search of the same
-    text from a later position it does not pass (the redaction's walk searches on from each match), so a walk over a
-    text stays linear in each pattern."""
+    match, the earlier pattern's where two begin at one place (their tokens in the alternation's order). A pattern's
+    match is kept for the next search of the same text from a later position it does not pass (the redaction's walk
+    searches on from each match), so a walk over a text stays linear in each pattern."""
 
     def __init__(self, patterns: list[Any]):
         self.patterns = patterns
@@ -838,10 +841,8 @@ class _Patterns:
             if not (0 <= since <= pos and (m is None or m.start() >= pos)):
                 m = p.search(text, pos)
                 self._found[i] = (pos, m)
-            if m is not None and (
-                best is None or (m.start(), -(m.end(1) - m.start(1))) < (best.start(), -(best.end(1) - best.start(1)))
-            ):
-                best = m
+            if m is not None and (best is None or m.start() < best.start()):
+                best = m  # at one place the earlier pattern's, as the one alternation's earlier alternative (a review)
         return best
 
 
@@ -944,7 +945,9 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     derived = _matcher(needles, plan.whole, plan.shingles, tokens, encoded)
     if raw is None and (plan.keys or plan.values):  # a secret written to a new key has a value and no version yet
         quoting = _matcher(needles)  # the value itself (not a code or word of it another fact may share)
-        plan.also_in = sorted({k for k, body in mem.index.current_bodies() if _stays(mem, plan, k) and quoting(body)})
+        plan.also_in = sorted(
+            {k for k, body in mem.index.current_bodies() if (after := _after(mem, plan, k, body)) is not None and quoting(after)}
+        )
     plan.episodes = Episodes(mem.home).holding(derived)
     plan.queue_items = Queue(mem).holding(set(plan.keys), derived)
     for p in mem.orphan_temps():
@@ -970,13 +973,17 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
             plan.trace_lines[p] = n
 
 
-def _stays(mem: Memory, plan: Plan, key: str) -> bool:
-    """Whether ``key``'s current version stays after the plan: another key's, or the key's own where only older
-    versions go (`KEY@v1` whose value the current v3 says again stayed current without a word: an outside review)."""
+def _after(mem: Memory, plan: Plan, key: str, body: str) -> str | None:
+    """What ``key`` serves once the plan is carried out: its current ``body`` where no version of it goes, the newest
+    version left where only some do (`KEY@v3` forgotten where v1 says the same: v1 is served again; `KEY@v1` where
+    the current v3 repeats it: v3 stays; either stayed without a word: an outside review and its review), None where
+    it goes whole."""
     if key not in plan.keys:
-        return True
-    current = mem.current(key) if key not in plan.whole else None
-    return current is not None and current.version not in plan.keys[key]
+        return body
+    if key in plan.whole:
+        return None
+    left = [f for f in mem.facts.versions(key).facts if f.version not in plan.keys[key]]
+    return left[-1].body if left else None
 
 
 def _report_matcher(plan: Plan) -> Callable[[str], bool]:
@@ -1288,10 +1295,11 @@ def _apply_forgetting(
             now_sealed = set(mem.sealed.numbers(key))
             if not set(numbers) <= now_sealed or (key in plan.whole and now_sealed != set(numbers)):
                 raise BeadError(f"{key} changed while it was being forgotten; nothing was changed", "run the command again")
-        if plan.raw_unread and not plan.match_text:
+        if plan.raw_unread and not plan.match_text and plan.keys:
             # The value is looked for by the versions it deletes: once they are gone, running the same forget again
             # finds nothing to forget, and a raw file it could not read kept the value with no way to find it (an
-            # outside review). `--match` is given the text again, so it takes what it can and names the rest.
+            # outside review). `--match` is given the text again, and a secret written to a new key deletes no
+            # version (a review): those take what they can and name the rest.
             unread = ", ".join(sorted(p.relative_to(mem.home.store).as_posix() for p in plan.raw_unread))
             raise BeadError(
                 f"{event} changed nothing: bead could not read raw file(s) {unread}, which may hold the value",
@@ -1380,7 +1388,7 @@ def _apply_forgetting(
             skills_left.append(temp)
     reports = Reports(mem.home)
     # A key or id a run's line lists that holds the value (one it rejected or queued, made of the value's words).
-    reports.scrub(_report_matcher(plan))
+    plan.report_items = reports.scrub(_report_matcher(plan))
     reports.forget_keys(plan.whole | plan.named)
     # 4. Last, the version files and their index rows (sealed versions: ciphertext only, deleted as they are, no
     # decryption, no tombstone). A forget stopped before here (killed, or the index busy) leaves the key's versions,

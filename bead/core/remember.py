@@ -36,7 +36,7 @@ from ..recall.render import escape
 from ..store.facts import Fact
 from ..store.keys import MAX_SEGMENT_BYTES, PERSON_TRUSTS, TRUSTS, TYPES
 from ..store.queue import item_id
-from ..textform import fold
+from ..textform import fold, frame_form
 from . import propose
 from .memory import Memory
 from .propose import SECRET, screen
@@ -169,9 +169,9 @@ def _asked_for(m: Any) -> bool:
 
 
 def _views(text: str) -> tuple[str, ...]:
-    """``text`` as it stands, and as the rules read it (``fold``) where that differs."""
-    folded = fold(text)
-    return (text,) if folded == text else (text, folded)
+    """``text`` as it stands, and in its frame form (``frame_form``) where that differs."""
+    form = frame_form(text)
+    return (text,) if form == text else (text, form)
 
 
 def request_list(message: Message) -> list[Request]:
@@ -206,10 +206,13 @@ def request_list(message: Message) -> list[Request]:
                 # wrapped in a reminder or bead's tags, leaves a short typed part but is still the block's.
                 size = max(part.sent, len(text.strip()))
                 rest = size - min(len(m.group(0).strip()), OWN_REQUEST)
-                # Every frame is looked for in the text as it stands and as the rules read it (``fold``): one
+                # Where the request may be plainly the person's (a short block; else it never is, whatever frames
+                # it), every frame is looked for in the text as it stands and in its frame form (``frame_form``): one
                 # look-alike letter, a zero-width space or a full-width colon ("Bob wrоte:", "Subject：") hid a frame,
-                # and a pasted mail's "remember" was written as the person's word (an outside attack).
-                views = _views(before)
+                # and a pasted mail's "remember" was written as the person's word (an outside attack). Not over a
+                # long block, which the person's yes was never going to be read from (a review: seconds on megabytes).
+                may_be_plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not part.near_paste and at == 0
+                views = _views(before) if may_be_plain else (before,)
                 # A line ending in ":" at least FRAMED_BLOCK characters before the request: the first such line ends
                 # first, so one search tells (a list of every one held a match object per line: 100 MB per MB).
                 long_colon = any((c := _COLON_LINE.search(v)) is not None and len(v) - c.end() >= FRAMED_BLOCK for v in views)
@@ -218,14 +221,15 @@ def request_list(message: Message) -> list[Request]:
                 # their "remember" is theirs (a review).
                 framed = (
                     any(_FRAMING.search(v) for v in views)
-                    or (at == 0 and any(_FRAMING.search(v) for v in _views(earlier)))
+                    or (at == 0 and any(_FRAMING.search(v) for v in (_views(earlier) if may_be_plain else (earlier,))))
                     or long_colon
                 )
                 # A request after quoted text on its line is not plainly the person's, however short the message:
                 # after a colon or a verb that quotes ("it prints: npm ERR! 404 ... Remember that the registry is
                 # ...", "the README says setup is manual. Remember that ..."), the sentence may be the quote's own.
-                quoted = any(_QUOTES_BEFORE.search(v[v.rfind("\n") + 1 :]) for v in views) or fold(lead).endswith(":")
-                after_output = not quoted and output_lines(before)
+                quoted = any(_QUOTES_BEFORE.search(v[v.rfind("\n") + 1 :]) for v in views)
+                quoted = quoted or frame_form(lead).endswith(":")
+                after_output = not quoted and output_lines(before, folded=may_be_plain)
                 plain = (size <= SHORT_MESSAGE or rest <= OWN_REST) and not framed and not quoted and not part.near_paste
                 plain = plain and at == 0 and not after_output
                 if (quoted and not framed and not part.near_paste) or (after_output and not framed):

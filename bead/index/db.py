@@ -1286,6 +1286,19 @@ class Index:
         )
         return [(int(r), float(k)) for r, k in self._conn.execute(query, [fts, *params, fetch])]
 
+    def raw_rows_saying(self, word: str, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` raw turn rows whose own text (not the turn before it, the context column) holds ``word``
+        as the index reads it (its Porter stem), in no order; without their text (``fill_raw_text``)."""
+        term = fts_or(terms(word, keep_stopwords=True))
+        if not term:
+            return []
+        rowids = [
+            int(r[0])
+            for r in self._conn.execute("SELECT rowid FROM raw_fts WHERE raw_fts MATCH ? LIMIT ?", [f"text : ({term})", limit])
+        ]
+        rows = self._raw_rows(rowids)
+        return [rows[i] for i in rowids if i in rows]
+
     def _raw_rows(self, rowids: list[int]) -> dict[int, dict[str, Any]]:
         """Raw rows by rowid, each with its ``id``, ``path`` and place in the file (``off``, ``len``)."""
         if not rowids:
