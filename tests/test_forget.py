@@ -2596,3 +2596,55 @@ def test_several_token_patterns_find_what_one_alternation_finds_where_two_begin_
         monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 1)
         assert _redact_tokens(text, forget.token_pattern(tokens)) == one, one
         monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 500)
+
+
+def test_a_common_cyrillic_word_of_a_forgotten_value_stays_in_the_turns_that_say_it(mem):
+    """The value's words are read folded (`сервера` as `cepвepa`) and the index holds them as written: every common
+    Cyrillic or Greek word of six letters or more counted as said by no turn, was judged rare and went from every
+    turn (a review). A word is counted by its spellings in the value too."""
+    mem.append_turns("hist", [("user", f"перезапусти сервера номер {i} пожалуйста", T0, None) for i in range(30)])
+    mem.write("user/deploy", "Адрес сервера для деплоя: quokka-east-7", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
+    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
+    assert sum("сервера" in t for t in said) == 30, said[:2]
+
+
+def test_a_value_said_after_a_long_log_does_not_make_a_common_word_look_rare(mem):
+    """The turns that hold the value were counted out of a word's turns by their whole text, its turns by what the
+    index holds (a turn's first 1,500 characters): three value turns after a long log made "Providence", which three
+    other turns say, look rare, and it went from them (a review)."""
+    v = "The alarm safe words are Providence and Marigoldia"
+    filler = "".join(f"line {j} of the build log, nothing of note here at all\n" for j in range(40))
+    hist = [("user", f"the API provided token {i}", T0, None) for i in range(20)]
+    hist += [("user", f"the office in Providence opens at nine (week {i})", T0, None) for i in range(3)]
+    hist += [("user", filler + v, T0, None) for _ in range(3)]
+    mem.append_turns("hist", hist)
+    mem.write("user/alarm-word", v, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/alarm-word"))
+    office = [t.text for t in mem.raw.read(mem.raw.find("hist")) if "office" in t.text]
+    assert len(office) == 3 and all("Providence" in t for t in office), office
+
+
+def test_forgetting_an_unreadable_newest_version_an_older_one_repeats_says_the_key_holds_it(mem, bead):
+    """A key whose newest file cannot be read serves nothing and has no current body in the index: forgetting that
+    version served the older one that says the same again, without a word (a review)."""
+    key, a = "project/shop/staging-db", "The staging database lives on host quokka-east-7 behind the bastion."
+    for v in ("moved to wombat-west-2", a, "temp value x"):
+        mem.write(key, v, "project")
+    p3 = mem.home.fact_dir(key) / "v3.md"
+    p3.write_text(p3.read_text().replace("temp value x", a).replace("type: project", "type: bogus-type"))
+    mem.catch_up_index()
+    assert mem.served(key) is None
+    r = bead("forget", f"{key}@v3", "--yes", "--json")
+    assert r.code == 0 and json.loads(r.out)["also_in"] == [key], r.out
+
+
+def test_split_token_patterns_read_a_texts_start_as_one_alternation_does(monkeypatch):
+    """At the text's start one alternation takes a token read from there (`^`) before one after a sign: the split
+    patterns took the earlier pattern's and left `$...-mn` (a review)."""
+    from bead.store.rawlog import _redact_tokens
+
+    tokens, text = {"abcd-efgh-ijkl", "$abcd-efgh-ijkl-mn"}, "$abcd-efgh-ijkl-mn is it"
+    one = _redact_tokens(text, forget.token_pattern(tokens))
+    monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 1)
+    assert _redact_tokens(text, forget.token_pattern(tokens)) == one == "[forgotten] is it"

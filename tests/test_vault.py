@@ -260,6 +260,8 @@ class TestSeal:
         res = bead("write", "user/bank-pin", "-", "--type", "user", "--sensitivity", "secret", input=SECRET2)
         assert res.code == 0, res.err
         assert sealed_files(vault.root, "user/bank-pin") == ["v1.md.age"]
+        rel = mem.raw.find("sess-a").relative_to(mem.home.store).as_posix()
+        assert f"warning: could not read raw file {rel}" in res.err, res.err
 
     def test_a_secret_given_on_the_command_line_is_written_and_the_person_told_to_pipe_it(self, bead, vault):
         """An argument is in the process list (/proc/PID/cmdline) and the shell's history while the command runs."""

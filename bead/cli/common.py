@@ -91,6 +91,16 @@ def emit(data: Any, as_json: bool, human: Callable[[Any], None]) -> None:
         human(data)
 
 
+def raw_file_unread(path: str) -> None:
+    """Say that a forget, seal or secret write could not read a raw file, which may still hold the value."""
+    echo(
+        f"warning: could not read raw file {path} (it may still hold the value); if `bead status` calls it a hard "
+        "link, `bead status --fix` gives it a copy of its own, else check that bead can read it; then run the "
+        "same command again",
+        err=True,
+    )
+
+
 def also_in_clear(keys: list[str]) -> None:
     """Say which other facts still hold the value in clear (a forget or seal of one key leaves them)."""
     if keys:

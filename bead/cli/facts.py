@@ -74,9 +74,11 @@ def write(key, text, type_, trust, sensitivity, pin, title, as_json):
         "sealed": result.sealed,
         "skill_files": list(result.skill_files),
         "skill_files_left": list(result.skill_files_left),
-        **({"also_in": list(result.also_in)} if result.sealed else {}),
+        **({"also_in": list(result.also_in), "raw_files_unread": list(result.raw_files_unread)} if result.sealed else {}),
     }
     common.also_in_clear(list(result.also_in))  # as `bead seal` says it: another fact quotes the secret in clear
+    for path in result.raw_files_unread:  # as `bead forget` says it (a review: a secret write said nothing)
+        common.raw_file_unread(path)
     if result.lookalikes:
         data["lookalikes"] = list(result.lookalikes)
         echo(

@@ -112,12 +112,7 @@ def forget(target, match, yes, as_json):
             err=True,
         )
     for path in summary["raw_files_unread"]:
-        echo(
-            f"warning: could not read raw file {path} (it may still hold the value); if `bead status` calls it a hard "
-            "link, `bead status --fix` gives it a copy of its own, else check that bead can read it; then run the "
-            "same forget again",
-            err=True,
-        )
+        common.raw_file_unread(path)
     for path in summary["kept"]:
         echo(
             f"warning: kept {path}: it is not a version file of the key (forget deletes only those); "

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import time
+import unicodedata
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -39,6 +40,7 @@ from typing import Any
 from .. import files as safe
 from ..capture.secrets import JOINED_LITERALS, compile_linear, redact
 from ..errors import BeadError
+from ..index.db import INDEXED_CHARS
 from ..index.query import STOPWORDS
 from ..paths import enclosing_git, version_number
 from ..store.audit import guessable, joined_words, key_hash, normalise, word_form, words_of
@@ -746,12 +748,17 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     are not counted among the turns that hold it."""
     words, parts = _token_forms(texts)
     had = held or {}
+    # The index holds each word as it was written; the forms here are folded (`сервера` reads `cepвepa`): a word is
+    # counted by its spellings in the value too, or every common Cyrillic or Greek word read as held by no turn, was
+    # judged rare and went from every turn (a review).
+    spelled = _spellings(texts, words)
     try:
         judged = mem.index.raw_size() >= RARE_HISTORY
-        lookup = sorted(_terms(words, parts)) if judged else []
-        df = mem.index.raw_doc_freq(lookup) if lookup else {}
+        lookup = sorted(_terms(words, parts) | {s for ss in spelled.values() for s in ss}) if judged else []
+        found = mem.index.raw_doc_freq(lookup) if lookup else {}
     except Exception:  # noqa: BLE001 - the index is derived: without it every code counts, no word does
-        judged, df = False, {}
+        judged, found = False, {}
+    df = {w: max([found.get(w, 0), *(found.get(s, 0) for s in spelled.get(w, ()))]) for w in lookup}
 
     def others(w: str) -> int:
         return df.get(w, 0) - had.get(w, 0)
@@ -762,7 +769,7 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
         if df.get(w, 0) > min(STEM_TURNS, budget):
             break  # the rest are commoner still: judged by their stems
         budget -= df[w]
-        if _turns_saying(mem, w, RARE_TURNS + had.get(w, 0) + 1) - had.get(w, 0) <= RARE_TURNS:
+        if _turns_saying(mem, w, RARE_TURNS + had.get(w, 0) + 1, spelled.get(w, set())) - had.get(w, 0) <= RARE_TURNS:
             out.add(w)  # rare by its own form: "Providence" beside turns that say "provided" (an outside review)
     for tok, ps in parts.items():
         long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
@@ -771,7 +778,22 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     return out
 
 
-def _turns_saying(mem: Memory, word: str, enough: int) -> int:
+def _spellings(texts: list[str], words: set[str]) -> dict[str, set[str]]:
+    """For each of ``words`` (folded, ``_token_forms``), its spellings in ``texts`` where they differ from it."""
+    out: dict[str, set[str]] = {}
+    for text in texts:
+        if text.isascii():
+            continue
+        for raw in _TOKEN.findall(text[:VALUE_CHARS]):
+            spelled = raw.strip(_EDGE).lower()
+            if not spelled.isascii() and (form := fold(spelled).strip(_EDGE).lower()) in words and form != spelled:
+                # and without its marks, as the index's tokenizer keeps it (`ёлка` as `елка`)
+                bare = "".join(c for c in unicodedata.normalize("NFKD", spelled) if not unicodedata.combining(c))
+                out.setdefault(form, set()).update({spelled, bare})
+    return out
+
+
+def _turns_saying(mem: Memory, word: str, enough: int, spellings: AbstractSet[str] = frozenset()) -> int:
     """How many raw turns say ``word`` in its own form (``_held_forms``) among those its stem finds, counted
     up to ``enough``. A turn's first RAW_CHARS characters are read: a word said only past them is not counted, so a
     word may be judged rarer than it is (its turns lose it), never commoner."""
@@ -779,12 +801,13 @@ def _turns_saying(mem: Memory, word: str, enough: int) -> int:
         # Every turn whose own text holds the stem (at most STEM_TURNS, what its count was checked against): a
         # ranked search over the turn before it too left turns that say the word out, and the word was judged rare
         # and cut from them (a review).
-        rows = mem.index.raw_rows_saying(word, STEM_TURNS)
+        rows = [r for w in sorted({word, *spellings}) for r in mem.index.raw_rows_saying(w, STEM_TURNS)]
     except Exception:  # noqa: BLE001 - the index is derived: without it the stem's count stands
         return enough
+    rows = list({(r["path"], r["off"]): r for r in rows}.values())  # a turn found by two spellings, once
     n = 0
     for row in rows:
-        if word in _held_forms(mem.index.fill_raw_text([row], labels=False)[0]["text"]):
+        if word in _held_forms(mem.index.fill_raw_text([row], labels=False)[0]["text"][:INDEXED_CHARS]):
             n += 1
             if n >= enough:
                 break
@@ -841,8 +864,10 @@ class _Patterns:
             if not (0 <= since <= pos and (m is None or m.start() >= pos)):
                 m = p.search(text, pos)
                 self._found[i] = (pos, m)
-            if m is not None and (best is None or m.start() < best.start()):
-                best = m  # at one place the earlier pattern's, as the one alternation's earlier alternative (a review)
+            # At one place the one alternation takes the text's start (`^`) before a separator, then its earlier
+            # alternative: so do these, the earlier pattern's where both read the same (reviews).
+            if m is not None and (best is None or (m.start(), m.start(1)) < (best.start(), best.start(1))):
+                best = m
         return best
 
 
@@ -922,7 +947,9 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
         for t in turns_of(path, matches):
             plan.turns.setdefault(path, set()).add(t.n)
             if wanted and tokens_found is None:
-                held.update(wanted & _held_forms(t.text))
+                # What the index holds of it (its first INDEXED_CHARS characters), as the counts it is taken from
+                # are: a value said after a long log counted here and not there made a common word look rare (a review).
+                held.update(wanted & _held_forms(t.text[:INDEXED_CHARS]))
     plan.tokens = distinctive_tokens(mem, plan.texts, held) if tokens_found is None else set(tokens_found)
     if plan.kept:  # a word the kept versions say is theirs too (the host a value moved to stays)
         plan.tokens -= set().union(*map(_held_forms, plan.kept))
@@ -945,8 +972,9 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     derived = _matcher(needles, plan.whole, plan.shingles, tokens, encoded)
     if raw is None and (plan.keys or plan.values):  # a secret written to a new key has a value and no version yet
         quoting = _matcher(needles)  # the value itself (not a code or word of it another fact may share)
+        bodies = dict(mem.index.current_bodies())  # a key whose newest file cannot be read has none: the plan's too
         plan.also_in = sorted(
-            {k for k, body in mem.index.current_bodies() if (after := _after(mem, plan, k, body)) is not None and quoting(after)}
+            {k for k in set(bodies) | set(plan.keys) if (after := _after(mem, plan, k, bodies.get(k))) and quoting(after)}
         )
     plan.episodes = Episodes(mem.home).holding(derived)
     plan.queue_items = Queue(mem).holding(set(plan.keys), derived)
@@ -973,7 +1001,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
             plan.trace_lines[p] = n
 
 
-def _after(mem: Memory, plan: Plan, key: str, body: str) -> str | None:
+def _after(mem: Memory, plan: Plan, key: str, body: str | None) -> str | None:
     """What ``key`` serves once the plan is carried out: its current ``body`` where no version of it goes, the newest
     version left where only some do (`KEY@v3` forgotten where v1 says the same: v1 is served again; `KEY@v1` where
     the current v3 repeats it: v3 stays; either stayed without a word: an outside review and its review), None where

@@ -273,6 +273,7 @@ def write_secret(
         skill_files_left=tuple(summary.get("skill_files_left") or ()),
         skill_files_unread=summary.get("skill_files_unread"),
         also_in=tuple(summary.get("also_in") or ()),
+        raw_files_unread=tuple(summary.get("raw_files_unread") or ()),
     )
 
 

@@ -332,6 +332,7 @@ class WriteResult:
     skill_files_left: tuple[str, ...] = ()
     skill_files_unread: str | None = None
     also_in: tuple[str, ...] = ()  # a secret write: other facts that hold the value in clear (left as they are)
+    raw_files_unread: tuple[str, ...] = ()  # a secret write: raw files it could not read, which may hold the value
     # The person's write of a new key: keys that look like it and that only an agent or the dream wrote.
     lookalikes: tuple[str, ...] = ()
     # What went wrong after the version's file was in place (the write happened; what it left is said, not hidden).
