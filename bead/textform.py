@@ -483,9 +483,17 @@ def unseen_as_space(text: str) -> str:
 # What shows as a blank but ``fold`` drops as unseen (a braille blank, Hangul fillers): a space to the frame rules,
 # where a frame's words stand apart (`Claude:\u2800the lockfile ...`).
 _BLANK_LOOKING = frozenset("\u2800\u3164\u115f\u1160\uffa0")
-# A colon's look-alikes (UTS #39's, and the colons of scripts a frame may be spoofed in); not another script's full
-# stop or word space (Armenian U+0589, a Devanagari visarga, Ethiopic U+1361), which end a person's own sentences.
-_COLON_LOOKING = frozenset("\u02d0\u02f8\u05c3\u0703\u1804\u2236\u2982\ua6f4\ua789\ufe13\ufe55")
+# Of a colon's look-alikes (UTS #39's, and the colons of scripts a frame may be spoofed in), not another script's full
+# stop or word space (Armenian U+0589, a Devanagari or Gujarati visarga, Ethiopic U+1361), which end a person's own
+# sentences and divide their words.
+_COLON_LOOKING_EXTRA = frozenset("\u02d0\u02f8\u05c3\u0703\u1804\u2236\u2982\ua6f4\ua789\ufe13\ufe55")
+_NOT_COLONS = frozenset("\u0589\u0903\u0a83\u1361")
+
+
+@lru_cache(maxsize=1)
+def _colon_looking() -> frozenset[str]:
+    table = _ascii_lookalikes()
+    return frozenset({ch for ch, to in table.items() if to == ":"} | _COLON_LOOKING_EXTRA) - _NOT_COLONS
 
 
 @lru_cache(maxsize=8192)
@@ -494,15 +502,24 @@ def _frame_char(ch: str) -> str:
         return " "
     if _unseen(ch):
         return ""
+    category = unicodedata.category(ch)
+    if category in _MARKS:
+        return ""  # a combining mark: `wrọte` is read as `wrote` (another script's letters stay its own)
     code = ord(ch)
     if 0xFF01 <= code <= 0xFF5E:
         return chr(code - 0xFEE0)  # full-width ASCII
-    if ch in _COLON_LOOKING:
+    if ch in _colon_looking():
         return ":"
-    if unicodedata.category(ch)[0] == "L":
-        mapped = _ascii_lookalikes().get(ch)
+    if category[0] == "L" or category == "Nl":
+        # A letter's compatibility form where that is an ASCII letter (mathematical letters, Roman numerals: `ⅿ`);
+        # else the table's look-alike; else the Latin letter its name says (small capitals: `ʟ`). The table reads
+        # every capital I look-alike as `l`: a capital stays a capital (`AІ:` with a Cyrillic І is `AI:`).
+        compat = unicodedata.normalize("NFKC", ch)
+        if len(compat) == 1 and compat.isascii() and compat.isalpha():
+            return compat
+        mapped = _ascii_lookalikes().get(ch) or _by_name(ch)
         if mapped is not None and mapped.isascii() and mapped.isalpha():
-            return mapped
+            return "I" if ch.isupper() and mapped == "l" else mapped
     return ch
 
 

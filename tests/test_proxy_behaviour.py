@@ -875,6 +875,64 @@ class TestConversation:
         finally:
             engine.close()
 
+    def test_a_side_request_ending_at_a_rewound_prompt_sent_without_a_block_adds_none_there(self, bead_home, monkeypatch):
+        """A rewound prompt whose recall failed open is sent without a block before the next newest one; the last cue
+        was the old branch's, further on, so the look for such messages began past it and missed it: a side request
+        ending there then got a block that every later request re-added (a review)."""
+        from bead.config import parse
+        from bead.core.recall import CueBlock, Recaller
+        from bead.proxy.engine import Engine
+
+        with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
+            m.write(
+                "project/shop/deploy-steps",
+                "Deploy the shop with make deploy after the migration.",
+                "project",
+                trust="agent_observed",
+            )
+            m.write(
+                "project/shop/migration-tool",
+                "Migrations for the shop use alembic with autogenerate disabled.",
+                "project",
+                trust="agent_observed",
+            )
+        failing = {"on": False}
+        original = Recaller.recall_for
+        monkeypatch.setattr(
+            Recaller,
+            "recall_for",
+            lambda self, *a, **k: CueBlock(None, [], failed=True) if failing["on"] else original(self, *a, **k),
+        )
+        engine = Engine(Home(bead_home).ensure(), parse("owner: t\n"))
+        hdr = {"x-bead-project": "shop", "x-bead-session": "rw"}
+
+        def send(messages: list[dict]) -> list[dict]:
+            prep = engine.prepare(json.dumps({"model": "m", "max_tokens": 10, "system": "S", "messages": messages}).encode(), hdr)
+            engine.forwarded(prep)
+            engine.drain(30)
+            return json.loads(prep.body)["messages"]
+
+        def user(t: str) -> dict:
+            return {"role": "user", "content": t}
+
+        def said(t: str) -> dict:
+            return {"role": "assistant", "content": t}
+
+        u0, rewound = user("we are working on the shop service today"), user("how do we run the migration with alembic?")
+        try:
+            send([u0])
+            send([u0, said("ok"), user("which step comes first?")])
+            send([u0, said("ok"), user("which step comes first?"), said("tests"), user("and after that?")])
+            failing["on"] = True
+            send([u0, said("ok"), rewound])
+            failing["on"] = False
+            sent = send([u0, said("ok"), rewound, said("Run it."), user("thanks")])
+            send([u0, said("ok"), rewound])
+            later = send([u0, said("ok"), rewound, said("Run it."), user("thanks"), said("np"), user("and the deploy?")])
+            assert later[:3] == sent[:3]
+        finally:
+            engine.close()
+
     def test_a_rewind_to_a_prompt_whose_recall_failed_still_logs_the_edited_one(
         self, proxy_client, upstream, bead_home, monkeypatch
     ):

@@ -669,10 +669,17 @@ def untyped_shape(text: str) -> bool:
     not read as pasted (``_UNTYPED_SHAPE``), as it stands or in its frame form (``frame_form``: `Claudе:` with a
     Cyrillic letter, `Subject：` with a full-width colon, a zero-width space in `Fr\u200bom:` are a transcript's and a
     mail's lines too; an outside attack)."""
+    return block_shape(text)[0]
+
+
+def block_shape(text: str) -> tuple[bool, bool]:
+    """``untyped_shape(text)``, and whether its runs need a frame form of their own (``output_lines(run, folded)``):
+    only where the block's differs from it (read where not too long) and no shape already made them all near a
+    paste."""
     if _UNTYPED_SHAPE.search(text) or _transcript(text):
-        return True
-    folded = _folded(text)
-    return folded != text and (bool(_UNTYPED_SHAPE.search(folded)) or _transcript(folded))
+        return True, False  # every typed run of the block is near a paste: none is looked at again
+    form = _folded(text)
+    return form != text and (bool(_UNTYPED_SHAPE.search(form)) or _transcript(form)), form != text
 
 
 def output_lines(text: str, folded: bool = True) -> bool:

@@ -576,12 +576,15 @@ class Engine:
             new_message = newest is not None and (newest, hash_of(newest)) not in st.cues
             new_message = new_message and (newest, hash_of(newest)) not in st.plain
             if newest is not None:
-                # The person's messages before this newest one from where the last cue went (a conversation that
-                # grows looks at what it added since), each without a block of its own here.
+                # The person's messages before this newest one without a block of their own here: from where the last
+                # cue went (a conversation that grows looks at what it added since), and below it where a record's
+                # message is another now (a rewind: the last cue may be the old branch's, further on; a review).
+                start = min(st.last_cue, newest)
+                moved = {i for i, _ in (*st.cues, *st.plain) if i < start and (i, hash_of(i)) not in live}
                 st.add_plain(
                     [
                         (i, hash_of(i))
-                        for i in range(min(st.last_cue, newest), newest)
+                        for i in sorted(moved | set(range(start, newest)))
                         if conv.messages[i].role == "user" and (i, hash_of(i)) not in live
                     ]
                 )

@@ -25,6 +25,7 @@ from .. import budget
 from ..capture.text import (
     COMPACTION_PREFIXES,
     CUT,
+    block_shape,
     clean,
     harness_element,
     is_compaction,
@@ -35,7 +36,6 @@ from ..capture.text import (
     reminders,
     segments,
     strip_own,
-    untyped_shape,
 )
 from ..conversation import Conversation, Message, Part, Source, call_id, context_elements, reported_cwd
 from .splice import Request, append_blocks, check_parts, text_block
@@ -156,14 +156,16 @@ def _text_parts(text: str, source: Source) -> list[Part]:
     # A block holding what a pasted document carries and the walk does not read as pasted (HTML, a table, a
     # heading's underline, an odd line break: bead.capture.text.untyped_shape): its typed words are near a paste too,
     # as are typed words in a run that holds a tool's output lines (`npm ERR!`, a traceback: output_lines).
-    odd = untyped_shape(cleaned)
+    # A run's frame form only where the block's differs from it (a block of one script's letters read once, not once
+    # a run more: a review measured the parse of long CJK messages at four times before).
+    odd, folds = block_shape(cleaned)
     parts = [
         Part(
             _SEGMENT_SOURCE[s],
             kept,
             sent=sent,
             near_paste=s == "lazy"
-            or (s == "typed" and (odd or output_lines(t) or (bool(others) and others[0] < i < others[-1]))),
+            or (s == "typed" and (odd or output_lines(t, folds) or (bool(others) and others[0] < i < others[-1]))),
         )
         for i, (s, t) in enumerate(runs)
         if (kept := "\n".join(line for line in t.split("\n") if line != CUT).strip() if CUT in t else t)
