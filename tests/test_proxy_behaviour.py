@@ -269,6 +269,27 @@ class TestStreamsThatBreak:
         assert raw_turns(bead_home, "gone")[1].flags.get("partial") is True
 
 
+def seed_observed(bead_home) -> None:
+    """Two of the shop's facts an agent observed: never pinned, so a cue block is where they reach the model."""
+    with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
+        for key, body in (
+            ("project/shop/deploy-steps", "Deploy the shop with make deploy after the migration."),
+            ("project/shop/migration-tool", "Migrations for the shop use alembic with autogenerate disabled."),
+        ):
+            m.write(key, body, "project", trust="agent_observed")
+
+
+def recall_failing(monkeypatch, on: bool) -> dict:
+    """The recall step fails open (a locked index) while the switch returned is on."""
+    from bead.core.recall import CueBlock, Recaller
+
+    switch, original = {"on": on}, Recaller.recall_for
+    monkeypatch.setattr(
+        Recaller, "recall_for", lambda self, *a, **k: CueBlock(None, [], failed=True) if switch["on"] else original(self, *a, **k)
+    )
+    return switch
+
+
 class TestConversation:
     """Capture once, inject once, forget takes effect at once."""
 
@@ -750,19 +771,7 @@ class TestConversation:
         when a side request ended there, or another conversation bead takes for this one (no session header, the
         same system prompt and first message): every later request of the first re-added it there, and its cached
         prefix changed at message 0 (an outside review)."""
-        with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
-            m.write(
-                "project/shop/deploy-steps",
-                "Deploy the shop with make deploy after running the migration script.",
-                "project",
-                trust="agent_observed",
-            )
-            m.write(
-                "project/shop/migration-tool",
-                "Migrations for the shop use alembic with autogenerate disabled.",
-                "project",
-                trust="agent_observed",
-            )
+        seed_observed(bead_home)
         proxy = proxy_client()
         hdr = {"x-bead-project": "shop", **({"x-bead-session": "page"} if session else {})}
 
@@ -790,33 +799,14 @@ class TestConversation:
         self, proxy_client, upstream, bead_home, monkeypatch, status
     ):
         """The upstream refused a request whose recall had failed open (a locked index; one decided past the deadline
-        is recorded no more than it); the client's
-        retry of the same bytes is given recall, as before: the model never saw the first, so no cached prefix holds
-        it (a review of the change that took a message the capture logged for one sent before)."""
-        from bead.core.recall import CueBlock, Recaller
+        is recorded no more than it); the client's retry of the same bytes is given recall, as before: the model never
+        saw the first, so no cached prefix holds it (a review of the change that took a message the capture logged
+        for one sent before)."""
 
-        with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
-            m.write(
-                "project/shop/deploy-steps",
-                "Deploy the shop with make deploy after the migration.",
-                "project",
-                trust="agent_observed",
-            )
-            m.write(
-                "project/shop/migration-tool",
-                "Migrations for the shop use alembic with autogenerate disabled.",
-                "project",
-                trust="agent_observed",
-            )
+        seed_observed(bead_home)
         proxy = proxy_client()
         hdr = {"x-bead-session": f"retry{status}", "x-bead-project": "shop"}
-        failing = {"on": True}
-        original = Recaller.recall_for
-
-        def recall_for(self, *a, **k):
-            return CueBlock(None, [], failed=True) if failing["on"] else original(self, *a, **k)
-
-        monkeypatch.setattr(Recaller, "recall_for", recall_for)
+        failing = recall_failing(monkeypatch, on=True)
         messages = [{"role": "user", "content": "how do we run the migration with alembic?"}]
         body = json.dumps({"model": "m", "max_tokens": 10, "system": "You are a helpful assistant.", "messages": messages})
         upstream.replies.append(Reply(status=status))
@@ -832,19 +822,7 @@ class TestConversation:
         from bead.config import parse
         from bead.proxy.engine import Engine
 
-        with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
-            m.write(
-                "project/shop/deploy-steps",
-                "Deploy the shop with make deploy after the migration.",
-                "project",
-                trust="agent_observed",
-            )
-            m.write(
-                "project/shop/migration-tool",
-                "Migrations for the shop use alembic with autogenerate disabled.",
-                "project",
-                trust="agent_observed",
-            )
+        seed_observed(bead_home)
         engine = Engine(Home(bead_home).ensure(), parse("owner: t\n"))
         hdr = {"x-bead-project": "shop"}
 
@@ -880,29 +858,10 @@ class TestConversation:
         was the old branch's, further on, so the look for such messages began past it and missed it: a side request
         ending there then got a block that every later request re-added (a review)."""
         from bead.config import parse
-        from bead.core.recall import CueBlock, Recaller
         from bead.proxy.engine import Engine
 
-        with Memory(Home(bead_home).ensure(), Config(owner="t")) as m:
-            m.write(
-                "project/shop/deploy-steps",
-                "Deploy the shop with make deploy after the migration.",
-                "project",
-                trust="agent_observed",
-            )
-            m.write(
-                "project/shop/migration-tool",
-                "Migrations for the shop use alembic with autogenerate disabled.",
-                "project",
-                trust="agent_observed",
-            )
-        failing = {"on": False}
-        original = Recaller.recall_for
-        monkeypatch.setattr(
-            Recaller,
-            "recall_for",
-            lambda self, *a, **k: CueBlock(None, [], failed=True) if failing["on"] else original(self, *a, **k),
-        )
+        seed_observed(bead_home)
+        failing = recall_failing(monkeypatch, on=False)
         engine = Engine(Home(bead_home).ensure(), parse("owner: t\n"))
         hdr = {"x-bead-project": "shop", "x-bead-session": "rw"}
 
@@ -938,17 +897,10 @@ class TestConversation:
     ):
         """Whether a message is new is told from what the raw log holds, not from the cue records: a prompt whose
         recall failed (no record) and that the person then edits after a rewind is logged, with its answer."""
-        from bead.core.recall import CueBlock, Recaller
 
         proxy = proxy_client()
         hdr = {"x-bead-session": "norecord", "x-bead-project": "proj-x"}
-        failing = {"on": False}
-        original = Recaller.recall_for
-
-        def recall_for(self, *a, **k):
-            return CueBlock(None, [], failed=True) if failing["on"] else original(self, *a, **k)
-
-        monkeypatch.setattr(Recaller, "recall_for", recall_for)
+        failing = recall_failing(monkeypatch, on=False)
 
         def send(messages: list[dict]) -> None:
             body = {"model": "m", "max_tokens": 10, "system": "Working directory: /tmp/proj-x", "messages": messages}
