@@ -525,12 +525,13 @@ def _frame_char(ch: str) -> str:
 
 def frame_form(text: str) -> str:
     """``text`` as the rules that tell a frame or a pasted document's shape read it (bead.core.remember,
-    bead.capture.text): a character ``fold`` drops as unseen removed (a zero-width space), a blank that shows as one
-    a space, full-width ASCII as ASCII, a letter that looks like an ASCII letter as that letter (`wrоte` with a
-    Cyrillic o), a colon's look-alike as a colon; nothing else. ``fold`` whole read another script's punctuation and
-    dashes as ASCII (an Armenian full stop, a Devanagari visarga as ':', an en dash as '-'), so a person's own words
-    looked quoted, and took seconds on a paste of megabytes of Cyrillic (a review). One character at a time (a text
-    cut anywhere reads as its parts do), each distinct one looked up once, the text rewritten in C."""
+    bead.capture.text): a character ``fold`` drops as unseen removed (a zero-width space), and a combining mark, a
+    blank that shows as one a space, full-width ASCII as ASCII, a letter that looks like an ASCII letter as that
+    letter (`wrоte` with a Cyrillic o, `ʟ`, `ⅿ`, `𝐦`), a colon's look-alike as a colon (``_frame_char``); nothing
+    else. ``fold`` whole read another script's punctuation and dashes as ASCII (an Armenian full stop, a Devanagari
+    visarga as ':', an en dash as '-'), so a person's own words looked quoted, and took seconds on a paste of
+    megabytes of Cyrillic (a review). One character at a time (a text cut anywhere reads as its parts do), each
+    distinct one looked up once, the text rewritten in C."""
     text = str(text)
     if text.isascii() and not _ASCII_UNSEEN.search(text):
         return text

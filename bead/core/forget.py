@@ -794,9 +794,9 @@ def _spellings(texts: list[str], words: set[str]) -> dict[str, set[str]]:
 
 
 def _turns_saying(mem: Memory, word: str, enough: int, spellings: AbstractSet[str] = frozenset()) -> int:
-    """How many raw turns say ``word`` in its own form (``_held_forms``) among those its stem finds, counted
-    up to ``enough``. A turn's first RAW_CHARS characters are read: a word said only past them is not counted, so a
-    word may be judged rarer than it is (its turns lose it), never commoner."""
+    """How many raw turns say ``word`` (or one of its ``spellings``) in its own form (``_held_forms``) among those its
+    stem finds, counted up to ``enough``. Of each turn, what the index holds (its first INDEXED_CHARS characters) is
+    read, as the counts of the turns that hold the value are."""
     try:
         # Every turn whose own text holds the stem (at most STEM_TURNS, what its count was checked against): a
         # ranked search over the turn before it too left turns that say the word out, and the word was judged rare
