@@ -487,7 +487,7 @@ _BLANK_LOOKING = frozenset("\u2800\u3164\u115f\u1160\uffa0")
 # stop or word space (Armenian U+0589, a Devanagari or Gujarati visarga, Ethiopic U+1361), which end a person's own
 # sentences and divide their words.
 _COLON_LOOKING_EXTRA = frozenset("\u02d0\u02f8\u05c3\u0703\u1804\u2236\u2982\ua6f4\ua789\ufe13\ufe55")
-_NOT_COLONS = frozenset("\u0589\u0903\u0a83\u1361")
+_NOT_COLONS = frozenset("\u0589\u0903\u0a83\u1361\u1803\u1809")  # and the Mongolian and Manchu full stops
 
 
 @lru_cache(maxsize=1)
@@ -511,10 +511,11 @@ def _frame_char(ch: str) -> str:
     if ch in _colon_looking():
         return ":"
     if category[0] == "L" or category == "Nl":
-        # A letter's compatibility form where that is an ASCII letter (mathematical letters, Roman numerals: `ⅿ`);
-        # else the table's look-alike; else the Latin letter its name says (small capitals: `ʟ`). The table reads
-        # every capital I look-alike as `l`: a capital stays a capital (`AІ:` with a Cyrillic І is `AI:`).
-        compat = unicodedata.normalize("NFKC", ch)
+        # A letter's compatibility form without its marks where that is an ASCII letter (mathematical letters, Roman
+        # numerals: `ⅿ`; an accented capital: `Ç` as `C`, as `C` and a combining cedilla are); else the table's
+        # look-alike; else the Latin letter its name says (small capitals: `ʟ`). The table reads every capital I
+        # look-alike as `l`: a capital stays a capital (`AІ:` with a Cyrillic І is `AI:`).
+        compat = "".join(c for c in unicodedata.normalize("NFKD", ch) if unicodedata.category(c) not in _MARKS)
         if len(compat) == 1 and compat.isascii() and compat.isalpha():
             return compat
         mapped = _ascii_lookalikes().get(ch) or _by_name(ch)

@@ -2648,3 +2648,24 @@ def test_split_token_patterns_read_a_texts_start_as_one_alternation_does(monkeyp
     one = _redact_tokens(text, forget.token_pattern(tokens))
     monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 1)
     assert _redact_tokens(text, forget.token_pattern(tokens)) == one == "[forgotten] is it"
+
+
+@pytest.mark.parametrize(
+    "turn, value, word",
+    [
+        ("встреча в офисе, Москва, неделя {i}", "Офис Москва, код двери: quokka-east-7", "Москва"),
+        ("Тестовый стенд упал снова, попытка {i}", "Тестовый стенд: quokka-east-7", "Тестовый"),
+        ("το γραφείο στην Ελλάδα, εβδομάδα {i}", "Ελλάδα γραφείο: quokka-east-7", "Ελλάδα"),
+        ("Перезапускаю удалённый сервер, попытка {i}", "Нужен удаленный доступ к quokka-east-7", "удалённый"),
+    ],
+    ids=["capitalised", "sentence-start", "greek", "yo-and-ye"],
+)
+def test_a_common_word_of_another_script_stays_however_the_value_spells_it(mem, turn, value, word):
+    """A review of the spellings: a capital that reads as ASCII before small letters that do not (`Москва` read as
+    `mockba`, `москва` as `мocквa`), ё in the turns and е in the value each made a common word look rare, and it
+    went from all 30 turns. The index's own terms that may be the word are counted, then each turn's own words."""
+    mem.append_turns("hist", [("user", turn.format(i=i), T0, None) for i in range(30)])
+    mem.write("user/deploy", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
+    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
+    assert sum(word in t for t in said) == 30, said[:2]

@@ -889,6 +889,16 @@ class TestConversation:
             send([u0, said("ok"), rewound])
             later = send([u0, said("ok"), rewound, said("Run it."), user("thanks"), said("np"), user("and the deploy?")])
             assert later[:3] == sent[:3]
+            # The rewound prompt where the old branch had an answer, not a prompt (no record there): a newest message
+            # sent without a block is where the next look begins (a review).
+            branch = [u0, said("ok"), user("[Request interrupted by user]"), user("how do we deploy to staging?")]
+            failing["on"] = True
+            send(branch)
+            failing["on"] = False
+            sent = send([*branch, said("Run it."), user("thanks")])
+            send(branch)
+            later = send([*branch, said("Run it."), user("thanks"), said("np"), user("and the deploy?")])
+            assert later[:4] == sent[:4]
         finally:
             engine.close()
 

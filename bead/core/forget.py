@@ -28,7 +28,6 @@ import json
 import os
 import re
 import time
-import unicodedata
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -683,7 +682,7 @@ STEM_TURNS = 200
 STEM_BUDGET = 2_000
 
 
-_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+_PARTS = re.compile(r"[\W_]+")
 # Of a value, the characters its codes and words are read from: all a version file holds (bead.store.facts' 64 KB; a
 # code past the first 20,000 characters of a long runbook stayed in every turn that said it: an outside review).
 VALUE_CHARS = 65_536
@@ -703,7 +702,13 @@ def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
                 codes.add(tok)
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
-    return words, {t: [p for p in _NOT_ALNUM.split(t) if p] for t in codes}
+    return words, {t: _parts_of(t) for t in codes}
+
+
+def _parts_of(code: str) -> list[str]:
+    """A code's letter-and-digit parts, of any script (`по-русски`: its two words; an ASCII-only cut read the Cyrillic
+    letters as separators, and its parts as `o` and `pycc`: a review)."""
+    return [p for p in _PARTS.split(code) if p]
 
 
 def _terms(words: set[str], parts: dict[str, list[str]]) -> set[str]:
@@ -751,14 +756,15 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     # The index holds each word as it was written; the forms here are folded (`сервера` reads `cepвepa`): a word is
     # counted by its spellings in the value too, or every common Cyrillic or Greek word read as held by no turn, was
     # judged rare and went from every turn (a review).
-    spelled = _spellings(texts, words)
     try:
         judged = mem.index.raw_size() >= RARE_HISTORY
-        lookup = sorted(_terms(words, parts) | {s for ss in spelled.values() for s in ss}) if judged else []
+        lookup = sorted(_terms(words, parts)) if judged else []
         found = mem.index.raw_doc_freq(lookup) if lookup else {}
+        spelled = _spellings(mem, texts, set(lookup)) if judged else {}
     except Exception:  # noqa: BLE001 - the index is derived: without it every code counts, no word does
-        judged, found = False, {}
-    df = {w: max([found.get(w, 0), *(found.get(s, 0) for s in spelled.get(w, ()))]) for w in lookup}
+        judged, found, spelled = False, {}, {}
+    # At most the turns that hold it as read here or in another script's spelling (checked again, word by word, below)
+    df = {w: found.get(w, 0) + sum(spelled.get(w, {}).values()) for w in lookup}
 
     def others(w: str) -> int:
         return df.get(w, 0) - had.get(w, 0)
@@ -769,7 +775,7 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
         if df.get(w, 0) > min(STEM_TURNS, budget):
             break  # the rest are commoner still: judged by their stems
         budget -= df[w]
-        if _turns_saying(mem, w, RARE_TURNS + had.get(w, 0) + 1, spelled.get(w, set())) - had.get(w, 0) <= RARE_TURNS:
+        if _turns_saying(mem, w, RARE_TURNS + had.get(w, 0) + 1, set(spelled.get(w, {}))) - had.get(w, 0) <= RARE_TURNS:
             out.add(w)  # rare by its own form: "Providence" beside turns that say "provided" (an outside review)
     for tok, ps in parts.items():
         long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
@@ -778,18 +784,37 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     return out
 
 
-def _spellings(texts: list[str], words: set[str]) -> dict[str, set[str]]:
-    """For each of ``words`` (folded, ``_token_forms``), its spellings in ``texts`` where they differ from it."""
-    out: dict[str, set[str]] = {}
+def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict[str, int]]:
+    """For each of ``forms`` (the value's words and code parts as ``_token_forms`` reads them: folded, then lower-cased)
+    that the value spells with letters of another script, the index's terms that may be the same word, with the turns
+    that hold each: the terms whose fold, lower-cased first as the tokenizer does, is the value's spelling's. The
+    index keeps `москва` and `ёлка` as written; the forms here read `Москва` as `mockba` (and `москва` as `мocквa`):
+    looked up as they are, every common Cyrillic or Greek word of a value was held by no turn, judged rare and went
+    from every turn (reviews). What the turns say in these spellings is counted again by each turn's own words
+    (``_turns_saying``)."""
+    keys: dict[str, set[str]] = {}  # the tokenizer's reading of a spelling -> the forms it is one of
     for text in texts:
         if text.isascii():
             continue
         for raw in _TOKEN.findall(text[:VALUE_CHARS]):
-            spelled = raw.strip(_EDGE).lower()
-            if not spelled.isascii() and (form := fold(spelled).strip(_EDGE).lower()) in words and form != spelled:
-                # and without its marks, as the index's tokenizer keeps it (`ёлка` as `елка`)
-                bare = "".join(c for c in unicodedata.normalize("NFKD", spelled) if not unicodedata.combining(c))
-                out.setdefault(form, set()).update({spelled, bare})
+            if raw.isascii():
+                continue
+            form, key = fold(raw).strip(_EDGE).lower(), fold(raw.lower()).strip(_EDGE).lower()
+            pairs = [(form, key)]
+            if not form.isalpha():  # a code's parts, each its own (`по-русски`)
+                parts, key_parts = _parts_of(form), _parts_of(key)
+                pairs += list(zip(parts, key_parts, strict=False)) if len(parts) == len(key_parts) else []
+            for f, k in pairs:
+                if f in forms:
+                    keys.setdefault(k, set()).add(f)
+    if not keys:
+        return {}
+    terms = mem.index.raw_terms_beyond_ascii()
+    read = fold("\n".join(t for t, _ in terms)).split("\n")  # one fold of them all: a line break is never folded
+    out: dict[str, dict[str, int]] = {}
+    for (term, doc), k in zip(terms, read if len(read) == len(terms) else [fold(t) for t, _ in terms], strict=True):
+        for f in keys.get(k.strip(_EDGE).lower(), ()):
+            out.setdefault(f, {})[term] = doc
     return out
 
 

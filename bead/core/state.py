@@ -66,6 +66,7 @@ class ConversationState:
     # another message at an index, whose record is its own; the block re-added is the one of the message there now.
     cues: dict[tuple[int, str], CueRecord] = field(default_factory=dict)
     last_cue: int = 0  # the message the newest cue record went into: where the next request's look at ``plain`` starts
+    bare_from: int | None = None  # the lowest newest message sent without a block since that cue: the look starts there
     # The person's messages (by index and hash) a request sent without a block before its newest one (two user
     # messages in a row, a request whose recall failed open, a resumed history): none is ever given one later, which
     # every request that holds it would re-add, its cached prefix changed there (a side request ending at one).
@@ -215,7 +216,9 @@ class ConversationState:
                     _digests(r.get("digests")),
                 )
                 self.cues[(rec.message, rec.hash)] = rec
-                self.last_cue = rec.message
+                self.last_cue, self.bare_from = rec.message, None
+            elif kind == "bare":
+                self._bare(int(r["message"]))
             elif kind == "plain":
                 self.plain.update(logged_pairs(r.get("messages")))
             elif kind == "ahead":
@@ -305,7 +308,15 @@ class ConversationState:
             record["digests"] = digests
         self.append(record)
         self.cues[(message, hash_)] = CueRecord(message, hash_, text, ids, list(pointers or []), dict(digests or {}))
-        self.last_cue = message
+        self.last_cue, self.bare_from = message, None
+
+    def mark_bare(self, message: int) -> None:
+        """This request's newest message goes without a block (its recall failed open, or came too late)."""
+        self.append({"kind": "bare", "message": message})
+        self._bare(message)
+
+    def _bare(self, message: int) -> None:
+        self.bare_from = message if self.bare_from is None else min(self.bare_from, message)
 
     def add_plain(self, messages: list[tuple[int, str]]) -> None:
         """These messages went out without a block, before the request's newest one (``plain``)."""

@@ -577,9 +577,10 @@ class Engine:
             new_message = new_message and (newest, hash_of(newest)) not in st.plain
             if newest is not None:
                 # The person's messages before this newest one without a block of their own here: from where the last
-                # cue went (a conversation that grows looks at what it added since), and below it where a record's
-                # message is another now (a rewind: the last cue may be the old branch's, further on; a review).
-                start = min(st.last_cue, newest)
+                # cue went, or a newest message went without one since (a conversation that grows looks at what it
+                # added since), and below it where a record's message is another now (a rewind: the last cue may be the
+                # old branch's, further on; reviews).
+                start = min(st.last_cue, newest, newest if st.bare_from is None else st.bare_from)
                 moved = {i for i, _ in (*st.cues, *st.plain) if i < start and (i, hash_of(i)) not in live}
                 st.add_plain(
                     [
@@ -639,6 +640,8 @@ class Engine:
                         injected = cue.ids
                     if cue.pool:
                         judge = cue
+            if new_message and newest is not None and (newest, hash_of(newest)) not in st.cues:
+                st.mark_bare(newest)  # it goes without a block: the next request's look for such messages starts there
             prep = Prepared(
                 b"",
                 ident,
