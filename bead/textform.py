@@ -518,7 +518,9 @@ def _frame_char(ch: str) -> str:
         compat = "".join(c for c in unicodedata.normalize("NFKD", ch) if unicodedata.category(c) not in _MARKS)
         if len(compat) == 1 and compat.isascii() and compat.isalpha():
             return compat
-        mapped = _ascii_lookalikes().get(ch) or _by_name(ch)
+        table = _ascii_lookalikes()
+        # the table's look-alike of the letter, or of its letter without marks (`ό`, `ё`: a review)
+        mapped = table.get(ch) or (table.get(compat) if len(compat) == 1 else None) or _by_name(ch)
         if mapped is not None and mapped.isascii() and mapped.isalpha():
             return "I" if ch.isupper() and mapped == "l" else mapped
     return ch

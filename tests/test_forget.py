@@ -2669,3 +2669,37 @@ def test_a_common_word_of_another_script_stays_however_the_value_spells_it(mem, 
     forget.apply(mem, forget.plan_target(mem, "user/deploy"))
     said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
     assert sum(word in t for t in said) == 30, said[:2]
+
+
+@pytest.mark.parametrize(
+    "turn, value, word",
+    [
+        ("anh Nguyễn lại gọi, lần {i}", "Nguyễn: quokka-east-7", "Nguyễn"),
+        ("Michał znowu dzwonił, próba {i}", "Michał: quokka-east-7", "Michał"),
+        ("Jørgensen ringede igen, forsøg {i}", "Jørgensen: quokka-east-7", "Jørgensen"),
+        ("ο διακομιστής έπεσε ξανά, προσπάθεια {i}", "διακομιστής: quokka-east-7", "διακομιστής"),
+        ("библиотека снова не собирается, попытка {i}", "библиотека: quokka-east-7", "библиотека"),
+        ("Завтрашний деплой снова перенесли, попытка {i}", "Завтрашний деплой: quokka-east-7", "Завтрашний"),
+        ("le serveur «production» est tombé, essai {i}", "serveur «production» : quokka-east-7", "production"),
+        ("die „Aktualisierung“ ist wieder fehlgeschlagen, Versuch {i}", "„Aktualisierung“: quokka-east-7", "Aktualisierung"),
+    ],
+    ids=[
+        "vietnamese",
+        "polish",
+        "danish",
+        "greek-final-sigma",
+        "cyrillic-b-as-6",
+        "cyrillic-ze-as-3",
+        "guillemets",
+        "german-quotes",
+    ],
+)
+def test_a_common_word_stays_whatever_its_letters_or_quotes(mem, turn, value, word):
+    """A fourth review: the index's terms were read from the first non-ASCII one (`michał` and `nguyễn` start with
+    ASCII letters), `ς` was not read as the tokenizer's `σ`, the fold's digits for `б` and `З` and a word's quotes
+    made a word a long code: each such common word went from all 30 turns."""
+    mem.append_turns("hist", [("user", turn.format(i=i), T0, None) for i in range(30)])
+    mem.write("user/deploy", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
+    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
+    assert sum(word in t for t in said) == 30, said[:2]

@@ -899,6 +899,21 @@ class TestConversation:
             send(branch)
             later = send([*branch, said("Run it."), user("thanks"), said("np"), user("and the deploy?")])
             assert later[:4] == sent[:4]
+            # And where a request of the old branch got a cue further on in between (a review: that cue ended the
+            # look's start at the prompt sent without a block). A conversation of its own.
+            hdr["x-bead-session"] = "rw2"
+            old = [u0, said("ok"), user("which step comes first?"), said("tests"), user("and after that?")]
+            send(old[:1])
+            send(old[:3])
+            send(old)
+            failing["on"] = True
+            send(branch)
+            failing["on"] = False
+            send([*old, said("done"), user("and the deploy?")])
+            sent = send([*branch, said("Run it."), user("thanks")])
+            send(branch)
+            later = send([*branch, said("Run it."), user("thanks"), said("np"), user("and the deploy?")])
+            assert later[:4] == sent[:4]
         finally:
             engine.close()
 

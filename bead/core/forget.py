@@ -28,6 +28,7 @@ import json
 import os
 import re
 import time
+import unicodedata
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -49,7 +50,7 @@ from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN, Turn, marker_holds, own_marker, parse_bytes
 from ..store.reports import Reports
-from ..textform import TERMINAL_ESCAPES, fold, strings_in
+from ..textform import TERMINAL_ESCAPES, fold, stream_safe, strings_in
 from . import skill_files
 from .memory import Memory, busy_errors
 from .state import Conversations
@@ -665,7 +666,7 @@ def _matcher(
 # words ("the bank gave me recovery code QX-88 and the PIN is 4711" beside the fact "4711, recovery code
 # QX-88"): a token with a digit or a sign in it (a code, a PIN, a key, a number), and a rare word (one at
 # most RARE_TURNS raw turns hold, once the history has RARE_HISTORY turns to judge by). Not its common words.
-_TOKEN = re.compile(r"[^\s\\\"'`()\[\]{}<>,;!?]{1,200}")
+_TOKEN = re.compile(r"[^\s\\\"'`()\[\]{}<>,;!?\u00ab\u00bb\u2018\u2019\u201a\u201c\u201d\u201e\u2039\u203a]{1,200}")
 _EDGE = ".:-_/@+#=*~"
 MIN_TOKEN = 3
 RARE_TURNS = 2
@@ -694,11 +695,14 @@ def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
     codes: set[str] = set()
     words: set[str] = set()
     for text in texts:
-        for raw in _TOKEN.findall(fold(text[:VALUE_CHARS])):
-            tok = raw.strip(_EDGE).lower()
+        # A word or a code as typed, each read in its normal form: the fold reads some letters as digits (`б` as 6,
+        # `З` as 3), and a Russian word of eight letters or more was a long code, gone from every turn (a review).
+        for raw in _TOKEN.findall(unicodedata.normalize("NFKC", stream_safe(text[:VALUE_CHARS]))):
+            tok = fold(raw).strip(_EDGE).lower()
             if len(tok) < MIN_TOKEN:
                 continue
-            if any(c.isdigit() for c in tok) or not tok.isalpha():
+            typed = raw.strip(_EDGE)
+            if any(c.isdigit() for c in typed) or not all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in typed):
                 codes.add(tok)
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
@@ -799,7 +803,8 @@ def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict
         for raw in _TOKEN.findall(text[:VALUE_CHARS]):
             if raw.isascii():
                 continue
-            form, key = fold(raw).strip(_EDGE).lower(), fold(raw.lower()).strip(_EDGE).lower()
+            # The tokenizer case-folds (`ς` as `σ`: a review found every Greek word that ends in it still cut)
+            form, key = fold(raw).strip(_EDGE).lower(), fold(raw.casefold()).strip(_EDGE).lower()
             pairs = [(form, key)]
             if not form.isalpha():  # a code's parts, each its own (`по-русски`)
                 parts, key_parts = _parts_of(form), _parts_of(key)
@@ -810,9 +815,9 @@ def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict
     if not keys:
         return {}
     terms = mem.index.raw_terms_beyond_ascii()
-    read = fold("\n".join(t for t, _ in terms)).split("\n")  # one fold of them all: a line break is never folded
+    read = fold("\n".join(t.casefold() for t, _ in terms)).split("\n")  # one fold of all: a line break stays one
     out: dict[str, dict[str, int]] = {}
-    for (term, doc), k in zip(terms, read if len(read) == len(terms) else [fold(t) for t, _ in terms], strict=True):
+    for (term, doc), k in zip(terms, read if len(read) == len(terms) else [fold(t.casefold()) for t, _ in terms], strict=True):
         for f in keys.get(k.strip(_EDGE).lower(), ()):
             out.setdefault(f, {})[term] = doc
     return out

@@ -66,7 +66,9 @@ class ConversationState:
     # another message at an index, whose record is its own; the block re-added is the one of the message there now.
     cues: dict[tuple[int, str], CueRecord] = field(default_factory=dict)
     last_cue: int = 0  # the message the newest cue record went into: where the next request's look at ``plain`` starts
-    bare_from: int | None = None  # the lowest newest message sent without a block since that cue: the look starts there
+    # Newest messages (by index and hash) sent without a block that no later request has looked at since (a later
+    # request that holds one records it in ``plain``): the next look for such messages starts at the lowest.
+    bare: set[tuple[int, str]] = field(default_factory=set)
     # The person's messages (by index and hash) a request sent without a block before its newest one (two user
     # messages in a row, a request whose recall failed open, a resumed history): none is ever given one later, which
     # every request that holds it would re-add, its cached prefix changed there (a side request ending at one).
@@ -184,6 +186,7 @@ class ConversationState:
             carried_digests=dict(self.carried_digests),
             logged=set(self.logged),
             plain=set(self.plain),
+            bare=set(self.bare),
             asides=dict(self.asides),
             aside_answers=dict(self.aside_answers),
             capturing=dict(self.capturing) if self.capturing is not None else None,
@@ -216,9 +219,11 @@ class ConversationState:
                     _digests(r.get("digests")),
                 )
                 self.cues[(rec.message, rec.hash)] = rec
-                self.last_cue, self.bare_from = rec.message, None
+                self.last_cue = rec.message
             elif kind == "bare":
-                self._bare(int(r["message"]))
+                self.bare.add((int(r["message"]), str(r["hash"])))
+            elif kind == "looked":
+                self.bare.difference_update(logged_pairs(r.get("messages")))
             elif kind == "plain":
                 self.plain.update(logged_pairs(r.get("messages")))
             elif kind == "ahead":
@@ -308,15 +313,26 @@ class ConversationState:
             record["digests"] = digests
         self.append(record)
         self.cues[(message, hash_)] = CueRecord(message, hash_, text, ids, list(pointers or []), dict(digests or {}))
-        self.last_cue, self.bare_from = message, None
+        self.last_cue = message
 
-    def mark_bare(self, message: int) -> None:
+    def mark_bare(self, message: int, hash_: str) -> None:
         """This request's newest message goes without a block (its recall failed open, or came too late)."""
-        self.append({"kind": "bare", "message": message})
-        self._bare(message)
+        self.append({"kind": "bare", "message": message, "hash": hash_})
+        self.bare.add((message, hash_))
 
-    def _bare(self, message: int) -> None:
-        self.bare_from = message if self.bare_from is None else min(self.bare_from, message)
+    @property
+    def bare_from(self) -> int | None:
+        """Where the next look for messages sent without a block starts, at the latest (``bare``)."""
+        return min((i for i, _ in self.bare), default=None)
+
+    def looked(self, seen: list[tuple[int, str]]) -> None:
+        """A request that holds these ``bare`` messages looked at them: done with. One of another branch at the same
+        index is not (a cue there, or a look over it, ended the look's start at the prompt sent without a block: a
+        review)."""
+        done = [k for k in seen if k in self.bare]
+        if done:
+            self.append({"kind": "looked", "messages": [list(k) for k in done]})
+            self.bare.difference_update(done)
 
     def add_plain(self, messages: list[tuple[int, str]]) -> None:
         """These messages went out without a block, before the request's newest one (``plain``)."""

@@ -1287,12 +1287,11 @@ class Index:
         return [(int(r), float(k)) for r, k in self._conn.execute(query, [fts, *params, fetch])]
 
     def raw_terms_beyond_ascii(self) -> list[tuple[str, int]]:
-        """Each term of the raw turns' own text that is not ASCII (other scripts' words, as the tokenizer keeps them:
-        case-folded, Latin letters without their marks), with the number of turns that hold it."""
-        return [
-            (str(t), int(d))
-            for t, d in self._conn.execute("SELECT term, doc FROM raw_vocab WHERE col = 'text' AND term >= ?", ["\x80"])
-        ]
+        """Each term of the raw turns' own text that holds a character past ASCII (`ёлка`, and `michał` or `nguyễn`,
+        which a range from the first such character missed: a review), as the tokenizer keeps them (case-folded, some
+        Latin letters without their marks), with the number of turns that hold it. SQLite's GLOB reads each term."""
+        rows = self._conn.execute("SELECT term, doc FROM raw_vocab WHERE col = 'text' AND term GLOB '*[^ -~]*'")
+        return [(str(t), int(d)) for t, d in rows]
 
     def raw_rows_saying(self, word: str, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` raw turn rows whose own text (not the turn before it, the context column) holds ``word``

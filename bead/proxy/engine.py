@@ -589,6 +589,7 @@ class Engine:
                         if conv.messages[i].role == "user" and (i, hash_of(i)) not in live
                     ]
                 )
+                st.looked([(i, h) for i, h in st.bare if start <= i < len(conv.messages) and hash_of(i) == h])
             shown, pointed = st.seen(live)
             # From here on a deadline missed skips recall (the next new message has
             # it) instead of dropping the pinned block built above: both go out,
@@ -641,7 +642,8 @@ class Engine:
                     if cue.pool:
                         judge = cue
             if new_message and newest is not None and (newest, hash_of(newest)) not in st.cues:
-                st.mark_bare(newest)  # it goes without a block: the next request's look for such messages starts there
+                # it goes without a block: the next request's look for such messages starts there
+                st.mark_bare(newest, hash_of(newest))
             prep = Prepared(
                 b"",
                 ident,
