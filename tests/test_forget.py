@@ -2703,3 +2703,29 @@ def test_a_common_word_stays_whatever_its_letters_or_quotes(mem, turn, value, wo
     forget.apply(mem, forget.plan_target(mem, "user/deploy"))
     said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
     assert sum(word in t for t in said) == 30, said[:2]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["deploy\u00adment key: quokka-east-7", "\u200fdeployment key: quokka-east-7", "\ufeffdeployment key: quokka-east-7"],
+    ids=["soft-hyphen", "rtl-mark", "byte-order-mark"],
+)
+def test_a_common_word_with_an_invisible_character_in_the_value_stays(mem, value):
+    """A fifth review: a word is a code by what was typed, and a soft hyphen, a direction mark or a byte-order mark in
+    or beside it made "deployment" a long code, gone from every turn. What the fold drops is no sign."""
+    mem.append_turns("hist", [("user", f"the deployment failed again, try {i}", T0, None) for i in range(30)])
+    mem.write("user/deploy", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
+    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
+    assert sum("deployment" in t for t in said) == 30, said[:2]
+
+
+@pytest.mark.parametrize("mark", ["\u02bc", "\u2033", "\u201b"], ids=["modifier-apostrophe", "double-prime", "reversed-quote"])
+def test_a_rare_word_in_the_folds_quotes_is_found_where_a_turn_says_it_plainly(mem, mark):
+    """A fifth review: a token cut before the fold kept the quotes the fold makes of these marks, and was looked for
+    with them: the rare word said plainly in another turn stayed."""
+    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(30)])
+    mem.append_turns("other", [("user", "tell nobody, it is correcthorsebattery", T0, None)])
+    mem.write("user/wifi", f"the quiet room is: {mark}correcthorsebattery{mark}", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/wifi"))
+    assert not any("correcthorsebattery" in t.text for t in mem.raw.read(mem.raw.find("other")))

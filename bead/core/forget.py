@@ -50,7 +50,7 @@ from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN, Turn, marker_holds, own_marker, parse_bytes
 from ..store.reports import Reports
-from ..textform import TERMINAL_ESCAPES, fold, stream_safe, strings_in
+from ..textform import TERMINAL_ESCAPES, fold, fold_char, stream_safe, strings_in
 from . import skill_files
 from .memory import Memory, busy_errors
 from .state import Conversations
@@ -697,7 +697,7 @@ def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
     for text in texts:
         # A word or a code as typed, each read in its normal form: the fold reads some letters as digits (`б` as 6,
         # `З` as 3), and a Russian word of eight letters or more was a long code, gone from every turn (a review).
-        for raw in _TOKEN.findall(unicodedata.normalize("NFKC", stream_safe(text[:VALUE_CHARS]))):
+        for raw in _TOKEN.findall(_as_typed(unicodedata.normalize("NFKC", stream_safe(text[:VALUE_CHARS])))):
             tok = fold(raw).strip(_EDGE).lower()
             if len(tok) < MIN_TOKEN:
                 continue
@@ -707,6 +707,32 @@ def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
     return words, {t: _parts_of(t) for t in codes}
+
+
+# What ends a token (``_TOKEN``'s excluded characters and blanks): a character the fold reads as one of these ends it
+# too (a modifier apostrophe, a prime, an ornament bracket), as where tokens were cut from the folded text.
+_TOKEN_ENDS = frozenset(" \t\n\r\\\"'`()[]{}<>,;!?\u00ab\u00bb\u2018\u2019\u201a\u201c\u201d\u201e\u2039\u203a")
+
+
+@functools.lru_cache(maxsize=8192)
+def _typed_char(ch: str) -> str:
+    if ch.isascii():
+        return ch
+    folded = fold_char(ch)
+    if not folded:
+        return ch if unicodedata.category(ch)[0] == "M" else ""  # a mark stays the letter's; what the fold drops goes
+    return " " if all(c in _TOKEN_ENDS or c.isspace() for c in folded) else ch
+
+
+def _as_typed(text: str) -> str:
+    """``text`` as its tokens are cut from it, before each is folded: what the fold drops as unseen dropped (a soft
+    hyphen, a right-to-left mark, a byte-order mark inside or beside a word made it a long code: a review), and what it
+    reads as a quote, a bracket or a blank read as a blank (`ʼsecretʼ`, `″word″`: a token of the fold's quotes was
+    looked for as written: a review)."""
+    if text.isascii():
+        return text
+    table = {ord(ch): to for ch in set(text) if (to := _typed_char(ch)) != ch}
+    return text.translate(table) if table else text
 
 
 def _parts_of(code: str) -> list[str]:
