@@ -466,6 +466,13 @@ def _before_normalising() -> dict[str, str]:
     return out
 
 
+def compatible(text: str) -> str:
+    """``text`` in its compatibility form (NFKC) as ``fold`` makes it before its own steps: runs of marks cut, and the
+    look-alikes normalisation would turn into letters that read as no ASCII one read first (a lunate sigma as `c`,
+    where NFKC gives a final sigma). What is cut from this reads, once folded, as the same cut from the fold does."""
+    return unicodedata.normalize("NFKC", _rewrite(stream_safe(str(text)), _before_normalising()))
+
+
 _WORD = re.compile(r"[^\W_]+")
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
 

@@ -2729,3 +2729,35 @@ def test_a_rare_word_in_the_folds_quotes_is_found_where_a_turn_says_it_plainly(m
     mem.write("user/wifi", f"the quiet room is: {mark}correcthorsebattery{mark}", "user")
     forget.apply(mem, forget.plan_target(mem, "user/wifi"))
     assert not any("correcthorsebattery" in t.text for t in mem.raw.read(mem.raw.find("other")))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "deploy it with \u2013production, token quokka-east-7",
+        "\u2212production: quokka-east-7",
+        "production\u2236 quokka-east-7",
+        "deploy it to \u00abproduction\u00bb, token quokka-east-7",
+    ],
+    ids=["en-dash", "minus", "ratio", "guillemets"],
+)
+def test_a_common_word_with_a_look_alike_sign_at_its_edge_stays(mem, value):
+    """A sixth review: a sign the fold reads as an edge (`-`, `:`) glued to a word was not stripped from what was typed,
+    and the word was a long code, gone from every turn."""
+    mem.append_turns("hist", [("user", f"the production build failed again, try {i}", T0, None) for i in range(30)])
+    mem.write("user/deploy", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
+    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
+    assert sum("production" in t for t in said) == 30, said[:2]
+
+
+@pytest.mark.parametrize("code", ["dk\u00ab4\u00bbZq", "k\u03f2q7-zeta99"], ids=["guillemets-inside", "lunate-sigma"])
+def test_a_code_with_quotes_inside_or_a_lunate_sigma_is_found_in_other_words(mem, code):
+    """A sixth review: quotes made token ends split `dk«4»Zq` into parts too short to look for, and NFKC before the
+    fold read a lunate sigma as a final sigma where the fold reads a turn's as `c`: neither code was found in a turn
+    that said it in other words."""
+    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(30)])
+    mem.append_turns("other", [("user", f"the new one is {code}, do not share it", T0, None)])
+    mem.write("user/wifi", f"the guest wifi is on {code}", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/wifi"))
+    assert not any(code in t.text for t in mem.raw.read(mem.raw.find("other")))

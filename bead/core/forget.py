@@ -50,7 +50,7 @@ from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN, Turn, marker_holds, own_marker, parse_bytes
 from ..store.reports import Reports
-from ..textform import TERMINAL_ESCAPES, fold, fold_char, stream_safe, strings_in
+from ..textform import TERMINAL_ESCAPES, compatible, fold, fold_char, strings_in
 from . import skill_files
 from .memory import Memory, busy_errors
 from .state import Conversations
@@ -666,8 +666,10 @@ def _matcher(
 # words ("the bank gave me recovery code QX-88 and the PIN is 4711" beside the fact "4711, recovery code
 # QX-88"): a token with a digit or a sign in it (a code, a PIN, a key, a number), and a rare word (one at
 # most RARE_TURNS raw turns hold, once the history has RARE_HISTORY turns to judge by). Not its common words.
-_TOKEN = re.compile(r"[^\s\\\"'`()\[\]{}<>,;!?\u00ab\u00bb\u2018\u2019\u201a\u201c\u201d\u201e\u2039\u203a]{1,200}")
+_TOKEN = re.compile(r"[^\s\\\"'`()\[\]{}<>,;!?]{1,200}")
 _EDGE = ".:-_/@+#=*~"
+# And the quotes the fold keeps as they are (`«production»` is a word; `dk«4»Zq` one code: a review)
+_EDGES = _EDGE + "\u00ab\u00bb\u201a\u201e\u2039\u203a"
 MIN_TOKEN = 3
 RARE_TURNS = 2
 CODE_TURNS = 5  # a code said in more raw turns than this is the history's (a year, a common port)
@@ -697,11 +699,11 @@ def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
     for text in texts:
         # A word or a code as typed, each read in its normal form: the fold reads some letters as digits (`б` as 6,
         # `З` as 3), and a Russian word of eight letters or more was a long code, gone from every turn (a review).
-        for raw in _TOKEN.findall(_as_typed(unicodedata.normalize("NFKC", stream_safe(text[:VALUE_CHARS])))):
-            tok = fold(raw).strip(_EDGE).lower()
+        for raw in _TOKEN.findall(_as_typed(compatible(text[:VALUE_CHARS]))):
+            tok = fold(raw).strip(_EDGES).lower()
             if len(tok) < MIN_TOKEN:
                 continue
-            typed = raw.strip(_EDGE)
+            typed = _typed_edges(raw)
             if any(c.isdigit() for c in typed) or not all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in typed):
                 codes.add(tok)
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
@@ -711,7 +713,7 @@ def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
 
 # What ends a token (``_TOKEN``'s excluded characters and blanks): a character the fold reads as one of these ends it
 # too (a modifier apostrophe, a prime, an ornament bracket), as where tokens were cut from the folded text.
-_TOKEN_ENDS = frozenset(" \t\n\r\\\"'`()[]{}<>,;!?\u00ab\u00bb\u2018\u2019\u201a\u201c\u201d\u201e\u2039\u203a")
+_TOKEN_ENDS = frozenset(" \t\n\r\\\"'`()[]{}<>,;!?")
 
 
 @functools.lru_cache(maxsize=8192)
@@ -722,6 +724,17 @@ def _typed_char(ch: str) -> str:
     if not folded:
         return ch if unicodedata.category(ch)[0] == "M" else ""  # a mark stays the letter's; what the fold drops goes
     return " " if all(c in _TOKEN_ENDS or c.isspace() for c in folded) else ch
+
+
+def _typed_edges(raw: str) -> str:
+    """``raw`` without what the fold reads as an edge at either end (an en dash, a minus, a ratio colon glued to a
+    word made it a long code: a review)."""
+    i, j = 0, len(raw)
+    while i < j and all(c in _EDGES for c in fold_char(raw[i]) or "\0"):
+        i += 1
+    while j > i and all(c in _EDGES for c in fold_char(raw[j - 1]) or "\0"):
+        j -= 1
+    return raw[i:j]
 
 
 def _as_typed(text: str) -> str:
@@ -826,11 +839,11 @@ def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict
     for text in texts:
         if text.isascii():
             continue
-        for raw in _TOKEN.findall(text[:VALUE_CHARS]):
+        for raw in _TOKEN.findall(_as_typed(compatible(text[:VALUE_CHARS]))):
             if raw.isascii():
                 continue
             # The tokenizer case-folds (`ς` as `σ`: a review found every Greek word that ends in it still cut)
-            form, key = fold(raw).strip(_EDGE).lower(), fold(raw.casefold()).strip(_EDGE).lower()
+            form, key = fold(raw).strip(_EDGES).lower(), fold(raw.casefold()).strip(_EDGES).lower()
             pairs = [(form, key)]
             if not form.isalpha():  # a code's parts, each its own (`по-русски`)
                 parts, key_parts = _parts_of(form), _parts_of(key)
@@ -844,7 +857,7 @@ def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict
     read = fold("\n".join(t.casefold() for t, _ in terms)).split("\n")  # one fold of all: a line break stays one
     out: dict[str, dict[str, int]] = {}
     for (term, doc), k in zip(terms, read if len(read) == len(terms) else [fold(t.casefold()) for t, _ in terms], strict=True):
-        for f in keys.get(k.strip(_EDGE).lower(), ()):
+        for f in keys.get(k.strip(_EDGES).lower(), ()):
             out.setdefault(f, {})[term] = doc
     return out
 
