@@ -2761,3 +2761,41 @@ def test_a_code_with_quotes_inside_or_a_lunate_sigma_is_found_in_other_words(mem
     mem.write("user/wifi", f"the guest wifi is on {code}", "user")
     forget.apply(mem, forget.plan_target(mem, "user/wifi"))
     assert not any(code in t.text for t in mem.raw.read(mem.raw.find("other")))
+
+
+@pytest.mark.parametrize(
+    ("value", "said", "code"),
+    [
+        ("the door opens with the \u00abQX-88\u00bb-Code", "the new one is QX-88, do not share it", "QX-88"),
+        ("door codes \u00abQX-88\u00bb/\u00abZZ-12\u00bb", "the new one is QX-88, do not share it", "QX-88"),
+        ("wifi:\u00abQX-88\u00bb", "the new one is QX-88, do not share it", "QX-88"),
+        ("WLAN-Passwort:\u201eQX-88\u201c", "the new one is QX-88, do not share it", "QX-88"),
+        ("side door PIN:\u00ab4711\u00bb", "use 4711 at the side door", "4711"),
+    ],
+    ids=["swiss-compound", "slash-list", "colon-guillemet", "colon-low-quote", "pin-colon-guillemet"],
+)
+def test_a_code_glued_to_a_word_by_a_kept_quote_is_found_in_other_words(mem, value, said, code):
+    """A seventh review: the quotes the fold keeps no longer ended a token, so a code glued to a label or another code
+    by them (`wifi:«QX-88»`) was looked for only beside it. A token's pieces between such quotes are looked for too."""
+    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(30)])
+    mem.append_turns("other", [("user", said, T0, None)])
+    mem.write("user/codes", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/codes"))
+    assert not any(code in t.text for t in mem.raw.read(mem.raw.find("other")))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "deploy it to \u00abproduction\u00bb\u0301, token quokka-east-7",
+        "deploy it to \u00b4\u00abproduction\u00bb, token quokka-east-7",
+    ],
+    ids=["mark-after-guillemet", "acute-before-guillemet"],
+)
+def test_a_common_word_in_kept_quotes_with_a_mark_on_a_quote_stays(mem, value):
+    """A seventh review: a combining mark on a quote kept the quote in what was typed, and the word was a long code."""
+    mem.append_turns("hist", [("user", f"the production build failed again, try {i}", T0, None) for i in range(30)])
+    mem.write("user/deploy", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
+    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
+    assert sum("production" in t for t in said) == 30, said[:2]

@@ -699,7 +699,7 @@ def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
     for text in texts:
         # A word or a code as typed, each read in its normal form: the fold reads some letters as digits (`б` as 6,
         # `З` as 3), and a Russian word of eight letters or more was a long code, gone from every turn (a review).
-        for raw in _TOKEN.findall(_as_typed(compatible(text[:VALUE_CHARS]))):
+        for raw in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
             tok = fold(raw).strip(_EDGES).lower()
             if len(tok) < MIN_TOKEN:
                 continue
@@ -726,13 +726,26 @@ def _typed_char(ch: str) -> str:
     return " " if all(c in _TOKEN_ENDS or c.isspace() for c in folded) else ch
 
 
+_KEPT_QUOTES = re.compile("[\u00ab\u00bb\u201a\u201e\u2039\u203a]+")
+
+
+def _cut(text: str) -> Iterator[str]:
+    """The tokens of ``text`` (``_TOKEN``), and where one holds a quote the fold keeps, its pieces between them too: a
+    code in quotes is one token with what the quotes join (`dk«4»Zq`) and stands alone as well (`wifi:«QX-88»`, the
+    «QX-88»-Code: a review)."""
+    for raw in _TOKEN.findall(text):
+        yield raw
+        if _KEPT_QUOTES.search(raw):
+            yield from (p for p in _KEPT_QUOTES.split(raw) if p)
+
+
 def _typed_edges(raw: str) -> str:
     """``raw`` without what the fold reads as an edge at either end (an en dash, a minus, a ratio colon glued to a
     word made it a long code: a review)."""
     i, j = 0, len(raw)
-    while i < j and all(c in _EDGES for c in fold_char(raw[i]) or "\0"):
+    while i < j and all(c in _EDGES for c in fold_char(raw[i])):  # a mark the fold drops too (on a quote: a review)
         i += 1
-    while j > i and all(c in _EDGES for c in fold_char(raw[j - 1]) or "\0"):
+    while j > i and all(c in _EDGES for c in fold_char(raw[j - 1])):
         j -= 1
     return raw[i:j]
 
@@ -839,7 +852,7 @@ def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict
     for text in texts:
         if text.isascii():
             continue
-        for raw in _TOKEN.findall(_as_typed(compatible(text[:VALUE_CHARS]))):
+        for raw in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
             if raw.isascii():
                 continue
             # The tokenizer case-folds (`ς` as `σ`: a review found every Greek word that ends in it still cut)
