@@ -2598,15 +2598,29 @@ def test_several_token_patterns_find_what_one_alternation_finds_where_two_begin_
         monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 500)
 
 
+def common_word_stays(mem, turn: str, value: str, word: str) -> None:
+    """Forgetting ``value`` leaves ``word`` in all 30 turns of ``turn`` (``{i}`` their number), which say it."""
+    mem.append_turns("hist", [("user", turn.format(i=i), T0, None) for i in range(30)])
+    mem.write("user/deploy", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
+    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
+    assert sum(word in t for t in said) == 30, said[:2]
+
+
+def found_in_other_words(mem, value: str, said: str, what: str) -> None:
+    """Forgetting ``value`` takes ``what`` from a turn that says it in other words (``said``), beside 30 that do not."""
+    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(30)])
+    mem.append_turns("other", [("user", said, T0, None)])
+    mem.write("user/codes", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/codes"))
+    assert not any(what in t.text for t in mem.raw.read(mem.raw.find("other")))
+
+
 def test_a_common_cyrillic_word_of_a_forgotten_value_stays_in_the_turns_that_say_it(mem):
     """The value's words are read folded (`сервера` as `cepвepa`) and the index holds them as written: every common
     Cyrillic or Greek word of six letters or more counted as said by no turn, was judged rare and went from every
     turn (a review). A word is counted by its spellings in the value too."""
-    mem.append_turns("hist", [("user", f"перезапусти сервера номер {i} пожалуйста", T0, None) for i in range(30)])
-    mem.write("user/deploy", "Адрес сервера для деплоя: quokka-east-7", "user")
-    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
-    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
-    assert sum("сервера" in t for t in said) == 30, said[:2]
+    common_word_stays(mem, "перезапусти сервера номер {i} пожалуйста", "Адрес сервера для деплоя: quokka-east-7", "сервера")
 
 
 def test_a_value_said_after_a_long_log_does_not_make_a_common_word_look_rare(mem):
@@ -2664,11 +2678,7 @@ def test_a_common_word_of_another_script_stays_however_the_value_spells_it(mem, 
     """A review of the spellings: a capital that reads as ASCII before small letters that do not (`Москва` read as
     `mockba`, `москва` as `мocквa`), ё in the turns and е in the value each made a common word look rare, and it
     went from all 30 turns. The index's own terms that may be the word are counted, then each turn's own words."""
-    mem.append_turns("hist", [("user", turn.format(i=i), T0, None) for i in range(30)])
-    mem.write("user/deploy", value, "user")
-    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
-    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
-    assert sum(word in t for t in said) == 30, said[:2]
+    common_word_stays(mem, turn, value, word)
 
 
 @pytest.mark.parametrize(
@@ -2698,11 +2708,7 @@ def test_a_common_word_stays_whatever_its_letters_or_quotes(mem, turn, value, wo
     """A fourth review: the index's terms were read from the first non-ASCII one (`michał` and `nguyễn` start with
     ASCII letters), `ς` was not read as the tokenizer's `σ`, the fold's digits for `б` and `З` and a word's quotes
     made a word a long code: each such common word went from all 30 turns."""
-    mem.append_turns("hist", [("user", turn.format(i=i), T0, None) for i in range(30)])
-    mem.write("user/deploy", value, "user")
-    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
-    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
-    assert sum(word in t for t in said) == 30, said[:2]
+    common_word_stays(mem, turn, value, word)
 
 
 @pytest.mark.parametrize(
@@ -2713,22 +2719,19 @@ def test_a_common_word_stays_whatever_its_letters_or_quotes(mem, turn, value, wo
 def test_a_common_word_with_an_invisible_character_in_the_value_stays(mem, value):
     """A fifth review: a word is a code by what was typed, and a soft hyphen, a direction mark or a byte-order mark in
     or beside it made "deployment" a long code, gone from every turn. What the fold drops is no sign."""
-    mem.append_turns("hist", [("user", f"the deployment failed again, try {i}", T0, None) for i in range(30)])
-    mem.write("user/deploy", value, "user")
-    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
-    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
-    assert sum("deployment" in t for t in said) == 30, said[:2]
+    common_word_stays(mem, "the deployment failed again, try {i}", value, "deployment")
 
 
 @pytest.mark.parametrize("mark", ["\u02bc", "\u2033", "\u201b"], ids=["modifier-apostrophe", "double-prime", "reversed-quote"])
 def test_a_rare_word_in_the_folds_quotes_is_found_where_a_turn_says_it_plainly(mem, mark):
     """A fifth review: a token cut before the fold kept the quotes the fold makes of these marks, and was looked for
     with them: the rare word said plainly in another turn stayed."""
-    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(30)])
-    mem.append_turns("other", [("user", "tell nobody, it is correcthorsebattery", T0, None)])
-    mem.write("user/wifi", f"the quiet room is: {mark}correcthorsebattery{mark}", "user")
-    forget.apply(mem, forget.plan_target(mem, "user/wifi"))
-    assert not any("correcthorsebattery" in t.text for t in mem.raw.read(mem.raw.find("other")))
+    found_in_other_words(
+        mem,
+        f"the quiet room is: {mark}correcthorsebattery{mark}",
+        "tell nobody, it is correcthorsebattery",
+        "correcthorsebattery",
+    )
 
 
 @pytest.mark.parametrize(
@@ -2744,11 +2747,7 @@ def test_a_rare_word_in_the_folds_quotes_is_found_where_a_turn_says_it_plainly(m
 def test_a_common_word_with_a_look_alike_sign_at_its_edge_stays(mem, value):
     """A sixth review: a sign the fold reads as an edge (`-`, `:`) glued to a word was not stripped from what was typed,
     and the word was a long code, gone from every turn."""
-    mem.append_turns("hist", [("user", f"the production build failed again, try {i}", T0, None) for i in range(30)])
-    mem.write("user/deploy", value, "user")
-    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
-    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
-    assert sum("production" in t for t in said) == 30, said[:2]
+    common_word_stays(mem, "the production build failed again, try {i}", value, "production")
 
 
 @pytest.mark.parametrize("code", ["dk\u00ab4\u00bbZq", "k\u03f2q7-zeta99"], ids=["guillemets-inside", "lunate-sigma"])
@@ -2756,11 +2755,7 @@ def test_a_code_with_quotes_inside_or_a_lunate_sigma_is_found_in_other_words(mem
     """A sixth review: quotes made token ends split `dk«4»Zq` into parts too short to look for, and NFKC before the
     fold read a lunate sigma as a final sigma where the fold reads a turn's as `c`: neither code was found in a turn
     that said it in other words."""
-    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(30)])
-    mem.append_turns("other", [("user", f"the new one is {code}, do not share it", T0, None)])
-    mem.write("user/wifi", f"the guest wifi is on {code}", "user")
-    forget.apply(mem, forget.plan_target(mem, "user/wifi"))
-    assert not any(code in t.text for t in mem.raw.read(mem.raw.find("other")))
+    found_in_other_words(mem, f"the guest wifi is on {code}", f"the new one is {code}, do not share it", code)
 
 
 @pytest.mark.parametrize(
@@ -2777,11 +2772,7 @@ def test_a_code_with_quotes_inside_or_a_lunate_sigma_is_found_in_other_words(mem
 def test_a_code_glued_to_a_word_by_a_kept_quote_is_found_in_other_words(mem, value, said, code):
     """A seventh review: the quotes the fold keeps no longer ended a token, so a code glued to a label or another code
     by them (`wifi:«QX-88»`) was looked for only beside it. A token's pieces between such quotes are looked for too."""
-    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(30)])
-    mem.append_turns("other", [("user", said, T0, None)])
-    mem.write("user/codes", value, "user")
-    forget.apply(mem, forget.plan_target(mem, "user/codes"))
-    assert not any(code in t.text for t in mem.raw.read(mem.raw.find("other")))
+    found_in_other_words(mem, value, said, code)
 
 
 @pytest.mark.parametrize(
@@ -2794,8 +2785,4 @@ def test_a_code_glued_to_a_word_by_a_kept_quote_is_found_in_other_words(mem, val
 )
 def test_a_common_word_in_kept_quotes_with_a_mark_on_a_quote_stays(mem, value):
     """A seventh review: a combining mark on a quote kept the quote in what was typed, and the word was a long code."""
-    mem.append_turns("hist", [("user", f"the production build failed again, try {i}", T0, None) for i in range(30)])
-    mem.write("user/deploy", value, "user")
-    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
-    said = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
-    assert sum("production" in t for t in said) == 30, said[:2]
+    common_word_stays(mem, "the production build failed again, try {i}", value, "production")
