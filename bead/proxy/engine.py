@@ -589,7 +589,7 @@ class Engine:
                         if conv.messages[i].role == "user" and (i, hash_of(i)) not in live
                     ]
                 )
-                st.looked([(i, h) for i, h in st.bare if start <= i < len(conv.messages) and hash_of(i) == h])
+                st.looked([(i, h) for i, h in st.bare if i < len(conv.messages) and hash_of(i) == h])  # all >= start
             shown, pointed = st.seen(live)
             # From here on a deadline missed skips recall (the next new message has
             # it) instead of dropping the pinned block built above: both go out,
