@@ -9,6 +9,13 @@ from a hand edit (an editor's atomic save) to the new words being searchable
 through a running `bead indexer`, against a baseline measured in the same
 run: the same edit followed by `bead reindex`-style sync of that one key in
 process (what bead's own commands do).
+
+    python benchmarks/bench_indexer.py --session-only   # the long session alone (under 10 s)
+
+And the indexer's work for each turn the proxy captures in one long session (2,000 turns of a coding session's
+sizes, `--session-turns`): the proxy appends and indexes the turn itself, and the indexer, woken by the append,
+checks the file; the baseline, timed on the same appends, is reading the session's whole file again (what the
+indexer did for each turn before 2026-12-07).
 """
 
 from __future__ import annotations
@@ -31,7 +38,9 @@ import bench_store  # noqa: E402
 
 from bead.config import Config  # noqa: E402
 from bead.core.memory import Memory  # noqa: E402
-from bead.index.rebuild import reconcile, sync_key  # noqa: E402
+from bead.index.rebuild import reconcile, sync_key, sync_raw  # noqa: E402
+from bead.indexer.watch import Indexer  # noqa: E402
+from bead.paths import Home  # noqa: E402
 from bead.recall.rank import search_facts  # noqa: E402
 
 
@@ -44,7 +53,47 @@ def main() -> None:
     ap.add_argument("--facts", type=int, default=10_000)
     ap.add_argument("--turns", type=int, default=200_000)
     ap.add_argument("--edits", type=int, default=40)
+    ap.add_argument("--session-turns", type=int, default=2_000)
+    ap.add_argument("--session-only", action="store_true")
     args = ap.parse_args()
+    if not args.session_only:
+        store(args)
+    if args.session_turns:
+        session(args.session_turns)
+
+
+def session(turns: int) -> None:
+    """The indexer's work per captured turn of one long session, against reading the whole file again."""
+    import random
+
+    rng = random.Random(5)
+    words = bench_store.vocabulary(rng, 2000)
+    with tempfile.TemporaryDirectory(prefix="bead-bench-session-") as tmp:
+        mem = Memory(Home(Path(tmp) / "home").ensure(), Config(owner="bench"))
+        idx = Indexer(mem)
+        new, old = [], []
+        for i in range(turns):
+            # A coding session's turns: a line of the person's, an answer, a tool's output of a few KB.
+            size = (20, 60, 600)[i % 3]
+            role = ("user", "assistant", "tool_output")[i % 3]
+            got = mem.append_turns("bench-long", [(role, " ".join(rng.choice(words) for _ in range(size)), None, None, {})])
+            path = got[0].path
+            if i % 50 == 49 or i == turns - 1:
+                t = time.perf_counter()
+                idx.apply({path})
+                new.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                sync_raw(mem.index, mem.raw, path)
+                old.append((time.perf_counter() - t) * 1000)
+        size_mb = path.stat().st_size / 1e6
+        mem.close()
+    print(f"one session of {turns:,} turns ({size_mb:.1f} MB), the indexer's work for a captured turn, sampled every 50:")
+    print(f"  now (the index holds the file as it is): p50 {statistics.median(new):.2f} ms  p95 {pct(new, 95):.2f} ms")
+    print(f"  baseline, the whole file read again:      p50 {statistics.median(old):.1f} ms  p95 {pct(old, 95):.1f} ms")
+    print(f"  ratio at the last turn: {old[-1] / max(new[-1], 1e-6):.0f} x")
+
+
+def store(args: argparse.Namespace) -> None:
     root = Path(tempfile.mkdtemp(prefix="bead-bench-indexer-"))
     proc = None
     try:

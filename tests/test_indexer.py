@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from conftest import deep_tree, eventually, launch_indexer, remove_deep
@@ -343,3 +344,29 @@ def test_a_memory_whose_index_file_was_deleted_and_built_again_writes_to_the_new
             assert [h.id for h in search_facts(cli.index, "platypus")] == ["user/boat@v1"]
         held = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")]
         assert not [t for t in held if "index.db" in t and t.endswith("(deleted)")], held
+
+
+def test_a_turn_the_writer_indexed_is_not_read_again_and_one_it_did_not_is(bead_home, monkeypatch):
+    """The proxy indexes each turn it appends; the indexer, woken by the same append, read the session's whole file
+    again, so its work grew with the square of a session's length (120 ms a turn at 2,000 turns). A file the index
+    holds as it is now is left alone; one appended to by a writer that could not index is read."""
+    from bead.indexer.watch import Indexer
+    from bead.store.rawlog import RawLog
+
+    reads: list[Path] = []
+    read_seen = RawLog.read_seen
+    monkeypatch.setattr(RawLog, "read_seen", lambda self, path: reads.append(path) or read_seen(self, path))
+    home = Home(bead_home).ensure()
+    with Memory(home, Config(owner="t")) as m:
+        first = m.append_turns("s-long", [("user", "the gazebo needs paint", None, None, {})])
+        path = first[0].path
+        idx = Indexer(m)
+        reads.clear()
+        idx.apply({path})
+        assert (reads, idx.unchanged) == ([], 1)
+        m.raw.append_many("s-long", [("assistant", "the pergola too", None, None, {})])  # not indexed by its writer
+        idx.apply({path})
+        assert (reads, idx.unchanged) == ([path], 1)
+        assert [h.text for h in search_raw(m.index, "pergola")] == ["the pergola too"]
+        idx.apply({path})  # the indexer's own sync recorded the file as it read it
+        assert (reads, idx.unchanged) == ([path], 2)

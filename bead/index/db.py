@@ -780,8 +780,8 @@ class Index:
 
     def sync_raw_file(self, path: Path, turns: list[Turn], seen: tuple[int, int, str] | None = None) -> None:
         """Make the file's rows match ``turns``. A row whose turn indexes the same (its digest) stays, with its rowid
-        and vector (its place in the file updated if an edit before it moved it): the indexer re-reads a session's
-        file after every append, and only the new turns are new."""
+        and vector (its place in the file updated if an edit before it moved it): a file read again after an append
+        (one its writer could not index) inserts only the new turns."""
         rel = self.rel(path)
         texts = {t.n: t.text for t in turns}
         with self.write_tx():
@@ -1106,6 +1106,16 @@ class Index:
             [base, base + "-", base + "."],
         )  # '.' sorts right after '-'
         return [r[0] for r in rows]
+
+    def holds_as_is(self, path: Path) -> bool:
+        """Whether the index took ``path`` as it is now: its size and modification time are the ones recorded when its
+        rows were last written (reconcile's rule for a raw log: bead.index.rebuild.diff)."""
+        row = self._conn.execute("SELECT size, mtime_ns FROM files WHERE path = ?", [self.rel(path)]).fetchone()
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        return row is not None and stat.S_ISREG(st.st_mode) and (int(row[0]), int(row[1])) == (st.st_size, st.st_mtime_ns)
 
     def file_fingerprints(self) -> dict[str, tuple[int, int, str, str]]:
         return {

@@ -64,6 +64,7 @@ class Indexer:
         self._counts: dict | None = None  # and its counts
         self._failed = ""  # why the last reconcile failed ("": it did not)
         self.applied = 0
+        self.unchanged = 0  # raw logs whose event found the index holding them as they are (not read again)
         self.embed_wake = threading.Event()  # set after each change indexed: new turns may need vectors
 
     # watchdog calls this from its own thread
@@ -106,6 +107,12 @@ class Indexer:
             if kind and kind[0] == "fact":
                 keys.setdefault(kind[1], []).append(path)
             elif kind and kind[0] == "raw":
+                # The proxy indexes the turns it appends and records the file as it left it: read again, a session's
+                # whole file after each of its turns made the indexer's work grow with the square of its length
+                # (120 ms a turn at 2,000 turns, 4.6 MB).
+                if self.mem.index.holds_as_is(path):
+                    self.unchanged += 1
+                    continue
                 try:
                     sync_raw(self.mem.index, self.mem.raw, path)
                 except IndexBusy as exc:
