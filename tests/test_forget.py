@@ -2786,3 +2786,144 @@ def test_a_code_glued_to_a_word_by_a_kept_quote_is_found_in_other_words(mem, val
 def test_a_common_word_in_kept_quotes_with_a_mark_on_a_quote_stays(mem, value):
     """A seventh review: a combining mark on a quote kept the quote in what was typed, and the word was a long code."""
     common_word_stays(mem, "the production build failed again, try {i}", value, "production")
+
+
+@pytest.mark.parametrize(
+    "said, value, word",
+    [
+        ("bring the stack up with docker-compose, try {i}", "docker-compose up needs the token Zq7-44xy", "docker-compose"),
+        ("bump the version in package.json, round {i}", "package.json pins the registry key kR-99-Tz", "package.json"),
+        ("the end-to-end suite failed again, run {i}", "end-to-end runs use the account pw Mx-3317", "end-to-end"),
+    ],
+    ids=["hyphen", "dot", "short-parts"],
+)
+def test_words_joined_as_the_history_says_them_stay_and_the_values_code_goes(mem, said, value, word):
+    """A long code went from every turn however often the history said it, so forgetting a fact that named
+    `docker-compose` or `package.json` took those words from every turn that said them (an outside review). Words
+    joined with no digit (not a passphrase's shape) that more than CODE_TURNS other turns say are the history's."""
+    mem.append_turns("hist", [("user", said.format(i=i), T0, None) for i in range(30)])
+    code = value.split()[-1]
+    mem.append_turns("other", [("user", f"remember {code} for later", T0, None)])
+    mem.write("user/deploy", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/deploy"))
+    hist = [t.text for t in mem.raw.read(mem.raw.find("hist"))]
+    assert sum(word in t for t in hist) == 30, hist[:2]
+    assert not any(code in t.text for t in mem.raw.read(mem.raw.find("other")))
+
+
+@pytest.mark.parametrize(
+    "joined, others",
+    [("purple-monkey", 3), ("maple-quartz-lantern-orbit", 30)],
+    ids=["said-in-few-turns", "passphrase-said-often"],
+)
+def test_joined_words_few_turns_say_or_a_passphrase_go_from_every_turn(mem, joined, others):
+    """The history's joined words stay only where more than CODE_TURNS turns say them, and a passphrase's shape
+    (PHRASE_PARTS words of PHRASE_PART_CHARS letters) always goes, however often it was said."""
+    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(30)])
+    mem.append_turns("other", [("user", f"the quiz answer {joined} again, round {i}", T0, None) for i in range(others)])
+    mem.write("user/wifi", f"the quiz answer was {joined}", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/wifi"))
+    assert not any(joined in t.text for t in mem.raw.read(mem.raw.find("other")))
+
+
+def _write_even_a_secret(mem, key: str, value: str) -> None:
+    try:
+        mem.write(key, value, "user")
+    except RefusedWrite:  # a value the write refuses as a secret: as a store written before that holds it
+        plaintext_secret(mem, key, value, "user")
+
+
+def said_elsewhere_is_gone(mem, value: str, said: str, what: str, hist: str = "an ordinary turn about builds, try {i}") -> None:
+    """Forgetting ``value`` takes ``what`` from a turn that says it in other words (``said``), beside 30 turns of
+    ``hist``: from the raw log and from every other byte under the home (index.db)."""
+    mem.append_turns("hist", [("user", hist.format(i=i), T0, None) for i in range(30)])
+    mem.append_turns("other", [("user", said, T0, None)])
+    _write_even_a_secret(mem, "user/codes", value)
+    forget.apply(mem, forget.plan_target(mem, "user/codes"))
+    texts = [t.text for t in mem.raw.read(mem.raw.find("other"))]
+    mem.checkpoint()
+    files = [
+        str(p) for p, data in all_bytes_under(mem.home.root).items() if what.encode() in data or what.lower().encode() in data
+    ]
+    assert not any(what in t for t in texts) and files == [], (texts, files)
+
+
+@pytest.mark.parametrize(
+    ("value", "said", "what"),
+    [
+        ("wifi:QX-88", "the new one is QX-88, do not share it", "QX-88"),
+        ("WIFI_PSK=Xk9mPq2zTt", "the wifi key is Xk9mPq2zTt now", "Xk9mPq2zTt"),
+        ("side door PIN=4711", "use 4711 at the side door", "4711"),
+        ("Grafana: https://admin:Xk9mPq2zTt@grafana.corp-internal.net/", "the grafana pass is Xk9mPq2zTt", "Xk9mPq2zTt"),
+        ("ssh deploy@dbprod17.corp-internal.net", "ssh to dbprod17.corp-internal.net please", "dbprod17.corp-internal.net"),
+        ("db is at dbprod17.corp-internal.net:5432", "ssh to dbprod17.corp-internal.net please", "dbprod17.corp-internal.net"),
+        ("key file: /home/jane/keys/vault-prod-77.pem", "scp vault-prod-77.pem to the box", "vault-prod-77.pem"),
+    ],
+    ids=["colon", "env-line", "pin-equals", "url-credentials", "user-at-host", "host-port", "path"],
+)
+def test_a_code_glued_to_a_label_by_an_ascii_sign_is_found_in_other_words(mem, value, said, what):
+    """An env line, a URL's credentials, user@host, host:port, a path: the token was looked for whole only, so the code
+    said on its own in another turn stayed (an outside review). A token is cut at a label's signs too."""
+    said_elsewhere_is_gone(mem, value, said, what)
+
+
+@pytest.mark.parametrize(
+    ("value", "said", "what"),
+    [
+        ("Router admin login: Summer!2024", "log in to the router with Summer!2024 tonight", "Summer!2024"),
+        ("Router admin login: Welcome!Home", "log in to the router with Welcome!Home tonight", "Welcome!Home"),
+        ("Router admin login: K7!a", "log in to the router with K7!a tonight", "K7!a"),
+        ("Router admin login: x<3y>z9", "log in to the router with x<3y>z9 tonight", "x<3y>z9"),
+    ],
+    ids=["common-word-bang-year", "two-common-words", "short-pieces", "angle-brackets"],
+)
+def test_a_password_with_a_sign_the_cut_ends_tokens_at_is_found_in_other_words(mem, value, said, what):
+    """A token ends at ! ? , ; < >, so the password as typed was never looked for, and its pieces are common or short
+    (an outside review). A word between blanks with such a sign inside is looked for as written."""
+    said_elsewhere_is_gone(mem, value, said, what, hist="summer plans for 2024 and the welcome page, try {i}")
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("wifi密码是Xk9mPq2zTt", "新的是Xk9mPq2zTt，别说"),
+        ("WiFiのパスワードはXk9mPq2zTtです", "the new one is Xk9mPq2zTt ok"),
+        ("와이파이 비밀번호는 Xk9mPq2zTt입니다", "the new one is Xk9mPq2zTt ok"),
+    ],
+    ids=["chinese", "japanese", "korean-particle"],
+)
+def test_a_code_glued_to_cjk_text_is_found_in_other_words(mem, value, said):
+    """CJK text glues words with no blank: the code was one token with the sentence (an outside review)."""
+    said_elsewhere_is_gone(mem, value, said, "Xk9mPq2zTt")
+
+
+@pytest.mark.parametrize(
+    ("turn", "value", "word"),
+    [
+        ("standup moved to 12:30 today, try {i}", "Alarm code: 1230", "12:30"),
+        ("release am 20.11. geplant, Versuch {i}", "Garage PIN 2011", "20.11."),
+    ],
+    ids=["pin-reads-as-a-time", "pin-reads-as-a-date"],
+)
+def test_a_pin_leaves_times_and_dates_its_digits_make(mem, turn, value, word):
+    """A short code of digits was looked for with up to three signs between any two digits, so `1230` took `12:30`
+    from every turn (an outside review). Its digits are looked for as the value groups them."""
+    common_word_stays(mem, turn, value, word)
+
+
+@pytest.mark.parametrize(
+    ("turn", "value", "word"),
+    [
+        ("the follow-up meeting moved again, try {i}", "Follow-up with the bank: PIN 4711", "follow-up"),
+        ("the read-only replica lagged again, try {i}", "read-only replica login: quokka-east-7", "read-only"),
+        ("edit docker-compose.yml again, try {i}", "Keys live in docker-compose.yml: token quokka-east-7", "docker-compose.yml"),
+        ("delete node_modules again, try {i}", "node_modules cache key: quokka-east-7", "node_modules"),
+        ("c'est peut-être le cache, essai {i}", "Peut-être le code de la porte : QX-88", "peut-être"),
+        ("bitte die E-Mail-Adresse prüfen, Versuch {i}", "Meine neue E-Mail-Adresse: jane@firma-quokka.de", "E-Mail-Adresse"),
+        ("кто-нибудь видел логи? попытка {i}", "Новый сервер, кто-нибудь запомните: quokka-east-7", "кто-нибудь"),
+    ],
+)
+def test_a_common_hyphenated_or_dotted_word_of_a_value_stays(mem, turn, value, word):
+    """A long code went from every turn whatever the history said (an outside review): words joined with no digit and
+    not a passphrase's shape, which more than CODE_TURNS other turns say as typed, are the history's."""
+    common_word_stays(mem, turn, value, word)

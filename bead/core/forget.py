@@ -41,7 +41,7 @@ from .. import files as safe
 from ..capture.secrets import JOINED_LITERALS, compile_linear, redact
 from ..errors import BeadError
 from ..index.db import INDEXED_CHARS
-from ..index.query import STOPWORDS
+from ..index.query import CJK_CHARS, STOPWORDS
 from ..paths import enclosing_git, version_number
 from ..store.audit import guessable, joined_words, key_hash, normalise, word_form, words_of
 from ..store.episodes import Episodes
@@ -691,9 +691,11 @@ _PARTS = re.compile(r"[\W_]+")
 VALUE_CHARS = 65_536
 
 
-def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
+def _token_forms(texts: list[str], spelt: dict[str, set[str]] | None = None) -> tuple[set[str], dict[str, list[str]]]:
     """The candidate words of ``texts`` (letters only, long enough, not stop words) and its codes (a digit or a
-    sign in them), each code with its letter-and-digit parts, lower-cased, in their normal form."""
+    sign in them), each code with its letter-and-digit parts, lower-cased, in their normal form. ``spelt``: filled
+    with each code's forms as typed (lower-cased), which the index holds (`кто-нибудь`, where the fold reads
+    `kтo-нибyдь`)."""
     codes: set[str] = set()
     words: set[str] = set()
     for text in texts:
@@ -706,6 +708,8 @@ def _token_forms(texts: list[str]) -> tuple[set[str], dict[str, list[str]]]:
             typed = _typed_edges(raw)
             if any(c.isdigit() for c in typed) or not all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in typed):
                 codes.add(tok)
+                if spelt is not None:
+                    spelt.setdefault(tok, set()).add(typed.lower())
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
     return words, {t: _parts_of(t) for t in codes}
@@ -727,16 +731,34 @@ def _typed_char(ch: str) -> str:
 
 
 _KEPT_QUOTES = re.compile("[\u00ab\u00bb\u201a\u201e\u2039\u203a]+")
+# Where a token is cut into pieces too, each looked for on its own: the quotes the fold keeps, a label's or an
+# address's signs (`WIFI_PSK=Xk9…`, `admin:Xk9…@host`, `host:5432`, a path), and the edges of a run of CJK text, which
+# glues words together with no blank (`wifi密码是Xk9…`, `Xk9…입니다`).
+_PIECE_ENDS = re.compile(f"[\u00ab\u00bb\u201a\u201e\u2039\u203a:=@/]+|[{CJK_CHARS}]+")
+# A word between blanks with one of these inside is looked for as written too (`Summer!2024`, `x<3y>z9`): ``_TOKEN``
+# ends at them, and the password as typed was never looked for (an outside review). At its edges they are prose.
+_INNER_SIGNS = frozenset("!?;,<>")
+_WORD_EDGES = "\"'`()[]{}<>,;:!?."
+_BLANK_WORDS = re.compile(r"\S{3,200}")
 
 
 def _cut(text: str) -> Iterator[str]:
-    """The tokens of ``text`` (``_TOKEN``), and where one holds a quote the fold keeps, its pieces between them too: a
-    code in quotes is one token with what the quotes join (`dk«4»Zq`) and stands alone as well (`wifi:«QX-88»`, the
-    «QX-88»-Code: a review)."""
+    """The tokens of ``text`` (``_TOKEN``) and their pieces between ``_PIECE_ENDS`` (a code in quotes is one token with
+    what the quotes join, `dk«4»Zq`, and stands alone as well, `wifi:«QX-88»`: a review; so does one glued to its label
+    or host: an outside review), and the words between blanks that hold ``_INNER_SIGNS`` with a digit or LONG_CODE
+    letters at least."""
     for raw in _TOKEN.findall(text):
         yield raw
-        if _KEPT_QUOTES.search(raw):
-            yield from (p for p in _KEPT_QUOTES.split(raw) if p)
+        if _PIECE_ENDS.search(raw):
+            for piece in _PIECE_ENDS.split(raw):
+                if piece and piece != raw:
+                    yield piece
+    for word in _BLANK_WORDS.findall(text):
+        word = word.strip(_WORD_EDGES)
+        if any(c in _INNER_SIGNS for c in word):
+            alnum = sum(c.isalnum() for c in word)
+            if alnum >= LONG_CODE or any(c.isdigit() for c in word):
+                yield word
 
 
 def _typed_edges(raw: str) -> str:
@@ -807,11 +829,13 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     hold (a year, a common port) is the history's, not the value's, and stays; a long code always goes.
     ``held``: for a word, how many of the turns that hold the value itself (they go anyway) hold it too: those
     are not counted among the turns that hold it."""
-    words, parts = _token_forms(texts)
+    typed: dict[str, set[str]] = {}
+    words, parts = _token_forms(texts, typed)
     had = held or {}
     # The index holds each word as it was written; the forms here are folded (`сервера` reads `cepвepa`): a word is
     # counted by its spellings in the value too, or every common Cyrillic or Greek word read as held by no turn, was
     # judged rare and went from every turn (a review).
+    lookup: list[str] = []
     try:
         judged = mem.index.raw_size() >= RARE_HISTORY
         lookup = sorted(_terms(words, parts)) if judged else []
@@ -835,9 +859,35 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
             out.add(w)  # rare by its own form: "Providence" beside turns that say "provided" (an outside review)
     for tok, ps in parts.items():
         long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
+        if long_code and judged and _said_joined(mem, typed.get(tok, {tok}), CODE_TURNS + had.get(tok, 0)):
+            continue  # words joined as the history says them (`docker-compose`, `package.json`): not the value's
         if long_code or not judged or min((others(p) for p in ps), default=0) <= CODE_TURNS:
             out.add(tok)
     return out
+
+
+def _passphrase(parts: list[str]) -> bool:
+    """Whether a token's parts are words joined as a passphrase joins them (PHRASE_PARTS words of PHRASE_PART_CHARS
+    letters at least: `maple-quartz-lantern-orbit`)."""
+    return len(parts) >= PHRASE_PARTS and all(len(p) >= PHRASE_PART_CHARS for p in parts)
+
+
+def _compound(parts: list[str]) -> bool:
+    """Whether a code is words joined, with no digit and not a passphrase's shape: `docker-compose`, `package.json`,
+    `end-to-end`. As a long code it went from every turn that said it, whatever the history (an outside review)."""
+    return len(parts) >= 2 and all(p.isalpha() for p in parts) and not _passphrase(parts)
+
+
+def _said_joined(mem: Memory, forms: AbstractSet[str], turns: int) -> bool:
+    """Whether a code is words joined (``_compound``, read as typed: the fold reads `б` as 6) that more than
+    ``turns`` raw turns say, in one of ``forms`` (its spellings as typed), its words in a row as the index reads
+    them. No, where the index cannot tell: the words go as every long code does."""
+    try:
+        return any(
+            _compound(ps) and mem.index.raw_phrase_turns(ps, turns + 1) > turns for ps in (_parts_of(f) for f in sorted(forms))
+        )
+    except Exception:  # noqa: BLE001 - the index is derived
+        return False
 
 
 def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict[str, int]]:
@@ -905,11 +955,17 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
         return None
 
     def form(tok: str) -> str:
+        if any(c in _INNER_SIGNS for c in tok):
+            return re.escape(tok)  # a word between blanks with a sign inside (`summer!2024`): as written
         alnum = [c for c in tok if c.isalnum()]
+        if MIN_TOKEN <= len(alnum) < LONG_CODE and all(c.isdigit() for c in alnum):
+            # A PIN, a port, a year: its digits as the value groups them (`1230` is no `12:30`, `2011` no `20.11.`,
+            # which the history says: an outside review), `47-11` also as `47 11` or `4711`.
+            return r"[\W_]{0,3}".join(re.escape(g) for g in _PARTS.split(tok) if g)
         if any(c.isdigit() for c in tok) and len(alnum) >= MIN_TOKEN:
             return r"[\W_]{0,3}".join(re.escape(c) for c in alnum)
         parts = [p for p in re.split(r"[\W_]+", tok) if p]
-        if len(parts) >= PHRASE_PARTS and all(len(p) >= PHRASE_PART_CHARS for p in parts):
+        if _passphrase(parts):
             # A passphrase of words joined (`maple-quartz-lantern-orbit`) is said with spaces too: its words in
             # order, up to three other characters between each two. Short parts (`end-to-end`) stay as written.
             return r"[\W_]{0,3}".join(re.escape(p) for p in parts)

@@ -1316,6 +1316,18 @@ class Index:
         rows = self._raw_rows(rowids)
         return [rows[i] for i in rowids if i in rows]
 
+    def raw_phrase_turns(self, words: list[str], limit: int) -> int:
+        """How many raw turns' own text says ``words`` in a row as the index reads them (Porter stems), at most
+        ``limit``."""
+        said = [t for w in words for t in re.findall(r"\w+", w.lower())]
+        if not said:
+            return 0
+        phrase = '"' + (cjk_spaced(" ".join(said)) or "") + '"'  # one FTS5 phrase: its words in this order, as indexed
+        row = self._conn.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM raw_fts WHERE raw_fts MATCH ? LIMIT ?)", [f"text : {phrase}", limit]
+        ).fetchone()
+        return int(row[0])
+
     def _raw_rows(self, rowids: list[int]) -> dict[int, dict[str, Any]]:
         """Raw rows by rowid, each with its ``id``, ``path`` and place in the file (``off``, ``len``)."""
         if not rowids:
