@@ -2927,3 +2927,17 @@ def test_a_common_hyphenated_or_dotted_word_of_a_value_stays(mem, turn, value, w
     """A long code went from every turn whatever the history said (an outside review): words joined with no digit and
     not a passphrase's shape, which more than CODE_TURNS other turns say as typed, are the history's."""
     common_word_stays(mem, turn, value, word)
+
+
+@pytest.mark.parametrize(
+    "turn, value, word",
+    [
+        ("серверы опять упали, попытка {i}", "Новый сервер: quokka-east-7", "серверы"),
+        ("die Schlüsselbunde liegen wieder hier, Versuch {i}", "Schlüsselbund: quokka-east-7", "Schlüsselbunde"),
+    ],
+    ids=["russian-plural", "german-plural"],
+)
+def test_a_rare_word_of_another_script_leaves_the_longer_words_it_begins(mem, turn, value, word):
+    """A word of another script was looked for with ASCII's edges, so a letter past ASCII ended it: the value's
+    `сервер`, which no turn says as such, took the start of `серверы` from every turn (an outside review)."""
+    common_word_stays(mem, turn, value, word)

@@ -971,10 +971,21 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
             return r"[\W_]{0,3}".join(re.escape(p) for p in parts)
         return re.escape(tok)
 
-    forms = sorted({form(t) for t in tokens}, key=len, reverse=True)
-    chunks = [forms[i : i + TOKENS_A_PATTERN] for i in range(0, len(forms), TOKENS_A_PATTERN)]
-    patterns = [compile_linear(rf"(?i)(?:^|[^A-Za-z0-9])({'|'.join(c)})(?:$|[^A-Za-z0-9])") for c in chunks]
+    # A word of another script ends where its letters do, not at the first that is not ASCII: `сервер` took the
+    # start of `серверы` from every turn (an outside review). A code keeps ASCII's edges, as CJK text glues one in.
+    edges = {False: "A-Za-z0-9", True: r"\pL\pN\pM"}
+    patterns = []
+    for wide in (False, True):
+        forms = sorted({form(t) for t in tokens if _wide_word(t) == wide}, key=len, reverse=True)
+        chunks = [forms[i : i + TOKENS_A_PATTERN] for i in range(0, len(forms), TOKENS_A_PATTERN)]
+        e = edges[wide]
+        patterns += [compile_linear(rf"(?i)(?:^|[^{e}])({'|'.join(c)})(?:$|[^{e}])") for c in chunks]
     return patterns[0] if len(patterns) == 1 else _Patterns(patterns)
+
+
+def _wide_word(tok: str) -> bool:
+    """Whether ``tok`` is a word (letters only) with a letter beyond ASCII."""
+    return not tok.isascii() and all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in tok)
 
 
 # Tokens in one RE2 pattern: a long value dense with codes (a 64 KB list of them) made one pattern RE2 cannot compile
