@@ -2833,11 +2833,13 @@ def _write_even_a_secret(mem, key: str, value: str) -> None:
         plaintext_secret(mem, key, value, "user")
 
 
-def said_elsewhere_is_gone(mem, value: str, said: str, what: str, hist: str = "an ordinary turn about builds, try {i}") -> None:
-    """Forgetting ``value`` takes ``what`` from a turn that says it in other words (``said``), beside 30 turns of
+def said_elsewhere_is_gone(
+    mem, value: str, said: str | list[str], what: str, hist: str = "an ordinary turn about builds, try {i}"
+) -> None:
+    """Forgetting ``value`` takes ``what`` from the turns that say it in other words (``said``), beside 30 turns of
     ``hist``: from the raw log and from every other byte under the home (index.db)."""
     mem.append_turns("hist", [("user", hist.format(i=i), T0, None) for i in range(30)])
-    mem.append_turns("other", [("user", said, T0, None)])
+    mem.append_turns("other", [("user", t, T0, None) for t in ([said] if isinstance(said, str) else said)])
     _write_even_a_secret(mem, "user/codes", value)
     forget.apply(mem, forget.plan_target(mem, "user/codes"))
     texts = [t.text for t in mem.raw.read(mem.raw.find("other"))]
@@ -2941,3 +2943,93 @@ def test_a_rare_word_of_another_script_leaves_the_longer_words_it_begins(mem, tu
     """A word of another script was looked for with ASCII's edges, so a letter past ASCII ended it: the value's
     `сервер`, which no turn says as such, took the start of `серверы` from every turn (an outside review)."""
     common_word_stays(mem, turn, value, word)
+
+
+@pytest.mark.parametrize(
+    ("value", "said", "what", "hist"),
+    [
+        ("Router admin password: Hello_World", "log in with Hello_World tonight", "Hello_World", "print hello world, try {i}"),
+        ("WiFi password: purple.monkey", "the wifi is purple.monkey now", "purple.monkey", "the purple monkey mascot, try {i}"),
+    ],
+    ids=["hello-world", "purple-monkey"],
+)
+def test_words_joined_as_a_password_go_though_prose_says_the_words_apart(mem, value, said, what, hist):
+    """Joined words the history says stay only where they are said joined as the value joins them: counted by the
+    words' phrase, prose that says "hello world" kept the password `Hello_World` (an outside review)."""
+    said_elsewhere_is_gone(mem, value, said, what, hist)
+
+
+@pytest.mark.parametrize(
+    ("value", "said", "what"),
+    [
+        ("Billing contact: jane.doe@bigcorp.com", "mail jane.doe@bigcorp.com about invoice {i}", "jane.doe@bigcorp.com"),
+        ("Vault lives at vault.acmecorp.net, root token s.Xk9mPq2zTt", "ssh vault.acmecorp.net, unit {i}", "vault.acmecorp.net"),
+    ],
+    ids=["email", "host"],
+)
+def test_an_address_or_a_host_goes_however_often_it_was_said(mem, value, said, what):
+    """An address and a host of three names are the value's own, said in six turns or sixty (an outside review)."""
+    said_elsewhere_is_gone(mem, value, [said.format(i=i) for i in range(6)], what)
+
+
+@pytest.mark.parametrize(
+    ("value", "said", "what"),
+    [
+        ("My cell: 5550142", "call me at 555-0142 tonight", "555-0142"),
+        ("Sort code 204578", "the sort code is 20-45-78", "20-45-78"),
+        ("Alarm PIN 4711", "the alarm is 47 11", "47 11"),
+        ("Alarm PIN 4711", "the alarm is 4-7-1-1", "4-7-1-1"),
+    ],
+    ids=["phone", "sort-code", "pin-spaced", "pin-dashed"],
+)
+def test_a_short_number_written_with_blanks_or_dashes_goes(mem, value, said, what):
+    """Digits are looked for with blanks or dashes between any two, other signs only where the value has them (an
+    outside review: looking only for the value's own groups left `555-0142` of `5550142`)."""
+    said_elsewhere_is_gone(mem, value, said, what)
+
+
+@pytest.mark.parametrize(
+    ("turn", "value", "word"),
+    [
+        (
+            "Traceback: File /usr/lib/python3.11/json/decoder.py line {i}",
+            "The vault token is read from /opt/app/.venv/lib/python3.11/site-packages/acme/creds.py",
+            "python3.11",
+        ),
+        (
+            "ls /usr/lib/x86_64-linux-gnu/ shows {i} files",
+            "libssl at /usr/lib/x86_64-linux-gnu/libssl.so.3 was patched by Quokka",
+            "x86_64-linux-gnu",
+        ),
+        ("deploy log 2026-03-14T09:{i:02d}:00Z ok", "Incident INC-7731 began 2026-03-14T09:14:22Z, key leaked", "2026-03-14T09"),
+        (
+            "pip install 'requests>=2.31.0' in job {i}",
+            "Pinned requests>=2.31.0 after the CVE; deploy key Xk9mPq2zTt",
+            "requests>=2.31.0",
+        ),
+        ("FROM node:16-alpine in service {i}", "Postgres image postgres:16-alpine, build tag Xk9mPq2zTt", "16-alpine"),
+    ],
+    ids=["python-version-in-a-path", "multiarch-dir-in-a-path", "iso-timestamp-hour", "version-pin", "image-tag"],
+)
+def test_a_piece_of_a_path_a_timestamp_or_a_pin_stays_where_the_history_says_it(mem, turn, value, word):
+    """A piece of a token (between `:`, `=`, `@`, `/`) or a word with a sign inside is the value's unless more than
+    CODE_TURNS other turns say it as written: as long codes, `python3.11` and `16-alpine` went from every turn (an
+    outside review)."""
+    common_word_stays(mem, turn, value, word)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "ROUTER_PASS=Summer!2024",
+        'ROUTER_PASS="Summer!2024"',
+        "Grafana: https://admin:Summer!2024@grafana.corp-internal.net/",
+    ],
+    ids=["env-line", "env-line-quoted", "url-credentials"],
+)
+def test_a_password_with_a_sign_inside_glued_to_its_label_goes(mem, value):
+    """A word between blanks is cut at a label's signs too, so a password with `!` after `=` or in a URL is looked
+    for as written (an outside review)."""
+    said_elsewhere_is_gone(
+        mem, value, "log in with Summer!2024 tonight", "Summer!2024", hist="summer plans for 2024 and the welcome page, try {i}"
+    )

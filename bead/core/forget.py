@@ -691,27 +691,34 @@ _PARTS = re.compile(r"[\W_]+")
 VALUE_CHARS = 65_536
 
 
-def _token_forms(texts: list[str], spelt: dict[str, set[str]] | None = None) -> tuple[set[str], dict[str, list[str]]]:
+def _token_forms(
+    texts: list[str], spelt: dict[str, set[str]] | None = None, pieces: set[str] | None = None
+) -> tuple[set[str], dict[str, list[str]]]:
     """The candidate words of ``texts`` (letters only, long enough, not stop words) and its codes (a digit or a
     sign in them), each code with its letter-and-digit parts, lower-cased, in their normal form. ``spelt``: filled
     with each code's forms as typed (lower-cased), which the index holds (`кто-нибудь`, where the fold reads
-    `kтo-нибyдь`)."""
+    `kтo-нибyдь`); ``pieces``: with the codes that are only ever a piece of a token (``_cut``)."""
     codes: set[str] = set()
     words: set[str] = set()
+    wholes: set[str] = set()
     for text in texts:
         # A word or a code as typed, each read in its normal form: the fold reads some letters as digits (`б` as 6,
         # `З` as 3), and a Russian word of eight letters or more was a long code, gone from every turn (a review).
-        for raw in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
+        for raw, whole in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
             tok = fold(raw).strip(_EDGES).lower()
             if len(tok) < MIN_TOKEN:
                 continue
             typed = _typed_edges(raw)
             if any(c.isdigit() for c in typed) or not all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in typed):
                 codes.add(tok)
+                if whole:
+                    wholes.add(tok)
                 if spelt is not None:
                     spelt.setdefault(tok, set()).add(typed.lower())
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
+    if pieces is not None:
+        pieces.update(codes - wholes)
     return words, {t: _parts_of(t) for t in codes}
 
 
@@ -742,23 +749,24 @@ _WORD_EDGES = "\"'`()[]{}<>,;:!?."
 _BLANK_WORDS = re.compile(r"\S{3,200}")
 
 
-def _cut(text: str) -> Iterator[str]:
-    """The tokens of ``text`` (``_TOKEN``) and their pieces between ``_PIECE_ENDS`` (a code in quotes is one token with
-    what the quotes join, `dk«4»Zq`, and stands alone as well, `wifi:«QX-88»`: a review; so does one glued to its label
-    or host: an outside review), and the words between blanks that hold ``_INNER_SIGNS`` with a digit or LONG_CODE
-    letters at least."""
+def _cut(text: str) -> Iterator[tuple[str, bool]]:
+    """The tokens of ``text`` (``_TOKEN``: whole, True) and their pieces between ``_PIECE_ENDS`` (False: a code in
+    quotes is one token with what the quotes join, `dk«4»Zq`, and stands alone as well, `wifi:«QX-88»`: a review; so
+    does one glued to its label or host: an outside review), and the words between blanks, and their pieces, that
+    hold ``_INNER_SIGNS`` with a digit or LONG_CODE letters at least (False)."""
     for raw in _TOKEN.findall(text):
-        yield raw
+        yield raw, True
         if _PIECE_ENDS.search(raw):
             for piece in _PIECE_ENDS.split(raw):
                 if piece and piece != raw:
-                    yield piece
-    for word in _BLANK_WORDS.findall(text):
-        word = word.strip(_WORD_EDGES)
-        if any(c in _INNER_SIGNS for c in word):
-            alnum = sum(c.isalnum() for c in word)
-            if alnum >= LONG_CODE or any(c.isdigit() for c in word):
-                yield word
+                    yield piece, False
+    for blank in _BLANK_WORDS.findall(text):
+        for word in {blank, *_PIECE_ENDS.split(blank)}:  # `ROUTER_PASS="Summer!2024"`, `admin:Summer!2024@host`
+            word = word.strip(_WORD_EDGES)
+            if any(c in _INNER_SIGNS for c in word):
+                alnum = sum(c.isalnum() for c in word)
+                if alnum >= LONG_CODE or any(c.isdigit() for c in word):
+                    yield word, False
 
 
 def _typed_edges(raw: str) -> str:
@@ -830,7 +838,8 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     ``held``: for a word, how many of the turns that hold the value itself (they go anyway) hold it too: those
     are not counted among the turns that hold it."""
     typed: dict[str, set[str]] = {}
-    words, parts = _token_forms(texts, typed)
+    pieces: set[str] = set()
+    words, parts = _token_forms(texts, typed, pieces)
     had = held or {}
     # The index holds each word as it was written; the forms here are folded (`сервера` reads `cepвepa`): a word is
     # counted by its spellings in the value too, or every common Cyrillic or Greek word read as held by no turn, was
@@ -857,10 +866,21 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
         budget -= df[w]
         if _turns_saying(mem, w, RARE_TURNS + had.get(w, 0) + 1, set(spelled.get(w, {}))) - had.get(w, 0) <= RARE_TURNS:
             out.add(w)  # rare by its own form: "Providence" beside turns that say "provided" (an outside review)
-    for tok, ps in parts.items():
+    written = WRITTEN_BUDGET
+    for tok, ps in sorted(parts.items()):
         long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
-        if long_code and judged and _said_joined(mem, typed.get(tok, {tok}), CODE_TURNS + had.get(tok, 0)):
-            continue  # words joined as the history says them (`docker-compose`, `package.json`): not the value's
+        spellings = typed.get(tok, {tok})
+        if judged and (tok in pieces or (long_code and _joined_words(spellings))) and written > 0:
+            # A piece of a token (`python3.11` of a path, a password after its label) and words joined
+            # (`docker-compose`): the value's unless more than CODE_TURNS other turns say it as written (an outside
+            # review found each taken from every turn as a long code, or the words' phrase in prose counted).
+            said, read = _said_as_written(mem, tok, spellings, CODE_TURNS + had.get(tok, 0) + 1, written)
+            written -= read
+            if said - had.get(tok, 0) <= CODE_TURNS:
+                out.add(tok)
+            continue
+        if tok in pieces and judged:
+            long_code = False  # past the budget, a piece is judged as a short code is: by its parts
         if long_code or not judged or min((others(p) for p in ps), default=0) <= CODE_TURNS:
             out.add(tok)
     return out
@@ -878,16 +898,32 @@ def _compound(parts: list[str]) -> bool:
     return len(parts) >= 2 and all(p.isalpha() for p in parts) and not _passphrase(parts)
 
 
-def _said_joined(mem: Memory, forms: AbstractSet[str], turns: int) -> bool:
-    """Whether a code is words joined (``_compound``, read as typed: the fold reads `б` as 6) that more than
-    ``turns`` raw turns say, in one of ``forms`` (its spellings as typed), its words in a row as the index reads
-    them. No, where the index cannot tell: the words go as every long code does."""
+def _joined_words(spellings: AbstractSet[str]) -> bool:
+    """Whether a code, as typed, is words joined (``_compound``; the fold reads `б` as 6) and neither an address
+    (`@`) nor a host of three names or more (`vault.acmecorp.net`), which a value names as its own."""
+    return any(_compound(_parts_of(f)) and "@" not in f and f.count(".") < 2 for f in spellings)
+
+
+WRITTEN_ROWS = 200  # of the turns that say a code's words in a row, those read to count the code as written
+WRITTEN_BUDGET = 2_000  # and at most these for one forget; past them a piece is judged by its parts
+
+
+def _said_as_written(mem: Memory, tok: str, spellings: AbstractSet[str], enough: int, budget: int) -> tuple[int, int]:
+    """(How many raw turns say the code ``tok`` as written, up to ``enough``; how many turns were read to tell): of the
+    turns whose own text holds one of its ``spellings``' words in a row (at most WRITTEN_ROWS, within ``budget``),
+    those whose own codes (``_held_forms``) hold it. None, where the index cannot tell: the code goes."""
     try:
-        return any(
-            _compound(ps) and mem.index.raw_phrase_turns(ps, turns + 1) > turns for ps in (_parts_of(f) for f in sorted(forms))
-        )
+        rows = [r for f in sorted(spellings) for r in mem.index.raw_rows_with_phrase(_parts_of(f), min(WRITTEN_ROWS, budget))]
     except Exception:  # noqa: BLE001 - the index is derived
-        return False
+        return 0, 0
+    rows = list({(r["path"], r["off"]): r for r in rows}.values())[:budget]
+    n = 0
+    for i, row in enumerate(rows, 1):
+        if tok in _held_forms(mem.index.fill_raw_text([row], labels=False)[0]["text"][:INDEXED_CHARS]):
+            n += 1
+            if n >= enough:
+                return n, i
+    return n, len(rows)
 
 
 def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict[str, int]]:
@@ -902,7 +938,7 @@ def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict
     for text in texts:
         if text.isascii():
             continue
-        for raw in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
+        for raw, _ in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
             if raw.isascii():
                 continue
             # The tokenizer case-folds (`ς` as `σ`: a review found every Greek word that ends in it still cut)
@@ -959,9 +995,19 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
             return re.escape(tok)  # a word between blanks with a sign inside (`summer!2024`): as written
         alnum = [c for c in tok if c.isalnum()]
         if MIN_TOKEN <= len(alnum) < LONG_CODE and all(c.isdigit() for c in alnum):
-            # A PIN, a port, a year: its digits as the value groups them (`1230` is no `12:30`, `2011` no `20.11.`,
-            # which the history says: an outside review), `47-11` also as `47 11` or `4711`.
-            return r"[\W_]{0,3}".join(re.escape(g) for g in _PARTS.split(tok) if g)
+            # A PIN, a phone number, a sort code: its digits with blanks or dashes between any two (`555-0142`,
+            # `20-45-78`, `47 11`), other signs only where the value has them: `1230` is no `12:30`, `2011` no
+            # `20.11.`, which the history says (an outside review).
+            out: list[str] = []
+            gap = False
+            for c in tok:
+                if c.isdigit():
+                    out += [r"[\W_]{0,3}" if gap else "[ -]{0,3}"] if out else []
+                    out.append(re.escape(c))
+                    gap = False
+                else:
+                    gap = True
+            return "".join(out)
         if any(c.isdigit() for c in tok) and len(alnum) >= MIN_TOKEN:
             return r"[\W_]{0,3}".join(re.escape(c) for c in alnum)
         parts = [p for p in re.split(r"[\W_]+", tok) if p]

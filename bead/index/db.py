@@ -1316,17 +1316,19 @@ class Index:
         rows = self._raw_rows(rowids)
         return [rows[i] for i in rowids if i in rows]
 
-    def raw_phrase_turns(self, words: list[str], limit: int) -> int:
-        """How many raw turns' own text says ``words`` in a row as the index reads them (Porter stems), at most
-        ``limit``."""
+    def raw_rows_with_phrase(self, words: list[str], limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` raw turn rows whose own text says ``words`` in a row as the index reads them (Porter stems,
+        whatever stands between them), in no order; without their text (``fill_raw_text``)."""
         said = [t for w in words for t in re.findall(r"\w+", w.lower())]
         if not said:
-            return 0
+            return []
         phrase = '"' + (cjk_spaced(" ".join(said)) or "") + '"'  # one FTS5 phrase: its words in this order, as indexed
-        row = self._conn.execute(
-            "SELECT count(*) FROM (SELECT rowid FROM raw_fts WHERE raw_fts MATCH ? LIMIT ?)", [f"text : {phrase}", limit]
-        ).fetchone()
-        return int(row[0])
+        rowids = [
+            int(r[0])
+            for r in self._conn.execute("SELECT rowid FROM raw_fts WHERE raw_fts MATCH ? LIMIT ?", [f"text : {phrase}", limit])
+        ]
+        rows = self._raw_rows(rowids)
+        return [rows[i] for i in rowids if i in rows]
 
     def _raw_rows(self, rowids: list[int]) -> dict[int, dict[str, Any]]:
         """Raw rows by rowid, each with its ``id``, ``path`` and place in the file (``off``, ``len``)."""

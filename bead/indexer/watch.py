@@ -65,10 +65,13 @@ class Indexer:
         self._failed = ""  # why the last reconcile failed ("": it did not)
         self.applied = 0
         self.unchanged = 0  # raw logs whose event found the index holding them as they are (not read again)
+        self._replaced: set[Path] = set()  # paths a file was put in place of since the last apply
         self.embed_wake = threading.Event()  # set after each change indexed: new turns may need vectors
 
     # watchdog calls this from its own thread
-    def note(self, *paths: str | bytes | None) -> None:
+    def note(self, *paths: str | bytes | None, replaced: bool = False) -> None:
+        """``paths`` changed; ``replaced``: a file was put in their place (created, moved), which may keep the size and
+        modification time the index saw (`cp -p` or `rsync -a` of a scrubbed copy): read whatever the index holds."""
         with self._cond:
             for p in paths:
                 if not p:
@@ -76,6 +79,8 @@ class Indexer:
                 path = Path(p.decode() if isinstance(p, bytes) else p)
                 if not ignored(path, self.store):
                     self._dirty.add(path)
+                    if replaced:
+                        self._replaced.add(path)
             self._last_event = time.monotonic()
             self._cond.notify()
 
@@ -100,6 +105,8 @@ class Indexer:
         log.log(level, "reconciled in %.2f s: %s", time.perf_counter() - t0, counts)
 
     def apply(self, paths: set[Path]) -> None:
+        with self._cond:
+            replaced, self._replaced = self._replaced & paths, self._replaced - paths
         keys: dict[str, list[Path]] = {}
         again: set[Path] = set()  # what the index, held by another process past its wait, did not take: retried
         for path in sorted(paths):
@@ -110,7 +117,7 @@ class Indexer:
                 # The proxy indexes the turns it appends and records the file as it left it: read again, a session's
                 # whole file after each of its turns made the indexer's work grow with the square of its length
                 # (120 ms a turn at 2,000 turns, 4.6 MB).
-                if self.mem.index.holds_as_is(path):
+                if path not in replaced and self.mem.index.holds_as_is(path):
                     self.unchanged += 1
                     continue
                 try:
@@ -235,7 +242,8 @@ def serve(mem: Memory, stop: threading.Event) -> None:
             elif isinstance(event, DirMovedEvent):
                 idx.note_everything()  # a renamed key directory: rare, so diff the whole store
             elif not event.is_directory:
-                idx.note(event.src_path, getattr(event, "dest_path", None))
+                replaced = isinstance(event, (FileCreatedEvent, FileMovedEvent))
+                idx.note(event.src_path, getattr(event, "dest_path", None), replaced=replaced)
 
     handler = Handler()
     # Only events that change files. Watching opens and reads too would make
