@@ -2834,11 +2834,14 @@ def _write_even_a_secret(mem, key: str, value: str) -> None:
 
 
 def said_elsewhere_is_gone(
-    mem, value: str, said: str | list[str], what: str, hist: str = "an ordinary turn about builds, try {i}"
+    mem, value: str, said: str | list[str], what: str, hist: str = "an ordinary turn about builds, try {i}", own: int = 0
 ) -> None:
     """Forgetting ``value`` takes ``what`` from the turns that say it in other words (``said``), beside 30 turns of
-    ``hist``: from the raw log and from every other byte under the home (index.db)."""
+    ``hist`` and ``own`` sessions that each hold the value itself (a note pasted into each, which go whole): from the
+    raw log and from every other byte under the home (index.db)."""
     mem.append_turns("hist", [("user", hist.format(i=i), T0, None) for i in range(30)])
+    for i in range(own):
+        mem.append_turns(f"own-{i}", [("user", f"context for today:\n{value}", T0, None)])
     mem.append_turns("other", [("user", t, T0, None) for t in ([said] if isinstance(said, str) else said)])
     _write_even_a_secret(mem, "user/codes", value)
     forget.apply(mem, forget.plan_target(mem, "user/codes"))
@@ -3032,4 +3035,59 @@ def test_a_password_with_a_sign_inside_glued_to_its_label_goes(mem, value):
     for as written (an outside review)."""
     said_elsewhere_is_gone(
         mem, value, "log in with Summer!2024 tonight", "Summer!2024", hist="summer plans for 2024 and the welcome page, try {i}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("turn", "value", "word"),
+    [
+        (
+            "save the export as UTF-8 please, try {i}",
+            "shop DB: DATABASE_URL=mysql://shop@db.internal:3306/shop?charset=utf8",
+            "UTF-8",
+        ),
+        ("the box runs Python 3.11 now, try {i}", "shop venv: /home/jane/shop/.venv/lib/python3.11/site-packages", "Python 3.11"),
+        (
+            "the OAuth 2.0 login loops again, try {i}",
+            "shop SSO token endpoint: https://sso.shop-internal.example/oauth2/token",
+            "OAuth 2.0",
+        ),
+        ("install Python 3 on the runner, try {i}", "nightly backup: /usr/bin/python3 /srv/shop/backup.py", "Python 3"),
+        ("the loop is for(i=0;i<10;i++) in the parser, try {i}", "the parser bug: i<10 must read i<=10 in shop/parse.c", "i<10"),
+    ],
+    ids=["utf8-in-url", "python3.11-in-path", "oauth2-in-url", "python3-in-path", "code-snippet"],
+)
+def test_a_piece_with_a_digit_takes_no_other_spelling_of_it(mem, turn, value, word):
+    """A piece of a token is looked for as written, as it is counted: looked for with signs between its letters and
+    digits, `utf8` of a URL took `UTF-8` from every turn (an outside review)."""
+    common_word_stays(mem, turn, value, word)
+
+
+@pytest.mark.parametrize(
+    ("value", "said", "what"),
+    [
+        ("guest wifi key: purple-monkey", "I typed purple-monkey on the tv and it failed", "purple-monkey"),
+        ("nightly exports go to the acme-payroll bucket", "aws s3 ls s3://acme-payroll/ shows nothing", "acme-payroll"),
+        ("home router: wifi:Xk9-fj2Lq-77", "the wifi key is Xk9-fj2Lq-77 now", "Xk9-fj2Lq-77"),
+    ],
+    ids=["two-word-wifi-key", "bucket", "glued-password"],
+)
+def test_a_code_the_value_says_in_five_sessions_goes_from_other_turns(mem, value, said, what):
+    """The value's own turns, which go whole, were counted as the history saying its joined words or its pieces, so
+    five sessions that pasted it kept them in a sixth (an outside review)."""
+    said_elsewhere_is_gone(mem, value, said, what, own=5)
+
+
+def test_a_cjk_word_of_the_value_goes_from_inside_a_longer_run(mem):
+    """CJK text glues its words together: a word of it is looked for with ASCII's edges, not its letters' (an outside
+    review found an address kept inside a longer run)."""
+    said_elsewhere_is_gone(mem, "客户王小明，住在朝阳区建国路", "王小明说他住在朝阳区建国路附近", "住在朝阳区建国路")
+
+
+def test_a_password_glued_to_its_label_goes_though_tool_outputs_show_it_glued(mem):
+    """Six tool outputs that print `admin:Xk9…` lose it with the value's whole code: they do not count as the history
+    saying the password, which a seventh turn said alone (an outside review)."""
+    dumps = [f"$ cat grafana.ini | grep admin\nadmin:Xk9mPq2zTt  # run {i}" for i in range(6)]
+    said_elsewhere_is_gone(
+        mem, "Grafana login is admin:Xk9mPq2zTt (rotate monthly)", [*dumps, "the grafana pass is Xk9mPq2zTt"], "Xk9mPq2zTt"
     )

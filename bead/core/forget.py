@@ -48,7 +48,7 @@ from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
 from ..store.queue import Queue
-from ..store.rawlog import FORGOTTEN, Turn, marker_holds, own_marker, parse_bytes
+from ..store.rawlog import FORGOTTEN, Turn, marker_holds, own_marker, parse_bytes, redact_tokens_in
 from ..store.reports import Reports
 from ..textform import TERMINAL_ESCAPES, compatible, fold, fold_char, strings_in
 from . import skill_files
@@ -88,6 +88,8 @@ class Plan:
     sealed: dict[str, list[int]] = field(default_factory=dict)  # key -> sealed versions to delete (no decrypt)
     ids: set[str] = field(default_factory=set)  # the plaintext versions' ids (key@vN)
     tokens: set[str] = field(default_factory=set)  # the values' distinctive tokens (codes, PINs)
+    # of those, pieces of a token (``_cut``): looked for as written, not however their letters and digits are spaced
+    exact: set[str] = field(default_factory=set)
     # of those, the ones a current fact the forget does not take says too (``_said_by_other_facts``): a state or
     # trace line (bead's own blocks) that holds one is that fact's, and stays; a raw turn that says one still loses it
     spared: set[str] = field(default_factory=set)
@@ -867,6 +869,16 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
         if _turns_saying(mem, w, RARE_TURNS + had.get(w, 0) + 1, set(spelled.get(w, {}))) - had.get(w, 0) <= RARE_TURNS:
             out.add(w)  # rare by its own form: "Providence" beside turns that say "provided" (an outside review)
     written = WRITTEN_BUDGET
+    # The value's codes that go whatever the history says (long, not words joined): a turn that says a piece only
+    # inside one of them loses it with it, so it does not count for the piece (`admin:Xk9…` in six tool outputs kept
+    # the password said alone in a seventh: an outside review).
+    certain = token_pattern(
+        {
+            t
+            for t in parts
+            if t not in pieces and sum(c.isalnum() for c in t) >= LONG_CODE and not _joined_words(typed.get(t, {t}))
+        }
+    )
     for tok, ps in sorted(parts.items()):
         long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
         spellings = typed.get(tok, {tok})
@@ -874,7 +886,8 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
             # A piece of a token (`python3.11` of a path, a password after its label) and words joined
             # (`docker-compose`): the value's unless more than CODE_TURNS other turns say it as written (an outside
             # review found each taken from every turn as a long code, or the words' phrase in prose counted).
-            said, read = _said_as_written(mem, tok, spellings, CODE_TURNS + had.get(tok, 0) + 1, written)
+            alone = token_pattern({tok}, {tok} & pieces)
+            said, read = _said_as_written(mem, alone, spellings, CODE_TURNS + had.get(tok, 0) + 1, written, certain)
             written -= read
             if said - had.get(tok, 0) <= CODE_TURNS:
                 out.add(tok)
@@ -905,25 +918,36 @@ def _joined_words(spellings: AbstractSet[str]) -> bool:
 
 
 WRITTEN_ROWS = 200  # of the turns that say a code's words in a row, those read to count the code as written
-WRITTEN_BUDGET = 2_000  # and at most these for one forget; past them a piece is judged by its parts
+WRITTEN_BUDGET = 1_000  # and at most these for one forget; past them a piece is judged by its parts
 
 
-def _said_as_written(mem: Memory, tok: str, spellings: AbstractSet[str], enough: int, budget: int) -> tuple[int, int]:
-    """(How many raw turns say the code ``tok`` as written, up to ``enough``; how many turns were read to tell): of the
-    turns whose own text holds one of its ``spellings``' words in a row (at most WRITTEN_ROWS, within ``budget``),
-    those whose own codes (``_held_forms``) hold it. None, where the index cannot tell: the code goes."""
+def _said_as_written(
+    mem: Memory, alone: Any, spellings: AbstractSet[str], enough: int, budget: int, certain: Any
+) -> tuple[int, int]:
+    """(How many raw turns say a code as it would be taken from them, ``alone`` (its ``token_pattern``), up to
+    ``enough``; how many turns were read to tell): of the turns whose own text holds one of its ``spellings``' words
+    in a row, or its letters and digits apart (`utf 8` of `utf8`; at most WRITTEN_ROWS, within ``budget``), those
+    where the pattern finds it once the codes that go anyway (``certain``) are taken out. None, where the index cannot
+    tell: the code goes."""
+    phrases = {tuple(w) for f in sorted(spellings) for w in (_parts_of(f), _RUNS.findall(f)) if w}
     try:
-        rows = [r for f in sorted(spellings) for r in mem.index.raw_rows_with_phrase(_parts_of(f), min(WRITTEN_ROWS, budget))]
+        rows = [r for w in sorted(phrases) for r in mem.index.raw_rows_with_phrase(list(w), min(WRITTEN_ROWS, budget))]
     except Exception:  # noqa: BLE001 - the index is derived
         return 0, 0
     rows = list({(r["path"], r["off"]): r for r in rows}.values())[:budget]
     n = 0
     for i, row in enumerate(rows, 1):
-        if tok in _held_forms(mem.index.fill_raw_text([row], labels=False)[0]["text"][:INDEXED_CHARS]):
+        text = mem.index.fill_raw_text([row], labels=False)[0]["text"][:INDEXED_CHARS]
+        if certain is not None:
+            text = redact_tokens_in(text, certain)
+        if _token_in(alone, text):
             n += 1
             if n >= enough:
                 return n, i
     return n, len(rows)
+
+
+_RUNS = re.compile(r"[^\W\d_]+|\d+")  # a code's runs of letters and of digits (`python`, `3`, `11`)
 
 
 def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict[str, int]]:
@@ -982,16 +1006,17 @@ def _turns_saying(mem: Memory, word: str, enough: int, spellings: AbstractSet[st
     return n
 
 
-def token_pattern(tokens: AbstractSet[str]) -> Any:
+def token_pattern(tokens: AbstractSet[str], exact: AbstractSet[str] = frozenset()) -> Any:
     """One linear-time pattern that finds any of ``tokens`` as a whole token (case-insensitive), or None. A
     token with a digit in it is found however it is written apart (``QX-88``, ``QX 88``, ``qx88``): its letters
     and digits in order, up to three other characters between each two (`QX - 88`); so are the words of a passphrase joined
-    into one token (PHRASE_PARTS words of PHRASE_PART_CHARS letters at least)."""
+    into one token (PHRASE_PARTS words of PHRASE_PART_CHARS letters at least). Those of ``exact`` (pieces of a
+    token) are found as written: `python3.11` of a path is no `Python 3.11` (an outside review)."""
     if not tokens:
         return None
 
     def form(tok: str) -> str:
-        if any(c in _INNER_SIGNS for c in tok):
+        if tok in exact or any(c in _INNER_SIGNS for c in tok):
             return re.escape(tok)  # a word between blanks with a sign inside (`summer!2024`): as written
         alnum = [c for c in tok if c.isalnum()]
         if MIN_TOKEN <= len(alnum) < LONG_CODE and all(c.isdigit() for c in alnum):
@@ -1030,8 +1055,14 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
 
 
 def _wide_word(tok: str) -> bool:
-    """Whether ``tok`` is a word (letters only) with a letter beyond ASCII."""
-    return not tok.isascii() and all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in tok)
+    """Whether ``tok`` is a word (letters only) with a letter beyond ASCII, and none of CJK text, which glues its words
+    together with no blank (an address inside a longer run: an outside review)."""
+    return (
+        not tok.isascii() and all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in tok) and not _CJK_LETTER.search(tok)
+    )
+
+
+_CJK_LETTER = re.compile(f"[{CJK_CHARS}]")
 
 
 # Tokens in one RE2 pattern: a long value dense with codes (a 64 KB list of them) made one pattern RE2 cannot compile
@@ -1136,7 +1167,10 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     # turns that do not hold the value (a turn that says it goes anyway: three such turns made its words look
     # common, which kept a fourth that wrote it some other way, `b'J\xc3\xb6rg ...'`); then the turns that hold
     # those. A held turn counts only for the words it holds itself (one that names the key holds none of them).
-    wanted = _terms(*_token_forms(plan.texts))
+    # The codes themselves too: a piece or joined words the value's own turns say counted as the history's (an
+    # outside review: `purple-monkey` pasted into five sessions stayed in a sixth).
+    value_words, value_codes = _token_forms(plan.texts)
+    wanted = _terms(value_words, value_codes) | set(value_codes)
     held: Counter[str] = Counter()
     for path in files:
         for t in turns_of(path, matches):
@@ -1149,7 +1183,10 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     if plan.kept:  # a word the kept versions say is theirs too (the host a value moved to stays)
         plan.tokens -= set().union(*map(_held_forms, plan.kept))
     plan.spared = _said_by_other_facts(mem, plan) if plan.tokens else set()
-    tokens = token_pattern(plan.tokens)
+    pieces: set[str] = set()
+    _token_forms(plan.texts, pieces=pieces)
+    plan.exact = plan.tokens & pieces
+    tokens = token_pattern(plan.tokens, plan.exact)
     encoded = plan.encoded
     if tokens is not None or encoded.pattern is not None:
         for path in files:
@@ -1182,7 +1219,9 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     if raw is None:
         _scan_skills(mem, plan, _matcher(needles))
         plan.report_items = Reports(mem.home).scrub(_report_matcher(plan), write=False)
-    line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens - plan.spared), encoded)
+    line_matches = _line_matcher(
+        needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens - plan.spared, plan.exact), encoded
+    )
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
     for p in configured_paths(mem.config, home=mem.home) if raw is None else ():
         try:
@@ -1211,7 +1250,7 @@ def _after(mem: Memory, plan: Plan, key: str, body: str | None) -> str | None:
 
 def _report_matcher(plan: Plan) -> Callable[[str], bool]:
     """What a dream report's listed key or id is scrubbed for: the value, its runs of words, codes and encodings."""
-    return _matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens), plan.encoded)
+    return _matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens, plan.exact), plan.encoded)
 
 
 def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
@@ -1572,7 +1611,7 @@ def _apply_forgetting(
                 mem.drop_preamble(path)
             except FileNotFoundError:
                 continue
-        pattern = token_pattern(plan.tokens)
+        pattern = token_pattern(plan.tokens, plan.exact)
         if plan.markers:  # the fields of a turn's marker that hold the value, or its codes and rare words
             in_marker = _matcher(plan.needles, plan.whole, frozenset(), pattern, plan.encoded)
             for path, turn_numbers in plan.markers.items():
@@ -1588,7 +1627,7 @@ def _apply_forgetting(
     # 3. Episodes, review items, per-conversation state, the trace, and what names a gone key.
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)
-    lines_tokens = token_pattern(plan.tokens - plan.spared)
+    lines_tokens = token_pattern(plan.tokens - plan.spared, plan.exact)
     line_matches = _line_matcher(plan.needles, plan.whole | plan.ids, plan.shingles, lines_tokens, plan.encoded)
     # Every state file and trace, not only those the plan found: a request that came before the forget may have
     # written one since (each is read under its conversation's lock, which a proxy holds while it writes).

@@ -680,6 +680,11 @@ def by_message(items: list[TurnItem]) -> list[list[TurnItem]]:
     return out
 
 
+def redact_tokens_in(text: str, pattern: Any) -> str:
+    """``text`` with every token ``pattern`` finds replaced (as a forget redacts them in place)."""
+    return _redact_tokens(text, pattern)
+
+
 def _redact_tokens(text: str, pattern: Any, still: Callable[[str], bool] | None = None) -> str:
     """``text`` with every token ``pattern`` finds (read in the text's normal form) replaced. Each character is
     folded on its own, so every match maps back to the characters it came from; if a token can still be read
