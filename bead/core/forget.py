@@ -88,8 +88,6 @@ class Plan:
     sealed: dict[str, list[int]] = field(default_factory=dict)  # key -> sealed versions to delete (no decrypt)
     ids: set[str] = field(default_factory=set)  # the plaintext versions' ids (key@vN)
     tokens: set[str] = field(default_factory=set)  # the values' distinctive tokens (codes, PINs)
-    # of those, pieces of a token (``_cut``): looked for as written, not however their letters and digits are spaced
-    exact: set[str] = field(default_factory=set)
     # of those, the ones a current fact the forget does not take says too (``_said_by_other_facts``): a state or
     # trace line (bead's own blocks) that holds one is that fact's, and stays; a raw turn that says one still loses it
     spared: set[str] = field(default_factory=set)
@@ -693,34 +691,27 @@ _PARTS = re.compile(r"[\W_]+")
 VALUE_CHARS = 65_536
 
 
-def _token_forms(
-    texts: list[str], spelt: dict[str, set[str]] | None = None, pieces: set[str] | None = None
-) -> tuple[set[str], dict[str, list[str]]]:
+def _token_forms(texts: list[str], spelt: dict[str, set[str]] | None = None) -> tuple[set[str], dict[str, list[str]]]:
     """The candidate words of ``texts`` (letters only, long enough, not stop words) and its codes (a digit or a
     sign in them), each code with its letter-and-digit parts, lower-cased, in their normal form. ``spelt``: filled
     with each code's forms as typed (lower-cased), which the index holds (`кто-нибудь`, where the fold reads
-    `kтo-нибyдь`); ``pieces``: with the codes that are only ever a piece of a token (``_cut``)."""
+    `kтo-нибyдь`)."""
     codes: set[str] = set()
     words: set[str] = set()
-    wholes: set[str] = set()
     for text in texts:
         # A word or a code as typed, each read in its normal form: the fold reads some letters as digits (`б` as 6,
         # `З` as 3), and a Russian word of eight letters or more was a long code, gone from every turn (a review).
-        for raw, whole in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
+        for raw in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
             tok = fold(raw).strip(_EDGES).lower()
             if len(tok) < MIN_TOKEN:
                 continue
             typed = _typed_edges(raw)
             if any(c.isdigit() for c in typed) or not all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in typed):
                 codes.add(tok)
-                if whole:
-                    wholes.add(tok)
                 if spelt is not None:
                     spelt.setdefault(tok, set()).add(typed.lower())
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
-    if pieces is not None:
-        pieces.update(codes - wholes)
     return words, {t: _parts_of(t) for t in codes}
 
 
@@ -740,35 +731,46 @@ def _typed_char(ch: str) -> str:
 
 
 _KEPT_QUOTES = re.compile("[\u00ab\u00bb\u201a\u201e\u2039\u203a]+")
-# Where a token is cut into pieces too, each looked for on its own: the quotes the fold keeps, a label's or an
-# address's signs (`WIFI_PSK=Xk9…`, `admin:Xk9…@host`, `host:5432`, a path), and the edges of a run of CJK text, which
-# glues words together with no blank (`wifi密码是Xk9…`, `Xk9…입니다`).
+# Where a token is cut into pieces too: the quotes the fold keeps, a label's or an address's signs (`WIFI_PSK=Xk9…`,
+# `admin:Xk9…@host`), and the edges of a run of CJK text, which glues words together with no blank (`wifi密码是Xk9…`).
 _PIECE_ENDS = re.compile(f"[\u00ab\u00bb\u201a\u201e\u2039\u203a:=@/]+|[{CJK_CHARS}]+")
-# A word between blanks with one of these inside is looked for as written too (`Summer!2024`, `x<3y>z9`): ``_TOKEN``
-# ends at them, and the password as typed was never looked for (an outside review). At its edges they are prose.
+_KEPT_QUOTE_ENDS = re.compile("[\u00ab\u00bb\u201a\u201e\u2039\u203a]+")
+# A word between blanks with one of these inside (`Summer!2024`): ``_TOKEN`` ends at them. At its edges they are prose.
 _INNER_SIGNS = frozenset("!?;,<>")
 _WORD_EDGES = "\"'`()[]{}<>,;:!?."
 _BLANK_WORDS = re.compile(r"\S{3,200}")
 
 
-def _cut(text: str) -> Iterator[tuple[str, bool]]:
-    """The tokens of ``text`` (``_TOKEN``: whole, True) and their pieces between ``_PIECE_ENDS`` (False: a code in
-    quotes is one token with what the quotes join, `dk«4»Zq`, and stands alone as well, `wifi:«QX-88»`: a review; so
-    does one glued to its label or host: an outside review), and the words between blanks, and their pieces, that
-    hold ``_INNER_SIGNS`` with a digit or LONG_CODE letters at least (False)."""
+def _cut(text: str) -> Iterator[str]:
+    """The tokens of ``text`` (``_TOKEN``) and their pieces between the quotes the fold keeps (a code in quotes is one
+    token with what the quotes join, `dk«4»Zq`, and stands alone as well, `wifi:«QX-88»`: a review). And, where they
+    look like a generated code (``_code_like``), a token's pieces between a label's signs or CJK text, and a word
+    between blanks, or its pieces, with ``_INNER_SIGNS`` inside: a password glued to its label or with a `!` in it,
+    said alone elsewhere, was never looked for (an outside review). Only then: every piece of a path, a URL or a
+    timestamp looked for took `python3.11`, `UTF-8` or `5432` from turns that said them (three reviews)."""
     for raw in _TOKEN.findall(text):
-        yield raw, True
+        yield raw
+        if _KEPT_QUOTE_ENDS.search(raw):
+            yield from (p for p in _KEPT_QUOTE_ENDS.split(raw) if p)
         if _PIECE_ENDS.search(raw):
-            for piece in _PIECE_ENDS.split(raw):
-                if piece and piece != raw:
-                    yield piece, False
+            yield from (p for p in _PIECE_ENDS.split(raw) if p != raw and _code_like(p))
     for blank in _BLANK_WORDS.findall(text):
         for word in {blank, *_PIECE_ENDS.split(blank)}:  # `ROUTER_PASS="Summer!2024"`, `admin:Summer!2024@host`
             word = word.strip(_WORD_EDGES)
-            if any(c in _INNER_SIGNS for c in word):
-                alnum = sum(c.isalnum() for c in word)
-                if alnum >= LONG_CODE or any(c.isdigit() for c in word):
-                    yield word, False
+            if any(c in _INNER_SIGNS for c in word) and _code_like(word):
+                yield word
+
+
+def _code_like(piece: str) -> bool:
+    """Whether ``piece`` looks generated: LONG_CODE letters and digits at least, both letters and digits, and either
+    letters of both cases (`Xk9mPq2zTt`, `Summer!2024`) or three changes between letters and digits at least
+    (`x7k2m9q4`): not `python3.11`, `x86_64-linux-gnu` or `2026-03-14T09`."""
+    alnum = [c for c in piece if c.isalnum()]
+    if len(alnum) < LONG_CODE or not any(c.isdigit() for c in alnum) or not any(c.isalpha() for c in alnum):
+        return False
+    mixed = any(c.isupper() for c in alnum) and any(c.islower() for c in alnum)
+    changes = sum(a.isdigit() != b.isdigit() for a, b in zip(alnum, alnum[1:], strict=False))
+    return mixed or changes >= 3
 
 
 def _typed_edges(raw: str) -> str:
@@ -840,8 +842,7 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     ``held``: for a word, how many of the turns that hold the value itself (they go anyway) hold it too: those
     are not counted among the turns that hold it."""
     typed: dict[str, set[str]] = {}
-    pieces: set[str] = set()
-    words, parts = _token_forms(texts, typed, pieces)
+    words, parts = _token_forms(texts, typed)
     had = held or {}
     # The index holds each word as it was written; the forms here are folded (`сервера` reads `cepвepa`): a word is
     # counted by its spellings in the value too, or every common Cyrillic or Greek word read as held by no turn, was
@@ -869,31 +870,24 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
         if _turns_saying(mem, w, RARE_TURNS + had.get(w, 0) + 1, set(spelled.get(w, {}))) - had.get(w, 0) <= RARE_TURNS:
             out.add(w)  # rare by its own form: "Providence" beside turns that say "provided" (an outside review)
     written = WRITTEN_BUDGET
-    # The value's codes that go whatever the history says (long, not words joined): a turn that says a piece only
-    # inside one of them loses it with it, so it does not count for the piece (`admin:Xk9…` in six tool outputs kept
-    # the password said alone in a seventh: an outside review).
+    # The value's codes that go whatever the history says (long, not words joined): a turn that says joined words
+    # only inside one of them loses them with it, so it does not count for them.
     certain = token_pattern(
-        {
-            t
-            for t in parts
-            if t not in pieces and sum(c.isalnum() for c in t) >= LONG_CODE and not _joined_words(typed.get(t, {t}))
-        }
+        {t for t in parts if sum(c.isalnum() for c in t) >= LONG_CODE and not _joined_words(typed.get(t, {t}))}
     )
     for tok, ps in sorted(parts.items()):
         long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
         spellings = typed.get(tok, {tok})
-        if judged and (tok in pieces or (long_code and _joined_words(spellings))) and written > 0:
-            # A piece of a token (`python3.11` of a path, a password after its label) and words joined
-            # (`docker-compose`): the value's unless more than CODE_TURNS other turns say it as written (an outside
-            # review found each taken from every turn as a long code, or the words' phrase in prose counted).
-            alone = token_pattern({tok}, {tok} & pieces)
+        if judged and long_code and _joined_words(spellings) and written > 0:
+            # Words joined (`docker-compose`): the value's unless more than CODE_TURNS other turns say them as written
+            # (an outside review found them taken from every turn as a long code; the words' phrase in prose, the
+            # value's own turns counted too: reviews).
+            alone = token_pattern({tok})
             said, read = _said_as_written(mem, alone, spellings, CODE_TURNS + had.get(tok, 0) + 1, written, certain)
             written -= read
             if said - had.get(tok, 0) <= CODE_TURNS:
                 out.add(tok)
             continue
-        if tok in pieces and judged:
-            long_code = False  # past the budget, a piece is judged as a short code is: by its parts
         if long_code or not judged or min((others(p) for p in ps), default=0) <= CODE_TURNS:
             out.add(tok)
     return out
@@ -912,13 +906,17 @@ def _compound(parts: list[str]) -> bool:
 
 
 def _joined_words(spellings: AbstractSet[str]) -> bool:
-    """Whether a code, as typed, is words joined (``_compound``; the fold reads `б` as 6) and neither an address
-    (`@`) nor a host of three names or more (`vault.acmecorp.net`), which a value names as its own."""
-    return any(_compound(_parts_of(f)) and "@" not in f and f.count(".") < 2 for f in spellings)
+    """Whether a code, as typed, is words joined by `-`, `_` or `.` (``_compound``; the fold reads `б` as 6), not a
+    host of three names or more (`vault.acmecorp.net`), which a value names as its own, nor a label and its value
+    (`DB_PASSWORD=SunflowerMeadow`: a review)."""
+    return any(_compound(_parts_of(f)) and set(_JOINERS.findall(f)) <= {"-", "_", "."} and f.count(".") < 2 for f in spellings)
+
+
+_JOINERS = re.compile(r"[^\w]|_")
 
 
 WRITTEN_ROWS = 200  # of the turns that say a code's words in a row, those read to count the code as written
-WRITTEN_BUDGET = 1_000  # and at most these for one forget; past them a piece is judged by its parts
+WRITTEN_BUDGET = 1_000  # and at most these for one forget; past them joined words go as every long code does
 
 
 def _said_as_written(
@@ -962,7 +960,7 @@ def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict
     for text in texts:
         if text.isascii():
             continue
-        for raw, _ in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
+        for raw in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
             if raw.isascii():
                 continue
             # The tokenizer case-folds (`ς` as `σ`: a review found every Greek word that ends in it still cut)
@@ -1006,30 +1004,33 @@ def _turns_saying(mem: Memory, word: str, enough: int, spellings: AbstractSet[st
     return n
 
 
-def token_pattern(tokens: AbstractSet[str], exact: AbstractSet[str] = frozenset()) -> Any:
+def token_pattern(tokens: AbstractSet[str]) -> Any:
     """One linear-time pattern that finds any of ``tokens`` as a whole token (case-insensitive), or None. A
     token with a digit in it is found however it is written apart (``QX-88``, ``QX 88``, ``qx88``): its letters
     and digits in order, up to three other characters between each two (`QX - 88`); so are the words of a passphrase joined
-    into one token (PHRASE_PARTS words of PHRASE_PART_CHARS letters at least). Those of ``exact`` (pieces of a
-    token) are found as written: `python3.11` of a path is no `Python 3.11` (an outside review)."""
+    into one token (PHRASE_PARTS words of PHRASE_PART_CHARS letters at least)."""
     if not tokens:
         return None
 
     def form(tok: str) -> str:
-        if tok in exact or any(c in _INNER_SIGNS for c in tok):
+        if any(c in _INNER_SIGNS for c in tok):
             return re.escape(tok)  # a word between blanks with a sign inside (`summer!2024`): as written
         alnum = [c for c in tok if c.isalnum()]
         if MIN_TOKEN <= len(alnum) < LONG_CODE and all(c.isdigit() for c in alnum):
-            # A PIN, a phone number, a sort code: its digits with blanks or dashes between any two (`555-0142`,
-            # `20-45-78`, `47 11`), other signs only where the value has them: `1230` is no `12:30`, `2011` no
-            # `20.11.`, which the history says (an outside review).
+            # A PIN, a phone number, a sum: its digits with blanks or dashes between any two (`555-0142`, `47 11`), a
+            # comma and a blank (`4, 7, 1, 1`), a thousands sign where one stands (`85,000`, `85.000`, `85'000`), and
+            # other signs only where the value has them: `1230` is no `12:30`, `2011` no `20.11.`, which the history
+            # says (reviews).
+            digits = sum(c.isdigit() for c in tok)
             out: list[str] = []
-            gap = False
+            gap, seen = False, 0
             for c in tok:
                 if c.isdigit():
-                    out += [r"[\W_]{0,3}" if gap else "[ -]{0,3}"] if out else []
+                    if out:
+                        thousands = "|[,.'\u2019\u00a0]" if (digits - seen) % 3 == 0 else ""
+                        out.append(r"[\W_]{0,3}" if gap else f"(?:[ -]{{0,3}}|, {thousands})")
                     out.append(re.escape(c))
-                    gap = False
+                    gap, seen = False, seen + 1
                 else:
                     gap = True
             return "".join(out)
@@ -1183,10 +1184,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     if plan.kept:  # a word the kept versions say is theirs too (the host a value moved to stays)
         plan.tokens -= set().union(*map(_held_forms, plan.kept))
     plan.spared = _said_by_other_facts(mem, plan) if plan.tokens else set()
-    pieces: set[str] = set()
-    _token_forms(plan.texts, pieces=pieces)
-    plan.exact = plan.tokens & pieces
-    tokens = token_pattern(plan.tokens, plan.exact)
+    tokens = token_pattern(plan.tokens)
     encoded = plan.encoded
     if tokens is not None or encoded.pattern is not None:
         for path in files:
@@ -1219,9 +1217,7 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     if raw is None:
         _scan_skills(mem, plan, _matcher(needles))
         plan.report_items = Reports(mem.home).scrub(_report_matcher(plan), write=False)
-    line_matches = _line_matcher(
-        needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens - plan.spared, plan.exact), encoded
-    )
+    line_matches = _line_matcher(needles, plan.whole | plan.ids, plan.shingles, token_pattern(plan.tokens - plan.spared), encoded)
     plan.session_lines = Conversations(mem.home).matching_lines(line_matches)
     for p in configured_paths(mem.config, home=mem.home) if raw is None else ():
         try:
@@ -1250,7 +1246,7 @@ def _after(mem: Memory, plan: Plan, key: str, body: str | None) -> str | None:
 
 def _report_matcher(plan: Plan) -> Callable[[str], bool]:
     """What a dream report's listed key or id is scrubbed for: the value, its runs of words, codes and encodings."""
-    return _matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens, plan.exact), plan.encoded)
+    return _matcher(plan.needles, frozenset(), plan.shingles, token_pattern(plan.tokens), plan.encoded)
 
 
 def _scan_skills(mem: Memory, plan: Plan, holds: Callable[[str], bool]) -> None:
@@ -1611,7 +1607,7 @@ def _apply_forgetting(
                 mem.drop_preamble(path)
             except FileNotFoundError:
                 continue
-        pattern = token_pattern(plan.tokens, plan.exact)
+        pattern = token_pattern(plan.tokens)
         if plan.markers:  # the fields of a turn's marker that hold the value, or its codes and rare words
             in_marker = _matcher(plan.needles, plan.whole, frozenset(), pattern, plan.encoded)
             for path, turn_numbers in plan.markers.items():
@@ -1627,7 +1623,7 @@ def _apply_forgetting(
     # 3. Episodes, review items, per-conversation state, the trace, and what names a gone key.
     Episodes(mem.home).delete(plan.episodes)
     Queue(mem).delete(plan.queue_items)
-    lines_tokens = token_pattern(plan.tokens - plan.spared, plan.exact)
+    lines_tokens = token_pattern(plan.tokens - plan.spared)
     line_matches = _line_matcher(plan.needles, plan.whole | plan.ids, plan.shingles, lines_tokens, plan.encoded)
     # Every state file and trace, not only those the plan found: a request that came before the forget may have
     # written one since (each is read under its conversation's lock, which a proxy holds while it writes).
