@@ -673,6 +673,11 @@ _EDGES = _EDGE + "\u00ab\u00bb\u201a\u201e\u2039\u203a"
 MIN_TOKEN = 3
 RARE_TURNS = 2
 CODE_TURNS = 5  # a code said in more raw turns than this is the history's (a year, a common port)
+# Words joined (`docker-compose`) said in more raw turns than this are the history's: more than a short code's, as a
+# two-word password typed again and again (`purple-monkey`), or a login ssh's output repeats, must still go (a review).
+# A policy, not a figure fitted to data: `package.json` and `docker-compose` are said in hundreds of a coding history's
+# turns, a secret retyped in a few.
+JOINED_TURNS = 20
 LONG_CODE = 8  # letters and digits: a code this long is the value's however often it was said
 PHRASE_PARTS = 3  # words joined into one token (a passphrase) that are looked for apart too: at least this many,
 PHRASE_PART_CHARS = 4  # each at least this long
@@ -691,27 +696,34 @@ _PARTS = re.compile(r"[\W_]+")
 VALUE_CHARS = 65_536
 
 
-def _token_forms(texts: list[str], spelt: dict[str, set[str]] | None = None) -> tuple[set[str], dict[str, list[str]]]:
+def _token_forms(
+    texts: list[str], spelt: dict[str, set[str]] | None = None, pieces: set[str] | None = None
+) -> tuple[set[str], dict[str, list[str]]]:
     """The candidate words of ``texts`` (letters only, long enough, not stop words) and its codes (a digit or a
     sign in them), each code with its letter-and-digit parts, lower-cased, in their normal form. ``spelt``: filled
     with each code's forms as typed (lower-cased), which the index holds (`кто-нибудь`, where the fold reads
-    `kтo-нибyдь`)."""
+    `kтo-нибyдь`); ``pieces``: with the codes that are only ever a piece of a token (``_cut``)."""
     codes: set[str] = set()
     words: set[str] = set()
+    wholes: set[str] = set()
     for text in texts:
         # A word or a code as typed, each read in its normal form: the fold reads some letters as digits (`б` as 6,
         # `З` as 3), and a Russian word of eight letters or more was a long code, gone from every turn (a review).
-        for raw in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
+        for raw, whole in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
             tok = fold(raw).strip(_EDGES).lower()
             if len(tok) < MIN_TOKEN:
                 continue
             typed = _typed_edges(raw)
             if any(c.isdigit() for c in typed) or not all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in typed):
                 codes.add(tok)
+                if whole:
+                    wholes.add(tok)
                 if spelt is not None:
                     spelt.setdefault(tok, set()).add(typed.lower())
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
+    if pieces is not None:
+        pieces.update(codes - wholes)
     return words, {t: _parts_of(t) for t in codes}
 
 
@@ -741,24 +753,25 @@ _WORD_EDGES = "\"'`()[]{}<>,;:!?."
 _BLANK_WORDS = re.compile(r"\S{3,200}")
 
 
-def _cut(text: str) -> Iterator[str]:
+def _cut(text: str) -> Iterator[tuple[str, bool]]:
     """The tokens of ``text`` (``_TOKEN``) and their pieces between the quotes the fold keeps (a code in quotes is one
     token with what the quotes join, `dk«4»Zq`, and stands alone as well, `wifi:«QX-88»`: a review). And, where they
     look like a generated code (``_code_like``), a token's pieces between a label's signs or CJK text, and a word
     between blanks, or its pieces, with ``_INNER_SIGNS`` inside: a password glued to its label or with a `!` in it,
     said alone elsewhere, was never looked for (an outside review). Only then: every piece of a path, a URL or a
-    timestamp looked for took `python3.11`, `UTF-8` or `5432` from turns that said them (three reviews)."""
+    timestamp looked for took `python3.11`, `UTF-8` or `5432` from turns that said them (three reviews). Each with
+    whether it is a token (True) or such a piece (False), which the history may say (a model's name after `MODEL=`)."""
     for raw in _TOKEN.findall(text):
-        yield raw
+        yield raw, True
         if _KEPT_QUOTE_ENDS.search(raw):
-            yield from (p for p in _KEPT_QUOTE_ENDS.split(raw) if p)
+            yield from ((p, True) for p in _KEPT_QUOTE_ENDS.split(raw) if p)
         if _PIECE_ENDS.search(raw):
-            yield from (p for p in _PIECE_ENDS.split(raw) if p != raw and _code_like(p))
+            yield from ((p, False) for p in _PIECE_ENDS.split(raw) if p != raw and _code_like(p))
     for blank in _BLANK_WORDS.findall(text):
         for word in {blank, *_PIECE_ENDS.split(blank)}:  # `ROUTER_PASS="Summer!2024"`, `admin:Summer!2024@host`
             word = word.strip(_WORD_EDGES)
             if any(c in _INNER_SIGNS for c in word) and _code_like(word):
-                yield word
+                yield word, False
 
 
 def _code_like(piece: str) -> bool:
@@ -842,7 +855,8 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     ``held``: for a word, how many of the turns that hold the value itself (they go anyway) hold it too: those
     are not counted among the turns that hold it."""
     typed: dict[str, set[str]] = {}
-    words, parts = _token_forms(texts, typed)
+    pieces: set[str] = set()
+    words, parts = _token_forms(texts, typed, pieces)
     had = held or {}
     # The index holds each word as it was written; the forms here are folded (`сервера` reads `cepвepa`): a word is
     # counted by its spellings in the value too, or every common Cyrillic or Greek word read as held by no turn, was
@@ -873,19 +887,26 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     # The value's codes that go whatever the history says (long, not words joined): a turn that says joined words
     # only inside one of them loses them with it, so it does not count for them.
     certain = token_pattern(
-        {t for t in parts if sum(c.isalnum() for c in t) >= LONG_CODE and not _joined_words(typed.get(t, {t}))}
+        {
+            t
+            for t in parts
+            if t not in pieces and sum(c.isalnum() for c in t) >= LONG_CODE and not _joined_words(typed.get(t, {t}))
+        }
     )
     for tok, ps in sorted(parts.items()):
         long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
         spellings = typed.get(tok, {tok})
-        if judged and long_code and _joined_words(spellings) and written > 0:
-            # Words joined (`docker-compose`): the value's unless more than CODE_TURNS other turns say them as written
-            # (an outside review found them taken from every turn as a long code; the words' phrase in prose, the
-            # value's own turns counted too: reviews).
+        joined = long_code and tok not in pieces and _joined_words(spellings)
+        if judged and (joined or tok in pieces) and written > 0:
+            # Words joined (`docker-compose`): the value's unless more than JOINED_TURNS other turns say them as
+            # written (an outside review found them taken from every turn as a long code; the words' phrase in prose,
+            # the value's own turns counted too: reviews). A piece cut from a token (a model's name after `MODEL=`,
+            # a password after its label): unless more than CODE_TURNS do, as a short code.
+            bar = JOINED_TURNS if joined else CODE_TURNS
             alone = token_pattern({tok})
-            said, read = _said_as_written(mem, alone, spellings, CODE_TURNS + had.get(tok, 0) + 1, written, certain)
+            said, read = _said_as_written(mem, alone, spellings, bar + had.get(tok, 0) + 1, written, certain)
             written -= read
-            if said - had.get(tok, 0) <= CODE_TURNS:
+            if said - had.get(tok, 0) <= bar:
                 out.add(tok)
             continue
         if long_code or not judged or min((others(p) for p in ps), default=0) <= CODE_TURNS:
@@ -960,7 +981,7 @@ def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict
     for text in texts:
         if text.isascii():
             continue
-        for raw in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
+        for raw, _ in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
             if raw.isascii():
                 continue
             # The tokenizer case-folds (`ς` as `σ`: a review found every Greek word that ends in it still cut)
@@ -1018,17 +1039,21 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
         alnum = [c for c in tok if c.isalnum()]
         if MIN_TOKEN <= len(alnum) < LONG_CODE and all(c.isdigit() for c in alnum):
             # A PIN, a phone number, a sum: its digits with blanks or dashes between any two (`555-0142`, `47 11`), a
-            # comma and a blank (`4, 7, 1, 1`), a thousands sign where one stands (`85,000`, `85.000`, `85'000`), and
-            # other signs only where the value has them: `1230` is no `12:30`, `2011` no `20.11.`, which the history
-            # says (reviews).
+            # comma and a blank (`4, 7, 1, 1`), a thousands sign where one stands (`85,000`, `85.000`, `85'000`,
+            # `1,50,000`), a dot, slash or underscore with three digits at least on each side (`555.0142`), and other
+            # signs only where the value has them: `1230` is no `12:30`, `2011` no `20.11.`, which the history says
+            # (reviews).
             digits = sum(c.isdigit() for c in tok)
             out: list[str] = []
             gap, seen = False, 0
             for c in tok:
                 if c.isdigit():
                     if out:
-                        thousands = "|[,.'\u2019\u00a0]" if (digits - seen) % 3 == 0 else ""
-                        out.append(r"[\W_]{0,3}" if gap else f"(?:[ -]{{0,3}}|, {thousands})")
+                        after = digits - seen
+                        signs = "[,.'\u2019\u00a0]" if after in (3, 5) or after % 3 == 0 else ""
+                        if min(seen, after) >= 3:
+                            signs = "[,.'\u2019\u00a0/_]"
+                        out.append(r"[\W_]{0,3}" if gap else f"(?:[ -]{{0,3}}|, {'|' + signs if signs else ''})")
                     out.append(re.escape(c))
                     gap, seen = False, seen + 1
                 else:
@@ -1043,32 +1068,25 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
             return r"[\W_]{0,3}".join(re.escape(p) for p in parts)
         return re.escape(tok)
 
-    # A word of another script ends where its letters do, not at the first that is not ASCII: `сервер` took the
-    # start of `серверы` from every turn (an outside review). A code keeps ASCII's edges, as CJK text glues one in.
-    edges = {False: "A-Za-z0-9", True: r"\pL\pN\pM"}
-    patterns = []
-    for wide in (False, True):
-        forms = sorted({form(t) for t in tokens if _wide_word(t) == wide}, key=len, reverse=True)
-        chunks = [forms[i : i + TOKENS_A_PATTERN] for i in range(0, len(forms), TOKENS_A_PATTERN)]
-        e = edges[wide]
-        patterns += [compile_linear(rf"(?i)(?:^|[^{e}])({'|'.join(c)})(?:$|[^{e}])") for c in chunks]
+    forms = sorted({form(t) for t in tokens}, key=len, reverse=True)
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for f in forms:
+        if chunks[-1] and (len(chunks[-1]) >= TOKENS_A_PATTERN or size + len(f) > PATTERN_CHARS):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(f)
+        size += len(f)
+    patterns = [compile_linear(rf"(?i)(?:^|[^A-Za-z0-9])({'|'.join(c)})(?:$|[^A-Za-z0-9])") for c in chunks]
     return patterns[0] if len(patterns) == 1 else _Patterns(patterns)
-
-
-def _wide_word(tok: str) -> bool:
-    """Whether ``tok`` is a word (letters only) with a letter beyond ASCII, and none of CJK text, which glues its words
-    together with no blank (an address inside a longer run: an outside review)."""
-    return (
-        not tok.isascii() and all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in tok) and not _CJK_LETTER.search(tok)
-    )
-
-
-_CJK_LETTER = re.compile(f"[{CJK_CHARS}]")
 
 
 # Tokens in one RE2 pattern: a long value dense with codes (a 64 KB list of them) made one pattern RE2 cannot compile
 # in its memory budget, and the forget ended in an error.
 TOKENS_A_PATTERN = 500
+# and at most this much of their forms: a kubeconfig's base64 blocks (a few hundred long tokens) made a pattern of 500
+# too large as well (a review).
+PATTERN_CHARS = 60_000
 
 
 class _Patterns:
