@@ -957,7 +957,7 @@ def _said_as_written(
     n = 0
     for i, row in enumerate(rows, 1):
         text = mem.index.fill_raw_text([row], labels=False)[0]["text"][:INDEXED_CHARS]
-        if certain is not None:
+        if certain is not None and _token_in(certain, text):
             text = redact_tokens_in(text, certain)
         if _token_in(alone, text):
             n += 1
