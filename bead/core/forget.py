@@ -41,7 +41,7 @@ from .. import files as safe
 from ..capture.secrets import JOINED_LITERALS, compile_linear, redact
 from ..errors import BeadError
 from ..index.db import INDEXED_CHARS
-from ..index.query import CJK_CHARS, STOPWORDS
+from ..index.query import STOPWORDS
 from ..paths import enclosing_git, version_number
 from ..store.audit import guessable, joined_words, key_hash, normalise, word_form, words_of
 from ..store.episodes import Episodes
@@ -696,34 +696,27 @@ _PARTS = re.compile(r"[\W_]+")
 VALUE_CHARS = 65_536
 
 
-def _token_forms(
-    texts: list[str], spelt: dict[str, set[str]] | None = None, pieces: set[str] | None = None
-) -> tuple[set[str], dict[str, list[str]]]:
+def _token_forms(texts: list[str], spelt: dict[str, set[str]] | None = None) -> tuple[set[str], dict[str, list[str]]]:
     """The candidate words of ``texts`` (letters only, long enough, not stop words) and its codes (a digit or a
     sign in them), each code with its letter-and-digit parts, lower-cased, in their normal form. ``spelt``: filled
-    with each code's forms as typed (lower-cased), which the index holds (`кто-нибудь`, where the fold reads
-    `kтo-нибyдь`); ``pieces``: with the codes that are only ever a piece of a token (``_cut``)."""
+    with each code's forms as typed, which the index holds (`кто-нибудь`, where the fold reads
+    `kтo-нибyдь`)."""
     codes: set[str] = set()
     words: set[str] = set()
-    wholes: set[str] = set()
     for text in texts:
         # A word or a code as typed, each read in its normal form: the fold reads some letters as digits (`б` as 6,
         # `З` as 3), and a Russian word of eight letters or more was a long code, gone from every turn (a review).
-        for raw, whole in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
+        for raw in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
             tok = fold(raw).strip(_EDGES).lower()
             if len(tok) < MIN_TOKEN:
                 continue
             typed = _typed_edges(raw)
             if any(c.isdigit() for c in typed) or not all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in typed):
                 codes.add(tok)
-                if whole:
-                    wholes.add(tok)
                 if spelt is not None:
-                    spelt.setdefault(tok, set()).add(typed.lower())
+                    spelt.setdefault(tok, set()).add(typed)
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
-    if pieces is not None:
-        pieces.update(codes - wholes)
     return words, {t: _parts_of(t) for t in codes}
 
 
@@ -743,47 +736,18 @@ def _typed_char(ch: str) -> str:
 
 
 _KEPT_QUOTES = re.compile("[\u00ab\u00bb\u201a\u201e\u2039\u203a]+")
-# Where a token is cut into pieces too: the quotes the fold keeps, a label's or an address's signs (`WIFI_PSK=Xk9…`,
-# `admin:Xk9…@host`), and the edges of a run of CJK text, which glues words together with no blank (`wifi密码是Xk9…`).
-_PIECE_ENDS = re.compile(f"[\u00ab\u00bb\u201a\u201e\u2039\u203a:=@/]+|[{CJK_CHARS}]+")
-_KEPT_QUOTE_ENDS = re.compile("[\u00ab\u00bb\u201a\u201e\u2039\u203a]+")
-# A word between blanks with one of these inside (`Summer!2024`): ``_TOKEN`` ends at them. At its edges they are prose.
-_INNER_SIGNS = frozenset("!?;,<>")
-_WORD_EDGES = "\"'`()[]{}<>,;:!?."
-_BLANK_WORDS = re.compile(r"\S{3,200}")
 
 
-def _cut(text: str) -> Iterator[tuple[str, bool]]:
-    """The tokens of ``text`` (``_TOKEN``) and their pieces between the quotes the fold keeps (a code in quotes is one
-    token with what the quotes join, `dk«4»Zq`, and stands alone as well, `wifi:«QX-88»`: a review). And, where they
-    look like a generated code (``_code_like``), a token's pieces between a label's signs or CJK text, and a word
-    between blanks, or its pieces, with ``_INNER_SIGNS`` inside: a password glued to its label or with a `!` in it,
-    said alone elsewhere, was never looked for (an outside review). Only then: every piece of a path, a URL or a
-    timestamp looked for took `python3.11`, `UTF-8` or `5432` from turns that said them (three reviews). Each with
-    whether it is a token (True) or such a piece (False), which the history may say (a model's name after `MODEL=`)."""
+def _cut(text: str) -> Iterator[str]:
+    """The tokens of ``text`` (``_TOKEN``), and where one holds a quote the fold keeps, its pieces between them too: a
+    code in quotes is one token with what the quotes join (`dk«4»Zq`) and stands alone as well (`wifi:«QX-88»`, the
+    «QX-88»-Code: a review). A code glued to its label (`WIFI_PSK=Xk9…`) is not cut out of it: five review rounds
+    found every rule for which pieces to look for on their own took the history's words (`python3.11`, `UTF-8`,
+    `OAuth2Client.java`, a model's name) from turns that said them."""
     for raw in _TOKEN.findall(text):
-        yield raw, True
-        if _KEPT_QUOTE_ENDS.search(raw):
-            yield from ((p, True) for p in _KEPT_QUOTE_ENDS.split(raw) if p)
-        if _PIECE_ENDS.search(raw):
-            yield from ((p, False) for p in _PIECE_ENDS.split(raw) if p != raw and _code_like(p))
-    for blank in _BLANK_WORDS.findall(text):
-        for word in {blank, *_PIECE_ENDS.split(blank)}:  # `ROUTER_PASS="Summer!2024"`, `admin:Summer!2024@host`
-            word = word.strip(_WORD_EDGES)
-            if any(c in _INNER_SIGNS for c in word) and _code_like(word):
-                yield word, False
-
-
-def _code_like(piece: str) -> bool:
-    """Whether ``piece`` looks generated: LONG_CODE letters and digits at least, both letters and digits, and either
-    letters of both cases (`Xk9mPq2zTt`, `Summer!2024`) or three changes between letters and digits at least
-    (`x7k2m9q4`): not `python3.11`, `x86_64-linux-gnu` or `2026-03-14T09`."""
-    alnum = [c for c in piece if c.isalnum()]
-    if len(alnum) < LONG_CODE or not any(c.isdigit() for c in alnum) or not any(c.isalpha() for c in alnum):
-        return False
-    mixed = any(c.isupper() for c in alnum) and any(c.islower() for c in alnum)
-    changes = sum(a.isdigit() != b.isdigit() for a, b in zip(alnum, alnum[1:], strict=False))
-    return mixed or changes >= 3
+        yield raw
+        if _KEPT_QUOTES.search(raw):
+            yield from (p for p in _KEPT_QUOTES.split(raw) if p)
 
 
 def _typed_edges(raw: str) -> str:
@@ -855,8 +819,7 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     ``held``: for a word, how many of the turns that hold the value itself (they go anyway) hold it too: those
     are not counted among the turns that hold it."""
     typed: dict[str, set[str]] = {}
-    pieces: set[str] = set()
-    words, parts = _token_forms(texts, typed, pieces)
+    words, parts = _token_forms(texts, typed)
     had = held or {}
     # The index holds each word as it was written; the forms here are folded (`сервера` reads `cepвepa`): a word is
     # counted by its spellings in the value too, or every common Cyrillic or Greek word read as held by no turn, was
@@ -887,26 +850,20 @@ def distinctive_tokens(mem: Memory, texts: list[str], held: Mapping[str, int] | 
     # The value's codes that go whatever the history says (long, not words joined): a turn that says joined words
     # only inside one of them loses them with it, so it does not count for them.
     certain = token_pattern(
-        {
-            t
-            for t in parts
-            if t not in pieces and sum(c.isalnum() for c in t) >= LONG_CODE and not _joined_words(typed.get(t, {t}))
-        }
+        {t for t in parts if sum(c.isalnum() for c in t) >= LONG_CODE and not _joined_words(typed.get(t, {t}))}
     )
     for tok, ps in sorted(parts.items()):
         long_code = sum(c.isalnum() for c in tok) >= LONG_CODE
         spellings = typed.get(tok, {tok})
-        joined = long_code and tok not in pieces and _joined_words(spellings)
-        if judged and (joined or tok in pieces) and written > 0:
+        if judged and long_code and _joined_words(spellings) and written > 0:
             # Words joined (`docker-compose`): the value's unless more than JOINED_TURNS other turns say them as
             # written (an outside review found them taken from every turn as a long code; the words' phrase in prose,
-            # the value's own turns counted too: reviews). A piece cut from a token (a model's name after `MODEL=`,
-            # a password after its label): unless more than CODE_TURNS do, as a short code.
-            bar = JOINED_TURNS if joined else CODE_TURNS
-            alone = token_pattern({tok})
-            said, read = _said_as_written(mem, alone, spellings, bar + had.get(tok, 0) + 1, written, certain)
+            # the value's own turns counted too: reviews).
+            said, read = _said_as_written(
+                mem, token_pattern({tok}), spellings, JOINED_TURNS + had.get(tok, 0) + 1, written, certain
+            )
             written -= read
-            if said - had.get(tok, 0) <= bar:
+            if said - had.get(tok, 0) <= JOINED_TURNS:
                 out.add(tok)
             continue
         if long_code or not judged or min((others(p) for p in ps), default=0) <= CODE_TURNS:
@@ -922,8 +879,14 @@ def _passphrase(parts: list[str]) -> bool:
 
 def _compound(parts: list[str]) -> bool:
     """Whether a code is words joined, with no digit and not a passphrase's shape: `docker-compose`, `package.json`,
-    `end-to-end`. As a long code it went from every turn that said it, whatever the history (an outside review)."""
-    return len(parts) >= 2 and all(p.isalpha() for p in parts) and not _passphrase(parts)
+    `end-to-end`, each part written as a word is (small letters, a capital first, or all capitals; not a random run
+    such as `QwErTyUiOp`: a review). As a long code it went from every turn that said it, whatever the history (an
+    outside review)."""
+    return (
+        len(parts) >= 2
+        and all(p.isalpha() and (p.islower() or p.isupper() or p.istitle()) for p in parts)
+        and not _passphrase(parts)
+    )
 
 
 def _joined_words(spellings: AbstractSet[str]) -> bool:
@@ -981,7 +944,7 @@ def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict
     for text in texts:
         if text.isascii():
             continue
-        for raw, _ in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
+        for raw in _cut(_as_typed(compatible(text[:VALUE_CHARS]))):
             if raw.isascii():
                 continue
             # The tokenizer case-folds (`ς` as `σ`: a review found every Greek word that ends in it still cut)
@@ -1034,8 +997,6 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
         return None
 
     def form(tok: str) -> str:
-        if any(c in _INNER_SIGNS for c in tok):
-            return re.escape(tok)  # a word between blanks with a sign inside (`summer!2024`): as written
         alnum = [c for c in tok if c.isalnum()]
         if MIN_TOKEN <= len(alnum) < LONG_CODE and all(c.isdigit() for c in alnum):
             # A PIN, a phone number, a sum: its digits with blanks or dashes between any two (`555-0142`, `47 11`), a
