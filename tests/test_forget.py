@@ -2919,8 +2919,11 @@ def test_an_address_or_a_host_goes_however_often_it_was_said(mem, value, said, w
         ("Sort code 204578", "the sort code is 20-45-78", "20-45-78"),
         ("Alarm PIN 4711", "the alarm is 47 11", "47 11"),
         ("Alarm PIN 4711", "the alarm is 4-7-1-1", "4-7-1-1"),
+        ("Alarm PIN 4711", "the alarm is\n47\n11", "47\n11"),
+        ("My cell: 5550142", "call me at 555\r\n0142", "555\r\n0142"),
+        ("Locker code 4711", "locker\t47\t11", "47\t11"),
     ],
-    ids=["phone", "sort-code", "pin-spaced", "pin-dashed"],
+    ids=["phone", "sort-code", "pin-spaced", "pin-dashed", "pin-wrapped", "phone-wrapped-crlf", "pin-in-a-table"],
 )
 def test_a_short_number_written_with_blanks_or_dashes_goes(mem, value, said, what):
     """Digits are looked for with blanks or dashes between any two, other signs only where the value has them (an

@@ -999,8 +999,8 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
     def form(tok: str) -> str:
         alnum = [c for c in tok if c.isalnum()]
         if MIN_TOKEN <= len(alnum) < LONG_CODE and all(c.isdigit() for c in alnum):
-            # A PIN, a phone number, a sum: its digits with blanks or dashes between any two (`555-0142`, `47 11`), a
-            # comma and a blank (`4, 7, 1, 1`), a thousands sign where one stands (`85,000`, `85.000`, `85'000`,
+            # A PIN, a phone number, a sum: its digits with blanks, line breaks or dashes between any two (`555-0142`,
+            # `47 11`), a comma and a blank (`4, 7, 1, 1`), a thousands sign where one stands (`85,000`, `85.000`,
             # `1,50,000`), a dot, slash or underscore with three digits at least on each side (`555.0142`), and other
             # signs only where the value has them: `1230` is no `12:30`, `2011` no `20.11.`, which the history says
             # (reviews).
@@ -1014,7 +1014,7 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
                         signs = "[,.'\u2019\u00a0]" if after in (3, 5) or after % 3 == 0 else ""
                         if min(seen, after) >= 3:
                             signs = "[,.'\u2019\u00a0/_]"
-                        out.append(r"[\W_]{0,3}" if gap else f"(?:[ -]{{0,3}}|, {'|' + signs if signs else ''})")
+                        out.append(r"[\W_]{0,3}" if gap else f"(?:[\\s-]{{0,3}}|, {'|' + signs if signs else ''})")
                     out.append(re.escape(c))
                     gap, seen = False, seen + 1
                 else:
