@@ -908,10 +908,9 @@ def _said_as_written(
 ) -> tuple[int, int]:
     """(How many raw turns say a code as it would be taken from them, ``alone`` (its ``token_pattern``), up to
     ``enough``; how many turns were read to tell): of the turns whose own text holds one of its ``spellings``' words
-    in a row, or its letters and digits apart (`utf 8` of `utf8`; at most WRITTEN_ROWS, within ``budget``), those
-    where the pattern finds it once the codes that go anyway (``certain``) are taken out. None, where the index cannot
-    tell: the code goes."""
-    phrases = {tuple(w) for f in sorted(spellings) for w in (_parts_of(f), _RUNS.findall(f)) if w}
+    in a row (at most WRITTEN_ROWS, within ``budget``), those where the pattern finds it once the codes that go anyway
+    (``certain``) are taken out. None, where the index cannot tell: the code goes."""
+    phrases = {tuple(w) for f in sorted(spellings) if (w := _parts_of(f))}
     try:
         rows = [r for w in sorted(phrases) for r in mem.index.raw_rows_with_phrase(list(w), min(WRITTEN_ROWS, budget))]
     except Exception:  # noqa: BLE001 - the index is derived
@@ -927,9 +926,6 @@ def _said_as_written(
             if n >= enough:
                 return n, i
     return n, len(rows)
-
-
-_RUNS = re.compile(r"[^\W\d_]+|\d+")  # a code's runs of letters and of digits (`python`, `3`, `11`)
 
 
 def _spellings(mem: Memory, texts: list[str], forms: set[str]) -> dict[str, dict[str, int]]:
@@ -1147,8 +1143,8 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     # turns that do not hold the value (a turn that says it goes anyway: three such turns made its words look
     # common, which kept a fourth that wrote it some other way, `b'J\xc3\xb6rg ...'`); then the turns that hold
     # those. A held turn counts only for the words it holds itself (one that names the key holds none of them).
-    # The codes themselves too: a piece or joined words the value's own turns say counted as the history's (an
-    # outside review: `purple-monkey` pasted into five sessions stayed in a sixth).
+    # The codes themselves too: joined words the value's own turns say counted as the history's (an outside review:
+    # `purple-monkey` pasted into five sessions stayed in a sixth).
     value_words, value_codes = _token_forms(plan.texts)
     wanted = _terms(value_words, value_codes) | set(value_codes)
     held: Counter[str] = Counter()
