@@ -391,3 +391,33 @@ def test_a_raw_log_put_in_place_with_the_same_size_and_time_is_read_again(bead_h
         batch, idx._dirty = idx._dirty, set()
         idx.apply(batch)
         assert search_raw(m.index, "Xk9mPq2zTt") == []
+
+
+def test_a_raw_log_put_in_place_while_the_index_was_busy_is_still_read_when_tried_again(bead_home):
+    """A file put in place that the index was too busy to take goes back in line as one put in place: tried again as
+    a plain change, its size and time the index saw made it look held, and the old text stayed searchable."""
+    from bead.config import parse
+    from bead.index.sqlite import module
+    from bead.indexer.watch import Indexer
+
+    home = Home(bead_home).ensure()
+    with Memory(home, parse("store:\n  busy_timeout_ms: 100\n")) as m:
+        path = m.append_turns("s1", [("user", "the wifi key is Xk9mPq2zTt", None, None, {})])[0].path
+        st = os.stat(path)
+        tmp = path.with_name(".scrub.tmp")
+        tmp.write_bytes(path.read_bytes().replace(b"Xk9mPq2zTt", b"xxxxxxxxxx"))
+        os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.replace(tmp, path)
+        idx = Indexer(m)
+        idx.note(str(tmp), str(path), replaced=True)
+        holder = module().connect(str(home.index_db), isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            batch, idx._dirty = idx._dirty, set()
+            idx.apply(batch)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        batch, idx._dirty = idx._dirty, set()
+        idx.apply(batch)
+        assert search_raw(m.index, "Xk9mPq2zTt") == []

@@ -116,7 +116,7 @@ class Indexer:
             elif kind and kind[0] == "raw":
                 # The proxy indexes the turns it appends and records the file as it left it: read again, a session's
                 # whole file after each of its turns made the indexer's work grow with the square of its length
-                # (120 ms a turn at 2,000 turns, 4.6 MB).
+                # (55 ms a turn at 2,000 turns: benchmarks/bench_indexer.py --session-only).
                 if path not in replaced and self.mem.index.holds_as_is(path):
                     self.unchanged += 1
                     continue
@@ -140,7 +140,8 @@ class Indexer:
                 log.warning("skipped %s: %s", key, exc.message)
         self.applied += len(paths) - len(again)
         if again:
-            self.note(*map(str, again))
+            self.note(*map(str, again - replaced))
+            self.note(*map(str, again & replaced), replaced=True)  # still a file put in place: read it whole
 
     def run(self) -> None:
         """Apply dirty paths after each quiet period until stop()."""
