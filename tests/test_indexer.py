@@ -372,6 +372,18 @@ def test_a_turn_the_writer_indexed_is_not_read_again_and_one_it_did_not_is(bead_
         assert (reads, idx.unchanged) == ([path], 2)
 
 
+def scrubbed_in_place(m: Memory) -> tuple[Path, Path]:
+    """A raw log holding `Xk9mPq2zTt`, then a scrubbed copy of it put in its place with the same size and modification
+    time (`cp -p`, `rsync -a`, a script's `os.replace`): (the copy's former path, the log's path)."""
+    path = m.append_turns("s1", [("user", "the wifi key is Xk9mPq2zTt", None, None, {})])[0].path
+    st = os.stat(path)
+    tmp = path.with_name(".scrub.tmp")
+    tmp.write_bytes(path.read_bytes().replace(b"Xk9mPq2zTt", b"xxxxxxxxxx"))
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp, path)
+    return tmp, path
+
+
 def test_a_raw_log_put_in_place_with_the_same_size_and_time_is_read_again(bead_home):
     """A scrubbed copy put in place of a raw log (`cp -p`, `rsync -a`, a script's `os.replace`) may keep the size and
     modification time the index saw: the file put in place is read, not taken for the one the index holds (an
@@ -380,12 +392,7 @@ def test_a_raw_log_put_in_place_with_the_same_size_and_time_is_read_again(bead_h
 
     home = Home(bead_home).ensure()
     with Memory(home, Config(owner="t")) as m:
-        path = m.append_turns("s1", [("user", "the wifi key is Xk9mPq2zTt", None, None, {})])[0].path
-        st = os.stat(path)
-        tmp = path.with_name(".scrub.tmp")
-        tmp.write_bytes(path.read_bytes().replace(b"Xk9mPq2zTt", b"xxxxxxxxxx"))
-        os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
-        os.replace(tmp, path)
+        tmp, path = scrubbed_in_place(m)
         idx = Indexer(m)
         idx.note(str(tmp), str(path), replaced=True)  # the moved event watchdog reports
         batch, idx._dirty = idx._dirty, set()
@@ -402,12 +409,7 @@ def test_a_raw_log_put_in_place_while_the_index_was_busy_is_still_read_when_trie
 
     home = Home(bead_home).ensure()
     with Memory(home, parse("store:\n  busy_timeout_ms: 100\n")) as m:
-        path = m.append_turns("s1", [("user", "the wifi key is Xk9mPq2zTt", None, None, {})])[0].path
-        st = os.stat(path)
-        tmp = path.with_name(".scrub.tmp")
-        tmp.write_bytes(path.read_bytes().replace(b"Xk9mPq2zTt", b"xxxxxxxxxx"))
-        os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
-        os.replace(tmp, path)
+        tmp, path = scrubbed_in_place(m)
         idx = Indexer(m)
         idx.note(str(tmp), str(path), replaced=True)
         holder = module().connect(str(home.index_db), isolation_level=None)
