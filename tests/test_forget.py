@@ -3194,3 +3194,56 @@ def test_a_random_run_of_letters_joined_to_a_label_goes_however_often_it_was_sai
     the history's joined words (a review)."""
     said = [f"the mailgun check still sends key_QwErTyUiOpAsDfGhJk, run {i}" for i in range(25)]
     said_elsewhere_is_gone(mem, "Mailgun key: key_QwErTyUiOpAsDfGhJk", said, "key_QwErTyUiOpAsDfGhJk")
+
+
+@pytest.mark.parametrize("length", [210, 330, 900])
+def test_a_code_longer_than_a_token_said_whole_elsewhere_leaves_no_piece_of_it(mem, length):
+    """A run of token characters longer than TOKEN_CHARS (a JWT, a cloud session token) is read in pieces: each
+    piece was looked for as a whole token, which it is not where another turn says the run whole, and the code
+    stayed there. Every piece is found inside the run now; so is a long code glued to its label."""
+    import random
+
+    rnd = random.Random(length)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+    code = "".join(rnd.choice(alphabet) for _ in range(length))
+    said = [
+        f"here it is again: {code} ok",
+        f"export SESSION_TOKEN={code}",
+        f"Authorization: Bearer{code}",
+    ]
+    for i, text in enumerate(said):
+        mem.append_turns(f"s{i}", [("user", text, T0, None)])
+    ep = mem.home.episodes / "2026" / "11" / "05" / "ep1.md"
+    ep.parent.mkdir(parents=True)
+    ep.write_text(f"situation: the user pasted {code} into the shell\n")
+    mem.append_turns("other", [("user", "an unrelated turn about the editor", T0, None)])
+    mem.write("user/session", f"Signing token {code}", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/session"))
+    mem.checkpoint()
+    mem.close()
+    pieces = {code[i : i + 24].encode() for i in range(0, length - 24, 12)}
+    assert [str(p) for p, data in all_bytes_under(mem.home.root).items() if any(x in data for x in pieces)] == []
+    assert ep.exists() is False or code[:24] not in ep.read_text()
+    kept = [t.text for p in mem.raw.files() for t in mem.raw.read(p)]
+    assert "an unrelated turn about the editor" in kept
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("Пароль Крокодил2024Х", "я ввёл крокодил2024х и всё"),
+        ("Пароль крокодил2024х", "я ввёл КРОКОДИЛ2024Х и всё"),
+        ("Код доступа КОТ-9Ж", "набрал кот-9ж, не вышло"),
+    ],
+    ids=["capital-value", "capital-turn", "short-code"],
+)
+def test_a_cyrillic_code_said_in_another_case_goes(mem, body, said):
+    """The fold reads some capitals as ASCII letters and their small letters not (`К` as `K`, `к` as itself): a
+    Cyrillic code of the value said in another case was not found and stayed. Each is read from its lower case too."""
+    code = body.split()[-1]
+    texts = _forgotten_after_saying(mem, said, "user/door-code", body)
+    assert len(texts) == 1 and code.lower() not in texts[0].lower(), texts
+    mem.checkpoint()
+    mem.close()
+    for form in {code, code.lower(), code.upper()}:
+        assert [p for p, data in all_bytes_under(mem.home.root).items() if form.encode() in data] == [], form

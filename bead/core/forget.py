@@ -345,13 +345,21 @@ def _views(text: str) -> list[str]:
     return [text] if bare == text else [text, bare]
 
 
+def _lower_first(raw: str) -> str:
+    """A token's normal form read from its lower case: the same whatever case it was written in."""
+    return fold(raw.lower()).strip(_EDGES).lower()
+
+
 def _token_in(tokens: Any, text: str) -> bool:
     """Whether the pattern ``tokens`` (``token_pattern``) finds a token in ``text``, as written or without markup,
-    in its normal form, and with its escapes undone (``_decoded``: `?code=K7%23mQ2`, `&#75;&#55;`, `\\u004b`)."""
+    in its normal form (and in that of its lower case: ``_lower_first``), and with its escapes undone (``_decoded``:
+    `?code=K7%23mQ2`, `&#75;&#55;`, `\\u004b`)."""
     if tokens is None:
         return False
     for view in _views(text):
         if tokens.search(fold(view)):
+            return True
+        if not view.isascii() and (lower := view.lower()) != view and tokens.search(fold(lower)):
             return True
         if _encoded_somehow(view) and tokens.search(fold(_decoded(view))):
             return True
@@ -666,7 +674,8 @@ def _matcher(
 # words ("the bank gave me recovery code QX-88 and the PIN is 4711" beside the fact "4711, recovery code
 # QX-88"): a token with a digit or a sign in it (a code, a PIN, a key, a number), and a rare word (one at
 # most RARE_TURNS raw turns hold, once the history has RARE_HISTORY turns to judge by). Not its common words.
-_TOKEN = re.compile(r"[^\s\\\"'`()\[\]{}<>,;!?]{1,200}")
+TOKEN_CHARS = 200  # a run of token characters longer than this is read in pieces of this length
+_TOKEN = re.compile(rf"[^\s\\\"'`()\[\]{{}}<>,;!?]{{1,{TOKEN_CHARS}}}")
 _EDGE = ".:-_/@+#=*~"
 # And the quotes the fold keeps as they are (`«production»` is a word; `dk«4»Zq` one code: a review)
 _EDGES = _EDGE + "\u00ab\u00bb\u201a\u201e\u2039\u203a"
@@ -712,9 +721,13 @@ def _token_forms(texts: list[str], spelt: dict[str, set[str]] | None = None) -> 
                 continue
             typed = _typed_edges(raw)
             if any(c.isdigit() for c in typed) or not all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in typed):
-                codes.add(tok)
-                if spelt is not None:
-                    spelt.setdefault(tok, set()).add(typed)
+                # And as its lower case reads: the fold reads some capitals as ASCII letters and their small letters
+                # not (`К` as `K`, `к` as itself), so `Крокодил2024` was not found where a turn said `крокодил2024`.
+                for form in {tok, _lower_first(raw)}:
+                    if len(form) >= MIN_TOKEN:
+                        codes.add(form)
+                        if spelt is not None:
+                            spelt.setdefault(form, set()).add(typed)
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
     return words, {t: _parts_of(t) for t in codes}
@@ -744,10 +757,19 @@ def _cut(text: str) -> Iterator[str]:
     «QX-88»-Code: a review). A code glued to its label (`WIFI_PSK=Xk9…`) is not cut out of it: five review rounds
     found every rule for which pieces to look for on their own took the history's words (`python3.11`, `UTF-8`,
     `OAuth2Client.java`, a model's name) from turns that said them."""
-    for raw in _TOKEN.findall(text):
+    run_start = run_end = -1
+    for m in _TOKEN.finditer(text):
+        raw = m.group(0)
+        if m.start() != run_end:
+            run_start = m.start()
+        run_end = m.end()
         yield raw
         if _KEPT_QUOTES.search(raw):
             yield from (p for p in _KEPT_QUOTES.split(raw) if p)
+        if run_end - run_start > TOKEN_CHARS and len(raw) < TOKEN_CHARS and m.start() > run_start:
+            # The end of a run longer than a token (a JWT, a session token): its last TOKEN_CHARS characters too, so
+            # that every piece of it is long enough to be found inside the run as another turn says it whole.
+            yield text[run_end - TOKEN_CHARS : run_end]
 
 
 def _typed_edges(raw: str) -> str:
@@ -1025,19 +1047,27 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
             return r"[\W_]{0,3}".join(re.escape(p) for p in parts)
         return re.escape(tok)
 
-    forms = sorted({form(t) for t in tokens}, key=len, reverse=True)
-    chunks: list[list[str]] = [[]]
-    size = 0
-    for f in forms:
-        if chunks[-1] and (len(chunks[-1]) >= TOKENS_A_PATTERN or size + len(f) > PATTERN_CHARS):
-            chunks.append([])
-            size = 0
-        chunks[-1].append(f)
-        size += len(f)
-    patterns = [compile_linear(rf"(?i)(?:^|[^A-Za-z0-9])({'|'.join(c)})(?:$|[^A-Za-z0-9])") for c in chunks]
+    # A long code is found inside a longer run of letters and digits too: a piece of a run longer than a token
+    # (``_cut``) is one, and so is a key glued to its label (`token` + the key).
+    patterns = []
+    for unbounded in (False, True):
+        forms = sorted({form(t) for t in tokens if (sum(c.isalnum() for c in t) >= UNBOUNDED_CODE) == unbounded}, key=len)
+        chunks: list[list[str]] = [[]]
+        size = 0
+        for f in reversed(forms):
+            if chunks[-1] and (len(chunks[-1]) >= TOKENS_A_PATTERN or size + len(f) > PATTERN_CHARS):
+                chunks.append([])
+                size = 0
+            chunks[-1].append(f)
+            size += len(f)
+        edge = ("", "") if unbounded else ("(?:^|[^A-Za-z0-9])", "(?:$|[^A-Za-z0-9])")
+        patterns += [compile_linear(rf"(?i){edge[0]}({'|'.join(c)}){edge[1]}") for c in chunks if c]
     return patterns[0] if len(patterns) == 1 else _Patterns(patterns)
 
 
+# Letters and digits of a code that is found inside a longer run of them too (``token_pattern``): a code this long is
+# no piece of another word.
+UNBOUNDED_CODE = 64
 # Tokens in one RE2 pattern: a long value dense with codes (a 64 KB list of them) made one pattern RE2 cannot compile
 # in its memory budget, and the forget ended in an error.
 TOKENS_A_PATTERN = 500
