@@ -18,6 +18,7 @@ import difflib
 import functools
 import getpass
 import ipaddress
+import math
 import os
 import re
 import reprlib
@@ -56,7 +57,19 @@ def key_of(f: dataclasses.Field[Any]) -> str:
 
 
 def _positive(v: Any) -> str | None:
+    if not math.isfinite(v):  # `.inf`, `.nan`
+        return "must be a finite number"
     return None if v > 0 else "must be greater than 0"
+
+
+def _up_to(limit: int, unit: str) -> Callable[[Any], str | None]:
+    """A duration: greater than 0 and at most ``limit`` (``.inf`` or 1e300 seconds passed the check, then crashed every
+    model call of a dream run, and a million days of decay each run after its model calls: an outside attack)."""
+
+    def check(v: Any) -> str | None:
+        return _positive(v) or (None if v <= limit else f"must be at most {limit:,} ({unit})")
+
+    return check
 
 
 def _env_name(v: Any) -> str | None:
@@ -133,7 +146,7 @@ class ProxySettings:
     )
     project: str | None = setting(None, "project when the harness reports none")
     trace: str | None = setting(None, "append one JSON line per request to this file")
-    recall_deadline_ms: int = setting(500, "past it, the request goes out without new memory", check=_positive)
+    recall_deadline_ms: int = setting(500, "past it, the request goes out without new memory", check=_up_to(60_000, "a minute"))
     pinned_budget_tokens: int = setting(
         2000, "the most the pinned block (the first request's system prompt) holds", check=_positive
     )
@@ -159,7 +172,7 @@ class StoreSettings:
         30000,
         "how long a command waits for the index; a fact write past it still "
         "succeeds and leaves the index to `bead indexer` or `bead reindex`",
-        check=_positive,
+        check=_up_to(600_000, "ten minutes"),
     )
 
 
@@ -207,14 +220,16 @@ class RerankSettings(ModelSettings):
         "judges after forwarding and its picks join the conversation's next request",
         choices=("sync", "async"),
     )
-    timeout_ms: int = setting(4000, "the rerank call's limit; past it the default gate's choice stands", check=_positive)
+    timeout_ms: int = setting(
+        4000, "the rerank call's limit; past it the default gate's choice stands", check=_up_to(600_000, "ten minutes")
+    )
     min_evidence: float = setting(0.5, "a candidate's evidence below this is not shown to the model")
     max_candidates: int = setting(5, "candidates shown to the model at most", check=_positive)
 
 
 def _prices(v: Any) -> str | None:
     for model, price in v.items():
-        if set(price) != {"input", "output"} or any(p < 0 for p in price.values()):
+        if set(price) != {"input", "output"} or any(not (p >= 0 and math.isfinite(p)) for p in price.values()):
             return (
                 f"must map each model to its input and output price in USD per million tokens, e.g. "
                 f"`{model}: {{input: 1.0, output: 5.0}}`"
@@ -226,8 +241,10 @@ def _prices(v: Any) -> str | None:
 class DreamSettings(ModelSettings):
     provider: str | None = setting("ollama", "who serves the dream's model", choices=PROVIDERS)
     schedule: str = setting("7 3 * * *", "cron line, local time")
-    decay_days: int = setting(60, "a fact nothing wrote, injected or reinforced this long becomes dormant", check=_positive)
-    timeout_s: float = setting(120, "one model call's limit, the whole answer read", check=_positive)
+    decay_days: int = setting(
+        60, "a fact nothing wrote, injected or reinforced this long becomes dormant", check=_up_to(36_500, "100 years")
+    )
+    timeout_s: float = setting(120, "one model call's limit, the whole answer read", check=_up_to(86_400, "a day"))
     max_tokens_per_run: int | None = setting(
         None,
         "a run stops once its calls used this many tokens (null: no limit; a call whose server reports none counts "
@@ -237,7 +254,7 @@ class DreamSettings(ModelSettings):
         60,
         "a run starts no model call past this long (a slow server's calls each within timeout_s); the rest waits "
         "for the next run, and a second opinion not asked queues its proposal for the person",
-        check=_positive,
+        check=_up_to(10_080, "a week"),
     )
     prices: dict[str, dict[str, float | int]] | None = setting(
         None, "model -> {input, output}: USD per million tokens, for the cost `bead dream run --dry-run` estimates", check=_prices
@@ -280,7 +297,7 @@ class McpSettings:
 
     recall_budget_tokens: int = setting(2000, "the most one recall answer holds", check=_positive)
     context_budget_tokens: int = setting(3000, "the most get_memory_context holds (pinned block + matches)", check=_positive)
-    confirm_ttl_s: int = setting(600, "how long a confirm token of forget/seal works", check=_positive)
+    confirm_ttl_s: int = setting(600, "how long a confirm token of forget/seal works", check=_up_to(86_400, "a day"))
     max_concurrent: int = setting(32, "tool calls in flight at once; more are refused as overloaded (retryable)", check=_positive)
     http_listen: str = setting(
         "127.0.0.1:7078", "where `bead mcp --http` listens; a non-loopback address needs the JWT settings below", check=_listen
@@ -298,7 +315,7 @@ class McpSettings:
         "trusted; null trusts actor_claim as the provider signs "
         "it (a claim only the provider sets)",
     )
-    jwks_timeout_s: float = setting(5, "one fetch of the key set", check=_positive)
+    jwks_timeout_s: float = setting(5, "one fetch of the key set", check=_up_to(300, "five minutes"))
     projects: dict[str, list[str]] | None = setting(
         None, "member -> projects whose facts they share (`*`: every project); a member not listed has none"
     )
@@ -419,6 +436,11 @@ def _validate(node: yaml.Node, cls: type, path: str, where: str) -> Any:
     values: dict[str, Any] = {}
     for key_node, value_node in node.value:
         line = key_node.start_mark.line + 1
+        if not isinstance(key_node, yaml.ScalarNode):  # `? [proxy]`: a list or a mapping as a key
+            raise BeadError(
+                f"{where} line {line}: a key in {path or 'the file'} must be a plain name, not a list or a mapping",
+                f"write `name: value` on line {line}",
+            )
         key = key_node.value
         dotted = f"{path}.{key}" if path else key
         if key not in fields:

@@ -209,6 +209,71 @@ def test_lines_that_do_not_parse_are_skipped(mem, tmp_path, line):
     assert counts.turns_added == 1 and counts.skipped_lines == 1
 
 
+@pytest.mark.parametrize("content", [5, True, None, {"type": "text", "text": "x"}, 1.5])
+def test_a_tool_results_content_of_another_type_costs_its_own_text_only(bead, bead_home, tmp_path, content):
+    """A tool result whose content is a number, a boolean or an object (no client writes one; a hostile or broken
+    transcript may) ended the whole import in a traceback, and every later run stopped at the same line (an outside
+    attack). It is read as no text; the lines around it and the files after it are imported."""
+    d = tmp_path / "p" / "-w-proj"
+    d.mkdir(parents=True)
+    call = {"role": "assistant", "id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": content}]}
+    (d / "s1.jsonl").write_bytes(
+        _line("before it") + _line("", type="assistant", message=call) + _line("", message=result) + _line("after it")
+    )
+    (d / "s2.jsonl").write_bytes(_line("another file", sessionId="s2"))
+    r = bead("import", "claude-code", "--from", str(tmp_path / "p"), "--json")
+    assert r.code == 0, r.err
+    texts = [p.read_text() for p in (bead_home / "store" / "raw").rglob("*.md")]
+    for said in ("before it", "after it", "another file"):
+        assert any(said in t for t in texts), said
+
+
+def test_a_transcript_folders_deep_down_are_walked_without_running_out_of_stack(bead, bead_home, tmp_path):
+    """Path.rglob recursed a level a folder: a folder 1,500 deep ended the import in a RecursionError and imported
+    nothing (an outside attack). A transcript at the bottom is found, one beside the top too; a link is not followed.
+    Shown 500 deep under a recursion limit of 400, so that the tree stays one any clean-up removes."""
+    top = tmp_path / "p"
+    deep = top / "-w-proj"
+    deep.mkdir(parents=True)
+    (deep / "s1.jsonl").write_bytes(_line("near the top"))
+    here = deep / "/".join(["a"] * 500)
+    here.mkdir(parents=True)
+    (here / "s2.jsonl").write_bytes(_line("at the bottom", sessionId="s2"))
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "s3.jsonl").write_bytes(_line("behind a link", sessionId="s3"))
+    (top / "elsewhere").symlink_to(tmp_path / "outside", target_is_directory=True)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)
+    try:
+        r = bead("import", "claude-code", "--from", str(top), "--json")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert r.code == 0, r.err
+    texts = "".join(p.read_text() for p in (bead_home / "store" / "raw").rglob("*.md"))
+    assert "near the top" in texts and "at the bottom" in texts and "behind a link" not in texts
+
+
+def test_a_folder_of_anyones_transcripts_names_a_project_without_walking_its_cwd(mem, tmp_path, monkeypatch):
+    """A transcript's cwd was walked up to its repository's .git, each folder stat'ed: from a folder of anyone's
+    transcripts, a cwd under an automounter's /net/HOST made bead reach for that host (an outside attack). Outside
+    the person's home directory such a cwd names its project by its last folder, unwalked; inside it, and in the
+    harness's own folder, the walk names the repository as the proxy does."""
+    walked: list[str] = []
+    real = history.project_from_cwd
+    monkeypatch.setattr(history, "project_from_cwd", lambda cwd: walked.append(cwd) or real(cwd))
+    monkeypatch.setenv("HOME", str(tmp_path / "person"))
+    d = tmp_path / "p" / "-x"
+    d.mkdir(parents=True)
+    (d / "s1.jsonl").write_bytes(_line("from afar", cwd="/net/attacker.example/share/../share/proj"))
+    (d / "s2.jsonl").write_bytes(_line("from home", sessionId="s2", cwd=str(tmp_path / "person" / "src" / "shop")))
+    counts = history.import_claude_code(mem, read_items, tmp_path / "p")
+    assert counts.turns_added == 2 and counts.unverified == 2
+    assert walked == [str(tmp_path / "person" / "src" / "shop")]
+    projects = {t.text: t.flags.get("project") for p in mem.raw.files() for t in mem.raw.read(p)}
+    assert projects == {"from afar": "proj", "from home": "shop"}
+
+
 def test_a_lone_surrogate_in_a_transcript_is_read_as_a_replacement_character(mem, tmp_path):
     """Node writes an emoji cut in two as a lone surrogate escape; the line is imported (the half character read as
     U+FFFD) and so is the rest of the file, and a key the half character splits is still redacted."""

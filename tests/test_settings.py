@@ -252,3 +252,31 @@ def test_the_import_section_is_import_in_the_file():
     with pytest.raises(BeadError) as e:
         parse("import:\n  max_line_bytes: 1\nimport:\n  max_line_bytes: 2\n")
     assert "`import` is set twice" in e.value.message
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("dream:\n  timeout_s: .inf\n", "`dream.timeout_s` must be a finite number"),
+        ("dream:\n  timeout_s: 1.0e+300\n", "`dream.timeout_s` must be at most 86,400 (a day)"),
+        ("dream:\n  decay_days: 1000000\n", "`dream.decay_days` must be at most 36,500 (100 years)"),
+        ("recall:\n  evidence_threshold: .nan\n", "`recall.evidence_threshold` must be a finite number"),
+        ("dream:\n  prices:\n    m: {input: .inf, output: 1}\n", "`dream.prices` must map each model"),
+        ("proxy:\n  recall_deadline_ms: 99999999999999999999\n", "`proxy.recall_deadline_ms` must be at most 60,000"),
+    ],
+)
+def test_a_number_that_would_overflow_where_it_is_used_is_refused_on_its_line(text, said):
+    """`.inf` or 1e300 seconds passed the check and crashed every model call of a dream run; a million days of decay
+    crashed each run after its model calls, so every run spent tokens again (an outside attack). Such a number is an
+    error naming the key, as 0 is."""
+    with pytest.raises(BeadError) as e:
+        parse(text)
+    assert said in e.value.message and "line" in e.value.message
+
+
+@pytest.mark.parametrize(("key", "line"), [("? [proxy]\n: 1\n", 3), ("? {a: 1}\n: 1\n", 3), ("proxy:\n  ? [listen]\n  : 1\n", 4)])
+def test_a_list_or_a_mapping_as_a_key_is_an_error_naming_its_line(key, line):
+    """A key YAML reads as a list or a mapping crashed every command in a traceback (an outside attack)."""
+    with pytest.raises(BeadError) as e:
+        parse("recall:\n  max_facts: 1\n" + key)
+    assert "must be a plain name" in e.value.message and f"line {line}" in e.value.message

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import fnmatch
 import hashlib
 import json
 import logging
@@ -171,7 +172,21 @@ def _session_files(root: Path, pattern: str, missing: str, hint: str) -> list[Pa
     """Every regular file matching ``pattern`` below ``root`` (never a link), in a stable order."""
     if not root.is_dir():
         raise BeadError(f"no {missing} at {root}", hint)
-    return sorted(p for p in root.rglob(pattern) if p.is_file() and not p.is_symlink())
+    found: list[Path] = []
+    # A walk with a list of the folders still to read, not Path.rglob, which recurses a level a folder: a folder
+    # nested 1,500 deep ended the import in a RecursionError (an outside attack). A link is never followed.
+    folders = [str(root)]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False) and fnmatch.fnmatchcase(entry.name, pattern):
+                        found.append(Path(entry.path))
+        except OSError:
+            continue  # a folder that cannot be read (its permissions), as rglob passed over it
+    return sorted(found)
 
 
 def default_root() -> Path:
@@ -302,8 +317,8 @@ class _Batches:
     The file's session, subagent and project are fixed when the first batch is handed out (from the first lines
     that name them, as a file's first line does): every batch of a file goes to the same session."""
 
-    def __init__(self, path: Path, wire: str):
-        self.path, self.wire = path, wire
+    def __init__(self, path: Path, wire: str, walk: bool = True):
+        self.path, self.wire, self.walk = path, wire, walk
         self.session_id: Any = None
         self.agent_id: Any = None
         self.cwd: Any = None
@@ -396,7 +411,13 @@ class _Batches:
                 return None
             base = safe_name(str(self.session_id))
             session = f"{base}-{_h(str(self.agent_id), 8)}" if self.agent_id else base
-            self.ident = (session, base, project_from_cwd(str(self.cwd)) if self.cwd else None)
+            # A transcript from a folder other than the harness's own names its project by its cwd's last folder,
+            # unwalked, unless the cwd is inside the person's home directory: that cwd may be anyone's, and the walk
+            # up to its .git stats every folder it names (a network mount's, an automounter's: an outside attack).
+            cwd = str(self.cwd) if self.cwd else ""
+            walk = self.walk or _in_home_directory(cwd)
+            project = (project_from_cwd(cwd) if walk else project_slug(Path(cwd).name)) if cwd else None
+            self.ident = (session, base, project)
         headless = _headless(self.entrypoint)
         t = Transcript(
             self.path,
@@ -414,11 +435,25 @@ class _Batches:
         return t
 
 
+def _in_home_directory(cwd: str) -> bool:
+    """Whether ``cwd`` (absolute, its ``..`` read as written) lies inside the person's home directory."""
+    try:
+        home = os.path.normpath(str(Path.home()))
+    except (RuntimeError, KeyError):  # no home directory known
+        return False
+    return os.path.isabs(cwd) and home != "/" and os.path.normpath(cwd).startswith(home + os.sep)
+
+
 def read_transcript(
-    path: Path, since: datetime | None, counts: ImportCounts, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    path: Path,
+    since: datetime | None,
+    counts: ImportCounts,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    walk: bool = True,
 ) -> Iterator[Transcript]:
-    """The conversation one file holds, in batches (none when it holds none)."""
-    b = _Batches(path, "anthropic")
+    """The conversation one file holds, in batches (none when it holds none); ``walk``: a cwd's project is its
+    repository's (bead.conversation.project_from_cwd), else its last folder's."""
+    b = _Batches(path, "anthropic", walk)
     # Claude Code writes a sub-agent's lines to `<session>/subagents/agent-<id>.jsonl`: the folder says whose they
     # are, whether or not each line carries `isSidechain` (a file without it was read as the parent's, typed).
     subagent_file = path.parent.name == "subagents"
@@ -622,9 +657,10 @@ def import_transcript(
         state = present_turns(mem, t.session)
     try:
         conv, times = _conversation(t, parse)
-    except (Unreadable, RecursionError):
-        # More parts than the parser takes (the batches are cut so that this never happens), or a message nested
-        # past what it reads (a tool input of hundreds of levels): its lines are skipped, the rest goes on.
+    except (Unreadable, RecursionError, TypeError, ValueError, AttributeError, KeyError):
+        # More parts than the parser takes (the batches are cut so that this never happens), a message nested past
+        # what it reads (a tool input of hundreds of levels), or a shape the parser does not expect (a field of
+        # another type): its lines are skipped, the rest goes on.
         counts.skipped_lines += len(t.messages)
         t.messages.clear()
         return 0
@@ -683,7 +719,7 @@ def import_transcript(
     return len(items)
 
 
-Reader = Callable[[Path, datetime | None, ImportCounts, int], Iterator[Transcript]]
+Reader = Callable[[Path, datetime | None, ImportCounts, int, bool], Iterator[Transcript]]
 
 
 def import_claude_code(
@@ -730,7 +766,7 @@ def _import(
                 # The harness's own folder (a file inside it, however the folder was named) holds the person's
                 # history; a transcript from anywhere else may be anyone's.
                 own = harness_root is None or _inside(path, harness_root)
-                for t in read(path, since, counts, limit):
+                for t in read(path, since, counts, limit, own):
                     if want is not None and t.project != want:
                         counts.skipped_project += 1
                         break
@@ -838,13 +874,17 @@ def _codex_subagent(meta: dict[str, Any]) -> bool:
 
 
 def read_codex(
-    path: Path, since: datetime | None, counts: ImportCounts, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    path: Path,
+    since: datetime | None,
+    counts: ImportCounts,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    walk: bool = True,
 ) -> Iterator[Transcript]:
     """The conversation one Codex rollout file holds, in batches (none when it holds none).
 
     A batch ends only where the parser starts a new message anyway (a user message, or tool outputs after the
     assistant's items and back), so the runs it merges stay whole (one of hundreds of items is cut)."""
-    b = _Batches(path, "responses")
+    b = _Batches(path, "responses", walk)
     run = run_parts = 0  # items and parts of the run the parser would merge
     for d, weight in _lines(path, max_line_bytes, counts):
         payload = d.get("payload") if d is not None else None

@@ -41,9 +41,17 @@ from ..conversation import Conversation, Message, Part, Source, call_id, context
 from .splice import Request, append_blocks, check_parts, text_block
 
 
+def _blocks(c: Any) -> list[Any]:
+    """A content field's blocks: a text is one, a list its items; anything else (a number, an object: a transcript
+    line no client writes) none, so that one bad line costs its own text and no more (an outside attack: a
+    tool result's content of ``5`` ended a whole `bead import`)."""
+    if isinstance(c, str):
+        return [c]
+    return list(c) if isinstance(c, list) else []
+
+
 def content_blocks(message: Any) -> list[Any]:
-    c = message.get("content", "") if isinstance(message, dict) else ""
-    return [c] if isinstance(c, str) else list(c or [])
+    return _blocks(message.get("content", "") if isinstance(message, dict) else "")
 
 
 def block_text(block: Any) -> str:
@@ -57,7 +65,7 @@ def block_text(block: Any) -> str:
         return str(block.get("text", ""))
     if kind == "tool_result":
         c = block.get("content", "")
-        return c if isinstance(c, str) else "\n".join(block_text(x) for x in c or [])
+        return c if isinstance(c, str) else "\n".join(block_text(x) for x in _blocks(c))
     if kind == "tool_use":
         return f"{block.get('name', '')} {json.dumps(block.get('input', {}), sort_keys=True, ensure_ascii=False)}"
     return ""
@@ -71,7 +79,7 @@ def _tool_result_text(block: dict[str, Any]) -> str:
         x.get("text") or ""
         if isinstance(x, dict) and x.get("type") == "text" and isinstance(x.get("text"), str)
         else ("[image]" if isinstance(x, dict) and x.get("type") == "image" else "")
-        for x in c or []
+        for x in _blocks(c)
     )
 
 
