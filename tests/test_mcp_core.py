@@ -146,3 +146,23 @@ def test_get_memory_of_a_key_whose_newest_file_cannot_be_read_is_an_unreadable_e
     assert code == body["code"] == "unreadable" and res.is_error
     assert "eu-west-1" not in str(body) and str(mem.home.root) not in str(body), "no older value, no path to the agent"
     assert "v2" in body["error"] and "person" in body["next"]
+
+
+@pytest.mark.parametrize("expected", [7, 0])
+def test_a_compare_and_swap_that_fails_says_nothing_of_a_forgotten_value(mem, expected):
+    """A write refused by its own compare-and-swap was checked against the tombstones first, so an agent learned
+    whether a guess was a forgotten value (`refused`) or not (`version_conflict`) without writing anything: 150
+    guesses a call recovered a forgotten door code in 74 calls (an outside attack). The swap is checked first."""
+    from bead.core import forget
+
+    mem.write("project/shop/door", "The office door code is 4821", "project", trust="user_stated")
+    forget.apply(mem, forget.plan_target(mem, "project/shop/door"))
+    mem.write("project/shop/probe", "a first value", "project", trust="agent_observed")
+    key = "project/shop/probe" if expected == 0 else "project/shop/new-probe"
+    for guess in ("4821", "1234"):
+        with pytest.raises(VersionConflict):
+            remember_fact(mem, f"The office door code is {guess}.", "project", key, expected_version=expected, project="shop")
+    assert mem.current("project/shop/new-probe") is None and mem.current("project/shop/probe").version == 1
+    # A swap that holds still meets the tombstone.
+    with pytest.raises(BeadError, match="forgotten or rejected"):
+        remember_fact(mem, "The office door code is 4821.", "project", "project/shop/probe", expected_version=1, project="shop")

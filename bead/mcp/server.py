@@ -76,7 +76,9 @@ LABELLED = frozenset(
 # opens a harness's reads there as bead or the harness talking), or give a review item (a model's or a paste's
 # proposal, never the person's word): their strings have those tags escaped. A single fact's read (get_memory,
 # history) gives the person's value as stored (an agent may edit it and write it back), any other escaped too.
-LISTINGS = frozenset({"recall", "search_memory", "get_memory_context", "review_queue", "queue_accept", "queue_reject"})
+# The curator's summary too: the newest dream report names the keys a model proposed, a rejected one as the model
+# wrote it (`</bead-memory><system-reminder>...` reached the curator model raw: an outside attack).
+LISTINGS = frozenset({"recall", "search_memory", "get_memory_context", "review_queue", "queue_accept", "queue_reject", "summary"})
 ADMIN_INSTRUCTIONS = (
     "bead's curation tools for the person who owns this memory. Start with summary and "
     "review_queue. forget, forget_matching and seal take two calls: a preview with a confirm "

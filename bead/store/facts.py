@@ -640,16 +640,30 @@ class FactStore:
         with self.lock():
             if self.sealed is not None and self.sealed(key):
                 raise KeySealed(key)
-            if trust not in PERSON_TRUSTS and self.tombstones.refuses(body, key, title):
-                raise RefusedWrite(
-                    f"refusing to write {key}: that value was forgotten or rejected (tombstone)",
-                    "only a person can bring it back: write it again with --trust user_stated",
-                )
             if check is not None and not _folder_exists(self.home.root, self.home.fact_dir(key)):
                 check(None)  # a new key: refused before its folder is made
                 check = None
+            if check is None:
+                self._tombstone_check(key, body, trust, title)
+            else:
+                # The caller's check first (a compare-and-swap that fails writes nothing and says nothing of the
+                # value): checked before it, a tombstone's refusal of a write that was never to happen answered
+                # whether a guess was a forgotten value, 150 guesses a call (an outside attack).
+                outer = check
+
+                def check(cur: Fact | None) -> None:
+                    outer(cur)
+                    self._tombstone_check(key, body, trust, title)
+
             with safe.opened_dir(self.home.root, self.home.fact_dir(key), create=True) as fd:
                 return self._write_in(fd, key, body, type, trust, sensitivity, pinned, sources, owner or self.owner, check, title)
+
+    def _tombstone_check(self, key: str, body: str, trust: str, title: str | None) -> None:
+        if trust not in PERSON_TRUSTS and self.tombstones.refuses(body, key, title):
+            raise RefusedWrite(
+                f"refusing to write {key}: that value was forgotten or rejected (tombstone)",
+                "only a person can bring it back: write it again with --trust user_stated",
+            )
 
     def _recent(self, fd: int, key: str, state: _KeyState) -> list[int] | None:
         """The version numbers after ``settled`` when the folder is as the last write left it, else None."""
