@@ -3228,22 +3228,55 @@ def test_a_code_longer_than_a_token_said_whole_elsewhere_leaves_no_piece_of_it(m
     assert "an unrelated turn about the editor" in kept
 
 
-@pytest.mark.parametrize(
-    ("body", "said"),
-    [
-        ("Пароль Крокодил2024Х", "я ввёл крокодил2024х и всё"),
-        ("Пароль крокодил2024х", "я ввёл КРОКОДИЛ2024Х и всё"),
-        ("Код доступа КОТ-9Ж", "набрал кот-9ж, не вышло"),
-    ],
-    ids=["capital-value", "capital-turn", "short-code"],
-)
-def test_a_cyrillic_code_said_in_another_case_goes(mem, body, said):
-    """The fold reads some capitals as ASCII letters and their small letters not (`К` as `K`, `к` as itself): a
-    Cyrillic code of the value said in another case was not found and stayed. Each is read from its lower case too."""
-    code = body.split()[-1]
-    texts = _forgotten_after_saying(mem, said, "user/door-code", body)
-    assert len(texts) == 1 and code.lower() not in texts[0].lower(), texts
+def _history_of_builds(mem, n: int = 25) -> None:
+    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(n)])
+
+
+def _said_in(mem, session: str) -> list[str]:
+    return [t.text for t in mem.raw.read(mem.raw.find(session))]
+
+
+def test_a_long_class_name_of_the_value_leaves_the_longer_names_it_begins(mem):
+    """Only a piece of a run longer than a token is found inside a longer run: a class's name of 64 letters found so
+    took its prefix out of `...ServiceTest` and `...ServiceImpl` (a review)."""
+    cls = "com.acme.payments.internal.ledger.reconciliation.ReconciliationService"
+    _history_of_builds(mem)
+    mem.append_turns("o", [("user", f"test {cls}Test failed again", T0, None)])
+    mem.write("user/cls", f"The flaky one is {cls}, it leaks the db password", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/cls"))
+    assert _said_in(mem, "o") == [f"test {cls}Test failed again"]
+
+
+def test_a_piece_of_zero_bytes_of_a_long_value_leaves_another_blobs_zero_run(mem):
+    """A 200-character piece of `AAAA...` (zero bytes in base64), found without edges, took the same run out of an
+    unrelated blob (a review): a piece of few distinct characters keeps its edges."""
+    import random
+
+    rnd = random.Random(11)
+    secret = base64.b64encode(rnd.randbytes(99) + bytes(300) + rnd.randbytes(99)).decode()
+    other = base64.b64encode(rnd.randbytes(48) + bytes(600) + rnd.randbytes(48)).decode()
+    _history_of_builds(mem)
+    mem.append_turns("o", [("user", f"firmware image: {other}", T0, None)])
+    _write_even_a_secret(mem, "user/der", f"Signing key (DER): {secret}")
+    forget.apply(mem, forget.plan_target(mem, "user/der"))
+    assert other in _said_in(mem, "o")[0]
+
+
+def test_a_long_code_that_begins_with_a_short_code_of_the_value_goes_whole(mem):
+    """A short code's match began at the sign before it, one place sooner than the long code's piece found without
+    edges: the short code was cut first and the rest of the long code stayed (a review). The token that begins first
+    goes, the longer where two begin at one place."""
+    import random
+    import string
+
+    rnd = random.Random(3)
+    tail = "".join(rnd.choice(string.ascii_letters + string.digits) for _ in range(320))
+    _history_of_builds(mem)
+    mem.append_turns("o", [("user", f"use k7-prod.{tail} now", T0, None)])
+    _write_even_a_secret(mem, "user/k", f"Key id k7-prod, full key k7-prod.{tail}")
+    forget.apply(mem, forget.plan_target(mem, "user/k"))
     mem.checkpoint()
     mem.close()
-    for form in {code, code.lower(), code.upper()}:
-        assert [p for p, data in all_bytes_under(mem.home.root).items() if form.encode() in data] == [], form
+    assert [
+        p for p, d in all_bytes_under(mem.home.root).items() if any(tail[i : i + 24].encode() in d for i in (0, 150, 296))
+    ] == []

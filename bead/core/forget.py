@@ -345,21 +345,13 @@ def _views(text: str) -> list[str]:
     return [text] if bare == text else [text, bare]
 
 
-def _lower_first(raw: str) -> str:
-    """A token's normal form read from its lower case: the same whatever case it was written in."""
-    return fold(raw.lower()).strip(_EDGES).lower()
-
-
 def _token_in(tokens: Any, text: str) -> bool:
     """Whether the pattern ``tokens`` (``token_pattern``) finds a token in ``text``, as written or without markup,
-    in its normal form (and in that of its lower case: ``_lower_first``), and with its escapes undone (``_decoded``:
-    `?code=K7%23mQ2`, `&#75;&#55;`, `\\u004b`)."""
+    in its normal form, and with its escapes undone (``_decoded``: `?code=K7%23mQ2`, `&#75;&#55;`, `\\u004b`)."""
     if tokens is None:
         return False
     for view in _views(text):
         if tokens.search(fold(view)):
-            return True
-        if not view.isascii() and (lower := view.lower()) != view and tokens.search(fold(lower)):
             return True
         if _encoded_somehow(view) and tokens.search(fold(_decoded(view))):
             return True
@@ -721,13 +713,9 @@ def _token_forms(texts: list[str], spelt: dict[str, set[str]] | None = None) -> 
                 continue
             typed = _typed_edges(raw)
             if any(c.isdigit() for c in typed) or not all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in typed):
-                # And as its lower case reads: the fold reads some capitals as ASCII letters and their small letters
-                # not (`К` as `K`, `к` as itself), so `Крокодил2024` was not found where a turn said `крокодил2024`.
-                for form in {tok, _lower_first(raw)}:
-                    if len(form) >= MIN_TOKEN:
-                        codes.add(form)
-                        if spelt is not None:
-                            spelt.setdefault(form, set()).add(typed)
+                codes.add(tok)
+                if spelt is not None:
+                    spelt.setdefault(tok, set()).add(typed)
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
     return words, {t: _parts_of(t) for t in codes}
@@ -757,19 +745,32 @@ def _cut(text: str) -> Iterator[str]:
     «QX-88»-Code: a review). A code glued to its label (`WIFI_PSK=Xk9…`) is not cut out of it: five review rounds
     found every rule for which pieces to look for on their own took the history's words (`python3.11`, `UTF-8`,
     `OAuth2Client.java`, a model's name) from turns that said them."""
-    run_start = run_end = -1
+    run: list[str] = []
+    end = -1
     for m in _TOKEN.finditer(text):
-        raw = m.group(0)
-        if m.start() != run_end:
-            run_start = m.start()
-        run_end = m.end()
+        if m.start() != end and run:
+            yield from _pieces(run)
+            run = []
+        run.append(m.group(0))
+        end = m.end()
+    if run:
+        yield from _pieces(run)
+
+
+def _pieces(run: list[str]) -> Iterator[str]:
+    """The tokens of one run of token characters (``_TOKEN``'s matches, one after another). A run longer than a token
+    (a JWT, a cloud session token: TOKEN_CHARS) is cut in pieces of equal length, each more than half a token long,
+    so that every piece is long enough to be found inside the run where another turn says it whole (its pieces were
+    looked for as whole tokens, which they are not there, and the code stayed)."""
+    if len(run) > 1:
+        whole = "".join(run)
+        n = -(-len(whole) // TOKEN_CHARS)
+        size = -(-len(whole) // n)
+        run = [whole[i : i + size] for i in range(0, len(whole), size)]
+    for raw in run:
         yield raw
         if _KEPT_QUOTES.search(raw):
             yield from (p for p in _KEPT_QUOTES.split(raw) if p)
-        if run_end - run_start > TOKEN_CHARS and len(raw) < TOKEN_CHARS and m.start() > run_start:
-            # The end of a run longer than a token (a JWT, a session token): its last TOKEN_CHARS characters too, so
-            # that every piece of it is long enough to be found inside the run as another turn says it whole.
-            yield text[run_end - TOKEN_CHARS : run_end]
 
 
 def _typed_edges(raw: str) -> str:
@@ -1047,11 +1048,12 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
             return r"[\W_]{0,3}".join(re.escape(p) for p in parts)
         return re.escape(tok)
 
-    # A long code is found inside a longer run of letters and digits too: a piece of a run longer than a token
-    # (``_cut``) is one, and so is a key glued to its label (`token` + the key).
+    # A long code (a piece of a run longer than a token, ``_pieces``) is found inside a longer run too, where another
+    # turn says the run whole: as written, beside its form with edges (a form with signs allowed between its characters
+    # made that search several times slower on a history of base64: a review).
     patterns = []
     for unbounded in (False, True):
-        forms = sorted({form(t) for t in tokens if (sum(c.isalnum() for c in t) >= UNBOUNDED_CODE) == unbounded}, key=len)
+        forms = sorted({re.escape(t) for t in tokens if _long_code(t)} if unbounded else {form(t) for t in tokens}, key=len)
         chunks: list[list[str]] = [[]]
         size = 0
         for f in reversed(forms):
@@ -1061,13 +1063,20 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
             chunks[-1].append(f)
             size += len(f)
         edge = ("", "") if unbounded else ("(?:^|[^A-Za-z0-9])", "(?:$|[^A-Za-z0-9])")
-        patterns += [compile_linear(rf"(?i){edge[0]}({'|'.join(c)}){edge[1]}") for c in chunks if c]
-    return patterns[0] if len(patterns) == 1 else _Patterns(patterns)
+        patterns += [(compile_linear(rf"(?i){edge[0]}({'|'.join(c)}){edge[1]}"), unbounded) for c in chunks if c]
+    return patterns[0][0] if len(patterns) == 1 else _Patterns([p for p, _ in patterns], [u for _, u in patterns])
 
 
-# Letters and digits of a code that is found inside a longer run of them too (``token_pattern``): a code this long is
-# no piece of another word.
-UNBOUNDED_CODE = 64
+def _long_code(tok: str) -> bool:
+    """Whether ``tok`` is as long as a piece of a long run (``_pieces``) and varied enough to be the value's wherever
+    it stands: found without edges too, inside a longer run. Not a code of 64 characters (a review: a class's name
+    took its prefix from `...ServiceTest`), nor a piece of one character repeated (a run of zero bytes in base64,
+    `AAAA...`, took the same run out of an unrelated certificate)."""
+    return len(tok) >= LONG_PIECE and len({c for c in tok if c.isalnum()}) >= PIECE_VARIETY
+
+
+LONG_PIECE = TOKEN_CHARS // 2 - 8  # a piece's length at least, less the edges the fold strips (`=` padding, a dot)
+PIECE_VARIETY = 12  # distinct letters and digits of a code found without edges (hex has 16, base64 some 60)
 # Tokens in one RE2 pattern: a long value dense with codes (a 64 KB list of them) made one pattern RE2 cannot compile
 # in its memory budget, and the forget ended in an error.
 TOKENS_A_PATTERN = 500
@@ -1082,15 +1091,16 @@ class _Patterns:
     match is kept for the next search of the same text from a later position it does not pass (the redaction's walk
     searches on from each match), so a walk over a text stays linear in each pattern."""
 
-    def __init__(self, patterns: list[Any]):
+    def __init__(self, patterns: list[Any], unbounded: list[bool] | None = None):
         self.patterns = patterns
+        self.unbounded = unbounded or [False] * len(patterns)
         self._text: Any = None
         self._found: list[tuple[int, Any]] = []  # each pattern's: the position searched from, and its match or None
 
     def search(self, text: Any, pos: int = 0) -> Any:
         if text is not self._text:
             self._text, self._found = text, [(-1, None)] * len(self.patterns)
-        best = None
+        best, best_order = None, (0, False, 0)
         for i, p in enumerate(self.patterns):
             since, m = self._found[i]
             if not (0 <= since <= pos and (m is None or m.start() >= pos)):
@@ -1098,8 +1108,13 @@ class _Patterns:
                 self._found[i] = (pos, m)
             # At one place the one alternation takes the text's start (`^`) before a separator, then its earlier
             # alternative: so do these, the earlier pattern's where both read the same (reviews).
-            if m is not None and (best is None or (m.start(), m.start(1)) < (best.start(), best.start(1))):
-                best = m
+            # A pattern without edges (``_piece_of_a_run``) begins its match at the token, one with edges at the sign
+            # before it: compared by where the token begins, a piece of a long run first (a review: a short code's
+            # edged match began one place sooner and cut the start of the long run it began, which then stayed).
+            if m is not None:
+                order = (m.start(1), not self.unbounded[i], m.start())
+                if best is None or order < best_order:
+                    best, best_order = m, order
         return best
 
 
