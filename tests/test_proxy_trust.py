@@ -425,7 +425,19 @@ class TestTargets:
     """Targets the proxy will not forward, refused in the API's shape and never logged with their path."""
 
     @pytest.mark.parametrize(
-        "target", ["/{token}/v1/messages#x", "/x#frag", "/v1/../../admin", "/v1/./messages", "/{token}/v1/models/.."]
+        "target",
+        [
+            "/{token}/v1/messages#x",
+            "/x#frag",
+            "/v1/../../admin",
+            "/v1/./messages",
+            "/{token}/v1/models/..",
+            # Percent-encoded: a gateway that decodes before it normalises reads `..` (an outside attack).
+            "/%2e%2e/%2E%2E/admin",
+            "/v1/%2e%2E/x",
+            "/v1/.%2e/x",
+            "/{token}/%2e/v1/messages",
+        ],
     )
     def test_fragment_and_dot_segments_are_400_and_the_token_is_never_logged(self, served_proxy, upstream, caplog, target):
         from bead.token import load_token
@@ -554,6 +566,33 @@ class TestOwnerOnly:
         status, _, data = proxy.post(body, headers, path="/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA/v1/messages", owner=False)
         assert status == 403 and json.loads(data)["error"]["type"] == "permission_error"
         assert len(upstream.requests) == sent and raw_turns(bead_home, "guess") == []
+
+    @pytest.mark.parametrize("credential", ["gw:GATEWAYSECRET@", "?key=QUERYSECRET"])
+    def test_a_strangers_request_never_carries_the_upstreams_credential(self, proxy_client, upstream, credential):
+        """An upstream URL with a gateway's credential (`user:password@`, `?key=`) lent it to every request: another
+        OS user's went upstream with the person's gateway account, on every route (an outside attack). A request
+        that is not the owner's is refused with a 403 saying why; the owner's (the token) goes as before."""
+        host = upstream.url.split("://", 1)[1]
+        userinfo, query = (credential, "") if "@" in credential else ("", credential)
+        proxy = proxy_client(upstream_url=f"http://{userinfo}{host}/gw{query}")
+        sent = len(upstream.requests)
+        body, headers = req("which editor do I use?", session="stranger")
+        for status, _, data in (
+            proxy.post(body, headers, owner=False),
+            proxy.request("GET", "/v1/models", owner=False),
+        ):
+            assert status == 403 and "holds a credential" in json.loads(data)["error"]["message"]
+        assert len(upstream.requests) == sent and proxy.health()["not_owner"] == 2
+        status, _, _ = proxy.post(*req("which editor do I use?", session="me"))
+        assert status == 200 and upstream.requests[-1].path.startswith("/gw/v1/messages")
+        said = upstream.requests[-1].path + str(upstream.requests[-1].header("authorization"))
+        assert ("QUERYSECRET" in said) if query else (base64.b64encode(b"gw:GATEWAYSECRET").decode() in said)
+
+    def test_a_strangers_request_to_a_plain_upstream_still_goes_on_unchanged(self, proxy_client, upstream):
+        """Without a credential in the upstream's URL, a request that is not the owner's is forwarded as before."""
+        proxy = proxy_client()
+        status, _, _ = proxy.request("GET", "/v1/models", owner=False)
+        assert status == 200
 
     @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel check reads /proc/net/tcp (Linux)")
     def test_same_user_on_a_real_socket_is_the_owner_without_the_token(self, served_proxy, upstream, bead_home):

@@ -306,6 +306,12 @@ class ProxyApp(Quart):
 PREPARE_THREADS = 4
 
 
+def _dot_segment(segment: bytes) -> bool:
+    """A `.` or `..` path segment, percent-encoded or not (`%2e%2e`: a gateway that decodes before it normalises
+    reads it as `..` and leaves the configured base path: an outside attack)."""
+    return segment.lower().replace(b"%2e", b".") in (b".", b"..")
+
+
 def _kernel_says(client: tuple[str, int] | None, server: tuple[str, int] | None) -> bool:
     """Whether the kernel can say whose a connection is (Linux, both ends known: bead.proxy.access.peer_uid)."""
     return sys.platform.startswith("linux") and client is not None and server is not None
@@ -332,6 +338,10 @@ class Proxy:
             api.name: httpx.URL(_no_trailing_slash(upstreams.get(api.upstream) or getattr(engine.config.proxy, api.upstream)))
             for api in formats.APIS.values()
         }
+        # An upstream whose URL holds a credential (a gateway's `user:password@`, `?key=`, a key in its path: what
+        # bead shows as `***`): that credential goes only with its owner's requests (an outside attack: another OS
+        # user's requests went upstream with the person's gateway account).
+        self.credentialed = {name: access.shown_url(str(url)) != str(url) for name, url in self.bases.items()}
         self.client: httpx.AsyncClient | None = None
         self.health_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bead-health")
         # The kernel's word on whose a connection is, asked before a body is read: threads of its own, not the
@@ -390,7 +400,7 @@ class Proxy:
             not target.startswith(b"/")
             or b"#" in target
             or b"#" in request.scope.get("query_string", b"")
-            or any(seg in (b".", b"..") for seg in path_only.split(b"/"))
+            or any(_dot_segment(seg) for seg in path_only.split(b"/"))
         ):
             return _api_error(
                 400,
@@ -538,12 +548,20 @@ class Proxy:
             )
         api_of, raw_path, fmt = formats.route(request.method, raw_path)
         api, wire = api_of.name, (fmt.wire if fmt is not None else None)
-        if wire is not None and not has_token:
+        if (wire is not None or self.credentialed[api]) and not has_token:
             # Whose request it is, before its body is read: another user's is forwarded as it comes, as any route
             # bead does not read, not held in memory up to MAX_BODY_BYTES first (an outside attack held 33 MB a
-            # connection so).
+            # connection so); to an upstream whose URL holds a credential, not at all.
             if not await self._owner(peer_and_ours=_ends()):
                 engine.count("not_owner")
+                if self.credentialed[api]:
+                    return _api_error(
+                        403,
+                        "bead proxy: the upstream's URL holds a credential, which goes only with its owner's requests: "
+                        "put the home's token in the base URL (http://127.0.0.1:<port>/<the token in proxy.token>)",
+                        "permission_error",
+                        api=api,
+                    )
                 wire = None
         # Read part by part, up to what bead would ever read of it (a conversation route's MAX_BODY_BYTES, another
         # route's first STREAM_FROM_BYTES): the rest (a file upload, or someone's gigabytes) goes upstream as it
