@@ -3280,3 +3280,83 @@ def test_a_long_code_that_begins_with_a_short_code_of_the_value_goes_whole(mem):
     assert [
         p for p, d in all_bytes_under(mem.home.root).items() if any(tail[i : i + 24].encode() in d for i in (0, 150, 296))
     ] == []
+
+
+def _forget_even_a_secret(mem, key: str, value: str) -> None:
+    _write_even_a_secret(mem, key, value)
+    forget.apply(mem, forget.plan_target(mem, key))
+
+
+def test_a_class_name_of_92_characters_leaves_its_test_class(mem):
+    """A token of a token's length or less keeps its edges: a class's name found without them took its prefix out of
+    `...ServiceTest` (two reviews)."""
+    cls = "com.acme.payments.platform.internal.ledger.reconciliation.settlement.ReconciliationSettlementService"
+    _history_of_builds(mem)
+    mem.append_turns("o", [("user", f"test {cls}Test failed again", T0, None)])
+    _forget_even_a_secret(mem, "user/cls", f"The flaky one is {cls}, it leaks the db password")
+    assert _said_in(mem, "o") == [f"test {cls}Test failed again"]
+
+
+def test_what_a_long_run_shares_with_another_stays_there(mem):
+    """A long run is looked for whole, not piece by piece: a piece it shared with a sibling path, another presigned
+    URL of the same day or another screenshot of the same display was cut out of those (a review)."""
+    import hashlib
+    import random
+    import struct
+    import zlib
+
+    base = "/home/alice/work/acme/monorepo/node_modules/.pnpm/@babel+core@7.23.0_supports-color@8.1.1/node_modules/@babel/core/lib/transformation/"
+    mine = base + "file/babel-plugin-transform-runtime-helpers-generated-cache-for-the-deploy-step.js"
+    sibling = f"error in {base}normalize-opts/options-with-extra-long-name.js: cannot read undefined"
+    q = (
+        "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Content-Sha256=UNSIGNED-PAYLOAD&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE"
+        "%2F20240115%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20240115T{t}Z&X-Amz-Expires=3600&X-Amz-Signature={s}"
+        "&X-Amz-SignedHeaders=host&x-id=GetObject"
+    )
+
+    def url(f: str, t: str) -> str:
+        return f"https://my-bucket.s3.us-east-1.amazonaws.com/{f}?" + q.format(t=t, s=hashlib.sha256(f.encode()).hexdigest())
+
+    rnd = random.Random(5)
+    icc = zlib.compress(bytes(rnd.randrange(256) for _ in range(400)))
+
+    def chunk(t: bytes, d: bytes) -> bytes:
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+
+    def png(seed: int) -> str:
+        data = (
+            b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", struct.pack(">IIBBBBB", 2880, 1800, 8, 6, 0, 0, 0))
+            + chunk(b"iCCP", b"Display\x00\x00" + icc)
+            + chunk(b"pHYs", struct.pack(">IIB", 5669, 5669, 1))
+            + chunk(b"IDAT", random.Random(seed).randbytes(600))
+            + chunk(b"IEND", b"")
+        )
+        return base64.b64encode(data).decode()
+
+    _history_of_builds(mem)
+    others = [sibling, f"here is the q2 link: {url('q2.pdf', '142200')}", f"the build error: data:image/png;base64,{png(2)}"]
+    for i, text in enumerate(others):
+        mem.append_turns(f"o{i}", [("user", text, T0, None)])
+    before = [_said_in(mem, f"o{i}")[0] for i in range(3)]  # as captured: the URL's signature redacted
+    value = f"Crashed in {mine}; the leaked link {url('q1.pdf', '103000')}; my screen: data:image/png;base64,{png(1)}"
+    _forget_even_a_secret(mem, "user/leaks", value)
+    after = [_said_in(mem, f"o{i}")[0] for i in range(3)]
+    # The data URI's `data:image/png;base64` is a code of the value that one other turn says: it goes, as before.
+    assert after[:2] == before[:2] and png(2) in after[2]
+
+
+def test_a_long_path_said_wrapped_is_found_as_before(mem):
+    """A path of 392 characters said wrapped at 64 columns: its pieces of 200 with signs allowed between their
+    characters find it, as they did before whole runs were looked for too (a review)."""
+    import random
+
+    rnd = random.Random(38)
+    rnd.choice("abcdef"), rnd.choice("abcdefghij")
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-_"
+    code = "/" + "/".join("".join(rnd.choice(alphabet) for _ in range(rnd.randrange(3, 14))) for _ in range(420 // 9))
+    _history_of_builds(mem)
+    mem.append_turns("o", [("user", "pem:\n" + "\n".join(code[i : i + 64] for i in range(0, len(code), 64)), T0, None)])
+    _forget_even_a_secret(mem, "user/path", f"The signing secret is key: {code} keep it safe")
+    left = _said_in(mem, "o")[0].replace("\n", "")
+    assert not any(code[i : i + 24] in left for i in range(0, len(code) - 24, 12))

@@ -745,32 +745,22 @@ def _cut(text: str) -> Iterator[str]:
     «QX-88»-Code: a review). A code glued to its label (`WIFI_PSK=Xk9…`) is not cut out of it: five review rounds
     found every rule for which pieces to look for on their own took the history's words (`python3.11`, `UTF-8`,
     `OAuth2Client.java`, a model's name) from turns that said them."""
-    run: list[str] = []
-    end = -1
+    start = end = -1
     for m in _TOKEN.finditer(text):
-        if m.start() != end and run:
-            yield from _pieces(run)
-            run = []
-        run.append(m.group(0))
+        if m.start() != end:
+            if end - start > TOKEN_CHARS:
+                yield text[start:end]
+            start = m.start()
         end = m.end()
-    if run:
-        yield from _pieces(run)
-
-
-def _pieces(run: list[str]) -> Iterator[str]:
-    """The tokens of one run of token characters (``_TOKEN``'s matches, one after another). A run longer than a token
-    (a JWT, a cloud session token: TOKEN_CHARS) is cut in pieces of equal length, each more than half a token long,
-    so that every piece is long enough to be found inside the run where another turn says it whole (its pieces were
-    looked for as whole tokens, which they are not there, and the code stayed)."""
-    if len(run) > 1:
-        whole = "".join(run)
-        n = -(-len(whole) // TOKEN_CHARS)
-        size = -(-len(whole) // n)
-        run = [whole[i : i + size] for i in range(0, len(whole), size)]
-    for raw in run:
+        raw = m.group(0)
         yield raw
         if _KEPT_QUOTES.search(raw):
             yield from (p for p in _KEPT_QUOTES.split(raw) if p)
+    if end - start > TOKEN_CHARS:
+        # A run longer than a token (a JWT, a cloud session token), read in pieces of TOKEN_CHARS above: the whole
+        # run too, found as written wherever another turn says it whole (``_run``). Its pieces were looked for as whole
+        # tokens, which they are not there, and the code stayed.
+        yield text[start:end]
 
 
 def _typed_edges(raw: str) -> str:
@@ -1048,12 +1038,16 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
             return r"[\W_]{0,3}".join(re.escape(p) for p in parts)
         return re.escape(tok)
 
-    # A long code (a piece of a run longer than a token, ``_pieces``) is found inside a longer run too, where another
-    # turn says the run whole: as written, beside its form with edges (a form with signs allowed between its characters
-    # made that search several times slower on a history of base64: a review).
+    # A run longer than a token (``_cut``) is found as written, inside a longer run too: said whole, or glued to its
+    # label (`Bearer<key>`). Not with signs allowed between its characters (a search several times slower on a history
+    # of base64), not piece by piece (a piece it shares with another URL, path or image took that piece from it), nor
+    # a run of a few characters repeated (zero bytes' `AAAA...` in another blob: reviews).
     patterns = []
     for unbounded in (False, True):
-        forms = sorted({re.escape(t) for t in tokens if _long_code(t)} if unbounded else {form(t) for t in tokens}, key=len)
+        forms = sorted(
+            {re.escape(t) for t in tokens if _run(t)} if unbounded else {form(t) for t in tokens if len(t) <= TOKEN_CHARS},
+            key=len,
+        )
         chunks: list[list[str]] = [[]]
         size = 0
         for f in reversed(forms):
@@ -1067,16 +1061,12 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
     return patterns[0][0] if len(patterns) == 1 else _Patterns([p for p, _ in patterns], [u for _, u in patterns])
 
 
-def _long_code(tok: str) -> bool:
-    """Whether ``tok`` is as long as a piece of a long run (``_pieces``) and varied enough to be the value's wherever
-    it stands: found without edges too, inside a longer run. Not a code of 64 characters (a review: a class's name
-    took its prefix from `...ServiceTest`), nor a piece of one character repeated (a run of zero bytes in base64,
-    `AAAA...`, took the same run out of an unrelated certificate)."""
-    return len(tok) >= LONG_PIECE and len({c for c in tok if c.isalnum()}) >= PIECE_VARIETY
+def _run(tok: str) -> bool:
+    """Whether ``tok`` is a whole run longer than a token (``_cut``), varied enough to be found as written."""
+    return len(tok) > TOKEN_CHARS and len({c for c in tok if c.isalnum()}) >= RUN_VARIETY
 
 
-LONG_PIECE = TOKEN_CHARS // 2 - 8  # a piece's length at least, less the edges the fold strips (`=` padding, a dot)
-PIECE_VARIETY = 12  # distinct letters and digits of a code found without edges (hex has 16, base64 some 60)
+RUN_VARIETY = 12  # distinct letters and digits of a run found as written (hex has 16, base64 some 60)
 # Tokens in one RE2 pattern: a long value dense with codes (a 64 KB list of them) made one pattern RE2 cannot compile
 # in its memory budget, and the forget ended in an error.
 TOKENS_A_PATTERN = 500
