@@ -557,9 +557,11 @@ def rewrite_lines(path: Path, edit: Callable[[str], str | None], *, root: Path, 
 def _alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
+    if pid <= 0:
+        return False  # no process: 0 and -1 name a group or every process to kill(2)
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # a pid past C's int (a planted name's ten digits): none lives
         return False
     except PermissionError:
         return True

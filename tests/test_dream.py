@@ -1226,6 +1226,25 @@ class TestWhatAHostileAnswerLeaves:
         assert Dream(mem).run().sessions == {}, "the session was marked read"
 
 
+    @pytest.mark.parametrize(
+        "line",
+        ["[1]", '{"event": "write", "id": 5}', '{"event": "write", "key": "a/b", "at": 5}', '{"event": "write", "key": ["x"]}'],
+    )
+    def test_an_audit_line_of_another_shape_ends_no_run(self, make, model, line):
+        """An audit.log line that is not an object, or whose key, id or time is of another type, ended every run in
+        its decay step, after its model calls: no report, nothing decayed, and the next run paid for the same calls
+        (an outside attack). Such a line is no record; the facts it does not name decay as before."""
+        now = [T0 - timedelta(days=70)]
+        mem = make(clock=lambda: now[0])
+        mem.write("project/shop/old", "The old deploy target is Heroku.", "project")
+        now[0] = T0
+        with mem.home.audit_log.open("a") as f:
+            f.write(line + "\n")
+        rep = Dream(mem).run()
+        assert rep.dormant == ["project/shop/old@v1"]
+        assert json.loads(mem.home.dream_state.read_text())["last_run"]
+
+
 class TestPromptWrappers:
     """What a model reads as data in bead's own prompts stays inside its wrapper: a tool's output or a stored value
     that closes `</transcript>`, `</memory>`, `</episode>`, `</entry>`, `</turn>` or `</memories>` has its "<"

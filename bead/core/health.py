@@ -438,14 +438,18 @@ def up_services(home: Home) -> dict[str, int]:
     try:
         data = json.loads(safe.read_text(home.up_file, root=home.root))
         pids = {str(k): int(v) for k, v in data["services"].items()}
+        if int(data["pid"]) <= 0:
+            return {}  # 0 and -1 name a process group or every process to kill(2): no pid bead up wrote
         os.kill(int(data["pid"]), 0)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, safe.UnsafePath):
-        return {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, safe.UnsafePath):
+        return {}  # a pid past C's int (an outside attack: `bead status` crashed) is no process either
     alive = {}
     for name, pid in pids.items():
         try:
+            if pid <= 0:
+                continue
             os.kill(pid, 0)
-        except OSError:
+        except (OSError, OverflowError):
             continue
         alive[name] = pid
     return alive

@@ -503,7 +503,7 @@ class Conversations:
             if ident and not isinstance(ident["project"], str | None):
                 return None
             return (Identity(**{k: ident[k] for k in IDENTITY_FIELDS}) if ident else None), int(data["n"])
-        except (OSError, ValueError, KeyError, TypeError, safe.UnsafePath):
+        except (OSError, ValueError, KeyError, TypeError, OverflowError, safe.UnsafePath):
             return None
 
     def prune_chains(self, now: float | None = None) -> int:

@@ -631,9 +631,12 @@ class Dream:
         cutoff = self.mem.clock() - timedelta(days=days)
         last: dict[str, str] = {}
         for e in self.mem.audit.entries():
-            if e.get("event") in ("inject", "reinforce", "write") and (e.get("key") or e.get("id")):
-                key = e.get("key") or e["id"].rsplit("@v", 1)[0]
-                last[key] = max(last.get(key, ""), e.get("at", ""))
+            key, at = e.get("key") or e.get("id"), e.get("at", "")
+            if e.get("event") in ("inject", "reinforce", "write") and isinstance(key, str) and key and isinstance(at, str):
+                # Fields of another type (a hand edit, damage) are no record: the run failed on them after its model
+                # calls, with no report and nothing decayed (an outside attack).
+                key = key if e.get("key") else key.rsplit("@v", 1)[0]
+                last[key] = max(last.get(key, ""), at)
         out = []
         kvs, _ = self.mem.facts.scan()
         for kv in kvs:

@@ -333,6 +333,19 @@ def _writable_path(what: str, value: str) -> None:
             "bytes that are not UTF-8, which a service file cannot hold",
             "use a path whose name is UTF-8 (move the home with BEAD_HOME, or bead to another folder)",
         ) from None
+    if any(_noncharacter(c) for c in value):
+        # U+FDD0..U+FDEF and U+xFFFE/U+xFFFF: systemd reads them as not UTF-8 clean and ignores the line, and XML (a
+        # plist) cannot hold U+FFFE/U+FFFF; the files were written and the services failed to load (an outside attack).
+        raise BeadError(
+            f"refusing to install services for {what} {value!r}: it holds a Unicode noncharacter, which a service "
+            "file cannot hold",
+            "use a path without it (move the home with BEAD_HOME, or bead to another folder)",
+        )
+
+
+def _noncharacter(c: str) -> bool:
+    n = ord(c)
+    return 0xFDD0 <= n <= 0xFDEF or (n & 0xFFFE) == 0xFFFE
 
 
 def install(plan: Plan, load: bool = True, rc: bool = True, runner: Runner = run) -> list[str]:

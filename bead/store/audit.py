@@ -388,9 +388,11 @@ class AuditLog:
         out = []
         for line in lines_of(text):
             try:
-                out.append(json.loads(line))
+                entry = json.loads(line)
             except (ValueError, RecursionError):  # a damaged line, or one nested past what json reads
                 continue
+            if isinstance(entry, dict):  # a line of another JSON value (`[1]`) is no record bead wrote (an outside attack)
+                out.append(entry)
         return out
 
     def forget_keys(self, keys: set[str]) -> int:

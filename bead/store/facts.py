@@ -368,7 +368,7 @@ class _KeyState:
             # A last number at or past the highest a version's file name carries is no hint bead wrote (a hand edit,
             # damage): the folder is listed instead. Taken as given, it made every later write a file no reader sees.
             return state if 0 <= state.settled <= state.last < MAX_VERSION else cls()
-        except (OSError, ValueError, TypeError, AttributeError):
+        except (OSError, ValueError, TypeError, AttributeError, OverflowError):  # `1e999` is inf: int() overflows
             return cls()  # missing or damaged: list and read the folder, as the rule does
 
     def save(self, dir_fd: int, path: Path) -> None:
