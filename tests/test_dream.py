@@ -1225,7 +1225,6 @@ class TestWhatAHostileAnswerLeaves:
         assert "hx" in rep.sessions and rep.sessions["hx"]["episode"], rep.sessions
         assert Dream(mem).run().sessions == {}, "the session was marked read"
 
-
     @pytest.mark.parametrize(
         "line",
         ["[1]", '{"event": "write", "id": 5}', '{"event": "write", "key": "a/b", "at": 5}', '{"event": "write", "key": ["x"]}'],

@@ -871,6 +871,40 @@ def _fakes() -> list[tuple[str, str, str]]:
         "restore from {s}",
         "xprv9s21" + r("123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", 103),
     )
+    # Tools an agent's code calls, known by their prefix (an outside attack found them in clear pasted alone, in
+    # prose, in a constructor), and a Telegram bot's token wherever it stands
+    add("ai-tool-keys", "{s}", "tvly-" + r(ALNUM, 32))
+    add("ai-tool-keys", "my tavily key is {s}", "tvly-dev-" + r(ALNUM, 32))
+    add("ai-tool-keys", "JINA key {s} for the reranker", "jina_" + r(ALNUM, 60))
+    add("ai-tool-keys", "LlamaParse(api_key='{s}')", "llx-" + r(ALNUM, 48))
+    add("ai-tool-keys", "nvidia: {s}", "nvapi-" + r(URLSAFE, 64))
+    add(
+        "ai-tool-keys",
+        "Langfuse(secret_key='{s}')",
+        "sk-lf-" + r(HEX, 8) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 12),
+    )
+    add("ai-tool-keys", "my elevenlabs key is {s}", "sk_" + r(HEX, 48))
+    add("ai-tool-keys", "e2b {s}", "e2b_" + r(HEX, 40))
+    add("ai-tool-keys", 'FirecrawlApp(api_key="{s}")', "fc-" + r(HEX, 32))
+    add("ai-tool-keys", "new Resend('{s}')", "re_" + r(ALNUM, 8) + "_" + r(ALNUM, 24))
+    add("ai-tool-keys", "runpod key {s}", "rpa_" + r(UPPER + DIGITS, 44))
+    add("ai-tool-keys", "render api key {s}", "rnd_" + r(ALNUM, 32))
+    add("ai-tool-keys", "browserbase: {s}", "bb_live_" + r(URLSAFE, 27))
+    add("ai-tool-keys", "sonar token {s}", "sqp_" + r(HEX, 40))
+    add("ai-tool-keys", "BLOB_RW {s}", "vercel_blob_rw_" + r(ALNUM, 16) + "_" + r(ALNUM, 30))
+    add("ai-tool-keys", "mapbox secret {s}", "sk.eyJ1" + r(URLSAFE, 60) + "." + r(URLSAFE, 22))
+    add("telegram-bot-token-bare", 'bot = telebot.TeleBot("{s}")', r(DIGITS, 10) + ":AA" + r(URLSAFE, 33))
+    # A key named in prose by words the other rules do not know (an outside attack)
+    add("key-in-prose", "my key is {s}", r(ALNUM, 32))
+    add("key-in-prose", "the secret is {s}", r(ALNUM, 40))
+    add("key-in-prose", "my mistral key is {s}, can you wire it up?", r(ALNUM, 32))
+    add("key-in-prose", "use this token {s}", r(ALNUM, 36))
+    add("key-in-prose", "new key: {s}", r(ALNUM, 32))
+    add(
+        "telegram-bot-token-bare",
+        "Use this token to access the HTTP API:\n{s}\nKeep your token secure",
+        r(DIGITS, 9) + ":AA" + r(URLSAFE, 33),
+    )
     return out
 
 
@@ -879,6 +913,24 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # look-alikes of a key named in prose (the twentieth session)
+    "the key is to keep functions small and focused on one thing",
+    "the cache key is invoice:pdf:2024-01-15:customer42",
+    "the request key is 3f2a9c1b7d4e5f60a1b2c3d4e5f6a7b8",
+    "my key is the one on the keyring next to the door",
+    "the primary key is customer_id_and_invoice_number_together",
+    "the token is TOKEN_EXPIRED_PLEASE_LOGIN_AGAIN_NOW",
+    "that secret is stored in SOPS_ENCRYPTED_FILE_PATH_VARIABLE",
+    "the key is HelloWorldControllerFactoryBean",
+    # look-alikes of the tool keys' prefixes (the twentieth session)
+    "re_compile_the_pattern_once_and_reuse_it_everywhere",
+    "re_validate_user_input_fields_before_saving",
+    "the class pa-4 ma-2 adds padding",
+    "sk_live is Stripe's prefix, sk_test its test one",
+    "fc-column-header-cell-renderer-wrapper",
+    "jina_embeddings_v3_model_name_for_long_context_usage",
+    "rnd_seed_for_the_shuffle_in_tests",
+    "the time is 12:30:AA and the port 8080:AAAA",
     # look-alikes of the sixteenth session's forms, and a review's
     "the private key is stored in ~/.ssh/id_ed25519",
     "private_key: ${PRIVATE_KEY}",
@@ -2018,6 +2070,10 @@ def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(m
         'kubectl get secret -n prod db -o jsonpath="{.data.password}" | base64 -d',
         "cat token.txt",
         "argocd admin initial-password -n argocd",  # an outside attack (2026-12-07)
+        # another outside attack's (the twentieth session): a token, a private key, a new password printed alone
+        "heroku auth:token",
+        "wg genkey",
+        "bin/elasticsearch-reset-password -u elastic",
         # a review's: the names of this session's rules, and Bitwarden's documented way to its session key
         "printenv GH_PAT",
         "echo $BW_SESSION",

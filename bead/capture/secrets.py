@@ -1149,6 +1149,9 @@ _PRINTS_SECRET = compile_linear(
     r"|security[ \t]+find-(?:generic|internet)-password\b[^\n]{0,200}[ \t]-[a-z]{0,3}w\b|secret-tool[ \t]+lookup\b"
     r"|doppler[ \t]+secrets[ \t]+get\b|heroku[ \t]+config:get\b|terraform[ \t]+output\b[^\n]{0,200}(?:-raw|-json)"
     r"|argocd[ \t]+admin[ \t]+initial-password\b"
+    # a token or a key printed alone (an outside attack): Heroku's token, WireGuard's private key, Elasticsearch's
+    # new password
+    r"|heroku[ \t]+auth:token\b|wg[ \t]+genkey\b|(?:[^\s;|&]{0,100}/)?elasticsearch-reset-password\b"
     r"|pulumi[ \t]+config[ \t]+get\b|sops[ \t]+(?:-d|--decrypt)\b|gpg2?[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decrypt)\b"
     r"|openssl[ \t]+rand\b|(?:bin/)?rails[ \t]+secret\b|mix[ \t]+phx\.gen\.secret\b|pwgen\b"
     r"|(?:php[ \t]+)?artisan[ \t]+key:generate\b[^\n|;&]{0,100}--show"
