@@ -894,6 +894,20 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("ai-tool-keys", "BLOB_RW {s}", "vercel_blob_rw_" + r(ALNUM, 16) + "_" + r(ALNUM, 30))
     add("ai-tool-keys", "mapbox secret {s}", "sk.eyJ1" + r(URLSAFE, 60) + "." + r(URLSAFE, 22))
     add("telegram-bot-token-bare", 'bot = telebot.TeleBot("{s}")', r(DIGITS, 10) + ":AA" + r(URLSAFE, 33))
+    # Positional secrets of CLI commands, an Ethereum key in code (an outside attack)
+    add("cli-positional-secret", "wandb login {s}", r(HEX, 40))
+    add(
+        "cli-positional-secret",
+        "snyk auth {s}",
+        r(HEX, 8) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 12),
+    )
+    add("cli-positional-secret", "cargo login {s}", "cio" + r(ALNUM, 32))
+    add("cli-positional-secret", "npm config set //registry.npmjs.org/:_authToken {s}", "npm_" + r(ALNUM, 36))
+    add("cli-positional-secret", "mc alias set myminio https://minio.internal:9000 admin {s}", r(ALNUM, 24))
+    add("cli-positional-secret", "poetry config http-basic.private deploy {s}", r(ALNUM, 20))
+    add("eth-private-key-in-code", 'const wallet = new ethers.Wallet("{s}", provider)', "0x" + r(HEX, 64))
+    add("eth-private-key-in-code", "accounts: ['{s}'],", "0x" + r(HEX, 64))
+    add("eth-private-key-in-code", "forge script Deploy --private-key {s} --broadcast", r(HEX, 64))
     # A key named in prose by words the other rules do not know (an outside attack)
     add("key-in-prose", "my key is {s}", r(ALNUM, 32))
     add("key-in-prose", "the secret is {s}", r(ALNUM, 40))
@@ -913,6 +927,13 @@ FAKES = _fakes()
 # Text that looks a little like a credential but is not one: hashes, UUIDs,
 # base64 images, lock-file integrity strings, code that names a secret.
 BENIGN = [
+    # look-alikes of positional secrets and Ethereum keys (the twentieth session)
+    "wandb login --relogin",
+    "cargo login --registry my-registry",
+    "npm config set //registry.npmjs.org/:_authToken ${NPM_TOKEN}",
+    "mc alias set myminio https://minio.internal:9000 admin $MINIO_SECRET",
+    "the tx hash is 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+    "block 0x88e96d4537bea4d9c05d12549907b32561d3bf31f45aae734cdc119f13406cb6 was mined",
     # look-alikes of a key named in prose (the twentieth session)
     "the key is to keep functions small and focused on one thing",
     "the cache key is invoice:pdf:2024-01-15:customer42",
