@@ -504,6 +504,8 @@ def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str, p
         raise InvalidArgument(
             "the body holds control characters (a NUL, a terminal escape)", "write plain text: tabs and line breaks are fine"
         )
+    # No store file holds the home's token (first: its refusal says what to do) or a credential in a key.
+    mem.check_storable(key, body, title)
     if credential_rules(body) or credential_rules(title):
         raise RefusedWrite(
             "the candidate looks like it holds a credential, and bead never stores one in plain text", "leave the secret out"
@@ -513,7 +515,6 @@ def add_candidate(mem: Memory, session: str, kind: str, title: str, body: str, p
             "that lesson was forgotten or rejected before (tombstone)", "write it as a fact with `bead write` if you mean it"
         )
     detail = f"written by hand from session {session} (no model call)"
-    mem.check_storable(key, body, title)  # no store file holds the home's token or a credential in a key
     return Queue(mem).add("lesson", key, kind, body, [t.anchor for t in turns], detail, "hand", title=title, session=session)
 
 
