@@ -3360,3 +3360,34 @@ def test_a_long_path_said_wrapped_is_found_as_before(mem):
     _forget_even_a_secret(mem, "user/path", f"The signing secret is key: {code} keep it safe")
     left = _said_in(mem, "o")[0].replace("\n", "")
     assert not any(code[i : i + 24] in left for i in range(0, len(code) - 24, 12))
+
+
+def test_a_token_whose_fold_is_longer_than_a_token_keeps_its_edges(mem):
+    """A run was told from a piece by its folded length, and the fold makes some letters longer (`æ` as `ae`): a
+    195-character name, or a 200-character piece of a Danish path, was found inside longer names and paths as a run
+    is, and a short token of `æ` had no form at all (a review). A run is marked as one where it is read."""
+    cls = (
+        "dk.kommune.borgerservice.forældremyndighed.ægtefællesammenføring.sagsbehandling.afgørelser.klæbende.præcedens."
+        "værgemål.særlige.lægeerklæringer.æblemælk.fælleskæreste.ReconciliationForældreService"
+    )
+    _history_of_builds(mem)
+    mem.append_turns("o", [("user", f"test {cls}Test failed again", T0, None)])
+    mem.append_turns("p", [("user", f"the label was {'æ' * 105} in the file", T0, None)])
+    _forget_even_a_secret(mem, "user/cls", f"The flaky one is {cls}, it leaks the db password; label {'æ' * 105}")
+    assert _said_in(mem, "o") == [f"test {cls}Test failed again"]
+    assert _said_in(mem, "p") == ["the label was [forgotten] in the file"]
+
+
+def test_forgetting_an_old_version_leaves_a_run_the_current_one_says_inside_a_longer_one(mem):
+    """The kept version's own tokens were spared, not a run it says after a label: forgetting v1 cut the path out of
+    turns that say the current value (a review)."""
+    path = (
+        "/mnt/shared/finance/quarterly-close/2024/q1/reconciliation-workpapers/ledger-exports/eu-west/payments-platform"
+        "/settlement-batches/merchant-acquiring/card-present/visa-mastercard/final-reviewed-by-controller/signed-off"
+    )
+    _history_of_builds(mem)
+    mem.append_turns("o", [("user", f"export WORKPAPERS_DIR={path}", T0, None)])
+    mem.write("user/dir", f"The workpapers are in {path}", "user")
+    mem.write("user/dir", f"WORKPAPERS_DIR={path}", "user")
+    forget.apply(mem, forget.plan_target(mem, "user/dir@v1"))
+    assert _said_in(mem, "o") == [f"export WORKPAPERS_DIR={path}"]

@@ -718,6 +718,11 @@ def _token_forms(texts: list[str], spelt: dict[str, set[str]] | None = None) -> 
                     spelt.setdefault(tok, set()).add(typed)
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
+        # Marked as runs (``RUN``), whatever their fold's length: a piece of 200 characters that folds longer (`æ` as
+        # `ae`) is a token, not a run (a review).
+        for whole in _runs(_as_typed(compatible(text[:VALUE_CHARS]))):
+            if run := fold(whole).strip(_EDGES).lower():
+                codes.add(RUN + run)
     return words, {t: _parts_of(t) for t in codes}
 
 
@@ -745,6 +750,16 @@ def _cut(text: str) -> Iterator[str]:
     «QX-88»-Code: a review). A code glued to its label (`WIFI_PSK=Xk9…`) is not cut out of it: five review rounds
     found every rule for which pieces to look for on their own took the history's words (`python3.11`, `UTF-8`,
     `OAuth2Client.java`, a model's name) from turns that said them."""
+    for raw in _TOKEN.findall(text):
+        yield raw
+        if _KEPT_QUOTES.search(raw):
+            yield from (p for p in _KEPT_QUOTES.split(raw) if p)
+
+
+def _runs(text: str) -> Iterator[str]:
+    """The runs of token characters in ``text`` longer than a token (TOKEN_CHARS: a JWT, a cloud session token),
+    whole: ``_cut`` reads them in pieces, each looked for as a whole token, which it is not where another turn says
+    the run whole, and the code stayed there."""
     start = end = -1
     for m in _TOKEN.finditer(text):
         if m.start() != end:
@@ -752,14 +767,7 @@ def _cut(text: str) -> Iterator[str]:
                 yield text[start:end]
             start = m.start()
         end = m.end()
-        raw = m.group(0)
-        yield raw
-        if _KEPT_QUOTES.search(raw):
-            yield from (p for p in _KEPT_QUOTES.split(raw) if p)
     if end - start > TOKEN_CHARS:
-        # A run longer than a token (a JWT, a cloud session token), read in pieces of TOKEN_CHARS above: the whole
-        # run too, found as written wherever another turn says it whole (``_run``). Its pieces were looked for as whole
-        # tokens, which they are not there, and the code stayed.
         yield text[start:end]
 
 
@@ -822,6 +830,10 @@ def _said_by_other_facts(mem: Memory, plan: Plan) -> set[str]:
         maybe = {t for t in plan.tokens - out if t in lower}
         if maybe:
             out |= maybe & _held_forms(body)
+        runs = {t for t in plan.tokens - out if t.startswith(RUN)}
+        if runs:  # a run said in the fact, inside a longer one or not
+            folded = fold(body).lower()
+            out |= {t for t in runs if t[1:] in folded}
     return out
 
 
@@ -1045,7 +1057,7 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
     patterns = []
     for unbounded in (False, True):
         forms = sorted(
-            {re.escape(t) for t in tokens if _run(t)} if unbounded else {form(t) for t in tokens if len(t) <= TOKEN_CHARS},
+            {re.escape(t[1:]) for t in tokens if _run(t)} if unbounded else {form(t) for t in tokens if not t.startswith(RUN)},
             key=len,
         )
         chunks: list[list[str]] = [[]]
@@ -1062,8 +1074,11 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
 
 
 def _run(tok: str) -> bool:
-    """Whether ``tok`` is a whole run longer than a token (``_cut``), varied enough to be found as written."""
-    return len(tok) > TOKEN_CHARS and len({c for c in tok if c.isalnum()}) >= RUN_VARIETY
+    """Whether ``tok`` is a whole run longer than a token (``_runs``), varied enough to be found as written."""
+    return tok.startswith(RUN) and len({c for c in tok if c.isalnum()}) >= RUN_VARIETY
+
+
+RUN = "\x00"  # what marks a token that is a whole run (``_runs``): no folded token holds it
 
 
 RUN_VARIETY = 12  # distinct letters and digits of a run found as written (hex has 16, base64 some 60)
@@ -1193,6 +1208,9 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
     plan.tokens = distinctive_tokens(mem, plan.texts, held) if tokens_found is None else set(tokens_found)
     if plan.kept:  # a word the kept versions say is theirs too (the host a value moved to stays)
         plan.tokens -= set().union(*map(_held_forms, plan.kept))
+        # and a run they say inside a longer one (`WORKPAPERS_DIR=` and the path: a review)
+        kept = [fold(k).lower() for k in plan.kept]
+        plan.tokens -= {t for t in plan.tokens if t.startswith(RUN) and any(t[1:] in k for k in kept)}
     plan.spared = _said_by_other_facts(mem, plan) if plan.tokens else set()
     tokens = token_pattern(plan.tokens)
     encoded = plan.encoded
