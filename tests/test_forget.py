@@ -3391,3 +3391,30 @@ def test_forgetting_an_old_version_leaves_a_run_the_current_one_says_inside_a_lo
     mem.write("user/dir", f"WORKPAPERS_DIR={path}", "user")
     forget.apply(mem, forget.plan_target(mem, "user/dir@v1"))
     assert _said_in(mem, "o") == [f"export WORKPAPERS_DIR={path}"]
+
+
+@pytest.mark.parametrize("padding", ["\x00" * 200, "\x07" * 200, "\u0336" * 200])
+def test_a_word_padded_with_what_the_fold_drops_is_no_run(mem, padding):
+    """A word padded past 200 characters with NULs, bells or combining marks was a whole run: always the value's, and
+    found inside longer words, so `troubleshooting` went from every turn that said it (a review)."""
+    for i in range(6):
+        mem.append_turns(f"o{i}", [("user", f"see the troubleshooting guide, TroubleshootingGuide.md step {i}", T0, None)])
+    _history_of_builds(mem)
+    _forget_even_a_secret(mem, "user/z", f"My note: troubleshooting{padding} is what I hate")
+    assert _said_in(mem, "o0") == ["see the troubleshooting guide, TroubleshootingGuide.md step 0"]
+
+
+def test_whole_runs_take_no_place_among_the_codes_looked_for_encoded(mem):
+    """A whole run took one of the places of the codes looked for encoded and matched nothing there: with seventeen
+    runs, two turns kept their run in a C array of its bytes (a review)."""
+    import random
+    import string
+
+    rnd = random.Random(1)
+    runs = ["".join(rnd.choice(string.ascii_letters + string.digits) for _ in range(210)) for _ in range(17)]
+    for i, run in enumerate(runs):
+        array = ", ".join(f"0x{b:02x}" for b in f"token: {run}\n".encode())
+        mem.append_turns(f"o{i}", [("user", "static const unsigned char blob[] = {" + array + "};", T0, None)])
+    _history_of_builds(mem)
+    _forget_even_a_secret(mem, "user/e", "keys: " + " ".join(runs))
+    assert all(_said_in(mem, f"o{i}") == [FORGOTTEN] for i in range(17))

@@ -202,7 +202,7 @@ class Plan:
             "raw_turn_markers_kept": sum(len(ns) for ns in self.own_markers.values()),
             # Raw files it could not read (a forget names them: they may still hold it).
             "raw_files_unread": sorted(p.relative_to(home_store).as_posix() for p in self.raw_unread),
-            "distinctive_tokens": len(self.tokens),
+            "distinctive_tokens": sum(1 for t in self.tokens if not t.startswith(RUN)),
             "episodes": len(self.episodes),
             "session_lines": sum(self.session_lines.values()) + sum(self.trace_lines.values()),
             "review_items": len(self.queue_items),
@@ -595,7 +595,9 @@ def encoded_forms(texts: tuple[str, ...], tokens: frozenset[str]) -> Encoded:
     ENCODED_WHOLE_CHARS as a whole, as ``Encoded`` finds them, as whole tokens: a tool's output shows a value so (a
     config map's data, `base64` of a note, a hex dump), where no word of it is left to find. A turn holding one
     goes whole."""
-    code_tokens = sorted((t for t in tokens if not t.isalpha()), key=len, reverse=True)
+    # Not a whole run (``RUN``): its pieces are the tokens encoded; marked, it took a place of the ENCODED_MAX_SOURCES
+    # and matched nothing (a review).
+    code_tokens = sorted((t for t in tokens if not t.isalpha() and not t.startswith(RUN)), key=len, reverse=True)
     codes: set[str] = {t for t in code_tokens if len(t.encode("utf-8")) >= ENCODED_MIN_BYTES}
     if code_tokens:
         pattern = compile_linear("|".join(_literal(t) for t in code_tokens))
@@ -721,7 +723,9 @@ def _token_forms(texts: list[str], spelt: dict[str, set[str]] | None = None) -> 
         # Marked as runs (``RUN``), whatever their fold's length: a piece of 200 characters that folds longer (`æ` as
         # `ae`) is a token, not a run (a review).
         for whole in _runs(_as_typed(compatible(text[:VALUE_CHARS]))):
-            if run := fold(whole).strip(_EDGES).lower():
+            # Longer than a token as the fold reads it too: a word padded with what it drops (NULs, combining marks)
+            # was a run, always the value's and found inside longer words (a review).
+            if len(run := fold(whole).strip(_EDGES).lower()) > TOKEN_CHARS:
                 codes.add(RUN + run)
     return words, {t: _parts_of(t) for t in codes}
 
