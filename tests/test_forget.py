@@ -3418,3 +3418,18 @@ def test_whole_runs_take_no_place_among_the_codes_looked_for_encoded(mem):
     _history_of_builds(mem)
     _forget_even_a_secret(mem, "user/e", "keys: " + " ".join(runs))
     assert all(_said_in(mem, f"o{i}") == [FORGOTTEN] for i in range(17))
+
+
+def test_a_longer_name_that_goes_on_from_a_long_run_of_the_value_keeps_it(mem):
+    """A run is found inside a longer one where it begins after a label, not where another name goes on from its
+    end: `<path>x` is another file's name (a review); `<path>.map` says the value's path and loses it."""
+    f = (
+        "/home/alice/work/acme/monorepo/node_modules/.pnpm/@babel+core@7.23.0_supports-color@8.1.1/node_modules/@babel/"
+        "core/lib/transformation/file/babel-plugin-transform-runtime-helpers-generated-cache-for-the-deploy-step.js"
+    )
+    _history_of_builds(mem)
+    mem.append_turns("o0", [("user", f"loaded source map {f}.map ok", T0, None)])
+    mem.append_turns("o1", [("user", f"{f}x is a different file", T0, None)])
+    _forget_even_a_secret(mem, "user/crash", f"My app crashed in {f} yesterday")
+    assert _said_in(mem, "o0") == ["loaded source map /[forgotten].map ok"]
+    assert _said_in(mem, "o1") == [f"{f}x is a different file"]

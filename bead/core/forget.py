@@ -1072,7 +1072,9 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
                 size = 0
             chunks[-1].append(f)
             size += len(f)
-        edge = ("", "") if unbounded else ("(?:^|[^A-Za-z0-9])", "(?:$|[^A-Za-z0-9])")
+        # A run's end keeps its edge: glued to its label (`Bearer<key>`) it is found, and another file whose name goes on
+        # from it (`<path>x`) keeps its name (a review).
+        edge = ("", "(?:$|[^A-Za-z0-9])") if unbounded else ("(?:^|[^A-Za-z0-9])", "(?:$|[^A-Za-z0-9])")
         patterns += [(compile_linear(rf"(?i){edge[0]}({'|'.join(c)}){edge[1]}"), unbounded) for c in chunks if c]
     return patterns[0][0] if len(patterns) == 1 else _Patterns([p for p, _ in patterns], [u for _, u in patterns])
 
