@@ -720,8 +720,8 @@ def _token_forms(texts: list[str], spelt: dict[str, set[str]] | None = None) -> 
                     spelt.setdefault(tok, set()).add(typed)
             elif len(tok) >= RARE_MIN_LETTERS and tok not in STOPWORDS:
                 words.add(tok)
-        # Marked as runs (``RUN``), whatever their fold's length: a piece of 200 characters that folds longer (`æ` as
-        # `ae`) is a token, not a run (a review).
+        # The whole runs, marked (``RUN``) where they are read: told by their folded length, a piece of 200 characters
+        # that folds longer (`æ` as `ae`) was taken for a run (a review).
         for whole in _runs(_as_typed(compatible(text[:VALUE_CHARS]))):
             # Longer than a token as the fold reads it too: a word padded with what it drops (NULs, combining marks)
             # was a run, always the value's and found inside longer words (a review).
@@ -1054,8 +1054,8 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
             return r"[\W_]{0,3}".join(re.escape(p) for p in parts)
         return re.escape(tok)
 
-    # A run longer than a token (``_cut``) is found as written, inside a longer run too: said whole, or glued to its
-    # label (`Bearer<key>`). Not with signs allowed between its characters (a search several times slower on a history
+    # A whole run (``_runs``) is found as written, after a longer run's start too: said whole, or glued to its label
+    # (`Bearer<key>`). Not with signs allowed between its characters (a search several times slower on a history
     # of base64), not piece by piece (a piece it shares with another URL, path or image took that piece from it), nor
     # a run of a few characters repeated (zero bytes' `AAAA...` in another blob: reviews).
     patterns = []
@@ -1085,9 +1085,8 @@ def _run(tok: str) -> bool:
 
 
 RUN = "\x00"  # what marks a token that is a whole run (``_runs``): no folded token holds it
-
-
 RUN_VARIETY = 12  # distinct letters and digits of a run found as written (hex has 16, base64 some 60)
+
 # Tokens in one RE2 pattern: a long value dense with codes (a 64 KB list of them) made one pattern RE2 cannot compile
 # in its memory budget, and the forget ended in an error.
 TOKENS_A_PATTERN = 500
@@ -1119,8 +1118,8 @@ class _Patterns:
                 self._found[i] = (pos, m)
             # At one place the one alternation takes the text's start (`^`) before a separator, then its earlier
             # alternative: so do these, the earlier pattern's where both read the same (reviews).
-            # A pattern without edges (``_piece_of_a_run``) begins its match at the token, one with edges at the sign
-            # before it: compared by where the token begins, a piece of a long run first (a review: a short code's
+            # A run's pattern (``_run``: no edge before it) begins its match at the token, one with edges at the sign
+            # before it: compared by where the token begins, a run first (a review: a short code's
             # edged match began one place sooner and cut the start of the long run it began, which then stayed).
             if m is not None:
                 order = (m.start(1), not self.unbounded[i], m.start())
