@@ -914,6 +914,8 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("key-in-prose", "my mistral key is {s}, can you wire it up?", r(ALNUM, 32))
     add("key-in-prose", "use this token {s}", r(ALNUM, 36))
     add("key-in-prose", "new key: {s}", r(ALNUM, 32))
+    add("key-in-prose", "API Key\n{s}", r(ALNUM, 32))
+    add("key-in-prose", "Here's my Mistral key:\n```\n{s}\n```", r(ALNUM, 32))
     add(
         "telegram-bot-token-bare",
         "Use this token to access the HTTP API:\n{s}\nKeep your token secure",
@@ -935,6 +937,11 @@ BENIGN = [
     "the tx hash is 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
     "block 0x88e96d4537bea4d9c05d12549907b32561d3bf31f45aae734cdc119f13406cb6 was mined",
     # look-alikes of a key named in prose (the twentieth session)
+    "Primary key\ncustomer_id_and_invoice_number",
+    "the token\nHelloWorldControllerFactoryBean\nis a class",
+    "Generated token\n3f2a9c1b7d4e5f60a1b2c3d4e5f6a7b8",
+    "The secret:\nkeep functions small and focused on one thing",
+    "sort by key\nMyComponentName2024Version is next in the list",
     "the key is to keep functions small and focused on one thing",
     "the cache key is invoice:pdf:2024-01-15:customer42",
     "the request key is 3f2a9c1b7d4e5f60a1b2c3d4e5f6a7b8",
