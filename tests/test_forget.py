@@ -2598,6 +2598,14 @@ def test_several_token_patterns_find_what_one_alternation_finds_where_two_begin_
         monkeypatch.setattr(forget, "TOKENS_A_PATTERN", 500)
 
 
+def _history_of_builds(mem, n: int = 25) -> None:
+    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(n)])
+
+
+def _said_in(mem, session: str) -> list[str]:
+    return [t.text for t in mem.raw.read(mem.raw.find(session))]
+
+
 def common_word_stays(mem, turn: str, value: str, word: str) -> None:
     """Forgetting ``value`` leaves ``word`` in all 30 turns of ``turn`` (``{i}`` their number), which say it."""
     mem.append_turns("hist", [("user", turn.format(i=i), T0, None) for i in range(30)])
@@ -2609,7 +2617,7 @@ def common_word_stays(mem, turn: str, value: str, word: str) -> None:
 
 def found_in_other_words(mem, value: str, said: str, what: str) -> None:
     """Forgetting ``value`` takes ``what`` from a turn that says it in other words (``said``), beside 30 that do not."""
-    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(30)])
+    _history_of_builds(mem, 30)
     mem.append_turns("other", [("user", said, T0, None)])
     mem.write("user/codes", value, "user")
     forget.apply(mem, forget.plan_target(mem, "user/codes"))
@@ -2819,7 +2827,7 @@ def test_words_joined_as_the_history_says_them_stay_and_the_values_code_goes(mem
 def test_joined_words_few_turns_say_or_a_passphrase_go_from_every_turn(mem, joined, others):
     """The history's joined words stay only where more than CODE_TURNS turns say them, and a passphrase's shape
     (PHRASE_PARTS words of PHRASE_PART_CHARS letters) always goes, however often it was said."""
-    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(30)])
+    _history_of_builds(mem, 30)
     mem.append_turns("other", [("user", f"the quiz answer {joined} again, round {i}", T0, None) for i in range(others)])
     mem.write("user/wifi", f"the quiz answer was {joined}", "user")
     forget.apply(mem, forget.plan_target(mem, "user/wifi"))
@@ -3037,7 +3045,7 @@ def test_a_password_of_letters_glued_to_its_label_goes_though_tools_printed_it_o
 
 def few_turns_keep(mem, turns: list[str], value: str, word: str) -> None:
     """Forgetting ``value`` beside 30 other turns leaves ``word`` in each of ``turns``, which say it."""
-    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(30)])
+    _history_of_builds(mem, 30)
     mem.append_turns("few", [("user", t, T0, None) for t in turns])
     mem.write("user/deploy", value, "user")
     forget.apply(mem, forget.plan_target(mem, "user/deploy"))
@@ -3226,14 +3234,6 @@ def test_a_code_longer_than_a_token_said_whole_elsewhere_leaves_no_piece_of_it(m
     assert ep.exists() is False or code[:24] not in ep.read_text()
     kept = [t.text for p in mem.raw.files() for t in mem.raw.read(p)]
     assert "an unrelated turn about the editor" in kept
-
-
-def _history_of_builds(mem, n: int = 25) -> None:
-    mem.append_turns("hist", [("user", f"an ordinary turn about builds, try {i}", T0, None) for i in range(n)])
-
-
-def _said_in(mem, session: str) -> list[str]:
-    return [t.text for t in mem.raw.read(mem.raw.find(session))]
 
 
 def test_a_long_class_name_of_the_value_leaves_the_longer_names_it_begins(mem):

@@ -1062,7 +1062,7 @@ def token_pattern(tokens: AbstractSet[str]) -> Any:
     for unbounded in (False, True):
         forms = sorted(
             {re.escape(t[1:]) for t in tokens if _run(t)} if unbounded else {form(t) for t in tokens if not t.startswith(RUN)},
-            key=len,
+            key=lambda f: (len(f), f),  # longest first below; forms of one length in one order, not a set's
         )
         chunks: list[list[str]] = [[]]
         size = 0
