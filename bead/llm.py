@@ -21,6 +21,7 @@ import shlex
 import subprocess
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -214,14 +215,21 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 def _post(client: httpx.Client, url: str, headers: dict[str, str], body: dict[str, Any], timeout_s: float) -> dict:
     """POST ``body`` and the JSON object answered, within ``timeout_s`` for the whole call (httpx's timeout is
     per read: a server trickling a byte at a time would hold the call, and the dream's lock, for ever) and at most
-    MAX_ANSWER_BYTES."""
+    MAX_ANSWER_BYTES once decoded. bead asks for no compression; a server that compresses anyway is read one layer
+    of gzip or deflate deep, never past the cap (httpx's own decoding unpacks a chunk whole before anyone counts it:
+    a 2 KB answer of gzip in gzip became 2 GB in memory)."""
     deadline = time.monotonic() + timeout_s
-    with client.stream("POST", url, headers=headers, json=body) as r:
+    with client.stream("POST", url, headers={**headers, "accept-encoding": "identity"}, json=body) as r:
         if r.status_code >= 400:
             raise ModelError(f"the model API answered HTTP {r.status_code}")
+        decoder = _decoder(r.headers.get("content-encoding", ""))
         chunks: list[bytes] = []
         size = 0
-        for chunk in r.iter_bytes():
+        for raw in r.iter_raw():
+            try:
+                chunk = raw if decoder is None else decoder.decompress(raw, MAX_ANSWER_BYTES + 1 - size)
+            except zlib.error:
+                raise ModelError("the model API's compressed answer does not decompress") from None
             size += len(chunk)
             if size > MAX_ANSWER_BYTES:
                 raise ModelError(f"the model API's answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MB")
@@ -235,6 +243,20 @@ def _post(client: httpx.Client, url: str, headers: dict[str, str], body: dict[st
     if not isinstance(data, dict):
         raise ModelError("the model API answered something other than a JSON object")
     return data
+
+
+def _decoder(content_encoding: str) -> Any:
+    """A bounded decoder for the answer's ``Content-Encoding`` (None for none); ModelError for layers or codings
+    bead does not read."""
+    codings = [c for c in (part.strip().lower() for part in content_encoding.split(",")) if c and c != "identity"]
+    if not codings:
+        return None
+    if len(codings) > 1 or codings[0] not in ("gzip", "x-gzip", "deflate"):
+        raise ModelError(
+            f"the model API answered in an encoding bead does not read ({content_encoding[:40]!r}; bead asks for "
+            "none): check the server, or a proxy in front of it, for compression it adds"
+        )
+    return zlib.decompressobj(16 + zlib.MAX_WBITS if codings[0] != "deflate" else zlib.MAX_WBITS)
 
 
 def _count(value: Any) -> int:

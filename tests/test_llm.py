@@ -232,14 +232,17 @@ def test_unreachable_model_raises_model_error():
 @pytest.fixture
 def odd_server():
     """A server that answers every POST with a fixed body (set `.body`)."""
-    state = {"body": b"{}"}
+    state = {"body": b"{}", "headers": {}, "asked": []}
 
     class Handler(QuietHandler):
         def do_POST(self):
             self.body()
+            state["asked"].append(dict(self.headers))
             data = state["body"]
             self.send_response(200)
             self.send_header("content-type", "application/json")
+            for name, value in state["headers"].items():
+                self.send_header(name, value)
             self.send_header("content-length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -274,6 +277,55 @@ def test_json_that_is_not_an_object_raises_model_error(odd_server, key_env):
     state["body"] = b'["a", "list"]'
     with pytest.raises(ModelError, match="other than a JSON object"):
         model_for("openai", url).chat("s", "u")
+
+
+def _gzip(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, compresslevel=9)
+
+
+def test_a_compressed_answer_is_unpacked_no_further_than_the_cap(odd_server, key_env):
+    """bead asks for no compression. A server that gzips anyway is read, one layer deep and never past the 4 MB
+    cap: httpx unpacked each chunk whole before bead counted it, so 16 KB of gzipped zeros was 16 MB in memory
+    (and 2 KB of gzip in gzip 2 GB) before "larger than 4 MB" was said."""
+    import tracemalloc
+
+    state, url = odd_server
+    honest = json.dumps({"choices": [{"message": {"content": "the port is 5433"}}]}).encode()
+    state["headers"] = {"content-encoding": "gzip"}
+    state["body"] = _gzip(honest)
+    assert model_for("openai", url).chat("s", "u").text == "the port is 5433"
+    assert state["asked"][-1].get("accept-encoding", state["asked"][-1].get("Accept-Encoding")) == "identity"
+
+    state["body"] = _gzip(b"{" + b" " * (64 * 1024 * 1024) + b"}")
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelError, match="larger than 4 MB"):
+            model_for("openai", url).chat("s", "u")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 * 1024 * 1024, f"{peak / 2**20:.0f} MB held to refuse 64 MB of answer"
+
+
+@pytest.mark.parametrize("encoding", ["gzip, gzip", "br", "zstd"])
+def test_an_answer_in_layers_or_codings_bead_does_not_read_is_refused_unread(odd_server, key_env, encoding):
+    """gzip inside gzip (a few KB that unpack to gigabytes), or a coding bead does not read, is no answer, and the
+    error says where to look."""
+    state, url = odd_server
+    state["headers"] = {"content-encoding": encoding}
+    state["body"] = _gzip(_gzip(b"{}"))
+    with pytest.raises(ModelError, match="an encoding bead does not read .* check the server"):
+        model_for("anthropic", url).chat("s", "u")
+
+
+def test_a_compressed_answer_that_does_not_unpack_is_a_model_error(odd_server, key_env):
+    state, url = odd_server
+    state["headers"] = {"content-encoding": "deflate"}
+    state["body"] = b"this was never deflated"
+    with pytest.raises(ModelError, match="does not decompress"):
+        model_for("ollama", url).chat("s", "u")
 
 
 def test_unknown_provider_raises_model_error(fake):
