@@ -13,6 +13,7 @@ megabyte), so a quadratic slip as cheap as a copy of the text per match still fa
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -22,9 +23,16 @@ GROWTH = 8.0
 
 
 def _took(run: Callable[[T], Any], arg: T) -> float:
-    t0 = time.process_time()
-    run(arg)
-    return time.process_time() - t0
+    # The cyclic collector off while the clock runs: a full collection of the pytest worker's heap (millions of
+    # objects other tests left) can land in any run and cost more than the run itself, which failed a linear scan
+    # as quadratic on a busy machine. Work the run itself does is still counted whole.
+    gc.disable()
+    try:
+        t0 = time.process_time()
+        run(arg)
+        return time.process_time() - t0
+    finally:
+        gc.enable()
 
 
 def assert_linear(run: Callable[[T], Any], make: Callable[[int], T], size: int, limit: float = 1.0, what: str = "") -> None:
