@@ -1350,3 +1350,55 @@ def test_a_negation_one_cited_turn_says_of_something_else_does_not_back_a_value_
     assert mem.current("project/shop/migrations-padded") is None, "queued too"
     assert any("project/shop/migrations" in q for q in rep.sessions["s1"]["queued"]), rep.sessions["s1"]
     assert mem.current("project/shop/lockfile").body == "Don't touch the lockfile", "one cited turn says it all"
+
+
+@pytest.mark.parametrize(
+    "typed, value",
+    [
+        ("Never push to main; always open a PR from a branch.", "Always push to main; never open a PR from a branch."),
+        ("Run the load tests against staging, not production.", "Run the load tests against production, not staging."),
+        ("Do not use sudo for npm install; use nvm instead.", "Use sudo for npm install; do not use nvm."),
+        ("run make test and never skip the lint step", "skip the lint step and never run make test"),
+        (
+            "the dev database listens on 5432, the test database on 5433",
+            "The dev database listens on 5433, the test database on 5432.",
+        ),
+        (
+            "deploy the shop to staging.shop.example with make stage, and to shop.example with make release",
+            "Deploy the shop to shop.example with make stage, and to staging.shop.example with make release.",
+        ),
+        ("Never push to main; always open a PR from a branch.", "Always push to main; never wait for a PR."),
+    ],
+)
+def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, typed, value):
+    """Every word of the value is the person's, a negation stands in both, and each number or address was said, yet
+    it says the opposite: the negation moved to the other clause, or two ports or hosts each put in the other's place.
+    Word sets alone wrote all of these unseen as current facts (an outside attack); now they wait for the person."""
+    mem = make()
+    session(mem, "s1", [typed, "noted"])
+    model.answers.append(answer({"key": "project/shop/rule", "type": "project", "value": value}))
+    rep = Dream(mem).run()
+    assert mem.current("project/shop/rule") is None, rep.sessions["s1"]
+    assert any("project/shop/rule" in q for q in rep.sessions["s1"]["queued"]), rep.sessions["s1"]
+
+
+@pytest.mark.parametrize(
+    "typed, value",
+    [
+        ("we don't use yarn anymore, we use pnpm", "The shop uses pnpm, not yarn."),
+        ("never push to main; open a PR from a branch", "Never push to main; open a PR from a branch."),
+        (
+            "the dev database listens on 5432, the test database on 5433",
+            "The dev database listens on 5432 and the test one on 5433.",
+        ),
+        ("don't run the migrations by hand, use make migrate", "Don't run the migrations by hand; use make migrate instead."),
+    ],
+)
+def test_what_the_person_said_in_their_order_and_sense_is_written(make, model, typed, value):
+    """The same checks leave a faithful restatement alone: negations on the words the person negated, numbers in
+    the order they said them."""
+    mem = make()
+    session(mem, "s1", [typed, "noted"])
+    model.answers.append(answer({"key": "project/shop/rule", "type": "project", "value": value}))
+    rep = Dream(mem).run()
+    assert mem.current("project/shop/rule") is not None, rep.sessions["s1"]

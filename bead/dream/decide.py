@@ -25,7 +25,7 @@ from ..capture.secrets import compile_linear, redact
 from ..core.memory import Memory
 from ..core.propose import SECRET, persons, said, screen
 from ..errors import BeadError
-from ..index.query import terms
+from ..index.query import STOPWORDS, terms
 from ..store.audit import iso, normalise
 from ..store.facts import CLOCK_AHEAD, stored_title
 from ..store.keys import TYPES, check_new_key, validate_key
@@ -364,7 +364,79 @@ def _unsupported_by(value: str, typed: list[Turn]) -> list[str]:
     out += [f'"{w}"' for w in sorted(words - said_words)]
     if negates != said_negates:
         out.append("a negation the person did not say" if negates else "the person's negation left out")
+    turned = _turned_words(value, said_text)
+    if turned:
+        named = ", ".join(f'"{w}"' for w in turned[:3])
+        out.append(f"the person's {named} turned around by a negation")
+    if _swapped(value, said_text):
+        out.append("the person's numbers or addresses in another order")
     return out
+
+
+# Where a negation's reach ends: a clause's end (a stop or comma before a space, a semicolon, a colon, a line's end)
+# or a word that starts another clause. Linear: no nesting, no backtracking.
+_CLAUSE = compile_linear(r"[;:!?\n]|[.,](?:\s|$)|\s(?:but|whereas|while|then)\s")
+_WORD = compile_linear(r"[\w'\x{2019}]+")
+_TERM = re.compile(r"\w+")
+_SCOPES = _NEGATIONS | {"instead", "rather"}
+
+
+def _polarities(text: str) -> dict[str, set[bool]]:
+    """Each content word of ``text`` (stopwords out, -s/-ed/-ing folded) and whether it stands after a negation
+    in its clause (True: "never open a PR", "not production", "instead of yarn"), before one or with none (False),
+    or both."""
+    out: dict[str, set[bool]] = {}
+    for clause in _CLAUSE.split(fold(text).lower()):
+        negated = False
+        for m in _WORD.finditer(clause):
+            word = m.group(0).replace("\u2019", "'")
+            if word in _SCOPES:
+                negated = True
+                continue
+            for t in _TERM.findall(word):
+                if t not in STOPWORDS:
+                    out.setdefault(_fold(t), set()).add(negated)
+    return out
+
+
+def _turned_words(value: str, said_text: str) -> list[str]:
+    """The person's words the value turns around: said only under a negation and written only without one, or the
+    reverse. Every word of "Always push to main; never open a PR from a branch" is the person's, and a negation is
+    in both, but the person said "Never push to main; always open a PR from a branch" (an outside attack: word sets
+    alone wrote it unreviewed)."""
+    theirs = _polarities(said_text)
+    return sorted(w for w, ways in _polarities(value).items() if w in theirs and not ways & theirs[w])
+
+
+def _in_order(text: str) -> list[str]:
+    """The numbers and addresses ``text`` states, in the order it states them (``_anchors``' forms)."""
+    text = fold(text)
+    for _ in range(2):
+        text = _THOUSANDS.sub(r"\1\2", text)
+    found = [
+        (m.start(), m.group(0).lower().rstrip(".,;:)").removeprefix("./")) for r in (_URL, _PATHLIKE) for m in r.finditer(text)
+    ]
+    found = [(i, a) for i, a in found if not a.replace(".", "").isdigit() and any(c.isalpha() for c in a)]
+    found += [(m.start(), m.group(0).lstrip("0") or "0") for m in _NUMBER.finditer(text)]
+    return [a for _, a in sorted(found)]
+
+
+def _swapped(value: str, said_text: str) -> bool:
+    """Whether the value states the person's numbers and addresses in an order they never said them in: two ports,
+    or two hosts, moved each to the other's place ("dev on 5432, tests on 5433" written as "dev on 5433, tests on
+    5432"). The value's ones the person said must come in the same order in what they typed (any occurrence)."""
+    said = _in_order(said_text)
+    known = set(said)
+    mine = [a for a in _in_order(value) if a in known]
+    if len(set(mine)) < 2:
+        return False
+    at = 0
+    for a in mine:
+        try:
+            at = said.index(a, at)
+        except ValueError:
+            return True
+    return False
 
 
 def _cited_sources(cited: list[Turn]) -> str:
