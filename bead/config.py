@@ -249,6 +249,7 @@ class DreamSettings(ModelSettings):
         None,
         "a run stops once its calls used this many tokens (null: no limit; a call whose server reports none counts "
         "a token per 4 characters); the rest waits for the next run",
+        check=_positive,
     )
     max_run_minutes: float = setting(
         60,

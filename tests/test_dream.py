@@ -16,6 +16,7 @@ from bead.dream import evaluate, second
 from bead.dream.decide import Proposal
 from bead.dream.run import CALL_CHARS, SYSTEM, Dream, LockHeld, chunks
 from bead.dream.worker import Worker, due
+from bead.errors import BeadError
 from bead.paths import Home
 from bead.recall.rank import search_facts
 from bead.store.queue import Queue
@@ -909,6 +910,30 @@ class TestDecay:
         assert mem.current("project/shop/old").status == "current"
         assert Dream(mem).run().dormant == []
 
+    def test_a_pin_made_while_the_decay_step_runs_keeps_the_fact_out_of_decay(self, make, model, monkeypatch):
+        """Decay read every fact once, then made each stale one dormant: one the person pinned in between ended
+        pinned and dormant, out of the pinned block (an outside attack). The pin is read again under the lock."""
+        from bead.core.curate import set_pinned
+        from bead.core.memory import Memory
+
+        now = [T0 - timedelta(days=70)]
+        mem = make(clock=lambda: now[0])
+        mem.write("project/shop/a", "The deploy target is Heroku.", "project")
+        mem.write("project/shop/b", "The staging box is called Ferris.", "project")
+        now[0] = T0
+        real = Memory.set_dormant
+
+        def pinned_meanwhile(self, fact):
+            if fact.key == "project/shop/b":
+                set_pinned(make(), fact.key, True)  # the person's `bead pin`, from another process
+            return real(self, fact)
+
+        monkeypatch.setattr(Memory, "set_dormant", pinned_meanwhile)
+        rep = Dream(mem).run()
+        assert rep.dormant == ["project/shop/a@v1"]
+        b = make().current("project/shop/b")
+        assert b.pinned and b.status == "current", (b.pinned, b.status)
+
 
 class TestWorker:
     """A laptop asleep at 03:07 runs once after waking: not never, not twice."""
@@ -1402,3 +1427,47 @@ def test_what_the_person_said_in_their_order_and_sense_is_written(make, model, t
     model.answers.append(answer({"key": "project/shop/rule", "type": "project", "value": value}))
     rep = Dream(mem).run()
     assert mem.current("project/shop/rule") is not None, rep.sessions["s1"]
+
+
+def test_a_stored_value_restated_from_pasted_text_is_no_use_of_it(make, model):
+    """A proposal that repeats a stored value counted as a use of it, from any source and once per copy: a model
+    citing a pasted README proposed it twenty times under other keys, twenty uses in one run (decay put off, the
+    pinned block's order moved). A use is counted once a run, and only from the person's typed words."""
+    mem = make()
+    mem.write("user/editor", "The person edits with vim.", "user", trust="user_stated")
+    mem.append_turns(
+        "s1", [("user", "pasted README: the person edits with vim", T0, None, {"project": "shop", "source": "pasted"})]
+    )
+    copies = [{"key": f"user/editor{i}", "type": "user", "value": "The person edits with vim.", "turns": [1]} for i in range(20)]
+    model.answers.append(answer(*copies))
+    Dream(mem).run()
+    assert mem.recent_uses().get("user/editor", 0) == 0
+    session(mem, "s2", ["I edit with vim, by the way", "noted"])
+    model.answers.append(answer(*[dict(c, turns=[1]) for c in copies[:5]]))
+    Dream(mem).run()
+    assert mem.recent_uses().get("user/editor") == 1
+
+
+def test_an_episodes_sections_are_cut_before_they_are_kept_or_judged(make, model):
+    """A model's 1.8 MB episode sections grew the episode's file by megabytes a run and went whole to the outcome
+    gate's judge. Each section is kept to a few thousand characters, and a lesson so cut is never promoted."""
+    from bead.dream.run import EPISODE_SECTION_MAX_CHARS
+
+    mem = make()
+    session(mem, "s1", ["we moved postgres, it listens on port 5433 now", "noted"])
+    big = "lesson words here. " * 60_000
+    model.by_system[evaluate.SYSTEM[:80]] = SUCCEEDED
+    model.answers.append(answer(episode={"situation": big, "action": "a", "outcome": "o", "lesson": big, "extra": big}))
+    rep = Dream(mem).run()
+    judged = [len(json.dumps(body)) for _, _, body in model.requests][-1]
+    assert judged < 4 * EPISODE_SECTION_MAX_CHARS + 20_000, judged
+    episode = mem.home.store / rep.sessions["s1"]["episode"]
+    assert episode.stat().st_size < 3 * EPISODE_SECTION_MAX_CHARS + 5_000
+    assert Queue(mem).items() == [], "a lesson cut short is no lesson to review"
+
+
+@pytest.mark.parametrize("budget", ["0", "-5"])
+def test_a_token_budget_of_zero_or_less_is_refused_by_name(make, budget):
+    """`max_tokens_per_run: 0` read as no limit at all (and a negative one stopped every run before it began)."""
+    with pytest.raises(BeadError, match="max_tokens_per_run.*must be greater than 0"):
+        make(extra=f"  max_tokens_per_run: {budget}\n")

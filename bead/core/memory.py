@@ -337,6 +337,14 @@ class Memory:
         self.facts.set_status(fact, status)
         return self._catch_up(lambda idx: self._sync(idx, fact.key), f"status of {fact.id}")
 
+    def set_dormant(self, fact: Fact) -> bool:
+        """The dream's decay: one version dormant in its file and the index, unless it was pinned since it was read
+        (False: left as it is)."""
+        if not self.facts.set_status(fact, "dormant", unless_pinned=True):
+            return False
+        self._catch_up(lambda idx: self._sync(idx, fact.key), f"status of {fact.id}")
+        return True
+
     def set_pinned(self, fact: Fact, pinned: bool) -> bool:
         """Pin or unpin one version in its file and in the index (False: index later)."""
         self.facts.set_pinned(fact, pinned)

@@ -33,14 +33,14 @@ from ..llm import Model, ModelError, answer_object
 from ..paths import Home
 from ..recall.render import flattened, prompt_data
 from ..store.audit import iso, normalise
-from ..store.episodes import Episodes
+from ..store.episodes import SECTIONS, Episodes
 from ..store.locks import LockBusy, flocked
 from ..store.queue import Queue
 from ..store.rawlog import FORGOTTEN, Turn
 from ..store.rawlog import label as label_of
 from ..store.reports import DreamState, Reports
 from . import evaluate, second
-from .decide import Decision, Proposal, SecondOpinion, decide
+from .decide import TRUSTED, Decision, Proposal, SecondOpinion, decide
 from .evaluate import Evaluation
 from .second import Opinion
 
@@ -55,6 +55,11 @@ REJECTED_KEY_CHARS = 120  # of a rejected key, as the report lists it (a valid k
 EXTRACT_OUT_ESTIMATE = 800  # tokens one extraction answer costs, for the dry run's estimate
 SECOND_TOKENS_ESTIMATE = 400  # one second-opinion call, in and out
 LESSON_MAX_CHARS = 2_000
+# The most of each episode section kept (situation, action, outcome, lesson): a model's account of a session is a
+# few sentences. Uncut, an answer's 1.8 MB sections grew the episode's file by megabytes a run, and went whole to the
+# outcome gate's judge (a 900k-token call with no budget set: an outside attack). A lesson cut here is over
+# LESSON_MAX_CHARS, so it is never promoted.
+EPISODE_SECTION_MAX_CHARS = 4_000
 
 SYSTEM = """You maintain the long-term memory of an AI coding agent. You read one conversation between a person and the agent and propose facts worth remembering across sessions: the person's preferences and corrections, project conventions, commands, decisions, gotchas.
 
@@ -203,6 +208,12 @@ def parse_answer(text: str) -> tuple[list[dict], dict | None]:
     ep = data.get("episode")
     if ep is not None and not (isinstance(ep, dict) and all(isinstance(v, str) for v in ep.values())):
         raise ValueError("the episode is not an object of strings")
+    if ep is not None:
+        ep = {
+            name: text if len(text) <= EPISODE_SECTION_MAX_CHARS else text[:EPISODE_SECTION_MAX_CHARS] + "…"
+            for name, text in ep.items()
+            if name in SECTIONS
+        }
     return facts, ep
 
 
@@ -219,6 +230,7 @@ class Dream:
         # append keeps it. ``_rewritten``: a write was dropped because its turns were rewritten meanwhile.
         self._read_as: dict[Path, int | None] = {}
         self._rewritten = False
+        self._reinforced: set[str] = set()  # the facts this run counted a use of (``_reinforces``)
         self.state = DreamState(mem.home.dream_state, mem.home.root)
         self._values: dict[str, str] | None = None  # normalised current value -> key, for duplicates
         self._epoch: str | None = None  # the raw log's forget epoch when the run began
@@ -417,6 +429,15 @@ class Dream:
             return "(a key the report does not name: it holds a forgotten value or a credential)"
         return key
 
+    def _reinforces(self, d: Decision, key: str, dry_run: bool) -> bool:
+        """Whether a proposal that restates a stored value counts as a use of it: once a run per fact, and only when
+        the person's typed words back it. A model citing a pasted README proposed one stored value twenty times under
+        other keys, and each copy was a use (decay put off, the pinned block's order moved: an outside attack)."""
+        if dry_run or d.source != TRUSTED or key in self._reinforced:
+            return False
+        self._reinforced.add(key)
+        return True
+
     def _act(self, d: Decision, proposal: Proposal, session: SessionReport, rep: Report, dry_run: bool) -> None:
         """Do what ``decide`` said of ``proposal``."""
         key, value = proposal.key, proposal.value
@@ -443,13 +464,13 @@ class Dream:
                 rep.queued.append((queued.item.id, d.kind, key))
         elif d.action == "unchanged":
             session["unchanged"].append(d.other)
-            if not dry_run:
+            if self._reinforces(d, key, dry_run):
                 self.mem.note_use([key], "reinforce", id=d.other, by="dream")
         elif d.action == "duplicate":
             # Consolidate: the same value already stored under another key
             # reinforces that fact instead of adding a second one.
             session["unchanged"].append(f"{key} (duplicate of {d.other})")
-            if not dry_run:
+            if self._reinforces(d, d.other, dry_run):
                 self.mem.note_use([d.other], "reinforce", by="dream")
         elif dry_run:
             session["written"].append(f"{key} (would write)")
@@ -647,7 +668,8 @@ class Dream:
             seen = max((t for t in (_when(cur.valid_from), _when(last.get(cur.key))) if t is not None), default=None)
             if seen is not None and seen < cutoff:
                 self.mem.audit.ready()
-                self.mem.set_status(cur, "dormant")
+                if not self.mem.set_dormant(cur):
+                    continue  # pinned since the pass read it
                 self.mem.audit.record(self.mem.clock(), "decay", key=cur.key, id=cur.id)
                 out.append(cur.id)
         return out

@@ -267,6 +267,13 @@ def _with_status(data: bytes, status: str) -> bytes:
     return _with_field(data, "status", status)
 
 
+def _says_pinned(data: bytes) -> bool:
+    """Whether a version file's frontmatter says `pinned: true`."""
+    text = data.decode("utf-8", errors="replace")
+    head = text[: text.find("\n---\n", 3)]
+    return re.search(r"(?m)^pinned:[ \t]*true[ \t]*$", head) is not None
+
+
 def _with_field(data: bytes, name: str, value: str) -> bytes:
     """A version file's bytes with one top-level frontmatter line (`name: value`) changed, every other byte kept."""
     text = data.decode("utf-8")
@@ -790,11 +797,18 @@ class FactStore:
             return WriteResult(fact, written=True, superseded=cur, marked=tuple(marked), undone=undone)
         return WriteResult(fact, written=True, superseded=cur, marked=tuple(marked))
 
-    def set_status(self, fact: Fact, status: str) -> None:
-        """Change the status line of one version (the index is the caller's: Memory.set_status)."""
+    def set_status(self, fact: Fact, status: str, unless_pinned: bool = False) -> bool:
+        """Change the status line of one version (the index is the caller's: Memory.set_status); with
+        ``unless_pinned``, not if its file says pinned now, read under the lock (False: left as it is). The dream's
+        decay read the store at its start: a `bead pin` made during its pass ended dormant and pinned, out of the
+        pinned block it was pinned for (an outside attack)."""
         path = _path(fact)
         with self.lock(), safe.opened_dir(self.home.root, path.parent) as fd:
-            safe.write_at(fd, path, _with_status(safe.read_at(fd, path), status))
+            data = safe.read_at(fd, path)
+            if unless_pinned and _says_pinned(data):
+                return False
+            safe.write_at(fd, path, _with_status(data, status))
+            return True
 
     def set_pinned(self, fact: Fact, pinned: bool) -> None:
         """Change the pinned line of one version, every other byte kept (the index is the caller's). A pin goes
