@@ -588,3 +588,59 @@ def test_project_names_the_owners_http_servers_project_and_is_refused_with_signe
     (bead_home / "config.yaml").write_text(config_text(jwks, {ANA: ["shop"]}))
     res = bead("mcp", "--http", "--listen", f"127.0.0.1:{free_port()}", "--project", "webshop")
     assert res.code == 1 and "--project does not go with signed JWTs" in res.err and len(served) == 1
+
+
+@pytest.mark.parametrize("trickle", [False, True], ids=["stalled", "trickled"])
+def test_a_request_body_that_does_not_arrive_in_time_ends_its_connection(team, jwks, monkeypatch, trickle):
+    """A client with a good token that stops sending its body, or sends a byte now and then, held its connection
+    and a server task for ever (the proxy cuts a body at 30 s). Past ``BODY_S`` of its headers the request ends
+    and the connection with it, while the client would still be sending for many seconds."""
+    import socket
+    import threading
+
+    monkeypatch.setattr("bead.mcp.http.BODY_S", 0.5)
+    token = jwks.mint(ANA)
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{team.port}\r\nAuthorization: Bearer {token}\r\n"
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 4000\r\n\r\n"
+    ).encode()
+    sock = socket.create_connection(("127.0.0.1", team.port), timeout=30)
+    sent = threading.Event()  # the client sent all 4,000 bytes: the server waited for the whole body
+    stop = threading.Event()
+
+    def client() -> None:
+        try:
+            sock.sendall(head + b'{"jsonrpc": "2.0", ')
+            for _ in range(200 if trickle else 0):  # 20 s of a byte every 0.1 s
+                if stop.wait(0.1):
+                    return
+                sock.sendall(b" ")
+            if not trickle:
+                stop.wait(20)
+            if not stop.is_set():
+                sent.set()
+        except OSError:
+            pass  # the server closed the connection: what the test waits for
+
+    t = threading.Thread(target=client, daemon=True)
+    t.start()
+    try:
+        got = b""
+        while chunk := sock.recv(65536):  # the server's answer, then its end of the connection
+            got += chunk
+        assert not sent.is_set(), "the server waited for the whole body"
+    finally:
+        stop.set()
+        t.join(30)
+        sock.close()
+    assert got.startswith(b"HTTP/1.1 408 ") and b"did not arrive in time" in got, got[:300]
+    assert team.health()["status"] == "ok"
+
+
+def test_a_request_body_past_the_limit_is_refused_whole(team, jwks, monkeypatch):
+    """A JSON-RPC call is a few KB: a body past MAX_BODY is answered 413, not held."""
+    monkeypatch.setattr("bead.mcp.http.MAX_BODY", 1000)
+    status, _headers, body = post_mcp(
+        team.url + "/mcp", jwks.mint(ANA), {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "pad": "x" * 5000}
+    )
+    assert status == 413 and "too large" in body["error"]

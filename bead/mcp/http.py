@@ -52,6 +52,60 @@ from .server import Runtime, build
 log = logging.getLogger("bead.mcp.http")
 
 ACTOR = "bead.actor"  # the ASGI scope key the guard sets and the tools read
+# A request's whole body must arrive within this long of its headers, as the proxy's (BODY_TIMEOUT): a client that
+# stops sending, or trickles a byte now and then, held its connection and a server task for ever. A JSON-RPC call is
+# a few KB; MAX_BODY bounds what is held of one.
+BODY_S = 30.0
+MAX_BODY = 8 * 1024 * 1024
+
+
+async def _read_body(receive: Any, seconds: float) -> tuple[bytes | None, int]:
+    """The request's whole body, read within ``seconds`` of now: (body, 0), or (None, the status that refuses it:
+    408 late, 413 too large, 0 for a client that went away)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        try:
+            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            log.info("mcp http refused: 408 the request body did not arrive within %g s", seconds)
+            return None, 408
+        if message.get("type") != "http.request":
+            return None, 0
+        chunk = message.get("body") or b""
+        size += len(chunk)
+        if size > MAX_BODY:
+            log.info("mcp http refused: 413 a request body over %d bytes", MAX_BODY)
+            return None, 413
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts), 0
+
+
+async def _with_body(app: Any, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Call ``app`` with the request's body read whole first (``_read_body``); a body that does not come in time, or
+    is too large, is answered here and its connection closed."""
+    body, status = await _read_body(receive, BODY_S)
+    if body is None:
+        if status:
+            why = "the request body did not arrive in time" if status == 408 else "the request body is too large"
+            data = json.dumps({"error": why}).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+            await send({"type": "http.response.start", "status": status, "headers": [*headers, (b"connection", b"close")]})
+            await send({"type": "http.response.body", "body": data})
+        return
+    given = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return dict(await receive())  # after the body: the wait for the client to go away
+
+    await app(scope, replay, send)
 
 
 def viewer_of(rt_projects: dict[str, list[str]] | None) -> Callable[[Context], Viewer]:
@@ -124,7 +178,7 @@ class Guard:
             return
         # Everything but GET /health needs a token: a path spelled another way never slips by.
         if scope.get("path") == "/health":
-            await self.app(scope, receive, send)
+            await _with_body(self.app, scope, receive, send)
             return
         token = _bearer(scope)
         try:
@@ -139,7 +193,7 @@ class Guard:
         scope[ACTOR] = actor
         # The SDK binds a session to the credential that opened it; this makes that credential the member.
         scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=actor, scopes=[], subject=actor))
-        await self.app(scope, receive, send)
+        await _with_body(self.app, scope, receive, send)
 
     async def _owners(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """The home's own server: the proxy's browser and Host checks on every request, the owner's on /mcp."""
@@ -168,7 +222,7 @@ class Guard:
             )
             await send({"type": "http.response.body", "body": data})
             return
-        await self.app(scope, receive, send)
+        await _with_body(self.app, scope, receive, send)
 
 
 def _bearer(scope: dict[str, Any]) -> str | None:
