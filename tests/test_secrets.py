@@ -894,6 +894,22 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("ai-tool-keys", "BLOB_RW {s}", "vercel_blob_rw_" + r(ALNUM, 16) + "_" + r(ALNUM, 30))
     add("ai-tool-keys", "mapbox secret {s}", "sk.eyJ1" + r(URLSAFE, 60) + "." + r(URLSAFE, 22))
     add("telegram-bot-token-bare", 'bot = telebot.TeleBot("{s}")', r(DIGITS, 10) + ":AA" + r(URLSAFE, 33))
+    # Keys of more services by their shape (reported in clear by an outside attack)
+    add("service-keys-by-shape", "voyageai.Client(api_key='{s}')", "pa-" + r(URLSAFE, 43))
+    add(
+        "service-keys-by-shape",
+        'os.environ["FAL_KEY"] = "{s}"',
+        r(HEX, 8) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 12) + ":" + r(HEX, 32),
+    )
+    add("service-keys-by-shape", "npx convex deploy --cmd-url-env-var-name X with {s}", "prod:happy-otter-123|" + r(ALNUM, 64))
+    add(
+        "service-keys-by-shape",
+        "braintree.BraintreeGateway(access_token='{s}')",
+        "access_token$production$" + r(LOWER + DIGITS, 16) + "$" + r(HEX, 32),
+    )
+    add("service-keys-by-shape", "az devops login, then paste {s}", r(ALNUM, 76) + "AZDO" + r(ALNUM, 4))
+    add("service-keys-by-shape", "libhoney.init(writekey: {s})", "hcaik_" + r(LOWER + DIGITS, 58))
+    add("service-keys-by-shape", "curl -H 'X-Honeycomb-Team: {s}' https://api.honeycomb.io/1/events/ds", r(ALNUM, 32))
     # Positional secrets of CLI commands, an Ethereum key in code (an outside attack)
     add("cli-positional-secret", "wandb login {s}", r(HEX, 40))
     add(
@@ -950,6 +966,13 @@ BENIGN = [
     "the token is TOKEN_EXPIRED_PLEASE_LOGIN_AGAIN_NOW",
     "that secret is stored in SOPS_ENCRYPTED_FILE_PATH_VARIABLE",
     "the key is HelloWorldControllerFactoryBean",
+    # look-alikes of the services' shapes (the twenty-first session)
+    "the deployment prod:happy-otter-123 serves the shop",
+    "X-Honeycomb-Team: ${HONEYCOMB_API_KEY}",
+    "the fal request id is 1a2b3c4d-0000-1111-2222-333344445555",
+    '<div class="pa-4 pa-md-8 pa-lg-12 ma-2">',
+    "access_token$production$ is how Braintree names its tokens",
+    "falls back to 9f86d081-884c-4d63-9a2f-c7a0bfe2c8a5 when none is set",
     # look-alikes of the tool keys' prefixes (the twentieth session)
     "re_compile_the_pattern_once_and_reuse_it_everywhere",
     "re_validate_user_input_fields_before_saving",
