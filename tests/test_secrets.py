@@ -921,6 +921,13 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("cli-positional-secret", "npm config set //registry.npmjs.org/:_authToken {s}", "npm_" + r(ALNUM, 36))
     add("cli-positional-secret", "mc alias set myminio https://minio.internal:9000 admin {s}", r(ALNUM, 24))
     add("cli-positional-secret", "poetry config http-basic.private deploy {s}", r(ALNUM, 20))
+    add(
+        "cli-positional-secret",
+        "bash <(curl -s https://codecov.io/bash) -t {s}",
+        r(HEX, 8) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 12),
+    )
+    add("cli-positional-secret", "npx @vscode/vsce publish minor -p {s}", r(ALNUM, 52))
+    add("cli-positional-secret", "twine upload -u deploy -p {s} dist/*", r(ALNUM, 16))
     add("eth-private-key-in-code", 'const wallet = new ethers.Wallet("{s}", provider)', "0x" + r(HEX, 64))
     add("eth-private-key-in-code", "accounts: ['{s}'],", "0x" + r(HEX, 64))
     add("eth-private-key-in-code", "forge script Deploy --private-key {s} --broadcast", r(HEX, 64))
@@ -967,6 +974,11 @@ BENIGN = [
     "that secret is stored in SOPS_ENCRYPTED_FILE_PATH_VARIABLE",
     "the key is HelloWorldControllerFactoryBean",
     # look-alikes of the services' shapes (the twenty-first session)
+    "codecov -t ${{ secrets.CODECOV_TOKEN }}",
+    "codecov -t -f coverage.xml",
+    "vsce publish -p $VSCE_PAT",
+    "twine upload dist/* -p <your-password>",
+    "twine upload --help shows -p PASSWORD, --password PASSWORD",
     "the deployment prod:happy-otter-123 serves the shop",
     "X-Honeycomb-Team: ${HONEYCOMB_API_KEY}",
     "the fal request id is 1a2b3c4d-0000-1111-2222-333344445555",
