@@ -435,3 +435,44 @@ def test_a_project_filtered_raw_search_reads_the_full_text_matches_first(mem):
     [query] = [q for q in seen if "raw_fts MATCH" in q]
     plan = [row[3] for row in mem.index._conn.execute("EXPLAIN QUERY PLAN " + query)]
     assert plan[0].startswith("SCAN raw_fts VIRTUAL TABLE") and "USING INTEGER PRIMARY KEY" in plan[1], plan
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="reads the kernel's lock table (Linux)")
+def test_a_second_connection_leaves_the_first_ones_lock_and_another_programs_close_leaves_the_wal(tmp_path):
+    """Opening an index opened and closed its file to create it 0600; closing any descriptor of a file drops every
+    POSIX lock the process holds on it. The indexer's second connection (the embedding pass) so left its first
+    unlocked, and another program's SQLite closing last (an `sqlite3` shell, Python's own sqlite3) took itself for
+    the last one and deleted the WAL the indexer still wrote to: its writes lost, the index corrupted, a sealed
+    value kept in the deleted WAL (an outside attack). An existing file is no longer opened but by SQLite."""
+    import subprocess
+    import sys
+
+    store = tmp_path / "store"
+    store.mkdir()
+    path = tmp_path / "index.db"
+
+    def locks() -> int:
+        ino = os.stat(path).st_ino
+        with open("/proc/locks") as f:
+            return sum(1 for line in f if f" {os.getpid()} " in line and f":{ino} " in line)
+
+    first = dbmod.Index(path, store)
+    try:
+        first.counts()  # a read: the connection holds its lock on the file
+        held = locks()
+        assert held >= 1
+        second = dbmod.Index(path, store)
+        try:
+            assert locks() == held, "opening a second connection dropped the first one's lock"
+            # Another program reads the index and closes: the stdlib's sqlite3, whatever SQLite it was built with.
+            subprocess.run(
+                [sys.executable, "-c", f"import sqlite3; c = sqlite3.connect({str(path)!r}); c.execute('select 1 from meta').fetchall(); c.close()"],
+                check=True,
+                timeout=60,
+            )
+            assert os.path.exists(f"{path}-wal"), "another program's close deleted the WAL this process writes to"
+        finally:
+            second.close()
+    finally:
+        first.close()
+    assert (os.stat(path).st_mode & 0o777) == 0o600

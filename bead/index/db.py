@@ -332,6 +332,21 @@ def index_files(path: Path) -> tuple[Path, ...]:
     return tuple(path.with_name(path.name + end) for end in ("", "-wal", "-shm", "-journal"))
 
 
+def _create(path: Path) -> None:
+    """The index's file, created 0600 where there is none (SQLite would create it with the umask's mode, and the
+    index holds memory text); an existing one is never opened here. Closing any descriptor of a file drops every
+    POSIX lock the process holds on it, SQLite's too: the indexer's second connection (the embedding pass) opening
+    and closing the file this way left its first unlocked, so another program's SQLite (an `sqlite3` shell) closing
+    last deleted the WAL the indexer still wrote to: its writes were lost, the index corrupted, and a sealed value
+    kept in the deleted WAL (an outside attack). A FIFO put there after the caller's check is not waited on: the
+    open does not block, and fails."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)  # a file no connection of this process can have open: it did not exist a moment ago
+
+
 class Index:
     def __init__(self, path: Path, store_root: Path, busy_timeout_ms: int = 30000):
         sqlite_check.check()
@@ -365,9 +380,8 @@ class Index:
                         f"delete {p} (the index is derived: `bead reindex` builds it again at {path}), or run "
                         "`bead status --fix`, which gives every hard-linked file of the home a copy of its own",
                     )
-        # Non-blocking: a FIFO put there after the check above is not waited on (SQLite's own open then fails).
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK, 0o600))
         with OPEN_CLOSE:  # the file, its WAL and its shared memory are opened here
+            _create(path)
             self._conn = sqlite3.connect(
                 str(path),
                 timeout=busy_timeout_ms / 1000,
