@@ -367,13 +367,29 @@ class Home:
         return self
 
 
+def user_home(env: dict[str, str] | None = None) -> Path:
+    """The person's home folder (``Path.home()``), or BeadError where ``$HOME`` is set empty or relative: Python reads
+    an empty one as ``/`` and a relative one as given, so `bead setup` in a container with ``HOME=`` wrote its units,
+    its home and an rc block into ``/`` (as root), and with a relative one into the current folder, where nothing
+    reads them, and said it was done (an outside attack)."""
+    env = dict(os.environ) if env is None else env
+    value = env.get("HOME")
+    if value is not None and not os.path.isabs(value):
+        raise BeadError(
+            f"HOME is {'empty' if not value else 'a relative path (' + repr(value[:80]) + ')'}: bead cannot tell where "
+            "your home folder is",
+            "set HOME to your home folder's absolute path (or BEAD_HOME to bead's home), then run the command again",
+        )
+    return Path(value) if value else Path.home()
+
+
 def resolve_home(env: dict[str, str] | None = None) -> Home:
-    """``$BEAD_HOME`` if set, else ``~/.bead``."""
+    """``$BEAD_HOME`` if set, else ``~/.bead`` (``user_home``)."""
     env = dict(os.environ) if env is None else env
     value = env.get("BEAD_HOME")
     if value:
         return Home(Path(value).expanduser().absolute())
-    return Home(Path.home() / ".bead")
+    return Home(user_home(env) / ".bead")
 
 
 PATH_MAX = 4096  # bytes of a path Linux and macOS resolve: a longer one names no folder to walk

@@ -466,7 +466,11 @@ def test_a_second_connection_leaves_the_first_ones_lock_and_another_programs_clo
             assert locks() == held, "opening a second connection dropped the first one's lock"
             # Another program reads the index and closes: the stdlib's sqlite3, whatever SQLite it was built with.
             subprocess.run(
-                [sys.executable, "-c", f"import sqlite3; c = sqlite3.connect({str(path)!r}); c.execute('select 1 from meta').fetchall(); c.close()"],
+                [
+                    sys.executable,
+                    "-c",
+                    f"import sqlite3; c = sqlite3.connect({str(path)!r}); c.execute('select 1 from meta').fetchall(); c.close()",
+                ],
                 check=True,
                 timeout=60,
             )

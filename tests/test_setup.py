@@ -1063,3 +1063,48 @@ def test_the_wrappers_check_never_waits_on_a_fifo_at_the_token(tmp_path):
     t.start()
     t.join(10)
     assert out == [1]
+
+
+@pytest.mark.parametrize("platform", ["systemd", "launchd"])
+def test_an_uninstall_for_another_bead_home_removes_nothing_and_creates_nothing(fake_home, platform):
+    """`BEAD_HOME=/scratch bead setup --uninstall` (a trial home, a typo) stopped and removed the real install's
+    services and its rc block, left its shell.sh, and made the scratch home (an outside attack). Units or an rc
+    block of another home are not this one's to remove: nothing goes, nothing is made, and the error says what to
+    run. With the home they serve, the uninstall goes as before."""
+    home, log, env = fake_home
+    true = shutil.which("true")
+    assert bead_cmd(env, "setup", "--platform", platform, "--no-vault", "--executable", true).returncode == 0
+    units = home / ("Library/LaunchAgents" if platform == "launchd" else ".config/systemd/user")
+    before = {p: p.read_bytes() for p in [*units.iterdir(), home / ".bashrc", home / ".bead" / "shell.sh"]}
+    log.write_text("")
+    scratch = home / "scratch"
+    r = bead_cmd({**env, "BEAD_HOME": str(scratch)}, "setup", "--uninstall", "--platform", platform)
+    assert r.returncode != 0 and "another bead home" in r.stderr and "nothing was removed" in r.stderr, r.stderr
+    assert {p: p.read_bytes() for p in before} == before
+    assert not scratch.exists() and commands(log) == []
+    r = bead_cmd(env, "setup", "--uninstall", "--platform", platform)
+    assert r.returncode == 0, r.stderr
+    assert not list(units.iterdir()) and "bead" not in (home / ".bashrc").read_text()
+
+
+def test_an_empty_or_relative_home_folder_is_refused_before_anything_is_written(fake_home, tmp_path, monkeypatch):
+    """Python reads HOME= as `/` and a relative HOME as given: `bead setup` in a container with HOME= wrote its units,
+    home and rc block into `/` (as root), and with a relative one into the current folder, where nothing reads them,
+    and said it was done (an outside attack). Both are refused, saying what to set."""
+    from bead.errors import BeadError
+    from bead.paths import resolve_home, user_home
+
+    for value in ("", "rel", "./rel"):
+        with pytest.raises(BeadError, match="(?s)HOME is .*set HOME to your home folder's absolute path"):
+            user_home({"HOME": value})
+        with pytest.raises(BeadError, match="HOME is"):
+            resolve_home({"HOME": value})
+    assert resolve_home({"HOME": "", "BEAD_HOME": str(tmp_path / "b")}).root == tmp_path / "b"
+    _home, log, env = fake_home
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    env = {k: v for k, v in env.items() if k not in ("BEAD_HOME", "XDG_CONFIG_HOME")}
+    r = bead_cmd({**env, "HOME": "rel"}, "setup", "--platform", "systemd", "--no-vault", "--executable", shutil.which("true"))
+    assert r.returncode != 0 and "HOME is a relative path" in r.stderr, r.stderr
+    assert list(work.iterdir()) == [] and commands(log) == []

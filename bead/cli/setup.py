@@ -41,18 +41,18 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, no_mcp, uninstall, exec
     (`claude mcp add --scope user bead -- bead mcp`), at a terminal only;
     --no-mcp skips that, and --uninstall removes the registration.
     """
-    from pathlib import Path
 
-    from ..config import load
-    from ..paths import resolve_home
+    from ..config import Config, load
+    from ..paths import resolve_home, user_home
     from ..setup.install import SERVICES, Plan, check_executable, install, platform_name, which_bead
     from ..setup.install import uninstall as do_uninstall
 
-    home = resolve_home().ensure()
-    config = load(home)
+    # Uninstall creates nothing: a home that does not exist has defaults (a mistyped BEAD_HOME made one).
+    home = resolve_home() if uninstall else resolve_home().ensure()
+    config = load(home) if not uninstall or home.config.exists() else Config()
     plan = Plan(
         platform=platform_ or platform_name(),
-        user_home=Path.home(),
+        user_home=user_home(),
         home=home,
         bead=executable or "",
         listen=config.proxy.listen,
@@ -223,7 +223,6 @@ def logs(service, lines):
     files on macOS. Under `bead up` the services log to its terminal instead."""
     import shutil
     import subprocess
-    from pathlib import Path
 
     from ..errors import BeadError
     from ..setup.install import SERVICES, launchd_log
@@ -246,10 +245,10 @@ def logs(service, lines):
             text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
             echo("\n".join(text), multiline=True)  # a log line may quote what a request held
         return
-    from ..paths import resolve_home
+    from ..paths import resolve_home, user_home
     from ..setup.install import Plan
 
-    plan = Plan(platform="systemd", user_home=Path.home(), home=resolve_home(), bead="", listen="", services=SERVICES)
+    plan = Plan(platform="systemd", user_home=user_home(), home=resolve_home(), bead="", listen="", services=SERVICES)
     units = [plan.unit_name(n) for n in names]
     if not any((plan.unit_dir / u).exists() for u in units):
         raise BeadError(f"no bead service unit in {plan.unit_dir}", not_here)

@@ -510,7 +510,54 @@ def _strip_block(text: str) -> str:
     return text
 
 
+def _small_text(path: Path) -> str | None:
+    """A regular file's text (at most 1 MB, not through a link); None for anything else."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 1024 * 1024:
+            return None
+        with open(path, "rb") as f:
+            return f.read(1024 * 1024).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def another_homes(plan: Plan) -> list[Path]:
+    """The installed units or agents, and rc blocks, that serve a bead home other than ``plan.home``: a unit's
+    ``BEAD_HOME`` is not this home, an rc block sources another home's shell.sh."""
+    out: list[Path] = []
+    if plan.platform == "systemd":
+        mine = "Environment=" + _unit_word(f"BEAD_HOME={plan.home.root}")
+        for svc in SERVICES:
+            text = _small_text(plan.unit_dir / plan.unit_name(svc))
+            if text is not None and "BEAD_HOME=" in text and mine not in text.splitlines():
+                out.append(plan.unit_dir / plan.unit_name(svc))
+    else:
+        mine = f"<string>{xml_escape(str(plan.home.root))}</string>"
+        for svc in SERVICES:
+            text = _small_text(plan.unit_dir / plan.unit_name(svc))
+            if text is not None and "<key>BEAD_HOME</key>" in text and mine not in text:
+                out.append(plan.unit_dir / plan.unit_name(svc))
+    block = plan.rc_block().strip()
+    for rc in (plan.user_home / ".bashrc", plan.user_home / ".zshrc"):
+        text = _small_text(rc)
+        if text is not None and RC_BEGIN in text and block not in text.replace("\r\n", "\n"):
+            out.append(rc)
+    return out
+
+
 def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
+    """Stop and remove the units or agents, the rc block and shell.sh. Those of another home are not this home's to
+    remove: `BEAD_HOME=/scratch bead setup --uninstall` (a trial home, a typo) took the real install's services and
+    rc block away, and left its shell.sh (an outside attack); now nothing is removed and the error says so."""
+    others = another_homes(plan)
+    if others:
+        raise BeadError(
+            f"{', '.join(str(p) for p in others[:4])} serve{'s' if len(others) == 1 else ''} another bead home than "
+            f"{plan.home.root}: nothing was removed",
+            "run the uninstall with that home as BEAD_HOME (a unit's Environment=BEAD_HOME line, or the rc block's "
+            "shell.sh path, names it)",
+        )
     acts = plan.actions
     # The rc files are read first: one that is not a regular file (a named pipe) is said and left, before any unit goes.
     rc_texts: list[tuple[Path, str]] = []
