@@ -974,6 +974,8 @@ BENIGN = [
     "that secret is stored in SOPS_ENCRYPTED_FILE_PATH_VARIABLE",
     "the key is HelloWorldControllerFactoryBean",
     # look-alikes of the services' shapes (the twenty-first session)
+    "licenseKey: 'GPL-3.0-or-later'",
+    'license_key = "Apache-2.0"',
     "codecov -t ${{ secrets.CODECOV_TOKEN }}",
     "codecov -t -f coverage.xml",
     "vsce publish -p $VSCE_PAT",

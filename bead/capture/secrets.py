@@ -43,7 +43,10 @@ _PLACEHOLDER = re2.compile(
     # a variable's name in one case (`$DB_PASSWORD`, `${db_pass}`), not a value that starts with `$` (`$Xk9vQ2mZp`)
     r"(?i)^(?:x{4,}|\*{3,}|<[^>]*>|(?-i:\$\{?(?:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*)\}?)|changeme|redacted.*|example.*"
     r"|your[_\-].*|dummy.*"
-    r"|placeholder.*|null|none|true|false)$",
+    r"|placeholder.*|null|none|true|false"
+    # an SPDX licence identifier (`licenseKey: 'GPL-3.0-or-later'`): a name every project's metadata holds, never a key
+    r"|(?-i:(?:A|L)?GPL-[123]\.0(?:-only|-or-later|\+)?|Apache-[12]\.[01]|MIT(?:-0)?|BSD-[0234]-Clause(?:-Clear)?"
+    r"|MPL-[12]\.[01]|ISC|Unlicense|CC0-1\.0|CC-BY(?:-SA)?-[1-4]\.0|EPL-[12]\.0|0BSD|BSL-1\.0|Zlib|WTFPL))$",
     _OPTIONS,
 )
 # Filler that marks an example, not a key: sk_live_xxxxxxxx, ********, <your key> or a type (`<string>]}`; or the
