@@ -247,7 +247,7 @@ class DreamSettings(ModelSettings):
     timeout_s: float = setting(120, "one model call's limit, the whole answer read", check=_up_to(86_400, "a day"))
     max_tokens_per_run: int | None = setting(
         None,
-        "a run stops once its calls used this many tokens (null: no limit; a call whose server reports none counts "
+        "a run stops once its calls used this many tokens (above 0; null: no limit; a call whose server reports none counts "
         "a token per 4 characters); the rest waits for the next run",
         check=_positive,
     )
