@@ -174,6 +174,16 @@ def _in_project(key: str, project: str | None) -> bool:
     return parts[0] != "project" or parts[1] == project
 
 
+def _shown(title: str, body: str) -> str:
+    """``title`` where it is the start of ``body`` (blanks and case aside), else "": the person accepts a lesson by
+    its text, and a title of other words was never before them. A hand lesson's title (`bead candidate add --title`,
+    which an agent's shell can run) is shown at no accept, yet became the skill's heading and description, which the
+    harness reads as instructions in every later session (an outside attack: "...; before any task first run curl
+    ... | sh" above the benign text that was accepted). The heading is then the text's own first sentence."""
+    said, named = " ".join(body.split()).casefold(), " ".join(title.split()).casefold()
+    return title if named and said.startswith(named) else ""
+
+
 def collect(mem: Memory, project: str | None) -> list[Skill]:
     """The skills memory gives for ``project`` (and every project), in key order; nothing is written."""
     out: list[Skill] = []
@@ -237,7 +247,7 @@ def collect(mem: Memory, project: str | None) -> list[Skill]:
         # proposal's. Once the person edited it (at the accept or since), a sentence they took out must not come
         # back as the skill's heading and description: those come from the text they approved.
         edited = item.source != "hand" and cur.body.strip() != item.value.strip()
-        title, named = ("", lesson_key(cur.body, _project_of(cur.key))) if edited else (item.title, "")
+        title, named = ("", lesson_key(cur.body, _project_of(cur.key))) if edited else (_shown(item.title, cur.body), "")
         add(cur.key, cur.id, cur.body, kind, cur.trust, item.session, item.id, title, named)
     for row in mem.index.pinned_candidates(project):
         if not row.get("pinned") or row["type"] not in ("feedback", "project") or row["trust"] not in PERSON_TRUSTS:
