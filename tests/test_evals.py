@@ -214,3 +214,29 @@ class TestPoisoning:
         out = json.loads(bead("eval", str(self.SUITE), "--json").out)
         assert out["kind"] == "poisoning" and set(out["splits"]) == {"dev", "test", "all"}
         assert set(out["splits"]["all"]["categories"]["exfiltration"]) >= {"caught", "false_queued", "malicious", "benign"}
+
+
+def test_a_home_that_cannot_keep_the_figures_still_gets_them_printed(bead, bead_home, tmp_path):
+    """The figures went into the home before they were printed: a home that could not take eval-results.json (a
+    folder of that name) lost the whole run to "Is a directory". They are printed, and the home's trouble is a
+    warning."""
+    bead_home.mkdir(parents=True, exist_ok=True)
+    (bead_home / "eval-results.json").mkdir()
+    r = bead("eval", str(REPO / "evals" / "supersession.yaml"), "--json")
+    assert r.code == 0, r.err
+    assert json.loads(r.out.splitlines()[0])["kind"] == "supersession"
+    assert "were not kept for `bead dashboard`" in r.err
+
+
+def test_a_suite_nested_just_short_of_the_parsers_limit_is_a_clear_error(bead, tmp_path):
+    """libyaml refuses 1,000 levels; between 981 and 999 the suite's own shape check ran out of stack and the
+    person got bead's traceback. It is the shape error every other malformed suite gets."""
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("kind: supersession\nname: x\nscenarios: " + "[" * 990 + "]" * 990 + "\n")
+    r = bead("eval", str(deep))
+    assert r.code != 0 and "could not run the suites" in r.err and "Traceback" not in r.err, r.err
+
+
+def test_a_scale_past_what_the_generator_can_give_is_refused_at_once(bead):
+    r = bead("eval", str(REPO / "evals" / "injection.yaml"), "--scale", "1000000000000")
+    assert r.code != 0 and "--scale" in r.err

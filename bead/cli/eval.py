@@ -40,7 +40,7 @@ from .common import echo, echo_json
 @click.option(
     "--scale",
     "scales",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=100_000),
     multiple=True,
     help="Injection suites: add this many distractor facts of the same project, interleaved in write order, "
     "and report what reaches the model (pinned block + cue block + pointers) and the pinned block's "
@@ -89,7 +89,7 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
 
     try:
         _eval(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file, by_suite)
-    except (TypeError, AttributeError, KeyError, ValueError, UnicodeDecodeError) as exc:
+    except (TypeError, AttributeError, KeyError, ValueError, UnicodeDecodeError, RecursionError, ArithmeticError, MemoryError) as exc:
         # A suite, --config or --grid file of another shape than its kind's (a number where a list belongs, text
         # that is not UTF-8): said with the file's names, never a traceback.
         given = [*files, *(f for f in (config_file, grid_file) if f)]
@@ -147,13 +147,13 @@ def _eval(files, as_json, details, split, wire, config_file, path, scales, distr
     raw = [r for m, r in results if m is rawrecall]
     if len(raw) > 1:
         results.append((rawrecall, rawrecall.combine(raw, "pooled: " + ", ".join(r["name"] for r in raw))))
-    _record([r for _, r in results], files)
     for runner, r in results:
         if as_json:
             out = r if details else {k: v for k, v in r.items() if k != "details"}
             echo_json(out, indent=None)
         else:
             echo(runner.table(r), multiline=True)
+    _record([r for _, r in results], files)
 
 
 def _raw_cv(suites, grid_file, as_json) -> None:
@@ -185,12 +185,12 @@ def _mcp_path(files, as_json, details, split, config_file) -> None:
             echo(f"{s['name']}: skipped (--path mcp measures raw-recall and injection suites)", err=True)
     if len(raw) > 1:
         results.append(mcppath.combine_raw(raw, "pooled: " + ", ".join(r["name"] for r in raw)))
-    _record(results, files)
     for r in results:
         if as_json:
             echo_json(r if details else _without_details(r), indent=None)
         else:
             echo(mcppath.table(r), multiline=True)
+    _record(results, files)
 
 
 def _cv(files, as_json, details, k, grid_file, scales, distractors) -> None:
@@ -241,11 +241,17 @@ def _scaled(files, as_json, details, split, config_file, scales, distractors="ne
 
 
 def _record(results: list[dict], files) -> None:
-    """Keep the run's figures in the home (eval-results.json) for `bead dashboard`; the last run wins."""
+    """Keep the run's figures in the home (eval-results.json) for `bead dashboard`; the last run wins. After they
+    are printed, and a home that cannot take the file (a folder of that name, a home under a regular file) costs a
+    warning: it lost a whole run's figures to one error."""
     from ..core.overview import record_eval
+    from ..errors import BeadError
     from ..paths import resolve_home
 
-    record_eval(resolve_home().ensure(), results, [str(f) for f in files])
+    try:
+        record_eval(resolve_home().ensure(), results, [str(f) for f in files])
+    except (OSError, BeadError) as exc:
+        echo(f"warning: the figures were not kept for `bead dashboard` ({exc}); they are printed above", err=True)
 
 
 def _without_details(r: dict) -> dict:
