@@ -6,6 +6,19 @@ import click
 
 from .common import echo, echo_json
 
+# What a suite, --config or --grid file of another shape than its kind's raises in the run: a wrong type, text that
+# is not UTF-8, nesting just short of the parser's limit, a grid constant that divides by zero or asks for terabytes.
+_SHAPE_ERRORS = (
+    TypeError,
+    AttributeError,
+    KeyError,
+    ValueError,
+    UnicodeDecodeError,
+    RecursionError,
+    ArithmeticError,
+    MemoryError,
+)
+
 
 @click.command("eval")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
