@@ -21,7 +21,6 @@ member goes through ``stored_key`` and is written with ``owner``.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,10 +29,10 @@ from typing import Any
 from ..conversation import project_slug
 from ..errors import InvalidArgument, InvalidKey, NotPermitted
 from ..index.query import Visibility
-from ..store.keys import MAX_SEGMENT_BYTES, parse_id, scope_of, validate_key
+from ..store.keys import MAX_SEGMENT_BYTES, MEMBER_TAG_CHARS, member_prefix, parse_id, scope_of, validate_key
 
 _PROJECT = re.compile(r"[a-z0-9][a-z0-9._-]*")  # fullmatch: a key segment
-TAG_CHARS = 12
+TAG_CHARS = MEMBER_TAG_CHARS
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ class Viewer:
     def user_prefix(self) -> str:
         """The start of every ``user/`` key this member owns, as stored."""
         assert self.owner is not None
-        return f"user/{hashlib.sha256(self.owner.encode('utf-8')).hexdigest()[:TAG_CHARS]}."
+        return member_prefix(self.owner)
 
     def visibility(self) -> Visibility | None:
         """The SQL filter for this viewer's reads (None: everything)."""

@@ -28,7 +28,7 @@ from typing import Any, overload
 from ..errors import BeadError
 from ..store.facts import INDEXED_FIELDS as FACT_SPECS
 from ..store.facts import Fact, KeyVersions
-from ..store.keys import PERSON_TRUSTS
+from ..store.keys import PERSON_TRUSTS, members_own
 from ..store.rawlog import Turn
 from ..textform import SKELETON_FORM, skeleton
 from . import sqlite as sqlite_check
@@ -202,6 +202,14 @@ def _file(record: Fact | Turn) -> Path:
 # A pinned block's facts: its project's, and the person's rules (user, feedback) kept outside every project; another
 # project's facts never, whatever their type.
 _PINNABLE_SCOPE = "(scope = ? OR (type IN ('user', 'feedback') AND substr(scope, 1, 8) != 'project/'))"
+
+
+def _owners_clause(table: str) -> str:
+    """SQL that leaves out a team host's members' own user facts (bead.store.keys.members_own): what a conversation
+    of the home's own person may be given (its pinned block, its cue and pointer search). A member's `remember` of
+    "I purge every queue first" was pointed to in the owner's conversations of projects the member may not even
+    read, as the owner's own fact (an outside attack)."""
+    return f"NOT ({table}.scope = 'user' AND bead_member({table}.key, {table}.owner))"
 
 
 def _visible_clause(vis: Visibility, table: str) -> tuple[str, list[Any]]:
@@ -390,6 +398,7 @@ class Index:
                 factory=_connection_class(sqlite3),
             )
             self._conn.create_function("bead_fts", 1, cjk_spaced, deterministic=True)  # the facts' triggers
+            self._conn.create_function("bead_member", 2, lambda k, o: int(members_own(k, o)), deterministic=True)
             self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             # Zero freed pages so deleted text does not linger in the file.
             self._conn.execute("PRAGMA secure_delete=ON")
@@ -1169,6 +1178,8 @@ class Index:
         if in_project is not None:
             where.append("(substr(f.scope, 1, 8) != 'project/' OR f.scope = ?)")
             params.append(in_project)
+            if visible is None:
+                where.append(_owners_clause("f"))
         if only_scope is not None:
             where.append("f.scope = ?")
             params.append(only_scope)
@@ -1367,7 +1378,7 @@ class Index:
         SQLite sorts and limits. ``visible`` keeps only what one member of a
         team host may read.
         """
-        clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
+        clause, more = _visible_clause(visible, "facts") if visible is not None else (_owners_clause("facts"), [])
         return self._rows(
             "SELECT * FROM facts WHERE current = 1 AND status != 'dormant' AND sensitivity != 'secret' "
             f"AND {_PINNABLE_SCOPE} AND {PERSONS_WORD} AND {clause} "
@@ -1379,7 +1390,7 @@ class Index:
         """The same candidates as ``pinned_candidates``, unsorted, with only what scoring reads (no body):
         ``id, key, type, trust, pinned, valid_from``, the body's length in characters (``chars``) and, where it is not
         ASCII, its first TOKEN_SAMPLE_CHARS characters (``sample``). ``facts_by_id`` fetches the chosen ones whole."""
-        clause, more = _visible_clause(visible, "facts") if visible is not None else ("1", [])
+        clause, more = _visible_clause(visible, "facts") if visible is not None else (_owners_clause("facts"), [])
         return self._rows(
             "SELECT id, key, type, trust, pinned, valid_from, length(body) AS chars, "
             f"CASE WHEN length(CAST(body AS BLOB)) != length(body) THEN substr(body, 1, {TOKEN_SAMPLE_CHARS}) END AS sample "

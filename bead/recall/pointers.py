@@ -24,6 +24,7 @@ from ..config import RecallSettings
 from ..index import semantic
 from ..index.db import Index
 from ..index.query import terms
+from ..store.keys import members_own
 from . import rank
 from .cues import Cue
 from .gate import Candidate, Recall, other_project
@@ -60,8 +61,14 @@ BY_MEANING = "by meaning"  # the reason of a candidate only the meaning found (n
 
 
 def pointable(row: dict[str, Any]) -> bool:
-    """Whether a fact row may be named by a pointer at all: current, not dormant, not secret."""
-    return bool(row.get("current", 1)) and row.get("status") != "dormant" and row.get("sensitivity") != "secret"
+    """Whether a fact row may be named by a pointer at all: current, not dormant, not secret, and no team member's
+    own user fact (bead.store.keys.members_own)."""
+    return (
+        bool(row.get("current", 1))
+        and row.get("status") != "dormant"
+        and row.get("sensitivity") != "secret"
+        and not members_own(row.get("key"), row.get("owner"))
+    )
 
 
 def question(cues: list[Cue]) -> str:

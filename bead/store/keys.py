@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from ..errors import BeadError, InvalidKey
@@ -154,3 +155,19 @@ def parse_id(text: str) -> tuple[str, int] | None:
     if not m:
         return None
     return m.group(1), int(m.group(2))
+
+
+# A team host's member's user facts are stored under ``user/<tag>.``, the tag the start of their actor's SHA-256
+# (bead.core.viewer): kept apart from the home's own person's, and from each other's.
+MEMBER_TAG_CHARS = 12
+
+
+def member_prefix(owner: str) -> str:
+    """The start of every ``user/`` key the team member ``owner`` writes, as stored."""
+    return f"user/{hashlib.sha256(owner.encode('utf-8')).hexdigest()[:MEMBER_TAG_CHARS]}."
+
+
+def members_own(key: object, owner: object) -> bool:
+    """Whether ``key`` lies in ``owner``'s user space as a team member: a fact about that member, never the home's
+    own person's (a conversation of the home's owner must not be given it as theirs)."""
+    return isinstance(key, str) and isinstance(owner, str) and bool(owner) and key.startswith(member_prefix(owner))
