@@ -36,6 +36,17 @@ INFERRED = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def every_agent_fact_pointable(request, monkeypatch):
+    """The facts these tests point to are an agent's observations (INFERRED, _notes), and the mechanics they check
+    (budget, once per conversation, the cache) are the same whoever vouched: the bound on an agent's facts a turn
+    (pointers.AGENTS_MAX) is lifted here, and kept at its default in the test of that bound (``agents_bound``)."""
+    from bead.recall import pointers
+
+    if request.node.get_closest_marker("agents_bound") is None:
+        monkeypatch.setattr(pointers, "AGENTS_MAX", 5)
+
+
 def seed(home) -> None:
     with Memory(Home(home).ensure(), parse("")) as mem:
         for key, body in INFERRED:
@@ -1176,3 +1187,37 @@ def test_a_team_members_own_user_fact_is_never_the_owners(proxy, upstream, bead_
         assert member_key not in everything and "celery purge -f" not in everything, config_text
     newest = text_of(later(proxy(), upstream, "the celery queue workers seem stuck, check beat", session="p9")["messages"][-1])
     assert "user/celery-habit" in names_of(pointer_block(newest))
+
+
+@pytest.mark.agents_bound
+def test_facts_an_agent_stuffed_with_the_projects_words_take_one_pointer_at_most(proxy, upstream, bead_home):
+    """An agent steered by pasted text can `remember` facts that hold most of the project's words; BM25 ranks such a
+    fact first on any topic, and five of them took every pointer of every conversation, the person's own facts
+    pushed out (an outside attack). At most AGENTS_MAX pointers a turn name facts no person vouched for."""
+    import random
+
+    from bead.core import remember as remembering
+
+    words = """celery queue workers beat stuck postgres migration orders table failing deploy docker compose kubernetes
+    pod crash loop redis cache timeout login nginx proxy error gateway build webpack typescript test flaky pytest
+    database index slow query memory cpu logs grafana alert api endpoint latency retry cron schedule""".split()
+    rnd = random.Random(1)
+    with Memory(Home(bead_home), parse("")) as mem:
+        for i in range(5):
+            filler = ["".join(rnd.choice("bcdfghjklmnpqrstvwz") for _ in range(7)) for _ in range(150)]
+            done = remembering.remember_fact(
+                mem,
+                f"Ops note {i}: " + " ".join(words + filler),
+                "reference",
+                f"user/ops-note-{i}",
+                trust="agent_observed",
+                source="untrusted",
+            )
+            assert done.status == "written"
+        for key, body in INFERRED[:4]:
+            mem.write(key + "-stated", body.replace("Celery", "Celery (stated)"), "project", trust="user_stated")
+    sent = later(proxy(), upstream, "the celery queue workers seem stuck, check beat")
+    named = keys_of(pointer_block(text_of(sent["messages"][-1])))
+    assert named and sum(k.startswith("user/ops-note") for k in named) <= 1, named
+    # The person's own facts reach the model as before (their word stands in the pinned block).
+    assert all(body.replace("Celery", "Celery (stated)") in json.dumps(sent) for _, body in INFERRED[:4])

@@ -24,7 +24,7 @@ from ..config import RecallSettings
 from ..index import semantic
 from ..index.db import Index
 from ..index.query import terms
-from ..store.keys import members_own
+from ..store.keys import PERSON_TRUSTS, members_own
 from . import rank
 from .cues import Cue
 from .gate import Candidate, Recall, other_project
@@ -34,6 +34,10 @@ from .gate import Candidate, Recall, other_project
 # the first suite alone (`--cv 5`) four folds of five chose both. With a minimum of 0.3 and the skip at 0.5 (chosen
 # before, on the first suite alone) the first two suites reach the same and the third three keys fewer at each size.
 MIN_EVIDENCE = 0.0  # the evidence score (bead.recall.gate.evidence) a candidate needs
+# The most of a turn's pointers that may name facts no person vouched for (an agent's observation, the dream's
+# inference: trust outside PERSON_TRUSTS). An agent steered by pasted text can `remember` facts stuffed with the
+# project's words, which BM25 ranks first on any topic: five such took every pointer of every conversation.
+AGENTS_MAX = 1
 ORDER = "search"  # search: the BM25 order of the gate's search; evidence: the evidence score
 # A candidate whose words overlap a chosen pointer's this much (Jaccard) says nearly the same thing
 # (the same rule for another module, a fact written twice): it would spend the budget on no news.
@@ -259,6 +263,9 @@ def choose(
         if not c.key or c.key in taken or (c.score < MIN_EVIDENCE and c.reason != BY_MEANING):
             continue
         if not pointable(c.row):
+            continue
+        agents = c.row.get("trust") not in PERSON_TRUSTS
+        if agents and sum(1 for o in out if o.row.get("trust") not in PERSON_TRUSTS) >= AGENTS_MAX:
             continue
         mine = set(terms(c.body))
         if any(len(mine & w) >= SAME * len(mine | w) for w in words):
