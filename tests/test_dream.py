@@ -1384,21 +1384,15 @@ def test_a_negation_one_cited_turn_says_of_something_else_does_not_back_a_value_
         ("Run the load tests against staging, not production.", "Run the load tests against production, not staging."),
         ("Do not use sudo for npm install; use nvm instead.", "Use sudo for npm install; do not use nvm."),
         ("run make test and never skip the lint step", "skip the lint step and never run make test"),
-        (
-            "the dev database listens on 5432, the test database on 5433",
-            "The dev database listens on 5433, the test database on 5432.",
-        ),
-        (
-            "deploy the shop to staging.shop.example with make stage, and to shop.example with make release",
-            "Deploy the shop to shop.example with make stage, and to staging.shop.example with make release.",
-        ),
         ("Never push to main; always open a PR from a branch.", "Always push to main; never wait for a PR."),
+        ("don't force push to main", "Force push to main; never rebase."),
     ],
 )
 def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, typed, value):
-    """Every word of the value is the person's, a negation stands in both, and each number or address was said, yet
-    it says the opposite: the negation moved to the other clause, or two ports or hosts each put in the other's place.
-    Word sets alone wrote all of these unseen as current facts (an outside attack); now they wait for the person."""
+    """Every word of the value is the person's, or a negation stands in both, yet it says the opposite: the negation
+    moved to the other clause, or onto words the person never negated. Word sets alone wrote all of these unseen as
+    current facts (an outside attack); now they wait for the person. (Two ports or hosts each put in the other's
+    place are not told apart yet: an order check queued faithful restatements, a review found.)"""
     mem = make()
     session(mem, "s1", [typed, "noted"])
     model.answers.append(answer({"key": "project/shop/rule", "type": "project", "value": value}))
@@ -1417,6 +1411,19 @@ def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, ty
             "The dev database listens on 5432 and the test one on 5433.",
         ),
         ("don't run the migrations by hand, use make migrate", "Don't run the migrations by hand; use make migrate instead."),
+        # a review's faithful restatements, queued by the first form of the check
+        ("I'd rather use pnpm for this repo", "Use pnpm for this repo."),
+        ("don't use sudo with npm", "sudo should not be used with npm."),
+        (
+            "never touch the lockfile, the migrations folder, or the CI config",
+            "Never touch the lockfile or the migrations folder.",
+        ),
+        ("don't deploy on fridays when the release is big", "When the release is big, don't deploy on Fridays."),
+        ("postgres on 5432, redis on 6379", "Redis listens on 6379 and Postgres on 5432."),
+        ("upgrade from python 3.11 to 3.12", "The project moved to Python 3.12 from 3.11."),
+        ("the api is at http://localhost:8080/v1", "The API listens on port 8080 at http://localhost:8080/v1."),
+        ("run pytest with --no-cov when profiling", "When profiling, run pytest with --no-cov."),
+        ("I never use tabs, only spaces", "Use spaces, never tabs."),
     ],
 )
 def test_what_the_person_said_in_their_order_and_sense_is_written(make, model, typed, value):
@@ -1426,7 +1433,7 @@ def test_what_the_person_said_in_their_order_and_sense_is_written(make, model, t
     session(mem, "s1", [typed, "noted"])
     model.answers.append(answer({"key": "project/shop/rule", "type": "project", "value": value}))
     rep = Dream(mem).run()
-    assert mem.current("project/shop/rule") is not None, rep.sessions["s1"]
+    assert mem.current("project/shop/rule") is not None, rep.sessions["s1"]["queued"]
 
 
 def test_a_stored_value_restated_from_pasted_text_is_no_use_of_it(make, model):

@@ -16,6 +16,7 @@ before turns carried their source.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -368,75 +369,58 @@ def _unsupported_by(value: str, typed: list[Turn]) -> list[str]:
     if turned:
         named = ", ".join(f'"{w}"' for w in turned[:3])
         out.append(f"the person's {named} turned around by a negation")
-    if _swapped(value, said_text):
-        out.append("the person's numbers or addresses in another order")
     return out
 
 
-# Where a negation's reach ends: a clause's end (a stop or comma before a space, a semicolon, a colon, a line's end)
-# or a word that starts another clause. Linear: no nesting, no backtracking.
-_CLAUSE = compile_linear(r"[;:!?\n]|[.,](?:\s|$)|\s(?:but|whereas|while|then)\s")
+# Where a negation's reach ends: a sentence's or a clause's end (a stop before a space, a semicolon, a colon, a line's
+# end) or a word that starts another clause. Not a comma: "never touch the lockfile, the migrations or the CI config"
+# is one negation over a list. Linear: no nesting, no backtracking.
+_CLAUSE = compile_linear(r"[;:!?\n]|\.(?:\s|$)|\s(?:but|whereas|while|then)\s")
 _WORD = compile_linear(r"[\w'\x{2019}]+")
 _TERM = re.compile(r"\w+")
-_SCOPES = _NEGATIONS | {"instead", "rather"}
+_AFTER = {"of": "instead", "than": "rather"}  # "instead of yarn", "rather than npm": what follows is not wanted
 
 
-def _polarities(text: str) -> dict[str, set[bool]]:
+@functools.lru_cache(maxsize=32)
+def _polarities(text: str) -> dict[str, frozenset[bool]]:
     """Each content word of ``text`` (stopwords out, -s/-ed/-ing folded) and whether it stands after a negation
     in its clause (True: "never open a PR", "not production", "instead of yarn"), before one or with none (False),
-    or both."""
+    or both. A "no" inside a hyphenated word or a flag (`--no-verify`, `no-op`) negates nothing. Cached: the
+    person's typed turn is read once for every proposal that cites it."""
     out: dict[str, set[bool]] = {}
     for clause in _CLAUSE.split(fold(text).lower()):
         negated = False
+        before = ""
         for m in _WORD.finditer(clause):
             word = m.group(0).replace("\u2019", "'")
-            if word in _SCOPES:
+            hyphened = m.start() > 0 and clause[m.start() - 1] == "-"
+            if (word in _NEGATIONS and not hyphened) or _AFTER.get(word) == before:
                 negated = True
+                before = word
                 continue
+            before = word
             for t in _TERM.findall(word):
                 if t not in STOPWORDS:
                     out.setdefault(_fold(t), set()).add(negated)
-    return out
+    return {w: frozenset(ways) for w, ways in out.items()}
 
 
 def _turned_words(value: str, said_text: str) -> list[str]:
-    """The person's words the value turns around: said only under a negation and written only without one, or the
-    reverse. Every word of "Always push to main; never open a PR from a branch" is the person's, and a negation is
-    in both, but the person said "Never push to main; always open a PR from a branch" (an outside attack: word sets
-    alone wrote it unreviewed)."""
-    theirs = _polarities(said_text)
-    return sorted(w for w, ways in _polarities(value).items() if w in theirs and not ways & theirs[w])
-
-
-def _in_order(text: str) -> list[str]:
-    """The numbers and addresses ``text`` states, in the order it states them (``_anchors``' forms)."""
-    text = fold(text)
-    for _ in range(2):
-        text = _THOUSANDS.sub(r"\1\2", text)
-    found = [
-        (m.start(), m.group(0).lower().rstrip(".,;:)").removeprefix("./")) for r in (_URL, _PATHLIKE) for m in r.finditer(text)
-    ]
-    found = [(i, a) for i, a in found if not a.replace(".", "").isdigit() and any(c.isalpha() for c in a)]
-    found += [(m.start(), m.group(0).lstrip("0") or "0") for m in _NUMBER.finditer(text)]
-    return [a for _, a in sorted(found)]
-
-
-def _swapped(value: str, said_text: str) -> bool:
-    """Whether the value states the person's numbers and addresses in an order they never said them in: two ports,
-    or two hosts, moved each to the other's place ("dev on 5432, tests on 5433" written as "dev on 5433, tests on
-    5432"). The value's ones the person said must come in the same order in what they typed (any occurrence)."""
-    said = _in_order(said_text)
-    known = set(said)
-    mine = [a for a in _in_order(value) if a in known]
-    if len(set(mine)) < 2:
-        return False
-    at = 0
-    for a in mine:
-        try:
-            at = said.index(a, at)
-        except ValueError:
-            return True
-    return False
+    """The person's words the value turns around. Every word of "Always push to main; never open a PR from a branch"
+    is the person's and a negation is in both, but the person said "Never push to main; always open a PR from a
+    branch" (an outside attack: word sets alone wrote it unreviewed). Turned: words the person said only under a
+    negation that the value says only without one (a prohibition dropped), where the value also negates words the
+    person said only without one, or where none of what the value negates did the person negate (the negation moved
+    onto other words). A value that keeps a negation on the person's negated words and moves others before it
+    (passive voice, "sudo should not be used", clauses reordered) is a restatement, not a turn."""
+    theirs, mine = _polarities(said_text), _polarities(value)
+    dropped = sorted(w for w, ways in mine.items() if ways == {False} and theirs.get(w) == {True})
+    if not dropped:
+        return []
+    added = [w for w, ways in mine.items() if ways == {True} and theirs.get(w) == {False}]
+    kept = [w for w, ways in mine.items() if True in ways and True in theirs.get(w, ())]
+    negates = any(True in ways for ways in mine.values())
+    return dropped if added or (negates and not kept) else []
 
 
 def _cited_sources(cited: list[Turn]) -> str:
