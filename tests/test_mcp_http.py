@@ -637,6 +637,55 @@ def test_a_request_body_that_does_not_arrive_in_time_ends_its_connection(team, j
     assert team.health()["status"] == "ok"
 
 
+def test_a_body_declared_past_the_limit_is_refused_and_its_connection_ends_while_the_client_still_sends(team, jwks):
+    """A 413 sent at 8 MB to a client still sending 64 MB left the connection open for good: the server's reader
+    waited for someone to take the body's next part. The declared length is refused before any of it is read, what
+    comes is read and dropped, and the connection ends."""
+    import socket
+    import threading
+
+    token = jwks.mint(ANA)
+    size = 64 * 1024 * 1024
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{team.port}\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
+    ).encode()
+    sock = socket.create_connection(("127.0.0.1", team.port), timeout=60)
+
+    def client() -> None:
+        try:
+            sock.sendall(head)
+            chunk = b"x" * 65536
+            for _ in range(size // len(chunk)):
+                sock.sendall(chunk)
+        except OSError:
+            pass
+
+    t = threading.Thread(target=client, daemon=True)
+    t.start()
+    try:
+        got = b""
+        while chunk := sock.recv(65536):  # the answer, then the end of the connection (a timeout fails the test)
+            got += chunk
+    finally:
+        sock.close()
+        t.join(60)
+    assert got.startswith(b"HTTP/1.1 413 ") and b"too large" in got, got[:200]
+
+
+def test_health_answers_at_once_whatever_body_it_is_sent(team):
+    """GET /health reads no body: one sent with it (or promised and never sent) is not waited for or held."""
+    import socket
+
+    sock = socket.create_connection(("127.0.0.1", team.port), timeout=10)
+    try:
+        sock.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{team.port}\r\nContent-Length: 8388608\r\n\r\n".encode())
+        got = sock.recv(65536)
+    finally:
+        sock.close()
+    assert got.startswith(b"HTTP/1.1 200 "), got[:200]
+
+
 def test_a_request_body_past_the_limit_is_refused_whole(team, jwks, monkeypatch):
     """A JSON-RPC call is a few KB: a body past MAX_BODY is answered 413, not held."""
     monkeypatch.setattr("bead.mcp.http.MAX_BODY", 1000)

@@ -59,18 +59,17 @@ BODY_S = 30.0
 MAX_BODY = 8 * 1024 * 1024
 
 
-async def _read_body(receive: Any, seconds: float) -> tuple[bytes | None, int]:
-    """The request's whole body, read within ``seconds`` of now: (body, 0), or (None, the status that refuses it:
-    408 late, 413 too large, 0 for a client that went away)."""
+async def _read_body(receive: Any, deadline: float) -> tuple[bytes | None, int]:
+    """The request's whole body, read by ``deadline`` (the loop's clock): (body, 0), or (None, the status that refuses
+    it: 408 late, 413 too large, 0 for a client that went away)."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
     parts: list[bytes] = []
     size = 0
     while True:
         try:
             message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
         except TimeoutError:
-            log.info("mcp http refused: 408 the request body did not arrive within %g s", seconds)
+            log.info("mcp http refused: 408 the request body did not arrive in time")
             return None, 408
         if message.get("type") != "http.request":
             return None, 0
@@ -84,17 +83,56 @@ async def _read_body(receive: Any, seconds: float) -> tuple[bytes | None, int]:
             return b"".join(parts), 0
 
 
+async def _drain(receive: Any, deadline: float) -> None:
+    """Read and drop the rest of a refused body until it ends, the client goes, or ``deadline``: the server's reader
+    waits for someone to take each part, and while it waits it never closes the connection (a 413 sent to a client
+    still sending 64 MB held it for good, a review found)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            return
+        if message.get("type") != "http.request" or not message.get("more_body", False):
+            return
+
+
+def _declared_length(scope: dict[str, Any]) -> int | None:
+    for name, value in scope.get("headers") or []:
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
 async def _with_body(app: Any, scope: dict[str, Any], receive: Any, send: Any) -> None:
     """Call ``app`` with the request's body read whole first (``_read_body``); a body that does not come in time, or
-    is too large, is answered here and its connection closed."""
-    body, status = await _read_body(receive, BODY_S)
+    is too large (by its Content-Length, before any of it is read, or as it comes), is answered here and its
+    connection closed."""
+    deadline = asyncio.get_running_loop().time() + BODY_S
+    declared = _declared_length(scope)
+    if declared is not None and declared > MAX_BODY:
+        log.info("mcp http refused: 413 a request body of %d bytes declared", declared)
+        body, status = None, 413
+    else:
+        body, status = await _read_body(receive, deadline)
     if body is None:
         if status:
             why = "the request body did not arrive in time" if status == 408 else "the request body is too large"
             data = json.dumps({"error": why}).encode()
             headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-            await send({"type": "http.response.start", "status": status, "headers": [*headers, (b"connection", b"close")]})
-            await send({"type": "http.response.body", "body": data})
+            # The rest of a body too large is read and dropped while the answer goes out, not after: the server's
+            # end of the answer (closing the connection) waits for its reader, which waits for someone to take the
+            # body's next part.
+            drained = asyncio.ensure_future(_drain(receive, deadline)) if status == 413 else None
+            try:
+                await send({"type": "http.response.start", "status": status, "headers": [*headers, (b"connection", b"close")]})
+                await send({"type": "http.response.body", "body": data})
+            finally:
+                if drained is not None:
+                    await drained
         return
     given = False
 
@@ -178,7 +216,7 @@ class Guard:
             return
         # Everything but GET /health needs a token: a path spelled another way never slips by.
         if scope.get("path") == "/health":
-            await _with_body(self.app, scope, receive, send)
+            await self.app(scope, receive, send)  # reads no body: none is buffered for anyone who asks
             return
         token = _bearer(scope)
         try:
@@ -221,6 +259,9 @@ class Guard:
                 }
             )
             await send({"type": "http.response.body", "body": data})
+            return
+        if scope.get("path") == "/health":
+            await self.app(scope, receive, send)  # reads no body: none is buffered for anyone who asks
             return
         await _with_body(self.app, scope, receive, send)
 
