@@ -1108,3 +1108,66 @@ def test_an_empty_or_relative_home_folder_is_refused_before_anything_is_written(
     r = bead_cmd({**env, "HOME": "rel"}, "setup", "--platform", "systemd", "--no-vault", "--executable", shutil.which("true"))
     assert r.returncode != 0 and "HOME is a relative path" in r.stderr, r.stderr
     assert list(work.iterdir()) == [] and commands(log) == []
+
+
+def test_two_homes_installed_one_over_the_other_can_each_be_uninstalled(fake_home):
+    """Home A set up for bash, then home B for zsh (the units now B's, each rc file its own home's block): the first
+    form of the check refused both uninstalls, each naming the other (a review). The units name the home they serve;
+    an rc block of another home is left and said, not a reason to refuse."""
+    home, _log, env = fake_home
+    true = shutil.which("true")
+    a, b = home / ".bead", home / "work-bead"
+    assert bead_cmd(env, "setup", "--platform", "systemd", "--no-vault", "--executable", true).returncode == 0
+    env_b = {**env, "BEAD_HOME": str(b), "SHELL": "/bin/zsh"}
+    assert bead_cmd(env_b, "setup", "--platform", "systemd", "--no-vault", "--executable", true).returncode == 0
+    assert str(a / "shell.sh") in (home / ".bashrc").read_text() and str(b / "shell.sh") in (home / ".zshrc").read_text()
+    refused = bead_cmd(env, "setup", "--uninstall", "--platform", "systemd")
+    assert refused.returncode != 0 and f"BEAD_HOME={b} bead setup --uninstall" in refused.stderr, refused.stderr
+    r = bead_cmd(env_b, "setup", "--uninstall", "--platform", "systemd")
+    assert r.returncode == 0, r.stderr
+    assert "bead" not in (home / ".zshrc").read_text() and str(a / "shell.sh") in (home / ".bashrc").read_text()
+    assert "left the bead block of another home" in r.stdout
+    r = bead_cmd(env, "setup", "--uninstall", "--platform", "systemd")
+    assert r.returncode == 0, r.stderr
+    assert "bead" not in (home / ".bashrc").read_text()
+
+
+def test_units_and_rc_blocks_an_earlier_bead_wrote_are_this_homes(fake_home):
+    """Earlier versions wrote a home with a space unquoted in Environment=, "%" single, and the rc block's path in
+    double quotes: the same home, which the first form of the check took for another and refused to uninstall."""
+    home, _log, env = fake_home
+    true = shutil.which("true")
+    odd = home / "my bead %h"
+    env = {**env, "BEAD_HOME": str(odd)}
+    assert bead_cmd(env, "setup", "--platform", "systemd", "--no-vault", "--executable", true).returncode == 0
+    units = home / ".config" / "systemd" / "user"
+    for unit in units.glob("*.service"):
+        lines = [f"Environment=BEAD_HOME={odd}" if ln.startswith("Environment=") else ln for ln in unit.read_text().splitlines()]
+        unit.write_text("\n".join(lines) + "\n")
+    sh = odd / "shell.sh"
+    (home / ".bashrc").write_text(f'export A=1\n# >>> bead >>>\n[ -f "{sh}" ] && . "{sh}"\n# <<< bead <<<\n')
+    r = bead_cmd(env, "setup", "--uninstall", "--platform", "systemd")
+    assert r.returncode == 0, r.stderr
+    assert not list(units.glob("bead-*")) and (home / ".bashrc").read_text().strip() == "export A=1"
+
+
+def test_an_uninstall_leaves_claude_codes_registration_of_another_home(fake_home, tmp_path):
+    """`claude mcp remove --scope user bead` ran whatever home the registration named: an uninstall for a scratch home
+    took the real install's MCP server away (a review). A registration that names another home is left and said."""
+    home, _log, env = fake_home
+    claude_log = tmp_path / "claude-get.log"
+    stub = Path(env["PATH"].split(":")[0]) / "claude"
+    stub.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> "{claude_log}"\n'
+        'case "$*" in *"mcp get"*) printf "bead:\\n  Scope: User config\\n  Args: --home /home/someone/.bead mcp\\n" ;; esac\n'
+        "exit 0\n"
+    )
+    stub.chmod(0o755)
+    r = bead_cmd(env, "setup", "--uninstall", "--platform", "systemd")
+    assert r.returncode == 0, r.stderr
+    assert "registered for another home (/home/someone/.bead)" in r.stdout
+    assert "mcp remove" not in claude_log.read_text()
+    stub.write_text(stub.read_text().replace("/home/someone/.bead", str(home / ".bead")))
+    r = bead_cmd(env, "setup", "--uninstall", "--platform", "systemd")
+    assert r.returncode == 0 and "mcp remove --scope user bead" in claude_log.read_text(), r.stdout

@@ -60,7 +60,7 @@ def setup(platform_, no_load, no_dream, no_rc, no_vault, no_mcp, uninstall, exec
     )
     if uninstall:
         acts = do_uninstall(plan)
-        acts += unregister_mcp()
+        acts += unregister_mcp(str(plan.home.root))
     else:
         plan.bead = check_executable(executable or which_bead())
         if not no_load:
@@ -186,12 +186,20 @@ def offer_mcp(bead: str, home: str) -> list[str]:
     return ["registered bead's MCP server with Claude Code (user scope): claude mcp get bead"]
 
 
-def unregister_mcp() -> list[str]:
-    """`claude mcp remove --scope user bead`, when Claude Code is on PATH and knows the server."""
+def unregister_mcp(home: str | None = None) -> list[str]:
+    """`claude mcp remove --scope user bead`, when Claude Code is on PATH and knows the server, and the server it
+    knows is ``home``'s (where it names one): an uninstall for another home left it as it was."""
+    import os
+
     from ..setup import claude
 
     exe = claude.claude()
-    if exe is None or not claude.unregister(exe):
+    if exe is None:
+        return []
+    named = claude.registered_home(exe) if home is not None else None
+    if named is not None and home is not None and os.path.normpath(named) != os.path.normpath(home):
+        return [f"left bead's MCP server in Claude Code: it is registered for another home ({named})"]
+    if not claude.unregister(exe):
         return []
     return ["removed bead's MCP server from Claude Code (claude mcp remove --scope user bead)"]
 

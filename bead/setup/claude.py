@@ -8,6 +8,7 @@ through the same runner as the services' (tests replace it).
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -44,6 +45,17 @@ def register(claude_exe: str, bead: str, home: str, runner: Runner = run) -> tup
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, type(exc).__name__
     return r.returncode == 0, (r.stderr or r.stdout or "").strip()[:300]
+
+
+def registered_home(claude_exe: str, runner: Runner = run) -> str | None:
+    """The home the registered bead server names (`--home HOME` in `claude mcp get bead`); None where it names none
+    that can be read."""
+    try:
+        r = runner([claude_exe, "mcp", "get", NAME])
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"--home\s+(\S+)", r.stdout or "") if r.returncode == 0 else None
+    return m.group(1) if m else None
 
 
 def unregister(claude_exe: str, runner: Runner = run) -> bool:

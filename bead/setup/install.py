@@ -495,18 +495,24 @@ def _must(result: subprocess.CompletedProcess, what: str) -> None:
         )
 
 
-def _strip_block(text: str) -> str:
+def _strip_block(text: str, keep: Callable[[str], bool] = lambda line: False) -> str:
     """The rc file without bead's blocks, and the line break install put before one where that gives the file
     back as it was: at its end, or where a blank line would be left (never joining two of the person's lines)."""
     # The block rc_block writes (one line between the markers): a begin marker of the person's own
     # earlier in the file never takes their lines with it.
-    block = re.compile(rf"{re.escape(RC_BEGIN)}\r?\n[^\r\n]*\r?\n{re.escape(RC_END)}(?:\r?\n|$)")
-    while (m := block.search(text)) is not None:
+    # ``keep(line)``: a block whose line it takes stays (another home's, at an uninstall).
+    block = re.compile(rf"{re.escape(RC_BEGIN)}\r?\n([^\r\n]*)\r?\n{re.escape(RC_END)}(?:\r?\n|$)")
+    pos = 0
+    while (m := block.search(text, pos)) is not None:
         start, end = m.start(), m.end()
+        if keep(m.group(1)):
+            pos = end
+            continue
         before = text[:start]
         if before.endswith("\n") and (end == len(text) or before.endswith("\n\n")):
             start -= 2 if before.endswith("\r\n") else 1
         text = text[:start] + text[end:]
+        pos = start
     return text
 
 
@@ -522,28 +528,56 @@ def _small_text(path: Path) -> str | None:
         return None
 
 
-def another_homes(plan: Plan) -> list[Path]:
-    """The installed units or agents, and rc blocks, that serve a bead home other than ``plan.home``: a unit's
-    ``BEAD_HOME`` is not this home, an rc block sources another home's shell.sh."""
-    out: list[Path] = []
-    if plan.platform == "systemd":
-        mine = "Environment=" + _unit_word(f"BEAD_HOME={plan.home.root}")
-        for svc in SERVICES:
-            text = _small_text(plan.unit_dir / plan.unit_name(svc))
-            if text is not None and "BEAD_HOME=" in text and mine not in text.splitlines():
-                out.append(plan.unit_dir / plan.unit_name(svc))
-    else:
-        mine = f"<string>{xml_escape(str(plan.home.root))}</string>"
-        for svc in SERVICES:
-            text = _small_text(plan.unit_dir / plan.unit_name(svc))
-            if text is not None and "<key>BEAD_HOME</key>" in text and mine not in text:
-                out.append(plan.unit_dir / plan.unit_name(svc))
-    block = plan.rc_block().strip()
-    for rc in (plan.user_home / ".bashrc", plan.user_home / ".zshrc"):
-        text = _small_text(rc)
-        if text is not None and RC_BEGIN in text and block not in text.replace("\r\n", "\n"):
-            out.append(rc)
+def _unit_home(text: str) -> str | None:
+    """The BEAD_HOME a systemd unit's ``Environment=`` line sets, read as systemd reads it (quoted or not, ``%%`` for
+    ``%``, as this version or an earlier one wrote it); None where no line sets it."""
+    for line in text.splitlines():
+        if not line.startswith("Environment="):
+            continue
+        word = line[len("Environment=") :].strip()
+        if len(word) >= 2 and word[0] == word[-1] == '"':
+            word = re.sub(r"\\(.)", r"\1", word[1:-1])
+        word = word.replace("%%", "%")
+        if word.startswith("BEAD_HOME="):
+            return word[len("BEAD_HOME=") :]
+    return None
+
+
+def _agent_home(text: str) -> str | None:
+    """The BEAD_HOME a launchd agent's plist sets; None where it sets none (or cannot be read)."""
+    import plistlib
+
+    try:
+        data = plistlib.loads(text.encode("utf-8"))
+    except Exception:  # noqa: BLE001 - any damage: no home read from it
+        return None
+    env = data.get("EnvironmentVariables") if isinstance(data, dict) else None
+    value = env.get("BEAD_HOME") if isinstance(env, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def another_homes(plan: Plan) -> list[tuple[Path, str]]:
+    """The installed units or agents that serve a bead home other than ``plan.home``, with that home."""
+    out: list[tuple[Path, str]] = []
+    mine = os.path.normpath(str(plan.home.root))
+    for svc in SERVICES:
+        path = plan.unit_dir / plan.unit_name(svc)
+        text = _small_text(path)
+        if text is None:
+            continue
+        home = _unit_home(text) if plan.platform == "systemd" else _agent_home(text)
+        if home is not None and os.path.normpath(home) != mine:
+            out.append((path, home))
     return out
+
+
+def _blocks_home(block_line: str, plan: Plan) -> bool:
+    """Whether an rc block's line (``[ -f X ] && . X``) sources this home's shell.sh, however it was quoted."""
+    try:
+        words = shlex.split(block_line)
+    except ValueError:
+        return False
+    return os.path.normpath(str(plan.shell_sh)) in (os.path.normpath(w) for w in words if w.startswith("/"))
 
 
 def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
@@ -552,11 +586,10 @@ def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
     rc block away, and left its shell.sh (an outside attack); now nothing is removed and the error says so."""
     others = another_homes(plan)
     if others:
+        path, home = others[0]
         raise BeadError(
-            f"{', '.join(str(p) for p in others[:4])} serve{'s' if len(others) == 1 else ''} another bead home than "
-            f"{plan.home.root}: nothing was removed",
-            "run the uninstall with that home as BEAD_HOME (a unit's Environment=BEAD_HOME line, or the rc block's "
-            "shell.sh path, names it)",
+            f"{path} serves another bead home ({home}), not {plan.home.root}: nothing was removed",
+            f"to remove that install, run it with that home: BEAD_HOME={shlex.quote(home)} bead setup --uninstall",
         )
     acts = plan.actions
     # The rc files are read first: one that is not a regular file (a named pipe) is said and left, before any unit goes.
@@ -595,8 +628,12 @@ def uninstall(plan: Plan, runner: Runner = run) -> list[str]:
         runner(["systemctl", "--user", "daemon-reload"])
     for rcf, text in rc_texts:
         if RC_BEGIN in text:
-            _write_if_changed(rcf, _strip_block(text), mode=rcf.stat().st_mode & 0o777)
-            acts.append(f"removed the bead block from {rcf}")
+            kept = _strip_block(text, keep=lambda line: not _blocks_home(line, plan))
+            if kept != text:
+                _write_if_changed(rcf, kept, mode=rcf.stat().st_mode & 0o777)
+                acts.append(f"removed the bead block from {rcf}")
+            if RC_BEGIN in kept:
+                acts.append(f"left the bead block of another home in {rcf}")
     if plan.shell_sh.exists():
         plan.shell_sh.unlink()
         acts.append(f"removed {plan.shell_sh}")
