@@ -928,6 +928,9 @@ def _fakes() -> list[tuple[str, str, str]]:
     )
     add("cli-positional-secret", "npx @vscode/vsce publish minor -p {s}", r(ALNUM, 52))
     add("cli-positional-secret", "twine upload -u deploy -p {s} dist/*", r(ALNUM, 16))
+    add("cli-positional-secret", "vsce publish --pat {s}", r(ALNUM, 52))
+    add("cli-positional-secret", "npx @vscode/vsce@latest publish -p {s}", r(ALNUM, 52))
+    add("cli-positional-secret", "poetry config http-basic.private deploy {s}", "CORRECTHORSEBATTERYSTAPLE")
     add("eth-private-key-in-code", 'const wallet = new ethers.Wallet("{s}", provider)', "0x" + r(HEX, 64))
     add("eth-private-key-in-code", "accounts: ['{s}'],", "0x" + r(HEX, 64))
     add("eth-private-key-in-code", "forge script Deploy --private-key {s} --broadcast", r(HEX, 64))
@@ -974,6 +977,11 @@ BENIGN = [
     "that secret is stored in SOPS_ENCRYPTED_FILE_PATH_VARIABLE",
     "the key is HelloWorldControllerFactoryBean",
     # look-alikes of the services' shapes (the twenty-first session)
+    "- run: pip install codecov && docker build -t ghcr.io/acme/shop:latest .",
+    "python -m build && twine upload dist/* && docker run -p 8080:8080 shop",
+    "brew install codecov; tmux new -t development-session",
+    "set to false; cache entry 1a2b3c4d-0000-1111-2222-333344445555:eeaeda979d008123ace9725dc568cc9b",
+    'const id = "pa-3f9a2c1e-1111-2222-3333-deadbeefdeadbeefdeadbeef"',
     "licenseKey: 'GPL-3.0-or-later'",
     'license_key = "Apache-2.0"',
     "codecov -t ${{ secrets.CODECOV_TOKEN }}",
