@@ -245,18 +245,40 @@ def _post(client: httpx.Client, url: str, headers: dict[str, str], body: dict[st
     return data
 
 
+# Compressions a server may add that bead does not unpack; any other name (`none`, `UTF-8`: a misconfigured server)
+# is read as no compression, as httpx read it.
+_UNREAD = frozenset({"br", "zstd", "compress", "x-compress"})
+
+
+class _Deflate:
+    """``deflate`` as servers send it: zlib-wrapped (RFC 9110) or raw, told by the first bytes, as httpx tells."""
+
+    def __init__(self) -> None:
+        self._d: Any = None
+
+    def decompress(self, data: bytes, max_length: int) -> bytes:
+        if self._d is None:
+            self._d = zlib.decompressobj(zlib.MAX_WBITS)
+            try:
+                return bytes(self._d.decompress(data, max_length))
+            except zlib.error:
+                self._d = zlib.decompressobj(-zlib.MAX_WBITS)
+        return bytes(self._d.decompress(data, max_length))
+
+
 def _decoder(content_encoding: str) -> Any:
     """A bounded decoder for the answer's ``Content-Encoding`` (None for none); ModelError for layers or codings
     bead does not read."""
     codings = [c for c in (part.strip().lower() for part in content_encoding.split(",")) if c and c != "identity"]
-    if not codings:
+    packed = [c for c in codings if c in _UNREAD or c in ("gzip", "x-gzip", "deflate")]
+    if not packed:
         return None
-    if len(codings) > 1 or codings[0] not in ("gzip", "x-gzip", "deflate"):
+    if len(packed) > 1 or packed[0] in _UNREAD:
         raise ModelError(
             f"the model API answered in an encoding bead does not read ({content_encoding[:40]!r}; bead asks for "
             "none): check the server, or a proxy in front of it, for compression it adds"
         )
-    return zlib.decompressobj(16 + zlib.MAX_WBITS if codings[0] != "deflate" else zlib.MAX_WBITS)
+    return _Deflate() if packed[0] == "deflate" else zlib.decompressobj(16 + zlib.MAX_WBITS)
 
 
 def _count(value: Any) -> int:

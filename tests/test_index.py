@@ -480,3 +480,23 @@ def test_a_second_connection_leaves_the_first_ones_lock_and_another_programs_clo
     finally:
         first.close()
     assert (os.stat(path).st_mode & 0o777) == 0o600
+
+
+def test_a_link_put_in_the_index_files_place_after_the_check_is_refused(tmp_path, monkeypatch):
+    """The index is opened by SQLite alone once it exists; a link planted between the check of the index's files and
+    the open was followed, and the index with its WAL written beside the link's target (a review)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    path = tmp_path / "index.db"
+    target = tmp_path / "elsewhere.db"
+    real = dbmod.index_files
+
+    def planted(p):
+        yield from real(p)  # every file checked, then the link planted, before the index is opened
+        if not path.is_symlink():
+            path.symlink_to(target)
+
+    monkeypatch.setattr(dbmod, "index_files", planted)
+    with pytest.raises(BeadError, match="symbolic link"):
+        dbmod.Index(path, store)
+    assert not target.exists()

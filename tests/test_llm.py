@@ -371,3 +371,21 @@ def test_missing_model_is_refused_with_a_hint_naming_dream_model():
         Model.from_settings(cfg.rerank, cfg.dream)
     assert "dream.model" in info.value.hint
     assert "ollama" in info.value.message
+
+
+@pytest.mark.parametrize("encoding", ["deflate-raw", "UTF-8", "none"])
+def test_servers_that_answered_before_still_do(odd_server, key_env, encoding):
+    """Raw deflate sent as `deflate`, and a coding name that is no compression (`UTF-8`, `none`: a misconfigured
+    server) were read by httpx; a review found the bounded reader refused them."""
+    import zlib
+
+    state, url = odd_server
+    honest = json.dumps({"choices": [{"message": {"content": "the port is 5433"}}]}).encode()
+    if encoding == "deflate-raw":
+        packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+        state["headers"] = {"content-encoding": "deflate"}
+        state["body"] = packer.compress(honest) + packer.flush()
+    else:
+        state["headers"] = {"content-encoding": encoding}
+        state["body"] = honest
+    assert model_for("openai", url).chat("s", "u").text == "the port is 5433"

@@ -351,6 +351,14 @@ def _create(path: Path) -> None:
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK, 0o600)
     except FileExistsError:
+        # Looked at again without opening it: a link put there since the caller's check would be followed by SQLite
+        # (the open above with O_NOFOLLOW refused it), creating the index and its WAL beside the link's target.
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise BeadError(
+                f"refusing to open {path}: it is a symbolic link or not a regular file",
+                f"remove it (the index is derived: `bead reindex` builds it again at {path})",
+            ) from None
         return
     os.close(fd)  # a file no connection of this process can have open: it did not exist a moment ago
 
