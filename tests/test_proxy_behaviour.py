@@ -293,6 +293,14 @@ def recall_failing(monkeypatch, on: bool) -> dict:
 class TestConversation:
     """Capture once, inject once, forget takes effect at once."""
 
+    @pytest.fixture(autouse=True)
+    def every_agent_fact_pointable(self, monkeypatch):
+        """Several pointers here name an agent's observations (how a replaced one is said is the same whoever
+        vouched): the bound on them a turn (pointers.AGENTS_MAX, tested in tests/test_pointers.py) is lifted."""
+        from bead.recall import pointers
+
+        monkeypatch.setattr(pointers, "AGENTS_MAX", 5)
+
     def test_retry_captures_nothing_twice(self, proxy_client, upstream, bead_home):
         proxy = proxy_client()
         body, hdr = req("what is the deploy target", session="retry")
