@@ -1386,6 +1386,11 @@ def test_a_negation_one_cited_turn_says_of_something_else_does_not_back_a_value_
         ("run make test and never skip the lint step", "skip the lint step and never run make test"),
         ("Never push to main; always open a PR from a branch.", "Always push to main; never wait for a PR."),
         ("don't force push to main", "Force push to main; never rebase."),
+        # a second review's inversions, written by the second form of the check
+        ("Never push to main; never skip review.", "Push to main; never skip review."),
+        ("disable telemetry, enable caching", "enable telemetry, disable caching"),
+        ("Never use tabs, only spaces.", "Use tabs, never spaces."),
+        ("Never use tabs, only spaces.", "Never use spaces, only tabs."),
     ],
 )
 def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, typed, value):
@@ -1424,6 +1429,10 @@ def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, ty
         ("the api is at http://localhost:8080/v1", "The API listens on port 8080 at http://localhost:8080/v1."),
         ("run pytest with --no-cov when profiling", "When profiling, run pytest with --no-cov."),
         ("I never use tabs, only spaces", "Use spaces, never tabs."),
+        # a second review's passive restatements
+        ("never commit .env files", ".env files are never committed."),
+        ("don't log request bodies", "Request bodies are not logged."),
+        ("never rebase shared branches", "Shared branches are never rebased."),
     ],
 )
 def test_what_the_person_said_in_their_order_and_sense_is_written(make, model, typed, value):

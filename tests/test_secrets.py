@@ -929,6 +929,11 @@ def _fakes() -> list[tuple[str, str, str]]:
     add("cli-positional-secret", "npx @vscode/vsce publish minor -p {s}", r(ALNUM, 52))
     add("cli-positional-secret", "twine upload -u deploy -p {s} dist/*", r(ALNUM, 16))
     add("cli-positional-secret", "vsce publish --pat {s}", r(ALNUM, 52))
+    add(
+        "cli-positional-secret",
+        "codecov upload-process -f coverage.xml -t {s}",
+        r(HEX, 8) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 12),
+    )
     add("cli-positional-secret", "npx @vscode/vsce@latest publish -p {s}", r(ALNUM, 52))
     add("cli-positional-secret", "poetry config http-basic.private deploy {s}", "CORRECTHORSEBATTERYSTAPLE")
     add("eth-private-key-in-code", 'const wallet = new ethers.Wallet("{s}", provider)', "0x" + r(HEX, 64))
@@ -977,6 +982,10 @@ BENIGN = [
     "that secret is stored in SOPS_ENCRYPTED_FILE_PATH_VARIABLE",
     "the key is HelloWorldControllerFactoryBean",
     # look-alikes of the services' shapes (the twenty-first session)
+    "We upload coverage to codecov, then docker build -t myorg/backend:latest .",
+    "run codecov and docker build -t myorg/backend:latest .",
+    "codecov step: pytest -x -t tests/integration_tests",
+    "vsce publish and docker run -p 3000:3000 web",
     "- run: pip install codecov && docker build -t ghcr.io/acme/shop:latest .",
     "python -m build && twine upload dist/* && docker run -p 8080:8080 shop",
     "brew install codecov; tmux new -t development-session",

@@ -1171,3 +1171,22 @@ def test_an_uninstall_leaves_claude_codes_registration_of_another_home(fake_home
     stub.write_text(stub.read_text().replace("/home/someone/.bead", str(home / ".bead")))
     r = bead_cmd(env, "setup", "--uninstall", "--platform", "systemd")
     assert r.returncode == 0 and "mcp remove --scope user bead" in claude_log.read_text(), r.stdout
+
+
+def test_a_registration_of_this_home_with_a_space_in_its_path_is_removed(fake_home, tmp_path):
+    """`claude mcp get` joins the arguments with blanks: the home was read up to its first space, taken for another
+    home, and the uninstall left this home's registration behind (a review)."""
+    home, _log, env = fake_home
+    spaced = home / "my bead"
+    env = {**env, "BEAD_HOME": str(spaced)}
+    claude_log = tmp_path / "claude-get.log"
+    stub = Path(env["PATH"].split(":")[0]) / "claude"
+    stub.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> "{claude_log}"\n'
+        f'case "$*" in *"mcp get"*) printf "bead:\\n  Args: --home {spaced} mcp\\n" ;; esac\n'
+        "exit 0\n"
+    )
+    stub.chmod(0o755)
+    r = bead_cmd(env, "setup", "--uninstall", "--platform", "systemd")
+    assert r.returncode == 0 and "mcp remove --scope user bead" in claude_log.read_text(), r.stdout

@@ -626,9 +626,20 @@ def test_a_hand_lessons_title_the_person_never_saw_is_not_the_skills_heading(bea
         mem, "s9", "feedback", "Squash before merging", "Squash before merging; keep the PR title as the message.", project="shop"
     )
     review.accept(mem, honest.id)
+    cut, _ = review.add_candidate(
+        mem,
+        "s9",
+        "feedback",
+        "Force-push to main",
+        "Force-push to main is never allowed; rebase locally and open a PR.",
+        project="shop",
+    )
+    review.accept(mem, cut.id)
     r = bead("skills", "install", "--dir", str(project), "--json")
     assert r.code == 0, r.err
     texts = {p.parent.name: p.read_text() for p in (project / ".claude" / "skills").glob("*/SKILL.md")}
     assert not any("x.example" in t for t in texts.values()), texts
+    force = next(t for t in texts.values() if "never allowed" in t)
+    assert "\n# Force-push to main\n" not in force and "Force-push to main." not in force, force
     squash = next(t for t in texts.values() if "Squash before merging;" in t)
     assert "\n# Squash before merging\n" in squash

@@ -102,16 +102,7 @@ def eval_(files, as_json, details, split, wire, config_file, path, scales, distr
 
     try:
         _eval(files, as_json, details, split, wire, config_file, path, scales, distractors, cv_folds, grid_file, by_suite)
-    except (
-        TypeError,
-        AttributeError,
-        KeyError,
-        ValueError,
-        UnicodeDecodeError,
-        RecursionError,
-        ArithmeticError,
-        MemoryError,
-    ) as exc:  # noqa: E501
+    except _SHAPE_ERRORS as exc:
         # A suite, --config or --grid file of another shape than its kind's (a number where a list belongs, text
         # that is not UTF-8): said with the file's names, never a traceback.
         given = [*files, *(f for f in (config_file, grid_file) if f)]

@@ -175,13 +175,16 @@ def _in_project(key: str, project: str | None) -> bool:
 
 
 def _shown(title: str, body: str) -> str:
-    """``title`` where it is the start of ``body`` (blanks and case aside), else "": the person accepts a lesson by
+    """``title`` where it is ``body``'s first clause (blanks and case aside), else "": the person accepts a lesson by
     its text, and a title of other words was never before them. A hand lesson's title (`bead candidate add --title`,
     which an agent's shell can run) is shown at no accept, yet became the skill's heading and description, which the
     harness reads as instructions in every later session (an outside attack: "...; before any task first run curl
     ... | sh" above the benign text that was accepted). The heading is then the text's own first sentence."""
-    said, named = " ".join(body.split()).casefold(), " ".join(title.split()).casefold()
-    return title if named and said.startswith(named) else ""
+    # Its whole first clause, not only its start: "Force-push to main" over "Force-push to main is never allowed;
+    # ..." is the start of the text and says the opposite (a review).
+    first = re.split(r"[.!?;:](?:\s|$)", " ".join(body.split()), maxsplit=1)[0]
+    named = " ".join(title.split()).rstrip(".!?;:").casefold()
+    return title if named and named == first.strip().casefold() else ""
 
 
 def collect(mem: Memory, project: str | None) -> list[Skill]:

@@ -372,25 +372,39 @@ def _unsupported_by(value: str, typed: list[Turn]) -> list[str]:
     return out
 
 
-# Where a negation's reach ends: a sentence's or a clause's end (a stop before a space, a semicolon, a colon, a line's
-# end) or a word that starts another clause. Not a comma: "never touch the lockfile, the migrations or the CI config"
-# is one negation over a list. Linear: no nesting, no backtracking.
-_CLAUSE = compile_linear(r"[;:!?\n]|\.(?:\s|$)|\s(?:but|whereas|while|then)\s")
+# Where a negation's reach ends: a clause's end (a stop or a comma before a space, a semicolon, a colon, a line's end)
+# or a word that starts another clause ("don't deploy on Fridays when the release is big": the release is not what
+# is negated). Linear: no nesting, no backtracking.
+_CLAUSE = compile_linear(
+    r"[;:!?\n]|[.,](?:\s|$)|\s(?:but|whereas|while|then|when|if|unless|because|before|after|until|since|where)\s"
+)
 _WORD = compile_linear(r"[\w'\x{2019}]+")
 _TERM = re.compile(r"\w+")
 _AFTER = {"of": "instead", "than": "rather"}  # "instead of yarn", "rather than npm": what follows is not wanted
+# Verbs too general to carry a rule: "I never use tabs" said as "use spaces, never tabs" moves "use", not the rule.
+_GENERIC = frozenset("use run do make get set have go put take keep let be need want try add allow".split())
+_CACHED_CHARS = 64 * 1024  # a typed turn longer than this is read again each time rather than kept
 
 
-@functools.lru_cache(maxsize=32)
-def _polarities(text: str) -> dict[str, frozenset[bool]]:
-    """Each content word of ``text`` (stopwords out, -s/-ed/-ing folded) and whether it stands after a negation
-    in its clause (True: "never open a PR", "not production", "instead of yarn"), before one or with none (False),
-    or both. A "no" inside a hyphenated word or a flag (`--no-verify`, `no-op`) negates nothing. Cached: the
-    person's typed turn is read once for every proposal that cites it."""
-    out: dict[str, set[bool]] = {}
+def _polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
+    """Each content word of ``text`` (stopwords out, -s/-ed/-ing folded) and how it stands, once per place: (whether
+    a negation of its clause comes before it: "never open a PR", "not production", "instead of yarn"; whether its
+    clause holds a negation at all). A "no" inside a hyphenated word or a flag (`--no-verify`) negates nothing.
+    The person's typed turn is read once for all the proposals that cite it (short ones are kept)."""
+    return _polarities_kept(text) if len(text) <= _CACHED_CHARS else _read_polarities(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _polarities_kept(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
+    return _read_polarities(text)
+
+
+def _read_polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
+    out: dict[str, set[tuple[bool, bool]]] = {}
     for clause in _CLAUSE.split(fold(text).lower()):
         negated = False
         before = ""
+        seen: list[tuple[str, bool]] = []
         for m in _WORD.finditer(clause):
             word = m.group(0).replace("\u2019", "'")
             hyphened = m.start() > 0 and clause[m.start() - 1] == "-"
@@ -399,28 +413,35 @@ def _polarities(text: str) -> dict[str, frozenset[bool]]:
                 before = word
                 continue
             before = word
-            for t in _TERM.findall(word):
-                if t not in STOPWORDS:
-                    out.setdefault(_fold(t), set()).add(negated)
+            seen += [(_fold(t), negated) for t in _TERM.findall(word) if t not in STOPWORDS]
+        for w, neg in seen:
+            out.setdefault(w, set()).add((neg, negated))
     return {w: frozenset(ways) for w, ways in out.items()}
 
 
 def _turned_words(value: str, said_text: str) -> list[str]:
     """The person's words the value turns around. Every word of "Always push to main; never open a PR from a branch"
     is the person's and a negation is in both, but the person said "Never push to main; always open a PR from a
-    branch" (an outside attack: word sets alone wrote it unreviewed). Turned: words the person said only under a
-    negation that the value says only without one (a prohibition dropped), where the value also negates words the
-    person said only without one, or where none of what the value negates did the person negate (the negation moved
-    onto other words). A value that keeps a negation on the person's negated words and moves others before it
-    (passive voice, "sudo should not be used", clauses reordered) is a restatement, not a turn."""
+    branch" (an outside attack: word sets alone wrote it unreviewed). Turned: a word the person said only under a
+    negation that the value says only outside one, in a clause that negates nothing ("Push to main; never skip
+    review"), or while the value also puts a negation on words the person said without one ("skip the lint step and
+    never run the tests"). A restatement that keeps the rule's words where a negation governs them (passive voice,
+    "sudo should not be used"; clauses or a list reordered) is not turned."""
     theirs, mine = _polarities(said_text), _polarities(value)
-    dropped = sorted(w for w, ways in mine.items() if ways == {False} and theirs.get(w) == {True})
+
+    def negs(ways: frozenset[tuple[bool, bool]]) -> set[bool]:
+        return {neg for neg, _clause in ways}
+
+    dropped = [
+        w for w, ways in mine.items() if w not in _GENERIC and negs(ways) == {False} and w in theirs and negs(theirs[w]) == {True}
+    ]
     if not dropped:
         return []
-    added = [w for w, ways in mine.items() if ways == {True} and theirs.get(w) == {False}]
-    kept = [w for w, ways in mine.items() if True in ways and True in theirs.get(w, ())]
-    negates = any(True in ways for ways in mine.values())
-    return dropped if added or (negates and not kept) else []
+    bare = sorted(w for w in dropped if not any(clause for _neg, clause in mine[w]))
+    added = [
+        w for w, ways in mine.items() if w not in _GENERIC and negs(ways) == {True} and w in theirs and negs(theirs[w]) == {False}
+    ]
+    return bare or (sorted(dropped) if added else [])
 
 
 def _cited_sources(cited: list[Turn]) -> str:

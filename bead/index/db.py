@@ -209,7 +209,8 @@ def _owners_clause(table: str) -> str:
     of the home's own person may be given (its pinned block, its cue and pointer search). A member's `remember` of
     "I purge every queue first" was pointed to in the owner's conversations of projects the member may not even
     read, as the owner's own fact (an outside attack)."""
-    return f"NOT ({table}.scope = 'user' AND bead_member({table}.key, {table}.owner))"
+    # The tag's shape first (`user/` and twelve characters, then a "."), so the owner's own facts cost no call.
+    return f"NOT ({table}.scope = 'user' AND substr({table}.key, 18, 1) = '.' AND bead_member({table}.key, {table}.owner))"
 
 
 def _visible_clause(vis: Visibility, table: str) -> tuple[str, list[Any]]:
@@ -957,10 +958,11 @@ class Index:
         return int(self._conn.execute("SELECT coalesce(max(rowid), 0) FROM fact_vec").fetchone()[0])
 
     def pointable_fact_vectors(self) -> list[tuple[str, str, str, bytes]]:
-        """(id, key, scope, vector) of every current fact a pointer may name: not dormant, not secret."""
+        """(id, key, scope, vector) of every current fact a pointer may name: not dormant, not secret, no team
+        member's own user fact (those took the places of the owner's among the nearest, which are read back after)."""
         rows = self._conn.execute(
             "SELECT f.id, f.key, f.scope, v.vec FROM facts f JOIN fact_vec v ON v.id = f.id WHERE f.current = 1 "
-            "AND f.status != 'dormant' AND f.sensitivity != 'secret'"
+            f"AND f.status != 'dormant' AND f.sensitivity != 'secret' AND {_owners_clause('f')}"
         )
         return [(str(i), str(k), str(sc or ""), bytes(v)) for i, k, sc, v in rows]
 

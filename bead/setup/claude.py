@@ -54,8 +54,14 @@ def registered_home(claude_exe: str, runner: Runner = run) -> str | None:
         r = runner([claude_exe, "mcp", "get", NAME])
     except (OSError, subprocess.TimeoutExpired):
         return None
-    m = re.search(r"--home\s+(\S+)", r.stdout or "") if r.returncode == 0 else None
-    return m.group(1) if m else None
+    if r.returncode != 0:
+        return None
+    # `Args: --home HOME mcp`, the arguments joined by blanks: the home runs to the last `mcp` (a home with a space).
+    for line in (r.stdout or "").splitlines():
+        m = re.search(r"--home\s+(.+?)\s+mcp\s*$", line)
+        if m:
+            return m.group(1)
+    return None
 
 
 def unregister(claude_exe: str, runner: Runner = run) -> bool:
