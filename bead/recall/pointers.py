@@ -36,7 +36,8 @@ from .gate import Candidate, Recall, other_project
 MIN_EVIDENCE = 0.0  # the evidence score (bead.recall.gate.evidence) a candidate needs
 # The most of a turn's pointers that may name facts no person vouched for (an agent's observation, the dream's
 # inference: trust outside PERSON_TRUSTS). An agent steered by pasted text can `remember` facts stuffed with the
-# project's words, which BM25 ranks first on any topic: five such took every pointer of every conversation.
+# project's words, which BM25 ranks first on any topic: five such took every pointer of every conversation. 1: two
+# folds of three chose it, each suite left out in turn (evals/grids/pointer-agents.yaml, docs/tuning.md).
 AGENTS_MAX = 1
 ORDER = "search"  # search: the BM25 order of the gate's search; evidence: the evidence score
 # A candidate whose words overlap a chosen pointer's this much (Jaccard) says nearly the same thing
