@@ -29,10 +29,9 @@ from typing import Any
 from ..conversation import project_slug
 from ..errors import InvalidArgument, InvalidKey, NotPermitted
 from ..index.query import Visibility
-from ..store.keys import MAX_SEGMENT_BYTES, MEMBER_TAG_CHARS, member_prefix, parse_id, scope_of, validate_key
+from ..store.keys import MAX_SEGMENT_BYTES, member_prefix, parse_id, scope_of, validate_key
 
 _PROJECT = re.compile(r"[a-z0-9][a-z0-9._-]*")  # fullmatch: a key segment
-TAG_CHARS = MEMBER_TAG_CHARS
 
 
 @dataclass(frozen=True)

@@ -519,13 +519,18 @@ def _strip_block(text: str, keep: Callable[[str], bool] = lambda line: False) ->
 def _small_text(path: Path) -> str | None:
     """A regular file's text (at most 1 MB, not through a link); None for anything else."""
     try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > 1024 * 1024:
-            return None
-        with open(path, "rb") as f:
-            return f.read(1024 * 1024).decode("utf-8", errors="replace")
+        # Not through a link, and never waiting on a FIFO put there: opened so, then looked at as opened.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 1024 * 1024:
+            return None
+        try:
+            return f.read(1024 * 1024).decode("utf-8", errors="replace")
+        except OSError:
+            return None
 
 
 def _unit_home(text: str) -> str | None:
