@@ -48,6 +48,14 @@ PREVIOUS_ANSWER = ("assistant", "tool_input")  # cue sources of the assistant me
 REPLACED_MAX = 3  # replaced facts a cue block carries, at most (the rest come with the next turns)
 
 
+def _changed(seen: str | None, row: dict[str, Any]) -> bool:
+    """Whether what a conversation was shown of ``row`` (``seen``, a shown or pointed digest; None: not recorded) is
+    no longer what the row would show. The whole line's digest first: it matches for the pinned and cue facts, which
+    are most of a conversation's, and the pointer line's (its title, a regex walk of the body) is only computed for
+    the rest, every turn of every conversation being checked so."""
+    return seen is not None and seen != render.shown_digest(row) and seen != render.pointed_digest(row)
+
+
 class Recaller:
     def __init__(self, config: Config, on_error: ErrorSink | None = None):
         self.config = config
@@ -185,9 +193,7 @@ class Recaller:
                 every = index.superseded_shown(
                     injected | set(pinned) | set(pointed_ids),
                     ident.project,
-                    changed=lambda r: (
-                        r["id"] in digests and digests[r["id"]] not in (render.shown_digest(r), render.pointed_digest(r))
-                    ),
+                    changed=lambda r: _changed(digests.get(r["id"]), r),
                 )
         except Exception as exc:  # noqa: BLE001 - the index busy or the deadline passed: the next turn tries again
             # Not a failure of the turn (its block goes out): said in the trace, not counted as a request without memory.
@@ -241,7 +247,7 @@ class Recaller:
             pending=pending,
             deadline=start + deadline_s,
             scope=f"project/{ident.project}" if ident.project else None,
-            current=lambda row: not mem.behind([row]),  # a title is the value's first words: not of a replaced one
+            behind=mem.behind,  # a title is the value's first words: not of a replaced one
         )
         tail, tail_tokens = render.pointers(
             [c.row for c in chosen_pointers], self.config.recall.pointer_budget_tokens, alone=n == 0, project=names

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, cast
 
 from ..config import RecallSettings
@@ -240,15 +241,16 @@ def choose(
     pending: Future[Any] | None = None,
     deadline: float | None = None,
     scope: str | None = None,
-    current: Callable[[dict[str, Any]], bool] | None = None,
+    behind: Callable[[list[dict[str, Any]]], set[str]] | None = None,
 ) -> list[Candidate]:
     """The candidates to point to, best first: ``first`` (facts that passed the gate but did not fit the
     block), then the search's candidates that the gate did not pass and the conversation was not shown
     or pointed to (``shown``: keys), with MIN_EVIDENCE at least, none nearly the same as one before it; with
     bead[semantic], the search's candidates by meaning too (``pending``: the turn's vector, being computed), and
     the facts of ``scope`` (the conversation's project) nearest in meaning that the search did not find.
-    ``current``: whether a row is still its key's current version on disk (a pointer's title is its value's
-    first words), asked of each row about to be taken."""
+    ``behind``: the ids of rows that are no longer their key's current version on disk (a pointer's title is its
+    value's first words), asked of the rows about to be taken, as many at a time as pointers are still wanted (one
+    walk to their folders, not one a row)."""
     if settings.pointers <= 0 or ORDER == "evidence":
         rank.forget_vector(pending)
     if settings.pointers <= 0:
@@ -260,10 +262,14 @@ def choose(
         pool = sorted(result.rejected, key=lambda c: -c.score)
     else:
         pool = by_meaning(result.rejected, index, pending, deadline, scope, taken)
-    for c in [*(first or []), *pool]:
-        if not c.key or c.key in taken or (c.score < MIN_EVIDENCE and c.reason != BY_MEANING):
-            continue
-        if not pointable(c.row):
+    ordered = [*(first or []), *pool]
+    stale: dict[str, bool] = {}  # row id -> behind the files
+
+    def eligible(c: Candidate) -> bool:
+        return bool(c.key) and c.key not in taken and (c.score >= MIN_EVIDENCE or c.reason == BY_MEANING)
+
+    for i, c in enumerate(ordered):
+        if not eligible(c) or not pointable(c.row):
             continue
         agents = c.row.get("trust") not in PERSON_TRUSTS
         if agents and sum(1 for o in out if o.row.get("trust") not in PERSON_TRUSTS) >= AGENTS_MAX:
@@ -271,7 +277,12 @@ def choose(
         mine = set(terms(c.body))
         if any(len(mine & w) >= SAME * len(mine | w) for w in words):
             continue
-        if current is not None and not current(c.row):
+        if behind is not None and c.id not in stale:
+            wanted = settings.pointers - len(out)
+            batch = list(islice((d for d in ordered[i:] if d.id not in stale and eligible(d) and pointable(d.row)), wanted))
+            found = behind([d.row for d in batch])
+            stale.update((d.id, d.id in found) for d in batch)
+        if stale.get(c.id):
             continue
         out.append(c)
         words.append(mine)
