@@ -383,12 +383,23 @@ def user_home(env: dict[str, str] | None = None) -> Path:
     return Path(value) if value else Path.home()
 
 
+def home_path(value: str, env: dict[str, str] | None = None) -> Path:
+    """``value`` (``$BEAD_HOME``, ``--home``) as an absolute path: a leading ``~`` or ``~/`` read against
+    ``user_home`` (so an empty or relative ``HOME`` is refused, not read as ``/``), ``~user`` as the system has it,
+    a relative path against the current folder."""
+    if value == "~" or value.startswith("~/"):
+        return (user_home(env) / value[2:]).absolute()
+    return Path(value).expanduser().absolute()
+
+
 def resolve_home(env: dict[str, str] | None = None) -> Home:
-    """``$BEAD_HOME`` if set, else ``~/.bead`` (``user_home``)."""
+    """``$BEAD_HOME`` if set, else ``~/.bead`` (``user_home``). A ``BEAD_HOME`` that starts with ``~`` or ``~/``
+    (quoted, so the shell left it) is read against ``user_home`` too: Python's own expansion reads an empty ``HOME``
+    as nothing, and ``'~/.bead'`` became ``/.bead``."""
     env = dict(os.environ) if env is None else env
     value = env.get("BEAD_HOME")
     if value:
-        return Home(Path(value).expanduser().absolute())
+        return Home(home_path(value, env))
     return Home(user_home(env) / ".bead")
 
 

@@ -1110,6 +1110,23 @@ def test_an_empty_or_relative_home_folder_is_refused_before_anything_is_written(
     assert list(work.iterdir()) == [] and commands(log) == []
 
 
+def test_a_quoted_tilde_bead_home_is_read_against_home_and_refused_where_home_is_empty(tmp_path):
+    """`BEAD_HOME='~/.bead'` (quoted: the shell left the tilde) with HOME= resolved to `/.bead`, Python reading an
+    empty HOME as nothing: bead's home in `/`. A leading `~` is read as HOME is, so it is refused there, and means
+    the home folder where HOME is set."""
+    from bead.errors import BeadError
+    from bead.paths import resolve_home
+
+    for value in ("~/.bead", "~"):
+        with pytest.raises(BeadError, match="HOME is empty"):
+            resolve_home({"HOME": "", "BEAD_HOME": value})
+    assert resolve_home({"HOME": str(tmp_path), "BEAD_HOME": "~/.bead"}).root == tmp_path / ".bead"
+    assert resolve_home({"HOME": str(tmp_path), "BEAD_HOME": "~"}).root == tmp_path
+    # `--home` (an MCP client's arguments) is read the same way.
+    r = invoke_cli(["--home", "~/.bead", "status"], env={"HOME": "", "BEAD_HOME": None})
+    assert r.code != 0 and "HOME is empty" in r.err and not Path("/.bead").exists(), r.err
+
+
 def test_two_homes_installed_one_over_the_other_can_each_be_uninstalled(fake_home):
     """Home A set up for bash, then home B for zsh (the units now B's, each rc file its own home's block): the first
     form of the check refused both uninstalls, each naming the other (a review). The units name the home they serve;

@@ -110,11 +110,12 @@ def cli(home: str | None) -> None:
     """
     if home:
         import os
-        from pathlib import Path
+
+        from ..paths import home_path
 
         # Every command reads the home from the environment, and the processes a command starts
         # (`bead up`'s services) inherit it.
-        os.environ["BEAD_HOME"] = str(Path(home).expanduser().absolute())
+        os.environ["BEAD_HOME"] = str(home_path(home))
 
 
 for module in (
