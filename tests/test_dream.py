@@ -1391,6 +1391,9 @@ def test_a_negation_one_cited_turn_says_of_something_else_does_not_back_a_value_
         ("disable telemetry, enable caching", "enable telemetry, disable caching"),
         ("Never use tabs, only spaces.", "Use tabs, never spaces."),
         ("Never use tabs, only spaces.", "Never use spaces, only tabs."),
+        # a negation dropped where another stays in the clause: two of them cancel
+        ("don't run tests without the db", "Run tests without the db."),
+        ("never deploy without an approval from ops", "Deploy without an approval from ops."),
     ],
 )
 def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, typed, value):
@@ -1433,6 +1436,10 @@ def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, ty
         ("never commit .env files", ".env files are never committed."),
         ("don't log request bodies", "Request bodies are not logged."),
         ("never rebase shared branches", "Shared branches are never rebased."),
+        # two negations in one clause, restated
+        ("don't run tests without the db", "Never run tests without the db."),
+        ("use neither npm nor yarn, only pnpm", "Use pnpm; never npm or yarn."),
+        ("don't use npm or yarn here", "Neither npm nor yarn is used here."),
     ],
 )
 def test_what_the_person_said_in_their_order_and_sense_is_written(make, model, typed, value):
