@@ -75,6 +75,16 @@ def test_uninstall_takes_only_beads_block_not_a_begin_marker_of_the_persons(tmp_
     assert _strip_block(mine + "\n" + p.rc_block()) == mine  # as install appends it
 
 
+def test_a_block_kept_just_above_a_removed_one_keeps_its_end_markers_line_break(tmp_path):
+    """Another home's block kept at an uninstall (``keep``), this home's right below it at the file's end: the line
+    break taken with the removed block was the kept block's own, and its end marker was left without one."""
+    ours, theirs = plan(tmp_path).rc_block(), plan(tmp_path, home=tmp_path / "other").rc_block()
+    for head in ("export A=1\n", "export A=1\n\n"):
+        text = head + theirs + ours
+        assert _strip_block(text, keep=lambda line: "other" in line) == head + theirs
+    assert _strip_block("export A=1\n" + theirs + "\n" + ours, keep=lambda line: "other" in line) == "export A=1\n" + theirs
+
+
 @pytest.mark.skipif(not shutil.which("bash"), reason="bash is not installed")
 def test_the_wrapper_evals_no_value_from_the_environment(tmp_path):
     """The wrapper keeps the claude alias's command across a second source in the same shell; a value of that name

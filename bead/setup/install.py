@@ -509,8 +509,10 @@ def _strip_block(text: str, keep: Callable[[str], bool] = lambda line: False) ->
             pos = end
             continue
         before = text[:start]
-        if before.endswith("\n") and (end == len(text) or before.endswith("\n\n")):
-            start -= 2 if before.endswith("\r\n") else 1
+        brk = 2 if before.endswith("\r\n") else 1
+        # Not the line break of a block kept just above (another home's): its end marker keeps its line's end.
+        if before.endswith("\n") and (end == len(text) or before.endswith("\n\n")) and not before[:-brk].endswith(RC_END):
+            start -= brk
         text = text[:start] + text[end:]
         pos = start
     return text
