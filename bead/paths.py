@@ -388,7 +388,7 @@ def home_path(value: str, env: dict[str, str] | None = None) -> Path:
     ``user_home`` (so an empty or relative ``HOME`` is refused, not read as ``/``), ``~user`` as the system has it,
     a relative path against the current folder."""
     if value == "~" or value.startswith("~/"):
-        return (user_home(env) / value[2:]).absolute()
+        return (user_home(env) / value[1:].lstrip("/")).absolute()  # "~//x" too: the home's x, not /x
     return Path(value).expanduser().absolute()
 
 

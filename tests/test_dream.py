@@ -1391,9 +1391,15 @@ def test_a_negation_one_cited_turn_says_of_something_else_does_not_back_a_value_
         ("disable telemetry, enable caching", "enable telemetry, disable caching"),
         ("Never use tabs, only spaces.", "Use tabs, never spaces."),
         ("Never use tabs, only spaces.", "Never use spaces, only tabs."),
-        # a negation dropped where another stays in the clause: two of them cancel
+        # the person's negation dropped where only a negation of an object ("without") is left in the clause
         ("don't run tests without the db", "Run tests without the db."),
         ("never deploy without an approval from ops", "Deploy without an approval from ops."),
+        ("use pnpm, don't deploy instead of testing", "Deploy instead of testing; use pnpm."),
+        # a review's: two prohibitions in one clause, the second turned (a count of negations let these through)
+        ("don't commit secrets and don't push to main", "Push to main; don't commit secrets."),
+        ("never force push and never rebase shared branches", "Rebase shared branches; never force push."),
+        ("not npm and not yarn", "Use yarn; not npm."),
+        ("avoid npm and never use yarn", "Use yarn; avoid npm."),
     ],
 )
 def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, typed, value):
@@ -1436,8 +1442,11 @@ def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, ty
         ("never commit .env files", ".env files are never committed."),
         ("don't log request bodies", "Request bodies are not logged."),
         ("never rebase shared branches", "Shared branches are never rebased."),
-        # two negations in one clause, restated
+        # two negations in one clause, restated (a review's: a count of negations queued the passives)
         ("don't run tests without the db", "Never run tests without the db."),
+        ("don't run tests without the db", "Tests without the db are not run."),
+        ("never deploy without an approval", "Deploying without an approval is forbidden."),
+        ("don't commit secrets and don't push to main", "Never push to main and never commit secrets."),
         ("use neither npm nor yarn, only pnpm", "Use pnpm; never npm or yarn."),
         ("don't use npm or yarn here", "Neither npm nor yarn is used here."),
     ],

@@ -1122,6 +1122,7 @@ def test_a_quoted_tilde_bead_home_is_read_against_home_and_refused_where_home_is
             resolve_home({"HOME": "", "BEAD_HOME": value})
     assert resolve_home({"HOME": str(tmp_path), "BEAD_HOME": "~/.bead"}).root == tmp_path / ".bead"
     assert resolve_home({"HOME": str(tmp_path), "BEAD_HOME": "~"}).root == tmp_path
+    assert resolve_home({"HOME": str(tmp_path), "BEAD_HOME": "~//.bead"}).root == tmp_path / ".bead"  # not /.bead
     # `--home` (an MCP client's arguments) is read the same way.
     r = invoke_cli(["--home", "~/.bead", "status"], env={"HOME": "", "BEAD_HOME": None})
     assert r.code != 0 and "HOME is empty" in r.err and not Path("/.bead").exists(), r.err

@@ -383,16 +383,16 @@ _TERM = re.compile(r"\w+")
 _AFTER = {"of": "instead", "than": "rather"}  # "instead of yarn", "rather than npm": what follows is not wanted
 # Verbs too general to carry a rule: "I never use tabs" said as "use spaces, never tabs" moves "use", not the rule.
 _GENERIC = frozenset("use run do make get set have go put take keep let be need want try add allow".split())
-_CARRIED = frozenset(("nor", "neither"))  # negations that go on with the one before them
+_OF_AN_OBJECT = frozenset(("without",))  # a negation of what follows it, not of its clause's verb
 _CACHED_CHARS = 64 * 1024  # a typed turn longer than this is read again each time rather than kept
 
 
 def _polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
     """Each content word of ``text`` (stopwords out, -s/-ed/-ing folded) and how it stands, once per place: (whether
-    an odd number of its clause's negations come before it: "never open a PR", "not production", "instead of yarn",
-    but not the db of "don't run tests without the db"; whether its clause holds a negation at all). A "no" inside
-    a hyphenated word or a flag (`--no-verify`) negates nothing. The person's typed turn is read once for all the
-    proposals that cite it (short ones are kept)."""
+    a negation of its clause comes before it: "never open a PR", "not production", "instead of yarn"; whether its
+    clause holds a negation of more than an object, "without the db" and "instead of yarn" not counted). A "no"
+    inside a hyphenated word or a flag (`--no-verify`) negates nothing. The person's typed turn is read once for all
+    the proposals that cite it (short ones are kept)."""
     return _polarities_kept(text) if len(text) <= _CACHED_CHARS else _read_polarities(text)
 
 
@@ -404,7 +404,10 @@ def _polarities_kept(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
 def _read_polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
     out: dict[str, set[tuple[bool, bool]]] = {}
     for clause in _CLAUSE.split(fold(text).lower()):
-        negated = False  # an odd number of negations so far: "don't run tests without the db" leaves the db wanted
+        negated = False
+        # Whether the clause negates what it says, not only an object of it: "without the db", "instead of yarn"
+        # alone leave "run tests without the db" a clause that tells to run tests (the person's "don't run tests
+        # without the db" turned around), where "tests without the db are not run" keeps the rule.
         any_negation = False
         before = ""
         seen: list[tuple[str, bool]] = []
@@ -412,9 +415,8 @@ def _read_polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
             word = m.group(0).replace("\u2019", "'")
             hyphened = m.start() > 0 and clause[m.start() - 1] == "-"
             if (word in _NEGATIONS and not hyphened) or _AFTER.get(word) == before:
-                # "neither npm nor yarn": the second carries the first's negation on, it does not undo it.
-                negated = True if word in _CARRIED else not negated
-                any_negation = True
+                negated = True
+                any_negation = any_negation or (word in _NEGATIONS and word not in _OF_AN_OBJECT)
                 before = word
                 continue
             before = word

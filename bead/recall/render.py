@@ -382,12 +382,18 @@ def shown_digest(row: dict) -> str:
     """What a conversation was shown of a fact, in a few bytes: its line as a block renders it (the key, the trust
     mark, the date, the value). A conversation state keeps it beside the fact's id: a version file edited in place
     keeps its id, and only this tells that the conversation saw another value."""
-    return _line_digest(row["key"], row["trust"], row.get("valid_from") or "", row["body"])
+    key, trust, valid_from, body = row["key"], row["trust"], row.get("valid_from") or "", row["body"]
+    if len(body) > _KEPT_BODY_CHARS:
+        return _line_digest.__wrapped__(key, trust, valid_from, body)
+    return _line_digest(key, trust, valid_from, body)
 
 
 # Every turn of a conversation checks the digests of the facts it was shown (its pinned block's forty or so) against
-# their rows: the same few hundred values, rendered and hashed each time. The last ones are kept (a value is at most
-# bead's fact size, 64 KB by default: 16 MB at worst).
+# their rows: the same few hundred values, rendered and hashed each time. The last ones are kept, short values only
+# (a pinned block's are): 256 of at most 4,096 characters, 4 MB at most however they are written.
+_KEPT_BODY_CHARS = 4096
+
+
 @functools.lru_cache(maxsize=256)
 def _line_digest(key: str, trust: str, valid_from: str, body: str) -> str:
     return _digest(f"line\0{fact_line({'key': key, 'trust': trust, 'valid_from': valid_from, 'body': body})}")
