@@ -390,7 +390,7 @@ _CACHED_CHARS = 64 * 1024  # a typed turn longer than this is read again each ti
 def _polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
     """Each content word of ``text`` (stopwords out, -s/-ed/-ing folded) and how it stands, once per place: (whether
     a negation of its clause comes before it: "never open a PR", "not production", "instead of yarn"; whether its
-    clause holds a negation of more than an object, "without the db" and "instead of yarn" not counted). A "no"
+    clause holds a negation of more than an object, "without the db" not counted). A "no"
     inside a hyphenated word or a flag (`--no-verify`) negates nothing. The person's typed turn is read once for all
     the proposals that cite it (short ones are kept)."""
     return _polarities_kept(text) if len(text) <= _CACHED_CHARS else _read_polarities(text)
@@ -405,9 +405,10 @@ def _read_polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
     out: dict[str, set[tuple[bool, bool]]] = {}
     for clause in _CLAUSE.split(fold(text).lower()):
         negated = False
-        # Whether the clause negates what it says, not only an object of it: "without the db", "instead of yarn"
-        # alone leave "run tests without the db" a clause that tells to run tests (the person's "don't run tests
-        # without the db" turned around), where "tests without the db are not run" keeps the rule.
+        # Whether the clause negates what it says, not only an object of it: "without the db" alone leaves "run
+        # tests without the db" a clause that tells to run tests (the person's "don't run tests without the db"
+        # turned around), where "tests without the db are not run" keeps the rule. Narrower than any negation only:
+        # what the flag lets through was let through before.
         any_negation = False
         before = ""
         seen: list[tuple[str, bool]] = []
@@ -416,7 +417,7 @@ def _read_polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
             hyphened = m.start() > 0 and clause[m.start() - 1] == "-"
             if (word in _NEGATIONS and not hyphened) or _AFTER.get(word) == before:
                 negated = True
-                any_negation = any_negation or (word in _NEGATIONS and word not in _OF_AN_OBJECT)
+                any_negation = any_negation or word not in _OF_AN_OBJECT
                 before = word
                 continue
             before = word
