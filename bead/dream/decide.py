@@ -390,9 +390,9 @@ _CACHED_CHARS = 64 * 1024  # a typed turn longer than this is read again each ti
 def _polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
     """Each content word of ``text`` (stopwords out, -s/-ed/-ing folded) and how it stands, once per place: (whether
     a negation of its clause comes before it: "never open a PR", "not production", "instead of yarn"; whether its
-    clause holds a negation of more than an object, "without the db" not counted). A "no"
-    inside a hyphenated word or a flag (`--no-verify`) negates nothing. The person's typed turn is read once for all
-    the proposals that cite it (short ones are kept)."""
+    clause holds a negation of more than an object, "without the db" not counted). A "no" inside a hyphenated word
+    or a flag (`--no-verify`) negates nothing. The person's typed turn is read once for all the proposals that cite
+    it (short ones are kept)."""
     return _polarities_kept(text) if len(text) <= _CACHED_CHARS else _read_polarities(text)
 
 
