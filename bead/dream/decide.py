@@ -86,19 +86,6 @@ def _fold(term: str) -> str:
     return term
 
 
-def _stem(term: str) -> str:
-    """``_fold``, and the final "e" and a doubled last consonant off, so that the forms of one verb meet: "merge",
-    "merges", "merging" (a negation moved off "no merges" onto "merge" was not seen: "merg" is not "merge"),
-    "commit" and "committing". For the negation check only (``_read_polarities``), where a wider match queues more;
-    the words a value adds (``content_words``) keep ``_fold``."""
-    t = _fold(term)
-    if len(t) > 3 and t.endswith("e"):
-        t = t[:-1]
-    if len(t) > 3 and t[-1] == t[-2] and t[-1] not in "lsz" and t[-1].isalpha():
-        t = t[:-1]
-    return t
-
-
 def content_words(text: str) -> set[str]:
     return {_fold(t) for t in terms(fold(text))}
 
@@ -434,7 +421,7 @@ def _read_polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
                 before = word
                 continue
             before = word
-            seen += [(_stem(t), negated) for t in _TERM.findall(word) if t not in STOPWORDS]
+            seen += [(_fold(t), negated) for t in _TERM.findall(word) if t not in STOPWORDS]
         for w, neg in seen:
             out.setdefault(w, set()).add((neg, any_negation))
     return {w: frozenset(ways) for w, ways in out.items()}
