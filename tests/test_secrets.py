@@ -32,6 +32,11 @@ def r(alphabet: str, n: int) -> str:
     return "".join(_RNG.choice(alphabet) for _ in range(n))
 
 
+def hex_uuid() -> str:
+    """A random UUID's shape (8-4-4-4-12 hex digits), as many services' keys take it."""
+    return "-".join(r(HEX, k) for k in (8, 4, 4, 4, 12))
+
+
 # (a rule expected to find it, text, the secret that must not survive). Where
 # several rules find one secret, the redaction is labelled by the provider's
 # rule first; the test asks only that the named rule is among those finding it.
@@ -881,7 +886,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add(
         "ai-tool-keys",
         "Langfuse(secret_key='{s}')",
-        "sk-lf-" + r(HEX, 8) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 12),
+        "sk-lf-" + hex_uuid(),
     )
     add("ai-tool-keys", "my elevenlabs key is {s}", "sk_" + r(HEX, 48))
     add("ai-tool-keys", "e2b {s}", "e2b_" + r(HEX, 40))
@@ -899,7 +904,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add(
         "service-keys-by-shape",
         'os.environ["FAL_KEY"] = "{s}"',
-        r(HEX, 8) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 12) + ":" + r(HEX, 32),
+        hex_uuid() + ":" + r(HEX, 32),
     )
     add("service-keys-by-shape", "npx convex deploy --cmd-url-env-var-name X with {s}", "prod:happy-otter-123|" + r(ALNUM, 64))
     add(
@@ -915,7 +920,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add(
         "cli-positional-secret",
         "snyk auth {s}",
-        r(HEX, 8) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 12),
+        hex_uuid(),
     )
     add("cli-positional-secret", "cargo login {s}", "cio" + r(ALNUM, 32))
     add("cli-positional-secret", "npm config set //registry.npmjs.org/:_authToken {s}", "npm_" + r(ALNUM, 36))
@@ -924,7 +929,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add(
         "cli-positional-secret",
         "bash <(curl -s https://codecov.io/bash) -t {s}",
-        r(HEX, 8) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 12),
+        hex_uuid(),
     )
     add("cli-positional-secret", "npx @vscode/vsce publish minor -p {s}", r(ALNUM, 52))
     add("cli-positional-secret", "twine upload -u deploy -p {s} dist/*", r(ALNUM, 16))
@@ -932,7 +937,7 @@ def _fakes() -> list[tuple[str, str, str]]:
     add(
         "cli-positional-secret",
         "codecov upload-process -f coverage.xml -t {s}",
-        r(HEX, 8) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 4) + "-" + r(HEX, 12),
+        hex_uuid(),
     )
     add("cli-positional-secret", "npx @vscode/vsce@latest publish -p {s}", r(ALNUM, 52))
     add("cli-positional-secret", "poetry config http-basic.private deploy {s}", "CORRECTHORSEBATTERYSTAPLE")
