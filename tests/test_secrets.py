@@ -3359,6 +3359,63 @@ def test_a_key_a_terminal_wrapped_onto_the_next_line_goes_whole():
     assert redact(f"{first}\nDEBUG=1\n")[0] == "[REDACTED:anthropic-key]\nDEBUG=1\n"
 
 
+GH_KEY = "ghp_" + "Zq8vK2pLm9Xw4Rt7Hn3bV6cX9zQ1wE5rAbCd"
+
+
+@pytest.mark.parametrize(
+    "text, rest",
+    [
+        # wrapped where the first line's part is too short for its rule, the rest found by no rule alone
+        (f"gh: {GH_KEY[:6]}\n{GH_KEY[6:]}\ndone\n", GH_KEY[6:]),
+        (f"token {GH_KEY[:8]}\n   {GH_KEY[8:30]}\n   {GH_KEY[30:]} done", GH_KEY[8:30]),
+        (f"export GITHUB_TOKEN={GH_KEY[:10]}\n{GH_KEY[10:]}\nnext line", GH_KEY[10:]),
+        ("sk-ant-api03-Zq8v\n" + "K2pLm9Xw4Rt7" * 6 + "Hn3bV6cX9zQ1wE5AA\nthanks", "K2pLm9Xw4Rt7" * 6),
+        # a value a rule found whole but too short to be taken on over the line break
+        ("DB_PASSWORD=Zq8vK2pLm\n9Xw4Rt7Hn3\nok", "9Xw4Rt7Hn3"),
+        # a no-break space (a web page's, a word processor's) inside the key
+        (f"key: {GH_KEY[:15]}\u00a0{GH_KEY[15:]} ok", GH_KEY[15:]),
+        (f"key: {GH_KEY[:20]}\u202f{GH_KEY[20:]} ok", GH_KEY[20:]),
+        ("sk-ant-api03-" + "Zq8vK2pLm9Xw4Rt7" * 3 + "\u00a0" + "Hn3bV6cX9zQ1wE5r" * 3 + "AA thanks", "Hn3bV6cX9zQ1wE5r"),
+    ],
+    ids=["prefix-alone", "three-lines", "env-line", "anthropic", "short-value", "nbsp", "narrow-nbsp", "nbsp-after-match"],
+)
+def test_a_key_broken_where_no_rule_sees_it_whole_goes_whole(text, rest):
+    """A key broken by a line break where the first line's part matches no rule alone (`ghp_Zq` at a line's end, a
+    short value), or by a no-break space a web page put in it: the rest, or the whole key, stayed in clear (an
+    outside review). The parts are read as one, and what follows the key stays."""
+    clean, found = redact(text)
+    assert found and rest not in clean and GH_KEY[4:14] not in clean, clean
+    after = text.rstrip().rsplit(None, 1)[-1]  # the word after the key
+    assert clean.rstrip().endswith((f" {after}", f"\n{after}")), clean
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Token: {GH_KEY}\nInstallation\nmore",
+        "see the README\nFirst install it\nconfig2\nvalue",
+        "here is my .env\nDB_USER=app2\nDB_HOST=db\n",
+        "abc\u00a0def 12\u00a0kg, version\u00a0v1.2.3 and pip\u00a0install foo2bar3baz\n",
+        "build_step_42\nrelease_2024_final\nx86_64-linux-gnu\n",
+        "123e4567-e89b-12d3\na456-426614174000\n",
+    ],
+)
+def test_words_after_a_break_are_no_key_unless_a_rule_finds_the_parts_together(text):
+    """Lines of ordinary words, names and numbers are joined only to be read, never redacted for being joined: only
+    a rule that finds a key across the break redacts, and only the key's parts."""
+    clean = redact(text)[0]
+    for word in ("Installation", "First install", "DB_HOST=db", "DB_USER=app2", "12\u00a0kg", "pip\u00a0install", "release_2024"):
+        if word in text:
+            assert word in clean, clean
+
+
+def test_broken_keys_cost_linear_time():
+    from linear import assert_linear
+
+    for unit in ("abcd\u00a0efgh2 ", "Zq8vK2pLm9Xw4Rt7Hn3b\n", "ghp_Zq\n8vK2pLm9Xw4Rt7Hn3bV6cX9zQ1wE5rAbCd\n", "a1" * 150 + "\n"):
+        assert_linear(redact, lambda n, u=unit: u * (n // len(u)), 250_000, limit=0.25, what=f"broken keys {unit[:8]!r}")
+
+
 def test_wrapped_keys_cost_linear_time():
     from linear import assert_linear
 

@@ -1047,11 +1047,114 @@ def _in_seed_phrase(text: str) -> list[Finding]:
     return out
 
 
+# A key broken where no rule sees it whole: a terminal, a mail or an editor wrapped it (the first line's part too short
+# for its rule, `ghp_Zq8v` at a line's end and the rest below), or a no-break space (U+00A0, U+2007, U+202F) sits in
+# it, as a web page or a word processor puts one. A run of a key's characters that starts where no such character
+# stands before it, then up to four breaks each followed by another run: possessive, and each run bounded, so each
+# position is read a bounded number of times (Python's engine, linear); the lookbehind fails at once inside a run.
+_KEY_CLASS = "A-Za-z0-9_+/=-"
+_BROKEN_KEY = re.compile(
+    rf"(?<![{_KEY_CLASS}])[{_KEY_CLASS}]{{4,200}}+"
+    rf"(?:(?:\r?\n[ \t]{{0,40}}+|[\u00a0\u2007\u202f])[{_KEY_CLASS}]{{1,200}}+){{1,4}}+"
+)
+_KEY_BREAK = re.compile(r"\r?\n[ \t]*|[\u00a0\u2007\u202f]")
+BROKEN_CONTEXT = 80  # of the broken key's line, the characters before it a rule may need (`Authorization: Bearer `)
+
+
+def _key_like_rest(rest: str) -> bool:
+    """Whether what follows a break reads as more of a key: letters and digits, or both cases over 16 characters (a
+    key's rest without a digit), not a word (`Installation`, `foo_bar`) or a number alone."""
+    letters = any(c.isalpha() for c in rest)
+    if letters and any(c.isdigit() for c in rest):
+        return True
+    return len(rest) >= 16 and any(c.islower() for c in rest) and any(c.isupper() for c in rest)
+
+
+def _key_parts(text: str, cuts: list[re.Match[str]], end: int) -> tuple[list[re.Match[str]], int]:
+    """Of a run's breaks (``cuts``, the run ending at ``end``), those each followed by more of a key, and where the
+    key ends: a run of letters and digits, or of both cases over 16 characters (``_key_like_rest``), or a short last
+    one of mixed case or with a digit that ends its line (`AbCd`); not a word (`next line`, `done`, `Installation`),
+    nor a `NAME=value` (an `=` but base64's padding at its end)."""
+    kept: list[re.Match[str]] = []
+    stop = cuts[0].start()
+    for i, cut in enumerate(cuts):
+        run_end = cuts[i + 1].start() if i + 1 < len(cuts) else end
+        run = text[cut.end() : run_end]
+        if "=" in run.rstrip("="):
+            break  # `NAME=value`: a line of its own (base64's padding ends a run)
+        if _key_like_rest(run):
+            kept.append(cut)
+            stop = run_end
+            continue
+        ends_line = run_end == len(text) or text[run_end] in "\r\n"
+        if ends_line and (any(c.isdigit() for c in run) or (run != run.lower() and run != run.upper())):
+            kept.append(cut)
+            stop = run_end
+        break
+    return kept, stop
+
+
+def _stops_at(f: Finding, cut: re.Match[str], text: str, start: int) -> bool:
+    """Whether ``f``, the one finding in a broken key's run (from ``start``), is its part before the first break
+    ``cut`` alone, which ``_wrapped_on`` does not take on: a no-break space's, or one too short to be taken on over a
+    line break (`DB_PASSWORD=Zq8vK2pLm` at a line's end)."""
+    if f.start < start - BROKEN_CONTEXT or f.end != cut.start():
+        return False
+    return not cut.group().startswith(("\n", "\r")) or f.end - f.start < 16
+
+
+def _in_broken(text: str, found: list[Finding]) -> list[Finding]:
+    """The findings of keys broken by a line break or a no-break space (``_BROKEN_KEY``) that no rule finds in either
+    part alone, each placed on the characters of ``text`` it came from, its breaks too. Only a break that a finding
+    crosses counts, and only where nothing was found in the run already (a key found whole ends its line: the lines
+    after it are ``_wrapped_on``'s). The runs are read together as one view, one scan for all of them."""
+    if "\n" not in text and not any(c in text for c in "\u00a0\u2007\u202f"):
+        return []
+    starts = [f.start for f in found]
+    parts: list[str] = []
+    edits: list[tuple[int, int, int, int]] = []  # (where in the text, its size, where in the view, its size)
+    spans: list[tuple[int, int, int]] = []  # each candidate's start, first break and end in the view
+    at = 0
+    for m in _BROKEN_KEY.finditer(text):
+        start, end = m.span()
+        cuts = list(_KEY_BREAK.finditer(text, start, end))
+        k = bisect.bisect_left(starts, end)
+        if k and found[k - 1].end > start and not _stops_at(found[k - 1], cuts[0], text, start):
+            continue  # found already: a key found whole, whose next lines are _wrapped_on's
+        cuts, end = _key_parts(text, cuts, end)
+        if not cuts or end - start - sum(c.end() - c.start() for c in cuts) < 16:
+            continue
+        before = max(text.rfind("\n", max(0, start - BROKEN_CONTEXT), start) + 1, start - BROKEN_CONTEXT)
+        if parts:
+            parts.append("\n")  # between two candidates: stands for nothing of the text
+            at += 1
+        edits.append((before, 0, at, 0))
+        view_start, pos = at, before
+        for cut in cuts:
+            parts.append(text[pos : cut.start()])
+            at += cut.start() - pos
+            edits.append((cut.start(), cut.end() - cut.start(), at, 0))
+            pos = cut.end()
+        parts.append(text[pos:end])
+        at += end - pos
+        spans.append((view_start, edits[-len(cuts)][2], at))
+    if not spans:
+        return []
+    firsts = [first for _start, first, _end in spans]
+    crossing = []
+    for f in scan("".join(parts)):
+        k = bisect.bisect_right(firsts, f.end - 1) - 1
+        if k >= 0 and spans[k][0] <= f.start < firsts[k] < f.end <= spans[k][2]:
+            crossing.append(f)
+    return _placed(crossing, edits) if crossing else []
+
+
 def _findings(text: str) -> list[Finding]:
     """What ``redact`` replaces in ``text`` (``_readable``): found as written, in its normal form, with its escapes
     read, its string literals joined, or base64-decoded, and a wallet's recovery phrase; spans that do not overlap."""
     findings = scan(text)
     other = [
+        *_in_broken(text, findings),
         *_in_fold(text),
         *_in_escaped(text),
         *_in_joined(text),
