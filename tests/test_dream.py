@@ -1399,13 +1399,29 @@ def test_a_negation_one_cited_turn_says_of_something_else_does_not_back_a_value_
         ("never force push and never rebase shared branches", "Rebase shared branches; never force push."),
         ("not npm and not yarn", "Use yarn; not npm."),
         ("avoid npm and never use yarn", "Use yarn; avoid npm."),
+        # two values each put with what the person said of the other (ports, hosts, versions)
+        (
+            "the dev database listens on 5432, the test database on 5433",
+            "The dev database listens on 5433, the test database on 5432.",
+        ),
+        (
+            "the dev database listens on 5432, the test database on 5433",
+            "The dev database listens on 5433 and the test one on 5432.",
+        ),
+        ("postgres on 5432, redis on 6379", "Redis listens on 5432 and Postgres on 6379."),
+        (
+            "staging db is db2.staging.internal, prod db is db1.prod.internal",
+            "Prod db: db2.staging.internal. Staging db: db1.prod.internal.",
+        ),
+        ("python 3.11 in ci, 3.12 locally", "Python 3.12 in CI, 3.11 locally."),
     ],
 )
 def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, typed, value):
     """Every word of the value is the person's, or a negation stands in both, yet it says the opposite: the negation
     moved to the other clause, or onto words the person never negated. Word sets alone wrote all of these unseen as
-    current facts (an outside attack); now they wait for the person. (Two ports or hosts each put in the other's
-    place are not told apart yet: an order check queued faithful restatements, a review found.)"""
+    current facts (an outside attack); now they wait for the person. Two values each put in the other's place too,
+    where each stands alone in its clause (an order check queued faithful restatements, a review found: only the
+    pairing of a value with its clause's words is read)."""
     mem = make()
     session(mem, "s1", [typed, "noted"])
     model.answers.append(answer({"key": "project/shop/rule", "type": "project", "value": value}))
@@ -1451,6 +1467,17 @@ def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, ty
         # a second review's: "instead of" still negates its clause as before
         ("don't use npm in this repo, use pnpm", "Never use npm; this repo uses pnpm instead of it."),
         ("don't write raw SQL; use the ORM", "No raw SQL: write queries with the ORM rather than raw SQL."),
+        # values restated with what they are values of, in another order or form
+        (
+            "staging db is db2.staging.internal, prod db is db1.prod.internal",
+            "Staging db: db2.staging.internal. Prod db: db1.prod.internal.",
+        ),
+        ("use port 8080 for the api and 8081 for admin", "The API uses port 8080; admin uses 8081."),
+        ("python 3.11 in ci, 3.12 locally", "CI runs Python 3.11; locally it is 3.12."),
+        (
+            "the dev database listens on 5432, the test database on 5433",
+            "The test database listens on 5433, the dev database on 5432.",
+        ),
     ],
 )
 def test_what_the_person_said_in_their_order_and_sense_is_written(make, model, typed, value):

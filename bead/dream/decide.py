@@ -369,6 +369,9 @@ def _unsupported_by(value: str, typed: list[Turn]) -> list[str]:
     if turned:
         named = ", ".join(f'"{w}"' for w in turned[:3])
         out.append(f"the person's {named} turned around by a negation")
+    swapped = _swapped(value, said_text)
+    if swapped:
+        out.append(f"the person's {', '.join(swapped[:4])} each put with what was said of another")
     return out
 
 
@@ -425,6 +428,51 @@ def _read_polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
         for w, neg in seen:
             out.setdefault(w, set()).add((neg, any_negation))
     return {w: frozenset(ways) for w, ways in out.items()}
+
+
+# For the pairing of values with what they are values of (``_swapped``): where a clause ends, "and" too ("the dev
+# database on 5433 and the test one on 5432"), but not a colon (`localhost:5432`, "staging db: db2.internal"); and a value, a
+# token holding a digit (a port, a version, a numbered host) or a dotted name (`db.staging.internal`).
+_PAIR_CLAUSE = compile_linear(
+    r"[;!?\n]|[.,](?:\s|$)|\s(?:and|but|whereas|while|then|when|if|unless|because|before|after|until|since|where)\s"
+)
+_VALUE = compile_linear(r"[\w.:/-]{0,80}\d[\w.:/-]{0,80}|[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,8}")
+
+
+def _paired(text: str) -> dict[str, set[str]]:
+    """Each value ``text`` states in a clause of its own (the clause's only value), and the clause's words: what
+    that value is said of ("the test database on 5433")."""
+    text = fold(text).lower()
+    for _ in range(2):
+        text = _THOUSANDS.sub(r"\1\2", text)
+    out: dict[str, set[str]] = {}
+    for clause in _PAIR_CLAUSE.split(text):
+        values = {m.group(0).strip(".:/-") for m in _VALUE.finditer(clause)} - {""}
+        if len(values) != 1:
+            continue
+        words = {_fold(t) for t in _TERM.findall(_VALUE.sub(" ", clause)) if t not in STOPWORDS and not t.isdigit()}
+        out.setdefault(values.pop(), set()).update(words - _GENERIC)
+    return out
+
+
+def _swapped(value: str, said_text: str) -> list[str]:
+    """The person's values the value puts with what the person said of another of them ("the dev database on
+    5432, the test database on 5433" as "the dev database on 5433, the test one on 5432"): of two values, a word
+    said in the clause of each only, each now in the clause of the other only. Only values each alone in its clause
+    in both texts are compared (a clause ends at "and" too), nothing is read into an order, and one word moving is
+    no swap: a verb the person left out of a second clause ("the test database on 5433") may be restated in it."""
+    theirs, mine = _paired(said_text), _paired(value)
+    both = [v for v in mine if v in theirs]
+    out: set[str] = set()
+    for a in both:
+        for b in both:
+            if a == b:
+                continue
+            there = (theirs[a] - theirs[b]) & (mine[b] - mine[a])
+            back = (theirs[b] - theirs[a]) & (mine[a] - mine[b])
+            if there and back:
+                out.update((a, b))
+    return sorted(out)
 
 
 def _turned_words(value: str, said_text: str) -> list[str]:
