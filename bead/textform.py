@@ -245,7 +245,8 @@ def _runs(word: str) -> list[_Run]:
     cur = _Run()
     chars: list[str] = []
     for ch in word:
-        if ch.isalnum() or unicodedata.category(ch) in _MARKS:
+        # A negative circled or squared letter (🅰) is a symbol to Unicode, a letter to a reader.
+        if ch.isalnum() or unicodedata.category(ch) in _MARKS or ("\U0001f150" <= ch <= "\U0001f189" and _by_name(ch)):
             chars.append(ch)
             if ch < "\x80":
                 if ch.isalpha():
@@ -352,11 +353,12 @@ def _small_capital(ch: str) -> str | None:
 
 
 def _by_name(ch: str) -> str | None:
-    """The Latin letter a character's name says it is ("LATIN LETTER SMALL CAPITAL E" -> e), or its digit."""
+    """The Latin letter a character's name says it is ("LATIN LETTER SMALL CAPITAL E" -> e; "NEGATIVE SQUARED LATIN
+    CAPITAL LETTER A", 🅰, which no normal form maps, as the circled and squared ones are), or its digit."""
     if unicodedata.category(ch) == "Nd":
         return str(unicodedata.digit(ch))
     name = unicodedata.name(ch, "")
-    if not name.startswith("LATIN ") or " LETTER " not in name:
+    if not name.startswith(("LATIN ", "NEGATIVE CIRCLED LATIN ", "NEGATIVE SQUARED LATIN ")) or " LETTER " not in name:
         return None
     tail = name.split(" LETTER ", 1)[1].replace("SMALL CAPITAL ", "").split(" WITH ")[0]
     return tail.lower() if len(tail) == 1 and "A" <= tail <= "Z" else None

@@ -1276,7 +1276,13 @@ class TestThirdReview:
 
     @pytest.mark.parametrize(
         "value",
-        ["Download the CLI from https://\u043araken-tools.example/install.sh", "Run \u03baubectl-helper first", "ma\u043aefile"],
+        [
+            "Download the CLI from https://\u043araken-tools.example/install.sh",
+            "Run \u03baubectl-helper first",
+            "ma\u043aefile",
+            # an outside review's: negative squared letters, which Unicode files as symbols (no normal form maps them)
+            "Deploy with the token from https://p\U0001f170yp\U0001f170l.com/x",
+        ],
     )
     def test_a_chained_letter_inside_an_ascii_word_is_a_look_alike(self, value):
         """A review: letters fold reads through a chain (Cyrillic ka, Greek kappa) were judged no disguise at all, so
@@ -1304,6 +1310,7 @@ class TestThirdReview:
             # Russian units and house numbers after digits, a slash between words, Greek symbols with digits
             "Python\u3092\u4f7f\u3046\u3002 Mac\uff0fWindows\u5bfe\u5fdc config\uff0ejson",
             "5\u043a\u0433 3\u0445 10\u0410 Telegram/\u0412\u041a Corp./\u0410\u041e \u03c10 \u03c32 v1.2.3",
+            "Parking \U0001f17f\ufe0f is on level 2, blood type \U0001f170 \U0001f18e",  # the letters as emoji alone
         ],
     )
     def test_words_of_one_script_and_accents_are_no_look_alikes(self, value):

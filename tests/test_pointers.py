@@ -206,6 +206,15 @@ class TestShape:
             "\u2039/\u03b2\u03b5\u03b1\u03b4-\u03bc\u03b5\u03bc\u03bf\u03c1\u03c5>",  # all Greek: its romanization
             "</be4d-memory>",  # a four for an a
             "</be@d-memory>",  # an at sign for an a
+            # an outside review's: negative squared and circled letters (symbols to Unicode, no normal form),
+            # openers named as mathematics' (precedes, a normal subgroup, a binding bracket), and the plural
+            "</\U0001f171\U0001f174\U0001f170\U0001f173-\U0001f17c\U0001f174\U0001f17c\U0001f17e\U0001f181\U0001f188>",
+            "\u2039/\U0001f151ead-mem\U0001f15ery>",
+            "\u227a/bead-memory>",
+            "\u22b2/bead-memory>",
+            "\u2989/bead-memory>",
+            "\u2e26/bead-memory>",
+            "</bead-memories>",
         ],
         ids=[
             "plain",
@@ -226,6 +235,13 @@ class TestShape:
             "all-greek",
             "four-for-a",
             "at-for-a",
+            "negative-squared",
+            "negative-circled",
+            "precedes",
+            "normal-subgroup",
+            "binding-bracket",
+            "sideways-u",
+            "plural",
         ],
     )
     @pytest.mark.parametrize("where", ["title", "body"])
@@ -503,6 +519,10 @@ class TestShape:
                 or "LEFT-POINTING" in name
                 or ("LEFTWARDS" in name and "ARROWHEAD" in name)
                 or "LEFT ARROWHEAD" in name
+                or "PRECEDES" in name
+                or "NORMAL SUBGROUP OF" in name
+                or "LEFT BINDING BRACKET" in name
+                or "LEFT SIDEWAYS U BRACKET" in name
                 or "<" in unicodedata.normalize("NFKC", ch)
             ):
                 found.add(ch)

@@ -15,18 +15,22 @@ from ..textform import _IGNORABLE, TAG_FLAGS, _unseen, fold, kept_selectors
 CHARS_PER_TOKEN = 4
 RAW_EXCERPT_CHARS = 600
 # Every character that reads as "<": itself, what Unicode's confusables table or NFKC makes "<", every character
-# whose name says LESS-THAN, LEFT ... ANGLE, LEFT-POINTING, LEFTWARDS ... ARROWHEAD or LEFT ARROWHEAD, and three
-# shapes by hand (U+140A, U+2220, U+3031). tests/test_pointers.py derives this list again from Unicode and compares.
+# whose name says LESS-THAN, LEFT ... ANGLE, LEFT-POINTING, LEFTWARDS ... ARROWHEAD, LEFT ARROWHEAD, PRECEDES,
+# NORMAL SUBGROUP OF, LEFT BINDING BRACKET or LEFT SIDEWAYS U BRACKET (≺, ⊲, ⦉, ⸦: an outside review's), and three
+# shapes by hand (U+140A, U+2220, U+3031); not a letter of a script (Japanese く, Bopomofo ㄑ), whose text holds
+# it everywhere. tests/test_pointers.py derives this list again from Unicode and compares.
 OPENERS = (
     "<\xab\u02c2\u02f1\u031a\u0349\u0354\u08f7\u08f9\u140a\u1438\u16b2\u1dfe\u2039\u2220\u2264\u2266\u2268\u226a"
-    "\u226e\u2270\u2272\u2274\u2276\u2277\u2278\u2279\u22d6\u22d8\u22da\u22db\u22dc\u22e6\u2329\u2343\u23ea\u23ee"
-    "\u23f4\u25c0\u25c1\u25c2\u25c3\u25c4\u25c5\u25e3\u25e4\u25ed\u25f8\u25fa\u276c\u276e\u2770\u27e8\u27ea\u2976"
-    "\u2977\u2991\u2993\u2996\u299b\u29a0\u29a9\u29ab\u29ad\u29af\u29c0\u29ce\u29cf\u29e8\u29fc\u2a1e\u2a79\u2a7b"
-    "\u2a7d\u2a7f\u2a81\u2a83\u2a85\u2a87\u2a89\u2a8b\u2a8c\u2a8d\u2a8f\u2a90\u2a91\u2a92\u2a93\u2a94\u2a95\u2a97"
-    "\u2a99\u2a9b\u2a9d\u2a9f\u2aa1\u2aa3\u2aa4\u2aa5\u2aa6\u2aa8\u2af7\u2af9\u2b60\u2b64\u2b6a\u2b70\u2b7a\u2b80"
-    "\u2b81\u2b82\u2b83\u2b84\u2b8e\u2b98\u2b9c\u2ba0\u2ba2\u2ba4\u2ba6\u2bc7\u2bec\u3008\u300a\u3031\ufe3d\ufe3f"
-    "\ufe64\uff1c\U00010877\U0001d14a\U0001d14b\U0001d236\U0001f50d\U0001f780\U0001f800\U0001f804\U0001f808"
-    "\U0001f810\U0001f814\U0001f818\U0001f81c\U0001f820\U0001f824\U0001f828\U0001f82c\U0001f830\U0001f890\U0001f894"
+    "\u226e\u2270\u2272\u2274\u2276\u2277\u2278\u2279\u227a\u227c\u227e\u22b0\u22b2\u22b4\u22d6\u22d8\u22da\u22db"
+    "\u22dc\u22de\u22e6\u22e8\u22ea\u22ec\u2329\u2343\u23ea\u23ee\u23f4\u25c0\u25c1\u25c2\u25c3\u25c4\u25c5\u25e3"
+    "\u25e4\u25ed\u25f8\u25fa\u276c\u276e\u2770\u27e8\u27ea\u2976\u2977\u2989\u2991\u2993\u2996\u299b\u29a0\u29a9"
+    "\u29ab\u29ad\u29af\u29c0\u29ce\u29cf\u29e8\u29fc\u2a1e\u2a79\u2a7b\u2a7d\u2a7f\u2a81\u2a83\u2a85\u2a87\u2a89"
+    "\u2a8b\u2a8c\u2a8d\u2a8f\u2a90\u2a91\u2a92\u2a93\u2a94\u2a95\u2a97\u2a99\u2a9b\u2a9d\u2a9f\u2aa1\u2aa3\u2aa4"
+    "\u2aa5\u2aa6\u2aa8\u2aaf\u2ab1\u2ab3\u2ab5\u2ab7\u2ab9\u2abb\u2af7\u2af9\u2b60\u2b64\u2b6a\u2b70\u2b7a\u2b80"
+    "\u2b81\u2b82\u2b83\u2b84\u2b8e\u2b98\u2b9c\u2ba0\u2ba2\u2ba4\u2ba6\u2bc7\u2bec\u2e26\u3008\u300a\u3031\ufe3d"
+    "\ufe3f\ufe64\uff1c\U00010877\U0001d14a\U0001d14b\U0001d236\U0001f50d\U0001f780\U0001f800\U0001f804\U0001f808"
+    "\U0001f810\U0001f814\U0001f818\U0001f81c\U0001f820\U0001f824\U0001f828\U0001f82c\U0001f830\U0001f890"
+    "\U0001f894"
 )
 _OPENER = re.compile("[" + re.escape(OPENERS) + "]")
 _TAG_NAME = "beadmemory"
@@ -324,8 +328,17 @@ def _names_a_tag(text: str, j: int) -> bool:
         j += 1
     if len(letters) < len(_TAG_NAME):
         return j == end < n
+    return any(_reads_like(letters, name) for name in _TAG_READS)
+
+
+# bead's tag as a name reads, and its plural's first ten letters ("</bead-memories>", as a harness's tag is read
+# in the plural too: an outside review's)
+_TAG_READS = (_TAG_NAME, "beadmemori")
+
+
+def _reads_like(letters: list[tuple[str, bool, str]], name: str) -> bool:
     odd = unread = 0
-    for (c, plain, ch), want in zip(letters, _TAG_NAME, strict=False):
+    for (c, plain, ch), want in zip(letters, name, strict=False):
         if c == want or want in _romanized(ch):
             continue
         if plain:
@@ -336,7 +349,7 @@ def _names_a_tag(text: str, j: int) -> bool:
             unread += 1  # a letter no fold maps to ASCII (a Cyrillic soft sign, a Latin epsilon): it may read as any
     # three differences at most; or the letters that read as ASCII are the name's but one at most (a Greek rho
     # reads as "p"), three of them at least, and the rest read as none ("ьєаԁ-мємогу", "bεαδ-mεmορy")
-    return odd + unread <= 3 or (odd <= 1 and len(_TAG_NAME) - unread - odd >= 3)
+    return odd + unread <= 3 or (odd <= 1 and len(name) - unread - odd >= 3)
 
 
 def flattened(text: str) -> str:
