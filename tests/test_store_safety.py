@@ -92,6 +92,45 @@ class TestLinkedKeyFolder:
         assert str(mem.home.facts / "user" / "link") in p["problem"] and str(outside) in p["problem"]
         assert "rm " in p["fix"] and "bead reindex" in p["fix"]
 
+    def test_the_fix_is_safe_to_paste_whatever_the_links_name_and_target(self, linked, tmp_path, monkeypatch):
+        """A link planted under the home whose name or target holds shell syntax (`$(touch PWNED)`, `x; touch
+        PWNED #`) printed a fix that ran it when pasted, and a link to /etc advised `mv /etc ...` (an outside
+        review). Each path is quoted for the shell, and a move is advised only for a target in the person's own
+        home folder."""
+        import shlex
+        import subprocess
+
+        from bead.core.health import collect
+
+        mem, _, _ = linked
+        person = tmp_path / "person"  # the person's home folder, the bead home outside it
+        monkeypatch.setenv("HOME", str(person))
+        mine = person / "notes"
+        mine.mkdir(parents=True)
+        planted = {
+            "user/y": "$(touch PWNED)",
+            "user/x; touch PWNED #": "/etc",
+            "user/z": str(mine),
+        }
+        for name, target in planted.items():
+            (mem.home.facts / name).symlink_to(target)
+        fixes = {
+            p["problem"].split(" is a symbolic link")[0]: p["fix"]
+            for p in collect(mem)["problems"]
+            if "symbolic link" in p["problem"]
+        }
+        for name, target in planted.items():
+            link = str(mem.home.facts / name)
+            fix = fixes[link]
+            commands = [part.split("`")[0] for part in fix.split("(`")[1:]]
+            assert commands[0] == f"rm {shlex.quote(link)}", fix
+            for command in commands:
+                # the shell reads each command's words back as the paths, nothing run
+                assert shlex.split(command)[1:] in ([link], [shlex.split(command)[1], link]), command
+                subprocess.run(["bash", "-n", "-c", command], check=True)
+            assert ("mv " in fix) == (name == "user/z"), fix
+        assert not list(tmp_path.rglob("PWNED"))
+
     def test_the_dashboard_lists_the_same_problems(self, linked):
         """One health model: the dashboard's data holds exactly the problems `bead status` reports."""
         mem, _, _ = linked

@@ -298,7 +298,7 @@ def collect(mem: Memory, fix: bool = False) -> dict[str, Any]:
         problems.append(
             {
                 "problem": f"the home {mem.home.root} is readable by others (mode {mode:o})",
-                "fix": f"run `chmod 700 {mem.home.root}`",
+                "fix": f"run `chmod 700 {shlex.quote(str(mem.home.root))}`",
             }
         )
     repo = enclosing_git(mem.home.root)
@@ -418,15 +418,25 @@ def vault_state(mem: Memory, plaintext_keys: set[str], problems: list[dict]) -> 
 
 
 def _link_problem(link: Path) -> dict:
+    """The problem of a symbolic link under the home, and its fix as commands a person may paste: each path quoted
+    for the shell (a link's name or target may hold `$(...)` or `;`), and the move suggested only for a target in
+    the person's own home folder (never `mv /etc ...`)."""
     try:
         target = os.readlink(link)
     except OSError:
         target = "?"
+    fix = f"remove the link (`rm {shlex.quote(str(link))}`)"
+    whole = os.path.normpath(os.path.join(link.parent, target))
+    mine = os.path.expanduser("~")
+    if target != "?" and mine != "~" and os.path.commonpath([mine, whole]) == mine and whole != mine:
+        fix += (
+            " and, if what it points to belongs in bead, move it into its place "
+            f"(`mv {shlex.quote(whole)} {shlex.quote(str(link))}`)"
+        )
     return {
         "problem": f"{link} is a symbolic link (to {target}); bead never reads, writes or deletes through it, "
         "so what is behind it is invisible to search, reindex and forget",
-        "fix": f"remove the link (`rm {link}`) and, if what it points to belongs in bead, move it into its "
-        f"place (`mv {target} {link}`); then run `bead reindex`",
+        "fix": fix + "; then run `bead reindex`",
     }
 
 

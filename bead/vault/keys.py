@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -216,7 +217,7 @@ def info(home: Home, which: WhichFn = shutil.which) -> VaultInfo:
             problems.append(
                 (
                     f"bead refuses to use {home.vault_identity}: {why}",
-                    f"run `chmod 600 {home.vault_identity}` (as its owner); if others could read it, they "
+                    f"run `chmod 600 {shlex.quote(str(home.vault_identity))}` (as its owner); if others could read it, they "
                     "may have a copy of the encrypted key",
                 )
             )
@@ -352,7 +353,8 @@ def recipient(home: Home, which: WhichFn = shutil.which) -> Any:
         raise BeadError(
             f"refusing to seal to {home.vault_recipient}: others can change it (mode "
             f"{stat.S_IMODE(st.st_mode):04o}), so it may hold someone else's key",
-            f"check the key in it against `# public key:` in the identity, then `chmod 600 {home.vault_recipient}`",
+            "check the key in it against `# public key:` in the identity, then "
+            f"`chmod 600 {shlex.quote(str(home.vault_recipient))}`",
         )
     mod = pyrage()
     if vi.kind == "pq":
@@ -421,7 +423,7 @@ def read_identity(home: Home) -> bytes:
     if why:
         raise BeadError(
             f"refusing to use {home.vault_identity}: {why}",
-            f"run `chmod 600 {home.vault_identity}` (as its owner); if others could read it, they may "
+            f"run `chmod 600 {shlex.quote(str(home.vault_identity))}` (as its owner); if others could read it, they may "
             "have a copy of the encrypted key, so consider sealing anew under a new vault",
         )
     return data
