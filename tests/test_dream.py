@@ -1414,6 +1414,10 @@ def test_a_negation_one_cited_turn_says_of_something_else_does_not_back_a_value_
             "Prod db: db2.staging.internal. Staging db: db1.prod.internal.",
         ),
         ("python 3.11 in ci, 3.12 locally", "Python 3.12 in CI, 3.11 locally."),
+        (
+            "use 5433 when running the test suite, 5432 when running the app",
+            "Use 5432 when running the test suite, 5433 when running the app.",
+        ),
     ],
 )
 def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, typed, value):
@@ -1478,6 +1482,11 @@ def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, ty
             "the dev database listens on 5432, the test database on 5433",
             "The test database listens on 5433, the dev database on 5432.",
         ),
+        # a review's false queues of the first form: "the X one", and values listed after their subjects
+        ("the dev database listens on 5432, the test one on 5433", "The test database listens on 5433 and the dev one on 5432."),
+        ("the linux runners use 4 cpus, the mac ones 3", "The mac runners use 3 CPUs and the linux ones 4."),
+        ("staging and prod run node 18 and 20 today", "Today staging runs Node 18 and prod runs Node 20."),
+        ("the api and the worker listen on 8080 and 8090 in docker", "In docker the API listens on 8080 and the worker on 8090."),
     ],
 )
 def test_what_the_person_said_in_their_order_and_sense_is_written(make, model, typed, value):

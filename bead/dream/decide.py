@@ -430,37 +430,60 @@ def _read_polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
     return {w: frozenset(ways) for w, ways in out.items()}
 
 
-# For the pairing of values with what they are values of (``_swapped``): where a clause ends, "and" too ("the dev
-# database on 5433 and the test one on 5432"), but not a colon (`localhost:5432`, "staging db: db2.internal"); and a value, a
-# token holding a digit (a port, a version, a numbered host) or a dotted name (`db.staging.internal`).
-_PAIR_CLAUSE = compile_linear(
-    r"[;!?\n]|[.,](?:\s|$)|\s(?:and|but|whereas|while|then|when|if|unless|because|before|after|until|since|where)\s"
-)
+# For the pairing of values with what they are values of (``_swapped``): where a clause ends (not at a colon:
+# `localhost:5432`, "staging db: db2.internal"), and within one, at "and", "when" and the like where each part then
+# holds one value ("the dev database on 5433 and the test one on 5432"), not where a part holds none ("staging and
+# prod run node 18 and 20": a list of subjects, then of values); a value, a token holding a digit (a port, a
+# version, a numbered host) or a dotted name (`db.staging.internal`).
+_PAIR_CLAUSE = compile_linear(r"[;!?\n]|[.,](?:\s|$)")
+_PAIR_PARTS = compile_linear(r"\s(?:and|but|whereas|while|then|when|if|unless|because|before|after|until|since|where)\s")
 _VALUE = compile_linear(r"[\w.:/-]{0,80}\d[\w.:/-]{0,80}|[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,8}")
+# Words that stand for a noun said before ("the test one on 5433"): no word of what a value is said of.
+_STAND_INS = frozenset(("one", "ones"))
 
 
-def _paired(text: str) -> dict[str, set[str]]:
+def _values_in(clause: str) -> set[str]:
+    return {m.group(0).strip(".:/-") for m in _VALUE.finditer(clause)} - {""}
+
+
+def _paired(text: str) -> dict[str, frozenset[str]]:
     """Each value ``text`` states in a clause of its own (the clause's only value), and the clause's words: what
-    that value is said of ("the test database on 5433")."""
+    that value is said of ("the test database on 5433"). The person's typed turn is read once for all the
+    proposals that cite it (short ones are kept, as ``_polarities``)."""
+    return _paired_kept(text) if len(text) <= _CACHED_CHARS else _read_pairs(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _paired_kept(text: str) -> dict[str, frozenset[str]]:
+    return _read_pairs(text)
+
+
+def _read_pairs(text: str) -> dict[str, frozenset[str]]:
     text = fold(text).lower()
     for _ in range(2):
         text = _THOUSANDS.sub(r"\1\2", text)
     out: dict[str, set[str]] = {}
-    for clause in _PAIR_CLAUSE.split(text):
-        values = {m.group(0).strip(".:/-") for m in _VALUE.finditer(clause)} - {""}
-        if len(values) != 1:
-            continue
-        words = {_fold(t) for t in _TERM.findall(_VALUE.sub(" ", clause)) if t not in STOPWORDS and not t.isdigit()}
-        out.setdefault(values.pop(), set()).update(words - _GENERIC)
-    return out
+    for whole in _PAIR_CLAUSE.split(text):
+        parts = _PAIR_PARTS.split(whole)
+        held = [_values_in(part) for part in parts]
+        if len(parts) == 1 or any(len(v) != 1 for v in held):
+            parts, held = [whole], [_values_in(whole)]
+        for clause, values in zip(parts, held, strict=True):
+            if len(values) != 1:
+                continue
+            words = {_fold(t) for t in _TERM.findall(_VALUE.sub(" ", clause)) if t not in STOPWORDS and not t.isdigit()}
+            out.setdefault(next(iter(values)), set()).update(words - _GENERIC - _STAND_INS)
+    return {v: frozenset(words) for v, words in out.items()}
 
 
 def _swapped(value: str, said_text: str) -> list[str]:
     """The person's values the value puts with what the person said of another of them ("the dev database on
     5432, the test database on 5433" as "the dev database on 5433, the test one on 5432"): of two values, a word
-    said in the clause of each only, each now in the clause of the other only. Only values each alone in its clause
-    in both texts are compared (a clause ends at "and" too), nothing is read into an order, and one word moving is
-    no swap: a verb the person left out of a second clause ("the test database on 5433") may be restated in it."""
+    said in the clause of each only, each now in the clause of the other only, and none left in its own. Only values
+    each alone in its clause in both texts are compared (a clause ends at "and" too), nothing is read into an order,
+    and one word moving is no swap: a verb the person left out of a second clause ("the test database on 5433") may
+    be restated in it. A swap that leaves a word with its value (the verb said once, in the first clause) is not
+    told from a reordering, and is not queued."""
     theirs, mine = _paired(said_text), _paired(value)
     both = [v for v in mine if v in theirs]
     out: set[str] = set()
@@ -468,9 +491,12 @@ def _swapped(value: str, said_text: str) -> list[str]:
         for b in both:
             if a == b:
                 continue
-            there = (theirs[a] - theirs[b]) & (mine[b] - mine[a])
-            back = (theirs[b] - theirs[a]) & (mine[a] - mine[b])
-            if there and back:
+            only_a, only_b = theirs[a] - theirs[b], theirs[b] - theirs[a]
+            now_a, now_b = mine[a] - mine[b], mine[b] - mine[a]
+            # each value took a word of the other's, and kept none of its own: a word that stayed ("dev" with 5432
+            # in "the test database on 5433 and the dev one on 5432") says the clauses were only reordered, the verb
+            # said once moving with the first of them
+            if only_a & now_b and only_b & now_a and not only_a & now_a and not only_b & now_b:
                 out.update((a, b))
     return sorted(out)
 
