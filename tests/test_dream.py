@@ -1487,6 +1487,10 @@ def test_the_persons_own_words_turned_around_wait_for_the_person(make, model, ty
         ("the linux runners use 4 cpus, the mac ones 3", "The mac runners use 3 CPUs and the linux ones 4."),
         ("staging and prod run node 18 and 20 today", "Today staging runs Node 18 and prod runs Node 20."),
         ("the api and the worker listen on 8080 and 8090 in docker", "In docker the API listens on 8080 and the worker on 8090."),
+        # a second review's: subjects listed with commas, then values
+        ("dev, test dbs on 5432, 5433 by default", "By default the dev DB is on 5432 and the test DB on 5433."),
+        ("mac, linux runners: 3, 12 in the pool", "The pool has 3 mac runners and 12 linux runners."),
+        ("in docker the api listens on 8080 and the worker on 8090", "API, worker: 8080, 8090 in docker"),
     ],
 )
 def test_what_the_person_said_in_their_order_and_sense_is_written(make, model, typed, value):

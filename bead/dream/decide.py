@@ -430,13 +430,17 @@ def _read_polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
     return {w: frozenset(ways) for w, ways in out.items()}
 
 
-# For the pairing of values with what they are values of (``_swapped``): where a clause ends (not at a colon:
-# `localhost:5432`, "staging db: db2.internal"), and within one, at "and", "when" and the like where each part then
-# holds one value ("the dev database on 5433 and the test one on 5432"), not where a part holds none ("staging and
-# prod run node 18 and 20": a list of subjects, then of values); a value, a token holding a digit (a port, a
+# For the pairing of values with what they are values of (``_swapped``): a text's sentences (not split at a colon:
+# `localhost:5432`, "staging db: db2.internal"), each split at its commas and at "and", "when" and the like where
+# each part then holds one value ("the dev database on 5433 and the test one on 5432"), else at its commas alone
+# where each holds one, else read whole: not where a part holds none ("dev, test dbs on 5432, 5433", "staging and
+# prod run node 18 and 20": a list of subjects, then of values). A value: a token holding a digit (a port, a
 # version, a numbered host) or a dotted name (`db.staging.internal`).
-_PAIR_CLAUSE = compile_linear(r"[;!?\n]|[.,](?:\s|$)")
-_PAIR_PARTS = compile_linear(r"\s(?:and|but|whereas|while|then|when|if|unless|because|before|after|until|since|where)\s")
+_PAIR_CLAUSE = compile_linear(r"[;!?\n]|[.](?:\s|$)")
+_PAIR_COMMAS = compile_linear(r",(?:\s|$)")
+_PAIR_PARTS = compile_linear(
+    r",(?:\s|$)|\s(?:and|but|whereas|while|then|when|if|unless|because|before|after|until|since|where)\s"
+)
 _VALUE = compile_linear(r"[\w.:/-]{0,80}\d[\w.:/-]{0,80}|[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,8}")
 # Words that stand for a noun said before ("the test one on 5433"): no word of what a value is said of.
 _STAND_INS = frozenset(("one", "ones"))
@@ -464,10 +468,11 @@ def _read_pairs(text: str) -> dict[str, frozenset[str]]:
         text = _THOUSANDS.sub(r"\1\2", text)
     out: dict[str, set[str]] = {}
     for whole in _PAIR_CLAUSE.split(text):
-        parts = _PAIR_PARTS.split(whole)
-        held = [_values_in(part) for part in parts]
-        if len(parts) == 1 or any(len(v) != 1 for v in held):
-            parts, held = [whole], [_values_in(whole)]
+        for splitter in (_PAIR_PARTS, _PAIR_COMMAS, None):
+            parts = splitter.split(whole) if splitter is not None else [whole]
+            held = [_values_in(part) for part in parts]
+            if splitter is None or all(len(v) == 1 for v in held):
+                break
         for clause, values in zip(parts, held, strict=True):
             if len(values) != 1:
                 continue
@@ -489,7 +494,7 @@ def _swapped(value: str, said_text: str) -> list[str]:
     out: set[str] = set()
     for a in both:
         for b in both:
-            if a == b:
+            if a == b or not theirs[a] & mine[b]:
                 continue
             only_a, only_b = theirs[a] - theirs[b], theirs[b] - theirs[a]
             now_a, now_b = mine[a] - mine[b], mine[b] - mine[a]
