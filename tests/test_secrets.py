@@ -3370,14 +3370,14 @@ GH_KEY = "ghp_" + "Zq8vK2pLm9Xw4Rt7Hn3bV6cX9zQ1wE5rAbCd"
         (f"token {GH_KEY[:8]}\n   {GH_KEY[8:30]}\n   {GH_KEY[30:]} done", GH_KEY[8:30]),
         (f"export GITHUB_TOKEN={GH_KEY[:10]}\n{GH_KEY[10:]}\nnext line", GH_KEY[10:]),
         ("sk-ant-api03-Zq8v\n" + "K2pLm9Xw4Rt7" * 6 + "Hn3bV6cX9zQ1wE5AA\nthanks", "K2pLm9Xw4Rt7" * 6),
-        # a value a rule found whole but too short to be taken on over the line break
-        ("DB_PASSWORD=Zq8vK2pLm\n9Xw4Rt7Hn3\nok", "9Xw4Rt7Hn3"),
+        # a key whose line holds a password rule's short finding before it
+        ("export GITHUB_TOKEN=" + GH_KEY[:10] + "\n  " + GH_KEY[10:] + "\nok", GH_KEY[10:]),
         # a no-break space (a web page's, a word processor's) inside the key
         (f"key: {GH_KEY[:15]}\u00a0{GH_KEY[15:]} ok", GH_KEY[15:]),
         (f"key: {GH_KEY[:20]}\u202f{GH_KEY[20:]} ok", GH_KEY[20:]),
         ("sk-ant-api03-" + "Zq8vK2pLm9Xw4Rt7" * 3 + "\u00a0" + "Hn3bV6cX9zQ1wE5r" * 3 + "AA thanks", "Hn3bV6cX9zQ1wE5r"),
     ],
-    ids=["prefix-alone", "three-lines", "env-line", "anthropic", "short-value", "nbsp", "narrow-nbsp", "nbsp-after-match"],
+    ids=["prefix-alone", "three-lines", "env-line", "anthropic", "env-indented", "nbsp", "narrow-nbsp", "nbsp-after-match"],
 )
 def test_a_key_broken_where_no_rule_sees_it_whole_goes_whole(text, rest):
     """A key broken by a line break where the first line's part matches no rule alone (`ghp_Zq` at a line's end, a
@@ -3398,13 +3398,41 @@ def test_a_key_broken_where_no_rule_sees_it_whole_goes_whole(text, rest):
         "abc\u00a0def 12\u00a0kg, version\u00a0v1.2.3 and pip\u00a0install foo2bar3baz\n",
         "build_step_42\nrelease_2024_final\nx86_64-linux-gnu\n",
         "123e4567-e89b-12d3\na456-426614174000\n",
+        # a review's: a rule that knows a secret by the words around it made one of two lines' words, and a key's
+        # run past its match took the next line's word
+        "# Initialize the token bucket\nmax_requests_per_15_minutes = 300\n",
+        "Rotate your token regularly\nGITHUB_TOKEN_V2 should replace it\n",
+        "x/METADATA,sha256=XXLcouOHyNK0GAto7ofBW2R1HgWRAKbbWIkeyZlURcM,4147\r\nrpds_py-2026.9.1.dist-info/RECORD,,\r\n",
+        "export DB_PASSWORD=hunter22\nDone\n",
+        f"{GH_KEY[:30]}\n{GH_KEY[30:]}\nThanks\n",
+        f"{GH_KEY[:12]}\n{GH_KEY[12:]}\nv2 replaces the old one\n",
+        f"api_key: {GH_KEY[:12]}\n  {GH_KEY[12:]}\ndb2: postgres\n",
+        f"token {GH_KEY}\u00a0v2 is the new one\n",
+        f"new PAT below\n{GH_KEY[:30]}\n{GH_KEY[30:]}\n",
     ],
 )
 def test_words_after_a_break_are_no_key_unless_a_rule_finds_the_parts_together(text):
     """Lines of ordinary words, names and numbers are joined only to be read, never redacted for being joined: only
     a rule that finds a key across the break redacts, and only the key's parts."""
     clean = redact(text)[0]
-    for word in ("Installation", "First install", "DB_HOST=db", "DB_USER=app2", "12\u00a0kg", "pip\u00a0install", "release_2024"):
+    for word in (
+        "Installation",
+        "First install",
+        "DB_HOST=db",
+        "DB_USER=app2",
+        "12\u00a0kg",
+        "pip\u00a0install",
+        "release_2024",
+        "token bucket\nmax_requests_per_15_minutes",
+        "GITHUB_TOKEN_V2",
+        "4147\r\nrpds_py-2026",
+        "\nDone\n",
+        "\nThanks\n",
+        "v2 replaces",
+        "db2: postgres",
+        "\u00a0v2 is",
+        "new PAT below\n",
+    ):
         if word in text:
             assert word in clean, clean
 

@@ -266,7 +266,7 @@ def _rule_ids() -> frozenset[str]:
 _Asked = dict[tuple[str, str, str, str], bool]  # (rule, value, match, line) -> whether an allowlist lets it be
 
 
-def _finding(rs: Ruleset, rule: Rule, text: str, m: Any, seen: _Asked | None = None) -> Finding | None:
+def _finding(rs: Ruleset, rule: Rule, text: str, m: Any, seen: _Asked | None = None, tail: bool = True) -> Finding | None:
     span = _span(rule, m)
     if span is None:
         return None
@@ -304,15 +304,17 @@ def _finding(rs: Ruleset, rule: Rule, text: str, m: Any, seen: _Asked | None = N
         close = text.find(text[start - 1], end, min(len(text), end + QUOTED_TAIL))
         if close > end and text.find("\n", end, close) == -1:
             end = close
-    if secret and secret[-1] in _TOKEN_CHARS:
+    if tail and secret and secret[-1] in _TOKEN_CHARS:
         stop = min(len(text), end + TOKEN_TAIL)
         while end < stop and text[end] in _TOKEN_CHARS:
             end += 1
     return Finding(rule.id, start, end)
 
 
-def candidates(text: str) -> list[Finding]:
-    """Every rule's findings, overlapping ones included, in the order ``scan`` prefers them."""
+def candidates(text: str, shaped: bool = False) -> list[Finding]:
+    """Every rule's findings, overlapping ones included, in the order ``scan`` prefers them. ``shaped``: only the
+    rules that know a secret by its own shape (a provider's key; not ``generic`` ones, which know it by the words
+    around it), each finding ending where its rule's match does (no ``TOKEN_TAIL``)."""
     rs = ruleset()
     if not text:
         return []
@@ -329,18 +331,20 @@ def candidates(text: str) -> list[Finding]:
     seen: _Asked = {}
     for order in sorted(woken):
         rule = rs.rules[order]
+        if shaped and rule.generic:
+            continue
         for m in rule.pattern.finditer(text):
-            f = _finding(rs, rule, text, m, seen)
+            f = _finding(rs, rule, text, m, seen, tail=not shaped)
             if f is not None:
                 found.append((f.start, -(f.end - f.start), rule.generic * len(rs.rules) + order, f))
     found.sort(key=lambda t: t[:3])
     return [f for *_, f in found]
 
 
-def scan(text: str) -> list[Finding]:
+def scan(text: str, shaped: bool = False) -> list[Finding]:
     """Non-overlapping findings, earliest first (the longer wins a tie, then a provider's rule, then the earlier; a
-    finding that overlaps an earlier one extends it)."""
-    return _merged(candidates(text))
+    finding that overlaps an earlier one extends it); ``shaped`` as ``candidates``'."""
+    return _merged(candidates(text, shaped))
 
 
 def _merged(found: list[Finding]) -> list[Finding]:
@@ -1052,10 +1056,10 @@ def _in_seed_phrase(text: str) -> list[Finding]:
 # it, as a web page or a word processor puts one. A run of a key's characters that starts where no such character
 # stands before it, then up to four breaks each followed by another run: possessive, and each run bounded, so each
 # position is read a bounded number of times (Python's engine, linear); the lookbehind fails at once inside a run.
-_KEY_CLASS = "A-Za-z0-9_+/=-"
+_KEY_CLASS = "A-Za-z0-9_+/=.-"
 _BROKEN_KEY = re.compile(
-    rf"(?<![{_KEY_CLASS}])[{_KEY_CLASS}]{{4,200}}+"
-    rf"(?:(?:\r?\n[ \t]{{0,40}}+|[\u00a0\u2007\u202f])[{_KEY_CLASS}]{{1,200}}+){{1,4}}+"
+    rf"(?<![{_KEY_CLASS}])[{_KEY_CLASS}]{{1,200}}+"
+    rf"(?:(?:\r?\n[ \t]{{0,40}}+|[\u00a0\u2007\u202f])[{_KEY_CLASS}]{{4,200}}+){{1,4}}+"
 )
 _KEY_BREAK = re.compile(r"\r?\n[ \t]*|[\u00a0\u2007\u202f]")
 BROKEN_CONTEXT = 80  # of the broken key's line, the characters before it a rule may need (`Authorization: Bearer `)
@@ -1063,7 +1067,7 @@ BROKEN_CONTEXT = 80  # of the broken key's line, the characters before it a rule
 
 def _key_like_rest(rest: str) -> bool:
     """Whether what follows a break reads as more of a key: letters and digits, or both cases over 16 characters (a
-    key's rest without a digit), not a word (`Installation`, `foo_bar`) or a number alone."""
+    key's rest without a digit), not a word (`Installation`, `Thanks`, `foo_bar`) or a number alone."""
     letters = any(c.isalpha() for c in rest)
     if letters and any(c.isdigit() for c in rest):
         return True
@@ -1071,80 +1075,79 @@ def _key_like_rest(rest: str) -> bool:
 
 
 def _key_parts(text: str, cuts: list[re.Match[str]], end: int) -> tuple[list[re.Match[str]], int]:
-    """Of a run's breaks (``cuts``, the run ending at ``end``), those each followed by more of a key, and where the
-    key ends: a run of letters and digits, or of both cases over 16 characters (``_key_like_rest``), or a short last
-    one of mixed case or with a digit that ends its line (`AbCd`); not a word (`next line`, `done`, `Installation`),
-    nor a `NAME=value` (an `=` but base64's padding at its end)."""
+    """Of a run's breaks (``cuts``, the run ending at ``end``), those each followed by more of a key
+    (``_key_like_rest``), up to the first that is not, and where the last of them ends; a `NAME=value` (an `=` but
+    base64's padding at its end) is no more of a key."""
     kept: list[re.Match[str]] = []
     stop = cuts[0].start()
     for i, cut in enumerate(cuts):
         run_end = cuts[i + 1].start() if i + 1 < len(cuts) else end
         run = text[cut.end() : run_end]
-        if "=" in run.rstrip("="):
-            break  # `NAME=value`: a line of its own (base64's padding ends a run)
-        if _key_like_rest(run):
-            kept.append(cut)
-            stop = run_end
-            continue
-        ends_line = run_end == len(text) or text[run_end] in "\r\n"
-        if ends_line and (any(c.isdigit() for c in run) or (run != run.lower() and run != run.upper())):
-            kept.append(cut)
-            stop = run_end
-        break
+        if "=" in run.rstrip("=") or not _key_like_rest(run):
+            break
+        kept.append(cut)
+        stop = run_end
     return kept, stop
 
 
-def _stops_at(f: Finding, cut: re.Match[str], text: str, start: int) -> bool:
-    """Whether ``f``, the one finding in a broken key's run (from ``start``), is its part before the first break
-    ``cut`` alone, which ``_wrapped_on`` does not take on: a no-break space's, or one too short to be taken on over a
-    line break (`DB_PASSWORD=Zq8vK2pLm` at a line's end)."""
-    if f.start < start - BROKEN_CONTEXT or f.end != cut.start():
-        return False
-    return not cut.group().startswith(("\n", "\r")) or f.end - f.start < 16
+@lru_cache(maxsize=1)
+def _shaped_ids() -> frozenset[str]:
+    return frozenset(r.id for r in ruleset().rules if not r.generic)
 
 
 def _in_broken(text: str, found: list[Finding]) -> list[Finding]:
-    """The findings of keys broken by a line break or a no-break space (``_BROKEN_KEY``) that no rule finds in either
-    part alone, each placed on the characters of ``text`` it came from, its breaks too. Only a break that a finding
-    crosses counts, and only where nothing was found in the run already (a key found whole ends its line: the lines
-    after it are ``_wrapped_on``'s). The runs are read together as one view, one scan for all of them."""
+    """The findings of keys broken by a line break or a no-break space (``_BROKEN_KEY``), each placed on the
+    characters of ``text`` it came from, its breaks too. Only the rules that know a key by its shape read the joined
+    parts, each finding ending where its rule's match does, and only one that crosses a break counts: a rule that
+    knows a secret by the words around it would make one of a line's last word and the next line's first, and a
+    key's run past its match would take the next line's word. A line whose key a shaped rule found (16 characters
+    or more) is left to ``_wrapped_on``; a no-break space after one is read on (it stands inside a key). Each run of
+    a chain is tried as the key's start (the run before may be the previous line's last word). The runs are read
+    together as one view, one scan for all of them."""
     if "\n" not in text and not any(c in text for c in "\u00a0\u2007\u202f"):
         return []
+    shaped = _shaped_ids()
     starts = [f.start for f in found]
     parts: list[str] = []
     edits: list[tuple[int, int, int, int]] = []  # (where in the text, its size, where in the view, its size)
-    spans: list[tuple[int, int, int]] = []  # each candidate's start, first break and end in the view
+    spans: list[tuple[int, int, list[int]]] = []  # each candidate's start and end in the view, and its breaks there
     at = 0
     for m in _BROKEN_KEY.finditer(text):
         start, end = m.span()
-        cuts = list(_KEY_BREAK.finditer(text, start, end))
-        k = bisect.bisect_left(starts, end)
-        if k and found[k - 1].end > start and not _stops_at(found[k - 1], cuts[0], text, start):
-            continue  # found already: a key found whole, whose next lines are _wrapped_on's
-        cuts, end = _key_parts(text, cuts, end)
-        if not cuts or end - start - sum(c.end() - c.start() for c in cuts) < 16:
+        cuts, end = _key_parts(text, list(_KEY_BREAK.finditer(text, start, end)), end)
+        if not cuts:
             continue
-        before = max(text.rfind("\n", max(0, start - BROKEN_CONTEXT), start) + 1, start - BROKEN_CONTEXT)
-        if parts:
-            parts.append("\n")  # between two candidates: stands for nothing of the text
-            at += 1
-        edits.append((before, 0, at, 0))
-        view_start, pos = at, before
-        for cut in cuts:
-            parts.append(text[pos : cut.start()])
-            at += cut.start() - pos
-            edits.append((cut.start(), cut.end() - cut.start(), at, 0))
-            pos = cut.end()
-        parts.append(text[pos:end])
-        at += end - pos
-        spans.append((view_start, edits[-len(cuts)][2], at))
+        k = bisect.bisect_left(starts, cuts[0].start())
+        f = found[k - 1] if k else None
+        wrapped = cuts[0].group().startswith(("\n", "\r"))
+        if wrapped and f is not None and f.end > start and f.rule in shaped and f.end - f.start >= 16:
+            continue  # a key found whole, whose next lines are _wrapped_on's
+        for first in range(len(cuts)):
+            at_run = start if first == 0 else cuts[first - 1].end()
+            if end - at_run - sum(c.end() - c.start() for c in cuts[first:]) < 16:
+                break
+            before = max(text.rfind("\n", max(0, at_run - BROKEN_CONTEXT), at_run) + 1, at_run - BROKEN_CONTEXT)
+            if parts:
+                parts.append("\n")  # between two candidates: stands for nothing of the text
+                at += 1
+            edits.append((before, 0, at, 0))
+            view_start, pos, breaks = at, before, []
+            for cut in cuts[first:]:
+                parts.append(text[pos : cut.start()])
+                at += cut.start() - pos
+                edits.append((cut.start(), cut.end() - cut.start(), at, 0))
+                breaks.append(at)
+                pos = cut.end()
+            parts.append(text[pos:end])
+            at += end - pos
+            spans.append((view_start, at, breaks))
     if not spans:
         return []
-    firsts = [first for _start, first, _end in spans]
+    starts_in_view = [s[0] for s in spans]
     crossing = []
-    for f in scan("".join(parts)):
-        k = bisect.bisect_right(firsts, f.end - 1) - 1
-        if k >= 0 and spans[k][0] <= f.start < firsts[k] < f.end <= spans[k][2]:
+    for f in scan("".join(parts), shaped=True):
+        k = bisect.bisect_right(starts_in_view, f.start) - 1
+        if k >= 0 and f.end <= spans[k][1] and any(f.start < b < f.end for b in spans[k][2]):
             crossing.append(f)
     return _placed(crossing, edits) if crossing else []
 
