@@ -3433,3 +3433,26 @@ def test_a_longer_name_that_goes_on_from_a_long_run_of_the_value_keeps_it(mem):
     _forget_even_a_secret(mem, "user/crash", f"My app crashed in {f} yesterday")
     assert _said_in(mem, "o0") == ["loaded source map /[forgotten].map ok"]
     assert _said_in(mem, "o1") == [f"{f}x is a different file"]
+
+
+@pytest.mark.parametrize(
+    "value, said",
+    [
+        ("金庫の暗証番号は蒼月七三九です", "# メモ\n金庫の暗証番号は蒼月\n七三九です。\n"),
+        ("保险箱密码是青龙七三九号", "备忘:\n保险箱密码是青龙七三九\n号"),
+    ],
+    ids=["japanese", "chinese"],
+)
+def test_a_value_of_a_script_without_spaces_wrapped_in_a_turn_is_forgotten(mem, value, said):
+    """A Japanese or Chinese value a memo wrapped (`蒼月\\n七三九`) was not found by either forget: the normal form
+    reads the line break as a space, and these scripts put none between words (an outside review). Both forms of
+    forget find it now; a turn that only shares a word of it stays."""
+    mem.append_turns("memo", [("user", "メモを読んで", T0, None), ("user", said, T0, None)])
+    mem.append_turns("other", [("user", "金庫の場所は二階です", T0, None)])
+    mem.write("user/kinko", value, "user")
+    forget.apply(mem, forget.plan_target(mem, "user/kinko"))
+    assert _said_in(mem, "memo") == ["メモを読んで", FORGOTTEN]
+    assert _said_in(mem, "other") == ["金庫の場所は二階です"]
+    mem.append_turns("memo2", [("user", said, T0, None)])
+    forget.apply(mem, forget.plan_match(mem, value))
+    assert _said_in(mem, "memo2") == [FORGOTTEN]

@@ -636,6 +636,19 @@ def _hex_either_case(data: bytes) -> str:
     return "".join(f"(?:{b:02x}|{ord(chr(b).upper()):02x})" if 0x61 <= b <= 0x7A else f"{b:02x}" for b in data)
 
 
+# Scripts written without spaces between words (Chinese and Japanese: kana, ideographs, half-width katakana; Thai): a
+# line break inside a value there (`蒼月\n七三九`, a wrapped memo) is no word's end, and the space the normal form
+# puts in its place is none either. Possessive, and the lookbehind fails at once after a blank: linear.
+_NO_SPACES = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+_UNSPACED_CHAR = re.compile(f"[{_NO_SPACES}]")
+_UNSPACED_GAP = re.compile(f"(?<=[{_NO_SPACES}])\\s++(?=[{_NO_SPACES}])")
+
+
+def _unspaced(text: str) -> str:
+    """``text`` without the blanks between two characters of a script written without spaces."""
+    return _UNSPACED_GAP.sub("", text) if _UNSPACED_CHAR.search(text) else text
+
+
 def _matcher(
     needles: list[str],
     keys: AbstractSet[str] = frozenset(),
@@ -648,12 +661,14 @@ def _matcher(
 
     words = [w for n in needles for w in _word_needles(n)]
     folded = [f for n in needles if (f := _plain(n))]
+    unspaced = [c for n in needles if _UNSPACED_CHAR.search(n) and len(c := _unspaced(n)) >= MIN_TOKEN]
 
     def matches(text: str) -> bool:
         t = normalise(text)
         u = normalise(_unescaped(text))
         return (
             any(_holds(t, n) or _holds(u, n) for n in needles)
+            or bool(unspaced and any(c in _unspaced(t) for c in unspaced))
             or _holds_decoded(text, folded, words)
             or bool(keys and _names_key(t, keys))
             or _holds_shingle(text, shingles)
