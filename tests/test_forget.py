@@ -3456,3 +3456,43 @@ def test_a_value_of_a_script_without_spaces_wrapped_in_a_turn_is_forgotten(mem, 
     mem.append_turns("memo2", [("user", said, T0, None)])
     forget.apply(mem, forget.plan_match(mem, value))
     assert _said_in(mem, "memo2") == [FORGOTTEN]
+
+
+def test_a_forgotten_messages_digest_does_not_give_a_guessable_value_back(proxy_client, upstream, bead_home, bead):
+    """A tool printed a PIN alone (`cat ~/notes/pin.txt`: `4417`) and the person forgot it: no file held 4417, but the
+    conversation's state file kept that message's digest, and trying the 10,000 PINs gave it back (an outside
+    review). A forget replaces the digest of each message whose turns it took; the conversation goes on, its earlier
+    turns captured once, the forgotten one not again."""
+    import glob
+
+    from bead.wire.anthropic import conversation_of
+
+    def body(msgs):
+        return json.dumps({"model": "claude-test", "max_tokens": 50, "system": "You help.", "messages": msgs}).encode()
+
+    def digests() -> str:
+        return "".join(Path(p).read_text() for p in glob.glob(str(bead_home / "sessions" / "*.jsonl")))
+
+    proxy = proxy_client()
+    h = {"content-type": "application/json", "x-api-key": "k", "x-bead-session": "pin-conv"}
+    msgs = [{"role": "user", "content": "read the card pin from ~/notes/pin.txt and fill in the form"}]
+    proxy.post(body(msgs), h)
+    proxy.settle()
+    call = {"type": "tool_use", "id": "tu1", "name": "Bash", "input": {"command": "cat ~/notes/pin.txt"}}
+    result = {"type": "tool_result", "tool_use_id": "tu1", "content": "4417"}
+    msgs += [{"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
+    proxy.post(body(msgs), h)
+    proxy.settle()
+    pin = conversation_of(json.loads(body(msgs)), h).messages[2].hash
+    assert pin in digests(), "the message's digest is what the state keeps of it"
+    assert bead("write", "user/card-pin", "Card PIN 4417", "--type", "user").code == 0
+    assert bead("forget", "user/card-pin", "--yes").code == 0
+    assert pin not in digests()
+    assert not [p for p in bead_home.rglob("*") if p.is_file() and b"4417" in p.read_bytes()]
+    msgs += [{"role": "assistant", "content": "Filled in."}, {"role": "user", "content": "thanks, now submit it"}]
+    proxy.post(body(msgs), h)
+    proxy.settle()
+    with Memory(Home(bead_home), Config(owner="t")) as m:
+        said = [t.text for t in m.raw.read(m.raw.find("pin-conv")) if t.role == "user"]
+    assert said.count("read the card pin from ~/notes/pin.txt and fill in the form") == 1, said
+    assert "thanks, now submit it" in said and not any("4417" in t for t in said), said

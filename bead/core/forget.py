@@ -1279,6 +1279,13 @@ def _scan_files(mem: Memory, plan: Plan, raw: list[Path] | None = None, tokens_f
             plan.trace_lines[p] = n
 
 
+def _note_messages(gone: dict[str, set[int]], turns: list[Turn]) -> None:
+    """Note in ``gone`` (session -> message indexes) the wire messages ``turns`` were captured from."""
+    for t in turns:
+        if type(t.flags.get("message")) is int:
+            gone.setdefault(t.session, set()).add(int(t.flags["message"]))
+
+
 def _after(mem: Memory, plan: Plan, key: str, body: str | None) -> str | None:
     """What ``key`` serves once the plan is carried out: its current ``body`` where no version of it goes, the newest
     version left where only some do (`KEY@v3` forgotten where v1 says the same: v1 is served again; `KEY@v1` where
@@ -1645,11 +1652,14 @@ def _apply_forgetting(
             mem.audit.record(now, "tombstone", sha256=digest)
         # 2. Raw turns: the marker stays, the text becomes [forgotten]; where only the value's distinctive
         # tokens were said, those become [forgotten] in place.
+        gone: dict[str, set[int]] = {}  # session -> the indexes of the messages whose turns went
         for path, turn_numbers in plan.turns.items():
             try:
-                redacted += mem.redact_turns(path, turn_numbers)
+                went = mem.redact_turns(path, turn_numbers)
             except FileNotFoundError:
                 continue
+            redacted += len(went)
+            _note_messages(gone, went)
         for path in plan.preambles:  # text before a file's first turn: no turn's, so no marker to keep
             try:
                 mem.drop_preamble(path)
@@ -1665,7 +1675,9 @@ def _apply_forgetting(
                     continue
         for path, turn_numbers in plan.token_turns.items():
             try:
-                in_part += mem.redact_tokens(path, turn_numbers, pattern, still=lambda t: _token_in(pattern, t))
+                went = mem.redact_tokens(path, turn_numbers, pattern, still=lambda t: _token_in(pattern, t))
+                in_part += len(went)
+                _note_messages(gone, went)
             except FileNotFoundError:
                 continue
     # 3. Episodes, review items, per-conversation state, the trace, and what names a gone key.
@@ -1677,6 +1689,10 @@ def _apply_forgetting(
     # written one since (each is read under its conversation's lock, which a proxy holds while it writes).
     conversations = Conversations(mem.home)
     conversations.scrub(sorted(set(plan.session_lines) | set(conversations.files())), line_matches)
+    # and the digests of the messages whose turns went: one of a guessable value alone (a PIN a tool printed) gave
+    # the value back to whoever tried them all
+    if gone:
+        conversations.forget_digests(gone)
     for p in dict.fromkeys([*plan.trace_lines, *configured_paths(mem.config, home=mem.home)]):
         try:
             Trace(p).scrub(line_matches)

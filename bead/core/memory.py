@@ -481,11 +481,12 @@ class Memory:
             raise IndexBehind(what)
         return turns
 
-    def redact_turns(self, path: Path, numbers: set[int]) -> int:
-        """Replace the text of turns in one raw file with ``[forgotten]``, in the file and the index."""
+    def redact_turns(self, path: Path, numbers: set[int]) -> list[Turn]:
+        """Replace the text of turns in one raw file with ``[forgotten]``, in the file and the index; the turns
+        changed."""
         changed = self.raw.redact_turns(path, numbers)
         sync_raw(self.index, self.raw, path)
-        return len(changed)
+        return changed
 
     def drop_preamble(self, path: Path) -> bool:
         """Drop the text before a raw file's first turn (RawLog.drop_preamble), in the file and the index."""
@@ -502,12 +503,14 @@ class Memory:
             sync_raw(self.index, self.raw, path)
         return len(changed)
 
-    def redact_tokens(self, path: Path, numbers: set[int], pattern: Any, still: Callable[[str], bool] | None = None) -> int:
+    def redact_tokens(
+        self, path: Path, numbers: set[int], pattern: Any, still: Callable[[str], bool] | None = None
+    ) -> list[Turn]:
         """Replace a forgotten value's distinctive tokens in turns of one raw file, in the file and the index (a turn
-        that ``still`` holds one after, escaped, goes whole: RawLog.redact_tokens)."""
+        that ``still`` holds one after, escaped, goes whole: RawLog.redact_tokens); the turns changed."""
         changed = self.raw.redact_tokens(path, numbers, pattern, still)
         sync_raw(self.index, self.raw, path)
-        return len(changed)
+        return changed
 
     def catch_up_index(self) -> None:
         """Re-read every file the index has not seen as it is now (bead.index.rebuild.reconcile)."""

@@ -443,6 +443,10 @@ def _digests(value: Any) -> dict[str, str]:
     return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
 
 
+# A message's digest a forget took (``Conversations.forget_digests``): its index is known as logged, its words not.
+FORGOTTEN_DIGEST = "forgotten"
+
+
 def logged_pairs(value: Any) -> list[tuple[int, str]]:
     """The (index, hash) pairs a record's ``logged`` holds; an entry of another shape (a damaged or hand-edited
     file) is passed over."""
@@ -540,6 +544,37 @@ class Conversations:
             if n:
                 out[p] = n
         return out
+
+    def forget_digests(self, messages: dict[str, set[int]]) -> int:
+        """Replace the digest of each of ``messages`` (session -> message indexes whose turns a forget took) in
+        the state files of those sessions' conversations with FORGOTTEN_DIGEST: a digest of a message that is
+        a guessable value alone (a tool's output `4417`) gave the value back to whoever tried them all. The index
+        stays, so a rewind to it is still known as logged (``was_logged``); a cue block put in it is no longer
+        re-added (its message reads as another one). The number of lines changed."""
+        changed = 0
+        for p in self.files():
+            session = p.stem.rsplit("-", 1)[0]
+            gone = messages.get(session)
+            if not gone:
+                continue
+
+            def edit(line: str, gone: set[int] = gone) -> str | None:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    return line
+                if not isinstance(rec, dict):
+                    return line
+                out = dict(rec)
+                if out.get("message") in gone and isinstance(out.get("hash"), str):
+                    out["hash"] = FORGOTTEN_DIGEST
+                if "logged" in out:
+                    out["logged"] = [[i, FORGOTTEN_DIGEST if i in gone else h] for i, h in logged_pairs(out["logged"])]
+                return line if out == rec else json.dumps(out, ensure_ascii=False)
+
+            with self.lock(p.stem):
+                changed += safe.rewrite_lines(p, edit, root=self.home.root)
+        return changed
 
     def scrub(self, files: list[Path], matches: Callable[[str], bool]) -> int:
         """Drop the lines that ``matches`` from the given state files, each under its conversation's lock."""
