@@ -3376,8 +3376,23 @@ GH_KEY = "ghp_" + "Zq8vK2pLm9Xw4Rt7Hn3bV6cX9zQ1wE5rAbCd"
         (f"key: {GH_KEY[:15]}\u00a0{GH_KEY[15:]} ok", GH_KEY[15:]),
         (f"key: {GH_KEY[:20]}\u202f{GH_KEY[20:]} ok", GH_KEY[20:]),
         ("sk-ant-api03-" + "Zq8vK2pLm9Xw4Rt7" * 3 + "\u00a0" + "Hn3bV6cX9zQ1wE5r" * 3 + "AA thanks", "Hn3bV6cX9zQ1wE5r"),
+        # a second review's: the first part a rule finds alone, the rest before a closing quote
+        (
+            'export TOKEN="sk-ant-api03-' + "Zq8vK2pLm9Xw4Rt7Hn3bV6cX9zQ1wE5r" + "\n" + "Zq8vK2pLm9Xw4Rt7" * 4 + 'AA" ok',
+            "Zq8vK2pLm9Xw4Rt7" * 2,
+        ),
     ],
-    ids=["prefix-alone", "three-lines", "env-line", "anthropic", "env-indented", "nbsp", "narrow-nbsp", "nbsp-after-match"],
+    ids=[
+        "prefix-alone",
+        "three-lines",
+        "env-line",
+        "anthropic",
+        "env-indented",
+        "nbsp",
+        "narrow-nbsp",
+        "nbsp-after-match",
+        "quoted",
+    ],
 )
 def test_a_key_broken_where_no_rule_sees_it_whole_goes_whole(text, rest):
     """A key broken by a line break where the first line's part matches no rule alone (`ghp_Zq` at a line's end, a
@@ -3409,6 +3424,11 @@ def test_a_key_broken_where_no_rule_sees_it_whole_goes_whole(text, rest):
         f"api_key: {GH_KEY[:12]}\n  {GH_KEY[12:]}\ndb2: postgres\n",
         f"token {GH_KEY}\u00a0v2 is the new one\n",
         f"new PAT below\n{GH_KEY[:30]}\n{GH_KEY[30:]}\n",
+        # a second review's: rules that know a secret by a name or header before it (not by its own prefix)
+        "gnutls_x509_spki_get_salt_size: Added\ngnutls_x509_spki_set_salt_size: Added\n",
+        "we switched to Bearer authentication\nOAuth2 client credentials are next",
+        "x-api-key: required\nx-ms-version2: 2021-08-06",
+        "sk-proj-" + "Zq8vK2pLm9Xw4Rt7Hn3bV6cX9zQ1wE5r" * 4 + "\u00a0GPT4o pour le mod\u00e8le",
     ],
 )
 def test_words_after_a_break_are_no_key_unless_a_rule_finds_the_parts_together(text):
@@ -3432,6 +3452,10 @@ def test_words_after_a_break_are_no_key_unless_a_rule_finds_the_parts_together(t
         "db2: postgres",
         "\u00a0v2 is",
         "new PAT below\n",
+        "gnutls_x509_spki_set_salt_size: Added",
+        "OAuth2 client",
+        "x-ms-version2: 2021",
+        "\u00a0GPT4o pour",
     ):
         if word in text:
             assert word in clean, clean

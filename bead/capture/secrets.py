@@ -1062,16 +1062,22 @@ _BROKEN_KEY = re.compile(
     rf"(?:(?:\r?\n[ \t]{{0,40}}+|[\u00a0\u2007\u202f])[{_KEY_CLASS}]{{4,200}}+){{1,4}}+"
 )
 _KEY_BREAK = re.compile(r"\r?\n[ \t]*|[\u00a0\u2007\u202f]")
-BROKEN_CONTEXT = 80  # of the broken key's line, the characters before it a rule may need (`Authorization: Bearer `)
 
 
 def _key_like_rest(rest: str) -> bool:
-    """Whether what follows a break reads as more of a key: letters and digits, or both cases over 16 characters (a
-    key's rest without a digit), not a word (`Installation`, `Thanks`, `foo_bar`) or a number alone."""
+    """Whether what follows a break reads as more of a key: letters and digits, or both cases over 8 characters (a
+    key's rest without a digit: a tenth of base62's of ten), not a word (`Thanks`, `foo_bar`) or a number alone."""
     letters = any(c.isalpha() for c in rest)
     if letters and any(c.isdigit() for c in rest):
         return True
-    return len(rest) >= 16 and any(c.islower() for c in rest) and any(c.isupper() for c in rest)
+    return len(rest) >= 8 and any(c.islower() for c in rest) and any(c.isupper() for c in rest)
+
+
+def _more_of_a_found_key(rest: str) -> bool:
+    """Whether what follows a break after a key a rule found whole reads as more of it, as ``_wrapped_on`` reads
+    a next line: 8 characters or more, with lower-case and capital letters and digits all three."""
+    kinds = any(c.islower() for c in rest) + any(c.isupper() for c in rest) + any(c.isdigit() for c in rest)
+    return len(rest) >= 8 and kinds == 3
 
 
 def _key_parts(text: str, cuts: list[re.Match[str]], end: int) -> tuple[list[re.Match[str]], int]:
@@ -1095,15 +1101,28 @@ def _shaped_ids() -> frozenset[str]:
     return frozenset(r.id for r in ruleset().rules if not r.generic)
 
 
+@lru_cache(maxsize=1)
+def _prefixes() -> dict[str, tuple[str, ...]]:
+    """Each rule's keywords: a key that begins with its rule's own (`ghp_`, `sk-ant-`, `xoxb`, `AKIA`) is known by
+    its shape; one a rule finds after them (`Authorization: Bearer ...`, `LINKEDIN_SECRET=...`) by the words
+    around it."""
+    return {r.id: tuple(k for k in r.keywords if len(k) >= 2) for r in ruleset().rules}
+
+
+def _by_its_prefix(f: Finding, view: str) -> bool:
+    """Whether the finding ``f`` of ``view`` begins with one of its rule's keywords (``_prefixes``)."""
+    return view[f.start : f.start + 16].lower().startswith(_prefixes().get(f.rule) or ("\x00",))
+
+
 def _in_broken(text: str, found: list[Finding]) -> list[Finding]:
     """The findings of keys broken by a line break or a no-break space (``_BROKEN_KEY``), each placed on the
-    characters of ``text`` it came from, its breaks too. Only the rules that know a key by its shape read the joined
-    parts, each finding ending where its rule's match does, and only one that crosses a break counts: a rule that
-    knows a secret by the words around it would make one of a line's last word and the next line's first, and a
-    key's run past its match would take the next line's word. A line whose key a shaped rule found (16 characters
-    or more) is left to ``_wrapped_on``; a no-break space after one is read on (it stands inside a key). Each run of
-    a chain is tried as the key's start (the run before may be the previous line's last word). The runs are read
-    together as one view, one scan for all of them."""
+    characters of ``text`` it came from, its breaks too. Only a key that begins with its rule's own prefix counts
+    (``_by_its_prefix``: `ghp_`, `sk-ant-`, not what follows `Authorization: Bearer` or a secret's name), ending where
+    its rule's match does, and only where it crosses a break: a rule that knows a secret by the words around it
+    would make one of a line's last word and the next line's first, and a key's run past its match would take the
+    next line's word. After a key a rule found whole (16 characters or more), a next part must read as more of it
+    as strictly as ``_wrapped_on`` reads a next line. Each run of a chain is tried as the key's start (the run
+    before may be the previous line's last word). The runs are read together as one view, one scan for all."""
     if "\n" not in text and not any(c in text for c in "\u00a0\u2007\u202f"):
         return []
     shaped = _shaped_ids()
@@ -1119,14 +1138,17 @@ def _in_broken(text: str, found: list[Finding]) -> list[Finding]:
             continue
         k = bisect.bisect_left(starts, cuts[0].start())
         f = found[k - 1] if k else None
-        wrapped = cuts[0].group().startswith(("\n", "\r"))
-        if wrapped and f is not None and f.end > start and f.rule in shaped and f.end - f.start >= 16:
-            continue  # a key found whole, whose next lines are _wrapped_on's
+        if f is not None and f.end > start and f.rule in shaped and f.end - f.start >= 16:
+            # A key found whole: its next part only if it reads as more of it as strictly as _wrapped_on reads a
+            # next line (which takes a line of key characters alone; this, one that a quote or words follow).
+            rest_end = cuts[1].start() if len(cuts) > 1 else end
+            if not _more_of_a_found_key(text[cuts[0].end() : rest_end]):
+                continue
         for first in range(len(cuts)):
             at_run = start if first == 0 else cuts[first - 1].end()
             if end - at_run - sum(c.end() - c.start() for c in cuts[first:]) < 16:
                 break
-            before = max(text.rfind("\n", max(0, at_run - BROKEN_CONTEXT), at_run) + 1, at_run - BROKEN_CONTEXT)
+            before = at_run  # a key known by its own prefix begins in the run: nothing before it is read
             if parts:
                 parts.append("\n")  # between two candidates: stands for nothing of the text
                 at += 1
@@ -1145,9 +1167,10 @@ def _in_broken(text: str, found: list[Finding]) -> list[Finding]:
         return []
     starts_in_view = [s[0] for s in spans]
     crossing = []
-    for f in scan("".join(parts), shaped=True):
+    view = "".join(parts)
+    for f in scan(view, shaped=True):
         k = bisect.bisect_right(starts_in_view, f.start) - 1
-        if k >= 0 and f.end <= spans[k][1] and any(f.start < b < f.end for b in spans[k][2]):
+        if k >= 0 and f.end <= spans[k][1] and any(f.start < b < f.end for b in spans[k][2]) and _by_its_prefix(f, view):
             crossing.append(f)
     return _placed(crossing, edits) if crossing else []
 
