@@ -119,7 +119,7 @@ class TestLinkedKeyFolder:
             for p in collect(mem)["problems"]
             if "symbolic link" in p["problem"]
         }
-        for name, target in planted.items():
+        for name in planted:
             link = str(mem.home.facts / name)
             fix = fixes[link]
             commands = [part.split("`")[0] for part in fix.split("(`")[1:]]
