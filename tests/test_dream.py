@@ -1545,3 +1545,29 @@ def test_a_token_budget_of_zero_or_less_is_refused_by_name(make, budget):
     """`max_tokens_per_run: 0` read as no limit at all (and a negative one stopped every run before it began)."""
     with pytest.raises(BeadError, match="max_tokens_per_run.*must be greater than 0"):
         make(extra=f"  max_tokens_per_run: {budget}\n")
+
+
+def test_a_long_typed_turn_cited_by_many_proposals_is_read_once(monkeypatch):
+    """Each of a chunk's proposals read the whole of the typed turns it cites again: a pasted document of 200 KB taken
+    for the person's words cost a chunk of 20 proposals 37 s of CPU (an outside review). The person's side is read
+    once a text, however long; each value is read on its own."""
+    from bead.dream import decide
+    from bead.store.rawlog import Turn
+
+    big = "we deploy the shop service to staging on port 5432 and never run migrations by hand.\n" * 1000
+    assert len(big) > decide._CACHED_CHARS
+    for kept in (decide._said, decide._polarities_long, decide._paired_long):
+        kept.cache_clear()
+    read: list[int] = []
+    for name in ("_anchors", "_read_polarities", "_read_pairs"):
+        real = getattr(decide, name)
+
+        def counted(text, *args, real=real, **kwargs):
+            read.append(len(text))
+            return real(text, *args, **kwargs)
+
+        monkeypatch.setattr(decide, name, counted)
+    turn = Turn("s1", 1, "user", "2024", big, flags={"source": "typed", "project": "shop"})
+    for i in range(20):
+        assert decide.unsupported(f"The shop service deploys to staging on port 54{i:02d}.", [turn])
+    assert sum(1 for n in read if n >= len(big)) == 3, "the turn read once by each step"

@@ -353,13 +353,36 @@ def unsupported(value: str, cited: list[Turn]) -> list[str]:
     return together or ["what it says from several of the person's turns at once"]
 
 
+@dataclass(frozen=True)
+class _Said:
+    """What the person's typed words state, as ``_unsupported_by`` compares a value with them."""
+
+    addresses: frozenset[str]
+    numbers: frozenset[str]
+    negates: bool
+    words: frozenset[str]
+    folded: str
+    plain: frozenset[str]
+
+
+@functools.lru_cache(maxsize=8)
+def _said(said_text: str) -> _Said:
+    """``said_text`` read once for all the proposals that cite it (20 a chunk at most): each read it again, and a
+    pasted document of 200 KB taken for the person's typed words cost a chunk 37 s (an outside review). A few are
+    kept whatever their length: the chunk's cited turns, alone and together."""
+    addresses, numbers, negates, words = _anchors(said_text)
+    words |= _said_families(said_text)
+    folded = fold(said_text).lower()
+    plain = frozenset(m.group(0).lower() for m in _CAMEL_NAME.finditer(folded))
+    return _Said(frozenset(addresses), frozenset(numbers), negates, frozenset(words), folded, plain)
+
+
 def _unsupported_by(value: str, typed: list[Turn]) -> list[str]:
     said_text = "\n".join(t.text for t in typed)
-    said_addresses, said_numbers, said_negates, said_words = _anchors(said_text)
-    said_words |= _said_families(said_text)
-    said_folded = fold(said_text).lower()
-    said_plain = {m.group(0).lower() for m in _CAMEL_NAME.finditer(said_folded)}
-    addresses, numbers, negates, words = _anchors(value, said_plain)
+    said = _said(said_text)
+    said_addresses, said_numbers, said_negates, said_words = said.addresses, said.numbers, said.negates, said.words
+    said_folded = said.folded
+    addresses, numbers, negates, words = _anchors(value, set(said.plain))
     out = [a for a in sorted(addresses) if a not in said_addresses and not _bounded(said_folded, a)]
     out += [n for n in sorted(numbers) if n not in said_numbers]
     out += [f'"{w}"' for w in sorted(words - said_words)]
@@ -387,7 +410,7 @@ _AFTER = {"of": "instead", "than": "rather"}  # "instead of yarn", "rather than 
 # Verbs too general to carry a rule: "I never use tabs" said as "use spaces, never tabs" moves "use", not the rule.
 _GENERIC = frozenset("use run do make get set have go put take keep let be need want try add allow".split())
 _OF_AN_OBJECT = frozenset(("without",))  # a negation of what follows it, not of its clause's verb
-_CACHED_CHARS = 64 * 1024  # a typed turn longer than this is read again each time rather than kept
+_CACHED_CHARS = 64 * 1024  # a typed turn longer than this is kept among the few long ones (4), not the 64
 
 
 def _polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
@@ -396,12 +419,17 @@ def _polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
     clause holds a negation of more than an object, "without the db" not counted). A "no" inside a hyphenated word
     or a flag (`--no-verify`) negates nothing. The person's typed turn is read once for all the proposals that cite
     it (short ones are kept)."""
-    return _polarities_kept(text) if len(text) <= _CACHED_CHARS else _read_polarities(text)
+    return _polarities_kept(text) if len(text) <= _CACHED_CHARS else _polarities_long(text)
 
 
 @functools.lru_cache(maxsize=64)
 def _polarities_kept(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
     return _read_polarities(text)
+
+
+@functools.lru_cache(maxsize=4)
+def _polarities_long(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
+    return _read_polarities(text)  # a long turn: the few of the chunk being decided
 
 
 def _read_polarities(text: str) -> dict[str, frozenset[tuple[bool, bool]]]:
@@ -454,11 +482,16 @@ def _paired(text: str) -> dict[str, frozenset[str]]:
     """Each value ``text`` states in a clause of its own (the clause's only value), and the clause's words: what
     that value is said of ("the test database on 5433"). The person's typed turn is read once for all the
     proposals that cite it (short ones are kept, as ``_polarities``)."""
-    return _paired_kept(text) if len(text) <= _CACHED_CHARS else _read_pairs(text)
+    return _paired_kept(text) if len(text) <= _CACHED_CHARS else _paired_long(text)
 
 
 @functools.lru_cache(maxsize=64)
 def _paired_kept(text: str) -> dict[str, frozenset[str]]:
+    return _read_pairs(text)
+
+
+@functools.lru_cache(maxsize=4)
+def _paired_long(text: str) -> dict[str, frozenset[str]]:
     return _read_pairs(text)
 
 
