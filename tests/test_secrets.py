@@ -3429,6 +3429,14 @@ def test_a_key_broken_where_no_rule_sees_it_whole_goes_whole(text, rest):
         "we switched to Bearer authentication\nOAuth2 client credentials are next",
         "x-api-key: required\nx-ms-version2: 2021-08-06",
         "sk-proj-" + "Zq8vK2pLm9Xw4Rt7Hn3bV6cX9zQ1wE5r" * 4 + "\u00a0GPT4o pour le mod\u00e8le",
+        # a third review's: a prefix inside a word (`BOOT.DSK`'s `SK`), an identifier that begins like a key
+        # (`fw_boot`, `hf_hub`) before a hash line, a word of the text after a key found whole
+        "0e1380dc2a2a8ca73ff5ecffeae152d4ff14842037209ce3f46fd25ae36c651a  BOOT.DSK\n"
+        "4a91b7f7db71026eccf657f8078bac83f71e837ae4fba66e15368508d3aef3c1  GAMES.DSK\n",
+        "98cc732134d59ff5e7374d1049e568314b39aec9  fw_boot\n5c3066d2be360597ab87a3d881c80852ce6b80f0  fw_image\n",
+        "7b0f3434b216331dd4b793539d715b8b5c00fbce Switch downloads to hf_hub\nc6ae84e2b573d66b0fc30cf76d5ec1792b0e927e Vendor\n",
+        "my token is eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+        "\nOAuth2Client is what reads it\n",
     ],
 )
 def test_words_after_a_break_are_no_key_unless_a_rule_finds_the_parts_together(text):
@@ -3456,6 +3464,10 @@ def test_words_after_a_break_are_no_key_unless_a_rule_finds_the_parts_together(t
         "OAuth2 client",
         "x-ms-version2: 2021",
         "\u00a0GPT4o pour",
+        "BOOT.DSK\n4a91b7f7db71026eccf657f8078bac83f71e837ae4fba66e15368508d3aef3c1",
+        "fw_boot\n5c3066d2be360597ab87a3d881c80852ce6b80f0",
+        "hf_hub\nc6ae84e2b573d66b0fc30cf76d5ec1792b0e927e",
+        "\nOAuth2Client is",
     ):
         if word in text:
             assert word in clean, clean

@@ -1073,11 +1073,14 @@ def _key_like_rest(rest: str) -> bool:
     return len(rest) >= 8 and any(c.islower() for c in rest) and any(c.isupper() for c in rest)
 
 
-def _more_of_a_found_key(rest: str) -> bool:
+def _more_of_a_found_key(rest: str, after: str) -> bool:
     """Whether what follows a break after a key a rule found whole reads as more of it, as ``_wrapped_on`` reads
-    a next line: 8 characters or more, with lower-case and capital letters and digits all three."""
+    a next line: 8 characters or more, with lower-case and capital letters and digits all three; and 16 or more, or
+    nothing after it but the line's end or a closing quote or bracket (`OAuth2Client is ...`, `Int32Array buffers`
+    are words of the text: a review)."""
     kinds = any(c.islower() for c in rest) + any(c.isupper() for c in rest) + any(c.isdigit() for c in rest)
-    return len(rest) >= 8 and kinds == 3
+    alone = after[:1] in ("", "\n", "\r", '"', "'", "`", ")", "]", "}", ",", ";")
+    return len(rest) >= 8 and kinds == 3 and (alone or len(rest) >= 16)
 
 
 def _key_parts(text: str, cuts: list[re.Match[str]], end: int) -> tuple[list[re.Match[str]], int]:
@@ -1109,9 +1112,19 @@ def _prefixes() -> dict[str, tuple[str, ...]]:
     return {r.id: tuple(k for k in r.keywords if len(k) >= 2) for r in ruleset().rules}
 
 
-def _by_its_prefix(f: Finding, view: str) -> bool:
-    """Whether the finding ``f`` of ``view`` begins with one of its rule's keywords (``_prefixes``)."""
-    return view[f.start : f.start + 16].lower().startswith(_prefixes().get(f.rule) or ("\x00",))
+def _by_its_prefix(f: Finding, view: str, start: int, first_break: int) -> bool:
+    """Whether the finding ``f`` of ``view`` (in the candidate that starts at ``start``) begins a token with one of
+    its rule's keywords (``_prefixes``), and what follows the keyword before the first break ``first_break`` is no
+    plain word: `BOOT.DSK` holds no Twilio key's `SK`, nor `fw_boot` or `hf_hub` a key's start (a hash on the next
+    line completed them: a review)."""
+    if f.start > start and view[f.start - 1].isalnum():
+        return False
+    head = view[f.start : f.start + 16].lower()
+    kept = next((k for k in _prefixes().get(f.rule, ()) if head.startswith(k)), None)
+    if kept is None:
+        return False
+    word = view[f.start + len(kept) : first_break]
+    return not (word.isascii() and word.isalpha() and word.islower())
 
 
 def _in_broken(text: str, found: list[Finding]) -> list[Finding]:
@@ -1142,7 +1155,7 @@ def _in_broken(text: str, found: list[Finding]) -> list[Finding]:
             # A key found whole: its next part only if it reads as more of it as strictly as _wrapped_on reads a
             # next line (which takes a line of key characters alone; this, one that a quote or words follow).
             rest_end = cuts[1].start() if len(cuts) > 1 else end
-            if not _more_of_a_found_key(text[cuts[0].end() : rest_end]):
+            if not _more_of_a_found_key(text[cuts[0].end() : rest_end], text[rest_end : rest_end + 1]):
                 continue
         for first in range(len(cuts)):
             at_run = start if first == 0 else cuts[first - 1].end()
@@ -1170,7 +1183,10 @@ def _in_broken(text: str, found: list[Finding]) -> list[Finding]:
     view = "".join(parts)
     for f in scan(view, shaped=True):
         k = bisect.bisect_right(starts_in_view, f.start) - 1
-        if k >= 0 and f.end <= spans[k][1] and any(f.start < b < f.end for b in spans[k][2]) and _by_its_prefix(f, view):
+        if k < 0 or f.end > spans[k][1]:
+            continue
+        after = [b for b in spans[k][2] if f.start < b]
+        if after and after[0] < f.end and _by_its_prefix(f, view, spans[k][0], after[0]):
             crossing.append(f)
     return _placed(crossing, edits) if crossing else []
 
