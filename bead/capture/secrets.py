@@ -312,9 +312,9 @@ def _finding(rs: Ruleset, rule: Rule, text: str, m: Any, seen: _Asked | None = N
 
 
 def candidates(text: str, shaped: bool = False) -> list[Finding]:
-    """Every rule's findings, overlapping ones included, in the order ``scan`` prefers them. ``shaped``: only the
-    rules that know a secret by its own shape (a provider's key; not ``generic`` ones, which know it by the words
-    around it), each finding ending where its rule's match does (no ``TOKEN_TAIL``)."""
+    """Every rule's findings, overlapping ones included, in the order ``scan`` prefers them. ``shaped``: no
+    ``generic`` rule (one that knows a secret by the words around it), each finding ending where its rule's match
+    does (no ``TOKEN_TAIL``): what ``_in_broken`` reads its joined parts with, before ``_by_its_prefix``."""
     rs = ruleset()
     if not text:
         return []
@@ -1066,7 +1066,8 @@ _KEY_BREAK = re.compile(r"\r?\n[ \t]*|[\u00a0\u2007\u202f]")
 
 def _key_like_rest(rest: str) -> bool:
     """Whether what follows a break reads as more of a key: letters and digits, or both cases over 8 characters (a
-    key's rest without a digit: a tenth of base62's of ten), not a word (`Thanks`, `foo_bar`) or a number alone."""
+    key's rest without a digit: a sixth of base62 rests of ten characters), not a word (`Thanks`, `foo_bar`) or a
+    number alone."""
     letters = any(c.isalpha() for c in rest)
     if letters and any(c.isdigit() for c in rest):
         return True
@@ -1161,12 +1162,12 @@ def _in_broken(text: str, found: list[Finding]) -> list[Finding]:
             at_run = start if first == 0 else cuts[first - 1].end()
             if end - at_run - sum(c.end() - c.start() for c in cuts[first:]) < 16:
                 break
-            before = at_run  # a key known by its own prefix begins in the run: nothing before it is read
             if parts:
                 parts.append("\n")  # between two candidates: stands for nothing of the text
                 at += 1
-            edits.append((before, 0, at, 0))
-            view_start, pos, breaks = at, before, []
+            # A key known by its own prefix begins in the run: nothing before it is read.
+            edits.append((at_run, 0, at, 0))
+            view_start, pos, breaks = at, at_run, []
             for cut in cuts[first:]:
                 parts.append(text[pos : cut.start()])
                 at += cut.start() - pos

@@ -649,6 +649,10 @@ def _unspaced(text: str) -> str:
     return _UNSPACED_GAP.sub("", text) if _UNSPACED_CHAR.search(text) else text
 
 
+def _holds_unspaced(text: str, needles: list[str]) -> bool:
+    return any(c in text for c in needles)
+
+
 def _matcher(
     needles: list[str],
     keys: AbstractSet[str] = frozenset(),
@@ -668,7 +672,7 @@ def _matcher(
         u = normalise(_unescaped(text))
         return (
             any(_holds(t, n) or _holds(u, n) for n in needles)
-            or bool(unspaced and any(c in _unspaced(t) for c in unspaced))
+            or bool(unspaced and _holds_unspaced(_unspaced(t), unspaced))
             or _holds_decoded(text, folded, words)
             or bool(keys and _names_key(t, keys))
             or _holds_shingle(text, shingles)

@@ -548,8 +548,9 @@ class Conversations:
     def forget_digests(self, messages: dict[str, set[int]]) -> int:
         """Replace the digest of each of ``messages`` (session -> message indexes whose turns a forget took) in
         the state files of those sessions' conversations with FORGOTTEN_DIGEST: a digest of a message that is
-        a guessable value alone (a tool's output `4417`) gave the value back to whoever tried them all. The index
-        stays, so a rewind to it is still known as logged (``was_logged``); a cue block put in it is no longer
+        a guessable value alone (a tool's output `4417`) gave the value back to whoever tried them all. The capture
+        goes on from where it was (it counts by index), so the message is not captured again as the conversation
+        goes on; a rewind that sends it again is captured as a new one, and a cue block put in it is no longer
         re-added (its message reads as another one). The number of lines changed."""
         changed = 0
         for p in self.files():

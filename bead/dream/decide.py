@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from ..capture import instructions as rules
@@ -246,7 +247,7 @@ def _camel_split(name: str) -> list[str]:
     return [p for p in parts if p.isalpha()]
 
 
-def _camel_words(text: str, said: set[str]) -> set[str]:
+def _camel_words(text: str, said: AbstractSet[str]) -> set[str]:
     """The words of each camel-case name in ``text`` (a proposal's value: MAX_CHARS at most) that the person did not
     write as one word themselves (``postcss`` said is ``PostCSS`` written, no "post")."""
     out: set[str] = set()
@@ -260,7 +261,7 @@ def _camel_words(text: str, said: set[str]) -> set[str]:
     return out
 
 
-def _anchors(text: str, said: set[str] | None = None) -> tuple[set[str], set[str], bool, set[str]]:
+def _anchors(text: str, said: AbstractSet[str] | None = None) -> tuple[set[str], set[str], bool, set[str]]:
     """(addresses, numbers, whether it negates, degree, command and sensitive words) a text states, lower-cased, in
     its normal form, thousands separators out; with ``said`` (the person's words, lower-cased: ``text`` is then a
     proposal's value), a camel-case name is read as its words too (``privateKey``)."""
@@ -380,13 +381,11 @@ def _said(said_text: str) -> _Said:
 def _unsupported_by(value: str, typed: list[Turn]) -> list[str]:
     said_text = "\n".join(t.text for t in typed)
     said = _said(said_text)
-    said_addresses, said_numbers, said_negates, said_words = said.addresses, said.numbers, said.negates, said.words
-    said_folded = said.folded
-    addresses, numbers, negates, words = _anchors(value, set(said.plain))
-    out = [a for a in sorted(addresses) if a not in said_addresses and not _bounded(said_folded, a)]
-    out += [n for n in sorted(numbers) if n not in said_numbers]
-    out += [f'"{w}"' for w in sorted(words - said_words)]
-    if negates != said_negates:
+    addresses, numbers, negates, words = _anchors(value, said.plain)
+    out = [a for a in sorted(addresses) if a not in said.addresses and not _bounded(said.folded, a)]
+    out += [n for n in sorted(numbers) if n not in said.numbers]
+    out += [f'"{w}"' for w in sorted(words - said.words)]
+    if negates != said.negates:
         out.append("a negation the person did not say" if negates else "the person's negation left out")
     turned = _turned_words(value, said_text)
     if turned:
