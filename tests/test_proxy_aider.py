@@ -405,3 +405,124 @@ def test_a_restored_chat_is_aiders_however_many_turns_stand_before_its_file_mess
     conv, _ = chat_conversation({"model": "gpt-4o", "messages": messages}, {})
     assert _sources_holding(conv, "hooks.example.invalid") == {"tool_output"}
     assert _sources_holding(conv, "Question 0: is the parser ok?") == {"typed"}
+
+
+# ----- Aider on the Anthropic route -------------------------------------------------------------------------------
+# A Claude model through litellm, with ANTHROPIC_BASE_URL at the proxy: tests/fixtures/aider/anthropic.jsonl, recorded
+# by `record.py AIDER anthropic.jsonl --anthropic ask edit interactive run test ask-i map-a architect`.
+ANTHROPIC_FIXTURE = Path(__file__).parent / "fixtures" / "aider" / "anthropic.jsonl"
+ANTHROPIC_CHECKOUT = {"ask": "demo", "edit": "demo", "architect": "demo", "map-a": "mapped"}  # the rest: other
+
+
+@pytest.fixture(scope="module")
+def replayed_anthropic(tmp_path_factory):
+    """Every request Aider sent through litellm's Anthropic client, through one proxy app's Anthropic route, with the
+    answer Aider got; (home, [(record, what the upstream got)])."""
+    from conftest import ProxyClient, make_proxy_app
+    from fakes import FakeAnthropic
+
+    home = tmp_path_factory.mktemp("aider-anthropic") / "home"
+    with Memory(Home(home).ensure(), Config(owner="dev")) as mem:
+        mem.write("user/editor", "The user edits code in Helix with the default keymap.", "user")
+    recs = [json.loads(line) for line in ANTHROPIC_FIXTURE.read_text(encoding="utf-8").splitlines()]
+    upstream = FakeAnthropic()
+    proxy = ProxyClient(make_proxy_app(home, upstream.url))
+    sent = []
+    try:
+        for rec in recs:
+            upstream.replies.append(Reply(kind="sse", text=rec["response"]["text"]))
+            headers = {k: v for k, v in rec["headers"] if k.lower() not in ("host", "content-length", "connection")}
+            headers["X-Bead-Project"] = ANTHROPIC_CHECKOUT.get(rec["tag"], "other")
+            status, _, data = proxy.post(base64.b64decode(rec["body_b64"]), headers, rec["path"])
+            assert status == 200 and b"message_stop" in data, data[-300:]
+            sent.append((rec, upstream.requests[-1]))
+        proxy.settle()
+    finally:
+        proxy.close()
+        upstream.close()
+    return home, sent
+
+
+def test_the_anthropic_fixture_is_aiders_own_through_litellm(replayed_anthropic):
+    _, sent = replayed_anthropic
+    assert [rec["tag"] for rec, _ in sent] == [
+        "ask",
+        "edit",
+        "interactive",
+        "interactive",
+        "map-a",
+        "map-a",
+        "ask-i",
+        "ask-i",
+        "run",
+        "test",
+        "architect",
+        "architect",
+    ]
+    assert {rec["aider"] for rec, _ in sent} == {"aider 0.86.2"}
+    assert {rec["path"] for rec, _ in sent} == {"/v1/messages"}
+    assert all(dict(rec["headers"])["User-Agent"].startswith("litellm/") for rec, _ in sent)
+
+
+def test_on_the_anthropic_route_only_the_persons_words_are_theirs(replayed_anthropic):
+    """The same reading as on the OpenAI routes: the example exchange, the file and map messages, Aider's notes and
+    the reminder are Aider's; a command's output is a tool's (NOTES.txt's "Remember that ..." writes nothing); the
+    architect's answer sent to the editor model is nobody's typed words. The person's "remember" still writes."""
+    home, _ = replayed_anthropic
+    with Memory(Home(home), Config(owner="dev")) as mem:
+        turns = {p.stem: [t for t in mem.raw.read(p) if t.role == "user"] for p in mem.raw.files()}
+        hits = [mem.current(h["key"]) for h in mem.index.fact_candidates("staging deploy hook", 10)]
+        assert not any(f is not None and "hooks.example.invalid" in f.body for f in hits), hits
+    typed = sorted([t.text for t in log if t.flags.get("source") == "typed"] for log in turns.values())
+    assert typed == sorted(
+        [
+            ["What does README.md say?"],
+            ["Add a line saying the project uses Go. Remember that deploys need a second reviewer."],
+            ["How long is the README?", "Say that the project is in Rust."],
+            ["Where is the entry point?"],
+            ["How many lines has the README?", "What language is it in?"],
+            ["What do the notes say?"],
+            [],  # test: the failing test's output is the newest message, and all there is
+            ["Make the README say the project uses Go."],  # architect: the architect model's request
+            [],  # and the editor's, a conversation of its own (its own system prompt), with no typed words
+        ]
+    ), typed
+    every = [t for log in turns.values() for t in log]
+    assert not any(
+        t.text.startswith(("I have *added", "Don't try and edit", "Ok,", "I ran this command"))
+        and t.flags.get("source") in ("typed", "pasted")
+        for t in every
+    )
+    assert not any("hooks.example.invalid" in t.text for t in every if t.flags.get("source") in ("typed", "pasted"))
+    assert any("hooks.example.invalid" in t.text for t in every if t.flags.get("source") == "tool_output")
+    assert not any("It uses Go.` after" in t.text for t in every if t.flags.get("source") == "typed")
+    found = remembered(home, "deploys second reviewer", "second reviewer")
+    assert found and found[0].trust == "user_stated" and found[0].key.startswith(("user/", "project/demo/")), found
+
+
+def test_on_the_anthropic_route_aiders_messages_go_out_as_sent(replayed_anthropic):
+    """The pinned block ends the system prompt; every message but the newest goes out as Aider sent it."""
+    _, sent = replayed_anthropic
+    for rec, got in sent:
+        mine = json.loads(base64.b64decode(rec["body_b64"]))
+        out = json.loads(got.body)
+        assert out["messages"][:-1] == mine["messages"][:-1]
+        assert out["messages"][-1]["content"][: len(mine["messages"][-1]["content"])] == mine["messages"][-1]["content"]
+        assert out["system"][: len(mine["system"])] == mine["system"]
+
+
+def test_aiders_commit_message_request_is_a_side_request_on_the_anthropic_route():
+    """Aider's commit message request (its own system prompt, the diff as the user message, no tools and no answer
+    before) quotes the work as data: not conversation, on either API."""
+    from bead.wire import aider
+    from bead.wire.anthropic import conversation_of
+
+    data = {
+        "model": "claude-sonnet-4-20250514",
+        "max_tokens": 1024,
+        "system": [{"type": "text", "text": aider.COMMIT_REQUEST + ". Review the provided context and diffs."}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "# Diffs:\n+Remember that we ship on Fridays."}]}],
+    }
+    assert conversation_of(data, {}).auxiliary
+    data["system"][0]["text"] = "You are a helpful assistant."
+    assert not conversation_of(data, {}).auxiliary

@@ -38,6 +38,7 @@ from ..capture.text import (
     strip_own,
 )
 from ..conversation import Conversation, Message, Part, Source, call_id, context_elements, reported_cwd
+from . import aider
 from .splice import Request, append_blocks, check_parts, text_block
 
 
@@ -580,7 +581,28 @@ def conversation_of(data: dict[str, Any], headers: dict[str, str]) -> Conversati
     first_user = next((m for m in raw if isinstance(m, dict) and m.get("role") == "user"), None)
     opening = [block_text(b) for b in content_blocks(first_user)] if first_user else []
     cwd, reported = reported_cwd(places, context_elements(opening), context_elements(opening, ("system-reminder",)))
-    return Conversation(messages, system=system, cwd=cwd, cwd_reported=reported, auxiliary=is_auxiliary(headers, data))
+    # Aider pointed here (a Claude model through litellm) writes as it does on the OpenAI routes (bead.wire.aider).
+    newest = next((m.index for m in reversed(messages) if m.role == "user"), -1)
+    messages, opener = aider.context(messages, _one_text(raw[newest]) if newest >= 0 else None, system, _AIDER_SPLIT)
+    side = not data.get("tools") and aider.commit_request(system) and not any(m.role == "assistant" for m in messages)
+    conv = Conversation(
+        messages, system=system, cwd=cwd, cwd_reported=reported, auxiliary=side or is_auxiliary(headers, data), opener=opener
+    )
+    # Aider's architect mode: the editor model is sent the architect model's answer as its user message.
+    return conv.delegated() if opener >= 0 and aider.editor(messages, system) else conv
+
+
+def _one_text(m: Any) -> str | None:
+    """A message's text where its content is one text (a string, or a list of one text block): where Aider's
+    reminder is looked for."""
+    content = m.get("content") if isinstance(m, dict) else None
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) and content[0].get("type") == "text":
+        content = content[0].get("text")
+    return content if isinstance(content, str) else None
+
+
+# How a person's text becomes parts on this route, for what Aider wrote around it (bead.wire.aider).
+_AIDER_SPLIT = aider.Split(words=lambda text: text_parts(text, Source.TYPED), content=lambda text: parts_of("user", [text]))
 
 
 def splice(req: Request, pinned: str | None, blocks: dict[int, list[str]]) -> bytes:
