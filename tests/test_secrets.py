@@ -2217,6 +2217,18 @@ def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(m
         "grep PASSWORD .env | sed 's/.*=//'",
         "sed -n 's/^DB_PASSWORD=//p' .env",
         "grep -oP '(?<=PASSWORD=).*' .env",
+        # an outside attack's: pass's short form, a secrets file read inside a container, more secret stores
+        "pass github",
+        "pass email/work",
+        "echo ok; pass github",
+        "docker exec app cat /run/secrets/db_password",
+        "kubectl exec -it web-0 -- cat /run/secrets/token",
+        "podman exec db cat .pgpass",
+        "keepassxc-cli show -s -a Password vault.kdbx github",
+        "keepassxc-cli show --attributes password vault.kdbx github",
+        "infisical secrets get DB_PASSWORD --plain",
+        "chamber read app db_password -q",
+        "systemd-creds cat db-password",
     ],
 )
 def test_a_command_printing_a_secret_behind_a_prefix_or_a_variant_name_is_read_so(command):
@@ -2381,6 +2393,16 @@ def test_a_message_of_several_bash_mode_commands_is_redacted_where_any_prints_a_
         "jq '.token.expires_at' resp.json",
         "jq '.password.minLength' schema.json",
         "jq . config/app.secret.json",
+        # pass's other commands, a file read in a container that is no secret's, keepassxc-cli without -s
+        "pass ls",
+        "pass insert github",
+        "pass generate github 24",
+        "pass -c github",
+        "pass git push",
+        "if x:\n    pass\nelse:\n    pass",
+        'git commit -m "pass tests"',
+        "docker exec app cat /etc/hosts",
+        "keepassxc-cli show vault.kdbx github",
     ],
 )
 def test_a_command_that_only_names_a_secret_prints_none(command):
@@ -3897,3 +3919,48 @@ def test_a_path_after_a_secrets_name_is_not_looked_for_again(first):
     path = first.split(None, 1)[-1].split("=", 1)[-1]
     later = f"cd {path} && ls"
     assert redact_messages([[first], [later]])[1][0] == later
+
+
+NAMED_TOKEN = "310nvwel1p8TEzg9kjVaKY07fG1KeIRQLXnowcFz"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kubectl create secret generic api-creds --from-literal=token=" + NAMED_TOKEN,
+        "kubectl create secret generic github-token --from-literal=session=" + NAMED_TOKEN,
+        "API: token=" + NAMED_TOKEN,
+        "export GIT_AUTH=token=" + NAMED_TOKEN,
+        "key: token=" + NAMED_TOKEN,
+        'curl -H "X-Auth: token=' + NAMED_TOKEN + '" https://api.example.com',
+    ],
+)
+def test_a_value_after_a_name_and_its_equals_sign_is_read_as_the_value(text):
+    """A secret's word, then a name and `=` before the value (`--from-literal=token=...`): the generic rule's value
+    took the name with it, the name's word (`token`, `session`) is a stopword, and the allowlist let the whole
+    value be (an outside attack: the token reached the raw log and the trace). The value is what follows the `=`."""
+    out, rules = redact(text)
+    assert NAMED_TOKEN not in out and "generic-api-key" in rules, out
+    assert out.endswith(("=[REDACTED:generic-api-key]", '=[REDACTED:generic-api-key]" https://api.example.com')), out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "api: version=2023-06-01-preview",
+        "auth: method=password123",
+        "csrf_token=abcdef0123456789",
+        "key: name=accessibility_mode",
+    ],
+)
+def test_a_named_value_that_reads_as_no_secret_stays(text):
+    """Read after its name, a value still has to pass the rule's checks: a date, a stopword, an allowlisted name, a
+    name of words."""
+    assert redact(text) == (text, [])
+
+
+def test_a_password_with_an_equals_sign_is_still_redacted_whole():
+    """The value after a name is read only where the whole was let be: a password that holds an `=` is redacted
+    from its start, as before."""
+    out, _ = redact("password=Tr0ub4dor=3xQLongPass")
+    assert "Tr0ub4dor" not in out and "3xQLongPass" not in out

@@ -263,23 +263,22 @@ def _rule_ids() -> frozenset[str]:
     return frozenset(r.id for r in ruleset().rules)
 
 
+# A name and its `=` at a value's start, and the value's first character (no `==`: base64's padding is no name).
+_NAMED_VALUE = compile_linear(r"[A-Za-z_][A-Za-z0-9_.-]{0,40}=[^=]")
+NAMED_VALUE_MIN = 10  # characters the value after it needs, as the generic rule's value does
+
 _Asked = dict[tuple[str, str, str, str], bool]  # (rule, value, match, line) -> whether an allowlist lets it be
 
 
-def _finding(rs: Ruleset, rule: Rule, text: str, m: Any, seen: _Asked | None = None, tail: bool = True) -> Finding | None:
-    span = _span(rule, m)
-    if span is None:
-        return None
-    start, end = span
-    secret = text[start:end]
-    if _in_marker(text, start, end):  # an earlier scan's marker (a text redacted already), not a value
-        return None
+def _kept(rs: Ruleset, rule: Rule, secret: str, text: str, m: Any, seen: _Asked | None) -> bool:
+    """Whether ``secret`` (of ``rule``'s match ``m`` in ``text``) reads as a secret: its length, entropy and kinds of
+    character as the rule asks, and no allowlist lets it be."""
     if rule.min_len and len(secret) < rule.min_len:
-        return None
+        return False
     if rule.entropy and shannon(secret) <= rule.entropy:
-        return None
+        return False
     if rule.classes and _classes(secret) < rule.classes:
-        return None
+        return False
     match = m.group(0)
     line = _line(text, m.start(), m.end())
     # The same value in the same line, found again by the same rule (a log that repeats a line thousands of times):
@@ -294,8 +293,29 @@ def _finding(rs: Ruleset, rule: Rule, text: str, m: Any, seen: _Asked | None = N
         )
         if seen is not None:
             seen[asked] = allowed
-    if allowed:
+    return not allowed
+
+
+def _finding(rs: Ruleset, rule: Rule, text: str, m: Any, seen: _Asked | None = None, tail: bool = True) -> Finding | None:
+    span = _span(rule, m)
+    if span is None:
         return None
+    start, end = span
+    secret = text[start:end]
+    if _in_marker(text, start, end):  # an earlier scan's marker (a text redacted already), not a value
+        return None
+    if not _kept(rs, rule, secret, text, m, seen):
+        # A name and its `=` at the value's start (`--from-literal=token=...`, `API: token=...`, `GIT_AUTH=token=...`):
+        # read whole, the name's word (`token`, `session`) is a stopword and the allowlist let the whole value be (an
+        # outside attack). What follows the `=` is read as the value too, and found if it reads as a secret: never
+        # fewer findings than the whole alone gives (a password may hold an `=`).
+        named = _NAMED_VALUE.match(secret) if rule.generic else None
+        if named is None or len(secret) - named.end() + 1 < NAMED_VALUE_MIN:
+            return None
+        start += named.end() - 1
+        secret = text[start:end]
+        if not _kept(rs, rule, secret, text, m, seen):
+            return None
     if rule.generic and start and text[start - 1] in "'\"" and text[start - 2 : start - 1] != "\\" and end < len(text):
         # A quoted value runs to its closing quote on the line, whatever a rule's value class stops at (a password's
         # `&`, `;` or space: `htpasswd -b f admin 'Tr0ub4dor&3xQ!'`, `sshpass -p 'two words'`); a rule that names a
@@ -1294,6 +1314,9 @@ _PRINTS_SECRET = compile_linear(
     r"|vault[ \t]+(?:kv[ \t]+get|read)\b[^\n]{0,200}-field|op[ \t]+read\b"
     r"|op[ \t]+item[ \t]+get\b[^\n]{0,200}(?:--reveal|password)"
     r"|(?:go)?pass[ \t]+show\b|lpass[ \t]+show\b[^\n]{0,200}--password|bw[ \t]+get[ \t]+password\b|keyring[ \t]+get\b"
+    # more secret stores' reads that print the value alone (an outside attack)
+    r"|keepassxc-cli[ \t]+show\b[^\n|;&]{0,200}(?:[ \t]-s\b|--show-protected|(?:-a|--attributes?)[ \t=]+['\"]?password\b)"
+    r"|infisical[ \t]+secrets[ \t]+get\b|chamber[ \t]+read\b|systemd-creds[ \t]+(?:cat|decrypt)\b"
     r"|bw[ \t]+(?:unlock|login)\b[^\n|;&]{0,200}--raw\b"
     r"|security[ \t]+find-(?:generic|internet)-password\b[^\n]{0,200}[ \t]-[a-z]{0,3}w\b|secret-tool[ \t]+lookup\b"
     r"|doppler[ \t]+secrets[ \t]+get\b|heroku[ \t]+config:get\b|terraform[ \t]+output\b[^\n]{0,200}(?:-raw|-json)"
@@ -1304,7 +1327,9 @@ _PRINTS_SECRET = compile_linear(
     r"|pulumi[ \t]+config[ \t]+get\b|sops[ \t]+(?:-d|--decrypt)\b|gpg2?[ \t]+(?:[^\n|;&]{0,100}[ \t])?(?:-d|--decrypt)\b"
     r"|openssl[ \t]+rand\b|(?:bin/)?rails[ \t]+secret\b|mix[ \t]+phx\.gen\.secret\b|pwgen\b"
     r"|(?:php[ \t]+)?artisan[ \t]+key:generate\b[^\n|;&]{0,100}--show"
-    r"|cat[ \t]+[^\n|;&]{0,200}(?:/run/secrets/|\.pgpass|\.netrc|\.git-credentials|master\.key|\.docker/config\.json"
+    # a file read inside a container too (`docker exec app cat /run/secrets/db_password`, `kubectl exec pod -- cat`)
+    r"|(?:(?:docker|podman|nerdctl|kubectl)[ \t]+(?:compose[ \t]+)?exec(?:[ \t]+\S{1,100}){1,8}?[ \t]+)?"
+    r"cat[ \t]+[^\n|;&]{0,200}(?:/run/secrets/|\.pgpass|\.netrc|\.git-credentials|master\.key|\.docker/config\.json"
     r"|(?:token|secret|password|passwd|credentials)s?(?:\.(?:txt|json))?(?:[\s;|&)]|$))"
     r"|kubectl\b[^\n]{0,200}\bsecrets?\b[^\n]{0,300}(?:\.data\b|base64[ \t]+(?:-d|--decode))"
     r")"
@@ -1350,9 +1375,20 @@ _WORD = re.compile(r"\S{8,}")
 PRINTED_SCAN = 64 * 1024  # of a command, the characters looked at
 
 
+# `pass NAME`, pass's own short form of `pass show NAME` (its other commands are words of their own: not a read).
+_PASS_SHORT = compile_linear(_CMD + r"pass[ \t]+([A-Za-z0-9_@][A-Za-z0-9_./@+-]{0,100})[ \t]*(?:$|[\n;&|)])")
+_PASS_COMMANDS = frozenset(
+    "init ls list find search show grep insert add edit generate rm remove delete mv rename cp copy git help version".split()
+)
+
+
 def prints_secret(command: str) -> bool:
-    """Whether ``command`` (a tool call's input, as text) prints a secret on its own (``_PRINTS_SECRET``)."""
-    return bool(_PRINTS_SECRET.search(command[:PRINTED_SCAN]))
+    """Whether ``command`` (a tool call's input, as text) prints a secret on its own (``_PRINTS_SECRET``, and
+    pass's `pass NAME`)."""
+    head = command[:PRINTED_SCAN]
+    if _PRINTS_SECRET.search(head):
+        return True
+    return any(m.group(1) not in _PASS_COMMANDS for m in _PASS_SHORT.finditer(head))
 
 
 def _printed_like(word: str) -> bool:
