@@ -26,6 +26,7 @@ from bead.core.memory import Memory
 from bead.paths import Home
 from bead.recall.rank import search_facts
 from bead.store.locks import flocked
+from bead.store.queue import Queue
 
 
 def post(to: ProxyClient | str, body: bytes, headers: dict | None = None, path: str = "/v1/messages") -> tuple[int, dict, bytes]:
@@ -490,6 +491,29 @@ class TestConversation:
         post(proxy, *req("", session="rewound", messages=other))
         newest = self._newest_text(upstream)
         assert [ln for ln in newest.splitlines() if "replaces the value shown earlier" in ln and "6543" in ln], newest
+
+    @pytest.mark.parametrize("paste_kb", [2, 400])
+    def test_a_remember_after_a_long_paste_is_noticed_without_its_value(self, proxy_client, upstream, bead_home, paste_kb):
+        """A "remember" that waits for review is noticed in the cue block, its value quoted as the secret scan leaves
+        it once the conversation was read for secrets said elsewhere. That read ran before forwarding, unbounded by
+        the request's deadline: a paste of megabytes ending in "remember ..." held the request past it, and it went
+        out without its blocks (an outside attack). Past ``NOTICE_SCAN_CHARS`` of text the notice quotes no value
+        (and the conversation is not read for it); the review still has the value."""
+        from bead.proxy.engine import NOTICE_SCAN_CHARS
+
+        line = "2026-12-08T01:02:03 worker-7 INFO job 81723 done in 412 ms queue=exports\n"
+        paste = line * (paste_kb * 1024 // len(line) + 1)
+        assert (len(paste) > NOTICE_SCAN_CHARS) == (paste_kb > 256)
+        text = f"here is the worker log:\n\n{paste}\nremember that the staging deploy uses fly.io"
+        post(proxy_client(), *req(text, session=f"paste-{paste_kb}"))
+        notes = [ln for ln in self._newest_text(upstream).splitlines() if ln.startswith("- note from bead:")]
+        assert len(notes) == 1 and "queued for review" in notes[0], notes
+        if paste_kb > 256:
+            assert '"remember" (its value not repeated here)' in notes[0] and "fly.io" not in notes[0], notes
+        else:
+            assert "staging deploy uses fly.io" in notes[0], notes
+        with mem_of(bead_home) as m:
+            assert any("fly.io" in item.value for item in Queue(m).items()), "the review has the value"
 
     @staticmethod
     def _pointed_to_three(proxy_client, bead_home, session: str):
