@@ -37,7 +37,7 @@ from bead.core.seal import write_secret
 from bead.dream.run import Dream
 from bead.errors import BeadError, KeySealed, RefusedWrite
 from bead.paths import Home
-from bead.store.audit import value_hash
+from bead.store.audit import key_hash, value_hash
 from bead.vault import keys as vault_keys
 
 PASSPHRASE = "correct horse battery staple"
@@ -214,6 +214,10 @@ class TestSeal:
         names = [str(p.relative_to(vault.root)) for p in vault.root.rglob("*")]
         assert not [n for n in names if "maple" in n or "quartz" in n], names
         assert [p for p, data in all_bytes_under(vault.root).items() if b"maple" in data or b"quartz" in data] == []
+        # Nor its hash: a word list gave the words back from the SHA-256 the audit log kept of the key (an outside
+        # attack), the plain seal's lines before too.
+        gone = key_hash(key).encode()
+        assert [p for p, data in all_bytes_under(mem.home.root).items() if gone in data or gone[:12] in data] == []
         plain = decrypt_all(vault, "project/shop/secret-1")
         assert (
             "key: project/shop/secret-1" in plain[2] and value in plain[2] and "supersedes: project/shop/secret-1@v1" in plain[2]

@@ -43,7 +43,7 @@ from ..errors import BeadError
 from ..index.db import INDEXED_CHARS
 from ..index.query import STOPWORDS
 from ..paths import enclosing_git, version_number
-from ..store.audit import guessable, joined_words, key_hash, normalise, word_form, words_of
+from ..store.audit import blinder, guessable, joined_words, key_hash, normalise, word_form, words_of
 from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
@@ -1550,22 +1550,30 @@ def apply(
     event: str = "forget",
     tombstones: bool = True,
     sealed: str | None = None,
+    blind: bool = False,
 ) -> dict[str, Any]:
     """Carry a plan out. ``under_lock`` runs first, inside the index transaction and the store lock (a seal
     writes its encrypted copies there); if it raises, nothing has changed. ``event`` names the audit line
     and the tombstones' reason. ``tombstones=False`` (a seal) writes no value hash anywhere: a SHA-256 of a
     value is a plaintext copy of it to anyone who can guess it, and a sealed value may be a 4-digit PIN. ``sealed``: the key a
     seal or a secret write sealed into, named by the audit line that says it finished (`bead status` tells a
-    finished secret write from one stopped before its scrub by it)."""
+    finished secret write from one stopped before its scrub by it). ``blind``: the keys that go leave no hash either,
+    a random token instead (`seal --as`: the key is made of the value's words)."""
     refuse_git(mem)
     # The review queue's lock for the whole of it: an accept of an item that holds the value either finishes first
     # (and its fact is planned again below) or finds the item gone, never writes the value back after it.
     with Queue(mem).deciding():
-        return _apply(mem, plan, under_lock, event, tombstones, sealed)
+        return _apply(mem, plan, under_lock, event, tombstones, sealed, blind)
 
 
 def _apply(
-    mem: Memory, plan: Plan, under_lock: Callable[[], None] | None, event: str, tombstones: bool, sealed: str | None = None
+    mem: Memory,
+    plan: Plan,
+    under_lock: Callable[[], None] | None,
+    event: str,
+    tombstones: bool,
+    sealed: str | None = None,
+    blind: bool = False,
 ) -> dict[str, Any]:
     now = mem.clock()
     started = time.time()
@@ -1581,7 +1589,7 @@ def _apply(
     # beside it (a conversation's state, the trace, inject records) is here before the scrubs of step 3, or not
     # written.
     with mem.raw.forgetting():
-        return _apply_forgetting(mem, plan, under_lock, event, tombstones, now, sealed)
+        return _apply_forgetting(mem, plan, under_lock, event, tombstones, now, sealed, blind)
 
 
 def _apply_forgetting(
@@ -1592,6 +1600,7 @@ def _apply_forgetting(
     tombstones: bool,
     now: Any,
     sealed: str | None = None,
+    blind: bool = False,
 ) -> dict[str, Any]:
     """``_apply``'s part while the forget is seen to run (RawLog.forgetting): a proxy writes nothing of a request
     that came before it, from its first lock to its last scrub."""
@@ -1702,8 +1711,9 @@ def _apply_forgetting(
             Trace(p).scrub(line_matches)
         except (OSError, safe.UnsafePath, NotATrace):
             continue  # as the plan passed it over
-    mem.audit.forget_keys(plan.whole | plan.named)
-    mem.tombstones.forget_keys(plan.whole | plan.named)
+    mark = blinder() if blind else key_hash
+    mem.audit.forget_keys(plan.whole | plan.named, mark)
+    mem.tombstones.forget_keys(plan.whole | plan.named, mark)
     # The skill files in the person's projects that bead wrote from it (each checked again before it goes).
     skills_gone, skills_left, log_problem = skill_files.remove_installed(mem, plan.skills, plan.whole | plan.named)
     for project_root, temp in plan.skill_temps:  # a killed install's, in the project: what it held goes too
@@ -1715,7 +1725,7 @@ def _apply_forgetting(
     reports = Reports(mem.home)
     # A key or id a run's line lists that holds the value (one it rejected or queued, made of the value's words).
     plan.report_items = reports.scrub(_report_matcher(plan))
-    reports.forget_keys(plan.whole | plan.named)
+    reports.forget_keys(plan.whole | plan.named, blind)
     # 4. Last, the version files and their index rows (sealed versions: ciphertext only, deleted as they are, no
     # decryption, no tombstone). A forget stopped before here (killed, or the index busy) leaves the key's versions,
     # so `bead forget KEY` plans it again and finishes; deleted first, they left a stopped forget's raw turns, state
@@ -1745,7 +1755,7 @@ def _apply_forgetting(
     mem.audit.record(
         now,
         event,
-        keys=[key_hash(k) if k in plan.whole else k for k in summary["keys"]],
+        keys=[mark(k) if k in plan.whole else k for k in summary["keys"]],
         versions=summary["versions"],
         raw_turns=redacted,
         raw_turns_in_part=in_part,

@@ -32,6 +32,7 @@ from ..store.audit import iso, key_hash
 from ..store.facts import Fact, WriteResult, is_version_of, parse_fact
 from ..store.keys import TRUSTS, TYPES, check_choice, validate_key
 from ..store.queue import Queue
+from ..store.reports import Reports
 from ..textform import hidden
 from ..vault import keys as vault_keys
 from . import forget
@@ -86,7 +87,8 @@ def _seal(
 
     # No tombstones: a value's hash is the value to anyone who can enumerate it (a PIN, a short code), so
     # a sealed value leaves no hash on disk. The raw turns, episodes and lines that hold it are scrubbed.
-    summary = forget.apply(mem, plan, under_lock=copy, event="seal", tombstones=False, sealed=into)
+    # Under another key (`--as`), the plaintext key's name goes without a hash too: it is made of the value's words.
+    summary = forget.apply(mem, plan, under_lock=copy, event="seal", tombstones=False, sealed=into, blind=into != key)
     return summary, (written[0] if written else None)
 
 
@@ -135,7 +137,7 @@ def seal(mem: Memory, key: str, as_key: str | None = None) -> dict[str, Any]:
     # A seal killed in its last step is finished by running the same command again (under ``as_key`` too).
     stopped = _stopped(mem, key, as_key)
     if stopped is not None:
-        summary = forget.apply(mem, stopped, event="seal", tombstones=False, sealed=as_key or key)
+        summary = forget.apply(mem, stopped, event="seal", tombstones=False, sealed=as_key or key, blind=as_key is not None)
         if as_key is not None:
             _moved(mem, key, as_key, "done")
         summary["sealed"] = mem.sealed.numbers(as_key or key)
@@ -163,9 +165,17 @@ def seal(mem: Memory, key: str, as_key: str | None = None) -> dict[str, Any]:
 
 def _moved(mem: Memory, key: str, as_key: str, phase: str) -> None:
     """The audit line of a ``seal --as`` beginning or done: ``as_key`` by name, ``key`` by its hash only (its name
-    may be made of the value's words, which the seal takes off the disk)."""
+    may be made of the value's words, which the seal takes off the disk). Once done, not even that: the hash, which a
+    stopped move is known by until then, becomes a random token in every line (a word list gave the words back from
+    it: an outside attack)."""
     mem.audit.ready()
     mem.audit.record(mem.clock(), "seal_as", key=as_key, from_sha256=key_hash(key), phase=phase)
+    if phase == "done":
+        # Every line: a plain seal or a forget of the key before may have left its hash.
+        gone = {key_hash(key)}
+        mem.audit.blind(gone)
+        mem.tombstones.blind(gone)
+        Reports(mem.home).blind(gone)
 
 
 def stopped_moves(mem: Memory, into: set[str]) -> dict[str, tuple[str, str]]:

@@ -13,6 +13,8 @@ import itertools
 import json
 import os
 import re
+import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -255,23 +257,61 @@ def _id_key(value: object) -> str | None:
     return None
 
 
-def _hash_keys(entry: dict[str, Any], keys: set[str]) -> bool:
-    """Replace every mention of one of ``keys`` in an entry by its hash; True when something changed."""
+def blinder() -> Callable[[str], str]:
+    """What a key's mentions become where not even its hash may stay (a `bead seal KEY --as NEWKEY`: KEY is made of
+    the value's words, and its SHA-256 gives them back to whoever tries a word list): a random token, the same for
+    each key within one rewrite, so its lines still go together, and tied to nothing on disk."""
+    tokens: dict[str, str] = {}
+    return lambda key: tokens.setdefault(key, "blinded-" + secrets.token_hex(16))
+
+
+def _hash_keys(entry: dict[str, Any], keys: set[str], mark: Callable[[str], str] = key_hash) -> bool:
+    """Replace every mention of one of ``keys`` in an entry by its hash (``mark``'s); True when something changed."""
     changed = False
     if entry.get("key") in keys:
-        entry["key_sha256"] = key_hash(entry.pop("key"))
+        entry["key_sha256"] = mark(entry.pop("key"))
         changed = True
     for name in ("id", "by"):
         k = _id_key(entry.get(name))
         if k in keys:
             key, _, version = str(entry.pop(name)).rpartition("@v")
-            entry[f"{name}_sha256"] = key_hash(key)
+            entry[f"{name}_sha256"] = mark(key)
             entry[f"{name}_version"] = int(version) if version.isdigit() else version
             changed = True
     if isinstance(entry.get("keys"), list) and keys & set(entry["keys"]):
-        entry["keys"] = [key_hash(k) if k in keys else k for k in entry["keys"]]
+        entry["keys"] = [mark(k) if k in keys else k for k in entry["keys"]]
         changed = True
     return changed
+
+
+def _swapped(value: Any, marks: dict[str, str]) -> Any:
+    """``value`` (a log line's JSON) with every string that is one of ``marks`` replaced by its mark."""
+    if isinstance(value, str):
+        return marks.get(value, value)
+    if isinstance(value, dict):
+        return {k: _swapped(v, marks) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swapped(v, marks) for v in value]
+    return value
+
+
+def _blind_hashes(path: Path, root: Path, hashes: set[str]) -> int:
+    """Every value of a line that is one of ``hashes`` becomes a random token (``blinder``); a line that holds one
+    and is no record goes."""
+    mark = blinder()
+    marks = {h: mark(h) for h in hashes}
+
+    def edit(line: str) -> str | None:
+        if not any(h in line for h in hashes):
+            return line
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            return None
+        new = _swapped(entry, marks)
+        return line if new == entry else json.dumps(new, ensure_ascii=False)
+
+    return rewrite_lines(path, edit, root=root) if hashes else 0
 
 
 def _mentions(obj: Any, keys: set[str]) -> bool:
@@ -310,7 +350,7 @@ def _named_in(path: Path, root: Path) -> set[str]:
     return out
 
 
-def _rewrite(path: Path, root: Path, keys: set[str]) -> int:
+def _rewrite(path: Path, root: Path, keys: set[str], mark: Callable[[str], str] = key_hash) -> int:
     def edit(line: str) -> str | None:
         if not any(k in line for k in keys):
             return line
@@ -320,7 +360,7 @@ def _rewrite(path: Path, root: Path, keys: set[str]) -> int:
             return None  # a torn (or hostile, nested) line that holds the key's text: it goes
         if not isinstance(entry, dict):
             return None
-        if not _hash_keys(entry, keys) and not _mentions(entry, keys):
+        if not _hash_keys(entry, keys, mark) and not _mentions(entry, keys):
             return line  # another key that merely contains this one's text
         # A mention outside the known fields: drop the line rather than keep the text.
         return None if _mentions(entry, keys) else json.dumps(entry, ensure_ascii=False)
@@ -395,9 +435,15 @@ class AuditLog:
                 out.append(entry)
         return out
 
-    def forget_keys(self, keys: set[str]) -> int:
-        """Lines that name one of ``keys`` keep its hash instead (forget); the number of lines changed."""
-        return _rewrite(self.path, self.root, keys) if keys else 0
+    def forget_keys(self, keys: set[str], mark: Callable[[str], str] = key_hash) -> int:
+        """Lines that name one of ``keys`` keep its hash instead (forget; ``mark``'s, ``blinder``'s for a key that
+        may not leave even that); the number of lines changed."""
+        return _rewrite(self.path, self.root, keys, mark) if keys else 0
+
+    def blind(self, hashes: set[str]) -> int:
+        """Every field holding one of ``hashes`` (a moved key's, `seal --as`'s ``from_sha256``, once done) holds a
+        random token instead; the number of lines changed."""
+        return _blind_hashes(self.path, self.root, hashes)
 
     def named_keys(self) -> set[str]:
         """Every key a line names (forget looks for keys whose name holds the forgotten value)."""
@@ -547,9 +593,13 @@ class Tombstones:
     def count(self) -> int:
         return len(self.hashes())
 
-    def forget_keys(self, keys: set[str]) -> int:
-        """Earlier tombstones of ``keys`` (a review rejection, say) keep only the key's hash."""
-        return _rewrite(self.path, self.root, keys) if keys else 0
+    def forget_keys(self, keys: set[str], mark: Callable[[str], str] = key_hash) -> int:
+        """Earlier tombstones of ``keys`` (a review rejection, say) keep only the key's hash (``mark``'s)."""
+        return _rewrite(self.path, self.root, keys, mark) if keys else 0
+
+    def blind(self, hashes: set[str]) -> int:
+        """Every field holding one of ``hashes`` (a key's that `seal --as` moved) holds a random token instead."""
+        return _blind_hashes(self.path, self.root, hashes)
 
     def named_keys(self) -> set[str]:
         """Every key a tombstone names in clear (a rejected proposal's, say)."""

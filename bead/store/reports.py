@@ -94,8 +94,23 @@ class Reports:
             changed += hits
         return changed
 
-    def forget_keys(self, keys: set[str]) -> int:
-        """Every mention of a forgotten key (or a version id of it) becomes its hash (forget)."""
+    def blind(self, hashes: set[str]) -> int:
+        """Every ``[forgotten HASH]`` of one of ``hashes`` (a key's that `seal --as` moved) says ``[forgotten]``."""
+        changed = 0
+        marks = {f"[forgotten {h[:12]}]" for h in hashes}
+        for path in self.files():
+            text = safe.read_text(path, root=self.home.root, errors="replace")
+            new = text
+            for mark in marks:
+                new = new.replace(mark, "[forgotten]")
+            if new != text:
+                safe.atomic_write(path, new.encode(), root=self.home.root)
+                changed += 1
+        return changed
+
+    def forget_keys(self, keys: set[str], blind: bool = False) -> int:
+        """Every mention of a forgotten key (or a version id of it) becomes its hash (forget), or nothing of it
+        (``blind``: a `seal --as`, whose key may not leave even its hash)."""
         changed = 0
         for path in self.files():
             text = safe.read_text(path, root=self.home.root, errors="replace")
@@ -103,7 +118,7 @@ class Reports:
             for key in sorted(keys, key=len, reverse=True):
                 spans = key_mentions(new, key)
                 for start, end in reversed(spans):
-                    new = new[:start] + f"[forgotten {key_hash(key)[:12]}]" + new[end:]
+                    new = new[:start] + ("[forgotten]" if blind else f"[forgotten {key_hash(key)[:12]}]") + new[end:]
             if new != text:
                 safe.atomic_write(path, new.encode(), root=self.home.root)
                 changed += 1
