@@ -275,6 +275,10 @@ def _fakes() -> list[tuple[str, str, str]]:
     # shapes an outside review found missing (2026-12-06)
     add("mailgun-key-bare", "mailgun key-{s}", r(HEX, 32))
     add("twilio-client-auth-token", "client = Client('AC" + r(HEX, 32) + "', '{s}')", r(HEX, 32))
+    # an outside attack's (2026-12-08): Notion's integration token before `ntn_`, HTTPie's bearer auth in short options
+    add("notion-legacy-token", "notion token {s}", "secret_" + r(ALNUM, 43))
+    add("httpie-bearer", "http -A bearer -a {s} https://api.example.com/me", r(ALNUM, 32))
+    add("httpie-bearer", "https -a {s} -A bearer example.com/api", r(ALNUM, 40))
     add(
         "multipart-secret-field",
         '--xyz\r\nContent-Disposition: form-data; name="api_key"\r\n\r\n{s}\r\n--xyz--\r\n',
