@@ -68,6 +68,27 @@ def compile_linear(pattern: str) -> Any:
         raise ValueError(f"pattern {pattern[:60]!r} is not valid RE2 syntax: {exc}") from None
 
 
+class LazyPattern:
+    """A pattern compiled for RE2 on its first use: one that costs much to compile (``_PRINTS_SECRET``: 80 ms, most
+    of this module's import) and that most processes never run (`bead show`, `bead status`, the MCP server)."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self._compiled: Any = None
+
+    @property
+    def compiled(self) -> Any:
+        if self._compiled is None:
+            self._compiled = compile_linear(self.source)  # two threads may both compile it: the same pattern
+        return self._compiled
+
+    def search(self, text: str) -> Any:
+        return self.compiled.search(text)
+
+    def finditer(self, text: str) -> Any:
+        return self.compiled.finditer(text)
+
+
 @dataclass(frozen=True)
 class Allow:
     """An allowlist: a finding is dropped when a regex matches its target, or the secret holds a stopword."""
@@ -1298,7 +1319,7 @@ _SECRET_VAR = (
     r"(?:_(?:[0-9]{1,4}|BASE|DEV|PROD|PRODUCTION|STAGING|STAGE|TEST|CI|LOCAL|QA|V[0-9]{1,3}|[A-Z0-9]{1,2}))*"
     r"(?:[^A-Za-z0-9_:]|:[-=?]|$)"
 )
-_PRINTS_SECRET = compile_linear(
+_PRINTS_SECRET = LazyPattern(
     r"(?i)(?:\b(?:echo|printf|print)\b[^\n|;&]{0,200}?\$\{?"
     r"|\bprintenv(?:[ \t]+--?[0A-Za-z]{0,8})*(?:[ \t]+[A-Za-z0-9_]{1,60}){0,8}?[ \t]+)"
     + _SECRET_VAR
@@ -1376,7 +1397,7 @@ PRINTED_SCAN = 64 * 1024  # of a command, the characters looked at
 
 
 # `pass NAME`, pass's own short form of `pass show NAME` (its other commands are words of their own: not a read).
-_PASS_SHORT = compile_linear(_CMD + r"pass[ \t]+([A-Za-z0-9_@][A-Za-z0-9_./@+-]{0,100})[ \t]*(?:$|[\n;&|)])")
+_PASS_SHORT = LazyPattern(_CMD + r"pass[ \t]+([A-Za-z0-9_@][A-Za-z0-9_./@+-]{0,100})[ \t]*(?:$|[\n;&|)])")
 _PASS_COMMANDS = frozenset(
     "init ls list find search show grep insert add edit generate rm remove delete mv rename cp copy git help version".split()
 )
