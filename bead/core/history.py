@@ -459,6 +459,7 @@ def read_transcript(
     subagent_file = path.parent.name == "subagents"
     last_id: str | None = None
     last_weight = 0  # of the last message (an answer written one block per line grows)
+    first_line = True  # of the file's user and assistant lines
     for d, weight in _lines(path, max_line_bytes, counts):
         if d is None:
             counts.skipped_lines += 1
@@ -474,8 +475,22 @@ def read_transcript(
         ):
             counts.skipped_lines += 1
             continue
+        # Claude Code says who sent a user line: `turnOrigin` "human" where the person typed it, "sdk", "scheduled"
+        # (a cron or /loop prompt the model or a repository's scheduled_tasks.json set), "task_notification" where
+        # not; older versions an `origin` object of a kind. A line that says another is read as a sub-agent's prompt
+        # is: never the person's word (an outside attack: a scheduled prompt's "remember" was imported as typed).
+        origin = d.get("origin")
+        not_persons = kind == "user" and (
+            (isinstance(d.get("turnOrigin"), str) and d["turnOrigin"] != "human")
+            or (isinstance(origin, dict) and isinstance(origin.get("kind"), str) and origin["kind"] != "human")
+        )
         b.session_id = b.session_id or d.get("sessionId")
-        b.agent_id = b.agent_id or (d.get("agentId") if d.get("isSidechain") or subagent_file else None)
+        # A file whose first line is a sub-agent's is that sub-agent's; a sub-agent's line further on, inside its
+        # parent's file, names no session for the file (it moved the whole parent, the person's turns pasted, to the
+        # sub-agent's: an outside attack), and is read as the sub-agent's where it stands (below).
+        sidechain_file = subagent_file or (first_line and bool(d.get("isSidechain")))
+        first_line = False
+        b.agent_id = b.agent_id or (d.get("agentId") if sidechain_file else None)
         if subagent_file and not b.agent_id:
             b.agent_id = path.stem.removeprefix("agent-")
         b.cwd = b.cwd or d.get("cwd")
@@ -533,8 +548,10 @@ def read_transcript(
             if not b.fits(share, len(part)) and (t := b.take(counts)) is not None:
                 yield t
             # A sub-agent's line inside its parent's file (older Claude Code wrote them there, marked only
-            # isSidechain): the main model wrote its prompt, never the person.
-            b.add({"role": kind, "content": part, **({SIDECHAIN: True} if d.get("isSidechain") else {})}, at, share, len(part))
+            # isSidechain): the main model wrote its prompt, never the person. So too a line Claude Code says no
+            # person sent (below).
+            mark = {SIDECHAIN: True} if d.get("isSidechain") or not_persons else {}
+            b.add({"role": kind, "content": part, **mark}, at, share, len(part))
             last_weight = share
     if (t := b.take(counts)) is not None:
         yield t
@@ -886,12 +903,27 @@ def read_codex(
     assistant's items and back), so the runs it merges stay whole (one of hundreds of items is cut)."""
     b = _Batches(path, "responses", walk)
     run = run_parts = 0  # items and parts of the run the parser would merge
+    unattended = False  # the file's session is a codex exec run's (its session_meta says so)
     for d, weight in _lines(path, max_line_bytes, counts):
         payload = d.get("payload") if d is not None else None
         if d is None or not isinstance(payload, dict):
             counts.skipped_lines += 1
             continue
         kind = d.get("type")
+        if kind == "event_msg" and payload.get("type") == "task_started":
+            # Each turn says what started it: `codex exec resume` appends exec turns to an interactive session's
+            # file, whose session_meta says nothing of them (an outside attack: an issue body piped in was read as
+            # typed). A batch ends where that changes, as a Claude Code file's does at its entry point.
+            by = payload.get("turn_attribution")
+            trigger = by.get("turn_trigger") if isinstance(by, dict) else None
+            untyped = CODEX_EXEC if unattended or trigger == "exec" else ""
+            if untyped != b.untyped:
+                if b.messages and (t := b.take(counts)) is not None:
+                    yield t
+                    run = run_parts = 0
+                b.untyped = untyped
+            counts.skipped_lines += 1
+            continue
         if kind == "session_meta":
             b.session_id = b.session_id or payload.get("session_id") or payload.get("parent_thread_id") or payload.get("id")
             b.cwd = b.cwd or payload.get("cwd")
@@ -900,6 +932,7 @@ def read_codex(
                 # under the parent's, read as delegated, as the proxy reads a thread other than its session's.
                 b.agent_id = b.agent_id or payload.get("id") or "subagent"
             if codex_unattended(payload.get("originator")) or payload.get("source") == "exec":
+                unattended = True
                 b.untyped = CODEX_EXEC  # as the proxy reads a codex exec run's requests (conversation.untyped)
             if payload.get("source") == "mcp":
                 # `codex mcp-server`: its MCP client, another agent, wrote each prompt (the `codex` tool's argument).
