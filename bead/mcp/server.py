@@ -253,8 +253,33 @@ def _opened(view: reads.FactView) -> dict[str, Any]:
 def _version_shown(version: dict[str, Any]) -> dict[str, Any]:
     """A fact's version as get_memory and history give it (its ``trust`` and ``value``): the person's value as
     stored, any other with its bead or harness tags escaped (a review found an agent's `<system-reminder>` given
-    whole to the curator by history, which may pin and accept)."""
-    return version if reads.persons_trust(version["trust"]) else {**version, "value": _tags_escaped(version["value"])}
+    whole to the curator by history, which may pin and accept); every other field of one that is not the person's
+    too, and its ``owner`` always (a team member's verified email may hold tags: an outside attack)."""
+    if reads.persons_trust(version["trust"]):
+        return {**version, "owner": _tags_escaped(version["owner"])} if "owner" in version else version
+    return _tags_escaped(version)
+
+
+QUEUE_LIMIT = 50  # review items review_queue gives at most, unless asked for more
+QUEUE_LIMIT_MAX = 500
+QUEUE_VALUE_CHARS = 2000  # of an item's value, review_queue gives at most this much (`bead review` shows all)
+
+
+def _queue_listed(items: list[Any], limit: int) -> dict[str, Any]:
+    """review_queue's answer: the first ``limit`` items, each value cut to ``QUEUE_VALUE_CHARS`` (an agent can queue
+    values of 60 KB, as many as it likes: five made a result of 300,000 characters, too long for a harness to show;
+    an outside attack), and how many more there are."""
+    shown = []
+    for item in items[:limit]:
+        d = item.as_dict()
+        if len(d["value"]) > QUEUE_VALUE_CHARS:
+            d["value_chars"] = len(d["value"])
+            d["value"] = d["value"][:QUEUE_VALUE_CHARS] + "…"
+        shown.append(d)
+    out: dict[str, Any] = {"items": shown, "total": len(items)}
+    if len(items) > limit or any("value_chars" in d for d in shown):
+        out["hint"] = "`bead review` at the person's terminal shows every item whole; a larger limit shows more here"
+    return out
 
 
 def _tags_escaped(value: Any, depth: int = 0) -> Any:
@@ -1057,12 +1082,13 @@ def _admin_tools(mcp: MCPServer, rt: Runtime) -> None:
             "person said, facts no typed words of theirs back. all=true lists decided items too."
         ),
     )
-    async def review_queue(ctx: Context, all: bool = False) -> CallToolResult:  # noqa: A002 - the tool's word
+    async def review_queue(
+        ctx: Context,
+        all: bool = False,  # noqa: A002 - the tool's word
+        limit: Annotated[int, Field(ge=1, le=QUEUE_LIMIT_MAX)] = QUEUE_LIMIT,
+    ) -> CallToolResult:
         return await rt.call(
-            "review_queue",
-            ctx,
-            lambda m, v: {"items": [i.as_dict() for i in review.items(m, None if all else "open")]},
-            write=False,
+            "review_queue", ctx, lambda m, v: _queue_listed(review.items(m, None if all else "open"), limit), write=False
         )
 
     @mcp.tool(
