@@ -411,7 +411,9 @@ class TestRemember:
         assert keys == [] and queue == []
         newest = sent["messages"][-1]["content"]
         note = newest[-1]["text"] if isinstance(newest, list) else newest
-        assert "was not queued for review" in note and "bead write user/" in note, note
+        assert "was not queued for review" in note and "bead write KEY" in note, note
+        # the key "remember" would make is of the value's words, which the person forgot (a review)
+        assert "wombatica" not in note.split("in the user's message", 1)[1].lower(), note
         assert "bead queue accept" not in note
 
     @pytest.mark.parametrize("shell", ["/bin/bash", "sudo -E bash", "tee /tmp/i | sh", "/usr/bin/env sh"])

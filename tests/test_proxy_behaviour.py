@@ -12,8 +12,11 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import random
 import re
+import string
 import subprocess
+import sys
 import threading
 import urllib.parse
 
@@ -493,25 +496,34 @@ class TestConversation:
         assert [ln for ln in newest.splitlines() if "replaces the value shown earlier" in ln and "6543" in ln], newest
 
     @pytest.mark.parametrize("paste_kb", [2, 400])
-    def test_a_remember_after_a_long_paste_is_noticed_without_its_value(self, proxy_client, upstream, bead_home, paste_kb):
+    def test_a_remember_after_a_long_paste_reads_only_the_messages_end_before_forwarding(
+        self, proxy_client, upstream, bead_home, monkeypatch, paste_kb
+    ):
         """A "remember" that waits for review is noticed in the cue block, its value quoted as the secret scan leaves
-        it once the conversation was read for secrets said elsewhere. That read ran before forwarding, unbounded by
-        the request's deadline: a paste of megabytes ending in "remember ..." held the request past it, and it went
-        out without its blocks (an outside attack). Past ``NOTICE_SCAN_CHARS`` of text the notice quotes no value
-        (and the conversation is not read for it); the review still has the value."""
-        from bead.proxy.engine import NOTICE_SCAN_CHARS
+        it, and without the values found elsewhere in the conversation. The conversation was read for them before
+        forwarding, unbounded by the request's deadline: a dense paste ending in "remember ..." held the request past
+        it, and it went out without its blocks (an outside attack; a bound of 256 KB still took 3.7 s, a review).
+        Before forwarding only the newest message's last ``NOTICE_SCAN_CHARS`` are read now, with what this process
+        found in the conversation's captured turns."""
+        from bead.proxy import engine
 
-        line = "2026-12-08T01:02:03 worker-7 INFO job 81723 done in 412 ms queue=exports\n"
-        paste = line * (paste_kb * 1024 // len(line) + 1)
-        assert (len(paste) > NOTICE_SCAN_CHARS) == (paste_kb > 256)
+        read: list[int] = []
+        real = engine.redact_messages
+
+        def spy(groups, known=None):
+            if sys._getframe(1).f_code.co_name == "_notice_known":
+                read.append(sum(len(t) for g in groups for t in g))
+            return real(groups, known)
+
+        monkeypatch.setattr(engine, "redact_messages", spy)
+        rnd = random.Random(paste_kb)
+        pairs = " ".join(f"password: {''.join(rnd.choices(string.ascii_letters + string.digits, k=12))}" for _ in range(20))
+        paste = (pairs + "\n") * (paste_kb * 1024 // (len(pairs) + 1) + 1)
         text = f"here is the worker log:\n\n{paste}\nremember that the staging deploy uses fly.io"
         post(proxy_client(), *req(text, session=f"paste-{paste_kb}"))
         notes = [ln for ln in self._newest_text(upstream).splitlines() if ln.startswith("- note from bead:")]
-        assert len(notes) == 1 and "queued for review" in notes[0], notes
-        if paste_kb > 256:
-            assert '"remember" (its value not repeated here)' in notes[0] and "fly.io" not in notes[0], notes
-        else:
-            assert "staging deploy uses fly.io" in notes[0], notes
+        assert len(notes) == 1 and "queued for review" in notes[0] and "staging deploy uses fly.io" in notes[0], notes
+        assert read and max(read) <= engine.NOTICE_SCAN_CHARS, read
         with mem_of(bead_home) as m:
             assert any("fly.io" in item.value for item in Queue(m).items()), "the review has the value"
 

@@ -80,9 +80,9 @@ MAX_MESSAGES = 10_000
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # response bytes kept for capturing the assistant turn
 MAX_CHAINS = 4096  # Responses ids remembered for previous_response_id
 MAX_PRINTED_CONVERSATIONS = 1024  # conversations whose printed secrets' values are looked for again (in memory)
-# Of a conversation's messages a "remember" notice reads for secrets before forwarding, at most this much text (the
-# scan takes up to about half a second a megabyte); past it the notice quotes no value.
-NOTICE_SCAN_CHARS = 256 * 1024
+# Of the newest message, the characters a "remember" notice reads for secrets before forwarding: its end, where a
+# `.env` pasted with the "remember" stands (the scan takes up to 15 s a megabyte of text dense with secrets' names).
+NOTICE_SCAN_CHARS = 8 * 1024
 CHAIN_ANSWER_WAIT_S = 5.0  # a chain step's capture waits this long at most for the previous answer in another worker
 # SQLite's page cache of each of the proxy's connections (one a thread, in every worker): 512 KiB instead of SQLite's
 # 2,000 took about 7 MB off a worker at 10,000 facts and 200,000 turns (docs/results.md); the OS caches the file.
@@ -426,20 +426,18 @@ class Engine:
             capture.note_typed(conv.messages[read:before], work)
             self._keep_new(found, work)
 
-    def _notice_known(self, ident: Identity, conv: Conversation, newest: int) -> dict[str, str] | None:
-        """The values a "remember" notice must not quote (to their rules): those the secret scan finds in the
-        conversation up to its newest message (read here, before the capture, once per message: a notice is rare)
-        and its newest message itself, and those its commands printed. None where that is more than
-        ``NOTICE_SCAN_CHARS`` to read (a long paste ending in "remember ...": the scan is not bounded by the request's
-        deadline, and held it past it: an outside attack): the notice then quotes no value."""
-        with self._printed_lock:
-            read = self._seeded.get(ident.id, 0)
-        read = 0 if read > len(conv.messages) else read
-        if sum(len(p.text) for m in conv.messages[read : newest + 1] for p in m.parts) > NOTICE_SCAN_CHARS:
-            return None
-        self._seed_found(ident, conv, newest)
+    def _notice_known(self, ident: Identity, conv: Conversation, newest: int) -> dict[str, str]:
+        """The values a "remember" notice must not quote (to their rules): those the secret scan found in the
+        conversation's captured turns (this process's captures), those its commands printed, and those of the
+        newest message's last ``NOTICE_SCAN_CHARS`` characters (a `.env` pasted just before the "remember" that
+        says its password bare), read here, before forwarding. Nothing more is read here: the scan is not bounded
+        by the request's deadline, and a dense paste ending in "remember ..." held the request past it (an outside
+        attack; a bound on the characters read before was 256 KB, which a review showed taking 3.7 s)."""
         known = dict(self._known_found(ident.id))
-        redact_messages([[t.text for t in capture.message_turns(conv.messages[newest], ident)]], known)
+        texts = [t.text for t in capture.message_turns(conv.messages[newest], ident)]
+        tail = "\n".join(texts)[-NOTICE_SCAN_CHARS:]
+        if tail:
+            redact_messages([[tail]], known)
         return {**dict.fromkeys(self._known_prints(ident.id), PRINTED), **known}
 
     def _known(self, conversation_id: str) -> tuple[list[str], dict[str, str]]:
@@ -618,8 +616,9 @@ class Engine:
                     conv.untyped,
                     mem.tombstones.refuses,
                 )
-                known = self._notice_known(ident, conv, newest) if remembering.needs_notice(plans) else {}
-                notices = remembering.notice_lines(plans, known, quote=known is not None)
+                notices = remembering.notice_lines(
+                    plans, self._notice_known(ident, conv, newest) if remembering.needs_notice(plans) else None
+                )
                 cue = self.recaller.recall_for(
                     mem,
                     conv,
