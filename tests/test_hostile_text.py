@@ -273,15 +273,19 @@ class TestRemember:
         note = newest[-1]["text"] if isinstance(newest, list) else newest
         assert "queued for review" in note and "\\u200b" in note, "the notice shows the hidden characters escaped"
 
-    @pytest.mark.parametrize("pasted_before", [True, False], ids=["earlier-message", "same-message"])
-    def test_a_queued_remember_that_says_a_pasted_password_bare_keeps_it_off_the_disk(self, bead_home, pasted_before):
+    @pytest.mark.parametrize(
+        "pasted_before, filler", [(True, 0), (False, 0), (True, 20_000)], ids=["earlier-message", "same-message", "long"]
+    )
+    def test_a_queued_remember_that_says_a_pasted_password_bare_keeps_it_off_the_disk(self, bead_home, pasted_before, filler):
         """The person pasted a `.env` (its password found by name), then a "remember" that waits for review says
         the password bare. The notice in the cue block, which the conversation's state file keeps, was redacted by
-        the rules alone (an outside review found it there); it now leaves out what the conversation's scan found."""
+        the rules alone (an outside review found it there); it now leaves out what the conversation's scan found.
+        Where there is more than ``NOTICE_SCAN_CHARS`` of the conversation this process has not read (it read none of
+        it before forwarding), every word of the value that reads as a secret is left out instead."""
         from conftest import all_bytes_under
 
         password = "Xq7vLm2pRt9w"
-        env = f"here is my .env\nDB_PASSWORD={password}\nDB_HOST=localhost"
+        env = "x" * filler + f"\nhere is my .env\nDB_PASSWORD={password}\nDB_HOST=localhost"
         typed = f"Deploy notes: remember that the staging box logs in with {password}"
         if pasted_before:
             messages = [{"role": "user", "content": env}, {"role": "assistant", "content": "Got it."}]

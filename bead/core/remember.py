@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..capture.secrets import compile_linear, credential_rules, holds_whole, redact, redact_known
+from ..capture.secrets import compile_linear, credential_rules, holds_whole, redact, redact_known, secret_like_masked
 from ..capture.text import output_lines
 from ..conversation import UNTYPED_REASONS, Identity, Message, Source
 from ..display import CONTROL, visible
@@ -314,17 +314,20 @@ def _quoted(value: str) -> str:
 _QUOTE_LIKE = frozenset("`\u201c\u201d\u201e\u201f\u2033\u2036\uff02\u02ba\u02dd\u275d\u275e\u301d\u301e\u301f")
 
 
-def notice_lines(plans: Iterable[Plan], known: dict[str, str] | None = None) -> list[str]:
+def notice_lines(plans: Iterable[Plan], known: dict[str, str] | None = None, unread: bool = False) -> list[str]:
     """One cue-block line per value not written: what happened, and what the person can do.
 
     A value is shown as the secret scan leaves it, and without any of ``known`` (values the scan found elsewhere in
     the conversation, to their rules: a password pasted in a `.env` the "remember" says bare): the secret itself
-    never reaches the model (or the cue block's bytes, which the conversation's state file keeps)."""
+    never reaches the model (or the cue block's bytes, which the conversation's state file keeps). ``unread``: part
+    of the conversation was not read for ``known`` (too much to read before forwarding): each word of the value that
+    reads as a secret is left out too."""
     out = []
     for p in plans:
         if p.action not in ("queue", "refuse"):
             continue
         value = " ".join(redact_known(redact(p.value)[0], known or {}).split())
+        value = secret_like_masked(value) if unread else value
         cut = len(value) > NOTICE_VALUE_CHARS
         if cut:
             value = value[: NOTICE_VALUE_CHARS - 1] + "…"

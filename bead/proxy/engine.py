@@ -426,19 +426,27 @@ class Engine:
             capture.note_typed(conv.messages[read:before], work)
             self._keep_new(found, work)
 
-    def _notice_known(self, ident: Identity, conv: Conversation, newest: int) -> dict[str, str]:
+    def _notice_known(self, ident: Identity, conv: Conversation, newest: int) -> tuple[dict[str, str], bool]:
         """The values a "remember" notice must not quote (to their rules): those the secret scan found in the
-        conversation's captured turns (this process's captures), those its commands printed, and those of the
-        newest message's last ``NOTICE_SCAN_CHARS`` characters (a `.env` pasted just before the "remember" that
-        says its password bare), read here, before forwarding. Nothing more is read here: the scan is not bounded
-        by the request's deadline, and a dense paste ending in "remember ..." held the request past it (an outside
-        attack; a bound on the characters read before was 256 KB, which a review showed taking 3.7 s)."""
+        conversation's turns this process read (its captures), those its commands printed, and those of the newest
+        message's last ``NOTICE_SCAN_CHARS`` characters (a `.env` pasted just before the "remember" that says its
+        password bare) and of the earlier messages this process has not read, where they are no more than that;
+        and whether some were left unread. Nothing more is read before forwarding: the scan is not bounded by the
+        request's deadline, and a dense paste ending in "remember ..." held the request past it (an outside attack;
+        a bound of 256 KB still took 3.7 s: a review)."""
+        with self._printed_lock:
+            read = self._seeded.get(ident.id, 0)
+        read = 0 if read > len(conv.messages) else read
+        unread = sum(len(p.text) for m in conv.messages[read:newest] for p in m.parts)
+        if 0 < unread <= NOTICE_SCAN_CHARS:
+            self._seed_found(ident, conv, newest)
         known = dict(self._known_found(ident.id))
         texts = [t.text for t in capture.message_turns(conv.messages[newest], ident)]
         tail = "\n".join(texts)[-NOTICE_SCAN_CHARS:]
         if tail:
             redact_messages([[tail]], known)
-        return {**dict.fromkeys(self._known_prints(ident.id), PRINTED), **known}
+        left = unread > NOTICE_SCAN_CHARS or len("\n".join(texts)) > NOTICE_SCAN_CHARS
+        return {**dict.fromkeys(self._known_prints(ident.id), PRINTED), **known}, left
 
     def _known(self, conversation_id: str) -> tuple[list[str], dict[str, str]]:
         with self._printed_lock:
@@ -616,9 +624,8 @@ class Engine:
                     conv.untyped,
                     mem.tombstones.refuses,
                 )
-                notices = remembering.notice_lines(
-                    plans, self._notice_known(ident, conv, newest) if remembering.needs_notice(plans) else None
-                )
+                known, unread = self._notice_known(ident, conv, newest) if remembering.needs_notice(plans) else ({}, False)
+                notices = remembering.notice_lines(plans, known, unread)
                 cue = self.recaller.recall_for(
                     mem,
                     conv,
