@@ -2233,6 +2233,16 @@ def test_a_secret_printed_in_claude_codes_bash_mode_never_reaches_the_raw_file(m
         "infisical secrets get DB_PASSWORD --plain",
         "chamber read app db_password -q",
         "systemd-creds cat db-password",
+        # a review's: pass with its errors sent away, quoted, or commented; gopass; more ways into a container
+        "pass prod/db 2>/dev/null",
+        "pass 'prod/db'",
+        "pass github # the work one",
+        "gopass prod/db",
+        "kubectl -n prod exec web-0 -- cat /run/secrets/db_password",
+        "docker-compose exec app cat /run/secrets/db_password",
+        "oc exec web-0 -- /bin/cat /run/secrets/token",
+        "docker compose run --rm app head -c 64 /run/secrets/key",
+        "cat /vault/secrets/db-creds",
     ],
 )
 def test_a_command_printing_a_secret_behind_a_prefix_or_a_variant_name_is_read_so(command):
@@ -2407,6 +2417,13 @@ def test_a_message_of_several_bash_mode_commands_is_redacted_where_any_prints_a_
         'git commit -m "pass tests"',
         "docker exec app cat /etc/hosts",
         "keepassxc-cli show vault.kdbx github",
+        # a review's: a shell function named pass, a comment's numbers, pf's rules, a docstring, pass's extensions
+        'pass() { printf "PASS %s\\n" "$1"; }; curl -fsS localhost:8000/healthz >/dev/null && pass health || fail health',
+        "(pass 2)",
+        "cat > /etc/pf.conf <<EOF\npass out quick\npass all\nEOF",
+        'python3 - <<EOF\n"""\n        pass through\n"""\nEOF',
+        "pass audit",
+        "docker exec app tail -f /var/log/app.log",
     ],
 )
 def test_a_command_that_only_names_a_secret_prints_none(command):
@@ -3968,3 +3985,42 @@ def test_a_password_with_an_equals_sign_is_still_redacted_whole():
     from its start, as before."""
     out, _ = redact("password=Tr0ub4dor=3xQLongPass")
     assert "Tr0ub4dor" not in out and "3xQLongPass" not in out
+
+
+@pytest.mark.parametrize(
+    "text, values",
+    [
+        ("kubectl create secret generic db --from-literal=value=Vq7rLx2mKp9sWd4n", ["Vq7rLx2mKp9sWd4n"]),
+        (
+            "kubectl create secret generic api --from-literal=user=deployer --from-literal=session=Vq7rLx2mKp9sWd4n",
+            ["deployer", "Vq7rLx2mKp9sWd4n"],
+        ),
+        ("kubectl create secret generic api --from-literal session=Vq7rLx2mKp9sWd4n", ["Vq7rLx2mKp9sWd4n"]),
+        ("kubectl create secret generic x --from-literal='session=Tr0ub4dor&3x QLong'", ["Tr0ub4dor&3x QLong"]),
+        ('kubectl -n prod create secret generic x --from-literal=pw="a b&c d" --dry-run=client', ["a b&c d"]),
+    ],
+)
+def test_every_literal_of_kubectl_create_secret_is_a_secret(text, values):
+    """Every `--from-literal` value of a `kubectl create secret` command is a secret's, whatever its name and however
+    many the line holds: the generic rule knew one by a secret's word before it, and only the first (a review)."""
+    out, rules = redact(text)
+    assert all(v not in out for v in values) and "kubectl-secret-literal" in rules, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kubectl create configmap cfg --from-literal=LOG_LEVEL=debug",
+        "kubectl create secret generic x --from-literal=pw=$PW",
+        "kubectl create secret generic x --from-file=./creds.json",
+    ],
+)
+def test_a_configmaps_literal_or_a_variable_stays(text):
+    assert redact(text) == (text, [])
+
+
+def test_a_quoted_value_after_a_name_runs_to_its_closing_quote():
+    """Read after its name and `=`, a quoted value runs to its closing quote, as any quoted value does (a review: the
+    part after `&` stayed)."""
+    out, _ = redact('export GIT_AUTH="token=Xy7Qa9LmP2rT&bcQ9!zz"')
+    assert "Xy7Qa9LmP2rT" not in out and "bcQ9" not in out, out

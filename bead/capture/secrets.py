@@ -276,7 +276,7 @@ def _in_marker(text: str, start: int, end: int) -> bool:
     if close == -1 or end > close + 1:
         return False
     rule = text[lo + len(MARKER) : close]
-    return rule.removeprefix("base64-").removeprefix("hex-") in _rule_ids() or rule in ("bead-token", PRINTED, SEED)
+    return rule.removeprefix("base64-").removeprefix("hex-") in _rule_ids() or rule in ("bead-token", PRINTED, SEED, KUBECTL)
 
 
 @lru_cache(maxsize=1)
@@ -322,6 +322,7 @@ def _finding(rs: Ruleset, rule: Rule, text: str, m: Any, seen: _Asked | None = N
     if span is None:
         return None
     start, end = span
+    begin = start  # where the value starts as matched (a quote before it is looked for there)
     secret = text[start:end]
     if _in_marker(text, start, end):  # an earlier scan's marker (a text redacted already), not a value
         return None
@@ -337,12 +338,12 @@ def _finding(rs: Ruleset, rule: Rule, text: str, m: Any, seen: _Asked | None = N
         secret = text[start:end]
         if not _kept(rs, rule, secret, text, m, seen):
             return None
-    if rule.generic and start and text[start - 1] in "'\"" and text[start - 2 : start - 1] != "\\" and end < len(text):
+    if rule.generic and begin and text[begin - 1] in "'\"" and text[begin - 2 : begin - 1] != "\\" and end < len(text):
         # A quoted value runs to its closing quote on the line, whatever a rule's value class stops at (a password's
         # `&`, `;` or space: `htpasswd -b f admin 'Tr0ub4dor&3xQ!'`, `sshpass -p 'two words'`); a rule that names a
         # secret by its context only: a provider's key has its own shape, and the string may go on after it. An
         # escaped quote's value is read where the escapes are (`_in_escaped`).
-        close = text.find(text[start - 1], end, min(len(text), end + QUOTED_TAIL))
+        close = text.find(text[begin - 1], end, min(len(text), end + QUOTED_TAIL))
         if close > end and text.find("\n", end, close) == -1:
             end = close
     if tail and secret and secret[-1] in _TOKEN_CHARS:
@@ -1041,6 +1042,45 @@ def _checksummed(run: list[str]) -> bool:
     return False
 
 
+KUBECTL = "kubectl-secret-literal"  # the rule id of a literal of `kubectl create secret` (``_in_kubectl_literals``)
+# A `kubectl create secret ...` command's line, and each of its literals: every value there is a secret's, whatever
+# its name (`--from-literal=value=...`) and however many the line holds (a review: the generic rule knew a literal by
+# a secret's word before it, and only the first).
+_KUBECTL_SECRET = compile_linear(r"\bkubectl\b[^\n]{0,300}?\bcreate[ \t]+secret\b[^\n]*")
+_LITERAL = compile_linear(
+    r"--from-literal[= ](?:'[A-Za-z0-9_.-]{1,253}=([^'\n]{1,1000})'|"
+    + '"'
+    + r"[A-Za-z0-9_.-]{1,253}=([^"
+    + '"'
+    + r"\n]{1,1000})"
+    + '"'
+    + r"|[A-Za-z0-9_.-]{1,253}=(?:'([^'\n]{1,1000})'|"
+    + '"'
+    + r"([^"
+    + '"'
+    + r"\n]{1,1000})"
+    + '"'
+    + r"|([^\s'"
+    + '"'
+    + r"]{1,1000})))"
+)
+KUBECTL_LITERAL_MIN = 4  # characters of a literal's value, at least (`--from-literal=debug=1` holds no secret)
+
+
+def _in_kubectl_literals(text: str) -> list[Finding]:
+    """The values of each `kubectl create secret` line's `--from-literal` options."""
+    if "kubectl" not in text or "from-literal" not in text:
+        return []
+    out = []
+    for line in _KUBECTL_SECRET.finditer(text):
+        for m in _LITERAL.finditer(line.group(0)):
+            i = next(g for g in range(1, 6) if m.group(g) is not None)
+            value = m.group(i)
+            if len(value) >= KUBECTL_LITERAL_MIN and not value.startswith("$"):
+                out.append(Finding(KUBECTL, line.start() + m.start(i), line.start() + m.end(i)))
+    return out
+
+
 def _in_seed_phrase(text: str) -> list[Finding]:
     """A wallet's recovery phrase however it is given (a .env line quoted or not, a JavaScript config, JSON, a
     call's argument, prose, one word a line, a numbered list): SEED_WORDS or more words in a row, each in BIP39's
@@ -1245,6 +1285,7 @@ def _findings(text: str) -> list[Finding]:
         *_in_markup(text),
         *_in_base64(text),
         *_in_seed_phrase(text),
+        *_in_kubectl_literals(text),
     ]
     if other:
         findings = _merged(sorted([*findings, *other], key=lambda f: (f.start, -(f.end - f.start))))
@@ -1349,8 +1390,9 @@ _PRINTS_SECRET = LazyPattern(
     r"|openssl[ \t]+rand\b|(?:bin/)?rails[ \t]+secret\b|mix[ \t]+phx\.gen\.secret\b|pwgen\b"
     r"|(?:php[ \t]+)?artisan[ \t]+key:generate\b[^\n|;&]{0,100}--show"
     # a file read inside a container too (`docker exec app cat /run/secrets/db_password`, `kubectl exec pod -- cat`)
-    r"|(?:(?:docker|podman|nerdctl|kubectl)[ \t]+(?:compose[ \t]+)?exec(?:[ \t]+\S{1,100}){1,8}?[ \t]+)?"
-    r"cat[ \t]+[^\n|;&]{0,200}(?:/run/secrets/|\.pgpass|\.netrc|\.git-credentials|master\.key|\.docker/config\.json"
+    r"|(?:(?:docker(?:-compose)?|podman|nerdctl|kubectl|oc|crictl|lxc|incus)(?:[ \t]+\S{1,100}){0,6}?[ \t]+(?:exec|run)"
+    r"(?:[ \t]+\S{1,100}){1,8}?[ \t]+)?(?:/(?:usr/)?bin/)?(?:cat|head|tail)[ \t]+[^\n|;&]{0,200}"
+    r"(?:/run/secrets/|/vault/secrets/|\.pgpass|\.netrc|\.git-credentials|master\.key|\.docker/config\.json"
     r"|(?:token|secret|password|passwd|credentials)s?(?:\.(?:txt|json))?(?:[\s;|&)]|$))"
     r"|kubectl\b[^\n]{0,200}\bsecrets?\b[^\n]{0,300}(?:\.data\b|base64[ \t]+(?:-d|--decode))"
     r")"
@@ -1396,20 +1438,38 @@ _WORD = re.compile(r"\S{8,}")
 PRINTED_SCAN = 64 * 1024  # of a command, the characters looked at
 
 
-# `pass NAME`, pass's own short form of `pass show NAME` (its other commands are words of their own: not a read).
-_PASS_SHORT = LazyPattern(_CMD + r"pass[ \t]+([A-Za-z0-9_@][A-Za-z0-9_./@+-]{0,100})[ \t]*(?:$|[\n;&|)])")
-_PASS_COMMANDS = frozenset(
-    "init ls list find search show grep insert add edit generate rm remove delete mv rename cp copy git help version".split()
+# `pass NAME` (and gopass's), pass's own short form of `pass show NAME`, as a command of a one-line command: its
+# name quoted or not, its errors sent away. Not a word of code or a config (`pass` in Python, pf's `pass all`), which a
+# command of several lines (a heredoc) holds, nor a shell function of that name (`pass() {...}; ... && pass health`),
+# nor pass's other commands or extensions, nor a name without a letter (`(pass 2)`): a review found each redacted.
+_PASS_SHORT = LazyPattern(
+    r"(?:^|[;&|(][ \t]*)(?:sudo[ \t]+)?(?:go)?pass[ \t]+"
+    r"(?:'([^'\s]{1,100})'|\"([^\"\s]{1,100})\"|([A-Za-z0-9_@][A-Za-z0-9_./@+-]{0,100}))"
+    r"[ \t]*(?:2>(?:&1|/dev/null)[ \t]*)?(?:$|#|[;&|)])"
 )
+_PASS_COMMANDS = frozenset(
+    "init ls list find search show grep insert add edit generate rm remove delete mv rename cp copy git help version "
+    "otp audit import tomb tessen ext update clip".split()
+)
+_PASS_FUNCTION = compile_linear(r"(?:^|[;&|\s])(?:function[ \t]+pass\b|pass[ \t]*\(\))")
+
+
+def _pass_reads(command: str) -> bool:
+    """Whether a one-line ``command`` runs `pass NAME` (``_PASS_SHORT``)."""
+    if "\n" in command.strip() or "pass" not in command or _PASS_FUNCTION.search(command):
+        return False
+    for m in _PASS_SHORT.finditer(command):
+        name = next(g for g in m.groups() if g is not None)
+        if name not in _PASS_COMMANDS and any(c.isalpha() for c in name):
+            return True
+    return False
 
 
 def prints_secret(command: str) -> bool:
     """Whether ``command`` (a tool call's input, as text) prints a secret on its own (``_PRINTS_SECRET``, and
     pass's `pass NAME`)."""
     head = command[:PRINTED_SCAN]
-    if _PRINTS_SECRET.search(head):
-        return True
-    return any(m.group(1) not in _PASS_COMMANDS for m in _PASS_SHORT.finditer(head))
+    return bool(_PRINTS_SECRET.search(head)) or _pass_reads(head)
 
 
 def _printed_like(word: str) -> bool:
