@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import stat
@@ -1151,6 +1152,43 @@ def test_a_seal_as_another_key_killed_inside_its_last_step_is_finished_by_runnin
     with pytest.raises(BeadError, match="has versions already"):
         mem.write("user/other-thing", "something else", "user")
         ops.seal(mem, "user/other-thing", as_key="user/secret-1")
+
+
+def test_a_seal_as_killed_before_its_blind_is_finished_by_running_it_again(mem, vault, monkeypatch):
+    """`seal KEY --as NEWKEY` takes KEY's hash out of every log once its move is done (a word list gives a key made
+    of the value's words back from it). Killed after the move and before that blind, running it again said "NEWKEY
+    has versions already", and the hash stayed for good (a review): the same command finishes the blind now."""
+    key = "project/shop/vault-phrase-maple-quartz"
+    mem.write(key, "the vault phrase is maple quartz lantern", "project")
+    real = ops._moved
+
+    def killed(m, k, a, phase, mark=None):
+        if phase == "done":
+            raise KeyboardInterrupt
+        real(m, k, a, phase, mark)
+
+    monkeypatch.setattr(ops, "_moved", killed)
+    with pytest.raises(KeyboardInterrupt):
+        ops.seal(mem, key, as_key="project/shop/secret-1")
+    monkeypatch.undo()
+    gone = key_hash(key).encode()
+    assert [p for p, data in all_bytes_under(mem.home.root).items() if gone in data], "the kill left the hash"
+    assert ops.seal(mem, key, as_key="project/shop/secret-1")["sealed"] == [1]
+    assert [p for p, data in all_bytes_under(mem.home.root).items() if gone in data] == []
+
+
+def test_one_seal_as_blinds_the_key_with_one_token(mem, vault):
+    """The lines a `seal --as` changes (the key's writes, an earlier forget's lines and tombstones, the move's own)
+    name the key by one token, so they still go together (a review found three)."""
+    from bead.core import forget
+
+    key = "project/shop/vault-phrase-maple-quartz"
+    mem.write(key, "the vault phrase was birch oak", "project")
+    forget.apply(mem, forget.plan_target(mem, key))
+    mem.write(key, "the vault phrase is maple quartz lantern", "project")
+    ops.seal(mem, key, as_key="project/shop/secret-1")
+    logs = mem.home.audit_log.read_text() + mem.home.tombstones_log.read_text()
+    assert len(set(re.findall(r"blinded-[0-9a-f]{32}", logs))) == 1, logs
 
 
 def test_seal_removes_the_skill_file_install_wrote_from_the_fact(bead, mem, vault, tmp_path):

@@ -43,7 +43,7 @@ from ..errors import BeadError
 from ..index.db import INDEXED_CHARS
 from ..index.query import STOPWORDS
 from ..paths import enclosing_git, version_number
-from ..store.audit import blinder, guessable, joined_words, key_hash, normalise, word_form, words_of
+from ..store.audit import guessable, joined_words, key_hash, normalise, word_form, words_of
 from ..store.episodes import Episodes
 from ..store.facts import is_version_of, split_frontmatter
 from ..store.keys import key_mentions, parse_id, scope_of, validate_key
@@ -1550,7 +1550,7 @@ def apply(
     event: str = "forget",
     tombstones: bool = True,
     sealed: str | None = None,
-    blind: bool = False,
+    blind: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """Carry a plan out. ``under_lock`` runs first, inside the index transaction and the store lock (a seal
     writes its encrypted copies there); if it raises, nothing has changed. ``event`` names the audit line
@@ -1558,7 +1558,7 @@ def apply(
     value is a plaintext copy of it to anyone who can guess it, and a sealed value may be a 4-digit PIN. ``sealed``: the key a
     seal or a secret write sealed into, named by the audit line that says it finished (`bead status` tells a
     finished secret write from one stopped before its scrub by it). ``blind``: the keys that go leave no hash either,
-    a random token instead (`seal --as`: the key is made of the value's words)."""
+    its token instead (``blinder``'s: `seal --as`, whose key is made of the value's words)."""
     refuse_git(mem)
     # The review queue's lock for the whole of it: an accept of an item that holds the value either finishes first
     # (and its fact is planned again below) or finds the item gone, never writes the value back after it.
@@ -1573,7 +1573,7 @@ def _apply(
     event: str,
     tombstones: bool,
     sealed: str | None = None,
-    blind: bool = False,
+    blind: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     now = mem.clock()
     started = time.time()
@@ -1600,7 +1600,7 @@ def _apply_forgetting(
     tombstones: bool,
     now: Any,
     sealed: str | None = None,
-    blind: bool = False,
+    blind: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """``_apply``'s part while the forget is seen to run (RawLog.forgetting): a proxy writes nothing of a request
     that came before it, from its first lock to its last scrub."""
@@ -1711,7 +1711,7 @@ def _apply_forgetting(
             Trace(p).scrub(line_matches)
         except (OSError, safe.UnsafePath, NotATrace):
             continue  # as the plan passed it over
-    mark = blinder() if blind else key_hash
+    mark = blind or key_hash
     mem.audit.forget_keys(plan.whole | plan.named, mark)
     mem.tombstones.forget_keys(plan.whole | plan.named, mark)
     # The skill files in the person's projects that bead wrote from it (each checked again before it goes).
@@ -1725,7 +1725,7 @@ def _apply_forgetting(
     reports = Reports(mem.home)
     # A key or id a run's line lists that holds the value (one it rejected or queued, made of the value's words).
     plan.report_items = reports.scrub(_report_matcher(plan))
-    reports.forget_keys(plan.whole | plan.named, blind)
+    reports.forget_keys(plan.whole | plan.named, blind is not None)
     # 4. Last, the version files and their index rows (sealed versions: ciphertext only, deleted as they are, no
     # decryption, no tombstone). A forget stopped before here (killed, or the index busy) leaves the key's versions,
     # so `bead forget KEY` plans it again and finishes; deleted first, they left a stopped forget's raw turns, state

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from .. import files as safe
 from ..capture.secrets import credential_rules
 from ..display import CONTROL
 from ..errors import BeadError, RefusedWrite
-from ..store.audit import iso, key_hash
+from ..store.audit import blinder, iso, key_hash
 from ..store.facts import Fact, WriteResult, is_version_of, parse_fact
 from ..store.keys import TRUSTS, TYPES, check_choice, validate_key
 from ..store.queue import Queue
@@ -44,7 +45,13 @@ if TYPE_CHECKING:
 
 
 def _seal(
-    mem: Memory, key: str, plan: forget.Plan, to: Any, new: Any = None, target: str | None = None
+    mem: Memory,
+    key: str,
+    plan: forget.Plan,
+    to: Any,
+    new: Any = None,
+    target: str | None = None,
+    blind: Callable[[str], str] | None = None,
 ) -> tuple[dict[str, Any], Fact | None]:
     """Write the encrypted copies of the plan's versions of ``key`` (and ``new()``'s version) inside forget's
     locks, then let forget delete the plaintext and scrub every copy of the values. ``target``: the key the copies
@@ -88,7 +95,7 @@ def _seal(
     # No tombstones: a value's hash is the value to anyone who can enumerate it (a PIN, a short code), so
     # a sealed value leaves no hash on disk. The raw turns, episodes and lines that hold it are scrubbed.
     # Under another key (`--as`), the plaintext key's name goes without a hash too: it is made of the value's words.
-    summary = forget.apply(mem, plan, under_lock=copy, event="seal", tombstones=False, sealed=into, blind=into != key)
+    summary = forget.apply(mem, plan, under_lock=copy, event="seal", tombstones=False, sealed=into, blind=blind)
     return summary, (written[0] if written else None)
 
 
@@ -137,9 +144,10 @@ def seal(mem: Memory, key: str, as_key: str | None = None) -> dict[str, Any]:
     # A seal killed in its last step is finished by running the same command again (under ``as_key`` too).
     stopped = _stopped(mem, key, as_key)
     if stopped is not None:
-        summary = forget.apply(mem, stopped, event="seal", tombstones=False, sealed=as_key or key, blind=as_key is not None)
+        mark = blinder() if as_key is not None else None
+        summary = forget.apply(mem, stopped, event="seal", tombstones=False, sealed=as_key or key, blind=mark)
         if as_key is not None:
-            _moved(mem, key, as_key, "done")
+            _moved(mem, key, as_key, "done", mark)
         summary["sealed"] = mem.sealed.numbers(as_key or key)
         summary["key"] = as_key or key
         return summary
@@ -149,33 +157,53 @@ def seal(mem: Memory, key: str, as_key: str | None = None) -> dict[str, Any]:
             # The same command, killed after some or all of its copies and before the plaintext went: those copies
             # are its own (the audit log's last word on ``as_key``), so they are taken back and the seal starts over.
             mem.sealed.delete(as_key, mem.sealed.numbers(as_key))
+        if _unblinded(mem, key, as_key):
+            # Its move was done and the blind of KEY's hash was not (killed, or a log it could not write): finished.
+            _moved(mem, key, as_key, "done", blinder())
+            return {"key": as_key, "sealed": mem.sealed.numbers(as_key), "finished": True}
         if mem.facts.versions(as_key).numbers or mem.sealed.has(as_key):
             raise BeadError(f"{as_key} has versions already", "choose a key nothing has used for --as")
     to = _checked(mem, key)
     plan = forget.plan_seal(mem, key)
+    mark = blinder() if as_key is not None else None  # one token for KEY in every line this seal changes
     if as_key is not None:
         _moved(mem, key, as_key, "begin")
-    summary, _ = _seal(mem, key, plan, to, target=as_key)
+    summary, _ = _seal(mem, key, plan, to, target=as_key, blind=mark)
     if as_key is not None:
-        _moved(mem, key, as_key, "done")
+        _moved(mem, key, as_key, "done", mark)
     summary["sealed"] = mem.sealed.numbers(as_key or key)
     summary["key"] = as_key or key
     return summary
 
 
-def _moved(mem: Memory, key: str, as_key: str, phase: str) -> None:
-    """The audit line of a ``seal --as`` beginning or done: ``as_key`` by name, ``key`` by its hash only (its name
-    may be made of the value's words, which the seal takes off the disk). Once done, not even that: the hash, which a
-    stopped move is known by until then, becomes a random token in every line (a word list gave the words back from
-    it: an outside attack)."""
+def _moved(mem: Memory, key: str, as_key: str, phase: str, mark: Callable[[str], str] | None = None) -> None:
+    """The audit line of a ``seal --as`` beginning or done: ``as_key`` by name, ``key`` by its hash only while it
+    moves (its name may be made of the value's words, which the seal takes off the disk; a stopped move is known by
+    the hash). Once done, not even that: first every audit, tombstone and dream-report field that holds the hash
+    holds ``mark``'s token for the key instead (a word list gave the words back from the hash: an outside attack),
+    under the lock a dream's report is written in; then the done line, without it. Killed in between, the same
+    command finishes it (``_unblinded``)."""
     mem.audit.ready()
-    mem.audit.record(mem.clock(), "seal_as", key=as_key, from_sha256=key_hash(key), phase=phase)
-    if phase == "done":
-        # Every line: a plain seal or a forget of the key before may have left its hash.
-        gone = {key_hash(key)}
-        mem.audit.blind(gone)
-        mem.tombstones.blind(gone)
-        Reports(mem.home).blind(gone)
+    if phase == "begin":
+        mem.audit.record(mem.clock(), "seal_as", key=as_key, from_sha256=key_hash(key), phase=phase)
+        return
+    marks = {key_hash(key): (mark or blinder())(key)}
+    with Queue(mem).deciding():
+        mem.audit.blind(marks)
+        mem.tombstones.blind(marks)
+        Reports(mem.home).blind(set(marks))
+    mem.audit.record(mem.clock(), "seal_as", key=as_key, phase=phase)
+
+
+def _unblinded(mem: Memory, key: str, as_key: str) -> bool:
+    """Whether a ``seal key --as as_key`` moved every version and stopped before its blind: ``key`` has no version
+    left, ``as_key`` has sealed ones, and the log still holds ``key``'s hash."""
+    return (
+        not mem.facts.versions(key).numbers
+        and mem.sealed.has(as_key)
+        and not mem.facts.versions(as_key).numbers
+        and (mem.audit.holds(key_hash(key)) or mem.tombstones.holds(key_hash(key)))
+    )
 
 
 def stopped_moves(mem: Memory, into: set[str]) -> dict[str, tuple[str, str]]:

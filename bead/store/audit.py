@@ -295,11 +295,10 @@ def _swapped(value: Any, marks: dict[str, str]) -> Any:
     return value
 
 
-def _blind_hashes(path: Path, root: Path, hashes: set[str]) -> int:
-    """Every value of a line that is one of ``hashes`` becomes a random token (``blinder``); a line that holds one
-    and is no record goes."""
-    mark = blinder()
-    marks = {h: mark(h) for h in hashes}
+def _blind_hashes(path: Path, root: Path, marks: dict[str, str]) -> int:
+    """Every value of a line that is one of ``marks``' hashes becomes its token (``blinder``'s); a line that holds
+    one and is no record goes."""
+    hashes = set(marks)
 
     def edit(line: str) -> str | None:
         if not any(h in line for h in hashes):
@@ -311,7 +310,7 @@ def _blind_hashes(path: Path, root: Path, hashes: set[str]) -> int:
         new = _swapped(entry, marks)
         return line if new == entry else json.dumps(new, ensure_ascii=False)
 
-    return rewrite_lines(path, edit, root=root) if hashes else 0
+    return rewrite_lines(path, edit, root=root) if marks else 0
 
 
 def _mentions(obj: Any, keys: set[str]) -> bool:
@@ -440,10 +439,17 @@ class AuditLog:
         may not leave even that); the number of lines changed."""
         return _rewrite(self.path, self.root, keys, mark) if keys else 0
 
-    def blind(self, hashes: set[str]) -> int:
-        """Every field holding one of ``hashes`` (a moved key's, `seal --as`'s ``from_sha256``, once done) holds a
-        random token instead; the number of lines changed."""
-        return _blind_hashes(self.path, self.root, hashes)
+    def blind(self, marks: dict[str, str]) -> int:
+        """Every field holding one of ``marks``' hashes (a moved key's, `seal --as`'s ``from_sha256``, once done)
+        holds its token instead; the number of lines changed."""
+        return _blind_hashes(self.path, self.root, marks)
+
+    def holds(self, value: str) -> bool:
+        """Whether a line of the log holds ``value`` (a hash a blind should have taken)."""
+        try:
+            return value in read_text(self.path, root=self.root, errors="replace")
+        except FileNotFoundError:
+            return False
 
     def named_keys(self) -> set[str]:
         """Every key a line names (forget looks for keys whose name holds the forgotten value)."""
@@ -597,9 +603,16 @@ class Tombstones:
         """Earlier tombstones of ``keys`` (a review rejection, say) keep only the key's hash (``mark``'s)."""
         return _rewrite(self.path, self.root, keys, mark) if keys else 0
 
-    def blind(self, hashes: set[str]) -> int:
-        """Every field holding one of ``hashes`` (a key's that `seal --as` moved) holds a random token instead."""
-        return _blind_hashes(self.path, self.root, hashes)
+    def blind(self, marks: dict[str, str]) -> int:
+        """Every field holding one of ``marks``' hashes (a key's that `seal --as` moved) holds its token instead."""
+        return _blind_hashes(self.path, self.root, marks)
+
+    def holds(self, value: str) -> bool:
+        """Whether a line holds ``value`` (a hash a blind should have taken)."""
+        try:
+            return value in read_text(self.path, root=self.root, errors="replace")
+        except FileNotFoundError:
+            return False
 
     def named_keys(self) -> set[str]:
         """Every key a tombstone names in clear (a rejected proposal's, say)."""
