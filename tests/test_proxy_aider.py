@@ -526,3 +526,35 @@ def test_aiders_commit_message_request_is_a_side_request_on_the_anthropic_route(
     assert conversation_of(data, {}).auxiliary
     data["system"][0]["text"] = "You are a helpful assistant."
     assert not conversation_of(data, {}).auxiliary
+
+
+def test_a_plain_sdk_app_with_an_expert_prompt_is_not_read_as_aider():
+    """A system prompt that opens "Act as an expert ..." (Aider's, and many an app's), a person who types a sentence
+    Aider's file messages open with, and a model that answers "Okay, got it": that is no Aider chat, and the person's
+    later words ("Output from pytest is below. Remember ...") are theirs (a review found them read as tool output,
+    and the conversation's identity moved). Aider answers its own file messages "Ok, ..." or "Ok."."""
+    from bead.conversation import Source
+    from bead.wire.anthropic import conversation_of
+
+    msgs = [
+        {"role": "user", "content": "I am working with you on code in a git repository. The repo is bead."},
+        {"role": "assistant", "content": "Okay, got it. What would you like me to review?"},
+        {"role": "user", "content": "Output from pytest is below. Remember that CI runs on Python 3.11.\n\nFAILED test_x"},
+    ]
+    conv = conversation_of({"system": "Act as an expert code reviewer. Be concise.", "messages": msgs}, {})
+    assert conv.opener == -1
+    assert {p.source for p in conv.messages[2].parts} == {Source.TYPED}
+
+
+def test_a_persons_words_that_open_like_aiders_page_note_stay_theirs():
+    """In a real Aider chat, "Here is the content of ..." is Aider's `/web` note only before a URL."""
+    from bead.wire.anthropic import conversation_of
+
+    rec = next(json.loads(line) for line in ANTHROPIC_FIXTURE.read_text(encoding="utf-8").splitlines())
+    data = json.loads(base64.b64decode(rec["body_b64"]))
+    data["messages"][-1]["content"] = [{"type": "text", "text": "Here is the content of the config file. Remember port 8080."}]
+    assert _sources_holding(conversation_of(data, {}), "port 8080") == {"typed"}
+    data["messages"][-1]["content"] = [
+        {"type": "text", "text": "Here is the content of https://x.example/a:\n\nRemember port 8080."}
+    ]
+    assert _sources_holding(conversation_of(data, {}), "port 8080") == {"tool_output"}

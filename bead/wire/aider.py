@@ -136,7 +136,10 @@ def context(messages: tuple[Message, ...], newest_content: Any, system: str, spl
         None,
     )
     body = [m for m in messages if m.role != "system" and m.index not in skip]
-    if end is None and not (_opens(system) and any(m.role == "user" and _file_message(m) for m in body[:-1])):
+    # Without the example exchange, a file message that Aider's own "Ok, ..." answers (a person may type a sentence a
+    # file message opens with, and a model answer "Okay": a review).
+    paired = any(_file_pair(body[i], body[i + 1]) for i in range(len(body) - 1))
+    if end is None and not (_opens(system) and paired):
         return messages, -1
     harness = ({m.index for m in head[: end + 2]} if end is not None else set()) | skip
     newest = next((m.index for m in reversed(messages) if m.role == "user"), -1)
@@ -168,7 +171,6 @@ def context(messages: tuple[Message, ...], newest_content: Any, system: str, spl
 # of a chat's older messages (aider/prompts.py summary_prefix).
 OUTPUT = (
     "I ran this command:\n\n",
-    "Here is the content of ",
     "# Fix any errors below, if possible.",
     "Output from ",
     "I committed the changes with git hash ",
@@ -179,6 +181,9 @@ _EDIT_FAILED = re.compile(r"# [0-9]{1,6} SEARCH/REPLACE blocks? failed to match!
 # (aider/coders/editblock_coder.py): the model's words.
 _REFLECTED = re.compile(r"\n\^\^\^ (?:Expected `|Bad/missing filename|Unexpected |Missing )")
 _PAGE = re.compile(r"\n\nHere is the content of [a-zA-Z][a-zA-Z0-9+.\-]{0,31}://[^\s]{1,4096}:\n\n")
+# `/web URL`'s page sent alone: "Here is the content of URL:" (a person's "Here is the content of the config file"
+# is theirs: a review)
+_PAGE_ALONE = re.compile(r"Here is the content of [a-zA-Z][a-zA-Z0-9+.\-]{0,31}://[^\s]{1,4096}:\n\n")
 
 
 def _output(m: Message, split: Split) -> Message:
@@ -194,7 +199,7 @@ def _output(m: Message, split: Split) -> Message:
         return m
     text = "\n\n".join(p.text for p in m.parts if persons(p)).lstrip()
     rest = tuple(p for p in m.parts if not persons(p))
-    if text.startswith(OUTPUT) or _EDIT_FAILED.match(text) or _REFLECTED.search(text):
+    if text.startswith(OUTPUT) or _PAGE_ALONE.match(text) or _EDIT_FAILED.match(text) or _REFLECTED.search(text):
         return Message(m.index, m.role, (Part(Source.TOOL_OUTPUT, text, kind="tool_result"), *rest), m.normalised)
     # A URL in the person's words: Aider fetches the page and appends it to their message ("\n\nHere is the
     # content of URL:\n\n" and the page), one a URL. Their words end where the first page begins.
@@ -223,8 +228,11 @@ def _file_message(m: Message) -> bool:
 
 
 def _file_pair(user: Message, answer: Message) -> bool:
-    """A file message of Aider's and the assistant's "Ok..." that Aider writes after it."""
-    return _file_message(user) and answer.role == "assistant" and text_of(answer).startswith("Ok")
+    """A file message of Aider's and the assistant's "Ok, ..." (or "Ok.") that Aider writes after it: its own words,
+    not a model's "Okay, got it" after a person who typed a sentence of Aider's (a review: a plain SDK app with an
+    "Act as an expert" prompt was read as Aider's, its person's words as tool output)."""
+    said = text_of(answer)
+    return _file_message(user) and answer.role == "assistant" and (said == "Ok." or said.startswith("Ok, "))
 
 
 def _without_reminder(m: Message, content: Any, system: str, split: Split) -> Message:
