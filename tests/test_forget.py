@@ -3488,7 +3488,9 @@ def test_a_forgotten_messages_digest_does_not_give_a_guessable_value_back(proxy_
     assert bead("write", "user/card-pin", "Card PIN 4417", "--type", "user").code == 0
     assert bead("forget", "user/card-pin", "--yes").code == 0
     assert pin not in digests()
-    assert not [p for p in bead_home.rglob("*") if p.is_file() and b"4417" in p.read_bytes()]
+    # As a word: bead's ids and digests are hex, and one may hold the digits (a run failed on a batch id holding them).
+    pin_word = re.compile(rb"(?<![0-9A-Za-z])4417(?![0-9A-Za-z])")
+    assert not [p for p in bead_home.rglob("*") if p.is_file() and pin_word.search(p.read_bytes())]
     msgs += [{"role": "assistant", "content": "Filled in."}, {"role": "user", "content": "thanks, now submit it"}]
     proxy.post(body(msgs), h)
     proxy.settle()
