@@ -402,7 +402,35 @@ def _add_chars(out: _Hashes, n: int, chars: object) -> None:
         out.inside_chars[n] = None
 
 
-class AuditLog:
+class _KeyedLog:
+    """What the audit and tombstone logs share: their lines name keys, which a forget or a `seal --as` takes out."""
+
+    path: Path
+    root: Path
+
+    def forget_keys(self, keys: set[str], mark: Callable[[str], str] = key_hash) -> int:
+        """Lines that name one of ``keys`` keep its hash instead (forget; ``mark``'s, ``blinder``'s for a key that
+        may not leave even that: a review rejection's tombstone too); the number of lines changed."""
+        return _rewrite(self.path, self.root, keys, mark) if keys else 0
+
+    def blind(self, marks: dict[str, str]) -> int:
+        """Every field holding one of ``marks``' hashes (a key's that `seal --as` moved: its ``from_sha256`` too,
+        once done) holds its token instead; the number of lines changed."""
+        return _blind_hashes(self.path, self.root, marks)
+
+    def holds(self, value: str) -> bool:
+        """Whether a line holds ``value`` (a hash a blind should have taken)."""
+        try:
+            return value in read_text(self.path, root=self.root, errors="replace")
+        except FileNotFoundError:
+            return False
+
+    def named_keys(self) -> set[str]:
+        """Every key a line names in clear (forget looks for keys whose name holds the forgotten value)."""
+        return _named_in(self.path, self.root)
+
+
+class AuditLog(_KeyedLog):
     """Every write, supersede, injection, forget and tombstone, one JSON line each."""
 
     def __init__(self, path: Path, owner: str, root: Path | None = None):
@@ -434,27 +462,6 @@ class AuditLog:
                 out.append(entry)
         return out
 
-    def forget_keys(self, keys: set[str], mark: Callable[[str], str] = key_hash) -> int:
-        """Lines that name one of ``keys`` keep its hash instead (forget; ``mark``'s, ``blinder``'s for a key that
-        may not leave even that); the number of lines changed."""
-        return _rewrite(self.path, self.root, keys, mark) if keys else 0
-
-    def blind(self, marks: dict[str, str]) -> int:
-        """Every field holding one of ``marks``' hashes (a moved key's, `seal --as`'s ``from_sha256``, once done)
-        holds its token instead; the number of lines changed."""
-        return _blind_hashes(self.path, self.root, marks)
-
-    def holds(self, value: str) -> bool:
-        """Whether a line of the log holds ``value`` (a hash a blind should have taken)."""
-        try:
-            return value in read_text(self.path, root=self.root, errors="replace")
-        except FileNotFoundError:
-            return False
-
-    def named_keys(self) -> set[str]:
-        """Every key a line names (forget looks for keys whose name holds the forgotten value)."""
-        return _named_in(self.path, self.root)
-
 
 def _said_in(ws: list[str], h: _Hashes) -> bool:
     """Whether a run of ``ws`` is a forgotten value's words, in its order or (``bags``) in any: a run is hashed only
@@ -475,7 +482,7 @@ def _said_in(ws: list[str], h: _Hashes) -> bool:
     return False
 
 
-class Tombstones:
+class Tombstones(_KeyedLog):
     """SHA-256 of the normalised value (and of the key); the value and the key's text never."""
 
     def __init__(self, path: Path, owner: str, root: Path | None = None):
@@ -598,22 +605,3 @@ class Tombstones:
 
     def count(self) -> int:
         return len(self.hashes())
-
-    def forget_keys(self, keys: set[str], mark: Callable[[str], str] = key_hash) -> int:
-        """Earlier tombstones of ``keys`` (a review rejection, say) keep only the key's hash (``mark``'s)."""
-        return _rewrite(self.path, self.root, keys, mark) if keys else 0
-
-    def blind(self, marks: dict[str, str]) -> int:
-        """Every field holding one of ``marks``' hashes (a key's that `seal --as` moved) holds its token instead."""
-        return _blind_hashes(self.path, self.root, marks)
-
-    def holds(self, value: str) -> bool:
-        """Whether a line holds ``value`` (a hash a blind should have taken)."""
-        try:
-            return value in read_text(self.path, root=self.root, errors="replace")
-        except FileNotFoundError:
-            return False
-
-    def named_keys(self) -> set[str]:
-        """Every key a tombstone names in clear (a rejected proposal's, say)."""
-        return _named_in(self.path, self.root)
