@@ -160,7 +160,8 @@ def seal(mem: Memory, key: str, as_key: str | None = None) -> dict[str, Any]:
         if _unblinded(mem, key, as_key):
             # Its move was done and the blind of KEY's hash was not (killed, or a log it could not write): finished.
             _moved(mem, key, as_key, "done", blinder())
-            return {"key": as_key, "sealed": mem.sealed.numbers(as_key), "finished": True}
+            done = dict.fromkeys(("versions", "raw_turns_redacted", "raw_turns_redacted_in_part", "episodes", "session_lines"), 0)
+            return {**done, "key": as_key, "sealed": mem.sealed.numbers(as_key), "kept": [], "finished": True}
         if mem.facts.versions(as_key).numbers or mem.sealed.has(as_key):
             raise BeadError(f"{as_key} has versions already", "choose a key nothing has used for --as")
     to = _checked(mem, key)
