@@ -1047,22 +1047,21 @@ KUBECTL = "kubectl-secret-literal"  # the rule id of a literal of `kubectl creat
 # its name (`--from-literal=value=...`) and however many the line holds (a review: the generic rule knew a literal by
 # a secret's word before it, and only the first).
 _KUBECTL_SECRET = compile_linear(r"\bkubectl\b[^\n]{0,300}?\bcreate[ \t]+secret\b[^\n]*")
+_LITERAL_NAME = r"[A-Za-z0-9_.-]{1,253}="
 _LITERAL = compile_linear(
-    r"--from-literal[= ](?:'[A-Za-z0-9_.-]{1,253}=([^'\n]{1,1000})'|"
-    + '"'
-    + r"[A-Za-z0-9_.-]{1,253}=([^"
-    + '"'
-    + r"\n]{1,1000})"
-    + '"'
-    + r"|[A-Za-z0-9_.-]{1,253}=(?:'([^'\n]{1,1000})'|"
-    + '"'
-    + r"([^"
-    + '"'
-    + r"\n]{1,1000})"
-    + '"'
+    r"--from-literal[= ](?:"
+    + r"'"
+    + _LITERAL_NAME
+    + r"([^'\n]{1,1000})'"  # --from-literal='NAME=VALUE'
+    + r'|"'
+    + _LITERAL_NAME
+    + r'([^"\n]{1,1000})"'  # --from-literal="NAME=VALUE"
+    + r"|"
+    + _LITERAL_NAME
+    + r"(?:'([^'\n]{1,1000})'"
+    + r'|"([^"\n]{1,1000})"'
     + r"|([^\s'"
-    + '"'
-    + r"]{1,1000})))"
+    + r'"]{1,1000})))'
 )
 KUBECTL_LITERAL_MIN = 4  # characters of a literal's value, at least (`--from-literal=debug=1` holds no secret)
 
@@ -1443,7 +1442,7 @@ PRINTED_SCAN = 64 * 1024  # of a command, the characters looked at
 # command of several lines (a heredoc) holds, nor a shell function of that name (`pass() {...}; ... && pass health`),
 # nor pass's other commands or extensions, nor a name without a letter (`(pass 2)`): a review found each redacted.
 _PASS_SHORT = LazyPattern(
-    r"(?:^|[;&|(][ \t]*)(?:sudo[ \t]+)?(?:go)?pass[ \t]+"
+    r"(?:^[ \t]*|[;&|(][ \t]*)(?:sudo[ \t]+)?(?:go)?pass[ \t]+"
     r"(?:'([^'\s]{1,100})'|\"([^\"\s]{1,100})\"|([A-Za-z0-9_@][A-Za-z0-9_./@+-]{0,100}))"
     r"[ \t]*(?:2>(?:&1|/dev/null)[ \t]*)?(?:$|#|[;&|)])"
 )
