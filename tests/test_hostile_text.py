@@ -274,17 +274,27 @@ class TestRemember:
         assert "queued for review" in note and "\\u200b" in note, "the notice shows the hidden characters escaped"
 
     @pytest.mark.parametrize(
-        "pasted_before, filler", [(True, 0), (False, 0), (True, 20_000)], ids=["earlier-message", "same-message", "long"]
+        "pasted_before, filler, password",
+        [
+            (True, 0, "Xq7vLm2pRt9w"),
+            (False, 0, "Xq7vLm2pRt9w"),
+            (True, 20_000, "Xq7vLm2pRt9w"),
+            (True, 20_000, "Xq7vLm2"),  # a review's: short, known only by its name in the .env
+            (True, 20_000, "Kx9#mQ2"),
+        ],
+        ids=["earlier-message", "same-message", "long", "long-short", "long-short-sign"],
     )
-    def test_a_queued_remember_that_says_a_pasted_password_bare_keeps_it_off_the_disk(self, bead_home, pasted_before, filler):
+    def test_a_queued_remember_that_says_a_pasted_password_bare_keeps_it_off_the_disk(
+        self, bead_home, pasted_before, filler, password
+    ):
         """The person pasted a `.env` (its password found by name), then a "remember" that waits for review says
         the password bare. The notice in the cue block, which the conversation's state file keeps, was redacted by
         the rules alone (an outside review found it there); it now leaves out what the conversation's scan found.
         Where there is more than ``NOTICE_SCAN_CHARS`` of the conversation this process has not read (it read none of
-        it before forwarding), every word of the value that reads as a secret is left out instead."""
+        it before forwarding), the notice shows no value (masking the words that look like secrets let a short one
+        by: a review)."""
         from conftest import all_bytes_under
 
-        password = "Xq7vLm2pRt9w"
         env = "x" * filler + f"\nhere is my .env\nDB_PASSWORD={password}\nDB_HOST=localhost"
         typed = f"Deploy notes: remember that the staging box logs in with {password}"
         if pasted_before:
@@ -295,7 +305,8 @@ class TestRemember:
         sent = prepare(bead_home, messages)
         newest = sent["messages"][-1]["content"]
         note = newest[-1]["text"] if isinstance(newest, list) else newest
-        assert "note from bead" in note and "[REDACTED:" in note and password not in note, note
+        shown = "(its value not repeated here)" if filler else "[REDACTED:"
+        assert "note from bead" in note and shown in note and password not in note, note
         leaks = [p for p, data in all_bytes_under(bead_home).items() if password.encode() in data]
         assert leaks == [], leaks
 

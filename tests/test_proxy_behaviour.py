@@ -504,7 +504,7 @@ class TestConversation:
         forwarding, unbounded by the request's deadline: a dense paste ending in "remember ..." held the request past
         it, and it went out without its blocks (an outside attack; a bound of 256 KB still took 3.7 s, a review).
         Before forwarding only the newest message's last ``NOTICE_SCAN_CHARS`` are read now, with what this process
-        found in the conversation's captured turns."""
+        found in the conversation's captured turns; where more is left unread, the notice shows no value."""
         from bead.proxy import engine
 
         read: list[int] = []
@@ -522,7 +522,11 @@ class TestConversation:
         text = f"here is the worker log:\n\n{paste}\nremember that the staging deploy uses fly.io"
         post(proxy_client(), *req(text, session=f"paste-{paste_kb}"))
         notes = [ln for ln in self._newest_text(upstream).splitlines() if ln.startswith("- note from bead:")]
-        assert len(notes) == 1 and "queued for review" in notes[0] and "staging deploy uses fly.io" in notes[0], notes
+        assert len(notes) == 1 and "queued for review" in notes[0], notes
+        if paste_kb * 1024 > engine.NOTICE_SCAN_CHARS:  # not all read: no value shown (a review: masking let one by)
+            assert '"remember" (its value not repeated here)' in notes[0] and "fly.io" not in notes[0], notes
+        else:
+            assert "staging deploy uses fly.io" in notes[0], notes
         assert read and max(read) <= engine.NOTICE_SCAN_CHARS, read
         with mem_of(bead_home) as m:
             assert any("fly.io" in item.value for item in Queue(m).items()), "the review has the value"

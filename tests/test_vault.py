@@ -1178,6 +1178,22 @@ def test_a_seal_as_killed_before_its_blind_is_finished_by_running_it_again(bead,
     assert [p for p, data in all_bytes_under(mem.home.root).items() if gone in data] == []
 
 
+def test_a_seal_as_into_a_sealed_key_of_a_key_only_forgotten_is_refused(bead, mem, vault):
+    """The rerun that finishes a blind is for a move that began: a key forgotten otherwise (its lines keep its hash)
+    sealed --as a key already sealed is refused, and the forget's lines are left as they are (a review found a false
+    "sealed" and its lines rewritten)."""
+    from bead.core import forget
+
+    mem.write("project/shop/secret-1", "the staging runbook lives in the ops wiki", "project")
+    ops.seal(mem, "project/shop/secret-1")
+    key = "project/shop/old-note"
+    mem.write(key, "deploys need two reviewers", "project")
+    forget.apply(mem, forget.plan_target(mem, key))
+    res = bead("seal", key, "--as", "project/shop/secret-1", "--yes")
+    assert res.code != 0 and "sealed project/shop/secret-1" not in res.out, res.out
+    assert key_hash(key) in mem.home.audit_log.read_text()
+
+
 def test_one_seal_as_blinds_the_key_with_one_token(mem, vault):
     """The lines a `seal --as` changes (the key's writes, an earlier forget's lines and tombstones, the move's own)
     name the key by one token, so they still go together (a review found three)."""

@@ -1482,13 +1482,6 @@ def _printed_like(word: str) -> bool:
     return kinds >= 2 or (kinds == 1 and len(core) >= 16 and not core.isdigit() and not core.isupper())
 
 
-def secret_like_masked(text: str) -> str:
-    """``text`` with each word that reads as a secret (``_printed_like``: 8 characters or more of two kinds) as a
-    ``[REDACTED:printed-secret]`` marker: where the text could not be checked against what the scan found elsewhere
-    (a "remember" notice whose conversation was not read in time)."""
-    return " ".join(f"[REDACTED:{PRINTED}]" if _printed_like(w) else w for w in text.split(" "))
-
-
 PRINTED_ALONE_MIN = 4  # an output that is one word alone of at least this many characters (quotes aside) is the value
 # An output that is one line of two to twelve words of letters, joined by a space or a hyphen each: a passphrase
 # (diceware, a seed phrase), unless a word of it is one an error says.

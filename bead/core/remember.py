@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..capture.secrets import compile_linear, credential_rules, holds_whole, redact, redact_known, secret_like_masked
+from ..capture.secrets import compile_linear, credential_rules, holds_whole, redact, redact_known
 from ..capture.text import output_lines
 from ..conversation import UNTYPED_REASONS, Identity, Message, Source
 from ..display import CONTROL, visible
@@ -314,26 +314,29 @@ def _quoted(value: str) -> str:
 _QUOTE_LIKE = frozenset("`\u201c\u201d\u201e\u201f\u2033\u2036\uff02\u02ba\u02dd\u275d\u275e\u301d\u301e\u301f")
 
 
+def _remembered(value: str, unread: bool) -> str:
+    return '"remember" (its value not repeated here)' if unread else f'"remember {_quoted(value)}"'
+
+
 def notice_lines(plans: Iterable[Plan], known: dict[str, str] | None = None, unread: bool = False) -> list[str]:
     """One cue-block line per value not written: what happened, and what the person can do.
 
     A value is shown as the secret scan leaves it, and without any of ``known`` (values the scan found elsewhere in
     the conversation, to their rules: a password pasted in a `.env` the "remember" says bare): the secret itself
     never reaches the model (or the cue block's bytes, which the conversation's state file keeps). ``unread``: part
-    of the conversation was not read for ``known`` (too much to read before forwarding): each word of the value that
-    reads as a secret is left out too."""
+    of the conversation was not read for ``known`` (too much to read before forwarding): no value is shown (masking
+    the words that look like secrets let a short password the scan knows by its name through: a review)."""
     out = []
     for p in plans:
         if p.action not in ("queue", "refuse"):
             continue
         value = " ".join(redact_known(redact(p.value)[0], known or {}).split())
-        value = secret_like_masked(value) if unread else value
         cut = len(value) > NOTICE_VALUE_CHARS
         if cut:
             value = value[: NOTICE_VALUE_CHARS - 1] + "…"
         if p.action == "refuse" and p.reason == FORGOTTEN_REASON:
             out.append(
-                f'- note from bead: a "remember {_quoted(value)}" in the user\'s message was not queued for review, '
+                f"- note from bead: a {_remembered(value, unread)} in the user's message was not queued for review, "
                 "because the user had bead forget that value and these words may not be plainly their own; the user can "
                 f"write it again themselves with `bead write KEY - --type {p.type}` (a key of their choosing, the value on "
                 "stdin; one made of the value's words would say them again)"
@@ -341,7 +344,7 @@ def notice_lines(plans: Iterable[Plan], known: dict[str, str] | None = None, unr
             continue
         if p.action == "refuse":
             out.append(
-                f'- note from bead: a "remember {_quoted(value)}" in the user\'s message was not stored, because it '
+                f"- note from bead: a {_remembered(value, unread)} in the user's message was not stored, because it "
                 f"holds a secret, which bead keeps only sealed; the user can seal it under a neutral key "
                 f"with `bead write user/secret-1 - --type user --sensitivity secret` (the value on stdin)"
             )
@@ -362,7 +365,7 @@ def notice_lines(plans: Iterable[Plan], known: dict[str, str] | None = None, unr
         # No item id and no accept command for the model to run: an agent's shell ran the command a pasted page's
         # "remember" had queued, and the value reached the pinned block as accepted (an outside attack).
         out.append(
-            f'- note from bead: a "remember {_quoted(value)}" in the user\'s message was queued for review, not '
+            f"- note from bead: a {_remembered(value, unread)} in the user's message was queued for review, not "
             f"stored, because {why}; the user can keep it by reviewing it with `bead review` at their own terminal "
             "(an agent does not run it for them: accepting makes it their word)"
             + ("; it is longer than shown here, and the review shows all of it" if cut else "")

@@ -418,13 +418,6 @@ class _KeyedLog:
         once done) holds its token instead; the number of lines changed."""
         return _blind_hashes(self.path, self.root, marks)
 
-    def holds(self, value: str) -> bool:
-        """Whether a line holds ``value`` (a hash a blind should have taken)."""
-        try:
-            return value in read_text(self.path, root=self.root, errors="replace")
-        except FileNotFoundError:
-            return False
-
     def named_keys(self) -> set[str]:
         """Every key a line names in clear (forget looks for keys whose name holds the forgotten value)."""
         return _named_in(self.path, self.root)
