@@ -298,19 +298,28 @@ def _swapped(value: Any, marks: dict[str, str]) -> Any:
 def _blind_hashes(path: Path, root: Path, marks: dict[str, str]) -> int:
     """Every value of a line that is one of ``marks``' hashes becomes its token (``blinder``'s); a line that holds
     one and is no record goes."""
-    hashes = set(marks)
 
-    def edit(line: str) -> str | None:
-        if not any(h in line for h in hashes):
-            return line
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):
-            return None
+    def change(line: str, entry: Any) -> str | None:
         new = _swapped(entry, marks)
         return line if new == entry else json.dumps(new, ensure_ascii=False)
 
-    return rewrite_lines(path, edit, root=root) if marks else 0
+    return _edit_records(path, root, set(marks), change) if marks else 0
+
+
+def _edit_records(path: Path, root: Path, needles: set[str], change: Callable[[str, Any], str | None]) -> int:
+    """Rewrite the lines of a JSON-lines log that hold one of ``needles``: each through ``change(line, its record)``
+    (a new line, or None to drop it); a torn or hostile line that holds one goes (a nesting json or ``change``
+    cannot read to its end too)."""
+
+    def edit(line: str) -> str | None:
+        if not any(n in line for n in needles):
+            return line
+        try:
+            return change(line, json.loads(line))
+        except (ValueError, RecursionError):
+            return None
+
+    return rewrite_lines(path, edit, root=root)
 
 
 def _mentions(obj: Any, keys: set[str]) -> bool:
@@ -350,13 +359,7 @@ def _named_in(path: Path, root: Path) -> set[str]:
 
 
 def _rewrite(path: Path, root: Path, keys: set[str], mark: Callable[[str], str] = key_hash) -> int:
-    def edit(line: str) -> str | None:
-        if not any(k in line for k in keys):
-            return line
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):
-            return None  # a torn (or hostile, nested) line that holds the key's text: it goes
+    def change(line: str, entry: Any) -> str | None:
         if not isinstance(entry, dict):
             return None
         if not _hash_keys(entry, keys, mark) and not _mentions(entry, keys):
@@ -364,7 +367,7 @@ def _rewrite(path: Path, root: Path, keys: set[str], mark: Callable[[str], str] 
         # A mention outside the known fields: drop the line rather than keep the text.
         return None if _mentions(entry, keys) else json.dumps(entry, ensure_ascii=False)
 
-    return rewrite_lines(path, edit, root=root)
+    return _edit_records(path, root, keys, change)
 
 
 def _ready(path: Path, root: Path) -> None:

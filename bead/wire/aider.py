@@ -137,9 +137,9 @@ def context(messages: tuple[Message, ...], newest_content: Any, system: str, spl
     )
     body = [m for m in messages if m.role != "system" and m.index not in skip]
     # Without the example exchange, a file message that Aider's own "Ok, ..." answers (a person may type a sentence a
-    # file message opens with, and a model answer "Okay": a review).
-    paired = any(_file_pair(body[i], body[i + 1]) for i in range(len(body) - 1))
-    if end is None and not (_opens(system) and paired):
+    # file message opens with, and a model answer "Okay": a review), looked for only under Aider's system prompt (every
+    # Anthropic request comes here: Claude Code's are read no further).
+    if end is None and not (_opens(system) and any(_file_pair(body[i], body[i + 1]) for i in range(len(body) - 1))):
         return messages, -1
     harness = ({m.index for m in head[: end + 2]} if end is not None else set()) | skip
     newest = next((m.index for m in reversed(messages) if m.role == "user"), -1)
